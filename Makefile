@@ -1,0 +1,91 @@
+# railio: the verbs people expect, over the CMake presets (CMakePresets.json).
+#
+#   make / make build   configure (preset "default", build/) if needed, then build
+#   make test           install missing packages, build, run every ctest test
+#   make demo           build, then ./build/railio demo
+#   make bench          build, then ./build/railio bench mock
+#   make asan | tsan    configure + build that preset (build-asan/, build-tsan/), run ctest there
+#   make debug          configure + build the debug preset (build-debug/)
+#   make format         clang-format every C source in place
+#   make format-check   fail if any C source is not formatted
+#   make deps           scripts/install-deps.sh when something is missing
+#   make clean          remove every build directory
+#
+# Variables: RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
+# / RIO_WITH_URING=AUTO|ON|OFF, CMAKE_ARGS="-D..." (more configure arguments),
+# CTEST_ARGS="-L unit" (e.g. a label), CTEST_JOBS=2.
+
+RIO_WERROR ?= OFF
+RIO_WITH_CURL ?= AUTO
+RIO_WITH_RADOS ?= AUTO
+RIO_WITH_URING ?= AUTO
+CTEST_JOBS ?= 2
+CTEST_ARGS ?=
+
+CONFIGURE_ARGS = -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
+	-DRIO_WITH_RADOS=$(RIO_WITH_RADOS) -DRIO_WITH_URING=$(RIO_WITH_URING) $(CMAKE_ARGS)
+
+dir_default := build
+dir_debug := build-debug
+dir_asan := build-asan
+dir_tsan := build-tsan
+
+ASAN_ENV = ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
+	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+TSAN_ENV = TSAN_OPTIONS="$${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+
+# $(call configure,PRESET): configure when the build directory is new or the
+# arguments changed since the last configure through this Makefile.
+define configure
+@args='$(CONFIGURE_ARGS)'; stamp=$(dir_$(1))/.make-configure-args; \
+	if [ ! -f $(dir_$(1))/build.ninja ] || [ "$$(cat $$stamp 2>/dev/null)" != "$$args" ]; then \
+		cmake --preset $(1) $$args && printf '%s\n' "$$args" > $$stamp; \
+	fi
+endef
+
+# $(call ctest,PRESET)
+ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
+
+.DEFAULT_GOAL := build
+.PHONY: build test demo bench asan tsan debug format format-check deps clean
+
+build: deps
+	$(call configure,default)
+	cmake --build --preset default
+
+test: build
+	$(call ctest,default)
+
+demo: build
+	./$(dir_default)/railio demo
+
+bench: build
+	./$(dir_default)/railio bench mock
+
+debug: deps
+	$(call configure,debug)
+	cmake --build --preset debug
+
+asan: deps
+	$(call configure,asan)
+	cmake --build --preset asan
+	$(ASAN_ENV) $(call ctest,asan)
+
+tsan: deps
+	$(call configure,tsan)
+	cmake --build --preset tsan
+	$(TSAN_ENV) $(call ctest,tsan)
+
+C_SOURCES = $(shell find include src tests bench -name '*.[ch]' 2>/dev/null)
+
+format:
+	clang-format -i $(C_SOURCES)
+
+format-check:
+	clang-format --dry-run -Werror $(C_SOURCES)
+
+deps:
+	@bash scripts/install-deps.sh --check || bash scripts/install-deps.sh
+
+clean:
+	rm -rf $(dir_default) $(dir_debug) $(dir_asan) $(dir_tsan)

@@ -1,0 +1,289 @@
+/*
+ * railio: move large objects over every path you have.
+ *
+ * A client is opened from a URL naming a backend (mock://, later railio://,
+ * s3://, rados://, file://). Each object is split into chunks that move
+ * concurrently over the client's paths with a bounded amount of work in
+ * flight, each chunk verified by its xxh3-64, retried without corrupting
+ * anything, and summarised in stats with a bottleneck verdict.
+ *
+ * Conventions: functions return int (>= 0 success, < 0 error: -errno or a
+ * RIO_E* code below -10000); rio_get returns int64_t so it can carry byte
+ * counts above 2 GiB. A client may be used by several threads at once; every
+ * call blocks until it is finished and nothing of it is still in flight.
+ */
+#ifndef RAILIO_H
+#define RAILIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RIO_VERSION_MAJOR 0
+#define RIO_VERSION_MINOR 1
+#define RIO_VERSION_PATCH 0
+
+/* ------------------------------------------------------------------ errors */
+
+/*
+ * X(NAME, value, message). Values are fixed forever: they travel in logs and
+ * (later) on the wire.
+ */
+#define RIO_ERRNO_LIST(X)                                                         \
+    X(RIO_EINVAL, -10001, "invalid argument")                                     \
+    X(RIO_EURL, -10002, "malformed or unsupported URL")                           \
+    X(RIO_ECHECKSUM, -10003, "chunk checksum mismatch")                           \
+    X(RIO_EGENERATION, -10004, "object generation changed during the operation")  \
+    X(RIO_ERETRIES, -10005, "retries exhausted")                                  \
+    X(RIO_EDEADLINE, -10006, "request deadline passed")                           \
+    X(RIO_EBUSY, -10007, "in-flight budget exhausted (fail-fast mode)")           \
+    X(RIO_ENOPATH, -10008, "no healthy path left")                                \
+    X(RIO_ESHORT, -10009, "short transfer: fewer bytes than requested")           \
+    X(RIO_ENOTFOUND, -10010, "no such object")                                    \
+    X(RIO_ETOOBIG, -10011, "object larger than the destination buffer")           \
+    X(RIO_ECANCELED, -10012, "operation cancelled")                               \
+    X(RIO_EPROTO, -10013, "protocol error: malformed or unexpected message")      \
+    X(RIO_ESERVER, -10014, "server error (retryable)")                            \
+    X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")               \
+    X(RIO_EDNS, -10016, "name resolution failed")                                 \
+    X(RIO_ENOTSUP, -10017, "operation not supported by this backend")             \
+    X(RIO_ECLOSED, -10018, "client is closing")
+
+enum rio_errno {
+#define RIO__ERR_ENUM(name, value, msg) name = value,
+    RIO_ERRNO_LIST(RIO__ERR_ENUM)
+#undef RIO__ERR_ENUM
+};
+
+/** Message for any return code (-errno or RIO_E*). Never NULL, static storage. */
+const char *rio_strerror(int err);
+/** Symbolic name ("RIO_ECHECKSUM", "ECONNRESET") for any return code. Static storage. */
+const char *rio_errname(int err);
+
+/* ----------------------------------------------------------------- options */
+
+enum rio_budget_mode {
+    RIO_BUDGET_WAIT = 0, /* wait for in-flight bytes to drain (backpressure) */
+    RIO_BUDGET_FAIL = 1, /* return RIO_EBUSY at once when the budget is full */
+};
+
+/* Per-call flags (struct rio_call.flags). */
+#define RIO_ATOMIC 0x1u /* GET: stage, copy to the caller's buffer only on success */
+
+#define RIO_MAX_PATHS 16
+
+/**
+ * Client options. Initialise with rio_options_init(); zero fields mean "use the
+ * environment (RIO_*), then the default". Environment variables are read once,
+ * at rio_client_new.
+ */
+struct rio_options {
+    uint64_t chunk_size;        /* RIO_CHUNK_SIZE, default 4 MiB */
+    unsigned paths;             /* RIO_PATHS, default: what the URL/transport offers */
+    unsigned depth;             /* RIO_DEPTH: ops in flight per path, default 4 */
+    uint64_t budget_bytes;      /* RIO_BUDGET: client in-flight bytes, default 256 MiB */
+    uint64_t request_budget;    /* RIO_REQUEST_BUDGET: per request, default = budget */
+    int budget_mode;            /* RIO_BUDGET_MODE=wait|fail, enum rio_budget_mode */
+    unsigned retry_attempts;    /* RIO_RETRIES: attempts per chunk, default 5 */
+    uint32_t backoff_base_ms;   /* RIO_BACKOFF_BASE_MS, default 10 */
+    uint32_t backoff_cap_ms;    /* RIO_BACKOFF_CAP_MS, default 1000 */
+    uint32_t deadline_ms;       /* RIO_DEADLINE_MS: whole request, default 120000 */
+    uint32_t op_timeout_ms;     /* RIO_OP_TIMEOUT_MS: one chunk op, default 10000 */
+    uint32_t cooldown_base_ms;  /* RIO_COOLDOWN_BASE_MS: failed path, default 100 */
+    uint32_t cooldown_cap_ms;   /* RIO_COOLDOWN_CAP_MS, default 5000 */
+    int verify;                 /* RIO_VERIFY: 1 verify chunks (default), -1 off */
+    int retry_checksum;         /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
+    uint64_t seed;              /* RIO_SEED: jitter and mock faults; 0 = time-based */
+};
+
+/** Fill *o with zeros (every knob "default"). */
+void rio_options_init(struct rio_options *o);
+
+/* ------------------------------------------------------------------- stats */
+
+enum rio_verdict {
+    RIO_VERDICT_NONE = 0,     /* too little data to say */
+    RIO_VERDICT_NETWORK = 1,  /* paths at their cap, the slowest path, or latency-bound */
+    RIO_VERDICT_STORAGE = 2,  /* time spent in the target's service (server/disk) */
+    RIO_VERDICT_SOFTWARE = 3, /* client CPU: a thread saturated (hashing, copies, engine) */
+};
+
+/* Retry/error classes; index into rio_stats.retries. */
+enum rio_err_class {
+    RIO_CLASS_RESET = 0,
+    RIO_CLASS_REFUSED,
+    RIO_CLASS_TIMEOUT,
+    RIO_CLASS_UNREACH,
+    RIO_CLASS_DNS,
+    RIO_CLASS_SHORT,
+    RIO_CLASS_CHECKSUM,
+    RIO_CLASS_SERVER,
+    RIO_CLASS_THROTTLE,
+    RIO_CLASS_FATAL, /* not retryable */
+    RIO_CLASS__COUNT
+};
+
+/** Name of an error class ("reset", "checksum", ...). */
+const char *rio_class_name(int cls);
+/** Name of a verdict ("network", "storage", "software", "none"). */
+const char *rio_verdict_name(int v);
+
+struct rio_path_stats {
+    uint64_t bytes;      /* payload bytes delivered on this path (successful ops) */
+    uint64_t busy_ns;    /* time with at least one op in flight */
+    uint64_t ops;        /* ops completed successfully */
+    uint64_t errors;     /* ops failed */
+    uint64_t peak_depth; /* most ops in flight at once */
+    double rate_mbps;    /* bytes / busy time, in MB/s (1e6) */
+    double cap_mbps;     /* the path's known cap in MB/s, 0 if unknown */
+    int state;           /* 0 healthy, 1 cooling down, 2 probing (at the end) */
+};
+
+/**
+ * What one call (or batch) did. Caller-owned; pass it in struct rio_call.
+ * Latencies are per chunk attempt that succeeded, submit to completion.
+ */
+struct rio_stats {
+    uint64_t bytes;          /* payload bytes of the request(s) */
+    uint64_t elapsed_ns;     /* call entry to return */
+    double goodput_mbps;     /* bytes / elapsed, MB/s */
+    unsigned npaths;
+    struct rio_path_stats path[RIO_MAX_PATHS];
+    uint64_t retries[RIO_CLASS__COUNT]; /* failed attempts by class */
+    uint64_t retries_total;
+    uint64_t chunks;
+    uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns, lat_max_ns;
+    uint64_t first_done_ns, last_done_ns; /* since call entry */
+    uint64_t hash_ns;   /* computing xxh3/MD5 on PUT */
+    uint64_t verify_ns; /* verifying chunks on GET */
+    uint64_t copy_ns;   /* staging copies (RIO_ATOMIC) */
+    uint64_t svc_ns;    /* target service time reported by the transport, summed */
+    uint64_t op_ns;     /* op time summed over successful attempts */
+    uint64_t peak_inflight_bytes;
+    uint64_t bytes_staged;
+    uint64_t engine_cpu_ns;    /* engine thread CPU during the call */
+    uint64_t transport_cpu_ns; /* transport-owned threads' CPU during the call, if known */
+    uint64_t caller_cpu_ns;    /* calling thread CPU during the call */
+    int verdict;               /* enum rio_verdict */
+    char verdict_text[192];    /* the figures behind the verdict */
+};
+
+/* -------------------------------------------------------------- descriptor */
+
+#define RIO_KEY_MAX 1024
+
+/** An object's descriptor. rio_desc_cleanup frees xxh. */
+struct rio_desc {
+    char key[RIO_KEY_MAX + 1];
+    uint64_t generation;
+    uint64_t size;
+    uint64_t chunk_size;
+    uint64_t nchunks;
+    uint64_t *xxh;  /* nchunks entries, or NULL when the backend stores none */
+    char etag[48];  /* MD5 of the whole byte stream, lower-case hex; "" if unknown */
+};
+
+void rio_desc_cleanup(struct rio_desc *d);
+
+/* -------------------------------------------------------------------- calls */
+
+struct rio_client;
+struct rio_cancel;
+
+/** Per-call settings; NULL means all defaults. */
+struct rio_call {
+    unsigned flags;             /* RIO_ATOMIC */
+    uint32_t deadline_ms;       /* 0 = client default */
+    uint64_t expect_generation; /* GET: fail with RIO_EGENERATION unless it matches; 0 = any */
+    struct rio_stats *stats;    /* filled on return (success or error) if not NULL */
+    struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */
+};
+
+/**
+ * Open a client for url. *out is owned by the caller (rio_client_destroy).
+ * Starts one engine thread. Returns 0, RIO_EURL, RIO_EINVAL, -ENOMEM or a
+ * transport's error.
+ */
+int rio_client_new(const char *url, const struct rio_options *o, struct rio_client **out);
+/**
+ * Close the client. Must not race with calls on it. Accepts NULL.
+ */
+void rio_client_destroy(struct rio_client *c);
+
+/**
+ * Store len bytes under key; publishes a new generation atomically.
+ * Returns 0 or an error; nothing partial is ever visible.
+ * With out_desc != NULL the committed descriptor is returned (caller cleans up).
+ */
+int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
+            const struct rio_call *call, struct rio_desc *out_desc);
+
+/**
+ * Read the whole object under key into buf (capacity cap). Returns the byte
+ * count, or an error. Every chunk is verified. On error the buffer's contents
+ * are unspecified, unless RIO_ATOMIC was given: then it is untouched.
+ */
+int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
+                const struct rio_call *call);
+
+/**
+ * As rio_get, into a buffer the library allocates with malloc(3); the caller
+ * frees it with free(3). *out is NULL on error.
+ */
+int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
+                      const struct rio_call *call);
+
+/** Descriptor of key. The caller calls rio_desc_cleanup(out). */
+int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out);
+
+/** Remove key. Returns 0, or RIO_ENOTFOUND. */
+int rio_delete(struct rio_client *c, const char *key);
+
+enum rio_op_type { RIO_OP_GET = 1, RIO_OP_PUT = 2 };
+
+/** One op of a batch. result: bytes (GET), 0 (PUT) or an error. */
+struct rio_op {
+    int type;
+    const char *key;
+    void *buf;       /* GET destination, or PUT source (not modified) */
+    size_t len;      /* GET capacity, or PUT size */
+    int64_t result;  /* out */
+    uint64_t generation; /* out: generation read or written */
+};
+
+/**
+ * Run n independent ops through the same paths at once. Returns the number of
+ * ops that succeeded (each op's result says how it ended), or a negative error
+ * when the batch could not start. call->stats covers the whole batch.
+ */
+int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *call);
+
+/** A cancellation token, usable from any thread. */
+int rio_cancel_new(struct rio_cancel **out);
+/** Cancel every call carrying this token; the calls return RIO_ECANCELED. */
+void rio_cancel_fire(struct rio_cancel *cx);
+void rio_cancel_destroy(struct rio_cancel *cx);
+
+/** Engine counters; all zero when the client is idle. */
+struct rio_counters {
+    uint64_t inflight_ops;
+    uint64_t inflight_bytes;
+    uint64_t path_inflight_ops[RIO_MAX_PATHS];
+    uint64_t path_inflight_bytes[RIO_MAX_PATHS];
+    uint64_t requests;         /* requests admitted and not yet finished */
+    uint64_t budget_reserved;  /* bytes reserved against the budget */
+};
+
+/** Snapshot of the client's in-flight counters. Thread-safe. */
+void rio_client_counters(struct rio_client *c, struct rio_counters *out);
+
+/** The effective options (after environment and defaults). */
+void rio_client_options(struct rio_client *c, struct rio_options *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RAILIO_H */

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Install every Debian package railio's build and tests need.
+#
+#   scripts/install-deps.sh           install what is missing (quiet when nothing is)
+#   scripts/install-deps.sh --check   list what is missing; exit 1 if anything is
+#
+# Idempotent: asks dpkg first and only runs apt-get for missing packages.
+# Runs apt-get directly as root, through sudo otherwise.
+set -euo pipefail
+
+PACKAGES=(
+    # toolchain and build
+    build-essential
+    cmake
+    ninja-build
+    pkg-config
+    clang
+    libclang-rt-14-dev # clang's sanitizer runtimes
+    clang-format
+    # libraries
+    libxxhash-dev
+    libssl-dev
+)
+
+usage() {
+    sed -n '2,8s/^# \{0,1\}//p' "$0"
+}
+
+check=0
+case "${1:-}" in
+"") ;;
+--check) check=1 ;;
+-h | --help)
+    usage
+    exit 0
+    ;;
+*)
+    usage >&2
+    exit 2
+    ;;
+esac
+
+installed() {
+    [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = "installed" ]
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "install-deps: dpkg-query not found: this script supports Debian and its derivatives" >&2
+    exit 1
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    installed "$p" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$check" -eq 1 ]; then
+    echo "install-deps: missing packages: ${missing[*]}" >&2
+    exit 1
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+else
+    echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
+    exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+still=()
+for p in "${missing[@]}"; do
+    installed "$p" || still+=("$p")
+done
+if [ "${#still[@]}" -ne 0 ]; then
+    echo "install-deps: still missing after apt-get: ${still[*]}" >&2
+    exit 1
+fi

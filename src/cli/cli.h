@@ -1,0 +1,31 @@
+/* railio CLI: shared helpers between subcommands. */
+#ifndef RIO_CLI_H
+#define RIO_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "railio.h"
+
+int rio_cli_bench(int argc, char **argv);
+int rio_cli_demo(int argc, char **argv);
+int rio_cli_objects(const char *cmd, int argc, char **argv);
+
+/* Print one call's stats as a human table (to f). */
+void rio_cli_print_stats(FILE *f, const struct rio_stats *st);
+/* Print one call's stats as a JSON object (no trailing newline). */
+void rio_cli_json_stats(FILE *f, const struct rio_stats *st);
+
+/* Deterministic test bytes. */
+void rio_cli_fill(void *buf, size_t n, uint64_t seed);
+
+/* memcpy and xxh3 throughput of this machine in MB/s (one core, n bytes). */
+double rio_cli_memcpy_mbps(size_t n);
+double rio_cli_xxh3_mbps(size_t n);
+
+/* "%s" of a byte count, human units (static buffer per call site not needed:
+ * writes into out). */
+void rio_cli_human(char *out, size_t n, double bytes);
+
+#endif

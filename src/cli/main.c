@@ -1,0 +1,51 @@
+/* railio: the command-line tool. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "railio.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: railio COMMAND [ARGS]\n"
+               "\n"
+               "commands:\n"
+               "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
+               "  demo                                          the main demo (capacity model)\n"
+               "  put URL/KEY FILE|-      store a file or stdin under KEY\n"
+               "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
+               "  stat URL/KEY            print the descriptor\n"
+               "  rm URL/KEY              remove KEY\n"
+               "  version                 print the version\n"
+               "\n"
+               "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
+               "Options: --json (machine-readable stats), RIO_* environment variables.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("railio %d.%d.%d\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR, RIO_VERSION_PATCH);
+        return 0;
+    }
+    if (!strcmp(cmd, "bench"))
+        return rio_cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "demo"))
+        return rio_cli_demo(argc - 2, argv + 2);
+    if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") ||
+        !strcmp(cmd, "rm"))
+        return rio_cli_objects(cmd, argc - 2, argv + 2);
+    fprintf(stderr, "railio: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

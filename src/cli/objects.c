@@ -1,0 +1,333 @@
+/*
+ * railio put / get / stat / rm: one object between a backend and a file or
+ * stdin/stdout. The argument is SCHEME://AUTHORITY/KEY[?options]: the key is
+ * the path, the client is opened on SCHEME://AUTHORITY[?options].
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "railio.h"
+
+void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
+{
+    fprintf(f, "%.1f MB/s, %llu bytes in %.3f s, %llu chunks, p50 %.2f ms, p99 %.2f ms, "
+               "retries %llu\n",
+            st->goodput_mbps, (unsigned long long)st->bytes, st->elapsed_ns / 1e9,
+            (unsigned long long)st->chunks, st->lat_p50_ns / 1e6, st->lat_p99_ns / 1e6,
+            (unsigned long long)st->retries_total);
+    for (unsigned i = 0; i < st->npaths; i++)
+        fprintf(f, "  path %u: %llu bytes, %.1f MB/s busy-rate, %llu errors\n", i,
+                (unsigned long long)st->path[i].bytes, st->path[i].rate_mbps,
+                (unsigned long long)st->path[i].errors);
+    fprintf(f, "verdict: %s: %s\n", rio_verdict_name(st->verdict), st->verdict_text);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
+{
+    fprintf(f, "{\"bytes\":%llu,\"elapsed_ns\":%llu,\"goodput_mbps\":%.1f,\"chunks\":%llu,"
+               "\"lat_ns\":{\"p50\":%llu,\"p95\":%llu,\"p99\":%llu,\"max\":%llu},"
+               "\"first_done_ns\":%llu,\"last_done_ns\":%llu,\"peak_inflight_bytes\":%llu,"
+               "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
+               "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu},\"retries\":{",
+            (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
+            (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
+            (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
+            (unsigned long long)st->lat_max_ns, (unsigned long long)st->first_done_ns,
+            (unsigned long long)st->last_done_ns, (unsigned long long)st->peak_inflight_bytes,
+            (unsigned long long)st->bytes_staged, (unsigned long long)st->hash_ns,
+            (unsigned long long)st->verify_ns, (unsigned long long)st->copy_ns,
+            (unsigned long long)st->engine_cpu_ns, (unsigned long long)st->transport_cpu_ns,
+            (unsigned long long)st->caller_cpu_ns);
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
+                (unsigned long long)st->retries[k]);
+    fprintf(f, "},\"paths\":[");
+    for (unsigned i = 0; i < st->npaths; i++)
+        fprintf(f, "%s{\"bytes\":%llu,\"busy_ns\":%llu,\"ops\":%llu,\"errors\":%llu,"
+                   "\"rate_mbps\":%.1f,\"cap_mbps\":%.1f,\"peak_depth\":%llu}",
+                i ? "," : "", (unsigned long long)st->path[i].bytes,
+                (unsigned long long)st->path[i].busy_ns, (unsigned long long)st->path[i].ops,
+                (unsigned long long)st->path[i].errors, st->path[i].rate_mbps,
+                st->path[i].cap_mbps, (unsigned long long)st->path[i].peak_depth);
+    fprintf(f, "],\"verdict\":\"%s\",\"verdict_text\":", rio_verdict_name(st->verdict));
+    json_str(f, st->verdict_text);
+    fputc('}', f);
+}
+
+/* Split "scheme://authority/key?query" into a client URL and a key. */
+static int split_url(const char *arg, char **client_url, char **key)
+{
+    const char *p = strstr(arg, "://");
+    if (!p)
+        return RIO_EURL;
+    const char *slash = strchr(p + 3, '/');
+    const char *q = strchr(p + 3, '?');
+    if (!slash || (q && q < slash))
+        return RIO_EURL;
+    size_t klen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
+    if (klen == 0 || klen > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    *key = strndup(slash + 1, klen);
+    size_t blen = (size_t)(slash - arg);
+    size_t qlen = q ? strlen(q) : 0;
+    *client_url = malloc(blen + qlen + 1);
+    if (!*key || !*client_url) {
+        free(*key);
+        free(*client_url);
+        return -ENOMEM;
+    }
+    memcpy(*client_url, arg, blen);
+    memcpy(*client_url + blen, q ? q : "", qlen + 1);
+    return 0;
+}
+
+static int read_all(int fd, uint8_t **out, size_t *len)
+{
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *b = malloc(cap);
+    if (!b)
+        return -ENOMEM;
+    for (;;) {
+        if (n == cap) {
+            uint8_t *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                return -ENOMEM;
+            }
+            b = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = -errno;
+            free(b);
+            return e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int cmd_put(struct rio_client *c, const char *key, const char *file, int json)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int ret;
+    bool mapped = false;
+
+    if (!strcmp(file, "-")) {
+        ret = read_all(0, &buf, &len);
+    } else {
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            fprintf(stderr, "railio put: cannot open '%s': %s\n", file, strerror(errno));
+            return 1;
+        }
+        struct stat sb;
+        if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+            buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+            len = (size_t)sb.st_size;
+            ret = buf == MAP_FAILED ? -errno : 0;
+            mapped = ret == 0;
+            if (ret < 0)
+                buf = NULL;
+        } else {
+            ret = read_all(fd, &buf, &len);
+        }
+        close(fd);
+    }
+    if (ret < 0) {
+        fprintf(stderr, "railio put: cannot read '%s': %s\n", file, rio_strerror(ret));
+        return 1;
+    }
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(c, key, buf, len, &call, &d);
+    if (mapped)
+        munmap(buf, len);
+    else
+        free(buf);
+    if (ret < 0) {
+        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        return 1;
+    }
+    if (json) {
+        printf("{\"key\":");
+        json_str(stdout, key);
+        printf(",\"generation\":%llu,\"etag\":\"%s\",\"stats\":",
+               (unsigned long long)d.generation, d.etag);
+        rio_cli_json_stats(stdout, &st);
+        printf("}\n");
+    } else {
+        fprintf(stderr, "put %s: generation %llu, etag %s\n", key,
+                (unsigned long long)d.generation, d.etag);
+        rio_cli_print_stats(stderr, &st);
+    }
+    rio_desc_cleanup(&d);
+    return 0;
+}
+
+static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    void *buf = NULL;
+    int64_t n = rio_get_alloc(c, key, &buf, &call);
+    if (n < 0) {
+        fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror((int)n),
+                rio_errname((int)n));
+        return 1;
+    }
+    int fd = 1, ret;
+    if (strcmp(file, "-")) {
+        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "railio get: cannot create '%s': %s\n", file, strerror(errno));
+            free(buf);
+            return 1;
+        }
+    }
+    ret = write_all(fd, buf, (size_t)n);
+    if (fd != 1 && close(fd) < 0 && ret == 0)
+        ret = -errno;
+    free(buf);
+    if (ret < 0) {
+        fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(ret));
+        return 1;
+    }
+    if (json) {
+        printf("{\"key\":");
+        json_str(stdout, key);
+        printf(",\"bytes\":%lld,\"stats\":", (long long)n);
+        rio_cli_json_stats(stdout, &st);
+        printf("}\n");
+    } else {
+        rio_cli_print_stats(stderr, &st);
+    }
+    return 0;
+}
+
+static int cmd_stat(struct rio_client *c, const char *key, int json)
+{
+    struct rio_desc d;
+    int ret = rio_stat(c, key, &d);
+    if (ret < 0) {
+        fprintf(stderr, "railio stat: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        return 1;
+    }
+    if (json) {
+        printf("{\"key\":");
+        json_str(stdout, d.key);
+        printf(",\"generation\":%llu,\"size\":%llu,\"chunk_size\":%llu,\"chunks\":%llu,"
+               "\"etag\":\"%s\"}\n",
+               (unsigned long long)d.generation, (unsigned long long)d.size,
+               (unsigned long long)d.chunk_size, (unsigned long long)d.nchunks, d.etag);
+    } else {
+        printf("key:        %s\ngeneration: %llu\nsize:       %llu\nchunk size: %llu\n"
+               "chunks:     %llu\netag:       %s\n",
+               d.key, (unsigned long long)d.generation, (unsigned long long)d.size,
+               (unsigned long long)d.chunk_size, (unsigned long long)d.nchunks, d.etag);
+    }
+    rio_desc_cleanup(&d);
+    return 0;
+}
+
+int rio_cli_objects(const char *cmd, int argc, char **argv)
+{
+    int json = 0;
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (npos < 2)
+            pos[npos++] = argv[i];
+        else {
+            fprintf(stderr, "railio %s: too many arguments\n", cmd);
+            return 2;
+        }
+    }
+    int need = (!strcmp(cmd, "put") || !strcmp(cmd, "get")) ? 2 : 1;
+    if (npos != need) {
+        fprintf(stderr, "usage: railio %s URL/KEY%s [--json]\n", cmd, need == 2 ? " FILE|-" : "");
+        return 2;
+    }
+    char *curl = NULL, *key = NULL;
+    int ret = split_url(pos[0], &curl, &key);
+    if (ret < 0) {
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, pos[0],
+                rio_strerror(ret));
+        return 2;
+    }
+    struct rio_client *c;
+    ret = rio_client_new(curl, NULL, &c);
+    if (ret < 0) {
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
+                rio_errname(ret));
+        free(curl);
+        free(key);
+        return 1;
+    }
+    int rc;
+    if (!strcmp(cmd, "put"))
+        rc = cmd_put(c, key, pos[1], json);
+    else if (!strcmp(cmd, "get"))
+        rc = cmd_get(c, key, pos[1], json);
+    else if (!strcmp(cmd, "stat"))
+        rc = cmd_stat(c, key, json);
+    else {
+        ret = rio_delete(c, key);
+        rc = ret < 0;
+        if (ret < 0)
+            fprintf(stderr, "railio rm: %s: %s (%s)\n", key, rio_strerror(ret),
+                    rio_errname(ret));
+    }
+    rio_client_destroy(c);
+    free(curl);
+    free(key);
+    return rc;
+}

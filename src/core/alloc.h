@@ -1,0 +1,27 @@
+/*
+ * Every allocation goes through these so tests can count them, fail the Nth
+ * call, and fail on any leak.
+ */
+#ifndef RIO_ALLOC_H
+#define RIO_ALLOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void *rio__malloc(size_t n);
+void *rio__calloc(size_t n, size_t size);
+void *rio__realloc(void *p, size_t n);
+char *rio__strdup(const char *s);
+/* Large, page-aligned buffer (data staging). Free with rio__free. */
+void *rio__alloc_aligned(size_t align, size_t n);
+void rio__free(void *p);
+
+/* Test hooks. */
+/* Fail the nth allocation from now (1 = the next one); 0 disables. */
+void rio__alloc_fail_nth(uint64_t n);
+/* Allocations made since start (successful or failed attempts). */
+uint64_t rio__alloc_calls(void);
+/* Blocks currently allocated and not freed. */
+int64_t rio__alloc_outstanding(void);
+
+#endif

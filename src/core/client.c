@@ -1,0 +1,591 @@
+/*
+ * The public calls: a client owns one transport and one engine thread. Each
+ * call looks the object up (GET) or opens an upload (PUT) in the calling
+ * thread, hands its chunks to the engine, hashes PUT chunks while the engine
+ * moves them, waits for the fence, then commits or copies.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+struct rio_transport *rio__client_transport(struct rio_client *c)
+{
+    return c->t;
+}
+
+uint64_t rio__client_seed(struct rio_client *c)
+{
+    return c->seed;
+}
+
+void rio_desc_cleanup(struct rio_desc *d)
+{
+    if (!d)
+        return;
+    rio__free(d->xxh);
+    d->xxh = NULL;
+}
+
+/* ------------------------------------------------------------ client */
+
+int rio_client_new(const char *url, const struct rio_options *opts, struct rio_client **out)
+{
+    struct rio_client *c;
+    const struct rio_transport_ops *ops;
+    int ret;
+
+    if (!url || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    c = rio__calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    ret = rio__url_parse(url, &c->url);
+    if (ret < 0)
+        goto err_free;
+    ret = rio__options_resolve(opts, &c->url, &c->o);
+    if (ret < 0)
+        goto err_url;
+    c->seed = c->o.seed ? c->o.seed : rio__now_ns() ^ (uint64_t)(uintptr_t)c;
+    c->o.seed = c->seed;
+    c->rng = c->seed;
+    ops = rio__transport_find(c->url.scheme);
+    if (!ops) {
+        ret = RIO_EURL;
+        goto err_url;
+    }
+    ret = ops->open(&c->url, &c->o, &c->t);
+    if (ret < 0)
+        goto err_url;
+    c->npaths = c->t->npaths;
+    if (c->npaths < 1 || c->npaths > RIO_MAX_PATHS) {
+        ret = RIO_EINVAL;
+        goto err_transport;
+    }
+    c->o.paths = c->npaths;
+    ret = rio__engine_reserve(c, c->npaths * c->o.depth);
+    if (ret < 0)
+        goto err_attempts;
+    ret = pthread_mutex_init(&c->mu, NULL);
+    if (ret != 0) {
+        ret = -ret;
+        goto err_attempts;
+    }
+    ret = rio__engine_start(c);
+    if (ret < 0)
+        goto err_mutex;
+    *out = c;
+    return 0;
+err_mutex:
+    pthread_mutex_destroy(&c->mu);
+err_attempts:
+    rio__engine_free_attempts(c);
+err_transport:
+    c->t->ops->close(c->t);
+err_url:
+    rio__url_cleanup(&c->url);
+err_free:
+    rio__free(c);
+    return ret;
+}
+
+void rio_client_destroy(struct rio_client *c)
+{
+    if (!c)
+        return;
+    rio__engine_stop(c);
+    c->t->ops->close(c->t);
+    rio__engine_free_attempts(c);
+    pthread_mutex_destroy(&c->mu);
+    rio__url_cleanup(&c->url);
+    rio__free(c);
+}
+
+void rio_client_counters(struct rio_client *c, struct rio_counters *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&c->mu);
+    out->inflight_ops = c->inflight_ops;
+    out->inflight_bytes = c->inflight_bytes;
+    out->requests = c->nrequests;
+    out->budget_reserved = c->inflight_bytes;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        out->path_inflight_ops[i] = c->paths[i].inflight_ops;
+        out->path_inflight_bytes[i] = c->paths[i].inflight_bytes;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rio_client_options(struct rio_client *c, struct rio_options *out)
+{
+    *out = c->o;
+}
+
+/* ------------------------------------------------------------ cancel */
+
+int rio_cancel_new(struct rio_cancel **out)
+{
+    struct rio_cancel *cx = rio__calloc(1, sizeof(*cx));
+    if (!cx)
+        return -ENOMEM;
+    *out = cx;
+    return 0;
+}
+
+void rio_cancel_fire(struct rio_cancel *cx)
+{
+    if (cx)
+        atomic_store(&cx->fired, 1);
+}
+
+void rio_cancel_destroy(struct rio_cancel *cx)
+{
+    rio__free(cx);
+}
+
+/* -------------------------------------------------------------- calls */
+
+static int key_check(const char *key)
+{
+    if (!key)
+        return RIO_EINVAL;
+    size_t n = strnlen(key, RIO_KEY_MAX + 1);
+    if (n == 0 || n > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    return 0;
+}
+
+static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
+                    struct rio__call **out)
+{
+    struct rio__call *call = rio__calloc(1, sizeof(*call));
+    if (!call)
+        return -ENOMEM;
+    call->reqs = rio__calloc(nreq, sizeof(*call->reqs));
+    if (!call->reqs) {
+        rio__free(call);
+        return -ENOMEM;
+    }
+    if (pthread_cond_init(&call->cond, NULL) != 0) {
+        rio__free(call->reqs);
+        rio__free(call);
+        return -ENOMEM;
+    }
+    call->c = c;
+    call->nreq = nreq;
+    if (opt) {
+        call->flags = opt->flags;
+        call->cancel = opt->cancel;
+    }
+    for (unsigned i = 0; i < nreq; i++)
+        call->reqs[i].call = call;
+    *out = call;
+    return 0;
+}
+
+static void call_mark_start(struct rio_client *c, struct rio__call *call)
+{
+    uint64_t now = rio__now_ns();
+    call->t0 = now;
+    call->t0_cpu_caller = rio__thread_cpu_ns();
+    call->t0_cpu_engine = c->engine_clock_ok ? rio__clock_ns(c->engine_clock) : 0;
+    call->t0_cpu_transport = rio__t_cpu_ns(c->t);
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->npaths; i++)
+        call->path_busy0[i] = rio__path_busy_now(&c->paths[i], now);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0)
+{
+    uint64_t ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
+    return t0 + ms * 1000000ull;
+}
+
+/* Set up a GET request: look the object up and size its chunks. */
+static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                           const char *key, void *buf, size_t cap, uint64_t expect_gen)
+{
+    int ret = key_check(key);
+    if (ret < 0)
+        return ret;
+    if (!buf && cap)
+        return RIO_EINVAL;
+    r->type = RIO_OP_GET;
+    r->key = rio__strdup(key);
+    if (!r->key)
+        return -ENOMEM;
+    ret = c->t->ops->lookup(c->t, key, &r->desc);
+    if (ret < 0)
+        return ret;
+    if (expect_gen && r->desc.generation != expect_gen)
+        return RIO_EGENERATION;
+    if (r->desc.size > cap)
+        return RIO_ETOOBIG;
+    r->size = r->desc.size;
+    r->generation = r->desc.generation;
+    r->chunk_size = r->desc.chunk_size ? r->desc.chunk_size : c->o.chunk_size;
+    r->nchunks = r->size ? (r->size - 1) / r->chunk_size + 1 : 0;
+    if (r->desc.xxh && r->desc.nchunks != r->nchunks)
+        return RIO_EPROTO; /* a descriptor that contradicts itself */
+    r->xxh = r->desc.xxh;
+    r->data = buf;
+    if ((call->flags & RIO_ATOMIC) && r->size) {
+        r->staging = rio__alloc_aligned(4096, r->size);
+        if (!r->staging)
+            return -ENOMEM;
+        call->bytes_staged += r->size;
+        r->user = buf;
+        r->data = r->staging;
+    }
+    if (r->nchunks) {
+        r->chunks = rio__calloc(r->nchunks, sizeof(*r->chunks));
+        if (!r->chunks)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < r->nchunks; i++)
+            r->chunks[i].idx = i;
+    }
+    return 0;
+}
+
+/* Set up a PUT request: open the upload. */
+static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key,
+                           const void *buf, size_t len)
+{
+    int ret = key_check(key);
+    if (ret < 0)
+        return ret;
+    if (!buf && len)
+        return RIO_EINVAL;
+    r->type = RIO_OP_PUT;
+    r->key = rio__strdup(key);
+    if (!r->key)
+        return -ENOMEM;
+    r->size = len;
+    r->chunk_size = c->o.chunk_size;
+    r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;
+    r->data = (uint8_t *)(uintptr_t)buf; /* read only: the engine only sends from it */
+    ret = rio__md5_init(&r->md5);
+    if (ret < 0)
+        return ret;
+    if (r->nchunks) {
+        r->xxh = rio__calloc(r->nchunks, sizeof(*r->xxh));
+        r->chunks = rio__calloc(r->nchunks, sizeof(*r->chunks));
+        if (!r->xxh || !r->chunks)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < r->nchunks; i++)
+            r->chunks[i].idx = i;
+    }
+    ret = c->t->ops->put_open(c->t, key, len, r->chunk_size, &r->upload);
+    if (ret < 0)
+        r->upload = NULL;
+    return ret;
+}
+
+/* Hash every PUT chunk in source order while the engine sends the ready ones:
+ * xxh3 first (it gates the chunk), then the stream MD5 (it only gates the
+ * commit). Runs in the calling thread. */
+static void hash_puts(struct rio_client *c, struct rio__call *call)
+{
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->type != RIO_OP_PUT || r->decided || !r->nchunks)
+            continue;
+        uint64_t t0 = rio__now_ns();
+        for (uint64_t k = 0; k < r->nchunks; k++) {
+            if (atomic_load(&r->stop_hashing))
+                break;
+            uint64_t off = k * r->chunk_size;
+            uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+            r->xxh[k] = rio__xxh3(r->data + off, len);
+            atomic_store(&r->hashed, k + 1);
+            rio__engine_kick(c);
+            if (rio__md5_update(&r->md5, r->data + off, len) < 0) {
+                rio__engine_fail_req(c, r, -ENOMEM);
+                break;
+            }
+        }
+        call->hash_ns += rio__now_ns() - t0;
+    }
+}
+
+static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
+{
+    struct rio_desc d;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    memcpy(d.key, r->key, strlen(r->key) + 1);
+    d.size = r->size;
+    d.chunk_size = r->chunk_size;
+    d.nchunks = r->nchunks;
+    d.xxh = r->xxh;
+    ret = rio__md5_final(&r->md5, d.etag);
+    if (ret < 0) {
+        c->t->ops->put_abort(c->t, r->upload);
+        r->upload = NULL;
+        return ret;
+    }
+    ret = c->t->ops->put_commit(c->t, r->upload, &d);
+    r->upload = NULL;
+    if (ret < 0)
+        return ret;
+    r->generation = d.generation;
+    if (out_desc) {
+        *out_desc = d;
+        out_desc->xxh = NULL;
+        if (r->nchunks) {
+            out_desc->xxh = rio__malloc(r->nchunks * sizeof(uint64_t));
+            if (!out_desc->xxh)
+                return -ENOMEM; /* committed; only the copy for the caller failed */
+            memcpy(out_desc->xxh, r->xxh, r->nchunks * sizeof(uint64_t));
+        }
+    }
+    return 0;
+}
+
+/* Finish every request after the fence: commit PUTs, copy staged GETs, or
+ * abort. Sets r->result. */
+static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio_desc *out_desc)
+{
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->result < 0) {
+            /* failed before it reached the engine (or while hashing) */
+        } else if (r->status < 0) {
+            r->result = r->status == RIO_ERETRIES && r->last_err ? RIO_ERETRIES : r->status;
+        } else if (r->type == RIO_OP_PUT) {
+            r->result = put_commit(c, r, out_desc);
+        } else {
+            if (r->user && r->size) {
+                uint64_t t0 = rio__now_ns();
+                memcpy(r->user, r->staging, r->size);
+                call->copy_ns += rio__now_ns() - t0;
+            }
+            r->result = (int64_t)r->size;
+        }
+        if (r->type == RIO_OP_PUT && r->upload) {
+            c->t->ops->put_abort(c->t, r->upload);
+            r->upload = NULL;
+        }
+    }
+}
+
+/*
+ * Run a prepared call: admit, hash, wait for the fence, finish, stats.
+ * Requests whose preparation failed carry result < 0 and decided = true.
+ */
+static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
+                    struct rio_desc *out_desc)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        r->deadline_ns = deadline_of(c, opt, call->t0);
+        total += r->nchunks;
+    }
+    if (total) {
+        call->lat = rio__calloc(total, sizeof(uint64_t));
+        if (!call->lat)
+            return -ENOMEM;
+        call->lat_cap = total;
+    }
+    int ret = rio__engine_submit(c, call);
+    if (ret < 0)
+        return ret;
+    hash_puts(c, call);
+    rio__engine_wait(c, call);
+    finish_reqs(c, call, out_desc);
+    return 0;
+}
+
+static void call_stats(struct rio_client *c, struct rio__call *call, const struct rio_call *opt)
+{
+    if (opt && opt->stats)
+        rio__stats_fill(c, call, opt->stats);
+}
+
+/* A call that never reached the engine: abort what was opened, free it. */
+static void call_abandon(struct rio_client *c, struct rio__call *call)
+{
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->upload)
+            c->t->ops->put_abort(c->t, r->upload);
+        r->upload = NULL;
+    }
+    rio__call_free(call);
+}
+
+int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
+            const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c)
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    ret = call_new(c, 1, opt, &call);
+    if (ret < 0)
+        return ret;
+    call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    ret = req_prepare_put(c, r, key, buf, len);
+    if (ret < 0)
+        goto err_call;
+    ret = run_call(c, call, opt, out_desc);
+    if (ret < 0)
+        goto err_call;
+    ret = (int)r->result;
+    call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return ret;
+err_call:
+    call_abandon(c, call);
+    return ret;
+}
+
+int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
+                const struct rio_call *opt)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c)
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    ret = call_new(c, 1, opt, &call);
+    if (ret < 0)
+        return ret;
+    call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    ret = req_prepare_get(c, call, r, key, buf, cap, opt ? opt->expect_generation : 0);
+    if (ret < 0)
+        goto err_call;
+    ret = run_call(c, call, opt, NULL);
+    if (ret < 0)
+        goto err_call;
+    int64_t res = r->result;
+    call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return res;
+err_call:
+    call_abandon(c, call);
+    return ret;
+}
+
+int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
+                      const struct rio_call *opt)
+{
+    struct rio_desc d;
+    int64_t ret;
+
+    if (!out)
+        return RIO_EINVAL;
+    *out = NULL;
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(c, key, &d);
+    if (ret < 0)
+        return ret;
+    rio_desc_cleanup(&d);
+    /* The buffer is the caller's (free(3)), not the library's pool. */
+    void *buf = malloc(d.size ? d.size : 1);
+    if (!buf)
+        return -ENOMEM;
+    struct rio_call local;
+    if (opt)
+        local = *opt;
+    else
+        memset(&local, 0, sizeof(local));
+    if (!local.expect_generation)
+        local.expect_generation = d.generation;
+    ret = rio_get(c, key, buf, d.size, &local);
+    if (ret < 0) {
+        free(buf);
+        return ret;
+    }
+    *out = buf;
+    return ret;
+}
+
+int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
+{
+    if (!c || !out)
+        return RIO_EINVAL;
+    int ret = key_check(key);
+    if (ret < 0)
+        return ret;
+    memset(out, 0, sizeof(*out));
+    return c->t->ops->lookup(c->t, key, out);
+}
+
+int rio_delete(struct rio_client *c, const char *key)
+{
+    if (!c)
+        return RIO_EINVAL;
+    int ret = key_check(key);
+    if (ret < 0)
+        return ret;
+    return c->t->ops->remove(c->t, key);
+}
+
+int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c || (!ops && n))
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    if (n == 0)
+        return 0;
+    ret = call_new(c, n, opt, &call);
+    if (ret < 0)
+        return ret;
+    call_mark_start(c, call);
+    for (unsigned i = 0; i < n; i++) {
+        struct rio__req *r = &call->reqs[i];
+        r->op_index = (int)i;
+        if (ops[i].type == RIO_OP_GET)
+            ret = req_prepare_get(c, call, r, ops[i].key, ops[i].buf, ops[i].len,
+                                  opt ? opt->expect_generation : 0);
+        else if (ops[i].type == RIO_OP_PUT)
+            ret = req_prepare_put(c, r, ops[i].key, ops[i].buf, ops[i].len);
+        else
+            ret = RIO_EINVAL;
+        if (ret < 0) {
+            /* This op fails alone; the others still run. */
+            r->result = ret;
+            r->decided = true;
+            r->status = ret;
+            r->nchunks = 0;
+        }
+    }
+    ret = run_call(c, call, opt, NULL);
+    if (ret < 0) {
+        call_abandon(c, call);
+        return ret;
+    }
+    int ok = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct rio__req *r = &call->reqs[i];
+        ops[i].result = r->result;
+        ops[i].generation = r->generation;
+        if (r->result >= 0)
+            ok++;
+    }
+    call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return ok;
+}

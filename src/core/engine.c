@@ -1,0 +1,852 @@
+/*
+ * The engine thread: pull-based scheduling of chunks onto paths, the
+ * in-flight budget, retry with rollback, path cooldown and probing, deadlines,
+ * cancellation and the fence. See docs/internals/engine.md.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+
+
+/* ------------------------------------------------------------ attempts */
+
+int rio__engine_reserve(struct rio_client *c, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct rio__attempt *a = rio__calloc(1, sizeof(*a));
+        if (!a)
+            return -ENOMEM;
+        a->next = c->free_attempts;
+        c->free_attempts = a;
+    }
+    return 0;
+}
+
+void rio__engine_free_attempts(struct rio_client *c)
+{
+    while (c->free_attempts) {
+        struct rio__attempt *a = c->free_attempts;
+        c->free_attempts = a->next;
+        rio__free(a);
+    }
+}
+
+static struct rio__attempt *attempt_get_locked(struct rio_client *c)
+{
+    struct rio__attempt *a = c->free_attempts;
+    if (a) {
+        c->free_attempts = a->next;
+        memset(a, 0, sizeof(*a));
+        return a;
+    }
+    /* The pool is sized for paths x depth at creation; this only runs when
+     * cancelled attempts are still outstanding beside a full pipeline. */
+    return rio__calloc(1, sizeof(*a));
+}
+
+static void attempt_put_locked(struct rio_client *c, struct rio__attempt *a)
+{
+    a->next = c->free_attempts;
+    c->free_attempts = a;
+}
+
+/* ------------------------------------------------------------- paths */
+
+uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now)
+{
+    uint64_t b = p->busy_ns;
+    if (p->inflight_ops > 0 && now > p->busy_since_ns)
+        b += now - p->busy_since_ns;
+    return b;
+}
+
+static void path_link(struct rio__path *p, struct rio__attempt *a)
+{
+    a->prev = NULL;
+    a->next = p->head;
+    if (p->head)
+        p->head->prev = a;
+    p->head = a;
+}
+
+static void path_unlink(struct rio__path *p, struct rio__attempt *a)
+{
+    if (a->prev)
+        a->prev->next = a->next;
+    else
+        p->head = a->next;
+    if (a->next)
+        a->next->prev = a->prev;
+    a->prev = a->next = NULL;
+}
+
+static int io_dir(int kind)
+{
+    return kind == RIO_IO_WRITE;
+}
+
+static uint64_t dir_busy_now(const struct rio__path_dir *d, uint64_t now)
+{
+    uint64_t b = d->busy_ns;
+    if (d->inflight_ops > 0 && now > d->busy_since_ns)
+        b += now - d->busy_since_ns;
+    return b;
+}
+
+/* Fold the bytes delivered and the busy time since the last sample into the
+ * direction's rate estimate. */
+static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
+{
+    uint64_t busy = dir_busy_now(d, now);
+    uint64_t db = busy - d->sample_busy_ns;
+    uint64_t dbytes = d->bytes_total - d->sample_bytes;
+    if (db < 1000000 || dbytes == 0) /* < 1 ms of busy time: too noisy */
+        return;
+    double sample = (double)dbytes * 1e9 / (double)db;
+    d->rate_bps = d->rate_bps == 0 ? sample : 0.7 * d->rate_bps + 0.3 * sample;
+    d->sample_busy_ns = busy;
+    d->sample_bytes = d->bytes_total;
+}
+
+/* Whether path i may take one more op in direction dir. */
+static bool path_usable(struct rio_client *c, unsigned i, int dir)
+{
+    struct rio__path *p = &c->paths[i];
+    if (p->state == PATH_COOLING)
+        return false;
+    if (p->state == PATH_PROBING)
+        return p->inflight_ops == 0;
+    if (p->inflight_ops >= c->o.depth)
+        return false;
+    /* Until a path has shown its rate it carries one op: a slow path must
+     * not swallow a deep window of chunks before we know it is slow. */
+    if (p->dir[dir].rate_bps == 0)
+        return p->dir[dir].inflight_ops == 0;
+    return true;
+}
+
+static bool any_path_alive(struct rio_client *c)
+{
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].state != PATH_COOLING)
+            return true;
+    return false;
+}
+
+static uint64_t cooldown_ns(struct rio_client *c, unsigned fails)
+{
+    uint64_t ms = c->o.cooldown_base_ms;
+    for (unsigned i = 1; i < fails && ms < c->o.cooldown_cap_ms; i++)
+        ms *= 2;
+    if (ms > c->o.cooldown_cap_ms)
+        ms = c->o.cooldown_cap_ms;
+    return ms * 1000000ull;
+}
+
+/* ---------------------------------------------------------- requests */
+
+static void rq_push(struct rio__req *r, struct rio__chunk *ch)
+{
+    ch->state = CH_QUEUED;
+    ch->qnext = NULL;
+    if (r->rq_tail)
+        r->rq_tail->qnext = ch;
+    else
+        r->rq_head = ch;
+    r->rq_tail = ch;
+}
+
+static void cancel_attempt_locked(struct rio_client *c, struct rio__attempt *a)
+{
+    if (a->cancelled)
+        return;
+    a->cancelled = true;
+    a->ch->zombies++;
+    rio__t_cancel(c->t, &a->io);
+}
+
+/* The request's outcome is known: stop dispatching, cancel what is in flight. */
+static void req_decide_locked(struct rio_client *c, struct rio__req *r, int status)
+{
+    if (r->decided)
+        return;
+    r->decided = true;
+    r->status = status;
+    atomic_store(&r->stop_hashing, 1);
+    if (status < 0) {
+        for (unsigned i = 0; i < c->npaths; i++)
+            for (struct rio__attempt *a = c->paths[i].head; a; a = a->next)
+                if (a->req == r)
+                    cancel_attempt_locked(c, a);
+    }
+    if (rio__test_nofence && status < 0) {
+        /* Test only: hand the call back before its ops are drained. */
+        struct rio__call *call = r->call;
+        if (--call->remaining == 0)
+            pthread_cond_broadcast(&call->cond);
+        r->fenced = true; /* counted already; the fence below must not count it again */
+    }
+}
+
+/* A chunk attempt failed with err on path pi. */
+static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct rio__chunk *ch,
+                                int err, uint64_t now)
+{
+    int cls = rio__err_class(err);
+    r->last_err = err;
+    r->call->retries[cls]++;
+    if (r->decided)
+        return;
+    if (!rio__class_is_retryable(cls) ||
+        (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
+        req_decide_locked(c, r, err);
+        return;
+    }
+    if (rio__class_is_path(cls) && any_path_alive(c)) {
+        /* The path failed, not the chunk: move it to a healthy path at once,
+         * without spending one of its attempts. */
+        rq_push(r, ch);
+        ch->not_before_ns = 0;
+        return;
+    }
+    ch->attempts++;
+    if (ch->attempts >= c->o.retry_attempts) {
+        req_decide_locked(c, r, any_path_alive(c) ? RIO_ERETRIES : RIO_ENOPATH);
+        return;
+    }
+    /* Exponential backoff with equal jitter, capped. */
+    uint64_t ms = c->o.backoff_base_ms;
+    for (unsigned i = 1; i < ch->attempts && ms < c->o.backoff_cap_ms; i++)
+        ms *= 2;
+    if (ms > c->o.backoff_cap_ms)
+        ms = c->o.backoff_cap_ms;
+    uint64_t ns = ms * 1000000ull;
+    ns = ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
+    ch->not_before_ns = now + ns;
+    rq_push(r, ch);
+}
+
+/* Path pi failed (reset, refused, timeout...): cool it down and move every
+ * chunk still on it to the others. */
+static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, uint64_t now)
+{
+    struct rio__path *p = &c->paths[pi];
+    p->fails++;
+    p->state = PATH_COOLING;
+    p->until_ns = now + cooldown_ns(c, p->fails);
+    for (struct rio__attempt *a = p->head; a; a = a->next) {
+        if (a->cancelled)
+            continue;
+        cancel_attempt_locked(c, a);
+        a->req->call->retries[cls]++;
+        if (!a->req->decided)
+            rq_push(a->req, a->ch);
+    }
+}
+
+/* ---------------------------------------------------------- scheduler */
+
+static uint64_t req_chunk_len(const struct rio__req *r, uint64_t idx)
+{
+    uint64_t off = idx * r->chunk_size;
+    uint64_t rem = r->size - off;
+    return rem < r->chunk_size ? rem : r->chunk_size;
+}
+
+static uint64_t remaining_unassigned_locked(struct rio_client *c)
+{
+    uint64_t b = 0;
+    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+        if (r->decided)
+            continue;
+        if (r->next_new < r->nchunks)
+            b += r->size - r->next_new * r->chunk_size;
+        for (struct rio__chunk *ch = r->rq_head; ch; ch = ch->qnext)
+            b += req_chunk_len(r, ch->idx);
+    }
+    return b;
+}
+
+/* Bytes still to move on path q before it is free: what is in flight, less
+ * what its rate has moved since its last completion (or since it got busy). */
+static double path_backlog(const struct rio__path *q, double rate, uint64_t now)
+{
+    double moved = now > q->mark_ns ? (double)(now - q->mark_ns) * rate / 1e9 : 0;
+    double b = (double)q->inflight_bytes - moved;
+    return b > 0 ? b : 0;
+}
+
+/*
+ * Earliest finish time, with chunks as the indivisible units they are: hand
+ * every chunk still unassigned (this one first) in turn to the live path that
+ * would finish it first, given each path's backlog and rate; path pi takes this
+ * chunk if that list schedule gives it one. Far from the tail a path with room
+ * is always chosen at once; near it, a path that would become the tail stays
+ * idle while faster paths finish the rest. While some path has not shown its
+ * rate, every path keeps one op in flight.
+ */
+static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_t len,
+                             uint64_t now)
+{
+    struct rio__path *p = &c->paths[pi];
+    double avail[RIO_MAX_PATHS], cost[RIO_MAX_PATHS];
+
+    /* With nothing in flight no completion would come to wake us: take it. */
+    if (c->inflight_ops == 0)
+        return true;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *q = &c->paths[i];
+        if (q->state == PATH_COOLING)
+            continue;
+        if (q->dir[dir].rate_bps == 0)
+            return p->inflight_ops == 0;
+    }
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *q = &c->paths[i];
+        double rate = q->dir[dir].rate_bps;
+        if (q->state == PATH_COOLING) {
+            avail[i] = -1;
+            continue;
+        }
+        avail[i] = path_backlog(q, rate, now) / rate;
+        cost[i] = (double)len / rate;
+    }
+    uint64_t rem = remaining_unassigned_locked(c);
+    uint64_t n = rem / len + 2; /* the rest, rounded up, and this chunk */
+    if (n > 4096)
+        n = 4096; /* so far from the tail that pi was chosen long before */
+    for (uint64_t k = 0; k < n; k++) {
+        unsigned best = pi;
+        double tbest = avail[pi] + cost[pi];
+        for (unsigned i = 0; i < c->npaths; i++) {
+            if (avail[i] < 0 || i == pi)
+                continue;
+            if (avail[i] + cost[i] < tbest) {
+                tbest = avail[i] + cost[i];
+                best = i;
+            }
+        }
+        if (best == pi)
+            return true;
+        avail[best] = tbest;
+    }
+    return false;
+}
+
+/* Next chunk of r that may go now, or NULL; takes it off r's queue. */
+static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
+{
+    struct rio__chunk *prev = NULL;
+    for (struct rio__chunk *ch = r->rq_head; ch; prev = ch, ch = ch->qnext) {
+        /* A chunk whose cancelled attempt is still out waits for it: that
+         * attempt may still write into the chunk's bytes. */
+        if (ch->zombies || ch->not_before_ns > now)
+            continue;
+        if (prev)
+            prev->qnext = ch->qnext;
+        else
+            r->rq_head = ch->qnext;
+        if (r->rq_tail == ch)
+            r->rq_tail = prev;
+        ch->qnext = NULL;
+        return ch;
+    }
+    if (r->next_new < r->nchunks) {
+        if (r->type == RIO_OP_PUT && r->next_new >= atomic_load(&r->hashed))
+            return NULL;
+        return &r->chunks[r->next_new++];
+    }
+    return NULL;
+}
+
+static void req_unpick(struct rio__req *r, struct rio__chunk *ch)
+{
+    if (ch->state == CH_NEW && r->next_new == ch->idx + 1) {
+        r->next_new--;
+        return;
+    }
+    /* Back to the front of the queue, keeping its place. */
+    ch->state = CH_QUEUED;
+    ch->qnext = r->rq_head;
+    r->rq_head = ch;
+    if (!r->rq_tail)
+        r->rq_tail = ch;
+}
+
+static void complete_cb(struct rio_io *io);
+
+static void counters_add_locked(struct rio_client *c, struct rio__attempt *a, uint64_t now)
+{
+    struct rio__path *p = &c->paths[a->path];
+    struct rio__req *r = a->req;
+    uint64_t len = a->io.len;
+    struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
+    if (p->inflight_ops++ == 0) {
+        p->busy_since_ns = now;
+        p->mark_ns = now;
+    }
+    if (d->inflight_ops++ == 0)
+        d->busy_since_ns = now;
+    p->inflight_bytes += len;
+    if (p->inflight_ops > p->peak_depth)
+        p->peak_depth = p->inflight_ops;
+    if (p->inflight_ops > r->call->path_peak[a->path])
+        r->call->path_peak[a->path] = p->inflight_ops;
+    c->inflight_ops++;
+    c->inflight_bytes += len;
+    if (c->inflight_bytes > r->call->peak_inflight)
+        r->call->peak_inflight = c->inflight_bytes;
+    r->inflight_ops++;
+    r->inflight_bytes += len;
+}
+
+/* Released exactly once per attempt, whatever its outcome. */
+static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, uint64_t now)
+{
+    struct rio__path *p = &c->paths[a->path];
+    struct rio__req *r = a->req;
+    uint64_t len = a->io.len;
+    p->inflight_bytes -= len;
+    struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
+    p->mark_ns = now;
+    if (--p->inflight_ops == 0)
+        p->busy_ns += now - p->busy_since_ns;
+    if (--d->inflight_ops == 0)
+        d->busy_ns += now - d->busy_since_ns;
+    c->inflight_ops--;
+    c->inflight_bytes -= len;
+    r->inflight_ops--;
+    r->inflight_bytes -= len;
+}
+
+/* Returns 1 if dispatched, 0 if nothing to do on this path, -1 if the budget
+ * is full (stop dispatching). */
+static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
+{
+    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+        int dir = r->type == RIO_OP_PUT;
+        if (r->decided || !path_usable(c, pi, dir))
+            continue;
+        struct rio__chunk *ch = req_pick(r, now);
+        if (!ch)
+            continue;
+        uint64_t len = req_chunk_len(r, ch->idx);
+        if (c->inflight_bytes > 0 && c->inflight_bytes + len > c->o.budget_bytes) {
+            req_unpick(r, ch);
+            return -1;
+        }
+        if (r->inflight_bytes > 0 && r->inflight_bytes + len > c->o.request_budget) {
+            req_unpick(r, ch);
+            continue;
+        }
+        if (c->paths[pi].state == PATH_HEALTHY && !path_should_take(c, pi, dir, len, now)) {
+            req_unpick(r, ch);
+            return 0;
+        }
+        struct rio__attempt *a = attempt_get_locked(c);
+        if (!a) {
+            req_unpick(r, ch);
+            return -1; /* retried on the next loop; the request's deadline bounds it */
+        }
+        a->c = c;
+        a->req = r;
+        a->ch = ch;
+        a->path = pi;
+        /* Every attempt starts from the chunk's own start: fresh io, no
+         * progress, no partial checksum, the chunk's own destination. */
+        struct rio_io *io = &a->io;
+        io->kind = r->type == RIO_OP_GET ? RIO_IO_READ : RIO_IO_WRITE;
+        io->path = pi;
+        io->key = r->key;
+        io->generation = r->generation;
+        io->upload = r->upload;
+        io->index = ch->idx;
+        io->off = ch->idx * r->chunk_size;
+        io->len = len;
+        if (r->type == RIO_OP_GET) {
+            io->dst = r->data + io->off;
+            io->xxh = r->xxh ? r->xxh[ch->idx] : 0;
+        } else {
+            io->src = r->data + io->off;
+            io->xxh = r->xxh[ch->idx];
+        }
+        io->complete = complete_cb;
+        io->engine_priv = a;
+        a->submit_ns = now;
+        a->timeout_ns = now + (uint64_t)c->o.op_timeout_ms * 1000000ull;
+        int ret = rio__t_submit(c->t, io);
+        if (ret == -EAGAIN) {
+            req_unpick(r, ch);
+            attempt_put_locked(c, a);
+            return 0;
+        }
+        if (ret < 0) {
+            /* Refused at submit: the same as a failed completion, so a path
+             * that refuses everything cools down instead of spinning. */
+            attempt_put_locked(c, a);
+            ch->state = CH_INFLIGHT;
+            r->call->path_errors[pi]++;
+            int cls = rio__err_class(ret);
+            if (rio__class_is_path(cls) && c->paths[pi].state != PATH_COOLING)
+                path_fail_locked(c, pi, cls, now);
+            chunk_failed_locked(c, r, ch, ret, now);
+            return 1;
+        }
+        ch->state = CH_INFLIGHT;
+        path_link(&c->paths[pi], a);
+        counters_add_locked(c, a, now);
+        return 1;
+    }
+    return 0;
+}
+
+static void schedule_locked(struct rio_client *c, uint64_t now)
+{
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (unsigned k = 0; k < c->npaths; k++) {
+            unsigned pi = (c->rr + k) % c->npaths;
+            struct rio__path *p = &c->paths[pi];
+            if (p->state == PATH_COOLING || p->inflight_ops >= c->o.depth ||
+                (p->state == PATH_PROBING && p->inflight_ops > 0))
+                continue;
+            int ret = dispatch_one_locked(c, pi, now);
+            if (ret < 0)
+                return;
+            if (ret > 0)
+                progress = true;
+        }
+        c->rr = (c->rr + 1) % c->npaths;
+    }
+}
+
+/* --------------------------------------------------------- completions */
+
+static void complete_cb(struct rio_io *io)
+{
+    struct rio__attempt *a = io->engine_priv;
+    a->rnext = a->c->reaped;
+    a->c->reaped = a;
+}
+
+static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r,
+                                  struct rio__attempt *a, uint64_t now)
+{
+    struct rio__call *call = r->call;
+    uint64_t lat = now - a->submit_ns;
+    a->ch->state = CH_DONE;
+    r->done++;
+    if (call->nlat < call->lat_cap)
+        call->lat[call->nlat++] = lat;
+    call->op_ns += lat;
+    call->svc_ns += a->io.svc_ns;
+    call->path_bytes[a->path] += a->io.len;
+    call->path_ops[a->path]++;
+    uint64_t since = now - call->t0;
+    if (!call->first_done_ns)
+        call->first_done_ns = since;
+    call->last_done_ns = since;
+    if (r->done == r->nchunks)
+        req_decide_locked(c, r, 0);
+}
+
+static void handle_completion_locked(struct rio_client *c, struct rio__attempt *a, uint64_t now)
+{
+    struct rio__req *r = a->req;
+    struct rio__chunk *ch = a->ch;
+    struct rio__path *p = &c->paths[a->path];
+
+    path_unlink(p, a);
+    counters_sub_locked(c, a, now);
+
+    if (a->cancelled) {
+        /* Its fate was settled when it was cancelled; it can no longer write
+         * into the chunk, so the chunk may go out again. */
+        ch->zombies--;
+        goto out;
+    }
+    int64_t res = a->io.res;
+    int err = 0;
+    if (res < 0)
+        err = (int)res;
+    else if ((uint64_t)res != a->io.len)
+        err = RIO_ESHORT;
+    else if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0) {
+        uint64_t t0 = rio__now_ns();
+        uint64_t h = rio__xxh3(a->io.dst, a->io.len);
+        r->call->verify_ns += rio__now_ns() - t0;
+        if (h != r->xxh[ch->idx])
+            err = RIO_ECHECKSUM;
+    }
+    if (err == 0) {
+        struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
+        d->bytes_total += a->io.len;
+        path_rate_sample(d, now);
+        if (p->state == PATH_PROBING) {
+            p->state = PATH_HEALTHY;
+            p->fails = 0;
+        } else if (p->state == PATH_HEALTHY) {
+            p->fails = 0;
+        }
+        if (!r->decided)
+            req_chunk_done_locked(c, r, a, now);
+        goto out;
+    }
+    r->call->path_errors[a->path]++;
+    int cls = rio__err_class(err);
+    if (rio__class_is_path(cls) && p->state != PATH_COOLING)
+        path_fail_locked(c, a->path, cls, now);
+    else if (p->state == PATH_PROBING)
+        p->state = PATH_HEALTHY; /* it answered: the chunk failed, not the path */
+    chunk_failed_locked(c, r, ch, err, now);
+out:
+    attempt_put_locked(c, a);
+}
+
+/* ------------------------------------------------------------- timers */
+
+static void check_timers_locked(struct rio_client *c, uint64_t now)
+{
+    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+        if (r->decided)
+            continue;
+        if (r->call->cancel && atomic_load(&r->call->cancel->fired))
+            req_decide_locked(c, r, RIO_ECANCELED);
+        else if (now >= r->deadline_ns)
+            req_decide_locked(c, r, RIO_EDEADLINE);
+    }
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *p = &c->paths[i];
+        if (p->state == PATH_COOLING && now >= p->until_ns)
+            p->state = PATH_PROBING;
+        for (struct rio__attempt *a = p->head; a; a = a->next) {
+            if (a->cancelled || now < a->timeout_ns)
+                continue;
+            /* No completion within the op timeout: the path is stalled or
+             * browned out. */
+            struct rio__req *r = a->req;
+            struct rio__chunk *ch = a->ch;
+            cancel_attempt_locked(c, a);
+            r->call->path_errors[i]++;
+            if (p->state != PATH_COOLING)
+                path_fail_locked(c, i, RIO_CLASS_TIMEOUT, now);
+            chunk_failed_locked(c, r, ch, -ETIMEDOUT, now);
+        }
+    }
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
+{
+    uint64_t t = now + 1000000000ull;
+    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+        if (r->decided)
+            continue;
+        t = min_u64(t, r->deadline_ns);
+        if (r->call->cancel)
+            t = min_u64(t, now + 10000000ull);
+        /* Only future backoffs: a chunk that may go now but could not is
+         * waiting for a completion or a path, which wake us anyway. */
+        for (struct rio__chunk *ch = r->rq_head; ch; ch = ch->qnext)
+            if (!ch->zombies && ch->not_before_ns > now)
+                t = min_u64(t, ch->not_before_ns);
+    }
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *p = &c->paths[i];
+        if (p->state == PATH_COOLING)
+            t = min_u64(t, p->until_ns);
+        for (struct rio__attempt *a = p->head; a; a = a->next)
+            if (!a->cancelled)
+                t = min_u64(t, a->timeout_ns);
+    }
+    return t;
+}
+
+/* Finished requests leave the active list; a call whose requests are all
+ * fenced wakes its caller. */
+static void reap_finished_locked(struct rio_client *c)
+{
+    struct rio__req **pp = &c->active_head;
+    struct rio__req *last = NULL;
+    while (*pp) {
+        struct rio__req *r = *pp;
+        if (r->decided && r->inflight_ops == 0) {
+            *pp = r->anext;
+            r->active = false;
+            c->nrequests--;
+            struct rio__call *call = r->call;
+            bool counted = r->fenced; /* the no-fence test path counted it already */
+            r->fenced = true;
+            if (!counted && --call->remaining == 0)
+                pthread_cond_broadcast(&call->cond);
+            if (--call->refs == 0)
+                rio__call_free(call);
+            continue;
+        }
+        last = r;
+        pp = &r->anext;
+    }
+    c->active_tail = last;
+}
+
+static void *engine_main(void *arg)
+{
+    struct rio_client *c = arg;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        uint64_t now = rio__now_ns();
+        while (c->reaped) {
+            struct rio__attempt *a = c->reaped;
+            c->reaped = a->rnext;
+            handle_completion_locked(c, a, now);
+        }
+        check_timers_locked(c, now);
+        schedule_locked(c, now);
+        reap_finished_locked(c);
+        if (c->stop && !c->active_head && c->inflight_ops == 0)
+            break;
+        uint64_t t = next_timer_locked(c, now);
+        int timeout_ms = t <= now ? 0 : (int)((t - now + 999999) / 1000000);
+        pthread_mutex_unlock(&c->mu);
+        rio__t_reap(c->t, timeout_ms);
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+int rio__engine_start(struct rio_client *c)
+{
+    int ret = pthread_create(&c->thread, NULL, engine_main, c);
+    if (ret != 0)
+        return -ret;
+    c->thread_started = true;
+    c->engine_clock_ok = pthread_getcpuclockid(c->thread, &c->engine_clock) == 0;
+    return 0;
+}
+
+void rio__engine_stop(struct rio_client *c)
+{
+    if (!c->thread_started)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->stop = true;
+    pthread_mutex_unlock(&c->mu);
+    rio__t_wake(c->t);
+    pthread_join(c->thread, NULL);
+    c->thread_started = false;
+}
+
+/* ------------------------------------------------------------- calls */
+
+int rio__engine_submit(struct rio_client *c, struct rio__call *call)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->stop) {
+        pthread_mutex_unlock(&c->mu);
+        return RIO_ECLOSED;
+    }
+    if (c->o.budget_mode == RIO_BUDGET_FAIL && c->inflight_bytes > 0) {
+        uint64_t first = 0;
+        for (unsigned i = 0; i < call->nreq; i++)
+            if (call->reqs[i].nchunks) {
+                first = req_chunk_len(&call->reqs[i], 0);
+                break;
+            }
+        if (c->inflight_bytes + first > c->o.budget_bytes) {
+            pthread_mutex_unlock(&c->mu);
+            return RIO_EBUSY;
+        }
+    }
+    call->refs = 2;
+    call->remaining = 0;
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->decided) /* failed before it started (lookup, open) */
+            continue;
+        if (r->nchunks == 0) {
+            r->decided = true;
+            r->fenced = true;
+            continue;
+        }
+        r->active = true;
+        r->anext = NULL;
+        if (c->active_tail)
+            c->active_tail->anext = r;
+        else
+            c->active_head = r;
+        c->active_tail = r;
+        c->nrequests++;
+        call->remaining++;
+        call->refs++;
+    }
+    call->refs--; /* the engine holds one reference per active request */
+    pthread_mutex_unlock(&c->mu);
+    rio__t_wake(c->t);
+    return 0;
+}
+
+void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err)
+{
+    pthread_mutex_lock(&c->mu);
+    if (r->active)
+        req_decide_locked(c, r, err);
+    pthread_mutex_unlock(&c->mu);
+    rio__t_wake(c->t);
+}
+
+void rio__engine_kick(struct rio_client *c)
+{
+    rio__t_wake(c->t);
+}
+
+void rio__engine_wait(struct rio_client *c, struct rio__call *call)
+{
+    pthread_mutex_lock(&c->mu);
+    while (call->remaining > 0)
+        pthread_cond_wait(&call->cond, &c->mu);
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rio__call_release(struct rio_client *c, struct rio__call *call)
+{
+    pthread_mutex_lock(&c->mu);
+    bool last = --call->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last)
+        rio__call_free(call);
+}
+
+void rio__call_free(struct rio__call *call)
+{
+    if (!call)
+        return;
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        rio__free(r->key);
+        rio__free(r->chunks);
+        rio__free(r->staging);
+        if (r->type == RIO_OP_PUT)
+            rio__free(r->xxh);
+        rio_desc_cleanup(&r->desc);
+        rio__md5_cleanup(&r->md5);
+    }
+    rio__free(call->reqs);
+    rio__free(call->lat);
+    pthread_cond_destroy(&call->cond);
+    rio__free(call);
+}

@@ -1,0 +1,199 @@
+/*
+ * The engine: one thread per client that plans chunks onto paths, keeps the
+ * in-flight budget, retries with rollback, fences every call, and keeps the
+ * books for stats. Callers build a call (one or more requests), hand it over
+ * with rio__engine_run and block until it is fenced.
+ *
+ * Locking: c->mu protects everything in struct rio_client below "under mu",
+ * every request and call field marked "engine", and the transport's submit and
+ * cancel. The engine thread drops mu only around reap. Completions reaped
+ * land on c->reaped (engine thread only) and are processed under mu.
+ */
+#ifndef RIO_ENGINE_H
+#define RIO_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/checksum.h"
+#include "core/url.h"
+#include "railio.h"
+#include "transport/transport.h"
+
+enum { PATH_HEALTHY = 0, PATH_COOLING = 1, PATH_PROBING = 2 };
+enum { CH_NEW = 0, CH_QUEUED, CH_INFLIGHT, CH_DONE };
+
+struct rio__attempt;
+
+struct rio__path {
+    int state;
+    unsigned fails;    /* consecutive failures: cooldown = base << (fails-1) */
+    uint64_t until_ns; /* end of cooldown */
+    uint64_t inflight_ops, inflight_bytes;
+    uint64_t peak_depth;
+    struct rio__attempt *head; /* in-flight attempts on this path */
+    uint64_t busy_since_ns; /* valid while inflight_ops > 0 */
+    uint64_t mark_ns;       /* last completion, or start of the busy stretch */
+    uint64_t busy_ns;       /* accumulated busy time, excluding the current stretch */
+    /* Per direction (0 read, 1 write): links are full duplex and targets
+     * often read and write at different speeds, so each has its own rate. */
+    struct rio__path_dir {
+        uint64_t inflight_ops;
+        uint64_t busy_since_ns, busy_ns;
+        uint64_t bytes_total;
+        uint64_t sample_bytes, sample_busy_ns; /* markers for the next rate sample */
+        double rate_bps; /* delivered rate, EWMA over busy time; 0 unknown */
+    } dir[2];
+};
+
+struct rio__chunk {
+    uint64_t idx;
+    uint32_t attempts; /* failed attempts that count against retry_attempts */
+    uint8_t state;
+    uint16_t zombies; /* cancelled attempts of this chunk still outstanding */
+    uint64_t not_before_ns;
+    struct rio__chunk *qnext;
+};
+
+struct rio__attempt {
+    struct rio_io io;
+    struct rio_client *c;
+    struct rio__req *req;
+    struct rio__chunk *ch;
+    unsigned path;
+    bool cancelled; /* the engine gave up on it; its result is ignored */
+    uint64_t submit_ns, timeout_ns;
+    struct rio__attempt *prev, *next; /* path list, or free list */
+    struct rio__attempt *rnext;       /* reaped list */
+};
+
+struct rio__call;
+
+struct rio__req {
+    struct rio__call *call;
+    int type; /* RIO_OP_GET / RIO_OP_PUT */
+    char *key;
+    uint8_t *data;    /* where chunks land (GET) or come from (PUT) */
+    uint8_t *user;    /* GET with RIO_ATOMIC: the caller's buffer */
+    uint8_t *staging; /* GET with RIO_ATOMIC: owned */
+    uint64_t size, chunk_size, nchunks;
+    uint64_t generation;
+    uint64_t *xxh;         /* GET: expected (desc.xxh, may be NULL); PUT: computed */
+    struct rio_desc desc;  /* GET: the descriptor read */
+    void *upload;          /* PUT */
+    struct rio_md5 md5;    /* PUT */
+    _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
+    _Atomic int stop_hashing;
+    struct rio__chunk *chunks;
+    int64_t result; /* set when the call is over */
+    int op_index;   /* index in the caller's batch */
+
+    /* engine */
+    uint64_t next_new;
+    struct rio__chunk *rq_head, *rq_tail; /* chunks waiting for another attempt */
+    uint64_t done;
+    uint64_t inflight_ops, inflight_bytes;
+    int status;       /* 0 running/ok, < 0 the error */
+    int last_err;     /* last attempt error, for RIO_ERETRIES context */
+    bool decided;     /* success or failure is known */
+    bool fenced;      /* decided and nothing in flight */
+    bool active;      /* on the client's active list */
+    uint64_t deadline_ns;
+    struct rio__req *anext;
+};
+
+struct rio__call {
+    struct rio_client *c;
+    unsigned nreq;
+    struct rio__req *reqs;
+    unsigned remaining; /* engine: requests not yet fenced */
+    int refs;           /* under mu: the caller's and the engine's */
+    pthread_cond_t cond;
+    struct rio_cancel *cancel;
+    unsigned flags;
+    uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller;
+    uint64_t path_busy0[RIO_MAX_PATHS];
+
+    /* engine: accumulators for stats */
+    uint64_t *lat;
+    uint64_t nlat, lat_cap;
+    uint64_t retries[RIO_CLASS__COUNT];
+    uint64_t path_bytes[RIO_MAX_PATHS], path_ops[RIO_MAX_PATHS], path_errors[RIO_MAX_PATHS];
+    uint64_t path_peak[RIO_MAX_PATHS];
+    uint64_t svc_ns, op_ns, verify_ns;
+    uint64_t peak_inflight;
+    uint64_t first_done_ns, last_done_ns;
+    /* caller */
+    uint64_t hash_ns, copy_ns, bytes_staged;
+};
+
+struct rio_cancel {
+    _Atomic int fired;
+};
+
+struct rio_client {
+    struct rio_options o;
+    struct rio_url url;
+    struct rio_transport *t;
+    uint64_t seed;
+    pthread_t thread;
+    bool thread_started;
+    clockid_t engine_clock;
+    bool engine_clock_ok;
+
+    pthread_mutex_t mu;
+    /* under mu */
+    bool stop;
+    struct rio__req *active_head, *active_tail;
+    unsigned npaths;
+    struct rio__path paths[RIO_MAX_PATHS];
+    uint64_t inflight_ops, inflight_bytes, nrequests;
+    struct rio__attempt *free_attempts;
+    uint64_t rng;
+    unsigned rr; /* round-robin cursor over paths */
+
+    /* engine thread only */
+    struct rio__attempt *reaped;
+};
+
+/* Start the engine thread of c (c->t and c->o set). */
+int rio__engine_start(struct rio_client *c);
+/* Stop and join it; nothing may be in flight. */
+void rio__engine_stop(struct rio_client *c);
+/* Preallocate n attempts (client creation). */
+int rio__engine_reserve(struct rio_client *c, unsigned n);
+void rio__engine_free_attempts(struct rio_client *c);
+
+/*
+ * Admit call (its requests fully built) and return at once; the caller then
+ * hashes PUT chunks if any and waits with rio__engine_wait. Returns 0, or
+ * RIO_EBUSY in fail-fast mode when the budget is full (nothing admitted).
+ */
+int rio__engine_submit(struct rio_client *c, struct rio__call *call);
+/* Fail request r of an admitted call (the caller could not hash it). */
+void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err);
+/* Wake the engine (a PUT chunk became ready). */
+void rio__engine_kick(struct rio_client *c);
+/* Block until every request of call is fenced. */
+void rio__engine_wait(struct rio_client *c, struct rio__call *call);
+/* Drop the caller's reference; frees the call when the engine is done too. */
+void rio__call_release(struct rio_client *c, struct rio__call *call);
+/* Free a call's memory (no reference left, or never submitted). */
+void rio__call_free(struct rio__call *call);
+
+/* Fill stats from a finished call (stats.c). */
+void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st);
+/* Verdict from filled stats (stats.c); exposed for tests. */
+void rio__stats_verdict(struct rio_stats *st);
+
+/* Current busy time of a path including the running stretch (under mu). */
+uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
+
+/* Resolve options: struct, then URL parameters, then RIO_* environment, then
+ * defaults (options.c). */
+int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
+                         struct rio_options *out);
+
+#endif

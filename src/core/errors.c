@@ -1,0 +1,269 @@
+/*
+ * Error codes: names and messages for RIO_E* and -errno, the inverse mapping
+ * used by fault specs and the CLI, and the retry classes the engine keys its
+ * decisions and stats on. rio_verdict_name lives with the verdict, in stats.c.
+ *
+ * Everything here returns static strings and is safe from any thread: no
+ * strerror() (its buffer is shared) and no locale. errno values outside our
+ * own table fall back to glibc's strerrorname_np/strerrordesc_np, which return
+ * static strings too.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strerrorname_np, strerrordesc_np */
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/internal.h"
+#include "railio.h"
+
+#if defined(__GLIBC__) && defined(__GLIBC_PREREQ)
+#if __GLIBC_PREREQ(2, 32)
+#define HAVE_STRERRORNAME_NP 1
+#endif
+#endif
+
+struct err_entry {
+    int code;
+    const char *name;
+    const char *msg;
+};
+
+static const struct err_entry rio_errs[] = {
+#define RIO__ERR_ENTRY(name, value, msg) {value, #name, msg},
+    RIO_ERRNO_LIST(RIO__ERR_ENTRY)
+#undef RIO__ERR_ENTRY
+};
+
+/* clang-format off */
+#define E(name, msg) {-(name), #name, msg}
+/* clang-format on */
+/* The errnos a storage client meets; aliases (same value) after the main name. */
+static const struct err_entry errno_errs[] = {
+    E(EPERM, "operation not permitted"),
+    E(ENOENT, "no such file or directory"),
+    E(ESRCH, "no such process"),
+    E(EINTR, "interrupted system call"),
+    E(EIO, "input/output error"),
+    E(ENXIO, "no such device or address"),
+    E(E2BIG, "argument list too long"),
+    E(EBADF, "bad file descriptor"),
+    E(ECHILD, "no child processes"),
+    E(EAGAIN, "resource temporarily unavailable"),
+    E(ENOMEM, "cannot allocate memory"),
+    E(EACCES, "permission denied"),
+    E(EFAULT, "bad address"),
+    E(EBUSY, "device or resource busy"),
+    E(EEXIST, "file exists"),
+    E(EXDEV, "invalid cross-device link"),
+    E(ENODEV, "no such device"),
+    E(ENOTDIR, "not a directory"),
+    E(EISDIR, "is a directory"),
+    E(EINVAL, "invalid argument"),
+    E(ENFILE, "too many open files in system"),
+    E(EMFILE, "too many open files"),
+    E(EFBIG, "file too large"),
+    E(ENOSPC, "no space left on device"),
+    E(ESPIPE, "illegal seek"),
+    E(EROFS, "read-only file system"),
+    E(EPIPE, "broken pipe"),
+    E(EDOM, "numerical argument out of domain"),
+    E(ERANGE, "numerical result out of range"),
+    E(EDEADLK, "resource deadlock avoided"),
+    E(ENAMETOOLONG, "file name too long"),
+    E(ENOSYS, "function not implemented"),
+    E(ENOTEMPTY, "directory not empty"),
+    E(ENODATA, "no data available"),
+    E(EPROTO, "protocol error"),
+    E(EBADMSG, "bad message"),
+    E(EOVERFLOW, "value too large for defined data type"),
+    E(EILSEQ, "invalid or incomplete multibyte or wide character"),
+    E(ENOTSOCK, "socket operation on non-socket"),
+    E(EMSGSIZE, "message too long"),
+    E(EPROTONOSUPPORT, "protocol not supported"),
+    E(EOPNOTSUPP, "operation not supported"),
+    E(EAFNOSUPPORT, "address family not supported by protocol"),
+    E(EADDRINUSE, "address already in use"),
+    E(EADDRNOTAVAIL, "cannot assign requested address"),
+    E(ENETDOWN, "network is down"),
+    E(ENETUNREACH, "network is unreachable"),
+    E(ENETRESET, "network dropped connection on reset"),
+    E(ECONNABORTED, "software caused connection abort"),
+    E(ECONNRESET, "connection reset by peer"),
+    E(ENOBUFS, "no buffer space available"),
+    E(EISCONN, "transport endpoint is already connected"),
+    E(ENOTCONN, "transport endpoint is not connected"),
+    E(ESHUTDOWN, "cannot send after transport endpoint shutdown"),
+    E(ETIMEDOUT, "connection timed out"),
+    E(ECONNREFUSED, "connection refused"),
+    E(EHOSTDOWN, "host is down"),
+    E(EHOSTUNREACH, "no route to host"),
+    E(EALREADY, "operation already in progress"),
+    E(EINPROGRESS, "operation now in progress"),
+    E(ESTALE, "stale file handle"),
+    E(EDQUOT, "disk quota exceeded"),
+    E(ECANCELED, "operation canceled"),
+    /* Aliases: only reached by name. */
+    E(EWOULDBLOCK, "resource temporarily unavailable"),
+    E(ENOTSUP, "operation not supported"),
+    E(EDEADLOCK, "resource deadlock avoided"),
+};
+#undef E
+
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+static const struct err_entry *err_lookup(int err)
+{
+    size_t i;
+
+    if (err <= RIO_EINVAL) {
+        for (i = 0; i < NELEM(rio_errs); i++)
+            if (rio_errs[i].code == err)
+                return &rio_errs[i];
+        return NULL;
+    }
+    for (i = 0; i < NELEM(errno_errs); i++)
+        if (errno_errs[i].code == err)
+            return &errno_errs[i];
+    return NULL;
+}
+
+const char *rio_strerror(int err)
+{
+    const struct err_entry *e;
+
+    if (err >= 0)
+        return "success";
+    e = err_lookup(err);
+    if (e)
+        return e->msg;
+#ifdef HAVE_STRERRORNAME_NP
+    if (err > -4096) {
+        const char *m = strerrordesc_np(-err);
+        if (m)
+            return m;
+    }
+#endif
+    return "unknown error";
+}
+
+const char *rio_errname(int err)
+{
+    static __thread char unknown[24];
+    const struct err_entry *e;
+
+    if (err >= 0)
+        return "OK";
+    e = err_lookup(err);
+    if (e)
+        return e->name;
+#ifdef HAVE_STRERRORNAME_NP
+    if (err > -4096) {
+        const char *n = strerrorname_np(-err);
+        if (n)
+            return n;
+    }
+#endif
+    /* Per thread, so concurrent callers never see each other's number. */
+    snprintf(unknown, sizeof(unknown), "E?%d", err);
+    return unknown;
+}
+
+int rio__err_from_name(const char *name)
+{
+    size_t i;
+    char *end;
+    long v;
+
+    if (!name || !*name)
+        return 0;
+    for (i = 0; i < NELEM(rio_errs); i++)
+        if (strcasecmp(name, rio_errs[i].name) == 0)
+            return rio_errs[i].code;
+    for (i = 0; i < NELEM(errno_errs); i++)
+        if (strcasecmp(name, errno_errs[i].name) == 0)
+            return errno_errs[i].code;
+#ifdef HAVE_STRERRORNAME_NP
+    for (i = 1; i < 4096; i++) {
+        const char *n = strerrorname_np((int)i);
+        if (n && strcasecmp(name, n) == 0)
+            return -(int)i;
+    }
+#endif
+    /* A number: "-104" as it is; "104" is taken as the errno, so -104. */
+    errno = 0;
+    v = strtol(name, &end, 10);
+    if (errno || end == name || *end || v < -INT_MAX || v > INT_MAX)
+        return 0;
+    return v > 0 ? (int)-v : (int)v;
+}
+
+int rio__err_class(int err)
+{
+    switch (err) {
+    case -ECONNRESET:
+    case -ECONNABORTED:
+    case -EPIPE:
+    case -ENOTCONN:
+        return RIO_CLASS_RESET;
+    case -ECONNREFUSED:
+        return RIO_CLASS_REFUSED;
+    case -ETIMEDOUT:
+        return RIO_CLASS_TIMEOUT;
+    case -ENETUNREACH:
+    case -EHOSTUNREACH:
+    case -ENETDOWN:
+    case -EHOSTDOWN:
+        return RIO_CLASS_UNREACH;
+    case RIO_EDNS:
+        return RIO_CLASS_DNS;
+    case RIO_ESHORT:
+        return RIO_CLASS_SHORT;
+    case RIO_ECHECKSUM:
+        return RIO_CLASS_CHECKSUM;
+    case RIO_ESERVER:
+        return RIO_CLASS_SERVER;
+    case RIO_ETHROTTLE:
+        return RIO_CLASS_THROTTLE;
+    default:
+        return RIO_CLASS_FATAL;
+    }
+}
+
+int rio__class_is_path(int cls)
+{
+    switch (cls) {
+    case RIO_CLASS_RESET:
+    case RIO_CLASS_REFUSED:
+    case RIO_CLASS_TIMEOUT:
+    case RIO_CLASS_UNREACH:
+    case RIO_CLASS_DNS:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int rio__class_is_retryable(int cls)
+{
+    return cls >= 0 && cls < RIO_CLASS_FATAL;
+}
+
+const char *rio_class_name(int cls)
+{
+    static const char *const names[RIO_CLASS__COUNT] = {
+        [RIO_CLASS_RESET] = "reset",       [RIO_CLASS_REFUSED] = "refused",
+        [RIO_CLASS_TIMEOUT] = "timeout",   [RIO_CLASS_UNREACH] = "unreach",
+        [RIO_CLASS_DNS] = "dns",           [RIO_CLASS_SHORT] = "short",
+        [RIO_CLASS_CHECKSUM] = "checksum", [RIO_CLASS_SERVER] = "server",
+        [RIO_CLASS_THROTTLE] = "throttle", [RIO_CLASS_FATAL] = "fatal",
+    };
+
+    if (cls < 0 || cls >= RIO_CLASS__COUNT)
+        return "?";
+    return names[cls];
+}

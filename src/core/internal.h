@@ -1,0 +1,39 @@
+/* Things shared between src/core files and the transports, not public. */
+#ifndef RIO_INTERNAL_H
+#define RIO_INTERNAL_H
+
+#include <stdint.h>
+
+#include "railio.h"
+
+struct rio_transport;
+
+/* The client's transport (for backend-specific test APIs such as railio_mock.h). */
+struct rio_transport *rio__client_transport(struct rio_client *c);
+/* The effective seed (never 0). */
+uint64_t rio__client_seed(struct rio_client *c);
+
+/* Classify an error code into enum rio_err_class. */
+int rio__err_class(int err);
+/* 1 if the class means the path itself failed (reset, refused, timeout, unreachable, dns). */
+int rio__class_is_path(int cls);
+/* 1 if the class may be retried. */
+int rio__class_is_retryable(int cls);
+
+/* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
+int rio__err_from_name(const char *name);
+
+/* splitmix64 step: deterministic pseudo-random numbers from a state. */
+static inline uint64_t rio__rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Test knob: when set, a failed call returns without waiting for its cancelled
+ * ops (the fence is skipped). Only the late-write hazard test sets it. */
+extern _Atomic int rio__test_nofence;
+
+#endif

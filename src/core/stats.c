@@ -1,0 +1,168 @@
+/*
+ * Stats of a finished call, and the bottleneck verdict: which of the network
+ * (paths), the storage (the target's service time) or the software (a client
+ * thread on its CPU ceiling) bounded the call, with the figures behind it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/engine.h"
+
+const char *rio_verdict_name(int v)
+{
+    switch (v) {
+    case RIO_VERDICT_NETWORK:
+        return "network";
+    case RIO_VERDICT_STORAGE:
+        return "storage";
+    case RIO_VERDICT_SOFTWARE:
+        return "software";
+    default:
+        return "none";
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(const uint64_t *v, uint64_t n, double p)
+{
+    if (!n)
+        return 0;
+    uint64_t i = (uint64_t)(p * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
+/* Thresholds: a thread above CPU_SAT of the wall time is saturated; storage
+ * is the limit when the target's service time is most of the op time; paths
+ * busy above BUSY_SAT of the wall time are the limit. */
+#define CPU_SAT 0.85
+#define STORAGE_SHARE 0.5
+#define BUSY_SAT 0.8
+
+void rio__stats_verdict(struct rio_stats *st)
+{
+    double el = (double)st->elapsed_ns;
+    st->verdict = RIO_VERDICT_NONE;
+    st->verdict_text[0] = 0;
+    if (el <= 0 || st->chunks == 0)
+        return;
+
+    double cpu_e = st->engine_cpu_ns / el, cpu_t = st->transport_cpu_ns / el;
+    double cpu_c = st->caller_cpu_ns / el;
+    double storage = st->op_ns ? (double)st->svc_ns / (double)st->op_ns : 0;
+
+    /* Paths: weighted by what each carried, how much of the call it was busy. */
+    double busy_w = 0, bytes_w = 0, slowest = 0;
+    int slow_i = -1, used = 0, at_cap = 0;
+    for (unsigned i = 0; i < st->npaths; i++) {
+        const struct rio_path_stats *p = &st->path[i];
+        if (!p->bytes)
+            continue;
+        used++;
+        double b = (double)p->busy_ns / el;
+        busy_w += b * (double)p->bytes;
+        bytes_w += (double)p->bytes;
+        if (slow_i < 0 || p->rate_mbps < slowest) {
+            slowest = p->rate_mbps;
+            slow_i = (int)i;
+        }
+        if (p->cap_mbps > 0 && p->rate_mbps >= 0.9 * p->cap_mbps)
+            at_cap++;
+    }
+    double busy = bytes_w ? busy_w / bytes_w : 0;
+
+    if (storage >= STORAGE_SHARE) {
+        st->verdict = RIO_VERDICT_STORAGE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "target service time is %.0f%% of op time (%.1f ms of %.1f ms per op)",
+                 storage * 100, st->svc_ns / 1e6 / (double)st->chunks,
+                 st->op_ns / 1e6 / (double)st->chunks);
+    } else if (cpu_e >= CPU_SAT || cpu_t >= CPU_SAT || cpu_c >= CPU_SAT) {
+        const char *who = cpu_e >= cpu_t && cpu_e >= cpu_c ? "engine"
+                          : cpu_t >= cpu_c                 ? "transport"
+                                                           : "caller";
+        double top = cpu_e > cpu_t ? cpu_e : cpu_t;
+        top = top > cpu_c ? top : cpu_c;
+        st->verdict = RIO_VERDICT_SOFTWARE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "%s thread at %.0f%% CPU (hash %.1f ms, verify %.1f ms, copy %.1f ms); "
+                 "paths busy %.0f%%",
+                 who, top * 100, st->hash_ns / 1e6, st->verify_ns / 1e6, st->copy_ns / 1e6,
+                 busy * 100);
+    } else if (busy >= BUSY_SAT) {
+        st->verdict = RIO_VERDICT_NETWORK;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "paths busy %.0f%% of the time, %d of %d at >= 90%% of cap; slowest path %d "
+                 "at %.1f MB/s",
+                 busy * 100, at_cap, used, slow_i, slowest);
+    } else {
+        st->verdict = RIO_VERDICT_NETWORK;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "latency-bound: paths idle %.0f%% of the time (p50 chunk %.2f ms); raise "
+                 "depth or chunk size",
+                 (1 - busy) * 100, st->lat_p50_ns / 1e6);
+    }
+}
+
+void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st)
+{
+    uint64_t now = rio__now_ns();
+    memset(st, 0, sizeof(*st));
+    st->elapsed_ns = now - call->t0;
+    for (unsigned i = 0; i < call->nreq; i++)
+        if (call->reqs[i].result >= 0)
+            st->bytes += call->reqs[i].size;
+    st->goodput_mbps = st->elapsed_ns ? st->bytes * 1e3 / (double)st->elapsed_ns : 0;
+    st->npaths = c->npaths;
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio_path_stats *p = &st->path[i];
+        uint64_t busy = rio__path_busy_now(&c->paths[i], now);
+        p->busy_ns = busy - call->path_busy0[i];
+        p->bytes = call->path_bytes[i];
+        p->ops = call->path_ops[i];
+        p->errors = call->path_errors[i];
+        p->peak_depth = call->path_peak[i];
+        p->rate_mbps = p->busy_ns ? p->bytes * 1e3 / (double)p->busy_ns : 0;
+        p->cap_mbps = rio__t_path_cap(c->t, i) / 1e6;
+        p->state = c->paths[i].state;
+    }
+    pthread_mutex_unlock(&c->mu);
+    for (int k = 0; k < RIO_CLASS__COUNT; k++) {
+        st->retries[k] = call->retries[k];
+        st->retries_total += call->retries[k];
+    }
+    st->chunks = call->nlat;
+    if (call->nlat) {
+        qsort(call->lat, call->nlat, sizeof(uint64_t), cmp_u64);
+        st->lat_p50_ns = pct(call->lat, call->nlat, 0.50);
+        st->lat_p95_ns = pct(call->lat, call->nlat, 0.95);
+        st->lat_p99_ns = pct(call->lat, call->nlat, 0.99);
+        st->lat_max_ns = call->lat[call->nlat - 1];
+    }
+    st->first_done_ns = call->first_done_ns;
+    st->last_done_ns = call->last_done_ns;
+    st->hash_ns = call->hash_ns;
+    st->verify_ns = call->verify_ns;
+    st->copy_ns = call->copy_ns;
+    st->svc_ns = call->svc_ns;
+    st->op_ns = call->op_ns;
+    st->peak_inflight_bytes = call->peak_inflight;
+    st->bytes_staged = call->bytes_staged;
+    if (c->engine_clock_ok) {
+        uint64_t e = rio__clock_ns(c->engine_clock);
+        st->engine_cpu_ns = e > call->t0_cpu_engine ? e - call->t0_cpu_engine : 0;
+    }
+    uint64_t tc = rio__t_cpu_ns(c->t);
+    st->transport_cpu_ns = tc > call->t0_cpu_transport ? tc - call->t0_cpu_transport : 0;
+    uint64_t cc = rio__thread_cpu_ns();
+    st->caller_cpu_ns = cc > call->t0_cpu_caller ? cc - call->t0_cpu_caller : 0;
+    rio__stats_verdict(st);
+}

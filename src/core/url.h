@@ -1,0 +1,35 @@
+/* URL parsing: scheme://authority/path?k=v&k=v */
+#ifndef RIO_URL_H
+#define RIO_URL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RIO_URL_MAX_PARAMS 32
+
+struct rio_url {
+    char *buf;       /* owns every string below */
+    char *scheme;    /* lower-case, e.g. "mock" */
+    char *authority; /* "host:port,host2:port2" or a name; may be "" */
+    char *path;      /* after the first '/', without it; may be "" */
+    unsigned nparams;
+    char *pkey[RIO_URL_MAX_PARAMS];
+    char *pval[RIO_URL_MAX_PARAMS];
+};
+
+/* Parse s into u. Returns 0 or RIO_EURL (bad syntax) / -ENOMEM. */
+int rio__url_parse(const char *s, struct rio_url *u);
+void rio__url_cleanup(struct rio_url *u);
+/* Value of query parameter key, or NULL. */
+const char *rio__url_param(const struct rio_url *u, const char *key);
+
+/*
+ * Parse a size with an optional binary or decimal suffix: "4M" and "4MiB" are
+ * 4*2^20, "4MB" is 4e6, "125M" for rates follows the same rule. Returns 0 or
+ * RIO_EINVAL.
+ */
+int rio__parse_size(const char *s, uint64_t *out);
+/* Parse a duration: "250ms", "2s", "100us", bare number = ms. In nanoseconds. */
+int rio__parse_duration_ns(const char *s, uint64_t *out);
+
+#endif

@@ -1,0 +1,1859 @@
+/*
+ * mock://NAME: an in-process model of a storage target reached over several
+ * paths, for the engine's tests and the capacity model.
+ *
+ * Store. Every transport opened with the same NAME shares one store (like
+ * clients of one server): a hash table of objects under its own mutex,
+ * refcounted by the transports open on it and freed with the last one.
+ * Generations come from a per-store counter, so a key's generation only ever
+ * grows, even across a delete. Uploads collect chunks in a private buffer;
+ * put_commit swaps the finished object in under the store mutex, so a reader
+ * sees the old object or the new one, never a mix.
+ *
+ * Timing. One thread per transport plays the target. An op submitted at t
+ * first queues at the shared storage service when disk > 0:
+ *     svc_start = max(t, disk_free), disk_free = svc_start + len/D
+ * (its svc_ns is disk_free - t), then on its path:
+ *     start = max(ready, path_free), path_free = start + len/R, finish = path_free + L
+ * so a path with two or more ops queued is busy at exactly R. The thread
+ * sleeps until the earliest finish, moves the bytes (READ data is copied into
+ * dst then, not at submit), applies the op's fault, and queues it for reap,
+ * which calls complete() in the reaping thread.
+ *
+ * Faults are matched at submit in submission order, rule by rule, so a run
+ * with the same seed and the same submission order fires the same faults.
+ * Bytes a fault did not deliver are 0xDD.
+ *
+ * Locks: t->mu guards the op state of one transport; s->mu guards a store,
+ * its objects' refcounts and the uploads' refcounts and receipt records.
+ * Order: t->mu before s->mu; g_stores_mu before nothing. Data is copied with
+ * neither held (objects and uploads are pinned by a reference), and
+ * complete() is always called with no lock held.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/internal.h"
+#include "core/url.h"
+#include "railio.h"
+#include "railio_mock.h"
+#include "transport/mock.h"
+#include "transport/transport.h"
+
+#define MOCK_DEFAULT_DEPTH_CAP 1024u
+#define MOCK_MAX_DEPTH_CAP (1u << 20)
+#define MOCK_MAX_RULES 64u
+#define MOCK_SLAB_OPS 64u
+#define MOCK_BUCKETS0 64u
+#define MOCK_SEED0 0x6d6f636b72696f31ull /* used when the options carry no seed */
+#define MOCK_FILL 0xDD                   /* bytes a fault did not deliver */
+#define MOCK_GENCHANGE_XOR 0x5A
+#define UPLOAD_MAGIC 0x6d6f636b75706c64ull
+#define NS_PER_MS 1000000ull
+#define NEVER UINT64_MAX
+
+/* ------------------------------------------------------------------ store */
+
+struct mock_obj {
+    struct mock_obj *next; /* hash chain, under s->mu */
+    unsigned refs;         /* under s->mu: the store's link plus readers */
+    uint64_t hash;
+    uint64_t generation;
+    uint64_t size, chunk_size, nchunks;
+    uint64_t *xxh;
+    uint8_t *data;
+    char etag[48];
+    size_t keylen;
+    char key[];
+};
+
+struct mock_store {
+    struct mock_store *next; /* g_stores list, under g_stores_mu */
+    unsigned users;          /* transports open on it, under g_stores_mu */
+    pthread_mutex_t mu;
+    /* under mu */
+    struct mock_obj **buckets;
+    size_t nbuckets, nobjs;
+    uint64_t last_gen;
+    char name[];
+};
+
+struct mock_rx {
+    uint64_t xxh; /* xxh3 of the bytes received for the chunk */
+    bool ok;      /* received whole and matching what the client sent */
+};
+
+struct mock_upload {
+    uint64_t magic;
+    struct mock_store *s;
+    unsigned refs; /* under s->mu: the caller's handle plus each WRITE op in flight */
+    uint64_t size, chunk_size, nchunks;
+    uint8_t *data;      /* written by WRITE ops (mock thread), pinned by refs */
+    struct mock_rx *rx; /* under s->mu */
+    char *key;
+};
+
+static pthread_mutex_t g_stores_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct mock_store *g_stores;
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+    return rio__xxh3(key, len);
+}
+
+static uint64_t nchunks_of(uint64_t size, uint64_t chunk_size)
+{
+    return size / chunk_size + (size % chunk_size != 0);
+}
+
+static struct mock_obj *obj_alloc(const char *key, size_t keylen, uint64_t nchunks)
+{
+    struct mock_obj *o;
+
+    if (nchunks > SIZE_MAX / sizeof(uint64_t))
+        return NULL;
+    o = rio__calloc(1, sizeof(*o) + keylen + 1);
+    if (!o)
+        return NULL;
+    if (nchunks) {
+        o->xxh = rio__malloc((size_t)nchunks * sizeof(uint64_t));
+        if (!o->xxh) {
+            rio__free(o);
+            return NULL;
+        }
+    }
+    memcpy(o->key, key, keylen);
+    o->key[keylen] = '\0';
+    o->keylen = keylen;
+    o->hash = key_hash(key, keylen);
+    o->nchunks = nchunks;
+    o->refs = 1;
+    return o;
+}
+
+static void obj_free(struct mock_obj *o)
+{
+    if (!o)
+        return;
+    rio__free(o->data);
+    rio__free(o->xxh);
+    rio__free(o);
+}
+
+/* Drop a reference; returns o when the caller must free it (outside the lock). */
+static struct mock_obj *obj_unref_locked(struct mock_obj *o)
+{
+    return --o->refs == 0 ? o : NULL;
+}
+
+static void obj_unref(struct mock_store *s, struct mock_obj *o)
+{
+    pthread_mutex_lock(&s->mu);
+    o = obj_unref_locked(o);
+    pthread_mutex_unlock(&s->mu);
+    obj_free(o);
+}
+
+/* The link that holds key (or the NULL at the end of its chain). */
+static struct mock_obj **store_slot_locked(struct mock_store *s, const char *key, size_t keylen,
+                                           uint64_t hash)
+{
+    struct mock_obj **pp = &s->buckets[hash & (s->nbuckets - 1)];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->hash == hash && (*pp)->keylen == keylen && memcmp((*pp)->key, key, keylen) == 0)
+            break;
+    return pp;
+}
+
+/* The object under key with a reference for the caller, or NULL. */
+static struct mock_obj *store_get(struct mock_store *s, const char *key, size_t keylen,
+                                  uint64_t hash)
+{
+    struct mock_obj *o;
+
+    pthread_mutex_lock(&s->mu);
+    o = *store_slot_locked(s, key, keylen, hash);
+    if (o)
+        o->refs++;
+    pthread_mutex_unlock(&s->mu);
+    return o;
+}
+
+/* Growing is an optimisation: when it cannot allocate, chains get longer. */
+static void store_maybe_grow_locked(struct mock_store *s)
+{
+    struct mock_obj **nb;
+    size_t n, i;
+
+    if (s->nobjs < s->nbuckets || s->nbuckets > SIZE_MAX / 2 / sizeof(*nb))
+        return;
+    n = s->nbuckets * 2;
+    nb = rio__calloc(n, sizeof(*nb));
+    if (!nb)
+        return;
+    for (i = 0; i < s->nbuckets; i++) {
+        struct mock_obj *o = s->buckets[i];
+        while (o) {
+            struct mock_obj *next = o->next;
+            o->next = nb[o->hash & (n - 1)];
+            nb[o->hash & (n - 1)] = o;
+            o = next;
+        }
+    }
+    rio__free(s->buckets);
+    s->buckets = nb;
+    s->nbuckets = n;
+}
+
+/*
+ * Publish o (its store reference already counted) under its key with the next
+ * generation. Returns the object it replaced, whose store reference the caller
+ * drops, or NULL.
+ */
+static struct mock_obj *store_publish_locked(struct mock_store *s, struct mock_obj *o)
+{
+    struct mock_obj **pp, *old;
+
+    pp = store_slot_locked(s, o->key, o->keylen, o->hash);
+    old = *pp;
+    o->generation = ++s->last_gen;
+    if (old) {
+        o->next = old->next;
+        *pp = o;
+        old->next = NULL;
+        return old;
+    }
+    o->next = NULL;
+    *pp = o;
+    s->nobjs++;
+    store_maybe_grow_locked(s);
+    return NULL;
+}
+
+static int store_open(const char *name, struct mock_store **out)
+{
+    struct mock_store *s;
+    size_t len = strlen(name);
+    int ret;
+
+    pthread_mutex_lock(&g_stores_mu);
+    for (s = g_stores; s; s = s->next)
+        if (strcmp(s->name, name) == 0)
+            break;
+    if (s) {
+        s->users++;
+        pthread_mutex_unlock(&g_stores_mu);
+        *out = s;
+        return 0;
+    }
+    ret = -ENOMEM;
+    s = rio__calloc(1, sizeof(*s) + len + 1);
+    if (!s)
+        goto err_unlock;
+    s->buckets = rio__calloc(MOCK_BUCKETS0, sizeof(*s->buckets));
+    if (!s->buckets)
+        goto err_free;
+    ret = -pthread_mutex_init(&s->mu, NULL);
+    if (ret < 0)
+        goto err_free;
+    s->nbuckets = MOCK_BUCKETS0;
+    memcpy(s->name, name, len + 1);
+    s->users = 1;
+    s->next = g_stores;
+    g_stores = s;
+    pthread_mutex_unlock(&g_stores_mu);
+    *out = s;
+    return 0;
+err_free:
+    rio__free(s->buckets);
+    rio__free(s);
+err_unlock:
+    pthread_mutex_unlock(&g_stores_mu);
+    return ret;
+}
+
+static void store_close(struct mock_store *s)
+{
+    struct mock_store **pp;
+    size_t i;
+
+    pthread_mutex_lock(&g_stores_mu);
+    if (--s->users > 0) {
+        pthread_mutex_unlock(&g_stores_mu);
+        return;
+    }
+    for (pp = &g_stores; *pp != s; pp = &(*pp)->next)
+        ;
+    *pp = s->next;
+    pthread_mutex_unlock(&g_stores_mu);
+
+    for (i = 0; i < s->nbuckets; i++) {
+        struct mock_obj *o = s->buckets[i];
+        while (o) {
+            struct mock_obj *next = o->next;
+            obj_free(o);
+            o = next;
+        }
+    }
+    pthread_mutex_destroy(&s->mu);
+    rio__free(s->buckets);
+    rio__free(s);
+}
+
+static void upload_free(struct mock_upload *up)
+{
+    up->magic = 0;
+    rio__free(up->data);
+    rio__free(up->rx);
+    rio__free(up->key);
+    rio__free(up);
+}
+
+static struct mock_upload *upload_unref_locked(struct mock_upload *up)
+{
+    return --up->refs == 0 ? up : NULL;
+}
+
+static void upload_unref(struct mock_upload *up)
+{
+    struct mock_store *s = up->s;
+
+    pthread_mutex_lock(&s->mu);
+    up = upload_unref_locked(up);
+    pthread_mutex_unlock(&s->mu);
+    if (up)
+        upload_free(up);
+}
+
+/* -------------------------------------------------------------- transport */
+
+enum { OP_FREE = 0, OP_QUEUED, OP_MOVING, OP_DONE };
+
+/* What the mock thread does with an op when its time comes. */
+enum {
+    ACT_SERVE = 0, /* move the bytes, applying the op's fault */
+    ACT_FAIL,      /* end with the preset res, touching nothing */
+    ACT_RESET,     /* connection reset: 0xDD over dst, -ECONNRESET */
+    ACT_LATE,      /* a LATE op's delayed landing: 0xDD over dst, then the preset res */
+};
+
+struct mock_op {
+    struct rio_io *io;
+    struct mock_op *next;   /* free list, work list or done queue */
+    struct mock_upload *up; /* WRITE: a reference on the upload */
+    uint64_t finish_ns;     /* NEVER for STALL and unarmed LATE ops */
+    uint64_t seq;
+    uint64_t svc_ns;
+    uint64_t disk_start, disk_end; /* its slot at the storage service (0, 0: none) */
+    uint64_t link_start, link_end; /* its slot on the path's link */
+    uint64_t key_hash;
+    uint64_t flip_bit; /* BITFLIP: bit offset in the chunk */
+    int64_t res;
+    size_t heap_idx;
+    uint8_t state;
+    uint8_t action;
+    bool late_armed;         /* LATE: cancelled or reset, landing scheduled */
+    struct rio_mock_fault f; /* the fault that fired (f.kind 0: none) */
+};
+
+struct mock_slab {
+    struct mock_slab *next;
+    struct mock_op ops[MOCK_SLAB_OPS];
+};
+
+struct mock_path {
+    double rate;         /* bytes/s, 0 = unlimited */
+    uint64_t lat_ns;     /* added to every op's finish */
+    uint64_t free_ns;    /* when the link has sent what it already carries */
+    unsigned held;       /* ops submitted and not yet reaped */
+    bool down;           /* a DISCONNECT took it down */
+    uint64_t down_until; /* when it comes back by itself; 0 = at rio_mock_heal */
+};
+
+struct mock_rule {
+    struct rio_mock_fault f;
+    uint32_t skipped, fired;
+};
+
+struct mock_transport {
+    struct rio_transport base; /* first: the engine's handle */
+    struct mock_store *store;
+    pthread_t thread;
+    clockid_t cpu_clock;
+    bool cpu_clock_ok;
+
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* the mock thread waits here */
+    pthread_cond_t done_cv; /* reap waits here */
+
+    /* under mu */
+    bool stop;
+    bool woken;
+    uint64_t sleep_until; /* the mock thread's wake-up time while it sleeps, else 0 */
+    struct mock_path path[RIO_MAX_PATHS];
+    double disk_rate;
+    uint64_t disk_free_ns;
+    unsigned depth_cap;
+    struct mock_op **heap; /* in-flight ops by (finish_ns, seq) */
+    size_t nheap, heap_cap;
+    struct mock_slab *slabs;
+    struct mock_op *free_ops;
+    struct mock_op *done_head, *done_tail;
+    uint64_t seq;
+    uint64_t rng;
+    struct mock_rule rules[MOCK_MAX_RULES];
+    unsigned nrules;
+    struct rio_mock_counters ctr;
+};
+
+static struct mock_transport *mock_cast(struct rio_transport *t)
+{
+    return t && t->ops == &rio__mock_ops ? (struct mock_transport *)t : NULL;
+}
+
+static uint64_t xfer_ns(uint64_t len, double rate)
+{
+    return rate > 0 ? (uint64_t)((double)len * 1e9 / rate) : 0;
+}
+
+static void ns_to_timespec(uint64_t ns, struct timespec *ts)
+{
+    ts->tv_sec = (time_t)(ns / 1000000000ull);
+    ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* --- the heap of in-flight ops, ordered by (finish_ns, seq) --- */
+
+static bool op_before(const struct mock_op *a, const struct mock_op *b)
+{
+    return a->finish_ns < b->finish_ns || (a->finish_ns == b->finish_ns && a->seq < b->seq);
+}
+
+static void heap_set(struct mock_transport *t, size_t i, struct mock_op *op)
+{
+    t->heap[i] = op;
+    op->heap_idx = i;
+}
+
+static void heap_up(struct mock_transport *t, size_t i)
+{
+    struct mock_op *op = t->heap[i];
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (!op_before(op, t->heap[parent]))
+            break;
+        heap_set(t, i, t->heap[parent]);
+        i = parent;
+    }
+    heap_set(t, i, op);
+}
+
+static void heap_down(struct mock_transport *t, size_t i)
+{
+    struct mock_op *op = t->heap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= t->nheap)
+            break;
+        if (c + 1 < t->nheap && op_before(t->heap[c + 1], t->heap[c]))
+            c++;
+        if (!op_before(t->heap[c], op))
+            break;
+        heap_set(t, i, t->heap[c]);
+        i = c;
+    }
+    heap_set(t, i, op);
+}
+
+/* The heap always has room: its capacity is the pool's size. */
+static void heap_push(struct mock_transport *t, struct mock_op *op)
+{
+    t->heap[t->nheap] = op;
+    op->heap_idx = t->nheap++;
+    heap_up(t, op->heap_idx);
+}
+
+static void heap_remove(struct mock_transport *t, struct mock_op *op)
+{
+    size_t i = op->heap_idx;
+    struct mock_op *last = t->heap[--t->nheap];
+    if (last == op)
+        return;
+    heap_set(t, i, last);
+    heap_down(t, i);
+    heap_up(t, last->heap_idx);
+}
+
+static void heap_build(struct mock_transport *t)
+{
+    size_t i;
+    for (i = 0; i < t->nheap; i++)
+        t->heap[i]->heap_idx = i;
+    for (i = t->nheap / 2; i-- > 0;)
+        heap_down(t, i);
+}
+
+/* --- the op pool: slabs that grow rarely, never per op --- */
+
+static int pool_grow_locked(struct mock_transport *t)
+{
+    struct mock_slab *slab;
+    struct mock_op **heap;
+    size_t cap = t->heap_cap + MOCK_SLAB_OPS;
+    unsigned i;
+
+    /* A heap larger than the pool is harmless, so grow it first. */
+    heap = rio__realloc(t->heap, cap * sizeof(*heap));
+    if (!heap)
+        return -ENOMEM;
+    t->heap = heap;
+    slab = rio__calloc(1, sizeof(*slab));
+    if (!slab)
+        return -ENOMEM;
+    t->heap_cap = cap;
+    slab->next = t->slabs;
+    t->slabs = slab;
+    for (i = 0; i < MOCK_SLAB_OPS; i++) {
+        slab->ops[i].next = t->free_ops;
+        t->free_ops = &slab->ops[i];
+    }
+    return 0;
+}
+
+static struct mock_op *op_get_locked(struct mock_transport *t)
+{
+    struct mock_op *op;
+
+    if (!t->free_ops && pool_grow_locked(t) < 0)
+        return NULL;
+    op = t->free_ops;
+    t->free_ops = op->next;
+    memset(op, 0, sizeof(*op));
+    return op;
+}
+
+static void op_put_locked(struct mock_transport *t, struct mock_op *op)
+{
+    op->state = OP_FREE;
+    op->io = NULL;
+    op->next = t->free_ops;
+    t->free_ops = op;
+}
+
+static void done_append_locked(struct mock_transport *t, struct mock_op *op)
+{
+    op->state = OP_DONE;
+    op->next = NULL;
+    if (t->done_tail)
+        t->done_tail->next = op;
+    else
+        t->done_head = op;
+    t->done_tail = op;
+}
+
+/* Wake the mock thread if op now finishes before the time it sleeps toward. */
+static void kick_locked(struct mock_transport *t, const struct mock_op *op)
+{
+    if (t->sleep_until && op->finish_ns < t->sleep_until)
+        pthread_cond_signal(&t->work_cv);
+}
+
+/* --- faults --- */
+
+static int64_t short_len(const struct mock_op *op)
+{
+    uint64_t len = op->io->len;
+    return (int64_t)(op->f.after_bytes < len ? op->f.after_bytes : len - 1);
+}
+
+static int fault_error(const struct rio_mock_fault *f)
+{
+    return f->error ? f->error : RIO_ESERVER;
+}
+
+/* Pick the fault (if any) for op, in rule order; see struct rio_mock_fault. */
+static void fault_match_locked(struct mock_transport *t, struct mock_op *op)
+{
+    const struct rio_io *io = op->io;
+    int kind = io->kind == RIO_IO_READ ? RIO_MOCK_OP_READ : RIO_MOCK_OP_WRITE;
+    unsigned i;
+
+    for (i = 0; i < t->nrules; i++) {
+        struct mock_rule *r = &t->rules[i];
+        const struct rio_mock_fault *f = &r->f;
+
+        if (f->op && f->op != kind)
+            continue;
+        /* Only a read can be served a changed object. */
+        if (f->kind == RIO_MOCK_GENCHANGE && kind != RIO_MOCK_OP_READ)
+            continue;
+        if (f->path >= 0 && (unsigned)f->path != io->path)
+            continue;
+        if (f->chunk >= 0 && (uint64_t)f->chunk != io->index)
+            continue;
+        if (r->skipped < f->skip) {
+            r->skipped++;
+            continue;
+        }
+        if (f->count && r->fired >= f->count)
+            continue;
+        if (f->probability > 0) {
+            double u = (double)(rio__rand(&t->rng) >> 11) * 0x1.0p-53;
+            if (u >= f->probability)
+                continue;
+        }
+        r->fired++;
+        t->ctr.faults_fired++;
+        op->f = *f;
+        if (f->kind == RIO_MOCK_BITFLIP)
+            op->flip_bit = rio__rand(&t->rng) % (io->len * 8);
+        return;
+    }
+}
+
+static int fault_check(const struct mock_transport *t, const struct rio_mock_fault *f)
+{
+    if (!f || f->kind < RIO_MOCK_DISCONNECT || f->kind > RIO_MOCK_DELAY)
+        return RIO_EINVAL;
+    if (f->op != 0 && f->op != RIO_MOCK_OP_READ && f->op != RIO_MOCK_OP_WRITE)
+        return RIO_EINVAL;
+    if (f->path < -1 || (t && f->path >= (int)t->base.npaths))
+        return RIO_EINVAL;
+    if (f->chunk < -1)
+        return RIO_EINVAL;
+    if (!(f->probability >= 0 && f->probability <= 1)) /* NaN fails too */
+        return RIO_EINVAL;
+    return 0;
+}
+
+static int rule_add_locked(struct mock_transport *t, const struct rio_mock_fault *f)
+{
+    struct mock_rule *r;
+    int ret = fault_check(t, f);
+
+    if (ret < 0)
+        return ret;
+    if (t->nrules == MOCK_MAX_RULES)
+        return -ENOSPC;
+    r = &t->rules[t->nrules++];
+    memset(r, 0, sizeof(*r));
+    r->f = *f;
+    if (r->f.error > 0)
+        r->f.error = -r->f.error;
+    return 0;
+}
+
+/* --- submit --- */
+
+/*
+ * The op must be a fresh attempt at one whole chunk of the object or upload
+ * it names: res reset, off and len exactly those of chunk `index`. Anything
+ * else (out of bounds included, checked without overflow) is counted as a
+ * rollback violation and fails with RIO_EPROTO.
+ */
+static int check_attempt_locked(struct mock_transport *t, const struct rio_io *io, uint64_t size,
+                                uint64_t chunk_size, uint64_t nchunks)
+{
+    if (io->off > size || io->len > size - io->off || io->res != 0 || io->index >= nchunks ||
+        io->off != io->index * chunk_size ||
+        io->len != (chunk_size < size - io->off ? chunk_size : size - io->off)) {
+        t->ctr.rollback_violations++;
+        return RIO_EPROTO;
+    }
+    return 0;
+}
+
+/* Geometry of what op names; a READ of a missing or other generation is let
+ * through to fail at its finish time like any read of a vanished object. */
+static int check_op_locked(struct mock_transport *t, struct mock_op *op)
+{
+    struct rio_io *io = op->io;
+    struct mock_store *s = t->store;
+    uint64_t size, cs, n;
+    bool known = false;
+
+    pthread_mutex_lock(&s->mu);
+    if (io->kind == RIO_IO_WRITE) {
+        struct mock_upload *up = io->upload;
+        up->refs++;
+        op->up = up;
+        size = up->size, cs = up->chunk_size, n = up->nchunks;
+        known = true;
+    } else {
+        struct mock_obj *o = *store_slot_locked(s, io->key, strlen(io->key), op->key_hash);
+        if (o && o->generation == io->generation) {
+            size = o->size, cs = o->chunk_size, n = o->nchunks;
+            known = true;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return known ? check_attempt_locked(t, io, size, cs, n) : 0;
+}
+
+/* The timing model (see the top of the file). */
+static void schedule_locked(struct mock_transport *t, struct mock_path *p, struct mock_op *op,
+                            uint64_t now)
+{
+    uint64_t len = op->io->len, ready = now;
+
+    if (t->disk_rate > 0) {
+        op->disk_start = now > t->disk_free_ns ? now : t->disk_free_ns;
+        op->disk_end = op->disk_start + xfer_ns(len, t->disk_rate);
+        t->disk_free_ns = op->disk_end;
+        ready = op->disk_end;
+        op->svc_ns = ready - now;
+    }
+    op->link_start = ready > p->free_ns ? ready : p->free_ns;
+    op->link_end = op->link_start + xfer_ns(len, p->rate);
+    p->free_ns = op->link_end;
+    op->finish_ns = op->link_end + p->lat_ns;
+}
+
+/*
+ * A cancelled op gives back the time it reserved, when nothing was scheduled
+ * after it (later ops keep their slots: they are already promised).
+ */
+static void unschedule_locked(struct mock_transport *t, struct mock_op *op, uint64_t now)
+{
+    struct mock_path *p = &t->path[op->io->path];
+
+    if (op->link_end && p->free_ns == op->link_end && op->link_end > now)
+        p->free_ns = op->link_start > now ? op->link_start : now;
+    if (op->disk_end && t->disk_free_ns == op->disk_end && op->disk_end > now)
+        t->disk_free_ns = op->disk_start > now ? op->disk_start : now;
+}
+
+static int mock_submit(struct rio_transport *tt, struct rio_io *io)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_path *p;
+    struct mock_op *op;
+    uint64_t now, hash = 0;
+    int ret;
+
+    if (!io || io->path >= t->base.npaths || !io->complete || io->len == 0)
+        return -EINVAL;
+    if (io->kind == RIO_IO_WRITE) {
+        const struct mock_upload *up = io->upload;
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src)
+            return -EINVAL;
+    } else if (io->kind == RIO_IO_READ) {
+        if (!io->key || !io->dst)
+            return -EINVAL;
+        hash = key_hash(io->key, strlen(io->key));
+    } else {
+        return -EINVAL;
+    }
+
+    now = rio__now_ns();
+    pthread_mutex_lock(&t->mu);
+    p = &t->path[io->path];
+    if (p->held >= t->depth_cap) {
+        pthread_mutex_unlock(&t->mu);
+        return -EAGAIN;
+    }
+    op = op_get_locked(t);
+    if (!op) {
+        pthread_mutex_unlock(&t->mu);
+        return -ENOMEM;
+    }
+    op->io = io;
+    op->seq = ++t->seq;
+    op->key_hash = hash;
+    op->state = OP_QUEUED;
+    if (io->kind == RIO_IO_WRITE)
+        t->ctr.ops_write++;
+    else
+        t->ctr.ops_read++;
+
+    if (p->down && p->down_until && now >= p->down_until)
+        p->down = false;
+
+    ret = check_op_locked(t, op);
+    if (ret < 0) {
+        op->action = ACT_FAIL;
+        op->res = ret;
+        op->finish_ns = now;
+    } else if (p->down) {
+        /* Refused by a downed path: fails after about one round trip. */
+        op->action = ACT_RESET;
+        op->finish_ns = now + p->lat_ns;
+    } else {
+        fault_match_locked(t, op);
+        op->action = ACT_SERVE;
+        if (op->f.kind == RIO_MOCK_STALL || op->f.kind == RIO_MOCK_LATE) {
+            /* Hung: its bytes never flow, so it holds no bandwidth. */
+            op->finish_ns = NEVER;
+        } else {
+            schedule_locked(t, p, op, now);
+            if (op->f.kind == RIO_MOCK_DELAY)
+                op->finish_ns += (uint64_t)op->f.delay_ms * NS_PER_MS;
+        }
+    }
+    p->held++;
+    t->ctr.inflight++;
+    io->tpriv = op;
+    heap_push(t, op);
+    kick_locked(t, op);
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+/* --- cancel, reap, wake --- */
+
+static void mock_cancel(struct rio_transport *tt, struct rio_io *io)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_op *op;
+
+    pthread_mutex_lock(&t->mu);
+    op = io ? io->tpriv : NULL;
+    /* Already moving, done or armed to land late: cancel changes nothing. */
+    if (!op || op->io != io || op->state != OP_QUEUED || op->late_armed) {
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    heap_remove(t, op);
+    if (op->f.kind == RIO_MOCK_LATE && op->action == ACT_SERVE) {
+        op->late_armed = true;
+        op->action = ACT_LATE;
+        op->res = -ECANCELED;
+        op->finish_ns = rio__now_ns() + (uint64_t)op->f.delay_ms * NS_PER_MS;
+        heap_push(t, op);
+        kick_locked(t, op);
+    } else {
+        unschedule_locked(t, op, rio__now_ns());
+        op->res = -ECANCELED;
+        op->svc_ns = 0;
+        done_append_locked(t, op);
+        pthread_cond_broadcast(&t->done_cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+static int mock_reap(struct rio_transport *tt, int timeout_ms)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_op *list, *op;
+    int n = 0;
+
+    pthread_mutex_lock(&t->mu);
+    if (!t->done_head && !t->woken && timeout_ms != 0) {
+        struct timespec ts;
+        uint64_t deadline =
+            timeout_ms > 0 ? rio__now_ns() + (uint64_t)timeout_ms * NS_PER_MS : NEVER;
+        ns_to_timespec(deadline, &ts);
+        while (!t->done_head && !t->woken) {
+            if (deadline == NEVER)
+                pthread_cond_wait(&t->done_cv, &t->mu);
+            else if (pthread_cond_timedwait(&t->done_cv, &t->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+    }
+    t->woken = false;
+    list = t->done_head;
+    t->done_head = t->done_tail = NULL;
+    /* Settle each op before its completion runs: results out, references and
+     * depth released, tpriv cleared so a late cancel finds nothing. */
+    for (op = list; op; op = op->next) {
+        struct rio_io *io = op->io;
+        io->res = op->res;
+        io->svc_ns = op->svc_ns;
+        io->tpriv = NULL;
+        t->path[io->path].held--;
+        t->ctr.inflight--;
+        if (op->up) {
+            struct mock_upload *up;
+            pthread_mutex_lock(&t->store->mu);
+            up = upload_unref_locked(op->up);
+            pthread_mutex_unlock(&t->store->mu);
+            if (up)
+                upload_free(up);
+            op->up = NULL;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+
+    for (op = list; op; op = op->next) {
+        op->io->complete(op->io);
+        n++;
+    }
+
+    if (list) {
+        pthread_mutex_lock(&t->mu);
+        while (list) {
+            op = list;
+            list = op->next;
+            op_put_locked(t, op);
+        }
+        pthread_mutex_unlock(&t->mu);
+    }
+    return n;
+}
+
+static void mock_wake(struct rio_transport *tt)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+
+    pthread_mutex_lock(&t->mu);
+    t->woken = true;
+    pthread_cond_broadcast(&t->done_cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* --- the mock thread --- */
+
+/*
+ * A DISCONNECT fired on path pi at now: the path goes down, its link empties,
+ * and every op on it fails at once (appended to *tail for the work list);
+ * a LATE op lands only delay_ms later.
+ */
+static struct mock_op **path_reset_locked(struct mock_transport *t, unsigned pi, uint64_t now,
+                                          uint32_t down_ms, struct mock_op **tail)
+{
+    struct mock_path *p = &t->path[pi];
+    size_t i, j = 0;
+
+    p->down = true;
+    p->down_until = down_ms ? now + (uint64_t)down_ms * NS_PER_MS : 0;
+    p->free_ns = now;
+    for (i = 0; i < t->nheap; i++) {
+        struct mock_op *op = t->heap[i];
+        if (op->io->path != pi || op->action == ACT_FAIL || op->late_armed) {
+            t->heap[j++] = op;
+            continue;
+        }
+        if (op->f.kind == RIO_MOCK_LATE) {
+            op->late_armed = true;
+            op->action = ACT_LATE;
+            op->res = -ECONNRESET;
+            op->finish_ns = now + (uint64_t)op->f.delay_ms * NS_PER_MS;
+            t->heap[j++] = op;
+            continue;
+        }
+        op->action = ACT_RESET;
+        op->state = OP_MOVING;
+        op->next = NULL;
+        *tail = op;
+        tail = &op->next;
+    }
+    t->nheap = j;
+    heap_build(t);
+    return tail;
+}
+
+static void fill(void *dst, uint64_t len)
+{
+    memset(dst, MOCK_FILL, (size_t)len);
+}
+
+static void flip(uint8_t *p, uint64_t bit)
+{
+    p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+}
+
+/*
+ * GENCHANGE: replace the object the read names by a new generation of the
+ * same geometry whose bytes are the old ones XOR 0x5A, before serving it.
+ * Returns 0 (also when the object is already gone or changed) or -ENOMEM.
+ */
+static int genchange(struct mock_transport *t, struct mock_op *op)
+{
+    struct mock_store *s = t->store;
+    const struct rio_io *io = op->io;
+    size_t keylen = strlen(io->key);
+    struct mock_obj *o, *n, *old = NULL;
+    struct rio_md5 md5 = {0};
+    char hex[33];
+    uint64_t i;
+    int ret = -ENOMEM;
+
+    o = store_get(s, io->key, keylen, op->key_hash);
+    if (!o)
+        return 0;
+    if (o->generation != io->generation) {
+        obj_unref(s, o);
+        return 0;
+    }
+    n = obj_alloc(o->key, o->keylen, o->nchunks);
+    if (!n)
+        goto err_unref;
+    if (o->size) {
+        n->data = rio__malloc((size_t)o->size);
+        if (!n->data)
+            goto err_free;
+        for (i = 0; i < o->size; i++)
+            n->data[i] = o->data[i] ^ MOCK_GENCHANGE_XOR;
+    }
+    n->size = o->size;
+    n->chunk_size = o->chunk_size;
+    for (i = 0; i < o->nchunks; i++) {
+        uint64_t off = i * o->chunk_size;
+        uint64_t len = o->size - off < o->chunk_size ? o->size - off : o->chunk_size;
+        n->xxh[i] = rio__xxh3(n->data + off, (size_t)len);
+    }
+    if (rio__md5_init(&md5) < 0 || rio__md5_update(&md5, n->data, (size_t)n->size) < 0 ||
+        rio__md5_final(&md5, hex) < 0) {
+        rio__md5_cleanup(&md5);
+        goto err_free;
+    }
+    memcpy(n->etag, hex, sizeof(hex));
+
+    pthread_mutex_lock(&s->mu);
+    if (*store_slot_locked(s, o->key, o->keylen, o->hash) == o) {
+        old = store_publish_locked(s, n);
+        old = obj_unref_locked(old); /* the store's reference */
+        n = NULL;
+    }
+    o = obj_unref_locked(o); /* ours */
+    pthread_mutex_unlock(&s->mu);
+    obj_free(old);
+    obj_free(o);
+    obj_free(n); /* someone else replaced it first */
+    return 0;
+err_free:
+    obj_free(n);
+err_unref:
+    obj_unref(s, o);
+    return ret;
+}
+
+static void serve_read(struct mock_transport *t, struct mock_op *op)
+{
+    struct rio_io *io = op->io;
+    struct mock_obj *o;
+    uint64_t deliver = io->len;
+    int kind = op->f.kind;
+
+    if (kind == RIO_MOCK_ERROR) {
+        fill(io->dst, io->len);
+        op->res = fault_error(&op->f);
+        return;
+    }
+    if (kind == RIO_MOCK_GENCHANGE) {
+        int ret = genchange(t, op);
+        if (ret < 0) {
+            op->res = ret;
+            return;
+        }
+    }
+    if (kind == RIO_MOCK_SHORT)
+        deliver = (uint64_t)short_len(op);
+    else if (kind == RIO_MOCK_DISCONNECT && op->f.after_bytes < io->len)
+        deliver = op->f.after_bytes;
+
+    o = store_get(t->store, io->key, strlen(io->key), op->key_hash);
+    if (!o || o->generation != io->generation ||
+        (io->off > o->size || io->len > o->size - io->off)) {
+        if (kind == RIO_MOCK_DISCONNECT) {
+            fill(io->dst, io->len);
+            op->res = -ECONNRESET;
+        } else {
+            op->res = !o                                ? RIO_ENOTFOUND
+                      : o->generation != io->generation ? RIO_EGENERATION
+                                                        : RIO_EPROTO;
+        }
+        if (o)
+            obj_unref(t->store, o);
+        return;
+    }
+    memcpy(io->dst, o->data + io->off, (size_t)deliver);
+    obj_unref(t->store, o);
+    if (deliver < io->len)
+        fill((uint8_t *)io->dst + deliver, io->len - deliver);
+    if (kind == RIO_MOCK_BITFLIP)
+        flip(io->dst, op->flip_bit);
+    op->res = kind == RIO_MOCK_DISCONNECT ? -ECONNRESET
+              : kind == RIO_MOCK_SHORT    ? (int64_t)deliver
+                                          : (int64_t)io->len;
+}
+
+/* The "server" verifies what it received against the client's xxh3. */
+static void serve_write(struct mock_transport *t, struct mock_op *op)
+{
+    struct rio_io *io = op->io;
+    struct mock_upload *up = op->up;
+    uint8_t *dst = up->data + io->off;
+    uint64_t h;
+    bool ok;
+
+    switch (op->f.kind) {
+    case RIO_MOCK_ERROR:
+        op->res = fault_error(&op->f);
+        return;
+    case RIO_MOCK_DISCONNECT:
+        /* A partial chunk is dropped by the server; nothing lands. */
+        op->res = -ECONNRESET;
+        return;
+    case RIO_MOCK_SHORT:
+        op->res = short_len(op);
+        return;
+    default:
+        break;
+    }
+    memcpy(dst, io->src, (size_t)io->len);
+    if (op->f.kind == RIO_MOCK_BITFLIP)
+        flip(dst, op->flip_bit);
+    h = rio__xxh3(dst, (size_t)io->len);
+    ok = h == io->xxh;
+    pthread_mutex_lock(&t->store->mu);
+    up->rx[io->index].xxh = h;
+    up->rx[io->index].ok = ok;
+    pthread_mutex_unlock(&t->store->mu);
+    op->res = ok ? (int64_t)io->len : RIO_ECHECKSUM;
+}
+
+static void serve(struct mock_transport *t, struct mock_op *op)
+{
+    struct rio_io *io = op->io;
+
+    switch (op->action) {
+    case ACT_FAIL:
+        return;
+    case ACT_RESET:
+        if (io->kind == RIO_IO_READ)
+            fill(io->dst, io->len);
+        op->res = -ECONNRESET;
+        return;
+    case ACT_LATE:
+        /* The transfer the caller gave up on lands now. A WRITE reads its
+         * source, so a caller that already freed it is caught by ASan. */
+        if (io->kind == RIO_IO_READ) {
+            fill(io->dst, io->len);
+        } else {
+            volatile uint64_t sink = rio__xxh3(io->src, (size_t)io->len);
+            (void)sink;
+        }
+        return;
+    default:
+        if (io->kind == RIO_IO_READ)
+            serve_read(t, op);
+        else
+            serve_write(t, op);
+    }
+}
+
+static void *mock_main(void *arg)
+{
+    struct mock_transport *t = arg;
+
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop) {
+        uint64_t now = rio__now_ns();
+        struct mock_op *work = NULL, **tail = &work, *op;
+
+        if (!t->nheap || t->heap[0]->finish_ns > now) {
+            t->sleep_until = t->nheap ? t->heap[0]->finish_ns : NEVER;
+            if (t->sleep_until == NEVER) {
+                pthread_cond_wait(&t->work_cv, &t->mu);
+            } else {
+                struct timespec ts;
+                ns_to_timespec(t->sleep_until, &ts);
+                pthread_cond_timedwait(&t->work_cv, &t->mu, &ts);
+            }
+            t->sleep_until = 0;
+            continue;
+        }
+        while (t->nheap && t->heap[0]->finish_ns <= now) {
+            op = t->heap[0];
+            heap_remove(t, op);
+            op->state = OP_MOVING;
+            op->next = NULL;
+            *tail = op;
+            tail = &op->next;
+            if (op->action == ACT_SERVE && op->f.kind == RIO_MOCK_DISCONNECT)
+                tail = path_reset_locked(t, op->io->path, now, op->f.down_ms, tail);
+        }
+        pthread_mutex_unlock(&t->mu);
+
+        for (op = work; op; op = op->next)
+            serve(t, op);
+
+        pthread_mutex_lock(&t->mu);
+        while (work) {
+            op = work;
+            work = op->next;
+            if (op->action == ACT_LATE)
+                t->ctr.late_writes++;
+            done_append_locked(t, op);
+        }
+        pthread_cond_broadcast(&t->done_cv);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* --- open and close --- */
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s || *s < '0' || *s > '9')
+        return RIO_EINVAL;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return RIO_EINVAL;
+    *out = v;
+    return 0;
+}
+
+/*
+ * "v" or "v1,v2,...": one value per path. A list shorter than npaths repeats
+ * its last value; values past npaths are ignored (the options may ask for
+ * fewer paths than the URL describes).
+ */
+static int parse_list(const char *s, unsigned npaths, uint64_t *out,
+                      int (*parse)(const char *, uint64_t *))
+{
+    unsigned i = 0;
+
+    for (;;) {
+        const char *e = strchr(s, ',');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        char item[64];
+        uint64_t v;
+
+        if (l == 0 || l >= sizeof(item) || i == RIO_MAX_PATHS)
+            return RIO_EINVAL;
+        memcpy(item, s, l);
+        item[l] = '\0';
+        if (parse(item, &v) < 0)
+            return RIO_EINVAL;
+        if (i < npaths)
+            out[i] = v;
+        i++;
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    for (; i < npaths; i++)
+        out[i] = out[i - 1];
+    return 0;
+}
+
+static int parse_faults(struct mock_transport *t, const char *s)
+{
+    while (*s) {
+        const char *e = strchr(s, ';');
+        size_t l = e ? (size_t)(e - s) : strlen(s);
+        struct rio_mock_fault f;
+        char spec[256];
+        int ret;
+
+        if (l >= sizeof(spec))
+            return RIO_EINVAL;
+        if (l > 0) {
+            memcpy(spec, s, l);
+            spec[l] = '\0';
+            ret = rio_mock_fault_parse(spec, &f);
+            if (ret < 0)
+                return ret;
+            ret = rule_add_locked(t, &f);
+            if (ret < 0)
+                return ret == -ENOSPC ? RIO_EINVAL : ret;
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return 0;
+}
+
+static int parse_config(struct mock_transport *t, const struct rio_url *u,
+                        const struct rio_options *o)
+{
+    uint64_t vals[RIO_MAX_PATHS], v;
+    const char *s;
+    unsigned i;
+
+    v = 1;
+    if (o && o->paths)
+        v = o->paths;
+    else if ((s = rio__url_param(u, "paths")) && parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+        return RIO_EINVAL;
+    if (v < 1 || v > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+    t->base.npaths = (unsigned)v;
+
+    if ((s = rio__url_param(u, "rate"))) {
+        if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0)
+            return RIO_EINVAL;
+        for (i = 0; i < t->base.npaths; i++)
+            t->path[i].rate = (double)vals[i];
+    }
+    if ((s = rio__url_param(u, "lat"))) {
+        if (parse_list(s, t->base.npaths, vals, rio__parse_duration_ns) < 0)
+            return RIO_EINVAL;
+        for (i = 0; i < t->base.npaths; i++)
+            t->path[i].lat_ns = vals[i];
+    }
+    if ((s = rio__url_param(u, "disk"))) {
+        if (rio__parse_size(s, &v) < 0)
+            return RIO_EINVAL;
+        t->disk_rate = (double)v;
+    }
+    t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
+    if ((s = rio__url_param(u, "depth_cap"))) {
+        if (parse_uint(s, MOCK_MAX_DEPTH_CAP, &v) < 0 || v == 0)
+            return RIO_EINVAL;
+        t->depth_cap = (unsigned)v;
+    }
+    t->rng = o && o->seed ? o->seed : MOCK_SEED0;
+    if ((s = rio__url_param(u, "faults")))
+        return parse_faults(t, s);
+    return 0;
+}
+
+static int mock_open(const struct rio_url *u, const struct rio_options *o,
+                     struct rio_transport **out)
+{
+    struct mock_transport *t;
+    pthread_condattr_t ca;
+    int ret;
+
+    if (!u || !out)
+        return RIO_EINVAL;
+    t = rio__calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->base.ops = &rio__mock_ops;
+    ret = parse_config(t, u, o);
+    if (ret < 0)
+        goto err_free;
+    ret = store_open(u->authority ? u->authority : "", &t->store);
+    if (ret < 0)
+        goto err_free;
+    ret = pool_grow_locked(t);
+    if (ret < 0)
+        goto err_pool;
+
+    ret = -pthread_condattr_init(&ca);
+    if (ret < 0)
+        goto err_pool;
+    ret = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (ret < 0)
+        goto err_condattr;
+    ret = -pthread_mutex_init(&t->mu, NULL);
+    if (ret < 0)
+        goto err_condattr;
+    ret = -pthread_cond_init(&t->work_cv, &ca);
+    if (ret < 0)
+        goto err_mutex;
+    ret = -pthread_cond_init(&t->done_cv, &ca);
+    if (ret < 0)
+        goto err_work_cv;
+    ret = -pthread_create(&t->thread, NULL, mock_main, t);
+    if (ret < 0)
+        goto err_done_cv;
+    pthread_condattr_destroy(&ca);
+    t->cpu_clock_ok = pthread_getcpuclockid(t->thread, &t->cpu_clock) == 0;
+    *out = &t->base;
+    return 0;
+
+err_done_cv:
+    pthread_cond_destroy(&t->done_cv);
+err_work_cv:
+    pthread_cond_destroy(&t->work_cv);
+err_mutex:
+    pthread_mutex_destroy(&t->mu);
+err_condattr:
+    pthread_condattr_destroy(&ca);
+err_pool:
+    while (t->slabs) {
+        struct mock_slab *slab = t->slabs;
+        t->slabs = slab->next;
+        rio__free(slab);
+    }
+    rio__free(t->heap);
+    store_close(t->store);
+err_free:
+    rio__free(t);
+    return ret;
+}
+
+static void mock_close(struct rio_transport *tt)
+{
+    struct mock_transport *t = mock_cast(tt);
+    struct mock_op *op;
+    size_t i;
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    pthread_cond_signal(&t->work_cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->thread, NULL);
+
+    /* The engine reaps everything before closing; should an op be left over,
+     * drop its upload reference so nothing leaks. */
+    for (i = 0; i < t->nheap; i++)
+        if (t->heap[i]->up)
+            upload_unref(t->heap[i]->up);
+    for (op = t->done_head; op; op = op->next)
+        if (op->up)
+            upload_unref(op->up);
+
+    while (t->slabs) {
+        struct mock_slab *slab = t->slabs;
+        t->slabs = slab->next;
+        rio__free(slab);
+    }
+    rio__free(t->heap);
+    pthread_cond_destroy(&t->done_cv);
+    pthread_cond_destroy(&t->work_cv);
+    pthread_mutex_destroy(&t->mu);
+    store_close(t->store);
+    rio__free(t);
+}
+
+/* --- metadata --- */
+
+static int check_key(const char *key, size_t *len)
+{
+    if (!key)
+        return RIO_EINVAL;
+    *len = strlen(key);
+    return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
+}
+
+static int mock_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_store *s = t->store;
+    struct mock_obj *o;
+    uint64_t *xxh = NULL;
+    size_t keylen;
+    uint64_t h;
+    int ret;
+
+    if (!out)
+        return RIO_EINVAL;
+    ret = check_key(key, &keylen);
+    if (ret < 0)
+        return ret;
+    h = key_hash(key, keylen);
+    o = store_get(s, key, keylen, h);
+    if (!o)
+        return RIO_ENOTFOUND;
+    /* The object is pinned and immutable: copy it without the lock. */
+    if (o->nchunks) {
+        xxh = rio__malloc((size_t)o->nchunks * sizeof(*xxh));
+        if (!xxh) {
+            obj_unref(s, o);
+            return -ENOMEM;
+        }
+        memcpy(xxh, o->xxh, (size_t)o->nchunks * sizeof(*xxh));
+    }
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, keylen + 1);
+    out->generation = o->generation;
+    out->size = o->size;
+    out->chunk_size = o->chunk_size;
+    out->nchunks = o->nchunks;
+    out->xxh = xxh;
+    memcpy(out->etag, o->etag, sizeof(out->etag));
+    obj_unref(s, o);
+    return 0;
+}
+
+static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t size,
+                         uint64_t chunk_size, void **upload)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_upload *up;
+    size_t keylen;
+    int ret;
+
+    ret = check_key(key, &keylen);
+    if (ret < 0)
+        return ret;
+    if (!upload || chunk_size == 0)
+        return RIO_EINVAL;
+    if (size > SIZE_MAX)
+        return -ENOMEM;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    up->key = rio__strdup(key);
+    if (!up->key)
+        goto err_free;
+    up->nchunks = nchunks_of(size, chunk_size);
+    if (up->nchunks) {
+        if (up->nchunks > SIZE_MAX / sizeof(*up->rx))
+            goto err_free;
+        up->rx = rio__calloc((size_t)up->nchunks, sizeof(*up->rx));
+        if (!up->rx)
+            goto err_free;
+        up->data = rio__malloc((size_t)size);
+        if (!up->data)
+            goto err_free;
+    }
+    up->magic = UPLOAD_MAGIC;
+    up->s = t->store;
+    up->refs = 1;
+    up->size = size;
+    up->chunk_size = chunk_size;
+    *upload = up;
+    return 0;
+err_free:
+    upload_free(up);
+    return -ENOMEM;
+}
+
+static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_store *s = t->store;
+    struct mock_upload *up = upload;
+    struct mock_obj *o = NULL, *old = NULL;
+    uint64_t i;
+    int ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = RIO_EINVAL;
+    if (!d || (up->nchunks && !d->xxh))
+        goto out;
+    ret = RIO_EPROTO;
+    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
+        strcmp(d->key, up->key) != 0)
+        goto out;
+    ret = -ENOMEM;
+    o = obj_alloc(up->key, strlen(up->key), up->nchunks);
+    if (!o)
+        goto out;
+    if (up->nchunks)
+        memcpy(o->xxh, d->xxh, (size_t)up->nchunks * sizeof(uint64_t));
+    o->size = up->size;
+    o->chunk_size = up->chunk_size;
+    memcpy(o->etag, d->etag, sizeof(o->etag));
+    o->etag[sizeof(o->etag) - 1] = '\0';
+
+    pthread_mutex_lock(&s->mu);
+    /* A WRITE still in flight could land after the swap: refuse. */
+    ret = up->refs == 1 ? 0 : RIO_EPROTO;
+    for (i = 0; ret == 0 && i < up->nchunks; i++)
+        if (!up->rx[i].ok)
+            ret = RIO_EPROTO;
+        else if (up->rx[i].xxh != d->xxh[i])
+            ret = RIO_ECHECKSUM;
+    if (ret == 0) {
+        o->data = up->data;
+        up->data = NULL;
+        old = store_publish_locked(s, o);
+        if (old)
+            old = obj_unref_locked(old);
+        d->generation = o->generation;
+        o = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    obj_free(old);
+    obj_free(o);
+out:
+    upload_unref(up);
+    return ret;
+}
+
+static void mock_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct mock_upload *up = upload;
+
+    (void)tt;
+    if (up && up->magic == UPLOAD_MAGIC)
+        upload_unref(up);
+}
+
+static int mock_remove(struct rio_transport *tt, const char *key)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_store *s = t->store;
+    struct mock_obj **pp, *o;
+    size_t keylen;
+    int ret;
+
+    ret = check_key(key, &keylen);
+    if (ret < 0)
+        return ret;
+    pthread_mutex_lock(&s->mu);
+    pp = store_slot_locked(s, key, keylen, key_hash(key, keylen));
+    o = *pp;
+    if (o) {
+        *pp = o->next;
+        o->next = NULL;
+        s->nobjs--;
+        o = obj_unref_locked(o);
+        ret = 0;
+    } else {
+        ret = RIO_ENOTFOUND;
+    }
+    pthread_mutex_unlock(&s->mu);
+    obj_free(o);
+    return ret;
+}
+
+static double mock_path_cap(struct rio_transport *tt, unsigned pi)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    double r;
+
+    if (pi >= t->base.npaths)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    r = t->path[pi].rate;
+    pthread_mutex_unlock(&t->mu);
+    return r;
+}
+
+static uint64_t mock_cpu_ns(struct rio_transport *tt)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    return t->cpu_clock_ok ? rio__clock_ns(t->cpu_clock) : 0;
+}
+
+const struct rio_transport_ops rio__mock_ops = {
+    .scheme = "mock",
+    .caps = RIO_CAP_CHECKSUMS,
+    .open = mock_open,
+    .close = mock_close,
+    .submit = mock_submit,
+    .reap = mock_reap,
+    .wake = mock_wake,
+    .cancel = mock_cancel,
+    .lookup = mock_lookup,
+    .put_open = mock_put_open,
+    .put_commit = mock_put_commit,
+    .put_abort = mock_put_abort,
+    .remove = mock_remove,
+    .path_cap = mock_path_cap,
+    .cpu_ns = mock_cpu_ns,
+};
+
+/* ------------------------------------------------------- test API (hooks) */
+
+int rio__mock_fault_add(struct rio_transport *tt, const struct rio_mock_fault *f)
+{
+    struct mock_transport *t = mock_cast(tt);
+    int ret;
+
+    if (!t)
+        return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    ret = rule_add_locked(t, f);
+    pthread_mutex_unlock(&t->mu);
+    return ret;
+}
+
+void rio__mock_faults_clear(struct rio_transport *tt)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->nrules = 0;
+    pthread_mutex_unlock(&t->mu);
+}
+
+void rio__mock_heal(struct rio_transport *tt)
+{
+    struct mock_transport *t = mock_cast(tt);
+    unsigned i;
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    for (i = 0; i < t->base.npaths; i++)
+        t->path[i].down = false;
+    pthread_mutex_unlock(&t->mu);
+}
+
+int rio__mock_set_path(struct rio_transport *tt, unsigned pi, double rate_bps, uint64_t lat_ns)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!t || pi >= t->base.npaths || !(rate_bps >= 0) || isinf(rate_bps))
+        return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    t->path[pi].rate = rate_bps;
+    t->path[pi].lat_ns = lat_ns;
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+void rio__mock_counters(struct rio_transport *tt, struct rio_mock_counters *out)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!out)
+        return;
+    if (!t) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    *out = t->ctr;
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* --- the public API, over a client --- */
+
+static struct rio_transport *client_mock(struct rio_client *c)
+{
+    return c ? rio__client_transport(c) : NULL;
+}
+
+int rio_mock_fault_add(struct rio_client *c, const struct rio_mock_fault *f)
+{
+    return rio__mock_fault_add(client_mock(c), f);
+}
+
+void rio_mock_faults_clear(struct rio_client *c)
+{
+    rio__mock_faults_clear(client_mock(c));
+}
+
+void rio_mock_heal(struct rio_client *c)
+{
+    rio__mock_heal(client_mock(c));
+}
+
+int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint64_t lat_ns)
+{
+    return rio__mock_set_path(client_mock(c), path, rate_bps, lat_ns);
+}
+
+void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out)
+{
+    rio__mock_counters(client_mock(c), out);
+}
+
+/* --- fault specs --- */
+
+static const char *const kind_names[] = {
+    [RIO_MOCK_DISCONNECT] = "disconnect", [RIO_MOCK_SHORT] = "short",
+    [RIO_MOCK_BITFLIP] = "bitflip",       [RIO_MOCK_STALL] = "stall",
+    [RIO_MOCK_ERROR] = "error",           [RIO_MOCK_LATE] = "late",
+    [RIO_MOCK_GENCHANGE] = "genchange",   [RIO_MOCK_DELAY] = "delay",
+};
+
+/* -1 (or "any") or a non-negative integer. */
+static int parse_index(const char *v, int64_t max, int64_t *out)
+{
+    uint64_t u;
+
+    if (strcmp(v, "-1") == 0 || strcasecmp(v, "any") == 0) {
+        *out = -1;
+        return 0;
+    }
+    if (parse_uint(v, (uint64_t)max, &u) < 0)
+        return RIO_EINVAL;
+    *out = (int64_t)u;
+    return 0;
+}
+
+static int parse_ms(const char *v, uint32_t *out)
+{
+    uint64_t ns;
+
+    if (rio__parse_duration_ns(v, &ns) < 0 || ns / NS_PER_MS >= UINT32_MAX)
+        return RIO_EINVAL;
+    *out = (uint32_t)((ns + NS_PER_MS - 1) / NS_PER_MS);
+    return 0;
+}
+
+static int parse_kv(struct rio_mock_fault *f, const char *k, const char *v)
+{
+    uint64_t u;
+    int64_t i;
+
+    if (strcmp(k, "op") == 0) {
+        if (strcasecmp(v, "read") == 0 || strcasecmp(v, "get") == 0)
+            f->op = RIO_MOCK_OP_READ;
+        else if (strcasecmp(v, "write") == 0 || strcasecmp(v, "put") == 0)
+            f->op = RIO_MOCK_OP_WRITE;
+        else if (strcasecmp(v, "any") == 0)
+            f->op = 0;
+        else
+            return RIO_EINVAL;
+    } else if (strcmp(k, "path") == 0) {
+        if (parse_index(v, RIO_MAX_PATHS - 1, &i) < 0)
+            return RIO_EINVAL;
+        f->path = (int)i;
+    } else if (strcmp(k, "chunk") == 0) {
+        if (parse_index(v, INT64_MAX, &i) < 0)
+            return RIO_EINVAL;
+        f->chunk = i;
+    } else if (strcmp(k, "count") == 0 || strcmp(k, "skip") == 0) {
+        if (parse_uint(v, UINT32_MAX, &u) < 0)
+            return RIO_EINVAL;
+        *(k[0] == 'c' ? &f->count : &f->skip) = (uint32_t)u;
+    } else if (strcmp(k, "bytes") == 0) {
+        if (rio__parse_size(v, &f->after_bytes) < 0)
+            return RIO_EINVAL;
+    } else if (strcmp(k, "error") == 0) {
+        int e = rio__err_from_name(v);
+        if (e >= 0)
+            return RIO_EINVAL;
+        f->error = e;
+    } else if (strcmp(k, "delay") == 0) {
+        return parse_ms(v, &f->delay_ms);
+    } else if (strcmp(k, "down") == 0) {
+        return parse_ms(v, &f->down_ms);
+    } else if (strcmp(k, "p") == 0) {
+        char *end;
+        double p;
+        errno = 0;
+        p = strtod(v, &end);
+        if (errno || end == v || *end || !(p >= 0 && p <= 1))
+            return RIO_EINVAL;
+        f->probability = p;
+    } else {
+        return RIO_EINVAL;
+    }
+    return 0;
+}
+
+int rio_mock_fault_parse(const char *spec, struct rio_mock_fault *out)
+{
+    struct rio_mock_fault f = {.path = -1, .chunk = -1};
+    char buf[256], *save = NULL, *tok;
+    size_t i;
+
+    if (!spec || !out || strlen(spec) >= sizeof(buf))
+        return RIO_EINVAL;
+    strcpy(buf, spec);
+    tok = strtok_r(buf, ":", &save);
+    if (!tok)
+        return RIO_EINVAL;
+    for (i = 1; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
+        if (strcasecmp(tok, kind_names[i]) == 0)
+            f.kind = (int)i;
+    if (!f.kind)
+        return RIO_EINVAL;
+    while ((tok = strtok_r(NULL, ":", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok || !eq[1])
+            return RIO_EINVAL;
+        *eq = '\0';
+        if (parse_kv(&f, tok, eq + 1) < 0)
+            return RIO_EINVAL;
+    }
+    if (fault_check(NULL, &f) < 0)
+        return RIO_EINVAL;
+    *out = f;
+    return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * The built-in transports, reached by URL scheme. A backend whose library is
+ * not built in (RIO_HAVE_<NAME> unset) is simply absent from the table, and
+ * opening its scheme fails with RIO_EURL in the client.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "transport/transport.h"
+
+extern const struct rio_transport_ops rio__mock_ops;
+/*
+ * Later, each behind its build option:
+ *   #ifdef RIO_HAVE_CURL   rio__s3_ops (s3, http, https)   #endif
+ *   #ifdef RIO_HAVE_RADOS  rio__rados_ops                  #endif
+ *   #ifdef RIO_HAVE_URING  rio__file_ops                   #endif
+ *   rio__tcp_ops (railio) needs no external library.
+ */
+
+static const struct rio_transport_ops *const transports[] = {
+    &rio__mock_ops,
+};
+
+const struct rio_transport_ops *rio__transport_find(const char *scheme)
+{
+    size_t i;
+
+    if (!scheme)
+        return NULL;
+    for (i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+        if (strcmp(transports[i]->scheme, scheme) == 0)
+            return transports[i];
+    return NULL;
+}

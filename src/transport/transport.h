@@ -1,0 +1,136 @@
+/*
+ * The transport contract. A transport only moves bytes: the engine owns
+ * planning, budget, retry, verification and stats. Every backend is one
+ * `const struct rio_transport_ops` in its own file, listed in registry.c and
+ * reached by URL scheme. The engine calls it only through the inline wrappers
+ * at the end of this file.
+ */
+#ifndef RIO_TRANSPORT_H
+#define RIO_TRANSPORT_H
+
+#include <stdint.h>
+
+#include "railio.h"
+#include "core/url.h"
+
+enum rio_io_kind { RIO_IO_READ = 1, RIO_IO_WRITE = 2 };
+
+/*
+ * One chunk op. The engine owns the storage and fills the "in" fields before
+ * submit; the transport must not touch them. The transport fills the "out"
+ * fields, then (from inside reap, in the reaping thread) calls complete()
+ * exactly once. Between submit and complete the transport may write into
+ * dst[0..len) and nowhere else; after complete it must not touch io or dst.
+ */
+struct rio_io {
+    /* in: set by the engine */
+    int kind;            /* enum rio_io_kind */
+    unsigned path;       /* path index, < rio_transport.npaths */
+    const char *key;     /* NUL-terminated object key */
+    uint64_t generation; /* READ: the generation the read names */
+    void *upload;        /* WRITE: the handle put_open returned */
+    uint64_t index;      /* chunk index */
+    uint64_t off;        /* chunk offset in the object (index * chunk_size) */
+    uint64_t len;        /* chunk length in bytes (> 0) */
+    void *dst;           /* READ: destination, len bytes */
+    const void *src;     /* WRITE: source, len bytes */
+    uint64_t xxh;        /* WRITE: xxh3-64 of src; READ: expected, 0 if unknown */
+
+    /* out: set by the transport before complete() */
+    int64_t res;     /* bytes moved (== len on success), or < 0 error */
+    uint64_t svc_ns; /* target's service time for this op, 0 if unknown */
+
+    void (*complete)(struct rio_io *io);
+    void *engine_priv; /* the engine's */
+    void *tpriv;       /* the transport's, while the op is in flight */
+};
+
+/* Capability bits. */
+#define RIO_CAP_CHECKSUMS 0x1u /* stores per-chunk xxh3 in the descriptor */
+
+struct rio_transport;
+
+struct rio_transport_ops {
+    const char *scheme;
+    unsigned caps;
+
+    /* Open a transport for url; o holds the effective client options. */
+    int (*open)(const struct rio_url *url, const struct rio_options *o,
+                struct rio_transport **out);
+    /* Close: only called when nothing is in flight. */
+    void (*close)(struct rio_transport *t);
+
+    /* Queue io. Never blocks. -EAGAIN when the path is full; any other
+     * error means the op was not queued and complete() will not be called. */
+    int (*submit)(struct rio_transport *t, struct rio_io *io);
+    /* Wait up to timeout_ms (0: poll) for completions; call complete() on each
+     * finished op, in this thread. Returns the count, or < 0 on failure. */
+    int (*reap)(struct rio_transport *t, int timeout_ms);
+    /* Make a blocked reap return soon. Thread-safe. */
+    void (*wake)(struct rio_transport *t);
+    /* Ask for io to end early. Non-blocking; the op still completes through
+     * reap (res = -ECANCELED, or whatever it had reached). */
+    void (*cancel)(struct rio_transport *t, struct rio_io *io);
+
+    /* Metadata, synchronous, thread-safe. */
+    int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
+    int (*put_open)(struct rio_transport *t, const char *key, uint64_t size,
+                    uint64_t chunk_size, void **upload);
+    /* Publish the upload atomically; d carries size, chunk geometry, xxh and
+     * etag; sets d->generation. Consumes the upload on success and failure. */
+    int (*put_commit)(struct rio_transport *t, void *upload, struct rio_desc *d);
+    /* Drop an upload; nothing of it stays visible or stored. */
+    void (*put_abort)(struct rio_transport *t, void *upload);
+    int (*remove)(struct rio_transport *t, const char *key);
+
+    /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
+     * CPU time of threads the transport owns. */
+    double (*path_cap)(struct rio_transport *t, unsigned path);
+    uint64_t (*cpu_ns)(struct rio_transport *t);
+};
+
+/* The common head of every transport instance. */
+struct rio_transport {
+    const struct rio_transport_ops *ops;
+    unsigned npaths; /* independent paths, 1..RIO_MAX_PATHS */
+};
+
+/* Find the ops for url's scheme; NULL if none is built in. */
+const struct rio_transport_ops *rio__transport_find(const char *scheme);
+
+/* --- wrappers: the only way the engine reaches a transport --- */
+
+/* Never blocks; -EAGAIN when full. On any error complete() is not called. */
+static inline int rio__t_submit(struct rio_transport *t, struct rio_io *io)
+{
+    return t->ops->submit(t, io);
+}
+
+/* Calls complete() exactly once per finished op, in the calling thread. */
+static inline int rio__t_reap(struct rio_transport *t, int timeout_ms)
+{
+    return t->ops->reap(t, timeout_ms);
+}
+
+static inline void rio__t_wake(struct rio_transport *t)
+{
+    t->ops->wake(t);
+}
+
+/* Non-blocking; the op still completes through reap. */
+static inline void rio__t_cancel(struct rio_transport *t, struct rio_io *io)
+{
+    t->ops->cancel(t, io);
+}
+
+static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
+{
+    return t->ops->path_cap ? t->ops->path_cap(t, path) : 0.0;
+}
+
+static inline uint64_t rio__t_cpu_ns(struct rio_transport *t)
+{
+    return t->ops->cpu_ns ? t->ops->cpu_ns(t) : 0;
+}
+
+#endif /* RIO_TRANSPORT_H */

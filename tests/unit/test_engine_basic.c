@@ -1,0 +1,329 @@
+/* T_LABELS unit */
+/*
+ * The engine's happy paths: striping over several paths and back byte-exact,
+ * one path, pull-based planning that spreads chunks, batches, and several
+ * callers at once on one client.
+ */
+#include "engine_util.h"
+
+/* 4 paths, PUT then GET of 8 MiB in 64 KiB chunks: byte-exact, and every path
+ * carried a part of both transfers. */
+TEST(aggregate_four_paths)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats pst, gst;
+    struct rio_call pc = {.stats = &pst}, gc = {.stats = &gst};
+    const size_t n = 8 * EU_MIB;
+    unsigned used;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M", &o);
+    uint8_t *src = eu_put_pattern(e.c, "obj", n, 1, &pc);
+    eu_idle(e.c);
+    T_EQ(pst.bytes, n);
+    T_EQ(pst.npaths, 4u);
+    T_EQ(eu_path_bytes(&pst, &used), n);
+    T_EQ(used, 4u);
+    T_EQ(pst.chunks, n / EU_CHUNK);
+
+    eu_get_check(e.c, "obj", n, 1, &gc);
+    T_EQ(gst.bytes, n);
+    T_EQ(eu_path_bytes(&gst, &used), n);
+    T_EQ(used, 4u);
+    for (unsigned i = 0; i < 4; i++) {
+        T_GT(gst.path[i].ops, 0u);
+        T_EQ(gst.path[i].errors, 0u);
+    }
+    T_EQ(eu_path_ops(&gst), n / EU_CHUNK);
+    T_EQ(gst.retries_total, 0u);
+
+    /* The descriptor the store holds is the one the PUT computed. */
+    struct rio_desc d;
+    T_OK(rio_stat(e.c, "obj", &d));
+    T_EQ(d.size, n);
+    T_EQ(d.chunk_size, EU_CHUNK);
+    T_EQ(d.nchunks, n / EU_CHUNK);
+    T_NOTNULL(d.xxh);
+    for (uint64_t k = 0; k < d.nchunks; k++)
+        T_EQ(d.xxh[k], rio__xxh3(src + k * EU_CHUNK, EU_CHUNK));
+    T_EQ(strlen(d.etag), 32u);
+    rio_desc_cleanup(&d);
+    free(src);
+    eu_close(&e);
+}
+
+/* paths=1: the engine is a plain pass-through. */
+TEST(single_path_passthrough)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 3 * EU_MIB + 12345;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://single?paths=1", &o);
+    T_EQ(rio_get(e.c, "none", NULL, 0, NULL), RIO_ENOTFOUND);
+    uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &call);
+    T_EQ(st.npaths, 1u);
+    T_EQ(st.path[0].bytes, n);
+    eu_get_check(e.c, "one", n, 2, &call);
+    T_EQ(st.npaths, 1u);
+    T_EQ(st.path[0].bytes, n);
+    T_EQ(st.path[0].ops, (n + EU_CHUNK - 1) / EU_CHUNK);
+    T_EQ(st.chunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+    struct rio_options eff;
+    rio_client_options(e.c, &eff);
+    T_EQ(eff.paths, 1u);
+    T_EQ(eff.chunk_size, EU_CHUNK);
+    free(src);
+    eu_close(&e);
+}
+
+/* Equal paths share the work: pull-based planning gives each a fair part. */
+TEST(planning_spreads_chunks)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 8 * EU_MIB;
+    const uint64_t nch = n / EU_CHUNK;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://spread?paths=4&rate=100M&lat=100us", &o);
+    uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &call);
+    for (unsigned i = 0; i < 4; i++)
+        T_GE(st.path[i].ops * 100, nch * 15);
+    eu_get_check(e.c, "s", n, 3, &call);
+    for (unsigned i = 0; i < 4; i++) {
+        T_GE(st.path[i].ops * 100, nch * 15);
+        T_GE(st.path[i].bytes * 100, (uint64_t)n * 15);
+    }
+    T_EQ(eu_path_ops(&st), nch);
+    free(src);
+    eu_close(&e);
+}
+
+/* A batch of independent PUTs and GETs, one of them for a missing key: that
+ * one fails alone with RIO_ENOTFOUND, the others succeed. */
+TEST(batch_mixed_ops)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t na = 1 * EU_MIB + 7, nb = 2 * EU_MIB, nc = 640 * EU_KIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://batch?paths=3&rate=300M", &o);
+    uint8_t *c_src = eu_put_pattern(e.c, "c", nc, 13, NULL);
+    struct rio_desc dc;
+    T_OK(rio_stat(e.c, "c", &dc));
+    rio_desc_cleanup(&dc);
+
+    uint8_t *a_src = eu_pattern_buf(na, 11), *b_src = eu_pattern_buf(nb, 12);
+    uint8_t *c_dst = eu_fill_buf(nc, 0), *m_dst = eu_fill_buf(4096, 0x77);
+    struct rio_op ops[4] = {
+        {.type = RIO_OP_PUT, .key = "a", .buf = a_src, .len = na},
+        {.type = RIO_OP_GET, .key = "missing", .buf = m_dst, .len = 4096},
+        {.type = RIO_OP_PUT, .key = "b", .buf = b_src, .len = nb},
+        {.type = RIO_OP_GET, .key = "c", .buf = c_dst, .len = nc},
+    };
+    int ok = rio_batch(e.c, ops, 4, &call);
+    T_EQ(ok, 3);
+    T_EQ(ops[0].result, 0);
+    T_ERR(ops[1].result, RIO_ENOTFOUND);
+    T_EQ(ops[2].result, 0);
+    T_EQ(ops[3].result, (int64_t)nc);
+    T_PATTERN(c_dst, nc, 13);
+    T_EQ(ops[3].generation, dc.generation);
+    T_GT(ops[0].generation, 0u);
+    T_GT(ops[2].generation, 0u);
+    /* The batch's stats cover what it moved. */
+    T_EQ(st.bytes, na + nb + nc);
+    T_EQ(eu_path_bytes(&st, NULL), na + nb + nc);
+    eu_idle(e.c);
+
+    eu_get_check(e.c, "a", na, 11, NULL);
+    eu_get_check(e.c, "b", nb, 12, NULL);
+    struct rio_desc da;
+    T_OK(rio_stat(e.c, "a", &da));
+    T_EQ(da.generation, ops[0].generation);
+    rio_desc_cleanup(&da);
+
+    /* An empty batch does nothing; a bad op type fails alone. */
+    T_EQ(rio_batch(e.c, NULL, 0, NULL), 0);
+    struct rio_op bad[2] = {
+        {.type = 99, .key = "x", .buf = m_dst, .len = 16},
+        {.type = RIO_OP_GET, .key = "c", .buf = c_dst, .len = nc},
+    };
+    T_EQ(rio_batch(e.c, bad, 2, NULL), 1);
+    T_ERR(bad[0].result, RIO_EINVAL);
+    T_EQ(bad[1].result, (int64_t)nc);
+    free(a_src);
+    free(b_src);
+    free(c_src);
+    free(c_dst);
+    free(m_dst);
+    eu_close(&e);
+}
+
+/* rio_get_alloc, rio_stat, rio_delete, overwrite bumps the generation, and a
+ * GET naming an old generation is refused. */
+TEST(stat_delete_overwrite)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_desc d1, d2;
+    const size_t n = 300 * EU_KIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://sdo?paths=2", &o);
+    uint8_t *s1 = eu_pattern_buf(n, 21);
+    T_OK(rio_put(e.c, "k", s1, n, NULL, &d1));
+    T_EQ(d1.size, n);
+    T_GT(d1.generation, 0u);
+    T_EQ(d1.nchunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+    T_NOTNULL(d1.xxh);
+
+    uint8_t *s2 = eu_pattern_buf(n * 2, 22);
+    T_OK(rio_put(e.c, "k", s2, n * 2, NULL, &d2));
+    T_GT(d2.generation, d1.generation);
+    T_EQ(d2.size, n * 2);
+
+    void *p = NULL;
+    T_EQ(rio_get_alloc(e.c, "k", &p, NULL), (int64_t)(n * 2));
+    T_NOTNULL(p);
+    T_PATTERN(p, n * 2, 22);
+    free(p);
+
+    uint8_t *dst = eu_fill_buf(n * 2, 0);
+    struct rio_call old = {.expect_generation = d1.generation};
+    T_ERR(rio_get(e.c, "k", dst, n * 2, &old), RIO_EGENERATION);
+    struct rio_call cur = {.expect_generation = d2.generation};
+    T_EQ(rio_get(e.c, "k", dst, n * 2, &cur), (int64_t)(n * 2));
+    T_PATTERN(dst, n * 2, 22);
+
+    T_OK(rio_delete(e.c, "k"));
+    T_ERR(rio_delete(e.c, "k"), RIO_ENOTFOUND);
+    struct rio_desc d3;
+    T_ERR(rio_stat(e.c, "k", &d3), RIO_ENOTFOUND);
+    T_ERR(rio_get(e.c, "k", dst, n * 2, NULL), RIO_ENOTFOUND);
+    p = (void *)1;
+    T_ERR(rio_get_alloc(e.c, "k", &p, NULL), RIO_ENOTFOUND);
+    T_NULL(p);
+
+    rio_desc_cleanup(&d1);
+    rio_desc_cleanup(&d2);
+    free(s1);
+    free(s2);
+    free(dst);
+    eu_close(&e);
+}
+
+/* Clients opened with the same mock name share one store, like one server. */
+TEST(two_clients_share_store)
+{
+    struct eu e1, e2;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e1, "mock://shared?paths=2", &o);
+    eu_open(&e2, "mock://shared?paths=3", &o);
+    uint8_t *src = eu_put_pattern(e1.c, "x", n, 31, NULL);
+    eu_get_check(e2.c, "x", n, 31, NULL);
+    T_OK(rio_delete(e2.c, "x"));
+    eu_idle(e1.c);
+    eu_idle(e2.c);
+    free(src);
+    /* Closing in creation order: the second client's baseline includes the
+     * first one's blocks, so close the second one first. */
+    eu_close(&e2);
+    eu_close(&e1);
+}
+
+/* Several threads on one client at once, each on its own key: every result
+ * byte-exact, counters zero afterwards. */
+struct mt_arg {
+    struct rio_client *c;
+    int id;
+    int rounds;
+    int failures;
+};
+
+static void *mt_main(void *p)
+{
+    struct mt_arg *a = p;
+    char key[32];
+    size_t n = (size_t)(a->id + 1) * 512 * EU_KIB + (size_t)a->id * 1000;
+    uint8_t *src = eu_pattern_buf(n, 100 + (uint64_t)a->id);
+    uint8_t *dst = malloc(n);
+
+    snprintf(key, sizeof(key), "mt-%d", a->id);
+    for (int r = 0; r < a->rounds; r++) {
+        memset(dst, 0, n);
+        if (rio_put(a->c, key, src, n, NULL, NULL) != 0)
+            a->failures++;
+        else if (rio_get(a->c, key, dst, n, NULL) != (int64_t)n)
+            a->failures++;
+        else if (memcmp(src, dst, n) != 0)
+            a->failures++;
+    }
+    free(src);
+    free(dst);
+    return NULL;
+}
+
+TEST(concurrent_callers)
+{
+    struct eu e;
+    struct rio_options o;
+    pthread_t th[4];
+    struct mt_arg args[4];
+
+    eu_opts(&o);
+    o.budget_bytes = 1 * EU_MIB;
+    eu_open(&e, "mock://mt?paths=4&rate=500M&lat=50us", &o);
+    for (int i = 0; i < 4; i++) {
+        args[i] = (struct mt_arg){.c = e.c, .id = i, .rounds = 4};
+        T_EQ(pthread_create(&th[i], NULL, mt_main, &args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        T_EQ(pthread_join(th[i], NULL), 0);
+        T_EQ(args[i].failures, 0);
+    }
+    eu_close(&e);
+}
+
+/* A GET follows the object's own chunk geometry (its descriptor), not the
+ * reading client's chunk size. */
+TEST(get_uses_object_chunk_size)
+{
+    struct eu e1, e2;
+    struct rio_options o1, o2;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB + 100;
+
+    eu_opts(&o1);
+    eu_opts(&o2);
+    o2.chunk_size = 256 * EU_KIB;
+    eu_open(&e1, "mock://geom?paths=2", &o1);
+    eu_open(&e2, "mock://geom?paths=3", &o2);
+    uint8_t *src = eu_put_pattern(e1.c, "x", n, 41, NULL);
+    eu_get_check(e2.c, "x", n, 41, &call);
+    T_EQ(st.chunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+    uint8_t *src2 = eu_put_pattern(e2.c, "y", n, 42, NULL);
+    eu_get_check(e1.c, "y", n, 42, &call);
+    T_EQ(st.chunks, (n + 256 * EU_KIB - 1) / (256 * EU_KIB));
+    T_OK(rio_delete(e1.c, "x"));
+    T_OK(rio_delete(e1.c, "y"));
+    eu_idle(e1.c);
+    free(src);
+    free(src2);
+    eu_close(&e2);
+    eu_close(&e1);
+}

@@ -1,0 +1,546 @@
+/* T_LABELS unit */
+/*
+ * Faults and retries (invariants 4 and 5): a bad chunk is detected and
+ * retried from its own start, a failed path degrades instead of failing the
+ * request, only retryable classes retry, and a generation change is never
+ * stitched into one object.
+ */
+#include "engine_util.h"
+
+/* ------------------------------------------------------------ checksum */
+
+/* A bit flipped on a read is caught by the chunk's xxh3 and the chunk is read
+ * again: the GET succeeds byte-exact. */
+TEST(checksum_read_bitflip_retried)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://ckr?paths=3", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
+    eu_fault(e.c, "bitflip:op=read:chunk=7:count=1");
+    eu_fault(e.c, "bitflip:op=read:chunk=20:count=2");
+    eu_get_check(e.c, "o", n, 1, &call);
+    T_EQ(eu_faults_fired(e.c), 3u);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 3u);
+    T_EQ(st.retries_total, 3u);
+    T_EQ(st.bytes, n);
+    /* A bad chunk is the chunk's fault, not the path's: no path cooled down. */
+    for (unsigned i = 0; i < st.npaths; i++)
+        T_EQ(st.path[i].state, 0);
+    free(src);
+    eu_close(&e);
+}
+
+/* With retry_checksum = -1 a bad chunk fails the GET with RIO_ECHECKSUM. */
+TEST(checksum_read_no_retry_fails)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.retry_checksum = -1;
+    eu_open(&e, "mock://ckn?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    eu_fault(e.c, "bitflip:op=read:chunk=3:count=1");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ECHECKSUM);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    eu_idle(e.c);
+    /* The fault fired once: the next GET is clean. */
+    eu_get_check(e.c, "o", n, 2, NULL);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* With verify off, a flipped bit goes unnoticed: proof that verification is
+ * what catches it (and that the knob works). */
+TEST(checksum_verify_off_misses_flip)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 512 * EU_KIB;
+
+    eu_opts(&o);
+    o.verify = -1;
+    eu_open(&e, "mock://ckoff?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    eu_fault(e.c, "bitflip:op=read:chunk=2:count=1");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    T_EQ(rio_get(e.c, "o", dst, n, NULL), (int64_t)n);
+    int64_t bad = t_check_pattern(dst, n, 3);
+    T_GE(bad, (int64_t)(2 * EU_CHUNK));
+    T_LT(bad, (int64_t)(3 * EU_CHUNK));
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* A bit flipped on the way to the server: the server's check refuses the
+ * chunk, the engine sends it again, the stored object is exact. */
+TEST(checksum_write_bitflip_retried)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://ckw?paths=4", &o);
+    eu_fault(e.c, "bitflip:op=write:chunk=9:count=1");
+    eu_fault(e.c, "bitflip:op=write:chunk=0:count=1");
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &call);
+    T_EQ(eu_faults_fired(e.c), 2u);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 2u);
+    eu_get_check(e.c, "o", n, 4, NULL);
+    free(src);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------------------ paths */
+
+/* Path 1 disconnects for good: its chunks move to the other paths and the GET
+ * is still byte-exact. */
+TEST(disconnect_one_path_degrades)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 4 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://disc1?paths=4&rate=200M", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    eu_fault(e.c, "disconnect:op=read:path=1:count=1:down=0:bytes=1000");
+    eu_get_check(e.c, "o", n, 5, &call);
+    eu_stats_print("get", &st);
+    T_EQ(eu_faults_fired(e.c), 1u);
+    T_GE(st.path[1].errors, 1u);
+    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(eu_path_bytes(&st, NULL), n);
+    T_EQ(st.path[0].bytes + st.path[2].bytes + st.path[3].bytes + st.path[1].bytes, n);
+    T_LT(st.path[1].bytes, n / 4); /* it stopped carrying its share */
+    for (unsigned i = 0; i < 4; i++)
+        if (i != 1)
+            T_GT(st.path[i].bytes, 0u);
+    T_NE(st.path[1].state, 0); /* still down: cooling or probing */
+
+    /* Once healed, the path comes back into use after its cooldown. */
+    rio_mock_heal(e.c);
+    eu_sleep_ms(150);
+    eu_get_check(e.c, "o", n, 5, &call);
+    T_GT(st.path[1].bytes, 0u);
+    free(src);
+    eu_close(&e);
+}
+
+/* Every path down for good: a clean RIO_ENOPATH / RIO_ERETRIES within a
+ * bounded time, well before the deadline. */
+TEST(all_paths_down_fails_cleanly)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.deadline_ms = 8000, .stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.retry_attempts = 2;
+    o.cooldown_base_ms = 5;
+    o.cooldown_cap_ms = 20;
+    eu_open(&e, "mock://alldown?paths=4", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 6, NULL);
+    eu_fault(e.c, "disconnect:op=read:down=0");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint64_t t0 = t_now_ms();
+    int64_t ret = rio_get(e.c, "o", dst, n, &call);
+    uint64_t took = t_now_ms() - t0;
+    eu_stats_print("get", &st);
+    fprintf(stderr, "  all paths down: %s after %" PRIu64 " ms\n", rio_errname((int)ret), took);
+    T_TRUE(ret == RIO_ENOPATH || ret == RIO_ERETRIES);
+    T_LT(took, 3000u);
+    eu_idle(e.c);
+
+    /* Healed, the same client works again. */
+    rio_mock_faults_clear(e.c);
+    rio_mock_heal(e.c);
+    eu_sleep_ms(50);
+    eu_get_check(e.c, "o", n, 6, NULL);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* A stalled op times out (op_timeout_ms): the path cools down and the chunk
+ * moves to another path. */
+TEST(stall_op_timeout_moves_chunk)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB;
+
+    eu_opts(&o);
+    o.op_timeout_ms = 150;
+    eu_open(&e, "mock://stall?paths=3&rate=200M", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 7, NULL);
+    eu_fault(e.c, "stall:op=read:path=0:count=1");
+    uint64_t t0 = t_now_ms();
+    eu_get_check(e.c, "o", n, 7, &call);
+    uint64_t took = t_now_ms() - t0;
+    T_EQ(eu_faults_fired(e.c), 1u);
+    T_GE(took, 145u);
+    T_LT(took, 1500u);
+    T_GE(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_GE(st.path[0].errors, 1u);
+    T_EQ(eu_path_bytes(&st, NULL), n);
+    free(src);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------------------ short */
+
+TEST(short_read_detected_and_retried)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://short?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 8, NULL);
+    eu_fault(e.c, "short:op=read:chunk=4:count=2:bytes=1000");
+    eu_get_check(e.c, "o", n, 8, &call);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 2u);
+
+    eu_close(&e);
+
+    /* With a single attempt per chunk, under-delivery surfaces. */
+    o.retry_attempts = 1;
+    eu_open(&e, "mock://short?paths=2", &o);
+    T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
+    eu_fault(e.c, "short:op=read:chunk=4:bytes=1000");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    int64_t ret = rio_get(e.c, "o", dst, n, &call);
+    T_TRUE(ret == RIO_ESHORT || ret == RIO_ERETRIES);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* Under-delivery on a write (the server got fewer bytes) is retried too. */
+TEST(short_write_retried)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://shortw?paths=2", &o);
+    eu_fault(e.c, "short:op=write:chunk=2:count=1:bytes=100");
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &call);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    eu_get_check(e.c, "o", n, 9, NULL);
+    free(src);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------------------ generation */
+
+/* The object changes under a GET: RIO_EGENERATION, never a mix of the two
+ * generations; the next GET returns the new generation whole. */
+TEST(generation_change_never_stitched)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB;
+    const uint64_t nch = n / EU_CHUNK;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://gen?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 10, NULL);
+    struct rio_desc d0, d1;
+    T_OK(rio_stat(e.c, "o", &d0));
+    eu_fault(e.c, "genchange:chunk=9:count=1");
+
+    uint8_t *dst = eu_pattern_buf(n, 999);
+    struct rio_call atomic = {.flags = RIO_ATOMIC};
+    T_ERR(rio_get(e.c, "o", dst, n, &atomic), RIO_EGENERATION);
+    T_PATTERN(dst, n, 999); /* untouched */
+    eu_idle(e.c);
+
+    T_OK(rio_stat(e.c, "o", &d1));
+    T_GT(d1.generation, d0.generation);
+    T_EQ(d1.size, n);
+
+    /* The old generation is gone; naming it fails at once. */
+    struct rio_call old = {.expect_generation = d0.generation};
+    T_ERR(rio_get(e.c, "o", dst, n, &old), RIO_EGENERATION);
+
+    struct rio_call cur = {.expect_generation = d1.generation};
+    T_EQ(rio_get(e.c, "o", dst, n, &cur), (int64_t)n);
+    /* Every chunk is the new generation's: matches its checksum, and none is
+     * the old bytes. */
+    for (uint64_t k = 0; k < nch; k++) {
+        T_EQ(rio__xxh3(dst + k * EU_CHUNK, EU_CHUNK), d1.xxh[k]);
+        T_NE(rio__xxh3(dst + k * EU_CHUNK, EU_CHUNK), d0.xxh[k]);
+        T_NE(memcmp(dst + k * EU_CHUNK, src + k * EU_CHUNK, EU_CHUNK), 0);
+    }
+
+    /* The same in place (no RIO_ATOMIC): still an error, never success. */
+    eu_fault(e.c, "genchange:chunk=3:count=1");
+    T_ERR(rio_get(e.c, "o", dst, n, NULL), RIO_EGENERATION);
+    rio_desc_cleanup(&d0);
+    rio_desc_cleanup(&d1);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------------------ rollback */
+
+/* Faults that leave garbage from a failed attempt in the chunk's bytes: the
+ * retry starts over from the chunk's own start and the result is exact. */
+TEST(retry_rollback_read)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB + 333;
+
+    eu_opts(&o);
+    o.retry_attempts = 5;
+    eu_open(&e, "mock://rbr?paths=3&rate=300M", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 11, NULL);
+    eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
+    eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
+    eu_fault(e.c, "short:op=read:chunk=32:count=1:bytes=1"); /* the last, partial chunk */
+    eu_get_check(e.c, "o", n, 11, &call);
+    T_EQ(eu_faults_fired(e.c), 7u);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 3u);
+    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    /* The same faults again with RIO_ATOMIC (staging buffer). */
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
+    eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
+    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &st};
+    eu_get_check(e.c, "o", n, 11, &ac);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    struct rio_mock_counters m;
+    rio_mock_counters(e.c, &m);
+    T_EQ(m.rollback_violations, 0u);
+    free(src);
+    eu_close(&e);
+}
+
+TEST(retry_rollback_write)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB + 333;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://rbw?paths=3&rate=300M", &o);
+    eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
+    eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &call);
+    T_EQ(eu_faults_fired(e.c), 6u);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 2u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    eu_get_check(e.c, "o", n, 12, NULL);
+    struct rio_mock_counters m;
+    rio_mock_counters(e.c, &m);
+    T_EQ(m.rollback_violations, 0u);
+    free(src);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------------------ classes */
+
+/* Path-class errors (refused, timed out) move the chunk to another path and
+ * do not spend the chunk's attempts. */
+TEST(error_class_path_moves)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.retry_attempts = 1; /* a chunk-class failure would be fatal */
+    eu_open(&e, "mock://epath?paths=3", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 13, NULL);
+    eu_fault(e.c, "error:op=read:chunk=3:count=1:error=ECONNREFUSED");
+    eu_fault(e.c, "error:op=read:chunk=6:count=1:error=ETIMEDOUT");
+    eu_get_check(e.c, "o", n, 13, &call);
+    /* The failed path's other ops are moved too and count in its class. */
+    T_GE(st.retries[RIO_CLASS_REFUSED], 1u);
+    T_GE(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_EQ(eu_faults_fired(e.c), 2u);
+    free(src);
+    eu_close(&e);
+}
+
+/* Server errors are the chunk's: they spend attempts. Fewer failures than
+ * attempts succeed; more end with RIO_ERETRIES. */
+TEST(error_class_server_spends_attempts)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.retry_attempts = 3;
+    eu_open(&e, "mock://esrv?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 14, NULL);
+    eu_fault(e.c, "error:op=read:chunk=5:count=2:error=RIO_ESERVER");
+    eu_get_check(e.c, "o", n, 14, &call);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 2u);
+
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ERETRIES);
+    T_LT(t_now_ms() - t0, 1000u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    eu_idle(e.c);
+
+    /* Throttling is retryable too. */
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "error:op=read:chunk=1:count=1:error=RIO_ETHROTTLE");
+    eu_get_check(e.c, "o", n, 14, &call);
+    T_EQ(st.retries[RIO_CLASS_THROTTLE], 1u);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* A non-retryable error fails the request at once, with that error. */
+TEST(error_class_fatal_fails_at_once)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.backoff_base_ms = 200; /* a retry would show in the time */
+    o.backoff_cap_ms = 1000;
+    eu_open(&e, "mock://efatal?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 15, NULL);
+    eu_fault(e.c, "error:op=read:chunk=4:error=EACCES");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_get(e.c, "o", dst, n, &call), -EACCES);
+    T_LT(t_now_ms() - t0, 150u);
+    T_EQ(eu_faults_fired(e.c), 1u);
+    T_EQ(st.retries[RIO_CLASS_FATAL], 1u);
+    eu_idle(e.c);
+
+    /* The same on a PUT: nothing is published. */
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "error:op=write:chunk=2:error=EACCES");
+    uint8_t *other = eu_pattern_buf(n, 16);
+    T_ERR(rio_put(e.c, "o", other, n, NULL, NULL), -EACCES);
+    eu_idle(e.c);
+    rio_mock_faults_clear(e.c);
+    eu_get_check(e.c, "o", n, 15, NULL);
+    free(src);
+    free(dst);
+    free(other);
+    eu_close(&e);
+}
+
+/* Random faults of every retryable kind on reads and writes, many requests:
+ * every result is byte-exact and the mock never sees stale attempt state. */
+TEST(random_faults_soak)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB + 4097;
+
+    eu_opts(&o);
+    o.retry_attempts = 8;
+    eu_open(&e, "mock://soak?paths=4&rate=1G", &o);
+    eu_fault(e.c, "bitflip:p=0.02");
+    eu_fault(e.c, "short:p=0.02:bytes=777");
+    eu_fault(e.c, "error:p=0.02:error=RIO_ESERVER");
+    eu_fault(e.c, "disconnect:p=0.01:bytes=5000:down=5ms");
+    eu_fault(e.c, "error:p=0.01:error=ECONNRESET");
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        uint8_t *src = eu_put_pattern(e.c, key, n, 100 + (uint64_t)i, NULL);
+        eu_get_check(e.c, key, n, 100 + (uint64_t)i, NULL);
+        struct rio_call ac = {.flags = RIO_ATOMIC};
+        eu_get_check(e.c, key, n, 100 + (uint64_t)i, &ac);
+        free(src);
+    }
+    T_GT(eu_faults_fired(e.c), 0u);
+    eu_close(&e);
+}
+
+/*
+ * A chunk the server always answers with a path-class error (timed out),
+ * whatever the path: each failure cools one path down without spending the
+ * chunk's attempts while another path is alive. The request must still end,
+ * with an error, in bounded time (no endless rotation over the paths).
+ */
+TEST(poisoned_chunk_path_class_bounded)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.deadline_ms = 8000, .stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    o.retry_attempts = 3;
+    o.cooldown_base_ms = 5;
+    o.cooldown_cap_ms = 20;
+    eu_open(&e, "mock://poison?paths=4", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 17, NULL);
+    eu_fault(e.c, "error:op=read:chunk=5:error=ETIMEDOUT");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint64_t t0 = t_now_ms();
+    int64_t ret = rio_get(e.c, "o", dst, n, &call);
+    uint64_t took = t_now_ms() - t0;
+    fprintf(stderr, "  poisoned chunk: %s after %" PRIu64 " ms, %" PRIu64 " timeouts\n",
+            rio_errname((int)ret), took, st.retries[RIO_CLASS_TIMEOUT]);
+    T_TRUE(ret == RIO_ERETRIES || ret == RIO_ENOPATH);
+    T_LT(took, 3000u);
+    eu_idle(e.c);
+    rio_mock_faults_clear(e.c);
+    eu_sleep_ms(50);
+    eu_get_check(e.c, "o", n, 17, NULL);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}

@@ -1,0 +1,199 @@
+/* T_LABELS unit */
+/*
+ * Invariant 8 at the API: bad input gets a clear error, never a crash; and the
+ * edge sizes around a chunk boundary move exactly.
+ */
+#include "engine_util.h"
+
+TEST(bad_urls)
+{
+    struct rio_options o;
+    struct rio_client *c = (struct rio_client *)1;
+    const int64_t base = rio__alloc_outstanding();
+
+    eu_opts(&o);
+    T_ERR(rio_client_new("not a url", &o, &c), RIO_EURL);
+    T_NULL(c);
+    T_ERR(rio_client_new("", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("nosuchscheme://x", &o, &c), RIO_EURL);
+    T_NULL(c);
+    T_ERR(rio_client_new("://x", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new(NULL, &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("mock://x", &o, NULL), RIO_EINVAL);
+    /* Bad mock parameters and options. */
+    T_ERR(rio_client_new("mock://x?paths=0", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("mock://x?paths=99", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("mock://x?rate=fast", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("mock://x?faults=explode", &o, &c), RIO_EINVAL);
+    struct rio_options bad = o;
+    bad.chunk_size = 100; /* below the minimum */
+    T_ERR(rio_client_new("mock://x", &bad, &c), RIO_EINVAL);
+    bad = o;
+    bad.budget_mode = 7;
+    T_ERR(rio_client_new("mock://x", &bad, &c), RIO_EINVAL);
+    bad = o;
+    bad.backoff_base_ms = 100;
+    bad.backoff_cap_ms = 10;
+    T_ERR(rio_client_new("mock://x", &bad, &c), RIO_EINVAL);
+    T_NULL(c);
+    T_EQ(rio__alloc_outstanding(), base);
+
+    /* NULL client: an error, not a crash. */
+    char b[8];
+    T_ERR(rio_put(NULL, "k", b, 8, NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_get(NULL, "k", b, 8, NULL), RIO_EINVAL);
+    T_ERR(rio_batch(NULL, NULL, 0, NULL), RIO_EINVAL);
+    rio_client_destroy(NULL);
+    T_EQ(rio__alloc_outstanding(), base);
+}
+
+TEST(bad_keys)
+{
+    struct eu e;
+    struct rio_options o;
+    char *longkey = malloc(RIO_KEY_MAX + 2);
+    uint8_t buf[4096];
+
+    eu_opts(&o);
+    eu_open(&e, "mock://keys?paths=2", &o);
+    memset(longkey, 'k', RIO_KEY_MAX + 1);
+    longkey[RIO_KEY_MAX + 1] = '\0';
+    t_fill_pattern(buf, sizeof(buf), 1);
+
+    T_ERR(rio_put(e.c, "", buf, sizeof(buf), NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_put(e.c, NULL, buf, sizeof(buf), NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_put(e.c, longkey, buf, sizeof(buf), NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_get(e.c, "", buf, sizeof(buf), NULL), RIO_EINVAL);
+    T_ERR(rio_get(e.c, longkey, buf, sizeof(buf), NULL), RIO_EINVAL);
+    struct rio_desc d;
+    T_ERR(rio_stat(e.c, "", &d), RIO_EINVAL);
+    T_ERR(rio_stat(e.c, longkey, &d), RIO_EINVAL);
+    T_ERR(rio_delete(e.c, longkey), RIO_EINVAL);
+    eu_idle(e.c);
+
+    /* Exactly RIO_KEY_MAX bytes is a valid key. */
+    longkey[RIO_KEY_MAX] = '\0';
+    T_OK(rio_put(e.c, longkey, buf, sizeof(buf), NULL, NULL));
+    memset(buf, 0, sizeof(buf));
+    T_EQ(rio_get(e.c, longkey, buf, sizeof(buf), NULL), (int64_t)sizeof(buf));
+    T_PATTERN(buf, sizeof(buf), 1);
+    T_OK(rio_stat(e.c, longkey, &d));
+    T_STREQ(d.key, longkey);
+    rio_desc_cleanup(&d);
+
+    /* A NULL buffer with a non-zero length. */
+    T_ERR(rio_put(e.c, "k", NULL, 10, NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_get(e.c, longkey, NULL, 10, NULL), RIO_EINVAL);
+    /* A batch op with a bad key fails alone. */
+    struct rio_op ops[2] = {
+        {.type = RIO_OP_PUT, .key = "", .buf = buf, .len = 16},
+        {.type = RIO_OP_GET, .key = longkey, .buf = buf, .len = sizeof(buf)},
+    };
+    T_EQ(rio_batch(e.c, ops, 2, NULL), 1);
+    T_ERR(ops[0].result, RIO_EINVAL);
+    T_EQ(ops[1].result, (int64_t)sizeof(buf));
+    free(longkey);
+    eu_close(&e);
+}
+
+TEST(get_errors)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 3 * EU_CHUNK;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://geterr?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    uint8_t *dst = eu_fill_buf(n, 0x5C);
+
+    /* Too small a buffer: refused before anything moves, buffer untouched. */
+    T_ERR(rio_get(e.c, "o", dst, n - 1, NULL), RIO_ETOOBIG);
+    T_EQ(eu_count_byte(dst, n, 0x5C), n);
+    T_ERR(rio_get(e.c, "o", dst, 0, NULL), RIO_ETOOBIG);
+    /* A missing key. */
+    T_ERR(rio_get(e.c, "missing", dst, n, NULL), RIO_ENOTFOUND);
+    struct rio_desc d;
+    T_ERR(rio_stat(e.c, "missing", &d), RIO_ENOTFOUND);
+    T_ERR(rio_delete(e.c, "missing"), RIO_ENOTFOUND);
+    eu_idle(e.c);
+    /* A larger buffer is fine: the count says how much is the object. */
+    uint8_t *big = eu_fill_buf(n + 1000, 0x5C);
+    T_EQ(rio_get(e.c, "o", big, n + 1000, NULL), (int64_t)n);
+    T_PATTERN(big, n, 2);
+    T_EQ(eu_count_byte(big + n, 1000, 0x5C), 1000u);
+    free(big);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+/* Sizes 0, 1, chunk-1, chunk, chunk+1, 2*chunk-1 and a few more: exact. */
+TEST(edge_sizes)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t sizes[] = {0, 1, EU_CHUNK - 1, EU_CHUNK, EU_CHUNK + 1, 2 * EU_CHUNK - 1,
+                            2 * EU_CHUNK, 5 * EU_CHUNK + 3};
+
+    eu_opts(&o);
+    eu_open(&e, "mock://edges?paths=3", &o);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        char key[32];
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct rio_desc d;
+
+        snprintf(key, sizeof(key), "size-%zu", n);
+        uint8_t *src = eu_pattern_buf(n, 10 + i);
+        T_OK(rio_put(e.c, key, src, n, &call, &d));
+        T_EQ(d.size, n);
+        T_EQ(d.nchunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+        T_EQ(st.bytes, n);
+        T_EQ(st.chunks, d.nchunks);
+        rio_desc_cleanup(&d);
+        eu_get_check(e.c, key, n, 10 + i, &call);
+        T_EQ(st.bytes, n);
+        T_EQ(st.chunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+        struct rio_call ac = {.flags = RIO_ATOMIC};
+        eu_get_check(e.c, key, n, 10 + i, &ac);
+        free(src);
+        eu_idle(e.c);
+    }
+    /* A size-0 object: NULL buffers are fine both ways. */
+    T_OK(rio_put(e.c, "empty", NULL, 0, NULL, NULL));
+    T_EQ(rio_get(e.c, "empty", NULL, 0, NULL), 0);
+    void *p = NULL;
+    T_EQ(rio_get_alloc(e.c, "empty", &p, NULL), 0);
+    T_NOTNULL(p);
+    free(p);
+    eu_close(&e);
+}
+
+/* Options come back resolved, and URL parameters set the knobs. */
+TEST(options_resolved)
+{
+    struct eu e;
+    struct rio_options o, eff;
+
+    rio_options_init(&o);
+    eu_open(&e, "mock://opts?paths=3&chunk=128K&depth=2&retries=7", &o);
+    rio_client_options(e.c, &eff);
+    T_EQ(eff.paths, 3u);
+    T_EQ(eff.chunk_size, 128 * EU_KIB);
+    T_EQ(eff.depth, 2u);
+    T_EQ(eff.retry_attempts, 7u);
+    T_EQ(eff.budget_mode, RIO_BUDGET_WAIT);
+    T_GT(eff.budget_bytes, 0u);
+    T_GT(eff.deadline_ms, 0u);
+    T_NE(eff.seed, 0u);
+    uint8_t *src = eu_put_pattern(e.c, "o", 300 * EU_KIB, 3, NULL);
+    struct rio_desc d;
+    T_OK(rio_stat(e.c, "o", &d));
+    T_EQ(d.chunk_size, 128 * EU_KIB);
+    T_EQ(d.nchunks, 3u);
+    rio_desc_cleanup(&d);
+    free(src);
+    eu_close(&e);
+}

@@ -1,0 +1,177 @@
+/* T_LABELS unit */
+/*
+ * Stats of a call and the bottleneck verdict: the figures add up, and the
+ * verdict names the part that bounded the transfer in the mock's model.
+ */
+#include "core/engine.h"
+#include "engine_util.h"
+
+static void check_sane(const struct rio_stats *st, uint64_t size, uint64_t nchunks)
+{
+    unsigned used;
+
+    T_EQ(st->bytes, size);
+    T_EQ(st->chunks, nchunks);
+    T_EQ(eu_path_bytes(st, &used), size);
+    T_EQ(eu_path_ops(st), nchunks);
+    T_GT(used, 0u);
+    T_GT(st->elapsed_ns, 0u);
+    T_GT(st->goodput_mbps, 0.0);
+    T_NEAR(st->goodput_mbps, (double)size * 1e3 / (double)st->elapsed_ns,
+           st->goodput_mbps * 1e-6);
+    T_LE(st->lat_p50_ns, st->lat_p95_ns);
+    T_LE(st->lat_p95_ns, st->lat_p99_ns);
+    T_LE(st->lat_p99_ns, st->lat_max_ns);
+    T_GT(st->lat_p50_ns, 0u);
+    T_LE(st->lat_max_ns, st->elapsed_ns);
+    T_LE(st->first_done_ns, st->last_done_ns);
+    T_LE(st->last_done_ns, st->elapsed_ns);
+    T_GT(st->op_ns, 0u);
+    T_GE(st->op_ns, st->lat_max_ns);
+    T_GT(st->peak_inflight_bytes, 0u);
+    for (unsigned i = 0; i < st->npaths; i++) {
+        const struct rio_path_stats *p = &st->path[i];
+        T_LE(p->busy_ns, st->elapsed_ns + 1000000); /* busy time is within the call */
+        if (p->bytes) {
+            T_GT(p->ops, 0u);
+            T_GT(p->busy_ns, 0u);
+            T_GT(p->rate_mbps, 0.0);
+            T_GE(p->peak_depth, 1u);
+        }
+    }
+}
+
+TEST(stats_sanity_get_put)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 4 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://stats?paths=4&rate=200M&lat=100us", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, &call);
+    check_sane(&st, n, n / EU_CHUNK);
+    T_GT(st.hash_ns, 0u);
+    T_EQ(st.bytes_staged, 0u);
+    eu_stats_print("put", &st);
+
+    eu_get_check(e.c, "o", n, 1, &call);
+    check_sane(&st, n, n / EU_CHUNK);
+    T_GT(st.verify_ns, 0u);
+    T_EQ(st.hash_ns, 0u);
+    T_EQ(st.retries_total, 0u);
+    T_EQ(st.npaths, 4u);
+    for (unsigned i = 0; i < 4; i++) {
+        /* The mock reports its cap: 200 MiB/s. */
+        T_NEAR(st.path[i].cap_mbps, 200.0 * 1.048576, 0.01);
+        T_LE(st.path[i].rate_mbps, st.path[i].cap_mbps * 1.05);
+    }
+    /* Latency: at least the 64 KiB at 200 MiB/s plus 100 us. */
+    T_GE(st.lat_p50_ns, 400000u);
+
+    /* RIO_ATOMIC stages the object and copies it. */
+    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &st};
+    eu_get_check(e.c, "o", n, 1, &ac);
+    check_sane(&st, n, n / EU_CHUNK);
+    T_EQ(st.bytes_staged, n);
+    T_GT(st.copy_ns, 0u);
+
+    /* Retries show in the stats but not in the chunk count. */
+    eu_fault(e.c, "short:op=read:chunk=3:count=1:bytes=10");
+    eu_get_check(e.c, "o", n, 1, &call);
+    check_sane(&st, n, n / EU_CHUNK);
+    T_EQ(st.retries_total, 1u);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    uint64_t errs = 0;
+    for (unsigned i = 0; i < 4; i++)
+        errs += st.path[i].errors;
+    T_EQ(errs, 1u);
+
+    /* A failed call still fills its stats, with no bytes delivered. */
+    uint8_t *small = eu_fill_buf(16, 0);
+    T_ERR(rio_get(e.c, "o", small, 16, &call), RIO_ETOOBIG);
+    T_EQ(st.bytes, 0u);
+    free(small);
+    free(src);
+    eu_close(&e);
+}
+
+/* Paths far faster than the storage service: the verdict is storage. */
+TEST(verdict_storage)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://vstor?paths=4&rate=2G&disk=40M", &o); /* ~50 ms per transfer */
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    eu_get_check(e.c, "o", n, 2, &call);
+    eu_stats_print("get", &st);
+    T_EQ(st.verdict, RIO_VERDICT_STORAGE);
+    T_STREQ(rio_verdict_name(st.verdict), "storage");
+    T_GT(st.svc_ns, 0u);
+    T_GE((double)st.svc_ns, 0.5 * (double)st.op_ns);
+    T_GT(strlen(st.verdict_text), 0u);
+    free(src);
+    eu_close(&e);
+}
+
+/* Rate-limited paths and an unlimited store: the verdict is the network. */
+TEST(verdict_network)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 2 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://vnet?paths=2&rate=20M", &o); /* ~50 ms per transfer */
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    eu_get_check(e.c, "o", n, 3, &call);
+    eu_stats_print("get", &st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+    T_STREQ(rio_verdict_name(st.verdict), "network");
+    T_EQ(st.svc_ns, 0u);
+    for (unsigned i = 0; i < 2; i++)
+        T_GE(st.path[i].rate_mbps, 0.8 * st.path[i].cap_mbps);
+    T_GT(strlen(st.verdict_text), 0u);
+    free(src);
+    eu_close(&e);
+}
+
+/* The verdict function itself, on hand-made figures. */
+TEST(verdict_rules)
+{
+    struct rio_stats st;
+
+    memset(&st, 0, sizeof(st));
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NONE);
+
+    memset(&st, 0, sizeof(st));
+    st.elapsed_ns = 1000000000;
+    st.chunks = 100;
+    st.npaths = 1;
+    st.path[0].bytes = 100;
+    st.path[0].busy_ns = 950000000;
+    st.op_ns = 100;
+    st.svc_ns = 90;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_STORAGE);
+
+    st.svc_ns = 0;
+    st.caller_cpu_ns = 990000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
+
+    st.caller_cpu_ns = 0;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+    T_GT(strlen(st.verdict_text), 0u);
+}

@@ -1,0 +1,189 @@
+/* Unit tests: error names, messages and retry classes (src/core/errors.c). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "railio.h"
+#include "t.h"
+
+TEST(rio_codes_have_names_and_messages)
+{
+#define CHECK_ONE(name, value, msg)                                                                \
+    T_EQ(name, value);                                                                             \
+    T_STREQ(rio_errname(name), #name);                                                             \
+    T_STREQ(rio_strerror(name), msg);                                                              \
+    T_EQ(rio__err_from_name(#name), name);
+    RIO_ERRNO_LIST(CHECK_ONE)
+#undef CHECK_ONE
+}
+
+TEST(errno_names)
+{
+    static const struct {
+        int code;
+        const char *name;
+    } common[] = {
+        {-EINVAL, "EINVAL"},
+        {-ENOMEM, "ENOMEM"},
+        {-ENOENT, "ENOENT"},
+        {-EIO, "EIO"},
+        {-EAGAIN, "EAGAIN"},
+        {-ECONNRESET, "ECONNRESET"},
+        {-ECONNREFUSED, "ECONNREFUSED"},
+        {-ECONNABORTED, "ECONNABORTED"},
+        {-EPIPE, "EPIPE"},
+        {-ETIMEDOUT, "ETIMEDOUT"},
+        {-ENETUNREACH, "ENETUNREACH"},
+        {-EHOSTUNREACH, "EHOSTUNREACH"},
+        {-ENETDOWN, "ENETDOWN"},
+        {-ECANCELED, "ECANCELED"},
+        {-EBADF, "EBADF"},
+        {-EEXIST, "EEXIST"},
+        {-ENOSPC, "ENOSPC"},
+        {-EFBIG, "EFBIG"},
+        {-ERANGE, "ERANGE"},
+        {-EOVERFLOW, "EOVERFLOW"},
+        {-ENOBUFS, "ENOBUFS"},
+        {-EPROTO, "EPROTO"},
+        {-EMSGSIZE, "EMSGSIZE"},
+        {-EACCES, "EACCES"},
+        {-EPERM, "EPERM"},
+        {-ENOTCONN, "ENOTCONN"},
+        {-EINTR, "EINTR"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(common) / sizeof(common[0]); i++) {
+        T_STREQ(rio_errname(common[i].code), common[i].name);
+        T_EQ(rio__err_from_name(common[i].name), common[i].code);
+        T_TRUE(strlen(rio_strerror(common[i].code)) > 0);
+        T_TRUE(strcmp(rio_strerror(common[i].code), "unknown error") != 0);
+    }
+    T_STREQ(rio_strerror(-ECONNRESET), "connection reset by peer");
+    T_STREQ(rio_strerror(-ENOMEM), "cannot allocate memory");
+}
+
+TEST(success_and_unknown)
+{
+    T_STREQ(rio_errname(0), "OK");
+    T_STREQ(rio_strerror(0), "success");
+    T_STREQ(rio_strerror(4096), "success");
+    T_STREQ(rio_errname(-9999), "E?-9999");
+    T_STREQ(rio_strerror(-9999), "unknown error");
+    T_STREQ(rio_errname(-10999), "E?-10999");
+    T_STREQ(rio_strerror(-10999), "unknown error");
+    T_NOTNULL(rio_strerror(-2147483647 - 1));
+    T_NOTNULL(rio_errname(-2147483647 - 1));
+}
+
+TEST(from_name_forms)
+{
+    T_EQ(rio__err_from_name("econnreset"), -ECONNRESET);
+    T_EQ(rio__err_from_name("rio_eserver"), RIO_ESERVER);
+    T_EQ(rio__err_from_name("EWOULDBLOCK"), -EAGAIN);
+    T_EQ(rio__err_from_name("EHOSTDOWN"), -EHOSTDOWN);
+    T_EQ(rio__err_from_name("-104"), -104);
+    T_EQ(rio__err_from_name("104"), -104);
+    T_EQ(rio__err_from_name("-10014"), RIO_ESERVER);
+    T_EQ(rio__err_from_name("0"), 0);
+    T_EQ(rio__err_from_name(""), 0);
+    T_EQ(rio__err_from_name(NULL), 0);
+    T_EQ(rio__err_from_name("ENOSUCHTHING"), 0);
+    T_EQ(rio__err_from_name("12x"), 0);
+    T_EQ(rio__err_from_name("99999999999"), 0);
+    /* Unprefixed names are errnos: EPROTO is not RIO_EPROTO. */
+    T_EQ(rio__err_from_name("EPROTO"), -EPROTO);
+    T_EQ(rio__err_from_name("RIO_EPROTO"), RIO_EPROTO);
+}
+
+TEST(classes)
+{
+    static const struct {
+        int err, cls;
+    } map[] = {
+        {-ECONNRESET, RIO_CLASS_RESET},
+        {-ECONNABORTED, RIO_CLASS_RESET},
+        {-EPIPE, RIO_CLASS_RESET},
+        {-ENOTCONN, RIO_CLASS_RESET},
+        {-ECONNREFUSED, RIO_CLASS_REFUSED},
+        {-ETIMEDOUT, RIO_CLASS_TIMEOUT},
+        {-ENETUNREACH, RIO_CLASS_UNREACH},
+        {-EHOSTUNREACH, RIO_CLASS_UNREACH},
+        {-ENETDOWN, RIO_CLASS_UNREACH},
+        {-EHOSTDOWN, RIO_CLASS_UNREACH},
+        {RIO_EDNS, RIO_CLASS_DNS},
+        {RIO_ESHORT, RIO_CLASS_SHORT},
+        {RIO_ECHECKSUM, RIO_CLASS_CHECKSUM},
+        {RIO_ESERVER, RIO_CLASS_SERVER},
+        {RIO_ETHROTTLE, RIO_CLASS_THROTTLE},
+        {RIO_EDEADLINE, RIO_CLASS_FATAL},
+        {RIO_ECANCELED, RIO_CLASS_FATAL},
+        {-ECANCELED, RIO_CLASS_FATAL},
+        {-EINVAL, RIO_CLASS_FATAL},
+        {-ENOMEM, RIO_CLASS_FATAL},
+        {-EIO, RIO_CLASS_FATAL},
+        {RIO_ENOTFOUND, RIO_CLASS_FATAL},
+        {RIO_EGENERATION, RIO_CLASS_FATAL},
+        {0, RIO_CLASS_FATAL},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        if (rio__err_class(map[i].err) != map[i].cls)
+            T_FAIL("rio__err_class(%s) = %s, want %s", rio_errname(map[i].err),
+                   rio_class_name(rio__err_class(map[i].err)), rio_class_name(map[i].cls));
+    }
+}
+
+TEST(class_predicates_and_names)
+{
+    static const char *const names[RIO_CLASS__COUNT] = {
+        "reset", "refused",  "timeout", "unreach",  "dns",
+        "short", "checksum", "server",  "throttle", "fatal",
+    };
+    int c;
+
+    for (c = 0; c < RIO_CLASS__COUNT; c++) {
+        T_STREQ(rio_class_name(c), names[c]);
+        T_EQ(rio__class_is_retryable(c), c != RIO_CLASS_FATAL);
+        T_EQ(rio__class_is_path(c), c <= RIO_CLASS_DNS);
+    }
+    T_STREQ(rio_class_name(-1), "?");
+    T_STREQ(rio_class_name(RIO_CLASS__COUNT), "?");
+    T_EQ(rio__class_is_retryable(-1), 0);
+    T_EQ(rio__class_is_retryable(RIO_CLASS__COUNT), 0);
+}
+
+/* Names of unknown codes come from a per-thread buffer: threads must never
+ * see each other's number. */
+static void *unknown_names(void *arg)
+{
+    int base = (int)(intptr_t)arg, i;
+
+    for (i = 0; i < 20000; i++) {
+        char want[24];
+        int code = -(9000 + base);
+
+        snprintf(want, sizeof(want), "E?%d", code);
+        if (strcmp(rio_errname(code), want) != 0)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+TEST(unknown_names_thread_safe)
+{
+    pthread_t th[4];
+    void *r;
+    int i;
+
+    for (i = 0; i < 4; i++)
+        T_EQ(pthread_create(&th[i], NULL, unknown_names, (void *)(intptr_t)i), 0);
+    for (i = 0; i < 4; i++) {
+        T_EQ(pthread_join(th[i], &r), 0);
+        T_NULL(r);
+    }
+}

@@ -1,0 +1,262 @@
+/* Unit tests: URL parsing, sizes and durations (src/core/url.c). */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/url.h"
+#include "railio.h"
+#include "t.h"
+
+TEST(url_full)
+{
+    struct rio_url u;
+
+    T_OK(rio__url_parse("MoCk://node1:7070,node2:7070/some/path?paths=4&rate=125M,62M&lat=200us",
+                        &u));
+    T_STREQ(u.scheme, "mock");
+    T_STREQ(u.authority, "node1:7070,node2:7070");
+    T_STREQ(u.path, "some/path");
+    T_EQ(u.nparams, 3);
+    T_STREQ(u.pkey[0], "paths");
+    T_STREQ(u.pval[0], "4");
+    T_STREQ(rio__url_param(&u, "rate"), "125M,62M");
+    T_STREQ(rio__url_param(&u, "lat"), "200us");
+    T_NULL(rio__url_param(&u, "depth"));
+    rio__url_cleanup(&u);
+    T_NULL(u.buf);
+}
+
+TEST(url_minimal_forms)
+{
+    struct rio_url u;
+
+    T_OK(rio__url_parse("mock://", &u));
+    T_STREQ(u.scheme, "mock");
+    T_STREQ(u.authority, "");
+    T_STREQ(u.path, "");
+    T_EQ(u.nparams, 0);
+    rio__url_cleanup(&u);
+
+    T_OK(rio__url_parse("mock://x?paths=2", &u));
+    T_STREQ(u.authority, "x");
+    T_STREQ(u.path, "");
+    T_STREQ(rio__url_param(&u, "paths"), "2");
+    rio__url_cleanup(&u);
+
+    T_OK(rio__url_parse("file:///tmp/obj", &u));
+    T_STREQ(u.scheme, "file");
+    T_STREQ(u.authority, "");
+    T_STREQ(u.path, "tmp/obj");
+    rio__url_cleanup(&u);
+
+    T_OK(rio__url_parse("s3+http://bucket/", &u));
+    T_STREQ(u.scheme, "s3+http");
+    T_STREQ(u.authority, "bucket");
+    T_STREQ(u.path, "");
+    rio__url_cleanup(&u);
+}
+
+TEST(url_query_decoding)
+{
+    struct rio_url u;
+
+    T_OK(rio__url_parse("mock://a/b?faults=disconnect%3Apath%3D1%3Bshort&flag&&x=&k%20y=%41%62",
+                        &u));
+    T_EQ(u.nparams, 4);
+    T_STREQ(rio__url_param(&u, "faults"), "disconnect:path=1;short");
+    T_STREQ(rio__url_param(&u, "flag"), "");
+    T_STREQ(rio__url_param(&u, "x"), "");
+    T_STREQ(rio__url_param(&u, "k y"), "Ab");
+    rio__url_cleanup(&u);
+
+    /* The first of repeated keys wins; '=' inside a value is kept. */
+    T_OK(rio__url_parse("mock://a?k=1&k=2&e=a=b", &u));
+    T_STREQ(rio__url_param(&u, "k"), "1");
+    T_STREQ(rio__url_param(&u, "e"), "a=b");
+    rio__url_cleanup(&u);
+}
+
+TEST(url_rejects)
+{
+    static const char *const bad[] = {
+        "",
+        "mock",
+        "mock:/x",
+        "mock:x",
+        "://x",
+        "mo ck://x",
+        "mo_ck://x",
+        "mock://a\nb",
+        "mock://a\tb",
+        "mock://a\x7f",
+        "mock://a?=v",
+        "mock://a?k=%",
+        "mock://a?k=%4",
+        "mock://a?k=%zz",
+        "mock://a?k=%00",
+    };
+    struct rio_url u;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int ret = rio__url_parse(bad[i], &u);
+        if (ret != RIO_EURL)
+            T_FAIL("rio__url_parse(\"%s\") = %d, want RIO_EURL", bad[i], ret);
+        T_NULL(u.buf);
+    }
+    T_ERR(rio__url_parse(NULL, &u), RIO_EURL);
+}
+
+TEST(url_param_limit)
+{
+    char s[512] = "mock://a?";
+    struct rio_url u;
+    unsigned i;
+
+    for (i = 0; i < RIO_URL_MAX_PARAMS; i++)
+        snprintf(s + strlen(s), sizeof(s) - strlen(s), "k%u=%u&", i, i);
+    T_OK(rio__url_parse(s, &u));
+    T_EQ(u.nparams, RIO_URL_MAX_PARAMS);
+    T_STREQ(rio__url_param(&u, "k31"), "31");
+    rio__url_cleanup(&u);
+
+    strcat(s, "one=more");
+    T_ERR(rio__url_parse(s, &u), RIO_EURL);
+}
+
+TEST(url_alloc_failure)
+{
+    struct rio_url u;
+
+    rio__alloc_fail_nth(1);
+    T_ERR(rio__url_parse("mock://a?b=c", &u), -ENOMEM);
+    T_NULL(u.buf);
+    T_OK(rio__url_parse("mock://a?b=c", &u));
+    rio__url_cleanup(&u);
+    rio__url_cleanup(&u); /* twice is harmless */
+}
+
+static uint64_t size_of(const char *s)
+{
+    uint64_t v = 0xdeadbeef;
+    int ret = rio__parse_size(s, &v);
+
+    if (ret < 0)
+        T_FAIL("rio__parse_size(\"%s\") = %d", s, ret);
+    return v;
+}
+
+TEST(size_suffixes)
+{
+    T_EQ(size_of("0"), 0);
+    T_EQ(size_of("4096"), 4096);
+    T_EQ(size_of("4096B"), 4096);
+    T_EQ(size_of("4K"), 4096);
+    T_EQ(size_of("4k"), 4096);
+    T_EQ(size_of("4KiB"), 4096);
+    T_EQ(size_of("4Ki"), 4096);
+    T_EQ(size_of("4KB"), 4000);
+    T_EQ(size_of("4M"), 4u << 20);
+    T_EQ(size_of("4MiB"), 4u << 20);
+    T_EQ(size_of("4MB"), 4000000);
+    T_EQ(size_of("125M"), 125ull << 20);
+    T_EQ(size_of("125MB"), 125000000);
+    T_EQ(size_of("2G"), 2ull << 30);
+    T_EQ(size_of("2GB"), 2000000000ull);
+    T_EQ(size_of("3T"), 3ull << 40);
+    T_EQ(size_of("3TB"), 3000000000000ull);
+    T_EQ(size_of("1.5K"), 1536);
+    T_EQ(size_of("1.5M"), 3ull << 19);
+    T_EQ(size_of("0.5GiB"), 1ull << 29);
+    T_EQ(size_of("1.1K"), 1126); /* 1126.4, rounded down */
+    T_EQ(size_of("18446744073709551615"), UINT64_MAX);
+    T_EQ(size_of("16777215T"), 16777215ull << 40);
+}
+
+TEST(size_rejects)
+{
+    static const char *const bad[] = {
+        "",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "1 K",
+        "K",
+        "1.",
+        ".5",
+        "1.5",
+        "1..5K",
+        "1X",
+        "1KK",
+        "1Kb2",
+        "1KiBs",
+        "0x10",
+        "18446744073709551616",
+        "16777216T",
+        "17179869184G",
+        "1e3",
+    };
+    uint64_t v = 7;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int ret = rio__parse_size(bad[i], &v);
+        if (ret != RIO_EINVAL)
+            T_FAIL("rio__parse_size(\"%s\") = %d, want RIO_EINVAL", bad[i], ret);
+    }
+    T_EQ(v, 7); /* untouched on error */
+    T_ERR(rio__parse_size(NULL, &v), RIO_EINVAL);
+}
+
+static uint64_t dur_of(const char *s)
+{
+    uint64_t v = 0xdeadbeef;
+    int ret = rio__parse_duration_ns(s, &v);
+
+    if (ret < 0)
+        T_FAIL("rio__parse_duration_ns(\"%s\") = %d", s, ret);
+    return v;
+}
+
+TEST(duration_units)
+{
+    T_EQ(dur_of("0"), 0);
+    T_EQ(dur_of("250"), 250000000ull);
+    T_EQ(dur_of("250ms"), 250000000ull);
+    T_EQ(dur_of("100us"), 100000);
+    T_EQ(dur_of("7ns"), 7);
+    T_EQ(dur_of("2s"), 2000000000ull);
+    T_EQ(dur_of("1.5s"), 1500000000ull);
+    T_EQ(dur_of("0.5ms"), 500000);
+    T_EQ(dur_of("2m"), 120000000000ull);
+    T_EQ(dur_of("2min"), 120000000000ull);
+    T_EQ(dur_of("1h"), 3600000000000ull);
+}
+
+TEST(duration_rejects)
+{
+    static const char *const bad[] = {
+        "",
+        "-1",
+        "ms",
+        "1 ms",
+        "1.5ns",
+        "1S",
+        "1sec",
+        "1d",
+        "99999999999999999999",
+        "18446744073709551615s",
+    };
+    uint64_t v = 7;
+    size_t i;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int ret = rio__parse_duration_ns(bad[i], &v);
+        if (ret != RIO_EINVAL)
+            T_FAIL("rio__parse_duration_ns(\"%s\") = %d, want RIO_EINVAL", bad[i], ret);
+    }
+    T_EQ(v, 7);
+}
