@@ -167,6 +167,7 @@ struct rio_stats {
     uint64_t engine_cpu_ns;    /* engine thread CPU during the call */
     uint64_t transport_cpu_ns; /* transport-owned threads' CPU during the call, if known */
     uint64_t caller_cpu_ns;    /* calling thread CPU during the call */
+    uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue) */
     int verdict;               /* enum rio_verdict */
     char verdict_text[192];    /* the figures behind the verdict */
 };
@@ -260,6 +261,44 @@ struct rio_op {
  * when the batch could not start. call->stats covers the whole batch.
  */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *call);
+
+/* ----------------------------------------------------------- streaming */
+
+struct rio_reader;
+
+/**
+ * Open a streaming reader over key: up to `prefetch` chunks are fetched ahead
+ * (0 = the client's depth x paths), bytes come out in order whatever order the
+ * fetches complete in, every chunk verified before any of its bytes is handed
+ * out; memory is bounded by prefetch x chunk size. call may be NULL; its stats
+ * (if any) are filled at rio_reader_close. *out is owned by the caller.
+ */
+int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
+                    const struct rio_call *call, struct rio_reader **out);
+/**
+ * Copy up to n bytes of the object, in order, into buf. Blocks until bytes are
+ * ready. Returns the count, 0 at the end of the object, or an error (then every
+ * later call returns the same error). Not thread-safe for one reader.
+ */
+int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n);
+/** The descriptor the reader follows (valid until close). */
+const struct rio_desc *rio_reader_desc(const struct rio_reader *rd);
+/**
+ * Stop every fetch still in flight, wait until none can write anymore, free
+ * everything. Returns 0 if the whole object was read, RIO_ECANCELED if closed
+ * early, or the error the reader met. Accepts NULL.
+ */
+int rio_reader_close(struct rio_reader *rd);
+
+/**
+ * Stream the object to cb in order: cb gets consecutive verified pieces
+ * (borrowed: valid only during the callback) and returns 0 to go on or a
+ * negative error to stop, which is then returned (a positive value stops with
+ * RIO_ECANCELED). Returns the byte count or an error.
+ */
+int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
+                       int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                       const struct rio_call *call);
 
 /** A cancellation token, usable from any thread. */
 int rio_cancel_new(struct rio_cancel **out);

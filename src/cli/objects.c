@@ -49,7 +49,8 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
                "\"lat_ns\":{\"p50\":%llu,\"p95\":%llu,\"p99\":%llu,\"max\":%llu},"
                "\"first_done_ns\":%llu,\"last_done_ns\":%llu,\"peak_inflight_bytes\":%llu,"
                "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
-               "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu},\"retries\":{",
+               "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
+               "\"retries\":{",
             (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
             (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
             (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
@@ -58,7 +59,7 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
             (unsigned long long)st->bytes_staged, (unsigned long long)st->hash_ns,
             (unsigned long long)st->verify_ns, (unsigned long long)st->copy_ns,
             (unsigned long long)st->engine_cpu_ns, (unsigned long long)st->transport_cpu_ns,
-            (unsigned long long)st->caller_cpu_ns);
+            (unsigned long long)st->caller_cpu_ns, (unsigned long long)st->cpu_wait_ns);
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
                 (unsigned long long)st->retries[k]);
@@ -211,40 +212,73 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
     return 0;
 }
 
+struct out_sink {
+    int fd;
+    int err;
+};
+
+static int sink_write(void *arg, const void *data, size_t len)
+{
+    struct out_sink *o = arg;
+    int ret = write_all(o->fd, data, len);
+    if (ret < 0)
+        o->err = ret;
+    return ret;
+}
+
+/*
+ * Stream the object out: to stdout as it arrives (a failure mid-way exits
+ * non-zero after a partial write, as any pipe producer must), or to a file
+ * through a temporary name renamed into place only when every chunk arrived
+ * verified, so a failed get never leaves a partial file under FILE.
+ */
 static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
 {
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
-    void *buf = NULL;
-    int64_t n = rio_get_alloc(c, key, &buf, &call);
-    if (n < 0) {
-        fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror((int)n),
-                rio_errname((int)n));
-        return 1;
-    }
-    int fd = 1, ret;
+    struct out_sink o = {.fd = 1};
+    char *tmp = NULL;
+
     if (strcmp(file, "-")) {
-        fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            fprintf(stderr, "railio get: cannot create '%s': %s\n", file, strerror(errno));
-            free(buf);
+        size_t n = strlen(file) + 32;
+        tmp = malloc(n);
+        if (!tmp)
+            return 1;
+        snprintf(tmp, n, "%s.railio-tmp.%ld", file, (long)getpid());
+        o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (o.fd < 0) {
+            fprintf(stderr, "railio get: cannot create '%s': %s\n", tmp, strerror(errno));
+            free(tmp);
             return 1;
         }
     }
-    ret = write_all(fd, buf, (size_t)n);
-    if (fd != 1 && close(fd) < 0 && ret == 0)
-        ret = -errno;
-    free(buf);
+    int64_t n = rio_get_stream(c, key, 0, sink_write, &o, &call);
+    int ret = n < 0 ? (int)n : 0;
+    if (tmp) {
+        if (close(o.fd) < 0 && ret == 0)
+            ret = -errno;
+        if (ret == 0 && rename(tmp, file) < 0)
+            ret = -errno;
+        if (ret < 0)
+            unlink(tmp);
+        free(tmp);
+    }
     if (ret < 0) {
-        fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(ret));
+        if (o.err)
+            fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(o.err));
+        else
+            fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror(ret),
+                    rio_errname(ret));
         return 1;
     }
     if (json) {
-        printf("{\"key\":");
-        json_str(stdout, key);
-        printf(",\"bytes\":%lld,\"stats\":", (long long)n);
-        rio_cli_json_stats(stdout, &st);
-        printf("}\n");
+        /* With the data on stdout, the stats go to stderr. */
+        FILE *jf = strcmp(file, "-") ? stdout : stderr;
+        fprintf(jf, "{\"key\":");
+        json_str(jf, key);
+        fprintf(jf, ",\"bytes\":%lld,\"stats\":", (long long)n);
+        rio_cli_json_stats(jf, &st);
+        fprintf(jf, "}\n");
     } else {
         rio_cli_print_stats(stderr, &st);
     }

@@ -103,6 +103,7 @@ void rio_client_destroy(struct rio_client *c)
     rio__engine_stop(c);
     c->t->ops->close(c->t);
     rio__engine_free_attempts(c);
+    rio__stage_drain(c);
     pthread_mutex_destroy(&c->mu);
     rio__url_cleanup(&c->url);
     rio__free(c);
@@ -183,6 +184,7 @@ static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *
     if (opt) {
         call->flags = opt->flags;
         call->cancel = opt->cancel;
+        call->want_stats = opt->stats != NULL;
     }
     for (unsigned i = 0; i < nreq; i++)
         call->reqs[i].call = call;
@@ -197,6 +199,9 @@ static void call_mark_start(struct rio_client *c, struct rio__call *call)
     call->t0_cpu_caller = rio__thread_cpu_ns();
     call->t0_cpu_engine = c->engine_clock_ok ? rio__clock_ns(c->engine_clock) : 0;
     call->t0_cpu_transport = rio__t_cpu_ns(c->t);
+    /* Only when stats are asked for: it reads /proc once per thread. */
+    if (call->want_stats)
+        call->t0_run_delay = rio__proc_run_delay_ns();
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->npaths; i++)
         call->path_busy0[i] = rio__path_busy_now(&c->paths[i], now);
@@ -216,7 +221,7 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
     int ret = key_check(key);
     if (ret < 0)
         return ret;
-    if (!buf && cap)
+    if (!buf && cap && !r->prefetch)
         return RIO_EINVAL;
     r->type = RIO_OP_GET;
     r->key = rio__strdup(key);
@@ -227,7 +232,7 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         return ret;
     if (expect_gen && r->desc.generation != expect_gen)
         return RIO_EGENERATION;
-    if (r->desc.size > cap)
+    if (r->desc.size > cap && !r->prefetch)
         return RIO_ETOOBIG;
     r->size = r->desc.size;
     r->generation = r->desc.generation;
@@ -237,8 +242,18 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         return RIO_EPROTO; /* a descriptor that contradicts itself */
     r->xxh = r->desc.xxh;
     r->data = buf;
-    if ((call->flags & RIO_ATOMIC) && r->size) {
-        r->staging = rio__alloc_aligned(4096, r->size);
+    if (r->prefetch && r->nchunks) {
+        /* A reader: chunks land in a ring of prefetch slots. */
+        if (r->prefetch > r->nchunks)
+            r->prefetch = (unsigned)r->nchunks;
+        r->ring = rio__stage_get(c, (size_t)r->prefetch * r->chunk_size, &r->staging_cap);
+        if (!r->ring)
+            return -ENOMEM;
+        r->staging = r->ring;
+        r->data = NULL;
+        atomic_store(&r->window, r->prefetch);
+    } else if ((call->flags & RIO_ATOMIC) && r->size) {
+        r->staging = rio__stage_get(c, r->size, &r->staging_cap);
         if (!r->staging)
             return -ENOMEM;
         call->bytes_staged += r->size;
@@ -333,20 +348,28 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
         r->upload = NULL;
         return ret;
     }
+    /* Everything that can fail happens before the commit: once the new
+     * generation is published the call must report success. */
+    uint64_t *copy = NULL;
+    if (out_desc && r->nchunks) {
+        copy = rio__malloc(r->nchunks * sizeof(uint64_t));
+        if (!copy) {
+            c->t->ops->put_abort(c->t, r->upload);
+            r->upload = NULL;
+            return -ENOMEM;
+        }
+        memcpy(copy, r->xxh, r->nchunks * sizeof(uint64_t));
+    }
     ret = c->t->ops->put_commit(c->t, r->upload, &d);
     r->upload = NULL;
-    if (ret < 0)
+    if (ret < 0) {
+        rio__free(copy);
         return ret;
+    }
     r->generation = d.generation;
     if (out_desc) {
         *out_desc = d;
-        out_desc->xxh = NULL;
-        if (r->nchunks) {
-            out_desc->xxh = rio__malloc(r->nchunks * sizeof(uint64_t));
-            if (!out_desc->xxh)
-                return -ENOMEM; /* committed; only the copy for the caller failed */
-            memcpy(out_desc->xxh, r->xxh, r->nchunks * sizeof(uint64_t));
-        }
+        out_desc->xxh = copy;
     }
     return 0;
 }
@@ -360,7 +383,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
         if (r->result < 0) {
             /* failed before it reached the engine (or while hashing) */
         } else if (r->status < 0) {
-            r->result = r->status == RIO_ERETRIES && r->last_err ? RIO_ERETRIES : r->status;
+            r->result = r->status;
         } else if (r->type == RIO_OP_PUT) {
             r->result = put_commit(c, r, out_desc);
         } else {
@@ -378,17 +401,16 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
     }
 }
 
-/*
- * Run a prepared call: admit, hash, wait for the fence, finish, stats.
- * Requests whose preparation failed carry result < 0 and decided = true.
- */
-static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
-                    struct rio_desc *out_desc)
+/* Admit a prepared call: deadlines, latency slots, hand it to the engine. */
+static int start_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt)
 {
     uint64_t total = 0;
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
-        r->deadline_ns = deadline_of(c, opt, call->t0);
+        /* A reader lives as long as its consumer reads: only an explicit
+         * deadline bounds it (op timeouts still bound every chunk). */
+        r->deadline_ns = r->ring && !(opt && opt->deadline_ms) ? UINT64_MAX
+                                                              : deadline_of(c, opt, call->t0);
         total += r->nchunks;
     }
     if (total) {
@@ -397,7 +419,17 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
             return -ENOMEM;
         call->lat_cap = total;
     }
-    int ret = rio__engine_submit(c, call);
+    return rio__engine_submit(c, call);
+}
+
+/*
+ * Run a prepared call: admit, hash, wait for the fence, finish, stats.
+ * Requests whose preparation failed carry result < 0 and decided = true.
+ */
+static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
+                    struct rio_desc *out_desc)
+{
+    int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
     hash_puts(c, call);
@@ -588,4 +620,166 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     call_stats(c, call, opt);
     rio__call_release(c, call);
     return ok;
+}
+
+/* ------------------------------------------------------------- reader */
+
+struct rio_reader {
+    struct rio_client *c;
+    struct rio__call *call;
+    struct rio__req *r;
+    struct rio_stats *stats;
+    uint64_t next; /* chunk being consumed */
+    uint64_t pos;  /* bytes of it already handed out */
+    int err;
+};
+
+int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
+                    const struct rio_call *opt, struct rio_reader **out)
+{
+    struct rio_reader *rd;
+    struct rio__call *call;
+    int ret;
+
+    if (!c || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    rd = rio__calloc(1, sizeof(*rd));
+    if (!rd)
+        return -ENOMEM;
+    ret = call_new(c, 1, opt, &call);
+    if (ret < 0)
+        goto err_rd;
+    call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
+    ret = req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0);
+    if (ret < 0)
+        goto err_call;
+    ret = start_call(c, call, opt);
+    if (ret < 0)
+        goto err_call;
+    rd->c = c;
+    rd->call = call;
+    rd->r = r;
+    rd->stats = opt ? opt->stats : NULL;
+    if (rd->stats)
+        memset(rd->stats, 0, sizeof(*rd->stats));
+    *out = rd;
+    return 0;
+err_call:
+    call_abandon(c, call);
+err_rd:
+    rio__free(rd);
+    return ret;
+}
+
+const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
+{
+    return rd ? &rd->r->desc : NULL;
+}
+
+/* Wait until the chunk under the cursor is verified; point at its unread
+ * bytes. Returns 1 with the bytes set, 0 at the end, or an error. */
+static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
+{
+    struct rio__req *r = rd->r;
+    if (rd->err)
+        return rd->err;
+    if (rd->next >= r->nchunks)
+        return 0;
+    struct rio__chunk *ch = &r->chunks[rd->next];
+    pthread_mutex_lock(&rd->c->mu);
+    while (ch->state != CH_DONE && !(r->decided && r->status < 0))
+        pthread_cond_wait(&rd->call->cond, &rd->c->mu);
+    bool ok = ch->state == CH_DONE;
+    int status = r->status;
+    pthread_mutex_unlock(&rd->c->mu);
+    if (!ok) {
+        rd->err = status < 0 ? status : RIO_EPROTO;
+        return rd->err;
+    }
+    uint64_t off = rd->next * r->chunk_size;
+    uint64_t clen = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+    *p = r->ring + (rd->next % r->prefetch) * r->chunk_size + rd->pos;
+    *n = (size_t)(clen - rd->pos);
+    return 1;
+}
+
+/* Hand n bytes of the current chunk out; a finished chunk frees its slot
+ * for the chunk prefetch places ahead. */
+static void reader_consume(struct rio_reader *rd, size_t n, size_t avail)
+{
+    rd->pos += n;
+    if (n < avail)
+        return;
+    rd->next++;
+    rd->pos = 0;
+    atomic_store(&rd->r->window, rd->next + rd->r->prefetch);
+    rio__engine_kick(rd->c);
+}
+
+int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
+{
+    const uint8_t *p;
+    size_t avail;
+    if (!rd || (!buf && n))
+        return RIO_EINVAL;
+    int ret = reader_peek(rd, &p, &avail);
+    if (ret <= 0)
+        return ret;
+    size_t k = n < avail ? n : avail;
+    memcpy(buf, p, k);
+    reader_consume(rd, k, avail);
+    return (int64_t)k;
+}
+
+int rio_reader_close(struct rio_reader *rd)
+{
+    if (!rd)
+        return 0;
+    struct rio_client *c = rd->c;
+    struct rio__req *r = rd->r;
+    bool complete = rd->next >= r->nchunks && !rd->err;
+    if (!complete)
+        rio__engine_fail_req(c, r, RIO_ECANCELED);
+    /* The fence: nothing of the reader is in flight once this returns. */
+    rio__engine_wait(c, rd->call);
+    int ret = rd->err ? rd->err : complete ? 0 : RIO_ECANCELED;
+    r->result = ret < 0 ? ret : (int64_t)r->size;
+    if (rd->stats)
+        rio__stats_fill(c, rd->call, rd->stats);
+    rio__call_release(c, rd->call);
+    rio__free(rd);
+    return ret;
+}
+
+int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
+                       int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                       const struct rio_call *opt)
+{
+    struct rio_reader *rd;
+    const uint8_t *p;
+    size_t n;
+    int64_t total = 0;
+    int ret;
+
+    if (!cb)
+        return RIO_EINVAL;
+    ret = rio_reader_open(c, key, prefetch, opt, &rd);
+    if (ret < 0)
+        return ret;
+    while ((ret = reader_peek(rd, &p, &n)) > 0) {
+        int stop = cb(arg, p, n);
+        if (stop) {
+            rio_reader_close(rd);
+            return stop < 0 ? stop : RIO_ECANCELED;
+        }
+        reader_consume(rd, n, n);
+        total += (int64_t)n;
+    }
+    int cret = rio_reader_close(rd);
+    if (ret < 0)
+        return ret;
+    return cret < 0 ? cret : total;
 }

@@ -182,6 +182,8 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
     r->decided = true;
     r->status = status;
     atomic_store(&r->stop_hashing, 1);
+    if (r->ring)
+        pthread_cond_broadcast(&r->call->cond);
     if (status < 0) {
         for (unsigned i = 0; i < c->npaths; i++)
             for (struct rio__attempt *a = c->paths[i].head; a; a = a->next)
@@ -363,6 +365,8 @@ static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
     if (r->next_new < r->nchunks) {
         if (r->type == RIO_OP_PUT && r->next_new >= atomic_load(&r->hashed))
             return NULL;
+        if (r->ring && r->next_new >= atomic_load(&r->window))
+            return NULL;
         return &r->chunks[r->next_new++];
     }
     return NULL;
@@ -473,7 +477,8 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         io->off = ch->idx * r->chunk_size;
         io->len = len;
         if (r->type == RIO_OP_GET) {
-            io->dst = r->data + io->off;
+            io->dst = r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size
+                              : r->data + io->off;
             io->xxh = r->xxh ? r->xxh[ch->idx] : 0;
         } else {
             io->src = r->data + io->off;
@@ -556,6 +561,8 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r,
     if (!call->first_done_ns)
         call->first_done_ns = since;
     call->last_done_ns = since;
+    if (r->ring)
+        pthread_cond_broadcast(&call->cond); /* the reader waits chunk by chunk */
     if (r->done == r->nchunks)
         req_decide_locked(c, r, 0);
 }
@@ -693,8 +700,12 @@ static void reap_finished_locked(struct rio_client *c)
             r->fenced = true;
             if (!counted && --call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
-            if (--call->refs == 0)
-                rio__call_free(call);
+            if (--call->refs == 0) {
+                /* Freed by the engine loop once it drops mu (freeing gives
+                 * staging buffers back, which takes mu). */
+                call->free_next = c->dead_calls;
+                c->dead_calls = call;
+            }
             continue;
         }
         last = r;
@@ -717,11 +728,18 @@ static void *engine_main(void *arg)
         check_timers_locked(c, now);
         schedule_locked(c, now);
         reap_finished_locked(c);
-        if (c->stop && !c->active_head && c->inflight_ops == 0)
+        if (c->stop && !c->active_head && c->inflight_ops == 0 && !c->dead_calls)
             break;
         uint64_t t = next_timer_locked(c, now);
         int timeout_ms = t <= now ? 0 : (int)((t - now + 999999) / 1000000);
+        struct rio__call *dead = c->dead_calls;
+        c->dead_calls = NULL;
         pthread_mutex_unlock(&c->mu);
+        while (dead) {
+            struct rio__call *next = dead->free_next;
+            rio__call_free(dead);
+            dead = next;
+        }
         rio__t_reap(c->t, timeout_ms);
         pthread_mutex_lock(&c->mu);
     }
@@ -839,7 +857,8 @@ void rio__call_free(struct rio__call *call)
         struct rio__req *r = &call->reqs[i];
         rio__free(r->key);
         rio__free(r->chunks);
-        rio__free(r->staging);
+        if (r->staging)
+            rio__stage_put(call->c, r->staging, r->staging_cap);
         if (r->type == RIO_OP_PUT)
             rio__free(r->xxh);
         rio_desc_cleanup(&r->desc);
@@ -849,4 +868,54 @@ void rio__call_free(struct rio__call *call)
     rio__free(call->lat);
     pthread_cond_destroy(&call->cond);
     rio__free(call);
+}
+
+/* ------------------------------------------------------------ staging */
+
+uint8_t *rio__stage_get(struct rio_client *c, size_t n, size_t *cap)
+{
+    int best = -1;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < RIO__STAGE_SLOTS; i++)
+        if (c->stage[i].buf && c->stage[i].cap >= n &&
+            (best < 0 || c->stage[i].cap < c->stage[best].cap))
+            best = i;
+    if (best >= 0) {
+        uint8_t *b = c->stage[best].buf;
+        *cap = c->stage[best].cap;
+        c->stage[best].buf = NULL;
+        c->stage_bytes -= *cap;
+        pthread_mutex_unlock(&c->mu);
+        return b;
+    }
+    pthread_mutex_unlock(&c->mu);
+    *cap = n;
+    return rio__alloc_aligned(4096, n);
+}
+
+void rio__stage_put(struct rio_client *c, uint8_t *buf, size_t cap)
+{
+    pthread_mutex_lock(&c->mu);
+    if (c->stage_bytes + cap <= c->o.budget_bytes) {
+        for (int i = 0; i < RIO__STAGE_SLOTS; i++) {
+            if (!c->stage[i].buf) {
+                c->stage[i].buf = buf;
+                c->stage[i].cap = cap;
+                c->stage_bytes += cap;
+                pthread_mutex_unlock(&c->mu);
+                return;
+            }
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    rio__free(buf);
+}
+
+void rio__stage_drain(struct rio_client *c)
+{
+    for (int i = 0; i < RIO__STAGE_SLOTS; i++) {
+        rio__free(c->stage[i].buf);
+        c->stage[i].buf = NULL;
+    }
+    c->stage_bytes = 0;
 }

@@ -22,6 +22,8 @@
 #include "railio.h"
 #include "transport/transport.h"
 
+#define RIO__STAGE_SLOTS 4
+
 enum { PATH_HEALTHY = 0, PATH_COOLING = 1, PATH_PROBING = 2 };
 enum { CH_NEW = 0, CH_QUEUED, CH_INFLIGHT, CH_DONE };
 
@@ -77,7 +79,13 @@ struct rio__req {
     char *key;
     uint8_t *data;    /* where chunks land (GET) or come from (PUT) */
     uint8_t *user;    /* GET with RIO_ATOMIC: the caller's buffer */
-    uint8_t *staging; /* GET with RIO_ATOMIC: owned */
+    uint8_t *staging; /* GET with RIO_ATOMIC, or a reader's ring: from rio__stage_get */
+    size_t staging_cap;
+    /* Streaming reader: chunk i lands in ring slot i % prefetch, and only
+     * chunks below window (the reader's position + prefetch) may go out. */
+    uint8_t *ring;
+    unsigned prefetch;
+    _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
     uint64_t generation;
     uint64_t *xxh;         /* GET: expected (desc.xxh, may be NULL); PUT: computed */
@@ -113,7 +121,8 @@ struct rio__call {
     pthread_cond_t cond;
     struct rio_cancel *cancel;
     unsigned flags;
-    uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller;
+    uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller, t0_run_delay;
+    bool want_stats;
     uint64_t path_busy0[RIO_MAX_PATHS];
 
     /* engine: accumulators for stats */
@@ -127,6 +136,7 @@ struct rio__call {
     uint64_t first_done_ns, last_done_ns;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
+    struct rio__call *free_next; /* the client's dead_calls list */
 };
 
 struct rio_cancel {
@@ -154,9 +164,27 @@ struct rio_client {
     uint64_t rng;
     unsigned rr; /* round-robin cursor over paths */
 
+    struct rio__call *dead_calls; /* under mu: calls the engine released last */
+
     /* engine thread only */
     struct rio__attempt *reaped;
+
+    /* under mu: staging buffers kept for reuse (RIO_ATOMIC GETs). Fresh
+     * memory costs a page fault per page on first touch, which on this kind
+     * of VM is slower than the network; a reused buffer costs nothing. */
+    struct {
+        uint8_t *buf;
+        size_t cap;
+    } stage[RIO__STAGE_SLOTS];
+    uint64_t stage_bytes;
 };
+
+/* Take a staging buffer of at least n bytes (reused or new); NULL on ENOMEM. */
+uint8_t *rio__stage_get(struct rio_client *c, size_t n, size_t *cap);
+/* Give it back: kept while the cache stays under the budget, else freed. */
+void rio__stage_put(struct rio_client *c, uint8_t *buf, size_t cap);
+/* Free every cached staging buffer (client teardown). */
+void rio__stage_drain(struct rio_client *c);
 
 /* Start the engine thread of c (c->t and c->o set). */
 int rio__engine_start(struct rio_client *c);
@@ -187,6 +215,10 @@ void rio__call_free(struct rio__call *call);
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st);
 /* Verdict from filled stats (stats.c); exposed for tests. */
 void rio__stats_verdict(struct rio_stats *st);
+
+/* Run-queue delay of every thread of this process so far (Linux schedstat), in ns;
+ * 0 when unavailable. */
+uint64_t rio__proc_run_delay_ns(void);
 
 /* Current busy time of a path including the running stretch (under mu). */
 uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);

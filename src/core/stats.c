@@ -3,6 +3,7 @@
  * (paths), the storage (the target's service time) or the software (a client
  * thread on its CPU ceiling) bounded the call, with the figures behind it.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,30 @@ const char *rio_verdict_name(int v)
     }
 }
 
+uint64_t rio__proc_run_delay_ns(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    uint64_t sum = 0;
+    struct dirent *e;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        char path[64];
+        unsigned long long run, wait;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "/proc/self/task/%.20s/schedstat", e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        if (fscanf(f, "%llu %llu", &run, &wait) == 2)
+            sum += wait;
+        fclose(f);
+    }
+    closedir(d);
+    return sum;
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -45,6 +70,8 @@ static uint64_t pct(const uint64_t *v, uint64_t n, double p)
 #define CPU_SAT 0.85
 #define STORAGE_SHARE 0.5
 #define BUSY_SAT 0.8
+/* Run-queue wait, summed over the process's threads, per wall second. */
+#define CPU_WAIT 0.25
 
 void rio__stats_verdict(struct rio_stats *st)
 {
@@ -57,10 +84,11 @@ void rio__stats_verdict(struct rio_stats *st)
     double cpu_e = st->engine_cpu_ns / el, cpu_t = st->transport_cpu_ns / el;
     double cpu_c = st->caller_cpu_ns / el;
     double storage = st->op_ns ? (double)st->svc_ns / (double)st->op_ns : 0;
+    double wait = st->cpu_wait_ns / el;
 
     /* Paths: weighted by what each carried, how much of the call it was busy. */
     double busy_w = 0, bytes_w = 0, slowest = 0;
-    int slow_i = -1, used = 0, at_cap = 0;
+    int slow_i = -1, used = 0, at_cap = 0, known_cap = 0;
     for (unsigned i = 0; i < st->npaths; i++) {
         const struct rio_path_stats *p = &st->path[i];
         if (!p->bytes)
@@ -73,6 +101,8 @@ void rio__stats_verdict(struct rio_stats *st)
             slowest = p->rate_mbps;
             slow_i = (int)i;
         }
+        if (p->cap_mbps > 0)
+            known_cap++;
         if (p->cap_mbps > 0 && p->rate_mbps >= 0.9 * p->cap_mbps)
             at_cap++;
     }
@@ -96,6 +126,14 @@ void rio__stats_verdict(struct rio_stats *st)
                  "paths busy %.0f%%",
                  who, top * 100, st->hash_ns / 1e6, st->verify_ns / 1e6, st->copy_ns / 1e6,
                  busy * 100);
+    } else if (wait >= CPU_WAIT && !(busy >= BUSY_SAT && known_cap && at_cap == known_cap)) {
+        /* Threads waited for a CPU, and the paths were not all running at
+         * their known caps: the machine, not the network, set the pace. */
+        st->verdict = RIO_VERDICT_SOFTWARE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "CPU contention: threads waited %.1f ms for a CPU in a %.1f ms call (the "
+                 "machine is busy); paths busy %.0f%%",
+                 st->cpu_wait_ns / 1e6, el / 1e6, busy * 100);
     } else if (busy >= BUSY_SAT) {
         st->verdict = RIO_VERDICT_NETWORK;
         snprintf(st->verdict_text, sizeof(st->verdict_text),
@@ -164,5 +202,9 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->transport_cpu_ns = tc > call->t0_cpu_transport ? tc - call->t0_cpu_transport : 0;
     uint64_t cc = rio__thread_cpu_ns();
     st->caller_cpu_ns = cc > call->t0_cpu_caller ? cc - call->t0_cpu_caller : 0;
+    if (call->want_stats) {
+        uint64_t w = rio__proc_run_delay_ns();
+        st->cpu_wait_ns = w > call->t0_run_delay ? w - call->t0_run_delay : 0;
+    }
     rio__stats_verdict(st);
 }

@@ -30,6 +30,18 @@
 #define EU_KIB 1024ull
 #define EU_MIB (1024ull * 1024ull)
 
+/* Sanitizer builds run several times slower: timing thresholds relax. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EU_SANITIZED 1
+#else
+#define EU_SANITIZED 0
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define EU_TSAN 1
+#else
+#define EU_TSAN 0
+#endif
+
 /* The chunk size most engine tests use: small, so a 1-8 MiB object has many. */
 #define EU_CHUNK (64 * EU_KIB)
 

@@ -4,12 +4,14 @@
  * under the cap however many callers there are; fail-fast mode refuses a call
  * with RIO_EBUSY at once while the budget is full.
  */
+#include <stdatomic.h>
+
 #include "engine_util.h"
 
 /* Samples the client's counters until told to stop; remembers the peak. */
 struct sampler {
     struct rio_client *c;
-    volatile int stop;
+    _Atomic int stop;
     uint64_t peak_bytes, peak_ops, samples;
     pthread_t th;
 };
@@ -19,7 +21,7 @@ static void *sampler_main(void *p)
     struct sampler *s = p;
     struct rio_counters k;
 
-    while (!s->stop) {
+    while (!atomic_load(&s->stop)) {
         rio_client_counters(s->c, &k);
         if (k.inflight_bytes > s->peak_bytes)
             s->peak_bytes = k.inflight_bytes;
@@ -58,7 +60,7 @@ TEST(budget_wait_two_callers)
     eu_get_job_start(&jb);
     eu_get_job_join(&ja);
     eu_get_job_join(&jb);
-    s.stop = 1;
+    atomic_store(&s.stop, 1);
     T_EQ(pthread_join(s.th, NULL), 0);
 
     T_EQ(ja.result, (int64_t)n);

@@ -544,3 +544,54 @@ TEST(poisoned_chunk_path_class_bounded)
     free(dst);
     eu_close(&e);
 }
+
+/* The only path resets once and comes back: the request waits out the
+ * cooldown, probes, and succeeds. */
+TEST(single_path_transient_disconnect_recovers)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://single-disc?paths=1&rate=200M", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 18, NULL);
+    eu_fault(e.c, "disconnect:op=read:chunk=6:count=1:bytes=1000:down=30ms");
+    eu_get_check(e.c, "o", n, 18, &call);
+    T_EQ(eu_faults_fired(e.c), 1u);
+    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_GE(st.path[0].errors, 1u);
+    T_EQ(st.path[0].state, 0); /* healthy again */
+    free(src);
+    eu_close(&e);
+}
+
+/* The object is deleted while a GET reads it: the GET fails with
+ * RIO_ENOTFOUND (never a partial success), and with RIO_ATOMIC the caller's
+ * buffer is untouched. */
+TEST(object_deleted_during_get)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://delget?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 19, NULL);
+    for (unsigned i = 0; i < 2; i++)
+        T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0)); /* ~125 ms */
+    struct eu_get_job j = {.c = e.c, .key = "o", .cap = n, .call = {.flags = RIO_ATOMIC}};
+    j.buf = eu_fill_buf(n, 0x6B);
+    eu_get_job_start(&j);
+    eu_sleep_ms(30);
+    T_OK(rio_delete(e.c, "o"));
+    eu_get_job_join(&j);
+    T_ERR(j.result, RIO_ENOTFOUND);
+    T_EQ(eu_count_byte(j.buf, n, 0x6B), n);
+    T_EQ(j.st.bytes, 0u);
+    free(j.buf);
+    free(src);
+    eu_close(&e);
+}

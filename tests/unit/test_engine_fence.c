@@ -65,6 +65,10 @@ TEST(late_write_reproduces_without_fence)
     struct rio_call call = {.deadline_ms = 150};
     const size_t n = 1 * EU_MIB;
 
+    /* The late write racing the caller's reuse of its buffer is the hazard
+     * itself: ThreadSanitizer rightly reports it, so this one runs without. */
+    if (EU_TSAN)
+        T_SKIP("a deliberate data race (the fence is off)");
     eu_opts(&o);
     eu_open(&e, "mock://latenf?paths=2&rate=400M", &o);
     uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);

@@ -174,4 +174,19 @@ TEST(verdict_rules)
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_NETWORK);
     T_GT(strlen(st.verdict_text), 0u);
+
+    /* Paths busy all the time at their cap are the limit, even when the
+     * machine is busy and threads waited for a CPU: the wait did not slow a
+     * transfer the links could not have carried faster. */
+    st.path[0].rate_mbps = 99;
+    st.path[0].cap_mbps = 100;
+    st.cpu_wait_ns = 400000000; /* 40% of the call */
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+
+    /* Idle paths and a long wait for a CPU: software (contention). */
+    st.path[0].busy_ns = 300000000;
+    st.path[0].rate_mbps = 30;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
 }
