@@ -20,6 +20,18 @@ PACKAGES=(
     # libraries
     libxxhash-dev
     libssl-dev
+    liburing-dev # file:// transport (io_uring)
+    fio          # file:// bench ceiling
+    libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
+    curl                 # s3 tests: SigV4 cross-checks with the curl CLI
+    python3              # s3 tests: tests/harness/s3fault.py
+    awscli               # s3 bench ceiling (railio bench s3://, aws s3 cp)
+    librados-dev # rados:// transport (librados)
+    ceph-mon     # rados tests: tests/harness/ceph.sh (single-host cluster)
+    ceph-osd
+    ceph-common
+    radosgw      # s3 tests: tests/harness/ceph.sh --rgw
+    iperf3       # railio:// bench ceiling (railio bench --ceiling)
 )
 
 usage() {

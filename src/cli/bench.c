@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "cli/bench_file.h"
 #include "cli/cli.h"
 #include "railio.h"
 
@@ -371,7 +372,11 @@ int rio_cli_bench(int argc, char **argv)
     }
     if (!strcmp(argv[0], "mock"))
         return bench_mock(argc - 1, argv + 1);
-    fprintf(stderr, "railio bench: unknown target '%s' (built: mock)\n", argv[0]);
+#ifdef RIO_HAVE_URING
+    if (!strncmp(argv[0], "file://", 7))
+        return rio_cli_bench_file(argc, argv);
+#endif
+    fprintf(stderr, "railio bench: unknown target '%s' (mock, file:///DIR)\n", argv[0]);
     return 2;
 }
 

@@ -304,9 +304,20 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
     return ret;
 }
 
-/* Hash every PUT chunk in source order while the engine sends the ready ones:
- * xxh3 first (it gates the chunk), then the stream MD5 (it only gates the
- * commit). Runs in the calling thread. */
+static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
+{
+    uint64_t off = k * r->chunk_size;
+    return r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+}
+
+/*
+ * Hash the PUTs of a call in the calling thread while the engine sends. First
+ * every chunk's xxh3, in source order, each published as soon as it is known
+ * (it gates that chunk; xxh3 runs at ~15 GB/s a core here). Then the stream
+ * MD5 (the etag) over every object, in source order, behind the transfer: at
+ * ~0.77 GB/s it would otherwise hold each chunk back, and it only gates the
+ * commit. A request that failed stops being hashed.
+ */
 static void hash_puts(struct rio_client *c, struct rio__call *call)
 {
     for (unsigned i = 0; i < call->nreq; i++) {
@@ -314,15 +325,23 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
         if (r->type != RIO_OP_PUT || r->decided || !r->nchunks)
             continue;
         uint64_t t0 = rio__now_ns();
-        for (uint64_t k = 0; k < r->nchunks; k++) {
-            if (atomic_load(&r->stop_hashing))
-                break;
-            uint64_t off = k * r->chunk_size;
-            uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
-            r->xxh[k] = rio__xxh3(r->data + off, len);
+        for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
+            r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
             atomic_store(&r->hashed, k + 1);
             rio__engine_kick(c);
-            if (rio__md5_update(&r->md5, r->data + off, len) < 0) {
+        }
+        call->hash_ns += rio__now_ns() - t0;
+    }
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->type != RIO_OP_PUT || r->nchunks == 0 || atomic_load(&r->hashed) != r->nchunks)
+            continue;
+        uint64_t t0 = rio__now_ns();
+        for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
+            if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, chunk_len_of(r, k)) < 0) {
+                /* Its chunks may all be sent already: the result, not only
+                 * the engine, must say it failed, so it is never committed. */
+                r->result = -ENOMEM;
                 rio__engine_fail_req(c, r, -ENOMEM);
                 break;
             }

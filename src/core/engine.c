@@ -181,7 +181,10 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
         return;
     r->decided = true;
     r->status = status;
-    atomic_store(&r->stop_hashing, 1);
+    /* A PUT that succeeded may still be hashed for its etag; one that
+     * failed needs no more hashing. */
+    if (status < 0)
+        atomic_store(&r->stop_hashing, 1);
     if (r->ring)
         pthread_cond_broadcast(&r->call->cond);
     if (status < 0) {

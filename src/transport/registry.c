@@ -9,17 +9,25 @@
 #include "transport/transport.h"
 
 extern const struct rio_transport_ops rio__mock_ops;
-/*
- * Later, each behind its build option:
- *   #ifdef RIO_HAVE_CURL   rio__s3_ops (s3, http, https)   #endif
- *   #ifdef RIO_HAVE_RADOS  rio__rados_ops                  #endif
- *   #ifdef RIO_HAVE_URING  rio__file_ops                   #endif
- *   rio__tcp_ops (railio) needs no external library.
- */
+#ifdef RIO_HAVE_URING
+extern const struct rio_transport_ops rio__file_ops;
+#endif
+#ifdef RIO_HAVE_RADOS
+extern const struct rio_transport_ops rio__rados_ops;
+#endif
 
+/* One entry a line, each behind its build option. */
+/* clang-format off */
 static const struct rio_transport_ops *const transports[] = {
     &rio__mock_ops,
+#ifdef RIO_HAVE_URING
+    &rio__file_ops,
+#endif
+#ifdef RIO_HAVE_RADOS
+    &rio__rados_ops,
+#endif
 };
+/* clang-format on */
 
 const struct rio_transport_ops *rio__transport_find(const char *scheme)
 {

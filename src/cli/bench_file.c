@@ -1,0 +1,795 @@
+/*
+ * railio bench file:///DIR: sequential and random reads and writes through
+ * the file:// transport, swept over chunk size, queues and commands in flight
+ * per queue, each row against fio with the same block size, queues (fio jobs,
+ * one ring each), depth per queue and direct flag, run right after railio on
+ * the same file system. The ratio railio/fio is the figure that matters:
+ * absolute rates on a shared disk move run to run.
+ *
+ * What each mode measures (docs/file.md says why):
+ *   seqwrite  rio_put of one SIZE object in CHUNK chunks (hashing, the
+ *             temporary file, the commit's fsync when sync=1 and the rename
+ *             included) vs fio rw=write over SIZE, end_fsync when sync=1.
+ *   seqread   rio_get of that object (every chunk verified against its
+ *             xxh3) vs fio rw=read of the same file.
+ *   randwrite rio_batch PUT of N objects of CHUNK bytes in shuffled order vs
+ *             fio rw=randwrite of N x CHUNK bytes over one file.
+ *   randread  rio_batch GET of those N objects in shuffled order (a lookup
+ *             and a file open per object) vs fio rw=randread over a file of
+ *             the same size. The engine reads whole objects, so "random
+ *             reads" are many one-chunk objects: the honest unit of a random
+ *             read in an object store.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/bench_file.h"
+#include "railio.h"
+
+#define MAXLIST 16
+
+enum { M_SEQWRITE = 0, M_SEQREAD, M_RANDWRITE, M_RANDREAD, M__COUNT };
+static const char *const mode_names[M__COUNT] = {"seqwrite", "seqread", "randwrite", "randread"};
+
+struct cfg {
+    const char *url;    /* as given */
+    char dir[4096];     /* the directory */
+    const char *params; /* the URL's "?..." part, or "" */
+    uint64_t size;
+    uint64_t chunks[MAXLIST];
+    unsigned nchunks;
+    unsigned queues[MAXLIST], nqueues;
+    unsigned inflight[MAXLIST], ninflight;
+    bool modes[M__COUNT];
+    int direct; /* 0 or 1 */
+    bool sync;
+    unsigned reps;
+    unsigned rand_objects;
+    bool fio, json;
+    const char *fio_bin;
+};
+
+struct row {
+    int mode;
+    uint64_t bs, bytes;
+    unsigned queues, inflight;
+    double railio_mbps, fio_mbps;
+    int err;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: railio bench file:///DIR[?direct=0|1&sync=0|1] [options]\n"
+            "  --size SIZE        bytes per sequential run (default 256M)\n"
+            "  --chunks LIST      chunk = fio block size (default 128K,2M)\n"
+            "  --queues LIST      io_uring rings = fio jobs (default 1,4)\n"
+            "  --inflight LIST    commands in flight per queue = fio iodepth (default 1,8)\n"
+            "  --modes LIST       seqwrite,seqread,randwrite,randread (default all)\n"
+            "  --rand-objects N   objects per random run, at most (default 512)\n"
+            "  --reps N           runs of each side per row; the median is shown (default 1)\n"
+            "  --no-fio           railio only\n"
+            "  --fio PATH         the fio program (default fio)\n"
+            "  --json             one JSON document on stdout instead of the table\n"
+            "The transport's direct and sync come from the URL (defaults: direct=1 here, sync=1);\n"
+            "fio runs with the same direct flag and end_fsync=sync.\n");
+}
+
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        v *= 1024;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v *= 1024 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v *= 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end == 'i' && end[1] == 'B')
+        end += 2;
+    else if (*end == 'B')
+        end++;
+    if (*end || v > 1e15)
+        return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_list_size(const char *s, uint64_t *out, unsigned *n)
+{
+    char buf[256], *save = NULL, *tok;
+
+    if (strlen(s) >= sizeof(buf))
+        return -1;
+    strcpy(buf, s);
+    *n = 0;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == MAXLIST || parse_size(tok, &out[*n]) < 0 || out[*n] == 0)
+            return -1;
+        (*n)++;
+    }
+    return *n ? 0 : -1;
+}
+
+static int parse_list_uint(const char *s, unsigned *out, unsigned *n, unsigned max)
+{
+    uint64_t v[MAXLIST];
+
+    if (parse_list_size(s, v, n) < 0)
+        return -1;
+    for (unsigned i = 0; i < *n; i++) {
+        if (v[i] > max)
+            return -1;
+        out[i] = (unsigned)v[i];
+    }
+    return 0;
+}
+
+/* "file:///a/b?x=y" -> dir "/a/b", params "?x=y". */
+static int split_url(struct cfg *c)
+{
+    const char *p = c->url, *q;
+    size_t n;
+
+    if (strncmp(p, "file://", 7) != 0)
+        return -1;
+    p += 7;
+    if (strncmp(p, "localhost/", 10) == 0)
+        p += 9;
+    if (*p != '/')
+        return -1;
+    q = strchr(p, '?');
+    n = q ? (size_t)(q - p) : strlen(p);
+    if (n == 0 || n >= sizeof(c->dir))
+        return -1;
+    memcpy(c->dir, p, n);
+    c->dir[n] = '\0';
+    while (n > 1 && c->dir[n - 1] == '/')
+        c->dir[--n] = '\0';
+    c->params = q ? q : "";
+    c->direct = 1;
+    c->sync = true;
+    if (q) {
+        const char *d = strstr(q, "direct=");
+        const char *s = strstr(q, "sync=");
+        if (d && (d[7] == '0' || !strncmp(d + 7, "off", 3) || !strncmp(d + 7, "false", 5)))
+            c->direct = 0;
+        if (s && (s[5] == '0' || !strncmp(s + 5, "off", 3) || !strncmp(s + 5, "false", 5)))
+            c->sync = false;
+    }
+    return 0;
+}
+
+static int parse_args(struct cfg *c, int argc, char **argv)
+{
+    memset(c, 0, sizeof(*c));
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))
+        return -1;
+    c->url = argv[0];
+    if (split_url(c) < 0) {
+        fprintf(stderr, "railio bench: expected file:///DIR, got '%s'\n", argv[0]);
+        return -1;
+    }
+    c->size = 256ull << 20;
+    c->chunks[0] = 128 << 10;
+    c->chunks[1] = 2 << 20;
+    c->nchunks = 2;
+    c->queues[0] = 1;
+    c->queues[1] = 4;
+    c->nqueues = 2;
+    c->inflight[0] = 1;
+    c->inflight[1] = 8;
+    c->ninflight = 2;
+    for (int m = 0; m < M__COUNT; m++)
+        c->modes[m] = true;
+    c->reps = 1;
+    c->rand_objects = 512;
+    c->fio = true;
+    c->fio_bin = "fio";
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int bad = 0;
+        if (!strcmp(a, "--json")) {
+            c->json = true;
+            continue;
+        }
+        if (!strcmp(a, "--no-fio")) {
+            c->fio = false;
+            continue;
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (!strcmp(a, "--size")) {
+            bad = parse_size(v, &c->size) < 0 || c->size == 0;
+        } else if (!strcmp(a, "--chunks")) {
+            bad = parse_list_size(v, c->chunks, &c->nchunks) < 0;
+            for (unsigned k = 0; !bad && k < c->nchunks; k++)
+                bad = c->chunks[k] < 4096 || c->chunks[k] > (1u << 30) || c->chunks[k] % 4096;
+        } else if (!strcmp(a, "--queues")) {
+            bad = parse_list_uint(v, c->queues, &c->nqueues, RIO_MAX_PATHS) < 0;
+            for (unsigned k = 0; !bad && k < c->nqueues; k++)
+                bad = c->queues[k] == 0;
+        } else if (!strcmp(a, "--inflight")) {
+            bad = parse_list_uint(v, c->inflight, &c->ninflight, 1024) < 0;
+            for (unsigned k = 0; !bad && k < c->ninflight; k++)
+                bad = c->inflight[k] == 0;
+        } else if (!strcmp(a, "--modes")) {
+            char buf[128], *save = NULL, *tok;
+            memset(c->modes, 0, sizeof(c->modes));
+            bad = strlen(v) >= sizeof(buf);
+            if (!bad) {
+                strcpy(buf, v);
+                for (tok = strtok_r(buf, ",", &save); tok && !bad;
+                     tok = strtok_r(NULL, ",", &save)) {
+                    int m;
+                    for (m = 0; m < M__COUNT && strcmp(tok, mode_names[m]); m++)
+                        ;
+                    bad = m == M__COUNT;
+                    if (!bad)
+                        c->modes[m] = true;
+                }
+            }
+        } else if (!strcmp(a, "--rand-objects")) {
+            uint64_t n;
+            bad = parse_size(v, &n) < 0 || n == 0 || n > 65536;
+            c->rand_objects = (unsigned)n;
+        } else if (!strcmp(a, "--reps")) {
+            uint64_t n;
+            bad = parse_size(v, &n) < 0 || n == 0 || n > 99;
+            c->reps = (unsigned)n;
+        } else if (!strcmp(a, "--fio")) {
+            c->fio_bin = v;
+        } else {
+            bad = 1;
+        }
+        if (bad) {
+            fprintf(stderr, "railio bench: bad option %s %s\n", a, v);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ fio */
+
+/* Run argv, capture its stdout (malloc'd, NUL-terminated). Returns the exit
+ * status, or -1 if it could not run. */
+static int run_capture(char *const argv[], char **out)
+{
+    int pfd[2], status;
+    size_t len = 0, cap = 65536;
+    char *buf;
+    pid_t pid;
+
+    *out = NULL;
+    if (pipe(pfd) < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(pfd[1], 1);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        close(pfd[0]);
+        close(pfd[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(pfd[1]);
+    buf = malloc(cap);
+    for (;;) {
+        ssize_t n;
+        if (buf && len + 4096 > cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            } else {
+                buf = nb;
+                cap *= 2;
+            }
+        }
+        if (!buf) {
+            char sink[4096];
+            n = read(pfd[0], sink, sizeof(sink));
+        } else {
+            n = read(pfd[0], buf + len, cap - len - 1);
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (buf)
+            len += (size_t)n;
+    }
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (buf)
+        buf[len] = '\0';
+    *out = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* bw_bytes of the "read" or "write" section of fio's JSON (group reporting). */
+static double fio_bw(const char *json, const char *dir)
+{
+    char key[32];
+    const char *p, *b;
+
+    snprintf(key, sizeof(key), "\"%s\" : {", dir);
+    p = strstr(json, key);
+    if (!p)
+        return -1;
+    b = strstr(p, "\"bw_bytes\" : ");
+    if (!b)
+        return -1;
+    return strtod(b + 13, NULL);
+}
+
+static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t bs, uint64_t bytes,
+                      unsigned q, unsigned depth)
+{
+    static const char *const rw[M__COUNT] = {"write", "read", "randwrite", "randread"};
+    char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_jobs[32], a_depth[32], a_direct[32],
+        a_off[64], a_io[64], a_fsync[32];
+    char *out = NULL, *argv[24];
+    int n = 0, st;
+    double bw;
+    bool rnd = mode == M_RANDREAD || mode == M_RANDWRITE;
+    uint64_t per = bytes / q / bs * bs;
+
+    if (per == 0)
+        per = bs;
+    snprintf(a_file, sizeof(a_file), "--filename=%s", file);
+    snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
+    snprintf(a_rw, sizeof(a_rw), "--rw=%s", rw[mode]);
+    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
+    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
+    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
+    /* Durability as railio's: a sequential PUT syncs once at its commit, a
+     * random PUT is one object, committed (synced) each. */
+    if (c->sync && mode == M_RANDWRITE)
+        snprintf(a_fsync, sizeof(a_fsync), "--fsync=1");
+    else
+        snprintf(a_fsync, sizeof(a_fsync), "--end_fsync=%d", c->sync && mode == M_SEQWRITE);
+    /* railio's PUT always writes a new file (then renames it): so does fio. */
+    if (mode == M_SEQWRITE || mode == M_RANDWRITE)
+        unlink(file);
+    argv[n++] = (char *)c->fio_bin;
+    argv[n++] = "--name=railio-bench";
+    argv[n++] = a_file;
+    argv[n++] = "--ioengine=io_uring";
+    argv[n++] = a_rw;
+    argv[n++] = a_bs;
+    argv[n++] = a_jobs;
+    argv[n++] = a_depth;
+    argv[n++] = a_direct;
+    argv[n++] = a_fsync;
+    argv[n++] = "--group_reporting";
+    argv[n++] = "--output-format=json";
+    if (rnd) {
+        /* Every job over the whole file, each moving its share. */
+        snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)(per * q));
+        snprintf(a_io, sizeof(a_io), "--io_size=%llu", (unsigned long long)per);
+        argv[n++] = a_size;
+        argv[n++] = a_io;
+        argv[n++] = "--randrepeat=0";
+        argv[n++] = "--norandommap";
+    } else {
+        /* One slice per job, read or written in order, like a queue of chunks. */
+        snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)per);
+        snprintf(a_off, sizeof(a_off), "--offset_increment=%llu", (unsigned long long)per);
+        argv[n++] = a_size;
+        argv[n++] = a_off;
+    }
+    if (mode == M_SEQREAD || mode == M_RANDREAD)
+        argv[n++] = "--readonly";
+    argv[n] = NULL;
+    st = run_capture(argv, &out);
+    if (st != 0 || !out) {
+        free(out);
+        return -1;
+    }
+    bw = fio_bw(out, mode == M_SEQREAD || mode == M_RANDREAD ? "read" : "write");
+    free(out);
+    return bw < 0 ? -1 : bw / 1e6;
+}
+
+/* --------------------------------------------------------------- railio */
+
+static void fill(uint8_t *p, size_t n, uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        memcpy(p + i, &x, 8);
+    }
+    for (; i < n; i++)
+        p[i] = (uint8_t)i;
+}
+
+static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned depth,
+                       struct rio_client **out)
+{
+    struct rio_options o;
+    char url[4400];
+
+    rio_options_init(&o);
+    o.chunk_size = bs;
+    o.paths = q;
+    o.depth = depth;
+    o.budget_bytes = (uint64_t)q * depth * bs + bs;
+    if (o.budget_bytes < (256ull << 20))
+        o.budget_bytes = 256ull << 20;
+    o.deadline_ms = 600000;
+    o.op_timeout_ms = 60000;
+    snprintf(url, sizeof(url), "file://%s/railio-bench%s%sdirect=%d", c->dir, c->params,
+             *c->params ? "&" : "?", c->direct);
+    return rio_client_new(url, &o, out);
+}
+
+/* Drop the file's pages from the page cache (buffered runs start cold). */
+static void drop_cache(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    close(fd);
+}
+
+struct rand_set {
+    unsigned n, cap;
+    char (*keys)[32];
+    unsigned *order;
+};
+
+static void shuffle(unsigned *a, unsigned n, uint64_t *rng)
+{
+    for (unsigned i = n; i > 1; i--) {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        unsigned j = (unsigned)(*rng % i);
+        unsigned t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+/* One railio run of a mode; MB/s, or < 0 (the error) on failure. */
+static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *buf,
+                         struct rand_set *rs, unsigned q, unsigned depth, uint64_t *rng)
+{
+    struct rio_client *cl;
+    double t0, dt, bytes;
+    int ret;
+
+    ret = client_open(c, bs, q, depth, &cl);
+    if (ret < 0)
+        return ret;
+    if (mode == M_SEQWRITE || mode == M_SEQREAD) {
+        if (mode == M_SEQREAD && !c->direct) {
+            char p[4200];
+            snprintf(p, sizeof(p), "%s/railio-bench/seq", c->dir);
+            drop_cache(p);
+        }
+        t0 = now_s();
+        if (mode == M_SEQWRITE)
+            ret = rio_put(cl, "seq", buf, c->size, NULL, NULL);
+        else {
+            int64_t g = rio_get(cl, "seq", buf, c->size, NULL);
+            ret = g == (int64_t)c->size ? 0 : g < 0 ? (int)g : RIO_ESHORT;
+        }
+        dt = now_s() - t0;
+        bytes = (double)c->size;
+    } else {
+        struct rio_op *ops = calloc(rs->n, sizeof(*ops));
+        if (!ops) {
+            rio_client_destroy(cl);
+            return -ENOMEM;
+        }
+        shuffle(rs->order, rs->n, rng);
+        for (unsigned i = 0; i < rs->n; i++) {
+            unsigned k = rs->order[i];
+            ops[i].type = mode == M_RANDWRITE ? RIO_OP_PUT : RIO_OP_GET;
+            ops[i].key = rs->keys[k];
+            ops[i].buf = buf + (size_t)k * bs;
+            ops[i].len = bs;
+            if (mode == M_RANDREAD && !c->direct) {
+                char p[4200];
+                snprintf(p, sizeof(p), "%s/railio-bench/%s", c->dir, rs->keys[k]);
+                drop_cache(p);
+            }
+        }
+        t0 = now_s();
+        ret = rio_batch(cl, ops, rs->n, NULL);
+        dt = now_s() - t0;
+        if (ret >= 0 && (unsigned)ret != rs->n) {
+            for (unsigned i = 0; i < rs->n; i++)
+                if (ops[i].result < 0) {
+                    ret = (int)ops[i].result;
+                    break;
+                }
+        } else if (ret >= 0) {
+            ret = 0;
+        }
+        free(ops);
+        bytes = (double)rs->n * (double)bs;
+    }
+    rio_client_destroy(cl);
+    if (ret < 0)
+        return ret;
+    return dt > 0 ? bytes / dt / 1e6 : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, unsigned n)
+{
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static void print_header(const struct cfg *c)
+{
+    struct utsname un;
+    struct statfs fs;
+    const char *fst = "?";
+    double load;
+
+    if (statfs(c->dir, &fs) == 0)
+        fst = fs.f_type == 0xEF53       ? "ext4/ext3"
+              : fs.f_type == 0x01021994 ? "tmpfs"
+              : fs.f_type == 0x58465342 ? "xfs"
+              : fs.f_type == 0x9123683E ? "btrfs"
+                                        : "other";
+    uname(&un);
+    if (getloadavg(&load, 1) != 1)
+        load = -1;
+    printf("railio bench %s: file system %s, kernel %s, %ld cores, load average %.1f\n", c->url,
+           fst, un.release, sysconf(_SC_NPROCESSORS_ONLN), load);
+    printf("size %llu MiB, direct=%d, sync=%d, reps %u (median), ceiling: fio (io_uring) same "
+           "run\n\n",
+           (unsigned long long)(c->size >> 20), c->direct, c->sync, c->reps);
+    printf("%-10s %6s %6s %8s %12s %10s %7s\n", "mode", "chunk", "queues", "inflight",
+           "railio MB/s", "fio MB/s", "ratio");
+}
+
+static void print_row(const struct row *r)
+{
+    char bs[16];
+
+    if (r->bs >= (1u << 20))
+        snprintf(bs, sizeof(bs), "%lluM", (unsigned long long)(r->bs >> 20));
+    else
+        snprintf(bs, sizeof(bs), "%lluK", (unsigned long long)(r->bs >> 10));
+    if (r->err) {
+        printf("%-10s %6s %6u %8u   error %d %s\n", mode_names[r->mode], bs, r->queues, r->inflight,
+               r->err, rio_errname(r->err));
+        return;
+    }
+    printf("%-10s %6s %6u %8u %12.0f", mode_names[r->mode], bs, r->queues, r->inflight,
+           r->railio_mbps);
+    if (r->fio_mbps > 0)
+        printf(" %10.0f %7.2f\n", r->fio_mbps, r->railio_mbps / r->fio_mbps);
+    else
+        printf(" %10s %7s\n", "-", "-");
+    fflush(stdout);
+}
+
+static void print_json(const struct cfg *c, const struct row *rows, unsigned n)
+{
+    printf("{\"url\":\"%s\",\"size\":%llu,\"direct\":%d,\"sync\":%d,\"reps\":%u,\"rows\":[", c->url,
+           (unsigned long long)c->size, c->direct, c->sync, c->reps);
+    for (unsigned i = 0; i < n; i++) {
+        const struct row *r = &rows[i];
+        printf("%s{\"mode\":\"%s\",\"chunk\":%llu,\"bytes\":%llu,\"queues\":%u,\"inflight\":%u,"
+               "\"railio_mbps\":%.1f,\"fio_mbps\":%.1f,\"ratio\":%.3f,\"error\":%d}",
+               i ? "," : "", mode_names[r->mode], (unsigned long long)r->bs,
+               (unsigned long long)r->bytes, r->queues, r->inflight, r->railio_mbps, r->fio_mbps,
+               r->fio_mbps > 0 ? r->railio_mbps / r->fio_mbps : 0.0, r->err);
+    }
+    printf("]}\n");
+}
+
+/* ------------------------------------------------------------------ main */
+
+static int rm_tree_files(const char *dir, const struct rand_set *rs)
+{
+    char p[4200];
+
+    for (unsigned i = 0; rs && i < rs->cap; i++) {
+        snprintf(p, sizeof(p), "%s/railio-bench/%s", dir, rs->keys[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof(p), "%s/railio-bench/rand", dir);
+    rmdir(p);
+    snprintf(p, sizeof(p), "%s/railio-bench/seq", dir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/railio-bench/fio-w", dir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/railio-bench/fio-rw", dir);
+    unlink(p);
+    snprintf(p, sizeof(p), "%s/railio-bench", dir);
+    return rmdir(p);
+}
+
+int rio_cli_bench_file(int argc, char **argv)
+{
+    struct cfg c;
+    struct row *rows;
+    unsigned nrows = 0, maxrows;
+    uint64_t maxbs = 0, rng = 0x243f6a8885a308d3ull;
+    struct rand_set rs = {0};
+    uint8_t *buf = NULL;
+    char path[4200], seqfile[4300], fiow[4300];
+    int rc = 0;
+
+    if (parse_args(&c, argc, argv) < 0) {
+        usage();
+        return 2;
+    }
+    for (unsigned i = 0; i < c.nchunks; i++)
+        maxbs = c.chunks[i] > maxbs ? c.chunks[i] : maxbs;
+    snprintf(path, sizeof(path), "%s/railio-bench", c.dir);
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "railio bench: mkdir %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    snprintf(seqfile, sizeof(seqfile), "%s/seq", path);
+    snprintf(fiow, sizeof(fiow), "%s/fio-w", path);
+    rs.keys = calloc(c.rand_objects, sizeof(*rs.keys));
+    rs.cap = c.rand_objects;
+    for (unsigned i = 0; rs.keys && i < rs.cap; i++)
+        snprintf(rs.keys[i], sizeof(rs.keys[i]), "rand/%05u", i);
+    rs.order = calloc(c.rand_objects, sizeof(*rs.order));
+    maxrows = c.nchunks * c.nqueues * c.ninflight * M__COUNT;
+    rows = calloc(maxrows, sizeof(*rows));
+    size_t bufsz =
+        c.size > (uint64_t)c.rand_objects * maxbs ? c.size : (uint64_t)c.rand_objects * maxbs;
+    if (!rs.keys || !rs.order || !rows || posix_memalign((void **)&buf, 4096, bufsz) != 0) {
+        fprintf(stderr, "railio bench: out of memory\n");
+        rc = 1;
+        goto out;
+    }
+    fill(buf, bufsz, 1);
+    if (!c.json)
+        print_header(&c);
+
+    for (unsigned ci = 0; ci < c.nchunks; ci++) {
+        uint64_t bs = c.chunks[ci];
+        rs.n = (unsigned)(c.size / bs < c.rand_objects ? c.size / bs : c.rand_objects);
+        if (rs.n == 0)
+            rs.n = 1;
+        for (unsigned i = 0; i < rs.n; i++)
+            rs.order[i] = i;
+        for (int m = 0; m < M__COUNT; m++) {
+            if (!c.modes[m])
+                continue;
+            /* Reads need their objects: written by the write mode of this
+             * chunk size, or here when that mode is off. */
+            if (m == M_RANDREAD && c.fio && !c.modes[M_SEQWRITE] && !c.modes[M_SEQREAD] &&
+                run_railio(&c, M_SEQWRITE, bs, buf, &rs, 1, 8, &rng) < 0) {
+                /* fio's random reads go over the sequential object's file. */
+                fprintf(stderr, "railio bench: setup failed\n");
+                rc = 1;
+                goto out;
+            }
+            if ((m == M_SEQREAD && !c.modes[M_SEQWRITE]) ||
+                (m == M_RANDREAD && !c.modes[M_RANDWRITE])) {
+                double r = run_railio(&c, m == M_SEQREAD ? M_SEQWRITE : M_RANDWRITE, bs, buf, &rs,
+                                      1, 8, &rng);
+                if (r < 0) {
+                    fprintf(stderr, "railio bench: setup failed: %s\n", rio_errname((int)r));
+                    rc = 1;
+                    goto out;
+                }
+            }
+            for (unsigned qi = 0; qi < c.nqueues; qi++) {
+                for (unsigned ii = 0; ii < c.ninflight; ii++) {
+                    struct row *r = &rows[nrows++];
+                    double rv[99], fv[99];
+                    unsigned nf = 0;
+                    r->mode = m;
+                    r->bs = bs;
+                    r->queues = c.queues[qi];
+                    r->inflight = c.inflight[ii];
+                    r->bytes = m == M_SEQREAD || m == M_SEQWRITE ? c.size : (uint64_t)rs.n * bs;
+                    for (unsigned k = 0; k < c.reps && !r->err; k++) {
+                        /* Alternate who goes first: the second reader of a
+                         * file often finds it warmer (host caches). */
+                        bool fio_first = c.fio && (k + nrows) % 2 == 1;
+                        const char *f = m == M_SEQWRITE || m == M_RANDWRITE ? fiow : seqfile;
+                        double fb = -1, v;
+                        if (fio_first)
+                            fb = run_fio(&c, m, f, bs, r->bytes, r->queues, r->inflight);
+                        v = run_railio(&c, m, bs, buf, &rs, r->queues, r->inflight, &rng);
+                        if (v < 0) {
+                            r->err = (int)v;
+                            break;
+                        }
+                        rv[k] = v;
+                        if (c.fio && !fio_first)
+                            fb = run_fio(&c, m, f, bs, r->bytes, r->queues, r->inflight);
+                        if (fb > 0)
+                            fv[nf++] = fb;
+                    }
+                    if (!r->err) {
+                        r->railio_mbps = median(rv, c.reps);
+                        r->fio_mbps = nf ? median(fv, nf) : 0;
+                    } else {
+                        rc = 1;
+                    }
+                    if (!c.json)
+                        print_row(r);
+                }
+            }
+        }
+    }
+    if (c.json)
+        print_json(&c, rows, nrows);
+out:
+    rm_tree_files(c.dir, &rs);
+    free(buf);
+    free(rows);
+    free(rs.keys);
+    free(rs.order);
+    return rc;
+}

@@ -1,0 +1,2036 @@
+/*
+ * file:///DIR and file:///PATH?single=1: objects as files, moved with io_uring.
+ *
+ * Objects. In directory mode the object under KEY is the file DIR/KEY (keys
+ * may name subdirectories; "..", "." and empty components and a leading '/'
+ * are refused). With ?single=1 the URL names one file or block device and
+ * every key means that one object. docs/file.md is the user's page.
+ *
+ * Queues. Each path is one io_uring ring ("queue") with `depth` op slots; one
+ * eventfd is registered with every ring, so the engine thread's reap waits on
+ * all of them at once with one poll(), next to a second eventfd that wake()
+ * writes. An op is one chunk; it moves in steps (one SQE in flight at a time):
+ * a step is O_DIRECT when the file allows it and the step's offset, length and
+ * memory are aligned, buffered otherwise. A short step is never success: the
+ * op continues from where it stopped, and a step that moves 0 bytes (EOF) ends
+ * the op with RIO_ESHORT. Every other error ends the op with its errno.
+ *
+ * O_DIRECT and buffered writes never share a page: a direct step covers whole
+ * units (max(page size, the file's direct offset alignment)), starting on a
+ * unit boundary, and every buffered step covers bytes outside every direct
+ * step. So a buffered tail can never dirty a page that a direct write
+ * invalidates. Memory that is not aligned for O_DIRECT goes through a small
+ * pool of bounce buffers the transport owns (registered with the ring when
+ * the kernel allows); the caller's memory is never registered, so a freed and
+ * reallocated caller buffer can never receive another call's bytes.
+ *
+ * Reads. lookup opens the file, and the open file (buffered and O_DIRECT
+ * descriptors) is kept in a small cache keyed by (key, generation), which the
+ * READ ops of the GET then use; the generation is a hash of (dev, inode, size,
+ * mtime, ctime), so a file replaced or modified since the lookup is refused
+ * with RIO_EGENERATION at open, and every READ op fstat()s the file again when
+ * it ends: a file modified while it is being read ends the op with
+ * RIO_EGENERATION instead of handing back a mix.
+ *
+ * Writes. put_open creates DIR/.KEY.railio-tmp-<random> (O_EXCL, preallocated),
+ * WRITE ops land at their offsets, put_commit stores the chunk checksums in the
+ * xattr user.railio.xxh (when the file system takes it), fsyncs (sync=1), renames
+ * over DIR/KEY and fsyncs the directory; put_abort unlinks the temporary file.
+ *
+ * Locks. ring->mu guards a ring's SQ, its op slots and its bounce pool (the
+ * engine submits under its own mutex, but cancel may come from any thread and
+ * reap resubmits continuations). t->fmu guards the file cache and the uploads'
+ * counters. They are never nested, and complete() is called with neither held.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/internal.h"
+#include "core/url.h"
+#include "railio.h"
+#include "transport/file.h"
+#include "transport/transport.h"
+
+extern const struct rio_transport_ops rio__file_ops;
+
+#define NS_PER_MS 1000000ull
+#define NEVER UINT64_MAX
+
+#define FILE_MAX_DEPTH 1024u           /* the engine's own cap on depth */
+#define FILE_STEP_MAX (1u << 30)       /* one SQE moves at most 1 GiB (len is 32 bits) */
+#define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each) */
+#define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size */
+#define FILE_BOUNCE_MAX (64u << 20)
+#define FILE_BOUNCE_SLOTS 8u /* bounce buffers per ring, at most */
+#define FILE_EAGAIN_MAX 64u  /* resubmits of a step the kernel answered -EAGAIN */
+#define FILE_CLOSE_WAIT_MS 10000u
+
+/* user_data: the op's slot in the top 16 bits, a per-ring sequence below, so a
+ * late cancel can never match the next op of the same slot. */
+#define UD_SLOT_SHIFT 48
+#define UD_SEQ_MASK ((1ull << UD_SLOT_SHIFT) - 1)
+#define UD_CANCEL_SLOT 0xFFFFull
+
+#define XATTR_NAME "user.railio.xxh"
+#define XREC_MAGIC "railio1"
+#define XREC_HDR (8 + 4 * 8 + 48)
+#define UPLOAD_MAGIC 0x66696c6575706c64ull
+
+enum { DIRECT_OFF = 0, DIRECT_ON = 1, DIRECT_AUTO = 2 };
+enum { OP_FREE = 0, OP_RUN, OP_HELD, OP_FINISH };
+
+/* An open object for READs: a cache entry under t->fmu. */
+struct ffile {
+    struct ffile *prev, *next; /* LRU list, most recent first */
+    unsigned refs;             /* READ ops using it */
+    bool dead;                 /* out of the cache; closed at the last release */
+    int fd, dfd;               /* buffered, O_DIRECT (-1: none) */
+    uint32_t unit, mem;        /* direct step granularity and memory alignment */
+    uint64_t size, gen, khash;
+    char key[];
+};
+
+struct fupload {
+    uint64_t magic;
+    unsigned refs; /* under t->fmu: the caller's handle + WRITE ops in flight */
+    int fd, dfd;
+    uint32_t unit, mem;
+    bool inplace; /* a block device written in place: no temporary file */
+    uint64_t size, chunk_size, nchunks;
+    uint8_t *written; /* under t->fmu: bitmap of chunks written whole */
+    char *tmp, *final, *key;
+};
+
+struct fring;
+
+struct fop {
+    struct rio_io *io;
+    struct fring *ring;
+    struct ffile *f;     /* READ */
+    struct fupload *up;  /* WRITE */
+    struct fop *next;    /* free list, held list or finish list */
+    uint64_t ud;         /* user_data of the step in flight */
+    uint64_t done;       /* bytes moved by finished steps */
+    uint64_t t0;         /* submit time */
+    uint64_t hold_until; /* test fault: held after its I/O until then */
+    int64_t res;         /* the op's result once it ends */
+    uint32_t cur_len;    /* the step in flight */
+    int bounce;          /* bounce slot of the step in flight, -1 none */
+    unsigned eagain;
+    uint16_t slot;
+    uint8_t state;
+    bool cancel_req;
+    bool cur_direct;
+    bool no_direct; /* a direct step failed with EINVAL: buffered from now on */
+    bool stepped;   /* the first step ended (test faults fire on it) */
+    bool fired;     /* a test fault fired at its end (counted under the ring lock) */
+};
+
+struct fring {
+    struct io_uring ring;
+    pthread_mutex_t mu;
+    bool ring_ok, mu_ok;
+    /* under mu */
+    struct fop *ops; /* depth slots */
+    struct fop *free_ops;
+    struct fop *held; /* ops held by the delay fault */
+    unsigned inflight;
+    unsigned cancels; /* cancel SQEs whose CQE is not reaped yet */
+    unsigned unsubmitted;
+    uint64_t seq;
+    uint8_t *bounce;
+    unsigned nbounce;
+    uint32_t bounce_free; /* bit i: slot i free */
+    bool bounce_reg, bounce_tried;
+    struct rio_file_counters ctr; /* inflight unused here: see r->inflight */
+};
+
+struct ffaults {
+    int64_t eio_chunk, short_chunk, eof_chunk; /* -1: off */
+    int fail_queue, delay_queue;               /* -1: off */
+    uint32_t delay_ms;
+    uint32_t count; /* each fault fires at most count times; 0 = always */
+    int err;        /* error the eio/fail faults inject, default -EIO */
+    int op;         /* 0 any, RIO_IO_READ or RIO_IO_WRITE */
+    /* fired counters: under the ring mutex of the op (per-ring is enough for
+     * the tests, which read them only when idle) */
+    uint32_t fired_eio, fired_short, fired_eof, fired_fail;
+    bool any;
+};
+
+struct ftransport {
+    struct rio_transport base;
+    char *root; /* absolute, no trailing '/' (except "/") */
+    bool single, blockdev, inplace, sync;
+    int direct;
+    uint32_t bounce_size;
+    unsigned depth, page;
+    int cq_efd, wake_efd;
+    struct rio_io **ready; /* reap's list of ops to complete: npaths x depth */
+    struct ffaults fault;
+    struct fring rings[RIO_MAX_PATHS];
+
+    pthread_mutex_t fmu;
+    /* under fmu */
+    struct ffile *lru_head, *lru_tail;
+    unsigned nfiles;
+    uint64_t rng;
+};
+
+static struct ftransport *ft(struct rio_transport *t)
+{
+    return (struct ftransport *)t;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+    return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static void close_fd(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* ------------------------------------------------------------- paths, keys */
+
+/* Directory mode: 1..RIO_KEY_MAX bytes, relative, no "", "." or ".." component. */
+static int key_check(const char *key)
+{
+    size_t n;
+    const char *p;
+
+    if (!key)
+        return RIO_EINVAL;
+    n = strnlen(key, RIO_KEY_MAX + 1);
+    if (n == 0 || n > RIO_KEY_MAX || key[0] == '/')
+        return RIO_EINVAL;
+    for (p = key;;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0 || (l == 1 && p[0] == '.') || (l == 2 && p[0] == '.' && p[1] == '.'))
+            return RIO_EINVAL;
+        if (l > NAME_MAX)
+            return -ENAMETOOLONG;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+/* The file that holds key (rio__malloc'd). */
+static int key_path(struct ftransport *t, const char *key, char **out)
+{
+    size_t rl, kl;
+    char *p;
+    int ret;
+
+    if (t->single) {
+        if (!key || !*key)
+            return RIO_EINVAL;
+        p = rio__strdup(t->root);
+        if (!p)
+            return -ENOMEM;
+        *out = p;
+        return 0;
+    }
+    ret = key_check(key);
+    if (ret < 0)
+        return ret;
+    rl = strlen(t->root);
+    kl = strlen(key);
+    if (rl + 1 + kl >= PATH_MAX)
+        return -ENAMETOOLONG;
+    p = rio__malloc(rl + kl + 2);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, t->root, rl);
+    p[rl] = '/';
+    memcpy(p + rl + 1, key, kl + 1);
+    *out = p;
+    return 0;
+}
+
+/* The key the cache files an object under ("" for the single object). */
+static const char *cache_key(struct ftransport *t, const char *key)
+{
+    return t->single ? "" : key;
+}
+
+static int open_err(int e)
+{
+    return e == ENOENT || e == ENOTDIR ? RIO_ENOTFOUND : -e;
+}
+
+/* ------------------------------------------------------------ generations */
+
+static uint64_t gen_of(const struct stat *st, uint64_t size)
+{
+    uint64_t v[5];
+    uint64_t h;
+
+    v[0] = (uint64_t)st->st_dev;
+    v[1] = S_ISBLK(st->st_mode) ? (uint64_t)st->st_rdev : (uint64_t)st->st_ino;
+    v[2] = size;
+    /* A block device's timestamps say nothing about its contents. */
+    v[3] = S_ISBLK(st->st_mode) ? 0 : ts_ns(&st->st_mtim);
+    v[4] = S_ISBLK(st->st_mode) ? 0 : ts_ns(&st->st_ctim);
+    h = rio__xxh3(v, sizeof(v));
+    return h ? h : 1;
+}
+
+/* Size of what fd holds: a regular file's length or a block device's. */
+static int fd_size(int fd, const struct stat *st, uint64_t *out)
+{
+    if (S_ISBLK(st->st_mode)) {
+        uint64_t n;
+        if (ioctl(fd, BLKGETSIZE64, &n) < 0)
+            return -errno;
+        *out = n;
+        return 0;
+    }
+    *out = (uint64_t)st->st_size;
+    return 0;
+}
+
+/* Direct I/O geometry of fd: memory alignment and the step unit
+ * (max(page, offset alignment)). Unknown alignment: 4096 for both. */
+static void dio_geometry(struct ftransport *t, int fd, const struct stat *st, uint32_t *unit,
+                         uint32_t *mem)
+{
+    uint32_t off_al = 0, mem_al = 0;
+    struct statx sx;
+
+#ifdef STATX_DIOALIGN
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+        sx.stx_dio_offset_align) {
+        off_al = sx.stx_dio_offset_align;
+        mem_al = sx.stx_dio_mem_align;
+    }
+#else
+    (void)sx;
+#endif
+    if (!off_al && S_ISBLK(st->st_mode)) {
+        int lbs = 0;
+        if (ioctl(fd, BLKSSZGET, &lbs) == 0 && lbs > 0)
+            off_al = mem_al = (uint32_t)lbs;
+    }
+    if (!off_al)
+        off_al = mem_al = 4096;
+    if (mem_al < 1)
+        mem_al = 1;
+    *unit = off_al > t->page ? off_al : t->page;
+    *mem = mem_al;
+}
+
+/* A second, O_DIRECT descriptor of the file fd has open at path, or -1.
+ * Returns 0, or an error when direct=1 and the file refuses O_DIRECT. */
+static int open_direct(struct ftransport *t, const char *path, int flags, const struct stat *st,
+                       int *out)
+{
+    struct stat st2;
+    int fd;
+
+    *out = -1;
+    if (t->direct == DIRECT_OFF)
+        return 0;
+    fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+    if (fd < 0) {
+        if (t->direct == DIRECT_ON)
+            return -errno;
+        return 0; /* auto: this file system or file has no O_DIRECT */
+    }
+    /* The same file as the buffered descriptor, or none (it was replaced
+     * between the two opens: the generation check catches the rest). */
+    if (fstat(fd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
+        close(fd);
+        return 0;
+    }
+    *out = fd;
+    return 0;
+}
+
+/* ----------------------------------------------------------- xattr record */
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/*
+ * The checksum record: "railio1\0", size, chunk_size, nchunks, mtime_ns (all
+ * u64 LE), etag (48 bytes), xxh[nchunks] (u64 LE), then the xxh3 of all of it.
+ * It describes the file only while the file's size and mtime are the ones it
+ * names: a file modified after its PUT is served without checksums.
+ */
+static int xrec_store(int fd, const struct rio_desc *d, uint64_t mtime_ns)
+{
+    size_t n = XREC_HDR + (size_t)d->nchunks * 8 + 8;
+    uint8_t *b;
+    int ret = 0;
+
+    if (d->nchunks > (XATTR_SIZE_MAX - XREC_HDR - 8) / 8)
+        return 0; /* cannot fit any file system's xattr: stored without */
+    b = rio__calloc(1, n);
+    if (!b)
+        return -ENOMEM;
+    memcpy(b, XREC_MAGIC, 8);
+    put_le64(b + 8, d->size);
+    put_le64(b + 16, d->chunk_size);
+    put_le64(b + 24, d->nchunks);
+    put_le64(b + 32, mtime_ns);
+    memcpy(b + 40, d->etag, 47);
+    for (uint64_t i = 0; i < d->nchunks; i++)
+        put_le64(b + XREC_HDR + i * 8, d->xxh[i]);
+    put_le64(b + n - 8, rio__xxh3(b, n - 8));
+    if (fsetxattr(fd, XATTR_NAME, b, n, 0) < 0) {
+        /* Too big for this file system, or no user xattrs: the object is
+         * stored without checksums, which lookup then reports as none. */
+        if (errno != E2BIG && errno != ENOSPC && errno != ERANGE && errno != ENOTSUP &&
+            errno != EOPNOTSUPP && errno != EPERM)
+            ret = -errno;
+    }
+    rio__free(b);
+    return ret;
+}
+
+/* Fill d's geometry, checksums and etag from fd's record when it matches
+ * the file; leave them "unknown" otherwise. Returns 0 or -ENOMEM. */
+static int xrec_load(int fd, const struct stat *st, uint64_t size, struct rio_desc *d)
+{
+    ssize_t n = fgetxattr(fd, XATTR_NAME, NULL, 0);
+    uint8_t *b;
+    uint64_t cs, nc;
+    int ret = 0;
+
+    if (n < (ssize_t)(XREC_HDR + 8) || n > XATTR_SIZE_MAX)
+        return 0;
+    b = rio__malloc((size_t)n);
+    if (!b)
+        return -ENOMEM;
+    if (fgetxattr(fd, XATTR_NAME, b, (size_t)n) != n)
+        goto out;
+    if (memcmp(b, XREC_MAGIC, 8) != 0 || get_le64(b + n - 8) != rio__xxh3(b, (size_t)n - 8))
+        goto out;
+    cs = get_le64(b + 16);
+    nc = get_le64(b + 24);
+    if (get_le64(b + 8) != size || get_le64(b + 32) != ts_ns(&st->st_mtim) || cs == 0 ||
+        nc != (size ? (size - 1) / cs + 1 : 0) || nc != ((uint64_t)n - XREC_HDR - 8) / 8 ||
+        ((uint64_t)n - XREC_HDR - 8) % 8)
+        goto out;
+    if (nc) {
+        d->xxh = rio__malloc((size_t)nc * sizeof(uint64_t));
+        if (!d->xxh) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        for (uint64_t i = 0; i < nc; i++)
+            d->xxh[i] = get_le64(b + XREC_HDR + i * 8);
+    }
+    d->chunk_size = cs;
+    d->nchunks = nc;
+    memcpy(d->etag, b + 40, 47);
+    d->etag[47] = '\0';
+out:
+    rio__free(b);
+    return ret;
+}
+
+/* ------------------------------------------------------------ file cache */
+
+static void file_close(struct ffile *f)
+{
+    close_fd(f->fd);
+    close_fd(f->dfd);
+    rio__free(f);
+}
+
+static void lru_unlink_locked(struct ftransport *t, struct ffile *f)
+{
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        t->lru_head = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    else
+        t->lru_tail = f->prev;
+    f->prev = f->next = NULL;
+    t->nfiles--;
+}
+
+static void lru_front_locked(struct ftransport *t, struct ffile *f)
+{
+    f->prev = NULL;
+    f->next = t->lru_head;
+    if (t->lru_head)
+        t->lru_head->prev = f;
+    t->lru_head = f;
+    if (!t->lru_tail)
+        t->lru_tail = f;
+    t->nfiles++;
+}
+
+static struct ffile *cache_find_locked(struct ftransport *t, const char *key, uint64_t kh,
+                                       uint64_t gen)
+{
+    for (struct ffile *f = t->lru_head; f; f = f->next)
+        if (f->khash == kh && f->gen == gen && strcmp(f->key, key) == 0)
+            return f;
+    return NULL;
+}
+
+/* Drop idle entries past the cap onto *out (closed by the caller, unlocked). */
+static void cache_trim_locked(struct ftransport *t, struct ffile **out)
+{
+    struct ffile *f = t->lru_tail;
+
+    while (t->nfiles > FILE_CACHE_MAX && f) {
+        struct ffile *prev = f->prev;
+        if (f->refs == 0) {
+            lru_unlink_locked(t, f);
+            f->next = *out;
+            *out = f;
+        }
+        f = prev;
+    }
+}
+
+static void close_list(struct ffile *l)
+{
+    while (l) {
+        struct ffile *n = l->next;
+        file_close(l);
+        l = n;
+    }
+}
+
+/* Forget every cached open of key (a remove or a new PUT made them stale). */
+static void cache_forget(struct ftransport *t, const char *key)
+{
+    uint64_t kh = rio__xxh3(key, strlen(key));
+    struct ffile *dead = NULL, *f, *next;
+
+    pthread_mutex_lock(&t->fmu);
+    for (f = t->lru_head; f; f = next) {
+        next = f->next;
+        if (f->khash != kh || strcmp(f->key, key) != 0)
+            continue;
+        lru_unlink_locked(t, f);
+        if (f->refs == 0) {
+            f->next = dead;
+            dead = f;
+        } else {
+            f->dead = true;
+        }
+    }
+    pthread_mutex_unlock(&t->fmu);
+    close_list(dead);
+}
+
+static void file_release(struct ftransport *t, struct ffile *f)
+{
+    bool close_it;
+
+    pthread_mutex_lock(&t->fmu);
+    close_it = --f->refs == 0 && f->dead;
+    pthread_mutex_unlock(&t->fmu);
+    if (close_it)
+        file_close(f);
+}
+
+/*
+ * Open key's file for reading: buffered and (when allowed) O_DIRECT
+ * descriptors, its size, generation and direct geometry. *st gets its stat.
+ */
+static int file_open(struct ftransport *t, const char *key, struct ffile **out, struct stat *st)
+{
+    const char *ck = cache_key(t, key);
+    size_t kl = strlen(ck);
+    struct ffile *f;
+    char *path;
+    int ret, fl;
+
+    ret = key_path(t, key, &path);
+    if (ret < 0)
+        return ret;
+    f = rio__calloc(1, sizeof(*f) + kl + 1);
+    if (!f) {
+        rio__free(path);
+        return -ENOMEM;
+    }
+    f->dfd = -1;
+    /* O_NONBLOCK so that a FIFO under the key cannot hang the open; cleared
+     * at once, since io_uring honours it on regular files too. */
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (f->fd < 0) {
+        ret = open_err(errno);
+        goto err;
+    }
+    if (fstat(f->fd, st) < 0) {
+        ret = -errno;
+        goto err;
+    }
+    if (S_ISDIR(st->st_mode)) {
+        ret = -EISDIR;
+        goto err;
+    }
+    if (!S_ISREG(st->st_mode) && !(t->single && S_ISBLK(st->st_mode))) {
+        ret = RIO_EINVAL;
+        goto err;
+    }
+    fl = fcntl(f->fd, F_GETFL);
+    if (fl < 0 || fcntl(f->fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+        ret = -errno;
+        goto err;
+    }
+    ret = fd_size(f->fd, st, &f->size);
+    if (ret < 0)
+        goto err;
+    ret = open_direct(t, path, O_RDONLY, st, &f->dfd);
+    if (ret < 0)
+        goto err;
+    dio_geometry(t, f->dfd >= 0 ? f->dfd : f->fd, st, &f->unit, &f->mem);
+    f->gen = gen_of(st, f->size);
+    f->khash = rio__xxh3(ck, kl);
+    memcpy(f->key, ck, kl + 1);
+    rio__free(path);
+    *out = f;
+    return 0;
+err:
+    close_fd(f->fd);
+    rio__free(f);
+    rio__free(path);
+    return ret;
+}
+
+/*
+ * Put f in the cache, or use the entry already there for the same (key,
+ * generation) and close f. With take, the entry returned carries a reference.
+ */
+static struct ffile *cache_insert(struct ftransport *t, struct ffile *f, bool take)
+{
+    struct ffile *dead = NULL, *e;
+
+    pthread_mutex_lock(&t->fmu);
+    e = cache_find_locked(t, f->key, f->khash, f->gen);
+    if (e) {
+        lru_unlink_locked(t, e);
+        lru_front_locked(t, e);
+    } else {
+        e = f;
+        lru_front_locked(t, e);
+        f = NULL;
+    }
+    if (take)
+        e->refs++;
+    cache_trim_locked(t, &dead);
+    pthread_mutex_unlock(&t->fmu);
+    if (f)
+        file_close(f);
+    close_list(dead);
+    return e;
+}
+
+/* The open file a READ of (key, gen) uses, with a reference. */
+static int file_get(struct ftransport *t, const char *key, uint64_t gen, struct ffile **out)
+{
+    const char *ck = cache_key(t, key);
+    uint64_t kh = rio__xxh3(ck, strlen(ck));
+    struct ffile *f;
+    struct stat st;
+    int ret;
+
+    pthread_mutex_lock(&t->fmu);
+    f = cache_find_locked(t, ck, kh, gen);
+    if (f) {
+        f->refs++;
+        if (f != t->lru_head) {
+            lru_unlink_locked(t, f);
+            lru_front_locked(t, f);
+        }
+    }
+    pthread_mutex_unlock(&t->fmu);
+    if (f) {
+        *out = f;
+        return 0;
+    }
+    /* Not cached (evicted since the lookup, or never looked up): open it
+     * again. A cached dentry makes this a few microseconds. */
+    ret = file_open(t, key, &f, &st);
+    if (ret < 0)
+        return ret;
+    if (f->gen != gen) {
+        file_close(f);
+        return RIO_EGENERATION;
+    }
+    *out = cache_insert(t, f, true);
+    return 0;
+}
+
+/* ----------------------------------------------------------------- rings */
+
+static void ring_destroy(struct fring *r)
+{
+    if (r->ring_ok)
+        io_uring_queue_exit(&r->ring);
+    r->ring_ok = false;
+    if (r->mu_ok)
+        pthread_mutex_destroy(&r->mu);
+    r->mu_ok = false;
+    rio__free(r->ops);
+    rio__free(r->bounce);
+    r->ops = NULL;
+    r->bounce = NULL;
+}
+
+static int ring_init(struct ftransport *t, struct fring *r)
+{
+    unsigned entries = 8;
+    int ret;
+
+    while (entries < 2 * t->depth + 2)
+        entries *= 2;
+    r->ops = rio__calloc(t->depth, sizeof(*r->ops));
+    if (!r->ops)
+        return -ENOMEM;
+    for (unsigned i = t->depth; i-- > 0;) {
+        r->ops[i].slot = (uint16_t)i;
+        r->ops[i].ring = r;
+        r->ops[i].next = r->free_ops;
+        r->free_ops = &r->ops[i];
+    }
+    ret = -pthread_mutex_init(&r->mu, NULL);
+    if (ret < 0)
+        return ret;
+    r->mu_ok = true;
+    /* CQ twice the SQ (the default): room for every op and one cancel each. */
+    ret = io_uring_queue_init(entries, &r->ring, 0);
+    if (ret < 0)
+        return ret;
+    r->ring_ok = true;
+    ret = io_uring_register_eventfd(&r->ring, t->cq_efd);
+    if (ret < 0)
+        return ret;
+    return 0;
+}
+
+/* Allocate (once) and register the ring's bounce buffers. Under r->mu. */
+static void bounce_setup_locked(struct ftransport *t, struct fring *r)
+{
+    struct iovec iov[FILE_BOUNCE_SLOTS];
+    unsigned n;
+
+    if (r->bounce_tried)
+        return;
+    r->bounce_tried = true;
+    n = t->depth < FILE_BOUNCE_SLOTS ? t->depth : FILE_BOUNCE_SLOTS;
+    r->bounce = rio__alloc_aligned(4096, (size_t)n * t->bounce_size);
+    if (!r->bounce)
+        return; /* unaligned memory falls back to buffered steps */
+    for (unsigned i = 0; i < n; i++) {
+        iov[i].iov_base = r->bounce + (size_t)i * t->bounce_size;
+        iov[i].iov_len = t->bounce_size;
+    }
+    /* Registered buffers spare the kernel pinning pages per I/O. They are the
+     * transport's own memory, alive until the ring is gone. */
+    r->bounce_reg = io_uring_register_buffers(&r->ring, iov, n) == 0;
+    r->nbounce = n;
+    r->bounce_free = n == 32 ? UINT32_MAX : (1u << n) - 1;
+}
+
+static int bounce_take_locked(struct ftransport *t, struct fring *r)
+{
+    int i;
+
+    if (!t->bounce_size)
+        return -1;
+    bounce_setup_locked(t, r);
+    if (!r->bounce_free)
+        return -1;
+    i = __builtin_ctz(r->bounce_free);
+    r->bounce_free &= ~(1u << i);
+    return i;
+}
+
+static void bounce_put_locked(struct fring *r, int i)
+{
+    if (i >= 0)
+        r->bounce_free |= 1u << i;
+}
+
+static uint8_t *bounce_ptr(struct ftransport *t, struct fring *r, int i)
+{
+    return r->bounce + (size_t)i * t->bounce_size;
+}
+
+/* Hand prepared SQEs to the kernel. A failure (-EAGAIN, -EBUSY, -EINTR) leaves
+ * them in the SQ; reap tries again. */
+static void ring_flush_locked(struct fring *r)
+{
+    int ret = io_uring_submit(&r->ring);
+
+    if (ret >= 0)
+        r->unsubmitted = 0;
+    else
+        r->unsubmitted = 1;
+}
+
+static struct io_uring_sqe *sqe_get_locked(struct fring *r)
+{
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+
+    if (!sqe) {
+        ring_flush_locked(r);
+        sqe = io_uring_get_sqe(&r->ring);
+    }
+    return sqe;
+}
+
+/* ------------------------------------------------------------------ steps */
+
+/*
+ * Queue the next step of op: from io->off + done, what is left of the chunk.
+ * Direct when the file has an O_DIRECT descriptor and the step starts on a
+ * unit boundary with at least one whole unit left (into the caller's memory
+ * when it is aligned, else through a bounce buffer); buffered otherwise.
+ * Returns 0 or an error (the op then ends with it).
+ */
+static int step_queue_locked(struct ftransport *t, struct fring *r, struct fop *op)
+{
+    struct rio_io *io = op->io;
+    bool rd = io->kind == RIO_IO_READ;
+    uint64_t pos = io->off + op->done, rem = io->len - op->done, n;
+    uint8_t *mem = rd ? (uint8_t *)io->dst + op->done : (uint8_t *)(uintptr_t)io->src + op->done;
+    int fd = rd ? op->f->fd : op->up->fd, dfd = rd ? op->f->dfd : op->up->dfd;
+    uint32_t unit = rd ? op->f->unit : op->up->unit, mal = rd ? op->f->mem : op->up->mem;
+    struct io_uring_sqe *sqe;
+    uint8_t *buf = mem;
+    int b = -1;
+    bool direct = false;
+
+    n = min_u64(rem, FILE_STEP_MAX);
+    if (dfd >= 0 && !op->no_direct && pos % unit == 0 && rem >= unit) {
+        n = min_u64(rem - rem % unit, FILE_STEP_MAX);
+        if ((uintptr_t)mem % mal == 0) {
+            direct = true;
+        } else if (t->bounce_size >= unit && (b = bounce_take_locked(t, r)) >= 0) {
+            direct = true;
+            n = min_u64(n, t->bounce_size - t->bounce_size % unit);
+            buf = bounce_ptr(t, r, b);
+            if (!rd)
+                memcpy(buf, mem, (size_t)n);
+        } else {
+            /* No bounce buffer free: this step goes buffered. It covers whole
+             * units, so it shares no page with a direct step either. */
+        }
+    }
+    sqe = sqe_get_locked(r);
+    if (!sqe) {
+        bounce_put_locked(r, b);
+        return -EBUSY;
+    }
+    if (b >= 0 && r->bounce_reg) {
+        if (rd)
+            io_uring_prep_read_fixed(sqe, dfd, buf, (unsigned)n, pos, b);
+        else
+            io_uring_prep_write_fixed(sqe, dfd, buf, (unsigned)n, pos, b);
+    } else if (rd) {
+        io_uring_prep_read(sqe, direct ? dfd : fd, buf, (unsigned)n, pos);
+    } else {
+        io_uring_prep_write(sqe, direct ? dfd : fd, buf, (unsigned)n, pos);
+    }
+    if (b >= 0) {
+        r->ctr.steps_bounce++;
+        r->ctr.steps_fixed += r->bounce_reg;
+    } else if (direct) {
+        r->ctr.steps_direct++;
+    } else {
+        r->ctr.steps_buffered++;
+    }
+    if (op->done)
+        r->ctr.continuations++;
+    op->ud = (uint64_t)op->slot << UD_SLOT_SHIFT | (++r->seq & UD_SEQ_MASK);
+    io_uring_sqe_set_data64(sqe, op->ud);
+    op->cur_len = (uint32_t)n;
+    op->cur_direct = direct;
+    op->bounce = b;
+    op->state = OP_RUN;
+    return 0;
+}
+
+static bool fault_on(const struct ffaults *fl, int kind)
+{
+    return !fl->op || fl->op == kind;
+}
+
+static bool fault_fire(const struct ffaults *fl, uint32_t *fired)
+{
+    if (fl->count && *fired >= fl->count)
+        return false;
+    (*fired)++;
+    return true;
+}
+
+/*
+ * A step of op ended with res. Either queue the next step (returns false) or
+ * end the op with op->res set (returns true). Under r->mu.
+ */
+static bool step_done_locked(struct ftransport *t, struct fring *r, struct fop *op, int res)
+{
+    struct rio_io *io = op->io;
+    struct ffaults *fl = &t->fault;
+    uint8_t *mem;
+    int ret;
+
+    if (op->bounce >= 0) {
+        if (res > 0 && io->kind == RIO_IO_READ && (uint32_t)res <= op->cur_len) {
+            mem = (uint8_t *)io->dst + op->done;
+            memcpy(mem, bounce_ptr(t, r, op->bounce), (size_t)res);
+        }
+        bounce_put_locked(r, op->bounce);
+        op->bounce = -1;
+    }
+    if (!op->stepped) {
+        op->stepped = true;
+        if (fl->any && fault_on(fl, io->kind) && res > 1) {
+            if ((int64_t)io->index == fl->short_chunk && fault_fire(fl, &fl->fired_short)) {
+                res /= 2; /* a short completion: the op must go on for the rest */
+                r->ctr.faults_fired++;
+            } else if ((int64_t)io->index == fl->eof_chunk && fault_fire(fl, &fl->fired_eof)) {
+                res = 0;
+                r->ctr.faults_fired++;
+            }
+        }
+    }
+    if (res == -EINVAL && op->cur_direct && t->direct == DIRECT_AUTO) {
+        /* The file system refused this direct step: redo it buffered, and stay
+         * buffered for the rest of the op. */
+        op->no_direct = true;
+        r->ctr.direct_einval++;
+        res = -EAGAIN;
+    }
+    if (res == -EAGAIN || res == -EINTR) {
+        if (++op->eagain <= FILE_EAGAIN_MAX && !op->cancel_req) {
+            ret = step_queue_locked(t, r, op);
+            if (ret == 0)
+                return false;
+            op->res = ret;
+            return true;
+        }
+        op->res = op->cancel_req ? -ECANCELED : res;
+        return true;
+    }
+    if (res < 0) {
+        op->res = res;
+        return true;
+    }
+    if (res == 0 || (uint32_t)res > op->cur_len) {
+        /* EOF before len (the file is shorter than the read says), or a
+         * count larger than asked: never success. */
+        op->res = res == 0 ? RIO_ESHORT : RIO_EPROTO;
+        return true;
+    }
+    op->done += (uint64_t)res;
+    if (op->done == io->len) {
+        op->res = (int64_t)io->len;
+        return true;
+    }
+    if (op->cancel_req) {
+        op->res = -ECANCELED;
+        return true;
+    }
+    ret = step_queue_locked(t, r, op);
+    if (ret == 0)
+        return false;
+    op->res = ret;
+    return true;
+}
+
+/* ------------------------------------------------------------ submit etc */
+
+static int check_write(const struct fupload *up, const struct rio_io *io)
+{
+    uint64_t want;
+
+    if (io->off > up->size || io->len > up->size - io->off || io->index >= up->nchunks ||
+        io->off / up->chunk_size != io->index || io->off % up->chunk_size)
+        return RIO_EPROTO;
+    want = min_u64(up->chunk_size, up->size - io->off);
+    return io->len == want ? 0 : RIO_EPROTO;
+}
+
+static int file_submit(struct rio_transport *tt, struct rio_io *io)
+{
+    struct ftransport *t = ft(tt);
+    struct ffile *f = NULL;
+    struct fupload *up = NULL;
+    struct fring *r;
+    struct fop *op;
+    int ret;
+
+    if (!io || io->path >= t->base.npaths || !io->complete || io->len == 0)
+        return -EINVAL;
+    if (io->kind == RIO_IO_READ) {
+        if (!io->key || !io->dst)
+            return -EINVAL;
+        ret = file_get(t, io->key, io->generation, &f);
+        if (ret < 0)
+            return ret;
+        if (io->off > f->size || io->len > f->size - io->off) {
+            file_release(t, f);
+            return RIO_EPROTO;
+        }
+    } else if (io->kind == RIO_IO_WRITE) {
+        up = io->upload;
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src)
+            return -EINVAL;
+        ret = check_write(up, io);
+        if (ret < 0)
+            return ret;
+    } else {
+        return -EINVAL;
+    }
+
+    r = &t->rings[io->path];
+    pthread_mutex_lock(&r->mu);
+    op = r->free_ops;
+    if (!op) {
+        pthread_mutex_unlock(&r->mu);
+        if (f)
+            file_release(t, f);
+        return -EAGAIN;
+    }
+    r->free_ops = op->next;
+    op->io = io;
+    op->f = f;
+    op->up = up;
+    op->next = NULL;
+    op->done = 0;
+    op->res = 0;
+    op->bounce = -1;
+    op->eagain = 0;
+    op->cancel_req = false;
+    op->no_direct = false;
+    op->stepped = false;
+    op->fired = false;
+    op->hold_until = 0;
+    op->t0 = rio__now_ns();
+    ret = step_queue_locked(t, r, op);
+    if (ret < 0) {
+        op->state = OP_FREE;
+        op->io = NULL;
+        op->next = r->free_ops;
+        r->free_ops = op;
+        pthread_mutex_unlock(&r->mu);
+        if (f)
+            file_release(t, f);
+        return ret;
+    }
+    if (up) {
+        pthread_mutex_lock(&t->fmu);
+        up->refs++;
+        pthread_mutex_unlock(&t->fmu);
+    }
+    r->inflight++;
+    io->tpriv = op;
+    ring_flush_locked(r);
+    pthread_mutex_unlock(&r->mu);
+    return 0;
+}
+
+static void kick(int efd)
+{
+    uint64_t one = 1;
+    ssize_t n;
+
+    do
+        n = write(efd, &one, sizeof(one));
+    while (n < 0 && errno == EINTR);
+}
+
+static void file_cancel(struct rio_transport *tt, struct rio_io *io)
+{
+    struct ftransport *t = ft(tt);
+    struct io_uring_sqe *sqe;
+    struct fring *r;
+    struct fop *op;
+
+    if (!io || io->path >= t->base.npaths)
+        return;
+    r = &t->rings[io->path];
+    pthread_mutex_lock(&r->mu);
+    op = io->tpriv;
+    if (!op || op->io != io || op->cancel_req || (op->state != OP_RUN && op->state != OP_HELD)) {
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    op->cancel_req = true;
+    if (op->state == OP_HELD) {
+        /* Held by the delay fault: released at the next reap. */
+        op->hold_until = 0;
+        pthread_mutex_unlock(&r->mu);
+        kick(t->cq_efd);
+        return;
+    }
+    /* The step in flight is asked to stop; whatever it reaches, the op ends
+     * when its CQE comes (no further step is queued once cancel_req is set). */
+    sqe = sqe_get_locked(r);
+    if (sqe) {
+        io_uring_prep_cancel64(sqe, op->ud, 0);
+        io_uring_sqe_set_data64(sqe, UD_CANCEL_SLOT << UD_SLOT_SHIFT);
+        r->cancels++;
+        r->ctr.cancels++;
+        ring_flush_locked(r);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void file_wake(struct rio_transport *tt)
+{
+    kick(ft(tt)->wake_efd);
+}
+
+/* An op's I/O is over: the checks that need no ring lock. */
+static void op_finish(struct ftransport *t, struct fop *op)
+{
+    struct rio_io *io = op->io;
+    struct ffaults *fl = &t->fault;
+    struct stat st;
+
+    if (io->kind == RIO_IO_READ && op->res != -ECANCELED) {
+        /* Modified or replaced while we read it: never hand back a mix. */
+        uint64_t size = 0;
+        if (fstat(op->f->fd, &st) < 0)
+            op->res = -errno;
+        else if (fd_size(op->f->fd, &st, &size) < 0 || gen_of(&st, size) != op->f->gen)
+            op->res = RIO_EGENERATION;
+    }
+    if (fl->any && fault_on(fl, io->kind) && op->res >= 0) {
+        if ((int64_t)io->index == fl->eio_chunk && fault_fire(fl, &fl->fired_eio)) {
+            op->res = fl->err;
+            op->fired = true;
+        } else if ((int)io->path == fl->fail_queue && fault_fire(fl, &fl->fired_fail)) {
+            op->res = fl->err;
+            op->fired = true;
+        }
+    }
+    if (io->kind == RIO_IO_WRITE && op->res == (int64_t)io->len) {
+        pthread_mutex_lock(&t->fmu);
+        op->up->written[io->index / 8] |= (uint8_t)(1u << (io->index % 8));
+        pthread_mutex_unlock(&t->fmu);
+    }
+}
+
+static void upload_free(struct fupload *up)
+{
+    up->magic = 0;
+    close_fd(up->fd);
+    close_fd(up->dfd);
+    rio__free(up->written);
+    rio__free(up->tmp);
+    rio__free(up->final);
+    rio__free(up->key);
+    rio__free(up);
+}
+
+static void upload_unref(struct ftransport *t, struct fupload *up)
+{
+    bool last;
+
+    pthread_mutex_lock(&t->fmu);
+    last = --up->refs == 0;
+    pthread_mutex_unlock(&t->fmu);
+    if (last)
+        upload_free(up);
+}
+
+/*
+ * Take what ring r has finished: CQEs, held ops whose time came, a failed
+ * flush to retry. Finished ops go on *fin (still owning their slots).
+ * Returns the earliest hold deadline left (NEVER if none).
+ */
+static uint64_t ring_harvest(struct ftransport *t, struct fring *r, struct fop **fin, uint64_t now)
+{
+    struct io_uring_cqe *cqes[64];
+    uint64_t next = NEVER;
+    struct fop **pp;
+    unsigned n, i;
+
+    pthread_mutex_lock(&r->mu);
+    if (r->unsubmitted)
+        ring_flush_locked(r);
+    for (;;) {
+        n = io_uring_peek_batch_cqe(&r->ring, cqes, 64);
+        if (n == 0)
+            break;
+        for (i = 0; i < n; i++) {
+            uint64_t ud = io_uring_cqe_get_data64(cqes[i]);
+            uint64_t slot = ud >> UD_SLOT_SHIFT;
+            int res = cqes[i]->res;
+            struct fop *op;
+
+            if (slot == UD_CANCEL_SLOT) {
+                r->cancels--;
+                continue;
+            }
+            if (slot >= t->depth)
+                continue; /* not ours: cannot happen */
+            op = &r->ops[slot];
+            if (op->state != OP_RUN || op->ud != ud)
+                continue; /* a stale completion: cannot happen either */
+            if (!step_done_locked(t, r, op, res))
+                continue;
+            op->state = OP_FINISH;
+            op->next = *fin;
+            *fin = op;
+        }
+        io_uring_cq_advance(&r->ring, n);
+    }
+    if (r->unsubmitted || io_uring_sq_ready(&r->ring))
+        ring_flush_locked(r);
+    for (pp = &r->held; *pp;) {
+        struct fop *op = *pp;
+        if (op->hold_until <= now || op->cancel_req) {
+            *pp = op->next;
+            if (op->cancel_req)
+                op->res = -ECANCELED;
+            op->state = OP_FINISH;
+            op->next = *fin;
+            *fin = op;
+            continue;
+        }
+        next = min_u64(next, op->hold_until);
+        pp = &op->next;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return next;
+}
+
+/* Harvest every ring and complete what ended. Returns the count and sets
+ * *next_hold to the earliest held op's deadline. Only the reaping thread. */
+static int drain(struct ftransport *t, uint64_t *next_hold)
+{
+    uint64_t now = rio__now_ns(), nh = NEVER;
+    unsigned nready = 0;
+
+    for (unsigned pi = 0; pi < t->base.npaths; pi++) {
+        struct fring *r = &t->rings[pi];
+        struct fop *fin = NULL, *op, *next;
+
+        nh = min_u64(nh, ring_harvest(t, r, &fin, now));
+        if (!fin)
+            continue;
+        /* Outside the ring lock: generation checks, faults, receipts. */
+        for (op = fin; op; op = op->next)
+            op_finish(t, op);
+        pthread_mutex_lock(&r->mu);
+        for (op = fin; op; op = next) {
+            struct rio_io *io = op->io;
+            next = op->next;
+            r->ctr.faults_fired += op->fired;
+            op->fired = false;
+            if (t->fault.any && (int)io->path == t->fault.delay_queue && !op->cancel_req &&
+                op->hold_until == 0) {
+                /* Test fault: the I/O is done, the op is held delay_ms more. */
+                op->hold_until = now + (uint64_t)t->fault.delay_ms * NS_PER_MS;
+                op->state = OP_HELD;
+                op->next = r->held;
+                r->held = op;
+                nh = min_u64(nh, op->hold_until);
+                continue;
+            }
+            io->res = op->res;
+            io->svc_ns = now - op->t0;
+            io->tpriv = NULL; /* a cancel from now on finds nothing */
+            if (op->f)
+                file_release(t, op->f);
+            if (op->up)
+                upload_unref(t, op->up);
+            op->f = NULL;
+            op->up = NULL;
+            op->io = NULL;
+            op->state = OP_FREE;
+            op->next = r->free_ops;
+            r->free_ops = op;
+            r->inflight--;
+            t->ready[nready++] = io;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    /* complete() with no lock held: it may submit the next op. */
+    for (unsigned i = 0; i < nready; i++)
+        t->ready[i]->complete(t->ready[i]);
+    *next_hold = nh;
+    return (int)nready;
+}
+
+static void efd_clear(int efd)
+{
+    uint64_t v;
+    ssize_t n;
+
+    do
+        n = read(efd, &v, sizeof(v));
+    while (n < 0 && errno == EINTR);
+}
+
+/*
+ * Wait up to timeout_ms for any ring. The CQ eventfd is cleared before the
+ * rings are looked at, so a completion that lands after the look makes the
+ * poll return at once; the wake eventfd ends the wait.
+ */
+static int file_reap(struct rio_transport *tt, int timeout_ms)
+{
+    struct ftransport *t = ft(tt);
+    uint64_t deadline, next_hold, now;
+    int n;
+
+    n = drain(t, &next_hold);
+    if (n > 0 || timeout_ms == 0)
+        return n;
+    now = rio__now_ns();
+    deadline = timeout_ms < 0 ? NEVER : now + (uint64_t)timeout_ms * NS_PER_MS;
+    for (;;) {
+        struct pollfd pfd[2] = {{.fd = t->cq_efd, .events = POLLIN},
+                                {.fd = t->wake_efd, .events = POLLIN}};
+        uint64_t until = min_u64(deadline, next_hold);
+        int wait_ms;
+
+        efd_clear(t->cq_efd);
+        n = drain(t, &next_hold);
+        if (n > 0)
+            return n;
+        now = rio__now_ns();
+        until = min_u64(deadline, next_hold);
+        if (until == NEVER)
+            wait_ms = -1;
+        else if (until <= now)
+            wait_ms = 0;
+        else
+            wait_ms = (int)min_u64((until - now + NS_PER_MS - 1) / NS_PER_MS, INT_MAX);
+        if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
+            return -errno;
+        if (pfd[1].revents & POLLIN) {
+            efd_clear(t->wake_efd);
+            return drain(t, &next_hold);
+        }
+        if (rio__now_ns() >= deadline)
+            return drain(t, &next_hold);
+    }
+}
+
+/* --------------------------------------------------------------- metadata */
+
+static int file_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct ftransport *t = ft(tt);
+    struct ffile *f;
+    struct stat st;
+    size_t kl;
+    int ret;
+
+    if (!key || !out)
+        return RIO_EINVAL;
+    kl = strnlen(key, RIO_KEY_MAX + 1);
+    if (kl == 0 || kl > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    ret = file_open(t, key, &f, &st);
+    if (ret < 0)
+        return ret;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, kl + 1);
+    out->generation = f->gen;
+    out->size = f->size;
+    if (S_ISREG(st.st_mode)) {
+        ret = xrec_load(f->fd, &st, f->size, out);
+        if (ret < 0) {
+            file_close(f);
+            return ret;
+        }
+    }
+    /* Kept open for the READs that usually follow a lookup. */
+    cache_insert(t, f, false);
+    return 0;
+}
+
+/* mkdir -p of the directories above path's last component, below the root. */
+static int make_parents(struct ftransport *t, char *path)
+{
+    size_t rl = strlen(t->root);
+
+    for (char *p = path + rl + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        int ret = mkdir(path, 0777) < 0 && errno != EEXIST ? -errno : 0;
+        *p = '/';
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
+/* "DIR/.NAME.railio-tmp-XXXXXXXXXXXXXXXX" next to final. */
+static int tmp_name(struct ftransport *t, const char *final, char **out)
+{
+    const char *slash = strrchr(final, '/');
+    size_t dl = slash ? (size_t)(slash - final) : 0;
+    const char *base = slash ? slash + 1 : final;
+    uint64_t rnd;
+    size_t n;
+    char *p;
+
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+        pthread_mutex_lock(&t->fmu);
+        rnd = rio__rand(&t->rng);
+        pthread_mutex_unlock(&t->fmu);
+    }
+    if (strlen(base) + 30 > NAME_MAX)
+        return -ENAMETOOLONG;
+    n = dl + strlen(base) + 40;
+    p = rio__malloc(n);
+    if (!p)
+        return -ENOMEM;
+    snprintf(p, n, "%.*s/.%s.railio-tmp-%016llx", (int)dl, final, base, (unsigned long long)rnd);
+    *out = p;
+    return 0;
+}
+
+static int file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
+                         uint64_t chunk_size, void **upload)
+{
+    struct ftransport *t = ft(tt);
+    struct fupload *up;
+    struct stat st;
+    int ret;
+
+    if (!key || !upload || chunk_size == 0)
+        return RIO_EINVAL;
+    if (size > (uint64_t)INT64_MAX)
+        return -EFBIG;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    up->fd = up->dfd = -1;
+    up->size = size;
+    up->chunk_size = chunk_size;
+    up->nchunks = size ? (size - 1) / chunk_size + 1 : 0;
+    up->refs = 1;
+    ret = -ENOMEM;
+    up->key = rio__strdup(key);
+    up->written = rio__calloc(1, (size_t)(up->nchunks / 8 + 1));
+    if (!up->key || !up->written)
+        goto err;
+    ret = key_path(t, key, &up->final);
+    if (ret < 0)
+        goto err;
+
+    if (t->single && stat(up->final, &st) == 0 && S_ISBLK(st.st_mode)) {
+        /* A block device has no temporary file to rename: written in place,
+         * only when the URL says so. */
+        uint64_t dev_size = 0;
+        ret = RIO_ENOTSUP;
+        if (!t->inplace)
+            goto err;
+        up->inplace = true;
+        up->fd = open(up->final, O_WRONLY | O_CLOEXEC);
+        if (up->fd < 0) {
+            ret = -errno;
+            goto err;
+        }
+        if (fstat(up->fd, &st) < 0 || fd_size(up->fd, &st, &dev_size) < 0) {
+            ret = -errno;
+            goto err;
+        }
+        ret = -ENOSPC;
+        if (size > dev_size)
+            goto err;
+        ret = open_direct(t, up->final, O_WRONLY, &st, &up->dfd);
+        if (ret < 0)
+            goto err;
+        dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+        up->magic = UPLOAD_MAGIC;
+        *upload = up;
+        return 0;
+    }
+
+    if (!t->single) {
+        ret = make_parents(t, up->final);
+        if (ret < 0)
+            goto err;
+    }
+    ret = tmp_name(t, up->final, &up->tmp);
+    if (ret < 0)
+        goto err;
+    up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (up->fd < 0) {
+        ret = -errno;
+        rio__free(up->tmp);
+        up->tmp = NULL;
+        goto err;
+    }
+    if (size) {
+        /* Reserve the space now: ENOSPC here, not halfway through. */
+        if (fallocate(up->fd, 0, 0, (off_t)size) < 0) {
+            if (errno != EOPNOTSUPP && errno != ENOSYS) {
+                ret = -errno;
+                goto err;
+            }
+            if (ftruncate(up->fd, (off_t)size) < 0) {
+                ret = -errno;
+                goto err;
+            }
+        }
+    }
+    if (fstat(up->fd, &st) < 0) {
+        ret = -errno;
+        goto err;
+    }
+    ret = open_direct(t, up->tmp, O_WRONLY, &st, &up->dfd);
+    if (ret < 0)
+        goto err;
+    dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+    up->magic = UPLOAD_MAGIC;
+    *upload = up;
+    return 0;
+err:
+    if (up->tmp)
+        unlink(up->tmp);
+    upload_free(up);
+    return ret;
+}
+
+static int fsync_parent(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[PATH_MAX];
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+    int fd, ret = 0;
+
+    if (dl == 0)
+        dl = 1; /* "/name" */
+    if (dl >= sizeof(dir))
+        return -ENAMETOOLONG;
+    memcpy(dir, path, dl);
+    dir[dl] = '\0';
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0)
+        ret = -errno;
+    close(fd);
+    return ret;
+}
+
+static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct ftransport *t = ft(tt);
+    struct fupload *up = upload;
+    struct stat st;
+    uint64_t size = 0;
+    int ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = RIO_EINVAL;
+    if (!d || (up->nchunks && !d->xxh))
+        goto out;
+    ret = RIO_EPROTO;
+    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks)
+        goto out;
+    pthread_mutex_lock(&t->fmu);
+    /* Nothing may still be writing, and every chunk must have landed whole. */
+    ret = up->refs == 1 ? 0 : RIO_EPROTO;
+    for (uint64_t i = 0; ret == 0 && i < up->nchunks; i++)
+        if (!(up->written[i / 8] & (1u << (i % 8))))
+            ret = RIO_EPROTO;
+    pthread_mutex_unlock(&t->fmu);
+    if (ret < 0)
+        goto out;
+
+    if (!up->inplace) {
+        if (fstat(up->fd, &st) < 0) {
+            ret = -errno;
+            goto out;
+        }
+        ret = xrec_store(up->fd, d, ts_ns(&st.st_mtim));
+        if (ret < 0)
+            goto out;
+    }
+    /* Data, size and the record are durable before the name points at them. */
+    if (t->sync && fsync(up->fd) < 0) {
+        ret = -errno;
+        goto out;
+    }
+    if (!up->inplace) {
+        if (rename(up->tmp, up->final) < 0) {
+            ret = -errno;
+            goto out;
+        }
+        rio__free(up->tmp);
+        up->tmp = NULL; /* published: nothing to unlink any more */
+        if (t->sync) {
+            ret = fsync_parent(up->final);
+            if (ret < 0)
+                goto out_published;
+        }
+    }
+    if (fstat(up->fd, &st) < 0 || fd_size(up->fd, &st, &size) < 0) {
+        ret = -errno;
+        goto out_published;
+    }
+    d->generation = gen_of(&st, size);
+    ret = 0;
+out_published:
+    cache_forget(t, cache_key(t, up->key));
+out:
+    if (up->tmp)
+        unlink(up->tmp);
+    upload_unref(t, up);
+    return ret;
+}
+
+static void file_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct fupload *up = upload;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return;
+    if (up->tmp) {
+        unlink(up->tmp);
+        rio__free(up->tmp);
+        up->tmp = NULL;
+    }
+    upload_unref(ft(tt), up);
+}
+
+static int file_remove(struct rio_transport *tt, const char *key)
+{
+    struct ftransport *t = ft(tt);
+    struct stat st;
+    char *path;
+    int ret;
+
+    ret = key_path(t, key, &path);
+    if (ret < 0)
+        return ret;
+    if (lstat(path, &st) < 0)
+        ret = open_err(errno);
+    else if (S_ISDIR(st.st_mode))
+        ret = -EISDIR;
+    else if (S_ISBLK(st.st_mode))
+        ret = RIO_ENOTSUP;
+    else if (unlink(path) < 0)
+        ret = open_err(errno);
+    rio__free(path);
+    if (ret == 0)
+        cache_forget(t, cache_key(t, key));
+    return ret;
+}
+
+/* ----------------------------------------------------------- open, close */
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s || *s < '0' || *s > '9')
+        return RIO_EINVAL;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return RIO_EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+    if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "true") || !strcasecmp(s, "yes"))
+        *out = true;
+    else if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "false") ||
+             !strcasecmp(s, "no"))
+        *out = false;
+    else
+        return RIO_EINVAL;
+    return 0;
+}
+
+/* Test-only fault hooks (docs/file.md). */
+static int parse_faults(struct ftransport *t, const struct rio_url *u)
+{
+    struct ffaults *fl = &t->fault;
+    const char *s;
+    uint64_t v;
+
+    fl->eio_chunk = fl->short_chunk = fl->eof_chunk = -1;
+    fl->fail_queue = fl->delay_queue = -1;
+    fl->err = -EIO;
+    if ((s = rio__url_param(u, "fault_eio_chunk"))) {
+        if (parse_uint(s, INT64_MAX, &v) < 0)
+            return RIO_EINVAL;
+        fl->eio_chunk = (int64_t)v;
+        fl->any = true;
+    }
+    if ((s = rio__url_param(u, "fault_short_chunk"))) {
+        if (parse_uint(s, INT64_MAX, &v) < 0)
+            return RIO_EINVAL;
+        fl->short_chunk = (int64_t)v;
+        fl->any = true;
+    }
+    if ((s = rio__url_param(u, "fault_eof_chunk"))) {
+        if (parse_uint(s, INT64_MAX, &v) < 0)
+            return RIO_EINVAL;
+        fl->eof_chunk = (int64_t)v;
+        fl->any = true;
+    }
+    if ((s = rio__url_param(u, "fault_fail_queue"))) {
+        if (parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
+            return RIO_EINVAL;
+        fl->fail_queue = (int)v;
+        fl->any = true;
+    }
+    if ((s = rio__url_param(u, "fault_delay_queue"))) {
+        if (parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
+            return RIO_EINVAL;
+        fl->delay_queue = (int)v;
+        fl->delay_ms = 100;
+        fl->any = true;
+    }
+    if ((s = rio__url_param(u, "fault_delay_ms"))) {
+        if (parse_uint(s, 600000, &v) < 0)
+            return RIO_EINVAL;
+        fl->delay_ms = (uint32_t)v;
+    }
+    if ((s = rio__url_param(u, "fault_count"))) {
+        if (parse_uint(s, UINT32_MAX, &v) < 0)
+            return RIO_EINVAL;
+        fl->count = (uint32_t)v;
+    }
+    if ((s = rio__url_param(u, "fault_err"))) {
+        int e = rio__err_from_name(s);
+        if (e >= 0)
+            return RIO_EINVAL;
+        fl->err = e;
+    }
+    if ((s = rio__url_param(u, "fault_op"))) {
+        if (!strcasecmp(s, "read"))
+            fl->op = RIO_IO_READ;
+        else if (!strcasecmp(s, "write"))
+            fl->op = RIO_IO_WRITE;
+        else if (strcasecmp(s, "any"))
+            return RIO_EINVAL;
+    }
+    return 0;
+}
+
+static int parse_config(struct ftransport *t, const struct rio_url *u, const struct rio_options *o)
+{
+    const char *s;
+    uint64_t v;
+
+    /* Queues: the options' paths (which the engine fills from ?paths= and
+     * RIO_PATHS), else ?queues=, else 1. */
+    v = 1;
+    if (o && o->paths)
+        v = o->paths;
+    else if ((s = rio__url_param(u, "queues")) && parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+        return RIO_EINVAL;
+    if (v < 1 || v > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+    t->base.npaths = (unsigned)v;
+    t->depth = o && o->depth ? o->depth : 4;
+    if (t->depth > FILE_MAX_DEPTH)
+        return RIO_EINVAL;
+
+    t->direct = DIRECT_AUTO;
+    if ((s = rio__url_param(u, "direct"))) {
+        bool b;
+        if (!strcasecmp(s, "auto"))
+            t->direct = DIRECT_AUTO;
+        else if (parse_bool(s, &b) == 0)
+            t->direct = b ? DIRECT_ON : DIRECT_OFF;
+        else
+            return RIO_EINVAL;
+    }
+    t->sync = true;
+    if ((s = rio__url_param(u, "sync")) && parse_bool(s, &t->sync) < 0)
+        return RIO_EINVAL;
+    if ((s = rio__url_param(u, "single")) && parse_bool(s, &t->single) < 0)
+        return RIO_EINVAL;
+    if ((s = rio__url_param(u, "inplace")) && parse_bool(s, &t->inplace) < 0)
+        return RIO_EINVAL;
+    t->bounce_size = FILE_BOUNCE_DEFAULT;
+    if ((s = rio__url_param(u, "bounce"))) {
+        if (rio__parse_size(s, &v) < 0 || v > FILE_BOUNCE_MAX || v % 4096)
+            return RIO_EINVAL;
+        t->bounce_size = (uint32_t)v;
+    }
+    return parse_faults(t, u);
+}
+
+/* The URL's path, absolute ("file:///a/b" parses to "a/b"), without trailing '/'. */
+static int root_of(const struct rio_url *u, char **out)
+{
+    size_t n;
+    char *p;
+
+    if (u->authority && *u->authority && strcmp(u->authority, "localhost") != 0)
+        return RIO_EURL; /* file://host/... names another machine */
+    if (!u->path || !*u->path)
+        return RIO_EURL;
+    n = strlen(u->path);
+    if (n + 2 > PATH_MAX)
+        return -ENAMETOOLONG;
+    p = rio__malloc(n + 2);
+    if (!p)
+        return -ENOMEM;
+    p[0] = '/';
+    memcpy(p + 1, u->path, n + 1);
+    while (n > 0 && p[n] == '/')
+        p[n--] = '\0';
+    *out = p;
+    return 0;
+}
+
+static void file_close_t(struct rio_transport *tt);
+
+static int file_open_t(const struct rio_url *u, const struct rio_options *o,
+                       struct rio_transport **out)
+{
+    struct ftransport *t;
+    struct stat st;
+    int ret;
+
+    if (!u || !out)
+        return RIO_EINVAL;
+    t = rio__calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->base.ops = &rio__file_ops;
+    t->cq_efd = t->wake_efd = -1;
+    t->page = (unsigned)sysconf(_SC_PAGESIZE);
+    if (t->page < 512 || t->page > (1u << 20))
+        t->page = 4096;
+    ret = -pthread_mutex_init(&t->fmu, NULL);
+    if (ret < 0) {
+        rio__free(t);
+        return ret;
+    }
+    t->rng = (o && o->seed ? o->seed : rio__now_ns()) ^ (uint64_t)(uintptr_t)t;
+    ret = parse_config(t, u, o);
+    if (ret < 0)
+        goto err;
+    ret = root_of(u, &t->root);
+    if (ret < 0)
+        goto err;
+    if (stat(t->root, &st) < 0) {
+        /* A single file may be created by the first PUT; a directory must exist. */
+        ret = -errno;
+        if (!t->single || errno != ENOENT)
+            goto err;
+    } else if (t->single) {
+        ret = RIO_EINVAL;
+        if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))
+            goto err;
+        t->blockdev = S_ISBLK(st.st_mode);
+    } else if (!S_ISDIR(st.st_mode)) {
+        ret = -ENOTDIR;
+        goto err;
+    }
+    ret = -ENOMEM;
+    t->ready = rio__calloc((size_t)t->base.npaths * t->depth, sizeof(*t->ready));
+    if (!t->ready)
+        goto err;
+    t->cq_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    t->wake_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (t->cq_efd < 0 || t->wake_efd < 0) {
+        ret = -errno;
+        goto err;
+    }
+    for (unsigned i = 0; i < t->base.npaths; i++) {
+        ret = ring_init(t, &t->rings[i]);
+        if (ret < 0)
+            goto err;
+    }
+    *out = &t->base;
+    return 0;
+err:
+    file_close_t(&t->base);
+    return ret;
+}
+
+/*
+ * The engine closes only when nothing is in flight. Should an op be left over
+ * anyway, it is cancelled and its CQE waited for (bounded), so the kernel
+ * never writes into memory after close returns; its complete() is not called.
+ */
+static void ring_quiesce(struct ftransport *t, struct fring *r)
+{
+    uint64_t end = rio__now_ns() + FILE_CLOSE_WAIT_MS * NS_PER_MS;
+    struct io_uring_cqe *cqe;
+
+    if (!r->ring_ok)
+        return;
+    pthread_mutex_lock(&r->mu);
+    if (r->inflight)
+        fprintf(stderr, "railio: file: closing with %u op(s) in flight on a queue\n", r->inflight);
+    for (unsigned i = 0; i < t->depth; i++) {
+        struct fop *op = &r->ops[i];
+        struct io_uring_sqe *sqe;
+        if (op->state != OP_RUN || op->cancel_req)
+            continue;
+        op->cancel_req = true;
+        sqe = sqe_get_locked(r);
+        if (sqe) {
+            io_uring_prep_cancel64(sqe, op->ud, 0);
+            io_uring_sqe_set_data64(sqe, UD_CANCEL_SLOT << UD_SLOT_SHIFT);
+            r->cancels++;
+        }
+    }
+    ring_flush_locked(r);
+    for (;;) {
+        unsigned running = 0;
+        for (unsigned i = 0; i < t->depth; i++)
+            running += r->ops[i].state == OP_RUN;
+        if ((!running && !r->cancels) || rio__now_ns() >= end)
+            break;
+        struct __kernel_timespec ts = {0, 10 * (long)NS_PER_MS};
+        if (io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts) < 0)
+            continue;
+        uint64_t ud = io_uring_cqe_get_data64(cqe);
+        uint64_t slot = ud >> UD_SLOT_SHIFT;
+        if (slot == UD_CANCEL_SLOT) {
+            r->cancels--;
+        } else if (slot < t->depth && r->ops[slot].ud == ud && r->ops[slot].state == OP_RUN) {
+            struct fop *op = &r->ops[slot];
+            if (op->bounce >= 0)
+                bounce_put_locked(r, op->bounce);
+            op->bounce = -1;
+            op->state = OP_FINISH;
+        }
+        io_uring_cqe_seen(&r->ring, cqe);
+    }
+    for (unsigned i = 0; i < t->depth; i++) {
+        struct fop *op = &r->ops[i];
+        if (op->state == OP_FREE)
+            continue;
+        if (op->f)
+            file_release(t, op->f);
+        if (op->up)
+            upload_unref(t, op->up);
+        op->f = NULL;
+        op->up = NULL;
+        op->state = OP_FREE;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void file_close_t(struct rio_transport *tt)
+{
+    struct ftransport *t = ft(tt);
+
+    if (!t)
+        return;
+    for (unsigned i = 0; i < RIO_MAX_PATHS; i++) {
+        ring_quiesce(t, &t->rings[i]);
+        ring_destroy(&t->rings[i]);
+    }
+    while (t->lru_head) {
+        struct ffile *f = t->lru_head;
+        lru_unlink_locked(t, f);
+        file_close(f);
+    }
+    close_fd(t->cq_efd);
+    close_fd(t->wake_efd);
+    pthread_mutex_destroy(&t->fmu);
+    rio__free(t->ready);
+    rio__free(t->root);
+    rio__free(t);
+}
+
+const struct rio_transport_ops rio__file_ops = {
+    .scheme = "file",
+    .caps = 0, /* checksums only for objects railio wrote: see lookup */
+    .open = file_open_t,
+    .close = file_close_t,
+    .submit = file_submit,
+    .reap = file_reap,
+    .wake = file_wake,
+    .cancel = file_cancel,
+    .lookup = file_lookup,
+    .put_open = file_put_open,
+    .put_commit = file_put_commit,
+    .put_abort = file_put_abort,
+    .remove = file_remove,
+    .path_cap = NULL,
+    .cpu_ns = NULL,
+};
+
+int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
+{
+    struct rio_transport *tt = c ? rio__client_transport(c) : NULL;
+    struct ftransport *t;
+
+    if (!out)
+        return RIO_EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (!tt || tt->ops != &rio__file_ops)
+        return RIO_EINVAL;
+    t = ft(tt);
+    for (unsigned i = 0; i < t->base.npaths; i++) {
+        struct fring *r = &t->rings[i];
+        pthread_mutex_lock(&r->mu);
+        out->steps_direct += r->ctr.steps_direct;
+        out->steps_bounce += r->ctr.steps_bounce;
+        out->steps_fixed += r->ctr.steps_fixed;
+        out->steps_buffered += r->ctr.steps_buffered;
+        out->continuations += r->ctr.continuations;
+        out->direct_einval += r->ctr.direct_einval;
+        out->cancels += r->ctr.cancels;
+        out->faults_fired += r->ctr.faults_fired;
+        out->inflight += r->inflight;
+        pthread_mutex_unlock(&r->mu);
+    }
+    return 0;
+}

@@ -1,0 +1,681 @@
+/*
+ * rados:// against a real single-host Ceph cluster (tests/harness/ceph.sh:
+ * 1 monitor, 2 memstore OSDs, pools rio, rio2, rio3), started once for this
+ * program by the first test and stopped when it exits.
+ */
+/* T_TIMEOUT 120 */
+/* T_LABELS net;ceph */
+#include "t.h"
+
+#ifndef RIO_HAVE_RADOS
+TEST(rados_not_built)
+{
+    T_SKIP("built without librados (RIO_WITH_RADOS)");
+}
+#else
+
+#define T_CEPH_ARGS "--osds 2 --pool rio --pool rio2 --pool rio3 --max-object 32M"
+#include <pthread.h>
+#include <unistd.h>
+
+#include "core/checksum.h"
+#include "rados_util.h"
+#include "transport/transport.h"
+
+#define CH (64 * RU_KIB)
+
+/* PUT, STAT, GET byte-exact and ETag == MD5, for one size. */
+static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                      uint64_t chunk)
+{
+    uint8_t *src = ru_pattern(n, seed), *dst = malloc(n + 1);
+    struct rio_desc d, s;
+    char md5[33];
+
+    T_NOTNULL(dst);
+    ru_md5(src, n, md5);
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_put(c, key, src, n, NULL, &d));
+    T_NE(d.generation, 0);
+    T_STREQ(d.etag, md5);
+    T_OK(rio_stat(c, key, &s));
+    T_EQ(s.generation, d.generation);
+    T_EQ(s.size, (uint64_t)n);
+    T_EQ(s.chunk_size, chunk);
+    T_EQ(s.nchunks, n ? (n - 1) / chunk + 1 : 0);
+    T_STREQ(s.etag, md5);
+    for (uint64_t i = 0; i < s.nchunks; i++) {
+        uint64_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
+        T_EQ(s.xxh[i], rio__xxh3(src + off, len));
+    }
+    T_EQ(rio_get(c, key, dst, n + 1, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    rio_desc_cleanup(&d);
+    rio_desc_cleanup(&s);
+    free(src);
+    free(dst);
+    ru_idle(c);
+}
+
+TEST(roundtrip_sizes)
+{
+    static const size_t sizes[] = {0, 1, CH - 1, CH, CH + 1, 5 * CH + 123, 40 * CH};
+    struct rio_options o;
+    char key[64];
+
+    ru_opts(&o, CH, 8);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
+        roundtrip(c, key, sizes[i], 100 + i, CH);
+    }
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
+        T_OK(rio_delete(c, key));
+        T_ERR(rio_delete(c, key), RIO_ENOTFOUND);
+        struct rio_desc s;
+        T_ERR(rio_stat(c, key, &s), RIO_ENOTFOUND);
+    }
+    T_EQ(ru_chunks("rio", "sizes/"), 0);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
+TEST(roundtrip_256m)
+{
+    struct rio_options o;
+    size_t n = 256 * RU_MIB + 4097;
+
+    ru_opts(&o, 4 * RU_MIB, 16);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t *src = ru_pattern(n, 7), *dst = malloc(n);
+    char md5[33];
+    struct rio_desc d;
+
+    T_NOTNULL(dst);
+    ru_md5(src, n, md5);
+    T_OK(rio_put(c, "big/256m", src, n, &call, &d));
+    fprintf(stderr, "PUT 256 MiB: %.0f MB/s\n", st.goodput_mbps);
+    T_STREQ(d.etag, md5);
+    T_EQ(rio_get(c, "big/256m", dst, n, &call), (int64_t)n);
+    fprintf(stderr, "GET 256 MiB: %.0f MB/s\n", st.goodput_mbps);
+    T_MEMEQ(dst, src, n);
+    free(dst);
+    free(src);
+    T_OK(rio_delete(c, "big/256m"));
+    T_EQ(ru_chunks("rio", "big/"), 0);
+    rio_desc_cleanup(&d);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
+TEST(etag_is_md5_at_every_depth)
+{
+    static const size_t sizes[] = {1, 3 * CH + 5, 1 * RU_MIB + 7};
+    static const unsigned depths[] = {1, 4, 32};
+    char key[64], md5[33];
+
+    for (size_t di = 0; di < 3; di++) {
+        struct rio_options o;
+        ru_opts(&o, CH, depths[di]);
+        struct rio_client *c = ru_client("rio", "pools=rio,rio2", &o);
+        for (size_t si = 0; si < 3; si++) {
+            uint8_t *src = ru_pattern(sizes[si], 31 * di + si);
+            struct rio_desc d, s;
+            snprintf(key, sizeof(key), "etag/%zu/%u", sizes[si], depths[di]);
+            ru_md5(src, sizes[si], md5);
+            T_OK(rio_put(c, key, src, sizes[si], NULL, &d));
+            T_STREQ(d.etag, md5);
+            T_OK(rio_stat(c, key, &s));
+            T_STREQ(s.etag, md5);
+            rio_desc_cleanup(&d);
+            rio_desc_cleanup(&s);
+            T_OK(rio_delete(c, key));
+            free(src);
+        }
+        ru_idle(c);
+        rio_client_destroy(c);
+    }
+    T_EQ(ru_chunks("rio", "etag/") + ru_chunks("rio2", "etag/"), 0);
+}
+
+/*
+ * Completions delivered in a shuffled order (the transport's shuffle knob,
+ * two connections, depth 16, three pools): the head still lists every chunk
+ * in source order, each with its own xxh3, pool and name.
+ */
+TEST(manifest_in_source_order_when_shuffled)
+{
+    struct rio_options o;
+    size_t n = 64 * CH + 99;
+    uint64_t nch = 65;
+    const char *key = "order/shuffled";
+
+    ru_opts(&o, CH, 16);
+    o.paths = 2;
+    struct rio_client *c = ru_client("rio", "pools=rio,rio2,rio3&shuffle=1", &o);
+    uint8_t *src = ru_pattern(n, 4242), *dst = malloc(n);
+    struct rio_desc d;
+    struct rio_rados_counters rc;
+
+    T_OK(rio_put(c, key, src, n, NULL, &d));
+    rio__rados_counters(rio__client_transport(c), &rc);
+    fprintf(stderr, "reordered completions: %" PRIu64 " of %" PRIu64 "\n", rc.reordered,
+            rc.completed);
+    T_GT(rc.reordered, 0);
+
+    size_t hl;
+    char *head = ru_head("rio", key, &hl), *save = NULL;
+    char want[256], name[128];
+    uint64_t i = 0;
+    int pools = 0, chunks = 0;
+    for (char *line = strtok_r(head, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, "pool ", 5) == 0) {
+            static const char *const names[] = {"rio", "rio2", "rio3"};
+            snprintf(want, sizeof(want), "pool %d %s", pools, names[pools]);
+            T_STREQ(line, want);
+            pools++;
+        } else if (strncmp(line, "chunk ", 6) == 0) {
+            uint64_t off = i * CH, len = n - off < CH ? n - off : CH;
+            rio__rados_chunk_name(name, sizeof(name), key, d.generation, i);
+            /* The key has no byte that needs encoding. */
+            snprintf(want, sizeof(want), "chunk %" PRIu64 " %u %016" PRIx64 " %s", i,
+                     (unsigned)(i % 3), rio__xxh3(src + off, len), name);
+            T_STREQ(line, want);
+            i++;
+            chunks++;
+        }
+    }
+    T_EQ(pools, 3);
+    T_EQ((uint64_t)chunks, nch);
+    free(head);
+
+    T_EQ(rio_get(c, key, dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    /* 65 chunks over 3 pools, round robin. */
+    T_EQ(ru_chunks("rio", "order/"), 22);
+    T_EQ(ru_chunks("rio2", "order/"), 22);
+    T_EQ(ru_chunks("rio3", "order/"), 21);
+    T_OK(rio_delete(c, key));
+    T_EQ(ru_chunks("rio", "order/") + ru_chunks("rio2", "order/") + ru_chunks("rio3", "order/"), 0);
+    rio_desc_cleanup(&d);
+    free(src);
+    free(dst);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
+/*
+ * An error injected on chunk k (the WRITE lands, then reports EIO): the PUT
+ * fails, every chunk object it wrote is removed, and the previous generation
+ * of the key is untouched.
+ */
+TEST(failed_put_leaves_no_chunks)
+{
+    struct rio_options o;
+    size_t n = 16 * CH;
+    const char *key = "fail/k";
+
+    ru_opts(&o, CH, 8);
+    struct rio_client *good = ru_client("rio", "pools=rio,rio2", &o);
+    uint8_t *old = ru_pattern(n, 1), *src = ru_pattern(n, 2), *dst = malloc(n);
+    struct rio_desc d0, s;
+    T_OK(rio_put(good, key, old, n, NULL, &d0));
+    uint64_t before = ru_chunks("rio", "fail/") + ru_chunks("rio2", "fail/");
+    T_EQ(before, 16);
+
+    for (unsigned k = 0; k < 16; k += 5) {
+        char extra[64];
+        snprintf(extra, sizeof(extra), "pools=rio,rio2&fail_chunk=%u", k);
+        struct rio_client *c = ru_client("rio", extra, &o);
+        int ret = rio_put(c, key, src, n, NULL, NULL);
+        T_LT(ret, 0);
+        ru_idle(c);
+        struct rio_rados_counters rc;
+        rio__rados_counters(rio__client_transport(c), &rc);
+        T_GT(rc.removed, 0);
+        T_EQ(rc.remove_failed, 0);
+        rio_client_destroy(c);
+        T_EQ(ru_chunks("rio", "fail/") + ru_chunks("rio2", "fail/"), before);
+        T_OK(rio_stat(good, key, &s));
+        T_EQ(s.generation, d0.generation);
+        rio_desc_cleanup(&s);
+        T_EQ(rio_get(good, key, dst, n, NULL), (int64_t)n);
+        T_MEMEQ(dst, old, n);
+    }
+    /* A fresh key that fails leaves nothing, not even a head. */
+    struct rio_client *c = ru_client("rio", "fail_chunk=3&fail_error=ENOSPC", &o);
+    T_ERR(rio_put(c, "fail/fresh", src, n, NULL, NULL), -ENOSPC);
+    T_ERR(rio_stat(good, "fail/fresh", &s), RIO_ENOTFOUND);
+    rio_client_destroy(c);
+
+    T_OK(rio_delete(good, key));
+    T_EQ(ru_chunks("rio", "fail/") + ru_chunks("rio2", "fail/"), 0);
+    rio_desc_cleanup(&d0);
+    free(old);
+    free(src);
+    free(dst);
+    rio_client_destroy(good);
+}
+
+/* ---------------------------------------- concurrent PUTs of one key + GETs */
+
+#define RACE_WRITERS 3
+#define RACE_ROUNDS 6
+#define RACE_READERS 2
+#define RACE_SIZE (24 * CH + 7)
+
+struct race {
+    pthread_t th;
+    unsigned id;
+    int err;
+    unsigned gets_ok, gets_gen, gets_bad;
+    volatile int *stop;
+};
+
+static void *race_writer(void *arg)
+{
+    struct race *r = arg;
+    struct rio_options o;
+    ru_opts(&o, CH, 8);
+    char url[1024];
+    ru_url(url, sizeof(url), "rio", "pools=rio,rio2");
+    struct rio_client *c;
+    if (rio_client_new(url, &o, &c) < 0) {
+        r->err = 1;
+        return NULL;
+    }
+    uint8_t *src = malloc(RACE_SIZE);
+    for (unsigned k = 0; k < RACE_ROUNDS; k++) {
+        uint64_t seed = 1000 + r->id * 100 + k;
+        t_fill_pattern(src, RACE_SIZE, seed);
+        /* Tag the first 8 bytes with the seed so a reader knows what to expect. */
+        memcpy(src, &seed, 8);
+        if (rio_put(c, "race/key", src, RACE_SIZE, NULL, NULL) < 0)
+            r->err++;
+    }
+    free(src);
+    rio_client_destroy(c);
+    return NULL;
+}
+
+static void *race_reader(void *arg)
+{
+    struct race *r = arg;
+    struct rio_options o;
+    ru_opts(&o, CH, 8);
+    char url[1024];
+    ru_url(url, sizeof(url), "rio", "pools=rio,rio2");
+    struct rio_client *c;
+    if (rio_client_new(url, &o, &c) < 0) {
+        r->err = 1;
+        return NULL;
+    }
+    uint8_t *dst = malloc(RACE_SIZE), *want = malloc(RACE_SIZE);
+    while (!*r->stop) {
+        int64_t got = rio_get(c, "race/key", dst, RACE_SIZE, NULL);
+        if (got == RIO_EGENERATION || got == RIO_ENOTFOUND) {
+            r->gets_gen++;
+            continue;
+        }
+        if (got != RACE_SIZE) {
+            r->gets_bad++;
+            continue;
+        }
+        uint64_t seed;
+        memcpy(&seed, dst, 8);
+        t_fill_pattern(want, RACE_SIZE, seed);
+        memcpy(want, &seed, 8);
+        if (memcmp(dst, want, RACE_SIZE) != 0)
+            r->gets_bad++;
+        else
+            r->gets_ok++;
+    }
+    free(dst);
+    free(want);
+    rio_client_destroy(c);
+    return NULL;
+}
+
+/*
+ * Several writers PUT the same key over and over while readers GET it: each
+ * GET returns exactly one whole generation (byte-exact against the writer's
+ * pattern) or RIO_EGENERATION, and when the dust settles exactly one
+ * generation's chunk objects are stored.
+ */
+TEST(concurrent_puts_one_key)
+{
+    struct race w[RACE_WRITERS], rd[RACE_READERS];
+    volatile int stop = 0;
+
+    t_ceph_conf();
+    memset(w, 0, sizeof(w));
+    memset(rd, 0, sizeof(rd));
+    for (unsigned i = 0; i < RACE_READERS; i++) {
+        rd[i].stop = &stop;
+        T_EQ(pthread_create(&rd[i].th, NULL, race_reader, &rd[i]), 0);
+    }
+    for (unsigned i = 0; i < RACE_WRITERS; i++) {
+        w[i].id = i;
+        T_EQ(pthread_create(&w[i].th, NULL, race_writer, &w[i]), 0);
+    }
+    for (unsigned i = 0; i < RACE_WRITERS; i++)
+        pthread_join(w[i].th, NULL);
+    stop = 1;
+    unsigned ok = 0, gen = 0;
+    for (unsigned i = 0; i < RACE_READERS; i++) {
+        pthread_join(rd[i].th, NULL);
+        T_EQ(rd[i].err, 0);
+        T_EQ(rd[i].gets_bad, 0);
+        ok += rd[i].gets_ok;
+        gen += rd[i].gets_gen;
+    }
+    for (unsigned i = 0; i < RACE_WRITERS; i++)
+        T_EQ(w[i].err, 0);
+    fprintf(stderr, "GETs: %u whole, %u generation changed\n", ok, gen);
+    T_GT(ok, 0);
+    T_EQ(ru_chunks("rio", "race/") + ru_chunks("rio2", "race/"), 25);
+
+    struct rio_options o;
+    ru_opts(&o, CH, 8);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    T_OK(rio_delete(c, "race/key"));
+    T_EQ(ru_chunks("rio", "race/") + ru_chunks("rio2", "race/"), 0);
+    rio_client_destroy(c);
+}
+
+/*
+ * A READ names its generation: once the head moved on and the old chunks are
+ * removed, a READ of the old generation ends in RIO_EGENERATION (driven at
+ * the transport level, where a lookup and its reads can be pulled apart).
+ */
+struct one_io {
+    struct rio_io io;
+    _Atomic int done;
+};
+
+static void one_complete(struct rio_io *io)
+{
+    ((struct one_io *)io)->done = 1;
+}
+
+TEST(read_of_replaced_generation_fails)
+{
+    struct rio_options o;
+    size_t n = 3 * CH;
+    uint8_t *a = ru_pattern(n, 11), *b = ru_pattern(n, 12), *dst = malloc(n);
+
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    struct rio_transport *t = rio__client_transport(c);
+    struct rio_desc d1, d2, s;
+    T_OK(rio_put(c, "gen/key", a, n, NULL, &d1));
+    T_OK(t->ops->lookup(t, "gen/key", &s));
+    T_EQ(s.generation, d1.generation);
+
+    struct one_io r;
+    memset(&r, 0, sizeof(r));
+    r.io.kind = RIO_IO_READ;
+    r.io.key = "gen/key";
+    r.io.generation = s.generation;
+    r.io.index = 1;
+    r.io.off = CH;
+    r.io.len = CH;
+    r.io.dst = dst;
+    r.io.complete = one_complete;
+    T_OK(t->ops->submit(t, &r.io));
+    while (!r.done)
+        T_GE(t->ops->reap(t, 20), 0);
+    T_EQ(r.io.res, (int64_t)CH);
+    T_MEMEQ(dst, a + CH, CH);
+
+    T_OK(rio_put(c, "gen/key", b, n, NULL, &d2));
+    T_NE(d2.generation, d1.generation);
+    memset(&r, 0, sizeof(r));
+    r.io.kind = RIO_IO_READ;
+    r.io.key = "gen/key";
+    r.io.generation = s.generation;
+    r.io.index = 2;
+    r.io.off = 2 * CH;
+    r.io.len = CH;
+    r.io.dst = dst;
+    r.io.complete = one_complete;
+    T_OK(t->ops->submit(t, &r.io));
+    while (!r.done)
+        T_GE(t->ops->reap(t, 20), 0);
+    T_ERR(r.io.res, RIO_EGENERATION);
+
+    /* Through the API: a GET that expects the old generation. */
+    struct rio_call call = {.expect_generation = d1.generation};
+    T_ERR(rio_get(c, "gen/key", dst, n, &call), RIO_EGENERATION);
+    T_EQ(rio_get(c, "gen/key", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, b, n);
+    T_EQ(ru_chunks("rio", "gen/"), 3);
+    T_OK(rio_delete(c, "gen/key"));
+    rio_desc_cleanup(&d1);
+    rio_desc_cleanup(&d2);
+    rio_desc_cleanup(&s);
+    free(a);
+    free(b);
+    free(dst);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
+/*
+ * Client-side socket failures (ms_inject_socket_failures: librados shuts a
+ * socket on about one read in N): every PUT and GET ends byte-exact or in a
+ * clean error, and once the keys are deleted no chunk object is left.
+ */
+TEST(socket_failures_during_put_and_get)
+{
+    struct rio_options o;
+    size_t n = 2 * RU_MIB + 3;
+    char key[64];
+    unsigned ok_put = 0, ok_get = 0, err = 0;
+
+    ru_opts(&o, CH, 8);
+    o.op_timeout_ms = 5000;
+    o.retry_attempts = 8;
+    struct rio_client *c = ru_client("rio", "pools=rio,rio2&inject_socket_failures=60", &o);
+    struct rio_client *clean = ru_client("rio", NULL, &o);
+    uint8_t *dst = malloc(n);
+    for (unsigned i = 0; i < 4; i++) {
+        uint8_t *src = ru_pattern(n, 500 + i);
+        snprintf(key, sizeof(key), "sock/%u", i);
+        int ret = rio_put(c, key, src, n, NULL, NULL);
+        if (ret == 0) {
+            ok_put++;
+            int64_t got = rio_get(c, key, dst, n, NULL);
+            if (got == (int64_t)n) {
+                T_MEMEQ(dst, src, n);
+                ok_get++;
+            } else {
+                T_LT(got, 0);
+                err++;
+            }
+            /* Whatever the faulty client did, a clean read agrees. */
+            T_EQ(rio_get(clean, key, dst, n, NULL), (int64_t)n);
+            T_MEMEQ(dst, src, n);
+        } else {
+            err++;
+            struct rio_desc s;
+            T_ERR(rio_stat(clean, key, &s), RIO_ENOTFOUND);
+        }
+        free(src);
+        ru_idle(c);
+    }
+    fprintf(stderr, "with socket failures: %u PUTs ok, %u GETs ok, %u errors\n", ok_put, ok_get,
+            err);
+    for (unsigned i = 0; i < 4; i++) {
+        snprintf(key, sizeof(key), "sock/%u", i);
+        rio_delete(clean, key);
+    }
+    T_EQ(ru_chunks("rio", "sock/") + ru_chunks("rio2", "sock/"), 0);
+    free(dst);
+    rio_client_destroy(c);
+    rio_client_destroy(clean);
+}
+
+struct get_job {
+    struct rio_client *c;
+    uint8_t *dst;
+    size_t n;
+    struct rio_cancel *cx;
+    int64_t ret;
+};
+
+static void *get_thread(void *arg)
+{
+    struct get_job *j = arg;
+    struct rio_call call = {.cancel = j->cx};
+    j->ret = rio_get(j->c, "cancel/obj", j->dst, j->n, &call);
+    return NULL;
+}
+
+/* A GET cancelled mid-way returns RIO_ECANCELED promptly with nothing of it
+ * left in flight (librados ops cannot be taken back: they complete and the
+ * engine fences them). */
+TEST(cancelled_get_leaves_nothing_in_flight)
+{
+    struct rio_options o;
+    size_t n = 96 * RU_MIB;
+
+    ru_opts(&o, RU_MIB, 2);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    uint8_t *src = ru_pattern(n, 5);
+    T_OK(rio_put(c, "cancel/obj", src, n, NULL, NULL));
+    struct get_job j = {.c = c, .dst = malloc(n), .n = n};
+    T_OK(rio_cancel_new(&j.cx));
+    pthread_t th;
+    T_EQ(pthread_create(&th, NULL, get_thread, &j), 0);
+    usleep(30000);
+    uint64_t t0 = t_now_ms();
+    rio_cancel_fire(j.cx);
+    pthread_join(th, NULL);
+    fprintf(stderr, "GET ended %" PRIu64 " ms after the cancel: %s\n", t_now_ms() - t0,
+            rio_errname((int)j.ret));
+    if (j.ret != (int64_t)n)
+        T_ERR(j.ret, RIO_ECANCELED);
+    T_LT(t_now_ms() - t0, 2000);
+    ru_idle(c);
+    T_OK(rio_delete(c, "cancel/obj"));
+    rio_cancel_destroy(j.cx);
+    free(j.dst);
+    free(src);
+    rio_client_destroy(c);
+}
+
+TEST(chunk_above_max_object_size_is_refused)
+{
+    struct rio_options o;
+    uint8_t b[16] = {0};
+
+    /* The harness sets osd max object size = 32M. */
+    ru_opts(&o, 64 * RU_MIB, 1);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    T_ERR(rio_put(c, "max/obj", b, sizeof(b), NULL, NULL), RIO_EINVAL);
+    rio_client_destroy(c);
+    ru_opts(&o, 32 * RU_MIB, 1);
+    c = ru_client("rio", NULL, &o);
+    T_OK(rio_put(c, "max/obj", b, sizeof(b), NULL, NULL));
+    T_OK(rio_delete(c, "max/obj"));
+    rio_client_destroy(c);
+}
+
+TEST(bad_urls_and_foreign_objects)
+{
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[1024];
+
+    ru_opts(&o, CH, 4);
+    T_ERR(rio_client_new("rados://", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("rados://rio/key", &o, &c), RIO_EURL);
+    snprintf(url, sizeof(url), "rados://nosuchpool?conf=%s", t_ceph_conf());
+    T_ERR(rio_client_new(url, &o, &c), -ENOENT);
+    T_LT(rio_client_new("rados://rio?conf=/nonexistent/ceph.conf", &o, &c), 0);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
+    T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
+    T_NULL(c);
+
+    /* An object that is not a head under a key: a clean error, and rm works. */
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    T_OK(rados_ioctx_create(cl, "rio", &io));
+    static const char *const junk[] = {
+        "not a head",
+        "railio-rados-head 1\nkey foreign/x\ngeneration 0000000000000001\nsize 10\n",
+        "railio-rados-head 1\nkey foreign/x\ngeneration 0000000000000001\nsize 10\n"
+        "chunk_size 4\nnchunks 99999999999\netag -\nnamespace rio.chunk\npools 1\n"
+        "pool 0 rio\nend\n",
+    };
+    c = ru_client("rio", NULL, &o);
+    for (size_t i = 0; i < 3; i++) {
+        T_OK(rados_write_full(io, "foreign/x", junk[i], strlen(junk[i])));
+        struct rio_desc s;
+        T_ERR(rio_stat(c, "foreign/x", &s), RIO_EPROTO);
+        uint8_t b[8];
+        T_ERR(rio_get(c, "foreign/x", b, sizeof(b), NULL), RIO_EPROTO);
+    }
+    T_OK(rio_delete(c, "foreign/x"));
+    T_ERR(rio_delete(c, "foreign/x"), RIO_ENOTFOUND);
+    /* A PUT over a foreign object replaces it. */
+    T_OK(rados_write_full(io, "foreign/y", "zz", 2));
+    T_OK(rio_put(c, "foreign/y", "hello", 5, NULL, NULL));
+    char b[8];
+    T_EQ(rio_get(c, "foreign/y", b, sizeof(b), NULL), 5);
+    T_MEMEQ(b, "hello", 5);
+    T_OK(rio_delete(c, "foreign/y"));
+    rio_client_destroy(c);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+}
+
+/* Keys with bytes the head must encode (space, '%', UTF-8) round-trip. */
+TEST(keys_with_odd_bytes)
+{
+    static const char *const keys[] = {"a b", "100%", "caf\xc3\xa9/\xe2\x82\xac", "x\ty"};
+    struct rio_options o;
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    for (size_t i = 0; i < 4; i++) {
+        roundtrip(c, keys[i], 2 * CH + 1, 900 + i, CH);
+        T_OK(rio_delete(c, keys[i]));
+    }
+    rio_client_destroy(c);
+}
+
+/* railio put/get/stat/rm with rados://POOL/KEY and the conf from RIO_CEPH_CONF. */
+TEST(cli_put_get_stat_rm)
+{
+    const char *bdir = getenv("T_BUILD_DIR");
+    char cmd[16384], in[1024], out[1024];
+
+    if (!bdir)
+        T_SKIP("T_BUILD_DIR not set (run through ctest)");
+    const char *conf = t_ceph_conf();
+    snprintf(in, sizeof(in), "%s/cli-in", t_ceph_dir());
+    snprintf(out, sizeof(out), "%s/cli-out", t_ceph_dir());
+    size_t n = 3 * RU_MIB + 17;
+    uint8_t *src = ru_pattern(n, 77);
+    FILE *f = fopen(in, "w");
+    T_NOTNULL(f);
+    T_EQ(fwrite(src, 1, n, f), n);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "RIO_CEPH_CONF=%s '%s/railio' put rados://rio/cli/obj '%s' >&2 && "
+             "RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj >&2 && "
+             "'%s/railio' get 'rados://rio/cli/obj?conf=%s' '%s' >&2 && "
+             "cmp '%s' '%s' && "
+             "RIO_CEPH_CONF=%s '%s/railio' rm rados://rio/cli/obj >&2 && "
+             "! RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj 2>/dev/null",
+             conf, bdir, in, conf, bdir, bdir, conf, out, in, out, conf, bdir, conf, bdir);
+    T_EQ(system(cmd), 0);
+    T_EQ(ru_chunks("rio", "cli/"), 0);
+    free(src);
+}
+
+#endif /* RIO_HAVE_RADOS */
