@@ -1,4 +1,4 @@
-/* T_LABELS unit;slow */
+/* T_LABELS unit;slow;serial */
 /*
  * Goodput over heterogeneous paths: the pull-based plan keeps every path busy
  * and the tail short, so a large object moves at close to the sum of the

@@ -1,4 +1,4 @@
-/* T_LABELS unit */
+/* T_LABELS unit;serial */
 /*
  * Stats of a call and the bottleneck verdict: the figures add up, and the
  * verdict names the part that bounded the transfer in the mock's model.
@@ -135,6 +135,11 @@ TEST(verdict_network)
     uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
     eu_get_check(e.c, "o", n, 3, &call);
     eu_stats_print("get", &st);
+    if (st.verdict == RIO_VERDICT_SOFTWARE &&
+        (double)st.cpu_wait_ns >= 0.25 * (double)st.elapsed_ns)
+        T_SKIP("machine too busy: threads waited %.1f ms for a CPU in a %.1f ms call, and the "
+               "verdict rightly says so",
+               st.cpu_wait_ns / 1e6, st.elapsed_ns / 1e6);
     T_EQ(st.verdict, RIO_VERDICT_NETWORK);
     T_STREQ(rio_verdict_name(st.verdict), "network");
     T_EQ(st.svc_ns, 0u);
