@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -88,6 +89,8 @@ char *rio__strdup(const char *s)
     return d;
 }
 
+#define RIO__HUGE (2u << 20)
+
 void *rio__alloc_aligned(size_t align, size_t n)
 {
     void *p = NULL;
@@ -102,8 +105,16 @@ void *rio__alloc_aligned(size_t align, size_t n)
         return NULL;
     if (alloc_attempt())
         return NULL;
+    /* Large data buffers get transparent huge pages where the kernel offers
+     * them: the first touch of fresh memory then costs one fault per 2 MiB
+     * instead of one per 4 KiB (on this kind of VM a 4 KiB fault costs
+     * 10-16 us, slower than a 1 GbE rail delivers the page). */
+    if (n >= RIO__HUGE && align < RIO__HUGE)
+        align = RIO__HUGE;
     if (posix_memalign(&p, align, n ? n : 1) != 0)
         return NULL;
+    if (n >= RIO__HUGE)
+        (void)madvise(p, n, MADV_HUGEPAGE);
     return alloc_account(p);
 }
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -549,8 +550,18 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
     if (ret < 0)
         return ret;
     rio_desc_cleanup(&d);
-    /* The buffer is the caller's (free(3)), not the library's pool. */
-    void *buf = malloc(d.size ? d.size : 1);
+    /* The buffer is the caller's (free(3)), not the library's pool. A large
+     * one is 2 MiB-aligned with huge pages advised: the transport's first
+     * touch of it then faults once per 2 MiB, not once per 4 KiB. */
+    void *buf = NULL;
+    if (d.size >= (2u << 20)) {
+        if (posix_memalign(&buf, 2u << 20, d.size) != 0)
+            buf = NULL;
+        else
+            (void)madvise(buf, d.size, MADV_HUGEPAGE);
+    } else {
+        buf = malloc(d.size ? d.size : 1);
+    }
     if (!buf)
         return -ENOMEM;
     struct rio_call local;

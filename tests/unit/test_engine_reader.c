@@ -137,7 +137,7 @@ TEST(reader_survives_faults)
     eu_opts(&o);
     eu_open(&e, "mock://rd4?paths=3", &o);
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 10, NULL);
-    eu_fault(e.c, "disconnect:op=read:path=1:count=1:skip=3:bytes=1000");
+    eu_fault(e.c, "disconnect:op=read:count=1:skip=3:bytes=1000:down=50");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=1");
     uint8_t *dst = malloc(n);
     T_NOTNULL(dst);
