@@ -13,6 +13,7 @@
 
 #include "cli/bench_file.h"
 #include "cli/cli.h"
+#include "cli/tcp_cli.h"
 #include "railio.h"
 
 static double now_s(void)
@@ -376,7 +377,11 @@ int rio_cli_bench(int argc, char **argv)
     if (!strncmp(argv[0], "file://", 7))
         return rio_cli_bench_file(argc, argv);
 #endif
-    fprintf(stderr, "railio bench: unknown target '%s' (mock, file:///DIR)\n", argv[0]);
+    if (!strncmp(argv[0], "railio://", 9) || !strncmp(argv[0], "serve", 5))
+        return rio_cli_bench_tcp(argv[0], argc - 1, argv + 1);
+    fprintf(stderr, "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
+                    "file:///DIR)\n",
+            argv[0]);
     return 2;
 }
 

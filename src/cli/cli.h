@@ -11,6 +11,7 @@
 int rio_cli_bench(int argc, char **argv);
 int rio_cli_demo(int argc, char **argv);
 int rio_cli_objects(const char *cmd, int argc, char **argv);
+int rio_cli_serve(int argc, char **argv);
 
 /* Print one call's stats as a human table (to f). */
 void rio_cli_print_stats(FILE *f, const struct rio_stats *st);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/tcp_cli.h"
 #include "railio.h"
 
 static void usage(FILE *f)
@@ -12,7 +13,12 @@ static void usage(FILE *f)
                "\n"
                "commands:\n"
                "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
-               "  demo                                          the main demo (capacity model)\n"
+               "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
+               "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
+               "  bench file:///DIR [--json] ...                file:// against fio\n"
+               "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
+               "  demo mock               the capacity model over mock rails\n"
+               "  serve [railiod options] run the server (same as railiod; --help for options)\n"
                "  put URL/KEY FILE|-      store a file or stdin under KEY\n"
                "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
                "  stat URL/KEY            print the descriptor\n"
@@ -40,8 +46,11 @@ int main(int argc, char **argv)
     }
     if (!strcmp(cmd, "bench"))
         return rio_cli_bench(argc - 2, argv + 2);
+    if (!strcmp(cmd, "serve"))
+        return rio_cli_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "demo"))
-        return rio_cli_demo(argc - 2, argv + 2);
+        return argc > 2 && !strcmp(argv[2], "mock") ? rio_cli_demo(argc - 3, argv + 3)
+                                                    : rio_cli_demo_server(argc - 2, argv + 2);
     if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") ||
         !strcmp(cmd, "rm"))
         return rio_cli_objects(cmd, argc - 2, argv + 2);

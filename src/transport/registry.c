@@ -9,6 +9,7 @@
 #include "transport/transport.h"
 
 extern const struct rio_transport_ops rio__mock_ops;
+extern const struct rio_transport_ops rio__tcp_ops; /* railio://, no external library */
 #ifdef RIO_HAVE_URING
 extern const struct rio_transport_ops rio__file_ops;
 #endif
@@ -20,6 +21,7 @@ extern const struct rio_transport_ops rio__rados_ops;
 /* clang-format off */
 static const struct rio_transport_ops *const transports[] = {
     &rio__mock_ops,
+    &rio__tcp_ops,
 #ifdef RIO_HAVE_URING
     &rio__file_ops,
 #endif

@@ -1,0 +1,67 @@
+/*
+ * railio serve: runs the server. The server is its own program, railiod,
+ * installed next to railio; serve replaces this process with it (same pid,
+ * so signals and exit status are the server's own) and passes every
+ * argument through: `railio serve --listen ...` is `railiod --listen ...`.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/alloc.h"
+
+/* dir of /proc/self/exe + "/railiod" into out; 0 or -errno. */
+static int sibling_path(char *out, size_t cap)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    char *slash;
+
+    if (n < 0)
+        return -errno;
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (!slash)
+        return -ENOENT;
+    *slash = '\0';
+    if ((size_t)snprintf(out, cap, "%s/railiod", self) >= cap)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+/* argv[0..argc) are the arguments after "serve". Returns only on failure. */
+int rio_cli_serve(int argc, char **argv)
+{
+    char path[PATH_MAX];
+    char **args;
+    int ret;
+
+    ret = sibling_path(path, sizeof(path));
+    if (ret < 0) {
+        fprintf(stderr, "railio serve: cannot find railiod: %s\n", strerror(-ret));
+        return 1;
+    }
+    /* argv of the exec: "railiod", the arguments, NULL. */
+    args = rio__calloc((size_t)argc + 2, sizeof(*args));
+    if (!args) {
+        fprintf(stderr, "railio serve: out of memory\n");
+        return 1;
+    }
+    args[0] = path;
+    for (int i = 0; i < argc; i++)
+        args[i + 1] = argv[i];
+    args[argc + 1] = NULL;
+    fflush(NULL);
+    execv(path, args);
+    fprintf(stderr, "railio serve: cannot run %s: %s (it is built and installed next to railio)\n",
+            path, strerror(errno));
+    rio__free(args);
+    return 127;
+}

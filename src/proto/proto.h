@@ -1,0 +1,225 @@
+/*
+ * The railio wire protocol (docs/protocol.md), shared by the railio://
+ * transport (src/transport/tcp.c) and the server (src/server/). Every frame is
+ * a fixed 32-byte header and a body. Little-endian throughout. Every length is
+ * bounded and checked without overflow before anything is allocated.
+ *
+ * Decoders never allocate: they fill structs whose pointers borrow the body
+ * they were given (valid as long as that buffer is). Encoders write into a
+ * caller buffer and return the byte count, or -ENOBUFS when it is too small.
+ */
+#ifndef RIO_PROTO_H
+#define RIO_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RIO_PROTO_MAGIC 0x314F4952u /* "RIO1" on the wire */
+#define RIO_PROTO_VERSION 1
+#define RIO_PROTO_HDR_LEN 32
+#define RIO_PROTO_NONCE_LEN 16
+#define RIO_PROTO_MAC_LEN 32
+#define RIO_PROTO_MAX_RAILS 16
+#define RIO_PROTO_ADDR_MAX 64 /* "host:port" of one rail, NUL excluded */
+/* Upper bound on any body, whatever a peer announces: a chunk (<= 1 GiB, the
+ * engine's maximum chunk size) plus its fixed fields. */
+#define RIO_PROTO_BODY_CAP ((1u << 30) + 4096u)
+/* Bodies of control messages (everything but PUT_CHUNK data and READ data, and
+ * LOOKUP/COMMIT's checksum list) stay under this. */
+#define RIO_PROTO_CTRL_MAX 8192u
+
+enum rio_proto_op {
+    RIO_OP_HELLO = 1,
+    RIO_OP_AUTH = 2,
+    RIO_OP_PING = 3,
+    RIO_OP_LOOKUP = 4,
+    RIO_OP_PUT_OPEN = 5,
+    RIO_OP_PUT_CHUNK = 6,
+    RIO_OP_PUT_COMMIT = 7,
+    RIO_OP_PUT_ABORT = 8,
+    RIO_OP_READ = 9,
+    RIO_OP_DELETE = 10,
+    RIO_OP_STAT = 11,
+    RIO_OP__MAX = 11
+};
+
+/* Header flags. */
+#define RIO_PF_RESPONSE 0x0001u /* set on every response */
+
+struct rio_proto_hdr {
+    uint32_t magic;
+    uint8_t version;
+    uint8_t opcode;
+    uint16_t flags;
+    uint64_t id;       /* request id, echoed by the response */
+    uint32_t body_len; /* bytes after the header */
+    int32_t status;    /* responses: 0 or -errno / RIO_E*; requests: 0 */
+    /* bytes 24..27: low 32 bits of xxh3-64 over bytes 0..23 (header check);
+     * bytes 28..31: reserved, zero. */
+};
+
+/* Name of an opcode ("READ"), or "?" */
+const char *rio__proto_op_name(int op);
+
+/* Encode h into out[32] (computes the header check). */
+void rio__proto_hdr_encode(const struct rio_proto_hdr *h, uint8_t out[RIO_PROTO_HDR_LEN]);
+/*
+ * Decode and validate a header: magic, version, header check, reserved bytes,
+ * opcode range, flags, and body_len <= max_body. Returns 0 or RIO_EPROTO.
+ */
+int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body,
+                          struct rio_proto_hdr *h);
+
+/* ---------------------------------------------------------------- bodies */
+
+/* HELLO request: what the client speaks, and its nonce for authentication. */
+struct rio_proto_hello {
+    uint16_t version_min, version_max;
+    uint32_t caps;
+    uint8_t nonce[RIO_PROTO_NONCE_LEN];
+};
+
+/* HELLO response. */
+struct rio_proto_hello_resp {
+    uint16_t version; /* chosen */
+    uint32_t caps;
+    uint32_t auth_required; /* 1: send AUTH before anything but PING */
+    uint32_t max_body;      /* the largest body the server accepts */
+    uint32_t max_depth;     /* outstanding requests per connection it serves */
+    uint8_t nonce[RIO_PROTO_NONCE_LEN];
+    uint32_t nrails;
+    /* "host:port" of each listener (rail) of the server; borrowed, not NUL-terminated */
+    const char *rail[RIO_PROTO_MAX_RAILS];
+    uint16_t rail_len[RIO_PROTO_MAX_RAILS];
+};
+
+/* AUTH request: HMAC-SHA256(token, "railio-auth-v1" || server nonce || client nonce). */
+struct rio_proto_auth {
+    uint8_t mac[RIO_PROTO_MAC_LEN];
+};
+/* AUTH response: HMAC-SHA256(token, "railio-server-v1" || client nonce || server nonce). */
+struct rio_proto_auth_resp {
+    uint8_t mac[RIO_PROTO_MAC_LEN];
+};
+
+/* Requests naming a key: LOOKUP, DELETE. Key 1..1024 bytes, borrowed. */
+struct rio_proto_key {
+    const char *key;
+    uint16_t key_len;
+};
+
+/* LOOKUP response (also the body of PUT_COMMIT's request, minus the key). */
+struct rio_proto_desc {
+    uint64_t generation, size, chunk_size, nchunks;
+    char etag[32];      /* hex MD5, not NUL-terminated on the wire */
+    const uint8_t *xxh; /* nchunks x u64 LE, borrowed; read with rio__proto_u64 */
+};
+
+struct rio_proto_put_open {
+    uint64_t size, chunk_size;
+    uint32_t ttl_ms; /* 0 = no expiry */
+    const char *key;
+    uint16_t key_len;
+};
+struct rio_proto_put_open_resp {
+    uint64_t upload_id;
+};
+
+/* PUT_CHUNK request: the data follows the fixed fields, borrowed. */
+struct rio_proto_put_chunk {
+    uint64_t upload_id, index, xxh;
+    const uint8_t *data;
+    uint32_t len;
+};
+
+/* PUT_COMMIT request. */
+struct rio_proto_put_commit {
+    uint64_t upload_id;
+    uint64_t nchunks;
+    char etag[32];
+    const uint8_t *xxh; /* nchunks x u64 LE, borrowed */
+};
+struct rio_proto_put_commit_resp {
+    uint64_t generation;
+};
+
+struct rio_proto_put_abort {
+    uint64_t upload_id;
+};
+
+/* READ request: bytes [off, off+len) of the named generation of key. The
+ * response body is exactly len bytes on success. */
+struct rio_proto_read {
+    uint64_t generation, off;
+    uint32_t len;
+    const char *key;
+    uint16_t key_len;
+};
+
+/* STAT response: the server's counters. */
+struct rio_proto_stat_resp {
+    uint64_t objects, bytes, capacity, uploads, connections;
+};
+
+/*
+ * Encoders: write the BODY (not the header) into out (cap bytes); return its
+ * length or -ENOBUFS. PUT_CHUNK and READ responses carry bulk data: their
+ * encoders write only the fixed fields (the caller sends the data from its
+ * own buffer right after, with writev).
+ */
+int rio__proto_enc_hello(const struct rio_proto_hello *m, uint8_t *out, size_t cap);
+int rio__proto_enc_hello_resp(const struct rio_proto_hello_resp *m, uint8_t *out, size_t cap);
+int rio__proto_enc_auth(const struct rio_proto_auth *m, uint8_t *out, size_t cap);
+int rio__proto_enc_auth_resp(const struct rio_proto_auth_resp *m, uint8_t *out, size_t cap);
+int rio__proto_enc_key(const struct rio_proto_key *m, uint8_t *out, size_t cap);
+/* Fixed fields, then the checksum list (nchunks x 8 bytes) from xxh (host
+ * order uint64_t array here, unlike the decoded view). */
+int rio__proto_enc_desc(const struct rio_proto_desc *m, const uint64_t *xxh, uint8_t *out,
+                        size_t cap);
+int rio__proto_enc_put_open(const struct rio_proto_put_open *m, uint8_t *out, size_t cap);
+int rio__proto_enc_put_open_resp(const struct rio_proto_put_open_resp *m, uint8_t *out, size_t cap);
+/* Fixed part of PUT_CHUNK (24 bytes); m->data/len are not written. */
+int rio__proto_enc_put_chunk_fixed(const struct rio_proto_put_chunk *m, uint8_t *out, size_t cap);
+int rio__proto_enc_put_commit(const struct rio_proto_put_commit *m, const uint64_t *xxh,
+                              uint8_t *out, size_t cap);
+int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, uint8_t *out,
+                                   size_t cap);
+int rio__proto_enc_put_abort(const struct rio_proto_put_abort *m, uint8_t *out, size_t cap);
+int rio__proto_enc_read(const struct rio_proto_read *m, uint8_t *out, size_t cap);
+int rio__proto_enc_stat_resp(const struct rio_proto_stat_resp *m, uint8_t *out, size_t cap);
+
+/* Decoders: parse body[0..len) exactly (trailing bytes are an error); 0 or
+ * RIO_EPROTO. */
+int rio__proto_dec_hello(const uint8_t *body, size_t len, struct rio_proto_hello *m);
+int rio__proto_dec_hello_resp(const uint8_t *body, size_t len, struct rio_proto_hello_resp *m);
+int rio__proto_dec_auth(const uint8_t *body, size_t len, struct rio_proto_auth *m);
+int rio__proto_dec_auth_resp(const uint8_t *body, size_t len, struct rio_proto_auth_resp *m);
+int rio__proto_dec_key(const uint8_t *body, size_t len, struct rio_proto_key *m);
+int rio__proto_dec_desc(const uint8_t *body, size_t len, struct rio_proto_desc *m);
+int rio__proto_dec_put_open(const uint8_t *body, size_t len, struct rio_proto_put_open *m);
+int rio__proto_dec_put_open_resp(const uint8_t *body, size_t len,
+                                 struct rio_proto_put_open_resp *m);
+/* The data is the rest of the body after the 24 fixed bytes (at least 1 byte). */
+int rio__proto_dec_put_chunk(const uint8_t *body, size_t len, struct rio_proto_put_chunk *m);
+int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_put_commit *m);
+int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
+                                   struct rio_proto_put_commit_resp *m);
+int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_put_abort *m);
+int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *m);
+int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_stat_resp *m);
+
+/* Little-endian accessors. */
+static inline uint64_t rio__proto_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* HMACs of the authentication exchange (OpenSSL HMAC-SHA256). */
+int rio__proto_auth_mac(const uint8_t *token, size_t token_len, const char *label,
+                        const uint8_t a[RIO_PROTO_NONCE_LEN], const uint8_t b[RIO_PROTO_NONCE_LEN],
+                        uint8_t mac[RIO_PROTO_MAC_LEN]);
+
+#endif

@@ -1,0 +1,1238 @@
+/*
+ * Connections and workers. Each worker thread owns an epoll and the
+ * connections the main thread hands it; nothing of a connection is touched
+ * by another thread.
+ *
+ * A connection reads frames with a small state machine: the 32-byte header
+ * is validated before anything else is read or allocated; control bodies go
+ * into a fixed per-connection buffer; PUT_CHUNK data is received straight
+ * into the upload's buffer at the chunk's offset, once the upload id, index
+ * and length have been checked against the upload's geometry, and is then
+ * verified; PUT_COMMIT's checksum list is compared as it streams in, never
+ * buffered whole. Responses queue in order and leave with sendmsg over an
+ * iovec: READ and LOOKUP send from the object's own memory under a
+ * reference, so replacing the object never frees bytes being sent.
+ *
+ * Backpressure: the worker stops reading a connection at a frame boundary
+ * while it has max_depth responses queued or max_inflight_bytes of them.
+ * A watchdog tick cuts a peer whose frame (in either direction) does not
+ * complete within progress_timeout + size / min_rate, and closes idle ones.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "server/server.h"
+
+#include "railio.h"
+
+#define RBUF_SIZE (64u * 1024u)
+/* Bulk bytes are received straight into their destination when at least
+ * this much is wanted and nothing is buffered. */
+#define DIRECT_MIN (16u * 1024u)
+#define SCRATCH_SIZE (64u * 1024u)
+/* Bytes taken from one socket per readiness event before others get a turn. */
+#define READ_BUDGET (8u << 20)
+#define MAX_IOV 64
+#define TICK_NS (100ull * 1000000ull)
+#define MAX_EVENTS 128
+
+enum {
+    RS_HDR,
+    RS_BODY,
+    RS_CHUNK_FIXED,
+    RS_CHUNK_DATA,
+    RS_COMMIT_FIXED,
+    RS_COMMIT_LIST,
+    RS_DISCARD,
+};
+
+struct resp {
+    struct resp *next;
+    uint8_t hdr[RIO_PROTO_HDR_LEN];
+    const uint8_t *data; /* bulk bytes of obj (READ data, LOOKUP checksums) */
+    size_t data_len;
+    struct rio_srv_obj *obj;
+    size_t small_len;
+    size_t total, sent;
+    uint8_t small[];
+};
+
+struct conn {
+    struct conn *prev, *next; /* the worker's list; next also links incoming/pending */
+    struct conn *pnext;       /* the worker's pending list */
+    struct rio_srv_worker *w;
+    int fd;
+    int lis;
+    int dead;
+    int closing; /* answer what is queued, then close */
+    int rd_eof;  /* the peer closed its side */
+    int pending; /* on the pending list */
+    uint32_t ev; /* epoll mask registered */
+    char peer[64];
+
+    /* read side */
+    uint8_t *rbuf;
+    size_t rpos, rend;
+    int rstate;
+    uint8_t *want;
+    size_t want_len, want_got;
+    uint8_t hdrbuf[RIO_PROTO_HDR_LEN];
+    struct rio_proto_hdr hdr;
+    int in_frame; /* bytes of a request arrived and its response is not queued */
+    int req_open; /* the current request is counted in inflight_requests */
+    uint64_t frame_start, frame_deadline;
+    uint8_t ctrl[RIO_PROTO_CTRL_MAX];
+
+    /* PUT_CHUNK / PUT_COMMIT in progress */
+    struct rio_srv_upload *up;
+    uint64_t up_index, up_xxh, up_seq;
+    uint64_t commit_i, commit_n;
+    int commit_missing, commit_bad;
+    char etag[32];
+    uint64_t discard_left;
+    int discard_status;
+
+    /* write side */
+    struct resp *oh, *ot;
+    unsigned nout;
+    uint64_t out_bytes;
+    uint64_t send_deadline;
+    uint64_t last_active;
+
+    /* session */
+    int hello, authed;
+    uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
+};
+
+struct rio_srv_worker {
+    struct rio_srv *srv;
+    pthread_t th;
+    int started;
+    int epfd, evfd;
+    pthread_mutex_t mu;
+    struct conn *incoming; /* guarded by mu */
+    struct conn *conns;    /* worker thread only */
+    struct conn *pending;  /* conns with buffered input to process */
+    struct conn *graveyard;
+    _Atomic unsigned nconns;
+    uint8_t scratch[SCRATCH_SIZE];
+};
+
+static void conn_flush(struct conn *c);
+static void conn_read(struct conn *c);
+
+/* ---------------------------------------------------------------- utils */
+
+static void le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t frame_budget_ns(const struct rio_srv *srv, uint64_t bytes)
+{
+    uint64_t rate = srv->cfg.min_rate ? srv->cfg.min_rate : 1;
+    return srv->cfg.progress_timeout_ns + bytes / rate * 1000000000ull +
+           bytes % rate * 1000000000ull / rate;
+}
+
+static int conn_authorized(const struct conn *c)
+{
+    return c->authed || !c->w->srv->cfg.token;
+}
+
+static void conn_set_events(struct conn *c, int in, int out)
+{
+    uint32_t ev = 0;
+    struct epoll_event e;
+
+    if (c->dead)
+        return;
+    if (in && !c->rd_eof)
+        ev |= EPOLLIN | EPOLLRDHUP;
+    if (out)
+        ev |= EPOLLOUT;
+    if (ev == c->ev)
+        return;
+    e.events = ev;
+    e.data.ptr = c;
+    if (epoll_ctl(c->w->epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+        c->ev = ev;
+}
+
+static void conn_piece(struct conn *c, int state, uint8_t *dst, size_t len)
+{
+    c->rstate = state;
+    c->want = dst;
+    c->want_len = len;
+    c->want_got = 0;
+}
+
+static void conn_next_frame(struct conn *c)
+{
+    c->in_frame = 0;
+    conn_piece(c, RS_HDR, c->hdrbuf, RIO_PROTO_HDR_LEN);
+}
+
+static void conn_kill(struct conn *c, const char *why)
+{
+    struct rio_srv_worker *w = c->w;
+    struct rio_srv *srv = w->srv;
+
+    if (c->dead)
+        return;
+    SRV_DEBUG("close peer=%s reason=%s queued=%u", c->peer, why, c->nout);
+    c->dead = 1;
+    epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->fd = -1;
+    if (c->up) {
+        if (c->rstate == RS_CHUNK_DATA)
+            rio__srv_upload_chunk_abandon(&srv->store, c->up, c->up_index);
+        else
+            rio__srv_upload_unref(c->up);
+        c->up = NULL;
+    }
+    while (c->oh) {
+        struct resp *r = c->oh;
+        c->oh = r->next;
+        atomic_fetch_sub(&srv->m.inflight_requests, 1);
+        atomic_fetch_sub(&srv->m.inflight_bytes, (int64_t)r->total);
+        rio__srv_obj_unref(r->obj);
+        rio__free(r);
+    }
+    c->ot = NULL;
+    c->nout = 0;
+    if (c->req_open)
+        atomic_fetch_sub(&srv->m.inflight_requests, 1);
+    c->req_open = 0;
+    atomic_fetch_sub(&srv->m.conns_open, 1);
+    /* Out of the live list, into the graveyard (freed after this round of
+     * events, when no pointer to it can be in use). */
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = NULL;
+    c->next = w->graveyard;
+    w->graveyard = c;
+    atomic_fetch_sub(&w->nconns, 1);
+}
+
+/* Close with a reset: whatever the kernel still holds for this peer is
+ * dropped now, not trickled out (a stalled or hostile peer). */
+static void conn_abort(struct conn *c, const char *why)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+    if (!c->dead)
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    conn_kill(c, why);
+}
+
+static void conn_free(struct conn *c)
+{
+    rio__free(c->rbuf);
+    rio__free(c);
+}
+
+/* A frame that cannot be parsed: the stream cannot be trusted any more. */
+static void conn_reject(struct conn *c, const char *why)
+{
+    atomic_fetch_add(&c->w->srv->m.rejected_frames, 1);
+    SRV_INFO("rejected frame peer=%s reason=%s op=%s", c->peer, why,
+             rio__proto_op_name(c->hdr.opcode));
+    conn_abort(c, why);
+}
+
+/* ------------------------------------------------------------ responses */
+
+/*
+ * Queue the response to the current request: status, a small body copied
+ * from small, and optionally bulk bytes of obj (whose reference the response
+ * takes over). Ends the current frame.
+ */
+static void conn_respond(struct conn *c, int status, const void *small, size_t small_len,
+                         struct rio_srv_obj *obj, const uint8_t *data, size_t data_len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_hdr h = {0};
+    struct resp *r;
+    int op = c->hdr.opcode;
+
+    r = rio__malloc(sizeof(*r) + small_len);
+    if (!r) {
+        rio__srv_obj_unref(obj);
+        conn_kill(c, "out of memory");
+        return;
+    }
+    h.opcode = (uint8_t)op;
+    h.flags = RIO_PF_RESPONSE;
+    h.id = c->hdr.id;
+    h.body_len = (uint32_t)(small_len + data_len);
+    h.status = status;
+    rio__proto_hdr_encode(&h, r->hdr);
+    r->next = NULL;
+    if (small_len)
+        memcpy(r->small, small, small_len);
+    r->small_len = small_len;
+    r->obj = obj;
+    r->data = data;
+    r->data_len = data_len;
+    r->total = RIO_PROTO_HDR_LEN + small_len + data_len;
+    r->sent = 0;
+    if (c->ot)
+        c->ot->next = r;
+    else {
+        c->oh = r;
+        c->send_deadline = rio__now_ns() + frame_budget_ns(srv, r->total);
+    }
+    c->ot = r;
+    c->nout++;
+    c->out_bytes += r->total;
+    if (!c->req_open)
+        atomic_fetch_add(&srv->m.inflight_requests, 1);
+    c->req_open = 0; /* the response carries the count from here */
+    atomic_fetch_add(&srv->m.inflight_bytes, (int64_t)r->total);
+    atomic_fetch_add_explicit(&srv->m.req[op][rio__srv_status_class(status)], 1,
+                              memory_order_relaxed);
+    atomic_fetch_add_explicit(&srv->m.op_bytes_out[op], r->total, memory_order_relaxed);
+    if (status < 0)
+        SRV_DEBUG("answer peer=%s op=%s id=%llu status=%s", c->peer, rio__proto_op_name(op),
+                  (unsigned long long)h.id, rio_errname(status));
+    conn_next_frame(c);
+}
+
+static void conn_status(struct conn *c, int status)
+{
+    conn_respond(c, status, NULL, 0, NULL, NULL, 0);
+}
+
+/* A body that does not decode: answer RIO_EPROTO, then close. */
+static void conn_bad_body(struct conn *c)
+{
+    atomic_fetch_add(&c->w->srv->m.rejected_frames, 1);
+    SRV_INFO("rejected frame peer=%s reason=bad body op=%s", c->peer,
+             rio__proto_op_name(c->hdr.opcode));
+    c->closing = 1;
+    conn_status(c, RIO_EPROTO);
+}
+
+/* Read and drop n more body bytes, then answer status. */
+static void conn_discard(struct conn *c, uint64_t n, int status)
+{
+    c->discard_status = status;
+    c->discard_left = n;
+    if (n == 0) {
+        conn_status(c, status);
+        return;
+    }
+    conn_piece(c, RS_DISCARD, c->w->scratch, n < SCRATCH_SIZE ? (size_t)n : SCRATCH_SIZE);
+}
+
+/* ------------------------------------------------------------- requests */
+
+static void do_hello(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_hello m;
+    struct rio_proto_hello_resp r = {0};
+    char names[RIO_SRV_MAX_LISTENERS][RIO_PROTO_ADDR_MAX + 1];
+    uint8_t out[64 + RIO_SRV_MAX_LISTENERS * (RIO_PROTO_ADDR_MAX + 2)];
+    int n;
+
+    if (rio__proto_dec_hello(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    if (m.version_min > RIO_PROTO_VERSION || m.version_max < RIO_PROTO_VERSION) {
+        c->closing = 1;
+        conn_status(c, RIO_ENOTSUP);
+        return;
+    }
+    memcpy(c->cnonce, m.nonce, RIO_PROTO_NONCE_LEN);
+    if (getrandom(c->snonce, RIO_PROTO_NONCE_LEN, 0) != RIO_PROTO_NONCE_LEN) {
+        c->closing = 1;
+        conn_status(c, RIO_ESERVER);
+        return;
+    }
+    c->hello = 1;
+    c->authed = 0;
+    r.version = RIO_PROTO_VERSION;
+    r.caps = 0;
+    r.auth_required = srv->cfg.token ? 1 : 0;
+    r.max_body = srv->cfg.max_body;
+    r.max_depth = srv->cfg.max_depth;
+    memcpy(r.nonce, c->snonce, RIO_PROTO_NONCE_LEN);
+    r.nrails = srv->nlis;
+    for (unsigned i = 0; i < srv->nlis; i++) {
+        const struct rio_srv_listener *l = &srv->lis[i];
+        const char *name = l->name;
+        if (l->wildcard) {
+            /* A wildcard listener is advertised under the address this
+             * connection reached, with that listener's port. */
+            struct sockaddr_storage ss;
+            socklen_t sl = sizeof(ss);
+            if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+                ss.ss_family == l->addr.ss_family) {
+                if (ss.ss_family == AF_INET)
+                    ((struct sockaddr_in *)&ss)->sin_port =
+                        ((const struct sockaddr_in *)&l->addr)->sin_port;
+                else
+                    ((struct sockaddr_in6 *)&ss)->sin6_port =
+                        ((const struct sockaddr_in6 *)&l->addr)->sin6_port;
+                rio__srv_addr_name((struct sockaddr *)&ss, names[i], sizeof(names[i]));
+                name = names[i];
+            }
+        }
+        r.rail[i] = name;
+        r.rail_len[i] = (uint16_t)strlen(name);
+    }
+    n = rio__proto_enc_hello_resp(&r, out, sizeof(out));
+    if (n < 0) {
+        conn_status(c, RIO_ESERVER);
+        return;
+    }
+    conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
+}
+
+static void do_auth(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_auth m;
+    struct rio_proto_auth_resp r;
+    uint8_t want[RIO_PROTO_MAC_LEN];
+
+    if (rio__proto_dec_auth(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    if (!srv->cfg.token) {
+        conn_status(c, RIO_ENOTSUP);
+        return;
+    }
+    if (!c->hello ||
+        rio__proto_auth_mac(srv->cfg.token, srv->cfg.token_len, "railio-auth-v1", c->snonce,
+                            c->cnonce, want) < 0 ||
+        CRYPTO_memcmp(want, m.mac, RIO_PROTO_MAC_LEN) != 0) {
+        atomic_fetch_add(&srv->m.auth_failures, 1);
+        SRV_WARN("auth refused peer=%s%s", c->peer, c->hello ? "" : " (no HELLO first)");
+        /* One try per connection (and per server nonce). */
+        c->closing = 1;
+        conn_status(c, -EACCES);
+        return;
+    }
+    if (rio__proto_auth_mac(srv->cfg.token, srv->cfg.token_len, "railio-server-v1", c->cnonce,
+                            c->snonce, r.mac) < 0) {
+        c->closing = 1;
+        conn_status(c, RIO_ESERVER);
+        return;
+    }
+    c->authed = 1;
+    SRV_DEBUG("auth ok peer=%s", c->peer);
+    uint8_t out[RIO_PROTO_MAC_LEN];
+    int n = rio__proto_enc_auth_resp(&r, out, sizeof(out));
+    conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
+}
+
+static void do_stat(struct conn *c, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_srv_store_stats st;
+    struct rio_proto_stat_resp r;
+    uint8_t out[64];
+    int n;
+
+    if (len != 0) {
+        conn_bad_body(c);
+        return;
+    }
+    rio__srv_store_stats(&srv->store, &st);
+    r.objects = st.objects;
+    r.bytes = st.bytes;
+    r.capacity = st.capacity;
+    r.uploads = st.uploads;
+    r.connections = (uint64_t)atomic_load(&srv->m.conns_open);
+    n = rio__proto_enc_stat_resp(&r, out, sizeof(out));
+    conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
+}
+
+static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_proto_key m;
+    struct rio_srv_obj *o;
+    uint8_t out[64];
+
+    if (rio__proto_dec_key(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    o = rio__srv_store_get(&c->w->srv->store, m.key, m.key_len, 1);
+    if (!o) {
+        conn_status(c, RIO_ENOTFOUND);
+        return;
+    }
+    /* The fixed part here, the checksum list from the object's memory. */
+    le64(out, o->generation);
+    le64(out + 8, o->size);
+    le64(out + 16, o->chunk_size);
+    le64(out + 24, o->nchunks);
+    memcpy(out + 32, o->etag, 32);
+    conn_respond(c, 0, out, sizeof(out), o, o->xxh, (size_t)o->nchunks * 8);
+}
+
+static void do_read(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_proto_read m;
+    struct rio_srv_obj *o;
+
+    if (rio__proto_dec_read(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    o = rio__srv_store_get(&c->w->srv->store, m.key, m.key_len, 1);
+    if (!o) {
+        conn_status(c, RIO_ENOTFOUND);
+        return;
+    }
+    if (m.generation && m.generation != o->generation) {
+        rio__srv_obj_unref(o);
+        conn_status(c, RIO_EGENERATION);
+        return;
+    }
+    if (m.off > o->size || m.len > o->size - m.off) {
+        rio__srv_obj_unref(o);
+        conn_status(c, RIO_EPROTO);
+        return;
+    }
+    conn_respond(c, 0, NULL, 0, o, o->data + m.off, m.len);
+}
+
+static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_put_open m;
+    struct rio_proto_put_open_resp r;
+    uint8_t out[8];
+    int ret;
+
+    if (rio__proto_dec_put_open(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    ret = rio__srv_store_open(&srv->store, &m, &r.upload_id);
+    if (ret < 0) {
+        if (ret == -ENOSPC || ret == -EFBIG)
+            SRV_INFO("put refused peer=%s size=%llu status=%s", c->peer, (unsigned long long)m.size,
+                     rio_errname(ret));
+        conn_status(c, ret);
+        return;
+    }
+    rio__proto_enc_put_open_resp(&r, out, sizeof(out));
+    conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
+}
+
+static void do_ctrl(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    const uint8_t *body = c->ctrl;
+    size_t len = c->hdr.body_len;
+    union {
+        struct rio_proto_key k;
+        struct rio_proto_put_abort a;
+    } m;
+
+    switch (c->hdr.opcode) {
+    case RIO_OP_HELLO:
+        do_hello(c, body, len);
+        return;
+    case RIO_OP_AUTH:
+        do_auth(c, body, len);
+        return;
+    case RIO_OP_PING:
+        conn_respond(c, 0, body, len, NULL, NULL, 0);
+        return;
+    case RIO_OP_STAT:
+        do_stat(c, len);
+        return;
+    case RIO_OP_LOOKUP:
+        do_lookup(c, body, len);
+        return;
+    case RIO_OP_READ:
+        do_read(c, body, len);
+        return;
+    case RIO_OP_DELETE:
+        if (rio__proto_dec_key(body, len, &m.k) < 0) {
+            conn_bad_body(c);
+            return;
+        }
+        conn_status(c, rio__srv_store_delete(&srv->store, m.k.key, m.k.key_len));
+        return;
+    case RIO_OP_PUT_OPEN:
+        do_put_open(c, body, len);
+        return;
+    case RIO_OP_PUT_ABORT:
+        if (rio__proto_dec_put_abort(body, len, &m.a) < 0) {
+            conn_bad_body(c);
+            return;
+        }
+        conn_status(c, rio__srv_store_abort(&srv->store, m.a.upload_id));
+        return;
+    default:
+        conn_bad_body(c);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------ PUT data */
+
+static void chunk_fixed(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t id = rio__proto_u64(c->ctrl);
+    uint64_t index = rio__proto_u64(c->ctrl + 8);
+    uint64_t xxh = rio__proto_u64(c->ctrl + 16);
+    uint64_t len = (uint64_t)c->hdr.body_len - 24;
+    struct rio_srv_upload *u = NULL;
+    uint8_t *dst = NULL;
+    int ret;
+
+    ret = rio__srv_upload_claim(&srv->store, id, index, len, xxh, &u, &dst);
+    if (ret != 0) {
+        conn_discard(c, len, ret == 1 ? 0 : ret);
+        return;
+    }
+    c->up = u;
+    c->up_index = index;
+    c->up_xxh = xxh;
+    conn_piece(c, RS_CHUNK_DATA, dst, (size_t)len);
+}
+
+static void chunk_data(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t h = rio__xxh3(c->want, c->want_len);
+    int ok = h == c->up_xxh;
+    struct rio_srv_upload *u = c->up;
+    int ret;
+
+    if (!ok) {
+        atomic_fetch_add(&srv->m.chunk_checksum_errors, 1);
+        SRV_INFO("chunk checksum mismatch peer=%s upload=%llu index=%llu", c->peer,
+                 (unsigned long long)u->id, (unsigned long long)c->up_index);
+    }
+    c->up = NULL;
+    ret = rio__srv_upload_chunk_done(&srv->store, u, c->up_index, h, ok);
+    conn_status(c, ret);
+}
+
+static void commit_finish(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t gen = 0;
+    uint8_t out[8];
+    int ret;
+
+    ret = rio__srv_store_commit(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
+                                c->commit_bad, &gen);
+    rio__srv_upload_unref(c->up);
+    c->up = NULL;
+    if (ret < 0) {
+        conn_status(c, ret);
+        return;
+    }
+    le64(out, gen);
+    conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
+}
+
+static void commit_next_batch(struct conn *c)
+{
+    uint64_t left = c->commit_n - c->commit_i;
+    size_t n = left * 8 < RIO_PROTO_CTRL_MAX ? (size_t)left * 8 : RIO_PROTO_CTRL_MAX;
+    conn_piece(c, RS_COMMIT_LIST, c->ctrl, n);
+}
+
+static void commit_fixed(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t id = rio__proto_u64(c->ctrl);
+    uint64_t n = rio__proto_u64(c->ctrl + 8);
+    uint64_t list = (uint64_t)c->hdr.body_len - 48;
+    struct rio_srv_upload *u;
+    uint64_t seq = 0;
+
+    if (list / 8 != n) {
+        conn_reject(c, "commit list length");
+        return;
+    }
+    u = rio__srv_upload_get(&srv->store, id, &seq);
+    if (!u) {
+        conn_discard(c, list, RIO_ENOTFOUND);
+        return;
+    }
+    if (n != u->nchunks) {
+        rio__srv_upload_unref(u);
+        conn_discard(c, list, RIO_EPROTO);
+        return;
+    }
+    c->up = u;
+    c->up_seq = seq;
+    c->commit_i = 0;
+    c->commit_n = n;
+    c->commit_missing = c->commit_bad = 0;
+    memcpy(c->etag, c->ctrl + 16, 32);
+    if (n == 0)
+        commit_finish(c);
+    else
+        commit_next_batch(c);
+}
+
+static void commit_list(struct conn *c)
+{
+    uint64_t cnt = c->want_len / 8;
+
+    rio__srv_upload_compare(&c->w->srv->store, c->up, c->commit_i, cnt, c->ctrl, &c->commit_missing,
+                            &c->commit_bad);
+    c->commit_i += cnt;
+    if (c->commit_i == c->commit_n)
+        commit_finish(c);
+    else
+        commit_next_batch(c);
+}
+
+/* ---------------------------------------------------------------- frames */
+
+static void header_done(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint32_t blen;
+    int op;
+
+    if (rio__proto_hdr_decode(c->hdrbuf, srv->cfg.max_body, &c->hdr) < 0) {
+        conn_reject(c, "bad header");
+        return;
+    }
+    if (c->hdr.flags & RIO_PF_RESPONSE) {
+        conn_reject(c, "response flag on a request");
+        return;
+    }
+    op = c->hdr.opcode;
+    blen = c->hdr.body_len;
+    c->req_open = 1;
+    atomic_fetch_add(&srv->m.inflight_requests, 1);
+    atomic_fetch_add_explicit(&srv->m.op_bytes_in[op], RIO_PROTO_HDR_LEN + (uint64_t)blen,
+                              memory_order_relaxed);
+    c->frame_deadline = c->frame_start + frame_budget_ns(srv, blen);
+
+    if (!conn_authorized(c) && op != RIO_OP_HELLO && op != RIO_OP_AUTH && op != RIO_OP_PING) {
+        /* Before AUTH a peer gets no large body read for it. */
+        if (blen > RIO_PROTO_CTRL_MAX) {
+            conn_reject(c, "large body before authentication");
+            return;
+        }
+        conn_discard(c, blen, -EACCES);
+        return;
+    }
+    switch (op) {
+    case RIO_OP_PUT_CHUNK:
+        if (blen < 25) {
+            conn_reject(c, "short PUT_CHUNK");
+            return;
+        }
+        conn_piece(c, RS_CHUNK_FIXED, c->ctrl, 24);
+        return;
+    case RIO_OP_PUT_COMMIT:
+        if (blen < 48 || (blen - 48) % 8 != 0) {
+            conn_reject(c, "PUT_COMMIT length");
+            return;
+        }
+        conn_piece(c, RS_COMMIT_FIXED, c->ctrl, 48);
+        return;
+    default:
+        if (blen > RIO_PROTO_CTRL_MAX) {
+            conn_reject(c, "control body too long");
+            return;
+        }
+        if (blen == 0)
+            do_ctrl(c);
+        else
+            conn_piece(c, RS_BODY, c->ctrl, blen);
+        return;
+    }
+}
+
+/* The piece being read is complete. */
+static void conn_step(struct conn *c)
+{
+    switch (c->rstate) {
+    case RS_HDR:
+        header_done(c);
+        return;
+    case RS_BODY:
+        do_ctrl(c);
+        return;
+    case RS_CHUNK_FIXED:
+        chunk_fixed(c);
+        return;
+    case RS_CHUNK_DATA:
+        chunk_data(c);
+        return;
+    case RS_COMMIT_FIXED:
+        commit_fixed(c);
+        return;
+    case RS_COMMIT_LIST:
+        commit_list(c);
+        return;
+    case RS_DISCARD:
+        c->discard_left -= c->want_len;
+        conn_discard(c, c->discard_left, c->discard_status);
+        return;
+    }
+}
+
+/*
+ * Take up to want bytes into dst: from the read buffer first, else from the
+ * socket (straight into dst for large wants). Returns the count, 0 when the
+ * socket has nothing now, RIO_ECLOSED at end of stream or -errno.
+ */
+static ssize_t conn_take(struct conn *c, uint8_t *dst, size_t want)
+{
+    struct rio_srv *srv = c->w->srv;
+    size_t avail = c->rend - c->rpos;
+    ssize_t r;
+
+    if (avail) {
+        size_t n = avail < want ? avail : want;
+        memcpy(dst, c->rbuf + c->rpos, n);
+        c->rpos += n;
+        return (ssize_t)n;
+    }
+    if (want >= DIRECT_MIN)
+        r = recv(c->fd, dst, want, 0);
+    else
+        r = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+    if (r == 0)
+        return RIO_ECLOSED;
+    atomic_fetch_add_explicit(&srv->m.listener_in[c->lis], (uint64_t)r, memory_order_relaxed);
+    c->last_active = rio__now_ns();
+    if (want >= DIRECT_MIN)
+        return r;
+    c->rpos = 0;
+    c->rend = (size_t)r;
+    return conn_take(c, dst, want);
+}
+
+static int conn_should_pause(const struct conn *c)
+{
+    const struct rio_srv *srv = c->w->srv;
+
+    if (c->closing || c->rd_eof || atomic_load(&srv->draining))
+        return 1;
+    if (c->nout >= srv->cfg.max_depth)
+        return 1;
+    return c->nout && c->out_bytes >= srv->cfg.max_inflight_bytes;
+}
+
+static void conn_read(struct conn *c)
+{
+    size_t budget = READ_BUDGET;
+
+    while (!c->dead) {
+        if (!c->in_frame && c->want_got == 0 && conn_should_pause(c)) {
+            conn_set_events(c, 0, c->oh != NULL);
+            break;
+        }
+        ssize_t n = conn_take(c, c->want + c->want_got, c->want_len - c->want_got);
+        if (n == 0)
+            break;
+        if (n < 0) {
+            if (n == RIO_ECLOSED && !c->in_frame) {
+                /* A clean end: answer what is queued, then close. */
+                c->rd_eof = 1;
+                conn_set_events(c, 0, c->oh != NULL);
+                if (!c->oh)
+                    conn_kill(c, "peer closed");
+                return;
+            }
+            if (c->in_frame) {
+                atomic_fetch_add(&c->w->srv->m.rejected_frames, 1);
+                SRV_INFO("truncated frame peer=%s op=%s got=%zu/%zu: %s", c->peer,
+                         c->rstate == RS_HDR ? "?" : rio__proto_op_name(c->hdr.opcode), c->want_got,
+                         c->want_len, rio_strerror((int)n));
+            }
+            conn_kill(c, "read failed");
+            return;
+        }
+        if (!c->in_frame) {
+            c->in_frame = 1;
+            c->frame_start = rio__now_ns();
+            c->frame_deadline = c->frame_start + c->w->srv->cfg.progress_timeout_ns;
+        }
+        c->want_got += (size_t)n;
+        if (c->want_got == c->want_len)
+            conn_step(c);
+        if ((size_t)n >= budget) {
+            if (c->rpos == c->rend)
+                break; /* more later: epoll is level-triggered */
+            budget = 0;
+        } else {
+            budget -= (size_t)n;
+        }
+    }
+    if (!c->dead)
+        conn_flush(c);
+}
+
+/* ---------------------------------------------------------------- writes */
+
+static void conn_done_closing(struct conn *c)
+{
+    if (c->oh || c->dead)
+        return;
+    if (c->closing)
+        conn_kill(c, "closed after error");
+    else if (c->rd_eof)
+        conn_kill(c, "peer closed");
+    else if (atomic_load(&c->w->srv->draining) && !c->in_frame)
+        conn_kill(c, "drained");
+}
+
+static void conn_flush(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+
+    while (c->oh && !c->dead) {
+        struct iovec iov[MAX_IOV];
+        struct msghdr mh = {0};
+        int n = 0;
+        ssize_t w;
+
+        for (struct resp *r = c->oh; r && n <= MAX_IOV - 3; r = r->next) {
+            size_t off = r == c->oh ? r->sent : 0;
+            const uint8_t *p[3] = {r->hdr, r->small, r->data};
+            size_t l[3] = {RIO_PROTO_HDR_LEN, r->small_len, r->data_len};
+            for (int k = 0; k < 3; k++) {
+                if (off >= l[k]) {
+                    off -= l[k];
+                    continue;
+                }
+                iov[n].iov_base = (void *)(p[k] + off);
+                iov[n].iov_len = l[k] - off;
+                n++;
+                off = 0;
+            }
+        }
+        mh.msg_iov = iov;
+        mh.msg_iovlen = (size_t)n;
+        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                conn_set_events(c, !conn_should_pause(c), 1);
+                return;
+            }
+            SRV_DEBUG("send failed peer=%s: %s", c->peer, strerror(errno));
+            conn_kill(c, "send failed");
+            return;
+        }
+        atomic_fetch_add_explicit(&srv->m.listener_out[c->lis], (uint64_t)w, memory_order_relaxed);
+        uint64_t now = rio__now_ns();
+        c->last_active = now;
+        size_t left = (size_t)w;
+        while (left && c->oh) {
+            struct resp *r = c->oh;
+            size_t rem = r->total - r->sent;
+            if (left < rem) {
+                r->sent += left;
+                break;
+            }
+            left -= rem;
+            c->oh = r->next;
+            if (!c->oh)
+                c->ot = NULL;
+            c->nout--;
+            c->out_bytes -= r->total;
+            atomic_fetch_sub(&srv->m.inflight_requests, 1);
+            atomic_fetch_sub(&srv->m.inflight_bytes, (int64_t)r->total);
+            rio__srv_obj_unref(r->obj);
+            rio__free(r);
+            if (c->oh)
+                c->send_deadline = now + frame_budget_ns(srv, c->oh->total);
+        }
+    }
+    if (c->dead)
+        return;
+    conn_done_closing(c);
+    if (c->dead)
+        return;
+    int in = !conn_should_pause(c);
+    conn_set_events(c, in, 0);
+    /* Requests already buffered get no readiness event of their own. */
+    if (in && c->rpos < c->rend && !c->pending) {
+        c->pending = 1;
+        c->pnext = c->w->pending;
+        c->w->pending = c;
+    }
+}
+
+static void conn_event(struct conn *c, uint32_t ev)
+{
+    if (ev & EPOLLERR) {
+        conn_kill(c, "socket error");
+        return;
+    }
+    if (ev & EPOLLOUT)
+        conn_flush(c);
+    if (c->dead)
+        return;
+    if (ev & (EPOLLIN | EPOLLRDHUP)) {
+        conn_read(c);
+    } else if (ev & EPOLLHUP) {
+        conn_kill(c, "hang-up");
+    }
+}
+
+/* --------------------------------------------------------------- workers */
+
+static void worker_adopt(struct rio_srv_worker *w)
+{
+    struct conn *list, *c, *n;
+
+    pthread_mutex_lock(&w->mu);
+    list = w->incoming;
+    w->incoming = NULL;
+    pthread_mutex_unlock(&w->mu);
+    for (c = list; c; c = n) {
+        struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
+        n = c->next;
+        c->w = w;
+        c->prev = NULL;
+        c->next = w->conns;
+        if (w->conns)
+            w->conns->prev = c;
+        w->conns = c;
+        c->ev = e.events;
+        c->last_active = rio__now_ns();
+        conn_next_frame(c);
+        if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, c->fd, &e) < 0) {
+            SRV_WARN("epoll_ctl: %s", strerror(errno));
+            c->ev = 0;
+            conn_kill(c, "epoll");
+        }
+    }
+}
+
+static void worker_tick(struct rio_srv_worker *w, uint64_t now)
+{
+    struct rio_srv *srv = w->srv;
+    int draining = atomic_load(&srv->draining);
+
+    for (struct conn *c = w->conns, *n; c; c = n) {
+        n = c->next;
+        if (c->in_frame && now > c->frame_deadline) {
+            atomic_fetch_add(&srv->m.timeouts_progress, 1);
+            SRV_INFO("progress timeout peer=%s receiving op=%s got=%zu/%zu", c->peer,
+                     c->rstate == RS_HDR ? "?" : rio__proto_op_name(c->hdr.opcode), c->want_got,
+                     c->want_len);
+            conn_abort(c, "progress timeout (receiving)");
+        } else if (c->oh && now > c->send_deadline) {
+            atomic_fetch_add(&srv->m.timeouts_progress, 1);
+            SRV_INFO("progress timeout peer=%s sending queued=%u", c->peer, c->nout);
+            conn_abort(c, "progress timeout (sending)");
+        } else if (draining) {
+            conn_done_closing(c);
+            if (!c->dead && !c->in_frame)
+                conn_set_events(c, 0, c->oh != NULL);
+        } else if (srv->cfg.idle_timeout_ns && !c->in_frame && !c->oh &&
+                   now - c->last_active > srv->cfg.idle_timeout_ns) {
+            atomic_fetch_add(&srv->m.timeouts_idle, 1);
+            SRV_DEBUG("idle timeout peer=%s", c->peer);
+            conn_kill(c, "idle timeout");
+        }
+    }
+}
+
+static void worker_bury(struct rio_srv_worker *w)
+{
+    while (w->graveyard) {
+        struct conn *c = w->graveyard;
+        w->graveyard = c->next;
+        conn_free(c);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct rio_srv_worker *w = arg;
+    struct rio_srv *srv = w->srv;
+    struct epoll_event evs[MAX_EVENTS];
+    uint64_t next_tick = rio__now_ns() + TICK_NS;
+
+    while (!atomic_load(&srv->stopping)) {
+        int n = epoll_wait(w->epfd, evs, MAX_EVENTS, w->pending ? 0 : (int)(TICK_NS / 1000000));
+        if (n < 0 && errno != EINTR) {
+            SRV_ERR("epoll_wait: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (!evs[i].data.ptr) {
+                uint64_t v;
+                if (read(w->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+                    SRV_WARN("eventfd: %s", strerror(errno));
+                worker_adopt(w);
+                continue;
+            }
+            struct conn *c = evs[i].data.ptr;
+            if (!c->dead)
+                conn_event(c, evs[i].events);
+        }
+        while (w->pending) {
+            struct conn *list = w->pending;
+            w->pending = NULL;
+            for (struct conn *c = list, *nx; c; c = nx) {
+                nx = c->pnext;
+                c->pending = 0;
+                if (!c->dead)
+                    conn_read(c);
+            }
+        }
+        uint64_t now = rio__now_ns();
+        if (now >= next_tick || atomic_load(&srv->draining)) {
+            worker_tick(w, now);
+            next_tick = now + TICK_NS;
+        }
+        worker_bury(w);
+        if (atomic_load(&srv->draining) && !w->conns) {
+            pthread_mutex_lock(&w->mu);
+            int more = w->incoming != NULL;
+            pthread_mutex_unlock(&w->mu);
+            if (!more)
+                break;
+        }
+    }
+    /* Stopping (or drained): close what is left, adopted or not. */
+    worker_adopt(w);
+    while (w->conns)
+        conn_kill(w->conns, "server stopping");
+    worker_bury(w);
+    return NULL;
+}
+
+int rio__srv_workers_start(struct rio_srv *srv)
+{
+    unsigned n = srv->cfg.threads ? srv->cfg.threads : 1;
+
+    srv->workers = rio__calloc(n, sizeof(*srv->workers));
+    if (!srv->workers)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i++) {
+        struct rio_srv_worker *w = rio__calloc(1, sizeof(*w));
+        struct epoll_event e = {.events = EPOLLIN, .data.ptr = NULL};
+        if (!w)
+            return -ENOMEM;
+        srv->workers[i] = w;
+        srv->nworkers = i + 1;
+        w->srv = srv;
+        w->epfd = epoll_create1(EPOLL_CLOEXEC);
+        w->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        pthread_mutex_init(&w->mu, NULL);
+        if (w->epfd < 0 || w->evfd < 0 || epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->evfd, &e) < 0)
+            return -errno;
+        int ret = pthread_create(&w->th, NULL, worker_main, w);
+        if (ret != 0)
+            return -ret;
+        w->started = 1;
+    }
+    return 0;
+}
+
+void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
+{
+    static unsigned next;
+    struct rio_srv_worker *w = srv->workers[next++ % srv->nworkers];
+    struct conn *c;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    uint64_t one = 1;
+
+    c = rio__calloc(1, sizeof(*c));
+    if (c)
+        c->rbuf = rio__malloc(RBUF_SIZE);
+    if (!c || !c->rbuf) {
+        SRV_WARN("out of memory for a connection");
+        if (c)
+            conn_free(c);
+        close(fd);
+        return;
+    }
+    c->fd = fd;
+    c->lis = listener;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+        rio__srv_addr_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
+    else
+        strcpy(c->peer, "?");
+    atomic_fetch_add(&srv->m.conns_open, 1);
+    atomic_fetch_add(&w->nconns, 1);
+    pthread_mutex_lock(&w->mu);
+    c->next = w->incoming;
+    w->incoming = c;
+    pthread_mutex_unlock(&w->mu);
+    if (write(w->evfd, &one, sizeof(one)) < 0)
+        SRV_WARN("eventfd: %s", strerror(errno));
+}
+
+void rio__srv_workers_wake(struct rio_srv *srv)
+{
+    uint64_t one = 1;
+
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        if (srv->workers[i]->evfd >= 0 && write(srv->workers[i]->evfd, &one, sizeof(one)) < 0)
+            SRV_WARN("eventfd: %s", strerror(errno));
+}
+
+unsigned rio__srv_workers_conns(struct rio_srv *srv)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        n += atomic_load(&srv->workers[i]->nconns);
+    return n;
+}
+
+void rio__srv_workers_join(struct rio_srv *srv)
+{
+    for (unsigned i = 0; i < srv->nworkers; i++) {
+        struct rio_srv_worker *w = srv->workers[i];
+        if (w->started)
+            pthread_join(w->th, NULL);
+        if (w->epfd >= 0)
+            close(w->epfd);
+        if (w->evfd >= 0)
+            close(w->evfd);
+        pthread_mutex_destroy(&w->mu);
+        rio__free(w);
+    }
+    rio__free(srv->workers);
+    srv->workers = NULL;
+    srv->nworkers = 0;
+}

@@ -1,0 +1,710 @@
+/*
+ * railiod: the railio object server (docs/server.md). The main thread parses
+ * options, binds one listener per rail address, starts the workers and the
+ * metrics responder, then accepts connections, sweeps the store, and on
+ * SIGTERM/SIGINT stops accepting and drains.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/url.h"
+#include "server/server.h"
+
+#include "railio.h"
+
+#define SEC 1000000000ull
+#define SWEEP_NS (250ull * 1000000ull)
+#define TOKEN_MAX 4096
+#define EV_SIGNAL 1000u
+#define EV_LISTENER 0u
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: railiod [OPTIONS]\n"
+           "\n"
+           "The railio object server: an in-memory store served over the railio:// protocol.\n"
+           "\n"
+           "  --listen ADDR:PORT[,ADDR:PORT...]  one listener per rail (default 127.0.0.1:7070;\n"
+           "                                     port 0 picks a free port, see --port-file)\n"
+           "  --port-file F             write the bound addresses to F once serving\n"
+           "  --memory SIZE             capacity for objects and uploads (default 4G)\n"
+           "  --evict lru|refuse        when full: evict least recently used objects (default)\n"
+           "                            or refuse new uploads with ENOSPC\n"
+           "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
+           "  --auth-token-file F       require HMAC authentication with the token in F\n"
+           "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics\n"
+           "  --threads N               worker threads (default: online CPUs)\n"
+           "  --max-conns N             connections open at once (default 1024)\n"
+           "  --max-inflight-bytes SIZE queued response bytes per connection (default 256M)\n"
+           "  --max-depth N             outstanding requests per connection (default 64)\n"
+           "  --max-body SIZE           largest request body (default 1G + 4K)\n"
+           "  --idle-timeout DURATION   close connections idle this long (default 120s, 0 = "
+           "never)\n"
+           "  --progress-timeout DUR    cut a frame that stalls this long (default 10s)\n"
+           "  --min-rate SIZE           bytes/s a frame must at least move at (default 1M)\n"
+           "  --upload-timeout DUR      reclaim uploads idle this long (default 60s)\n"
+           "  --drain-timeout DUR       on SIGTERM, finish in-flight work this long (default 5s)\n"
+           "  --log-level LEVEL         error, warn, info (default) or debug\n"
+           "  --version, --help\n"
+           "\n"
+           "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
+}
+
+/* ------------------------------------------------------------ addresses */
+
+void rio__srv_addr_name(const struct sockaddr *sa, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    char port[8] = "0";
+    socklen_t len =
+        sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+
+    getnameinfo(sa, len, host, sizeof(host), port, sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+    if (sa->sa_family == AF_INET6)
+        snprintf(out, cap, "[%s]:%s", host, port);
+    else
+        snprintf(out, cap, "%s:%s", host, port);
+}
+
+/* Split "host:port" or "[v6]:port" into host and port (in buf). */
+static int split_hostport(const char *spec, char *buf, size_t cap, const char **host,
+                          const char **port)
+{
+    char *colon;
+
+    if (strlen(spec) >= cap || !*spec)
+        return RIO_EINVAL;
+    strcpy(buf, spec);
+    if (buf[0] == '[') {
+        char *end = strchr(buf, ']');
+        if (!end || end[1] != ':')
+            return RIO_EINVAL;
+        *end = '\0';
+        *host = buf + 1;
+        *port = end + 2;
+    } else {
+        colon = strrchr(buf, ':');
+        if (!colon)
+            return RIO_EINVAL;
+        *colon = '\0';
+        *host = buf;
+        *port = colon + 1;
+    }
+    if (!**host || !**port)
+        return RIO_EINVAL;
+    return 0;
+}
+
+static int open_listener(const char *spec, struct rio_srv_listener *l)
+{
+    struct addrinfo hints = {0}, *ai = NULL;
+    const char *host, *port;
+    char buf[256];
+    int fd = -1, one = 1, ret;
+
+    if (split_hostport(spec, buf, sizeof(buf), &host, &port) < 0) {
+        SRV_ERR("bad listen address '%s' (want HOST:PORT or [V6]:PORT)", spec);
+        return RIO_EINVAL;
+    }
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    ret = getaddrinfo(host, port, &hints, &ai);
+    if (ret != 0) {
+        SRV_ERR("listen address '%s': %s", spec, gai_strerror(ret));
+        return RIO_EINVAL;
+    }
+    fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto err_errno;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 1024) < 0)
+        goto err_errno;
+    l->addrlen = sizeof(l->addr);
+    if (getsockname(fd, (struct sockaddr *)&l->addr, &l->addrlen) < 0)
+        goto err_errno;
+    rio__srv_addr_name((struct sockaddr *)&l->addr, l->name, sizeof(l->name));
+    if (l->addr.ss_family == AF_INET)
+        l->wildcard = ((struct sockaddr_in *)&l->addr)->sin_addr.s_addr == htonl(INADDR_ANY);
+    else if (l->addr.ss_family == AF_INET6)
+        l->wildcard = IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)&l->addr)->sin6_addr);
+    l->fd = fd;
+    freeaddrinfo(ai);
+    return 0;
+err_errno:
+    ret = -errno;
+    SRV_ERR("listen on %s: %s", spec, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return ret;
+}
+
+static void tune_socket(int fd, const struct rio_srv_config *cfg)
+{
+    int one = 1;
+    unsigned prog_ms = (unsigned)(cfg->progress_timeout_ns / 1000000ull);
+    int idle = (int)(cfg->progress_timeout_ns / SEC / 2);
+    int intvl = 1, cnt = 3;
+
+    if (idle < 1)
+        idle = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* A peer that vanishes (link down, blackhole) is noticed by TCP itself:
+     * keepalive for a quiet connection, TCP_USER_TIMEOUT for unacknowledged
+     * data. A brownout (a trickle of ACKs) is the watchdog's job. */
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    if (prog_ms)
+        setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &prog_ms, sizeof(prog_ms));
+}
+
+/* ---------------------------------------------------------------- options */
+
+static int read_token(const char *path, uint8_t **out, size_t *len)
+{
+    struct stat st;
+    uint8_t *buf;
+    ssize_t n;
+    int fd;
+
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        SRV_ERR("auth token file %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+        SRV_WARN("auth token file %s is readable by group or others", path);
+    buf = rio__malloc(TOKEN_MAX + 1);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    n = read(fd, buf, TOKEN_MAX + 1);
+    close(fd);
+    if (n < 0 || n > TOKEN_MAX) {
+        SRV_ERR("auth token file %s: %s", path, n < 0 ? strerror(errno) : "longer than 4096 bytes");
+        rio__free(buf);
+        return RIO_EINVAL;
+    }
+    /* Trailing whitespace (the newline an editor adds) is not part of it. */
+    while (n > 0 &&
+           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        n--;
+    if (n == 0) {
+        SRV_ERR("auth token file %s is empty", path);
+        rio__free(buf);
+        return RIO_EINVAL;
+    }
+    *out = buf;
+    *len = (size_t)n;
+    return 0;
+}
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s || !*s || *s == '-')
+        return RIO_EINVAL;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return RIO_EINVAL;
+    *out = v;
+    return 0;
+}
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_PORT_FILE,
+    OPT_MEMORY,
+    OPT_EVICT,
+    OPT_TTL,
+    OPT_TOKEN,
+    OPT_METRICS,
+    OPT_THREADS,
+    OPT_MAX_CONNS,
+    OPT_MAX_INFLIGHT,
+    OPT_MAX_DEPTH,
+    OPT_MAX_BODY,
+    OPT_IDLE,
+    OPT_PROGRESS,
+    OPT_MIN_RATE,
+    OPT_UPLOAD,
+    OPT_DRAIN,
+    OPT_LOG,
+    OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"port-file", required_argument, NULL, OPT_PORT_FILE},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"evict", required_argument, NULL, OPT_EVICT},
+    {"ttl", required_argument, NULL, OPT_TTL},
+    {"auth-token-file", required_argument, NULL, OPT_TOKEN},
+    {"metrics", required_argument, NULL, OPT_METRICS},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-inflight-bytes", required_argument, NULL, OPT_MAX_INFLIGHT},
+    {"max-depth", required_argument, NULL, OPT_MAX_DEPTH},
+    {"max-body", required_argument, NULL, OPT_MAX_BODY},
+    {"idle-timeout", required_argument, NULL, OPT_IDLE},
+    {"progress-timeout", required_argument, NULL, OPT_PROGRESS},
+    {"min-rate", required_argument, NULL, OPT_MIN_RATE},
+    {"upload-timeout", required_argument, NULL, OPT_UPLOAD},
+    {"drain-timeout", required_argument, NULL, OPT_DRAIN},
+    {"log-level", required_argument, NULL, OPT_LOG},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct args {
+    const char *listen;
+    const char *port_file;
+    const char *metrics;
+    const char *token_file;
+};
+
+static int bad_value(const char *opt, const char *v)
+{
+    fprintf(stderr, "railiod: invalid value '%s' for --%s\n", v, opt);
+    return 2;
+}
+
+/* 0, or the exit status (2 usage error, 1 help/version printed -> 0 via *done). */
+static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct args *a, int *done)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t v;
+    int c, idx = 0;
+
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->memory = 4ull << 30;
+    cfg->evict_lru = 1;
+    cfg->threads = ncpu > 0 ? (unsigned)(ncpu > 64 ? 64 : ncpu) : 2;
+    cfg->max_conns = 1024;
+    cfg->max_inflight_bytes = 256ull << 20;
+    cfg->max_depth = 64;
+    cfg->max_body = RIO_PROTO_BODY_CAP;
+    cfg->idle_timeout_ns = 120 * SEC;
+    cfg->progress_timeout_ns = 10 * SEC;
+    cfg->min_rate = 1u << 20;
+    cfg->upload_timeout_ns = 60 * SEC;
+    cfg->drain_timeout_ns = 5 * SEC;
+    a->listen = "127.0.0.1:7070";
+    *done = 0;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
+        const char *name = c >= 256 ? long_opts[c - 256].name : "";
+        switch (c) {
+        case OPT_LISTEN:
+            a->listen = optarg;
+            break;
+        case OPT_PORT_FILE:
+            a->port_file = optarg;
+            break;
+        case OPT_MEMORY:
+            if (rio__parse_size(optarg, &cfg->memory) < 0 || cfg->memory == 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_EVICT:
+            if (strcmp(optarg, "lru") == 0)
+                cfg->evict_lru = 1;
+            else if (strcmp(optarg, "refuse") == 0)
+                cfg->evict_lru = 0;
+            else
+                return bad_value(name, optarg);
+            break;
+        case OPT_TTL:
+            if (rio__parse_duration_ns(optarg, &cfg->ttl_ns) < 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_TOKEN:
+            a->token_file = optarg;
+            break;
+        case OPT_METRICS:
+            a->metrics = optarg;
+            break;
+        case OPT_THREADS:
+            if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->threads = (unsigned)v;
+            break;
+        case OPT_MAX_CONNS:
+            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->max_conns = (unsigned)v;
+            break;
+        case OPT_MAX_INFLIGHT:
+            if (rio__parse_size(optarg, &cfg->max_inflight_bytes) < 0 ||
+                cfg->max_inflight_bytes == 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_MAX_DEPTH:
+            if (parse_uint(optarg, 65536, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->max_depth = (uint32_t)v;
+            break;
+        case OPT_MAX_BODY:
+            if (rio__parse_size(optarg, &v) < 0 || v < RIO_PROTO_CTRL_MAX || v > RIO_PROTO_BODY_CAP)
+                return bad_value(name, optarg);
+            cfg->max_body = (uint32_t)v;
+            break;
+        case OPT_IDLE:
+            if (rio__parse_duration_ns(optarg, &cfg->idle_timeout_ns) < 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_PROGRESS:
+            if (rio__parse_duration_ns(optarg, &cfg->progress_timeout_ns) < 0 ||
+                cfg->progress_timeout_ns < 1000000ull)
+                return bad_value(name, optarg);
+            break;
+        case OPT_MIN_RATE:
+            if (rio__parse_size(optarg, &cfg->min_rate) < 0 || cfg->min_rate == 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_UPLOAD:
+            if (rio__parse_duration_ns(optarg, &cfg->upload_timeout_ns) < 0 ||
+                cfg->upload_timeout_ns == 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_DRAIN:
+            if (rio__parse_duration_ns(optarg, &cfg->drain_timeout_ns) < 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_LOG: {
+            int l = rio__srv_log_parse(optarg);
+            if (l < 0)
+                return bad_value(name, optarg);
+            rio__srv_log_level = l;
+            break;
+        }
+        case OPT_VERSION:
+            printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
+                   RIO_VERSION_PATCH, RIO_PROTO_VERSION);
+            *done = 1;
+            return 0;
+        case 'h':
+            usage(stdout);
+            *done = 1;
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "railiod: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- start-up */
+
+static int open_listeners(struct rio_srv *srv, const char *list)
+{
+    char *copy = rio__strdup(list), *save = NULL, *tok;
+    int ret = 0;
+
+    if (!copy)
+        return -ENOMEM;
+    for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (srv->nlis == RIO_SRV_MAX_LISTENERS) {
+            SRV_ERR("at most %d listen addresses", RIO_SRV_MAX_LISTENERS);
+            ret = RIO_EINVAL;
+            break;
+        }
+        ret = open_listener(tok, &srv->lis[srv->nlis]);
+        if (ret < 0)
+            break;
+        srv->lis[srv->nlis].index = (int)srv->nlis;
+        srv->nlis++;
+    }
+    if (!ret && srv->nlis == 0) {
+        SRV_ERR("no listen address");
+        ret = RIO_EINVAL;
+    }
+    rio__free(copy);
+    return ret;
+}
+
+/* Write the bound addresses: line 1 is the comma-separated rail list (ready
+ * for a railio:// URL), line 2 "metrics=ADDR" when metrics are on. Written
+ * to a temporary name and renamed, so a reader never sees half a file. */
+static int write_port_file(const struct rio_srv *srv, const char *path, const char *metrics)
+{
+    char tmp[4096];
+    FILE *f;
+
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+        return RIO_EINVAL;
+    f = fopen(tmp, "w");
+    if (!f)
+        return -errno;
+    for (unsigned i = 0; i < srv->nlis; i++)
+        fprintf(f, "%s%s", i ? "," : "", srv->lis[i].name);
+    fputc('\n', f);
+    if (metrics)
+        fprintf(f, "metrics=%s\n", metrics);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        int e = -errno;
+        unlink(tmp);
+        return e;
+    }
+    return 0;
+}
+
+static void accept_all(struct rio_srv *srv, struct rio_srv_listener *l)
+{
+    for (;;) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                static uint64_t last_log;
+                uint64_t now = rio__now_ns();
+                int e = errno;
+                /* Once a second at most: this can repeat at every wake-up. */
+                if (now - last_log > SEC) {
+                    SRV_WARN("accept on %s: %s", l->name, strerror(e));
+                    last_log = now;
+                }
+                /* Out of descriptors: give the workers a moment to close some. */
+                if (e == EMFILE || e == ENFILE)
+                    usleep(10000);
+            }
+            return;
+        }
+        if ((uint64_t)atomic_load(&srv->m.conns_open) >= srv->cfg.max_conns) {
+            atomic_fetch_add(&srv->m.conns_rejected, 1);
+            SRV_INFO("connection refused on %s: %u connections open (--max-conns)", l->name,
+                     srv->cfg.max_conns);
+            close(fd);
+            continue;
+        }
+        atomic_fetch_add(&srv->m.conns_accepted, 1);
+        atomic_fetch_add(&srv->m.listener_conns[l->index], 1);
+        tune_socket(fd, &srv->cfg);
+        rio__srv_dispatch(srv, fd, l->index);
+    }
+}
+
+static void close_listeners(struct rio_srv *srv, int epfd)
+{
+    for (unsigned i = 0; i < srv->nlis; i++)
+        if (srv->lis[i].fd >= 0) {
+            if (epfd >= 0)
+                epoll_ctl(epfd, EPOLL_CTL_DEL, srv->lis[i].fd, NULL);
+            close(srv->lis[i].fd);
+            srv->lis[i].fd = -1;
+        }
+}
+
+static int serve(struct rio_srv *srv, int sfd)
+{
+    struct epoll_event e, evs[32];
+    uint64_t next_sweep = 0, deadline = 0;
+    int epfd, draining = 0;
+
+    epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0)
+        return -errno;
+    e.events = EPOLLIN;
+    e.data.u64 = EV_SIGNAL;
+    epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &e);
+    for (unsigned i = 0; i < srv->nlis; i++) {
+        e.events = EPOLLIN;
+        e.data.u64 = EV_LISTENER + i;
+        epoll_ctl(epfd, EPOLL_CTL_ADD, srv->lis[i].fd, &e);
+    }
+    for (;;) {
+        int n = epoll_wait(epfd, evs, 32, draining ? 20 : 250);
+        if (n < 0 && errno != EINTR) {
+            SRV_ERR("epoll_wait: %s", strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.u64 == EV_SIGNAL) {
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+                    continue;
+                if (draining) {
+                    SRV_WARN("second signal %d: stopping now", (int)si.ssi_signo);
+                    deadline = 1;
+                    continue;
+                }
+                SRV_INFO("signal %d: draining (%u connections, up to %llu ms)", (int)si.ssi_signo,
+                         rio__srv_workers_conns(srv),
+                         (unsigned long long)(srv->cfg.drain_timeout_ns / 1000000ull));
+                close_listeners(srv, epfd);
+                draining = 1;
+                deadline = rio__now_ns() + srv->cfg.drain_timeout_ns;
+                atomic_store(&srv->draining, 1);
+                rio__srv_workers_wake(srv);
+            } else if (!draining && evs[i].data.u64 < srv->nlis) {
+                accept_all(srv, &srv->lis[evs[i].data.u64]);
+            }
+        }
+        uint64_t now = rio__now_ns();
+        if (now >= next_sweep) {
+            rio__srv_store_sweep(&srv->store, now);
+            next_sweep = now + SWEEP_NS;
+        }
+        if (draining) {
+            unsigned left = rio__srv_workers_conns(srv);
+            if (left == 0) {
+                SRV_INFO("drained");
+                break;
+            }
+            if (now >= deadline) {
+                SRV_WARN("drain deadline passed: closing %u connections", left);
+                break;
+            }
+        }
+    }
+    close(epfd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct rio_srv *srv;
+    struct args a = {0};
+    sigset_t mask;
+    int ret, done, sfd = -1, mfd_ok = 0;
+    struct rio_srv_listener mlis = {.fd = -1};
+
+    srv = rio__calloc(1, sizeof(*srv));
+    if (!srv) {
+        fprintf(stderr, "railiod: out of memory\n");
+        return 1;
+    }
+    ret = parse_args(argc, argv, &srv->cfg, &a, &done);
+    if (ret || done) {
+        rio__free(srv);
+        return ret;
+    }
+    srv->start_ns = rio__now_ns();
+    for (unsigned i = 0; i < RIO_SRV_MAX_LISTENERS; i++)
+        srv->lis[i].fd = -1;
+
+    /* Signals are taken through a signalfd; every thread inherits the mask. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+    if (sfd < 0) {
+        SRV_ERR("signalfd: %s", strerror(errno));
+        ret = 1;
+        goto out_free;
+    }
+
+    if (a.token_file && read_token(a.token_file, &srv->cfg.token, &srv->cfg.token_len) < 0) {
+        ret = 1;
+        goto out_sfd;
+    }
+    /* The largest upload's checksum list must fit a LOOKUP/COMMIT body. */
+    ret = rio__srv_store_init(&srv->store, srv->cfg.memory, srv->cfg.evict_lru, srv->cfg.ttl_ns,
+                              srv->cfg.upload_timeout_ns, (srv->cfg.max_body - 64) / 8);
+    if (ret < 0) {
+        SRV_ERR("store: %s", rio_strerror(ret));
+        ret = 1;
+        goto out_token;
+    }
+    if (open_listeners(srv, a.listen) < 0) {
+        ret = 1;
+        goto out_listeners;
+    }
+    if (a.metrics) {
+        if (open_listener(a.metrics, &mlis) < 0) {
+            ret = 1;
+            goto out_listeners;
+        }
+        if (rio__srv_metrics_start(srv, mlis.fd) < 0) {
+            SRV_ERR("metrics thread failed to start");
+            close(mlis.fd);
+            ret = 1;
+            goto out_listeners;
+        }
+        mfd_ok = 1;
+    }
+    ret = rio__srv_workers_start(srv);
+    if (ret < 0) {
+        SRV_ERR("workers: %s", rio_strerror(ret));
+        atomic_store(&srv->stopping, 1);
+        ret = 1;
+        goto out_workers;
+    }
+    if (a.port_file) {
+        ret = write_port_file(srv, a.port_file, a.metrics ? mlis.name : NULL);
+        if (ret < 0) {
+            SRV_ERR("port file %s: %s", a.port_file, rio_strerror(ret));
+            atomic_store(&srv->stopping, 1);
+            ret = 1;
+            goto out_workers;
+        }
+    }
+    for (unsigned i = 0; i < srv->nlis; i++)
+        SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
+    if (a.metrics)
+        SRV_INFO("metrics on http://%s/metrics", mlis.name);
+    SRV_INFO("serving: memory=%llu evict=%s threads=%u auth=%s max_conns=%u max_depth=%u",
+             (unsigned long long)srv->cfg.memory, srv->cfg.evict_lru ? "lru" : "refuse",
+             srv->cfg.threads, srv->cfg.token ? "on" : "off", srv->cfg.max_conns,
+             srv->cfg.max_depth);
+
+    serve(srv, sfd);
+    ret = 0;
+    atomic_store(&srv->stopping, 1);
+    /* A stale port file would send the next reader to a dead server. */
+    if (a.port_file)
+        unlink(a.port_file);
+out_workers:
+    rio__srv_workers_wake(srv);
+    rio__srv_workers_join(srv);
+out_listeners:
+    if (mfd_ok)
+        rio__srv_metrics_stop();
+    close_listeners(srv, -1);
+    rio__srv_store_cleanup(&srv->store);
+out_token:
+    rio__free(srv->cfg.token);
+out_sfd:
+    close(sfd);
+out_free:
+    if (ret == 0)
+        SRV_INFO("exit");
+    rio__free(srv);
+    return ret;
+}

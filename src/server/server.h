@@ -1,0 +1,266 @@
+/*
+ * railiod internals: the memory store, connections and workers, metrics and
+ * logging. docs/server.md describes the program, docs/protocol.md the wire.
+ *
+ * Threads: the main thread owns the listeners, signals and the periodic
+ * sweep; each worker owns its connections (one epoll per worker, no
+ * connection is touched by two threads); the metrics thread answers HTTP.
+ * The store is shared and guarded by its own mutex; metrics are atomics.
+ */
+#ifndef RIO_SERVER_H
+#define RIO_SERVER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "proto/proto.h"
+
+/* ------------------------------------------------------------------ logs */
+
+enum { RIO_SRV_LOG_ERROR = 0, RIO_SRV_LOG_WARN, RIO_SRV_LOG_INFO, RIO_SRV_LOG_DEBUG };
+
+extern int rio__srv_log_level;
+
+/* One line to stderr: "TIME LEVEL message". Thread-safe (one write(2)). */
+void rio__srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse "error|warn|info|debug"; -1 if unknown. */
+int rio__srv_log_parse(const char *s);
+
+#define SRV_LOG(lvl, ...)                                                                          \
+    do {                                                                                           \
+        if ((lvl) <= rio__srv_log_level)                                                           \
+            rio__srv_log((lvl), __VA_ARGS__);                                                      \
+    } while (0)
+#define SRV_ERR(...) SRV_LOG(RIO_SRV_LOG_ERROR, __VA_ARGS__)
+#define SRV_WARN(...) SRV_LOG(RIO_SRV_LOG_WARN, __VA_ARGS__)
+#define SRV_INFO(...) SRV_LOG(RIO_SRV_LOG_INFO, __VA_ARGS__)
+#define SRV_DEBUG(...) SRV_LOG(RIO_SRV_LOG_DEBUG, __VA_ARGS__)
+
+/* ----------------------------------------------------------------- store */
+
+/* Per-chunk states of an upload. */
+enum { RIO_SRV_CHUNK_EMPTY = 0, RIO_SRV_CHUNK_WRITING = 1, RIO_SRV_CHUNK_DONE = 2 };
+
+/*
+ * A published object. Immutable once published except for the LRU links,
+ * which the store lock guards. Readers hold a reference while they send from
+ * data/xxh; the store holds one while the object is in the map.
+ */
+struct rio_srv_obj {
+    _Atomic int refs;
+    char *key; /* NUL-terminated, key_len bytes */
+    uint16_t key_len;
+    uint64_t generation, size, chunk_size, nchunks;
+    char etag[32];
+    uint8_t *xxh;       /* nchunks x u64 LE, the wire form */
+    uint8_t *data;      /* size bytes */
+    uint64_t expiry_ns; /* CLOCK_MONOTONIC; 0 = never */
+    uint64_t charge;    /* bytes counted against the capacity */
+    /* Store lock: */
+    struct rio_srv_obj *hnext;
+    struct rio_srv_obj *lru_prev, *lru_next;
+};
+
+/*
+ * An upload in progress. Connections writing a chunk hold a reference; the
+ * upload table holds one until commit, abort or reclaim. Fields below refs
+ * are guarded by the store lock, except that a connection which claimed a
+ * chunk (state WRITING) writes that chunk's bytes of data without the lock.
+ */
+struct rio_srv_upload {
+    _Atomic int refs;
+    uint64_t id;
+    char *key;
+    uint16_t key_len;
+    uint64_t size, chunk_size, nchunks;
+    uint64_t ttl_ns;
+    uint8_t *data;  /* size bytes; moved into the object on commit */
+    uint8_t *xxh;   /* nchunks x u64 LE, the verified checksum of each chunk */
+    uint8_t *state; /* nchunks x RIO_SRV_CHUNK_* */
+    uint64_t ndone;
+    uint64_t seq; /* bumped on every chunk state change */
+    uint64_t deadline_ns;
+    uint64_t charge;
+    int dead; /* committed, aborted or reclaimed: no longer in the table */
+    struct rio_srv_upload *hnext;
+};
+
+struct rio_srv_store_stats {
+    uint64_t objects, bytes, used, capacity, uploads;
+    uint64_t evictions, expirations, reclaimed;
+};
+
+struct rio_srv_store {
+    pthread_mutex_t mu;
+    struct rio_srv_obj **tab;
+    size_t tab_mask, nobj;
+    struct rio_srv_obj lru; /* sentinel: lru.lru_next is the most recently used */
+    struct rio_srv_upload **utab;
+    size_t utab_mask, nup;
+    uint64_t capacity, used, bytes;
+    int evict_lru;
+    uint64_t default_ttl_ns, upload_timeout_ns;
+    uint64_t max_chunks;
+    uint64_t next_gen, next_upload;
+    uint64_t evictions, expirations, reclaimed;
+};
+
+int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
+                        uint64_t default_ttl_ns, uint64_t upload_timeout_ns, uint64_t max_chunks);
+void rio__srv_store_cleanup(struct rio_srv_store *s);
+void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *st);
+
+/* The live object under key with a reference taken (touch: move it to the
+ * LRU head), or NULL when there is none or it expired. */
+struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
+                                       int touch);
+void rio__srv_obj_unref(struct rio_srv_obj *o);
+/* 0 or RIO_ENOTFOUND. */
+int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen);
+
+/* New upload; 0 and its id, or RIO_EINVAL (geometry), -EFBIG (can never
+ * fit), -ENOSPC (full: refuse mode, or nothing left to evict), -ENOMEM. */
+int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m,
+                        uint64_t *upload_id);
+/*
+ * Claim chunk index of an upload for writing len bytes with checksum xxh.
+ * 0: claimed, *u referenced and *dst where the bytes go; 1: that chunk is
+ * already stored with the same checksum (discard the bytes, answer 0);
+ * RIO_ENOTFOUND, RIO_EPROTO (index/length outside the geometry) or
+ * RIO_ETHROTTLE (another connection is writing that chunk now).
+ */
+int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
+                          uint64_t xxh, struct rio_srv_upload **u, uint8_t **dst);
+/* The claimed chunk's bytes are in: ok says whether they matched their
+ * checksum. Drops the claim's reference. Returns 0, RIO_ECHECKSUM or
+ * RIO_ENOTFOUND (the upload went away meanwhile). */
+int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t index,
+                               uint64_t xxh, int ok);
+/* A claimed chunk will not be completed (connection lost). Drops the ref. */
+void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_upload *u,
+                                   uint64_t index);
+/* Referenced upload for a commit, with its nchunks and state sequence; NULL
+ * when unknown. */
+struct rio_srv_upload *rio__srv_upload_get(struct rio_srv_store *s, uint64_t id, uint64_t *seq);
+void rio__srv_upload_unref(struct rio_srv_upload *u);
+/* Compare n checksums (LE) from chunk first on: sets *missing when a chunk
+ * is not stored, *bad when one differs. */
+void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t first,
+                             uint64_t n, const uint8_t *xxh_le, int *missing, int *bad);
+/* Publish u (all chunks compared). Returns 0 and the new generation, or
+ * RIO_ENOTFOUND, RIO_EINVAL (missing chunk), RIO_ECHECKSUM (list differs or
+ * a chunk changed since seq). Does not drop the caller's reference. */
+int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
+                          const char etag[32], int missing, int bad, uint64_t *generation);
+/* 0 or RIO_ENOTFOUND. */
+int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id);
+/* Drop expired objects and uploads idle past their deadline. */
+void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now_ns);
+
+/* --------------------------------------------------------------- metrics */
+
+/* Status classes counted per opcode. */
+enum {
+    RIO_SRV_ST_OK = 0,
+    RIO_SRV_ST_PROTO,
+    RIO_SRV_ST_NOTFOUND,
+    RIO_SRV_ST_GENERATION,
+    RIO_SRV_ST_CHECKSUM,
+    RIO_SRV_ST_INVAL,
+    RIO_SRV_ST_ACCES,
+    RIO_SRV_ST_NOSPC,
+    RIO_SRV_ST_FBIG,
+    RIO_SRV_ST_THROTTLE,
+    RIO_SRV_ST_NOTSUP,
+    RIO_SRV_ST_NOMEM,
+    RIO_SRV_ST_OTHER,
+    RIO_SRV_ST__COUNT
+};
+
+#define RIO_SRV_MAX_LISTENERS RIO_PROTO_MAX_RAILS
+
+struct rio_srv_metrics {
+    _Atomic uint64_t req[RIO_OP__MAX + 1][RIO_SRV_ST__COUNT];
+    _Atomic uint64_t op_bytes_in[RIO_OP__MAX + 1], op_bytes_out[RIO_OP__MAX + 1];
+    _Atomic int64_t inflight_requests, inflight_bytes;
+    _Atomic int64_t conns_open;
+    _Atomic uint64_t conns_accepted, conns_rejected;
+    _Atomic uint64_t rejected_frames;
+    _Atomic uint64_t timeouts_progress, timeouts_idle;
+    _Atomic uint64_t auth_failures;
+    _Atomic uint64_t chunk_checksum_errors;
+    _Atomic uint64_t listener_in[RIO_SRV_MAX_LISTENERS], listener_out[RIO_SRV_MAX_LISTENERS];
+    _Atomic uint64_t listener_conns[RIO_SRV_MAX_LISTENERS];
+};
+
+int rio__srv_status_class(int status);
+const char *rio__srv_status_name(int cls);
+
+/* ---------------------------------------------------------------- server */
+
+struct rio_srv_listener {
+    int fd;
+    int index;
+    struct sockaddr_storage addr; /* as bound (the real port when 0 was asked) */
+    socklen_t addrlen;
+    char name[RIO_PROTO_ADDR_MAX + 1]; /* "host:port" as bound */
+    int wildcard;                      /* bound to 0.0.0.0 / :: */
+};
+
+struct rio_srv_worker;
+
+struct rio_srv_config {
+    uint64_t memory;
+    int evict_lru;
+    uint64_t ttl_ns;
+    uint8_t *token;
+    size_t token_len;
+    unsigned threads;
+    unsigned max_conns;
+    uint64_t max_inflight_bytes;
+    uint32_t max_body;
+    uint32_t max_depth;
+    uint64_t idle_timeout_ns;
+    uint64_t progress_timeout_ns;
+    uint64_t min_rate; /* bytes/s a frame must at least move at */
+    uint64_t upload_timeout_ns;
+    uint64_t drain_timeout_ns;
+};
+
+struct rio_srv {
+    struct rio_srv_config cfg;
+    struct rio_srv_store store;
+    struct rio_srv_metrics m;
+    struct rio_srv_listener lis[RIO_SRV_MAX_LISTENERS];
+    unsigned nlis;
+    struct rio_srv_worker **workers;
+    unsigned nworkers;
+    _Atomic int draining; /* stop reading new requests, close idle connections */
+    _Atomic int stopping; /* close everything now */
+    uint64_t start_ns;
+};
+
+/* Workers (conn.c). */
+int rio__srv_workers_start(struct rio_srv *srv);
+/* Hand an accepted, configured socket to a worker (round robin). Takes fd. */
+void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener);
+/* Wake every worker (drain or stop changed). */
+void rio__srv_workers_wake(struct rio_srv *srv);
+/* Connections still open in all workers. */
+unsigned rio__srv_workers_conns(struct rio_srv *srv);
+/* Join and free the workers (after stopping is set). */
+void rio__srv_workers_join(struct rio_srv *srv);
+
+/* Metrics HTTP endpoint (metrics.c). */
+int rio__srv_metrics_start(struct rio_srv *srv, int fd);
+void rio__srv_metrics_stop(void);
+/* Render the Prometheus text into buf; returns its length (truncated to cap). */
+size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap);
+
+/* "host:port" of a socket address. */
+void rio__srv_addr_name(const struct sockaddr *sa, char *out, size_t cap);
+
+#endif

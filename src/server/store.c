@@ -1,0 +1,638 @@
+/*
+ * The memory store: key -> published object, upload id -> upload in
+ * progress, one capacity shared by both, LRU eviction or refusal, TTL
+ * expiry, and generations from one server-wide counter.
+ *
+ * One mutex guards the maps, the LRU list and the accounting; it is never
+ * held while bytes move (chunks are received into a claimed region without
+ * it, and objects are sent from under a reference). Capacity is charged when
+ * an upload opens and released when its object (or the upload) leaves the
+ * store; the bytes of a replaced object still being sent are freed when the
+ * last sender drops its reference.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "server/server.h"
+
+#include "railio.h"
+
+#define UPLOAD_BUCKETS 4096u
+#define HUGE_PAGE (2u << 20)
+
+static uint64_t key_hash(const char *key, uint16_t klen)
+{
+    return rio__xxh3(key, klen);
+}
+
+static uint64_t id_hash(uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return id;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/*
+ * An object's bytes. Large buffers are 2 MiB-aligned and marked for
+ * transparent huge pages: every PUT writes into fresh memory, and first
+ * touching it 4 KiB at a time is the largest cost of a PUT where page
+ * faults are expensive (docs/server.md has the figures). Where THP is off
+ * the advice is ignored.
+ */
+static uint8_t *data_alloc(uint64_t n)
+{
+    uint8_t *p;
+
+    if (n < HUGE_PAGE)
+        return rio__alloc_aligned(0, (size_t)n);
+    p = rio__alloc_aligned(HUGE_PAGE, (size_t)n);
+    if (p)
+        madvise(p, (size_t)n & ~(size_t)4095, MADV_HUGEPAGE);
+    return p;
+}
+
+/* ---------------------------------------------------------------- init */
+
+int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
+                        uint64_t default_ttl_ns, uint64_t upload_timeout_ns, uint64_t max_chunks)
+{
+    struct timespec ts;
+    uint64_t rnd = 0;
+
+    memset(s, 0, sizeof(*s));
+    s->tab_mask = 1023;
+    s->tab = rio__calloc(s->tab_mask + 1, sizeof(*s->tab));
+    if (!s->tab)
+        return -ENOMEM;
+    s->utab_mask = UPLOAD_BUCKETS - 1;
+    s->utab = rio__calloc(UPLOAD_BUCKETS, sizeof(*s->utab));
+    if (!s->utab)
+        goto err_tab;
+    if (pthread_mutex_init(&s->mu, NULL) != 0)
+        goto err_utab;
+    s->lru.lru_next = s->lru.lru_prev = &s->lru;
+    s->capacity = capacity;
+    s->evict_lru = evict_lru;
+    s->default_ttl_ns = default_ttl_ns;
+    s->upload_timeout_ns = upload_timeout_ns;
+    s->max_chunks = max_chunks;
+    /* Generations start from the wall clock in nanoseconds, so a restarted
+     * server never hands out a generation a client saw before the restart. */
+    clock_gettime(CLOCK_REALTIME, &ts);
+    s->next_gen = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    /* Upload ids start at a random point, so a stale id from an earlier
+     * incarnation (or a guess) does not name someone else's upload. */
+    if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        rnd = s->next_gen * 0x9e3779b97f4a7c15ull;
+    s->next_upload = (rnd >> 1) | 1;
+    return 0;
+err_utab:
+    rio__free(s->utab);
+err_tab:
+    rio__free(s->tab);
+    return -ENOMEM;
+}
+
+static void obj_free(struct rio_srv_obj *o)
+{
+    rio__free(o->data);
+    rio__free(o->xxh);
+    rio__free(o->key);
+    rio__free(o);
+}
+
+void rio__srv_obj_unref(struct rio_srv_obj *o)
+{
+    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+        obj_free(o);
+}
+
+static void upload_free(struct rio_srv_upload *u)
+{
+    rio__free(u->data);
+    rio__free(u->xxh);
+    rio__free(u->state);
+    rio__free(u->key);
+    rio__free(u);
+}
+
+void rio__srv_upload_unref(struct rio_srv_upload *u)
+{
+    if (u && atomic_fetch_sub_explicit(&u->refs, 1, memory_order_acq_rel) == 1)
+        upload_free(u);
+}
+
+void rio__srv_store_cleanup(struct rio_srv_store *s)
+{
+    for (size_t i = 0; i <= s->tab_mask; i++) {
+        struct rio_srv_obj *o = s->tab[i], *n;
+        for (; o; o = n) {
+            n = o->hnext;
+            rio__srv_obj_unref(o);
+        }
+    }
+    for (size_t i = 0; i <= s->utab_mask; i++) {
+        struct rio_srv_upload *u = s->utab[i], *n;
+        for (; u; u = n) {
+            n = u->hnext;
+            u->dead = 1;
+            rio__srv_upload_unref(u);
+        }
+    }
+    rio__free(s->tab);
+    rio__free(s->utab);
+    pthread_mutex_destroy(&s->mu);
+    memset(s, 0, sizeof(*s));
+}
+
+void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *st)
+{
+    pthread_mutex_lock(&s->mu);
+    st->objects = s->nobj;
+    st->bytes = s->bytes;
+    st->used = s->used;
+    st->capacity = s->capacity;
+    st->uploads = s->nup;
+    st->evictions = s->evictions;
+    st->expirations = s->expirations;
+    st->reclaimed = s->reclaimed;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------- objects */
+
+static void lru_unlink(struct rio_srv_obj *o)
+{
+    o->lru_prev->lru_next = o->lru_next;
+    o->lru_next->lru_prev = o->lru_prev;
+    o->lru_prev = o->lru_next = NULL;
+}
+
+static void lru_push_head(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    o->lru_next = s->lru.lru_next;
+    o->lru_prev = &s->lru;
+    s->lru.lru_next->lru_prev = o;
+    s->lru.lru_next = o;
+}
+
+static struct rio_srv_obj **obj_slot_locked(struct rio_srv_store *s, const char *key, uint16_t klen)
+{
+    struct rio_srv_obj **pp = &s->tab[key_hash(key, klen) & s->tab_mask];
+    for (; *pp; pp = &(*pp)->hnext)
+        if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
+            break;
+    return pp;
+}
+
+/* Take o out of the map and the LRU, release its charge and the map's ref. */
+static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot)
+{
+    struct rio_srv_obj *o = *slot;
+
+    *slot = o->hnext;
+    o->hnext = NULL;
+    lru_unlink(o);
+    s->nobj--;
+    s->used -= o->charge;
+    s->bytes -= o->size;
+    rio__srv_obj_unref(o);
+}
+
+static int obj_expired(const struct rio_srv_obj *o, uint64_t now)
+{
+    return o->expiry_ns && now >= o->expiry_ns;
+}
+
+/* Double the bucket array when the chains grow long; on allocation failure
+ * the table simply stays as it is. */
+static void obj_grow_locked(struct rio_srv_store *s)
+{
+    size_t nsize = (s->tab_mask + 1) * 2;
+    struct rio_srv_obj **nt;
+
+    if (s->nobj < 2 * (s->tab_mask + 1) || nsize > ((size_t)1 << 28))
+        return;
+    nt = rio__calloc(nsize, sizeof(*nt));
+    if (!nt)
+        return;
+    for (size_t i = 0; i <= s->tab_mask; i++) {
+        struct rio_srv_obj *o = s->tab[i], *n;
+        for (; o; o = n) {
+            n = o->hnext;
+            size_t b = key_hash(o->key, o->key_len) & (nsize - 1);
+            o->hnext = nt[b];
+            nt[b] = o;
+        }
+    }
+    rio__free(s->tab);
+    s->tab = nt;
+    s->tab_mask = nsize - 1;
+}
+
+struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
+                                       int touch)
+{
+    struct rio_srv_obj **slot, *o = NULL;
+    uint64_t now = rio__now_ns();
+
+    pthread_mutex_lock(&s->mu);
+    slot = obj_slot_locked(s, key, klen);
+    if (*slot && obj_expired(*slot, now)) {
+        obj_remove_locked(s, slot);
+        s->expirations++;
+    } else if (*slot) {
+        o = *slot;
+        if (touch) {
+            lru_unlink(o);
+            lru_push_head(s, o);
+        }
+        atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return o;
+}
+
+int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen)
+{
+    struct rio_srv_obj **slot;
+    int ret = 0;
+
+    pthread_mutex_lock(&s->mu);
+    slot = obj_slot_locked(s, key, klen);
+    if (!*slot) {
+        ret = RIO_ENOTFOUND;
+    } else {
+        if (obj_expired(*slot, rio__now_ns())) {
+            ret = RIO_ENOTFOUND;
+            s->expirations++;
+        }
+        obj_remove_locked(s, slot);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
+/* ------------------------------------------------------------- uploads */
+
+static struct rio_srv_upload **upload_slot_locked(struct rio_srv_store *s, uint64_t id)
+{
+    struct rio_srv_upload **pp = &s->utab[id_hash(id) & s->utab_mask];
+    for (; *pp; pp = &(*pp)->hnext)
+        if ((*pp)->id == id)
+            break;
+    return pp;
+}
+
+/* Unlink u from the table, release its charge and the table's ref. */
+static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload **slot)
+{
+    struct rio_srv_upload *u = *slot;
+
+    *slot = u->hnext;
+    u->hnext = NULL;
+    u->dead = 1;
+    s->nup--;
+    s->used -= u->charge;
+    rio__srv_upload_unref(u);
+}
+
+static uint64_t chunk_len(const struct rio_srv_upload *u, uint64_t index)
+{
+    uint64_t off = index * u->chunk_size;
+    uint64_t rem = u->size - off;
+    return rem < u->chunk_size ? rem : u->chunk_size;
+}
+
+/* Make room for need bytes: evict least-recently-used objects (lru mode), or
+ * refuse. Expired objects go first in either mode. */
+static int reserve_locked(struct rio_srv_store *s, uint64_t need)
+{
+    uint64_t now = rio__now_ns();
+
+    if (need > s->capacity)
+        return -EFBIG;
+    if (s->used <= s->capacity - need)
+        return 0;
+    /* Expired objects are free to drop whatever the mode. */
+    for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
+        p = o->lru_prev;
+        if (obj_expired(o, now)) {
+            obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
+            s->expirations++;
+        }
+    }
+    while (s->used > s->capacity - need) {
+        struct rio_srv_obj *victim = s->lru.lru_prev;
+        if (!s->evict_lru || victim == &s->lru)
+            return -ENOSPC;
+        SRV_DEBUG("evict key_len=%u generation=%llu size=%llu", victim->key_len,
+                  (unsigned long long)victim->generation, (unsigned long long)victim->size);
+        obj_remove_locked(s, obj_slot_locked(s, victim->key, victim->key_len));
+        s->evictions++;
+    }
+    return 0;
+}
+
+int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m,
+                        uint64_t *upload_id)
+{
+    struct rio_srv_upload *u;
+    uint64_t nchunks, meta, charge;
+    int ret;
+
+    if (m->chunk_size == 0 || m->key_len == 0 || m->key_len > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    nchunks = m->size ? (m->size - 1) / m->chunk_size + 1 : 0;
+    if (nchunks > s->max_chunks)
+        return RIO_EINVAL;
+    /* Per chunk: its checksum and its state; plus the key and the structs. */
+    meta = nchunks * 9 + m->key_len + sizeof(*u) + sizeof(struct rio_srv_obj);
+    if (m->size > UINT64_MAX - meta)
+        return -EFBIG;
+    charge = m->size + meta;
+    if (m->size > SIZE_MAX / 2)
+        return -EFBIG;
+
+    u = rio__calloc(1, sizeof(*u));
+    if (!u)
+        return -ENOMEM;
+    atomic_init(&u->refs, 1);
+    u->size = m->size;
+    u->chunk_size = m->chunk_size;
+    u->nchunks = nchunks;
+    u->key_len = m->key_len;
+    u->charge = charge;
+    u->ttl_ns = (uint64_t)m->ttl_ms * 1000000ull;
+    if (!u->ttl_ns)
+        u->ttl_ns = s->default_ttl_ns;
+    u->key = rio__malloc((size_t)m->key_len + 1);
+    if (!u->key)
+        goto err_nomem;
+    memcpy(u->key, m->key, m->key_len);
+    u->key[m->key_len] = '\0';
+    if (nchunks) {
+        u->xxh = rio__calloc((size_t)nchunks, 8);
+        u->state = rio__calloc((size_t)nchunks, 1);
+        if (!u->xxh || !u->state)
+            goto err_nomem;
+    }
+
+    pthread_mutex_lock(&s->mu);
+    ret = reserve_locked(s, charge);
+    if (ret < 0) {
+        pthread_mutex_unlock(&s->mu);
+        goto err_free;
+    }
+    /* Charged before the (possibly large) allocation so that two opens
+     * cannot both pass the check; undone if the allocation fails. */
+    s->used += charge;
+    pthread_mutex_unlock(&s->mu);
+
+    if (m->size) {
+        u->data = data_alloc(m->size);
+        if (!u->data) {
+            pthread_mutex_lock(&s->mu);
+            s->used -= charge;
+            pthread_mutex_unlock(&s->mu);
+            goto err_nomem;
+        }
+    }
+
+    pthread_mutex_lock(&s->mu);
+    do {
+        u->id = s->next_upload++;
+    } while (u->id == 0 || *upload_slot_locked(s, u->id));
+    u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
+    struct rio_srv_upload **slot = &s->utab[id_hash(u->id) & s->utab_mask];
+    u->hnext = *slot;
+    *slot = u;
+    s->nup++;
+    *upload_id = u->id;
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+err_nomem:
+    ret = -ENOMEM;
+err_free:
+    upload_free(u);
+    return ret;
+}
+
+int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
+                          uint64_t xxh, struct rio_srv_upload **out, uint8_t **dst)
+{
+    struct rio_srv_upload *u;
+    int ret = 0;
+
+    pthread_mutex_lock(&s->mu);
+    u = *upload_slot_locked(s, id);
+    if (!u) {
+        ret = RIO_ENOTFOUND;
+        goto out;
+    }
+    if (index >= u->nchunks || len != chunk_len(u, index)) {
+        ret = RIO_EPROTO;
+        goto out;
+    }
+    if (u->state[index] == RIO_SRV_CHUNK_WRITING) {
+        ret = RIO_ETHROTTLE;
+        goto out;
+    }
+    u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
+    if (u->state[index] == RIO_SRV_CHUNK_DONE) {
+        if (rio__proto_u64(u->xxh + 8 * index) == xxh) {
+            ret = 1; /* a retry of a chunk that did arrive: nothing to do */
+            goto out;
+        }
+        u->ndone--;
+    }
+    u->state[index] = RIO_SRV_CHUNK_WRITING;
+    u->seq++;
+    atomic_fetch_add_explicit(&u->refs, 1, memory_order_relaxed);
+    *out = u;
+    *dst = u->data + index * u->chunk_size;
+out:
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
+int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t index,
+                               uint64_t xxh, int ok)
+{
+    int ret;
+
+    pthread_mutex_lock(&s->mu);
+    if (ok) {
+        u->state[index] = RIO_SRV_CHUNK_DONE;
+        put_le64(u->xxh + 8 * index, xxh);
+        u->ndone++;
+    } else {
+        u->state[index] = RIO_SRV_CHUNK_EMPTY;
+    }
+    u->seq++;
+    u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
+    ret = u->dead ? RIO_ENOTFOUND : ok ? 0 : RIO_ECHECKSUM;
+    pthread_mutex_unlock(&s->mu);
+    rio__srv_upload_unref(u);
+    return ret;
+}
+
+void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_upload *u,
+                                   uint64_t index)
+{
+    pthread_mutex_lock(&s->mu);
+    u->state[index] = RIO_SRV_CHUNK_EMPTY;
+    u->seq++;
+    pthread_mutex_unlock(&s->mu);
+    rio__srv_upload_unref(u);
+}
+
+struct rio_srv_upload *rio__srv_upload_get(struct rio_srv_store *s, uint64_t id, uint64_t *seq)
+{
+    struct rio_srv_upload *u;
+
+    pthread_mutex_lock(&s->mu);
+    u = *upload_slot_locked(s, id);
+    if (u) {
+        atomic_fetch_add_explicit(&u->refs, 1, memory_order_relaxed);
+        *seq = u->seq;
+        u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return u;
+}
+
+void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t first,
+                             uint64_t n, const uint8_t *xxh_le, int *missing, int *bad)
+{
+    pthread_mutex_lock(&s->mu);
+    /* A commit that lost the race to another one: it will see dead. */
+    for (uint64_t i = 0; i < n && !u->dead; i++) {
+        uint64_t k = first + i;
+        if (k >= u->nchunks) {
+            *bad = 1;
+            break;
+        }
+        if (u->state[k] != RIO_SRV_CHUNK_DONE)
+            *missing = 1;
+        else if (memcmp(u->xxh + 8 * k, xxh_le + 8 * i, 8) != 0)
+            *bad = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
+                          const char etag[32], int missing, int bad, uint64_t *generation)
+{
+    struct rio_srv_obj *o, **slot;
+    int ret = 0;
+
+    /* Allocated before taking the lock; freed again if the commit fails. */
+    o = rio__calloc(1, sizeof(*o));
+    if (!o)
+        return -ENOMEM;
+
+    pthread_mutex_lock(&s->mu);
+    if (u->dead) {
+        ret = RIO_ENOTFOUND;
+        goto out;
+    }
+    if (missing || u->ndone != u->nchunks) {
+        ret = RIO_EINVAL;
+        goto out;
+    }
+    if (bad || u->seq != seq) {
+        ret = RIO_ECHECKSUM;
+        goto out;
+    }
+    atomic_init(&o->refs, 1);
+    o->key = u->key;
+    o->key_len = u->key_len;
+    o->generation = ++s->next_gen;
+    o->size = u->size;
+    o->chunk_size = u->chunk_size;
+    o->nchunks = u->nchunks;
+    memcpy(o->etag, etag, 32);
+    o->xxh = u->xxh;
+    o->data = u->data;
+    o->charge = u->charge;
+    o->expiry_ns = u->ttl_ns ? rio__now_ns() + u->ttl_ns : 0;
+    u->key = NULL;
+    u->xxh = NULL;
+    u->data = NULL;
+    /* The upload's charge moves to the object: unlink without releasing it. */
+    u->charge = 0;
+    upload_remove_locked(s, upload_slot_locked(s, u->id));
+
+    slot = obj_slot_locked(s, o->key, o->key_len);
+    if (*slot)
+        obj_remove_locked(s, slot);
+    slot = obj_slot_locked(s, o->key, o->key_len);
+    o->hnext = *slot;
+    *slot = o;
+    lru_push_head(s, o);
+    s->nobj++;
+    s->bytes += o->size; /* o->charge is in used since the upload opened */
+    *generation = o->generation;
+    obj_grow_locked(s);
+    o = NULL;
+out:
+    pthread_mutex_unlock(&s->mu);
+    rio__free(o);
+    return ret;
+}
+
+int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id)
+{
+    struct rio_srv_upload **slot;
+    int ret = 0;
+
+    pthread_mutex_lock(&s->mu);
+    slot = upload_slot_locked(s, id);
+    if (*slot)
+        upload_remove_locked(s, slot);
+    else
+        ret = RIO_ENOTFOUND;
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
+void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now)
+{
+    pthread_mutex_lock(&s->mu);
+    for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
+        p = o->lru_prev;
+        if (obj_expired(o, now)) {
+            obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
+            s->expirations++;
+        }
+    }
+    for (size_t i = 0; i <= s->utab_mask && s->nup; i++) {
+        struct rio_srv_upload **pp = &s->utab[i];
+        while (*pp) {
+            if (now >= (*pp)->deadline_ns) {
+                SRV_INFO("upload reclaimed id=%llu key_len=%u received=%llu/%llu",
+                         (unsigned long long)(*pp)->id, (*pp)->key_len,
+                         (unsigned long long)(*pp)->ndone, (unsigned long long)(*pp)->nchunks);
+                upload_remove_locked(s, pp);
+                s->reclaimed++;
+            } else {
+                pp = &(*pp)->hnext;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+}

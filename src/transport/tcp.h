@@ -1,0 +1,42 @@
+/*
+ * Internal entry points of the railio:// transport (tcp.c) for tests and
+ * benches: counters that show what the transport holds (request slots armed,
+ * connections, dials, watchdog trips). Reach a client's transport with
+ * rio__client_transport() (core/internal.h).
+ */
+#ifndef RIO_TRANSPORT_TCP_H
+#define RIO_TRANSPORT_TCP_H
+
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+extern const struct rio_transport_ops rio__tcp_ops;
+
+struct rio__tcp_counters {
+    /* Request slots: one per op in flight (submitted, not yet completed) plus
+     * one per cancelled op whose response is still owed (a tombstone). No
+     * slot, receive buffer or window is armed ahead of an op. */
+    uint64_t slots_armed;     /* held now */
+    uint64_t slots_peak;      /* most held at once since open or the last reset */
+    uint64_t slots_allocated; /* slot structs ever allocated (the pool only grows to the peak) */
+    uint64_t conns_open;      /* data connections established now */
+    uint64_t conns_peak;      /* most open at once since open or the last reset */
+    uint64_t dials;           /* data connection dials started */
+    uint64_t dial_failures;   /* dials that failed (connect, handshake, auth, timeout) */
+    uint64_t conn_failures;   /* established data connections that failed */
+    uint64_t watchdog_trips;  /* connections cut for making no progress */
+    uint64_t tombstones;      /* cancelled ops whose response was drained, not landed */
+    uint64_t requeued;        /* ops moved to a fresh connection after a deliberate close */
+    uint64_t grace_closes;    /* connections closed: a tombstone's answer did not drain in time */
+    uint64_t bytes_in, bytes_out; /* on data connections, headers included */
+};
+
+/* Snapshot of t's counters. RIO_EINVAL if t is not a railio:// transport. */
+int rio__tcp_counters(struct rio_transport *t, struct rio__tcp_counters *out);
+/* Restart slots_peak and conns_peak at the current values. */
+void rio__tcp_reset_peaks(struct rio_transport *t);
+/* The member (index in the URL's authority) that owns key; -1 if t is not railio://. */
+int rio__tcp_owner(struct rio_transport *t, const char *key);
+
+#endif

@@ -1,0 +1,448 @@
+/*
+ * libFuzzer target for the wire format (src/proto): the header decoder and
+ * every body decoder, on raw bytes and on a stream of frames. Anything a
+ * decoder accepts must re-encode to exactly the bytes it came from (the
+ * format has one encoding per message), so the target checks decoding
+ * against encoding, not only for crashes.
+ *
+ * Input: byte 0 picks the mode, the rest is the data.
+ *   mode 0       the header decoder on the first 32 bytes, as they are
+ *   mode 1       a header with its check recomputed (so the fuzzer gets past
+ *                it and explores the other fields), decoded and re-encoded
+ *   mode 2       a stream of frames, each header resealed, each body given
+ *                to its opcode's request or response decoder
+ *   modes 3..17  one body decoder each, on the rest of the input
+ *
+ * Build and run: scripts/fuzz-smoke.sh (clang -fsanitize=fuzzer,address).
+ * With RIO_FUZZ_SEED_DIR set, the target first writes a seed corpus of valid
+ * messages there. Built with -DRIO_FUZZ_STANDALONE (any compiler), it is a
+ * replay program instead: each argument is a file to run; with no argument it
+ * runs the seeds and a deterministic set of mutations of them.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/checksum.h"
+#include "proto/proto.h"
+#include "railio.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_proto: check failed: %s (line %d)\n", #cond, __LINE__);          \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+enum {
+    M_HDR_RAW = 0,
+    M_HDR_SEALED,
+    M_STREAM,
+    M_HELLO,
+    M_HELLO_RESP,
+    M_AUTH,
+    M_AUTH_RESP,
+    M_KEY,
+    M_DESC,
+    M_PUT_OPEN,
+    M_PUT_OPEN_RESP,
+    M_PUT_CHUNK,
+    M_PUT_COMMIT,
+    M_PUT_COMMIT_RESP,
+    M_PUT_ABORT,
+    M_READ,
+    M_STAT_RESP,
+    M_PING,
+    M__COUNT
+};
+
+static uint8_t enc_buf[RIO_PROTO_CTRL_MAX * 8];
+
+/* Re-encoding must give back the input. */
+static void same(int n, const uint8_t *in, size_t len)
+{
+    CHECK(n >= 0);
+    CHECK((size_t)n == len);
+    CHECK(memcmp(enc_buf, in, len) == 0);
+}
+
+/* The checksum list of a decoded view, as the host-order array encoders take. */
+static uint64_t *xxh_array(const uint8_t *le, uint64_t n)
+{
+    uint64_t *a = malloc(n ? (size_t)n * 8 : 1);
+    CHECK(a != NULL);
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = rio__proto_u64(le + 8 * i);
+    return a;
+}
+
+static void body(int mode, const uint8_t *b, size_t len)
+{
+    switch (mode) {
+    case M_HELLO: {
+        struct rio_proto_hello m;
+        if (rio__proto_dec_hello(b, len, &m) == 0) {
+            CHECK(m.version_min <= m.version_max);
+            same(rio__proto_enc_hello(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_HELLO_RESP: {
+        struct rio_proto_hello_resp m;
+        if (rio__proto_dec_hello_resp(b, len, &m) == 0) {
+            CHECK(m.nrails <= RIO_PROTO_MAX_RAILS);
+            for (uint32_t i = 0; i < m.nrails; i++) {
+                CHECK(m.rail_len[i] >= 1 && m.rail_len[i] <= RIO_PROTO_ADDR_MAX);
+                CHECK(m.rail[i] >= (const char *)b &&
+                      m.rail[i] + m.rail_len[i] <= (const char *)b + len);
+            }
+            same(rio__proto_enc_hello_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_AUTH: {
+        struct rio_proto_auth m;
+        if (rio__proto_dec_auth(b, len, &m) == 0)
+            same(rio__proto_enc_auth(&m, enc_buf, sizeof(enc_buf)), b, len);
+        break;
+    }
+    case M_AUTH_RESP: {
+        struct rio_proto_auth_resp m;
+        if (rio__proto_dec_auth_resp(b, len, &m) == 0)
+            same(rio__proto_enc_auth_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        break;
+    }
+    case M_KEY: {
+        struct rio_proto_key m;
+        if (rio__proto_dec_key(b, len, &m) == 0) {
+            CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
+            CHECK(memchr(m.key, 0, m.key_len) == NULL);
+            same(rio__proto_enc_key(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_DESC: {
+        struct rio_proto_desc m;
+        if (rio__proto_dec_desc(b, len, &m) == 0) {
+            CHECK(m.generation != 0);
+            CHECK(64 + m.nchunks * 8 == len);
+            uint64_t *x = xxh_array(m.xxh, m.nchunks);
+            if (len <= sizeof(enc_buf))
+                same(rio__proto_enc_desc(&m, x, enc_buf, sizeof(enc_buf)), b, len);
+            free(x);
+        }
+        break;
+    }
+    case M_PUT_OPEN: {
+        struct rio_proto_put_open m;
+        if (rio__proto_dec_put_open(b, len, &m) == 0) {
+            CHECK(m.chunk_size >= 1 && m.chunk_size <= (1ull << 30));
+            same(rio__proto_enc_put_open(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_PUT_OPEN_RESP: {
+        struct rio_proto_put_open_resp m;
+        if (rio__proto_dec_put_open_resp(b, len, &m) == 0)
+            same(rio__proto_enc_put_open_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        break;
+    }
+    case M_PUT_CHUNK: {
+        struct rio_proto_put_chunk m;
+        if (rio__proto_dec_put_chunk(b, len, &m) == 0) {
+            CHECK(m.len >= 1 && (size_t)m.len + 24 == len);
+            CHECK(m.data == b + 24);
+            same(rio__proto_enc_put_chunk_fixed(&m, enc_buf, sizeof(enc_buf)), b, 24);
+        }
+        break;
+    }
+    case M_PUT_COMMIT: {
+        struct rio_proto_put_commit m;
+        if (rio__proto_dec_put_commit(b, len, &m) == 0) {
+            CHECK(48 + m.nchunks * 8 == len);
+            uint64_t *x = xxh_array(m.xxh, m.nchunks);
+            if (len <= sizeof(enc_buf))
+                same(rio__proto_enc_put_commit(&m, x, enc_buf, sizeof(enc_buf)), b, len);
+            free(x);
+        }
+        break;
+    }
+    case M_PUT_COMMIT_RESP: {
+        struct rio_proto_put_commit_resp m;
+        if (rio__proto_dec_put_commit_resp(b, len, &m) == 0) {
+            CHECK(m.generation != 0);
+            same(rio__proto_enc_put_commit_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_PUT_ABORT: {
+        struct rio_proto_put_abort m;
+        if (rio__proto_dec_put_abort(b, len, &m) == 0)
+            same(rio__proto_enc_put_abort(&m, enc_buf, sizeof(enc_buf)), b, len);
+        break;
+    }
+    case M_READ: {
+        struct rio_proto_read m;
+        if (rio__proto_dec_read(b, len, &m) == 0) {
+            CHECK(m.len >= 1 && m.len <= (1u << 30));
+            same(rio__proto_enc_read(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_STAT_RESP: {
+        struct rio_proto_stat_resp m;
+        if (rio__proto_dec_stat_resp(b, len, &m) == 0)
+            same(rio__proto_enc_stat_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Which body decoder a frame of op goes to (request or response). */
+static int body_mode(int op, int response)
+{
+    switch (op) {
+    case RIO_OP_HELLO:
+        return response ? M_HELLO_RESP : M_HELLO;
+    case RIO_OP_AUTH:
+        return response ? M_AUTH_RESP : M_AUTH;
+    case RIO_OP_LOOKUP:
+        return response ? M_DESC : M_KEY;
+    case RIO_OP_DELETE:
+        return response ? M_PING : M_KEY;
+    case RIO_OP_PUT_OPEN:
+        return response ? M_PUT_OPEN_RESP : M_PUT_OPEN;
+    case RIO_OP_PUT_CHUNK:
+        return response ? M_PING : M_PUT_CHUNK;
+    case RIO_OP_PUT_COMMIT:
+        return response ? M_PUT_COMMIT_RESP : M_PUT_COMMIT;
+    case RIO_OP_PUT_ABORT:
+        return response ? M_PING : M_PUT_ABORT;
+    case RIO_OP_READ:
+        return response ? M_PING : M_READ;
+    case RIO_OP_STAT:
+        return response ? M_STAT_RESP : M_PING;
+    default:
+        return M_PING;
+    }
+}
+
+static void seal(uint8_t h[RIO_PROTO_HDR_LEN])
+{
+    uint32_t ck = (uint32_t)rio__xxh3(h, 24);
+    for (int i = 0; i < 4; i++)
+        h[24 + i] = (uint8_t)(ck >> (8 * i));
+}
+
+static void header(const uint8_t *in, size_t len, int sealed)
+{
+    uint8_t h[RIO_PROTO_HDR_LEN] = {0};
+    struct rio_proto_hdr d;
+    uint32_t max;
+
+    if (len < RIO_PROTO_HDR_LEN)
+        return;
+    memcpy(h, in, RIO_PROTO_HDR_LEN);
+    if (sealed)
+        seal(h);
+    max = len > 36 ? (uint32_t)rio__proto_u64(in + 28) : RIO_PROTO_BODY_CAP;
+    if (rio__proto_hdr_decode(h, max, &d) == 0) {
+        uint8_t out[RIO_PROTO_HDR_LEN];
+        CHECK(d.opcode >= 1 && d.opcode <= RIO_OP__MAX);
+        CHECK(d.body_len <= max && d.body_len <= RIO_PROTO_BODY_CAP);
+        CHECK(sealed || memcmp(h, in, RIO_PROTO_HDR_LEN) == 0);
+        rio__proto_hdr_encode(&d, out);
+        CHECK(memcmp(out, h, RIO_PROTO_HDR_LEN) == 0);
+    }
+}
+
+static void stream(const uint8_t *in, size_t len)
+{
+    while (len >= RIO_PROTO_HDR_LEN) {
+        uint8_t h[RIO_PROTO_HDR_LEN];
+        struct rio_proto_hdr d;
+        memcpy(h, in, sizeof(h));
+        seal(h);
+        in += sizeof(h);
+        len -= sizeof(h);
+        if (rio__proto_hdr_decode(h, RIO_PROTO_CTRL_MAX * 4, &d) < 0)
+            return;
+        size_t blen = d.body_len < len ? d.body_len : len;
+        /* An exact-size copy, so reading past the body is caught. */
+        uint8_t *b = malloc(blen ? blen : 1);
+        CHECK(b != NULL);
+        memcpy(b, in, blen);
+        body(body_mode(d.opcode, d.flags & RIO_PF_RESPONSE), b, blen);
+        free(b);
+        in += blen;
+        len -= blen;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    int mode = data[0] % M__COUNT;
+    /* Bodies get an exact-size heap copy of their bytes. */
+    size_t len = size - 1;
+    uint8_t *b = malloc(len ? len : 1);
+    if (!b)
+        return 0;
+    memcpy(b, data + 1, len);
+    if (mode == M_HDR_RAW || mode == M_HDR_SEALED)
+        header(b, len, mode == M_HDR_SEALED);
+    else if (mode == M_STREAM)
+        stream(b, len);
+    else
+        body(mode, b, len);
+    free(b);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ seeds */
+
+struct seed {
+    uint8_t b[600];
+    size_t len;
+};
+
+static size_t make_seeds(struct seed *s)
+{
+    size_t n = 0;
+    int k;
+    uint64_t xxh[3] = {1, 2, 3};
+
+#define ADD(mode, expr)                                                                            \
+    do {                                                                                           \
+        s[n].b[0] = (uint8_t)(mode);                                                               \
+        k = (expr);                                                                                \
+        if (k >= 0)                                                                                \
+            s[n++].len = (size_t)k + 1;                                                            \
+    } while (0)
+    struct rio_proto_hello he = {.version_min = 1, .version_max = 1};
+    ADD(M_HELLO, rio__proto_enc_hello(&he, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_hello_resp hr = {.version = 1,
+                                      .max_body = 1u << 30,
+                                      .max_depth = 64,
+                                      .nrails = 2,
+                                      .rail = {"127.0.0.1:7070", "10.0.0.2:7071"},
+                                      .rail_len = {14, 13}};
+    ADD(M_HELLO_RESP, rio__proto_enc_hello_resp(&hr, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_auth au = {{0}};
+    ADD(M_AUTH, rio__proto_enc_auth(&au, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_key ke = {.key = "some/key", .key_len = 8};
+    ADD(M_KEY, rio__proto_enc_key(&ke, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_desc de = {.generation = 9, .size = 10, .chunk_size = 4, .nchunks = 3};
+    memset(de.etag, 'a', 32);
+    ADD(M_DESC, rio__proto_enc_desc(&de, xxh, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_put_open po = {.size = 10, .chunk_size = 4, .key = "k", .key_len = 1};
+    ADD(M_PUT_OPEN, rio__proto_enc_put_open(&po, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_put_chunk pc = {.upload_id = 1, .index = 2, .xxh = 3};
+    ADD(M_PUT_CHUNK, rio__proto_enc_put_chunk_fixed(&pc, s[n].b + 1, sizeof(s[n].b) - 1) + 4);
+    struct rio_proto_put_commit pm = {.upload_id = 1, .nchunks = 3};
+    memset(pm.etag, 'b', 32);
+    ADD(M_PUT_COMMIT, rio__proto_enc_put_commit(&pm, xxh, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_put_commit_resp cr = {.generation = 5};
+    ADD(M_PUT_COMMIT_RESP, rio__proto_enc_put_commit_resp(&cr, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_read rd = {.generation = 5, .off = 4, .len = 4, .key = "k", .key_len = 1};
+    ADD(M_READ, rio__proto_enc_read(&rd, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_stat_resp st = {1, 2, 3, 4, 5};
+    ADD(M_STAT_RESP, rio__proto_enc_stat_resp(&st, s[n].b + 1, sizeof(s[n].b) - 1));
+    /* Headers and a stream of two frames (LOOKUP request, READ response). */
+    struct rio_proto_hdr h = {.opcode = RIO_OP_LOOKUP, .id = 1, .body_len = 10};
+    s[n].b[0] = M_HDR_RAW;
+    rio__proto_hdr_encode(&h, s[n].b + 1);
+    s[n++].len = 33;
+    s[n] = s[n - 1];
+    s[n++].b[0] = M_HDR_SEALED;
+    s[n].b[0] = M_STREAM;
+    rio__proto_hdr_encode(&h, s[n].b + 1);
+    k = rio__proto_enc_key(&ke, s[n].b + 33, 100);
+    struct rio_proto_hdr h2 = {
+        .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE, .id = 1, .body_len = 3};
+    rio__proto_hdr_encode(&h2, s[n].b + 33 + k);
+    memcpy(s[n].b + 33 + k + 32, "abc", 3);
+    s[n].len = 33 + (size_t)k + 35;
+    n++;
+#undef ADD
+    return n;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    static struct seed seeds[32];
+    const char *dir = getenv("RIO_FUZZ_SEED_DIR");
+    (void)argc;
+    (void)argv;
+    if (!dir || !*dir)
+        return 0;
+    size_t n = make_seeds(seeds);
+    for (size_t i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/seed-%02zu", dir, i);
+        FILE *f = fopen(path, "wb");
+        if (!f)
+            continue;
+        fwrite(seeds[i].b, 1, seeds[i].len, f);
+        fclose(f);
+    }
+    return 0;
+}
+
+#ifdef RIO_FUZZ_STANDALONE
+/* Replay: files from argv, or the seeds and deterministic mutations. */
+int main(int argc, char **argv)
+{
+    static struct seed seeds[32];
+    uint8_t *buf = malloc(1 << 20);
+    uint64_t r = 1;
+
+    if (!buf)
+        return 1;
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) {
+            FILE *f = fopen(argv[i], "rb");
+            if (!f) {
+                perror(argv[i]);
+                return 1;
+            }
+            size_t len = fread(buf, 1, 1 << 20, f);
+            fclose(f);
+            LLVMFuzzerTestOneInput(buf, len);
+        }
+        printf("fuzz_proto: %d inputs ran clean\n", argc - 1);
+        free(buf);
+        return 0;
+    }
+    size_t n = make_seeds(seeds);
+    unsigned runs = 0;
+    for (size_t i = 0; i < n; i++) {
+        LLVMFuzzerTestOneInput(seeds[i].b, seeds[i].len);
+        runs++;
+        for (int m = 0; m < 5000; m++) {
+            size_t len = seeds[i].len;
+            memcpy(buf, seeds[i].b, len);
+            for (int f = 0; f < 1 + m % 4; f++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = 1 + (size_t)(r >> 33) % (len > 1 ? len - 1 : 1);
+                buf[at] ^= (uint8_t)(r >> 13);
+            }
+            if (m % 7 == 0)
+                len = 1 + (size_t)(r >> 40) % len; /* truncated */
+            LLVMFuzzerTestOneInput(buf, len);
+            runs++;
+        }
+    }
+    printf("fuzz_proto: %zu seeds, %u runs clean\n", n, runs);
+    free(buf);
+    return 0;
+}
+#endif

@@ -1,0 +1,760 @@
+/*
+ * server_env.h: start a real railiod for a test, and a tiny blocking client
+ * that speaks the wire protocol directly (no engine, no transport), so the
+ * server's tests depend on nothing but src/proto.
+ *
+ *     struct srv_env e;
+ *     const char *args[] = {"--memory", "64M", NULL};
+ *     srv_start(&e, args);                  // --listen 127.0.0.1:0 --port-file ...
+ *     struct wc c;
+ *     wc_connect(&c, e.addr[0]);
+ *     wc_hello(&c, NULL);
+ *     uint64_t gen = wc_put(&c, "k", buf, n, chunk);
+ *     ...
+ *     wc_close(&c);
+ *     srv_stop(&e);                         // SIGTERM, wait; returns the exit status
+ *
+ * The server runs in the test's process group (the harness kills the group
+ * when a test ends, whatever happened, even after a failed assertion, which
+ * _exits); an atexit hook also stops it when a test exits normally without
+ * srv_stop. Its log goes to the test's stderr (ctest prints it for a failed
+ * test), or with SRV_LOG_FILE=1 to a file that srv_dump_log prints.
+ * Every call has a timeout; failures end the test through T_FAIL.
+ */
+#ifndef RIO_TEST_SERVER_ENV_H
+#define RIO_TEST_SERVER_ENV_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/checksum.h"
+#include "proto/proto.h"
+#include "railio.h"
+#include "t.h"
+
+#define SRV_MAX_ADDRS 16
+#define SRV_MAX_ARGS 64
+
+struct srv_env {
+    pid_t pid;
+    char dir[128];
+    char port_file[192];
+    char log[192];
+    unsigned naddr;
+    char addr[SRV_MAX_ADDRS][80];
+    char metrics[80];
+    int exited; /* srv_stop reaped it */
+    /* Set between srv_prepare and srv_start_listen to run another program
+     * (e.g. "$T_BUILD_DIR/railio") with a first argument (e.g. "serve"). */
+    const char *bin;
+    const char *subcommand;
+};
+
+static struct srv_env *srv__live[8];
+
+static inline void srv_dump_log(const struct srv_env *e)
+{
+    char line[1024];
+    FILE *f = fopen(e->log, "r");
+    if (!f)
+        return;
+    fprintf(stderr, "---- railiod log (%s)\n", e->log);
+    while (fgets(line, sizeof(line), f))
+        fputs(line, stderr);
+    fprintf(stderr, "---- end of railiod log\n");
+    fclose(f);
+}
+
+static inline void srv__rmdir(struct srv_env *e)
+{
+    char p[256];
+    if (!e->dir[0])
+        return;
+    unlink(e->port_file);
+    unlink(e->log);
+    snprintf(p, sizeof(p), "%s/token", e->dir);
+    unlink(p);
+    rmdir(e->dir);
+    e->dir[0] = '\0';
+}
+
+static inline void srv__atexit(void)
+{
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++) {
+        struct srv_env *e = srv__live[i];
+        if (!e)
+            continue;
+        if (e->pid > 0 && !e->exited) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+            srv_dump_log(e);
+        }
+        srv__rmdir(e);
+        srv__live[i] = NULL;
+    }
+}
+
+/* Path of the railiod under test: $T_BUILD_DIR/railiod. */
+static inline void srv_binary(char *out, size_t cap)
+{
+    const char *b = getenv("T_BUILD_DIR");
+    snprintf(out, cap, "%s/railiod", b && *b ? b : ".");
+}
+
+/* Write a token file in the server's directory (call after srv_prepare). */
+static inline void srv_write_token(struct srv_env *e, const char *token, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/token", e->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        T_FAIL("token file %s: %s", path, strerror(errno));
+    fprintf(f, "%s\n", token);
+    fclose(f);
+    chmod(path, 0600);
+}
+
+/* Create the temporary directory (before srv_start, to place files in it). */
+static inline void srv_prepare(struct srv_env *e)
+{
+    static int registered;
+    memset(e, 0, sizeof(*e));
+    snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
+    if (!mkdtemp(e->dir))
+        T_FAIL("mkdtemp: %s", strerror(errno));
+    snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
+    snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
+    if (!registered) {
+        atexit(srv__atexit);
+        registered = 1;
+    }
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
+        if (!srv__live[i]) {
+            srv__live[i] = e;
+            break;
+        }
+}
+
+static inline void srv__parse_ports(struct srv_env *e, char *text)
+{
+    char *nl = strchr(text, '\n');
+    char *save = NULL, *tok;
+    if (!nl)
+        T_FAIL("port file without a newline: '%s'", text);
+    *nl = '\0';
+    for (tok = strtok_r(text, ",", &save); tok && e->naddr < SRV_MAX_ADDRS;
+         tok = strtok_r(NULL, ",", &save))
+        snprintf(e->addr[e->naddr++], sizeof(e->addr[0]), "%s", tok);
+    char *m = strstr(nl + 1, "metrics=");
+    if (m) {
+        m += 8;
+        m[strcspn(m, "\n")] = '\0';
+        snprintf(e->metrics, sizeof(e->metrics), "%s", m);
+    }
+}
+
+/*
+ * Start railiod with --listen (listen, or one loopback listener on a free
+ * port when NULL), --port-file and the NULL-terminated extra args, then wait
+ * (up to 10 s) until it has written its ports. e must come from srv_prepare.
+ */
+static inline void srv_start_listen(struct srv_env *e, const char *listen, const char *const *extra)
+{
+    char bin[512];
+    const char *argv[SRV_MAX_ARGS];
+    int n = 0;
+
+    if (e->bin)
+        snprintf(bin, sizeof(bin), "%s", e->bin);
+    else
+        srv_binary(bin, sizeof(bin));
+    if (access(bin, X_OK) != 0)
+        T_FAIL("%s not found (build it first)", bin);
+    argv[n++] = bin;
+    if (e->subcommand)
+        argv[n++] = e->subcommand;
+    argv[n++] = "--listen";
+    argv[n++] = listen ? listen : "127.0.0.1:0";
+    argv[n++] = "--port-file";
+    argv[n++] = e->port_file;
+    argv[n++] = "--log-level";
+    argv[n++] = "debug";
+    for (; extra && *extra && n < SRV_MAX_ARGS - 1; extra++)
+        argv[n++] = *extra;
+    argv[n] = NULL;
+
+    fflush(NULL);
+    e->pid = fork();
+    if (e->pid < 0)
+        T_FAIL("fork: %s", strerror(errno));
+    if (e->pid == 0) {
+        /* The log goes to the test's stderr: ctest shows it when the test
+         * fails. SRV_LOG_FILE=1 sends it to a file instead. */
+        if (getenv("SRV_LOG_FILE")) {
+            int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1);
+            }
+        }
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    uint64_t t0 = t_now_ms();
+    for (;;) {
+        int st;
+        if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
+            e->exited = 1;
+            srv_dump_log(e);
+            T_FAIL("railiod exited during start-up (status %d)", st);
+        }
+        FILE *f = fopen(e->port_file, "r");
+        if (f) {
+            char text[2048];
+            size_t len = fread(text, 1, sizeof(text) - 1, f);
+            fclose(f);
+            text[len] = '\0';
+            srv__parse_ports(e, text);
+            if (e->naddr == 0)
+                T_FAIL("empty port file");
+            /* The ports are read: unless the test still needs a file in
+             * the directory (a token a client reads, a log), remove it now,
+             * so nothing is left behind even when a failed assertion _exits. */
+            char tok[256];
+            snprintf(tok, sizeof(tok), "%s/token", e->dir);
+            if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
+                srv__rmdir(e);
+            return;
+        }
+        if (t_now_ms() - t0 > 10000) {
+            srv_dump_log(e);
+            T_FAIL("railiod did not write %s within 10 s", e->port_file);
+        }
+        usleep(10000);
+    }
+}
+
+static inline void srv_start(struct srv_env *e, const char *const *extra)
+{
+    srv_prepare(e);
+    srv_start_listen(e, NULL, extra);
+}
+
+/* Wait up to timeout_ms for the server to exit; its wait status, or -1. */
+static inline int srv_wait(struct srv_env *e, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int st;
+    for (;;) {
+        pid_t r = waitpid(e->pid, &st, WNOHANG);
+        if (r == e->pid) {
+            e->exited = 1;
+            return st;
+        }
+        if (t_now_ms() - t0 > timeout_ms)
+            return -1;
+        usleep(5000);
+    }
+}
+
+/* SIGTERM, wait up to 15 s (then SIGKILL); returns the exit code, or -1 when
+ * it had to be killed or died of a signal. Removes the temporary directory. */
+static inline int srv_stop(struct srv_env *e)
+{
+    int st = -1, code = -1;
+    if (e->pid > 0 && !e->exited) {
+        kill(e->pid, SIGTERM);
+        st = srv_wait(e, 15000);
+        if (st == -1) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+            e->exited = 1;
+        }
+    }
+    if (st != -1 && WIFEXITED(st))
+        code = WEXITSTATUS(st);
+    if (code != 0)
+        srv_dump_log(e);
+    srv__rmdir(e);
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
+        if (srv__live[i] == e)
+            srv__live[i] = NULL;
+    return code;
+}
+
+/* ------------------------------------------------------ the wire client */
+
+struct wc {
+    int fd;
+    uint64_t next_id;
+};
+
+/* Connect with timeouts of timeout_s; rcvbuf > 0 sets SO_RCVBUF first. */
+static inline int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rcvbuf)
+{
+    char host[80];
+    const char *colon = strrchr(addr, ':');
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct timeval tv = {.tv_sec = timeout_s};
+    int one = 1;
+
+    if (!colon || (size_t)(colon - addr) >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -EINVAL;
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -errno;
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (rcvbuf > 0)
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = -errno;
+        close(c->fd);
+        c->fd = -1;
+        return e;
+    }
+    c->next_id = 1;
+    return 0;
+}
+
+static inline int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s)
+{
+    return wc_try_connect_ex(c, addr, timeout_s, 0);
+}
+
+static inline void wc_connect(struct wc *c, const char *addr)
+{
+    int r = wc_try_connect(c, addr, 20);
+    if (r < 0)
+        T_FAIL("connect %s: %s", addr, strerror(-r));
+}
+
+static inline void wc_close(struct wc *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+}
+
+/* Send all of iov; 0 or -errno. */
+static inline int wc_sendv(struct wc *c, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+static inline int wc_send_raw(struct wc *c, const void *p, size_t n)
+{
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    return wc_sendv(c, &iov, 1);
+}
+
+/* Send one request: header, then body parts a (alen) and b (blen). */
+static inline int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen,
+                           const void *b, size_t blen)
+{
+    struct rio_proto_hdr h = {.opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen)};
+    uint8_t hb[RIO_PROTO_HDR_LEN];
+    struct iovec iov[3] = {{hb, sizeof(hb)}, {(void *)a, alen}, {(void *)b, blen}};
+    rio__proto_hdr_encode(&h, hb);
+    return wc_sendv(c, iov, 3);
+}
+
+static inline int wc_read_full(struct wc *c, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(c->fd, (char *)p + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return RIO_ECLOSED;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Receive one response; *body is malloc'ed (free it) or NULL when empty.
+ * Returns 0, RIO_ECLOSED on EOF, RIO_EPROTO on a bad header, -errno. */
+static inline int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
+{
+    uint8_t hb[RIO_PROTO_HDR_LEN];
+    int r;
+
+    *body = NULL;
+    r = wc_read_full(c, hb, sizeof(hb));
+    if (r < 0)
+        return r;
+    r = rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h);
+    if (r < 0)
+        return r;
+    if (!(h->flags & RIO_PF_RESPONSE))
+        return RIO_EPROTO;
+    if (h->body_len) {
+        *body = malloc(h->body_len);
+        if (!*body)
+            return -ENOMEM;
+        r = wc_read_full(c, *body, h->body_len);
+        if (r < 0) {
+            free(*body);
+            *body = NULL;
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* One request and its response (no pipelining): the response's status, or
+ * a transport error (RIO_ECLOSED, -errno). *body as wc_recv (NULL allowed). */
+static inline int wc_call(struct wc *c, int op, const void *a, size_t alen, const void *b,
+                          size_t blen, uint8_t **body, uint32_t *body_len)
+{
+    struct rio_proto_hdr h;
+    uint8_t *bd = NULL;
+    uint64_t id = c->next_id++;
+    int r = wc_send2(c, op, id, a, alen, b, blen);
+    if (r < 0)
+        return r;
+    r = wc_recv(c, &h, &bd);
+    if (r < 0)
+        return r;
+    if (h.id != id || h.opcode != op)
+        T_FAIL("response id/op %llu/%d for request %llu/%d", (unsigned long long)h.id, h.opcode,
+               (unsigned long long)id, op);
+    if (body_len)
+        *body_len = h.body_len;
+    if (body)
+        *body = bd;
+    else
+        free(bd);
+    return h.status;
+}
+
+/* HELLO (and AUTH when token is not NULL). Returns the AUTH status (0 when
+ * no AUTH was needed); fills *hr (its rail pointers borrow *keep, freed by
+ * the caller) when hr is not NULL. */
+static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr,
+                              uint8_t **keep)
+{
+    struct rio_proto_hello m = {.version_min = 1, .version_max = 1};
+    struct rio_proto_hello_resp r;
+    uint8_t out[64], *body = NULL;
+    uint32_t blen = 0;
+    int n, st;
+
+    for (int i = 0; i < RIO_PROTO_NONCE_LEN; i++)
+        m.nonce[i] = (uint8_t)rand();
+    n = rio__proto_enc_hello(&m, out, sizeof(out));
+    st = wc_call(c, RIO_OP_HELLO, out, (size_t)n, NULL, 0, &body, &blen);
+    if (st != 0)
+        T_FAIL("HELLO: %s", rio_errname(st));
+    if (rio__proto_dec_hello_resp(body, blen, &r) < 0)
+        T_FAIL("HELLO response does not decode");
+    if (hr)
+        *hr = r;
+    if (token && r.auth_required) {
+        struct rio_proto_auth a;
+        struct rio_proto_auth_resp ar;
+        uint8_t want[RIO_PROTO_MAC_LEN], *ab = NULL;
+        uint32_t alen = 0;
+        rio__proto_auth_mac((const uint8_t *)token, strlen(token), "railio-auth-v1", r.nonce,
+                            m.nonce, a.mac);
+        rio__proto_auth_mac((const uint8_t *)token, strlen(token), "railio-server-v1", m.nonce,
+                            r.nonce, want);
+        n = rio__proto_enc_auth(&a, out, sizeof(out));
+        st = wc_call(c, RIO_OP_AUTH, out, (size_t)n, NULL, 0, &ab, &alen);
+        if (st == 0) {
+            if (rio__proto_dec_auth_resp(ab, alen, &ar) < 0 ||
+                memcmp(ar.mac, want, RIO_PROTO_MAC_LEN) != 0)
+                T_FAIL("the server's AUTH answer does not prove the token");
+        }
+        free(ab);
+    } else {
+        st = 0;
+    }
+    if (keep)
+        *keep = body;
+    else
+        free(body);
+    return st;
+}
+
+static inline void wc_hello(struct wc *c, const char *token)
+{
+    int st = wc_hello_ex(c, token, NULL, NULL);
+    if (st != 0)
+        T_FAIL("AUTH: %s", rio_errname(st));
+}
+
+static inline int wc_put_open(struct wc *c, const char *key, uint64_t size, uint64_t chunk,
+                              uint32_t ttl_ms, uint64_t *upload)
+{
+    struct rio_proto_put_open m = {.size = size,
+                                   .chunk_size = chunk,
+                                   .ttl_ms = ttl_ms,
+                                   .key = key,
+                                   .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_put_open(&m, out, sizeof(out)), st;
+    *upload = 0;
+    if (n < 0)
+        T_FAIL("encode PUT_OPEN");
+    st = wc_call(c, RIO_OP_PUT_OPEN, out, (size_t)n, NULL, 0, &body, &blen);
+    if (st == 0) {
+        struct rio_proto_put_open_resp r;
+        if (rio__proto_dec_put_open_resp(body, blen, &r) < 0)
+            T_FAIL("PUT_OPEN response does not decode");
+        *upload = r.upload_id;
+    }
+    free(body);
+    return st;
+}
+
+static inline int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh,
+                               const void *data, size_t len)
+{
+    struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
+    uint8_t fixed[24];
+    rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
+    return wc_call(c, RIO_OP_PUT_CHUNK, fixed, sizeof(fixed), data, len, NULL, NULL);
+}
+
+static inline int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks,
+                                const uint64_t *xxh, const char *etag, uint64_t *gen)
+{
+    struct rio_proto_put_commit m = {.upload_id = upload, .nchunks = nchunks};
+    size_t cap = 48 + 8 * (size_t)nchunks;
+    uint8_t *out = malloc(cap), *body = NULL;
+    uint32_t blen = 0;
+    int n, st;
+    memcpy(m.etag, etag, 32);
+    n = rio__proto_enc_put_commit(&m, xxh, out, cap);
+    if (n < 0)
+        T_FAIL("encode PUT_COMMIT");
+    st = wc_call(c, RIO_OP_PUT_COMMIT, out, (size_t)n, NULL, 0, &body, &blen);
+    free(out);
+    if (st == 0) {
+        struct rio_proto_put_commit_resp r;
+        if (rio__proto_dec_put_commit_resp(body, blen, &r) < 0)
+            T_FAIL("PUT_COMMIT response does not decode");
+        *gen = r.generation;
+    }
+    free(body);
+    return st;
+}
+
+static inline void wc_etag(const void *data, size_t n, char etag[33])
+{
+    struct rio_md5 m;
+    if (rio__md5_init(&m) < 0 || rio__md5_update(&m, data, n) < 0 || rio__md5_final(&m, etag) < 0)
+        T_FAIL("md5");
+}
+
+static inline uint64_t wc_nchunks(uint64_t size, uint64_t chunk)
+{
+    return size ? (size - 1) / chunk + 1 : 0;
+}
+
+/* The checksum list of data split in chunks (malloc'ed). */
+static inline uint64_t *wc_xxh_list(const uint8_t *data, uint64_t size, uint64_t chunk)
+{
+    uint64_t n = wc_nchunks(size, chunk);
+    uint64_t *x = calloc(n ? n : 1, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        x[i] = rio__xxh3(data + off, len);
+    }
+    return x;
+}
+
+/*
+ * A whole PUT over conns[0..nconns) (chunk i on conns[i % nconns]); returns
+ * the generation, fails the test on any error.
+ */
+static inline uint64_t wc_put_multi(struct wc *conns, unsigned nconns, const char *key,
+                                    const uint8_t *data, uint64_t size, uint64_t chunk)
+{
+    uint64_t up = 0, gen = 0, n = wc_nchunks(size, chunk);
+    uint64_t *x = wc_xxh_list(data, size, chunk);
+    char etag[33];
+    int st;
+
+    wc_etag(data, size, etag);
+    st = wc_put_open(&conns[0], key, size, chunk, 0, &up);
+    if (st != 0)
+        T_FAIL("PUT_OPEN %s: %s", key, rio_errname(st));
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        st = wc_put_chunk(&conns[i % nconns], up, i, x[i], data + off, len);
+        if (st != 0)
+            T_FAIL("PUT_CHUNK %s #%llu: %s", key, (unsigned long long)i, rio_errname(st));
+    }
+    st = wc_put_commit(&conns[0], up, n, x, etag, &gen);
+    if (st != 0)
+        T_FAIL("PUT_COMMIT %s: %s", key, rio_errname(st));
+    free(x);
+    return gen;
+}
+
+static inline uint64_t wc_put(struct wc *c, const char *key, const uint8_t *data, uint64_t size,
+                              uint64_t chunk)
+{
+    return wc_put_multi(c, 1, key, data, size, chunk);
+}
+
+/* LOOKUP: status; on success *d (its xxh borrows *keep, which the caller frees). */
+static inline int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc *d, uint8_t **keep)
+{
+    struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_key(&m, out, sizeof(out));
+    int st = wc_call(c, RIO_OP_LOOKUP, out, (size_t)n, NULL, 0, &body, &blen);
+    *keep = NULL;
+    if (st == 0) {
+        if (rio__proto_dec_desc(body, blen, d) < 0)
+            T_FAIL("LOOKUP response does not decode");
+        *keep = body;
+    } else {
+        free(body);
+    }
+    return st;
+}
+
+/* READ [off, off+len) of generation gen into dst (len bytes); the status. */
+static inline int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t off, uint32_t len,
+                          void *dst)
+{
+    struct rio_proto_read m = {
+        .generation = gen, .off = off, .len = len, .key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_read(&m, out, sizeof(out));
+    int st = wc_call(c, RIO_OP_READ, out, (size_t)n, NULL, 0, &body, &blen);
+    if (st == 0) {
+        if (blen != len)
+            T_FAIL("READ answered %u bytes for %u", blen, len);
+        memcpy(dst, body, len);
+    } else if (blen != 0) {
+        T_FAIL("an error response with a %u-byte body", blen);
+    }
+    free(body);
+    return st;
+}
+
+static inline int wc_delete(struct wc *c, const char *key)
+{
+    struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048];
+    int n = rio__proto_enc_key(&m, out, sizeof(out));
+    return wc_call(c, RIO_OP_DELETE, out, (size_t)n, NULL, 0, NULL, NULL);
+}
+
+static inline int wc_ping(struct wc *c)
+{
+    return wc_call(c, RIO_OP_PING, NULL, 0, NULL, 0, NULL, NULL);
+}
+
+/* Wait until the peer closes the connection (EOF or reset) within
+ * timeout_ms, discarding anything it sends first; 0, or -ETIMEDOUT. */
+static inline int wc_wait_closed(struct wc *c, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    char buf[4096];
+    for (;;) {
+        uint64_t el = t_now_ms() - t0;
+        if (el >= timeout_ms)
+            return -ETIMEDOUT;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)(timeout_ms - el));
+        if (n <= 0)
+            continue;
+        ssize_t r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return 0;
+    }
+}
+
+/* GET http://addr/metrics with a raw socket; malloc'ed text, or NULL. */
+static inline char *srv_http_get(const char *addr, const char *path)
+{
+    struct wc c;
+    char req[256];
+    size_t cap = 1 << 20, len = 0;
+    char *out;
+
+    if (wc_try_connect(&c, addr, 5) < 0)
+        return NULL;
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr);
+    if (wc_send_raw(&c, req, strlen(req)) < 0) {
+        wc_close(&c);
+        return NULL;
+    }
+    out = malloc(cap);
+    for (;;) {
+        ssize_t r = recv(c.fd, out + len, cap - 1 - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == cap - 1)
+            break;
+    }
+    out[len] = '\0';
+    wc_close(&c);
+    return out;
+}
+
+/* Value of a metric line "name{labels} value" (exact name+labels), or -1. */
+static inline double srv_metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    }
+    return -1;
+}
+
+#endif

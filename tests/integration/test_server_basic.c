@@ -1,0 +1,342 @@
+/* T_LABELS net */
+/* T_TIMEOUT 60 */
+/*
+ * railiod against a raw protocol client: PUT/LOOKUP/READ/DELETE of the edge
+ * sizes, chunks of one upload over several connections, checksum mismatch,
+ * retried chunks, generations (replaced between two READs of one reader:
+ * RIO_EGENERATION, never mixed bytes), bounds, pipelining and STAT.
+ */
+#include "../harness/server_env.h"
+
+#define CHUNK 65536u
+
+static uint8_t *pattern(size_t n, uint64_t seed)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    t_fill_pattern(p, n, seed);
+    return p;
+}
+
+/* Read the whole object back chunk by chunk under gen and compare. */
+static void read_back(struct wc *c, const char *key, uint64_t gen, const uint8_t *want,
+                      uint64_t size, uint64_t chunk)
+{
+    uint8_t *got = malloc(size ? size : 1);
+    for (uint64_t off = 0; off < size; off += chunk) {
+        uint32_t len = (uint32_t)(size - off < chunk ? size - off : chunk);
+        T_EQ(wc_read(c, key, gen, off, len, got + off), 0);
+    }
+    T_MEMEQ(got, want, size);
+    free(got);
+}
+
+static void check_desc(struct wc *c, const char *key, uint64_t gen, const uint8_t *data,
+                       uint64_t size, uint64_t chunk)
+{
+    struct rio_proto_desc d;
+    uint8_t *keep;
+    char etag[33];
+
+    T_EQ(wc_lookup(c, key, &d, &keep), 0);
+    T_EQ(d.generation, gen);
+    T_EQ(d.size, size);
+    T_EQ(d.chunk_size, chunk);
+    T_EQ(d.nchunks, wc_nchunks(size, chunk));
+    wc_etag(data, size, etag);
+    T_MEMEQ(d.etag, etag, 32);
+    for (uint64_t i = 0; i < d.nchunks; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        T_EQ(rio__proto_u64(d.xxh + 8 * i), rio__xxh3(data + off, len));
+    }
+    free(keep);
+}
+
+TEST(sizes_round_trip)
+{
+    static const uint64_t sizes[] = {0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 5 * CHUNK + 77};
+    struct srv_env e;
+    struct wc c;
+    char key[32];
+
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint8_t *data = pattern(sizes[i], 100 + i);
+        snprintf(key, sizeof(key), "obj/%u", i);
+        uint64_t gen = wc_put(&c, key, data, sizes[i], CHUNK);
+        T_GT(gen, 0u);
+        check_desc(&c, key, gen, data, sizes[i], CHUNK);
+        read_back(&c, key, gen, data, sizes[i], CHUNK);
+        /* A read of any generation (0) sees the same bytes. */
+        if (sizes[i]) {
+            uint8_t b = 0;
+            T_EQ(wc_read(&c, key, 0, sizes[i] - 1, 1, &b), 0);
+            T_EQ(b, data[sizes[i] - 1]);
+        }
+        T_EQ(wc_delete(&c, key), 0);
+        struct rio_proto_desc d;
+        uint8_t *keep;
+        T_EQ(wc_lookup(&c, key, &d, &keep), RIO_ENOTFOUND);
+        T_EQ(wc_delete(&c, key), RIO_ENOTFOUND);
+        free(data);
+    }
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Chunks of one upload over three connections to two listeners (rails). */
+TEST(chunks_over_several_connections)
+{
+    struct srv_env e;
+    struct wc c[3];
+    const uint64_t size = 9 * CHUNK + 5;
+    uint8_t *data = pattern(size, 7);
+
+    srv_prepare(&e);
+    srv_start_listen(&e, "127.0.0.1:0,127.0.0.1:0", NULL);
+    T_EQ(e.naddr, 2u);
+    for (int i = 0; i < 3; i++) {
+        wc_connect(&c[i], e.addr[i % 2]);
+        wc_hello(&c[i], NULL);
+    }
+    uint64_t gen = wc_put_multi(c, 3, "multi", data, size, CHUNK);
+    check_desc(&c[2], "multi", gen, data, size, CHUNK);
+    read_back(&c[1], "multi", gen, data, size, CHUNK);
+    for (int i = 0; i < 3; i++)
+        wc_close(&c[i]);
+    free(data);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* HELLO lists every rail; a wildcard listener is advertised usefully. */
+TEST(hello_lists_rails)
+{
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_hello_resp hr;
+    uint8_t *keep;
+
+    srv_prepare(&e);
+    srv_start_listen(&e, "127.0.0.1:0,0.0.0.0:0", NULL);
+    wc_connect(&c, e.addr[0]);
+    T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
+    T_EQ(hr.version, 1u);
+    T_EQ(hr.auth_required, 0u);
+    T_EQ(hr.nrails, 2u);
+    T_GE(hr.max_depth, 1u);
+    T_GE(hr.max_body, (uint32_t)RIO_PROTO_CTRL_MAX);
+    T_EQ(hr.rail_len[0], strlen(e.addr[0]));
+    T_TRUE(memcmp(hr.rail[0], e.addr[0], hr.rail_len[0]) == 0);
+    /* 0.0.0.0:P is advertised as the address this connection reached. */
+    const char *port = strrchr(e.addr[1], ':');
+    char want[80];
+    snprintf(want, sizeof(want), "127.0.0.1%s", port);
+    T_EQ(hr.rail_len[1], strlen(want));
+    T_TRUE(memcmp(hr.rail[1], want, hr.rail_len[1]) == 0);
+    free(keep);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+TEST(chunk_checksum_and_geometry)
+{
+    struct srv_env e;
+    struct wc c;
+    const uint64_t size = 3 * CHUNK;
+    uint8_t *data = pattern(size, 9);
+    uint64_t *x = wc_xxh_list(data, size, CHUNK);
+    uint64_t up = 0, gen = 0;
+    char etag[33];
+
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    wc_etag(data, size, etag);
+    T_EQ(wc_put_open(&c, "ck", size, CHUNK, 0, &up), 0);
+    /* Wrong checksum: refused and not stored. */
+    T_EQ(wc_put_chunk(&c, up, 0, x[0] ^ 1, data, CHUNK), RIO_ECHECKSUM);
+    /* Bytes damaged in flight (checksum of the real bytes): refused. */
+    data[5] ^= 0x40;
+    T_EQ(wc_put_chunk(&c, up, 0, x[0], data, CHUNK), RIO_ECHECKSUM);
+    data[5] ^= 0x40;
+    /* Index and length outside the geometry. */
+    T_EQ(wc_put_chunk(&c, up, 3, x[0], data, CHUNK), RIO_EPROTO);
+    T_EQ(wc_put_chunk(&c, up, 1, x[1], data + CHUNK, CHUNK - 1), RIO_EPROTO);
+    T_EQ(wc_put_chunk(&c, up + 1, 0, x[0], data, CHUNK), RIO_ENOTFOUND);
+    /* Commit with a chunk missing, or with a wrong list. */
+    T_EQ(wc_put_chunk(&c, up, 0, x[0], data, CHUNK), 0);
+    T_EQ(wc_put_chunk(&c, up, 1, x[1], data + CHUNK, CHUNK), 0);
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), RIO_EINVAL);
+    T_EQ(wc_put_chunk(&c, up, 2, x[2], data + 2 * CHUNK, CHUNK), 0);
+    /* A retried chunk that did arrive is accepted again, harmlessly. */
+    T_EQ(wc_put_chunk(&c, up, 1, x[1], data + CHUNK, CHUNK), 0);
+    x[1] ^= 1;
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), RIO_ECHECKSUM);
+    x[1] ^= 1;
+    T_EQ(wc_put_commit(&c, up, 2, x, etag, &gen), RIO_EPROTO);
+    /* Nothing was published by the failed commits. */
+    struct rio_proto_desc d;
+    uint8_t *keep;
+    T_EQ(wc_lookup(&c, "ck", &d, &keep), RIO_ENOTFOUND);
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), 0);
+    read_back(&c, "ck", gen, data, size, CHUNK);
+    /* The upload is gone once committed. */
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), RIO_ENOTFOUND);
+    T_EQ(wc_put_chunk(&c, up, 0, x[0], data, CHUNK), RIO_ENOTFOUND);
+    /* Abort. */
+    T_EQ(wc_put_open(&c, "ab", size, CHUNK, 0, &up), 0);
+    T_EQ(wc_put_chunk(&c, up, 0, x[0], data, CHUNK), 0);
+    T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
+    T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), RIO_ENOTFOUND);
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), RIO_ENOTFOUND);
+    T_EQ(wc_ping(&c), 0);
+    free(x);
+    free(data);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+TEST(generations_and_bounds)
+{
+    struct srv_env e;
+    struct wc c, c2;
+    const uint64_t size = 4 * CHUNK;
+    uint8_t *a = pattern(size, 1), *b = pattern(size, 2), *buf = malloc(CHUNK);
+
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    wc_connect(&c2, e.addr[0]);
+    wc_hello(&c2, NULL);
+    uint64_t g1 = wc_put(&c, "g", a, size, CHUNK);
+    /* A reader takes chunk 0 of g1, then the key is replaced. */
+    T_EQ(wc_read(&c2, "g", g1, 0, CHUNK, buf), 0);
+    T_MEMEQ(buf, a, CHUNK);
+    uint64_t g2 = wc_put(&c, "g", b, size, CHUNK);
+    T_GT(g2, g1);
+    /* The rest of its read of g1 fails cleanly: never bytes of g2. */
+    T_EQ(wc_read(&c2, "g", g1, CHUNK, CHUNK, buf), RIO_EGENERATION);
+    read_back(&c2, "g", g2, b, size, CHUNK);
+    /* Generations are per key strictly increasing and never reused, even
+     * across delete and re-create. */
+    T_EQ(wc_delete(&c, "g"), 0);
+    T_EQ(wc_read(&c2, "g", g2, 0, CHUNK, buf), RIO_ENOTFOUND);
+    uint64_t g3 = wc_put(&c, "g", a, size, CHUNK);
+    T_GT(g3, g2);
+    uint64_t h1 = wc_put(&c, "h", a, size, CHUNK);
+    T_GT(h1, g3);
+    /* Bounds. */
+    T_EQ(wc_read(&c2, "g", g3, size, 1, buf), RIO_EPROTO);
+    T_EQ(wc_read(&c2, "g", g3, size - 1, 2, buf), RIO_EPROTO);
+    T_EQ(wc_read(&c2, "g", g3, UINT64_MAX, 1, buf), RIO_EPROTO);
+    T_EQ(wc_read(&c2, "g", g3, size - 1, 1, buf), 0);
+    T_EQ(buf[0], a[size - 1]);
+    T_EQ(wc_read(&c2, "nope", 0, 0, 1, buf), RIO_ENOTFOUND);
+    free(a);
+    free(b);
+    free(buf);
+    wc_close(&c);
+    wc_close(&c2);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* A PUT replacing the object while a large READ of the old one is being
+ * sent: the reader gets every byte of the old generation. */
+TEST(replace_during_send)
+{
+    struct srv_env e;
+    struct wc r, w;
+    const uint64_t size = 32ull << 20;
+    uint8_t *a = pattern(size, 11), *b = pattern(size, 12);
+    struct rio_proto_hdr h;
+    uint8_t *body = NULL;
+
+    srv_start(&e, NULL);
+    wc_connect(&r, e.addr[0]);
+    wc_hello(&r, NULL);
+    wc_connect(&w, e.addr[0]);
+    wc_hello(&w, NULL);
+    uint64_t g1 = wc_put(&w, "big", a, size, 4u << 20);
+    /* Ask for all 32 MiB in one READ but do not read it yet: the server
+     * can only push what the socket buffers hold. */
+    struct rio_proto_read m = {
+        .generation = g1, .off = 0, .len = (uint32_t)size, .key = "big", .key_len = 3};
+    uint8_t out[64];
+    int n = rio__proto_enc_read(&m, out, sizeof(out));
+    T_OK(wc_send2(&r, RIO_OP_READ, 77, out, (size_t)n, NULL, 0));
+    usleep(100000);
+    uint64_t g2 = wc_put(&w, "big", b, size, 4u << 20);
+    T_GT(g2, g1);
+    T_EQ(wc_delete(&w, "big"), 0);
+    T_OK(wc_recv(&r, &h, &body));
+    T_EQ(h.id, 77u);
+    T_EQ(h.status, 0);
+    T_EQ(h.body_len, (uint32_t)size);
+    T_MEMEQ(body, a, size);
+    free(body);
+    free(a);
+    free(b);
+    wc_close(&r);
+    wc_close(&w);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Many requests written back to back before any response is read. */
+TEST(pipelining)
+{
+    struct srv_env e;
+    struct wc c;
+    const unsigned n = 200;
+    const uint64_t size = 8 * 4096;
+    uint8_t *data = pattern(size, 3);
+
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    uint64_t gen = wc_put(&c, "p", data, size, 4096);
+    for (unsigned i = 0; i < n; i++) {
+        struct rio_proto_read m = {
+            .generation = gen, .off = (i % 8) * 4096ull, .len = 4096, .key = "p", .key_len = 1};
+        uint8_t out[64];
+        int len = rio__proto_enc_read(&m, out, sizeof(out));
+        T_OK(wc_send2(&c, i % 3 ? RIO_OP_READ : RIO_OP_PING, 1000 + i, i % 3 ? out : NULL,
+                      i % 3 ? (size_t)len : 0, NULL, 0));
+    }
+    /* Responses may come in any order: match them by id. */
+    uint8_t *seen = calloc(n, 1);
+    for (unsigned k = 0; k < n; k++) {
+        struct rio_proto_hdr h;
+        uint8_t *body;
+        T_OK(wc_recv(&c, &h, &body));
+        T_GE(h.id, 1000u);
+        T_LT(h.id, 1000u + n);
+        unsigned i = (unsigned)(h.id - 1000);
+        T_EQ(seen[i], 0);
+        seen[i] = 1;
+        T_EQ(h.status, 0);
+        if (i % 3) {
+            T_EQ(h.opcode, RIO_OP_READ);
+            T_EQ(h.body_len, 4096u);
+            T_MEMEQ(body, data + (i % 8) * 4096, 4096);
+        } else {
+            T_EQ(h.opcode, RIO_OP_PING);
+        }
+        free(body);
+    }
+    free(seen);
+    /* STAT reports the store. */
+    uint8_t *body = NULL;
+    uint32_t blen = 0;
+    struct rio_proto_stat_resp st;
+    T_EQ(wc_call(&c, RIO_OP_STAT, NULL, 0, NULL, 0, &body, &blen), 0);
+    T_OK(rio__proto_dec_stat_resp(body, blen, &st));
+    T_EQ(st.objects, 1u);
+    T_EQ(st.bytes, size);
+    T_EQ(st.uploads, 0u);
+    T_GE(st.connections, 1u);
+    free(body);
+    free(data);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}

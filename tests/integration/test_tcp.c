@@ -1,0 +1,798 @@
+/* T_LABELS net */
+/* T_TIMEOUT 180 */
+/*
+ * The railio:// transport against a real railiod on loopback: PUT, GET,
+ * STAT and DELETE of the edge sizes; 64 concurrent clients on overlapping
+ * keys (every GET is exactly one generation some PUT wrote); a generation
+ * replaced in the middle of a GET; the server killed in the middle of a GET;
+ * authentication; depth that costs a one-op call nothing; rings of several
+ * servers; connections per rail; cancellation; idle connections the server
+ * closed; malformed URLs. Every test ends with the client idle (engine
+ * counters zero, no transport slot held) and nothing leaked.
+ */
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "tcp_util.h"
+
+static void start(struct srv_env *e)
+{
+    srv_start(e, NULL);
+}
+
+static void stop(struct srv_env *e)
+{
+    T_EQ(srv_stop(e), 0);
+}
+
+/* Each size: PUT, STAT (descriptor), GET (in place and atomic), DELETE. */
+TEST(sizes_roundtrip)
+{
+    const size_t sizes[] = {0,          1, TU_CHUNK - 1, TU_CHUNK, TU_CHUNK + 1, 3 * TU_CHUNK + 7,
+                            64 * TU_MIB};
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+
+    start(&e);
+    tu_opts(&o);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_open(&u, url, &o);
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        char key[64];
+        snprintf(key, sizeof(key), "size/%zu", n);
+        uint8_t *src = tu_pattern(n, n + 11);
+        struct rio_desc pd, d;
+        memset(&pd, 0, sizeof(pd));
+        T_OK(rio_put(u.c, key, src, n, NULL, &pd));
+        T_GT(pd.generation, 0u);
+
+        T_OK(rio_stat(u.c, key, &d));
+        T_STREQ(d.key, key);
+        T_EQ(d.generation, pd.generation);
+        T_EQ(d.size, (uint64_t)n);
+        T_EQ(d.chunk_size, (uint64_t)TU_CHUNK);
+        T_EQ(d.nchunks, (uint64_t)(n + TU_CHUNK - 1) / TU_CHUNK);
+        for (uint64_t k = 0; k < d.nchunks; k++) {
+            uint64_t off = k * TU_CHUNK, len = n - off < TU_CHUNK ? n - off : TU_CHUNK;
+            T_EQ(d.xxh[k], rio__xxh3(src + off, (size_t)len));
+        }
+        T_STREQ(d.etag, pd.etag);
+        T_EQ(strlen(d.etag), 32u);
+        rio_desc_cleanup(&d);
+        rio_desc_cleanup(&pd);
+
+        tu_get_check(u.c, key, n, n + 11, 0);
+        tu_get_check(u.c, key, n, n + 11, RIO_ATOMIC);
+        if (n > 0) {
+            /* A destination too small is refused before anything moves. */
+            uint8_t small[1];
+            if (n > 1)
+                T_ERR(rio_get(u.c, key, small, 1, NULL), RIO_ETOOBIG);
+        }
+        T_OK(rio_delete(u.c, key));
+        T_ERR(rio_stat(u.c, key, &d), RIO_ENOTFOUND);
+        T_ERR(rio_get(u.c, key, src, n, NULL), RIO_ENOTFOUND);
+        T_ERR(rio_delete(u.c, key), RIO_ENOTFOUND);
+        free(src);
+        tu_idle(u.c);
+    }
+    tu_close(&u);
+    stop(&e);
+}
+
+/* The CLI end to end: put a file, stat, get it back, rm. */
+TEST(cli_put_get_stat_rm)
+{
+    struct srv_env e;
+    char cmd[1024], dir[] = "/tmp/rio-cli-XXXXXX", in[128], out[128], js[128];
+    const char *b = getenv("T_BUILD_DIR");
+
+    start(&e);
+    T_NOTNULL(mkdtemp(dir));
+    snprintf(in, sizeof(in), "%s/in", dir);
+    snprintf(out, sizeof(out), "%s/out", dir);
+    snprintf(js, sizeof(js), "%s/stat.json", dir);
+    size_t n = 5 * TU_MIB + 3;
+    uint8_t *src = tu_pattern(n, 99);
+    FILE *f = fopen(in, "w");
+    T_NOTNULL(f);
+    T_EQ(fwrite(src, 1, n, f), n);
+    fclose(f);
+
+    snprintf(cmd, sizeof(cmd), "%s/railio put 'railio://%s/cli/obj?chunk=1M' %s 2>/dev/null",
+             b ? b : ".", e.addr[0], in);
+    T_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/railio stat --json railio://%s/cli/obj > %s", b ? b : ".",
+             e.addr[0], js);
+    T_EQ(system(cmd), 0);
+    f = fopen(js, "r");
+    T_NOTNULL(f);
+    char text[512] = {0};
+    T_GT(fread(text, 1, sizeof(text) - 1, f), 0u);
+    fclose(f);
+    T_NOTNULL(strstr(text, "\"size\":5242883"));
+    T_NOTNULL(strstr(text, "\"chunk_size\":1048576"));
+    snprintf(cmd, sizeof(cmd), "%s/railio get railio://%s/cli/obj %s 2>/dev/null", b ? b : ".",
+             e.addr[0], out);
+    T_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "cmp -s %s %s", in, out);
+    T_EQ(system(cmd), 0);
+    /* stdout, and stdin */
+    snprintf(cmd, sizeof(cmd),
+             "%s/railio get railio://%s/cli/obj - 2>/dev/null | %s/railio put "
+             "railio://%s/cli/copy - 2>/dev/null",
+             b ? b : ".", e.addr[0], b ? b : ".", e.addr[0]);
+    T_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/railio get railio://%s/cli/copy %s 2>/dev/null", b ? b : ".",
+             e.addr[0], out);
+    T_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "cmp -s %s %s", in, out);
+    T_EQ(system(cmd), 0);
+    snprintf(cmd, sizeof(cmd), "%s/railio rm railio://%s/cli/obj", b ? b : ".", e.addr[0]);
+    T_EQ(system(cmd), 0);
+    /* Gone: a clear error and a non-zero exit. */
+    snprintf(cmd, sizeof(cmd), "%s/railio stat railio://%s/cli/obj 2>%s", b ? b : ".", e.addr[0],
+             js);
+    T_NE(system(cmd), 0);
+    f = fopen(js, "r");
+    T_NOTNULL(f);
+    memset(text, 0, sizeof(text));
+    T_GT(fread(text, 1, sizeof(text) - 1, f), 0u);
+    fclose(f);
+    T_NOTNULL(strstr(text, "RIO_ENOTFOUND"));
+    unlink(in);
+    unlink(out);
+    unlink(js);
+    rmdir(dir);
+    free(src);
+    stop(&e);
+}
+
+/* ----------------------------------------------------- 64 concurrent clients */
+
+#define CC_THREADS 64u
+#define CC_KEYS 8
+#define CC_ITERS 8
+#define CC_MAXSIZE (8 * TU_CHUNK + 4096)
+
+struct cc {
+    struct rio_client *shared;
+    char url[256];
+    _Atomic uint64_t started[CC_THREADS]; /* PUTs begun per writer */
+    _Atomic uint64_t gets_ok, gets_gen, gets_missing, puts_ok;
+    _Atomic int failed;
+    char why[256];
+};
+
+struct cc_arg {
+    struct cc *cc;
+    unsigned id;
+};
+
+/* Object content is a function of its seed: size and bytes; the first 8
+ * bytes are the seed itself, so a reader knows which PUT it sees. */
+static size_t cc_size(uint64_t seed)
+{
+    return TU_CHUNK + (size_t)(seed * 0x9e3779b97f4a7c15ull >> 40) % (7 * TU_CHUNK + 4096);
+}
+
+static void cc_fill(uint8_t *p, uint64_t seed)
+{
+    size_t n = cc_size(seed);
+    t_fill_pattern(p, n, seed);
+    memcpy(p, &seed, 8);
+}
+
+static void cc_fail(struct cc *cc, const char *fmt, uint64_t a, int64_t b)
+{
+    if (atomic_exchange(&cc->failed, 1) == 0)
+        snprintf(cc->why, sizeof(cc->why), fmt, a, b);
+}
+
+static void *cc_main(void *p)
+{
+    struct cc_arg *a = p;
+    struct cc *cc = a->cc;
+    struct rio_client *c = cc->shared;
+    struct rio_options o;
+    uint8_t *buf = malloc(CC_MAXSIZE);
+    uint64_t rng = 0x1234567 + a->id;
+
+    /* Half the threads share one client, half have their own. */
+    if (a->id % 2) {
+        tu_opts(&o);
+        if (rio_client_new(cc->url, &o, &c) < 0) {
+            cc_fail(cc, "client %" PRIu64 ": open failed %" PRId64, a->id, 0);
+            free(buf);
+            return NULL;
+        }
+    }
+    for (unsigned it = 0; it < CC_ITERS && !atomic_load(&cc->failed); it++) {
+        char key[16];
+        snprintf(key, sizeof(key), "cc/%u", (unsigned)(rio__rand(&rng) % CC_KEYS));
+        if (rio__rand(&rng) % 2) {
+            uint64_t seq = atomic_fetch_add(&cc->started[a->id], 1);
+            uint64_t seed = ((uint64_t)a->id << 32) | seq;
+            cc_fill(buf, seed);
+            int ret = rio_put(c, key, buf, cc_size(seed), NULL, NULL);
+            if (ret < 0)
+                cc_fail(cc, "put by %" PRIu64 ": %" PRId64, a->id, ret);
+            else
+                atomic_fetch_add(&cc->puts_ok, 1);
+        } else {
+            memset(buf, 0, CC_MAXSIZE);
+            int64_t n = rio_get(c, key, buf, CC_MAXSIZE, NULL);
+            if (n == RIO_ENOTFOUND) {
+                atomic_fetch_add(&cc->gets_missing, 1);
+                continue;
+            }
+            if (n == RIO_EGENERATION) {
+                /* Replaced while we read it: an error, never mixed bytes. */
+                atomic_fetch_add(&cc->gets_gen, 1);
+                continue;
+            }
+            if (n < 0) {
+                cc_fail(cc, "get by %" PRIu64 ": %" PRId64, a->id, n);
+                continue;
+            }
+            uint64_t seed;
+            memcpy(&seed, buf, 8);
+            unsigned w = (unsigned)(seed >> 32);
+            if (w >= CC_THREADS || (uint32_t)seed >= atomic_load(&cc->started[w]))
+                cc_fail(cc, "get saw seed %" PRIx64 " that nobody wrote (%" PRId64 " bytes)", seed,
+                        n);
+            else if ((size_t)n != cc_size(seed))
+                cc_fail(cc, "get of seed %" PRIx64 " has %" PRId64 " bytes", seed, n);
+            else if (t_check_pattern_at(buf + 8, (size_t)n - 8, seed, 8) >= 0)
+                cc_fail(cc, "get of seed %" PRIx64 ": torn at %" PRId64, seed,
+                        8 + t_check_pattern_at(buf + 8, (size_t)n - 8, seed, 8));
+            else
+                atomic_fetch_add(&cc->gets_ok, 1);
+        }
+    }
+    if (c != cc->shared) {
+        struct rio_counters k;
+        rio_client_counters(c, &k);
+        if (k.inflight_ops || k.inflight_bytes || k.requests)
+            cc_fail(cc, "client %" PRIu64 " not idle: %" PRId64 " ops", a->id,
+                    (int64_t)k.inflight_ops);
+        rio_client_destroy(c);
+    }
+    free(buf);
+    return NULL;
+}
+
+TEST(concurrent_64_clients_one_generation_each)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    static struct cc cc;
+    struct cc_arg args[CC_THREADS];
+    pthread_t th[CC_THREADS];
+
+    start(&e);
+    memset(&cc, 0, sizeof(cc));
+    tu_url(cc.url, sizeof(cc.url), &e, "depth=4");
+    tu_opts(&o);
+    tu_open(&u, cc.url, &o);
+    cc.shared = u.c;
+    for (unsigned i = 0; i < CC_THREADS; i++) {
+        args[i].cc = &cc;
+        args[i].id = i;
+        T_EQ(pthread_create(&th[i], NULL, cc_main, &args[i]), 0);
+    }
+    for (unsigned i = 0; i < CC_THREADS; i++)
+        pthread_join(th[i], NULL);
+    if (cc.failed)
+        T_FAIL("%s", cc.why);
+    T_GT(cc.puts_ok, 0u);
+    T_GT(cc.gets_ok, 0u);
+    fprintf(stderr,
+            "puts %" PRIu64 ", gets %" PRIu64 " whole, %" PRIu64 " replaced, %" PRIu64 " missing\n",
+            (uint64_t)cc.puts_ok, (uint64_t)cc.gets_ok, (uint64_t)cc.gets_gen,
+            (uint64_t)cc.gets_missing);
+    /* Every key that exists now holds one whole generation. */
+    uint8_t *buf = malloc(CC_MAXSIZE);
+    for (unsigned k = 0; k < CC_KEYS; k++) {
+        char key[16];
+        snprintf(key, sizeof(key), "cc/%u", k);
+        int64_t n = rio_get(u.c, key, buf, CC_MAXSIZE, NULL);
+        if (n == RIO_ENOTFOUND)
+            continue;
+        T_OK(n);
+        uint64_t seed;
+        memcpy(&seed, buf, 8);
+        T_EQ((size_t)n, cc_size(seed));
+        T_EQ(t_check_pattern_at(buf + 8, (size_t)n - 8, seed, 8), -1);
+    }
+    free(buf);
+    tu_close(&u);
+    stop(&e);
+}
+
+/* ------------------------------------------------------------ generations */
+
+struct slow_get {
+    struct rio_client *c;
+    const char *key;
+    uint8_t *buf;
+    size_t cap;
+    unsigned flags;
+    struct rio_cancel *cancel;
+    int64_t ret;
+    uint64_t end_ms;
+};
+
+static void *slow_get_main(void *p)
+{
+    struct slow_get *g = p;
+    struct rio_call call = {.flags = g->flags, .cancel = g->cancel};
+    g->ret = rio_get(g->c, g->key, g->buf, g->cap, &call);
+    g->end_ms = t_now_ms();
+    return NULL;
+}
+
+/* Wait until c has an op in flight (a GET is under way). */
+static void wait_inflight(struct rio_client *c)
+{
+    uint64_t t0 = t_now_ms();
+    for (;;) {
+        struct rio_counters k;
+        rio_client_counters(c, &k);
+        if (k.inflight_ops > 0)
+            return;
+        if (t_now_ms() - t0 > 10000)
+            T_FAIL("the GET never started");
+        usleep(200);
+    }
+}
+
+/* A GET whose object is replaced half-way fails with RIO_EGENERATION; with
+ * RIO_ATOMIC the caller's buffer is untouched. */
+TEST(generation_replaced_mid_get)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu r, w;
+    char url[256];
+    const size_t n = 16 * TU_MIB;
+
+    start(&e);
+    tu_opts(&o);
+    /* 4 KiB chunks at depth 1: thousands of round trips, a GET that lasts. */
+    o.chunk_size = 4096;
+    o.depth = 1;
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_open(&r, url, &o);
+    tu_opts(&o);
+    tu_open(&w, url, &o);
+    uint64_t g1 = tu_put(w.c, "gen/obj", n, 1);
+
+    struct slow_get g = {.c = r.c, .key = "gen/obj", .cap = n, .flags = RIO_ATOMIC};
+    g.buf = calloc(1, n);
+    pthread_t th;
+    T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
+    wait_inflight(r.c);
+    uint64_t g2 = tu_put(w.c, "gen/obj", 1, 2);
+    T_NE(g2, g1);
+    pthread_join(th, NULL);
+    T_ERR(g.ret, RIO_EGENERATION);
+    for (size_t i = 0; i < n; i++)
+        if (g.buf[i])
+            T_FAIL("RIO_ATOMIC buffer touched at %zu", i);
+    /* The new generation reads whole. */
+    tu_get_check(r.c, "gen/obj", 1, 2, 0);
+    free(g.buf);
+    tu_close(&r);
+    tu_close(&w);
+    stop(&e);
+}
+
+/* ------------------------------------------------------------ server death */
+
+TEST(server_killed_mid_get)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    const size_t n = 64 * TU_MIB;
+
+    start(&e);
+    tu_opts(&o);
+    o.depth = 1;
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "kill/obj", n, 3);
+
+    struct slow_get g = {.c = u.c, .key = "kill/obj", .cap = n};
+    g.buf = malloc(n);
+    pthread_t th;
+    T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
+    wait_inflight(u.c);
+    uint64_t t_kill = t_now_ms();
+    kill(e.pid, SIGKILL);
+    T_NE(srv_wait(&e, 5000), -1);
+    pthread_join(th, NULL);
+    uint64_t took = g.end_ms - t_kill;
+    fprintf(stderr, "GET ended %" PRIu64 " ms after the kill: %s\n", took, rio_errname((int)g.ret));
+    /* A clean, classified error, in bounded time. */
+    T_LT(g.ret, 0);
+    T_TRUE(g.ret == -ECONNRESET || g.ret == -ECONNREFUSED || g.ret == RIO_ENOPATH ||
+           g.ret == RIO_ERETRIES);
+    T_LT(took, (uint64_t)o.op_timeout_ms + 1000);
+    tu_idle(u.c);
+    /* The next call fails at once, cleanly. */
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_get(u.c, "kill/obj", g.buf, n, NULL), -ECONNREFUSED);
+    T_LT(t_now_ms() - t0, 1000u);
+    free(g.buf);
+    tu_close(&u);
+    srv_stop(&e);
+}
+
+/* --------------------------------------------------------------- auth */
+
+TEST(auth_refused_then_accepted)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    struct tu u;
+    char tok[256], url[512];
+    int64_t a0 = rio__alloc_outstanding();
+
+    srv_prepare(&e);
+    srv_write_token(&e, "s3cret-token", tok, sizeof(tok));
+    const char *args[] = {"--auth-token-file", tok, NULL};
+    srv_start_listen(&e, NULL, args);
+    tu_opts(&o);
+
+    tu_url(url, sizeof(url), &e, "token=wrong");
+    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_NULL(c);
+    tu_url(url, sizeof(url), &e, NULL);
+    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_EQ(rio__alloc_outstanding(), a0);
+
+    tu_url(url, sizeof(url), &e, "token=s3cret-token");
+    tu_open(&u, url, &o);
+    tu_put(u.c, "auth/a", 3 * TU_CHUNK + 1, 5);
+    tu_get_check(u.c, "auth/a", 3 * TU_CHUNK + 1, 5, 0);
+    tu_close(&u);
+
+    /* The same token from a file (a trailing newline is not part of it). */
+    char params[300];
+    snprintf(params, sizeof(params), "token_file=%s", tok);
+    tu_url(url, sizeof(url), &e, params);
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "auth/a", 3 * TU_CHUNK + 1, 5, 0);
+    T_OK(rio_delete(u.c, "auth/a"));
+    tu_close(&u);
+    stop(&e);
+}
+
+/* ---------------------------------------------------------------- depth */
+
+/*
+ * The window a call uses is min(depth, ops it has): a one-chunk GET arms one
+ * request slot and one connection at depth 8 exactly as at depth 1, and the
+ * slot pool never grows beyond what was in flight.
+ */
+TEST(depth_8_costs_a_single_op_nothing)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u1, u8;
+    char url[256];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    o.depth = 1;
+    tu_open(&u1, url, &o);
+    tu_opts(&o);
+    o.depth = 8;
+    tu_open(&u8, url, &o);
+    tu_put(u1.c, "depth/one", TU_CHUNK, 7);
+    tu_put(u1.c, "depth/many", 32 * TU_CHUNK, 8);
+
+    struct rio__tcp_counters k1, k8;
+    rio__tcp_reset_peaks(rio__client_transport(u1.c));
+    rio__tcp_reset_peaks(rio__client_transport(u8.c));
+    tu_get_check(u1.c, "depth/one", TU_CHUNK, 7, 0);
+    tu_get_check(u8.c, "depth/one", TU_CHUNK, 7, 0);
+    k1 = tu_tcp(u1.c);
+    k8 = tu_tcp(u8.c);
+    T_EQ(k8.slots_peak, 1u);
+    T_EQ(k8.slots_peak, k1.slots_peak);
+    T_EQ(k8.slots_allocated, 1u); /* the pool never held a second slot */
+    T_EQ(k8.conns_peak, k1.conns_peak);
+    T_EQ(k8.conns_open, 1u);
+    T_EQ(k8.slots_armed, 0u);
+
+    /* With 32 chunks the same client does use its depth. */
+    tu_get_check(u8.c, "depth/many", 32 * TU_CHUNK, 8, 0);
+    k8 = tu_tcp(u8.c);
+    T_GT(k8.slots_peak, 1u);
+    T_LE(k8.slots_peak, 8u);
+    T_LE(k8.slots_allocated, 8u);
+    tu_get_check(u1.c, "depth/many", 32 * TU_CHUNK, 8, 0);
+    k1 = tu_tcp(u1.c);
+    T_EQ(k1.slots_peak, 1u);
+    tu_close(&u1);
+    tu_close(&u8);
+    stop(&e);
+}
+
+/* ----------------------------------------------------------- paths, rings */
+
+TEST(conns_per_rail_are_paths)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct tu u;
+    char url[256];
+    const size_t n = 8 * TU_MIB;
+
+    start(&e);
+    tu_opts(&o);
+    tu_url(url, sizeof(url), &e, "conns=4");
+    tu_open(&u, url, &o);
+    tu_put(u.c, "conns/obj", n, 9);
+    uint8_t *b = malloc(n);
+    T_EQ(rio_get(u.c, "conns/obj", b, n, &call), (int64_t)n);
+    T_PATTERN(b, n, 9);
+    T_EQ(st.npaths, 4u);
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < 4; i++) {
+        T_GT(st.path[i].bytes, 0u);
+        sum += st.path[i].bytes;
+    }
+    T_EQ(sum, (uint64_t)n);
+    T_EQ(tu_tcp(u.c).conns_open, 4u);
+    free(b);
+    tu_close(&u);
+    stop(&e);
+}
+
+/* Three servers form a ring: each key lives on its rendezvous owner only. */
+TEST(ring_of_three_members)
+{
+    struct srv_env e[3];
+    struct rio_options o;
+    struct tu u;
+    char url[512];
+    unsigned per[3] = {0, 0, 0};
+
+    for (int i = 0; i < 3; i++)
+        start(&e[i]);
+    snprintf(url, sizeof(url), "railio://%s,%s,%s", e[0].addr[0], e[1].addr[0], e[2].addr[0]);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    struct wc w[3];
+    for (int i = 0; i < 3; i++) {
+        wc_connect(&w[i], e[i].addr[0]);
+        wc_hello(&w[i], NULL);
+    }
+    for (unsigned k = 0; k < 30; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "ring/%u", k);
+        size_t n = (k % 3 + 1) * TU_CHUNK + k;
+        tu_put(u.c, key, n, 100 + k);
+        int owner = rio__tcp_owner(rio__client_transport(u.c), key);
+        T_GE(owner, 0);
+        T_LT(owner, 3);
+        per[owner]++;
+        for (int i = 0; i < 3; i++) {
+            struct rio_proto_desc d;
+            uint8_t *keep = NULL;
+            int ret = wc_lookup(&w[i], key, &d, &keep);
+            free(keep);
+            if (i == owner)
+                T_EQ(ret, 0);
+            else
+                T_EQ(ret, RIO_ENOTFOUND);
+        }
+        tu_get_check(u.c, key, n, 100 + k, 0);
+    }
+    /* Rendezvous spreads 30 keys over all three. */
+    for (int i = 0; i < 3; i++)
+        T_GT(per[i], 0u);
+    for (unsigned k = 0; k < 30; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "ring/%u", k);
+        T_OK(rio_delete(u.c, key));
+    }
+    for (int i = 0; i < 3; i++)
+        wc_close(&w[i]);
+    tu_close(&u);
+    /* A member that is down fails its own keys only. */
+    tu_open(&u, url, &o);
+    stop(&e[1]);
+    for (unsigned k = 0; k < 12; k++) {
+        char key[32];
+        snprintf(key, sizeof(key), "ring2/%u", k);
+        uint8_t *p = tu_pattern(TU_CHUNK, k);
+        int ret = rio_put(u.c, key, p, TU_CHUNK, NULL, NULL);
+        if (rio__tcp_owner(rio__client_transport(u.c), key) == 1)
+            T_ERR(ret, -ECONNREFUSED);
+        else
+            T_OK(ret);
+        free(p);
+    }
+    tu_close(&u);
+    stop(&e[0]);
+    stop(&e[2]);
+}
+
+/* -------------------------------------------------------------- cancel */
+
+TEST(cancel_mid_get_then_reuse)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    const size_t n = 32 * TU_MIB;
+
+    start(&e);
+    tu_opts(&o);
+    o.depth = 8;
+    o.chunk_size = 1 * TU_MIB;
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "cancel/obj", n, 21);
+    for (int round = 0; round < 3; round++) {
+        struct slow_get g = {.c = u.c, .key = "cancel/obj", .cap = n, .flags = RIO_ATOMIC};
+        T_OK(rio_cancel_new(&g.cancel));
+        g.buf = calloc(1, n);
+        pthread_t th;
+        T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
+        wait_inflight(u.c);
+        usleep(500 * (unsigned)round);
+        rio_cancel_fire(g.cancel);
+        pthread_join(th, NULL);
+        /* Either it finished first, or it was cancelled: never in between. */
+        if (g.ret != (int64_t)n) {
+            T_ERR(g.ret, RIO_ECANCELED);
+            for (size_t i = 0; i < n; i += 4096)
+                if (g.buf[i])
+                    T_FAIL("RIO_ATOMIC buffer touched after a cancel");
+        }
+        tu_idle(u.c);
+        rio_cancel_destroy(g.cancel);
+        free(g.buf);
+        /* The connections carry on byte-exact. */
+        tu_get_check(u.c, "cancel/obj", n, 21, 0);
+    }
+    tu_close(&u);
+    stop(&e);
+}
+
+/* -------------------------------------------------------- idle connections */
+
+/* The server closes idle connections; the next calls redial quietly. */
+TEST(server_closes_idle_connections)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    /* Long enough that no connection idles that long while in use, even
+     * under a sanitizer; the sleeps below outlast it. */
+    const char *args[] = {"--idle-timeout", "400ms", NULL};
+
+    srv_prepare(&e);
+    srv_start_listen(&e, NULL, args);
+    tu_opts(&o);
+    tu_url(url, sizeof(url), &e, "conns=2");
+    tu_open(&u, url, &o);
+    for (int i = 0; i < 3; i++) {
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        uint8_t *b = malloc(TU_MIB);
+        tu_put(u.c, "idle/obj", TU_MIB, 30 + (uint64_t)i);
+        T_EQ(rio_get(u.c, "idle/obj", b, TU_MIB, &call), (int64_t)TU_MIB);
+        T_PATTERN(b, TU_MIB, 30 + (uint64_t)i);
+        T_EQ(st.retries_total, 0u);
+        free(b);
+        usleep(900000);
+    }
+    T_EQ(tu_tcp(u.c).conn_failures, 0u);
+    tu_close(&u);
+    stop(&e);
+}
+
+/* ------------------------------------------------------------------ URLs */
+
+TEST(bad_urls_and_unreachable_servers)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[512];
+    int64_t a0 = rio__alloc_outstanding();
+
+    tu_opts(&o);
+    T_ERR(rio_client_new("railio://", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("railio://127.0.0.1:0", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("railio://127.0.0.1:99999", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("railio://::1:7070", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070,", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?conns=0", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?conns=17", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?connect_timeout=x", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?token=a&token_file=/x", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("railio://127.0.0.1:1,127.0.0.1:2?rails=127.0.0.1:3", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?token_file=/nonexistent/token", &o, &c), -ENOENT);
+    /* Nobody listens on port 1 of loopback. */
+    T_ERR(rio_client_new("railio://127.0.0.1:1", &o, &c), -ECONNREFUSED);
+    T_NULL(c);
+    T_EQ(rio__alloc_outstanding(), a0);
+
+    /* Explicit rails: the URL's server by two routes, plus a path option. */
+    start(&e);
+    snprintf(url, sizeof(url), "railio://%s?rails=%s,127.0.0.1>%s", e.addr[0], e.addr[0],
+             e.addr[0]);
+    struct tu u;
+    tu_open(&u, url, &o);
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    tu_put(u.c, "rails/obj", 4 * TU_MIB, 40);
+    uint8_t *b = malloc(4 * TU_MIB);
+    T_EQ(rio_get(u.c, "rails/obj", b, 4 * TU_MIB, &call), (int64_t)(4 * TU_MIB));
+    T_PATTERN(b, 4 * TU_MIB, 40);
+    T_EQ(st.npaths, 2u);
+    free(b);
+    tu_close(&u);
+    stop(&e);
+}
+
+/* By default the paths are the rails the server announces in HELLO: a server
+ * with two listeners gives two paths (one connection each), both used. */
+TEST(announced_rails_are_paths)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct tu u;
+    char url[256];
+    const size_t n = 8 * TU_MIB;
+
+    srv_prepare(&e);
+    srv_start_listen(&e, "127.0.0.1:0,127.0.0.1:0", NULL);
+    T_EQ(e.naddr, 2u);
+    tu_opts(&o);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "rails/obj", n, 50);
+    uint8_t *b = malloc(n);
+    T_EQ(rio_get(u.c, "rails/obj", b, n, &call), (int64_t)n);
+    T_PATTERN(b, n, 50);
+    T_EQ(st.npaths, 2u);
+    T_GT(st.path[0].bytes, 0u);
+    T_GT(st.path[1].bytes, 0u);
+    T_EQ(tu_tcp(u.c).conns_open, 2u);
+    free(b);
+    tu_close(&u);
+
+    /* The interface form of a rail: SO_BINDTODEVICE needs CAP_NET_RAW. */
+    if (geteuid() == 0) {
+        tu_url(url, sizeof(url), &e, "rails=if!lo");
+        tu_open(&u, url, &o);
+        tu_get_check(u.c, "rails/obj", n, 50, 0);
+        tu_close(&u);
+    } else {
+        fprintf(stderr, "not root: rails=if!lo not tried\n");
+    }
+    stop(&e);
+}

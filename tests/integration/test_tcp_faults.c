@@ -1,0 +1,845 @@
+/* T_LABELS net */
+/* T_TIMEOUT 90 */
+/*
+ * The railio:// transport against a scripted server in the test process (a
+ * thread per connection speaking src/proto), for the faults a real railiod
+ * does not produce on demand: an answer of the wrong length, an answer to a
+ * request nobody sent, a garbage frame, a connection that stalls, a READ body
+ * cut by a cancel, a PUT cancelled in the middle of its data, refused dials,
+ * a server that cannot prove it knows the token, and a server that takes
+ * fewer requests per connection than the client's depth.
+ *
+ * Some tests drive the transport's ops table directly (submit, reap, cancel)
+ * to watch exactly which bytes land where and when.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* accept4 */
+#endif
+#include <poll.h>
+#include <stdatomic.h>
+
+#include "core/engine.h"
+#include "tcp_util.h"
+
+#define F_CHUNK TU_CHUNK
+#define F_SIZE (16 * F_CHUNK)
+#define F_GEN 77u
+#define F_SEED 0xfa11
+#define TCP_DESC_FIXED_T 64 /* LOOKUP answer: generation, size, chunk, count, etag */
+
+struct fake {
+    int lfd;
+    char addr[64];
+    pthread_t acc;
+    _Atomic int stop;
+    /* behaviour: each counter is how many times it still happens */
+    _Atomic int short_reads;   /* READ answered with len - 1 bytes */
+    _Atomic int bad_id_reads;  /* READ answered under another id */
+    _Atomic int garbage_reads; /* READ answered with 32 bytes of garbage */
+    _Atomic int stall_reads;   /* READ never answered; the connection hangs */
+    _Atomic int slow_body;     /* READ: header and half the body, then wait for release */
+    _Atomic int release;
+    _Atomic int slow_put; /* PUT_CHUNK: wait for release before reading the data */
+    uint32_t max_depth;
+    const char *token;
+    _Atomic int bad_server_mac;
+    /* what it saw */
+    _Atomic int conns;
+    _Atomic int reads;
+    _Atomic int puts_ok;
+    /* the object */
+    uint8_t *data;
+    uint64_t xxh[F_SIZE / F_CHUNK];
+    /* connections */
+    pthread_mutex_t mu;
+    int fds[64];
+    pthread_t th[64];
+    int nth;
+};
+
+struct fconn {
+    struct fake *f;
+    int fd;
+    uint8_t snonce[RIO_PROTO_NONCE_LEN], cnonce[RIO_PROTO_NONCE_LEN];
+};
+
+static int f_read(int fd, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (uint8_t *)p + got, n - got);
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static int f_write(int fd, const void *p, size_t n)
+{
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = send(fd, (const uint8_t *)p + put, n - put, MSG_NOSIGNAL);
+        if (w <= 0)
+            return -1;
+        put += (size_t)w;
+    }
+    return 0;
+}
+
+static int f_respond(int fd, int op, uint64_t id, int32_t status, const void *body, size_t len)
+{
+    struct rio_proto_hdr h = {.opcode = (uint8_t)op,
+                              .flags = RIO_PF_RESPONSE,
+                              .id = id,
+                              .body_len = (uint32_t)len,
+                              .status = status};
+    uint8_t hb[RIO_PROTO_HDR_LEN];
+    rio__proto_hdr_encode(&h, hb);
+    if (f_write(fd, hb, sizeof(hb)) < 0)
+        return -1;
+    return len ? f_write(fd, body, len) : 0;
+}
+
+static void f_wait_release(struct fake *f)
+{
+    while (!atomic_load(&f->release) && !atomic_load(&f->stop))
+        usleep(1000);
+}
+
+static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
+{
+    struct fake *f = c->f;
+    struct rio_proto_read m;
+
+    if (rio__proto_dec_read(body, len, &m) < 0)
+        return -1;
+    atomic_fetch_add(&f->reads, 1);
+    if (m.generation != F_GEN)
+        return f_respond(c->fd, RIO_OP_READ, id, RIO_EGENERATION, NULL, 0);
+    if (m.off > F_SIZE || m.len > F_SIZE - m.off)
+        return f_respond(c->fd, RIO_OP_READ, id, RIO_EPROTO, NULL, 0);
+    if (atomic_fetch_sub(&f->stall_reads, 1) > 0) {
+        while (!atomic_load(&f->stop))
+            usleep(1000);
+        return -1;
+    }
+    if (atomic_fetch_sub(&f->short_reads, 1) > 0)
+        return f_respond(c->fd, RIO_OP_READ, id, 0, f->data + m.off, m.len - 1);
+    if (atomic_fetch_sub(&f->bad_id_reads, 1) > 0)
+        return f_respond(c->fd, RIO_OP_READ, id + 1000, 0, f->data + m.off, m.len);
+    if (atomic_fetch_sub(&f->garbage_reads, 1) > 0) {
+        uint8_t junk[RIO_PROTO_HDR_LEN];
+        memset(junk, 0x5a, sizeof(junk));
+        return f_write(c->fd, junk, sizeof(junk));
+    }
+    if (atomic_fetch_sub(&f->slow_body, 1) > 0) {
+        struct rio_proto_hdr h = {
+            .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE, .id = id, .body_len = m.len};
+        uint8_t hb[RIO_PROTO_HDR_LEN];
+        rio__proto_hdr_encode(&h, hb);
+        if (f_write(c->fd, hb, sizeof(hb)) < 0 || f_write(c->fd, f->data + m.off, m.len / 2) < 0)
+            return -1;
+        f_wait_release(f);
+        return f_write(c->fd, f->data + m.off + m.len / 2, m.len - m.len / 2);
+    }
+    return f_respond(c->fd, RIO_OP_READ, id, 0, f->data + m.off, m.len);
+}
+
+static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
+{
+    struct fake *f = c->f;
+    struct rio_proto_hello m;
+    struct rio_proto_hello_resp r;
+    uint8_t out[256];
+
+    if (rio__proto_dec_hello(body, len, &m) < 0)
+        return -1;
+    memcpy(c->cnonce, m.nonce, sizeof(c->cnonce));
+    memset(c->snonce, 0x33, sizeof(c->snonce));
+    memset(&r, 0, sizeof(r));
+    r.version = RIO_PROTO_VERSION;
+    r.auth_required = f->token ? 1 : 0;
+    r.max_body = RIO_PROTO_BODY_CAP;
+    r.max_depth = f->max_depth;
+    memcpy(r.nonce, c->snonce, sizeof(r.nonce));
+    r.nrails = 1;
+    r.rail[0] = f->addr;
+    r.rail_len[0] = (uint16_t)strlen(f->addr);
+    int n = rio__proto_enc_hello_resp(&r, out, sizeof(out));
+    return f_respond(c->fd, RIO_OP_HELLO, id, 0, out, (size_t)n);
+}
+
+static int f_auth(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
+{
+    struct fake *f = c->f;
+    struct rio_proto_auth m;
+    struct rio_proto_auth_resp r;
+    uint8_t want[RIO_PROTO_MAC_LEN];
+    size_t tl = strlen(f->token);
+
+    if (rio__proto_dec_auth(body, len, &m) < 0)
+        return -1;
+    rio__proto_auth_mac((const uint8_t *)f->token, tl, "railio-auth-v1", c->snonce, c->cnonce,
+                        want);
+    if (memcmp(want, m.mac, sizeof(want)))
+        return f_respond(c->fd, RIO_OP_AUTH, id, -EACCES, NULL, 0);
+    rio__proto_auth_mac((const uint8_t *)f->token, tl, "railio-server-v1", c->cnonce, c->snonce,
+                        r.mac);
+    if (f->bad_server_mac)
+        r.mac[0] ^= 1;
+    return f_respond(c->fd, RIO_OP_AUTH, id, 0, r.mac, sizeof(r.mac));
+}
+
+static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
+{
+    struct rio_proto_key k;
+    struct rio_proto_desc d;
+    uint8_t out[TCP_DESC_FIXED_T + 8 * (F_SIZE / F_CHUNK)];
+
+    if (rio__proto_dec_key(body, len, &k) < 0)
+        return -1;
+    if (k.key_len != 3 || memcmp(k.key, "obj", 3))
+        return f_respond(c->fd, RIO_OP_LOOKUP, id, RIO_ENOTFOUND, NULL, 0);
+    memset(&d, 0, sizeof(d));
+    d.generation = F_GEN;
+    d.size = F_SIZE;
+    d.chunk_size = F_CHUNK;
+    d.nchunks = F_SIZE / F_CHUNK;
+    memset(d.etag, '0', sizeof(d.etag));
+    int n = rio__proto_enc_desc(&d, c->f->xxh, out, sizeof(out));
+    return f_respond(c->fd, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
+}
+
+static void *f_conn_main(void *p)
+{
+    struct fconn *c = p;
+    struct fake *f = c->f;
+    uint8_t *body = malloc(RIO_PROTO_BODY_CAP < (64u << 20) ? RIO_PROTO_BODY_CAP : (64u << 20));
+
+    for (;;) {
+        uint8_t hb[RIO_PROTO_HDR_LEN];
+        struct rio_proto_hdr h;
+        int ret = -1;
+
+        if (f_read(c->fd, hb, sizeof(hb)) < 0 || rio__proto_hdr_decode(hb, 64u << 20, &h) < 0)
+            break;
+        if (h.opcode == RIO_OP_PUT_CHUNK && atomic_fetch_sub(&f->slow_put, 1) > 0)
+            f_wait_release(f);
+        if (f_read(c->fd, body, h.body_len) < 0)
+            break;
+        switch (h.opcode) {
+        case RIO_OP_HELLO:
+            ret = f_hello(c, h.id, body, h.body_len);
+            break;
+        case RIO_OP_AUTH:
+            ret = f_auth(c, h.id, body, h.body_len);
+            break;
+        case RIO_OP_LOOKUP:
+            ret = f_lookup(c, h.id, body, h.body_len);
+            break;
+        case RIO_OP_READ:
+            ret = f_read_op(c, h.id, body, h.body_len);
+            break;
+        case RIO_OP_PUT_OPEN: {
+            uint8_t out[8] = {1};
+            ret = f_respond(c->fd, h.opcode, h.id, 0, out, sizeof(out));
+            break;
+        }
+        case RIO_OP_PUT_CHUNK:
+            atomic_fetch_add(&f->puts_ok, 1);
+            ret = f_respond(c->fd, h.opcode, h.id, 0, NULL, 0);
+            break;
+        case RIO_OP_PUT_ABORT:
+        case RIO_OP_DELETE:
+            ret = f_respond(c->fd, h.opcode, h.id, 0, NULL, 0);
+            break;
+        default:
+            ret = f_respond(c->fd, h.opcode, h.id, RIO_ENOTSUP, NULL, 0);
+            break;
+        }
+        if (ret < 0)
+            break;
+    }
+    free(body);
+    shutdown(c->fd, SHUT_RDWR);
+    free(c);
+    return NULL;
+}
+
+static void *f_accept_main(void *p)
+{
+    struct fake *f = p;
+    while (!atomic_load(&f->stop)) {
+        struct pollfd pf = {.fd = f->lfd, .events = POLLIN};
+        if (poll(&pf, 1, 20) <= 0)
+            continue;
+        int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct fconn *c = calloc(1, sizeof(*c));
+        c->f = f;
+        c->fd = fd;
+        atomic_fetch_add(&f->conns, 1);
+        pthread_mutex_lock(&f->mu);
+        if (f->nth < 64 && pthread_create(&f->th[f->nth], NULL, f_conn_main, c) == 0) {
+            f->fds[f->nth++] = fd;
+        } else {
+            close(fd);
+            free(c);
+        }
+        pthread_mutex_unlock(&f->mu);
+    }
+    return NULL;
+}
+
+static void fake_start(struct fake *f)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int one = 1;
+
+    if (!f->max_depth)
+        f->max_depth = 64;
+    pthread_mutex_init(&f->mu, NULL);
+    f->data = tu_pattern(F_SIZE, F_SEED);
+    for (unsigned i = 0; i < F_SIZE / F_CHUNK; i++)
+        f->xxh[i] = rio__xxh3(f->data + (size_t)i * F_CHUNK, F_CHUNK);
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    T_GE(f->lfd, 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    T_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(f->lfd, 64), 0);
+    T_EQ(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+    T_EQ(pthread_create(&f->acc, NULL, f_accept_main, f), 0);
+}
+
+/* Stop accepting (the port refuses from now on); connections stay. */
+static void fake_close_listener(struct fake *f)
+{
+    atomic_store(&f->stop, 1);
+    pthread_join(f->acc, NULL);
+    close(f->lfd);
+    f->lfd = -1;
+}
+
+/* Listen again on the same port (a server that comes back). */
+static void fake_relisten(struct fake *f)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int one = 1;
+
+    sa.sin_port = htons((uint16_t)atoi(strrchr(f->addr, ':') + 1));
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    T_GE(f->lfd, 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    T_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(f->lfd, 64), 0);
+    atomic_store(&f->stop, 0);
+    T_EQ(pthread_create(&f->acc, NULL, f_accept_main, f), 0);
+}
+
+static void fake_stop(struct fake *f)
+{
+    if (f->lfd >= 0)
+        fake_close_listener(f);
+    atomic_store(&f->stop, 1);
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nth; i++)
+        shutdown(f->fds[i], SHUT_RDWR);
+    pthread_mutex_unlock(&f->mu);
+    for (int i = 0; i < f->nth; i++) {
+        pthread_join(f->th[i], NULL);
+        close(f->fds[i]);
+    }
+    pthread_mutex_destroy(&f->mu);
+    free(f->data);
+}
+
+/* --------------------------------------------------- the raw transport */
+
+struct raw {
+    struct rio_url url;
+    struct rio_options o;
+    struct rio_transport *t;
+};
+
+struct rop {
+    struct rio_io io;
+    _Atomic int done;
+};
+
+static void raw_complete(struct rio_io *io)
+{
+    struct rop *r = (struct rop *)io;
+    atomic_store(&r->done, 1);
+}
+
+static int raw_open(struct raw *r, const char *url)
+{
+    T_OK(rio__url_parse(url, &r->url));
+    T_OK(rio__options_resolve(NULL, &r->url, &r->o));
+    int ret = rio__tcp_ops.open(&r->url, &r->o, &r->t);
+    if (ret < 0)
+        rio__url_cleanup(&r->url);
+    return ret;
+}
+
+static void raw_close(struct raw *r)
+{
+    rio__tcp_ops.close(r->t);
+    rio__url_cleanup(&r->url);
+}
+
+static void raw_read_io(struct rop *r, uint64_t index, uint64_t len, void *dst)
+{
+    memset(r, 0, sizeof(*r));
+    r->io.kind = RIO_IO_READ;
+    r->io.key = "obj";
+    r->io.generation = F_GEN;
+    r->io.index = index;
+    r->io.off = index * F_CHUNK;
+    r->io.len = len;
+    r->io.dst = dst;
+    r->io.complete = raw_complete;
+}
+
+/* Reap until r completes; fails after timeout_ms. */
+static void raw_wait(struct raw *w, struct rop *r, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    while (!atomic_load(&r->done)) {
+        rio__tcp_ops.reap(w->t, 10);
+        if (t_now_ms() - t0 > timeout_ms)
+            T_FAIL("op did not complete within %u ms", timeout_ms);
+    }
+}
+
+static struct rio__tcp_counters raw_ctr(struct raw *w)
+{
+    struct rio__tcp_counters k;
+    T_OK(rio__tcp_counters(w->t, &k));
+    return k;
+}
+
+/* Reap until the transport holds no slot. */
+static void raw_drain(struct raw *w)
+{
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(w).slots_armed) {
+        rio__tcp_ops.reap(w->t, 10);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("slots still armed after 5 s");
+    }
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void open_client(struct tu *u, struct fake *f, const char *params, struct rio_options *o)
+{
+    char url[256];
+    snprintf(url, sizeof(url), "railio://%s%s%s", f->addr, params ? "?" : "", params ? params : "");
+    tu_open(u, url, o);
+}
+
+/* A READ answered short fails with RIO_ESHORT (never more than len bytes
+ * land); the engine retries that chunk and the object comes back whole. */
+TEST(short_answer_fails_its_op_then_retry_heals)
+{
+    struct fake f = {.short_reads = 1};
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    o.depth = 4;
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    /* The ops behind it on that connection went out again, not failed. */
+    T_EQ(st.retries_total, 1u);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+/* An answer to a request nobody sent: the connection is unusable, and the
+ * call fails with RIO_EPROTO. */
+TEST(answer_to_unknown_id_is_eproto)
+{
+    struct fake f = {.bad_id_reads = 1};
+    struct rio_options o;
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_ERR(rio_get(u.c, "obj", b, F_SIZE, NULL), RIO_EPROTO);
+    T_EQ(tu_tcp(u.c).conn_failures, 1u);
+    /* The next call dials a fresh connection and works. */
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+TEST(garbage_frame_is_eproto)
+{
+    struct fake f = {.garbage_reads = 1};
+    struct rio_options o;
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_ERR(rio_get(u.c, "obj", b, F_SIZE, NULL), RIO_EPROTO);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+/* A connection that accepts requests and answers nothing is cut by the
+ * progress watchdog well before the op timeout; the chunk goes again on a
+ * fresh connection. */
+TEST(stalled_connection_trips_the_watchdog)
+{
+    struct fake f = {.stall_reads = 1};
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    o.op_timeout_ms = 10000;
+    o.depth = 1;
+    open_client(&u, &f, "progress_timeout=300ms", &o);
+    uint8_t *b = malloc(F_SIZE);
+    uint64_t t0 = t_now_ms();
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    uint64_t took = t_now_ms() - t0;
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(tu_tcp(u.c).watchdog_trips, 1u);
+    T_EQ(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_GE(took, 250u);
+    T_LT(took, 5000u);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+/*
+ * Cancel while a READ body streams into dst: complete(-ECANCELED) comes at
+ * once, and not one byte lands in dst afterwards; the rest of the body is
+ * drained and the connection serves the next op byte-exact.
+ */
+TEST(cancel_mid_body_lands_nothing_after_complete)
+{
+    struct fake f = {.slow_body = 1};
+    struct raw w;
+    struct rop r, r2;
+    char url[128];
+    const uint64_t len = F_CHUNK;
+    uint8_t *dst = malloc(len), *dst2 = malloc(len);
+
+    fake_start(&f);
+    snprintf(url, sizeof(url), "railio://%s", f.addr);
+    T_OK(raw_open(&w, url));
+    memset(dst, 0xCC, len);
+    raw_read_io(&r, 0, len, dst);
+    T_OK(rio__tcp_ops.submit(w.t, &r.io));
+    /* Wait until part of the body has landed (the greeting is < 256 bytes). */
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
+        rio__tcp_ops.reap(w.t, 5);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("no byte of the body arrived");
+    }
+    rio__tcp_ops.cancel(w.t, &r.io);
+    raw_wait(&w, &r, 1000);
+    T_EQ(r.io.res, -ECANCELED);
+    uint8_t *snap = malloc(len);
+    memcpy(snap, dst, len);
+    T_EQ(raw_ctr(&w).slots_armed, 1u); /* the tombstone, owed the rest */
+    atomic_store(&f.release, 1);
+    raw_drain(&w);
+    /* Nothing moved in dst after complete(), and the second half never came. */
+    T_MEMEQ(dst, snap, len);
+    for (size_t i = len / 2; i < len; i++)
+        if (dst[i] != 0xCC)
+            T_FAIL("byte %zu of dst written after complete()", i);
+    free(snap);
+    T_EQ(raw_ctr(&w).tombstones, 1u);
+    T_EQ(raw_ctr(&w).conn_failures, 0u);
+    /* Same connection, next op: byte-exact. */
+    raw_read_io(&r2, 1, len, dst2);
+    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
+    raw_wait(&w, &r2, 5000);
+    T_EQ(r2.io.res, (int64_t)len);
+    T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
+    T_EQ(raw_ctr(&w).dials, 1u);
+    raw_close(&w);
+    free(dst);
+    free(dst2);
+    fake_stop(&f);
+}
+
+/*
+ * A PUT_CHUNK cancelled while its data is half on the wire: the transport
+ * stops reading io->src at once (the caller frees it right after complete;
+ * ASan would catch a late read), closes that connection, and sends the op
+ * queued behind it again on a fresh one.
+ */
+TEST(cancel_put_mid_data_closes_and_requeues)
+{
+    struct fake f = {.slow_put = 1};
+    struct raw w;
+    struct rop a, b;
+    char url[128];
+    void *up = NULL;
+    const uint64_t big = 32 * TU_MIB;
+
+    fake_start(&f);
+    snprintf(url, sizeof(url), "railio://%s?depth=4", f.addr);
+    T_OK(raw_open(&w, url));
+    T_OK(rio__tcp_ops.put_open(w.t, "obj", big + F_CHUNK, big, &up));
+    uint8_t *src = tu_pattern(big, 1), *src2 = tu_pattern(F_CHUNK, 2);
+    memset(&a, 0, sizeof(a));
+    a.io.kind = RIO_IO_WRITE;
+    a.io.upload = up;
+    a.io.index = 0;
+    a.io.off = 0;
+    a.io.len = big;
+    a.io.src = src;
+    a.io.complete = raw_complete;
+    b = a;
+    b.io.index = 1;
+    b.io.off = big;
+    b.io.len = F_CHUNK;
+    b.io.src = src2;
+    T_OK(rio__tcp_ops.submit(w.t, &a.io));
+    T_OK(rio__tcp_ops.submit(w.t, &b.io));
+    /* Let the socket buffers fill: the server is not reading. */
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(&w).bytes_out < 1 * TU_MIB && t_now_ms() - t0 < 5000)
+        rio__tcp_ops.reap(w.t, 10);
+    T_GE(raw_ctr(&w).bytes_out, 1 * TU_MIB);
+    T_LT(raw_ctr(&w).bytes_out, big);
+    rio__tcp_ops.cancel(w.t, &a.io);
+    raw_wait(&w, &a, 1000);
+    T_EQ(a.io.res, -ECANCELED);
+    free(src); /* the transport must not read it any more */
+    atomic_store(&f.release, 1);
+    raw_wait(&w, &b, 5000);
+    T_EQ(b.io.res, (int64_t)F_CHUNK);
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.requeued, 1u);
+    T_EQ(k.dials, 2u);
+    T_EQ(k.conn_failures, 0u);
+    raw_drain(&w);
+    rio__tcp_ops.put_abort(w.t, up);
+    raw_close(&w);
+    free(src2);
+    fake_stop(&f);
+}
+
+/*
+ * Refused dials fail the ops at once with ECONNREFUSED, and the rail backs
+ * off: an op submitted during the backoff fails without a new dial.
+ */
+TEST(refused_dials_back_off)
+{
+    struct fake f = {0};
+    struct raw w;
+    struct rop r;
+    char url[128];
+    uint8_t *dst = malloc(F_CHUNK);
+
+    fake_start(&f);
+    snprintf(url, sizeof(url), "railio://%s?dial_backoff=500ms", f.addr);
+    T_OK(raw_open(&w, url));
+    fake_close_listener(&f);
+    raw_read_io(&r, 0, F_CHUNK, dst);
+    T_OK(rio__tcp_ops.submit(w.t, &r.io));
+    raw_wait(&w, &r, 2000);
+    T_EQ(r.io.res, -ECONNREFUSED);
+    T_EQ(raw_ctr(&w).dials, 1u);
+    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    /* Within the backoff: fails the same way, no dial. */
+    raw_read_io(&r, 0, F_CHUNK, dst);
+    T_OK(rio__tcp_ops.submit(w.t, &r.io));
+    raw_wait(&w, &r, 2000);
+    T_EQ(r.io.res, -ECONNREFUSED);
+    T_EQ(raw_ctr(&w).dials, 1u);
+    /* After it: a new dial. */
+    usleep(600000);
+    raw_read_io(&r, 0, F_CHUNK, dst);
+    T_OK(rio__tcp_ops.submit(w.t, &r.io));
+    raw_wait(&w, &r, 2000);
+    T_EQ(r.io.res, -ECONNREFUSED);
+    T_EQ(raw_ctr(&w).dials, 2u);
+    raw_drain(&w);
+    raw_close(&w);
+    free(dst);
+    fake_stop(&f);
+}
+
+/* Authentication is mutual: a server that cannot prove the token is refused. */
+TEST(server_must_prove_the_token)
+{
+    struct fake f = {.token = "tok", .bad_server_mac = 1};
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[128];
+
+    fake_start(&f);
+    tu_opts(&o);
+    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
+    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    f.bad_server_mac = 0;
+    struct tu u;
+    tu_open(&u, url, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    free(b);
+    tu_close(&u);
+    fake_stop(&f);
+}
+
+/* The server's max_depth caps a connection's window below the client's depth. */
+TEST(server_max_depth_caps_the_window)
+{
+    struct fake f = {.max_depth = 2};
+    struct rio_options o;
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    o.depth = 8;
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    struct rio__tcp_counters k = tu_tcp(u.c);
+    T_LE(k.slots_peak, 2u);
+    T_EQ(k.conns_open, 1u);
+    free(b);
+    tu_close(&u);
+    fake_stop(&f);
+}
+
+/*
+ * Four connections on one rail (conns=4): while the rail has no good dial,
+ * one dial goes and the others wait for it, sharing its failure; when the
+ * server is back (after the backoff) they all connect.
+ */
+TEST(dials_are_single_flight_per_rail)
+{
+    struct fake f = {0};
+    struct raw w;
+    struct rop r[4];
+    char url[128];
+    uint8_t *dst = malloc(4 * F_CHUNK);
+
+    fake_start(&f);
+    snprintf(url, sizeof(url), "railio://%s?conns=4&dial_backoff=200ms", f.addr);
+    T_OK(raw_open(&w, url));
+    T_EQ(w.t->npaths, 4u);
+    fake_close_listener(&f);
+    for (unsigned i = 0; i < 4; i++) {
+        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
+        r[i].io.path = i;
+        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        raw_wait(&w, &r[i], 2000);
+        T_EQ(r[i].io.res, -ECONNREFUSED);
+    }
+    T_EQ(raw_ctr(&w).dials, 1u);
+    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    /* The server is back: after the backoff every path connects. */
+    fake_relisten(&f);
+    usleep(300000);
+    for (unsigned i = 0; i < 4; i++) {
+        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
+        r[i].io.path = i;
+        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        raw_wait(&w, &r[i], 5000);
+        T_EQ(r[i].io.res, (int64_t)F_CHUNK);
+    }
+    T_EQ(t_check_pattern(dst, 4 * F_CHUNK, F_SEED), -1);
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.dials, 5u);
+    T_EQ(k.conns_open, 4u);
+    raw_drain(&w);
+    raw_close(&w);
+    free(dst);
+    fake_stop(&f);
+}
+
+/*
+ * A cancelled READ whose answer never finishes (a link that still ACKs but
+ * moves almost nothing): after cancel_grace the connection is closed and the
+ * op queued behind the tombstone goes out again on a fresh one.
+ */
+TEST(stuck_tombstone_is_cut_after_the_grace)
+{
+    struct fake f = {.slow_body = 1};
+    struct raw w;
+    struct rop r, r2;
+    char url[128];
+    const uint64_t len = F_CHUNK;
+    uint8_t *dst = malloc(len), *dst2 = malloc(len), *snap = malloc(len);
+
+    fake_start(&f);
+    snprintf(url, sizeof(url), "railio://%s?cancel_grace=200ms", f.addr);
+    T_OK(raw_open(&w, url));
+    memset(dst, 0xCC, len);
+    raw_read_io(&r, 0, len, dst);
+    T_OK(rio__tcp_ops.submit(w.t, &r.io));
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
+        rio__tcp_ops.reap(w.t, 5);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("no byte of the body arrived");
+    }
+    rio__tcp_ops.cancel(w.t, &r.io);
+    raw_wait(&w, &r, 1000);
+    T_EQ(r.io.res, -ECANCELED);
+    memcpy(snap, dst, len);
+    /* Queued behind the tombstone on the same connection. */
+    raw_read_io(&r2, 1, len, dst2);
+    t0 = t_now_ms();
+    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
+    raw_wait(&w, &r2, 5000);
+    uint64_t took = t_now_ms() - t0;
+    T_EQ(r2.io.res, (int64_t)len);
+    T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
+    T_GE(took, 150u);
+    T_LT(took, 3000u);
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.grace_closes, 1u);
+    T_EQ(k.requeued, 1u);
+    T_EQ(k.dials, 2u);
+    T_EQ(k.slots_armed, 0u);
+    T_MEMEQ(dst, snap, len);
+    raw_close(&w);
+    atomic_store(&f.release, 1);
+    free(dst);
+    free(dst2);
+    free(snap);
+    fake_stop(&f);
+}

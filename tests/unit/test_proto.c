@@ -1,0 +1,582 @@
+/* T_LABELS unit */
+/*
+ * The wire format (src/proto): every message encodes and decodes back to
+ * itself, byte layouts match docs/protocol.md, and a corpus of malformed
+ * inputs (truncated, wrong lengths, counts that would overflow n*8, bad keys,
+ * bad header fields) is each rejected with RIO_EPROTO, never read past.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/checksum.h"
+#include "proto/proto.h"
+#include "railio.h"
+#include "t.h"
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Decode body[0..len) from an exactly-sized heap copy, so ASan catches any
+ * read past the end. */
+#define DEC(fn, body, len, m) dec_exact((int (*)(const uint8_t *, size_t, void *))fn, body, len, m)
+static int dec_exact(int (*fn)(const uint8_t *, size_t, void *), const uint8_t *body, size_t len,
+                     void *m)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    memcpy(copy, body, len);
+    int r = fn(copy, len, m);
+    free(copy);
+    return r;
+}
+
+/* Every strict prefix of a valid body is rejected, and so is one extra byte. */
+#define CHECK_PREFIXES(fn, body, len, mtype)                                                       \
+    do {                                                                                           \
+        mtype t__m;                                                                                \
+        uint8_t *t__b = malloc((len) + 1);                                                         \
+        memcpy(t__b, body, len);                                                                   \
+        t__b[len] = 0;                                                                             \
+        for (size_t t__i = 0; t__i < (size_t)(len); t__i++)                                        \
+            T_EQ(DEC(fn, t__b, t__i, &t__m), RIO_EPROTO);                                          \
+        T_EQ(DEC(fn, t__b, (size_t)(len) + 1, &t__m), RIO_EPROTO);                                 \
+        free(t__b);                                                                                \
+    } while (0)
+
+/* ---------------------------------------------------------------- header */
+
+TEST(header_round_trip_and_layout)
+{
+    struct rio_proto_hdr h = {.opcode = RIO_OP_READ,
+                              .flags = RIO_PF_RESPONSE,
+                              .id = 0x0102030405060708ull,
+                              .body_len = 4096,
+                              .status = RIO_EGENERATION};
+    struct rio_proto_hdr d;
+    uint8_t b[32];
+
+    rio__proto_hdr_encode(&h, b);
+    /* "RIO1", version, opcode, flags LE, id LE, body_len LE, status LE. */
+    T_MEMEQ(b, "RIO1", 4);
+    T_EQ(b[4], 1);
+    T_EQ(b[5], RIO_OP_READ);
+    T_EQ(b[6], 1);
+    T_EQ(b[7], 0);
+    T_EQ(b[8], 0x08);
+    T_EQ(b[15], 0x01);
+    T_EQ(b[16], 0x00);
+    T_EQ(b[17], 0x10);
+    T_EQ(rio__proto_u64(b + 16) & 0xffffffffu, 4096u);
+    T_EQ((int32_t)(uint32_t)(rio__proto_u64(b + 20) & 0xffffffffu), RIO_EGENERATION);
+    T_EQ((uint32_t)(rio__proto_u64(b + 24) & 0xffffffffu), (uint32_t)rio__xxh3(b, 24));
+    for (int i = 28; i < 32; i++)
+        T_EQ(b[i], 0);
+    T_OK(rio__proto_hdr_decode(b, 4096, &d));
+    T_EQ(d.magic, RIO_PROTO_MAGIC);
+    T_EQ(d.version, RIO_PROTO_VERSION);
+    T_EQ(d.opcode, RIO_OP_READ);
+    T_EQ(d.flags, RIO_PF_RESPONSE);
+    T_EQ(d.id, h.id);
+    T_EQ(d.body_len, 4096u);
+    T_EQ(d.status, RIO_EGENERATION);
+    /* Every opcode. */
+    for (int op = 1; op <= RIO_OP__MAX; op++) {
+        h = (struct rio_proto_hdr){.opcode = (uint8_t)op, .id = (uint64_t)op};
+        rio__proto_hdr_encode(&h, b);
+        T_OK(rio__proto_hdr_decode(b, 0, &d));
+        T_EQ(d.opcode, op);
+        T_NE(strcmp(rio__proto_op_name(op), "?"), 0);
+    }
+    T_STREQ(rio__proto_op_name(0), "?");
+    T_STREQ(rio__proto_op_name(RIO_OP__MAX + 1), "?");
+}
+
+/* Set bytes [off, off+n) of a valid header to v (LE), then re-seal the check. */
+static void hdr_mut(uint8_t b[32], unsigned off, unsigned n, uint64_t v, int reseal)
+{
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PING, .id = 1};
+    rio__proto_hdr_encode(&h, b);
+    for (unsigned i = 0; i < n; i++)
+        b[off + i] = (uint8_t)(v >> (8 * i));
+    if (reseal) {
+        uint32_t ck = (uint32_t)rio__xxh3(b, 24);
+        for (int i = 0; i < 4; i++)
+            b[24 + i] = (uint8_t)(ck >> (8 * i));
+    }
+}
+
+TEST(header_rejects)
+{
+    struct rio_proto_hdr d;
+    uint8_t b[32];
+
+    hdr_mut(b, 0, 4, 0x32494f52u, 1); /* "RIO2" */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 4, 1, 2, 1); /* version */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 4, 1, 0, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 5, 1, 0, 1); /* opcode 0 */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 5, 1, RIO_OP__MAX + 1, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 5, 1, 255, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 6, 2, 0x0002, 1); /* unknown flag */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 6, 2, 0x8000, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 16, 4, 101, 1); /* body_len > max */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 16, 4, 100, 1);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    hdr_mut(b, 16, 4, 0xffffffffu, 1); /* over the cap whatever the max */
+    T_EQ(rio__proto_hdr_decode(b, 0xffffffffu, &d), RIO_EPROTO);
+    hdr_mut(b, 16, 4, RIO_PROTO_BODY_CAP + 1, 1);
+    T_EQ(rio__proto_hdr_decode(b, 0xffffffffu, &d), RIO_EPROTO);
+    hdr_mut(b, 20, 4, (uint32_t)-5, 1); /* status on a request */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 28, 4, 1, 1); /* reserved */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 31, 1, 0x80, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    /* Any flipped bit in bytes 0..27 breaks the check (or a field). */
+    for (unsigned bit = 0; bit < 28 * 8; bit++) {
+        hdr_mut(b, 0, 0, 0, 0);
+        b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    }
+    /* A response may carry a status. */
+    hdr_mut(b, 6, 2, RIO_PF_RESPONSE, 0);
+    hdr_mut(b, 20, 4, (uint32_t)RIO_ENOTFOUND, 0);
+    b[6] = RIO_PF_RESPONSE;
+    uint32_t ck = (uint32_t)rio__xxh3(b, 24);
+    for (int i = 0; i < 4; i++)
+        b[24 + i] = (uint8_t)(ck >> (8 * i));
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.status, RIO_ENOTFOUND);
+}
+
+/* ----------------------------------------------------------------- bodies */
+
+TEST(hello_round_trip)
+{
+    struct rio_proto_hello m = {.version_min = 1, .version_max = 3, .caps = 0xa5a5};
+    struct rio_proto_hello d;
+    uint8_t b[64];
+
+    for (int i = 0; i < 16; i++)
+        m.nonce[i] = (uint8_t)(i * 7);
+    int n = rio__proto_enc_hello(&m, b, sizeof(b));
+    T_EQ(n, 24);
+    T_OK(DEC(rio__proto_dec_hello, b, (size_t)n, &d));
+    T_EQ(d.version_min, 1);
+    T_EQ(d.version_max, 3);
+    T_EQ(d.caps, 0xa5a5u);
+    T_MEMEQ(d.nonce, m.nonce, 16);
+    CHECK_PREFIXES(rio__proto_dec_hello, b, (size_t)n, struct rio_proto_hello);
+    T_EQ(rio__proto_enc_hello(&m, b, 23), -ENOBUFS);
+    /* min > max */
+    m.version_min = 4;
+    n = rio__proto_enc_hello(&m, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_hello, b, (size_t)n, &d), RIO_EPROTO);
+}
+
+TEST(hello_resp_round_trip)
+{
+    struct rio_proto_hello_resp m = {.version = 1,
+                                     .caps = 3,
+                                     .auth_required = 1,
+                                     .max_body = 1u << 30,
+                                     .max_depth = 64,
+                                     .nrails = 3};
+    struct rio_proto_hello_resp d;
+    const char *rails[3] = {"127.0.0.1:7070", "10.99.1.2:7070", "[::1]:7071"};
+    uint8_t b[512];
+
+    for (int i = 0; i < 16; i++)
+        m.nonce[i] = (uint8_t)(255 - i);
+    for (int i = 0; i < 3; i++) {
+        m.rail[i] = rails[i];
+        m.rail_len[i] = (uint16_t)strlen(rails[i]);
+    }
+    int n = rio__proto_enc_hello_resp(&m, b, sizeof(b));
+    T_EQ(n, 36 + 3 * 2 + 14 + 14 + 10);
+    T_OK(rio__proto_dec_hello_resp(b, (size_t)n, &d));
+    T_EQ(d.version, 1);
+    T_EQ(d.caps, 3u);
+    T_EQ(d.auth_required, 1u);
+    T_EQ(d.max_body, 1u << 30);
+    T_EQ(d.max_depth, 64u);
+    T_MEMEQ(d.nonce, m.nonce, 16);
+    T_EQ(d.nrails, 3u);
+    for (int i = 0; i < 3; i++) {
+        T_EQ(d.rail_len[i], strlen(rails[i]));
+        T_MEMEQ(d.rail[i], rails[i], d.rail_len[i]);
+    }
+    CHECK_PREFIXES(rio__proto_dec_hello_resp, b, (size_t)n, struct rio_proto_hello_resp);
+    /* nrails over the maximum, a zero or oversized rail, auth_required 2. */
+    uint8_t bad[512];
+    memcpy(bad, b, (size_t)n);
+    bad[2] = RIO_PROTO_MAX_RAILS + 1;
+    T_EQ(DEC(rio__proto_dec_hello_resp, bad, (size_t)n, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    bad[36] = 0;
+    bad[37] = 0;
+    T_EQ(DEC(rio__proto_dec_hello_resp, bad, (size_t)n, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    bad[36] = RIO_PROTO_ADDR_MAX + 1;
+    T_EQ(DEC(rio__proto_dec_hello_resp, bad, (size_t)n, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    bad[8] = 2;
+    T_EQ(DEC(rio__proto_dec_hello_resp, bad, (size_t)n, &d), RIO_EPROTO);
+    /* Encoders refuse what a decoder would refuse. */
+    m.nrails = RIO_PROTO_MAX_RAILS + 1;
+    T_EQ(rio__proto_enc_hello_resp(&m, b, sizeof(b)), -ENOBUFS);
+    m.nrails = 1;
+    m.rail_len[0] = 0;
+    T_EQ(rio__proto_enc_hello_resp(&m, b, sizeof(b)), -ENOBUFS);
+}
+
+TEST(auth_round_trip_and_mac)
+{
+    struct rio_proto_auth m, d;
+    struct rio_proto_auth_resp r, rd;
+    uint8_t b[64], cn[16], sn[16], m1[32], m2[32];
+
+    for (int i = 0; i < 32; i++)
+        m.mac[i] = (uint8_t)i;
+    int n = rio__proto_enc_auth(&m, b, sizeof(b));
+    T_EQ(n, 32);
+    T_OK(DEC(rio__proto_dec_auth, b, 32, &d));
+    T_MEMEQ(d.mac, m.mac, 32);
+    CHECK_PREFIXES(rio__proto_dec_auth, b, 32, struct rio_proto_auth);
+    memcpy(r.mac, m.mac, 32);
+    T_EQ(rio__proto_enc_auth_resp(&r, b, sizeof(b)), 32);
+    T_OK(DEC(rio__proto_dec_auth_resp, b, 32, &rd));
+    T_MEMEQ(rd.mac, r.mac, 32);
+
+    /* The MACs: HMAC-SHA256(token, label || a || b); both directions differ,
+     * and any change of token, nonce or order changes them. */
+    memset(cn, 1, 16);
+    memset(sn, 2, 16);
+    T_OK(rio__proto_auth_mac((const uint8_t *)"tok", 3, "railio-auth-v1", sn, cn, m1));
+    T_OK(rio__proto_auth_mac((const uint8_t *)"tok", 3, "railio-server-v1", cn, sn, m2));
+    T_NE(memcmp(m1, m2, 32), 0);
+    T_OK(rio__proto_auth_mac((const uint8_t *)"tok", 3, "railio-auth-v1", cn, sn, m2));
+    T_NE(memcmp(m1, m2, 32), 0);
+    T_OK(rio__proto_auth_mac((const uint8_t *)"tok2", 4, "railio-auth-v1", sn, cn, m2));
+    T_NE(memcmp(m1, m2, 32), 0);
+    T_OK(rio__proto_auth_mac((const uint8_t *)"tok", 3, "railio-auth-v1", sn, cn, m2));
+    T_MEMEQ(m1, m2, 32);
+    /* A known answer (Python's hmac module): HMAC-SHA256("key",
+     * "railio-auth-v1" || 16 x 0x02 || 16 x 0x01). */
+    static const uint8_t kat[32] = {0xf5, 0x75, 0x0f, 0x0d, 0x45, 0xe1, 0xd0, 0x87,
+                                    0x54, 0x3d, 0xd8, 0xd3, 0xcb, 0xba, 0x6f, 0x84,
+                                    0x7f, 0x54, 0xcd, 0x3f, 0xdb, 0x1e, 0xca, 0x47,
+                                    0xa0, 0xd7, 0x38, 0x8e, 0x22, 0xad, 0x2c, 0xf5};
+    T_OK(rio__proto_auth_mac((const uint8_t *)"key", 3, "railio-auth-v1", sn, cn, m1));
+    T_MEMEQ(m1, kat, 32);
+}
+
+TEST(key_round_trip_and_rejects)
+{
+    struct rio_proto_key m = {.key = "dir/obj.bin", .key_len = 11}, d;
+    static uint8_t b[2 + 0xffff];
+    char big[RIO_KEY_MAX + 1];
+
+    int n = rio__proto_enc_key(&m, b, sizeof(b));
+    T_EQ(n, 13);
+    T_EQ(b[0], 11);
+    T_EQ(b[1], 0);
+    T_OK(rio__proto_dec_key(b, (size_t)n, &d));
+    T_EQ(d.key_len, 11);
+    T_MEMEQ(d.key, "dir/obj.bin", 11);
+    CHECK_PREFIXES(rio__proto_dec_key, b, (size_t)n, struct rio_proto_key);
+    /* The longest key. */
+    memset(big, 'k', sizeof(big));
+    m.key = big;
+    m.key_len = RIO_KEY_MAX;
+    n = rio__proto_enc_key(&m, b, sizeof(b));
+    T_EQ(n, RIO_KEY_MAX + 2);
+    T_OK(DEC(rio__proto_dec_key, b, (size_t)n, &d));
+    T_EQ(d.key_len, RIO_KEY_MAX);
+    /* Zero-length, oversized, NUL inside, NUL at the end. */
+    b[0] = 0;
+    b[1] = 0;
+    T_EQ(DEC(rio__proto_dec_key, b, 2, &d), RIO_EPROTO);
+    b[0] = (uint8_t)((RIO_KEY_MAX + 1) & 0xff);
+    b[1] = (uint8_t)((RIO_KEY_MAX + 1) >> 8);
+    T_EQ(DEC(rio__proto_dec_key, b, RIO_KEY_MAX + 3, &d), RIO_EPROTO);
+    b[0] = 0xff;
+    b[1] = 0xff;
+    T_EQ(DEC(rio__proto_dec_key, b, 2 + 0xffff, &d), RIO_EPROTO);
+    memcpy(b, "\x03\x00k\0y", 5);
+    T_EQ(DEC(rio__proto_dec_key, b, 5, &d), RIO_EPROTO);
+    memcpy(b, "\x03\x00ky\0", 5);
+    T_EQ(DEC(rio__proto_dec_key, b, 5, &d), RIO_EPROTO);
+    /* Encoder refuses the same. */
+    m.key_len = 0;
+    T_EQ(rio__proto_enc_key(&m, b, sizeof(b)), -ENOBUFS);
+    m.key_len = RIO_KEY_MAX + 1;
+    T_EQ(rio__proto_enc_key(&m, b, sizeof(b)), -ENOBUFS);
+}
+
+TEST(desc_round_trip_and_rejects)
+{
+    uint64_t xxh[5] = {1, 0xffffffffffffffffull, 3, 0x8000000000000000ull, 5};
+    struct rio_proto_desc m = {
+        .generation = 77, .size = 4 * 4096 + 1, .chunk_size = 4096, .nchunks = 5};
+    struct rio_proto_desc d;
+    uint8_t b[256];
+
+    memcpy(m.etag, "0123456789abcdef0123456789abcdef", 32);
+    int n = rio__proto_enc_desc(&m, xxh, b, sizeof(b));
+    T_EQ(n, 64 + 40);
+    T_OK(DEC(rio__proto_dec_desc, b, (size_t)n, &d));
+    T_EQ(d.generation, 77u);
+    T_EQ(d.size, m.size);
+    T_EQ(d.chunk_size, 4096u);
+    T_EQ(d.nchunks, 5u);
+    T_MEMEQ(d.etag, m.etag, 32);
+    T_OK(rio__proto_dec_desc(b, (size_t)n, &d));
+    for (int i = 0; i < 5; i++)
+        T_EQ(rio__proto_u64(d.xxh + 8 * i), xxh[i]);
+    CHECK_PREFIXES(rio__proto_dec_desc, b, (size_t)n, struct rio_proto_desc);
+    /* Empty object: no chunks, no list. */
+    struct rio_proto_desc e0 = {.generation = 1, .size = 0, .chunk_size = 4096, .nchunks = 0};
+    memcpy(e0.etag, m.etag, 32);
+    n = rio__proto_enc_desc(&e0, NULL, b, sizeof(b));
+    T_EQ(n, 64);
+    T_OK(DEC(rio__proto_dec_desc, b, 64, &d));
+    T_EQ(d.nchunks, 0u);
+    T_NULL(d.xxh);
+
+    /* Geometry that does not add up, generation 0, huge nchunks whose n*8
+     * would wrap to a small number. */
+    uint8_t bad[256];
+    n = rio__proto_enc_desc(&m, xxh, b, sizeof(b));
+    memcpy(bad, b, (size_t)n);
+    put64(bad + 24, 4); /* nchunks 4 for 5 chunks' worth */
+    T_EQ(DEC(rio__proto_dec_desc, bad, (size_t)n - 8, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    put64(bad, 0);
+    T_EQ(DEC(rio__proto_dec_desc, bad, (size_t)n, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    put64(bad + 16, 0); /* chunk size 0 */
+    T_EQ(DEC(rio__proto_dec_desc, bad, (size_t)n, &d), RIO_EPROTO);
+    memcpy(bad, b, (size_t)n);
+    put64(bad + 16, (1ull << 30) + 1);
+    T_EQ(DEC(rio__proto_dec_desc, bad, (size_t)n, &d), RIO_EPROTO);
+    /* size 2^61 in chunks of 1: nchunks 2^61, and 2^61 * 8 == 0 mod 2^64. */
+    memcpy(bad, b, 64);
+    put64(bad + 8, 1ull << 61);
+    put64(bad + 16, 1);
+    put64(bad + 24, 1ull << 61);
+    T_EQ(DEC(rio__proto_dec_desc, bad, 64, &d), RIO_EPROTO);
+    put64(bad + 8, (1ull << 61) + 1);
+    put64(bad + 24, (1ull << 61) + 1); /* n*8 == 8 mod 2^64 */
+    put64(bad + 64, 9);
+    T_EQ(DEC(rio__proto_dec_desc, bad, 72, &d), RIO_EPROTO);
+    /* size 0 with chunks. */
+    memcpy(bad, b, 64);
+    put64(bad + 8, 0);
+    put64(bad + 24, 1);
+    put64(bad + 64, 1);
+    T_EQ(DEC(rio__proto_dec_desc, bad, 72, &d), RIO_EPROTO);
+    /* A list that is not a multiple of 8. */
+    memcpy(bad, b, (size_t)n);
+    T_EQ(DEC(rio__proto_dec_desc, bad, (size_t)n - 3, &d), RIO_EPROTO);
+    T_EQ(rio__proto_enc_desc(&m, xxh, b, 64 + 39), -ENOBUFS);
+}
+
+TEST(put_messages_round_trip)
+{
+    uint8_t b[2048];
+    int n;
+
+    /* PUT_OPEN */
+    struct rio_proto_put_open o = {.size = 123456789012ull,
+                                   .chunk_size = 4u << 20,
+                                   .ttl_ms = 60000,
+                                   .key = "kv/block/17",
+                                   .key_len = 11},
+                              od;
+    n = rio__proto_enc_put_open(&o, b, sizeof(b));
+    T_EQ(n, 20 + 2 + 11);
+    T_OK(rio__proto_dec_put_open(b, (size_t)n, &od));
+    T_EQ(od.size, o.size);
+    T_EQ(od.chunk_size, o.chunk_size);
+    T_EQ(od.ttl_ms, 60000u);
+    T_EQ(od.key_len, 11);
+    T_MEMEQ(od.key, o.key, 11);
+    CHECK_PREFIXES(rio__proto_dec_put_open, b, (size_t)n, struct rio_proto_put_open);
+    o.chunk_size = 0;
+    n = rio__proto_enc_put_open(&o, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_put_open, b, (size_t)n, &od), RIO_EPROTO);
+    o.chunk_size = (1ull << 30) + 1;
+    n = rio__proto_enc_put_open(&o, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_put_open, b, (size_t)n, &od), RIO_EPROTO);
+
+    /* PUT_OPEN response */
+    struct rio_proto_put_open_resp orr = {.upload_id = 0xdeadbeefcafef00dull}, ord;
+    n = rio__proto_enc_put_open_resp(&orr, b, sizeof(b));
+    T_EQ(n, 8);
+    T_OK(DEC(rio__proto_dec_put_open_resp, b, 8, &ord));
+    T_EQ(ord.upload_id, orr.upload_id);
+    CHECK_PREFIXES(rio__proto_dec_put_open_resp, b, 8, struct rio_proto_put_open_resp);
+
+    /* PUT_CHUNK: fixed part, then the data. */
+    struct rio_proto_put_chunk c = {.upload_id = 9, .index = 3, .xxh = 0x1122334455667788ull}, cd;
+    n = rio__proto_enc_put_chunk_fixed(&c, b, sizeof(b));
+    T_EQ(n, 24);
+    memcpy(b + 24, "payload", 7);
+    T_OK(DEC(rio__proto_dec_put_chunk, b, 31, &cd));
+    T_EQ(cd.upload_id, 9u);
+    T_EQ(cd.index, 3u);
+    T_EQ(cd.xxh, c.xxh);
+    T_EQ(cd.len, 7u);
+    T_OK(rio__proto_dec_put_chunk(b, 31, &cd));
+    T_MEMEQ(cd.data, "payload", 7);
+    for (size_t i = 0; i <= 24; i++) /* no data at all is an error too */
+        T_EQ(DEC(rio__proto_dec_put_chunk, b, i, &cd), RIO_EPROTO);
+
+    /* PUT_COMMIT */
+    uint64_t xxh[3] = {10, 20, 30};
+    struct rio_proto_put_commit m = {.upload_id = 9, .nchunks = 3}, md;
+    memcpy(m.etag, "ffffffffffffffffffffffffffffffff", 32);
+    n = rio__proto_enc_put_commit(&m, xxh, b, sizeof(b));
+    T_EQ(n, 48 + 24);
+    T_OK(DEC(rio__proto_dec_put_commit, b, (size_t)n, &md));
+    T_EQ(md.upload_id, 9u);
+    T_EQ(md.nchunks, 3u);
+    T_MEMEQ(md.etag, m.etag, 32);
+    T_OK(rio__proto_dec_put_commit(b, (size_t)n, &md));
+    for (int i = 0; i < 3; i++)
+        T_EQ(rio__proto_u64(md.xxh + 8 * i), xxh[i]);
+    CHECK_PREFIXES(rio__proto_dec_put_commit, b, (size_t)n, struct rio_proto_put_commit);
+    /* nchunks that overflow n*8: 2^61 (product 0) with an empty list, 2^61+3
+     * (product 24) with a 24-byte list. */
+    uint8_t bad[128];
+    memcpy(bad, b, (size_t)n);
+    put64(bad + 8, 1ull << 61);
+    T_EQ(DEC(rio__proto_dec_put_commit, bad, 48, &md), RIO_EPROTO);
+    put64(bad + 8, (1ull << 61) + 3);
+    T_EQ(DEC(rio__proto_dec_put_commit, bad, (size_t)n, &md), RIO_EPROTO);
+    put64(bad + 8, UINT64_MAX);
+    T_EQ(DEC(rio__proto_dec_put_commit, bad, (size_t)n, &md), RIO_EPROTO);
+    /* nchunks 0: no list. */
+    m.nchunks = 0;
+    n = rio__proto_enc_put_commit(&m, NULL, b, sizeof(b));
+    T_EQ(n, 48);
+    T_OK(DEC(rio__proto_dec_put_commit, b, 48, &md));
+    T_EQ(md.nchunks, 0u);
+
+    /* PUT_COMMIT response: generation 0 is never valid. */
+    struct rio_proto_put_commit_resp cr = {.generation = 42}, crd;
+    n = rio__proto_enc_put_commit_resp(&cr, b, sizeof(b));
+    T_EQ(n, 8);
+    T_OK(DEC(rio__proto_dec_put_commit_resp, b, 8, &crd));
+    T_EQ(crd.generation, 42u);
+    CHECK_PREFIXES(rio__proto_dec_put_commit_resp, b, 8, struct rio_proto_put_commit_resp);
+    cr.generation = 0;
+    rio__proto_enc_put_commit_resp(&cr, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_put_commit_resp, b, 8, &crd), RIO_EPROTO);
+
+    /* PUT_ABORT */
+    struct rio_proto_put_abort a = {.upload_id = 5}, ad;
+    n = rio__proto_enc_put_abort(&a, b, sizeof(b));
+    T_EQ(n, 8);
+    T_OK(DEC(rio__proto_dec_put_abort, b, 8, &ad));
+    T_EQ(ad.upload_id, 5u);
+    CHECK_PREFIXES(rio__proto_dec_put_abort, b, 8, struct rio_proto_put_abort);
+}
+
+TEST(read_and_stat_round_trip)
+{
+    uint8_t b[2048];
+    struct rio_proto_read r = {.generation = 3,
+                               .off = 1ull << 40,
+                               .len = 1u << 30,
+                               .key = "x",
+                               .key_len = 1},
+                          rd;
+    int n = rio__proto_enc_read(&r, b, sizeof(b));
+    T_EQ(n, 20 + 2 + 1);
+    T_OK(rio__proto_dec_read(b, (size_t)n, &rd));
+    T_EQ(rd.generation, 3u);
+    T_EQ(rd.off, 1ull << 40);
+    T_EQ(rd.len, 1u << 30);
+    T_EQ(rd.key_len, 1);
+    T_EQ(rd.key[0], 'x');
+    CHECK_PREFIXES(rio__proto_dec_read, b, (size_t)n, struct rio_proto_read);
+    r.len = 0;
+    n = rio__proto_enc_read(&r, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_read, b, (size_t)n, &rd), RIO_EPROTO);
+    r.len = (1u << 30) + 1;
+    n = rio__proto_enc_read(&r, b, sizeof(b));
+    T_EQ(DEC(rio__proto_dec_read, b, (size_t)n, &rd), RIO_EPROTO);
+
+    struct rio_proto_stat_resp s = {.objects = 1,
+                                    .bytes = 2,
+                                    .capacity = 3,
+                                    .uploads = 4,
+                                    .connections = 5},
+                               sd;
+    n = rio__proto_enc_stat_resp(&s, b, sizeof(b));
+    T_EQ(n, 40);
+    T_OK(DEC(rio__proto_dec_stat_resp, b, 40, &sd));
+    T_EQ(sd.objects, 1u);
+    T_EQ(sd.bytes, 2u);
+    T_EQ(sd.capacity, 3u);
+    T_EQ(sd.uploads, 4u);
+    T_EQ(sd.connections, 5u);
+    CHECK_PREFIXES(rio__proto_dec_stat_resp, b, 40, struct rio_proto_stat_resp);
+}
+
+/* Random bytes into every decoder: no crash, no read past the end (ASan),
+ * and anything accepted re-encodes to the same bytes. */
+TEST(random_bodies)
+{
+    uint64_t s = 12345;
+    uint8_t *b = malloc(512), out[1024];
+
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t len = (size_t)(rio__xxh3(&s, 8) % 200);
+        s++;
+        for (size_t i = 0; i < len; i++)
+            b[i] = (uint8_t)(rio__xxh3(&s, 8) >> (i % 56)), s++;
+        /* Often make the leading length fields plausible. */
+        if (len >= 2 && iter % 2)
+            b[0] = (uint8_t)(len - 2), b[1] = 0;
+        uint8_t *c = malloc(len ? len : 1);
+        memcpy(c, b, len);
+        struct rio_proto_key k;
+        if (rio__proto_dec_key(c, len, &k) == 0) {
+            T_EQ(rio__proto_enc_key(&k, out, sizeof(out)), (int)len);
+            T_MEMEQ(out, c, len);
+        }
+        struct rio_proto_hello h;
+        (void)rio__proto_dec_hello(c, len, &h);
+        struct rio_proto_hello_resp hr;
+        (void)rio__proto_dec_hello_resp(c, len, &hr);
+        struct rio_proto_desc d;
+        (void)rio__proto_dec_desc(c, len, &d);
+        struct rio_proto_put_open po;
+        (void)rio__proto_dec_put_open(c, len, &po);
+        struct rio_proto_put_chunk pc;
+        (void)rio__proto_dec_put_chunk(c, len, &pc);
+        struct rio_proto_put_commit pm;
+        (void)rio__proto_dec_put_commit(c, len, &pm);
+        struct rio_proto_read rd;
+        (void)rio__proto_dec_read(c, len, &rd);
+        struct rio_proto_hdr hd;
+        if (len >= 32)
+            T_EQ(rio__proto_hdr_decode(c, RIO_PROTO_BODY_CAP, &hd), RIO_EPROTO);
+        free(c);
+    }
+    free(b);
+}
