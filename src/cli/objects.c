@@ -76,7 +76,8 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
     fputc('}', f);
 }
 
-/* Split "scheme://authority/key?query" into a client URL and a key. */
+/* Split "scheme://authority/key?query" into a client URL and a key; for
+ * file:// the key is the last path component. */
 static int split_url(const char *arg, char **client_url, char **key)
 {
     const char *p = strstr(arg, "://");
@@ -86,6 +87,17 @@ static int split_url(const char *arg, char **client_url, char **key)
     const char *q = strchr(p + 3, '?');
     if (!slash || (q && q < slash))
         return RIO_EURL;
+    if (p - arg == 4 && !strncmp(arg, "file", 4)) {
+        /* file:///DIR/NAME: the directory is the store, the name the key. */
+        const char *end = q ? q : arg + strlen(arg);
+        const char *last = slash;
+        for (const char *c = slash; c < end; c++)
+            if (*c == '/')
+                last = c;
+        if (last == slash)
+            return RIO_EURL; /* file:///NAME: no directory */
+        slash = last;
+    }
     size_t klen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
     if (klen == 0 || klen > RIO_KEY_MAX)
         return RIO_EINVAL;
