@@ -201,6 +201,14 @@ struct rio_call {
     uint64_t expect_generation; /* GET: fail with RIO_EGENERATION unless it matches; 0 = any */
     struct rio_stats *stats;    /* filled on return (success or error) if not NULL */
     struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */
+    /*
+     * Progress, if set: called with the bytes of verified/acknowledged chunks
+     * so far and the call's total, at most every 100 ms, from the client's
+     * engine thread with the client's lock held: it must return quickly and
+     * must not call any rio_* function.
+     */
+    void (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *progress_arg;
 };
 
 /**

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -74,6 +75,43 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
     fprintf(f, "],\"verdict\":\"%s\",\"verdict_text\":", rio_verdict_name(st->verdict));
     json_str(f, st->verdict_text);
     fputc('}', f);
+}
+
+/* A progress line on stderr when it is a terminal. Called from the engine
+ * thread: it only formats and writes. */
+struct progress {
+    struct timespec t0;
+    const char *what;
+    int shown;
+};
+
+static void progress_cb(void *arg, uint64_t done, uint64_t total)
+{
+    struct progress *pr = arg;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double el = (double)(now.tv_sec - pr->t0.tv_sec) + (now.tv_nsec - pr->t0.tv_nsec) / 1e9;
+    double pct = total ? 100.0 * (double)done / (double)total : 100.0;
+    fprintf(stderr, "\r%s %8.1f / %.1f MiB %5.1f%% %9.1f MB/s", pr->what, done / 1048576.0,
+            total / 1048576.0, pct, el > 0 ? done / el / 1e6 : 0.0);
+    pr->shown = 1;
+}
+
+static void progress_start(struct progress *pr, struct rio_call *call, const char *what, int json)
+{
+    memset(pr, 0, sizeof(*pr));
+    if (json || !isatty(2))
+        return;
+    clock_gettime(CLOCK_MONOTONIC, &pr->t0);
+    pr->what = what;
+    call->progress = progress_cb;
+    call->progress_arg = pr;
+}
+
+static void progress_end(struct progress *pr)
+{
+    if (pr->shown)
+        fprintf(stderr, "\r\033[K");
 }
 
 /* Split "scheme://authority/key?query" into a client URL and a key; for
@@ -198,8 +236,11 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     struct rio_desc d;
+    struct progress pr;
     memset(&d, 0, sizeof(d));
+    progress_start(&pr, &call, "put", json);
     ret = rio_put(c, key, buf, len, &call, &d);
+    progress_end(&pr);
     if (mapped)
         munmap(buf, len);
     else
@@ -264,7 +305,10 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             return 1;
         }
     }
+    struct progress pr;
+    progress_start(&pr, &call, "get", json);
     int64_t n = rio_get_stream(c, key, 0, sink_write, &o, &call);
+    progress_end(&pr);
     int ret = n < 0 ? (int)n : 0;
     if (tmp) {
         if (close(o.fd) < 0 && ret == 0)

@@ -186,6 +186,8 @@ static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *
         call->flags = opt->flags;
         call->cancel = opt->cancel;
         call->want_stats = opt->stats != NULL;
+        call->progress = opt->progress;
+        call->progress_arg = opt->progress_arg;
     }
     for (unsigned i = 0; i < nreq; i++)
         call->reqs[i].call = call;
@@ -432,6 +434,7 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
         r->deadline_ns = r->ring && !(opt && opt->deadline_ms) ? UINT64_MAX
                                                               : deadline_of(c, opt, call->t0);
         total += r->nchunks;
+        call->progress_total += r->size;
     }
     if (total) {
         call->lat = rio__calloc(total, sizeof(uint64_t));

@@ -564,6 +564,13 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r,
     if (!call->first_done_ns)
         call->first_done_ns = since;
     call->last_done_ns = since;
+    if (call->progress) {
+        call->progress_done += a->io.len;
+        if (now - call->progress_last_ns >= 100000000ull) {
+            call->progress_last_ns = now;
+            call->progress(call->progress_arg, call->progress_done, call->progress_total);
+        }
+    }
     if (r->ring)
         pthread_cond_broadcast(&call->cond); /* the reader waits chunk by chunk */
     if (r->done == r->nchunks)

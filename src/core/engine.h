@@ -134,6 +134,10 @@ struct rio__call {
     uint64_t svc_ns, op_ns, verify_ns;
     uint64_t peak_inflight;
     uint64_t first_done_ns, last_done_ns;
+    /* progress reporting (engine) */
+    void (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *progress_arg;
+    uint64_t progress_done, progress_total, progress_last_ns;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
     struct rio__call *free_next; /* the client's dead_calls list */

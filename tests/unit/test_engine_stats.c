@@ -195,3 +195,44 @@ TEST(verdict_rules)
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
 }
+
+struct prog {
+    unsigned calls;
+    uint64_t last, total;
+    int bad;
+};
+
+static void prog_cb(void *arg, uint64_t done, uint64_t total)
+{
+    struct prog *p = arg;
+    if (done < p->last || done > total)
+        p->bad = 1;
+    p->last = done;
+    p->total = total;
+    p->calls++;
+}
+
+/* The progress callback: at most every 100 ms, never backwards, never past
+ * the total, and the total is the call's size. */
+TEST(progress_reports)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 4 * EU_MIB;
+    struct prog pg = {0};
+    struct rio_call call = {.progress = prog_cb, .progress_arg = &pg};
+
+    eu_opts(&o);
+    eu_open(&e, "mock://prog?paths=2&rate=10M", &o); /* ~200 ms for the GET */
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    uint64_t t0 = eu_now_ns();
+    eu_get_check(e.c, "o", n, 5, &call);
+    double ms = (eu_now_ns() - t0) / 1e6;
+    T_GE(pg.calls, 1u);
+    T_LE(pg.calls, (unsigned)(ms / 100) + 2);
+    T_EQ(pg.bad, 0);
+    T_EQ(pg.total, n);
+    T_LE(pg.last, n);
+    free(src);
+    eu_close(&e);
+}
