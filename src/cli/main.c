@@ -23,6 +23,7 @@ static void usage(FILE *f)
                "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
                "  stat URL/KEY            print the descriptor\n"
                "  rm URL/KEY              remove KEY\n"
+               "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
                "  version                 print the version\n"
                "\n"
                "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
@@ -52,7 +53,7 @@ int main(int argc, char **argv)
         return argc > 2 && !strcmp(argv[2], "mock") ? rio_cli_demo(argc - 3, argv + 3)
                                                     : rio_cli_demo_server(argc - 2, argv + 2);
     if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") ||
-        !strcmp(cmd, "rm"))
+        !strcmp(cmd, "rm") || !strcmp(cmd, "cp"))
         return rio_cli_objects(cmd, argc - 2, argv + 2);
     fprintf(stderr, "railio: unknown command '%s'\n", cmd);
     usage(stderr);

@@ -366,8 +366,114 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
     return 0;
 }
 
+static int open_url(const char *cmd, const char *arg, struct rio_client **c, char **key)
+{
+    char *curl = NULL;
+    int ret = split_url(arg, &curl, key);
+    if (ret < 0) {
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, arg,
+                rio_strerror(ret));
+        return 2;
+    }
+    ret = rio_client_new(curl, NULL, c);
+    if (ret < 0) {
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
+                rio_errname(ret));
+        free(curl);
+        free(*key);
+        *key = NULL;
+        return 1;
+    }
+    free(curl);
+    return 0;
+}
+
+/*
+ * railio cp SRC DST: either side a URL or a local file ("-" for stdio). URL to
+ * URL reads the whole object verified into memory, then PUTs it: the
+ * destination sees the new generation whole or not at all.
+ */
+static int cmd_cp(int argc, char **argv)
+{
+    int json = 0, npos = 0, rc = 1;
+    const char *pos[2] = {NULL, NULL};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (npos < 2)
+            pos[npos++] = argv[i];
+        else
+            npos = 3;
+    }
+    if (npos != 2) {
+        fprintf(stderr, "usage: railio cp SRC DST [--json]   (each a URL/KEY, a file or -)\n");
+        return 2;
+    }
+    bool src_url = strstr(pos[0], "://") != NULL, dst_url = strstr(pos[1], "://") != NULL;
+    struct rio_client *sc = NULL, *dc = NULL;
+    char *skey = NULL, *dkey = NULL;
+    void *buf = NULL;
+    if (!src_url && !dst_url) {
+        fprintf(stderr, "railio cp: neither side is a URL; use cp(1)\n");
+        return 2;
+    }
+    if (src_url && (rc = open_url("cp", pos[0], &sc, &skey)))
+        goto out;
+    if (dst_url && (rc = open_url("cp", pos[1], &dc, &dkey)))
+        goto out;
+    if (!dst_url) {
+        rc = cmd_get(sc, skey, pos[1], json);
+    } else if (!src_url) {
+        rc = cmd_put(dc, dkey, pos[0], json);
+    } else {
+        struct rio_stats gst, pst;
+        struct rio_call gcall = {.stats = &gst}, pcall = {.stats = &pst};
+        struct rio_desc d;
+        memset(&d, 0, sizeof(d));
+        int64_t n = rio_get_alloc(sc, skey, &buf, &gcall);
+        if (n < 0) {
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror((int)n),
+                    rio_errname((int)n));
+            rc = 1;
+            goto out;
+        }
+        int ret = rio_put(dc, dkey, buf, (size_t)n, &pcall, &d);
+        if (ret < 0) {
+            fprintf(stderr, "railio cp: writing %s: %s (%s)\n", pos[1], rio_strerror(ret),
+                    rio_errname(ret));
+            rc = 1;
+            goto out;
+        }
+        if (json) {
+            printf("{\"bytes\":%lld,\"generation\":%llu,\"etag\":\"%s\",\"get\":",
+                   (long long)n, (unsigned long long)d.generation, d.etag);
+            rio_cli_json_stats(stdout, &gst);
+            printf(",\"put\":");
+            rio_cli_json_stats(stdout, &pst);
+            printf("}\n");
+        } else {
+            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ", pos[0],
+                    pos[1], (long long)n, (unsigned long long)d.generation, d.etag);
+            rio_cli_print_stats(stderr, &gst);
+            fprintf(stderr, "put: ");
+            rio_cli_print_stats(stderr, &pst);
+        }
+        rio_desc_cleanup(&d);
+        rc = 0;
+    }
+out:
+    free(buf);
+    rio_client_destroy(sc);
+    rio_client_destroy(dc);
+    free(skey);
+    free(dkey);
+    return rc;
+}
+
 int rio_cli_objects(const char *cmd, int argc, char **argv)
 {
+    if (!strcmp(cmd, "cp"))
+        return cmd_cp(argc, argv);
     int json = 0;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
