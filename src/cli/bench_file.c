@@ -614,7 +614,7 @@ static void print_header(const struct cfg *c)
 
 static void print_row(const struct row *r)
 {
-    char bs[16];
+    char bs[32];
 
     if (r->bs >= (1u << 20))
         snprintf(bs, sizeof(bs), "%lluM", (unsigned long long)(r->bs >> 20));

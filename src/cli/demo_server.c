@@ -125,7 +125,7 @@ int rio_cli_srv_start(struct rio_cli_srv *s, const char *const *extra)
         }
         FILE *f = fopen(ports, "r");
         if (f) {
-            char line[256] = {0};
+            char line[sizeof(s->addr)] = {0};
             char *ok = fgets(line, sizeof(line), f);
             fclose(f);
             if (ok && strchr(line, '\n')) {

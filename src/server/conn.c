@@ -467,11 +467,29 @@ static void do_stat(struct conn *c, size_t len)
     rio__srv_store_stats(&srv->store, &st);
     r.objects = st.objects;
     r.bytes = st.bytes;
+    if (srv->disk) {
+        /* The disk holds every object; memory only caches some. */
+        struct rio_srv_disk_stats ds;
+        rio__srv_disk_stats(srv->disk, &ds);
+        r.objects = ds.objects;
+        r.bytes = ds.bytes;
+    }
     r.capacity = st.capacity;
     r.uploads = st.uploads;
     r.connections = (uint64_t)atomic_load(&srv->m.conns_open);
     n = rio__proto_enc_stat_resp(&r, out, sizeof(out));
     conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
+}
+
+/* The object under key: from memory, else (disk tier) its disk index entry
+ * (data NULL, disk_entry set); referenced, or NULL. */
+static struct rio_srv_obj *obj_get(struct rio_srv *srv, const char *key, uint16_t klen)
+{
+    struct rio_srv_obj *o = rio__srv_store_get(&srv->store, key, klen, 1);
+
+    if (!o && srv->disk)
+        o = rio__srv_disk_get(srv->disk, key, klen);
+    return o;
 }
 
 static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
@@ -484,7 +502,7 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    o = rio__srv_store_get(&c->w->srv->store, m.key, m.key_len, 1);
+    o = obj_get(c->w->srv, m.key, m.key_len);
     if (!o) {
         conn_status(c, RIO_ENOTFOUND);
         return;
@@ -507,7 +525,7 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    o = rio__srv_store_get(&c->w->srv->store, m.key, m.key_len, 1);
+    o = obj_get(c->w->srv, m.key, m.key_len);
     if (!o) {
         conn_status(c, RIO_ENOTFOUND);
         return;
@@ -522,7 +540,38 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_EPROTO);
         return;
     }
+    if (o->disk_entry) {
+        /* Not in memory: read (and verify) the range from its file. */
+        struct rio_srv_obj *b = NULL;
+        uint64_t skip = 0;
+        int ret = rio__srv_disk_read(c->w->srv->disk, o, m.off, m.len, &b, &skip);
+        rio__srv_obj_unref(o);
+        if (ret < 0) {
+            conn_status(c, ret);
+            return;
+        }
+        conn_respond(c, 0, NULL, 0, b, b->data ? b->data + skip : NULL, m.len);
+        return;
+    }
     conn_respond(c, 0, NULL, 0, o, o->data + m.off, m.len);
+}
+
+/* DELETE: from memory and, with the disk tier, from disk (durably with
+ * --sync) under the publication lock, so a commit racing it is either
+ * entirely before or entirely after. */
+static int do_delete(struct rio_srv *srv, const char *key, uint16_t klen)
+{
+    int r1, r2;
+
+    if (!srv->disk)
+        return rio__srv_store_delete(&srv->store, key, klen);
+    rio__srv_disk_lock(srv->disk);
+    r1 = rio__srv_store_delete(&srv->store, key, klen);
+    r2 = rio__srv_disk_delete(srv->disk, key, klen);
+    rio__srv_disk_unlock(srv->disk);
+    if (r2 < 0 && r2 != RIO_ENOTFOUND)
+        return r2;
+    return r1 == 0 || r2 == 0 ? 0 : RIO_ENOTFOUND;
 }
 
 static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
@@ -583,7 +632,7 @@ static void do_ctrl(struct conn *c)
             conn_bad_body(c);
             return;
         }
-        conn_status(c, rio__srv_store_delete(&srv->store, m.k.key, m.k.key_len));
+        conn_status(c, do_delete(srv, m.k.key, m.k.key_len));
         return;
     case RIO_OP_PUT_OPEN:
         do_put_open(c, body, len);
@@ -650,10 +699,38 @@ static void commit_finish(struct conn *c)
     uint8_t out[8];
     int ret;
 
-    ret = rio__srv_store_commit(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
-                                c->commit_bad, &gen);
-    rio__srv_upload_unref(c->up);
-    c->up = NULL;
+    if (srv->disk) {
+        /* Disk tier: the object is written (and with --sync made durable)
+         * before it becomes visible and before the commit is answered. The
+         * worker waits for the disk meanwhile (docs/server.md). */
+        struct rio_srv_obj *o = NULL;
+        ret = rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
+                                         c->commit_bad, &o);
+        rio__srv_upload_unref(c->up);
+        c->up = NULL;
+        if (ret == 0) {
+            gen = o->generation;
+            ret = rio__srv_disk_put(srv->disk, o);
+            if (ret < 0) {
+                rio__srv_store_drop(&srv->store, o);
+            } else {
+                rio__srv_disk_lock(srv->disk);
+                /* Deleted meanwhile? Then the delete came after: not cached. */
+                struct rio_srv_obj *e = rio__srv_disk_get(srv->disk, o->key, o->key_len);
+                if (e && e->generation == o->generation)
+                    rio__srv_store_publish(&srv->store, o);
+                else
+                    rio__srv_store_drop(&srv->store, o);
+                rio__srv_disk_unlock(srv->disk);
+                rio__srv_obj_unref(e);
+            }
+        }
+    } else {
+        ret = rio__srv_store_commit(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
+                                    c->commit_bad, &gen);
+        rio__srv_upload_unref(c->up);
+        c->up = NULL;
+    }
     if (ret < 0) {
         conn_status(c, ret);
         return;

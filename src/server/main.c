@@ -63,6 +63,10 @@ static void usage(FILE *f)
            "  --min-rate SIZE           bytes/s a frame must at least move at (default 1M)\n"
            "  --upload-timeout DUR      reclaim uploads idle this long (default 60s)\n"
            "  --drain-timeout DUR       on SIGTERM, finish in-flight work this long (default 5s)\n"
+           "  --data-dir DIR            keep objects on disk in DIR (created if missing); the\n"
+           "                            memory becomes an LRU cache in front of it\n"
+           "  --sync                    with --data-dir: answer a PUT's commit only once its\n"
+           "                            data and metadata are durable (fsync)\n"
            "  --log-level LEVEL         error, warn, info (default) or debug\n"
            "  --version, --help\n"
            "\n"
@@ -257,6 +261,8 @@ enum {
     OPT_DRAIN,
     OPT_LOG,
     OPT_VERSION,
+    OPT_DATA_DIR,
+    OPT_SYNC,
 };
 
 static const struct option long_opts[] = {
@@ -279,6 +285,8 @@ static const struct option long_opts[] = {
     {"drain-timeout", required_argument, NULL, OPT_DRAIN},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"sync", no_argument, NULL, OPT_SYNC},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -405,6 +413,14 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             rio__srv_log_level = l;
             break;
         }
+        case OPT_DATA_DIR:
+            if (!*optarg)
+                return bad_value(name, optarg);
+            cfg->data_dir = optarg;
+            break;
+        case OPT_SYNC:
+            cfg->sync = 1;
+            break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
                    RIO_VERSION_PATCH, RIO_PROTO_VERSION);
@@ -422,6 +438,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     if (optind < argc) {
         fprintf(stderr, "railiod: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
+        return 2;
+    }
+    if (cfg->sync && !cfg->data_dir) {
+        fprintf(stderr, "railiod: --sync needs --data-dir\n");
         return 2;
     }
     return 0;
@@ -642,6 +662,25 @@ int main(int argc, char **argv)
         ret = 1;
         goto out_token;
     }
+    if (srv->cfg.data_dir) {
+        uint64_t max_gen = 0;
+        ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,
+                                 (srv->cfg.max_body - 64) / 8, &max_gen);
+        if (ret < 0) {
+            ret = 1;
+            goto out_listeners;
+        }
+        /* Above every generation on disk, whatever the clock says. */
+        rio__srv_store_gen_floor(&srv->store, max_gen);
+        /* Memory is a cache in front of the disk: evict, never refuse, and
+         * no TTL (objects on disk do not expire). */
+        if (!srv->cfg.evict_lru || srv->cfg.ttl_ns)
+            SRV_WARN("--data-dir: the memory tier is an LRU cache; --evict refuse and --ttl "
+                     "do not apply");
+        srv->store.evict_lru = 1;
+        srv->store.default_ttl_ns = 0;
+        srv->store.no_ttl = 1;
+    }
     if (open_listeners(srv, a.listen) < 0) {
         ret = 1;
         goto out_listeners;
@@ -679,10 +718,12 @@ int main(int argc, char **argv)
         SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
-    SRV_INFO("serving: memory=%llu evict=%s threads=%u auth=%s max_conns=%u max_depth=%u",
-             (unsigned long long)srv->cfg.memory, srv->cfg.evict_lru ? "lru" : "refuse",
+    SRV_INFO("serving: memory=%llu evict=%s threads=%u auth=%s max_conns=%u max_depth=%u "
+             "data_dir=%s sync=%s",
+             (unsigned long long)srv->cfg.memory, srv->store.evict_lru ? "lru" : "refuse",
              srv->cfg.threads, srv->cfg.token ? "on" : "off", srv->cfg.max_conns,
-             srv->cfg.max_depth);
+             srv->cfg.max_depth, srv->cfg.data_dir ? srv->cfg.data_dir : "-",
+             srv->cfg.sync ? "on" : "off");
 
     serve(srv, sfd);
     ret = 0;
@@ -698,6 +739,7 @@ out_listeners:
         rio__srv_metrics_stop();
     close_listeners(srv, -1);
     rio__srv_store_cleanup(&srv->store);
+    rio__srv_disk_close(srv->disk);
 out_token:
     rio__free(srv->cfg.token);
 out_sfd:

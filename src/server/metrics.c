@@ -153,6 +153,40 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
     help(&o, "uploads_reclaimed_total", "counter",
          "Uploads dropped after --upload-timeout without activity.");
     put(&o, "railiod_uploads_reclaimed_total %llu\n", (unsigned long long)st.reclaimed);
+    if (srv->disk) {
+        struct rio_srv_disk_stats ds;
+        rio__srv_disk_stats(srv->disk, &ds);
+        help(&o, "disk_objects", "gauge", "Objects on disk (--data-dir).");
+        put(&o, "railiod_disk_objects %llu\n", (unsigned long long)ds.objects);
+        help(&o, "disk_bytes", "gauge", "Bytes of the objects on disk.");
+        put(&o, "railiod_disk_bytes %llu\n", (unsigned long long)ds.bytes);
+        help(&o, "disk_writes_total", "counter", "Objects written to disk (committed PUTs).");
+        put(&o, "railiod_disk_writes_total %llu\n", (unsigned long long)ds.writes);
+        help(&o, "disk_write_errors_total", "counter", "PUTs whose disk write failed.");
+        put(&o, "railiod_disk_write_errors_total %llu\n", (unsigned long long)ds.write_errors);
+        help(&o, "disk_write_seconds_total", "counter",
+             "Time spent writing objects (temporary file, fsyncs, rename).");
+        put(&o, "railiod_disk_write_seconds_total %.6f\n", (double)ds.write_ns / 1e9);
+        help(&o, "disk_reads_total", "counter", "READs served from disk.");
+        put(&o, "railiod_disk_reads_total %llu\n", (unsigned long long)ds.reads);
+        help(&o, "disk_read_bytes_total", "counter", "Bytes of READs served from disk.");
+        put(&o, "railiod_disk_read_bytes_total %llu\n", (unsigned long long)ds.read_bytes);
+        help(&o, "disk_read_errors_total", "counter", "READs from disk that failed.");
+        put(&o, "railiod_disk_read_errors_total %llu\n", (unsigned long long)ds.read_errors);
+        help(&o, "disk_deletes_total", "counter", "Object files removed by DELETE.");
+        put(&o, "railiod_disk_deletes_total %llu\n", (unsigned long long)ds.deletes);
+        help(&o, "disk_corrupt_records_total", "counter",
+             "Corrupt records found (bad checksum, truncated data) at start-up or on read.");
+        put(&o, "railiod_disk_corrupt_records_total %llu\n", (unsigned long long)ds.corrupt);
+        help(&o, "disk_recovered_objects", "gauge", "Objects recovered from disk at start-up.");
+        put(&o, "railiod_disk_recovered_objects %llu\n", (unsigned long long)ds.recovered);
+        help(&o, "disk_discarded_partial", "gauge",
+             "Partial (temporary) files removed at start-up.");
+        put(&o, "railiod_disk_discarded_partial %llu\n", (unsigned long long)ds.discarded);
+        help(&o, "disk_superseded", "gauge",
+             "Older versions removed at start-up (a crash interrupted their removal).");
+        put(&o, "railiod_disk_superseded %llu\n", (unsigned long long)ds.superseded);
+    }
     help(&o, "rejected_frames_total", "counter",
          "Malformed or truncated frames; each closed its connection.");
     put(&o, "railiod_rejected_frames_total %llu\n", (unsigned long long)ld(&m->rejected_frames));

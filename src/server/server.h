@@ -59,7 +59,9 @@ struct rio_srv_obj {
     uint8_t *data;      /* size bytes */
     uint64_t expiry_ns; /* CLOCK_MONOTONIC; 0 = never */
     uint64_t charge;    /* bytes counted against the capacity */
-    /* Store lock: */
+    uint64_t data_off;  /* disk index entry: the data's offset in the file */
+    int disk_entry;     /* a disk index entry: metadata only, data is NULL */
+    /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
     struct rio_srv_obj *lru_prev, *lru_next;
 };
@@ -106,6 +108,7 @@ struct rio_srv_store {
     uint64_t max_chunks;
     uint64_t next_gen, next_upload;
     uint64_t evictions, expirations, reclaimed;
+    int no_ttl; /* disk tier: objects never expire */
 };
 
 int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
@@ -155,10 +158,62 @@ void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, 
  * a chunk changed since seq). Does not drop the caller's reference. */
 int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
                           const char etag[32], int missing, int bad, uint64_t *generation);
+/*
+ * The two halves of rio__srv_store_commit, for the disk tier: take checks u
+ * like commit and turns it into an unpublished object *out (generation
+ * assigned, charge kept, upload gone); publish puts it in the map unless a
+ * newer generation of the key is there already (then it is dropped); drop
+ * releases an object that will not be published. Both consume the ref.
+ */
+int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
+                               const char etag[32], int missing, int bad, struct rio_srv_obj **out);
+void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o);
+void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
+/* next_gen = max(next_gen, gen): generations stay above recovered ones. */
+void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen);
 /* 0 or RIO_ENOTFOUND. */
 int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id);
 /* Drop expired objects and uploads idle past their deadline. */
 void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now_ns);
+
+/* ------------------------------------------------------------ disk tier */
+
+/*
+ * The disk tier (disk.c, docs/server.md "Disk tier"): one file per object
+ * version in the data directory, written to a temporary name, fsynced (with
+ * --sync), renamed into place, directory fsynced. An index key -> metadata
+ * (a rio_srv_obj with data == NULL and data_off set) is kept in memory.
+ */
+struct rio_srv_disk;
+
+struct rio_srv_disk_stats {
+    uint64_t objects, bytes;
+    uint64_t writes, write_errors, write_ns, reads, read_bytes, read_errors, deletes;
+    uint64_t corrupt, recovered, discarded, superseded;
+};
+
+/* Open (create) dir, scan it, recover. *max_gen: the highest generation
+ * found (0 when none). 0 or -errno (logged). */
+int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uint64_t max_chunks,
+                       uint64_t *max_gen);
+void rio__srv_disk_close(struct rio_srv_disk *d);
+/* Write o (a complete object with data) durably and index it. 0 or -errno;
+ * on success the index has it (or a newer generation of its key). */
+int rio__srv_disk_put(struct rio_srv_disk *d, const struct rio_srv_obj *o);
+/* The index entry of key, referenced (data == NULL), or NULL. */
+struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, uint16_t klen);
+/* Read [off, off+len) of entry e (bounds checked by the caller) into a new
+ * referenced buffer object *buf, whose data + *skip is the range; the
+ * chunks it covers are verified against their checksums. 0, RIO_ENOTFOUND,
+ * RIO_EGENERATION (replaced meanwhile), -EIO (corrupt) or -errno. */
+int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint64_t off,
+                       uint64_t len, struct rio_srv_obj **buf, uint64_t *skip);
+/* Remove key's file (durably with --sync). 0, RIO_ENOTFOUND or -errno. */
+int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen);
+void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st);
+/* Serialises [disk index + memory] publication against deletes. */
+void rio__srv_disk_lock(struct rio_srv_disk *d);
+void rio__srv_disk_unlock(struct rio_srv_disk *d);
 
 /* --------------------------------------------------------------- metrics */
 
@@ -228,11 +283,14 @@ struct rio_srv_config {
     uint64_t min_rate; /* bytes/s a frame must at least move at */
     uint64_t upload_timeout_ns;
     uint64_t drain_timeout_ns;
+    const char *data_dir; /* disk tier on when set */
+    int sync;             /* --sync: acknowledge PUTs once durable */
 };
 
 struct rio_srv {
     struct rio_srv_config cfg;
     struct rio_srv_store store;
+    struct rio_srv_disk *disk; /* NULL: memory only */
     struct rio_srv_metrics m;
     struct rio_srv_listener lis[RIO_SRV_MAX_LISTENERS];
     unsigned nlis;

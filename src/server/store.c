@@ -534,10 +534,10 @@ void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, 
     pthread_mutex_unlock(&s->mu);
 }
 
-int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                          const char etag[32], int missing, int bad, uint64_t *generation)
+int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
+                               const char etag[32], int missing, int bad, struct rio_srv_obj **out)
 {
-    struct rio_srv_obj *o, **slot;
+    struct rio_srv_obj *o;
     int ret = 0;
 
     /* Allocated before taking the lock; freed again if the commit fails. */
@@ -569,15 +569,34 @@ int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uin
     o->xxh = u->xxh;
     o->data = u->data;
     o->charge = u->charge;
-    o->expiry_ns = u->ttl_ns ? rio__now_ns() + u->ttl_ns : 0;
+    o->expiry_ns = u->ttl_ns && !s->no_ttl ? rio__now_ns() + u->ttl_ns : 0;
     u->key = NULL;
     u->xxh = NULL;
     u->data = NULL;
     /* The upload's charge moves to the object: unlink without releasing it. */
     u->charge = 0;
     upload_remove_locked(s, upload_slot_locked(s, u->id));
+    *out = o;
+    o = NULL;
+out:
+    pthread_mutex_unlock(&s->mu);
+    rio__free(o);
+    return ret;
+}
 
+void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    struct rio_srv_obj **slot;
+
+    pthread_mutex_lock(&s->mu);
     slot = obj_slot_locked(s, o->key, o->key_len);
+    if (*slot && (*slot)->generation > o->generation) {
+        /* A newer version was published while this one was being written. */
+        s->used -= o->charge;
+        pthread_mutex_unlock(&s->mu);
+        rio__srv_obj_unref(o);
+        return;
+    }
     if (*slot)
         obj_remove_locked(s, slot);
     slot = obj_slot_locked(s, o->key, o->key_len);
@@ -586,13 +605,37 @@ int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uin
     lru_push_head(s, o);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
-    *generation = o->generation;
     obj_grow_locked(s);
-    o = NULL;
-out:
     pthread_mutex_unlock(&s->mu);
-    rio__free(o);
-    return ret;
+}
+
+void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    pthread_mutex_lock(&s->mu);
+    s->used -= o->charge;
+    pthread_mutex_unlock(&s->mu);
+    rio__srv_obj_unref(o);
+}
+
+void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen)
+{
+    pthread_mutex_lock(&s->mu);
+    if (s->next_gen < gen)
+        s->next_gen = gen;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
+                          const char etag[32], int missing, int bad, uint64_t *generation)
+{
+    struct rio_srv_obj *o = NULL;
+    int ret = rio__srv_store_commit_take(s, u, seq, etag, missing, bad, &o);
+
+    if (ret < 0)
+        return ret;
+    *generation = o->generation;
+    rio__srv_store_publish(s, o);
+    return 0;
 }
 
 int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id)
