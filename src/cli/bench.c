@@ -12,6 +12,7 @@
 #include <xxhash.h>
 
 #include "cli/bench_file.h"
+#include "cli/bench_s3.h"
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
 #include "railio.h"
@@ -377,10 +378,14 @@ int rio_cli_bench(int argc, char **argv)
     if (!strncmp(argv[0], "file://", 7))
         return rio_cli_bench_file(argc, argv);
 #endif
+#ifdef RIO_HAVE_CURL
+    if (!strncmp(argv[0], "s3://", 5))
+        return rio_cli_bench_s3(argc, argv);
+#endif
     if (!strncmp(argv[0], "railio://", 9) || !strncmp(argv[0], "serve", 5))
         return rio_cli_bench_tcp(argv[0], argc - 1, argv + 1);
     fprintf(stderr, "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
-                    "file:///DIR)\n",
+                    "file:///DIR, s3://BUCKET)\n",
             argv[0]);
     return 2;
 }

@@ -16,6 +16,8 @@ static void usage(FILE *f)
                "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
                "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
                "  bench file:///DIR [--json] ...                file:// against fio\n"
+               "  bench s3://BUCKET[?endpoint=URL] [--sizes L] [--chunk N] [--depths L]\n"
+               "        [--discard] [--json]                     s3:// against curl and aws s3 cp\n"
                "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
                "  demo mock               the capacity model over mock rails\n"
                "  serve [railiod options] run the server (same as railiod; --help for options)\n"

@@ -288,6 +288,16 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
         return -ENOMEM;
     r->size = len;
     r->chunk_size = c->o.chunk_size;
+    if (len > r->chunk_size) {
+        /* The target's own rules on parts win over the client's chunk size. */
+        if (r->chunk_size < c->t->put_chunk_min)
+            r->chunk_size = c->t->put_chunk_min;
+        uint64_t max = c->t->put_chunks_max;
+        if (max && (len - 1) / r->chunk_size + 1 > max) {
+            uint64_t need = (len - 1) / max + 1;
+            r->chunk_size = (need + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+        }
+    }
     r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;
     r->data = (uint8_t *)(uintptr_t)buf; /* read only: the engine only sends from it */
     ret = rio__md5_init(&r->md5);

@@ -16,6 +16,9 @@ extern const struct rio_transport_ops rio__file_ops;
 #ifdef RIO_HAVE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 #endif
+#ifdef RIO_HAVE_CURL
+extern const struct rio_transport_ops rio__s3_ops, rio__http_ops, rio__https_ops;
+#endif
 
 /* One entry a line, each behind its build option. */
 /* clang-format off */
@@ -27,6 +30,11 @@ static const struct rio_transport_ops *const transports[] = {
 #endif
 #ifdef RIO_HAVE_RADOS
     &rio__rados_ops,
+#endif
+#ifdef RIO_HAVE_CURL
+    &rio__s3_ops,
+    &rio__http_ops,
+    &rio__https_ops,
 #endif
 };
 /* clang-format on */

@@ -93,6 +93,11 @@ struct rio_transport_ops {
 struct rio_transport {
     const struct rio_transport_ops *ops;
     unsigned npaths; /* independent paths, 1..RIO_MAX_PATHS */
+    /* Limits on a PUT's chunking, 0 = none (set by open). A PUT of more than
+     * one chunk uses chunks of at least put_chunk_min bytes and at most
+     * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
+    uint64_t put_chunk_min;
+    uint64_t put_chunks_max;
 };
 
 /* Find the ops for url's scheme; NULL if none is built in. */

@@ -248,6 +248,10 @@ keyring = $DIR/rgw.keyring
 rgw data = $DIR/rgw
 rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT
 rgw thread pool size = 32
+# Deleted data is freed by garbage collection, two hours later by default: a
+# long run would fill the small OSD and every write would hang.
+rgw gc obj min wait = 1
+rgw gc processor period = 5
 rgw dns name = 127.0.0.1
 EOF
 }

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""A scripted S3-like HTTP server that misbehaves on request, for railio's
+s3:// and http:// transport tests. Standard library only.
+
+    s3fault.py --port-file FILE [--owner PID]
+
+Listens on 127.0.0.1 on a free port, writes the port to FILE once it accepts
+connections, and serves until killed (or until process PID is gone). It
+speaks enough S3 for railio: HEAD/GET (with Range and If-Match), PUT,
+DELETE, multipart (POST ?uploads, PUT ?partNumber&uploadId, POST ?uploadId,
+DELETE ?uploadId, GET /BUCKET?uploads). Signatures are not checked;
+Content-MD5 is (400 BadDigest).
+
+Faults are chosen by the object key: a key whose first segment is
+F_<kind>_<count> (e.g. "F_503_2/obj") gets <kind> on its first <count>
+ranged GETs (or PUT bodies, for the put* kinds); count 0 means every time.
+The object is stored under the full key as usual. Kinds:
+
+  trunc      206 with the right headers, half the body, then close
+  reset      206 with the right headers, half the body, then TCP RST
+  stall      206 with the right headers, a few bytes, then silence (60 s)
+  nothing    close the connection without answering
+  503        503 ServiceUnavailable (XML error body)
+  slowdown   503 SlowDown
+  429        429 TooManyRequests
+  200        200 with the whole object instead of the range
+  norange    206 without Content-Range
+  badrange   206 whose Content-Range starts one byte late (body is right)
+  overrun    206 with the right Content-Range but 100 bytes too many
+  etag       replace the object (new bytes, new ETag) before answering, so
+             this and later reads of the old ETag get 412
+  put503     PUT (part or object): 503 after reading the body
+  putreset   PUT: read part of the body, then TCP RST
+  putdigest  PUT: 400 BadDigest
+  putetag    PUT: stored whole, but the ETag answered is the MD5 of other
+             bytes (as if the part had been damaged in flight)
+
+GET /_stats answers "requests=N fired=N uploads=N objects=N" (uploads: open
+multipart uploads, all buckets).
+"""
+
+import argparse
+import hashlib
+import http.server
+import os
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+import urllib.parse
+
+LOCK = threading.Lock()
+OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
+UPLOADS = {}  # upload id -> dict(bucket, key, meta, parts{n: (data, etag)})
+FAULTS = {}  # (bucket, key) -> [kind, remaining (None = forever)]
+STATS = {"requests": 0, "fired": 0}
+NEXT_UPLOAD = [1]
+
+FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
+PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
+
+
+def md5hex(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def xml_error(code, msg):
+    return ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code>'
+            "<Message>%s</Message></Error>" % (code, msg)).encode()
+
+
+def fault_for(bucket, key, put):
+    """The fault kind to apply to this request now, or None (counts it)."""
+    m = FAULT_RE.match(key)
+    if not m:
+        return None
+    kind, count = m.group(1), int(m.group(2))
+    if (kind in PUT_KINDS) != put:
+        return None
+    with LOCK:
+        st = FAULTS.setdefault((bucket, key), [kind, count if count else None])
+        if st[1] is not None:
+            if st[1] <= 0:
+                return None
+            st[1] -= 1
+        STATS["fired"] += 1
+    return kind
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    # --- plumbing ---
+
+    def split(self):
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query, keep_blank_values=True)
+        parts = u.path.lstrip("/").split("/", 1)
+        bucket = urllib.parse.unquote(parts[0])
+        key = urllib.parse.unquote(parts[1]) if len(parts) > 1 else ""
+        return bucket, key, q
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        data = b""
+        while len(data) < n:
+            d = self.rfile.read(n - len(data))
+            if not d:
+                break
+            data += d
+        return data
+
+    def send(self, status, body=b"", headers=None, head=False):
+        self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and not head:
+            self.wfile.write(body)
+
+    def err(self, status, code, msg=""):
+        self.send(status, xml_error(code, msg), {"Content-Type": "application/xml"})
+
+    def rst(self):
+        """Close with a TCP reset (SO_LINGER 0)."""
+        try:
+            self.wfile.flush()
+        except OSError:
+            pass
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def obj_headers(self, o):
+        h = {"ETag": o["etag"], "Accept-Ranges": "bytes",
+             "Last-Modified": "Mon, 30 Nov 2026 00:00:00 GMT"}
+        h.update(o["meta"])
+        return h
+
+    # --- verbs ---
+
+    def do_HEAD(self):
+        self.get(head=True)
+
+    def do_GET(self):
+        self.get(head=False)
+
+    def get(self, head):
+        with LOCK:
+            STATS["requests"] += 1
+        bucket, key, q = self.split()
+        if bucket == "_stats":
+            with LOCK:
+                s = "requests=%d fired=%d uploads=%d objects=%d\n" % (
+                    STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS))
+            return self.send(200, s.encode())
+        if not key and "uploads" in q:
+            return self.list_uploads(bucket)
+        with LOCK:
+            o = OBJECTS.get((bucket, key))
+        if o is None:
+            return self.err(404, "NoSuchKey") if not head else self.send(404, head=True)
+        rng = self.headers.get("Range")
+        m = re.match(r"bytes=(\d+)-(\d+)$", rng or "")
+        kind = fault_for(bucket, key, put=False) if (m and not head) else None
+        if kind == "etag":
+            with LOCK:
+                old = OBJECTS.get((bucket, key))
+                if old is not None:
+                    data = bytes(b ^ 0x5A for b in old["data"])
+                    OBJECTS[(bucket, key)] = {"data": data, "etag": '"%s"' % md5hex(data),
+                                              "meta": dict(old["meta"])}
+                o = OBJECTS[(bucket, key)]
+        im = self.headers.get("If-Match")
+        if im is not None and im != o["etag"]:
+            return self.err(412, "PreconditionFailed")
+        data = o["data"]
+        h = self.obj_headers(o)
+        if head:
+            self.send_response(200)
+            for k, v in h.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            return
+        if not m:
+            return self.send(200, data, h)
+        a, b = int(m.group(1)), int(m.group(2))
+        if a >= len(data) or a > b:
+            return self.err(416, "InvalidRange")
+        b = min(b, len(data) - 1)
+        part = data[a:b + 1]
+        cr = "bytes %d-%d/%d" % (a, b, len(data))
+        if kind == "nothing":
+            self.connection.close()
+            self.close_connection = True
+            return
+        if kind in ("503", "slowdown", "429"):
+            code = {"503": (503, "ServiceUnavailable"), "slowdown": (503, "SlowDown"),
+                    "429": (429, "TooManyRequests")}[kind]
+            return self.err(code[0], code[1])
+        if kind == "200":
+            return self.send(200, data, h)
+        if kind in ("trunc", "reset", "stall"):
+            self.send_response(206)
+            for k, v in h.items():
+                self.send_header(k, v)
+            self.send_header("Content-Range", cr)
+            self.send_header("Content-Length", str(len(part)))
+            self.end_headers()
+            cut = len(part) // 2 if kind != "stall" else min(len(part) - 1, 1000)
+            self.wfile.write(part[:cut])
+            self.wfile.flush()
+            if kind == "trunc":
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+            elif kind == "reset":
+                self.rst()
+            else:
+                # Silence until the client gives up (or 60 s).
+                end = time.time() + 60
+                self.connection.settimeout(0.2)
+                while time.time() < end:
+                    try:
+                        if self.connection.recv(1) == b"":
+                            break
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        break
+                self.close_connection = True
+            return
+        if kind == "norange":
+            return self.send(206, part, h)
+        if kind == "badrange":
+            h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
+            return self.send(206, part, h)
+        if kind == "overrun":
+            h["Content-Range"] = cr
+            extra = part + b"\xEE" * 100
+            return self.send(206, extra, h)
+        h["Content-Range"] = cr
+        return self.send(206, part, h)
+
+    def list_uploads(self, bucket):
+        with LOCK:
+            ups = [(i, u) for i, u in UPLOADS.items() if u["bucket"] == bucket]
+        items = "".join("<Upload><Key>%s</Key><UploadId>%s</UploadId></Upload>" % (u["key"], i)
+                        for i, u in ups)
+        body = ('<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult>'
+                "<Bucket>%s</Bucket>%s</ListMultipartUploadsResult>" % (bucket, items)).encode()
+        self.send(200, body, {"Content-Type": "application/xml"})
+
+    def meta_of(self):
+        return {k: v for k, v in self.headers.items() if k.lower().startswith("x-amz-meta-")}
+
+    def check_md5(self, data):
+        cm = self.headers.get("Content-MD5")
+        if cm is None:
+            return True
+        import base64
+        return base64.b64encode(hashlib.md5(data).digest()).decode() == cm
+
+    def do_PUT(self):
+        with LOCK:
+            STATS["requests"] += 1
+        bucket, key, q = self.split()
+        kind = fault_for(bucket, key, put=True)
+        if kind == "putreset":
+            n = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(min(n // 2, 65536))
+            return self.rst()
+        data = self.body()
+        if kind == "put503":
+            return self.err(503, "ServiceUnavailable")
+        if kind == "putdigest" or not self.check_md5(data):
+            return self.err(400, "BadDigest")
+        etag = '"%s"' % md5hex(data)
+        answer = '"%s"' % md5hex(data + b"damaged") if kind == "putetag" else etag
+        if not key:
+            return self.send(200)  # create bucket
+        if "uploadId" in q:
+            uid = q["uploadId"][0]
+            n = int(q.get("partNumber", ["0"])[0])
+            with LOCK:
+                u = UPLOADS.get(uid)
+                if u is None:
+                    return self.err(404, "NoSuchUpload")
+                u["parts"][n] = (data, etag)
+            return self.send(200, b"", {"ETag": answer})
+        with LOCK:
+            OBJECTS[(bucket, key)] = {"data": data, "etag": etag, "meta": self.meta_of()}
+        self.send(200, b"", {"ETag": answer})
+
+    def do_POST(self):
+        with LOCK:
+            STATS["requests"] += 1
+        bucket, key, q = self.split()
+        body = self.body()
+        if "uploads" in q:
+            with LOCK:
+                uid = "up%d" % NEXT_UPLOAD[0]
+                NEXT_UPLOAD[0] += 1
+                UPLOADS[uid] = {"bucket": bucket, "key": key, "meta": self.meta_of(), "parts": {}}
+            x = ("<InitiateMultipartUploadResult><Bucket>%s</Bucket><Key>%s</Key>"
+                 "<UploadId>%s</UploadId></InitiateMultipartUploadResult>" % (bucket, key, uid))
+            return self.send(200, x.encode(), {"Content-Type": "application/xml"})
+        if "uploadId" in q:
+            uid = q["uploadId"][0]
+            want = re.findall(rb"<PartNumber>(\d+)</PartNumber><ETag>([^<]*)</ETag>", body)
+            with LOCK:
+                u = UPLOADS.get(uid)
+                if u is None:
+                    return self.err(404, "NoSuchUpload")
+                datas, md5s = [], b""
+                for i, (n, et) in enumerate(want):
+                    p = u["parts"].get(int(n))
+                    if int(n) != i + 1 or p is None or p[1].encode() != et.replace(b"&quot;", b'"'):
+                        return self.err(400, "InvalidPart")
+                    datas.append(p[0])
+                    md5s += hashlib.md5(p[0]).digest()
+                data = b"".join(datas)
+                etag = '"%s-%d"' % (hashlib.md5(md5s).hexdigest(), len(datas))
+                OBJECTS[(u["bucket"], u["key"])] = {"data": data, "etag": etag, "meta": u["meta"]}
+                del UPLOADS[uid]
+            x = ("<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>"
+                 "</CompleteMultipartUploadResult>" % (key, etag.replace('"', "&quot;")))
+            return self.send(200, x.encode(), {"Content-Type": "application/xml"})
+        self.err(400, "InvalidRequest")
+
+    def do_DELETE(self):
+        with LOCK:
+            STATS["requests"] += 1
+        bucket, key, q = self.split()
+        self.body()
+        with LOCK:
+            if "uploadId" in q:
+                if UPLOADS.pop(q["uploadId"][0], None) is None:
+                    return self.err(404, "NoSuchUpload")
+            else:
+                OBJECTS.pop((bucket, key), None)
+        self.send(204)
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port-file", required=True)
+    ap.add_argument("--owner", type=int, default=0)
+    a = ap.parse_args()
+    srv = Server(("127.0.0.1", 0), Handler)
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % srv.server_address[1])
+    os.rename(tmp, a.port_file)
+    if a.owner:
+        def watch():
+            while True:
+                try:
+                    os.kill(a.owner, 0)
+                except OSError:
+                    os._exit(0)
+                time.sleep(0.5)
+        threading.Thread(target=watch, daemon=True).start()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,661 @@
+/*
+ * s3:// and http:// against tests/harness/s3fault.py, a scripted server that
+ * misbehaves on request: every fault ends byte-exact (after retries) or in a
+ * clean error, never with a byte outside the destination (the ASan build
+ * runs these too), never with a chunk of another generation, never with a
+ * multipart upload left behind; cancel and deadline end calls in bounded time.
+ */
+/* T_TIMEOUT 120 */
+/* T_LABELS net */
+#include "t.h"
+
+#ifndef RIO_HAVE_CURL
+TEST(s3_not_built)
+{
+    T_SKIP("built without libcurl (RIO_WITH_CURL)");
+}
+#else
+
+#include <pthread.h>
+
+#include "core/internal.h"
+#include "s3_util.h"
+
+#define CH (64 * SU_KIB)
+#define OBJ (16 * CH + 777) /* 17 chunks, the last one short */
+
+/* A client on the fault server: unsigned, 64 KiB parts allowed, a 1 s stall
+ * timeout so a silent server is given up quickly. */
+static struct rio_client *fault_client(const struct rio_options *o, const char *extra)
+{
+    char url[512];
+
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("AWS_SESSION_TOKEN");
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&min_part=0&stall=1s%s%s",
+             su_fault_port(), extra && *extra ? "&" : "", extra ? extra : "");
+    return su_client(url, o);
+}
+
+/* As fault_client, returning the error instead of failing. */
+static struct rio_client *fault_client_try(const struct rio_options *o, int *ret)
+{
+    char url[512];
+    struct rio_client *c = NULL;
+
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&min_part=0&stall=1s",
+             su_fault_port());
+    *ret = rio_client_new(url, o, &c);
+    return c;
+}
+
+/* PUT the pattern under key (faults off for PUT unless the key asks). */
+static uint8_t *put_pattern(struct rio_client *c, const char *key, size_t n, uint64_t seed)
+{
+    uint8_t *src = su_pattern(n, seed);
+    int ret = rio_put(c, key, src, n, NULL, NULL);
+
+    if (ret != 0)
+        T_FAIL("rio_put(%s): %s", key, rio_errname(ret));
+    return src;
+}
+
+/*
+ * One GET fault, fired `count` times: the GET still returns the object
+ * byte-exact, after at least `seen` retries of the expected class, and the
+ * server says the fault fired.
+ */
+static void get_survives_n(const char *kind, unsigned count, int cls, unsigned seen)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    char key[128];
+    unsigned fired0, fired1, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.retry_attempts = count + 3;
+    /* Written by another client, so the reader starts with no connection:
+     * curl resends by itself (once) a request whose reused connection dies
+     * without an answer, which would hide that fault from the engine. */
+    struct rio_client *w = fault_client(&o, NULL);
+    snprintf(key, sizeof(key), "F_%s_%u/obj", kind, count);
+    uint8_t *src = put_pattern(w, key, OBJ, count), *dst = malloc(OBJ);
+    rio_client_destroy(w);
+    struct rio_client *c = fault_client(&o, NULL);
+    T_NOTNULL(dst);
+    memset(dst, 0xA5, OBJ);
+    su_fault_stats(su_fault_port(), &fired0, &up);
+    int64_t got = rio_get(c, key, dst, OBJ, &call);
+    if (got != (int64_t)OBJ)
+        T_FAIL("%s: rio_get: %" PRId64 " %s", kind, got, got < 0 ? rio_errname((int)got) : "");
+    T_MEMEQ(dst, src, OBJ);
+    su_fault_stats(su_fault_port(), &fired1, &up);
+    T_EQ(fired1 - fired0, count);
+    if (st.retries[cls] < seen)
+        T_FAIL("%s: %" PRIu64 " retries of class %s, want >= %u (total %" PRIu64 ")", kind,
+               st.retries[cls], rio_class_name(cls), seen, st.retries_total);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+static void get_survives(const char *kind, unsigned count, int cls)
+{
+    get_survives_n(kind, count, cls, count);
+}
+
+TEST(truncated_body_retries)
+{
+    get_survives("trunc", 2, RIO_CLASS_SHORT);
+}
+
+TEST(reset_mid_body_retries)
+{
+    get_survives("reset", 2, RIO_CLASS_RESET);
+}
+
+/* curl itself sends a request again, once, when a reused connection closes
+ * without an answer; the second silent close reaches the engine. */
+TEST(no_answer_retries)
+{
+    get_survives_n("nothing", 2, RIO_CLASS_RESET, 1);
+}
+
+TEST(stall_times_out_and_retries)
+{
+    get_survives("stall", 1, RIO_CLASS_TIMEOUT);
+}
+
+TEST(http_503_retries)
+{
+    get_survives("503", 3, RIO_CLASS_SERVER);
+}
+
+TEST(slowdown_and_429_throttle)
+{
+    get_survives("slowdown", 2, RIO_CLASS_THROTTLE);
+    get_survives("429", 2, RIO_CLASS_THROTTLE);
+}
+
+TEST(whole_object_instead_of_range_retries)
+{
+    get_survives("200", 2, RIO_CLASS_SERVER);
+}
+
+TEST(missing_content_range_retries)
+{
+    get_survives("norange", 2, RIO_CLASS_SERVER);
+}
+
+TEST(wrong_content_range_retries)
+{
+    get_survives("badrange", 2, RIO_CLASS_SERVER);
+}
+
+/* 100 bytes more than the range: the body callback refuses the excess (the
+ * ASan build would catch a single byte written past the chunk). */
+TEST(overrun_is_refused_and_retried)
+{
+    get_survives("overrun", 2, RIO_CLASS_SERVER);
+}
+
+/*
+ * The same faults every time: the GET fails cleanly (retries exhausted or
+ * no path left), in bounded time, the caller's buffer untouched under
+ * RIO_ATOMIC, nothing in flight.
+ */
+TEST(persistent_faults_fail_cleanly)
+{
+    static const char *const kinds[] = {"503", "trunc", "overrun", "200", "norange"};
+    struct rio_options o;
+    char key[64];
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.retry_attempts = 3;
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        struct rio_call call = {.flags = RIO_ATOMIC};
+        snprintf(key, sizeof(key), "F_%s_0/obj", kinds[i]);
+        uint8_t *src = put_pattern(c, key, OBJ, 40 + i);
+        memset(dst, 0xA5, OBJ);
+        uint64_t t0 = su_now_ms();
+        int64_t got = rio_get(c, key, dst, OBJ, &call);
+        if (got != RIO_ERETRIES && got != RIO_ENOPATH)
+            T_FAIL("%s: rio_get: %" PRId64 " (%s), want a clean failure", kinds[i], got,
+                   got < 0 ? rio_errname((int)got) : "bytes");
+        T_LT(su_now_ms() - t0, 20000u);
+        for (size_t k = 0; k < OBJ; k++)
+            if (dst[k] != 0xA5)
+                T_FAIL("%s: RIO_ATOMIC buffer touched at %zu", kinds[i], k);
+        su_idle(c);
+        free(src);
+    }
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/*
+ * The object is replaced under a read: the ranges sent with If-Match get
+ * 412 and the GET fails with RIO_EGENERATION; no chunk of the new bytes is
+ * stitched in (RIO_ATOMIC: the buffer is untouched). The object was written
+ * by plain HTTP (not railio), so no checksums help: If-Match alone does it.
+ * A new GET then reads the new generation whole.
+ */
+TEST(etag_change_mid_read_is_a_generation_error)
+{
+    struct rio_options o;
+    char cmd[1024], path[700];
+    int port = su_fault_port();
+    int64_t alloc0 = rio__alloc_outstanding();
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 77), *dst = malloc(n);
+    struct rio_desc d1, d2;
+
+    T_NOTNULL(dst);
+    snprintf(path, sizeof(path), "%s/etag.src", su_dir);
+    FILE *f = fopen(path, "wb");
+    T_NOTNULL(f);
+    T_EQ(fwrite(src, 1, n, f), n);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd),
+             "curl -s -f -m 10 -o /dev/null -T '%s' http://127.0.0.1:%d/fb/F_etag_1/plain", path,
+             port);
+    T_EQ(system(cmd), 0);
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    T_OK(rio_stat(c, "F_etag_1/plain", &d1));
+    T_NULL(d1.xxh);
+    T_EQ(d1.chunk_size, 0u);
+    char md5[33];
+    su_md5(src, n, md5);
+    T_STREQ(d1.etag, md5);
+    memset(dst, 0xA5, n);
+    struct rio_call call = {.flags = RIO_ATOMIC};
+    T_ERR(rio_get(c, "F_etag_1/plain", dst, n, &call), RIO_EGENERATION);
+    for (size_t k = 0; k < n; k++)
+        if (dst[k] != 0xA5)
+            T_FAIL("buffer touched at %zu", k);
+    su_idle(c);
+
+    /* The new generation, whole: every byte is the old one XOR 0x5A. */
+    T_OK(rio_stat(c, "F_etag_1/plain", &d2));
+    T_NE(d2.generation, d1.generation);
+    T_EQ(rio_get(c, "F_etag_1/plain", dst, n, NULL), (int64_t)n);
+    for (size_t k = 0; k < n; k++)
+        if (dst[k] != (src[k] ^ 0x5A))
+            T_FAIL("byte %zu is not of the new generation", k);
+    /* A read that names the old generation is refused before any byte moves. */
+    call.expect_generation = d1.generation;
+    T_ERR(rio_get(c, "F_etag_1/plain", dst, n, &call), RIO_EGENERATION);
+    rio_desc_cleanup(&d1);
+    rio_desc_cleanup(&d2);
+    free(src);
+    free(dst);
+    unlink(path);
+    su_close(c, alloc0);
+}
+
+/* PUT faults: parts (and single objects) that fail are sent again; the
+ * object that lands is byte-exact. */
+TEST(put_faults_retry)
+{
+    /* seen: retries the engine must see; curl resends an upload by itself
+     * (rewinding it) when a reused connection is reset under it. */
+    static const struct {
+        const char *kind;
+        size_t n;
+        int cls;
+        unsigned seen;
+    } cases[] = {
+        {"put503", OBJ, RIO_CLASS_SERVER, 2},
+        {"putreset", OBJ, RIO_CLASS_RESET, 0},
+        {"putdigest", OBJ, RIO_CLASS_CHECKSUM, 2},
+        {"putetag", OBJ, RIO_CLASS_CHECKSUM, 2},  /* the streamed MD5 sees it */
+        {"put503", 1000, RIO_CLASS_SERVER, 2},    /* a single PutObject */
+        {"putetag", 1000, RIO_CLASS_CHECKSUM, 2}, /* idem */
+    };
+    struct rio_options o;
+    char key[64];
+    int port = su_fault_port();
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        unsigned f0, f1, up;
+        snprintf(key, sizeof(key), "F_%s_2/obj%zu", cases[i].kind, i);
+        uint8_t *src = su_pattern(cases[i].n, 90 + i), *dst = malloc(cases[i].n);
+        T_NOTNULL(dst);
+        su_fault_stats(port, &f0, &up);
+        int ret = rio_put(c, key, src, cases[i].n, &call, NULL);
+        if (ret != 0)
+            T_FAIL("%s: rio_put: %s", cases[i].kind, rio_errname(ret));
+        su_fault_stats(port, &f1, &up);
+        /* The sidecar's key carries the fault too: its PUT is retried as well. */
+        T_GE(f1 - f0, 2u);
+        T_EQ(up, 0u);
+        if (st.retries[cases[i].cls] < cases[i].seen)
+            T_FAIL("%s: %" PRIu64 " retries of class %s", cases[i].kind, st.retries[cases[i].cls],
+                   rio_class_name(cases[i].cls));
+        T_EQ(rio_get(c, key, dst, cases[i].n, NULL), (int64_t)cases[i].n);
+        T_MEMEQ(dst, src, cases[i].n);
+        free(src);
+        free(dst);
+    }
+    su_close(c, alloc0);
+}
+
+/* The three ways of checking a part: MD5 while sending (default, checked
+ * against the part's ETag), Content-MD5 up front (the server checks), none.
+ * Each round-trips; the first two catch a part "damaged in flight". */
+TEST(part_check_modes)
+{
+    static const char *const modes[] = {"content_md5=verify", "content_md5=header",
+                                        "content_md5=off"};
+    struct rio_options o;
+    char key[64];
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    for (unsigned m = 0; m < 3; m++) {
+        struct rio_client *c = fault_client(&o, modes[m]);
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct rio_desc d;
+        char md5[33];
+        uint8_t *src = su_pattern(OBJ, 60 + m), *dst = malloc(OBJ);
+        T_NOTNULL(dst);
+        su_md5(src, OBJ, md5);
+        for (unsigned single = 0; single < 2; single++) {
+            size_t n = single ? 1000 : OBJ;
+            snprintf(key, sizeof(key), "F_putetag_1/mode%u-%u", m, single);
+            int ret = rio_put(c, key, src, n, &call, NULL);
+            if (m < 2) {
+                if (ret != 0)
+                    T_FAIL("%s: rio_put: %s", modes[m], rio_errname(ret));
+                T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+            } else if (ret != 0 && ret != RIO_EPROTO) {
+                /* Unchecked, the bad ETag goes into the complete, which the
+                 * server refuses (InvalidPart); a single PUT just lands. */
+                T_FAIL("%s: rio_put: %s", modes[m], rio_errname(ret));
+            }
+            if (ret == 0) {
+                T_EQ(rio_get(c, key, dst, n, NULL), (int64_t)n);
+                T_MEMEQ(dst, src, n);
+                T_OK(rio_stat(c, key, &d));
+                if (!single)
+                    T_STREQ(d.etag, md5);
+                rio_desc_cleanup(&d);
+            }
+        }
+        free(src);
+        free(dst);
+        rio_client_destroy(c);
+    }
+    T_EQ(rio__alloc_outstanding(), alloc0);
+}
+
+/* A PUT that cannot succeed fails cleanly: no multipart upload is left on
+ * the server and the key does not appear. */
+TEST(failed_put_leaves_nothing)
+{
+    struct rio_options o;
+    int port = su_fault_port();
+    unsigned fired, up;
+    struct rio_desc d;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.retry_attempts = 2;
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 5);
+    int ret = rio_put(c, "F_put503_0/never", src, OBJ, NULL, NULL);
+    T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    T_ERR(rio_stat(c, "F_put503_0/never", &d), RIO_ENOTFOUND);
+    free(src);
+    su_close(c, alloc0);
+}
+
+/* Multipart with small parts refused up front when the server would refuse
+ * them at the end (S3's 5 MiB rule, the default min_part). */
+TEST(small_parts_refused_at_open)
+{
+    struct rio_options o;
+    char url[256];
+    unsigned fired, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
+    struct rio_client *c = su_client(url, &o);
+    uint8_t *src = su_pattern(OBJ, 6);
+    T_ERR(rio_put(c, "small/parts", src, OBJ, NULL, NULL), RIO_EINVAL);
+    /* One chunk is a single PutObject: no part rule. */
+    T_OK(rio_put(c, "small/one", src, CH, NULL, NULL));
+    su_fault_stats(su_fault_port(), &fired, &up);
+    T_EQ(up, 0u);
+    free(src);
+    su_close(c, alloc0);
+}
+
+struct canceller {
+    struct rio_cancel *cx;
+    unsigned after_ms;
+};
+
+static void *cancel_main(void *arg)
+{
+    struct canceller *k = arg;
+
+    su_sleep_ms(k->after_ms);
+    rio_cancel_fire(k->cx);
+    return NULL;
+}
+
+/* A GET stuck on a silent server ends with RIO_ECANCELED soon after the
+ * token fires, and with RIO_EDEADLINE soon after its deadline. */
+TEST(cancel_and_deadline_end_a_stalled_get)
+{
+    struct rio_options o;
+    struct canceller k = {NULL, 300};
+    pthread_t th;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.op_timeout_ms = 30000;                              /* neither the engine's op timeout... */
+    struct rio_client *c = fault_client(&o, "stall=30s"); /* ...nor curl's stall timeout */
+    uint8_t *src = put_pattern(c, "F_stall_0/obj", OBJ, 8), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+
+    T_OK(rio_cancel_new(&k.cx));
+    struct rio_call call = {.cancel = k.cx};
+    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
+    uint64_t t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_stall_0/obj", dst, OBJ, &call), RIO_ECANCELED);
+    uint64_t el = su_now_ms() - t0;
+    T_EQ(pthread_join(th, NULL), 0);
+    T_GE(el, 250u);
+    T_LT(el, 3000u);
+    su_idle(c);
+    rio_cancel_destroy(k.cx);
+
+    struct rio_call dl = {.deadline_ms = 500};
+    t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_stall_0/obj", dst, OBJ, &dl), RIO_EDEADLINE);
+    el = su_now_ms() - t0;
+    T_GE(el, 450u);
+    T_LT(el, 3000u);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
+ * deletes are not supported. */
+TEST(plain_http_reads)
+{
+    struct rio_options o;
+    char url[256];
+    struct rio_desc d;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "web/file.bin", OBJ, 9), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    su_close(w, alloc0);
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/fb/web", su_fault_port());
+    struct rio_client *c = su_client(url, &o);
+    T_OK(rio_stat(c, "file.bin", &d));
+    T_EQ(d.size, (uint64_t)OBJ);
+    T_NE(d.generation, 0u);
+    rio_desc_cleanup(&d);
+    T_EQ(rio_get(c, "file.bin", dst, OBJ, NULL), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    T_ERR(rio_get(c, "missing.bin", dst, OBJ, NULL), RIO_ENOTFOUND);
+    T_ERR(rio_put(c, "x", src, 10, NULL, NULL), RIO_ENOTSUP);
+    T_ERR(rio_delete(c, "file.bin"), RIO_ENOTSUP);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* discard=1: bytes are counted, not stored (transport-only benchmarks);
+ * with verify off the GET "succeeds" and the buffer is untouched. */
+TEST(discard_mode_counts_only)
+{
+    struct rio_options o;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "discard/obj", OBJ, 10), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    su_close(w, alloc0);
+
+    o.verify = -1;
+    struct rio_client *c = fault_client(&o, "discard=1");
+    memset(dst, 0xA5, OBJ);
+    T_EQ(rio_get(c, "discard/obj", dst, OBJ, NULL), (int64_t)OBJ);
+    for (size_t k = 0; k < OBJ; k++)
+        if (dst[k] != 0xA5)
+            T_FAIL("discard stored byte %zu", k);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* One PUT+GET of the sweep object (3 parts): the first error, or 0. */
+static int sweep_once(struct rio_client *c, const uint8_t *src, uint8_t *dst, size_t n, int *pr,
+                      int64_t *gr)
+{
+    *pr = rio_put(c, "sweep/obj", src, n, NULL, NULL);
+    memset(dst, 0, n);
+    *gr = rio_get(c, "sweep/obj", dst, n, NULL);
+    return *pr < 0 ? *pr : *gr < 0 ? (int)*gr : 0;
+}
+
+/*
+ * Allocation failures (the 1st, 2nd, ... rio__malloc of a multipart PUT and
+ * a GET, in turn): each run ends with exact bytes or a clean -ENOMEM, never a
+ * crash, a torn object, a leaked block, an upload left behind, or a silent
+ * loss of checksums; the client works normally afterwards.
+ */
+TEST(alloc_fail_sweep)
+{
+    struct rio_options o;
+    const size_t n = 2 * CH + 1000;
+    int port = su_fault_port();
+    unsigned hits = 0, fired, up;
+    int pr;
+    int64_t gr;
+    uint64_t k;
+
+    su_opts(&o, CH, 4);
+    o.retry_attempts = 2;
+    int64_t alloc0 = rio__alloc_outstanding();
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(n, 11), *dst = malloc(n);
+    T_NOTNULL(dst);
+    T_EQ(sweep_once(c, src, dst, n, &pr, &gr), 0);
+    T_OK(rio_delete(c, "sweep/obj"));
+    const int64_t base = rio__alloc_outstanding();
+    for (k = 1; k < 2000; k++) {
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(k);
+        sweep_once(c, src, dst, n, &pr, &gr);
+        rio__alloc_fail_nth(0);
+        int hit = rio__alloc_calls() - before >= k;
+        if (pr == 0) {
+            if (gr >= 0) {
+                T_EQ(gr, (int64_t)n);
+                T_MEMEQ(dst, src, n);
+            } else if (gr != -ENOMEM) {
+                T_FAIL("k=%" PRIu64 ": GET %s", k, rio_errname((int)gr));
+            }
+            /* Checksums were not dropped on the way. */
+            struct rio_desc d;
+            T_OK(rio_stat(c, "sweep/obj", &d));
+            T_NOTNULL(d.xxh);
+            rio_desc_cleanup(&d);
+        } else {
+            if (pr != -ENOMEM)
+                T_FAIL("k=%" PRIu64 ": PUT %s", k, rio_errname(pr));
+            T_ERR(gr, RIO_ENOTFOUND);
+        }
+        su_idle(c);
+        su_fault_stats(port, &fired, &up);
+        T_EQ(up, 0u);
+        int dr = rio_delete(c, "sweep/obj");
+        T_TRUE(dr == 0 || dr == RIO_ENOTFOUND);
+        if (rio__alloc_outstanding() != base)
+            T_FAIL("k=%" PRIu64 " (put %s, get %s): %" PRId64 " block(s) leaked", k,
+                   rio_errname(pr), gr < 0 ? rio_errname((int)gr) : "OK",
+                   rio__alloc_outstanding() - base);
+        T_EQ(sweep_once(c, src, dst, n, &pr, &gr), 0);
+        T_OK(rio_delete(c, "sweep/obj"));
+        if (!hit)
+            break;
+        hits++;
+    }
+    fprintf(stderr, "  %u allocation failures injected\n", hits);
+    T_GT(hits, 5u);
+    T_LT(k, 2000u);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+
+    /* Opening a client under allocation failure: a clean error, no leak. */
+    for (k = 1; k < 1000; k++) {
+        struct rio_client *cc = NULL;
+        int64_t b0 = rio__alloc_outstanding();
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(k);
+        cc = fault_client_try(&o, &pr);
+        rio__alloc_fail_nth(0);
+        int hit = rio__alloc_calls() - before >= k;
+        if (pr == 0)
+            rio_client_destroy(cc);
+        else
+            T_ERR(pr, -ENOMEM);
+        T_EQ(rio__alloc_outstanding(), b0);
+        if (!hit)
+            break;
+    }
+    T_LT(k, 1000u);
+}
+
+/* Bad configurations are clean errors at open. */
+TEST(bad_urls)
+{
+    struct rio_options o;
+    struct rio_client *c = NULL;
+
+    su_opts(&o, CH, 4);
+    unsetenv("RIO_S3_ENDPOINT");
+    unsetenv("AWS_ENDPOINT_URL");
+    T_ERR(rio_client_new("s3://bucket", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("s3://?endpoint=http://127.0.0.1:1", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("s3://b?endpoint=ftp://127.0.0.1:1", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&stall=abc", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&rails=a,,b", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&discard=maybe", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("http://", &o, &c), RIO_EURL);
+    T_NULL(c);
+}
+
+/* A server that is not there: refused connections are path errors, and the
+ * call ends with RIO_ENOPATH (or retries exhausted) in bounded time. */
+TEST(refused_connection_fails_in_bounded_time)
+{
+    struct rio_options o;
+    char url[128];
+    struct rio_desc d;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    snprintf(url, sizeof(url), "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
+    struct rio_client *c = su_client(url, &o);
+    uint64_t t0 = su_now_ms();
+    T_ERR(rio_stat(c, "k", &d), -ECONNREFUSED);
+    uint8_t buf[16];
+    T_ERR(rio_get(c, "k", buf, sizeof(buf), NULL), -ECONNREFUSED);
+    T_LT(su_now_ms() - t0, 5000u);
+    su_close(c, alloc0);
+}
+
+#endif
