@@ -58,6 +58,7 @@
 
 #include "core/alloc.h"
 #include "core/checksum.h"
+#include "core/copy.h"
 #include "core/clock.h"
 #include "core/url.h"
 #include "railio.h"
@@ -191,6 +192,7 @@ struct s3_transport {
     char *rails_buf; /* the ?rails= list, cut in place */
     bool sign;
     bool discard;
+    bool nt_copy; /* non-temporal stores into the destination (knob nt_copy) */
     int content_md5; /* MD5_* */
     bool dns_shuffle;
     bool debug;
@@ -928,7 +930,11 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         op->err = RIO_ESERVER;
         return 0;
     }
-    if (!op->p->t->discard)
+    if (op->p->t->discard)
+        ; /* counted, not stored */
+    else if (op->p->t->nt_copy)
+        rio__copy_nt((uint8_t *)io->dst + op->got, p, n);
+    else
         memcpy((uint8_t *)io->dst + op->got, p, n);
     op->got += n;
     return n;
@@ -2518,7 +2524,8 @@ static int parse_config(struct s3_transport *t, const struct rio_url *u,
         else
             goto out;
     }
-    if (knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
+    if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
+        knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
         goto out;
     v = getenv("RIO_S3_DEBUG");
