@@ -202,29 +202,6 @@ static void usage(void)
                     "[--depth N] [--quick]\n");
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v *= 1024; end++; break;
-    case 'm': case 'M': v *= 1024 * 1024; end++; break;
-    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
-    default: break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 static int bench_mock(int argc, char **argv)
 {
     int json = 0, quick = 0;
@@ -235,11 +212,11 @@ static int bench_mock(int argc, char **argv)
             json = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
-        else if (!strcmp(argv[i], "--size") && i + 1 < argc && !parse_u64(argv[i + 1], &size))
+        else if (!strcmp(argv[i], "--size") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &size))
             i++;
-        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc && !parse_u64(argv[i + 1], &chunk))
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &chunk))
             i++;
-        else if (!strcmp(argv[i], "--depth") && i + 1 < argc && !parse_u64(argv[i + 1], &depth))
+        else if (!strcmp(argv[i], "--depth") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &depth))
             i++;
         else {
             fprintf(stderr, "railio bench mock: bad argument '%s'\n", argv[i]);

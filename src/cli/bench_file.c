@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "cli/bench_file.h"
+#include "cli/cli.h"
 #include "railio.h"
 
 #define MAXLIST 16
@@ -96,58 +97,13 @@ static void usage(void)
             "fio runs with the same direct flag and end_fsync=sync.\n");
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'i' && end[1] == 'B')
-        end += 2;
-    else if (*end == 'B')
-        end++;
-    if (*end || v > 1e15)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
 static int parse_list_size(const char *s, uint64_t *out, unsigned *n)
 {
-    char buf[256], *save = NULL, *tok;
-
-    if (strlen(s) >= sizeof(buf))
+    int k = rio_cli_parse_list(s, out, MAXLIST);
+    if (k < 0)
         return -1;
-    strcpy(buf, s);
-    *n = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == MAXLIST || parse_size(tok, &out[*n]) < 0 || out[*n] == 0)
-            return -1;
-        (*n)++;
-    }
-    return *n ? 0 : -1;
+    *n = (unsigned)k;
+    return 0;
 }
 
 static int parse_list_uint(const char *s, unsigned *out, unsigned *n, unsigned max)
@@ -240,7 +196,7 @@ static int parse_args(struct cfg *c, int argc, char **argv)
             return -1;
         i++;
         if (!strcmp(a, "--size")) {
-            bad = parse_size(v, &c->size) < 0 || c->size == 0;
+            bad = rio_cli_parse_size(v, &c->size) < 0 || c->size == 0;
         } else if (!strcmp(a, "--chunks")) {
             bad = parse_list_size(v, c->chunks, &c->nchunks) < 0;
             for (unsigned k = 0; !bad && k < c->nchunks; k++)
@@ -271,11 +227,11 @@ static int parse_args(struct cfg *c, int argc, char **argv)
             }
         } else if (!strcmp(a, "--rand-objects")) {
             uint64_t n;
-            bad = parse_size(v, &n) < 0 || n == 0 || n > 65536;
+            bad = rio_cli_parse_size(v, &n) < 0 || n == 0 || n > 65536;
             c->rand_objects = (unsigned)n;
         } else if (!strcmp(a, "--reps")) {
             uint64_t n;
-            bad = parse_size(v, &n) < 0 || n == 0 || n > 99;
+            bad = rio_cli_parse_size(v, &n) < 0 || n == 0 || n > 99;
             c->reps = (unsigned)n;
         } else if (!strcmp(a, "--fio")) {
             c->fio_bin = v;

@@ -32,6 +32,16 @@
 #include "railio.h"
 
 #define MAXLIST 16
+
+/* A list into out and its count into *n; 0 or -1. */
+static int parse_list(const char *s, uint64_t *out, unsigned *n)
+{
+    int k = rio_cli_parse_list(s, out, MAXLIST);
+    if (k < 0)
+        return -1;
+    *n = (unsigned)k;
+    return 0;
+}
 #define BENCH_PREFIX "railio-bench/"
 
 struct cfg {
@@ -83,60 +93,6 @@ static void usage(void)
             "Endpoint and credentials as for any s3:// URL (?endpoint=, RIO_S3_ENDPOINT,\n"
             "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION). Objects go under\n" BENCH_PREFIX
             " and are removed.\n");
-}
-
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'i' && end[1] == 'B')
-        end += 2;
-    else if (*end == 'B')
-        end++;
-    if (*end || v > 1e13)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
-static int parse_list(const char *s, uint64_t *out, unsigned *n)
-{
-    char buf[256], *save = NULL, *tok;
-
-    if (strlen(s) >= sizeof(buf))
-        return -1;
-    strcpy(buf, s);
-    *n = 0;
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (*n == MAXLIST || parse_size(tok, &out[*n]) < 0 || out[*n] == 0)
-            return -1;
-        (*n)++;
-    }
-    return *n ? 0 : -1;
 }
 
 /* "s3://BUCKET[/...]?a=b" -> bucket, params; the endpoint from ?endpoint=,
@@ -368,19 +324,19 @@ int rio_cli_bench_s3(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *n = i + 1 < argc ? argv[i + 1] : NULL;
         unsigned k;
-        if (!strcmp(a, "--sizes") && n && !parse_list(n, c.sizes, &c.nsizes)) {
+        if (!strcmp(a, "--sizes") && n && parse_list(n, c.sizes, &c.nsizes) == 0) {
             i++;
-        } else if (!strcmp(a, "--chunk") && n && !parse_size(n, &c.chunk) && c.chunk) {
+        } else if (!strcmp(a, "--chunk") && n && !rio_cli_parse_size(n, &c.chunk) && c.chunk) {
             i++;
-        } else if (!strcmp(a, "--depths") && n && !parse_list(n, v, &c.ndepths)) {
+        } else if (!strcmp(a, "--depths") && n && parse_list(n, v, &c.ndepths) == 0) {
             for (k = 0; k < c.ndepths; k++)
                 c.depths[k] = v[k] > 1024 ? 1024 : (unsigned)v[k];
             i++;
-        } else if (!strcmp(a, "--paths") && n && !parse_size(n, v) && v[0] >= 1 &&
+        } else if (!strcmp(a, "--paths") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
                    v[0] <= RIO_MAX_PATHS) {
             c.paths = (unsigned)v[0];
             i++;
-        } else if (!strcmp(a, "--reps") && n && !parse_size(n, v) && v[0] >= 1 && v[0] <= 100) {
+        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 && v[0] <= 100) {
             c.reps = (unsigned)v[0];
             i++;
         } else if (!strcmp(a, "--discard")) {

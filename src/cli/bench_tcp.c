@@ -47,59 +47,6 @@ static uint64_t now_ns(void)
 }
 
 /* "4M", "64MiB", "1G", "4096" */
-static int parse_size(const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || v < 0)
-        return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        v *= 1024;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        v *= 1024.0 * 1024;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        v *= 1024.0 * 1024 * 1024;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end == 'i')
-        end++;
-    if (*end == 'B')
-        end++;
-    if (*end)
-        return -1;
-    *out = (uint64_t)v;
-    return 0;
-}
-
-/* "1,4,8" (sizes allowed) into out; count or -1. */
-static int parse_list(const char *s, uint64_t *out, int max)
-{
-    char buf[256], *save = NULL, *tok;
-    int n = 0;
-
-    if (strlen(s) >= sizeof(buf))
-        return -1;
-    strcpy(buf, s);
-    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (n == max || parse_size(tok, &out[n]) < 0 || out[n] == 0)
-            return -1;
-        n++;
-    }
-    return n > 0 ? n : -1;
-}
-
 /* ----------------------------------------------------------------- iperf3 */
 
 static int free_port(void)
@@ -556,17 +503,17 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
         else if (!v)
             bad = 1;
         else if (!strcmp(a, "--sizes"))
-            bad = (nsizes = parse_list(v, sizes, MAX_LIST)) < 0, i++;
+            bad = (nsizes = rio_cli_parse_list(v, sizes, MAX_LIST)) < 0, i++;
         else if (!strcmp(a, "--conc"))
-            bad = (nconc = parse_list(v, conc, MAX_LIST)) < 0, i++;
+            bad = (nconc = rio_cli_parse_list(v, conc, MAX_LIST)) < 0, i++;
         else if (!strcmp(a, "--depth"))
-            bad = (ndepth = parse_list(v, depth, MAX_LIST)) < 0, i++;
+            bad = (ndepth = rio_cli_parse_list(v, depth, MAX_LIST)) < 0, i++;
         else if (!strcmp(a, "--batch"))
-            bad = (nbatch = parse_list(v, batch, MAX_LIST)) < 0, i++;
+            bad = (nbatch = rio_cli_parse_list(v, batch, MAX_LIST)) < 0, i++;
         else if (!strcmp(a, "--chunk"))
-            bad = parse_size(v, &chunk) < 0, i++;
+            bad = rio_cli_parse_size(v, &chunk) < 0, i++;
         else if (!strcmp(a, "--max-mem"))
-            bad = parse_size(v, &max_mem) < 0, i++;
+            bad = rio_cli_parse_size(v, &max_mem) < 0, i++;
         else if (!strcmp(a, "--secs"))
             bad = (secs = strtod(v, NULL)) <= 0, i++;
         else if (!strcmp(a, "--repeat"))

@@ -18,6 +18,13 @@ void rio_cli_print_stats(FILE *f, const struct rio_stats *st);
 /* Print one call's stats as a JSON object (no trailing newline). */
 void rio_cli_json_stats(FILE *f, const struct rio_stats *st);
 
+/* A size ("4M" = 4 MiB, "4MB" = 4e6, as in URLs); 0 or -1. */
+int rio_cli_parse_size(const char *s, uint64_t *out);
+/* "1,4,8M" into out (at most max entries, each > 0); the count or -1. */
+int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
+/* The path of program `name` in the directory of this executable; 0 or -errno. */
+int rio_cli_sibling(const char *name, char *out, size_t cap);
+
 /* Deterministic test bytes. */
 void rio_cli_fill(void *buf, size_t n, uint64_t seed);
 

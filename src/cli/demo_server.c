@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/tcp_cli.h"
 #include "railio.h"
 
@@ -36,24 +37,6 @@ static uint64_t now_ms(void)
 }
 
 /* ------------------------------------------------------- the server process */
-
-static int sibling_railiod(char *out, size_t cap)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char *slash;
-
-    if (n < 0)
-        return -errno;
-    self[n] = '\0';
-    slash = strrchr(self, '/');
-    if (!slash)
-        return -ENOENT;
-    *slash = '\0';
-    if ((size_t)snprintf(out, cap, "%s/railiod", self) >= cap)
-        return -ENAMETOOLONG;
-    return access(out, X_OK) == 0 ? 0 : -ENOENT;
-}
 
 static void rm_dir(struct rio_cli_srv *s)
 {
@@ -76,7 +59,9 @@ int rio_cli_srv_start(struct rio_cli_srv *s, const char *const *extra)
 
     memset(s, 0, sizeof(*s));
     s->pid = -1;
-    ret = sibling_railiod(bin, sizeof(bin));
+    ret = rio_cli_sibling("railiod", bin, sizeof(bin));
+    if (ret == 0 && access(bin, X_OK) != 0)
+        ret = -ENOENT;
     if (ret < 0)
         return ret;
     snprintf(s->dir, sizeof(s->dir), "/tmp/railio-demo-XXXXXX");

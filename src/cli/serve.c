@@ -17,25 +17,6 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 
-/* dir of /proc/self/exe + "/railiod" into out; 0 or -errno. */
-static int sibling_path(char *out, size_t cap)
-{
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    char *slash;
-
-    if (n < 0)
-        return -errno;
-    self[n] = '\0';
-    slash = strrchr(self, '/');
-    if (!slash)
-        return -ENOENT;
-    *slash = '\0';
-    if ((size_t)snprintf(out, cap, "%s/railiod", self) >= cap)
-        return -ENAMETOOLONG;
-    return 0;
-}
-
 /* argv[0..argc) are the arguments after "serve". Returns only on failure. */
 int rio_cli_serve(int argc, char **argv)
 {
@@ -43,7 +24,7 @@ int rio_cli_serve(int argc, char **argv)
     char **args;
     int ret;
 
-    ret = sibling_path(path, sizeof(path));
+    ret = rio_cli_sibling("railiod", path, sizeof(path));
     if (ret < 0) {
         fprintf(stderr, "railio serve: cannot find railiod: %s\n", strerror(-ret));
         return 1;
