@@ -32,6 +32,8 @@ PACKAGES=(
     ceph-common
     radosgw      # s3 tests: tests/harness/ceph.sh --rgw
     iperf3       # railio:// bench ceiling (railio bench --ceiling)
+    nftables     # rails tests: tests/harness/rails.sh fails a rail (nft drop / reset)
+    iproute2     # rails tests: ip netns, veth, tc tbf (tests/harness/rails.sh)
 )
 
 usage() {

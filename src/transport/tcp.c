@@ -65,6 +65,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <net/if.h>
 #include <netdb.h>
@@ -2235,6 +2236,73 @@ static int rail_from_text(const struct tcp_member *m, const char *text, struct t
     return 0;
 }
 
+/* Does a sit in the network of (net, mask)? Same family, masked bytes equal. */
+static bool addr_in_subnet(const struct sockaddr *a, const struct sockaddr *net,
+                           const struct sockaddr *mask)
+{
+    const uint8_t *x, *y, *k;
+    size_t n;
+
+    if (!a || !net || !mask || a->sa_family != net->sa_family)
+        return false;
+    if (a->sa_family == AF_INET) {
+        x = (const uint8_t *)&((const struct sockaddr_in *)a)->sin_addr;
+        y = (const uint8_t *)&((const struct sockaddr_in *)net)->sin_addr;
+        k = (const uint8_t *)&((const struct sockaddr_in *)mask)->sin_addr;
+        n = 4;
+    } else if (a->sa_family == AF_INET6) {
+        x = (const uint8_t *)&((const struct sockaddr_in6 *)a)->sin6_addr;
+        y = (const uint8_t *)&((const struct sockaddr_in6 *)net)->sin6_addr;
+        k = (const uint8_t *)&((const struct sockaddr_in6 *)mask)->sin6_addr;
+        n = 16;
+    } else {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        if ((x[i] & k[i]) != (y[i] & k[i]))
+            return false;
+    return true;
+}
+
+/*
+ * Pair each announced rail of m with a local address on the same network
+ * (getifaddrs: the first up, non-loopback interface address whose subnet
+ * holds the rail's address): the connection binds it, so the rail's traffic
+ * leaves by the interface of that network and its replies come back the
+ * same way. A rail no local network holds is left unbound (the routing table
+ * decides). Only when several rails are announced: one rail needs no pairing.
+ */
+static void pair_rails_by_subnet(struct tcp_member *m)
+{
+    struct ifaddrs *ifa = NULL;
+
+    if (m->nrails < 2 || getifaddrs(&ifa) < 0)
+        return;
+    for (unsigned k = 0; k < m->nrails; k++) {
+        struct tcp_rail *r = &m->rail[k];
+        if (r->has_src || r->ifname[0])
+            continue;
+        for (const struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr || !i->ifa_netmask || (i->ifa_flags & IFF_LOOPBACK) ||
+                !(i->ifa_flags & IFF_UP))
+                continue;
+            if (!addr_in_subnet((const struct sockaddr *)&r->dst.ss, i->ifa_addr, i->ifa_netmask))
+                continue;
+            memset(&r->src, 0, sizeof(r->src));
+            r->src.len = i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                           : sizeof(struct sockaddr_in6);
+            memcpy(&r->src.ss, i->ifa_addr, r->src.len);
+            if (i->ifa_addr->sa_family == AF_INET)
+                ((struct sockaddr_in *)&r->src.ss)->sin_port = 0;
+            else
+                ((struct sockaddr_in6 *)&r->src.ss)->sin6_port = 0;
+            r->has_src = true;
+            break;
+        }
+    }
+    freeifaddrs(ifa);
+}
+
 /*
  * One item of ?rails=: DST | SRC>DST | if!NAME | if!NAME>DST, where DST is
  * HOST[:PORT] (the member's port by default), SRC a local address to bind
@@ -2544,6 +2612,7 @@ static int greet_members(struct tcp_transport *t, bool explicit_rails)
             m->rail[0] = m->url;
             m->nrails = 1;
         }
+        pair_rails_by_subnet(m);
     }
     return ok ? 0 : first_err;
 }

@@ -1,0 +1,192 @@
+/* T_LABELS net;rails;serial */
+/* T_TIMEOUT 150 */
+/*
+ * Multi-rail aggregation over real kernel networking: 4 veth rails shaped
+ * with tbf at 1gbit each between a client and a server network namespace
+ * (tests/harness/rails.sh), used as 1, 2 and 4 rails, then reshaped to
+ * unequal rails (1gbit, 1gbit, 500mbit, 250mbit). railiod listens on every
+ * server end. The 4-rail client is given only the first rail's address and
+ * learns the others from HELLO, pairing them with its own addresses by
+ * subnet; the 1- and 2-rail clients name their rails with ?rails= (one of
+ * them by interface, SO_BINDTODEVICE).
+ *
+ * Each measure takes the iperf3 ceiling over the same rails first (one
+ * iperf3 per rail, all at once, in the transfer's direction), then moves the
+ * object, checks it byte for byte and that every rail carried part of it,
+ * and compares goodput (payload over the call's elapsed time, struct
+ * rio_stats) with 0.9 x the ceiling (0.85 for unequal rails). The PUT over 4
+ * rails is checked byte for byte and for using every rail; its rate is
+ * printed, not checked (CPU-bound here, see below). The rate
+ * checks come last and skip (never fail) when the run was starved of CPU or
+ * the build is sanitized; see rl_ratio. One rails setup serves every measure
+ * to keep the test short.
+ *
+ * Needs root (namespaces); skips otherwise.
+ */
+#include "rails_util.h"
+
+static const char *const srv_args[] = {"--memory", "1G", "--progress-timeout", "2s", NULL};
+
+struct measure {
+    char what[96];
+    double got, ceil, need;
+    struct rio_stats st;
+};
+
+static struct measure ms[8];
+static unsigned nms;
+
+static void report(const char *what, unsigned n, size_t size, double ceil,
+                   const struct rio_stats *st)
+{
+    double g = rl_mbit(st->bytes, st->elapsed_ns);
+    fprintf(stderr,
+            "RAILS %s rails=%u size=%zuMiB iperf3=%.0f Mbit/s railio=%.0f Mbit/s ratio=%.3f "
+            "retries=%llu per-path MB:",
+            what, n, size >> 20, ceil, g, ceil > 0 ? g / ceil : 0,
+            (unsigned long long)st->retries_total);
+    for (unsigned p = 0; p < st->npaths; p++)
+        fprintf(stderr, " %.0f", (double)st->path[p].bytes / 1e6);
+    fprintf(stderr, " verdict=%s (%s) cpu engine=%.0fms caller=%.0fms wait=%.0fms\n",
+            rio_verdict_name(st->verdict), st->verdict_text, st->engine_cpu_ns / 1e6,
+            st->caller_cpu_ns / 1e6, st->cpu_wait_ns / 1e6);
+}
+
+/* Every rail (path p = rail p mod n) carried part of the object. */
+static void every_rail_used(const struct rio_stats *st, unsigned n)
+{
+    uint64_t per[16] = {0};
+    for (unsigned p = 0; p < st->npaths; p++)
+        per[p % n] += st->path[p].bytes;
+    for (unsigned i = 0; i < n; i++)
+        if (per[i] == 0)
+            T_FAIL("rail %u carried nothing", i);
+}
+
+static void note(const char *what, unsigned n, size_t size, double ceil, double need,
+                 const struct rio_stats *st)
+{
+    report(what, n, size, ceil, st);
+    every_rail_used(st, n);
+    if (nms < sizeof(ms) / sizeof(ms[0])) {
+        struct measure *m = &ms[nms++];
+        snprintf(m->what, sizeof(m->what), "%s over %u rail(s)", what, n);
+        m->got = rl_mbit(st->bytes, st->elapsed_ns);
+        m->ceil = ceil;
+        m->need = need;
+        m->st = *st;
+    }
+}
+
+static void get_measure(struct rio_client *c, const char *key, size_t size, uint64_t seed,
+                        const char *what, unsigned n, double ceil, double need)
+{
+    struct rio_stats st;
+    uint8_t *b = rl_buf(size);
+    struct rio_call call = {.stats = &st};
+
+    memset(&st, 0, sizeof(st));
+    int64_t got = rio_get(c, key, b, size, &call);
+    if (got != (int64_t)size)
+        T_FAIL("%s: rio_get: %lld %s", what, (long long)got, got < 0 ? rio_errname((int)got) : "");
+    T_PATTERN(b, size, seed);
+    free(b);
+    note(what, n, size, ceil, need, &st);
+}
+
+/* The iperf3 ceiling, or 0 in a sanitized build (no rate is checked there). */
+static double ceiling(struct rl *r, unsigned mask, int reverse)
+{
+    return TU_SANITIZED ? 0 : rl_iperf(r, mask, reverse, NULL);
+}
+
+TEST(one_two_four_and_unequal_rails)
+{
+    /* Sanitized builds check correctness only, on smaller objects. */
+    const size_t big = TU_SANITIZED ? 64u << 20 : 512u << 20;
+    const size_t half = big / 2;
+    struct rl r;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_desc d;
+    struct tu u4, u2, u1;
+    char url[512], params[256];
+    double c;
+
+    rl_up(&r, 4, "1gbit");
+    rl_server(&r, srv_args);
+    rl_opts(&o);
+
+    /* 4 rails, paired by subnet from HELLO. PUT first (it aggregates too). */
+    rl_url(url, sizeof(url), NULL);
+    tu_open(&u4, url, &o);
+    T_EQ(rio__client_transport(u4.c)->npaths % 4, 0u); /* conns per rail x rails */
+    c = ceiling(&r, 0xf, 0);
+    uint8_t *src = tu_pattern(big, 0x4a11);
+    struct rio_call pc = {.stats = &st};
+    memset(&st, 0, sizeof(st));
+    memset(&d, 0, sizeof(d));
+    int ret = rio_put(u4.c, "big", src, big, &pc, &d);
+    free(src);
+    if (ret < 0)
+        T_FAIL("rio_put: %d %s", ret, rio_errname(ret));
+    rio_desc_cleanup(&d);
+    /* The PUT's rate is reported, not checked: on 2 vCPUs a PUT is CPU-bound
+     * (the caller's xxh3 + MD5, the veth transmit path running the
+     * receiver's TCP in the sender's context, railiod zeroing fresh memory)
+     * at about half of 4 x 1gbit, see docs/bench.md. need 0 = report only. */
+    note("PUT", 4, big, c, 0, &st);
+    tu_put(u4.c, "half", half, 0x4a12);
+    c = ceiling(&r, 0xf, 1);
+    get_measure(u4.c, "big", big, 0x4a11, "GET", 4, c, 0.9);
+
+    /* 2 rails by hand: rail 0 by interface, rail 1 by source > destination. */
+    snprintf(params, sizeof(params), "rails=if!rc%sr0>10.99.0.2,10.99.1.1>10.99.1.2", r.id);
+    rl_url(url, sizeof(url), params);
+    tu_open(&u2, url, &o);
+    c = ceiling(&r, 0x3, 1);
+    get_measure(u2.c, "big", big, 0x4a11, "GET", 2, c, 0.9);
+    tu_close(&u2);
+
+    /* 1 rail. */
+    rl_url(url, sizeof(url), "rails=10.99.0.1>10.99.0.2");
+    tu_open(&u1, url, &o);
+    c = ceiling(&r, 0x1, 1);
+    get_measure(u1.c, "half", half, 0x4a12, "GET", 1, c, 0.9);
+    tu_close(&u1);
+
+    /* Unequal rails: the same 4-rail client, rails 2 and 3 reshaped. */
+    rl_rate(&r, 2, "500mbit");
+    rl_rate(&r, 3, "250mbit");
+    c = ceiling(&r, 0xf, 1);
+    get_measure(u4.c, "big", big, 0x4a11, "GET unequal 1g,1g,500m,250m", 4, c, 0.85);
+    tu_close(&u4);
+
+    /* A device that does not exist: the dials fail, the call fails cleanly. */
+    rl_url(url, sizeof(url), "rails=if!nosuchdev0");
+    o.deadline_ms = 3000;
+    tu_open(&u1, url, &o);
+    uint8_t *b = rl_buf(half);
+    T_LT(rio_get(u1.c, "half", b, half, NULL), 0);
+    free(b);
+    tu_close(&u1);
+
+    T_TRUE(rl_server_alive(&r));
+    rl_down(&r);
+    /* The rate checks, last: a miss fails unless the run was starved (then
+     * the whole test reports skipped, with the figures). */
+    struct measure *skip = NULL;
+    for (unsigned i = 0; i < nms; i++) {
+        struct measure *m = &ms[i];
+        if (m->got >= m->need * m->ceil)
+            continue;
+        if (TU_SANITIZED || (double)m->st.cpu_wait_ns >= 0.25 * (double)m->st.elapsed_ns ||
+            m->st.verdict == RIO_VERDICT_SOFTWARE) {
+            skip = m;
+            continue;
+        }
+        rl_ratio(m->what, m->got, m->ceil, m->need, &m->st);
+    }
+    if (skip)
+        rl_ratio(skip->what, skip->got, skip->ceil, skip->need, &skip->st);
+}
