@@ -347,6 +347,24 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
     return false;
 }
 
+/*
+ * A probe carries a real chunk to a path that failed, and a path that still
+ * drops or trickles holds it until a timeout. So probe only away from the
+ * tail: when, after this chunk, at least one more chunk per healthy path is
+ * still unassigned (the healthy paths have work while the probe is out). With
+ * no healthy path the probe is the only way forward.
+ */
+static bool probe_may_take(struct rio_client *c, uint64_t len)
+{
+    uint64_t healthy = 0;
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].state == PATH_HEALTHY)
+            healthy++;
+    if (healthy == 0)
+        return true;
+    return remaining_unassigned_locked(c) >= healthy * len;
+}
+
 /* Next chunk of r that may go now, or NULL; takes it off r's queue. */
 static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
 {
@@ -456,6 +474,10 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             continue;
         }
         if (c->paths[pi].state == PATH_HEALTHY && !path_should_take(c, pi, dir, len, now)) {
+            req_unpick(r, ch);
+            return 0;
+        }
+        if (c->paths[pi].state == PATH_PROBING && !probe_may_take(c, len)) {
             req_unpick(r, ch);
             return 0;
         }

@@ -568,6 +568,39 @@ TEST(single_path_transient_disconnect_recovers)
     eu_close(&e);
 }
 
+/* A cooled path is probed with a real chunk only away from the tail: a GET
+ * of one chunk never rides the probe while a healthy path can carry it, and a
+ * longer GET probes early and brings the path back. */
+TEST(probe_stays_out_of_the_tail)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+
+    eu_opts(&o);
+    o.cooldown_base_ms = 20;
+    o.cooldown_cap_ms = 20;
+    eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &o);
+    uint8_t *one = eu_put_pattern(e.c, "one", EU_CHUNK, 21, NULL);
+    uint8_t *big = eu_put_pattern(e.c, "big", 2 * EU_MIB, 22, NULL);
+    /* Path 1 resets once and cools down; the cooldown ends while idle. */
+    eu_fault(e.c, "disconnect:op=read:path=1:count=1:bytes=100:down=10ms");
+    eu_get_check(e.c, "big", 2 * EU_MIB, 22, NULL);
+    T_EQ(eu_faults_fired(e.c), 1u);
+    eu_sleep_ms(40);
+    for (int i = 0; i < 5; i++) {
+        eu_get_check(e.c, "one", EU_CHUNK, 21, &call);
+        T_EQ(st.path[1].ops, 0u); /* the only chunk went to the healthy path */
+    }
+    eu_get_check(e.c, "big", 2 * EU_MIB, 22, &call);
+    T_GT(st.path[1].ops, 0u); /* probed early, healthy again, carrying chunks */
+    T_EQ(st.path[1].state, 0);
+    free(one);
+    free(big);
+    eu_close(&e);
+}
+
 /* The object is deleted while a GET reads it: the GET fails with
  * RIO_ENOTFOUND (never a partial success), and with RIO_ATOMIC the caller's
  * buffer is untouched. */
