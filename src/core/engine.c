@@ -223,14 +223,26 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
         ch->not_before_ns = 0;
         return;
     }
-    ch->attempts++;
-    if (ch->attempts >= c->o.retry_attempts) {
-        req_decide_locked(c, r, any_path_alive(c) ? RIO_ERETRIES : RIO_ENOPATH);
-        return;
+    /* A throttle is the target saying "later" (an S3 SlowDown, a chunk that
+     * another connection of a dead attempt still holds on the server): it
+     * gets four times the patience of other failures before it fails. */
+    unsigned n;
+    if (cls == RIO_CLASS_THROTTLE) {
+        n = ++ch->throttles;
+        if (n >= 4 * c->o.retry_attempts) {
+            req_decide_locked(c, r, RIO_ERETRIES);
+            return;
+        }
+    } else {
+        n = ++ch->attempts;
+        if (n >= c->o.retry_attempts) {
+            req_decide_locked(c, r, any_path_alive(c) ? RIO_ERETRIES : RIO_ENOPATH);
+            return;
+        }
     }
     /* Exponential backoff with equal jitter, capped. */
     uint64_t ms = c->o.backoff_base_ms;
-    for (unsigned i = 1; i < ch->attempts && ms < c->o.backoff_cap_ms; i++)
+    for (unsigned i = 1; i < n && ms < c->o.backoff_cap_ms; i++)
         ms *= 2;
     if (ms > c->o.backoff_cap_ms)
         ms = c->o.backoff_cap_ms;

@@ -53,6 +53,7 @@ struct rio__path {
 struct rio__chunk {
     uint64_t idx;
     uint32_t attempts; /* failed attempts that count against retry_attempts */
+    uint32_t throttles; /* RIO_ETHROTTLE answers: up to 4 x retry_attempts */
     uint8_t state;
     uint16_t zombies; /* cancelled attempts of this chunk still outstanding */
     uint64_t not_before_ns;

@@ -431,11 +431,17 @@ TEST(error_class_server_spends_attempts)
     T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
     eu_idle(e.c);
 
-    /* Throttling is retryable too. */
+    /* Throttling is retryable too, with four times the patience: 8
+     * throttles of one chunk pass where 3 server errors fail, and 12 fail. */
     rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=1:count=1:error=RIO_ETHROTTLE");
+    eu_fault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
     eu_get_check(e.c, "o", n, 14, &call);
-    T_EQ(st.retries[RIO_CLASS_THROTTLE], 1u);
+    T_EQ(st.retries[RIO_CLASS_THROTTLE], 8u);
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
+    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ERETRIES);
+    T_EQ(st.retries[RIO_CLASS_THROTTLE], 12u);
+    eu_idle(e.c);
     free(src);
     free(dst);
     eu_close(&e);
