@@ -72,6 +72,8 @@ static uint64_t pct(const uint64_t *v, uint64_t n, double p)
 #define BUSY_SAT 0.8
 /* Run-queue wait, summed over the process's threads, per wall second. */
 #define CPU_WAIT 0.25
+/* Busy paths below this share of their known caps are not what limits. */
+#define CAP_SHARE 0.8
 
 void rio__stats_verdict(struct rio_stats *st)
 {
@@ -89,6 +91,7 @@ void rio__stats_verdict(struct rio_stats *st)
     /* Paths: weighted by what each carried, how much of the call it was busy. */
     double busy_w = 0, bytes_w = 0, slowest = 0;
     int slow_i = -1, used = 0, at_cap = 0, known_cap = 0;
+    double rate_sum = 0, cap_sum = 0;
     for (unsigned i = 0; i < st->npaths; i++) {
         const struct rio_path_stats *p = &st->path[i];
         if (!p->bytes)
@@ -101,8 +104,11 @@ void rio__stats_verdict(struct rio_stats *st)
             slowest = p->rate_mbps;
             slow_i = (int)i;
         }
-        if (p->cap_mbps > 0)
+        if (p->cap_mbps > 0) {
             known_cap++;
+            rate_sum += p->rate_mbps;
+            cap_sum += p->cap_mbps;
+        }
         if (p->cap_mbps > 0 && p->rate_mbps >= 0.9 * p->cap_mbps)
             at_cap++;
     }
@@ -134,6 +140,26 @@ void rio__stats_verdict(struct rio_stats *st)
                  "CPU contention: threads waited %.1f ms for a CPU in a %.1f ms call (the "
                  "machine is busy); paths busy %.0f%%",
                  st->cpu_wait_ns / 1e6, el / 1e6, busy * 100);
+    } else if (busy >= BUSY_SAT && known_cap == used && cap_sum > 0 &&
+               rate_sum < CAP_SHARE * cap_sum) {
+        /* Busy paths moving well below what their links carry: an op's time
+         * goes to handling around the bytes (the transport, the engine,
+         * waking threads), not to the links. */
+        st->verdict = RIO_VERDICT_SOFTWARE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "paths busy %.0f%% yet moving %.0f%% of their caps: per-op handling is the "
+                 "limit (engine %.1f ms, transport %.1f ms CPU in %.1f ms)",
+                 busy * 100, 100 * rate_sum / cap_sum, st->engine_cpu_ns / 1e6,
+                 st->transport_cpu_ns / 1e6, el / 1e6);
+    } else if (busy < BUSY_SAT && cpu_e + cpu_t + cpu_c >= CPU_SAT) {
+        /* Idle paths while the client's threads, which hand each op from
+         * one to the next, together kept a core busy. */
+        st->verdict = RIO_VERDICT_SOFTWARE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "client threads used %.0f%% of a core together (engine %.0f%%, transport "
+                 "%.0f%%, caller %.0f%%) while paths were idle %.0f%% of the time",
+                 (cpu_e + cpu_t + cpu_c) * 100, cpu_e * 100, cpu_t * 100, cpu_c * 100,
+                 (1 - busy) * 100);
     } else if (busy >= BUSY_SAT) {
         st->verdict = RIO_VERDICT_NETWORK;
         snprintf(st->verdict_text, sizeof(st->verdict_text),
