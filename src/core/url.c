@@ -7,6 +7,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
@@ -273,4 +274,19 @@ int rio__parse_duration_ns(const char *s, uint64_t *out)
         if (strcmp(s, units[i].suffix) == 0)
             return decimal_scale(&d, units[i].ns, out);
     return RIO_EINVAL;
+}
+
+int rio__parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    unsigned long long v;
+
+    if (!s || *s < '0' || *s > '9')
+        return RIO_EINVAL;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return RIO_EINVAL;
+    *out = v;
+    return 0;
 }

@@ -29,6 +29,8 @@ const char *rio__url_param(const struct rio_url *u, const char *key);
  * RIO_EINVAL.
  */
 int rio__parse_size(const char *s, uint64_t *out);
+/* Parse a decimal integer 0..max (digits only, nothing after). 0 or RIO_EINVAL. */
+int rio__parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* Parse a duration: "250ms", "2s", "100us", bare number = ms. In nanoseconds. */
 int rio__parse_duration_ns(const char *s, uint64_t *out);
 

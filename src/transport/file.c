@@ -1669,21 +1669,6 @@ static int file_remove(struct rio_transport *tt, const char *key)
 
 /* ----------------------------------------------------------- open, close */
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    if (!s || *s < '0' || *s > '9')
-        return RIO_EINVAL;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return RIO_EINVAL;
-    *out = v;
-    return 0;
-}
-
 static int parse_bool(const char *s, bool *out)
 {
     if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "true") || !strcasecmp(s, "yes"))
@@ -1707,43 +1692,43 @@ static int parse_faults(struct ftransport *t, const struct rio_url *u)
     fl->fail_queue = fl->delay_queue = -1;
     fl->err = -EIO;
     if ((s = rio__url_param(u, "fault_eio_chunk"))) {
-        if (parse_uint(s, INT64_MAX, &v) < 0)
+        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
             return RIO_EINVAL;
         fl->eio_chunk = (int64_t)v;
         fl->any = true;
     }
     if ((s = rio__url_param(u, "fault_short_chunk"))) {
-        if (parse_uint(s, INT64_MAX, &v) < 0)
+        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
             return RIO_EINVAL;
         fl->short_chunk = (int64_t)v;
         fl->any = true;
     }
     if ((s = rio__url_param(u, "fault_eof_chunk"))) {
-        if (parse_uint(s, INT64_MAX, &v) < 0)
+        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
             return RIO_EINVAL;
         fl->eof_chunk = (int64_t)v;
         fl->any = true;
     }
     if ((s = rio__url_param(u, "fault_fail_queue"))) {
-        if (parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
+        if (rio__parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
             return RIO_EINVAL;
         fl->fail_queue = (int)v;
         fl->any = true;
     }
     if ((s = rio__url_param(u, "fault_delay_queue"))) {
-        if (parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
+        if (rio__parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
             return RIO_EINVAL;
         fl->delay_queue = (int)v;
         fl->delay_ms = 100;
         fl->any = true;
     }
     if ((s = rio__url_param(u, "fault_delay_ms"))) {
-        if (parse_uint(s, 600000, &v) < 0)
+        if (rio__parse_uint(s, 600000, &v) < 0)
             return RIO_EINVAL;
         fl->delay_ms = (uint32_t)v;
     }
     if ((s = rio__url_param(u, "fault_count"))) {
-        if (parse_uint(s, UINT32_MAX, &v) < 0)
+        if (rio__parse_uint(s, UINT32_MAX, &v) < 0)
             return RIO_EINVAL;
         fl->count = (uint32_t)v;
     }
@@ -1774,7 +1759,7 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "queues")) && parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "queues")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;

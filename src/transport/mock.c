@@ -1195,21 +1195,6 @@ static void *mock_main(void *arg)
 
 /* --- open and close --- */
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    if (!s || *s < '0' || *s > '9')
-        return RIO_EINVAL;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return RIO_EINVAL;
-    *out = v;
-    return 0;
-}
-
 /*
  * "v" or "v1,v2,...": one value per path. A list shorter than npaths repeats
  * its last value; values past npaths are ignored (the options may ask for
@@ -1282,7 +1267,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "paths")) && parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "paths")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
@@ -1307,7 +1292,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
     if ((s = rio__url_param(u, "depth_cap"))) {
-        if (parse_uint(s, MOCK_MAX_DEPTH_CAP, &v) < 0 || v == 0)
+        if (rio__parse_uint(s, MOCK_MAX_DEPTH_CAP, &v) < 0 || v == 0)
             return RIO_EINVAL;
         t->depth_cap = (unsigned)v;
     }
@@ -1759,7 +1744,7 @@ static int parse_index(const char *v, int64_t max, int64_t *out)
         *out = -1;
         return 0;
     }
-    if (parse_uint(v, (uint64_t)max, &u) < 0)
+    if (rio__parse_uint(v, (uint64_t)max, &u) < 0)
         return RIO_EINVAL;
     *out = (int64_t)u;
     return 0;
@@ -1798,7 +1783,7 @@ static int parse_kv(struct rio_mock_fault *f, const char *k, const char *v)
             return RIO_EINVAL;
         f->chunk = i;
     } else if (strcmp(k, "count") == 0 || strcmp(k, "skip") == 0) {
-        if (parse_uint(v, UINT32_MAX, &u) < 0)
+        if (rio__parse_uint(v, UINT32_MAX, &u) < 0)
             return RIO_EINVAL;
         *(k[0] == 'c' ? &f->count : &f->skip) = (uint32_t)u;
     } else if (strcmp(k, "bytes") == 0) {

@@ -351,21 +351,6 @@ static int wire_status(int32_t s)
     return RIO_EPROTO;
 }
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    if (!s || *s < '0' || *s > '9')
-        return RIO_EINVAL;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return RIO_EINVAL;
-    *out = v;
-    return 0;
-}
-
 static int parse_ms(const char *s, uint32_t *out)
 {
     uint64_t ns;
@@ -427,7 +412,7 @@ static int split_hostport(const char *s, size_t len, const char *defport, char h
     memcpy(port, p, pl);
     port[pl] = '\0';
     uint64_t v;
-    if (parse_uint(port, 65535, &v) < 0 || v == 0)
+    if (rio__parse_uint(port, 65535, &v) < 0 || v == 0)
         return RIO_EURL;
     return 0;
 }
@@ -2473,7 +2458,7 @@ static int parse_params(struct tcp_transport *t, const struct rio_url *u)
 
     t->conns_per_rail = 1;
     if ((s = rio__url_param(u, "conns"))) {
-        if (parse_uint(s, TCP_MAX_CONNS, &v) < 0 || v == 0)
+        if (rio__parse_uint(s, TCP_MAX_CONNS, &v) < 0 || v == 0)
             return RIO_EINVAL;
         t->conns_per_rail = (unsigned)v;
     }

@@ -260,3 +260,19 @@ TEST(duration_rejects)
     }
     T_EQ(v, 7);
 }
+
+TEST(parse_uint_digits_only)
+{
+    uint64_t v = 0;
+    T_OK(rio__parse_uint("0", 10, &v));
+    T_EQ(v, 0u);
+    T_OK(rio__parse_uint("1024", 1024, &v));
+    T_EQ(v, 1024u);
+    T_ERR(rio__parse_uint("1025", 1024, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint("-1", 10, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint(" 1", 10, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint("1x", 10, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint("", 10, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint(NULL, 10, &v), RIO_EINVAL);
+    T_ERR(rio__parse_uint("99999999999999999999999", UINT64_MAX, &v), RIO_EINVAL);
+}
