@@ -7,8 +7,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
