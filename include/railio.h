@@ -32,24 +32,24 @@ extern "C" {
  * X(NAME, value, message). Values are fixed forever: they travel in logs and
  * (later) on the wire.
  */
-#define RIO_ERRNO_LIST(X)                                                         \
-    X(RIO_EINVAL, -10001, "invalid argument")                                     \
-    X(RIO_EURL, -10002, "malformed or unsupported URL")                           \
-    X(RIO_ECHECKSUM, -10003, "chunk checksum mismatch")                           \
-    X(RIO_EGENERATION, -10004, "object generation changed during the operation")  \
-    X(RIO_ERETRIES, -10005, "retries exhausted")                                  \
-    X(RIO_EDEADLINE, -10006, "request deadline passed")                           \
-    X(RIO_EBUSY, -10007, "in-flight budget exhausted (fail-fast mode)")           \
-    X(RIO_ENOPATH, -10008, "no healthy path left")                                \
-    X(RIO_ESHORT, -10009, "short transfer: fewer bytes than requested")           \
-    X(RIO_ENOTFOUND, -10010, "no such object")                                    \
-    X(RIO_ETOOBIG, -10011, "object larger than the destination buffer")           \
-    X(RIO_ECANCELED, -10012, "operation cancelled")                               \
-    X(RIO_EPROTO, -10013, "protocol error: malformed or unexpected message")      \
-    X(RIO_ESERVER, -10014, "server error (retryable)")                            \
-    X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")               \
-    X(RIO_EDNS, -10016, "name resolution failed")                                 \
-    X(RIO_ENOTSUP, -10017, "operation not supported by this backend")             \
+#define RIO_ERRNO_LIST(X)                                                                          \
+    X(RIO_EINVAL, -10001, "invalid argument")                                                      \
+    X(RIO_EURL, -10002, "malformed or unsupported URL")                                            \
+    X(RIO_ECHECKSUM, -10003, "chunk checksum mismatch")                                            \
+    X(RIO_EGENERATION, -10004, "object generation changed during the operation")                   \
+    X(RIO_ERETRIES, -10005, "retries exhausted")                                                   \
+    X(RIO_EDEADLINE, -10006, "request deadline passed")                                            \
+    X(RIO_EBUSY, -10007, "in-flight budget exhausted (fail-fast mode)")                            \
+    X(RIO_ENOPATH, -10008, "no healthy path left")                                                 \
+    X(RIO_ESHORT, -10009, "short transfer: fewer bytes than requested")                            \
+    X(RIO_ENOTFOUND, -10010, "no such object")                                                     \
+    X(RIO_ETOOBIG, -10011, "object larger than the destination buffer")                            \
+    X(RIO_ECANCELED, -10012, "operation cancelled")                                                \
+    X(RIO_EPROTO, -10013, "protocol error: malformed or unexpected message")                       \
+    X(RIO_ESERVER, -10014, "server error (retryable)")                                             \
+    X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")                                \
+    X(RIO_EDNS, -10016, "name resolution failed")                                                  \
+    X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")
 
 enum rio_errno {
@@ -81,22 +81,22 @@ enum rio_budget_mode {
  * at rio_client_new.
  */
 struct rio_options {
-    uint64_t chunk_size;        /* RIO_CHUNK_SIZE, default 4 MiB */
-    unsigned paths;             /* RIO_PATHS, default: what the URL/transport offers */
-    unsigned depth;             /* RIO_DEPTH: ops in flight per path, default 4 */
-    uint64_t budget_bytes;      /* RIO_BUDGET: client in-flight bytes, default 256 MiB */
-    uint64_t request_budget;    /* RIO_REQUEST_BUDGET: per request, default = budget */
-    int budget_mode;            /* RIO_BUDGET_MODE=wait|fail, enum rio_budget_mode */
-    unsigned retry_attempts;    /* RIO_RETRIES: attempts per chunk, default 5 */
-    uint32_t backoff_base_ms;   /* RIO_BACKOFF_BASE_MS, default 10 */
-    uint32_t backoff_cap_ms;    /* RIO_BACKOFF_CAP_MS, default 1000 */
-    uint32_t deadline_ms;       /* RIO_DEADLINE_MS: whole request, default 120000 */
-    uint32_t op_timeout_ms;     /* RIO_OP_TIMEOUT_MS: one chunk op, default 10000 */
-    uint32_t cooldown_base_ms;  /* RIO_COOLDOWN_BASE_MS: failed path, default 100 */
-    uint32_t cooldown_cap_ms;   /* RIO_COOLDOWN_CAP_MS, default 5000 */
-    int verify;                 /* RIO_VERIFY: 1 verify chunks (default), -1 off */
-    int retry_checksum;         /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
-    uint64_t seed;              /* RIO_SEED: jitter and mock faults; 0 = time-based */
+    uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */
+    unsigned paths;            /* RIO_PATHS, default: what the URL/transport offers */
+    unsigned depth;            /* RIO_DEPTH: ops in flight per path, default 4 */
+    uint64_t budget_bytes;     /* RIO_BUDGET: client in-flight bytes, default 256 MiB */
+    uint64_t request_budget;   /* RIO_REQUEST_BUDGET: per request, default = budget */
+    int budget_mode;           /* RIO_BUDGET_MODE=wait|fail, enum rio_budget_mode */
+    unsigned retry_attempts;   /* RIO_RETRIES: attempts per chunk, default 5 */
+    uint32_t backoff_base_ms;  /* RIO_BACKOFF_BASE_MS, default 10 */
+    uint32_t backoff_cap_ms;   /* RIO_BACKOFF_CAP_MS, default 1000 */
+    uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default 120000 */
+    uint32_t op_timeout_ms;    /* RIO_OP_TIMEOUT_MS: one chunk op, default 10000 */
+    uint32_t cooldown_base_ms; /* RIO_COOLDOWN_BASE_MS: failed path, default 100 */
+    uint32_t cooldown_cap_ms;  /* RIO_COOLDOWN_CAP_MS, default 5000 */
+    int verify;                /* RIO_VERIFY: 1 verify chunks (default), -1 off */
+    int retry_checksum;        /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
+    uint64_t seed;             /* RIO_SEED: jitter and mock faults; 0 = time-based */
 };
 
 /** Fill *o with zeros (every knob "default"). */
@@ -147,9 +147,9 @@ struct rio_path_stats {
  * Latencies are per chunk attempt that succeeded, submit to completion.
  */
 struct rio_stats {
-    uint64_t bytes;          /* payload bytes of the request(s) */
-    uint64_t elapsed_ns;     /* call entry to return */
-    double goodput_mbps;     /* bytes / elapsed, MB/s */
+    uint64_t bytes;      /* payload bytes of the request(s) */
+    uint64_t elapsed_ns; /* call entry to return */
+    double goodput_mbps; /* bytes / elapsed, MB/s */
     unsigned npaths;
     struct rio_path_stats path[RIO_MAX_PATHS];
     uint64_t retries[RIO_CLASS__COUNT]; /* failed attempts by class */
@@ -157,11 +157,11 @@ struct rio_stats {
     uint64_t chunks;
     uint64_t lat_p50_ns, lat_p95_ns, lat_p99_ns, lat_max_ns;
     uint64_t first_done_ns, last_done_ns; /* since call entry */
-    uint64_t hash_ns;   /* computing xxh3/MD5 on PUT */
-    uint64_t verify_ns; /* verifying chunks on GET */
-    uint64_t copy_ns;   /* staging copies (RIO_ATOMIC) */
-    uint64_t svc_ns;    /* target service time reported by the transport, summed */
-    uint64_t op_ns;     /* op time summed over successful attempts */
+    uint64_t hash_ns;                     /* computing xxh3/MD5 on PUT */
+    uint64_t verify_ns;                   /* verifying chunks on GET */
+    uint64_t copy_ns;                     /* staging copies (RIO_ATOMIC) */
+    uint64_t svc_ns; /* target service time reported by the transport, summed */
+    uint64_t op_ns;  /* op time summed over successful attempts */
     uint64_t peak_inflight_bytes;
     uint64_t bytes_staged;
     uint64_t engine_cpu_ns;    /* engine thread CPU during the call */
@@ -183,8 +183,8 @@ struct rio_desc {
     uint64_t size;
     uint64_t chunk_size;
     uint64_t nchunks;
-    uint64_t *xxh;  /* nchunks entries, or NULL when the backend stores none */
-    char etag[48];  /* MD5 of the whole byte stream, lower-case hex; "" if unknown */
+    uint64_t *xxh; /* nchunks entries, or NULL when the backend stores none */
+    char etag[48]; /* MD5 of the whole byte stream, lower-case hex; "" if unknown */
 };
 
 void rio_desc_cleanup(struct rio_desc *d);
@@ -257,9 +257,9 @@ enum rio_op_type { RIO_OP_GET = 1, RIO_OP_PUT = 2 };
 struct rio_op {
     int type;
     const char *key;
-    void *buf;       /* GET destination, or PUT source (not modified) */
-    size_t len;      /* GET capacity, or PUT size */
-    int64_t result;  /* out */
+    void *buf;           /* GET destination, or PUT source (not modified) */
+    size_t len;          /* GET capacity, or PUT size */
+    int64_t result;      /* out */
     uint64_t generation; /* out: generation read or written */
 };
 
@@ -320,8 +320,8 @@ struct rio_counters {
     uint64_t inflight_bytes;
     uint64_t path_inflight_ops[RIO_MAX_PATHS];
     uint64_t path_inflight_bytes[RIO_MAX_PATHS];
-    uint64_t requests;         /* requests admitted and not yet finished */
-    uint64_t budget_reserved;  /* bytes reserved against the budget */
+    uint64_t requests;        /* requests admitted and not yet finished */
+    uint64_t budget_reserved; /* bytes reserved against the budget */
 };
 
 /** Snapshot of the client's in-flight counters. Thread-safe. */

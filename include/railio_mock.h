@@ -27,14 +27,16 @@ extern "C" {
 #endif
 
 enum rio_mock_fault_kind {
-    RIO_MOCK_DISCONNECT = 1, /* deliver after_bytes, fail ECONNRESET; path down for down_ms (0 = until healed) */
-    RIO_MOCK_SHORT,          /* complete "successfully" with after_bytes < len (under-delivery) */
-    RIO_MOCK_BITFLIP,        /* flip one bit of the delivered (READ) or received (WRITE) bytes */
-    RIO_MOCK_STALL,          /* never complete until cancelled */
-    RIO_MOCK_ERROR,          /* fail with `error` (e.g. -ETIMEDOUT, RIO_ESERVER) */
-    RIO_MOCK_LATE,           /* stall; when cancelled, write 0xDD into dst delay_ms later, then complete */
-    RIO_MOCK_GENCHANGE,      /* replace the object (new generation, other bytes) before serving this op */
-    RIO_MOCK_DELAY,          /* add delay_ms to this op's completion */
+    RIO_MOCK_DISCONNECT =
+        1, /* deliver after_bytes, fail ECONNRESET; path down for down_ms (0 = until healed) */
+    RIO_MOCK_SHORT,   /* complete "successfully" with after_bytes < len (under-delivery) */
+    RIO_MOCK_BITFLIP, /* flip one bit of the delivered (READ) or received (WRITE) bytes */
+    RIO_MOCK_STALL,   /* never complete until cancelled */
+    RIO_MOCK_ERROR,   /* fail with `error` (e.g. -ETIMEDOUT, RIO_ESERVER) */
+    RIO_MOCK_LATE,    /* stall; when cancelled, write 0xDD into dst delay_ms later, then complete */
+    RIO_MOCK_GENCHANGE, /* replace the object (new generation, other bytes) before serving this op
+                         */
+    RIO_MOCK_DELAY,     /* add delay_ms to this op's completion */
 };
 
 /**
@@ -43,17 +45,17 @@ enum rio_mock_fault_kind {
  * (0 < p <= 1) drawn from the client's seed when probability is set.
  */
 struct rio_mock_fault {
-    int kind;            /* enum rio_mock_fault_kind */
-    int op;              /* 0 = reads and writes, RIO_MOCK_OP_READ, RIO_MOCK_OP_WRITE */
-    int path;            /* -1 = any */
-    int64_t chunk;       /* -1 = any */
-    uint32_t count;      /* how many times it fires; 0 = unlimited */
-    uint32_t skip;       /* let this many matching ops pass first */
-    uint64_t after_bytes;/* DISCONNECT, SHORT: bytes delivered before the fault */
-    int error;           /* ERROR: the code */
-    uint32_t delay_ms;   /* LATE, DELAY */
-    uint32_t down_ms;    /* DISCONNECT: how long the path refuses ops (0 = until rio_mock_heal) */
-    double probability;  /* 0 = deterministic (count/skip) */
+    int kind;             /* enum rio_mock_fault_kind */
+    int op;               /* 0 = reads and writes, RIO_MOCK_OP_READ, RIO_MOCK_OP_WRITE */
+    int path;             /* -1 = any */
+    int64_t chunk;        /* -1 = any */
+    uint32_t count;       /* how many times it fires; 0 = unlimited */
+    uint32_t skip;        /* let this many matching ops pass first */
+    uint64_t after_bytes; /* DISCONNECT, SHORT: bytes delivered before the fault */
+    int error;            /* ERROR: the code */
+    uint32_t delay_ms;    /* LATE, DELAY */
+    uint32_t down_ms;     /* DISCONNECT: how long the path refuses ops (0 = until rio_mock_heal) */
+    double probability;   /* 0 = deterministic (count/skip) */
 };
 
 #define RIO_MOCK_OP_READ 1
@@ -79,9 +81,9 @@ int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint
 struct rio_mock_counters {
     uint64_t ops_read, ops_write;
     uint64_t faults_fired;
-    uint64_t late_writes;          /* LATE faults that wrote after cancel */
-    uint64_t rollback_violations;  /* ops submitted with stale attempt state */
-    uint64_t inflight;             /* ops the mock holds now */
+    uint64_t late_writes;         /* LATE faults that wrote after cancel */
+    uint64_t rollback_violations; /* ops submitted with stale attempt state */
+    uint64_t inflight;            /* ops the mock holds now */
 };
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out);
 

@@ -163,8 +163,8 @@ static int run_row(const struct row *rw, uint64_t size, uint64_t chunk, unsigned
     int ret;
 
     memset(res, 0, sizeof(*res));
-    snprintf(url, sizeof(url), "mock://bench-%u?paths=%u&rate=%s%s%s", seq++, rw->rails,
-             rw->rates, rw->extra[0] ? "&" : "", rw->extra);
+    snprintf(url, sizeof(url), "mock://bench-%u?paths=%u&rate=%s%s%s", seq++, rw->rails, rw->rates,
+             rw->extra[0] ? "&" : "", rw->extra);
     rio_options_init(&o);
     o.chunk_size = chunk;
     o.depth = depth;
@@ -212,11 +212,14 @@ static int bench_mock(int argc, char **argv)
             json = 1;
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
-        else if (!strcmp(argv[i], "--size") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &size))
+        else if (!strcmp(argv[i], "--size") && i + 1 < argc &&
+                 !rio_cli_parse_size(argv[i + 1], &size))
             i++;
-        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &chunk))
+        else if (!strcmp(argv[i], "--chunk") && i + 1 < argc &&
+                 !rio_cli_parse_size(argv[i + 1], &chunk))
             i++;
-        else if (!strcmp(argv[i], "--depth") && i + 1 < argc && !rio_cli_parse_size(argv[i + 1], &depth))
+        else if (!strcmp(argv[i], "--depth") && i + 1 < argc &&
+                 !rio_cli_parse_size(argv[i + 1], &depth))
             i++;
         else {
             fprintf(stderr, "railio bench mock: bad argument '%s'\n", argv[i]);
@@ -283,8 +286,8 @@ static int bench_mock(int argc, char **argv)
         printf("{\"bench\":\"mock\",\"setup\":{\"object_bytes\":%llu,\"chunk_bytes\":%llu,"
                "\"depth\":%llu,\"cores\":%ld,\"environment\":\"in-process mock transport\"},"
                "\"ceilings\":{\"memcpy_mbps\":%.0f,\"xxh3_mbps\":%.0f},\"rows\":[",
-               (unsigned long long)size, (unsigned long long)chunk, (unsigned long long)depth,
-               ncpu, memcpy_mbps, xxh_mbps);
+               (unsigned long long)size, (unsigned long long)chunk, (unsigned long long)depth, ncpu,
+               memcpy_mbps, xxh_mbps);
     } else {
         char hs[32], hc[32];
         rio_cli_human(hs, sizeof(hs), (double)size);
@@ -317,8 +320,8 @@ static int bench_mock(int argc, char **argv)
             rio_cli_json_stats(stdout, &res.st);
             printf("}");
         } else if (!res.ok) {
-            printf("%-16s %5u %-22s  error: %s (%s)\n", rows[i].label, rows[i].rails,
-                   rows[i].rates, rio_errname(res.err), rio_strerror(res.err));
+            printf("%-16s %5u %-22s  error: %s (%s)\n", rows[i].label, rows[i].rails, rows[i].rates,
+                   rio_errname(res.err), rio_strerror(res.err));
         } else {
             char sum[16] = "-", eff[16] = "-", bound[16] = "-", ofb[16] = "-";
             if (rows[i].sum_mbps > 0) {
@@ -414,8 +417,9 @@ int rio_cli_bench(int argc, char **argv)
 #endif
     if (!strncmp(argv[0], "railio://", 9) || !strncmp(argv[0], "serve", 5))
         return rio_cli_bench_tcp(argv[0], argc - 1, argv + 1);
-    fprintf(stderr, "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
-                    "file:///DIR, s3://BUCKET)\n",
+    fprintf(stderr,
+            "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
+            "file:///DIR, s3://BUCKET)\n",
             argv[0]);
     return 2;
 }

@@ -336,7 +336,8 @@ int rio_cli_bench_s3(int argc, char **argv)
                    v[0] <= RIO_MAX_PATHS) {
             c.paths = (unsigned)v[0];
             i++;
-        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 && v[0] <= 100) {
+        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
+                   v[0] <= 100) {
             c.reps = (unsigned)v[0];
             i++;
         } else if (!strcmp(a, "--discard")) {

@@ -9,27 +9,28 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: railio COMMAND [ARGS]\n"
-               "\n"
-               "commands:\n"
-               "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
-               "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
-               "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
-               "  bench file:///DIR [--json] ...                file:// against fio\n"
-               "  bench s3://BUCKET[?endpoint=URL] [--sizes L] [--chunk N] [--depths L]\n"
-               "        [--discard] [--json]                     s3:// against curl and aws s3 cp\n"
-               "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
-               "  demo mock               the capacity model over mock rails\n"
-               "  serve [railiod options] run the server (same as railiod; --help for options)\n"
-               "  put URL/KEY FILE|-      store a file or stdin under KEY\n"
-               "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
-               "  stat URL/KEY            print the descriptor\n"
-               "  rm URL/KEY              remove KEY\n"
-               "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
-               "  version                 print the version\n"
-               "\n"
-               "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
-               "Options: --json (machine-readable stats), RIO_* environment variables.\n");
+    fprintf(f,
+            "usage: railio COMMAND [ARGS]\n"
+            "\n"
+            "commands:\n"
+            "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
+            "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
+            "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
+            "  bench file:///DIR [--json] ...                file:// against fio\n"
+            "  bench s3://BUCKET[?endpoint=URL] [--sizes L] [--chunk N] [--depths L]\n"
+            "        [--discard] [--json]                     s3:// against curl and aws s3 cp\n"
+            "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
+            "  demo mock               the capacity model over mock rails\n"
+            "  serve [railiod options] run the server (same as railiod; --help for options)\n"
+            "  put URL/KEY FILE|-      store a file or stdin under KEY\n"
+            "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
+            "  stat URL/KEY            print the descriptor\n"
+            "  rm URL/KEY              remove KEY\n"
+            "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
+            "  version                 print the version\n"
+            "\n"
+            "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
+            "Options: --json (machine-readable stats), RIO_* environment variables.\n");
 }
 
 int main(int argc, char **argv)
@@ -54,8 +55,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "demo"))
         return argc > 2 && !strcmp(argv[2], "mock") ? rio_cli_demo(argc - 3, argv + 3)
                                                     : rio_cli_demo_server(argc - 2, argv + 2);
-    if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") ||
-        !strcmp(cmd, "rm") || !strcmp(cmd, "cp"))
+    if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") || !strcmp(cmd, "rm") ||
+        !strcmp(cmd, "cp"))
         return rio_cli_objects(cmd, argc - 2, argv + 2);
     fprintf(stderr, "railio: unknown command '%s'\n", cmd);
     usage(stderr);

@@ -18,8 +18,9 @@
 
 void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
 {
-    fprintf(f, "%.1f MB/s, %llu bytes in %.3f s, %llu chunks, p50 %.2f ms, p99 %.2f ms, "
-               "retries %llu\n",
+    fprintf(f,
+            "%.1f MB/s, %llu bytes in %.3f s, %llu chunks, p50 %.2f ms, p99 %.2f ms, "
+            "retries %llu\n",
             st->goodput_mbps, (unsigned long long)st->bytes, st->elapsed_ns / 1e9,
             (unsigned long long)st->chunks, st->lat_p50_ns / 1e6, st->lat_p99_ns / 1e6,
             (unsigned long long)st->retries_total);
@@ -46,32 +47,35 @@ static void json_str(FILE *f, const char *s)
 
 void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
 {
-    fprintf(f, "{\"bytes\":%llu,\"elapsed_ns\":%llu,\"goodput_mbps\":%.1f,\"chunks\":%llu,"
-               "\"lat_ns\":{\"p50\":%llu,\"p95\":%llu,\"p99\":%llu,\"max\":%llu},"
-               "\"first_done_ns\":%llu,\"last_done_ns\":%llu,\"peak_inflight_bytes\":%llu,"
-               "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
-               "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
-               "\"retries\":{",
-            (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
-            (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
-            (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
-            (unsigned long long)st->lat_max_ns, (unsigned long long)st->first_done_ns,
-            (unsigned long long)st->last_done_ns, (unsigned long long)st->peak_inflight_bytes,
-            (unsigned long long)st->bytes_staged, (unsigned long long)st->hash_ns,
-            (unsigned long long)st->verify_ns, (unsigned long long)st->copy_ns,
-            (unsigned long long)st->engine_cpu_ns, (unsigned long long)st->transport_cpu_ns,
-            (unsigned long long)st->caller_cpu_ns, (unsigned long long)st->cpu_wait_ns);
+    fprintf(
+        f,
+        "{\"bytes\":%llu,\"elapsed_ns\":%llu,\"goodput_mbps\":%.1f,\"chunks\":%llu,"
+        "\"lat_ns\":{\"p50\":%llu,\"p95\":%llu,\"p99\":%llu,\"max\":%llu},"
+        "\"first_done_ns\":%llu,\"last_done_ns\":%llu,\"peak_inflight_bytes\":%llu,"
+        "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
+        "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
+        "\"retries\":{",
+        (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
+        (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
+        (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
+        (unsigned long long)st->lat_max_ns, (unsigned long long)st->first_done_ns,
+        (unsigned long long)st->last_done_ns, (unsigned long long)st->peak_inflight_bytes,
+        (unsigned long long)st->bytes_staged, (unsigned long long)st->hash_ns,
+        (unsigned long long)st->verify_ns, (unsigned long long)st->copy_ns,
+        (unsigned long long)st->engine_cpu_ns, (unsigned long long)st->transport_cpu_ns,
+        (unsigned long long)st->caller_cpu_ns, (unsigned long long)st->cpu_wait_ns);
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
                 (unsigned long long)st->retries[k]);
     fprintf(f, "},\"paths\":[");
     for (unsigned i = 0; i < st->npaths; i++)
-        fprintf(f, "%s{\"bytes\":%llu,\"busy_ns\":%llu,\"ops\":%llu,\"errors\":%llu,"
-                   "\"rate_mbps\":%.1f,\"cap_mbps\":%.1f,\"peak_depth\":%llu}",
+        fprintf(f,
+                "%s{\"bytes\":%llu,\"busy_ns\":%llu,\"ops\":%llu,\"errors\":%llu,"
+                "\"rate_mbps\":%.1f,\"cap_mbps\":%.1f,\"peak_depth\":%llu}",
                 i ? "," : "", (unsigned long long)st->path[i].bytes,
                 (unsigned long long)st->path[i].busy_ns, (unsigned long long)st->path[i].ops,
-                (unsigned long long)st->path[i].errors, st->path[i].rate_mbps,
-                st->path[i].cap_mbps, (unsigned long long)st->path[i].peak_depth);
+                (unsigned long long)st->path[i].errors, st->path[i].rate_mbps, st->path[i].cap_mbps,
+                (unsigned long long)st->path[i].peak_depth);
     fprintf(f, "],\"verdict\":\"%s\",\"verdict_text\":", rio_verdict_name(st->verdict));
     json_str(f, st->verdict_text);
     fputc('}', f);
@@ -252,13 +256,13 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
     if (json) {
         printf("{\"key\":");
         json_str(stdout, key);
-        printf(",\"generation\":%llu,\"etag\":\"%s\",\"stats\":",
-               (unsigned long long)d.generation, d.etag);
+        printf(",\"generation\":%llu,\"etag\":\"%s\",\"stats\":", (unsigned long long)d.generation,
+               d.etag);
         rio_cli_json_stats(stdout, &st);
         printf("}\n");
     } else {
-        fprintf(stderr, "put %s: generation %llu, etag %s\n", key,
-                (unsigned long long)d.generation, d.etag);
+        fprintf(stderr, "put %s: generation %llu, etag %s\n", key, (unsigned long long)d.generation,
+                d.etag);
         rio_cli_print_stats(stderr, &st);
     }
     rio_desc_cleanup(&d);
@@ -323,8 +327,7 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
         if (o.err)
             fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(o.err));
         else
-            fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror(ret),
-                    rio_errname(ret));
+            fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
         return 1;
     }
     if (json) {
@@ -445,8 +448,8 @@ static int cmd_cp(int argc, char **argv)
             goto out;
         }
         if (json) {
-            printf("{\"bytes\":%lld,\"generation\":%llu,\"etag\":\"%s\",\"get\":",
-                   (long long)n, (unsigned long long)d.generation, d.etag);
+            printf("{\"bytes\":%lld,\"generation\":%llu,\"etag\":\"%s\",\"get\":", (long long)n,
+                   (unsigned long long)d.generation, d.etag);
             rio_cli_json_stats(stdout, &gst);
             printf(",\"put\":");
             rio_cli_json_stats(stdout, &pst);
@@ -519,8 +522,7 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
         ret = rio_delete(c, key);
         rc = ret < 0;
         if (ret < 0)
-            fprintf(stderr, "railio rm: %s: %s (%s)\n", key, rio_strerror(ret),
-                    rio_errname(ret));
+            fprintf(stderr, "railio rm: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
     }
     rio_client_destroy(c);
     free(curl);

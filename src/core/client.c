@@ -441,8 +441,8 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
         struct rio__req *r = &call->reqs[i];
         /* A reader lives as long as its consumer reads: only an explicit
          * deadline bounds it (op timeouts still bound every chunk). */
-        r->deadline_ns = r->ring && !(opt && opt->deadline_ms) ? UINT64_MAX
-                                                              : deadline_of(c, opt, call->t0);
+        r->deadline_ns =
+            r->ring && !(opt && opt->deadline_ms) ? UINT64_MAX : deadline_of(c, opt, call->t0);
         total += r->nchunks;
         call->progress_total += r->size;
     }
@@ -549,8 +549,7 @@ err_call:
     return ret;
 }
 
-int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
-                      const struct rio_call *opt)
+int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
     struct rio_desc d;
     int64_t ret;

@@ -15,8 +15,6 @@
 #include "core/engine.h"
 #include "core/internal.h"
 
-
-
 /* ------------------------------------------------------------ attempts */
 
 int rio__engine_reserve(struct rio_client *c, unsigned n)
@@ -211,8 +209,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
     r->call->retries[cls]++;
     if (r->decided)
         return;
-    if (!rio__class_is_retryable(cls) ||
-        (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
+    if (!rio__class_is_retryable(cls) || (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
         req_decide_locked(c, r, err);
         return;
     }
@@ -311,8 +308,7 @@ static double path_backlog(const struct rio__path *q, double rate, uint64_t now)
  * idle while faster paths finish the rest. While some path has not shown its
  * rate, every path keeps one op in flight.
  */
-static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_t len,
-                             uint64_t now)
+static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_t len, uint64_t now)
 {
     struct rio__path *p = &c->paths[pi];
     double avail[RIO_MAX_PATHS], cost[RIO_MAX_PATHS];
@@ -514,8 +510,8 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         io->off = ch->idx * r->chunk_size;
         io->len = len;
         if (r->type == RIO_OP_GET) {
-            io->dst = r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size
-                              : r->data + io->off;
+            io->dst =
+                r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + io->off;
             io->xxh = r->xxh ? r->xxh[ch->idx] : 0;
         } else {
             io->src = r->data + io->off;
@@ -581,8 +577,8 @@ static void complete_cb(struct rio_io *io)
     a->c->reaped = a;
 }
 
-static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r,
-                                  struct rio__attempt *a, uint64_t now)
+static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, struct rio__attempt *a,
+                                  uint64_t now)
 {
     struct rio__call *call = r->call;
     uint64_t lat = now - a->submit_ns;

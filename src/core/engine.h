@@ -36,9 +36,9 @@ struct rio__path {
     uint64_t inflight_ops, inflight_bytes;
     uint64_t peak_depth;
     struct rio__attempt *head; /* in-flight attempts on this path */
-    uint64_t busy_since_ns; /* valid while inflight_ops > 0 */
-    uint64_t mark_ns;       /* last completion, or start of the busy stretch */
-    uint64_t busy_ns;       /* accumulated busy time, excluding the current stretch */
+    uint64_t busy_since_ns;    /* valid while inflight_ops > 0 */
+    uint64_t mark_ns;          /* last completion, or start of the busy stretch */
+    uint64_t busy_ns;          /* accumulated busy time, excluding the current stretch */
     /* Per direction (0 read, 1 write): links are full duplex and targets
      * often read and write at different speeds, so each has its own rate. */
     struct rio__path_dir {
@@ -46,13 +46,13 @@ struct rio__path {
         uint64_t busy_since_ns, busy_ns;
         uint64_t bytes_total;
         uint64_t sample_bytes, sample_busy_ns; /* markers for the next rate sample */
-        double rate_bps; /* delivered rate, EWMA over busy time; 0 unknown */
+        double rate_bps;                       /* delivered rate, EWMA over busy time; 0 unknown */
     } dir[2];
 };
 
 struct rio__chunk {
     uint64_t idx;
-    uint32_t attempts; /* failed attempts that count against retry_attempts */
+    uint32_t attempts;  /* failed attempts that count against retry_attempts */
     uint32_t throttles; /* RIO_ETHROTTLE answers: up to 4 x retry_attempts */
     uint8_t state;
     uint16_t zombies; /* cancelled attempts of this chunk still outstanding */
@@ -89,10 +89,10 @@ struct rio__req {
     _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
     uint64_t generation;
-    uint64_t *xxh;         /* GET: expected (desc.xxh, may be NULL); PUT: computed */
-    struct rio_desc desc;  /* GET: the descriptor read */
-    void *upload;          /* PUT */
-    struct rio_md5 md5;    /* PUT */
+    uint64_t *xxh;           /* GET: expected (desc.xxh, may be NULL); PUT: computed */
+    struct rio_desc desc;    /* GET: the descriptor read */
+    void *upload;            /* PUT */
+    struct rio_md5 md5;      /* PUT */
     _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
     _Atomic int stop_hashing;
     struct rio__chunk *chunks;
@@ -104,11 +104,11 @@ struct rio__req {
     struct rio__chunk *rq_head, *rq_tail; /* chunks waiting for another attempt */
     uint64_t done;
     uint64_t inflight_ops, inflight_bytes;
-    int status;       /* 0 running/ok, < 0 the error */
-    int last_err;     /* last attempt error, for RIO_ERETRIES context */
-    bool decided;     /* success or failure is known */
-    bool fenced;      /* decided and nothing in flight */
-    bool active;      /* on the client's active list */
+    int status;   /* 0 running/ok, < 0 the error */
+    int last_err; /* last attempt error, for RIO_ERETRIES context */
+    bool decided; /* success or failure is known */
+    bool fenced;  /* decided and nothing in flight */
+    bool active;  /* on the client's active list */
     uint64_t deadline_ns;
     struct rio__req *anext;
 };

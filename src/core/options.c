@@ -118,8 +118,8 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
     ret |= knob_u32(u, "depth", "RIO_DEPTH", &v32, DEF_DEPTH);
     o->depth = v32;
     ret |= knob_size(u, "budget", "RIO_BUDGET", &o->budget_bytes, DEF_BUDGET);
-    ret |= knob_size(u, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget,
-                     o->budget_bytes);
+    ret |=
+        knob_size(u, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget, o->budget_bytes);
     if (!o->budget_mode) {
         const char *v = knob(u, "budget_mode", "RIO_BUDGET_MODE");
         if (v && !strcmp(v, "fail"))
@@ -130,16 +130,15 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
     v32 = o->retry_attempts;
     ret |= knob_u32(u, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
     o->retry_attempts = v32;
-    ret |= knob_ms(u, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms,
-                   DEF_BACKOFF_BASE_MS);
-    ret |= knob_ms(u, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms,
-                   DEF_BACKOFF_CAP_MS);
+    ret |=
+        knob_ms(u, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms, DEF_BACKOFF_BASE_MS);
+    ret |= knob_ms(u, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms, DEF_BACKOFF_CAP_MS);
     ret |= knob_ms(u, "deadline", "RIO_DEADLINE_MS", &o->deadline_ms, DEF_DEADLINE_MS);
     ret |= knob_ms(u, "op_timeout", "RIO_OP_TIMEOUT_MS", &o->op_timeout_ms, DEF_OP_TIMEOUT_MS);
     ret |= knob_ms(u, "cooldown_base", "RIO_COOLDOWN_BASE_MS", &o->cooldown_base_ms,
                    DEF_COOLDOWN_BASE_MS);
-    ret |= knob_ms(u, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms,
-                   DEF_COOLDOWN_CAP_MS);
+    ret |=
+        knob_ms(u, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms, DEF_COOLDOWN_CAP_MS);
     ret |= knob_bool(u, "verify", "RIO_VERIFY", &o->verify);
     ret |= knob_bool(u, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
     ret |= knob_size(u, "seed", "RIO_SEED", &o->seed, 0);
@@ -153,8 +152,7 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return RIO_EINVAL;
     if (o->retry_attempts < 1 || o->backoff_base_ms > o->backoff_cap_ms ||
-        o->cooldown_base_ms > o->cooldown_cap_ms || o->budget_bytes == 0 ||
-        o->request_budget == 0)
+        o->cooldown_base_ms > o->cooldown_cap_ms || o->budget_bytes == 0 || o->request_budget == 0)
         return RIO_EINVAL;
     if (o->request_budget > o->budget_bytes)
         o->request_budget = o->budget_bytes;

@@ -58,8 +58,8 @@
 
 #include "core/alloc.h"
 #include "core/checksum.h"
-#include "core/copy.h"
 #include "core/clock.h"
+#include "core/copy.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/s3_sign.h"
@@ -192,7 +192,7 @@ struct s3_transport {
     char *rails_buf; /* the ?rails= list, cut in place */
     bool sign;
     bool discard;
-    bool nt_copy; /* non-temporal stores into the destination (knob nt_copy) */
+    bool nt_copy;    /* non-temporal stores into the destination (knob nt_copy) */
     int content_md5; /* MD5_* */
     bool dns_shuffle;
     bool debug;

@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-#include "railio.h"
 #include "core/url.h"
+#include "railio.h"
 
 enum rio_io_kind { RIO_IO_READ = 1, RIO_IO_WRITE = 2 };
 
@@ -55,8 +55,7 @@ struct rio_transport_ops {
     unsigned caps;
 
     /* Open a transport for url; o holds the effective client options. */
-    int (*open)(const struct rio_url *url, const struct rio_options *o,
-                struct rio_transport **out);
+    int (*open)(const struct rio_url *url, const struct rio_options *o, struct rio_transport **out);
     /* Close: only called when nothing is in flight. */
     void (*close)(struct rio_transport *t);
 
@@ -74,8 +73,8 @@ struct rio_transport_ops {
 
     /* Metadata, synchronous, thread-safe. */
     int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
-    int (*put_open)(struct rio_transport *t, const char *key, uint64_t size,
-                    uint64_t chunk_size, void **upload);
+    int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
+                    void **upload);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
      * etag; sets d->generation. Consumes the upload on success and failure. */
     int (*put_commit)(struct rio_transport *t, void *upload, struct rio_desc *d);

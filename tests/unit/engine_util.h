@@ -190,8 +190,8 @@ static inline void eu__close(struct eu *e, const char *file, int line)
     eu__idle(e->c, file, line);
     rio_client_destroy(e->c);
     e->c = NULL;
-    t__check_i(file, line, "rio__alloc_outstanding() after destroy", "before rio_client_new",
-               T__EQ, rio__alloc_outstanding(), e->alloc0);
+    t__check_i(file, line, "rio__alloc_outstanding() after destroy", "before rio_client_new", T__EQ,
+               rio__alloc_outstanding(), e->alloc0);
 }
 #define eu_close(e) eu__close((e), __FILE__, __LINE__)
 
@@ -226,8 +226,8 @@ static inline uint64_t eu_faults_fired(struct rio_client *c)
 
 /* PUT n bytes of pattern seed under key; returns the source buffer (caller frees). */
 static inline uint8_t *eu__put_pattern(struct rio_client *c, const char *key, size_t n,
-                                       uint64_t seed, const struct rio_call *call,
-                                       const char *file, int line)
+                                       uint64_t seed, const struct rio_call *call, const char *file,
+                                       int line)
 {
     uint8_t *src = eu_pattern_buf(n, seed);
     int ret = rio_put(c, key, src, n, call, NULL);
@@ -287,14 +287,15 @@ static inline uint64_t eu_path_ops(const struct rio_stats *st)
 /* One line of stats on stderr, for the log of a failing or a timing test. */
 static inline void eu_stats_print(const char *what, const struct rio_stats *st)
 {
-    fprintf(stderr, "  %s: %" PRIu64 " B in %.1f ms = %.1f MB/s, chunks %" PRIu64
-                    ", retries %" PRIu64 ", peak %" PRIu64 " B, verdict %s (%s)\n",
-            what, st->bytes, st->elapsed_ns / 1e6, st->goodput_mbps, st->chunks,
-            st->retries_total, st->peak_inflight_bytes, rio_verdict_name(st->verdict),
-            st->verdict_text);
+    fprintf(stderr,
+            "  %s: %" PRIu64 " B in %.1f ms = %.1f MB/s, chunks %" PRIu64 ", retries %" PRIu64
+            ", peak %" PRIu64 " B, verdict %s (%s)\n",
+            what, st->bytes, st->elapsed_ns / 1e6, st->goodput_mbps, st->chunks, st->retries_total,
+            st->peak_inflight_bytes, rio_verdict_name(st->verdict), st->verdict_text);
     for (unsigned i = 0; i < st->npaths && i < RIO_MAX_PATHS; i++)
-        fprintf(stderr, "    path %u: %" PRIu64 " B, %" PRIu64 " ops, %" PRIu64
-                        " errors, %.1f MB/s, busy %.1f ms, state %d\n",
+        fprintf(stderr,
+                "    path %u: %" PRIu64 " B, %" PRIu64 " ops, %" PRIu64
+                " errors, %.1f MB/s, busy %.1f ms, state %d\n",
                 i, st->path[i].bytes, st->path[i].ops, st->path[i].errors, st->path[i].rate_mbps,
                 st->path[i].busy_ns / 1e6, st->path[i].state);
 }

@@ -76,8 +76,7 @@ static void sweep(const char *url, int atomic)
             /* The PUT failed: nothing of it is visible. */
             T_ERR(pr, -ENOMEM);
             if (gr != RIO_ENOTFOUND)
-                T_FAIL("n=%" PRIu64 ": PUT failed with -ENOMEM but GET returned %" PRId64
-                       " (%s)",
+                T_FAIL("n=%" PRIu64 ": PUT failed with -ENOMEM but GET returned %" PRId64 " (%s)",
                        n, gr, gr < 0 ? rio_errname((int)gr) : "data");
         }
         if (ret == 0)
@@ -89,9 +88,8 @@ static void sweep(const char *url, int atomic)
         int dr = rio_delete(e.c, "sweep");
         T_TRUE(dr == 0 || dr == RIO_ENOTFOUND);
         if (rio__alloc_outstanding() != base)
-            T_FAIL("n=%" PRIu64 " (put %d %s, get %" PRId64 " %s): %" PRId64
-                   " block(s) leaked",
-                   n, pr, rio_errname(pr), gr, gr < 0 ? rio_errname((int)gr) : "OK",
+            T_FAIL("n=%" PRIu64 " (put %d %s, get %" PRId64 " %s): %" PRId64 " block(s) leaked", n,
+                   pr, rio_errname(pr), gr, gr < 0 ? rio_errname((int)gr) : "OK",
                    rio__alloc_outstanding() - base);
         /* The client still works. */
         T_EQ(put_get_once(e.c, src, dst, atomic, &pr, &gr), 0);
@@ -101,8 +99,9 @@ static void sweep(const char *url, int atomic)
             break; /* a run with no injected failure: every allocation was tried */
         hits++;
     }
-    fprintf(stderr, "  %s%s: clean run %" PRIu64 " allocations; %u injected: %u ENOMEM, %u "
-                    "recovered\n",
+    fprintf(stderr,
+            "  %s%s: clean run %" PRIu64 " allocations; %u injected: %u ENOMEM, %u "
+            "recovered\n",
             url, atomic ? " (atomic)" : "", clean, hits, enomem, ok);
     T_GE(hits, clean / 2);
     T_LT(n, 10000u);
@@ -173,7 +172,7 @@ TEST(alloc_fail_sweep_put_replace_desc)
     eu_open(&e, "mock://sweep3?paths=2", &o);
     T_OK(rio_put(e.c, "r", old, n, NULL, &d0));
     rio_desc_cleanup(&d0);
-    T_OK(rio_put(e.c, "r", old, n, NULL, &d0)); /* warm: a replace, as below */
+    T_OK(rio_put(e.c, "r", old, n, NULL, &d0));        /* warm: a replace, as below */
     const int64_t base = rio__alloc_outstanding() - 1; /* less d0.xxh */
 
     for (k = 1; k < 10000; k++) {

@@ -133,8 +133,14 @@ TEST(edge_sizes)
 {
     struct eu e;
     struct rio_options o;
-    const size_t sizes[] = {0, 1, EU_CHUNK - 1, EU_CHUNK, EU_CHUNK + 1, 2 * EU_CHUNK - 1,
-                            2 * EU_CHUNK, 5 * EU_CHUNK + 3};
+    const size_t sizes[] = {0,
+                            1,
+                            EU_CHUNK - 1,
+                            EU_CHUNK,
+                            EU_CHUNK + 1,
+                            2 * EU_CHUNK - 1,
+                            2 * EU_CHUNK,
+                            5 * EU_CHUNK + 3};
 
     eu_opts(&o);
     eu_open(&e, "mock://edges?paths=3", &o);

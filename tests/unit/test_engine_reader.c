@@ -9,8 +9,7 @@
 
 /* Read through a reader in pieces of `step` bytes until the end or an error;
  * *got (if given) is how many bytes came out. */
-static int64_t read_some(struct rio_reader *rd, uint8_t *dst, size_t cap, size_t step,
-                         size_t *got)
+static int64_t read_some(struct rio_reader *rd, uint8_t *dst, size_t cap, size_t step, size_t *got)
 {
     size_t off = 0;
     for (;;) {

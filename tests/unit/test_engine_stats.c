@@ -17,8 +17,7 @@ static void check_sane(const struct rio_stats *st, uint64_t size, uint64_t nchun
     T_GT(used, 0u);
     T_GT(st->elapsed_ns, 0u);
     T_GT(st->goodput_mbps, 0.0);
-    T_NEAR(st->goodput_mbps, (double)size * 1e3 / (double)st->elapsed_ns,
-           st->goodput_mbps * 1e-6);
+    T_NEAR(st->goodput_mbps, (double)size * 1e3 / (double)st->elapsed_ns, st->goodput_mbps * 1e-6);
     T_LE(st->lat_p50_ns, st->lat_p95_ns);
     T_LE(st->lat_p95_ns, st->lat_p99_ns);
     T_LE(st->lat_p99_ns, st->lat_max_ns);
