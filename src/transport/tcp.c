@@ -925,11 +925,25 @@ static int key_len_of(const char *key, size_t *len)
     return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
 }
 
+/* The body of a request that names only a key (LOOKUP, DELETE): its length,
+ * or an error; *klen is the key's length. */
+static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
+{
+    struct rio_proto_key k;
+    int ret = key_len_of(key, klen);
+
+    if (ret < 0)
+        return ret;
+    k.key = key;
+    k.key_len = (uint16_t)*klen;
+    ret = rio__proto_enc_key(&k, kb, cap);
+    return ret < 0 ? RIO_EINVAL : ret;
+}
+
 static int tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
     uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
-    struct rio_proto_key k;
     struct rio_proto_desc d;
     struct rio_proto_hdr h;
     uint64_t *xxh = NULL;
@@ -938,14 +952,9 @@ static int tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc
 
     if (!out)
         return RIO_EINVAL;
-    ret = key_len_of(key, &klen);
-    if (ret < 0)
-        return ret;
-    k.key = key;
-    k.key_len = (uint16_t)klen;
-    n = rio__proto_enc_key(&k, kb, sizeof(kb));
+    n = key_body(key, kb, sizeof(kb), &klen);
     if (n < 0)
-        return RIO_EINVAL;
+        return n;
     struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
     struct ctl_req rq = {
         .op = RIO_OP_LOOKUP,
@@ -1177,19 +1186,13 @@ static int tcp_remove(struct rio_transport *tt, const char *key)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
     uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
-    struct rio_proto_key k;
     struct rio_proto_hdr h;
     size_t klen;
     int n, ret;
 
-    ret = key_len_of(key, &klen);
-    if (ret < 0)
-        return ret;
-    k.key = key;
-    k.key_len = (uint16_t)klen;
-    n = rio__proto_enc_key(&k, kb, sizeof(kb));
+    n = key_body(key, kb, sizeof(kb), &klen);
     if (n < 0)
-        return RIO_EINVAL;
+        return n;
     struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
     struct ctl_req rq = {
         .op = RIO_OP_DELETE,
