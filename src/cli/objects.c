@@ -205,6 +205,63 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* A streaming PUT's source: read(2) from a pipe, a socket or stdin. */
+static int64_t fd_fill(void *arg, void *buf, size_t cap)
+{
+    int fd = *(int *)arg;
+    for (;;) {
+        ssize_t r = read(fd, buf, cap);
+        if (r >= 0)
+            return r;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+static void put_report(const char *key, const struct rio_desc *d, const struct rio_stats *st,
+                       int json)
+{
+    if (json) {
+        printf("{\"key\":");
+        json_str(stdout, key);
+        printf(",\"generation\":%llu,\"size\":%llu,\"etag\":\"%s\",\"stats\":",
+               (unsigned long long)d->generation, (unsigned long long)d->size, d->etag);
+        rio_cli_json_stats(stdout, st);
+        printf("}\n");
+    } else {
+        fprintf(stderr, "put %s: %llu bytes, generation %llu, etag %s\n", key,
+                (unsigned long long)d->size, (unsigned long long)d->generation,
+                d->etag[0] ? d->etag : "-");
+        rio_cli_print_stats(stderr, st);
+    }
+}
+
+/*
+ * PUT from a stream of unknown length (stdin, a pipe): chunks are read
+ * straight into the writer's buffers and sent while the next fills, memory
+ * bounded by slots x chunk size. Returns 1 with *unsupported set when the
+ * backend cannot take an upload of unknown size (nothing was read yet).
+ */
+static int put_stream_fd(struct rio_client *c, const char *key, int fd, int json, bool *unsupported)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fd, &call, &d);
+    if (ret == RIO_ENOTSUP) {
+        *unsupported = true;
+        return 1;
+    }
+    if (ret < 0) {
+        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        return 1;
+    }
+    put_report(key, &d, &st, json);
+    rio_desc_cleanup(&d);
+    return 0;
+}
+
 static int cmd_put(struct rio_client *c, const char *key, const char *file, int json)
 {
     uint8_t *buf = NULL;
@@ -213,6 +270,14 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
     bool mapped = false;
 
     if (!strcmp(file, "-")) {
+        bool unsupported = false;
+        struct stat sb;
+        if (fstat(0, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+            int rc = put_stream_fd(c, key, 0, json, &unsupported);
+            if (!unsupported)
+                return rc;
+        }
+        /* a regular file on stdin, or a backend that needs the size first */
         ret = read_all(0, &buf, &len);
     } else {
         int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -253,18 +318,7 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
         fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
         return 1;
     }
-    if (json) {
-        printf("{\"key\":");
-        json_str(stdout, key);
-        printf(",\"generation\":%llu,\"etag\":\"%s\",\"stats\":", (unsigned long long)d.generation,
-               d.etag);
-        rio_cli_json_stats(stdout, &st);
-        printf("}\n");
-    } else {
-        fprintf(stderr, "put %s: generation %llu, etag %s\n", key, (unsigned long long)d.generation,
-                d.etag);
-        rio_cli_print_stats(stderr, &st);
-    }
+    put_report(key, &d, &st, json);
     rio_desc_cleanup(&d);
     return 0;
 }
@@ -391,10 +445,28 @@ static int open_url(const char *cmd, const char *arg, struct rio_client **c, cha
     return 0;
 }
 
+/* cp's source when both sides are URLs: the reader's verified bytes go
+ * straight into the writer's buffers. */
+struct reader_src {
+    struct rio_reader *rd;
+    int err;
+};
+
+static int64_t reader_fill(void *arg, void *buf, size_t cap)
+{
+    struct reader_src *rs = arg;
+    int64_t n = rio_reader_read(rs->rd, buf, cap);
+    if (n < 0)
+        rs->err = (int)n;
+    return n;
+}
+
 /*
  * railio cp SRC DST: either side a URL or a local file ("-" for stdio). URL to
- * URL reads the whole object verified into memory, then PUTs it: the
- * destination sees the new generation whole or not at all.
+ * URL streams: a reader on the source (chunks verified as they arrive) feeds
+ * a writer on the destination (declared size, so any backend), memory
+ * bounded by both windows, and the destination publishes the new generation
+ * only after every byte arrived verified: whole or not at all.
  */
 static int cmd_cp(int argc, char **argv)
 {
@@ -433,14 +505,25 @@ static int cmd_cp(int argc, char **argv)
         struct rio_call gcall = {.stats = &gst}, pcall = {.stats = &pst};
         struct rio_desc d;
         memset(&d, 0, sizeof(d));
-        int64_t n = rio_get_alloc(sc, skey, &buf, &gcall);
-        if (n < 0) {
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror((int)n),
-                    rio_errname((int)n));
+        struct rio_reader *rd;
+        int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
+        if (ret < 0) {
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(ret),
+                    rio_errname(ret));
             rc = 1;
             goto out;
         }
-        int ret = rio_put(dc, dkey, buf, (size_t)n, &pcall, &d);
+        int64_t n = (int64_t)rio_reader_desc(rd)->size;
+        struct reader_src rs = {.rd = rd};
+        ret = rio_put_stream(dc, dkey, (uint64_t)n, 0, reader_fill, &rs, &pcall, &d);
+        int gret = rio_reader_close(rd);
+        if (rs.err < 0 || (ret == 0 && gret < 0)) {
+            int e = rs.err < 0 ? rs.err : gret;
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(e),
+                    rio_errname(e));
+            rc = 1;
+            goto out;
+        }
         if (ret < 0) {
             fprintf(stderr, "railio cp: writing %s: %s (%s)\n", pos[1], rio_strerror(ret),
                     rio_errname(ret));

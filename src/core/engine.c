@@ -506,15 +506,17 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         io->key = r->key;
         io->generation = r->generation;
         io->upload = r->upload;
-        io->index = ch->idx;
-        io->off = ch->idx * r->chunk_size;
+        /* A streaming writer's part: the object's chunk base + idx, whose
+         * bytes sit at the part's own start. */
+        uint64_t loff = ch->idx * r->chunk_size;
+        io->index = r->base + ch->idx;
+        io->off = io->index * r->chunk_size;
         io->len = len;
         if (r->type == RIO_OP_GET) {
-            io->dst =
-                r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + io->off;
+            io->dst = r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff;
             io->xxh = r->xxh ? r->xxh[ch->idx] : 0;
         } else {
-            io->src = r->data + io->off;
+            io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
         }
         io->complete = complete_cb;
@@ -908,6 +910,51 @@ void rio__call_free(struct rio__call *call)
     rio__free(call->lat);
     pthread_cond_destroy(&call->cond);
     rio__free(call);
+}
+
+int rio__call_merge(struct rio__call *acc, const struct rio__call *part)
+{
+    if (part->nlat) {
+        if (acc->nlat + part->nlat > acc->lat_cap) {
+            uint64_t cap = acc->lat_cap ? acc->lat_cap * 2 : 64;
+            while (cap < acc->nlat + part->nlat)
+                cap *= 2;
+            uint64_t *lat = rio__malloc(cap * sizeof(*lat));
+            if (!lat)
+                return -ENOMEM;
+            if (acc->nlat)
+                memcpy(lat, acc->lat, acc->nlat * sizeof(*lat));
+            rio__free(acc->lat);
+            acc->lat = lat;
+            acc->lat_cap = cap;
+        }
+        memcpy(acc->lat + acc->nlat, part->lat, part->nlat * sizeof(*acc->lat));
+        acc->nlat += part->nlat;
+    }
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        acc->retries[k] += part->retries[k];
+    for (unsigned i = 0; i < RIO_MAX_PATHS; i++) {
+        acc->path_bytes[i] += part->path_bytes[i];
+        acc->path_ops[i] += part->path_ops[i];
+        acc->path_errors[i] += part->path_errors[i];
+        if (part->path_peak[i] > acc->path_peak[i])
+            acc->path_peak[i] = part->path_peak[i];
+    }
+    acc->svc_ns += part->svc_ns;
+    acc->op_ns += part->op_ns;
+    acc->verify_ns += part->verify_ns;
+    acc->copy_ns += part->copy_ns;
+    acc->bytes_staged += part->bytes_staged;
+    if (part->peak_inflight > acc->peak_inflight)
+        acc->peak_inflight = part->peak_inflight;
+    /* done times are since each call's start: shift them to acc's */
+    uint64_t shift = part->t0 > acc->t0 ? part->t0 - acc->t0 : 0;
+    if (part->first_done_ns &&
+        (!acc->first_done_ns || part->first_done_ns + shift < acc->first_done_ns))
+        acc->first_done_ns = part->first_done_ns + shift;
+    if (part->last_done_ns + shift > acc->last_done_ns)
+        acc->last_done_ns = part->last_done_ns + shift;
+    return 0;
 }
 
 /* ------------------------------------------------------------ staging */

@@ -88,11 +88,16 @@ struct rio__req {
     unsigned prefetch;
     _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
+    /* PUT: a part of a streaming writer's upload: its chunk k is the
+     * object's chunk base + k (no commit; the writer commits). */
+    uint64_t base;
+    bool part;
     uint64_t generation;
     uint64_t *xxh;           /* GET: expected (desc.xxh, may be NULL); PUT: computed */
     struct rio_desc desc;    /* GET: the descriptor read */
     void *upload;            /* PUT */
-    struct rio_md5 md5;      /* PUT */
+    struct rio_md5 md5;      /* PUT, when want_md5 */
+    bool want_md5;           /* PUT: the backend stores the etag and it is wanted */
     _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
     _Atomic int stop_hashing;
     struct rio__chunk *chunks;
@@ -215,6 +220,8 @@ void rio__engine_wait(struct rio_client *c, struct rio__call *call);
 void rio__call_release(struct rio_client *c, struct rio__call *call);
 /* Free a call's memory (no reference left, or never submitted). */
 void rio__call_free(struct rio__call *call);
+/* Add the figures of fenced call part to acc (a streaming writer's). */
+int rio__call_merge(struct rio__call *acc, const struct rio__call *part);
 
 /* Fill stats from a finished call (stats.c). */
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st);

@@ -142,12 +142,23 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
     ret |= knob_bool(u, "verify", "RIO_VERIFY", &o->verify);
     ret |= knob_bool(u, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
     ret |= knob_size(u, "seed", "RIO_SEED", &o->seed, 0);
+    if (!o->etag) {
+        const char *v = knob(u, "etag", "RIO_ETAG");
+        if (!v || !strcmp(v, "md5"))
+            o->etag = 1;
+        else if (!strcmp(v, "none"))
+            o->etag = -1;
+        else
+            ret |= RIO_EINVAL;
+    }
     if (ret)
         return RIO_EINVAL;
 
     if (o->chunk_size < MIN_CHUNK || o->chunk_size > MAX_CHUNK)
         return RIO_EINVAL;
     if (o->depth < 1 || o->depth > MAX_DEPTH || o->paths > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+    if (o->etag != 1 && o->etag != -1)
         return RIO_EINVAL;
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return RIO_EINVAL;

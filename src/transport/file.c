@@ -1976,7 +1976,7 @@ static void file_close_t(struct rio_transport *tt)
 
 const struct rio_transport_ops rio__file_ops = {
     .scheme = "file",
-    .caps = 0, /* checksums only for objects railio wrote: see lookup */
+    .caps = RIO_CAP_ETAG, /* checksums only for objects railio wrote: see lookup */
     .open = file_open_t,
     .close = file_close_t,
     .submit = file_submit,

@@ -90,6 +90,7 @@ struct mock_store {
 
 struct mock_rx {
     uint64_t xxh; /* xxh3 of the bytes received for the chunk */
+    uint64_t len; /* bytes received for it */
     bool ok;      /* received whole and matching what the client sent */
 };
 
@@ -101,6 +102,12 @@ struct mock_upload {
     uint8_t *data;      /* written by WRITE ops (mock thread), pinned by refs */
     struct mock_rx *rx; /* under s->mu */
     char *key;
+    /* A streaming upload (size RIO_SIZE_UNKNOWN): each chunk lands in its own
+     * buffer; rx and parts grow (under s->mu) as chunk indexes arrive, and
+     * the commit assembles the object from the final geometry. */
+    bool stream;
+    uint64_t ncap;
+    uint8_t **parts;
 };
 
 static pthread_mutex_t g_stores_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -315,6 +322,9 @@ static void upload_free(struct mock_upload *up)
     up->magic = 0;
     rio__free(up->data);
     rio__free(up->rx);
+    for (uint64_t i = 0; up->parts && i < up->ncap; i++)
+        rio__free(up->parts[i]);
+    rio__free(up->parts);
     rio__free(up->key);
     rio__free(up);
 }
@@ -351,6 +361,7 @@ struct mock_op {
     struct rio_io *io;
     struct mock_op *next;   /* free list, work list or done queue */
     struct mock_upload *up; /* WRITE: a reference on the upload */
+    uint8_t *wdst;          /* WRITE: where the chunk lands */
     uint64_t finish_ns;     /* NEVER for STALL and unarmed LATE ops */
     uint64_t seq;
     uint64_t svc_ns;
@@ -673,6 +684,47 @@ static int check_attempt_locked(struct mock_transport *t, const struct rio_io *i
     return 0;
 }
 
+/* A streaming upload's chunk: any index, whole chunk_size bytes but for the
+ * last (whose length is checked at commit); its buffer and rx entry exist
+ * once this returns 0. */
+static int stream_slot_locked(struct mock_transport *t, struct mock_upload *up,
+                              const struct rio_io *io)
+{
+    uint64_t cs = up->chunk_size;
+    if (io->res != 0 || io->len > cs || io->index > UINT64_MAX / cs ||
+        io->off != io->index * cs || io->index >= (1ull << 32)) {
+        t->ctr.rollback_violations++;
+        return RIO_EPROTO;
+    }
+    if (io->index >= up->ncap) {
+        uint64_t ncap = up->ncap ? up->ncap : 8;
+        while (ncap <= io->index)
+            ncap *= 2;
+        struct mock_rx *rx = rio__calloc((size_t)ncap, sizeof(*rx));
+        uint8_t **parts = rio__calloc((size_t)ncap, sizeof(*parts));
+        if (!rx || !parts) {
+            rio__free(rx);
+            rio__free(parts);
+            return -ENOMEM;
+        }
+        if (up->ncap) {
+            memcpy(rx, up->rx, (size_t)up->ncap * sizeof(*rx));
+            memcpy(parts, up->parts, (size_t)up->ncap * sizeof(*parts));
+        }
+        rio__free(up->rx);
+        rio__free(up->parts);
+        up->rx = rx;
+        up->parts = parts;
+        up->ncap = ncap;
+    }
+    if (!up->parts[io->index]) {
+        up->parts[io->index] = rio__malloc((size_t)cs);
+        if (!up->parts[io->index])
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* Geometry of what op names; a READ of a missing or other generation is let
  * through to fail at its finish time like any read of a vanished object. */
 static int check_op_locked(struct mock_transport *t, struct mock_op *op)
@@ -685,8 +737,19 @@ static int check_op_locked(struct mock_transport *t, struct mock_op *op)
     pthread_mutex_lock(&s->mu);
     if (io->kind == RIO_IO_WRITE) {
         struct mock_upload *up = io->upload;
+        if (up->stream) {
+            int ret = stream_slot_locked(t, up, io);
+            if (ret == 0) {
+                up->refs++;
+                op->up = up;
+                op->wdst = up->parts[io->index];
+            }
+            pthread_mutex_unlock(&s->mu);
+            return ret;
+        }
         up->refs++;
         op->up = up;
+        op->wdst = up->data + io->off;
         size = up->size, cs = up->chunk_size, n = up->nchunks;
         known = true;
     } else {
@@ -1083,7 +1146,7 @@ static void serve_write(struct mock_transport *t, struct mock_op *op)
 {
     struct rio_io *io = op->io;
     struct mock_upload *up = op->up;
-    uint8_t *dst = up->data + io->off;
+    uint8_t *dst = op->wdst;
     uint64_t h;
     bool ok;
 
@@ -1108,6 +1171,7 @@ static void serve_write(struct mock_transport *t, struct mock_op *op)
     ok = h == io->xxh;
     pthread_mutex_lock(&t->store->mu);
     up->rx[io->index].xxh = h;
+    up->rx[io->index].len = io->len;
     up->rx[io->index].ok = ok;
     pthread_mutex_unlock(&t->store->mu);
     op->res = ok ? (int64_t)io->len : RIO_ECHECKSUM;
@@ -1468,7 +1532,7 @@ static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         return ret;
     if (!upload || chunk_size == 0)
         return RIO_EINVAL;
-    if (size > SIZE_MAX)
+    if (size > SIZE_MAX && size != RIO_SIZE_UNKNOWN)
         return -ENOMEM;
     up = rio__calloc(1, sizeof(*up));
     if (!up)
@@ -1476,6 +1540,10 @@ static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     up->key = rio__strdup(key);
     if (!up->key)
         goto err_free;
+    if (size == RIO_SIZE_UNKNOWN) {
+        up->stream = true;
+        size = 0;
+    }
     up->nchunks = nchunks_of(size, chunk_size);
     if (up->nchunks) {
         if (up->nchunks > SIZE_MAX / sizeof(*up->rx))
@@ -1499,6 +1567,58 @@ err_free:
     return -ENOMEM;
 }
 
+/*
+ * A streaming upload learns its geometry at commit: every chunk below the
+ * final count landed whole at its length, none beyond it; then its parts are
+ * assembled into one object buffer, as a sized upload would hold them.
+ */
+static int stream_finish(struct mock_upload *up, const struct rio_desc *d)
+{
+    struct mock_store *s = up->s;
+    uint64_t cs = up->chunk_size;
+    int ret = 0;
+
+    if (d->chunk_size != cs || d->nchunks != nchunks_of(d->size, cs) || d->size > SIZE_MAX)
+        return RIO_EPROTO;
+    uint8_t *data = d->size ? rio__malloc((size_t)d->size) : NULL;
+    struct mock_rx *rx = d->nchunks ? rio__calloc((size_t)d->nchunks, sizeof(*rx)) : NULL;
+    if ((d->size && !data) || (d->nchunks && !rx)) {
+        rio__free(data);
+        rio__free(rx);
+        return -ENOMEM;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (up->refs != 1 || d->nchunks > up->ncap)
+        ret = RIO_EPROTO;
+    for (uint64_t i = 0; ret == 0 && i < up->ncap; i++) {
+        uint64_t want = i < d->nchunks ? (d->size - i * cs < cs ? d->size - i * cs : cs) : 0;
+        if (i >= d->nchunks) {
+            if (up->rx[i].len)
+                ret = RIO_EPROTO; /* a chunk beyond the end */
+            continue;
+        }
+        if (up->rx[i].ok && up->rx[i].len != want)
+            ret = RIO_EPROTO;
+        rx[i] = up->rx[i];
+        if (ret == 0 && rx[i].ok)
+            memcpy(data + i * cs, up->parts[i], (size_t)want);
+    }
+    if (ret == 0) {
+        rio__free(up->data);
+        rio__free(up->rx);
+        up->data = data;
+        up->rx = rx;
+        up->size = d->size;
+        up->nchunks = d->nchunks;
+        data = NULL;
+        rx = NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    rio__free(data);
+    rio__free(rx);
+    return ret;
+}
+
 static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
 {
     struct mock_transport *t = (struct mock_transport *)tt;
@@ -1513,6 +1633,11 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     ret = RIO_EINVAL;
     if (!d || (up->nchunks && !d->xxh))
         goto out;
+    if (up->stream) {
+        ret = stream_finish(up, d);
+        if (ret < 0)
+            goto out;
+    }
     ret = RIO_EPROTO;
     if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
         strcmp(d->key, up->key) != 0)
@@ -1611,7 +1736,7 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
-    .caps = RIO_CAP_CHECKSUMS,
+    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = mock_open,
     .close = mock_close,
     .submit = mock_submit,

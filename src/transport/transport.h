@@ -47,6 +47,18 @@ struct rio_io {
 
 /* Capability bits. */
 #define RIO_CAP_CHECKSUMS 0x1u /* stores per-chunk xxh3 in the descriptor */
+/*
+ * put_open accepts size == RIO_SIZE_UNKNOWN: a streaming upload whose length
+ * is known only at commit. Its chunks still come with index, off = index x
+ * chunk_size and len == chunk_size (only the last may be shorter), but may
+ * arrive in any order and before the total is known; put_commit's d carries
+ * the final size and nchunks (0 for an empty stream).
+ */
+#define RIO_CAP_STREAM_PUT 0x2u
+/* Stores the descriptor's etag (the stream MD5) at put_commit. Without it
+ * the engine does not compute the MD5 of a PUT (d->etag is ""). */
+#define RIO_CAP_ETAG 0x4u
+/* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
 

@@ -1,0 +1,304 @@
+/* T_LABELS unit */
+/*
+ * The streaming writer (rio_writer_*, rio_put_stream): an object of unknown
+ * size goes up chunk by chunk with at most `slots` chunks buffered or in
+ * flight, is visible only after close commits it, carries the same xxh3 list
+ * and stream MD5 as rio_put of the same bytes, and on any error or abort
+ * leaves the previous generation (or nothing) behind. Also the etag=none knob.
+ */
+#include "engine_util.h"
+
+/* Write n pattern bytes through w in pieces of step bytes. */
+static int write_pattern(struct rio_writer *w, const uint8_t *src, size_t n, size_t step)
+{
+    for (size_t off = 0; off < n;) {
+        size_t k = n - off < step ? n - off : step;
+        int ret = rio_writer_write(w, src + off, k);
+        if (ret < 0)
+            return ret;
+        off += k;
+    }
+    return 0;
+}
+
+/* Every size around the chunk boundaries, several write sizes and slot
+ * counts: byte-exact, and the same descriptor (sizes, xxh3 list, etag) as a
+ * plain rio_put of the same bytes. */
+TEST(writer_unknown_size_round_trip)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t sizes[] = {0, 1, EU_CHUNK - 1, EU_CHUNK, EU_CHUNK + 1, 5 * EU_CHUNK + 333};
+    const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
+    const unsigned slots[] = {2, 3, 0};
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr1?paths=3&rate=400M,200M,50M", &o);
+    for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        size_t n = sizes[i];
+        uint8_t *src = eu_pattern_buf(n, 100 + i);
+        struct rio_desc ref;
+        T_OK(rio_put(e.c, "ref", src, n, NULL, &ref));
+        for (unsigned k = 0; k < 3; k++) {
+            struct rio_writer *w;
+            struct rio_desc d, st;
+            T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, slots[k], NULL, &w));
+            T_OK(write_pattern(w, src, n, steps[k]));
+            T_OK(rio_writer_close(w, &d));
+            T_EQ(d.size, n);
+            T_EQ(d.nchunks, ref.nchunks);
+            T_EQ(d.chunk_size, ref.chunk_size);
+            T_STREQ(d.etag, ref.etag);
+            T_EQ(strlen(d.etag), 32u);
+            for (uint64_t c = 0; c < d.nchunks; c++)
+                T_EQ(d.xxh[c], ref.xxh[c]);
+            T_OK(rio_stat(e.c, "obj", &st));
+            T_EQ(st.size, n);
+            T_EQ(st.generation, d.generation);
+            T_STREQ(st.etag, ref.etag);
+            rio_desc_cleanup(&st);
+            rio_desc_cleanup(&d);
+            eu_get_check(e.c, "obj", n, 100 + i, NULL);
+            eu_idle(e.c);
+        }
+        rio_desc_cleanup(&ref);
+        free(src);
+    }
+    eu_close(&e);
+}
+
+/* A declared size works like rio_put; a stream that ends short or runs long
+ * fails with RIO_EINVAL and the previous generation stays whole. */
+TEST(writer_declared_size)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 3 * EU_CHUNK + 10;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr2?paths=2", &o);
+    uint8_t *src = eu_pattern_buf(n + EU_CHUNK, 9);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_OK(write_pattern(w, src, n, 4096));
+    T_OK(rio_writer_close(w, NULL));
+    eu_get_check(e.c, "obj", n, 9, NULL);
+
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_OK(write_pattern(w, src, n - 1, 5000));
+    T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
+    eu_get_check(e.c, "obj", n, 9, NULL);
+
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_EQ(write_pattern(w, src, n + 1, 5000), RIO_EINVAL);
+    T_EQ(rio_writer_write(w, src, 1), RIO_EINVAL); /* the error sticks */
+    T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
+    eu_get_check(e.c, "obj", n, 9, NULL);
+    eu_idle(e.c);
+    free(src);
+    eu_close(&e);
+}
+
+/* Memory is bounded by slots x chunk: the bytes in flight never exceed it,
+ * and the stats cover the whole stream. */
+TEST(writer_bounded_in_flight)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 64 * EU_CHUNK + 5;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+
+    eu_opts(&o);
+    o.depth = 8;
+    eu_open(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", &o);
+    uint8_t *src = eu_pattern_buf(n, 3);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &call, &w));
+    T_OK(write_pattern(w, src, n, 100000));
+    T_OK(rio_writer_close(w, NULL));
+    eu_get_check(e.c, "obj", n, 3, NULL);
+    T_EQ(st.bytes, n);
+    T_EQ(st.chunks, 65u);
+    T_GE(st.elapsed_ns, st.last_done_ns);
+    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
+    T_GT(st.peak_inflight_bytes, 0u);
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < st.npaths; i++)
+        sum += st.path[i].bytes;
+    T_EQ(sum, n);
+    T_GT(st.lat_max_ns, 0u);
+    T_GT(st.verdict_text[0], 0);
+    eu_idle(e.c);
+    free(src);
+    eu_close(&e);
+}
+
+/* Retryable faults on the stream's chunks are retried from the slot's
+ * bytes: the object is byte-exact and the retries are counted. */
+TEST(writer_retries_faults)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 20 * EU_CHUNK + 99;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr4?paths=3", &o);
+    eu_fault(e.c, "error:op=write:chunk=3:count=2:error=RIO_ESERVER");
+    eu_fault(e.c, "bitflip:op=write:chunk=11:count=1");
+    eu_fault(e.c, "disconnect:op=write:chunk=17:count=1:down=0:bytes=1000");
+    uint8_t *src = eu_pattern_buf(n, 4);
+    T_EQ(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, NULL, NULL, NULL), RIO_EINVAL);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &call, &w));
+    T_OK(write_pattern(w, src, n, 7777));
+    T_OK(rio_writer_close(w, NULL));
+    eu_get_check(e.c, "obj", n, 4, NULL);
+    T_GE(st.retries_total, 4u);
+    T_EQ(eu_faults_fired(e.c), 4u);
+    eu_idle(e.c);
+    free(src);
+    eu_close(&e);
+}
+
+/* A chunk that cannot be stored fails the stream: close returns the error,
+ * the previous generation is untouched, nothing of the upload stays. */
+TEST(writer_fatal_error_keeps_old)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 10 * EU_CHUNK;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr5?paths=2", &o);
+    uint8_t *old = eu_put_pattern(e.c, "obj", n, 5, NULL);
+    eu_fault(e.c, "error:op=write:chunk=6:error=EACCES");
+    uint8_t *src = eu_pattern_buf(n, 6);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    int wret = write_pattern(w, src, n, 10000);
+    T_TRUE(wret == 0 || wret == -EACCES);
+    T_EQ(rio_writer_close(w, NULL), -EACCES);
+    eu_get_check(e.c, "obj", n, 5, NULL);
+    eu_idle(e.c);
+    free(src);
+    free(old);
+    eu_close(&e);
+}
+
+/* Abort and cancel in the middle of a stream: not visible, nothing in
+ * flight, nothing leaked (eu_close checks the blocks). */
+TEST(writer_abort_and_cancel)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 30 * EU_CHUNK;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr6?paths=2&rate=100M&latency=1ms", &o);
+    uint8_t *src = eu_pattern_buf(n, 7);
+    struct rio_writer *w;
+    struct rio_desc d;
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, &w));
+    T_OK(write_pattern(w, src, n / 2, 9000));
+    rio_writer_abort(w);
+    eu_idle(e.c);
+    T_EQ(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
+    rio_writer_abort(NULL);
+
+    struct rio_cancel *cx;
+    T_OK(rio_cancel_new(&cx));
+    struct rio_call call = {.cancel = cx};
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &call, &w));
+    T_OK(write_pattern(w, src, n / 3, 9000));
+    rio_cancel_fire(cx);
+    int wret = write_pattern(w, src, n / 3, 9000);
+    T_TRUE(wret == 0 || wret == RIO_ECANCELED);
+    T_EQ(rio_writer_close(w, NULL), RIO_ECANCELED);
+    eu_idle(e.c);
+    T_EQ(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
+    rio_cancel_destroy(cx);
+    free(src);
+    eu_close(&e);
+}
+
+struct src_state {
+    const uint8_t *p;
+    size_t n, off, step;
+    size_t fail_at; /* return an error once off reaches it (0 = never) */
+};
+
+static int64_t src_fill(void *arg, void *buf, size_t cap)
+{
+    struct src_state *s = arg;
+    if (s->fail_at && s->off >= s->fail_at)
+        return -EIO;
+    size_t k = s->n - s->off;
+    if (k > cap)
+        k = cap;
+    if (k > s->step)
+        k = s->step;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+/* rio_put_stream reads chunks straight into the writer's buffers; a source
+ * error drops the PUT and is returned as is. */
+TEST(put_stream_source)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 7 * EU_CHUNK + 1;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr7?paths=2", &o);
+    uint8_t *src = eu_pattern_buf(n, 8);
+    struct src_state s = {.p = src, .n = n, .step = 12345};
+    T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, src_fill, &s, NULL, NULL));
+    eu_get_check(e.c, "obj", n, 8, NULL);
+
+    struct src_state bad = {.p = src, .n = n, .step = 12345, .fail_at = 3 * EU_CHUNK};
+    T_EQ(rio_put_stream(e.c, "obj2", RIO_SIZE_UNKNOWN, 3, src_fill, &bad, NULL, NULL), -EIO);
+    struct rio_desc d;
+    T_EQ(rio_stat(e.c, "obj2", &d), RIO_ENOTFOUND);
+    eu_idle(e.c);
+    free(src);
+    eu_close(&e);
+}
+
+/* etag=none skips the stream MD5: the object and its xxh3 list are the same,
+ * the etag is empty. Bad values are refused. */
+TEST(etag_none)
+{
+    struct eu e;
+    struct rio_options o;
+    struct rio_desc d, st;
+    const size_t n = 5 * EU_CHUNK + 3;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://et1?paths=2&etag=none", &o);
+    uint8_t *src = eu_pattern_buf(n, 11);
+    T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
+    T_STREQ(d.etag, "");
+    T_EQ(d.nchunks, 6u);
+    T_OK(rio_stat(e.c, "obj", &st));
+    T_STREQ(st.etag, "");
+    rio_desc_cleanup(&st);
+    rio_desc_cleanup(&d);
+    eu_get_check(e.c, "obj", n, 11, NULL);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(write_pattern(w, src, n, 50000));
+    T_OK(rio_writer_close(w, &d));
+    T_STREQ(d.etag, "");
+    rio_desc_cleanup(&d);
+    eu_idle(e.c);
+    free(src);
+    eu_close(&e);
+
+    struct rio_client *c;
+    T_EQ(rio_client_new("mock://et2?etag=sha1", NULL, &c), RIO_EINVAL);
+}
