@@ -419,10 +419,64 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
     return 0;
 }
 
+/*
+ * The commits of a batch's PUTs run on up to RIO__COMMIT_THREADS threads at
+ * once: a commit is a metadata round trip (a head write, a rename and its
+ * fsyncs, a CompleteMultipartUpload), so one after another they would add
+ * up; the transport's metadata calls are thread-safe by contract.
+ */
+#define RIO__COMMIT_THREADS 8
+
+struct commit_pool {
+    struct rio_client *c;
+    struct rio__call *call;
+    _Atomic unsigned next;
+};
+
+static bool commit_due(const struct rio__req *r)
+{
+    return r->type == RIO_OP_PUT && r->result >= 0 && r->status >= 0;
+}
+
+static void *commit_worker(void *arg)
+{
+    struct commit_pool *p = arg;
+    for (;;) {
+        unsigned i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->call->nreq)
+            return NULL;
+        struct rio__req *r = &p->call->reqs[i];
+        if (commit_due(r))
+            r->result = put_commit(p->c, r, NULL);
+    }
+}
+
+/* Commit every due PUT of a batch; a thread that cannot start leaves its
+ * share to the others and to this thread. */
+static void commit_parallel(struct rio_client *c, struct rio__call *call, unsigned due)
+{
+    struct commit_pool p = {.c = c, .call = call};
+    pthread_t th[RIO__COMMIT_THREADS - 1];
+    unsigned nth = due < RIO__COMMIT_THREADS ? due - 1 : RIO__COMMIT_THREADS - 1, started = 0;
+    atomic_init(&p.next, 0);
+    for (; started < nth; started++)
+        if (pthread_create(&th[started], NULL, commit_worker, &p) != 0)
+            break;
+    commit_worker(&p);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
 /* Finish every request after the fence: commit PUTs, copy staged GETs, or
  * abort. Sets r->result. */
 static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio_desc *out_desc)
 {
+    unsigned due = 0;
+    for (unsigned i = 0; i < call->nreq; i++)
+        due += commit_due(&call->reqs[i]);
+    bool parallel = due > 1 && !out_desc;
+    if (parallel)
+        commit_parallel(c, call, due);
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         if (r->result < 0) {
@@ -430,7 +484,8 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
         } else if (r->status < 0) {
             r->result = r->status;
         } else if (r->type == RIO_OP_PUT) {
-            r->result = put_commit(c, r, out_desc);
+            if (!parallel)
+                r->result = put_commit(c, r, out_desc);
         } else {
             if (r->user && r->size) {
                 uint64_t t0 = rio__now_ns();
