@@ -17,6 +17,13 @@
  * while it has max_depth responses queued or max_inflight_bytes of them.
  * A watchdog tick cuts a peer whose frame (in either direction) does not
  * complete within progress_timeout + size / min_rate, and closes idle ones.
+ *
+ * With the disk tier a PUT_COMMIT is handed to the disk's commit threads
+ * (fsync, rename, directory fsync): the frame ends at once, the connection
+ * goes on reading, and the answer is queued when the commit thread hands the
+ * job back through the worker's done list and eventfd. A job counts as an
+ * outstanding request of its connection; a connection closed meanwhile
+ * leaves it orphaned, and the worker frees it when it comes back.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -72,6 +79,18 @@ struct resp {
     uint8_t small[];
 };
 
+struct conn;
+
+/* A PUT_COMMIT on the disk's commit threads (see the top of this file). */
+struct cjob {
+    struct rio_srv_commit base;
+    struct rio_srv_worker *w;
+    struct conn *c; /* NULL once the connection closed (worker thread only) */
+    struct cjob *cprev, *cnext;
+    int op;
+    uint64_t id;
+};
+
 struct conn {
     struct conn *prev, *next; /* the worker's list; next also links incoming/pending */
     struct conn *pnext;       /* the worker's pending list */
@@ -107,6 +126,10 @@ struct conn {
     uint64_t discard_left;
     int discard_status;
 
+    /* PUT_COMMITs on the commit threads */
+    struct cjob *jobs;
+    unsigned njobs;
+
     /* write side */
     struct resp *oh, *ot;
     unsigned nout;
@@ -126,6 +149,7 @@ struct rio_srv_worker {
     int epfd, evfd;
     pthread_mutex_t mu;
     struct conn *incoming; /* guarded by mu */
+    struct cjob *done;     /* guarded by mu: commits handed back */
     struct conn *conns;    /* worker thread only */
     struct conn *pending;  /* conns with buffered input to process */
     struct conn *graveyard;
@@ -208,6 +232,15 @@ static void conn_kill(struct conn *c, const char *why)
             rio__srv_upload_unref(c->up);
         c->up = NULL;
     }
+    /* Commits still running finish without us; each carried a request. */
+    while (c->jobs) {
+        struct cjob *j = c->jobs;
+        c->jobs = j->cnext;
+        j->c = NULL;
+        j->cprev = j->cnext = NULL;
+        atomic_fetch_sub(&srv->m.inflight_requests, 1);
+    }
+    c->njobs = 0;
     while (c->oh) {
         struct resp *r = c->oh;
         c->oh = r->next;
@@ -265,27 +298,30 @@ static void conn_reject(struct conn *c, const char *why)
 /* ------------------------------------------------------------ responses */
 
 /*
- * Queue the response to the current request: status, a small body copied
+ * Queue a response to request id of opcode op: status, a small body copied
  * from small, and optionally bulk bytes of obj (whose reference the response
- * takes over). Ends the current frame.
+ * takes over). counted: the request is already in inflight_requests. -1 when
+ * the connection had to be closed (out of memory).
  */
-static void conn_respond(struct conn *c, int status, const void *small, size_t small_len,
-                         struct rio_srv_obj *obj, const uint8_t *data, size_t data_len)
+static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int status,
+                      const void *small, size_t small_len, struct rio_srv_obj *obj,
+                      const uint8_t *data, size_t data_len)
 {
     struct rio_srv *srv = c->w->srv;
     struct rio_proto_hdr h = {0};
     struct resp *r;
-    int op = c->hdr.opcode;
 
     r = rio__malloc(sizeof(*r) + small_len);
     if (!r) {
         rio__srv_obj_unref(obj);
+        if (counted)
+            atomic_fetch_sub(&srv->m.inflight_requests, 1);
         conn_kill(c, "out of memory");
-        return;
+        return -1;
     }
     h.opcode = (uint8_t)op;
     h.flags = RIO_PF_RESPONSE;
-    h.id = c->hdr.id;
+    h.id = id;
     h.body_len = (uint32_t)(small_len + data_len);
     h.status = status;
     rio__proto_hdr_encode(&h, r->hdr);
@@ -307,9 +343,9 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     c->ot = r;
     c->nout++;
     c->out_bytes += r->total;
-    if (!c->req_open)
+    if (!counted)
         atomic_fetch_add(&srv->m.inflight_requests, 1);
-    c->req_open = 0; /* the response carries the count from here */
+    /* The response carries the count from here. */
     atomic_fetch_add(&srv->m.inflight_bytes, (int64_t)r->total);
     atomic_fetch_add_explicit(&srv->m.req[op][rio__srv_status_class(status)], 1,
                               memory_order_relaxed);
@@ -317,6 +353,20 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     if (status < 0)
         SRV_DEBUG("answer peer=%s op=%s id=%llu status=%s", c->peer, rio__proto_op_name(op),
                   (unsigned long long)h.id, rio_errname(status));
+    return 0;
+}
+
+/* Queue the response to the current request (see conn_queue). Ends the
+ * current frame. */
+static void conn_respond(struct conn *c, int status, const void *small, size_t small_len,
+                         struct rio_srv_obj *obj, const uint8_t *data, size_t data_len)
+{
+    int counted = c->req_open;
+
+    c->req_open = 0;
+    if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, status, small, small_len, obj, data,
+                   data_len) < 0)
+        return;
     conn_next_frame(c);
 }
 
@@ -557,21 +607,13 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
 }
 
 /* DELETE: from memory and, with the disk tier, from disk (durably with
- * --sync) under the publication lock, so a commit racing it is either
- * entirely before or entirely after. */
+ * --sync) under the key's lock, with a tombstone that every upload of the
+ * key opened before it loses to (disk.c). */
 static int do_delete(struct rio_srv *srv, const char *key, uint16_t klen)
 {
-    int r1, r2;
-
     if (!srv->disk)
         return rio__srv_store_delete(&srv->store, key, klen);
-    rio__srv_disk_lock(srv->disk);
-    r1 = rio__srv_store_delete(&srv->store, key, klen);
-    r2 = rio__srv_disk_delete(srv->disk, key, klen);
-    rio__srv_disk_unlock(srv->disk);
-    if (r2 < 0 && r2 != RIO_ENOTFOUND)
-        return r2;
-    return r1 == 0 || r2 == 0 ? 0 : RIO_ENOTFOUND;
+    return rio__srv_disk_delete(srv->disk, key, klen);
 }
 
 static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
@@ -692,6 +734,59 @@ static void chunk_data(struct conn *c)
     conn_status(c, ret);
 }
 
+/* On a commit thread: hand the job back to its worker. */
+static void cjob_done(struct rio_srv_commit *base)
+{
+    struct cjob *j = (struct cjob *)base;
+    struct rio_srv_worker *w = j->w;
+    uint64_t one = 1;
+
+    pthread_mutex_lock(&w->mu);
+    j->base.next = (struct rio_srv_commit *)w->done;
+    w->done = j;
+    pthread_mutex_unlock(&w->mu);
+    if (write(w->evfd, &one, sizeof(one)) < 0)
+        SRV_WARN("eventfd: %s", strerror(errno));
+}
+
+/* On the worker: answer the commits handed back. */
+static void worker_commits(struct rio_srv_worker *w)
+{
+    struct cjob *list, *rev = NULL;
+
+    pthread_mutex_lock(&w->mu);
+    list = w->done;
+    w->done = NULL;
+    pthread_mutex_unlock(&w->mu);
+    /* In the order they were handed back. */
+    while (list) {
+        struct cjob *n = (struct cjob *)list->base.next;
+        list->base.next = (struct rio_srv_commit *)rev;
+        rev = list;
+        list = n;
+    }
+    while (rev) {
+        struct cjob *j = rev;
+        struct conn *c = j->c;
+        rev = (struct cjob *)j->base.next;
+        if (c) {
+            uint8_t out[8];
+            if (j->cprev)
+                j->cprev->cnext = j->cnext;
+            else
+                c->jobs = j->cnext;
+            if (j->cnext)
+                j->cnext->cprev = j->cprev;
+            c->njobs--;
+            le64(out, j->base.generation);
+            if (!c->dead && conn_queue(c, j->op, j->id, 1, j->base.status, out,
+                                       j->base.status < 0 ? 0 : sizeof(out), NULL, NULL, 0) == 0)
+                conn_flush(c);
+        }
+        rio__free(j);
+    }
+}
+
 static void commit_finish(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
@@ -700,31 +795,38 @@ static void commit_finish(struct conn *c)
     int ret;
 
     if (srv->disk) {
-        /* Disk tier: the object is written (and with --sync made durable)
-         * before it becomes visible and before the commit is answered. The
-         * worker waits for the disk meanwhile (docs/server.md). */
+        /* Disk tier: the object becomes visible, and the commit is answered,
+         * only once its file is complete (and with --sync durable). That
+         * runs on a commit thread; the connection reads on meanwhile. */
         struct rio_srv_obj *o = NULL;
-        ret = rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
-                                         c->commit_bad, &o);
+        struct rio_srv_dfile *df = NULL;
+        struct cjob *j = rio__calloc(1, sizeof(*j));
+        ret = j ? rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag,
+                                             c->commit_missing, c->commit_bad, &o, &df)
+                : -ENOMEM;
         rio__srv_upload_unref(c->up);
         c->up = NULL;
-        if (ret == 0) {
-            gen = o->generation;
-            ret = rio__srv_disk_put(srv->disk, o);
-            if (ret < 0) {
-                rio__srv_store_drop(&srv->store, o);
-            } else {
-                rio__srv_disk_lock(srv->disk);
-                /* Deleted meanwhile? Then the delete came after: not cached. */
-                struct rio_srv_obj *e = rio__srv_disk_get(srv->disk, o->key, o->key_len);
-                if (e && e->generation == o->generation)
-                    rio__srv_store_publish(&srv->store, o);
-                else
-                    rio__srv_store_drop(&srv->store, o);
-                rio__srv_disk_unlock(srv->disk);
-                rio__srv_obj_unref(e);
-            }
+        if (ret < 0) {
+            rio__free(j);
+            conn_status(c, ret);
+            return;
         }
+        j->base.o = o;
+        j->base.df = df;
+        j->base.done = cjob_done;
+        j->w = c->w;
+        j->c = c;
+        j->op = c->hdr.opcode;
+        j->id = c->hdr.id;
+        j->cnext = c->jobs;
+        if (c->jobs)
+            c->jobs->cprev = j;
+        c->jobs = j;
+        c->njobs++;
+        c->req_open = 0; /* the job carries the request's count */
+        conn_next_frame(c);
+        rio__srv_disk_submit(srv->disk, &j->base);
+        return;
     } else {
         ret = rio__srv_store_commit(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
                                     c->commit_bad, &gen);
@@ -924,7 +1026,7 @@ static int conn_should_pause(const struct conn *c)
 
     if (c->closing || c->rd_eof || atomic_load(&srv->draining))
         return 1;
-    if (c->nout >= srv->cfg.max_depth)
+    if (c->nout + c->njobs >= srv->cfg.max_depth)
         return 1;
     return c->nout && c->out_bytes >= srv->cfg.max_inflight_bytes;
 }
@@ -946,7 +1048,7 @@ static void conn_read(struct conn *c)
                 /* A clean end: answer what is queued, then close. */
                 c->rd_eof = 1;
                 conn_set_events(c, 0, c->oh != NULL);
-                if (!c->oh)
+                if (!c->oh && !c->njobs)
                     conn_kill(c, "peer closed");
                 return;
             }
@@ -983,7 +1085,7 @@ static void conn_read(struct conn *c)
 
 static void conn_done_closing(struct conn *c)
 {
-    if (c->oh || c->dead)
+    if (c->oh || c->njobs || c->dead)
         return;
     if (c->closing)
         conn_kill(c, "closed after error");
@@ -1140,7 +1242,7 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
             conn_done_closing(c);
             if (!c->dead && !c->in_frame)
                 conn_set_events(c, 0, c->oh != NULL);
-        } else if (srv->cfg.idle_timeout_ns && !c->in_frame && !c->oh &&
+        } else if (srv->cfg.idle_timeout_ns && !c->in_frame && !c->oh && !c->njobs &&
                    now - c->last_active > srv->cfg.idle_timeout_ns) {
             atomic_fetch_add(&srv->m.timeouts_idle, 1);
             SRV_DEBUG("idle timeout peer=%s", c->peer);
@@ -1177,6 +1279,7 @@ static void *worker_main(void *arg)
                 if (read(w->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
                     SRV_WARN("eventfd: %s", strerror(errno));
                 worker_adopt(w);
+                worker_commits(w);
                 continue;
             }
             struct conn *c = evs[i].data.ptr;
@@ -1298,10 +1401,16 @@ unsigned rio__srv_workers_conns(struct rio_srv *srv)
 
 void rio__srv_workers_join(struct rio_srv *srv)
 {
+    for (unsigned i = 0; i < srv->nworkers; i++)
+        if (srv->workers[i]->started)
+            pthread_join(srv->workers[i]->th, NULL);
+    /* Commits still queued finish (their connections are gone) before
+     * their workers are freed. */
+    if (srv->disk)
+        rio__srv_disk_pool_stop(srv->disk);
     for (unsigned i = 0; i < srv->nworkers; i++) {
         struct rio_srv_worker *w = srv->workers[i];
-        if (w->started)
-            pthread_join(w->th, NULL);
+        worker_commits(w);
         if (w->epfd >= 0)
             close(w->epfd);
         if (w->evfd >= 0)

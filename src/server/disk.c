@@ -15,19 +15,36 @@
  *         chunk checksums            nchunks x u64 (xxh3 of each chunk)
  *         header checksum            u64, xxh3 of every byte before it
  *
- * A PUT is written to "t-KEYHASH-GEN.tmp", fsynced (--sync), renamed to its
- * final name, and the directory fsynced (--sync) before the commit is
- * answered: a file with the final name is always complete. Start-up removes
- * temporary files, checks every header (magic, checksum, geometry, the file
- * size against data_off + size, the name against the key and generation),
- * keeps the highest generation of each key and removes older ones, and
- * renames a file that fails a check to NAME.corrupt (logged and counted).
- * Data bytes are verified against the chunk checksums whenever they are
- * read, so a flipped data byte is never served either.
+ * An upload streams into "t-KEYHASH-N.tmp" (N a per-process counter): each
+ * chunk is written at data_off + its offset once its checksum held. The
+ * commit, on a commit thread (never a connection's worker), writes the
+ * header, fsyncs the file (--sync), and then, under the key's lock, checks
+ * the key's tombstone, renames the file to its final name, fsyncs the
+ * directory (--sync), and indexes and caches the object, before the commit
+ * is answered: a file with the final name is always complete.
  *
- * Plain POSIX I/O (pwrite/pread/fsync) in the worker that handles the
- * commit or read, not the io_uring file transport: a commit waits for its
- * fsyncs anyway, and this keeps the server free of the engine's machinery.
+ * A DELETE takes the same key lock, removes the object from memory, the
+ * index and the disk, and, when an upload opened before it could still
+ * commit, leaves a tombstone "d-KEYHASH-GEN" (GEN from the counter that
+ * orders upload opens and generations; written and fsynced before the
+ * object's file goes). A commit whose upload opened before the tombstone
+ * loses: its file is removed, never renamed. Tombstones are reclaimed when
+ * no upload opened before them remains.
+ *
+ * Start-up removes temporary files, checks every header (magic, checksum,
+ * geometry, the file size against data_off + size, the name against the key
+ * and generation), keeps the highest generation of each key and removes
+ * older ones, removes versions older than the key's tombstone, then the
+ * tombstones, and renames a file that fails a check to NAME.corrupt (logged
+ * and counted). Data bytes are verified against the chunk checksums
+ * whenever they are read, so a flipped data byte is never served either.
+ *
+ * A tombstone file (little endian): magic "RIOTMB1\n" (8), key_len (u16),
+ * 6 zero bytes, generation (u64), key, xxh3 of every byte before it (u64).
+ *
+ * Plain POSIX I/O (pwrite/pread/fsync), not the io_uring file transport: a
+ * commit waits for its fsyncs anyway, and this keeps the server free of the
+ * engine's machinery.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -37,6 +54,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,22 +67,56 @@
 #include "railio.h"
 
 #define MAGIC "RIOOBJ1\n"
+#define TMAGIC "RIOTMB1\n"
+#define TOMB_FIXED 24u
+#define KEY_LOCKS 64u
+#define TOMB_BUCKETS 256u
 #define HDR_FIXED 88u
 #define ALIGN 4096u
 #define NAME_LEN 40 /* "o-" 16 "-" 16 ".tmp" NUL, rounded up */
+
+/* A DELETE's mark: uploads of key opened before gen lose to it. */
+struct tomb {
+    struct tomb *next;
+    uint64_t gen;
+    uint16_t key_len;
+    char key[];
+};
+
+struct rio_srv_dfile {
+    struct rio_srv_disk *d;
+    int fd;
+    uint64_t data_off;
+    char tmp[NAME_LEN];
+};
 
 struct rio_srv_disk {
     char *dir;
     int dirfd;
     int sync;
     uint64_t max_chunks;
-    pthread_mutex_t mu;  /* the index */
-    pthread_mutex_t pub; /* rio__srv_disk_lock */
+    struct rio_srv_store *store;
+    pthread_mutex_t mu; /* the index and the tombstones */
+    /* A commit's rename and publication, and a DELETE, of one key. */
+    pthread_mutex_t keylock[KEY_LOCKS];
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
     uint64_t bytes;
+    struct tomb *tombs[TOMB_BUCKETS];
+    uint64_t ntombs;
+    _Atomic uint64_t next_tmp;
     _Atomic uint64_t writes, write_errors, write_ns, reads, read_bytes, read_errors, deletes;
     _Atomic uint64_t corrupt, recovered, discarded, superseded;
+    /* Commit threads: the queue is guarded by qmu. */
+    pthread_mutex_t qmu;
+    pthread_cond_t qcv;
+    struct rio_srv_commit *qhead, *qtail;
+    int qstop;
+    pthread_t *threads;
+    unsigned nthreads;
+    /* Tests only: commits of keys under "hold/" wait while this path is
+     * missing (RAILIOD_TEST_COMMIT_HOLD, docs/server.md). */
+    const char *hold;
 };
 
 static void put64(uint8_t *p, uint64_t v)
@@ -279,6 +331,82 @@ static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, u
         SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
 }
 
+/* ----------------------------------------------------------- tombstones */
+
+static struct tomb **tomb_slot_locked(struct rio_srv_disk *d, const char *key, uint16_t klen)
+{
+    struct tomb **pp = &d->tombs[key_hash(key, klen) % TOMB_BUCKETS];
+    for (; *pp; pp = &(*pp)->next)
+        if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
+            break;
+    return pp;
+}
+
+static struct tomb *tomb_new(const char *key, uint16_t klen, uint64_t gen)
+{
+    struct tomb *t = rio__malloc(sizeof(*t) + klen);
+
+    if (!t)
+        return NULL;
+    t->next = NULL;
+    t->gen = gen;
+    t->key_len = klen;
+    memcpy(t->key, key, klen);
+    return t;
+}
+
+/* The generation of key's tombstone, 0 when it has none. */
+static uint64_t tomb_gen(struct rio_srv_disk *d, const char *key, uint16_t klen)
+{
+    struct tomb *t;
+    uint64_t g;
+
+    pthread_mutex_lock(&d->mu);
+    t = *tomb_slot_locked(d, key, klen);
+    g = t ? t->gen : 0;
+    pthread_mutex_unlock(&d->mu);
+    return g;
+}
+
+static void tomb_unlink_file(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+{
+    char name[NAME_LEN];
+
+    obj_name(name, "d", key_hash(key, klen), gen, "");
+    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
+        SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
+}
+
+/* Write key's tombstone file for gen (fsynced with --sync; the directory
+ * is the caller's). 0 or -errno. */
+static int tomb_write(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+{
+    uint8_t buf[TOMB_FIXED + RIO_KEY_MAX + 8];
+    size_t n = TOMB_FIXED + klen + 8;
+    char name[NAME_LEN];
+    int fd, ret;
+
+    memset(buf, 0, TOMB_FIXED);
+    memcpy(buf, TMAGIC, 8);
+    buf[8] = (uint8_t)klen;
+    buf[9] = (uint8_t)(klen >> 8);
+    put64(buf + 16, gen);
+    memcpy(buf + TOMB_FIXED, key, klen);
+    put64(buf + TOMB_FIXED + klen, rio__xxh3(buf, TOMB_FIXED + klen));
+    obj_name(name, "d", key_hash(key, klen), gen, "");
+    fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    ret = pwrite_all(fd, buf, n, 0);
+    if (!ret && d->sync && fsync(fd) < 0)
+        ret = -errno;
+    if (close(fd) < 0 && !ret)
+        ret = -errno;
+    if (ret)
+        unlinkat(d->dirfd, name, 0);
+    return ret;
+}
+
 /* ------------------------------------------------------------- recovery */
 
 static void quarantine(struct rio_srv_disk *d, const char *name, const char *why)
@@ -381,6 +509,79 @@ out:
     return ret;
 }
 
+/* Parse and check one tombstone file; 0 and *out, or a reason (logged). */
+static int recover_tomb(struct rio_srv_disk *d, const char *name, uint64_t name_kh,
+                        uint64_t name_gen, struct tomb **out)
+{
+    uint8_t buf[TOMB_FIXED + RIO_KEY_MAX + 8 + 1];
+    const char *why = NULL;
+    uint16_t klen;
+    ssize_t n;
+    int fd;
+
+    *out = NULL;
+    fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    n = pread(fd, buf, sizeof(buf), 0);
+    close(fd);
+    if (n < 0)
+        return -errno;
+    klen = (uint16_t)(n >= (ssize_t)TOMB_FIXED ? buf[8] | buf[9] << 8 : 0);
+    if (n < (ssize_t)TOMB_FIXED || memcmp(buf, TMAGIC, 8) != 0)
+        why = "bad tombstone magic or length";
+    else if (klen == 0 || klen > RIO_KEY_MAX || (size_t)n != TOMB_FIXED + klen + 8u)
+        why = "bad tombstone length";
+    else if (rio__xxh3(buf, TOMB_FIXED + klen) != get64(buf + TOMB_FIXED + klen))
+        why = "tombstone checksum mismatch";
+    else if (get64(buf + 16) != name_gen ||
+             key_hash((const char *)buf + TOMB_FIXED, klen) != name_kh)
+        why = "name does not match the tombstone";
+    if (why) {
+        quarantine(d, name, why);
+        return RIO_ECHECKSUM;
+    }
+    *out = tomb_new((const char *)buf + TOMB_FIXED, klen, name_gen);
+    return *out ? 0 : -ENOMEM;
+}
+
+/*
+ * After the scan: versions older than their key's tombstone go (the DELETE
+ * was acknowledged, or an upload it beat got that far), durably, then the
+ * tombstones themselves, since no upload survives a restart.
+ */
+static void recover_tombs(struct rio_srv_disk *d)
+{
+    int changed = 0;
+
+    for (unsigned b = 0; b < TOMB_BUCKETS; b++)
+        for (struct tomb *t = d->tombs[b]; t; t = t->next) {
+            struct rio_srv_obj **slot = slot_locked(d, t->key, t->key_len), *e = *slot;
+            if (!e || e->generation >= t->gen)
+                continue;
+            *slot = e->hnext;
+            e->hnext = NULL;
+            d->nobj--;
+            d->bytes -= e->size;
+            atomic_fetch_sub(&d->recovered, 1);
+            SRV_INFO("disk: removed generation %llu of a key deleted at %llu",
+                     (unsigned long long)e->generation, (unsigned long long)t->gen);
+            unlink_gen(d, t->key, t->key_len, e->generation);
+            ent_unref(e);
+            changed = 1;
+        }
+    if (changed && d->sync)
+        fsync(d->dirfd);
+    for (unsigned b = 0; b < TOMB_BUCKETS; b++)
+        while (d->tombs[b]) {
+            struct tomb *t = d->tombs[b];
+            d->tombs[b] = t->next;
+            tomb_unlink_file(d, t->key, t->key_len, t->gen);
+            rio__free(t);
+        }
+    d->ntombs = 0;
+}
+
 static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
 {
     DIR *dir;
@@ -406,6 +607,23 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
                 atomic_fetch_add(&d->discarded, 1);
                 SRV_INFO("disk: discarded partial %s", n);
             }
+            continue;
+        }
+        if (n[0] == 'd' && sscanf(n, "d-%16llx-%16llx%n", &kh, &gen, &used) == 2 &&
+            n[used] == '\0' && strlen(n) == 35) {
+            struct tomb *t = NULL;
+            int r = recover_tomb(d, n, kh, gen, &t);
+            if (r == -ENOMEM) {
+                ret = r;
+                break;
+            }
+            if (r < 0 || !t)
+                continue;
+            if (t->gen > *max_gen)
+                *max_gen = t->gen;
+            t->next = d->tombs[key_hash(t->key, t->key_len) % TOMB_BUCKETS];
+            d->tombs[key_hash(t->key, t->key_len) % TOMB_BUCKETS] = t;
+            d->ntombs++;
             continue;
         }
         if (n[0] != 'o' || sscanf(n, "o-%16llx-%16llx%n", &kh, &gen, &used) != 2 ||
@@ -434,11 +652,13 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
         }
     }
     closedir(dir);
+    if (ret == 0)
+        recover_tombs(d);
     return ret;
 }
 
 int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uint64_t max_chunks,
-                       uint64_t *max_gen)
+                       struct rio_srv_store *store, uint64_t *max_gen)
 {
     struct rio_srv_disk *d;
     int ret;
@@ -450,6 +670,8 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
         return -ENOMEM;
     d->dirfd = -1;
     d->sync = sync;
+    d->store = store;
+    d->hold = getenv("RAILIOD_TEST_COMMIT_HOLD");
     d->max_chunks = max_chunks;
     d->tab_mask = 1023;
     d->dir = rio__strdup(dir);
@@ -470,7 +692,11 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
         goto err;
     }
     pthread_mutex_init(&d->mu, NULL);
-    pthread_mutex_init(&d->pub, NULL);
+    for (unsigned i = 0; i < KEY_LOCKS; i++)
+        pthread_mutex_init(&d->keylock[i], NULL);
+    pthread_mutex_init(&d->qmu, NULL);
+    pthread_cond_init(&d->qcv, NULL);
+    atomic_init(&d->next_tmp, rio__now_ns());
     ret = recover(d, max_gen);
     if (ret < 0) {
         SRV_ERR("data dir %s: recovery: %s", dir, rio_strerror(ret));
@@ -501,6 +727,13 @@ void rio__srv_disk_close(struct rio_srv_disk *d)
 {
     if (!d)
         return;
+    rio__srv_disk_pool_stop(d);
+    for (unsigned b = 0; b < TOMB_BUCKETS; b++)
+        while (d->tombs[b]) {
+            struct tomb *t = d->tombs[b];
+            d->tombs[b] = t->next;
+            rio__free(t);
+        }
     for (size_t i = 0; i <= d->tab_mask; i++) {
         struct rio_srv_obj *e = d->tab[i], *n;
         for (; e; e = n) {
@@ -509,41 +742,117 @@ void rio__srv_disk_close(struct rio_srv_disk *d)
         }
     }
     pthread_mutex_destroy(&d->mu);
-    pthread_mutex_destroy(&d->pub);
+    for (unsigned i = 0; i < KEY_LOCKS; i++)
+        pthread_mutex_destroy(&d->keylock[i]);
+    pthread_mutex_destroy(&d->qmu);
+    pthread_cond_destroy(&d->qcv);
     close(d->dirfd);
     rio__free(d->tab);
     rio__free(d->dir);
     rio__free(d);
 }
 
-void rio__srv_disk_lock(struct rio_srv_disk *d)
+static pthread_mutex_t *key_lock(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
-    pthread_mutex_lock(&d->pub);
-}
-
-void rio__srv_disk_unlock(struct rio_srv_disk *d)
-{
-    pthread_mutex_unlock(&d->pub);
+    return &d->keylock[key_hash(key, klen) % KEY_LOCKS];
 }
 
 /* ----------------------------------------------------------------- write */
 
-int rio__srv_disk_put(struct rio_srv_disk *d, const struct rio_srv_obj *o)
+int rio__srv_dfile_new(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t nchunks,
+                       struct rio_srv_dfile **out)
 {
-    char tmp[NAME_LEN], fin[NAME_LEN];
-    uint64_t kh = key_hash(o->key, o->key_len);
-    uint64_t hlen = header_len(o->key_len, o->nchunks, d->max_chunks), data_off;
-    uint64_t t0 = rio__now_ns(), stale;
-    struct rio_srv_obj *e = NULL;
-    uint8_t *hdr = NULL;
-    int fd = -1, ret;
+    uint64_t hlen = header_len(klen, nchunks, d->max_chunks);
+    struct rio_srv_dfile *f;
+    int ret;
 
+    *out = NULL;
     if (!hlen)
         return RIO_EINVAL;
-    data_off = round_up(hlen);
-    hdr = rio__calloc(1, (size_t)data_off);
-    if (!hdr)
+    f = rio__calloc(1, sizeof(*f));
+    if (!f)
         return -ENOMEM;
+    f->d = d;
+    f->data_off = round_up(hlen);
+    obj_name(f->tmp, "t", key_hash(key, klen), atomic_fetch_add(&d->next_tmp, 1), ".tmp");
+    f->fd = openat(d->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (f->fd < 0) {
+        ret = -errno;
+        SRV_ERR("disk: create %s/%s: %s", d->dir, f->tmp, strerror(errno));
+        rio__free(f);
+        return ret;
+    }
+    *out = f;
+    return 0;
+}
+
+int rio__srv_dfile_write(struct rio_srv_dfile *f, uint64_t off, const uint8_t *p, uint64_t n)
+{
+    int ret;
+
+    if (off > UINT64_MAX - f->data_off || n > UINT64_MAX - f->data_off - off)
+        return RIO_EINVAL;
+    ret = pwrite_all(f->fd, p, n, f->data_off + off);
+    if (ret < 0) {
+        atomic_fetch_add(&f->d->write_errors, 1);
+        SRV_ERR("disk: write %s/%s (%llu bytes at %llu): %s", f->d->dir, f->tmp,
+                (unsigned long long)n, (unsigned long long)off, rio_strerror(ret));
+    }
+    return ret;
+}
+
+void rio__srv_dfile_discard(struct rio_srv_dfile *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    if (unlinkat(f->d->dirfd, f->tmp, 0) < 0 && errno != ENOENT)
+        SRV_WARN("disk: unlink %s/%s: %s", f->d->dir, f->tmp, strerror(errno));
+    rio__free(f);
+}
+
+/* Tests only: a commit of a key under "hold/" waits here while d->hold is
+ * missing, after announcing itself in d->hold + ".reached". */
+static void test_hold(struct rio_srv_disk *d, const struct rio_srv_obj *o)
+{
+    char reached[4096];
+    uint64_t t0 = rio__now_ns();
+    int fd;
+
+    if (!d->hold || o->key_len < 5 || memcmp(o->key, "hold/", 5) != 0 || access(d->hold, F_OK) == 0)
+        return;
+    snprintf(reached, sizeof(reached), "%s.reached", d->hold);
+    fd = open(reached, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    SRV_INFO("disk: commit of %s held until %s exists", o->key, d->hold);
+    while (access(d->hold, F_OK) != 0 && rio__now_ns() - t0 < 60ull * 1000000000ull)
+        usleep(2000);
+}
+
+void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
+{
+    struct rio_srv_obj *o = j->o, *e = NULL;
+    struct rio_srv_dfile *f = j->df;
+    uint64_t hlen = header_len(o->key_len, o->nchunks, d->max_chunks);
+    uint64_t t0 = rio__now_ns(), stale, tomb;
+    pthread_mutex_t *kl = key_lock(d, o->key, o->key_len);
+    char fin[NAME_LEN];
+    uint8_t *hdr = NULL;
+    int ret;
+
+    j->generation = o->generation;
+    obj_name(fin, "o", key_hash(o->key, o->key_len), o->generation, "");
+    if (!hlen || round_up(hlen) != f->data_off) {
+        ret = RIO_EINVAL;
+        goto err;
+    }
+    hdr = rio__calloc(1, (size_t)f->data_off);
+    if (!hdr) {
+        ret = -ENOMEM;
+        goto err;
+    }
     memcpy(hdr, MAGIC, 8);
     put32(hdr + 8, (uint32_t)hlen);
     hdr[12] = (uint8_t)o->key_len;
@@ -552,33 +861,42 @@ int rio__srv_disk_put(struct rio_srv_disk *d, const struct rio_srv_obj *o)
     put64(hdr + 24, o->size);
     put64(hdr + 32, o->chunk_size);
     put64(hdr + 40, o->nchunks);
-    put64(hdr + 48, data_off);
+    put64(hdr + 48, f->data_off);
     memcpy(hdr + 56, o->etag, 32);
     memcpy(hdr + HDR_FIXED, o->key, o->key_len);
     if (o->nchunks)
         memcpy(hdr + HDR_FIXED + o->key_len, o->xxh, (size_t)o->nchunks * 8);
     put64(hdr + hlen - 8, rio__xxh3(hdr, (size_t)hlen - 8));
 
-    obj_name(tmp, "t", kh, o->generation, ".tmp");
-    obj_name(fin, "o", kh, o->generation, "");
-    fd = openat(d->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    /* The data is in the file already (each chunk as it arrived). */
+    ret = pwrite_all(f->fd, hdr, f->data_off, 0);
+    if (!ret && d->sync && fsync(f->fd) < 0)
         ret = -errno;
-        goto err;
-    }
-    ret = pwrite_all(fd, hdr, data_off, 0);
-    if (!ret && o->size)
-        ret = pwrite_all(fd, o->data, o->size, data_off);
-    if (!ret && d->sync && fsync(fd) < 0)
+    if (close(f->fd) < 0 && !ret)
         ret = -errno;
-    if (close(fd) < 0 && !ret)
-        ret = -errno;
-    fd = -1;
+    f->fd = -1;
+    rio__free(hdr);
     if (ret)
-        goto err_unlink;
-    if (renameat(d->dirfd, tmp, d->dirfd, fin) < 0) {
+        goto err;
+    test_hold(d, o);
+
+    pthread_mutex_lock(kl);
+    tomb = tomb_gen(d, o->key, o->key_len);
+    if (tomb > o->open_gen) {
+        /* A DELETE came after this upload opened: it wins. */
+        SRV_DEBUG("disk: commit of generation %llu superseded by a delete at %llu",
+                  (unsigned long long)o->generation, (unsigned long long)tomb);
+        atomic_fetch_add(&d->superseded, 1);
+        rio__srv_dfile_discard(f);
+        rio__srv_store_drop(d->store, o);
+        pthread_mutex_unlock(kl);
+        j->status = 0;
+        return;
+    }
+    if (renameat(d->dirfd, f->tmp, d->dirfd, fin) < 0) {
         ret = -errno;
-        goto err_unlink;
+        pthread_mutex_unlock(kl);
+        goto err;
     }
     if (d->sync && fsync(d->dirfd) < 0) {
         /* The rename may or may not be durable: the PUT is not acknowledged,
@@ -586,30 +904,119 @@ int rio__srv_disk_put(struct rio_srv_disk *d, const struct rio_srv_obj *o)
          * complete, unacknowledged version, which is allowed). */
         ret = -errno;
         unlinkat(d->dirfd, fin, 0);
+        pthread_mutex_unlock(kl);
         goto err;
     }
+    rio__free(f);
+    f = NULL;
     e = ent_new(o->key, o->key_len, o->generation, o->size, o->chunk_size, o->nchunks, o->etag,
-                o->xxh, data_off);
+                o->xxh, round_up(hlen));
     if (!e) {
         ret = -ENOMEM;
         unlinkat(d->dirfd, fin, 0);
+        pthread_mutex_unlock(kl);
         goto err;
     }
     stale = index_insert(d, e);
     if (stale)
         unlink_gen(d, o->key, o->key_len, stale);
-    rio__free(hdr);
+    /* Cached when it was received into memory; otherwise read from disk. */
+    if (o->data)
+        rio__srv_store_publish(d->store, o);
+    else
+        rio__srv_store_drop(d->store, o);
+    pthread_mutex_unlock(kl);
     atomic_fetch_add(&d->writes, 1);
     atomic_fetch_add(&d->write_ns, rio__now_ns() - t0);
-    return 0;
-err_unlink:
-    unlinkat(d->dirfd, tmp, 0);
+    j->status = 0;
+    return;
 err:
-    rio__free(hdr);
     atomic_fetch_add(&d->write_errors, 1);
-    SRV_ERR("disk: write %s/%s (%llu bytes): %s", d->dir, fin, (unsigned long long)o->size,
+    SRV_ERR("disk: commit %s/%s (%llu bytes): %s", d->dir, fin, (unsigned long long)o->size,
             rio_strerror(ret));
-    return ret;
+    rio__srv_dfile_discard(f);
+    rio__srv_store_drop(d->store, o);
+    j->status = ret;
+}
+
+/* --------------------------------------------------------- commit threads */
+
+static void *commit_main(void *arg)
+{
+    struct rio_srv_disk *d = arg;
+
+    for (;;) {
+        struct rio_srv_commit *j;
+
+        pthread_mutex_lock(&d->qmu);
+        while (!d->qhead && !d->qstop)
+            pthread_cond_wait(&d->qcv, &d->qmu);
+        j = d->qhead;
+        if (j) {
+            d->qhead = j->next;
+            if (!d->qhead)
+                d->qtail = NULL;
+        }
+        pthread_mutex_unlock(&d->qmu);
+        if (!j)
+            return NULL; /* stopping and nothing left */
+        j->next = NULL;
+        rio__srv_disk_commit(d, j);
+        j->done(j);
+    }
+}
+
+int rio__srv_disk_pool_start(struct rio_srv_disk *d, unsigned n)
+{
+    d->threads = rio__calloc(n, sizeof(*d->threads));
+    if (!d->threads)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i++) {
+        int ret = pthread_create(&d->threads[i], NULL, commit_main, d);
+        if (ret != 0) {
+            rio__srv_disk_pool_stop(d);
+            return -ret;
+        }
+        d->nthreads = i + 1;
+    }
+    return 0;
+}
+
+void rio__srv_disk_submit(struct rio_srv_disk *d, struct rio_srv_commit *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&d->qmu);
+    if (d->qtail)
+        d->qtail->next = j;
+    else
+        d->qhead = j;
+    d->qtail = j;
+    pthread_cond_signal(&d->qcv);
+    pthread_mutex_unlock(&d->qmu);
+}
+
+void rio__srv_disk_pool_stop(struct rio_srv_disk *d)
+{
+    pthread_mutex_lock(&d->qmu);
+    d->qstop = 1;
+    pthread_cond_broadcast(&d->qcv);
+    pthread_mutex_unlock(&d->qmu);
+    for (unsigned i = 0; i < d->nthreads; i++)
+        pthread_join(d->threads[i], NULL);
+    d->nthreads = 0;
+    rio__free(d->threads);
+    d->threads = NULL;
+    /* Without threads (none started) what is queued runs here. */
+    for (;;) {
+        struct rio_srv_commit *j = d->qhead;
+        if (!j)
+            break;
+        d->qhead = j->next;
+        if (!d->qhead)
+            d->qtail = NULL;
+        rio__srv_disk_commit(d, j);
+        j->done(j);
+    }
 }
 
 /* ------------------------------------------------------------------ read */
@@ -712,10 +1119,47 @@ err:
 
 int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
+    pthread_mutex_t *kl = key_lock(d, key, klen);
     struct rio_srv_obj **slot, *e;
     char name[NAME_LEN];
-    int ret = 0;
+    uint64_t gen;
+    int ret = 0, r1, dirty = 0;
 
+    pthread_mutex_lock(kl);
+    /* Every upload opened before this point loses to this DELETE; if one
+     * of them can still commit, a tombstone says so. */
+    gen = rio__srv_store_tick(d->store);
+    if (rio__srv_store_min_open(d->store) < gen) {
+        ret = tomb_write(d, key, klen, gen);
+        if (ret < 0) {
+            pthread_mutex_unlock(kl);
+            SRV_ERR("disk: delete: tombstone in %s: %s", d->dir, rio_strerror(ret));
+            return ret;
+        }
+        struct tomb *t = tomb_new(key, klen, gen), *old = NULL;
+        if (!t) {
+            obj_name(name, "d", key_hash(key, klen), gen, "");
+            unlinkat(d->dirfd, name, 0);
+            pthread_mutex_unlock(kl);
+            return -ENOMEM;
+        }
+        pthread_mutex_lock(&d->mu);
+        struct tomb **ts = tomb_slot_locked(d, key, klen);
+        old = *ts;
+        if (old)
+            *ts = old->next;
+        else
+            d->ntombs++;
+        t->next = d->tombs[key_hash(key, klen) % TOMB_BUCKETS];
+        d->tombs[key_hash(key, klen) % TOMB_BUCKETS] = t;
+        pthread_mutex_unlock(&d->mu);
+        if (old) {
+            tomb_unlink_file(d, old->key, old->key_len, old->gen);
+            rio__free(old);
+        }
+        dirty = 1;
+    }
+    r1 = rio__srv_store_delete(d->store, key, klen);
     pthread_mutex_lock(&d->mu);
     slot = slot_locked(d, key, klen);
     e = *slot;
@@ -726,19 +1170,59 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
         d->bytes -= e->size;
     }
     pthread_mutex_unlock(&d->mu);
-    if (!e)
-        return RIO_ENOTFOUND;
-    obj_name(name, "o", key_hash(key, klen), e->generation, "");
-    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
+    if (e) {
+        obj_name(name, "o", key_hash(key, klen), e->generation, "");
+        if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
+            ret = -errno;
+        dirty = 1;
+    }
+    if (!ret && dirty && d->sync && fsync(d->dirfd) < 0)
         ret = -errno;
-    else if (d->sync && fsync(d->dirfd) < 0)
-        ret = -errno;
+    pthread_mutex_unlock(kl);
     if (ret)
-        SRV_ERR("disk: delete %s/%s: %s", d->dir, name, strerror(-ret));
-    else
+        SRV_ERR("disk: delete in %s: %s", d->dir, rio_strerror(ret));
+    else if (e)
         atomic_fetch_add(&d->deletes, 1);
     ent_unref(e);
-    return ret;
+    if (ret)
+        return ret;
+    return e || r1 == 0 ? 0 : RIO_ENOTFOUND;
+}
+
+void rio__srv_disk_reclaim(struct rio_srv_disk *d)
+{
+    struct tomb *gone = NULL;
+    uint64_t min;
+
+    pthread_mutex_lock(&d->mu);
+    if (!d->ntombs) {
+        pthread_mutex_unlock(&d->mu);
+        return;
+    }
+    pthread_mutex_unlock(&d->mu);
+    /* Uploads opened later than min can only get newer tombstones. */
+    min = rio__srv_store_min_open(d->store);
+    pthread_mutex_lock(&d->mu);
+    for (unsigned b = 0; b < TOMB_BUCKETS; b++)
+        for (struct tomb **pp = &d->tombs[b]; *pp;) {
+            struct tomb *t = *pp;
+            if (t->gen < min) {
+                *pp = t->next;
+                t->next = gone;
+                gone = t;
+                d->ntombs--;
+            } else {
+                pp = &t->next;
+            }
+        }
+    pthread_mutex_unlock(&d->mu);
+    while (gone) {
+        struct tomb *t = gone;
+        gone = t->next;
+        SRV_DEBUG("disk: tombstone %llu reclaimed", (unsigned long long)t->gen);
+        tomb_unlink_file(d, t->key, t->key_len, t->gen);
+        rio__free(t);
+    }
 }
 
 void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st)
@@ -746,6 +1230,7 @@ void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st)
     pthread_mutex_lock(&d->mu);
     st->objects = d->nobj;
     st->bytes = d->bytes;
+    st->tombstones = d->ntombs;
     pthread_mutex_unlock(&d->mu);
     st->writes = atomic_load(&d->writes);
     st->write_errors = atomic_load(&d->write_errors);

@@ -35,6 +35,7 @@
 #define TOKEN_MAX 4096
 #define EV_SIGNAL 1000u
 #define EV_LISTENER 0u
+#define COMMIT_THREADS 4u
 
 static void usage(FILE *f)
 {
@@ -64,7 +65,8 @@ static void usage(FILE *f)
            "  --upload-timeout DUR      reclaim uploads idle this long (default 60s)\n"
            "  --drain-timeout DUR       on SIGTERM, finish in-flight work this long (default 5s)\n"
            "  --data-dir DIR            keep objects on disk in DIR (created if missing); the\n"
-           "                            memory becomes an LRU cache in front of it\n"
+           "                            memory becomes an LRU cache in front of it (objects\n"
+           "                            larger than --memory stream through to disk)\n"
            "  --sync                    with --data-dir: answer a PUT's commit only once its\n"
            "                            data and metadata are durable (fsync)\n"
            "  --log-level LEVEL         error, warn, info (default) or debug\n"
@@ -597,6 +599,8 @@ static int serve(struct rio_srv *srv, int sfd)
         uint64_t now = rio__now_ns();
         if (now >= next_sweep) {
             rio__srv_store_sweep(&srv->store, now);
+            if (srv->disk)
+                rio__srv_disk_reclaim(srv->disk);
             next_sweep = now + SWEEP_NS;
         }
         if (draining) {
@@ -665,11 +669,21 @@ int main(int argc, char **argv)
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,
-                                 (srv->cfg.max_body - 64) / 8, &max_gen);
+                                 (srv->cfg.max_body - 64) / 8, &srv->store, &max_gen);
         if (ret < 0) {
             ret = 1;
             goto out_listeners;
         }
+        /* Commits (fsync, rename) run on their own threads, never on a
+         * worker: several, so that fsyncs of different PUTs overlap. */
+        ret = rio__srv_disk_pool_start(srv->disk, COMMIT_THREADS);
+        if (ret < 0) {
+            SRV_ERR("commit threads: %s", rio_strerror(ret));
+            ret = 1;
+            goto out_listeners;
+        }
+        /* Uploads stream to temporary files in the data directory. */
+        srv->store.disk = srv->disk;
         /* Above every generation on disk, whatever the clock says. */
         rio__srv_store_gen_floor(&srv->store, max_gen);
         /* Memory is a cache in front of the disk: evict, never refuse, and

@@ -61,10 +61,18 @@ struct rio_srv_obj {
     uint64_t charge;    /* bytes counted against the capacity */
     uint64_t data_off;  /* disk index entry: the data's offset in the file */
     int disk_entry;     /* a disk index entry: metadata only, data is NULL */
+    uint64_t open_gen;  /* when its upload opened (same counter as generations) */
     /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
     struct rio_srv_obj *lru_prev, *lru_next;
+    /* Store lock: on the store's committing list between commit_take and
+     * publish/drop (tombstones stay while an older upload can commit). */
+    struct rio_srv_obj *cprev, *cnext;
+    int committing;
 };
+
+struct rio_srv_dfile;
+struct rio_srv_stage;
 
 /*
  * An upload in progress. Connections writing a chunk hold a reference; the
@@ -79,14 +87,19 @@ struct rio_srv_upload {
     uint16_t key_len;
     uint64_t size, chunk_size, nchunks;
     uint64_t ttl_ns;
-    uint8_t *data;  /* size bytes; moved into the object on commit */
+    uint8_t *data;  /* size bytes, moved into the object on commit; NULL for a
+                     * disk-tier upload too large to cache (chunks are staged
+                     * one by one and written to df) */
     uint8_t *xxh;   /* nchunks x u64 LE, the verified checksum of each chunk */
     uint8_t *state; /* nchunks x RIO_SRV_CHUNK_* */
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
     uint64_t charge;
-    int dead; /* committed, aborted or reclaimed: no longer in the table */
+    int dead;                    /* committed, aborted or reclaimed: no longer in the table */
+    uint64_t open_gen;           /* ++next_gen when it opened */
+    struct rio_srv_dfile *df;    /* disk tier: the temporary file chunks go to */
+    struct rio_srv_stage *stage; /* chunks being received into staging buffers */
     struct rio_srv_upload *hnext;
 };
 
@@ -108,7 +121,9 @@ struct rio_srv_store {
     uint64_t max_chunks;
     uint64_t next_gen, next_upload;
     uint64_t evictions, expirations, reclaimed;
-    int no_ttl; /* disk tier: objects never expire */
+    int no_ttl;                     /* disk tier: objects never expire */
+    struct rio_srv_disk *disk;      /* disk tier: uploads stream to temporary files */
+    struct rio_srv_obj *committing; /* taken, not yet published or dropped */
 };
 
 int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
@@ -166,11 +181,17 @@ int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uin
  * releases an object that will not be published. Both consume the ref.
  */
 int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                               const char etag[32], int missing, int bad, struct rio_srv_obj **out);
+                               const char etag[32], int missing, int bad, struct rio_srv_obj **out,
+                               struct rio_srv_dfile **df);
 void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o);
 void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
 /* next_gen = max(next_gen, gen): generations stay above recovered ones. */
 void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen);
+/* ++next_gen: a point in the order of upload opens and generations. */
+uint64_t rio__srv_store_tick(struct rio_srv_store *s);
+/* The lowest open_gen of an upload that can still commit (open, or taken
+ * and not yet published or dropped), or of one opened from now on. */
+uint64_t rio__srv_store_min_open(struct rio_srv_store *s);
 /* 0 or RIO_ENOTFOUND. */
 int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id);
 /* Drop expired objects and uploads idle past their deadline. */
@@ -180,9 +201,12 @@ void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now_ns);
 
 /*
  * The disk tier (disk.c, docs/server.md "Disk tier"): one file per object
- * version in the data directory, written to a temporary name, fsynced (with
- * --sync), renamed into place, directory fsynced. An index key -> metadata
- * (a rio_srv_obj with data == NULL and data_off set) is kept in memory.
+ * version in the data directory. An upload streams its chunks into a
+ * temporary file as they arrive; its commit (header, fsync with --sync,
+ * rename, directory fsync) runs on a commit thread, not on a worker. An
+ * index key -> metadata (a rio_srv_obj with data == NULL and data_off set)
+ * is kept in memory. A DELETE leaves a tombstone (a file with --sync) that
+ * every upload opened before it loses to.
  */
 struct rio_srv_disk;
 
@@ -190,16 +214,49 @@ struct rio_srv_disk_stats {
     uint64_t objects, bytes;
     uint64_t writes, write_errors, write_ns, reads, read_bytes, read_errors, deletes;
     uint64_t corrupt, recovered, discarded, superseded;
+    uint64_t tombstones;
 };
 
 /* Open (create) dir, scan it, recover. *max_gen: the highest generation
- * found (0 when none). 0 or -errno (logged). */
+ * found (0 when none). Commits publish into store. 0 or -errno (logged). */
 int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uint64_t max_chunks,
-                       uint64_t *max_gen);
+                       struct rio_srv_store *store, uint64_t *max_gen);
+/* Stops the commit threads first (rio__srv_disk_pool_stop). */
 void rio__srv_disk_close(struct rio_srv_disk *d);
-/* Write o (a complete object with data) durably and index it. 0 or -errno;
- * on success the index has it (or a newer generation of its key). */
-int rio__srv_disk_put(struct rio_srv_disk *d, const struct rio_srv_obj *o);
+
+/* An upload's temporary file: created with the upload, written chunk by
+ * chunk at data_off + offset (any thread, pwrite), turned into the object's
+ * file by a commit, or removed by discard. */
+int rio__srv_dfile_new(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t nchunks,
+                       struct rio_srv_dfile **out);
+int rio__srv_dfile_write(struct rio_srv_dfile *f, uint64_t off, const uint8_t *p, uint64_t n);
+void rio__srv_dfile_discard(struct rio_srv_dfile *f);
+
+/*
+ * A commit handed to the commit threads: o (from rio__srv_store_commit_take,
+ * with data when it is to be cached) and df are consumed. done runs on a
+ * commit thread once the object is durable (with --sync) and published, or
+ * the commit failed (status < 0); status 0 also when a newer version or a
+ * DELETE of the key that came after the upload opened superseded it.
+ */
+struct rio_srv_commit {
+    struct rio_srv_commit *next; /* the queue's */
+    struct rio_srv_obj *o;
+    struct rio_srv_dfile *df;
+    int status;
+    uint64_t generation;
+    void (*done)(struct rio_srv_commit *j);
+};
+
+/* Start n commit threads. 0 or -errno. */
+int rio__srv_disk_pool_start(struct rio_srv_disk *d, unsigned n);
+/* Queue j (never blocks). */
+void rio__srv_disk_submit(struct rio_srv_disk *d, struct rio_srv_commit *j);
+/* Run the commits already queued to their end, then join the threads. */
+void rio__srv_disk_pool_stop(struct rio_srv_disk *d);
+/* The commit itself, on the calling thread (the pool's, or a test's). */
+void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j);
+
 /* The index entry of key, referenced (data == NULL), or NULL. */
 struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, uint16_t klen);
 /* Read [off, off+len) of entry e (bounds checked by the caller) into a new
@@ -208,12 +265,13 @@ struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, u
  * RIO_EGENERATION (replaced meanwhile), -EIO (corrupt) or -errno. */
 int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint64_t off,
                        uint64_t len, struct rio_srv_obj **buf, uint64_t *skip);
-/* Remove key's file (durably with --sync). 0, RIO_ENOTFOUND or -errno. */
+/* DELETE key from the memory store, the index and the disk (durably with
+ * --sync), leaving a tombstone while an upload opened before it can still
+ * commit. 0, RIO_ENOTFOUND or -errno. */
 int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen);
+/* Drop the tombstones no upload can lose to any more (periodic). */
+void rio__srv_disk_reclaim(struct rio_srv_disk *d);
 void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st);
-/* Serialises [disk index + memory] publication against deletes. */
-void rio__srv_disk_lock(struct rio_srv_disk *d);
-void rio__srv_disk_unlock(struct rio_srv_disk *d);
 
 /* --------------------------------------------------------------- metrics */
 

@@ -9,6 +9,13 @@
  * an upload opens and released when its object (or the upload) leaves the
  * store; the bytes of a replaced object still being sent are freed when the
  * last sender drops its reference.
+ *
+ * With the disk tier every upload also has a temporary file that each chunk
+ * is written to once verified. An upload that fits the capacity keeps its
+ * bytes in memory as well (the object is cached when it commits); one that
+ * does not is charged only its metadata, and each chunk is received into a
+ * staging buffer charged while it lives, so an object larger than the
+ * memory passes through a chunk at a time.
  */
 #include <errno.h>
 #include <string.h>
@@ -25,6 +32,13 @@
 
 #define UPLOAD_BUCKETS 4096u
 #define HUGE_PAGE (2u << 20)
+
+/* A chunk of an upload without memory of its own, while it is received. */
+struct rio_srv_stage {
+    struct rio_srv_stage *next;
+    uint64_t index, charge;
+    uint8_t *buf;
+};
 
 static uint64_t key_hash(const char *key, uint16_t klen)
 {
@@ -120,8 +134,23 @@ void rio__srv_obj_unref(struct rio_srv_obj *o)
         obj_free(o);
 }
 
+static void stage_free(struct rio_srv_stage *st)
+{
+    if (st) {
+        rio__free(st->buf);
+        rio__free(st);
+    }
+}
+
 static void upload_free(struct rio_srv_upload *u)
 {
+    while (u->stage) {
+        struct rio_srv_stage *st = u->stage;
+        u->stage = st->next;
+        stage_free(st);
+    }
+    if (u->df)
+        rio__srv_dfile_discard(u->df);
     rio__free(u->data);
     rio__free(u->xxh);
     rio__free(u->state);
@@ -366,6 +395,9 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     charge = m->size + meta;
     if (m->size > SIZE_MAX / 2)
         return -EFBIG;
+    /* Disk tier: only one chunk at a time has to fit. */
+    if (s->disk && (m->size < m->chunk_size ? m->size : m->chunk_size) + meta > s->capacity)
+        return -EFBIG;
 
     u = rio__calloc(1, sizeof(*u));
     if (!u)
@@ -393,6 +425,11 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
 
     pthread_mutex_lock(&s->mu);
     ret = reserve_locked(s, charge);
+    if (ret < 0 && s->disk) {
+        /* Not cached: the bytes go to the file a chunk at a time. */
+        charge = meta;
+        ret = reserve_locked(s, charge);
+    }
     if (ret < 0) {
         pthread_mutex_unlock(&s->mu);
         goto err_free;
@@ -402,13 +439,25 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     s->used += charge;
     pthread_mutex_unlock(&s->mu);
 
-    if (m->size) {
+    if (m->size && charge != meta) {
         u->data = data_alloc(m->size);
         if (!u->data) {
             pthread_mutex_lock(&s->mu);
+            s->used -= s->disk ? m->size : charge;
+            pthread_mutex_unlock(&s->mu);
+            if (!s->disk)
+                goto err_nomem;
+            charge = meta;
+        }
+    }
+    u->charge = charge;
+    if (s->disk) {
+        ret = rio__srv_dfile_new(s->disk, u->key, u->key_len, nchunks, &u->df);
+        if (ret < 0) {
+            pthread_mutex_lock(&s->mu);
             s->used -= charge;
             pthread_mutex_unlock(&s->mu);
-            goto err_nomem;
+            goto err_free;
         }
     }
 
@@ -416,6 +465,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     do {
         u->id = s->next_upload++;
     } while (u->id == 0 || *upload_slot_locked(s, u->id));
+    u->open_gen = ++s->next_gen;
     u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
     struct rio_srv_upload **slot = &s->utab[id_hash(u->id) & s->utab_mask];
     u->hnext = *slot;
@@ -435,7 +485,24 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
                           uint64_t xxh, struct rio_srv_upload **out, uint8_t **dst)
 {
     struct rio_srv_upload *u;
+    struct rio_srv_stage *st = NULL;
     int ret = 0;
+
+    /* An upload without memory of its own needs a staging buffer: it is
+     * allocated before the lock is taken (and freed if not used). */
+    pthread_mutex_lock(&s->mu);
+    u = *upload_slot_locked(s, id);
+    int stage = u && !u->data && index < u->nchunks && len == chunk_len(u, index);
+    pthread_mutex_unlock(&s->mu);
+    if (stage) {
+        st = rio__calloc(1, sizeof(*st));
+        if (st)
+            st->buf = rio__alloc_aligned(0, (size_t)len);
+        if (!st || !st->buf) {
+            stage_free(st);
+            return -ENOMEM;
+        }
+    }
 
     pthread_mutex_lock(&s->mu);
     u = *upload_slot_locked(s, id);
@@ -452,27 +519,70 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         goto out;
     }
     u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
-    if (u->state[index] == RIO_SRV_CHUNK_DONE) {
-        if (rio__proto_u64(u->xxh + 8 * index) == xxh) {
-            ret = 1; /* a retry of a chunk that did arrive: nothing to do */
+    if (u->state[index] == RIO_SRV_CHUNK_DONE && rio__proto_u64(u->xxh + 8 * index) == xxh) {
+        ret = 1; /* a retry of a chunk that did arrive: nothing to do */
+        goto out;
+    }
+    if (u->data) {
+        *dst = u->data + index * u->chunk_size;
+    } else {
+        /* The staging buffer is charged while it lives; when the memory is
+         * all taken by uploads and other chunks, the client retries. */
+        if (!st || reserve_locked(s, len) < 0) {
+            ret = RIO_ETHROTTLE;
             goto out;
         }
-        u->ndone--;
+        s->used += len;
+        st->charge = len;
+        st->index = index;
+        st->next = u->stage;
+        u->stage = st;
+        *dst = st->buf;
+        st = NULL;
     }
+    if (u->state[index] == RIO_SRV_CHUNK_DONE)
+        u->ndone--;
     u->state[index] = RIO_SRV_CHUNK_WRITING;
     u->seq++;
     atomic_fetch_add_explicit(&u->refs, 1, memory_order_relaxed);
     *out = u;
-    *dst = u->data + index * u->chunk_size;
 out:
     pthread_mutex_unlock(&s->mu);
+    stage_free(st);
     return ret;
+}
+
+/* Unlink chunk index's staging buffer from u (NULL when it has none). */
+static struct rio_srv_stage *stage_take_locked(struct rio_srv_upload *u, uint64_t index)
+{
+    for (struct rio_srv_stage **pp = &u->stage; *pp; pp = &(*pp)->next)
+        if ((*pp)->index == index) {
+            struct rio_srv_stage *st = *pp;
+            *pp = st->next;
+            return st;
+        }
+    return NULL;
 }
 
 int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t index,
                                uint64_t xxh, int ok)
 {
-    int ret;
+    struct rio_srv_stage *st;
+    struct rio_srv_dfile *df;
+    int ret, werr = 0;
+
+    pthread_mutex_lock(&s->mu);
+    st = stage_take_locked(u, index);
+    df = u->df;
+    pthread_mutex_unlock(&s->mu);
+    /* Disk tier: a verified chunk goes to the upload's file now (the chunk
+     * is WRITING, so no commit can take the file meanwhile). */
+    if (ok && df) {
+        const uint8_t *src = st ? st->buf : u->data + index * u->chunk_size;
+        werr = rio__srv_dfile_write(df, index * u->chunk_size, src, chunk_len(u, index));
+        if (werr < 0)
+            ok = 0;
+    }
 
     pthread_mutex_lock(&s->mu);
     if (ok) {
@@ -484,8 +594,11 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
     }
     u->seq++;
     u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
-    ret = u->dead ? RIO_ENOTFOUND : ok ? 0 : RIO_ECHECKSUM;
+    if (st)
+        s->used -= st->charge;
+    ret = u->dead ? RIO_ENOTFOUND : werr ? werr : ok ? 0 : RIO_ECHECKSUM;
     pthread_mutex_unlock(&s->mu);
+    stage_free(st);
     rio__srv_upload_unref(u);
     return ret;
 }
@@ -493,10 +606,16 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
 void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_upload *u,
                                    uint64_t index)
 {
+    struct rio_srv_stage *st;
+
     pthread_mutex_lock(&s->mu);
     u->state[index] = RIO_SRV_CHUNK_EMPTY;
     u->seq++;
+    st = stage_take_locked(u, index);
+    if (st)
+        s->used -= st->charge;
     pthread_mutex_unlock(&s->mu);
+    stage_free(st);
     rio__srv_upload_unref(u);
 }
 
@@ -534,8 +653,23 @@ void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, 
     pthread_mutex_unlock(&s->mu);
 }
 
+static void committing_unlink_locked(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    if (!o->committing)
+        return;
+    if (o->cprev)
+        o->cprev->cnext = o->cnext;
+    else
+        s->committing = o->cnext;
+    if (o->cnext)
+        o->cnext->cprev = o->cprev;
+    o->cprev = o->cnext = NULL;
+    o->committing = 0;
+}
+
 int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                               const char etag[32], int missing, int bad, struct rio_srv_obj **out)
+                               const char etag[32], int missing, int bad, struct rio_srv_obj **out,
+                               struct rio_srv_dfile **df)
 {
     struct rio_srv_obj *o;
     int ret = 0;
@@ -570,6 +704,17 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     o->data = u->data;
     o->charge = u->charge;
     o->expiry_ns = u->ttl_ns && !s->no_ttl ? rio__now_ns() + u->ttl_ns : 0;
+    o->open_gen = u->open_gen;
+    /* Until published or dropped it can still land: tombstones wait. */
+    o->committing = 1;
+    o->cnext = s->committing;
+    if (s->committing)
+        s->committing->cprev = o;
+    s->committing = o;
+    if (df) {
+        *df = u->df;
+        u->df = NULL;
+    }
     u->key = NULL;
     u->xxh = NULL;
     u->data = NULL;
@@ -589,6 +734,7 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     struct rio_srv_obj **slot;
 
     pthread_mutex_lock(&s->mu);
+    committing_unlink_locked(s, o);
     slot = obj_slot_locked(s, o->key, o->key_len);
     if (*slot && (*slot)->generation > o->generation) {
         /* A newer version was published while this one was being written. */
@@ -612,6 +758,7 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
 void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o)
 {
     pthread_mutex_lock(&s->mu);
+    committing_unlink_locked(s, o);
     s->used -= o->charge;
     pthread_mutex_unlock(&s->mu);
     rio__srv_obj_unref(o);
@@ -625,11 +772,39 @@ void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen)
     pthread_mutex_unlock(&s->mu);
 }
 
+uint64_t rio__srv_store_tick(struct rio_srv_store *s)
+{
+    uint64_t g;
+
+    pthread_mutex_lock(&s->mu);
+    g = ++s->next_gen;
+    pthread_mutex_unlock(&s->mu);
+    return g;
+}
+
+uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
+{
+    uint64_t m;
+
+    pthread_mutex_lock(&s->mu);
+    /* An upload opened from now on gets more than next_gen. */
+    m = s->next_gen + 1;
+    for (struct rio_srv_obj *o = s->committing; o; o = o->cnext)
+        if (o->open_gen < m)
+            m = o->open_gen;
+    for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
+        for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
+            if (u->open_gen < m)
+                m = u->open_gen;
+    pthread_mutex_unlock(&s->mu);
+    return m;
+}
+
 int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
                           const char etag[32], int missing, int bad, uint64_t *generation)
 {
     struct rio_srv_obj *o = NULL;
-    int ret = rio__srv_store_commit_take(s, u, seq, etag, missing, bad, &o);
+    int ret = rio__srv_store_commit_take(s, u, seq, etag, missing, bad, &o, NULL);
 
     if (ret < 0)
         return ret;
