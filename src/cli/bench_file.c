@@ -25,6 +25,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@
 #include "cli/bench_file.h"
 #include "cli/cli.h"
 #include "railio.h"
+#ifdef RIO_HAVE_URING
+#include "transport/file.h"
+#endif
 
 #define MAXLIST 16
 
@@ -60,8 +64,20 @@ struct cfg {
     bool sync;
     unsigned reps;
     unsigned rand_objects;
-    bool fio, json;
+    bool fio, json, detail;
     const char *fio_bin;
+};
+
+/* Where a railio run's time went (--detail), per op or per object. */
+struct detail {
+    double elapsed_s;
+    uint64_t ops, objects;
+    double engine_us, caller_us, wait_us; /* CPU per op: engine thread, caller; run-queue wait */
+    double lat_p50_us, peak_ops;          /* op latency; peak ops in flight */
+    double hash_pct;                      /* caller hashing, % of elapsed */
+    double submits_per_op;
+    double lookup_us, open_us, commit_us, sync_us; /* metadata per object */
+    double meta_pct;                               /* serial metadata, % of elapsed */
 };
 
 struct row {
@@ -69,6 +85,7 @@ struct row {
     uint64_t bs, bytes;
     unsigned queues, inflight;
     double railio_mbps, fio_mbps;
+    double fio_files_mbps; /* rand modes: fio over one file per object */
     int err;
 };
 
@@ -93,6 +110,8 @@ static void usage(void)
             "  --no-fio           railio only\n"
             "  --fio PATH         the fio program (default fio)\n"
             "  --json             one JSON document on stdout instead of the table\n"
+            "  --detail           after each row, where railio's time went (CPU per op,\n"
+            "                     latency, metadata per object)\n"
             "The transport's direct and sync come from the URL (defaults: direct=1 here, sync=1);\n"
             "fio runs with the same direct flag and end_fsync=sync.\n");
 }
@@ -192,6 +211,10 @@ static int parse_args(struct cfg *c, int argc, char **argv)
             c->fio = false;
             continue;
         }
+        if (!strcmp(a, "--detail")) {
+            c->detail = true;
+            continue;
+        }
         if (!v)
             return -1;
         i++;
@@ -248,35 +271,38 @@ static int parse_args(struct cfg *c, int argc, char **argv)
 
 /* ------------------------------------------------------------------ fio */
 
-/* Run argv, capture its stdout (malloc'd, NUL-terminated). Returns the exit
- * status, or -1 if it could not run. */
+/*
+ * Run argv, capture its stdout (malloc'd, NUL-terminated). Returns the exit
+ * status, or -1 if it could not run. posix_spawn, not fork: a fork marks every
+ * page of this process copy-on-write, and railio's next run would then take
+ * a page fault on each 4 KiB of its buffer it writes (10-16 us each on this
+ * VM: a 2 MiB read paid 5-15 ms, railio/fio fell to 0.03).
+ */
 static int run_capture(char *const argv[], char **out)
 {
-    int pfd[2], status;
+    posix_spawn_file_actions_t fa;
+    int pfd[2], status, ret;
     size_t len = 0, cap = 65536;
     char *buf;
     pid_t pid;
 
     *out = NULL;
-    if (pipe(pfd) < 0)
+    if (pipe2(pfd, O_CLOEXEC) < 0)
         return -1;
-    pid = fork();
-    if (pid < 0) {
+    if (posix_spawn_file_actions_init(&fa) != 0) {
         close(pfd[0]);
         close(pfd[1]);
         return -1;
     }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_WRONLY);
-        dup2(pfd[1], 1);
-        if (devnull >= 0)
-            dup2(devnull, 2);
-        close(pfd[0]);
-        close(pfd[1]);
-        execvp(argv[0], argv);
-        _exit(127);
-    }
+    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    ret = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     close(pfd[1]);
+    if (ret != 0) {
+        close(pfd[0]);
+        return -1;
+    }
     buf = malloc(cap);
     for (;;) {
         ssize_t n;
@@ -397,6 +423,84 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     return bw < 0 ? -1 : bw / 1e6;
 }
 
+/*
+ * fio over one file per object, the random modes' like-for-like ceiling:
+ * randwrite creates each file and writes its one block (with fsync=1 when
+ * sync: every object durable, as railio's commit makes it, less the rename
+ * and the directory fsync), randread reads each file's block once. dir is
+ * emptied before a write run. MB/s, or -1.
+ */
+static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint64_t bs,
+                            unsigned nobj, unsigned q, unsigned depth)
+{
+    char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_jobs[32], a_depth[32], a_direct[32],
+        a_fsync[32], a_open[32];
+    char *out = NULL, *argv[24];
+    unsigned per = nobj / q ? nobj / q : 1;
+    bool wr = mode == M_RANDWRITE;
+    int n = 0, st;
+    double bw;
+
+    if (wr) {
+        char p[4600];
+        for (unsigned j = 0; j < q; j++)
+            for (unsigned i = 0; i < per; i++) {
+                snprintf(p, sizeof(p), "%s/o.%u.%u", dir, j, i);
+                unlink(p);
+            }
+    }
+    snprintf(a_dir, sizeof(a_dir), "--directory=%s", dir);
+    snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
+    snprintf(a_fs, sizeof(a_fs), "--filesize=%llu", (unsigned long long)bs);
+    snprintf(a_nr, sizeof(a_nr), "--nrfiles=%u", per);
+    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
+    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
+    snprintf(a_open, sizeof(a_open), "--openfiles=%u", depth);
+    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
+    snprintf(a_fsync, sizeof(a_fsync), "--fsync=%d", wr && c->sync);
+    argv[n++] = (char *)c->fio_bin;
+    argv[n++] = "--name=o";
+    argv[n++] = a_dir;
+    argv[n++] = "--filename_format=$jobname.$jobnum.$filenum";
+    argv[n++] = "--ioengine=io_uring";
+    argv[n++] = wr ? "--rw=write" : "--rw=read";
+    argv[n++] = a_bs;
+    argv[n++] = a_fs;
+    argv[n++] = a_nr;
+    argv[n++] = "--file_service_type=sequential";
+    argv[n++] = a_open;
+    argv[n++] = a_jobs;
+    argv[n++] = a_depth;
+    argv[n++] = a_direct;
+    argv[n++] = a_fsync;
+    argv[n++] = "--group_reporting";
+    argv[n++] = "--output-format=json";
+    if (wr)
+        argv[n++] = "--create_on_open=1";
+    argv[n] = NULL;
+    st = run_capture(argv, &out);
+    if (st != 0 || !out) {
+        free(out);
+        return -1;
+    }
+    bw = fio_bw(out, wr ? "write" : "read");
+    free(out);
+    return bw < 0 ? -1 : bw / 1e6;
+}
+
+static void rm_fio_files(const char *dir, unsigned nobj, unsigned qmax)
+{
+    char p[4600];
+
+    for (unsigned j = 0; j < qmax; j++)
+        for (unsigned i = 0; i < nobj; i++) {
+            snprintf(p, sizeof(p), "%s/o.%u.%u", dir, j, i);
+            if (unlink(p) < 0 && i > 0)
+                break;
+        }
+    rmdir(dir);
+}
+
 /* --------------------------------------------------------------- railio */
 
 static void fill(uint8_t *p, size_t n, uint64_t seed)
@@ -463,12 +567,49 @@ static void shuffle(unsigned *a, unsigned n, uint64_t *rng)
     }
 }
 
-/* One railio run of a mode; MB/s, or < 0 (the error) on failure. */
+static void detail_fill(struct detail *d, struct rio_client *cl, const struct rio_stats *st,
+                        double dt, uint64_t bs, uint64_t objects)
+{
+    double ops = st->chunks ? (double)st->chunks : 1;
+
+    memset(d, 0, sizeof(*d));
+    d->elapsed_s = dt;
+    d->ops = st->chunks;
+    d->objects = objects;
+    d->engine_us = (double)st->engine_cpu_ns / 1e3 / ops;
+    d->caller_us = (double)st->caller_cpu_ns / 1e3 / ops;
+    d->wait_us = (double)st->cpu_wait_ns / 1e3 / ops;
+    d->lat_p50_us = (double)st->lat_p50_ns / 1e3;
+    d->peak_ops = (double)st->peak_inflight_bytes / (double)bs;
+    d->hash_pct = dt > 0 ? (double)st->hash_ns / 1e9 / dt * 100 : 0;
+#ifdef RIO_HAVE_URING
+    struct rio_file_counters fc;
+    if (rio_file_counters(cl, &fc) == 0) {
+        double n = objects ? (double)objects : 1;
+        d->submits_per_op = (double)fc.submits / ops;
+        d->lookup_us = (double)fc.lookup_ns / 1e3 / n;
+        d->open_us = (double)fc.put_open_ns / 1e3 / n;
+        d->commit_us = (double)fc.commit_ns / 1e3 / n;
+        d->sync_us = (double)fc.commit_sync_ns / 1e3 / n;
+        d->meta_pct =
+            dt > 0 ? (double)(fc.lookup_ns + fc.put_open_ns + fc.commit_ns) / 1e9 / dt * 100 : 0;
+    }
+#else
+    (void)cl;
+#endif
+}
+
+/* One railio run of a mode; MB/s, or < 0 (the error) on failure. With det,
+ * where its time went. */
 static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *buf,
-                         struct rand_set *rs, unsigned q, unsigned depth, uint64_t *rng)
+                         struct rand_set *rs, unsigned q, unsigned depth, uint64_t *rng,
+                         struct detail *det)
 {
     struct rio_client *cl;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
     double t0, dt, bytes;
+    uint64_t objects = 1;
     int ret;
 
     ret = client_open(c, bs, q, depth, &cl);
@@ -480,11 +621,18 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
             snprintf(p, sizeof(p), "%s/railio-bench/seq", c->dir);
             drop_cache(p);
         }
+        if (mode == M_SEQWRITE) {
+            /* A fresh file, as fio's: replacing the last run's object would
+             * charge its deletion (with discard) to this run. */
+            char p[4200];
+            snprintf(p, sizeof(p), "%s/railio-bench/seq", c->dir);
+            unlink(p);
+        }
         t0 = now_s();
         if (mode == M_SEQWRITE)
-            ret = rio_put(cl, "seq", buf, c->size, NULL, NULL);
+            ret = rio_put(cl, "seq", buf, c->size, &call, NULL);
         else {
-            int64_t g = rio_get(cl, "seq", buf, c->size, NULL);
+            int64_t g = rio_get(cl, "seq", buf, c->size, &call);
             ret = g == (int64_t)c->size ? 0 : g < 0 ? (int)g : RIO_ESHORT;
         }
         dt = now_s() - t0;
@@ -502,14 +650,15 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
             ops[i].key = rs->keys[k];
             ops[i].buf = buf + (size_t)k * bs;
             ops[i].len = bs;
-            if (mode == M_RANDREAD && !c->direct) {
-                char p[4200];
-                snprintf(p, sizeof(p), "%s/railio-bench/%s", c->dir, rs->keys[k]);
+            char p[4200];
+            snprintf(p, sizeof(p), "%s/railio-bench/%s", c->dir, rs->keys[k]);
+            if (mode == M_RANDREAD && !c->direct)
                 drop_cache(p);
-            }
+            if (mode == M_RANDWRITE)
+                unlink(p); /* new objects, as fio's new files */
         }
         t0 = now_s();
-        ret = rio_batch(cl, ops, rs->n, NULL);
+        ret = rio_batch(cl, ops, rs->n, &call);
         dt = now_s() - t0;
         if (ret >= 0 && (unsigned)ret != rs->n) {
             for (unsigned i = 0; i < rs->n; i++)
@@ -522,7 +671,10 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
         }
         free(ops);
         bytes = (double)rs->n * (double)bs;
+        objects = rs->n;
     }
+    if (det)
+        detail_fill(det, cl, &st, dt, bs, objects);
     rio_client_destroy(cl);
     if (ret < 0)
         return ret;
@@ -564,8 +716,8 @@ static void print_header(const struct cfg *c)
     printf("size %llu MiB, direct=%d, sync=%d, reps %u (median), ceiling: fio (io_uring) same "
            "run\n\n",
            (unsigned long long)(c->size >> 20), c->direct, c->sync, c->reps);
-    printf("%-10s %6s %6s %8s %12s %10s %7s\n", "mode", "chunk", "queues", "inflight",
-           "railio MB/s", "fio MB/s", "ratio");
+    printf("%-10s %6s %6s %8s %12s %10s %7s %10s %7s\n", "mode", "chunk", "queues", "inflight",
+           "railio MB/s", "fio MB/s", "ratio", "fio-files", "ratio");
 }
 
 static void print_row(const struct row *r)
@@ -584,9 +736,28 @@ static void print_row(const struct row *r)
     printf("%-10s %6s %6u %8u %12.0f", mode_names[r->mode], bs, r->queues, r->inflight,
            r->railio_mbps);
     if (r->fio_mbps > 0)
-        printf(" %10.0f %7.2f\n", r->fio_mbps, r->railio_mbps / r->fio_mbps);
+        printf(" %10.0f %7.2f", r->fio_mbps, r->railio_mbps / r->fio_mbps);
+    else
+        printf(" %10s %7s", "-", "-");
+    if (r->fio_files_mbps > 0)
+        printf(" %10.0f %7.2f\n", r->fio_files_mbps, r->railio_mbps / r->fio_files_mbps);
     else
         printf(" %10s %7s\n", "-", "-");
+    fflush(stdout);
+}
+
+/* The last railio run of the row: where its time went. */
+static void print_detail(const struct detail *d)
+{
+    printf("    railio: %.3f s, %llu ops, %llu objects; per op: engine CPU %.1f us, caller CPU "
+           "%.1f us, run-queue wait %.1f us, latency p50 %.0f us, %.2f submits; peak in flight "
+           "%.1f ops; hashing %.0f%%\n",
+           d->elapsed_s, (unsigned long long)d->ops, (unsigned long long)d->objects, d->engine_us,
+           d->caller_us, d->wait_us, d->lat_p50_us, d->submits_per_op, d->peak_ops, d->hash_pct);
+    if (d->lookup_us > 0 || d->open_us > 0 || d->commit_us > 0)
+        printf("    per object: lookup %.0f us, put_open %.0f us, commit %.0f us (fsyncs %.0f us); "
+               "metadata %.0f%% of the time\n",
+               d->lookup_us, d->open_us, d->commit_us, d->sync_us, d->meta_pct);
     fflush(stdout);
 }
 
@@ -597,10 +768,11 @@ static void print_json(const struct cfg *c, const struct row *rows, unsigned n)
     for (unsigned i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         printf("%s{\"mode\":\"%s\",\"chunk\":%llu,\"bytes\":%llu,\"queues\":%u,\"inflight\":%u,"
-               "\"railio_mbps\":%.1f,\"fio_mbps\":%.1f,\"ratio\":%.3f,\"error\":%d}",
+               "\"railio_mbps\":%.1f,\"fio_mbps\":%.1f,\"ratio\":%.3f,\"fio_files_mbps\":%.1f,"
+               "\"error\":%d}",
                i ? "," : "", mode_names[r->mode], (unsigned long long)r->bs,
                (unsigned long long)r->bytes, r->queues, r->inflight, r->railio_mbps, r->fio_mbps,
-               r->fio_mbps > 0 ? r->railio_mbps / r->fio_mbps : 0.0, r->err);
+               r->fio_mbps > 0 ? r->railio_mbps / r->fio_mbps : 0.0, r->fio_files_mbps, r->err);
     }
     printf("]}\n");
 }
@@ -635,7 +807,8 @@ int rio_cli_bench_file(int argc, char **argv)
     uint64_t maxbs = 0, rng = 0x243f6a8885a308d3ull;
     struct rand_set rs = {0};
     uint8_t *buf = NULL;
-    char path[4200], seqfile[4300], fiow[4300];
+    char path[4200], seqfile[4300], fiow[4300], fio_dir[4300];
+    unsigned qmax = 1;
     int rc = 0;
 
     if (parse_args(&c, argc, argv) < 0) {
@@ -650,6 +823,11 @@ int rio_cli_bench_file(int argc, char **argv)
         return 1;
     }
     snprintf(seqfile, sizeof(seqfile), "%s/seq", path);
+    snprintf(fio_dir, sizeof(fio_dir), "%s/fio-files", path);
+    if (c.fio && mkdir(fio_dir, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "railio bench: mkdir %s: %s\n", fio_dir, strerror(errno));
+        return 1;
+    }
     snprintf(fiow, sizeof(fiow), "%s/fio-w", path);
     rs.keys = calloc(c.rand_objects, sizeof(*rs.keys));
     rs.cap = c.rand_objects;
@@ -676,13 +854,20 @@ int rio_cli_bench_file(int argc, char **argv)
             rs.n = 1;
         for (unsigned i = 0; i < rs.n; i++)
             rs.order[i] = i;
+        /* fio's files of the last chunk size have the wrong size now. */
+        for (unsigned qi = 0; qi < c.nqueues; qi++)
+            qmax = c.queues[qi] > qmax ? c.queues[qi] : qmax;
+        if (c.fio) {
+            rm_fio_files(fio_dir, rs.cap, qmax);
+            mkdir(fio_dir, 0755);
+        }
         for (int m = 0; m < M__COUNT; m++) {
             if (!c.modes[m])
                 continue;
             /* Reads need their objects: written by the write mode of this
              * chunk size, or here when that mode is off. */
             if (m == M_RANDREAD && c.fio && !c.modes[M_SEQWRITE] && !c.modes[M_SEQREAD] &&
-                run_railio(&c, M_SEQWRITE, bs, buf, &rs, 1, 8, &rng) < 0) {
+                run_railio(&c, M_SEQWRITE, bs, buf, &rs, 1, 8, &rng, NULL) < 0) {
                 /* fio's random reads go over the sequential object's file. */
                 fprintf(stderr, "railio bench: setup failed\n");
                 rc = 1;
@@ -691,7 +876,7 @@ int rio_cli_bench_file(int argc, char **argv)
             if ((m == M_SEQREAD && !c.modes[M_SEQWRITE]) ||
                 (m == M_RANDREAD && !c.modes[M_RANDWRITE])) {
                 double r = run_railio(&c, m == M_SEQREAD ? M_SEQWRITE : M_RANDWRITE, bs, buf, &rs,
-                                      1, 8, &rng);
+                                      1, 8, &rng, NULL);
                 if (r < 0) {
                     fprintf(stderr, "railio bench: setup failed: %s\n", rio_errname((int)r));
                     rc = 1;
@@ -701,8 +886,9 @@ int rio_cli_bench_file(int argc, char **argv)
             for (unsigned qi = 0; qi < c.nqueues; qi++) {
                 for (unsigned ii = 0; ii < c.ninflight; ii++) {
                     struct row *r = &rows[nrows++];
-                    double rv[99], fv[99];
-                    unsigned nf = 0;
+                    double rv[99], fv[99], ffv[99];
+                    struct detail det;
+                    unsigned nf = 0, nff = 0;
                     r->mode = m;
                     r->bs = bs;
                     r->queues = c.queues[qi];
@@ -716,7 +902,7 @@ int rio_cli_bench_file(int argc, char **argv)
                         double fb = -1, v;
                         if (fio_first)
                             fb = run_fio(&c, m, f, bs, r->bytes, r->queues, r->inflight);
-                        v = run_railio(&c, m, bs, buf, &rs, r->queues, r->inflight, &rng);
+                        v = run_railio(&c, m, bs, buf, &rs, r->queues, r->inflight, &rng, &det);
                         if (v < 0) {
                             r->err = (int)v;
                             break;
@@ -726,15 +912,24 @@ int rio_cli_bench_file(int argc, char **argv)
                             fb = run_fio(&c, m, f, bs, r->bytes, r->queues, r->inflight);
                         if (fb > 0)
                             fv[nf++] = fb;
+                        if (c.fio && (m == M_RANDWRITE || m == M_RANDREAD)) {
+                            double ff =
+                                run_fio_files(&c, m, fio_dir, bs, rs.n, r->queues, r->inflight);
+                            if (ff > 0)
+                                ffv[nff++] = ff;
+                        }
                     }
                     if (!r->err) {
                         r->railio_mbps = median(rv, c.reps);
                         r->fio_mbps = nf ? median(fv, nf) : 0;
+                        r->fio_files_mbps = nff ? median(ffv, nff) : 0;
                     } else {
                         rc = 1;
                     }
                     if (!c.json)
                         print_row(r);
+                    if (!c.json && c.detail && !r->err)
+                        print_detail(&det);
                 }
             }
         }
@@ -742,6 +937,8 @@ int rio_cli_bench_file(int argc, char **argv)
     if (c.json)
         print_json(&c, rows, nrows);
 out:
+    if (c.fio)
+        rm_fio_files(fio_dir, rs.cap, qmax);
     rm_tree_files(c.dir, &rs);
     free(buf);
     free(rows);

@@ -19,10 +19,16 @@
  * units (max(page size, the file's direct offset alignment)), starting on a
  * unit boundary, and every buffered step covers bytes outside every direct
  * step. So a buffered tail can never dirty a page that a direct write
- * invalidates. Memory that is not aligned for O_DIRECT goes through a small
- * pool of bounce buffers the transport owns (registered with the ring when
- * the kernel allows); the caller's memory is never registered, so a freed and
- * reallocated caller buffer can never receive another call's bytes.
+ * invalidates. Memory that is not aligned for O_DIRECT goes through a pool
+ * of bounce buffers the transport owns (huge pages, registered with the ring
+ * when the kernel allows), and on a disk-backed file system aligned memory is
+ * staged there too (stage=auto): one contiguous registered segment per I/O
+ * instead of a page list. The caller's memory is never registered, so a freed
+ * and reallocated caller buffer can never receive another call's bytes.
+ *
+ * Streaming PUT (RIO_CAP_STREAM_PUT): put_open may get RIO_SIZE_UNKNOWN; the
+ * chunks then land in any order, put_commit checks them against the size it
+ * is given and ftruncates the file to it.
  *
  * Reads. lookup opens the file, and the open file (buffered and O_DIRECT
  * descriptors) is kept in a small cache keyed by (key, generation), which the
@@ -62,6 +68,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -83,10 +90,11 @@ extern const struct rio_transport_ops rio__file_ops;
 #define FILE_MAX_DEPTH 1024u           /* the engine's own cap on depth */
 #define FILE_STEP_MAX (1u << 30)       /* one SQE moves at most 1 GiB (len is 32 bits) */
 #define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each) */
-#define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size */
+#define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size, at least */
 #define FILE_BOUNCE_MAX (64u << 20)
-#define FILE_BOUNCE_SLOTS 8u /* bounce buffers per ring, at most */
-#define FILE_EAGAIN_MAX 64u  /* resubmits of a step the kernel answered -EAGAIN */
+#define FILE_BOUNCE_SLOTS 64u            /* bounce buffers per ring, at most */
+#define FILE_BOUNCE_TOTAL (256ull << 20) /* bounce memory of all rings, at most */
+#define FILE_EAGAIN_MAX 64u              /* resubmits of a step the kernel answered -EAGAIN */
 #define FILE_CLOSE_WAIT_MS 10000u
 
 /* user_data: the op's slot in the top 16 bits, a per-ring sequence below, so a
@@ -101,6 +109,7 @@ extern const struct rio_transport_ops rio__file_ops;
 #define UPLOAD_MAGIC 0x66696c6575706c64ull
 
 enum { DIRECT_OFF = 0, DIRECT_ON = 1, DIRECT_AUTO = 2 };
+enum { STAGE_OFF = 0, STAGE_ON = 1, STAGE_AUTO = 2 };
 enum { OP_FREE = 0, OP_RUN, OP_HELD, OP_FINISH };
 
 /* An open object for READs: a cache entry under t->fmu. */
@@ -110,6 +119,7 @@ struct ffile {
     bool dead;                 /* out of the cache; closed at the last release */
     int fd, dfd;               /* buffered, O_DIRECT (-1: none) */
     uint32_t unit, mem;        /* direct step granularity and memory alignment */
+    bool stage;                /* aligned memory is staged too (see want_stage) */
     uint64_t size, gen, khash;
     char key[];
 };
@@ -119,9 +129,16 @@ struct fupload {
     unsigned refs; /* under t->fmu: the caller's handle + WRITE ops in flight */
     int fd, dfd;
     uint32_t unit, mem;
+    bool stage;
     bool inplace; /* a block device written in place: no temporary file */
+    bool stream;  /* size unknown until commit (RIO_SIZE_UNKNOWN at put_open) */
     uint64_t size, chunk_size, nchunks;
-    uint8_t *written; /* under t->fmu: bitmap of chunks written whole */
+    uint64_t limit; /* a write may not end past this offset */
+    /* under t->fmu */
+    uint8_t *written;              /* bitmap of chunks written whole */
+    uint64_t wbits;                /* bits the bitmap holds */
+    uint64_t short_idx, short_len; /* stream: the one chunk shorter than chunk_size */
+    bool has_short, bad_short;     /* stream: one seen; two different ones seen */
     char *tmp, *final, *key;
 };
 
@@ -164,9 +181,14 @@ struct fring {
     uint64_t seq;
     uint8_t *bounce;
     unsigned nbounce;
-    uint32_t bounce_free; /* bit i: slot i free */
+    uint64_t bounce_free; /* bit i: slot i free */
     bool bounce_reg, bounce_tried;
     struct rio_file_counters ctr; /* inflight unused here: see r->inflight */
+};
+
+/* Metadata timings: atomics, added by whichever thread ran the call. */
+struct fmeta {
+    uint64_t lookups, lookup_ns, put_opens, put_open_ns, commits, commit_ns, commit_sync_ns;
 };
 
 struct ffaults {
@@ -188,10 +210,13 @@ struct ftransport {
     bool single, blockdev, inplace, sync;
     int direct;
     uint32_t bounce_size;
+    unsigned bounce_slots; /* per ring */
+    int stage;             /* aligned caller memory staged too: STAGE_AUTO/ON/OFF */
     unsigned depth, page;
     int cq_efd, wake_efd;
     struct rio_io **ready; /* reap's list of ops to complete: npaths x depth */
     struct ffaults fault;
+    struct fmeta meta;
     struct fring rings[RIO_MAX_PATHS];
 
     pthread_mutex_t fmu;
@@ -214,6 +239,12 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static uint64_t ts_ns(const struct timespec *ts)
 {
     return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+}
+
+static void meta_add(uint64_t *count, uint64_t *ns, uint64_t t0)
+{
+    __atomic_fetch_add(count, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(ns, rio__now_ns() - t0, __ATOMIC_RELAXED);
 }
 
 static void close_fd(int fd)
@@ -352,6 +383,21 @@ static void dio_geometry(struct ftransport *t, int fd, const struct stat *st, ui
         mem_al = 1;
     *unit = off_al > t->page ? off_al : t->page;
     *mem = mem_al;
+}
+
+/*
+ * Whether direct steps into aligned caller memory go through the bounce
+ * buffers. auto: when a device is behind the file (a block device, or a file
+ * system on one: st_dev's major is not 0). There one contiguous registered
+ * buffer instead of a page list of the caller's memory cut the kernel's and
+ * the hypervisor's work per I/O by 2-4x here; on tmpfs and other memory file
+ * systems a direct step is a copy already, and staging adds a second one.
+ */
+static bool want_stage(const struct ftransport *t, const struct stat *st)
+{
+    if (t->stage != STAGE_AUTO)
+        return t->stage == STAGE_ON;
+    return S_ISBLK(st->st_mode) || major(st->st_dev) != 0;
 }
 
 /* A second, O_DIRECT descriptor of the file fd has open at path, or -1.
@@ -631,6 +677,7 @@ static int file_open(struct ftransport *t, const char *key, struct ffile **out, 
     if (ret < 0)
         goto err;
     dio_geometry(t, f->dfd >= 0 ? f->dfd : f->fd, st, &f->unit, &f->mem);
+    f->stage = want_stage(t, st);
     f->gen = gen_of(st, f->size);
     f->khash = rio__xxh3(ck, kl);
     memcpy(f->key, ck, kl + 1);
@@ -764,8 +811,12 @@ static void bounce_setup_locked(struct ftransport *t, struct fring *r)
     if (r->bounce_tried)
         return;
     r->bounce_tried = true;
-    n = t->depth < FILE_BOUNCE_SLOTS ? t->depth : FILE_BOUNCE_SLOTS;
-    r->bounce = rio__alloc_aligned(4096, (size_t)n * t->bounce_size);
+    n = t->bounce_slots;
+    /* One region for all slots: rio__alloc_aligned gives regions of 2 MiB or
+     * more transparent huge pages, so a step's buffer is physically
+     * contiguous and the device sees one segment instead of one per page. */
+    size_t sz = ((size_t)n * t->bounce_size + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+    r->bounce = rio__alloc_aligned(4096, sz);
     if (!r->bounce)
         return; /* unaligned memory falls back to buffered steps */
     for (unsigned i = 0; i < n; i++) {
@@ -776,7 +827,7 @@ static void bounce_setup_locked(struct ftransport *t, struct fring *r)
      * transport's own memory, alive until the ring is gone. */
     r->bounce_reg = io_uring_register_buffers(&r->ring, iov, n) == 0;
     r->nbounce = n;
-    r->bounce_free = n == 32 ? UINT32_MAX : (1u << n) - 1;
+    r->bounce_free = n >= 64 ? UINT64_MAX : (1ull << n) - 1;
 }
 
 static int bounce_take_locked(struct ftransport *t, struct fring *r)
@@ -788,15 +839,15 @@ static int bounce_take_locked(struct ftransport *t, struct fring *r)
     bounce_setup_locked(t, r);
     if (!r->bounce_free)
         return -1;
-    i = __builtin_ctz(r->bounce_free);
-    r->bounce_free &= ~(1u << i);
+    i = __builtin_ctzll(r->bounce_free);
+    r->bounce_free &= ~(1ull << i);
     return i;
 }
 
 static void bounce_put_locked(struct fring *r, int i)
 {
     if (i >= 0)
-        r->bounce_free |= 1u << i;
+        r->bounce_free |= 1ull << i;
 }
 
 static uint8_t *bounce_ptr(struct ftransport *t, struct fring *r, int i)
@@ -810,6 +861,7 @@ static void ring_flush_locked(struct fring *r)
 {
     int ret = io_uring_submit(&r->ring);
 
+    r->ctr.submits++;
     if (ret >= 0)
         r->unsubmitted = 0;
     else
@@ -832,9 +884,13 @@ static struct io_uring_sqe *sqe_get_locked(struct fring *r)
 /*
  * Queue the next step of op: from io->off + done, what is left of the chunk.
  * Direct when the file has an O_DIRECT descriptor and the step starts on a
- * unit boundary with at least one whole unit left (into the caller's memory
- * when it is aligned, else through a bounce buffer); buffered otherwise.
- * Returns 0 or an error (the op then ends with it).
+ * unit boundary with at least one whole unit left; buffered otherwise. A
+ * direct step goes through a bounce buffer when the caller's memory is not
+ * aligned for O_DIRECT, and with stage=1 also when it is (and the step fits
+ * one buffer): the device then gets one contiguous, registered segment
+ * instead of one per 4 KiB page of the caller's memory, for the price of a
+ * copy (docs/file.md, "Staging"). Returns 0 or an error (the op then ends
+ * with it).
  */
 static int step_queue_locked(struct ftransport *t, struct fring *r, struct fop *op)
 {
@@ -852,8 +908,15 @@ static int step_queue_locked(struct ftransport *t, struct fring *r, struct fop *
     n = min_u64(rem, FILE_STEP_MAX);
     if (dfd >= 0 && !op->no_direct && pos % unit == 0 && rem >= unit) {
         n = min_u64(rem - rem % unit, FILE_STEP_MAX);
-        if ((uintptr_t)mem % mal == 0) {
+        bool aligned = (uintptr_t)mem % mal == 0;
+        bool stage = rd ? op->f->stage : op->up->stage;
+        if (aligned && (!stage || n > t->bounce_size || (b = bounce_take_locked(t, r)) < 0)) {
             direct = true;
+        } else if (aligned) {
+            direct = true;
+            buf = bounce_ptr(t, r, b);
+            if (!rd)
+                memcpy(buf, mem, (size_t)n);
         } else if (t->bounce_size >= unit && (b = bounce_take_locked(t, r)) >= 0) {
             direct = true;
             n = min_u64(n, t->bounce_size - t->bounce_size % unit);
@@ -989,10 +1052,42 @@ static bool step_done_locked(struct ftransport *t, struct fring *r, struct fop *
 
 /* ------------------------------------------------------------ submit etc */
 
-static int check_write(const struct fupload *up, const struct rio_io *io)
+/* Room in a streaming upload's bitmap for chunk index. Under t->fmu. */
+static int written_grow_locked(struct fupload *up, uint64_t index)
+{
+    uint64_t bits;
+    uint8_t *w;
+
+    if (index < up->wbits)
+        return 0;
+    bits = up->wbits * 2 > index + 1 ? up->wbits * 2 : index + 1;
+    bits = (bits + 63) & ~(uint64_t)63;
+    w = rio__calloc(1, (size_t)(bits / 8));
+    if (!w)
+        return -ENOMEM;
+    memcpy(w, up->written, (size_t)(up->wbits / 8));
+    rio__free(up->written);
+    up->written = w;
+    up->wbits = bits;
+    return 0;
+}
+
+static int check_write(struct ftransport *t, struct fupload *up, const struct rio_io *io)
 {
     uint64_t want;
+    int ret;
 
+    if (up->stream) {
+        /* Any order, total unknown: a whole chunk, or a shorter one that
+         * put_commit checks is the last. */
+        if (io->off % up->chunk_size || io->off / up->chunk_size != io->index ||
+            io->len > up->chunk_size || io->off > up->limit || io->len > up->limit - io->off)
+            return RIO_EPROTO;
+        pthread_mutex_lock(&t->fmu);
+        ret = written_grow_locked(up, io->index);
+        pthread_mutex_unlock(&t->fmu);
+        return ret;
+    }
     if (io->off > up->size || io->len > up->size - io->off || io->index >= up->nchunks ||
         io->off / up->chunk_size != io->index || io->off % up->chunk_size)
         return RIO_EPROTO;
@@ -1025,7 +1120,7 @@ static int file_submit(struct rio_transport *tt, struct rio_io *io)
         up = io->upload;
         if (!up || up->magic != UPLOAD_MAGIC || !io->src)
             return -EINVAL;
-        ret = check_write(up, io);
+        ret = check_write(t, up, io);
         if (ret < 0)
             return ret;
     } else {
@@ -1074,7 +1169,11 @@ static int file_submit(struct rio_transport *tt, struct rio_io *io)
     }
     r->inflight++;
     io->tpriv = op;
-    ring_flush_locked(r);
+    /* The SQE waits in the SQ: the engine submits a burst of ops and then
+     * reaps, and reap hands the whole burst to the kernel in one system call
+     * (ring_harvest). One io_uring_enter per op cost as much as the rest of
+     * the transport's CPU per op. */
+    r->unsubmitted = 1;
     pthread_mutex_unlock(&r->mu);
     return 0;
 }
@@ -1156,8 +1255,16 @@ static void op_finish(struct ftransport *t, struct fop *op)
         }
     }
     if (io->kind == RIO_IO_WRITE && op->res == (int64_t)io->len) {
+        struct fupload *up = op->up;
         pthread_mutex_lock(&t->fmu);
-        op->up->written[io->index / 8] |= (uint8_t)(1u << (io->index % 8));
+        up->written[io->index / 8] |= (uint8_t)(1u << (io->index % 8));
+        if (up->stream && io->len < up->chunk_size) {
+            if (up->has_short && (up->short_idx != io->index || up->short_len != io->len))
+                up->bad_short = true;
+            up->has_short = true;
+            up->short_idx = io->index;
+            up->short_len = io->len;
+        }
         pthread_mutex_unlock(&t->fmu);
     }
 }
@@ -1367,6 +1474,7 @@ static int file_lookup(struct rio_transport *tt, const char *key, struct rio_des
     struct ftransport *t = ft(tt);
     struct ffile *f;
     struct stat st;
+    uint64_t t0 = rio__now_ns();
     size_t kl;
     int ret;
 
@@ -1391,6 +1499,7 @@ static int file_lookup(struct rio_transport *tt, const char *key, struct rio_des
     }
     /* Kept open for the READs that usually follow a lookup. */
     cache_insert(t, f, false);
+    meta_add(&t->meta.lookups, &t->meta.lookup_ns, t0);
     return 0;
 }
 
@@ -1441,23 +1550,27 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     struct ftransport *t = ft(tt);
     struct fupload *up;
     struct stat st;
+    uint64_t t0 = rio__now_ns();
     int ret;
 
-    if (!key || !upload || chunk_size == 0)
+    if (!key || !upload || chunk_size == 0 || chunk_size > (uint64_t)INT64_MAX)
         return RIO_EINVAL;
-    if (size > (uint64_t)INT64_MAX)
+    if (size > (uint64_t)INT64_MAX && size != RIO_SIZE_UNKNOWN)
         return -EFBIG;
     up = rio__calloc(1, sizeof(*up));
     if (!up)
         return -ENOMEM;
     up->fd = up->dfd = -1;
-    up->size = size;
+    up->stream = size == RIO_SIZE_UNKNOWN;
+    up->size = up->stream ? 0 : size;
+    up->limit = up->stream ? (uint64_t)INT64_MAX : size;
     up->chunk_size = chunk_size;
-    up->nchunks = size ? (size - 1) / chunk_size + 1 : 0;
+    up->nchunks = up->size ? (up->size - 1) / chunk_size + 1 : 0;
+    up->wbits = (up->nchunks + 64) & ~(uint64_t)63;
     up->refs = 1;
     ret = -ENOMEM;
     up->key = rio__strdup(key);
-    up->written = rio__calloc(1, (size_t)(up->nchunks / 8 + 1));
+    up->written = rio__calloc(1, (size_t)(up->wbits / 8));
     if (!up->key || !up->written)
         goto err;
     ret = key_path(t, key, &up->final);
@@ -1482,12 +1595,14 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
             goto err;
         }
         ret = -ENOSPC;
-        if (size > dev_size)
+        if (!up->stream && size > dev_size)
             goto err;
+        up->limit = dev_size < up->limit ? dev_size : up->limit;
         ret = open_direct(t, up->final, O_WRONLY, &st, &up->dfd);
         if (ret < 0)
             goto err;
         dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+        up->stage = want_stage(t, &st);
         up->magic = UPLOAD_MAGIC;
         *upload = up;
         return 0;
@@ -1508,8 +1623,9 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         up->tmp = NULL;
         goto err;
     }
-    if (size) {
-        /* Reserve the space now: ENOSPC here, not halfway through. */
+    if (up->size) {
+        /* Reserve the space now: ENOSPC here, not halfway through. A stream's
+         * size is unknown: its file grows as its chunks land. */
         if (fallocate(up->fd, 0, 0, (off_t)size) < 0) {
             if (errno != EOPNOTSUPP && errno != ENOSYS) {
                 ret = -errno;
@@ -1529,8 +1645,10 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     if (ret < 0)
         goto err;
     dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+    up->stage = want_stage(t, &st);
     up->magic = UPLOAD_MAGIC;
     *upload = up;
+    meta_add(&t->meta.put_opens, &t->meta.put_open_ns, t0);
     return 0;
 err:
     if (up->tmp)
@@ -1566,7 +1684,7 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     struct ftransport *t = ft(tt);
     struct fupload *up = upload;
     struct stat st;
-    uint64_t size = 0;
+    uint64_t size = 0, t0 = rio__now_ns(), ts, sync_ns = 0;
     int ret;
 
     if (!up || up->magic != UPLOAD_MAGIC)
@@ -1575,6 +1693,15 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     if (!d || (up->nchunks && !d->xxh))
         goto out;
     ret = RIO_EPROTO;
+    if (up->stream) {
+        /* The total arrives now: it must be exactly the chunks that landed,
+         * a shorter chunk only as the last one, with the length it had. */
+        uint64_t cs = up->chunk_size, n = d->size ? (d->size - 1) / cs + 1 : 0;
+        if (d->size > up->limit || d->chunk_size != cs || d->nchunks != n)
+            goto out;
+        up->size = d->size;
+        up->nchunks = n;
+    }
     if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks)
         goto out;
     pthread_mutex_lock(&t->fmu);
@@ -1583,9 +1710,24 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     for (uint64_t i = 0; ret == 0 && i < up->nchunks; i++)
         if (!(up->written[i / 8] & (1u << (i % 8))))
             ret = RIO_EPROTO;
+    if (ret == 0 && up->stream) {
+        uint64_t last = up->nchunks ? up->size - (up->nchunks - 1) * up->chunk_size : 0;
+        for (uint64_t i = up->nchunks; ret == 0 && i < up->wbits; i++)
+            if (up->written[i / 8] & (1u << (i % 8)))
+                ret = RIO_EPROTO; /* a chunk past the end */
+        if (up->bad_short ||
+            (up->has_short && (up->short_idx + 1 != up->nchunks || up->short_len != last)))
+            ret = RIO_EPROTO;
+    }
     pthread_mutex_unlock(&t->fmu);
     if (ret < 0)
         goto out;
+    /* A stream's file is as long as its chunks reached: that is the size
+     * checked above, and an empty stream is an empty file. */
+    if (up->stream && !up->inplace && ftruncate(up->fd, (off_t)up->size) < 0) {
+        ret = -errno;
+        goto out;
+    }
 
     if (!up->inplace) {
         if (fstat(up->fd, &st) < 0) {
@@ -1597,10 +1739,12 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
             goto out;
     }
     /* Data, size and the record are durable before the name points at them. */
+    ts = rio__now_ns();
     if (t->sync && fsync(up->fd) < 0) {
         ret = -errno;
         goto out;
     }
+    sync_ns += rio__now_ns() - ts;
     if (!up->inplace) {
         if (rename(up->tmp, up->final) < 0) {
             ret = -errno;
@@ -1609,9 +1753,11 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
         rio__free(up->tmp);
         up->tmp = NULL; /* published: nothing to unlink any more */
         if (t->sync) {
+            ts = rio__now_ns();
             ret = fsync_parent(up->final);
             if (ret < 0)
                 goto out_published;
+            sync_ns += rio__now_ns() - ts;
         }
     }
     if (fstat(up->fd, &st) < 0 || fd_size(up->fd, &st, &size) < 0) {
@@ -1620,6 +1766,8 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     }
     d->generation = gen_of(&st, size);
     ret = 0;
+    __atomic_fetch_add(&t->meta.commit_sync_ns, sync_ns, __ATOMIC_RELAXED);
+    meta_add(&t->meta.commits, &t->meta.commit_ns, t0);
 out_published:
     cache_forget(t, cache_key(t, up->key));
 out:
@@ -1785,11 +1933,32 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
         return RIO_EINVAL;
     if ((s = rio__url_param(u, "inplace")) && parse_bool(s, &t->inplace) < 0)
         return RIO_EINVAL;
-    t->bounce_size = FILE_BOUNCE_DEFAULT;
+    /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
+     * per command in flight up to 64 per ring and 256 MiB in all. */
+    v = o && o->chunk_size ? (o->chunk_size + 4095) / 4096 * 4096 : FILE_BOUNCE_DEFAULT;
+    t->bounce_size = (uint32_t)(v < FILE_BOUNCE_DEFAULT ? FILE_BOUNCE_DEFAULT
+                                : v > FILE_BOUNCE_MAX   ? FILE_BOUNCE_MAX
+                                                        : v);
     if ((s = rio__url_param(u, "bounce"))) {
         if (rio__parse_size(s, &v) < 0 || v > FILE_BOUNCE_MAX || v % 4096)
             return RIO_EINVAL;
         t->bounce_size = (uint32_t)v;
+    }
+    t->bounce_slots = t->depth < FILE_BOUNCE_SLOTS ? t->depth : FILE_BOUNCE_SLOTS;
+    if (t->bounce_size) {
+        uint64_t fit = FILE_BOUNCE_TOTAL / t->base.npaths / t->bounce_size;
+        if (t->bounce_slots > fit)
+            t->bounce_slots = fit ? (unsigned)fit : 1;
+    }
+    t->stage = STAGE_AUTO;
+    if ((s = rio__url_param(u, "stage"))) {
+        bool b;
+        if (!strcasecmp(s, "auto"))
+            t->stage = STAGE_AUTO;
+        else if (parse_bool(s, &b) == 0)
+            t->stage = b ? STAGE_ON : STAGE_OFF;
+        else
+            return RIO_EINVAL;
     }
     return parse_faults(t, u);
 }
@@ -1976,7 +2145,8 @@ static void file_close_t(struct rio_transport *tt)
 
 const struct rio_transport_ops rio__file_ops = {
     .scheme = "file",
-    .caps = RIO_CAP_ETAG, /* checksums only for objects railio wrote: see lookup */
+    /* Checksums only for objects railio wrote: see lookup. */
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = file_open_t,
     .close = file_close_t,
     .submit = file_submit,
@@ -2015,7 +2185,15 @@ int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
         out->cancels += r->ctr.cancels;
         out->faults_fired += r->ctr.faults_fired;
         out->inflight += r->inflight;
+        out->submits += r->ctr.submits;
         pthread_mutex_unlock(&r->mu);
     }
+    out->lookups = __atomic_load_n(&t->meta.lookups, __ATOMIC_RELAXED);
+    out->lookup_ns = __atomic_load_n(&t->meta.lookup_ns, __ATOMIC_RELAXED);
+    out->put_opens = __atomic_load_n(&t->meta.put_opens, __ATOMIC_RELAXED);
+    out->put_open_ns = __atomic_load_n(&t->meta.put_open_ns, __ATOMIC_RELAXED);
+    out->commits = __atomic_load_n(&t->meta.commits, __ATOMIC_RELAXED);
+    out->commit_ns = __atomic_load_n(&t->meta.commit_ns, __ATOMIC_RELAXED);
+    out->commit_sync_ns = __atomic_load_n(&t->meta.commit_sync_ns, __ATOMIC_RELAXED);
     return 0;
 }

@@ -20,6 +20,12 @@ struct rio_file_counters {
     uint64_t cancels;        /* cancel requests sent to the kernel */
     uint64_t inflight;       /* ops submitted and not yet completed */
     uint64_t faults_fired;   /* test faults that fired */
+    uint64_t submits;        /* io_uring_submit calls that handed SQEs to the kernel */
+    /* Metadata, summed wall time in the calling threads (bench figures). */
+    uint64_t lookups, lookup_ns;     /* lookup: open, fstat, xattr */
+    uint64_t put_opens, put_open_ns; /* put_open: create, fallocate, second open */
+    uint64_t commits, commit_ns;     /* put_commit, whole */
+    uint64_t commit_sync_ns;         /* of which fsync of the file and of its directory */
 };
 
 /*

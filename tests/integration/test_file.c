@@ -132,11 +132,62 @@ TEST(big_64m_queues)
             struct rio_file_counters k;
             T_OK(rio_file_counters(e.c, &k));
             if (direct)
-                T_GT(k.steps_direct, 0u); /* src and dst are page-aligned */
+                T_GT(k.steps_direct + k.steps_bounce, 0u); /* page-aligned: staged */
             else
                 T_EQ(k.steps_direct + k.steps_bounce, 0u);
             eu_close(&e);
         }
+    }
+    free(src);
+    free(dst);
+}
+
+/*
+ * Aligned caller memory: staged through the registered bounce buffers with
+ * stage=1 (the default on a disk-backed file system), straight into the
+ * caller's memory with stage=0. A chunk
+ * larger than a bounce buffer is never split to be staged: it goes direct.
+ */
+TEST(staging)
+{
+    const size_t n = 8 * CH + 4096;
+    static const char *const modes[] = {"?direct=1&sync=0&stage=1", "?direct=1&sync=0&stage=0",
+                                        "?direct=1&sync=0&bounce=64K"};
+    struct rio_options o;
+    struct eu e;
+    uint8_t *src = NULL, *dst = NULL;
+
+    fu_mkdir();
+    T_EQ(posix_memalign((void **)&src, 4096, n), 0);
+    T_EQ(posix_memalign((void **)&dst, 4096, n), 0);
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        opts(&o, 2, 4);
+        eu_open(&e, fu_url("%s", modes[m]), &o);
+        t_fill_pattern(src, n, 70 + m);
+        T_OK(rio_put(e.c, "st", src, n, NULL, NULL));
+        memset(dst, 0, n);
+        T_EQ(rio_get(e.c, "st", dst, n, NULL), (int64_t)n);
+        T_PATTERN(dst, n, 70 + m);
+        struct rio_file_counters k;
+        T_OK(rio_file_counters(e.c, &k));
+        fprintf(stderr, "  %s: direct %llu, bounce %llu (fixed %llu), buffered %llu\n", modes[m],
+                (unsigned long long)k.steps_direct, (unsigned long long)k.steps_bounce,
+                (unsigned long long)k.steps_fixed, (unsigned long long)k.steps_buffered);
+        T_EQ(k.steps_buffered, 0u); /* every chunk is whole pages */
+        if (m == 0) {
+            T_EQ(k.steps_direct, 0u); /* 4 ops per ring, 4 bounce buffers per ring */
+            T_EQ(k.steps_bounce, 2u * 9u);
+        } else if (m == 1) {
+            T_EQ(k.steps_bounce, 0u);
+            T_EQ(k.steps_direct, 2u * 9u);
+        } else {
+            /* 64 KiB buffers: the 128 KiB chunks go direct, the 4 KiB last
+             * one (written and read) is staged. */
+            T_EQ(k.steps_direct, 2u * 8u);
+            T_EQ(k.steps_bounce, 2u);
+        }
+        T_EQ(k.continuations, 0u);
+        eu_close(&e);
     }
     free(src);
     free(dst);
@@ -358,4 +409,252 @@ TEST(batch_many_objects)
     }
     free(bufs);
     eu_close(&e);
+}
+
+/* ------------------------------------------------ streaming PUT, bare */
+
+#include "core/alloc.h"
+#include "transport/transport.h"
+
+static void stream_complete(struct rio_io *io)
+{
+    (*(int *)io->engine_priv)++;
+}
+
+/*
+ * Submit chunks [0, n) of a streaming upload of src (total len) in reverse
+ * order over two queues, the chunk of index skip left out and, with
+ * short_at, that chunk cut to 100 bytes; wait for all. Returns the count that
+ * failed.
+ */
+static int stream_write(const struct rio_transport_ops *ops, struct rio_transport *t, void *up,
+                        const uint8_t *src, size_t len, uint64_t n, int64_t skip, int64_t short_at)
+{
+    struct rio_io *ios = calloc(n ? n : 1, sizeof(*ios));
+    int done = 0, failed = 0;
+    uint64_t sent = 0;
+
+    T_NOTNULL(ios);
+    for (uint64_t k = n; k-- > 0;) {
+        struct rio_io *x = &ios[k];
+        if ((int64_t)k == skip)
+            continue;
+        x->kind = RIO_IO_WRITE;
+        x->path = (unsigned)(k % 2);
+        x->key = "s";
+        x->upload = up;
+        x->index = k;
+        x->off = k * CH;
+        x->len = len - x->off < CH ? len - x->off : CH;
+        if ((int64_t)k == short_at)
+            x->len = 100;
+        x->src = src + x->off;
+        x->xxh = rio__xxh3(x->src, x->len);
+        x->complete = stream_complete;
+        x->engine_priv = &done;
+        while (ops->submit(t, x) == -EAGAIN)
+            T_GE(ops->reap(t, 100), 0); /* the queue is full: let some finish */
+        sent++;
+    }
+    uint64_t t0 = t_now_ms();
+    while ((uint64_t)done < sent && t_now_ms() - t0 < 10000)
+        T_GE(ops->reap(t, 100), 0);
+    T_EQ((uint64_t)done, sent);
+    for (uint64_t k = 0; k < n; k++)
+        if ((int64_t)k != skip && ios[k].res != (int64_t)ios[k].len)
+            failed++;
+    free(ios);
+    return failed;
+}
+
+static int stream_commit(const struct rio_transport_ops *ops, struct rio_transport *t, void *up,
+                         const uint8_t *src, size_t len)
+{
+    struct rio_desc d;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    strcpy(d.key, "s");
+    d.size = len;
+    d.chunk_size = CH;
+    d.nchunks = len ? (len - 1) / CH + 1 : 0;
+    d.xxh = calloc(d.nchunks ? d.nchunks : 1, sizeof(uint64_t));
+    T_NOTNULL(d.xxh);
+    for (uint64_t k = 0; k < d.nchunks; k++)
+        d.xxh[k] = rio__xxh3(src + k * CH, len - k * CH < CH ? len - k * CH : CH);
+    ret = ops->put_commit(t, up, &d);
+    free(d.xxh);
+    return ret;
+}
+
+/*
+ * RIO_CAP_STREAM_PUT without the engine: put_open with RIO_SIZE_UNKNOWN, the
+ * chunks in reverse order over two queues, the size only at put_commit; the
+ * file holds exactly the bytes (its length set at commit, an empty stream an
+ * empty file) and its record; direct, buffered and staged. A commit that
+ * does not match what landed (a chunk missing, a chunk past the end, a short
+ * chunk that is not the last) is refused and leaves nothing.
+ */
+TEST(stream_put_bare)
+{
+    static const size_t lens[] = {0, 1, 4096, CH - 1, CH, CH + 1, 3 * CH + 5, 5 * CH};
+    static const char *const modes[] = {"?direct=1&sync=0", "?direct=0", "?direct=1&stage=0"};
+    const struct rio_transport_ops *ops = rio__transport_find("file");
+    const size_t max = 5 * CH + 4096;
+    uint8_t *src = NULL;
+    int64_t alloc0;
+
+    fu_mkdir();
+    T_NOTNULL(ops);
+    T_NE(ops->caps & RIO_CAP_STREAM_PUT, 0u);
+    T_EQ(posix_memalign((void **)&src, 4096, max), 0);
+    alloc0 = rio__alloc_outstanding();
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        struct rio_transport *t = NULL;
+        struct rio_options o;
+        struct rio_url u;
+        rio_options_init(&o);
+        o.paths = 2;
+        o.depth = 2;
+        o.chunk_size = CH;
+        T_OK(rio__url_parse(fu_url("%s", modes[m]), &u));
+        T_OK(ops->open(&u, &o, &t));
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            size_t len = lens[i], fn;
+            uint64_t n = len ? (len - 1) / CH + 1 : 0;
+            void *up = NULL;
+            struct rio_desc d;
+            t_fill_pattern(src, len, 90 + i + 10 * m);
+            T_OK(ops->put_open(t, "s", RIO_SIZE_UNKNOWN, CH, &up));
+            T_EQ(stream_write(ops, t, up, src, len, n, -1, -1), 0);
+            T_OK(stream_commit(ops, t, up, src, len));
+            uint8_t *disk = fu_slurp(fu_path("s"), &fn);
+            T_EQ(fn, len);
+            T_MEMEQ(disk, src, len);
+            free(disk);
+            memset(&d, 0, sizeof(d));
+            T_OK(ops->lookup(t, "s", &d));
+            T_EQ(d.size, (uint64_t)len);
+            T_EQ(d.nchunks, n);
+            if (n) {
+                T_NOTNULL(d.xxh);
+                T_EQ(d.xxh[n - 1], rio__xxh3(src + (n - 1) * CH, len - (n - 1) * CH));
+            }
+            rio_desc_cleanup(&d);
+        }
+        /* Refused commits: the old object stays, no temporary file is left. */
+        static const struct {
+            size_t len;       /* bytes the writes cover */
+            uint64_t n;       /* chunks written */
+            int64_t skip;     /* chunk left out */
+            int64_t short_at; /* chunk cut to 100 bytes */
+            size_t commit;    /* size the commit says */
+        } bad[] = {
+            {3 * CH, 3, 1, -1, 3 * CH},       /* a chunk missing */
+            {3 * CH, 3, -1, -1, 2 * CH},      /* a chunk past the end */
+            {3 * CH, 3, -1, 0, 2 * CH + 100}, /* the short chunk is not the last */
+            {3 * CH, 3, -1, 2, 3 * CH},       /* the last is shorter than the size says */
+            {3 * CH, 3, -1, -1, 3 * CH + 1},  /* the size names a chunk never written */
+        };
+        for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+            void *up = NULL;
+            t_fill_pattern(src, bad[b].len, 200 + b);
+            T_OK(ops->put_open(t, "s", RIO_SIZE_UNKNOWN, CH, &up));
+            T_EQ(stream_write(ops, t, up, src, bad[b].len, bad[b].n, bad[b].skip, bad[b].short_at),
+                 0);
+            T_ERR(stream_commit(ops, t, up, src, bad[b].commit), RIO_EPROTO);
+            T_EQ(fu_tmp_files(), 0);
+            size_t fn;
+            uint8_t *disk = fu_slurp(fu_path("s"), &fn);
+            T_EQ(fn, 5 * CH); /* the last good object */
+            free(disk);
+        }
+        /* A write that cannot be a chunk of the stream is refused at submit. */
+        {
+            void *up = NULL;
+            struct rio_io x;
+            int done = 0;
+            T_OK(ops->put_open(t, "s", RIO_SIZE_UNKNOWN, CH, &up));
+            memset(&x, 0, sizeof(x));
+            x.kind = RIO_IO_WRITE;
+            x.key = "s";
+            x.upload = up;
+            x.index = 1;
+            x.off = CH + 1; /* not the chunk's offset */
+            x.len = 10;
+            x.src = src;
+            x.complete = stream_complete;
+            x.engine_priv = &done;
+            T_ERR(ops->submit(t, &x), RIO_EPROTO);
+            x.off = CH;
+            x.len = CH + 1; /* longer than a chunk */
+            T_ERR(ops->submit(t, &x), RIO_EPROTO);
+            x.index = UINT64_MAX / CH;
+            x.off = x.index * CH; /* past any file */
+            x.len = CH;
+            T_ERR(ops->submit(t, &x), RIO_EPROTO);
+            ops->put_abort(t, up);
+            T_EQ(done, 0);
+            T_EQ(fu_tmp_files(), 0);
+        }
+        ops->close(t);
+        rio__url_cleanup(&u);
+    }
+    T_EQ(rio__alloc_outstanding(), alloc0);
+    free(src);
+}
+
+/*
+ * rio_writer over file:// with the size unknown until the end: bytes written
+ * in uneven pieces, chunks in flight on 3 queues in whatever order they
+ * finish, the file's length set at commit; the object reads back whole and
+ * verified. An aborted stream leaves nothing behind.
+ */
+TEST(stream_put_writer)
+{
+    static const size_t lens[] = {0, 1, CH, 3 * CH + 5, 40 * CH + 4097};
+    const size_t max = 40 * CH + 4097;
+    struct rio_options o;
+    struct eu e;
+    uint8_t *src = malloc(max), *dst = malloc(max);
+
+    T_NOTNULL(src);
+    T_NOTNULL(dst);
+    fu_mkdir();
+    for (int direct = 0; direct <= 1; direct++) {
+        opts(&o, 3, 4);
+        eu_open(&e, fu_url("?direct=%d&sync=0", direct), &o);
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            size_t len = lens[i], off = 0, piece = 1;
+            struct rio_writer *w = NULL;
+            struct rio_desc d;
+            t_fill_pattern(src, len, 300 + i);
+            T_OK(rio_writer_open(e.c, "w", RIO_SIZE_UNKNOWN, 0, NULL, &w));
+            while (off < len) {
+                size_t n = len - off < piece ? len - off : piece;
+                T_OK(rio_writer_write(w, src + off, n));
+                off += n;
+                piece = piece * 3 + 7; /* 1, 10, 37, ... bytes: never chunk-aligned */
+            }
+            T_OK(rio_writer_close(w, &d));
+            T_EQ(d.size, (uint64_t)len);
+            rio_desc_cleanup(&d);
+            memset(dst, 0, max);
+            T_EQ(rio_get(e.c, "w", dst, max, NULL), (int64_t)len);
+            T_MEMEQ(dst, src, len);
+            size_t fn;
+            uint8_t *disk = fu_slurp(fu_path("w"), &fn);
+            T_EQ(fn, len);
+            free(disk);
+        }
+        struct rio_writer *w = NULL;
+        T_OK(rio_writer_open(e.c, "w2", RIO_SIZE_UNKNOWN, 0, NULL, &w));
+        T_OK(rio_writer_write(w, src, 5 * CH + 3));
+        rio_writer_abort(w);
+        T_EQ(fu_tmp_files(), 0);
+        T_ERR(rio_get(e.c, "w2", dst, max, NULL), RIO_ENOTFOUND);
+        eu_close(&e);
+    }
+    free(src);
+    free(dst);
 }

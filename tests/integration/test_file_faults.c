@@ -391,6 +391,7 @@ TEST(bad_urls)
     T_ERR(rio_client_new(fu_url("/adir?single=1"), NULL, &c), RIO_EINVAL);
     T_ERR(rio_client_new(fu_url("?direct=maybe"), NULL, &c), RIO_EINVAL);
     T_ERR(rio_client_new(fu_url("?bounce=1000"), NULL, &c), RIO_EINVAL);
+    T_ERR(rio_client_new(fu_url("?stage=sometimes"), NULL, &c), RIO_EINVAL);
     T_ERR(rio_client_new(fu_url("?queues=17"), NULL, &c), RIO_EINVAL);
     T_ERR(rio_client_new(fu_url("?queues=0"), NULL, &c), RIO_EINVAL);
     T_ERR(rio_client_new(fu_url("?sync=2"), NULL, &c), RIO_EINVAL);
