@@ -47,7 +47,11 @@
  * the ops on that connection with that error and backs the rail off
  * exponentially (capped); while the rail is backing off, new ops on it fail
  * at once with the same error so the engine moves them to other paths. Dials
- * are single-flight per rail until a dial succeeds. A failed established
+ * are single-flight per rail until a dial succeeds. A dial the server cuts
+ * after connecting (its connection limit) while a sibling connection of the
+ * same rail is up does not fail: the path is carried by the sibling and
+ * dials again in the background until it has its own connection (the
+ * minimum is one connection per rail). A failed established
  * connection (reset, EOF, TCP_USER_TIMEOUT, keepalive, no progress) fails
  * every op on it with that error; a malformed frame fails them with
  * RIO_EPROTO; a well-formed response of the wrong length fails its own op
@@ -174,8 +178,9 @@ enum { SL_FREE = 0, SL_PENDING, SL_QUEUED, SL_WAIT };
 struct tcp_conn;
 
 struct tcp_slot {
-    struct rio_io *io; /* the op; NULL once it completed or was cancelled (a tombstone) */
-    struct tcp_conn *conn;
+    struct rio_io *io;     /* the op; NULL once it completed or was cancelled (a tombstone) */
+    struct tcp_conn *path; /* the op's path: its window counts the slot */
+    struct tcp_conn *conn; /* the connection carrying it: path, or a sibling (carried) */
     struct tcp_slot *next, *prev; /* the pending list, a send queue or a wait list */
     struct tcp_slot *cnext;       /* the cancel list (t->mu) */
     struct tcp_slot *dnext;       /* the done list (loop) */
@@ -247,6 +252,13 @@ struct tcp_conn {
     struct tcp_slot *rx_slot;
     uint64_t rx_len, rx_got;
     uint8_t *ctrl; /* RIO_PROTO_CTRL_MAX bytes while connected */
+    /* Carried: the server cut this path's dial while another connection of
+     * the same rail was up, so its ops ride on that sibling and the path
+     * dials again in the background (grow_ns, backing off) until it gets
+     * its own connection back. */
+    bool carried;
+    unsigned grow_fails;
+    uint64_t grow_ns;
 
     /* under t->mu */
     unsigned nslots;
@@ -1233,7 +1245,7 @@ static void slot_release(struct tcp_transport *t, struct tcp_slot *s)
     if (s->live || s->on_done)
         return;
     pthread_mutex_lock(&t->mu);
-    s->conn->nslots--;
+    s->path->nslots--;
     t->ctr.slots_armed--;
     s->where = SL_FREE;
     s->next = t->free_slots;
@@ -1404,12 +1416,97 @@ static uint64_t dial_backoff_ns(const struct tcp_transport *t, unsigned fails)
     return min_u64(ms, t->backoff_cap_ms) * NS_PER_MS;
 }
 
+/*
+ * A connection of the same member and rail as cn that is up and has its own
+ * connection (not carried): the least loaded one. NULL if none.
+ */
+static struct tcp_conn *sibling_up(struct tcp_transport *t, const struct tcp_conn *cn)
+{
+    struct tcp_conn *best = NULL;
+    unsigned best_n = 0;
+
+    for (unsigned i = 0; i < t->nconns; i++) {
+        struct tcp_conn *o = &t->conns[i];
+        if (o == cn || o->m != cn->m || o->rail != cn->rail || o->state != C_READY || o->carried)
+            continue;
+        unsigned n = o->sq.n + o->wq.n;
+        if (!best || n < best_n) {
+            best = o;
+            best_n = n;
+        }
+    }
+    return best;
+}
+
+static void carried_set(struct tcp_transport *t, struct tcp_conn *cn, bool on)
+{
+    if (cn->carried == on)
+        return;
+    cn->carried = on;
+    pthread_mutex_lock(&t->mu);
+    t->ctr.paths_carried += on ? 1 : (uint64_t)-1;
+    pthread_mutex_unlock(&t->mu);
+    if (!on)
+        cn->grow_fails = 0;
+}
+
+/*
+ * A server at its connection limit accepts and closes at once: the dial
+ * connected, then the handshake was cut (EOF, reset). While another
+ * connection of the same rail is up, that is no outage: the path keeps
+ * working on the sibling (its unsent ops move there) and dials again later.
+ * A background dial of a path already carried stays carried whatever ended
+ * it, as long as a sibling is up. Returns true when cn is carried.
+ */
+static bool dial_carry(struct tcp_transport *t, struct tcp_conn *cn, int err, uint64_t now)
+{
+    bool cut = cn->state >= C_HELLO_TX && reset_class(err);
+    struct tcp_conn *sib;
+    struct tcp_slot *s;
+
+    if (!cut && !cn->carried)
+        return false;
+    sib = sibling_up(t, cn);
+    if (!sib)
+        return false;
+    conn_close_fd(t, cn);
+    pthread_mutex_lock(&t->mu);
+    t->ctr.dial_failures++;
+    if (cut)
+        t->ctr.dials_refused++;
+    pthread_mutex_unlock(&t->mu);
+    carried_set(t, cn, true);
+    cn->grow_fails++;
+    cn->grow_ns = now + dial_backoff_ns(t, cn->grow_fails);
+    /* Nothing was sent on a connection still in its handshake: the queued
+     * ops go out on the sibling, in order. */
+    while ((s = sl_pop(&cn->wq)))
+        slot_done(t, s, err, false);
+    cn->sq_off = 0;
+    if (cn->sq.n)
+        ctr_add(t, &t->ctr.carried_ops, cn->sq.n);
+    if (cn->sq.n && !sib->sq.n && !sib->wq.n)
+        sib->last_progress_ns = now; /* the watchdog counts from here */
+    while ((s = sl_pop(&cn->sq))) {
+        s->conn = sib;
+        sl_push(&sib->sq, s);
+    }
+    /* Connections that waited for this one's dial (when it led) try theirs. */
+    for (unsigned i = 0; i < t->nconns; i++)
+        if (t->conns[i].state == C_WAIT && t->conns[i].rail == cn->rail)
+            t->conns[i].state = C_CLOSED;
+    return true;
+}
+
 /* A dial (connect or handshake) failed: its ops, and those waiting for the
  * same rail's dial, end with err; the rail backs off. */
 static void dial_failed(struct tcp_transport *t, struct tcp_conn *cn, int err, uint64_t now)
 {
     struct tcp_rail *r = cn->rail;
 
+    if (dial_carry(t, cn, err, now))
+        return;
+    carried_set(t, cn, false);
     conn_close_fd(t, cn);
     ctr_add(t, &t->ctr.dial_failures, 1);
     r->up = false;
@@ -1464,6 +1561,10 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
 
     cn->state = C_READY;
     ctr_add(t, &t->ctr.conns_open, 1);
+    if (cn->carried) {
+        carried_set(t, cn, false);
+        ctr_add(t, &t->ctr.regrown, 1);
+    }
     if (cn->leader) {
         r->dialing = false;
         cn->leader = false;
@@ -1886,6 +1987,26 @@ fail:
 
 /* -------------------------------------------------------------- the loop */
 
+/*
+ * The connection an op of path pc goes out on: pc's own, or while pc is
+ * carried, the least loaded sibling of its rail that is up. A carried path
+ * with no sibling left dials for itself again (and fails like any dial).
+ */
+static struct tcp_conn *route(struct tcp_transport *t, struct tcp_conn *pc)
+{
+    struct tcp_conn *sib;
+
+    if (!pc->carried || pc->state == C_READY)
+        return pc;
+    sib = sibling_up(t, pc);
+    if (sib) {
+        ctr_add(t, &t->ctr.carried_ops, 1);
+        return sib;
+    }
+    carried_set(t, pc, false);
+    return pc;
+}
+
 /* Take what submit and cancel queued. Returns true when wake() was called. */
 static bool intake(struct tcp_transport *t, uint64_t now)
 {
@@ -1906,7 +2027,8 @@ static bool intake(struct tcp_transport *t, uint64_t now)
 
     for (s = pend.head; s; s = next) {
         next = s->next;
-        struct tcp_conn *cn = s->conn;
+        struct tcp_conn *cn = route(t, s->path);
+        s->conn = cn;
         if (!cn->sq.n && !cn->wq.n)
             cn->last_progress_ns = now; /* the watchdog counts from here */
         s->where = SL_QUEUED;
@@ -1970,6 +2092,19 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
         struct tcp_conn *cn = &t->conns[i];
         if (cn->sq.n && (cn->state == C_CLOSED || (cn->state == C_READY && !cn->out_blocked)))
             conn_kick(t, cn, now);
+        if (cn->carried && cn->state == C_CLOSED) {
+            /* Grow back: a background dial, while the sibling carries the ops. */
+            if (!sibling_up(t, cn)) {
+                carried_set(t, cn, false);
+            } else if (now >= cn->grow_ns) {
+                ctr_add(t, &t->ctr.grow_dials, 1);
+                int ret = conn_dial(t, cn, now);
+                if (ret < 0)
+                    dial_failed(t, cn, ret, now);
+            } else {
+                next = min_u64(next, cn->grow_ns);
+            }
+        }
         switch (cn->state) {
         case C_CONNECTING:
         case C_HELLO_TX:
@@ -2162,6 +2297,7 @@ static int tcp_submit(struct rio_transport *tt, struct rio_io *io)
         return -ENOMEM;
     }
     s->io = io;
+    s->path = cn;
     s->conn = cn;
     s->id = next_id(t);
     if (io->kind == RIO_IO_READ) {

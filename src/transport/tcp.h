@@ -29,6 +29,16 @@ struct rio__tcp_counters {
     uint64_t tombstones;      /* cancelled ops whose response was drained, not landed */
     uint64_t requeued;        /* ops moved to a fresh connection after a deliberate close */
     uint64_t grace_closes;    /* connections closed: a tombstone's answer did not drain in time */
+    /* Growth under a server's connection limit (--max-conns): a dial the
+     * server cuts while a sibling connection of the same rail is up makes
+     * the path ride on that sibling ("carried") instead of failing its ops;
+     * the path dials again in the background, backing off, until it gets
+     * its own connection back. */
+    uint64_t dials_refused;       /* dials cut by the server while the rail had a connection */
+    uint64_t paths_carried;       /* paths riding on a sibling now */
+    uint64_t carried_ops;         /* ops sent on a sibling's connection */
+    uint64_t grow_dials;          /* background dials of carried paths */
+    uint64_t regrown;             /* carried paths that got their own connection back */
     uint64_t bytes_in, bytes_out; /* on data connections, headers included */
 };
 

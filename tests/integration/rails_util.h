@@ -274,6 +274,29 @@ static inline uint8_t *rl_buf(size_t n)
     return b;
 }
 
+/* A buffer of n pattern bytes of seed in memory like rl_buf's (a source the
+ * application already uses; filling 4 KiB pages, and the kernel's first read
+ * of them, cost seconds of CPU per 512 MiB on this kind of VM). */
+static inline uint8_t *rl_pattern(size_t n, uint64_t seed)
+{
+    uint8_t *b = rl_buf(n);
+    t_fill_pattern(b, n, seed);
+    return b;
+}
+
+/* PUT n pattern bytes of seed under key, from an rl_pattern buffer. */
+static inline void rl__put(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                           const char *file, int line)
+{
+    uint8_t *b = rl_pattern(n, seed);
+    int ret = rio_put(c, key, b, n, NULL, NULL);
+
+    free(b);
+    if (ret < 0)
+        t__fail(file, line, "rio_put(%s, %zu): %d %s", key, n, ret, rio_errname(ret));
+}
+#define rl_put(c, key, n, seed) rl__put((c), (key), (n), (seed), __FILE__, __LINE__)
+
 /* Options for the rails tests: 1 MiB chunks, depth 4, short cooldowns, op
  * timeout and the transport's timeouts low enough that a dead rail is
  * noticed in about a second. RIO_DEPTH / RIO_CHUNK_SIZE in the environment

@@ -15,8 +15,9 @@
  * object, checks it byte for byte and that every rail carried part of it,
  * and compares goodput (payload over the call's elapsed time, struct
  * rio_stats) with 0.9 x the ceiling (0.85 for unequal rails). The PUT over 4
- * rails is checked byte for byte and for using every rail; its rate is
- * printed, not checked (CPU-bound here, see below). The rate
+ * rails, with and without the stream MD5 (etag=none), is checked byte for
+ * byte and for using every rail; its rates are printed, not checked
+ * (CPU-bound here, see below). The rate
  * checks come last and skip (never fail) when the run was starved of CPU or
  * the build is sanitized; see rl_ratio. One rails setup serves every measure
  * to keep the test short.
@@ -104,6 +105,36 @@ static void get_measure(struct rio_client *c, const char *key, size_t size, uint
     note(what, n, size, ceil, need, &best);
 }
 
+/*
+ * PUT size bytes of src under key and note the rate against ceil; when need
+ * > 0 and the first run misses, a second run (the same bytes again, a new
+ * generation) gets the same chance as a GET's. etag: whether the client
+ * computes the stream MD5 (the descriptor's etag says so).
+ */
+static void put_measure(struct rio_client *c, const char *key, const uint8_t *src, size_t size,
+                        int etag, const char *what, unsigned n, double ceil, double need)
+{
+    struct rio_stats st, best;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+
+    memset(&best, 0, sizeof(best));
+    for (int k = 0; k < 2; k++) {
+        memset(&st, 0, sizeof(st));
+        memset(&d, 0, sizeof(d));
+        int ret = rio_put(c, key, src, size, &call, &d);
+        if (ret < 0)
+            T_FAIL("%s: rio_put: %d %s", what, ret, rio_errname(ret));
+        T_EQ(strlen(d.etag), etag ? 32u : 0u);
+        rio_desc_cleanup(&d);
+        if (st.goodput_mbps > best.goodput_mbps)
+            best = st;
+        if (need == 0 || ceil == 0 || best.goodput_mbps * 8 >= need * ceil)
+            break;
+    }
+    note(what, n, size, ceil, need, &best);
+}
+
 /* The iperf3 ceiling, or 0 in a sanitized build (no rate is checked there). */
 static double ceiling(struct rl *r, unsigned mask, int reverse)
 {
@@ -117,8 +148,6 @@ TEST(one_two_four_and_unequal_rails)
     const size_t half = big / 2;
     struct rl r;
     struct rio_options o;
-    struct rio_stats st;
-    struct rio_desc d;
     struct tu u4, u2, u1;
     char url[512], params[256];
     double c;
@@ -127,26 +156,32 @@ TEST(one_two_four_and_unequal_rails)
     rl_server(&r, srv_args);
     rl_opts(&o);
 
-    /* 4 rails, paired by subnet from HELLO. PUT first (it aggregates too). */
+    /* 4 rails, paired by subnet from HELLO. PUT first (it aggregates too).
+     * The source is memory the application already uses (rl_buf: huge
+     * pages, touched), as the GETs' destinations are: on this kind of VM the
+     * kernel's first read of 4 KiB pages a process just wrote costs more CPU
+     * than sending them (docs/internals/tcp.md). */
     rl_url(url, sizeof(url), NULL);
     tu_open(&u4, url, &o);
     T_EQ(rio__client_transport(u4.c)->npaths % 4, 0u); /* conns per rail x rails */
+    uint8_t *src = rl_pattern(big, 0x4a11);
     c = ceiling(&r, 0xf, 0);
-    uint8_t *src = tu_pattern(big, 0x4a11);
-    struct rio_call pc = {.stats = &st};
-    memset(&st, 0, sizeof(st));
-    memset(&d, 0, sizeof(d));
-    int ret = rio_put(u4.c, "big", src, big, &pc, &d);
+    /* The PUTs' rates are reported, not checked (need 0): on 2 vCPUs a PUT
+     * into a fresh railiod is CPU-bound. The caller's stream MD5 alone takes
+     * about 1 s of one core per 512 MiB, as long as 4 x 1gbit needs to move
+     * it; etag=none drops it, and then railiod's first touch of the fresh
+     * memory each upload gets (huge-page zeroing that the host backs page by
+     * page) is the bottleneck. Measured per component in
+     * docs/internals/tcp.md; the store change that lifts it is described
+     * there. */
+    put_measure(u4.c, "big", src, big, 1, "PUT", 4, c, 0);
+    /* The same PUT without the stream MD5 (etag=none), same ceiling. */
+    rl_url(url, sizeof(url), "etag=none");
+    tu_open(&u1, url, &o);
+    put_measure(u1.c, "big", src, big, 0, "PUT etag=none", 4, c, 0);
+    tu_close(&u1);
     free(src);
-    if (ret < 0)
-        T_FAIL("rio_put: %d %s", ret, rio_errname(ret));
-    rio_desc_cleanup(&d);
-    /* The PUT's rate is reported, not checked: on 2 vCPUs a PUT is CPU-bound
-     * (the caller's xxh3 + MD5, the veth transmit path running the
-     * receiver's TCP in the sender's context, railiod zeroing fresh memory)
-     * at about half of 4 x 1gbit, see docs/bench.md. need 0 = report only. */
-    note("PUT", 4, big, c, 0, &st);
-    tu_put(u4.c, "half", half, 0x4a12);
+    rl_put(u4.c, "half", half, 0x4a12);
     c = ceiling(&r, 0xf, 1);
     get_measure(u4.c, "big", big, 0x4a11, "GET", 4, c, 0.9);
 

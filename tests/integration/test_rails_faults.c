@@ -225,8 +225,8 @@ TEST(one_rail_dies_each_way)
     o.retry_attempts = 8;
     rl_url(url, sizeof(url), NULL);
     tu_open(&u, url, &o);
-    tu_put(u.c, "obj", size, 0xdead);
-    tu_put(u.c, "small", 16u << 20, 0x5a11);
+    rl_put(u.c, "obj", size, 0xdead);
+    rl_put(u.c, "small", 16u << 20, 0x5a11);
 
     for (unsigned i = 0; i < 4; i++)
         after[i] = get_with_fault(&r, u.c, hows[i], size, ceil_get, &st[i]);
@@ -235,7 +235,7 @@ TEST(one_rail_dies_each_way)
      * byte-exact. A PUT is CPU-bound on this machine well below the rails'
      * iperf3 (docs/bench.md), so its reference is the lesser of that ceiling
      * and the same PUT without a fault, measured just before. */
-    uint8_t *p = tu_pattern(size, 0xbeef);
+    uint8_t *p = rl_pattern(size, 0xbeef);
     struct rio_stats st0;
     struct rio_call call0 = {.stats = &st0};
     memset(&st0, 0, sizeof(st0));
@@ -317,7 +317,7 @@ TEST(all_rails_die)
     o.deadline_ms = 8000;
     rl_url(url, sizeof(url), NULL);
     tu_open(&u, url, &o);
-    tu_put(u.c, "obj", n, 0xa11);
+    rl_put(u.c, "obj", n, 0xa11);
 
     uint8_t *b = rl_buf(n);
     T_TRUE(b != NULL);
