@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -626,6 +627,18 @@ int main(int argc, char **argv)
     sigset_t mask;
     int ret, done, sfd = -1, mfd_ok = 0;
     struct rio_srv_listener mlis = {.fd = -1};
+
+    /*
+     * Keep object memory in the process: one heap that every thread reuses,
+     * large blocks from it rather than an mmap/munmap per object, never
+     * trimmed. Memory the VM hands back to the host costs a page fault
+     * again at its next first touch, which was most of a PUT's server CPU
+     * here (docs/server.md, "Memory for objects"). RSS stays at its peak,
+     * which --memory bounds.
+     */
+    mallopt(M_ARENA_MAX, 1);
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, -1);
 
     srv = rio__calloc(1, sizeof(*srv));
     if (!srv) {
