@@ -260,7 +260,8 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         r->staging = rio__stage_get(c, r->size, &r->staging_cap);
         if (!r->staging)
             return -ENOMEM;
-        call->bytes_staged += r->size;
+        __atomic_fetch_add(&call->bytes_staged, r->size,
+                           __ATOMIC_RELAXED); /* batch: prepared in parallel */
         r->user = buf;
         r->data = r->staging;
     }
@@ -420,17 +421,53 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
 }
 
 /*
- * The commits of a batch's PUTs run on up to RIO__COMMIT_THREADS threads at
- * once: a commit is a metadata round trip (a head write, a rename and its
- * fsyncs, a CompleteMultipartUpload), so one after another they would add
- * up; the transport's metadata calls are thread-safe by contract.
+ * A batch's metadata runs on up to RIO__META_THREADS threads at once: the
+ * lookups and upload opens before the transfer, the commits after it. Each
+ * is a round trip or a few file system calls (a HEAD, a head object read, a
+ * create + fallocate; a rename and its fsyncs, a CompleteMultipartUpload),
+ * so one after another they would add up; the transport's metadata calls
+ * are thread-safe by contract.
  */
-#define RIO__COMMIT_THREADS 8
+#define RIO__META_THREADS 8
 
-struct commit_pool {
+struct meta_pool {
+    unsigned n;
+    _Atomic unsigned next;
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+};
+
+static void *meta_worker(void *arg)
+{
+    struct meta_pool *p = arg;
+    for (;;) {
+        unsigned i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n)
+            return NULL;
+        p->fn(p->arg, i);
+    }
+}
+
+/* fn(arg, i) for every i < n, on this thread and up to RIO__META_THREADS - 1
+ * more (weight: how many of the n have work); a thread that cannot start
+ * leaves its share to the others. */
+static void meta_parallel(unsigned n, unsigned weight, void (*fn)(void *arg, unsigned i), void *arg)
+{
+    struct meta_pool p = {.n = n, .fn = fn, .arg = arg};
+    pthread_t th[RIO__META_THREADS - 1];
+    unsigned nth = weight < RIO__META_THREADS ? weight - 1 : RIO__META_THREADS - 1, started = 0;
+    atomic_init(&p.next, 0);
+    for (; started < nth; started++)
+        if (pthread_create(&th[started], NULL, meta_worker, &p) != 0)
+            break;
+    meta_worker(&p);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+}
+
+struct commit_job {
     struct rio_client *c;
     struct rio__call *call;
-    _Atomic unsigned next;
 };
 
 static bool commit_due(const struct rio__req *r)
@@ -438,33 +475,12 @@ static bool commit_due(const struct rio__req *r)
     return r->type == RIO_OP_PUT && r->result >= 0 && r->status >= 0;
 }
 
-static void *commit_worker(void *arg)
+static void commit_one(void *arg, unsigned i)
 {
-    struct commit_pool *p = arg;
-    for (;;) {
-        unsigned i = atomic_fetch_add(&p->next, 1);
-        if (i >= p->call->nreq)
-            return NULL;
-        struct rio__req *r = &p->call->reqs[i];
-        if (commit_due(r))
-            r->result = put_commit(p->c, r, NULL);
-    }
-}
-
-/* Commit every due PUT of a batch; a thread that cannot start leaves its
- * share to the others and to this thread. */
-static void commit_parallel(struct rio_client *c, struct rio__call *call, unsigned due)
-{
-    struct commit_pool p = {.c = c, .call = call};
-    pthread_t th[RIO__COMMIT_THREADS - 1];
-    unsigned nth = due < RIO__COMMIT_THREADS ? due - 1 : RIO__COMMIT_THREADS - 1, started = 0;
-    atomic_init(&p.next, 0);
-    for (; started < nth; started++)
-        if (pthread_create(&th[started], NULL, commit_worker, &p) != 0)
-            break;
-    commit_worker(&p);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    struct commit_job *j = arg;
+    struct rio__req *r = &j->call->reqs[i];
+    if (commit_due(r))
+        r->result = put_commit(j->c, r, NULL);
 }
 
 /* Finish every request after the fence: commit PUTs, copy staged GETs, or
@@ -475,8 +491,10 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
     for (unsigned i = 0; i < call->nreq; i++)
         due += commit_due(&call->reqs[i]);
     bool parallel = due > 1 && !out_desc;
-    if (parallel)
-        commit_parallel(c, call, due);
+    if (parallel) {
+        struct commit_job j = {.c = c, .call = call};
+        meta_parallel(call->nreq, due, commit_one, &j);
+    }
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         if (r->result < 0) {
@@ -681,6 +699,38 @@ int rio_delete(struct rio_client *c, const char *key)
     return c->t->ops->remove(c->t, key);
 }
 
+struct prep_job {
+    struct rio_client *c;
+    struct rio__call *call;
+    struct rio_op *ops;
+    const struct rio_call *opt;
+};
+
+/* Prepare op i of a batch (a lookup or an upload open); one that fails,
+ * fails alone and the others still run. */
+static void prep_one(void *arg, unsigned i)
+{
+    struct prep_job *j = arg;
+    struct rio__req *r = &j->call->reqs[i];
+    const struct rio_op *op = &j->ops[i];
+    int ret;
+
+    r->op_index = (int)i;
+    if (op->type == RIO_OP_GET)
+        ret = req_prepare_get(j->c, j->call, r, op->key, op->buf, op->len,
+                              j->opt ? j->opt->expect_generation : 0);
+    else if (op->type == RIO_OP_PUT)
+        ret = req_prepare_put(j->c, r, op->key, op->buf, op->len);
+    else
+        ret = RIO_EINVAL;
+    if (ret < 0) {
+        r->result = ret;
+        r->decided = true;
+        r->status = ret;
+        r->nchunks = 0;
+    }
+}
+
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
 {
     struct rio__call *call;
@@ -696,24 +746,8 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     if (ret < 0)
         return ret;
     call_mark_start(c, call);
-    for (unsigned i = 0; i < n; i++) {
-        struct rio__req *r = &call->reqs[i];
-        r->op_index = (int)i;
-        if (ops[i].type == RIO_OP_GET)
-            ret = req_prepare_get(c, call, r, ops[i].key, ops[i].buf, ops[i].len,
-                                  opt ? opt->expect_generation : 0);
-        else if (ops[i].type == RIO_OP_PUT)
-            ret = req_prepare_put(c, r, ops[i].key, ops[i].buf, ops[i].len);
-        else
-            ret = RIO_EINVAL;
-        if (ret < 0) {
-            /* This op fails alone; the others still run. */
-            r->result = ret;
-            r->decided = true;
-            r->status = ret;
-            r->nchunks = 0;
-        }
-    }
+    struct prep_job j = {.c = c, .call = call, .ops = ops, .opt = opt};
+    meta_parallel(n, n, prep_one, &j);
     ret = run_call(c, call, opt, NULL);
     if (ret < 0) {
         call_abandon(c, call);
