@@ -12,6 +12,7 @@
 #include "core/checksum.h"
 
 #include "cli/bench_file.h"
+#include "cli/bench_rados.h"
 #include "cli/bench_s3.h"
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
@@ -415,11 +416,13 @@ int rio_cli_bench(int argc, char **argv)
     if (!strncmp(argv[0], "s3://", 5))
         return rio_cli_bench_s3(argc, argv);
 #endif
+    if (!strncmp(argv[0], "rados://", 8))
+        return rio_cli_bench_rados(argc, argv);
     if (!strncmp(argv[0], "railio://", 9) || !strncmp(argv[0], "serve", 5))
         return rio_cli_bench_tcp(argv[0], argc - 1, argv + 1);
     fprintf(stderr,
             "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
-            "file:///DIR, s3://BUCKET)\n",
+            "file:///DIR, s3://BUCKET, rados://POOL)\n",
             argv[0]);
     return 2;
 }

@@ -79,13 +79,20 @@ struct rupload {
     uint64_t magic;
     char *key;
     uint64_t generation;
-    uint64_t size, chunk_size, nchunks;
+    uint64_t size, chunk_size, nchunks; /* streaming: size and nchunks set at commit */
+    bool stream;                        /* opened with RIO_SIZE_UNKNOWN */
     unsigned npools;
     uint8_t pools[MAX_HEAD_POOLS]; /* transport pool indices, chunk i -> pools[i % npools] */
-    /* Engine thread while the PUT runs, the caller after the fence. */
+    /* Under t->mu while the PUT runs (submit and reap may run in different
+     * threads, and a streaming upload grows the arrays at submit); the
+     * caller's alone after the fence. */
     uint16_t *paths_tried; /* per chunk: bit p set once a WRITE went out on path p */
     uint8_t *done;         /* per chunk: a WRITE completed successfully */
+    uint64_t cap;          /* entries allocated in paths_tried and done */
+    uint64_t hi;           /* highest index a WRITE went out for + 1 */
     uint64_t max_done;     /* highest index completed + 1 (reorder counter) */
+    /* Streaming: the one chunk shorter than chunk_size (the last), if seen. */
+    uint64_t short_index, short_len;
 };
 
 struct rop {
@@ -565,6 +572,67 @@ static void on_complete(rados_completion_t c, void *arg)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* A streaming upload's chunk count is bounded by what one head can list
+ * (about 100 bytes a chunk): a chunk beyond it could never be committed. */
+#define STREAM_CHUNKS_MAX ((uint64_t)RIO_RADOS_HEAD_MAX / 100u)
+#define NO_INDEX UINT64_MAX
+
+/* Make room for chunk index in a streaming upload's per-chunk arrays. */
+static int stream_grow_locked(struct rupload *up, uint64_t index)
+{
+    uint64_t ncap = up->cap ? up->cap : 64;
+    uint16_t *pt;
+    uint8_t *dn;
+
+    while (ncap <= index)
+        ncap *= 2;
+    if (ncap > STREAM_CHUNKS_MAX)
+        ncap = STREAM_CHUNKS_MAX;
+    pt = rio__realloc(up->paths_tried, (size_t)ncap * sizeof(*pt));
+    if (!pt)
+        return -ENOMEM;
+    up->paths_tried = pt;
+    dn = rio__realloc(up->done, (size_t)ncap);
+    if (!dn)
+        return -ENOMEM; /* paths_tried keeps its larger block; cap is unchanged */
+    up->done = dn;
+    memset(pt + up->cap, 0, (size_t)(ncap - up->cap) * sizeof(*pt));
+    memset(dn + up->cap, 0, (size_t)(ncap - up->cap));
+    up->cap = ncap;
+    return 0;
+}
+
+/*
+ * A WRITE of a streaming upload (size unknown until commit): chunk index at
+ * index x chunk_size, chunk_size bytes except for the one last chunk. Chunks
+ * come in any order, so a second short chunk, or a chunk after the short
+ * one, is refused here and a stream that ends elsewhere is refused at commit.
+ */
+static int stream_admit(struct rados_transport *t, struct rupload *up, const struct rio_io *io)
+{
+    int ret = 0;
+
+    if (io->index >= STREAM_CHUNKS_MAX || io->index > UINT64_MAX / up->chunk_size ||
+        io->len > up->chunk_size || io->off != io->index * up->chunk_size)
+        return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    if (io->len < up->chunk_size) {
+        if ((up->short_index != NO_INDEX && up->short_index != io->index) ||
+            io->index + 1 < up->hi || (up->short_index == io->index && up->short_len != io->len))
+            ret = RIO_EINVAL;
+    } else if (up->short_index != NO_INDEX && io->index >= up->short_index) {
+        ret = RIO_EINVAL;
+    }
+    if (ret == 0 && io->index >= up->cap)
+        ret = stream_grow_locked(up, io->index);
+    if (ret == 0 && io->len < up->chunk_size) {
+        up->short_index = io->index;
+        up->short_len = io->len;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return ret;
+}
+
 static int rt_submit(struct rio_transport *tt, struct rio_io *io)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
@@ -577,8 +645,15 @@ static int rt_submit(struct rio_transport *tt, struct rio_io *io)
         return RIO_EINVAL;
     if (io->kind == RIO_IO_WRITE) {
         up = io->upload;
-        if (!up || up->magic != UPLOAD_MAGIC || io->index >= up->nchunks)
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src)
             return RIO_EINVAL;
+        if (up->stream) {
+            ret = stream_admit(t, up, io);
+            if (ret < 0)
+                return ret;
+        } else if (io->index >= up->nchunks) {
+            return RIO_EINVAL;
+        }
         pi = up->pools[io->index % up->npools];
         if (rio__rados_chunk_name(name, sizeof(name), up->key, up->generation, io->index) < 0)
             return RIO_EINVAL;
@@ -612,10 +687,16 @@ static int rt_submit(struct rio_transport *tt, struct rio_io *io)
     t->ctr.submitted++;
     t->ctr.inflight_ops++;
     t->ctr.inflight_bytes += io->len;
+    if (up) {
+        /* Recorded before the write goes out, so an abort removes it on
+         * this connection whatever happens next. */
+        up->paths_tried[io->index] |= (uint16_t)(1u << io->path);
+        if (io->index >= up->hi)
+            up->hi = io->index + 1;
+    }
     pthread_mutex_unlock(&t->mu);
     rados_ioctx_t ioctx = t->pools[pi].io[io->path];
     if (up) {
-        up->paths_tried[io->index] |= (uint16_t)(1u << io->path);
         ret = rados_aio_write_full(ioctx, name, op->comp, io->src, (size_t)io->len);
     } else {
         ret = rados_aio_read(ioctx, name, op->comp, io->dst, (size_t)io->len, 0);
@@ -656,6 +737,10 @@ static void op_finish(struct rados_transport *t, struct rop *op)
     else if (io->kind == RIO_IO_READ && res >= 0 && (uint64_t)res != io->len)
         res = RIO_ESHORT; /* a chunk object shorter than the head says */
     bool reordered = false;
+    io->res = res;
+    io->svc_ns = 0;
+    io->tpriv = NULL;
+    pthread_mutex_lock(&t->mu);
     if (up && res == (int64_t)io->len) {
         up->done[io->index] = 1;
         if (io->index + 1 < up->max_done)
@@ -663,10 +748,6 @@ static void op_finish(struct rados_transport *t, struct rop *op)
         else
             up->max_done = io->index + 1;
     }
-    io->res = res;
-    io->svc_ns = 0;
-    io->tpriv = NULL;
-    pthread_mutex_lock(&t->mu);
     t->ctr.completed++;
     t->ctr.inflight_ops--;
     t->ctr.inflight_bytes -= io->len;
@@ -1263,9 +1344,16 @@ static int rt_put_open(struct rio_transport *tt, const char *key, uint64_t size,
     up->key = rio__strdup(key);
     if (!up->key)
         goto err;
-    up->size = size;
     up->chunk_size = chunk_size;
-    up->nchunks = nchunks_of(size, chunk_size);
+    up->short_index = NO_INDEX;
+    if (size == RIO_SIZE_UNKNOWN) {
+        /* Streaming: the per-chunk arrays grow as chunks are submitted;
+         * size and count come with the commit. */
+        up->stream = true;
+    } else {
+        up->size = size;
+        up->nchunks = nchunks_of(size, chunk_size);
+    }
     if (up->nchunks) {
         if (up->nchunks > SIZE_MAX / sizeof(uint16_t))
             goto err;
@@ -1273,6 +1361,7 @@ static int rt_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         up->done = rio__calloc((size_t)up->nchunks, 1);
         if (!up->paths_tried || !up->done)
             goto err;
+        up->cap = up->nchunks;
     }
     up->npools = t->nwpools;
     for (unsigned i = 0; i < t->nwpools; i++)
@@ -1288,19 +1377,20 @@ err:
 
 /* Remove every chunk object a WRITE of the upload may have created, on each
  * connection it went out on (so the remove follows the write on that
- * connection), then free the upload. */
+ * connection), then free the upload. up->hi bounds the chunks a WRITE went
+ * out for, whether or not the size was known. */
 static void upload_discard(struct rados_transport *t, struct rupload *up)
 {
     struct rm_item *items = NULL;
     size_t n = 0;
 
-    for (uint64_t i = 0; i < up->nchunks; i++)
+    for (uint64_t i = 0; i < up->hi; i++)
         n += (size_t)__builtin_popcount(up->paths_tried[i]);
     if (n)
         items = rio__calloc(n, sizeof(*items));
     if (items) {
         n = 0;
-        for (uint64_t i = 0; i < up->nchunks; i++)
+        for (uint64_t i = 0; i < up->hi; i++)
             for (unsigned p = 0; p < t->base.npaths; p++)
                 if (up->paths_tried[i] & (1u << p)) {
                     items[n].pool = up->pools[i % up->npools];
@@ -1313,7 +1403,7 @@ static void upload_discard(struct rados_transport *t, struct rupload *up)
     } else if (n) {
         /* No memory for the batch: one at a time. */
         struct rm_item one;
-        for (uint64_t i = 0; i < up->nchunks; i++)
+        for (uint64_t i = 0; i < up->hi; i++)
             for (unsigned p = 0; p < t->base.npaths; p++)
                 if (up->paths_tried[i] & (1u << p)) {
                     one.pool = up->pools[i % up->npools];
@@ -1388,6 +1478,32 @@ static int head_swap(struct rados_transport *t, const char *key, const char *buf
     return RIO_ESERVER;
 }
 
+/*
+ * A streaming upload learns its size at commit: check that the chunks that
+ * went out are exactly those of d's geometry (none beyond the last; the one
+ * short chunk, if any, is the last and has the right length), then fix the
+ * size and count. Called after the fence: no WRITE of it is in flight.
+ */
+static int stream_close(struct rupload *up, const struct rio_desc *d)
+{
+    uint64_t last;
+
+    if (d->chunk_size != up->chunk_size || d->size > INT64_MAX ||
+        d->nchunks != nchunks_of(d->size, up->chunk_size) || d->nchunks > up->cap ||
+        up->hi > d->nchunks)
+        return RIO_EPROTO;
+    last = d->nchunks ? d->size - (d->nchunks - 1) * up->chunk_size : 0;
+    if (last && last < up->chunk_size) {
+        if (up->short_index != d->nchunks - 1 || up->short_len != last)
+            return RIO_EPROTO;
+    } else if (up->short_index != NO_INDEX) {
+        return RIO_EPROTO;
+    }
+    up->size = d->size;
+    up->nchunks = d->nchunks;
+    return 0;
+}
+
 static int rt_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
@@ -1401,8 +1517,13 @@ static int rt_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
     if (!up || up->magic != UPLOAD_MAGIC)
         return RIO_EINVAL;
     ret = RIO_EINVAL;
-    if (!d || (up->nchunks && !d->xxh))
+    if (!d || (d->nchunks && !d->xxh))
         goto err;
+    if (up->stream) {
+        ret = stream_close(up, d);
+        if (ret < 0)
+            goto err;
+    }
     ret = RIO_EPROTO;
     if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
         strcmp(d->key, up->key) != 0)
@@ -1744,7 +1865,7 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG,
+    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = rt_open,
     .close = rt_close,
     .submit = rt_submit,

@@ -1,0 +1,768 @@
+/*
+ * railio bench rados://POOL: PUT and GET goodput of large objects through the
+ * rados:// transport at several concurrencies (chunk ops in flight on one
+ * path), against what the same cluster gives without the library, in the
+ * same run:
+ *
+ *   aio      a plain librados aio writer/reader written here: the object as
+ *            CHUNK-sized RADOS objects, N rados_aio_write_full/rados_aio_read
+ *            in flight on one connection, no hashing, no verification, no
+ *            head. What railio costs is the gap to this, row by row.
+ *   rados    the stock CLI, `rados --striper -b CHUNK put/get` (libradosstriper;
+ *            a plain `rados put` of an object over osd_max_object_size fails
+ *            with EFBIG), timed from outside, GET to stdout into /dev/null. It
+ *            has no concurrency knob: one figure per size.
+ *   md5/xxh3 one core hashing the data here (the library's own MD5 and xxh3):
+ *            a PUT computes the stream MD5 (the etag) in the calling thread,
+ *            in source order, so MD5 caps a PUT at this rate; the PUT with
+ *            etag=none shows the same PUT without it.
+ *
+ * Every figure is the median of --reps runs. railio's GET lands the object in
+ * memory with every chunk verified; the aio reader lands it in memory too.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "cli/bench_rados.h"
+
+#ifdef RIO_HAVE_RADOS
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rados/librados.h>
+
+#include "cli/cli.h"
+#include "core/checksum.h"
+#include "railio.h"
+
+#define MAXLIST 16
+#define MAXREPS 25
+#define BENCH_PREFIX "railio-bench/"
+#define AIO_NS "rio.bench" /* the aio baseline's objects, apart from railio's */
+
+struct cfg {
+    char pool[256];
+    char conf[1024];    /* "" = librados' own search */
+    char id[128];       /* "" = admin */
+    const char *params; /* the URL's "?..." part, or "" */
+    uint64_t sizes[MAXLIST];
+    unsigned nsizes;
+    unsigned conc[MAXLIST], nconc;
+    uint64_t chunk;
+    unsigned reps;
+    bool cli, aio, nomd5, json;
+};
+
+/* Medians over the reps; 0 when not measured, < 0 never. */
+struct row {
+    uint64_t size;
+    unsigned conc;
+    double put, put_nomd5, get, aio_w, aio_r; /* MB/s */
+    double hash_s;                            /* the MD5 PUT's hashing time */
+    int err;                                  /* first error met, 0 if none */
+    const char *err_what;
+};
+
+struct base {
+    uint64_t size;
+    double cli_put, cli_get; /* MB/s, 0 when not run or failed */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void loadavg(double out[3])
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    out[0] = out[1] = out[2] = -1;
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3)
+            out[0] = out[1] = out[2] = -1;
+        fclose(f);
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Median of the n > 0 values (sorted in place); 0 if n == 0. */
+static double median(double *v, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: railio bench rados://POOL[?conf=PATH&id=NAME] [options]\n"
+            "  --sizes LIST   object sizes (default 256M,1G)\n"
+            "  --conc LIST    chunk ops in flight, one path (default 1,2,4,8,16,32)\n"
+            "  --chunk SIZE   chunk size = RADOS object size (default 4M)\n"
+            "  --reps N       runs of each measurement; the median is shown (default 3)\n"
+            "  --no-cli       skip `rados --striper put/get`\n"
+            "  --no-aio       skip the plain librados aio writer/reader\n"
+            "  --no-nomd5     skip the PUT without the stream MD5 (etag=none)\n"
+            "  --json         one JSON document on stdout instead of the table\n"
+            "The cluster configuration as for any rados:// URL (?conf=, RIO_CEPH_CONF,\n"
+            "librados' search). Objects go under " BENCH_PREFIX " in POOL and are removed.\n");
+}
+
+/* Value of URL parameter name in "?a=b&c=d" into out; false if absent. */
+static bool url_param(const char *params, const char *name, char *out, size_t cap)
+{
+    size_t nl = strlen(name);
+    const char *p = params;
+
+    while (p && *p) {
+        p++; /* '?' or '&' */
+        if (strncmp(p, name, nl) == 0 && p[nl] == '=') {
+            size_t l = strcspn(p + nl + 1, "&");
+            if (l >= cap)
+                return false;
+            memcpy(out, p + nl + 1, l);
+            out[l] = '\0';
+            return true;
+        }
+        p = strchr(p, '&');
+    }
+    return false;
+}
+
+static int split_url(const char *url, struct cfg *c)
+{
+    const char *p, *q;
+    size_t n;
+
+    if (strncmp(url, "rados://", 8) != 0)
+        return -1;
+    p = url + 8;
+    n = strcspn(p, "/?");
+    if (n == 0 || n >= sizeof(c->pool) || (p[n] == '/' && p[n + 1] != '?' && p[n + 1]))
+        return -1; /* the key comes from the bench */
+    memcpy(c->pool, p, n);
+    c->pool[n] = '\0';
+    q = strchr(p, '?');
+    c->params = q ? q : "";
+    if (!url_param(c->params, "conf", c->conf, sizeof(c->conf))) {
+        const char *e = getenv("RIO_CEPH_CONF");
+        if (e && *e && strlen(e) < sizeof(c->conf))
+            strcpy(c->conf, e);
+    }
+    if (url_param(c->params, "id", c->id, sizeof(c->id)) && !strncmp(c->id, "client.", 7))
+        memmove(c->id, c->id + 7, strlen(c->id + 7) + 1);
+    return 0;
+}
+
+/* ------------------------------------------------------------ ceilings */
+
+static double md5_mbps(const uint8_t *buf, size_t n)
+{
+    double best = 0;
+    char hex[33];
+
+    for (int k = 0; k < 3; k++) {
+        struct rio_md5 m;
+        double t0 = now_s();
+        if (rio__md5_init(&m) < 0)
+            return 0;
+        for (size_t off = 0; off < n; off += 4u << 20)
+            rio__md5_update(&m, buf + off, n - off < (4u << 20) ? n - off : (4u << 20));
+        rio__md5_final(&m, hex);
+        double dt = now_s() - t0;
+        if (dt > 0 && n / dt / 1e6 > best)
+            best = (double)n / dt / 1e6;
+    }
+    return best;
+}
+
+static double xxh3_mbps(const uint8_t *buf, size_t n)
+{
+    double best = 0;
+    volatile uint64_t sink = 0;
+
+    for (int k = 0; k < 3; k++) {
+        double t0 = now_s();
+        for (size_t off = 0; off < n; off += 4u << 20)
+            sink ^= rio__xxh3(buf + off, n - off < (4u << 20) ? n - off : (4u << 20));
+        double dt = now_s() - t0;
+        if (dt > 0 && n / dt / 1e6 > best)
+            best = (double)n / dt / 1e6;
+    }
+    (void)sink;
+    return best;
+}
+
+/* ------------------------------------------------------ the rados CLI */
+
+/* Run argv with stdout (and stderr if quiet) to /dev/null; seconds it
+ * took, or < 0 on failure. */
+static double run_timed(char *const argv[], bool quiet)
+{
+    double t0 = now_s();
+    pid_t pid = fork();
+    int st;
+
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        FILE *n = freopen("/dev/null", "w", stdout);
+        if (quiet)
+            n = freopen("/dev/null", "w", stderr);
+        (void)n;
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    return now_s() - t0;
+}
+
+static bool have_program(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+static void cli_base(const struct cfg *c, const char *file, uint64_t size, struct base *b)
+{
+    char obj[128], bsz[32];
+    double put[MAXREPS], get[MAXREPS];
+    unsigned np = 0, ng = 0;
+
+    snprintf(obj, sizeof(obj), BENCH_PREFIX "cli-%" PRIu64, size);
+    snprintf(bsz, sizeof(bsz), "%" PRIu64, c->chunk);
+    char *common[] = {
+        "rados", "--conf",        (char *)c->conf, "--id", (char *)(c->id[0] ? c->id : "admin"),
+        "-p",    (char *)c->pool, "--striper",     "-b",   bsz};
+    enum { NC = sizeof(common) / sizeof(common[0]) };
+    unsigned skip = c->conf[0] ? 0 : 2; /* no --conf: librados' search */
+    char *argv[NC + 5];
+    unsigned k;
+
+    for (unsigned r = 0; r < c->reps; r++) {
+        k = 0;
+        argv[k++] = common[0];
+        for (unsigned i = 1 + skip; i < NC; i++)
+            argv[k++] = common[i];
+        argv[k++] = "put";
+        argv[k++] = obj;
+        argv[k++] = (char *)file;
+        argv[k] = NULL;
+        double t = run_timed(argv, false);
+        if (t > 0)
+            put[np++] = (double)size / t / 1e6;
+        argv[k - 3] = "get";
+        argv[k - 1] = "-";
+        t = run_timed(argv, false);
+        if (t > 0)
+            get[ng++] = (double)size / t / 1e6;
+        argv[k - 3] = "rm";
+        argv[k - 1] = NULL;
+        /* libradosstriper 16.2 sometimes aborts in its shutdown after the
+         * removal is done: its backtrace is not ours to show. */
+        if (run_timed(argv, true) < 0)
+            run_timed(argv, true); /* once more, should it have died before removing */
+    }
+    b->cli_put = np == c->reps ? median(put, np) : 0;
+    b->cli_get = ng == c->reps ? median(get, ng) : 0;
+}
+
+/* ---------------------------------------------- the plain aio baseline */
+
+struct aio_run {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned inflight;
+};
+
+static void aio_done(rados_completion_t comp, void *arg)
+{
+    struct aio_run *r = arg;
+    (void)comp;
+    pthread_mutex_lock(&r->mu);
+    r->inflight--;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void aio_name(char *out, size_t cap, uint64_t size, uint64_t i)
+{
+    snprintf(out, cap, BENCH_PREFIX "aio-%" PRIu64 ".%016" PRIx64, size, i);
+}
+
+/*
+ * Move size bytes as chunk objects with conc ops in flight, each op issued
+ * as soon as one completes. write: src -> objects; else objects -> dst.
+ * MB/s, or a negative error.
+ */
+static double aio_pass(rados_ioctx_t io, bool write, uint8_t *buf, uint64_t size, uint64_t chunk,
+                       unsigned conc)
+{
+    uint64_t n = (size + chunk - 1) / chunk;
+    rados_completion_t *comp = calloc((size_t)n, sizeof(*comp));
+    struct aio_run r = {.inflight = 0};
+    char name[128];
+    int err = 0;
+    uint64_t issued = 0;
+
+    if (!comp)
+        return -ENOMEM;
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.cv, NULL);
+    double t0 = now_s();
+    for (; issued < n; issued++) {
+        uint64_t off = issued * chunk, len = size - off < chunk ? size - off : chunk;
+        pthread_mutex_lock(&r.mu);
+        while (r.inflight >= conc)
+            pthread_cond_wait(&r.cv, &r.mu);
+        r.inflight++;
+        pthread_mutex_unlock(&r.mu);
+        aio_name(name, sizeof(name), size, issued);
+        err = rados_aio_create_completion2(&r, aio_done, &comp[issued]);
+        if (err == 0)
+            err = write ? rados_aio_write_full(io, name, comp[issued], (char *)buf + off, len)
+                        : rados_aio_read(io, name, comp[issued], (char *)buf + off, len, 0);
+        if (err < 0) {
+            if (comp[issued])
+                rados_aio_release(comp[issued]);
+            comp[issued] = NULL;
+            pthread_mutex_lock(&r.mu);
+            r.inflight--;
+            pthread_mutex_unlock(&r.mu);
+            break;
+        }
+    }
+    pthread_mutex_lock(&r.mu);
+    while (r.inflight > 0)
+        pthread_cond_wait(&r.cv, &r.mu);
+    pthread_mutex_unlock(&r.mu);
+    double dt = now_s() - t0;
+    for (uint64_t i = 0; i < issued; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        int ret = rados_aio_get_return_value(comp[i]);
+        rados_aio_release(comp[i]);
+        if (err == 0 && ret < 0)
+            err = ret;
+        else if (err == 0 && !write && (uint64_t)ret != len)
+            err = RIO_ESHORT;
+    }
+    free(comp);
+    pthread_cond_destroy(&r.cv);
+    pthread_mutex_destroy(&r.mu);
+    if (err < 0)
+        return err;
+    return dt > 0 ? (double)size / dt / 1e6 : 0;
+}
+
+static void aio_cleanup(rados_ioctx_t io, uint64_t size, uint64_t chunk)
+{
+    char name[128];
+    for (uint64_t i = 0; i < (size + chunk - 1) / chunk; i++) {
+        aio_name(name, sizeof(name), size, i);
+        rados_remove(io, name);
+    }
+}
+
+static int aio_connect(const struct cfg *c, rados_t *cl, rados_ioctx_t *io)
+{
+    int ret = rados_create(cl, c->id[0] ? c->id : "admin");
+    if (ret < 0)
+        return ret;
+    if ((ret = rados_conf_read_file(*cl, c->conf[0] ? c->conf : NULL)) < 0 ||
+        (ret = rados_conf_parse_env(*cl, NULL)) < 0)
+        goto err;
+    /* As the transport does: the in-flight cap is the bench's, not librados'
+     * (whose 100 MiB default would throttle 32 x 4 MiB). */
+    rados_conf_set(*cl, "objecter_inflight_op_bytes", "1099511627776");
+    rados_conf_set(*cl, "objecter_inflight_ops", "1048576");
+    rados_conf_set(*cl, "rados_osd_op_timeout", "120");
+    rados_conf_set(*cl, "client_mount_timeout", "30");
+    if ((ret = rados_connect(*cl)) < 0)
+        goto err;
+    if ((ret = rados_ioctx_create(*cl, c->pool, io)) < 0)
+        goto err;
+    rados_ioctx_set_namespace(*io, AIO_NS);
+    return 0;
+err:
+    rados_shutdown(*cl);
+    return ret;
+}
+
+/* ------------------------------------------------------------- railio */
+
+static int open_client(const struct cfg *c, unsigned conc, bool nomd5, struct rio_client **out)
+{
+    char url[2048];
+    struct rio_options o;
+
+    rio_options_init(&o);
+    o.chunk_size = c->chunk;
+    o.depth = conc;
+    o.paths = 1;
+    o.op_timeout_ms = 120000;
+    o.deadline_ms = 3600000;
+    /* The window, never the budget, limits what is in flight. */
+    o.budget_bytes = 2ull * conc * c->chunk + c->chunk;
+    snprintf(url, sizeof(url), "rados://%s%s%s%s", c->pool, c->params,
+             nomd5 ? (c->params[0] ? "&" : "?") : "", nomd5 ? "etag=none" : "");
+    return rio_client_new(url, &o, out);
+}
+
+static void fail(struct row *rw, int err, const char *what)
+{
+    if (!rw->err) {
+        rw->err = err;
+        rw->err_what = what;
+    }
+}
+
+/* One rep of one row: aio write/read, railio PUT/GET, PUT without MD5. */
+static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, uint8_t *dst,
+                    struct row *rw, double v[5][MAXREPS], double *hash, unsigned rep)
+{
+    struct rio_client *cl = NULL;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    char key[128];
+    int ret;
+
+    snprintf(key, sizeof(key), BENCH_PREFIX "railio-%" PRIu64, rw->size);
+    if (c->aio && io) {
+        double w = aio_pass(io, true, (uint8_t *)src, rw->size, c->chunk, rw->conc);
+        double r = w > 0 ? aio_pass(io, false, dst, rw->size, c->chunk, rw->conc) : w;
+        if (w < 0 || r < 0)
+            fail(rw, (int)(w < 0 ? w : r), "aio");
+        else if (memcmp(dst, src, rw->size) != 0)
+            fail(rw, RIO_ECHECKSUM, "aio read-back");
+        v[3][rep] = w > 0 ? w : 0;
+        v[4][rep] = r > 0 ? r : 0;
+        aio_cleanup(io, rw->size, c->chunk);
+        memset(dst, 0, rw->size);
+    }
+
+    ret = open_client(c, rw->conc, false, &cl);
+    if (ret < 0) {
+        fail(rw, ret, "client");
+        return;
+    }
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(cl, key, src, rw->size, &call, &d);
+    if (ret < 0) {
+        fail(rw, ret, "PUT");
+    } else {
+        v[0][rep] = st.goodput_mbps;
+        hash[rep] = st.hash_ns / 1e9;
+        rio_desc_cleanup(&d);
+        int64_t got = rio_get(cl, key, dst, rw->size, &call);
+        if (got < 0)
+            fail(rw, (int)got, "GET");
+        else if ((uint64_t)got != rw->size || memcmp(dst, src, rw->size) != 0)
+            fail(rw, RIO_ECHECKSUM, "GET read-back");
+        else
+            v[2][rep] = st.goodput_mbps;
+        memset(dst, 0, rw->size);
+        rio_delete(cl, key);
+    }
+    rio_client_destroy(cl);
+
+    if (!c->nomd5)
+        return;
+    cl = NULL;
+    ret = open_client(c, rw->conc, true, &cl);
+    if (ret < 0) {
+        fail(rw, ret, "client etag=none");
+        return;
+    }
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(cl, key, src, rw->size, &call, &d);
+    if (ret < 0) {
+        fail(rw, ret, "PUT etag=none");
+    } else if (d.etag[0]) {
+        /* This build's engine computed the MD5 anyway: no such figure. */
+        fail(rw, RIO_ENOTSUP, "etag=none");
+        rio_desc_cleanup(&d);
+    } else {
+        v[1][rep] = st.goodput_mbps;
+        rio_desc_cleanup(&d);
+    }
+    rio_delete(cl, key);
+    rio_client_destroy(cl);
+}
+
+static void run_row(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, uint8_t *dst,
+                    struct row *rw)
+{
+    double v[5][MAXREPS], hash[MAXREPS];
+
+    memset(v, 0, sizeof(v));
+    memset(hash, 0, sizeof(hash));
+    for (unsigned r = 0; r < c->reps; r++)
+        run_rep(c, io, src, dst, rw, v, hash, r);
+    rw->put = median(v[0], c->reps);
+    rw->put_nomd5 = median(v[1], c->reps);
+    rw->get = median(v[2], c->reps);
+    rw->aio_w = median(v[3], c->reps);
+    rw->aio_r = median(v[4], c->reps);
+    rw->hash_s = median(hash, c->reps);
+}
+
+static double ratio(double a, double b)
+{
+    return a > 0 && b > 0 ? a / b : 0;
+}
+
+/* PUT rate if the MD5 did not overlap the writes: one after the other. */
+static double serial_mbps(double md5, double nomd5)
+{
+    return md5 > 0 && nomd5 > 0 ? 1.0 / (1.0 / md5 + 1.0 / nomd5) : 0;
+}
+
+static void print_json(const struct cfg *c, const struct row *rows, unsigned nrows,
+                       const struct base *bases, double md5, double xxh, double memcpy_mbps,
+                       const double l0[3], const double l1[3])
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("{\"bench\":\"rados\",\"pool\":\"%s\",\"chunk\":%" PRIu64 ",\"paths\":1,\"reps\":%u,"
+           "\"cores\":%ld,\"loadavg_start\":[%.2f,%.2f,%.2f],\"loadavg_end\":[%.2f,%.2f,%.2f],"
+           "\"ceilings\":{\"md5_mbps\":%.0f,\"xxh3_mbps\":%.0f,\"memcpy_mbps\":%.0f},"
+           "\"cli\":[",
+           c->pool, c->chunk, c->reps, ncpu, l0[0], l0[1], l0[2], l1[0], l1[1], l1[2], md5, xxh,
+           memcpy_mbps);
+    for (unsigned i = 0; i < c->nsizes; i++)
+        printf("%s{\"size\":%" PRIu64 ",\"rados_put_mbps\":%.1f,\"rados_get_mbps\":%.1f}",
+               i ? "," : "", bases[i].size, bases[i].cli_put, bases[i].cli_get);
+    printf("],\"rows\":[");
+    for (unsigned i = 0; i < nrows; i++) {
+        const struct row *r = &rows[i];
+        printf("%s{\"size\":%" PRIu64 ",\"conc\":%u,\"put_mbps\":%.1f,\"put_nomd5_mbps\":%.1f,"
+               "\"get_mbps\":%.1f,\"aio_write_mbps\":%.1f,\"aio_read_mbps\":%.1f,"
+               "\"put_hash_s\":%.3f,\"put_of_aio\":%.3f,\"get_of_aio\":%.3f,"
+               "\"put_of_md5\":%.3f,\"serial_mbps\":%.1f,\"overlap_gain\":%.3f,"
+               "\"error\":\"%s\",\"error_at\":\"%s\"}",
+               i ? "," : "", r->size, r->conc, r->put, r->put_nomd5, r->get, r->aio_w, r->aio_r,
+               r->hash_s, ratio(r->put, r->aio_w), ratio(r->get, r->aio_r), ratio(r->put, md5),
+               serial_mbps(md5, r->put_nomd5), ratio(r->put, serial_mbps(md5, r->put_nomd5)),
+               r->err ? rio_errname(r->err) : "", r->err_what ? r->err_what : "");
+    }
+    printf("]}\n");
+}
+
+static void print_table(const struct cfg *c, const struct row *rows, unsigned nrows,
+                        const struct base *bases, double md5, double xxh, double memcpy_mbps,
+                        const double l0[3], const double l1[3])
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("railio bench rados: pool %s, chunk %" PRIu64 " MiB, 1 path, %ld cores, median of "
+           "%u\n",
+           c->pool, c->chunk >> 20, ncpu, c->reps);
+    printf("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n", l0[0], l0[1],
+           l0[2], l1[0], l1[1], l1[2]);
+    printf("one core, measured now: MD5 %.0f MB/s, xxh3 %.0f MB/s, memcpy %.0f MB/s\n", md5, xxh,
+           memcpy_mbps);
+    for (unsigned i = 0; i < c->nsizes; i++)
+        printf("rados --striper put/get, %" PRIu64 " MiB: PUT %.0f MB/s, GET %.0f MB/s\n",
+               bases[i].size >> 20, bases[i].cli_put, bases[i].cli_get);
+    printf("\n| size | conc | PUT | PUT etag=none | aio write | PUT/aio | GET | aio read | "
+           "GET/aio | PUT/MD5 | serial | overlap | hash s |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (unsigned i = 0; i < nrows; i++) {
+        const struct row *r = &rows[i];
+        double ser = serial_mbps(md5, r->put_nomd5);
+        printf("| %" PRIu64 " MiB | %u | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.2f | "
+               "%.0f | %.2f | %.2f |",
+               r->size >> 20, r->conc, r->put, r->put_nomd5, r->aio_w, ratio(r->put, r->aio_w),
+               r->get, r->aio_r, ratio(r->get, r->aio_r), ratio(r->put, md5), ser,
+               ratio(r->put, ser), r->hash_s);
+        if (r->err)
+            printf(" %s: %s", r->err_what, rio_errname(r->err));
+        printf("\n");
+    }
+    printf("\nMB/s = 1e6 B/s. PUT hashes (xxh3 per chunk, MD5 of the stream in the calling\n"
+           "thread); etag=none skips the MD5. aio = librados aio, same chunks, same ops in\n"
+           "flight, no hashing. PUT/MD5 = PUT over the one-core MD5 rate (its cap); serial =\n"
+           "1/(1/MD5 + 1/PUT etag=none), the PUT if hashing did not overlap the writes;\n"
+           "overlap = PUT / serial. hash s = time the PUT spent hashing.\n");
+}
+
+int rio_cli_bench_rados(int argc, char **argv)
+{
+    struct cfg c = {.chunk = 4u << 20, .reps = 3, .cli = true, .aio = true, .nomd5 = true};
+    static const unsigned def_conc[] = {1, 2, 4, 8, 16, 32};
+    struct row rows[MAXLIST * MAXLIST];
+    struct base bases[MAXLIST];
+    unsigned nrows = 0;
+    uint64_t v[MAXLIST], maxsize = 0;
+    char file[512];
+    double l0[3], l1[3];
+    rados_t acl = NULL;
+    rados_ioctx_t aio = NULL;
+    int ret = 0;
+
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        usage();
+        return argc < 1 ? 2 : 0;
+    }
+    c.sizes[0] = 256u << 20;
+    c.sizes[1] = 1u << 30;
+    c.nsizes = 2;
+    memcpy(c.conc, def_conc, sizeof(def_conc));
+    c.nconc = 6;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *n = i + 1 < argc ? argv[i + 1] : NULL;
+        int k;
+        if (!strcmp(a, "--sizes") && n && (k = rio_cli_parse_list(n, c.sizes, MAXLIST)) > 0) {
+            c.nsizes = (unsigned)k;
+            i++;
+        } else if (!strcmp(a, "--conc") && n && (k = rio_cli_parse_list(n, v, MAXLIST)) > 0) {
+            c.nconc = (unsigned)k;
+            for (unsigned j = 0; j < c.nconc; j++)
+                c.conc[j] = v[j] > 1024 ? 1024 : (unsigned)v[j];
+            i++;
+        } else if (!strcmp(a, "--chunk") && n && !rio_cli_parse_size(n, &c.chunk) && c.chunk) {
+            i++;
+        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
+                   v[0] <= MAXREPS) {
+            c.reps = (unsigned)v[0];
+            i++;
+        } else if (!strcmp(a, "--no-cli")) {
+            c.cli = false;
+        } else if (!strcmp(a, "--no-aio")) {
+            c.aio = false;
+        } else if (!strcmp(a, "--no-nomd5")) {
+            c.nomd5 = false;
+        } else if (!strcmp(a, "--json")) {
+            c.json = true;
+        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage();
+            return 0;
+        } else {
+            fprintf(stderr, "railio bench rados: bad argument '%s'\n", a);
+            usage();
+            return 2;
+        }
+    }
+    if (split_url(argv[0], &c) < 0) {
+        fprintf(stderr, "railio bench rados: need rados://POOL[?conf=PATH]\n");
+        return 2;
+    }
+    for (unsigned i = 0; i < c.nsizes; i++)
+        if (c.sizes[i] > maxsize)
+            maxsize = c.sizes[i];
+    if (maxsize > SIZE_MAX / 2) {
+        fprintf(stderr, "railio bench rados: size too large\n");
+        return 2;
+    }
+    if (c.cli && !have_program("rados"))
+        c.cli = false;
+
+    uint8_t *src = malloc(maxsize), *dst = malloc(maxsize);
+    if (!src || !dst) {
+        fprintf(stderr, "railio bench rados: cannot allocate 2 x %" PRIu64 " bytes\n", maxsize);
+        free(src);
+        free(dst);
+        return 1;
+    }
+    rio_cli_fill(src, maxsize, 42);
+    memset(dst, 0, maxsize); /* no first-touch page faults inside a measurement */
+    loadavg(l0);
+    size_t hn = maxsize < (256u << 20) ? maxsize : (256u << 20);
+    double md5 = md5_mbps(src, hn), xxh = xxh3_mbps(src, hn);
+    double mcp = rio_cli_memcpy_mbps(hn);
+    if (c.aio) {
+        ret = aio_connect(&c, &acl, &aio);
+        if (ret < 0) {
+            fprintf(stderr, "railio bench rados: librados connect to pool %s: %s\n", c.pool,
+                    strerror(-ret));
+            free(src);
+            free(dst);
+            return 1;
+        }
+    }
+    const char *tmp = getenv("TMPDIR");
+    snprintf(file, sizeof(file), "%s/railio-bench-rados-%d", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
+
+    for (unsigned si = 0; si < c.nsizes && ret == 0; si++) {
+        uint64_t size = c.sizes[si];
+        struct base *b = &bases[si];
+        memset(b, 0, sizeof(*b));
+        b->size = size;
+        if (c.cli) {
+            FILE *f = fopen(file, "wb");
+            if (!f || fwrite(src, 1, size, f) != size) {
+                fprintf(stderr, "railio bench rados: cannot write %s\n", file);
+                if (f)
+                    fclose(f);
+                unlink(file);
+                ret = 1;
+                break;
+            }
+            fclose(f);
+            cli_base(&c, file, size, b);
+            unlink(file);
+            if (!c.json)
+                fprintf(stderr, "  %" PRIu64 " MiB rados --striper: PUT %.0f GET %.0f MB/s\n",
+                        size >> 20, b->cli_put, b->cli_get);
+        }
+        for (unsigned ci = 0; ci < c.nconc; ci++) {
+            struct row *rw = &rows[nrows++];
+            memset(rw, 0, sizeof(*rw));
+            rw->size = size;
+            rw->conc = c.conc[ci];
+            run_row(&c, aio, src, dst, rw);
+            if (rw->err && rw->err != RIO_ENOTSUP)
+                ret = 1;
+            if (!c.json)
+                fprintf(stderr,
+                        "  %" PRIu64 " MiB conc %u: PUT %.0f (etag=none %.0f, aio %.0f) GET %.0f "
+                        "(aio %.0f) MB/s%s%s\n",
+                        size >> 20, rw->conc, rw->put, rw->put_nomd5, rw->aio_w, rw->get, rw->aio_r,
+                        rw->err ? " error at " : "", rw->err ? rw->err_what : "");
+        }
+    }
+    loadavg(l1);
+    if (c.json)
+        print_json(&c, rows, nrows, bases, md5, xxh, mcp, l0, l1);
+    else
+        print_table(&c, rows, nrows, bases, md5, xxh, mcp, l0, l1);
+    if (aio)
+        rados_ioctx_destroy(aio);
+    if (acl)
+        rados_shutdown(acl);
+    free(src);
+    free(dst);
+    return ret;
+}
+
+#else /* !RIO_HAVE_RADOS */
+#include <stdio.h>
+
+int rio_cli_bench_rados(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, "railio bench rados: built without librados (RIO_WITH_RADOS)\n");
+    return 2;
+}
+#endif
