@@ -1107,7 +1107,7 @@ static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
 
 static void writer_free(struct rio_writer *w)
 {
-    for (unsigned i = 0; i < w->nslots; i++)
+    for (unsigned i = 0; w->slots && i < w->nslots; i++)
         if (w->slots[i].buf)
             rio__stage_put(w->c, w->slots[i].buf, w->slots[i].cap);
     rio__free(w->slots);

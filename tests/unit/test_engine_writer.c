@@ -302,3 +302,65 @@ TEST(etag_none)
     struct rio_client *c;
     T_EQ(rio_client_new("mock://et2?etag=sha1", NULL, &c), RIO_EINVAL);
 }
+
+/* One streamed PUT of n bytes in 3 slots; the error of open, write or close. */
+static int stream_once(struct rio_client *c, const uint8_t *src, size_t n)
+{
+    struct rio_writer *w;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int ret = rio_writer_open(c, "sweep", RIO_SIZE_UNKNOWN, 3, &call, &w);
+    if (ret < 0)
+        return ret;
+    ret = write_pattern(w, src, n, 30000);
+    int cret = rio_writer_close(w, NULL);
+    return ret < 0 ? ret : cret;
+}
+
+/* Every allocation of a streamed PUT failed in turn: each run ends
+ * committed whole or with -ENOMEM and nothing visible, nothing leaks, and
+ * the client still works. */
+TEST(writer_alloc_fail_sweep)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 5 * EU_CHUNK + 17;
+    unsigned hits = 0;
+    uint64_t k;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://wr8?paths=2", &o);
+    uint8_t *src = eu_pattern_buf(n, 12);
+    T_OK(stream_once(e.c, src, n)); /* warm the staging cache */
+    T_OK(rio_delete(e.c, "sweep"));
+    const int64_t base = rio__alloc_outstanding();
+    for (k = 1; k < 5000; k++) {
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(k);
+        int ret = stream_once(e.c, src, n);
+        rio__alloc_fail_nth(0);
+        int hit = rio__alloc_calls() - before >= k;
+        struct rio_desc d;
+        if (ret == 0) {
+            eu_get_check(e.c, "sweep", n, 12, NULL);
+        } else {
+            T_ERR(ret, -ENOMEM);
+            T_EQ(rio_stat(e.c, "sweep", &d), RIO_ENOTFOUND);
+        }
+        eu_idle(e.c);
+        int dr = rio_delete(e.c, "sweep");
+        T_TRUE(dr == 0 || dr == RIO_ENOTFOUND);
+        if (rio__alloc_outstanding() != base)
+            T_FAIL("k=%" PRIu64 " (%d): %" PRId64 " block(s) leaked", k, ret,
+                   rio__alloc_outstanding() - base);
+        T_OK(stream_once(e.c, src, n));
+        T_OK(rio_delete(e.c, "sweep"));
+        if (!hit)
+            break;
+        hits++;
+    }
+    T_GT(hits, 10u);
+    T_LT(k, 5000u);
+    free(src);
+    eu_close(&e);
+}
