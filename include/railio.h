@@ -323,7 +323,7 @@ struct rio_writer;
  * in flight at once (0 = the client's depth x paths, at least 2), so memory is
  * bounded by slots x chunk size whatever the object's size. size is the exact
  * byte count when known (any backend), or RIO_SIZE_UNKNOWN (backends that
- * take uploads of unknown length: rados://, file://, mock://; the others
+ * take uploads of unknown length: rados://, file://, mock://, s3://; the others
  * return RIO_ENOTSUP). Nothing is visible until rio_writer_close commits.
  * call: deadline_ms bounds the whole stream, cancel stops it, stats are filled
  * at close; progress is not reported. *out is owned by the caller.

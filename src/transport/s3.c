@@ -27,6 +27,11 @@
  * UploadPart per chunk (part number = chunk index + 1), or for an object of
  * one chunk a single PutObject carrying all the metadata. Commit completes
  * the multipart upload after writing the per-chunk xxh3 list to a sidecar
+ * object. A stream of unknown size (RIO_CAP_STREAM_PUT) is always a
+ * multipart upload: its parts arrive in any order before the count is known,
+ * so their records live in pages allocated at submit, and commit checks the
+ * final geometry (every part below the count sent whole, none beyond) before
+ * completing parts 1..n; an empty stream aborts the upload and PUTs an empty
  * object. Errors are translated at the boundary (map_curl, map_http).
  *
  * Locks: t->mu guards the pending and cancel queues, the op pools, each
@@ -89,6 +94,10 @@ extern const struct rio_transport_ops rio__https_ops;
 #define NS_PER_MS 1000000ull
 #define NEVER UINT64_MAX
 #define EV_WAKE UINT64_MAX
+
+/* A stream's part records are allocated this many at once, as parts come. */
+#define S3_PART_PAGE 64u
+#define S3_PART_PAGES ((S3_MAX_PARTS + S3_PART_PAGE - 1) / S3_PART_PAGE)
 
 enum { SCHEME_S3 = 0, SCHEME_HTTP, SCHEME_HTTPS };
 enum { OP_FREE = 0, OP_PENDING, OP_ACTIVE, OP_DONE };
@@ -225,6 +234,7 @@ struct s3_transport {
 struct s3_part {
     char etag[S3_ETAG_MAX];
     uint64_t xxh; /* what was sent */
+    uint64_t len; /* bytes sent */
     bool ok;
 };
 
@@ -234,10 +244,20 @@ struct s3_upload {
     char *key;
     uint64_t size, chunk, nparts;
     char id[17];
-    char *upload_id; /* UP_MULTI */
-    struct s3_part *parts;
+    char *upload_id;        /* UP_MULTI */
+    struct s3_part *parts;  /* sized: nparts records (1 for UP_SINGLE) */
     char md5[33];           /* UP_SINGLE: MD5 of the one chunk sent */
     char etag[S3_ETAG_MAX]; /* UP_SINGLE: the ETag PutObject returned */
+    /*
+     * A stream (size RIO_SIZE_UNKNOWN until commit): size and nparts are set
+     * by commit; the part records are S3_PART_PAGES pages, each allocated by
+     * the first submit of one of its parts. Pages and hi are written under
+     * t->mu by submit; a record is written by the reap thread that completes
+     * its part (its page exists by then) and read by commit after the fence.
+     */
+    bool stream;
+    struct s3_part **pages;
+    uint64_t hi; /* 1 + the highest part index ever submitted */
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -253,6 +273,17 @@ static void curl_init_once(void)
 static uint64_t nchunks_of(uint64_t size, uint64_t chunk)
 {
     return size ? (size - 1) / chunk + 1 : 0;
+}
+
+/* The record of part index (chunk index) i, or NULL for a stream part
+ * whose page was never allocated (never submitted). */
+static struct s3_part *part_at(struct s3_upload *up, uint64_t i)
+{
+    if (up->stream) {
+        struct s3_part *pg = i < S3_MAX_PARTS ? up->pages[i / S3_PART_PAGE] : NULL;
+        return pg ? &pg[i % S3_PART_PAGE] : NULL;
+    }
+    return &up->parts[up->mode == UP_SINGLE ? 0 : i];
 }
 
 static void sleep_ms(unsigned ms)
@@ -1115,7 +1146,7 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
         return (int64_t)io->len;
     } else {
         struct s3_upload *up = io->upload;
-        struct s3_part *part = &up->parts[up->mode == UP_SINGLE ? 0 : io->index];
+        struct s3_part *part = part_at(up, io->index); /* exists: checked at submit */
 
         if (r->status != 200 || op->got != io->len) {
             err = op->got != io->len ? RIO_ESHORT : RIO_ESERVER;
@@ -1146,6 +1177,7 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
             memcpy(up->md5, op->md5hex, sizeof(up->md5));
         }
         part->xxh = io->xxh;
+        part->len = io->len;
         part->ok = true;
         return (int64_t)io->len;
     }
@@ -1197,6 +1229,7 @@ static void wake_fd(struct s3_transport *t)
 static int s3_submit(struct rio_transport *tt, struct rio_io *io)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = NULL;
     struct s3_path *p;
     struct s3_op *op;
     bool kick;
@@ -1207,14 +1240,21 @@ static int s3_submit(struct rio_transport *tt, struct rio_io *io)
         if (!io->dst && !t->discard)
             return -EINVAL;
     } else if (io->kind == RIO_IO_WRITE) {
-        const struct s3_upload *up = io->upload;
+        up = io->upload;
         if (t->scheme != SCHEME_S3)
             return RIO_ENOTSUP;
-        if (!up || up->magic != UPLOAD_MAGIC || !io->src ||
-            (up->mode == UP_MULTI && io->index >= up->nparts) ||
-            (up->mode == UP_SINGLE && io->index != 0) || io->off > up->size ||
-            io->len > up->size - io->off)
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src)
             return -EINVAL;
+        if (up->stream) {
+            /* Part index + 1 of a whole chunk, or of the short last one. */
+            if (io->index >= S3_MAX_PARTS || io->len > up->chunk ||
+                io->index > UINT64_MAX / up->chunk || io->off != io->index * up->chunk)
+                return -EINVAL;
+        } else if ((up->mode == UP_MULTI && io->index >= up->nparts) ||
+                   (up->mode == UP_SINGLE && io->index != 0) || io->off > up->size ||
+                   io->len > up->size - io->off) {
+            return -EINVAL;
+        }
     } else {
         return -EINVAL;
     }
@@ -1223,6 +1263,15 @@ static int s3_submit(struct rio_transport *tt, struct rio_io *io)
     if (p->held >= S3_DEPTH_CAP) {
         pthread_mutex_unlock(&t->mu);
         return -EAGAIN;
+    }
+    if (up && up->stream) {
+        struct s3_part **pg = &up->pages[io->index / S3_PART_PAGE];
+        if (!*pg && !(*pg = rio__calloc(S3_PART_PAGE, sizeof(**pg)))) {
+            pthread_mutex_unlock(&t->mu);
+            return -ENOMEM;
+        }
+        if (io->index >= up->hi)
+            up->hi = io->index + 1;
     }
     if (!p->free_ops && pool_grow_locked(p) < 0) {
         pthread_mutex_unlock(&t->mu);
@@ -1779,7 +1828,7 @@ static int sidecar_parse(const char *b, size_t len, const char *id, uint64_t siz
         off == 0)
         return RIO_EPROTO;
     if (strcmp(sid, id) || ssize != size || schunk != chunk || n != nchunks_of(size, chunk) ||
-        strlen(smd5) != 32 || !is_hex(smd5, 32))
+        (strcmp(smd5, "-") != 0 && (strlen(smd5) != 32 || !is_hex(smd5, 32))))
         return RIO_EPROTO;
     if ((size_t)(end - b + 1 - off) != n * 17)
         return RIO_EPROTO;
@@ -1797,7 +1846,10 @@ static int sidecar_parse(const char *b, size_t len, const char *id, uint64_t siz
         }
         *xxh = x;
     }
-    memcpy(md5, smd5, 33);
+    if (!strcmp(smd5, "-"))
+        md5[0] = '\0'; /* written without the stream MD5 (etag=none) */
+    else
+        memcpy(md5, smd5, 33);
     return 0;
 }
 
@@ -1807,6 +1859,7 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     struct meta_rsp r = {0}, sr = {0};
     uint64_t size = 0, chunk = 0, xsize;
     uint64_t *xxh = NULL;
+    bool streamed;
     char md5[33] = "", skey[RIO_KEY_MAX + 1];
     struct s3_gen g;
     size_t klen;
@@ -1830,9 +1883,12 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
         }
         size = r.rsp.clen;
         rsp_gen(&r.rsp, size, &g);
+        /* A streamed multipart object has no size in its metadata (it was
+         * unknown when the upload began): its sidecar checks the size. */
+        streamed = !r.rsp.m_size[0] && !strcmp(r.rsp.m_sidecar, "1");
         if (strcmp(r.rsp.m_v, S3_FORMAT) != 0 || !r.rsp.m_id[0] ||
             parse_u64(r.rsp.m_chunk, &chunk) < 0 || chunk == 0 ||
-            parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size) {
+            (!streamed && (parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size))) {
             /* Not written by railio (or not in a format we know). */
             chunk = 0;
             if (strlen(r.rsp.etag) == 34 && is_hex(r.rsp.etag + 1, 32)) {
@@ -1906,6 +1962,10 @@ static void upload_free(struct s3_upload *up)
     rio__free(up->key);
     rio__free(up->upload_id);
     rio__free(up->parts);
+    if (up->pages)
+        for (unsigned i = 0; i < S3_PART_PAGES; i++)
+            rio__free(up->pages[i]);
+    rio__free(up->pages);
     rio__free(up);
 }
 
@@ -1933,8 +1993,11 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
     }
     up->size = size;
     up->chunk = chunk_size;
-    up->nparts = nchunks_of(size, chunk_size);
-    up->mode = up->nparts <= 1 ? UP_SINGLE : UP_MULTI;
+    /* A stream is a multipart upload whatever its length turns out to be:
+     * its part count is known only at commit. */
+    up->stream = size == RIO_SIZE_UNKNOWN;
+    up->nparts = up->stream ? 0 : nchunks_of(size, chunk_size);
+    up->mode = up->nparts <= 1 && !up->stream ? UP_SINGLE : UP_MULTI;
     random_id(up->id);
     if (up->mode == UP_MULTI) {
         if (chunk_size < t->min_part) {
@@ -1946,7 +2009,7 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
             ret = RIO_EINVAL;
             goto err;
         }
-        if (up->nparts > S3_MAX_PARTS) {
+        if (!up->stream && up->nparts > S3_MAX_PARTS) {
             fprintf(stderr,
                     "railio s3: %" PRIu64 " parts: S3 allows %u per object; raise the chunk size\n",
                     up->nparts, S3_MAX_PARTS);
@@ -1957,8 +2020,11 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         if (ret < 0)
             goto err;
     }
-    up->parts = rio__calloc(up->mode == UP_MULTI ? (size_t)up->nparts : 1, sizeof(*up->parts));
-    if (!up->parts) {
+    if (up->stream)
+        up->pages = rio__calloc(S3_PART_PAGES, sizeof(*up->pages));
+    else
+        up->parts = rio__calloc(up->mode == UP_MULTI ? (size_t)up->nparts : 1, sizeof(*up->parts));
+    if (!up->parts && !up->pages) {
         ret = -ENOMEM;
         goto err;
     }
@@ -1970,7 +2036,9 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-v", S3_FORMAT};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", cs};
-        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", ss};
+        /* A stream's size is not known yet: only its sidecar carries it. */
+        if (!up->stream)
+            q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", ss};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-sidecar", "1"};
         /* Not retried: a lost reply would leave an upload nobody aborts. */
         ret = meta_do(t, &q, &r);
@@ -2048,7 +2116,8 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         struct meta_rsp r = {0};
         int ret;
 
-        if (strcmp(d->etag, "d41d8cd98f00b204e9800998ecf8427e") != 0)
+        /* The MD5 of nothing ("" when the engine computed none: etag=none). */
+        if (d->etag[0] && strcmp(d->etag, "d41d8cd98f00b204e9800998ecf8427e") != 0)
             return RIO_ECHECKSUM;
         snprintf(cs, sizeof(cs), "%" PRIu64, up->chunk);
         q.x[q.nx++] = (struct rio_s3_kv){"content-md5", "1B2M2Y8AsgTpgAmY7PhCfg=="};
@@ -2056,7 +2125,8 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", cs};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", "0"};
-        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-md5", d->etag};
+        q.x[q.nx++] =
+            (struct rio_s3_kv){"x-amz-meta-railio-md5", "d41d8cd98f00b204e9800998ecf8427e"};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-xxh", ""};
         ret = meta_do(t, &q, &r);
         if (ret == 0 && !r.rsp.etag[0])
@@ -2070,7 +2140,8 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         if (!up->parts[0].ok)
             return RIO_EPROTO;
         /* The bytes sent must be the bytes the engine hashed. */
-        if (d->xxh[0] != up->parts[0].xxh || (up->md5[0] && strcmp(d->etag, up->md5) != 0))
+        if (d->xxh[0] != up->parts[0].xxh ||
+            (up->md5[0] && d->etag[0] && strcmp(d->etag, up->md5) != 0))
             return RIO_ECHECKSUM;
     }
     struct s3_rsp rr;
@@ -2093,7 +2164,8 @@ static void multipart_etag(struct s3_upload *up, EVP_MD_CTX *md, char *out, size
     if (EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
         return;
     for (uint64_t i = 0; i < up->nparts; i++) {
-        const char *e = up->parts[i].etag;
+        const struct s3_part *pt = part_at(up, i);
+        const char *e = pt ? pt->etag : "";
         uint8_t b[16];
         if (strlen(e) != 34 || !is_hex(e + 1, 32))
             return;
@@ -2124,12 +2196,14 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     etag[0] = '\0';
     ret = 0;
     for (uint64_t i = 0; i < up->nparts && ret == 0; i++) {
-        if (!up->parts[i].ok)
+        const struct s3_part *pt = part_at(up, i);
+        if (!pt || !pt->ok)
             ret = RIO_EPROTO;
-        else if (up->parts[i].xxh != d->xxh[i])
+        else if (pt->xxh != d->xxh[i])
             ret = RIO_ECHECKSUM;
     }
-    if (ret == 0 && (strlen(d->etag) != 32 || !is_hex(d->etag, 32)))
+    /* The stream MD5, or "" when the engine computed none (etag=none). */
+    if (ret == 0 && d->etag[0] && (strlen(d->etag) != 32 || !is_hex(d->etag, 32)))
         ret = RIO_EPROTO;
     if (ret == 0)
         ret = sidecar_key(up->key, up->id, skey, sizeof(skey));
@@ -2145,7 +2219,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     w = snprintf(sc, cap,
                  "railio-sidecar 1\nid %s\nsize %" PRIu64 "\nchunk %" PRIu64 "\nmd5 %s\nn %" PRIu64
                  "\n",
-                 up->id, up->size, up->chunk, d->etag, up->nparts);
+                 up->id, up->size, up->chunk, d->etag[0] ? d->etag : "-", up->nparts);
     ret = RIO_EINVAL;
     if (w < 0 || (size_t)w >= 256)
         goto out;
@@ -2178,7 +2252,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     for (uint64_t i = 0; i < up->nparts; i++)
         xlen += (size_t)snprintf(xml + xlen, cap - xlen,
                                  "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>",
-                                 i + 1, up->parts[i].etag);
+                                 i + 1, part_at(up, i)->etag);
     xlen += (size_t)snprintf(xml + xlen, cap - xlen, "</CompleteMultipartUpload>");
     {
         struct meta_req q = {
@@ -2237,22 +2311,62 @@ out:
     return ret;
 }
 
+/*
+ * A stream learns its size at commit. The parts that went out must be
+ * exactly those of d's geometry: every part below the count sent whole at
+ * its length (chunk size, the last one the rest), none beyond it (a part
+ * past the end is never completed: the commit is refused and the upload
+ * aborted). Called after the fence: no WRITE of the upload is in flight.
+ */
+static int stream_close(struct s3_transport *t, struct s3_upload *up, const struct rio_desc *d)
+{
+    uint64_t n, hi;
+
+    if (!d || d->chunk_size != up->chunk || d->size == RIO_SIZE_UNKNOWN)
+        return RIO_EPROTO;
+    pthread_mutex_lock(&t->mu);
+    hi = up->hi;
+    pthread_mutex_unlock(&t->mu);
+    n = nchunks_of(d->size, up->chunk);
+    if (d->nchunks != n || n > S3_MAX_PARTS || hi > n || (n && !d->xxh))
+        return RIO_EPROTO;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct s3_part *pt = part_at(up, i);
+        uint64_t want = i + 1 < n ? up->chunk : d->size - i * up->chunk;
+        if (!pt || !pt->ok || pt->len != want)
+            return RIO_EPROTO;
+    }
+    up->size = d->size;
+    up->nparts = n;
+    return 0;
+}
+
 static int s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
     struct s3_upload *up = upload;
-    int ret;
+    int ret = 0;
 
     if (!up || up->magic != UPLOAD_MAGIC)
         return RIO_EINVAL;
-    if (!d || (up->nparts && !d->xxh) || d->size != up->size || d->chunk_size != up->chunk ||
-        d->nchunks != up->nparts || strcmp(d->key, up->key) != 0) {
+    if (up->stream)
+        ret = stream_close(t, up, d);
+    if (ret < 0 || !d || (up->nparts && !d->xxh) || d->size != up->size ||
+        d->chunk_size != up->chunk || d->nchunks != up->nparts || strcmp(d->key, up->key) != 0) {
         if (up->mode == UP_MULTI)
             abort_multi(t, up);
         upload_free(up);
         return RIO_EPROTO;
     }
-    ret = up->mode == UP_SINGLE ? commit_single(t, up, d) : commit_multi(t, up, d);
+    if (up->stream && up->nparts == 0) {
+        /* An empty stream: S3 completes no upload without a part
+         * (MalformedXML), so drop the upload and PUT an empty object, as a
+         * sized PUT of 0 bytes does. */
+        abort_multi(t, up);
+        ret = commit_single(t, up, d);
+    } else {
+        ret = up->mode == UP_SINGLE ? commit_single(t, up, d) : commit_multi(t, up, d);
+    }
     upload_free(up);
     return ret;
 }
@@ -2709,7 +2823,7 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG,
+    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = s3_open,
     S3_OPS_COMMON,
 };

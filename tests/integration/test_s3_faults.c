@@ -17,9 +17,12 @@ TEST(s3_not_built)
 #else
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #include "core/internal.h"
+#include "core/url.h"
 #include "s3_util.h"
+#include "transport/transport.h"
 
 #define CH (64 * SU_KIB)
 #define OBJ (16 * CH + 777) /* 17 chunks, the last one short */
@@ -416,6 +419,339 @@ TEST(small_parts_raised_to_min_part)
     su_close(c, alloc0);
 }
 
+/* ------------------------------------------------- streaming PUT */
+
+struct piece_src {
+    const uint8_t *p;
+    size_t n, off;
+};
+
+/* A fill callback handing out a pipe-like 10000 bytes at a time. */
+static int64_t piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (k > cap)
+        k = cap;
+    if (k > 10000)
+        k = 10000;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+/* Part faults in a stream of unknown size are retried like a sized PUT's
+ * (a 503, a part "damaged in flight" seen by its MD5); the object lands
+ * byte-exact and no upload is left. */
+TEST(stream_put_faults_retry)
+{
+    static const struct {
+        const char *kind;
+        int cls;
+    } cases[] = {{"put503", RIO_CLASS_SERVER}, {"putetag", RIO_CLASS_CHECKSUM}};
+    struct rio_options o;
+    char key[64];
+    int port = su_fault_port();
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct rio_desc d;
+        unsigned f0, f1, up;
+        char md5[33];
+        uint8_t *src = su_pattern(OBJ, 1500 + i), *dst = malloc(OBJ);
+        struct piece_src ps = {src, OBJ, 0};
+        T_NOTNULL(dst);
+        su_md5(src, OBJ, md5);
+        snprintf(key, sizeof(key), "F_%s_2/stream%zu", cases[i].kind, i);
+        su_fault_stats(port, &f0, &up);
+        int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, &call, &d);
+        if (ret != 0)
+            T_FAIL("%s: rio_put_stream: %s", cases[i].kind, rio_errname(ret));
+        su_fault_stats(port, &f1, &up);
+        T_GE(f1 - f0, 2u);
+        T_EQ(up, 0u);
+        T_GE(st.retries[cases[i].cls], 2u);
+        T_EQ(d.size, (uint64_t)OBJ);
+        T_EQ(d.nchunks, 17u);
+        T_STREQ(d.etag, md5);
+        rio_desc_cleanup(&d);
+        T_EQ(rio_get(c, key, dst, OBJ, NULL), (int64_t)OBJ);
+        T_MEMEQ(dst, src, OBJ);
+        T_OK(rio_stat(c, key, &d));
+        T_EQ(d.chunk_size, CH);
+        T_NOTNULL(d.xxh);
+        T_STREQ(d.etag, md5);
+        rio_desc_cleanup(&d);
+        free(src);
+        free(dst);
+    }
+    su_close(c, alloc0);
+}
+
+/* A stream whose parts fail for good ends with the error, its upload
+ * aborted and the key absent. */
+TEST(stream_failed_part_leaves_nothing)
+{
+    struct rio_options o;
+    int port = su_fault_port();
+    unsigned fired, up;
+    struct rio_desc d;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.retry_attempts = 2;
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 1600);
+    struct piece_src ps = {src, OBJ, 0};
+    int ret =
+        rio_put_stream(c, "F_put503_0/stream", RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
+    T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
+    su_idle(c);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    T_ERR(rio_stat(c, "F_put503_0/stream", &d), RIO_ENOTFOUND);
+    free(src);
+    su_close(c, alloc0);
+}
+
+/* Without the stream MD5 (etag=none) every kind of PUT lands, sized or
+ * streamed, of 0, 1 or many parts, in each part check mode: the descriptor
+ * has no etag (a multipart object's sidecar says "md5 -"), the checksums
+ * are all there, and the bytes round-trip. */
+TEST(etag_none_puts)
+{
+    static const size_t sizes[] = {0, 1000, OBJ};
+    static const char *const modes[] = {"etag=none", "etag=none&content_md5=header"};
+    struct rio_options o;
+    char key[64];
+    int64_t alloc0 = rio__alloc_outstanding();
+    uint8_t *src = su_pattern(OBJ, 1800), *dst = malloc(OBJ + 1);
+
+    T_NOTNULL(dst);
+    su_opts(&o, CH, 4);
+    for (size_t m = 0; m < 2; m++) {
+        struct rio_client *c = fault_client(&o, modes[m]);
+        for (size_t i = 0; i < 3; i++) {
+            for (int stream = 0; stream < 2; stream++) {
+                size_t n = sizes[i];
+                struct rio_desc d;
+                struct piece_src ps = {src, n, 0};
+                snprintf(key, sizeof(key), "noetag/%zu-%zu-%d", m, n, stream);
+                memset(&d, 0, sizeof(d));
+                int ret =
+                    stream ? rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, &d)
+                           : rio_put(c, key, src, n, NULL, &d);
+                if (ret != 0)
+                    T_FAIL("%s %s %zu: %s", modes[m], stream ? "stream" : "put", n,
+                           rio_errname(ret));
+                T_STREQ(d.etag, "");
+                rio_desc_cleanup(&d);
+                T_OK(rio_stat(c, key, &d));
+                T_EQ(d.size, (uint64_t)n);
+                if (n > CH) {
+                    T_STREQ(d.etag, "");
+                    T_NOTNULL(d.xxh);
+                }
+                rio_desc_cleanup(&d);
+                T_EQ(rio_get(c, key, dst, OBJ + 1, NULL), (int64_t)n);
+                T_MEMEQ(dst, src, n);
+                T_OK(rio_delete(c, key));
+            }
+        }
+        rio_client_destroy(c);
+    }
+    free(src);
+    free(dst);
+    T_EQ(rio__alloc_outstanding(), alloc0);
+}
+
+struct bare {
+    const struct rio_transport_ops *ops;
+    struct rio_transport *t;
+    struct rio_url u;
+};
+
+static void bare_complete(struct rio_io *io)
+{
+    *(int *)io->engine_priv = 1;
+}
+
+/* One WRITE of part index idx (len bytes of src at index * CH), submitted
+ * and reaped to its end. Returns its result, or the submit's error. */
+static int64_t bare_write(struct bare *b, void *up, uint64_t idx, uint64_t off, const uint8_t *src,
+                          uint64_t len)
+{
+    int done = 0;
+    struct rio_io io = {.kind = RIO_IO_WRITE,
+                        .key = "bare/obj",
+                        .upload = up,
+                        .index = idx,
+                        .off = off,
+                        .len = len,
+                        .src = src,
+                        .xxh = rio__xxh3(src, (size_t)len),
+                        .complete = bare_complete,
+                        .engine_priv = &done};
+    int ret = b->ops->submit(b->t, &io);
+    if (ret < 0)
+        return ret;
+    uint64_t t0 = su_now_ms();
+    while (!done && su_now_ms() - t0 < 20000)
+        b->ops->reap(b->t, 100);
+    if (!done)
+        T_FAIL("part %" PRIu64 " did not complete", idx);
+    return io.res;
+}
+
+/* Commit a stream of `size` bytes of src (chunks of CH). */
+static int bare_commit(struct bare *b, void *up, const uint8_t *src, uint64_t size)
+{
+    struct rio_desc d;
+    uint64_t n = size ? (size - 1) / CH + 1 : 0;
+    uint64_t x[64];
+    char md5[33];
+
+    memset(&d, 0, sizeof(d));
+    snprintf(d.key, sizeof(d.key), "bare/obj");
+    for (uint64_t i = 0; i < n && i < 64; i++)
+        x[i] = rio__xxh3(src + i * CH, (size_t)(size - i * CH < CH ? size - i * CH : CH));
+    su_md5(src, (size_t)size, md5);
+    memcpy(d.etag, md5, sizeof(md5));
+    d.size = size;
+    d.chunk_size = CH;
+    d.nchunks = n;
+    d.xxh = n ? x : NULL;
+    return b->ops->put_commit(b->t, up, &d);
+}
+
+/*
+ * The transport's side of RIO_CAP_STREAM_PUT, driven by hand: parts in any
+ * order before the size is known complete as parts 1..n; a commit whose
+ * geometry does not match what was sent (a part past the end, a part
+ * missing, a short part that is not the last) is refused and its upload
+ * aborted; parts of the wrong shape are refused at submit; an empty stream
+ * is an empty object. The fault server says no upload is ever left.
+ */
+TEST(stream_transport_contract)
+{
+    const size_t max = 4 * CH;
+    struct bare b;
+    struct rio_options o;
+    char url[256];
+    unsigned fired, ups;
+    int port = su_fault_port();
+    void *up = NULL;
+    struct rio_desc d;
+    uint8_t *src = su_pattern(max, 1700);
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&min_part=0", port);
+    su_opts(&o, CH, 2);
+    o.paths = 1;
+    b.ops = rio__transport_find("s3");
+    T_NOTNULL(b.ops);
+    T_NE(b.ops->caps & RIO_CAP_STREAM_PUT, 0u);
+    T_EQ(rio__transport_find("http")->caps & RIO_CAP_STREAM_PUT, 0u);
+    T_OK(rio__url_parse(url, &b.u));
+    T_OK(b.ops->open(&b.u, &o, &b.t));
+
+    /* Out of order, the short last part first: byte-exact. */
+    T_OK(b.ops->put_open(b.t, "bare/obj", RIO_SIZE_UNKNOWN, CH, &up));
+    T_EQ(bare_write(&b, up, 2, 2 * CH, src + 2 * CH, 777), 777);
+    T_EQ(bare_write(&b, up, 0, 0, src, CH), (int64_t)CH);
+    T_EQ(bare_write(&b, up, 1, CH, src + CH, CH), (int64_t)CH);
+    T_OK(bare_commit(&b, up, src, 2 * CH + 777));
+    T_OK(b.ops->lookup(b.t, "bare/obj", &d));
+    T_EQ(d.size, 2 * CH + 777);
+    T_EQ(d.nchunks, 3u);
+    T_NOTNULL(d.xxh);
+    T_EQ(d.xxh[2], rio__xxh3(src + 2 * CH, 777));
+    rio_desc_cleanup(&d);
+
+    /* Refused commits: the object stays as it was, no upload is left. */
+    static const struct {
+        uint64_t nparts;  /* parts 0..nparts-1 sent, whole */
+        int64_t skip;     /* a part not sent */
+        int64_t short_at; /* a part sent with 100 bytes */
+        uint64_t commit;  /* the size the commit says */
+    } bad[] = {
+        {3, -1, -1, 2 * CH},      /* a part past the end */
+        {3, 1, -1, 3 * CH},       /* a part missing */
+        {3, -1, 0, 2 * CH + 100}, /* the short part is not the last */
+        {3, -1, 2, 3 * CH},       /* the last is shorter than the size says */
+        {3, -1, -1, 3 * CH + 1},  /* the size names a part never sent */
+        {1, -1, -1, 0},           /* "empty", but a part was sent */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        T_OK(b.ops->put_open(b.t, "bare/obj", RIO_SIZE_UNKNOWN, CH, &up));
+        for (uint64_t k = 0; k < bad[i].nparts; k++) {
+            uint64_t len = (int64_t)k == bad[i].short_at ? 100 : CH;
+            if ((int64_t)k != bad[i].skip)
+                T_EQ(bare_write(&b, up, k, k * CH, src + k * CH, len), (int64_t)len);
+        }
+        int ret = bare_commit(&b, up, src, bad[i].commit);
+        if (ret != RIO_EPROTO)
+            T_FAIL("bad commit %zu: %s, want RIO_EPROTO", i, rio_errname(ret));
+        su_fault_stats(port, &fired, &ups);
+        T_EQ(ups, 0u);
+        T_OK(b.ops->lookup(b.t, "bare/obj", &d));
+        T_EQ(d.size, 2 * CH + 777);
+        rio_desc_cleanup(&d);
+    }
+
+    /* Parts of the wrong shape never leave. */
+    T_OK(b.ops->put_open(b.t, "bare/obj", RIO_SIZE_UNKNOWN, CH, &up));
+    T_ERR(bare_write(&b, up, 1, CH + 1, src, 10), -EINVAL);        /* off is not index x chunk */
+    T_ERR(bare_write(&b, up, 0, 0, src, CH + 1), -EINVAL);         /* longer than a chunk */
+    T_ERR(bare_write(&b, up, 10000, 10000 * CH, src, 1), -EINVAL); /* part 10001 */
+    b.ops->put_abort(b.t, up);
+    su_fault_stats(port, &fired, &ups);
+    T_EQ(ups, 0u);
+
+    /* An empty stream: an empty object replaces the old one. */
+    T_OK(b.ops->put_open(b.t, "bare/obj", RIO_SIZE_UNKNOWN, CH, &up));
+    T_OK(bare_commit(&b, up, src, 0));
+    T_OK(b.ops->lookup(b.t, "bare/obj", &d));
+    T_EQ(d.size, 0u);
+    T_EQ(d.nchunks, 0u);
+    T_STREQ(d.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    rio_desc_cleanup(&d);
+    su_fault_stats(port, &fired, &ups);
+    T_EQ(ups, 0u);
+    T_OK(b.ops->remove(b.t, "bare/obj"));
+
+    /* put_open of a stream under allocation failure: -ENOMEM, nothing
+     * leaked, no upload left. */
+    for (uint64_t k = 1; k < 100; k++) {
+        int64_t a0 = rio__alloc_outstanding();
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(k);
+        int ret = b.ops->put_open(b.t, "bare/obj", RIO_SIZE_UNKNOWN, CH, &up);
+        rio__alloc_fail_nth(0);
+        if (ret == 0)
+            b.ops->put_abort(b.t, up);
+        else
+            T_ERR(ret, -ENOMEM);
+        T_EQ(rio__alloc_outstanding(), a0);
+        su_fault_stats(port, &fired, &ups);
+        T_EQ(ups, 0u);
+        if (rio__alloc_calls() - before < k)
+            break;
+    }
+
+    b.ops->close(b.t);
+    rio__url_cleanup(&b.u);
+    T_EQ(rio__alloc_outstanding(), alloc0);
+    free(src);
+}
+
 struct canceller {
     struct rio_cancel *cx;
     unsigned after_ms;
@@ -524,11 +860,36 @@ TEST(discard_mode_counts_only)
     su_close(c, alloc0);
 }
 
-/* One PUT+GET of the sweep object (3 parts): the first error, or 0. */
-static int sweep_once(struct rio_client *c, const uint8_t *src, uint8_t *dst, size_t n, int *pr,
-                      int64_t *gr)
+static bool sweep_stream; /* PUT as a stream of unknown size */
+
+/*
+ * One PUT+GET of the sweep object (3 parts): the first error, or 0. With k,
+ * the k-th allocation from then on fails (*before: the allocation count at
+ * that point). A stream's writer is opened before that: rio_writer_open
+ * does not survive a failed allocation of its slot table (the engine's
+ * writer_free walks the NULL table), which is the engine's to fix.
+ */
+static int sweep_once(struct rio_client *c, const uint8_t *src, uint8_t *dst, size_t n, uint64_t k,
+                      uint64_t *before, int *pr, int64_t *gr)
 {
-    *pr = rio_put(c, "sweep/obj", src, n, NULL, NULL);
+    struct rio_writer *w = NULL;
+
+    if (sweep_stream)
+        T_OK(rio_writer_open(c, "sweep/obj", RIO_SIZE_UNKNOWN, 0, NULL, &w));
+    if (before)
+        *before = rio__alloc_calls();
+    rio__alloc_fail_nth(k);
+    if (sweep_stream) {
+        *pr = 0;
+        for (size_t off = 0; off < n && *pr == 0; off += 10000)
+            *pr = rio_writer_write(w, src + off, n - off < 10000 ? n - off : 10000);
+        if (*pr < 0)
+            rio_writer_abort(w);
+        else
+            *pr = rio_writer_close(w, NULL);
+    } else {
+        *pr = rio_put(c, "sweep/obj", src, n, NULL, NULL);
+    }
     memset(dst, 0, n);
     *gr = rio_get(c, "sweep/obj", dst, n, NULL);
     return *pr < 0 ? *pr : *gr < 0 ? (int)*gr : 0;
@@ -540,7 +901,7 @@ static int sweep_once(struct rio_client *c, const uint8_t *src, uint8_t *dst, si
  * crash, a torn object, a leaked block, an upload left behind, or a silent
  * loss of checksums; the client works normally afterwards.
  */
-TEST(alloc_fail_sweep)
+static void alloc_sweep(void)
 {
     struct rio_options o;
     const size_t n = 2 * CH + 1000;
@@ -556,13 +917,12 @@ TEST(alloc_fail_sweep)
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = su_pattern(n, 11), *dst = malloc(n);
     T_NOTNULL(dst);
-    T_EQ(sweep_once(c, src, dst, n, &pr, &gr), 0);
+    T_EQ(sweep_once(c, src, dst, n, 0, NULL, &pr, &gr), 0);
     T_OK(rio_delete(c, "sweep/obj"));
     const int64_t base = rio__alloc_outstanding();
     for (k = 1; k < 2000; k++) {
-        uint64_t before = rio__alloc_calls();
-        rio__alloc_fail_nth(k);
-        sweep_once(c, src, dst, n, &pr, &gr);
+        uint64_t before = 0;
+        sweep_once(c, src, dst, n, k, &before, &pr, &gr);
         rio__alloc_fail_nth(0);
         int hit = rio__alloc_calls() - before >= k;
         if (pr == 0) {
@@ -591,7 +951,7 @@ TEST(alloc_fail_sweep)
             T_FAIL("k=%" PRIu64 " (put %s, get %s): %" PRId64 " block(s) leaked", k,
                    rio_errname(pr), gr < 0 ? rio_errname((int)gr) : "OK",
                    rio__alloc_outstanding() - base);
-        T_EQ(sweep_once(c, src, dst, n, &pr, &gr), 0);
+        T_EQ(sweep_once(c, src, dst, n, 0, NULL, &pr, &gr), 0);
         T_OK(rio_delete(c, "sweep/obj"));
         if (!hit)
             break;
@@ -603,6 +963,24 @@ TEST(alloc_fail_sweep)
     free(src);
     free(dst);
     su_close(c, alloc0);
+}
+
+/* The same with the PUT as a stream of unknown size. */
+TEST(alloc_fail_sweep_stream)
+{
+    sweep_stream = true;
+    alloc_sweep();
+}
+
+TEST(alloc_fail_sweep)
+{
+    struct rio_options o;
+    int pr;
+    uint64_t k;
+
+    alloc_sweep();
+    su_opts(&o, CH, 4);
+    o.retry_attempts = 2;
 
     /* Opening a client under allocation failure: a clean error, no leak. */
     for (k = 1; k < 1000; k++) {
