@@ -9,13 +9,14 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "core/checksum.h"
 
 #include "cli/bench_file.h"
 #include "cli/bench_rados.h"
+#include "cli/bench_rails.h"
 #include "cli/bench_s3.h"
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
+#include "core/checksum.h"
 #include "core/copy.h"
 #include "railio.h"
 
@@ -404,6 +405,8 @@ int rio_cli_bench(int argc, char **argv)
         usage();
         return 2;
     }
+    if (rio_cli_bench_rails_wanted(argc, argv))
+        return rio_cli_bench_rails(argc, argv);
     if (!strcmp(argv[0], "mock"))
         return bench_mock(argc - 1, argv + 1);
     if (!strcmp(argv[0], "copy"))
@@ -422,7 +425,7 @@ int rio_cli_bench(int argc, char **argv)
         return rio_cli_bench_tcp(argv[0], argc - 1, argv + 1);
     fprintf(stderr,
             "railio bench: unknown target '%s' (mock, railio://HOST:PORT, serve, "
-            "file:///DIR, s3://BUCKET, rados://POOL)\n",
+            "file:///DIR, s3://BUCKET, rados://POOL, --rails-from-harness N)\n",
             argv[0]);
     return 2;
 }

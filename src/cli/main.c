@@ -9,28 +9,33 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: railio COMMAND [ARGS]\n"
-            "\n"
-            "commands:\n"
-            "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
-            "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
-            "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
-            "  bench file:///DIR [--json] ...                file:// against fio\n"
-            "  bench s3://BUCKET[?endpoint=URL] [--sizes L] [--chunk N] [--depths L]\n"
-            "        [--discard] [--json]                     s3:// against curl and aws s3 cp\n"
-            "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
-            "  demo mock               the capacity model over mock rails\n"
-            "  serve [railiod options] run the server (same as railiod; --help for options)\n"
-            "  put URL/KEY FILE|-      store a file or stdin under KEY\n"
-            "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
-            "  stat URL/KEY            print the descriptor\n"
-            "  rm URL/KEY              remove KEY\n"
-            "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
-            "  version                 print the version\n"
-            "\n"
-            "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
-            "Options: --json (machine-readable stats), RIO_* environment variables.\n");
+    fprintf(
+        f,
+        "usage: railio COMMAND [ARGS]\n"
+        "\n"
+        "commands:\n"
+        "  bench mock [--json] [--size N] [--chunk N]   capacity model sweep over mock rails\n"
+        "  bench railio://HOST:PORT|serve [--ceiling] [--repeat N] [--put] [--json]\n"
+        "        [--sizes L] [--conc L] [--depth L] [--batch L]   sweep against railiod\n"
+        "  bench file:///DIR [--json] ...                file:// against fio\n"
+        "  bench s3://BUCKET[?endpoint=URL] [--sizes L] [--chunk N] [--depths L]\n"
+        "        [--discard] [--json]                     s3:// against curl and aws s3 cp\n"
+        "  bench rados://POOL[?conf=F] [--sizes L] [--conc L] [--chunk N] [--reps N] [--json]\n"
+        "                                                 rados:// against librados aio and rados\n"
+        "  bench --rails-from-harness N --rate R[,R..] [--json] [--svg F]\n"
+        "                                                 veth rails sweep against iperf3 (root)\n"
+        "  demo                    railiod on loopback: PUT, LOOKUP, GET over 1 and 4 conns\n"
+        "  demo mock               the capacity model over mock rails\n"
+        "  serve [railiod options] run the server (same as railiod; --help for options)\n"
+        "  put URL/KEY FILE|-      store a file or stdin (streamed where the backend allows)\n"
+        "  get URL/KEY FILE|-      fetch KEY into a file or stdout\n"
+        "  stat URL/KEY            print the descriptor\n"
+        "  rm URL/KEY              remove KEY\n"
+        "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
+        "  version                 print the version\n"
+        "\n"
+        "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
+        "Options: --json (machine-readable stats), RIO_* environment variables.\n");
 }
 
 int main(int argc, char **argv)

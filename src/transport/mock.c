@@ -691,8 +691,8 @@ static int stream_slot_locked(struct mock_transport *t, struct mock_upload *up,
                               const struct rio_io *io)
 {
     uint64_t cs = up->chunk_size;
-    if (io->res != 0 || io->len > cs || io->index > UINT64_MAX / cs ||
-        io->off != io->index * cs || io->index >= (1ull << 32)) {
+    if (io->res != 0 || io->len > cs || io->index > UINT64_MAX / cs || io->off != io->index * cs ||
+        io->index >= (1ull << 32)) {
         t->ctr.rollback_violations++;
         return RIO_EPROTO;
     }
