@@ -119,6 +119,7 @@ struct conn {
 
     /* PUT_CHUNK / PUT_COMMIT in progress */
     struct rio_srv_upload *up;
+    struct rio_srv_claim claim; /* while up: this connection receives chunk up_index */
     uint64_t up_index, up_xxh, up_seq;
     uint64_t commit_i, commit_n;
     int commit_missing, commit_bad;
@@ -705,7 +706,7 @@ static void chunk_fixed(struct conn *c)
     uint8_t *dst = NULL;
     int ret;
 
-    ret = rio__srv_upload_claim(&srv->store, id, index, len, xxh, &u, &dst);
+    ret = rio__srv_upload_claim(&srv->store, id, index, len, xxh, &c->claim, &u, &dst);
     if (ret != 0) {
         conn_discard(c, len, ret == 1 ? 0 : ret);
         return;
@@ -1067,6 +1068,8 @@ static void conn_read(struct conn *c)
             c->frame_deadline = c->frame_start + c->w->srv->cfg.progress_timeout_ns;
         }
         c->want_got += (size_t)n;
+        if (c->up)
+            atomic_store(&c->claim.progress_ns, rio__now_ns());
         if (c->want_got == c->want_len)
             conn_step(c);
         if ((size_t)n >= budget) {
@@ -1228,7 +1231,13 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
 
     for (struct conn *c = w->conns, *n; c; c = n) {
         n = c->next;
-        if (c->in_frame && now > c->frame_deadline) {
+        if (c->up && atomic_load(&c->claim.doomed)) {
+            atomic_fetch_add(&srv->m.timeouts_progress, 1);
+            SRV_INFO("chunk claimed again peer=%s upload=%llu index=%llu: dropping the stalled "
+                     "receiver",
+                     c->peer, (unsigned long long)c->up->id, (unsigned long long)c->up_index);
+            conn_abort(c, "chunk sent again on another connection");
+        } else if (c->in_frame && now > c->frame_deadline) {
             atomic_fetch_add(&srv->m.timeouts_progress, 1);
             SRV_INFO("progress timeout peer=%s receiving op=%s got=%zu/%zu", c->peer,
                      c->rstate == RS_HDR ? "?" : rio__proto_op_name(c->hdr.opcode), c->want_got,

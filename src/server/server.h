@@ -80,6 +80,18 @@ struct rio_srv_stage;
  * are guarded by the store lock, except that a connection which claimed a
  * chunk (state WRITING) writes that chunk's bytes of data without the lock.
  */
+/*
+ * A connection receiving a chunk. When another connection claims the same
+ * chunk (the client gave up on this attempt and sent it again, e.g. over
+ * another rail) while this one has made no progress for a while, the store
+ * dooms it; its own worker then drops the connection, which releases the
+ * chunk. Only one connection ever writes a chunk's bytes at a time.
+ */
+struct rio_srv_claim {
+    _Atomic uint64_t progress_ns; /* when bytes of the chunk last arrived */
+    _Atomic int doomed;
+};
+
 struct rio_srv_upload {
     _Atomic int refs;
     uint64_t id;
@@ -87,11 +99,12 @@ struct rio_srv_upload {
     uint16_t key_len;
     uint64_t size, chunk_size, nchunks;
     uint64_t ttl_ns;
-    uint8_t *data;  /* size bytes, moved into the object on commit; NULL for a
-                     * disk-tier upload too large to cache (chunks are staged
-                     * one by one and written to df) */
-    uint8_t *xxh;   /* nchunks x u64 LE, the verified checksum of each chunk */
-    uint8_t *state; /* nchunks x RIO_SRV_CHUNK_* */
+    uint8_t *data;                /* size bytes, moved into the object on commit; NULL for a
+                                   * disk-tier upload too large to cache (chunks are staged
+                                   * one by one and written to df) */
+    uint8_t *xxh;                 /* nchunks x u64 LE, the verified checksum of each chunk */
+    uint8_t *state;               /* nchunks x RIO_SRV_CHUNK_* */
+    struct rio_srv_claim **owner; /* nchunks: who receives a WRITING chunk */
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
@@ -151,7 +164,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
  * RIO_ETHROTTLE (another connection is writing that chunk now).
  */
 int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
-                          uint64_t xxh, struct rio_srv_upload **u, uint8_t **dst);
+                          uint64_t xxh, struct rio_srv_claim *me, struct rio_srv_upload **u,
+                          uint8_t **dst);
 /* The claimed chunk's bytes are in: ok says whether they matched their
  * checksum. Drops the claim's reference. Returns 0, RIO_ECHECKSUM or
  * RIO_ENOTFOUND (the upload went away meanwhile). */

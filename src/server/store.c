@@ -154,6 +154,7 @@ static void upload_free(struct rio_srv_upload *u)
     rio__free(u->data);
     rio__free(u->xxh);
     rio__free(u->state);
+    rio__free(u->owner);
     rio__free(u->key);
     rio__free(u);
 }
@@ -419,7 +420,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     if (nchunks) {
         u->xxh = rio__calloc((size_t)nchunks, 8);
         u->state = rio__calloc((size_t)nchunks, 1);
-        if (!u->xxh || !u->state)
+        u->owner = rio__calloc((size_t)nchunks, sizeof(*u->owner));
+        if (!u->xxh || !u->state || !u->owner)
             goto err_nomem;
     }
 
@@ -481,8 +483,13 @@ err_free:
     return ret;
 }
 
+/* A chunk's receiver with no progress for this long is doomed when another
+ * connection claims the chunk (one worker tick). */
+#define CLAIM_STALE_NS (100ull * 1000000ull)
+
 int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
-                          uint64_t xxh, struct rio_srv_upload **out, uint8_t **dst)
+                          uint64_t xxh, struct rio_srv_claim *me, struct rio_srv_upload **out,
+                          uint8_t **dst)
 {
     struct rio_srv_upload *u;
     struct rio_srv_stage *st = NULL;
@@ -515,6 +522,13 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         goto out;
     }
     if (u->state[index] == RIO_SRV_CHUNK_WRITING) {
+        /* The client sent it again: the attempt still holding it is one it
+         * gave up on. If it is stalled, its connection goes (its worker
+         * sees the flag within a tick) and the next retry gets the chunk. */
+        struct rio_srv_claim *o = u->owner[index];
+        uint64_t now = rio__now_ns();
+        if (o && o != me && now - atomic_load(&o->progress_ns) >= CLAIM_STALE_NS)
+            atomic_store(&o->doomed, 1);
         ret = RIO_ETHROTTLE;
         goto out;
     }
@@ -543,6 +557,11 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
     if (u->state[index] == RIO_SRV_CHUNK_DONE)
         u->ndone--;
     u->state[index] = RIO_SRV_CHUNK_WRITING;
+    u->owner[index] = me;
+    if (me) {
+        atomic_store(&me->progress_ns, rio__now_ns());
+        atomic_store(&me->doomed, 0);
+    }
     u->seq++;
     atomic_fetch_add_explicit(&u->refs, 1, memory_order_relaxed);
     *out = u;
@@ -585,6 +604,7 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
     }
 
     pthread_mutex_lock(&s->mu);
+    u->owner[index] = NULL;
     if (ok) {
         u->state[index] = RIO_SRV_CHUNK_DONE;
         put_le64(u->xxh + 8 * index, xxh);
@@ -610,6 +630,7 @@ void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_uploa
 
     pthread_mutex_lock(&s->mu);
     u->state[index] = RIO_SRV_CHUNK_EMPTY;
+    u->owner[index] = NULL;
     u->seq++;
     st = stage_take_locked(u, index);
     if (st)

@@ -342,6 +342,62 @@ TEST(slowloris_is_cut_off)
     T_EQ(srv_stop(&e), 0);
 }
 
+/* A chunk whose receiver stalled (a rail that died mid-chunk) and that the
+ * client sends again on another connection: the retry is refused while the
+ * first receiver still makes progress, then the stalled connection is
+ * dropped within a tick and the retry gets the chunk, long before the
+ * progress timeout. The bytes that land are the retry's, whole. */
+TEST(stalled_chunk_is_taken_over)
+{
+    struct srv_env e;
+    const char *args[] = {"--progress-timeout", "30s", "--min-rate", "1k", NULL};
+    const size_t size = 2 * CHUNK;
+    uint8_t *data = malloc(size), h[32], fixed[24];
+    uint64_t up = 0, gen = 0;
+    struct wc a, b;
+
+    t_fill_pattern(data, size, 21);
+    srv_start(&e, args);
+    wc_connect(&a, e.addr[0]);
+    wc_hello(&a, NULL);
+    wc_connect(&b, e.addr[0]);
+    wc_hello(&b, NULL);
+    T_EQ(wc_put_open(&b, "taken", size, CHUNK, 0, &up), 0);
+    uint64_t x0 = rio__xxh3(data, CHUNK), x1 = rio__xxh3(data + CHUNK, CHUNK);
+
+    /* a: chunk 0's header and half its bytes, then silence. */
+    struct rio_proto_put_chunk m = {.upload_id = up, .index = 0, .xxh = x0};
+    rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
+    good_hdr(h, RIO_OP_PUT_CHUNK, 24 + CHUNK);
+    T_OK(wc_send_raw(&a, h, 32));
+    T_OK(wc_send_raw(&a, fixed, 24));
+    T_OK(wc_send_raw(&a, data, CHUNK / 2));
+    usleep(50000);
+
+    /* b sends chunk 0 again: refused while a holds it, until a is dropped. */
+    uint64_t t0 = t_now_ms();
+    int st, tries = 0;
+    while ((st = wc_put_chunk(&b, up, 0, x0, data, CHUNK)) == RIO_ETHROTTLE) {
+        T_LT(t_now_ms() - t0, 3000u);
+        tries++;
+        usleep(50000);
+    }
+    T_EQ(st, 0);
+    T_GT(tries, 0);
+    T_EQ(wc_wait_closed(&a, 1000), 0); /* the stalled receiver is gone */
+    T_LT(t_now_ms() - t0, 3000u);      /* not the 30 s progress timeout */
+    T_EQ(wc_put_chunk(&b, up, 1, x1, data + CHUNK, CHUNK), 0);
+    uint64_t xl[2] = {x0, x1};
+    char etag[33];
+    wc_etag(data, size, etag);
+    T_EQ(wc_put_commit(&b, up, 2, xl, etag, &gen), 0);
+    T_GT(gen, 0u);
+    wc_close(&a);
+    wc_close(&b);
+    free(data);
+    T_EQ(srv_stop(&e), 0);
+}
+
 TEST(max_connections)
 {
     struct srv_env e;
