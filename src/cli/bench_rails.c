@@ -896,20 +896,6 @@ static int run_setup(struct ctx *x, int si)
 
 /* ------------------------------------------------------------- output */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void xml_str(FILE *f, const char *s)
 {
     for (; *s; s++) {
@@ -953,7 +939,7 @@ static void print_json(struct ctx *x)
     const struct cfg *c = &x->cfg;
 
     printf("{\"bench\":\"rails\",\"setup\":{\"harness\":");
-    json_str(stdout, x->script);
+    rio_cli_json_str(stdout, x->script);
     printf(",\"object_bytes\":%" PRIu64 ",\"chunk_bytes\":%" PRIu64 ",\"reps\":%d,"
            "\"pick\":\"best goodput of the reps against the best ceiling of the reps\","
            "\"cores\":%ld,\"load_avg_start\":[%.2f,%.2f,%.2f],\"load_avg_end\":[%.2f,%.2f,%.2f],"
@@ -961,7 +947,7 @@ static void print_json(struct ctx *x)
            "\"url_params\":",
            c->size, c->chunk, c->reps, sysconf(_SC_NPROCESSORS_ONLN), x->load0[0], x->load0[1],
            x->load0[2], x->load1[0], x->load1[1], x->load1[2], c->ceil_secs);
-    json_str(stdout, c->params ? c->params : "");
+    rio_cli_json_str(stdout, c->params ? c->params : "");
     printf("},\"rows\":[");
     for (int k = 0; k < x->nrows; k++) {
         const struct row *r = &x->rows[k];
@@ -972,7 +958,7 @@ static void print_json(struct ctx *x)
             printf("%s\"%s\"", i ? "," : "", s->rate[i]);
         printf("],\"nominal_mbit\":%.0f,\"depth\":%u,\"conns\":%u,\"ok\":%s,\"error\":",
                s->nominal_bps / 1e6, r->depth, r->conns, r->ok ? "true" : "false");
-        json_str(stdout, r->ok ? "" : r->why);
+        rio_cli_json_str(stdout, r->ok ? "" : r->why);
         printf(",\"ceiling_mbit\":%.1f,\"ceiling_rail_mbit\":[", r->ceil);
         for (unsigned i = 0; i < s->n; i++)
             printf("%s%.1f", i ? "," : "", r->ceil_rail[i]);
@@ -981,7 +967,7 @@ static void print_json(struct ctx *x)
             printf("%s%" PRIu64, i ? "," : "", r->rail_bytes[i]);
         printf("],\"retries\":%" PRIu64 ",\"verdict\":\"%s\",\"verdict_text\":",
                r->st.retries_total, rio_verdict_name(r->st.verdict));
-        json_str(stdout, r->st.verdict_text);
+        rio_cli_json_str(stdout, r->st.verdict_text);
         printf(",\"runs\":[");
         for (int i = 0; i < r->nruns; i++)
             printf("%s{\"ok\":%s,\"error\":\"%s\",\"goodput_mbit\":%.1f,\"ceiling_mbit\":%.1f}",

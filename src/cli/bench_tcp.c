@@ -367,20 +367,6 @@ out : {
     free(th);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 struct rowdef {
     int put;
     uint64_t conc, depth;
@@ -434,7 +420,7 @@ static void print_row(int json, int *first_row, uint64_t size, const struct rowd
         for (int i = 0; i < repeat; i++)
             printf("%s%.3f", i ? "," : "", res[i * nrows + r].ratio);
         printf("],\"verdict\":\"%s\",\"verdict_text\":", m->verdict);
-        json_str(stdout, m->verdict_text);
+        rio_cli_json_str(stdout, m->verdict_text);
         printf("}");
     } else if (m->skipped) {
         printf("%-4s %8s %4" PRIu64 " %5" PRIu64 " %5u  skipped: needs %" PRIu64 " x %s of buffers"
@@ -561,11 +547,11 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
 
     if (json) {
         printf("{\"bench\":\"railio\",\"setup\":{\"url\":");
-        json_str(stdout, base);
+        rio_cli_json_str(stdout, base);
         printf(",\"chunk_bytes\":%" PRIu64 ",\"secs_per_row\":%.2f,\"repeat\":%d,\"cores\":%ld},"
                "\"ceilings\":{\"iperf3_single_stream_bps\":%.0f,\"iperf3\":",
                chunk, secs, repeat, ncpu, ceil_first);
-        json_str(stdout, why);
+        rio_cli_json_str(stdout, why);
         printf(",\"memcpy_mbps\":%.0f,\"xxh3_mbps\":%.0f},\"rows\":[", memcpy_mbps, xxh_mbps);
     } else {
         char hc[32];

@@ -24,6 +24,8 @@ int rio_cli_parse_size(const char *s, uint64_t *out);
 int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
 /* The path of program `name` in the directory of this executable; 0 or -errno. */
 int rio_cli_sibling(const char *name, char *out, size_t cap);
+/* Write s to f as a JSON string literal, quotes included. */
+void rio_cli_json_str(FILE *f, const char *s);
 
 /* Deterministic test bytes. */
 void rio_cli_fill(void *buf, size_t n, uint64_t seed);

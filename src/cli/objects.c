@@ -31,20 +31,6 @@ void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
     fprintf(f, "verdict: %s: %s\n", rio_verdict_name(st->verdict), st->verdict_text);
 }
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
 {
     fprintf(
@@ -77,7 +63,7 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
                 (unsigned long long)st->path[i].errors, st->path[i].rate_mbps, st->path[i].cap_mbps,
                 (unsigned long long)st->path[i].peak_depth);
     fprintf(f, "],\"verdict\":\"%s\",\"verdict_text\":", rio_verdict_name(st->verdict));
-    json_str(f, st->verdict_text);
+    rio_cli_json_str(f, st->verdict_text);
     fputc('}', f);
 }
 
@@ -223,7 +209,7 @@ static void put_report(const char *key, const struct rio_desc *d, const struct r
 {
     if (json) {
         printf("{\"key\":");
-        json_str(stdout, key);
+        rio_cli_json_str(stdout, key);
         printf(",\"generation\":%llu,\"size\":%llu,\"etag\":\"%s\",\"stats\":",
                (unsigned long long)d->generation, (unsigned long long)d->size, d->etag);
         rio_cli_json_stats(stdout, st);
@@ -234,6 +220,19 @@ static void put_report(const char *key, const struct rio_desc *d, const struct r
                 d->etag[0] ? d->etag : "-");
         rio_cli_print_stats(stderr, st);
     }
+}
+
+/* A PUT's outcome on stderr/stdout; the exit status. */
+static int put_done(const char *key, int ret, struct rio_desc *d, const struct rio_stats *st,
+                    int json)
+{
+    if (ret < 0) {
+        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        return 1;
+    }
+    put_report(key, d, st, json);
+    rio_desc_cleanup(d);
+    return 0;
 }
 
 /*
@@ -253,13 +252,7 @@ static int put_stream_fd(struct rio_client *c, const char *key, int fd, int json
         *unsupported = true;
         return 1;
     }
-    if (ret < 0) {
-        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
-        return 1;
-    }
-    put_report(key, &d, &st, json);
-    rio_desc_cleanup(&d);
-    return 0;
+    return put_done(key, ret, &d, &st, json);
 }
 
 static int cmd_put(struct rio_client *c, const char *key, const char *file, int json)
@@ -314,13 +307,7 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
         munmap(buf, len);
     else
         free(buf);
-    if (ret < 0) {
-        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
-        return 1;
-    }
-    put_report(key, &d, &st, json);
-    rio_desc_cleanup(&d);
-    return 0;
+    return put_done(key, ret, &d, &st, json);
 }
 
 struct out_sink {
@@ -388,7 +375,7 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
         /* With the data on stdout, the stats go to stderr. */
         FILE *jf = strcmp(file, "-") ? stdout : stderr;
         fprintf(jf, "{\"key\":");
-        json_str(jf, key);
+        rio_cli_json_str(jf, key);
         fprintf(jf, ",\"bytes\":%lld,\"stats\":", (long long)n);
         rio_cli_json_stats(jf, &st);
         fprintf(jf, "}\n");
@@ -408,7 +395,7 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
     }
     if (json) {
         printf("{\"key\":");
-        json_str(stdout, d.key);
+        rio_cli_json_str(stdout, d.key);
         printf(",\"generation\":%llu,\"size\":%llu,\"chunk_size\":%llu,\"chunks\":%llu,"
                "\"etag\":\"%s\"}\n",
                (unsigned long long)d.generation, (unsigned long long)d.size,

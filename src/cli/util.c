@@ -48,3 +48,18 @@ int rio_cli_sibling(const char *name, char *out, size_t cap)
         return -ENAMETOOLONG;
     return 0;
 }
+
+/* s as a JSON string literal, quotes included. */
+void rio_cli_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
