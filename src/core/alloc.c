@@ -4,6 +4,7 @@
  * leaked block. All counters are atomics: allocations happen on the engine
  * thread, transport threads and callers at once.
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -143,4 +144,22 @@ uint64_t rio__alloc_calls(void)
 int64_t rio__alloc_outstanding(void)
 {
     return atomic_load_explicit(&alloc_outstanding, memory_order_relaxed);
+}
+
+int rio__u64_reserve(uint64_t **a, uint64_t *cap, uint64_t used, uint64_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    uint64_t *b = rio__malloc(n * sizeof(*b));
+    if (!b)
+        return -ENOMEM;
+    if (used)
+        memcpy(b, *a, used * sizeof(*b));
+    rio__free(*a);
+    *a = b;
+    *cap = n;
+    return 0;
 }

@@ -16,6 +16,10 @@ char *rio__strdup(const char *s);
 void *rio__alloc_aligned(size_t align, size_t n);
 void rio__free(void *p);
 
+/* Make *a (cap entries, the first used of them kept) hold at least need
+ * entries, doubling from 64. Returns 0 or -ENOMEM (*a unchanged). */
+int rio__u64_reserve(uint64_t **a, uint64_t *cap, uint64_t used, uint64_t need);
+
 /* Test hooks. */
 /* Fail the nth allocation from now (1 = the next one); 0 disables. */
 void rio__alloc_fail_nth(uint64_t n);

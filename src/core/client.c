@@ -293,6 +293,12 @@ static uint64_t put_chunk_size(struct rio_client *c, uint64_t len)
     return cs;
 }
 
+/* A PUT computes the stream MD5 only when wanted and the backend stores it. */
+static bool etag_wanted(const struct rio_client *c)
+{
+    return c->o.etag > 0 && (c->t->ops->caps & RIO_CAP_ETAG);
+}
+
 /* Set up a PUT request: open the upload. */
 static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key,
                            const void *buf, size_t len)
@@ -310,7 +316,7 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
     r->chunk_size = put_chunk_size(c, len);
     r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;
     r->data = (uint8_t *)(uintptr_t)buf; /* read only: the engine only sends from it */
-    r->want_md5 = c->o.etag > 0 && (c->t->ops->caps & RIO_CAP_ETAG);
+    r->want_md5 = etag_wanted(c);
     if (r->want_md5) {
         ret = rio__md5_init(&r->md5);
         if (ret < 0)
@@ -377,47 +383,58 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
     }
 }
 
-static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
+/*
+ * Publish an upload (rio_put, a batch's PUTs, a writer): the descriptor from
+ * its geometry, xxh3 list and (md5 not NULL) the stream MD5. Consumes the
+ * upload whatever happens. Everything that can fail happens before the
+ * commit: once the new generation is published the call must report
+ * success. Sets *gen; out_desc (if any) gets a copy of the descriptor.
+ */
+static int commit_upload(struct rio_client *c, const char *key, void *upload, uint64_t size,
+                         uint64_t chunk_size, uint64_t nchunks, uint64_t *xxh, struct rio_md5 *md5,
+                         uint64_t *gen, struct rio_desc *out_desc)
 {
     struct rio_desc d;
+    uint64_t *copy = NULL;
     int ret;
 
     memset(&d, 0, sizeof(d));
-    memcpy(d.key, r->key, strlen(r->key) + 1);
-    d.size = r->size;
-    d.chunk_size = r->chunk_size;
-    d.nchunks = r->nchunks;
-    d.xxh = r->xxh;
-    ret = r->want_md5 ? rio__md5_final(&r->md5, d.etag) : 0;
+    memcpy(d.key, key, strlen(key) + 1);
+    d.size = size;
+    d.chunk_size = chunk_size;
+    d.nchunks = nchunks;
+    d.xxh = xxh;
+    ret = md5 ? rio__md5_final(md5, d.etag) : 0;
+    if (ret == 0 && out_desc && nchunks) {
+        copy = rio__malloc(nchunks * sizeof(uint64_t));
+        if (copy)
+            memcpy(copy, xxh, nchunks * sizeof(uint64_t));
+        else
+            ret = -ENOMEM;
+    }
     if (ret < 0) {
-        c->t->ops->put_abort(c->t, r->upload);
-        r->upload = NULL;
+        c->t->ops->put_abort(c->t, upload);
         return ret;
     }
-    /* Everything that can fail happens before the commit: once the new
-     * generation is published the call must report success. */
-    uint64_t *copy = NULL;
-    if (out_desc && r->nchunks) {
-        copy = rio__malloc(r->nchunks * sizeof(uint64_t));
-        if (!copy) {
-            c->t->ops->put_abort(c->t, r->upload);
-            r->upload = NULL;
-            return -ENOMEM;
-        }
-        memcpy(copy, r->xxh, r->nchunks * sizeof(uint64_t));
-    }
-    ret = c->t->ops->put_commit(c->t, r->upload, &d);
-    r->upload = NULL;
+    ret = c->t->ops->put_commit(c->t, upload, &d);
     if (ret < 0) {
         rio__free(copy);
         return ret;
     }
-    r->generation = d.generation;
+    *gen = d.generation;
     if (out_desc) {
         *out_desc = d;
         out_desc->xxh = copy;
     }
     return 0;
+}
+
+static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
+{
+    void *upload = r->upload;
+    r->upload = NULL;
+    return commit_upload(c, r->key, upload, r->size, r->chunk_size, r->nchunks, r->xxh,
+                         r->want_md5 ? &r->md5 : NULL, &r->generation, out_desc);
 }
 
 /*
@@ -991,22 +1008,6 @@ static void writer_reap(struct rio_writer *w, struct wslot *s)
     s->fill = 0;
 }
 
-static int writer_grow_xxh(struct rio_writer *w)
-{
-    if (w->nchunks < w->xxh_cap)
-        return 0;
-    uint64_t cap = w->xxh_cap ? w->xxh_cap * 2 : 64;
-    uint64_t *x = rio__malloc(cap * sizeof(*x));
-    if (!x)
-        return -ENOMEM;
-    if (w->nchunks)
-        memcpy(x, w->xxh, w->nchunks * sizeof(*x));
-    rio__free(w->xxh);
-    w->xxh = x;
-    w->xxh_cap = cap;
-    return 0;
-}
-
 /* Send slot s's bytes as the object's next chunk. */
 static int writer_launch(struct rio_writer *w, struct wslot *s)
 {
@@ -1017,7 +1018,7 @@ static int writer_launch(struct rio_writer *w, struct wslot *s)
 
     if (c->t->put_chunks_max && idx >= c->t->put_chunks_max)
         return RIO_ETOOBIG;
-    ret = writer_grow_xxh(w);
+    ret = rio__u64_reserve(&w->xxh, &w->xxh_cap, w->nchunks, w->nchunks + 1);
     if (ret < 0)
         return ret;
     uint64_t now = rio__now_ns();
@@ -1037,7 +1038,6 @@ static int writer_launch(struct rio_writer *w, struct wslot *s)
     call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
     r->type = RIO_OP_PUT;
-    r->part = true;
     r->key = rio__strdup(w->key);
     r->xxh = rio__malloc(sizeof(uint64_t));
     r->chunks = rio__calloc(1, sizeof(*r->chunks));
@@ -1150,7 +1150,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     w->opt.flags = 0;
     w->t0 = rio__now_ns();
     w->deadline_ns = deadline_of(c, opt, w->t0);
-    w->want_md5 = c->o.etag > 0 && (c->t->ops->caps & RIO_CAP_ETAG);
+    w->want_md5 = etag_wanted(c);
     w->key = rio__strdup(key);
     w->slots = rio__calloc(w->nslots, sizeof(*w->slots));
     if (!w->key || !w->slots) {
@@ -1159,7 +1159,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     }
     if (w->stats) {
         memset(w->stats, 0, sizeof(*w->stats));
-        ret = call_new(c, 1, w->stats ? opt : NULL, &w->acc);
+        ret = call_new(c, 1, opt, &w->acc);
         if (ret < 0)
             goto err;
         call_mark_start(c, w->acc);
@@ -1237,7 +1237,6 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
 {
     if (!w)
         return RIO_EINVAL;
-    struct rio_client *c = w->c;
     struct wslot *s = &w->slots[w->nchunks % w->nslots];
     if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
         writer_fail(w, RIO_EINVAL); /* fewer bytes than declared */
@@ -1248,35 +1247,13 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
     }
     writer_drain(w);
     int ret = w->err;
-    uint64_t *copy = NULL;
-    if (ret == 0 && out_desc && w->nchunks) {
-        copy = rio__malloc(w->nchunks * sizeof(uint64_t));
-        if (!copy)
-            ret = -ENOMEM;
-        else
-            memcpy(copy, w->xxh, w->nchunks * sizeof(uint64_t));
-    }
-    struct rio_desc d;
-    memset(&d, 0, sizeof(d));
-    if (ret == 0 && w->want_md5)
-        ret = rio__md5_final(&w->md5, d.etag);
-    if (ret == 0) {
-        memcpy(d.key, w->key, strlen(w->key) + 1);
-        d.size = w->total;
-        d.chunk_size = w->chunk_size;
-        d.nchunks = w->nchunks;
-        d.xxh = w->xxh;
-        ret = c->t->ops->put_commit(c->t, w->upload, &d);
-    } else {
-        c->t->ops->put_abort(c->t, w->upload);
-    }
+    uint64_t gen;
+    if (ret == 0)
+        ret = commit_upload(w->c, w->key, w->upload, w->total, w->chunk_size, w->nchunks, w->xxh,
+                            w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
+    else
+        w->c->t->ops->put_abort(w->c->t, w->upload);
     w->upload = NULL;
-    if (ret == 0 && out_desc) {
-        *out_desc = d;
-        out_desc->xxh = copy;
-        copy = NULL;
-    }
-    rio__free(copy);
     w->err = ret;
     writer_stats(w);
     writer_free(w);

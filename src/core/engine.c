@@ -915,19 +915,8 @@ void rio__call_free(struct rio__call *call)
 int rio__call_merge(struct rio__call *acc, const struct rio__call *part)
 {
     if (part->nlat) {
-        if (acc->nlat + part->nlat > acc->lat_cap) {
-            uint64_t cap = acc->lat_cap ? acc->lat_cap * 2 : 64;
-            while (cap < acc->nlat + part->nlat)
-                cap *= 2;
-            uint64_t *lat = rio__malloc(cap * sizeof(*lat));
-            if (!lat)
-                return -ENOMEM;
-            if (acc->nlat)
-                memcpy(lat, acc->lat, acc->nlat * sizeof(*lat));
-            rio__free(acc->lat);
-            acc->lat = lat;
-            acc->lat_cap = cap;
-        }
+        if (rio__u64_reserve(&acc->lat, &acc->lat_cap, acc->nlat, acc->nlat + part->nlat) < 0)
+            return -ENOMEM;
         memcpy(acc->lat + acc->nlat, part->lat, part->nlat * sizeof(*acc->lat));
         acc->nlat += part->nlat;
     }

@@ -91,7 +91,6 @@ struct rio__req {
     /* PUT: a part of a streaming writer's upload: its chunk k is the
      * object's chunk base + k (no commit; the writer commits). */
     uint64_t base;
-    bool part;
     uint64_t generation;
     uint64_t *xxh;           /* GET: expected (desc.xxh, may be NULL); PUT: computed */
     struct rio_desc desc;    /* GET: the descriptor read */
