@@ -20,13 +20,6 @@
 #include "core/copy.h"
 #include "railio.h"
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void rio_cli_fill(void *buf, size_t n, uint64_t seed)
 {
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
@@ -54,9 +47,9 @@ double rio_cli_memcpy_mbps(size_t n)
     memset(b, 2, n);
     double best = 0;
     for (int k = 0; k < 3; k++) {
-        double t0 = now_s();
+        double t0 = rio_cli_now_s();
         memcpy(b, a, n);
-        double dt = now_s() - t0;
+        double dt = rio_cli_now_s() - t0;
         if (dt > 0 && n / dt / 1e6 > best)
             best = n / dt / 1e6;
     }
@@ -74,9 +67,9 @@ double rio_cli_xxh3_mbps(size_t n)
     double best = 0;
     volatile uint64_t sink = 0;
     for (int k = 0; k < 3; k++) {
-        double t0 = now_s();
+        double t0 = rio_cli_now_s();
         sink ^= rio__xxh3(a, n); /* what railio hashes with */
-        double dt = now_s() - t0;
+        double dt = rio_cli_now_s() - t0;
         if (dt > 0 && n / dt / 1e6 > best)
             best = n / dt / 1e6;
     }
@@ -376,7 +369,7 @@ static int bench_copy(void)
         int reps = n > (64u << 20) ? 3 : 300;
         for (int mode = 0; mode < 2; mode++) {
             for (int r = 0; r < 3; r++) {
-                double t0 = now_s();
+                double t0 = rio_cli_now_s();
                 for (int rep = 0; rep < (n > (64u << 20) ? 1 : reps); rep++)
                     for (size_t off = 0; off + piece <= n; off += piece) {
                         if (mode)
@@ -384,7 +377,7 @@ static int bench_copy(void)
                         else
                             memcpy(dst + off, src, piece);
                     }
-                double dt = now_s() - t0;
+                double dt = rio_cli_now_s() - t0;
                 double gbs = (double)n * (n > (64u << 20) ? 1 : reps) / dt / 1e9;
                 if (gbs > best[mode])
                     best[mode] = gbs;

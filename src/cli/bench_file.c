@@ -89,13 +89,6 @@ struct row {
     int err;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -628,14 +621,14 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
             snprintf(p, sizeof(p), "%s/railio-bench/seq", c->dir);
             unlink(p);
         }
-        t0 = now_s();
+        t0 = rio_cli_now_s();
         if (mode == M_SEQWRITE)
             ret = rio_put(cl, "seq", buf, c->size, &call, NULL);
         else {
             int64_t g = rio_get(cl, "seq", buf, c->size, &call);
             ret = g == (int64_t)c->size ? 0 : g < 0 ? (int)g : RIO_ESHORT;
         }
-        dt = now_s() - t0;
+        dt = rio_cli_now_s() - t0;
         bytes = (double)c->size;
     } else {
         struct rio_op *ops = calloc(rs->n, sizeof(*ops));
@@ -657,9 +650,9 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
             if (mode == M_RANDWRITE)
                 unlink(p); /* new objects, as fio's new files */
         }
-        t0 = now_s();
+        t0 = rio_cli_now_s();
         ret = rio_batch(cl, ops, rs->n, &call);
-        dt = now_s() - t0;
+        dt = rio_cli_now_s() - t0;
         if (ret >= 0 && (unsigned)ret != rs->n) {
             for (unsigned i = 0; i < rs->n; i++)
                 if (ops[i].result < 0) {
@@ -679,18 +672,6 @@ static double run_railio(const struct cfg *c, int mode, uint64_t bs, uint8_t *bu
     if (ret < 0)
         return ret;
     return dt > 0 ? bytes / dt / 1e6 : 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---------------------------------------------------------------- output */
@@ -920,9 +901,9 @@ int rio_cli_bench_file(int argc, char **argv)
                         }
                     }
                     if (!r->err) {
-                        r->railio_mbps = median(rv, c.reps);
-                        r->fio_mbps = nf ? median(fv, nf) : 0;
-                        r->fio_files_mbps = nff ? median(ffv, nff) : 0;
+                        r->railio_mbps = rio_cli_median(rv, c.reps);
+                        r->fio_mbps = nf ? rio_cli_median(fv, nf) : 0;
+                        r->fio_files_mbps = nff ? rio_cli_median(ffv, nff) : 0;
                     } else {
                         rc = 1;
                     }

@@ -77,39 +77,6 @@ struct base {
     double cli_put, cli_get; /* MB/s, 0 when not run or failed */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void loadavg(double out[3])
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    out[0] = out[1] = out[2] = -1;
-    if (f) {
-        if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3)
-            out[0] = out[1] = out[2] = -1;
-        fclose(f);
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Median of the n > 0 values (sorted in place); 0 if n == 0. */
-static double median(double *v, unsigned n)
-{
-    if (n == 0)
-        return 0;
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -181,13 +148,13 @@ static double md5_mbps(const uint8_t *buf, size_t n)
 
     for (int k = 0; k < 3; k++) {
         struct rio_md5 m;
-        double t0 = now_s();
+        double t0 = rio_cli_now_s();
         if (rio__md5_init(&m) < 0)
             return 0;
         for (size_t off = 0; off < n; off += 4u << 20)
             rio__md5_update(&m, buf + off, n - off < (4u << 20) ? n - off : (4u << 20));
         rio__md5_final(&m, hex);
-        double dt = now_s() - t0;
+        double dt = rio_cli_now_s() - t0;
         if (dt > 0 && n / dt / 1e6 > best)
             best = (double)n / dt / 1e6;
     }
@@ -200,10 +167,10 @@ static double xxh3_mbps(const uint8_t *buf, size_t n)
     volatile uint64_t sink = 0;
 
     for (int k = 0; k < 3; k++) {
-        double t0 = now_s();
+        double t0 = rio_cli_now_s();
         for (size_t off = 0; off < n; off += 4u << 20)
             sink ^= rio__xxh3(buf + off, n - off < (4u << 20) ? n - off : (4u << 20));
-        double dt = now_s() - t0;
+        double dt = rio_cli_now_s() - t0;
         if (dt > 0 && n / dt / 1e6 > best)
             best = (double)n / dt / 1e6;
     }
@@ -212,36 +179,6 @@ static double xxh3_mbps(const uint8_t *buf, size_t n)
 }
 
 /* ------------------------------------------------------ the rados CLI */
-
-/* Run argv with stdout (and stderr if quiet) to /dev/null; seconds it
- * took, or < 0 on failure. */
-static double run_timed(char *const argv[], bool quiet)
-{
-    double t0 = now_s();
-    pid_t pid = fork();
-    int st;
-
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        FILE *n = freopen("/dev/null", "w", stdout);
-        if (quiet)
-            n = freopen("/dev/null", "w", stderr);
-        (void)n;
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return now_s() - t0;
-}
-
-static bool have_program(const char *name)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", name);
-    return system(cmd) == 0;
-}
 
 static void cli_base(const struct cfg *c, const char *file, uint64_t size, struct base *b)
 {
@@ -268,23 +205,25 @@ static void cli_base(const struct cfg *c, const char *file, uint64_t size, struc
         argv[k++] = obj;
         argv[k++] = (char *)file;
         argv[k] = NULL;
-        double t = run_timed(argv, false);
+        double t = rio_cli_run_timed(argv, RIO_CLI_MUTE_OUT);
         if (t > 0)
             put[np++] = (double)size / t / 1e6;
         argv[k - 3] = "get";
         argv[k - 1] = "-";
-        t = run_timed(argv, false);
+        t = rio_cli_run_timed(argv, RIO_CLI_MUTE_OUT);
         if (t > 0)
             get[ng++] = (double)size / t / 1e6;
         argv[k - 3] = "rm";
         argv[k - 1] = NULL;
         /* libradosstriper 16.2 sometimes aborts in its shutdown after the
          * removal is done: its backtrace is not ours to show. */
-        if (run_timed(argv, true) < 0)
-            run_timed(argv, true); /* once more, should it have died before removing */
+        if (rio_cli_run_timed(argv, RIO_CLI_MUTE_OUT | RIO_CLI_MUTE_ERR) < 0)
+            rio_cli_run_timed(
+                argv, RIO_CLI_MUTE_OUT |
+                          RIO_CLI_MUTE_ERR); /* once more, should it have died before removing */
     }
-    b->cli_put = np == c->reps ? median(put, np) : 0;
-    b->cli_get = ng == c->reps ? median(get, ng) : 0;
+    b->cli_put = np == c->reps ? rio_cli_median(put, np) : 0;
+    b->cli_get = ng == c->reps ? rio_cli_median(get, ng) : 0;
 }
 
 /* ---------------------------------------------- the plain aio baseline */
@@ -329,7 +268,7 @@ static double aio_pass(rados_ioctx_t io, bool write, uint8_t *buf, uint64_t size
         return -ENOMEM;
     pthread_mutex_init(&r.mu, NULL);
     pthread_cond_init(&r.cv, NULL);
-    double t0 = now_s();
+    double t0 = rio_cli_now_s();
     for (; issued < n; issued++) {
         uint64_t off = issued * chunk, len = size - off < chunk ? size - off : chunk;
         pthread_mutex_lock(&r.mu);
@@ -356,7 +295,7 @@ static double aio_pass(rados_ioctx_t io, bool write, uint8_t *buf, uint64_t size
     while (r.inflight > 0)
         pthread_cond_wait(&r.cv, &r.mu);
     pthread_mutex_unlock(&r.mu);
-    double dt = now_s() - t0;
+    double dt = rio_cli_now_s() - t0;
     for (uint64_t i = 0; i < issued; i++) {
         uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
         int ret = rados_aio_get_return_value(comp[i]);
@@ -519,12 +458,12 @@ static void run_row(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
     memset(hash, 0, sizeof(hash));
     for (unsigned r = 0; r < c->reps; r++)
         run_rep(c, io, src, dst, rw, v, hash, r);
-    rw->put = median(v[0], c->reps);
-    rw->put_nomd5 = median(v[1], c->reps);
-    rw->get = median(v[2], c->reps);
-    rw->aio_w = median(v[3], c->reps);
-    rw->aio_r = median(v[4], c->reps);
-    rw->hash_s = median(hash, c->reps);
+    rw->put = rio_cli_median(v[0], c->reps);
+    rw->put_nomd5 = rio_cli_median(v[1], c->reps);
+    rw->get = rio_cli_median(v[2], c->reps);
+    rw->aio_w = rio_cli_median(v[3], c->reps);
+    rw->aio_r = rio_cli_median(v[4], c->reps);
+    rw->hash_s = rio_cli_median(hash, c->reps);
 }
 
 static double ratio(double a, double b)
@@ -673,7 +612,7 @@ int rio_cli_bench_rados(int argc, char **argv)
         fprintf(stderr, "railio bench rados: size too large\n");
         return 2;
     }
-    if (c.cli && !have_program("rados"))
+    if (c.cli && !rio_cli_have_program("rados"))
         c.cli = false;
 
     uint8_t *src = malloc(maxsize), *dst = malloc(maxsize);
@@ -685,7 +624,7 @@ int rio_cli_bench_rados(int argc, char **argv)
     }
     rio_cli_fill(src, maxsize, 42);
     memset(dst, 0, maxsize); /* no first-touch page faults inside a measurement */
-    loadavg(l0);
+    rio_cli_loadavg(l0);
     size_t hn = maxsize < (256u << 20) ? maxsize : (256u << 20);
     double md5 = md5_mbps(src, hn), xxh = xxh3_mbps(src, hn);
     double mcp = rio_cli_memcpy_mbps(hn);
@@ -741,7 +680,7 @@ int rio_cli_bench_rados(int argc, char **argv)
                         rw->err ? " error at " : "", rw->err ? rw->err_what : "");
         }
     }
-    loadavg(l1);
+    rio_cli_loadavg(l1);
     if (c.json)
         print_json(&c, rows, nrows, bases, md5, xxh, mcp, l0, l1);
     else

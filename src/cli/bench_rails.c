@@ -212,17 +212,6 @@ static int sh(const char *fmt, ...)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void loadavg(double out[3])
-{
-    FILE *f = fopen("/proc/loadavg", "r");
-    out[0] = out[1] = out[2] = -1;
-    if (!f)
-        return;
-    if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3)
-        out[0] = out[1] = out[2] = -1;
-    fclose(f);
-}
-
 /* ------------------------------------------------------------- parsing */
 
 /* A tc rate ("250mbit", "1gbit"): bits/s, or 0 when malformed. */
@@ -1252,12 +1241,12 @@ int rio_cli_bench_rails(int argc, char **argv)
     }
     g_rootfd = x->rootfd;
     signals(1);
-    loadavg(x->load0);
+    rio_cli_loadavg(x->load0);
     rc = 0;
     for (int si = 0; si < x->nsetups; si++)
         if (run_setup(x, si) < 0)
             rc = 1;
-    loadavg(x->load1);
+    rio_cli_loadavg(x->load1);
     for (int k = 0; k < x->nrows; k++)
         if (!x->rows[k].ok)
             rc = 1;

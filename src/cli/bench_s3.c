@@ -70,13 +70,6 @@ struct base {
     double curl_put, curl_get, aws_put, aws_get; /* MB/s, 0 when not run */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -129,35 +122,6 @@ static int split_url(struct cfg *c)
     return 0;
 }
 
-/* Run argv; seconds it took, or a negative value when it failed. */
-static double run_timed(char *const argv[], bool quiet)
-{
-    double t0 = now_s();
-    pid_t pid = fork();
-    int st;
-
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        if (quiet) {
-            FILE *n = freopen("/dev/null", "w", stdout);
-            (void)n;
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return -1;
-    return now_s() - t0;
-}
-
-static bool have_program(const char *name)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", name);
-    return system(cmd) == 0;
-}
-
 /* curl single stream: PUT the file, GET to /dev/null. MB/s (0 on failure). */
 static void curl_base(const struct cfg *c, const char *file, uint64_t size, struct base *b)
 {
@@ -179,10 +143,10 @@ static void curl_base(const struct cfg *c, const char *file, uint64_t size, stru
             "curl",   "-sf",       "--aws-sigv4", region,
             "--user", user,        "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD",
             "-o",     "/dev/null", url,           NULL};
-        double t = run_timed(put, true);
+        double t = rio_cli_run_timed(put, RIO_CLI_MUTE_OUT);
         if (t > 0 && size / t / 1e6 > best_put)
             best_put = (double)size / t / 1e6;
-        t = run_timed(get, true);
+        t = rio_cli_run_timed(get, RIO_CLI_MUTE_OUT);
         if (t > 0 && size / t / 1e6 > best_get)
             best_get = (double)size / t / 1e6;
     }
@@ -190,7 +154,7 @@ static void curl_base(const struct cfg *c, const char *file, uint64_t size, stru
                    "--user", user,        "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD",
                    "-o",     "/dev/null", "-X",          "DELETE",
                    url,      NULL};
-    run_timed(del, true);
+    rio_cli_run_timed(del, RIO_CLI_MUTE_OUT);
     b->curl_put = best_put;
     b->curl_get = best_get;
 }
@@ -214,17 +178,17 @@ static void aws_base(const struct cfg *c, const char *file, uint64_t size, struc
                        s3url,
                        "-",
                        NULL};
-        double t = run_timed(put, true);
+        double t = rio_cli_run_timed(put, RIO_CLI_MUTE_OUT);
         if (t > 0 && size / t / 1e6 > best_put)
             best_put = (double)size / t / 1e6;
-        t = run_timed(get, true);
+        t = rio_cli_run_timed(get, RIO_CLI_MUTE_OUT);
         if (t > 0 && size / t / 1e6 > best_get)
             best_get = (double)size / t / 1e6;
     }
     char *del[] = {
         "aws", "--endpoint-url", (char *)c->endpoint, "s3", "rm", "--only-show-errors", s3url,
         NULL};
-    run_timed(del, true);
+    rio_cli_run_timed(del, RIO_CLI_MUTE_OUT);
     b->aws_put = best_put;
     b->aws_get = best_get;
 }
@@ -362,9 +326,9 @@ int rio_cli_bench_s3(int argc, char **argv)
                         "RIO_S3_ENDPOINT)\n");
         return 2;
     }
-    if (c.curl && !have_program("curl"))
+    if (c.curl && !rio_cli_have_program("curl"))
         c.curl = false;
-    if (c.aws && !have_program("aws"))
+    if (c.aws && !rio_cli_have_program("aws"))
         c.aws = false;
     for (unsigned i = 0; i < c.nsizes; i++)
         if (c.sizes[i] > maxsize)

@@ -26,6 +26,19 @@ int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
 int rio_cli_sibling(const char *name, char *out, size_t cap);
 /* Write s to f as a JSON string literal, quotes included. */
 void rio_cli_json_str(FILE *f, const char *s);
+/* Monotonic time in seconds. */
+double rio_cli_now_s(void);
+/* Median of v[0..n) (sorted in place); 0 when n == 0. */
+double rio_cli_median(double *v, unsigned n);
+#define RIO_CLI_MUTE_OUT 1
+#define RIO_CLI_MUTE_ERR 2
+/* Run argv (PATH lookup), its stdout/stderr to /dev/null as mute says;
+ * seconds it took, or < 0 when it could not run or exited non-zero. */
+double rio_cli_run_timed(char *const argv[], int mute);
+/* Whether name is a command on PATH. */
+bool rio_cli_have_program(const char *name);
+/* The 1, 5 and 15 min load averages, -1 each when unknown. */
+void rio_cli_loadavg(double out[3]);
 
 /* Deterministic test bytes. */
 void rio_cli_fill(void *buf, size_t n, uint64_t seed);

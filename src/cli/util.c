@@ -1,8 +1,12 @@
 /* Helpers shared by the CLI's subcommands. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -62,4 +66,66 @@ void rio_cli_json_str(FILE *f, const char *s)
             fputc(*s, f);
     }
     fputc('"', f);
+}
+
+double rio_cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double rio_cli_median(double *v, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double rio_cli_run_timed(char *const argv[], int mute)
+{
+    double t0 = rio_cli_now_s();
+    pid_t pid = fork();
+    int st;
+
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        FILE *n = NULL;
+        if (mute & RIO_CLI_MUTE_OUT)
+            n = freopen("/dev/null", "w", stdout);
+        if (mute & RIO_CLI_MUTE_ERR)
+            n = freopen("/dev/null", "w", stderr);
+        (void)n;
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return -1;
+    return rio_cli_now_s() - t0;
+}
+
+bool rio_cli_have_program(const char *name)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "command -v %s >/dev/null 2>&1", name);
+    return system(cmd) == 0;
+}
+
+void rio_cli_loadavg(double out[3])
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    out[0] = out[1] = out[2] = -1;
+    if (!f)
+        return;
+    if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3)
+        out[0] = out[1] = out[2] = -1;
+    fclose(f);
 }
