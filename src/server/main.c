@@ -49,6 +49,8 @@ static void usage(FILE *f)
            "                                     port 0 picks a free port, see --port-file)\n"
            "  --port-file F             write the bound addresses to F once serving\n"
            "  --memory SIZE             capacity for objects and uploads (default 4G)\n"
+           "  --prefault                touch all of --memory at start, so that no PUT pays\n"
+           "                            the first touch of fresh memory (RSS = --memory)\n"
            "  --evict lru|refuse        when full: evict least recently used objects (default)\n"
            "                            or refuse new uploads with ENOSPC\n"
            "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
@@ -266,6 +268,7 @@ enum {
     OPT_VERSION,
     OPT_DATA_DIR,
     OPT_SYNC,
+    OPT_PREFAULT,
 };
 
 static const struct option long_opts[] = {
@@ -290,6 +293,7 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, OPT_VERSION},
     {"data-dir", required_argument, NULL, OPT_DATA_DIR},
     {"sync", no_argument, NULL, OPT_SYNC},
+    {"prefault", no_argument, NULL, OPT_PREFAULT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -423,6 +427,9 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             break;
         case OPT_SYNC:
             cfg->sync = 1;
+            break;
+        case OPT_PREFAULT:
+            cfg->prefault = 1;
             break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
@@ -679,6 +686,15 @@ int main(int argc, char **argv)
         ret = 1;
         goto out_token;
     }
+    if (srv->cfg.prefault) {
+        double sec = rio__srv_store_prefault(srv->cfg.memory);
+        if (sec < 0)
+            SRV_WARN("--prefault: could not allocate %llu bytes; uploads get fresh memory",
+                     (unsigned long long)srv->cfg.memory);
+        else
+            SRV_INFO("prefaulted %llu bytes of object memory in %.2f s",
+                     (unsigned long long)srv->cfg.memory, sec);
+    }
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,
@@ -745,9 +761,10 @@ int main(int argc, char **argv)
         SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
-    SRV_INFO("serving: memory=%llu evict=%s threads=%u auth=%s max_conns=%u max_depth=%u "
+    SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s max_conns=%u max_depth=%u "
              "data_dir=%s sync=%s",
-             (unsigned long long)srv->cfg.memory, srv->store.evict_lru ? "lru" : "refuse",
+             (unsigned long long)srv->cfg.memory, srv->cfg.prefault ? " (prefaulted)" : "",
+             srv->store.evict_lru ? "lru" : "refuse",
              srv->cfg.threads, srv->cfg.token ? "on" : "off", srv->cfg.max_conns,
              srv->cfg.max_depth, srv->cfg.data_dir ? srv->cfg.data_dir : "-",
              srv->cfg.sync ? "on" : "off");

@@ -142,6 +142,7 @@ struct rio_srv_store {
 int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
                         uint64_t default_ttl_ns, uint64_t upload_timeout_ns, uint64_t max_chunks);
 void rio__srv_store_cleanup(struct rio_srv_store *s);
+double rio__srv_store_prefault(uint64_t n);
 void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *st);
 
 /* The live object under key with a reference taken (touch: move it to the
@@ -357,6 +358,7 @@ struct rio_srv_config {
     uint64_t drain_timeout_ns;
     const char *data_dir; /* disk tier on when set */
     int sync;             /* --sync: acknowledge PUTs once durable */
+    int prefault;         /* --prefault: touch --memory at start */
 };
 
 struct rio_srv {

@@ -25,27 +25,6 @@ static double metric(struct srv_env *e, const char *series)
     return v;
 }
 
-/* A "Vm...:" field of /proc/PID/status in KiB. */
-static uint64_t proc_kb(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    uint64_t v = 0;
-    size_t fl = strlen(field);
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    f = fopen(path, "r");
-    if (!f)
-        T_FAIL("%s: %s", path, strerror(errno));
-    while (fgets(line, sizeof(line), f))
-        if (!strncmp(line, field, fl) && line[fl] == ':')
-            v = strtoull(line + fl + 1, NULL, 10);
-    fclose(f);
-    if (!v)
-        T_FAIL("no %s in %s", field, path);
-    return v;
-}
-
 TEST(object_larger_than_memory)
 {
     const char *dir = disk_dir_make();
@@ -138,7 +117,7 @@ TEST(object_larger_than_memory)
     }
     T_LT(metric(&e, "railiod_used_bytes"), (double)(2u << 20));
 
-    uint64_t hwm = proc_kb(e.pid, "VmHWM"), rss = proc_kb(e.pid, "VmRSS");
+    uint64_t hwm = srv_proc_kb(e.pid, "VmHWM"), rss = srv_proc_kb(e.pid, "VmRSS");
     fprintf(stderr,
             "256 MiB with --memory 64M: PUT %llu ms, GET %llu ms; server VmHWM %llu KiB, "
             "VmRSS %llu KiB\n",
