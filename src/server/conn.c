@@ -224,8 +224,8 @@ static void conn_kill(struct conn *c, const char *why)
     SRV_DEBUG("close peer=%s reason=%s queued=%u", c->peer, why, c->nout);
     c->dead = 1;
     epoll_ctl(w->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
-    c->fd = -1;
+    /* The chunk first, the socket after: another connection's claim may
+     * shut this socket down while this one owns a chunk (store.c). */
     if (c->up) {
         if (c->rstate == RS_CHUNK_DATA)
             rio__srv_upload_chunk_abandon(&srv->store, c->up, c->up_index);
@@ -233,6 +233,9 @@ static void conn_kill(struct conn *c, const char *why)
             rio__srv_upload_unref(c->up);
         c->up = NULL;
     }
+    close(c->fd);
+    c->fd = -1;
+    c->claim.fd = -1;
     /* Commits still running finish without us; each carried a request. */
     while (c->jobs) {
         struct cjob *j = c->jobs;
@@ -279,6 +282,19 @@ static void conn_abort(struct conn *c, const char *why)
     if (!c->dead)
         setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
     conn_kill(c, why);
+}
+
+/* Another connection claimed the chunk this one receives (store.c): drop
+ * this one. 1 when it was dropped. */
+static int conn_doomed(struct conn *c)
+{
+    if (c->dead || !c->up || !atomic_load(&c->claim.doomed))
+        return 0;
+    atomic_fetch_add(&c->w->srv->m.timeouts_progress, 1);
+    SRV_INFO("chunk claimed again peer=%s upload=%llu index=%llu: dropping the stalled receiver",
+             c->peer, (unsigned long long)c->up->id, (unsigned long long)c->up_index);
+    conn_abort(c, "chunk sent again on another connection");
+    return 1;
 }
 
 static void conn_free(struct conn *c)
@@ -1036,6 +1052,8 @@ static void conn_read(struct conn *c)
 {
     size_t budget = READ_BUDGET;
 
+    if (conn_doomed(c))
+        return;
     while (!c->dead) {
         if (!c->in_frame && c->want_got == 0 && conn_should_pause(c)) {
             conn_set_events(c, 0, c->oh != NULL);
@@ -1068,8 +1086,6 @@ static void conn_read(struct conn *c)
             c->frame_deadline = c->frame_start + c->w->srv->cfg.progress_timeout_ns;
         }
         c->want_got += (size_t)n;
-        if (c->up)
-            atomic_store(&c->claim.progress_ns, rio__now_ns());
         if (c->want_got == c->want_len)
             conn_step(c);
         if ((size_t)n >= budget) {
@@ -1231,12 +1247,8 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
 
     for (struct conn *c = w->conns, *n; c; c = n) {
         n = c->next;
-        if (c->up && atomic_load(&c->claim.doomed)) {
-            atomic_fetch_add(&srv->m.timeouts_progress, 1);
-            SRV_INFO("chunk claimed again peer=%s upload=%llu index=%llu: dropping the stalled "
-                     "receiver",
-                     c->peer, (unsigned long long)c->up->id, (unsigned long long)c->up_index);
-            conn_abort(c, "chunk sent again on another connection");
+        if (conn_doomed(c)) {
+            continue;
         } else if (c->in_frame && now > c->frame_deadline) {
             atomic_fetch_add(&srv->m.timeouts_progress, 1);
             SRV_INFO("progress timeout peer=%s receiving op=%s got=%zu/%zu", c->peer,
@@ -1375,6 +1387,7 @@ void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
         return;
     }
     c->fd = fd;
+    c->claim.fd = fd;
     c->lis = listener;
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
         rio__srv_addr_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));

@@ -88,7 +88,7 @@ struct rio_srv_stage;
  * chunk. Only one connection ever writes a chunk's bytes at a time.
  */
 struct rio_srv_claim {
-    _Atomic uint64_t progress_ns; /* when bytes of the chunk last arrived */
+    int fd; /* the receiving connection's socket: open while it owns a chunk */
     _Atomic int doomed;
 };
 

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -503,10 +504,6 @@ err_free:
     return ret;
 }
 
-/* A chunk's receiver with no progress for this long is doomed when another
- * connection claims the chunk (one worker tick). */
-#define CLAIM_STALE_NS (100ull * 1000000ull)
-
 int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
                           uint64_t xxh, struct rio_srv_claim *me, struct rio_srv_upload **out,
                           uint8_t **dst)
@@ -542,13 +539,17 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         goto out;
     }
     if (u->state[index] == RIO_SRV_CHUNK_WRITING) {
-        /* The client sent it again: the attempt still holding it is one it
-         * gave up on. If it is stalled, its connection goes (its worker
-         * sees the flag within a tick) and the next retry gets the chunk. */
+        /* The client sent it again on another connection: the attempt
+         * still holding it is one the client gave up on (a dead or
+         * browned-out rail), however fast its bytes still trickle. Its
+         * connection goes: the flag says why, and shutting the socket down
+         * wakes its worker at once (the owner closes its socket only after
+         * letting go of the chunk, under this lock, so the fd is its own).
+         * The owner's worker releases the chunk; the client's next retry
+         * gets it. */
         struct rio_srv_claim *o = u->owner[index];
-        uint64_t now = rio__now_ns();
-        if (o && o != me && now - atomic_load(&o->progress_ns) >= CLAIM_STALE_NS)
-            atomic_store(&o->doomed, 1);
+        if (o && o != me && !atomic_exchange(&o->doomed, 1) && o->fd >= 0)
+            shutdown(o->fd, SHUT_RDWR);
         ret = RIO_ETHROTTLE;
         goto out;
     }
@@ -578,10 +579,8 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         u->ndone--;
     u->state[index] = RIO_SRV_CHUNK_WRITING;
     u->owner[index] = me;
-    if (me) {
-        atomic_store(&me->progress_ns, rio__now_ns());
+    if (me)
         atomic_store(&me->doomed, 0);
-    }
     u->seq++;
     atomic_fetch_add_explicit(&u->refs, 1, memory_order_relaxed);
     *out = u;
