@@ -21,6 +21,7 @@ struct rio_file_counters {
     uint64_t inflight;       /* ops submitted and not yet completed */
     uint64_t faults_fired;   /* test faults that fired */
     uint64_t submits;        /* io_uring_submit calls that handed SQEs to the kernel */
+    uint64_t bounce_bytes;   /* bounce buffer memory set up (at open where steps are staged) */
     /* Metadata, summed wall time in the calling threads (bench figures). */
     uint64_t lookups, lookup_ns;     /* lookup: open, fstat, xattr */
     uint64_t put_opens, put_open_ns; /* put_open: create, fallocate, second open */
