@@ -1612,24 +1612,27 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         return 0;
     }
 
-    if (!t->single) {
-        ret = make_parents(t, up->final);
-        if (ret < 0)
-            goto err;
-    }
     ret = tmp_name(t, up->final, &up->tmp);
     if (ret < 0)
         goto err;
     up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (up->fd < 0 && errno == ENOENT && !t->single) {
+        /* The key's directories come first (a mkdir per component only when
+         * one is missing, not per PUT). */
+        ret = make_parents(t, up->final);
+        if (ret < 0)
+            goto err_tmp;
+        up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    }
     if (up->fd < 0) {
         ret = -errno;
-        rio__free(up->tmp);
-        up->tmp = NULL;
-        goto err;
+        goto err_tmp;
     }
-    if (up->size) {
-        /* Reserve the space now: ENOSPC here, not halfway through. A stream's
-         * size is unknown: its file grows as its chunks land. */
+    if (up->nchunks > 1) {
+        /* Reserve the space now: ENOSPC here, not halfway through (one
+         * chunk's write is all or nothing anyway, and an object of one
+         * chunk skips this call). A stream's size is unknown: its file
+         * grows as its chunks land. */
         if (fallocate(up->fd, 0, 0, (off_t)size) < 0) {
             if (errno != EOPNOTSUPP && errno != ENOSYS) {
                 ret = -errno;
@@ -1654,6 +1657,9 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     *upload = up;
     meta_add(&t->meta.put_opens, &t->meta.put_open_ns, t0);
     return 0;
+err_tmp:
+    rio__free(up->tmp);
+    up->tmp = NULL;
 err:
     if (up->tmp)
         unlink(up->tmp);
