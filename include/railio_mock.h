@@ -84,6 +84,8 @@ struct rio_mock_counters {
     uint64_t late_writes;         /* LATE faults that wrote after cancel */
     uint64_t rollback_violations; /* ops submitted with stale attempt state */
     uint64_t inflight;            /* ops the mock holds now */
+    uint64_t commits;             /* put_commit calls */
+    uint64_t commits_overlapped;  /* of those, made while ops were in flight */
 };
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out);
 

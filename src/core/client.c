@@ -350,12 +350,32 @@ static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
  * ~0.77 GB/s it would otherwise hold each chunk back, and it only gates the
  * commit. A request that failed stops being hashed.
  */
+/* The caller is done hashing r (pipelined commits: it may commit once
+ * fenced). */
+static void hash_done(struct rio_client *c, struct rio__req *r)
+{
+    if (!r->call->pipeline)
+        return;
+    pthread_mutex_lock(&c->mu);
+    r->hash_done = true;
+    rio__call_ready_locked(r->call, r);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static bool md5_due(struct rio__req *r)
+{
+    return r->type == RIO_OP_PUT && r->want_md5 && r->nchunks &&
+           atomic_load(&r->hashed) == r->nchunks;
+}
+
 static void hash_puts(struct rio_client *c, struct rio__call *call)
 {
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
-        if (r->type != RIO_OP_PUT || r->decided || !r->nchunks)
+        if (r->type != RIO_OP_PUT || r->decided || !r->nchunks) {
+            hash_done(c, r);
             continue;
+        }
         uint64_t t0 = rio__now_ns();
         for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
             r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
@@ -363,11 +383,12 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
             rio__engine_kick(c);
         }
         call->hash_ns += rio__now_ns() - t0;
+        if (!md5_due(r))
+            hash_done(c, r);
     }
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
-        if (r->type != RIO_OP_PUT || !r->want_md5 || r->nchunks == 0 ||
-            atomic_load(&r->hashed) != r->nchunks)
+        if (!md5_due(r))
             continue;
         uint64_t t0 = rio__now_ns();
         for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
@@ -380,6 +401,7 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
             }
         }
         call->hash_ns += rio__now_ns() - t0;
+        hash_done(c, r);
     }
 }
 
@@ -496,17 +518,67 @@ static void commit_one(void *arg, unsigned i)
 {
     struct commit_job *j = arg;
     struct rio__req *r = &j->call->reqs[i];
-    if (commit_due(r))
+    if (commit_due(r) && !r->committed)
         r->result = put_commit(j->c, r, NULL);
 }
 
-/* Finish every request after the fence: commit PUTs, copy staged GETs, or
- * abort. Sets r->result. */
+/*
+ * Pipelined commits (a batch with PUTs): each PUT is committed as soon as it
+ * is fenced and hashed, on up to RIO__META_THREADS threads (the caller's
+ * among them once it is done hashing), while the batch's other requests
+ * still move; so a batch of small durable objects overlaps its commits
+ * (fsyncs, renames, round trips) with its transfers instead of running them
+ * after the last one.
+ */
+static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
+{
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        struct rio__req *r = call->ready_head;
+        if (r) {
+            call->ready_head = r->cnext;
+            if (!call->ready_head)
+                call->ready_tail = NULL;
+            bool due = commit_due(r);
+            pthread_mutex_unlock(&c->mu);
+            if (due)
+                r->result = put_commit(c, r, NULL);
+            r->committed = due;
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
+        /* Every request fenced and hashed: each was queued. */
+        if (call->remaining == 0 && call->hashing_over)
+            break;
+        pthread_cond_wait(&call->cond, &c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *commit_worker(void *arg)
+{
+    struct rio__call *call = arg;
+    commit_worker_loop(call->c, call);
+    return NULL;
+}
+
+/* Whether a call commits its PUTs pipelined: two or more of them, and no
+ * descriptor asked for (a batch). */
+static bool pipeline_wanted(const struct rio__call *call, const struct rio_desc *out_desc)
+{
+    unsigned puts = 0;
+    for (unsigned i = 0; i < call->nreq; i++)
+        puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
+    return puts > 1 && !out_desc;
+}
+
+/* Finish every request after the fence: commit PUTs (those the pipeline did
+ * not), copy staged GETs, or abort. Sets r->result. */
 static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio_desc *out_desc)
 {
     unsigned due = 0;
     for (unsigned i = 0; i < call->nreq; i++)
-        due += commit_due(&call->reqs[i]);
+        due += commit_due(&call->reqs[i]) && !call->reqs[i].committed;
     bool parallel = due > 1 && !out_desc;
     if (parallel) {
         struct commit_job j = {.c = c, .call = call};
@@ -519,7 +591,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
         } else if (r->status < 0) {
             r->result = r->status;
         } else if (r->type == RIO_OP_PUT) {
-            if (!parallel)
+            if (!parallel && !r->committed)
                 r->result = put_commit(c, r, out_desc);
         } else {
             if (r->user && r->size) {
@@ -565,11 +637,34 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
 static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
                     struct rio_desc *out_desc)
 {
+    pthread_t th[RIO__META_THREADS - 1];
+    unsigned nth = 0;
+
+    /* Set before the engine sees the call: it queues what it fences. */
+    call->pipeline = pipeline_wanted(call, out_desc);
     int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
+    if (call->pipeline) {
+        unsigned puts = 0;
+        for (unsigned i = 0; i < call->nreq; i++)
+            puts += call->reqs[i].type == RIO_OP_PUT;
+        while (nth < RIO__META_THREADS - 1 && nth + 1 < puts &&
+               pthread_create(&th[nth], NULL, commit_worker, call) == 0)
+            nth++;
+    }
     hash_puts(c, call);
-    rio__engine_wait(c, call);
+    if (call->pipeline) {
+        pthread_mutex_lock(&c->mu);
+        call->hashing_over = true;
+        pthread_cond_broadcast(&call->cond);
+        pthread_mutex_unlock(&c->mu);
+        commit_worker_loop(c, call);
+        for (unsigned i = 0; i < nth; i++)
+            pthread_join(th[i], NULL);
+    } else {
+        rio__engine_wait(c, call);
+    }
     finish_reqs(c, call, out_desc);
     return 0;
 }

@@ -740,6 +740,7 @@ static void reap_finished_locked(struct rio_client *c)
             struct rio__call *call = r->call;
             bool counted = r->fenced; /* the no-fence test path counted it already */
             r->fenced = true;
+            rio__call_ready_locked(call, r);
             if (!counted && --call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
             if (--call->refs == 0) {
@@ -872,6 +873,20 @@ void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err)
 void rio__engine_kick(struct rio_client *c)
 {
     rio__t_wake(c->t);
+}
+
+void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
+{
+    if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done)
+        return;
+    r->commit_queued = true;
+    r->cnext = NULL;
+    if (call->ready_tail)
+        call->ready_tail->cnext = r;
+    else
+        call->ready_head = r;
+    call->ready_tail = r;
+    pthread_cond_broadcast(&call->cond);
 }
 
 void rio__engine_wait(struct rio_client *c, struct rio__call *call)

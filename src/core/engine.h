@@ -115,6 +115,11 @@ struct rio__req {
     bool active;  /* on the client's active list */
     uint64_t deadline_ns;
     struct rio__req *anext;
+    /* pipelined commits (a batch's PUTs), under mu */
+    bool hash_done;      /* the caller is done hashing it */
+    bool commit_queued;  /* on the call's ready list (fenced and hashed) */
+    bool committed;      /* a commit worker took it (set before the join) */
+    struct rio__req *cnext;
 };
 
 struct rio__call {
@@ -143,6 +148,11 @@ struct rio__call {
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
     uint64_t progress_done, progress_total, progress_last_ns;
+    /* pipelined commits: a batch commits each PUT as soon as it is fenced
+     * and hashed, while the others still move (client.c), under mu */
+    bool pipeline;
+    bool hashing_over;
+    struct rio__req *ready_head, *ready_tail;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
     struct rio__call *free_next; /* the client's dead_calls list */
@@ -215,6 +225,9 @@ void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err);
 void rio__engine_kick(struct rio_client *c);
 /* Block until every request of call is fenced. */
 void rio__engine_wait(struct rio_client *c, struct rio__call *call);
+/* Pipelined commits: r is fenced or hashed; when it is both, queue it on
+ * its call's ready list and wake the commit workers. Under mu. */
+void rio__call_ready_locked(struct rio__call *call, struct rio__req *r);
 /* Drop the caller's reference; frees the call when the engine is done too. */
 void rio__call_release(struct rio_client *c, struct rio__call *call);
 /* Free a call's memory (no reference left, or never submitted). */

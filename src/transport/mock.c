@@ -1630,6 +1630,10 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
 
     if (!up || up->magic != UPLOAD_MAGIC)
         return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    t->ctr.commits++;
+    t->ctr.commits_overlapped += t->ctr.inflight > 0;
+    pthread_mutex_unlock(&t->mu);
     ret = RIO_EINVAL;
     if (!d || (up->nchunks && !d->xxh))
         goto out;

@@ -256,11 +256,11 @@ TEST(prefault)
     fprintf(stderr, "RSS at start / peak (KiB): plain %llu / %llu, --prefault %llu / %llu\n",
             (unsigned long long)s0, (unsigned long long)p0, (unsigned long long)s1,
             (unsigned long long)p1);
-    T_GE(s1, s0 + 60u * 1024u);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
     /* A sanitizer's runtime (the server is built alike) has its own
-     * footprint and allocator: glibc's heap, which --prefault fills, is
-     * not the one uploads come from there. */
+     * footprint and allocator, which may hand freed memory back at once:
+     * glibc's heap, which --prefault fills and keeps, is not used there. */
+    T_GE(s1, s0 + 60u * 1024u);
     T_LT(s0, 32u * 1024u);
     T_LT(p1, s1 + 16u * 1024u);
 #endif

@@ -106,6 +106,57 @@ TEST(planning_spreads_chunks)
     eu_close(&e);
 }
 
+/* A batch of many small PUTs commits each one as soon as its chunks are in
+ * and it is hashed, while the others still move (the mock counts commits
+ * made with ops in flight: none if the commits waited for the whole
+ * transfer); every object is whole, with its etag, an empty one included. */
+TEST(batch_commits_pipelined)
+{
+    enum { N = 24 };
+    const size_t n = 64 * EU_KIB;
+    struct eu e;
+    struct rio_options o;
+    struct rio_op ops[N + 1];
+    uint8_t *src[N];
+    char keys[N + 1][16];
+
+    eu_opts(&o);
+    eu_open(&e, "mock://pipe?paths=1&rate=20M", &o);
+    memset(ops, 0, sizeof(ops));
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "p%u", i);
+        src[i] = eu_pattern_buf(n, 100 + i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = src[i], .len = n};
+    }
+    snprintf(keys[N], sizeof(keys[N]), "empty");
+    ops[N] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[N], .buf = src[0], .len = 0};
+    T_EQ(rio_batch(e.c, ops, N + 1, NULL), N + 1);
+    struct rio_mock_counters k;
+    rio_mock_counters(e.c, &k);
+    fprintf(stderr, "  commits %llu, with ops in flight %llu\n", (unsigned long long)k.commits,
+            (unsigned long long)k.commits_overlapped);
+    T_EQ(k.commits, (uint64_t)N + 1);
+    T_GE(k.commits_overlapped, 1u);
+    eu_idle(e.c);
+    for (unsigned i = 0; i < N; i++) {
+        T_EQ(ops[i].result, 0);
+        T_GT(ops[i].generation, 0u);
+        eu_get_check(e.c, keys[i], n, 100 + i, NULL);
+        struct rio_desc d;
+        T_OK(rio_stat(e.c, keys[i], &d));
+        T_EQ(d.generation, ops[i].generation);
+        T_EQ(strlen(d.etag), 32u);
+        rio_desc_cleanup(&d);
+        free(src[i]);
+    }
+    struct rio_desc d;
+    T_OK(rio_stat(e.c, "empty", &d));
+    T_EQ(d.size, 0u);
+    T_STREQ(d.etag, "d41d8cd98f00b204e9800998ecf8427e");
+    rio_desc_cleanup(&d);
+    eu_close(&e);
+}
+
 /* A batch of independent PUTs and GETs, one of them for a missing key: that
  * one fails alone with RIO_ENOTFOUND, the others succeed. */
 TEST(batch_mixed_ops)
