@@ -299,9 +299,10 @@ static bool etag_wanted(const struct rio_client *c)
     return c->o.etag > 0 && (c->t->ops->caps & RIO_CAP_ETAG);
 }
 
-/* Set up a PUT request: open the upload. */
+/* Set up a PUT request: open the upload, or (defer) leave that to the
+ * call's workers (r->opening). */
 static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key,
-                           const void *buf, size_t len)
+                           const void *buf, size_t len, bool defer)
 {
     int ret = key_check(key);
     if (ret < 0)
@@ -329,6 +330,10 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
             return -ENOMEM;
         for (uint64_t i = 0; i < r->nchunks; i++)
             r->chunks[i].idx = i;
+    }
+    if (defer) {
+        r->opening = true;
+        return 0;
     }
     ret = c->t->ops->put_open(c->t, key, len, r->chunk_size, &r->upload);
     if (ret < 0)
@@ -530,6 +535,48 @@ static void commit_one(void *arg, unsigned i)
  * (fsyncs, renames, round trips) with its transfers instead of running them
  * after the last one.
  */
+/* Open the uploads of the call's deferred PUTs (rio_batch), each by the
+ * first worker to take it; the engine sends a PUT's chunks once it is open.
+ * One that fails to open fails alone. */
+static void open_pending(struct rio_client *c, struct rio__call *call)
+{
+    for (;;) {
+        unsigned i = atomic_fetch_add(&call->open_next, 1);
+        if (i >= call->nreq)
+            return;
+        struct rio__req *r = &call->reqs[i];
+        pthread_mutex_lock(&c->mu);
+        /* (an empty PUT is decided, with status 0, as soon as it is admitted) */
+        bool opening = r->opening, todo = opening && !(r->decided && r->status < 0);
+        pthread_mutex_unlock(&c->mu);
+        if (!opening)
+            continue;
+        void *up = NULL;
+        int ret = todo ? c->t->ops->put_open(c->t, r->key, r->size, r->chunk_size, &up) : 0;
+        pthread_mutex_lock(&c->mu);
+        r->opening = false;
+        if (ret == 0 && r->decided && r->status < 0) {
+            /* It failed before or while opening (deadline, cancel): its
+             * status says why; nothing of it is kept. */
+            if (up) {
+                pthread_mutex_unlock(&c->mu);
+                c->t->ops->put_abort(c->t, up);
+                pthread_mutex_lock(&c->mu);
+            }
+        } else if (ret == 0) {
+            r->upload = up;
+        } else if (r->result >= 0) {
+            r->result = ret;
+        }
+        rio__call_ready_locked(call, r);
+        pthread_mutex_unlock(&c->mu);
+        if (ret < 0)
+            rio__engine_fail_req(c, r, ret);
+        else
+            rio__engine_kick(c);
+    }
+}
+
 static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
@@ -558,17 +605,22 @@ static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
 static void *commit_worker(void *arg)
 {
     struct rio__call *call = arg;
+    open_pending(call->c, call);
     commit_worker_loop(call->c, call);
     return NULL;
 }
 
-/* Whether a call commits its PUTs pipelined: two or more of them, and no
- * descriptor asked for (a batch). */
+/* Whether a call opens and commits its PUTs pipelined: a batch with two or
+ * more of them and no descriptor asked for; always when an open was left to
+ * the workers. */
 static bool pipeline_wanted(const struct rio__call *call, const struct rio_desc *out_desc)
 {
     unsigned puts = 0;
-    for (unsigned i = 0; i < call->nreq; i++)
+    for (unsigned i = 0; i < call->nreq; i++) {
+        if (call->reqs[i].opening)
+            return true;
         puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
+    }
     return puts > 1 && !out_desc;
 }
 
@@ -655,6 +707,7 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
     }
     hash_puts(c, call);
     if (call->pipeline) {
+        open_pending(c, call); /* what no worker took (or none started) */
         pthread_mutex_lock(&c->mu);
         call->hashing_over = true;
         pthread_cond_broadcast(&call->cond);
@@ -702,7 +755,7 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
         return ret;
     call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
-    ret = req_prepare_put(c, r, key, buf, len);
+    ret = req_prepare_put(c, r, key, buf, len, false);
     if (ret < 0)
         goto err_call;
     ret = run_call(c, call, opt, out_desc);
@@ -816,6 +869,7 @@ struct prep_job {
     struct rio__call *call;
     struct rio_op *ops;
     const struct rio_call *opt;
+    bool defer_open; /* PUTs: the uploads open while the batch runs */
 };
 
 /* Prepare op i of a batch (a lookup or an upload open); one that fails,
@@ -832,7 +886,7 @@ static void prep_one(void *arg, unsigned i)
         ret = req_prepare_get(j->c, j->call, r, op->key, op->buf, op->len,
                               j->opt ? j->opt->expect_generation : 0);
     else if (op->type == RIO_OP_PUT)
-        ret = req_prepare_put(j->c, r, op->key, op->buf, op->len);
+        ret = req_prepare_put(j->c, r, op->key, op->buf, op->len, j->defer_open);
     else
         ret = RIO_EINVAL;
     if (ret < 0) {
@@ -858,8 +912,15 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     if (ret < 0)
         return ret;
     call_mark_start(c, call);
-    struct prep_job j = {.c = c, .call = call, .ops = ops, .opt = opt};
-    meta_parallel(n, n, prep_one, &j);
+    /* With two PUTs or more, their uploads open on the call's workers while
+     * the batch runs (run_call); the lookups of GETs happen first, here. */
+    unsigned puts = 0, gets = 0;
+    for (unsigned i = 0; i < n; i++) {
+        puts += ops[i].type == RIO_OP_PUT;
+        gets += ops[i].type == RIO_OP_GET;
+    }
+    struct prep_job j = {.c = c, .call = call, .ops = ops, .opt = opt, .defer_open = puts > 1};
+    meta_parallel(n, j.defer_open ? (gets ? gets : 1) : n, prep_one, &j);
     ret = run_call(c, call, opt, NULL);
     if (ret < 0) {
         call_abandon(c, call);

@@ -467,7 +467,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
     for (struct rio__req *r = c->active_head; r; r = r->anext) {
         int dir = r->type == RIO_OP_PUT;
-        if (r->decided || !path_usable(c, pi, dir))
+        if (r->decided || r->opening || !path_usable(c, pi, dir))
             continue;
         struct rio__chunk *ch = req_pick(r, now);
         if (!ch)
@@ -877,7 +877,7 @@ void rio__engine_kick(struct rio_client *c)
 
 void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
 {
-    if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done)
+    if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done || r->opening)
         return;
     r->commit_queued = true;
     r->cnext = NULL;

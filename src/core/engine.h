@@ -115,7 +115,8 @@ struct rio__req {
     bool active;  /* on the client's active list */
     uint64_t deadline_ns;
     struct rio__req *anext;
-    /* pipelined commits (a batch's PUTs), under mu */
+    /* pipelined opens and commits (a batch's PUTs), under mu */
+    bool opening;        /* its upload is being opened: no chunk may go yet */
     bool hash_done;      /* the caller is done hashing it */
     bool commit_queued;  /* on the call's ready list (fenced and hashed) */
     bool committed;      /* a commit worker took it (set before the join) */
@@ -152,6 +153,7 @@ struct rio__call {
      * and hashed, while the others still move (client.c), under mu */
     bool pipeline;
     bool hashing_over;
+    _Atomic unsigned open_next; /* next request a worker may open */
     struct rio__req *ready_head, *ready_tail;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;

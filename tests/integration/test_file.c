@@ -7,6 +7,8 @@
  * xattr, and a fresh caller buffer per read at a reused address.
  */
 #include "file_util.h"
+
+#include <dirent.h>
 #include "transport/file.h"
 
 #define CH (128 * EU_KIB)
@@ -406,6 +408,30 @@ TEST(batch_many_objects)
             .type = RIO_OP_PUT, .key = keys[i], .buf = bufs + (size_t)i * n, .len = n};
     }
     T_EQ(rio_batch(e.c, ops, N, NULL), N);
+    /* A batch whose uploads open while it runs: one of them cannot (its
+     * key's parent is a file) and fails alone; an empty one is created. */
+    struct rio_op mixed[4] = {
+        {.type = RIO_OP_PUT, .key = "k000/below", .buf = bufs, .len = n},
+        {.type = RIO_OP_PUT, .key = "m1", .buf = bufs + n, .len = n},
+        {.type = RIO_OP_PUT, .key = "m2", .buf = bufs + 2 * n, .len = n},
+        {.type = RIO_OP_PUT, .key = "m3", .buf = bufs, .len = 0},
+    };
+    T_EQ(rio_batch(e.c, mixed, 4, NULL), 3);
+    T_ERR(mixed[0].result, -ENOTDIR);
+    T_EQ(mixed[1].result, 0);
+    T_EQ(mixed[2].result, 0);
+    T_EQ(mixed[3].result, 0);
+    struct rio_desc dm;
+    T_OK(rio_stat(e.c, "m3", &dm));
+    T_EQ(dm.size, 0u);
+    rio_desc_cleanup(&dm);
+    eu_get_check(e.c, "m2", n, 502, NULL);
+    DIR *dir = opendir(fu_dir);
+    T_NOTNULL(dir);
+    for (struct dirent *de; (de = readdir(dir));)
+        if (strstr(de->d_name, ".railio-tmp-"))
+            T_FAIL("temporary file left: %s", de->d_name);
+    closedir(dir);
     memset(bufs, 0, (size_t)N * n);
     for (int i = 0; i < N; i++)
         ops[i] = (struct rio_op){
