@@ -557,8 +557,8 @@ static int srv_start(struct ctx *x, const struct setup *s)
     if (p < 0)
         return -errno;
     if (p == 0) {
-        const char *argv[] = {x->railiod, "--listen", listen, "--port-file",
-                              ports,      "--memory", mem,    "--prefault", NULL};
+        const char *argv[] = {x->railiod, "--listen", listen,       "--port-file", ports,
+                              "--memory", mem,        "--prefault", NULL};
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent || setns(x->sfd, CLONE_NEWNET) < 0)
             _exit(126);

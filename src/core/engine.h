@@ -116,10 +116,10 @@ struct rio__req {
     uint64_t deadline_ns;
     struct rio__req *anext;
     /* pipelined opens and commits (a batch's PUTs), under mu */
-    bool opening;        /* its upload is being opened: no chunk may go yet */
-    bool hash_done;      /* the caller is done hashing it */
-    bool commit_queued;  /* on the call's ready list (fenced and hashed) */
-    bool committed;      /* a commit worker took it (set before the join) */
+    bool opening;       /* its upload is being opened: no chunk may go yet */
+    bool hash_done;     /* the caller is done hashing it */
+    bool commit_queued; /* on the call's ready list (fenced and hashed) */
+    bool committed;     /* a commit worker took it (set before the join) */
     struct rio__req *cnext;
 };
 

@@ -764,10 +764,9 @@ int main(int argc, char **argv)
     SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s max_conns=%u max_depth=%u "
              "data_dir=%s sync=%s",
              (unsigned long long)srv->cfg.memory, srv->cfg.prefault ? " (prefaulted)" : "",
-             srv->store.evict_lru ? "lru" : "refuse",
-             srv->cfg.threads, srv->cfg.token ? "on" : "off", srv->cfg.max_conns,
-             srv->cfg.max_depth, srv->cfg.data_dir ? srv->cfg.data_dir : "-",
-             srv->cfg.sync ? "on" : "off");
+             srv->store.evict_lru ? "lru" : "refuse", srv->cfg.threads,
+             srv->cfg.token ? "on" : "off", srv->cfg.max_conns, srv->cfg.max_depth,
+             srv->cfg.data_dir ? srv->cfg.data_dir : "-", srv->cfg.sync ? "on" : "off");
 
     serve(srv, sfd);
     ret = 0;

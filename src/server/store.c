@@ -20,8 +20,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "core/alloc.h"

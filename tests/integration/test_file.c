@@ -8,8 +8,8 @@
  */
 #include "file_util.h"
 
-#include <dirent.h>
 #include "transport/file.h"
+#include <dirent.h>
 
 #define CH (128 * EU_KIB)
 

@@ -27,8 +27,8 @@
 /* --prefault: every upload lands in memory railiod has already touched, as
  * on a server that has run for a while (docs/server.md, "Memory for
  * objects"); not in sanitized builds, whose allocator is not glibc's. */
-static const char *const srv_args[] = {"--memory", "1G", "--progress-timeout", "2s", "--prefault",
-                                       NULL};
+static const char *const srv_args[] = {"--memory", "1G",         "--progress-timeout",
+                                       "2s",       "--prefault", NULL};
 static const char *const srv_args_san[] = {"--memory", "1G", "--progress-timeout", "2s", NULL};
 
 struct measure {

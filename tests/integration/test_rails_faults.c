@@ -36,8 +36,8 @@
 static const char *const srv_args[] = {"--memory", "2G", "--progress-timeout", "1s", NULL};
 /* For the rates: uploads land in memory railiod has already touched (see
  * test_rails.c); not in sanitized builds. */
-static const char *const srv_args_pf[] = {"--memory", "1536M", "--progress-timeout", "1s",
-                                          "--prefault", NULL};
+static const char *const srv_args_pf[] = {"--memory", "1536M",      "--progress-timeout",
+                                          "1s",       "--prefault", NULL};
 
 struct faulter {
     struct rl *r;

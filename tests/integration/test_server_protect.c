@@ -6,9 +6,9 @@
  * slowloris peers (receiving and sending) cut off within the progress
  * timeout; max connections; authentication; idle connections.
  */
+#include "../harness/server_env.h"
 #include <pthread.h>
 #include <stdatomic.h>
-#include "../harness/server_env.h"
 
 #define CHUNK 65536u
 
