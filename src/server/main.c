@@ -459,6 +459,22 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
 
 /* ------------------------------------------------------------- start-up */
 
+/* MemAvailable of /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void)
+{
+    char line[256];
+    unsigned long long kb = 0;
+    FILE *f = fopen("/proc/meminfo", "r");
+
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+            break;
+    fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
 static int open_listeners(struct rio_srv *srv, const char *list)
 {
     char *copy = rio__strdup(list), *save = NULL, *tok;
@@ -687,13 +703,20 @@ int main(int argc, char **argv)
         goto out_token;
     }
     if (srv->cfg.prefault) {
-        double sec = rio__srv_store_prefault(srv->cfg.memory);
-        if (sec < 0)
-            SRV_WARN("--prefault: could not allocate %llu bytes; uploads get fresh memory",
-                     (unsigned long long)srv->cfg.memory);
-        else
+        /* Touching more than the machine has would end in the OOM killer. */
+        uint64_t avail = mem_available();
+        double sec =
+            avail && srv->cfg.memory > avail ? -1 : rio__srv_store_prefault(srv->cfg.memory);
+        if (sec < 0) {
+            SRV_WARN("--prefault: %llu bytes %s; uploads get fresh memory",
+                     (unsigned long long)srv->cfg.memory,
+                     avail && srv->cfg.memory > avail ? "is more than the memory available"
+                                                      : "could not be allocated");
+            srv->cfg.prefault = 0;
+        } else {
             SRV_INFO("prefaulted %llu bytes of object memory in %.2f s",
                      (unsigned long long)srv->cfg.memory, sec);
+        }
     }
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;

@@ -246,10 +246,25 @@ static void memory_after_puts(int prefault, uint64_t *start_kb, uint64_t *peak_k
 
 /* --prefault: all of --memory is resident once the server serves, and
  * uploads are carved from it (the peak does not grow past it by more than
- * slack); without it the server starts small. */
+ * slack); without it the server starts small. A --memory larger than the
+ * machine is not touched (the OOM killer would end it): the server says so
+ * and serves. */
 TEST(prefault)
 {
     uint64_t s0, p0, s1, p1;
+    struct srv_env e;
+    const char *huge[] = {"--memory", "64T", "--prefault", NULL};
+    struct wc c;
+    uint64_t gen;
+
+    srv_start(&e, huge);
+    T_LT(srv_proc_kb(e.pid, "VmRSS"), 64u * 1024u);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    T_EQ(put_ttl(&c, "one", 1, 0, &gen), 0);
+    T_TRUE(present(&c, "one"));
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
 
     memory_after_puts(0, &s0, &p0);
     memory_after_puts(1, &s1, &p1);
