@@ -527,14 +527,6 @@ static void commit_one(void *arg, unsigned i)
         r->result = put_commit(j->c, r, NULL);
 }
 
-/*
- * Pipelined commits (a batch with PUTs): each PUT is committed as soon as it
- * is fenced and hashed, on up to RIO__META_THREADS threads (the caller's
- * among them once it is done hashing), while the batch's other requests
- * still move; so a batch of small durable objects overlaps its commits
- * (fsyncs, renames, round trips) with its transfers instead of running them
- * after the last one.
- */
 /* Open the uploads of the call's deferred PUTs (rio_batch), each by the
  * first worker to take it; the engine sends a PUT's chunks once it is open.
  * One that fails to open fails alone. */
@@ -577,6 +569,14 @@ static void open_pending(struct rio_client *c, struct rio__call *call)
     }
 }
 
+/*
+ * Pipelined commits (a batch with PUTs): each PUT is committed as soon as it
+ * is fenced and hashed, on up to RIO__META_THREADS threads (the caller's
+ * among them once it is done hashing), while the batch's other requests
+ * still move; so a batch of small durable objects overlaps its commits
+ * (fsyncs, renames, round trips) with its transfers instead of running them
+ * after the last one.
+ */
 static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
@@ -610,18 +610,18 @@ static void *commit_worker(void *arg)
     return NULL;
 }
 
-/* Whether a call opens and commits its PUTs pipelined: a batch with two or
- * more of them and no descriptor asked for; always when an open was left to
- * the workers. */
-static bool pipeline_wanted(const struct rio__call *call, const struct rio_desc *out_desc)
+/* How many of a call's PUTs are still to run, if it opens and commits them
+ * pipelined: a batch with two or more and no descriptor asked for, and
+ * always when an open was left to the workers; 0 otherwise. */
+static unsigned pipeline_puts(const struct rio__call *call, const struct rio_desc *out_desc)
 {
     unsigned puts = 0;
+    bool deferred = false;
     for (unsigned i = 0; i < call->nreq; i++) {
-        if (call->reqs[i].opening)
-            return true;
+        deferred |= call->reqs[i].opening;
         puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
     }
-    return puts > 1 && !out_desc;
+    return deferred || (puts > 1 && !out_desc) ? puts : 0;
 }
 
 /* Finish every request after the fence: commit PUTs (those the pipeline did
@@ -693,18 +693,14 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
     unsigned nth = 0;
 
     /* Set before the engine sees the call: it queues what it fences. */
-    call->pipeline = pipeline_wanted(call, out_desc);
+    unsigned puts = pipeline_puts(call, out_desc);
+    call->pipeline = puts > 0;
     int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
-    if (call->pipeline) {
-        unsigned puts = 0;
-        for (unsigned i = 0; i < call->nreq; i++)
-            puts += call->reqs[i].type == RIO_OP_PUT;
-        while (nth < RIO__META_THREADS - 1 && nth + 1 < puts &&
-               pthread_create(&th[nth], NULL, commit_worker, call) == 0)
-            nth++;
-    }
+    while (nth < RIO__META_THREADS - 1 && nth + 1 < puts &&
+           pthread_create(&th[nth], NULL, commit_worker, call) == 0)
+        nth++;
     hash_puts(c, call);
     if (call->pipeline) {
         open_pending(c, call); /* what no worker took (or none started) */
