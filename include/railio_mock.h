@@ -86,6 +86,10 @@ struct rio_mock_counters {
     uint64_t inflight;            /* ops the mock holds now */
     uint64_t commits;             /* put_commit calls */
     uint64_t commits_overlapped;  /* of those, made while ops were in flight */
+    uint64_t lookups;             /* lookup calls */
+    uint64_t lookups_overlapped;  /* of those, made while ops were in flight */
+    uint64_t uploads_open;        /* uploads opened and not yet committed or aborted */
+    uint64_t uploads_open_peak;   /* the most of them at once */
 };
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out);
 

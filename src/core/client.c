@@ -219,9 +219,95 @@ static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, ui
 }
 
 /* Set up a GET request: look the object up and size its chunks. */
-static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
-                           const char *key, void *buf, size_t cap, uint64_t expect_gen)
+/*
+ * What a GET's lookup decides: its descriptor, geometry and, for an atomic
+ * call, a staging buffer and a chunk list. Built aside and then published
+ * into the request (get_publish), so a batch's worker can build it while the
+ * engine already walks the request list.
+ */
+struct get_plan {
+    struct rio_desc desc;
+    uint64_t size, chunk_size, nchunks;
+    uint8_t *staging;
+    size_t staging_cap;
+    struct rio__chunk *chunks;
+};
+
+static void get_plan_drop(struct rio_client *c, struct get_plan *g)
 {
+    rio_desc_cleanup(&g->desc);
+    if (g->staging)
+        rio__stage_put(c, g->staging, g->staging_cap);
+    rio__free(g->chunks);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Look r up and plan it (r->key, r->get_cap, r->expect_gen, r->prefetch set).
+ * On error g holds nothing. */
+static int get_plan(struct rio_client *c, struct rio__call *call, const struct rio__req *r,
+                    struct get_plan *g)
+{
+    memset(g, 0, sizeof(*g));
+    int ret = c->t->ops->lookup(c->t, r->key, &g->desc);
+    if (ret < 0)
+        goto err;
+    ret = RIO_EGENERATION;
+    if (r->expect_gen && g->desc.generation != r->expect_gen)
+        goto err;
+    ret = RIO_ETOOBIG;
+    if (g->desc.size > r->get_cap && !r->prefetch)
+        goto err;
+    g->size = g->desc.size;
+    g->chunk_size = g->desc.chunk_size ? g->desc.chunk_size : c->o.chunk_size;
+    g->nchunks = g->size ? (g->size - 1) / g->chunk_size + 1 : 0;
+    ret = RIO_EPROTO; /* a descriptor that contradicts itself */
+    if (g->desc.xxh && g->desc.nchunks != g->nchunks)
+        goto err;
+    ret = -ENOMEM;
+    if (!r->prefetch && (call->flags & RIO_ATOMIC) && g->size) {
+        g->staging = rio__stage_get(c, g->size, &g->staging_cap);
+        if (!g->staging)
+            goto err;
+    }
+    if (g->nchunks) {
+        g->chunks = rio__calloc(g->nchunks, sizeof(*g->chunks));
+        if (!g->chunks)
+            goto err;
+        for (uint64_t i = 0; i < g->nchunks; i++)
+            g->chunks[i].idx = i;
+    }
+    return 0;
+err:
+    get_plan_drop(c, g);
+    return ret;
+}
+
+/* Move plan g into r (under mu when the engine may already see r). */
+static void get_publish(struct rio__call *call, struct rio__req *r, struct get_plan *g)
+{
+    r->desc = g->desc;
+    r->size = g->size;
+    r->generation = g->desc.generation;
+    r->chunk_size = g->chunk_size;
+    r->nchunks = g->nchunks;
+    r->xxh = r->desc.xxh;
+    r->chunks = g->chunks;
+    if (g->staging) {
+        r->staging = g->staging;
+        r->staging_cap = g->staging_cap;
+        __atomic_fetch_add(&call->bytes_staged, g->size, __ATOMIC_RELAXED);
+        r->user = r->data;
+        r->data = r->staging;
+    }
+    memset(g, 0, sizeof(*g));
+}
+
+/* Set up a GET request: look it up now, or (defer) leave the lookup to the
+ * call's workers (r->opening). */
+static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                           const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer)
+{
+    struct get_plan g;
     int ret = key_check(key);
     if (ret < 0)
         return ret;
@@ -231,21 +317,17 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
     r->key = rio__strdup(key);
     if (!r->key)
         return -ENOMEM;
-    ret = c->t->ops->lookup(c->t, key, &r->desc);
+    r->data = buf;
+    r->get_cap = cap;
+    r->expect_gen = expect_gen;
+    if (defer) {
+        r->opening = true;
+        return 0;
+    }
+    ret = get_plan(c, call, r, &g);
     if (ret < 0)
         return ret;
-    if (expect_gen && r->desc.generation != expect_gen)
-        return RIO_EGENERATION;
-    if (r->desc.size > cap && !r->prefetch)
-        return RIO_ETOOBIG;
-    r->size = r->desc.size;
-    r->generation = r->desc.generation;
-    r->chunk_size = r->desc.chunk_size ? r->desc.chunk_size : c->o.chunk_size;
-    r->nchunks = r->size ? (r->size - 1) / r->chunk_size + 1 : 0;
-    if (r->desc.xxh && r->desc.nchunks != r->nchunks)
-        return RIO_EPROTO; /* a descriptor that contradicts itself */
-    r->xxh = r->desc.xxh;
-    r->data = buf;
+    get_publish(call, r, &g);
     if (r->prefetch && r->nchunks) {
         /* A reader: chunks land in a ring of prefetch slots. */
         if (r->prefetch > r->nchunks)
@@ -256,21 +338,6 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         r->staging = r->ring;
         r->data = NULL;
         atomic_store(&r->window, r->prefetch);
-    } else if ((call->flags & RIO_ATOMIC) && r->size) {
-        r->staging = rio__stage_get(c, r->size, &r->staging_cap);
-        if (!r->staging)
-            return -ENOMEM;
-        __atomic_fetch_add(&call->bytes_staged, r->size,
-                           __ATOMIC_RELAXED); /* batch: prepared in parallel */
-        r->user = buf;
-        r->data = r->staging;
-    }
-    if (r->nchunks) {
-        r->chunks = rio__calloc(r->nchunks, sizeof(*r->chunks));
-        if (!r->chunks)
-            return -ENOMEM;
-        for (uint64_t i = 0; i < r->nchunks; i++)
-            r->chunks[i].idx = i;
     }
     return 0;
 }
@@ -465,14 +532,28 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
 }
 
 /*
- * A batch's metadata runs on up to RIO__META_THREADS threads at once: the
- * lookups and upload opens before the transfer, the commits after it. Each
- * is a round trip or a few file system calls (a HEAD, a head object read, a
- * create + fallocate; a rename and its fsyncs, a CompleteMultipartUpload),
- * so one after another they would add up; the transport's metadata calls
- * are thread-safe by contract.
+ * A batch's metadata runs on several threads at once: the lookups and
+ * upload opens, the commits. Each is a round trip or a few file system calls
+ * (a HEAD, a head object read, a create; a rename and its fsyncs, a
+ * CompleteMultipartUpload) that mostly waits, so one after another they
+ * would add up; the transport's metadata calls are thread-safe by contract.
+ * As many threads as the client keeps ops in flight (paths x depth), 8 at
+ * least and RIO__META_THREADS_MAX at most: a durable commit of a small file
+ * waits on two cache flushes, and with fewer threads than ops in flight the
+ * commits, not the transfers, set the pace (docs/internals/engine.md).
  */
-#define RIO__META_THREADS 8
+#define RIO__META_THREADS_MIN 8
+#define RIO__META_THREADS_MAX 64
+/* A batch's prepared requests held at once, at most (struct rio__call). */
+#define RIO__AHEAD_MAX 128u
+
+static unsigned meta_threads(const struct rio_client *c)
+{
+    uint64_t n = 2ull * c->npaths * c->o.depth;
+    return n < RIO__META_THREADS_MIN   ? RIO__META_THREADS_MIN
+           : n > RIO__META_THREADS_MAX ? RIO__META_THREADS_MAX
+                                       : (unsigned)n;
+}
 
 struct meta_pool {
     unsigned n;
@@ -492,14 +573,16 @@ static void *meta_worker(void *arg)
     }
 }
 
-/* fn(arg, i) for every i < n, on this thread and up to RIO__META_THREADS - 1
+/* fn(arg, i) for every i < n, on this thread and up to meta_threads(c) - 1
  * more (weight: how many of the n have work); a thread that cannot start
  * leaves its share to the others. */
-static void meta_parallel(unsigned n, unsigned weight, void (*fn)(void *arg, unsigned i), void *arg)
+static void meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
+                          void (*fn)(void *arg, unsigned i), void *arg)
 {
     struct meta_pool p = {.n = n, .fn = fn, .arg = arg};
-    pthread_t th[RIO__META_THREADS - 1];
-    unsigned nth = weight < RIO__META_THREADS ? weight - 1 : RIO__META_THREADS - 1, started = 0;
+    pthread_t th[RIO__META_THREADS_MAX - 1];
+    unsigned max = meta_threads(c), started = 0;
+    unsigned nth = weight < max ? (weight ? weight - 1 : 0) : max - 1;
     atomic_init(&p.next, 0);
     for (; started < nth; started++)
         if (pthread_create(&th[started], NULL, meta_worker, &p) != 0)
@@ -527,57 +610,72 @@ static void commit_one(void *arg, unsigned i)
         r->result = put_commit(j->c, r, NULL);
 }
 
-/* Open the uploads of the call's deferred PUTs (rio_batch), each by the
- * first worker to take it; the engine sends a PUT's chunks once it is open.
- * One that fails to open fails alone. */
-static void open_pending(struct rio_client *c, struct rio__call *call)
+/* Prepare deferred request r on a call worker, mu not held (todo: it has
+ * not failed already): open a PUT's upload or look a GET up, then publish
+ * the result under mu. One that fails fails alone. */
+static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio__req *r, bool todo)
 {
-    for (;;) {
-        unsigned i = atomic_fetch_add(&call->open_next, 1);
-        if (i >= call->nreq)
-            return;
-        struct rio__req *r = &call->reqs[i];
-        pthread_mutex_lock(&c->mu);
-        /* (an empty PUT is decided, with status 0, as soon as it is admitted) */
-        bool opening = r->opening, todo = opening && !(r->decided && r->status < 0);
-        pthread_mutex_unlock(&c->mu);
-        if (!opening)
-            continue;
-        void *up = NULL;
-        int ret = todo ? c->t->ops->put_open(c->t, r->key, r->size, r->chunk_size, &up) : 0;
-        pthread_mutex_lock(&c->mu);
-        r->opening = false;
-        if (ret == 0 && r->decided && r->status < 0) {
-            /* It failed before or while opening (deadline, cancel): its
-             * status says why; nothing of it is kept. */
-            if (up) {
-                pthread_mutex_unlock(&c->mu);
-                c->t->ops->put_abort(c->t, up);
-                pthread_mutex_lock(&c->mu);
-            }
-        } else if (ret == 0) {
+    struct get_plan g;
+    void *up = NULL;
+    int ret = 0;
+    bool empty = false;
+
+    memset(&g, 0, sizeof(g));
+    if (todo)
+        ret = r->type == RIO_OP_PUT ? c->t->ops->put_open(c->t, r->key, r->size, r->chunk_size, &up)
+                                    : get_plan(c, call, r, &g);
+    pthread_mutex_lock(&c->mu);
+    r->opening = false;
+    /* It failed before or while it was prepared (deadline, cancel): its
+     * status says why; nothing of it is kept. */
+    bool gone = r->decided && r->status < 0;
+    if (ret == 0 && todo && !gone) {
+        if (r->type == RIO_OP_PUT) {
             r->upload = up;
-        } else if (r->result >= 0) {
-            r->result = ret;
+            up = NULL;
+            empty = r->nchunks == 0;
+        } else {
+            get_publish(call, r, &g);
+            /* (latency samples past the reserve are only not kept) */
+            call->lat_want += r->nchunks;
+            (void)rio__u64_reserve(&call->lat, &call->lat_cap, call->nlat, call->lat_want);
+            call->progress_total += r->size;
+            empty = r->nchunks == 0;
         }
-        rio__call_ready_locked(call, r);
-        pthread_mutex_unlock(&c->mu);
-        if (ret < 0)
-            rio__engine_fail_req(c, r, ret);
-        else
-            rio__engine_kick(c);
+    } else if (ret < 0 && r->result >= 0) {
+        r->result = ret;
     }
+    if (ret < 0 || !todo || gone) {
+        r->ahead = false; /* nothing held for it */
+        call->ahead--;
+    }
+    rio__call_ready_locked(call, r);
+    /* The engine looks for work at each completion anyway: wake it only
+     * when it may have a free op slot. */
+    bool kick = c->inflight_ops < (uint64_t)c->npaths * c->o.depth;
+    pthread_mutex_unlock(&c->mu);
+    if (up)
+        c->t->ops->put_abort(c->t, up);
+    get_plan_drop(c, &g);
+    if (ret < 0)
+        rio__engine_fail_req(c, r, ret);
+    else if (empty)
+        rio__engine_fail_req(c, r, 0); /* an empty object: moved, with success */
+    else if (kick)
+        rio__engine_kick(c);
 }
 
 /*
- * Pipelined commits (a batch with PUTs): each PUT is committed as soon as it
- * is fenced and hashed, on up to RIO__META_THREADS threads (the caller's
- * among them once it is done hashing), while the batch's other requests
- * still move; so a batch of small durable objects overlaps its commits
- * (fsyncs, renames, round trips) with its transfers instead of running them
- * after the last one.
+ * A call worker (rio_batch), the caller among them once it is done hashing:
+ * prepares the deferred requests in order (the engine sends what is
+ * prepared), at most call->ahead_max of them held at once, and commits each
+ * PUT as soon as it is fenced and hashed, while the batch's other requests
+ * still move; so a batch of small durable objects overlaps its opens and
+ * commits (creates, fsyncs, renames, round trips) with its transfers
+ * instead of running them before the first and after the last one.
+ * Committing comes first: it is what frees the window.
  */
-static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
+static void worker_loop(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
     for (;;) {
@@ -587,10 +685,33 @@ static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
             if (!call->ready_head)
                 call->ready_tail = NULL;
             bool due = commit_due(r);
+            void *abandoned = NULL;
+            if (!due && r->type == RIO_OP_PUT) {
+                abandoned = r->upload; /* failed: its temporary goes now */
+                r->upload = NULL;
+            }
             pthread_mutex_unlock(&c->mu);
             if (due)
                 r->result = put_commit(c, r, NULL);
+            if (abandoned)
+                c->t->ops->put_abort(c->t, abandoned);
+            pthread_mutex_lock(&c->mu);
             r->committed = due;
+            if (r->ahead) {
+                r->ahead = false; /* the window's slot: this thread takes it next */
+                call->ahead--;
+            }
+            continue;
+        }
+        if (call->open_next < call->nreq && call->ahead < call->ahead_max) {
+            r = &call->reqs[call->open_next++];
+            if (!r->opening)
+                continue;
+            bool todo = !(r->decided && r->status < 0);
+            r->ahead = true;
+            call->ahead++;
+            pthread_mutex_unlock(&c->mu);
+            prepare_one(c, call, r, todo);
             pthread_mutex_lock(&c->mu);
             continue;
         }
@@ -602,26 +723,27 @@ static void commit_worker_loop(struct rio_client *c, struct rio__call *call)
     pthread_mutex_unlock(&c->mu);
 }
 
-static void *commit_worker(void *arg)
+static void *call_worker(void *arg)
 {
     struct rio__call *call = arg;
-    open_pending(call->c, call);
-    commit_worker_loop(call->c, call);
+    worker_loop(call->c, call);
     return NULL;
 }
 
-/* How many of a call's PUTs are still to run, if it opens and commits them
- * pipelined: a batch with two or more and no descriptor asked for, and
- * always when an open was left to the workers; 0 otherwise. */
-static unsigned pipeline_puts(const struct rio__call *call, const struct rio_desc *out_desc)
+/* How many of a call's requests its workers have to do, if it runs
+ * pipelined: every deferred one (a batch's GET lookups, PUT opens) and, with
+ * two PUTs or more and no descriptor asked for, every PUT's commit; 0 when
+ * it does not. */
+static unsigned pipeline_work(const struct rio__call *call, const struct rio_desc *out_desc)
 {
-    unsigned puts = 0;
-    bool deferred = false;
+    unsigned puts = 0, deferred = 0;
     for (unsigned i = 0; i < call->nreq; i++) {
-        deferred |= call->reqs[i].opening;
+        deferred += call->reqs[i].opening;
         puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
     }
-    return deferred || (puts > 1 && !out_desc) ? puts : 0;
+    if (!deferred && (puts < 2 || out_desc))
+        return 0;
+    return puts > deferred ? puts : deferred;
 }
 
 /* Finish every request after the fence: commit PUTs (those the pipeline did
@@ -634,7 +756,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
     bool parallel = due > 1 && !out_desc;
     if (parallel) {
         struct commit_job j = {.c = c, .call = call};
-        meta_parallel(call->nreq, due, commit_one, &j);
+        meta_parallel(c, call->nreq, due, commit_one, &j);
     }
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
@@ -679,6 +801,7 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
             return -ENOMEM;
         call->lat_cap = total;
     }
+    call->lat_want = total;
     return rio__engine_submit(c, call);
 }
 
@@ -689,26 +812,32 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
 static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
                     struct rio_desc *out_desc)
 {
-    pthread_t th[RIO__META_THREADS - 1];
+    pthread_t th[RIO__META_THREADS_MAX - 1];
     unsigned nth = 0;
 
     /* Set before the engine sees the call: it queues what it fences. */
-    unsigned puts = pipeline_puts(call, out_desc);
-    call->pipeline = puts > 0;
+    unsigned work = pipeline_work(call, out_desc);
+    call->pipeline = work > 0;
+    if (call->pipeline) {
+        unsigned max = meta_threads(c);
+        call->workers = work < max ? work : max;
+        /* Enough held to keep every op slot busy while as many commits
+         * run, and the transport's caches (open files) never outrun. */
+        uint64_t ahead = (uint64_t)c->npaths * c->o.depth + 2ull * call->workers;
+        call->ahead_max = ahead > RIO__AHEAD_MAX ? RIO__AHEAD_MAX : (unsigned)ahead;
+    }
     int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
-    while (nth < RIO__META_THREADS - 1 && nth + 1 < puts &&
-           pthread_create(&th[nth], NULL, commit_worker, call) == 0)
+    while (nth + 1 < call->workers && pthread_create(&th[nth], NULL, call_worker, call) == 0)
         nth++;
     hash_puts(c, call);
     if (call->pipeline) {
-        open_pending(c, call); /* what no worker took (or none started) */
         pthread_mutex_lock(&c->mu);
         call->hashing_over = true;
         pthread_cond_broadcast(&call->cond);
         pthread_mutex_unlock(&c->mu);
-        commit_worker_loop(c, call);
+        worker_loop(c, call);
         for (unsigned i = 0; i < nth; i++)
             pthread_join(th[i], NULL);
     } else {
@@ -781,7 +910,7 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
         return ret;
     call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
-    ret = req_prepare_get(c, call, r, key, buf, cap, opt ? opt->expect_generation : 0);
+    ret = req_prepare_get(c, call, r, key, buf, cap, opt ? opt->expect_generation : 0, false);
     if (ret < 0)
         goto err_call;
     ret = run_call(c, call, opt, NULL);
@@ -866,6 +995,7 @@ struct prep_job {
     struct rio_op *ops;
     const struct rio_call *opt;
     bool defer_open; /* PUTs: the uploads open while the batch runs */
+    bool defer_get;  /* GETs: looked up while the batch runs */
 };
 
 /* Prepare op i of a batch (a lookup or an upload open); one that fails,
@@ -880,7 +1010,7 @@ static void prep_one(void *arg, unsigned i)
     r->op_index = (int)i;
     if (op->type == RIO_OP_GET)
         ret = req_prepare_get(j->c, j->call, r, op->key, op->buf, op->len,
-                              j->opt ? j->opt->expect_generation : 0);
+                              j->opt ? j->opt->expect_generation : 0, j->defer_get);
     else if (op->type == RIO_OP_PUT)
         ret = req_prepare_put(j->c, r, op->key, op->buf, op->len, j->defer_open);
     else
@@ -909,14 +1039,21 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         return ret;
     call_mark_start(c, call);
     /* With two PUTs or more, their uploads open on the call's workers while
-     * the batch runs (run_call); the lookups of GETs happen first, here. */
+     * the batch runs (run_call), and so do the lookups of two GETs or more;
+     * what is not deferred is prepared here, on up to meta_threads(). */
     unsigned puts = 0, gets = 0;
     for (unsigned i = 0; i < n; i++) {
         puts += ops[i].type == RIO_OP_PUT;
         gets += ops[i].type == RIO_OP_GET;
     }
-    struct prep_job j = {.c = c, .call = call, .ops = ops, .opt = opt, .defer_open = puts > 1};
-    meta_parallel(n, j.defer_open ? (gets ? gets : 1) : n, prep_one, &j);
+    struct prep_job j = {.c = c,
+                         .call = call,
+                         .ops = ops,
+                         .opt = opt,
+                         .defer_open = puts > 1,
+                         .defer_get = gets > 1};
+    unsigned now = (j.defer_open ? 0 : puts) + (j.defer_get ? 0 : gets);
+    meta_parallel(c, n, now ? now : 1, prep_one, &j);
     ret = run_call(c, call, opt, NULL);
     if (ret < 0) {
         call_abandon(c, call);
@@ -966,7 +1103,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
     r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
-    ret = req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0);
+    ret = req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
     if (ret < 0)
         goto err_call;
     ret = start_call(c, call, opt);

@@ -839,7 +839,9 @@ int rio__engine_submit(struct rio_client *c, struct rio__call *call)
         struct rio__req *r = &call->reqs[i];
         if (r->decided) /* failed before it started (lookup, open) */
             continue;
-        if (r->nchunks == 0) {
+        if (r->nchunks == 0 && !r->opening) {
+            /* (one still being prepared stays: a GET looked up has no
+             * geometry yet, and an empty PUT is done once it is open) */
             r->decided = true;
             r->fenced = true;
             continue;
@@ -886,7 +888,9 @@ void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
     else
         call->ready_head = r;
     call->ready_tail = r;
-    pthread_cond_broadcast(&call->cond);
+    /* Every waiter of a pipelined call is one of its workers, and one is
+     * enough: each wake-up is a futex call (and, in a VM, an exit). */
+    pthread_cond_signal(&call->cond);
 }
 
 void rio__engine_wait(struct rio_client *c, struct rio__call *call)

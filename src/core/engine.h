@@ -100,8 +100,10 @@ struct rio__req {
     _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
     _Atomic int stop_hashing;
     struct rio__chunk *chunks;
-    int64_t result; /* set when the call is over */
-    int op_index;   /* index in the caller's batch */
+    int64_t result;      /* set when the call is over */
+    int op_index;        /* index in the caller's batch */
+    size_t get_cap;      /* GET looked up by a worker: the caller's buffer size */
+    uint64_t expect_gen; /* and the generation it must have (0: any) */
 
     /* engine */
     uint64_t next_new;
@@ -116,7 +118,9 @@ struct rio__req {
     uint64_t deadline_ns;
     struct rio__req *anext;
     /* pipelined opens and commits (a batch's PUTs), under mu */
-    bool opening;       /* its upload is being opened: no chunk may go yet */
+    bool opening;       /* its upload is being opened (PUT) or it is being looked
+                           up (GET): no chunk may go yet */
+    bool ahead;         /* prepared by a worker, counted in call->ahead */
     bool hash_done;     /* the caller is done hashing it */
     bool commit_queued; /* on the call's ready list (fenced and hashed) */
     bool committed;     /* a commit worker took it (set before the join) */
@@ -139,6 +143,7 @@ struct rio__call {
     /* engine: accumulators for stats */
     uint64_t *lat;
     uint64_t nlat, lat_cap;
+    uint64_t lat_want; /* chunks of the requests known so far (deferred GETs add theirs) */
     uint64_t retries[RIO_CLASS__COUNT];
     uint64_t path_bytes[RIO_MAX_PATHS], path_ops[RIO_MAX_PATHS], path_errors[RIO_MAX_PATHS];
     uint64_t path_peak[RIO_MAX_PATHS];
@@ -153,7 +158,13 @@ struct rio__call {
      * and hashed, while the others still move (client.c), under mu */
     bool pipeline;
     bool hashing_over;
-    _Atomic unsigned open_next; /* next request a worker may open */
+    unsigned open_next; /* next request a worker may prepare */
+    /* Requests a worker prepared (an upload open, a lookup held in the
+     * transport) and not yet done with (committed, or fenced for a GET): at
+     * most ahead_max, so a batch of thousands never holds thousands of open
+     * uploads or evicts the lookups its reads are about to use. */
+    unsigned ahead, ahead_max;
+    unsigned workers; /* threads that may prepare and commit (the caller's too) */
     struct rio__req *ready_head, *ready_tail;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
@@ -221,7 +232,9 @@ void rio__engine_free_attempts(struct rio_client *c);
  * RIO_EBUSY in fail-fast mode when the budget is full (nothing admitted).
  */
 int rio__engine_submit(struct rio_client *c, struct rio__call *call);
-/* Fail request r of an admitted call (the caller could not hash it). */
+/* Decide request r of an admitted call: err < 0 fails it (the caller could
+ * not hash it, a deferred open or lookup failed); 0 ends it with success (a
+ * deferred lookup found an empty object). */
 void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err);
 /* Wake the engine (a PUT chunk became ready). */
 void rio__engine_kick(struct rio_client *c);

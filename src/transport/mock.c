@@ -1494,6 +1494,10 @@ static int mock_lookup(struct rio_transport *tt, const char *key, struct rio_des
     ret = check_key(key, &keylen);
     if (ret < 0)
         return ret;
+    pthread_mutex_lock(&t->mu);
+    t->ctr.lookups++;
+    t->ctr.lookups_overlapped += t->ctr.inflight > 0;
+    pthread_mutex_unlock(&t->mu);
     h = key_hash(key, keylen);
     o = store_get(s, key, keylen, h);
     if (!o)
@@ -1561,6 +1565,10 @@ static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     up->size = size;
     up->chunk_size = chunk_size;
     *upload = up;
+    pthread_mutex_lock(&t->mu);
+    if (++t->ctr.uploads_open > t->ctr.uploads_open_peak)
+        t->ctr.uploads_open_peak = t->ctr.uploads_open;
+    pthread_mutex_unlock(&t->mu);
     return 0;
 err_free:
     upload_free(up);
@@ -1633,6 +1641,7 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     pthread_mutex_lock(&t->mu);
     t->ctr.commits++;
     t->ctr.commits_overlapped += t->ctr.inflight > 0;
+    t->ctr.uploads_open--;
     pthread_mutex_unlock(&t->mu);
     ret = RIO_EINVAL;
     if (!d || (up->nchunks && !d->xxh))
@@ -1684,11 +1693,15 @@ out:
 
 static void mock_put_abort(struct rio_transport *tt, void *upload)
 {
+    struct mock_transport *t = (struct mock_transport *)tt;
     struct mock_upload *up = upload;
 
-    (void)tt;
-    if (up && up->magic == UPLOAD_MAGIC)
+    if (up && up->magic == UPLOAD_MAGIC) {
+        pthread_mutex_lock(&t->mu);
+        t->ctr.uploads_open--;
+        pthread_mutex_unlock(&t->mu);
         upload_unref(up);
+    }
 }
 
 static int mock_remove(struct rio_transport *tt, const char *key)
