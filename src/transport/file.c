@@ -38,10 +38,16 @@
  * it ends: a file modified while it is being read ends the op with
  * RIO_EGENERATION instead of handing back a mix.
  *
- * Writes. put_open creates DIR/.KEY.railio-tmp-<random> (O_EXCL, preallocated),
- * WRITE ops land at their offsets, put_commit stores the chunk checksums in the
- * xattr user.railio.xxh (when the file system takes it), fsyncs (sync=1), renames
- * over DIR/KEY and fsyncs the directory; put_abort unlinks the temporary file.
+ * Writes. put_open creates an unnamed file in KEY's directory (O_TMPFILE,
+ * preallocated), WRITE ops land at their offsets, put_commit stores the chunk
+ * checksums in the xattr user.railio.xxh (when the file system takes it),
+ * fsyncs (sync=1), links the file as DIR/KEY (over an existing one: links it
+ * under a temporary name and renames that over DIR/KEY) and fsyncs the
+ * directory; put_abort only closes it, and a crash leaves no file behind.
+ * Where O_TMPFILE or /proc is missing (or with tmpfile=0) the upload is a
+ * named DIR/.KEY.railio-tmp-<random> (O_EXCL), renamed at commit and
+ * unlinked by put_abort. An unnamed file also keeps the create out of the
+ * directory's lock, which a batch of small PUTs otherwise queues on.
  *
  * Locks. ring->mu guards a ring's SQ, its op slots and its bounce pool (the
  * engine submits under its own mutex, but cancel may come from any thread and
@@ -67,6 +73,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
@@ -89,7 +96,7 @@ extern const struct rio_transport_ops rio__file_ops;
 
 #define FILE_MAX_DEPTH 1024u           /* the engine's own cap on depth */
 #define FILE_STEP_MAX (1u << 30)       /* one SQE moves at most 1 GiB (len is 32 bits) */
-#define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each) */
+#define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each), at most */
 #define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size, at least */
 #define FILE_BOUNCE_MAX (64u << 20)
 #define FILE_BOUNCE_SLOTS 64u            /* bounce buffers per ring, at most */
@@ -132,6 +139,7 @@ struct fupload {
     bool stage;
     bool inplace; /* a block device written in place: no temporary file */
     bool stream;  /* size unknown until commit (RIO_SIZE_UNKNOWN at put_open) */
+    bool anon;    /* an O_TMPFILE: no name until the commit links it */
     uint64_t size, chunk_size, nchunks;
     uint64_t limit; /* a write may not end past this offset */
     /* under t->fmu */
@@ -208,6 +216,7 @@ struct ftransport {
     struct rio_transport base;
     char *root; /* absolute, no trailing '/' (except "/") */
     bool single, blockdev, inplace, sync;
+    _Atomic bool tmpfile; /* uploads are O_TMPFILEs (cleared if the file system refuses) */
     int direct;
     bool single_missing; /* ?single=1 and the file does not exist yet */
     uint32_t bounce_size;
@@ -224,6 +233,7 @@ struct ftransport {
     /* under fmu */
     struct ffile *lru_head, *lru_tail;
     unsigned nfiles;
+    unsigned cache_max; /* FILE_CACHE_MAX, less under a low RLIMIT_NOFILE */
     uint64_t rng;
 };
 
@@ -568,11 +578,11 @@ static struct ffile *cache_find_locked(struct ftransport *t, const char *key, ui
 }
 
 /* Drop idle entries past the cap onto *out (closed by the caller, unlocked). */
-static void cache_trim_locked(struct ftransport *t, struct ffile **out)
+static void cache_trim_to_locked(struct ftransport *t, unsigned max, struct ffile **out)
 {
     struct ffile *f = t->lru_tail;
 
-    while (t->nfiles > FILE_CACHE_MAX && f) {
+    while (t->nfiles > max && f) {
         struct ffile *prev = f->prev;
         if (f->refs == 0) {
             lru_unlink_locked(t, f);
@@ -583,6 +593,11 @@ static void cache_trim_locked(struct ftransport *t, struct ffile **out)
     }
 }
 
+static void cache_trim_locked(struct ftransport *t, struct ffile **out)
+{
+    cache_trim_to_locked(t, t->cache_max, out);
+}
+
 static void close_list(struct ffile *l)
 {
     while (l) {
@@ -590,6 +605,25 @@ static void close_list(struct ffile *l)
         file_close(l);
         l = n;
     }
+}
+
+/* Out of descriptors (EMFILE, ENFILE): close every cached file no READ
+ * uses and keep half as many from now on (4 at least), so the open that
+ * failed can be tried once more. Whether err was that. */
+static bool cache_shed(struct ftransport *t, int err)
+{
+    struct ffile *dead = NULL;
+
+    if (err != -EMFILE && err != -ENFILE)
+        return false;
+    pthread_mutex_lock(&t->fmu);
+    unsigned half = t->nfiles / 2;
+    if (half < t->cache_max)
+        t->cache_max = half > 4 ? half : 4;
+    cache_trim_to_locked(t, 0, &dead);
+    pthread_mutex_unlock(&t->fmu);
+    close_list(dead);
+    return true;
 }
 
 /* Forget every cached open of key (a remove or a new PUT made them stale). */
@@ -746,6 +780,8 @@ static int file_get(struct ftransport *t, const char *key, uint64_t gen, struct 
     /* Not cached (evicted since the lookup, or never looked up): open it
      * again. A cached dentry makes this a few microseconds. */
     ret = file_open(t, key, &f, &st);
+    if (ret < 0 && cache_shed(t, ret))
+        ret = file_open(t, key, &f, &st);
     if (ret < 0)
         return ret;
     if (f->gen != gen) {
@@ -1488,6 +1524,8 @@ static int file_lookup(struct rio_transport *tt, const char *key, struct rio_des
     if (kl == 0 || kl > RIO_KEY_MAX)
         return RIO_EINVAL;
     ret = file_open(t, key, &f, &st);
+    if (ret < 0 && cache_shed(t, ret))
+        ret = file_open(t, key, &f, &st);
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
@@ -1546,6 +1584,94 @@ static int tmp_name(struct ftransport *t, const char *final, char **out)
     snprintf(p, n, "%.*s/.%s.railio-tmp-%016llx", (int)dl, final, base, (unsigned long long)rnd);
     *out = p;
     return 0;
+}
+
+#define FD_PATH_LEN 32
+
+/* "/proc/self/fd/N": the file fd has open, by a path (a reopen, a link). */
+static const char *fd_path(int fd, char buf[FD_PATH_LEN])
+{
+    snprintf(buf, FD_PATH_LEN, "/proc/self/fd/%d", fd);
+    return buf;
+}
+
+/* The directory part of path ("/" for "/name") into dir. */
+static int dir_of(const char *path, char dir[PATH_MAX])
+{
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+
+    if (dl == 0)
+        dl = 1;
+    if (dl >= PATH_MAX)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, dl);
+    dir[dl] = '\0';
+    return 0;
+}
+
+/* An unnamed file (O_TMPFILE) in the directory of up->final, made if
+ * missing, into up->fd; up->fd stays -1 where the file system has no
+ * O_TMPFILE (and no upload tries it again). */
+static int open_anon(struct ftransport *t, struct fupload *up)
+{
+    char dir[PATH_MAX];
+    int ret = dir_of(up->final, dir), fd;
+
+    if (ret < 0)
+        return ret;
+    fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+    if (fd < 0 && cache_shed(t, -errno))
+        fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == ENOENT) {
+        ret = make_parents(t, up->final);
+        if (ret < 0)
+            return ret;
+        fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+    }
+    if (fd < 0) {
+        /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system */
+        if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+            atomic_store(&t->tmpfile, false);
+            return 0;
+        }
+        return -errno;
+    }
+    up->fd = fd;
+    up->anon = true;
+    return 0;
+}
+
+/* Give the upload its name, DIR/KEY, replacing what is there atomically. */
+static int publish(struct ftransport *t, struct fupload *up)
+{
+    char pf[FD_PATH_LEN], *tmp;
+    int ret;
+
+    if (!up->anon) {
+        if (rename(up->tmp, up->final) < 0)
+            return -errno;
+        rio__free(up->tmp);
+        up->tmp = NULL; /* published: nothing to unlink any more */
+        return 0;
+    }
+    fd_path(up->fd, pf);
+    if (linkat(AT_FDCWD, pf, AT_FDCWD, up->final, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -errno;
+    /* An object is there: a link cannot replace it, a rename can. */
+    ret = tmp_name(t, up->final, &tmp);
+    if (ret < 0)
+        return ret;
+    if (linkat(AT_FDCWD, pf, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0) {
+        ret = -errno;
+    } else if (rename(tmp, up->final) < 0) {
+        ret = -errno;
+        unlink(tmp);
+    }
+    rio__free(tmp);
+    return ret;
 }
 
 static int file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
@@ -1612,10 +1738,19 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         return 0;
     }
 
+    if (atomic_load(&t->tmpfile) && !t->single) {
+        ret = open_anon(t, up);
+        if (ret < 0)
+            goto err;
+    }
+    if (up->fd >= 0)
+        goto created;
     ret = tmp_name(t, up->final, &up->tmp);
     if (ret < 0)
         goto err;
     up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (up->fd < 0 && cache_shed(t, -errno))
+        up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (up->fd < 0 && errno == ENOENT && !t->single) {
         /* The key's directories come first (a mkdir per component only when
          * one is missing, not per PUT). */
@@ -1628,6 +1763,7 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         ret = -errno;
         goto err_tmp;
     }
+created:
     if (up->nchunks > 1) {
         /* Reserve the space now: ENOSPC here, not halfway through (one
          * chunk's write is all or nothing anyway, and an object of one
@@ -1648,7 +1784,8 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         ret = -errno;
         goto err;
     }
-    ret = open_direct(t, up->tmp, O_WRONLY, &st, &up->dfd);
+    char pf[FD_PATH_LEN];
+    ret = open_direct(t, up->anon ? fd_path(up->fd, pf) : up->tmp, O_WRONLY, &st, &up->dfd);
     if (ret < 0)
         goto err;
     dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
@@ -1669,17 +1806,11 @@ err:
 
 static int fsync_parent(const char *path)
 {
-    const char *slash = strrchr(path, '/');
     char dir[PATH_MAX];
-    size_t dl = slash ? (size_t)(slash - path) : 0;
-    int fd, ret = 0;
+    int fd, ret = dir_of(path, dir);
 
-    if (dl == 0)
-        dl = 1; /* "/name" */
-    if (dl >= sizeof(dir))
-        return -ENAMETOOLONG;
-    memcpy(dir, path, dl);
-    dir[dl] = '\0';
+    if (ret < 0)
+        return ret;
     fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
@@ -1756,12 +1887,9 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
     }
     sync_ns += rio__now_ns() - ts;
     if (!up->inplace) {
-        if (rename(up->tmp, up->final) < 0) {
-            ret = -errno;
+        ret = publish(t, up);
+        if (ret < 0)
             goto out;
-        }
-        rio__free(up->tmp);
-        up->tmp = NULL; /* published: nothing to unlink any more */
         if (t->sync) {
             ts = rio__now_ns();
             ret = fsync_parent(up->final);
@@ -1922,6 +2050,13 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
     t->base.npaths = (unsigned)v;
+    /* Cached files hold two descriptors each: at most an eighth of the
+     * process's, so a low limit leaves room for uploads and the rest. */
+    struct rlimit rl;
+    t->cache_max = FILE_CACHE_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 8 < t->cache_max)
+        t->cache_max = rl.rlim_cur / 8 > 4 ? (unsigned)(rl.rlim_cur / 8) : 4;
     t->depth = o && o->depth ? o->depth : 4;
     if (t->depth > FILE_MAX_DEPTH)
         return RIO_EINVAL;
@@ -1943,6 +2078,11 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
         return RIO_EINVAL;
     if ((s = rio__url_param(u, "inplace")) && parse_bool(s, &t->inplace) < 0)
         return RIO_EINVAL;
+    /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
+    bool tmpf = true;
+    if ((s = rio__url_param(u, "tmpfile")) && parse_bool(s, &tmpf) < 0)
+        return RIO_EINVAL;
+    atomic_init(&t->tmpfile, tmpf && access("/proc/self/fd", X_OK) == 0);
     /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
      * per command in flight up to 64 per ring and 256 MiB in all. */
     v = o && o->chunk_size ? (o->chunk_size + 4095) / 4096 * 4096 : FILE_BOUNCE_DEFAULT;

@@ -10,6 +10,9 @@
 
 #include "transport/file.h"
 #include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #define CH (128 * EU_KIB)
 
@@ -443,6 +446,165 @@ TEST(batch_many_objects)
     }
     free(bufs);
     eu_close(&e);
+}
+
+/* Entries of the scratch directory, "." and ".." aside. */
+static int dir_entries(void)
+{
+    DIR *dir = opendir(fu_dir);
+    int n = 0;
+    T_NOTNULL(dir);
+    for (struct dirent *de; (de = readdir(dir));)
+        n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(dir);
+    return n;
+}
+
+/*
+ * An upload is an unnamed file (O_TMPFILE) until its commit links it: while
+ * it is written the directory shows nothing, an abort leaves nothing, a
+ * commit over an existing object replaces it whole; with tmpfile=0 the
+ * upload is a named temporary file, renamed at commit.
+ */
+TEST(unnamed_uploads)
+{
+    const size_t n = 3 * CH + 5;
+    struct rio_options o;
+    struct rio_writer *w;
+    struct eu e;
+    uint8_t *a = eu_pattern_buf(n, 41), *b = eu_pattern_buf(n, 42);
+
+    fu_mkdir();
+    opts(&o, 2, 4);
+    eu_open(&e, fu_url(""), &o);
+    T_OK(rio_put(e.c, "obj", a, n, NULL, NULL));
+    T_EQ(dir_entries(), 1);
+    /* Replace it: nothing new to see until the commit, then all of b. */
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_OK(rio_writer_write(w, b, 2 * CH));
+    T_EQ(dir_entries(), 1);
+    eu_get_check(e.c, "obj", n, 41, NULL);
+    T_OK(rio_writer_write(w, b + 2 * CH, n - 2 * CH));
+    T_OK(rio_writer_close(w, NULL));
+    T_EQ(dir_entries(), 1);
+    eu_get_check(e.c, "obj", n, 42, NULL);
+    /* A new key, aborted: no trace. */
+    T_OK(rio_writer_open(e.c, "gone", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(rio_writer_write(w, a, 2 * CH));
+    rio_writer_abort(w);
+    T_EQ(dir_entries(), 1);
+    T_ERR(rio_stat(e.c, "gone", &(struct rio_desc){0}), RIO_ENOTFOUND);
+    eu_close(&e);
+
+    /* tmpfile=0: the named temporary is there while the upload is open. */
+    eu_open(&e, fu_url("?tmpfile=0"), &o);
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_OK(rio_writer_write(w, a, 2 * CH));
+    T_EQ(fu_tmp_files(), 1);
+    T_OK(rio_writer_write(w, a + 2 * CH, n - 2 * CH));
+    T_OK(rio_writer_close(w, NULL));
+    T_EQ(fu_tmp_files(), 0);
+    T_EQ(dir_entries(), 1);
+    eu_get_check(e.c, "obj", n, 41, NULL);
+    eu_close(&e);
+    struct rio_client *c;
+    T_ERR(rio_client_new(fu_url("?tmpfile=maybe"), &o, &c), RIO_EINVAL);
+    free(a);
+    free(b);
+}
+
+/* A client killed (-9) in the middle of an upload leaves no file behind:
+ * the unnamed file dies with its last descriptor. */
+TEST(killed_upload_leaves_nothing)
+{
+    int pfd[2];
+    fu_mkdir();
+    T_OK(pipe(pfd));
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        struct rio_options o;
+        struct rio_client *c;
+        struct rio_writer *w;
+        uint8_t *a = eu_pattern_buf(2 * CH, 43);
+        opts(&o, 1, 2);
+        if (!a || rio_client_new(fu_url(""), &o, &c) < 0 ||
+            rio_writer_open(c, "victim", 8 * CH, 2, NULL, &w) < 0 ||
+            rio_writer_write(w, a, 2 * CH) < 0)
+            _exit(1);
+        (void)!write(pfd[1], "x", 1);
+        pause();
+        _exit(0);
+    }
+    char x = 0;
+    T_EQ(read(pfd[0], &x, 1), 1);
+    T_OK(kill(pid, SIGKILL));
+    int st;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_TRUE(WIFSIGNALED(st));
+    close(pfd[0]);
+    close(pfd[1]);
+    T_EQ(dir_entries(), 0);
+}
+
+/*
+ * A batch far larger than the descriptors the process may open: 1000 PUTs
+ * under RLIMIT_NOFILE 128 (each open upload holds two descriptors; the
+ * batch used to open every upload at once and fail with EMFILE), then 1000
+ * GETs, all byte-exact.
+ */
+TEST(batch_fd_bounded)
+{
+    enum { N = 1000 };
+    const size_t n = 4096;
+    struct rio_options o;
+    struct eu e;
+    struct rlimit old, lim;
+    struct rio_op *ops = calloc(N, sizeof(*ops));
+    char(*keys)[16] = calloc(N, 16);
+    uint8_t *bufs = malloc((size_t)N * n);
+
+    T_NOTNULL(ops);
+    T_NOTNULL(keys);
+    T_NOTNULL(bufs);
+    fu_mkdir();
+    opts(&o, 1, 4);
+    eu_open(&e, fu_url("?sync=0"), &o);
+    for (int i = 0; i < N; i++) {
+        snprintf(keys[i], 16, "f%04d", i);
+        t_fill_pattern(bufs + (size_t)i * n, n, 900 + i);
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_PUT, .key = keys[i], .buf = bufs + (size_t)i * n, .len = n};
+    }
+    T_OK(getrlimit(RLIMIT_NOFILE, &old));
+    lim = old;
+    lim.rlim_cur = 128;
+    T_OK(setrlimit(RLIMIT_NOFILE, &lim));
+    int put_ok = rio_batch(e.c, ops, N, NULL);
+    int64_t put_err = 0;
+    for (int i = 0; i < N && !put_err; i++)
+        put_err = ops[i].result < 0 ? ops[i].result : 0;
+    memset(bufs, 0, (size_t)N * n);
+    for (int i = 0; i < N; i++)
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_GET, .key = keys[i], .buf = bufs + (size_t)i * n, .len = n};
+    int get_ok = rio_batch(e.c, ops, N, NULL);
+    T_OK(setrlimit(RLIMIT_NOFILE, &old));
+    if (put_err)
+        T_FAIL("a PUT failed: %s", rio_errname((int)put_err));
+    T_EQ(put_ok, N);
+    for (int i = 0; i < N; i++)
+        if (ops[i].result < 0)
+            T_FAIL("GET %s: %s", keys[i], rio_errname((int)ops[i].result));
+    T_EQ(get_ok, N);
+    for (int i = 0; i < N; i++) {
+        T_EQ(ops[i].result, (int64_t)n);
+        T_PATTERN(bufs + (size_t)i * n, n, 900 + i);
+    }
+    eu_close(&e);
+    free(ops);
+    free(keys);
+    free(bufs);
 }
 
 /* ------------------------------------------------ streaming PUT, bare */
