@@ -11,6 +11,7 @@
 #include "transport/file.h"
 #include <dirent.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -605,6 +606,44 @@ TEST(batch_fd_bounded)
     free(ops);
     free(keys);
     free(bufs);
+}
+
+/* `railio bench file://` end to end at a tiny size, as a user runs it:
+ * every row measured on both sides (fio when installed), the random rows
+ * with their fio-files ceiling, JSON out, nothing left in DIR. */
+TEST(cli_bench_smoke)
+{
+    const char *bdir = getenv("T_BUILD_DIR");
+    char cmd[8192], outp[512];
+
+    if (!bdir)
+        T_SKIP("T_BUILD_DIR not set (run through ctest)");
+    fu_mkdir();
+    bool fio = system("fio --version >/dev/null 2>&1") == 0;
+    snprintf(outp, sizeof(outp), "%s.json", fu_dir);
+    snprintf(cmd, sizeof(cmd),
+             "'%s/railio' bench 'file://%s?etag=none' --size 2M --chunks 128K,1M --queues 1,2 "
+             "--inflight 4 --reps 1 %s --json >'%s'",
+             bdir, fu_dir, fio ? "" : "--no-fio", outp);
+    T_EQ(system(cmd), 0);
+    size_t len;
+    char *buf = (char *)fu_slurp(outp, &len);
+    buf[len] = '\0';
+    unlink(outp);
+    T_NOTNULL(strstr(buf, "\"rows\":["));
+    int rows = 0;
+    for (const char *p = buf; (p = strstr(p, "\"railio_mbps\":")); p++) {
+        rows++;
+        T_GT(strtod(p + 14, NULL), 0.0);
+    }
+    T_EQ(rows, 2 * 2 * 4); /* chunks x queues x modes */
+    T_NULL(strstr(buf, "\"error\":-"));
+    if (fio) {
+        T_NULL(strstr(buf, "\"fio_mbps\":0.0"));
+        T_NULL(strstr(buf, "\"fio_mbps\":-"));
+    }
+    free(buf);
+    T_EQ(dir_entries(), 0);
 }
 
 /* ------------------------------------------------ streaming PUT, bare */
