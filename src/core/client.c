@@ -444,7 +444,7 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
 {
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
-        if (r->type != RIO_OP_PUT || r->decided || !r->nchunks) {
+        if (r->type != RIO_OP_PUT || atomic_load(&r->stop_hashing) || !r->nchunks) {
             hash_done(c, r);
             continue;
         }
@@ -649,6 +649,8 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
         r->ahead = false; /* nothing held for it */
         call->ahead--;
     }
+    /* The engine takes it from here: dispatches it, or fences it (failed). */
+    rio__engine_admit_locked(c, r);
     rio__call_ready_locked(call, r);
     /* The engine looks for work at each completion anyway: wake it only
      * when it may have a free op slot. */
@@ -708,6 +710,19 @@ static void worker_loop(struct rio_client *c, struct rio__call *call)
             if (!r->opening)
                 continue;
             bool todo = !(r->decided && r->status < 0);
+            /* Not on the active list yet, so no engine timer watches it:
+             * its deadline and the call's cancel are checked here. */
+            int late = 0;
+            if (todo && call->cancel && atomic_load(&call->cancel->fired))
+                late = RIO_ECANCELED;
+            else if (todo && rio__now_ns() >= r->deadline_ns)
+                late = RIO_EDEADLINE;
+            if (late) {
+                r->decided = true;
+                r->status = late;
+                atomic_store(&r->stop_hashing, 1);
+                todo = false;
+            }
             r->ahead = true;
             call->ahead++;
             pthread_mutex_unlock(&c->mu);

@@ -814,6 +814,21 @@ void rio__engine_stop(struct rio_client *c)
 
 /* ------------------------------------------------------------- calls */
 
+/* Put r on the client's active list: the engine now dispatches it, checks
+ * its timers and fences it, and holds a reference on its call. */
+static void req_link_locked(struct rio_client *c, struct rio__req *r)
+{
+    r->active = true;
+    r->anext = NULL;
+    if (c->active_tail)
+        c->active_tail->anext = r;
+    else
+        c->active_head = r;
+    c->active_tail = r;
+    c->nrequests++;
+    r->call->refs++;
+}
+
 int rio__engine_submit(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
@@ -846,16 +861,12 @@ int rio__engine_submit(struct rio_client *c, struct rio__call *call)
             r->fenced = true;
             continue;
         }
-        r->active = true;
-        r->anext = NULL;
-        if (c->active_tail)
-            c->active_tail->anext = r;
-        else
-            c->active_head = r;
-        c->active_tail = r;
-        c->nrequests++;
         call->remaining++;
-        call->refs++;
+        /* One still being prepared joins the active list once it is
+         * (rio__engine_admit_locked): the engine walks that list at every
+         * event, and a batch of thousands would make each walk thousands. */
+        if (!r->opening)
+            req_link_locked(c, r);
     }
     call->refs--; /* the engine holds one reference per active request */
     pthread_mutex_unlock(&c->mu);
@@ -863,11 +874,23 @@ int rio__engine_submit(struct rio_client *c, struct rio__call *call)
     return 0;
 }
 
+void rio__engine_admit_locked(struct rio_client *c, struct rio__req *r)
+{
+    req_link_locked(c, r);
+}
+
 void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err)
 {
     pthread_mutex_lock(&c->mu);
-    if (r->active)
+    if (r->active) {
         req_decide_locked(c, r, err);
+    } else if (r->opening && !r->decided) {
+        /* Not admitted yet: decided now, fenced once admitted. */
+        r->decided = true;
+        r->status = err;
+        if (err < 0)
+            atomic_store(&r->stop_hashing, 1);
+    }
     pthread_mutex_unlock(&c->mu);
     rio__t_wake(c->t);
 }

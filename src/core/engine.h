@@ -232,6 +232,9 @@ void rio__engine_free_attempts(struct rio_client *c);
  * RIO_EBUSY in fail-fast mode when the budget is full (nothing admitted).
  */
 int rio__engine_submit(struct rio_client *c, struct rio__call *call);
+/* A request of an admitted call that was being prepared (r->opening) is
+ * now: put it on the active list (under mu). */
+void rio__engine_admit_locked(struct rio_client *c, struct rio__req *r);
 /* Decide request r of an admitted call: err < 0 fails it (the caller could
  * not hash it, a deferred open or lookup failed); 0 ends it with success (a
  * deferred lookup found an empty object). */

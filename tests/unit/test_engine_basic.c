@@ -277,6 +277,64 @@ TEST(batch_window_bounded)
     eu_close(&e);
 }
 
+/* Requests a batch has not prepared yet are not on the engine's list, so
+ * the workers watch their deadline and the call's cancel: a batch far
+ * slower than its deadline ends at the deadline, every GET whole or
+ * RIO_EDEADLINE, and a cancelled one ends at once, the same way. */
+TEST(batch_deadline_before_prepared)
+{
+    enum { N = 200 };
+    const size_t n = 64 * EU_KIB;
+    struct eu e;
+    struct rio_options o;
+    struct rio_op ops[N];
+    uint8_t *src = eu_pattern_buf(n, 5), *dst = malloc(N * n);
+    char keys[N][16];
+
+    T_NOTNULL(dst);
+    eu_opts(&o);
+    o.depth = 2;
+    eu_open(&e, "mock://dl?paths=1", &o);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "d%u", i);
+        T_OK(rio_put(e.c, keys[i], src, n, NULL, NULL));
+    }
+    /* 1 MB/s: 200 x 64 KiB would take 13 s */
+    T_OK(rio_mock_set_path(e.c, 0, 1e6, 0));
+    for (unsigned round = 0; round < 2; round++) {
+        struct rio_cancel *cx = NULL;
+        struct rio_call call = {.deadline_ms = 300};
+        if (round) {
+            T_OK(rio_cancel_new(&cx));
+            call = (struct rio_call){.cancel = cx};
+            rio_cancel_fire(cx);
+        }
+        for (unsigned i = 0; i < N; i++)
+            ops[i] =
+                (struct rio_op){.type = RIO_OP_GET, .key = keys[i], .buf = dst + i * n, .len = n};
+        uint64_t t0 = eu_now_ns();
+        int ok = rio_batch(e.c, ops, N, &call);
+        double ms = (double)(eu_now_ns() - t0) / 1e6;
+        fprintf(stderr, "  %s: %d of %d in %.0f ms\n", round ? "cancelled" : "deadline 300 ms", ok,
+                N, ms);
+        T_LT(ms, 3000.0);
+        T_LT(ok, N / 2);
+        for (unsigned i = 0; i < N; i++) {
+            if (ops[i].result >= 0) {
+                T_EQ(ops[i].result, (int64_t)n);
+                T_MEMEQ(dst + i * n, src, n);
+            } else {
+                T_ERR(ops[i].result, round ? RIO_ECANCELED : RIO_EDEADLINE);
+            }
+        }
+        rio_cancel_destroy(cx);
+    }
+    eu_idle(e.c);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
 /* A batch of independent PUTs and GETs, one of them for a missing key: that
  * one fails alone with RIO_ENOTFOUND, the others succeed. */
 TEST(batch_mixed_ops)
