@@ -271,6 +271,10 @@ struct rio_op {
  * Run n independent ops through the same paths at once. Returns the number of
  * ops that succeeded (each op's result says how it ended), or a negative error
  * when the batch could not start. call->stats covers the whole batch.
+ * Lookups, upload opens and commits run on worker threads alongside the
+ * transfer (2 x paths x depth of them, 8..64), at most 128 ops prepared at
+ * once: a batch of any size holds that many open uploads or cached lookups,
+ * not n (docs/internals/engine.md).
  */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *call);
 
