@@ -537,9 +537,9 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
  * (a HEAD, a head object read, a create; a rename and its fsyncs, a
  * CompleteMultipartUpload) that mostly waits, so one after another they
  * would add up; the transport's metadata calls are thread-safe by contract.
- * As many threads as the client keeps ops in flight (paths x depth), 8 at
- * least and RIO__META_THREADS_MAX at most: a durable commit of a small file
- * waits on two cache flushes, and with fewer threads than ops in flight the
+ * Twice as many threads as the client keeps ops in flight (2 x paths x
+ * depth), 8 at least and RIO__META_THREADS_MAX at most: a durable commit of
+ * a small file waits on two cache flushes, and with fewer threads the
  * commits, not the transfers, set the pace (docs/internals/engine.md).
  */
 #define RIO__META_THREADS_MIN 8
