@@ -651,7 +651,6 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
     }
     /* The engine takes it from here: dispatches it, or fences it (failed). */
     rio__engine_admit_locked(c, r);
-    rio__call_ready_locked(call, r);
     /* The engine looks for work at each completion anyway: wake it only
      * when it may have a free op slot. */
     bool kick = c->inflight_ops < (uint64_t)c->npaths * c->o.depth;
@@ -833,18 +832,17 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
     /* Set before the engine sees the call: it queues what it fences. */
     unsigned work = pipeline_work(call, out_desc);
     call->pipeline = work > 0;
+    unsigned max = meta_threads(c), workers = work < max ? work : max;
     if (call->pipeline) {
-        unsigned max = meta_threads(c);
-        call->workers = work < max ? work : max;
         /* Enough held to keep every op slot busy while as many commits
          * run, and the transport's caches (open files) never outrun. */
-        uint64_t ahead = (uint64_t)c->npaths * c->o.depth + 2ull * call->workers;
+        uint64_t ahead = (uint64_t)c->npaths * c->o.depth + 2ull * workers;
         call->ahead_max = ahead > RIO__AHEAD_MAX ? RIO__AHEAD_MAX : (unsigned)ahead;
     }
     int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
-    while (nth + 1 < call->workers && pthread_create(&th[nth], NULL, call_worker, call) == 0)
+    while (nth + 1 < workers && pthread_create(&th[nth], NULL, call_worker, call) == 0)
         nth++;
     hash_puts(c, call);
     if (call->pipeline) {

@@ -902,7 +902,7 @@ void rio__engine_kick(struct rio_client *c)
 
 void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
 {
-    if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done || r->opening)
+    if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done)
         return;
     r->commit_queued = true;
     r->cnext = NULL;

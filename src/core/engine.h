@@ -164,7 +164,6 @@ struct rio__call {
      * most ahead_max, so a batch of thousands never holds thousands of open
      * uploads or evicts the lookups its reads are about to use. */
     unsigned ahead, ahead_max;
-    unsigned workers; /* threads that may prepare and commit (the caller's too) */
     struct rio__req *ready_head, *ready_tail;
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
@@ -244,7 +243,8 @@ void rio__engine_kick(struct rio_client *c);
 /* Block until every request of call is fenced. */
 void rio__engine_wait(struct rio_client *c, struct rio__call *call);
 /* Pipelined commits: r is fenced or hashed; when it is both, queue it on
- * its call's ready list and wake the commit workers. Under mu. */
+ * its call's ready list and wake a worker. Under mu. (A request being
+ * prepared is not on the active list, so it is never fenced.) */
 void rio__call_ready_locked(struct rio__call *call, struct rio__req *r);
 /* Drop the caller's reference; frees the call when the engine is done too. */
 void rio__call_release(struct rio_client *c, struct rio__call *call);
