@@ -75,10 +75,16 @@ enum rio_budget_mode {
 
 #define RIO_MAX_PATHS 16
 
+/* A deadline_ms (options or call) that means "no deadline". */
+#define RIO_DEADLINE_NONE UINT32_MAX
+
 /**
  * Client options. Initialise with rio_options_init(); zero fields mean "use the
  * environment (RIO_*), then the default". Environment variables are read once,
- * at rio_client_new.
+ * at rio_client_new. A deadline of 0 in the URL (deadline=0) or the
+ * environment, or RIO_DEADLINE_NONE in the struct, means no deadline; an
+ * op_timeout of 0 is refused (there is always one). A bad option makes
+ * rio_client_new return RIO_EINVAL and write one line naming it to stderr.
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */
@@ -201,7 +207,7 @@ struct rio_cancel;
 /** Per-call settings; NULL means all defaults. */
 struct rio_call {
     unsigned flags;             /* RIO_ATOMIC */
-    uint32_t deadline_ms;       /* 0 = client default */
+    uint32_t deadline_ms;       /* 0 = client default, RIO_DEADLINE_NONE = none */
     uint64_t expect_generation; /* GET: fail with RIO_EGENERATION unless it matches; 0 = any */
     struct rio_stats *stats;    /* filled on return (success or error) if not NULL */
     struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */

@@ -215,10 +215,30 @@ static void call_mark_start(struct rio_client *c, struct rio__call *call)
 static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0)
 {
     uint64_t ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
-    return t0 + ms * 1000000ull;
+    return ms == RIO_DEADLINE_NONE ? UINT64_MAX : t0 + ms * 1000000ull;
 }
 
-/* Set up a GET request: look the object up and size its chunks. */
+/*
+ * The one way a descriptor enters the engine: the transport's lookup, then
+ * the check of every field (a hostile server's HEAD is as good as any), so
+ * nothing is sized from geometry that contradicts itself. A bad one fails
+ * the call with RIO_EPROTO and a line on stderr that names the field.
+ */
+static int client_lookup(struct rio_client *c, const char *key, struct rio_desc *out)
+{
+    char why[192];
+    int ret = c->t->ops->lookup(c->t, key, out);
+    if (ret < 0)
+        return ret;
+    ret = rio__desc_check(out, key, why, sizeof(why));
+    if (ret < 0) {
+        fprintf(stderr, "railio: %s server descriptor: %s\n", c->url.scheme, why);
+        rio_desc_cleanup(out);
+        memset(out, 0, sizeof(*out));
+    }
+    return ret;
+}
+
 /*
  * What a GET's lookup decides: its descriptor, geometry and, for an atomic
  * call, a staging buffer and a chunk list. Built aside and then published
@@ -248,7 +268,7 @@ static int get_plan(struct rio_client *c, struct rio__call *call, const struct r
                     struct get_plan *g)
 {
     memset(g, 0, sizeof(*g));
-    int ret = c->t->ops->lookup(c->t, r->key, &g->desc);
+    int ret = client_lookup(c, r->key, &g->desc);
     if (ret < 0)
         goto err;
     ret = RIO_EGENERATION;
@@ -260,8 +280,8 @@ static int get_plan(struct rio_client *c, struct rio__call *call, const struct r
     g->size = g->desc.size;
     g->chunk_size = g->desc.chunk_size ? g->desc.chunk_size : c->o.chunk_size;
     g->nchunks = g->size ? (g->size - 1) / g->chunk_size + 1 : 0;
-    ret = RIO_EPROTO; /* a descriptor that contradicts itself */
-    if (g->desc.xxh && g->desc.nchunks != g->nchunks)
+    ret = RIO_EPROTO; /* checked by client_lookup; kept for the chunk count */
+    if ((g->desc.xxh && g->desc.nchunks != g->nchunks) || g->nchunks > RIO__DESC_CHUNKS_MAX)
         goto err;
     ret = -ENOMEM;
     if (!r->prefetch && (call->flags & RIO_ATOMIC) && g->size) {
@@ -332,7 +352,15 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         /* A reader: chunks land in a ring of prefetch slots. */
         if (r->prefetch > r->nchunks)
             r->prefetch = (unsigned)r->nchunks;
-        r->ring = rio__stage_get(c, (size_t)r->prefetch * r->chunk_size, &r->staging_cap);
+        /* The ring counts against the client's budget: fewer slots when
+         * chunks are large (one at least). */
+        uint64_t fit = c->o.budget_bytes / r->chunk_size;
+        if (r->prefetch > fit)
+            r->prefetch = fit ? (unsigned)fit : 1;
+        size_t ring;
+        if (__builtin_mul_overflow((size_t)r->prefetch, r->chunk_size, &ring))
+            return RIO_ETOOBIG;
+        r->ring = rio__stage_get(c, ring, &r->staging_cap);
         if (!r->ring)
             return -ENOMEM;
         r->staging = r->ring;
@@ -989,7 +1017,7 @@ int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
-    return c->t->ops->lookup(c->t, key, out);
+    return client_lookup(c, key, out);
 }
 
 int rio_delete(struct rio_client *c, const char *key)

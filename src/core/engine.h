@@ -269,5 +269,9 @@ uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
  * defaults (options.c). */
 int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
                          struct rio_options *out);
+/* The same, silent: why (cap bytes) names the first bad option, its URL
+ * parameter and environment variable. RIO_EINVAL on a bad one. */
+int rio__options_check(const struct rio_options *in, const struct rio_url *u,
+                       struct rio_options *out, char *why, size_t cap);
 
 #endif

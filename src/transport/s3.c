@@ -444,7 +444,7 @@ static void xml_text(const char *body, size_t len, const char *tag, char *out, s
 
 /*
  * An HTTP status (and the S3 <Code> from the error body) as a railio error.
- * Retryable: 408, 429, 5xx, and the 400s that S3 uses for transient trouble
+ * Retryable: 408, 429, 5xx but 501, and the 400s that S3 uses for transient trouble
  * (RequestTimeout) or for bytes damaged in flight (BadDigest: the part is
  * sent again). Everything else is the caller's or the object's problem and
  * fails the request.
@@ -455,10 +455,16 @@ static int map_http(long status, const char *code)
         return 0;
     if (!strcmp(code, "SlowDown") || status == 429)
         return RIO_ETHROTTLE;
+    /* The server cannot do it at all: asking again will not help. */
+    if (status == 501)
+        return RIO_ENOTSUP;
     if (status >= 500)
         return RIO_ESERVER;
+    /* The server gave up waiting for the request (S3: RequestTimeout): a
+     * server-side condition, retried, but the path is not at fault and
+     * must not cool down as a timeout would make it. */
     if (!strcmp(code, "RequestTimeout") || status == 408)
-        return -ETIMEDOUT;
+        return RIO_ESERVER;
     if (!strcmp(code, "BadDigest") || !strcmp(code, "XAmzContentSHA256Mismatch"))
         return RIO_ECHECKSUM;
     switch (status) {
@@ -477,7 +483,6 @@ static int map_http(long status, const char *code)
     case 410:
         return RIO_ENOTFOUND;
     case 405:
-    case 501:
         return RIO_ENOTSUP;
     case 409:
         return !strcmp(code, "OperationAborted") ? RIO_ESERVER : -EEXIST;

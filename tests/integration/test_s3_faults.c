@@ -804,6 +804,87 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     su_close(c, alloc0);
 }
 
+/* Issue 13 item 16: 501 means the server cannot do it: one attempt, no
+ * retry, RIO_ENOTSUP. */
+TEST(http_501_not_retried)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    unsigned fired0, fired1, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "F_501_0/obj", CH, 1), *dst = malloc(CH);
+    rio_client_destroy(w);
+    struct rio_client *c = fault_client(&o, NULL);
+    su_fault_stats(su_fault_port(), &fired0, &up);
+    T_ERR(rio_get(c, "F_501_0/obj", dst, CH, &call), RIO_ENOTSUP);
+    su_fault_stats(su_fault_port(), &fired1, &up);
+    T_EQ(fired1 - fired0, 1u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 0u); /* the one failed attempt is fatal */
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* 408 (RequestTimeout) is retried as the server's trouble: the path it came
+ * on is not cooled down as a timeout would make it. */
+TEST(http_408_retries_without_cooling)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.cooldown_base_ms = o.cooldown_cap_ms = 60000;
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "F_408_3/obj", OBJ, 2), *dst = malloc(OBJ);
+    rio_client_destroy(w);
+    struct rio_client *c = fault_client(&o, NULL);
+    T_EQ(rio_get(c, "F_408_3/obj", dst, OBJ, &call), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(st.retries[RIO_CLASS_TIMEOUT], 0u);
+    for (unsigned i = 0; i < st.npaths; i++)
+        T_EQ(st.path[i].state, 0);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* Issue 13 item 1: a HEAD claiming Content-Length 2^64 - 1 and a chunk of
+ * 2^63 (a heap overflow once: the reader's ring was sized by a product that
+ * wrapped to 0) fails every call with RIO_EPROTO, s3:// and http:// alike. */
+TEST(hostile_head_refused)
+{
+    struct rio_options o;
+    char url[256];
+    struct rio_desc d;
+    struct rio_reader *rd = NULL;
+    uint8_t buf[4096];
+    void *p = NULL;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
+        else
+            snprintf(url, sizeof(url), "http://127.0.0.1:%d/fb", su_fault_port());
+        struct rio_client *c = su_client(url, &o);
+        T_ERR(rio_stat(c, "F_hugehead_0/obj", &d), RIO_EPROTO);
+        T_ERR(rio_get(c, "F_hugehead_0/obj", buf, sizeof(buf), NULL), RIO_EPROTO);
+        T_ERR(rio_get_alloc(c, "F_hugehead_0/obj", &p, NULL), RIO_EPROTO);
+        T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 0, NULL, &rd), RIO_EPROTO);
+        T_NULL(rd);
+        T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 4, NULL, &rd), RIO_EPROTO);
+        su_close(c, alloc0);
+    }
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)
