@@ -228,7 +228,16 @@ struct rio_call {
  */
 int rio_client_new(const char *url, const struct rio_options *o, struct rio_client **out);
 /**
- * Close the client. Must not race with calls on it. Accepts NULL.
+ * Close the client. Must not race with calls on it, nor with calls on its
+ * readers and writers. Accepts NULL; always returns, in bounded time (op
+ * timeout + 1 s).
+ *
+ * Readers and writers still open are invalidated, never waited for: their
+ * fetches and parts are cancelled and fenced, a writer's upload is aborted
+ * (nothing of it is published), and the handles keep nothing of the client.
+ * Every later rio_reader_read / rio_writer_write on them returns
+ * RIO_ECLOSED; rio_reader_close and rio_writer_close return RIO_ECLOSED and
+ * free them (so does rio_writer_abort), which the caller must still call.
  */
 void rio_client_destroy(struct rio_client *c);
 
@@ -303,7 +312,8 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
  * later call returns the same error). Not thread-safe for one reader.
  */
 int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n);
-/** The descriptor the reader follows (valid until close). */
+/** The descriptor the reader follows (valid until close; NULL once the
+ * client was destroyed). */
 const struct rio_desc *rio_reader_desc(const struct rio_reader *rd);
 /**
  * Stop every fetch still in flight, wait until none can write anymore, free
@@ -365,10 +375,18 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
                    int64_t (*fill)(void *arg, void *buf, size_t cap), void *arg,
                    const struct rio_call *call, struct rio_desc *out_desc);
 
-/** A cancellation token, usable from any thread. */
+/**
+ * A cancellation token, usable from any thread. Lifetime: a call, reader or
+ * writer that takes a token (struct rio_call.cancel) holds a reference on it
+ * until it ends (the call returns, the reader or writer is closed), so the
+ * caller may rio_cancel_destroy it at any time after handing it over; the
+ * token is freed when the last holder lets go.
+ */
 int rio_cancel_new(struct rio_cancel **out);
-/** Cancel every call carrying this token; the calls return RIO_ECANCELED. */
+/** Cancel every call carrying this token; the calls return RIO_ECANCELED.
+ * Only while the caller still holds its own reference (before destroy). */
 void rio_cancel_fire(struct rio_cancel *cx);
+/** Drop the caller's reference. Accepts NULL. */
 void rio_cancel_destroy(struct rio_cancel *cx);
 
 /** Engine counters; all zero when the client is idle. */

@@ -98,10 +98,29 @@ err_free:
     return ret;
 }
 
+static void reader_invalidate(struct rio_reader *rd);
+static void writer_invalidate(struct rio_writer *w);
+
+/*
+ * Readers and writers still open are ended first (include/railio.h): their
+ * work is cancelled and fenced, a writer's upload aborted, and each handle
+ * is left holding nothing of the client, for its close to free.
+ */
 void rio_client_destroy(struct rio_client *c)
 {
     if (!c)
         return;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        struct rio__stream *st = c->streams;
+        pthread_mutex_unlock(&c->mu);
+        if (!st)
+            break;
+        if (st->kind == RIO__STREAM_READER)
+            reader_invalidate((struct rio_reader *)st);
+        else
+            writer_invalidate((struct rio_writer *)st);
+    }
     rio__engine_stop(c);
     c->t->ops->close(c->t);
     rio__engine_free_attempts(c);
@@ -138,6 +157,7 @@ int rio_cancel_new(struct rio_cancel **out)
     struct rio_cancel *cx = rio__calloc(1, sizeof(*cx));
     if (!cx)
         return -ENOMEM;
+    atomic_init(&cx->refs, 1);
     *out = cx;
     return 0;
 }
@@ -148,9 +168,51 @@ void rio_cancel_fire(struct rio_cancel *cx)
         atomic_store(&cx->fired, 1);
 }
 
+struct rio_cancel *rio__cancel_ref(struct rio_cancel *cx)
+{
+    if (cx)
+        atomic_fetch_add(&cx->refs, 1);
+    return cx;
+}
+
+void rio__cancel_unref(struct rio_cancel *cx)
+{
+    if (cx && atomic_fetch_sub(&cx->refs, 1) == 1)
+        rio__free(cx);
+}
+
+/* The caller's reference: a call, reader or writer still holding the token
+ * keeps it alive until it ends. */
 void rio_cancel_destroy(struct rio_cancel *cx)
 {
-    rio__free(cx);
+    rio__cancel_unref(cx);
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void stream_link(struct rio_client *c, struct rio__stream *st, int kind)
+{
+    st->kind = kind;
+    st->prev = NULL;
+    pthread_mutex_lock(&c->mu);
+    st->next = c->streams;
+    if (c->streams)
+        c->streams->prev = st;
+    c->streams = st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void stream_unlink(struct rio_client *c, struct rio__stream *st)
+{
+    pthread_mutex_lock(&c->mu);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        c->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    st->prev = st->next = NULL;
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* -------------------------------------------------------------- calls */
@@ -185,7 +247,7 @@ static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *
     call->nreq = nreq;
     if (opt) {
         call->flags = opt->flags;
-        call->cancel = opt->cancel;
+        call->cancel = rio__cancel_ref(opt->cancel);
         call->want_stats = opt->stats != NULL;
         call->progress = opt->progress;
         call->progress_arg = opt->progress_arg;
@@ -1116,7 +1178,8 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
 /* ------------------------------------------------------------- reader */
 
 struct rio_reader {
-    struct rio_client *c;
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
     struct rio__call *call;
     struct rio__req *r;
     struct rio_stats *stats;
@@ -1156,6 +1219,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rd->stats = opt ? opt->stats : NULL;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
+    stream_link(c, &rd->st, RIO__STREAM_READER);
     *out = rd;
     return 0;
 err_call:
@@ -1167,7 +1231,7 @@ err_rd:
 
 const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
 {
-    return rd ? &rd->r->desc : NULL;
+    return rd && rd->r ? &rd->r->desc : NULL;
 }
 
 /* Wait until the chunk under the cursor is verified; point at its unread
@@ -1225,22 +1289,42 @@ int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
     return (int64_t)k;
 }
 
-int rio_reader_close(struct rio_reader *rd)
+/* End the reader's call: cancel what is left (err) unless it was read to
+ * the end, fence it, fill the stats, release it. Returns the outcome. */
+static int reader_end(struct rio_reader *rd, int err)
 {
-    if (!rd)
-        return 0;
     struct rio_client *c = rd->c;
     struct rio__req *r = rd->r;
     bool complete = rd->next >= r->nchunks && !rd->err;
+    stream_unlink(c, &rd->st);
     if (!complete)
-        rio__engine_fail_req(c, r, RIO_ECANCELED);
+        rio__engine_fail_req(c, r, err);
     /* The fence: nothing of the reader is in flight once this returns. */
     rio__engine_wait(c, rd->call);
-    int ret = rd->err ? rd->err : complete ? 0 : RIO_ECANCELED;
+    int ret = rd->err ? rd->err : complete ? 0 : err;
     r->result = ret < 0 ? ret : (int64_t)r->size;
     if (rd->stats)
         rio__stats_fill(c, rd->call, rd->stats);
     rio__call_release(c, rd->call);
+    rd->call = NULL;
+    rd->r = NULL;
+    rd->c = NULL;
+    return ret;
+}
+
+/* The client is being destroyed: end the reader now; later reads and the
+ * close answer RIO_ECLOSED. */
+static void reader_invalidate(struct rio_reader *rd)
+{
+    reader_end(rd, RIO_ECLOSED);
+    rd->err = RIO_ECLOSED;
+}
+
+int rio_reader_close(struct rio_reader *rd)
+{
+    if (!rd)
+        return 0;
+    int ret = rd->c ? reader_end(rd, RIO_ECANCELED) : RIO_ECLOSED;
     rio__free(rd);
     return ret;
 }
@@ -1294,7 +1378,8 @@ struct wslot {
 };
 
 struct rio_writer {
-    struct rio_client *c;
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
     char *key;
     void *upload;
     uint64_t declared; /* RIO_SIZE_UNKNOWN or the exact size */
@@ -1435,17 +1520,28 @@ static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
     return w->err;
 }
 
-static void writer_free(struct rio_writer *w)
+/* Give back what the writer holds of its client: slot buffers, stats. */
+static void writer_release(struct rio_writer *w)
 {
     for (unsigned i = 0; w->slots && i < w->nslots; i++)
-        if (w->slots[i].buf)
+        if (w->slots[i].buf) {
             rio__stage_put(w->c, w->slots[i].buf, w->slots[i].cap);
+            w->slots[i].buf = NULL;
+        }
+    if (w->acc)
+        rio__call_free(w->acc);
+    w->acc = NULL;
+}
+
+static void writer_free(struct rio_writer *w)
+{
+    if (w->c)
+        writer_release(w);
     rio__free(w->slots);
     rio__free(w->xxh);
     rio__free(w->key);
     rio__md5_cleanup(&w->md5);
-    if (w->acc)
-        rio__call_free(w->acc);
+    rio__cancel_unref(w->opt.cancel);
     rio__free(w);
 }
 
@@ -1474,6 +1570,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         w->nslots = 2;
     if (opt)
         w->opt = *opt;
+    rio__cancel_ref(w->opt.cancel); /* writer_launch reads it until close */
     w->stats = w->opt.stats;
     w->opt.stats = NULL; /* the parts' figures are merged into acc */
     w->opt.progress = NULL;
@@ -1503,6 +1600,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     ret = c->t->ops->put_open(c->t, key, size, w->chunk_size, &w->upload);
     if (ret < 0)
         goto err;
+    stream_link(c, &w->st, RIO__STREAM_WRITER);
     *out = w;
     return 0;
 err:
@@ -1563,10 +1661,29 @@ static void writer_stats(struct rio_writer *w)
     }
 }
 
+/* The client is being destroyed: cancel and fence every part, abort the
+ * upload, give the client's memory back; later calls answer RIO_ECLOSED. */
+static void writer_invalidate(struct rio_writer *w)
+{
+    stream_unlink(w->c, &w->st);
+    writer_fail(w, RIO_ECLOSED);
+    writer_drain(w);
+    w->c->t->ops->put_abort(w->c->t, w->upload);
+    w->upload = NULL;
+    writer_release(w);
+    w->c = NULL;
+    w->err = RIO_ECLOSED;
+}
+
 int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
 {
     if (!w)
         return RIO_EINVAL;
+    if (!w->c) {
+        writer_free(w);
+        return RIO_ECLOSED;
+    }
+    stream_unlink(w->c, &w->st);
     struct wslot *s = &w->slots[w->nchunks % w->nslots];
     if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
         writer_fail(w, RIO_EINVAL); /* fewer bytes than declared */
@@ -1594,6 +1711,11 @@ void rio_writer_abort(struct rio_writer *w)
 {
     if (!w)
         return;
+    if (!w->c) {
+        writer_free(w);
+        return;
+    }
+    stream_unlink(w->c, &w->st);
     writer_fail(w, RIO_ECANCELED);
     writer_drain(w);
     w->c->t->ops->put_abort(w->c->t, w->upload);

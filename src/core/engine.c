@@ -950,6 +950,7 @@ void rio__call_free(struct rio__call *call)
     }
     rio__free(call->reqs);
     rio__free(call->lat);
+    rio__cancel_unref(call->cancel);
     pthread_cond_destroy(&call->cond);
     rio__free(call);
 }
