@@ -196,6 +196,7 @@ struct s3_transport {
     int rcvbuf;
     long stall_s, min_speed;
     long connect_ms, op_timeout_ms;
+    bool verify_off; /* verify=off: a multipart object without its sidecar is read unverified */
     uint64_t min_part;
 
     /* data ops */
@@ -1632,9 +1633,19 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
         if (ret == 0)
             break;
         /* Missing or not ours: the object may have been replaced since the
-         * HEAD (then look again), or its sidecar was removed (then read it
-         * without checksums). */
+         * HEAD (then look again), or its sidecar was removed or damaged.
+         * Then nothing vouches for its bytes (a multipart ETag is no digest
+         * of them): it is refused, unless the caller turned verification
+         * off, when it is read without checksums. */
         if (attempt == 2) {
+            if (!t->verify_off) {
+                fprintf(stderr,
+                        "railio s3: %s: the checksum sidecar of this multipart object is "
+                        "missing or damaged; verify=off reads it unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
             ret = 0;
             md5[0] = '\0';
             break;
@@ -2372,6 +2383,7 @@ static int parse_config(struct s3_transport *t, const struct rio_url *u,
         goto out;
     t->base.put_chunk_min = t->min_part; /* the engine sizes multipart chunks by it */
     t->op_timeout_ms = o && o->op_timeout_ms ? (long)o->op_timeout_ms : 0;
+    t->verify_off = o && o->verify < 0;
     if (t->discard && (!o || o->verify >= 0))
         fprintf(stderr, "railio s3: discard=1 stores nothing: the engine's verification will "
                         "fail unless verify=off\n");
