@@ -883,6 +883,19 @@ TEST(hostile_head_refused)
         T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 4, NULL, &rd), RIO_EPROTO);
         su_close(c, alloc0);
     }
+    /* The reproducer: `railio cp http://HOST/obj out` exits 1 (it crashed)
+     * with a line naming the field. */
+    const char *b = getenv("T_BUILD_DIR");
+    char cmd[2048], log[700];
+    snprintf(log, sizeof(log), "%s/hugehead.log", su_dir);
+    snprintf(cmd, sizeof(cmd),
+             "%s/railio cp http://127.0.0.1:%d/fb/F_hugehead_0/obj '%s/hugehead.out' 2>'%s'",
+             b ? b : "build", su_fault_port(), su_dir, log);
+    T_EQ(su_sh("%s", cmd), 1);
+    snprintf(cmd, sizeof(cmd),
+             "grep -q 'server descriptor: size 18446744073709551615 out of range' '%s'", log);
+    T_EQ(su_sh("%s", cmd), 0);
+    unlink(log);
 }
 
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
