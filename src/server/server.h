@@ -271,6 +271,40 @@ struct rio_srv_disk_stats {
     uint64_t tombstones;
 };
 
+/* The records' layout (disk.c describes it). */
+#define RIO_SRV_DISK_MAGIC "RIOOBJ1\n"
+#define RIO_SRV_DISK_TMAGIC "RIOTMB1\n"
+#define RIO_SRV_DISK_HDR_FIXED 88u
+#define RIO_SRV_DISK_TOMB_FIXED 24u
+#define RIO_SRV_DISK_ALIGN 4096u
+
+/* An object file's header length (0 when key_len or nchunks is out of
+ * bounds), and data_off for it. */
+uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks);
+uint64_t rio__srv_disk_round_up(uint64_t v);
+
+/* One record of the data directory as parsed (pointers into the buffer). */
+struct rio_srv_disk_rec {
+    uint16_t key_len;
+    uint64_t generation, size, chunk_size, nchunks, data_off, header_len;
+    const char *key;
+    const char *etag;   /* 32 bytes */
+    const uint8_t *xxh; /* nchunks x u64 LE */
+    const char *why;    /* what failed */
+};
+
+/*
+ * Check an object file's header: buf holds its first avail bytes, the file
+ * has file_size bytes. 0 (r filled), 1 when avail is less than
+ * r->header_len (read that much and call again), or RIO_ECHECKSUM with
+ * r->why. Never reads past avail; allocates nothing.
+ */
+int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_size,
+                               uint64_t max_chunks, struct rio_srv_disk_rec *r);
+/* Check a tombstone file (all n bytes of it): 0 (key, key_len, generation
+ * set) or RIO_ECHECKSUM with r->why. */
+int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_rec *r);
+
 /* Open (create) dir, scan it, recover. *max_gen: the highest generation
  * found (0 when none). Commits publish into store. 0 or -errno (logged). */
 int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uint64_t max_chunks,
