@@ -770,11 +770,23 @@ out:
     return ret;
 }
 
-/* Chunk index holds no bytes any more: release what it was charged. */
+/* Chunk index holds no bytes any more: release what it was charged, and
+ * the memory it touched (its whole pages: a neighbour chunk may be using
+ * the pages at its edges), so that chunks sent again and again with a bad
+ * checksum cannot grow the resident memory past the charge. Under the lock:
+ * no one claims the chunk meanwhile. */
 static void chunk_uncharge_locked(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t index)
 {
     if (!u->charged[index])
         return;
+    if (u->data) {
+        uintptr_t a = (uintptr_t)(u->data + index * u->chunk_size);
+        uintptr_t z = a + chunk_len(u, index);
+        a = (a + 4095) & ~(uintptr_t)4095;
+        z &= ~(uintptr_t)4095;
+        if (z > a)
+            madvise((void *)a, z - a, MADV_DONTNEED);
+    }
     u->charged[index] = 0;
     u->charge -= chunk_len(u, index);
     if (!u->dead)
