@@ -55,7 +55,8 @@ static void usage(FILE *f)
            "                            or refuse new uploads with ENOSPC\n"
            "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
            "  --auth-token-file F       require HMAC authentication with the token in F\n"
-           "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics\n"
+           "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics, on its own\n"
+           "                            listener (also --metrics-listen)\n"
            "  --threads N               worker threads (default: online CPUs)\n"
            "  --max-conns N             connections open at once (default 1024)\n"
            "  --max-inflight-bytes SIZE queued response bytes per connection (default 256M)\n"
@@ -283,6 +284,7 @@ enum {
     OPT_HANDSHAKES,
     OPT_HS_TIMEOUT,
     OPT_AUTH_FAIL,
+    OPT_METRICS_LISTEN,
 };
 
 static const struct option long_opts[] = {
@@ -313,6 +315,7 @@ static const struct option long_opts[] = {
     {"max-handshakes", required_argument, NULL, OPT_HANDSHAKES},
     {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
     {"auth-failures", required_argument, NULL, OPT_AUTH_FAIL},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -388,6 +391,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             a->token_file = optarg;
             break;
         case OPT_METRICS:
+        case OPT_METRICS_LISTEN:
             a->metrics = optarg;
             break;
         case OPT_THREADS:

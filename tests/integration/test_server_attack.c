@@ -90,11 +90,11 @@ TEST(handshake_timeout)
 /* One client sending a byte every 1.5 s blocked every scrape (one
  * connection at a time, 2 s per recv). Now a scrape next to three slow
  * clients is answered at once, and the slow ones are cut at their
- * deadline. */
+ * deadline. (--metrics-listen: the endpoint's own address.) */
 TEST(metrics_slowloris)
 {
     struct srv_env e;
-    const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
+    const char *args[] = {"--metrics-listen", "127.0.0.1:0", NULL};
     struct wc slow[3];
 
     srv_start(&e, args);
