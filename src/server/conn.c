@@ -30,8 +30,9 @@
  * closes, the upload is reclaimed at once (nobody is left to commit it).
  * A connection may have --max-uploads-per-conn uploads open.
  *
- * Admission: until a connection is through its handshake (HELLO, and AUTH
- * when a token is set) it is on the server's handshake list, oldest first.
+ * Admission: until a connection is through its handshake (its first request
+ * answered; with a token, a successful AUTH) it is on the server's
+ * handshake list, oldest first.
  * It has --handshake-timeout to get through; at most --max-handshakes are
  * on the list, and when that budget or --max-conns is full the oldest one
  * is dropped to admit a new connection, so connections that never speak
@@ -251,10 +252,12 @@ int rio__srv_admit(struct rio_srv *srv)
     return ret;
 }
 
-/* Through the handshake: off the list, no deadline any more. */
+/* Through the handshake: off the list, no deadline any more. With a token
+ * that is a successful AUTH; without, a first request answered (HELLO is
+ * optional then). */
 static void conn_admitted(struct conn *c)
 {
-    if (c->admitted || !c->hello || (c->w->srv->cfg.token && !c->authed))
+    if (c->admitted || (c->w->srv->cfg.token && !c->authed))
         return;
     c->admitted = 1;
     hs_unlink(c);
@@ -588,6 +591,8 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     int counted = c->req_open;
 
     c->req_open = 0;
+    if (!c->admitted)
+        conn_admitted(c);
     if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, status, small, small_len, obj, data,
                    data_len) < 0)
         return;
@@ -684,7 +689,6 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_ESERVER);
         return;
     }
-    conn_admitted(c);
     conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
 }
 
@@ -1520,9 +1524,8 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
         } else if (!c->admitted && srv->cfg.handshake_timeout_ns &&
                    now - c->born > srv->cfg.handshake_timeout_ns) {
             atomic_fetch_add(&srv->m.handshake_timeouts, 1);
-            SRV_INFO("handshake timeout peer=%s: not through HELLO%s within %llu ms "
-                     "(--handshake-timeout)",
-                     c->peer, srv->cfg.token ? " and AUTH" : "",
+            SRV_INFO("handshake timeout peer=%s: %s within %llu ms (--handshake-timeout)", c->peer,
+                     srv->cfg.token ? "no successful AUTH" : "no request",
                      (unsigned long long)(srv->cfg.handshake_timeout_ns / 1000000ull));
             conn_abort(c, "handshake timeout");
         } else if (c->in_frame && now > c->frame_deadline) {

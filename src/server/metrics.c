@@ -201,7 +201,7 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
     put(&o, "railiod_auth_throttled_total %llu\n", (unsigned long long)ld(&m->auth_throttled));
     help(&o, "timeouts_total", "counter",
          "Connections cut by the watchdog: progress (stalled frame), idle, or handshake "
-         "(not through HELLO/AUTH within --handshake-timeout).");
+         "(no request, or with a token no AUTH, within --handshake-timeout).");
     put(&o, "railiod_timeouts_total{kind=\"progress\"} %llu\n",
         (unsigned long long)ld(&m->timeouts_progress));
     put(&o, "railiod_timeouts_total{kind=\"idle\"} %llu\n",

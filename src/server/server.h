@@ -445,7 +445,7 @@ struct rio_srv_config {
     int prefault;                /* --prefault: touch --memory at start */
     unsigned max_uploads_conn;   /* uploads one connection may have open */
     unsigned max_uploads_client; /* uploads one client address may have open */
-    unsigned max_handshakes;     /* connections not yet through HELLO (and AUTH) */
+    unsigned max_handshakes;     /* connections still in their handshake */
     uint64_t handshake_timeout_ns;
     unsigned auth_fail_burst; /* failed AUTHs per address before throttling (1/s after) */
 };
