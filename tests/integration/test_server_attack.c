@@ -50,7 +50,15 @@ TEST(idle_handshakes_do_not_lock_out)
     T_EQ(wc_read(&c, "k", gen, 0, sizeof(buf), buf), 0);
     T_MEMEQ(buf, data, sizeof(buf));
     T_GE(srv_scrape(&e, "railiod_handshake_evictions_total"), (double)(HS_IDLE - 128));
-    T_LE(srv_scrape(&e, "railiod_connections"), 128.0 + 2.0 + 16.0);
+    /* The dropped ones are closed by their workers (allow them a moment). */
+    double open = 0;
+    for (int i = 0; i < 100; i++) {
+        open = srv_scrape(&e, "railiod_connections");
+        if (open <= 128.0 + 2.0)
+            break;
+        usleep(20000);
+    }
+    T_LE(open, 128.0 + 2.0);
     /* Again, after a connection that sent a HELLO but no AUTH. */
     wc_connect(&late, e.addr[0]);
     T_EQ(wc_ping(&late), 0);
