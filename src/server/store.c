@@ -577,8 +577,10 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
             u->client = cl;
         }
     }
-    if (ret == 0)
-        ret = reserve_locked(s, meta);
+    /* No eviction for an upload that has sent nothing: its metadata is
+     * charged as it is (refuse mode checked above that it fits; in lru mode
+     * the metadata of such uploads, bounded above, may take the charge past
+     * the capacity until the next chunk's reservation evicts). */
     if (ret < 0) {
         client_put_locked(s, u->client);
         u->client = NULL;
