@@ -2,8 +2,11 @@
 /* T_TIMEOUT 60 */
 /*
  * railiod's memory store through the wire: capacity with LRU eviction or
- * refusal (uploads in progress count), TTL expiry (per object and the
- * server default), abandoned uploads reclaimed.
+ * refusal (the chunks uploads received count; an upload that sent nothing
+ * evicts nothing), TTL expiry (per object and the server default),
+ * abandoned uploads reclaimed (by timeout, and at once when their
+ * connections close), upload limits, and resident memory bounded by
+ * --memory under churn and under chunks failing their checksum.
  */
 #include "../harness/server_env.h"
 
