@@ -98,7 +98,7 @@ static int slot_report_locked(struct log_slot *sl, char *out, size_t cap)
     return 1;
 }
 
-void rio__srv_log_flush(void)
+void rio__srv_log_flush(int all)
 {
     char text[LINE_MAX_LEN + 96];
     uint64_t now = mono_ns();
@@ -107,7 +107,7 @@ void rio__srv_log_flush(void)
         int level = 0, have = 0;
         pthread_mutex_lock(&log_mu);
         struct log_slot *sl = &log_slots[i];
-        if (sl->fmt && now - sl->start >= LOG_WINDOW_NS) {
+        if (sl->fmt && (all || now - sl->start >= LOG_WINDOW_NS)) {
             level = sl->level;
             have = slot_report_locked(sl, text, sizeof(text));
         }

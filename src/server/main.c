@@ -676,7 +676,7 @@ static int serve(struct rio_srv *srv, int sfd)
         uint64_t now = rio__now_ns();
         if (now >= next_sweep) {
             rio__srv_store_sweep(&srv->store, now);
-            rio__srv_log_flush();
+            rio__srv_log_flush(0);
             if (srv->disk)
                 rio__srv_disk_reclaim(srv->disk);
             next_sweep = now + SWEEP_NS;
@@ -871,6 +871,7 @@ out_token:
 out_sfd:
     close(sfd);
 out_free:
+    rio__srv_log_flush(1);
     if (ret == 0)
         SRV_INFO("exit");
     rio__free(srv);

@@ -28,8 +28,9 @@ extern int rio__srv_log_level;
  * At most 20 lines a second per call site (log.c). */
 void rio__srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Messages a rate limit held back: write their "repeated N times" lines
- * once their window has passed (called periodically). */
-void rio__srv_log_flush(void);
+ * once their window has passed (called periodically), or all of them now
+ * (at exit). */
+void rio__srv_log_flush(int all);
 /* Parse "error|warn|info|debug"; -1 if unknown. */
 int rio__srv_log_parse(const char *s);
 
