@@ -92,8 +92,8 @@ static int slot_report_locked(struct log_slot *sl, char *out, size_t cap)
 {
     if (!sl->suppressed)
         return 0;
-    snprintf(out, cap, "repeated %llu times in %.1f s (log rate limit), last: %s",
-             (unsigned long long)sl->suppressed, (double)LOG_WINDOW_NS / 1e9, sl->last);
+    snprintf(out, cap, "repeated %llu times (log rate limit: %u lines/s per message), last: %s",
+             (unsigned long long)sl->suppressed, LOG_BURST, sl->last);
     sl->suppressed = 0;
     return 1;
 }
