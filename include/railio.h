@@ -50,7 +50,9 @@ extern "C" {
     X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")                                \
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
-    X(RIO_ECLOSED, -10018, "client is closing")
+    X(RIO_ECLOSED, -10018, "client is closing")                                                    \
+    X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
+    X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
@@ -174,6 +176,11 @@ struct rio_stats {
     uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue) */
     int verdict;               /* enum rio_verdict */
     char verdict_text[192];    /* the figures behind the verdict */
+    /* Whole requests run again: a GET re-planned against the key's new
+     * generation (a PUT replaced it while it read), a PUT started over
+     * because the server lost its upload before the commit. retries and
+     * retries_total include the failed attempts of the earlier runs. */
+    uint64_t replans;
 };
 
 /* -------------------------------------------------------------- descriptor */
