@@ -970,14 +970,14 @@ static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const st
             ctl_close_locked(m);
         }
         /* A reused connection the server had reset: one free try. */
-        if (!fresh && reset_class(ret) && failed == 0 && rq->idempotent)
-            continue;
-        if (++failed >= tries || !ctl_retryable(ret))
+        bool free_try = !fresh && reset_class(ret) && failed == 0 && rq->idempotent;
+        if (!free_try && (++failed >= tries || !ctl_retryable(ret)))
             break;
         pthread_mutex_lock(&t->mu);
         t->ctr.ctl_retries++;
         pthread_mutex_unlock(&t->mu);
-        ctl_backoff(t, failed);
+        if (!free_try)
+            ctl_backoff(t, failed);
     }
     pthread_mutex_unlock(&m->ctl_mu);
     return ret;
