@@ -18,6 +18,7 @@
  * over from its buffer.
  */
 #include "../harness/mitm_env.h"
+#include "server_disk_util.h"
 #include "tcp_util.h"
 
 #define M_OP_TIMEOUT_MS 2000u
@@ -345,19 +346,22 @@ TEST(lookup_answer_damaged_or_stalled_is_retried)
 
 /* The commit's answer cut off (truncated with its connection, or stalled
  * past the op timeout): the commit goes again on a fresh connection and
- * gets the generation the server committed, the one every reader sees. */
+ * gets the generation the server committed, the one every reader sees. The
+ * third pass is the disk tier, whose commits the server applies on a commit
+ * thread (remembered as pending meanwhile). */
 TEST(commit_answer_lost_put_succeeds)
 {
-    static const char *const modes[] = {"truncate", "stall"};
+    static const char *const modes[] = {"truncate", "stall", "truncate"};
 
-    for (unsigned mi = 0; mi < 2; mi++) {
+    for (unsigned mi = 0; mi < 3; mi++) {
         struct mt x;
         struct rio_options o;
         struct tu u;
         struct rio_desc d, s;
         const char *args[] = {"--proto", "railio",     "--mode",   modes[mi], "--dir", "s2c",
                               "--nth",   M_COMMIT_NTH, "--offset", "8",       NULL};
-        mt_start(&x, NULL, args);
+        const char *disk[] = {"--data-dir", mi == 2 ? disk_dir_make() : NULL, NULL};
+        mt_start(&x, mi == 2 ? disk : NULL, args);
         mt_opts(&o);
         o.op_timeout_ms = 1000;
         mt_client(&x, &u, NULL, &o);
