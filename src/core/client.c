@@ -1386,12 +1386,22 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     int64_t total = 0;
     int ret;
 
+    unsigned replans = 0;
+
     if (!cb)
         return RIO_EINVAL;
-    ret = rio_reader_open(c, key, prefetch, opt, &rd);
-    if (ret < 0)
-        return ret;
-    while ((ret = reader_peek(rd, &p, &n)) > 0) {
+    for (;; replans++) {
+        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        if (ret < 0)
+            return ret;
+        /* Before the first byte is handed out, a PUT that replaced the key
+         * costs nothing: start over on its generation. */
+        ret = reader_peek(rd, &p, &n);
+        if (!replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+            break;
+        rio_reader_close(rd);
+    }
+    for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
         int stop = cb(arg, p, n);
         if (stop) {
             rio_reader_close(rd);
@@ -1401,6 +1411,8 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
         total += (int64_t)n;
     }
     int cret = rio_reader_close(rd);
+    if (opt && opt->stats)
+        opt->stats->replans += replans;
     if (ret < 0)
         return ret;
     return cret < 0 ? cret : total;

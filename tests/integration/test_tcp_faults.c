@@ -574,6 +574,21 @@ TEST(damaged_or_stalled_lookup_is_retried)
     fake_stop(&f);
 }
 
+struct sink {
+    uint8_t *buf;
+    size_t cap, got;
+};
+
+static int sink_cb(void *arg, const void *data, size_t len)
+{
+    struct sink *k = arg;
+    if (len > k->cap - k->got)
+        return -EOVERFLOW;
+    memcpy(k->buf + k->got, data, len);
+    k->got += len;
+    return 0;
+}
+
 /* A GET that races a PUT of its key (its READs answered "the generation
  * changed") is planned again from a fresh LOOKUP and returns the new
  * generation whole; when the key never stops changing it ends with
@@ -592,6 +607,14 @@ TEST(get_racing_a_put_replans)
     open_client(&u, &f, NULL, &o);
     uint8_t *b = malloc(F_SIZE);
     T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(st.replans, 1u);
+
+    /* A stream: before its first byte is handed out, the same. */
+    struct sink k = {.buf = b, .cap = F_SIZE};
+    memset(b, 0, F_SIZE);
+    atomic_store(&f.bump_reads, 1);
+    T_EQ(rio_get_stream(u.c, "obj", 4, sink_cb, &k, &call), (int64_t)F_SIZE);
     T_PATTERN(b, F_SIZE, F_SEED);
     T_EQ(st.replans, 1u);
 
