@@ -2833,9 +2833,17 @@ static int greet_members(struct tcp_transport *t, bool explicit_rails)
         struct hs_info hi;
         int ret;
 
-        pthread_mutex_lock(&m->ctl_mu);
-        ret = ctl_dial_locked(t, m, &hi);
-        pthread_mutex_unlock(&m->ctl_mu);
+        /* A damaged or cut greeting is tried again like any metadata call;
+         * a refusal (-EACCES) is final. */
+        for (unsigned n = 1;; n++) {
+            pthread_mutex_lock(&m->ctl_mu);
+            ret = ctl_dial_locked(t, m, &hi);
+            pthread_mutex_unlock(&m->ctl_mu);
+            if (ret == 0 || n >= t->o.retry_attempts || !(ret == RIO_EPROTO || reset_class(ret)))
+                break;
+            ctr_add(t, &t->ctr.ctl_retries, 1);
+            ctl_backoff(t, n);
+        }
         if (ret < 0) {
             if (!first_err)
                 first_err = ret;
