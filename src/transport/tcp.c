@@ -1975,7 +1975,10 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     if (cn->state != C_READY)
         return conn_on_hs_frame(t, cn, now);
     sl_unlink(&cn->wq, s);
-    if (cn->rh.status != 0)
+    if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
+        wire_status(cn->rh.status) == RIO_ENOTFOUND)
+        res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
+    else if (cn->rh.status != 0)
         res = wire_status(cn->rh.status);
     else
         res = (int64_t)(s->op == RIO_OP_READ ? s->expect_len : s->data_len);

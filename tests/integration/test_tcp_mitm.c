@@ -416,31 +416,39 @@ TEST(commit_outcome_unknown)
     mt_stop(&x);
 }
 
-/* The commit never reached the server (its request stalled) and the server
- * reclaimed the upload meanwhile: the commit tried again hears "no such
- * upload", so nothing was written, and rio_put starts over from the
- * caller's buffer: success, one re-plan. */
+/*
+ * The server dropped the upload before the commit (reclaimed: idle past its
+ * --upload-timeout) and nothing of it was written: rio_put hears "no such
+ * upload" and starts over from the caller's buffer: success, one re-plan.
+ * Pass 0: the commit's request stalls (the commit tried again hears it);
+ * pass 1: the chunk's request is delayed past the timeout (the chunk's
+ * answer says it).
+ */
 TEST(upload_lost_before_commit_put_starts_over)
 {
-    struct mt x;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
-    const char *srv_args[] = {"--upload-timeout", "300ms", NULL};
-    const char *args[] = {"--proto", "railio", "--mode",     "stall", "--dir",
-                          "c2s",     "--nth",  M_COMMIT_NTH, NULL};
+    for (unsigned pass = 0; pass < 2; pass++) {
+        struct mt x;
+        struct rio_options o;
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct tu u;
+        const char *srv_args[] = {"--upload-timeout", "300ms", NULL};
+        const char *stall[] = {"--proto", "railio", "--mode",     "stall", "--dir",
+                               "c2s",     "--nth",  M_COMMIT_NTH, NULL};
+        const char *delay[] = {"--proto", "railio", "--mode",     "delay", "--dir", "c2s",
+                               "--nth",   "4",      "--delay-ms", "800",   NULL};
 
-    mt_start(&x, srv_args, args);
-    mt_opts(&o);
-    o.op_timeout_ms = 1000;
-    mt_client(&x, &u, NULL, &o);
-    uint8_t *p = tu_pattern(M_ONE, 44);
-    T_EQ(rio_put(u.c, "mitm/lost", p, M_ONE, &call, NULL), 0);
-    T_EQ(st.replans, 1u);
-    T_EQ(mitm_faults(&x.m), 1);
-    tu_get_check(x.clean.c, "mitm/lost", M_ONE, 44, 0);
-    free(p);
-    tu_close(&u);
-    mt_stop(&x);
+        mt_start(&x, srv_args, pass ? delay : stall);
+        mt_opts(&o);
+        o.op_timeout_ms = pass ? 2000 : 1000;
+        mt_client(&x, &u, NULL, &o);
+        uint8_t *p = tu_pattern(M_ONE, 44 + pass);
+        T_EQ(rio_put(u.c, "mitm/lost", p, M_ONE, &call, NULL), 0);
+        T_EQ(st.replans, 1u);
+        T_EQ(mitm_faults(&x.m), 1);
+        tu_get_check(x.clean.c, "mitm/lost", M_ONE, 44 + pass, 0);
+        free(p);
+        tu_close(&u);
+        mt_stop(&x);
+    }
 }
