@@ -27,7 +27,10 @@
  * into io->dst (never more than the op's len bytes), timers (dial deadline,
  * progress watchdog), and complete() for each finished op with no lock held.
  * Metadata calls (lookup, put_open/commit/abort, remove) are synchronous on
- * one blocking control connection per member, under that member's mutex.
+ * one blocking control connection per member, under that member's mutex;
+ * the idempotent ones (LOOKUP, PUT_OPEN, PUT_COMMIT: the server remembers
+ * commits) go again on a fresh connection after a reset, a timeout or a
+ * damaged answer, and a commit whose answer never came is RIO_EUNKNOWN.
  *
  * Slots. An op holds one slot from submit to complete: its encoded request
  * and its place in a connection's send queue or wait list. Slots come from a
