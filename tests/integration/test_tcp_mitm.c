@@ -209,10 +209,16 @@ static void dup_rounds(const char *dir)
             if (ex[i].put < 0)
                 T_FAIL("%s: PUT failed: %s", ex[i].key, rio_errname(ex[i].put));
         check_keys(&x, ex, 10);
-        faults += mitm_faults(&x.m);
+        /* Two frames are due per round; the second may be cut off with
+         * its connection (a request half sent when the first poisoned it)
+         * and never leave the proxy at all. */
+        int f = mitm_faults(&x.m);
+        if (f < 1 || f > 2)
+            T_FAIL("round %u: %d faults applied, want 1 or 2", r, f);
+        faults += f;
         mt_stop(&x);
     }
-    T_EQ(faults, 10);
+    T_GE(faults, 5);
     T_GE(retries, 1u);
 }
 
@@ -248,11 +254,17 @@ TEST(flipped_answer_header_50_puts_50_gets)
             if (ex[i].put < 0)
                 T_FAIL("%s: PUT failed: %s", ex[i].key, rio_errname(ex[i].put));
         check_keys(&x, ex, 10);
-        faults += mitm_faults(&x.m);
+        /* Two frames are due per round; the second may be cut off with
+         * its connection (a request half sent when the first poisoned it)
+         * and never leave the proxy at all. */
+        int f = mitm_faults(&x.m);
+        if (f < 1 || f > 2)
+            T_FAIL("round %u: %d faults applied, want 1 or 2", r, f);
+        faults += f;
         mt_stop(&x);
     }
-    T_EQ(faults, 10);
-    T_GE(retries, 10u);
+    T_GE(faults, 5);
+    T_GE(retries, (uint64_t)faults);
 }
 
 /* ------------------------------------------------------ every mode */
