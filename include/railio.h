@@ -237,6 +237,10 @@ void rio_client_destroy(struct rio_client *c);
  * Store len bytes under key; publishes a new generation atomically.
  * Returns 0 or an error; nothing partial is ever visible.
  * With out_desc != NULL the committed descriptor is returned (caller cleans up).
+ * A PUT whose upload the target lost before its commit starts over from buf
+ * (at most 4 times, stats->replans). RIO_EUNKNOWN: the commit was sent but
+ * no answer could be had, so the object may or may not be there (look it
+ * up); every other error means nothing was published.
  */
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *call, struct rio_desc *out_desc);
@@ -244,7 +248,10 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
 /**
  * Read the whole object under key into buf (capacity cap). Returns the byte
  * count, or an error. Every chunk is verified. On error the buffer's contents
- * are unspecified, unless RIO_ATOMIC was given: then it is untouched.
+ * are unspecified, unless RIO_ATOMIC was given: then it is untouched. When a
+ * PUT replaces the key during the read, the read starts over on the new
+ * generation (at most 4 times, stats->replans; RIO_EGENERATION after), never
+ * mixing the two; with call->expect_generation set it fails at once instead.
  */
 int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
                 const struct rio_call *call);
