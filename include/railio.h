@@ -50,7 +50,9 @@ extern "C" {
     X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")                                \
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
-    X(RIO_ECLOSED, -10018, "client is closing")
+    X(RIO_ECLOSED, -10018, "client is closing")                                                    \
+    X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
+    X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
@@ -180,6 +182,11 @@ struct rio_stats {
     uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue) */
     int verdict;               /* enum rio_verdict */
     char verdict_text[192];    /* the figures behind the verdict */
+    /* Whole requests run again: a GET re-planned against the key's new
+     * generation (a PUT replaced it while it read), a PUT started over
+     * because the server lost its upload before the commit. retries and
+     * retries_total include the failed attempts of the earlier runs. */
+    uint64_t replans;
 };
 
 /* -------------------------------------------------------------- descriptor */
@@ -245,6 +252,10 @@ void rio_client_destroy(struct rio_client *c);
  * Store len bytes under key; publishes a new generation atomically.
  * Returns 0 or an error; nothing partial is ever visible.
  * With out_desc != NULL the committed descriptor is returned (caller cleans up).
+ * A PUT whose upload the target lost before its commit starts over from buf
+ * (at most 4 times, stats->replans). RIO_EUNKNOWN: the commit was sent but
+ * no answer could be had, so the object may or may not be there (look it
+ * up); every other error means nothing was published.
  */
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *call, struct rio_desc *out_desc);
@@ -252,7 +263,10 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
 /**
  * Read the whole object under key into buf (capacity cap). Returns the byte
  * count, or an error. Every chunk is verified. On error the buffer's contents
- * are unspecified, unless RIO_ATOMIC was given: then it is untouched.
+ * are unspecified, unless RIO_ATOMIC was given: then it is untouched. When a
+ * PUT replaces the key during the read, the read starts over on the new
+ * generation (at most 4 times, stats->replans; RIO_EGENERATION after), never
+ * mixing the two; with call->expect_generation set it fails at once instead.
  */
 int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
                 const struct rio_call *call);

@@ -968,8 +968,88 @@ static void call_abandon(struct rio_client *c, struct rio__call *call)
     rio__call_free(call);
 }
 
+/*
+ * Whole requests run again, at most RIO__REPLANS_MAX times each: a GET whose
+ * key a PUT replaced while it read (RIO_EGENERATION, when the caller did not
+ * ask for one generation) is planned again from a fresh lookup, since its
+ * chunks must all come from one generation; a PUT whose upload the server
+ * lost before the commit (RIO_ENOUPLOAD: nothing was written) starts over
+ * from the caller's buffer, which is still there.
+ */
+#define RIO__REPLANS_MAX 4u
+
+static bool replan_due(int type, int64_t result, const struct rio_call *opt)
+{
+    if (type == RIO_OP_GET)
+        return result == RIO_EGENERATION && !(opt && opt->expect_generation);
+    return type == RIO_OP_PUT && result == RIO_ENOUPLOAD;
+}
+
+/* Stats of a call run again: the earlier runs' failed attempts, and the
+ * count of runs again. */
+struct replan_acc {
+    uint64_t retries[RIO_CLASS__COUNT];
+    uint64_t replans;
+};
+
+static void replan_note(struct replan_acc *a, const struct rio_call *opt)
+{
+    a->replans++;
+    if (opt && opt->stats)
+        for (int k = 0; k < RIO_CLASS__COUNT; k++)
+            a->retries[k] += opt->stats->retries[k];
+}
+
+static void replan_stats(const struct replan_acc *a, const struct rio_call *opt)
+{
+    if (!opt || !opt->stats)
+        return;
+    opt->stats->replans += a->replans;
+    for (int k = 0; k < RIO_CLASS__COUNT; k++) {
+        opt->stats->retries[k] += a->retries[k];
+        opt->stats->retries_total += a->retries[k];
+    }
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc);
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt);
+
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    struct replan_acc acc = {0};
+    int ret;
+
+    for (;;) {
+        ret = put_once(c, key, buf, len, opt, out_desc);
+        if (!replan_due(RIO_OP_PUT, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
+                const struct rio_call *opt)
+{
+    struct replan_acc acc = {0};
+    int64_t ret;
+
+    for (;;) {
+        ret = get_once(c, key, buf, cap, opt);
+        if (!replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc)
 {
     struct rio__call *call;
     int ret;
@@ -998,8 +1078,8 @@ err_call:
     return ret;
 }
 
-int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
-                const struct rio_call *opt)
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt)
 {
     struct rio__call *call;
     int ret;
@@ -1028,13 +1108,32 @@ err_call:
     return ret;
 }
 
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt);
+
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
-    struct rio_desc d;
+    struct replan_acc acc = {0};
     int64_t ret;
 
     if (!out)
         return RIO_EINVAL;
+    for (;;) {
+        ret = get_alloc_once(c, key, out, opt);
+        if (!replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt)
+{
+    struct rio_desc d;
+    int64_t ret;
+
     *out = NULL;
     memset(&d, 0, sizeof(d));
     ret = rio_stat(c, key, &d);
@@ -1062,7 +1161,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
         memset(&local, 0, sizeof(local));
     if (!local.expect_generation)
         local.expect_generation = d.generation;
-    ret = rio_get(c, key, buf, d.size, &local);
+    ret = get_once(c, key, buf, d.size, &local);
     if (ret < 0) {
         free(buf);
         return ret;
@@ -1126,7 +1225,67 @@ static void prep_one(void *arg, unsigned i)
     }
 }
 
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt);
+
+/* A batch's GETs and PUTs to run again (replan_due) go again together, as a
+ * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
+{
+    struct replan_acc acc = {0};
+    struct rio_op *again = NULL;
+    unsigned *idx = NULL;
+    int ok;
+
+    ok = batch_once(c, ops, n, opt);
+    while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++)
+            k += replan_due(ops[i].type, ops[i].result, opt);
+        if (!k)
+            break;
+        if (!again) {
+            again = rio__calloc(n, sizeof(*again));
+            idx = rio__calloc(n, sizeof(*idx));
+            if (!again || !idx)
+                break; /* the results stand as they are */
+        }
+        k = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (replan_due(ops[i].type, ops[i].result, opt)) {
+                again[k] = ops[i];
+                idx[k++] = i;
+            }
+        /* The batch's stats stay those of its first run, with the failed
+         * attempts of the runs again added. */
+        struct rio_stats sst;
+        struct rio_call sub;
+        if (opt)
+            sub = *opt;
+        else
+            memset(&sub, 0, sizeof(sub));
+        sub.stats = opt && opt->stats ? &sst : NULL;
+        acc.replans += k;
+        int r = batch_once(c, again, k, &sub);
+        if (r < 0)
+            break;
+        if (sub.stats)
+            for (int cl = 0; cl < RIO_CLASS__COUNT; cl++)
+                acc.retries[cl] += sst.retries[cl];
+        for (unsigned j = 0; j < k; j++) {
+            ops[idx[j]].result = again[j].result;
+            ops[idx[j]].generation = again[j].generation;
+            ok += again[j].result >= 0;
+        }
+    }
+    rio__free(again);
+    rio__free(idx);
+    replan_stats(&acc, opt);
+    return ok;
+}
+
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt)
 {
     struct rio__call *call;
     int ret;
@@ -1339,12 +1498,22 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     int64_t total = 0;
     int ret;
 
+    unsigned replans = 0;
+
     if (!cb)
         return RIO_EINVAL;
-    ret = rio_reader_open(c, key, prefetch, opt, &rd);
-    if (ret < 0)
-        return ret;
-    while ((ret = reader_peek(rd, &p, &n)) > 0) {
+    for (;; replans++) {
+        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        if (ret < 0)
+            return ret;
+        /* Before the first byte is handed out, a PUT that replaced the key
+         * costs nothing: start over on its generation. */
+        ret = reader_peek(rd, &p, &n);
+        if (!replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+            break;
+        rio_reader_close(rd);
+    }
+    for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
         int stop = cb(arg, p, n);
         if (stop) {
             rio_reader_close(rd);
@@ -1354,6 +1523,8 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
         total += (int64_t)n;
     }
     int cret = rio_reader_close(rd);
+    if (opt && opt->stats)
+        opt->stats->replans += replans;
     if (ret < 0)
         return ret;
     return cret < 0 ? cret : total;

@@ -209,6 +209,7 @@ int rio__err_class(int err)
     case -ECONNABORTED:
     case -EPIPE:
     case -ENOTCONN:
+    case -EPROTO: /* a transport dropped a connection whose stream broke the protocol */
         return RIO_CLASS_RESET;
     case -ECONNREFUSED:
         return RIO_CLASS_REFUSED;

@@ -108,6 +108,7 @@ struct cjob {
     struct cjob *cprev, *cnext;
     int op;
     uint64_t id;
+    uint64_t upload_id, nchunks; /* remembered as pending until it is applied */
 };
 
 struct conn {
@@ -145,6 +146,7 @@ struct conn {
     char etag[32];
     uint64_t discard_left;
     int discard_status;
+    uint64_t discard_gen; /* a retried commit already applied: its answer */
 
     /* PUT_COMMITs on the commit threads */
     struct cjob *jobs;
@@ -620,6 +622,13 @@ static void conn_discard(struct conn *c, uint64_t n, int status)
     c->discard_status = status;
     c->discard_left = n;
     if (n == 0) {
+        if (status == 0 && c->discard_gen) {
+            uint8_t out[8];
+            le64(out, c->discard_gen);
+            c->discard_gen = 0;
+            conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
+            return;
+        }
         conn_status(c, status);
         return;
     }
@@ -1004,6 +1013,8 @@ static void cjob_done(struct rio_srv_commit *base)
     struct rio_srv_worker *w = j->w;
     uint64_t one = 1;
 
+    rio__srv_store_settle(&w->srv->store, j->upload_id, j->nchunks, j->base.generation,
+                          j->base.status);
     pthread_mutex_lock(&w->mu);
     j->base.next = (struct rio_srv_commit *)w->done;
     w->done = j;
@@ -1101,6 +1112,10 @@ static void commit_finish(struct conn *c)
         struct rio_srv_obj *o = NULL;
         struct rio_srv_dfile *df = NULL;
         struct cjob *j = rio__calloc(1, sizeof(*j));
+        if (j) {
+            j->upload_id = c->up->id;
+            j->nchunks = c->up->nchunks;
+        }
         ret = j ? rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag,
                                              c->commit_missing, c->commit_bad, &o, &df)
                 : -ENOMEM;
@@ -1152,7 +1167,13 @@ static void commit_fixed(struct conn *c)
     }
     u = rio__srv_upload_get(&srv->store, id, &seq);
     if (!u) {
-        conn_discard(c, list, RIO_ENOTFOUND);
+        /* A commit sent again after its answer was lost: the generation
+         * the upload became, if it did (commits.c). */
+        uint64_t gen = 0;
+        int ret = rio__srv_store_recall(&srv->store, id, n, &gen);
+        if (ret == 0)
+            c->discard_gen = gen;
+        conn_discard(c, list, ret);
         return;
     }
     if (n != u->nchunks) {
