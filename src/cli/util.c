@@ -50,6 +50,12 @@ int rio_cli_sibling(const char *name, char *out, size_t cap)
     *slash = '\0';
     if ((size_t)snprintf(out, cap, "%s/%s", self, name) >= cap)
         return -ENAMETOOLONG;
+    /* Installed: railio in BINDIR, railiod in SBINDIR (BINDIR/../sbin). */
+    if (access(out, X_OK) != 0 && (size_t)snprintf(out, cap, "%s/../sbin/%s", self, name) < cap &&
+        access(out, X_OK) == 0)
+        return 0;
+    if ((size_t)snprintf(out, cap, "%s/%s", self, name) >= cap)
+        return -ENAMETOOLONG;
     return 0;
 }
 
