@@ -8,6 +8,9 @@
 #   make debug          configure + build the debug preset (build-debug/)
 #   make format         clang-format every C source in place
 #   make format-check   fail if any C source is not formatted
+#   make install        build, then install under PREFIX (default /usr/local), into
+#                       DESTDIR if set: make install PREFIX=/usr DESTDIR=/tmp/pkg
+#   make uninstall      remove what the last make install installed (its manifest)
 #   make deps           scripts/install-deps.sh when something is missing
 #   make clean          remove every build directory
 #
@@ -21,8 +24,10 @@ RIO_WITH_RADOS ?= AUTO
 RIO_WITH_URING ?= AUTO
 CTEST_JOBS ?= 2
 CTEST_ARGS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-CONFIGURE_ARGS = -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
+CONFIGURE_ARGS = -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
 	-DRIO_WITH_RADOS=$(RIO_WITH_RADOS) -DRIO_WITH_URING=$(RIO_WITH_URING) $(CMAKE_ARGS)
 
 dir_default := build
@@ -47,7 +52,7 @@ endef
 ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
 
 .DEFAULT_GOAL := build
-.PHONY: build test demo bench asan tsan debug format format-check deps clean
+.PHONY: build test demo bench asan tsan debug format format-check deps clean install uninstall
 
 build: deps
 	$(call configure,default)
@@ -75,6 +80,21 @@ tsan: deps
 	$(call configure,tsan)
 	cmake --build --preset tsan
 	$(TSAN_ENV) $(call ctest,tsan)
+
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(dir_default)
+
+# The manifest lists the installed paths without DESTDIR; the directories
+# railio owns (.../railio/...) go too once empty.
+MANIFEST = $(dir_default)/install_manifest.txt
+uninstall:
+	@test -f $(MANIFEST) || { echo "make uninstall: no $(MANIFEST): run make install first" >&2; exit 1; }
+	@while IFS= read -r f || [ -n "$$f" ]; do rm -f "$(DESTDIR)$$f" && echo "removed $(DESTDIR)$$f"; done < $(MANIFEST)
+	@sed 's|/[^/]*$$||' $(MANIFEST) | sort -ru | while IFS= read -r d; do \
+		while case "$$d" in */railio*) true;; *) false;; esac && rmdir "$(DESTDIR)$$d" 2>/dev/null; do \
+			d=$${d%/*}; \
+		done; \
+	done
 
 C_SOURCES = $(shell find include src tests bench -name '*.[ch]' 2>/dev/null)
 
