@@ -1,7 +1,7 @@
 # railio: the verbs people expect, over the CMake presets (CMakePresets.json).
 #
 #   make / make build   configure (preset "default", build/) if needed, then build
-#   make test           install missing packages, build, run every ctest test
+#   make test           install the tests' missing packages, build, run every ctest test
 #   make demo           build, then ./build/railio demo
 #   make bench          build, then ./build/railio bench mock
 #   make asan | tsan    configure + build that preset (build-asan/, build-tsan/), run ctest there
@@ -11,7 +11,9 @@
 #   make install        build, then install under PREFIX (default /usr/local), into
 #                       DESTDIR if set: make install PREFIX=/usr DESTDIR=/tmp/pkg
 #   make uninstall      remove what the last make install installed (its manifest)
-#   make deps           scripts/install-deps.sh when something is missing
+#   make deps           install what the build needs when something is missing
+#                       (scripts/install-deps.sh build)
+#   make deps-test      and the tests' peers: Ceph, radosgw, fio, iperf3, nftables ...
 #   make clean          remove every build directory
 #
 # Variables: RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
@@ -52,13 +54,13 @@ endef
 ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
 
 .DEFAULT_GOAL := build
-.PHONY: build test demo bench asan tsan debug format format-check deps clean install uninstall
+.PHONY: build test demo bench asan tsan debug format format-check deps clean install uninstall deps-test
 
 build: deps
 	$(call configure,default)
 	cmake --build --preset default
 
-test: build
+test: deps-test build
 	$(call ctest,default)
 
 demo: build
@@ -71,12 +73,12 @@ debug: deps
 	$(call configure,debug)
 	cmake --build --preset debug
 
-asan: deps
+asan: deps-test
 	$(call configure,asan)
 	cmake --build --preset asan
 	$(ASAN_ENV) $(call ctest,asan)
 
-tsan: deps
+tsan: deps-test
 	$(call configure,tsan)
 	cmake --build --preset tsan
 	$(TSAN_ENV) $(call ctest,tsan)
@@ -105,7 +107,10 @@ format-check:
 	clang-format --dry-run -Werror $(C_SOURCES)
 
 deps:
-	@bash scripts/install-deps.sh --check || bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh --check build || bash scripts/install-deps.sh build
+
+deps-test:
+	@bash scripts/install-deps.sh --check test || bash scripts/install-deps.sh test
 
 clean:
 	rm -rf $(dir_default) $(dir_debug) $(dir_asan) $(dir_tsan)
