@@ -44,8 +44,8 @@ extern "C" {
 const char *rio_version(void);
 /**
  * The URL schemes this build can open, space-separated, e.g. "mock railio
- * file s3 http https rados". A scheme served by a loadable module (rados) is
- * listed when its module is installed; opening it may still fail when the
+ * file s3 http https rados". A scheme served by a loadable module (s3, http,
+ * https, rados) is listed when its module is installed; opening it may still fail when the
  * module's own library is missing (the error names the package). Static storage.
  */
 const char *rio_backends(void);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Loadable backend modules. A backend whose library is heavy (rados://,
- * librados and the Ceph C++ runtime) is built as its own shared object,
+ * Loadable backend modules. A backend whose library is heavy (rados://:
+ * librados and the Ceph C++ runtime; s3:// and http(s)://: libcurl and its
+ * 29 libraries) is built as its own shared object,
  * railio-<name>.so, opened by registry.c on the first use of its scheme, so
  * a program that never names the scheme neither links nor loads the library.
  *
@@ -43,6 +44,9 @@ struct rio_module_host {
     int (*parse_size)(const char *s, uint64_t *out);
     int (*parse_duration_ns)(const char *s, uint64_t *out);
     int (*err_from_name)(const char *name);
+    const char *(*errname)(int err);
+    void (*copy_nt)(void *dst, const void *src, size_t n);
+    uint64_t (*xxh3)(const void *p, size_t n);
 };
 
 /* What a module gives back. */

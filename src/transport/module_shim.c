@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/copy.h"
 #include "core/internal.h"
 #include "core/url.h"
 #include "transport/module.h"
@@ -62,9 +64,29 @@ int rio__err_from_name(const char *name)
     return host->err_from_name(name);
 }
 
+const char *rio_errname(int err)
+{
+    return host->errname(err);
+}
+
+void rio__copy_nt(void *dst, const void *src, size_t n)
+{
+    host->copy_nt(dst, src, n);
+}
+
+uint64_t rio__xxh3(const void *p, size_t n)
+{
+    return host->xxh3(p, n);
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};
+#endif
+#ifdef RIO_MODULE_S3
+extern const struct rio_transport_ops rio__s3_ops, rio__http_ops, rio__https_ops;
+static const struct rio_transport_ops *const module_ops[] = {&rio__s3_ops, &rio__http_ops,
+                                                             &rio__https_ops};
 #endif
 
 static const struct rio_module module = {

@@ -1,10 +1,11 @@
 /*
  * The transports, reached by URL scheme. Built-in backends are in the table
  * below, each behind its build option; the ones with a heavy library
- * (rados://) live in a loadable module (transport/module.h) opened on the
- * first use of their scheme. A backend that is not built is absent, and
- * opening its scheme fails with RIO_EURL in the client; a module that is
- * built but cannot be loaded says why on stderr, once, naming the package.
+ * (rados://: librados; s3:// and http(s)://: libcurl) live in loadable
+ * modules (transport/module.h) opened on the first use of their scheme. A
+ * backend that is not built is absent, and opening its scheme fails with
+ * RIO_EURL in the client; a module that is built but cannot be loaded says
+ * why on stderr, once, naming the package.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/copy.h"
 #include "core/internal.h"
 #include "core/url.h"
 #include "transport/module.h"
@@ -29,9 +32,6 @@ extern const struct rio_transport_ops rio__tcp_ops; /* railio://, no external li
 #ifdef RIO_HAVE_URING
 extern const struct rio_transport_ops rio__file_ops;
 #endif
-#ifdef RIO_HAVE_CURL
-extern const struct rio_transport_ops rio__s3_ops, rio__http_ops, rio__https_ops;
-#endif
 
 /* One entry a line, each behind its build option. */
 /* clang-format off */
@@ -41,18 +41,13 @@ static const struct rio_transport_ops *const transports[] = {
 #ifdef RIO_HAVE_URING
     &rio__file_ops,
 #endif
-#ifdef RIO_HAVE_CURL
-    &rio__s3_ops,
-    &rio__http_ops,
-    &rio__https_ops,
-#endif
 };
 /* clang-format on */
 
-/* The loadable modules: scheme, file name, and the Debian package that
- * carries the library the module needs. */
+/* The loadable modules: the schemes each serves (space-separated), its file
+ * name, and the Debian package that carries the library it needs. */
 struct module_slot {
-    const char *scheme;
+    const char *schemes;
     const char *file;
     const char *package;
     int tried; /* under modules_mu */
@@ -61,6 +56,9 @@ struct module_slot {
 
 /* clang-format off */
 static struct module_slot modules[] = {
+#ifdef RIO_HAVE_CURL
+    {"s3 http https", "railio-s3.so", "libcurl4", 0, NULL},
+#endif
 #ifdef RIO_HAVE_RADOS
     {"rados", "railio-rados.so", "librados2", 0, NULL},
 #endif
@@ -84,6 +82,9 @@ static const struct rio_module_host module_host = {
     .parse_size = rio__parse_size,
     .parse_duration_ns = rio__parse_duration_ns,
     .err_from_name = rio__err_from_name,
+    .errname = rio_errname,
+    .copy_nt = rio__copy_nt,
+    .xxh3 = rio__xxh3,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */
@@ -125,7 +126,7 @@ static int module_find(const struct module_slot *m, char *path, char *where, siz
     return module_try(path, RIO_MODULE_INSTALL_DIR, "", m->file) ? 0 : -1;
 }
 
-static void module_load(struct module_slot *m)
+static void module_load(struct module_slot *m, const char *scheme)
 {
     char path[PATH_MAX], where[3 * PATH_MAX];
     rio_module_entry_fn entry;
@@ -136,13 +137,13 @@ static void module_load(struct module_slot *m)
         fprintf(stderr,
                 "railio: %s:// is served by the module %s, found in none of: %s (install "
                 "railio's %s module, or set %s)\n",
-                m->scheme, m->file, where, m->scheme, RIO_MODULE_DIR_ENV);
+                scheme, m->file, where, scheme, RIO_MODULE_DIR_ENV);
         return;
     }
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         fprintf(stderr, "railio: %s:// needs the Debian package %s (apt-get install %s): %s\n",
-                m->scheme, m->package, m->package, dlerror());
+                scheme, m->package, m->package, dlerror());
         return;
     }
     entry = (rio_module_entry_fn)(uintptr_t)dlsym(h, RIO_MODULE_ENTRY);
@@ -160,9 +161,15 @@ static struct module_slot *module_slot(const char *scheme)
 {
     struct module_slot *m;
 
-    for (m = modules; m->scheme; m++)
-        if (strcmp(m->scheme, scheme) == 0)
-            return m;
+    size_t n = strlen(scheme);
+    const char *p;
+
+    if (n == 0 || strchr(scheme, ' '))
+        return NULL;
+    for (m = modules; m->schemes; m++)
+        for (p = m->schemes; (p = strstr(p, scheme)); p += n)
+            if ((p == m->schemes || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+                return m;
     return NULL;
 }
 
@@ -177,7 +184,7 @@ const struct rio_module *rio__module_for(const char *scheme)
     pthread_mutex_lock(&modules_mu);
     if (!m->tried) {
         m->tried = 1;
-        module_load(m);
+        module_load(m, scheme);
     }
     mod = m->mod;
     pthread_mutex_unlock(&modules_mu);
@@ -228,16 +235,17 @@ static pthread_once_t backends_once = PTHREAD_ONCE_INIT;
 
 static void backends_fill(void)
 {
+    char path[PATH_MAX], where[3 * PATH_MAX];
     size_t t, len = 0;
     struct module_slot *m;
 
     for (t = 0; t < sizeof(transports) / sizeof(transports[0]) && len < sizeof(backends); t++)
         len += (size_t)snprintf(backends + len, sizeof(backends) - len, "%s%s", len ? " " : "",
                                 transports[t]->scheme);
-    for (m = modules; m->scheme && len < sizeof(backends); m++)
-        if (rio_has_scheme(m->scheme))
+    for (m = modules; m->schemes && len < sizeof(backends); m++)
+        if (module_find(m, path, where, sizeof(where)) == 0)
             len += (size_t)snprintf(backends + len, sizeof(backends) - len, "%s%s", len ? " " : "",
-                                    m->scheme);
+                                    m->schemes);
 }
 
 const char *rio_backends(void)

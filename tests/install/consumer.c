@@ -4,8 +4,8 @@
  * tests/install/test_install.sh, with pkg-config and with find_package,
  * against the shared and the static library). It prints the library's
  * version and backends, round-trips 1 MiB through mock:// and, given a URL,
- * through railio://, then fails if the process has librados mapped: a
- * program that names neither rados:// nor s3:// must not load Ceph.
+ * through railio://, then fails if the process has librados or libcurl
+ * mapped: a program that names neither rados:// nor s3:// loads neither.
  *
  *   consumer [railio://HOST:PORT]
  */
@@ -81,10 +81,10 @@ int main(int argc, char **argv)
         return 1;
     if (argc > 1 && round_trip(argv[1]) < 0)
         return 1;
-    if (maps_has("librados")) {
-        fprintf(stderr, "consumer: librados is mapped\n");
+    if (maps_has("librados") || maps_has("libcurl")) {
+        fprintf(stderr, "consumer: librados or libcurl is mapped\n");
         return 1;
     }
-    printf("librados not loaded\n");
+    printf("librados and libcurl not loaded\n");
     return 0;
 }

@@ -54,6 +54,7 @@ done
 if grep -q '^RIO_HAVE_RADOS:INTERNAL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
     [ -f "$build/modules/railio-rados.so" ]; then
     [ -f "$libdir/railio/modules/railio-rados.so" ] || fail "rados module not installed"
+    [ -f "$libdir/railio/modules/railio-s3.so" ] || fail "s3 module not installed"
     have_rados=1
 else
     have_rados=0
@@ -107,14 +108,14 @@ for prog in pc_shared pc_static cm/consumer_shared cm/consumer_static; do
             "$libdir/librailio.so.0" ] || fail "$prog does not resolve $libdir/librailio.so.0"
         ;;
     esac
-    ldd "$bin" | grep -q librados && fail "$prog links librados"
+    ldd "$bin" | grep -qE 'librados|libcurl' && fail "$prog links librados or libcurl"
     out=$(LD_LIBRARY_PATH=$libdir "$bin" "$url" 2>&1) || { echo "$out"; fail "$prog"; }
     echo "$prog: $out" | head -n 1
     grep -q "round trip $url" <<<"$out" || fail "$prog: no railio:// round trip"
-    grep -q 'librados not loaded' <<<"$out" || fail "$prog: librados check"
+    grep -q 'librados and libcurl not loaded' <<<"$out" || fail "$prog: librados/libcurl check"
     # The shared library finds its modules next to itself.
     if [ "$have_rados" = 1 ] && [ "${prog%static}" = "$prog" ]; then
-        grep -q 'backends:.*rados' <<<"$out" || fail "$prog: rados module not found next to the library"
+        grep -q 'backends:.*s3 http https.*rados' <<<"$out" || fail "$prog: modules not found next to the library"
     fi
 done
 

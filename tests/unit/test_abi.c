@@ -4,9 +4,10 @@
 /*
  * What embedders rely on (issue 14): rio_version, rio_backends and
  * rio_has_scheme; the growable structs keep their size (ABI rules in
- * include/railio.h); a mock-only program never loads librados; the rados://
- * module loads from RIO_MODULE_DIR, and a missing one fails with a message
- * naming it. (The exported-symbol list: test symbols/exports.)
+ * include/railio.h); a mock-only program loads neither librados nor
+ * libcurl; the rados:// and s3:// modules load from RIO_MODULE_DIR on first
+ * use, and a missing one fails with a message naming it. (The exported-symbol list: test
+ * symbols/exports.)
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -56,9 +57,16 @@ TEST(backends_listed_are_openable)
     T_EQ(rio_has_scheme("gopher"), 0);
     T_EQ(rio_has_scheme(""), 0);
     T_EQ(rio_has_scheme(NULL), 0);
+    /* The harness points RIO_MODULE_DIR at build/modules. */
 #ifdef RIO_HAVE_RADOS
-    /* ctest points RIO_MODULE_DIR at build/modules. */
     T_NOTNULL(strstr(rio_backends(), "rados"));
+#endif
+#ifdef RIO_HAVE_CURL
+    T_NOTNULL(strstr(rio_backends(), "s3 http https"));
+    T_EQ(rio_has_scheme("http"), 1);
+    T_EQ(rio_has_scheme("s3"), 1);
+    T_EQ(rio_has_scheme("s"), 0);
+    T_EQ(rio_has_scheme("http https"), 0);
 #endif
 }
 
@@ -89,6 +97,29 @@ TEST(mock_only_never_loads_librados)
     rio_client_destroy(c);
     T_EQ(maps_has("librados"), 0);
     T_EQ(maps_has("railio-rados"), 0);
+    T_EQ(maps_has("libcurl"), 0);
+    T_EQ(maps_has("railio-s3"), 0);
+}
+
+TEST(s3_module_loads_on_first_use)
+{
+#ifndef RIO_HAVE_CURL
+    T_SKIP("built without s3://");
+#else
+    const struct rio_module *m;
+
+    T_EQ(maps_has("libcurl"), 0);
+    m = rio__module_for("https");
+    T_NOTNULL(m);
+    T_EQ(m->nops, 3);
+    T_STREQ(m->ops[0]->scheme, "s3");
+    T_STREQ(m->ops[1]->scheme, "http");
+    T_STREQ(m->ops[2]->scheme, "https");
+    T_EQ(maps_has("railio-s3.so"), 1);
+    T_EQ(maps_has("libcurl"), 1);
+    T_PTREQ(rio__module_for("s3"), m);
+    T_EQ(maps_has("librados"), 0);
+#endif
 }
 
 TEST(rados_module_loads_on_first_use)
