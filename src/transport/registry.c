@@ -159,9 +159,8 @@ static void module_load(struct module_slot *m, const char *scheme)
 
 static struct module_slot *module_slot(const char *scheme)
 {
-    struct module_slot *m;
-
     size_t n = strlen(scheme);
+    struct module_slot *m;
     const char *p;
 
     if (n == 0 || strchr(scheme, ' '))
