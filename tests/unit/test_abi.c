@@ -34,6 +34,27 @@ static int maps_has(const char *lib)
     return found;
 }
 
+/* What rio_client_new(url) says on stderr (it must fail with RIO_EURL). */
+static void client_new_stderr(const char *url, char *msg, size_t cap)
+{
+    char path[] = "/tmp/rio-abi-err-XXXXXX";
+    struct rio_client *c = NULL;
+    int fd = mkstemp(path), saved = dup(2);
+    ssize_t n;
+
+    T_GE(fd, 0);
+    T_GE(saved, 0);
+    T_EQ(dup2(fd, 2), 2);
+    T_ERR(rio_client_new(url, NULL, &c), RIO_EURL);
+    T_EQ(dup2(saved, 2), 2);
+    close(saved);
+    T_NULL(c);
+    n = pread(fd, msg, cap - 1, 0);
+    close(fd);
+    unlink(path);
+    msg[n > 0 ? n : 0] = '\0';
+}
+
 TEST(version_matches_header)
 {
     char want[32];
@@ -147,32 +168,52 @@ TEST(missing_module_is_a_clear_error)
 #ifndef RIO_HAVE_RADOS
     T_SKIP("built without rados://");
 #else
-    char path[] = "/tmp/rio-abi-XXXXXX", msg[4096];
-    struct rio_client *c = NULL;
-    int fd, saved;
-    ssize_t n;
+    char msg[4096];
 
     T_OK(setenv("RIO_MODULE_DIR", "/nonexistent/railio-modules", 1));
     T_EQ(rio_has_scheme("rados"), 0);
     T_NULL(strstr(rio_backends(), "rados"));
-    fd = mkstemp(path);
-    T_GE(fd, 0);
-    saved = dup(2);
-    T_GE(saved, 0);
-    T_EQ(dup2(fd, 2), 2);
-    T_ERR(rio_client_new("rados://pool", NULL, &c), RIO_EURL);
-    T_ERR(rio_client_new("rados://pool", NULL, &c), RIO_EURL); /* says it once */
-    T_EQ(dup2(saved, 2), 2);
-    close(saved);
-    T_NULL(c);
-    n = pread(fd, msg, sizeof(msg) - 1, 0);
-    close(fd);
-    unlink(path);
-    T_GT(n, 0);
-    msg[n] = '\0';
+    client_new_stderr("rados://pool", msg, sizeof(msg));
     T_NOTNULL(strstr(msg, "railio-rados.so"));
     T_NOTNULL(strstr(msg, "/nonexistent/railio-modules"));
     T_NOTNULL(strstr(msg, "RIO_MODULE_DIR"));
-    T_NULL(strstr(strstr(msg, "\n") + 1, "railio-rados.so"));
+    client_new_stderr("rados://pool", msg, sizeof(msg));
+    T_STREQ(msg, ""); /* said once */
+#endif
+}
+
+/* A module that is there but does not load (here: not even an ELF file; on a
+ * real system: librados2 or libcurl4 missing) names the Debian package. */
+TEST(unloadable_module_names_the_package)
+{
+#if !defined(RIO_HAVE_RADOS) || !defined(RIO_HAVE_CURL)
+    T_SKIP("built without rados:// or s3://");
+#else
+    char dir[] = "/tmp/rio-abi-mod-XXXXXX", file[128], msg[4096];
+    const char *const mods[] = {"railio-rados.so", "railio-s3.so"};
+    FILE *f;
+
+    T_NOTNULL(mkdtemp(dir));
+    for (unsigned i = 0; i < 2; i++) {
+        snprintf(file, sizeof(file), "%s/%s", dir, mods[i]);
+        f = fopen(file, "w");
+        T_NOTNULL(f);
+        fputs("not a shared object\n", f);
+        fclose(f);
+    }
+    T_OK(setenv("RIO_MODULE_DIR", dir, 1));
+    T_EQ(rio_has_scheme("rados"), 1);                    /* present, */
+    client_new_stderr("rados://pool", msg, sizeof(msg)); /* but not loadable */
+    T_NOTNULL(
+        strstr(msg, "rados:// needs the Debian package librados2 (apt-get install librados2)"));
+    client_new_stderr("https://example.org/x", msg, sizeof(msg));
+    T_NOTNULL(strstr(msg, "https:// needs the Debian package libcurl4 (apt-get install libcurl4)"));
+    client_new_stderr("s3://bucket/x?endpoint=http://127.0.0.1:1", msg, sizeof(msg));
+    T_STREQ(msg, ""); /* said once per module */
+    for (unsigned i = 0; i < 2; i++) {
+        snprintf(file, sizeof(file), "%s/%s", dir, mods[i]);
+        unlink(file);
+    }
+    rmdir(dir);
 #endif
 }
