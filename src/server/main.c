@@ -642,8 +642,9 @@ static void close_listeners(struct rio_srv *srv, int epfd)
 
 /*
  * SIGHUP: reopen --log-file (after logrotate moved it) and re-read
- * --auth-token-file. A token that fails to read keeps the old one. The token
- * buffers are all TOKEN_MAX + 1 bytes, and a replaced one is kept until exit,
+ * --auth-token-file. A token that fails to read keeps the old one, as does
+ * one 64 changes after the start (each replaced buffer is kept). The token
+ * buffers are all TOKEN_MAX + 1 bytes and a replaced one is kept until exit,
  * so a handshake reading the token while it changes stays in bounds.
  */
 static const struct args *hup_args;
@@ -675,15 +676,22 @@ static void hup(struct rio_srv *srv)
         if (ret < 0)
             SRV_ERR("SIGHUP: log file %s: %s", hup_args->log_file, strerror(-ret));
     }
-    SRV_INFO("SIGHUP: log reopened%s", hup_args->token_file ? ", re-reading the token" : "");
+    SRV_INFO("SIGHUP: %s", hup_args->log_file ? "log file reopened" : "no log file to reopen");
     if (!hup_args->token_file)
         return;
-    if (hup_nretired == sizeof(hup_retired) / sizeof(hup_retired[0])) {
-        SRV_ERR("SIGHUP: token changed %u times: restart railiod to change it again", hup_nretired);
-        return;
-    }
     if (read_token(hup_args->token_file, &token, &len) < 0) {
         SRV_ERR("SIGHUP: keeping the previous token");
+        return;
+    }
+    /* An unchanged token (a logrotate SIGHUP) retires nothing. */
+    if (len == srv->cfg.token_len && memcmp(token, srv->cfg.token, len) == 0) {
+        rio__free(token);
+        SRV_INFO("SIGHUP: token unchanged");
+        return;
+    }
+    if (hup_nretired == sizeof(hup_retired) / sizeof(hup_retired[0])) {
+        rio__free(token);
+        SRV_ERR("SIGHUP: token changed %u times: restart railiod to change it again", hup_nretired);
         return;
     }
     hup_retired[hup_nretired++] = srv->cfg.token;

@@ -126,6 +126,10 @@ TEST(sighup_reopens_the_log_and_rereads_the_token)
     wc_hello(&c, "second-token");
     wc_close(&c);
 
+    /* The same token again (a logrotate SIGHUP): nothing changes. */
+    T_EQ(kill(e.pid, SIGHUP), 0);
+    T_TRUE(wait_for_text(log, "SIGHUP: token unchanged"));
+
     /* A token file that fails to read keeps the token in force. */
     T_EQ(unlink(token), 0);
     T_EQ(kill(e.pid, SIGHUP), 0);
