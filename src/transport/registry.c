@@ -114,7 +114,9 @@ static int module_find(const struct module_slot *m, char *path, char *where, siz
         return module_try(path, env, "", m->file) ? 0 : -1;
     }
     snprintf(where, wcap, "%s", RIO_MODULE_INSTALL_DIR);
-    if (dladdr((void *)module_find, &info) && info.dli_fname && realpath(info.dli_fname, self) &&
+    /* The main program's name may be argv[0] without a directory: /proc/self/exe. */
+    if (dladdr((void *)module_find, &info) && info.dli_fname &&
+        realpath(strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe", self) &&
         (slash = strrchr(self, '/'))) {
         *slash = '\0';
         snprintf(where, wcap, "%s/railio/modules, %s/modules, %s", self, self,
