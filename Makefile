@@ -10,7 +10,8 @@
 #   make format-check   fail if any C source is not formatted
 #   make install        build, then install under PREFIX (default /usr/local), into
 #                       DESTDIR if set: make install PREFIX=/usr DESTDIR=/tmp/pkg
-#   make uninstall      remove what the last make install installed (its manifest)
+#   make uninstall      remove what the last make install installed (build/install_manifest.txt,
+#                       or MANIFEST=...), with the same DESTDIR
 #   make deps           install what the build needs when something is missing
 #                       (scripts/install-deps.sh build)
 #   make deps-test      and the tests' peers: Ceph, radosgw, fio, iperf3, nftables ...

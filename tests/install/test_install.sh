@@ -4,7 +4,7 @@
 # the tree four ways: pkg-config and find_package(railio), each against the
 # shared and the static library. Run each against mock:// and a railiod (the
 # installed one) on loopback; each checks that it did not load librados.
-# Then remove what install_manifest.txt lists and check that nothing is left.
+# Then make uninstall (from install_manifest.txt) and check that nothing is left.
 #
 #   tests/install/test_install.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -29,7 +29,7 @@ fail() {
     exit 1
 }
 
-for tool in pkg-config cmake cc; do
+for tool in pkg-config cmake cc make; do
     command -v "$tool" >/dev/null || { echo "test_install: SKIP: no $tool"; exit 77; }
 done
 [ -f "$manifest" ] && cp "$manifest" "$tmp/manifest.saved"
@@ -120,11 +120,12 @@ for prog in pc_shared pc_static cm/consumer_shared cm/consumer_static; do
 done
 
 # ------------------------------------------------------------- uninstall
-# The manifest names the installed paths without DESTDIR (as make uninstall reads it).
+# make uninstall reads the manifest, which names the installed paths without DESTDIR.
 grep -q "^$prefix/" "$manifest" || fail "install_manifest.txt does not list $prefix/..."
-while IFS= read -r f || [ -n "$f" ]; do
-    rm -f "$dest$f"
-done <"$manifest"
+make -s -C "$src" uninstall MANIFEST="$manifest" DESTDIR="$dest" >"$tmp/uninstall.log" ||
+    { cat "$tmp/uninstall.log"; fail "make uninstall"; }
 left=$(find "$dest" -type f -o -type l)
-[ -z "$left" ] || fail "left after removing install_manifest.txt's files: $left"
-echo "test_install: installed, built 4 consumers, ran them against mock:// and $url, uninstalled"
+[ -z "$left" ] || fail "left after make uninstall: $left"
+left=$(find "$dest" -type d -name 'railio*')
+[ -z "$left" ] || fail "directories left after make uninstall: $left"
+echo "test_install: installed, built 4 consumers, ran them against mock:// and $url, make uninstall left nothing"
