@@ -17,7 +17,7 @@
 #   make deps-test      and the tests' peers: Ceph, radosgw, fio, iperf3, nftables ...
 #   make clean          remove every build directory
 #
-# Variables: RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
+# Variables: PREFIX, DESTDIR (install), RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
 # / RIO_WITH_URING=AUTO|ON|OFF, CMAKE_ARGS="-D..." (more configure arguments),
 # CTEST_ARGS="-L unit" (e.g. a label), CTEST_JOBS=2.
 
