@@ -34,6 +34,7 @@ static int maps_has(const char *lib)
     return found;
 }
 
+#if defined(RIO_HAVE_RADOS) || defined(RIO_HAVE_CURL)
 /* What rio_client_new(url) says on stderr (it must fail with RIO_EURL). */
 static void client_new_stderr(const char *url, char *msg, size_t cap)
 {
@@ -54,6 +55,7 @@ static void client_new_stderr(const char *url, char *msg, size_t cap)
     unlink(path);
     msg[n > 0 ? n : 0] = '\0';
 }
+#endif
 
 TEST(version_matches_header)
 {
