@@ -35,7 +35,7 @@ for f in "${files[@]}"; do
         fi
         ;;
     *)
-        [ "$(head -c 2 "$f")" = "#!" ] || continue
+        [ "$(head -c 2 "$f" | tr -d '\000')" = "#!" ] || continue
         checked=$((checked + 1))
         if [ "$(sed -n 2p "$f")" != "$SH_LINE" ]; then
             echo "check-spdx: $f: line 2 (after the shebang) is not '$SH_LINE'" >&2
