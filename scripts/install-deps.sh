@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian packages railio's build, or its tests, need.
 #
 #   scripts/install-deps.sh [--check] [build|test|all]

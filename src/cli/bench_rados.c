@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench rados://POOL: PUT and GET goodput of large objects through the
  * rados:// transport at several concurrencies (chunk ops in flight on one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio CLI: shared helpers between subcommands. */
 #ifndef RIO_CLI_H
 #define RIO_CLI_H

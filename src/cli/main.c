@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio: the command-line tool. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the CLI's subcommands. */
 #include <errno.h>
 #include <limits.h>

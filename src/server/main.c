@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railiod: the railio object server (docs/server.md). The main thread parses
  * options, binds one listener per rail address, starts the workers and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The transports, reached by URL scheme. Built-in backends are in the table
  * below, each behind its build option; the ones with a heavy library

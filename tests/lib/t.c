@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t: the test runner and assertion helpers (see t.h). The parent process
  * only forks, waits and counts; everything a test does happens in a child
