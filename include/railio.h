@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio: move large objects over every path you have.
  *
@@ -25,6 +26,32 @@ extern "C" {
 #define RIO_VERSION_MAJOR 0
 #define RIO_VERSION_MINOR 1
 #define RIO_VERSION_PATCH 0
+
+/*
+ * ABI rules (librailio.so.MAJOR; docs/install.md):
+ * - Only names starting rio_ and a letter are exported; rio__* is internal.
+ * - The structs a caller allocates and that will grow (struct rio_options,
+ *   struct rio_call, struct rio_stats) end in reserved words. Their size never
+ *   changes within a MAJOR version: a new field takes the place of reserved
+ *   words, and a zero in it means what the library did before the field
+ *   existed. So always zero-initialise them (rio_options_init, `= {0}` or
+ *   designated initialisers) and never write to reserved; a program built
+ *   against an older header then runs unchanged against a newer library.
+ * - Other structs (rio_desc, rio_op, rio_path_stats, rio_counters) are
+ *   frozen: changing them bumps MAJOR, as does removing or changing any call.
+ */
+
+/** The library's version, "MAJOR.MINOR.PATCH" (the shared object's, not the header's). */
+const char *rio_version(void);
+/**
+ * The URL schemes this build can open, space-separated, e.g. "mock railio
+ * file s3 http https rados". A scheme served by a loadable module (s3, http,
+ * https, rados) is listed when its module is installed; opening it may still fail when the
+ * module's own library is missing (the error names the package). Static storage.
+ */
+const char *rio_backends(void);
+/** 1 if rio_client_new can handle scheme ("s3", "rados", ...), 0 if not. */
+int rio_has_scheme(const char *scheme);
 
 /* ------------------------------------------------------------------ errors */
 
@@ -109,6 +136,7 @@ struct rio_options {
      * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
+    uint64_t reserved[8]; /* must be zero (ABI rules above) */
 };
 
 /** Fill *o with zeros (every knob "default"). */
@@ -187,6 +215,7 @@ struct rio_stats {
      * because the server lost its upload before the commit. retries and
      * retries_total include the failed attempts of the earlier runs. */
     uint64_t replans;
+    uint64_t reserved[15];     /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */
@@ -226,6 +255,7 @@ struct rio_call {
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
+    uint64_t reserved[8]; /* must be zero (ABI rules above) */
 };
 
 /**

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The in-process mock transport (mock://NAME): a model of paths with their own
  * bandwidth and latency, a shared storage service rate, and injectable faults.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The public calls: a client owns one transport and one engine thread. Each
  * call looks the object up (GET) or opens an upload (PUT) in the calling

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine thread: pull-based scheduling of chunks onto paths, the
  * in-flight budget, retry with rollback, path cooldown and probing, deadlines,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine: one thread per client that plans chunks onto paths, keeps the
  * in-flight budget, retries with rollback, fences every call, and keeps the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Error codes: names and messages for RIO_E* and -errno, the inverse mapping
  * used by fault specs and the CLI, and the retry classes the engine keys its

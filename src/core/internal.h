@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Things shared between src/core files and the transports, not public. */
 #ifndef RIO_INTERNAL_H
 #define RIO_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Options: the struct, then URL parameters, then RIO_* environment variables
  * (read once, here, at client creation), then defaults. docs/tuning.md gives

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Connections and workers. Each worker thread owns an epoll and the
  * connections the main thread hands it; nothing of a connection is touched

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railiod internals: the memory store, connections and workers, metrics and
  * logging. docs/server.md describes the program, docs/protocol.md the wire.

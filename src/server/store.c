@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The memory store: key -> published object, upload id -> upload in
  * progress, one capacity shared by both, LRU eviction or refusal, TTL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mock://NAME: an in-process model of a storage target reached over several
  * paths, for the engine's tests and the capacity model.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Transport-level entry points of the mock (mock.c). The public test API in
  * include/railio_mock.h reaches a client's transport through the client; these

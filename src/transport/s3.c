@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3://BUCKET[/PREFIX] and http(s)://HOST[/PREFIX]: objects over HTTP through
  * libcurl. Read docs/s3.md first; this comment is the map of the code.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio://HOST:PORT[,HOST2:PORT2...]: the client of railio's own protocol
  * (src/proto/proto.h, docs/protocol.md) over TCP, talking to railiod.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal entry points of the railio:// transport (tcp.c) for tests and
  * benches: counters that show what the transport holds (request slots armed,

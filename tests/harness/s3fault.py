@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A scripted S3-like HTTP server that misbehaves on request, for railio's
 s3:// and http:// transport tests. Standard library only.
 

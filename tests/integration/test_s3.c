@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3:// against a real radosgw (tests/harness/ceph.sh --rgw: 1 monitor, 1
  * memstore OSD, radosgw on loopback), started once for this program by the

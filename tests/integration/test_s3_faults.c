@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3:// and http:// against tests/harness/s3fault.py, a scripted server that
  * misbehaves on request: every fault ends byte-exact (after retries) or in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * Faults and retries (invariants 4 and 5): a bad chunk is detected and

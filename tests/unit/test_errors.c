@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: error names, messages and retry classes (src/core/errors.c). */
 #include <errno.h>
 #include <pthread.h>
