@@ -45,12 +45,13 @@ extern "C" {
     X(RIO_ENOTFOUND, -10010, "no such object")                                                     \
     X(RIO_ETOOBIG, -10011, "object larger than the destination buffer")                            \
     X(RIO_ECANCELED, -10012, "operation cancelled")                                                \
-    X(RIO_EPROTO, -10013, "protocol error: malformed or unexpected message")                       \
+    X(RIO_EPROTO, -10013, "protocol error: malformed message or frame check failed")               \
     X(RIO_ESERVER, -10014, "server error (retryable)")                                             \
     X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")                                \
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
-    X(RIO_ECLOSED, -10018, "client is closing")
+    X(RIO_ECLOSED, -10018, "client is closing")                                                    \
+    X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
