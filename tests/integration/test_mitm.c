@@ -1,0 +1,1013 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 60 */
+/*
+ * The man-in-the-middle proxy (tests/harness/mitm.py) does what each mode
+ * says, and nothing else, in front of a fixture server in the test: a byte
+ * echo for railio:// frames (so a frame comes back as the proxy delivered
+ * it), and a small HTTP/1.1 server whose answers cover every way a response
+ * ends (Content-Length, chunked, HEAD, 204, 304, 100 Continue). The client
+ * knows every byte it should get back, so each test compares whole streams.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "../harness/mitm_env.h"
+#include "t.h"
+
+/* ------------------------------------------------------- fixture server */
+
+enum fx_kind { FX_ECHO, FX_HTTP };
+
+struct fx {
+    int lfd;
+    enum fx_kind kind;
+    char addr[32];
+    pthread_t th;
+};
+
+/* Send all of p; 0, or -1 when the peer is gone. */
+static int fx_send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void *fx_echo(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    size_t cap = 1 << 20;
+    char *buf = malloc(cap);
+    for (;;) {
+        ssize_t r = recv(fd, buf, cap, 0);
+        if (r <= 0)
+            break;
+        fx_send_all(fd, buf, (size_t)r);
+    }
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+/* The fixture's answer to a request (also what a client expects): a
+ * malloc'ed buffer, its length in *len. interim: the 100 Continue sent
+ * before the body is read, when the request asks for it. */
+#define HTTP_CHUNKED_BODY "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+#define HTTP_CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+
+static char *http_answer(const char *method, const char *path, const void *body, size_t blen,
+                         size_t *len)
+{
+    char *out = malloc(blen + 8192 + (1 << 20));
+    int n;
+    if (!strcmp(method, "HEAD")) {
+        n = sprintf(out, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n");
+    } else if (!strcmp(method, "DELETE")) {
+        n = sprintf(out, "HTTP/1.1 204 No Content\r\n\r\n");
+    } else if (!strcmp(path, "/chunked")) {
+        n = sprintf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%s",
+                    HTTP_CHUNKED_BODY);
+    } else if (!strcmp(path, "/304")) {
+        n = sprintf(out, "HTTP/1.1 304 Not Modified\r\nContent-Length: 1000\r\n\r\n");
+    } else if (!strncmp(path, "/n/", 3)) {
+        size_t sz = strtoul(path + 3, NULL, 10);
+        if (sz > (1 << 20))
+            sz = 1 << 20;
+        n = sprintf(out, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", sz);
+        t_fill_pattern(out + n, sz, sz);
+        n += (int)sz;
+    } else {
+        n = sprintf(out, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", blen);
+        memcpy(out + n, body, blen);
+        n += (int)blen;
+    }
+    *len = (size_t)n;
+    return out;
+}
+
+/* Read one request header block into hdr (NUL-terminated); its length, or
+ * 0 at EOF. Bytes after it stay in the socket (read byte-wise: small). */
+static size_t fx_read_head(int fd, char *hdr, size_t cap)
+{
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = recv(fd, hdr + n, 1, 0);
+        if (r <= 0)
+            return 0;
+        n++;
+        if (n >= 4 && !memcmp(hdr + n - 4, "\r\n\r\n", 4))
+            break;
+    }
+    hdr[n] = '\0';
+    return n;
+}
+
+static int fx_recv_all(int fd, void *p, size_t n)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = recv(fd, c, n, 0);
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void *fx_http(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char hdr[8192], method[16], path[256];
+    for (;;) {
+        if (!fx_read_head(fd, hdr, sizeof(hdr)))
+            break;
+        if (sscanf(hdr, "%15s %255s", method, path) != 2)
+            break;
+        const char *cl = strcasestr(hdr, "\r\nContent-Length:");
+        size_t blen = cl ? strtoul(cl + 17, NULL, 10) : 0;
+        if (blen > (64 << 20))
+            break;
+        if (strcasestr(hdr, "\r\nExpect: 100-continue"))
+            fx_send_all(fd, HTTP_CONTINUE, strlen(HTTP_CONTINUE));
+        char *body = malloc(blen + 1);
+        if (fx_recv_all(fd, body, blen) < 0) {
+            free(body);
+            break;
+        }
+        size_t alen;
+        char *ans = http_answer(method, path, body, blen, &alen);
+        fx_send_all(fd, ans, alen);
+        free(ans);
+        free(body);
+    }
+    close(fd);
+    return NULL;
+}
+
+static void *fx_accept(void *arg)
+{
+    struct fx *f = arg;
+    for (;;) {
+        int fd = accept(f->lfd, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        pthread_t th;
+        if (pthread_create(&th, NULL, f->kind == FX_ECHO ? fx_echo : fx_http,
+                           (void *)(intptr_t)fd) == 0)
+            pthread_detach(th);
+        else
+            close(fd);
+    }
+    return NULL;
+}
+
+static void fx_start(struct fx *f, enum fx_kind kind)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof(sa);
+    int one = 1;
+    f->kind = kind;
+    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    T_GE(f->lfd, 0);
+    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    T_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(f->lfd, 64), 0);
+    T_EQ(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    T_EQ(pthread_create(&f->th, NULL, fx_accept, f), 0);
+}
+
+static void fx_stop(struct fx *f)
+{
+    shutdown(f->lfd, SHUT_RDWR);
+    pthread_join(f->th, NULL);
+    close(f->lfd);
+}
+
+/* ---------------------------------------------------------------- client */
+
+static int cl_connect(const struct mitm_env *m)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)m->port)};
+    struct timeval tv = {.tv_sec = 10};
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    T_GE(fd, 0);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        T_FAIL("connect %s: %s", m->addr, strerror(errno));
+    return fd;
+}
+
+static void cl_send(int fd, const void *p, size_t n)
+{
+    if (fx_send_all(fd, p, n) < 0)
+        T_FAIL("send: %s", strerror(errno));
+}
+
+/* Read up to n bytes, stopping at EOF, an error or timeout_ms of silence;
+ * the count read. */
+static size_t cl_recv(int fd, void *p, size_t n, int timeout_ms)
+{
+    char *c = p;
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, timeout_ms) <= 0)
+            break;
+        ssize_t r = recv(fd, c + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    return got;
+}
+
+static void cl_recv_exact(int fd, void *p, size_t n)
+{
+    size_t got = cl_recv(fd, p, n, 5000);
+    if (got != n)
+        T_FAIL("read %zu bytes of %zu", got, n);
+}
+
+/* 1 when the peer closed (EOF or reset) within timeout_ms, 0 when it is
+ * still open and silent; fails if bytes arrive. */
+static int cl_closed(int fd, int timeout_ms)
+{
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    char b;
+    if (poll(&pf, 1, timeout_ms) <= 0)
+        return 0;
+    ssize_t r = recv(fd, &b, 1, MSG_DONTWAIT);
+    if (r > 0)
+        T_FAIL("a byte arrived after the fault");
+    return 1;
+}
+
+/* Offsets where a and b differ (up to max), and their count. */
+static size_t diffs(const uint8_t *a, const uint8_t *b, size_t n, size_t *at, size_t max)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i]) {
+            if (k < max)
+                at[k] = i;
+            k++;
+        }
+    return k;
+}
+
+/* The integer after the nth (0-based) "key": of the summary. */
+static long summary_field(struct mitm_env *m, const char *key, int nth)
+{
+    char *text = mitm_summary(m), pat[64];
+    const char *p = text;
+    long v = -1;
+    snprintf(pat, sizeof(pat), "\"%s\": ", key);
+    for (int i = 0; p && i <= nth; i++) {
+        p = strstr(p, pat);
+        if (p && i < nth)
+            p += strlen(pat);
+    }
+    if (p)
+        v = strtol(p + strlen(pat), NULL, 10);
+    free(text);
+    return v;
+}
+
+static void start2(struct mitm_env *m, struct fx *f, enum fx_kind kind, const char *const *args)
+{
+    fx_start(f, kind);
+    mitm_start(m, f->addr, args);
+}
+
+static void stop2(struct mitm_env *m, struct fx *f)
+{
+    mitm_stop(m);
+    fx_stop(f);
+}
+
+/* ------------------------------------------------------- railio frames */
+
+#define NFR 5
+#define FR_BODY 4000
+#define FR_LEN (32 + FR_BODY)
+
+/* Frames 1..n (frame i's body is pattern i), back to back. */
+static uint8_t *frames(unsigned n, size_t body)
+{
+    uint8_t *buf = calloc(n, 32 + body);
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t *h = buf + (size_t)i * (32 + body);
+        uint32_t bl = (uint32_t)body;
+        memcpy(h, "RIO!", 4);
+        h[8] = (uint8_t)(i + 1);
+        memcpy(h + 16, &bl, 4); /* little-endian hosts only, as railio */
+        t_fill_pattern(h + 32, body, i + 1);
+    }
+    return buf;
+}
+
+struct sender {
+    int fd;
+    const uint8_t *p;
+    size_t n;
+};
+
+static void *send_thread(void *arg)
+{
+    struct sender *s = arg;
+    fx_send_all(s->fd, s->p, s->n);
+    return NULL;
+}
+
+TEST(railio_pass_forwards_every_byte)
+{
+    const char *args[] = {"--proto", "railio", "--mode", "pass", NULL};
+    const unsigned n = 32;
+    const size_t body = 1 << 20, total = n * (32 + body);
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *out = frames(n, body), *in = malloc(total);
+    pthread_t th;
+
+    start2(&m, &f, FX_ECHO, args);
+    int fd = cl_connect(&m);
+    struct sender s = {fd, out, total};
+    uint64_t t0 = t_now_ms();
+    T_EQ(pthread_create(&th, NULL, send_thread, &s), 0);
+    cl_recv_exact(fd, in, total);
+    uint64_t ms = t_now_ms() - t0;
+    pthread_join(th, NULL);
+    T_MEMEQ(in, out, total);
+    fprintf(stderr, "pass: %zu MiB each way in %llu ms (%.0f MB/s each way)\n", total >> 20,
+            (unsigned long long)ms, (double)total / 1e3 / (double)(ms ? ms : 1));
+    close(fd);
+    mitm_halt(&m);
+    T_EQ(mitm_faults(&m), 0);
+    T_EQ(mitm_connections(&m), 1);
+    T_EQ(mitm_messages(&m, "c2s"), (int)n);
+    T_EQ(mitm_messages(&m, "s2c"), (int)n);
+    stop2(&m, &f);
+    free(out);
+    free(in);
+}
+
+/* Send NFR frames through an echo behind args; what came back in *in. */
+static uint8_t *railio_roundtrip(struct mitm_env *m, struct fx *f, const char *const *args,
+                                 uint8_t **in)
+{
+    uint8_t *out = frames(NFR, FR_BODY);
+    *in = calloc(1, NFR * FR_LEN);
+    start2(m, f, FX_ECHO, args);
+    int fd = cl_connect(m);
+    cl_send(fd, out, NFR * FR_LEN);
+    cl_recv_exact(fd, *in, NFR * FR_LEN);
+    close(fd);
+    return out;
+}
+
+TEST(railio_flip_changes_one_byte_of_the_nth_frame)
+{
+    /* Default offset (seeded), c2s: the echo returns what the server got. */
+    const char *args[] = {"--proto", "railio", "--mode", "flip", "--dir", "c2s",
+                          "--nth",   "3",      "--seed", "7",    NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *in, *out = railio_roundtrip(&m, &f, args, &in);
+    size_t at[4];
+
+    T_EQ(diffs(in, out, NFR * FR_LEN, at, 4), 1);
+    T_EQ(at[0] / FR_LEN, 2);            /* the third frame */
+    T_EQ(in[at[0]] ^ out[at[0]], 0x80); /* 1 << (7 % 8) */
+    T_EQ(mitm_faults(&m), 1);
+    T_EQ(summary_field(&m, "offset", 0), (long)(at[0] % FR_LEN));
+    T_EQ(summary_field(&m, "msg", 0), 3);
+    T_EQ(summary_field(&m, "conn", 0), 1);
+    T_EQ(summary_field(&m, "len", 0), FR_LEN);
+    stop2(&m, &f);
+    free(in);
+    free(out);
+}
+
+TEST(railio_flip_at_an_offset_in_the_header_s2c)
+{
+    const char *args[] = {"--proto", "railio",   "--mode", "flip",   "--dir", "s2c", "--nth",
+                          "2",       "--offset", "5",      "--seed", "3",     NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *in, *out = railio_roundtrip(&m, &f, args, &in);
+    size_t at[4];
+
+    T_EQ(diffs(in, out, NFR * FR_LEN, at, 4), 1);
+    T_EQ(at[0], FR_LEN + 5);
+    T_EQ(in[at[0]] ^ out[at[0]], 0x08);
+    T_EQ(mitm_faults(&m), 1);
+    stop2(&m, &f);
+    free(in);
+    free(out);
+}
+
+TEST(railio_count_selects_the_next_messages)
+{
+    const char *two[] = {"--proto", "railio",  "--mode", "flip",     "--dir", "c2s", "--nth",
+                         "2",       "--count", "2",      "--offset", "40",    NULL};
+    const char *all[] = {"--proto", "railio",  "--mode", "flip",     "--dir", "c2s", "--nth",
+                         "2",       "--count", "0",      "--offset", "40",    NULL};
+    struct mitm_env m;
+    struct fx f;
+    size_t at[8];
+    uint8_t *in, *out = railio_roundtrip(&m, &f, two, &in);
+
+    T_EQ(diffs(in, out, NFR * FR_LEN, at, 8), 2);
+    T_EQ(at[0], FR_LEN + 40);
+    T_EQ(at[1], 2 * FR_LEN + 40);
+    T_EQ(mitm_faults(&m), 2);
+    stop2(&m, &f);
+    free(in);
+    free(out);
+
+    out = railio_roundtrip(&m, &f, all, &in);
+    T_EQ(diffs(in, out, NFR * FR_LEN, at, 8), NFR - 1);
+    T_EQ(at[0], FR_LEN + 40);
+    T_EQ(at[3], 4 * FR_LEN + 40);
+    T_EQ(mitm_faults(&m), NFR - 1);
+    stop2(&m, &f);
+    free(in);
+    free(out);
+}
+
+TEST(railio_nth_counts_across_connections)
+{
+    const char *args[] = {"--proto", "railio", "--mode",   "flip", "--dir", "c2s",
+                          "--nth",   "3",      "--offset", "40",   NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *out = frames(2, FR_BODY), in[2 * FR_LEN];
+    size_t at[4];
+
+    start2(&m, &f, FX_ECHO, args);
+    int a = cl_connect(&m);
+    cl_send(a, out, 2 * FR_LEN);
+    cl_recv_exact(a, in, 2 * FR_LEN);
+    T_EQ(diffs(in, out, 2 * FR_LEN, at, 4), 0);
+    int b = cl_connect(&m);
+    cl_send(b, out, 2 * FR_LEN);
+    cl_recv_exact(b, in, 2 * FR_LEN);
+    T_EQ(diffs(in, out, 2 * FR_LEN, at, 4), 1);
+    T_EQ(at[0], 40);
+    T_EQ(summary_field(&m, "conn", 0), 2);
+    T_EQ(summary_field(&m, "msg", 0), 3);
+    close(a);
+    close(b);
+    stop2(&m, &f);
+    free(out);
+}
+
+/* Start args in front of an echo, connect (*fd) and send frames 1..3 of
+ * FR_BODY bytes: those frames. */
+static uint8_t *railio_send3(struct mitm_env *m, struct fx *f, const char *const *args, int *fd)
+{
+    uint8_t *out = frames(3, FR_BODY);
+    start2(m, f, FX_ECHO, args);
+    *fd = cl_connect(m);
+    cl_send(*fd, out, 3 * FR_LEN);
+    return out;
+}
+
+/* One fault was applied; close and stop everything. */
+static void railio_end(struct mitm_env *m, struct fx *f, int fd, uint8_t *out)
+{
+    T_EQ(mitm_faults(m), 1);
+    close(fd);
+    stop2(m, f);
+    free(out);
+}
+
+TEST(railio_dup_sends_the_frame_twice)
+{
+    const char *args[] = {"--proto", "railio", "--mode", "dup", "--dir", "s2c", "--nth", "2", NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t in[4 * FR_LEN + 1];
+    int fd;
+    uint8_t *out = railio_send3(&m, &f, args, &fd);
+
+    cl_recv_exact(fd, in, 4 * FR_LEN);
+    T_MEMEQ(in, out, 2 * FR_LEN);
+    T_MEMEQ(in + 2 * FR_LEN, out + FR_LEN, FR_LEN);
+    T_MEMEQ(in + 3 * FR_LEN, out + 2 * FR_LEN, FR_LEN);
+    T_EQ(cl_recv(fd, in, 1, 200), 0); /* nothing more */
+    railio_end(&m, &f, fd, out);
+}
+
+TEST(railio_truncate_closes_after_k_bytes)
+{
+    const char *args[] = {"--proto", "railio", "--mode",   "truncate", "--dir", "s2c",
+                          "--nth",   "2",      "--offset", "100",      NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t in[3 * FR_LEN];
+    int fd;
+    uint8_t *out = railio_send3(&m, &f, args, &fd);
+
+    T_EQ(cl_recv(fd, in, sizeof(in), 5000), FR_LEN + 100);
+    T_MEMEQ(in, out, FR_LEN + 100);
+    T_EQ(cl_closed(fd, 2000), 1);
+    T_EQ(mitm_faults(&m), 1);
+    T_EQ(summary_field(&m, "offset", 0), 100);
+    close(fd);
+    stop2(&m, &f);
+    free(out);
+}
+
+TEST(railio_stall_delivers_nothing_from_the_nth_on)
+{
+    const char *args[] = {"--proto", "railio", "--mode", "stall", "--dir",
+                          "s2c",     "--nth",  "2",      NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t in[3 * FR_LEN];
+    int fd;
+    uint8_t *out = railio_send3(&m, &f, args, &fd);
+
+    T_EQ(cl_recv(fd, in, sizeof(in), 700), FR_LEN);
+    T_MEMEQ(in, out, FR_LEN);
+    T_EQ(cl_closed(fd, 300), 0); /* open and silent */
+    railio_end(&m, &f, fd, out);
+}
+
+TEST(railio_delay_holds_the_nth_frame)
+{
+    const char *args[] = {"--proto", "railio", "--mode",     "delay", "--dir", "s2c",
+                          "--nth",   "2",      "--delay-ms", "400",   NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *out = frames(3, FR_BODY), in[3 * FR_LEN];
+
+    start2(&m, &f, FX_ECHO, args);
+    int fd = cl_connect(&m);
+    uint64_t t0 = t_now_ms();
+    cl_send(fd, out, 3 * FR_LEN);
+
+    cl_recv_exact(fd, in, FR_LEN);
+    uint64_t t1 = t_now_ms();
+    cl_recv_exact(fd, in + FR_LEN, 2 * FR_LEN);
+    uint64_t t2 = t_now_ms();
+    T_MEMEQ(in, out, 3 * FR_LEN);
+    T_LT(t1 - t0, 400);
+    T_GE(t2 - t0, 400);
+    railio_end(&m, &f, fd, out);
+}
+
+/* ------------------------------------------------------------------ http */
+
+struct req {
+    const char *method, *path;
+    size_t blen;
+    int expect; /* Expect: 100-continue */
+};
+
+/* Requests whose answers end every way a response can. */
+static const struct req seq[] = {
+    {"HEAD", "/a", 0, 0},        /* s2c 1: no body despite Content-Length */
+    {"DELETE", "/a", 0, 0},      /* 2: 204 */
+    {"GET", "/chunked", 0, 0},   /* 3: chunked */
+    {"GET", "/304", 0, 0},       /* 4: 304, no body */
+    {"PUT", "/b", 3000, 1},      /* 5: 100 Continue, 6: 200 echo */
+    {"GET", "/n/5000", 0, 0},    /* 7: 200 with 5000 bytes */
+    {"PUT", "/big", 4 << 20, 0}, /* 8: 200 echo of 4 MiB */
+};
+#define NSEQ (sizeof(seq) / sizeof(seq[0]))
+
+static char *req_head(const struct req *r, size_t *len)
+{
+    char *h = malloc(512);
+    int n = snprintf(h, 512, "%s %s HTTP/1.1\r\nHost: fixture\r\n", r->method, r->path);
+    if (r->blen)
+        n += snprintf(h + n, 512 - (size_t)n, "Content-Length: %zu\r\n", r->blen);
+    if (r->expect)
+        n += snprintf(h + n, 512 - (size_t)n, "Expect: 100-continue\r\n");
+    n += snprintf(h + n, 512 - (size_t)n, "\r\n");
+    *len = (size_t)n;
+    return h;
+}
+
+/* Run requests [from, to) of seq on fd; every byte answered goes to got,
+ * every byte expected to want (both grow; *glen, *wlen their lengths). */
+static void http_run(int fd, size_t from, size_t to, uint8_t *got, size_t *glen, uint8_t *want,
+                     size_t *wlen)
+{
+    for (size_t i = from; i < to; i++) {
+        const struct req *r = &seq[i];
+        size_t hl, al;
+        char *h = req_head(r, &hl);
+        uint8_t *body = malloc(r->blen + 1);
+        t_fill_pattern(body, r->blen, 100 + i);
+        cl_send(fd, h, hl);
+        if (r->expect) {
+            size_t cl = strlen(HTTP_CONTINUE);
+            memcpy(want + *wlen, HTTP_CONTINUE, cl);
+            *wlen += cl;
+            *glen += cl_recv(fd, got + *glen, cl, 5000);
+        }
+        cl_send(fd, body, r->blen);
+        char *a = http_answer(r->method, r->path, body, r->blen, &al);
+        memcpy(want + *wlen, a, al);
+        *wlen += al;
+        *glen += cl_recv(fd, got + *glen, al, 5000);
+        free(a);
+        free(body);
+        free(h);
+    }
+}
+
+#define HTTP_CAP (12 << 20)
+
+TEST(http_pass_frames_every_kind_of_response)
+{
+    const char *args[] = {"--proto", "http", "--mode", "pass", NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0;
+
+    start2(&m, &f, FX_HTTP, args);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, NSEQ, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_MEMEQ(got, want, wl);
+    close(fd);
+    mitm_halt(&m);
+    T_EQ(mitm_messages(&m, "c2s"), (int)NSEQ);
+    T_EQ(mitm_messages(&m, "s2c"), (int)NSEQ + 1); /* the 100 Continue too */
+    T_EQ(mitm_faults(&m), 0);
+    stop2(&m, &f);
+    free(got);
+    free(want);
+}
+
+/* Where response number n (1-based, s2c) starts in the stream of seq's
+ * answers, and its header's length. */
+static size_t http_resp_at(int n, size_t *hlen)
+{
+    size_t off = 0;
+    int k = 0;
+    for (size_t i = 0; i < NSEQ; i++) {
+        const struct req *r = &seq[i];
+        size_t al;
+        uint8_t *body = malloc(r->blen + 1);
+        t_fill_pattern(body, r->blen, 100 + i);
+        char *a = http_answer(r->method, r->path, body, r->blen, &al);
+        free(body);
+        if (r->expect && ++k == n) {
+            *hlen = strlen(HTTP_CONTINUE);
+            free(a);
+            return off;
+        }
+        if (r->expect)
+            off += strlen(HTTP_CONTINUE);
+        if (++k == n) {
+            *hlen = (size_t)(strstr(a, "\r\n\r\n") + 4 - a);
+            free(a);
+            return off;
+        }
+        off += al;
+        free(a);
+    }
+    T_FAIL("no response %d", n);
+}
+
+TEST(http_flip_s2c_lands_in_the_nth_response)
+{
+    /* Response 7 (GET /n/5000) comes after a HEAD, a 204, a chunked body,
+     * a 304 and a 100 Continue: framing any of them wrong moves the flip. */
+    size_t hlen, at7 = http_resp_at(7, &hlen), at[4];
+    char off[32];
+    snprintf(off, sizeof(off), "%zu", hlen + 100);
+    const char *args[] = {"--proto", "http",     "--mode", "flip",   "--dir", "s2c", "--nth",
+                          "7",       "--offset", off,      "--seed", "1",     NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0;
+
+    start2(&m, &f, FX_HTTP, args);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, NSEQ, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_EQ(diffs(got, want, wl, at, 4), 1);
+    T_EQ(at[0], at7 + hlen + 100);
+    T_EQ(got[at[0]] ^ want[at[0]], 0x02);
+    T_EQ(mitm_faults(&m), 1);
+    T_EQ(summary_field(&m, "msg", 0), 7);
+    T_EQ(summary_field(&m, "len", 0), (long)(hlen + 5000));
+    close(fd);
+    stop2(&m, &f);
+    free(got);
+    free(want);
+}
+
+TEST(http_flip_c2s_damages_the_request_body)
+{
+    size_t hl;
+    char *h = req_head(&seq[4], &hl), off[32];
+    free(h);
+    snprintf(off, sizeof(off), "%zu", hl + 10);
+    /* Request 5 is the PUT with Expect: its body after the 100 Continue. */
+    const char *args[] = {"--proto", "http", "--mode",   "flip", "--dir", "c2s",
+                          "--nth",   "5",    "--offset", off,    NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0, at[4], h6, at6 = http_resp_at(6, &h6);
+
+    start2(&m, &f, FX_HTTP, args);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, NSEQ, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_EQ(diffs(got, want, wl, at, 4), 1);
+    T_EQ(at[0], at6 + h6 + 10); /* the echo shows body byte 10 flipped */
+    T_EQ(mitm_faults(&m), 1);
+    close(fd);
+    stop2(&m, &f);
+    free(got);
+    free(want);
+}
+
+TEST(http_dup_both_directions)
+{
+    const char *s2c[] = {"--proto", "http", "--mode", "dup", "--dir", "s2c", "--nth", "3", NULL};
+    const char *c2s[] = {"--proto", "http", "--mode", "dup", "--dir", "c2s", "--nth", "2", NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0, al;
+
+    /* s2c: the chunked answer (3) arrives twice. */
+    start2(&m, &f, FX_HTTP, s2c);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, 3, got, &gl, want, &wl);
+    char *a = http_answer("GET", "/chunked", NULL, 0, &al);
+    T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
+    T_MEMEQ(got + gl, a, al);
+    free(a);
+    http_run(fd, 3, 4, got, &gl, want, &wl); /* still framed right after */
+    T_EQ(gl, wl);
+    T_MEMEQ(got, want, wl);
+    close(fd);
+    stop2(&m, &f);
+
+    /* c2s: the DELETE (2) reaches the server twice: two 204s. */
+    gl = wl = 0;
+    start2(&m, &f, FX_HTTP, c2s);
+    fd = cl_connect(&m);
+    http_run(fd, 0, 2, got, &gl, want, &wl);
+    a = http_answer("DELETE", "/a", NULL, 0, &al);
+    T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
+    T_MEMEQ(got + gl, a, al);
+    free(a);
+    http_run(fd, 2, 4, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_MEMEQ(got, want, wl);
+    T_EQ(mitm_faults(&m), 1);
+    close(fd);
+    stop2(&m, &f);
+    free(got);
+    free(want);
+}
+
+TEST(http_truncate_stall_delay_s2c)
+{
+    const char *trunc[] = {"--proto", "http",  "--mode", "truncate", "--dir",
+                           "s2c",     "--nth", "7",      NULL};
+    const char *stall[] = {"--proto", "http",  "--mode", "stall", "--dir",
+                           "s2c",     "--nth", "3",      NULL};
+    const char *delay[] = {"--proto", "http", "--mode",     "delay", "--dir", "s2c",
+                           "--nth",   "3",    "--delay-ms", "400",   NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0, hlen, at7 = http_resp_at(7, &hlen);
+
+    /* truncate, default: half of response 7, then both sides closed. */
+    start2(&m, &f, FX_HTTP, trunc);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, 6, got, &gl, want, &wl);
+    T_EQ(gl, at7 + (hlen + 5000) / 2);
+    T_MEMEQ(got, want, gl);
+    T_EQ(cl_closed(fd, 2000), 1);
+    T_EQ(mitm_faults(&m), 1);
+    close(fd);
+    stop2(&m, &f);
+
+    /* stall: responses 1 and 2, then nothing, the connection open. */
+    gl = wl = 0;
+    start2(&m, &f, FX_HTTP, stall);
+    fd = cl_connect(&m);
+    http_run(fd, 0, 2, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    size_t hl;
+    char *h = req_head(&seq[2], &hl);
+    cl_send(fd, h, hl);
+    free(h);
+    T_EQ(cl_closed(fd, 500), 0);
+    T_EQ(mitm_faults(&m), 1);
+    close(fd);
+    stop2(&m, &f);
+
+    /* delay: response 3 comes >= 400 ms after its request, intact. */
+    gl = wl = 0;
+    start2(&m, &f, FX_HTTP, delay);
+    fd = cl_connect(&m);
+    http_run(fd, 0, 2, got, &gl, want, &wl);
+    uint64_t t0 = t_now_ms();
+    http_run(fd, 2, 3, got, &gl, want, &wl);
+    T_GE(t_now_ms() - t0, 400);
+    http_run(fd, 3, NSEQ, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_MEMEQ(got, want, wl);
+    T_EQ(mitm_faults(&m), 1);
+    close(fd);
+    stop2(&m, &f);
+    free(got);
+    free(want);
+}
+
+TEST(bad_arguments_are_refused)
+{
+    /* Only loopback, and a clear error for a bad option: start-up fails. */
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        struct mitm_env m;
+        const char *args[] = {"--nth", "0", NULL};
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0)
+            dup2(fd, 2);
+        mitm_start(&m, "127.0.0.1:9", args);
+        _exit(0); /* started: wrong */
+    }
+    int st;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_TRUE(WIFEXITED(st));
+    T_EQ(WEXITSTATUS(st), T_EXIT_FAIL);
+
+    char script[512], cmd[1024];
+    mitm_script(script, sizeof(script));
+    snprintf(cmd, sizeof(cmd),
+             "python3 %s --listen 127.0.0.1:0 --target 10.0.0.1:80 --port-file /dev/null "
+             "2>/dev/null",
+             script);
+    st = system(cmd);
+    T_TRUE(WIFEXITED(st));
+    T_EQ(WEXITSTATUS(st), 2);
+    snprintf(cmd, sizeof(cmd),
+             "python3 %s --listen 0.0.0.0:0 --target 127.0.0.1:80 --port-file /dev/null "
+             "2>/dev/null",
+             script);
+    st = system(cmd);
+    T_TRUE(WIFEXITED(st));
+    T_EQ(WEXITSTATUS(st), 2);
+}
+
+TEST(http_flip_without_offset_buffers_a_chunked_answer)
+{
+    /* The length of a chunked answer is known at its end only: the proxy
+     * holds it, then flips a byte inside it. */
+    const char *args[] = {"--proto", "http", "--mode", "flip", "--dir", "s2c", "--nth", "3", NULL};
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
+    size_t gl = 0, wl = 0, at[4], hlen, at3 = http_resp_at(3, &hlen), al;
+    char *a = http_answer("GET", "/chunked", NULL, 0, &al);
+
+    start2(&m, &f, FX_HTTP, args);
+    int fd = cl_connect(&m);
+    http_run(fd, 0, 3, got, &gl, want, &wl);
+    T_EQ(gl, wl);
+    T_EQ(diffs(got, want, wl, at, 4), 1);
+    T_GE(at[0], at3);
+    T_LT(at[0], at3 + al);
+    T_EQ(summary_field(&m, "offset", 0), (long)(at[0] - at3));
+    T_EQ(summary_field(&m, "len", 0), (long)al);
+    close(fd);
+    stop2(&m, &f);
+    free(a);
+    free(got);
+    free(want);
+}
+
+TEST(raw_offset_is_a_stream_offset)
+{
+    const char *flip[] = {"--proto", "raw",      "--mode", "flip", "--dir",
+                          "c2s",     "--offset", "10000",  NULL};
+    const char *trunc[] = {"--proto", "raw",      "--mode", "truncate", "--dir",
+                           "s2c",     "--offset", "5000",   NULL};
+    const size_t n = 3 * FR_LEN;
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *out = frames(3, FR_BODY), *in = calloc(1, n);
+    size_t at[4];
+
+    start2(&m, &f, FX_ECHO, flip);
+    int fd = cl_connect(&m);
+    cl_send(fd, out, n);
+    cl_recv_exact(fd, in, n);
+    T_EQ(diffs(in, out, n, at, 4), 1);
+    T_EQ(at[0], 10000);
+    T_EQ(summary_field(&m, "offset", 0), 10000);
+    close(fd);
+    stop2(&m, &f);
+
+    start2(&m, &f, FX_ECHO, trunc);
+    fd = cl_connect(&m);
+    cl_send(fd, out, n);
+    T_EQ(cl_recv(fd, in, n, 5000), 5000);
+    T_MEMEQ(in, out, 5000);
+    T_EQ(cl_closed(fd, 2000), 1);
+    railio_end(&m, &f, fd, out);
+    free(in);
+}
+
+struct conn_job {
+    const struct mitm_env *m;
+    const uint8_t *out;
+    size_t n;
+    int ok;
+};
+
+static void *conn_job_run(void *arg)
+{
+    struct conn_job *j = arg;
+    uint8_t *in = malloc(j->n);
+    pthread_t th;
+    int fd = cl_connect(j->m);
+    struct sender s = {fd, j->out, j->n};
+    pthread_create(&th, NULL, send_thread, &s);
+    j->ok = cl_recv(fd, in, j->n, 5000) == j->n && !memcmp(in, j->out, j->n);
+    pthread_join(th, NULL);
+    close(fd);
+    free(in);
+    return NULL;
+}
+
+TEST(many_concurrent_connections)
+{
+    const char *args[] = {"--proto", "railio", NULL};
+    enum { NC = 32, NF = 16 };
+    struct mitm_env m;
+    struct fx f;
+    uint8_t *out = frames(NF, 16384);
+    struct conn_job jobs[NC];
+    pthread_t th[NC];
+
+    start2(&m, &f, FX_ECHO, args);
+    for (int i = 0; i < NC; i++) {
+        jobs[i] = (struct conn_job){&m, out, NF * (32 + 16384), 0};
+        T_EQ(pthread_create(&th[i], NULL, conn_job_run, &jobs[i]), 0);
+    }
+    for (int i = 0; i < NC; i++) {
+        pthread_join(th[i], NULL);
+        T_TRUE(jobs[i].ok);
+    }
+    mitm_halt(&m);
+    T_EQ(mitm_connections(&m), NC);
+    T_EQ(mitm_messages(&m, "c2s"), NC * NF);
+    T_EQ(mitm_messages(&m, "s2c"), NC * NF);
+    stop2(&m, &f);
+    free(out);
+}
