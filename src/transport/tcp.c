@@ -2801,6 +2801,7 @@ static void tcp_close(struct rio_transport *tt)
         if (cn->fd >= 0)
             close(cn->fd);
         rio__free(cn->ctrl);
+        rio__proto_sess_free(&cn->sess);
         /* The engine closes only when nothing is in flight; tombstones
          * (answers still owed to cancelled ops) may remain. */
         while ((s = sl_pop(&cn->wq)))
