@@ -338,7 +338,8 @@ int rio__proto_seal(const struct rio_proto_sess *s, uint64_t seq, const struct i
         uint8_t b[512];
         size_t off = 0;
         for (int i = 0; i < n; i++) {
-            memcpy(b + off, parts[i].iov_base, parts[i].iov_len);
+            if (parts[i].iov_len)
+                memcpy(b + off, parts[i].iov_base, parts[i].iov_len);
             off += parts[i].iov_len;
         }
         xxh128_tag(XXH3_128bits(b, off), tag);
@@ -350,7 +351,8 @@ int rio__proto_seal(const struct rio_proto_sess *s, uint64_t seq, const struct i
         return -ENOMEM;
     }
     for (int i = 0; i < n; i++)
-        XXH3_128bits_update(st, parts[i].iov_base, parts[i].iov_len);
+        if (parts[i].iov_len)
+            XXH3_128bits_update(st, parts[i].iov_base, parts[i].iov_len);
     xxh128_tag(XXH3_128bits_digest(st), tag);
     XXH3_freeState(st);
     return 0;
