@@ -5,6 +5,9 @@
 #   make demo           build, then ./build/railio demo
 #   make bench          build, then ./build/railio bench mock
 #   make asan | tsan    configure + build that preset (build-asan/, build-tsan/), run ctest there
+#   make fuzz           build every libFuzzer target (tests/fuzz/) with clang, fuzz each
+#                       FUZZ_SECONDS (300), FUZZ_JOBS at once (all cores); corpora and
+#                       crashes are kept in build/fuzz/<name>/
 #   make debug          configure + build the debug preset (build-debug/)
 #   make format         clang-format every C source in place
 #   make format-check   fail if any C source is not formatted
@@ -21,6 +24,9 @@ RIO_WITH_RADOS ?= AUTO
 RIO_WITH_URING ?= AUTO
 CTEST_JOBS ?= 2
 CTEST_ARGS ?=
+FUZZ_SECONDS ?= 300
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+FUZZ_TARGETS ?=
 
 CONFIGURE_ARGS = -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
 	-DRIO_WITH_RADOS=$(RIO_WITH_RADOS) -DRIO_WITH_URING=$(RIO_WITH_URING) $(CMAKE_ARGS)
@@ -47,7 +53,7 @@ endef
 ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
 
 .DEFAULT_GOAL := build
-.PHONY: build test demo bench asan tsan debug format format-check deps clean
+.PHONY: build test demo bench asan tsan fuzz debug format format-check deps clean
 
 build: deps
 	$(call configure,default)
@@ -61,6 +67,10 @@ demo: build
 
 bench: build
 	./$(dir_default)/railio bench mock
+
+# Every target (or FUZZ_TARGETS="proto http"), corpora kept across runs.
+fuzz: deps
+	bash scripts/fuzz.sh -k -o $(dir_default)/fuzz -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 debug: deps
 	$(call configure,debug)

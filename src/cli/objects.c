@@ -3,12 +3,18 @@
  * stdin/stdout. The argument is SCHEME://AUTHORITY/KEY[?options]: the key is
  * the path, the client is opened on SCHEME://AUTHORITY[?options].
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -325,28 +331,152 @@ static int sink_write(void *arg, const void *data, size_t len)
 }
 
 /*
- * Stream the object out: to stdout as it arrives (a failure mid-way exits
- * non-zero after a partial write, as any pipe producer must), or to a file
- * through a temporary name renamed into place only when every chunk arrived
- * verified, so a failed get never leaves a partial file under FILE.
+ * A GET to a regular FILE writes a temporary file in FILE's directory and
+ * renames it over FILE once every chunk arrived verified. The temporary file
+ * is unnamed (O_TMPFILE: the kernel removes it whatever kills the process)
+ * until the commit links it under a random name and renames that over FILE;
+ * where the file system has no O_TMPFILE it is created under a random name
+ * with O_CREAT | O_EXCL | O_NOFOLLOW. While it has a name, SIGINT, SIGTERM
+ * and SIGHUP remove it before the process dies.
+ */
+static char tmp_name[PATH_MAX];
+static volatile sig_atomic_t tmp_named;
+
+static void on_exit_signal(int sig)
+{
+    if (tmp_named)
+        unlink(tmp_name); /* async-signal-safe */
+    raise(sig);           /* SA_RESETHAND: the default action, once we return */
+}
+
+static void exit_signals(bool on)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on ? on_exit_signal : SIG_DFL;
+    sa.sa_flags = on ? SA_RESETHAND : 0;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* "DIR/.BASE.railio-tmp-<16 random hex digits>" for file into tmp_name. */
+static int random_tmp_name(const char *file)
+{
+    uint64_t r;
+    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return -errno;
+    const char *slash = strrchr(file, '/');
+    int dl = slash ? (int)(slash - file + 1) : 0;
+    int n = snprintf(tmp_name, sizeof(tmp_name), "%.*s.%s.railio-tmp-%016llx", dl, file, file + dl,
+                     (unsigned long long)r);
+    return n < 0 || (size_t)n >= sizeof(tmp_name) ? -ENAMETOOLONG : 0;
+}
+
+/* The directory part of file ("." for a bare name), for O_TMPFILE. */
+static int dir_part(const char *file, char *dir, size_t cap)
+{
+    const char *slash = strrchr(file, '/');
+    size_t dl = slash ? (size_t)(slash - file) : 1;
+    if (slash && dl == 0)
+        dl = 1; /* "/name" */
+    if (dl >= cap)
+        return -ENAMETOOLONG;
+    memcpy(dir, slash ? file : ".", dl);
+    dir[dl] = '\0';
+    return 0;
+}
+
+/* A fresh temporary file next to file: an fd, *anon when unnamed. */
+static int tmp_create(const char *file, bool *anon)
+{
+    char dir[PATH_MAX];
+    int ret = dir_part(file, dir, sizeof(dir));
+    if (ret < 0)
+        return ret;
+    int fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
+    if (fd >= 0 && access("/proc/self/fd", X_OK) == 0) {
+        *anon = true;
+        return fd;
+    }
+    if (fd >= 0)
+        close(fd); /* no /proc to link it by */
+    else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        return -errno;
+    *anon = false;
+    for (int i = 0; i < 16; i++) {
+        if ((ret = random_tmp_name(file)) < 0)
+            return ret;
+        tmp_named = 1;
+        fd = open(tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            return fd;
+        tmp_named = 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+/* Name the unnamed temporary file fd: a link under a random name. */
+static int tmp_link(int fd, const char *file)
+{
+    char pf[64];
+    snprintf(pf, sizeof(pf), "/proc/self/fd/%d", fd);
+    for (int i = 0; i < 16; i++) {
+        int ret = random_tmp_name(file);
+        if (ret < 0)
+            return ret;
+        tmp_named = 1;
+        if (linkat(AT_FDCWD, pf, AT_FDCWD, tmp_name, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        tmp_named = 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+/*
+ * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
+ * exits non-zero after a partial write, as any pipe producer must). To a
+ * FILE that is missing or a regular file: through a temporary file renamed
+ * over it only when every chunk arrived verified, so a failed get never
+ * leaves a partial file under FILE. Anything else (a device such as
+ * /dev/null, a FIFO, a symbolic link, whatever it points to) is opened and
+ * written in place, never replaced: a rename only ever replaces a regular
+ * file, and a symbolic link is written through like cp(1) does.
  */
 static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
 {
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     struct out_sink o = {.fd = 1};
-    char *tmp = NULL;
+    bool tmp = false, anon = false;
 
     if (strcmp(file, "-")) {
-        size_t n = strlen(file) + 32;
-        tmp = malloc(n);
-        if (!tmp)
-            return 1;
-        snprintf(tmp, n, "%s.railio-tmp.%ld", file, (long)getpid());
-        o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (o.fd < 0) {
-            fprintf(stderr, "railio get: cannot create '%s': %s\n", tmp, strerror(errno));
-            free(tmp);
+        struct stat lsb, sb;
+        int ret = 0;
+        int missing = lstat(file, &lsb) < 0 ? errno : 0;
+        if (missing && missing != ENOENT) {
+            ret = -missing;
+        } else if (missing || S_ISREG(lsb.st_mode)) {
+            tmp = true;
+            o.fd = tmp_create(file, &anon);
+            ret = o.fd < 0 ? o.fd : 0;
+            exit_signals(true);
+        } else {
+            /* In place: O_TRUNC only for a regular file behind a link. */
+            bool reg = stat(file, &sb) == 0 && S_ISREG(sb.st_mode);
+            o.fd = open(file, O_WRONLY | O_NOCTTY | O_CLOEXEC | (reg ? O_TRUNC : 0));
+            ret = o.fd < 0 ? -errno : 0;
+        }
+        if (ret < 0) {
+            if (tmp)
+                exit_signals(false);
+            fprintf(stderr, "railio get: cannot %s '%s': %s\n",
+                    tmp ? "create a temporary file for" : "open", file, strerror(-ret));
             return 1;
         }
     }
@@ -356,13 +486,18 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
     progress_end(&pr);
     int ret = n < 0 ? (int)n : 0;
     if (tmp) {
+        if (ret == 0 && anon)
+            ret = tmp_link(o.fd, file);
         if (close(o.fd) < 0 && ret == 0)
             ret = -errno;
-        if (ret == 0 && rename(tmp, file) < 0)
+        if (ret == 0 && rename(tmp_name, file) < 0)
             ret = -errno;
-        if (ret < 0)
-            unlink(tmp);
-        free(tmp);
+        if (ret < 0 && tmp_named)
+            unlink(tmp_name);
+        tmp_named = 0;
+        exit_signals(false);
+    } else if (o.fd != 1 && close(o.fd) < 0 && ret == 0) {
+        ret = -errno;
     }
     if (ret < 0) {
         if (o.err)

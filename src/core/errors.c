@@ -59,7 +59,7 @@ static const struct err_entry errno_errs[] = {
     E(EFAULT, "bad address"),
     E(EBUSY, "device or resource busy"),
     E(EEXIST, "file exists"),
-    E(EXDEV, "invalid cross-device link"),
+    E(EXDEV, "invalid cross-device link, or a file:// key that leads out of its root"),
     E(ENODEV, "no such device"),
     E(ENOTDIR, "not a directory"),
     E(EISDIR, "is a directory"),

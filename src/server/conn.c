@@ -24,6 +24,20 @@
  * job back through the worker's done list and eventfd. A job counts as an
  * outstanding request of its connection; a connection closed meanwhile
  * leaves it orphaned, and the worker frees it when it comes back.
+ *
+ * Uploads: a connection is attached to the uploads it opened or sent a
+ * chunk of (up to ATT_MAX); when the last connection attached to an upload
+ * closes, the upload is reclaimed at once (nobody is left to commit it).
+ * A connection may have --max-uploads-per-conn uploads open.
+ *
+ * Admission: until a connection is through its handshake (its first request
+ * answered; with a token, a successful AUTH) it is on the server's
+ * handshake list, oldest first.
+ * It has --handshake-timeout to get through; at most --max-handshakes are
+ * on the list, and when that budget or --max-conns is full the oldest one
+ * is dropped to admit a new connection, so connections that never speak
+ * cannot keep a client out. Failed AUTHs are throttled per client address
+ * (a token bucket: --auth-failures at once, then one a second).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -57,6 +71,11 @@
 #define MAX_IOV 64
 #define TICK_NS (100ull * 1000000ull)
 #define MAX_EVENTS 128
+/* Uploads a connection is attached to at most (opened or sent chunks of). */
+#define ATT_MAX 256u
+/* Client addresses whose failed AUTHs are tracked. */
+#define AFAIL_SLOTS 1024u
+#define AFAIL_PROBE 8u
 
 enum {
     RS_HDR,
@@ -93,6 +112,8 @@ struct cjob {
     struct cjob *cprev, *cnext;
     int op;
     uint64_t id;
+    int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
+    uint64_t xxh;
 };
 
 struct conn {
@@ -146,6 +167,18 @@ struct conn {
     uint64_t send_deadline;
     uint64_t last_active;
 
+    /* uploads attached (see the top of this file) */
+    uint64_t att[ATT_MAX]; /* upload ids */
+    uint8_t att_opened[ATT_MAX];
+    unsigned natt;
+
+    /* admission: on the server's handshake list (admit_mu) until admitted */
+    struct conn *hs_prev, *hs_next;
+    int on_hs;
+    int admitted;
+    uint64_t born;
+    uint8_t peer_ip[16];
+
     /* session */
     struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
     int hello, authed;
@@ -169,6 +202,177 @@ struct rio_srv_worker {
 
 static void conn_flush(struct conn *c);
 static void conn_read(struct conn *c);
+static void cjob_start(struct conn *c, struct cjob *j);
+
+/* ------------------------------------------------------------ admission */
+
+static void hs_unlink_locked(struct rio_srv *srv, struct conn *c)
+{
+    if (!c->on_hs)
+        return;
+    if (c->hs_prev)
+        c->hs_prev->hs_next = c->hs_next;
+    else
+        srv->hs_head = c->hs_next;
+    if (c->hs_next)
+        c->hs_next->hs_prev = c->hs_prev;
+    else
+        srv->hs_tail = c->hs_prev;
+    c->hs_prev = c->hs_next = NULL;
+    c->on_hs = 0;
+    srv->nhs--;
+}
+
+static void hs_unlink(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+
+    pthread_mutex_lock(&srv->admit_mu);
+    hs_unlink_locked(srv, c);
+    pthread_mutex_unlock(&srv->admit_mu);
+}
+
+/* Drop the oldest connection still in its handshake (lock held): off the
+ * list, its socket shut down; its worker closes it on the end of stream. */
+static int hs_evict_oldest_locked(struct rio_srv *srv)
+{
+    struct conn *c = srv->hs_head;
+
+    if (!c)
+        return 0;
+    hs_unlink_locked(srv, c);
+    shutdown(c->fd, SHUT_RDWR);
+    atomic_fetch_add(&srv->m.handshake_evictions, 1);
+    SRV_INFO("connection peer=%s dropped: still in its handshake and a new one needs its slot "
+             "(--max-handshakes %u, --max-conns %u)",
+             c->peer, srv->cfg.max_handshakes, srv->cfg.max_conns);
+    return 1;
+}
+
+int rio__srv_admit(struct rio_srv *srv)
+{
+    int ret = 0;
+
+    pthread_mutex_lock(&srv->admit_mu);
+    if (srv->nhs >= srv->cfg.max_handshakes)
+        hs_evict_oldest_locked(srv);
+    if ((uint64_t)atomic_load(&srv->m.conns_open) >= srv->cfg.max_conns &&
+        !hs_evict_oldest_locked(srv))
+        ret = -1; /* every connection is through its handshake */
+    pthread_mutex_unlock(&srv->admit_mu);
+    return ret;
+}
+
+/* Through the handshake: off the list, no deadline any more. With a token
+ * that is a successful AUTH; without, a first request answered (HELLO is
+ * optional then). */
+static void conn_admitted(struct conn *c)
+{
+    if (c->admitted || (c->w->srv->cfg.token && !c->authed))
+        return;
+    c->admitted = 1;
+    hs_unlink(c);
+}
+
+/* Failed AUTHs per client address: a token bucket (burst, then 1/s). */
+static struct {
+    pthread_mutex_t mu;
+    struct {
+        uint8_t addr[16];
+        int used;
+        double tokens;
+        uint64_t t;
+    } e[AFAIL_SLOTS];
+} afail = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+/* The bucket of addr (lock held), refilled to now; a new one full. */
+static double *afail_bucket_locked(const uint8_t addr[16], unsigned burst, uint64_t now)
+{
+    unsigned h = (unsigned)(rio__xxh3(addr, 16) % AFAIL_SLOTS), pick = h;
+    double *tk;
+
+    for (unsigned k = 0; k < AFAIL_PROBE; k++) {
+        unsigned i = (h + k) % AFAIL_SLOTS;
+        if (afail.e[i].used && memcmp(afail.e[i].addr, addr, 16) == 0) {
+            pick = i;
+            goto found;
+        }
+        /* A free slot, else the fullest bucket (the least to forget). */
+        if (!afail.e[i].used || (afail.e[pick].used && afail.e[i].tokens > afail.e[pick].tokens))
+            pick = i;
+    }
+    memcpy(afail.e[pick].addr, addr, 16);
+    afail.e[pick].used = 1;
+    afail.e[pick].tokens = burst;
+    afail.e[pick].t = now;
+found:
+    tk = &afail.e[pick].tokens;
+    *tk += (double)(now - afail.e[pick].t) / 1e9;
+    if (*tk > burst)
+        *tk = burst;
+    afail.e[pick].t = now;
+    return tk;
+}
+
+/* 1 when addr has no failed AUTH left to spend (answer it unchecked). */
+static int afail_throttled(const struct rio_srv *srv, const uint8_t addr[16])
+{
+    int ret;
+
+    pthread_mutex_lock(&afail.mu);
+    ret = *afail_bucket_locked(addr, srv->cfg.auth_fail_burst, rio__now_ns()) < 1.0;
+    pthread_mutex_unlock(&afail.mu);
+    return ret;
+}
+
+static void afail_spend(const struct rio_srv *srv, const uint8_t addr[16])
+{
+    pthread_mutex_lock(&afail.mu);
+    double *tk = afail_bucket_locked(addr, srv->cfg.auth_fail_burst, rio__now_ns());
+    if (*tk >= 1.0)
+        *tk -= 1.0;
+    pthread_mutex_unlock(&afail.mu);
+}
+
+/* --------------------------------------------------------------- uploads */
+
+/* Forget the uploads that are gone (committed, aborted, reclaimed). */
+static void conn_prune(struct conn *c)
+{
+    uint8_t gone[ATT_MAX];
+    unsigned k = 0;
+
+    rio__srv_uploads_gone(&c->w->srv->store, c->att, c->natt, gone);
+    for (unsigned i = 0; i < c->natt; i++) {
+        if (gone[i])
+            continue;
+        c->att[k] = c->att[i];
+        c->att_opened[k++] = c->att_opened[i];
+    }
+    c->natt = k;
+}
+
+/* Remember that c is attached to upload id (the store counted it). */
+static void conn_attach(struct conn *c, uint64_t id, int opened)
+{
+    c->att[c->natt] = id;
+    c->att_opened[c->natt++] = (uint8_t)opened;
+}
+
+/* Attach c to u, which it sends a chunk of, when it has room (else the
+ * upload lives by its other connections and its timeout). */
+static void conn_attach_chunk(struct conn *c, struct rio_srv_upload *u)
+{
+    for (unsigned i = 0; i < c->natt; i++)
+        if (c->att[i] == u->id)
+            return;
+    if (c->natt == ATT_MAX)
+        conn_prune(c);
+    if (c->natt == ATT_MAX)
+        return;
+    rio__srv_upload_attach(&c->w->srv->store, u);
+    conn_attach(c, u->id, 0);
+}
 
 /* ---------------------------------------------------------------- utils */
 
@@ -242,6 +446,14 @@ static void conn_kill(struct conn *c, const char *why)
             rio__srv_upload_unref(c->up);
         c->up = NULL;
     }
+    /* Uploads nobody else uses go now. */
+    for (unsigned i = 0; i < c->natt; i++)
+        if (rio__srv_upload_detach(&srv->store, c->att[i]))
+            atomic_fetch_add(&srv->m.uploads_closed, 1);
+    c->natt = 0;
+    /* Off the handshake list before the fd closes: the admission may shut
+     * down a listed connection's socket (under admit_mu). */
+    hs_unlink(c);
     close(c->fd);
     c->fd = -1;
     c->claim.fd = -1;
@@ -406,6 +618,8 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     int counted = c->req_open;
 
     c->req_open = 0;
+    if (!c->admitted)
+        conn_admitted(c);
     if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, status, small, small_len, obj, data,
                    data_len) < 0)
         return;
@@ -535,11 +749,24 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_ENOTSUP);
         return;
     }
+    if (afail_throttled(srv, c->peer_ip)) {
+        /* Too many failures from this address: not even checked (a token
+         * cannot be guessed faster than the bucket refills). */
+        atomic_fetch_add(&srv->m.auth_failures, 1);
+        atomic_fetch_add(&srv->m.auth_throttled, 1);
+        SRV_WARN("auth refused peer=%s: too many failed AUTHs from this address "
+                 "(--auth-failures %u, then 1/s)",
+                 c->peer, srv->cfg.auth_fail_burst);
+        c->closing = 1;
+        conn_status(c, RIO_ETHROTTLE);
+        return;
+    }
     if (!c->hello ||
         rio__proto_auth_mac(srv->cfg.token, srv->cfg.token_len, "railio-auth-v1", c->snonce,
                             c->cnonce, want) < 0 ||
         CRYPTO_memcmp(want, m.mac, RIO_PROTO_MAC_LEN) != 0) {
         atomic_fetch_add(&srv->m.auth_failures, 1);
+        afail_spend(srv, c->peer_ip);
         SRV_WARN("auth refused peer=%s%s", c->peer, c->hello ? "" : " (no HELLO first)");
         /* One try per connection (and per server nonce). */
         c->closing = 1;
@@ -553,6 +780,7 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
         return;
     }
     c->authed = 1;
+    conn_admitted(c);
     SRV_DEBUG("auth ok peer=%s", c->peer);
     uint8_t out[RIO_PROTO_MAC_LEN];
     int n = rio__proto_enc_auth_resp(&r, out, sizeof(out));
@@ -665,23 +893,22 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         }
     }
     if (o->disk_entry) {
-        /* Not in memory: read (and verify) the range from its file. */
-        struct rio_srv_obj *b = NULL;
-        uint64_t skip = 0;
-        int ret = rio__srv_disk_read(c->w->srv->disk, o, m.off, m.len, &b, &skip);
-        rio__srv_obj_unref(o);
-        if (ret < 0) {
-            conn_status(c, ret);
+        /* Not in memory: the range is read (and verified) from its file on
+         * a READ thread, never here; the answer comes back like a commit's. */
+        struct cjob *j = rio__calloc(1, sizeof(*j));
+        if (!j) {
+            rio__srv_obj_unref(o);
+            conn_status(c, -ENOMEM);
             return;
         }
-        if (!b->data) {
-            rio__srv_obj_unref(b);
-            conn_status(c, RIO_ESERVER);
-            return;
-        }
-        if (!have_xxh)
-            le64(fixed, rio__xxh3(b->data + skip, m.len));
-        conn_respond(c, 0, fixed, sizeof(fixed), b, b->data + skip, m.len);
+        j->base.read = 1;
+        j->base.e = o;
+        j->base.off = m.off;
+        j->base.len = m.len;
+        j->have_xxh = have_xxh;
+        j->xxh = rio__proto_u64(fixed);
+        cjob_start(c, j);
+        rio__srv_disk_read_submit(c->w->srv->disk, &j->base);
         return;
     }
     if (!have_xxh)
@@ -711,7 +938,22 @@ static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    ret = rio__srv_store_open(&srv->store, &m, &r.upload_id);
+    conn_prune(c);
+    unsigned open_here = 0;
+    for (unsigned i = 0; i < c->natt; i++)
+        open_here += c->att_opened[i];
+    if (open_here >= srv->cfg.max_uploads_conn || c->natt == ATT_MAX) {
+        SRV_INFO("put refused peer=%s: %u uploads open on this connection "
+                 "(--max-uploads-per-conn %u)",
+                 c->peer, open_here, srv->cfg.max_uploads_conn);
+        conn_status(c, RIO_ETHROTTLE);
+        return;
+    }
+    struct rio_srv_admit ad = {.max_per_client = srv->cfg.max_uploads_client};
+    memcpy(ad.addr, c->peer_ip, 16);
+    ret = rio__srv_store_open(&srv->store, &m, &ad, &r.upload_id, 1);
+    if (ret == 0)
+        conn_attach(c, r.upload_id, 1); /* room was checked above */
     if (ret < 0) {
         if (ret == -ENOSPC || ret == -EFBIG)
             SRV_INFO("put refused peer=%s size=%llu status=%s", c->peer, (unsigned long long)m.size,
@@ -793,6 +1035,7 @@ static void chunk_fixed(struct conn *c)
         conn_discard(c, len, ret == 1 ? 0 : ret);
         return;
     }
+    conn_attach_chunk(c, u);
     c->up = u;
     c->up_index = index;
     c->up_xxh = xxh;
@@ -832,6 +1075,52 @@ static void cjob_done(struct rio_srv_commit *base)
         SRV_WARN("eventfd: %s", strerror(errno));
 }
 
+/* The current request goes on as job j (a commit or a disk READ): it
+ * carries the request's count, and the connection reads on. */
+static void cjob_start(struct conn *c, struct cjob *j)
+{
+    j->base.done = cjob_done;
+    j->w = c->w;
+    j->c = c;
+    j->op = c->hdr.opcode;
+    j->id = c->hdr.id;
+    j->cnext = c->jobs;
+    if (c->jobs)
+        c->jobs->cprev = j;
+    c->jobs = j;
+    c->njobs++;
+    c->req_open = 0;
+    conn_next_frame(c);
+}
+
+/* Queue the answer of job j on c; 0, or -1 when c had to close. */
+static int cjob_answer(struct conn *c, struct cjob *j)
+{
+    uint8_t out[8];
+
+    if (j->base.read) {
+        struct rio_srv_obj *b = j->base.buf;
+        j->base.buf = NULL;
+        if (j->base.status < 0 || !b) {
+            rio__srv_obj_unref(b);
+            return conn_queue(c, j->op, j->id, 1, j->base.status < 0 ? j->base.status : -ENOMEM,
+                              NULL, 0, NULL, NULL, 0);
+        }
+        if (!b->data) {
+            rio__srv_obj_unref(b);
+            return conn_queue(c, j->op, j->id, 1, RIO_ESERVER, NULL, 0, NULL, NULL, 0);
+        }
+        /* The answer's checked part: the range's xxh3 (hashed here only
+         * when the range is not exactly one chunk). */
+        const uint8_t *p = b->data + j->base.skip;
+        le64(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
+        return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
+    }
+    le64(out, j->base.generation);
+    return conn_queue(c, j->op, j->id, 1, j->base.status, out, j->base.status < 0 ? 0 : sizeof(out),
+                      NULL, NULL, 0);
+}
+
 /* On the worker: answer the commits handed back. */
 static void worker_commits(struct rio_srv_worker *w)
 {
@@ -853,7 +1142,6 @@ static void worker_commits(struct rio_srv_worker *w)
         struct conn *c = j->c;
         rev = (struct cjob *)j->base.next;
         if (c) {
-            uint8_t out[8];
             if (j->cprev)
                 j->cprev->cnext = j->cnext;
             else
@@ -861,11 +1149,10 @@ static void worker_commits(struct rio_srv_worker *w)
             if (j->cnext)
                 j->cnext->cprev = j->cprev;
             c->njobs--;
-            le64(out, j->base.generation);
-            if (!c->dead && conn_queue(c, j->op, j->id, 1, j->base.status, out,
-                                       j->base.status < 0 ? 0 : sizeof(out), NULL, NULL, 0) == 0)
+            if (!c->dead && cjob_answer(c, j) == 0)
                 conn_flush(c);
         }
+        rio__srv_obj_unref(j->base.buf); /* a READ nobody is waiting for */
         rio__free(j);
     }
 }
@@ -896,18 +1183,7 @@ static void commit_finish(struct conn *c)
         }
         j->base.o = o;
         j->base.df = df;
-        j->base.done = cjob_done;
-        j->w = c->w;
-        j->c = c;
-        j->op = c->hdr.opcode;
-        j->id = c->hdr.id;
-        j->cnext = c->jobs;
-        if (c->jobs)
-            c->jobs->cprev = j;
-        c->jobs = j;
-        c->njobs++;
-        c->req_open = 0; /* the job carries the request's count */
-        conn_next_frame(c);
+        cjob_start(c, j);
         rio__srv_disk_submit(srv->disk, &j->base);
         return;
     } else {
@@ -1384,6 +1660,13 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
         n = c->next;
         if (conn_doomed(c)) {
             continue;
+        } else if (!c->admitted && srv->cfg.handshake_timeout_ns &&
+                   now - c->born > srv->cfg.handshake_timeout_ns) {
+            atomic_fetch_add(&srv->m.handshake_timeouts, 1);
+            SRV_INFO("handshake timeout peer=%s: %s within %llu ms (--handshake-timeout)", c->peer,
+                     srv->cfg.token ? "no successful AUTH" : "no request",
+                     (unsigned long long)(srv->cfg.handshake_timeout_ns / 1000000ull));
+            conn_abort(c, "handshake timeout");
         } else if (c->in_frame && now > c->frame_deadline) {
             atomic_fetch_add(&srv->m.timeouts_progress, 1);
             SRV_INFO("progress timeout peer=%s receiving op=%s got=%zu/%zu", c->peer,
@@ -1524,10 +1807,30 @@ void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
     c->fd = fd;
     c->claim.fd = fd;
     c->lis = listener;
-    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0)
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
         rio__srv_addr_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
-    else
+        if (ss.ss_family == AF_INET6) {
+            memcpy(c->peer_ip, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        } else if (ss.ss_family == AF_INET) {
+            /* ::ffff:a.b.c.d */
+            c->peer_ip[10] = c->peer_ip[11] = 0xff;
+            memcpy(c->peer_ip + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+        }
+    } else {
         strcpy(c->peer, "?");
+    }
+    c->born = rio__now_ns();
+    /* On the handshake list until HELLO (and AUTH) are through. */
+    pthread_mutex_lock(&srv->admit_mu);
+    c->on_hs = 1;
+    c->hs_prev = srv->hs_tail;
+    if (srv->hs_tail)
+        ((struct conn *)srv->hs_tail)->hs_next = c;
+    else
+        srv->hs_head = c;
+    srv->hs_tail = c;
+    srv->nhs++;
+    pthread_mutex_unlock(&srv->admit_mu);
     atomic_fetch_add(&srv->m.conns_open, 1);
     atomic_fetch_add(&w->nconns, 1);
     pthread_mutex_lock(&w->mu);

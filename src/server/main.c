@@ -55,7 +55,8 @@ static void usage(FILE *f)
            "                            or refuse new uploads with ENOSPC\n"
            "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
            "  --auth-token-file F       require HMAC authentication with the token in F\n"
-           "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics\n"
+           "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics, on its own\n"
+           "                            listener (also --metrics-listen)\n"
            "  --threads N               worker threads (default: online CPUs)\n"
            "  --max-conns N             connections open at once (default 1024)\n"
            "  --max-inflight-bytes SIZE queued response bytes per connection (default 256M)\n"
@@ -67,6 +68,16 @@ static void usage(FILE *f)
            "  --min-rate SIZE           bytes/s a frame must at least move at (default 1M)\n"
            "  --upload-timeout DUR      reclaim uploads idle this long (default 60s)\n"
            "  --drain-timeout DUR       on SIGTERM, finish in-flight work this long (default 5s)\n"
+           "  --max-uploads-per-conn N  uploads one connection may have open (default 64, <= 256)\n"
+           "  --max-uploads-per-client N  uploads one client address may have open\n"
+           "                            (default 256, 0 = no limit)\n"
+           "  --max-handshakes N        connections still in their handshake (default 128);\n"
+           "                            the oldest goes when a new one needs the slot\n"
+           "  --handshake-timeout DUR   close a connection with no request (with a token:\n"
+           "                            no successful AUTH) by then\n"
+           "                            (default 5s, 0 = never)\n"
+           "  --auth-failures N         failed AUTHs per client address before AUTH is\n"
+           "                            throttled to one a second (default 10)\n"
            "  --data-dir DIR            keep objects on disk in DIR (created if missing); the\n"
            "                            memory becomes an LRU cache in front of it (objects\n"
            "                            larger than --memory stream through to disk)\n"
@@ -269,6 +280,12 @@ enum {
     OPT_DATA_DIR,
     OPT_SYNC,
     OPT_PREFAULT,
+    OPT_UP_CONN,
+    OPT_UP_CLIENT,
+    OPT_HANDSHAKES,
+    OPT_HS_TIMEOUT,
+    OPT_AUTH_FAIL,
+    OPT_METRICS_LISTEN,
 };
 
 static const struct option long_opts[] = {
@@ -294,6 +311,12 @@ static const struct option long_opts[] = {
     {"data-dir", required_argument, NULL, OPT_DATA_DIR},
     {"sync", no_argument, NULL, OPT_SYNC},
     {"prefault", no_argument, NULL, OPT_PREFAULT},
+    {"max-uploads-per-conn", required_argument, NULL, OPT_UP_CONN},
+    {"max-uploads-per-client", required_argument, NULL, OPT_UP_CLIENT},
+    {"max-handshakes", required_argument, NULL, OPT_HANDSHAKES},
+    {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+    {"auth-failures", required_argument, NULL, OPT_AUTH_FAIL},
+    {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -331,6 +354,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     cfg->min_rate = 1u << 20;
     cfg->upload_timeout_ns = 60 * SEC;
     cfg->drain_timeout_ns = 5 * SEC;
+    cfg->max_uploads_conn = 64;
+    cfg->max_uploads_client = 256;
+    cfg->max_handshakes = 128;
+    cfg->handshake_timeout_ns = 5 * SEC;
+    cfg->auth_fail_burst = 10;
     a->listen = "127.0.0.1:7070";
     *done = 0;
 
@@ -364,6 +392,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             a->token_file = optarg;
             break;
         case OPT_METRICS:
+        case OPT_METRICS_LISTEN:
             a->metrics = optarg;
             break;
         case OPT_THREADS:
@@ -430,6 +459,30 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             break;
         case OPT_PREFAULT:
             cfg->prefault = 1;
+            break;
+        case OPT_UP_CONN:
+            if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->max_uploads_conn = (unsigned)v;
+            break;
+        case OPT_UP_CLIENT:
+            if (parse_uint(optarg, 1000000, &v) < 0)
+                return bad_value(name, optarg);
+            cfg->max_uploads_client = (unsigned)v;
+            break;
+        case OPT_HANDSHAKES:
+            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->max_handshakes = (unsigned)v;
+            break;
+        case OPT_HS_TIMEOUT:
+            if (rio__parse_duration_ns(optarg, &cfg->handshake_timeout_ns) < 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_AUTH_FAIL:
+            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+                return bad_value(name, optarg);
+            cfg->auth_fail_burst = (unsigned)v;
             break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
@@ -550,10 +603,10 @@ static void accept_all(struct rio_srv *srv, struct rio_srv_listener *l)
             }
             return;
         }
-        if ((uint64_t)atomic_load(&srv->m.conns_open) >= srv->cfg.max_conns) {
+        if (rio__srv_admit(srv) < 0) {
             atomic_fetch_add(&srv->m.conns_rejected, 1);
-            SRV_INFO("connection refused on %s: %u connections open (--max-conns)", l->name,
-                     srv->cfg.max_conns);
+            SRV_INFO("connection refused on %s: %u authenticated connections open (--max-conns)",
+                     l->name, srv->cfg.max_conns);
             close(fd);
             continue;
         }
@@ -623,6 +676,7 @@ static int serve(struct rio_srv *srv, int sfd)
         uint64_t now = rio__now_ns();
         if (now >= next_sweep) {
             rio__srv_store_sweep(&srv->store, now);
+            rio__srv_log_flush(0);
             if (srv->disk)
                 rio__srv_disk_reclaim(srv->disk);
             next_sweep = now + SWEEP_NS;
@@ -651,17 +705,9 @@ int main(int argc, char **argv)
     int ret, done, sfd = -1, mfd_ok = 0;
     struct rio_srv_listener mlis = {.fd = -1};
 
-    /*
-     * Keep object memory in the process: one heap that every thread reuses,
-     * large blocks from it rather than an mmap/munmap per object, never
-     * trimmed. Memory the VM hands back to the host costs a page fault
-     * again at its next first touch, which was most of a PUT's server CPU
-     * here (docs/server.md, "Memory for objects"). RSS stays at its peak,
-     * which --memory bounds.
-     */
+    /* One heap for every thread: small allocations only (object memory is
+     * mapped on its own, see below). */
     mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, -1);
 
     srv = rio__calloc(1, sizeof(*srv));
     if (!srv) {
@@ -672,6 +718,20 @@ int main(int argc, char **argv)
     if (ret || done) {
         rio__free(srv);
         return ret;
+    }
+    pthread_mutex_init(&srv->admit_mu, NULL);
+    if (srv->cfg.prefault) {
+        /*
+         * --prefault: object memory from one heap, large blocks from it
+         * rather than an mmap/munmap per object, never trimmed: memory the
+         * VM hands back to the host costs a page fault again at its next
+         * first touch (docs/server.md, "Memory"). RSS stays at its peak.
+         * Without it every large buffer has its own mapping, unmapped when
+         * freed, so RSS follows what the store holds.
+         */
+        rio__srv_data_heap = 1;
+        mallopt(M_MMAP_MAX, 0);
+        mallopt(M_TRIM_THRESHOLD, -1);
     }
     srv->start_ns = rio__now_ns();
     for (unsigned i = 0; i < RIO_SRV_MAX_LISTENERS; i++)
@@ -811,6 +871,7 @@ out_token:
 out_sfd:
     close(sfd);
 out_free:
+    rio__srv_log_flush(1);
     if (ret == 0)
         SRV_INFO("exit");
     rio__free(srv);

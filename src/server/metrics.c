@@ -1,8 +1,8 @@
 /*
  * Metrics: atomic counters everywhere, rendered as Prometheus text (format
  * 0.0.4) by a minimal HTTP/1.0 responder on its own thread. It answers one
- * request per connection, one connection at a time, each bounded by a 2 s
- * socket timeout, so a stuck scraper delays others by at most that.
+ * request per connection, several connections at once on a poll, each with
+ * a deadline for its whole exchange, so a slow scraper delays no other.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -196,12 +196,26 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
         (unsigned long long)ld(&m->chunk_checksum_errors));
     help(&o, "auth_failures_total", "counter", "AUTH requests refused.");
     put(&o, "railiod_auth_failures_total %llu\n", (unsigned long long)ld(&m->auth_failures));
+    help(&o, "auth_throttled_total", "counter",
+         "AUTH requests refused unchecked: their address failed too often (--auth-failures).");
+    put(&o, "railiod_auth_throttled_total %llu\n", (unsigned long long)ld(&m->auth_throttled));
     help(&o, "timeouts_total", "counter",
-         "Connections cut by the watchdog: progress (stalled frame) or idle.");
+         "Connections cut by the watchdog: progress (stalled frame), idle, or handshake "
+         "(no request, or with a token no AUTH, within --handshake-timeout).");
     put(&o, "railiod_timeouts_total{kind=\"progress\"} %llu\n",
         (unsigned long long)ld(&m->timeouts_progress));
     put(&o, "railiod_timeouts_total{kind=\"idle\"} %llu\n",
         (unsigned long long)ld(&m->timeouts_idle));
+    put(&o, "railiod_timeouts_total{kind=\"handshake\"} %llu\n",
+        (unsigned long long)ld(&m->handshake_timeouts));
+    help(&o, "handshake_evictions_total", "counter",
+         "Connections still in their handshake dropped to admit a new one (--max-handshakes, "
+         "--max-conns).");
+    put(&o, "railiod_handshake_evictions_total %llu\n",
+        (unsigned long long)ld(&m->handshake_evictions));
+    help(&o, "uploads_closed_total", "counter",
+         "Uploads reclaimed because every connection that used them closed.");
+    put(&o, "railiod_uploads_closed_total %llu\n", (unsigned long long)ld(&m->uploads_closed));
     help(&o, "connections", "gauge", "Connections open.");
     put(&o, "railiod_connections %lld\n", (long long)lds(&m->conns_open));
     help(&o, "connections_total", "counter", "Connections accepted.");
@@ -228,100 +242,183 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
 
 /* ------------------------------------------------------------------ HTTP */
 
+/* Scrapes served at once; one more waits in the listen backlog. */
+#define HTTP_CONNS 16
+/* A scrape must be read and answered within this, however it trickles. */
+#define HTTP_DEADLINE_NS (2ull * 1000000000ull)
+#define HTTP_REQ_MAX 4096
+
+struct hconn {
+    int fd; /* -1: free slot */
+    uint64_t deadline;
+    size_t got;
+    char req[HTTP_REQ_MAX];
+    char *out; /* the answer once the request is in */
+    size_t out_len, sent;
+};
+
 static struct {
     pthread_t th;
     int running;
     int fd;
     int wake[2];
     struct rio_srv *srv;
+    struct hconn c[HTTP_CONNS];
 } mt = {.fd = -1, .wake = {-1, -1}};
 
-static void send_all(int fd, const char *p, size_t n)
+static void hconn_close(struct hconn *h)
 {
-    while (n) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+    if (h->fd >= 0)
+        close(h->fd);
+    h->fd = -1;
+    rio__free(h->out);
+    h->out = NULL;
 }
 
-static void http_answer(int fd, const char *status, const char *body, size_t len)
+/* The whole answer (header and body) in one buffer; NULL when out of memory. */
+static char *http_answer(const char *status, const char *body, size_t len, size_t *out_len)
 {
     char head[256];
     int n = snprintf(head, sizeof(head),
                      "HTTP/1.0 %s\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
                      "Content-Length: %zu\r\nConnection: close\r\n\r\n",
                      status, len);
-    send_all(fd, head, (size_t)n);
-    send_all(fd, body, len);
+    char *p = rio__malloc((size_t)n + len);
+
+    if (!p)
+        return NULL;
+    memcpy(p, head, (size_t)n);
+    memcpy(p + n, body, len);
+    *out_len = (size_t)n + len;
+    return p;
 }
 
-static void http_serve(int fd)
+/* The request is complete (or as much of it as fits): prepare the answer. */
+static void http_prepare(struct hconn *h)
 {
-    struct timeval tv = {.tv_sec = 2};
-    char req[4096];
-    size_t got = 0;
+    static const char msg405[] = "only GET /metrics is served\n";
+    static const char msg404[] = "not found: try GET /metrics\n";
+    const char *path = h->req + 4;
 
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    while (got < sizeof(req) - 1) {
-        ssize_t r = recv(fd, req + got, sizeof(req) - 1 - got, 0);
+    h->req[h->got] = '\0';
+    if (strncmp(h->req, "GET ", 4) != 0) {
+        h->out = http_answer("405 Method Not Allowed", msg405, sizeof(msg405) - 1, &h->out_len);
+    } else if (strncmp(path, "/metrics", 8) != 0 ||
+               (path[8] != ' ' && path[8] != '?' && path[8] != '\r' && path[8] != '\n')) {
+        h->out = http_answer("404 Not Found", msg404, sizeof(msg404) - 1, &h->out_len);
+    } else {
+        char *body = rio__malloc(RENDER_CAP);
+        if (body) {
+            size_t len = rio__srv_metrics_render(mt.srv, body, RENDER_CAP);
+            h->out = http_answer("200 OK", body, len, &h->out_len);
+            rio__free(body);
+        }
+    }
+    h->sent = 0;
+    if (!h->out)
+        hconn_close(h);
+}
+
+/* Readiness on h: read the request, then send the answer, never blocking. */
+static void http_step(struct hconn *h)
+{
+    while (!h->out) {
+        ssize_t r = recv(h->fd, h->req + h->got, sizeof(h->req) - 1 - h->got, 0);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (r < 0) {
+            hconn_close(h);
+            return;
+        }
+        h->got += (size_t)r;
+        h->req[h->got] = '\0';
+        if (r == 0 || h->got == sizeof(h->req) - 1 || strstr(h->req, "\r\n\r\n") ||
+            strstr(h->req, "\n\n"))
+            http_prepare(h);
+        if (h->fd < 0)
+            return;
+    }
+    while (h->sent < h->out_len) {
+        ssize_t w = send(h->fd, h->out + h->sent, h->out_len - h->sent, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (w <= 0)
             break;
-        got += (size_t)r;
-        req[got] = '\0';
-        if (strstr(req, "\r\n\r\n") || strstr(req, "\n\n"))
-            break;
+        h->sent += (size_t)w;
     }
-    req[got] = '\0';
-    if (strncmp(req, "GET ", 4) != 0) {
-        static const char msg[] = "only GET /metrics is served\n";
-        http_answer(fd, "405 Method Not Allowed", msg, sizeof(msg) - 1);
-        return;
-    }
-    const char *path = req + 4;
-    if (strncmp(path, "/metrics", 8) != 0 ||
-        (path[8] != ' ' && path[8] != '?' && path[8] != '\r' && path[8] != '\n')) {
-        static const char msg[] = "not found: try GET /metrics\n";
-        http_answer(fd, "404 Not Found", msg, sizeof(msg) - 1);
-        return;
-    }
-    char *body = rio__malloc(RENDER_CAP);
-    if (!body) {
-        static const char msg[] = "out of memory\n";
-        http_answer(fd, "503 Service Unavailable", msg, sizeof(msg) - 1);
-        return;
-    }
-    size_t len = rio__srv_metrics_render(mt.srv, body, RENDER_CAP);
-    http_answer(fd, "200 OK", body, len);
-    rio__free(body);
+    hconn_close(h);
 }
 
+static void http_accept(void)
+{
+    for (;;) {
+        struct hconn *h = NULL;
+        for (int i = 0; i < HTTP_CONNS && !h; i++)
+            if (mt.c[i].fd < 0)
+                h = &mt.c[i];
+        if (!h)
+            return; /* full: the rest wait in the backlog */
+        int fd = accept4(mt.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        h->fd = fd;
+        h->got = 0;
+        h->deadline = rio__now_ns() + HTTP_DEADLINE_NS;
+        http_step(h);
+    }
+}
+
+/*
+ * One thread, every scrape on a poll: each connection has a deadline for
+ * its whole exchange, and at most HTTP_CONNS are served at once, so a slow
+ * or stalled client holds one slot for at most the deadline and never
+ * delays the others.
+ */
 static void *metrics_main(void *arg)
 {
     (void)arg;
+    for (int i = 0; i < HTTP_CONNS; i++)
+        mt.c[i].fd = -1;
     for (;;) {
-        struct pollfd p[2] = {{.fd = mt.fd, .events = POLLIN},
-                              {.fd = mt.wake[0], .events = POLLIN}};
-        int n = poll(p, 2, 1000);
+        struct pollfd p[2 + HTTP_CONNS];
+        struct hconn *who[2 + HTTP_CONNS];
+        int np = 2, full = 1;
+        uint64_t now = rio__now_ns();
+
+        for (int i = 0; i < HTTP_CONNS; i++) {
+            struct hconn *h = &mt.c[i];
+            if (h->fd >= 0 && now >= h->deadline)
+                hconn_close(h);
+            if (h->fd < 0) {
+                full = 0;
+                continue;
+            }
+            p[np].fd = h->fd;
+            p[np].events = h->out ? POLLOUT : POLLIN;
+            p[np].revents = 0;
+            who[np++] = h;
+        }
+        p[0] = (struct pollfd){.fd = full ? -1 : mt.fd, .events = POLLIN};
+        p[1] = (struct pollfd){.fd = mt.wake[0], .events = POLLIN};
+        int n = poll(p, (nfds_t)np, 100);
         if (n < 0 && errno != EINTR)
             break;
         if (p[1].revents)
             break;
-        if (n <= 0 || !(p[0].revents & POLLIN))
+        if (n <= 0)
             continue;
-        int fd = accept4(mt.fd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0)
-            continue;
-        http_serve(fd);
-        close(fd);
+        for (int i = 2; i < np; i++)
+            if (p[i].revents)
+                http_step(who[i]);
+        if (p[0].revents & POLLIN)
+            http_accept();
     }
+    for (int i = 0; i < HTTP_CONNS; i++)
+        hconn_close(&mt.c[i]);
     return NULL;
 }
 

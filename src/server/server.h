@@ -24,8 +24,13 @@ enum { RIO_SRV_LOG_ERROR = 0, RIO_SRV_LOG_WARN, RIO_SRV_LOG_INFO, RIO_SRV_LOG_DE
 
 extern int rio__srv_log_level;
 
-/* One line to stderr: "TIME LEVEL message". Thread-safe (one write(2)). */
+/* One line to stderr: "TIME LEVEL message". Thread-safe (one write(2)).
+ * At most 20 lines a second per call site (log.c). */
 void rio__srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Messages a rate limit held back: write their "repeated N times" lines
+ * once their window has passed (called periodically), or all of them now
+ * (at exit). */
+void rio__srv_log_flush(int all);
 /* Parse "error|warn|info|debug"; -1 if unknown. */
 int rio__srv_log_parse(const char *s);
 
@@ -108,11 +113,17 @@ struct rio_srv_upload {
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
-    uint64_t charge;
-    int dead;                    /* committed, aborted or reclaimed: no longer in the table */
-    uint64_t open_gen;           /* ++next_gen when it opened */
-    struct rio_srv_dfile *df;    /* disk tier: the temporary file chunks go to */
-    struct rio_srv_stage *stage; /* chunks being received into staging buffers */
+    uint64_t charge;               /* meta + the bytes of the chunks charged */
+    uint64_t meta;                 /* what the upload is charged from its open */
+    uint8_t *charged;              /* nchunks: 1 when that chunk's bytes are in charge */
+    int started;                   /* a chunk was claimed (its meta left unstarted_meta) */
+    int uncache;                   /* disk tier: no room to cache it, chunks are staged */
+    unsigned nconn;                /* connections attached (opened it, or sent it a chunk) */
+    struct rio_srv_client *client; /* the client address that opened it */
+    int dead;                      /* committed, aborted or reclaimed: no longer in the table */
+    uint64_t open_gen;             /* ++next_gen when it opened */
+    struct rio_srv_dfile *df;      /* disk tier: the temporary file chunks go to */
+    struct rio_srv_stage *stage;   /* chunks being received into staging buffers */
     struct rio_srv_upload *hnext;
 };
 
@@ -121,8 +132,12 @@ struct rio_srv_store_stats {
     uint64_t evictions, expirations, reclaimed;
 };
 
+struct rio_srv_client;
+
 struct rio_srv_store {
     pthread_mutex_t mu;
+    struct rio_srv_client **ctab; /* uploads open per client address */
+    uint64_t unstarted_meta;      /* metadata of uploads without a chunk yet */
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
     struct rio_srv_obj lru; /* sentinel: lru.lru_next is the most recently used */
@@ -153,10 +168,35 @@ void rio__srv_obj_unref(struct rio_srv_obj *o);
 /* 0 or RIO_ENOTFOUND. */
 int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen);
 
+/* Object memory: its own mapping for large buffers (freed with the same
+ * size), from the heap when rio__srv_data_heap (--prefault) is set. */
+extern int rio__srv_data_heap;
+uint8_t *rio__srv_data_alloc(uint64_t n);
+void rio__srv_data_free(void *p, uint64_t n);
+
+/* Who opens an upload: the client's address (IPv4 mapped into IPv6) and
+ * how many uploads one address may have open (0 = no limit). */
+struct rio_srv_admit {
+    uint8_t addr[16];
+    unsigned max_per_client;
+};
+
 /* New upload; 0 and its id, or RIO_EINVAL (geometry), -EFBIG (can never
- * fit), -ENOSPC (full: refuse mode, or nothing left to evict), -ENOMEM. */
+ * fit), -ENOSPC (refuse mode: it does not fit now), RIO_ETHROTTLE (a limit:
+ * uploads of this client, metadata of uploads waiting for data; logged),
+ * -ENOMEM. Nothing is charged but its metadata: each chunk is charged as it
+ * is claimed. attach: the caller's connection is attached to it (see
+ * rio__srv_upload_detach); without, only the upload timeout reclaims it. */
 int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m,
-                        uint64_t *upload_id);
+                        const struct rio_srv_admit *ad, uint64_t *upload_id, int attach);
+/* gone[i] = 1 for each upload ids[i] no longer in the upload table. */
+void rio__srv_uploads_gone(struct rio_srv_store *s, const uint64_t *ids, unsigned n, uint8_t *gone);
+/* A connection sends u chunks too (u referenced by the caller): one more
+ * connection attached to it. */
+void rio__srv_upload_attach(struct rio_srv_store *s, struct rio_srv_upload *u);
+/* A connection attached to upload id closed: reclaims it at once when no
+ * attached connection is left (no one can commit it). 1 when reclaimed. */
+int rio__srv_upload_detach(struct rio_srv_store *s, uint64_t id);
 /*
  * Claim chunk index of an upload for writing len bytes with checksum xxh.
  * 0: claimed, *u referenced and *dst where the bytes go; 1: that chunk is
@@ -232,6 +272,40 @@ struct rio_srv_disk_stats {
     uint64_t tombstones;
 };
 
+/* The records' layout (disk.c describes it). */
+#define RIO_SRV_DISK_MAGIC "RIOOBJ1\n"
+#define RIO_SRV_DISK_TMAGIC "RIOTMB1\n"
+#define RIO_SRV_DISK_HDR_FIXED 88u
+#define RIO_SRV_DISK_TOMB_FIXED 24u
+#define RIO_SRV_DISK_ALIGN 4096u
+
+/* An object file's header length (0 when key_len or nchunks is out of
+ * bounds), and data_off for it. */
+uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks);
+uint64_t rio__srv_disk_round_up(uint64_t v);
+
+/* One record of the data directory as parsed (pointers into the buffer). */
+struct rio_srv_disk_rec {
+    uint16_t key_len;
+    uint64_t generation, size, chunk_size, nchunks, data_off, header_len;
+    const char *key;
+    const char *etag;   /* 32 bytes */
+    const uint8_t *xxh; /* nchunks x u64 LE */
+    const char *why;    /* what failed */
+};
+
+/*
+ * Check an object file's header: buf holds its first avail bytes, the file
+ * has file_size bytes. 0 (r filled), 1 when avail is less than
+ * r->header_len (read that much and call again), or RIO_ECHECKSUM with
+ * r->why. Never reads past avail; allocates nothing.
+ */
+int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_size,
+                               uint64_t max_chunks, struct rio_srv_disk_rec *r);
+/* Check a tombstone file (all n bytes of it): 0 (key, key_len, generation
+ * set) or RIO_ECHECKSUM with r->why. */
+int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_rec *r);
+
 /* Open (create) dir, scan it, recover. *max_gen: the highest generation
  * found (0 when none). Commits publish into store. 0 or -errno (logged). */
 int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uint64_t max_chunks,
@@ -261,12 +335,20 @@ struct rio_srv_commit {
     int status;
     uint64_t generation;
     void (*done)(struct rio_srv_commit *j);
+    /* A READ instead (rio__srv_disk_read_submit): e (a referenced index
+     * entry, consumed), the range; buf and skip as rio__srv_disk_read. */
+    int read;
+    struct rio_srv_obj *e, *buf;
+    uint64_t off, len, skip;
 };
 
 /* Start n commit threads. 0 or -errno. */
 int rio__srv_disk_pool_start(struct rio_srv_disk *d, unsigned n);
 /* Queue j (never blocks). */
 void rio__srv_disk_submit(struct rio_srv_disk *d, struct rio_srv_commit *j);
+/* Queue a READ job for the READ threads (never blocks): done runs there
+ * once the range is read and verified (status) or failed. */
+void rio__srv_disk_read_submit(struct rio_srv_disk *d, struct rio_srv_commit *j);
 /* Run the commits already queued to their end, then join the threads. */
 void rio__srv_disk_pool_stop(struct rio_srv_disk *d);
 /* The commit itself, on the calling thread (the pool's, or a test's). */
@@ -311,6 +393,9 @@ enum {
 #define RIO_SRV_MAX_LISTENERS RIO_PROTO_MAX_RAILS
 
 struct rio_srv_metrics {
+    _Atomic uint64_t handshake_timeouts, handshake_evictions;
+    _Atomic uint64_t auth_throttled;
+    _Atomic uint64_t uploads_closed; /* reclaimed when their connections closed */
     _Atomic uint64_t req[RIO_OP__MAX + 1][RIO_SRV_ST__COUNT];
     _Atomic uint64_t op_bytes_in[RIO_OP__MAX + 1], op_bytes_out[RIO_OP__MAX + 1];
     _Atomic int64_t inflight_requests, inflight_bytes;
@@ -356,9 +441,14 @@ struct rio_srv_config {
     uint64_t min_rate; /* bytes/s a frame must at least move at */
     uint64_t upload_timeout_ns;
     uint64_t drain_timeout_ns;
-    const char *data_dir; /* disk tier on when set */
-    int sync;             /* --sync: acknowledge PUTs once durable */
-    int prefault;         /* --prefault: touch --memory at start */
+    const char *data_dir;        /* disk tier on when set */
+    int sync;                    /* --sync: acknowledge PUTs once durable */
+    int prefault;                /* --prefault: touch --memory at start */
+    unsigned max_uploads_conn;   /* uploads one connection may have open */
+    unsigned max_uploads_client; /* uploads one client address may have open */
+    unsigned max_handshakes;     /* connections still in their handshake */
+    uint64_t handshake_timeout_ns;
+    unsigned auth_fail_burst; /* failed AUTHs per address before throttling (1/s after) */
 };
 
 struct rio_srv {
@@ -373,10 +463,19 @@ struct rio_srv {
     _Atomic int draining; /* stop reading new requests, close idle connections */
     _Atomic int stopping; /* close everything now */
     uint64_t start_ns;
+    /* Admission (conn.c): connections still in their handshake, oldest
+     * first; guarded by admit_mu. */
+    pthread_mutex_t admit_mu;
+    void *hs_head, *hs_tail;
+    unsigned nhs;
 };
 
 /* Workers (conn.c). */
 int rio__srv_workers_start(struct rio_srv *srv);
+/* Room for one more connection (main thread, before dispatch): drops the
+ * oldest connection still in its handshake when the handshake budget or the
+ * total is full. 0: admit; -1: refuse (every slot is authenticated). */
+int rio__srv_admit(struct rio_srv *srv);
 /* Hand an accepted, configured socket to a worker (round robin). Takes fd. */
 void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener);
 /* Wake every worker (drain or stop changed). */

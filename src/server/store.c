@@ -5,10 +5,19 @@
  *
  * One mutex guards the maps, the LRU list and the accounting; it is never
  * held while bytes move (chunks are received into a claimed region without
- * it, and objects are sent from under a reference). Capacity is charged when
- * an upload opens and released when its object (or the upload) leaves the
- * store; the bytes of a replaced object still being sent are freed when the
- * last sender drops its reference.
+ * it, and objects are sent from under a reference). An upload is charged its
+ * metadata when it opens and each chunk's bytes when a connection claims the
+ * chunk (its data is arriving), never the whole object up front: an upload
+ * that sends nothing evicts nothing and holds no room. The charge is released
+ * when its object (or the upload) leaves the store; the bytes of a replaced
+ * object still being sent are freed when the last sender drops its
+ * reference. The metadata that uploads still waiting for their first chunk
+ * hold is bounded (UNSTARTED_SHARE of the capacity), and so are the uploads
+ * each client address has open (--max-uploads-per-client).
+ *
+ * Object memory: large buffers are mapped on their own (mmap) and unmapped
+ * when freed, so resident memory follows what the store holds instead of a
+ * heap's high-water mark and fragmentation (docs/server.md, "Memory").
  *
  * With the disk tier every upload also has a temporary file that each chunk
  * is written to once verified. An upload that fits the capacity keeps its
@@ -32,12 +41,27 @@
 #include "railio.h"
 
 #define UPLOAD_BUCKETS 4096u
+#define CLIENT_BUCKETS 1024u
 #define HUGE_PAGE (2u << 20)
+/* Buffers at least this large get a mapping of their own. */
+#define MMAP_MIN (64u << 10)
+/* Uploads that have not received a chunk hold at most this share of the
+ * capacity in metadata (1/UNSTARTED_SHARE); more opens are throttled. */
+#define UNSTARTED_SHARE 64u
+
+int rio__srv_data_heap;
+
+/* Uploads open per client address. */
+struct rio_srv_client {
+    struct rio_srv_client *next;
+    uint8_t addr[16];
+    unsigned n;
+};
 
 /* A chunk of an upload without memory of its own, while it is received. */
 struct rio_srv_stage {
     struct rio_srv_stage *next;
-    uint64_t index, charge;
+    uint64_t index, charge, len;
     uint8_t *buf;
 };
 
@@ -67,16 +91,39 @@ static void put_le64(uint8_t *p, uint64_t v)
  * faults are expensive (docs/server.md has the figures). Where THP is off
  * the advice is ignored.
  */
-static uint8_t *data_alloc(uint64_t n)
+uint8_t *rio__srv_data_alloc(uint64_t n)
 {
     uint8_t *p;
 
+    if (n > SIZE_MAX / 2)
+        return NULL;
+    if (!rio__srv_data_heap && n >= MMAP_MIN) {
+        /* Its own mapping: untouched pages cost nothing, and unmapping
+         * gives every page back. */
+        p = mmap(NULL, (size_t)n, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        if (n >= HUGE_PAGE)
+            madvise(p, (size_t)n, MADV_HUGEPAGE);
+        return p;
+    }
     if (n < HUGE_PAGE)
         return rio__alloc_aligned(0, (size_t)n);
     p = rio__alloc_aligned(HUGE_PAGE, (size_t)n);
     if (p)
         madvise(p, (size_t)n & ~(size_t)4095, MADV_HUGEPAGE);
     return p;
+}
+
+void rio__srv_data_free(void *p, uint64_t n)
+{
+    if (!p)
+        return;
+    if (!rio__srv_data_heap && n >= MMAP_MIN)
+        munmap(p, (size_t)n);
+    else
+        rio__free(p);
 }
 
 /*
@@ -89,13 +136,13 @@ static uint8_t *data_alloc(uint64_t n)
 double rio__srv_store_prefault(uint64_t n)
 {
     uint64_t t0 = rio__now_ns();
-    volatile uint8_t *p = data_alloc(n);
+    volatile uint8_t *p = rio__srv_data_alloc(n);
 
     if (!p)
         return -ENOMEM;
     for (uint64_t off = 0; off < n; off += 4096)
         p[off] = 0;
-    rio__free((void *)p);
+    rio__srv_data_free((void *)p, n);
     return (double)(rio__now_ns() - t0) / 1e9;
 }
 
@@ -116,6 +163,9 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
     s->utab = rio__calloc(UPLOAD_BUCKETS, sizeof(*s->utab));
     if (!s->utab)
         goto err_tab;
+    s->ctab = rio__calloc(CLIENT_BUCKETS, sizeof(*s->ctab));
+    if (!s->ctab)
+        goto err_utab;
     if (pthread_mutex_init(&s->mu, NULL) != 0)
         goto err_utab;
     s->lru.lru_next = s->lru.lru_prev = &s->lru;
@@ -135,6 +185,7 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
     s->next_upload = (rnd >> 1) | 1;
     return 0;
 err_utab:
+    rio__free(s->ctab);
     rio__free(s->utab);
 err_tab:
     rio__free(s->tab);
@@ -143,7 +194,7 @@ err_tab:
 
 static void obj_free(struct rio_srv_obj *o)
 {
-    rio__free(o->data);
+    rio__srv_data_free(o->data, o->size);
     rio__free(o->xxh);
     rio__free(o->key);
     rio__free(o);
@@ -158,7 +209,7 @@ void rio__srv_obj_unref(struct rio_srv_obj *o)
 static void stage_free(struct rio_srv_stage *st)
 {
     if (st) {
-        rio__free(st->buf);
+        rio__srv_data_free(st->buf, st->len);
         rio__free(st);
     }
 }
@@ -172,9 +223,10 @@ static void upload_free(struct rio_srv_upload *u)
     }
     if (u->df)
         rio__srv_dfile_discard(u->df);
-    rio__free(u->data);
+    rio__srv_data_free(u->data, u->size);
     rio__free(u->xxh);
     rio__free(u->state);
+    rio__free(u->charged);
     rio__free(u->owner);
     rio__free(u->key);
     rio__free(u);
@@ -203,8 +255,15 @@ void rio__srv_store_cleanup(struct rio_srv_store *s)
             rio__srv_upload_unref(u);
         }
     }
+    for (size_t i = 0; i < CLIENT_BUCKETS; i++)
+        while (s->ctab && s->ctab[i]) {
+            struct rio_srv_client *cl = s->ctab[i];
+            s->ctab[i] = cl->next;
+            rio__free(cl);
+        }
     rio__free(s->tab);
     rio__free(s->utab);
+    rio__free(s->ctab);
     pthread_mutex_destroy(&s->mu);
     memset(s, 0, sizeof(*s));
 }
@@ -348,6 +407,38 @@ static struct rio_srv_upload **upload_slot_locked(struct rio_srv_store *s, uint6
     return pp;
 }
 
+/* The count of uploads open from addr, created at 0 (NULL: out of memory). */
+static struct rio_srv_client *client_get_locked(struct rio_srv_store *s, const uint8_t addr[16])
+{
+    size_t b = (size_t)(rio__xxh3(addr, 16) % CLIENT_BUCKETS);
+    struct rio_srv_client *cl;
+
+    for (cl = s->ctab[b]; cl; cl = cl->next)
+        if (memcmp(cl->addr, addr, 16) == 0)
+            return cl;
+    cl = rio__calloc(1, sizeof(*cl));
+    if (!cl)
+        return NULL;
+    memcpy(cl->addr, addr, 16);
+    cl->next = s->ctab[b];
+    s->ctab[b] = cl;
+    return cl;
+}
+
+/* One upload of cl less; the entry goes with its last upload. */
+static void client_put_locked(struct rio_srv_store *s, struct rio_srv_client *cl)
+{
+    if (!cl || --cl->n)
+        return;
+    for (struct rio_srv_client **pp = &s->ctab[rio__xxh3(cl->addr, 16) % CLIENT_BUCKETS]; *pp;
+         pp = &(*pp)->next)
+        if (*pp == cl) {
+            *pp = cl->next;
+            rio__free(cl);
+            return;
+        }
+}
+
 /* Unlink u from the table, release its charge and the table's ref. */
 static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload **slot)
 {
@@ -358,6 +449,10 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     u->dead = 1;
     s->nup--;
     s->used -= u->charge;
+    if (!u->started)
+        s->unstarted_meta -= u->meta;
+    client_put_locked(s, u->client);
+    u->client = NULL;
     rio__srv_upload_unref(u);
 }
 
@@ -399,10 +494,11 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
 }
 
 int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m,
-                        uint64_t *upload_id)
+                        const struct rio_srv_admit *ad, uint64_t *upload_id, int attach)
 {
     struct rio_srv_upload *u;
-    uint64_t nchunks, meta, charge;
+    struct rio_srv_client *cl;
+    uint64_t nchunks, meta;
     int ret;
 
     if (m->chunk_size == 0 || m->key_len == 0 || m->key_len > RIO_KEY_MAX)
@@ -410,15 +506,14 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     nchunks = m->size ? (m->size - 1) / m->chunk_size + 1 : 0;
     if (nchunks > s->max_chunks)
         return RIO_EINVAL;
-    /* Per chunk: its checksum and its state; plus the key and the structs. */
-    meta = nchunks * 9 + m->key_len + sizeof(*u) + sizeof(struct rio_srv_obj);
-    if (m->size > UINT64_MAX - meta)
+    /* Per chunk: its checksum, state, charge flag and receiver; plus the
+     * key and the structs. */
+    meta = nchunks * 18 + m->key_len + sizeof(*u) + sizeof(struct rio_srv_obj);
+    if (m->size > UINT64_MAX - meta || m->size > SIZE_MAX / 2)
         return -EFBIG;
-    charge = m->size + meta;
-    if (m->size > SIZE_MAX / 2)
-        return -EFBIG;
-    /* Disk tier: only one chunk at a time has to fit. */
-    if (s->disk && (m->size < m->chunk_size ? m->size : m->chunk_size) + meta > s->capacity)
+    /* Disk tier: only one chunk at a time has to fit; memory: all of it. */
+    if (s->disk ? (m->size < m->chunk_size ? m->size : m->chunk_size) + meta > s->capacity
+                : m->size + meta > s->capacity)
         return -EFBIG;
 
     u = rio__calloc(1, sizeof(*u));
@@ -429,7 +524,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     u->chunk_size = m->chunk_size;
     u->nchunks = nchunks;
     u->key_len = m->key_len;
-    u->charge = charge;
+    u->meta = meta;
     u->ttl_ns = (uint64_t)m->ttl_ms * 1000000ull;
     if (!u->ttl_ns)
         u->ttl_ns = s->default_ttl_ns;
@@ -441,44 +536,70 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     if (nchunks) {
         u->xxh = rio__calloc((size_t)nchunks, 8);
         u->state = rio__calloc((size_t)nchunks, 1);
+        u->charged = rio__calloc((size_t)nchunks, 1);
         u->owner = rio__calloc((size_t)nchunks, sizeof(*u->owner));
-        if (!u->xxh || !u->state || !u->owner)
+        if (!u->xxh || !u->state || !u->charged || !u->owner)
+            goto err_nomem;
+    }
+    /* The object's memory is mapped now and charged a chunk at a time as
+     * the chunks arrive (untouched pages are not resident). Disk tier: an
+     * object larger than the memory is not cached, its chunks are staged. */
+    if (m->size && m->size + meta <= s->capacity) {
+        u->data = rio__srv_data_alloc(m->size);
+        if (!u->data && !s->disk)
             goto err_nomem;
     }
 
     pthread_mutex_lock(&s->mu);
-    ret = reserve_locked(s, charge);
-    if (ret < 0 && s->disk) {
-        /* Not cached: the bytes go to the file a chunk at a time. */
-        charge = meta;
-        ret = reserve_locked(s, charge);
+    ret = 0;
+    if (s->unstarted_meta + meta > s->capacity / UNSTARTED_SHARE + 4096) {
+        SRV_INFO("put refused: uploads waiting for their first chunk hold %llu bytes of metadata "
+                 "(limit: 1/%u of --memory)",
+                 (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
+        ret = RIO_ETHROTTLE;
+    } else if (!s->evict_lru && !s->disk && s->used + m->size + meta > s->capacity) {
+        /* Refuse mode: what cannot fit now is refused now (nothing is
+         * reserved: uploads racing for the same room may still meet
+         * ENOSPC on a chunk). */
+        ret = -ENOSPC;
+    } else if (ad && ad->max_per_client) {
+        cl = client_get_locked(s, ad->addr);
+        if (!cl) {
+            ret = -ENOMEM;
+        } else if (cl->n >= ad->max_per_client) {
+            SRV_INFO("put refused: %u uploads open from this client (--max-uploads-per-client)",
+                     cl->n);
+            cl->n++;
+            client_put_locked(s, cl);
+            ret = RIO_ETHROTTLE;
+        } else {
+            cl->n++;
+            u->client = cl;
+        }
     }
+    /* No eviction for an upload that has sent nothing: its metadata is
+     * charged as it is (refuse mode checked above that it fits; in lru mode
+     * the metadata of such uploads, bounded above, may take the charge past
+     * the capacity until the next chunk's reservation evicts). */
     if (ret < 0) {
+        client_put_locked(s, u->client);
+        u->client = NULL;
         pthread_mutex_unlock(&s->mu);
         goto err_free;
     }
-    /* Charged before the (possibly large) allocation so that two opens
-     * cannot both pass the check; undone if the allocation fails. */
-    s->used += charge;
+    s->used += meta;
+    u->charge = meta;
+    s->unstarted_meta += meta;
     pthread_mutex_unlock(&s->mu);
 
-    if (m->size && charge != meta) {
-        u->data = data_alloc(m->size);
-        if (!u->data) {
-            pthread_mutex_lock(&s->mu);
-            s->used -= s->disk ? m->size : charge;
-            pthread_mutex_unlock(&s->mu);
-            if (!s->disk)
-                goto err_nomem;
-            charge = meta;
-        }
-    }
-    u->charge = charge;
     if (s->disk) {
         ret = rio__srv_dfile_new(s->disk, u->key, u->key_len, nchunks, &u->df);
         if (ret < 0) {
             pthread_mutex_lock(&s->mu);
-            s->used -= charge;
+            s->used -= meta;
+            s->unstarted_meta -= meta;
+            client_put_locked(s, u->client);
+            u->client = NULL;
             pthread_mutex_unlock(&s->mu);
             goto err_free;
         }
@@ -495,6 +616,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     *slot = u;
     s->nup++;
     *upload_id = u->id;
+    u->nconn = attach ? 1 : 0;
     pthread_mutex_unlock(&s->mu);
     return 0;
 err_nomem:
@@ -502,6 +624,42 @@ err_nomem:
 err_free:
     upload_free(u);
     return ret;
+}
+
+void rio__srv_uploads_gone(struct rio_srv_store *s, const uint64_t *ids, unsigned n, uint8_t *gone)
+{
+    pthread_mutex_lock(&s->mu);
+    for (unsigned i = 0; i < n; i++)
+        gone[i] = *upload_slot_locked(s, ids[i]) == NULL;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void rio__srv_upload_attach(struct rio_srv_store *s, struct rio_srv_upload *u)
+{
+    pthread_mutex_lock(&s->mu);
+    u->nconn++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+int rio__srv_upload_detach(struct rio_srv_store *s, uint64_t id)
+{
+    struct rio_srv_upload **slot;
+    int reclaimed = 0;
+
+    pthread_mutex_lock(&s->mu);
+    slot = upload_slot_locked(s, id);
+    if (*slot && --(*slot)->nconn == 0) {
+        /* Every connection that opened it or sent it a chunk is gone: no
+         * one can commit it any more. */
+        SRV_DEBUG("upload reclaimed id=%llu: its connections closed received=%llu/%llu",
+                  (unsigned long long)id, (unsigned long long)(*slot)->ndone,
+                  (unsigned long long)(*slot)->nchunks);
+        upload_remove_locked(s, slot);
+        s->reclaimed++;
+        reclaimed = 1;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return reclaimed;
 }
 
 int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, uint64_t len,
@@ -516,12 +674,14 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
      * allocated before the lock is taken (and freed if not used). */
     pthread_mutex_lock(&s->mu);
     u = *upload_slot_locked(s, id);
-    int stage = u && !u->data && index < u->nchunks && len == chunk_len(u, index);
+    int stage = u && (!u->data || u->uncache) && index < u->nchunks && len == chunk_len(u, index);
     pthread_mutex_unlock(&s->mu);
     if (stage) {
         st = rio__calloc(1, sizeof(*st));
-        if (st)
-            st->buf = rio__alloc_aligned(0, (size_t)len);
+        if (st) {
+            st->len = len;
+            st->buf = rio__srv_data_alloc(len);
+        }
         if (!st || !st->buf) {
             stage_free(st);
             return -ENOMEM;
@@ -558,7 +718,29 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         ret = 1; /* a retry of a chunk that did arrive: nothing to do */
         goto out;
     }
-    if (u->data) {
+    if (u->data && !u->uncache && !u->charged[index]) {
+        /* Its bytes are arriving: charge them now (evicting in lru mode). */
+        int r = reserve_locked(s, len);
+        if (r < 0 && s->disk) {
+            /* No room to cache the object: this chunk and the next ones
+             * go through staging buffers, and the object is not cached. */
+            u->uncache = 1;
+            ret = RIO_ETHROTTLE; /* the client sends it again, staged */
+            goto out;
+        }
+        if (r < 0) {
+            ret = r;
+            goto out;
+        }
+        s->used += len;
+        u->charge += len;
+        u->charged[index] = 1;
+    }
+    if (!u->started) {
+        u->started = 1;
+        s->unstarted_meta -= u->meta;
+    }
+    if (u->data && !u->uncache) {
         *dst = u->data + index * u->chunk_size;
     } else {
         /* The staging buffer is charged while it lives; when the memory is
@@ -588,6 +770,29 @@ out:
     pthread_mutex_unlock(&s->mu);
     stage_free(st);
     return ret;
+}
+
+/* Chunk index holds no bytes any more: release what it was charged, and
+ * the memory it touched (its whole pages: a neighbour chunk may be using
+ * the pages at its edges), so that chunks sent again and again with a bad
+ * checksum cannot grow the resident memory past the charge. Under the lock:
+ * no one claims the chunk meanwhile. */
+static void chunk_uncharge_locked(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t index)
+{
+    if (!u->charged[index])
+        return;
+    if (u->data) {
+        uintptr_t a = (uintptr_t)(u->data + index * u->chunk_size);
+        uintptr_t z = a + chunk_len(u, index);
+        a = (a + 4095) & ~(uintptr_t)4095;
+        z &= ~(uintptr_t)4095;
+        if (z > a)
+            madvise((void *)a, z - a, MADV_DONTNEED);
+    }
+    u->charged[index] = 0;
+    u->charge -= chunk_len(u, index);
+    if (!u->dead)
+        s->used -= chunk_len(u, index);
 }
 
 /* Unlink chunk index's staging buffer from u (NULL when it has none). */
@@ -630,6 +835,7 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
         u->ndone++;
     } else {
         u->state[index] = RIO_SRV_CHUNK_EMPTY;
+        chunk_uncharge_locked(s, u, index);
     }
     u->seq++;
     u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
@@ -651,6 +857,7 @@ void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_uploa
     u->state[index] = RIO_SRV_CHUNK_EMPTY;
     u->owner[index] = NULL;
     u->seq++;
+    chunk_uncharge_locked(s, u, index);
     st = stage_take_locked(u, index);
     if (st)
         s->used -= st->charge;
@@ -712,6 +919,7 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
                                struct rio_srv_dfile **df)
 {
     struct rio_srv_obj *o;
+    uint8_t *uncached = NULL;
     int ret = 0;
 
     /* Allocated before taking the lock; freed again if the commit fails. */
@@ -743,6 +951,13 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     o->xxh = u->xxh;
     o->data = u->data;
     o->charge = u->charge;
+    if (u->uncache && u->data) {
+        /* Some chunks were staged (no room to cache it): not cached. */
+        uncached = u->data;
+        o->data = NULL;
+        s->used -= u->charge - u->meta;
+        o->charge = u->meta;
+    }
     o->expiry_ns = u->ttl_ns && !s->no_ttl ? rio__now_ns() + u->ttl_ns : 0;
     o->open_gen = u->open_gen;
     /* Until published or dropped it can still land: tombstones wait. */
@@ -766,6 +981,7 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
 out:
     pthread_mutex_unlock(&s->mu);
     rio__free(o);
+    rio__srv_data_free(uncached, u->size);
     return ret;
 }
 

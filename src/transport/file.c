@@ -3,7 +3,8 @@
  *
  * Objects. In directory mode the object under KEY is the file DIR/KEY (keys
  * may name subdirectories; "..", "." and empty components and a leading '/'
- * are refused). With ?single=1 the URL names one file or block device and
+ * are refused; every path is resolved beneath DIR, see "resolution beneath
+ * root" below). With ?single=1 the URL names one file or block device and
  * every key means that one object. docs/file.md is the user's page.
  *
  * Queues. Each path is one io_uring ring ("queue") with `depth` op slots; one
@@ -62,6 +63,7 @@
 #include <liburing.h>
 #include <limits.h>
 #include <linux/fs.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -75,6 +77,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
@@ -148,6 +151,7 @@ struct fupload {
     uint64_t short_idx, short_len; /* stream: the one chunk shorter than chunk_size */
     bool has_short, bad_short;     /* stream: one seen; two different ones seen */
     char *tmp, *final, *key;
+    int dirfd; /* final's directory, beneath the root (AT_FDCWD: single mode) */
 };
 
 struct fring;
@@ -214,7 +218,9 @@ struct ffaults {
 
 struct ftransport {
     struct rio_transport base;
-    char *root; /* absolute, no trailing '/' (except "/") */
+    char *root;              /* absolute, no trailing '/' (except "/") */
+    int rootfd;              /* directory mode: the root, every path is resolved beneath it */
+    _Atomic bool no_openat2; /* the kernel has no openat2: walk components */
     bool single, blockdev, inplace, sync;
     _Atomic bool tmpfile; /* uploads are O_TMPFILEs (cleared if the file system refuses) */
     int direct;
@@ -333,6 +339,166 @@ static const char *cache_key(struct ftransport *t, const char *key)
 static int open_err(int e)
 {
     return e == ENOENT || e == ENOTDIR ? RIO_ENOTFOUND : -e;
+}
+
+#define FD_PATH_LEN 32
+
+/* "/proc/self/fd/N": the file fd has open, by a path (a reopen, a link). */
+static const char *fd_path(int fd, char buf[FD_PATH_LEN])
+{
+    snprintf(buf, FD_PATH_LEN, "/proc/self/fd/%d", fd);
+    return buf;
+}
+
+/* ------------------------------------------------- resolution beneath root */
+
+/*
+ * In directory mode every path is resolved beneath the root: a symlink (a
+ * directory component or the key's file) that leads out of it, or a magic
+ * link (/proc/PID/fd/N), fails the call with -EXDEV instead of reading or
+ * writing outside. openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) does it;
+ * where the kernel has no openat2 the path is walked one component at a
+ * time with O_NOFOLLOW (no symlink is followed at all then).
+ */
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* The path of path below the root ("a/b" for ROOT/a/b). */
+static const char *rel_of(const struct ftransport *t, const char *path)
+{
+    size_t rl = strlen(t->root);
+    const char *r = path + rl;
+
+    while (*r == '/')
+        r++;
+    return *r ? r : ".";
+}
+
+/* -errno for a failed openat(dirfd, name, ...O_NOFOLLOW), -EXDEV where name
+ * is a symlink (O_NOFOLLOW says ELOOP, or ENOTDIR with O_DIRECTORY). */
+static int walk_err(int dirfd, const char *name, int e)
+{
+    struct stat st;
+
+    if (e == ELOOP || e == EXDEV)
+        return -EXDEV;
+    if (e == ENOTDIR && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return -EXDEV;
+    return -e;
+}
+
+/* Component by component, O_NOFOLLOW, from dirfd: an fd or -errno. */
+static int walk_open(int dirfd, const char *rel, int flags, mode_t mode)
+{
+    char comp[NAME_MAX + 1];
+    int cur = dirfd, fd;
+
+    for (const char *p = rel;;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l > NAME_MAX || (l == 2 && p[0] == '.' && p[1] == '.')) {
+            fd = l > NAME_MAX ? -ENAMETOOLONG : -EXDEV;
+            break;
+        }
+        memcpy(comp, p, l);
+        comp[l] = '\0';
+        if (!e) {
+            fd = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+            fd = fd < 0 ? walk_err(cur, comp, errno) : fd;
+            break;
+        }
+        fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            fd = walk_err(cur, comp, errno);
+            break;
+        }
+        if (cur != dirfd)
+            close(cur);
+        cur = fd;
+        p = e + 1;
+        while (*p == '/')
+            p++;
+    }
+    if (cur != dirfd)
+        close(cur);
+    return fd;
+}
+
+/* open(rel) beneath dirfd (the root or a directory below it): an fd or
+ * -errno, -EXDEV for a path that leaves it. */
+static int open_beneath(struct ftransport *t, int dirfd, const char *rel, int flags, mode_t mode)
+{
+    if (!atomic_load(&t->no_openat2)) {
+        struct open_how how = {
+            .flags = (uint64_t)(flags | O_CLOEXEC),
+            .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+            .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+        long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+        if (fd >= 0)
+            return (int)fd;
+        if (errno != ENOSYS && errno != EPERM) /* EPERM: a seccomp filter */
+            return errno == EXDEV || errno == ELOOP ? -EXDEV : -errno;
+        atomic_store(&t->no_openat2, true);
+    }
+    return walk_open(dirfd, rel, flags, mode);
+}
+
+/* The directory that holds path's last component, beneath the root, made
+ * (mkdir -p, each level beneath the root) when mkdirs and missing: an
+ * O_RDONLY directory fd or -errno. */
+static int parent_beneath(struct ftransport *t, const char *path, bool mkdirs)
+{
+    const char *rel = rel_of(t, path), *slash = strrchr(rel, '/');
+    char dir[PATH_MAX];
+    int fd;
+
+    if (!slash)
+        return open_beneath(t, t->rootfd, ".", O_RDONLY | O_DIRECTORY, 0);
+    if ((size_t)(slash - rel) >= sizeof(dir))
+        return -ENAMETOOLONG;
+    memcpy(dir, rel, (size_t)(slash - rel));
+    dir[slash - rel] = '\0';
+    fd = open_beneath(t, t->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+    if (fd != -ENOENT || !mkdirs)
+        return fd;
+    /* One level at a time: mkdirat in the level above, itself opened
+     * beneath the root (a mkdir per component only when one is missing,
+     * not per PUT). */
+    for (size_t i = 0, n = strlen(dir); i <= n; i++) {
+        if (dir[i] != '/' && dir[i] != '\0')
+            continue;
+        char c = dir[i];
+        dir[i] = '\0';
+        char *last = strrchr(dir, '/');
+        int pfd = t->rootfd, ret = 0;
+        if (last) {
+            *last = '\0';
+            pfd = open_beneath(t, t->rootfd, dir, O_PATH | O_DIRECTORY, 0);
+            *last = '/';
+        }
+        if (pfd < 0)
+            ret = pfd;
+        else if (mkdirat(pfd, last ? last + 1 : dir, 0777) < 0 && errno != EEXIST)
+            ret = -errno;
+        if (pfd >= 0 && pfd != t->rootfd)
+            close(pfd);
+        dir[i] = c;
+        if (ret < 0)
+            return ret;
+    }
+    return open_beneath(t, t->rootfd, dir, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* The name an upload's *at() calls use for path: its last component
+ * relative to up->dirfd, or path itself in single mode. */
+static const char *at_name(const struct fupload *up, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+
+    return up->dirfd == AT_FDCWD || !slash ? path : slash + 1;
 }
 
 /* ------------------------------------------------------------ generations */
@@ -683,9 +849,12 @@ static int file_open(struct ftransport *t, const char *key, struct ffile **out, 
     f->dfd = -1;
     /* O_NONBLOCK so that a FIFO under the key cannot hang the open; cleared
      * at once, since io_uring honours it on regular files too. */
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (t->single)
+        f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    else
+        f->fd = open_beneath(t, t->rootfd, rel_of(t, path), O_RDONLY | O_NONBLOCK, 0);
     if (f->fd < 0) {
-        ret = open_err(errno);
+        ret = open_err(t->single ? errno : -f->fd);
         goto err;
     }
     if (fstat(f->fd, st) < 0) {
@@ -708,7 +877,8 @@ static int file_open(struct ftransport *t, const char *key, struct ffile **out, 
     ret = fd_size(f->fd, st, &f->size);
     if (ret < 0)
         goto err;
-    ret = open_direct(t, path, O_RDONLY, st, &f->dfd);
+    char pf[FD_PATH_LEN];
+    ret = open_direct(t, t->single ? path : fd_path(f->fd, pf), O_RDONLY, st, &f->dfd);
     if (ret < 0)
         goto err;
     dio_geometry(t, f->dfd >= 0 ? f->dfd : f->fd, st, &f->unit, &f->mem);
@@ -1314,6 +1484,8 @@ static void upload_free(struct fupload *up)
     up->magic = 0;
     close_fd(up->fd);
     close_fd(up->dfd);
+    if (up->dirfd >= 0)
+        close(up->dirfd);
     rio__free(up->written);
     rio__free(up->tmp);
     rio__free(up->final);
@@ -1545,21 +1717,6 @@ static int file_lookup(struct rio_transport *tt, const char *key, struct rio_des
     return 0;
 }
 
-/* mkdir -p of the directories above path's last component, below the root. */
-static int make_parents(struct ftransport *t, char *path)
-{
-    size_t rl = strlen(t->root);
-
-    for (char *p = path + rl + 1; (p = strchr(p, '/')); p++) {
-        *p = '\0';
-        int ret = mkdir(path, 0777) < 0 && errno != EEXIST ? -errno : 0;
-        *p = '/';
-        if (ret < 0)
-            return ret;
-    }
-    return 0;
-}
-
 /* "DIR/.NAME.railio-tmp-XXXXXXXXXXXXXXXX" next to final. */
 static int tmp_name(struct ftransport *t, const char *final, char **out)
 {
@@ -1586,15 +1743,6 @@ static int tmp_name(struct ftransport *t, const char *final, char **out)
     return 0;
 }
 
-#define FD_PATH_LEN 32
-
-/* "/proc/self/fd/N": the file fd has open, by a path (a reopen, a link). */
-static const char *fd_path(int fd, char buf[FD_PATH_LEN])
-{
-    snprintf(buf, FD_PATH_LEN, "/proc/self/fd/%d", fd);
-    return buf;
-}
-
 /* The directory part of path ("/" for "/name") into dir. */
 static int dir_of(const char *path, char dir[PATH_MAX])
 {
@@ -1610,25 +1758,15 @@ static int dir_of(const char *path, char dir[PATH_MAX])
     return 0;
 }
 
-/* An unnamed file (O_TMPFILE) in the directory of up->final, made if
- * missing, into up->fd; up->fd stays -1 where the file system has no
- * O_TMPFILE (and no upload tries it again). */
+/* An unnamed file (O_TMPFILE) in up->dirfd, the directory of up->final,
+ * into up->fd; up->fd stays -1 where the file system has no O_TMPFILE (and
+ * no upload tries it again). */
 static int open_anon(struct ftransport *t, struct fupload *up)
 {
-    char dir[PATH_MAX];
-    int ret = dir_of(up->final, dir), fd;
+    int fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
 
-    if (ret < 0)
-        return ret;
-    fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
     if (fd < 0 && cache_shed(t, -errno))
-        fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
-    if (fd < 0 && errno == ENOENT) {
-        ret = make_parents(t, up->final);
-        if (ret < 0)
-            return ret;
-        fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
-    }
+        fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
     if (fd < 0) {
         /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system */
         if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
@@ -1649,14 +1787,14 @@ static int publish(struct ftransport *t, struct fupload *up)
     int ret;
 
     if (!up->anon) {
-        if (rename(up->tmp, up->final) < 0)
+        if (renameat(up->dirfd, at_name(up, up->tmp), up->dirfd, at_name(up, up->final)) < 0)
             return -errno;
         rio__free(up->tmp);
         up->tmp = NULL; /* published: nothing to unlink any more */
         return 0;
     }
     fd_path(up->fd, pf);
-    if (linkat(AT_FDCWD, pf, AT_FDCWD, up->final, AT_SYMLINK_FOLLOW) == 0)
+    if (linkat(AT_FDCWD, pf, up->dirfd, at_name(up, up->final), AT_SYMLINK_FOLLOW) == 0)
         return 0;
     if (errno != EEXIST)
         return -errno;
@@ -1664,11 +1802,11 @@ static int publish(struct ftransport *t, struct fupload *up)
     ret = tmp_name(t, up->final, &tmp);
     if (ret < 0)
         return ret;
-    if (linkat(AT_FDCWD, pf, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0) {
+    if (linkat(AT_FDCWD, pf, up->dirfd, at_name(up, tmp), AT_SYMLINK_FOLLOW) < 0) {
         ret = -errno;
-    } else if (rename(tmp, up->final) < 0) {
+    } else if (renameat(up->dirfd, at_name(up, tmp), up->dirfd, at_name(up, up->final)) < 0) {
         ret = -errno;
-        unlink(tmp);
+        unlinkat(up->dirfd, at_name(up, tmp), 0);
     }
     rio__free(tmp);
     return ret;
@@ -1691,6 +1829,7 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     if (!up)
         return -ENOMEM;
     up->fd = up->dfd = -1;
+    up->dirfd = AT_FDCWD;
     up->stream = size == RIO_SIZE_UNKNOWN;
     up->size = up->stream ? 0 : size;
     up->limit = up->stream ? (uint64_t)INT64_MAX : size;
@@ -1738,6 +1877,13 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
         return 0;
     }
 
+    if (!t->single) {
+        /* The key's directory, beneath the root, made if missing. */
+        ret = parent_beneath(t, up->final, true);
+        if (ret < 0)
+            goto err;
+        up->dirfd = ret;
+    }
     if (atomic_load(&t->tmpfile) && !t->single) {
         ret = open_anon(t, up);
         if (ret < 0)
@@ -1748,17 +1894,11 @@ static int file_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     ret = tmp_name(t, up->final, &up->tmp);
     if (ret < 0)
         goto err;
-    up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+#define TMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+    up->fd = openat(up->dirfd, at_name(up, up->tmp), TMP_FLAGS, 0666);
     if (up->fd < 0 && cache_shed(t, -errno))
-        up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (up->fd < 0 && errno == ENOENT && !t->single) {
-        /* The key's directories come first (a mkdir per component only when
-         * one is missing, not per PUT). */
-        ret = make_parents(t, up->final);
-        if (ret < 0)
-            goto err_tmp;
-        up->fd = open(up->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    }
+        up->fd = openat(up->dirfd, at_name(up, up->tmp), TMP_FLAGS, 0666);
+#undef TMP_FLAGS
     if (up->fd < 0) {
         ret = -errno;
         goto err_tmp;
@@ -1785,7 +1925,7 @@ created:
         goto err;
     }
     char pf[FD_PATH_LEN];
-    ret = open_direct(t, up->anon ? fd_path(up->fd, pf) : up->tmp, O_WRONLY, &st, &up->dfd);
+    ret = open_direct(t, t->single ? up->tmp : fd_path(up->fd, pf), O_WRONLY, &st, &up->dfd);
     if (ret < 0)
         goto err;
     dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
@@ -1799,7 +1939,7 @@ err_tmp:
     up->tmp = NULL;
 err:
     if (up->tmp)
-        unlink(up->tmp);
+        unlinkat(up->dirfd, at_name(up, up->tmp), 0);
     upload_free(up);
     return ret;
 }
@@ -1892,7 +2032,8 @@ static int file_put_commit(struct rio_transport *tt, void *upload, struct rio_de
             goto out;
         if (t->sync) {
             ts = rio__now_ns();
-            ret = fsync_parent(up->final);
+            ret = up->dirfd == AT_FDCWD ? fsync_parent(up->final)
+                                        : (fsync(up->dirfd) < 0 ? -errno : 0);
             if (ret < 0)
                 goto out_published;
             sync_ns += rio__now_ns() - ts;
@@ -1910,7 +2051,7 @@ out_published:
     cache_forget(t, cache_key(t, up->key));
 out:
     if (up->tmp)
-        unlink(up->tmp);
+        unlinkat(up->dirfd, at_name(up, up->tmp), 0);
     upload_unref(t, up);
     return ret;
 }
@@ -1922,7 +2063,7 @@ static void file_put_abort(struct rio_transport *tt, void *upload)
     if (!up || up->magic != UPLOAD_MAGIC)
         return;
     if (up->tmp) {
-        unlink(up->tmp);
+        unlinkat(up->dirfd, at_name(up, up->tmp), 0);
         rio__free(up->tmp);
         up->tmp = NULL;
     }
@@ -1939,14 +2080,25 @@ static int file_remove(struct rio_transport *tt, const char *key)
     ret = key_path(t, key, &path);
     if (ret < 0)
         return ret;
-    if (lstat(path, &st) < 0)
+    /* Directory mode: the key's directory beneath the root, the name in it. */
+    int dfd = t->single ? AT_FDCWD : parent_beneath(t, path, false);
+    const char *name = path;
+    if (!t->single) {
+        const char *slash = strrchr(path, '/');
+        name = slash ? slash + 1 : path;
+    }
+    if (dfd < 0 && dfd != AT_FDCWD)
+        ret = open_err(-dfd);
+    else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         ret = open_err(errno);
     else if (S_ISDIR(st.st_mode))
         ret = -EISDIR;
     else if (S_ISBLK(st.st_mode))
         ret = RIO_ENOTSUP;
-    else if (unlink(path) < 0)
+    else if (unlinkat(dfd, name, 0) < 0)
         ret = open_err(errno);
+    if (dfd >= 0)
+        close(dfd);
     rio__free(path);
     if (ret == 0)
         cache_forget(t, cache_key(t, key));
@@ -2152,7 +2304,7 @@ static int file_open_t(const struct rio_url *u, const struct rio_options *o,
     if (!t)
         return -ENOMEM;
     t->base.ops = &rio__file_ops;
-    t->cq_efd = t->wake_efd = -1;
+    t->cq_efd = t->wake_efd = t->rootfd = -1;
     t->page = (unsigned)sysconf(_SC_PAGESIZE);
     if (t->page < 512 || t->page > (1u << 20))
         t->page = 4096;
@@ -2182,6 +2334,12 @@ static int file_open_t(const struct rio_url *u, const struct rio_options *o,
     } else if (!S_ISDIR(st.st_mode)) {
         ret = -ENOTDIR;
         goto err;
+    } else {
+        t->rootfd = open(t->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (t->rootfd < 0) {
+            ret = -errno;
+            goto err;
+        }
     }
     ret = -ENOMEM;
     t->ready = rio__calloc((size_t)t->base.npaths * t->depth, sizeof(*t->ready));
@@ -2304,6 +2462,7 @@ static void file_close_t(struct rio_transport *tt)
     close_fd(t->wake_efd);
     pthread_mutex_destroy(&t->fmu);
     rio__free(t->ready);
+    close_fd(t->rootfd);
     rio__free(t->root);
     rio__free(t);
 }

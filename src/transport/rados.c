@@ -51,17 +51,18 @@
 #include "core/url.h"
 #include "railio.h"
 #include "transport/rados.h"
+#include "transport/rados_head.h"
 #include "transport/transport.h"
 
-#define MAX_POOLS 32        /* pools one transport knows (configured + seen in heads) */
-#define MAX_HEAD_POOLS 16   /* pools one head may name */
+#define MAX_POOLS 32 /* pools one transport knows (configured + seen in heads) */
+#define MAX_HEAD_POOLS RIO_RADOS_MAX_HEAD_POOLS
 #define SLAB_OPS 64u        /* chunk ops allocated at a time */
 #define CACHE_BUCKETS 1024u /* placement cache: hash buckets */
 #define CACHE_MAX 4096u     /* placement cache: entries kept (LRU) */
 #define HEAD_READ0 (64u << 10)
 #define COMMIT_TRIES 64
 #define REMOVE_WINDOW 64 /* aio removes in flight at once */
-#define NAME_MAX_LEN (RIO_KEY_MAX + 40)
+#define NAME_MAX_LEN RIO_RADOS_NAME_MAX
 #define UPLOAD_MAGIC 0x7261646f7375706cull
 #define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
 #define SHUFFLE_WAIT_NS 20000000ull
@@ -163,13 +164,6 @@ static struct rados_transport *rt_cast(struct rio_transport *t)
 
 /* -------------------------------------------------------------- helpers */
 
-int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t generation,
-                          uint64_t index)
-{
-    int n = snprintf(out, cap, "%s.%016" PRIx64 ".%016" PRIx64, key, generation, index);
-    return n < 0 || (size_t)n >= cap ? -1 : n;
-}
-
 static uint64_t nchunks_of(uint64_t size, uint64_t chunk_size)
 {
     return size / chunk_size + (size % chunk_size != 0);
@@ -189,114 +183,6 @@ static int check_key(const char *key, size_t *len)
         return RIO_EINVAL;
     *len = strnlen(key, RIO_KEY_MAX + 1);
     return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
-}
-
-/* A decimal number in [0, max], nothing else. */
-static int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len == 0 || len > 20)
-        return RIO_EPROTO;
-    for (size_t i = 0; i < len; i++) {
-        unsigned d = (unsigned char)s[i] - '0';
-        if (d > 9 || v > (UINT64_MAX - d) / 10)
-            return RIO_EPROTO;
-        v = v * 10 + d;
-    }
-    if (v > max)
-        return RIO_EPROTO;
-    *out = v;
-    return 0;
-}
-
-/* Exactly 16 lower-case hex digits. */
-static int parse_hex16(const char *s, size_t len, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (len != 16)
-        return RIO_EPROTO;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else
-            return RIO_EPROTO;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Percent-encoding of names in the head: bytes <= 0x20, '%' and >= 0x7f as %XX. */
-static bool pct_needed(unsigned char c)
-{
-    return c <= 0x20 || c == '%' || c >= 0x7f;
-}
-
-static size_t pct_len(const char *s)
-{
-    size_t n = 0;
-    for (; *s; s++)
-        n += pct_needed((unsigned char)*s) ? 3 : 1;
-    return n;
-}
-
-static char *pct_put(char *d, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (pct_needed(c)) {
-            *d++ = '%';
-            *d++ = hex[c >> 4];
-            *d++ = hex[c & 15];
-        } else {
-            *d++ = (char)c;
-        }
-    }
-    return d;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Decode s[0..len) into out (capacity cap, NUL-terminated). */
-static int pct_decode(const char *s, size_t len, char *out, size_t cap)
-{
-    size_t o = 0;
-
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (o + 1 >= cap)
-            return RIO_EPROTO;
-        if (c == '%') {
-            int hi, lo;
-            if (len - i < 3 || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0 ||
-                (hi == 0 && lo == 0))
-                return RIO_EPROTO;
-            out[o++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else if (pct_needed(c)) {
-            return RIO_EPROTO;
-        } else {
-            out[o++] = (char)c;
-        }
-    }
-    out[o] = '\0';
-    return (int)o;
 }
 
 /* librados result of a chunk op -> the engine's codes. */
@@ -868,177 +754,11 @@ static void rt_cancel(struct rio_transport *tt, struct rio_io *io)
 
 /* ------------------------------------------------------------------ head */
 
-struct head {
-    uint64_t generation, size, chunk_size, nchunks;
-    char etag[48];
-    unsigned npools;
-    char *pools[MAX_HEAD_POOLS];
-    uint8_t *chunk_pool; /* per chunk, index into pools */
-    uint64_t *xxh;
-};
-
-static void head_cleanup(struct head *h)
-{
-    for (unsigned i = 0; i < h->npools; i++)
-        rio__free(h->pools[i]);
-    rio__free(h->chunk_pool);
-    rio__free(h->xxh);
-    memset(h, 0, sizeof(*h));
-}
-
-/* The next '\n'-terminated line of [*p, end), without its '\n'. */
-static bool next_line(const char **p, const char *end, const char **line, size_t *len)
-{
-    const char *nl;
-
-    if (*p >= end)
-        return false;
-    nl = memchr(*p, '\n', (size_t)(end - *p));
-    if (!nl)
-        return false;
-    *line = *p;
-    *len = (size_t)(nl - *p);
-    *p = nl + 1;
-    return true;
-}
-
-/* Split off the next space-separated word of [*s, *s + *n). */
-static bool next_word(const char **s, size_t *n, const char **w, size_t *wl)
-{
-    const char *sp;
-
-    if (*n == 0)
-        return false;
-    sp = memchr(*s, ' ', *n);
-    *w = *s;
-    *wl = sp ? (size_t)(sp - *s) : *n;
-    if (*wl == 0)
-        return false;
-    *n -= *wl + (sp ? 1 : 0);
-    *s += *wl + (sp ? 1 : 0);
-    if (sp && *n == 0)
-        return false; /* a trailing space */
-    return true;
-}
-
-/* "NAME VALUE" with NAME as given; VALUE is the rest of the line. */
-static bool field(const char *line, size_t len, const char *name, const char **val, size_t *vlen)
-{
-    size_t nl = strlen(name);
-    if (len <= nl + 1 || memcmp(line, name, nl) != 0 || line[nl] != ' ')
-        return false;
-    *val = line + nl + 1;
-    *vlen = len - nl - 1;
-    return true;
-}
-
-/*
- * Parse a head. Every field is checked: the magic, the key (must be key),
- * counts consistent with size and chunk size, chunk lines in source order
- * naming the derived object names, pool indices in range, the "end" line last.
- */
-static int head_parse(const char *buf, size_t len, const char *key, struct head *h)
-{
-    const char *p = buf, *end = buf + len, *line, *v, *w;
-    size_t ll, vl, wl;
-    char tmp[NAME_MAX_LEN + 1], want[NAME_MAX_LEN];
-    uint64_t u;
-    int ret = RIO_EPROTO;
-
-    memset(h, 0, sizeof(*h));
-    if (!next_line(&p, end, &line, &ll) || ll != strlen(RIO_RADOS_HEAD_MAGIC) ||
-        memcmp(line, RIO_RADOS_HEAD_MAGIC, ll) != 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "key", &v, &vl) ||
-        pct_decode(v, vl, tmp, sizeof(tmp)) < 0 || strcmp(tmp, key) != 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "generation", &v, &vl) ||
-        parse_hex16(v, vl, &h->generation) < 0 || h->generation == 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "size", &v, &vl) ||
-        parse_u64(v, vl, INT64_MAX, &h->size) < 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "chunk_size", &v, &vl) ||
-        parse_u64(v, vl, INT64_MAX, &h->chunk_size) < 0 || h->chunk_size == 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "nchunks", &v, &vl) ||
-        parse_u64(v, vl, UINT64_MAX, &h->nchunks) < 0 ||
-        h->nchunks != nchunks_of(h->size, h->chunk_size))
-        return RIO_EPROTO;
-    /* Each chunk line takes more than 40 bytes: a count the head cannot hold
-     * is refused before anything is allocated for it. */
-    if (h->nchunks > len / 40)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "etag", &v, &vl))
-        return RIO_EPROTO;
-    if (vl == 1 && v[0] == '-') {
-        h->etag[0] = '\0';
-    } else {
-        if (vl != 32)
-            return RIO_EPROTO;
-        for (size_t i = 0; i < vl; i++)
-            if (!((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
-                return RIO_EPROTO;
-        memcpy(h->etag, v, vl);
-        h->etag[vl] = '\0';
-    }
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "namespace", &v, &vl) ||
-        vl != strlen(RIO_RADOS_CHUNK_NS) || memcmp(v, RIO_RADOS_CHUNK_NS, vl) != 0)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "pools", &v, &vl) ||
-        parse_u64(v, vl, MAX_HEAD_POOLS, &u) < 0 || u == 0)
-        return RIO_EPROTO;
-    unsigned npools = (unsigned)u;
-    for (unsigned i = 0; i < npools; i++) {
-        if (!next_line(&p, end, &line, &ll) || !field(line, ll, "pool", &v, &vl) ||
-            !next_word(&v, &vl, &w, &wl) || parse_u64(w, wl, MAX_HEAD_POOLS, &u) < 0 || u != i)
-            goto err;
-        int n = pct_decode(v, vl, tmp, sizeof(tmp));
-        if (n <= 0)
-            goto err;
-        ret = -ENOMEM;
-        h->pools[i] = rio__strdup(tmp);
-        if (!h->pools[i])
-            goto err;
-        h->npools = i + 1;
-        ret = RIO_EPROTO;
-    }
-    if (h->nchunks) {
-        ret = -ENOMEM;
-        h->chunk_pool = rio__malloc((size_t)h->nchunks);
-        h->xxh = rio__malloc((size_t)h->nchunks * sizeof(uint64_t));
-        if (!h->chunk_pool || !h->xxh)
-            goto err;
-        ret = RIO_EPROTO;
-    }
-    for (uint64_t i = 0; i < h->nchunks; i++) {
-        if (!next_line(&p, end, &line, &ll) || !field(line, ll, "chunk", &v, &vl))
-            goto err;
-        if (!next_word(&v, &vl, &w, &wl) || parse_u64(w, wl, UINT64_MAX, &u) < 0 || u != i)
-            goto err;
-        if (!next_word(&v, &vl, &w, &wl) || parse_u64(w, wl, npools - 1, &u) < 0)
-            goto err;
-        h->chunk_pool[i] = (uint8_t)u;
-        if (!next_word(&v, &vl, &w, &wl) || parse_hex16(w, wl, &h->xxh[i]) < 0)
-            goto err;
-        if (memchr(v, ' ', vl) || pct_decode(v, vl, tmp, sizeof(tmp)) < 0 ||
-            rio__rados_chunk_name(want, sizeof(want), key, h->generation, i) < 0 ||
-            strcmp(tmp, want) != 0)
-            goto err;
-    }
-    if (!next_line(&p, end, &line, &ll) || ll != 3 || memcmp(line, "end", 3) != 0 || p != end)
-        goto err;
-    return 0;
-err:
-    head_cleanup(h);
-    return ret;
-}
-
 /* Build the head text for an upload; *out is rio__malloc'd. */
 static int head_build(struct rados_transport *t, struct rupload *up, const struct rio_desc *d,
                       char **out, size_t *outlen)
 {
-    size_t kenc = pct_len(up->key), cap, n;
+    size_t kenc = rio__rados_pct_len(up->key), cap, n;
     char name[NAME_MAX_LEN];
     char *buf, *p;
 
@@ -1046,7 +766,7 @@ static int head_build(struct rados_transport *t, struct rupload *up, const struc
      * 16 + 1 + the encoded name (key, '.', 16, '.', 16) + '\n'. */
     cap = 256 + kenc;
     for (unsigned i = 0; i < up->npools; i++)
-        cap += 16 + pct_len(t->pools[up->pools[i]].name);
+        cap += 16 + rio__rados_pct_len(t->pools[up->pools[i]].name);
     if (up->nchunks > (SIZE_MAX - cap) / (kenc + 100))
         return -ENOMEM;
     cap += (size_t)up->nchunks * (kenc + 100);
@@ -1057,7 +777,7 @@ static int head_build(struct rados_transport *t, struct rupload *up, const struc
         return -ENOMEM;
     p = buf;
     p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
-    p = pct_put(p, up->key);
+    p = rio__rados_pct_put(p, up->key);
     p += sprintf(p,
                  "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
                  "\nnchunks %" PRIu64 "\netag %s\nnamespace %s\npools %u\n",
@@ -1065,14 +785,14 @@ static int head_build(struct rados_transport *t, struct rupload *up, const struc
                  RIO_RADOS_CHUNK_NS, up->npools);
     for (unsigned i = 0; i < up->npools; i++) {
         p += sprintf(p, "pool %u ", i);
-        p = pct_put(p, t->pools[up->pools[i]].name);
+        p = rio__rados_pct_put(p, t->pools[up->pools[i]].name);
         *p++ = '\n';
     }
     for (uint64_t i = 0; i < up->nchunks; i++) {
         p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, (unsigned)(i % up->npools),
                      d->xxh[i]);
         rio__rados_chunk_name(name, sizeof(name), up->key, up->generation, i);
-        p = pct_put(p, name);
+        p = rio__rados_pct_put(p, name);
         *p++ = '\n';
     }
     p += sprintf(p, "end\n");
@@ -1135,7 +855,7 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
 }
 
 /* Read and parse key's head. RIO_EPROTO: an object that is not a head. */
-static int head_read(struct rados_transport *t, const char *key, struct head *h)
+static int head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h)
 {
     char *buf;
     size_t len;
@@ -1144,7 +864,7 @@ static int head_read(struct rados_transport *t, const char *key, struct head *h)
     ret = head_read_raw(t, key, &buf, &len);
     if (ret < 0)
         return ret;
-    ret = head_parse(buf, len, key, h);
+    ret = rio__rados_head_parse(buf, len, key, h);
     rio__free(buf);
     return ret;
 }
@@ -1221,7 +941,8 @@ static uint64_t remove_chunks(struct rados_transport *t, const char *key, uint64
 }
 
 /* Remove every chunk a head names (after the head itself is gone or replaced). */
-static void remove_head_chunks(struct rados_transport *t, const char *key, const struct head *h)
+static void remove_head_chunks(struct rados_transport *t, const char *key,
+                               const struct rio__rados_head *h)
 {
     struct rm_item *items;
     int map[MAX_HEAD_POOLS];
@@ -1252,7 +973,7 @@ static void remove_head_chunks(struct rados_transport *t, const char *key, const
 static int rt_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
-    struct head h;
+    struct rio__rados_head h;
     struct centry *e;
     size_t keylen;
     int ret;
@@ -1300,13 +1021,13 @@ static int rt_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     out->xxh = h.xxh;
     h.xxh = NULL;
     memcpy(out->etag, h.etag, sizeof(out->etag));
-    head_cleanup(&h);
+    rio__rados_head_cleanup(&h);
     cache_put(t, e);
     return 0;
 err_entry:
     centry_free(e);
 err_head:
-    head_cleanup(&h);
+    rio__rados_head_cleanup(&h);
     return ret;
 }
 
@@ -1432,7 +1153,7 @@ static void rt_put_abort(struct rio_transport *tt, void *upload)
  * generation it replaced, and no chunk object is orphaned by a race.
  */
 static int head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                     uint64_t gen, struct head *old, bool *had_old)
+                     uint64_t gen, struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
     int ret = 0;
@@ -1452,7 +1173,7 @@ static int head_swap(struct rados_transport *t, const char *key, const char *buf
         rados_write_op_t op = rados_create_write_op();
         if (!op) {
             if (*had_old)
-                head_cleanup(old);
+                rio__rados_head_cleanup(old);
             return -ENOMEM;
         }
         if (guarded)
@@ -1467,7 +1188,7 @@ static int head_swap(struct rados_transport *t, const char *key, const char *buf
         if (ret == 0)
             return 0;
         if (*had_old)
-            head_cleanup(old);
+            rio__rados_head_cleanup(old);
         *had_old = false;
         if (ret != -ECANCELED && ret != -EEXIST && ret != -ENOENT && ret != -ENODATA)
             return xlate_meta(ret);
@@ -1508,7 +1229,7 @@ static int rt_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
 {
     struct rados_transport *t = (struct rados_transport *)tt;
     struct rupload *up = upload;
-    struct head old;
+    struct rio__rados_head old;
     bool had_old = false;
     char *buf = NULL;
     size_t len;
@@ -1542,7 +1263,7 @@ static int rt_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
     if (had_old) {
         if (old.generation != up->generation)
             remove_head_chunks(t, up->key, &old);
-        head_cleanup(&old);
+        rio__rados_head_cleanup(&old);
     }
     upload_free(up);
     return 0;
@@ -1554,7 +1275,7 @@ err:
 static int rt_remove(struct rio_transport *tt, const char *key)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
-    struct head h;
+    struct rio__rados_head h;
     char hex[17];
     size_t keylen;
     int ret;
@@ -1573,7 +1294,7 @@ static int rt_remove(struct rio_transport *tt, const char *key)
             return ret;
         rados_write_op_t op = rados_create_write_op();
         if (!op) {
-            head_cleanup(&h);
+            rio__rados_head_cleanup(&h);
             return -ENOMEM;
         }
         snprintf(hex, sizeof(hex), "%016" PRIx64, h.generation);
@@ -1583,10 +1304,10 @@ static int rt_remove(struct rio_transport *tt, const char *key)
         rados_release_write_op(op);
         if (ret == 0) {
             remove_head_chunks(t, key, &h);
-            head_cleanup(&h);
+            rio__rados_head_cleanup(&h);
             return 0;
         }
-        head_cleanup(&h);
+        rio__rados_head_cleanup(&h);
         if (ret != -ECANCELED && ret != -ENOENT && ret != -ENODATA)
             return xlate_meta(ret);
     }

@@ -1,3 +1,4 @@
+/* FUZZ_SOURCES src/proto/proto.c src/core/checksum.c */
 /*
  * libFuzzer target for the wire format (src/proto): the header decoder and
  * every body decoder, on raw bytes and on a stream of frames. Anything a

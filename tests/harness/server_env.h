@@ -83,6 +83,22 @@ static inline void srv_dump_log(const struct srv_env *e)
     fclose(f);
 }
 
+/* Lines of the server's log file (started with SRV_LOG_FILE=1) that
+ * contain needle; 0 when there is no log file. */
+static inline unsigned srv_log_count(const struct srv_env *e, const char *needle)
+{
+    char line[2048];
+    unsigned n = 0;
+    FILE *f = fopen(e->log, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle))
+            n++;
+    fclose(f);
+    return n;
+}
+
 static inline void srv__rmdir(struct srv_env *e)
 {
     char p[256];
@@ -856,6 +872,19 @@ static inline double srv_metric(const char *text, const char *series)
             return strtod(p + n + 1, NULL);
     }
     return -1;
+}
+
+/* The value of one series on the server's metrics endpoint (started with
+ * --metrics 127.0.0.1:0); fails the test when the scrape fails. */
+static inline double srv_scrape(struct srv_env *e, const char *series)
+{
+    char *text = srv_http_get(e->metrics, "/metrics");
+    double v;
+    if (!text)
+        T_FAIL("GET /metrics failed");
+    v = srv_metric(text, series);
+    free(text);
+    return v;
 }
 
 #endif

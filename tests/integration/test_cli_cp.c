@@ -11,15 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "t.h"
-
-static const char *bin(void)
-{
-    static char path[4096];
-    const char *b = getenv("T_BUILD_DIR");
-    snprintf(path, sizeof(path), "%s/railio", b ? b : "build");
-    return path;
-}
+#include "cli_util.h"
 
 static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int run(const char *fmt, ...)
@@ -31,14 +23,6 @@ static int run(const char *fmt, ...)
     va_end(ap);
     int st = system(cmd);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static void write_file(const char *path, const uint8_t *p, size_t n)
-{
-    FILE *f = fopen(path, "wb");
-    T_NOTNULL(f);
-    T_EQ(fwrite(p, 1, n, f), n);
-    T_EQ(fclose(f), 0);
 }
 
 static uint8_t *read_file(const char *path, size_t *n)
@@ -68,11 +52,11 @@ TEST(cp_between_files_and_stores)
     char in[256], out[256];
     snprintf(in, sizeof(in), "%s/in.bin", dir);
     snprintf(out, sizeof(out), "%s/out.bin", dir);
-    write_file(in, src, n);
+    cli_write_file(in, src, n);
 
-    T_EQ(run("%s cp %s file://%s/a/obj 2>/dev/null", bin(), in, dir), 0);
-    T_EQ(run("%s cp file://%s/a/obj file://%s/b/obj2 2>/dev/null", bin(), dir, dir), 0);
-    T_EQ(run("%s cp file://%s/b/obj2 %s 2>/dev/null", bin(), dir, out), 0);
+    T_EQ(run("%s cp %s file://%s/a/obj 2>/dev/null", cli_bin(), in, dir), 0);
+    T_EQ(run("%s cp file://%s/a/obj file://%s/b/obj2 2>/dev/null", cli_bin(), dir, dir), 0);
+    T_EQ(run("%s cp file://%s/b/obj2 %s 2>/dev/null", cli_bin(), dir, out), 0);
     size_t m;
     uint8_t *got = read_file(out, &m);
     T_EQ(m, n);
@@ -82,9 +66,9 @@ TEST(cp_between_files_and_stores)
     /* A missing source: non-zero exit, and no destination file appears. */
     char missing[256];
     snprintf(missing, sizeof(missing), "%s/never.bin", dir);
-    T_NE(run("%s cp file://%s/a/nope %s 2>/dev/null", bin(), dir, missing), 0);
+    T_NE(run("%s cp file://%s/a/nope %s 2>/dev/null", cli_bin(), dir, missing), 0);
     T_NE(access(missing, F_OK), 0);
-    T_NE(run("%s cp %s %s 2>/dev/null", bin(), in, out), 0); /* no URL on either side */
+    T_NE(run("%s cp %s %s 2>/dev/null", cli_bin(), in, out), 0); /* no URL on either side */
 
     T_EQ(run("rm -rf %s", dir), 0);
     free(src);

@@ -12,17 +12,6 @@
 
 #define MAXSZ (300u * 1024u)
 
-static double metric(struct srv_env *e, const char *series)
-{
-    char *text = srv_http_get(e->metrics, "/metrics");
-    double v;
-    if (!text)
-        T_FAIL("GET /metrics failed");
-    v = srv_metric(text, series);
-    free(text);
-    return v;
-}
-
 static void start(struct srv_env *e, const char *dir, int sync, const char *memory)
 {
     const char *args[] = {"--data-dir",           dir,        "--metrics",
@@ -83,14 +72,14 @@ TEST(round_trips_and_restart)
     maxgen = gens[3];
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 13u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
-    T_EQ(metric(&e, "railiod_disk_objects"), 13.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_objects"), 13.0);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
 
     /* Restart: every object byte-exact with the same generation. */
     start(&e, dir, 1, "64M");
-    T_EQ(metric(&e, "railiod_disk_recovered_objects"), 13.0);
-    T_EQ(metric(&e, "railiod_disk_corrupt_records_total"), 0.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_recovered_objects"), 13.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, NULL);
     for (unsigned k = 0; k < 12; k++) {
@@ -118,7 +107,7 @@ TEST(round_trips_and_restart)
         T_EQ(wc_read(&c, "obj/5", gens[5] + 1, 0, 1, got), RIO_EGENERATION);
         free(want);
     }
-    T_GT(metric(&e, "railiod_disk_reads_total"), 0.0);
+    T_GT(srv_scrape(&e, "railiod_disk_reads_total"), 0.0);
     /* New PUTs get higher generations than anything before the restart. */
     uint64_t g = put_version(&c, "obj/0", 0, 2, 64u * 1024u);
     T_GT(g, maxgen);
@@ -135,7 +124,7 @@ TEST(round_trips_and_restart)
     T_EQ(wc_lookup(&c, "obj/1", &d, &keep), RIO_ENOTFOUND);
     free(keep);
     expect_version(&c, "obj/0", 0, 2, g);
-    T_EQ(metric(&e, "railiod_disk_objects"), 12.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_objects"), 12.0);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
 }
@@ -156,12 +145,12 @@ TEST(memory_is_a_cache)
         snprintf(key, sizeof(key), "c/%u", k);
         gens[k] = put_version(&c, key, k, 7, 32u * 1024u);
     }
-    T_GT(metric(&e, "railiod_evictions_total"), 0.0);
+    T_GT(srv_scrape(&e, "railiod_evictions_total"), 0.0);
     for (unsigned k = 0; k < 16; k++) {
         snprintf(key, sizeof(key), "c/%u", k);
         expect_version(&c, key, k, 7, gens[k]);
     }
-    T_GT(metric(&e, "railiod_disk_reads_total"), 0.0);
+    T_GT(srv_scrape(&e, "railiod_disk_reads_total"), 0.0);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
 }
@@ -245,8 +234,8 @@ TEST(corrupt_records_are_detected_and_not_served)
     write_file(path, "partial", 7);
 
     start(&e, dir, 1, "64M");
-    T_EQ(metric(&e, "railiod_disk_corrupt_records_total"), 3.0);
-    T_EQ(metric(&e, "railiod_disk_discarded_partial"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 3.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_discarded_partial"), 1.0);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0) - 3u, 2u); /* .corrupt ones keep the prefix */
     wc_connect(&c, e.addr[0]);
@@ -260,7 +249,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     /* The flipped data byte is found when read: an error, never the bytes. */
     T_EQ(dv_get(&c, "data", &buf, &d), -EIO);
     T_NULL(buf);
-    T_EQ(metric(&e, "railiod_disk_corrupt_records_total"), 4.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 4.0);
     expect_version(&c, "fine", 3, 1, g[3]);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
@@ -312,7 +301,7 @@ TEST(generations_continue_above_records)
     write_file(path, f, off + n);
 
     start(&e, dir, 1, "64M");
-    T_EQ(metric(&e, "railiod_disk_corrupt_records_total"), 0.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, NULL);
     expect_version(&c, key, 9, 3, gen);

@@ -14,17 +14,6 @@
 #define SEED 0xb16b16ull
 #define HWM_LIMIT_KB (128u * 1024u) /* half the object */
 
-static double metric(struct srv_env *e, const char *series)
-{
-    char *text = srv_http_get(e->metrics, "/metrics");
-    double v;
-    if (!text)
-        T_FAIL("GET /metrics failed");
-    v = srv_metric(text, series);
-    free(text);
-    return v;
-}
-
 TEST(object_larger_than_memory)
 {
     const char *dir = disk_dir_make();
@@ -55,7 +44,7 @@ TEST(object_larger_than_memory)
     uint64_t gs = wc_put(&c[0], "small", buf, 1u << 20, 256u * 1024u);
     T_EQ(wc_read(&c[1], "small", gs, 0, 1u << 20, buf), 0);
     T_PATTERN(buf, 1u << 20, 7);
-    T_EQ(metric(&e, "railiod_disk_reads_total"), 0.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_reads_total"), 0.0);
 
     /* The big one, generated a chunk at a time on this side too. */
     uint64_t t0 = t_now_ms();
@@ -92,11 +81,11 @@ TEST(object_larger_than_memory)
     /* Also a range across two chunks. */
     T_EQ(wc_read(&c[0], "big", gen, BCHUNK - 1000, 5000, buf), 0);
     T_EQ(t_check_pattern_at(buf, 5000, SEED, BCHUNK - 1000), -1);
-    T_GE(metric(&e, "railiod_disk_reads_total"), (double)nch);
+    T_GE(srv_scrape(&e, "railiod_disk_reads_total"), (double)nch);
     /* Every staging buffer's charge was released: what is left is the
      * cached small object (1 MiB and its metadata). */
-    T_LT(metric(&e, "railiod_used_bytes"), (double)(2u << 20));
-    T_EQ(metric(&e, "railiod_objects"), 1.0);
+    T_LT(srv_scrape(&e, "railiod_used_bytes"), (double)(2u << 20));
+    T_EQ(srv_scrape(&e, "railiod_objects"), 1.0);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
 
     /* An aborted upload leaves no file behind, staged or cached. */
@@ -115,7 +104,7 @@ TEST(object_larger_than_memory)
         T_EQ(wc_call(&c[0], RIO_OP_PUT_ABORT, out, (size_t)n, NULL, 0, NULL, NULL), 0);
         T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     }
-    T_LT(metric(&e, "railiod_used_bytes"), (double)(2u << 20));
+    T_LT(srv_scrape(&e, "railiod_used_bytes"), (double)(2u << 20));
 
     uint64_t hwm = srv_proc_kb(e.pid, "VmHWM"), rss = srv_proc_kb(e.pid, "VmRSS");
     fprintf(stderr,

@@ -24,17 +24,6 @@
 
 static char hold[300];
 
-static double metric(struct srv_env *e, const char *series)
-{
-    char *text = srv_http_get(e->metrics, "/metrics");
-    double v;
-    if (!text)
-        T_FAIL("GET /metrics failed");
-    v = srv_metric(text, series);
-    free(text);
-    return v;
-}
-
 /* on: commits of hold/ keys wait; off: they (and any waiting) go on. */
 static void hold_set(int on)
 {
@@ -195,7 +184,7 @@ TEST(held_commit_does_not_stall_the_worker)
     expect_version(&b, "other", 3, 1, g2);
     /* Not visible before it is durable and renamed. */
     expect_absent(&b, "hold/a");
-    T_EQ(metric(&e, "railiod_uploads"), 0.0);
+    T_EQ(srv_scrape(&e, "railiod_uploads"), 0.0);
 
     hold_set(0);
     T_EQ(commit_answer(&a, id, &gen), 0);
@@ -332,7 +321,7 @@ TEST(recovery_honours_tombstones)
     write_tomb(dir, "newer", g3 - 1, 0);
     write_tomb(dir, "kept", g2 + 1, 1);
     start(&e, dir);
-    T_EQ(metric(&e, "railiod_disk_corrupt_records_total"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 1.0);
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, NULL);
     expect_absent(&c, "gone");
@@ -340,7 +329,7 @@ TEST(recovery_honours_tombstones)
     expect_version(&c, "newer", 3, 1, g3);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 2u);
     T_EQ(disk_dir_count(dir, "d-", NULL, 0), 1u); /* the quarantined one */
-    T_EQ(metric(&e, "railiod_disk_objects"), 2.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_objects"), 2.0);
     /* Generations continue above the tombstones too. */
     T_GT(put_version(&c, "gone", 1, 2), g3);
     wc_close(&c);

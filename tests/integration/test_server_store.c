@@ -2,8 +2,11 @@
 /* T_TIMEOUT 60 */
 /*
  * railiod's memory store through the wire: capacity with LRU eviction or
- * refusal (uploads in progress count), TTL expiry (per object and the
- * server default), abandoned uploads reclaimed.
+ * refusal (the chunks uploads received count; an upload that sent nothing
+ * evicts nothing), TTL expiry (per object and the server default),
+ * abandoned uploads reclaimed (by timeout, and at once when their
+ * connections close), upload limits, and resident memory bounded by
+ * --memory under churn and under chunks failing their checksum.
  */
 #include "../harness/server_env.h"
 
@@ -37,6 +40,15 @@ static int put_ttl(struct wc *c, const char *key, uint64_t seed, uint32_t ttl_ms
     return st;
 }
 
+/* Send chunks 0..n-1 (CHUNK bytes each) of upload up. */
+static void fill_chunks(struct wc *c, uint64_t up, unsigned n)
+{
+    uint8_t *d = data_for(7);
+    for (unsigned i = 0; i < n; i++)
+        T_EQ(wc_put_chunk(c, up, i, rio__xxh3(d, CHUNK), d, CHUNK), 0);
+    free(d);
+}
+
 static int present(struct wc *c, const char *key)
 {
     struct rio_proto_desc d;
@@ -57,15 +69,6 @@ static struct rio_proto_stat_resp stat_of(struct wc *c)
     T_OK(rio__proto_dec_stat_resp(body, blen, &st));
     free(body);
     return st;
-}
-
-static double metric(struct srv_env *e, const char *series)
-{
-    char *text = srv_http_get(e->metrics, "/metrics");
-    T_NOTNULL(text);
-    double v = srv_metric(text, series);
-    free(text);
-    return v;
 }
 
 /* 1100 KiB holds four 256 KiB objects (with their metadata), not five. */
@@ -93,14 +96,17 @@ TEST(lru_eviction)
     T_TRUE(present(&c, "o2"));
     T_TRUE(present(&c, "o3"));
     T_TRUE(present(&c, "o4"));
-    T_EQ(metric(&e, "railiod_evictions_total"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_evictions_total"), 1.0);
     T_EQ(stat_of(&c).objects, 4u);
     /* An object that can never fit is refused outright. */
     uint64_t up;
     T_EQ(wc_put_open(&c, "huge", 2u << 20, CHUNK, 0, &up), -EFBIG);
-    /* Uploads in progress are never evicted: with 900 KiB held by one,
-     * the objects go, then a new upload is refused. */
+    /* An upload that has sent nothing evicts nothing; its chunks do as
+     * they arrive, and uploads in progress are never evicted: with 896 KiB
+     * received by one, the objects go, then a new upload is refused. */
     T_EQ(wc_put_open(&c, "pending", 900u * 1024u, CHUNK, 0, &up), 0);
+    T_EQ(stat_of(&c).objects, 4u);
+    fill_chunks(&c, up, 14);
     T_EQ(stat_of(&c).objects, 0u);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), -ENOSPC);
     T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
@@ -133,13 +139,163 @@ TEST(refuse_when_full)
     T_EQ(put_ttl(&c, "o0", 9, 0, &gen), -ENOSPC);
     T_EQ(wc_delete(&c, "o1"), 0);
     T_EQ(put_ttl(&c, "o4", 4, 0, &gen), 0);
-    /* An upload in progress holds its room. */
+    /* An upload in progress holds the room its chunks took (not more). */
     T_EQ(wc_delete(&c, "o2"), 0);
     T_EQ(wc_put_open(&c, "u", OBJ, CHUNK, 0, &up), 0);
+    fill_chunks(&c, up, OBJ / CHUNK);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), -ENOSPC);
     T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), 0);
     wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Wait up to 2 s for the store to hold `uploads` uploads. */
+static int wait_uploads(struct wc *c, uint64_t uploads)
+{
+    for (int i = 0; i < 200; i++) {
+        if (stat_of(c).uploads == uploads)
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+/* Seven PUT_OPENs of 1 MiB each that never send a byte: with their room
+ * charged at open they evicted every object of this LRU store and refused
+ * every PUT until --upload-timeout. Now an open is charged its metadata,
+ * each chunk as it arrives: nothing is evicted and PUTs go on. */
+TEST(idle_opens_evict_nothing)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "1100K", "--metrics", "127.0.0.1:0", NULL};
+    struct wc c, idle;
+    uint64_t gen, up[7];
+    char key[16];
+
+    srv_start(&e, args);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    wc_connect(&idle, e.addr[0]);
+    wc_hello(&idle, NULL);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof(key), "o%d", i);
+        T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
+    }
+    /* Fill the store to the byte, so that even an upload's metadata could
+     * only be charged by evicting: a 1-chunk filler whose charge (size +
+     * 18 per chunk + key + a fixed part, the fixed part measured from o0's)
+     * takes what is left. */
+    double used = srv_scrape(&e, "railiod_used_bytes");
+    double fixed = used / 4.0 - (double)OBJ - 18.0 * (OBJ / CHUNK) - 2.0;
+    uint64_t fill = (uint64_t)(1100.0 * 1024.0 - used - fixed - 18.0 - 4.0);
+    uint64_t fup;
+    uint8_t *fd = data_for(11);
+    T_LT(fill, (uint64_t)OBJ);
+    T_EQ(wc_put_open(&c, "fill", fill, fill, 0, &fup), 0);
+    uint64_t fx = rio__xxh3(fd, fill);
+    T_EQ(wc_put_chunk(&c, fup, 0, fx, fd, fill), 0);
+    char fetag[33];
+    wc_etag(fd, fill, fetag);
+    T_EQ(wc_put_commit(&c, fup, 1, &fx, fetag, &gen), 0);
+    free(fd);
+    T_EQ(srv_scrape(&e, "railiod_used_bytes"), 1100.0 * 1024.0);
+    T_EQ(srv_scrape(&e, "railiod_evictions_total"), 0.0);
+    for (int i = 0; i < 7; i++) {
+        snprintf(key, sizeof(key), "idle%d", i);
+        T_EQ(wc_put_open(&idle, key, 1u << 20, CHUNK, 0, &up[i]), 0);
+    }
+    T_EQ(stat_of(&c).objects, 5u);
+    T_EQ(srv_scrape(&e, "railiod_evictions_total"), 0.0);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof(key), "o%d", i);
+        T_TRUE(present(&c, key));
+    }
+    /* PUTs are served (evicting the least recently used as usual). */
+    T_EQ(put_ttl(&c, "o4", 4, 0, &gen), 0);
+    T_GE(srv_scrape(&e, "railiod_evictions_total"), 1.0);
+    /* The idle connection closes: its uploads go at once, not after the
+     * upload timeout (60 s). */
+    T_EQ(stat_of(&c).uploads, 7u);
+    wc_close(&idle);
+    T_TRUE(wait_uploads(&c, 0));
+    T_EQ(srv_scrape(&e, "railiod_uploads_closed_total"), 7.0);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* An upload lives while a connection that opened it or sent it a chunk is
+ * open: chunks over another connection keep it when the opener closes. */
+TEST(upload_reclaimed_when_its_connections_close)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "4M", "--metrics", "127.0.0.1:0", NULL};
+    struct wc a, b, c;
+    uint64_t up, gen;
+    uint8_t *d = data_for(3);
+    uint64_t *x = wc_xxh_list(d, OBJ, CHUNK);
+    char etag[33];
+
+    srv_start(&e, args);
+    wc_connect(&a, e.addr[0]);
+    wc_hello(&a, NULL);
+    wc_connect(&b, e.addr[0]);
+    wc_hello(&b, NULL);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    /* Opened on a, a chunk over b, then a closes: b can finish it. */
+    T_EQ(wc_put_open(&a, "k", OBJ, CHUNK, 0, &up), 0);
+    T_EQ(wc_put_chunk(&b, up, 0, x[0], d, CHUNK), 0);
+    wc_close(&a);
+    usleep(200000);
+    T_EQ(stat_of(&c).uploads, 1u);
+    for (unsigned i = 1; i < OBJ / CHUNK; i++)
+        T_EQ(wc_put_chunk(&b, up, i, x[i], d + i * CHUNK, CHUNK), 0);
+    wc_etag(d, OBJ, etag);
+    T_EQ(wc_put_commit(&b, up, OBJ / CHUNK, x, etag, &gen), 0);
+    /* Opened on b, a chunk sent, b closes: gone at once, its room too. */
+    T_EQ(wc_put_open(&b, "k2", OBJ, CHUNK, 0, &up), 0);
+    T_EQ(wc_put_chunk(&b, up, 0, x[0], d, CHUNK), 0);
+    wc_close(&b);
+    T_TRUE(wait_uploads(&c, 0));
+    T_EQ(wc_put_chunk(&c, up, 1, x[1], d + CHUNK, CHUNK), RIO_ENOTFOUND);
+    T_EQ(srv_scrape(&e, "railiod_uploads_closed_total"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_uploads_reclaimed_total"), 1.0);
+    T_TRUE(present(&c, "k"));
+    free(x);
+    free(d);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Uploads open per connection and per client address are bounded; the
+ * refusal is RIO_ETHROTTLE and the log names the limit. */
+TEST(upload_limits)
+{
+    struct srv_env e;
+    const char *args[] = {"--max-uploads-per-conn", "2", "--max-uploads-per-client", "3", NULL};
+    struct wc a, b;
+    uint64_t up[4], x;
+
+    setenv("SRV_LOG_FILE", "1", 1);
+    srv_start(&e, args);
+    unsetenv("SRV_LOG_FILE");
+    wc_connect(&a, e.addr[0]);
+    wc_hello(&a, NULL);
+    wc_connect(&b, e.addr[0]);
+    wc_hello(&b, NULL);
+    T_EQ(wc_put_open(&a, "a0", OBJ, CHUNK, 0, &up[0]), 0);
+    T_EQ(wc_put_open(&a, "a1", OBJ, CHUNK, 0, &up[1]), 0);
+    T_EQ(wc_put_open(&a, "a2", OBJ, CHUNK, 0, &x), RIO_ETHROTTLE);
+    T_EQ(wc_put_open(&b, "b0", OBJ, CHUNK, 0, &up[2]), 0);
+    T_EQ(wc_put_open(&b, "b1", OBJ, CHUNK, 0, &x), RIO_ETHROTTLE);
+    /* One ends: room for one more, on either connection. */
+    T_EQ(wc_call(&a, RIO_OP_PUT_ABORT, &up[0], 8, NULL, 0, NULL, NULL), 0);
+    T_EQ(wc_put_open(&b, "b1", OBJ, CHUNK, 0, &up[3]), 0);
+    T_GE(srv_log_count(&e, "--max-uploads-per-conn"), 1u);
+    T_GE(srv_log_count(&e, "--max-uploads-per-client"), 1u);
+    wc_close(&a);
+    wc_close(&b);
     T_EQ(srv_stop(&e), 0);
 }
 
@@ -179,10 +335,10 @@ TEST(ttl_expiry)
      * for, the sweep dropped it. */
     sleep_until(t_default, 1500);
     T_EQ(stat_of(&c).objects, 1u);
-    T_EQ(metric(&e, "railiod_expirations_total"), 2.0);
+    T_EQ(srv_scrape(&e, "railiod_expirations_total"), 2.0);
     T_FALSE(present(&c, "default"));
     T_TRUE(present(&c, "long"));
-    T_EQ(metric(&e, "railiod_objects"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_objects"), 1.0);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
 }
@@ -200,15 +356,15 @@ TEST(abandoned_uploads_are_reclaimed)
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, NULL);
     T_EQ(wc_put_open(&c, "a", 700u * 1024u, CHUNK, 0, &up), 0);
-    T_EQ(wc_put_chunk(&c, up, 0, rio__xxh3(d, CHUNK), d, CHUNK), 0);
-    /* While it lives it holds its room. */
+    fill_chunks(&c, up, 10);
+    /* While it lives it holds the room its chunks took. */
     T_EQ(wc_put_open(&c, "b", 700u * 1024u, CHUNK, 0, &up2), -ENOSPC);
     T_EQ(stat_of(&c).uploads, 1u);
     usleep(800000);
     T_EQ(stat_of(&c).uploads, 0u);
-    T_EQ(wc_put_chunk(&c, up, 1, rio__xxh3(d, CHUNK), d, CHUNK), RIO_ENOTFOUND);
-    T_EQ(metric(&e, "railiod_uploads_reclaimed_total"), 1.0);
-    T_EQ(metric(&e, "railiod_used_bytes"), 0.0);
+    T_EQ(wc_put_chunk(&c, up, 10, rio__xxh3(d, 60u * 1024u), d, 60u * 1024u), RIO_ENOTFOUND);
+    T_EQ(srv_scrape(&e, "railiod_uploads_reclaimed_total"), 1.0);
+    T_EQ(srv_scrape(&e, "railiod_used_bytes"), 0.0);
     T_EQ(put_ttl(&c, "b", 2, 0, &gen), 0);
     free(d);
     wc_close(&c);
@@ -279,4 +435,82 @@ TEST(prefault)
     T_LT(s0, 32u * 1024u);
     T_LT(p1, s1 + 16u * 1024u);
 #endif
+}
+
+/* --memory bounds resident memory: 180 PUTs over 4 keys of 16 MiB (64 MiB
+ * live, every PUT replacing one) with --memory 256M grew the heap to
+ * 1.08 GiB (freed object memory kept, fragmented). Object memory is now
+ * mapped per buffer and unmapped when freed: the peak stays within
+ * --memory plus the fixed overhead docs/server.md states (32 MiB). */
+TEST(memory_bounds_rss_under_churn)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "256M", NULL};
+    const uint64_t size = 16u << 20, chunk = 4u << 20;
+    uint8_t *d = malloc(size);
+    struct wc c;
+    char key[16], etag[33];
+    uint64_t gen, up;
+
+    t_fill_pattern(d, size, 5);
+    uint64_t *x = wc_xxh_list(d, size, chunk);
+    wc_etag(d, size, etag);
+    srv_start(&e, args);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    for (int i = 0; i < 180; i++) {
+        snprintf(key, sizeof(key), "k%d", i % 4);
+        T_EQ(wc_put_open(&c, key, size, chunk, 0, &up), 0);
+        for (unsigned k = 0; k < size / chunk; k++)
+            T_EQ(wc_put_chunk(&c, up, k, x[k], d + k * chunk, chunk), 0);
+        T_EQ(wc_put_commit(&c, up, size / chunk, x, etag, &gen), 0);
+    }
+    uint64_t rss = srv_proc_kb(e.pid, "VmRSS"), hwm = srv_proc_kb(e.pid, "VmHWM");
+    fprintf(stderr, "--memory 256M, 64 MiB live after 180 PUTs: RSS %llu KiB, peak %llu KiB\n",
+            (unsigned long long)rss, (unsigned long long)hwm);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    /* A sanitizer's allocator and shadow memory have their own footprint. */
+    T_LT(hwm, (256u + 32u) * 1024u);
+    T_LT(rss, (64u + 16u + 32u) * 1024u);
+#endif
+    free(x);
+    free(d);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Chunks that fail their checksum are released, their memory too: eight
+ * uploads of 30 MiB whose every chunk is sent with a wrong checksum leave
+ * the resident memory near where it started (before, each failed chunk's
+ * pages stayed resident, uncharged: 240 MiB over a 32 MiB store). */
+TEST(failed_chunks_release_their_memory)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "32M", "--max-uploads-per-client", "0", NULL};
+    const uint64_t size = 30u << 20, chunk = 2u << 20;
+    uint8_t *d = malloc(chunk);
+    struct wc c;
+    char key[16];
+    uint64_t up;
+
+    t_fill_pattern(d, chunk, 9);
+    srv_start(&e, args);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, NULL);
+    for (int i = 0; i < 8; i++) {
+        snprintf(key, sizeof(key), "bad%d", i);
+        T_EQ(wc_put_open(&c, key, size, chunk, 0, &up), 0);
+        for (unsigned k = 0; k < size / chunk; k++)
+            T_EQ(wc_put_chunk(&c, up, k, 12345, d, chunk), RIO_ECHECKSUM);
+    }
+    T_EQ(stat_of(&c).uploads, 8u);
+    uint64_t rss = srv_proc_kb(e.pid, "VmRSS");
+    fprintf(stderr, "8 x 30 MiB of failed chunks with --memory 32M: RSS %llu KiB\n",
+            (unsigned long long)rss);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    T_LT(rss, (32u + 32u) * 1024u);
+#endif
+    free(d);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
 }

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The disk tier's records as read at start-up (disk.c has the layout): the
+ * object file header and the tombstone, checked from a buffer, with nothing
+ * but the checksums needed, so the fuzz target (tests/fuzz/fuzz_disk.c)
+ * runs them without a server. Every length is bounded by the buffer and
+ * the file before it is used.
+ */
+#include <string.h>
+
+#include "core/checksum.h"
+#include "server/server.h"
+
+#include "railio.h"
+
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks)
+{
+    if (key_len == 0 || key_len > RIO_KEY_MAX || nchunks > max_chunks)
+        return 0;
+    return RIO_SRV_DISK_HDR_FIXED + key_len + nchunks * 8 + 8;
+}
+
+uint64_t rio__srv_disk_round_up(uint64_t v)
+{
+    return (v + RIO_SRV_DISK_ALIGN - 1) / RIO_SRV_DISK_ALIGN * RIO_SRV_DISK_ALIGN;
+}
+
+int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_size,
+                               uint64_t max_chunks, struct rio_srv_disk_rec *r)
+{
+    uint64_t hlen;
+
+    memset(r, 0, sizeof(*r));
+    if (avail < RIO_SRV_DISK_HDR_FIXED || file_size < RIO_SRV_DISK_HDR_FIXED) {
+        r->why = "shorter than a header";
+        return RIO_ECHECKSUM;
+    }
+    if (memcmp(buf, RIO_SRV_DISK_MAGIC, 8) != 0) {
+        r->why = "bad magic";
+        return RIO_ECHECKSUM;
+    }
+    r->key_len = (uint16_t)(buf[12] | buf[13] << 8);
+    r->generation = rd64(buf + 16);
+    r->size = rd64(buf + 24);
+    r->chunk_size = rd64(buf + 32);
+    r->nchunks = rd64(buf + 40);
+    r->data_off = rd64(buf + 48);
+    hlen = rio__srv_disk_header_len(r->key_len, r->nchunks, max_chunks);
+    /* Bounded by the file itself before anything is allocated for it. */
+    if (!hlen || rd32(buf + 8) != hlen || hlen > file_size) {
+        r->why = "bad header length";
+        return RIO_ECHECKSUM;
+    }
+    r->header_len = hlen;
+    if (avail < hlen)
+        return 1; /* read header_len bytes, then again */
+    if (rio__xxh3(buf, (size_t)hlen - 8) != rd64(buf + hlen - 8)) {
+        r->why = "header checksum mismatch";
+        return RIO_ECHECKSUM;
+    }
+    /* The checksum holds: the rest is the writer's word, but check anyway. */
+    if (r->chunk_size == 0 || (r->size ? (r->size - 1) / r->chunk_size + 1 : 0) != r->nchunks ||
+        r->data_off != rio__srv_disk_round_up(hlen) || r->size > UINT64_MAX - r->data_off) {
+        r->why = "bad geometry";
+        return RIO_ECHECKSUM;
+    }
+    if (file_size != r->data_off + r->size) {
+        r->why = file_size < r->data_off + r->size ? "data truncated" : "trailing bytes";
+        return RIO_ECHECKSUM;
+    }
+    r->etag = (const char *)buf + 56;
+    r->key = (const char *)buf + RIO_SRV_DISK_HDR_FIXED;
+    r->xxh = buf + RIO_SRV_DISK_HDR_FIXED + r->key_len;
+    return 0;
+}
+
+int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->key_len = (uint16_t)(n >= RIO_SRV_DISK_TOMB_FIXED ? buf[8] | buf[9] << 8 : 0);
+    if (n < RIO_SRV_DISK_TOMB_FIXED || memcmp(buf, RIO_SRV_DISK_TMAGIC, 8) != 0)
+        r->why = "bad tombstone magic or length";
+    else if (r->key_len == 0 || r->key_len > RIO_KEY_MAX ||
+             n != RIO_SRV_DISK_TOMB_FIXED + r->key_len + 8u)
+        r->why = "bad tombstone length";
+    else if (rio__xxh3(buf, RIO_SRV_DISK_TOMB_FIXED + r->key_len) !=
+             rd64(buf + RIO_SRV_DISK_TOMB_FIXED + r->key_len))
+        r->why = "tombstone checksum mismatch";
+    if (r->why)
+        return RIO_ECHECKSUM;
+    r->generation = rd64(buf + 16);
+    r->key = (const char *)buf + RIO_SRV_DISK_TOMB_FIXED;
+    return 0;
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* FUZZ_SOURCES src/transport/rados_head.c src/core/alloc.c */
+/*
+ * libFuzzer target for the rados:// head object (src/transport/rados_head.c),
+ * the text a lookup reads from the cluster: anyone with write access to the
+ * pool can put any bytes there. (Its xattr rio.gen is only ever compared by
+ * the OSD, cmpxattr, never read back by railio.)
+ *
+ * Input: byte 0 is the key's length k, the next k bytes the key (cut at a
+ * NUL), the rest the head text. A head the parser accepts must be
+ * consistent: chunk count from size and chunk size, pool indices in range,
+ * every list allocated as long as its count; the checks abort otherwise.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados_head.h"
+
+#define CHECK FUZZ_CHECK
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char key[256];
+    struct rio__rados_head h;
+
+    if (size < 1)
+        return 0;
+    size_t k = data[0] < size - 1 ? data[0] : size - 1;
+    memcpy(key, data + 1, k);
+    key[k] = '\0';
+    /* The head text in a buffer of exactly its size, so reads past it trap. */
+    size_t n = size - 1 - k;
+    char *buf = malloc(n ? n : 1);
+    CHECK(buf != NULL);
+    memcpy(buf, data + 1 + k, n);
+    int ret = rio__rados_head_parse(buf, n, key, &h);
+    CHECK(ret == 0 || ret == RIO_EPROTO || ret == -12 /* ENOMEM */);
+    if (ret == 0) {
+        CHECK(h.generation != 0);
+        CHECK(h.chunk_size != 0);
+        CHECK(h.size <= (uint64_t)INT64_MAX);
+        CHECK(h.nchunks == h.size / h.chunk_size + (h.size % h.chunk_size != 0));
+        CHECK(h.npools >= 1 && h.npools <= RIO_RADOS_MAX_HEAD_POOLS);
+        for (unsigned i = 0; i < h.npools; i++)
+            CHECK(h.pools[i] && h.pools[i][0]);
+        CHECK(h.etag[0] == '\0' || strlen(h.etag) == 32);
+        CHECK((h.nchunks == 0) == (h.xxh == NULL));
+        volatile uint64_t sum = 0;
+        for (uint64_t i = 0; i < h.nchunks; i++) {
+            CHECK(h.chunk_pool[i] < h.npools);
+            sum += h.xxh[i]; /* every entry readable */
+        }
+        (void)sum;
+        rio__rados_head_cleanup(&h);
+    }
+    free(buf);
+    return 0;
+}
+
+/* A well-formed head of key (as rados.c writes it) after the key prefix. */
+static size_t make_head(uint8_t *out, size_t cap, const char *key, uint64_t size, uint64_t chunk,
+                        unsigned npools, const char *etag)
+{
+    char *p = (char *)out, *end = (char *)out + cap, name[RIO_RADOS_NAME_MAX];
+    uint64_t gen = 0x1234abcd5678ef01ull, nch = size / chunk + (size % chunk != 0);
+    size_t kl = strlen(key);
+
+    CHECK(kl < 256 && rio__rados_pct_len(key) + 4096 + nch * 200 < cap);
+    *p++ = (char)kl;
+    memcpy(p, key, kl);
+    p += kl;
+    p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
+    p = rio__rados_pct_put(p, key);
+    p += sprintf(p,
+                 "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
+                 "\nnchunks %" PRIu64 "\netag %s\nnamespace %s\npools %u\n",
+                 gen, size, chunk, nch, etag, RIO_RADOS_CHUNK_NS, npools);
+    for (unsigned i = 0; i < npools; i++)
+        p += sprintf(p, "pool %u pool-%c%s\n", i, 'a' + i, i == 1 ? "%20x" : "");
+    for (uint64_t i = 0; i < nch; i++) {
+        p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, (unsigned)(i % npools),
+                     (uint64_t)(i * 0x9e3779b97f4a7c15ull));
+        rio__rados_chunk_name(name, sizeof(name), key, gen, i);
+        p = rio__rados_pct_put(p, name);
+        *p++ = '\n';
+    }
+    p += sprintf(p, "end\n");
+    CHECK(p < end);
+    return (size_t)(p - (char *)out);
+}
+
+void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
+{
+    static uint8_t b[1 << 16];
+    static const struct {
+        const char *key;
+        uint64_t size, chunk;
+        unsigned npools;
+        const char *etag;
+    } s[] = {
+        {"obj", 0, 4194304, 1, "-"},
+        {"obj", 10, 4, 1, "0123456789abcdef0123456789abcdef"},
+        {"model/layer 0%", 4194304 * 3 + 1, 4194304, 3, "-"},
+        {"k", 100, 1, 16, "ffffffffffffffffffffffffffffffff"},
+    };
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+        size_t n = make_head(b, sizeof(b), s[i].key, s[i].size, s[i].chunk, s[i].npools, s[i].etag);
+        /* Parsed as valid: the seed is right. */
+        char key[256];
+        struct rio__rados_head h;
+        memcpy(key, b + 1, b[0]);
+        key[b[0]] = '\0';
+        CHECK(rio__rados_head_parse((const char *)b + 1 + b[0], n - 1 - b[0], key, &h) == 0);
+        rio__rados_head_cleanup(&h);
+        run(b, n);
+    }
+}
+
+#ifndef RIO_FUZZ_STANDALONE
+/* Under libFuzzer: the built-in seeds go into $RIO_FUZZ_SEED_DIR. */
+static FILE *seed_dir_file(size_t i)
+{
+    const char *d = getenv("RIO_FUZZ_SEED_DIR");
+    char p[4096];
+    if (!d)
+        return NULL;
+    snprintf(p, sizeof(p), "%s/seed-%zu", d, i);
+    return fopen(p, "wb");
+}
+
+static size_t nseed;
+static void write_seed(const uint8_t *d, size_t n)
+{
+    FILE *f = seed_dir_file(nseed++);
+    if (f) {
+        fwrite(d, 1, n, f);
+        fclose(f);
+    }
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    rio_fuzz_seeds(write_seed);
+    return 0;
+}
+#endif

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS file */
+/* T_TIMEOUT 60 */
+/*
+ * railio get URL FILE through the real binary: where its temporary file is
+ * made and what a rename may replace.
+ * - a symlink planted at the old predictable temporary name
+ *   (FILE.railio-tmp.PID) is not followed: its target is untouched;
+ * - SIGTERM or SIGINT in the middle of a GET leaves no temporary file;
+ * - a destination that is not a regular file (a character device, /dev/null,
+ *   a FIFO, a symbolic link) is written in place, never replaced.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+
+#define OBJ_SIZE (3 * 1024 * 1024 + 5)
+
+static char dir[64];
+static uint8_t *obj;
+
+static const char *pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static const char *pathf(const char *fmt, ...)
+{
+    static char bufs[4][1024];
+    static int next;
+    char *p = bufs[next++ % 4];
+    int n = snprintf(p, 1024, "%s/", dir);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p + n, (size_t)(1024 - n), fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* The whole file; *n its size. */
+static uint8_t *slurp(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    T_NOTNULL(f);
+    uint8_t *p = malloc(OBJ_SIZE + 4096);
+    T_NOTNULL(p);
+    *n = fread(p, 1, OBJ_SIZE + 4096, f);
+    fclose(f);
+    return p;
+}
+
+static void cleanup(void)
+{
+    if (dir[0]) {
+        char cmd[256];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "cleanup of %s failed\n", dir);
+    }
+}
+
+/* A scratch dir with store/obj (OBJ_SIZE pattern bytes, PUT with railio). */
+static void setup(void)
+{
+    snprintf(dir, sizeof(dir), "/tmp/rio-get-XXXXXX");
+    T_NOTNULL(mkdtemp(dir));
+    atexit(cleanup);
+    T_EQ(mkdir(pathf("store"), 0755), 0);
+    obj = malloc(OBJ_SIZE);
+    T_NOTNULL(obj);
+    t_fill_pattern(obj, OBJ_SIZE, 5);
+    cli_write_file(pathf("in.bin"), obj, OBJ_SIZE);
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "%s put file://%s/store/obj %s/in.bin 2>/dev/null", cli_bin(), dir,
+             dir);
+    T_EQ(system(cmd), 0);
+}
+
+/* Start `railio get file://DIR/store/obj?PARAMS OUT`, held until release()
+ * (so that the caller knows its pid first). */
+static pid_t start_get(const char *params, const char *out, int *release)
+{
+    int p[2];
+    T_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    T_TRUE(pid >= 0);
+    if (pid == 0) {
+        char c, url[1024];
+        close(p[1]);
+        if (read(p[0], &c, 1) != 1)
+            _exit(120);
+        close(p[0]);
+        snprintf(url, sizeof(url), "file://%s/store/obj%s%s", dir, params[0] ? "?" : "", params);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        execl(cli_bin(), "railio", "get", url, out, (char *)NULL);
+        _exit(127);
+    }
+    close(p[0]);
+    *release = p[1];
+    return pid;
+}
+
+static void release(int fd)
+{
+    T_EQ(write(fd, "x", 1), 1);
+    close(fd);
+}
+
+static int wait_exit(pid_t pid)
+{
+    int st;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int get_to(const char *out)
+{
+    int rel;
+    pid_t pid = start_get("", out, &rel);
+    release(rel);
+    return wait_exit(pid);
+}
+
+static void check_obj(const char *path)
+{
+    size_t n;
+    uint8_t *b = slurp(path, &n);
+    T_EQ(n, (size_t)OBJ_SIZE);
+    T_MEMEQ(b, obj, OBJ_SIZE);
+    free(b);
+}
+
+/* Names in DIR (not below) that contain "railio-tmp". */
+static int tmp_files(void)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+    T_NOTNULL(d);
+    while ((de = readdir(d)))
+        n += strstr(de->d_name, "railio-tmp") != NULL;
+    closedir(d);
+    return n;
+}
+
+TEST(planted_symlink_not_followed)
+{
+    setup();
+    cli_write_file(pathf("victim"), "precious", 8);
+    int rel;
+    const char *out = pathf("out.bin");
+    pid_t pid = start_get("", out, &rel);
+    /* The name the old CLI used: FILE.railio-tmp.PID. */
+    T_EQ(symlink(pathf("victim"), pathf("out.bin.railio-tmp.%ld", (long)pid)), 0);
+    release(rel);
+    T_EQ(wait_exit(pid), 0);
+    size_t n;
+    uint8_t *b = slurp(pathf("victim"), &n);
+    T_EQ(n, 8u);
+    T_MEMEQ(b, "precious", 8);
+    free(b);
+    struct stat st;
+    T_EQ(lstat(out, &st), 0);
+    T_TRUE(S_ISREG(st.st_mode));
+    check_obj(out);
+    /* The planted link is still a link, and the only leftover. */
+    T_EQ(lstat(pathf("out.bin.railio-tmp.%ld", (long)pid), &st), 0);
+    T_TRUE(S_ISLNK(st.st_mode));
+    T_EQ(tmp_files(), 1);
+}
+
+/* SIGTERM (and SIGINT) while the GET's reads are held: no temporary file. */
+static void killed(int sig)
+{
+    setup();
+    int rel;
+    const char *out = pathf("out.bin");
+    cli_write_file(out, "old", 3);
+    pid_t pid = start_get("fault_delay_queue=0&fault_delay_ms=20000", out, &rel);
+    release(rel);
+    usleep(700 * 1000); /* the reads are held 20 s: mid-GET */
+    T_EQ(kill(pid, sig), 0);
+    T_EQ(wait_exit(pid), 128 + sig);
+    T_EQ(tmp_files(), 0);
+    size_t n;
+    uint8_t *b = slurp(out, &n); /* the old file is still whole */
+    T_EQ(n, 3u);
+    T_MEMEQ(b, "old", 3);
+    free(b);
+}
+
+TEST(sigterm_leaves_no_tmp)
+{
+    killed(SIGTERM);
+}
+
+TEST(sigint_leaves_no_tmp)
+{
+    killed(SIGINT);
+}
+
+/* A character device is written, not replaced: first a null device of our
+ * own (as root), then /dev/null itself (the issue's case). */
+TEST(char_device_written_in_place)
+{
+    struct stat st;
+    setup();
+    if (geteuid() == 0) {
+        const char *dev = pathf("null");
+        T_EQ(mknod(dev, S_IFCHR | 0666, makedev(1, 3)), 0);
+        T_EQ(get_to(dev), 0);
+        T_EQ(lstat(dev, &st), 0);
+        T_TRUE(S_ISCHR(st.st_mode));
+        T_EQ(st.st_rdev, makedev(1, 3));
+    }
+    T_EQ(stat("/dev/null", &st), 0);
+    T_TRUE(S_ISCHR(st.st_mode));
+    T_EQ(get_to("/dev/null"), 0);
+    T_EQ(lstat("/dev/null", &st), 0);
+    T_TRUE(S_ISCHR(st.st_mode));
+    T_EQ(tmp_files(), 0);
+}
+
+/* A FIFO: the bytes go through it to its reader; it stays a FIFO. */
+TEST(fifo_written_in_place)
+{
+    setup();
+    const char *fifo = pathf("fifo");
+    T_EQ(mkfifo(fifo, 0600), 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "cat %s > %s/from-fifo", fifo, dir);
+    pid_t reader = fork();
+    T_TRUE(reader >= 0);
+    if (reader == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    T_EQ(get_to(fifo), 0);
+    T_EQ(wait_exit(reader), 0);
+    struct stat st;
+    T_EQ(lstat(fifo, &st), 0);
+    T_TRUE(S_ISFIFO(st.st_mode));
+    check_obj(pathf("from-fifo"));
+    T_EQ(tmp_files(), 0);
+}
+
+/* A symbolic link destination is written through (as cp does), and stays a
+ * link; a regular destination is replaced whole. */
+TEST(symlink_written_through)
+{
+    setup();
+    cli_write_file(pathf("target"), "short", 5);
+    T_EQ(symlink(pathf("target"), pathf("link")), 0);
+    T_EQ(get_to(pathf("link")), 0);
+    struct stat st;
+    T_EQ(lstat(pathf("link"), &st), 0);
+    T_TRUE(S_ISLNK(st.st_mode));
+    check_obj(pathf("target"));
+    cli_write_file(pathf("reg"), "short", 5);
+    T_EQ(get_to(pathf("reg")), 0);
+    check_obj(pathf("reg"));
+    T_EQ(tmp_files(), 0);
+}

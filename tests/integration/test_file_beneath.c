@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS file */
+/* T_TIMEOUT 60 */
+/*
+ * file:// resolves every key beneath its root: a symlink in the root (a
+ * directory component or the key's own file) that leads outside, absolute or
+ * relative, makes PUT, GET and DELETE fail with -EXDEV, and nothing outside
+ * the root is read, written or removed. Symlinks that stay inside the root
+ * still work. The same with openat2 made to fail with ENOSYS (a seccomp
+ * filter), where the transport walks the path component by component.
+ */
+#include "file_util.h"
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+static char root[512], outside[512];
+
+/* DIR/root (the file:// root) and DIR/outside, with outside/secret. */
+static const char *setup(void)
+{
+    fu_mkdir();
+    snprintf(root, sizeof(root), "%s/root", fu_dir);
+    snprintf(outside, sizeof(outside), "%s/outside", fu_dir);
+    T_EQ(mkdir(root, 0755), 0);
+    T_EQ(mkdir(outside, 0755), 0);
+    fu_write(fu_path("outside/secret"), "secret", 6);
+    return fu_url("/root");
+}
+
+static void link_in_root(const char *target, const char *name)
+{
+    char p[1024];
+    snprintf(p, sizeof(p), "%s/%s", root, name);
+    if (symlink(target, p) != 0)
+        T_FAIL("symlink %s -> %s: %s", p, target, strerror(errno));
+}
+
+/* outside/ holds exactly secret, still "secret". */
+static void outside_untouched(void)
+{
+    DIR *d = opendir(outside);
+    struct dirent *de;
+    int n = 0;
+    T_NOTNULL(d);
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            T_STREQ(de->d_name, "secret");
+            n++;
+        }
+    closedir(d);
+    T_EQ(n, 1);
+    size_t len;
+    uint8_t *b = fu_slurp(fu_path("outside/secret"), &len);
+    T_EQ(len, 6u);
+    T_MEMEQ(b, "secret", 6);
+    free(b);
+}
+
+static void escapes_refused(bool openat2)
+{
+    struct rio_options o;
+    struct rio_desc d;
+    struct eu e;
+    char abs[600];
+    uint8_t buf[64] = "data";
+
+    const char *url = setup();
+    snprintf(abs, sizeof(abs), "%s", outside);
+    link_in_root("../outside", "rel");        /* relative, leaves the root */
+    link_in_root(abs, "abs");                 /* absolute */
+    link_in_root("../outside/secret", "fin"); /* the key's own file */
+    T_EQ(mkdir(fu_path("root/a"), 0755), 0);
+    link_in_root("../../outside", "a/deep"); /* nested */
+    T_EQ(mkdir(fu_path("root/sub"), 0755), 0);
+    link_in_root("sub", "in"); /* stays inside */
+
+    eu_opts(&o);
+    eu_open(&e, url, &o);
+    const char *keys[] = {"rel/x",      "abs/x",      "a/deep/x",
+                          "rel/secret", "abs/secret", "a/deep/secret"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        T_ERR(rio_put(e.c, keys[i], buf, 4, NULL, NULL), -EXDEV);
+        T_ERR(rio_stat(e.c, keys[i], &d), -EXDEV);
+        T_ERR((int)rio_get(e.c, keys[i], buf, sizeof(buf), NULL), -EXDEV);
+        T_ERR(rio_delete(e.c, keys[i]), -EXDEV);
+        /* The same, one level deeper. */
+        char k2[64];
+        snprintf(k2, sizeof(k2), "%s/y/z", keys[i]);
+        T_ERR(rio_put(e.c, k2, buf, 4, NULL, NULL), -EXDEV);
+    }
+    /* The key's own file a symlink out: not read; a PUT replaces the link
+     * itself (a new file in the root); a DELETE removes the link only. */
+    T_ERR((int)rio_get(e.c, "fin", buf, sizeof(buf), NULL), -EXDEV);
+    link_in_root("../outside/secret", "fin2");
+    T_OK(rio_delete(e.c, "fin2"));
+    struct stat st;
+    T_EQ(lstat(fu_path("root/fin2"), &st), -1);
+    T_OK(rio_put(e.c, "fin", "mine", 4, NULL, NULL));
+    T_EQ(lstat(fu_path("root/fin"), &st), 0);
+    T_TRUE(S_ISREG(st.st_mode));
+    T_ERR(rio_put(e.c, "../outside/x", buf, 4, NULL, NULL), RIO_EINVAL);
+    T_ERR(rio_put(e.c, "sub/../../outside/x", buf, 4, NULL, NULL), RIO_EINVAL);
+    outside_untouched();
+
+    /* A symlinked directory that stays inside the root: followed where
+     * openat2 resolves beneath the root, refused by the O_NOFOLLOW walk. */
+    if (openat2) {
+        T_OK(rio_put(e.c, "in/x", "inside", 6, NULL, NULL));
+        T_EQ(rio_get(e.c, "in/x", buf, sizeof(buf), NULL), 6);
+        size_t len;
+        uint8_t *b = fu_slurp(fu_path("root/sub/x"), &len);
+        T_EQ(len, 6u);
+        free(b);
+        T_OK(rio_delete(e.c, "in/x"));
+    } else {
+        T_ERR(rio_put(e.c, "in/x", "inside", 6, NULL, NULL), -EXDEV);
+    }
+    /* Plain keys and new subdirectories still work. */
+    T_OK(rio_put(e.c, "new/dir/obj", "hello", 5, NULL, NULL));
+    T_EQ(rio_get(e.c, "new/dir/obj", buf, sizeof(buf), NULL), 5);
+    T_MEMEQ(buf, "hello", 5);
+    T_OK(rio_delete(e.c, "new/dir/obj"));
+    T_EQ(fu_tmp_files(), 0);
+    eu_close(&e);
+    outside_untouched();
+}
+
+TEST(escapes_refused_openat2)
+{
+    escapes_refused(true);
+}
+
+/* openat2 answers ENOSYS (an old kernel): the component walk. */
+TEST(escapes_refused_walk)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        T_SKIP("seccomp filter: %s", strerror(errno));
+    T_EQ(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0), -1);
+    T_EQ(errno, ENOSYS);
+    escapes_refused(false);
+}
