@@ -51,7 +51,8 @@ extern "C" {
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")                                                    \
-    X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version")
+    X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
+    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,

@@ -653,7 +653,7 @@ static int hs_on_hello(const struct tcp_transport *t, const struct rio_proto_hdr
     /* With it, a server that does not ask for it cannot prove it holds it:
      * an impostor (or a proxy that rewrote the HELLO) gets nothing. */
     if (!r.auth_required && t->token)
-        return -EACCES;
+        return RIO_EAUTH;
     memset(hi, 0, sizeof(*hi));
     hi->auth_required = r.auth_required;
     hi->max_body = r.max_body;
@@ -686,7 +686,7 @@ static int hs_on_auth(const struct tcp_transport *t, struct rio_proto_sess *sess
     ok = CRYPTO_memcmp(want, r.mac, RIO_PROTO_MAC_LEN) == 0;
     OPENSSL_cleanse(want, sizeof(want));
     if (!ok)
-        return -EACCES;
+        return RIO_EAUTH; /* the server's proof is wrong */
     /* Every frame from here on, each way, carries the session's MAC. */
     return rio__proto_sess_key(sess, t->token, t->token_len, cnonce, snonce, 0);
 }

@@ -760,7 +760,7 @@ TEST(server_must_prove_the_token)
     fake_start(&f);
     tu_opts(&o);
     snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
     f.bad_server_mac = 0;
     struct tu u;
     tu_open(&u, url, &o);
@@ -787,7 +787,7 @@ static void fake_drop_conns(struct fake *f)
  * whose HELLO says auth_required 0, since such a server cannot prove it holds
  * the token; it sends that server no request past the handshake. At open,
  * and when an impostor takes the address over while the client is up: GET
- * and PUT fail with -EACCES, the impostor sees no LOOKUP, PUT_OPEN or data.
+ * and PUT fail with RIO_EAUTH, the impostor sees no LOOKUP, PUT_OPEN or data.
  */
 TEST(token_client_refuses_a_server_without_auth)
 {
@@ -799,8 +799,9 @@ TEST(token_client_refuses_a_server_without_auth)
     fake_start(&f);
     tu_opts(&o);
     snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
     T_EQ(atomic_load(&f.data_ops), 0);
+    T_NOTNULL(strstr(rio_strerror(RIO_EAUTH), "did not prove it holds the token"));
 
     /* The genuine server first, then an impostor on its address. */
     f.no_auth = 0;
@@ -814,8 +815,8 @@ TEST(token_client_refuses_a_server_without_auth)
     usleep(50000);
     int before = atomic_load(&f.data_ops);
     int puts = atomic_load(&f.puts_ok);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)-EACCES);
-    T_EQ(rio_put(u.c, "obj", b, F_SIZE, NULL, NULL), -EACCES);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
+    T_EQ(rio_put(u.c, "obj", b, F_SIZE, NULL, NULL), RIO_EAUTH);
     T_EQ(atomic_load(&f.data_ops), before);
     T_EQ(atomic_load(&f.puts_ok), puts);
     free(b);
