@@ -1,7 +1,7 @@
 # railio: the verbs people expect, over the CMake presets (CMakePresets.json).
 #
 #   make / make build   configure (preset "default", build/) if needed, then build
-#   make test           install missing packages, build, run every ctest test
+#   make test           install the tests' missing packages, build, run every ctest test
 #   make demo           build, then ./build/railio demo
 #   make bench          build, then ./build/railio bench mock
 #   make asan | tsan    configure + build that preset (build-asan/, build-tsan/), run ctest there
@@ -11,10 +11,16 @@
 #   make debug          configure + build the debug preset (build-debug/)
 #   make format         clang-format every C source in place
 #   make format-check   fail if any C source is not formatted
-#   make deps           scripts/install-deps.sh when something is missing
+#   make install        build, then install under PREFIX (default /usr/local), into
+#                       DESTDIR if set: make install PREFIX=/usr DESTDIR=/tmp/pkg
+#   make uninstall      remove what the last make install installed (build/install_manifest.txt,
+#                       or MANIFEST=...), with the same DESTDIR
+#   make deps           install what the build needs when something is missing
+#                       (scripts/install-deps.sh build)
+#   make deps-test      and the tests' peers: Ceph, radosgw, fio, iperf3, nftables ...
 #   make clean          remove every build directory
 #
-# Variables: RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
+# Variables: PREFIX, DESTDIR (install), RIO_WERROR=ON (warnings are errors), RIO_WITH_CURL / RIO_WITH_RADOS
 # / RIO_WITH_URING=AUTO|ON|OFF, CMAKE_ARGS="-D..." (more configure arguments),
 # CTEST_ARGS="-L unit" (e.g. a label), CTEST_JOBS=2.
 
@@ -24,11 +30,13 @@ RIO_WITH_RADOS ?= AUTO
 RIO_WITH_URING ?= AUTO
 CTEST_JOBS ?= 2
 CTEST_ARGS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 FUZZ_SECONDS ?= 300
 FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 FUZZ_TARGETS ?=
 
-CONFIGURE_ARGS = -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
+CONFIGURE_ARGS = -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DRIO_WERROR=$(RIO_WERROR) -DRIO_WITH_CURL=$(RIO_WITH_CURL) \
 	-DRIO_WITH_RADOS=$(RIO_WITH_RADOS) -DRIO_WITH_URING=$(RIO_WITH_URING) $(CMAKE_ARGS)
 
 dir_default := build
@@ -53,13 +61,13 @@ endef
 ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
 
 .DEFAULT_GOAL := build
-.PHONY: build test demo bench asan tsan fuzz debug format format-check deps clean
+.PHONY: build test demo bench asan tsan fuzz debug format format-check deps clean install uninstall deps-test
 
 build: deps
 	$(call configure,default)
 	cmake --build --preset default
 
-test: build
+test: deps-test build
 	$(call ctest,default)
 
 demo: build
@@ -69,22 +77,37 @@ bench: build
 	./$(dir_default)/railio bench mock
 
 # Every target (or FUZZ_TARGETS="proto http"), corpora kept across runs.
-fuzz: deps
+fuzz: deps-test
 	bash scripts/fuzz.sh -k -o $(dir_default)/fuzz -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 debug: deps
 	$(call configure,debug)
 	cmake --build --preset debug
 
-asan: deps
+asan: deps-test
 	$(call configure,asan)
 	cmake --build --preset asan
 	$(ASAN_ENV) $(call ctest,asan)
 
-tsan: deps
+tsan: deps-test
 	$(call configure,tsan)
 	cmake --build --preset tsan
 	$(TSAN_ENV) $(call ctest,tsan)
+
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(dir_default)
+
+# The manifest lists the installed paths without DESTDIR; the directories
+# railio owns (.../railio/...) go too once empty.
+MANIFEST = $(dir_default)/install_manifest.txt
+uninstall:
+	@test -f $(MANIFEST) || { echo "make uninstall: no $(MANIFEST): run make install first" >&2; exit 1; }
+	@while IFS= read -r f || [ -n "$$f" ]; do rm -f "$(DESTDIR)$$f" && echo "removed $(DESTDIR)$$f"; done < $(MANIFEST)
+	@sed 's|/[^/]*$$||' $(MANIFEST) | sort -ru | while IFS= read -r d; do \
+		while case "$$d" in */railio*) true;; *) false;; esac && rmdir "$(DESTDIR)$$d" 2>/dev/null; do \
+			d=$${d%/*}; \
+		done; \
+	done
 
 C_SOURCES = $(shell find include src tests bench -name '*.[ch]' 2>/dev/null)
 
@@ -95,7 +118,10 @@ format-check:
 	clang-format --dry-run -Werror $(C_SOURCES)
 
 deps:
-	@bash scripts/install-deps.sh --check || bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh --check build || bash scripts/install-deps.sh build
+
+deps-test:
+	@bash scripts/install-deps.sh --check test || bash scripts/install-deps.sh test
 
 clean:
 	rm -rf $(dir_default) $(dir_debug) $(dir_asan) $(dir_tsan)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # `railio bench rados://` on a fresh single-host cluster of its own
 # (tests/harness/ceph.sh: 1 monitor, --osds memstore OSDs, pool "rio"),
 # stopped on exit. Options go to the bench (railio bench rados:// --help);

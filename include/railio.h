@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio: move large objects over every path you have.
  *
@@ -26,6 +27,32 @@ extern "C" {
 #define RIO_VERSION_MINOR 1
 #define RIO_VERSION_PATCH 0
 
+/*
+ * ABI rules (librailio.so.MAJOR; docs/install.md):
+ * - Only names starting rio_ and a letter are exported; rio__* is internal.
+ * - The structs a caller allocates and that will grow (struct rio_options,
+ *   struct rio_call, struct rio_stats) end in reserved words. Their size never
+ *   changes within a MAJOR version: a new field takes the place of reserved
+ *   words, and a zero in it means what the library did before the field
+ *   existed. So always zero-initialise them (rio_options_init, `= {0}` or
+ *   designated initialisers) and never write to reserved; a program built
+ *   against an older header then runs unchanged against a newer library.
+ * - Other structs (rio_desc, rio_op, rio_path_stats, rio_counters) are
+ *   frozen: changing them bumps MAJOR, as does removing or changing any call.
+ */
+
+/** The library's version, "MAJOR.MINOR.PATCH" (the shared object's, not the header's). */
+const char *rio_version(void);
+/**
+ * The URL schemes this build can open, space-separated, e.g. "mock railio
+ * file s3 http https rados". A scheme served by a loadable module (s3, http,
+ * https, rados) is listed when its module is installed; opening it may still fail when the
+ * module's own library is missing (the error names the package). Static storage.
+ */
+const char *rio_backends(void);
+/** 1 if rio_client_new can handle scheme ("s3", "rados", ...), 0 if not. */
+int rio_has_scheme(const char *scheme);
+
 /* ------------------------------------------------------------------ errors */
 
 /*
@@ -51,6 +78,8 @@ extern "C" {
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")                                                    \
+    X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
+    X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
     X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")
 
@@ -77,10 +106,16 @@ enum rio_budget_mode {
 
 #define RIO_MAX_PATHS 16
 
+/* A deadline_ms (options or call) that means "no deadline". */
+#define RIO_DEADLINE_NONE UINT32_MAX
+
 /**
  * Client options. Initialise with rio_options_init(); zero fields mean "use the
  * environment (RIO_*), then the default". Environment variables are read once,
- * at rio_client_new.
+ * at rio_client_new. A deadline of 0 in the URL (deadline=0) or the
+ * environment, or RIO_DEADLINE_NONE in the struct, means no deadline; an
+ * op_timeout of 0 is refused (there is always one). A bad option makes
+ * rio_client_new return RIO_EINVAL and write one line naming it to stderr.
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */
@@ -103,6 +138,7 @@ struct rio_options {
      * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
+    uint64_t reserved[8]; /* must be zero (ABI rules above) */
 };
 
 /** Fill *o with zeros (every knob "default"). */
@@ -176,6 +212,12 @@ struct rio_stats {
     uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue) */
     int verdict;               /* enum rio_verdict */
     char verdict_text[192];    /* the figures behind the verdict */
+    /* Whole requests run again: a GET re-planned against the key's new
+     * generation (a PUT replaced it while it read), a PUT started over
+     * because the server lost its upload before the commit. retries and
+     * retries_total include the failed attempts of the earlier runs. */
+    uint64_t replans;
+    uint64_t reserved[15]; /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */
@@ -203,7 +245,7 @@ struct rio_cancel;
 /** Per-call settings; NULL means all defaults. */
 struct rio_call {
     unsigned flags;             /* RIO_ATOMIC */
-    uint32_t deadline_ms;       /* 0 = client default */
+    uint32_t deadline_ms;       /* 0 = client default, RIO_DEADLINE_NONE = none */
     uint64_t expect_generation; /* GET: fail with RIO_EGENERATION unless it matches; 0 = any */
     struct rio_stats *stats;    /* filled on return (success or error) if not NULL */
     struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */
@@ -215,6 +257,7 @@ struct rio_call {
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
+    uint64_t reserved[8]; /* must be zero (ABI rules above) */
 };
 
 /**
@@ -224,7 +267,16 @@ struct rio_call {
  */
 int rio_client_new(const char *url, const struct rio_options *o, struct rio_client **out);
 /**
- * Close the client. Must not race with calls on it. Accepts NULL.
+ * Close the client. Must not race with calls on it, nor with calls on its
+ * readers and writers. Accepts NULL; always returns, in bounded time (op
+ * timeout + 1 s).
+ *
+ * Readers and writers still open are invalidated, never waited for: their
+ * fetches and parts are cancelled and fenced, a writer's upload is aborted
+ * (nothing of it is published), and the handles keep nothing of the client.
+ * Every later rio_reader_read / rio_writer_write on them returns
+ * RIO_ECLOSED; rio_reader_close and rio_writer_close return RIO_ECLOSED and
+ * free them (so does rio_writer_abort), which the caller must still call.
  */
 void rio_client_destroy(struct rio_client *c);
 
@@ -232,6 +284,10 @@ void rio_client_destroy(struct rio_client *c);
  * Store len bytes under key; publishes a new generation atomically.
  * Returns 0 or an error; nothing partial is ever visible.
  * With out_desc != NULL the committed descriptor is returned (caller cleans up).
+ * A PUT whose upload the target lost before its commit starts over from buf
+ * (at most 4 times, stats->replans). RIO_EUNKNOWN: the commit was sent but
+ * no answer could be had, so the object may or may not be there (look it
+ * up); every other error means nothing was published.
  */
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *call, struct rio_desc *out_desc);
@@ -239,7 +295,10 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
 /**
  * Read the whole object under key into buf (capacity cap). Returns the byte
  * count, or an error. Every chunk is verified. On error the buffer's contents
- * are unspecified, unless RIO_ATOMIC was given: then it is untouched.
+ * are unspecified, unless RIO_ATOMIC was given: then it is untouched. When a
+ * PUT replaces the key during the read, the read starts over on the new
+ * generation (at most 4 times, stats->replans; RIO_EGENERATION after), never
+ * mixing the two; with call->expect_generation set it fails at once instead.
  */
 int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
                 const struct rio_call *call);
@@ -299,7 +358,8 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
  * later call returns the same error). Not thread-safe for one reader.
  */
 int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n);
-/** The descriptor the reader follows (valid until close). */
+/** The descriptor the reader follows (valid until close; NULL once the
+ * client was destroyed). */
 const struct rio_desc *rio_reader_desc(const struct rio_reader *rd);
 /**
  * Stop every fetch still in flight, wait until none can write anymore, free
@@ -361,10 +421,18 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
                    int64_t (*fill)(void *arg, void *buf, size_t cap), void *arg,
                    const struct rio_call *call, struct rio_desc *out_desc);
 
-/** A cancellation token, usable from any thread. */
+/**
+ * A cancellation token, usable from any thread. Lifetime: a call, reader or
+ * writer that takes a token (struct rio_call.cancel) holds a reference on it
+ * until it ends (the call returns, the reader or writer is closed), so the
+ * caller may rio_cancel_destroy it at any time after handing it over; the
+ * token is freed when the last holder lets go.
+ */
 int rio_cancel_new(struct rio_cancel **out);
-/** Cancel every call carrying this token; the calls return RIO_ECANCELED. */
+/** Cancel every call carrying this token; the calls return RIO_ECANCELED.
+ * Only while the caller still holds its own reference (before destroy). */
 void rio_cancel_fire(struct rio_cancel *cx);
+/** Drop the caller's reference. Accepts NULL. */
 void rio_cancel_destroy(struct rio_cancel *cx);
 
 /** Engine counters; all zero when the client is idle. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The in-process mock transport (mock://NAME): a model of paths with their own
  * bandwidth and latency, a shared storage service rate, and injectable faults.
@@ -92,6 +93,13 @@ struct rio_mock_counters {
     uint64_t uploads_open_peak;   /* the most of them at once */
 };
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out);
+
+/**
+ * Play a hostile server: until called again, lookups of d->key answer d as
+ * is (its xxh ignored: a list of xxh_len zeros, at most 2^20, goes with it,
+ * whatever d->nchunks says). d == NULL stops it. RIO_EINVAL if not mock://.
+ */
+int rio_mock_desc_set(struct rio_client *c, const struct rio_desc *d, uint64_t xxh_len);
 
 #ifdef __cplusplus
 }

@@ -1,58 +1,77 @@
 #!/usr/bin/env bash
-# Install every Debian package railio's build and tests need.
+# SPDX-License-Identifier: Apache-2.0
+# Install the Debian packages railio's build, or its tests, need.
 #
-#   scripts/install-deps.sh           install what is missing (quiet when nothing is)
-#   scripts/install-deps.sh --check   list what is missing; exit 1 if anything is
+#   scripts/install-deps.sh [--check] [build|test|all]
+#     build   what `make` needs: compiler, CMake, the libraries, scdoc
+#     test    build, plus the tests' peers: Ceph daemons, radosgw, fio, iperf3,
+#             nftables, awscli, clang (fuzz, TSan) ...
+#     all     the same as test (the default)
+#   --check   list what is missing; exit 1 if anything is
+#   --list    print the set's packages, one a line, and exit
 #
 # Idempotent: asks dpkg first and only runs apt-get for missing packages.
 # Runs apt-get directly as root, through sudo otherwise.
 set -euo pipefail
 
-PACKAGES=(
-    # toolchain and build
+BUILD_PACKAGES=(
     build-essential
     cmake
     ninja-build
     pkg-config
+    scdoc # man pages (man/*.scd)
+    libxxhash-dev
+    libssl-dev
+    liburing-dev         # file:// transport (io_uring)
+    libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
+    librados-dev         # rados:// module (librados)
+)
+
+TEST_PACKAGES=(
     clang
     libclang-rt-14-dev # clang's sanitizer runtimes
     clang-format
-    # libraries
-    libxxhash-dev
-    libssl-dev
-    liburing-dev # file:// transport (io_uring)
-    fio          # file:// bench ceiling
-    libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
-    curl                 # s3 tests: SigV4 cross-checks with the curl CLI
-    python3              # s3 tests: tests/harness/s3fault.py
-    awscli               # s3 bench ceiling (railio bench s3://, aws s3 cp)
-    librados-dev # rados:// transport (librados)
-    ceph-mon     # rados tests: tests/harness/ceph.sh (single-host cluster)
+    fio      # file:// bench ceiling
+    curl     # s3 tests: SigV4 cross-checks with the curl CLI
+    python3  # s3 tests: tests/harness/s3fault.py
+    awscli   # s3 bench ceiling (railio bench s3://, aws s3 cp)
+    ceph-mon # rados tests: tests/harness/ceph.sh (single-host cluster)
     ceph-osd
     ceph-common
-    radosgw      # s3 tests: tests/harness/ceph.sh --rgw
-    iperf3       # railio:// bench ceiling (railio bench --ceiling)
-    nftables     # rails tests: tests/harness/rails.sh fails a rail (nft drop / reset)
-    iproute2     # rails tests: ip netns, veth, tc tbf (tests/harness/rails.sh)
+    radosgw  # s3 tests: tests/harness/ceph.sh --rgw
+    iperf3   # railio:// bench ceiling (railio bench --ceiling)
+    nftables # rails tests: tests/harness/rails.sh fails a rail (nft drop / reset)
+    iproute2 # rails tests: ip netns, veth, tc tbf (tests/harness/rails.sh)
 )
 
 usage() {
-    sed -n '2,8s/^# \{0,1\}//p' "$0"
+    sed -n '2,14s/^# \{0,1\}//p' "$0"
 }
 
 check=0
-case "${1:-}" in
-"") ;;
---check) check=1 ;;
--h | --help)
-    usage
+list=0
+set_name=all
+for arg in "$@"; do
+    case "$arg" in
+    --check) check=1 ;;
+    --list) list=1 ;;
+    build | test | all) set_name=$arg ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *)
+        usage >&2
+        exit 2
+        ;;
+    esac
+done
+PACKAGES=("${BUILD_PACKAGES[@]}")
+[ "$set_name" = build ] || PACKAGES+=("${TEST_PACKAGES[@]}")
+if [ "$list" -eq 1 ]; then
+    printf '%s\n' "${PACKAGES[@]}"
     exit 0
-    ;;
-*)
-    usage >&2
-    exit 2
-    ;;
-esac
+fi
 
 installed() {
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = "installed" ]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench mock: the capacity model. A sweep over rail counts and rail
  * rates through the mock transport, each row compared with the sum of the

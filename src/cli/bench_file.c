@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench file:///DIR: sequential and random reads and writes through
  * the file:// transport, swept over chunk size, queues and commands in flight

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio bench file:///DIR: the file:// transport against fio, same run. */
 #ifndef RIO_CLI_BENCH_FILE_H
 #define RIO_CLI_BENCH_FILE_H

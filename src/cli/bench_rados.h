@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio bench rados://POOL: the rados:// transport against librados itself, same run. */
 #ifndef RIO_CLI_BENCH_RADOS_H
 #define RIO_CLI_BENCH_RADOS_H

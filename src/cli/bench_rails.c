@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench --rails-from-harness N --rate R[,R...]: railio:// over real
  * kernel networking, N veth rails shaped with tc tbf between two network

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench --rails-from-harness N --rate R[,R...]: railio:// over veth
  * rails built by tests/harness/rails.sh, every row against iperf3 over the

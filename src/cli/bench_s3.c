@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench s3://BUCKET: PUT and GET goodput of large objects through the
  * s3:// transport at several depths (ranges or parts in flight per path),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio bench s3://BUCKET: the s3:// transport against curl and aws s3 cp, same run. */
 #ifndef RIO_CLI_BENCH_S3_H
 #define RIO_CLI_BENCH_S3_H

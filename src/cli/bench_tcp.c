@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio bench railio://HOST:PORT[?options] | serve: a sweep of object size x
  * concurrency x depth x batch against a railiod, GETs (and with --put PUTs),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio CLI: shared helpers between subcommands. */
 #ifndef RIO_CLI_H
 #define RIO_CLI_H
@@ -22,7 +23,8 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st);
 int rio_cli_parse_size(const char *s, uint64_t *out);
 /* "1,4,8M" into out (at most max entries, each > 0); the count or -1. */
 int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
-/* The path of program `name` in the directory of this executable; 0 or -errno. */
+/* The path of program `name` in the directory of this executable (installed: in
+ * ../sbin when it is there and not here); 0 or -errno. */
 int rio_cli_sibling(const char *name, char *out, size_t cap);
 /* Write s to f as a JSON string literal, quotes included. */
 void rio_cli_json_str(FILE *f, const char *s);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio demo, with the server: start railiod on loopback in the background,
  * PUT a 256 MiB object, LOOKUP it, GET it over one connection and over four,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* railio: the command-line tool. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@ static void usage(FILE *f)
         "  stat URL/KEY            print the descriptor\n"
         "  rm URL/KEY              remove KEY\n"
         "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
-        "  version                 print the version\n"
+        "  version                 print the version and the backends (URL schemes)\n"
         "\n"
         "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
         "Options: --json (machine-readable stats), RIO_* environment variables.\n");
@@ -50,7 +51,8 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("railio %d.%d.%d\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR, RIO_VERSION_PATCH);
+        printf("railio %d.%d.%d\nbackends: %s\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
+               RIO_VERSION_PATCH, rio_backends());
         return 0;
     }
     if (!strcmp(cmd, "bench"))

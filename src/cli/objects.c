@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio put / get / stat / rm: one object between a backend and a file or
  * stdin/stdout. The argument is SCHEME://AUTHORITY/KEY[?options]: the key is

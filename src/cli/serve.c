@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio serve: runs the server. The server is its own program, railiod,
  * installed next to railio; serve replaces this process with it (same pid,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The railio:// parts of the CLI: the server demo (demo_server.c), the
  * loopback bench (bench_tcp.c), and starting a private railiod next to this

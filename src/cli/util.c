@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the CLI's subcommands. */
 #include <errno.h>
 #include <limits.h>
@@ -48,6 +49,12 @@ int rio_cli_sibling(const char *name, char *out, size_t cap)
     if (!slash)
         return -ENOENT;
     *slash = '\0';
+    if ((size_t)snprintf(out, cap, "%s/%s", self, name) >= cap)
+        return -ENAMETOOLONG;
+    /* Installed: railio in BINDIR, railiod in SBINDIR (BINDIR/../sbin). */
+    if (access(out, X_OK) != 0 && (size_t)snprintf(out, cap, "%s/../sbin/%s", self, name) < cap &&
+        access(out, X_OK) == 0)
+        return 0;
     if ((size_t)snprintf(out, cap, "%s/%s", self, name) >= cap)
         return -ENAMETOOLONG;
     return 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The library's allocator: libc underneath, with counters and fail-the-Nth
  * injection so tests can check every allocation failure path and fail on any

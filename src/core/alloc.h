@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Every allocation goes through these so tests can count them, fail the Nth
  * call, and fail on any leak.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Checksums: xxh3-64 per chunk (libxxhash) and the MD5 etag of the whole
  * byte stream (OpenSSL EVP). Both pick the fastest implementation for the

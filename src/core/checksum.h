@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef RIO_CHECKSUM_H
 #define RIO_CHECKSUM_H
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The public calls: a client owns one transport and one engine thread. Each
  * call looks the object up (GET) or opens an upload (PUT) in the calling
@@ -98,10 +99,29 @@ err_free:
     return ret;
 }
 
+static void reader_invalidate(struct rio_reader *rd);
+static void writer_invalidate(struct rio_writer *w);
+
+/*
+ * Readers and writers still open are ended first (include/railio.h): their
+ * work is cancelled and fenced, a writer's upload aborted, and each handle
+ * is left holding nothing of the client, for its close to free.
+ */
 void rio_client_destroy(struct rio_client *c)
 {
     if (!c)
         return;
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        struct rio__stream *st = c->streams;
+        pthread_mutex_unlock(&c->mu);
+        if (!st)
+            break;
+        if (st->kind == RIO__STREAM_READER)
+            reader_invalidate((struct rio_reader *)st);
+        else
+            writer_invalidate((struct rio_writer *)st);
+    }
     rio__engine_stop(c);
     c->t->ops->close(c->t);
     rio__engine_free_attempts(c);
@@ -138,6 +158,7 @@ int rio_cancel_new(struct rio_cancel **out)
     struct rio_cancel *cx = rio__calloc(1, sizeof(*cx));
     if (!cx)
         return -ENOMEM;
+    atomic_init(&cx->refs, 1);
     *out = cx;
     return 0;
 }
@@ -148,9 +169,51 @@ void rio_cancel_fire(struct rio_cancel *cx)
         atomic_store(&cx->fired, 1);
 }
 
+struct rio_cancel *rio__cancel_ref(struct rio_cancel *cx)
+{
+    if (cx)
+        atomic_fetch_add(&cx->refs, 1);
+    return cx;
+}
+
+void rio__cancel_unref(struct rio_cancel *cx)
+{
+    if (cx && atomic_fetch_sub(&cx->refs, 1) == 1)
+        rio__free(cx);
+}
+
+/* The caller's reference: a call, reader or writer still holding the token
+ * keeps it alive until it ends. */
 void rio_cancel_destroy(struct rio_cancel *cx)
 {
-    rio__free(cx);
+    rio__cancel_unref(cx);
+}
+
+/* ------------------------------------------------------------ streams */
+
+static void stream_link(struct rio_client *c, struct rio__stream *st, int kind)
+{
+    st->kind = kind;
+    st->prev = NULL;
+    pthread_mutex_lock(&c->mu);
+    st->next = c->streams;
+    if (c->streams)
+        c->streams->prev = st;
+    c->streams = st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void stream_unlink(struct rio_client *c, struct rio__stream *st)
+{
+    pthread_mutex_lock(&c->mu);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        c->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    st->prev = st->next = NULL;
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* -------------------------------------------------------------- calls */
@@ -185,7 +248,7 @@ static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *
     call->nreq = nreq;
     if (opt) {
         call->flags = opt->flags;
-        call->cancel = opt->cancel;
+        call->cancel = rio__cancel_ref(opt->cancel);
         call->want_stats = opt->stats != NULL;
         call->progress = opt->progress;
         call->progress_arg = opt->progress_arg;
@@ -215,10 +278,30 @@ static void call_mark_start(struct rio_client *c, struct rio__call *call)
 static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0)
 {
     uint64_t ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
-    return t0 + ms * 1000000ull;
+    return ms == RIO_DEADLINE_NONE ? UINT64_MAX : t0 + ms * 1000000ull;
 }
 
-/* Set up a GET request: look the object up and size its chunks. */
+/*
+ * The one way a descriptor enters the engine: the transport's lookup, then
+ * the check of every field (a hostile server's HEAD is as good as any), so
+ * nothing is sized from geometry that contradicts itself. A bad one fails
+ * the call with RIO_EPROTO and a line on stderr that names the field.
+ */
+static int client_lookup(struct rio_client *c, const char *key, struct rio_desc *out)
+{
+    char why[192];
+    int ret = c->t->ops->lookup(c->t, key, out);
+    if (ret < 0)
+        return ret;
+    ret = rio__desc_check(out, key, why, sizeof(why));
+    if (ret < 0) {
+        fprintf(stderr, "railio: %s server descriptor: %s\n", c->url.scheme, why);
+        rio_desc_cleanup(out);
+        memset(out, 0, sizeof(*out));
+    }
+    return ret;
+}
+
 /*
  * What a GET's lookup decides: its descriptor, geometry and, for an atomic
  * call, a staging buffer and a chunk list. Built aside and then published
@@ -248,7 +331,7 @@ static int get_plan(struct rio_client *c, struct rio__call *call, const struct r
                     struct get_plan *g)
 {
     memset(g, 0, sizeof(*g));
-    int ret = c->t->ops->lookup(c->t, r->key, &g->desc);
+    int ret = client_lookup(c, r->key, &g->desc);
     if (ret < 0)
         goto err;
     ret = RIO_EGENERATION;
@@ -260,8 +343,8 @@ static int get_plan(struct rio_client *c, struct rio__call *call, const struct r
     g->size = g->desc.size;
     g->chunk_size = g->desc.chunk_size ? g->desc.chunk_size : c->o.chunk_size;
     g->nchunks = g->size ? (g->size - 1) / g->chunk_size + 1 : 0;
-    ret = RIO_EPROTO; /* a descriptor that contradicts itself */
-    if (g->desc.xxh && g->desc.nchunks != g->nchunks)
+    ret = RIO_EPROTO; /* checked by client_lookup; kept for the chunk count */
+    if ((g->desc.xxh && g->desc.nchunks != g->nchunks) || g->nchunks > RIO__DESC_CHUNKS_MAX)
         goto err;
     ret = -ENOMEM;
     if (!r->prefetch && (call->flags & RIO_ATOMIC) && g->size) {
@@ -332,7 +415,15 @@ static int req_prepare_get(struct rio_client *c, struct rio__call *call, struct 
         /* A reader: chunks land in a ring of prefetch slots. */
         if (r->prefetch > r->nchunks)
             r->prefetch = (unsigned)r->nchunks;
-        r->ring = rio__stage_get(c, (size_t)r->prefetch * r->chunk_size, &r->staging_cap);
+        /* The ring counts against the client's budget: fewer slots when
+         * chunks are large (one at least). */
+        uint64_t fit = c->o.budget_bytes / r->chunk_size;
+        if (r->prefetch > fit)
+            r->prefetch = fit ? (unsigned)fit : 1;
+        size_t ring;
+        if (__builtin_mul_overflow((size_t)r->prefetch, r->chunk_size, &ring))
+            return RIO_ETOOBIG;
+        r->ring = rio__stage_get(c, ring, &r->staging_cap);
         if (!r->ring)
             return -ENOMEM;
         r->staging = r->ring;
@@ -878,8 +969,88 @@ static void call_abandon(struct rio_client *c, struct rio__call *call)
     rio__call_free(call);
 }
 
+/*
+ * Whole requests run again, at most RIO__REPLANS_MAX times each: a GET whose
+ * key a PUT replaced while it read (RIO_EGENERATION, when the caller did not
+ * ask for one generation) is planned again from a fresh lookup, since its
+ * chunks must all come from one generation; a PUT whose upload the server
+ * lost before the commit (RIO_ENOUPLOAD: nothing was written) starts over
+ * from the caller's buffer, which is still there.
+ */
+#define RIO__REPLANS_MAX 4u
+
+static bool replan_due(int type, int64_t result, const struct rio_call *opt)
+{
+    if (type == RIO_OP_GET)
+        return result == RIO_EGENERATION && !(opt && opt->expect_generation);
+    return type == RIO_OP_PUT && result == RIO_ENOUPLOAD;
+}
+
+/* Stats of a call run again: the earlier runs' failed attempts, and the
+ * count of runs again. */
+struct replan_acc {
+    uint64_t retries[RIO_CLASS__COUNT];
+    uint64_t replans;
+};
+
+static void replan_note(struct replan_acc *a, const struct rio_call *opt)
+{
+    a->replans++;
+    if (opt && opt->stats)
+        for (int k = 0; k < RIO_CLASS__COUNT; k++)
+            a->retries[k] += opt->stats->retries[k];
+}
+
+static void replan_stats(const struct replan_acc *a, const struct rio_call *opt)
+{
+    if (!opt || !opt->stats)
+        return;
+    opt->stats->replans += a->replans;
+    for (int k = 0; k < RIO_CLASS__COUNT; k++) {
+        opt->stats->retries[k] += a->retries[k];
+        opt->stats->retries_total += a->retries[k];
+    }
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc);
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt);
+
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    struct replan_acc acc = {0};
+    int ret;
+
+    for (;;) {
+        ret = put_once(c, key, buf, len, opt, out_desc);
+        if (!replan_due(RIO_OP_PUT, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
+                const struct rio_call *opt)
+{
+    struct replan_acc acc = {0};
+    int64_t ret;
+
+    for (;;) {
+        ret = get_once(c, key, buf, cap, opt);
+        if (!replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc)
 {
     struct rio__call *call;
     int ret;
@@ -908,8 +1079,8 @@ err_call:
     return ret;
 }
 
-int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
-                const struct rio_call *opt)
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt)
 {
     struct rio__call *call;
     int ret;
@@ -938,13 +1109,32 @@ err_call:
     return ret;
 }
 
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt);
+
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
-    struct rio_desc d;
+    struct replan_acc acc = {0};
     int64_t ret;
 
     if (!out)
         return RIO_EINVAL;
+    for (;;) {
+        ret = get_alloc_once(c, key, out, opt);
+        if (!replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        replan_note(&acc, opt);
+    }
+    replan_stats(&acc, opt);
+    return ret;
+}
+
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt)
+{
+    struct rio_desc d;
+    int64_t ret;
+
     *out = NULL;
     memset(&d, 0, sizeof(d));
     ret = rio_stat(c, key, &d);
@@ -972,7 +1162,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
         memset(&local, 0, sizeof(local));
     if (!local.expect_generation)
         local.expect_generation = d.generation;
-    ret = rio_get(c, key, buf, d.size, &local);
+    ret = get_once(c, key, buf, d.size, &local);
     if (ret < 0) {
         free(buf);
         return ret;
@@ -989,7 +1179,7 @@ int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
-    return c->t->ops->lookup(c->t, key, out);
+    return client_lookup(c, key, out);
 }
 
 int rio_delete(struct rio_client *c, const char *key)
@@ -1036,7 +1226,67 @@ static void prep_one(void *arg, unsigned i)
     }
 }
 
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt);
+
+/* A batch's GETs and PUTs to run again (replan_due) go again together, as a
+ * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
+{
+    struct replan_acc acc = {0};
+    struct rio_op *again = NULL;
+    unsigned *idx = NULL;
+    int ok;
+
+    ok = batch_once(c, ops, n, opt);
+    while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++)
+            k += replan_due(ops[i].type, ops[i].result, opt);
+        if (!k)
+            break;
+        if (!again) {
+            again = rio__calloc(n, sizeof(*again));
+            idx = rio__calloc(n, sizeof(*idx));
+            if (!again || !idx)
+                break; /* the results stand as they are */
+        }
+        k = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (replan_due(ops[i].type, ops[i].result, opt)) {
+                again[k] = ops[i];
+                idx[k++] = i;
+            }
+        /* The batch's stats stay those of its first run, with the failed
+         * attempts of the runs again added. */
+        struct rio_stats sst;
+        struct rio_call sub;
+        if (opt)
+            sub = *opt;
+        else
+            memset(&sub, 0, sizeof(sub));
+        sub.stats = opt && opt->stats ? &sst : NULL;
+        acc.replans += k;
+        int r = batch_once(c, again, k, &sub);
+        if (r < 0)
+            break;
+        if (sub.stats)
+            for (int cl = 0; cl < RIO_CLASS__COUNT; cl++)
+                acc.retries[cl] += sst.retries[cl];
+        for (unsigned j = 0; j < k; j++) {
+            ops[idx[j]].result = again[j].result;
+            ops[idx[j]].generation = again[j].generation;
+            ok += again[j].result >= 0;
+        }
+    }
+    rio__free(again);
+    rio__free(idx);
+    replan_stats(&acc, opt);
+    return ok;
+}
+
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt)
 {
     struct rio__call *call;
     int ret;
@@ -1088,7 +1338,8 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
 /* ------------------------------------------------------------- reader */
 
 struct rio_reader {
-    struct rio_client *c;
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
     struct rio__call *call;
     struct rio__req *r;
     struct rio_stats *stats;
@@ -1128,6 +1379,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rd->stats = opt ? opt->stats : NULL;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
+    stream_link(c, &rd->st, RIO__STREAM_READER);
     *out = rd;
     return 0;
 err_call:
@@ -1139,7 +1391,7 @@ err_rd:
 
 const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
 {
-    return rd ? &rd->r->desc : NULL;
+    return rd && rd->r ? &rd->r->desc : NULL;
 }
 
 /* Wait until the chunk under the cursor is verified; point at its unread
@@ -1197,22 +1449,42 @@ int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
     return (int64_t)k;
 }
 
-int rio_reader_close(struct rio_reader *rd)
+/* End the reader's call: cancel what is left (err) unless it was read to
+ * the end, fence it, fill the stats, release it. Returns the outcome. */
+static int reader_end(struct rio_reader *rd, int err)
 {
-    if (!rd)
-        return 0;
     struct rio_client *c = rd->c;
     struct rio__req *r = rd->r;
     bool complete = rd->next >= r->nchunks && !rd->err;
+    stream_unlink(c, &rd->st);
     if (!complete)
-        rio__engine_fail_req(c, r, RIO_ECANCELED);
+        rio__engine_fail_req(c, r, err);
     /* The fence: nothing of the reader is in flight once this returns. */
     rio__engine_wait(c, rd->call);
-    int ret = rd->err ? rd->err : complete ? 0 : RIO_ECANCELED;
+    int ret = rd->err ? rd->err : complete ? 0 : err;
     r->result = ret < 0 ? ret : (int64_t)r->size;
     if (rd->stats)
         rio__stats_fill(c, rd->call, rd->stats);
     rio__call_release(c, rd->call);
+    rd->call = NULL;
+    rd->r = NULL;
+    rd->c = NULL;
+    return ret;
+}
+
+/* The client is being destroyed: end the reader now; later reads and the
+ * close answer RIO_ECLOSED. */
+static void reader_invalidate(struct rio_reader *rd)
+{
+    reader_end(rd, RIO_ECLOSED);
+    rd->err = RIO_ECLOSED;
+}
+
+int rio_reader_close(struct rio_reader *rd)
+{
+    if (!rd)
+        return 0;
+    int ret = rd->c ? reader_end(rd, RIO_ECANCELED) : RIO_ECLOSED;
     rio__free(rd);
     return ret;
 }
@@ -1227,12 +1499,22 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     int64_t total = 0;
     int ret;
 
+    unsigned replans = 0;
+
     if (!cb)
         return RIO_EINVAL;
-    ret = rio_reader_open(c, key, prefetch, opt, &rd);
-    if (ret < 0)
-        return ret;
-    while ((ret = reader_peek(rd, &p, &n)) > 0) {
+    for (;; replans++) {
+        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        if (ret < 0)
+            return ret;
+        /* Before the first byte is handed out, a PUT that replaced the key
+         * costs nothing: start over on its generation. */
+        ret = reader_peek(rd, &p, &n);
+        if (!replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+            break;
+        rio_reader_close(rd);
+    }
+    for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
         int stop = cb(arg, p, n);
         if (stop) {
             rio_reader_close(rd);
@@ -1242,6 +1524,8 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
         total += (int64_t)n;
     }
     int cret = rio_reader_close(rd);
+    if (opt && opt->stats)
+        opt->stats->replans += replans;
     if (ret < 0)
         return ret;
     return cret < 0 ? cret : total;
@@ -1266,7 +1550,8 @@ struct wslot {
 };
 
 struct rio_writer {
-    struct rio_client *c;
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
     char *key;
     void *upload;
     uint64_t declared; /* RIO_SIZE_UNKNOWN or the exact size */
@@ -1407,17 +1692,28 @@ static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
     return w->err;
 }
 
-static void writer_free(struct rio_writer *w)
+/* Give back what the writer holds of its client: slot buffers, stats. */
+static void writer_release(struct rio_writer *w)
 {
     for (unsigned i = 0; w->slots && i < w->nslots; i++)
-        if (w->slots[i].buf)
+        if (w->slots[i].buf) {
             rio__stage_put(w->c, w->slots[i].buf, w->slots[i].cap);
+            w->slots[i].buf = NULL;
+        }
+    if (w->acc)
+        rio__call_free(w->acc);
+    w->acc = NULL;
+}
+
+static void writer_free(struct rio_writer *w)
+{
+    if (w->c)
+        writer_release(w);
     rio__free(w->slots);
     rio__free(w->xxh);
     rio__free(w->key);
     rio__md5_cleanup(&w->md5);
-    if (w->acc)
-        rio__call_free(w->acc);
+    rio__cancel_unref(w->opt.cancel);
     rio__free(w);
 }
 
@@ -1446,6 +1742,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         w->nslots = 2;
     if (opt)
         w->opt = *opt;
+    rio__cancel_ref(w->opt.cancel); /* writer_launch reads it until close */
     w->stats = w->opt.stats;
     w->opt.stats = NULL; /* the parts' figures are merged into acc */
     w->opt.progress = NULL;
@@ -1475,6 +1772,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     ret = c->t->ops->put_open(c->t, key, size, w->chunk_size, &w->upload);
     if (ret < 0)
         goto err;
+    stream_link(c, &w->st, RIO__STREAM_WRITER);
     *out = w;
     return 0;
 err:
@@ -1535,10 +1833,29 @@ static void writer_stats(struct rio_writer *w)
     }
 }
 
+/* The client is being destroyed: cancel and fence every part, abort the
+ * upload, give the client's memory back; later calls answer RIO_ECLOSED. */
+static void writer_invalidate(struct rio_writer *w)
+{
+    stream_unlink(w->c, &w->st);
+    writer_fail(w, RIO_ECLOSED);
+    writer_drain(w);
+    w->c->t->ops->put_abort(w->c->t, w->upload);
+    w->upload = NULL;
+    writer_release(w);
+    w->c = NULL;
+    w->err = RIO_ECLOSED;
+}
+
 int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
 {
     if (!w)
         return RIO_EINVAL;
+    if (!w->c) {
+        writer_free(w);
+        return RIO_ECLOSED;
+    }
+    stream_unlink(w->c, &w->st);
     struct wslot *s = &w->slots[w->nchunks % w->nslots];
     if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
         writer_fail(w, RIO_EINVAL); /* fewer bytes than declared */
@@ -1566,6 +1883,11 @@ void rio_writer_abort(struct rio_writer *w)
 {
     if (!w)
         return;
+    if (!w->c) {
+        writer_free(w);
+        return;
+    }
+    stream_unlink(w->c, &w->st);
     writer_fail(w, RIO_ECANCELED);
     writer_drain(w);
     w->c->t->ops->put_abort(w->c->t, w->upload);

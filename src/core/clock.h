@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #ifndef RIO_CLOCK_H
 #define RIO_CLOCK_H
 

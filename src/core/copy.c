@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Non-temporal copy (see copy.h). */
 #include <stdint.h>
 #include <string.h>

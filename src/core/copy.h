@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Copies into large destinations. */
 #ifndef RIO_COPY_H
 #define RIO_COPY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine thread: pull-based scheduling of chunks onto paths, the
  * in-flight budget, retry with rollback, path cooldown and probing, deadlines,
@@ -950,6 +951,7 @@ void rio__call_free(struct rio__call *call)
     }
     rio__free(call->reqs);
     rio__free(call->lat);
+    rio__cancel_unref(call->cancel);
     pthread_cond_destroy(&call->cond);
     rio__free(call);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The engine: one thread per client that plans chunks onto paths, keeps the
  * in-flight budget, retries with rollback, fences every call, and keeps the
@@ -170,9 +171,25 @@ struct rio__call {
     struct rio__call *free_next; /* the client's dead_calls list */
 };
 
+/* Reference-counted: the caller's (rio_cancel_new) plus one per call,
+ * reader or writer that took it, so destroying it early is safe. */
 struct rio_cancel {
     _Atomic int fired;
+    _Atomic unsigned refs;
 };
+
+/* Take and drop a reference on a token (NULL: nothing). */
+struct rio_cancel *rio__cancel_ref(struct rio_cancel *cx);
+void rio__cancel_unref(struct rio_cancel *cx);
+
+/* An open reader or writer, on its client's list (under mu) so that
+ * rio_client_destroy can end it. */
+struct rio__stream {
+    struct rio__stream *prev, *next;
+    int kind; /* RIO__STREAM_READER or RIO__STREAM_WRITER */
+};
+#define RIO__STREAM_READER 1
+#define RIO__STREAM_WRITER 2
 
 struct rio_client {
     struct rio_options o;
@@ -196,6 +213,7 @@ struct rio_client {
     unsigned rr; /* round-robin cursor over paths */
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
+    struct rio__stream *streams;  /* under mu: open readers and writers */
 
     /* engine thread only */
     struct rio__attempt *reaped;
@@ -269,5 +287,9 @@ uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
  * defaults (options.c). */
 int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
                          struct rio_options *out);
+/* The same, silent: why (cap bytes) names the first bad option, its URL
+ * parameter and environment variable. RIO_EINVAL on a bad one. */
+int rio__options_check(const struct rio_options *in, const struct rio_url *u,
+                       struct rio_options *out, char *why, size_t cap);
 
 #endif

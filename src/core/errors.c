@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Error codes: names and messages for RIO_E* and -errno, the inverse mapping
  * used by fault specs and the CLI, and the retry classes the engine keys its
@@ -209,6 +210,7 @@ int rio__err_class(int err)
     case -ECONNABORTED:
     case -EPIPE:
     case -ENOTCONN:
+    case -EPROTO: /* a transport dropped a connection whose stream broke the protocol */
         return RIO_CLASS_RESET;
     case -ECONNREFUSED:
         return RIO_CLASS_REFUSED;

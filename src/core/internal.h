@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Things shared between src/core files and the transports, not public. */
 #ifndef RIO_INTERNAL_H
 #define RIO_INTERNAL_H
@@ -22,6 +23,24 @@ int rio__class_is_retryable(int cls);
 
 /* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
 int rio__err_from_name(const char *name);
+
+/*
+ * The geometry the engine accepts from a transport's descriptor: a chunk of
+ * 4 KiB (the smallest a client writes) to 5 GiB (S3's largest part), at
+ * most 2^24 chunks (the bookkeeping of one object stays under 1 GiB).
+ */
+#define RIO__DESC_CHUNK_MIN 4096ull
+#define RIO__DESC_CHUNK_MAX (5ull << 30)
+#define RIO__DESC_CHUNKS_MAX (1ull << 24)
+
+/*
+ * Check a descriptor a transport returned for key (NULL: any key) before
+ * anything is sized from it: size <= INT64_MAX, chunk_size 0 (none kept, then
+ * no chunk count and no list) or within the limits above, nchunks ==
+ * ceil(size / chunk_size), etag "" or 32 hex digits, key terminated. Returns
+ * 0 or RIO_EPROTO with why (cap bytes, may be NULL) naming the field.
+ */
+int rio__desc_check(const struct rio_desc *d, const char *key, char *why, size_t cap);
 
 /* splitmix64 step: deterministic pseudo-random numbers from a state. */
 static inline uint64_t rio__rand(uint64_t *state)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Test knobs: globals that tests flip to reach states the library never
  * enters on its own. Each is declared in core/internal.h with who reads it.

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Options: the struct, then URL parameters, then RIO_* environment variables
  * (read once, here, at client creation), then defaults. docs/tuning.md gives
  * each knob's trade-off.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,142 +32,196 @@ void rio_options_init(struct rio_options *o)
     memset(o, 0, sizeof(*o));
 }
 
-/* Look a knob up in the URL (?name=) and then the environment (RIO_NAME). */
-static const char *knob(const struct rio_url *u, const char *param, const char *env)
+/* Where an option's value came from and what went wrong with it. */
+struct knobs {
+    const struct rio_url *u;
+    char *why;
+    size_t cap;
+    int err;
+};
+
+/* Record the first bad option: its URL name, its variable and the value. */
+static int bad(struct knobs *k, const char *param, const char *env, const char *value,
+               const char *rule)
 {
-    const char *v = u ? rio__url_param(u, param) : NULL;
+    if (!k->err && k->why && k->cap)
+        snprintf(k->why, k->cap, "option %s (URL ?%s=, %s): %s%s%s%s", param, param, env,
+                 value ? "\"" : "", value ? value : "", value ? "\" " : "", rule);
+    k->err = RIO_EINVAL;
+    return RIO_EINVAL;
+}
+
+/* Look a knob up in the URL (?name=) and then the environment (RIO_NAME). */
+static const char *knob(const struct knobs *k, const char *param, const char *env)
+{
+    const char *v = k->u ? rio__url_param(k->u, param) : NULL;
     if (v)
         return v;
     v = getenv(env);
     return v && *v ? v : NULL;
 }
 
-static int knob_size(const struct rio_url *u, const char *param, const char *env, uint64_t *dst,
-                     uint64_t def)
+static void knob_size(struct knobs *k, const char *param, const char *env, uint64_t *dst,
+                      uint64_t def)
 {
     if (*dst)
-        return 0;
-    const char *v = knob(u, param, env);
+        return;
+    const char *v = knob(k, param, env);
     if (!v) {
         *dst = def;
-        return 0;
+        return;
     }
-    return rio__parse_size(v, dst) < 0 ? RIO_EINVAL : 0;
+    if (rio__parse_size(v, dst) < 0)
+        bad(k, param, env, v, "is not a size");
 }
 
-static int knob_u32(const struct rio_url *u, const char *param, const char *env, uint32_t *dst,
-                    uint32_t def)
+static void knob_u32(struct knobs *k, const char *param, const char *env, uint32_t *dst,
+                     uint32_t def)
 {
     uint64_t v = *dst;
-    int ret = knob_size(u, param, env, &v, def);
-    if (ret < 0 || v > UINT32_MAX)
-        return RIO_EINVAL;
+    int err = k->err;
+    knob_size(k, param, env, &v, def);
+    if (k->err && !err)
+        return;
+    if (v > UINT32_MAX) {
+        bad(k, param, env, NULL, "too large");
+        return;
+    }
     *dst = (uint32_t)v;
-    return 0;
 }
 
-static int knob_ms(const struct rio_url *u, const char *param, const char *env, uint32_t *dst,
-                   uint32_t def)
+/*
+ * A duration in ms. zero: what a value of 0 means, ZERO_NONE (stored as
+ * RIO_DEADLINE_NONE: no limit) or ZERO_BAD (refused: a limit of nothing
+ * would fail every op at once).
+ */
+enum { ZERO_NONE = 1, ZERO_BAD = 2 };
+
+static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_t *dst,
+                    uint32_t def, int zero)
 {
     if (*dst)
-        return 0;
-    const char *v = knob(u, param, env);
+        return;
+    const char *v = knob(k, param, env);
     if (!v) {
         *dst = def;
-        return 0;
+        return;
     }
     uint64_t ns;
-    if (rio__parse_duration_ns(v, &ns) < 0 || ns / 1000000 > UINT32_MAX)
-        return RIO_EINVAL;
-    *dst = (uint32_t)((ns + 999999) / 1000000);
-    return 0;
+    if (rio__parse_duration_ns(v, &ns) < 0 || ns / 1000000 >= UINT32_MAX) {
+        bad(k, param, env, v, "is not a duration (e.g. 250ms, 2s) under 49 days");
+        return;
+    }
+    if (ns == 0 && zero == ZERO_BAD) {
+        bad(k, param, env, v, "must be more than 0");
+        return;
+    }
+    *dst = ns == 0 && zero == ZERO_NONE ? RIO_DEADLINE_NONE : (uint32_t)((ns + 999999) / 1000000);
 }
 
-static int knob_bool(const struct rio_url *u, const char *param, const char *env, int *dst)
+static void knob_bool(struct knobs *k, const char *param, const char *env, int *dst)
 {
     if (*dst)
-        return 0;
-    const char *v = knob(u, param, env);
+        return;
+    const char *v = knob(k, param, env);
     if (!v) {
         *dst = 1;
-        return 0;
+        return;
     }
     if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes"))
         *dst = 1;
     else if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no"))
         *dst = -1;
     else
-        return RIO_EINVAL;
+        bad(k, param, env, v, "is not on or off");
+}
+
+int rio__options_check(const struct rio_options *in, const struct rio_url *u, struct rio_options *o,
+                       char *why, size_t cap)
+{
+    struct knobs kk = {.u = u, .why = why, .cap = cap}, *k = &kk;
+    uint32_t v32;
+
+    if (why && cap)
+        why[0] = '\0';
+    if (in)
+        *o = *in;
+    else
+        rio_options_init(o);
+
+    knob_size(k, "chunk", "RIO_CHUNK_SIZE", &o->chunk_size, DEF_CHUNK);
+    v32 = o->paths;
+    knob_u32(k, "paths", "RIO_PATHS", &v32, 0);
+    o->paths = v32;
+    v32 = o->depth;
+    knob_u32(k, "depth", "RIO_DEPTH", &v32, DEF_DEPTH);
+    o->depth = v32;
+    knob_size(k, "budget", "RIO_BUDGET", &o->budget_bytes, DEF_BUDGET);
+    knob_size(k, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget, o->budget_bytes);
+    if (!o->budget_mode) {
+        const char *v = knob(k, "budget_mode", "RIO_BUDGET_MODE");
+        if (v && !strcmp(v, "fail"))
+            o->budget_mode = RIO_BUDGET_FAIL;
+        else if (v && strcmp(v, "wait"))
+            bad(k, "budget_mode", "RIO_BUDGET_MODE", v, "is not wait or fail");
+    }
+    v32 = o->retry_attempts;
+    knob_u32(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
+    o->retry_attempts = v32;
+    knob_ms(k, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms, DEF_BACKOFF_BASE_MS, 0);
+    knob_ms(k, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms, DEF_BACKOFF_CAP_MS, 0);
+    knob_ms(k, "deadline", "RIO_DEADLINE_MS", &o->deadline_ms, DEF_DEADLINE_MS, ZERO_NONE);
+    knob_ms(k, "op_timeout", "RIO_OP_TIMEOUT_MS", &o->op_timeout_ms, DEF_OP_TIMEOUT_MS, ZERO_BAD);
+    knob_ms(k, "cooldown_base", "RIO_COOLDOWN_BASE_MS", &o->cooldown_base_ms, DEF_COOLDOWN_BASE_MS,
+            0);
+    knob_ms(k, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms, DEF_COOLDOWN_CAP_MS, 0);
+    knob_bool(k, "verify", "RIO_VERIFY", &o->verify);
+    knob_bool(k, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
+    knob_size(k, "seed", "RIO_SEED", &o->seed, 0);
+    if (!o->etag) {
+        const char *v = knob(k, "etag", "RIO_ETAG");
+        if (!v || !strcmp(v, "md5"))
+            o->etag = 1;
+        else if (!strcmp(v, "none"))
+            o->etag = -1;
+        else
+            bad(k, "etag", "RIO_ETAG", v, "is not md5 or none");
+    }
+    if (k->err)
+        return k->err;
+
+    if (o->chunk_size < MIN_CHUNK || o->chunk_size > MAX_CHUNK)
+        return bad(k, "chunk", "RIO_CHUNK_SIZE", NULL, "must be 4 KiB to 1 GiB");
+    if (o->depth < 1 || o->depth > MAX_DEPTH)
+        return bad(k, "depth", "RIO_DEPTH", NULL, "must be 1 to 1024");
+    if (o->paths > RIO_MAX_PATHS)
+        return bad(k, "paths", "RIO_PATHS", NULL, "must be at most 16");
+    if (o->etag != 1 && o->etag != -1)
+        return bad(k, "etag", "RIO_ETAG", NULL, "must be 1 (md5) or -1 (none)");
+    if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
+        return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
+    if (o->retry_attempts < 1)
+        return bad(k, "retries", "RIO_RETRIES", NULL, "must be 1 or more");
+    if (o->backoff_base_ms > o->backoff_cap_ms)
+        return bad(k, "backoff_base", "RIO_BACKOFF_BASE_MS", NULL, "must not exceed backoff_cap");
+    if (o->cooldown_base_ms > o->cooldown_cap_ms)
+        return bad(k, "cooldown_base", "RIO_COOLDOWN_BASE_MS", NULL,
+                   "must not exceed cooldown_cap");
+    if (o->budget_bytes == 0)
+        return bad(k, "budget", "RIO_BUDGET", NULL, "must be more than 0");
+    if (o->request_budget == 0)
+        return bad(k, "request_budget", "RIO_REQUEST_BUDGET", NULL, "must be more than 0");
+    if (o->request_budget > o->budget_bytes)
+        o->request_budget = o->budget_bytes;
     return 0;
 }
 
 int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
                          struct rio_options *o)
 {
-    uint32_t v32;
-    int ret = 0;
-
-    if (in)
-        *o = *in;
-    else
-        rio_options_init(o);
-
-    ret |= knob_size(u, "chunk", "RIO_CHUNK_SIZE", &o->chunk_size, DEF_CHUNK);
-    v32 = o->paths;
-    ret |= knob_u32(u, "paths", "RIO_PATHS", &v32, 0);
-    o->paths = v32;
-    v32 = o->depth;
-    ret |= knob_u32(u, "depth", "RIO_DEPTH", &v32, DEF_DEPTH);
-    o->depth = v32;
-    ret |= knob_size(u, "budget", "RIO_BUDGET", &o->budget_bytes, DEF_BUDGET);
-    ret |=
-        knob_size(u, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget, o->budget_bytes);
-    if (!o->budget_mode) {
-        const char *v = knob(u, "budget_mode", "RIO_BUDGET_MODE");
-        if (v && !strcmp(v, "fail"))
-            o->budget_mode = RIO_BUDGET_FAIL;
-        else if (v && strcmp(v, "wait"))
-            ret |= RIO_EINVAL;
-    }
-    v32 = o->retry_attempts;
-    ret |= knob_u32(u, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
-    o->retry_attempts = v32;
-    ret |=
-        knob_ms(u, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms, DEF_BACKOFF_BASE_MS);
-    ret |= knob_ms(u, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms, DEF_BACKOFF_CAP_MS);
-    ret |= knob_ms(u, "deadline", "RIO_DEADLINE_MS", &o->deadline_ms, DEF_DEADLINE_MS);
-    ret |= knob_ms(u, "op_timeout", "RIO_OP_TIMEOUT_MS", &o->op_timeout_ms, DEF_OP_TIMEOUT_MS);
-    ret |= knob_ms(u, "cooldown_base", "RIO_COOLDOWN_BASE_MS", &o->cooldown_base_ms,
-                   DEF_COOLDOWN_BASE_MS);
-    ret |=
-        knob_ms(u, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms, DEF_COOLDOWN_CAP_MS);
-    ret |= knob_bool(u, "verify", "RIO_VERIFY", &o->verify);
-    ret |= knob_bool(u, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
-    ret |= knob_size(u, "seed", "RIO_SEED", &o->seed, 0);
-    if (!o->etag) {
-        const char *v = knob(u, "etag", "RIO_ETAG");
-        if (!v || !strcmp(v, "md5"))
-            o->etag = 1;
-        else if (!strcmp(v, "none"))
-            o->etag = -1;
-        else
-            ret |= RIO_EINVAL;
-    }
-    if (ret)
-        return RIO_EINVAL;
-
-    if (o->chunk_size < MIN_CHUNK || o->chunk_size > MAX_CHUNK)
-        return RIO_EINVAL;
-    if (o->depth < 1 || o->depth > MAX_DEPTH || o->paths > RIO_MAX_PATHS)
-        return RIO_EINVAL;
-    if (o->etag != 1 && o->etag != -1)
-        return RIO_EINVAL;
-    if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
-        return RIO_EINVAL;
-    if (o->retry_attempts < 1 || o->backoff_base_ms > o->backoff_cap_ms ||
-        o->cooldown_base_ms > o->cooldown_cap_ms || o->budget_bytes == 0 || o->request_budget == 0)
-        return RIO_EINVAL;
-    if (o->request_budget > o->budget_bytes)
-        o->request_budget = o->budget_bytes;
-    return 0;
+    char why[256];
+    int ret = rio__options_check(in, u, o, why, sizeof(why));
+    if (ret < 0)
+        fprintf(stderr, "railio: %s\n", why);
+    return ret;
 }

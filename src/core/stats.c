@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Stats of a finished call, and the bottleneck verdict: which of the network
  * (paths), the storage (the target's service time) or the software (a client

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * URL and value parsing: "scheme://authority/path?k=v&k=v", sizes with
  * binary or decimal suffixes, and durations. Everything a user types in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* URL parsing: scheme://authority/path?k=v&k=v */
 #ifndef RIO_URL_H
 #define RIO_URL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Encoding and decoding of railio frames. Layouts are in docs/protocol.md;
  * every decoder consumes its body exactly and checks each length against

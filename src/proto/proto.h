@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The railio wire protocol (docs/protocol.md), shared by the railio://
  * transport (src/transport/tcp.c) and the server (src/server/). Every frame is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Connections and workers. Each worker thread owns an epoll and the
  * connections the main thread hands it; nothing of a connection is touched
@@ -114,6 +115,7 @@ struct cjob {
     uint64_t id;
     int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
     uint64_t xxh;
+    uint64_t upload_id, nchunks; /* remembered as pending until it is applied */
 };
 
 struct conn {
@@ -155,6 +157,7 @@ struct conn {
     char etag[32];
     uint64_t discard_left;
     int discard_status;
+    uint64_t discard_gen; /* a retried commit already applied: its answer */
 
     /* PUT_COMMITs on the commit threads */
     struct cjob *jobs;
@@ -647,6 +650,13 @@ static void conn_discard(struct conn *c, uint64_t n, int status)
     c->discard_status = status;
     c->discard_left = n;
     if (n == 0) {
+        if (status == 0 && c->discard_gen) {
+            uint8_t out[8];
+            le64(out, c->discard_gen);
+            c->discard_gen = 0;
+            conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
+            return;
+        }
         conn_status(c, status);
         return;
     }
@@ -1067,6 +1077,8 @@ static void cjob_done(struct rio_srv_commit *base)
     struct rio_srv_worker *w = j->w;
     uint64_t one = 1;
 
+    rio__srv_store_settle(&w->srv->store, j->upload_id, j->nchunks, j->base.generation,
+                          j->base.status);
     pthread_mutex_lock(&w->mu);
     j->base.next = (struct rio_srv_commit *)w->done;
     w->done = j;
@@ -1171,6 +1183,10 @@ static void commit_finish(struct conn *c)
         struct rio_srv_obj *o = NULL;
         struct rio_srv_dfile *df = NULL;
         struct cjob *j = rio__calloc(1, sizeof(*j));
+        if (j) {
+            j->upload_id = c->up->id;
+            j->nchunks = c->up->nchunks;
+        }
         ret = j ? rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag,
                                              c->commit_missing, c->commit_bad, &o, &df)
                 : -ENOMEM;
@@ -1228,9 +1244,16 @@ static void commit_fixed(struct conn *c)
      * is answered after the list and the tag too. */
     c->commit_status = 0;
     u = rio__srv_upload_get(&srv->store, id, &seq);
-    if (!u)
-        c->commit_status = RIO_ENOTFOUND;
-    else if (n != u->nchunks) {
+    if (!u) {
+        /* A commit sent again after its answer was lost: the generation
+         * the upload became, if it did (commits.c); answered once the
+         * frame's tag checked out. */
+        uint64_t gen = 0;
+        int ret = rio__srv_store_recall(&srv->store, id, n, &gen);
+        if (ret == 0)
+            c->discard_gen = gen;
+        c->commit_status = ret == 0 && !gen ? RIO_ENOTFOUND : ret;
+    } else if (n != u->nchunks) {
         rio__srv_upload_unref(u);
         u = NULL;
         c->commit_status = RIO_EPROTO;
@@ -1263,7 +1286,9 @@ static void commit_tag(struct conn *c)
         return;
     }
     if (!c->up) {
-        conn_status(c, c->commit_status);
+        /* Refused, or a retried commit already applied (conn_discard
+         * answers its generation). */
+        conn_discard(c, 0, c->commit_status);
         return;
     }
     commit_finish(c);

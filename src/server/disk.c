@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The disk tier of railiod (docs/server.md, "Disk tier").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Logs: one line per event on stderr, "2024-01-02T03:04:05.678Z LEVEL text",
  * written with a single write(2) so lines from several threads never mix.

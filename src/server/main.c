@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railiod: the railio object server (docs/server.md). The main thread parses
  * options, binds one listener per rail address, starts the workers and the
@@ -84,6 +85,7 @@ static void usage(FILE *f)
            "  --sync                    with --data-dir: answer a PUT's commit only once its\n"
            "                            data and metadata are durable (fsync)\n"
            "  --log-level LEVEL         error, warn, info (default) or debug\n"
+           "  --log-file F              log to F (appended; reopened on SIGHUP), not stderr\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -143,6 +145,11 @@ static int open_listener(const char *spec, struct rio_srv_listener *l)
 
     if (split_hostport(spec, buf, sizeof(buf), &host, &port) < 0) {
         SRV_ERR("bad listen address '%s' (want HOST:PORT or [V6]:PORT)", spec);
+        return RIO_EINVAL;
+    }
+    /* getaddrinfo takes "80000" and binds 80000 mod 65536. */
+    if (strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 || atoi(port) > 65535) {
+        SRV_ERR("listen address '%s': port '%s' is not a number in 0..65535", spec, port);
         return RIO_EINVAL;
     }
     hints.ai_family = AF_UNSPEC;
@@ -286,6 +293,7 @@ enum {
     OPT_HS_TIMEOUT,
     OPT_AUTH_FAIL,
     OPT_METRICS_LISTEN,
+    OPT_LOG_FILE,
 };
 
 static const struct option long_opts[] = {
@@ -317,6 +325,7 @@ static const struct option long_opts[] = {
     {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
     {"auth-failures", required_argument, NULL, OPT_AUTH_FAIL},
     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
+    {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -326,6 +335,7 @@ struct args {
     const char *port_file;
     const char *metrics;
     const char *token_file;
+    const char *log_file;
 };
 
 static int bad_value(const char *opt, const char *v)
@@ -390,6 +400,9 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             break;
         case OPT_TOKEN:
             a->token_file = optarg;
+            break;
+        case OPT_LOG_FILE:
+            a->log_file = optarg;
             break;
         case OPT_METRICS:
         case OPT_METRICS_LISTEN:
@@ -628,6 +641,66 @@ static void close_listeners(struct rio_srv *srv, int epfd)
         }
 }
 
+/*
+ * SIGHUP: reopen --log-file (after logrotate moved it) and re-read
+ * --auth-token-file. A token that fails to read keeps the old one, as does
+ * one 64 changes after the start (each replaced buffer is kept). The token
+ * buffers are all TOKEN_MAX + 1 bytes and a replaced one is kept until exit,
+ * so a handshake reading the token while it changes stays in bounds.
+ */
+static const struct args *hup_args;
+static uint8_t *hup_retired[64];
+static unsigned hup_nretired;
+
+static int open_log(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+
+    if (fd < 0 || dup2(fd, STDERR_FILENO) < 0) {
+        int err = -errno;
+        if (fd >= 0)
+            close(fd);
+        return err;
+    }
+    close(fd);
+    return 0;
+}
+
+static void hup(struct rio_srv *srv)
+{
+    uint8_t *token;
+    size_t len;
+    int ret;
+
+    if (hup_args->log_file) {
+        ret = open_log(hup_args->log_file);
+        if (ret < 0)
+            SRV_ERR("SIGHUP: log file %s: %s", hup_args->log_file, strerror(-ret));
+    }
+    SRV_INFO("SIGHUP: %s", hup_args->log_file ? "log file reopened" : "no log file to reopen");
+    if (!hup_args->token_file)
+        return;
+    if (read_token(hup_args->token_file, &token, &len) < 0) {
+        SRV_ERR("SIGHUP: keeping the previous token");
+        return;
+    }
+    /* An unchanged token (a logrotate SIGHUP) retires nothing. */
+    if (len == srv->cfg.token_len && memcmp(token, srv->cfg.token, len) == 0) {
+        rio__free(token);
+        SRV_INFO("SIGHUP: token unchanged");
+        return;
+    }
+    if (hup_nretired == sizeof(hup_retired) / sizeof(hup_retired[0])) {
+        rio__free(token);
+        SRV_ERR("SIGHUP: token changed %u times: restart railiod to change it again", hup_nretired);
+        return;
+    }
+    hup_retired[hup_nretired++] = srv->cfg.token;
+    __atomic_store_n(&srv->cfg.token_len, len, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&srv->cfg.token, token, __ATOMIC_SEQ_CST);
+    SRV_INFO("SIGHUP: token reloaded");
+}
+
 static int serve(struct rio_srv *srv, int sfd)
 {
     struct epoll_event e, evs[32];
@@ -656,6 +729,10 @@ static int serve(struct rio_srv *srv, int sfd)
                 struct signalfd_siginfo si;
                 if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
                     continue;
+                if (si.ssi_signo == SIGHUP) {
+                    hup(srv);
+                    continue;
+                }
                 if (draining) {
                     SRV_WARN("second signal %d: stopping now", (int)si.ssi_signo);
                     deadline = 1;
@@ -742,6 +819,7 @@ int main(int argc, char **argv)
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP); /* reload, never stop: hup() */
     pthread_sigmask(SIG_BLOCK, &mask, NULL);
     sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sfd < 0) {
@@ -750,6 +828,12 @@ int main(int argc, char **argv)
         goto out_free;
     }
 
+    hup_args = &a;
+    if (a.log_file && (ret = open_log(a.log_file)) < 0) {
+        fprintf(stderr, "railiod: log file %s: %s\n", a.log_file, strerror(-ret));
+        ret = 1;
+        goto out_sfd;
+    }
     if (a.token_file && read_token(a.token_file, &srv->cfg.token, &srv->cfg.token_len) < 0) {
         ret = 1;
         goto out_sfd;
@@ -868,6 +952,8 @@ out_listeners:
     rio__srv_disk_close(srv->disk);
 out_token:
     rio__free(srv->cfg.token);
+    while (hup_nretired > 0)
+        rio__free(hup_retired[--hup_nretired]);
 out_sfd:
     close(sfd);
 out_free:

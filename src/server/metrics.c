@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Metrics: atomic counters everywhere, rendered as Prometheus text (format
  * 0.0.4) by a minimal HTTP/1.0 responder on its own thread. It answers one

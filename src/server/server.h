@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railiod internals: the memory store, connections and workers, metrics and
  * logging. docs/server.md describes the program, docs/protocol.md the wire.
@@ -149,9 +150,10 @@ struct rio_srv_store {
     uint64_t max_chunks;
     uint64_t next_gen, next_upload;
     uint64_t evictions, expirations, reclaimed;
-    int no_ttl;                     /* disk tier: objects never expire */
-    struct rio_srv_disk *disk;      /* disk tier: uploads stream to temporary files */
-    struct rio_srv_obj *committing; /* taken, not yet published or dropped */
+    int no_ttl;                      /* disk tier: objects never expire */
+    struct rio_srv_disk *disk;       /* disk tier: uploads stream to temporary files */
+    struct rio_srv_obj *committing;  /* taken, not yet published or dropped */
+    struct rio_srv_commits *commits; /* recent commits and the upload id key (commits.c) */
 };
 
 int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lru,
@@ -242,6 +244,33 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o);
 void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
 /* next_gen = max(next_gen, gen): generations stay above recovered ones. */
 void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen);
+/* ------------------------------------------------ commits.c: idempotent commits */
+
+/* Commits remembered for a retried PUT_COMMIT: the last RIO_SRV_COMMITS_MAX
+ * (a power of two), each for RIO_SRV_COMMITS_AGE_NS. */
+#define RIO_SRV_COMMITS_MAX (1u << 16)
+#define RIO_SRV_COMMITS_AGE_NS (600ull * 1000000000ull)
+
+struct rio_srv_commits;
+/* The memory and a fresh random upload id key; 0 or -errno. */
+int rio__srv_commits_new(struct rio_srv_commits **out);
+void rio__srv_commits_free(struct rio_srv_commits *c);
+/* The upload id of counter value n: a keyed permutation (never repeats). */
+uint64_t rio__srv_commits_id(const struct rio_srv_commits *c, uint64_t n);
+/* Remember that upload id became generation (pending: not applied yet).
+ * Store lock held. */
+void rio__srv_commits_put_locked(struct rio_srv_commits *c, uint64_t id, uint64_t generation,
+                                 uint64_t nchunks, int pending, uint64_t now);
+/* A PUT_COMMIT for an upload no longer in the table: 0 and the generation
+ * it became, RIO_ETHROTTLE while it is being applied, RIO_EPROTO for
+ * another nchunks, RIO_ENOTFOUND when it was never committed (or long
+ * ago). Takes the store lock. */
+int rio__srv_store_recall(struct rio_srv_store *s, uint64_t id, uint64_t nchunks,
+                          uint64_t *generation);
+/* The disk tier applied (status 0) or failed a commit taken pending. */
+void rio__srv_store_settle(struct rio_srv_store *s, uint64_t id, uint64_t nchunks,
+                           uint64_t generation, int status);
+
 /* ++next_gen: a point in the order of upload opens and generations. */
 uint64_t rio__srv_store_tick(struct rio_srv_store *s);
 /* The lowest open_gen of an upload that can still commit (open, or taken

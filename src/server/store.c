@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The memory store: key -> published object, upload id -> upload in
  * progress, one capacity shared by both, LRU eviction or refusal, TTL
@@ -178,12 +179,16 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
      * server never hands out a generation a client saw before the restart. */
     clock_gettime(CLOCK_REALTIME, &ts);
     s->next_gen = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-    /* Upload ids start at a random point, so a stale id from an earlier
-     * incarnation (or a guess) does not name someone else's upload. */
+    /* Upload ids are a keyed permutation of a counter that starts at a
+     * random point (commits.c): unguessable, never handed out twice. */
     if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         rnd = s->next_gen * 0x9e3779b97f4a7c15ull;
     s->next_upload = (rnd >> 1) | 1;
+    if (rio__srv_commits_new(&s->commits) < 0)
+        goto err_mu;
     return 0;
+err_mu:
+    pthread_mutex_destroy(&s->mu);
 err_utab:
     rio__free(s->ctab);
     rio__free(s->utab);
@@ -263,6 +268,7 @@ void rio__srv_store_cleanup(struct rio_srv_store *s)
         }
     rio__free(s->tab);
     rio__free(s->utab);
+    rio__srv_commits_free(s->commits);
     rio__free(s->ctab);
     pthread_mutex_destroy(&s->mu);
     memset(s, 0, sizeof(*s));
@@ -607,7 +613,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
 
     pthread_mutex_lock(&s->mu);
     do {
-        u->id = s->next_upload++;
+        u->id = rio__srv_commits_id(s->commits, s->next_upload++);
     } while (u->id == 0 || *upload_slot_locked(s, u->id));
     u->open_gen = ++s->next_gen;
     u->deadline_ns = rio__now_ns() + s->upload_timeout_ns;
@@ -975,6 +981,10 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     u->data = NULL;
     /* The upload's charge moves to the object: unlink without releasing it. */
     u->charge = 0;
+    /* A retried commit of this upload gets this generation (commits.c);
+     * pending until the disk tier has applied it (df: it will). */
+    rio__srv_commits_put_locked(s->commits, u->id, o->generation, u->nchunks, df != NULL,
+                                rio__now_ns());
     upload_remove_locked(s, upload_slot_locked(s, u->id));
     *out = o;
     o = NULL;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * file:///DIR and file:///PATH?single=1: objects as files, moved with io_uring.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * file:// transport: test and bench hooks. The transport itself is reached by
  * URL (file:///DIR, file:///PATH?single=1); see docs/file.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mock://NAME: an in-process model of a storage target reached over several
  * paths, for the engine's tests and the capacity model.
@@ -425,6 +426,10 @@ struct mock_transport {
     struct mock_rule rules[MOCK_MAX_RULES];
     unsigned nrules;
     struct rio_mock_counters ctr;
+    /* rio_mock_desc_set: lookups of this key answer this descriptor as is */
+    bool forge;
+    struct rio_desc forged;
+    uint64_t forged_xxh_len;
 };
 
 static struct mock_transport *mock_cast(struct rio_transport *t)
@@ -1497,6 +1502,15 @@ static int mock_lookup(struct rio_transport *tt, const char *key, struct rio_des
     pthread_mutex_lock(&t->mu);
     t->ctr.lookups++;
     t->ctr.lookups_overlapped += t->ctr.inflight > 0;
+    if (t->forge && strcmp(t->forged.key, key) == 0) {
+        /* A hostile server: the descriptor as set, with a list of the
+         * length set (zeros), whatever its nchunks says. */
+        uint64_t n = t->forged_xxh_len;
+        *out = t->forged;
+        pthread_mutex_unlock(&t->mu);
+        out->xxh = n ? rio__calloc((size_t)n, sizeof(uint64_t)) : NULL;
+        return n && !out->xxh ? -ENOMEM : 0;
+    }
     pthread_mutex_unlock(&t->mu);
     h = key_hash(key, keylen);
     o = store_get(s, key, keylen, h);
@@ -1836,6 +1850,23 @@ void rio__mock_counters(struct rio_transport *tt, struct rio_mock_counters *out)
     pthread_mutex_unlock(&t->mu);
 }
 
+int rio__mock_desc_set(struct rio_transport *tt, const struct rio_desc *d, uint64_t xxh_len)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!t || (d && (!memchr(d->key, '\0', sizeof(d->key)) || xxh_len > (1u << 20))))
+        return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    t->forge = d != NULL;
+    if (d) {
+        t->forged = *d;
+        t->forged.xxh = NULL;
+        t->forged_xxh_len = xxh_len;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
 /* --- the public API, over a client --- */
 
 static struct rio_transport *client_mock(struct rio_client *c)
@@ -1866,6 +1897,11 @@ int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out)
 {
     rio__mock_counters(client_mock(c), out);
+}
+
+int rio_mock_desc_set(struct rio_client *c, const struct rio_desc *d, uint64_t xxh_len)
+{
+    return rio__mock_desc_set(client_mock(c), d, xxh_len);
 }
 
 /* --- fault specs --- */

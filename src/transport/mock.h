@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Transport-level entry points of the mock (mock.c). The public test API in
  * include/railio_mock.h reaches a client's transport through the client; these
@@ -20,5 +21,6 @@ void rio__mock_faults_clear(struct rio_transport *t);
 void rio__mock_heal(struct rio_transport *t);
 int rio__mock_set_path(struct rio_transport *t, unsigned path, double rate_bps, uint64_t lat_ns);
 void rio__mock_counters(struct rio_transport *t, struct rio_mock_counters *out);
+int rio__mock_desc_set(struct rio_transport *t, const struct rio_desc *d, uint64_t xxh_len);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados://POOL: objects striped into chunk objects in a Ceph cluster through
  * librados aio. The layout (specified byte by byte in docs/rados.md):

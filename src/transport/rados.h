@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados:// internals shared with the tests: the head format's constants and
  * the transport's counters. The layout itself is specified in docs/rados.md.

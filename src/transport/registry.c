@@ -1,23 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The built-in transports, reached by URL scheme. A backend whose library is
- * not built in (RIO_HAVE_<NAME> unset) is simply absent from the table, and
- * opening its scheme fails with RIO_EURL in the client.
+ * The transports, reached by URL scheme. Built-in backends are in the table
+ * below, each behind its build option; the ones with a heavy library
+ * (rados://: librados; s3:// and http(s)://: libcurl) live in loadable
+ * modules (transport/module.h) opened on the first use of their scheme. A
+ * backend that is not built is absent, and opening its scheme fails with
+ * RIO_EURL in the client; a module that is built but cannot be loaded says
+ * why on stderr, once, naming the package.
  */
-#include <stddef.h>
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/copy.h"
+#include "core/internal.h"
+#include "core/url.h"
+#include "transport/module.h"
 #include "transport/transport.h"
+#ifdef RIO_HAVE_RADOS
+#include "transport/rados.h"
+#endif
 
 extern const struct rio_transport_ops rio__mock_ops;
 extern const struct rio_transport_ops rio__tcp_ops; /* railio://, no external library */
 #ifdef RIO_HAVE_URING
 extern const struct rio_transport_ops rio__file_ops;
-#endif
-#ifdef RIO_HAVE_RADOS
-extern const struct rio_transport_ops rio__rados_ops;
-#endif
-#ifdef RIO_HAVE_CURL
-extern const struct rio_transport_ops rio__s3_ops, rio__http_ops, rio__https_ops;
 #endif
 
 /* One entry a line, each behind its build option. */
@@ -28,19 +42,160 @@ static const struct rio_transport_ops *const transports[] = {
 #ifdef RIO_HAVE_URING
     &rio__file_ops,
 #endif
-#ifdef RIO_HAVE_RADOS
-    &rio__rados_ops,
-#endif
-#ifdef RIO_HAVE_CURL
-    &rio__s3_ops,
-    &rio__http_ops,
-    &rio__https_ops,
-#endif
 };
 /* clang-format on */
 
+/* The loadable modules: the schemes each serves (space-separated), its file
+ * name, and the Debian package that carries the library it needs. */
+struct module_slot {
+    const char *schemes;
+    const char *file;
+    const char *package;
+    int tried; /* under modules_mu */
+    const struct rio_module *mod;
+};
+
+/* clang-format off */
+static struct module_slot modules[] = {
+#ifdef RIO_HAVE_CURL
+    {"s3 http https", "railio-s3.so", "libcurl4", 0, NULL},
+#endif
+#ifdef RIO_HAVE_RADOS
+    {"rados", "railio-rados.so", "librados2", 0, NULL},
+#endif
+    {NULL, NULL, NULL, 0, NULL},
+};
+/* clang-format on */
+static pthread_mutex_t modules_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct rio_module_host module_host = {
+    .abi = RIO_MODULE_ABI,
+    .size = sizeof(struct rio_module_host),
+    .version = RIO_VERSION_STRING,
+    .url_size = sizeof(struct rio_url),
+    .io_size = sizeof(struct rio_io),
+    .malloc = rio__malloc,
+    .calloc = rio__calloc,
+    .realloc = rio__realloc,
+    .free = rio__free,
+    .strdup = rio__strdup,
+    .url_param = rio__url_param,
+    .parse_size = rio__parse_size,
+    .parse_duration_ns = rio__parse_duration_ns,
+    .err_from_name = rio__err_from_name,
+    .errname = rio_errname,
+    .copy_nt = rio__copy_nt,
+    .xxh3 = rio__xxh3,
+};
+
+/* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */
+static int module_try(char *path, const char *dir, const char *suffix, const char *file)
+{
+    int n = snprintf(path, PATH_MAX, "%s%s/%s", dir, suffix, file);
+
+    return n > 0 && n < PATH_MAX && access(path, R_OK) == 0;
+}
+
+/*
+ * Find m's file, into path[PATH_MAX]: in $RIO_MODULE_DIR alone when set;
+ * otherwise next to the object that holds this code (librailio.so in LIBDIR:
+ * LIBDIR/railio/modules; a program of the build tree: build/modules), then
+ * in the configured install directory. 0 if found; -1 with the places
+ * looked at in where (for the message).
+ */
+static int module_find(const struct module_slot *m, char *path, char *where, size_t wcap)
+{
+    const char *env = secure_getenv(RIO_MODULE_DIR_ENV);
+    char self[PATH_MAX];
+    Dl_info info;
+    char *slash;
+
+    if (env && env[0]) {
+        snprintf(where, wcap, "%s", env);
+        return module_try(path, env, "", m->file) ? 0 : -1;
+    }
+    snprintf(where, wcap, "%s", RIO_MODULE_INSTALL_DIR);
+    /* The main program's name may be argv[0] without a directory: /proc/self/exe. */
+    if (dladdr((void *)module_find, &info) && info.dli_fname &&
+        realpath(strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe", self) &&
+        (slash = strrchr(self, '/'))) {
+        *slash = '\0';
+        snprintf(where, wcap, "%s/railio/modules, %s/modules, %s", self, self,
+                 RIO_MODULE_INSTALL_DIR);
+        if (module_try(path, self, "/railio/modules", m->file) ||
+            module_try(path, self, "/modules", m->file))
+            return 0;
+    }
+    return module_try(path, RIO_MODULE_INSTALL_DIR, "", m->file) ? 0 : -1;
+}
+
+static void module_load(struct module_slot *m, const char *scheme)
+{
+    char path[PATH_MAX], where[3 * PATH_MAX];
+    rio_module_entry_fn entry;
+    const struct rio_module *mod;
+    void *h;
+
+    if (module_find(m, path, where, sizeof(where)) < 0) {
+        fprintf(stderr,
+                "railio: %s:// is served by the module %s, found in none of: %s (install "
+                "railio's %s module, or set %s)\n",
+                scheme, m->file, where, scheme, RIO_MODULE_DIR_ENV);
+        return;
+    }
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "railio: %s:// needs the Debian package %s (apt-get install %s): %s\n",
+                scheme, m->package, m->package, dlerror());
+        return;
+    }
+    entry = (rio_module_entry_fn)(uintptr_t)dlsym(h, RIO_MODULE_ENTRY);
+    mod = entry ? entry(&module_host) : NULL;
+    if (!mod || mod->abi != RIO_MODULE_ABI || mod->size != sizeof(*mod)) {
+        fprintf(stderr, "railio: %s is not a module of railio %s (rebuild or reinstall it)\n", path,
+                RIO_VERSION_STRING);
+        dlclose(h);
+        return;
+    }
+    m->mod = mod; /* never closed: its code may run until the process ends */
+}
+
+static struct module_slot *module_slot(const char *scheme)
+{
+    size_t n = strlen(scheme);
+    struct module_slot *m;
+    const char *p;
+
+    if (n == 0 || strchr(scheme, ' '))
+        return NULL;
+    for (m = modules; m->schemes; m++)
+        for (p = m->schemes; (p = strstr(p, scheme)); p += n)
+            if ((p == m->schemes || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+                return m;
+    return NULL;
+}
+
+/* The module serving scheme, loaded on the first call (only one attempt). */
+const struct rio_module *rio__module_for(const char *scheme)
+{
+    struct module_slot *m = scheme ? module_slot(scheme) : NULL;
+    const struct rio_module *mod;
+
+    if (!m)
+        return NULL;
+    pthread_mutex_lock(&modules_mu);
+    if (!m->tried) {
+        m->tried = 1;
+        module_load(m, scheme);
+    }
+    mod = m->mod;
+    pthread_mutex_unlock(&modules_mu);
+    return mod;
+}
+
 const struct rio_transport_ops *rio__transport_find(const char *scheme)
 {
+    const struct rio_module *mod;
     size_t i;
 
     if (!scheme)
@@ -48,5 +203,79 @@ const struct rio_transport_ops *rio__transport_find(const char *scheme)
     for (i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
         if (strcmp(transports[i]->scheme, scheme) == 0)
             return transports[i];
+    mod = rio__module_for(scheme);
+    for (i = 0; mod && i < mod->nops; i++)
+        if (strcmp(mod->ops[i]->scheme, scheme) == 0)
+            return mod->ops[i];
     return NULL;
 }
+
+/* ----------------------------------------------------------- public */
+
+const char *rio_version(void)
+{
+    return RIO_VERSION_STRING;
+}
+
+int rio_has_scheme(const char *scheme)
+{
+    char path[PATH_MAX], where[3 * PATH_MAX];
+    struct module_slot *m;
+    size_t t;
+
+    if (!scheme)
+        return 0;
+    for (t = 0; t < sizeof(transports) / sizeof(transports[0]); t++)
+        if (strcmp(transports[t]->scheme, scheme) == 0)
+            return 1;
+    m = module_slot(scheme);
+    return m && module_find(m, path, where, sizeof(where)) == 0;
+}
+
+static char backends[256];
+static pthread_once_t backends_once = PTHREAD_ONCE_INIT;
+
+static void backends_fill(void)
+{
+    char path[PATH_MAX], where[3 * PATH_MAX];
+    size_t t, len = 0;
+    struct module_slot *m;
+
+    for (t = 0; t < sizeof(transports) / sizeof(transports[0]) && len < sizeof(backends); t++)
+        len += (size_t)snprintf(backends + len, sizeof(backends) - len, "%s%s", len ? " " : "",
+                                transports[t]->scheme);
+    for (m = modules; m->schemes && len < sizeof(backends); m++)
+        if (module_find(m, path, where, sizeof(where)) == 0)
+            len += (size_t)snprintf(backends + len, sizeof(backends) - len, "%s%s", len ? " " : "",
+                                    m->schemes);
+}
+
+const char *rio_backends(void)
+{
+    pthread_once(&backends_once, backends_fill);
+    return backends;
+}
+
+/* ------------------------------------------- rados.h hooks, through the module */
+
+#ifdef RIO_HAVE_RADOS
+void rio__rados_counters(struct rio_transport *t, struct rio_rados_counters *out)
+{
+    const struct rio_module *mod = rio__module_for("rados");
+
+    if (mod && mod->rados_counters) {
+        mod->rados_counters(t, out);
+        return;
+    }
+    memset(out, 0, sizeof(*out));
+}
+
+int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t generation,
+                          uint64_t index)
+{
+    const struct rio_module *mod = rio__module_for("rados");
+
+    return mod && mod->rados_chunk_name ? mod->rados_chunk_name(out, cap, key, generation, index)
+                                        : -1;
+}
+#endif

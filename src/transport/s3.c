@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3://BUCKET[/PREFIX] and http(s)://HOST[/PREFIX]: objects over HTTP through
  * libcurl. Read docs/s3.md first; this comment is the map of the code.
@@ -67,6 +68,7 @@
 #include "core/copy.h"
 #include "core/url.h"
 #include "railio.h"
+#include "transport/s3_parse.h"
 #include "transport/s3_sign.h"
 #include "transport/transport.h"
 
@@ -81,9 +83,7 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
 #define S3_HBUF 4096                 /* header text of one data op */
 #define S3_NODES 24                  /* headers of one request */
-#define S3_ETAG_MAX 80
 #define S3_GEN_SLOTS 1024u           /* generation -> ETag table */
-#define S3_META_XXH_MAX 2048         /* the inline xxh list (S3: 2 KiB of user metadata) */
 #define S3_EBODY 1024                /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20)  /* a metadata reply (upload id, sidecar, error) */
 #define S3_META_TRIES 3              /* attempts of an idempotent metadata request */
@@ -110,18 +110,6 @@ enum {
 };
 
 /* ------------------------------------------------------------ responses */
-
-/* What the header callback extracts from a response (data and metadata). */
-struct s3_rsp {
-    long status;
-    bool have_clen, have_crange;
-    uint64_t clen;
-    uint64_t cr_first, cr_last, cr_total;
-    char etag[S3_ETAG_MAX];
-    char lastmod[64];
-    char m_v[8], m_id[24], m_chunk[24], m_size[24], m_md5[40], m_sidecar[8];
-    char m_xxh[S3_META_XXH_MAX];
-};
 
 /* Header text and the curl_slist nodes over it, owned by the request: built
  * by hand so a data op sends headers without allocating. */
@@ -184,7 +172,7 @@ struct s3_path {
 
 struct s3_gen {
     uint64_t gen;
-    char etag[S3_ETAG_MAX];
+    char etag[RIO_S3_ETAG_MAX];
     bool lastmod; /* the validator is a Last-Modified date (If-Unmodified-Since) */
 };
 
@@ -209,6 +197,7 @@ struct s3_transport {
     int rcvbuf;
     long stall_s, min_speed;
     long connect_ms, op_timeout_ms;
+    bool verify_off; /* verify=off: a multipart object without its sidecar is read unverified */
     uint64_t min_part;
 
     /* data ops */
@@ -232,7 +221,7 @@ struct s3_transport {
 };
 
 struct s3_part {
-    char etag[S3_ETAG_MAX];
+    char etag[RIO_S3_ETAG_MAX];
     uint64_t xxh; /* what was sent */
     uint64_t len; /* bytes sent */
     bool ok;
@@ -244,10 +233,10 @@ struct s3_upload {
     char *key;
     uint64_t size, chunk, nparts;
     char id[17];
-    char *upload_id;        /* UP_MULTI */
-    struct s3_part *parts;  /* sized: nparts records (1 for UP_SINGLE) */
-    char md5[33];           /* UP_SINGLE: MD5 of the one chunk sent */
-    char etag[S3_ETAG_MAX]; /* UP_SINGLE: the ETag PutObject returned */
+    char *upload_id;            /* UP_MULTI */
+    struct s3_part *parts;      /* sized: nparts records (1 for UP_SINGLE) */
+    char md5[33];               /* UP_SINGLE: MD5 of the one chunk sent */
+    char etag[RIO_S3_ETAG_MAX]; /* UP_SINGLE: the ETag PutObject returned */
     /*
      * A stream (size RIO_SIZE_UNKNOWN until commit): size and nparts are set
      * by commit; the part records are S3_PART_PAGES pages, each allocated by
@@ -269,11 +258,6 @@ static void curl_init_once(void)
 }
 
 /* ------------------------------------------------------------- helpers */
-
-static uint64_t nchunks_of(uint64_t size, uint64_t chunk)
-{
-    return size ? (size - 1) / chunk + 1 : 0;
-}
 
 /* The record of part index (chunk index) i, or NULL for a stream part
  * whose page was never allocated (never submitted). */
@@ -307,39 +291,6 @@ static void random_id(char out[17])
     rio__s3_hex(b, 8, out);
 }
 
-static bool is_hex(const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isxdigit((unsigned char)s[i]))
-            return false;
-    return true;
-}
-
-/* A decimal u64, the whole string. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (!s || !*s)
-        return -1;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-            return -1;
-        v = v * 10 + (uint64_t)(*s - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* Copy at most cap-1 bytes and terminate. */
-static void copy_str(char *dst, size_t cap, const char *src, size_t n)
-{
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(dst, src, n);
-    dst[n] = '\0';
-}
-
 /*
  * The generation of an object: a nonzero 64-bit hash (xxh3) of its validator.
  * For a strong ETag that is ETag + NUL + railio's upload id (empty for
@@ -349,7 +300,7 @@ static void copy_str(char *dst, size_t cap, const char *src, size_t n)
  */
 static uint64_t gen_hash(const char *kind, const char *a, const char *b)
 {
-    char buf[S3_ETAG_MAX + 96];
+    char buf[RIO_S3_ETAG_MAX + 96];
     int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s", kind, 0, a, 0, b ? b : "");
     uint64_t h;
 
@@ -374,10 +325,10 @@ static uint64_t rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g)
     memset(g, 0, sizeof(*g));
     if (etag_strong(r->etag)) {
         g->gen = gen_hash("etag", r->etag, r->m_id);
-        copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
+        rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
     } else if (r->lastmod[0]) {
         g->gen = gen_hash("lastmod", r->lastmod, NULL);
-        copy_str(g->etag, sizeof(g->etag), r->lastmod, strlen(r->lastmod));
+        rio__s3_copy_str(g->etag, sizeof(g->etag), r->lastmod, strlen(r->lastmod));
         g->lastmod = true;
     } else {
         snprintf(sz, sizeof(sz), "%" PRIu64, size);
@@ -407,89 +358,6 @@ static bool gen_get(struct s3_transport *t, uint64_t gen, struct s3_gen *out)
 }
 
 /* ------------------------------------------------------ error mapping */
-
-/* Text between <tag> and </tag> in an XML body, or "" (no entity decoding
- * beyond &quot;, which ETags carry). */
-static void xml_text(const char *body, size_t len, const char *tag, char *out, size_t cap)
-{
-    char open[64], close[64];
-    const char *b, *e;
-    size_t o = 0;
-
-    out[0] = '\0';
-    if (!body || !len)
-        return;
-    snprintf(open, sizeof(open), "<%s>", tag);
-    snprintf(close, sizeof(close), "</%s>", tag);
-    b = memmem(body, len, open, strlen(open));
-    if (!b)
-        return;
-    b += strlen(open);
-    e = memmem(b, len - (size_t)(b - body), close, strlen(close));
-    if (!e)
-        return;
-    while (b < e && o + 1 < cap) {
-        if (strncmp(b, "&quot;", 6) == 0 && e - b >= 6) {
-            out[o++] = '"';
-            b += 6;
-        } else if (strncmp(b, "&#34;", 5) == 0 && e - b >= 5) {
-            out[o++] = '"';
-            b += 5;
-        } else {
-            out[o++] = *b++;
-        }
-    }
-    out[o] = '\0';
-}
-
-/*
- * An HTTP status (and the S3 <Code> from the error body) as a railio error.
- * Retryable: 408, 429, 5xx, and the 400s that S3 uses for transient trouble
- * (RequestTimeout) or for bytes damaged in flight (BadDigest: the part is
- * sent again). Everything else is the caller's or the object's problem and
- * fails the request.
- */
-static int map_http(long status, const char *code)
-{
-    if (status >= 200 && status < 300)
-        return 0;
-    if (!strcmp(code, "SlowDown") || status == 429)
-        return RIO_ETHROTTLE;
-    if (status >= 500)
-        return RIO_ESERVER;
-    if (!strcmp(code, "RequestTimeout") || status == 408)
-        return -ETIMEDOUT;
-    if (!strcmp(code, "BadDigest") || !strcmp(code, "XAmzContentSHA256Mismatch"))
-        return RIO_ECHECKSUM;
-    switch (status) {
-    case 301:
-    case 302:
-    case 307:
-    case 308:
-        return RIO_EURL; /* wrong endpoint or region: S3 redirects */
-    case 304:
-    case 412:
-        return RIO_EGENERATION;
-    case 401:
-    case 403:
-        return -EACCES;
-    case 404:
-    case 410:
-        return RIO_ENOTFOUND;
-    case 405:
-    case 501:
-        return RIO_ENOTSUP;
-    case 409:
-        return !strcmp(code, "OperationAborted") ? RIO_ESERVER : -EEXIST;
-    case 400:
-        return !strcmp(code, "EntityTooSmall") || !strcmp(code, "EntityTooLarge") ||
-                       !strcmp(code, "InvalidArgument") || !strcmp(code, "KeyTooLongError")
-                   ? RIO_EINVAL
-                   : RIO_EPROTO;
-    default:
-        return RIO_EPROTO;
-    }
-}
 
 /*
  * A CURLcode as a railio error. Transfer failures that never carried an HTTP
@@ -547,92 +415,11 @@ static int map_curl(CURLcode rc, long oserr)
 
 /* --------------------------------------------------------- header callback */
 
-static void rsp_reset(struct s3_rsp *r)
-{
-    r->status = 0;
-    r->have_clen = r->have_crange = false;
-    r->etag[0] = r->lastmod[0] = '\0';
-    r->m_v[0] = r->m_id[0] = r->m_chunk[0] = r->m_size[0] = r->m_md5[0] = r->m_sidecar[0] = '\0';
-    r->m_xxh[0] = '\0';
-}
-
-/* "bytes FIRST-LAST/TOTAL" (TOTAL may be '*'). */
-static bool parse_crange(const char *v, struct s3_rsp *r)
-{
-    unsigned long long a, b, c = 0;
-    int n = 0;
-
-    if (sscanf(v, "bytes %llu-%llu/%n", &a, &b, &n) != 2 || n == 0)
-        return false;
-    if (v[n] == '*')
-        c = UINT64_MAX;
-    else if (sscanf(v + n, "%llu", &c) != 1)
-        return false;
-    if (a > b)
-        return false;
-    r->cr_first = a;
-    r->cr_last = b;
-    r->cr_total = c;
-    return true;
-}
-
+/* curl's header callback: one line at a time (s3_parse.c reads it). */
 static size_t on_header(char *p, size_t sz, size_t nmemb, void *arg)
 {
-    struct s3_rsp *r = arg;
-    size_t len = sz * nmemb, nl, vl;
-    const char *colon, *v;
-    char val[S3_META_XXH_MAX];
-
-    if (len >= 5 && strncasecmp(p, "HTTP/", 5) == 0) {
-        /* A new status line (also after "100 Continue"): start over. */
-        const char *sp = memchr(p, ' ', len);
-        rsp_reset(r);
-        if (sp && (size_t)(sp - p) + 4 <= len)
-            r->status = strtol(sp + 1, NULL, 10);
-        return len;
-    }
-    colon = memchr(p, ':', len);
-    if (!colon)
-        return len;
-    nl = (size_t)(colon - p);
-    v = colon + 1;
-    vl = len - nl - 1;
-    while (vl && (*v == ' ' || *v == '\t'))
-        v++, vl--;
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
-        vl--;
-    copy_str(val, sizeof(val), v, vl);
-
-#define HDR_IS(name) (nl == sizeof(name) - 1 && strncasecmp(p, name, nl) == 0)
-    if (HDR_IS("content-length")) {
-        r->have_clen = parse_u64(val, &r->clen) == 0;
-    } else if (HDR_IS("content-range")) {
-        r->have_crange = parse_crange(val, r);
-    } else if (HDR_IS("etag")) {
-        copy_str(r->etag, sizeof(r->etag), val, vl);
-    } else if (HDR_IS("last-modified")) {
-        copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
-    } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {
-        const char *s = p + 17;
-        size_t sl = nl - 17;
-#define META_IS(suffix) (sl == sizeof(suffix) - 1 && strncasecmp(s, suffix, sl) == 0)
-        if (META_IS("-v"))
-            copy_str(r->m_v, sizeof(r->m_v), val, vl);
-        else if (META_IS("-id"))
-            copy_str(r->m_id, sizeof(r->m_id), val, vl);
-        else if (META_IS("-chunk"))
-            copy_str(r->m_chunk, sizeof(r->m_chunk), val, vl);
-        else if (META_IS("-size"))
-            copy_str(r->m_size, sizeof(r->m_size), val, vl);
-        else if (META_IS("-md5"))
-            copy_str(r->m_md5, sizeof(r->m_md5), val, vl);
-        else if (META_IS("-sidecar"))
-            copy_str(r->m_sidecar, sizeof(r->m_sidecar), val, vl);
-        else if (META_IS("-xxh"))
-            copy_str(r->m_xxh, sizeof(r->m_xxh), val, vl);
-#undef META_IS
-    }
-#undef HDR_IS
+    size_t len = sz * nmemb;
+    rio__s3_rsp_header(arg, p, len);
     return len;
 }
 
@@ -786,8 +573,8 @@ static void debug_log(struct s3_transport *t, const char *method, const char *ur
 
     if (!t->debug)
         return;
-    xml_text(body, blen, "Code", code, sizeof(code));
-    xml_text(body, blen, "Message", msg, sizeof(msg));
+    rio__s3_xml_text(body, blen, "Code", code, sizeof(code));
+    rio__s3_xml_text(body, blen, "Message", msg, sizeof(msg));
     q = strchr(url, '?');
     ul = q ? (int)(q - url) : (int)strlen(url);
     fprintf(stderr, "railio s3: %s %.*s%s -> %ld %s%s%s%s%s (%s)\n", method, ul, url,
@@ -1041,7 +828,7 @@ static int op_prepare(struct s3_transport *t, struct s3_op *op)
     op->elen = 0;
     op->ebody[0] = '\0';
     op->errbuf[0] = '\0';
-    rsp_reset(&op->rsp);
+    rio__s3_rsp_reset(&op->rsp);
     hdrs_init(&op->h, op->hbuf, sizeof(op->hbuf));
 
     if (io->kind == RIO_IO_READ) {
@@ -1116,8 +903,8 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
         goto fail;
     }
     if (r->status >= 300 || (r->status && r->status < 200)) {
-        xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
-        err = map_http(r->status, code);
+        rio__s3_xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
+        err = rio__s3_map_http(r->status, code);
         if (!err)
             err = RIO_EPROTO;
         goto fail;
@@ -1166,14 +953,14 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
             rio__s3_hex(d, 16, op->md5hex);
         }
         /* The server's MD5 of what it stored (a plain ETag) must be ours. */
-        if (op->md5hex[0] && strlen(r->etag) == 34 && is_hex(r->etag + 1, 32) &&
+        if (op->md5hex[0] && strlen(r->etag) == 34 && rio__s3_is_hex(r->etag + 1, 32) &&
             strncasecmp(r->etag + 1, op->md5hex, 32) != 0) {
             err = RIO_ECHECKSUM;
             goto fail;
         }
-        copy_str(part->etag, sizeof(part->etag), r->etag, strlen(r->etag));
+        rio__s3_copy_str(part->etag, sizeof(part->etag), r->etag, strlen(r->etag));
         if (up->mode == UP_SINGLE) {
-            copy_str(up->etag, sizeof(up->etag), r->etag, strlen(r->etag));
+            rio__s3_copy_str(up->etag, sizeof(up->etag), r->etag, strlen(r->etag));
             memcpy(up->md5, op->md5hex, sizeof(up->md5));
         }
         part->xxh = io->xxh;
@@ -1653,7 +1440,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     int ret;
 
     meta_rsp_cleanup(r);
-    rsp_reset(&r->rsp);
+    rio__s3_rsp_reset(&r->rsp);
     r->body.max = S3_META_BODY_MAX;
     r->err = 0;
     if (q->body && q->blen) {
@@ -1707,8 +1494,8 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     meta_put(t, e);
 
     if (r->rsp.status >= 300 || (r->rsp.status && r->rsp.status < 200)) {
-        xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
-        r->err = map_http(r->rsp.status, code);
+        rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
+        r->err = rio__s3_map_http(r->rsp.status, code);
         if (!r->err)
             r->err = RIO_EPROTO;
     } else if (rc != CURLE_OK) {
@@ -1716,8 +1503,8 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     } else if (r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
                memmem(r->body.p, r->body.len, "<Error>", 7)) {
         /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
-        xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
-        r->err = map_http(500, code);
+        rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
+        r->err = rio__s3_map_http(500, code);
     }
     /* A 404 is an answer, not a trouble worth a log line. */
     if (r->err && !(r->rsp.status == 404 && !strcmp(q->method, "HEAD")))
@@ -1767,90 +1554,10 @@ static int meta_do(struct s3_transport *t, const struct meta_req *q, struct meta
 
 /* ------------------------------------------------------------- lookup */
 
-static int parse_xxh_list(const char *s, uint64_t n, uint64_t **out)
-{
-    uint64_t *x;
-
-    *out = NULL;
-    if (n == 0)
-        return 0;
-    if (strlen(s) != n * 16 || n > SIZE_MAX / sizeof(*x))
-        return RIO_EPROTO;
-    x = rio__malloc((size_t)n * sizeof(*x));
-    if (!x)
-        return -ENOMEM;
-    for (uint64_t i = 0; i < n; i++) {
-        char h[17];
-        memcpy(h, s + i * 16, 16);
-        h[16] = '\0';
-        if (!is_hex(h, 16)) {
-            rio__free(x);
-            return RIO_EPROTO;
-        }
-        x[i] = strtoull(h, NULL, 16);
-    }
-    *out = x;
-    return 0;
-}
-
 static int sidecar_key(const char *key, const char *id, char *out, size_t cap)
 {
     int w = snprintf(out, cap, "%s%s%s", key, S3_SIDECAR_SUFFIX, id);
     return w < 0 || (size_t)w >= cap || (size_t)w > RIO_KEY_MAX ? RIO_EINVAL : 0;
-}
-
-/*
- * The sidecar of a multipart object (see docs/s3.md):
- *   railio-sidecar 1\n id ID\n size N\n chunk N\n md5 HEX\n n N\n
- *   then n lines of 16 hex digits, then "end XXH\n" where XXH is the xxh3 of
- *   everything before "end".
- */
-static int sidecar_parse(const char *b, size_t len, const char *id, uint64_t size, uint64_t chunk,
-                         char md5[33], uint64_t **xxh)
-{
-    char sid[24], smd5[40];
-    unsigned long long ssize, schunk, n, sum;
-    const char *end, *p;
-    int off = 0;
-    uint64_t *x;
-
-    *xxh = NULL;
-    if (!b || len < 8)
-        return RIO_EPROTO;
-    end = NULL;
-    for (p = b; (p = memmem(p, len - (size_t)(p - b), "\nend ", 5)); p++)
-        end = p;
-    if (!end || sscanf(end + 5, "%16llx", &sum) != 1 ||
-        rio__xxh3(b, (size_t)(end - b + 1)) != (uint64_t)sum)
-        return RIO_EPROTO;
-    if (sscanf(b, "railio-sidecar 1\nid %23s\nsize %llu\nchunk %llu\nmd5 %39s\nn %llu\n%n", sid,
-               &ssize, &schunk, smd5, &n, &off) != 5 ||
-        off == 0)
-        return RIO_EPROTO;
-    if (strcmp(sid, id) || ssize != size || schunk != chunk || n != nchunks_of(size, chunk) ||
-        (strcmp(smd5, "-") != 0 && (strlen(smd5) != 32 || !is_hex(smd5, 32))))
-        return RIO_EPROTO;
-    if ((size_t)(end - b + 1 - off) != n * 17)
-        return RIO_EPROTO;
-    if (n) {
-        x = rio__malloc((size_t)n * sizeof(*x));
-        if (!x)
-            return -ENOMEM;
-        for (uint64_t i = 0; i < n; i++) {
-            const char *l = b + off + i * 17;
-            if (!is_hex(l, 16) || l[16] != '\n') {
-                rio__free(x);
-                return RIO_EPROTO;
-            }
-            x[i] = strtoull(l, NULL, 16);
-        }
-        *xxh = x;
-    }
-    if (!strcmp(smd5, "-"))
-        md5[0] = '\0'; /* written without the stream MD5 (etag=none) */
-    else
-        memcpy(md5, smd5, 33);
-    return 0;
 }
 
 static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
@@ -1887,11 +1594,11 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
          * unknown when the upload began): its sidecar checks the size. */
         streamed = !r.rsp.m_size[0] && !strcmp(r.rsp.m_sidecar, "1");
         if (strcmp(r.rsp.m_v, S3_FORMAT) != 0 || !r.rsp.m_id[0] ||
-            parse_u64(r.rsp.m_chunk, &chunk) < 0 || chunk == 0 ||
-            (!streamed && (parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size))) {
+            rio__s3_parse_u64(r.rsp.m_chunk, &chunk) < 0 || chunk == 0 ||
+            (!streamed && (rio__s3_parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size))) {
             /* Not written by railio (or not in a format we know). */
             chunk = 0;
-            if (strlen(r.rsp.etag) == 34 && is_hex(r.rsp.etag + 1, 32)) {
+            if (strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
                 for (int i = 0; i < 32; i++)
                     md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
                 md5[32] = '\0';
@@ -1899,12 +1606,12 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
             break;
         }
         if (strcmp(r.rsp.m_sidecar, "1") != 0) {
-            ret = parse_xxh_list(r.rsp.m_xxh, nchunks_of(size, chunk), &xxh);
+            ret = rio__s3_parse_xxh_list(r.rsp.m_xxh, rio__s3_nchunks(size, chunk), &xxh);
             if (ret == -ENOMEM)
                 goto out;
-            if (ret == 0 && strlen(r.rsp.m_md5) == 32 && is_hex(r.rsp.m_md5, 32)) {
+            if (ret == 0 && strlen(r.rsp.m_md5) == 32 && rio__s3_is_hex(r.rsp.m_md5, 32)) {
                 memcpy(md5, r.rsp.m_md5, 33);
-            } else if (ret == 0 && strlen(r.rsp.etag) == 34 && is_hex(r.rsp.etag + 1, 32)) {
+            } else if (ret == 0 && strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
                 /* One PutObject: its ETag is the MD5 of its bytes. */
                 for (int i = 0; i < 32; i++)
                     md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
@@ -1920,16 +1627,26 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
         struct meta_req sq = {.method = "GET", .key = skey, .retry = true};
         ret = meta_do(t, &sq, &sr);
         if (ret == 0)
-            ret = sidecar_parse(sr.body.p, sr.body.len, r.rsp.m_id, size, chunk, md5, &xxh);
+            ret = rio__s3_sidecar_parse(sr.body.p, sr.body.len, r.rsp.m_id, size, chunk, md5, &xxh);
         meta_rsp_cleanup(&sr);
         if (ret == -ENOMEM)
             goto out;
         if (ret == 0)
             break;
         /* Missing or not ours: the object may have been replaced since the
-         * HEAD (then look again), or its sidecar was removed (then read it
-         * without checksums). */
+         * HEAD (then look again), or its sidecar was removed or damaged.
+         * Then nothing vouches for its bytes (a multipart ETag is no digest
+         * of them): it is refused, unless the caller turned verification
+         * off, when it is read without checksums. */
         if (attempt == 2) {
+            if (!t->verify_off) {
+                fprintf(stderr,
+                        "railio s3: %s: the checksum sidecar of this multipart object is "
+                        "missing or damaged; verify=off reads it unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
             ret = 0;
             md5[0] = '\0';
             break;
@@ -1941,7 +1658,7 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     out->generation = g.gen;
     out->size = size;
     out->chunk_size = chunk;
-    out->nchunks = chunk ? nchunks_of(size, chunk) : 0;
+    out->nchunks = chunk ? rio__s3_nchunks(size, chunk) : 0;
     out->xxh = xxh;
     xxh = NULL;
     memcpy(out->etag, md5, sizeof(md5));
@@ -1996,7 +1713,7 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
     /* A stream is a multipart upload whatever its length turns out to be:
      * its part count is known only at commit. */
     up->stream = size == RIO_SIZE_UNKNOWN;
-    up->nparts = up->stream ? 0 : nchunks_of(size, chunk_size);
+    up->nparts = up->stream ? 0 : rio__s3_nchunks(size, chunk_size);
     up->mode = up->nparts <= 1 && !up->stream ? UP_SINGLE : UP_MULTI;
     random_id(up->id);
     if (up->mode == UP_MULTI) {
@@ -2044,7 +1761,7 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         ret = meta_do(t, &q, &r);
         if (ret < 0)
             goto err;
-        xml_text(r.body.p, r.body.len, "UploadId", uid, sizeof(uid));
+        rio__s3_xml_text(r.body.p, r.body.len, "UploadId", uid, sizeof(uid));
         meta_rsp_cleanup(&r);
         if (!uid[0]) {
             ret = RIO_EPROTO;
@@ -2096,7 +1813,7 @@ static int head_id(struct s3_transport *t, const char *key, char id[24], bool *s
     int ret = meta_do(t, &q, &r);
 
     if (ret == 0) {
-        copy_str(id, 24, r.rsp.m_id, strlen(r.rsp.m_id));
+        rio__s3_copy_str(id, 24, r.rsp.m_id, strlen(r.rsp.m_id));
         *sidecar = !strcmp(r.rsp.m_v, S3_FORMAT) && !strcmp(r.rsp.m_sidecar, "1");
         if (g)
             rsp_gen(&r.rsp, r.rsp.clen, g);
@@ -2132,7 +1849,7 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         if (ret == 0 && !r.rsp.etag[0])
             ret = RIO_EPROTO;
         if (ret == 0)
-            copy_str(up->etag, sizeof(up->etag), r.rsp.etag, strlen(r.rsp.etag));
+            rio__s3_copy_str(up->etag, sizeof(up->etag), r.rsp.etag, strlen(r.rsp.etag));
         meta_rsp_cleanup(&r);
         if (ret < 0)
             return ret;
@@ -2146,8 +1863,8 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
     }
     struct s3_rsp rr;
     memset(&rr, 0, sizeof(rr));
-    copy_str(rr.etag, sizeof(rr.etag), up->etag, strlen(up->etag));
-    copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
+    rio__s3_copy_str(rr.etag, sizeof(rr.etag), up->etag, strlen(up->etag));
+    rio__s3_copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
     d->generation = rsp_gen(&rr, up->size, &g);
     gen_put(t, &g);
     return 0;
@@ -2167,7 +1884,7 @@ static void multipart_etag(struct s3_upload *up, EVP_MD_CTX *md, char *out, size
         const struct s3_part *pt = part_at(up, i);
         const char *e = pt ? pt->etag : "";
         uint8_t b[16];
-        if (strlen(e) != 34 || !is_hex(e + 1, 32))
+        if (strlen(e) != 34 || !rio__s3_is_hex(e + 1, 32))
             return;
         for (int k = 0; k < 16; k++) {
             char h[3] = {e[1 + 2 * k], e[2 + 2 * k], 0};
@@ -2184,7 +1901,7 @@ static void multipart_etag(struct s3_upload *up, EVP_MD_CTX *md, char *out, size
 static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio_desc *d)
 {
     char skey[RIO_KEY_MAX + 1], oskey[RIO_KEY_MAX + 1], old_id[24] = "", cur_id[24],
-                                                        etag[S3_ETAG_MAX];
+                                                        etag[RIO_S3_ETAG_MAX];
     char *sc = NULL, *xml = NULL;
     size_t sclen = 0, xlen = 0, cap;
     struct meta_rsp r = {0};
@@ -2203,7 +1920,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
             ret = RIO_ECHECKSUM;
     }
     /* The stream MD5, or "" when the engine computed none (etag=none). */
-    if (ret == 0 && d->etag[0] && (strlen(d->etag) != 32 || !is_hex(d->etag, 32)))
+    if (ret == 0 && d->etag[0] && (strlen(d->etag) != 32 || !rio__s3_is_hex(d->etag, 32)))
         ret = RIO_EPROTO;
     if (ret == 0)
         ret = sidecar_key(up->key, up->id, skey, sizeof(skey));
@@ -2243,7 +1960,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
         old_sidecar = false;
 
     /* Each <Part> is at most 45 characters, a 5-digit number and an ETag. */
-    cap = 128 + (size_t)up->nparts * (64 + S3_ETAG_MAX);
+    cap = 128 + (size_t)up->nparts * (64 + RIO_S3_ETAG_MAX);
     xml = rio__malloc(cap);
     ret = -ENOMEM;
     if (!xml)
@@ -2261,7 +1978,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
         q.x[q.nx++] = (struct rio_s3_kv){"content-type", "application/xml"};
         ret = meta_do(t, &q, &r);
         if (ret == 0)
-            xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
+            rio__s3_xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
         meta_rsp_cleanup(&r);
     }
     /* A retried complete that finds no upload, or a failure after the server
@@ -2279,7 +1996,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
      * replaced it already, fall back to computing ours. */
     if (!etag[0] || etag[0] != '"') {
         if (head_id(t, up->key, cur_id, &cur_sidecar, &g) == 0 && !strcmp(cur_id, up->id)) {
-            copy_str(etag, sizeof(etag), g.etag, strlen(g.etag));
+            rio__s3_copy_str(etag, sizeof(etag), g.etag, strlen(g.etag));
         } else {
             md = EVP_MD_CTX_new();
             if (md)
@@ -2290,8 +2007,8 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     {
         struct s3_rsp rr;
         memset(&rr, 0, sizeof(rr));
-        copy_str(rr.etag, sizeof(rr.etag), etag, strlen(etag));
-        copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
+        rio__s3_copy_str(rr.etag, sizeof(rr.etag), etag, strlen(etag));
+        rio__s3_copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
         d->generation = rsp_gen(&rr, up->size, &g);
         gen_put(t, &g);
     }
@@ -2327,7 +2044,7 @@ static int stream_close(struct s3_transport *t, struct s3_upload *up, const stru
     pthread_mutex_lock(&t->mu);
     hi = up->hi;
     pthread_mutex_unlock(&t->mu);
-    n = nchunks_of(d->size, up->chunk);
+    n = rio__s3_nchunks(d->size, up->chunk);
     if (d->nchunks != n || n > S3_MAX_PARTS || hi > n || (n && !d->xxh))
         return RIO_EPROTO;
     for (uint64_t i = 0; i < n; i++) {
@@ -2496,8 +2213,8 @@ static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_ou
     t->endpoint = rio__malloc((size_t)(he - ep) + 1);
     if (!t->host || !t->endpoint)
         return -ENOMEM;
-    copy_str(t->host, (size_t)(he - hs) + 1, hs, (size_t)(he - hs));
-    copy_str(t->endpoint, (size_t)(he - ep) + 1, ep, (size_t)(he - ep));
+    rio__s3_copy_str(t->host, (size_t)(he - hs) + 1, hs, (size_t)(he - hs));
+    rio__s3_copy_str(t->endpoint, (size_t)(he - ep) + 1, ep, (size_t)(he - ep));
     /* "/a/b/" -> "a/b/" */
     while (*he == '/')
         he++;
@@ -2667,6 +2384,7 @@ static int parse_config(struct s3_transport *t, const struct rio_url *u,
         goto out;
     t->base.put_chunk_min = t->min_part; /* the engine sizes multipart chunks by it */
     t->op_timeout_ms = o && o->op_timeout_ms ? (long)o->op_timeout_ms : 0;
+    t->verify_off = o && o->verify < 0;
     if (t->discard && (!o || o->verify >= 0))
         fprintf(stderr, "railio s3: discard=1 stores nothing: the engine's verification will "
                         "fail unless verify=off\n");

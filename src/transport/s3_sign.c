@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * SigV4 signing (see s3_sign.h). The canonical request is never built as one
  * string: it is hashed piece by piece, so a request with a 1 KiB key and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * AWS Signature Version 4 for S3 requests, and the encodings it rests on.
  * Pure functions over caller-owned buffers: no allocation, no locks, safe

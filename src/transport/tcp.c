@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio://HOST:PORT[,HOST2:PORT2...]: the client of railio's own protocol
  * (src/proto/proto.h, docs/protocol.md) over TCP, talking to railiod.
@@ -27,7 +28,10 @@
  * into io->dst (never more than the op's len bytes), timers (dial deadline,
  * progress watchdog), and complete() for each finished op with no lock held.
  * Metadata calls (lookup, put_open/commit/abort, remove) are synchronous on
- * one blocking control connection per member, under that member's mutex.
+ * one blocking control connection per member, under that member's mutex;
+ * the idempotent ones (LOOKUP, PUT_OPEN, PUT_COMMIT: the server remembers
+ * commits) go again on a fresh connection after a reset, a timeout or a
+ * damaged answer, and a commit whose answer never came is RIO_EUNKNOWN.
  *
  * Slots. An op holds one slot from submit to complete: its encoded request
  * and its place in a connection's send queue or wait list. Slots come from a
@@ -53,10 +57,13 @@
  * dials again in the background until it has its own connection (the
  * minimum is one connection per rail). A failed established
  * connection (reset, EOF, TCP_USER_TIMEOUT, keepalive, no progress) fails
- * every op on it with that error; a malformed frame fails them with
- * RIO_EPROTO; a well-formed response of the wrong length fails its own op
- * (RIO_ESHORT or RIO_EPROTO) and the others go out again on a fresh
- * connection.
+ * every op on it with that error. A frame that breaks the protocol (a
+ * header that does not decode, an answer to no outstanding request or a
+ * second one, the wrong opcode, a body where none belongs) poisons the
+ * connection: it is closed and its ops fail with -EPROTO, a reset-class
+ * error the engine retries elsewhere. A READ answer of the wrong length
+ * fails its own op (RIO_ESHORT, or -EPROTO when longer) and the others go
+ * out again on a fresh connection.
  *
  * Locks: t->mu guards the submit and cancel queues, the slot free list, each
  * connection's slot count and window, and the counters. m->ctl_mu guards a
@@ -928,8 +935,11 @@ struct ctl_req {
     size_t body_len;
     uint64_t resp_cap; /* largest successful answer body accepted */
     uint32_t timeout_ms;
-    bool idempotent; /* may go again once on a fresh connection */
+    bool idempotent; /* may go again on a fresh connection, up to retry_attempts tries */
     bool no_dial;    /* only on an open connection */
+    /* A successful answer's body must decode: 0 or RIO_EPROTO (a damaged
+     * answer, handled like a damaged frame). NULL: any body. */
+    int (*check)(const uint8_t *body, size_t len);
 };
 
 static bool reset_class(int err)
@@ -937,25 +947,60 @@ static bool reset_class(int err)
     return err == -ECONNRESET || err == -EPIPE || err == -ECONNABORTED || err == -ENOTCONN;
 }
 
+/* A failed exchange an idempotent request may try again on a fresh
+ * connection: the connection broke, stalled past the op timeout, or its
+ * answer broke the protocol (the connection is closed either way). */
+static bool ctl_retryable(int err)
+{
+    return reset_class(err) || err == -ETIMEDOUT || err == RIO_EPROTO || err == -ECONNREFUSED;
+}
+
+/* The engine's backoff for try n (1-based) of a metadata request: base x
+ * 2^(n-1), capped, with equal jitter. */
+static void ctl_backoff(const struct tcp_transport *t, unsigned n)
+{
+    uint64_t ms = t->o.backoff_base_ms;
+    for (unsigned i = 1; i < n && ms < t->o.backoff_cap_ms; i++)
+        ms *= 2;
+    ms = min_u64(ms, t->o.backoff_cap_ms);
+    uint64_t us = ms * 1000;
+    uint32_t r = 0;
+    if (us && getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+        r = 0;
+    us = us / 2 + (us ? r % (us / 2 + 1) : 0);
+    if (us)
+        usleep((useconds_t)us);
+}
+
 /*
  * One request and its answer on member m's control connection (dialled when
  * needed). Returns 0 with the answer's header and body (caller frees), or
  * the error that made the exchange impossible. A status in a well-formed
- * answer is the caller's to read (h->status).
+ * answer is the caller's to read (h->status). An idempotent request whose
+ * exchange failed (reset, timeout, a damaged answer) goes again on a fresh
+ * connection, up to retry_attempts tries, each bounded by timeout_ms; a
+ * reused connection found reset costs no try. *sent (may be NULL) tells
+ * whether any try put bytes of the request on a connection, so that the
+ * server may have acted on it.
  */
-static int ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
-                    struct rio_proto_hdr *h, uint8_t **body)
+static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
+                         struct rio_proto_hdr *h, uint8_t **body, bool *sent)
 {
     struct iovec iov[5];
     uint8_t hdr[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
+    unsigned tries = rq->idempotent && t->o.retry_attempts > 1 ? t->o.retry_attempts : 1;
+    unsigned failed = 0;
     int ret = 0;
 
     *body = NULL;
+    if (sent)
+        *sent = false;
     if (rq->niov > 3 || rq->body_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
         return RIO_EINVAL;
     pthread_mutex_lock(&m->ctl_mu);
-    for (int attempt = 0;; attempt++) {
+    for (;;) {
         bool fresh = false;
+        ret = 0;
         if (m->ctl_fd >= 0 && ctl_stale_locked(m))
             ctl_close_locked(m);
         if (m->ctl_fd < 0) {
@@ -964,33 +1009,54 @@ static int ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct 
                 break;
             }
             ret = ctl_dial_locked(t, m, NULL);
-            if (ret < 0)
-                break;
             fresh = true;
         }
-        uint64_t deadline = rio__now_ns() + (uint64_t)rq->timeout_ms * NS_PER_MS;
-        uint64_t id = next_id(t);
-        frame_header(rq->op, id, (uint32_t)rq->body_len + RIO_PROTO_TAG_LEN, hdr);
-        iov[0].iov_base = hdr;
-        iov[0].iov_len = sizeof(hdr);
-        for (int i = 0; i < rq->niov; i++)
-            iov[i + 1] = rq->iov[i];
-        ret = rio__proto_seal(&m->ctl_sess, next_seq(&m->ctl_sess), iov, rq->niov + 1, tag);
-        iov[rq->niov + 1].iov_base = tag;
-        iov[rq->niov + 1].iov_len = sizeof(tag);
-        if (ret == 0)
-            ret = blk_send(m->ctl_fd, iov, rq->niov + 2, deadline);
-        if (ret == 0)
-            ret = blk_recv_frame(m->ctl_fd, &m->ctl_sess, rq->op, id, rq->resp_cap, h, body,
-                                 deadline);
-        if (ret == 0)
+        if (ret == 0) {
+            uint64_t deadline = rio__now_ns() + (uint64_t)rq->timeout_ms * NS_PER_MS;
+            uint64_t id = next_id(t);
+            frame_header(rq->op, id, (uint32_t)rq->body_len + RIO_PROTO_TAG_LEN, hdr);
+            iov[0].iov_base = hdr;
+            iov[0].iov_len = sizeof(hdr);
+            for (int i = 0; i < rq->niov; i++)
+                iov[i + 1] = rq->iov[i];
+            ret = rio__proto_seal(&m->ctl_sess, next_seq(&m->ctl_sess), iov, rq->niov + 1, tag);
+            iov[rq->niov + 1].iov_base = tag;
+            iov[rq->niov + 1].iov_len = sizeof(tag);
+            if (ret == 0 && sent)
+                *sent = true;
+            if (ret == 0)
+                ret = blk_send(m->ctl_fd, iov, rq->niov + 2, deadline);
+            if (ret == 0)
+                ret = blk_recv_frame(m->ctl_fd, &m->ctl_sess, rq->op, id, rq->resp_cap, h, body,
+                                     deadline);
+            if (ret == 0 && h->status == 0 && rq->check && rq->check(*body, h->body_len) < 0) {
+                rio__free(*body);
+                *body = NULL;
+                ret = RIO_EPROTO;
+            }
+            if (ret == 0)
+                break;
+            /* Whatever went wrong, this stream cannot be trusted any more. */
+            ctl_close_locked(m);
+        }
+        /* A reused connection the server had reset: one free try. */
+        bool free_try = !fresh && reset_class(ret) && failed == 0 && rq->idempotent;
+        if (!free_try && (++failed >= tries || !ctl_retryable(ret)))
             break;
-        ctl_close_locked(m);
-        if (fresh || !rq->idempotent || attempt > 0 || !reset_class(ret))
-            break;
+        pthread_mutex_lock(&t->mu);
+        t->ctr.ctl_retries++;
+        pthread_mutex_unlock(&t->mu);
+        if (!free_try)
+            ctl_backoff(t, failed);
     }
     pthread_mutex_unlock(&m->ctl_mu);
     return ret;
+}
+
+static int ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
+                    struct rio_proto_hdr *h, uint8_t **body)
+{
+    return ctl_call_sent(t, m, rq, h, body, NULL);
 }
 
 /* ------------------------------------------------------------ metadata ops */
@@ -1018,6 +1084,24 @@ static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
     return ret < 0 ? RIO_EINVAL : ret;
 }
 
+static int check_desc(const uint8_t *body, size_t len)
+{
+    struct rio_proto_desc d;
+    return rio__proto_dec_desc(body, len, &d);
+}
+
+static int check_open_resp(const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_open_resp r;
+    return rio__proto_dec_put_open_resp(body, len, &r);
+}
+
+static int check_commit_resp(const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_commit_resp r;
+    return rio__proto_dec_put_commit_resp(body, len, &r);
+}
+
 static int tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
@@ -1042,6 +1126,7 @@ static int tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc
         .resp_cap = TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
         .timeout_ms = t->o.op_timeout_ms,
         .idempotent = true,
+        .check = check_desc,
     };
     ret = ctl_call(t, &t->members[owner_of(t, key, klen)], &rq, &h, &body);
     if (ret < 0)
@@ -1126,6 +1211,7 @@ static int tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size
         .resp_cap = RIO_PROTO_CTRL_MAX,
         .timeout_ms = t->o.op_timeout_ms,
         .idempotent = true, /* an orphaned upload is reclaimed by the server */
+        .check = check_open_resp,
     };
     ret = ctl_call(t, m, &rq, &h, &body);
     if (ret < 0)
@@ -1197,6 +1283,9 @@ static int tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     if (n < 0)
         goto abort;
     struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
+    /* The commit is idempotent (docs/protocol.md): the server remembers
+     * which generation an upload became, so a commit whose answer was lost
+     * goes again on a fresh connection and gets the same generation. */
     struct ctl_req rq = {
         .op = RIO_OP_PUT_COMMIT,
         .iov = &iov,
@@ -1204,12 +1293,34 @@ static int tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_des
         .body_len = (size_t)n,
         .resp_cap = RIO_PROTO_CTRL_MAX,
         .timeout_ms = t->o.op_timeout_ms,
+        .idempotent = true,
+        .check = check_commit_resp,
     };
-    ret = ctl_call(t, &t->members[up->member], &rq, &h, &body);
+    bool sent = false, ever_sent = false;
+    for (unsigned busy = 0;; busy++) {
+        ret = ctl_call_sent(t, &t->members[up->member], &rq, &h, &body, &sent);
+        ever_sent |= sent;
+        /* The disk tier is still applying an earlier try of this commit:
+         * ask again after a backoff. */
+        if (ret < 0 || h.status != RIO_ETHROTTLE || busy + 1 >= t->o.retry_attempts)
+            break;
+        rio__free(body);
+        body = NULL;
+        ctl_backoff(t, busy + 1);
+    }
     rio__free(b);
-    if (ret < 0)
+    if (ret < 0) {
+        /* No answer after every try: a request that reached a connection
+         * may have been applied. Only the caller can decide what to do. */
+        if (ever_sent)
+            ret = RIO_EUNKNOWN;
         goto out;
-    if (h.status != 0)
+    }
+    if (h.status == RIO_ETHROTTLE)
+        ret = RIO_EUNKNOWN; /* still being applied when we gave up */
+    else if (h.status == RIO_ENOTFOUND || h.status == -ENOENT)
+        ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
+    else if (h.status != 0)
         ret = wire_status(h.status);
     else if (rio__proto_dec_put_commit_resp(body, h.body_len, &r) < 0)
         ret = RIO_EPROTO;
@@ -1907,7 +2018,7 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
     if (ret == RIO_EVERSION)
         return ret;
     if (ret < 0 || !(h->flags & RIO_PF_RESPONSE) || rio__proto_layout(h, &ctl, &data) < 0)
-        return RIO_EPROTO;
+        return RIO_EPROTO; /* poisons the connection (conn_event) */
     cn->rx_got = 0;
     cn->rx_len = h->body_len;
     cn->rx_slot = NULL;
@@ -1921,22 +2032,28 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
         for (s = cn->wq.head; s; s = s->next)
             if (s->id == h->id)
                 break;
-        if (!s || h->opcode != s->op)
-            return RIO_EPROTO; /* an answer to nothing we asked */
+        /* An answer to nothing outstanding (a duplicate of one already
+         * taken, ids are never reused), of another opcode, or an error or
+         * a PUT_CHUNK answer with a body (more than its tag): the stream
+         * cannot be trusted. */
+        if (!s || h->opcode != s->op || (ctl && (h->status != 0 || s->op != RIO_OP_READ)))
+            return RIO_EPROTO;
         cn->rx_slot = s;
         if (h->status == 0 && s->op == RIO_OP_READ) {
             if (data != s->expect_len) {
-                /* Never more than len bytes into dst: the op fails and the
-                 * stream is abandoned; the others go out again. */
-                conn_abort(t, cn, s, data < s->expect_len ? RIO_ESHORT : RIO_EPROTO, now);
+                /* Never more than len bytes into dst: the op fails (short:
+                 * the chunk is retried; longer: a protocol violation, retried
+                 * like a reset) and the stream is abandoned; the others go
+                 * out again. */
+                if (data > s->expect_len)
+                    ctr_add(t, &t->ctr.poisoned, 1);
+                conn_abort(t, cn, s, data < s->expect_len ? RIO_ESHORT : -EPROTO, now);
                 return 1;
             }
             /* Its xxh3 and the tag first: checked before any data lands. */
             cn->rx_mode = RX_READ_FIXED;
             cn->rx_len = RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN;
         } else {
-            if (h->body_len > RIO_PROTO_CTRL_BODY_MAX)
-                return RIO_EPROTO;
             cn->rx_mode = RX_CTRL;
         }
     }
@@ -1982,7 +2099,10 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     if (cn->state != C_READY)
         return conn_on_hs_frame(t, cn, now);
     sl_unlink(&cn->wq, s);
-    if (cn->rh.status != 0) {
+    if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
+        wire_status(cn->rh.status) == RIO_ENOTFOUND) {
+        res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
+    } else if (cn->rh.status != 0) {
         res = wire_status(cn->rh.status);
     } else if (s->op == RIO_OP_READ) {
         res = (int64_t)s->expect_len;
@@ -2112,6 +2232,13 @@ static void conn_event(struct tcp_transport *t, struct tcp_conn *cn, uint32_t ev
     }
     return;
 fail:
+    if (ret == RIO_EPROTO) {
+        /* A frame that breaks the protocol poisons this connection only:
+         * it is closed and its ops fail with -EPROTO, which the engine
+         * retries like a reset (on another path when there is one). */
+        ctr_add(t, &t->ctr.poisoned, 1);
+        ret = -EPROTO;
+    }
     if (cn->state == C_READY)
         conn_fail(t, cn, ret);
     else
@@ -2850,9 +2977,17 @@ static int greet_members(struct tcp_transport *t, bool explicit_rails)
         struct hs_info hi;
         int ret;
 
-        pthread_mutex_lock(&m->ctl_mu);
-        ret = ctl_dial_locked(t, m, &hi);
-        pthread_mutex_unlock(&m->ctl_mu);
+        /* A damaged or cut greeting is tried again like any metadata call;
+         * a refusal (-EACCES) is final. */
+        for (unsigned n = 1;; n++) {
+            pthread_mutex_lock(&m->ctl_mu);
+            ret = ctl_dial_locked(t, m, &hi);
+            pthread_mutex_unlock(&m->ctl_mu);
+            if (ret == 0 || n >= t->o.retry_attempts || !(ret == RIO_EPROTO || reset_class(ret)))
+                break;
+            ctr_add(t, &t->ctr.ctl_retries, 1);
+            ctl_backoff(t, n);
+        }
         if (ret < 0) {
             if (!first_err)
                 first_err = ret;

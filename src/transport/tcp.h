@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal entry points of the railio:// transport (tcp.c) for tests and
  * benches: counters that show what the transport holds (request slots armed,
@@ -29,6 +30,13 @@ struct rio__tcp_counters {
     uint64_t tombstones;      /* cancelled ops whose response was drained, not landed */
     uint64_t requeued;        /* ops moved to a fresh connection after a deliberate close */
     uint64_t grace_closes;    /* connections closed: a tombstone's answer did not drain in time */
+    /* A frame that breaks the protocol (a header that does not decode, an
+     * answer to no outstanding request or a second one, the wrong opcode or
+     * length) poisons its connection: closed, its ops fail with -EPROTO,
+     * which the engine retries like a reset. Metadata calls on a control
+     * connection retried on a fresh one (reset, timeout, protocol error). */
+    uint64_t poisoned;    /* data connections closed for a protocol violation */
+    uint64_t ctl_retries; /* metadata requests sent again on a fresh control connection */
     /* Growth under a server's connection limit (--max-conns): a dial the
      * server cuts while a sibling connection of the same rail is up makes
      * the path ride on that sibling ("carried") instead of failing its ops;

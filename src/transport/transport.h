@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The transport contract. A transport only moves bytes: the engine owns
  * planning, budget, retry, verification and stats. Every backend is one

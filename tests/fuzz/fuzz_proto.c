@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* FUZZ_SOURCES src/proto/proto.c src/core/checksum.c */
 /*
  * libFuzzer target for the wire format (src/proto): the header decoder and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A single-host Ceph cluster on loopback for railio's tests and benches:
 # 1 monitor, 1..3 memstore OSDs, optional radosgw (S3) and mgr, every file in
 # one directory the caller names, every daemon detached with setsid and its

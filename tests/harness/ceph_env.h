@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ceph_env.h: one real single-host Ceph cluster per test program, started by
  * tests/harness/ceph.sh the first time a test asks for it and stopped when

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # rails.sh: N network rails between two network namespaces, for the rails tests.
 #
 #   RIO_RAILS_ID=ID rails.sh up N RATE[,RATE...]   build rails 0..N-1 (rates in tc units: 1gbit)

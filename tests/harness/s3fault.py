@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """A scripted S3-like HTTP server that misbehaves on request, for railio's
 s3:// and http:// transport tests. Standard library only.
 
@@ -34,6 +35,10 @@ The object is stored under the full key as usual. Kinds:
   putdigest  PUT: 400 BadDigest
   putetag    PUT: stored whole, but the ETag answered is the MD5 of other
              bytes (as if the part had been damaged in flight)
+  501        501 NotImplemented (not retryable: the server cannot do it)
+  408        408 RequestTimeout (retryable, and no fault of the path)
+  hugehead   HEAD (no object needed): railio metadata claiming
+             Content-Length 2^64 - 1 and a chunk of 2^63 bytes
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N" (uploads: open
 multipart uploads, all buckets).
@@ -60,6 +65,7 @@ NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
+HEAD_KINDS = ("hugehead",)
 
 
 def md5hex(b):
@@ -71,13 +77,13 @@ def xml_error(code, msg):
             "<Message>%s</Message></Error>" % (code, msg)).encode()
 
 
-def fault_for(bucket, key, put):
+def fault_for(bucket, key, put, head=False):
     """The fault kind to apply to this request now, or None (counts it)."""
     m = FAULT_RE.match(key)
     if not m:
         return None
     kind, count = m.group(1), int(m.group(2))
-    if (kind in PUT_KINDS) != put:
+    if (kind in PUT_KINDS) != put or (kind in HEAD_KINDS) != head:
         return None
     with LOCK:
         st = FAULTS.setdefault((bucket, key), [kind, count if count else None])
@@ -162,6 +168,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
+        if head and fault_for(bucket, key, put=False, head=True) == "hugehead":
+            self.send_response(200)
+            for k, v in (("ETag", '"0123456789abcdef0123456789abcdef"'),
+                         ("Content-Length", "18446744073709551615"),
+                         ("x-amz-meta-railio-v", "1"), ("x-amz-meta-railio-id", "0123456789abcdef"),
+                         ("x-amz-meta-railio-size", "18446744073709551615"),
+                         ("x-amz-meta-railio-chunk", "9223372036854775808")):
+                self.send_header(k, v)
+            self.end_headers()
+            return
         with LOCK:
             o = OBJECTS.get((bucket, key))
         if o is None:
@@ -201,9 +217,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             self.close_connection = True
             return
-        if kind in ("503", "slowdown", "429"):
+        if kind in ("503", "slowdown", "429", "501", "408"):
             code = {"503": (503, "ServiceUnavailable"), "slowdown": (503, "SlowDown"),
-                    "429": (429, "TooManyRequests")}[kind]
+                    "429": (429, "TooManyRequests"), "501": (501, "NotImplemented"),
+                    "408": (408, "RequestTimeout")}[kind]
             return self.err(code[0], code[1])
         if kind == "200":
             return self.send(200, data, h)

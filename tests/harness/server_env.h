@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * server_env.h: start a real railiod for a test, and a tiny blocking client
  * that speaks the wire protocol directly (no engine, no transport), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers for the file:// tests: a scratch directory per test (removed at
  * exit, also when an assertion fails), URL building, and reading a file back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers for the rados:// tests (tests/integration/test_rados*.c): clients
  * on the harness cluster, object counts straight from librados (every

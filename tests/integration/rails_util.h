@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers for the rails tests (tests/integration/test_rails*.c): N veth rails
  * between a client and a server network namespace built by

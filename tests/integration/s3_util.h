@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers for the s3:// and http:// tests (tests/integration/test_s3*.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers for the disk-tier tests of railiod (test_server_disk*.c): a data
  * directory removed at exit, objects whose bytes derive from (key, seq) so

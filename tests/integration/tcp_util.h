@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by the railio:// transport's tests (tests/integration/
  * test_tcp*.c): a railiod started from tests/harness/server_env.h, clients

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS file */
 /*
  * railio cp end to end through the real binary: local file -> file:// ->

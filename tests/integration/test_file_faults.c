@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS file */
 /* T_TIMEOUT 120 */
 /*

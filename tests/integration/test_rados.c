@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados:// against a real single-host Ceph cluster (tests/harness/ceph.sh:
  * 1 monitor, 2 memstore OSDs, pools rio, rio2, rio3), started once for this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados:// with a 1 GiB object: PUT, STAT, GET byte-exact, ETag == MD5, and
  * nothing left after delete. Its own cluster (1 memstore OSD: about 2 GiB of

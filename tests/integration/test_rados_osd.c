@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rados:// when an OSD dies mid-PUT: a real failure, not an injected one.
  * Cluster: 2 memstore OSDs, pool "rio" with 2 replicas (min_size 1), so once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3:// against a real radosgw (tests/harness/ceph.sh --rgw: 1 monitor, 1
  * memstore OSD, radosgw on loopback), started once for this program by the
@@ -236,6 +237,51 @@ TEST(overwrite_is_a_new_generation)
     rio_desc_cleanup(&d1);
     rio_desc_cleanup(&d2);
     rio_desc_cleanup(&d3);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* Issue 13 item 17: a multipart object whose checksum sidecar is gone is
+ * not read unverified: RIO_ECHECKSUM, unless verify=off asks for exactly
+ * that. */
+TEST(multipart_without_sidecar_refused)
+{
+    struct rio_options o;
+    struct rio_desc d;
+    const char *ep = su_rgw(BUCKET);
+    int64_t alloc0 = rio__alloc_outstanding();
+    const size_t n = 2 * CH + 1;
+    char *list, sidecar[256];
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = rgw_client(&o, NULL);
+    uint8_t *src = su_pattern(n, 401), *dst = malloc(n);
+    T_NOTNULL(dst);
+    T_OK(rio_put(c, "nosc/obj", src, n, NULL, NULL));
+    T_EQ(su_curl(ep, "", BUCKET "?prefix=nosc%2F", &list, NULL), 200);
+    const char *k = strstr(list, "<Key>nosc/obj.railio-");
+    T_NOTNULL(k);
+    k += 5;
+    const char *e = strchr(k, '<');
+    T_NOTNULL(e);
+    snprintf(sidecar, sizeof(sidecar), BUCKET "/%.*s", (int)(e - k), k);
+    free(list);
+    T_EQ(su_curl(ep, "-X DELETE", sidecar, NULL, NULL), 204);
+
+    T_ERR(rio_get(c, "nosc/obj", dst, n, NULL), RIO_ECHECKSUM);
+    T_ERR(rio_stat(c, "nosc/obj", &d), RIO_ECHECKSUM);
+    su_close(c, alloc0);
+
+    o.verify = -1;
+    c = rgw_client(&o, NULL);
+    T_OK(rio_stat(c, "nosc/obj", &d));
+    T_NULL(d.xxh);
+    T_EQ(d.size, (uint64_t)n);
+    rio_desc_cleanup(&d);
+    T_EQ(rio_get(c, "nosc/obj", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_OK(rio_delete(c, "nosc/obj"));
     free(src);
     free(dst);
     su_close(c, alloc0);

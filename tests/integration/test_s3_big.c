@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A 1 GiB object through s3:// and radosgw (tests/harness/ceph.sh --rgw):
  * multipart PUT of 64 parts, ranged GETs 8 in flight, byte-exact, the MD5

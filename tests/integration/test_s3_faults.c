@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3:// and http:// against tests/harness/s3fault.py, a scripted server that
  * misbehaves on request: every fault ends byte-exact (after retries) or in a
@@ -204,8 +205,8 @@ TEST(persistent_faults_fail_cleanly)
 }
 
 /*
- * The object is replaced under a read: the ranges sent with If-Match get
- * 412 and the GET fails with RIO_EGENERATION; no chunk of the new bytes is
+ * The object is replaced under a read that names its generation: the
+ * ranges sent with If-Match get 412 and the GET fails with RIO_EGENERATION; no chunk of the new bytes is
  * stitched in (RIO_ATOMIC: the buffer is untouched). The object was written
  * by plain HTTP (not railio), so no checksums help: If-Match alone does it.
  * A new GET then reads the new generation whole.
@@ -240,7 +241,8 @@ TEST(etag_change_mid_read_is_a_generation_error)
     su_md5(src, n, md5);
     T_STREQ(d1.etag, md5);
     memset(dst, 0xA5, n);
-    struct rio_call call = {.flags = RIO_ATOMIC};
+    /* Named: a GET that names no generation is planned again (client.c). */
+    struct rio_call call = {.flags = RIO_ATOMIC, .expect_generation = d1.generation};
     T_ERR(rio_get(c, "F_etag_1/plain", dst, n, &call), RIO_EGENERATION);
     for (size_t k = 0; k < n; k++)
         if (dst[k] != 0xA5)
@@ -802,6 +804,100 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     free(src);
     free(dst);
     su_close(c, alloc0);
+}
+
+/* Issue 13 item 16: 501 means the server cannot do it: one attempt, no
+ * retry, RIO_ENOTSUP. */
+TEST(http_501_not_retried)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    unsigned fired0, fired1, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "F_501_0/obj", CH, 1), *dst = malloc(CH);
+    rio_client_destroy(w);
+    struct rio_client *c = fault_client(&o, NULL);
+    su_fault_stats(su_fault_port(), &fired0, &up);
+    T_ERR(rio_get(c, "F_501_0/obj", dst, CH, &call), RIO_ENOTSUP);
+    su_fault_stats(su_fault_port(), &fired1, &up);
+    T_EQ(fired1 - fired0, 1u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 0u); /* the one failed attempt is fatal */
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* 408 (RequestTimeout) is retried as the server's trouble: the path it came
+ * on is not cooled down as a timeout would make it. */
+TEST(http_408_retries_without_cooling)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    o.cooldown_base_ms = o.cooldown_cap_ms = 60000;
+    struct rio_client *w = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(w, "F_408_3/obj", OBJ, 2), *dst = malloc(OBJ);
+    rio_client_destroy(w);
+    struct rio_client *c = fault_client(&o, NULL);
+    T_EQ(rio_get(c, "F_408_3/obj", dst, OBJ, &call), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(st.retries[RIO_CLASS_TIMEOUT], 0u);
+    for (unsigned i = 0; i < st.npaths; i++)
+        T_EQ(st.path[i].state, 0);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* Issue 13 item 1: a HEAD claiming Content-Length 2^64 - 1 and a chunk of
+ * 2^63 (a heap overflow once: the reader's ring was sized by a product that
+ * wrapped to 0) fails every call with RIO_EPROTO, s3:// and http:// alike. */
+TEST(hostile_head_refused)
+{
+    struct rio_options o;
+    char url[256];
+    struct rio_desc d;
+    struct rio_reader *rd = NULL;
+    uint8_t buf[4096];
+    void *p = NULL;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    for (int k = 0; k < 2; k++) {
+        if (k == 0)
+            snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
+        else
+            snprintf(url, sizeof(url), "http://127.0.0.1:%d/fb", su_fault_port());
+        struct rio_client *c = su_client(url, &o);
+        T_ERR(rio_stat(c, "F_hugehead_0/obj", &d), RIO_EPROTO);
+        T_ERR(rio_get(c, "F_hugehead_0/obj", buf, sizeof(buf), NULL), RIO_EPROTO);
+        T_ERR(rio_get_alloc(c, "F_hugehead_0/obj", &p, NULL), RIO_EPROTO);
+        T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 0, NULL, &rd), RIO_EPROTO);
+        T_NULL(rd);
+        T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 4, NULL, &rd), RIO_EPROTO);
+        su_close(c, alloc0);
+    }
+    /* The reproducer: `railio cp http://HOST/obj out` exits 1 (it crashed)
+     * with a line naming the field. */
+    const char *b = getenv("T_BUILD_DIR");
+    char cmd[2048], log[700];
+    snprintf(log, sizeof(log), "%s/hugehead.log", su_dir);
+    snprintf(cmd, sizeof(cmd),
+             "%s/railio cp http://127.0.0.1:%d/fb/F_hugehead_0/obj '%s/hugehead.out' 2>'%s'",
+             b ? b : "build", su_fault_port(), su_dir, log);
+    T_EQ(su_sh("%s", cmd), 1);
+    snprintf(cmd, sizeof(cmd),
+             "grep -q 'server descriptor: size 18446744073709551615 out of range' '%s'", log);
+    T_EQ(su_sh("%s", cmd), 0);
+    unlink(log);
 }
 
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and

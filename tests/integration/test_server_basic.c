@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS net */
 /* T_TIMEOUT 60 */
 /*
@@ -181,8 +182,19 @@ TEST(chunk_checksum_and_geometry)
     T_EQ(wc_lookup(&c, "ck", &d, &keep), RIO_ENOTFOUND);
     T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), 0);
     read_back(&c, "ck", gen, data, size, CHUNK);
-    /* The upload is gone once committed. */
-    T_EQ(wc_put_commit(&c, up, 3, x, etag, &gen), RIO_ENOTFOUND);
+    /* The upload is gone once committed, but its commit is idempotent: sent
+     * again (its answer was lost) it gets the same generation, on any
+     * connection; with another chunk count it is refused. */
+    uint64_t again = 0;
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &again), 0);
+    T_EQ(again, gen);
+    struct wc c2;
+    wc_connect(&c2, e.addr[0]);
+    again = 0;
+    T_EQ(wc_put_commit(&c2, up, 3, x, etag, &again), 0);
+    T_EQ(again, gen);
+    T_EQ(wc_put_commit(&c2, up, 2, x, etag, &again), RIO_EPROTO);
+    wc_close(&c2);
     T_EQ(wc_put_chunk(&c, up, 0, x[0], data, CHUNK), RIO_ENOTFOUND);
     /* Abort. */
     T_EQ(wc_put_open(&c, "ab", size, CHUNK, 0, &up), 0);
@@ -193,6 +205,30 @@ TEST(chunk_checksum_and_geometry)
     T_EQ(wc_ping(&c), 0);
     free(x);
     free(data);
+    wc_close(&c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Upload ids are the upload's capability: no id tells the next one (a
+ * counter would hand them out one apart), and none comes twice. */
+TEST(upload_ids_are_unguessable)
+{
+    struct srv_env e;
+    struct wc c;
+    uint64_t id[64];
+
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    for (int i = 0; i < 64; i++)
+        T_EQ(wc_put_open(&c, "ids", CHUNK, CHUNK, 0, &id[i]), 0);
+    int close_pairs = 0;
+    for (int i = 0; i < 64; i++)
+        for (int j = i + 1; j < 64; j++) {
+            T_NE(id[i], id[j]);
+            uint64_t d = id[i] > id[j] ? id[i] - id[j] : id[j] - id[i];
+            close_pairs += d < (1ull << 32);
+        }
+    T_EQ(close_pairs, 0);
     wc_close(&c);
     T_EQ(srv_stop(&e), 0);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS net */
 /* T_TIMEOUT 180 */
 /*
@@ -324,14 +325,19 @@ struct slow_get {
     size_t cap;
     unsigned flags;
     struct rio_cancel *cancel;
+    uint64_t expect_gen;
     int64_t ret;
     uint64_t end_ms;
+    struct rio_stats st;
 };
 
 static void *slow_get_main(void *p)
 {
     struct slow_get *g = p;
-    struct rio_call call = {.flags = g->flags, .cancel = g->cancel};
+    struct rio_call call = {.flags = g->flags,
+                            .cancel = g->cancel,
+                            .expect_generation = g->expect_gen,
+                            .stats = &g->st};
     g->ret = rio_get(g->c, g->key, g->buf, g->cap, &call);
     g->end_ms = t_now_ms();
     return NULL;
@@ -352,8 +358,10 @@ static void wait_inflight(struct rio_client *c)
     }
 }
 
-/* A GET whose object is replaced half-way fails with RIO_EGENERATION; with
- * RIO_ATOMIC the caller's buffer is untouched. */
+/* A GET whose object is replaced half-way is planned again against the new
+ * generation and returns it whole (never a mix of the two); one that named
+ * the generation it wants fails with RIO_EGENERATION, and with RIO_ATOMIC
+ * the caller's buffer is untouched. */
 TEST(generation_replaced_mid_get)
 {
     struct srv_env e;
@@ -371,23 +379,32 @@ TEST(generation_replaced_mid_get)
     tu_open(&r, url, &o);
     tu_opts(&o);
     tu_open(&w, url, &o);
-    uint64_t g1 = tu_put(w.c, "gen/obj", n, 1);
-
-    struct slow_get g = {.c = r.c, .key = "gen/obj", .cap = n, .flags = RIO_ATOMIC};
-    g.buf = calloc(1, n);
-    pthread_t th;
-    T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
-    wait_inflight(r.c);
-    uint64_t g2 = tu_put(w.c, "gen/obj", 1, 2);
-    T_NE(g2, g1);
-    pthread_join(th, NULL);
-    T_ERR(g.ret, RIO_EGENERATION);
-    for (size_t i = 0; i < n; i++)
-        if (g.buf[i])
-            T_FAIL("RIO_ATOMIC buffer touched at %zu", i);
-    /* The new generation reads whole. */
-    tu_get_check(r.c, "gen/obj", 1, 2, 0);
-    free(g.buf);
+    for (int pinned = 0; pinned < 2; pinned++) {
+        uint64_t g1 = tu_put(w.c, "gen/obj", n, 1);
+        struct slow_get g = {.c = r.c, .key = "gen/obj", .cap = n, .flags = RIO_ATOMIC};
+        g.expect_gen = pinned ? g1 : 0;
+        g.buf = calloc(1, n);
+        pthread_t th;
+        T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
+        wait_inflight(r.c);
+        uint64_t g2 = tu_put(w.c, "gen/obj", 1, 2);
+        T_NE(g2, g1);
+        pthread_join(th, NULL);
+        if (pinned) {
+            T_ERR(g.ret, RIO_EGENERATION);
+            T_EQ(g.st.replans, 0u);
+        } else {
+            T_EQ(g.ret, 1);
+            T_PATTERN(g.buf, 1, 2);
+            T_EQ(g.st.replans, 1u);
+        }
+        for (size_t i = pinned ? 0 : 1; i < n; i++)
+            if (g.buf[i])
+                T_FAIL("RIO_ATOMIC buffer touched at %zu", i);
+        /* The new generation reads whole. */
+        tu_get_check(r.c, "gen/obj", 1, 2, 0);
+        free(g.buf);
+    }
     tu_close(&r);
     tu_close(&w);
     stop(&e);

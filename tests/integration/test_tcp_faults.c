@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS net */
 /* T_TIMEOUT 90 */
 /*
@@ -39,7 +40,13 @@ struct fake {
     _Atomic int stall_reads;   /* READ never answered; the connection hangs */
     _Atomic int slow_body;     /* READ: header and half the body, then wait for release */
     _Atomic int release;
-    _Atomic int slow_put; /* PUT_CHUNK: wait for release before reading the data */
+    _Atomic int slow_put;      /* PUT_CHUNK: wait for release before reading the data */
+    _Atomic int dup_reads;     /* READ answered twice */
+    _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
+    _Atomic int stall_lookups; /* LOOKUP never answered; the connection hangs */
+    _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
+    _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
+    _Atomic int lookups;
     uint32_t max_depth;
     const char *token;
     _Atomic int bad_server_mac;
@@ -147,7 +154,9 @@ static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
     if (rio__proto_dec_read(body, len, &m) < 0)
         return -1;
     atomic_fetch_add(&f->reads, 1);
-    if (m.generation != F_GEN)
+    if (atomic_fetch_sub(&f->bump_reads, 1) > 0)
+        atomic_fetch_add(&f->gen, 1);
+    if (m.generation != atomic_load(&f->gen))
         return f_respond(c, RIO_OP_READ, id, RIO_EGENERATION, NULL, 0);
     if (m.off > F_SIZE || m.len > F_SIZE - m.off)
         return f_respond(c, RIO_OP_READ, id, RIO_EPROTO, NULL, 0);
@@ -165,6 +174,9 @@ static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
         memset(junk, 0x5a, sizeof(junk));
         return f_write(c->fd, junk, sizeof(junk));
     }
+    if (atomic_fetch_sub(&f->dup_reads, 1) > 0 &&
+        f_respond(c, RIO_OP_READ, id, 0, f->data + m.off, m.len) < 0)
+        return -1;
     if (atomic_fetch_sub(&f->slow_body, 1) > 0) {
         uint8_t x[8];
         uint64_t v = rio__xxh3(f->data + m.off, m.len);
@@ -241,10 +253,21 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
 
     if (rio__proto_dec_key(body, len, &k) < 0)
         return -1;
+    atomic_fetch_add(&c->f->lookups, 1);
     if (k.key_len != 3 || memcmp(k.key, "obj", 3))
         return f_respond(c, RIO_OP_LOOKUP, id, RIO_ENOTFOUND, NULL, 0);
+    if (atomic_fetch_sub(&c->f->bad_lookups, 1) > 0) {
+        uint8_t junk[RIO_PROTO_HDR_LEN];
+        memset(junk, 0xa5, sizeof(junk));
+        return f_write(c->fd, junk, sizeof(junk));
+    }
+    if (atomic_fetch_sub(&c->f->stall_lookups, 1) > 0) {
+        while (!atomic_load(&c->f->stop))
+            usleep(1000);
+        return -1;
+    }
     memset(&d, 0, sizeof(d));
-    d.generation = F_GEN;
+    d.generation = atomic_load(&c->f->gen);
     d.size = F_SIZE;
     d.chunk_size = F_CHUNK;
     d.nchunks = F_SIZE / F_CHUNK;
@@ -356,6 +379,7 @@ static void fake_start(struct fake *f)
 
     if (!f->max_depth)
         f->max_depth = 64;
+    atomic_store(&f->gen, F_GEN);
     pthread_mutex_init(&f->mu, NULL);
     f->data = tu_pattern(F_SIZE, F_SEED);
     for (unsigned i = 0; i < F_SIZE / F_CHUNK; i++)
@@ -523,41 +547,141 @@ TEST(short_answer_fails_its_op_then_retry_heals)
     fake_stop(&f);
 }
 
-/* An answer to a request nobody sent: the connection is unusable, and the
- * call fails with RIO_EPROTO. */
-TEST(answer_to_unknown_id_is_eproto)
+/* An answer to a request nobody sent, or a garbage frame: the connection
+ * is poisoned (closed, its ops fail with -EPROTO, a reset-class error) and
+ * the engine retries the chunk on a fresh connection: the call succeeds,
+ * byte-exact, and the retry is counted. */
+TEST(bad_frame_poisons_the_connection_and_retries)
 {
-    struct fake f = {.bad_id_reads = 1};
+    for (int garbage = 0; garbage < 2; garbage++) {
+        struct fake f = {.bad_id_reads = !garbage, .garbage_reads = garbage};
+        struct rio_options o;
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct tu u;
+
+        fake_start(&f);
+        tu_opts(&o);
+        open_client(&u, &f, NULL, &o);
+        uint8_t *b = malloc(F_SIZE);
+        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+        T_PATTERN(b, F_SIZE, F_SEED);
+        T_EQ(tu_tcp(u.c).conn_failures, 1u);
+        T_EQ(tu_tcp(u.c).poisoned, 1u);
+        T_GE(st.retries[RIO_CLASS_RESET], 1u);
+        tu_close(&u);
+        free(b);
+        fake_stop(&f);
+    }
+}
+
+/* A READ answered twice: the second answer is for no outstanding request,
+ * so the connection is poisoned and its other ops are retried; every byte
+ * delivered is right. */
+TEST(duplicated_answer_poisons_the_connection_and_retries)
+{
+    struct fake f = {.dup_reads = 1};
     struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
     struct tu u;
 
     fake_start(&f);
     tu_opts(&o);
+    o.depth = 4;
     open_client(&u, &f, NULL, &o);
     uint8_t *b = malloc(F_SIZE);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, NULL), RIO_EPROTO);
-    T_EQ(tu_tcp(u.c).conn_failures, 1u);
-    /* The next call dials a fresh connection and works. */
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
+    for (int i = 0; i < 3; i++) {
+        memset(b, 0, F_SIZE);
+        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+        T_PATTERN(b, F_SIZE, F_SEED);
+    }
+    T_EQ(tu_tcp(u.c).poisoned, 1u);
     tu_close(&u);
     free(b);
     fake_stop(&f);
 }
 
-TEST(garbage_frame_is_eproto)
+/* A LOOKUP whose answer is damaged, or never comes, is sent again on a
+ * fresh control connection (each try bounded by the op timeout). */
+TEST(damaged_or_stalled_lookup_is_retried)
 {
-    struct fake f = {.garbage_reads = 1};
+    struct fake f = {.bad_lookups = 1};
     struct rio_options o;
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    o.op_timeout_ms = 300;
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
+
+    atomic_store(&f.stall_lookups, 1);
+    uint64_t t0 = t_now_ms();
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(tu_tcp(u.c).ctl_retries, 2u);
+    T_LE(t_now_ms() - t0, 300u + 1000u);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+struct sink {
+    uint8_t *buf;
+    size_t cap, got;
+};
+
+static int sink_cb(void *arg, const void *data, size_t len)
+{
+    struct sink *k = arg;
+    if (len > k->cap - k->got)
+        return -EOVERFLOW;
+    memcpy(k->buf + k->got, data, len);
+    k->got += len;
+    return 0;
+}
+
+/* A GET that races a PUT of its key (its READs answered "the generation
+ * changed") is planned again from a fresh LOOKUP and returns the new
+ * generation whole; when the key never stops changing it ends with
+ * RIO_EGENERATION after a bounded number of re-plans. A caller that named
+ * the generation gets RIO_EGENERATION at once. */
+TEST(get_racing_a_put_replans)
+{
+    struct fake f = {.bump_reads = 1};
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
     struct tu u;
 
     fake_start(&f);
     tu_opts(&o);
     open_client(&u, &f, NULL, &o);
     uint8_t *b = malloc(F_SIZE);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, NULL), RIO_EPROTO);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
     T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(st.replans, 1u);
+
+    /* A stream: before its first byte is handed out, the same. */
+    struct sink k = {.buf = b, .cap = F_SIZE};
+    memset(b, 0, F_SIZE);
+    atomic_store(&f.bump_reads, 1);
+    T_EQ(rio_get_stream(u.c, "obj", 4, sink_cb, &k, &call), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(st.replans, 1u);
+
+    atomic_store(&f.bump_reads, 1000000);
+    int before = atomic_load(&f.lookups);
+    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), RIO_EGENERATION);
+    T_EQ(st.replans, 4u);
+    T_EQ(atomic_load(&f.lookups) - before, 5);
+
+    struct rio_call pinned = {.expect_generation = atomic_load(&f.gen)};
+    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &pinned), RIO_EGENERATION);
     tu_close(&u);
     free(b);
     fake_stop(&f);

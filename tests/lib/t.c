@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t: the test runner and assertion helpers (see t.h). The parent process
  * only forks, waits and counts; everything a test does happens in a child
@@ -425,6 +426,10 @@ int main(int argc, char **argv)
     int i;
 
     setvbuf(stdout, NULL, _IOLBF, 0);
+#ifdef T_MODULE_DIR
+    /* Backend modules (rados://) from this build tree, also when run by hand. */
+    setenv("RIO_MODULE_DIR", T_MODULE_DIR, 0);
+#endif
     if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
         usage(argv[0]);
         return 0;

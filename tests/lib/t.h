@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * t: the test harness. One program per test file; each TEST runs in its own
  * forked process under an alarm() timeout, so a crash, a hang or a leak in

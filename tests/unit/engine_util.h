@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Helpers shared by the engine's tests (tests/unit/test_engine_*.c): opening a
  * mock client with small, fast settings, adding faults, byte-exact PUT/GET,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: counting allocator and failure injection (src/core/alloc.c). */
 #include <pthread.h>
 #include <stdint.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: xxh3-64 and the streaming MD5 etag (src/core/checksum.c). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /* rio__copy_nt copies exactly what memcpy would, at every alignment and size. */
 #include <stdlib.h>

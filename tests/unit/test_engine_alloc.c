@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * Allocation-failure sweep (curl's torture mode, for the engine): fail the

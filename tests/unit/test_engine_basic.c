@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * The engine's happy paths: striping over several paths and back byte-exact,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * The in-flight budget: backpressure (wait mode) keeps the bytes in flight

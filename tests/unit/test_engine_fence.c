@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * Invariants 1 and 2: all or nothing, and the fence before return. A call

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * Invariant 8 at the API: bad input gets a clear error, never a crash; and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit;slow;serial */
 /*
  * Goodput over heterogeneous paths: the pull-based plan keeps every path busy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * The streaming reader (rio_reader_*, rio_get_stream): bytes in order whatever

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit;serial */
 /*
  * Stats of a call and the bottleneck verdict: the figures add up, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * The streaming writer (rio_writer_*, rio_put_stream): an object of unknown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: error names, messages and retry classes (src/core/errors.c). */
 #include <errno.h>
 #include <pthread.h>
@@ -108,6 +109,8 @@ TEST(classes)
         {-ECONNABORTED, RIO_CLASS_RESET},
         {-EPIPE, RIO_CLASS_RESET},
         {-ENOTCONN, RIO_CLASS_RESET},
+        {-EPROTO, RIO_CLASS_RESET}, /* a connection dropped for breaking the protocol */
+        {RIO_EPROTO, RIO_CLASS_FATAL},
         {-ECONNREFUSED, RIO_CLASS_REFUSED},
         {-ETIMEDOUT, RIO_CLASS_TIMEOUT},
         {-ENETUNREACH, RIO_CLASS_UNREACH},
@@ -127,6 +130,8 @@ TEST(classes)
         {-EIO, RIO_CLASS_FATAL},
         {RIO_ENOTFOUND, RIO_CLASS_FATAL},
         {RIO_EGENERATION, RIO_CLASS_FATAL},
+        {RIO_EUNKNOWN, RIO_CLASS_FATAL},
+        {RIO_ENOUPLOAD, RIO_CLASS_FATAL},
         {0, RIO_CLASS_FATAL},
     };
     size_t i;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the test harness itself (tests/lib): comparisons, failure
  * and skip exit codes, and the pattern helpers every data test relies on. */
 #include <fcntl.h>

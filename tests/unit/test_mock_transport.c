@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_TIMEOUT 60 */
 /* T_LABELS unit */
 /*

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * SigV4 as the s3:// transport computes it, against the worked examples AWS

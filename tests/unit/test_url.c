@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: URL parsing, sizes and durations (src/core/url.c). */
 #include <errno.h>
 #include <stdint.h>

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Loadable backend modules. A backend whose library is heavy (rados://:
+ * librados and the Ceph C++ runtime; s3:// and http(s)://: libcurl and its
+ * 29 libraries) is built as its own shared object,
+ * railio-<name>.so, opened by registry.c on the first use of its scheme, so
+ * a program that never names the scheme neither links nor loads the library.
+ *
+ * A module exports one symbol, RIO_MODULE_ENTRY, a function that takes the
+ * host's table of core helpers (the module calls back into the library only
+ * through it: librailio.so exports no rio__ name) and returns the module's
+ * description. The module's copies of the core helpers are the shims in
+ * module_shim.c. A module built from another version of railio is refused:
+ * abi, version and the struct sizes must all match.
+ */
+#ifndef RIO_TRANSPORT_MODULE_H
+#define RIO_TRANSPORT_MODULE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/transport.h"
+
+#define RIO_MODULE_ABI 1
+#define RIO_MODULE_ENTRY "railio_module_entry"
+/* The module directory, environment override. */
+#define RIO_MODULE_DIR_ENV "RIO_MODULE_DIR"
+
+struct rio_rados_counters;
+
+/* What the library lends a module. */
+struct rio_module_host {
+    uint32_t abi;  /* RIO_MODULE_ABI */
+    uint32_t size; /* sizeof(struct rio_module_host) */
+    const char *version;
+    size_t url_size; /* sizeof(struct rio_url) */
+    size_t io_size;  /* sizeof(struct rio_io) */
+    void *(*malloc)(size_t n);
+    void *(*calloc)(size_t n, size_t size);
+    void *(*realloc)(void *p, size_t n);
+    void (*free)(void *p);
+    char *(*strdup)(const char *s);
+    const char *(*url_param)(const struct rio_url *u, const char *key);
+    int (*parse_size)(const char *s, uint64_t *out);
+    int (*parse_duration_ns)(const char *s, uint64_t *out);
+    int (*err_from_name)(const char *name);
+    const char *(*errname)(int err);
+    void (*copy_nt)(void *dst, const void *src, size_t n);
+    uint64_t (*xxh3)(const void *p, size_t n);
+};
+
+/* What a module gives back. */
+struct rio_module {
+    uint32_t abi; /* RIO_MODULE_ABI */
+    uint32_t size;
+    const char *version;
+    const struct rio_transport_ops *const *ops; /* nops transports */
+    unsigned nops;
+    /* rados: the test and bench hooks of rados.h, NULL elsewhere. */
+    void (*rados_counters)(struct rio_transport *t, struct rio_rados_counters *out);
+    int (*rados_chunk_name)(char *out, size_t cap, const char *key, uint64_t generation,
+                            uint64_t index);
+};
+
+typedef const struct rio_module *(*rio_module_entry_fn)(const struct rio_module_host *host);
+
+/* registry.c: the loaded module serving scheme (loading it on first use), or NULL. */
+const struct rio_module *rio__module_for(const char *scheme);
+
+#endif

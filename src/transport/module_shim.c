@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Built into each loadable backend module (never into the library): the
+ * core helpers a backend calls, forwarded to the library that loaded the
+ * module (struct rio_module_host), and the module's one exported symbol.
+ * Everything here but the entry point is hidden.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/copy.h"
+#include "core/internal.h"
+#include "core/url.h"
+#include "transport/module.h"
+#ifdef RIO_MODULE_RADOS
+#include "transport/rados.h"
+#endif
+
+static const struct rio_module_host *host;
+
+void *rio__malloc(size_t n)
+{
+    return host->malloc(n);
+}
+
+void *rio__calloc(size_t n, size_t size)
+{
+    return host->calloc(n, size);
+}
+
+void *rio__realloc(void *p, size_t n)
+{
+    return host->realloc(p, n);
+}
+
+void rio__free(void *p)
+{
+    host->free(p);
+}
+
+char *rio__strdup(const char *s)
+{
+    return host->strdup(s);
+}
+
+const char *rio__url_param(const struct rio_url *u, const char *key)
+{
+    return host->url_param(u, key);
+}
+
+int rio__parse_size(const char *s, uint64_t *out)
+{
+    return host->parse_size(s, out);
+}
+
+int rio__parse_duration_ns(const char *s, uint64_t *out)
+{
+    return host->parse_duration_ns(s, out);
+}
+
+int rio__err_from_name(const char *name)
+{
+    return host->err_from_name(name);
+}
+
+const char *rio_errname(int err)
+{
+    return host->errname(err);
+}
+
+void rio__copy_nt(void *dst, const void *src, size_t n)
+{
+    host->copy_nt(dst, src, n);
+}
+
+uint64_t rio__xxh3(const void *p, size_t n)
+{
+    return host->xxh3(p, n);
+}
+
+#ifdef RIO_MODULE_RADOS
+extern const struct rio_transport_ops rio__rados_ops;
+static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};
+#endif
+#ifdef RIO_MODULE_S3
+extern const struct rio_transport_ops rio__s3_ops, rio__http_ops, rio__https_ops;
+static const struct rio_transport_ops *const module_ops[] = {&rio__s3_ops, &rio__http_ops,
+                                                             &rio__https_ops};
+#endif
+
+static const struct rio_module module = {
+    .abi = RIO_MODULE_ABI,
+    .size = sizeof(struct rio_module),
+    .version = RIO_VERSION_STRING,
+    .ops = module_ops,
+    .nops = sizeof(module_ops) / sizeof(module_ops[0]),
+#ifdef RIO_MODULE_RADOS
+    .rados_counters = rio__rados_counters,
+    .rados_chunk_name = rio__rados_chunk_name,
+#endif
+};
+
+const struct rio_module *railio_module_entry(const struct rio_module_host *h);
+
+/* NULL when the host is not the library this module was built with. */
+__attribute__((visibility("default"))) const struct rio_module *
+railio_module_entry(const struct rio_module_host *h)
+{
+    if (!h || h->abi != RIO_MODULE_ABI || h->size != sizeof(*h) || !h->version ||
+        strcmp(h->version, RIO_VERSION_STRING) != 0 || h->url_size != sizeof(struct rio_url) ||
+        h->io_size != sizeof(struct rio_io))
+        return NULL;
+    host = h;
+    return &module;
+}

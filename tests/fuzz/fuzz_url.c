@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c */
+/*
+ * libFuzzer target for URLs and option strings (src/core/url.c,
+ * src/core/options.c): the input, terminated, is parsed as a URL; when it
+ * parses, its parameters are looked up and the client options resolved from
+ * it (sizes, durations, booleans, enums; the environment is left as it is).
+ * The same string is also given to the size, integer and duration parsers
+ * on its own. Accepted options must be within their documented limits.
+ * Seeds: tests/fuzz/corpus/url/.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/url.h"
+#include "railio.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 8192)
+        return 0;
+    char *s = malloc(size + 1);
+    if (!s)
+        return 0;
+    memcpy(s, data, size);
+    s[size] = '\0';
+
+    uint64_t v;
+    (void)rio__parse_size(s, &v);
+    (void)rio__parse_uint(s, UINT32_MAX, &v);
+    (void)rio__parse_duration_ns(s, &v);
+
+    struct rio_url u;
+    if (rio__url_parse(s, &u) == 0) {
+        static const char *const names[] = {"chunk",  "paths",    "depth", "deadline", "op_timeout",
+                                            "verify", "endpoint", "etag",  ""};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            (void)rio__url_param(&u, names[i]);
+        struct rio_options o;
+        char why[256];
+        if (rio__options_check(NULL, &u, &o, why, sizeof(why)) == 0) {
+            if (o.chunk_size < 4096 || o.chunk_size > (1ull << 30) || o.depth < 1 ||
+                o.depth > 1024 || o.op_timeout_ms == 0 || o.deadline_ms == 0 ||
+                o.retry_attempts < 1 || o.request_budget > o.budget_bytes)
+                abort();
+        } else if (!memchr(why, '\0', sizeof(why)) || !why[0]) {
+            abort();
+        }
+        rio__url_cleanup(&u);
+    }
+    free(s);
+    return 0;
+}

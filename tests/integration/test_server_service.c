@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 60 */
+/*
+ * railiod as a service: SIGHUP reopens --log-file and re-reads the token
+ * file, and never stops the server; a listen or metrics port outside
+ * 0..65535 is refused at start (it used to bind the port modulo 65536).
+ */
+#include "../harness/server_env.h"
+
+/* Run railiod with args (NULL-terminated); its exit status, stderr in err. */
+static int run_railiod(const char *const *args, char *err, size_t cap)
+{
+    char bin[512], path[] = "/tmp/railiod-svc-XXXXXX";
+    const char *argv[16];
+    int n = 0, fd, st = -1;
+    ssize_t got;
+    pid_t pid;
+
+    srv_binary(bin, sizeof(bin));
+    argv[n++] = bin;
+    for (; *args && n < 15; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    fd = mkstemp(path);
+    if (fd < 0)
+        T_FAIL("mkstemp: %s", strerror(errno));
+    unlink(path);
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        T_FAIL("fork: %s", strerror(errno));
+    if (pid == 0) {
+        dup2(fd, 2);
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000 && waitpid(pid, &st, WNOHANG) != pid; i++)
+        usleep(10000);
+    if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(fd);
+        T_FAIL("railiod %s did not exit within 10 s", args[-1]);
+    }
+    got = pread(fd, err, cap - 1, 0);
+    close(fd);
+    err[got > 0 ? got : 0] = '\0';
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+TEST(port_out_of_range_is_refused)
+{
+    char err[4096];
+    const char *listen[] = {"--listen", "127.0.0.1:80000", "--memory", "16M", NULL};
+    const char *big[] = {"--listen", "127.0.0.1:123456", "--memory", "16M", NULL};
+    const char *metrics[] = {"--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:65536",
+                             "--memory", "16M",         NULL};
+    const char *sign[] = {"--listen", "127.0.0.1:-1", "--memory", "16M", NULL};
+
+    T_EQ(run_railiod(listen, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "port '80000' is not a number in 0..65535"));
+    T_EQ(run_railiod(big, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "0..65535"));
+    T_EQ(run_railiod(metrics, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "port '65536'"));
+    T_EQ(run_railiod(sign, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "0..65535"));
+}
+
+/* 1 if file holds needle. */
+static int file_has(const char *file, const char *needle)
+{
+    char text[16384];
+    FILE *f = fopen(file, "r");
+    size_t n;
+
+    if (!f)
+        return 0;
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    return strstr(text, needle) != NULL;
+}
+
+/* 1 once file holds needle (waits up to 5 s). */
+static int wait_for_text(const char *file, const char *needle)
+{
+    for (int i = 0; i < 500; i++) {
+        if (file_has(file, needle))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
+TEST(sighup_reopens_the_log_and_rereads_the_token)
+{
+    struct srv_env e;
+    char token[256], log[256], rotated[300];
+    struct wc c;
+
+    srv_prepare(&e);
+    srv_write_token(&e, "first-token", token, sizeof(token));
+    snprintf(log, sizeof(log), "%s/railiod.log", e.dir);
+    snprintf(rotated, sizeof(rotated), "%s.1", log);
+    const char *args[] = {"--auth-token-file", token, "--log-file", log, NULL};
+    srv_start_listen(&e, NULL, args);
+    T_TRUE(wait_for_text(log, "serving"));
+
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, "first-token");
+    wc_close(&c);
+
+    /* logrotate: the file moves away, a new token is written, SIGHUP. */
+    T_EQ(rename(log, rotated), 0);
+    srv_write_token(&e, "second-token", token, sizeof(token));
+    T_EQ(kill(e.pid, SIGHUP), 0);
+    T_TRUE(wait_for_text(log, "SIGHUP: token reloaded"));
+    T_EQ(srv_wait(&e, 200), -1); /* still running */
+
+    wc_connect(&c, e.addr[0]);
+    T_EQ(wc_hello_ex(&c, "first-token", NULL, NULL), -EACCES);
+    wc_close(&c);
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, "second-token");
+    wc_close(&c);
+
+    /* The same token again (a logrotate SIGHUP): nothing changes. */
+    T_EQ(kill(e.pid, SIGHUP), 0);
+    T_TRUE(wait_for_text(log, "SIGHUP: token unchanged"));
+
+    /* A token file that fails to read keeps the token in force. */
+    T_EQ(unlink(token), 0);
+    T_EQ(kill(e.pid, SIGHUP), 0);
+    T_TRUE(wait_for_text(log, "keeping the previous token"));
+    wc_connect(&c, e.addr[0]);
+    wc_hello(&c, "second-token");
+    wc_close(&c);
+
+    /* Many SIGHUPs in a row: never a stop. */
+    for (int i = 0; i < 20; i++)
+        T_EQ(kill(e.pid, SIGHUP), 0);
+    usleep(200000);
+    T_EQ(srv_wait(&e, 100), -1);
+    T_FALSE(file_has(rotated, "SIGHUP"));
+    T_TRUE(file_has(rotated, "serving"));
+    T_EQ(srv_stop(&e), 0);
+}

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_TIMEOUT 60 */
+/* T_LABELS unit */
+/*
+ * What embedders rely on (issue 14): rio_version, rio_backends and
+ * rio_has_scheme; the growable structs keep their size (ABI rules in
+ * include/railio.h); a mock-only program loads neither librados nor
+ * libcurl; the rados:// and s3:// modules load from RIO_MODULE_DIR on first
+ * use, and a missing one fails with a message naming it. (The exported-symbol list: test
+ * symbols/exports.)
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "railio.h"
+#include "t.h"
+#include "transport/module.h"
+
+/* 1 if a mapping of this process names lib. */
+static int maps_has(const char *lib)
+{
+    char line[4096];
+    int found = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+
+    if (!f)
+        return -1;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strstr(line, lib) != NULL;
+    fclose(f);
+    return found;
+}
+
+#if defined(RIO_HAVE_RADOS) || defined(RIO_HAVE_CURL)
+/* What rio_client_new(url) says on stderr (it must fail with RIO_EURL). */
+static void client_new_stderr(const char *url, char *msg, size_t cap)
+{
+    char path[] = "/tmp/rio-abi-err-XXXXXX";
+    struct rio_client *c = NULL;
+    int fd = mkstemp(path), saved = dup(2);
+    ssize_t n;
+
+    T_GE(fd, 0);
+    T_GE(saved, 0);
+    T_EQ(dup2(fd, 2), 2);
+    T_ERR(rio_client_new(url, NULL, &c), RIO_EURL);
+    T_EQ(dup2(saved, 2), 2);
+    close(saved);
+    T_NULL(c);
+    n = pread(fd, msg, cap - 1, 0);
+    close(fd);
+    unlink(path);
+    msg[n > 0 ? n : 0] = '\0';
+}
+#endif
+
+TEST(version_matches_header)
+{
+    char want[32];
+
+    snprintf(want, sizeof(want), "%d.%d.%d", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
+             RIO_VERSION_PATCH);
+    T_STREQ(rio_version(), want);
+}
+
+TEST(backends_listed_are_openable)
+{
+    char list[256], *tok, *save = NULL;
+    unsigned n = 0;
+
+    snprintf(list, sizeof(list), "%s", rio_backends());
+    T_NOTNULL(strstr(list, "mock"));
+    T_NOTNULL(strstr(list, "railio"));
+    for (tok = strtok_r(list, " ", &save); tok; tok = strtok_r(NULL, " ", &save), n++)
+        T_EQ(rio_has_scheme(tok), 1);
+    T_GE(n, 2);
+    T_EQ(rio_has_scheme("gopher"), 0);
+    T_EQ(rio_has_scheme(""), 0);
+    T_EQ(rio_has_scheme(NULL), 0);
+    /* The harness points RIO_MODULE_DIR at build/modules. */
+#ifdef RIO_HAVE_RADOS
+    T_NOTNULL(strstr(rio_backends(), "rados"));
+#endif
+#ifdef RIO_HAVE_CURL
+    T_NOTNULL(strstr(rio_backends(), "s3 http https"));
+    T_EQ(rio_has_scheme("http"), 1);
+    T_EQ(rio_has_scheme("s3"), 1);
+    T_EQ(rio_has_scheme("s"), 0);
+    T_EQ(rio_has_scheme("http https"), 0);
+#endif
+}
+
+/* The reserved tails keep these sizes for the whole MAJOR version: a new
+ * field must take reserved words, not grow the struct. */
+TEST(growable_structs_keep_their_size)
+{
+    if (sizeof(void *) != 8)
+        T_SKIP("sizes are pinned for LP64");
+    T_EQ(sizeof(struct rio_options), 152);
+    T_EQ(sizeof(struct rio_call), 112);
+    T_EQ(sizeof(struct rio_stats), 1616);
+    T_EQ(sizeof(((struct rio_options *)0)->reserved), 64);
+    T_EQ(sizeof(((struct rio_call *)0)->reserved), 64);
+    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 120);
+}
+
+TEST(mock_only_never_loads_librados)
+{
+    struct rio_client *c;
+    char buf[4096], out[4096];
+
+    T_OK(rio_client_new("mock://abi", NULL, &c));
+    memset(buf, 'a', sizeof(buf));
+    T_OK(rio_put(c, "k", buf, sizeof(buf), NULL, NULL));
+    T_EQ(rio_get(c, "k", out, sizeof(out), NULL), (int64_t)sizeof(out));
+    T_MEMEQ(out, buf, sizeof(buf));
+    rio_client_destroy(c);
+    T_EQ(maps_has("librados"), 0);
+    T_EQ(maps_has("railio-rados"), 0);
+    T_EQ(maps_has("libcurl"), 0);
+    T_EQ(maps_has("railio-s3"), 0);
+}
+
+TEST(s3_module_loads_on_first_use)
+{
+#ifndef RIO_HAVE_CURL
+    T_SKIP("built without s3://");
+#else
+    const struct rio_module *m;
+
+    T_EQ(maps_has("libcurl"), 0);
+    m = rio__module_for("https");
+    T_NOTNULL(m);
+    T_EQ(m->nops, 3);
+    T_STREQ(m->ops[0]->scheme, "s3");
+    T_STREQ(m->ops[1]->scheme, "http");
+    T_STREQ(m->ops[2]->scheme, "https");
+    T_EQ(maps_has("railio-s3.so"), 1);
+    T_EQ(maps_has("libcurl"), 1);
+    T_PTREQ(rio__module_for("s3"), m);
+    T_EQ(maps_has("librados"), 0);
+#endif
+}
+
+TEST(rados_module_loads_on_first_use)
+{
+#ifndef RIO_HAVE_RADOS
+    T_SKIP("built without rados://");
+#else
+    const struct rio_module *m;
+
+    T_EQ(maps_has("railio-rados"), 0);
+    m = rio__module_for("rados");
+    T_NOTNULL(m);
+    T_EQ(m->nops, 1);
+    T_STREQ(m->ops[0]->scheme, "rados");
+    T_STREQ(m->version, rio_version());
+    T_EQ(maps_has("railio-rados.so"), 1);
+    T_EQ(maps_has("librados"), 1);
+    T_PTREQ(rio__module_for("rados"), m);
+    T_NULL(rio__module_for("mock"));
+#endif
+}
+
+TEST(missing_module_is_a_clear_error)
+{
+#ifndef RIO_HAVE_RADOS
+    T_SKIP("built without rados://");
+#else
+    char msg[4096];
+
+    T_OK(setenv("RIO_MODULE_DIR", "/nonexistent/railio-modules", 1));
+    T_EQ(rio_has_scheme("rados"), 0);
+    T_NULL(strstr(rio_backends(), "rados"));
+    client_new_stderr("rados://pool", msg, sizeof(msg));
+    T_NOTNULL(strstr(msg, "railio-rados.so"));
+    T_NOTNULL(strstr(msg, "/nonexistent/railio-modules"));
+    T_NOTNULL(strstr(msg, "RIO_MODULE_DIR"));
+    client_new_stderr("rados://pool", msg, sizeof(msg));
+    T_STREQ(msg, ""); /* said once */
+#endif
+}
+
+/* A module that is there but does not load (here: not even an ELF file; on a
+ * real system: librados2 or libcurl4 missing) names the Debian package. */
+TEST(unloadable_module_names_the_package)
+{
+#if !defined(RIO_HAVE_RADOS) || !defined(RIO_HAVE_CURL)
+    T_SKIP("built without rados:// or s3://");
+#else
+    char dir[] = "/tmp/rio-abi-mod-XXXXXX", file[128], msg[4096];
+    const char *const mods[] = {"railio-rados.so", "railio-s3.so"};
+    FILE *f;
+
+    T_NOTNULL(mkdtemp(dir));
+    for (unsigned i = 0; i < 2; i++) {
+        snprintf(file, sizeof(file), "%s/%s", dir, mods[i]);
+        f = fopen(file, "w");
+        T_NOTNULL(f);
+        fputs("not a shared object\n", f);
+        fclose(f);
+    }
+    T_OK(setenv("RIO_MODULE_DIR", dir, 1));
+    T_EQ(rio_has_scheme("rados"), 1);                    /* present, */
+    client_new_stderr("rados://pool", msg, sizeof(msg)); /* but not loadable */
+    T_NOTNULL(
+        strstr(msg, "rados:// needs the Debian package librados2 (apt-get install librados2)"));
+    client_new_stderr("https://example.org/x", msg, sizeof(msg));
+    T_NOTNULL(strstr(msg, "https:// needs the Debian package libcurl4 (apt-get install libcurl4)"));
+    client_new_stderr("s3://bucket/x?endpoint=http://127.0.0.1:1", msg, sizeof(msg));
+    T_STREQ(msg, ""); /* said once per module */
+    for (unsigned i = 0; i < 2; i++) {
+        snprintf(file, sizeof(file), "%s/%s", dir, mods[i]);
+        unlink(file);
+    }
+    rmdir(dir);
+#endif
+}
