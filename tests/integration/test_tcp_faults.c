@@ -175,7 +175,7 @@ static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
         return f_write(c->fd, junk, sizeof(junk));
     }
     if (atomic_fetch_sub(&f->dup_reads, 1) > 0 &&
-        f_respond(c, RIO_OP_READ, id, 0, f->data + m.off, m.len) < 0)
+        f_respond_read(c, id, f->data + m.off, m.len, 0) < 0)
         return -1;
     if (atomic_fetch_sub(&f->slow_body, 1) > 0) {
         uint8_t x[8];
