@@ -8,7 +8,7 @@
  * returns: 0 wrong bytes delivered (a GET that succeeds has the object's
  * bytes), 0 wrong keys written (checked on the server directly, not through
  * the proxy: every object it holds is one the test PUT, under its own key,
- * with its own bytes), and every call ends within op_timeout + 1 s.
+ * with its own bytes), and every call ends within its deadline + 1 s.
  */
 #include "../harness/mitm_env.h"
 #include "tcp_util.h"
@@ -116,14 +116,14 @@ static void flips(const char *token)
                 T_LT(t_now_ms() - t0, 2000u + 1000u);
                 damaged++;
             }
+            T_EQ(mitm_faults(&m), 1); /* the flip happened */
             mitm_stop(&m);
             check_store(e.addr[0], token, nkeys, data);
         }
     }
-    /* The flips did hit something: not every call can have sailed through. */
-    fprintf(stderr, "%s: %u of %u clients saw a failed call (the rest: flips the retries healed)\n",
+    /* Every flip hit a frame (above); the retries heal most or all of them. */
+    fprintf(stderr, "%s: %u of %u clients saw a failed call, the others' flips were healed\n",
             token ? "auth" : "no auth", damaged, nkeys);
-    T_GT(damaged, 0u);
     T_EQ(srv_stop(&e), 0);
     free(data);
     free(got);
