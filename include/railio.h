@@ -72,14 +72,16 @@ int rio_has_scheme(const char *scheme);
     X(RIO_ENOTFOUND, -10010, "no such object")                                                     \
     X(RIO_ETOOBIG, -10011, "object larger than the destination buffer")                            \
     X(RIO_ECANCELED, -10012, "operation cancelled")                                                \
-    X(RIO_EPROTO, -10013, "protocol error: malformed or unexpected message")                       \
+    X(RIO_EPROTO, -10013, "protocol error: malformed message or frame check failed")               \
     X(RIO_ESERVER, -10014, "server error (retryable)")                                             \
     X(RIO_ETHROTTLE, -10015, "throttled by the server (retryable)")                                \
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")                                                    \
     X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
-    X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")
+    X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
+    X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
+    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
@@ -215,7 +217,7 @@ struct rio_stats {
      * because the server lost its upload before the commit. retries and
      * retries_total include the failed attempts of the earlier runs. */
     uint64_t replans;
-    uint64_t reserved[15];     /* zeroed by the library (ABI rules above) */
+    uint64_t reserved[15]; /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */

@@ -6,9 +6,13 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/uio.h>
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <xxhash.h>
 
 #include "core/checksum.h"
 #include "proto/proto.h"
@@ -149,9 +153,11 @@ int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body
     h->status = (int32_t)(uint32_t)r_le(&r, 4);
     uint32_t check = (uint32_t)r_le(&r, 4);
     uint32_t reserved = (uint32_t)r_le(&r, 4);
-    if (h->magic != RIO_PROTO_MAGIC || h->version != RIO_PROTO_VERSION)
+    if (h->magic != RIO_PROTO_MAGIC || check != hdr_check(in))
         return RIO_EPROTO;
-    if (check != hdr_check(in) || reserved != 0)
+    if (h->version != RIO_PROTO_VERSION)
+        return h->version == 0 ? RIO_EPROTO : RIO_EVERSION;
+    if (reserved != 0)
         return RIO_EPROTO;
     if (h->opcode < 1 || h->opcode > RIO_OP__MAX)
         return RIO_EPROTO;
@@ -162,6 +168,256 @@ int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body
     if (!(h->flags & RIO_PF_RESPONSE) && h->status != 0)
         return RIO_EPROTO;
     return 0;
+}
+
+int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *data)
+{
+    uint32_t fixed = 0;
+
+    if (h->opcode == RIO_OP_PUT_CHUNK && !(h->flags & RIO_PF_RESPONSE))
+        fixed = RIO_PROTO_CHUNK_FIXED;
+    else if (h->opcode == RIO_OP_READ && (h->flags & RIO_PF_RESPONSE) && h->status == 0)
+        fixed = RIO_PROTO_READ_FIXED;
+    if (fixed) {
+        /* The data is at least one byte. */
+        if (h->body_len <= fixed + RIO_PROTO_TAG_LEN)
+            return RIO_EPROTO;
+        *ctl = fixed;
+        *data = h->body_len - fixed - RIO_PROTO_TAG_LEN;
+        return 0;
+    }
+    if (h->body_len < RIO_PROTO_TAG_LEN)
+        return RIO_EPROTO;
+    *ctl = h->body_len - RIO_PROTO_TAG_LEN;
+    *data = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------- frame checks */
+
+static uint32_t hello_sum(const uint8_t hdr[RIO_PROTO_HDR_LEN], const uint8_t body[24])
+{
+    uint8_t b[RIO_PROTO_HDR_LEN + 24];
+
+    memcpy(b, hdr, RIO_PROTO_HDR_LEN);
+    memcpy(b + RIO_PROTO_HDR_LEN, body, 24);
+    memset(b + RIO_PROTO_HDR_LEN + 4, 0, 4); /* caps, where the sum goes */
+    return (uint32_t)rio__xxh3(b, sizeof(b));
+}
+
+void rio__proto_hello_seal(const uint8_t hdr[RIO_PROTO_HDR_LEN], uint8_t body[24])
+{
+    uint32_t v = hello_sum(hdr, body);
+    for (int i = 0; i < 4; i++)
+        body[4 + i] = (uint8_t)(v >> (8 * i));
+}
+
+int rio__proto_hello_check(const uint8_t hdr[RIO_PROTO_HDR_LEN], const uint8_t body[24])
+{
+    uint32_t v = (uint32_t)body[4] | (uint32_t)body[5] << 8 | (uint32_t)body[6] << 16 |
+                 (uint32_t)body[7] << 24;
+    return v == hello_sum(hdr, body) ? 0 : RIO_EPROTO;
+}
+
+static void *mac_new(const uint8_t key[32])
+{
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    EVP_MAC_CTX *ctx = mac ? EVP_MAC_CTX_new(mac) : NULL;
+    OSSL_PARAM params[2] = {
+        OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+        OSSL_PARAM_construct_end(),
+    };
+
+    EVP_MAC_free(mac); /* the context keeps its own reference */
+    if (ctx && !EVP_MAC_init(ctx, key, 32, params)) {
+        EVP_MAC_CTX_free(ctx);
+        ctx = NULL;
+    }
+    return ctx;
+}
+
+void rio__proto_sess_free(struct rio_proto_sess *s)
+{
+    EVP_MAC_CTX_free(s->tx_key);
+    EVP_MAC_CTX_free(s->rx_key);
+    EVP_MAC_CTX_free(s->rx_mac);
+    if (s->rx_xxh)
+        XXH3_freeState(s->rx_xxh);
+    memset(s, 0, sizeof(*s));
+}
+
+int rio__proto_sess_key(struct rio_proto_sess *s, const uint8_t *token, size_t token_len,
+                        const uint8_t cnonce[RIO_PROTO_NONCE_LEN],
+                        const uint8_t snonce[RIO_PROTO_NONCE_LEN], int server)
+{
+    uint8_t k[RIO_PROTO_MAC_LEN], c2s[RIO_PROTO_MAC_LEN], s2c[RIO_PROTO_MAC_LEN];
+    unsigned int l1 = 0, l2 = 0;
+    void *tx, *rx;
+    int ret = -ENOMEM;
+
+    if (rio__proto_auth_mac(token, token_len, "railio-session-v2", cnonce, snonce, k) < 0)
+        return -ENOMEM;
+    if (!HMAC(EVP_sha256(), k, sizeof(k), (const uint8_t *)"railio-c2s-v2", 13, c2s, &l1) ||
+        !HMAC(EVP_sha256(), k, sizeof(k), (const uint8_t *)"railio-s2c-v2", 13, s2c, &l2))
+        goto out;
+    tx = mac_new(server ? s2c : c2s);
+    rx = mac_new(server ? c2s : s2c);
+    if (!tx || !rx) {
+        EVP_MAC_CTX_free(tx);
+        EVP_MAC_CTX_free(rx);
+        goto out;
+    }
+    EVP_MAC_CTX_free(s->tx_key);
+    EVP_MAC_CTX_free(s->rx_key);
+    s->tx_key = tx;
+    s->rx_key = rx;
+    s->tx_seq = s->rx_seq = 0;
+    ret = 0;
+out:
+    OPENSSL_cleanse(k, sizeof(k));
+    OPENSSL_cleanse(c2s, sizeof(c2s));
+    OPENSSL_cleanse(s2c, sizeof(s2c));
+    return ret;
+}
+
+static void xxh128_tag(XXH128_hash_t h, uint8_t tag[RIO_PROTO_TAG_LEN])
+{
+    for (int i = 0; i < 8; i++) {
+        tag[i] = (uint8_t)(h.low64 >> (8 * i));
+        tag[8 + i] = (uint8_t)(h.high64 >> (8 * i));
+    }
+}
+
+/* A keyed frame's MAC context: the template's copy, fed the sequence number. */
+static EVP_MAC_CTX *mac_start(void *key, uint64_t seq)
+{
+    EVP_MAC_CTX *m = EVP_MAC_CTX_dup(key);
+    uint8_t sb[8];
+
+    if (!m)
+        return NULL;
+    for (int i = 0; i < 8; i++)
+        sb[i] = (uint8_t)(seq >> (8 * i));
+    if (!EVP_MAC_update(m, sb, sizeof(sb))) {
+        EVP_MAC_CTX_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static int mac_end(EVP_MAC_CTX *m, uint8_t tag[RIO_PROTO_TAG_LEN])
+{
+    uint8_t full[RIO_PROTO_MAC_LEN];
+    size_t l = 0;
+    int ok = EVP_MAC_final(m, full, &l, sizeof(full)) && l == sizeof(full);
+
+    EVP_MAC_CTX_free(m);
+    memcpy(tag, full, RIO_PROTO_TAG_LEN);
+    OPENSSL_cleanse(full, sizeof(full));
+    return ok ? 0 : -ENOMEM;
+}
+
+int rio__proto_seal(const struct rio_proto_sess *s, uint64_t seq, const struct iovec *parts, int n,
+                    uint8_t tag[RIO_PROTO_TAG_LEN])
+{
+    if (s->tx_key) {
+        EVP_MAC_CTX *m = mac_start(s->tx_key, seq);
+        if (!m)
+            return -ENOMEM;
+        for (int i = 0; i < n; i++)
+            if (parts[i].iov_len && !EVP_MAC_update(m, parts[i].iov_base, parts[i].iov_len)) {
+                EVP_MAC_CTX_free(m);
+                return -ENOMEM;
+            }
+        return mac_end(m, tag);
+    }
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += parts[i].iov_len;
+    if (total <= 512) {
+        /* The usual control frame: one pass over a copy. */
+        uint8_t b[512];
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            if (parts[i].iov_len)
+                memcpy(b + off, parts[i].iov_base, parts[i].iov_len);
+            off += parts[i].iov_len;
+        }
+        xxh128_tag(XXH3_128bits(b, off), tag);
+        return 0;
+    }
+    XXH3_state_t *st = XXH3_createState();
+    if (!st || XXH3_128bits_reset(st) != XXH_OK) {
+        XXH3_freeState(st);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        if (parts[i].iov_len)
+            XXH3_128bits_update(st, parts[i].iov_base, parts[i].iov_len);
+    xxh128_tag(XXH3_128bits_digest(st), tag);
+    XXH3_freeState(st);
+    return 0;
+}
+
+int rio__proto_rx_begin(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HDR_LEN])
+{
+    if (s->rx_key) {
+        EVP_MAC_CTX_free(s->rx_mac);
+        s->rx_mac = mac_start(s->rx_key, s->rx_seq);
+        if (!s->rx_mac || !EVP_MAC_update(s->rx_mac, hdr, RIO_PROTO_HDR_LEN))
+            return -ENOMEM;
+        return 0;
+    }
+    if (!s->rx_xxh && !(s->rx_xxh = XXH3_createState()))
+        return -ENOMEM;
+    if (XXH3_128bits_reset(s->rx_xxh) != XXH_OK)
+        return -ENOMEM;
+    XXH3_128bits_update(s->rx_xxh, hdr, RIO_PROTO_HDR_LEN);
+    return 0;
+}
+
+void rio__proto_rx_update(struct rio_proto_sess *s, const void *p, size_t n)
+{
+    if (!n)
+        return;
+    if (s->rx_key) {
+        if (s->rx_mac && !EVP_MAC_update(s->rx_mac, p, n)) {
+            EVP_MAC_CTX_free(s->rx_mac);
+            s->rx_mac = NULL; /* the end fails */
+        }
+        return;
+    }
+    if (s->rx_xxh)
+        XXH3_128bits_update(s->rx_xxh, p, n);
+}
+
+int rio__proto_rx_end(struct rio_proto_sess *s, const uint8_t tag[RIO_PROTO_TAG_LEN])
+{
+    uint8_t want[RIO_PROTO_TAG_LEN];
+
+    if (s->rx_key) {
+        EVP_MAC_CTX *m = s->rx_mac;
+        s->rx_mac = NULL;
+        if (!m || mac_end(m, want) < 0)
+            return RIO_EPROTO;
+        s->rx_seq++;
+    } else {
+        if (!s->rx_xxh)
+            return RIO_EPROTO;
+        xxh128_tag(XXH3_128bits_digest(s->rx_xxh), want);
+    }
+    return CRYPTO_memcmp(want, tag, RIO_PROTO_TAG_LEN) == 0 ? 0 : RIO_EPROTO;
+}
+
+int rio__proto_rx_check(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HDR_LEN],
+                        const void *ctl, size_t ctl_len, const uint8_t tag[RIO_PROTO_TAG_LEN])
+{
+    int ret = rio__proto_rx_begin(s, hdr);
+
+    if (ret < 0)
+        return RIO_EPROTO;
+    rio__proto_rx_update(s, ctl, ctl_len);
+    return rio__proto_rx_end(s, tag);
 }
 
 /* --------------------------------------------------------------- HELLO */

@@ -16,8 +16,14 @@
 #include <stdint.h>
 
 #define RIO_PROTO_MAGIC 0x314F4952u /* "RIO1" on the wire */
-#define RIO_PROTO_VERSION 1
+#define RIO_PROTO_VERSION 2
+/* The HELLO request keeps version 1's framing (a header with version 1, no
+ * trailer) so that a server of either version can answer it. */
+#define RIO_PROTO_HELLO_VERSION 1
 #define RIO_PROTO_HDR_LEN 32
+/* Every frame's body carries this tag after its control part: the frame
+ * check (xxh3-128) or, after AUTH, the truncated HMAC-SHA256. */
+#define RIO_PROTO_TAG_LEN 16
 #define RIO_PROTO_NONCE_LEN 16
 #define RIO_PROTO_MAC_LEN 32
 #define RIO_PROTO_MAX_RAILS 16
@@ -26,8 +32,13 @@
  * engine's maximum chunk size) plus its fixed fields. */
 #define RIO_PROTO_BODY_CAP ((1u << 30) + 4096u)
 /* Bodies of control messages (everything but PUT_CHUNK data and READ data, and
- * LOOKUP/COMMIT's checksum list) stay under this. */
+ * LOOKUP/COMMIT's checksum list) stay under this, tag excluded. */
 #define RIO_PROTO_CTRL_MAX 8192u
+/* ... and their body_len, tag included. */
+#define RIO_PROTO_CTRL_BODY_MAX (RIO_PROTO_CTRL_MAX + RIO_PROTO_TAG_LEN)
+/* Fixed part of a PUT_CHUNK request and of a successful READ response. */
+#define RIO_PROTO_CHUNK_FIXED 24u
+#define RIO_PROTO_READ_FIXED 8u
 
 enum rio_proto_op {
     RIO_OP_HELLO = 1,
@@ -65,8 +76,9 @@ const char *rio__proto_op_name(int op);
 /* Encode h into out[32] (computes the header check). */
 void rio__proto_hdr_encode(const struct rio_proto_hdr *h, uint8_t out[RIO_PROTO_HDR_LEN]);
 /*
- * Decode and validate a header: magic, version, header check, reserved bytes,
- * opcode range, flags, and body_len <= max_body. Returns 0 or RIO_EPROTO.
+ * Decode and validate a header: magic, header check, version, reserved bytes,
+ * opcode range, flags, and body_len <= max_body. Returns 0, RIO_EVERSION
+ * (a well-formed header of another version: h is filled) or RIO_EPROTO.
  */
 int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body,
                           struct rio_proto_hdr *h);
@@ -217,6 +229,63 @@ static inline uint64_t rio__proto_u64(const uint8_t *p)
         v = (v << 8) | p[i];
     return v;
 }
+
+/*
+ * Where a frame's tag sits: body = control part (*ctl bytes), tag (16), bulk
+ * data (*data bytes). The data is the payload of a PUT_CHUNK request and of
+ * a successful READ response (at least 1 byte); every other frame has none.
+ * RIO_EPROTO when body_len cannot hold that.
+ */
+int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *data);
+
+/*
+ * The HELLO request (version 1 framing, no trailer) carries its check in its
+ * caps field: the low 32 bits of xxh3-64 over the header and the 24-byte body
+ * with caps zeroed. rio__proto_hello_seal sets it, _check verifies it (0 or
+ * RIO_EPROTO).
+ */
+void rio__proto_hello_seal(const uint8_t hdr[RIO_PROTO_HDR_LEN], uint8_t body[24]);
+int rio__proto_hello_check(const uint8_t hdr[RIO_PROTO_HDR_LEN], const uint8_t body[24]);
+
+/*
+ * The frame check of one connection's session. Unkeyed (before AUTH, or a
+ * server without a token): tag = xxh3-128(header || control part). Keyed
+ * (after AUTH): tag = HMAC-SHA256(direction key, u64 seq || header ||
+ * control part), first 16 bytes, with one sequence number per direction
+ * counting the keyed frames from 0. docs/protocol.md has the derivation.
+ */
+struct rio_proto_sess {
+    void *tx_key, *rx_key; /* EVP_MAC_CTX, keyed templates; NULL: unkeyed */
+    uint64_t tx_seq, rx_seq;
+    void *rx_mac; /* EVP_MAC_CTX of the frame being received (keyed) */
+    void *rx_xxh; /* XXH3_state_t of the frame being received (unkeyed) */
+};
+
+/* s zeroed is an unkeyed session; _free releases it (and zeroes it). */
+void rio__proto_sess_free(struct rio_proto_sess *s);
+/* Derive both direction keys from the token and the nonces; server picks
+ * which one sends. Sequence numbers restart at 0. 0 or -ENOMEM. */
+int rio__proto_sess_key(struct rio_proto_sess *s, const uint8_t *token, size_t token_len,
+                        const uint8_t cnonce[RIO_PROTO_NONCE_LEN],
+                        const uint8_t snonce[RIO_PROTO_NONCE_LEN], int server);
+static inline int rio__proto_sess_keyed(const struct rio_proto_sess *s)
+{
+    return s->tx_key != NULL;
+}
+/* The tag of a frame to send: parts[0] is its 32-byte header, the rest its
+ * control part. Keyed: with sequence number seq (the caller counts). */
+struct iovec;
+int rio__proto_seal(const struct rio_proto_sess *s, uint64_t seq, const struct iovec *parts, int n,
+                    uint8_t tag[RIO_PROTO_TAG_LEN]);
+/* Check a received frame piece by piece: begin with its header, feed the
+ * control part, end with its tag: 0, or RIO_EPROTO (frame check failed).
+ * Keyed, each end consumes one receive sequence number. */
+int rio__proto_rx_begin(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HDR_LEN]);
+void rio__proto_rx_update(struct rio_proto_sess *s, const void *p, size_t n);
+int rio__proto_rx_end(struct rio_proto_sess *s, const uint8_t tag[RIO_PROTO_TAG_LEN]);
+/* The three at once: header, control part, tag. */
+int rio__proto_rx_check(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HDR_LEN],
+                        const void *ctl, size_t ctl_len, const uint8_t tag[RIO_PROTO_TAG_LEN]);
 
 /* HMACs of the authentication exchange (OpenSSL HMAC-SHA256). */
 int rio__proto_auth_mac(const uint8_t *token, size_t token_len, const char *label,

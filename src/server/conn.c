@@ -85,12 +85,16 @@ enum {
     RS_CHUNK_DATA,
     RS_COMMIT_FIXED,
     RS_COMMIT_LIST,
+    RS_COMMIT_TAG,
     RS_DISCARD,
 };
 
 struct resp {
     struct resp *next;
     uint8_t hdr[RIO_PROTO_HDR_LEN];
+    uint8_t tag[RIO_PROTO_TAG_LEN];
+    int tag_len;         /* 0: a version 1 answer (no trailer) */
+    int tag_middle;      /* the tag sits between small and data (READ data) */
     const uint8_t *data; /* bulk bytes of obj (READ data, LOOKUP checksums) */
     size_t data_len;
     struct rio_srv_obj *obj;
@@ -109,6 +113,8 @@ struct cjob {
     struct cjob *cprev, *cnext;
     int op;
     uint64_t id;
+    int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
+    uint64_t xxh;
     uint64_t upload_id, nchunks; /* remembered as pending until it is applied */
 };
 
@@ -136,7 +142,11 @@ struct conn {
     int in_frame; /* bytes of a request arrived and its response is not queued */
     int req_open; /* the current request is counted in inflight_requests */
     uint64_t frame_start, frame_deadline;
-    uint8_t ctrl[RIO_PROTO_CTRL_MAX];
+    uint32_t ctl_len;  /* the current request's control part */
+    int deny;          /* answer -EACCES once its frame checked out */
+    int v1;            /* a version 1 HELLO: answered in version 1 framing */
+    int commit_status; /* PUT_COMMIT refused before its list: answered after it */
+    uint8_t ctrl[RIO_PROTO_CTRL_BODY_MAX];
 
     /* PUT_CHUNK / PUT_COMMIT in progress */
     struct rio_srv_upload *up;
@@ -173,6 +183,7 @@ struct conn {
     uint8_t peer_ip[16];
 
     /* session */
+    struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
     int hello, authed;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
 };
@@ -512,6 +523,7 @@ static int conn_doomed(struct conn *c)
 
 static void conn_free(struct conn *c)
 {
+    rio__proto_sess_free(&c->sess);
     rio__free(c->rbuf);
     rio__free(c);
 }
@@ -542,17 +554,17 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int stat
     struct resp *r;
 
     r = rio__malloc(sizeof(*r) + small_len);
-    if (!r) {
-        rio__srv_obj_unref(obj);
-        if (counted)
-            atomic_fetch_sub(&srv->m.inflight_requests, 1);
-        conn_kill(c, "out of memory");
-        return -1;
-    }
+    if (!r || small_len + data_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
+        goto err_nomem;
     h.opcode = (uint8_t)op;
     h.flags = RIO_PF_RESPONSE;
     h.id = id;
-    h.body_len = (uint32_t)(small_len + data_len);
+    /* The tag follows the control part: after the READ data's xxh3 and
+     * before the data, else at the end (LOOKUP's list is control). */
+    r->tag_len = c->v1 ? 0 : RIO_PROTO_TAG_LEN;
+    r->tag_middle = op == RIO_OP_READ && status == 0;
+    h.version = c->v1 ? RIO_PROTO_HELLO_VERSION : RIO_PROTO_VERSION;
+    h.body_len = (uint32_t)(small_len + (size_t)r->tag_len + data_len);
     h.status = status;
     rio__proto_hdr_encode(&h, r->hdr);
     r->next = NULL;
@@ -562,7 +574,15 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int stat
     r->obj = obj;
     r->data = data;
     r->data_len = data_len;
-    r->total = RIO_PROTO_HDR_LEN + small_len + data_len;
+    r->total = RIO_PROTO_HDR_LEN + small_len + (size_t)r->tag_len + data_len;
+    if (r->tag_len) {
+        struct iovec parts[3] = {{r->hdr, RIO_PROTO_HDR_LEN},
+                                 {r->small, small_len},
+                                 {(void *)data, r->tag_middle ? 0 : data_len}};
+        uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+        if (rio__proto_seal(&c->sess, seq, parts, 3, r->tag) < 0)
+            goto err_nomem;
+    }
     r->sent = 0;
     if (c->ot)
         c->ot->next = r;
@@ -584,6 +604,13 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int stat
         SRV_DEBUG("answer peer=%s op=%s id=%llu status=%s", c->peer, rio__proto_op_name(op),
                   (unsigned long long)h.id, rio_errname(status));
     return 0;
+err_nomem:
+    rio__free(r);
+    rio__srv_obj_unref(obj);
+    if (counted)
+        atomic_fetch_sub(&srv->m.inflight_requests, 1);
+    conn_kill(c, "out of memory");
+    return -1;
 }
 
 /* Queue the response to the current request (see conn_queue). Ends the
@@ -652,8 +679,23 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
         return;
     }
     if (m.version_min > RIO_PROTO_VERSION || m.version_max < RIO_PROTO_VERSION) {
+        /* An older client reads a version 1 answer: "no common version". */
+        atomic_fetch_add(&srv->m.rejected_frames, 1);
+        SRV_INFO("protocol version mismatch peer=%s: it speaks %u..%u, this server %u", c->peer,
+                 m.version_min, m.version_max, RIO_PROTO_VERSION);
+        c->v1 = 1;
         c->closing = 1;
         conn_status(c, RIO_ENOTSUP);
+        return;
+    }
+    if (rio__proto_hello_check(c->hdrbuf, body) < 0) {
+        conn_reject(c, "frame check failed");
+        return;
+    }
+    c->v1 = 0;
+    if (rio__proto_sess_keyed(&c->sess)) {
+        /* A session once keyed stays keyed: no starting over unprotected. */
+        conn_reject(c, "HELLO after AUTH");
         return;
     }
     memcpy(c->cnonce, m.nonce, RIO_PROTO_NONCE_LEN);
@@ -752,7 +794,12 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
     SRV_DEBUG("auth ok peer=%s", c->peer);
     uint8_t out[RIO_PROTO_MAC_LEN];
     int n = rio__proto_enc_auth_resp(&r, out, sizeof(out));
+    /* The answer goes with the frame check; every frame after it, in each
+     * direction, with the session's MAC. */
     conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
+    if (!c->dead && rio__proto_sess_key(&c->sess, srv->cfg.token, srv->cfg.token_len, c->cnonce,
+                                        c->snonce, 1) < 0)
+        conn_kill(c, "out of memory");
 }
 
 static void do_stat(struct conn *c, size_t len)
@@ -843,6 +890,18 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_EPROTO);
         return;
     }
+    /* The data's xxh3 goes in the answer's checked part: the stored one
+     * when the range is exactly a chunk, else hashed here. */
+    uint8_t fixed[RIO_PROTO_READ_FIXED];
+    int have_xxh = 0;
+    if (o->xxh && o->chunk_size && m.off % o->chunk_size == 0) {
+        uint64_t idx = m.off / o->chunk_size;
+        uint64_t clen = o->size - m.off < o->chunk_size ? o->size - m.off : o->chunk_size;
+        if (idx < o->nchunks && m.len == clen) {
+            memcpy(fixed, o->xxh + 8 * idx, 8);
+            have_xxh = 1;
+        }
+    }
     if (o->disk_entry) {
         /* Not in memory: the range is read (and verified) from its file on
          * a READ thread, never here; the answer comes back like a commit's. */
@@ -856,11 +915,15 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         j->base.e = o;
         j->base.off = m.off;
         j->base.len = m.len;
+        j->have_xxh = have_xxh;
+        j->xxh = rio__proto_u64(fixed);
         cjob_start(c, j);
         rio__srv_disk_read_submit(c->w->srv->disk, &j->base);
         return;
     }
-    conn_respond(c, 0, NULL, 0, o, o->data + m.off, m.len);
+    if (!have_xxh)
+        le64(fixed, rio__xxh3(o->data + m.off, m.len));
+    conn_respond(c, 0, fixed, sizeof(fixed), o, o->data + m.off, m.len);
 }
 
 /* DELETE: from memory and, with the disk tier, from disk (durably with
@@ -916,7 +979,7 @@ static void do_ctrl(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
     const uint8_t *body = c->ctrl;
-    size_t len = c->hdr.body_len;
+    size_t len = c->ctl_len;
     union {
         struct rio_proto_key k;
         struct rio_proto_put_abort a;
@@ -972,7 +1035,7 @@ static void chunk_fixed(struct conn *c)
     uint64_t id = rio__proto_u64(c->ctrl);
     uint64_t index = rio__proto_u64(c->ctrl + 8);
     uint64_t xxh = rio__proto_u64(c->ctrl + 16);
-    uint64_t len = (uint64_t)c->hdr.body_len - 24;
+    uint64_t len = (uint64_t)c->hdr.body_len - RIO_PROTO_CHUNK_FIXED - RIO_PROTO_TAG_LEN;
     struct rio_srv_upload *u = NULL;
     uint8_t *dst = NULL;
     int ret;
@@ -1055,8 +1118,15 @@ static int cjob_answer(struct conn *c, struct cjob *j)
             return conn_queue(c, j->op, j->id, 1, j->base.status < 0 ? j->base.status : -ENOMEM,
                               NULL, 0, NULL, NULL, 0);
         }
-        return conn_queue(c, j->op, j->id, 1, 0, NULL, 0, b,
-                          b->data ? b->data + j->base.skip : NULL, (size_t)j->base.len);
+        if (!b->data) {
+            rio__srv_obj_unref(b);
+            return conn_queue(c, j->op, j->id, 1, RIO_ESERVER, NULL, 0, NULL, NULL, 0);
+        }
+        /* The answer's checked part: the range's xxh3 (hashed here only
+         * when the range is not exactly one chunk). */
+        const uint8_t *p = b->data + j->base.skip;
+        le64(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
+        return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
     }
     le64(out, j->base.generation);
     return conn_queue(c, j->op, j->id, 1, j->base.status, out, j->base.status < 0 ? 0 : sizeof(out),
@@ -1150,7 +1220,10 @@ static void commit_next_batch(struct conn *c)
 {
     uint64_t left = c->commit_n - c->commit_i;
     size_t n = left * 8 < RIO_PROTO_CTRL_MAX ? (size_t)left * 8 : RIO_PROTO_CTRL_MAX;
-    conn_piece(c, RS_COMMIT_LIST, c->ctrl, n);
+    if (n == 0)
+        conn_piece(c, RS_COMMIT_TAG, c->ctrl, RIO_PROTO_TAG_LEN);
+    else
+        conn_piece(c, RS_COMMIT_LIST, c->ctrl, n);
 }
 
 static void commit_fixed(struct conn *c)
@@ -1158,7 +1231,7 @@ static void commit_fixed(struct conn *c)
     struct rio_srv *srv = c->w->srv;
     uint64_t id = rio__proto_u64(c->ctrl);
     uint64_t n = rio__proto_u64(c->ctrl + 8);
-    uint64_t list = (uint64_t)c->hdr.body_len - 48;
+    uint64_t list = (uint64_t)c->ctl_len - 48;
     struct rio_srv_upload *u;
     uint64_t seq = 0;
 
@@ -1166,21 +1239,24 @@ static void commit_fixed(struct conn *c)
         conn_reject(c, "commit list length");
         return;
     }
+    rio__proto_rx_update(&c->sess, c->ctrl, 48);
+    /* Nothing takes effect before the frame's tag checked out: a refusal
+     * is answered after the list and the tag too. */
+    c->commit_status = 0;
     u = rio__srv_upload_get(&srv->store, id, &seq);
     if (!u) {
         /* A commit sent again after its answer was lost: the generation
-         * the upload became, if it did (commits.c). */
+         * the upload became, if it did (commits.c); answered once the
+         * frame's tag checked out. */
         uint64_t gen = 0;
         int ret = rio__srv_store_recall(&srv->store, id, n, &gen);
         if (ret == 0)
             c->discard_gen = gen;
-        conn_discard(c, list, ret);
-        return;
-    }
-    if (n != u->nchunks) {
+        c->commit_status = ret == 0 && !gen ? RIO_ENOTFOUND : ret;
+    } else if (n != u->nchunks) {
         rio__srv_upload_unref(u);
-        conn_discard(c, list, RIO_EPROTO);
-        return;
+        u = NULL;
+        c->commit_status = RIO_EPROTO;
     }
     c->up = u;
     c->up_seq = seq;
@@ -1188,23 +1264,34 @@ static void commit_fixed(struct conn *c)
     c->commit_n = n;
     c->commit_missing = c->commit_bad = 0;
     memcpy(c->etag, c->ctrl + 16, 32);
-    if (n == 0)
-        commit_finish(c);
-    else
-        commit_next_batch(c);
+    commit_next_batch(c);
 }
 
 static void commit_list(struct conn *c)
 {
     uint64_t cnt = c->want_len / 8;
 
-    rio__srv_upload_compare(&c->w->srv->store, c->up, c->commit_i, cnt, c->ctrl, &c->commit_missing,
-                            &c->commit_bad);
+    rio__proto_rx_update(&c->sess, c->ctrl, c->want_len);
+    if (c->up)
+        rio__srv_upload_compare(&c->w->srv->store, c->up, c->commit_i, cnt, c->ctrl,
+                                &c->commit_missing, &c->commit_bad);
     c->commit_i += cnt;
-    if (c->commit_i == c->commit_n)
-        commit_finish(c);
-    else
-        commit_next_batch(c);
+    commit_next_batch(c);
+}
+
+static void commit_tag(struct conn *c)
+{
+    if (rio__proto_rx_end(&c->sess, c->ctrl) < 0) {
+        conn_reject(c, "frame check failed");
+        return;
+    }
+    if (!c->up) {
+        /* Refused, or a retried commit already applied (conn_discard
+         * answers its generation). */
+        conn_discard(c, 0, c->commit_status);
+        return;
+    }
+    commit_finish(c);
 }
 
 /* ---------------------------------------------------------------- frames */
@@ -1212,10 +1299,27 @@ static void commit_list(struct conn *c)
 static void header_done(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
-    uint32_t blen;
-    int op;
+    uint32_t blen, data = 0;
+    int op, ret;
 
-    if (rio__proto_hdr_decode(c->hdrbuf, srv->cfg.max_body, &c->hdr) < 0) {
+    ret = rio__proto_hdr_decode(c->hdrbuf, srv->cfg.max_body, &c->hdr);
+    c->v1 = 0;
+    if (ret == RIO_EVERSION && c->hdr.version == RIO_PROTO_HELLO_VERSION &&
+        c->hdr.opcode == RIO_OP_HELLO && !(c->hdr.flags & RIO_PF_RESPONSE) &&
+        c->hdr.body_len == 24 && c->hdr.status == 0) {
+        /* The HELLO request, in version 1 framing whatever the client
+         * speaks: its body says which (do_hello). */
+        c->v1 = 1;
+        ret = 0;
+    }
+    if (ret == RIO_EVERSION) {
+        atomic_fetch_add(&srv->m.rejected_frames, 1);
+        SRV_INFO("protocol version mismatch peer=%s: a frame of version %u, this server speaks %u",
+                 c->peer, c->hdr.version, RIO_PROTO_VERSION);
+        conn_abort(c, "protocol version");
+        return;
+    }
+    if (ret < 0) {
         conn_reject(c, "bad header");
         return;
     }
@@ -1225,6 +1329,13 @@ static void header_done(struct conn *c)
     }
     op = c->hdr.opcode;
     blen = c->hdr.body_len;
+    c->deny = 0;
+    if (c->v1) {
+        c->ctl_len = blen;
+    } else if (rio__proto_layout(&c->hdr, &c->ctl_len, &data) < 0) {
+        conn_reject(c, "body too short for its tag");
+        return;
+    }
     c->req_open = 1;
     atomic_fetch_add(&srv->m.inflight_requests, 1);
     atomic_fetch_add_explicit(&srv->m.op_bytes_in[op], RIO_PROTO_HDR_LEN + (uint64_t)blen,
@@ -1232,40 +1343,66 @@ static void header_done(struct conn *c)
     c->frame_deadline = c->frame_start + frame_budget_ns(srv, blen);
 
     if (!conn_authorized(c) && op != RIO_OP_HELLO && op != RIO_OP_AUTH && op != RIO_OP_PING) {
-        /* Before AUTH a peer gets no large body read for it. */
-        if (blen > RIO_PROTO_CTRL_MAX) {
+        /* Before AUTH a peer gets no large body read for it; a small one is
+         * read and checked, then refused. */
+        if (blen > RIO_PROTO_CTRL_BODY_MAX) {
             conn_reject(c, "large body before authentication");
             return;
         }
-        conn_discard(c, blen, -EACCES);
+        c->deny = 1;
+        conn_piece(c, RS_BODY, c->ctrl, blen);
         return;
     }
     switch (op) {
     case RIO_OP_PUT_CHUNK:
-        if (blen < 25) {
-            conn_reject(c, "short PUT_CHUNK");
-            return;
-        }
-        conn_piece(c, RS_CHUNK_FIXED, c->ctrl, 24);
+        /* The fixed fields and the tag: checked before any data is taken. */
+        conn_piece(c, RS_CHUNK_FIXED, c->ctrl, RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN);
         return;
     case RIO_OP_PUT_COMMIT:
-        if (blen < 48 || (blen - 48) % 8 != 0) {
+        if (c->ctl_len < 48 || (c->ctl_len - 48) % 8 != 0) {
             conn_reject(c, "PUT_COMMIT length");
+            return;
+        }
+        /* Its list streams: the check is fed piece by piece. */
+        if (rio__proto_rx_begin(&c->sess, c->hdrbuf) < 0) {
+            conn_kill(c, "out of memory");
             return;
         }
         conn_piece(c, RS_COMMIT_FIXED, c->ctrl, 48);
         return;
     default:
-        if (blen > RIO_PROTO_CTRL_MAX) {
+        if (blen > RIO_PROTO_CTRL_BODY_MAX) {
             conn_reject(c, "control body too long");
             return;
         }
-        if (blen == 0)
-            do_ctrl(c);
-        else
-            conn_piece(c, RS_BODY, c->ctrl, blen);
+        conn_piece(c, RS_BODY, c->ctrl, blen);
         return;
     }
+}
+
+/* A control body (or a refused request's body) arrived whole: check its
+ * tag, then serve it. */
+static void body_done(struct conn *c)
+{
+    if (!c->v1 &&
+        rio__proto_rx_check(&c->sess, c->hdrbuf, c->ctrl, c->ctl_len, c->ctrl + c->ctl_len) < 0) {
+        conn_reject(c, "frame check failed");
+        return;
+    }
+    if (c->deny)
+        conn_status(c, -EACCES);
+    else
+        do_ctrl(c);
+}
+
+static void chunk_fixed_tag(struct conn *c)
+{
+    if (rio__proto_rx_check(&c->sess, c->hdrbuf, c->ctrl, RIO_PROTO_CHUNK_FIXED,
+                            c->ctrl + RIO_PROTO_CHUNK_FIXED) < 0) {
+        conn_reject(c, "frame check failed");
+        return;
+    }
+    chunk_fixed(c);
 }
 
 /* The piece being read is complete. */
@@ -1276,10 +1413,10 @@ static void conn_step(struct conn *c)
         header_done(c);
         return;
     case RS_BODY:
-        do_ctrl(c);
+        body_done(c);
         return;
     case RS_CHUNK_FIXED:
-        chunk_fixed(c);
+        chunk_fixed_tag(c);
         return;
     case RS_CHUNK_DATA:
         chunk_data(c);
@@ -1289,6 +1426,9 @@ static void conn_step(struct conn *c)
         return;
     case RS_COMMIT_LIST:
         commit_list(c);
+        return;
+    case RS_COMMIT_TAG:
+        commit_tag(c);
         return;
     case RS_DISCARD:
         c->discard_left -= c->want_len;
@@ -1418,11 +1558,13 @@ static void conn_flush(struct conn *c)
         int n = 0;
         ssize_t w;
 
-        for (struct resp *r = c->oh; r && n <= MAX_IOV - 3; r = r->next) {
+        for (struct resp *r = c->oh; r && n <= MAX_IOV - 5; r = r->next) {
             size_t off = r == c->oh ? r->sent : 0;
-            const uint8_t *p[3] = {r->hdr, r->small, r->data};
-            size_t l[3] = {RIO_PROTO_HDR_LEN, r->small_len, r->data_len};
-            for (int k = 0; k < 3; k++) {
+            size_t mid = r->tag_middle ? (size_t)r->tag_len : 0;
+            const uint8_t *p[5] = {r->hdr, r->small, r->tag, r->data, r->tag};
+            size_t l[5] = {RIO_PROTO_HDR_LEN, r->small_len, mid, r->data_len,
+                           (size_t)r->tag_len - mid};
+            for (int k = 0; k < 5; k++) {
                 if (off >= l[k]) {
                     off -= l[k];
                     continue;

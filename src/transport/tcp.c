@@ -133,8 +133,8 @@
 #define TCP_RECV_BUDGET (16u << 20) /* bytes read from one connection per event */
 #define TCP_DISCARD_LEN (64u << 10)
 #define TCP_EVENTS 64
-#define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + 22 + RIO_KEY_MAX)
-#define TCP_HS_MAX (RIO_PROTO_HDR_LEN + 64)
+#define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + 22 + RIO_KEY_MAX + RIO_PROTO_TAG_LEN)
+#define TCP_HS_MAX (RIO_PROTO_HDR_LEN + 64 + RIO_PROTO_TAG_LEN)
 #define NS_PER_MS 1000000ull
 #define EV_WAKE UINT64_MAX
 #define NEVER UINT64_MAX
@@ -178,6 +178,7 @@ struct tcp_member {
     /* under ctl_mu */
     int ctl_fd;
     uint32_t ctl_max_body;
+    struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
 };
 
 enum { SL_FREE = 0, SL_PENDING, SL_QUEUED, SL_WAIT };
@@ -206,7 +207,12 @@ struct tcp_slot {
     bool cancel_req;    /* t->mu */
     bool cancel_listed; /* t->mu */
     uint16_t req_len;
-    uint8_t req[TCP_REQ_MAX]; /* header and fixed body of the request */
+    uint8_t req[TCP_REQ_MAX]; /* header, control part and tag of the request */
+    /* The tag in req was made for this connection dial and sequence number
+     * (loop only; see conn_flush). */
+    const struct tcp_conn *seal_conn;
+    uint32_t seal_epoch;
+    uint64_t seal_seq;
 };
 
 struct slist {
@@ -225,7 +231,7 @@ enum {
     C_READY,
 };
 
-enum { RX_HDR = 0, RX_DST, RX_DISCARD, RX_CTRL };
+enum { RX_HDR = 0, RX_DST, RX_DISCARD, RX_CTRL, RX_READ_FIXED };
 
 struct tcp_conn {
     struct tcp_transport *t;
@@ -258,7 +264,10 @@ struct tcp_conn {
     int rx_mode;
     struct tcp_slot *rx_slot;
     uint64_t rx_len, rx_got;
-    uint8_t *ctrl; /* RIO_PROTO_CTRL_MAX bytes while connected */
+    uint8_t *ctrl;              /* RIO_PROTO_CTRL_BODY_MAX bytes while connected */
+    struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
+    uint64_t tx_seq;            /* the next request whose first byte is unsent */
+    uint64_t read_xxh;          /* the READ answer being received: its data's xxh3 */
     /* Carried: the server cut this path's dial while another connection of
      * the same rail was up, so its ops ride on that sibling and the path
      * dials again in the background (grow_ns, backing off) until it gets
@@ -548,6 +557,7 @@ struct hs_info {
     char rail[RIO_PROTO_MAX_RAILS][RIO_PROTO_ADDR_MAX + 1];
 };
 
+/* A request header; body_len counts the control part, the tag and the data. */
 static void frame_header(uint8_t op, uint64_t id, uint32_t body_len, uint8_t *out)
 {
     struct rio_proto_hdr h;
@@ -559,10 +569,28 @@ static void frame_header(uint8_t op, uint64_t id, uint32_t body_len, uint8_t *ou
     rio__proto_hdr_encode(&h, out);
 }
 
-/* The HELLO request (header and body) into out; its length. */
+/* The tag of a request whose header and control part are contiguous in
+ * buf (ctl bytes after the header), written right after them. */
+static int seal_contig(struct rio_proto_sess *s, uint64_t seq, uint8_t *buf, size_t ctl)
+{
+    struct iovec part = {.iov_base = buf, .iov_len = RIO_PROTO_HDR_LEN + ctl};
+    return rio__proto_seal(s, seq, &part, 1, buf + RIO_PROTO_HDR_LEN + ctl);
+}
+
+/* The next send sequence number of a connection with only blocking
+ * exchanges (the control connection, the handshakes). */
+static uint64_t next_seq(struct rio_proto_sess *s)
+{
+    return rio__proto_sess_keyed(s) ? s->tx_seq++ : 0;
+}
+
+/* The HELLO request (header and body) into out; its length. Version 1
+ * framing, so that an older server answers "no common version" rather than
+ * dropping the connection; its check rides in caps. */
 static size_t hs_hello(uint64_t id, const uint8_t cnonce[RIO_PROTO_NONCE_LEN], uint8_t *out)
 {
     struct rio_proto_hello h;
+    struct rio_proto_hdr fh;
     int n;
 
     memset(&h, 0, sizeof(h));
@@ -570,14 +598,20 @@ static size_t hs_hello(uint64_t id, const uint8_t cnonce[RIO_PROTO_NONCE_LEN], u
     h.version_max = RIO_PROTO_VERSION;
     memcpy(h.nonce, cnonce, RIO_PROTO_NONCE_LEN);
     n = rio__proto_enc_hello(&h, out + RIO_PROTO_HDR_LEN, TCP_HS_MAX - RIO_PROTO_HDR_LEN);
-    if (n < 0)
+    if (n != 24)
         return 0;
-    frame_header(RIO_OP_HELLO, id, (uint32_t)n, out);
+    memset(&fh, 0, sizeof(fh));
+    fh.version = RIO_PROTO_HELLO_VERSION;
+    fh.opcode = RIO_OP_HELLO;
+    fh.id = id;
+    fh.body_len = (uint32_t)n;
+    rio__proto_hdr_encode(&fh, out);
+    rio__proto_hello_seal(out, out + RIO_PROTO_HDR_LEN);
     return RIO_PROTO_HDR_LEN + (size_t)n;
 }
 
 /* The AUTH request into out; its length, or 0 on failure. */
-static size_t hs_auth(const struct tcp_transport *t, uint64_t id,
+static size_t hs_auth(const struct tcp_transport *t, struct rio_proto_sess *sess, uint64_t id,
                       const uint8_t snonce[RIO_PROTO_NONCE_LEN],
                       const uint8_t cnonce[RIO_PROTO_NONCE_LEN], uint8_t *out)
 {
@@ -586,12 +620,15 @@ static size_t hs_auth(const struct tcp_transport *t, uint64_t id,
 
     if (rio__proto_auth_mac(t->token, t->token_len, "railio-auth-v1", snonce, cnonce, a.mac) < 0)
         return 0;
-    n = rio__proto_enc_auth(&a, out + RIO_PROTO_HDR_LEN, TCP_HS_MAX - RIO_PROTO_HDR_LEN);
+    n = rio__proto_enc_auth(&a, out + RIO_PROTO_HDR_LEN,
+                            TCP_HS_MAX - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
     OPENSSL_cleanse(&a, sizeof(a));
     if (n < 0)
         return 0;
-    frame_header(RIO_OP_AUTH, id, (uint32_t)n, out);
-    return RIO_PROTO_HDR_LEN + (size_t)n;
+    frame_header(RIO_OP_AUTH, id, (uint32_t)n + RIO_PROTO_TAG_LEN, out);
+    if (seal_contig(sess, next_seq(sess), out, (size_t)n) < 0)
+        return 0;
+    return RIO_PROTO_HDR_LEN + (size_t)n + RIO_PROTO_TAG_LEN;
 }
 
 /* A response header for (op, id), or RIO_EPROTO. */
@@ -609,13 +646,21 @@ static int hs_on_hello(const struct tcp_transport *t, const struct rio_proto_hdr
 {
     struct rio_proto_hello_resp r;
 
+    if (h->status == RIO_ENOTSUP)
+        return RIO_EVERSION; /* no common version */
     if (h->status != 0)
         return wire_status(h->status);
-    if (rio__proto_dec_hello_resp(body, h->body_len, &r) < 0 || r.version != RIO_PROTO_VERSION)
+    if (rio__proto_dec_hello_resp(body, h->body_len, &r) < 0)
         return RIO_EPROTO;
+    if (r.version != RIO_PROTO_VERSION)
+        return RIO_EVERSION;
     /* Without the token we cannot answer the challenge: a clear refusal. */
     if (r.auth_required && !t->token)
         return -EACCES;
+    /* With it, a server that does not ask for it cannot prove it holds it:
+     * an impostor (or a proxy that rewrote the HELLO) gets nothing. */
+    if (!r.auth_required && t->token)
+        return RIO_EAUTH;
     memset(hi, 0, sizeof(*hi));
     hi->auth_required = r.auth_required;
     hi->max_body = r.max_body;
@@ -630,8 +675,9 @@ static int hs_on_hello(const struct tcp_transport *t, const struct rio_proto_hdr
 }
 
 /* The server's AUTH answer proves it knows the token too. */
-static int hs_on_auth(const struct tcp_transport *t, const struct rio_proto_hdr *h,
-                      const uint8_t *body, const uint8_t cnonce[RIO_PROTO_NONCE_LEN],
+static int hs_on_auth(const struct tcp_transport *t, struct rio_proto_sess *sess,
+                      const struct rio_proto_hdr *h, const uint8_t *body,
+                      const uint8_t cnonce[RIO_PROTO_NONCE_LEN],
                       const uint8_t snonce[RIO_PROTO_NONCE_LEN])
 {
     struct rio_proto_auth_resp r;
@@ -646,7 +692,10 @@ static int hs_on_auth(const struct tcp_transport *t, const struct rio_proto_hdr 
         return -ENOMEM;
     ok = CRYPTO_memcmp(want, r.mac, RIO_PROTO_MAC_LEN) == 0;
     OPENSSL_cleanse(want, sizeof(want));
-    return ok ? 0 : -EACCES;
+    if (!ok)
+        return RIO_EAUTH; /* the server's proof is wrong */
+    /* Every frame from here on, each way, carries the session's MAC. */
+    return rio__proto_sess_key(sess, t->token, t->token_len, cnonce, snonce, 0);
 }
 
 static int new_nonce(uint8_t nonce[RIO_PROTO_NONCE_LEN])
@@ -749,45 +798,53 @@ static int blk_recv(int fd, void *buf, size_t n, uint64_t deadline)
  * bytes (RIO_PROTO_CTRL_MAX for an error status), into *body (rio__malloc,
  * NULL when empty). Any error leaves the connection unusable.
  */
-static int blk_recv_frame(int fd, uint8_t op, uint64_t id, uint64_t cap, struct rio_proto_hdr *h,
-                          uint8_t **body, uint64_t deadline)
+static int blk_recv_frame(int fd, struct rio_proto_sess *sess, uint8_t op, uint64_t id,
+                          uint64_t cap, struct rio_proto_hdr *h, uint8_t **body, uint64_t deadline)
 {
     uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint32_t ctl, data;
     int ret;
 
     *body = NULL;
     ret = blk_recv(fd, hb, sizeof(hb), deadline);
     if (ret < 0)
         return ret;
-    if (rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h) < 0 || resp_check(h, op, id) < 0 ||
-        h->body_len > cap)
+    ret = rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h);
+    if (ret == RIO_EVERSION)
+        return ret;
+    if (ret < 0 || resp_check(h, op, id) < 0 || rio__proto_layout(h, &ctl, &data) < 0 ||
+        data != 0 || ctl > cap)
         return RIO_EPROTO;
-    if (h->body_len == 0)
-        return 0;
     *body = rio__malloc(h->body_len);
     if (!*body)
         return -ENOMEM;
     ret = blk_recv(fd, *body, h->body_len, deadline);
+    if (ret == 0 && rio__proto_rx_check(sess, hb, *body, ctl, *body + ctl) < 0)
+        ret = RIO_EPROTO; /* frame check failed */
     if (ret < 0) {
         rio__free(*body);
         *body = NULL;
+        return ret;
     }
-    return ret;
+    h->body_len = ctl; /* the callers decode the control part */
+    return 0;
 }
 
 /* One request and its answer on a blocking connection. */
-static int blk_exchange(int fd, const uint8_t *req, size_t len, uint8_t op, uint64_t id,
-                        struct rio_proto_hdr *h, uint8_t **body, uint64_t deadline)
+static int blk_exchange(int fd, struct rio_proto_sess *sess, const uint8_t *req, size_t len,
+                        uint8_t op, uint64_t id, struct rio_proto_hdr *h, uint8_t **body,
+                        uint64_t deadline)
 {
     struct iovec iov = {.iov_base = (void *)req, .iov_len = len};
     int ret = blk_send(fd, &iov, 1, deadline);
     if (ret < 0)
         return ret;
-    return blk_recv_frame(fd, op, id, RIO_PROTO_CTRL_MAX, h, body, deadline);
+    return blk_recv_frame(fd, sess, op, id, RIO_PROTO_CTRL_MAX, h, body, deadline);
 }
 
 /* Dial and greet on a blocking connection; fd and the HELLO's facts out. */
-static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs_info *hi, int *out)
+static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs_info *hi,
+                    struct rio_proto_sess *sess, int *out)
 {
     uint64_t deadline = rio__now_ns() + (uint64_t)t->connect_ms * NS_PER_MS;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], buf[TCP_HS_MAX], *body = NULL;
@@ -809,9 +866,10 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
         if (ret < 0)
             goto err;
     }
+    rio__proto_sess_free(sess);
     id = next_id(t);
     len = hs_hello(id, cnonce, buf);
-    ret = blk_exchange(fd, buf, len, RIO_OP_HELLO, id, &h, &body, deadline);
+    ret = len ? blk_exchange(fd, sess, buf, len, RIO_OP_HELLO, id, &h, &body, deadline) : -ENOMEM;
     if (ret == 0)
         ret = hs_on_hello(t, &h, body, hi);
     rio__free(body);
@@ -820,10 +878,11 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
         goto err;
     if (hi->auth_required) {
         id = next_id(t);
-        len = hs_auth(t, id, hi->snonce, cnonce, buf);
-        ret = len ? blk_exchange(fd, buf, len, RIO_OP_AUTH, id, &h, &body, deadline) : -ENOMEM;
+        len = hs_auth(t, sess, id, hi->snonce, cnonce, buf);
+        ret =
+            len ? blk_exchange(fd, sess, buf, len, RIO_OP_AUTH, id, &h, &body, deadline) : -ENOMEM;
         if (ret == 0)
-            ret = hs_on_auth(t, &h, body, cnonce, hi->snonce);
+            ret = hs_on_auth(t, sess, &h, body, cnonce, hi->snonce);
         rio__free(body);
         if (ret < 0)
             goto err;
@@ -831,6 +890,7 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
     *out = fd;
     return 0;
 err:
+    rio__proto_sess_free(sess);
     close(fd);
     return ret;
 }
@@ -840,6 +900,7 @@ static void ctl_close_locked(struct tcp_member *m)
     if (m->ctl_fd >= 0)
         close(m->ctl_fd);
     m->ctl_fd = -1;
+    rio__proto_sess_free(&m->ctl_sess);
 }
 
 /* An idle control connection that shows EOF or stray bytes is not reused. */
@@ -859,7 +920,7 @@ static int ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct
     struct hs_info local;
     int fd, ret;
 
-    ret = blk_dial(t, &m->url, hi ? hi : &local, &fd);
+    ret = blk_dial(t, &m->url, hi ? hi : &local, &m->ctl_sess, &fd);
     if (ret < 0)
         return ret;
     m->ctl_fd = fd;
@@ -925,8 +986,8 @@ static void ctl_backoff(const struct tcp_transport *t, unsigned n)
 static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                          struct rio_proto_hdr *h, uint8_t **body, bool *sent)
 {
-    struct iovec iov[4];
-    uint8_t hdr[RIO_PROTO_HDR_LEN];
+    struct iovec iov[5];
+    uint8_t hdr[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
     unsigned tries = rq->idempotent && t->o.retry_attempts > 1 ? t->o.retry_attempts : 1;
     unsigned failed = 0;
     int ret = 0;
@@ -934,7 +995,7 @@ static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const st
     *body = NULL;
     if (sent)
         *sent = false;
-    if (rq->niov > 3 || rq->body_len > UINT32_MAX)
+    if (rq->niov > 3 || rq->body_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
         return RIO_EINVAL;
     pthread_mutex_lock(&m->ctl_mu);
     for (;;) {
@@ -953,16 +1014,21 @@ static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const st
         if (ret == 0) {
             uint64_t deadline = rio__now_ns() + (uint64_t)rq->timeout_ms * NS_PER_MS;
             uint64_t id = next_id(t);
-            frame_header(rq->op, id, (uint32_t)rq->body_len, hdr);
+            frame_header(rq->op, id, (uint32_t)rq->body_len + RIO_PROTO_TAG_LEN, hdr);
             iov[0].iov_base = hdr;
             iov[0].iov_len = sizeof(hdr);
             for (int i = 0; i < rq->niov; i++)
                 iov[i + 1] = rq->iov[i];
-            if (sent)
+            ret = rio__proto_seal(&m->ctl_sess, next_seq(&m->ctl_sess), iov, rq->niov + 1, tag);
+            iov[rq->niov + 1].iov_base = tag;
+            iov[rq->niov + 1].iov_len = sizeof(tag);
+            if (ret == 0 && sent)
                 *sent = true;
-            ret = blk_send(m->ctl_fd, iov, rq->niov + 1, deadline);
             if (ret == 0)
-                ret = blk_recv_frame(m->ctl_fd, rq->op, id, rq->resp_cap, h, body, deadline);
+                ret = blk_send(m->ctl_fd, iov, rq->niov + 2, deadline);
+            if (ret == 0)
+                ret = blk_recv_frame(m->ctl_fd, &m->ctl_sess, rq->op, id, rq->resp_cap, h, body,
+                                     deadline);
             if (ret == 0 && h->status == 0 && rq->check && rq->check(*body, h->body_len) < 0) {
                 rio__free(*body);
                 *body = NULL;
@@ -1496,6 +1562,8 @@ static void conn_close_fd(struct tcp_transport *t, struct tcp_conn *cn)
     cn->hs_len = cn->hs_off = 0;
     rio__free(cn->ctrl);
     cn->ctrl = NULL;
+    rio__proto_sess_free(&cn->sess);
+    cn->tx_seq = 0;
 }
 
 /* Every op on cn ends with err (tombstones are released). */
@@ -1726,11 +1794,15 @@ static int conn_start_hs(struct tcp_transport *t, struct tcp_conn *cn)
     int ret = new_nonce(cn->cnonce);
     if (ret < 0)
         return ret;
-    cn->ctrl = rio__malloc(RIO_PROTO_CTRL_MAX);
+    cn->ctrl = rio__malloc(RIO_PROTO_CTRL_BODY_MAX);
     if (!cn->ctrl)
         return -ENOMEM;
+    rio__proto_sess_free(&cn->sess);
+    cn->tx_seq = 0;
     cn->hs_id = next_id(t);
     cn->hs_len = (uint16_t)hs_hello(cn->hs_id, cn->cnonce, cn->hs);
+    if (!cn->hs_len)
+        return -ENOMEM;
     cn->hs_off = 0;
     cn->state = C_HELLO_TX;
     return conn_hs_flush(t, cn);
@@ -1775,9 +1847,25 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
         size_t total = 0;
         int n = 0;
 
+        uint64_t seq = cn->tx_seq;
         for (struct tcp_slot *s = cn->sq.head; s && n + 2 <= TCP_IOV_MAX; s = s->next) {
             if (cn->max_depth && inflight >= cn->max_depth)
                 break;
+            if (off == 0) {
+                /* Its first byte goes now: its tag is for this place in the
+                 * stream (made again if a cancelled request left the queue
+                 * before it, or it moved to another connection). */
+                uint64_t want = rio__proto_sess_keyed(&cn->sess) ? seq : 0;
+                if (s->seal_conn != cn || s->seal_epoch != cn->epoch || s->seal_seq != want) {
+                    if (seal_contig(&cn->sess, want, s->req,
+                                    s->req_len - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN) < 0)
+                        return -ENOMEM;
+                    s->seal_conn = cn;
+                    s->seal_epoch = cn->epoch;
+                    s->seal_seq = want;
+                }
+                seq++;
+            }
             if (off < s->req_len) {
                 iov[n].iov_base = s->req + off;
                 iov[n].iov_len = s->req_len - off;
@@ -1818,10 +1906,14 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
             struct tcp_slot *s = cn->sq.head;
             uint64_t rem = s->req_len + s->data_len - cn->sq_off;
             if (left < rem) {
+                if (cn->sq_off == 0)
+                    cn->tx_seq++; /* its first byte went */
                 cn->sq_off += left;
                 break;
             }
             left -= rem;
+            if (cn->sq_off == 0)
+                cn->tx_seq++;
             cn->sq_off = 0;
             sl_unlink(&cn->sq, s);
             s->where = SL_WAIT;
@@ -1894,7 +1986,7 @@ static int conn_on_hs_frame(struct tcp_transport *t, struct tcp_conn *cn, uint64
             return 0;
         }
         cn->hs_id = next_id(t);
-        cn->hs_len = (uint16_t)hs_auth(t, cn->hs_id, cn->snonce, cn->cnonce, cn->hs);
+        cn->hs_len = (uint16_t)hs_auth(t, &cn->sess, cn->hs_id, cn->snonce, cn->cnonce, cn->hs);
         if (!cn->hs_len)
             return -ENOMEM;
         cn->hs_off = 0;
@@ -1903,7 +1995,7 @@ static int conn_on_hs_frame(struct tcp_transport *t, struct tcp_conn *cn, uint64
     }
     ret = resp_check(&cn->rh, RIO_OP_AUTH, cn->hs_id);
     if (ret == 0)
-        ret = hs_on_auth(t, &cn->rh, cn->ctrl, cn->cnonce, cn->snonce);
+        ret = hs_on_auth(t, &cn->sess, &cn->rh, cn->ctrl, cn->cnonce, cn->snonce);
     if (ret < 0)
         return ret;
     conn_ready(t, cn, now);
@@ -1918,17 +2010,22 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
 {
     struct rio_proto_hdr *h = &cn->rh;
     struct tcp_slot *s;
+    uint32_t ctl, data;
+    int ret;
 
     cn->rx_hdr_got = 0;
-    if (rio__proto_hdr_decode(cn->rx_hdr, RIO_PROTO_BODY_CAP, h) < 0 ||
-        !(h->flags & RIO_PF_RESPONSE))
+    ret = rio__proto_hdr_decode(cn->rx_hdr, RIO_PROTO_BODY_CAP, h);
+    if (ret == RIO_EVERSION)
+        return ret;
+    if (ret < 0 || !(h->flags & RIO_PF_RESPONSE) || rio__proto_layout(h, &ctl, &data) < 0)
         return RIO_EPROTO; /* poisons the connection (conn_event) */
     cn->rx_got = 0;
     cn->rx_len = h->body_len;
     cn->rx_slot = NULL;
     if (cn->state != C_READY) {
         /* Only the answer to our HELLO or AUTH may come now. */
-        if ((cn->state != C_HELLO_RX && cn->state != C_AUTH_RX) || h->body_len > RIO_PROTO_CTRL_MAX)
+        if ((cn->state != C_HELLO_RX && cn->state != C_AUTH_RX) ||
+            h->body_len > RIO_PROTO_CTRL_BODY_MAX)
             return RIO_EPROTO;
         cn->rx_mode = RX_CTRL;
     } else {
@@ -1937,34 +2034,50 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
                 break;
         /* An answer to nothing outstanding (a duplicate of one already
          * taken, ids are never reused), of another opcode, or an error or
-         * a PUT_CHUNK answer with a body: the stream cannot be trusted. */
-        if (!s || h->opcode != s->op || (h->body_len && (h->status != 0 || s->op != RIO_OP_READ)))
+         * a PUT_CHUNK answer with a body (more than its tag): the stream
+         * cannot be trusted. */
+        if (!s || h->opcode != s->op || (ctl && (h->status != 0 || s->op != RIO_OP_READ)))
             return RIO_EPROTO;
         cn->rx_slot = s;
         if (h->status == 0 && s->op == RIO_OP_READ) {
-            if (h->body_len != s->expect_len) {
+            if (data != s->expect_len) {
                 /* Never more than len bytes into dst: the op fails (short:
                  * the chunk is retried; longer: a protocol violation, retried
                  * like a reset) and the stream is abandoned; the others go
                  * out again. */
-                if (h->body_len > s->expect_len)
+                if (data > s->expect_len)
                     ctr_add(t, &t->ctr.poisoned, 1);
-                conn_abort(t, cn, s, h->body_len < s->expect_len ? RIO_ESHORT : -EPROTO, now);
+                conn_abort(t, cn, s, data < s->expect_len ? RIO_ESHORT : -EPROTO, now);
                 return 1;
             }
-            if (s->io) {
-                cn->rx_mode = RX_DST;
-            } else {
-                if (!t->discard && !(t->discard = rio__malloc(TCP_DISCARD_LEN)))
-                    return -ENOMEM;
-                cn->rx_mode = RX_DISCARD;
-            }
+            /* Its xxh3 and the tag first: checked before any data lands. */
+            cn->rx_mode = RX_READ_FIXED;
+            cn->rx_len = RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN;
         } else {
             cn->rx_mode = RX_CTRL;
         }
     }
-    if (cn->rx_len == 0)
-        return conn_on_body(t, cn, now);
+    return 0;
+}
+
+/* A READ answer's fixed part and tag arrived: check them, then take the data. */
+static int conn_on_read_fixed(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    struct tcp_slot *s = cn->rx_slot;
+
+    if (rio__proto_rx_check(&cn->sess, cn->rx_hdr, cn->ctrl, RIO_PROTO_READ_FIXED,
+                            cn->ctrl + RIO_PROTO_READ_FIXED) < 0)
+        return RIO_EPROTO; /* frame check failed */
+    cn->read_xxh = rio__proto_u64(cn->ctrl);
+    cn->rx_got = 0;
+    cn->rx_len = s->expect_len;
+    if (s->io) {
+        cn->rx_mode = RX_DST;
+    } else {
+        if (!t->discard && !(t->discard = rio__malloc(TCP_DISCARD_LEN)))
+            return -ENOMEM;
+        cn->rx_mode = RX_DISCARD;
+    }
     return 0;
 }
 
@@ -1972,20 +2085,38 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
 static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     struct tcp_slot *s = cn->rx_slot;
+    int mode = cn->rx_mode;
     int64_t res;
 
     cn->rx_mode = RX_HDR;
     cn->rx_slot = NULL;
+    if (mode == RX_CTRL) {
+        uint32_t ctl = (uint32_t)cn->rx_len - RIO_PROTO_TAG_LEN;
+        if (rio__proto_rx_check(&cn->sess, cn->rx_hdr, cn->ctrl, ctl, cn->ctrl + ctl) < 0)
+            return RIO_EPROTO; /* frame check failed */
+        cn->rh.body_len = ctl; /* what the handshake decodes */
+    }
     if (cn->state != C_READY)
         return conn_on_hs_frame(t, cn, now);
     sl_unlink(&cn->wq, s);
     if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
-        wire_status(cn->rh.status) == RIO_ENOTFOUND)
+        wire_status(cn->rh.status) == RIO_ENOTFOUND) {
         res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
-    else if (cn->rh.status != 0)
+    } else if (cn->rh.status != 0) {
         res = wire_status(cn->rh.status);
-    else
-        res = (int64_t)(s->op == RIO_OP_READ ? s->expect_len : s->data_len);
+    } else if (s->op == RIO_OP_READ) {
+        res = (int64_t)s->expect_len;
+        /* The data's xxh3 came in the checked part: the chunk's own (the
+         * engine verifies the data against it) or, when the engine has
+         * none, the data is hashed here. */
+        if (mode == RX_DST && s->io) {
+            if (s->io->xxh ? s->io->xxh != cn->read_xxh
+                           : rio__xxh3(s->io->dst, s->io->len) != cn->read_xxh)
+                res = RIO_ECHECKSUM;
+        }
+    } else {
+        res = (int64_t)s->data_len;
+    }
     slot_done(t, s, res, false);
     return 0;
 }
@@ -2026,7 +2157,7 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
             p = t->discard;
             want = (size_t)min_u64(cn->rx_len - cn->rx_got, TCP_DISCARD_LEN);
             break;
-        default:
+        default: /* RX_CTRL, RX_READ_FIXED */
             p = cn->ctrl + cn->rx_got;
             want = (size_t)(cn->rx_len - cn->rx_got);
             break;
@@ -2054,7 +2185,10 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
             cn->rx_got += (uint64_t)r;
             if (cn->rx_got < cn->rx_len)
                 continue;
-            ret = conn_on_body(t, cn, now);
+            if (cn->rx_mode == RX_READ_FIXED)
+                ret = conn_on_read_fixed(t, cn);
+            else
+                ret = conn_on_body(t, cn, now);
         }
         if (ret != 0)
             return ret;
@@ -2434,13 +2568,14 @@ static int tcp_submit(struct rio_transport *tt, struct rio_io *io)
             .key = io->key,
             .key_len = (uint16_t)klen,
         };
-        n = rio__proto_enc_read(&r, s->req + RIO_PROTO_HDR_LEN, sizeof(s->req) - RIO_PROTO_HDR_LEN);
+        n = rio__proto_enc_read(&r, s->req + RIO_PROTO_HDR_LEN,
+                                sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
         s->op = RIO_OP_READ;
         s->expect_len = io->len;
     } else {
         struct rio_proto_put_chunk pc = {.upload_id = up->id, .index = io->index, .xxh = io->xxh};
         n = rio__proto_enc_put_chunk_fixed(&pc, s->req + RIO_PROTO_HDR_LEN,
-                                           sizeof(s->req) - RIO_PROTO_HDR_LEN);
+                                           sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
         s->op = RIO_OP_PUT_CHUNK;
         s->data = io->src;
         s->data_len = io->len;
@@ -2451,8 +2586,9 @@ static int tcp_submit(struct rio_transport *tt, struct rio_io *io)
         pthread_mutex_unlock(&t->mu);
         return -EINVAL;
     }
-    frame_header(s->op, s->id, (uint32_t)((uint64_t)n + s->data_len), s->req);
-    s->req_len = (uint16_t)(RIO_PROTO_HDR_LEN + n);
+    frame_header(s->op, s->id, (uint32_t)((uint64_t)n + RIO_PROTO_TAG_LEN + s->data_len), s->req);
+    s->req_len = (uint16_t)(RIO_PROTO_HDR_LEN + n + RIO_PROTO_TAG_LEN);
+    s->seal_conn = NULL; /* the tag is made when it is sent */
     s->where = SL_PENDING;
     s->live = true;
     sl_push(&t->pending, s);
@@ -2792,6 +2928,7 @@ static void tcp_close(struct rio_transport *tt)
         if (cn->fd >= 0)
             close(cn->fd);
         rio__free(cn->ctrl);
+        rio__proto_sess_free(&cn->sess);
         /* The engine closes only when nothing is in flight; tombstones
          * (answers still owed to cancelled ops) may remain. */
         while ((s = sl_pop(&cn->wq)))

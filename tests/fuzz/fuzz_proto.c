@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/checksum.h"
 #include "proto/proto.h"
@@ -57,6 +58,8 @@ enum {
     M_READ,
     M_STAT_RESP,
     M_PING,
+    M_STREAM_KEYED,
+    M_HELLO_FRAME,
     M__COUNT
 };
 
@@ -262,27 +265,81 @@ static void header(const uint8_t *in, size_t len, int sealed)
     }
 }
 
-static void stream(const uint8_t *in, size_t len)
+/*
+ * A stream of frames as a receiver sees them: each header and tag is sealed
+ * (the fuzzer cannot find an xxh3-128 or an HMAC), the frame must then
+ * check out, the same frame with one bit flipped in its header or control
+ * part must not, and its control part goes to its decoder. keyed: the frames
+ * are a session's after AUTH (HMAC with sequence numbers).
+ */
+static void stream(const uint8_t *in, size_t len, int keyed)
 {
+    static const uint8_t tok[] = "fuzz-token", nc[RIO_PROTO_NONCE_LEN] = {1},
+                         ns[RIO_PROTO_NONCE_LEN] = {2};
+    struct rio_proto_sess tx = {0}, rx = {0};
+    uint64_t seq = 0;
+
+    if (keyed) {
+        CHECK(rio__proto_sess_key(&tx, tok, sizeof(tok) - 1, nc, ns, 0) == 0);
+        CHECK(rio__proto_sess_key(&rx, tok, sizeof(tok) - 1, nc, ns, 1) == 0);
+    }
     while (len >= RIO_PROTO_HDR_LEN) {
         uint8_t h[RIO_PROTO_HDR_LEN];
         struct rio_proto_hdr d;
+        uint32_t ctl, data;
         memcpy(h, in, sizeof(h));
         seal(h);
         in += sizeof(h);
         len -= sizeof(h);
         if (rio__proto_hdr_decode(h, RIO_PROTO_CTRL_MAX * 4, &d) < 0)
-            return;
+            break;
+        if (rio__proto_layout(&d, &ctl, &data) < 0)
+            break;
+        CHECK((uint64_t)ctl + RIO_PROTO_TAG_LEN + data == d.body_len);
         size_t blen = d.body_len < len ? d.body_len : len;
+        if (blen < (size_t)ctl + RIO_PROTO_TAG_LEN)
+            break;
         /* An exact-size copy, so reading past the body is caught. */
-        uint8_t *b = malloc(blen ? blen : 1);
+        uint8_t *b = malloc(blen);
         CHECK(b != NULL);
         memcpy(b, in, blen);
-        body(body_mode(d.opcode, d.flags & RIO_PF_RESPONSE), b, blen);
+        struct iovec parts[2] = {{h, sizeof(h)}, {b, ctl}};
+        CHECK(rio__proto_seal(&tx, seq, parts, 2, b + ctl) == 0);
+        if (keyed)
+            seq++;
+        /* One bit flipped, anywhere in the header or the control part. */
+        size_t at = (size_t)(d.id % (RIO_PROTO_HDR_LEN + ctl));
+        uint8_t *p = at < RIO_PROTO_HDR_LEN ? h + at : b + (at - RIO_PROTO_HDR_LEN);
+        uint64_t seq0 = rx.rx_seq;
+        *p ^= 0x04;
+        CHECK(rio__proto_rx_check(&rx, h, b, ctl, b + ctl) == RIO_EPROTO);
+        *p ^= 0x04;
+        rx.rx_seq = seq0;
+        CHECK(rio__proto_rx_check(&rx, h, b, ctl, b + ctl) == 0);
+        body(body_mode(d.opcode, d.flags & RIO_PF_RESPONSE), b, ctl);
         free(b);
         in += blen;
         len -= blen;
     }
+    rio__proto_sess_free(&tx);
+    rio__proto_sess_free(&rx);
+}
+
+/* The HELLO request's check in caps: right once sealed, wrong after a flip. */
+static void hello_frame(const uint8_t *in, size_t len)
+{
+    uint8_t f[RIO_PROTO_HDR_LEN + 24];
+
+    if (len < sizeof(f))
+        return;
+    memcpy(f, in, sizeof(f));
+    rio__proto_hello_seal(f, f + RIO_PROTO_HDR_LEN);
+    CHECK(rio__proto_hello_check(f, f + RIO_PROTO_HDR_LEN) == 0);
+    size_t at = in[0] % sizeof(f);
+    if (at >= RIO_PROTO_HDR_LEN + 4 && at < RIO_PROTO_HDR_LEN + 8)
+        return; /* the check itself */
+    f[at] ^= 0x80;
+    CHECK(rio__proto_hello_check(f, f + RIO_PROTO_HDR_LEN) == RIO_EPROTO);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -301,8 +358,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(b, data + 1, len);
     if (mode == M_HDR_RAW || mode == M_HDR_SEALED)
         header(b, len, mode == M_HDR_SEALED);
-    else if (mode == M_STREAM)
-        stream(b, len);
+    else if (mode == M_STREAM || mode == M_STREAM_KEYED)
+        stream(b, len, mode == M_STREAM_KEYED);
+    else if (mode == M_HELLO_FRAME)
+        hello_frame(b, len);
     else
         body(mode, b, len);
     free(b);
@@ -329,9 +388,9 @@ static size_t make_seeds(struct seed *s)
         if (k >= 0)                                                                                \
             s[n++].len = (size_t)k + 1;                                                            \
     } while (0)
-    struct rio_proto_hello he = {.version_min = 1, .version_max = 1};
+    struct rio_proto_hello he = {.version_min = 2, .version_max = 2};
     ADD(M_HELLO, rio__proto_enc_hello(&he, s[n].b + 1, sizeof(s[n].b) - 1));
-    struct rio_proto_hello_resp hr = {.version = 1,
+    struct rio_proto_hello_resp hr = {.version = 2,
                                       .max_body = 1u << 30,
                                       .max_depth = 64,
                                       .nrails = 2,
@@ -358,8 +417,9 @@ static size_t make_seeds(struct seed *s)
     ADD(M_READ, rio__proto_enc_read(&rd, s[n].b + 1, sizeof(s[n].b) - 1));
     struct rio_proto_stat_resp st = {1, 2, 3, 4, 5};
     ADD(M_STAT_RESP, rio__proto_enc_stat_resp(&st, s[n].b + 1, sizeof(s[n].b) - 1));
-    /* Headers and a stream of two frames (LOOKUP request, READ response). */
-    struct rio_proto_hdr h = {.opcode = RIO_OP_LOOKUP, .id = 1, .body_len = 10};
+    /* Headers and a stream of two frames (LOOKUP request, READ response:
+     * its xxh3, tag and 3 bytes of data); tags are left zero. */
+    struct rio_proto_hdr h = {.opcode = RIO_OP_LOOKUP, .id = 1, .body_len = 10 + RIO_PROTO_TAG_LEN};
     s[n].b[0] = M_HDR_RAW;
     rio__proto_hdr_encode(&h, s[n].b + 1);
     s[n++].len = 33;
@@ -367,13 +427,23 @@ static size_t make_seeds(struct seed *s)
     s[n++].b[0] = M_HDR_SEALED;
     s[n].b[0] = M_STREAM;
     rio__proto_hdr_encode(&h, s[n].b + 1);
-    k = rio__proto_enc_key(&ke, s[n].b + 33, 100);
-    struct rio_proto_hdr h2 = {
-        .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE, .id = 1, .body_len = 3};
+    k = rio__proto_enc_key(&ke, s[n].b + 33, 100) + RIO_PROTO_TAG_LEN;
+    struct rio_proto_hdr h2 = {.opcode = RIO_OP_READ,
+                               .flags = RIO_PF_RESPONSE,
+                               .id = 1,
+                               .body_len = RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN + 3};
     rio__proto_hdr_encode(&h2, s[n].b + 33 + k);
-    memcpy(s[n].b + 33 + k + 32, "abc", 3);
-    s[n].len = 33 + (size_t)k + 35;
+    memcpy(s[n].b + 33 + k + 32 + RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN, "abc", 3);
+    s[n].len = 33 + (size_t)k + 32 + RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN + 3;
     n++;
+    s[n] = s[n - 1];
+    s[n++].b[0] = M_STREAM_KEYED;
+    /* A HELLO request frame: version 1 header, 24-byte body. */
+    struct rio_proto_hdr h3 = {.version = 1, .opcode = RIO_OP_HELLO, .id = 1, .body_len = 24};
+    s[n].b[0] = M_HELLO_FRAME;
+    rio__proto_hdr_encode(&h3, s[n].b + 1);
+    rio__proto_enc_hello(&he, s[n].b + 33, 24);
+    s[n++].len = 57;
 #undef ADD
     return n;
 }

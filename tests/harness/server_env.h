@@ -323,6 +323,7 @@ static inline int srv_stop(struct srv_env *e)
 struct wc {
     int fd;
     uint64_t next_id;
+    struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
 };
 
 /* Connect with timeouts of timeout_s; rcvbuf > 0 sets SO_RCVBUF first. */
@@ -341,6 +342,7 @@ static inline int wc_try_connect_ex(struct wc *c, const char *addr, unsigned tim
     sa.sin_port = htons((uint16_t)atoi(colon + 1));
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
         return -EINVAL;
+    memset(&c->sess, 0, sizeof(c->sess));
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         return -errno;
@@ -376,6 +378,7 @@ static inline void wc_close(struct wc *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
+    rio__proto_sess_free(&c->sess);
 }
 
 /* A "Vm...:" field of /proc/PID/status in KiB. */
@@ -428,15 +431,46 @@ static inline int wc_send_raw(struct wc *c, const void *p, size_t n)
     return wc_sendv(c, &iov, 1);
 }
 
-/* Send one request: header, then body parts a (alen) and b (blen). */
+/* Send one request: header, then body parts a (alen) and b (blen), with
+ * its tag: after a when b is PUT_CHUNK data, else after both (docs/protocol.md). */
 static inline int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen,
                            const void *b, size_t blen)
 {
-    struct rio_proto_hdr h = {.opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen)};
-    uint8_t hb[RIO_PROTO_HDR_LEN];
-    struct iovec iov[3] = {{hb, sizeof(hb)}, {(void *)a, alen}, {(void *)b, blen}};
+    struct rio_proto_hdr h = {
+        .opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen + RIO_PROTO_TAG_LEN)};
+    uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
+    int data = op == RIO_OP_PUT_CHUNK;
+    struct iovec iov[4] = {
+        {hb, sizeof(hb)}, {(void *)a, alen}, {(void *)b, blen}, {tag, sizeof(tag)}};
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
     rio__proto_hdr_encode(&h, hb);
-    return wc_sendv(c, iov, 3);
+    if (rio__proto_seal(&c->sess, seq, iov, data ? 2 : 3, tag) < 0)
+        return -ENOMEM;
+    if (data) {
+        struct iovec d[4] = {iov[0], iov[1], iov[3], iov[2]};
+        return wc_sendv(c, d, 4);
+    }
+    return wc_sendv(c, iov, 4);
+}
+
+/* The start of a PUT_CHUNK of len data bytes: header, fixed fields and tag,
+ * no data (the caller sends it, or not). */
+static inline int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh,
+                                uint32_t len)
+{
+    struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_CHUNK,
+                              .id = c->next_id++,
+                              .body_len = RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN + len};
+    uint8_t b[RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN];
+    struct iovec part = {b, RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED};
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+
+    rio__proto_hdr_encode(&h, b);
+    rio__proto_enc_put_chunk_fixed(&m, b + RIO_PROTO_HDR_LEN, RIO_PROTO_CHUNK_FIXED);
+    if (rio__proto_seal(&c->sess, seq, &part, 1, b + RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED) < 0)
+        return -ENOMEM;
+    return wc_send_raw(c, b, sizeof(b));
 }
 
 static inline int wc_read_full(struct wc *c, void *p, size_t n)
@@ -455,11 +489,15 @@ static inline int wc_read_full(struct wc *c, void *p, size_t n)
     return 0;
 }
 
-/* Receive one response; *body is malloc'ed (free it) or NULL when empty.
- * Returns 0, RIO_ECLOSED on EOF, RIO_EPROTO on a bad header, -errno. */
+/* Receive one response; *body is malloc'ed (free it) or NULL when empty:
+ * its control part, or a READ's data (whose xxh3 was checked), and
+ * h->body_len says that length (tag excluded). Returns 0, RIO_ECLOSED on
+ * EOF, RIO_EPROTO on a bad header or a frame check that failed,
+ * RIO_ECHECKSUM on READ data that does not match its xxh3, -errno. */
 static inline int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
 {
     uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint32_t ctl, data;
     int r;
 
     *body = NULL;
@@ -469,18 +507,29 @@ static inline int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
     r = rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h);
     if (r < 0)
         return r;
-    if (!(h->flags & RIO_PF_RESPONSE))
+    if (!(h->flags & RIO_PF_RESPONSE) || rio__proto_layout(h, &ctl, &data) < 0)
         return RIO_EPROTO;
-    if (h->body_len) {
-        *body = malloc(h->body_len);
-        if (!*body)
-            return -ENOMEM;
-        r = wc_read_full(c, *body, h->body_len);
-        if (r < 0) {
-            free(*body);
-            *body = NULL;
-            return r;
-        }
+    *body = malloc(h->body_len);
+    if (!*body)
+        return -ENOMEM;
+    r = wc_read_full(c, *body, h->body_len);
+    if (r == 0 && rio__proto_rx_check(&c->sess, hb, *body, ctl, *body + ctl) < 0)
+        r = RIO_EPROTO;
+    if (r == 0 && data) {
+        uint64_t x = rio__proto_u64(*body);
+        memmove(*body, *body + ctl + RIO_PROTO_TAG_LEN, data);
+        if (rio__xxh3(*body, data) != x)
+            r = RIO_ECHECKSUM;
+    }
+    if (r < 0) {
+        free(*body);
+        *body = NULL;
+        return r;
+    }
+    h->body_len = data ? data : ctl;
+    if (h->body_len == 0) {
+        free(*body);
+        *body = NULL;
     }
     return 0;
 }
@@ -511,13 +560,39 @@ static inline int wc_call(struct wc *c, int op, const void *a, size_t alen, cons
     return h.status;
 }
 
+/* A HELLO request m in its version 1 framing (check in caps); the answer's
+ * status, its body as wc_recv. */
+static inline int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, uint8_t **body,
+                               uint32_t *blen)
+{
+    struct rio_proto_hdr h = {.version = RIO_PROTO_HELLO_VERSION,
+                              .opcode = RIO_OP_HELLO,
+                              .id = c->next_id++,
+                              .body_len = 24};
+    uint8_t b[RIO_PROTO_HDR_LEN + 24];
+    int r;
+
+    if (rio__proto_enc_hello(m, b + RIO_PROTO_HDR_LEN, 24) != 24)
+        return RIO_EINVAL;
+    rio__proto_hdr_encode(&h, b);
+    rio__proto_hello_seal(b, b + RIO_PROTO_HDR_LEN);
+    r = wc_send_raw(c, b, sizeof(b));
+    if (r < 0)
+        return r;
+    r = wc_recv(c, &h, body);
+    if (r < 0)
+        return r;
+    *blen = h.body_len;
+    return h.status;
+}
+
 /* HELLO (and AUTH when token is not NULL). Returns the AUTH status (0 when
  * no AUTH was needed); fills *hr (its rail pointers borrow *keep, freed by
  * the caller) when hr is not NULL. */
 static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr,
                               uint8_t **keep)
 {
-    struct rio_proto_hello m = {.version_min = 1, .version_max = 1};
+    struct rio_proto_hello m = {.version_min = RIO_PROTO_VERSION, .version_max = RIO_PROTO_VERSION};
     struct rio_proto_hello_resp r;
     uint8_t out[64], *body = NULL;
     uint32_t blen = 0;
@@ -525,8 +600,8 @@ static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_
 
     for (int i = 0; i < RIO_PROTO_NONCE_LEN; i++)
         m.nonce[i] = (uint8_t)rand();
-    n = rio__proto_enc_hello(&m, out, sizeof(out));
-    st = wc_call(c, RIO_OP_HELLO, out, (size_t)n, NULL, 0, &body, &blen);
+    rio__proto_sess_free(&c->sess);
+    st = wc_hello_raw(c, &m, &body, &blen);
     if (st != 0)
         T_FAIL("HELLO: %s", rio_errname(st));
     if (rio__proto_dec_hello_resp(body, blen, &r) < 0)
@@ -548,6 +623,9 @@ static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_
             if (rio__proto_dec_auth_resp(ab, alen, &ar) < 0 ||
                 memcmp(ar.mac, want, RIO_PROTO_MAC_LEN) != 0)
                 T_FAIL("the server's AUTH answer does not prove the token");
+            if (rio__proto_sess_key(&c->sess, (const uint8_t *)token, strlen(token), m.nonce,
+                                    r.nonce, 0) < 0)
+                T_FAIL("session key");
         }
         free(ab);
     } else {

@@ -122,7 +122,7 @@ TEST(hello_lists_rails)
     srv_start_listen(&e, "127.0.0.1:0,0.0.0.0:0", NULL);
     wc_connect(&c, e.addr[0]);
     T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
-    T_EQ(hr.version, 1u);
+    T_EQ(hr.version, (unsigned)RIO_PROTO_VERSION);
     T_EQ(hr.auth_required, 0u);
     T_EQ(hr.nrails, 2u);
     T_GE(hr.max_depth, 1u);

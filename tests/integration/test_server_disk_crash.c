@@ -67,10 +67,12 @@ static int put_one(struct wc *conns, unsigned k, uint64_t seq, uint64_t *gen)
 /* HELLO that reports a dead server instead of failing the test. */
 static int hello_try(struct wc *c)
 {
-    struct rio_proto_hello m = {.version_min = 1, .version_max = 1};
-    uint8_t out[64];
-    int n = rio__proto_enc_hello(&m, out, sizeof(out));
-    return wc_call(c, RIO_OP_HELLO, out, (size_t)n, NULL, 0, NULL, NULL);
+    struct rio_proto_hello m = {.version_min = RIO_PROTO_VERSION, .version_max = RIO_PROTO_VERSION};
+    uint8_t *body = NULL;
+    uint32_t blen = 0;
+    int st = wc_hello_raw(c, &m, &body, &blen);
+    free(body);
+    return st;
 }
 
 static void *writer(void *arg)

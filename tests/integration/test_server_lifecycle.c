@@ -42,7 +42,11 @@ TEST(sigterm_drains_inflight_read)
     T_OK(wc_read_full(&r, hb, sizeof(hb)));
     T_OK(rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, &h));
     T_EQ(h.status, 0);
-    T_EQ(h.body_len, size);
+    /* The data's xxh3 and the tag, then the data. */
+    T_EQ(h.body_len, size + RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN);
+    uint8_t fixed[RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN];
+    T_OK(wc_read_full(&r, fixed, sizeof(fixed)));
+    T_EQ(rio__proto_u64(fixed), rio__xxh3(data, size));
     T_OK(wc_read_full(&r, got, MIB));
 
     uint64_t t0 = t_now_ms();
@@ -151,9 +155,9 @@ TEST(metrics_endpoint)
     T_EQ(srv_metric(text, "railiod_requests_total{op=\"PUT_CHUNK\",status=\"ok\"}"), 5.0);
     T_EQ(srv_metric(text, "railiod_requests_total{op=\"PUT_COMMIT\",status=\"ok\"}"), 1.0);
     T_EQ(srv_metric(text, "railiod_requests_total{op=\"HELLO\",status=\"ok\"}"), 1.0);
-    /* READ out: 4 headers and 3000 bytes. */
+    /* READ out: 4 headers, 3000 bytes, 3 answers' xxh3 and tag, 1 error's tag. */
     T_EQ(srv_metric(text, "railiod_request_bytes_total{op=\"READ\",direction=\"out\"}"),
-         4.0 * 32 + 3000);
+         4.0 * 32 + 3000 + 3 * (RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN) + RIO_PROTO_TAG_LEN);
     T_EQ(srv_metric(text, "railiod_objects"), 1.0);
     T_EQ(srv_metric(text, "railiod_stored_bytes"), 5000.0);
     T_EQ(srv_metric(text, "railiod_inflight_requests"), 0.0);

@@ -83,11 +83,28 @@ static void corpus_add(struct bad_case *cs, unsigned *n, const char *name, const
     c->flags = flags;
 }
 
+/* A version 2 frame of op with body (its tag appended, made right, or
+ * wrong when bad_tag). */
+static void corpus_sealed(struct bad_case *cs, unsigned *n, const char *name, uint8_t op,
+                          const void *body, size_t blen, int flags, int bad_tag)
+{
+    uint8_t b[128];
+    struct rio_proto_sess sess = {0};
+    struct iovec part = {b, 32 + blen};
+
+    good_hdr(b, op, (uint32_t)(blen + RIO_PROTO_TAG_LEN));
+    memcpy(b + 32, body, blen);
+    T_OK(rio__proto_seal(&sess, 0, &part, 1, b + 32 + blen));
+    if (bad_tag)
+        b[32 + blen + 3] ^= 0x10;
+    corpus_add(cs, n, name, b, b + 32, blen + RIO_PROTO_TAG_LEN, flags);
+}
+
 TEST(malformed_frames_close_only_their_connection)
 {
     struct srv_env e;
     struct bystander by;
-    struct bad_case cs[32];
+    struct bad_case cs[40];
     unsigned n = 0;
     uint8_t h[32];
     const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
@@ -114,8 +131,10 @@ TEST(malformed_frames_close_only_their_connection)
     corpus_add(cs, &n, "opcode past the last", h, NULL, 0, 0);
     raw_hdr(h, RIO_PROTO_MAGIC, 1, 0xff, 0, 1, 0, 0, 1, 0);
     corpus_add(cs, &n, "opcode 255", h, NULL, 0, 0);
-    raw_hdr(h, RIO_PROTO_MAGIC, 2, RIO_OP_PING, 0, 1, 0, 0, 1, 0);
-    corpus_add(cs, &n, "version 2", h, NULL, 0, 0);
+    raw_hdr(h, RIO_PROTO_MAGIC, 3, RIO_OP_PING, 0, 1, 0, 0, 1, 0);
+    corpus_add(cs, &n, "version 3", h, NULL, 0, 0);
+    raw_hdr(h, RIO_PROTO_MAGIC, RIO_PROTO_VERSION, RIO_OP_PING, 0, 1, 0, 0, 1, 0);
+    corpus_add(cs, &n, "no room for the tag", h, NULL, 0, 0);
     raw_hdr(h, 0x474e4950u, 1, RIO_OP_PING, 0, 1, 0, 0, 1, 0);
     corpus_add(cs, &n, "bad magic", h, NULL, 0, 0);
     raw_hdr(h, RIO_PROTO_MAGIC, 1, RIO_OP_PING, 0, 1, 0, 0, 0, 0);
@@ -134,33 +153,36 @@ TEST(malformed_frames_close_only_their_connection)
     good_hdr(h, RIO_OP_LOOKUP, 100);
     corpus_add(cs, &n, "body shorter than declared, then close", h, "\x05\x00keyke", 7,
                CLOSE_WRITE);
-    good_hdr(h, RIO_OP_PING, RIO_PROTO_CTRL_MAX + 1);
+    good_hdr(h, RIO_OP_PING, RIO_PROTO_CTRL_BODY_MAX + 1);
     corpus_add(cs, &n, "control body over its limit", h, NULL, 0, 0);
-    good_hdr(h, RIO_OP_LOOKUP, 5);
-    corpus_add(cs, &n, "key with NUL", h, "\x03\x00k\0y", 5, 0);
-    good_hdr(h, RIO_OP_LOOKUP, 2);
-    corpus_add(cs, &n, "zero-length key", h, "\x00\x00", 2, 0);
-    good_hdr(h, RIO_OP_DELETE, 4);
-    corpus_add(cs, &n, "key length past the body", h, "\x10\x00kk", 4, 0);
-    good_hdr(h, RIO_OP_HELLO, 23);
-    corpus_add(cs, &n, "HELLO one byte short", h,
-               "\x01\x00\x01\x00\0\0\0\0"
-               "0123456789abcde",
-               23, 0);
-    good_hdr(h, RIO_OP_PUT_CHUNK, 24);
-    corpus_add(cs, &n, "PUT_CHUNK without data", h, "0123456789abcdef01234567", 24, 0);
-    good_hdr(h, RIO_OP_PUT_COMMIT, 48 + 8);
+    corpus_sealed(cs, &n, "key with NUL", RIO_OP_LOOKUP, "\x03\x00k\0y", 5, 0, 0);
+    corpus_sealed(cs, &n, "zero-length key", RIO_OP_LOOKUP, "\x00\x00", 2, 0, 0);
+    corpus_sealed(cs, &n, "key length past the body", RIO_OP_DELETE, "\x10\x00kk", 4, 0, 0);
+    corpus_sealed(cs, &n, "frame check failed", RIO_OP_DELETE, "\x04\x00keep", 6, 0, 1);
+    corpus_sealed(cs, &n, "HELLO one byte short", RIO_OP_HELLO,
+                  "\x02\x00\x02\x00\0\0\0\0"
+                  "0123456789abcde",
+                  23, 0, 0);
+    raw_hdr(h, RIO_PROTO_MAGIC, 1, RIO_OP_HELLO, 0, 1, 24, 0, 1, 0);
+    corpus_add(cs, &n, "HELLO whose check in caps is wrong", h,
+               "\x02\x00\x02\x00\1\2\3\4"
+               "0123456789abcdef",
+               24, 0);
+    raw_hdr(h, RIO_PROTO_MAGIC, 1, RIO_OP_LOOKUP, 0, 1, 6, 0, 1, 0);
+    corpus_add(cs, &n, "version 1 LOOKUP", h, "\x04\x00keep", 6, 0);
+    good_hdr(h, RIO_OP_PUT_CHUNK, 24 + RIO_PROTO_TAG_LEN);
+    corpus_add(cs, &n, "PUT_CHUNK without data", h, "0123456789abcdef0123456789abcdef01234567", 40,
+               0);
+    good_hdr(h, RIO_OP_PUT_COMMIT, 48 + 8 + RIO_PROTO_TAG_LEN);
     corpus_add(cs, &n, "PUT_COMMIT list length mismatch", h,
                "\1\0\0\0\0\0\0\0\xff\xff\xff\xff\xff\xff\xff\x1f"
                "0123456789abcdef0123456789abcdef",
                48, CLOSE_WRITE);
-    good_hdr(h, RIO_OP_PUT_COMMIT, 47);
+    good_hdr(h, RIO_OP_PUT_COMMIT, 47 + RIO_PROTO_TAG_LEN);
     corpus_add(cs, &n, "PUT_COMMIT too short", h, NULL, 0, 0);
-    good_hdr(h, RIO_OP_STAT, 3);
-    corpus_add(cs, &n, "STAT with a body", h, "abc", 3, 0);
-    good_hdr(h, RIO_OP_READ, 22);
-    corpus_add(cs, &n, "READ of length 0", h, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 22,
-               0);
+    corpus_sealed(cs, &n, "STAT with a body", RIO_OP_STAT, "abc", 3, 0, 0);
+    corpus_sealed(cs, &n, "READ of length 0", RIO_OP_READ,
+                  "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 22, 0, 0);
 
     for (unsigned i = 0; i < n; i++) {
         struct wc bad;
@@ -281,12 +303,7 @@ TEST(slowloris_is_cut_off)
             wc_connect(&w, e.addr[0]);
             T_EQ(wc_put_open(&w, "slow", CHUNK, CHUNK, 0, &up), 0);
             wc_close(&w);
-            good_hdr(h, RIO_OP_PUT_CHUNK, 24 + CHUNK);
-            uint8_t fixed[24];
-            struct rio_proto_put_chunk m = {.upload_id = up, .index = 0, .xxh = 1};
-            rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
-            T_OK(wc_send_raw(&s, h, 32));
-            T_OK(wc_send_raw(&s, fixed, 24));
+            T_OK(wc_chunk_head(&s, up, 0, 1, CHUNK));
             t0 = t_now_ms();
         } else {
             good_hdr(h, RIO_OP_PING, 0);
@@ -380,7 +397,7 @@ static void take_over(int trickle)
     struct srv_env e;
     const char *args[] = {"--progress-timeout", "30s", "--min-rate", "1", NULL};
     const size_t size = 2 * CHUNK;
-    uint8_t *data = malloc(size), h[32], fixed[24];
+    uint8_t *data = malloc(size);
     uint64_t up = 0, gen = 0;
     struct wc a, b;
     struct trickle t = {.a = &a, .next = NULL};
@@ -396,11 +413,7 @@ static void take_over(int trickle)
     uint64_t x0 = rio__xxh3(data, CHUNK), x1 = rio__xxh3(data + CHUNK, CHUNK);
 
     /* a: chunk 0's header and half its bytes, then silence or a trickle. */
-    struct rio_proto_put_chunk m = {.upload_id = up, .index = 0, .xxh = x0};
-    rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
-    good_hdr(h, RIO_OP_PUT_CHUNK, 24 + CHUNK);
-    T_OK(wc_send_raw(&a, h, 32));
-    T_OK(wc_send_raw(&a, fixed, 24));
+    T_OK(wc_chunk_head(&a, up, 0, x0, CHUNK));
     T_OK(wc_send_raw(&a, data, CHUNK / 2));
     t.next = data + CHUNK / 2;
     if (trickle)

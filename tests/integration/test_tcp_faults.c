@@ -50,6 +50,9 @@ struct fake {
     uint32_t max_depth;
     const char *token;
     _Atomic int bad_server_mac;
+    int no_auth;          /* HELLO says auth_required 0, whatever the token (an impostor) */
+    int v1;               /* an older server: version 1 only */
+    _Atomic int data_ops; /* requests past the handshake it saw (LOOKUP, PUT_OPEN...) */
     /* what it saw */
     _Atomic int conns;
     _Atomic int reads;
@@ -68,6 +71,8 @@ struct fconn {
     struct fake *f;
     int fd;
     uint8_t snonce[RIO_PROTO_NONCE_LEN], cnonce[RIO_PROTO_NONCE_LEN];
+    struct rio_proto_sess sess;
+    int v1; /* answer in version 1 framing */
 };
 
 static int f_read(int fd, void *p, size_t n)
@@ -94,18 +99,45 @@ static int f_write(int fd, const void *p, size_t n)
     return 0;
 }
 
-static int f_respond(int fd, int op, uint64_t id, int32_t status, const void *body, size_t len)
+/* The header and checked part of an answer whose body is ctl, its tag, then
+ * data_len bytes the caller sends (READ data); cut: body_len less by that. */
+static int f_respond_head(struct fconn *c, int op, uint64_t id, int32_t status, const void *ctl,
+                          size_t len, size_t data_len, size_t cut)
 {
-    struct rio_proto_hdr h = {.opcode = (uint8_t)op,
+    size_t tag_len = c->v1 ? 0 : RIO_PROTO_TAG_LEN;
+    struct rio_proto_hdr h = {.version = (uint8_t)(c->v1 ? 1 : RIO_PROTO_VERSION),
+                              .opcode = (uint8_t)op,
                               .flags = RIO_PF_RESPONSE,
                               .id = id,
-                              .body_len = (uint32_t)len,
+                              .body_len = (uint32_t)(len + tag_len + data_len - cut),
                               .status = status};
-    uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
+    struct iovec parts[2] = {{hb, sizeof(hb)}, {(void *)ctl, len}};
     rio__proto_hdr_encode(&h, hb);
-    if (f_write(fd, hb, sizeof(hb)) < 0)
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+    if (rio__proto_seal(&c->sess, seq, parts, 2, tag) < 0 || f_write(c->fd, hb, sizeof(hb)) < 0)
         return -1;
-    return len ? f_write(fd, body, len) : 0;
+    if (len && f_write(c->fd, ctl, len) < 0)
+        return -1;
+    return tag_len ? f_write(c->fd, tag, tag_len) : 0;
+}
+
+static int f_respond(struct fconn *c, int op, uint64_t id, int32_t status, const void *body,
+                     size_t len)
+{
+    return f_respond_head(c, op, id, status, body, len, 0, 0);
+}
+
+/* A READ answer: the data's xxh3, the tag, the data (cut bytes short). */
+static int f_respond_read(struct fconn *c, uint64_t id, const uint8_t *data, size_t len, size_t cut)
+{
+    uint8_t x[8];
+    uint64_t v = rio__xxh3(data, len);
+    for (int i = 0; i < 8; i++)
+        x[i] = (uint8_t)(v >> (8 * i));
+    if (f_respond_head(c, RIO_OP_READ, id, 0, x, sizeof(x), len, cut) < 0)
+        return -1;
+    return f_write(c->fd, data, len - cut);
 }
 
 static void f_wait_release(struct fake *f)
@@ -125,37 +157,38 @@ static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
     if (atomic_fetch_sub(&f->bump_reads, 1) > 0)
         atomic_fetch_add(&f->gen, 1);
     if (m.generation != atomic_load(&f->gen))
-        return f_respond(c->fd, RIO_OP_READ, id, RIO_EGENERATION, NULL, 0);
+        return f_respond(c, RIO_OP_READ, id, RIO_EGENERATION, NULL, 0);
     if (m.off > F_SIZE || m.len > F_SIZE - m.off)
-        return f_respond(c->fd, RIO_OP_READ, id, RIO_EPROTO, NULL, 0);
+        return f_respond(c, RIO_OP_READ, id, RIO_EPROTO, NULL, 0);
     if (atomic_fetch_sub(&f->stall_reads, 1) > 0) {
         while (!atomic_load(&f->stop))
             usleep(1000);
         return -1;
     }
     if (atomic_fetch_sub(&f->short_reads, 1) > 0)
-        return f_respond(c->fd, RIO_OP_READ, id, 0, f->data + m.off, m.len - 1);
+        return f_respond_read(c, id, f->data + m.off, m.len, 1);
     if (atomic_fetch_sub(&f->bad_id_reads, 1) > 0)
-        return f_respond(c->fd, RIO_OP_READ, id + 1000, 0, f->data + m.off, m.len);
+        return f_respond_read(c, id + 1000, f->data + m.off, m.len, 0);
     if (atomic_fetch_sub(&f->garbage_reads, 1) > 0) {
         uint8_t junk[RIO_PROTO_HDR_LEN];
         memset(junk, 0x5a, sizeof(junk));
         return f_write(c->fd, junk, sizeof(junk));
     }
     if (atomic_fetch_sub(&f->dup_reads, 1) > 0 &&
-        f_respond(c->fd, RIO_OP_READ, id, 0, f->data + m.off, m.len) < 0)
+        f_respond_read(c, id, f->data + m.off, m.len, 0) < 0)
         return -1;
     if (atomic_fetch_sub(&f->slow_body, 1) > 0) {
-        struct rio_proto_hdr h = {
-            .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE, .id = id, .body_len = m.len};
-        uint8_t hb[RIO_PROTO_HDR_LEN];
-        rio__proto_hdr_encode(&h, hb);
-        if (f_write(c->fd, hb, sizeof(hb)) < 0 || f_write(c->fd, f->data + m.off, m.len / 2) < 0)
+        uint8_t x[8];
+        uint64_t v = rio__xxh3(f->data + m.off, m.len);
+        for (int i = 0; i < 8; i++)
+            x[i] = (uint8_t)(v >> (8 * i));
+        if (f_respond_head(c, RIO_OP_READ, id, 0, x, sizeof(x), m.len, 0) < 0 ||
+            f_write(c->fd, f->data + m.off, m.len / 2) < 0)
             return -1;
         f_wait_release(f);
         return f_write(c->fd, f->data + m.off + m.len / 2, m.len - m.len / 2);
     }
-    return f_respond(c->fd, RIO_OP_READ, id, 0, f->data + m.off, m.len);
+    return f_respond_read(c, id, f->data + m.off, m.len, 0);
 }
 
 static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
@@ -167,11 +200,18 @@ static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len
 
     if (rio__proto_dec_hello(body, len, &m) < 0)
         return -1;
+    if (f->v1) {
+        /* What a version 1 railiod answers: no common version, and closes. */
+        c->v1 = 1;
+        if (m.version_min > 1)
+            f_respond(c, RIO_OP_HELLO, id, RIO_ENOTSUP, NULL, 0);
+        return -1;
+    }
     memcpy(c->cnonce, m.nonce, sizeof(c->cnonce));
     memset(c->snonce, 0x33, sizeof(c->snonce));
     memset(&r, 0, sizeof(r));
     r.version = RIO_PROTO_VERSION;
-    r.auth_required = f->token ? 1 : 0;
+    r.auth_required = f->token && !f->no_auth ? 1 : 0;
     r.max_body = RIO_PROTO_BODY_CAP;
     r.max_depth = f->max_depth;
     memcpy(r.nonce, c->snonce, sizeof(r.nonce));
@@ -179,7 +219,7 @@ static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len
     r.rail[0] = f->addr;
     r.rail_len[0] = (uint16_t)strlen(f->addr);
     int n = rio__proto_enc_hello_resp(&r, out, sizeof(out));
-    return f_respond(c->fd, RIO_OP_HELLO, id, 0, out, (size_t)n);
+    return f_respond(c, RIO_OP_HELLO, id, 0, out, (size_t)n);
 }
 
 static int f_auth(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
@@ -195,12 +235,14 @@ static int f_auth(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
     rio__proto_auth_mac((const uint8_t *)f->token, tl, "railio-auth-v1", c->snonce, c->cnonce,
                         want);
     if (memcmp(want, m.mac, sizeof(want)))
-        return f_respond(c->fd, RIO_OP_AUTH, id, -EACCES, NULL, 0);
+        return f_respond(c, RIO_OP_AUTH, id, -EACCES, NULL, 0);
     rio__proto_auth_mac((const uint8_t *)f->token, tl, "railio-server-v1", c->cnonce, c->snonce,
                         r.mac);
     if (f->bad_server_mac)
         r.mac[0] ^= 1;
-    return f_respond(c->fd, RIO_OP_AUTH, id, 0, r.mac, sizeof(r.mac));
+    if (f_respond(c, RIO_OP_AUTH, id, 0, r.mac, sizeof(r.mac)) < 0)
+        return -1;
+    return rio__proto_sess_key(&c->sess, (const uint8_t *)f->token, tl, c->cnonce, c->snonce, 1);
 }
 
 static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
@@ -213,7 +255,7 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
         return -1;
     atomic_fetch_add(&c->f->lookups, 1);
     if (k.key_len != 3 || memcmp(k.key, "obj", 3))
-        return f_respond(c->fd, RIO_OP_LOOKUP, id, RIO_ENOTFOUND, NULL, 0);
+        return f_respond(c, RIO_OP_LOOKUP, id, RIO_ENOTFOUND, NULL, 0);
     if (atomic_fetch_sub(&c->f->bad_lookups, 1) > 0) {
         uint8_t junk[RIO_PROTO_HDR_LEN];
         memset(junk, 0xa5, sizeof(junk));
@@ -231,7 +273,7 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     d.nchunks = F_SIZE / F_CHUNK;
     memset(d.etag, '0', sizeof(d.etag));
     int n = rio__proto_enc_desc(&d, c->f->xxh, out, sizeof(out));
-    return f_respond(c->fd, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
+    return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
 static void *f_conn_main(void *p)
@@ -245,12 +287,24 @@ static void *f_conn_main(void *p)
         struct rio_proto_hdr h;
         int ret = -1;
 
-        if (f_read(c->fd, hb, sizeof(hb)) < 0 || rio__proto_hdr_decode(hb, 64u << 20, &h) < 0)
+        uint32_t ctl, data;
+        if (f_read(c->fd, hb, sizeof(hb)) < 0)
             break;
+        ret = rio__proto_hdr_decode(hb, 64u << 20, &h);
+        if (ret == RIO_EVERSION && h.opcode == RIO_OP_HELLO && h.body_len == 24) {
+            ctl = 24; /* the HELLO request keeps version 1 framing */
+        } else if (ret < 0 || rio__proto_layout(&h, &ctl, &data) < 0) {
+            break;
+        }
+        ret = -1;
         if (h.opcode == RIO_OP_PUT_CHUNK && atomic_fetch_sub(&f->slow_put, 1) > 0)
             f_wait_release(f);
         if (f_read(c->fd, body, h.body_len) < 0)
             break;
+        if (h.opcode != RIO_OP_HELLO && h.opcode != RIO_OP_AUTH && h.opcode != RIO_OP_PING)
+            atomic_fetch_add(&f->data_ops, 1);
+        /* The fake takes the checks on trust; only the control part matters. */
+        h.body_len = ctl;
         switch (h.opcode) {
         case RIO_OP_HELLO:
             ret = f_hello(c, h.id, body, h.body_len);
@@ -266,19 +320,19 @@ static void *f_conn_main(void *p)
             break;
         case RIO_OP_PUT_OPEN: {
             uint8_t out[8] = {1};
-            ret = f_respond(c->fd, h.opcode, h.id, 0, out, sizeof(out));
+            ret = f_respond(c, h.opcode, h.id, 0, out, sizeof(out));
             break;
         }
         case RIO_OP_PUT_CHUNK:
             atomic_fetch_add(&f->puts_ok, 1);
-            ret = f_respond(c->fd, h.opcode, h.id, 0, NULL, 0);
+            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
             break;
         case RIO_OP_PUT_ABORT:
         case RIO_OP_DELETE:
-            ret = f_respond(c->fd, h.opcode, h.id, 0, NULL, 0);
+            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
             break;
         default:
-            ret = f_respond(c->fd, h.opcode, h.id, RIO_ENOTSUP, NULL, 0);
+            ret = f_respond(c, h.opcode, h.id, RIO_ENOTSUP, NULL, 0);
             break;
         }
         if (ret < 0)
@@ -286,6 +340,7 @@ static void *f_conn_main(void *p)
     }
     free(body);
     shutdown(c->fd, SHUT_RDWR);
+    rio__proto_sess_free(&c->sess);
     free(c);
     return NULL;
 }
@@ -829,7 +884,7 @@ TEST(server_must_prove_the_token)
     fake_start(&f);
     tu_opts(&o);
     snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
     f.bad_server_mac = 0;
     struct tu u;
     tu_open(&u, url, &o);
@@ -838,6 +893,79 @@ TEST(server_must_prove_the_token)
     T_PATTERN(b, F_SIZE, F_SEED);
     free(b);
     tu_close(&u);
+    fake_stop(&f);
+}
+
+/* Every connection the fake holds is cut (the server went away); it keeps
+ * listening. */
+static void fake_drop_conns(struct fake *f)
+{
+    pthread_mutex_lock(&f->mu);
+    for (int i = 0; i < f->nth; i++)
+        shutdown(f->fds[i], SHUT_RDWR);
+    pthread_mutex_unlock(&f->mu);
+}
+
+/*
+ * Auth downgrade (issue 13 item 3): a client holding a token refuses a server
+ * whose HELLO says auth_required 0, since such a server cannot prove it holds
+ * the token; it sends that server no request past the handshake. At open,
+ * and when an impostor takes the address over while the client is up: GET
+ * and PUT fail with RIO_EAUTH, the impostor sees no LOOKUP, PUT_OPEN or data.
+ */
+TEST(token_client_refuses_a_server_without_auth)
+{
+    struct fake f = {.token = "tok", .no_auth = 1};
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[128];
+
+    fake_start(&f);
+    tu_opts(&o);
+    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
+    T_EQ(atomic_load(&f.data_ops), 0);
+    T_NOTNULL(strstr(rio_strerror(RIO_EAUTH), "did not prove it holds the token"));
+
+    /* The genuine server first, then an impostor on its address. */
+    f.no_auth = 0;
+    struct tu u;
+    tu_open(&u, url, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    f.no_auth = 1;
+    fake_drop_conns(&f);
+    usleep(50000);
+    int before = atomic_load(&f.data_ops);
+    int puts = atomic_load(&f.puts_ok);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
+    T_EQ(rio_put(u.c, "obj", b, F_SIZE, NULL, NULL), RIO_EAUTH);
+    T_EQ(atomic_load(&f.data_ops), before);
+    T_EQ(atomic_load(&f.puts_ok), puts);
+    free(b);
+    rio_client_destroy(u.c);
+    fake_stop(&f);
+}
+
+/*
+ * Version negotiation, the client's side: an older (version 1) server
+ * answers the HELLO "no common version" in its framing and closes; the
+ * client reports RIO_EVERSION, not a reset or a malformed frame.
+ */
+TEST(version1_server_is_a_version_error)
+{
+    struct fake f = {.v1 = 1};
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[128];
+
+    fake_start(&f);
+    tu_opts(&o);
+    snprintf(url, sizeof(url), "railio://%s", f.addr);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EVERSION);
+    T_NOTNULL(strstr(rio_strerror(RIO_EVERSION), "protocol version"));
+    T_EQ(atomic_load(&f.data_ops), 0);
     fake_stop(&f);
 }
 

@@ -386,7 +386,8 @@ TEST(commit_answer_lost_put_succeeds)
         T_LE(t_now_ms() - t0, 1000u + 1000u);
         T_EQ(mitm_faults(&x.m), 1);
         char *sum = mitm_summary(&x.m);
-        if (!strstr(sum, "\"len\": 40"))
+        /* The commit's answer: header, u64 generation, tag. */
+        if (!strstr(sum, "\"len\": 56"))
             T_FAIL("the fault did not hit the commit's answer: %s", sum);
         free(sum);
         T_EQ(tu_tcp(u.c).ctl_retries, 1u);

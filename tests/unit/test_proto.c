@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "core/checksum.h"
 #include "proto/proto.h"
@@ -62,7 +63,7 @@ TEST(header_round_trip_and_layout)
     rio__proto_hdr_encode(&h, b);
     /* "RIO1", version, opcode, flags LE, id LE, body_len LE, status LE. */
     T_MEMEQ(b, "RIO1", 4);
-    T_EQ(b[4], 1);
+    T_EQ(b[4], 2);
     T_EQ(b[5], RIO_OP_READ);
     T_EQ(b[6], 1);
     T_EQ(b[7], 0);
@@ -116,8 +117,11 @@ TEST(header_rejects)
 
     hdr_mut(b, 0, 4, 0x32494f52u, 1); /* "RIO2" */
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
-    hdr_mut(b, 4, 1, 2, 1); /* version */
-    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    hdr_mut(b, 4, 1, 1, 1); /* version 1: well formed, another version */
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EVERSION);
+    T_EQ(d.version, 1);
+    hdr_mut(b, 4, 1, 3, 1);
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EVERSION);
     hdr_mut(b, 4, 1, 0, 1);
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
     hdr_mut(b, 5, 1, 0, 1); /* opcode 0 */
@@ -580,4 +584,129 @@ TEST(random_bodies)
         free(c);
     }
     free(b);
+}
+
+/* Where the tag sits: after the control part; bulk data after it. */
+TEST(frame_layout)
+{
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_CHUNK, .body_len = 24 + 16 + 100};
+    uint32_t ctl = 0, data = 0;
+
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 24u);
+    T_EQ(data, 100u);
+    h.body_len = 24 + 16; /* PUT_CHUNK without data */
+    T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
+    h = (struct rio_proto_hdr){
+        .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE, .body_len = 8 + 16 + 5};
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 8u);
+    T_EQ(data, 5u);
+    h.status = RIO_ENOTFOUND; /* an error answer: its tag only */
+    h.body_len = 16;
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 0u);
+    T_EQ(data, 0u);
+    h = (struct rio_proto_hdr){.opcode = RIO_OP_READ, .body_len = 30}; /* a READ request */
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 14u);
+    T_EQ(data, 0u);
+    h.body_len = 15;
+    T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
+}
+
+/* A PUT_OPEN frame as sent: header and body, and its unkeyed tag. */
+static size_t put_open_frame(uint8_t *b, uint32_t ttl)
+{
+    struct rio_proto_put_open m = {
+        .size = 1 << 20, .chunk_size = 65536, .ttl_ms = ttl, .key = "some/key", .key_len = 8};
+    int n = rio__proto_enc_put_open(&m, b + 32, 256);
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_OPEN, .id = 4, .body_len = (uint32_t)n + 16};
+    rio__proto_hdr_encode(&h, b);
+    return 32 + (size_t)n;
+}
+
+/* Unkeyed: every single-bit flip in the header or the body is caught. */
+TEST(frame_check_catches_every_flip)
+{
+    struct rio_proto_sess s = {0};
+    uint8_t b[512], tag[16];
+    size_t len = put_open_frame(b, 0);
+    struct iovec parts[2] = {{b, 32}, {b + 32, len - 32}};
+
+    T_OK(rio__proto_seal(&s, 0, parts, 2, tag));
+    T_OK(rio__proto_rx_check(&s, b, b + 32, len - 32, tag));
+    for (size_t i = 0; i < len; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            T_EQ(rio__proto_rx_check(&s, b, b + 32, len - 32, tag), RIO_EPROTO);
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    for (int i = 0; i < 16; i++) {
+        tag[i] ^= 1;
+        T_EQ(rio__proto_rx_check(&s, b, b + 32, len - 32, tag), RIO_EPROTO);
+        tag[i] ^= 1;
+    }
+    rio__proto_sess_free(&s);
+}
+
+/* Keyed: each direction its own key; a frame verifies once, at its
+ * sequence number; replayed, reordered, or under the wrong key it fails. */
+TEST(session_mac_binds_sequence_and_direction)
+{
+    const uint8_t tok[] = "tok", nc[16] = {1}, ns[16] = {2};
+    struct rio_proto_sess cl = {0}, sv = {0}, other = {0};
+    uint8_t b[512], t0[16], t1[16];
+    size_t len = put_open_frame(b, 0);
+    struct iovec part = {b, len};
+
+    T_OK(rio__proto_sess_key(&cl, tok, 3, nc, ns, 0));
+    T_OK(rio__proto_sess_key(&sv, tok, 3, nc, ns, 1));
+    T_OK(rio__proto_sess_key(&other, tok, 3, nc, (const uint8_t[16]){3}, 1));
+    T_OK(rio__proto_seal(&cl, 0, &part, 1, t0));
+    T_OK(rio__proto_seal(&cl, 1, &part, 1, t1));
+    T_NE(memcmp(t0, t1, 16), 0);
+    /* Out of order: seq 1's tag at seq 0. */
+    T_EQ(rio__proto_rx_check(&sv, b, b + 32, len - 32, t1), RIO_EPROTO);
+    sv.rx_seq = 0;
+    T_OK(rio__proto_rx_check(&sv, b, b + 32, len - 32, t0));
+    T_EQ(sv.rx_seq, 1u);
+    /* Replayed: seq 0's tag again. */
+    T_EQ(rio__proto_rx_check(&sv, b, b + 32, len - 32, t0), RIO_EPROTO);
+    sv.rx_seq = 1;
+    T_OK(rio__proto_rx_check(&sv, b, b + 32, len - 32, t1));
+    /* Another session's nonces, the other direction, the unkeyed check. */
+    other.rx_seq = 0;
+    T_EQ(rio__proto_rx_check(&other, b, b + 32, len - 32, t0), RIO_EPROTO);
+    struct rio_proto_sess unkeyed = {0};
+    uint8_t tu[16];
+    T_OK(rio__proto_seal(&unkeyed, 0, &part, 1, tu));
+    cl.rx_seq = 0;
+    T_EQ(rio__proto_rx_check(&cl, b, b + 32, len - 32, t0), RIO_EPROTO); /* c2s tag as s2c */
+    sv.rx_seq = 2;
+    T_EQ(rio__proto_rx_check(&sv, b, b + 32, len - 32, tu), RIO_EPROTO);
+    rio__proto_sess_free(&cl);
+    rio__proto_sess_free(&sv);
+    rio__proto_sess_free(&other);
+    rio__proto_sess_free(&unkeyed);
+}
+
+/* The HELLO request's check rides in caps. */
+TEST(hello_request_check)
+{
+    uint8_t f[56];
+    struct rio_proto_hello m = {.version_min = 2, .version_max = 2, .nonce = {9}};
+    struct rio_proto_hdr h = {.version = 1, .opcode = RIO_OP_HELLO, .id = 1, .body_len = 24};
+
+    rio__proto_hdr_encode(&h, f);
+    T_EQ(rio__proto_enc_hello(&m, f + 32, 24), 24);
+    rio__proto_hello_seal(f, f + 32);
+    T_OK(rio__proto_hello_check(f, f + 32));
+    for (size_t i = 0; i < sizeof(f); i++) {
+        if (i >= 36 && i < 40)
+            continue; /* the check itself */
+        f[i] ^= 0x10;
+        T_EQ(rio__proto_hello_check(f, f + 32), RIO_EPROTO);
+        f[i] ^= 0x10;
+    }
 }
