@@ -99,9 +99,11 @@ static int module_try(char *path, const char *dir, const char *suffix, const cha
 /*
  * Find m's file, into path[PATH_MAX]: in $RIO_MODULE_DIR alone when set;
  * otherwise next to the object that holds this code (librailio.so in LIBDIR:
- * LIBDIR/railio/modules; a program of the build tree: build/modules), then
- * in the configured install directory. 0 if found; -1 with the places
- * looked at in where (for the message).
+ * LIBDIR/railio/modules; a program of the build tree: build/modules; an
+ * installed program, linked with librailio.a, in BINDIR:
+ * BINDIR/RIO_MODULE_REL_DIR, i.e. ../LIBDIR/railio/modules, wherever the
+ * prefix was moved), then in the configured install directory. 0 if found;
+ * -1 with the places looked at in where (for the message).
  */
 static int module_find(const struct module_slot *m, char *path, char *where, size_t wcap)
 {
@@ -120,10 +122,11 @@ static int module_find(const struct module_slot *m, char *path, char *where, siz
         realpath(strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe", self) &&
         (slash = strrchr(self, '/'))) {
         *slash = '\0';
-        snprintf(where, wcap, "%s/railio/modules, %s/modules, %s", self, self,
-                 RIO_MODULE_INSTALL_DIR);
+        snprintf(where, wcap, "%s/railio/modules, %s/modules, %s/%s, %s", self, self, self,
+                 RIO_MODULE_REL_DIR, RIO_MODULE_INSTALL_DIR);
         if (module_try(path, self, "/railio/modules", m->file) ||
-            module_try(path, self, "/modules", m->file))
+            module_try(path, self, "/modules", m->file) ||
+            module_try(path, self, "/" RIO_MODULE_REL_DIR, m->file))
             return 0;
     }
     return module_try(path, RIO_MODULE_INSTALL_DIR, "", m->file) ? 0 : -1;

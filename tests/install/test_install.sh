@@ -4,6 +4,9 @@
 # the tree four ways: pkg-config and find_package(railio), each against the
 # shared and the static library. Run each against mock:// and a railiod (the
 # installed one) on loopback; each checks that it did not load librados.
+# The installed railio finds the modules of its own tree (not only those of
+# the configured prefix), RIO_MODULE_DIR overrides, a missing one is a clear
+# error; no installed object has a RUNPATH.
 # Then make uninstall (from install_manifest.txt) and check that nothing is left.
 #
 #   tests/install/test_install.sh BUILD_DIR SOURCE_DIR
@@ -64,6 +67,38 @@ for m in man1/railio.1 man3/railio.3 man8/railiod.8; do
         [ -f "$root/share/man/$m" ] || fail "man page not installed: $m"
     fi
 done
+
+# ------------------------------------------------------- installed files
+# As lintian would have them: no RUNPATH/RPATH (the build tree's is dropped).
+for f in "$root/bin/railio" "$root/sbin/railiod" "$so" "$libdir"/railio/modules/*.so; do
+    [ -f "$f" ] || continue
+    readelf -d "$f" | grep -qE '\((RUNPATH|RPATH)\)' && fail "$f has a RUNPATH or RPATH"
+done
+
+# ------------------------------------------------ the installed CLI's modules
+# The installed railio (linked with librailio.a) finds the modules of its own
+# tree (BINDIR/../LIBDIR/railio/modules), not only those of the configured
+# prefix: here the tree is DESTDIR/PREFIX, as after `cmake --install --prefix`.
+if [ "$have_rados" = 1 ]; then
+    rados_url="rados://pool/obj?conf=$tmp/no-ceph.conf"
+    env -u RIO_MODULE_DIR "$root/bin/railio" version | grep -q 'backends:.*rados' ||
+        fail "the installed railio does not see its rados module"
+    LD_DEBUG=files env -u RIO_MODULE_DIR "$root/bin/railio" stat "$rados_url" >"$tmp/ld.log" 2>&1 || true
+    grep -q "file=$root/bin/\.\./.*railio/modules/railio-rados.so .*dynamically loaded" "$tmp/ld.log" ||
+        { cat "$tmp/ld.log" | grep -v '^ *[0-9]*:' ; fail "the installed railio did not load $libdir/railio/modules/railio-rados.so"; }
+    # RIO_MODULE_DIR elsewhere: looked for there alone, and said so.
+    out=$(RIO_MODULE_DIR=$tmp/elsewhere "$root/bin/railio" stat "$rados_url" 2>&1) && fail "rados:// without its module"
+    grep -q "railio-rados.so, found in none of: $tmp/elsewhere (install railio's rados module" <<<"$out" ||
+        fail "RIO_MODULE_DIR elsewhere: $out"
+    # The module deleted (and none at the configured prefix): a clear error.
+    if [ ! -e "$prefix/${libdir#"$root"/}/railio/modules/railio-rados.so" ]; then
+        mv "$libdir/railio/modules/railio-rados.so" "$tmp/railio-rados.so"
+        out=$(env -u RIO_MODULE_DIR "$root/bin/railio" stat "$rados_url" 2>&1) && fail "rados:// without its module"
+        mv "$tmp/railio-rados.so" "$libdir/railio/modules/railio-rados.so"
+        grep -q "rados:// is served by the module railio-rados.so, found in none of: .*install railio's rados module" <<<"$out" ||
+            fail "no clear error for a missing module: $out"
+    fi
+fi
 
 # ------------------------------------------------------------ a railiod
 "$root/sbin/railiod" --listen 127.0.0.1:0 --port-file "$tmp/ports" --memory 64M \
