@@ -916,7 +916,8 @@ static const char *rates_short(const struct setup *s, char *out, size_t cap)
     int same = 1;
     for (unsigned i = 1; i < s->n; i++)
         same &= !strcmp(s->rate[i], s->rate[0]);
-    snprintf(out, cap, "%s", same ? s->rate[0] : s->rates);
+    if (snprintf(out, cap, "%s", same ? s->rate[0] : s->rates) >= (int)cap)
+        out[cap - 1] = '\0'; /* a label: a long list is cut */
     return out;
 }
 
