@@ -750,6 +750,7 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
     struct rio_proto_auth m;
     struct rio_proto_auth_resp r;
     uint8_t want[RIO_PROTO_MAC_LEN];
+    struct rio_srv_key *k; /* the token in force, for every MAC of this AUTH */
 
     if (rio__proto_dec_auth(body, len, &m) < 0) {
         conn_bad_body(c);
@@ -771,9 +772,9 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_ETHROTTLE);
         return;
     }
+    k = rio__srv_token_get(srv->cfg.token);
     if (!c->hello ||
-        rio__proto_auth_mac(srv->cfg.token, srv->cfg.token_len, "railio-auth-v1", c->snonce,
-                            c->cnonce, want) < 0 ||
+        rio__proto_auth_mac(k->bytes, k->len, "railio-auth-v1", c->snonce, c->cnonce, want) < 0 ||
         CRYPTO_memcmp(want, m.mac, RIO_PROTO_MAC_LEN) != 0) {
         atomic_fetch_add(&srv->m.auth_failures, 1);
         afail_spend(srv, c->peer_ip);
@@ -781,13 +782,13 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
         /* One try per connection (and per server nonce). */
         c->closing = 1;
         conn_status(c, -EACCES);
-        return;
+        goto out_key;
     }
-    if (rio__proto_auth_mac(srv->cfg.token, srv->cfg.token_len, "railio-server-v1", c->cnonce,
-                            c->snonce, r.mac) < 0) {
+    if (rio__proto_auth_mac(k->bytes, k->len, "railio-server-v1", c->cnonce, c->snonce, r.mac) <
+        0) {
         c->closing = 1;
         conn_status(c, RIO_ESERVER);
-        return;
+        goto out_key;
     }
     c->authed = 1;
     conn_admitted(c);
@@ -797,9 +798,10 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
     /* The answer goes with the frame check; every frame after it, in each
      * direction, with the session's MAC. */
     conn_respond(c, 0, out, (size_t)n, NULL, NULL, 0);
-    if (!c->dead && rio__proto_sess_key(&c->sess, srv->cfg.token, srv->cfg.token_len, c->cnonce,
-                                        c->snonce, 1) < 0)
+    if (!c->dead && rio__proto_sess_key(&c->sess, k->bytes, k->len, c->cnonce, c->snonce, 1) < 0)
         conn_kill(c, "out of memory");
+out_key:
+    rio__srv_key_put(k);
 }
 
 static void do_stat(struct conn *c, size_t len)

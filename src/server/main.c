@@ -34,7 +34,7 @@
 
 #define SEC 1000000000ull
 #define SWEEP_NS (250ull * 1000000ull)
-#define TOKEN_MAX 4096
+#define TOKEN_MAX RIO_SRV_TOKEN_MAX
 #define EV_SIGNAL 1000u
 #define EV_LISTENER 0u
 #define COMMIT_THREADS 4u
@@ -643,14 +643,25 @@ static void close_listeners(struct rio_srv *srv, int epfd)
 
 /*
  * SIGHUP: reopen --log-file (after logrotate moved it) and re-read
- * --auth-token-file. A token that fails to read keeps the old one, as does
- * one 64 changes after the start (each replaced buffer is kept). The token
- * buffers are all TOKEN_MAX + 1 bytes and a replaced one is kept until exit,
- * so a handshake reading the token while it changes stays in bounds.
+ * --auth-token-file. A token that fails to read keeps the old one. The swap
+ * is token.c's: an AUTH in progress keeps the key it started with.
  */
 static const struct args *hup_args;
-static uint8_t *hup_retired[64];
-static unsigned hup_nretired;
+
+/* Read path into *t (made when NULL): 1 changed, 0 the same, < 0 kept. */
+static int token_load(const char *path, struct rio_srv_token **t)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    int ret = read_token(path, &buf, &len);
+
+    if (ret < 0)
+        return ret;
+    ret = *t ? rio__srv_token_set(*t, buf, len) : rio__srv_token_new(t, buf, len);
+    explicit_bzero(buf, TOKEN_MAX + 1);
+    rio__free(buf);
+    return ret;
+}
 
 static int open_log(const char *path)
 {
@@ -668,8 +679,6 @@ static int open_log(const char *path)
 
 static void hup(struct rio_srv *srv)
 {
-    uint8_t *token;
-    size_t len;
     int ret;
 
     if (hup_args->log_file) {
@@ -680,25 +689,11 @@ static void hup(struct rio_srv *srv)
     SRV_INFO("SIGHUP: %s", hup_args->log_file ? "log file reopened" : "no log file to reopen");
     if (!hup_args->token_file)
         return;
-    if (read_token(hup_args->token_file, &token, &len) < 0) {
+    ret = token_load(hup_args->token_file, &srv->cfg.token);
+    if (ret < 0)
         SRV_ERR("SIGHUP: keeping the previous token");
-        return;
-    }
-    /* An unchanged token (a logrotate SIGHUP) retires nothing. */
-    if (len == srv->cfg.token_len && memcmp(token, srv->cfg.token, len) == 0) {
-        rio__free(token);
-        SRV_INFO("SIGHUP: token unchanged");
-        return;
-    }
-    if (hup_nretired == sizeof(hup_retired) / sizeof(hup_retired[0])) {
-        rio__free(token);
-        SRV_ERR("SIGHUP: token changed %u times: restart railiod to change it again", hup_nretired);
-        return;
-    }
-    hup_retired[hup_nretired++] = srv->cfg.token;
-    __atomic_store_n(&srv->cfg.token_len, len, __ATOMIC_SEQ_CST);
-    __atomic_store_n(&srv->cfg.token, token, __ATOMIC_SEQ_CST);
-    SRV_INFO("SIGHUP: token reloaded");
+    else
+        SRV_INFO("SIGHUP: token %s", ret ? "reloaded" : "unchanged");
 }
 
 static int serve(struct rio_srv *srv, int sfd)
@@ -834,7 +829,7 @@ int main(int argc, char **argv)
         ret = 1;
         goto out_sfd;
     }
-    if (a.token_file && read_token(a.token_file, &srv->cfg.token, &srv->cfg.token_len) < 0) {
+    if (a.token_file && token_load(a.token_file, &srv->cfg.token) < 0) {
         ret = 1;
         goto out_sfd;
     }
@@ -951,9 +946,7 @@ out_listeners:
     rio__srv_store_cleanup(&srv->store);
     rio__srv_disk_close(srv->disk);
 out_token:
-    rio__free(srv->cfg.token);
-    while (hup_nretired > 0)
-        rio__free(hup_retired[--hup_nretired]);
+    rio__srv_token_free(srv->cfg.token);
 out_sfd:
     close(sfd);
 out_free:

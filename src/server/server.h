@@ -454,12 +454,33 @@ struct rio_srv_listener {
 
 struct rio_srv_worker;
 
+/*
+ * The --auth-token-file token (token.c). SIGHUP swaps in a new key under mu;
+ * an AUTH takes a reference to the key in force, once, and makes every MAC
+ * of its handshake with it (rio__srv_token_get, then rio__srv_key_put).
+ */
+#define RIO_SRV_TOKEN_MAX 4096
+struct rio_srv_key {
+    atomic_uint refs;
+    size_t len;
+    uint8_t bytes[];
+};
+struct rio_srv_token {
+    pthread_mutex_t mu;
+    struct rio_srv_key *key; /* under mu, never NULL */
+};
+int rio__srv_token_new(struct rio_srv_token **out, const uint8_t *bytes, size_t len);
+/* 1 if the key changed, 0 if it is the same, < 0 on error (the old one stays). */
+int rio__srv_token_set(struct rio_srv_token *t, const uint8_t *bytes, size_t len);
+struct rio_srv_key *rio__srv_token_get(struct rio_srv_token *t);
+void rio__srv_key_put(struct rio_srv_key *k);
+void rio__srv_token_free(struct rio_srv_token *t);
+
 struct rio_srv_config {
     uint64_t memory;
     int evict_lru;
     uint64_t ttl_ns;
-    uint8_t *token;
-    size_t token_len;
+    struct rio_srv_token *token; /* NULL without --auth-token-file; set before the workers start */
     unsigned threads;
     unsigned max_conns;
     uint64_t max_inflight_bytes;

@@ -3,9 +3,13 @@
 /* T_TIMEOUT 60 */
 /*
  * railiod as a service: SIGHUP reopens --log-file and re-reads the token
- * file, and never stops the server; a listen or metrics port outside
+ * file (as often as it changes, even while clients AUTH), and never stops
+ * the server; a listen or metrics port outside
  * 0..65535 is refused at start (it used to bind the port modulo 65536).
  */
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include "../harness/server_env.h"
 
 /* Run railiod with args (NULL-terminated); its exit status, stderr in err. */
@@ -83,6 +87,20 @@ static int file_has(const char *file, const char *needle)
     return strstr(text, needle) != NULL;
 }
 
+/* Print file (the server's log) to stderr, for a failure's reader. */
+static void dump_file(const char *file)
+{
+    char text[16384];
+    FILE *f = fopen(file, "r");
+    size_t n;
+
+    if (!f)
+        return;
+    n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    fprintf(stderr, "--- %s\n%.*s---\n", file, (int)n, text);
+}
+
 /* 1 once file holds needle (waits up to 5 s). */
 static int wait_for_text(const char *file, const char *needle)
 {
@@ -145,5 +163,93 @@ TEST(sighup_reopens_the_log_and_rereads_the_token)
     T_EQ(srv_wait(&e, 100), -1);
     T_FALSE(file_has(rotated, "SIGHUP"));
     T_TRUE(file_has(rotated, "serving"));
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* Token rotation under load: a thread writes a new token and SIGHUPs
+ * railiod every 2 ms, 100 times; meanwhile connections AUTH with one of the
+ * two latest tokens. Every AUTH must either pass, with the server proving
+ * the same token (wc_hello_ex fails the test otherwise), or be refused:
+ * never a proof made with another token than the one checked. Then a last
+ * token, past the 64 changes railiod used to allow, must be in force. */
+struct rotator {
+    char path[256];
+    pid_t pid;
+    atomic_int done;
+    atomic_int round;
+};
+
+static void rotator_write(const char *path, int round)
+{
+    char tmp[300], text[64];
+    int fd, n = snprintf(text, sizeof(text), "rotating-token-%d\n", round);
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || write(fd, text, (size_t)n) != n || close(fd) < 0 || rename(tmp, path) < 0)
+        abort();
+}
+
+static void *rotator_main(void *arg)
+{
+    struct rotator *r = arg;
+
+    for (int i = 1; i <= 100; i++) {
+        rotator_write(r->path, i);
+        atomic_store(&r->round, i);
+        kill(r->pid, SIGHUP);
+        usleep(2000);
+    }
+    atomic_store(&r->done, 1);
+    return NULL;
+}
+
+TEST(token_rotation_under_load)
+{
+    struct srv_env e;
+    struct rotator r = {.done = 0, .round = 0};
+    char token[64], log[256];
+    unsigned ok = 0, refused = 0;
+    pthread_t th;
+    struct wc c;
+    int st = -1;
+
+    srv_prepare(&e);
+    snprintf(r.path, sizeof(r.path), "%s/token", e.dir);
+    rotator_write(r.path, 0);
+    snprintf(log, sizeof(log), "%s/railiod.log", e.dir);
+    const char *args[] = {"--auth-token-file", r.path,    "--log-file", log,
+                          "--auth-failures",   "1000000", NULL};
+    srv_start_listen(&e, NULL, args);
+    T_TRUE(wait_for_text(log, "serving"));
+    r.pid = e.pid;
+    T_EQ(pthread_create(&th, NULL, rotator_main, &r), 0);
+    while (!atomic_load(&r.done)) {
+        int round = atomic_load(&r.round) - (int)((ok + refused) % 2);
+        snprintf(token, sizeof(token), "rotating-token-%d", round < 0 ? 0 : round);
+        wc_connect(&c, e.addr[0]);
+        st = wc_hello_ex(&c, token, NULL, NULL);
+        wc_close(&c);
+        if (st != 0 && st != -EACCES)
+            dump_file(log);
+        T_TRUE(st == 0 || st == -EACCES);
+        st == 0 ? ok++ : refused++;
+    }
+    T_EQ(pthread_join(th, NULL), 0);
+    T_GT(ok, 0);
+    T_EQ(srv_wait(&e, 100), -1); /* still running */
+
+    /* The 101st token: in force once read (the old cap kept the 65th). */
+    rotator_write(r.path, 101);
+    T_EQ(kill(e.pid, SIGHUP), 0);
+    for (int i = 0; i < 500; i++) {
+        wc_connect(&c, e.addr[0]);
+        st = wc_hello_ex(&c, "rotating-token-101", NULL, NULL);
+        wc_close(&c);
+        if (st == 0)
+            break;
+        usleep(10000);
+    }
+    T_EQ(st, 0);
     T_EQ(srv_stop(&e), 0);
 }
