@@ -787,6 +787,7 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
     struct rio_srv_upload *u;
     struct rio_srv_stage *st = NULL;
     uint8_t *warm = NULL, *fresh = NULL;
+    uint64_t fresh_len = 0;
     int ret = 0;
 
     /* An upload without memory of its own needs a staging buffer: it is
@@ -845,6 +846,7 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
          * handed out before the first). Resident as it is, it counts as
          * warm until its chunks are charged. */
         fresh = u->data;
+        fresh_len = map_len(u->size);
         u->data = warm;
         u->warm = u->size;
         s->warm += u->size;
@@ -908,7 +910,7 @@ out:
     pthread_mutex_unlock(&s->mu);
     stage_free(st);
     if (fresh)
-        munmap(fresh, (size_t)map_len(u->size));
+        munmap(fresh, (size_t)fresh_len);
     return ret;
 }
 
