@@ -81,7 +81,9 @@ int rio_has_scheme(const char *scheme);
     X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
     X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
-    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")
+    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")     \
+    X(RIO_ETLS, -10026, "TLS failed: the peer does not speak TLS or the TLS handshake failed")     \
+    X(RIO_ETLSVERIFY, -10027, "TLS: certificate verify failed")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
