@@ -122,6 +122,25 @@ void rio__tls_ctx_free(SSL_CTX *ctx)
     SSL_CTX_free(ctx);
 }
 
+#define WBUF (256u * 1024u)
+
+/* Whether this kernel can take TLS records over (the tls ULP). */
+static bool kernel_tls(void)
+{
+    static int have = -1; /* racy but idempotent */
+    if (have < 0) {
+        char b[256] = "";
+        FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_ulp", "re");
+        if (f) {
+            if (!fgets(b, sizeof(b), f))
+                b[0] = 0;
+            fclose(f);
+        }
+        have = strstr(b, "tls") != NULL;
+    }
+    return have == 1;
+}
+
 int rio__tls_init(struct rio__tls *t, SSL_CTX *ctx, int fd, bool client, const char *name)
 {
     memset(t, 0, sizeof(*t));
@@ -131,8 +150,25 @@ int rio__tls_init(struct rio__tls *t, SSL_CTX *ctx, int fd, bool client, const c
         return -ENOMEM;
     ERR_clear_error();
     t->ssl = SSL_new(ctx);
-    if (!t->ssl || SSL_set_fd(t->ssl, fd) != 1)
+    if (!t->ssl)
         goto err;
+    if (kernel_tls()) {
+        /* Kernel TLS needs OpenSSL's socket BIO as it is. */
+        if (SSL_set_fd(t->ssl, fd) != 1)
+            goto err;
+    } else {
+        /* Records gather in a buffer in front of the socket: one send per
+         * WBUF bytes rather than one per 16 KiB record. */
+        BIO *sock = BIO_new_socket(fd, BIO_NOCLOSE);
+        BIO *buf = BIO_new(BIO_f_buffer());
+        if (!sock || !buf || BIO_set_write_buffer_size(buf, WBUF) != 1 || !BIO_up_ref(sock)) {
+            BIO_free(sock);
+            BIO_free(buf);
+            goto err;
+        }
+        BIO_push(buf, sock);
+        SSL_set_bio(t->ssl, sock, buf);
+    }
     if (client) {
         SSL_set_connect_state(t->ssl);
         if (name && *name) {
@@ -285,13 +321,29 @@ static int write_one(struct rio__tls *t, const void *p, size_t len)
 
 int rio__tls_flush(struct rio__tls *t)
 {
-    if (!t->pend)
-        return 0;
-    int r = write_one(t, t->stage, t->pend);
-    if (r < 0)
-        return r;
-    t->pend = 0;
+    if (t->pend) {
+        int r = write_one(t, t->stage, t->pend);
+        if (r < 0)
+            return r;
+        t->pend = 0;
+    }
+    BIO *w = SSL_get_wbio(t->ssl);
+    if (BIO_wpending(w) > 0) {
+        errno = 0;
+        if (BIO_flush(w) != 1) {
+            if (BIO_should_retry(w)) {
+                t->want = RIO_TLS_WANT_WRITE;
+                return -EAGAIN;
+            }
+            return errno ? -errno : -EPIPE;
+        }
+    }
     return 0;
+}
+
+bool rio__tls_has_pending_out(const struct rio__tls *t)
+{
+    return t->pend != 0 || (t->ssl && BIO_wpending(SSL_get_wbio(t->ssl)) > 0);
 }
 
 ssize_t rio__tls_writev(struct rio__tls *t, const struct iovec *iov, int n)
@@ -358,6 +410,12 @@ ssize_t rio__tls_writev(struct rio__tls *t, const struct iovec *iov, int n)
         }
         if (r == -EAGAIN)
             break;
+    }
+    /* What the buffer holds leaves now (or the caller waits for POLLOUT). */
+    if (!t->pend) {
+        r = rio__tls_flush(t);
+        if (r < 0 && r != -EAGAIN && !total)
+            return r;
     }
     return (ssize_t)total;
 }

@@ -81,10 +81,7 @@ size_t rio__tls_pending_in(const struct rio__tls *t);
 ssize_t rio__tls_writev(struct rio__tls *t, const struct iovec *iov, int n);
 /** Send a kept record: 0 when nothing is left, -EAGAIN, or an error. */
 int rio__tls_flush(struct rio__tls *t);
-static inline bool rio__tls_has_pending_out(const struct rio__tls *t)
-{
-    return t->pend != 0;
-}
+bool rio__tls_has_pending_out(const struct rio__tls *t);
 
 /** Whether kernel TLS carries each direction of t ("tx", "rx" or "none"). */
 const char *rio__tls_ktls(const struct rio__tls *t);
