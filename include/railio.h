@@ -140,7 +140,13 @@ struct rio_options {
      * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
-    uint64_t reserved[8]; /* must be zero (ABI rules above) */
+    /* RIO_TLS / tls=on|off: railio:// runs every connection over TLS: 1 on,
+     * -1 off (default). The CA bundle is tls_ca= or RIO_TLS_CA (default: the
+     * system store); see docs/protocol.md, TLS. Other schemes ignore it.
+     * Aligned: it takes the first reserved word, not etag's padding. */
+    int tls __attribute__((aligned(8)));
+    uint32_t reserved32;  /* must be zero (ABI rules above) */
+    uint64_t reserved[7]; /* must be zero (ABI rules above) */
 };
 
 /** Fill *o with zeros (every knob "default"). */

@@ -3078,16 +3078,10 @@ static int parse_onoff(const char *s, bool *out)
 static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
 {
     const char *s, *ca;
-    bool on = false, verify = true;
+    bool verify = true;
     char why[256];
 
-    s = rio__url_param(u, "tls");
-    if (!s)
-        s = getenv("RIO_TLS");
-    if (s && *s && parse_onoff(s, &on) < 0) {
-        fprintf(stderr, "railio: tls=%s: want on or off\n", s);
-        return RIO_EINVAL;
-    }
+    /* tls= and RIO_TLS are resolved with the other options (options.c). */
     if ((s = rio__url_param(u, "tls_verify")) && parse_onoff(s, &verify) < 0) {
         fprintf(stderr, "railio: tls_verify=%s: want on or off\n", s);
         return RIO_EINVAL;
@@ -3105,7 +3099,7 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
             return -ENOMEM;
         strcpy(t->tls_name, s);
     }
-    if (!on)
+    if (t->o.tls != 1)
         return 0;
     t->tls_ctx = rio__tls_client_ctx(ca, verify, why, sizeof(why));
     if (!t->tls_ctx) {

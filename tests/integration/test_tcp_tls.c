@@ -176,7 +176,7 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     tu_open(&u, url, &o);
     tu_get_check(u.c, "k", 300000, 7, 0);
     tu_close(&u);
-    /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca=. */
+    /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca= ... */
     setenv("RIO_TLS", "on", 1);
     setenv("RIO_TLS_CA", p.ca, 1);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
@@ -184,6 +184,15 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     tu_get_check(u.c, "k", 300000, 7, 0);
     tu_close(&u);
     unsetenv("RIO_TLS");
+    /* ... and struct rio_options' tls field. */
+    o.tls = 1;
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
+    /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
+    o.tls = 0;
+    snprintf(url, sizeof(url), "railio://%s?tls=off", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_ETLS);
     unsetenv("RIO_TLS_CA");
     snprintf(url, sizeof(url), "railio://%s?tls=maybe", e.addr[0]);
     T_ERR(open_fails(url, &c), RIO_EINVAL);
