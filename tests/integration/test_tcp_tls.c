@@ -57,6 +57,26 @@ static void make_pki(const char *dir, struct pki *p)
     sh(cmd);
 }
 
+/* The files make_pki left in dir (srv_stop then removes the directory). */
+static void pki_remove(const char *dir)
+{
+    static const char *const files[] = {"ca.key",       "ca.pem",       "ca.srl",
+                                        "other-ca.key", "other-ca.pem", "srv.key",
+                                        "srv.csr",      "srv.ext",      "srv.pem"};
+    char path[256];
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+}
+
+/* Stop a server start_tls started, its certificates gone first. */
+static int stop_tls(struct srv_env *e)
+{
+    pki_remove(e->dir);
+    return srv_stop(e);
+}
+
 /* A TLS server with two listeners (two paths). */
 static void start_tls(struct srv_env *e, struct pki *p)
 {
@@ -113,7 +133,7 @@ TEST(put_get_64m_two_paths)
     tu_close(&u);
     free(data);
     free(got);
-    T_EQ(srv_stop(&e), 0);
+    T_EQ(stop_tls(&e), 0);
 }
 
 TEST(plain_client_fails_clearly)
@@ -128,7 +148,7 @@ TEST(plain_client_fails_clearly)
     T_ERR(open_fails(url, &c), RIO_ETLS);
     T_NULL(c);
     T_GE(srv_log_count(&e, "plain railio client on a TLS listener"), 1u);
-    T_EQ(srv_stop(&e), 0);
+    T_EQ(stop_tls(&e), 0);
 }
 
 TEST(tls_client_against_plain_server)
@@ -196,7 +216,7 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     unsetenv("RIO_TLS_CA");
     snprintf(url, sizeof(url), "railio://%s?tls=maybe", e.addr[0]);
     T_ERR(open_fails(url, &c), RIO_EINVAL);
-    T_EQ(srv_stop(&e), 0);
+    T_EQ(stop_tls(&e), 0);
 }
 
 /* One byte flipped in the Nth server-to-client read of the proxy, wherever
@@ -260,5 +280,5 @@ TEST(flipped_record_is_retried)
     tu_close(&u);
     free(data);
     free(got);
-    T_EQ(srv_stop(&e), 0);
+    T_EQ(stop_tls(&e), 0);
 }
