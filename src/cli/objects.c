@@ -548,17 +548,18 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
 
 static int open_url(const char *cmd, const char *arg, struct rio_client **c, char **key)
 {
+    char shown[1024];
     char *curl = NULL;
     int ret = split_url(arg, &curl, key);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, arg,
-                rio_strerror(ret));
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
+                rio_cli_url_safe(arg, shown, sizeof(shown)), rio_strerror(ret));
         return 2;
     }
     ret = rio_client_new(curl, NULL, c);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
-                rio_errname(ret));
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
+                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
         free(curl);
         free(*key);
         *key = NULL;
@@ -608,6 +609,7 @@ static int cmd_cp(int argc, char **argv)
         return 2;
     }
     bool src_url = strstr(pos[0], "://") != NULL, dst_url = strstr(pos[1], "://") != NULL;
+    char shown[1024];
     struct rio_client *sc = NULL, *dc = NULL;
     char *skey = NULL, *dkey = NULL;
     void *buf = NULL;
@@ -631,7 +633,8 @@ static int cmd_cp(int argc, char **argv)
         struct rio_reader *rd;
         int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
         if (ret < 0) {
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(ret),
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret),
                     rio_errname(ret));
             rc = 1;
             goto out;
@@ -642,13 +645,15 @@ static int cmd_cp(int argc, char **argv)
         int gret = rio_reader_close(rd);
         if (rs.err < 0 || (ret == 0 && gret < 0)) {
             int e = rs.err < 0 ? rs.err : gret;
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(e),
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(e),
                     rio_errname(e));
             rc = 1;
             goto out;
         }
         if (ret < 0) {
-            fprintf(stderr, "railio cp: writing %s: %s (%s)\n", pos[1], rio_strerror(ret),
+            fprintf(stderr, "railio cp: writing %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[1], shown, sizeof(shown)), rio_strerror(ret),
                     rio_errname(ret));
             rc = 1;
             goto out;
@@ -661,8 +666,11 @@ static int cmd_cp(int argc, char **argv)
             rio_cli_json_stats(stdout, &pst);
             printf("}\n");
         } else {
-            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ", pos[0],
-                    pos[1], (long long)n, (unsigned long long)d.generation, d.etag);
+            char shown2[1024];
+            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)),
+                    rio_cli_url_safe(pos[1], shown2, sizeof(shown2)), (long long)n,
+                    (unsigned long long)d.generation, d.etag);
             rio_cli_print_stats(stderr, &gst);
             fprintf(stderr, "put: ");
             rio_cli_print_stats(stderr, &pst);
@@ -701,18 +709,19 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
         fprintf(stderr, "usage: railio %s URL/KEY%s [--json]\n", cmd, need == 2 ? " FILE|-" : "");
         return 2;
     }
+    char shown[1024];
     char *curl = NULL, *key = NULL;
     int ret = split_url(pos[0], &curl, &key);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, pos[0],
-                rio_strerror(ret));
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
+                rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret));
         return 2;
     }
     struct rio_client *c;
     ret = rio_client_new(curl, NULL, &c);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
-                rio_errname(ret));
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
+                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
         free(curl);
         free(key);
         return 1;
