@@ -192,6 +192,33 @@ TEST(metrics_slowloris)
  * gets --auth-failures of them, then one a second; the rest are refused
  * unchecked with RIO_ETHROTTLE, and the log holds a few lines and a count
  * ("repeated N times") instead of 300. */
+/* More trickling connections than the metrics thread serves at once (16)
+ * waited in the backlog ahead of the scraper: 20 a second kept scrapes
+ * waiting 1.2, 3.7, 8.7 s, then timing out. A newcomer now takes the
+ * oldest one's slot, so a scrape behind 40 of them is answered at once. */
+TEST(metrics_slowloris_many)
+{
+    struct srv_env e;
+    const char *args[] = {"--metrics-listen", "127.0.0.1:0", NULL};
+    static struct wc slow[40];
+
+    srv_start(&e, args);
+    for (int i = 0; i < 40; i++) {
+        T_EQ(wc_try_connect(&slow[i], e.metrics, 5), 0);
+        T_EQ(wc_send_raw(&slow[i], "G", 1), 0);
+    }
+    uint64_t t0 = t_now_ms();
+    char *text = srv_http_get(e.metrics, "/metrics");
+    uint64_t ms = t_now_ms() - t0;
+    T_NOTNULL(text);
+    T_GE(srv_metric(text, "railiod_connections"), 0.0);
+    free(text);
+    T_LT(ms, 500u);
+    for (int i = 0; i < 40; i++)
+        wc_close(&slow[i]);
+    T_EQ(srv_stop(&e), 0);
+}
+
 TEST(failed_auth_is_throttled_and_logs_are_rate_limited)
 {
     struct srv_env e;
