@@ -159,6 +159,27 @@ TEST(handshake_timeout)
  * connection at a time, 2 s per recv). Now a scrape next to three slow
  * clients is answered at once, and the slow ones are cut at their
  * deadline. (--metrics-listen: the endpoint's own address.) */
+/* n metrics connections that send one byte of their request. */
+static void slow_open(struct wc *slow, int n, const char *addr)
+{
+    for (int i = 0; i < n; i++) {
+        T_EQ(wc_try_connect(&slow[i], addr, 5), 0);
+        T_EQ(wc_send_raw(&slow[i], "G", 1), 0);
+    }
+}
+
+/* A scrape is answered within 500 ms. */
+static void scrape_at_once(struct srv_env *e)
+{
+    uint64_t t0 = t_now_ms();
+    char *text = srv_http_get(e->metrics, "/metrics");
+    uint64_t ms = t_now_ms() - t0;
+    T_NOTNULL(text);
+    T_GE(srv_metric(text, "railiod_connections"), 0.0);
+    free(text);
+    T_LT(ms, 500u);
+}
+
 TEST(metrics_slowloris)
 {
     struct srv_env e;
@@ -166,20 +187,11 @@ TEST(metrics_slowloris)
     struct wc slow[3];
 
     srv_start(&e, args);
-    for (int i = 0; i < 3; i++) {
-        T_EQ(wc_try_connect(&slow[i], e.metrics, 5), 0);
-        T_EQ(wc_send_raw(&slow[i], "G", 1), 0);
-    }
+    slow_open(slow, 3, e.metrics);
     usleep(100000);
     for (int k = 0; k < 3; k++) {
         T_EQ(wc_send_raw(&slow[k], "E", 1), 0);
-        uint64_t t0 = t_now_ms();
-        char *text = srv_http_get(e.metrics, "/metrics");
-        uint64_t ms = t_now_ms() - t0;
-        T_NOTNULL(text);
-        T_GE(srv_metric(text, "railiod_connections"), 0.0);
-        free(text);
-        T_LT(ms, 500u);
+        scrape_at_once(&e);
     }
     for (int i = 0; i < 3; i++) {
         T_EQ(wc_wait_closed(&slow[i], 5000), 0);
@@ -188,10 +200,6 @@ TEST(metrics_slowloris)
     T_EQ(srv_stop(&e), 0);
 }
 
-/* 300 wrong AUTHs in a burst were all checked and answered. Now an address
- * gets --auth-failures of them, then one a second; the rest are refused
- * unchecked with RIO_ETHROTTLE, and the log holds a few lines and a count
- * ("repeated N times") instead of 300. */
 /* More trickling connections than the metrics thread serves at once (16)
  * waited in the backlog ahead of the scraper: 20 a second kept scrapes
  * waiting 1.2, 3.7, 8.7 s, then timing out. A newcomer now takes the
@@ -203,22 +211,17 @@ TEST(metrics_slowloris_many)
     static struct wc slow[40];
 
     srv_start(&e, args);
-    for (int i = 0; i < 40; i++) {
-        T_EQ(wc_try_connect(&slow[i], e.metrics, 5), 0);
-        T_EQ(wc_send_raw(&slow[i], "G", 1), 0);
-    }
-    uint64_t t0 = t_now_ms();
-    char *text = srv_http_get(e.metrics, "/metrics");
-    uint64_t ms = t_now_ms() - t0;
-    T_NOTNULL(text);
-    T_GE(srv_metric(text, "railiod_connections"), 0.0);
-    free(text);
-    T_LT(ms, 500u);
+    slow_open(slow, 40, e.metrics);
+    scrape_at_once(&e);
     for (int i = 0; i < 40; i++)
         wc_close(&slow[i]);
     T_EQ(srv_stop(&e), 0);
 }
 
+/* 300 wrong AUTHs in a burst were all checked and answered. Now an address
+ * gets --auth-failures of them, then one a second; the rest are refused
+ * unchecked with RIO_ETHROTTLE, and the log holds a few lines and a count
+ * ("repeated N times") instead of 300. */
 TEST(failed_auth_is_throttled_and_logs_are_rate_limited)
 {
     struct srv_env e;
