@@ -66,6 +66,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/copy.h"
+#include "core/internal.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/s3_parse.h"
@@ -1560,6 +1561,14 @@ static int sidecar_key(const char *key, const char *id, char *out, size_t cap)
     return w < 0 || (size_t)w >= cap || (size_t)w > RIO_KEY_MAX ? RIO_EINVAL : 0;
 }
 
+/* A size and chunk the engine accepts (core/desc.c): only then can a chunk
+ * checksum list be missing rather than the whole descriptor wrong. */
+static bool sane_geometry(uint64_t size, uint64_t chunk)
+{
+    return size <= (uint64_t)INT64_MAX && chunk >= RIO__DESC_CHUNK_MIN &&
+           chunk <= RIO__DESC_CHUNK_MAX && rio__s3_nchunks(size, chunk) <= RIO__DESC_CHUNKS_MAX;
+}
+
 static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
@@ -1609,6 +1618,20 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
             ret = rio__s3_parse_xxh_list(r.rsp.m_xxh, rio__s3_nchunks(size, chunk), &xxh);
             if (ret == -ENOMEM)
                 goto out;
+            /* Written by railio, but its chunk checksums are missing or
+             * damaged (a proxy that drops metadata, a hand-made copy):
+             * nothing vouches for its bytes, as for a multipart object
+             * without its sidecar. (Impossible geometry is left to the
+             * engine's descriptor check: RIO_EPROTO naming the field.) */
+            if (ret < 0 && !t->verify_off && sane_geometry(size, chunk)) {
+                fprintf(stderr,
+                        "railio s3: %s: the chunk checksums of this object "
+                        "(x-amz-meta-railio-xxh) are missing or damaged; verify=off reads it "
+                        "unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
             if (ret == 0 && strlen(r.rsp.m_md5) == 32 && rio__s3_is_hex(r.rsp.m_md5, 32)) {
                 memcpy(md5, r.rsp.m_md5, 33);
             } else if (ret == 0 && strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {

@@ -39,6 +39,8 @@ The object is stored under the full key as usual. Kinds:
   408        408 RequestTimeout (retryable, and no fault of the path)
   hugehead   HEAD (no object needed): railio metadata claiming
              Content-Length 2^64 - 1 and a chunk of 2^63 bytes
+  nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
+             chunk checksums) left out, as a proxy that drops metadata would
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N" (uploads: open
 multipart uploads, all buckets).
@@ -198,6 +200,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.err(412, "PreconditionFailed")
         data = o["data"]
         h = self.obj_headers(o)
+        fm = FAULT_RE.match(key)
+        if fm and fm.group(1) == "nosums":
+            h = {k: v for k, v in h.items() if k.lower() != "x-amz-meta-railio-xxh"}
         if head:
             self.send_response(200)
             for k, v in h.items():
