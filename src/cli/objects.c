@@ -440,6 +440,29 @@ static int tmp_link(int fd, const char *file)
 }
 
 /*
+ * Whether writing through file (lstat as lsb: a symbolic link, a FIFO, a
+ * device) is refused: the kernel's protected_symlinks / protected_fifos
+ * rule, applied whatever the sysctls say. In a sticky, world-writable
+ * directory (/tmp) an entry owned by someone else than us and the
+ * directory's owner was planted: following such a link as root overwrites
+ * whatever it names (/etc/passwd), a FIFO hands the object to whoever reads
+ * it. -EACCES, or 0.
+ */
+static int planted(const char *file, const struct stat *lsb)
+{
+    char dir[PATH_MAX];
+    struct stat dsb;
+    int ret = dir_part(file, dir, sizeof(dir));
+    if (ret < 0)
+        return ret;
+    if (stat(dir, &dsb) < 0)
+        return -errno;
+    if (!(dsb.st_mode & S_ISVTX) || !(dsb.st_mode & S_IWOTH))
+        return 0;
+    return lsb->st_uid != geteuid() && lsb->st_uid != dsb.st_uid ? -EACCES : 0;
+}
+
+/*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
  * FILE that is missing or a regular file: through a temporary file renamed
@@ -447,7 +470,8 @@ static int tmp_link(int fd, const char *file)
  * leaves a partial file under FILE. Anything else (a device such as
  * /dev/null, a FIFO, a symbolic link, whatever it points to) is opened and
  * written in place, never replaced: a rename only ever replaces a regular
- * file, and a symbolic link is written through like cp(1) does.
+ * file, and a symbolic link is written through like cp(1) does, unless
+ * someone else planted it in a sticky directory (planted()).
  */
 static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
 {
@@ -467,6 +491,13 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             o.fd = tmp_create(file, &anon);
             ret = o.fd < 0 ? o.fd : 0;
             exit_signals(true);
+        } else if ((ret = planted(file, &lsb)) < 0) {
+            fprintf(stderr,
+                    "railio get: refusing to write through '%s': %s owned by uid %u in a "
+                    "sticky, world-writable directory (someone else put it there)\n",
+                    file, S_ISLNK(lsb.st_mode) ? "a symbolic link" : "a special file",
+                    (unsigned)lsb.st_uid);
+            return 1;
         } else {
             /* In place: O_TRUNC only for a regular file behind a link. */
             bool reg = stat(file, &sb) == 0 && S_ISREG(sb.st_mode);
