@@ -153,6 +153,16 @@ static int tmp_files(void)
     return n;
 }
 
+/* DIR/victim still holds "precious". */
+static void victim_untouched(void)
+{
+    size_t n;
+    uint8_t *b = slurp(pathf("victim"), &n);
+    T_EQ(n, 8u);
+    T_MEMEQ(b, "precious", 8);
+    free(b);
+}
+
 TEST(planted_symlink_not_followed)
 {
     setup();
@@ -164,11 +174,7 @@ TEST(planted_symlink_not_followed)
     T_EQ(symlink(pathf("victim"), pathf("out.bin.railio-tmp.%ld", (long)pid)), 0);
     release(rel);
     T_EQ(wait_exit(pid), 0);
-    size_t n;
-    uint8_t *b = slurp(pathf("victim"), &n);
-    T_EQ(n, 8u);
-    T_MEMEQ(b, "precious", 8);
-    free(b);
+    victim_untouched();
     struct stat st;
     T_EQ(lstat(out, &st), 0);
     T_TRUE(S_ISREG(st.st_mode));
@@ -288,11 +294,7 @@ TEST(planted_symlink_in_sticky_dir_refused)
     T_EQ(symlink(pathf("victim"), pathf("sticky/out")), 0);
     T_EQ(lchown(pathf("sticky/out"), 65534, 65534), 0);
     T_EQ(get_to(pathf("sticky/out")), 1);
-    size_t n;
-    uint8_t *b = slurp(pathf("victim"), &n);
-    T_EQ(n, 8u);
-    T_MEMEQ(b, "precious", 8);
-    free(b);
+    victim_untouched();
     struct stat st;
     T_EQ(lstat(pathf("sticky/out"), &st), 0);
     T_TRUE(S_ISLNK(st.st_mode));
