@@ -368,8 +368,18 @@ static bool gen_get(struct s3_transport *t, uint64_t gen, struct s3_gen *out)
  * ECONNRESET. All of those retry; a bad URL, TLS verification or an unknown
  * failure do not.
  */
-static int map_curl(CURLcode rc, long oserr)
+static int map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp)
 {
+    /* A response head over curl's limit (100 KiB; a hostile server's
+     * endless header line) is the server's fault, not our memory: curl
+     * before 8.6 fails it with CURLE_OUT_OF_MEMORY (and no message) once
+     * the status line is in, later ones with CURLE_TOO_LARGE. */
+    if (rc == CURLE_OUT_OF_MEMORY && rsp && rsp->status)
+        return RIO_EPROTO;
+#if LIBCURL_VERSION_NUM >= 0x080600
+    if (rc == CURLE_TOO_LARGE)
+        return RIO_EPROTO;
+#endif
     switch (rc) {
     case CURLE_OK:
         return 0;
@@ -912,7 +922,7 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
     }
     if (rc != CURLE_OK) {
         curl_easy_getinfo(op->e, CURLINFO_OS_ERRNO, &oserr);
-        err = map_curl(rc, oserr);
+        err = map_curl(rc, oserr, &op->rsp);
         goto fail;
     }
     if (io->kind == RIO_IO_READ) {
@@ -1500,7 +1510,9 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         if (!r->err)
             r->err = RIO_EPROTO;
     } else if (rc != CURLE_OK) {
-        r->err = r->body.nomem ? -ENOMEM : r->body.overflow ? RIO_EPROTO : map_curl(rc, oserr);
+        r->err = r->body.nomem      ? -ENOMEM
+                 : r->body.overflow ? RIO_EPROTO
+                                    : map_curl(rc, oserr, &r->rsp);
     } else if (r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
                memmem(r->body.p, r->body.len, "<Error>", 7)) {
         /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
