@@ -154,6 +154,13 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
     help(&o, "uploads_reclaimed_total", "counter",
          "Uploads dropped after --upload-timeout without activity.");
     put(&o, "railiod_uploads_reclaimed_total %llu\n", (unsigned long long)st.reclaimed);
+    help(&o, "kept_mapping_bytes", "gauge",
+         "Freed object memory kept for the next upload of the same size (counts against "
+         "the capacity).");
+    put(&o, "railiod_kept_mapping_bytes %llu\n", (unsigned long long)st.map_cached);
+    help(&o, "reused_mappings_total", "counter",
+         "Uploads received into kept object memory instead of fresh memory.");
+    put(&o, "railiod_reused_mappings_total %llu\n", (unsigned long long)st.map_reused);
     if (srv->disk) {
         struct rio_srv_disk_stats ds;
         rio__srv_disk_stats(srv->disk, &ds);

@@ -116,6 +116,7 @@ struct rio_srv_upload {
     uint64_t deadline_ns;
     uint64_t charge;               /* meta + the bytes of the chunks charged */
     uint64_t meta;                 /* what the upload is charged from its open */
+    uint64_t warm;                 /* bytes of a reused mapping not charged yet */
     uint8_t *charged;              /* nchunks: 1 when that chunk's bytes are in charge */
     int started;                   /* a chunk was claimed (its meta left unstarted_meta) */
     int uncache;                   /* disk tier: no room to cache it, chunks are staged */
@@ -131,6 +132,7 @@ struct rio_srv_upload {
 struct rio_srv_store_stats {
     uint64_t objects, bytes, used, capacity, uploads;
     uint64_t evictions, expirations, reclaimed;
+    uint64_t map_cached, map_reused; /* freed mappings kept (bytes) and reused (count) */
 };
 
 struct rio_srv_client;
@@ -145,6 +147,7 @@ struct rio_srv_store {
     struct rio_srv_upload **utab;
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;
+    uint64_t warm; /* uploads' reused mappings, resident, not charged yet */
     int evict_lru;
     uint64_t default_ttl_ns, upload_timeout_ns;
     uint64_t max_chunks;

@@ -18,7 +18,13 @@
  *
  * Object memory: large buffers are mapped on their own (mmap) and unmapped
  * when freed, so resident memory follows what the store holds instead of a
- * heap's high-water mark and fragmentation (docs/server.md, "Memory").
+ * heap's high-water mark and fragmentation (docs/server.md, "Memory"). A
+ * few freed mappings (at most 1/MAP_CACHE_SHARE of the capacity) are kept
+ * for the next upload of the same size, which then writes into memory that
+ * is already backed instead of faulting in fresh pages. Kept mappings count
+ * against the capacity (used + warm + cached fit it whenever a chunk is
+ * charged) and are the first thing given up for room; a reused mapping is
+ * counted as the upload's "warm" bytes until its chunks are charged.
  *
  * With the disk tier every upload also has a temporary file that each chunk
  * is written to once verified. An upload that fits the capacity keeps its
@@ -49,8 +55,24 @@
 /* Uploads that have not received a chunk hold at most this share of the
  * capacity in metadata (1/UNSTARTED_SHARE); more opens are throttled. */
 #define UNSTARTED_SHARE 64u
+/* Freed mappings kept for reuse: at most 1/MAP_CACHE_SHARE of the capacity,
+ * in at most MAP_CACHE_SLOTS mappings. */
+#define MAP_CACHE_SHARE 8u
+#define MAP_CACHE_SLOTS 16u
 
 int rio__srv_data_heap;
+
+/* Freed object mappings kept for reuse, oldest first. Its own lock: buffers
+ * are freed with and without the store's lock held (store lock first). */
+static struct {
+    pthread_mutex_t mu;
+    uint64_t bytes, limit, reused;
+    unsigned n;
+    struct {
+        uint8_t *p;
+        uint64_t len;
+    } e[MAP_CACHE_SLOTS];
+} map_cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* Uploads open per client address. */
 struct rio_srv_client {
@@ -117,14 +139,87 @@ uint8_t *rio__srv_data_alloc(uint64_t n)
     return p;
 }
 
+static uint64_t map_len(uint64_t n)
+{
+    return (n + 4095) & ~(uint64_t)4095;
+}
+
+/* Take the oldest kept mapping out into drop[*k] (the lock held). */
+static void map_cache_pop_locked(uint8_t **drop, uint64_t *dlen, unsigned *k)
+{
+    drop[*k] = map_cache.e[0].p;
+    dlen[*k] = map_cache.e[0].len;
+    map_cache.bytes -= dlen[(*k)++];
+    map_cache.n--;
+    memmove(&map_cache.e[0], &map_cache.e[1], map_cache.n * sizeof(map_cache.e[0]));
+}
+
+/* Unmap the oldest kept mappings until at most keep bytes are kept. */
+static void map_cache_trim(uint64_t keep)
+{
+    uint8_t *drop[MAP_CACHE_SLOTS];
+    uint64_t dlen[MAP_CACHE_SLOTS];
+    unsigned k = 0;
+
+    pthread_mutex_lock(&map_cache.mu);
+    while (map_cache.n && map_cache.bytes > keep)
+        map_cache_pop_locked(drop, dlen, &k);
+    pthread_mutex_unlock(&map_cache.mu);
+    while (k--)
+        munmap(drop[k], (size_t)dlen[k]);
+}
+
+/* A kept mapping of exactly n bytes (page-rounded), or NULL. Its pages
+ * still hold the bytes of the buffer freed into it: every byte an object
+ * serves is written by a verified chunk first. */
+static uint8_t *map_cache_take(uint64_t n)
+{
+    uint8_t *p = NULL;
+    uint64_t len = map_len(n);
+
+    if (rio__srv_data_heap || n < MMAP_MIN)
+        return NULL;
+    pthread_mutex_lock(&map_cache.mu);
+    for (unsigned i = map_cache.n; i-- > 0;)
+        if (map_cache.e[i].len == len) {
+            p = map_cache.e[i].p;
+            map_cache.bytes -= len;
+            map_cache.reused++;
+            memmove(&map_cache.e[i], &map_cache.e[i + 1],
+                    (--map_cache.n - i) * sizeof(map_cache.e[0]));
+            break;
+        }
+    pthread_mutex_unlock(&map_cache.mu);
+    return p;
+}
+
 void rio__srv_data_free(void *p, uint64_t n)
 {
+    uint8_t *drop[MAP_CACHE_SLOTS + 1];
+    uint64_t dlen[MAP_CACHE_SLOTS + 1], len = map_len(n);
+    unsigned k = 0;
+
     if (!p)
         return;
-    if (!rio__srv_data_heap && n >= MMAP_MIN)
-        munmap(p, (size_t)n);
-    else
+    if (rio__srv_data_heap || n < MMAP_MIN) {
         rio__free(p);
+        return;
+    }
+    pthread_mutex_lock(&map_cache.mu);
+    if (len <= map_cache.limit) {
+        /* Kept, the oldest making room for it. */
+        while (map_cache.n == MAP_CACHE_SLOTS || map_cache.bytes + len > map_cache.limit)
+            map_cache_pop_locked(drop, dlen, &k);
+        map_cache.e[map_cache.n].p = p;
+        map_cache.e[map_cache.n++].len = len;
+        map_cache.bytes += len;
+    } else {
+        drop[k] = p;
+        dlen[k++] = len;
+    }
+    pthread_mutex_unlock(&map_cache.mu);
+    while (k--)
+        munmap(drop[k], (size_t)dlen[k]);
 }
 
 /*
@@ -175,6 +270,9 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
     s->default_ttl_ns = default_ttl_ns;
     s->upload_timeout_ns = upload_timeout_ns;
     s->max_chunks = max_chunks;
+    pthread_mutex_lock(&map_cache.mu);
+    map_cache.limit = capacity / MAP_CACHE_SHARE;
+    pthread_mutex_unlock(&map_cache.mu);
     /* Generations start from the wall clock in nanoseconds, so a restarted
      * server never hands out a generation a client saw before the restart. */
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -272,6 +370,10 @@ void rio__srv_store_cleanup(struct rio_srv_store *s)
     rio__free(s->ctab);
     pthread_mutex_destroy(&s->mu);
     memset(s, 0, sizeof(*s));
+    pthread_mutex_lock(&map_cache.mu);
+    map_cache.limit = 0;
+    pthread_mutex_unlock(&map_cache.mu);
+    map_cache_trim(0);
 }
 
 void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *st)
@@ -285,6 +387,10 @@ void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *s
     st->evictions = s->evictions;
     st->expirations = s->expirations;
     st->reclaimed = s->reclaimed;
+    pthread_mutex_lock(&map_cache.mu);
+    st->map_cached = map_cache.bytes;
+    st->map_reused = map_cache.reused;
+    pthread_mutex_unlock(&map_cache.mu);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -455,6 +561,8 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     u->dead = 1;
     s->nup--;
     s->used -= u->charge;
+    s->warm -= u->warm;
+    u->warm = 0;
     if (!u->started)
         s->unstarted_meta -= u->meta;
     client_put_locked(s, u->client);
@@ -477,17 +585,17 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
 
     if (need > s->capacity)
         return -EFBIG;
-    if (s->used <= s->capacity - need)
-        return 0;
-    /* Expired objects are free to drop whatever the mode. */
-    for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
-        p = o->lru_prev;
-        if (obj_expired(o, now)) {
-            obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
-            s->expirations++;
+    if (s->used + s->warm > s->capacity - need) {
+        /* Expired objects are free to drop whatever the mode. */
+        for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
+            p = o->lru_prev;
+            if (obj_expired(o, now)) {
+                obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
+                s->expirations++;
+            }
         }
     }
-    while (s->used > s->capacity - need) {
+    while (s->used + s->warm > s->capacity - need) {
         struct rio_srv_obj *victim = s->lru.lru_prev;
         if (!s->evict_lru || victim == &s->lru)
             return -ENOSPC;
@@ -496,6 +604,10 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
         obj_remove_locked(s, obj_slot_locked(s, victim->key, victim->key_len));
         s->evictions++;
     }
+    /* Kept mappings give way, never an object: used, warm and kept bytes
+     * together fit the capacity once need is charged (trimmed last: an
+     * evicted object's mapping may just have been kept). */
+    map_cache_trim(s->capacity - need - s->used - s->warm);
     return 0;
 }
 
@@ -563,7 +675,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
                  "(limit: 1/%u of --memory)",
                  (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
         ret = RIO_ETHROTTLE;
-    } else if (!s->evict_lru && !s->disk && s->used + m->size + meta > s->capacity) {
+    } else if (!s->evict_lru && !s->disk && s->used + s->warm + m->size + meta > s->capacity) {
         /* Refuse mode: what cannot fit now is refused now (nothing is
          * reserved: uploads racing for the same room may still meet
          * ENOSPC on a chunk). */
@@ -674,6 +786,8 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
 {
     struct rio_srv_upload *u;
     struct rio_srv_stage *st = NULL;
+    uint8_t *warm = NULL, *fresh = NULL;
+    uint64_t fresh_len = 0;
     int ret = 0;
 
     /* An upload without memory of its own needs a staging buffer: it is
@@ -724,9 +838,29 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         ret = 1; /* a retry of a chunk that did arrive: nothing to do */
         goto out;
     }
+    if (!u->started && u->data && !u->uncache &&
+        s->warm + u->size <= s->capacity / MAP_CACHE_SHARE &&
+        (warm = map_cache_take(u->size)) != NULL) {
+        /* Its first chunk: a kept mapping of its size, backed already,
+         * takes the place of the untouched fresh one (no chunk has been
+         * handed out before the first). Resident as it is, it counts as
+         * warm until its chunks are charged. */
+        fresh = u->data;
+        fresh_len = map_len(u->size);
+        u->data = warm;
+        u->warm = u->size;
+        s->warm += u->size;
+    }
     if (u->data && !u->uncache && !u->charged[index]) {
-        /* Its bytes are arriving: charge them now (evicting in lru mode). */
-        int r = reserve_locked(s, len);
+        /* Its bytes are arriving: charge them now (evicting in lru mode);
+         * the bytes of a reused mapping were counted as warm already. */
+        int r = 0;
+        if (u->warm >= len) {
+            u->warm -= len;
+            s->warm -= len;
+        } else {
+            r = reserve_locked(s, len);
+        }
         if (r < 0 && s->disk) {
             /* No room to cache the object: this chunk and the next ones
              * go through staging buffers, and the object is not cached. */
@@ -775,6 +909,8 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
 out:
     pthread_mutex_unlock(&s->mu);
     stage_free(st);
+    if (fresh)
+        munmap(fresh, (size_t)fresh_len);
     return ret;
 }
 

@@ -320,7 +320,10 @@ class HttpFramer:
 class Stats:
     def __init__(self, path):
         self.path = path
-        self.lock = threading.Lock()
+        # Reentrant: the SIGTERM handler writes on the main thread, which
+        # may be inside either lock when the signal arrives.
+        self.lock = threading.RLock()
+        self.wlock = threading.RLock()
         self.connections = 0
         self.faults = 0
         self.messages = {"c2s": 0, "s2c": 0}
@@ -330,15 +333,19 @@ class Stats:
     def write(self):
         if not self.path:
             return
-        with self.lock:
-            doc = {"connections": self.connections, "faults": self.faults,
-                   "messages": dict(self.messages), "actions": list(self.actions)}
-            self.dirty = False
-        tmp = "%s.%d.tmp" % (self.path, threading.get_ident())
-        with open(tmp, "w") as f:
-            json.dump(doc, f)
-            f.write("\n")
-        os.replace(tmp, self.path)
+        # One writer at a time, snapshot and replace together: a periodic
+        # write whose snapshot predates a fault must not land after the
+        # fault's own write and hide it.
+        with self.wlock:
+            with self.lock:
+                doc = {"connections": self.connections, "faults": self.faults,
+                       "messages": dict(self.messages), "actions": list(self.actions)}
+                self.dirty = False
+            tmp = "%s.tmp" % self.path
+            with open(tmp, "w") as f:
+                json.dump(doc, f)
+                f.write("\n")
+            os.replace(tmp, self.path)
 
     def writer(self):
         while True:
