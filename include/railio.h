@@ -81,7 +81,9 @@ int rio_has_scheme(const char *scheme);
     X(RIO_EUNKNOWN, -10019, "PUT outcome unknown: the commit may or may not have been applied")    \
     X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
-    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")
+    X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")     \
+    X(RIO_ETLS, -10026, "TLS failed: the peer does not speak TLS or the TLS handshake failed")     \
+    X(RIO_ETLSVERIFY, -10027, "TLS: certificate verify failed")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
@@ -138,7 +140,13 @@ struct rio_options {
      * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
-    uint64_t reserved[8]; /* must be zero (ABI rules above) */
+    /* RIO_TLS / tls=on|off: railio:// runs every connection over TLS: 1 on,
+     * -1 off (default). The CA bundle is tls_ca= or RIO_TLS_CA (default: the
+     * system store); see docs/protocol.md, TLS. Other schemes ignore it.
+     * Aligned: it takes the first reserved word, not etag's padding. */
+    int tls __attribute__((aligned(8)));
+    uint32_t reserved32;  /* must be zero (ABI rules above) */
+    uint64_t reserved[7]; /* must be zero (ABI rules above) */
 };
 
 /** Fill *o with zeros (every knob "default"). */

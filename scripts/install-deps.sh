@@ -21,7 +21,7 @@ BUILD_PACKAGES=(
     pkg-config
     scdoc # man pages (man/*.scd)
     libxxhash-dev
-    libssl-dev
+    libssl-dev           # libcrypto (HMAC, MD5) and libssl (railio:// tls=on)
     liburing-dev         # file:// transport (io_uring)
     libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
     librados-dev         # rados:// module (librados)
@@ -40,6 +40,7 @@ TEST_PACKAGES=(
     ceph-common
     radosgw  # s3 tests: tests/harness/ceph.sh --rgw
     iperf3   # railio:// bench ceiling (railio bench --ceiling)
+    openssl  # TLS tests: certificates for test_tcp_tls, bench/tls.sh
     nftables # rails tests: tests/harness/rails.sh fails a rail (nft drop / reset)
     iproute2 # rails tests: ip netns, veth, tc tbf (tests/harness/rails.sh)
 )

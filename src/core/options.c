@@ -187,6 +187,15 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         else
             bad(k, "etag", "RIO_ETAG", v, "is not md5 or none");
     }
+    if (!o->tls) {
+        const char *v = knob(k, "tls", "RIO_TLS");
+        if (!v || !strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no"))
+            o->tls = -1;
+        else if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes"))
+            o->tls = 1;
+        else
+            bad(k, "tls", "RIO_TLS", v, "is not on or off");
+    }
     if (k->err)
         return k->err;
 
@@ -198,6 +207,8 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "paths", "RIO_PATHS", NULL, "must be at most 16");
     if (o->etag != 1 && o->etag != -1)
         return bad(k, "etag", "RIO_ETAG", NULL, "must be 1 (md5) or -1 (none)");
+    if (o->tls != 1 && o->tls != -1)
+        return bad(k, "tls", "RIO_TLS", NULL, "must be 1 (on) or -1 (off)");
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
     if (o->retry_attempts < 1)

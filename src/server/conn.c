@@ -131,6 +131,9 @@ struct conn {
     int pending; /* on the pending list */
     uint32_t ev; /* epoll mask registered */
     char peer[64];
+    struct rio__tls tls; /* --tls-cert: ssl set */
+    int tls_wantw;       /* TLS waits for the socket to take bytes before it reads */
+    int tls_peeked;      /* the first bytes were looked at: not a plain railio frame */
 
     /* read side */
     uint8_t *rbuf;
@@ -441,7 +444,7 @@ static void conn_set_events(struct conn *c, int in, int out)
         return;
     if (in && !c->rd_eof)
         ev |= EPOLLIN | EPOLLRDHUP;
-    if (out)
+    if (out || c->tls_wantw)
         ev |= EPOLLOUT;
     if (ev == c->ev)
         return;
@@ -558,6 +561,7 @@ static int conn_doomed(struct conn *c)
 
 static void conn_free(struct conn *c)
 {
+    rio__tls_cleanup(&c->tls);
     rio__proto_sess_free(&c->sess);
     rio__free(c->rbuf);
     rio__free(c);
@@ -1473,6 +1477,82 @@ static void conn_step(struct conn *c)
 }
 
 /*
+ * A client without TLS sends a railio frame first ("RIO1"): it gets a TLS
+ * alert it can name (protocol_version, in the clear), once its bytes are
+ * read so that the close does not reset the connection before the alert
+ * arrives. 1 to go on with TLS, 0 to wait for bytes, or an error.
+ */
+static ssize_t conn_tls_plain_peer(struct conn *c)
+{
+    static const uint8_t magic[4] = {'R', 'I', 'O', '1'};
+    static const uint8_t alert[7] = {21, 3, 3, 0, 2, 2, 70};
+    uint8_t b[4];
+    ssize_t r = recv(c->fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
+
+    if (r == 0)
+        return RIO_ECLOSED;
+    if (r < 0)
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+    if (memcmp(b, magic, (size_t)r) != 0) {
+        c->tls_peeked = 1;
+        return 1;
+    }
+    if (r < 4)
+        return 0;
+    while (recv(c->fd, c->rbuf, RBUF_SIZE, MSG_DONTWAIT) > 0)
+        ;
+    (void)send(c->fd, alert, sizeof(alert), MSG_NOSIGNAL | MSG_DONTWAIT);
+    SRV_INFO("plain railio client on a TLS listener peer=%s: closing (the client needs tls=on)",
+             c->peer);
+    return RIO_ETLS;
+}
+
+/*
+ * TLS: finish the handshake, then read. Returns as conn_take; a failed
+ * handshake (a client without TLS, a broken one) is RIO_ETLS, a damaged
+ * record -EPROTO.
+ */
+static ssize_t conn_tls_recv(struct conn *c, uint8_t *dst, size_t n)
+{
+    ssize_t r;
+
+    c->tls_wantw = 0;
+    if (!c->tls_peeked) {
+        r = conn_tls_plain_peer(c);
+        if (r <= 0)
+            return r;
+    }
+    if (!c->tls.done) {
+        char why[256];
+        r = rio__tls_handshake(&c->tls, why, sizeof(why));
+        if (r == RIO_ETLS || r == RIO_ETLSVERIFY) {
+            SRV_INFO("TLS handshake failed peer=%s: %s (a client without tls=on?)", c->peer, why);
+            return r;
+        }
+        if (r < 0 && r != -EAGAIN)
+            return r;
+        if (r == -EAGAIN) {
+            c->tls_wantw = c->tls.want == RIO_TLS_WANT_WRITE;
+            conn_set_events(c, 1, c->oh != NULL);
+            return 0;
+        }
+    }
+    r = rio__tls_read(&c->tls, dst, n);
+    if (r == -EAGAIN) {
+        if (c->tls.want == RIO_TLS_WANT_WRITE) {
+            c->tls_wantw = 1;
+            conn_set_events(c, 1, c->oh != NULL);
+        }
+        return 0;
+    }
+    if (r == -EPROTO)
+        SRV_INFO("TLS record failed its check peer=%s: closing", c->peer);
+    if (r == 0)
+        return RIO_ECLOSED;
+    return r;
+}
+
+/*
  * Take up to want bytes into dst: from the read buffer first, else from the
  * socket (straight into dst for large wants). Returns the count, 0 when the
  * socket has nothing now, RIO_ECLOSED at end of stream or -errno.
@@ -1489,14 +1569,21 @@ static ssize_t conn_take(struct conn *c, uint8_t *dst, size_t want)
         c->rpos += n;
         return (ssize_t)n;
     }
-    if (want >= DIRECT_MIN)
-        r = recv(c->fd, dst, want, 0);
-    else
-        r = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
-    if (r < 0)
-        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
-    if (r == 0)
-        return RIO_ECLOSED;
+    if (c->tls.ssl) {
+        r = conn_tls_recv(c, want >= DIRECT_MIN ? dst : c->rbuf,
+                          want >= DIRECT_MIN ? want : RBUF_SIZE);
+        if (r <= 0)
+            return r;
+    } else {
+        if (want >= DIRECT_MIN)
+            r = recv(c->fd, dst, want, 0);
+        else
+            r = recv(c->fd, c->rbuf, RBUF_SIZE, 0);
+        if (r < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
+        if (r == 0)
+            return RIO_ECLOSED;
+    }
     atomic_fetch_add_explicit(&srv->m.listener_in[c->lis], (uint64_t)r, memory_order_relaxed);
     c->last_active = rio__now_ns();
     if (want >= DIRECT_MIN)
@@ -1583,10 +1670,31 @@ static void conn_done_closing(struct conn *c)
         conn_kill(c, "drained");
 }
 
+/* TLS: send the record it kept. 0 when none is left, 1 when the socket is
+ * full (EPOLLOUT armed), -1 when the connection died. */
+static int conn_tls_flush(struct conn *c)
+{
+    if (!c->tls.ssl || !rio__tls_has_pending_out(&c->tls))
+        return 0;
+    int r = rio__tls_flush(&c->tls);
+    if (r == -EAGAIN) {
+        conn_set_events(c, !conn_should_pause(c), 1);
+        return 1;
+    }
+    if (r < 0) {
+        SRV_DEBUG("send failed peer=%s: %s", c->peer, strerror(-r));
+        conn_kill(c, "send failed");
+        return -1;
+    }
+    return 0;
+}
+
 static void conn_flush(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
 
+    if (conn_tls_flush(c) != 0)
+        return;
     while (c->oh && !c->dead) {
         struct iovec iov[MAX_IOV];
         struct msghdr mh = {0};
@@ -1612,7 +1720,15 @@ static void conn_flush(struct conn *c)
         }
         mh.msg_iov = iov;
         mh.msg_iovlen = (size_t)n;
-        w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (c->tls.ssl) {
+            w = rio__tls_writev(&c->tls, iov, n);
+            if (w < 0) {
+                errno = (int)-w;
+                w = -1;
+            }
+        } else {
+            w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        }
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -1649,15 +1765,15 @@ static void conn_flush(struct conn *c)
                 c->send_deadline = now + frame_budget_ns(srv, c->oh->total);
         }
     }
-    if (c->dead)
+    if (c->dead || conn_tls_flush(c) != 0)
         return;
     conn_done_closing(c);
     if (c->dead)
         return;
     int in = !conn_should_pause(c);
     conn_set_events(c, in, 0);
-    /* Requests already buffered get no readiness event of their own. */
-    if (in && c->rpos < c->rend && !c->pending) {
+    /* Requests already buffered (here or in TLS) get no readiness event of their own. */
+    if (in && (c->rpos < c->rend || (c->tls.ssl && rio__tls_pending_in(&c->tls))) && !c->pending) {
         c->pending = 1;
         c->pnext = c->w->pending;
         c->w->pending = c;
@@ -1674,7 +1790,7 @@ static void conn_event(struct conn *c, uint32_t ev)
         conn_flush(c);
     if (c->dead)
         return;
-    if (ev & (EPOLLIN | EPOLLRDHUP)) {
+    if ((ev & (EPOLLIN | EPOLLRDHUP)) || ((ev & EPOLLOUT) && c->tls_wantw)) {
         conn_read(c);
     } else if (ev & EPOLLHUP) {
         conn_kill(c, "hang-up");
@@ -1867,6 +1983,12 @@ void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
     c->fd = fd;
     c->claim.fd = fd;
     c->lis = listener;
+    if (srv->tls && rio__tls_init(&c->tls, srv->tls, fd, false, NULL) < 0) {
+        SRV_WARN("out of memory for a TLS connection");
+        conn_free(c);
+        close(fd);
+        return;
+    }
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
         rio__srv_addr_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
         peer_ip16(&ss, c->peer_ip);

@@ -56,6 +56,8 @@ static void usage(FILE *f)
            "                            or refuse new uploads with ENOSPC\n"
            "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
            "  --auth-token-file F       require HMAC authentication with the token in F\n"
+           "  --tls-cert F              serve TLS only, with the certificate chain in F (PEM)\n"
+           "  --tls-key F               the private key of --tls-cert (PEM)\n"
            "  --metrics ADDR:PORT       serve Prometheus text on GET /metrics, on its own\n"
            "                            listener (also --metrics-listen)\n"
            "  --threads N               worker threads (default: online CPUs)\n"
@@ -294,6 +296,8 @@ enum {
     OPT_AUTH_FAIL,
     OPT_METRICS_LISTEN,
     OPT_LOG_FILE,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
 };
 
 static const struct option long_opts[] = {
@@ -326,6 +330,8 @@ static const struct option long_opts[] = {
     {"auth-failures", required_argument, NULL, OPT_AUTH_FAIL},
     {"metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN},
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -336,6 +342,7 @@ struct args {
     const char *metrics;
     const char *token_file;
     const char *log_file;
+    const char *tls_cert, *tls_key;
 };
 
 static int bad_value(const char *opt, const char *v)
@@ -403,6 +410,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             break;
         case OPT_LOG_FILE:
             a->log_file = optarg;
+            break;
+        case OPT_TLS_CERT:
+            a->tls_cert = optarg;
+            break;
+        case OPT_TLS_KEY:
+            a->tls_key = optarg;
             break;
         case OPT_METRICS:
         case OPT_METRICS_LISTEN:
@@ -838,6 +851,20 @@ int main(int argc, char **argv)
         ret = 1;
         goto out_sfd;
     }
+    if (!a.tls_cert != !a.tls_key) {
+        SRV_ERR("--tls-cert and --tls-key go together");
+        ret = 1;
+        goto out_token;
+    }
+    if (a.tls_cert) {
+        char why[512];
+        srv->tls = rio__tls_server_ctx(a.tls_cert, a.tls_key, why, sizeof(why));
+        if (!srv->tls) {
+            SRV_ERR("%s", why);
+            ret = 1;
+            goto out_token;
+        }
+    }
     /* The largest upload's checksum list must fit a LOOKUP/COMMIT body. */
     ret = rio__srv_store_init(&srv->store, srv->cfg.memory, srv->cfg.evict_lru, srv->cfg.ttl_ns,
                               srv->cfg.upload_timeout_ns, (srv->cfg.max_body - 64) / 8);
@@ -928,12 +955,13 @@ int main(int argc, char **argv)
         SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
-    SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s max_conns=%u max_depth=%u "
-             "data_dir=%s sync=%s",
+    SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s tls=%s max_conns=%u "
+             "max_depth=%u data_dir=%s sync=%s",
              (unsigned long long)srv->cfg.memory, srv->cfg.prefault ? " (prefaulted)" : "",
              srv->store.evict_lru ? "lru" : "refuse", srv->cfg.threads,
-             srv->cfg.token ? "on" : "off", srv->cfg.max_conns, srv->cfg.max_depth,
-             srv->cfg.data_dir ? srv->cfg.data_dir : "-", srv->cfg.sync ? "on" : "off");
+             srv->cfg.token ? "on" : "off", srv->tls ? "on" : "off", srv->cfg.max_conns,
+             srv->cfg.max_depth, srv->cfg.data_dir ? srv->cfg.data_dir : "-",
+             srv->cfg.sync ? "on" : "off");
 
     serve(srv, sfd);
     ret = 0;
@@ -951,6 +979,7 @@ out_listeners:
     rio__srv_store_cleanup(&srv->store);
     rio__srv_disk_close(srv->disk);
 out_token:
+    rio__tls_ctx_free(srv->tls);
     rio__free(srv->cfg.token);
     while (hup_nretired > 0)
         rio__free(hup_retired[--hup_nretired]);

@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 
 #include "proto/proto.h"
+#include "proto/tls.h"
 
 /* ------------------------------------------------------------------ logs */
 
@@ -485,6 +486,7 @@ struct rio_srv_config {
 
 struct rio_srv {
     struct rio_srv_config cfg;
+    SSL_CTX *tls; /* --tls-cert: every data listener speaks TLS only */
     struct rio_srv_store store;
     struct rio_srv_disk *disk; /* NULL: memory only */
     struct rio_srv_metrics m;

@@ -105,6 +105,7 @@
 #include "core/clock.h"
 #include "core/url.h"
 #include "proto/proto.h"
+#include "proto/tls.h"
 #include "railio.h"
 #include "transport/tcp.h"
 #include "transport/transport.h"
@@ -177,6 +178,7 @@ struct tcp_member {
     pthread_mutex_t ctl_mu;
     /* under ctl_mu */
     int ctl_fd;
+    struct rio__tls ctl_tls; /* tls=on: the control connection's TLS */
     uint32_t ctl_max_body;
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
 };
@@ -224,6 +226,7 @@ enum {
     C_CLOSED = 0,
     C_WAIT, /* waiting for its rail's single-flight dial */
     C_CONNECTING,
+    C_TLS, /* tls=on: the TLS handshake */
     C_HELLO_TX,
     C_HELLO_RX,
     C_AUTH_TX,
@@ -242,6 +245,7 @@ struct tcp_conn {
 
     /* loop only */
     int fd;
+    struct rio__tls tls; /* tls=on: ssl set while connected */
     int state;
     uint32_t epoch; /* bumped per dial: stale epoll events are ignored */
     uint32_t ev;    /* events armed in epoll */
@@ -302,6 +306,9 @@ struct tcp_transport {
     bool keepalive;
     uint8_t *token;
     size_t token_len;
+    SSL_CTX *tls_ctx;      /* tls=on: every connection is TLS */
+    char *tls_name;        /* tls_name=: the name verified instead of the URL host */
+    _Atomic bool tls_said; /* one line on stderr per client for a TLS failure */
     int epfd, evfd;
     uint8_t *discard; /* loop: lazily, for tombstones' bodies */
     _Atomic uint64_t next_id;
@@ -548,6 +555,86 @@ static int sock_error(int fd)
     return -err;
 }
 
+/* ------------------------------------------------------------- plain/TLS */
+
+static int wait_fd(int fd, short events, uint64_t deadline);
+
+/* Send a prefix of iov: the count, or -errno (-EAGAIN: wait, see io_wants). */
+static ssize_t io_send(int fd, struct rio__tls *tls, struct iovec *iov, int n)
+{
+    if (tls->ssl)
+        return rio__tls_writev(tls, iov, n);
+    struct msghdr mh;
+    memset(&mh, 0, sizeof(mh));
+    mh.msg_iov = iov;
+    mh.msg_iovlen = (size_t)n;
+    ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return w < 0 ? -errno : w;
+}
+
+/* Read up to n bytes: the count, 0 at end of stream, or -errno. */
+static ssize_t io_recv(int fd, struct rio__tls *tls, void *p, size_t n)
+{
+    if (tls->ssl)
+        return rio__tls_read(tls, p, n);
+    ssize_t r = recv(fd, p, n, MSG_DONTWAIT);
+    return r < 0 ? -errno : r;
+}
+
+/* What an -EAGAIN of a read (POLLIN) or a write (POLLOUT) waits for: TLS may
+ * need the other direction. */
+static short io_wants(const struct rio__tls *tls, short plain)
+{
+    if (!tls->ssl)
+        return plain;
+    return tls->want == RIO_TLS_WANT_WRITE ? POLLOUT : POLLIN;
+}
+
+/* One line on stderr for the first TLS failure of a client: the reason
+ * (a certificate that failed verification, a peer that speaks no TLS). */
+static void tls_say(struct tcp_transport *t, const char *host, const char *why)
+{
+    if (!atomic_exchange(&t->tls_said, true))
+        fprintf(stderr, "railio: %s (server %s)\n", why, host);
+}
+
+static const char *tls_name_of(const struct tcp_transport *t, const struct tcp_member *m)
+{
+    return t->tls_name ? t->tls_name : m->host;
+}
+
+/* A plain client read a TLS record where a frame header should be. */
+static int plain_got_tls(struct tcp_transport *t, const struct tcp_member *m, const uint8_t *p,
+                         size_t n)
+{
+    if (t->tls_ctx || !rio__tls_looks_like_record(p, n))
+        return 0;
+    tls_say(t, m->host, "the server speaks TLS: connect with tls=on");
+    return RIO_ETLS;
+}
+
+/* TLS on a connected fd, handshake done by deadline (control connections). */
+static int blk_tls(struct tcp_transport *t, const struct tcp_member *m, int fd,
+                   struct rio__tls *tls, uint64_t deadline)
+{
+    char why[256];
+    int ret = rio__tls_init(tls, t->tls_ctx, fd, true, tls_name_of(t, m));
+    while (ret == 0) {
+        struct rio__tls_sigguard g;
+        rio__tls_sig_block(&g);
+        ret = rio__tls_handshake(tls, why, sizeof(why));
+        rio__tls_sig_restore(&g);
+        if (ret != -EAGAIN)
+            break;
+        ret = wait_fd(fd, io_wants(tls, POLLIN), deadline);
+    }
+    if (ret == RIO_ETLS || ret == RIO_ETLSVERIFY)
+        tls_say(t, m->host, why);
+    if (ret < 0)
+        rio__tls_cleanup(tls);
+    return ret == -EPROTO ? RIO_EPROTO : ret;
+}
+
 /* -------------------------------------------------------------- handshake */
 
 struct hs_info {
@@ -732,28 +819,24 @@ static int wait_fd(int fd, short events, uint64_t deadline)
 }
 
 /* Send every byte of iov (which is consumed) by deadline. */
-static int blk_send(int fd, struct iovec *iov, int n, uint64_t deadline)
+static int blk_send_iov(int fd, struct rio__tls *tls, struct iovec *iov, int n, uint64_t deadline)
 {
     while (n > 0 && iov->iov_len == 0) {
         iov++;
         n--;
     }
-    while (n > 0) {
-        struct msghdr mh;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = iov;
-        mh.msg_iovlen = (size_t)n;
-        ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (n > 0 || (tls->ssl && rio__tls_has_pending_out(tls))) {
+        ssize_t w = n > 0 ? io_send(fd, tls, iov, n) : rio__tls_flush(tls);
         if (w < 0) {
-            if (errno == EINTR)
+            if (w == -EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int r = wait_fd(fd, POLLOUT, deadline);
+            if (w == -EAGAIN) {
+                int r = wait_fd(fd, io_wants(tls, POLLOUT), deadline);
                 if (r < 0)
                     return r;
                 continue;
             }
-            return -errno;
+            return (int)w;
         }
         size_t left = (size_t)w;
         while (n > 0 && left >= iov->iov_len) {
@@ -769,28 +852,55 @@ static int blk_send(int fd, struct iovec *iov, int n, uint64_t deadline)
     return 0;
 }
 
-static int blk_recv(int fd, void *buf, size_t n, uint64_t deadline)
+static int blk_recv_raw(int fd, struct rio__tls *tls, void *buf, size_t n, uint64_t deadline)
 {
     size_t got = 0;
 
     while (got < n) {
-        ssize_t r = recv(fd, (uint8_t *)buf + got, n - got, MSG_DONTWAIT);
+        ssize_t r = io_recv(fd, tls, (uint8_t *)buf + got, n - got);
         if (r == 0)
             return -ECONNRESET;
         if (r < 0) {
-            if (errno == EINTR)
+            if (r == -EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                int w = wait_fd(fd, POLLIN, deadline);
+            if (r == -EAGAIN) {
+                int w = wait_fd(fd, io_wants(tls, POLLIN), deadline);
                 if (w < 0)
                     return w;
                 continue;
             }
-            return -errno;
+            return (int)r;
         }
         got += (size_t)r;
     }
     return 0;
+}
+
+/* The same, with SIGPIPE held off around OpenSSL (tls.h). */
+static int blk_send(int fd, struct rio__tls *tls, struct iovec *iov, int n, uint64_t deadline)
+{
+    struct rio__tls_sigguard g;
+    int ret;
+
+    if (!tls->ssl)
+        return blk_send_iov(fd, tls, iov, n, deadline);
+    rio__tls_sig_block(&g);
+    ret = blk_send_iov(fd, tls, iov, n, deadline);
+    rio__tls_sig_restore(&g);
+    return ret;
+}
+
+static int blk_recv(int fd, struct rio__tls *tls, void *buf, size_t n, uint64_t deadline)
+{
+    struct rio__tls_sigguard g;
+    int ret;
+
+    if (!tls->ssl)
+        return blk_recv_raw(fd, tls, buf, n, deadline);
+    rio__tls_sig_block(&g);
+    ret = blk_recv_raw(fd, tls, buf, n, deadline);
+    rio__tls_sig_restore(&g);
+    return ret;
 }
 
 /*
@@ -798,27 +908,35 @@ static int blk_recv(int fd, void *buf, size_t n, uint64_t deadline)
  * bytes (RIO_PROTO_CTRL_MAX for an error status), into *body (rio__malloc,
  * NULL when empty). Any error leaves the connection unusable.
  */
-static int blk_recv_frame(int fd, struct rio_proto_sess *sess, uint8_t op, uint64_t id,
-                          uint64_t cap, struct rio_proto_hdr *h, uint8_t **body, uint64_t deadline)
+static int blk_recv_frame(struct tcp_transport *t, const struct tcp_member *m, int fd,
+                          struct rio__tls *tls, struct rio_proto_sess *sess, uint8_t op,
+                          uint64_t id, uint64_t cap, struct rio_proto_hdr *h, uint8_t **body,
+                          uint64_t deadline)
 {
-    uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint8_t hb[RIO_PROTO_HDR_LEN] = {0};
     uint32_t ctl, data;
     int ret;
 
     *body = NULL;
-    ret = blk_recv(fd, hb, sizeof(hb), deadline);
+    ret = blk_recv(fd, tls, hb, sizeof(hb), deadline);
+    if (ret == -EPROTO)
+        return RIO_EPROTO; /* a TLS record failed its check */
     if (ret < 0)
-        return ret;
+        return plain_got_tls(t, m, hb, sizeof(hb)) ?: ret;
     ret = rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h);
     if (ret == RIO_EVERSION)
         return ret;
+    if (ret < 0 && plain_got_tls(t, m, hb, sizeof(hb)))
+        return RIO_ETLS;
     if (ret < 0 || resp_check(h, op, id) < 0 || rio__proto_layout(h, &ctl, &data) < 0 ||
         data != 0 || ctl > cap)
         return RIO_EPROTO;
     *body = rio__malloc(h->body_len);
     if (!*body)
         return -ENOMEM;
-    ret = blk_recv(fd, *body, h->body_len, deadline);
+    ret = blk_recv(fd, tls, *body, h->body_len, deadline);
+    if (ret == -EPROTO)
+        ret = RIO_EPROTO;
     if (ret == 0 && rio__proto_rx_check(sess, hb, *body, ctl, *body + ctl) < 0)
         ret = RIO_EPROTO; /* frame check failed */
     if (ret < 0) {
@@ -831,20 +949,21 @@ static int blk_recv_frame(int fd, struct rio_proto_sess *sess, uint8_t op, uint6
 }
 
 /* One request and its answer on a blocking connection. */
-static int blk_exchange(int fd, struct rio_proto_sess *sess, const uint8_t *req, size_t len,
-                        uint8_t op, uint64_t id, struct rio_proto_hdr *h, uint8_t **body,
-                        uint64_t deadline)
+static int blk_exchange(struct tcp_transport *t, const struct tcp_member *m, int fd,
+                        struct rio__tls *tls, struct rio_proto_sess *sess, const uint8_t *req,
+                        size_t len, uint8_t op, uint64_t id, struct rio_proto_hdr *h,
+                        uint8_t **body, uint64_t deadline)
 {
     struct iovec iov = {.iov_base = (void *)req, .iov_len = len};
-    int ret = blk_send(fd, &iov, 1, deadline);
+    int ret = blk_send(fd, tls, &iov, 1, deadline);
     if (ret < 0)
         return ret;
-    return blk_recv_frame(fd, sess, op, id, RIO_PROTO_CTRL_MAX, h, body, deadline);
+    return blk_recv_frame(t, m, fd, tls, sess, op, id, RIO_PROTO_CTRL_MAX, h, body, deadline);
 }
 
-/* Dial and greet on a blocking connection; fd and the HELLO's facts out. */
-static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs_info *hi,
-                    struct rio_proto_sess *sess, int *out)
+/* Dial and greet on a blocking connection; fd (and its TLS) and the HELLO's facts out. */
+static int blk_dial(struct tcp_transport *t, const struct tcp_member *m, const struct tcp_rail *r,
+                    struct hs_info *hi, struct rio_proto_sess *sess, struct rio__tls *tls, int *out)
 {
     uint64_t deadline = rio__now_ns() + (uint64_t)t->connect_ms * NS_PER_MS;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], buf[TCP_HS_MAX], *body = NULL;
@@ -866,10 +985,16 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
         if (ret < 0)
             goto err;
     }
+    if (t->tls_ctx) {
+        ret = blk_tls(t, m, fd, tls, deadline);
+        if (ret < 0)
+            goto err;
+    }
     rio__proto_sess_free(sess);
     id = next_id(t);
     len = hs_hello(id, cnonce, buf);
-    ret = len ? blk_exchange(fd, sess, buf, len, RIO_OP_HELLO, id, &h, &body, deadline) : -ENOMEM;
+    ret = len ? blk_exchange(t, m, fd, tls, sess, buf, len, RIO_OP_HELLO, id, &h, &body, deadline)
+              : -ENOMEM;
     if (ret == 0)
         ret = hs_on_hello(t, &h, body, hi);
     rio__free(body);
@@ -880,7 +1005,8 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
         id = next_id(t);
         len = hs_auth(t, sess, id, hi->snonce, cnonce, buf);
         ret =
-            len ? blk_exchange(fd, sess, buf, len, RIO_OP_AUTH, id, &h, &body, deadline) : -ENOMEM;
+            len ? blk_exchange(t, m, fd, tls, sess, buf, len, RIO_OP_AUTH, id, &h, &body, deadline)
+                : -ENOMEM;
         if (ret == 0)
             ret = hs_on_auth(t, sess, &h, body, cnonce, hi->snonce);
         rio__free(body);
@@ -891,12 +1017,14 @@ static int blk_dial(struct tcp_transport *t, const struct tcp_rail *r, struct hs
     return 0;
 err:
     rio__proto_sess_free(sess);
+    rio__tls_cleanup(tls);
     close(fd);
     return ret;
 }
 
 static void ctl_close_locked(struct tcp_member *m)
 {
+    rio__tls_cleanup(&m->ctl_tls);
     if (m->ctl_fd >= 0)
         close(m->ctl_fd);
     m->ctl_fd = -1;
@@ -909,6 +1037,8 @@ static bool ctl_stale_locked(const struct tcp_member *m)
     struct pollfd p = {.fd = m->ctl_fd, .events = POLLIN};
     uint8_t b;
 
+    if (m->ctl_tls.ssl && rio__tls_pending_in(&m->ctl_tls))
+        return true;
     if (poll(&p, 1, 0) <= 0)
         return false;
     ssize_t r = recv(m->ctl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -920,7 +1050,7 @@ static int ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct
     struct hs_info local;
     int fd, ret;
 
-    ret = blk_dial(t, &m->url, hi ? hi : &local, &m->ctl_sess, &fd);
+    ret = blk_dial(t, m, &m->url, hi ? hi : &local, &m->ctl_sess, &m->ctl_tls, &fd);
     if (ret < 0)
         return ret;
     m->ctl_fd = fd;
@@ -1025,10 +1155,10 @@ static int ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const st
             if (ret == 0 && sent)
                 *sent = true;
             if (ret == 0)
-                ret = blk_send(m->ctl_fd, iov, rq->niov + 2, deadline);
+                ret = blk_send(m->ctl_fd, &m->ctl_tls, iov, rq->niov + 2, deadline);
             if (ret == 0)
-                ret = blk_recv_frame(m->ctl_fd, &m->ctl_sess, rq->op, id, rq->resp_cap, h, body,
-                                     deadline);
+                ret = blk_recv_frame(t, m, m->ctl_fd, &m->ctl_tls, &m->ctl_sess, rq->op, id,
+                                     rq->resp_cap, h, body, deadline);
             if (ret == 0 && h->status == 0 && rq->check && rq->check(*body, h->body_len) < 0) {
                 rio__free(*body);
                 *body = NULL;
@@ -1523,6 +1653,8 @@ static void conn_update_events(struct tcp_transport *t, struct tcp_conn *cn)
 
     if (cn->state == C_CONNECTING)
         ev = EPOLLOUT;
+    else if (cn->state == C_TLS)
+        ev = cn->tls.want == RIO_TLS_WANT_WRITE ? EPOLLOUT : EPOLLIN;
     else if (cn->out_blocked)
         ev |= EPOLLOUT;
     conn_set_events(t, cn, ev);
@@ -1540,6 +1672,7 @@ static void ctr_add(struct tcp_transport *t, uint64_t *field, int64_t delta)
 /* Close the socket and reset the stream state; the slots stay where they are. */
 static void conn_close_fd(struct tcp_transport *t, struct tcp_conn *cn)
 {
+    rio__tls_cleanup(&cn->tls);
     if (cn->fd >= 0) {
         (void)epoll_ctl(t->epfd, EPOLL_CTL_DEL, cn->fd, NULL);
         close(cn->fd);
@@ -1768,18 +1901,20 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
 /* Send what is left of the handshake frame. */
 static int conn_hs_flush(struct tcp_transport *t, struct tcp_conn *cn)
 {
-    while (cn->hs_off < cn->hs_len) {
+    while (cn->hs_off < cn->hs_len || (cn->tls.ssl && rio__tls_has_pending_out(&cn->tls))) {
+        struct iovec iov = {.iov_base = cn->hs + cn->hs_off,
+                            .iov_len = (size_t)(cn->hs_len - cn->hs_off)};
         ssize_t w =
-            send(cn->fd, cn->hs + cn->hs_off, cn->hs_len - cn->hs_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+            cn->hs_off < cn->hs_len ? io_send(cn->fd, &cn->tls, &iov, 1) : rio__tls_flush(&cn->tls);
         if (w < 0) {
-            if (errno == EINTR)
+            if (w == -EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (w == -EAGAIN) {
                 cn->out_blocked = true;
                 conn_update_events(t, cn);
                 return 0;
             }
-            return -errno;
+            return (int)w;
         }
         cn->hs_off += (uint16_t)w;
     }
@@ -1808,6 +1943,35 @@ static int conn_start_hs(struct tcp_transport *t, struct tcp_conn *cn)
     return conn_hs_flush(t, cn);
 }
 
+/* Drive the TLS handshake; the protocol's handshake follows it. */
+static int conn_tls_step(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    char why[256];
+    int ret = rio__tls_handshake(&cn->tls, why, sizeof(why));
+
+    if (ret == -EAGAIN) {
+        conn_update_events(t, cn);
+        return 0;
+    }
+    if (ret == RIO_ETLS || ret == RIO_ETLSVERIFY)
+        tls_say(t, cn->m->host, why);
+    if (ret < 0)
+        return ret;
+    return conn_start_hs(t, cn);
+}
+
+/* The TCP connection is up: TLS first when on, then HELLO. */
+static int conn_connected(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    if (!t->tls_ctx)
+        return conn_start_hs(t, cn);
+    int ret = rio__tls_init(&cn->tls, t->tls_ctx, cn->fd, true, tls_name_of(t, cn->m));
+    if (ret < 0)
+        return ret;
+    cn->state = C_TLS;
+    return conn_tls_step(t, cn);
+}
+
 static int conn_dial(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     int fd, ret;
@@ -1827,7 +1991,7 @@ static int conn_dial(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
         return -errno;
     cn->ev = EPOLLOUT;
     if (ret == 0)
-        return conn_start_hs(t, cn);
+        return conn_connected(t, cn);
     return 0;
 }
 
@@ -1841,6 +2005,17 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
 {
     struct iovec iov[TCP_IOV_MAX];
 
+    if (cn->tls.ssl) {
+        /* A record TLS kept goes before anything else. */
+        int r = rio__tls_flush(&cn->tls);
+        if (r == -EAGAIN) {
+            cn->out_blocked = true;
+            conn_update_events(t, cn);
+            return 0;
+        }
+        if (r < 0)
+            return r;
+    }
     for (;;) {
         unsigned inflight = cn->wq.n;
         uint64_t off = cn->sq_off;
@@ -1884,19 +2059,15 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
         }
         if (n == 0)
             break;
-        struct msghdr mh;
-        memset(&mh, 0, sizeof(mh));
-        mh.msg_iov = iov;
-        mh.msg_iovlen = (size_t)n;
-        ssize_t w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t w = io_send(cn->fd, &cn->tls, iov, n);
         if (w < 0) {
-            if (errno == EINTR)
+            if (w == -EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (w == -EAGAIN) {
                 cn->out_blocked = true;
                 break;
             }
-            return -errno;
+            return (int)w;
         }
         cn->last_progress_ns = now;
         atomic_fetch_add_explicit(&t->bytes_out, (uint64_t)w, memory_order_relaxed);
@@ -1923,6 +2094,13 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
             cn->out_blocked = true;
             break;
         }
+    }
+    if (cn->tls.ssl && !cn->out_blocked) {
+        int r = rio__tls_flush(&cn->tls);
+        if (r == -EAGAIN)
+            cn->out_blocked = true;
+        else if (r < 0)
+            return r;
     }
     conn_update_events(t, cn);
     return 0;
@@ -2017,6 +2195,8 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
     ret = rio__proto_hdr_decode(cn->rx_hdr, RIO_PROTO_BODY_CAP, h);
     if (ret == RIO_EVERSION)
         return ret;
+    if (ret < 0 && plain_got_tls(t, cn->m, cn->rx_hdr, RIO_PROTO_HDR_LEN))
+        return RIO_ETLS;
     if (ret < 0 || !(h->flags & RIO_PF_RESPONSE) || rio__proto_layout(h, &ctl, &data) < 0)
         return RIO_EPROTO; /* poisons the connection (conn_event) */
     cn->rx_got = 0;
@@ -2131,6 +2311,8 @@ static int conn_on_eof(struct tcp_transport *t, struct tcp_conn *cn)
         conn_close_fd(t, cn);
         return 1;
     }
+    if (cn->rx_mode == RX_HDR && plain_got_tls(t, cn->m, cn->rx_hdr, cn->rx_hdr_got))
+        return RIO_ETLS;
     return -ECONNRESET;
 }
 
@@ -2139,7 +2321,10 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     uint64_t budget = TCP_RECV_BUDGET;
 
-    while (budget > 0) {
+    /* TLS may hold decrypted bytes no readiness event will announce: they
+     * are taken past the budget. */
+    while (budget > 0 || (cn->tls.ssl && rio__tls_pending_in(&cn->tls))) {
+        uint64_t cap = budget ? budget : RIO_TLS_RECORD;
         void *p;
         size_t want;
 
@@ -2151,7 +2336,7 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
         case RX_DST:
             /* rx_len == io->len (checked on the header): never past dst's end */
             p = (uint8_t *)cn->rx_slot->io->dst + cn->rx_got;
-            want = (size_t)min_u64(cn->rx_len - cn->rx_got, budget);
+            want = (size_t)min_u64(cn->rx_len - cn->rx_got, cap);
             break;
         case RX_DISCARD:
             p = t->discard;
@@ -2162,15 +2347,20 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
             want = (size_t)(cn->rx_len - cn->rx_got);
             break;
         }
-        ssize_t r = recv(cn->fd, p, want, MSG_DONTWAIT);
+        ssize_t r = io_recv(cn->fd, &cn->tls, p, want);
         if (r == 0)
             return conn_on_eof(t, cn);
         if (r < 0) {
-            if (errno == EINTR)
+            if (r == -EINTR)
                 continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
+            if (r == -EAGAIN) {
+                if (cn->tls.ssl && cn->tls.want == RIO_TLS_WANT_WRITE && !cn->out_blocked) {
+                    cn->out_blocked = true;
+                    conn_update_events(t, cn);
+                }
                 return 0;
-            return -errno;
+            }
+            return (int)r;
         }
         cn->last_progress_ns = now;
         atomic_fetch_add_explicit(&t->bytes_in, (uint64_t)r, memory_order_relaxed);
@@ -2207,7 +2397,13 @@ static void conn_event(struct tcp_transport *t, struct tcp_conn *cn, uint32_t ev
             return;
         ret = sock_error(cn->fd);
         if (ret == 0)
-            ret = conn_start_hs(t, cn);
+            ret = conn_connected(t, cn);
+        if (ret < 0)
+            dial_failed(t, cn, ret, now);
+        return;
+    }
+    if (cn->state == C_TLS) {
+        ret = conn_tls_step(t, cn);
         if (ret < 0)
             dial_failed(t, cn, ret, now);
         return;
@@ -2367,6 +2563,7 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
         }
         switch (cn->state) {
         case C_CONNECTING:
+        case C_TLS:
         case C_HELLO_TX:
         case C_HELLO_RX:
         case C_AUTH_TX:
@@ -2427,9 +2624,24 @@ static void poke_locked(struct tcp_transport *t)
     while (r < 0 && errno == EINTR);
 }
 
+static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms);
+
 static int tcp_reap(struct rio_transport *tt, int timeout_ms)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct rio__tls_sigguard g;
+    int ret;
+
+    if (!t->tls_ctx)
+        return tcp_reap_loop(t, timeout_ms);
+    rio__tls_sig_block(&g);
+    ret = tcp_reap_loop(t, timeout_ms);
+    rio__tls_sig_restore(&g);
+    return ret;
+}
+
+static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms)
+{
     struct epoll_event evs[TCP_EVENTS];
     uint64_t now = rio__now_ns();
     uint64_t deadline = timeout_ms < 0 ? NEVER : now + (uint64_t)timeout_ms * NS_PER_MS;
@@ -2851,6 +3063,52 @@ err:
     return ret;
 }
 
+static int parse_onoff(const char *s, bool *out)
+{
+    if (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no"))
+        *out = false;
+    else if (!strcmp(s, "1") || !strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes"))
+        *out = true;
+    else
+        return RIO_EINVAL;
+    return 0;
+}
+
+/* tls=on|off (RIO_TLS), tls_ca=FILE (RIO_TLS_CA), tls_verify=on|off, tls_name=NAME. */
+static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
+{
+    const char *s, *ca;
+    bool verify = true;
+    char why[256];
+
+    /* tls= and RIO_TLS are resolved with the other options (options.c). */
+    if ((s = rio__url_param(u, "tls_verify")) && parse_onoff(s, &verify) < 0) {
+        fprintf(stderr, "railio: tls_verify=%s: want on or off\n", s);
+        return RIO_EINVAL;
+    }
+    ca = rio__url_param(u, "tls_ca");
+    if (!ca)
+        ca = getenv("RIO_TLS_CA");
+    if (ca && !*ca)
+        ca = NULL;
+    if ((s = rio__url_param(u, "tls_name")) && *s) {
+        if (strlen(s) > 255)
+            return RIO_EINVAL;
+        t->tls_name = rio__malloc(strlen(s) + 1);
+        if (!t->tls_name)
+            return -ENOMEM;
+        strcpy(t->tls_name, s);
+    }
+    if (t->o.tls != 1)
+        return 0;
+    t->tls_ctx = rio__tls_client_ctx(ca, verify, why, sizeof(why));
+    if (!t->tls_ctx) {
+        fprintf(stderr, "railio: %s\n", why);
+        return RIO_ETLS;
+    }
+    return 0;
+}
+
 static int parse_params(struct tcp_transport *t, const struct rio_url *u)
 {
     const char *s;
@@ -2893,6 +3151,9 @@ static int parse_params(struct tcp_transport *t, const struct rio_url *u)
         else if (strcmp(s, "1") && strcmp(s, "on") && strcmp(s, "true") && strcmp(s, "yes"))
             return RIO_EINVAL;
     }
+    ret = parse_tls(t, u);
+    if (ret < 0)
+        return ret;
     const char *tok = rio__url_param(u, "token");
     const char *tokf = rio__url_param(u, "token_file");
     if (!tok && !tokf)
@@ -2925,6 +3186,7 @@ static void tcp_close(struct rio_transport *tt)
         return;
     for (unsigned i = 0; i < t->nconns; i++) {
         struct tcp_conn *cn = &t->conns[i];
+        rio__tls_cleanup(&cn->tls);
         if (cn->fd >= 0)
             close(cn->fd);
         rio__free(cn->ctrl);
@@ -2955,6 +3217,8 @@ static void tcp_close(struct rio_transport *tt)
         OPENSSL_cleanse(t->token, t->token_len);
         rio__free(t->token);
     }
+    rio__tls_ctx_free(t->tls_ctx);
+    rio__free(t->tls_name);
     rio__free(t->discard);
     rio__free(t->conns);
     rio__free(t->members);

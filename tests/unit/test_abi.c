@@ -102,7 +102,9 @@ TEST(growable_structs_keep_their_size)
     T_EQ(sizeof(struct rio_options), 152);
     T_EQ(sizeof(struct rio_call), 112);
     T_EQ(sizeof(struct rio_stats), 1616);
-    T_EQ(sizeof(((struct rio_options *)0)->reserved), 64);
+    /* tls (4 bytes) and reserved32 took the first reserved word */
+    T_EQ(sizeof(((struct rio_options *)0)->reserved), 56);
+    T_EQ(offsetof(struct rio_options, tls) + 8, offsetof(struct rio_options, reserved));
     T_EQ(sizeof(((struct rio_call *)0)->reserved), 64);
     T_EQ(sizeof(((struct rio_stats *)0)->reserved), 120);
 }

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 240 */
+/*
+ * railio:// with tls=on against railiod --tls-cert/--tls-key: a CA and a
+ * server certificate (for 127.0.0.1 and localhost) made with the openssl
+ * command in the server's temporary directory. Bytes arrive exact over two
+ * paths; a plain client and a TLS server (either way round), a wrong CA and a
+ * wrong name each fail at once with an error that names TLS, never a silent
+ * fallback to plain TCP; a byte flipped in a TLS record is a damaged
+ * connection that the engine retries (0 wrong bytes).
+ */
+#include <sys/stat.h>
+
+#include "../harness/mitm_env.h"
+#include "tcp_util.h"
+
+#define BIG (64u * 1024u * 1024u)
+
+struct pki {
+    char ca[256], cert[256], key[256], other_ca[256];
+};
+
+static void sh(const char *cmd)
+{
+    int r = system(cmd);
+    if (r != 0)
+        T_FAIL("%s: exit %d", cmd, r);
+}
+
+/* A CA, a server certificate it signs, and a second CA that signs nothing. */
+static void make_pki(const char *dir, struct pki *p)
+{
+    char cmd[2048];
+
+    if (system("openssl version >/dev/null 2>&1") != 0)
+        T_SKIP("no openssl command (Debian package openssl) to make certificates");
+    snprintf(p->ca, sizeof(p->ca), "%s/ca.pem", dir);
+    snprintf(p->cert, sizeof(p->cert), "%s/srv.pem", dir);
+    snprintf(p->key, sizeof(p->key), "%s/srv.key", dir);
+    snprintf(p->other_ca, sizeof(p->other_ca), "%s/other-ca.pem", dir);
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+             "-keyout ca.key -out ca.pem -days 2 -subj /CN=railio-test-ca "
+             "-addext basicConstraints=critical,CA:TRUE 2>/dev/null && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+             "-keyout other-ca.key -out other-ca.pem -days 2 -subj /CN=railio-other-ca "
+             "-addext basicConstraints=critical,CA:TRUE 2>/dev/null && "
+             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+             "-keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null && "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' "
+             "> srv.ext && "
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out srv.pem -days 2 -extfile srv.ext 2>/dev/null",
+             dir);
+    sh(cmd);
+}
+
+/* The files make_pki left in dir (srv_stop then removes the directory). */
+static void pki_remove(const char *dir)
+{
+    static const char *const files[] = {"ca.key",       "ca.pem",       "ca.srl",
+                                        "other-ca.key", "other-ca.pem", "srv.key",
+                                        "srv.csr",      "srv.ext",      "srv.pem"};
+    char path[256];
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+}
+
+/* Stop a server start_tls started, its certificates gone first. */
+static int stop_tls(struct srv_env *e)
+{
+    pki_remove(e->dir);
+    return srv_stop(e);
+}
+
+/* A TLS server with two listeners (two paths). */
+static void start_tls(struct srv_env *e, struct pki *p)
+{
+    setenv("SRV_LOG_FILE", "1", 1);
+    srv_prepare(e);
+    make_pki(e->dir, p);
+    const char *args[] = {"--tls-cert",         p->cert, "--tls-key", p->key, "--memory", "512M",
+                          "--progress-timeout", "2s",    NULL};
+    srv_start_listen(e, "127.0.0.1:0,127.0.0.1:0", args);
+}
+
+/* rio_client_new's result for url, and that it came within 3 s. */
+static int open_fails(const char *url, struct rio_client **c)
+{
+    struct rio_options o;
+    tu_opts(&o);
+    o.op_timeout_ms = 2000;
+    uint64_t t0 = t_now_ms();
+    int r = rio_client_new(url, &o, c);
+    T_LT(t_now_ms() - t0, 3000u);
+    return r;
+}
+
+TEST(put_get_64m_two_paths)
+{
+    struct srv_env e;
+    struct pki p;
+    struct rio_options o;
+    struct tu u;
+    char url[1024];
+
+    start_tls(&e, &p);
+    T_EQ(e.naddr, 2u);
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.ca);
+    tu_opts(&o);
+    o.chunk_size = 1u << 20;
+    tu_open(&u, url, &o);
+    uint8_t *data = tu_pattern(BIG, 0x715);
+    uint8_t *got = malloc(BIG);
+    T_NOTNULL(got);
+    T_OK(rio_put(u.c, "big", data, BIG, NULL, NULL));
+    memset(got, 0, BIG);
+    T_EQ(rio_get(u.c, "big", got, BIG, NULL), (int64_t)BIG);
+    T_MEMEQ(got, data, BIG);
+    /* Both paths carried data: every rail is TLS (the server speaks nothing else). */
+    struct rio_stats st;
+    memset(&st, 0, sizeof(st));
+    struct rio_call call = {.stats = &st};
+    T_EQ(rio_get(u.c, "big", got, BIG, &call), (int64_t)BIG);
+    T_EQ(st.npaths, 2u);
+    T_GT(st.path[0].bytes, 0u);
+    T_GT(st.path[1].bytes, 0u);
+    T_MEMEQ(got, data, BIG);
+    tu_close(&u);
+    free(data);
+    free(got);
+    T_EQ(stop_tls(&e), 0);
+}
+
+TEST(plain_client_fails_clearly)
+{
+    struct srv_env e;
+    struct pki p;
+    struct rio_client *c = NULL;
+    char url[512];
+
+    start_tls(&e, &p);
+    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_ETLS);
+    T_NULL(c);
+    T_GE(srv_log_count(&e, "plain railio client on a TLS listener"), 1u);
+    T_EQ(stop_tls(&e), 0);
+}
+
+TEST(tls_client_against_plain_server)
+{
+    struct srv_env e;
+    struct rio_client *c = NULL;
+    char url[512];
+
+    srv_start(&e, NULL);
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_ETLS);
+    T_NULL(c);
+    T_EQ(srv_stop(&e), 0);
+}
+
+TEST(wrong_ca_wrong_name_and_verify_off)
+{
+    struct srv_env e;
+    struct pki p;
+    struct rio_client *c = NULL;
+    struct rio_options o;
+    struct tu u;
+    char url[1024];
+
+    start_tls(&e, &p);
+    /* Signed by another CA. */
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
+    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
+    /* The system store does not know the test CA. */
+    snprintf(url, sizeof(url), "railio://%s?tls=on", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
+    /* The right CA, the wrong name. */
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=other.example", e.addr[0],
+             p.ca);
+    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
+    T_NULL(c);
+    /* The name the certificate has, instead of the URL's IP address. */
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=localhost", e.addr[0], p.ca);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "k", 300000, 7);
+    tu_close(&u);
+    /* tls_verify=off: for tests only, encrypted but anyone's certificate. */
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
+    /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca= ... */
+    setenv("RIO_TLS", "on", 1);
+    setenv("RIO_TLS_CA", p.ca, 1);
+    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
+    unsetenv("RIO_TLS");
+    /* ... and struct rio_options' tls field. */
+    o.tls = 1;
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
+    /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
+    o.tls = 0;
+    snprintf(url, sizeof(url), "railio://%s?tls=off", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_ETLS);
+    unsetenv("RIO_TLS_CA");
+    snprintf(url, sizeof(url), "railio://%s?tls=maybe", e.addr[0]);
+    T_ERR(open_fails(url, &c), RIO_EINVAL);
+    T_EQ(stop_tls(&e), 0);
+}
+
+/* One byte flipped in the Nth server-to-client read of the proxy, wherever
+ * it lands (a handshake flight or a record of data): a damaged TLS
+ * connection, retried; never wrong bytes. */
+TEST(flipped_record_is_retried)
+{
+    struct srv_env e;
+    struct pki p;
+    char url[1024];
+    const size_t n = 4u * TU_CHUNK + 1000;
+    uint8_t *data = tu_pattern(n, 0xf11b);
+    uint8_t *got = malloc(n);
+    uint64_t healed = 0;
+
+    start_tls(&e, &p);
+    for (int nth = 1; nth <= 6; nth++) {
+        struct mitm_env m;
+        struct rio_options o;
+        struct rio_client *c = NULL;
+        char nths[8], key[16];
+        snprintf(nths, sizeof(nths), "%d", nth);
+        snprintf(key, sizeof(key), "flip-%d", nth);
+        const char *args[] = {"--proto", "raw",   "--mode", "flip", "--dir",
+                              "s2c",     "--nth", nths,     NULL};
+        mitm_start(&m, e.addr[0], args);
+        snprintf(url, sizeof(url),
+                 "railio://%s?rails=%s,%s&tls=on&tls_ca=%s&progress_timeout=1s&connect_timeout=2s",
+                 m.addr, m.addr, m.addr, p.ca);
+        tu_opts(&o);
+        o.op_timeout_ms = 2000;
+        o.deadline_ms = 15000;
+        T_OK(rio_client_new(url, &o, &c));
+        T_OK(rio_put(c, key, data, n, NULL, NULL));
+        memset(got, 0, n);
+        T_EQ(rio_get(c, key, got, n, NULL), (int64_t)n);
+        T_MEMEQ(got, data, n);
+        struct rio__tcp_counters k = tu_tcp(c);
+        healed += k.dial_failures + k.conn_failures + k.ctl_retries;
+        rio_client_destroy(c);
+        T_EQ(mitm_faults(&m), 1);
+        mitm_stop(&m);
+    }
+    /* The flips broke connections (a record or a handshake that failed its
+     * check), which were tried again; the right bytes are stored. */
+    fprintf(stderr, "%llu failed connections or exchanges healed by retries\n",
+            (unsigned long long)healed);
+    T_GE(healed, 6u);
+    struct rio_options o;
+    struct tu u;
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.ca);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    for (int nth = 1; nth <= 6; nth++) {
+        char key[16];
+        snprintf(key, sizeof(key), "flip-%d", nth);
+        memset(got, 0, n);
+        T_EQ(rio_get(u.c, key, got, n, NULL), (int64_t)n);
+        T_MEMEQ(got, data, n);
+    }
+    tu_close(&u);
+    free(data);
+    free(got);
+    T_EQ(stop_tls(&e), 0);
+}
