@@ -546,9 +546,11 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
     double ceil_first = ceiling ? iperf3_bps((unsigned)ceiling_secs, why, sizeof(why)) : 0;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
+    char shown[1024];
+    rio_cli_url_safe(base, shown, sizeof(shown)); /* the results never carry the token */
     if (json) {
         printf("{\"bench\":\"railio\",\"setup\":{\"url\":");
-        rio_cli_json_str(stdout, base);
+        rio_cli_json_str(stdout, shown);
         printf(",\"chunk_bytes\":%" PRIu64 ",\"secs_per_row\":%.2f,\"repeat\":%d,\"cores\":%ld},"
                "\"ceilings\":{\"iperf3_single_stream_bps\":%.0f,\"iperf3\":",
                chunk, secs, repeat, ncpu, ceil_first);
@@ -557,7 +559,7 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
     } else {
         char hc[32];
         rio_cli_human(hc, sizeof(hc), (double)chunk);
-        printf("railio bench: %s, %s chunks, %.1f s per row, %d run(s) per row, %ld cores\n", base,
+        printf("railio bench: %s, %s chunks, %.1f s per row, %d run(s) per row, %ld cores\n", shown,
                hc, secs, repeat, ncpu);
         printf("ceilings measured now: memcpy %.0f MB/s, xxh3 %.0f MB/s (one core)", memcpy_mbps,
                xxh_mbps);

@@ -28,6 +28,10 @@ int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
 int rio_cli_sibling(const char *name, char *out, size_t cap);
 /* Write s to f as a JSON string literal, quotes included. */
 void rio_cli_json_str(FILE *f, const char *s);
+/* url for a message: the value of every secret query parameter (token=) and
+ * a password in user:password@ replaced by "***" (a message or a log never
+ * shows a secret); out, truncated to cap. */
+const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 /* Monotonic time in seconds. */
 double rio_cli_now_s(void);
 /* Median of v[0..n) (sorted in place); 0 when n == 0. */

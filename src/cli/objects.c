@@ -440,6 +440,29 @@ static int tmp_link(int fd, const char *file)
 }
 
 /*
+ * Whether writing through file (lstat as lsb: a symbolic link, a FIFO, a
+ * device) is refused: the kernel's protected_symlinks / protected_fifos
+ * rule, applied whatever the sysctls say. In a sticky, world-writable
+ * directory (/tmp) an entry owned by someone else than us and the
+ * directory's owner was planted: following such a link as root overwrites
+ * whatever it names (/etc/passwd), a FIFO hands the object to whoever reads
+ * it. -EACCES, or 0.
+ */
+static int planted(const char *file, const struct stat *lsb)
+{
+    char dir[PATH_MAX];
+    struct stat dsb;
+    int ret = dir_part(file, dir, sizeof(dir));
+    if (ret < 0)
+        return ret;
+    if (stat(dir, &dsb) < 0)
+        return -errno;
+    if (!(dsb.st_mode & S_ISVTX) || !(dsb.st_mode & S_IWOTH))
+        return 0;
+    return lsb->st_uid != geteuid() && lsb->st_uid != dsb.st_uid ? -EACCES : 0;
+}
+
+/*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
  * FILE that is missing or a regular file: through a temporary file renamed
@@ -447,7 +470,8 @@ static int tmp_link(int fd, const char *file)
  * leaves a partial file under FILE. Anything else (a device such as
  * /dev/null, a FIFO, a symbolic link, whatever it points to) is opened and
  * written in place, never replaced: a rename only ever replaces a regular
- * file, and a symbolic link is written through like cp(1) does.
+ * file, and a symbolic link is written through like cp(1) does, unless
+ * someone else planted it in a sticky directory (planted()).
  */
 static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
 {
@@ -467,6 +491,13 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             o.fd = tmp_create(file, &anon);
             ret = o.fd < 0 ? o.fd : 0;
             exit_signals(true);
+        } else if ((ret = planted(file, &lsb)) < 0) {
+            fprintf(stderr,
+                    "railio get: refusing to write through '%s': %s owned by uid %u in a "
+                    "sticky, world-writable directory (someone else put it there)\n",
+                    file, S_ISLNK(lsb.st_mode) ? "a symbolic link" : "a special file",
+                    (unsigned)lsb.st_uid);
+            return 1;
         } else {
             /* In place: O_TRUNC only for a regular file behind a link. */
             bool reg = stat(file, &sb) == 0 && S_ISREG(sb.st_mode);
@@ -548,17 +579,18 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
 
 static int open_url(const char *cmd, const char *arg, struct rio_client **c, char **key)
 {
+    char shown[1024];
     char *curl = NULL;
     int ret = split_url(arg, &curl, key);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, arg,
-                rio_strerror(ret));
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
+                rio_cli_url_safe(arg, shown, sizeof(shown)), rio_strerror(ret));
         return 2;
     }
     ret = rio_client_new(curl, NULL, c);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
-                rio_errname(ret));
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
+                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
         free(curl);
         free(*key);
         *key = NULL;
@@ -608,6 +640,7 @@ static int cmd_cp(int argc, char **argv)
         return 2;
     }
     bool src_url = strstr(pos[0], "://") != NULL, dst_url = strstr(pos[1], "://") != NULL;
+    char shown[1024];
     struct rio_client *sc = NULL, *dc = NULL;
     char *skey = NULL, *dkey = NULL;
     void *buf = NULL;
@@ -631,7 +664,8 @@ static int cmd_cp(int argc, char **argv)
         struct rio_reader *rd;
         int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
         if (ret < 0) {
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(ret),
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret),
                     rio_errname(ret));
             rc = 1;
             goto out;
@@ -642,13 +676,15 @@ static int cmd_cp(int argc, char **argv)
         int gret = rio_reader_close(rd);
         if (rs.err < 0 || (ret == 0 && gret < 0)) {
             int e = rs.err < 0 ? rs.err : gret;
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n", pos[0], rio_strerror(e),
+            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(e),
                     rio_errname(e));
             rc = 1;
             goto out;
         }
         if (ret < 0) {
-            fprintf(stderr, "railio cp: writing %s: %s (%s)\n", pos[1], rio_strerror(ret),
+            fprintf(stderr, "railio cp: writing %s: %s (%s)\n",
+                    rio_cli_url_safe(pos[1], shown, sizeof(shown)), rio_strerror(ret),
                     rio_errname(ret));
             rc = 1;
             goto out;
@@ -661,8 +697,11 @@ static int cmd_cp(int argc, char **argv)
             rio_cli_json_stats(stdout, &pst);
             printf("}\n");
         } else {
-            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ", pos[0],
-                    pos[1], (long long)n, (unsigned long long)d.generation, d.etag);
+            char shown2[1024];
+            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ",
+                    rio_cli_url_safe(pos[0], shown, sizeof(shown)),
+                    rio_cli_url_safe(pos[1], shown2, sizeof(shown2)), (long long)n,
+                    (unsigned long long)d.generation, d.etag);
             rio_cli_print_stats(stderr, &gst);
             fprintf(stderr, "put: ");
             rio_cli_print_stats(stderr, &pst);
@@ -701,18 +740,19 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
         fprintf(stderr, "usage: railio %s URL/KEY%s [--json]\n", cmd, need == 2 ? " FILE|-" : "");
         return 2;
     }
+    char shown[1024];
     char *curl = NULL, *key = NULL;
     int ret = split_url(pos[0], &curl, &key);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd, pos[0],
-                rio_strerror(ret));
+        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
+                rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret));
         return 2;
     }
     struct rio_client *c;
     ret = rio_client_new(curl, NULL, &c);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd, curl, rio_strerror(ret),
-                rio_errname(ret));
+        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
+                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
         free(curl);
         free(key);
         return 1;

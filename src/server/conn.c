@@ -36,8 +36,9 @@
  * handshake list, oldest first.
  * It has --handshake-timeout to get through; at most --max-handshakes are
  * on the list, and when that budget or --max-conns is full the oldest one
- * is dropped to admit a new connection, so connections that never speak
- * cannot keep a client out. Failed AUTHs are throttled per client address
+ * is dropped to admit a new connection (the oldest of the new one's own
+ * address when that address holds a quarter of the list), so connections
+ * that never speak cannot keep a client out. Failed AUTHs are throttled per client address
  * (a token bucket: --auth-failures at once, then one a second).
  */
 #ifndef _GNU_SOURCE
@@ -238,12 +239,40 @@ static void hs_unlink(struct conn *c)
     pthread_mutex_unlock(&srv->admit_mu);
 }
 
-/* Drop the oldest connection still in its handshake (lock held): off the
- * list, its socket shut down; its worker closes it on the end of stream. */
-static int hs_evict_oldest_locked(struct rio_srv *srv)
+/* A peer's address as 16 bytes (IPv4 as ::ffff:a.b.c.d); zeros when unknown. */
+static void peer_ip16(const struct sockaddr_storage *ss, uint8_t ip[16])
 {
-    struct conn *c = srv->hs_head;
+    memset(ip, 0, 16);
+    if (ss->ss_family == AF_INET6) {
+        memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+    } else if (ss->ss_family == AF_INET) {
+        ip[10] = ip[11] = 0xff;
+        memcpy(ip + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+    }
+}
 
+/*
+ * The handshake to drop for a new connection from ip (lock held): the
+ * oldest of ip's own when ip already holds its share of the list (a quarter
+ * of --max-handshakes), else the oldest of all. So one address that floods
+ * connections only pushes out its own, never another address's client
+ * halfway through HELLO and AUTH.
+ */
+static struct conn *hs_victim_locked(struct rio_srv *srv, const uint8_t ip[16])
+{
+    unsigned share = srv->cfg.max_handshakes / 4 ? srv->cfg.max_handshakes / 4 : 1, own = 0;
+    struct conn *first = NULL;
+
+    for (struct conn *c = srv->hs_head; c; c = c->hs_next)
+        if (!memcmp(c->peer_ip, ip, 16) && !own++)
+            first = c;
+    return own >= share ? first : srv->hs_head;
+}
+
+/* Drop a connection still in its handshake (lock held): off the list, its
+ * socket shut down; its worker closes it on the end of stream. */
+static int hs_evict_locked(struct rio_srv *srv, struct conn *c)
+{
     if (!c)
         return 0;
     hs_unlink_locked(srv, c);
@@ -255,15 +284,21 @@ static int hs_evict_oldest_locked(struct rio_srv *srv)
     return 1;
 }
 
-int rio__srv_admit(struct rio_srv *srv)
+int rio__srv_admit(struct rio_srv *srv, int fd)
 {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    uint8_t ip[16];
     int ret = 0;
 
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) < 0)
+        ss.ss_family = AF_UNSPEC;
+    peer_ip16(&ss, ip);
     pthread_mutex_lock(&srv->admit_mu);
     if (srv->nhs >= srv->cfg.max_handshakes)
-        hs_evict_oldest_locked(srv);
+        hs_evict_locked(srv, hs_victim_locked(srv, ip));
     if ((uint64_t)atomic_load(&srv->m.conns_open) >= srv->cfg.max_conns &&
-        !hs_evict_oldest_locked(srv))
+        !hs_evict_locked(srv, hs_victim_locked(srv, ip)))
         ret = -1; /* every connection is through its handshake */
     pthread_mutex_unlock(&srv->admit_mu);
     return ret;
@@ -1958,13 +1993,7 @@ void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
     }
     if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
         rio__srv_addr_name((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
-        if (ss.ss_family == AF_INET6) {
-            memcpy(c->peer_ip, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
-        } else if (ss.ss_family == AF_INET) {
-            /* ::ffff:a.b.c.d */
-            c->peer_ip[10] = c->peer_ip[11] = 0xff;
-            memcpy(c->peer_ip + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-        }
+        peer_ip16(&ss, c->peer_ip);
     } else {
         strcpy(c->peer, "?");
     }

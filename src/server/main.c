@@ -629,7 +629,7 @@ static void accept_all(struct rio_srv *srv, struct rio_srv_listener *l)
             }
             return;
         }
-        if (rio__srv_admit(srv) < 0) {
+        if (rio__srv_admit(srv, fd) < 0) {
             atomic_fetch_add(&srv->m.conns_rejected, 1);
             SRV_INFO("connection refused on %s: %u authenticated connections open (--max-conns)",
                      l->name, srv->cfg.max_conns);

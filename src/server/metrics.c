@@ -250,7 +250,7 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
 
 /* ------------------------------------------------------------------ HTTP */
 
-/* Scrapes served at once; one more waits in the listen backlog. */
+/* Scrapes served at once; a newcomer takes the oldest one's slot. */
 #define HTTP_CONNS 16
 /* A scrape must be read and answered within this, however it trickles. */
 #define HTTP_DEADLINE_NS (2ull * 1000000000ull)
@@ -361,18 +361,26 @@ static void http_step(struct hconn *h)
     hconn_close(h);
 }
 
+/*
+ * Accept every waiting scrape. When all HTTP_CONNS slots are taken, the
+ * newcomer takes the slot of the oldest connection (the one that has had
+ * the longest to send its request): connections that trickle, however
+ * many and however fast they come, only push each other out, while a
+ * scraper that sends its request at once is answered at once. (Had they
+ * waited in the backlog, 20 trickling connections a second kept every
+ * scrape waiting longer and longer: 1.2, 3.7, 8.7 s, then timed out.)
+ */
 static void http_accept(void)
 {
     for (;;) {
         struct hconn *h = NULL;
-        for (int i = 0; i < HTTP_CONNS && !h; i++)
-            if (mt.c[i].fd < 0)
+        for (int i = 0; i < HTTP_CONNS && (!h || h->fd >= 0); i++)
+            if (!h || mt.c[i].fd < 0 || mt.c[i].deadline < h->deadline)
                 h = &mt.c[i];
-        if (!h)
-            return; /* full: the rest wait in the backlog */
         int fd = accept4(mt.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
             return;
+        hconn_close(h);
         h->fd = fd;
         h->got = 0;
         h->deadline = rio__now_ns() + HTTP_DEADLINE_NS;
@@ -382,9 +390,9 @@ static void http_accept(void)
 
 /*
  * One thread, every scrape on a poll: each connection has a deadline for
- * its whole exchange, and at most HTTP_CONNS are served at once, so a slow
- * or stalled client holds one slot for at most the deadline and never
- * delays the others.
+ * its whole exchange, and at most HTTP_CONNS are served at once (a
+ * newcomer takes the oldest one's slot), so a slow or stalled client holds
+ * one slot for at most the deadline and never delays the others.
  */
 static void *metrics_main(void *arg)
 {
@@ -394,23 +402,21 @@ static void *metrics_main(void *arg)
     for (;;) {
         struct pollfd p[2 + HTTP_CONNS];
         struct hconn *who[2 + HTTP_CONNS];
-        int np = 2, full = 1;
+        int np = 2;
         uint64_t now = rio__now_ns();
 
         for (int i = 0; i < HTTP_CONNS; i++) {
             struct hconn *h = &mt.c[i];
             if (h->fd >= 0 && now >= h->deadline)
                 hconn_close(h);
-            if (h->fd < 0) {
-                full = 0;
+            if (h->fd < 0)
                 continue;
-            }
             p[np].fd = h->fd;
             p[np].events = h->out ? POLLOUT : POLLIN;
             p[np].revents = 0;
             who[np++] = h;
         }
-        p[0] = (struct pollfd){.fd = full ? -1 : mt.fd, .events = POLLIN};
+        p[0] = (struct pollfd){.fd = mt.fd, .events = POLLIN};
         p[1] = (struct pollfd){.fd = mt.wake[0], .events = POLLIN};
         int n = poll(p, (nfds_t)np, 100);
         if (n < 0 && errno != EINTR)

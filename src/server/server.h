@@ -527,10 +527,12 @@ struct rio_srv {
 
 /* Workers (conn.c). */
 int rio__srv_workers_start(struct rio_srv *srv);
-/* Room for one more connection (main thread, before dispatch): drops the
- * oldest connection still in its handshake when the handshake budget or the
- * total is full. 0: admit; -1: refuse (every slot is authenticated). */
-int rio__srv_admit(struct rio_srv *srv);
+/* Room for one more connection fd (main thread, before dispatch): drops a
+ * connection still in its handshake when the handshake budget or the total
+ * is full (the oldest; the oldest of fd's own address when that address
+ * holds a quarter of the budget). 0: admit; -1: refuse (every slot is
+ * authenticated). */
+int rio__srv_admit(struct rio_srv *srv, int fd);
 /* Hand an accepted, configured socket to a worker (round robin). Takes fd. */
 void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener);
 /* Wake every worker (drain or stop changed). */

@@ -66,6 +66,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/copy.h"
+#include "core/internal.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/s3_parse.h"
@@ -367,8 +368,18 @@ static bool gen_get(struct s3_transport *t, uint64_t gen, struct s3_gen *out)
  * ECONNRESET. All of those retry; a bad URL, TLS verification or an unknown
  * failure do not.
  */
-static int map_curl(CURLcode rc, long oserr)
+static int map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp)
 {
+    /* A response head over curl's limit (100 KiB; a hostile server's
+     * endless header line) is the server's fault, not our memory: curl
+     * before 8.6 fails it with CURLE_OUT_OF_MEMORY (and no message) once
+     * the status line is in, later ones with CURLE_TOO_LARGE. */
+    if (rc == CURLE_OUT_OF_MEMORY && rsp && rsp->status)
+        return RIO_EPROTO;
+#if LIBCURL_VERSION_NUM >= 0x080600
+    if (rc == CURLE_TOO_LARGE)
+        return RIO_EPROTO;
+#endif
     switch (rc) {
     case CURLE_OK:
         return 0;
@@ -911,7 +922,7 @@ static int64_t op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
     }
     if (rc != CURLE_OK) {
         curl_easy_getinfo(op->e, CURLINFO_OS_ERRNO, &oserr);
-        err = map_curl(rc, oserr);
+        err = map_curl(rc, oserr, &op->rsp);
         goto fail;
     }
     if (io->kind == RIO_IO_READ) {
@@ -1499,7 +1510,9 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         if (!r->err)
             r->err = RIO_EPROTO;
     } else if (rc != CURLE_OK) {
-        r->err = r->body.nomem ? -ENOMEM : r->body.overflow ? RIO_EPROTO : map_curl(rc, oserr);
+        r->err = r->body.nomem      ? -ENOMEM
+                 : r->body.overflow ? RIO_EPROTO
+                                    : map_curl(rc, oserr, &r->rsp);
     } else if (r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
                memmem(r->body.p, r->body.len, "<Error>", 7)) {
         /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
@@ -1560,6 +1573,14 @@ static int sidecar_key(const char *key, const char *id, char *out, size_t cap)
     return w < 0 || (size_t)w >= cap || (size_t)w > RIO_KEY_MAX ? RIO_EINVAL : 0;
 }
 
+/* A size and chunk the engine accepts (core/desc.c): only then can a chunk
+ * checksum list be missing rather than the whole descriptor wrong. */
+static bool sane_geometry(uint64_t size, uint64_t chunk)
+{
+    return size <= (uint64_t)INT64_MAX && chunk >= RIO__DESC_CHUNK_MIN &&
+           chunk <= RIO__DESC_CHUNK_MAX && rio__s3_nchunks(size, chunk) <= RIO__DESC_CHUNKS_MAX;
+}
+
 static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
@@ -1609,6 +1630,20 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
             ret = rio__s3_parse_xxh_list(r.rsp.m_xxh, rio__s3_nchunks(size, chunk), &xxh);
             if (ret == -ENOMEM)
                 goto out;
+            /* Written by railio, but its chunk checksums are missing or
+             * damaged (a proxy that drops metadata, a hand-made copy):
+             * nothing vouches for its bytes, as for a multipart object
+             * without its sidecar. (Impossible geometry is left to the
+             * engine's descriptor check: RIO_EPROTO naming the field.) */
+            if (ret < 0 && !t->verify_off && sane_geometry(size, chunk)) {
+                fprintf(stderr,
+                        "railio s3: %s: the chunk checksums of this object "
+                        "(x-amz-meta-railio-xxh) are missing or damaged; verify=off reads it "
+                        "unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
             if (ret == 0 && strlen(r.rsp.m_md5) == 32 && rio__s3_is_hex(r.rsp.m_md5, 32)) {
                 memcpy(md5, r.rsp.m_md5, 33);
             } else if (ret == 0 && strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {

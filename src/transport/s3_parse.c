@@ -145,7 +145,7 @@ int rio__s3_map_http(long status, const char *code)
 void rio__s3_rsp_reset(struct s3_rsp *r)
 {
     r->status = 0;
-    r->have_clen = r->have_crange = false;
+    r->have_clen = r->have_crange = r->clen_conflict = false;
     r->etag[0] = r->lastmod[0] = '\0';
     r->m_v[0] = r->m_id[0] = r->m_chunk[0] = r->m_size[0] = r->m_md5[0] = r->m_sidecar[0] = '\0';
     r->m_xxh[0] = '\0';
@@ -204,7 +204,16 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
 
 #define HDR_IS(name) (nl == sizeof(name) - 1 && strncasecmp(p, name, nl) == 0)
     if (HDR_IS("content-length")) {
-        r->have_clen = rio__s3_parse_u64(val, &r->clen) == 0;
+        /* Repeated with another value (or one unreadable): which one frames
+         * the body is anyone's guess (RFC 9112 6.3: an error), so none is
+         * believed, however many follow. */
+        uint64_t n;
+        bool ok = rio__s3_parse_u64(val, &n) == 0;
+        if (!ok || (r->have_clen && n != r->clen))
+            r->clen_conflict = true;
+        r->have_clen = ok && !r->clen_conflict;
+        if (r->have_clen)
+            r->clen = n;
     } else if (HDR_IS("content-range")) {
         r->have_crange = rio__s3_parse_crange(val, r);
     } else if (HDR_IS("etag")) {

@@ -21,6 +21,7 @@
 struct s3_rsp {
     long status;
     bool have_clen, have_crange;
+    bool clen_conflict; /* two Content-Lengths that disagree: none is believed */
     uint64_t clen;
     uint64_t cr_first, cr_last, cr_total;
     char etag[RIO_S3_ETAG_MAX];

@@ -39,6 +39,9 @@ The object is stored under the full key as usual. Kinds:
   408        408 RequestTimeout (retryable, and no fault of the path)
   hugehead   HEAD (no object needed): railio metadata claiming
              Content-Length 2^64 - 1 and a chunk of 2^63 bytes
+  longhead   HEAD (no object needed): a 1 MiB header line
+  nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
+             chunk checksums) left out, as a proxy that drops metadata would
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N" (uploads: open
 multipart uploads, all buckets).
@@ -65,7 +68,7 @@ NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
-HEAD_KINDS = ("hugehead",)
+HEAD_KINDS = ("hugehead", "longhead")
 
 
 def md5hex(b):
@@ -168,7 +171,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
-        if head and fault_for(bucket, key, put=False, head=True) == "hugehead":
+        hk = fault_for(bucket, key, put=False, head=True) if head else None
+        if hk == "longhead":
+            self.send_response(200)
+            self.send_header("Content-Length", "64")
+            self.send_header("X-Long", "A" * (1 << 20))
+            self.end_headers()
+            return
+        if hk == "hugehead":
             self.send_response(200)
             for k, v in (("ETag", '"0123456789abcdef0123456789abcdef"'),
                          ("Content-Length", "18446744073709551615"),
@@ -198,6 +208,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.err(412, "PreconditionFailed")
         data = o["data"]
         h = self.obj_headers(o)
+        fm = FAULT_RE.match(key)
+        if fm and fm.group(1) == "nosums":
+            h = {k: v for k, v in h.items() if k.lower() != "x-amz-meta-railio-xxh"}
         if head:
             self.send_response(200)
             for k, v in h.items():

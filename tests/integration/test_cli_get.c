@@ -8,7 +8,9 @@
  *   (FILE.railio-tmp.PID) is not followed: its target is untouched;
  * - SIGTERM or SIGINT in the middle of a GET leaves no temporary file;
  * - a destination that is not a regular file (a character device, /dev/null,
- *   a FIFO, a symbolic link) is written in place, never replaced.
+ *   a FIFO, a symbolic link) is written in place, never replaced;
+ * - but not a link someone else planted in a sticky, world-writable
+ *   directory (as root, that wrote through it to whatever it named).
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -151,6 +153,16 @@ static int tmp_files(void)
     return n;
 }
 
+/* DIR/victim still holds "precious". */
+static void victim_untouched(void)
+{
+    size_t n;
+    uint8_t *b = slurp(pathf("victim"), &n);
+    T_EQ(n, 8u);
+    T_MEMEQ(b, "precious", 8);
+    free(b);
+}
+
 TEST(planted_symlink_not_followed)
 {
     setup();
@@ -162,11 +174,7 @@ TEST(planted_symlink_not_followed)
     T_EQ(symlink(pathf("victim"), pathf("out.bin.railio-tmp.%ld", (long)pid)), 0);
     release(rel);
     T_EQ(wait_exit(pid), 0);
-    size_t n;
-    uint8_t *b = slurp(pathf("victim"), &n);
-    T_EQ(n, 8u);
-    T_MEMEQ(b, "precious", 8);
-    free(b);
+    victim_untouched();
     struct stat st;
     T_EQ(lstat(out, &st), 0);
     T_TRUE(S_ISREG(st.st_mode));
@@ -267,5 +275,32 @@ TEST(symlink_written_through)
     cli_write_file(pathf("reg"), "short", 5);
     T_EQ(get_to(pathf("reg")), 0);
     check_obj(pathf("reg"));
+    T_EQ(tmp_files(), 0);
+}
+
+/* As root, `railio get URL /tmp/out` where another user planted /tmp/out ->
+ * /etc/passwd wrote the object into /etc/passwd (so do cp and curl -o where
+ * fs.protected_symlinks is 0, as here). A link owned by someone else than
+ * us and the directory's owner, in a sticky world-writable directory, is
+ * refused; our own link there is still written through. */
+TEST(planted_symlink_in_sticky_dir_refused)
+{
+    if (geteuid() != 0)
+        T_SKIP("needs root (a link owned by another user)");
+    setup();
+    T_EQ(mkdir(pathf("sticky"), 01777), 0);
+    T_EQ(chmod(pathf("sticky"), 01777), 0);
+    cli_write_file(pathf("victim"), "precious", 8);
+    T_EQ(symlink(pathf("victim"), pathf("sticky/out")), 0);
+    T_EQ(lchown(pathf("sticky/out"), 65534, 65534), 0);
+    T_EQ(get_to(pathf("sticky/out")), 1);
+    victim_untouched();
+    struct stat st;
+    T_EQ(lstat(pathf("sticky/out"), &st), 0);
+    T_TRUE(S_ISLNK(st.st_mode));
+    /* Ours: written through. */
+    T_EQ(symlink(pathf("victim"), pathf("sticky/mine")), 0);
+    T_EQ(get_to(pathf("sticky/mine")), 0);
+    check_obj(pathf("victim"));
     T_EQ(tmp_files(), 0);
 }

@@ -206,10 +206,10 @@ TEST(persistent_faults_fail_cleanly)
 
 /*
  * The object is replaced under a read that names its generation: the
- * ranges sent with If-Match get 412 and the GET fails with RIO_EGENERATION; no chunk of the new bytes is
- * stitched in (RIO_ATOMIC: the buffer is untouched). The object was written
- * by plain HTTP (not railio), so no checksums help: If-Match alone does it.
- * A new GET then reads the new generation whole.
+ * ranges sent with If-Match get 412 and the GET fails with RIO_EGENERATION; no chunk of the new
+ * bytes is stitched in (RIO_ATOMIC: the buffer is untouched). The object was written by plain HTTP
+ * (not railio), so no checksums help: If-Match alone does it. A new GET then reads the new
+ * generation whole.
  */
 TEST(etag_change_mid_read_is_a_generation_error)
 {
@@ -883,6 +883,9 @@ TEST(hostile_head_refused)
         T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 0, NULL, &rd), RIO_EPROTO);
         T_NULL(rd);
         T_ERR(rio_reader_open(c, "F_hugehead_0/obj", 4, NULL, &rd), RIO_EPROTO);
+        /* A 1 MiB header line: the server's fault, not "cannot allocate
+         * memory" (curl's CURLE_OUT_OF_MEMORY). */
+        T_ERR(rio_stat(c, "F_longhead_0/obj", &d), RIO_EPROTO);
         su_close(c, alloc0);
     }
     /* The reproducer: `railio cp http://HOST/obj out` exits 1 (it crashed)
@@ -898,6 +901,36 @@ TEST(hostile_head_refused)
              "grep -q 'server descriptor: size 18446744073709551615 out of range' '%s'", log);
     T_EQ(su_sh("%s", cmd), 0);
     unlink(log);
+}
+
+/* An object railio wrote in one PUT whose chunk checksums
+ * (x-amz-meta-railio-xxh) a proxy dropped was read with no verification at
+ * all (its ETag check went with them). Now it is RIO_ECHECKSUM, as a
+ * multipart object without its sidecar, unless verify=off. */
+TEST(missing_chunk_checksums_refused)
+{
+    struct rio_options o;
+    char url[256];
+    struct rio_desc d;
+    int64_t alloc0 = rio__alloc_outstanding();
+    const size_t n = CH / 2 + 7;
+    uint8_t *src = su_pattern(n, 17), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    su_opts(&o, CH, 4);
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
+    struct rio_client *c = su_client(url, &o);
+    T_OK(rio_put(c, "F_nosums_0/obj", src, n, NULL, NULL));
+    T_ERR(rio_stat(c, "F_nosums_0/obj", &d), RIO_ECHECKSUM);
+    T_ERR(rio_get(c, "F_nosums_0/obj", dst, n, NULL), RIO_ECHECKSUM);
+    su_close(c, alloc0);
+    o.verify = -1;
+    c = su_client(url, &o);
+    T_EQ(rio_get(c, "F_nosums_0/obj", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    su_close(c, alloc0);
+    free(src);
+    free(dst);
 }
 
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS file */
+/*
+ * A secret in a URL never reaches a message: railio get/stat/cp with
+ * ?token=SECRET (and user:PASSWORD@) that fail (nothing listens, a bad
+ * option, no key) name the URL with the secret replaced by "***".
+ */
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+
+#define SECRET "Sekr1tT0ken"
+
+/* A loopback port nothing listens on. */
+static int dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    T_TRUE(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* Run "railio ARGS" with stderr captured into err; its exit status. */
+static int run_err(char *err, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int run_err(char *err, size_t cap, const char *fmt, ...)
+{
+    char args[2048], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "%s %s 2>&1 >/dev/null", cli_bin(), args);
+    FILE *p = popen(cmd, "r");
+    T_NOTNULL(p);
+    size_t n = fread(err, 1, cap - 1, p);
+    err[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void check(const char *err)
+{
+    if (strstr(err, SECRET) || strstr(err, "PaSsW0rd"))
+        fprintf(stderr, "leaked: %s\n", err);
+    T_NULL(strstr(err, SECRET));
+    T_NULL(strstr(err, "PaSsW0rd"));
+    T_NOTNULL(strstr(err, "***"));
+}
+
+TEST(token_never_in_messages)
+{
+    char err[8192], out[] = "/tmp/rio-secrets-XXXXXX";
+    int port = dead_port();
+    int fd = mkstemp(out);
+    T_TRUE(fd >= 0);
+    close(fd);
+
+    /* Nothing listens: "cannot open URL". */
+    T_NE(
+        run_err(err, sizeof(err), "get 'railio://127.0.0.1:%d/obj?token=" SECRET "' %s", port, out),
+        0);
+    check(err);
+    T_NOTNULL(strstr(err, "token=***"));
+    /* A bad option after the token, and a password. */
+    T_NE(run_err(err, sizeof(err),
+                 "stat 'railio://u:PaSsW0rd@127.0.0.1:%d/obj?x=1&token=" SECRET "&op_timeout=0'",
+                 port),
+         0);
+    check(err);
+    /* No key: the whole argument is echoed. */
+    T_NE(run_err(err, sizeof(err), "get 'railio://127.0.0.1:%d?token=" SECRET "' %s", port, out),
+         0);
+    check(err);
+    /* cp, either side. */
+    T_NE(run_err(err, sizeof(err),
+                 "cp 'railio://127.0.0.1:%d/a?token=" SECRET
+                 "' 'railio://127.0.0.1:%d/b?token=" SECRET "'",
+                 port, port),
+         0);
+    check(err);
+    unlink(out);
+}
