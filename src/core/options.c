@@ -107,16 +107,16 @@ static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_
         *dst = def;
         return;
     }
-    uint64_t ns;
-    if (rio__parse_duration_ns(v, &ns) < 0 || ns / 1000000 >= UINT32_MAX) {
+    uint32_t ms;
+    if (rio__parse_ms(v, &ms) < 0) {
         bad(k, param, env, v, "is not a duration (e.g. 250ms, 2s) under 49 days");
         return;
     }
-    if (ns == 0 && zero == ZERO_BAD) {
+    if (ms == 0 && zero == ZERO_BAD) {
         bad(k, param, env, v, "must be more than 0");
         return;
     }
-    *dst = ns == 0 && zero == ZERO_NONE ? RIO_DEADLINE_NONE : (uint32_t)((ns + 999999) / 1000000);
+    *dst = ms == 0 && zero == ZERO_NONE ? RIO_DEADLINE_NONE : ms;
 }
 
 static void knob_bool(struct knobs *k, const char *param, const char *env, int *dst)
@@ -128,10 +128,9 @@ static void knob_bool(struct knobs *k, const char *param, const char *env, int *
         *dst = 1;
         return;
     }
-    if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes"))
-        *dst = 1;
-    else if (!strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no"))
-        *dst = -1;
+    bool b;
+    if (rio__parse_bool(v, &b) == 0)
+        *dst = b ? 1 : -1;
     else
         bad(k, param, env, v, "is not on or off");
 }
@@ -189,12 +188,11 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
     }
     if (!o->tls) {
         const char *v = knob(k, "tls", "RIO_TLS");
-        if (!v || !strcmp(v, "0") || !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "no"))
-            o->tls = -1;
-        else if (!strcmp(v, "1") || !strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "yes"))
-            o->tls = 1;
-        else
+        bool b = false;
+        if (v && rio__parse_bool(v, &b) < 0)
             bad(k, "tls", "RIO_TLS", v, "is not on or off");
+        else
+            o->tls = b ? 1 : -1;
     }
     if (k->err)
         return k->err;

@@ -291,3 +291,48 @@ int rio__parse_uint(const char *s, uint64_t max, uint64_t *out)
     *out = v;
     return 0;
 }
+
+int rio__parse_ms(const char *s, uint32_t *out)
+{
+    uint64_t ns;
+
+    if (rio__parse_duration_ns(s, &ns) < 0 || ns / 1000000 >= UINT32_MAX)
+        return RIO_EINVAL;
+    *out = (uint32_t)((ns + 999999) / 1000000);
+    return 0;
+}
+
+int rio__parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "on", "true", "yes"};
+    static const char *const no[] = {"0", "off", "false", "no"};
+    size_t i;
+
+    if (!s)
+        return RIO_EINVAL;
+    for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (!strcasecmp(s, yes[i])) {
+            *out = true;
+            return 0;
+        }
+        if (!strcasecmp(s, no[i])) {
+            *out = false;
+            return 0;
+        }
+    }
+    return RIO_EINVAL;
+}
+
+int rio__parse_tristate(const char *s, const char *third, int *out)
+{
+    bool b;
+
+    if (s && third && !strcasecmp(s, third)) {
+        *out = -1;
+        return 0;
+    }
+    if (rio__parse_bool(s, &b) < 0)
+        return RIO_EINVAL;
+    *out = b;
+    return 0;
+}

@@ -3,6 +3,7 @@
 #ifndef RIO_URL_H
 #define RIO_URL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,5 +35,17 @@ int rio__parse_size(const char *s, uint64_t *out);
 int rio__parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* Parse a duration: "250ms", "2s", "100us", bare number = ms. In nanoseconds. */
 int rio__parse_duration_ns(const char *s, uint64_t *out);
+/* A duration (as above) in whole milliseconds, rounded up, below UINT32_MAX. */
+int rio__parse_ms(const char *s, uint32_t *out);
+/*
+ * The one boolean syntax of every option and knob: 1/on/true/yes and
+ * 0/off/false/no, in any case. 0 or RIO_EINVAL (*out untouched).
+ */
+int rio__parse_bool(const char *s, bool *out);
+/*
+ * A boolean or the word `third` (any case, e.g. "auto"): *out is 1 (on),
+ * 0 (off) or -1 (third). 0 or RIO_EINVAL (*out untouched).
+ */
+int rio__parse_tristate(const char *s, const char *third, int *out);
 
 #endif

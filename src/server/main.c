@@ -251,21 +251,6 @@ static int read_token(const char *path, uint8_t **out, size_t *len)
     return 0;
 }
 
-static int parse_uint(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long v;
-
-    if (!s || !*s || *s == '-')
-        return RIO_EINVAL;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return RIO_EINVAL;
-    *out = v;
-    return 0;
-}
-
 enum {
     OPT_LISTEN = 256,
     OPT_PORT_FILE,
@@ -422,12 +407,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             a->metrics = optarg;
             break;
         case OPT_THREADS:
-            if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 256, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->threads = (unsigned)v;
             break;
         case OPT_MAX_CONNS:
-            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->max_conns = (unsigned)v;
             break;
@@ -437,7 +422,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 return bad_value(name, optarg);
             break;
         case OPT_MAX_DEPTH:
-            if (parse_uint(optarg, 65536, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 65536, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->max_depth = (uint32_t)v;
             break;
@@ -487,17 +472,17 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             cfg->prefault = 1;
             break;
         case OPT_UP_CONN:
-            if (parse_uint(optarg, 256, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 256, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->max_uploads_conn = (unsigned)v;
             break;
         case OPT_UP_CLIENT:
-            if (parse_uint(optarg, 1000000, &v) < 0)
+            if (rio__parse_uint(optarg, 1000000, &v) < 0)
                 return bad_value(name, optarg);
             cfg->max_uploads_client = (unsigned)v;
             break;
         case OPT_HANDSHAKES:
-            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->max_handshakes = (unsigned)v;
             break;
@@ -506,7 +491,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 return bad_value(name, optarg);
             break;
         case OPT_AUTH_FAIL:
-            if (parse_uint(optarg, 1000000, &v) < 0 || v == 0)
+            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
                 return bad_value(name, optarg);
             cfg->auth_fail_burst = (unsigned)v;
             break;

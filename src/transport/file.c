@@ -2108,18 +2108,6 @@ static int file_remove(struct rio_transport *tt, const char *key)
 
 /* ----------------------------------------------------------- open, close */
 
-static int parse_bool(const char *s, bool *out)
-{
-    if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "true") || !strcasecmp(s, "yes"))
-        *out = true;
-    else if (!strcmp(s, "0") || !strcasecmp(s, "off") || !strcasecmp(s, "false") ||
-             !strcasecmp(s, "no"))
-        *out = false;
-    else
-        return RIO_EINVAL;
-    return 0;
-}
-
 /* Test-only fault hooks (docs/file.md). */
 static int parse_faults(struct ftransport *t, const struct rio_url *u)
 {
@@ -2216,24 +2204,21 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
 
     t->direct = DIRECT_AUTO;
     if ((s = rio__url_param(u, "direct"))) {
-        bool b;
-        if (!strcasecmp(s, "auto"))
-            t->direct = DIRECT_AUTO;
-        else if (parse_bool(s, &b) == 0)
-            t->direct = b ? DIRECT_ON : DIRECT_OFF;
-        else
+        int tri;
+        if (rio__parse_tristate(s, "auto", &tri) < 0)
             return RIO_EINVAL;
+        t->direct = tri < 0 ? DIRECT_AUTO : tri ? DIRECT_ON : DIRECT_OFF;
     }
     t->sync = true;
-    if ((s = rio__url_param(u, "sync")) && parse_bool(s, &t->sync) < 0)
+    if ((s = rio__url_param(u, "sync")) && rio__parse_bool(s, &t->sync) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "single")) && parse_bool(s, &t->single) < 0)
+    if ((s = rio__url_param(u, "single")) && rio__parse_bool(s, &t->single) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "inplace")) && parse_bool(s, &t->inplace) < 0)
+    if ((s = rio__url_param(u, "inplace")) && rio__parse_bool(s, &t->inplace) < 0)
         return RIO_EINVAL;
     /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
     bool tmpf = true;
-    if ((s = rio__url_param(u, "tmpfile")) && parse_bool(s, &tmpf) < 0)
+    if ((s = rio__url_param(u, "tmpfile")) && rio__parse_bool(s, &tmpf) < 0)
         return RIO_EINVAL;
     atomic_init(&t->tmpfile, tmpf && access("/proc/self/fd", X_OK) == 0);
     /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
@@ -2255,13 +2240,10 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
     }
     t->stage = STAGE_AUTO;
     if ((s = rio__url_param(u, "stage"))) {
-        bool b;
-        if (!strcasecmp(s, "auto"))
-            t->stage = STAGE_AUTO;
-        else if (parse_bool(s, &b) == 0)
-            t->stage = b ? STAGE_ON : STAGE_OFF;
-        else
+        int tri;
+        if (rio__parse_tristate(s, "auto", &tri) < 0)
             return RIO_EINVAL;
+        t->stage = tri < 0 ? STAGE_AUTO : tri ? STAGE_ON : STAGE_OFF;
     }
     return parse_faults(t, u);
 }

@@ -1928,16 +1928,6 @@ static int parse_index(const char *v, int64_t max, int64_t *out)
     return 0;
 }
 
-static int parse_ms(const char *v, uint32_t *out)
-{
-    uint64_t ns;
-
-    if (rio__parse_duration_ns(v, &ns) < 0 || ns / NS_PER_MS >= UINT32_MAX)
-        return RIO_EINVAL;
-    *out = (uint32_t)((ns + NS_PER_MS - 1) / NS_PER_MS);
-    return 0;
-}
-
 static int parse_kv(struct rio_mock_fault *f, const char *k, const char *v)
 {
     uint64_t u;
@@ -1973,9 +1963,9 @@ static int parse_kv(struct rio_mock_fault *f, const char *k, const char *v)
             return RIO_EINVAL;
         f->error = e;
     } else if (strcmp(k, "delay") == 0) {
-        return parse_ms(v, &f->delay_ms);
+        return rio__parse_ms(v, &f->delay_ms);
     } else if (strcmp(k, "down") == 0) {
-        return parse_ms(v, &f->down_ms);
+        return rio__parse_ms(v, &f->down_ms);
     } else if (strcmp(k, "p") == 0) {
         char *end;
         double p;

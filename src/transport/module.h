@@ -16,6 +16,7 @@
 #ifndef RIO_TRANSPORT_MODULE_H
 #define RIO_TRANSPORT_MODULE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,7 @@ struct rio_module_host {
     const char *(*url_param)(const struct rio_url *u, const char *key);
     int (*parse_size)(const char *s, uint64_t *out);
     int (*parse_duration_ns)(const char *s, uint64_t *out);
+    int (*parse_bool)(const char *s, bool *out);
     int (*err_from_name)(const char *name);
     const char *(*errname)(int err);
     void (*copy_nt)(void *dst, const void *src, size_t n);

@@ -59,6 +59,11 @@ int rio__parse_duration_ns(const char *s, uint64_t *out)
     return host->parse_duration_ns(s, out);
 }
 
+int rio__parse_bool(const char *s, bool *out)
+{
+    return host->parse_bool(s, out);
+}
+
 int rio__err_from_name(const char *name)
 {
     return host->err_from_name(name);

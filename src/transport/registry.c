@@ -82,6 +82,7 @@ static const struct rio_module_host module_host = {
     .url_param = rio__url_param,
     .parse_size = rio__parse_size,
     .parse_duration_ns = rio__parse_duration_ns,
+    .parse_bool = rio__parse_bool,
     .err_from_name = rio__err_from_name,
     .errname = rio_errname,
     .copy_nt = rio__copy_nt,

@@ -2181,14 +2181,7 @@ static int knob_bool(const struct rio_url *u, const char *param, const char *env
     *out = def;
     if (!v)
         return 0;
-    if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "true") || !strcasecmp(v, "yes"))
-        *out = true;
-    else if (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "false") ||
-             !strcasecmp(v, "no"))
-        *out = false;
-    else
-        return RIO_EINVAL;
-    return 0;
+    return rio__parse_bool(v, out);
 }
 
 static int knob_size(const struct rio_url *u, const char *param, const char *env, uint64_t def,

@@ -386,16 +386,6 @@ static int wire_status(int32_t s)
     return RIO_EPROTO;
 }
 
-static int parse_ms(const char *s, uint32_t *out)
-{
-    uint64_t ns;
-
-    if (rio__parse_duration_ns(s, &ns) < 0 || ns / NS_PER_MS >= UINT32_MAX)
-        return RIO_EINVAL;
-    *out = (uint32_t)((ns + NS_PER_MS - 1) / NS_PER_MS);
-    return 0;
-}
-
 /*
  * "host:port", "[v6]:port" or "host" (default port) into host and port.
  * Returns 0 or RIO_EURL.
@@ -3063,17 +3053,6 @@ err:
     return ret;
 }
 
-static int parse_onoff(const char *s, bool *out)
-{
-    if (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no"))
-        *out = false;
-    else if (!strcmp(s, "1") || !strcmp(s, "on") || !strcmp(s, "true") || !strcmp(s, "yes"))
-        *out = true;
-    else
-        return RIO_EINVAL;
-    return 0;
-}
-
 /* tls=on|off (RIO_TLS), tls_ca=FILE (RIO_TLS_CA), tls_verify=on|off, tls_name=NAME. */
 static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
 {
@@ -3082,8 +3061,8 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
     char why[256];
 
     /* tls= and RIO_TLS are resolved with the other options (options.c). */
-    if ((s = rio__url_param(u, "tls_verify")) && parse_onoff(s, &verify) < 0) {
-        fprintf(stderr, "railio: tls_verify=%s: want on or off\n", s);
+    if ((s = rio__url_param(u, "tls_verify")) && rio__parse_bool(s, &verify) < 0) {
+        fprintf(stderr, "railio: tls_verify=%s: expected on or off\n", s);
         return RIO_EINVAL;
     }
     ca = rio__url_param(u, "tls_ca");
@@ -3123,33 +3102,32 @@ static int parse_params(struct tcp_transport *t, const struct rio_url *u)
     }
     t->connect_ms = TCP_DEF_CONNECT_MS;
     if ((s = rio__url_param(u, "connect_timeout")) &&
-        (parse_ms(s, &t->connect_ms) < 0 || t->connect_ms == 0))
+        (rio__parse_ms(s, &t->connect_ms) < 0 || t->connect_ms == 0))
         return RIO_EINVAL;
     t->user_timeout_ms = TCP_DEF_USER_TIMEOUT_MS;
-    if ((s = rio__url_param(u, "user_timeout")) && parse_ms(s, &t->user_timeout_ms) < 0)
+    if ((s = rio__url_param(u, "user_timeout")) && rio__parse_ms(s, &t->user_timeout_ms) < 0)
         return RIO_EINVAL;
     t->progress_ms = t->o.op_timeout_ms;
-    if ((s = rio__url_param(u, "progress_timeout")) && parse_ms(s, &t->progress_ms) < 0)
+    if ((s = rio__url_param(u, "progress_timeout")) && rio__parse_ms(s, &t->progress_ms) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "ttl")) && parse_ms(s, &t->ttl_ms) < 0)
+    if ((s = rio__url_param(u, "ttl")) && rio__parse_ms(s, &t->ttl_ms) < 0)
         return RIO_EINVAL;
     t->backoff_ms = TCP_DIAL_BACKOFF_BASE_MS;
     t->backoff_cap_ms = TCP_DIAL_BACKOFF_CAP_MS;
-    if ((s = rio__url_param(u, "dial_backoff")) && parse_ms(s, &t->backoff_ms) < 0)
+    if ((s = rio__url_param(u, "dial_backoff")) && rio__parse_ms(s, &t->backoff_ms) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "dial_backoff_cap")) && parse_ms(s, &t->backoff_cap_ms) < 0)
+    if ((s = rio__url_param(u, "dial_backoff_cap")) && rio__parse_ms(s, &t->backoff_cap_ms) < 0)
         return RIO_EINVAL;
     if (t->backoff_ms > t->backoff_cap_ms)
         return RIO_EINVAL;
     t->grace_ms = TCP_DEF_CANCEL_GRACE_MS;
-    if ((s = rio__url_param(u, "cancel_grace")) && (parse_ms(s, &t->grace_ms) < 0 || !t->grace_ms))
+    if ((s = rio__url_param(u, "cancel_grace")) &&
+        (rio__parse_ms(s, &t->grace_ms) < 0 || !t->grace_ms))
         return RIO_EINVAL;
     t->keepalive = true;
-    if ((s = rio__url_param(u, "keepalive"))) {
-        if (!strcmp(s, "0") || !strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "no"))
-            t->keepalive = false;
-        else if (strcmp(s, "1") && strcmp(s, "on") && strcmp(s, "true") && strcmp(s, "yes"))
-            return RIO_EINVAL;
+    if ((s = rio__url_param(u, "keepalive")) && rio__parse_bool(s, &t->keepalive) < 0) {
+        fprintf(stderr, "railio: keepalive=%s: expected on or off\n", s);
+        return RIO_EINVAL;
     }
     ret = parse_tls(t, u);
     if (ret < 0)

@@ -750,8 +750,12 @@ TEST(bad_urls_and_unreachable_servers)
     T_ERR(rio_client_new("railio://127.0.0.1:7070?token=a&token_file=/x", &o, &c), RIO_EINVAL);
     T_ERR(rio_client_new("railio://127.0.0.1:1,127.0.0.1:2?rails=127.0.0.1:3", &o, &c), RIO_EINVAL);
     T_ERR(rio_client_new("railio://127.0.0.1:7070?token_file=/nonexistent/token", &o, &c), -ENOENT);
+    T_ERR(rio_client_new("railio://127.0.0.1:7070?keepalive=maybe", &o, &c), RIO_EINVAL);
     /* Nobody listens on port 1 of loopback. */
     T_ERR(rio_client_new("railio://127.0.0.1:1", &o, &c), -ECONNREFUSED);
+    /* Booleans take any case, as every other option does (keepalive=ON was refused). */
+    T_ERR(rio_client_new("railio://127.0.0.1:1?keepalive=ON&tls_verify=Yes", &o, &c),
+          -ECONNREFUSED);
     T_NULL(c);
     T_EQ(rio__alloc_outstanding(), a0);
 

@@ -115,3 +115,21 @@ TEST(bad_option_named)
     refused("mock://b?budget_mode=yolo", "budget_mode", "RIO_BUDGET_MODE");
     refused("mock://b?etag=sha1", "etag", "RIO_ETAG");
 }
+
+/* One boolean syntax everywhere: verify=ON and tls=Off were refused here
+ * while sync=ON was accepted by file://; a bad one names itself. */
+TEST(bools_any_case)
+{
+    struct rio_options o;
+    char why[256];
+
+    T_OK(check("mock://o?verify=ON&retry_checksum=No&tls=Off", &o, why, sizeof(why)));
+    T_EQ(o.verify, 1);
+    T_EQ(o.retry_checksum, -1);
+    T_EQ(o.tls, -1);
+    T_OK(check("mock://o?verify=false&tls=TRUE", &o, why, sizeof(why)));
+    T_EQ(o.verify, -1);
+    T_EQ(o.tls, 1);
+    refused("mock://o?verify=maybe", "verify", "RIO_VERIFY");
+    refused("mock://o?tls=2", "tls", "RIO_TLS");
+}

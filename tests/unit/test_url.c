@@ -277,3 +277,64 @@ TEST(parse_uint_digits_only)
     T_ERR(rio__parse_uint(NULL, 10, &v), RIO_EINVAL);
     T_ERR(rio__parse_uint("99999999999999999999999", UINT64_MAX, &v), RIO_EINVAL);
 }
+
+TEST(parse_bool_one_syntax)
+{
+    static const char *const on[] = {"1", "on", "ON", "On", "true", "TRUE", "yes", "Yes"};
+    static const char *const off[] = {"0", "off", "OFF", "false", "False", "no", "NO"};
+    static const char *const bad[] = {"", "maybe", "2", "onn", " on", "on ", "y", "t"};
+    bool b;
+    size_t i;
+
+    for (i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
+        b = false;
+        T_OK(rio__parse_bool(on[i], &b));
+        T_TRUE(b);
+    }
+    for (i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+        b = true;
+        T_OK(rio__parse_bool(off[i], &b));
+        T_FALSE(b);
+    }
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        b = true;
+        if (rio__parse_bool(bad[i], &b) != RIO_EINVAL)
+            T_FAIL("rio__parse_bool(\"%s\") accepted", bad[i]);
+        T_TRUE(b);
+    }
+    T_ERR(rio__parse_bool(NULL, &b), RIO_EINVAL);
+}
+
+TEST(parse_tristate_auto)
+{
+    int v = 7;
+    T_OK(rio__parse_tristate("auto", "auto", &v));
+    T_EQ(v, -1);
+    T_OK(rio__parse_tristate("AUTO", "auto", &v));
+    T_EQ(v, -1);
+    T_OK(rio__parse_tristate("On", "auto", &v));
+    T_EQ(v, 1);
+    T_OK(rio__parse_tristate("no", "auto", &v));
+    T_EQ(v, 0);
+    v = 7;
+    T_ERR(rio__parse_tristate("maybe", "auto", &v), RIO_EINVAL);
+    T_ERR(rio__parse_tristate("auto", NULL, &v), RIO_EINVAL);
+    T_EQ(v, 7);
+}
+
+TEST(parse_ms_rounds_up)
+{
+    uint32_t ms = 0;
+    T_OK(rio__parse_ms("250", &ms));
+    T_EQ(ms, 250u);
+    T_OK(rio__parse_ms("2s", &ms));
+    T_EQ(ms, 2000u);
+    T_OK(rio__parse_ms("1us", &ms));
+    T_EQ(ms, 1u);
+    T_OK(rio__parse_ms("0", &ms));
+    T_EQ(ms, 0u);
+    ms = 9;
+    T_ERR(rio__parse_ms("4294967295", &ms), RIO_EINVAL);
+    T_ERR(rio__parse_ms("1x", &ms), RIO_EINVAL);
+    T_EQ(ms, 9u);
+}
