@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/key.h"
 #include "railio.h"
 
 void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
@@ -134,7 +135,7 @@ static int split_url(const char *arg, char **client_url, char **key)
         slash = last;
     }
     size_t klen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
-    if (klen == 0 || klen > RIO_KEY_MAX)
+    if (!rio__key_len_ok(klen))
         return RIO_EINVAL;
     *key = strndup(slash + 1, klen);
     size_t blen = (size_t)(slash - arg);

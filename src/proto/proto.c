@@ -15,10 +15,10 @@
 #include <xxhash.h>
 
 #include "core/checksum.h"
+#include "core/key.h"
 #include "proto/proto.h"
 #include "railio.h"
 
-#define KEY_MAX RIO_KEY_MAX
 #define CHUNK_MAX (1ull << 30)
 
 /* ------------------------------------------------------------- cursors */
@@ -89,7 +89,7 @@ static int r_done(const struct rbuf *r)
 static const char *r_key(struct rbuf *r, uint16_t *len)
 {
     uint64_t n = r_le(r, 2);
-    if (n == 0 || n > KEY_MAX) {
+    if (!rio__key_len_ok((size_t)n)) {
         r->err = 1;
         return NULL;
     }
@@ -102,7 +102,7 @@ static const char *r_key(struct rbuf *r, uint16_t *len)
 
 static void w_key(struct wbuf *w, const char *key, uint16_t len)
 {
-    if (len == 0 || len > KEY_MAX) {
+    if (!rio__key_len_ok(len)) {
         w->err = 1;
         return;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/checksum.h"
+#include "core/key.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -25,7 +26,7 @@ static uint64_t rd64(const uint8_t *p)
 
 uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks)
 {
-    if (key_len == 0 || key_len > RIO_KEY_MAX || nchunks > max_chunks)
+    if (!rio__key_len_ok(key_len) || nchunks > max_chunks)
         return 0;
     return RIO_SRV_DISK_HDR_FIXED + key_len + nchunks * 8 + 8;
 }
@@ -90,8 +91,7 @@ int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_r
     r->key_len = (uint16_t)(n >= RIO_SRV_DISK_TOMB_FIXED ? buf[8] | buf[9] << 8 : 0);
     if (n < RIO_SRV_DISK_TOMB_FIXED || memcmp(buf, RIO_SRV_DISK_TMAGIC, 8) != 0)
         r->why = "bad tombstone magic or length";
-    else if (r->key_len == 0 || r->key_len > RIO_KEY_MAX ||
-             n != RIO_SRV_DISK_TOMB_FIXED + r->key_len + 8u)
+    else if (!rio__key_len_ok(r->key_len) || n != RIO_SRV_DISK_TOMB_FIXED + r->key_len + 8u)
         r->why = "bad tombstone length";
     else if (rio__xxh3(buf, RIO_SRV_DISK_TOMB_FIXED + r->key_len) !=
              rd64(buf + RIO_SRV_DISK_TOMB_FIXED + r->key_len))

@@ -43,6 +43,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/key.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -619,7 +620,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     uint64_t nchunks, meta;
     int ret;
 
-    if (m->chunk_size == 0 || m->key_len == 0 || m->key_len > RIO_KEY_MAX)
+    if (m->chunk_size == 0 || !rio__key_len_ok(m->key_len))
         return RIO_EINVAL;
     nchunks = m->size ? (m->size - 1) / m->chunk_size + 1 : 0;
     if (nchunks > s->max_chunks)

@@ -88,6 +88,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/internal.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/file.h"
@@ -279,10 +280,7 @@ static int key_check(const char *key)
     size_t n;
     const char *p;
 
-    if (!key)
-        return RIO_EINVAL;
-    n = strnlen(key, RIO_KEY_MAX + 1);
-    if (n == 0 || n > RIO_KEY_MAX || key[0] == '/')
+    if (rio__key_len(key, &n) < 0 || key[0] == '/')
         return RIO_EINVAL;
     for (p = key;;) {
         const char *e = strchr(p, '/');

@@ -45,6 +45,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/internal.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
 #include "railio_mock.h"
@@ -1476,14 +1477,6 @@ static void mock_close(struct rio_transport *tt)
 
 /* --- metadata --- */
 
-static int check_key(const char *key, size_t *len)
-{
-    if (!key)
-        return RIO_EINVAL;
-    *len = strlen(key);
-    return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
-}
-
 static int mock_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct mock_transport *t = (struct mock_transport *)tt;
@@ -1496,7 +1489,7 @@ static int mock_lookup(struct rio_transport *tt, const char *key, struct rio_des
 
     if (!out)
         return RIO_EINVAL;
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     pthread_mutex_lock(&t->mu);
@@ -1545,7 +1538,7 @@ static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     size_t keylen;
     int ret;
 
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     if (!upload || chunk_size == 0)
@@ -1726,7 +1719,7 @@ static int mock_remove(struct rio_transport *tt, const char *key)
     size_t keylen;
     int ret;
 
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     pthread_mutex_lock(&s->mu);

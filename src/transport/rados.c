@@ -49,6 +49,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/internal.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/rados.h"
@@ -176,14 +177,6 @@ static uint64_t hash_key(const char *key, size_t len, uint64_t gen)
     for (size_t i = 0; i < len; i++)
         h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
     return h ^ (h >> 29);
-}
-
-static int check_key(const char *key, size_t *len)
-{
-    if (!key)
-        return RIO_EINVAL;
-    *len = strnlen(key, RIO_KEY_MAX + 1);
-    return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
 }
 
 /* librados result of a chunk op -> the engine's codes. */
@@ -981,7 +974,7 @@ static int rt_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
 
     if (!out)
         return RIO_EINVAL;
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     ret = head_read(t, key, &h);
@@ -1051,7 +1044,7 @@ static int rt_put_open(struct rio_transport *tt, const char *key, uint64_t size,
     size_t keylen;
     int ret;
 
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     if (!upload || chunk_size == 0)
@@ -1281,7 +1274,7 @@ static int rt_remove(struct rio_transport *tt, const char *key)
     size_t keylen;
     int ret;
 
-    ret = check_key(key, &keylen);
+    ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
     for (int tries = 0; tries < COMMIT_TRIES; tries++) {

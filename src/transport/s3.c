@@ -67,6 +67,7 @@
 #include "core/clock.h"
 #include "core/copy.h"
 #include "core/internal.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/s3_parse.h"
@@ -1593,7 +1594,7 @@ static int s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     size_t klen;
     int ret = 0;
 
-    if (!key || !out || (klen = strlen(key)) == 0 || klen > RIO_KEY_MAX)
+    if (!out || rio__key_len(key, &klen) < 0)
         return RIO_EINVAL;
     for (int attempt = 0; attempt < 3; attempt++) {
         struct meta_req q = {.method = "HEAD", .key = key, .retry = true};
@@ -1733,7 +1734,7 @@ static int s3_put_open(struct rio_transport *tt, const char *key, uint64_t size,
 
     if (t->scheme != SCHEME_S3)
         return RIO_ENOTSUP;
-    if (!key || !upload || chunk_size == 0 || (klen = strlen(key)) == 0 || klen > RIO_KEY_MAX)
+    if (!upload || chunk_size == 0 || rio__key_len(key, &klen) < 0)
         return RIO_EINVAL;
     up = rio__calloc(1, sizeof(*up));
     if (!up)
@@ -2147,7 +2148,7 @@ static int s3_remove(struct rio_transport *tt, const char *key)
 
     if (t->scheme != SCHEME_S3)
         return RIO_ENOTSUP;
-    if (!key || (klen = strlen(key)) == 0 || klen > RIO_KEY_MAX)
+    if (rio__key_len(key, &klen) < 0)
         return RIO_EINVAL;
     /* S3 answers DELETE 204 whether or not the key exists: ask first. */
     ret = head_id(t, key, id, &sidecar, NULL);

@@ -103,6 +103,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "proto/proto.h"
 #include "proto/tls.h"
@@ -1181,20 +1182,12 @@ static int ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct 
 
 /* ------------------------------------------------------------ metadata ops */
 
-static int key_len_of(const char *key, size_t *len)
-{
-    if (!key)
-        return RIO_EINVAL;
-    *len = strnlen(key, RIO_KEY_MAX + 1);
-    return *len >= 1 && *len <= RIO_KEY_MAX ? 0 : RIO_EINVAL;
-}
-
 /* The body of a request that names only a key (LOOKUP, DELETE): its length,
  * or an error; *klen is the key's length. */
 static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
 {
     struct rio_proto_key k;
-    int ret = key_len_of(key, klen);
+    int ret = rio__key_len(key, klen);
 
     if (ret < 0)
         return ret;
@@ -1302,7 +1295,7 @@ static int tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size
     size_t klen;
     int n, ret;
 
-    ret = key_len_of(key, &klen);
+    ret = rio__key_len(key, &klen);
     if (ret < 0)
         return ret;
     if (!upload || chunk_size == 0 || chunk_size > TCP_CHUNK_MAX)
@@ -2734,7 +2727,7 @@ static int tcp_submit(struct rio_transport *tt, struct rio_io *io)
         io->path >= t->base.npaths)
         return -EINVAL;
     if (io->kind == RIO_IO_READ) {
-        if (!io->dst || key_len_of(io->key, &klen) < 0)
+        if (!io->dst || rio__key_len(io->key, &klen) < 0)
             return -EINVAL;
         mi = owner_of(t, io->key, klen);
     } else if (io->kind == RIO_IO_WRITE) {
@@ -3389,7 +3382,7 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
     struct tcp_transport *t = tcp_cast(tt);
     size_t klen;
 
-    if (!t || key_len_of(key, &klen) < 0)
+    if (!t || rio__key_len(key, &klen) < 0)
         return -1;
     return (int)owner_of(t, key, klen);
 }

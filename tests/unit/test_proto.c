@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "core/checksum.h"
+#include "core/key.h"
 #include "proto/proto.h"
 #include "railio.h"
 #include "t.h"
@@ -709,4 +710,27 @@ TEST(hello_request_check)
         T_EQ(rio__proto_hello_check(f, f + 32), RIO_EPROTO);
         f[i] ^= 0x10;
     }
+}
+
+/* The one key rule (core/key.h) that the client, every transport and the
+ * server apply: 1..RIO_KEY_MAX bytes, read no further than one past it. */
+TEST(key_rule)
+{
+    char big[RIO_KEY_MAX + 2];
+    size_t n = 7;
+
+    T_ERR(rio__key_len(NULL, &n), RIO_EINVAL);
+    T_ERR(rio__key_len("", &n), RIO_EINVAL);
+    T_OK(rio__key_len("a", &n));
+    T_EQ(n, 1u);
+    memset(big, 'k', sizeof(big));
+    big[RIO_KEY_MAX] = '\0';
+    T_OK(rio__key_len(big, &n));
+    T_EQ(n, (size_t)RIO_KEY_MAX);
+    big[RIO_KEY_MAX] = 'k'; /* not terminated within RIO_KEY_MAX + 1: refused unread */
+    T_ERR(rio__key_len(big, &n), RIO_EINVAL);
+    T_FALSE(rio__key_len_ok(0));
+    T_TRUE(rio__key_len_ok(1));
+    T_TRUE(rio__key_len_ok(RIO_KEY_MAX));
+    T_FALSE(rio__key_len_ok(RIO_KEY_MAX + 1));
 }
