@@ -578,15 +578,27 @@ static int r_xxh_list(struct rbuf *r, uint64_t n, const uint8_t **out)
     return 0;
 }
 
+static void w_desc_fixed(struct wbuf *w, const struct rio_proto_desc *m)
+{
+    w_le(w, m->generation, 8);
+    w_le(w, m->size, 8);
+    w_le(w, m->chunk_size, 8);
+    w_le(w, m->nchunks, 8);
+    w_bytes(w, m->etag, RIO_PROTO_ETAG_LEN);
+}
+
+int rio__proto_enc_desc_fixed(const struct rio_proto_desc *m, uint8_t out[RIO_PROTO_DESC_FIXED])
+{
+    struct wbuf w = {.p = out, .cap = RIO_PROTO_DESC_FIXED};
+    w_desc_fixed(&w, m);
+    return w_done(&w);
+}
+
 int rio__proto_enc_desc(const struct rio_proto_desc *m, const uint64_t *xxh, uint8_t *out,
                         size_t cap)
 {
     struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->generation, 8);
-    w_le(&w, m->size, 8);
-    w_le(&w, m->chunk_size, 8);
-    w_le(&w, m->nchunks, 8);
-    w_bytes(&w, m->etag, 32);
+    w_desc_fixed(&w, m);
     for (uint64_t i = 0; i < m->nchunks && !w.err; i++)
         w_le(&w, xxh[i], 8);
     return w_done(&w);

@@ -39,6 +39,23 @@
 /* Fixed part of a PUT_CHUNK request and of a successful READ response. */
 #define RIO_PROTO_CHUNK_FIXED 24u
 #define RIO_PROTO_READ_FIXED 8u
+/* Byte offsets of the fields of PUT_CHUNK's fixed part (u64 LE each). */
+#define RIO_PROTO_CHUNK_OFF_ID 0u
+#define RIO_PROTO_CHUNK_OFF_INDEX 8u
+#define RIO_PROTO_CHUNK_OFF_XXH 16u
+/* Fixed part of a PUT_COMMIT request (upload id, nchunks, etag) before its
+ * checksum list, and its fields' offsets. */
+#define RIO_PROTO_COMMIT_FIXED 48u
+#define RIO_PROTO_COMMIT_OFF_ID 0u
+#define RIO_PROTO_COMMIT_OFF_NCHUNKS 8u
+#define RIO_PROTO_COMMIT_OFF_ETAG 16u
+/* Fixed part of a LOOKUP response (generation, size, chunk_size, nchunks,
+ * etag) before its checksum list. */
+#define RIO_PROTO_DESC_FIXED 64u
+/* One chunk's checksum (xxh3-64, LE) in a checksum list. */
+#define RIO_PROTO_XXH_LEN 8u
+/* An etag on the wire: 32 hex digits, not NUL-terminated. */
+#define RIO_PROTO_ETAG_LEN 32u
 
 enum rio_proto_op {
     RIO_OP_HELLO = 1,
@@ -189,6 +206,9 @@ int rio__proto_enc_key(const struct rio_proto_key *m, uint8_t *out, size_t cap);
  * order uint64_t array here, unlike the decoded view). */
 int rio__proto_enc_desc(const struct rio_proto_desc *m, const uint64_t *xxh, uint8_t *out,
                         size_t cap);
+/* Only the fixed fields (m->xxh unused): the server sends the list from the
+ * object's memory. Returns RIO_PROTO_DESC_FIXED. */
+int rio__proto_enc_desc_fixed(const struct rio_proto_desc *m, uint8_t out[RIO_PROTO_DESC_FIXED]);
 int rio__proto_enc_put_open(const struct rio_proto_put_open *m, uint8_t *out, size_t cap);
 int rio__proto_enc_put_open_resp(const struct rio_proto_put_open_resp *m, uint8_t *out, size_t cap);
 /* Fixed part of PUT_CHUNK (24 bytes); m->data/len are not written. */

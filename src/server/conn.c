@@ -887,7 +887,8 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_proto_key m;
     struct rio_srv_obj *o;
-    uint8_t out[64];
+    struct rio_proto_desc d;
+    uint8_t out[RIO_PROTO_DESC_FIXED];
 
     if (rio__proto_dec_key(body, len, &m) < 0) {
         conn_bad_body(c);
@@ -899,12 +900,13 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
         return;
     }
     /* The fixed part here, the checksum list from the object's memory. */
-    le64(out, o->generation);
-    le64(out + 8, o->size);
-    le64(out + 16, o->chunk_size);
-    le64(out + 24, o->nchunks);
-    memcpy(out + 32, o->etag, 32);
-    conn_respond(c, 0, out, sizeof(out), o, o->xxh, (size_t)o->nchunks * 8);
+    d.generation = o->generation;
+    d.size = o->size;
+    d.chunk_size = o->chunk_size;
+    d.nchunks = o->nchunks;
+    memcpy(d.etag, o->etag, RIO_PROTO_ETAG_LEN);
+    rio__proto_enc_desc_fixed(&d, out);
+    conn_respond(c, 0, out, sizeof(out), o, o->xxh, (size_t)o->nchunks * RIO_PROTO_XXH_LEN);
 }
 
 static void do_read(struct conn *c, const uint8_t *body, size_t len)
@@ -939,7 +941,7 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         uint64_t idx = m.off / o->chunk_size;
         uint64_t clen = o->size - m.off < o->chunk_size ? o->size - m.off : o->chunk_size;
         if (idx < o->nchunks && m.len == clen) {
-            memcpy(fixed, o->xxh + 8 * idx, 8);
+            memcpy(fixed, o->xxh + RIO_PROTO_XXH_LEN * idx, RIO_PROTO_XXH_LEN);
             have_xxh = 1;
         }
     }
@@ -1073,9 +1075,9 @@ static void do_ctrl(struct conn *c)
 static void chunk_fixed(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
-    uint64_t id = rio__proto_u64(c->ctrl);
-    uint64_t index = rio__proto_u64(c->ctrl + 8);
-    uint64_t xxh = rio__proto_u64(c->ctrl + 16);
+    uint64_t id = rio__proto_u64(c->ctrl + RIO_PROTO_CHUNK_OFF_ID);
+    uint64_t index = rio__proto_u64(c->ctrl + RIO_PROTO_CHUNK_OFF_INDEX);
+    uint64_t xxh = rio__proto_u64(c->ctrl + RIO_PROTO_CHUNK_OFF_XXH);
     uint64_t len = (uint64_t)c->hdr.body_len - RIO_PROTO_CHUNK_FIXED - RIO_PROTO_TAG_LEN;
     struct rio_srv_upload *u = NULL;
     uint8_t *dst = NULL;
@@ -1260,7 +1262,8 @@ static void commit_finish(struct conn *c)
 static void commit_next_batch(struct conn *c)
 {
     uint64_t left = c->commit_n - c->commit_i;
-    size_t n = left * 8 < RIO_PROTO_CTRL_MAX ? (size_t)left * 8 : RIO_PROTO_CTRL_MAX;
+    size_t n = left * RIO_PROTO_XXH_LEN < RIO_PROTO_CTRL_MAX ? (size_t)left * RIO_PROTO_XXH_LEN
+                                                             : RIO_PROTO_CTRL_MAX;
     if (n == 0)
         conn_piece(c, RS_COMMIT_TAG, c->ctrl, RIO_PROTO_TAG_LEN);
     else
@@ -1270,17 +1273,17 @@ static void commit_next_batch(struct conn *c)
 static void commit_fixed(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
-    uint64_t id = rio__proto_u64(c->ctrl);
-    uint64_t n = rio__proto_u64(c->ctrl + 8);
-    uint64_t list = (uint64_t)c->ctl_len - 48;
+    uint64_t id = rio__proto_u64(c->ctrl + RIO_PROTO_COMMIT_OFF_ID);
+    uint64_t n = rio__proto_u64(c->ctrl + RIO_PROTO_COMMIT_OFF_NCHUNKS);
+    uint64_t list = (uint64_t)c->ctl_len - RIO_PROTO_COMMIT_FIXED;
     struct rio_srv_upload *u;
     uint64_t seq = 0;
 
-    if (list / 8 != n) {
+    if (list / RIO_PROTO_XXH_LEN != n) {
         conn_reject(c, "commit list length");
         return;
     }
-    rio__proto_rx_update(&c->sess, c->ctrl, 48);
+    rio__proto_rx_update(&c->sess, c->ctrl, RIO_PROTO_COMMIT_FIXED);
     /* Nothing takes effect before the frame's tag checked out: a refusal
      * is answered after the list and the tag too. */
     c->commit_status = 0;
@@ -1304,13 +1307,13 @@ static void commit_fixed(struct conn *c)
     c->commit_i = 0;
     c->commit_n = n;
     c->commit_missing = c->commit_bad = 0;
-    memcpy(c->etag, c->ctrl + 16, 32);
+    memcpy(c->etag, c->ctrl + RIO_PROTO_COMMIT_OFF_ETAG, RIO_PROTO_ETAG_LEN);
     commit_next_batch(c);
 }
 
 static void commit_list(struct conn *c)
 {
-    uint64_t cnt = c->want_len / 8;
+    uint64_t cnt = c->want_len / RIO_PROTO_XXH_LEN;
 
     rio__proto_rx_update(&c->sess, c->ctrl, c->want_len);
     if (c->up)
@@ -1400,7 +1403,8 @@ static void header_done(struct conn *c)
         conn_piece(c, RS_CHUNK_FIXED, c->ctrl, RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN);
         return;
     case RIO_OP_PUT_COMMIT:
-        if (c->ctl_len < 48 || (c->ctl_len - 48) % 8 != 0) {
+        if (c->ctl_len < RIO_PROTO_COMMIT_FIXED ||
+            (c->ctl_len - RIO_PROTO_COMMIT_FIXED) % RIO_PROTO_XXH_LEN != 0) {
             conn_reject(c, "PUT_COMMIT length");
             return;
         }
@@ -1409,7 +1413,7 @@ static void header_done(struct conn *c)
             conn_kill(c, "out of memory");
             return;
         }
-        conn_piece(c, RS_COMMIT_FIXED, c->ctrl, 48);
+        conn_piece(c, RS_COMMIT_FIXED, c->ctrl, RIO_PROTO_COMMIT_FIXED);
         return;
     default:
         if (blen > RIO_PROTO_CTRL_BODY_MAX) {

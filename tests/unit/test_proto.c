@@ -734,3 +734,33 @@ TEST(key_rule)
     T_TRUE(rio__key_len_ok(RIO_KEY_MAX));
     T_FALSE(rio__key_len_ok(RIO_KEY_MAX + 1));
 }
+
+/* The offsets railiod reads PUT_CHUNK and PUT_COMMIT at, and the LOOKUP
+ * fixed part it writes, are the encoders' (proto.h names them once). */
+TEST(named_offsets_match_encoders)
+{
+    uint8_t b[RIO_PROTO_DESC_FIXED + 2 * RIO_PROTO_XXH_LEN], f[RIO_PROTO_DESC_FIXED];
+    struct rio_proto_put_chunk pc = {.upload_id = 11, .index = 22, .xxh = 33};
+    T_EQ(rio__proto_enc_put_chunk_fixed(&pc, b, sizeof(b)), (int)RIO_PROTO_CHUNK_FIXED);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_CHUNK_OFF_ID), 11u);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_CHUNK_OFF_INDEX), 22u);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_CHUNK_OFF_XXH), 33u);
+
+    uint64_t xxh[2] = {5, 6};
+    struct rio_proto_put_commit pm = {.upload_id = 44, .nchunks = 2};
+    memset(pm.etag, 'e', sizeof(pm.etag));
+    T_EQ(rio__proto_enc_put_commit(&pm, xxh, b, sizeof(b)),
+         (int)(RIO_PROTO_COMMIT_FIXED + 2 * RIO_PROTO_XXH_LEN));
+    T_EQ(rio__proto_u64(b + RIO_PROTO_COMMIT_OFF_ID), 44u);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_COMMIT_OFF_NCHUNKS), 2u);
+    T_EQ(memcmp(b + RIO_PROTO_COMMIT_OFF_ETAG, pm.etag, RIO_PROTO_ETAG_LEN), 0);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_COMMIT_FIXED + RIO_PROTO_XXH_LEN), 6u);
+
+    struct rio_proto_desc d = {.generation = 7, .size = 100, .chunk_size = 64, .nchunks = 2};
+    memset(d.etag, 'a', sizeof(d.etag));
+    T_EQ(rio__proto_enc_desc(&d, xxh, b, sizeof(b)),
+         (int)(RIO_PROTO_DESC_FIXED + 2 * RIO_PROTO_XXH_LEN));
+    T_EQ(rio__proto_enc_desc_fixed(&d, f), (int)RIO_PROTO_DESC_FIXED);
+    T_EQ(memcmp(b, f, RIO_PROTO_DESC_FIXED), 0);
+    T_EQ(rio__proto_u64(b + RIO_PROTO_DESC_FIXED), 5u);
+}
