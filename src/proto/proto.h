@@ -52,6 +52,8 @@
 /* Fixed part of a LOOKUP response (generation, size, chunk_size, nchunks,
  * etag) before its checksum list. */
 #define RIO_PROTO_DESC_FIXED 64u
+/* A token file's longest content (trailing whitespace included). */
+#define RIO_PROTO_TOKEN_MAX 4096u
 /* One chunk's checksum (xxh3-64, LE) in a checksum list. */
 #define RIO_PROTO_XXH_LEN 8u
 /* An etag on the wire: 32 hex digits, not NUL-terminated. */
@@ -311,5 +313,16 @@ int rio__proto_rx_check(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HD
 int rio__proto_auth_mac(const uint8_t *token, size_t token_len, const char *label,
                         const uint8_t a[RIO_PROTO_NONCE_LEN], const uint8_t b[RIO_PROTO_NONCE_LEN],
                         uint8_t mac[RIO_PROTO_MAC_LEN]);
+
+/*
+ * Read a token file, for the client and railiod alike: at most
+ * RIO_PROTO_TOKEN_MAX bytes (more: RIO_EINVAL), trailing whitespace (the
+ * newline an editor adds) trimmed, empty refused (RIO_EINVAL); *why says
+ * which, NULL for an errno. *loose is set when group or others may read it
+ * (railiod warns; the client does not). *out is RIO_PROTO_TOKEN_MAX + 1
+ * bytes from rio__malloc: cleanse then free it.
+ */
+int rio__proto_token_read(const char *path, uint8_t **out, size_t *len, int *loose,
+                          const char **why);
 
 #endif

@@ -211,44 +211,19 @@ static void tune_socket(int fd, const struct rio_srv_config *cfg)
 
 /* ---------------------------------------------------------------- options */
 
+_Static_assert(RIO_SRV_TOKEN_MAX == RIO_PROTO_TOKEN_MAX, "one token bound");
+
 static int read_token(const char *path, uint8_t **out, size_t *len)
 {
-    struct stat st;
-    uint8_t *buf;
-    ssize_t n;
-    int fd;
+    const char *why;
+    int loose;
+    int ret = rio__proto_token_read(path, out, len, &loose, &why);
 
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        SRV_ERR("auth token file %s: %s", path, strerror(errno));
-        return -errno;
-    }
-    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+    if (ret == 0 && loose)
         SRV_WARN("auth token file %s is readable by group or others", path);
-    buf = rio__malloc(TOKEN_MAX + 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    n = read(fd, buf, TOKEN_MAX + 1);
-    close(fd);
-    if (n < 0 || n > TOKEN_MAX) {
-        SRV_ERR("auth token file %s: %s", path, n < 0 ? strerror(errno) : "longer than 4096 bytes");
-        rio__free(buf);
-        return RIO_EINVAL;
-    }
-    /* Trailing whitespace (the newline an editor adds) is not part of it. */
-    while (n > 0 &&
-           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
-        n--;
-    if (n == 0) {
-        SRV_ERR("auth token file %s is empty", path);
-        rio__free(buf);
-        return RIO_EINVAL;
-    }
-    *out = buf;
-    *len = (size_t)n;
-    return 0;
+    if (ret < 0)
+        SRV_ERR("auth token file %s: %s", path, why ? why : strerror(-ret));
+    return ret;
 }
 
 enum {

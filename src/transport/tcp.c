@@ -123,7 +123,7 @@
 #define TCP_DIAL_BACKOFF_CAP_MS 2000u
 #define TCP_ABORT_TIMEOUT_MS 1000u
 #define TCP_DEF_CANCEL_GRACE_MS 1000u
-#define TCP_TOKEN_MAX 4096u
+#define TCP_TOKEN_MAX RIO_PROTO_TOKEN_MAX
 /* A LOOKUP answer carries one u64 per chunk: refuse a descriptor whose list
  * would take more than 64 MiB to hold. */
 #define TCP_LOOKUP_MAX_CHUNKS (1u << 23)
@@ -2997,55 +2997,6 @@ static int parse_rails(struct tcp_transport *t, const char *s)
     }
 }
 
-static int read_token_file(const char *path, uint8_t **out, size_t *len)
-{
-    uint8_t *b;
-    size_t n = 0;
-    int fd, ret;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    b = rio__malloc(TCP_TOKEN_MAX + 1);
-    if (!b) {
-        close(fd);
-        return -ENOMEM;
-    }
-    for (;;) {
-        ssize_t r = read(fd, b + n, TCP_TOKEN_MAX + 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            ret = -errno;
-            goto err;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n > TCP_TOKEN_MAX) {
-            ret = RIO_EINVAL;
-            goto err;
-        }
-    }
-    close(fd);
-    /* Trailing whitespace (the newline an editor adds) is not part of the
-     * secret: the same rule as railiod's --auth-token-file. */
-    while (n > 0 && (b[n - 1] == '\n' || b[n - 1] == '\r' || b[n - 1] == ' ' || b[n - 1] == '\t'))
-        n--;
-    if (n == 0) {
-        rio__free(b);
-        return RIO_EINVAL;
-    }
-    *out = b;
-    *len = n;
-    return 0;
-err:
-    close(fd);
-    OPENSSL_cleanse(b, TCP_TOKEN_MAX + 1);
-    rio__free(b);
-    return ret;
-}
-
 /* tls=on|off (RIO_TLS), tls_ca=FILE (RIO_TLS_CA), tls_verify=on|off, tls_name=NAME. */
 static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
 {
@@ -3141,7 +3092,9 @@ static int parse_params(struct tcp_transport *t, const struct rio_url *u)
         memcpy(t->token, tok, n);
         t->token_len = n;
     } else if (tokf && *tokf) {
-        ret = read_token_file(tokf, &t->token, &t->token_len);
+        const char *why;
+        int loose;
+        ret = rio__proto_token_read(tokf, &t->token, &t->token_len, &loose, &why);
         if (ret < 0)
             return ret;
     }

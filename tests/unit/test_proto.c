@@ -7,10 +7,14 @@
  * bad header fields) is each rejected with RIO_EPROTO, never read past.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/key.h"
 #include "proto/proto.h"
@@ -763,4 +767,54 @@ TEST(named_offsets_match_encoders)
     T_EQ(rio__proto_enc_desc_fixed(&d, f), (int)RIO_PROTO_DESC_FIXED);
     T_EQ(memcmp(b, f, RIO_PROTO_DESC_FIXED), 0);
     T_EQ(rio__proto_u64(b + RIO_PROTO_DESC_FIXED), 5u);
+}
+
+static void write_file(const char *path, const char *s, size_t n, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    T_TRUE(fd >= 0);
+    T_EQ(write(fd, s, n), (ssize_t)n);
+    T_OK(fchmod(fd, mode));
+    close(fd);
+}
+
+/* The one token-file reader of railio:// token_file= and railiod
+ * --auth-token-file: trailing whitespace trimmed, empty and over-long
+ * refused, group/other-readable reported. */
+TEST(token_file_reader)
+{
+    char path[] = "/tmp/rio_token_XXXXXX";
+    const char *why;
+    uint8_t *tok = NULL;
+    size_t len = 0;
+    int loose = 0, fd = mkstemp(path);
+
+    T_TRUE(fd >= 0);
+    close(fd);
+    write_file(path, "s3cret \r\n", 9, 0600);
+    T_OK(rio__proto_token_read(path, &tok, &len, &loose, &why));
+    T_EQ(len, 6u);
+    T_EQ(memcmp(tok, "s3cret", 6), 0);
+    T_EQ(loose, 0);
+    rio__free(tok);
+    write_file(path, "s3cret", 6, 0644);
+    T_OK(rio__proto_token_read(path, &tok, &len, &loose, &why));
+    T_EQ(loose, 1);
+    rio__free(tok);
+    write_file(path, "\n\n", 2, 0600);
+    T_ERR(rio__proto_token_read(path, &tok, &len, &loose, &why), RIO_EINVAL);
+    T_STREQ(why, "empty");
+    char *big = malloc(RIO_PROTO_TOKEN_MAX + 1);
+    memset(big, 'x', RIO_PROTO_TOKEN_MAX + 1);
+    write_file(path, big, RIO_PROTO_TOKEN_MAX, 0600);
+    T_OK(rio__proto_token_read(path, &tok, &len, &loose, &why));
+    T_EQ(len, (size_t)RIO_PROTO_TOKEN_MAX);
+    rio__free(tok);
+    write_file(path, big, RIO_PROTO_TOKEN_MAX + 1, 0600);
+    T_ERR(rio__proto_token_read(path, &tok, &len, &loose, &why), RIO_EINVAL);
+    T_STREQ(why, "longer than 4096 bytes");
+    free(big);
+    unlink(path);
+    T_ERR(rio__proto_token_read(path, &tok, &len, &loose, &why), -ENOENT);
+    T_NULL(why);
 }
