@@ -1767,7 +1767,7 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = mock_open,
     .close = mock_close,
     .submit = mock_submit,
