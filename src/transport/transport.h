@@ -107,7 +107,10 @@ struct rio_transport_ops {
     /* Wait up to timeout_ms (0: poll) for completions; call complete() on each
      * finished op, in this thread. Returns the count, or < 0 when the
      * transport could not wait (its event loop failed): ops stay in flight
-     * and still complete through a later reap. */
+     * and still complete through a later reap. The engine then waits up to
+     * timeout_ms (1 ms doubling to 64 ms) before it reaps again, and after
+     * eight failed reaps in a row fails its active requests with the error
+     * (their calls return once the ops come back). */
     int (*reap)(struct rio_transport *t, int timeout_ms);
     /* Make a blocked reap return soon (or the next one, if none is
      * blocked). Thread-safe, any thread, never blocks. */
