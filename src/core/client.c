@@ -508,10 +508,10 @@ static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
 /*
  * Hash the PUTs of a call in the calling thread while the engine sends. First
  * every chunk's xxh3, in source order, each published as soon as it is known
- * (it gates that chunk; xxh3 runs at ~15 GB/s a core here). Then the stream
- * MD5 (the etag) over every object, in source order, behind the transfer: at
- * ~0.77 GB/s it would otherwise hold each chunk back, and it only gates the
- * commit. A request that failed stops being hashed.
+ * (it gates that chunk, and xxh3 is cheap). Then the stream MD5 (the etag)
+ * over every object, in source order, behind the transfer: MD5 is an order of
+ * magnitude slower than xxh3 (docs/bench.md) and would otherwise hold each
+ * chunk back; it only gates the commit. A request that failed stops being hashed.
  */
 /* The caller is done hashing r (pipelined commits: it may commit once
  * fenced). */
