@@ -9,6 +9,7 @@
 #                       FUZZ_SECONDS (300), FUZZ_JOBS at once (all cores); corpora and
 #                       crashes are kept in build/fuzz/<name>/
 #   make debug          configure + build the debug preset (build-debug/)
+#   make clang          configure + build with clang, warnings as errors (build-clang/), unit tests
 #   make format         clang-format every C source in place
 #   make format-check   fail if any C source is not formatted
 #   make install        build, then install under PREFIX (default /usr/local), into
@@ -43,6 +44,7 @@ dir_default := build
 dir_debug := build-debug
 dir_asan := build-asan
 dir_tsan := build-tsan
+dir_clang := build-clang
 
 ASAN_ENV = ASAN_OPTIONS="$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}" \
 	UBSAN_OPTIONS="$${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
@@ -61,7 +63,7 @@ endef
 ctest = ctest --test-dir $(dir_$(1)) --output-on-failure -j$(CTEST_JOBS) $(CTEST_ARGS)
 
 .DEFAULT_GOAL := build
-.PHONY: build test demo bench asan tsan fuzz debug format format-check deps clean install uninstall deps-test
+.PHONY: build test demo bench asan tsan clang fuzz debug format format-check deps clean install uninstall deps-test
 
 build: deps
 	$(call configure,default)
@@ -94,6 +96,13 @@ tsan: deps-test
 	cmake --build --preset tsan
 	$(TSAN_ENV) $(call ctest,tsan)
 
+# A second compiler's warnings over the whole tree (errors with RIO_WERROR=ON,
+# as CI sets it); the unit tests check the build runs.
+clang: deps-test
+	$(call configure,clang)
+	cmake --build --preset clang
+	ctest --test-dir $(dir_clang) --output-on-failure -j$(CTEST_JOBS) -L unit
+
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(dir_default)
 
@@ -124,4 +133,4 @@ deps-test:
 	@bash scripts/install-deps.sh --check test || bash scripts/install-deps.sh test
 
 clean:
-	rm -rf $(dir_default) $(dir_debug) $(dir_asan) $(dir_tsan)
+	rm -rf $(dir_default) $(dir_debug) $(dir_asan) $(dir_tsan) $(dir_clang)

@@ -270,8 +270,8 @@ static int parse_args(struct cfg *c, int argc, char **argv)
  * Run argv, capture its stdout (malloc'd, NUL-terminated). Returns the exit
  * status, or -1 if it could not run. posix_spawn, not fork: a fork marks every
  * page of this process copy-on-write, and railio's next run would then take
- * a page fault on each 4 KiB of its buffer it writes (10-16 us each on this
- * VM: a 2 MiB read paid 5-15 ms, railio/fio fell to 0.03).
+ * a page fault on each 4 KiB of its buffer it writes, enough to make a small
+ * read's figure meaningless.
  */
 static int run_capture(char *const argv[], char **out)
 {

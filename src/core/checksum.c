@@ -2,9 +2,9 @@
 /*
  * Checksums: xxh3-64 per chunk (libxxhash) and the MD5 etag of the whole
  * byte stream (OpenSSL EVP). Both pick the fastest implementation for the
- * CPU at run time: libxxhash's plain XXH3_64bits is its portable SSE2 build
- * (3-4 GB/s on one core here), its dispatcher uses AVX2/AVX-512 when the CPU
- * has them (15-17 GB/s here, same run; `railio bench copy` prints both).
+ * CPU at run time: libxxhash's plain XXH3_64bits is its portable SSE2 build,
+ * its dispatcher uses AVX2/AVX-512 when the CPU has them, several times
+ * faster (`railio bench copy` prints both; figures in docs/bench.md).
  */
 #include <errno.h>
 

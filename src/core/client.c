@@ -64,7 +64,7 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
         ret = RIO_EURL;
         goto err_url;
     }
-    ret = ops->open(&c->url, &c->o, &c->t);
+    ret = rio__t_open(ops, &c->url, &c->o, &c->t);
     if (ret < 0)
         goto err_url;
     c->npaths = c->t->npaths;
@@ -91,7 +91,7 @@ err_mutex:
 err_attempts:
     rio__engine_free_attempts(c);
 err_transport:
-    c->t->ops->close(c->t);
+    rio__t_close(c->t);
 err_url:
     rio__url_cleanup(&c->url);
 err_free:
@@ -123,7 +123,7 @@ void rio_client_destroy(struct rio_client *c)
             writer_invalidate((struct rio_writer *)st);
     }
     rio__engine_stop(c);
-    c->t->ops->close(c->t);
+    rio__t_close(c->t);
     rio__engine_free_attempts(c);
     rio__stage_drain(c);
     pthread_mutex_destroy(&c->mu);
@@ -290,7 +290,7 @@ static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, ui
 static int client_lookup(struct rio_client *c, const char *key, struct rio_desc *out)
 {
     char why[192];
-    int ret = c->t->ops->lookup(c->t, key, out);
+    int ret = rio__t_lookup(c->t, key, out);
     if (ret < 0)
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));
@@ -454,7 +454,7 @@ static uint64_t put_chunk_size(struct rio_client *c, uint64_t len)
 /* A PUT computes the stream MD5 only when wanted and the backend stores it. */
 static bool etag_wanted(const struct rio_client *c)
 {
-    return c->o.etag > 0 && (c->t->ops->caps & RIO_CAP_ETAG);
+    return c->o.etag > 0 && rio__t_has_cap(c->t, RIO_CAP_ETAG);
 }
 
 /* Set up a PUT request: open the upload, or (defer) leave that to the
@@ -493,7 +493,7 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
         r->opening = true;
         return 0;
     }
-    ret = c->t->ops->put_open(c->t, key, len, r->chunk_size, &r->upload);
+    ret = rio__t_put_open(c->t, key, len, r->chunk_size, &r->upload);
     if (ret < 0)
         r->upload = NULL;
     return ret;
@@ -508,10 +508,10 @@ static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
 /*
  * Hash the PUTs of a call in the calling thread while the engine sends. First
  * every chunk's xxh3, in source order, each published as soon as it is known
- * (it gates that chunk; xxh3 runs at ~15 GB/s a core here). Then the stream
- * MD5 (the etag) over every object, in source order, behind the transfer: at
- * ~0.77 GB/s it would otherwise hold each chunk back, and it only gates the
- * commit. A request that failed stops being hashed.
+ * (it gates that chunk, and xxh3 is cheap). Then the stream MD5 (the etag)
+ * over every object, in source order, behind the transfer: MD5 is an order of
+ * magnitude slower than xxh3 (docs/bench.md) and would otherwise hold each
+ * chunk back; it only gates the commit. A request that failed stops being hashed.
  */
 /* The caller is done hashing r (pipelined commits: it may commit once
  * fenced). */
@@ -598,10 +598,10 @@ static int commit_upload(struct rio_client *c, const char *key, void *upload, ui
             ret = -ENOMEM;
     }
     if (ret < 0) {
-        c->t->ops->put_abort(c->t, upload);
+        rio__t_put_abort(c->t, upload);
         return ret;
     }
-    ret = c->t->ops->put_commit(c->t, upload, &d);
+    ret = rio__t_put_commit(c->t, upload, &d);
     if (ret < 0) {
         rio__free(copy);
         return ret;
@@ -713,7 +713,7 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
 
     memset(&g, 0, sizeof(g));
     if (todo)
-        ret = r->type == RIO_OP_PUT ? c->t->ops->put_open(c->t, r->key, r->size, r->chunk_size, &up)
+        ret = r->type == RIO_OP_PUT ? rio__t_put_open(c->t, r->key, r->size, r->chunk_size, &up)
                                     : get_plan(c, call, r, &g);
     pthread_mutex_lock(&c->mu);
     r->opening = false;
@@ -747,7 +747,7 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
     bool kick = c->inflight_ops < (uint64_t)c->npaths * c->o.depth;
     pthread_mutex_unlock(&c->mu);
     if (up)
-        c->t->ops->put_abort(c->t, up);
+        rio__t_put_abort(c->t, up);
     get_plan_drop(c, &g);
     if (ret < 0)
         rio__engine_fail_req(c, r, ret);
@@ -786,7 +786,7 @@ static void worker_loop(struct rio_client *c, struct rio__call *call)
             if (due)
                 r->result = put_commit(c, r, NULL);
             if (abandoned)
-                c->t->ops->put_abort(c->t, abandoned);
+                rio__t_put_abort(c->t, abandoned);
             pthread_mutex_lock(&c->mu);
             r->committed = due;
             if (r->ahead) {
@@ -881,7 +881,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
             r->result = (int64_t)r->size;
         }
         if (r->type == RIO_OP_PUT && r->upload) {
-            c->t->ops->put_abort(c->t, r->upload);
+            rio__t_put_abort(c->t, r->upload);
             r->upload = NULL;
         }
     }
@@ -963,7 +963,7 @@ static void call_abandon(struct rio_client *c, struct rio__call *call)
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         if (r->upload)
-            c->t->ops->put_abort(c->t, r->upload);
+            rio__t_put_abort(c->t, r->upload);
         r->upload = NULL;
     }
     rio__call_free(call);
@@ -1189,7 +1189,7 @@ int rio_delete(struct rio_client *c, const char *key)
     int ret = key_check(key);
     if (ret < 0)
         return ret;
-    return c->t->ops->remove(c->t, key);
+    return rio__t_remove(c->t, key);
 }
 
 struct prep_job {
@@ -1729,7 +1729,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     ret = key_check(key);
     if (ret < 0)
         return ret;
-    if (size == RIO_SIZE_UNKNOWN && !(c->t->ops->caps & RIO_CAP_STREAM_PUT))
+    if (size == RIO_SIZE_UNKNOWN && !rio__t_has_cap(c->t, RIO_CAP_STREAM_PUT))
         return RIO_ENOTSUP;
     w = rio__calloc(1, sizeof(*w));
     if (!w)
@@ -1769,7 +1769,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         if (ret < 0)
             goto err;
     }
-    ret = c->t->ops->put_open(c->t, key, size, w->chunk_size, &w->upload);
+    ret = rio__t_put_open(c->t, key, size, w->chunk_size, &w->upload);
     if (ret < 0)
         goto err;
     stream_link(c, &w->st, RIO__STREAM_WRITER);
@@ -1840,7 +1840,7 @@ static void writer_invalidate(struct rio_writer *w)
     stream_unlink(w->c, &w->st);
     writer_fail(w, RIO_ECLOSED);
     writer_drain(w);
-    w->c->t->ops->put_abort(w->c->t, w->upload);
+    rio__t_put_abort(w->c->t, w->upload);
     w->upload = NULL;
     writer_release(w);
     w->c = NULL;
@@ -1871,7 +1871,7 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
         ret = commit_upload(w->c, w->key, w->upload, w->total, w->chunk_size, w->nchunks, w->xxh,
                             w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
     else
-        w->c->t->ops->put_abort(w->c->t, w->upload);
+        rio__t_put_abort(w->c->t, w->upload);
     w->upload = NULL;
     w->err = ret;
     writer_stats(w);
@@ -1890,7 +1890,7 @@ void rio_writer_abort(struct rio_writer *w)
     stream_unlink(w->c, &w->st);
     writer_fail(w, RIO_ECANCELED);
     writer_drain(w);
-    w->c->t->ops->put_abort(w->c->t, w->upload);
+    rio__t_put_abort(w->c->t, w->upload);
     writer_stats(w);
     writer_free(w);
 }

@@ -758,6 +758,44 @@ static void reap_finished_locked(struct rio_client *c)
     c->active_tail = last;
 }
 
+/*
+ * Reap failed (the transport could not wait for completions). Its ops are
+ * still the transport's: they complete through a later reap, and until then
+ * the engine may neither complete nor reuse them. So the engine waits a
+ * little before it reaps again (up to the timeout it asked for, doubling
+ * from 1 ms to RIO__REAP_BACKOFF_MAX_MS), so a reap that fails at once does
+ * not spin; and once RIO__REAP_ERRS_MAX reaps failed in a row it fails every
+ * active request with reap's error: their ops are cancelled and each call
+ * returns the error as soon as its ops have come back, instead of waiting
+ * for a transport that may never recover. Reap is not per path, so no path
+ * is marked down.
+ */
+#define RIO__REAP_ERRS_MAX 8u
+#define RIO__REAP_BACKOFF_MAX_MS 64u
+
+static void reap_backoff(struct rio_client *c, int timeout_ms)
+{
+    if (c->reap_errs < UINT32_MAX)
+        c->reap_errs++;
+    unsigned shift = c->reap_errs - 1 < 6 ? c->reap_errs - 1 : 6;
+    unsigned ms = 1u << shift;
+    if (ms > RIO__REAP_BACKOFF_MAX_MS)
+        ms = RIO__REAP_BACKOFF_MAX_MS;
+    if (timeout_ms >= 0 && ms > (unsigned)timeout_ms)
+        ms = (unsigned)timeout_ms;
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static void reap_failed_locked(struct rio_client *c, int err)
+{
+    if (c->reap_errs < RIO__REAP_ERRS_MAX)
+        return;
+    for (struct rio__req *r = c->active_head; r; r = r->anext)
+        req_decide_locked(c, r, err);
+}
+
 static void *engine_main(void *arg)
 {
     struct rio_client *c = arg;
@@ -784,8 +822,14 @@ static void *engine_main(void *arg)
             rio__call_free(dead);
             dead = next;
         }
-        rio__t_reap(c->t, timeout_ms);
+        int n = rio__t_reap(c->t, timeout_ms);
+        if (n < 0)
+            reap_backoff(c, timeout_ms);
+        else
+            c->reap_errs = 0;
         pthread_mutex_lock(&c->mu);
+        if (n < 0)
+            reap_failed_locked(c, n);
     }
     pthread_mutex_unlock(&c->mu);
     return NULL;

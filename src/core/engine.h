@@ -217,6 +217,7 @@ struct rio_client {
 
     /* engine thread only */
     struct rio__attempt *reaped;
+    unsigned reap_errs; /* reaps failed in a row */
 
     /* under mu: staging buffers kept for reuse (RIO_ATOMIC GETs). Fresh
      * memory costs a page fault per page on first touch, which on this kind

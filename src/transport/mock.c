@@ -412,6 +412,11 @@ struct mock_transport {
     /* under mu */
     bool stop;
     bool woken;
+    /* rio__mock_reap_fail: the next reap_fail reaps return reap_err at once
+     * and deliver nothing (what finished stays queued for a later reap). */
+    uint64_t reap_fail;
+    int reap_err;
+    uint64_t reaps_failed;
     uint64_t sleep_until; /* the mock thread's wake-up time while it sleeps, else 0 */
     struct mock_path path[RIO_MAX_PATHS];
     double disk_rate;
@@ -917,6 +922,14 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
     int n = 0;
 
     pthread_mutex_lock(&t->mu);
+    if (t->reap_fail) {
+        int err = t->reap_err;
+        t->reap_fail--;
+        t->reaps_failed++;
+        t->woken = false;
+        pthread_mutex_unlock(&t->mu);
+        return err;
+    }
     if (!t->done_head && !t->woken && timeout_ms != 0) {
         struct timespec ts;
         uint64_t deadline =
@@ -1760,7 +1773,7 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = mock_open,
     .close = mock_close,
     .submit = mock_submit,
@@ -1800,6 +1813,31 @@ void rio__mock_faults_clear(struct rio_transport *tt)
     pthread_mutex_lock(&t->mu);
     t->nrules = 0;
     pthread_mutex_unlock(&t->mu);
+}
+
+void rio__mock_reap_fail(struct rio_transport *tt, uint64_t n, int err)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->reap_fail = err < 0 ? n : 0;
+    t->reap_err = err;
+    pthread_mutex_unlock(&t->mu);
+}
+
+uint64_t rio__mock_reaps_failed(struct rio_transport *tt)
+{
+    struct mock_transport *t = mock_cast(tt);
+    uint64_t n;
+
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    n = t->reaps_failed;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 void rio__mock_heal(struct rio_transport *tt)

@@ -21,6 +21,11 @@ void rio__mock_faults_clear(struct rio_transport *t);
 void rio__mock_heal(struct rio_transport *t);
 int rio__mock_set_path(struct rio_transport *t, unsigned path, double rate_bps, uint64_t lat_ns);
 void rio__mock_counters(struct rio_transport *t, struct rio_mock_counters *out);
+/* The next n reaps (err < 0) return err at once and deliver nothing; what
+ * finished meanwhile is delivered by the first reap after them. n = 0 ends
+ * it. reaps_failed counts the reaps that failed so. */
+void rio__mock_reap_fail(struct rio_transport *t, uint64_t n, int err);
+uint64_t rio__mock_reaps_failed(struct rio_transport *t);
 int rio__mock_desc_set(struct rio_transport *t, const struct rio_desc *d, uint64_t xxh_len);
 
 #endif

@@ -1580,7 +1580,7 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     .open = rt_open,
     .close = rt_close,
     .submit = rt_submit,

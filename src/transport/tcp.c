@@ -3342,7 +3342,7 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
 
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
-    .caps = RIO_CAP_CHECKSUMS | RIO_CAP_ETAG,
+    .caps = RIO_CAP_ETAG,
     .open = tcp_open,
     .close = tcp_close,
     .submit = tcp_submit,

@@ -9,6 +9,7 @@
 #ifndef RIO_TRANSPORT_H
 #define RIO_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/url.h"
@@ -46,8 +47,7 @@ struct rio_io {
     void *tpriv;       /* the transport's, while the op is in flight */
 };
 
-/* Capability bits. */
-#define RIO_CAP_CHECKSUMS 0x1u /* stores per-chunk xxh3 in the descriptor */
+/* Capability bits (0x1 was a checksums bit nothing read; do not reuse it). */
 /*
  * put_open accepts size == RIO_SIZE_UNKNOWN: a streaming upload whose length
  * is known only at commit. Its chunks still come with index, off = index x
@@ -63,40 +63,81 @@ struct rio_io {
 
 struct rio_transport;
 
+/*
+ * Threads, locks and reentrancy. The engine runs one thread per client (the
+ * engine thread); callers and the client's metadata workers are other
+ * threads. The client lock (c->mu) is always taken before any lock of the
+ * transport, never after: a transport must not call back into the engine
+ * while it holds one of its own locks, except complete() (below), which
+ * takes no engine lock. Per op:
+ *
+ *   op          thread                   client lock   may block
+ *   open        rio_client_new's caller  not held      yes
+ *   close       rio_client_free's caller not held      yes (nothing in flight)
+ *   submit      engine thread only       held          no
+ *   reap        engine thread only       not held      up to timeout_ms
+ *   wake        any thread               not held      no
+ *   cancel      any thread               held          no
+ *   lookup, put_open, put_commit, put_abort, remove
+ *               any thread, several      not held      yes
+ *               at once
+ *   path_cap    any thread               held          no
+ *   cpu_ns      any thread               not held      no
+ *
+ * So cancel may run in a caller's thread while the engine thread is inside
+ * reap, and wake may run at any time, also before the first reap; reap and
+ * submit never run at once (both are the engine thread's). complete() runs
+ * inside reap, in the engine thread, and must not call submit, cancel or
+ * reap itself. No op is called from inside complete().
+ */
 struct rio_transport_ops {
     const char *scheme;
     unsigned caps;
 
     /* Open a transport for url; o holds the effective client options. */
     int (*open)(const struct rio_url *url, const struct rio_options *o, struct rio_transport **out);
-    /* Close: only called when nothing is in flight. */
+    /* Close: only called when nothing is in flight and the engine thread
+     * has stopped; no other op runs at the same time or after. */
     void (*close)(struct rio_transport *t);
 
     /* Queue io. Never blocks. -EAGAIN when the path is full; any other
-     * error means the op was not queued and complete() will not be called. */
+     * error means the op was not queued and complete() will not be called
+     * (the engine counts it as a failed attempt on io->path). */
     int (*submit)(struct rio_transport *t, struct rio_io *io);
     /* Wait up to timeout_ms (0: poll) for completions; call complete() on each
-     * finished op, in this thread. Returns the count, or < 0 on failure. */
+     * finished op, in this thread. Returns the count, or < 0 when the
+     * transport could not wait (its event loop failed): ops stay in flight
+     * and still complete through a later reap. The engine then waits up to
+     * timeout_ms (1 ms doubling to 64 ms) before it reaps again, and after
+     * eight failed reaps in a row fails its active requests with the error
+     * (their calls return once the ops come back). */
     int (*reap)(struct rio_transport *t, int timeout_ms);
-    /* Make a blocked reap return soon. Thread-safe. */
+    /* Make a blocked reap return soon (or the next one, if none is
+     * blocked). Thread-safe, any thread, never blocks. */
     void (*wake)(struct rio_transport *t);
-    /* Ask for io to end early. Non-blocking; the op still completes through
-     * reap (res = -ECANCELED, or whatever it had reached). */
+    /* Ask for io to end early. Non-blocking, any thread, may run while the
+     * engine thread is inside reap; io is in flight (submitted, its
+     * complete() not yet called). The op still completes through reap
+     * (res = -ECANCELED, or whatever it had reached). */
     void (*cancel)(struct rio_transport *t, struct rio_io *io);
 
-    /* Metadata, synchronous, thread-safe. */
+    /* Metadata: synchronous (may block on round trips), thread-safe, called
+     * from callers and metadata workers at once, never with the client lock
+     * held. */
     int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
-     * etag; sets d->generation. Consumes the upload on success and failure. */
+     * etag; sets d->generation. Consumes the upload on success and failure.
+     * Called once every chunk op of the upload has completed. */
     int (*put_commit)(struct rio_transport *t, void *upload, struct rio_desc *d);
-    /* Drop an upload; nothing of it stays visible or stored. */
+    /* Drop an upload; nothing of it stays visible or stored. Called once
+     * every chunk op of the upload has completed (or none was submitted). */
     void (*put_abort)(struct rio_transport *t, void *upload);
     int (*remove)(struct rio_transport *t, const char *key);
 
     /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
-     * CPU time of threads the transport owns. */
+     * CPU time of threads the transport owns. Both non-blocking. */
     double (*path_cap)(struct rio_transport *t, unsigned path);
     uint64_t (*cpu_ns)(struct rio_transport *t);
 };
@@ -115,31 +156,86 @@ struct rio_transport {
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
 
-/* --- wrappers: the only way the engine reaches a transport --- */
+/* --- wrappers: the only way the engine reaches a transport ---
+ * Each states who may call it; the table above the ops is the full rule. */
 
-/* Never blocks; -EAGAIN when full. On any error complete() is not called. */
+/* rio_client_new's caller, no client lock; may block. */
+static inline int rio__t_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                              const struct rio_options *o, struct rio_transport **out)
+{
+    return ops->open(url, o, out);
+}
+
+/* Nothing in flight, engine thread stopped; may block. */
+static inline void rio__t_close(struct rio_transport *t)
+{
+    t->ops->close(t);
+}
+
+/* Whether the transport has every capability bit of cap. Any thread. */
+static inline bool rio__t_has_cap(const struct rio_transport *t, unsigned cap)
+{
+    return (t->ops->caps & cap) == cap;
+}
+
+/* Engine thread, client lock held. Never blocks; -EAGAIN when full. On any
+ * error complete() is not called. */
 static inline int rio__t_submit(struct rio_transport *t, struct rio_io *io)
 {
     return t->ops->submit(t, io);
 }
 
-/* Calls complete() exactly once per finished op, in the calling thread. */
+/* Engine thread, client lock NOT held; blocks up to timeout_ms. Calls
+ * complete() exactly once per finished op, in the calling thread. < 0: the
+ * transport could not wait; its ops stay in flight. */
 static inline int rio__t_reap(struct rio_transport *t, int timeout_ms)
 {
     return t->ops->reap(t, timeout_ms);
 }
 
+/* Any thread, client lock not held; never blocks. */
 static inline void rio__t_wake(struct rio_transport *t)
 {
     t->ops->wake(t);
 }
 
-/* Non-blocking; the op still completes through reap. */
+/* Any thread, client lock held, also while reap runs; never blocks. The op
+ * still completes through reap. */
 static inline void rio__t_cancel(struct rio_transport *t, struct rio_io *io)
 {
     t->ops->cancel(t, io);
 }
 
+/* Metadata: any thread, several at once, client lock NOT held; may block. */
+static inline int rio__t_lookup(struct rio_transport *t, const char *key, struct rio_desc *out)
+{
+    return t->ops->lookup(t, key, out);
+}
+
+static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint64_t size,
+                                  uint64_t chunk_size, void **upload)
+{
+    return t->ops->put_open(t, key, size, chunk_size, upload);
+}
+
+/* Once no chunk op of upload is in flight; consumes upload. */
+static inline int rio__t_put_commit(struct rio_transport *t, void *upload, struct rio_desc *d)
+{
+    return t->ops->put_commit(t, upload, d);
+}
+
+/* Once no chunk op of upload is in flight; consumes upload. */
+static inline void rio__t_put_abort(struct rio_transport *t, void *upload)
+{
+    t->ops->put_abort(t, upload);
+}
+
+static inline int rio__t_remove(struct rio_transport *t, const char *key)
+{
+    return t->ops->remove(t, key);
+}
+
+/* Any thread; never blocks. 0 when unknown or not implemented. */
 static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
 {
     return t->ops->path_cap ? t->ops->path_cap(t, path) : 0.0;

@@ -27,9 +27,9 @@
  * watchdog 1 s, the engine's op timeout 2 s (a brownout shows only as
  * missing progress). Needs root; skips otherwise.
  */
-#include <stdatomic.h>
+#include "rails_util.h" /* first: it defines _GNU_SOURCE (setns) */
 
-#include "rails_util.h"
+#include <stdatomic.h>
 
 #define F_SIZE (512u << 20)
 #define F_RAIL 3u

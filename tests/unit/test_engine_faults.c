@@ -7,6 +7,7 @@
  * stitched into one object.
  */
 #include "engine_util.h"
+#include "transport/mock.h"
 
 /* ------------------------------------------------------------ checksum */
 
@@ -644,6 +645,58 @@ TEST(object_deleted_during_get)
     T_EQ(eu_count_byte(j.buf, n, 0x6B), n);
     T_EQ(j.st.bytes, 0u);
     free(j.buf);
+    free(src);
+    eu_close(&e);
+}
+
+/* ----------------------------------------------------------- reap errors */
+
+/* A few reaps that fail (the transport could not wait) lose nothing: the ops
+ * stay in flight and the next good reap delivers them; the GET is exact. */
+TEST(reap_error_transient_get_exact)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://reapt?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    struct rio_transport *t = rio__client_transport(e.c);
+    rio__mock_reap_fail(t, 3, -EBADF);
+    eu_get_check(e.c, "o", n, 3, NULL);
+    T_EQ(rio__mock_reaps_failed(t), 3u);
+    free(src);
+    eu_close(&e);
+}
+
+/* Reap keeps failing: the engine backs off instead of spinning (few reaps in
+ * 300 ms, not millions), fails the GET with reap's error once eight reaps in
+ * a row failed, and returns it when the transport delivers the ops again.
+ * The client works afterwards. */
+TEST(reap_error_persistent_fails_call_no_spin)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 1 * EU_MIB;
+
+    eu_opts(&o);
+    eu_open(&e, "mock://reapp?paths=2", &o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    struct rio_transport *t = rio__client_transport(e.c);
+    rio__mock_reap_fail(t, UINT32_MAX, -EBADF);
+    struct eu_get_job j = {.c = e.c, .key = "o", .buf = eu_fill_buf(n, 0), .cap = n};
+    eu_get_job_start(&j);
+    eu_sleep_ms(300);
+    uint64_t failed = rio__mock_reaps_failed(t);
+    rio__mock_reap_fail(t, 0, 0);
+    eu_get_job_join(&j);
+    T_GE(failed, 8u);
+    T_LE(failed, 40u);
+    T_EQ(j.result, -EBADF);
+    free(j.buf);
+    /* Reaps work again: the next GET is exact. */
+    eu_get_check(e.c, "o", n, 4, NULL);
     free(src);
     eu_close(&e);
 }
