@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -335,4 +336,29 @@ int rio__parse_tristate(const char *s, const char *third, int *out)
         return RIO_EINVAL;
     *out = b;
     return 0;
+}
+
+int rio__opt_bool(const char *name, const char *v, bool *out)
+{
+    if (rio__parse_bool(v, out) == 0)
+        return 0;
+    fprintf(stderr, "railio: %s=%s: expected on or off\n", name, v ? v : "");
+    return RIO_EINVAL;
+}
+
+int rio__opt_tristate(const char *name, const char *v, const char *third, int *out)
+{
+    if (rio__parse_tristate(v, third, out) == 0)
+        return 0;
+    fprintf(stderr, "railio: %s=%s: expected on, off or %s\n", name, v ? v : "", third);
+    return RIO_EINVAL;
+}
+
+int rio__opt_ms(const char *name, const char *v, uint32_t *out)
+{
+    if (rio__parse_ms(v, out) == 0)
+        return 0;
+    fprintf(stderr, "railio: %s=%s: expected a duration (e.g. 250ms, 2s) under 49 days\n", name,
+            v ? v : "");
+    return RIO_EINVAL;
 }

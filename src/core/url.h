@@ -47,5 +47,13 @@ int rio__parse_bool(const char *s, bool *out);
  * 0 (off) or -1 (third). 0 or RIO_EINVAL (*out untouched).
  */
 int rio__parse_tristate(const char *s, const char *third, int *out);
+/*
+ * The same for a transport's URL option name=v: a refusal (RIO_EINVAL) writes
+ * one line to stderr naming it, e.g. "railio: keepalive=maybe: expected on or
+ * off". Not for secrets (the value is printed).
+ */
+int rio__opt_bool(const char *name, const char *v, bool *out);
+int rio__opt_tristate(const char *name, const char *v, const char *third, int *out);
+int rio__opt_ms(const char *name, const char *v, uint32_t *out);
 
 #endif

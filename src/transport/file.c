@@ -2203,20 +2203,20 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
     t->direct = DIRECT_AUTO;
     if ((s = rio__url_param(u, "direct"))) {
         int tri;
-        if (rio__parse_tristate(s, "auto", &tri) < 0)
+        if (rio__opt_tristate("direct", s, "auto", &tri) < 0)
             return RIO_EINVAL;
         t->direct = tri < 0 ? DIRECT_AUTO : tri ? DIRECT_ON : DIRECT_OFF;
     }
     t->sync = true;
-    if ((s = rio__url_param(u, "sync")) && rio__parse_bool(s, &t->sync) < 0)
+    if ((s = rio__url_param(u, "sync")) && rio__opt_bool("sync", s, &t->sync) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "single")) && rio__parse_bool(s, &t->single) < 0)
+    if ((s = rio__url_param(u, "single")) && rio__opt_bool("single", s, &t->single) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "inplace")) && rio__parse_bool(s, &t->inplace) < 0)
+    if ((s = rio__url_param(u, "inplace")) && rio__opt_bool("inplace", s, &t->inplace) < 0)
         return RIO_EINVAL;
     /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
     bool tmpf = true;
-    if ((s = rio__url_param(u, "tmpfile")) && rio__parse_bool(s, &tmpf) < 0)
+    if ((s = rio__url_param(u, "tmpfile")) && rio__opt_bool("tmpfile", s, &tmpf) < 0)
         return RIO_EINVAL;
     atomic_init(&t->tmpfile, tmpf && access("/proc/self/fd", X_OK) == 0);
     /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
@@ -2239,7 +2239,7 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
     t->stage = STAGE_AUTO;
     if ((s = rio__url_param(u, "stage"))) {
         int tri;
-        if (rio__parse_tristate(s, "auto", &tri) < 0)
+        if (rio__opt_tristate("stage", s, "auto", &tri) < 0)
             return RIO_EINVAL;
         t->stage = tri < 0 ? STAGE_AUTO : tri ? STAGE_ON : STAGE_OFF;
     }

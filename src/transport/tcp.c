@@ -3005,10 +3005,8 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
     char why[256];
 
     /* tls= and RIO_TLS are resolved with the other options (options.c). */
-    if ((s = rio__url_param(u, "tls_verify")) && rio__parse_bool(s, &verify) < 0) {
-        fprintf(stderr, "railio: tls_verify=%s: expected on or off\n", s);
+    if ((s = rio__url_param(u, "tls_verify")) && rio__opt_bool("tls_verify", s, &verify) < 0)
         return RIO_EINVAL;
-    }
     ca = rio__url_param(u, "tls_ca");
     if (!ca)
         ca = getenv("RIO_TLS_CA");
@@ -3046,33 +3044,35 @@ static int parse_params(struct tcp_transport *t, const struct rio_url *u)
     }
     t->connect_ms = TCP_DEF_CONNECT_MS;
     if ((s = rio__url_param(u, "connect_timeout")) &&
-        (rio__parse_ms(s, &t->connect_ms) < 0 || t->connect_ms == 0))
+        (rio__opt_ms("connect_timeout", s, &t->connect_ms) < 0 || t->connect_ms == 0))
         return RIO_EINVAL;
     t->user_timeout_ms = TCP_DEF_USER_TIMEOUT_MS;
-    if ((s = rio__url_param(u, "user_timeout")) && rio__parse_ms(s, &t->user_timeout_ms) < 0)
+    if ((s = rio__url_param(u, "user_timeout")) &&
+        rio__opt_ms("user_timeout", s, &t->user_timeout_ms) < 0)
         return RIO_EINVAL;
     t->progress_ms = t->o.op_timeout_ms;
-    if ((s = rio__url_param(u, "progress_timeout")) && rio__parse_ms(s, &t->progress_ms) < 0)
+    if ((s = rio__url_param(u, "progress_timeout")) &&
+        rio__opt_ms("progress_timeout", s, &t->progress_ms) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "ttl")) && rio__parse_ms(s, &t->ttl_ms) < 0)
+    if ((s = rio__url_param(u, "ttl")) && rio__opt_ms("ttl", s, &t->ttl_ms) < 0)
         return RIO_EINVAL;
     t->backoff_ms = TCP_DIAL_BACKOFF_BASE_MS;
     t->backoff_cap_ms = TCP_DIAL_BACKOFF_CAP_MS;
-    if ((s = rio__url_param(u, "dial_backoff")) && rio__parse_ms(s, &t->backoff_ms) < 0)
+    if ((s = rio__url_param(u, "dial_backoff")) &&
+        rio__opt_ms("dial_backoff", s, &t->backoff_ms) < 0)
         return RIO_EINVAL;
-    if ((s = rio__url_param(u, "dial_backoff_cap")) && rio__parse_ms(s, &t->backoff_cap_ms) < 0)
+    if ((s = rio__url_param(u, "dial_backoff_cap")) &&
+        rio__opt_ms("dial_backoff_cap", s, &t->backoff_cap_ms) < 0)
         return RIO_EINVAL;
     if (t->backoff_ms > t->backoff_cap_ms)
         return RIO_EINVAL;
     t->grace_ms = TCP_DEF_CANCEL_GRACE_MS;
     if ((s = rio__url_param(u, "cancel_grace")) &&
-        (rio__parse_ms(s, &t->grace_ms) < 0 || !t->grace_ms))
+        (rio__opt_ms("cancel_grace", s, &t->grace_ms) < 0 || !t->grace_ms))
         return RIO_EINVAL;
     t->keepalive = true;
-    if ((s = rio__url_param(u, "keepalive")) && rio__parse_bool(s, &t->keepalive) < 0) {
-        fprintf(stderr, "railio: keepalive=%s: expected on or off\n", s);
+    if ((s = rio__url_param(u, "keepalive")) && rio__opt_bool("keepalive", s, &t->keepalive) < 0)
         return RIO_EINVAL;
-    }
     ret = parse_tls(t, u);
     if (ret < 0)
         return ret;

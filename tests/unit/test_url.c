@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/url.h"
@@ -337,4 +339,55 @@ TEST(parse_ms_rounds_up)
     T_ERR(rio__parse_ms("4294967295", &ms), RIO_EINVAL);
     T_ERR(rio__parse_ms("1x", &ms), RIO_EINVAL);
     T_EQ(ms, 9u);
+}
+
+/* A transport option refused names itself on stderr (keepalive=maybe). */
+static void refused_says(int (*call)(void), const char *want)
+{
+    char path[] = "/tmp/rio_opt_XXXXXX", got[256] = "";
+    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+
+    T_TRUE(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    T_TRUE(dup2(fd, STDERR_FILENO) >= 0);
+    int ret = call();
+    fflush(stderr);
+    T_TRUE(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    T_EQ(ret, RIO_EINVAL);
+    ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
+    T_TRUE(n > 0);
+    got[n] = '\0';
+    close(fd);
+    unlink(path);
+    if (!strstr(got, want))
+        T_FAIL("stderr \"%s\" lacks \"%s\"", got, want);
+}
+
+static int bad_keepalive(void)
+{
+    bool b = true;
+    return rio__opt_bool("keepalive", "maybe", &b);
+}
+
+static int bad_direct(void)
+{
+    int v;
+    return rio__opt_tristate("direct", "sometimes", "auto", &v);
+}
+
+static int bad_ttl(void)
+{
+    uint32_t ms;
+    return rio__opt_ms("ttl", "soon", &ms);
+}
+
+TEST(opt_refusal_names_option)
+{
+    bool b = false;
+    T_OK(rio__opt_bool("keepalive", "ON", &b));
+    T_TRUE(b);
+    refused_says(bad_keepalive, "railio: keepalive=maybe: expected on or off");
+    refused_says(bad_direct, "railio: direct=sometimes: expected on, off or auto");
+    refused_says(bad_ttl, "railio: ttl=soon: expected a duration");
 }
