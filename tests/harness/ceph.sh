@@ -64,11 +64,16 @@ now_ms() {
     date +%s%3N
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on (a connect is refused).
+# A TCP port on 127.0.0.1 that nothing listens on (a connect is refused),
+# below the kernel's ephemeral range: a port in that range may be taken as
+# the source port of some other test's outgoing connection between this probe
+# and the daemon's bind (the monitor then dies with EADDRINUSE).
 free_port() {
-    local p i
+    local p i lo hi
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+    [ "$lo" -gt 12000 ] 2>/dev/null || lo=32768
     for i in $(seq 1 200); do
-        p=$((20000 + RANDOM % 30000))
+        p=$((lo - 11000 + RANDOM % 11000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
             echo "$p"
             return 0

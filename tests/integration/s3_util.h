@@ -55,22 +55,41 @@ static pid_t su_owner;
 static char su_dir[512];
 static char su_src[1024];
 
-/* A TCP port on 127.0.0.1 nothing listens on right now. */
+/* A TCP port on 127.0.0.1 nothing listens on right now, below the kernel's
+ * ephemeral range: a port from that range may become the source port of
+ * another test's outgoing connection before radosgw binds it. */
 static inline int su_free_port(void)
 {
-    struct sockaddr_in a;
-    socklen_t al = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    unsigned lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 
-    memset(&a, 0, sizeof(a));
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &al) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
+    if (f) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo <= 12000)
+            lo = 32768;
+        fclose(f);
+    }
+    /* A generator of its own: the test's rand() sequence stays as it was. */
+    unsigned x = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (int i = 0; i < 200; i++) {
+        struct sockaddr_in a;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int port;
+
+        x = x * 1103515245u + 12345u;
+        port = (int)(lo - 11000 + (x >> 8) % 11000);
+
+        if (fd < 0)
+            return 0;
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((uint16_t)port);
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
         close(fd);
-    return port;
+        if (ok)
+            return port;
+    }
+    return 0;
 }
 
 static inline int su_read_int(const char *path)
