@@ -91,6 +91,7 @@
 #include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
+#include "transport/fault.h"
 #include "transport/file.h"
 #include "transport/transport.h"
 
@@ -2469,7 +2470,8 @@ const struct rio_transport_ops rio__file_ops = {
 
 int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
 {
-    struct rio_transport *tt = c ? rio__client_transport(c) : NULL;
+    /* Under a fault filter (faults= in the URL), the file transport it wraps. */
+    struct rio_transport *tt = rio__fault_inner(c ? rio__client_transport(c) : NULL);
     struct ftransport *t;
 
     if (!out)
