@@ -116,6 +116,14 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
     d->sample_bytes = d->bytes_total;
 }
 
+/* The window of one path: the client's depth, within the most ops a path of
+ * the transport holds (transport.h, max_depth). */
+static unsigned path_depth(const struct rio_client *c)
+{
+    unsigned m = c->t->max_depth;
+    return m && m < c->o.depth ? m : c->o.depth;
+}
+
 /* Whether path i may take one more op in direction dir. */
 static bool path_usable(struct rio_client *c, unsigned i, int dir)
 {
@@ -124,7 +132,7 @@ static bool path_usable(struct rio_client *c, unsigned i, int dir)
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
-    if (p->inflight_ops >= c->o.depth)
+    if (p->inflight_ops >= path_depth(c))
         return false;
     /* Until a path has shown its rate it carries one op: a slow path must
      * not swallow a deep window of chunks before we know it is slow. */
@@ -551,7 +559,7 @@ static void schedule_locked(struct rio_client *c, uint64_t now)
         for (unsigned k = 0; k < c->npaths; k++) {
             unsigned pi = (c->rr + k) % c->npaths;
             struct rio__path *p = &c->paths[pi];
-            if (p->state == PATH_COOLING || p->inflight_ops >= c->o.depth ||
+            if (p->state == PATH_COOLING || p->inflight_ops >= path_depth(c) ||
                 (p->state == PATH_PROBING && p->inflight_ops > 0))
                 continue;
             int ret = dispatch_one_locked(c, pi, now);

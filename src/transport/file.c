@@ -100,7 +100,10 @@ extern const struct rio_transport_ops rio__file_ops;
 #define NS_PER_MS 1000000ull
 #define NEVER UINT64_MAX
 
-#define FILE_MAX_DEPTH 1024u           /* the engine's own cap on depth */
+/* Op slots a ring holds, at most: its SQ of 2 x slots + 2 entries (one
+ * cancel each), rounded up to a power of two, stays within io_uring's
+ * 32768. Published as the transport's max_depth. */
+#define FILE_RING_SLOTS_MAX 8192u
 #define FILE_STEP_MAX (1u << 30)       /* one SQE moves at most 1 GiB (len is 32 bits) */
 #define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each), at most */
 #define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size, at least */
@@ -2034,8 +2037,9 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
         rl.rlim_cur / 8 < t->cache_max)
         t->cache_max = rl.rlim_cur / 8 > 4 ? (unsigned)(rl.rlim_cur / 8) : 4;
     t->depth = o && o->depth ? o->depth : 4;
-    if (t->depth > FILE_MAX_DEPTH)
-        return RIO_EINVAL;
+    if (t->depth > FILE_RING_SLOTS_MAX)
+        t->depth = FILE_RING_SLOTS_MAX;
+    t->base.max_depth = t->depth; /* the engine never sends more to a ring */
 
     t->direct = DIRECT_AUTO;
     if ((s = rio__url_param(u, "direct"))) {
