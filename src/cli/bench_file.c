@@ -43,7 +43,7 @@
 #include "cli/cli.h"
 #include "railio.h"
 #ifdef RIO_HAVE_URING
-#include "transport/file.h"
+#include "transport/file/file.h"
 #endif
 
 #define MAXLIST 16
