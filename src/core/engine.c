@@ -201,6 +201,17 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
     }
 }
 
+uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n)
+{
+    uint64_t ms = c->o.backoff_base_ms;
+    for (unsigned i = 1; i < n && ms < c->o.backoff_cap_ms; i++)
+        ms *= 2;
+    if (ms > c->o.backoff_cap_ms)
+        ms = c->o.backoff_cap_ms;
+    uint64_t ns = ms * 1000000ull;
+    return ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
+}
+
 /* A chunk attempt failed with err on path pi. */
 static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct rio__chunk *ch,
                                 int err, uint64_t now)
@@ -238,15 +249,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
             return;
         }
     }
-    /* Exponential backoff with equal jitter, capped. */
-    uint64_t ms = c->o.backoff_base_ms;
-    for (unsigned i = 1; i < n && ms < c->o.backoff_cap_ms; i++)
-        ms *= 2;
-    if (ms > c->o.backoff_cap_ms)
-        ms = c->o.backoff_cap_ms;
-    uint64_t ns = ms * 1000000ull;
-    ns = ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
-    ch->not_before_ns = now + ns;
+    ch->not_before_ns = now + rio__backoff_ns_locked(c, n);
     rq_push(r, ch);
 }
 
