@@ -192,13 +192,6 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
                 if (a->req == r)
                     cancel_attempt_locked(c, a);
     }
-    if (rio__test_nofence && status < 0) {
-        /* Test only: hand the call back before its ops are drained. */
-        struct rio__call *call = r->call;
-        if (--call->remaining == 0)
-            pthread_cond_broadcast(&call->cond);
-        r->fenced = true; /* counted already; the fence below must not count it again */
-    }
 }
 
 uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n)
@@ -742,10 +735,9 @@ static void reap_finished_locked(struct rio_client *c)
             r->active = false;
             c->nrequests--;
             struct rio__call *call = r->call;
-            bool counted = r->fenced; /* the no-fence test path counted it already */
             r->fenced = true;
             rio__call_ready_locked(call, r);
-            if (!counted && --call->remaining == 0)
+            if (--call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
             if (--call->refs == 0) {
                 /* Freed by the engine loop once it drops mu (freeing gives

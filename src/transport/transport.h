@@ -173,14 +173,20 @@ struct rio_transport {
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
 
+/* Open url with ops, and stack the fault filter (transport/fault.h) over it
+ * when url carries `faults=` or is mock://. What rio__t_open runs. */
+int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                        const struct rio_options *o, struct rio_transport **out);
+
 /* --- wrappers: the only way the engine reaches a transport ---
  * Each states who may call it; the table above the ops is the full rule. */
 
-/* rio_client_new's caller, no client lock; may block. */
+/* rio_client_new's caller, no client lock; may block. *out may be the
+ * fault filter stacked over the transport of ops (rio__transport_open). */
 static inline int rio__t_open(const struct rio_transport_ops *ops, const struct rio_url *url,
                               const struct rio_options *o, struct rio_transport **out)
 {
-    return ops->open(url, o, out);
+    return rio__transport_open(ops, url, o, out);
 }
 
 /* Nothing in flight, engine thread stopped; may block. */
