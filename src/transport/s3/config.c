@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,9 +16,16 @@
 #include "core/internal.h"
 #include "transport/s3/internal.h"
 
-static const char *knob(const struct rio_url *u, const char *param, const char *env)
+/* A knob's value: the URL option param, else the environment variable env
+ * (NULL when neither is set). *name (when name is not NULL) is the one the
+ * value came from, for the line a refusal writes. */
+static const char *knob(const struct rio_url *u, const char *param, const char *env,
+                        const char **name)
 {
     const char *v = rio__url_param(u, param);
+
+    if (name)
+        *name = v ? param : env;
     if (v)
         return v;
     v = getenv(env);
@@ -27,39 +35,53 @@ static const char *knob(const struct rio_url *u, const char *param, const char *
 static int knob_bool(const struct rio_url *u, const char *param, const char *env, bool def,
                      bool *out)
 {
-    const char *v = knob(u, param, env);
+    const char *name, *v = knob(u, param, env, &name);
 
     *out = def;
     if (!v)
         return 0;
-    return rio__parse_bool(v, out);
+    return rio__opt_bool(name, v, out);
 }
 
+/* A size up to max; a nonzero one at least min. */
 static int knob_size(const struct rio_url *u, const char *param, const char *env, uint64_t def,
-                     uint64_t max, uint64_t *out)
+                     uint64_t min, uint64_t max, uint64_t *out)
 {
-    const char *v = knob(u, param, env);
+    const char *name, *v = knob(u, param, env, &name);
 
     *out = def;
     if (!v)
         return 0;
-    if (rio__parse_size(v, out) < 0 || *out > max)
-        return RIO_EINVAL;
-    return 0;
+    if (rio__parse_size(v, out) == 0 && *out <= max && (!*out || *out >= min))
+        return 0;
+    if (min)
+        fprintf(stderr,
+                "railio: %s=%s: expected 0 or a size (e.g. 64K, 1M) from %" PRIu64 " to %" PRIu64
+                "\n",
+                name, v, min, max);
+    else
+        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M) up to %" PRIu64 "\n", name,
+                v, max);
+    return RIO_EINVAL;
 }
 
-static int knob_ms(const struct rio_url *u, const char *param, const char *env, uint64_t def_ms,
+/* A duration in milliseconds, above 0. */
+static int knob_ms(const struct rio_url *u, const char *param, const char *env, uint32_t def_ms,
                    uint64_t *out_ms)
 {
-    const char *v = knob(u, param, env);
-    uint64_t ns;
+    const char *name, *v = knob(u, param, env, &name);
+    uint32_t ms = def_ms;
 
     *out_ms = def_ms;
     if (!v)
         return 0;
-    if (rio__parse_duration_ns(v, &ns) < 0 || ns / NS_PER_MS > 86400000ull)
+    if (rio__opt_ms(name, v, &ms) < 0)
         return RIO_EINVAL;
-    *out_ms = (ns + NS_PER_MS - 1) / NS_PER_MS;
+    if (ms == 0) {
+        fprintf(stderr, "railio: %s=%s: expected a duration above 0\n", name, v);
+        return RIO_EINVAL;
+    }
+    *out_ms = ms;
     return 0;
 }
 
@@ -135,7 +157,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
                          const struct rio_options *o)
 {
     char *ep_path = NULL, *rails[RIO_MAX_PATHS];
-    const char *ep, *v;
+    const char *ep, *v, *name;
     unsigned nrails = 0;
     uint64_t x;
     int ret;
@@ -146,7 +168,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->bucket = rio__strdup(u->authority);
         if (!t->bucket)
             return -ENOMEM;
-        ep = knob(u, "endpoint", "RIO_S3_ENDPOINT");
+        ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", NULL);
         if (!ep)
             ep = getenv("AWS_ENDPOINT_URL");
         if (!ep || !*ep) {
@@ -160,7 +182,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         ret = set_prefix(t, ep_path, u->path);
         if (ret < 0)
             goto out;
-        v = knob(u, "region", "AWS_REGION");
+        v = knob(u, "region", "AWS_REGION", NULL);
         if (!v)
             v = getenv("AWS_DEFAULT_REGION");
         t->region = rio__strdup(v && *v ? v : "us-east-1");
@@ -208,8 +230,12 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
             char *comma = strchr(s, ',');
             if (comma)
                 *comma = '\0';
-            if (!*s || nrails == RIO_MAX_PATHS)
+            if (!*s || nrails == RIO_MAX_PATHS) {
+                fprintf(stderr,
+                        "railio: rails=%s: expected 1 to %d interface names, comma-separated\n", v,
+                        RIO_MAX_PATHS);
                 goto out;
+            }
             rails[nrails++] = s;
             if (!comma)
                 break;
@@ -224,15 +250,17 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->path[i].iface = nrails ? rails[i % nrails] : NULL;
 
     t->content_md5 = MD5_VERIFY;
-    if ((v = knob(u, "content_md5", "RIO_S3_CONTENT_MD5"))) {
-        if (!strcasecmp(v, "verify"))
-            t->content_md5 = MD5_VERIFY;
-        else if (!strcmp(v, "1") || !strcasecmp(v, "on") || !strcasecmp(v, "header"))
+    if ((v = knob(u, "content_md5", "RIO_S3_CONTENT_MD5", &name))) {
+        int tri;
+
+        if (!strcasecmp(v, "header")) {
             t->content_md5 = MD5_HEADER;
-        else if (!strcmp(v, "0") || !strcasecmp(v, "off"))
-            t->content_md5 = MD5_OFF;
-        else
-            goto out;
+        } else {
+            /* on (header), off, or verify */
+            if (rio__opt_tristate(name, v, "verify", &tri) < 0)
+                goto out;
+            t->content_md5 = tri < 0 ? MD5_VERIFY : tri ? MD5_HEADER : MD5_OFF;
+        }
     }
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
@@ -240,26 +268,27 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         goto out;
     v = getenv("RIO_S3_DEBUG");
     t->debug = v && *v && strcmp(v, "0") != 0;
-    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, CURL_MAX_READ_SIZE, &x) < 0 || (x && x < 1024))
+    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, &x) < 0)
         goto out;
     t->bufsize = (long)x;
-    if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 2 * 1024 * 1024, &x) < 0 ||
-        (x && x < 16 * 1024))
+    if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 16 * 1024, 2 * 1024 * 1024, &x) <
+        0)
         goto out;
     t->upbufsize = (long)x;
-    if (knob_size(u, "rcvbuf", "RIO_S3_RCVBUF", 0, 1u << 30, &x) < 0)
+    if (knob_size(u, "rcvbuf", "RIO_S3_RCVBUF", 0, 0, 1u << 30, &x) < 0)
         goto out;
     t->rcvbuf = (int)x;
-    if (knob_ms(u, "stall", "RIO_S3_STALL", 5000, &x) < 0 || x == 0)
+    if (knob_ms(u, "stall", "RIO_S3_STALL", 5000, &x) < 0)
         goto out;
     t->stall_s = (long)((x + 999) / 1000);
-    if (knob_size(u, "min_speed", "RIO_S3_MIN_SPEED", 1, 1ull << 40, &x) < 0)
+    if (knob_size(u, "min_speed", "RIO_S3_MIN_SPEED", 1, 0, 1ull << 40, &x) < 0)
         goto out;
     t->min_speed = (long)x;
-    if (knob_ms(u, "connect_timeout", "RIO_S3_CONNECT_TIMEOUT", 5000, &x) < 0 || x == 0)
+    if (knob_ms(u, "connect_timeout", "RIO_S3_CONNECT_TIMEOUT", 5000, &x) < 0)
         goto out;
     t->connect_ms = (long)x;
-    if (knob_size(u, "min_part", "RIO_S3_MIN_PART", S3_DEF_MIN_PART, 5ull << 30, &t->min_part) < 0)
+    if (knob_size(u, "min_part", "RIO_S3_MIN_PART", S3_DEF_MIN_PART, 0, 5ull << 30, &t->min_part) <
+        0)
         goto out;
     t->base.put_chunk_min = t->min_part; /* the engine sizes multipart chunks by it */
     t->op_timeout_ms = o && o->op_timeout_ms ? (long)o->op_timeout_ms : 0;
