@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/s3/http.c src/transport/s3/range.c src/transport/s3/xml.c
- * src/transport/s3/text.c src/transport/s3/sidecar.c src/core/alloc.c src/core/checksum.c */
+/* clang-format off */
+/* FUZZ_SOURCES src/transport/s3/http.c src/transport/s3/range.c src/transport/s3/xml.c src/transport/s3/text.c src/transport/s3/sidecar.c src/core/alloc.c src/core/checksum.c */
+/* clang-format on */
 /*
  * libFuzzer target for an HTTP response head as the s3:// and http://
  * transports read it (src/transport/s3/http.c): the input is cut into lines
