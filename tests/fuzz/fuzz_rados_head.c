@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/rados_head.c src/core/alloc.c */
+/* FUZZ_SOURCES src/transport/rados/head.c src/core/alloc.c */
 /*
- * libFuzzer target for the rados:// head object (src/transport/rados_head.c),
+ * libFuzzer target for the rados:// head object (src/transport/rados/head.c),
  * the text a lookup reads from the cluster: anyone with write access to the
  * pool can put any bytes there. (Its xattr rio.gen is only ever compared by
  * the OSD, cmpxattr, never read back by railio.)
@@ -19,7 +19,7 @@
 #include "fuzz.h"
 #include "railio.h"
 #include "transport/rados.h"
-#include "transport/rados_head.h"
+#include "transport/rados/head.h"
 
 #define CHECK FUZZ_CHECK
 

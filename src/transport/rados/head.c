@@ -13,7 +13,7 @@
 #include "core/alloc.h"
 #include "railio.h"
 #include "transport/rados.h"
-#include "transport/rados_head.h"
+#include "transport/rados/head.h"
 
 int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t generation,
                           uint64_t index)
