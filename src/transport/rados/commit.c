@@ -26,52 +26,24 @@
 
 /* ------------------------------------------------------------------ head */
 
-/* Build the head text for an upload; *out is rio__malloc'd. */
+/* The head text for an upload; *out is rio__malloc'd. */
 static int head_build(struct rados_transport *t, struct rupload *up, const struct rio_desc *d,
                       char **out, size_t *outlen)
 {
-    size_t kenc = rio__rados_pct_len(up->key), cap, n;
-    char name[NAME_MAX_LEN];
-    char *buf, *p;
+    struct rio__rados_head h = {
+        .generation = up->generation,
+        .size = up->size,
+        .chunk_size = up->chunk_size,
+        .nchunks = up->nchunks,
+        .npools = up->npools,
+        .xxh = d->xxh,
+    };
 
-    /* Fixed lines, pool lines, then per chunk: "chunk " + 20 + 1 + 2 + 1 +
-     * 16 + 1 + the encoded name (key, '.', 16, '.', 16) + '\n'. */
-    cap = 256 + kenc;
+    memcpy(h.etag, d->etag, sizeof(h.etag));
+    h.etag[sizeof(h.etag) - 1] = '\0';
     for (unsigned i = 0; i < up->npools; i++)
-        cap += 16 + rio__rados_pct_len(t->pools[up->pools[i]].name);
-    if (up->nchunks > (SIZE_MAX - cap) / (kenc + 100))
-        return -ENOMEM;
-    cap += (size_t)up->nchunks * (kenc + 100);
-    if (cap > RIO_RADOS_HEAD_MAX)
-        return RIO_EINVAL; /* too many chunks for one head: use larger chunks */
-    buf = rio__malloc(cap);
-    if (!buf)
-        return -ENOMEM;
-    p = buf;
-    p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
-    p = rio__rados_pct_put(p, up->key);
-    p += sprintf(p,
-                 "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
-                 "\nnchunks %" PRIu64 "\netag %s\nnamespace %s\npools %u\n",
-                 up->generation, up->size, up->chunk_size, up->nchunks, d->etag[0] ? d->etag : "-",
-                 RIO_RADOS_CHUNK_NS, up->npools);
-    for (unsigned i = 0; i < up->npools; i++) {
-        p += sprintf(p, "pool %u ", i);
-        p = rio__rados_pct_put(p, t->pools[up->pools[i]].name);
-        *p++ = '\n';
-    }
-    for (uint64_t i = 0; i < up->nchunks; i++) {
-        p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, (unsigned)(i % up->npools),
-                     d->xxh[i]);
-        rio__rados_chunk_name(name, sizeof(name), up->key, up->generation, i);
-        p = rio__rados_pct_put(p, name);
-        *p++ = '\n';
-    }
-    p += sprintf(p, "end\n");
-    n = (size_t)(p - buf);
-    *out = buf;
-    *outlen = n;
-    return 0;
+        h.pools[i] = t->pools[up->pools[i]].name;
+    return rio__rados_head_format(up->key, &h, out, outlen);
 }
 
 /*
