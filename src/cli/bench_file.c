@@ -41,6 +41,7 @@
 
 #include "cli/bench_file.h"
 #include "cli/cli.h"
+#include "core/url.h"
 #include "railio.h"
 #ifdef RIO_HAVE_URING
 #include "transport/file.h"
@@ -159,12 +160,22 @@ static int split_url(struct cfg *c)
     c->direct = 1;
     c->sync = true;
     if (q) {
-        const char *d = strstr(q, "direct=");
-        const char *s = strstr(q, "sync=");
-        if (d && (d[7] == '0' || !strncmp(d + 7, "off", 3) || !strncmp(d + 7, "false", 5)))
-            c->direct = 0;
-        if (s && (s[5] == '0' || !strncmp(s + 5, "off", 3) || !strncmp(s + 5, "false", 5)))
-            c->sync = false;
+        /* The transport's own syntax for both (rio__opt_*): direct=auto runs
+         * direct here, as the bench's default does. */
+        struct rio_url u;
+        const char *v;
+        int direct = 1, ret;
+
+        if (rio__url_parse(c->url, &u) < 0)
+            return -1;
+        ret = (v = rio__url_param(&u, "direct")) ? rio__opt_tristate("direct", v, "auto", &direct)
+                                                 : 0;
+        if (ret == 0 && (v = rio__url_param(&u, "sync")))
+            ret = rio__opt_bool("sync", v, &c->sync);
+        rio__url_cleanup(&u);
+        if (ret < 0)
+            return -1;
+        c->direct = direct != 0;
     }
     return 0;
 }
