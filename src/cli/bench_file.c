@@ -360,15 +360,30 @@ static double fio_bw(const char *json, const char *dir)
     return strtod(b + 13, NULL);
 }
 
+/* Run fio (argv), MB/s of its "read" or "write" section; -1 on failure. */
+static double fio_mbps(char *const argv[], const char *dir)
+{
+    char *out = NULL;
+    int st = run_capture(argv, &out);
+    double bw;
+
+    if (st != 0 || !out) {
+        free(out);
+        return -1;
+    }
+    bw = fio_bw(out, dir);
+    free(out);
+    return bw < 0 ? -1 : bw / 1e6;
+}
+
 static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t bs, uint64_t bytes,
                       unsigned q, unsigned depth)
 {
     static const char *const rw[M__COUNT] = {"write", "read", "randwrite", "randread"};
     char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_jobs[32], a_depth[32], a_direct[32],
         a_off[64], a_io[64], a_fsync[32];
-    char *out = NULL, *argv[24];
-    int n = 0, st;
-    double bw;
+    char *argv[24];
+    int n = 0;
     bool rnd = mode == M_RANDREAD || mode == M_RANDWRITE;
     uint64_t per = bytes / q / bs * bs;
 
@@ -419,14 +434,7 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     if (mode == M_SEQREAD || mode == M_RANDREAD)
         argv[n++] = "--readonly";
     argv[n] = NULL;
-    st = run_capture(argv, &out);
-    if (st != 0 || !out) {
-        free(out);
-        return -1;
-    }
-    bw = fio_bw(out, mode == M_SEQREAD || mode == M_RANDREAD ? "read" : "write");
-    free(out);
-    return bw < 0 ? -1 : bw / 1e6;
+    return fio_mbps(argv, mode == M_SEQREAD || mode == M_RANDREAD ? "read" : "write");
 }
 
 /*
@@ -441,11 +449,10 @@ static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint
 {
     char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_jobs[32], a_depth[32], a_direct[32],
         a_fsync[32], a_open[32];
-    char *out = NULL, *argv[24];
+    char *argv[24];
     unsigned per = nobj / q ? nobj / q : 1;
     bool wr = mode == M_RANDWRITE;
-    int n = 0, st;
-    double bw;
+    int n = 0;
 
     if (wr) {
         char p[4600];
@@ -484,14 +491,7 @@ static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint
     if (wr)
         argv[n++] = "--create_on_open=1";
     argv[n] = NULL;
-    st = run_capture(argv, &out);
-    if (st != 0 || !out) {
-        free(out);
-        return -1;
-    }
-    bw = fio_bw(out, wr ? "write" : "read");
-    free(out);
-    return bw < 0 ? -1 : bw / 1e6;
+    return fio_mbps(argv, wr ? "write" : "read");
 }
 
 static void rm_fio_files(const char *dir, unsigned nobj, unsigned qmax)
@@ -508,20 +508,6 @@ static void rm_fio_files(const char *dir, unsigned nobj, unsigned qmax)
 }
 
 /* --------------------------------------------------------------- railio */
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (uint8_t)i;
-}
 
 static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned depth,
                        struct rio_client **out)
@@ -847,7 +833,7 @@ int rio_cli_bench_file(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    fill(buf, bufsz, 1);
+    rio_cli_fill(buf, bufsz, 1);
     if (!c.json)
         print_header(&c);
 
