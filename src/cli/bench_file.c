@@ -376,12 +376,36 @@ static double fio_mbps(char *const argv[], const char *dir)
     return bw < 0 ? -1 : bw / 1e6;
 }
 
+/* The text of the options every fio run here shares. */
+struct fio_common {
+    char jobs[32], depth[32], direct[32];
+};
+
+/* Append those options at argv[n] (after the job's --name): q jobs at
+ * depth on io_uring, direct as the transport's, fsync, one JSON report.
+ * Returns the new count. */
+static int fio_common_args(const struct cfg *c, char **argv, int n, struct fio_common *b,
+                           unsigned q, unsigned depth, char *fsync)
+{
+    snprintf(b->jobs, sizeof(b->jobs), "--numjobs=%u", q);
+    snprintf(b->depth, sizeof(b->depth), "--iodepth=%u", depth);
+    snprintf(b->direct, sizeof(b->direct), "--direct=%d", c->direct);
+    argv[n++] = "--ioengine=io_uring";
+    argv[n++] = b->jobs;
+    argv[n++] = b->depth;
+    argv[n++] = b->direct;
+    argv[n++] = fsync;
+    argv[n++] = "--group_reporting";
+    argv[n++] = "--output-format=json";
+    return n;
+}
+
 static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t bs, uint64_t bytes,
                       unsigned q, unsigned depth)
 {
     static const char *const rw[M__COUNT] = {"write", "read", "randwrite", "randread"};
-    char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_jobs[32], a_depth[32], a_direct[32],
-        a_off[64], a_io[64], a_fsync[32];
+    char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_off[64], a_io[64], a_fsync[32];
+    struct fio_common common;
     char *argv[24];
     int n = 0;
     bool rnd = mode == M_RANDREAD || mode == M_RANDWRITE;
@@ -392,9 +416,6 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     snprintf(a_file, sizeof(a_file), "--filename=%s", file);
     snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
     snprintf(a_rw, sizeof(a_rw), "--rw=%s", rw[mode]);
-    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
-    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
-    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
     /* Durability as railio's: a sequential PUT syncs once at its commit, a
      * random PUT is one object, committed (synced) each. */
     if (c->sync && mode == M_RANDWRITE)
@@ -407,15 +428,9 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     argv[n++] = (char *)c->fio_bin;
     argv[n++] = "--name=railio-bench";
     argv[n++] = a_file;
-    argv[n++] = "--ioengine=io_uring";
     argv[n++] = a_rw;
     argv[n++] = a_bs;
-    argv[n++] = a_jobs;
-    argv[n++] = a_depth;
-    argv[n++] = a_direct;
-    argv[n++] = a_fsync;
-    argv[n++] = "--group_reporting";
-    argv[n++] = "--output-format=json";
+    n = fio_common_args(c, argv, n, &common, q, depth, a_fsync);
     if (rnd) {
         /* Every job over the whole file, each moving its share. */
         snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)(per * q));
@@ -447,8 +462,8 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
 static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint64_t bs,
                             unsigned nobj, unsigned q, unsigned depth)
 {
-    char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_jobs[32], a_depth[32], a_direct[32],
-        a_fsync[32], a_open[32];
+    char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_fsync[32], a_open[32];
+    struct fio_common common;
     char *argv[24];
     unsigned per = nobj / q ? nobj / q : 1;
     bool wr = mode == M_RANDWRITE;
@@ -466,28 +481,19 @@ static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint
     snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
     snprintf(a_fs, sizeof(a_fs), "--filesize=%llu", (unsigned long long)bs);
     snprintf(a_nr, sizeof(a_nr), "--nrfiles=%u", per);
-    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
-    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
     snprintf(a_open, sizeof(a_open), "--openfiles=%u", depth);
-    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
     snprintf(a_fsync, sizeof(a_fsync), "--fsync=%d", wr && c->sync);
     argv[n++] = (char *)c->fio_bin;
     argv[n++] = "--name=o";
     argv[n++] = a_dir;
     argv[n++] = "--filename_format=$jobname.$jobnum.$filenum";
-    argv[n++] = "--ioengine=io_uring";
     argv[n++] = wr ? "--rw=write" : "--rw=read";
     argv[n++] = a_bs;
     argv[n++] = a_fs;
     argv[n++] = a_nr;
     argv[n++] = "--file_service_type=sequential";
     argv[n++] = a_open;
-    argv[n++] = a_jobs;
-    argv[n++] = a_depth;
-    argv[n++] = a_direct;
-    argv[n++] = a_fsync;
-    argv[n++] = "--group_reporting";
-    argv[n++] = "--output-format=json";
+    n = fio_common_args(c, argv, n, &common, q, depth, a_fsync);
     if (wr)
         argv[n++] = "--create_on_open=1";
     argv[n] = NULL;
