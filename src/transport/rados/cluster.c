@@ -33,8 +33,9 @@ static struct rados_transport *rt_cast(struct rio_transport *t)
     return t && t->ops == &rio__rados_ops ? (struct rados_transport *)t : NULL;
 }
 
-/* librados result of a metadata op. */
-int rio__rados_xlate_meta(int ret)
+/* A librados result -> the engine's codes: the busy and interrupted
+ * answers are a server-side condition the engine may retry. */
+int rio__rados_xlate(int ret)
 {
     if (ret >= 0)
         return ret;
@@ -79,7 +80,7 @@ int rio__rados_pool_get(struct rados_transport *t, const char *name)
         ret = rados_ioctx_create(t->cl[p], name, &rp->io[p]);
         if (ret < 0) {
             rp->io[p] = NULL;
-            ret = rio__rados_xlate_meta(ret);
+            ret = rio__rados_xlate(ret);
             goto err_io;
         }
         rados_ioctx_set_namespace(rp->io[p], RIO_RADOS_CHUNK_NS);
@@ -292,7 +293,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         ret = connect_one(&pp, &t->cl[p]);
         if (ret < 0) {
             t->cl[p] = NULL;
-            ret = ret == -ENOENT && p == 0 && pp.conf ? -ENOENT : rio__rados_xlate_meta(ret);
+            ret = ret == -ENOENT && p == 0 && pp.conf ? -ENOENT : rio__rados_xlate(ret);
             goto err_close;
         }
     }

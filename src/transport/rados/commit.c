@@ -46,6 +46,12 @@ static int head_build(struct rados_transport *t, struct rupload *up, const struc
     return rio__rados_head_format(up->key, &h, out, outlen);
 }
 
+/* A failed read of a head: no such object is no such key. */
+static int head_err(int ret)
+{
+    return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
+}
+
 /*
  * Read key's head. Returns 0 with *buf, *len (rio__malloc'd), RIO_ENOTFOUND,
  * or an error. A head replaced while it is read shows as a size change: read
@@ -63,12 +69,8 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
         if (!b)
             return -ENOMEM;
         ret = rados_read(t->head_io, key, b, cap, 0);
-        if (ret == -ENOENT) {
-            ret = RIO_ENOTFOUND;
-            break;
-        }
         if (ret < 0) {
-            ret = rio__rados_xlate_meta(ret);
+            ret = head_err(ret);
             break;
         }
         if ((size_t)ret < cap) {
@@ -79,12 +81,8 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
         uint64_t size;
         time_t mtime;
         ret = rados_stat(t->head_io, key, &size, &mtime);
-        if (ret == -ENOENT) {
-            ret = RIO_ENOTFOUND;
-            break;
-        }
         if (ret < 0) {
-            ret = rio__rados_xlate_meta(ret);
+            ret = head_err(ret);
             break;
         }
         if (size >= RIO_RADOS_HEAD_MAX) {
@@ -159,7 +157,7 @@ static int head_swap(struct rados_transport *t, const char *key, const char *buf
             rio__rados_head_cleanup(old);
         *had_old = false;
         if (ret != -ECANCELED && ret != -EEXIST && ret != -ENOENT && ret != -ENODATA)
-            return rio__rados_xlate_meta(ret);
+            return rio__rados_xlate(ret);
         pthread_mutex_lock(&t->mu);
         t->ctr.commits_raced++;
         pthread_mutex_unlock(&t->mu);

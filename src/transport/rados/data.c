@@ -27,19 +27,10 @@
 /* librados result of a chunk op -> the engine's codes. */
 static int64_t xlate_io(int kind, int ret)
 {
-    if (ret >= 0)
-        return ret;
-    switch (ret) {
-    case -ENOENT:
-        /* A READ names a generation: its chunk is gone, so is the generation. */
-        return kind == RIO_IO_READ ? RIO_EGENERATION : -ENOENT;
-    case -EAGAIN:
-    case -EBUSY:
-    case -EINTR:
-        return RIO_ESERVER;
-    default:
-        return ret;
-    }
+    /* A READ names a generation: its chunk is gone, so is the generation. */
+    if (ret == -ENOENT && kind == RIO_IO_READ)
+        return RIO_EGENERATION;
+    return rio__rados_xlate(ret);
 }
 
 /* -------------------------------------------------------------- chunk ops */

@@ -165,7 +165,7 @@ static inline uint64_t nchunks_of(uint64_t size, uint64_t chunk_size)
 #define NO_INDEX UINT64_MAX
 
 /* cluster.c */
-int rio__rados_xlate_meta(int ret);
+int rio__rados_xlate(int ret);
 int rio__rados_pool_get(struct rados_transport *t, const char *name);
 
 /* cache.c */

@@ -341,7 +341,7 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
         if (ret == RIO_EPROTO) {
             /* Not a head: remove the object itself. */
             ret = rados_remove(t->head_io, key);
-            return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate_meta(ret);
+            return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
         }
         if (ret < 0)
             return ret;
@@ -362,7 +362,7 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
         }
         rio__rados_head_cleanup(&h);
         if (ret != -ECANCELED && ret != -ENOENT && ret != -ENODATA)
-            return rio__rados_xlate_meta(ret);
+            return rio__rados_xlate(ret);
     }
     return RIO_ESERVER;
 }
