@@ -816,9 +816,9 @@ int rio_cli_bench_file(int argc, char **argv)
     }
     snprintf(fiow, sizeof(fiow), "%s/fio-w", path);
     if (!c.rand_objects) {
-        /* The random rows move as much as the sequential ones: a run of
-         * 256 objects of 128 KiB is over in 20 ms, and one scheduling
-         * hiccup then moves its figure by half. */
+        /* The random rows move as much as the sequential ones: a run of a
+         * few hundred small objects is over in milliseconds, and one
+         * scheduling hiccup then moves its figure by half. */
         uint64_t minbs = maxbs;
         for (unsigned i = 0; i < c.nchunks; i++)
             minbs = c.chunks[i] < minbs ? c.chunks[i] : minbs;

@@ -365,9 +365,10 @@ static void http_step(struct hconn *h)
  * newcomer takes the slot of the oldest connection (the one that has had
  * the longest to send its request): connections that trickle, however
  * many and however fast they come, only push each other out, while a
- * scraper that sends its request at once is answered at once. (Had they
- * waited in the backlog, 20 trickling connections a second kept every
- * scrape waiting longer and longer: 1.2, 3.7, 8.7 s, then timed out.)
+ * scraper that sends its request at once is answered at once. (Left in
+ * the backlog instead, a steady trickle of such connections delays every
+ * scrape a little more than the last until scrapes time out: docs/bench.md,
+ * "railiod's metrics endpoint under trickling connections".)
  */
 static void http_accept(void)
 {
