@@ -61,29 +61,11 @@ static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t 
 TEST(roundtrip_256m)
 {
     struct rio_options o;
-    size_t n = 256 * RU_MIB + 4097;
 
     ru_opts(&o, 4 * RU_MIB, 16);
     struct rio_client *c = ru_client("rio", NULL, &o);
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    uint8_t *src = ru_pattern(n, 7), *dst = malloc(n);
-    char md5[33];
-    struct rio_desc d;
-
-    T_NOTNULL(dst);
-    ru_md5(src, n, md5);
-    T_OK(rio_put(c, "big/256m", src, n, &call, &d));
-    fprintf(stderr, "PUT 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_STREQ(d.etag, md5);
-    T_EQ(rio_get(c, "big/256m", dst, n, &call), (int64_t)n);
-    fprintf(stderr, "GET 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_MEMEQ(dst, src, n);
-    free(dst);
-    free(src);
-    T_OK(rio_delete(c, "big/256m"));
+    t_roundtrip_big(c, "big/256m", 256 * RU_MIB + 4097, 7);
     T_EQ(ru_chunks("rio", "big/"), 0);
-    rio_desc_cleanup(&d);
     ru_idle(c);
     rio_client_destroy(c);
 }

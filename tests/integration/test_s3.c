@@ -775,30 +775,13 @@ TEST(cli_put_from_pipe_streams)
 TEST(roundtrip_256m)
 {
     struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     int64_t alloc0 = rio__alloc_outstanding();
-    const size_t n = 256 * SU_MIB + 4097;
 
     su_opts(&o, 8 * SU_MIB, 8);
     o.op_timeout_ms = 30000;
     o.deadline_ms = 180000;
     struct rio_client *c = rgw_client(&o, NULL);
-    uint8_t *src = su_pattern(n, 800), *dst = malloc(n);
-    char md5[33];
-    struct rio_desc d;
-    T_NOTNULL(dst);
-    su_md5(src, n, md5);
-    T_OK(rio_put(c, "big/256m", src, n, &call, &d));
-    fprintf(stderr, "  PUT 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_STREQ(d.etag, md5);
-    T_EQ(rio_get(c, "big/256m", dst, n, &call), (int64_t)n);
-    fprintf(stderr, "  GET 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_MEMEQ(dst, src, n);
-    T_OK(rio_delete(c, "big/256m"));
-    rio_desc_cleanup(&d);
-    free(dst);
-    free(src);
+    t_roundtrip_big(c, "big/256m", 256 * SU_MIB + 4097, 800);
     su_close(c, alloc0);
 }
 

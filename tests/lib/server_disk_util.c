@@ -82,3 +82,30 @@ int dv_get(struct wc *c, const char *key, uint8_t **buf, struct rio_proto_desc *
     }
     return 0;
 }
+
+uint64_t dv_put(struct wc *c, const char *key, unsigned k, uint64_t seq, uint64_t max,
+                uint64_t chunk)
+{
+    uint64_t n;
+    uint8_t *d = dv_make(k, seq, max, &n);
+    uint64_t gen = wc_put(c, key, d, n, chunk);
+
+    free(d);
+    return gen;
+}
+
+void dv__expect(struct wc *c, const char *key, unsigned k, uint64_t seq, uint64_t max, uint64_t gen,
+                const char *file, int line)
+{
+    struct rio_proto_desc d;
+    uint8_t *buf = NULL;
+    int st = dv_get(c, key, &buf, &d);
+
+    if (st != 0)
+        t__fail(file, line, "%s: %s", key, rio_errname(st));
+    t__check_i(file, line, "dv_check(...)", "seq", T__EQ, dv_check(k, buf, d.size, max),
+               (int64_t)seq);
+    if (gen)
+        t__check_u(file, line, "d.generation", "gen", T__EQ, d.generation, gen);
+    free(buf);
+}

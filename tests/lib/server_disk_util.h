@@ -34,4 +34,13 @@ int64_t dv_check(unsigned key, const uint8_t *buf, uint64_t n, uint64_t max);
 /* The whole object under key: 0 and *buf (malloc'ed), *d; or the status. */
 int dv_get(struct wc *c, const char *key, uint8_t **buf, struct rio_proto_desc *d);
 
+/* PUT version seq of key (chunks of chunk bytes); its generation. */
+uint64_t dv_put(struct wc *c, const char *key, unsigned k, uint64_t seq, uint64_t max,
+                uint64_t chunk);
+/* key holds exactly version seq of k (and generation gen unless 0). */
+void dv__expect(struct wc *c, const char *key, unsigned k, uint64_t seq, uint64_t max, uint64_t gen,
+                const char *file, int line);
+#define dv_expect(c, key, k, seq, max, gen)                                                        \
+    dv__expect((c), (key), (k), (seq), (max), (gen), __FILE__, __LINE__)
+
 #endif

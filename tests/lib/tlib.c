@@ -469,6 +469,50 @@ void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed
     free(dst);
 }
 
+void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                      const char *file, int line)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t *src = t_pattern_buf(n, seed), *dst = malloc(n ? n : 1);
+    struct rio_desc d, s;
+    char md5[33];
+    int ret;
+    int64_t got;
+
+    if (!dst)
+        t__fail(file, line, "malloc(%zu)", n);
+    t_md5_hex(src, n, md5);
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(c, key, src, n, &call, &d);
+    if (ret != 0)
+        t__fail(file, line, "rio_put(%s, %zu): %s", key, n, rio_errname(ret));
+    fprintf(stderr, "  PUT %zu MiB: %.0f MB/s (%" PRIu64 " chunks, hash %.2f s)\n", n >> 20,
+            st.goodput_mbps, st.chunks, st.hash_ns / 1e9);
+    t__streq(file, line, "d.etag", "md5", d.etag, md5);
+    memset(&s, 0, sizeof(s));
+    ret = rio_stat(c, key, &s);
+    if (ret != 0)
+        t__fail(file, line, "rio_stat(%s): %s", key, rio_errname(ret));
+    t__check_u(file, line, "s.size", "n", T__EQ, s.size, n);
+    t__streq(file, line, "s.etag", "md5", s.etag, md5);
+    memset(dst, 0xA5, n);
+    got = rio_get(c, key, dst, n, &call);
+    if (got != (int64_t)n)
+        t__fail(file, line, "rio_get(%s): %" PRId64 " %s", key, got,
+                got < 0 ? rio_errname((int)got) : "");
+    fprintf(stderr, "  GET %zu MiB: %.0f MB/s, retries %" PRIu64 "\n", n >> 20, st.goodput_mbps,
+            st.retries_total);
+    t__memeq(file, line, "dst", "src", dst, src, n);
+    ret = rio_delete(c, key);
+    if (ret != 0)
+        t__fail(file, line, "rio_delete(%s): %s", key, rio_errname(ret));
+    rio_desc_cleanup(&d);
+    rio_desc_cleanup(&s);
+    free(src);
+    free(dst);
+}
+
 void t__fault(struct rio_client *c, const char *spec, const char *file, int line)
 {
     struct rio_mock_fault f;

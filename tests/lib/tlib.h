@@ -142,6 +142,13 @@ void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed
                   const struct rio_call *call, const char *file, int line);
 #define t_get_check(c, key, n, seed) t__get_check((c), (key), (n), (seed), NULL, __FILE__, __LINE__)
 
+/* A big object's round trip: PUT n bytes of pattern seed (its ETag the
+ * MD5 of the bytes), STAT, GET byte-exact, DELETE; the rates on stderr. */
+void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                      const char *file, int line);
+#define t_roundtrip_big(c, key, n, seed)                                                           \
+    t__roundtrip_big((c), (key), (n), (seed), __FILE__, __LINE__)
+
 /* Parse and add one fault spec ("short:chunk=3:bytes=1000:count=1"). */
 void t__fault(struct rio_client *c, const char *spec, const char *file, int line);
 #define t_fault(c, spec) t__fault((c), (spec), __FILE__, __LINE__)
