@@ -88,6 +88,9 @@ static const struct rio_module_host module_host = {
     .errname = rio_errname,
     .copy_nt = rio__copy_nt,
     .xxh3 = rio__xxh3,
+    .opt_bool = rio__opt_bool,
+    .opt_tristate = rio__opt_tristate,
+    .opt_ms = rio__opt_ms,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */
