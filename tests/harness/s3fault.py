@@ -47,6 +47,9 @@ The object is stored under the full key as usual. Kinds:
              left as it was (not completed)
   completelost CompleteMultipartUpload: completed, then the connection reset
              without an answer (an answer lost on the way back)
+  completegone CompleteMultipartUpload: completed, the object then removed
+             (as by another client's DELETE), the connection reset without
+             an answer: nothing can tell whether the complete took effect
   get503     GET without a Range (a multipart object's sidecar, whose key
              starts as the object's): 503 ServiceUnavailable
 
@@ -77,7 +80,7 @@ NEXT_UPLOAD = [1]
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
 HEAD_KINDS = ("hugehead", "longhead", "head503")
-COMPLETE_KINDS = ("complete503", "completelost")
+COMPLETE_KINDS = ("complete503", "completelost", "completegone")
 PLAIN_GET_KINDS = ("get503",)
 
 
@@ -383,7 +386,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 etag = '"%s-%d"' % (hashlib.md5(md5s).hexdigest(), len(datas))
                 OBJECTS[(u["bucket"], u["key"])] = {"data": data, "etag": etag, "meta": u["meta"]}
                 del UPLOADS[uid]
-            if kind == "completelost":
+            if kind == "completegone":
+                with LOCK:
+                    OBJECTS.pop((u["bucket"], u["key"]), None)
+            if kind in ("completelost", "completegone"):
                 return self.rst()
             x = ("<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>"
                  "</CompleteMultipartUploadResult>" % (key, etag.replace('"', "&quot;")))

@@ -1251,6 +1251,31 @@ TEST(lost_complete_answer_not_resent)
 }
 
 /*
+ * A complete whose answer is lost and whose object is gone by the time the
+ * transport asks (another client deleted it): whether the complete took
+ * effect cannot be known, so the PUT is RIO_EUNKNOWN, the complete is not
+ * sent again (by the transport, curl or the engine), and no upload is left.
+ */
+TEST(unknown_complete_outcome_is_eunknown)
+{
+    struct rio_options o;
+    int port = su_fault_port();
+    unsigned fired, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 26);
+    unsigned completes0 = su_fault_count(port, "completes");
+    T_ERR(rio_put(c, "F_completegone_1/obj", src, OBJ, NULL, NULL), RIO_EUNKNOWN);
+    T_EQ(su_fault_count(port, "completes") - completes0, 1u);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    free(src);
+    su_close(c, alloc0);
+}
+
+/*
  * A complete answered 503 did not take effect: the engine commits again
  * (RIO_CAP_COMMIT_RETRY: the upload is left as it was), counting the failed
  * try; with retries=1 it is not tried again, and the PUT leaves nothing
