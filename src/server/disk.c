@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,31 +149,14 @@ static void obj_name(char *out, const char *pfx, uint64_t kh, uint64_t gen, cons
     snprintf(out, NAME_LEN, "%s-%016" PRIx64 "-%016" PRIx64 "%s", pfx, kh, gen, sfx);
 }
 
-static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
+/* All n bytes at off, in pieces of at most 1 GiB, through EINTR: 0, -EIO
+ * when the file ends first (a short file) or a write moves nothing, or
+ * -errno. */
+static int rw_all(int fd, uint8_t *p, uint64_t n, uint64_t off, bool wr)
 {
     while (n) {
         size_t want = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t w = pwrite(fd, p, want, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (uint64_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-/* 0, -EIO at end of file (a short file), or -errno. */
-static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
-{
-    while (n) {
-        size_t want = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t r = pread(fd, p, want, (off_t)off);
+        ssize_t r = wr ? pwrite(fd, p, want, (off_t)off) : pread(fd, p, want, (off_t)off);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -185,6 +169,16 @@ static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
         off += (uint64_t)r;
     }
     return 0;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
+{
+    return rw_all(fd, (uint8_t *)p, n, off, true);
+}
+
+static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
+{
+    return rw_all(fd, p, n, off, false);
 }
 
 static void ent_free(struct rio_srv_obj *e)
