@@ -297,13 +297,21 @@ static struct rio_srv_obj *ent_new(const char *key, uint16_t klen, uint64_t gen,
     return e;
 }
 
-static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+/* Remove the file pfx-KEYHASH-GEN ("o" an object, "d" a tombstone); one
+ * already gone is no error. */
+static void unlink_named(struct rio_srv_disk *d, const char *pfx, const char *key, uint16_t klen,
+                         uint64_t gen)
 {
     char name[NAME_LEN];
 
-    obj_name(name, "o", key_hash(key, klen), gen, "");
+    obj_name(name, pfx, key_hash(key, klen), gen, "");
     if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
         SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
+}
+
+static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+{
+    unlink_named(d, "o", key, klen, gen);
 }
 
 /* ----------------------------------------------------------- tombstones */
@@ -345,11 +353,7 @@ static uint64_t tomb_gen(struct rio_srv_disk *d, const char *key, uint16_t klen)
 
 static void tomb_unlink_file(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
 {
-    char name[NAME_LEN];
-
-    obj_name(name, "d", key_hash(key, klen), gen, "");
-    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
-        SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
+    unlink_named(d, "d", key, klen, gen);
 }
 
 /* Write key's tombstone file for gen (fsynced with --sync; the directory
@@ -944,15 +948,21 @@ static void jobq_stop(struct jobq q)
     pthread_mutex_unlock(q.mu);
 }
 
-static void *commit_main(void *arg)
+/* A pool thread: run each job of q, hand it back, until q stops. */
+static void job_loop(struct rio_srv_disk *d, struct jobq q,
+                     void (*run)(struct rio_srv_disk *d, struct rio_srv_commit *j))
 {
-    struct rio_srv_disk *d = arg;
     struct rio_srv_commit *j;
 
-    while ((j = jobq_pop(commit_q(d)))) {
-        rio__srv_disk_commit(d, j);
+    while ((j = jobq_pop(q))) {
+        run(d, j);
         j->done(j);
     }
+}
+
+static void *commit_main(void *arg)
+{
+    job_loop(arg, commit_q(arg), rio__srv_disk_commit);
     return NULL;
 }
 
@@ -966,13 +976,7 @@ static void read_job(struct rio_srv_disk *d, struct rio_srv_commit *j)
 
 static void *read_main(void *arg)
 {
-    struct rio_srv_disk *d = arg;
-    struct rio_srv_commit *j;
-
-    while ((j = jobq_pop(read_q(d)))) {
-        read_job(d, j);
-        j->done(j);
-    }
+    job_loop(arg, read_q(arg), read_job);
     return NULL;
 }
 
