@@ -447,6 +447,27 @@ static void fail(struct row *rw, int err, const char *what)
     }
 }
 
+/* Open a client (etag=none when nomd5) and PUT the row's object: 0 with *d
+ * filled, or the error, recorded in rw. *cl is NULL when no client opened;
+ * else the caller destroys it. */
+static int put_one(const struct cfg *c, struct row *rw, bool nomd5, const char *key,
+                   const uint8_t *src, struct rio_call *call, struct rio_desc *d,
+                   struct rio_client **cl)
+{
+    int ret = open_client(c, rw->conc, nomd5, cl);
+
+    if (ret < 0) {
+        *cl = NULL;
+        fail(rw, ret, nomd5 ? "client etag=none" : "client");
+        return ret;
+    }
+    memset(d, 0, sizeof(*d));
+    ret = rio_put(*cl, key, src, rw->size, call, d);
+    if (ret < 0)
+        fail(rw, ret, nomd5 ? "PUT etag=none" : "PUT");
+    return ret;
+}
+
 /* One rep of one row: aio write/read, railio PUT/GET, PUT without MD5. */
 static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, uint8_t *dst,
                     struct row *rw, double v[5][MAXREPS], double *hash, unsigned rep)
@@ -472,16 +493,10 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
         memset(dst, 0, rw->size);
     }
 
-    ret = open_client(c, rw->conc, false, &cl);
-    if (ret < 0) {
-        fail(rw, ret, "client");
+    ret = put_one(c, rw, false, key, src, &call, &d, &cl);
+    if (!cl)
         return;
-    }
-    memset(&d, 0, sizeof(d));
-    ret = rio_put(cl, key, src, rw->size, &call, &d);
-    if (ret < 0) {
-        fail(rw, ret, "PUT");
-    } else {
+    if (ret == 0) {
         v[0][rep] = st.goodput_mbps;
         hash[rep] = st.hash_ns / 1e9;
         rio_desc_cleanup(&d);
@@ -499,22 +514,14 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     if (!c->nomd5)
         return;
-    cl = NULL;
-    ret = open_client(c, rw->conc, true, &cl);
-    if (ret < 0) {
-        fail(rw, ret, "client etag=none");
+    ret = put_one(c, rw, true, key, src, &call, &d, &cl);
+    if (!cl)
         return;
-    }
-    memset(&d, 0, sizeof(d));
-    ret = rio_put(cl, key, src, rw->size, &call, &d);
-    if (ret < 0) {
-        fail(rw, ret, "PUT etag=none");
-    } else if (d.etag[0]) {
-        /* This build's engine computed the MD5 anyway: no such figure. */
-        fail(rw, RIO_ENOTSUP, "etag=none");
-        rio_desc_cleanup(&d);
-    } else {
-        v[1][rep] = st.goodput_mbps;
+    if (ret == 0) {
+        if (d.etag[0])
+            fail(rw, RIO_ENOTSUP, "etag=none"); /* this build computed the MD5 anyway */
+        else
+            v[1][rep] = st.goodput_mbps;
         rio_desc_cleanup(&d);
     }
     rio_delete(cl, key);
