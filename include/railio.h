@@ -126,7 +126,7 @@ struct rio_options {
     uint64_t budget_bytes;     /* RIO_BUDGET: client in-flight bytes, default 256 MiB */
     uint64_t request_budget;   /* RIO_REQUEST_BUDGET: per request, default = budget */
     int budget_mode;           /* RIO_BUDGET_MODE=wait|fail, enum rio_budget_mode */
-    unsigned retry_attempts;   /* RIO_RETRIES: attempts per chunk, default 5 */
+    unsigned retry_attempts;   /* RIO_RETRIES: tries per chunk and metadata op, default 5 */
     uint32_t backoff_base_ms;  /* RIO_BACKOFF_BASE_MS, default 10 */
     uint32_t backoff_cap_ms;   /* RIO_BACKOFF_CAP_MS, default 1000 */
     uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default 120000 */

@@ -1,33 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * server_env.h: start a real railiod for a test, and a tiny blocking client
- * that speaks the wire protocol directly (no engine, no transport), so the
- * server's tests depend on nothing but src/proto.
- *
- *     struct srv_env e;
- *     const char *args[] = {"--memory", "64M", NULL};
- *     srv_start(&e, args);                  // --listen 127.0.0.1:0 --port-file ...
- *     struct wc c;
- *     wc_connect(&c, e.addr[0]);
- *     wc_hello(&c, NULL);
- *     uint64_t gen = wc_put(&c, "k", buf, n, chunk);
- *     ...
- *     wc_close(&c);
- *     srv_stop(&e);                         // SIGTERM, wait; returns the exit status
- *
- * The server runs in the test's process group (the harness kills the group
- * when a test ends, whatever happened, even after a failed assertion, which
- * _exits); an atexit hook also stops it when a test exits normally without
- * srv_stop. Its log goes to the test's stderr (ctest prints it for a failed
- * test), or with SRV_LOG_FILE=1 to a file that srv_dump_log prints.
- * Every call has a timeout; failures end the test through T_FAIL.
- */
-#ifndef RIO_TEST_SERVER_ENV_H
-#define RIO_TEST_SERVER_ENV_H
-
+/* server_env: railiod for a test and a blocking wire client (see server_env.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "server_env.h"
+#include "core/checksum.h"
+#include "proto/proto.h"
+#include "railio.h"
+#include "t.h"
+#include "tlib.h"
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,32 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/checksum.h"
-#include "proto/proto.h"
-#include "railio.h"
-#include "t.h"
-
-#define SRV_MAX_ADDRS 16
-#define SRV_MAX_ARGS 64
-
-struct srv_env {
-    pid_t pid;
-    char dir[128];
-    char port_file[192];
-    char log[192];
-    unsigned naddr;
-    char addr[SRV_MAX_ADDRS][80];
-    char metrics[80];
-    int exited; /* srv_stop reaped it */
-    /* Set between srv_prepare and srv_start_listen to run another program
-     * (e.g. "$T_BUILD_DIR/railio") with a first argument (e.g. "serve"). */
-    const char *bin;
-    const char *subcommand;
-};
-
 static struct srv_env *srv__live[8];
-
-static inline void srv_dump_log(const struct srv_env *e)
+void srv_dump_log(const struct srv_env *e)
 {
     char line[1024];
     FILE *f = fopen(e->log, "r");
@@ -84,9 +41,7 @@ static inline void srv_dump_log(const struct srv_env *e)
     fclose(f);
 }
 
-/* Lines of the server's log file (started with SRV_LOG_FILE=1) that
- * contain needle; 0 when there is no log file. */
-static inline unsigned srv_log_count(const struct srv_env *e, const char *needle)
+unsigned srv_log_count(const struct srv_env *e, const char *needle)
 {
     char line[2048];
     unsigned n = 0;
@@ -100,7 +55,7 @@ static inline unsigned srv_log_count(const struct srv_env *e, const char *needle
     return n;
 }
 
-static inline void srv__rmdir(struct srv_env *e)
+static void srv__rmdir(struct srv_env *e)
 {
     char p[256];
     if (!e->dir[0])
@@ -113,7 +68,16 @@ static inline void srv__rmdir(struct srv_env *e)
     e->dir[0] = '\0';
 }
 
-static inline void srv__atexit(void)
+/* e's directory removed, and e no longer stopped at exit. */
+static void srv_forget(struct srv_env *e)
+{
+    srv__rmdir(e);
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
+        if (srv__live[i] == e)
+            srv__live[i] = NULL;
+}
+
+static void srv__atexit(void)
 {
     for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++) {
         struct srv_env *e = srv__live[i];
@@ -129,15 +93,12 @@ static inline void srv__atexit(void)
     }
 }
 
-/* Path of the railiod under test: $T_BUILD_DIR/railiod. */
-static inline void srv_binary(char *out, size_t cap)
+void srv_binary(char *out, size_t cap)
 {
-    const char *b = getenv("T_BUILD_DIR");
-    snprintf(out, cap, "%s/railiod", b && *b ? b : ".");
+    t_build_path(out, cap, "railiod");
 }
 
-/* Write a token file in the server's directory (call after srv_prepare). */
-static inline void srv_write_token(struct srv_env *e, const char *token, char *path, size_t cap)
+void srv_write_token(struct srv_env *e, const char *token, char *path, size_t cap)
 {
     snprintf(path, cap, "%s/token", e->dir);
     FILE *f = fopen(path, "w");
@@ -148,8 +109,7 @@ static inline void srv_write_token(struct srv_env *e, const char *token, char *p
     chmod(path, 0600);
 }
 
-/* Create the temporary directory (before srv_start, to place files in it). */
-static inline void srv_prepare(struct srv_env *e)
+void srv_prepare(struct srv_env *e)
 {
     static int registered;
     memset(e, 0, sizeof(*e));
@@ -169,7 +129,7 @@ static inline void srv_prepare(struct srv_env *e)
         }
 }
 
-static inline void srv__parse_ports(struct srv_env *e, char *text)
+static void srv__parse_ports(struct srv_env *e, char *text)
 {
     char *nl = strchr(text, '\n');
     char *save = NULL, *tok;
@@ -187,12 +147,7 @@ static inline void srv__parse_ports(struct srv_env *e, char *text)
     }
 }
 
-/*
- * Start railiod with --listen (listen, or one loopback listener on a free
- * port when NULL), --port-file and the NULL-terminated extra args, then wait
- * (up to 10 s) until it has written its ports. e must come from srv_prepare.
- */
-static inline void srv_start_listen(struct srv_env *e, const char *listen, const char *const *extra)
+void srv_start_listen(struct srv_env *e, const char *listen, const char *const *extra)
 {
     char bin[512];
     const char *argv[SRV_MAX_ARGS];
@@ -270,14 +225,13 @@ static inline void srv_start_listen(struct srv_env *e, const char *listen, const
     }
 }
 
-static inline void srv_start(struct srv_env *e, const char *const *extra)
+void srv_start(struct srv_env *e, const char *const *extra)
 {
     srv_prepare(e);
     srv_start_listen(e, NULL, extra);
 }
 
-/* Wait up to timeout_ms for the server to exit; its wait status, or -1. */
-static inline int srv_wait(struct srv_env *e, unsigned timeout_ms)
+int srv_wait(struct srv_env *e, unsigned timeout_ms)
 {
     uint64_t t0 = t_now_ms();
     int st;
@@ -293,9 +247,7 @@ static inline int srv_wait(struct srv_env *e, unsigned timeout_ms)
     }
 }
 
-/* SIGTERM, wait up to 15 s (then SIGKILL); returns the exit code, or -1 when
- * it had to be killed or died of a signal. Removes the temporary directory. */
-static inline int srv_stop(struct srv_env *e)
+int srv_stop(struct srv_env *e)
 {
     int st = -1, code = -1;
     if (e->pid > 0 && !e->exited) {
@@ -311,23 +263,21 @@ static inline int srv_stop(struct srv_env *e)
         code = WEXITSTATUS(st);
     if (code != 0)
         srv_dump_log(e);
-    srv__rmdir(e);
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
-        if (srv__live[i] == e)
-            srv__live[i] = NULL;
+    srv_forget(e);
     return code;
 }
 
-/* ------------------------------------------------------ the wire client */
+void srv_kill9(struct srv_env *e)
+{
+    if (e->pid > 0 && !e->exited) {
+        kill(e->pid, SIGKILL);
+        waitpid(e->pid, NULL, 0);
+        e->exited = 1;
+    }
+    srv_forget(e);
+}
 
-struct wc {
-    int fd;
-    uint64_t next_id;
-    struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
-};
-
-/* Connect with timeouts of timeout_s; rcvbuf > 0 sets SO_RCVBUF first. */
-static inline int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rcvbuf)
+int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rcvbuf)
 {
     char host[80];
     const char *colon = strrchr(addr, ':');
@@ -361,19 +311,19 @@ static inline int wc_try_connect_ex(struct wc *c, const char *addr, unsigned tim
     return 0;
 }
 
-static inline int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s)
+int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s)
 {
     return wc_try_connect_ex(c, addr, timeout_s, 0);
 }
 
-static inline void wc_connect(struct wc *c, const char *addr)
+void wc_connect(struct wc *c, const char *addr)
 {
     int r = wc_try_connect(c, addr, 20);
     if (r < 0)
         T_FAIL("connect %s: %s", addr, strerror(-r));
 }
 
-static inline void wc_close(struct wc *c)
+void wc_close(struct wc *c)
 {
     if (c->fd >= 0)
         close(c->fd);
@@ -381,8 +331,7 @@ static inline void wc_close(struct wc *c)
     rio__proto_sess_free(&c->sess);
 }
 
-/* A "Vm...:" field of /proc/PID/status in KiB. */
-static inline uint64_t srv_proc_kb(pid_t pid, const char *field)
+uint64_t srv_proc_kb(pid_t pid, const char *field)
 {
     char path[64], line[256];
     uint64_t v = 0;
@@ -402,8 +351,7 @@ static inline uint64_t srv_proc_kb(pid_t pid, const char *field)
     return v;
 }
 
-/* Send all of iov; 0 or -errno. */
-static inline int wc_sendv(struct wc *c, struct iovec *iov, int n)
+int wc_sendv(struct wc *c, struct iovec *iov, int n)
 {
     while (n > 0) {
         struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
@@ -425,16 +373,14 @@ static inline int wc_sendv(struct wc *c, struct iovec *iov, int n)
     return 0;
 }
 
-static inline int wc_send_raw(struct wc *c, const void *p, size_t n)
+int wc_send_raw(struct wc *c, const void *p, size_t n)
 {
     struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
     return wc_sendv(c, &iov, 1);
 }
 
-/* Send one request: header, then body parts a (alen) and b (blen), with
- * its tag: after a when b is PUT_CHUNK data, else after both (docs/protocol.md). */
-static inline int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen,
-                           const void *b, size_t blen)
+int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen, const void *b,
+             size_t blen)
 {
     struct rio_proto_hdr h = {
         .opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen + RIO_PROTO_TAG_LEN)};
@@ -453,10 +399,7 @@ static inline int wc_send2(struct wc *c, int op, uint64_t id, const void *a, siz
     return wc_sendv(c, iov, 4);
 }
 
-/* The start of a PUT_CHUNK of len data bytes: header, fixed fields and tag,
- * no data (the caller sends it, or not). */
-static inline int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh,
-                                uint32_t len)
+int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, uint32_t len)
 {
     struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
     struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_CHUNK,
@@ -473,7 +416,7 @@ static inline int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, u
     return wc_send_raw(c, b, sizeof(b));
 }
 
-static inline int wc_read_full(struct wc *c, void *p, size_t n)
+int wc_read_full(struct wc *c, void *p, size_t n)
 {
     size_t got = 0;
     while (got < n) {
@@ -489,12 +432,7 @@ static inline int wc_read_full(struct wc *c, void *p, size_t n)
     return 0;
 }
 
-/* Receive one response; *body is malloc'ed (free it) or NULL when empty:
- * its control part, or a READ's data (whose xxh3 was checked), and
- * h->body_len says that length (tag excluded). Returns 0, RIO_ECLOSED on
- * EOF, RIO_EPROTO on a bad header or a frame check that failed,
- * RIO_ECHECKSUM on READ data that does not match its xxh3, -errno. */
-static inline int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
+int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
 {
     uint8_t hb[RIO_PROTO_HDR_LEN];
     uint32_t ctl, data;
@@ -534,10 +472,8 @@ static inline int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
     return 0;
 }
 
-/* One request and its response (no pipelining): the response's status, or
- * a transport error (RIO_ECLOSED, -errno). *body as wc_recv (NULL allowed). */
-static inline int wc_call(struct wc *c, int op, const void *a, size_t alen, const void *b,
-                          size_t blen, uint8_t **body, uint32_t *body_len)
+int wc_call(struct wc *c, int op, const void *a, size_t alen, const void *b, size_t blen,
+            uint8_t **body, uint32_t *body_len)
 {
     struct rio_proto_hdr h;
     uint8_t *bd = NULL;
@@ -560,10 +496,7 @@ static inline int wc_call(struct wc *c, int op, const void *a, size_t alen, cons
     return h.status;
 }
 
-/* A HELLO request m in its version 1 framing (check in caps); the answer's
- * status, its body as wc_recv. */
-static inline int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, uint8_t **body,
-                               uint32_t *blen)
+int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, uint8_t **body, uint32_t *blen)
 {
     struct rio_proto_hdr h = {.version = RIO_PROTO_HELLO_VERSION,
                               .opcode = RIO_OP_HELLO,
@@ -586,11 +519,7 @@ static inline int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, ui
     return h.status;
 }
 
-/* HELLO (and AUTH when token is not NULL). Returns the AUTH status (0 when
- * no AUTH was needed); fills *hr (its rail pointers borrow *keep, freed by
- * the caller) when hr is not NULL. */
-static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr,
-                              uint8_t **keep)
+int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr, uint8_t **keep)
 {
     struct rio_proto_hello m = {.version_min = RIO_PROTO_VERSION, .version_max = RIO_PROTO_VERSION};
     struct rio_proto_hello_resp r;
@@ -638,15 +567,15 @@ static inline int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_
     return st;
 }
 
-static inline void wc_hello(struct wc *c, const char *token)
+void wc_hello(struct wc *c, const char *token)
 {
     int st = wc_hello_ex(c, token, NULL, NULL);
     if (st != 0)
         T_FAIL("AUTH: %s", rio_errname(st));
 }
 
-static inline int wc_put_open(struct wc *c, const char *key, uint64_t size, uint64_t chunk,
-                              uint32_t ttl_ms, uint64_t *upload)
+int wc_put_open(struct wc *c, const char *key, uint64_t size, uint64_t chunk, uint32_t ttl_ms,
+                uint64_t *upload)
 {
     struct rio_proto_put_open m = {.size = size,
                                    .chunk_size = chunk,
@@ -670,8 +599,8 @@ static inline int wc_put_open(struct wc *c, const char *key, uint64_t size, uint
     return st;
 }
 
-static inline int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh,
-                               const void *data, size_t len)
+int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, const void *data,
+                 size_t len)
 {
     struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
     uint8_t fixed[24];
@@ -679,8 +608,8 @@ static inline int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, ui
     return wc_call(c, RIO_OP_PUT_CHUNK, fixed, sizeof(fixed), data, len, NULL, NULL);
 }
 
-static inline int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks,
-                                const uint64_t *xxh, const char *etag, uint64_t *gen)
+int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
+                  const char *etag, uint64_t *gen)
 {
     struct rio_proto_put_commit m = {.upload_id = upload, .nchunks = nchunks};
     size_t cap = 48 + 8 * (size_t)nchunks;
@@ -703,20 +632,19 @@ static inline int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks,
     return st;
 }
 
-static inline void wc_etag(const void *data, size_t n, char etag[33])
+void wc_etag(const void *data, size_t n, char etag[33])
 {
     struct rio_md5 m;
     if (rio__md5_init(&m) < 0 || rio__md5_update(&m, data, n) < 0 || rio__md5_final(&m, etag) < 0)
         T_FAIL("md5");
 }
 
-static inline uint64_t wc_nchunks(uint64_t size, uint64_t chunk)
+uint64_t wc_nchunks(uint64_t size, uint64_t chunk)
 {
     return size ? (size - 1) / chunk + 1 : 0;
 }
 
-/* The checksum list of data split in chunks (malloc'ed). */
-static inline uint64_t *wc_xxh_list(const uint8_t *data, uint64_t size, uint64_t chunk)
+uint64_t *wc_xxh_list(const uint8_t *data, uint64_t size, uint64_t chunk)
 {
     uint64_t n = wc_nchunks(size, chunk);
     uint64_t *x = calloc(n ? n : 1, 8);
@@ -727,12 +655,8 @@ static inline uint64_t *wc_xxh_list(const uint8_t *data, uint64_t size, uint64_t
     return x;
 }
 
-/*
- * A whole PUT over conns[0..nconns) (chunk i on conns[i % nconns]); returns
- * the generation, fails the test on any error.
- */
-static inline uint64_t wc_put_multi(struct wc *conns, unsigned nconns, const char *key,
-                                    const uint8_t *data, uint64_t size, uint64_t chunk)
+uint64_t wc_put_multi(struct wc *conns, unsigned nconns, const char *key, const uint8_t *data,
+                      uint64_t size, uint64_t chunk)
 {
     uint64_t up = 0, gen = 0, n = wc_nchunks(size, chunk);
     uint64_t *x = wc_xxh_list(data, size, chunk);
@@ -756,14 +680,12 @@ static inline uint64_t wc_put_multi(struct wc *conns, unsigned nconns, const cha
     return gen;
 }
 
-static inline uint64_t wc_put(struct wc *c, const char *key, const uint8_t *data, uint64_t size,
-                              uint64_t chunk)
+uint64_t wc_put(struct wc *c, const char *key, const uint8_t *data, uint64_t size, uint64_t chunk)
 {
     return wc_put_multi(c, 1, key, data, size, chunk);
 }
 
-/* LOOKUP: status; on success *d (its xxh borrows *keep, which the caller frees). */
-static inline int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc *d, uint8_t **keep)
+int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc *d, uint8_t **keep)
 {
     struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
     uint8_t out[2048], *body = NULL;
@@ -781,9 +703,7 @@ static inline int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc
     return st;
 }
 
-/* READ [off, off+len) of generation gen into dst (len bytes); the status. */
-static inline int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t off, uint32_t len,
-                          void *dst)
+int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t off, uint32_t len, void *dst)
 {
     struct rio_proto_read m = {
         .generation = gen, .off = off, .len = len, .key = key, .key_len = (uint16_t)strlen(key)};
@@ -802,7 +722,7 @@ static inline int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t 
     return st;
 }
 
-static inline int wc_delete(struct wc *c, const char *key)
+int wc_delete(struct wc *c, const char *key)
 {
     struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
     uint8_t out[2048];
@@ -810,14 +730,12 @@ static inline int wc_delete(struct wc *c, const char *key)
     return wc_call(c, RIO_OP_DELETE, out, (size_t)n, NULL, 0, NULL, NULL);
 }
 
-static inline int wc_ping(struct wc *c)
+int wc_ping(struct wc *c)
 {
     return wc_call(c, RIO_OP_PING, NULL, 0, NULL, 0, NULL, NULL);
 }
 
-/* Wait until the peer closes the connection (EOF or reset) within
- * timeout_ms, discarding anything it sends first; 0, or -ETIMEDOUT. */
-static inline int wc_wait_closed(struct wc *c, unsigned timeout_ms)
+int wc_wait_closed(struct wc *c, unsigned timeout_ms)
 {
     uint64_t t0 = t_now_ms();
     char buf[4096];
@@ -835,8 +753,7 @@ static inline int wc_wait_closed(struct wc *c, unsigned timeout_ms)
     }
 }
 
-/* GET http://addr/metrics with a raw socket; malloc'ed text, or NULL. */
-static inline char *srv_http_get(const char *addr, const char *path)
+char *srv_http_get(const char *addr, const char *path)
 {
     struct wc c;
     char req[256];
@@ -864,8 +781,7 @@ static inline char *srv_http_get(const char *addr, const char *path)
     return out;
 }
 
-/* Value of a metric line "name{labels} value" (exact name+labels), or -1. */
-static inline double srv_metric(const char *text, const char *series)
+double srv_metric(const char *text, const char *series)
 {
     size_t n = strlen(series);
     for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
@@ -875,9 +791,7 @@ static inline double srv_metric(const char *text, const char *series)
     return -1;
 }
 
-/* The value of one series on the server's metrics endpoint (started with
- * --metrics 127.0.0.1:0); fails the test when the scrape fails. */
-static inline double srv_scrape(struct srv_env *e, const char *series)
+double srv_scrape(struct srv_env *e, const char *series)
 {
     char *text = srv_http_get(e->metrics, "/metrics");
     double v;
@@ -887,5 +801,3 @@ static inline double srv_scrape(struct srv_env *e, const char *series)
     free(text);
     return v;
 }
-
-#endif

@@ -1,30 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * Helpers for the rails tests (tests/integration/test_rails*.c): N veth rails
- * between a client and a server network namespace built by
- * tests/harness/rails.sh, a railiod listening on every server end, iperf3
- * ceilings over the same rails, and the client (this process) inside the
- * client namespace.
- *
- * Both ends run inside the namespaces: the test's own thread enters the
- * server namespace (setns) to fork railiod, then the client namespace for
- * the rest of the test, so the engine and transport threads the client
- * starts live there too. Nothing in the root namespace ever routes to the
- * rails' 10.99.0.0/16 addresses.
- *
- *     struct rl r;
- *     rl_up(&r, 4, "1gbit");                // or "1gbit,1gbit,500mbit,250mbit"
- *     rl_server(&r, NULL);                  // railiod on 10.99.i.2:7070, then enter the client ns
- *     double mbps = rl_iperf(&r, 0xf, 1);   // rails 0..3, server -> client, Mbit/s summed
- *     ...
- *     rl_down(&r);                          // also at exit
- */
-#ifndef RIO_TEST_RAILS_UTIL_H
-#define RIO_TEST_RAILS_UTIL_H
-
+/* rails_util: veth rails, railiod on them and iperf3 ceilings (see rails_util.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "rails_util.h"
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -33,49 +12,15 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#include "tcp_util.h"
-
-#define RL_PORT 7070
-#define RL_IPERF_PORT 5201
-
-struct rl {
-    unsigned n;
-    char id[32];
-    char script[512];
-    char cns[64], sns[64];
-    int cfd, sfd, rootfd;
-    struct srv_env srv;
-    int have_srv;
-};
-
 static struct rl *rl__live;
 
-static inline int rl__sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static inline int rl__sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    int st;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    st = system(cmd);
-    if (st == -1 || !WIFEXITED(st))
-        return -1;
-    return WEXITSTATUS(st);
-}
-
-static inline void rl__enter(int fd, const char *what)
+static void rl__enter(int fd, const char *what)
 {
     if (setns(fd, CLONE_NEWNET) < 0)
         T_FAIL("setns(%s): %s", what, strerror(errno));
 }
 
-/* Remove the rails (and kill what still runs in their namespaces: only
- * processes this test started live there). */
-static inline void rl_down(struct rl *r)
+void rl_down(struct rl *r)
 {
     if (!r->id[0])
         return;
@@ -85,9 +30,9 @@ static inline void rl_down(struct rl *r)
         srv_stop(&r->srv);
         r->have_srv = 0;
     }
-    rl__sh("for ns in %s %s; do for p in $(ip netns pids $ns 2>/dev/null); do kill -9 $p; done; "
-           "done; RIO_RAILS_ID=%s bash %s down",
-           r->cns, r->sns, r->id, r->script);
+    t_sh("for ns in %s %s; do for p in $(ip netns pids $ns 2>/dev/null); do kill -9 $p; done; "
+         "done; RIO_RAILS_ID=%s bash %s down",
+         r->cns, r->sns, r->id, r->script);
     if (r->cfd >= 0)
         close(r->cfd);
     if (r->sfd >= 0)
@@ -100,27 +45,24 @@ static inline void rl_down(struct rl *r)
         rl__live = NULL;
 }
 
-static inline void rl__atexit(void)
+static void rl__atexit(void)
 {
     if (rl__live)
         rl_down(rl__live);
 }
 
-/* Build n rails (rates: one tc rate, or one per rail, comma-separated), or
- * skip the test when this machine cannot host network namespaces. */
-static inline void rl_up(struct rl *r, unsigned n, const char *rates)
+void rl_up(struct rl *r, unsigned n, const char *rates)
 {
-    const char *src = getenv("T_SOURCE_DIR");
     char path[128];
     int st;
 
     memset(r, 0, sizeof(*r));
     r->cfd = r->sfd = r->rootfd = -1;
     r->n = n;
-    snprintf(r->script, sizeof(r->script), "%s/tests/harness/rails.sh", src && *src ? src : ".");
+    t_harness_path(r->script, sizeof(r->script), "rails.sh");
     if (geteuid() != 0)
         T_SKIP("rails tests need root (network namespaces, veth, tc)");
-    st = rl__sh("bash %s check", r->script);
+    st = t_sh("bash %s check", r->script);
     if (st == 77)
         T_SKIP("network namespaces are not available on this machine");
     if (st != 0)
@@ -133,7 +75,7 @@ static inline void rl_up(struct rl *r, unsigned n, const char *rates)
         T_FAIL("open /proc/self/ns/net: %s", strerror(errno));
     rl__live = r;
     atexit(rl__atexit);
-    st = rl__sh("RIO_RAILS_ID=%s bash %s up %u %s >/dev/null", r->id, r->script, n, rates);
+    st = t_sh("RIO_RAILS_ID=%s bash %s up %u %s >/dev/null", r->id, r->script, n, rates);
     if (st != 0)
         T_FAIL("rails.sh up %u %s: status %d", n, rates, st);
     snprintf(path, sizeof(path), "/var/run/netns/%s", r->cns);
@@ -144,9 +86,7 @@ static inline void rl_up(struct rl *r, unsigned n, const char *rates)
         T_FAIL("open the rails' namespaces: %s", strerror(errno));
 }
 
-/* railiod in the server namespace on every rail (10.99.i.2:7070), with the
- * NULL-terminated extra args; then this thread enters the client namespace. */
-static inline void rl_server(struct rl *r, const char *const *extra)
+void rl_server(struct rl *r, const char *const *extra)
 {
     char listen[512];
     size_t len = 0;
@@ -161,35 +101,33 @@ static inline void rl_server(struct rl *r, const char *const *extra)
     rl__enter(r->cfd, r->cns);
 }
 
-/* The server is still running (did not crash). */
-static inline int rl_server_alive(struct rl *r)
+int rl_server_alive(struct rl *r)
 {
     return r->have_srv && waitpid(r->srv.pid, NULL, WNOHANG) == 0;
 }
 
-/* Fault helpers (rails.sh fail/heal); 0 on success. */
-static inline void rl_fail(struct rl *r, unsigned rail, const char *how)
+void rl_fail(struct rl *r, unsigned rail, const char *how)
 {
-    int st = rl__sh("RIO_RAILS_ID=%s bash %s fail %u %s", r->id, r->script, rail, how);
+    int st = t_sh("RIO_RAILS_ID=%s bash %s fail %u %s", r->id, r->script, rail, how);
     if (st != 0)
         T_FAIL("rails.sh fail %u %s: status %d", rail, how, st);
 }
 
-static inline void rl_heal(struct rl *r, unsigned rail)
+void rl_heal(struct rl *r, unsigned rail)
 {
-    int st = rl__sh("RIO_RAILS_ID=%s bash %s heal %u", r->id, r->script, rail);
+    int st = t_sh("RIO_RAILS_ID=%s bash %s heal %u", r->id, r->script, rail);
     if (st != 0)
         T_FAIL("rails.sh heal %u: status %d", rail, st);
 }
 
-static inline void rl_rate(struct rl *r, unsigned rail, const char *rate)
+void rl_rate(struct rl *r, unsigned rail, const char *rate)
 {
-    int st = rl__sh("RIO_RAILS_ID=%s bash %s rate %u %s", r->id, r->script, rail, rate);
+    int st = t_sh("RIO_RAILS_ID=%s bash %s rate %u %s", r->id, r->script, rail, rate);
     if (st != 0)
         T_FAIL("rails.sh rate %u %s: status %d", rail, rate, st);
 }
 
-static inline double rl__json_bps(const char *file)
+static double rl__json_bps(const char *file)
 {
     char *buf;
     FILE *f = fopen(file, "r");
@@ -211,12 +149,7 @@ static inline double rl__json_bps(const char *file)
     return v;
 }
 
-/*
- * The iperf3 ceiling over the rails in mask, all at once (one server and
- * one client process per rail, 2 s after 1 s omitted): summed Mbit/s (1e6)
- * received. reverse: server -> client (a GET's direction).
- */
-static inline double rl_iperf(struct rl *r, unsigned mask, int reverse, double *per_rail)
+double rl_iperf(struct rl *r, unsigned mask, int reverse, double *per_rail)
 {
     char dir[] = "/tmp/rio-iperf-XXXXXX";
     char cmd[4096];
@@ -239,7 +172,7 @@ static inline double rl_iperf(struct rl *r, unsigned mask, int reverse, double *
                                     "-t 2 -O 1 -J %s >%s/%u.json 2>&1 & ",
                                     r->cns, i, i, RL_IPERF_PORT + i, reverse ? "-R" : "", dir, i);
     snprintf(cmd + len, sizeof(cmd) - len, "wait");
-    if (rl__sh("%s", cmd) != 0)
+    if (t_sh("%s", cmd) != 0)
         T_FAIL("iperf3 over the rails failed");
     for (unsigned i = 0; i < r->n; i++) {
         char f[128];
@@ -259,14 +192,7 @@ static inline double rl_iperf(struct rl *r, unsigned mask, int reverse, double *
     return sum;
 }
 
-/*
- * A destination buffer as an application that reads into memory it already
- * uses: 2 MiB aligned, huge pages asked for, and touched once before the
- * measured call. A fresh malloc'ed buffer pays one page fault per 4 KiB
- * inside the transport's recv() (on this VM that cost more CPU than the
- * transfer itself), which would measure the allocator, not the rails.
- */
-static inline uint8_t *rl_buf(size_t n)
+uint8_t *rl_buf(size_t n)
 {
     size_t len = (n + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
     uint8_t *b = aligned_alloc(2u << 20, len ? len : 2u << 20);
@@ -277,10 +203,7 @@ static inline uint8_t *rl_buf(size_t n)
     return b;
 }
 
-/* A buffer of n pattern bytes of seed in memory like rl_buf's (a source the
- * application already uses; filling 4 KiB pages, and the kernel's first read
- * of them, cost seconds of CPU per 512 MiB on this kind of VM). */
-static inline uint8_t *rl_pattern(size_t n, uint64_t seed)
+uint8_t *rl_pattern(size_t n, uint64_t seed)
 {
     uint8_t *b = rl_buf(n);
     t_fill_pattern(b, n, seed);
@@ -288,8 +211,8 @@ static inline uint8_t *rl_pattern(size_t n, uint64_t seed)
 }
 
 /* PUT n pattern bytes of seed under key, from an rl_pattern buffer. */
-static inline void rl__put(struct rio_client *c, const char *key, size_t n, uint64_t seed,
-                           const char *file, int line)
+void rl__put(struct rio_client *c, const char *key, size_t n, uint64_t seed, const char *file,
+             int line)
 {
     uint8_t *b = rl_pattern(n, seed);
     int ret = rio_put(c, key, b, n, NULL, NULL);
@@ -298,13 +221,8 @@ static inline void rl__put(struct rio_client *c, const char *key, size_t n, uint
     if (ret < 0)
         t__fail(file, line, "rio_put(%s, %zu): %d %s", key, n, ret, rio_errname(ret));
 }
-#define rl_put(c, key, n, seed) rl__put((c), (key), (n), (seed), __FILE__, __LINE__)
 
-/* Options for the rails tests: 1 MiB chunks, depth 4, short cooldowns, op
- * timeout and the transport's timeouts low enough that a dead rail is
- * noticed in about a second. RIO_DEPTH / RIO_CHUNK_SIZE in the environment
- * override depth and chunk (for the sweeps in docs/tuning.md). */
-static inline void rl_opts(struct rio_options *o)
+void rl_opts(struct rio_options *o)
 {
     tu_opts(o);
     o->chunk_size = getenv("RIO_CHUNK_SIZE") ? 0 : 1u << 20;
@@ -314,10 +232,7 @@ static inline void rl_opts(struct rio_options *o)
     o->budget_bytes = 256ull << 20;
 }
 
-/* The client URL: the first rail's server address; the others come from
- * HELLO and are paired with this namespace's addresses by subnet.
- * RAILS_URL_PARAMS in the environment adds parameters (e.g. conns=2). */
-static inline void rl_url(char *out, size_t cap, const char *params)
+void rl_url(char *out, size_t cap, const char *params)
 {
     const char *env = getenv("RAILS_URL_PARAMS");
     snprintf(
@@ -327,40 +242,19 @@ static inline void rl_url(char *out, size_t cap, const char *params)
         env ? env : "");
 }
 
-static inline double rl_mbit(uint64_t bytes, uint64_t ns)
+double rl_mbit(uint64_t bytes, uint64_t ns)
 {
     return ns ? (double)bytes * 8.0 * 1e3 / (double)ns : 0;
 }
 
-/*
- * User CPU that processes other than this test and its railiod took while a
- * measured call ran, in cores on average over the call: another job, a
- * stray busy loop. rio_stats' run-queue wait does not see it when the
- * client's threads still get a core and the rails simply move less (a
- * shell spinning on one of the two cores took a 4-rail PUT after a rail
- * fault from 0.95 to 0.70 of iperf3, its threads barely waiting).
- * rl_busy_start before the call, rl_busy_end after.
- */
-struct rl_busy {
-    uint64_t t0, mach0, own0;
-    double others;
-};
-
-static inline uint64_t rl__mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t rl__tick_ns(void)
+static uint64_t rl__tick_ns(void)
 {
     long hz = sysconf(_SC_CLK_TCK);
     return 1000000000ull / (uint64_t)(hz > 0 ? hz : 100);
 }
 
 /* User time of the whole machine (user + nice of every CPU). */
-static inline uint64_t rl__mach_user_ns(void)
+static uint64_t rl__mach_user_ns(void)
 {
     unsigned long long u = 0, n = 0;
     FILE *f = fopen("/proc/stat", "r");
@@ -373,7 +267,7 @@ static inline uint64_t rl__mach_user_ns(void)
 }
 
 /* User time of this process and of the railiod it runs. */
-static inline uint64_t rl__own_user_ns(void)
+static uint64_t rl__own_user_ns(void)
 {
     struct rusage ru;
     uint64_t ns = 0;
@@ -397,26 +291,22 @@ static inline uint64_t rl__own_user_ns(void)
     return ns;
 }
 
-static inline void rl_busy_start(struct rl_busy *b)
+void rl_busy_start(struct rl_busy *b)
 {
-    b->t0 = rl__mono_ns();
+    b->t0 = t_now_ns();
     b->mach0 = rl__mach_user_ns();
     b->own0 = rl__own_user_ns();
     b->others = 0;
 }
 
-static inline void rl_busy_end(struct rl_busy *b)
+void rl_busy_end(struct rl_busy *b)
 {
-    uint64_t dt = rl__mono_ns() - b->t0;
+    uint64_t dt = t_now_ns() - b->t0;
     uint64_t mach = rl__mach_user_ns() - b->mach0, own = rl__own_user_ns() - b->own0;
     b->others = dt && mach > own ? (double)(mach - own) / (double)dt : 0;
 }
 
-/* A miss is not railio's to answer for: a sanitized build, a starved call
- * (its threads spent a quarter of it in the run queue), one the engine
- * itself calls software-bound, or other processes took a quarter of a core
- * or more (b may be NULL). */
-static inline bool rl_excused(const struct rio_stats *st, const struct rl_busy *b)
+bool rl_excused(const struct rio_stats *st, const struct rl_busy *b)
 {
     return TU_SANITIZED || (st && (double)st->cpu_wait_ns >= 0.25 * (double)st->elapsed_ns) ||
            (st && st->verdict == RIO_VERDICT_SOFTWARE) || (b && b->others >= 0.25);
@@ -433,8 +323,8 @@ static inline bool rl_excused(const struct rio_stats *st, const struct rl_busy *
  * far more CPU than the transfer): then the test is skipped with the figures, after every
  * correctness check has passed. Call it last.
  */
-static inline void rl__ratio(const char *file, int line, const char *what, double got, double ceil,
-                             double need, const struct rio_stats *st, const struct rl_busy *b)
+void rl__ratio(const char *file, int line, const char *what, double got, double ceil, double need,
+               const struct rio_stats *st, const struct rl_busy *b)
 {
     if (got >= need * ceil)
         return;
@@ -461,7 +351,3 @@ static inline void rl__ratio(const char *file, int line, const char *what, doubl
             ceil, got / ceil, need, st ? rio_verdict_name(st->verdict) : "-",
             st ? st->verdict_text : "");
 }
-#define rl_ratio(what, got, ceil, need, st, busy)                                                  \
-    rl__ratio(__FILE__, __LINE__, (what), (got), (ceil), (need), (st), (busy))
-
-#endif

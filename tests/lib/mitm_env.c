@@ -1,29 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * mitm_env.h: put tests/harness/mitm.py (a TCP proxy that damages traffic on
- * request) between a test's client and a server.
- *
- *     struct mitm_env m;
- *     const char *args[] = {"--proto", "railio", "--mode", "flip", "--dir", "c2s",
- *                           "--nth", "3", NULL};
- *     mitm_start(&m, "127.0.0.1:5000", args);   // clients connect to m.addr
- *     ...
- *     T_EQ(mitm_faults(&m), 1);
- *     mitm_stop(&m);                            // SIGTERM, wait, remove its files
- *
- * An atexit hook stops the proxy when a test exits without mitm_stop. It
- * runs in a process group of its own, so that when a failed assertion or
- * the harness ends the test at once, it outlives the test by up to half a
- * second, notices its parent is gone and removes its files and directory
- * before it exits. Failures end the test through T_FAIL; no python3 skips
- * it.
- */
-#ifndef RIO_TEST_MITM_ENV_H
-#define RIO_TEST_MITM_ENV_H
-
+/* mitm_env: tests/harness/mitm.py between a test's client and a server (see mitm_env.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "mitm_env.h"
+#include "t.h"
+#include "tlib.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,23 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "t.h"
-
-#define MITM_MAX_ARGS 64
-
-struct mitm_env {
-    pid_t pid;
-    int port;
-    char dir[128];
-    char summary[192];
-    char port_file[192];
-    char addr[32]; /* "127.0.0.1:PORT", for clients */
-    int exited;
-};
-
 static struct mitm_env *mitm__live[8];
-
-static inline void mitm__rmdir(struct mitm_env *m)
+static void mitm__rmdir(struct mitm_env *m)
 {
     char tmp[256];
     if (!m->dir[0])
@@ -61,7 +28,7 @@ static inline void mitm__rmdir(struct mitm_env *m)
     m->dir[0] = '\0';
 }
 
-static inline void mitm__atexit(void)
+static void mitm__atexit(void)
 {
     for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++) {
         struct mitm_env *m = mitm__live[i];
@@ -76,27 +43,12 @@ static inline void mitm__atexit(void)
     }
 }
 
-/* Path of mitm.py: $T_SOURCE_DIR/tests/harness, else next to this header. */
-static inline void mitm_script(char *out, size_t cap)
+void mitm_script(char *out, size_t cap)
 {
-    const char *src = getenv("T_SOURCE_DIR");
-    if (src && *src) {
-        snprintf(out, cap, "%s/tests/harness/mitm.py", src);
-        return;
-    }
-    snprintf(out, cap, "%s", __FILE__);
-    char *slash = strrchr(out, '/');
-    if (slash)
-        snprintf(slash + 1, cap - (size_t)(slash + 1 - out), "mitm.py");
-    else
-        snprintf(out, cap, "mitm.py");
+    t_harness_path(out, cap, "mitm.py");
 }
 
-/*
- * Start the proxy in front of target ("127.0.0.1:PORT") with the
- * NULL-terminated extra args, and wait up to 10 s for its port.
- */
-static inline void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
+void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
 {
     static int registered;
     char script[512];
@@ -175,8 +127,7 @@ static inline void mitm_start(struct mitm_env *m, const char *target, const char
     }
 }
 
-/* The summary's JSON text (malloc'ed, "" before the first write). */
-static inline char *mitm_summary(struct mitm_env *m)
+char *mitm_summary(struct mitm_env *m)
 {
     char *text = calloc(1, 1 << 20);
     if (!text)
@@ -191,7 +142,7 @@ static inline char *mitm_summary(struct mitm_env *m)
 }
 
 /* The integer after "key": in the summary's text (the first one), or -1. */
-static inline long mitm__field(const char *text, const char *key)
+static long mitm__field(const char *text, const char *key)
 {
     char pat[64];
     snprintf(pat, sizeof(pat), "\"%s\": ", key);
@@ -199,7 +150,7 @@ static inline long mitm__field(const char *text, const char *key)
     return p ? strtol(p + strlen(pat), NULL, 10) : -1;
 }
 
-static inline long mitm__read(struct mitm_env *m, const char *key)
+static long mitm__read(struct mitm_env *m, const char *key)
 {
     char *text = mitm_summary(m);
     long v = mitm__field(text, key);
@@ -207,28 +158,22 @@ static inline long mitm__read(struct mitm_env *m, const char *key)
     return v < 0 ? 0 : v;
 }
 
-/* Faults applied so far (the summary is rewritten before a fault's bytes
- * leave, so a client that saw them reads the count that includes them). */
-static inline int mitm_faults(struct mitm_env *m)
+int mitm_faults(struct mitm_env *m)
 {
     return (int)mitm__read(m, "faults");
 }
 
-/* Connections accepted, and messages framed in "c2s" or "s2c"; these may
- * lag by up to 100 ms. */
-static inline int mitm_connections(struct mitm_env *m)
+int mitm_connections(struct mitm_env *m)
 {
     return (int)mitm__read(m, "connections");
 }
 
-static inline int mitm_messages(struct mitm_env *m, const char *dir)
+int mitm_messages(struct mitm_env *m, const char *dir)
 {
     return (int)mitm__read(m, dir);
 }
 
-/* SIGTERM (the proxy writes its final summary and exits), wait up to 5 s
- * (then SIGKILL); the summary stays readable until mitm_stop. */
-static inline void mitm_halt(struct mitm_env *m)
+void mitm_halt(struct mitm_env *m)
 {
     if (m->pid > 0 && !m->exited) {
         int st;
@@ -248,8 +193,7 @@ static inline void mitm_halt(struct mitm_env *m)
     }
 }
 
-/* mitm_halt, then remove its files. */
-static inline void mitm_stop(struct mitm_env *m)
+void mitm_stop(struct mitm_env *m)
 {
     mitm_halt(m);
     mitm__rmdir(m);
@@ -257,5 +201,3 @@ static inline void mitm_stop(struct mitm_env *m)
         if (mitm__live[i] == m)
             mitm__live[i] = NULL;
 }
-
-#endif
