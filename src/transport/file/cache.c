@@ -14,69 +14,43 @@ void rio__file_close(struct ffile *f)
     rio__free(f);
 }
 
-void rio__file_lru_unlink_locked(struct ftransport *t, struct ffile *f)
+static struct ffile *lru_file(struct rio_list_node *n)
 {
-    if (f->prev)
-        f->prev->next = f->next;
-    else
-        t->lru_head = f->next;
-    if (f->next)
-        f->next->prev = f->prev;
-    else
-        t->lru_tail = f->prev;
-    f->prev = f->next = NULL;
-    t->nfiles--;
-}
-
-static void lru_front_locked(struct ftransport *t, struct ffile *f)
-{
-    f->prev = NULL;
-    f->next = t->lru_head;
-    if (t->lru_head)
-        t->lru_head->prev = f;
-    t->lru_head = f;
-    if (!t->lru_tail)
-        t->lru_tail = f;
-    t->nfiles++;
+    return rio_list_entry(n, struct ffile, lru);
 }
 
 static struct ffile *cache_find_locked(struct ftransport *t, const char *key, uint64_t kh,
                                        uint64_t gen)
 {
-    for (struct ffile *f = t->lru_head; f; f = f->next)
-        if (f->khash == kh && f->gen == gen && strcmp(f->key, key) == 0)
-            return f;
+    rio_list_each(f, &t->lru, struct ffile,
+                  lru) if (f->khash == kh && f->gen == gen && strcmp(f->key, key) == 0) return f;
     return NULL;
 }
 
-/* Drop idle entries past the cap onto *out (closed by the caller, unlocked). */
-static void cache_trim_to_locked(struct ftransport *t, unsigned max, struct ffile **out)
+/* Move idle entries past the cap onto out (closed by the caller, unlocked). */
+static void cache_trim_to_locked(struct ftransport *t, unsigned max, struct rio_list *out)
 {
-    struct ffile *f = t->lru_tail;
+    struct ffile *f = lru_file(t->lru.tail);
 
-    while (t->nfiles > max && f) {
-        struct ffile *prev = f->prev;
+    while (t->lru.count > max && f) {
+        struct ffile *prev = lru_file(f->lru.prev);
         if (f->refs == 0) {
-            rio__file_lru_unlink_locked(t, f);
-            f->next = *out;
-            *out = f;
+            rio_list_remove(&t->lru, &f->lru);
+            rio_list_push_back(out, &f->lru);
         }
         f = prev;
     }
 }
 
-static void cache_trim_locked(struct ftransport *t, struct ffile **out)
+static void cache_trim_locked(struct ftransport *t, struct rio_list *out)
 {
     cache_trim_to_locked(t, t->cache_max, out);
 }
 
-static void close_list(struct ffile *l)
+void rio__file_close_list(struct rio_list *l)
 {
-    while (l) {
-        struct ffile *n = l->next;
-        rio__file_close(l);
-        l = n;
-    }
+    for (struct rio_list_node *n; (n = rio_list_pop_front(l));)
+        rio__file_close(lru_file(n));
 }
 
 /* Out of descriptors (EMFILE, ENFILE): close every cached file no READ
@@ -84,17 +58,17 @@ static void close_list(struct ffile *l)
  * failed can be tried once more. Whether err was that. */
 bool rio__file_cache_shed(struct ftransport *t, int err)
 {
-    struct ffile *dead = NULL;
+    struct rio_list dead = {0};
 
     if (err != -EMFILE && err != -ENFILE)
         return false;
     pthread_mutex_lock(&t->fmu);
-    unsigned half = t->nfiles / 2;
+    unsigned half = (unsigned)(t->lru.count / 2);
     if (half < t->cache_max)
         t->cache_max = half > 4 ? half : 4;
     cache_trim_to_locked(t, 0, &dead);
     pthread_mutex_unlock(&t->fmu);
-    close_list(dead);
+    rio__file_close_list(&dead);
     return true;
 }
 
@@ -102,23 +76,23 @@ bool rio__file_cache_shed(struct ftransport *t, int err)
 void rio__file_cache_forget(struct ftransport *t, const char *key)
 {
     uint64_t kh = rio__xxh3(key, strlen(key));
-    struct ffile *dead = NULL, *f, *next;
+    struct rio_list dead = {0};
+    struct ffile *f, *next;
 
     pthread_mutex_lock(&t->fmu);
-    for (f = t->lru_head; f; f = next) {
-        next = f->next;
+    for (f = lru_file(t->lru.head); f; f = next) {
+        next = lru_file(f->lru.next);
         if (f->khash != kh || strcmp(f->key, key) != 0)
             continue;
-        rio__file_lru_unlink_locked(t, f);
+        rio_list_remove(&t->lru, &f->lru);
         if (f->refs == 0) {
-            f->next = dead;
-            dead = f;
+            rio_list_push_back(&dead, &f->lru);
         } else {
             f->dead = true;
         }
     }
     pthread_mutex_unlock(&t->fmu);
-    close_list(dead);
+    rio__file_close_list(&dead);
 }
 
 void rio__file_release(struct ftransport *t, struct ffile *f)
@@ -210,25 +184,25 @@ err:
  */
 struct ffile *rio__file_cache_insert(struct ftransport *t, struct ffile *f, bool take)
 {
-    struct ffile *dead = NULL, *e;
+    struct rio_list dead = {0};
+    struct ffile *e;
 
     pthread_mutex_lock(&t->fmu);
     e = cache_find_locked(t, f->key, f->khash, f->gen);
     if (e) {
-        rio__file_lru_unlink_locked(t, e);
-        lru_front_locked(t, e);
+        rio_list_remove(&t->lru, &e->lru);
     } else {
         e = f;
-        lru_front_locked(t, e);
         f = NULL;
     }
+    rio_list_push_front(&t->lru, &e->lru);
     if (take)
         e->refs++;
     cache_trim_locked(t, &dead);
     pthread_mutex_unlock(&t->fmu);
     if (f)
         rio__file_close(f);
-    close_list(dead);
+    rio__file_close_list(&dead);
     return e;
 }
 
@@ -245,9 +219,9 @@ int rio__file_get(struct ftransport *t, const char *key, uint64_t gen, struct ff
     f = cache_find_locked(t, ck, kh, gen);
     if (f) {
         f->refs++;
-        if (f != t->lru_head) {
-            rio__file_lru_unlink_locked(t, f);
-            lru_front_locked(t, f);
+        if (&f->lru != t->lru.head) {
+            rio_list_remove(&t->lru, &f->lru);
+            rio_list_push_front(&t->lru, &f->lru);
         }
     }
     pthread_mutex_unlock(&t->fmu);

@@ -105,11 +105,7 @@ static void file_close_t(struct rio_transport *tt)
         rio__file_ring_quiesce(t, &t->rings[i]);
         rio__file_ring_destroy(&t->rings[i]);
     }
-    while (t->lru_head) {
-        struct ffile *f = t->lru_head;
-        rio__file_lru_unlink_locked(t, f);
-        rio__file_close(f);
-    }
+    rio__file_close_list(&t->lru);
     close_fd(t->cq_efd);
     close_fd(t->wake_efd);
     pthread_mutex_destroy(&t->fmu);

@@ -95,6 +95,7 @@
 #include "core/clock.h"
 #include "core/internal.h"
 #include "core/key.h"
+#include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/fault.h"
@@ -134,12 +135,12 @@ enum { OP_FREE = 0, OP_RUN, OP_FINISH };
 
 /* An open object for READs: a cache entry under t->fmu. */
 struct ffile {
-    struct ffile *prev, *next; /* LRU list, most recent first */
-    unsigned refs;             /* READ ops using it */
-    bool dead;                 /* out of the cache; closed at the last release */
-    int fd, dfd;               /* buffered, O_DIRECT (-1: none) */
-    uint32_t unit, mem;        /* direct step granularity and memory alignment */
-    bool stage;                /* aligned memory is staged too (see rio__file_want_stage) */
+    struct rio_list_node lru; /* on the LRU list, most recent first */
+    unsigned refs;            /* READ ops using it */
+    bool dead;                /* out of the cache; closed at the last release */
+    int fd, dfd;              /* buffered, O_DIRECT (-1: none) */
+    uint32_t unit, mem;       /* direct step granularity and memory alignment */
+    bool stage;               /* aligned memory is staged too (see rio__file_want_stage) */
     uint64_t size, gen, khash;
     char key[];
 };
@@ -229,9 +230,8 @@ struct ftransport {
 
     pthread_mutex_t fmu;
     /* under fmu */
-    struct ffile *lru_head, *lru_tail;
-    unsigned nfiles;
-    unsigned cache_max; /* FILE_CACHE_MAX, less under a low RLIMIT_NOFILE */
+    struct rio_list lru; /* of struct ffile: the open-file cache, under fmu */
+    unsigned cache_max;  /* FILE_CACHE_MAX, less under a low RLIMIT_NOFILE */
     uint64_t rng;
 };
 
@@ -284,7 +284,7 @@ int rio__file_open_direct(struct ftransport *t, const char *path, int flags, con
 
 /* cache.c */
 void rio__file_close(struct ffile *f);
-void rio__file_lru_unlink_locked(struct ftransport *t, struct ffile *f);
+void rio__file_close_list(struct rio_list *l);
 bool rio__file_cache_shed(struct ftransport *t, int err);
 void rio__file_cache_forget(struct ftransport *t, const char *key);
 void rio__file_release(struct ftransport *t, struct ffile *f);

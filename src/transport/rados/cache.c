@@ -30,30 +30,6 @@ void rio__rados_centry_free(struct centry *e)
     rio__free(e);
 }
 
-static void lru_unlink_locked(struct rados_transport *t, struct centry *e)
-{
-    if (e->lprev)
-        e->lprev->lnext = e->lnext;
-    else
-        t->lru_head = e->lnext;
-    if (e->lnext)
-        e->lnext->lprev = e->lprev;
-    else
-        t->lru_tail = e->lprev;
-    e->lprev = e->lnext = NULL;
-}
-
-static void lru_push_locked(struct rados_transport *t, struct centry *e)
-{
-    e->lprev = NULL;
-    e->lnext = t->lru_head;
-    if (t->lru_head)
-        t->lru_head->lprev = e;
-    t->lru_head = e;
-    if (!t->lru_tail)
-        t->lru_tail = e;
-}
-
 static struct centry **cache_slot_locked(struct rados_transport *t, const char *key, size_t keylen,
                                          uint64_t gen, uint64_t h)
 {
@@ -76,19 +52,16 @@ void rio__rados_cache_put(struct rados_transport *t, struct centry *e)
     old = *pp;
     if (old) {
         *pp = old->hnext;
-        lru_unlink_locked(t, old);
-        t->ncache--;
+        rio_list_remove(&t->lru, &old->lru);
     }
     e->hnext = t->cbuckets[e->hash % CACHE_BUCKETS];
     t->cbuckets[e->hash % CACHE_BUCKETS] = e;
-    lru_push_locked(t, e);
-    t->ncache++;
-    if (t->ncache > CACHE_MAX) {
-        victim = t->lru_tail;
-        lru_unlink_locked(t, victim);
+    rio_list_push_front(&t->lru, &e->lru);
+    if (t->lru.count > CACHE_MAX) {
+        victim = rio_container_of(t->lru.tail, struct centry, lru);
+        rio_list_remove(&t->lru, &victim->lru);
         pp = cache_slot_locked(t, victim->key, victim->keylen, victim->generation, victim->hash);
         *pp = victim->hnext;
-        t->ncache--;
     }
     pthread_mutex_unlock(&t->cache_mu);
     rio__rados_centry_free(old);
@@ -109,9 +82,9 @@ int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_
     if (e && index < e->nchunks) {
         unsigned hp = e->chunk_pool ? e->chunk_pool[index] : (unsigned)(index % e->npools);
         pi = e->map[hp];
-        if (e != t->lru_head) {
-            lru_unlink_locked(t, e);
-            lru_push_locked(t, e);
+        if (&e->lru != t->lru.head) {
+            rio_list_remove(&t->lru, &e->lru);
+            rio_list_push_front(&t->lru, &e->lru);
         }
     }
     pthread_mutex_unlock(&t->cache_mu);
@@ -120,13 +93,7 @@ int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_
 
 void rio__rados_cache_clear(struct rados_transport *t)
 {
-    struct centry *e = t->lru_head;
-    while (e) {
-        struct centry *n = e->lnext;
-        rio__rados_centry_free(e);
-        e = n;
-    }
-    t->lru_head = t->lru_tail = NULL;
+    for (struct rio_list_node *n; (n = rio_list_pop_front(&t->lru));)
+        rio__rados_centry_free(rio_container_of(n, struct centry, lru));
     memset(t->cbuckets, 0, sizeof(t->cbuckets));
-    t->ncache = 0;
 }

@@ -78,12 +78,7 @@ static void on_complete(rados_completion_t c, void *arg)
 
     (void)c;
     pthread_mutex_lock(&t->mu);
-    op->next = NULL;
-    if (t->done_tail)
-        t->done_tail->next = op;
-    else
-        t->done_head = op;
-    t->done_tail = op;
+    rio_list_push_back(&t->done, &op->dnode);
     pthread_cond_signal(&t->cv);
     pthread_mutex_unlock(&t->mu);
 }
@@ -281,27 +276,28 @@ static void ns_deadline(struct timespec *ts, uint64_t ns)
 
 /* Shuffle knob: move finished ops to the held list; return a batch to
  * deliver, in a random order, when enough are held or they waited enough. */
-static struct rop *shuffle_take_locked(struct rados_transport *t, uint64_t now, bool force)
+static void shuffle_take_locked(struct rados_transport *t, uint64_t now, bool force,
+                                struct rio_list *out)
 {
-    struct rop *op, *batch[64], *out = NULL;
+    struct rop *op, *batch[64];
+    struct rio_list_node *d;
     unsigned n = 0;
 
-    while ((op = t->done_head)) {
-        t->done_head = op->next;
+    while ((d = rio_list_pop_front(&t->done))) {
+        op = rio_container_of(d, struct rop, dnode);
         op->t_done = now;
         op->next = t->held;
         t->held = op;
         t->nheld++;
     }
-    t->done_tail = NULL;
     if (!t->held)
-        return NULL;
+        return;
     struct rop *oldest = t->held;
     for (op = t->held; op; op = op->next)
         if (op->t_done < oldest->t_done)
             oldest = op;
     if (!force && t->nheld < SHUFFLE_HOLD && now - oldest->t_done < SHUFFLE_WAIT_NS)
-        return NULL;
+        return;
     while (t->held && n < 64) {
         batch[n++] = t->held;
         t->held = t->held->next;
@@ -313,17 +309,15 @@ static struct rop *shuffle_take_locked(struct rados_transport *t, uint64_t now, 
         batch[i - 1] = batch[j];
         batch[j] = x;
     }
-    for (unsigned i = n; i-- > 0;) {
-        batch[i]->next = out;
-        out = batch[i];
-    }
-    return out;
+    for (unsigned i = 0; i < n; i++)
+        rio_list_push_back(out, &batch[i]->dnode);
 }
 
 int rio__rados_reap(struct rio_transport *tt, int timeout_ms)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
-    struct rop *list;
+    struct rio_list list = {0};
+    struct rio_list_node *d;
     int n = 0;
     uint64_t now = rio__now_ns();
     uint64_t until = now + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
@@ -331,12 +325,12 @@ int rio__rados_reap(struct rio_transport *tt, int timeout_ms)
     pthread_mutex_lock(&t->mu);
     for (;;) {
         if (t->shuffle) {
-            list = shuffle_take_locked(t, now, false);
+            shuffle_take_locked(t, now, false, &list);
         } else {
-            list = t->done_head;
-            t->done_head = t->done_tail = NULL;
+            list = t->done;
+            rio_list_init(&t->done);
         }
-        if (list || t->woken || timeout_ms <= 0 || now >= until)
+        if (!rio_list_empty(&list) || t->woken || timeout_ms <= 0 || now >= until)
             break;
         uint64_t wake = until;
         if (t->shuffle && t->held && now + SHUFFLE_WAIT_NS / 4 < wake)
@@ -348,10 +342,8 @@ int rio__rados_reap(struct rio_transport *tt, int timeout_ms)
     }
     t->woken = false;
     pthread_mutex_unlock(&t->mu);
-    while (list) {
-        struct rop *next = list->next;
-        op_finish(t, list);
-        list = next;
+    while ((d = rio_list_pop_front(&list))) {
+        op_finish(t, rio_container_of(d, struct rop, dnode));
         n++;
     }
     return n;

@@ -48,6 +48,7 @@
 
 #include <rados/librados.h>
 
+#include "core/list.h"
 #include "railio.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
@@ -102,8 +103,9 @@ struct rop {
     struct rupload *up;
     int forced; /* fail_chunk: the error to report instead of the result */
     bool cancelled;
-    uint64_t t_done; /* shuffle knob: when it completed */
-    struct rop *next;
+    uint64_t t_done;            /* shuffle knob: when it completed */
+    struct rop *next;           /* free list, shuffle knob's held list */
+    struct rio_list_node dnode; /* on the done queue */
 };
 
 struct rslab {
@@ -112,8 +114,8 @@ struct rslab {
 };
 
 struct centry {
-    struct centry *hnext;         /* hash chain */
-    struct centry *lprev, *lnext; /* LRU list, most recent first */
+    struct centry *hnext;     /* hash chain */
+    struct rio_list_node lru; /* on the LRU list, most recent first */
     uint64_t hash, generation, nchunks;
     unsigned npools;
     uint8_t map[MAX_HEAD_POOLS]; /* head pool index -> transport pool index */
@@ -140,16 +142,15 @@ struct rados_transport {
 
     pthread_mutex_t cache_mu;
     struct centry *cbuckets[CACHE_BUCKETS];
-    struct centry *lru_head, *lru_tail;
-    unsigned ncache;
+    struct rio_list lru; /* of struct centry, most recent first; count: entries cached */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu */
     struct rslab *slabs;
     struct rop *free_ops;
-    struct rop *done_head, *done_tail;
-    struct rop *held; /* shuffle knob */
+    struct rio_list done; /* of struct rop by dnode: finished, not reaped */
+    struct rop *held;     /* shuffle knob */
     unsigned nheld;
     bool woken;
     uint64_t rng;

@@ -23,6 +23,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/s3/parse.h"
@@ -84,8 +85,9 @@ struct s3_transport;
 
 struct s3_op {
     struct s3_path *p;
-    struct s3_op *next;  /* free list, pending list, done list */
-    struct s3_op *cnext; /* cancel list */
+    struct s3_op *next;         /* free list */
+    struct rio_list_node qnode; /* pending list, done list */
+    struct s3_op *cnext;        /* cancel list */
     struct rio_io *io;
     CURL *e;
     EVP_MD_CTX *md;
@@ -160,7 +162,7 @@ struct s3_transport {
     struct s3_path path[RIO_MAX_PATHS];
     pthread_mutex_t mu;
     /* under mu */
-    struct s3_op *pend_head, *pend_tail;
+    struct rio_list pend; /* of struct s3_op by qnode: submitted, not started */
     struct s3_op *cancels;
     bool waiting; /* reap is (about to be) blocked in epoll_wait */
     bool woken;

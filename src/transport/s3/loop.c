@@ -111,17 +111,12 @@ int rio__s3_submit(struct rio_transport *tt, struct rio_io *io)
     }
     op = p->free_ops;
     p->free_ops = op->next;
-    op->next = NULL;
     op->io = io;
     op->state = OP_PENDING;
     op->cancel_req = false;
     op->on_clist = false;
     io->tpriv = op;
-    if (t->pend_tail)
-        t->pend_tail->next = op;
-    else
-        t->pend_head = op;
-    t->pend_tail = op;
+    rio_list_push_back(&t->pend, &op->qnode);
     p->held++;
     kick = t->waiting;
     pthread_mutex_unlock(&t->mu);
@@ -162,17 +157,15 @@ void rio__s3_wake(struct rio_transport *tt)
     wake_fd(t);
 }
 
-static void done_push(struct s3_op ***tail, struct s3_op *op, int64_t res)
+static void done_push(struct rio_list *done, struct s3_op *op, int64_t res)
 {
     op->res = res;
     op->state = OP_DONE;
-    op->next = NULL;
-    **tail = op;
-    *tail = &op->next;
+    rio_list_push_back(done, &op->qnode);
 }
 
 /* Collect every finished transfer of path p onto the done list. */
-static void drain_path(struct s3_transport *t, struct s3_path *p, struct s3_op ***tail)
+static void drain_path(struct s3_transport *t, struct s3_path *p, struct rio_list *done)
 {
     CURLMsg *msg;
     int left;
@@ -185,11 +178,11 @@ static void drain_path(struct s3_transport *t, struct s3_path *p, struct s3_op *
         CURLcode rc = msg->data.result;
         curl_multi_remove_handle(p->m, msg->easy_handle);
         int64_t res = rio__s3_op_result(t, op, rc);
-        done_push(tail, op, res);
+        done_push(done, op, res);
     }
 }
 
-static void run_timers(struct s3_transport *t, struct s3_op ***tail)
+static void run_timers(struct s3_transport *t, struct rio_list *done)
 {
     uint64_t now = rio__now_ns();
     int running;
@@ -199,7 +192,7 @@ static void run_timers(struct s3_transport *t, struct s3_op ***tail)
         if (p->timer_at <= now) {
             p->timer_at = NEVER;
             curl_multi_socket_action(p->m, CURL_SOCKET_TIMEOUT, 0, &running);
-            drain_path(t, p, tail);
+            drain_path(t, p, done);
         }
     }
 }
@@ -210,15 +203,16 @@ static void run_timers(struct s3_transport *t, struct s3_op ***tail)
  * cancel finds nothing), then complete() with no lock held, then the ops go
  * back to their pools.
  */
-static int settle(struct s3_transport *t, struct s3_op *list)
+static int settle(struct s3_transport *t, struct rio_list *list)
 {
-    struct s3_op *op, *next;
+    struct rio_list_node *q;
     int n = 0;
 
-    if (!list)
+    if (rio_list_empty(list))
         return 0;
     pthread_mutex_lock(&t->mu);
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, list, struct s3_op, qnode)
+    {
         struct rio_io *io = op->io;
         io->res = op->res;
         io->svc_ns = op->svc_ns;
@@ -234,13 +228,14 @@ static int settle(struct s3_transport *t, struct s3_op *list)
         }
     }
     pthread_mutex_unlock(&t->mu);
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, list, struct s3_op, qnode)
+    {
         op->io->complete(op->io);
         n++;
     }
     pthread_mutex_lock(&t->mu);
-    for (op = list; op; op = next) {
-        next = op->next;
+    while ((q = rio_list_pop_front(list))) {
+        struct s3_op *op = rio_container_of(q, struct s3_op, qnode);
         op->io = NULL;
         op->state = OP_FREE;
         op->next = op->p->free_ops;
@@ -256,18 +251,20 @@ int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
     uint64_t deadline = timeout_ms < 0    ? NEVER
                         : timeout_ms == 0 ? 0
                                           : rio__now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
-    struct s3_op *done = NULL, **tail = &done;
+    struct rio_list done = {0};
     struct epoll_event evs[64];
     bool last = false;
 
     for (;;) {
-        struct s3_op *pend, *canc, *op;
+        struct rio_list pend;
+        struct rio_list_node *q;
+        struct s3_op *canc, *op;
         bool woken;
         int running;
 
         pthread_mutex_lock(&t->mu);
-        pend = t->pend_head;
-        t->pend_head = t->pend_tail = NULL;
+        pend = t->pend;
+        rio_list_init(&t->pend);
         canc = t->cancels;
         /* Cancelled ops stay marked (on_clist) until settled. */
         for (op = canc; op; op = op->cnext)
@@ -280,30 +277,28 @@ int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
         for (op = canc; op; op = op->cnext) {
             if (op->state == OP_ACTIVE) {
                 curl_multi_remove_handle(op->p->m, op->e);
-                done_push(&tail, op, -ECANCELED);
+                done_push(&done, op, -ECANCELED);
             }
             /* OP_PENDING ones are still on pend below; OP_DONE ones finished. */
         }
-        while (pend) {
-            op = pend;
-            pend = op->next;
-            op->next = NULL;
+        while ((q = rio_list_pop_front(&pend))) {
+            op = rio_container_of(q, struct s3_op, qnode);
             if (op->cancel_req) {
-                done_push(&tail, op, -ECANCELED);
+                done_push(&done, op, -ECANCELED);
                 continue;
             }
             int ret = rio__s3_op_prepare(t, op);
             if (ret == 0 && curl_multi_add_handle(op->p->m, op->e) != CURLM_OK)
                 ret = -ENOMEM;
             if (ret < 0) {
-                done_push(&tail, op, ret);
+                done_push(&done, op, ret);
                 continue;
             }
             op->state = OP_ACTIVE;
         }
-        run_timers(t, &tail);
+        run_timers(t, &done);
 
-        if (done || woken || last)
+        if (!rio_list_empty(&done) || woken || last)
             break;
         /* Poll once more after the deadline (timeout 0 polls once), then go. */
         uint64_t now = rio__now_ns();
@@ -319,7 +314,7 @@ int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
 
         pthread_mutex_lock(&t->mu);
         t->waiting = true;
-        bool more = t->pend_head || t->cancels || t->woken;
+        bool more = !rio_list_empty(&t->pend) || t->cancels || t->woken;
         pthread_mutex_unlock(&t->mu);
         int nev = more ? 0 : epoll_wait(t->epfd, evs, 64, wait_ms);
         pthread_mutex_lock(&t->mu);
@@ -340,12 +335,12 @@ int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
                         (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                         (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
             curl_multi_socket_action(p->m, fd, flags, &running);
-            drain_path(t, p, &tail);
+            drain_path(t, p, &done);
         }
         if (deadline != NEVER && rio__now_ns() >= deadline)
             last = true;
     }
-    return settle(t, done);
+    return settle(t, &done);
 }
 
 /* The epoll set, its eventfd and one curl multi per path (epfd and evfd
