@@ -111,7 +111,7 @@ struct cjob {
     struct rio_srv_commit base;
     struct rio_srv_worker *w;
     struct conn *c; /* NULL once the connection closed (worker thread only) */
-    struct cjob *cprev, *cnext;
+    struct rio_list_node cnode;
     int op;
     uint64_t id;
     int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
@@ -120,8 +120,9 @@ struct cjob {
 };
 
 struct conn {
-    struct conn *prev, *next; /* the worker's list; next also links incoming/pending */
-    struct conn *pnext;       /* the worker's pending list */
+    struct rio_list_node wnode; /* on the worker's list */
+    struct conn *next;          /* the incoming list, the graveyard */
+    struct conn *pnext;         /* the worker's pending list */
     struct rio_srv_worker *w;
     int fd;
     int lis;
@@ -164,8 +165,7 @@ struct conn {
     uint64_t discard_gen; /* a retried commit already applied: its answer */
 
     /* PUT_COMMITs on the commit threads */
-    struct cjob *jobs;
-    unsigned njobs;
+    struct rio_list jobs; /* of struct cjob, by cnode; count: commits running */
 
     /* write side */
     struct resp *oh, *ot;
@@ -180,7 +180,7 @@ struct conn {
     unsigned natt;
 
     /* admission: on the server's handshake list (admit_mu) until admitted */
-    struct conn *hs_prev, *hs_next;
+    struct rio_list_node hs_node;
     int on_hs;
     int admitted;
     uint64_t born;
@@ -200,7 +200,7 @@ struct rio_srv_worker {
     pthread_mutex_t mu;
     struct conn *incoming; /* guarded by mu */
     struct cjob *done;     /* guarded by mu: commits handed back */
-    struct conn *conns;    /* worker thread only */
+    struct rio_list conns; /* of struct conn by wnode; worker thread only */
     struct conn *pending;  /* conns with buffered input to process */
     struct conn *graveyard;
     _Atomic unsigned nconns;
@@ -208,6 +208,11 @@ struct rio_srv_worker {
 };
 
 static void conn_flush(struct conn *c);
+
+static struct conn *conn_of(struct rio_list_node *n)
+{
+    return rio_list_entry(n, struct conn, wnode);
+}
 static void conn_read(struct conn *c);
 static void cjob_start(struct conn *c, struct cjob *j);
 
@@ -217,17 +222,8 @@ static void hs_unlink_locked(struct rio_srv *srv, struct conn *c)
 {
     if (!c->on_hs)
         return;
-    if (c->hs_prev)
-        c->hs_prev->hs_next = c->hs_next;
-    else
-        srv->hs_head = c->hs_next;
-    if (c->hs_next)
-        c->hs_next->hs_prev = c->hs_prev;
-    else
-        srv->hs_tail = c->hs_prev;
-    c->hs_prev = c->hs_next = NULL;
+    rio_list_remove(&srv->hs, &c->hs_node);
     c->on_hs = 0;
-    srv->nhs--;
 }
 
 static void hs_unlink(struct conn *c)
@@ -263,10 +259,9 @@ static struct conn *hs_victim_locked(struct rio_srv *srv, const uint8_t ip[16])
     unsigned share = srv->cfg.max_handshakes / 4 ? srv->cfg.max_handshakes / 4 : 1, own = 0;
     struct conn *first = NULL;
 
-    for (struct conn *c = srv->hs_head; c; c = c->hs_next)
-        if (!memcmp(c->peer_ip, ip, 16) && !own++)
-            first = c;
-    return own >= share ? first : srv->hs_head;
+    rio_list_each(c, &srv->hs, struct conn, hs_node) if (!memcmp(c->peer_ip, ip, 16) && !own++)
+        first = c;
+    return own >= share ? first : rio_list_entry(srv->hs.head, struct conn, hs_node);
 }
 
 /* Drop a connection still in its handshake (lock held): off the list, its
@@ -295,7 +290,7 @@ int rio__srv_admit(struct rio_srv *srv, int fd)
         ss.ss_family = AF_UNSPEC;
     peer_ip16(&ss, ip);
     pthread_mutex_lock(&srv->admit_mu);
-    if (srv->nhs >= srv->cfg.max_handshakes)
+    if (srv->hs.count >= srv->cfg.max_handshakes)
         hs_evict_locked(srv, hs_victim_locked(srv, ip));
     if ((uint64_t)atomic_load(&srv->m.conns_open) >= srv->cfg.max_conns &&
         !hs_evict_locked(srv, hs_victim_locked(srv, ip)))
@@ -499,14 +494,10 @@ static void conn_kill(struct conn *c, const char *why)
     c->fd = -1;
     c->claim.fd = -1;
     /* Commits still running finish without us; each carried a request. */
-    while (c->jobs) {
-        struct cjob *j = c->jobs;
-        c->jobs = j->cnext;
-        j->c = NULL;
-        j->cprev = j->cnext = NULL;
+    for (struct rio_list_node *n; (n = rio_list_pop_front(&c->jobs));) {
+        rio_container_of(n, struct cjob, cnode)->c = NULL;
         atomic_fetch_sub(&srv->m.inflight_requests, 1);
     }
-    c->njobs = 0;
     while (c->oh) {
         struct resp *r = c->oh;
         c->oh = r->next;
@@ -523,13 +514,7 @@ static void conn_kill(struct conn *c, const char *why)
     atomic_fetch_sub(&srv->m.conns_open, 1);
     /* Out of the live list, into the graveyard (freed after this round of
      * events, when no pointer to it can be in use). */
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = NULL;
+    rio_list_remove(&w->conns, &c->wnode);
     c->next = w->graveyard;
     w->graveyard = c;
     atomic_fetch_sub(&w->nconns, 1);
@@ -1139,11 +1124,7 @@ static void cjob_start(struct conn *c, struct cjob *j)
     j->c = c;
     j->op = c->hdr.opcode;
     j->id = c->hdr.id;
-    j->cnext = c->jobs;
-    if (c->jobs)
-        c->jobs->cprev = j;
-    c->jobs = j;
-    c->njobs++;
+    rio_list_push_front(&c->jobs, &j->cnode);
     c->req_open = 0;
     conn_next_frame(c);
 }
@@ -1197,13 +1178,7 @@ static void worker_commits(struct rio_srv_worker *w)
         struct conn *c = j->c;
         rev = (struct cjob *)j->base.next;
         if (c) {
-            if (j->cprev)
-                j->cprev->cnext = j->cnext;
-            else
-                c->jobs = j->cnext;
-            if (j->cnext)
-                j->cnext->cprev = j->cprev;
-            c->njobs--;
+            rio_list_remove(&c->jobs, &j->cnode);
             if (!c->dead && cjob_answer(c, j) == 0)
                 conn_flush(c);
         }
@@ -1605,7 +1580,7 @@ static int conn_should_pause(const struct conn *c)
 
     if (c->closing || c->rd_eof || atomic_load(&srv->draining))
         return 1;
-    if (c->nout + c->njobs >= srv->cfg.max_depth)
+    if (c->nout + c->jobs.count >= srv->cfg.max_depth)
         return 1;
     return c->nout && c->out_bytes >= srv->cfg.max_inflight_bytes;
 }
@@ -1629,7 +1604,7 @@ static void conn_read(struct conn *c)
                 /* A clean end: answer what is queued, then close. */
                 c->rd_eof = 1;
                 conn_set_events(c, 0, c->oh != NULL);
-                if (!c->oh && !c->njobs)
+                if (!c->oh && !c->jobs.count)
                     conn_kill(c, "peer closed");
                 return;
             }
@@ -1666,7 +1641,7 @@ static void conn_read(struct conn *c)
 
 static void conn_done_closing(struct conn *c)
 {
-    if (c->oh || c->njobs || c->dead)
+    if (c->oh || c->jobs.count || c->dead)
         return;
     if (c->closing)
         conn_kill(c, "closed after error");
@@ -1817,11 +1792,7 @@ static void worker_adopt(struct rio_srv_worker *w)
         struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP, .data.ptr = c};
         n = c->next;
         c->w = w;
-        c->prev = NULL;
-        c->next = w->conns;
-        if (w->conns)
-            w->conns->prev = c;
-        w->conns = c;
+        rio_list_push_front(&w->conns, &c->wnode);
         c->ev = e.events;
         c->last_active = rio__now_ns();
         conn_next_frame(c);
@@ -1838,8 +1809,8 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
     struct rio_srv *srv = w->srv;
     int draining = atomic_load(&srv->draining);
 
-    for (struct conn *c = w->conns, *n; c; c = n) {
-        n = c->next;
+    for (struct conn *c = conn_of(w->conns.head), *n; c; c = n) {
+        n = conn_of(c->wnode.next);
         if (conn_doomed(c)) {
             continue;
         } else if (!c->admitted && srv->cfg.handshake_timeout_ns &&
@@ -1863,7 +1834,7 @@ static void worker_tick(struct rio_srv_worker *w, uint64_t now)
             conn_done_closing(c);
             if (!c->dead && !c->in_frame)
                 conn_set_events(c, 0, c->oh != NULL);
-        } else if (srv->cfg.idle_timeout_ns && !c->in_frame && !c->oh && !c->njobs &&
+        } else if (srv->cfg.idle_timeout_ns && !c->in_frame && !c->oh && !c->jobs.count &&
                    now - c->last_active > srv->cfg.idle_timeout_ns) {
             atomic_fetch_add(&srv->m.timeouts_idle, 1);
             SRV_DEBUG("idle timeout peer=%s", c->peer);
@@ -1923,7 +1894,7 @@ static void *worker_main(void *arg)
             next_tick = now + TICK_NS;
         }
         worker_bury(w);
-        if (atomic_load(&srv->draining) && !w->conns) {
+        if (atomic_load(&srv->draining) && rio_list_empty(&w->conns)) {
             pthread_mutex_lock(&w->mu);
             int more = w->incoming != NULL;
             pthread_mutex_unlock(&w->mu);
@@ -1933,8 +1904,8 @@ static void *worker_main(void *arg)
     }
     /* Stopping (or drained): close what is left, adopted or not. */
     worker_adopt(w);
-    while (w->conns)
-        conn_kill(w->conns, "server stopping");
+    while (!rio_list_empty(&w->conns))
+        conn_kill(conn_of(w->conns.head), "server stopping");
     worker_bury(w);
     return NULL;
 }
@@ -2005,13 +1976,7 @@ void rio__srv_dispatch(struct rio_srv *srv, int fd, int listener)
     /* On the handshake list until HELLO (and AUTH) are through. */
     pthread_mutex_lock(&srv->admit_mu);
     c->on_hs = 1;
-    c->hs_prev = srv->hs_tail;
-    if (srv->hs_tail)
-        ((struct conn *)srv->hs_tail)->hs_next = c;
-    else
-        srv->hs_head = c;
-    srv->hs_tail = c;
-    srv->nhs++;
+    rio_list_push_back(&srv->hs, &c->hs_node);
     pthread_mutex_unlock(&srv->admit_mu);
     atomic_fetch_add(&srv->m.conns_open, 1);
     atomic_fetch_add(&w->nconns, 1);

@@ -198,35 +198,7 @@ static void ent_unref(struct rio_srv_obj *e)
 
 static struct rio_srv_obj **slot_locked(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
-    struct rio_srv_obj **pp = &d->tab[key_hash(key, klen) & d->tab_mask];
-    for (; *pp; pp = &(*pp)->hnext)
-        if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
-            break;
-    return pp;
-}
-
-static void grow_locked(struct rio_srv_disk *d)
-{
-    size_t nsize = (d->tab_mask + 1) * 2;
-    struct rio_srv_obj **nt;
-
-    if (d->nobj < 2 * (d->tab_mask + 1) || nsize > ((size_t)1 << 28))
-        return;
-    nt = rio__calloc(nsize, sizeof(*nt));
-    if (!nt)
-        return;
-    for (size_t i = 0; i <= d->tab_mask; i++) {
-        struct rio_srv_obj *o = d->tab[i], *n;
-        for (; o; o = n) {
-            n = o->hnext;
-            size_t b = key_hash(o->key, o->key_len) & (nsize - 1);
-            o->hnext = nt[b];
-            nt[b] = o;
-        }
-    }
-    rio__free(d->tab);
-    d->tab = nt;
-    d->tab_mask = nsize - 1;
+    return rio__srv_obj_slot(d->tab, d->tab_mask, key, klen);
 }
 
 /*
@@ -260,7 +232,7 @@ static uint64_t index_insert(struct rio_srv_disk *d, struct rio_srv_obj *e)
     *slot = e;
     d->nobj++;
     d->bytes += e->size;
-    grow_locked(d);
+    rio__srv_obj_grow(&d->tab, &d->tab_mask, d->nobj);
     pthread_mutex_unlock(&d->mu);
     ent_unref(old);
     return stale;

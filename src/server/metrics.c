@@ -103,6 +103,41 @@ static void metric(struct out *o, const char *name, const char *type, const char
     put(o, "railiod_%s %llu\n", name, v);
 }
 
+/* The disk tier's figures (--data-dir), in the order they are written. */
+#define DISK_FIELD(f) offsetof(struct rio_srv_disk_stats, f)
+static const struct {
+    const char *name, *type, *text;
+    size_t off;
+    bool seconds; /* a count of nanoseconds, written in seconds */
+} disk_metrics[] = {
+    {"disk_objects", "gauge", "Objects on disk (--data-dir).", DISK_FIELD(objects), false},
+    {"disk_bytes", "gauge", "Bytes of the objects on disk.", DISK_FIELD(bytes), false},
+    {"disk_writes_total", "counter", "Objects written to disk (committed PUTs).",
+     DISK_FIELD(writes), false},
+    {"disk_write_errors_total", "counter", "PUTs whose disk write failed.",
+     DISK_FIELD(write_errors), false},
+    {"disk_write_seconds_total", "counter",
+     "Time spent writing objects (temporary file, fsyncs, rename).", DISK_FIELD(write_ns), true},
+    {"disk_reads_total", "counter", "READs served from disk.", DISK_FIELD(reads), false},
+    {"disk_read_bytes_total", "counter", "Bytes of READs served from disk.", DISK_FIELD(read_bytes),
+     false},
+    {"disk_read_errors_total", "counter", "READs from disk that failed.", DISK_FIELD(read_errors),
+     false},
+    {"disk_deletes_total", "counter", "Object files removed by DELETE.", DISK_FIELD(deletes),
+     false},
+    {"disk_corrupt_records_total", "counter",
+     "Corrupt records found (bad checksum, truncated data) at start-up or on read.",
+     DISK_FIELD(corrupt), false},
+    {"disk_recovered_objects", "gauge", "Objects recovered from disk at start-up.",
+     DISK_FIELD(recovered), false},
+    {"disk_discarded_partial", "gauge", "Partial (temporary) files removed at start-up.",
+     DISK_FIELD(discarded), false},
+    {"disk_superseded", "gauge",
+     "Older versions removed at start-up (a crash interrupted their removal).",
+     DISK_FIELD(superseded), false},
+};
+#undef DISK_FIELD
+
 static void metric_signed(struct out *o, const char *name, const char *type, const char *text,
                           long long v)
 {
@@ -175,31 +210,15 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
     if (srv->disk) {
         struct rio_srv_disk_stats ds;
         rio__srv_disk_stats(srv->disk, &ds);
-        metric(&o, "disk_objects", "gauge", "Objects on disk (--data-dir).", ds.objects);
-        metric(&o, "disk_bytes", "gauge", "Bytes of the objects on disk.", ds.bytes);
-        metric(&o, "disk_writes_total", "counter", "Objects written to disk (committed PUTs).",
-               ds.writes);
-        metric(&o, "disk_write_errors_total", "counter", "PUTs whose disk write failed.",
-               ds.write_errors);
-        help(&o, "disk_write_seconds_total", "counter",
-             "Time spent writing objects (temporary file, fsyncs, rename).");
-        put(&o, "railiod_disk_write_seconds_total %.6f\n", (double)ds.write_ns / 1e9);
-        metric(&o, "disk_reads_total", "counter", "READs served from disk.", ds.reads);
-        metric(&o, "disk_read_bytes_total", "counter", "Bytes of READs served from disk.",
-               ds.read_bytes);
-        metric(&o, "disk_read_errors_total", "counter", "READs from disk that failed.",
-               ds.read_errors);
-        metric(&o, "disk_deletes_total", "counter", "Object files removed by DELETE.", ds.deletes);
-        metric(&o, "disk_corrupt_records_total", "counter",
-               "Corrupt records found (bad checksum, truncated data) at start-up or on read.",
-               ds.corrupt);
-        metric(&o, "disk_recovered_objects", "gauge", "Objects recovered from disk at start-up.",
-               ds.recovered);
-        metric(&o, "disk_discarded_partial", "gauge",
-               "Partial (temporary) files removed at start-up.", ds.discarded);
-        metric(&o, "disk_superseded", "gauge",
-               "Older versions removed at start-up (a crash interrupted their removal).",
-               ds.superseded);
+        for (size_t i = 0; i < sizeof(disk_metrics) / sizeof(disk_metrics[0]); i++) {
+            const uint64_t v = *(const uint64_t *)((const char *)&ds + disk_metrics[i].off);
+            if (!disk_metrics[i].seconds) {
+                metric(&o, disk_metrics[i].name, disk_metrics[i].type, disk_metrics[i].text, v);
+                continue;
+            }
+            help(&o, disk_metrics[i].name, disk_metrics[i].type, disk_metrics[i].text);
+            put(&o, "railiod_%s %.6f\n", disk_metrics[i].name, (double)v / 1e9);
+        }
     }
     metric(&o, "rejected_frames_total", "counter",
            "Malformed or truncated frames; each closed its connection.", ld(&m->rejected_frames));

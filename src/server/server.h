@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "core/list.h"
 #include "proto/proto.h"
 #include "proto/tls.h"
 
@@ -71,10 +72,10 @@ struct rio_srv_obj {
     uint64_t open_gen;  /* when its upload opened (same counter as generations) */
     /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
-    struct rio_srv_obj *lru_prev, *lru_next;
+    struct rio_list_node lru_node; /* on the store's lru */
     /* Store lock: on the store's committing list between commit_take and
      * publish/drop (tombstones stay while an older upload can commit). */
-    struct rio_srv_obj *cprev, *cnext;
+    struct rio_list_node cnode;
     int committing;
 };
 
@@ -144,7 +145,7 @@ struct rio_srv_store {
     uint64_t unstarted_meta;      /* metadata of uploads without a chunk yet */
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
-    struct rio_srv_obj lru; /* sentinel: lru.lru_next is the most recently used */
+    struct rio_list lru; /* of objects, by lru_node: head is the most recently used */
     struct rio_srv_upload **utab;
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;
@@ -156,7 +157,7 @@ struct rio_srv_store {
     uint64_t evictions, expirations, reclaimed;
     int no_ttl;                      /* disk tier: objects never expire */
     struct rio_srv_disk *disk;       /* disk tier: uploads stream to temporary files */
-    struct rio_srv_obj *committing;  /* taken, not yet published or dropped */
+    struct rio_list committing;      /* objects by cnode: taken, not yet published or dropped */
     struct rio_srv_commits *commits; /* recent commits and the upload id key (commits.c) */
 };
 
@@ -171,6 +172,12 @@ void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *s
 struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
                                        int touch);
 void rio__srv_obj_unref(struct rio_srv_obj *o);
+/* An object table (store.c): the slot of key (or the empty one ending its
+ * chain), and doubling the buckets when chains grow long (kept as is when
+ * memory is short). */
+struct rio_srv_obj **rio__srv_obj_slot(struct rio_srv_obj **tab, size_t mask, const char *key,
+                                       uint16_t klen);
+void rio__srv_obj_grow(struct rio_srv_obj ***tab, size_t *mask, size_t nobj);
 /* 0 or RIO_ENOTFOUND. */
 int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen);
 
@@ -530,8 +537,7 @@ struct rio_srv {
     /* Admission (conn.c): connections still in their handshake, oldest
      * first; guarded by admit_mu. */
     pthread_mutex_t admit_mu;
-    void *hs_head, *hs_tail;
-    unsigned nhs;
+    struct rio_list hs; /* of struct conn, by hs_node */
 };
 
 /* Workers (conn.c). */

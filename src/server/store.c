@@ -265,7 +265,6 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
         goto err_utab;
     if (pthread_mutex_init(&s->mu, NULL) != 0)
         goto err_utab;
-    s->lru.lru_next = s->lru.lru_prev = &s->lru;
     s->capacity = capacity;
     s->evict_lru = evict_lru;
     s->default_ttl_ns = default_ttl_ns;
@@ -397,28 +396,27 @@ void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *s
 
 /* ------------------------------------------------------------- objects */
 
-static void lru_unlink(struct rio_srv_obj *o)
+/* The least recently used object, or NULL. */
+static struct rio_srv_obj *lru_oldest(struct rio_srv_store *s)
 {
-    o->lru_prev->lru_next = o->lru_next;
-    o->lru_next->lru_prev = o->lru_prev;
-    o->lru_prev = o->lru_next = NULL;
+    return rio_list_entry(s->lru.tail, struct rio_srv_obj, lru_node);
 }
 
-static void lru_push_head(struct rio_srv_store *s, struct rio_srv_obj *o)
+/* An object table (the store's, the disk index's): buckets of hnext chains
+ * by the key's hash. The slot holding key, or the empty one ending its chain. */
+struct rio_srv_obj **rio__srv_obj_slot(struct rio_srv_obj **tab, size_t mask, const char *key,
+                                       uint16_t klen)
 {
-    o->lru_next = s->lru.lru_next;
-    o->lru_prev = &s->lru;
-    s->lru.lru_next->lru_prev = o;
-    s->lru.lru_next = o;
-}
-
-static struct rio_srv_obj **obj_slot_locked(struct rio_srv_store *s, const char *key, uint16_t klen)
-{
-    struct rio_srv_obj **pp = &s->tab[key_hash(key, klen) & s->tab_mask];
+    struct rio_srv_obj **pp = &tab[key_hash(key, klen) & mask];
     for (; *pp; pp = &(*pp)->hnext)
         if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
             break;
     return pp;
+}
+
+static struct rio_srv_obj **obj_slot_locked(struct rio_srv_store *s, const char *key, uint16_t klen)
+{
+    return rio__srv_obj_slot(s->tab, s->tab_mask, key, klen);
 }
 
 /* Take o out of the map and the LRU, release its charge and the map's ref. */
@@ -428,7 +426,7 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
 
     *slot = o->hnext;
     o->hnext = NULL;
-    lru_unlink(o);
+    rio_list_remove(&s->lru, &o->lru_node);
     s->nobj--;
     s->used -= o->charge;
     s->bytes -= o->size;
@@ -442,18 +440,18 @@ static int obj_expired(const struct rio_srv_obj *o, uint64_t now)
 
 /* Double the bucket array when the chains grow long; on allocation failure
  * the table simply stays as it is. */
-static void obj_grow_locked(struct rio_srv_store *s)
+void rio__srv_obj_grow(struct rio_srv_obj ***tab, size_t *mask, size_t nobj)
 {
-    size_t nsize = (s->tab_mask + 1) * 2;
+    size_t nsize = (*mask + 1) * 2;
     struct rio_srv_obj **nt;
 
-    if (s->nobj < 2 * (s->tab_mask + 1) || nsize > ((size_t)1 << 28))
+    if (nobj < 2 * (*mask + 1) || nsize > ((size_t)1 << 28))
         return;
     nt = rio__calloc(nsize, sizeof(*nt));
     if (!nt)
         return;
-    for (size_t i = 0; i <= s->tab_mask; i++) {
-        struct rio_srv_obj *o = s->tab[i], *n;
+    for (size_t i = 0; i <= *mask; i++) {
+        struct rio_srv_obj *o = (*tab)[i], *n;
         for (; o; o = n) {
             n = o->hnext;
             size_t b = key_hash(o->key, o->key_len) & (nsize - 1);
@@ -461,9 +459,9 @@ static void obj_grow_locked(struct rio_srv_store *s)
             nt[b] = o;
         }
     }
-    rio__free(s->tab);
-    s->tab = nt;
-    s->tab_mask = nsize - 1;
+    rio__free(*tab);
+    *tab = nt;
+    *mask = nsize - 1;
 }
 
 struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
@@ -480,8 +478,8 @@ struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key,
     } else if (*slot) {
         o = *slot;
         if (touch) {
-            lru_unlink(o);
-            lru_push_head(s, o);
+            rio_list_remove(&s->lru, &o->lru_node);
+            rio_list_push_front(&s->lru, &o->lru_node);
         }
         atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
     }
@@ -588,8 +586,8 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
         return -EFBIG;
     if (s->used + s->warm > s->capacity - need) {
         /* Expired objects are free to drop whatever the mode. */
-        for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
-            p = o->lru_prev;
+        for (struct rio_srv_obj *o = lru_oldest(s), *p; o; o = p) {
+            p = rio_list_entry(o->lru_node.prev, struct rio_srv_obj, lru_node);
             if (obj_expired(o, now)) {
                 obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
                 s->expirations++;
@@ -597,8 +595,8 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
         }
     }
     while (s->used + s->warm > s->capacity - need) {
-        struct rio_srv_obj *victim = s->lru.lru_prev;
-        if (!s->evict_lru || victim == &s->lru)
+        struct rio_srv_obj *victim = lru_oldest(s);
+        if (!s->evict_lru || !victim)
             return -ENOSPC;
         SRV_DEBUG("evict key_len=%u generation=%llu size=%llu", victim->key_len,
                   (unsigned long long)victim->generation, (unsigned long long)victim->size);
@@ -1047,13 +1045,7 @@ static void committing_unlink_locked(struct rio_srv_store *s, struct rio_srv_obj
 {
     if (!o->committing)
         return;
-    if (o->cprev)
-        o->cprev->cnext = o->cnext;
-    else
-        s->committing = o->cnext;
-    if (o->cnext)
-        o->cnext->cprev = o->cprev;
-    o->cprev = o->cnext = NULL;
+    rio_list_remove(&s->committing, &o->cnode);
     o->committing = 0;
 }
 
@@ -1105,10 +1097,7 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     o->open_gen = u->open_gen;
     /* Until published or dropped it can still land: tombstones wait. */
     o->committing = 1;
-    o->cnext = s->committing;
-    if (s->committing)
-        s->committing->cprev = o;
-    s->committing = o;
+    rio_list_push_front(&s->committing, &o->cnode);
     if (df) {
         *df = u->df;
         u->df = NULL;
@@ -1151,10 +1140,10 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     slot = obj_slot_locked(s, o->key, o->key_len);
     o->hnext = *slot;
     *slot = o;
-    lru_push_head(s, o);
+    rio_list_push_front(&s->lru, &o->lru_node);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
-    obj_grow_locked(s);
+    rio__srv_obj_grow(&s->tab, &s->tab_mask, s->nobj);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -1192,9 +1181,8 @@ uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
     pthread_mutex_lock(&s->mu);
     /* An upload opened from now on gets more than next_gen. */
     m = s->next_gen + 1;
-    for (struct rio_srv_obj *o = s->committing; o; o = o->cnext)
-        if (o->open_gen < m)
-            m = o->open_gen;
+    rio_list_each(o, &s->committing, struct rio_srv_obj, cnode) if (o->open_gen < m) m =
+        o->open_gen;
     for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
         for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
             if (u->open_gen < m)
@@ -1234,8 +1222,8 @@ int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id)
 void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now)
 {
     pthread_mutex_lock(&s->mu);
-    for (struct rio_srv_obj *o = s->lru.lru_prev, *p; o != &s->lru; o = p) {
-        p = o->lru_prev;
+    for (struct rio_srv_obj *o = lru_oldest(s), *p; o; o = p) {
+        p = rio_list_entry(o->lru_node.prev, struct rio_srv_obj, lru_node);
         if (obj_expired(o, now)) {
             obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
             s->expirations++;
