@@ -14,6 +14,7 @@
 #endif
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,42 +134,40 @@ static const struct err_entry *err_lookup(int err)
     return NULL;
 }
 
+/* The table's name or message for err, else libc's, else NULL. */
+static const char *err_text(int err, bool name)
+{
+    const struct err_entry *e = err_lookup(err);
+
+    if (e)
+        return name ? e->name : e->msg;
+#ifdef HAVE_STRERRORNAME_NP
+    if (err > -4096)
+        return name ? strerrorname_np(-err) : strerrordesc_np(-err);
+#endif
+    return NULL;
+}
+
 const char *rio_strerror(int err)
 {
-    const struct err_entry *e;
+    const char *m;
 
     if (err >= 0)
         return "success";
-    e = err_lookup(err);
-    if (e)
-        return e->msg;
-#ifdef HAVE_STRERRORNAME_NP
-    if (err > -4096) {
-        const char *m = strerrordesc_np(-err);
-        if (m)
-            return m;
-    }
-#endif
-    return "unknown error";
+    m = err_text(err, false);
+    return m ? m : "unknown error";
 }
 
 const char *rio_errname(int err)
 {
     static __thread char unknown[24];
-    const struct err_entry *e;
+    const char *n;
 
     if (err >= 0)
         return "OK";
-    e = err_lookup(err);
-    if (e)
-        return e->name;
-#ifdef HAVE_STRERRORNAME_NP
-    if (err > -4096) {
-        const char *n = strerrorname_np(-err);
-        if (n)
-            return n;
-    }
-#endif
+    n = err_text(err, true);
+    if (n)
+        return n;
     /* Per thread, so concurrent callers never see each other's number. */
     snprintf(unknown, sizeof(unknown), "E?%d", err);
     return unknown;

@@ -567,6 +567,22 @@ static int geometry_ok(uint64_t size, uint64_t chunk, uint64_t nchunks)
     return nchunks == (size - 1) / chunk + 1;
 }
 
+static void w_xxh_list(struct wbuf *w, uint64_t n, const uint64_t *xxh)
+{
+    for (uint64_t i = 0; i < n && !w->err; i++)
+        w_le(w, xxh[i], 8);
+}
+
+static int r_etag(struct rbuf *r, void *etag)
+{
+    const uint8_t *e = r_bytes(r, RIO_PROTO_ETAG_LEN);
+
+    if (!e)
+        return -1;
+    memcpy(etag, e, RIO_PROTO_ETAG_LEN);
+    return 0;
+}
+
 static int r_xxh_list(struct rbuf *r, uint64_t n, const uint8_t **out)
 {
     /* n x 8 bytes must be exactly what remains: compare by division so a
@@ -599,8 +615,7 @@ int rio__proto_enc_desc(const struct rio_proto_desc *m, const uint64_t *xxh, uin
 {
     struct wbuf w = {.p = out, .cap = cap};
     w_desc_fixed(&w, m);
-    for (uint64_t i = 0; i < m->nchunks && !w.err; i++)
-        w_le(&w, xxh[i], 8);
+    w_xxh_list(&w, m->nchunks, xxh);
     return w_done(&w);
 }
 
@@ -611,10 +626,8 @@ int rio__proto_dec_desc(const uint8_t *body, size_t len, struct rio_proto_desc *
     m->size = r_le(&r, 8);
     m->chunk_size = r_le(&r, 8);
     m->nchunks = r_le(&r, 8);
-    const uint8_t *e = r_bytes(&r, 32);
-    if (!e)
+    if (r_etag(&r, m->etag) < 0)
         return RIO_EPROTO;
-    memcpy(m->etag, e, 32);
     if (!geometry_ok(m->size, m->chunk_size, m->nchunks) || m->generation == 0)
         return RIO_EPROTO;
     if (r_xxh_list(&r, m->nchunks, &m->xxh) < 0)
@@ -624,40 +637,70 @@ int rio__proto_dec_desc(const uint8_t *body, size_t len, struct rio_proto_desc *
 
 /* ----------------------------------------------------------------- PUT */
 
-int rio__proto_enc_put_open(const struct rio_proto_put_open *m, uint8_t *out, size_t cap)
+/* PUT_OPEN and READ share one layout: two u64, a u32, then the key. */
+static int enc_u64_u64_u32_key(uint64_t a, uint64_t b, uint32_t c, const char *key,
+                               uint16_t key_len, uint8_t *out, size_t cap)
 {
     struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->size, 8);
-    w_le(&w, m->chunk_size, 8);
-    w_le(&w, m->ttl_ms, 4);
-    w_key(&w, m->key, m->key_len);
+    w_le(&w, a, 8);
+    w_le(&w, b, 8);
+    w_le(&w, c, 4);
+    w_key(&w, key, key_len);
     return w_done(&w);
+}
+
+static int dec_u64_u64_u32_key(const uint8_t *body, size_t len, uint64_t *a, uint64_t *b,
+                               uint32_t *c, const char **key, uint16_t *key_len)
+{
+    struct rbuf r = {.p = body, .len = len};
+    *a = r_le(&r, 8);
+    *b = r_le(&r, 8);
+    *c = (uint32_t)r_le(&r, 4);
+    *key = r_key(&r, key_len);
+    return r_done(&r);
+}
+
+/* A chunk size or one READ's length: 1..CHUNK_MAX. */
+static int chunk_len_ok(int ret, uint64_t n)
+{
+    return ret < 0 || n == 0 || n > CHUNK_MAX ? RIO_EPROTO : 0;
+}
+
+int rio__proto_enc_put_open(const struct rio_proto_put_open *m, uint8_t *out, size_t cap)
+{
+    return enc_u64_u64_u32_key(m->size, m->chunk_size, m->ttl_ms, m->key, m->key_len, out, cap);
 }
 
 int rio__proto_dec_put_open(const uint8_t *body, size_t len, struct rio_proto_put_open *m)
 {
+    int ret =
+        dec_u64_u64_u32_key(body, len, &m->size, &m->chunk_size, &m->ttl_ms, &m->key, &m->key_len);
+    return chunk_len_ok(ret, m->chunk_size);
+}
+
+/* One u64 alone: an upload id (PUT_OPEN's answer, PUT_ABORT) or a generation. */
+static int enc_u64(uint64_t v, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, v, 8);
+    return w_done(&w);
+}
+
+static int dec_u64(const uint8_t *body, size_t len, uint64_t *v)
+{
     struct rbuf r = {.p = body, .len = len};
-    m->size = r_le(&r, 8);
-    m->chunk_size = r_le(&r, 8);
-    m->ttl_ms = (uint32_t)r_le(&r, 4);
-    m->key = r_key(&r, &m->key_len);
-    if (m->chunk_size == 0 || m->chunk_size > CHUNK_MAX)
-        return RIO_EPROTO;
+    *v = r_le(&r, 8);
     return r_done(&r);
 }
 
 int rio__proto_enc_put_open_resp(const struct rio_proto_put_open_resp *m, uint8_t *out, size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->upload_id, 8);
-    return w_done(&w);
+    return enc_u64(m->upload_id, out, cap);
 }
 
 int rio__proto_dec_put_open_resp(const uint8_t *body, size_t len, struct rio_proto_put_open_resp *m)
 {
-    struct rbuf r = {.p = body, .len = len};
-    m->upload_id = r_le(&r, 8);
-    return r_done(&r);
+    return dec_u64(body, len, &m->upload_id);
 }
 
 int rio__proto_enc_put_chunk_fixed(const struct rio_proto_put_chunk *m, uint8_t *out, size_t cap)
@@ -690,8 +733,7 @@ int rio__proto_enc_put_commit(const struct rio_proto_put_commit *m, const uint64
     w_le(&w, m->upload_id, 8);
     w_le(&w, m->nchunks, 8);
     w_bytes(&w, m->etag, 32);
-    for (uint64_t i = 0; i < m->nchunks && !w.err; i++)
-        w_le(&w, xxh[i], 8);
+    w_xxh_list(&w, m->nchunks, xxh);
     return w_done(&w);
 }
 
@@ -700,10 +742,8 @@ int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_
     struct rbuf r = {.p = body, .len = len};
     m->upload_id = r_le(&r, 8);
     m->nchunks = r_le(&r, 8);
-    const uint8_t *e = r_bytes(&r, 32);
-    if (!e)
+    if (r_etag(&r, m->etag) < 0)
         return RIO_EPROTO;
-    memcpy(m->etag, e, 32);
     if (r_xxh_list(&r, m->nchunks, &m->xxh) < 0)
         return RIO_EPROTO;
     return r_done(&r);
@@ -712,57 +752,38 @@ int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_
 int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, uint8_t *out,
                                    size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->generation, 8);
-    return w_done(&w);
+    return enc_u64(m->generation, out, cap);
 }
 
 int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
                                    struct rio_proto_put_commit_resp *m)
 {
-    struct rbuf r = {.p = body, .len = len};
-    m->generation = r_le(&r, 8);
-    if (!r.err && m->generation == 0)
-        return RIO_EPROTO;
-    return r_done(&r);
+    int ret = dec_u64(body, len, &m->generation);
+    return ret < 0 || m->generation == 0 ? RIO_EPROTO : 0;
 }
 
 int rio__proto_enc_put_abort(const struct rio_proto_put_abort *m, uint8_t *out, size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->upload_id, 8);
-    return w_done(&w);
+    return enc_u64(m->upload_id, out, cap);
 }
 
 int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_put_abort *m)
 {
-    struct rbuf r = {.p = body, .len = len};
-    m->upload_id = r_le(&r, 8);
-    return r_done(&r);
+    return dec_u64(body, len, &m->upload_id);
 }
 
 /* ---------------------------------------------------------------- READ */
 
 int rio__proto_enc_read(const struct rio_proto_read *m, uint8_t *out, size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->generation, 8);
-    w_le(&w, m->off, 8);
-    w_le(&w, m->len, 4);
-    w_key(&w, m->key, m->key_len);
-    return w_done(&w);
+    return enc_u64_u64_u32_key(m->generation, m->off, m->len, m->key, m->key_len, out, cap);
 }
 
 int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *m)
 {
-    struct rbuf r = {.p = body, .len = len};
-    m->generation = r_le(&r, 8);
-    m->off = r_le(&r, 8);
-    m->len = (uint32_t)r_le(&r, 4);
-    m->key = r_key(&r, &m->key_len);
-    if (m->len == 0 || m->len > CHUNK_MAX)
-        return RIO_EPROTO;
-    return r_done(&r);
+    int ret =
+        dec_u64_u64_u32_key(body, len, &m->generation, &m->off, &m->len, &m->key, &m->key_len);
+    return chunk_len_ok(ret, m->len);
 }
 
 /* ---------------------------------------------------------------- STAT */

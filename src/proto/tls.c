@@ -38,12 +38,16 @@ static const char *ssl_reason(void)
     return r ? r : "unknown error";
 }
 
-static SSL_CTX *ctx_common(const SSL_METHOD *m)
+static SSL_CTX *ctx_common(const SSL_METHOD *m, char *why, size_t whylen)
 {
-    SSL_CTX *ctx = SSL_CTX_new(m);
+    SSL_CTX *ctx;
 
-    if (!ctx)
+    ERR_clear_error();
+    ctx = SSL_CTX_new(m);
+    if (!ctx) {
+        why_set(why, whylen, "TLS: cannot make a context: %s", ssl_reason());
         return NULL;
+    }
     (void)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     /* KTLS: the kernel encrypts when it can (no-op where it cannot). A peer
      * closing without close_notify is a plain end of stream: the protocol's
@@ -65,12 +69,9 @@ SSL_CTX *rio__tls_client_ctx(const char *ca_file, bool verify, char *why, size_t
 {
     SSL_CTX *ctx;
 
-    ERR_clear_error();
-    ctx = ctx_common(TLS_client_method());
-    if (!ctx) {
-        why_set(why, whylen, "TLS: cannot make a context: %s", ssl_reason());
+    ctx = ctx_common(TLS_client_method(), why, whylen);
+    if (!ctx)
         return NULL;
-    }
     if (verify) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
         if (ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1
@@ -90,12 +91,9 @@ SSL_CTX *rio__tls_server_ctx(const char *cert_file, const char *key_file, char *
 {
     SSL_CTX *ctx;
 
-    ERR_clear_error();
-    ctx = ctx_common(TLS_server_method());
-    if (!ctx) {
-        why_set(why, whylen, "TLS: cannot make a context: %s", ssl_reason());
+    ctx = ctx_common(TLS_server_method(), why, whylen);
+    if (!ctx)
         return NULL;
-    }
     /* No session tickets: nothing arrives on a client's idle connection
      * after the handshake (the client takes stray bytes for a dead one). */
     (void)SSL_CTX_set_num_tickets(ctx, 0);
