@@ -21,6 +21,21 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->m_xxh[0] = '\0';
 }
 
+/* The x-amz-meta-railio* headers and where each one's value goes. */
+#define META_FIELD(suf, f)                                                                         \
+    {                                                                                              \
+        suf, offsetof(struct s3_rsp, f), sizeof(((struct s3_rsp *)0)->f)                           \
+    }
+static const struct {
+    const char *suffix;
+    size_t off, cap;
+} meta_fields[] = {
+    META_FIELD("-v", m_v),       META_FIELD("-id", m_id),   META_FIELD("-chunk", m_chunk),
+    META_FIELD("-size", m_size), META_FIELD("-md5", m_md5), META_FIELD("-sidecar", m_sidecar),
+    META_FIELD("-xxh", m_xxh),
+};
+#undef META_FIELD
+
 void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
 {
     size_t nl, vl;
@@ -71,24 +86,13 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
     } else if (HDR_IS("last-modified")) {
         rio__s3_copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
     } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {
-        const char *s = p + 17;
-        size_t sl = nl - 17;
-#define META_IS(suffix) (sl == sizeof(suffix) - 1 && strncasecmp(s, suffix, sl) == 0)
-        if (META_IS("-v"))
-            rio__s3_copy_str(r->m_v, sizeof(r->m_v), val, vl);
-        else if (META_IS("-id"))
-            rio__s3_copy_str(r->m_id, sizeof(r->m_id), val, vl);
-        else if (META_IS("-chunk"))
-            rio__s3_copy_str(r->m_chunk, sizeof(r->m_chunk), val, vl);
-        else if (META_IS("-size"))
-            rio__s3_copy_str(r->m_size, sizeof(r->m_size), val, vl);
-        else if (META_IS("-md5"))
-            rio__s3_copy_str(r->m_md5, sizeof(r->m_md5), val, vl);
-        else if (META_IS("-sidecar"))
-            rio__s3_copy_str(r->m_sidecar, sizeof(r->m_sidecar), val, vl);
-        else if (META_IS("-xxh"))
-            rio__s3_copy_str(r->m_xxh, sizeof(r->m_xxh), val, vl);
-#undef META_IS
+        for (size_t i = 0; i < sizeof(meta_fields) / sizeof(meta_fields[0]); i++) {
+            const char *suf = meta_fields[i].suffix;
+            if (nl - 17 == strlen(suf) && strncasecmp(p + 17, suf, nl - 17) == 0) {
+                rio__s3_copy_str((char *)r + meta_fields[i].off, meta_fields[i].cap, val, vl);
+                break;
+            }
+        }
     }
 #undef HDR_IS
 }
