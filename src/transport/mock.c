@@ -49,6 +49,7 @@
 #include "core/url.h"
 #include "railio.h"
 #include "railio_mock.h"
+#include "transport/contract.h"
 #include "transport/fault.h"
 #include "transport/mock.h"
 #include "transport/transport.h"
@@ -1117,12 +1118,9 @@ static int mock_open(const struct rio_url *u, const struct rio_options *o,
     pthread_condattr_t ca;
     int ret;
 
-    if (!u || !out)
-        return RIO_EINVAL;
-    t = rio__calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
-    t->base.ops = &rio__mock_ops;
+    ret = rio__transport_new(u, out, sizeof(*t), &rio__mock_ops, &t);
+    if (ret < 0)
+        return ret;
     ret = parse_config(t, u, o);
     if (ret < 0)
         goto err_free;
@@ -1276,11 +1274,9 @@ static int mock_put_open(struct rio_transport *tt, const char *key, uint64_t siz
     size_t keylen;
     int ret;
 
-    ret = rio__key_len(key, &keylen);
+    ret = rio__put_open_args(key, &keylen, chunk_size, upload);
     if (ret < 0)
         return ret;
-    if (!upload || chunk_size == 0)
-        return RIO_EINVAL;
     if (size > SIZE_MAX && size != RIO_SIZE_UNKNOWN)
         return -ENOMEM;
     up = rio__calloc(1, sizeof(*up));
@@ -1396,9 +1392,8 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
         if (ret < 0)
             goto out;
     }
-    ret = RIO_EPROTO;
-    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
-        strcmp(d->key, up->key) != 0)
+    ret = rio__put_commit_desc(d, up->key, up->size, up->chunk_size, up->nchunks);
+    if (ret < 0)
         goto out;
     ret = -ENOMEM;
     o = obj_alloc(up->key, strlen(up->key), up->nchunks);
@@ -1571,15 +1566,7 @@ void rio__mock_counters(struct rio_transport *tt, struct rio_mock_counters *out)
 {
     struct mock_transport *t = mock_cast(tt);
 
-    if (!out)
-        return;
-    if (!t) {
-        memset(out, 0, sizeof(*out));
-        return;
-    }
-    pthread_mutex_lock(&t->mu);
-    *out = t->ctr;
-    pthread_mutex_unlock(&t->mu);
+    rio__counters_copy(t ? &t->mu : NULL, out, t ? &t->ctr : NULL, sizeof(*out));
 }
 
 int rio__mock_desc_set(struct rio_transport *tt, const struct rio_desc *d, uint64_t xxh_len)

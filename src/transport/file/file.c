@@ -16,12 +16,9 @@ static int file_open_t(const struct rio_url *u, const struct rio_options *o,
     struct stat st;
     int ret;
 
-    if (!u || !out)
-        return RIO_EINVAL;
-    t = rio__calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
-    t->base.ops = &rio__file_ops;
+    ret = rio__transport_new(u, out, sizeof(*t), &rio__file_ops, &t);
+    if (ret < 0)
+        return ret;
     t->cq_efd = t->wake_efd = t->rootfd = -1;
     t->page = (unsigned)sysconf(_SC_PAGESIZE);
     if (t->page < 512 || t->page > (1u << 20))

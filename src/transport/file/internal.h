@@ -98,6 +98,7 @@
 #include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
+#include "transport/contract.h"
 #include "transport/fault.h"
 #include "transport/file/file.h"
 #include "transport/transport.h"

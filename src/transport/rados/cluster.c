@@ -241,10 +241,9 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     if (npaths > RIO_MAX_PATHS)
         return RIO_EINVAL;
 
-    t = rio__calloc(1, sizeof(*t));
-    if (!t)
-        return -ENOMEM;
-    t->base.ops = &rio__rados_ops;
+    ret = rio__transport_new(u, out, sizeof(*t), &rio__rados_ops, &t);
+    if (ret < 0)
+        return ret;
     t->base.npaths = npaths;
     t->abort_ns = abort_s * 1000000000ull;
     t->fail_chunk = -1;
@@ -359,15 +358,7 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 {
     struct rados_transport *t = rt_cast(tt);
 
-    if (!out)
-        return;
-    if (!t) {
-        memset(out, 0, sizeof(*out));
-        return;
-    }
-    pthread_mutex_lock(&t->mu);
-    *out = t->ctr;
-    pthread_mutex_unlock(&t->mu);
+    rio__counters_copy(t ? &t->mu : NULL, out, t ? &t->ctr : NULL, sizeof(*out));
 }
 
 const struct rio_transport_ops rio__rados_ops = {

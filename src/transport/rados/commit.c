@@ -211,10 +211,10 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
         if (ret < 0)
             goto err;
     }
-    ret = RIO_EPROTO;
-    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
-        strcmp(d->key, up->key) != 0)
+    ret = rio__put_commit_desc(d, up->key, up->size, up->chunk_size, up->nchunks);
+    if (ret < 0)
         goto err;
+    ret = RIO_EPROTO;
     for (uint64_t i = 0; i < up->nchunks; i++)
         if (!up->done[i])
             goto err; /* a chunk never landed: nothing to publish */

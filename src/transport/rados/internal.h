@@ -50,6 +50,7 @@
 
 #include "core/list.h"
 #include "railio.h"
+#include "transport/contract.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
 #include "transport/transport.h"

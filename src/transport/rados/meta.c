@@ -230,11 +230,9 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
     size_t keylen;
     int ret;
 
-    ret = rio__key_len(key, &keylen);
+    ret = rio__put_open_args(key, &keylen, chunk_size, upload);
     if (ret < 0)
         return ret;
-    if (!upload || chunk_size == 0)
-        return RIO_EINVAL;
     /* A chunk is one RADOS object: the cluster refuses larger ones (EFBIG). */
     if (chunk_size > t->max_object)
         return RIO_EINVAL;
