@@ -501,6 +501,15 @@ static void recover_tombs(struct rio_srv_disk *d)
     d->ntombs = 0;
 }
 
+/* A record's file name: PFX-KEYHASH-GENERATION, both 16 hex digits. */
+static bool rec_name(const char *n, char pfx, unsigned long long *kh, unsigned long long *gen)
+{
+    int used = 0;
+
+    return n[0] == pfx && sscanf(n + 1, "-%16llx-%16llx%n", kh, gen, &used) == 2 &&
+           n[1 + used] == '\0' && strlen(n) == 35;
+}
+
 static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
 {
     DIR *dir;
@@ -528,8 +537,7 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
             }
             continue;
         }
-        if (n[0] == 'd' && sscanf(n, "d-%16llx-%16llx%n", &kh, &gen, &used) == 2 &&
-            n[used] == '\0' && strlen(n) == 35) {
+        if (rec_name(n, 'd', &kh, &gen)) {
             struct tomb *t = NULL;
             int r = recover_tomb(d, n, kh, gen, &t);
             if (r == -ENOMEM) {
@@ -545,8 +553,7 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
             d->ntombs++;
             continue;
         }
-        if (n[0] != 'o' || sscanf(n, "o-%16llx-%16llx%n", &kh, &gen, &used) != 2 ||
-            n[used] != '\0' || strlen(n) != 35)
+        if (!rec_name(n, 'o', &kh, &gen))
             continue;
         struct rio_srv_obj *e = NULL;
         int r = recover_one(d, n, kh, gen, &e);
