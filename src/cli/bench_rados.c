@@ -661,13 +661,8 @@ int rio_cli_bench_rados(int argc, char **argv)
             c.aio = false;
         } else if (!strcmp(a, "--no-nomd5")) {
             c.nomd5 = false;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            return 0;
         } else {
-            fprintf(stderr, "railio bench rados: bad argument '%s'\n", a);
-            usage();
-            return 2;
+            return rio_cli_bench_other("rados", a, usage);
         }
     }
     if (split_url(argv[0], &c) < 0) {

@@ -46,6 +46,7 @@
 
 #include "cli/bench_rails.h"
 #include "cli/cli.h"
+#include "cli/iperf_json.h"
 #include "core/alloc.h"
 #include "railio.h"
 
@@ -614,33 +615,6 @@ static void srv_stop(struct ctx *x)
 
 /* ------------------------------------------------------------ ceiling */
 
-/* bits_per_second of "sum_received" in an iperf3 -J file; <= 0 if none. */
-static double iperf_json_bps(const char *file)
-{
-    char *buf;
-    FILE *f = fopen(file, "r");
-    size_t n;
-    double v = -1;
-
-    if (!f)
-        return -1;
-    buf = rio__malloc(1 << 20);
-    if (!buf) {
-        fclose(f);
-        return -1;
-    }
-    n = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strstr(buf, "\"sum_received\"");
-    if (p)
-        p = strstr(p, "\"bits_per_second\"");
-    if (p && (p = strchr(p, ':')))
-        v = strtod(p + 1, NULL);
-    rio__free(buf);
-    return v;
-}
-
 /*
  * The iperf3 ceiling over every rail of s at once, in the transfer's
  * direction (GET: server -> client, -R): one server (in the server
@@ -679,7 +653,7 @@ static double ceiling(struct ctx *x, const struct setup *s, int dir, double *per
     for (unsigned i = 0; i < s->n; i++) {
         char f[128];
         snprintf(f, sizeof(f), "%s/iperf%u.json", x->dir, i);
-        double v = st == 0 ? iperf_json_bps(f) / 1e6 : -1;
+        double v = st == 0 ? rio_cli_iperf_json_bps(f) / 1e6 : -1;
         unlink(f);
         if (v <= 0) {
             fprintf(stderr, "railio bench: iperf3 on rail %u (10.99.%u.1 -> 10.99.%u.2) failed%s\n",
@@ -890,24 +864,15 @@ static int run_setup(struct ctx *x, int si)
 
 static void xml_str(FILE *f, const char *s)
 {
+    static const char *const ent[] = {
+        ['&'] = "&amp;", ['<'] = "&lt;", ['>'] = "&gt;", ['"'] = "&quot;"};
+
     for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            if ((unsigned char)*s >= 0x20)
-                fputc(*s, f);
-        }
+        unsigned char c = (unsigned char)*s;
+        if (c < sizeof(ent) / sizeof(ent[0]) && ent[c])
+            fputs(ent[c], f);
+        else if (c >= 0x20)
+            fputc(c, f);
     }
 }
 

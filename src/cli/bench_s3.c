@@ -284,13 +284,8 @@ int rio_cli_bench_s3(int argc, char **argv)
             c.curl = false;
         } else if (!strcmp(a, "--no-aws")) {
             c.aws = false;
-        } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage();
-            return 0;
         } else {
-            fprintf(stderr, "railio bench s3: bad argument '%s'\n", a);
-            usage();
-            return 2;
+            return rio_cli_bench_other("s3", a, usage);
         }
     }
     if (split_url(&c) < 0) {

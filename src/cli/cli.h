@@ -76,6 +76,9 @@ struct rio_cli_bench_opts {
  */
 int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc, char **argv,
                       int *i);
+/* An argument no option took: --help (or -h) prints usage and gives 0;
+ * anything else is refused (named, then usage) with 2. */
+int rio_cli_bench_other(const char *bench, const char *a, void (*usage)(void));
 /* "1,4,16" into out as counts, each at most cap: the count of entries
  * (at most max), or -1. */
 int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned cap);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/spawn.h"
 #include "cli/tcp_cli.h"
 #include "railio.h"
 
@@ -94,13 +95,7 @@ int rio_cli_srv_start(struct rio_cli_srv *s, const char *const *extra)
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
             _exit(1);
-        int fd = open(s->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-        }
-        execv(bin, (char *const *)argv);
-        _exit(127);
+        rio_cli_exec_logged(bin, argv, s->log);
     }
     uint64_t t0 = now_ms();
     for (;;) {

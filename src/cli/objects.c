@@ -624,6 +624,17 @@ static int64_t reader_fill(void *arg, void *buf, size_t cap)
  * bounded by both windows, and the destination publishes the new generation
  * only after every byte arrived verified: whole or not at all.
  */
+/* `railio cp` could not read its source or write its destination: says
+ * which (the URL without secrets) and why; the exit status, 1. */
+static int cp_failed(const char *doing, const char *url, int err)
+{
+    char shown[1024];
+
+    fprintf(stderr, "railio cp: %s %s: %s (%s)\n", doing,
+            rio_cli_url_safe(url, shown, sizeof(shown)), rio_strerror(err), rio_errname(err));
+    return 1;
+}
+
 static int cmd_cp(int argc, char **argv)
 {
     int json = 0, npos = 0, rc = 1;
@@ -665,10 +676,7 @@ static int cmd_cp(int argc, char **argv)
         struct rio_reader *rd;
         int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
         if (ret < 0) {
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
-                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret),
-                    rio_errname(ret));
-            rc = 1;
+            rc = cp_failed("reading", pos[0], ret);
             goto out;
         }
         int64_t n = (int64_t)rio_reader_desc(rd)->size;
@@ -676,18 +684,11 @@ static int cmd_cp(int argc, char **argv)
         ret = rio_put_stream(dc, dkey, (uint64_t)n, 0, reader_fill, &rs, &pcall, &d);
         int gret = rio_reader_close(rd);
         if (rs.err < 0 || (ret == 0 && gret < 0)) {
-            int e = rs.err < 0 ? rs.err : gret;
-            fprintf(stderr, "railio cp: reading %s: %s (%s)\n",
-                    rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(e),
-                    rio_errname(e));
-            rc = 1;
+            rc = cp_failed("reading", pos[0], rs.err < 0 ? rs.err : gret);
             goto out;
         }
         if (ret < 0) {
-            fprintf(stderr, "railio cp: writing %s: %s (%s)\n",
-                    rio_cli_url_safe(pos[1], shown, sizeof(shown)), rio_strerror(ret),
-                    rio_errname(ret));
-            rc = 1;
+            rc = cp_failed("writing", pos[1], ret);
             goto out;
         }
         if (json) {

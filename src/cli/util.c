@@ -244,6 +244,17 @@ void rio_cli_keep_best(double *best_mbps, uint64_t bytes, double seconds)
         *best_mbps = (double)bytes / seconds / 1e6;
 }
 
+int rio_cli_bench_other(const char *bench, const char *a, void (*usage)(void))
+{
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        usage();
+        return 0;
+    }
+    fprintf(stderr, "railio bench %s: bad argument '%s'\n", bench, a);
+    usage();
+    return 2;
+}
+
 int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc, char **argv,
                       int *i)
 {

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "rails_util.h"
+#include "cli/iperf_json.h"
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -127,28 +128,6 @@ void rl_rate(struct rl *r, unsigned rail, const char *rate)
         T_FAIL("rails.sh rate %u %s: status %d", rail, rate, st);
 }
 
-static double rl__json_bps(const char *file)
-{
-    char *buf;
-    FILE *f = fopen(file, "r");
-    size_t n;
-    double v = -1;
-
-    if (!f)
-        return -1;
-    buf = malloc(1 << 20);
-    n = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strstr(buf, "\"sum_received\"");
-    if (p)
-        p = strstr(p, "\"bits_per_second\"");
-    if (p && (p = strchr(p, ':')))
-        v = strtod(p + 1, NULL);
-    free(buf);
-    return v;
-}
-
 double rl_iperf(struct rl *r, unsigned mask, int reverse, double *per_rail)
 {
     char dir[] = "/tmp/rio-iperf-XXXXXX";
@@ -180,7 +159,7 @@ double rl_iperf(struct rl *r, unsigned mask, int reverse, double *per_rail)
         if (!(mask & (1u << i)))
             continue;
         snprintf(f, sizeof(f), "%s/%u.json", dir, i);
-        v = rl__json_bps(f) / 1e6;
+        v = rio_cli_iperf_json_bps(f) / 1e6;
         if (v <= 0)
             T_FAIL("iperf3 on rail %u gave no result (%s)", i, f);
         if (per_rail)

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "server_env.h"
+#include "cli/spawn.h"
 #include "core/checksum.h"
 #include "proto/proto.h"
 #include "railio.h"
@@ -179,15 +180,7 @@ void srv_start_listen(struct srv_env *e, const char *listen, const char *const *
     if (e->pid == 0) {
         /* The log goes to the test's stderr: ctest shows it when the test
          * fails. SRV_LOG_FILE=1 sends it to a file instead. */
-        if (getenv("SRV_LOG_FILE")) {
-            int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                dup2(fd, 2);
-                dup2(fd, 1);
-            }
-        }
-        execv(bin, (char *const *)argv);
-        _exit(127);
+        rio_cli_exec_logged(bin, argv, getenv("SRV_LOG_FILE") ? e->log : NULL);
     }
     uint64_t t0 = t_now_ms();
     for (;;) {
