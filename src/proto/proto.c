@@ -5,6 +5,7 @@
  * what remains before reading it.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -678,38 +679,45 @@ int rio__proto_dec_put_open(const uint8_t *body, size_t len, struct rio_proto_pu
     return chunk_len_ok(ret, m->chunk_size);
 }
 
-/* One u64 alone: an upload id (PUT_OPEN's answer, PUT_ABORT) or a generation. */
-static int enc_u64(uint64_t v, uint8_t *out, size_t cap)
+/* Messages of n u64 fields and nothing else (an upload id, a generation,
+ * STAT's figures): the fields as uint64_t arguments, or pointers to them. */
+static int enc_u64s(uint8_t *out, size_t cap, unsigned n, ...)
 {
     struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, v, 8);
+    va_list ap;
+
+    va_start(ap, n);
+    for (unsigned i = 0; i < n; i++)
+        w_le(&w, va_arg(ap, uint64_t), 8);
+    va_end(ap);
     return w_done(&w);
 }
 
-static int dec_u64(const uint8_t *body, size_t len, uint64_t *v)
+static int dec_u64s(const uint8_t *body, size_t len, unsigned n, ...)
 {
     struct rbuf r = {.p = body, .len = len};
-    *v = r_le(&r, 8);
+    va_list ap;
+
+    va_start(ap, n);
+    for (unsigned i = 0; i < n; i++)
+        *va_arg(ap, uint64_t *) = r_le(&r, 8);
+    va_end(ap);
     return r_done(&r);
 }
 
 int rio__proto_enc_put_open_resp(const struct rio_proto_put_open_resp *m, uint8_t *out, size_t cap)
 {
-    return enc_u64(m->upload_id, out, cap);
+    return enc_u64s(out, cap, 1, m->upload_id);
 }
 
 int rio__proto_dec_put_open_resp(const uint8_t *body, size_t len, struct rio_proto_put_open_resp *m)
 {
-    return dec_u64(body, len, &m->upload_id);
+    return dec_u64s(body, len, 1, &m->upload_id);
 }
 
 int rio__proto_enc_put_chunk_fixed(const struct rio_proto_put_chunk *m, uint8_t *out, size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->upload_id, 8);
-    w_le(&w, m->index, 8);
-    w_le(&w, m->xxh, 8);
-    return w_done(&w);
+    return enc_u64s(out, cap, 3, m->upload_id, m->index, m->xxh);
 }
 
 int rio__proto_dec_put_chunk(const uint8_t *body, size_t len, struct rio_proto_put_chunk *m)
@@ -752,24 +760,24 @@ int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_
 int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, uint8_t *out,
                                    size_t cap)
 {
-    return enc_u64(m->generation, out, cap);
+    return enc_u64s(out, cap, 1, m->generation);
 }
 
 int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
                                    struct rio_proto_put_commit_resp *m)
 {
-    int ret = dec_u64(body, len, &m->generation);
+    int ret = dec_u64s(body, len, 1, &m->generation);
     return ret < 0 || m->generation == 0 ? RIO_EPROTO : 0;
 }
 
 int rio__proto_enc_put_abort(const struct rio_proto_put_abort *m, uint8_t *out, size_t cap)
 {
-    return enc_u64(m->upload_id, out, cap);
+    return enc_u64s(out, cap, 1, m->upload_id);
 }
 
 int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_put_abort *m)
 {
-    return dec_u64(body, len, &m->upload_id);
+    return dec_u64s(body, len, 1, &m->upload_id);
 }
 
 /* ---------------------------------------------------------------- READ */
@@ -790,22 +798,11 @@ int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *
 
 int rio__proto_enc_stat_resp(const struct rio_proto_stat_resp *m, uint8_t *out, size_t cap)
 {
-    struct wbuf w = {.p = out, .cap = cap};
-    w_le(&w, m->objects, 8);
-    w_le(&w, m->bytes, 8);
-    w_le(&w, m->capacity, 8);
-    w_le(&w, m->uploads, 8);
-    w_le(&w, m->connections, 8);
-    return w_done(&w);
+    return enc_u64s(out, cap, 5, m->objects, m->bytes, m->capacity, m->uploads, m->connections);
 }
 
 int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_stat_resp *m)
 {
-    struct rbuf r = {.p = body, .len = len};
-    m->objects = r_le(&r, 8);
-    m->bytes = r_le(&r, 8);
-    m->capacity = r_le(&r, 8);
-    m->uploads = r_le(&r, 8);
-    m->connections = r_le(&r, 8);
-    return r_done(&r);
+    return dec_u64s(body, len, 5, &m->objects, &m->bytes, &m->capacity, &m->uploads,
+                    &m->connections);
 }

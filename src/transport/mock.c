@@ -1523,30 +1523,29 @@ void rio__mock_reap_fail(struct rio_transport *tt, uint64_t n, int err)
     pthread_mutex_unlock(&t->mu);
 }
 
+/* One of t's counters, read under its lock. */
+static uint64_t mock_count(struct mock_transport *t, const uint64_t *n)
+{
+    uint64_t v;
+
+    pthread_mutex_lock(&t->mu);
+    v = *n;
+    pthread_mutex_unlock(&t->mu);
+    return v;
+}
+
 uint64_t rio__mock_refused(struct rio_transport *tt)
 {
     struct mock_transport *t = mock_cast(tt);
-    uint64_t n;
 
-    if (!t)
-        return 0;
-    pthread_mutex_lock(&t->mu);
-    n = t->refused;
-    pthread_mutex_unlock(&t->mu);
-    return n;
+    return t ? mock_count(t, &t->refused) : 0;
 }
 
 uint64_t rio__mock_reaps_failed(struct rio_transport *tt)
 {
     struct mock_transport *t = mock_cast(tt);
-    uint64_t n;
 
-    if (!t)
-        return 0;
-    pthread_mutex_lock(&t->mu);
-    n = t->reaps_failed;
-    pthread_mutex_unlock(&t->mu);
-    return n;
+    return t ? mock_count(t, &t->reaps_failed) : 0;
 }
 
 int rio__mock_set_path(struct rio_transport *tt, unsigned pi, double rate_bps, uint64_t lat_ns)
