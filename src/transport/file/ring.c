@@ -413,10 +413,25 @@ static void kick(int efd)
     while (n < 0 && errno == EINTR);
 }
 
+/* op asked to stop: its step in flight gets a cancel SQE (queued, not
+ * flushed); whether one was queued. */
+static bool step_cancel_locked(struct fring *r, struct fop *op)
+{
+    struct io_uring_sqe *sqe;
+
+    op->cancel_req = true;
+    sqe = sqe_get_locked(r);
+    if (!sqe)
+        return false;
+    io_uring_prep_cancel64(sqe, op->ud, 0);
+    io_uring_sqe_set_data64(sqe, UD_CANCEL_SLOT << UD_SLOT_SHIFT);
+    r->cancels++;
+    return true;
+}
+
 void rio__file_cancel(struct rio_transport *tt, struct rio_io *io)
 {
     struct ftransport *t = ft(tt);
-    struct io_uring_sqe *sqe;
     struct fring *r;
     struct fop *op;
 
@@ -429,14 +444,9 @@ void rio__file_cancel(struct rio_transport *tt, struct rio_io *io)
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    op->cancel_req = true;
     /* The step in flight is asked to stop; whatever it reaches, the op ends
      * when its CQE comes (no further step is queued once cancel_req is set). */
-    sqe = sqe_get_locked(r);
-    if (sqe) {
-        io_uring_prep_cancel64(sqe, op->ud, 0);
-        io_uring_sqe_set_data64(sqe, UD_CANCEL_SLOT << UD_SLOT_SHIFT);
-        r->cancels++;
+    if (step_cancel_locked(r, op)) {
         r->ctr.cancels++;
         ring_flush_locked(r);
     }
@@ -640,16 +650,8 @@ void rio__file_ring_quiesce(struct ftransport *t, struct fring *r)
         fprintf(stderr, "railio: file: closing with %u op(s) in flight on a queue\n", r->inflight);
     for (unsigned i = 0; i < t->depth; i++) {
         struct fop *op = &r->ops[i];
-        struct io_uring_sqe *sqe;
-        if (op->state != OP_RUN || op->cancel_req)
-            continue;
-        op->cancel_req = true;
-        sqe = sqe_get_locked(r);
-        if (sqe) {
-            io_uring_prep_cancel64(sqe, op->ud, 0);
-            io_uring_sqe_set_data64(sqe, UD_CANCEL_SLOT << UD_SLOT_SHIFT);
-            r->cancels++;
-        }
+        if (op->state == OP_RUN && !op->cancel_req)
+            step_cancel_locked(r, op);
     }
     ring_flush_locked(r);
     for (;;) {
