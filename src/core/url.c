@@ -26,17 +26,6 @@ static int is_scheme_char(char c)
            c == '.' || c == '-';
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode %XX escapes in place. A NUL byte would silently cut the string, so
  * "%00" is an error like a malformed escape. */
 static int pct_decode(char *s)
@@ -45,8 +34,8 @@ static int pct_decode(char *s)
 
     while (*s) {
         if (*s == '%') {
-            int hi = hex_value(s[1]);
-            int lo = hi < 0 ? -1 : hex_value(s[2]);
+            int hi = rio__hex_digit(s[1]);
+            int lo = hi < 0 ? -1 : rio__hex_digit(s[2]);
 
             if (lo < 0 || (hi == 0 && lo == 0))
                 return RIO_EURL;

@@ -7,6 +7,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The value of the hex digit c (either case), or -1. */
+static inline int rio__hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 #define RIO_URL_MAX_PARAMS 32
 
 struct rio_url {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/url.h"
 #include "railio.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
@@ -99,17 +100,6 @@ char *rio__rados_pct_put(char *d, const char *s)
     return d;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Decode s[0..len) into out (capacity cap, NUL-terminated). */
 static int pct_decode(const char *s, size_t len, char *out, size_t cap)
 {
@@ -121,8 +111,8 @@ static int pct_decode(const char *s, size_t len, char *out, size_t cap)
             return RIO_EPROTO;
         if (c == '%') {
             int hi, lo;
-            if (len - i < 3 || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0 ||
-                (hi == 0 && lo == 0))
+            if (len - i < 3 || (hi = rio__hex_digit(s[i + 1])) < 0 ||
+                (lo = rio__hex_digit(s[i + 2])) < 0 || (hi == 0 && lo == 0))
                 return RIO_EPROTO;
             out[o++] = (char)(hi << 4 | lo);
             i += 2;
