@@ -46,6 +46,7 @@
 #include "core/clock.h"
 #include "core/internal.h"
 #include "core/key.h"
+#include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
 #include "railio_mock.h"
@@ -358,9 +359,10 @@ enum {
 
 struct mock_op {
     struct rio_io *io;
-    struct mock_op *next;   /* free list, work list or done queue */
-    struct mock_upload *up; /* WRITE: a reference on the upload */
-    uint8_t *wdst;          /* WRITE: where the chunk lands */
+    struct mock_op *next;       /* free list */
+    struct rio_list_node qnode; /* work list or done queue */
+    struct mock_upload *up;     /* WRITE: a reference on the upload */
+    uint8_t *wdst;              /* WRITE: where the chunk lands */
     uint64_t finish_ns;
     uint64_t seq;
     uint64_t svc_ns;
@@ -414,7 +416,7 @@ struct mock_transport {
     size_t nheap, heap_cap;
     struct mock_slab *slabs;
     struct mock_op *free_ops;
-    struct mock_op *done_head, *done_tail;
+    struct rio_list done; /* of struct mock_op by qnode: finished, not reaped */
     uint64_t seq;
     struct rio_mock_counters ctr; /* the filter's fields stay 0 */
     /* rio_mock_desc_set: lookups of this key answer this descriptor as is */
@@ -558,12 +560,7 @@ static void op_put_locked(struct mock_transport *t, struct mock_op *op)
 static void done_append_locked(struct mock_transport *t, struct mock_op *op)
 {
     op->state = OP_DONE;
-    op->next = NULL;
-    if (t->done_tail)
-        t->done_tail->next = op;
-    else
-        t->done_head = op;
-    t->done_tail = op;
+    rio_list_push_back(&t->done, &op->qnode);
 }
 
 /* Wake the mock thread if op now finishes before the time it sleeps toward. */
@@ -793,7 +790,8 @@ static void mock_cancel(struct rio_transport *tt, struct rio_io *io)
 static int mock_reap(struct rio_transport *tt, int timeout_ms)
 {
     struct mock_transport *t = (struct mock_transport *)tt;
-    struct mock_op *list, *op;
+    struct rio_list list;
+    struct rio_list_node *q;
     int n = 0;
 
     pthread_mutex_lock(&t->mu);
@@ -805,12 +803,12 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
         pthread_mutex_unlock(&t->mu);
         return err;
     }
-    if (!t->done_head && !t->woken && timeout_ms != 0) {
+    if (rio_list_empty(&t->done) && !t->woken && timeout_ms != 0) {
         struct timespec ts;
         uint64_t deadline =
             timeout_ms > 0 ? rio__now_ns() + (uint64_t)timeout_ms * NS_PER_MS : NEVER;
         ns_to_timespec(deadline, &ts);
-        while (!t->done_head && !t->woken) {
+        while (rio_list_empty(&t->done) && !t->woken) {
             if (deadline == NEVER)
                 pthread_cond_wait(&t->done_cv, &t->mu);
             else if (pthread_cond_timedwait(&t->done_cv, &t->mu, &ts) == ETIMEDOUT)
@@ -818,11 +816,12 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
         }
     }
     t->woken = false;
-    list = t->done_head;
-    t->done_head = t->done_tail = NULL;
+    list = t->done;
+    rio_list_init(&t->done);
     /* Settle each op before its completion runs: results out, references and
      * depth released, tpriv cleared so a late cancel finds nothing. */
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, &list, struct mock_op, qnode)
+    {
         struct rio_io *io = op->io;
         io->res = op->res;
         io->svc_ns = op->svc_ns;
@@ -841,18 +840,16 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
     }
     pthread_mutex_unlock(&t->mu);
 
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, &list, struct mock_op, qnode)
+    {
         op->io->complete(op->io);
         n++;
     }
 
-    if (list) {
+    if (!rio_list_empty(&list)) {
         pthread_mutex_lock(&t->mu);
-        while (list) {
-            op = list;
-            list = op->next;
-            op_put_locked(t, op);
-        }
+        while ((q = rio_list_pop_front(&list)))
+            op_put_locked(t, rio_container_of(q, struct mock_op, qnode));
         pthread_mutex_unlock(&t->mu);
     }
     return n;
@@ -993,7 +990,9 @@ static void *mock_main(void *arg)
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         uint64_t now = rio__now_ns();
-        struct mock_op *work = NULL, **tail = &work, *op;
+        struct rio_list work = {0};
+        struct rio_list_node *q;
+        struct mock_op *op;
 
         if (!t->nheap || t->heap[0]->finish_ns > now) {
             t->sleep_until = t->nheap ? t->heap[0]->finish_ns : NEVER;
@@ -1011,21 +1010,15 @@ static void *mock_main(void *arg)
             op = t->heap[0];
             heap_remove(t, op);
             op->state = OP_MOVING;
-            op->next = NULL;
-            *tail = op;
-            tail = &op->next;
+            rio_list_push_back(&work, &op->qnode);
         }
         pthread_mutex_unlock(&t->mu);
 
-        for (op = work; op; op = op->next)
-            serve(t, op);
+        rio_list_each(w, &work, struct mock_op, qnode) serve(t, w);
 
         pthread_mutex_lock(&t->mu);
-        while (work) {
-            op = work;
-            work = op->next;
-            done_append_locked(t, op);
-        }
+        while ((q = rio_list_pop_front(&work)))
+            done_append_locked(t, rio_container_of(q, struct mock_op, qnode));
         pthread_cond_broadcast(&t->done_cv);
     }
     pthread_mutex_unlock(&t->mu);
@@ -1178,7 +1171,6 @@ err_free:
 static void mock_close(struct rio_transport *tt)
 {
     struct mock_transport *t = mock_cast(tt);
-    struct mock_op *op;
     size_t i;
 
     if (!t)
@@ -1194,9 +1186,7 @@ static void mock_close(struct rio_transport *tt)
     for (i = 0; i < t->nheap; i++)
         if (t->heap[i]->up)
             upload_unref(t->heap[i]->up);
-    for (op = t->done_head; op; op = op->next)
-        if (op->up)
-            upload_unref(op->up);
+    rio_list_each(d, &t->done, struct mock_op, qnode) if (d->up) upload_unref(d->up);
 
     while (t->slabs) {
         struct mock_slab *slab = t->slabs;
