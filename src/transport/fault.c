@@ -38,6 +38,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/internal.h"
+#include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
 #include "railio_mock.h"
@@ -68,10 +69,11 @@ struct fop {
     struct rio_io sh;  /* the shadow handed to the inner transport */
     struct rio_io *io; /* the engine's */
     struct fault_transport *t;
-    struct fop *next;        /* free list, reaped list or done list */
-    struct fop *tnext;       /* timer list */
-    struct rio_mock_fault f; /* the fault that fired (f.kind 0: none) */
-    uint8_t *copy;           /* WRITE under BITFLIP: the flipped private copy */
+    struct fop *next;           /* free list */
+    struct rio_list_node qnode; /* reaped list or done list */
+    struct fop *tnext;          /* timer list */
+    struct rio_mock_fault f;    /* the fault that fired (f.kind 0: none) */
+    uint8_t *copy;              /* WRITE under BITFLIP: the flipped private copy */
     uint64_t flip_bit;
     uint64_t due_ns; /* FOP_TIMER */
     int64_t res;     /* what the engine is told */
@@ -112,7 +114,7 @@ struct fault_transport {
 
     /* Touched by the reaping thread only: the shadows the inner reap
      * completed, in order. */
-    struct fop *reaped_head, **reaped_tail;
+    struct rio_list reaped; /* of struct fop by qnode */
 
     pthread_mutex_t mu;
     /* under mu */
@@ -124,8 +126,8 @@ struct fault_transport {
     struct fpath path[RIO_MAX_PATHS];
     struct fop_slab *slabs;
     struct fop *free_ops;
-    struct fop *done_head, **done_tail;
-    struct fop *timers; /* unordered: few ops wait at once */
+    struct rio_list done; /* of struct fop by qnode */
+    struct fop *timers;   /* unordered: few ops wait at once */
     struct landing *landings;
     struct rio_mock_counters ctr; /* the filter's fields only */
 };
@@ -334,9 +336,7 @@ static void done_locked(struct fault_transport *t, struct fop *op, int64_t res)
 {
     op->res = res;
     op->where = FOP_DONE;
-    op->next = NULL;
-    *t->done_tail = op;
-    t->done_tail = &op->next;
+    rio_list_push_back(&t->done, &op->qnode);
 }
 
 static void timer_locked(struct fault_transport *t, struct fop *op, uint64_t due)
@@ -435,9 +435,7 @@ static void shadow_complete(struct rio_io *sh)
     struct fop *op = (struct fop *)sh;
     struct fault_transport *t = op->t;
 
-    op->next = NULL;
-    *t->reaped_tail = op;
-    t->reaped_tail = &op->next;
+    rio_list_push_back(&t->reaped, &op->qnode);
 }
 
 static int fault_submit(struct rio_transport *tt, struct rio_io *io)
@@ -695,43 +693,37 @@ static uint64_t timers_run_locked(struct fault_transport *t, uint64_t now)
  * list, each op's result out and its tpriv cleared. *next: the earliest
  * pending timer.
  */
-static struct fop *collect_locked(struct fault_transport *t, uint64_t *next)
+static void collect_locked(struct fault_transport *t, uint64_t *next, struct rio_list *out)
 {
     uint64_t now = rio__now_ns();
-    struct fop *op, *list;
+    struct rio_list_node *q;
 
-    while ((op = t->reaped_head)) {
-        t->reaped_head = op->next;
-        inner_done_locked(t, op, now);
-    }
-    t->reaped_tail = &t->reaped_head;
+    while ((q = rio_list_pop_front(&t->reaped)))
+        inner_done_locked(t, rio_container_of(q, struct fop, qnode), now);
     *next = timers_run_locked(t, now);
-    list = t->done_head;
-    t->done_head = NULL;
-    t->done_tail = &t->done_head;
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, &t->done, struct fop, qnode)
+    {
         op->io->res = op->res;
         op->io->svc_ns = op->svc_ns;
         op->io->tpriv = NULL;
         t->ctr.inflight--;
     }
-    return list;
+    rio_list_splice_back(out, &t->done);
 }
 
-static int deliver(struct fault_transport *t, struct fop *list)
+static int deliver(struct fault_transport *t, struct rio_list *list)
 {
-    struct fop *op, *next;
+    struct rio_list_node *q;
     int n = 0;
 
-    for (op = list; op; op = op->next) {
+    rio_list_each(op, list, struct fop, qnode)
+    {
         op->io->complete(op->io);
         n++;
     }
     pthread_mutex_lock(&t->mu);
-    for (op = list; op; op = next) {
-        next = op->next;
-        fop_put_locked(t, op);
-    }
+    while ((q = rio_list_pop_front(list)))
+        fop_put_locked(t, rio_container_of(q, struct fop, qnode));
     pthread_mutex_unlock(&t->mu);
     return n;
 }
@@ -740,7 +732,7 @@ static int fault_reap(struct rio_transport *tt, int timeout_ms)
 {
     struct fault_transport *t = (struct fault_transport *)tt;
     uint64_t deadline, next = NEVER, now;
-    struct fop *list;
+    struct rio_list list = {0};
     bool woken;
     int r, wait;
 
@@ -748,7 +740,7 @@ static int fault_reap(struct rio_transport *tt, int timeout_ms)
     deadline = timeout_ms < 0 ? NEVER : now + (uint64_t)timeout_ms * NS_PER_MS;
     pthread_mutex_lock(&t->mu);
     next = timers_run_locked(t, now);
-    woken = t->woken || t->done_head;
+    woken = t->woken || !rio_list_empty(&t->done);
     pthread_mutex_unlock(&t->mu);
     for (;;) {
         uint64_t until = next < deadline ? next : deadline;
@@ -765,25 +757,22 @@ static int fault_reap(struct rio_transport *tt, int timeout_ms)
         r = rio__t_reap(t->inner, wait);
 
         pthread_mutex_lock(&t->mu);
-        list = collect_locked(t, &next);
+        collect_locked(t, &next, &list);
         while (t->resetting && r >= 0) {
             /* The ops a reset cancelled fail with the op that reset their
              * path, in the same reap, as on a real connection. */
-            struct fop **tail = &list;
             t->resetting = false;
             pthread_mutex_unlock(&t->mu);
             r = rio__t_reap(t->inner, 0);
             pthread_mutex_lock(&t->mu);
-            while (*tail)
-                tail = &(*tail)->next;
-            *tail = collect_locked(t, &next);
+            collect_locked(t, &next, &list);
         }
         t->resetting = false;
         woken = t->woken;
         t->woken = false;
         pthread_mutex_unlock(&t->mu);
-        if (list)
-            return deliver(t, list);
+        if (!rio_list_empty(&list))
+            return deliver(t, &list);
         if (r < 0)
             return r;
         if (woken || rio__now_ns() >= deadline)
@@ -980,8 +969,6 @@ int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct
     t->inner = inner;
     t->genchange_ok = rio__mock_is(inner);
     t->rng = o && o->seed ? o->seed : FAULT_SEED0;
-    t->reaped_tail = &t->reaped_head;
-    t->done_tail = &t->done_head;
     ret = pool_grow_locked(t);
     if (ret == 0 && spec)
         ret = parse_rules(t, spec);
