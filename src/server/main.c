@@ -366,6 +366,32 @@ static int num_opt_set(struct rio_srv_config *cfg, int id, const char *v)
     return 0;
 }
 
+/* The options that name an address or a file, kept as given in struct args. */
+static const struct {
+    int id;
+    size_t off;
+} path_opts[] = {
+    {OPT_LISTEN, offsetof(struct args, listen)},
+    {OPT_PORT_FILE, offsetof(struct args, port_file)},
+    {OPT_TOKEN, offsetof(struct args, token_file)},
+    {OPT_LOG_FILE, offsetof(struct args, log_file)},
+    {OPT_TLS_CERT, offsetof(struct args, tls_cert)},
+    {OPT_TLS_KEY, offsetof(struct args, tls_key)},
+    {OPT_METRICS, offsetof(struct args, metrics)},
+    {OPT_METRICS_LISTEN, offsetof(struct args, metrics)},
+};
+
+/* Option id's value into a: whether it was one of those. */
+static bool path_opt_set(struct args *a, int id, const char *v)
+{
+    for (size_t i = 0; i < sizeof(path_opts) / sizeof(path_opts[0]); i++)
+        if (path_opts[i].id == id) {
+            memcpy((char *)a + path_opts[i].off, &v, sizeof(v));
+            return true;
+        }
+    return false;
+}
+
 static int bad_value(const char *opt, const char *v)
 {
     fprintf(stderr, "railiod: invalid value '%s' for --%s\n", v, opt);
@@ -403,12 +429,6 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
         const char *name = c >= 256 ? long_opts[c - 256].name : "";
         switch (c) {
-        case OPT_LISTEN:
-            a->listen = optarg;
-            break;
-        case OPT_PORT_FILE:
-            a->port_file = optarg;
-            break;
         case OPT_EVICT:
             if (strcmp(optarg, "lru") == 0)
                 cfg->evict_lru = 1;
@@ -416,22 +436,6 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 cfg->evict_lru = 0;
             else
                 return bad_value(name, optarg);
-            break;
-        case OPT_TOKEN:
-            a->token_file = optarg;
-            break;
-        case OPT_LOG_FILE:
-            a->log_file = optarg;
-            break;
-        case OPT_TLS_CERT:
-            a->tls_cert = optarg;
-            break;
-        case OPT_TLS_KEY:
-            a->tls_key = optarg;
-            break;
-        case OPT_METRICS:
-        case OPT_METRICS_LISTEN:
-            a->metrics = optarg;
             break;
         case OPT_LOG: {
             int l = rio__srv_log_parse(optarg);
@@ -464,7 +468,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             int ret = num_opt_set(cfg, c, optarg);
             if (ret < 0)
                 return bad_value(name, optarg);
-            if (ret > 0)
+            if (ret > 0 || path_opt_set(a, c, optarg))
                 break;
             usage(stderr);
             return 2;
