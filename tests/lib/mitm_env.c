@@ -14,7 +14,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct mitm_env *mitm__live[8];
 static void mitm__rmdir(struct mitm_env *m)
 {
     char tmp[256];
@@ -28,19 +27,16 @@ static void mitm__rmdir(struct mitm_env *m)
     m->dir[0] = '\0';
 }
 
-static void mitm__atexit(void)
+/* At exit, a proxy the test did not stop is killed, its files removed. */
+static void mitm_at_exit(void *arg)
 {
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++) {
-        struct mitm_env *m = mitm__live[i];
-        if (!m)
-            continue;
-        if (m->pid > 0 && !m->exited) {
-            kill(m->pid, SIGKILL);
-            waitpid(m->pid, NULL, 0);
-        }
-        mitm__rmdir(m);
-        mitm__live[i] = NULL;
+    struct mitm_env *m = arg;
+
+    if (m->pid > 0 && !m->exited) {
+        kill(m->pid, SIGKILL);
+        waitpid(m->pid, NULL, 0);
     }
+    mitm__rmdir(m);
 }
 
 void mitm_script(char *out, size_t cap)
@@ -50,7 +46,6 @@ void mitm_script(char *out, size_t cap)
 
 void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
 {
-    static int registered;
     char script[512];
     const char *argv[MITM_MAX_ARGS];
     int n = 0;
@@ -64,15 +59,7 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
         T_FAIL("mkdtemp: %s", strerror(errno));
     snprintf(m->port_file, sizeof(m->port_file), "%s/port", m->dir);
     snprintf(m->summary, sizeof(m->summary), "%s/summary.json", m->dir);
-    if (!registered) {
-        atexit(mitm__atexit);
-        registered = 1;
-    }
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++)
-        if (!mitm__live[i]) {
-            mitm__live[i] = m;
-            break;
-        }
+    t_on_exit(mitm_at_exit, m);
 
     argv[n++] = "python3";
     argv[n++] = script;
@@ -176,19 +163,7 @@ int mitm_messages(struct mitm_env *m, const char *dir)
 void mitm_halt(struct mitm_env *m)
 {
     if (m->pid > 0 && !m->exited) {
-        int st;
-        uint64_t t0 = t_now_ms();
-        kill(m->pid, SIGTERM);
-        for (;;) {
-            if (waitpid(m->pid, &st, WNOHANG) == m->pid)
-                break;
-            if (t_now_ms() - t0 > 5000) {
-                kill(m->pid, SIGKILL);
-                waitpid(m->pid, &st, 0);
-                break;
-            }
-            usleep(5000);
-        }
+        t_proc_stop(m->pid, 5000);
         m->exited = 1;
     }
 }
@@ -197,7 +172,5 @@ void mitm_stop(struct mitm_env *m)
 {
     mitm_halt(m);
     mitm__rmdir(m);
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++)
-        if (mitm__live[i] == m)
-            mitm__live[i] = NULL;
+    t_on_exit_cancel(m);
 }

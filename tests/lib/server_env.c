@@ -27,7 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct srv_env *srv__live[8];
 void srv_dump_log(const struct srv_env *e)
 {
     char line[1024];
@@ -68,29 +67,24 @@ static void srv__rmdir(struct srv_env *e)
     e->dir[0] = '\0';
 }
 
+/* At exit, a server the test did not stop is killed, its log shown. */
+static void srv_at_exit(void *arg)
+{
+    struct srv_env *e = arg;
+
+    if (e->pid > 0 && !e->exited) {
+        kill(e->pid, SIGKILL);
+        waitpid(e->pid, NULL, 0);
+        srv_dump_log(e);
+    }
+    srv__rmdir(e);
+}
+
 /* e's directory removed, and e no longer stopped at exit. */
 static void srv_forget(struct srv_env *e)
 {
     srv__rmdir(e);
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
-        if (srv__live[i] == e)
-            srv__live[i] = NULL;
-}
-
-static void srv__atexit(void)
-{
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++) {
-        struct srv_env *e = srv__live[i];
-        if (!e)
-            continue;
-        if (e->pid > 0 && !e->exited) {
-            kill(e->pid, SIGKILL);
-            waitpid(e->pid, NULL, 0);
-            srv_dump_log(e);
-        }
-        srv__rmdir(e);
-        srv__live[i] = NULL;
-    }
+    t_on_exit_cancel(e);
 }
 
 void srv_binary(char *out, size_t cap)
@@ -111,22 +105,13 @@ void srv_write_token(struct srv_env *e, const char *token, char *path, size_t ca
 
 void srv_prepare(struct srv_env *e)
 {
-    static int registered;
     memset(e, 0, sizeof(*e));
     snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
     if (!mkdtemp(e->dir))
         T_FAIL("mkdtemp: %s", strerror(errno));
     snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
     snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
-    if (!registered) {
-        atexit(srv__atexit);
-        registered = 1;
-    }
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
-        if (!srv__live[i]) {
-            srv__live[i] = e;
-            break;
-        }
+    t_on_exit(srv_at_exit, e);
 }
 
 static void srv__parse_ports(struct srv_env *e, char *text)
@@ -233,31 +218,19 @@ void srv_start(struct srv_env *e, const char *const *extra)
 
 int srv_wait(struct srv_env *e, unsigned timeout_ms)
 {
-    uint64_t t0 = t_now_ms();
-    int st;
-    for (;;) {
-        pid_t r = waitpid(e->pid, &st, WNOHANG);
-        if (r == e->pid) {
-            e->exited = 1;
-            return st;
-        }
-        if (t_now_ms() - t0 > timeout_ms)
-            return -1;
-        usleep(5000);
-    }
+    int st = t_proc_wait(e->pid, timeout_ms);
+
+    if (st != -1)
+        e->exited = 1;
+    return st;
 }
 
 int srv_stop(struct srv_env *e)
 {
     int st = -1, code = -1;
     if (e->pid > 0 && !e->exited) {
-        kill(e->pid, SIGTERM);
-        st = srv_wait(e, 15000);
-        if (st == -1) {
-            kill(e->pid, SIGKILL);
-            waitpid(e->pid, NULL, 0);
-            e->exited = 1;
-        }
+        st = t_proc_stop(e->pid, 15000);
+        e->exited = 1;
     }
     if (st != -1 && WIFEXITED(st))
         code = WEXITSTATUS(st);

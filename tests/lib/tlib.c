@@ -192,6 +192,76 @@ const char *cli_bin(void)
     return path;
 }
 
+int t_proc_wait(pid_t pid, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int st;
+
+    for (;;) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        if (t_now_ms() - t0 > timeout_ms)
+            return -1;
+        usleep(5000);
+    }
+}
+
+int t_proc_stop(pid_t pid, unsigned timeout_ms)
+{
+    int st;
+
+    kill(pid, SIGTERM);
+    st = t_proc_wait(pid, timeout_ms);
+    if (st == -1) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    return st;
+}
+
+#define ON_EXIT_MAX 16
+static struct {
+    void (*fn)(void *);
+    void *arg;
+    pid_t owner;
+} on_exit_hooks[ON_EXIT_MAX];
+
+static void on_exit_run(void)
+{
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (on_exit_hooks[i].fn && on_exit_hooks[i].owner == getpid()) {
+            void (*fn)(void *) = on_exit_hooks[i].fn;
+
+            on_exit_hooks[i].fn = NULL;
+            fn(on_exit_hooks[i].arg);
+        }
+}
+
+void t_on_exit(void (*fn)(void *), void *arg)
+{
+    static int registered;
+
+    if (!registered) {
+        atexit(on_exit_run);
+        registered = 1;
+    }
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (!on_exit_hooks[i].fn) {
+            on_exit_hooks[i].fn = fn;
+            on_exit_hooks[i].arg = arg;
+            on_exit_hooks[i].owner = getpid();
+            return;
+        }
+    T_FAIL("more than %d exit hooks", ON_EXIT_MAX);
+}
+
+void t_on_exit_cancel(void *arg)
+{
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (on_exit_hooks[i].fn && on_exit_hooks[i].arg == arg)
+            on_exit_hooks[i].fn = NULL;
+}
+
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;

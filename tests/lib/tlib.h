@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "railio.h"
 #include "t.h"
@@ -71,6 +72,17 @@ int t_free_port(void);
 void t_harness_path(char *out, size_t cap, const char *name);
 /* $T_BUILD_DIR/NAME (this build's directory when unset). */
 void t_build_path(char *out, size_t cap, const char *name);
+
+/* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
+int t_proc_wait(pid_t pid, unsigned timeout_ms);
+/* SIGTERM, wait up to timeout_ms, then SIGKILL: the wait status, or -1
+ * when it had to be killed. */
+int t_proc_stop(pid_t pid, unsigned timeout_ms);
+/* Run fn(arg) when the calling process exits normally (not in its forked
+ * children, and not after a failed assertion, which _exits: the harness
+ * kills the test's process group then); t_on_exit_cancel(arg) drops it. */
+void t_on_exit(void (*fn)(void *), void *arg);
+void t_on_exit_cancel(void *arg);
 
 /* Remove dir and everything below it (no error when it is gone). */
 void t_rm_tree(const char *dir);
