@@ -33,8 +33,7 @@ static void mitm_at_exit(void *arg)
     struct mitm_env *m = arg;
 
     if (m->pid > 0 && !m->exited) {
-        kill(m->pid, SIGKILL);
-        waitpid(m->pid, NULL, 0);
+        t_proc_kill(m->pid);
     }
     mitm__rmdir(m);
 }

@@ -73,8 +73,7 @@ static void srv_at_exit(void *arg)
     struct srv_env *e = arg;
 
     if (e->pid > 0 && !e->exited) {
-        kill(e->pid, SIGKILL);
-        waitpid(e->pid, NULL, 0);
+        t_proc_kill(e->pid);
         srv_dump_log(e);
     }
     srv__rmdir(e);
@@ -243,8 +242,7 @@ int srv_stop(struct srv_env *e)
 void srv_kill9(struct srv_env *e)
 {
     if (e->pid > 0 && !e->exited) {
-        kill(e->pid, SIGKILL);
-        waitpid(e->pid, NULL, 0);
+        t_proc_kill(e->pid);
         e->exited = 1;
     }
     srv_forget(e);

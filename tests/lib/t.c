@@ -63,15 +63,20 @@ static void vreport(const char *kind, const char *file, int line, const char *fm
 
 /* _exit, not exit: a failed or skipped test may hold memory on purpose, and
  * LeakSanitizer at exit would turn that into a second, misleading report. */
+static void __attribute__((noreturn))
+report_exit(const char *kind, int code, const char *file, int line, const char *fmt, va_list ap)
+{
+    vreport(kind, file, line, fmt, ap);
+    fflush(NULL);
+    _exit(code);
+}
+
 void t__fail(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vreport("FAIL", file, line, fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    _exit(T_EXIT_FAIL);
+    report_exit("FAIL", T_EXIT_FAIL, file, line, fmt, ap);
 }
 
 void t__skip(const char *file, int line, const char *fmt, ...)
@@ -79,10 +84,7 @@ void t__skip(const char *file, int line, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vreport("SKIP", file, line, fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    _exit(T_EXIT_SKIP);
+    report_exit("SKIP", T_EXIT_SKIP, file, line, fmt, ap);
 }
 
 static const char *op_str(int op)

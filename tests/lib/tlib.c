@@ -206,16 +206,20 @@ int t_proc_wait(pid_t pid, unsigned timeout_ms)
     }
 }
 
+void t_proc_kill(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
 int t_proc_stop(pid_t pid, unsigned timeout_ms)
 {
     int st;
 
     kill(pid, SIGTERM);
     st = t_proc_wait(pid, timeout_ms);
-    if (st == -1) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
+    if (st == -1)
+        t_proc_kill(pid);
     return st;
 }
 

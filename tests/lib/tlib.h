@@ -75,6 +75,8 @@ void t_build_path(char *out, size_t cap, const char *name);
 
 /* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
 int t_proc_wait(pid_t pid, unsigned timeout_ms);
+/* SIGKILL and reap child pid. */
+void t_proc_kill(pid_t pid);
 /* SIGTERM, wait up to timeout_ms, then SIGKILL: the wait status, or -1
  * when it had to be killed. */
 int t_proc_stop(pid_t pid, unsigned timeout_ms);
