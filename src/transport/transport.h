@@ -59,9 +59,37 @@ struct rio_io {
 /* Stores the descriptor's etag (the stream MD5) at put_commit. Without it
  * the engine does not compute the MD5 of a PUT (d->etag is ""). */
 #define RIO_CAP_ETAG 0x4u
+/* A put_commit that returns a retryable class (transport.h, metadata rule)
+ * leaves the upload as it was: not consumed, nothing published, so the
+ * engine may call put_commit again with it, or put_abort. Without this bit
+ * put_commit consumes the upload whatever it returns and is tried once. */
+#define RIO_CAP_COMMIT_RETRY 0x8u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
+
+/*
+ * Path state a transport reports to the engine (rio__t_path_event). The
+ * transport says what it sees; the engine decides what to do:
+ *
+ *   RIO_PATH_DOWN      the path cannot carry ops now (its connection's dial
+ *                      was refused, cut or timed out; err says why): the
+ *                      engine cools it at once, moves its chunks to the
+ *                      other paths and probes it after the cooldown, as if
+ *                      an op on it had failed with err.
+ *   RIO_PATH_UP        the path can carry ops again (a background re-dial
+ *                      succeeded): a cooling path's cooldown ends now and it
+ *                      is probed with one op at once; a degraded path gets
+ *                      its whole depth back. No effect on a healthy path.
+ *   RIO_PATH_DEGRADED  the path works at part of its capacity: the engine
+ *                      halves its depth (at least 1) until it reports UP or
+ *                      goes down.
+ *
+ * A transport reports transitions, not every op's outcome: ops still
+ * complete with their own errors, and the engine handles both (a path
+ * already cooling is not cooled again by DOWN).
+ */
+enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 };
 
 /*
  * Threads, locks and reentrancy. The engine runs one thread per client (the
@@ -83,6 +111,21 @@ struct rio_transport;
  *               at once
  *   path_cap    any thread               held          no
  *   cpu_ns      any thread               not held      no
+ *
+ * And the other way, the transport calling the engine:
+ *
+ *   call            thread                 transport's locks   may block
+ *   complete        engine thread, in reap none held           no
+ *   path_event      engine thread in reap, none held           briefly (it
+ *                   or any thread the                          takes the
+ *                   transport owns                             client lock)
+ *
+ * path_event (rio__t_path_event) takes the client lock, so it must never be
+ * called from submit, cancel or path_cap (which run with it held), nor
+ * with a lock of the transport held (lock order); it records the event
+ * and wakes the engine, which applies it in its own thread after the
+ * current reap returns. It may be called before the engine listens (then it
+ * does nothing) and after open; not from close.
  *
  * So cancel may run in a caller's thread while the engine thread is inside
  * reap, and wake may run at any time, also before the first reap; reap and
@@ -123,7 +166,19 @@ struct rio_transport_ops {
 
     /* Metadata: synchronous (may block on round trips), thread-safe, called
      * from callers and metadata workers at once, never with the client lock
-     * held. */
+     * held.
+     *
+     * Retry is the engine's (core/meta.c): each op makes one try (no loop of
+     * its own for transient errors) and the engine tries again, within
+     * retry_attempts, the backoff and the call's deadline, when the error's
+     * class is retryable (core/errors.c). So an op returns a retryable class
+     * (reset, refused, timeout, unreach, dns, short, checksum, server,
+     * throttle) only when repeating it is safe: it did not take effect, or
+     * taking effect twice is the same as once (a lookup; a put_open whose
+     * orphan the target reclaims). An op that may have taken effect and
+     * must not be repeated returns RIO_EUNKNOWN (never retried). put_commit
+     * is retried only with RIO_CAP_COMMIT_RETRY (above); put_abort has no
+     * result and is never retried (the target reclaims what it leaves). */
     int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
@@ -151,19 +206,29 @@ struct rio_transport {
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
     uint64_t put_chunk_min;
     uint64_t put_chunks_max;
+    /* Set by the engine before its thread starts, valid until close; a
+     * transport only calls it through rio__t_path_event. */
+    void (*path_event)(struct rio_transport *t, unsigned path, int state, int err);
+    void *engine;
 };
 
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
 
+/* Open url with ops, and stack the fault filter (transport/fault.h) over it
+ * when url carries `faults=` or is mock://. What rio__t_open runs. */
+int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                        const struct rio_options *o, struct rio_transport **out);
+
 /* --- wrappers: the only way the engine reaches a transport ---
  * Each states who may call it; the table above the ops is the full rule. */
 
-/* rio_client_new's caller, no client lock; may block. */
+/* rio_client_new's caller, no client lock; may block. *out may be the
+ * fault filter stacked over the transport of ops (rio__transport_open). */
 static inline int rio__t_open(const struct rio_transport_ops *ops, const struct rio_url *url,
                               const struct rio_options *o, struct rio_transport **out)
 {
-    return ops->open(url, o, out);
+    return rio__transport_open(ops, url, o, out);
 }
 
 /* Nothing in flight, engine thread stopped; may block. */
@@ -244,6 +309,16 @@ static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
 static inline uint64_t rio__t_cpu_ns(struct rio_transport *t)
 {
     return t->ops->cpu_ns ? t->ops->cpu_ns(t) : 0;
+}
+
+/* --- the transport's way back: report path state (enum rio_path_state).
+ * Engine thread inside reap, or any thread the transport owns; never from
+ * submit, cancel or path_cap, never with a transport lock held. Does
+ * nothing while no engine listens. */
+static inline void rio__t_path_event(struct rio_transport *t, unsigned path, int state, int err)
+{
+    if (t->path_event && path < t->npaths)
+        t->path_event(t, path, state, err);
 }
 
 #endif /* RIO_TRANSPORT_H */

@@ -3,11 +3,11 @@
  * AWS Signature Version 4 for S3 requests, and the encodings it rests on.
  * Pure functions over caller-owned buffers: no allocation, no locks, safe
  * from any thread as long as each thread passes its own digest context.
- * Used by the s3:// transport (s3.c); kept apart so the unit tests can check
+ * Used by the s3:// transport (request.c); kept apart so the unit tests can check
  * it against AWS's published examples without libcurl.
  */
-#ifndef RIO_S3_SIGN_H
-#define RIO_S3_SIGN_H
+#ifndef RIO_TRANSPORT_S3_SIGN_H
+#define RIO_TRANSPORT_S3_SIGN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * SigV4 signing (see s3_sign.h). The canonical request is never built as one
+ * SigV4 signing (see sign.h). The canonical request is never built as one
  * string: it is hashed piece by piece, so a request with a 1 KiB key and a
  * dozen headers needs no buffer larger than the Authorization value itself.
  * HMAC-SHA256 is written over the caller's EVP_MD_CTX (HMAC = H(K^opad ||
@@ -11,7 +11,7 @@
 
 #include <openssl/evp.h>
 
-#include "transport/s3_sign.h"
+#include "transport/s3/sign.h"
 
 #define SHA256_LEN 32
 #define SHA256_BLOCK 64

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The rados:// head object's text format (docs/rados.md): its parser and the
- * pieces its writer shares, apart from librados so that the parser can be
- * fuzzed (tests/fuzz/fuzz_rados_head.c) and built without it.
+ * The rados:// head object's text format (docs/rados.md): its writer and its
+ * parser, apart from librados so that both can be fuzzed
+ * (tests/fuzz/fuzz_rados_head.c) and built without it.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "railio.h"
 #include "transport/rados.h"
-#include "transport/rados_head.h"
+#include "transport/rados/head.h"
 
 int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t generation,
                           uint64_t index)
@@ -291,4 +292,52 @@ int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct r
 err:
     rio__rados_head_cleanup(h);
     return ret;
+}
+
+int rio__rados_head_format(const char *key, const struct rio__rados_head *h, char **out,
+                           size_t *outlen)
+{
+    size_t kenc = rio__rados_pct_len(key), cap;
+    char name[RIO_RADOS_NAME_MAX];
+    char *buf, *p;
+
+    if (h->npools == 0 || h->npools > RIO_RADOS_MAX_HEAD_POOLS || (h->nchunks && !h->xxh))
+        return RIO_EINVAL;
+    /* Fixed lines, pool lines, then per chunk: "chunk " + 20 + 1 + 2 + 1 +
+     * 16 + 1 + the encoded name (key, '.', 16, '.', 16) + '\n'. */
+    cap = 256 + kenc;
+    for (unsigned i = 0; i < h->npools; i++)
+        cap += 16 + rio__rados_pct_len(h->pools[i]);
+    if (h->nchunks > (SIZE_MAX - cap) / (kenc + 100))
+        return -ENOMEM;
+    cap += (size_t)h->nchunks * (kenc + 100);
+    if (cap > RIO_RADOS_HEAD_MAX)
+        return RIO_EINVAL; /* too many chunks for one head: use larger chunks */
+    buf = rio__malloc(cap);
+    if (!buf)
+        return -ENOMEM;
+    p = buf;
+    p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
+    p = rio__rados_pct_put(p, key);
+    p += sprintf(p,
+                 "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
+                 "\nnchunks %" PRIu64 "\netag %s\nnamespace %s\npools %u\n",
+                 h->generation, h->size, h->chunk_size, h->nchunks, h->etag[0] ? h->etag : "-",
+                 RIO_RADOS_CHUNK_NS, h->npools);
+    for (unsigned i = 0; i < h->npools; i++) {
+        p += sprintf(p, "pool %u ", i);
+        p = rio__rados_pct_put(p, h->pools[i]);
+        *p++ = '\n';
+    }
+    for (uint64_t i = 0; i < h->nchunks; i++) {
+        unsigned pi = h->chunk_pool ? h->chunk_pool[i] : (unsigned)(i % h->npools);
+        p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, pi, h->xxh[i]);
+        rio__rados_chunk_name(name, sizeof(name), key, h->generation, i);
+        p = rio__rados_pct_put(p, name);
+        *p++ = '\n';
+    }
+    p += sprintf(p, "end\n");
+    *out = buf;
+    *outlen = (size_t)(p - buf);
+    return 0;
 }

@@ -30,6 +30,15 @@ struct rio__rados_head {
 int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h);
 void rio__rados_head_cleanup(struct rio__rados_head *h);
 
+/*
+ * The head text of key for *h (what rio__rados_head_parse reads back):
+ * chunk i in pool h->chunk_pool[i], or i % npools when chunk_pool is NULL.
+ * *out is rio__malloc'd, *outlen its length. RIO_EINVAL when the head would
+ * pass RIO_RADOS_HEAD_MAX (too many chunks: larger chunks make it fit).
+ */
+int rio__rados_head_format(const char *key, const struct rio__rados_head *h, char **out,
+                           size_t *outlen);
+
 /* Percent-encoding of names in the head: bytes <= 0x20, '%' and >= 0x7f as
  * %XX. The encoded length of s; pct_put writes it at d and returns the end. */
 size_t rio__rados_pct_len(const char *s);
