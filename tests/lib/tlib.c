@@ -27,6 +27,7 @@
 #include "core/internal.h"
 #include "railio_mock.h"
 #include "tlib.h"
+#include "transport/fault.h"
 #include "transport/tcp.h"
 #ifdef RIO_HAVE_RADOS
 #include "transport/rados.h"
@@ -458,7 +459,10 @@ void t__idle(struct rio_client *c, const char *file, int line)
     rio_mock_counters(c, &m);
     t__check_u(file, line, "mock.inflight", "0", T__EQ, m.inflight, 0);
     t__check_u(file, line, "mock.rollback_violations", "0", T__EQ, m.rollback_violations, 0);
-    while (rio__tcp_counters(rio__client_transport(c), &tk) >= 0 && tk.slots_armed) {
+    /* Under the fault filter (faults= in the URL, always on mock://). */
+    struct rio_transport *inner = rio__fault_inner(rio__client_transport(c));
+
+    while (rio__tcp_counters(inner, &tk) >= 0 && tk.slots_armed) {
         if (t_now_ms() - t0 > 3000)
             t__fail(file, line, "transport still holds %" PRIu64 " slot(s)", tk.slots_armed);
         t_sleep_ms(2);
@@ -466,7 +470,7 @@ void t__idle(struct rio_client *c, const char *file, int line)
 #ifdef RIO_HAVE_RADOS
     struct rio_rados_counters r;
 
-    rio__rados_counters(rio__client_transport(c), &r);
+    rio__rados_counters(inner, &r);
     if (r.inflight_ops || r.inflight_bytes)
         t__fail(file, line, "rados: %" PRIu64 " ops, %" PRIu64 " bytes still in flight",
                 r.inflight_ops, r.inflight_bytes);
