@@ -613,10 +613,7 @@ TEST(cli_put_get_stat_rm)
     snprintf(out, sizeof(out), "%s/cli-out", t_ceph_dir());
     size_t n = 3 * RU_MIB + 17;
     uint8_t *src = ru_pattern(n, 77);
-    FILE *f = fopen(in, "w");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    t_write_file(in, src, n);
     snprintf(cmd, sizeof(cmd),
              "RIO_CEPH_CONF=%s '%s/railio' put rados://rio/cli/obj '%s' >&2 && "
              "RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj >&2 && "
@@ -1036,10 +1033,7 @@ TEST(cli_put_from_stdin)
     snprintf(out, sizeof(out), "%s/stdin-out", t_ceph_dir());
     size_t n = 5 * RU_MIB + 3;
     uint8_t *src = ru_pattern(n, 78);
-    FILE *f = fopen(in, "w");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    t_write_file(in, src, n);
     snprintf(cmd, sizeof(cmd),
              "cat '%s' | RIO_CEPH_CONF=%s '%s/railio' put 'rados://rio/cli/stdin?chunk=1M' - "
              ">&2 && RIO_CEPH_CONF=%s '%s/railio' get rados://rio/cli/stdin '%s' >&2 && "

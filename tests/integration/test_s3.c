@@ -147,10 +147,7 @@ TEST(curl_reads_railio_and_railio_reads_curl)
 
         /* The other way: curl PUTs, railio GETs. */
         snprintf(file, sizeof(file), "%s/cross.%d", su_dir, (int)getpid());
-        FILE *f = fopen(file, "wb");
-        T_NOTNULL(f);
-        T_EQ(fwrite(src, 1, n, f), n);
-        fclose(f);
+        t_write_file(file, src, n);
         snprintf(key, sizeof(key), "cross/curl-%zu", n);
         snprintf(path, sizeof(path), BUCKET "/%s", key);
         snprintf(args, sizeof(args), "-T '%s'", file);
@@ -335,10 +332,7 @@ TEST(overwrite_during_get_never_stitches)
     uint8_t *a = su_pattern(n, 900), *b = su_pattern(n, 901), *dst = malloc(n);
     T_NOTNULL(dst);
     snprintf(file, sizeof(file), "%s/race.%d", su_dir, (int)getpid());
-    FILE *f = fopen(file, "wb");
-    T_NOTNULL(f);
-    T_EQ(fwrite(b, 1, n, f), n);
-    fclose(f);
+    t_write_file(file, b, n);
     w.ep = su_rgw(BUCKET);
     w.file = file;
     for (unsigned round = 0; round < 2; round++) {

@@ -223,10 +223,7 @@ TEST(etag_change_mid_read_is_a_generation_error)
 
     T_NOTNULL(dst);
     snprintf(path, sizeof(path), "%s/etag.src", su_dir);
-    FILE *f = fopen(path, "wb");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    t_write_file(path, src, n);
     snprintf(cmd, sizeof(cmd),
              "curl -s -f -m 10 -o /dev/null -T '%s' http://127.0.0.1:%d/fb/F_etag_1/plain", path,
              port);
