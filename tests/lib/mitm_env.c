@@ -128,19 +128,28 @@ char *mitm_summary(struct mitm_env *m)
 }
 
 /* The integer after "key": in the summary's text (the first one), or -1. */
-static long mitm__field(const char *text, const char *key)
+long mitm_field(struct mitm_env *m, const char *key, int nth)
 {
-    char pat[64];
+    char *text = mitm_summary(m), pat[64];
+    const char *p = text;
+    long v = -1;
+
     snprintf(pat, sizeof(pat), "\"%s\": ", key);
-    const char *p = strstr(text, pat);
-    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+    for (int i = 0; p && i <= nth; i++) {
+        p = strstr(p, pat);
+        if (p && i < nth)
+            p += strlen(pat);
+    }
+    if (p)
+        v = strtol(p + strlen(pat), NULL, 10);
+    free(text);
+    return v;
 }
 
 static long mitm__read(struct mitm_env *m, const char *key)
 {
-    char *text = mitm_summary(m);
-    long v = mitm__field(text, key);
-    free(text);
+    long v = mitm_field(m, key, 0);
+
     return v < 0 ? 0 : v;
 }
 

@@ -122,6 +122,31 @@ int t_sh(const char *fmt, ...)
     return WEXITSTATUS(st);
 }
 
+/* All of p over fd in one direction: 0, or -1. */
+static int xfer_all(int fd, char *p, size_t n, int sending)
+{
+    while (n > 0) {
+        ssize_t r = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int t_send_all(int fd, const void *p, size_t n)
+{
+    return xfer_all(fd, (char *)p, n, 1);
+}
+
+int t_recv_all(int fd, void *p, size_t n)
+{
+    return xfer_all(fd, p, n, 0);
+}
+
 int t_read_int(const char *path)
 {
     FILE *f = fopen(path, "r");

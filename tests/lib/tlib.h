@@ -61,6 +61,10 @@ void t_sleep_ms(unsigned ms);
 /* Run a shell command (stdio flushed first); its exit status, -1 if it did
  * not exit. */
 int t_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* All n bytes sent (MSG_NOSIGNAL) or received on a socket: 0, or -1 (EOF,
+ * an error or the socket's timeout). */
+int t_send_all(int fd, const void *p, size_t n);
+int t_recv_all(int fd, void *p, size_t n);
 /* The first integer in a file, 0 when missing or unreadable. */
 int t_read_int(const char *path);
 /* A TCP port on 127.0.0.1 nothing listens on right now, below the kernel's
