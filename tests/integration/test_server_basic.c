@@ -59,9 +59,7 @@ TEST(sizes_round_trip)
     struct wc c;
     char key[32];
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         uint8_t *data = pattern(sizes[i], 100 + i);
         snprintf(key, sizeof(key), "obj/%u", i);
@@ -82,8 +80,7 @@ TEST(sizes_round_trip)
         T_EQ(wc_delete(&c, key), RIO_ENOTFOUND);
         free(data);
     }
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Chunks of one upload over three connections to two listeners (rails). */
@@ -136,8 +133,7 @@ TEST(hello_lists_rails)
     T_EQ(hr.rail_len[1], strlen(want));
     T_TRUE(memcmp(hr.rail[1], want, hr.rail_len[1]) == 0);
     free(keep);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(chunk_checksum_and_geometry)
@@ -150,9 +146,7 @@ TEST(chunk_checksum_and_geometry)
     uint64_t up = 0, gen = 0;
     char etag[33];
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     wc_etag(data, size, etag);
     T_EQ(wc_put_open(&c, "ck", size, CHUNK, 0, &up), 0);
     /* Wrong checksum: refused and not stored. */
@@ -205,8 +199,7 @@ TEST(chunk_checksum_and_geometry)
     T_EQ(wc_ping(&c), 0);
     free(x);
     free(data);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Upload ids are the upload's capability: no id tells the next one (a
@@ -229,8 +222,7 @@ TEST(upload_ids_are_unguessable)
             close_pairs += d < (1ull << 32);
         }
     T_EQ(close_pairs, 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(generations_and_bounds)
@@ -240,9 +232,7 @@ TEST(generations_and_bounds)
     const uint64_t size = 4 * CHUNK;
     uint8_t *a = pattern(size, 1), *b = pattern(size, 2), *buf = malloc(CHUNK);
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     wc_connect(&c2, e.addr[0]);
     wc_hello(&c2, NULL);
     uint64_t g1 = wc_put(&c, "g", a, size, CHUNK);
@@ -273,8 +263,7 @@ TEST(generations_and_bounds)
     free(b);
     free(buf);
     wc_close(&c);
-    wc_close(&c2);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c2);
 }
 
 /* A PUT replacing the object while a large READ of the old one is being
@@ -288,9 +277,7 @@ TEST(replace_during_send)
     struct rio_proto_hdr h;
     uint8_t *body = NULL;
 
-    srv_start(&e, NULL);
-    wc_connect(&r, e.addr[0]);
-    wc_hello(&r, NULL);
+    srv_start_wc(&e, NULL, &r);
     wc_connect(&w, e.addr[0]);
     wc_hello(&w, NULL);
     uint64_t g1 = wc_put(&w, "big", a, size, 4u << 20);
@@ -314,8 +301,7 @@ TEST(replace_during_send)
     free(a);
     free(b);
     wc_close(&r);
-    wc_close(&w);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &w);
 }
 
 /* Many requests written back to back before any response is read. */
@@ -327,9 +313,7 @@ TEST(pipelining)
     const uint64_t size = 8 * 4096;
     uint8_t *data = pattern(size, 3);
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     uint64_t gen = wc_put(&c, "p", data, size, 4096);
     for (unsigned i = 0; i < n; i++) {
         struct rio_proto_read m = {
@@ -373,6 +357,5 @@ TEST(pipelining)
     T_GE(st.connections, 1u);
     free(body);
     free(data);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

@@ -59,8 +59,7 @@ TEST(round_trips_and_restart)
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 13u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 13.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* Restart: every object byte-exact with the same generation. */
     start(&e, dir, 1, "64M");
@@ -101,8 +100,7 @@ TEST(round_trips_and_restart)
     /* DELETE survives a restart. */
     T_EQ(wc_delete(&c, "obj/1"), 0);
     T_EQ(wc_delete(&c, "obj/1"), RIO_ENOTFOUND);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     start(&e, dir, 0, "64M");
     wc_connect(&c, e.addr[0]);
@@ -111,8 +109,7 @@ TEST(round_trips_and_restart)
     free(keep);
     expect_version(&c, "obj/0", 0, 2, g);
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 12.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* A memory cache smaller than the data: evicted objects are read from disk. */
@@ -137,8 +134,7 @@ TEST(memory_is_a_cache)
         expect_version(&c, key, k, 7, gens[k]);
     }
     T_GT(srv_scrape(&e, "railiod_disk_reads_total"), 0.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 static void write_file(const char *path, const void *p, size_t n)
@@ -198,8 +194,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     g[2] = put_version(&c, "data", 2, 1, 16384);
     g[3] = put_version(&c, "fine", 3, 1, 16384);
     g[4] = put_version(&c, "hdrtrunc", 4, 1, 16384);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* A byte of the metadata (inside the key) flipped. */
     file_of(dir, g[0], path, sizeof(path));
@@ -237,8 +232,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     T_NULL(buf);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 4.0);
     expect_version(&c, "fine", 3, 1, g[3]);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 static void le64_at(uint8_t *p, uint64_t v)
@@ -294,8 +288,7 @@ TEST(generations_continue_above_records)
     T_GT(put_version(&c, "next", 10, 1, 4096), gen);
     T_GT(put_version(&c, key, 9, 4, 4096), gen);
     expect_version(&c, key, 9, 4, 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
     free(f);
     free(x);
     free(d);

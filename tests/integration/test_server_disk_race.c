@@ -177,8 +177,7 @@ TEST(held_commit_does_not_stall_the_worker)
     T_GT(gen, g1);
     expect_version(&b, "hold/a", 2, 1, gen);
     wc_close(&a);
-    wc_close(&b);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &b);
 }
 
 TEST(delete_wins_over_an_older_put)
@@ -253,8 +252,7 @@ TEST(delete_wins_over_an_older_put)
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "d-", NULL, 0), 0u); /* reclaimed at start-up */
-    wc_close(&b);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &b);
 }
 
 static void le64_at(uint8_t *p, uint64_t v)
@@ -299,8 +297,7 @@ TEST(recovery_honours_tombstones)
     g1 = put_version(&c, "gone", 1, 1);
     g2 = put_version(&c, "kept", 2, 1);
     g3 = put_version(&c, "newer", 3, 1);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* A tombstone above "gone", one below "newer", a corrupt one for "kept". */
     write_tomb(dir, "gone", g1 + 1, 0);
@@ -318,6 +315,5 @@ TEST(recovery_honours_tombstones)
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 2.0);
     /* Generations continue above the tombstones too. */
     T_GT(put_version(&c, "gone", 1, 2), g3);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

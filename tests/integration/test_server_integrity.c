@@ -102,8 +102,7 @@ TEST(put_open_flip_never_opens_another_key)
     uint8_t back[8192];
     T_EQ(wc_read(&c, "model/weights-00", gen, 0, sizeof(back), back), 0);
     T_MEMEQ(back, data, sizeof(back));
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* A flip in ttl_ms (bytes 16..19 of the body) gave an acknowledged object an
@@ -165,8 +164,7 @@ TEST(commit_etag_flip_is_detected)
     wc_hello(&d, NULL);
     T_EQ(wc_lookup(&d, "etagged", &desc, &keep), RIO_ENOTFOUND);
     free(keep);
-    wc_close(&d);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &d);
 }
 
 /*
@@ -233,8 +231,7 @@ TEST(injected_frames_after_auth_are_rejected)
     }
     /* A genuine DELETE on the session works. */
     T_EQ(wc_delete(&c, "victim"), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /*
@@ -265,6 +262,5 @@ TEST(version1_client_gets_no_common_version)
     T_EQ(r.body_len, 0u);
     T_EQ(r.status, RIO_ENOTSUP);
     T_EQ(wc_wait_closed(&c, 3000), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

@@ -24,9 +24,7 @@ TEST(sigterm_drains_inflight_read)
     struct rio_proto_hdr h;
 
     t_fill_pattern(data, size, 21);
-    srv_start(&e, args);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    srv_start_wc(&e, args, &w);
     uint64_t gen = wc_put(&w, "big", data, size, 4 * MIB);
     wc_close(&w);
     wc_connect(&idle, e.addr[0]);
@@ -81,9 +79,7 @@ TEST(drain_deadline)
     uint8_t *data = malloc(size);
 
     t_fill_pattern(data, size, 22);
-    srv_start(&e, args);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    srv_start_wc(&e, args, &w);
     uint64_t gen = wc_put(&w, "big", data, size, 4 * MIB);
     T_OK(wc_try_connect_ex(&r, e.addr[0], 10, 4096));
     struct rio_proto_read m = {
@@ -175,8 +171,7 @@ TEST(metrics_endpoint)
     text = run_cmd(cmd);
     T_STREQ(text, "404");
     free(text);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* `railio serve ARGS` is railiod ARGS. */
@@ -199,8 +194,7 @@ TEST(railio_serve)
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, NULL);
     T_EQ(wc_ping(&c), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* ------------------------------------------------- many clients at once */

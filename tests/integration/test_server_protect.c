@@ -404,9 +404,7 @@ static void take_over(int trickle)
     pthread_t th;
 
     t_fill_pattern(data, size, 21);
-    srv_start(&e, args);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
+    srv_start_wc(&e, args, &a);
     wc_connect(&b, e.addr[0]);
     wc_hello(&b, NULL);
     T_EQ(wc_put_open(&b, "taken", size, CHUNK, 0, &up), 0);
@@ -544,8 +542,7 @@ TEST(authentication)
     uint64_t gen = wc_put(&c, "k", data, sizeof(data), 64);
     T_EQ(wc_read(&c, "k", gen, 90, 10, buf), 0);
     T_MEMEQ(buf, data + 90, 10);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(idle_connections_are_closed)
@@ -554,13 +551,10 @@ TEST(idle_connections_are_closed)
     const char *args[] = {"--idle-timeout", "400ms", NULL};
     struct wc c;
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     uint64_t t0 = t_now_ms();
     T_EQ(wc_wait_closed(&c, 3000), 0);
     T_GT(t_now_ms() - t0, 300u);
     T_LT(t_now_ms() - t0, 2500u);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

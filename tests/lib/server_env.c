@@ -772,3 +772,16 @@ double srv_scrape(struct srv_env *e, const char *series)
     free(text);
     return v;
 }
+
+void srv_start_wc(struct srv_env *e, const char *const *extra, struct wc *c)
+{
+    srv_start(e, extra);
+    wc_connect(c, e->addr[0]);
+    wc_hello(c, NULL);
+}
+
+void srv__end_wc(struct srv_env *e, struct wc *c, const char *file, int line)
+{
+    wc_close(c);
+    t__check_i(file, line, "srv_stop(e)", "0", T__EQ, srv_stop(e), 0);
+}
