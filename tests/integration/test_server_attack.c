@@ -134,8 +134,7 @@ TEST(handshake_timeout)
 
     srv_start(&e, args);
     wc_connect(&idle, e.addr[0]);
-    wc_connect(&ok, e.addr[0]);
-    wc_hello(&ok, NULL);
+    wc_open(&ok, e.addr[0]);
     /* Without a token HELLO is optional: any request answered will do. */
     wc_connect(&noh, e.addr[0]);
     T_EQ(wc_ping(&noh), 0);
@@ -277,8 +276,7 @@ TEST(disk_small_read_off_the_event_loop)
     char etag[33] = "00000000000000000000000000000000";
 
     srv_start_wc(&e, args, &c);
-    wc_connect(&p, e.addr[0]);
-    wc_hello(&p, NULL);
+    wc_open(&p, e.addr[0]);
     T_EQ(wc_put_open(&c, "big", size, chunk, 0, &up), 0);
     for (uint64_t i = 0; i < 2; i++) {
         t_fill_pattern_at(data, chunk, 77, i * chunk);

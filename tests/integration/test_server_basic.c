@@ -95,8 +95,7 @@ TEST(chunks_over_several_connections)
     srv_start_listen(&e, "127.0.0.1:0,127.0.0.1:0", NULL);
     T_EQ(e.naddr, 2u);
     for (int i = 0; i < 3; i++) {
-        wc_connect(&c[i], e.addr[i % 2]);
-        wc_hello(&c[i], NULL);
+        wc_open(&c[i], e.addr[i % 2]);
     }
     uint64_t gen = wc_put_multi(c, 3, "multi", data, size, CHUNK);
     check_desc(&c[2], "multi", gen, data, size, CHUNK);
@@ -233,8 +232,7 @@ TEST(generations_and_bounds)
     uint8_t *a = pattern(size, 1), *b = pattern(size, 2), *buf = malloc(CHUNK);
 
     srv_start_wc(&e, NULL, &c);
-    wc_connect(&c2, e.addr[0]);
-    wc_hello(&c2, NULL);
+    wc_open(&c2, e.addr[0]);
     uint64_t g1 = wc_put(&c, "g", a, size, CHUNK);
     /* A reader takes chunk 0 of g1, then the key is replaced. */
     T_EQ(wc_read(&c2, "g", g1, 0, CHUNK, buf), 0);
@@ -278,8 +276,7 @@ TEST(replace_during_send)
     uint8_t *body = NULL;
 
     srv_start_wc(&e, NULL, &r);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    wc_open(&w, e.addr[0]);
     uint64_t g1 = wc_put(&w, "big", a, size, 4u << 20);
     /* Ask for all 32 MiB in one READ but do not read it yet: the server
      * can only push what the socket buffers hold. */

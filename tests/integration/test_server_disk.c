@@ -39,8 +39,7 @@ TEST(round_trips_and_restart)
     const uint64_t chunks[] = {1u << 20, 64u * 1024u, 10007u};
 
     start(&e, dir, 1, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 12; k++) {
         snprintf(key, sizeof(key), "obj/%u", k);
         gens[k] = put_version(&c, key, k, 1, chunks[k % 3]);
@@ -65,8 +64,7 @@ TEST(round_trips_and_restart)
     start(&e, dir, 1, "64M");
     T_EQ(srv_scrape(&e, "railiod_disk_recovered_objects"), 13.0);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 12; k++) {
         snprintf(key, sizeof(key), "obj/%u", k);
         expect_version(&c, key, k, k == 3 ? 2 : 1, gens[k]);
@@ -103,8 +101,7 @@ TEST(round_trips_and_restart)
     srv_end_wc(&e, &c);
 
     start(&e, dir, 0, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_lookup(&c, "obj/1", &d, &keep), RIO_ENOTFOUND);
     free(keep);
     expect_version(&c, "obj/0", 0, 2, g);
@@ -122,8 +119,7 @@ TEST(memory_is_a_cache)
     uint64_t gens[16];
 
     start(&e, dir, 0, "1M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 16; k++) {
         snprintf(key, sizeof(key), "c/%u", k);
         gens[k] = put_version(&c, key, k, 7, 32u * 1024u);
@@ -187,8 +183,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     struct stat st;
 
     start(&e, dir, 1, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     g[0] = put_version(&c, "meta", 0, 1, 16384);
     g[1] = put_version(&c, "trunc", 1, 1, 16384);
     g[2] = put_version(&c, "data", 2, 1, 16384);
@@ -219,8 +214,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     T_EQ(srv_scrape(&e, "railiod_disk_discarded_partial"), 1.0);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0) - 3u, 2u); /* .corrupt ones keep the prefix */
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_lookup(&c, "meta", &d, &keep), RIO_ENOTFOUND);
     free(keep);
     T_EQ(wc_lookup(&c, "trunc", &d, &keep), RIO_ENOTFOUND);
@@ -282,8 +276,7 @@ TEST(generations_continue_above_records)
 
     start(&e, dir, 1, "64M");
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     expect_version(&c, key, 9, 3, gen);
     T_GT(put_version(&c, "next", 10, 1, 4096), gen);
     T_GT(put_version(&c, key, 9, 4, 4096), gen);

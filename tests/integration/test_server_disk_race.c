@@ -143,10 +143,8 @@ TEST(held_commit_does_not_stall_the_worker)
 
     setup();
     start(&e, dir);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     g1 = put_version(&b, "plain", 1, 1);
 
     hold_set(1);
@@ -189,10 +187,8 @@ TEST(delete_wins_over_an_older_put)
 
     setup();
     start(&e, dir);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     g1 = put_version(&a, "hold/k", 5, 1);
     expect_version(&b, "hold/k", 5, 1, g1);
 
@@ -215,8 +211,7 @@ TEST(delete_wins_over_an_older_put)
     /* And after kill -9 and a restart. */
     srv_kill9(&e);
     start(&e, dir);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&b, e.addr[0]);
     expect_absent(&b, "hold/k");
     /* A PUT opened after the DELETE is visible. */
     g3 = put_version(&b, "hold/k", 5, 3);
@@ -232,10 +227,8 @@ TEST(delete_wins_over_an_older_put)
     wc_close(&b);
 
     /* The server killed while the commit is still held after the DELETE. */
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     hold_set(1);
     put_until_commit(&a, "hold/k", 5, 4);
     hold_wait_reached();
@@ -246,8 +239,7 @@ TEST(delete_wins_over_an_older_put)
     srv_kill9(&e);
     hold_set(0);
     start(&e, dir);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&b, e.addr[0]);
     expect_absent(&b, "hold/k");
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
@@ -292,8 +284,7 @@ TEST(recovery_honours_tombstones)
 
     setup();
     start(&e, dir);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     g1 = put_version(&c, "gone", 1, 1);
     g2 = put_version(&c, "kept", 2, 1);
     g3 = put_version(&c, "newer", 3, 1);
@@ -305,8 +296,7 @@ TEST(recovery_honours_tombstones)
     write_tomb(dir, "kept", g2 + 1, 1);
     start(&e, dir);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 1.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     expect_absent(&c, "gone");
     expect_version(&c, "kept", 2, 1, g2);
     expect_version(&c, "newer", 3, 1, g3);

@@ -59,8 +59,7 @@ static void send_flipped(const char *addr, const uint8_t *frame, size_t len, siz
 
     memcpy(b, frame, len);
     b[pos] ^= 0x20;
-    wc_connect(&c, addr);
-    wc_hello(&c, NULL);
+    wc_open(&c, addr);
     T_OK(wc_send_raw(&c, b, len));
     shutdown(c.fd, SHUT_WR); /* a length made longer waits for nothing */
     int r = wc_recv(&c, &h, &body);
@@ -96,8 +95,7 @@ TEST(put_open_flip_never_opens_another_key)
 
     uint8_t data[8192];
     t_fill_pattern(data, sizeof(data), 3);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     uint64_t gen = wc_put(&c, "model/weights-00", data, sizeof(data), 4096);
     uint8_t back[8192];
     T_EQ(wc_read(&c, "model/weights-00", gen, 0, sizeof(back), back), 0);
@@ -139,8 +137,7 @@ TEST(commit_etag_flip_is_detected)
     t_fill_pattern(data, sizeof(data), 9);
     wc_etag(data, sizeof(data), etag);
     x = rio__xxh3(data, sizeof(data));
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_put_open(&c, "etagged", sizeof(data), sizeof(data), 0, &up), 0);
     T_EQ(wc_put_chunk(&c, up, 0, x, data, sizeof(data)), 0);
 
@@ -160,8 +157,7 @@ TEST(commit_etag_flip_is_detected)
 
     struct rio_proto_desc desc;
     uint8_t *keep = NULL;
-    wc_connect(&d, e.addr[0]);
-    wc_hello(&d, NULL);
+    wc_open(&d, e.addr[0]);
     T_EQ(wc_lookup(&d, "etagged", &desc, &keep), RIO_ENOTFOUND);
     free(keep);
     srv_end_wc(&e, &d);

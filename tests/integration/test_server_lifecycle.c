@@ -27,8 +27,7 @@ TEST(sigterm_drains_inflight_read)
     srv_start_wc(&e, args, &w);
     uint64_t gen = wc_put(&w, "big", data, size, 4 * MIB);
     wc_close(&w);
-    wc_connect(&idle, e.addr[0]);
-    wc_hello(&idle, NULL);
+    wc_open(&idle, e.addr[0]);
 
     T_OK(wc_try_connect_ex(&r, e.addr[0], 10, 64 * 1024));
     struct rio_proto_read m = {
@@ -132,8 +131,7 @@ TEST(metrics_endpoint)
         T_FAIL("curl is not installed (scripts/install-deps.sh installs it)");
     srv_start(&e, args);
     T_NE(e.metrics[0], '\0');
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     t_fill_pattern(data, sizeof(data), 3);
     uint64_t gen = wc_put(&c, "m", data, sizeof(data), 1000);
     for (int i = 0; i < 3; i++)
@@ -191,8 +189,7 @@ TEST(railio_serve)
     e.bin = bin;
     e.subcommand = "serve";
     srv_start_listen(&e, NULL, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_ping(&c), 0);
     srv_end_wc(&e, &c);
 }
@@ -223,8 +220,7 @@ static void *client_main(void *arg)
     uint8_t *obj = malloc(OBJ), *got = malloc(OBJ);
     char key[16];
 
-    wc_connect(&c, w->addr);
-    wc_hello(&c, NULL);
+    wc_open(&c, w->addr);
     for (unsigned it = 0; it < 40; it++) {
         snprintf(key, sizeof(key), "k%u", (w->id + it) % NKEYS);
         if (it % 3 == 0) {

@@ -405,8 +405,7 @@ static void take_over(int trickle)
 
     t_fill_pattern(data, size, 21);
     srv_start_wc(&e, args, &a);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&b, e.addr[0]);
     T_EQ(wc_put_open(&b, "taken", size, CHUNK, 0, &up), 0);
     uint64_t x0 = rio__xxh3(data, CHUNK), x1 = rio__xxh3(data + CHUNK, CHUNK);
 
@@ -465,8 +464,7 @@ TEST(max_connections)
 
     srv_start(&e, args);
     for (int i = 0; i < 4; i++) {
-        wc_connect(&c[i], e.addr[0]);
-        wc_hello(&c[i], NULL);
+        wc_open(&c[i], e.addr[0]);
     }
     /* The fifth is accepted by the kernel, then closed at once. */
     wc_connect(&extra, e.addr[0]);

@@ -170,8 +170,7 @@ TEST(idle_opens_evict_nothing)
     char key[16];
 
     srv_start_wc(&e, args, &c);
-    wc_connect(&idle, e.addr[0]);
-    wc_hello(&idle, NULL);
+    wc_open(&idle, e.addr[0]);
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "o%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -230,10 +229,8 @@ TEST(upload_reclaimed_when_its_connections_close)
     char etag[33];
 
     srv_start_wc(&e, args, &a);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&b, e.addr[0]);
+    wc_open(&c, e.addr[0]);
     /* Opened on a, a chunk over b, then a closes: b can finish it. */
     T_EQ(wc_put_open(&a, "k", OBJ, CHUNK, 0, &up), 0);
     T_EQ(wc_put_chunk(&b, up, 0, x[0], d, CHUNK), 0);
@@ -270,10 +267,8 @@ TEST(upload_limits)
     setenv("SRV_LOG_FILE", "1", 1);
     srv_start(&e, args);
     unsetenv("SRV_LOG_FILE");
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     T_EQ(wc_put_open(&a, "a0", OBJ, CHUNK, 0, &up[0]), 0);
     T_EQ(wc_put_open(&a, "a1", OBJ, CHUNK, 0, &up[1]), 0);
     T_EQ(wc_put_open(&a, "a2", OBJ, CHUNK, 0, &x), RIO_ETHROTTLE);
@@ -385,8 +380,7 @@ static void memory_after_puts(int prefault, uint64_t *start_kb, uint64_t *peak_k
 
     srv_start(&e, args);
     *start_kb = srv_proc_kb(e.pid, "VmRSS");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (int i = 0; i < 160; i++) {
         snprintf(key, sizeof(key), "p%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -415,8 +409,7 @@ TEST(prefault)
 
     srv_start(&e, huge);
     T_LT(srv_proc_kb(e.pid, "VmRSS"), 64u * 1024u);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(put_ttl(&c, "one", 1, 0, &gen), 0);
     T_TRUE(present(&c, "one"));
     srv_end_wc(&e, &c);

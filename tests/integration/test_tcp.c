@@ -532,8 +532,7 @@ TEST(ring_of_three_members)
     tu_open(&u, url, &o);
     struct wc w[3];
     for (int i = 0; i < 3; i++) {
-        wc_connect(&w[i], e[i].addr[0]);
-        wc_hello(&w[i], NULL);
+        wc_open(&w[i], e[i].addr[0]);
     }
     for (unsigned k = 0; k < 30; k++) {
         char key[32];

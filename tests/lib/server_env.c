@@ -776,12 +776,17 @@ double srv_scrape(struct srv_env *e, const char *series)
 void srv_start_wc(struct srv_env *e, const char *const *extra, struct wc *c)
 {
     srv_start(e, extra);
-    wc_connect(c, e->addr[0]);
-    wc_hello(c, NULL);
+    wc_open(c, e->addr[0]);
 }
 
 void srv__end_wc(struct srv_env *e, struct wc *c, const char *file, int line)
 {
     wc_close(c);
     t__check_i(file, line, "srv_stop(e)", "0", T__EQ, srv_stop(e), 0);
+}
+
+void wc_open(struct wc *c, const char *addr)
+{
+    wc_connect(c, addr);
+    wc_hello(c, NULL);
 }

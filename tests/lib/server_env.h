@@ -123,6 +123,8 @@ int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rc
 int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s);
 
 void wc_connect(struct wc *c, const char *addr);
+/* wc_connect, then HELLO (no token). */
+void wc_open(struct wc *c, const char *addr);
 
 void wc_close(struct wc *c);
 
