@@ -267,6 +267,23 @@ static void stop2(struct mitm_env *m, struct fx *f)
     fx_stop(f);
 }
 
+/* start2, and a client connected to the proxy. */
+static int open2(struct mitm_env *m, struct fx *f, enum fx_kind kind, const char *const *args)
+{
+    start2(m, f, kind, args);
+    return cl_connect(m);
+}
+
+/* The proxy applied faults faults; the client closed, both stopped. */
+#define close2(m, f, fd, faults) close2_at((m), (f), (fd), (faults), __FILE__, __LINE__)
+static void close2_at(struct mitm_env *m, struct fx *f, int fd, int faults, const char *file,
+                      int line)
+{
+    t__check_i(file, line, "mitm_faults(m)", "faults", T__EQ, mitm_faults(m), faults);
+    close(fd);
+    stop2(m, f);
+}
+
 /* ------------------------------------------------------- railio frames */
 
 #define NFR 5
@@ -311,8 +328,7 @@ TEST(railio_pass_forwards_every_byte)
     uint8_t *out = frames(n, body), *in = malloc(total);
     pthread_t th;
 
-    start2(&m, &f, FX_ECHO, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, args);
     struct sender s = {fd, out, total};
     uint64_t t0 = t_now_ms();
     T_EQ(pthread_create(&th, NULL, send_thread, &s), 0);
@@ -525,8 +541,7 @@ TEST(railio_delay_holds_the_nth_frame)
     struct fx f;
     uint8_t *out = frames(3, FR_BODY), in[3 * FR_LEN];
 
-    start2(&m, &f, FX_ECHO, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, args);
     uint64_t t0 = t_now_ms();
     cl_send(fd, out, 3 * FR_LEN);
 
@@ -612,8 +627,7 @@ TEST(http_pass_frames_every_kind_of_response)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0;
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
@@ -672,8 +686,7 @@ TEST(http_flip_s2c_lands_in_the_nth_response)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0;
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
@@ -702,15 +715,12 @@ TEST(http_flip_c2s_damages_the_request_body)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0, at[4], h6, at6 = http_resp_at(6, &h6);
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
     T_EQ(at[0], at6 + h6 + 10); /* the echo shows body byte 10 flipped */
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -725,8 +735,7 @@ TEST(http_dup_both_directions)
     size_t gl = 0, wl = 0, al;
 
     /* s2c: the chunked answer (3) arrives twice. */
-    start2(&m, &f, FX_HTTP, s2c);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, s2c);
     http_run(fd, 0, 3, got, &gl, want, &wl);
     char *a = http_answer("GET", "/chunked", NULL, 0, &al);
     T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
@@ -740,8 +749,7 @@ TEST(http_dup_both_directions)
 
     /* c2s: the DELETE (2) reaches the server twice: two 204s. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, c2s);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, c2s);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     a = http_answer("DELETE", "/a", NULL, 0, &al);
     T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
@@ -750,9 +758,7 @@ TEST(http_dup_both_directions)
     http_run(fd, 2, 4, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -771,20 +777,16 @@ TEST(http_truncate_stall_delay_s2c)
     size_t gl = 0, wl = 0, hlen, at7 = http_resp_at(7, &hlen);
 
     /* truncate, default: half of response 7, then both sides closed. */
-    start2(&m, &f, FX_HTTP, trunc);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, trunc);
     http_run(fd, 0, 6, got, &gl, want, &wl);
     T_EQ(gl, at7 + (hlen + 5000) / 2);
     T_MEMEQ(got, want, gl);
     T_EQ(cl_closed(fd, 2000), 1);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
 
     /* stall: responses 1 and 2, then nothing, the connection open. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, stall);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, stall);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     T_EQ(gl, wl);
     size_t hl;
@@ -792,14 +794,11 @@ TEST(http_truncate_stall_delay_s2c)
     cl_send(fd, h, hl);
     free(h);
     T_EQ(cl_closed(fd, 500), 0);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
 
     /* delay: response 3 comes >= 400 ms after its request, intact. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, delay);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, delay);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     uint64_t t0 = t_now_ms();
     http_run(fd, 2, 3, got, &gl, want, &wl);
@@ -807,9 +806,7 @@ TEST(http_truncate_stall_delay_s2c)
     http_run(fd, 3, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -862,8 +859,7 @@ TEST(http_flip_without_offset_buffers_a_chunked_answer)
     size_t gl = 0, wl = 0, at[4], hlen, at3 = http_resp_at(3, &hlen), al;
     char *a = http_answer("GET", "/chunked", NULL, 0, &al);
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, 3, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
@@ -890,8 +886,7 @@ TEST(raw_offset_is_a_stream_offset)
     uint8_t *out = frames(3, FR_BODY), *in = calloc(1, n);
     size_t at[4];
 
-    start2(&m, &f, FX_ECHO, flip);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, flip);
     cl_send(fd, out, n);
     cl_recv_exact(fd, in, n);
     T_EQ(diffs(in, out, n, at, 4), 1);
@@ -900,8 +895,7 @@ TEST(raw_offset_is_a_stream_offset)
     close(fd);
     stop2(&m, &f);
 
-    start2(&m, &f, FX_ECHO, trunc);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_ECHO, trunc);
     cl_send(fd, out, n);
     T_EQ(cl_recv(fd, in, n, 5000), 5000);
     T_MEMEQ(in, out, 5000);

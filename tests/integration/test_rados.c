@@ -600,20 +600,29 @@ TEST(keys_with_odd_bytes)
     rio_client_destroy(c);
 }
 
+/* For a CLI test: the cluster's conf; tag-in (the n bytes of src) and
+ * tag-out in its directory (in and out, 1024 bytes each). */
+static const char *cli_files(const char *bdir, const char *tag, const uint8_t *src, size_t n,
+                             char *in, char *out)
+{
+    if (!bdir)
+        T_SKIP("T_BUILD_DIR not set (run through ctest)");
+    const char *conf = t_ceph_conf();
+    snprintf(in, 1024, "%s/%s-in", t_ceph_dir(), tag);
+    snprintf(out, 1024, "%s/%s-out", t_ceph_dir(), tag);
+    t_write_file(in, src, n);
+    return conf;
+}
+
 /* railio put/get/stat/rm with rados://POOL/KEY and the conf from RIO_CEPH_CONF. */
 TEST(cli_put_get_stat_rm)
 {
     const char *bdir = getenv("T_BUILD_DIR");
     char cmd[16384], in[1024], out[1024];
-
-    if (!bdir)
-        T_SKIP("T_BUILD_DIR not set (run through ctest)");
-    const char *conf = t_ceph_conf();
-    snprintf(in, sizeof(in), "%s/cli-in", t_ceph_dir());
-    snprintf(out, sizeof(out), "%s/cli-out", t_ceph_dir());
     size_t n = 3 * RU_MIB + 17;
     uint8_t *src = ru_pattern(n, 77);
-    t_write_file(in, src, n);
+    const char *conf = cli_files(bdir, "cli", src, n, in, out);
+
     snprintf(cmd, sizeof(cmd),
              "RIO_CEPH_CONF=%s '%s/railio' put rados://rio/cli/obj '%s' >&2 && "
              "RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj >&2 && "
@@ -1025,15 +1034,10 @@ TEST(cli_put_from_stdin)
 {
     const char *bdir = getenv("T_BUILD_DIR");
     char cmd[16384], in[1024], out[1024];
-
-    if (!bdir)
-        T_SKIP("T_BUILD_DIR not set (run through ctest)");
-    const char *conf = t_ceph_conf();
-    snprintf(in, sizeof(in), "%s/stdin-in", t_ceph_dir());
-    snprintf(out, sizeof(out), "%s/stdin-out", t_ceph_dir());
     size_t n = 5 * RU_MIB + 3;
     uint8_t *src = ru_pattern(n, 78);
-    t_write_file(in, src, n);
+    const char *conf = cli_files(bdir, "stdin", src, n, in, out);
+
     snprintf(cmd, sizeof(cmd),
              "cat '%s' | RIO_CEPH_CONF=%s '%s/railio' put 'rados://rio/cli/stdin?chunk=1M' - "
              ">&2 && RIO_CEPH_CONF=%s '%s/railio' get rados://rio/cli/stdin '%s' >&2 && "
