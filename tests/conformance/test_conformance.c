@@ -211,34 +211,6 @@ static uint64_t size_seed(uint64_t n)
 
 /* ------------------------------------------------------------ round trips */
 
-/* The descriptor of key: its name, generation, size, chunk count, every
- * chunk's xxh3 (when the backend stores them) and the MD5 of the whole
- * stream (when it keeps one). */
-static void stat_check(const struct conf *k, const char *key, const uint8_t *src, uint64_t n,
-                       uint64_t gen)
-{
-    struct rio_desc d;
-
-    memset(&d, 0, sizeof(d));
-    T_OK(rio_stat(k->c, key, &d));
-    T_STREQ(d.key, key);
-    T_EQ(d.size, n);
-    T_EQ(d.generation, gen);
-    T_EQ(d.chunk_size, k->chunk);
-    T_EQ(d.nchunks, n ? (n - 1) / k->chunk + 1 : 0);
-    for (uint64_t i = 0; d.xxh && i < d.nchunks; i++) {
-        uint64_t off = i * k->chunk, len = n - off < k->chunk ? n - off : k->chunk;
-        T_EQ(d.xxh[i], rio__xxh3(src + off, (size_t)len));
-    }
-    if (d.etag[0]) {
-        char md5[33];
-
-        t_md5_hex(src, n, md5);
-        T_STREQ(d.etag, md5);
-    }
-    rio_desc_cleanup(&d);
-}
-
 /* PUT, STAT, GET byte-exact (in place, RIO_ATOMIC, rio_get_alloc) (nothing past the end written), a
  * buffer one byte short refused, DELETE, at 0, 1, chunk-1, chunk, chunk+1 and several chunks with a
  * short last one. */
@@ -259,7 +231,7 @@ TEST(roundtrip_edge_sizes)
         snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu", (unsigned long long)n);
         uint8_t *src = t__put_pattern(k.c, key, n, size_seed(n), NULL, 1, &gen, __FILE__, __LINE__);
         T_NE(gen, 0u);
-        stat_check(&k, key, src, n, gen);
+        t_desc_check(k.c, key, src, n, gen, k.chunk, 0);
         free(src);
         t__get_check(k.c, key, n, size_seed(n), &call, __FILE__, __LINE__);
         T_EQ(st.bytes, n);

@@ -25,39 +25,6 @@ TEST(rados_not_built)
 
 #define CH (64 * RU_KIB)
 
-/* PUT, STAT, GET byte-exact and ETag == MD5, for one size. */
-static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed,
-                      uint64_t chunk)
-{
-    uint8_t *src = ru_pattern(n, seed), *dst = malloc(n + 1);
-    struct rio_desc d, s;
-    char md5[33];
-
-    T_NOTNULL(dst);
-    ru_md5(src, n, md5);
-    memset(&d, 0, sizeof(d));
-    T_OK(rio_put(c, key, src, n, NULL, &d));
-    T_NE(d.generation, 0);
-    T_STREQ(d.etag, md5);
-    T_OK(rio_stat(c, key, &s));
-    T_EQ(s.generation, d.generation);
-    T_EQ(s.size, (uint64_t)n);
-    T_EQ(s.chunk_size, chunk);
-    T_EQ(s.nchunks, n ? (n - 1) / chunk + 1 : 0);
-    T_STREQ(s.etag, md5);
-    for (uint64_t i = 0; i < s.nchunks; i++) {
-        uint64_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
-        T_EQ(s.xxh[i], rio__xxh3(src + off, len));
-    }
-    T_EQ(rio_get(c, key, dst, n + 1, NULL), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    rio_desc_cleanup(&d);
-    rio_desc_cleanup(&s);
-    free(src);
-    free(dst);
-    ru_idle(c);
-}
-
 TEST(roundtrip_256m)
 {
     struct rio_options o;
@@ -594,7 +561,7 @@ TEST(keys_with_odd_bytes)
     ru_opts(&o, CH, 4);
     struct rio_client *c = ru_client("rio", NULL, &o);
     for (size_t i = 0; i < 4; i++) {
-        roundtrip(c, keys[i], 2 * CH + 1, 900 + i, CH);
+        t_roundtrip(c, keys[i], 2 * CH + 1, 900 + i, CH);
         T_OK(rio_delete(c, keys[i]));
     }
     rio_client_destroy(c);

@@ -24,6 +24,7 @@
 
 #include "cli_util.h"
 #include "core/alloc.h"
+#include "core/checksum.h"
 #include "core/internal.h"
 #include "railio_mock.h"
 #include "tlib.h"
@@ -570,6 +571,52 @@ void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed
     if (dst[n] != 0xA5)
         t__fail(file, line, "rio_get(%s) wrote past the object's end", key);
     free(dst);
+}
+
+void t__desc_check(struct rio_client *c, const char *key, const uint8_t *src, uint64_t n,
+                   uint64_t gen, uint64_t chunk, int need_etag, const char *file, int line)
+{
+    struct rio_desc d;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(c, key, &d);
+    if (ret != 0)
+        t__fail(file, line, "rio_stat(%s): %s", key, rio_errname(ret));
+    t__streq(file, line, "d.key", "key", d.key, key);
+    t__check_u(file, line, "d.size", "n", T__EQ, d.size, n);
+    t__check_u(file, line, "d.generation", "gen", T__EQ, d.generation, gen);
+    t__check_u(file, line, "d.chunk_size", "chunk", T__EQ, d.chunk_size, chunk);
+    t__check_u(file, line, "d.nchunks", "chunks of n", T__EQ, d.nchunks,
+               n ? (n - 1) / chunk + 1 : 0);
+    if (need_etag && d.nchunks && !d.xxh)
+        t__fail(file, line, "%s: no chunk checksums in the descriptor", key);
+    for (uint64_t i = 0; d.xxh && i < d.nchunks; i++) {
+        uint64_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
+        t__check_u(file, line, "d.xxh[i]", "xxh3 of chunk i", T__EQ, d.xxh[i],
+                   rio__xxh3(src + off, (size_t)len));
+    }
+    if (need_etag || d.etag[0]) {
+        char md5[33];
+
+        t_md5_hex(src, n, md5);
+        t__streq(file, line, "d.etag", "md5", d.etag, md5);
+    }
+    rio_desc_cleanup(&d);
+}
+
+void t__roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed, uint64_t chunk,
+                  const char *file, int line)
+{
+    uint64_t gen = 0;
+    uint8_t *src = t__put_pattern(c, key, n, seed, NULL, 1, &gen, file, line);
+
+    if (!gen)
+        t__fail(file, line, "rio_put(%s): generation 0", key);
+    t__desc_check(c, key, src, n, gen, chunk, 1, file, line);
+    free(src);
+    t__get_check(c, key, n, seed, NULL, file, line);
+    t__idle(c, file, line);
 }
 
 void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,

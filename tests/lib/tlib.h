@@ -160,6 +160,20 @@ void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed
                   const struct rio_call *call, const char *file, int line);
 #define t_get_check(c, key, n, seed) t__get_check((c), (key), (n), (seed), NULL, __FILE__, __LINE__)
 
+/* key's descriptor is that of src (n bytes) at generation gen: its name,
+ * size, chunk size and count, every chunk's xxh3 (required with need_etag,
+ * else when the backend stores them) and the MD5 (the same). */
+void t__desc_check(struct rio_client *c, const char *key, const uint8_t *src, uint64_t n,
+                   uint64_t gen, uint64_t chunk, int need_etag, const char *file, int line);
+#define t_desc_check(c, key, src, n, gen, chunk, need_etag)                                        \
+    t__desc_check((c), (key), (src), (n), (gen), (chunk), (need_etag), __FILE__, __LINE__)
+/* PUT n bytes of pattern seed, its descriptor (t_desc_check with the ETag
+ * and checksums required), GET byte-exact, the client idle. */
+void t__roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed, uint64_t chunk,
+                  const char *file, int line);
+#define t_roundtrip(c, key, n, seed, chunk)                                                        \
+    t__roundtrip((c), (key), (n), (seed), (chunk), __FILE__, __LINE__)
+
 /* A big object's round trip: PUT n bytes of pattern seed (its ETag the
  * MD5 of the bytes), STAT, GET byte-exact, DELETE; the rates on stderr. */
 void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,
