@@ -16,14 +16,7 @@
 
 static void mitm__rmdir(struct mitm_env *m)
 {
-    char tmp[256];
-    if (!m->dir[0])
-        return;
-    unlink(m->port_file);
-    unlink(m->summary);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", m->port_file);
-    unlink(tmp);
-    rmdir(m->dir);
+    t_rm_tree(m->dir);
     m->dir[0] = '\0';
 }
 
@@ -32,9 +25,8 @@ static void mitm_at_exit(void *arg)
 {
     struct mitm_env *m = arg;
 
-    if (m->pid > 0 && !m->exited) {
+    if (m->pid > 0 && !m->exited)
         t_proc_kill(m->pid);
-    }
     mitm__rmdir(m);
 }
 
@@ -86,31 +78,22 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
         execvp("python3", (char *const *)argv);
         _exit(127);
     }
-    uint64_t t0 = t_now_ms();
-    for (;;) {
-        int st;
-        if (waitpid(m->pid, &st, WNOHANG) == m->pid) {
-            m->exited = 1;
-            mitm__rmdir(m);
-            if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-                T_SKIP("python3 not found");
-            T_FAIL("mitm.py exited during start-up (status %d)", st);
-        }
-        FILE *f = fopen(m->port_file, "r");
-        if (f) {
-            int port = 0;
-            int ok = fscanf(f, "%d", &port);
-            fclose(f);
-            if (ok != 1 || port <= 0 || port > 65535)
-                T_FAIL("mitm.py wrote a bad port file");
-            m->port = port;
-            snprintf(m->addr, sizeof(m->addr), "127.0.0.1:%d", port);
-            return;
-        }
-        if (t_now_ms() - t0 > 10000)
-            T_FAIL("mitm.py did not write %s within 10 s", m->port_file);
-        usleep(10000);
+    char text[64];
+    int st = 0, port = 0;
+    int r = t_wait_file(m->pid, m->port_file, 10000, text, sizeof(text), &st);
+    if (r == -1) {
+        m->exited = 1;
+        mitm__rmdir(m);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+            T_SKIP("python3 not found");
+        T_FAIL("mitm.py exited during start-up (status %d)", st);
     }
+    if (r == -2)
+        T_FAIL("mitm.py did not write %s within 10 s", m->port_file);
+    if (sscanf(text, "%d", &port) != 1 || port <= 0 || port > 65535)
+        T_FAIL("mitm.py wrote a bad port file");
+    m->port = port;
+    snprintf(m->addr, sizeof(m->addr), "127.0.0.1:%d", port);
 }
 
 char *mitm_summary(struct mitm_env *m)

@@ -56,14 +56,7 @@ unsigned srv_log_count(const struct srv_env *e, const char *needle)
 
 static void srv__rmdir(struct srv_env *e)
 {
-    char p[256];
-    if (!e->dir[0])
-        return;
-    unlink(e->port_file);
-    unlink(e->log);
-    snprintf(p, sizeof(p), "%s/token", e->dir);
-    unlink(p);
-    rmdir(e->dir);
+    t_rm_tree(e->dir);
     e->dir[0] = '\0';
 }
 
@@ -173,40 +166,29 @@ void srv_start_listen(struct srv_env *e, const char *listen, const char *const *
         execv(bin, (char *const *)argv);
         _exit(127);
     }
-    uint64_t t0 = t_now_ms();
-    for (;;) {
-        int st;
-        if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
-            e->exited = 1;
-            srv_dump_log(e);
-            T_FAIL("railiod exited during start-up (status %d)", st);
-        }
-        FILE *f = fopen(e->port_file, "r");
-        if (f) {
-            char text[2048];
-            size_t len = fread(text, 1, sizeof(text) - 1, f);
-            fclose(f);
-            text[len] = '\0';
-            srv__parse_ports(e, text);
-            if (e->naddr == 0)
-                T_FAIL("empty port file");
-            /* The ports are read: unless the test still needs a file in
-             * the directory (a token a client reads, a log), remove it now,
-             * so nothing is left behind even when a failed assertion _exits. */
-            char tok[256];
-            snprintf(tok, sizeof(tok), "%s/token", e->dir);
-            if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
-                srv__rmdir(e);
-            return;
-        }
-        /* Generous: --prefault touches all of --memory first (~3 s a GiB
-         * on the 2-vCPU VM). */
-        if (t_now_ms() - t0 > 30000) {
-            srv_dump_log(e);
-            T_FAIL("railiod did not write %s within 30 s", e->port_file);
-        }
-        usleep(10000);
+    /* Generous: --prefault touches all of --memory first (~3 s a GiB on
+     * the 2-vCPU VM). */
+    char text[2048], tok[256];
+    int st = 0;
+    int r = t_wait_file(e->pid, e->port_file, 30000, text, sizeof(text), &st);
+    if (r == -1) {
+        e->exited = 1;
+        srv_dump_log(e);
+        T_FAIL("railiod exited during start-up (status %d)", st);
     }
+    if (r == -2) {
+        srv_dump_log(e);
+        T_FAIL("railiod did not write %s within 30 s", e->port_file);
+    }
+    srv__parse_ports(e, text);
+    if (e->naddr == 0)
+        T_FAIL("empty port file");
+    /* The ports are read: unless the test still needs a file in the
+     * directory (a token a client reads, a log), remove it now, so nothing
+     * is left behind even when a failed assertion _exits. */
+    snprintf(tok, sizeof(tok), "%s/token", e->dir);
+    if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
+        srv__rmdir(e);
 }
 
 void srv_start(struct srv_env *e, const char *const *extra)

@@ -233,6 +233,30 @@ int t_proc_wait(pid_t pid, unsigned timeout_ms)
     }
 }
 
+int t_wait_file(pid_t pid, const char *path, unsigned timeout_ms, char *text, size_t cap,
+                int *status)
+{
+    uint64_t t0 = t_now_ms();
+
+    for (;;) {
+        FILE *f;
+
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return -1;
+        f = fopen(path, "r");
+        if (f) {
+            size_t len = fread(text, 1, cap - 1, f);
+
+            fclose(f);
+            text[len] = '\0';
+            return 0;
+        }
+        if (t_now_ms() - t0 > timeout_ms)
+            return -2;
+        usleep(10000);
+    }
+}
+
 void t_proc_kill(pid_t pid)
 {
     kill(pid, SIGKILL);

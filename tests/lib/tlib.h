@@ -79,6 +79,11 @@ void t_build_path(char *out, size_t cap, const char *name);
 
 /* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
 int t_proc_wait(pid_t pid, unsigned timeout_ms);
+/* Wait up to timeout_ms for child pid to write path (a port file): 0, its
+ * text in text (NUL-terminated, at most cap - 1 bytes); -1 when the child
+ * exited first (*status its wait status); -2 on timeout. */
+int t_wait_file(pid_t pid, const char *path, unsigned timeout_ms, char *text, size_t cap,
+                int *status);
 /* SIGKILL and reap child pid. */
 void t_proc_kill(pid_t pid);
 /* SIGTERM, wait up to timeout_ms, then SIGKILL: the wait status, or -1
