@@ -70,6 +70,26 @@ static void send_flipped(const char *addr, const uint8_t *frame, size_t len, siz
     wc_close(&c);
 }
 
+/* A PUT_OPEN frame for key (size bytes, request id next_id) sent once a
+ * connection with its byte at each offset in [from, to) flipped: nothing
+ * is stored, no upload opened. */
+static void flip_put_open(struct srv_env *e, const char *key, uint64_t size, uint64_t next_id,
+                          size_t from, size_t to)
+{
+    struct wc c;
+    uint8_t frame[2048];
+    uint64_t objects, uploads;
+
+    memset(&c, 0, sizeof(c));
+    c.next_id = next_id;
+    size_t len = put_open_frame(&c, key, size, 0, frame);
+    for (size_t pos = from; pos < len && pos < to; pos++)
+        send_flipped(e->addr[0], frame, len, pos);
+    stat_counts(e->addr[0], NULL, &objects, &uploads);
+    T_EQ(objects, 0u);
+    T_EQ(uploads, 0u);
+}
+
 /*
  * The reproducer: one flipped byte in a PUT_OPEN frame stored the object
  * under another key and said success. Every byte of the frame, flipped in
@@ -80,18 +100,9 @@ TEST(put_open_flip_never_opens_another_key)
 {
     struct srv_env e;
     struct wc c;
-    uint8_t frame[2048];
-    uint64_t objects, uploads;
 
     srv_start(&e, NULL);
-    memset(&c, 0, sizeof(c));
-    c.next_id = 5;
-    size_t len = put_open_frame(&c, "model/weights-00", 8192, 0, frame);
-    for (size_t pos = 0; pos < len; pos++)
-        send_flipped(e.addr[0], frame, len, pos);
-    stat_counts(e.addr[0], NULL, &objects, &uploads);
-    T_EQ(objects, 0u);
-    T_EQ(uploads, 0u);
+    flip_put_open(&e, "model/weights-00", 8192, 5, 0, SIZE_MAX);
 
     uint8_t data[8192];
     t_fill_pattern(data, sizeof(data), 3);
@@ -108,18 +119,9 @@ TEST(put_open_flip_never_opens_another_key)
 TEST(put_open_ttl_flip_is_detected)
 {
     struct srv_env e;
-    struct wc c;
-    uint8_t frame[2048];
-    uint64_t objects, uploads;
 
     srv_start(&e, NULL);
-    memset(&c, 0, sizeof(c));
-    size_t len = put_open_frame(&c, "kv/block", 4096, 0, frame);
-    for (size_t pos = 32 + 16; pos < 32 + 20; pos++)
-        send_flipped(e.addr[0], frame, len, pos);
-    stat_counts(e.addr[0], NULL, &objects, &uploads);
-    T_EQ(uploads, 0u);
-    T_EQ(objects, 0u);
+    flip_put_open(&e, "kv/block", 4096, 0, 32 + 16, 32 + 20);
     T_EQ(srv_stop(&e), 0);
 }
 
