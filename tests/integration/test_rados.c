@@ -567,6 +567,15 @@ TEST(keys_with_odd_bytes)
     rio_client_destroy(c);
 }
 
+/* No chunk object under prefix in either pool; c idle, then destroyed. */
+static void close_clean(struct rio_client *c, const char *prefix)
+{
+    T_EQ(ru_chunks("rio", prefix), 0u);
+    T_EQ(ru_chunks("rio2", prefix), 0u);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
 /* For a CLI test: the cluster's conf; tag-in (the n bytes of src) and
  * tag-out in its directory (in and out, 1024 bytes each). */
 static const char *cli_files(const char *bdir, const char *tag, const uint8_t *src, size_t n,
@@ -762,10 +771,7 @@ TEST(stream_put_unknown_size_roundtrips)
         snprintf(key, sizeof(key), "stream/%zu", sizes[k]);
         T_OK(rio_delete(c, key));
     }
-    T_EQ(ru_chunks("rio", "stream/"), 0);
-    T_EQ(ru_chunks("rio2", "stream/"), 0);
-    ru_idle(c);
-    rio_client_destroy(c);
+    close_clean(c, "stream/");
 }
 
 /* An aborted stream removes every chunk that landed, whatever the order and
@@ -947,10 +953,7 @@ TEST(writer_unknown_size_roundtrips)
         free(src);
         free(dst);
     }
-    T_EQ(ru_chunks("rio", "writer/"), 0);
-    T_EQ(ru_chunks("rio2", "writer/"), 0);
-    ru_idle(c);
-    rio_client_destroy(c);
+    close_clean(c, "writer/");
 }
 
 /* A writer aborted mid-stream, and one whose chunk fails: no chunk object
