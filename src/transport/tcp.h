@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internal entry points of the railio:// transport (tcp.c) for tests and
+ * Internal entry points of the railio:// transport (tcp/) for tests and
  * benches: counters that show what the transport holds (request slots armed,
  * connections, dials, watchdog trips). Reach a client's transport with
  * rio__client_transport() (core/internal.h).
