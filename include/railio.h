@@ -2,7 +2,7 @@
 /*
  * railio: move large objects over every path you have.
  *
- * A client is opened from a URL naming a backend (mock://, later railio://,
+ * A client is opened from a URL naming a backend (mock://, railio://,
  * s3://, rados://, file://). Each object is split into chunks that move
  * concurrently over the client's paths with a bounded amount of work in
  * flight, each chunk verified by its xxh3-64, retried without corrupting
@@ -57,7 +57,7 @@ int rio_has_scheme(const char *scheme);
 
 /*
  * X(NAME, value, message). Values are fixed forever: they travel in logs and
- * (later) on the wire.
+ * on the wire (railio:// answers carry them).
  */
 #define RIO_ERRNO_LIST(X)                                                                          \
     X(RIO_EINVAL, -10001, "invalid argument")                                                      \
@@ -126,7 +126,7 @@ struct rio_options {
     uint64_t budget_bytes;     /* RIO_BUDGET: client in-flight bytes, default 256 MiB */
     uint64_t request_budget;   /* RIO_REQUEST_BUDGET: per request, default = budget */
     int budget_mode;           /* RIO_BUDGET_MODE=wait|fail, enum rio_budget_mode */
-    unsigned retry_attempts;   /* RIO_RETRIES: attempts per chunk, default 5 */
+    unsigned retry_attempts;   /* RIO_RETRIES: tries per chunk and metadata op, default 5 */
     uint32_t backoff_base_ms;  /* RIO_BACKOFF_BASE_MS, default 10 */
     uint32_t backoff_cap_ms;   /* RIO_BACKOFF_CAP_MS, default 1000 */
     uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default 120000 */
@@ -137,7 +137,7 @@ struct rio_options {
     int retry_checksum;        /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
     uint64_t seed;             /* RIO_SEED: jitter and mock faults; 0 = time-based */
     /* RIO_ETAG=md5|none: 1 compute a PUT's stream MD5 (the etag) when the
-     * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
+     * backend stores it (default), -1 never (etag ""; no MD5 of every byte on
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
     /* RIO_TLS / tls=on|off: railio:// runs every connection over TLS: 1 on,

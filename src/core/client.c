@@ -246,6 +246,7 @@ static int call_new(struct rio_client *c, unsigned nreq, const struct rio_call *
     }
     call->c = c;
     call->nreq = nreq;
+    call->deadline_ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
     if (opt) {
         call->flags = opt->flags;
         call->cancel = rio__cancel_ref(opt->cancel);
@@ -263,6 +264,9 @@ static void call_mark_start(struct rio_client *c, struct rio__call *call)
 {
     uint64_t now = rio__now_ns();
     call->t0 = now;
+    call->deadline_ns = call->deadline_ms == RIO_DEADLINE_NONE
+                            ? UINT64_MAX
+                            : now + (uint64_t)call->deadline_ms * 1000000ull;
     call->t0_cpu_caller = rio__thread_cpu_ns();
     call->t0_cpu_engine = c->engine_clock_ok ? rio__clock_ns(c->engine_clock) : 0;
     call->t0_cpu_transport = rio__t_cpu_ns(c->t);
@@ -287,10 +291,11 @@ static uint64_t deadline_of(struct rio_client *c, const struct rio_call *opt, ui
  * nothing is sized from geometry that contradicts itself. A bad one fails
  * the call with RIO_EPROTO and a line on stderr that names the field.
  */
-static int client_lookup(struct rio_client *c, const char *key, struct rio_desc *out)
+static int client_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
+                         struct rio_desc *out)
 {
     char why[192];
-    int ret = rio__t_lookup(c->t, key, out);
+    int ret = rio__meta_lookup(c, m, key, out);
     if (ret < 0)
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));
@@ -330,8 +335,10 @@ static void get_plan_drop(struct rio_client *c, struct get_plan *g)
 static int get_plan(struct rio_client *c, struct rio__call *call, const struct rio__req *r,
                     struct get_plan *g)
 {
+    struct rio__meta m;
     memset(g, 0, sizeof(*g));
-    int ret = client_lookup(c, r->key, &g->desc);
+    rio__meta_for_call(&m, call);
+    int ret = client_lookup(c, &m, r->key, &g->desc);
     if (ret < 0)
         goto err;
     ret = RIO_EGENERATION;
@@ -493,7 +500,9 @@ static int req_prepare_put(struct rio_client *c, struct rio__req *r, const char 
         r->opening = true;
         return 0;
     }
-    ret = rio__t_put_open(c->t, key, len, r->chunk_size, &r->upload);
+    struct rio__meta m;
+    rio__meta_for_call(&m, r->call);
+    ret = rio__meta_put_open(c, &m, key, len, r->chunk_size, &r->upload);
     if (ret < 0)
         r->upload = NULL;
     return ret;
@@ -575,9 +584,10 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
  * commit: once the new generation is published the call must report
  * success. Sets *gen; out_desc (if any) gets a copy of the descriptor.
  */
-static int commit_upload(struct rio_client *c, const char *key, void *upload, uint64_t size,
-                         uint64_t chunk_size, uint64_t nchunks, uint64_t *xxh, struct rio_md5 *md5,
-                         uint64_t *gen, struct rio_desc *out_desc)
+static int commit_upload(struct rio_client *c, const struct rio__meta *m, const char *key,
+                         void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
+                         uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen,
+                         struct rio_desc *out_desc)
 {
     struct rio_desc d;
     uint64_t *copy = NULL;
@@ -601,7 +611,7 @@ static int commit_upload(struct rio_client *c, const char *key, void *upload, ui
         rio__t_put_abort(c->t, upload);
         return ret;
     }
-    ret = rio__t_put_commit(c->t, upload, &d);
+    ret = rio__meta_put_commit(c, m, upload, &d);
     if (ret < 0) {
         rio__free(copy);
         return ret;
@@ -617,8 +627,10 @@ static int commit_upload(struct rio_client *c, const char *key, void *upload, ui
 static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
 {
     void *upload = r->upload;
+    struct rio__meta m;
     r->upload = NULL;
-    return commit_upload(c, r->key, upload, r->size, r->chunk_size, r->nchunks, r->xxh,
+    rio__meta_for_call(&m, r->call);
+    return commit_upload(c, &m, r->key, upload, r->size, r->chunk_size, r->nchunks, r->xxh,
                          r->want_md5 ? &r->md5 : NULL, &r->generation, out_desc);
 }
 
@@ -711,9 +723,11 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
     int ret = 0;
     bool empty = false;
 
+    struct rio__meta m;
     memset(&g, 0, sizeof(g));
+    rio__meta_for_call(&m, call);
     if (todo)
-        ret = r->type == RIO_OP_PUT ? rio__t_put_open(c->t, r->key, r->size, r->chunk_size, &up)
+        ret = r->type == RIO_OP_PUT ? rio__meta_put_open(c, &m, r->key, r->size, r->chunk_size, &up)
                                     : get_plan(c, call, r, &g);
     pthread_mutex_lock(&c->mu);
     r->opening = false;
@@ -1178,8 +1192,10 @@ int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
     int ret = key_check(key);
     if (ret < 0)
         return ret;
+    struct rio__meta m;
+    rio__meta_for_client(&m, c);
     memset(out, 0, sizeof(*out));
-    return client_lookup(c, key, out);
+    return client_lookup(c, &m, key, out);
 }
 
 int rio_delete(struct rio_client *c, const char *key)
@@ -1189,7 +1205,9 @@ int rio_delete(struct rio_client *c, const char *key)
     int ret = key_check(key);
     if (ret < 0)
         return ret;
-    return rio__t_remove(c->t, key);
+    struct rio__meta m;
+    rio__meta_for_client(&m, c);
+    return rio__meta_remove(c, &m, key);
 }
 
 struct prep_job {
@@ -1569,6 +1587,15 @@ struct rio_writer {
     struct rio__call *acc; /* with stats: every part's figures, merged */
 };
 
+/* The bounds of the writer's metadata: the stream's deadline and token;
+ * failed tries counted with its figures. */
+static void writer_meta(const struct rio_writer *w, struct rio__meta *m)
+{
+    m->deadline_ns = w->deadline_ns;
+    m->cancel = w->opt.cancel;
+    m->call = w->acc;
+}
+
 static void writer_fail(struct rio_writer *w, int err)
 {
     if (!w->err)
@@ -1769,7 +1796,9 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         if (ret < 0)
             goto err;
     }
-    ret = rio__t_put_open(c->t, key, size, w->chunk_size, &w->upload);
+    struct rio__meta m;
+    writer_meta(w, &m);
+    ret = rio__meta_put_open(c, &m, key, size, w->chunk_size, &w->upload);
     if (ret < 0)
         goto err;
     stream_link(c, &w->st, RIO__STREAM_WRITER);
@@ -1867,9 +1896,11 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
     writer_drain(w);
     int ret = w->err;
     uint64_t gen;
+    struct rio__meta m;
+    writer_meta(w, &m);
     if (ret == 0)
-        ret = commit_upload(w->c, w->key, w->upload, w->total, w->chunk_size, w->nchunks, w->xxh,
-                            w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
+        ret = commit_upload(w->c, &m, w->key, w->upload, w->total, w->chunk_size, w->nchunks,
+                            w->xxh, w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
     else
         rio__t_put_abort(w->c->t, w->upload);
     w->upload = NULL;

@@ -201,13 +201,17 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
                 if (a->req == r)
                     cancel_attempt_locked(c, a);
     }
-    if (rio__test_nofence && status < 0) {
-        /* Test only: hand the call back before its ops are drained. */
-        struct rio__call *call = r->call;
-        if (--call->remaining == 0)
-            pthread_cond_broadcast(&call->cond);
-        r->fenced = true; /* counted already; the fence below must not count it again */
-    }
+}
+
+uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n)
+{
+    uint64_t ms = c->o.backoff_base_ms;
+    for (unsigned i = 1; i < n && ms < c->o.backoff_cap_ms; i++)
+        ms *= 2;
+    if (ms > c->o.backoff_cap_ms)
+        ms = c->o.backoff_cap_ms;
+    uint64_t ns = ms * 1000000ull;
+    return ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
 }
 
 /* A chunk attempt failed with err on path pi. */
@@ -247,15 +251,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
             return;
         }
     }
-    /* Exponential backoff with equal jitter, capped. */
-    uint64_t ms = c->o.backoff_base_ms;
-    for (unsigned i = 1; i < n && ms < c->o.backoff_cap_ms; i++)
-        ms *= 2;
-    if (ms > c->o.backoff_cap_ms)
-        ms = c->o.backoff_cap_ms;
-    uint64_t ns = ms * 1000000ull;
-    ns = ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
-    ch->not_before_ns = now + ns;
+    ch->not_before_ns = now + rio__backoff_ns_locked(c, n);
     rq_push(r, ch);
 }
 
@@ -793,10 +789,9 @@ static void reap_finished_locked(struct rio_client *c)
             r->active = false;
             c->nrequests--;
             struct rio__call *call = r->call;
-            bool counted = r->fenced; /* the no-fence test path counted it already */
             r->fenced = true;
             rio__call_ready_locked(call, r);
-            if (!counted && --call->remaining == 0)
+            if (--call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
             if (--call->refs == 0) {
                 /* Freed by the engine loop once it drops mu (freeing gives

@@ -144,6 +144,8 @@ struct rio__call {
     struct rio_cancel *cancel;
     unsigned flags;
     uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller, t0_run_delay;
+    uint32_t deadline_ms; /* the call's, or the client's default */
+    uint64_t deadline_ns; /* t0 + deadline_ms (UINT64_MAX: none); bounds metadata */
     bool want_stats;
     uint64_t path_busy0[RIO_MAX_PATHS];
 
@@ -278,6 +280,37 @@ void rio__call_release(struct rio_client *c, struct rio__call *call);
 void rio__call_free(struct rio__call *call);
 /* Add the figures of fenced call part to acc (a streaming writer's). */
 int rio__call_merge(struct rio__call *acc, const struct rio__call *part);
+
+/* The wait before try n + 1 (n >= 1 failed): backoff_base x 2^(n-1), capped
+ * at backoff_cap, with equal jitter from the client's generator (under mu). */
+uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n);
+
+/*
+ * Metadata ops with the engine's retry (meta.c): each try through the
+ * transport's wrapper; a failure of a retryable class goes again after a
+ * backoff, up to retry_attempts tries, within the deadline and until the
+ * cancel token fires (then RIO_EDEADLINE, RIO_ECANCELED). Failed tries are
+ * counted in call's retries. Any thread, mu not held; blocks.
+ */
+struct rio__meta {
+    uint64_t deadline_ns;      /* UINT64_MAX: none */
+    struct rio_cancel *cancel; /* may be NULL */
+    struct rio__call *call;    /* failed tries counted here; may be NULL */
+};
+/* Bounds of a call's metadata: its deadline and cancel token. */
+void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);
+/* Bounds of a metadata call with no call options (rio_stat, rio_delete):
+ * the client's deadline from now. */
+void rio__meta_for_client(struct rio__meta *m, struct rio_client *c);
+int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
+                     struct rio_desc *out);
+int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
+                       uint64_t size, uint64_t chunk_size, void **upload);
+int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);
+/* Consumes upload whatever it returns; retried only where the transport
+ * has RIO_CAP_COMMIT_RETRY (transport.h). */
+int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
+                         struct rio_desc *d);
 
 /* Fill stats from a finished call (stats.c). */
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st);

@@ -59,6 +59,11 @@ struct rio_io {
 /* Stores the descriptor's etag (the stream MD5) at put_commit. Without it
  * the engine does not compute the MD5 of a PUT (d->etag is ""). */
 #define RIO_CAP_ETAG 0x4u
+/* A put_commit that returns a retryable class (transport.h, metadata rule)
+ * leaves the upload as it was: not consumed, nothing published, so the
+ * engine may call put_commit again with it, or put_abort. Without this bit
+ * put_commit consumes the upload whatever it returns and is tried once. */
+#define RIO_CAP_COMMIT_RETRY 0x8u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
@@ -161,7 +166,19 @@ struct rio_transport_ops {
 
     /* Metadata: synchronous (may block on round trips), thread-safe, called
      * from callers and metadata workers at once, never with the client lock
-     * held. */
+     * held.
+     *
+     * Retry is the engine's (core/meta.c): each op makes one try (no loop of
+     * its own for transient errors) and the engine tries again, within
+     * retry_attempts, the backoff and the call's deadline, when the error's
+     * class is retryable (core/errors.c). So an op returns a retryable class
+     * (reset, refused, timeout, unreach, dns, short, checksum, server,
+     * throttle) only when repeating it is safe: it did not take effect, or
+     * taking effect twice is the same as once (a lookup; a put_open whose
+     * orphan the target reclaims). An op that may have taken effect and
+     * must not be repeated returns RIO_EUNKNOWN (never retried). put_commit
+     * is retried only with RIO_CAP_COMMIT_RETRY (above); put_abort has no
+     * result and is never retried (the target reclaims what it leaves). */
     int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
@@ -198,14 +215,20 @@ struct rio_transport {
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
 
+/* Open url with ops, and stack the fault filter (transport/fault.h) over it
+ * when url carries `faults=` or is mock://. What rio__t_open runs. */
+int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                        const struct rio_options *o, struct rio_transport **out);
+
 /* --- wrappers: the only way the engine reaches a transport ---
  * Each states who may call it; the table above the ops is the full rule. */
 
-/* rio_client_new's caller, no client lock; may block. */
+/* rio_client_new's caller, no client lock; may block. *out may be the
+ * fault filter stacked over the transport of ops (rio__transport_open). */
 static inline int rio__t_open(const struct rio_transport_ops *ops, const struct rio_url *url,
                               const struct rio_options *o, struct rio_transport **out)
 {
-    return ops->open(url, o, out);
+    return rio__transport_open(ops, url, o, out);
 }
 
 /* Nothing in flight, engine thread stopped; may block. */

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata ops (lookup, put_open, put_commit, remove) with the engine's
+ * retry: one place decides which failures go again, how often and how long
+ * to wait, for every transport, as it does for chunks (DESIGN.md, invariant
+ * 4). A transport answers each try once; it returns a retryable class only
+ * when trying again is safe (transport.h). The tries count against the
+ * client's retry_attempts (a throttle against four times as many), wait an
+ * exponential backoff with equal jitter between the client's backoff base
+ * and cap, and stop at the call's deadline or its cancel token. Each failed
+ * try is counted in the call's retries by class (rio_stats.retries).
+ */
+#include <errno.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+/* A backoff is slept in slices this long, so a cancel ends it soon. */
+#define META_SLICE_NS 10000000ull
+
+void rio__meta_for_call(struct rio__meta *m, struct rio__call *call)
+{
+    m->deadline_ns = call->deadline_ns;
+    m->cancel = call->cancel;
+    m->call = call;
+}
+
+void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
+{
+    uint64_t ms = c->o.deadline_ms;
+    m->deadline_ns = ms == RIO_DEADLINE_NONE ? UINT64_MAX : rio__now_ns() + ms * 1000000ull;
+    m->cancel = NULL;
+    m->call = NULL;
+}
+
+static bool meta_cancelled(const struct rio__meta *m)
+{
+    return m->cancel && atomic_load(&m->cancel->fired);
+}
+
+/* Sleep until ns, or less when the deadline comes first or the call is
+ * cancelled. Returns 0, RIO_EDEADLINE or RIO_ECANCELED. */
+static int meta_sleep_until(const struct rio__meta *m, uint64_t until)
+{
+    for (;;) {
+        if (meta_cancelled(m))
+            return RIO_ECANCELED;
+        uint64_t now = rio__now_ns();
+        if (now >= until)
+            return 0;
+        if (now >= m->deadline_ns)
+            return RIO_EDEADLINE;
+        uint64_t ns = until - now;
+        if (ns > META_SLICE_NS)
+            ns = META_SLICE_NS;
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                              .tv_nsec = (long)(ns % 1000000000ull)};
+        while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+            ;
+    }
+}
+
+/* Count a failed try in the call's retries (the engine's books, under mu);
+ * returns its class. */
+static int meta_count(struct rio_client *c, const struct rio__meta *m, int err)
+{
+    int cls = rio__err_class(err);
+    if (m->call) {
+        pthread_mutex_lock(&c->mu);
+        m->call->retries[cls]++;
+        pthread_mutex_unlock(&c->mu);
+    }
+    return cls;
+}
+
+/*
+ * Try n (1-based) failed with err: count it, then either wait the backoff
+ * before the next try (returns 0) or give up (returns what the op returns:
+ * err when it is not retryable or its tries are spent, RIO_EDEADLINE or
+ * RIO_ECANCELED when those end it first). *throttles counts RIO_ETHROTTLE
+ * answers, which get four times the patience (as a chunk's do).
+ */
+static int meta_failed(struct rio_client *c, const struct rio__meta *m, int err, unsigned *tries,
+                       unsigned *throttles)
+{
+    int cls = meta_count(c, m, err);
+    unsigned n;
+
+    if (!rio__class_is_retryable(cls))
+        return err;
+    if (cls == RIO_CLASS_THROTTLE) {
+        n = ++*throttles;
+        if (n >= 4 * c->o.retry_attempts)
+            return err;
+    } else {
+        n = ++*tries;
+        if (n >= c->o.retry_attempts)
+            return err;
+    }
+    pthread_mutex_lock(&c->mu);
+    uint64_t ns = rio__backoff_ns_locked(c, n);
+    pthread_mutex_unlock(&c->mu);
+    uint64_t now = rio__now_ns();
+    /* A wait that would end past the deadline is not worth starting. */
+    if (m->deadline_ns != UINT64_MAX && now + ns >= m->deadline_ns)
+        return RIO_EDEADLINE;
+    return meta_sleep_until(m, now + ns);
+}
+
+/* Whether a call may start (another) try of a metadata op. */
+static int meta_may_try(const struct rio__meta *m)
+{
+    if (meta_cancelled(m))
+        return RIO_ECANCELED;
+    if (m->deadline_ns != UINT64_MAX && rio__now_ns() >= m->deadline_ns)
+        return RIO_EDEADLINE;
+    return 0;
+}
+
+/* One metadata op and its arguments, so one loop retries them all. */
+enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE };
+
+struct meta_op {
+    int kind;
+    const char *key;
+    struct rio_desc *out;      /* lookup */
+    uint64_t size, chunk_size; /* put_open */
+    void **upload;             /* put_open */
+};
+
+static int meta_once(struct rio_client *c, const struct meta_op *op)
+{
+    switch (op->kind) {
+    case META_LOOKUP:
+        return rio__t_lookup(c->t, op->key, op->out);
+    case META_PUT_OPEN:
+        return rio__t_put_open(c->t, op->key, op->size, op->chunk_size, op->upload);
+    default:
+        return rio__t_remove(c->t, op->key);
+    }
+}
+
+static int meta_run(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
+{
+    unsigned tries = 0, throttles = 0;
+    int ret;
+
+    for (;;) {
+        ret = meta_may_try(m);
+        if (ret < 0)
+            return ret;
+        ret = meta_once(c, op);
+        if (ret >= 0)
+            return ret;
+        ret = meta_failed(c, m, ret, &tries, &throttles);
+        if (ret < 0)
+            return ret;
+    }
+}
+
+int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
+                     struct rio_desc *out)
+{
+    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
+                       uint64_t size, uint64_t chunk_size, void **upload)
+{
+    struct meta_op op = {.kind = META_PUT_OPEN,
+                         .key = key,
+                         .size = size,
+                         .chunk_size = chunk_size,
+                         .upload = upload};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key)
+{
+    struct meta_op op = {.kind = META_REMOVE, .key = key};
+    return meta_run(c, m, &op);
+}
+
+/*
+ * A commit goes again only where the transport says a failed one left the
+ * upload as it was (RIO_CAP_COMMIT_RETRY): elsewhere put_commit consumes the
+ * upload whatever it returns, so there is nothing left to commit twice. The
+ * deadline and cancel are not checked before the first try: the chunks are
+ * all in, and the call has already paid for them.
+ */
+int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
+                         struct rio_desc *d)
+{
+    unsigned tries = 0, throttles = 0;
+    int ret;
+
+    if (!rio__t_has_cap(c->t, RIO_CAP_COMMIT_RETRY)) {
+        ret = rio__t_put_commit(c->t, upload, d);
+        if (ret < 0)
+            meta_count(c, m, ret);
+        return ret;
+    }
+    for (;;) {
+        ret = rio__t_put_commit(c->t, upload, d);
+        if (ret >= 0)
+            return ret;
+        int cls = rio__err_class(ret);
+        ret = meta_failed(c, m, ret, &tries, &throttles);
+        if (ret < 0) {
+            /* A retryable answer left the upload to us: drop it. */
+            if (rio__class_is_retryable(cls))
+                rio__t_put_abort(c->t, upload);
+            return ret;
+        }
+        ret = meta_may_try(m);
+        if (ret < 0) {
+            rio__t_put_abort(c->t, upload);
+            return ret;
+        }
+    }
+}
