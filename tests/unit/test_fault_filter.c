@@ -9,7 +9,7 @@
  * error, the caller's buffers, and the counters back at zero.
  */
 #define _GNU_SOURCE
-#include "../integration/file_util.h"
+#include "file_util.h"
 #include "tx_util.h"
 
 #define CS (64 * KiB)
