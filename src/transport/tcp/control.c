@@ -289,49 +289,31 @@ int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, stru
     return 0;
 }
 
-/* A failed exchange an idempotent request may try again on a fresh
- * connection: the connection broke, stalled past the op timeout, or its
- * answer broke the protocol (the connection is closed either way). */
-static bool ctl_retryable(int err)
-{
-    return reset_class(err) || err == -ETIMEDOUT || err == RIO_EPROTO || err == -ECONNREFUSED;
-}
-
-/* The engine's backoff for try n (1-based) of a metadata request: base x
- * 2^(n-1), capped, with equal jitter. */
-void rio__tcp_ctl_backoff(const struct tcp_transport *t, unsigned n)
-{
-    uint64_t ms = t->o.backoff_base_ms;
-    for (unsigned i = 1; i < n && ms < t->o.backoff_cap_ms; i++)
-        ms *= 2;
-    ms = min_u64(ms, t->o.backoff_cap_ms);
-    uint64_t us = ms * 1000;
-    uint32_t r = 0;
-    if (us && getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-        r = 0;
-    us = us / 2 + (us ? r % (us / 2 + 1) : 0);
-    if (us)
-        usleep((useconds_t)us);
-}
-
 /*
  * One request and its answer on member m's control connection (dialled when
  * needed). Returns 0 with the answer's header and body (caller frees), or
  * the error that made the exchange impossible. A status in a well-formed
- * answer is the caller's to read (h->status). An idempotent request whose
- * exchange failed (reset, timeout, a damaged answer) goes again on a fresh
- * connection, up to retry_attempts tries, each bounded by timeout_ms; a
- * reused connection found reset costs no try. *sent (may be NULL) tells
- * whether any try put bytes of the request on a connection, so that the
- * server may have acted on it.
+ * answer is the caller's to read (h->status). *sent (may be NULL) tells
+ * whether bytes of the request reached a connection, so that the server may
+ * have acted on it.
+ *
+ * One try, bounded by timeout_ms: trying again after a failed exchange is
+ * the engine's (core/meta.c, within retry_attempts, its backoff and the
+ * call's deadline). The one step kept here is connection reuse as an HTTP
+ * client does it: an idempotent request whose reused idle connection turns
+ * out closed by the server (a reset on a connection this call did not dial)
+ * goes once more on a fresh connection; the server closing an idle
+ * connection is the protocol's normal life, not a failure. A failed
+ * exchange closes the connection (its stream cannot be trusted) and a
+ * damaged answer is returned as -EPROTO, a reset-class error, as on a data
+ * connection: the request may be repeated only where the caller says it is
+ * safe (metadata.c).
  */
 int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                            struct rio_proto_hdr *h, uint8_t **body, bool *sent)
 {
     struct iovec iov[5];
     uint8_t hdr[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
-    unsigned tries = rq->idempotent && t->o.retry_attempts > 1 ? t->o.retry_attempts : 1;
-    unsigned failed = 0;
     int ret = 0;
 
     *body = NULL;
@@ -340,7 +322,7 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
     if (rq->niov > 3 || rq->body_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
         return RIO_EINVAL;
     pthread_mutex_lock(&m->ctl_mu);
-    for (;;) {
+    for (int pass = 0;; pass++) {
         bool fresh = false;
         ret = 0;
         if (m->ctl_fd >= 0 && ctl_stale_locked(m))
@@ -349,6 +331,12 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
             if (rq->no_dial) {
                 ret = -ENOTCONN;
                 break;
+            }
+            if (m->ctl_failed) {
+                /* The member's last exchange failed: this request goes
+                 * again (or in its place) on a fresh connection. */
+                m->ctl_failed = false;
+                rio__tcp_ctr_add(t, &t->ctr.ctl_retries, 1);
             }
             ret = rio__tcp_ctl_dial_locked(t, m, NULL);
             fresh = true;
@@ -382,18 +370,13 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
             /* Whatever went wrong, this stream cannot be trusted any more. */
             rio__tcp_ctl_close_locked(m);
         }
-        /* A reused connection the server had reset: one free try. */
-        bool free_try = !fresh && reset_class(ret) && failed == 0 && rq->idempotent;
-        if (!free_try && (++failed >= tries || !ctl_retryable(ret)))
+        m->ctl_failed = true;
+        /* A reused connection the server had closed: once more on a fresh one. */
+        if (pass > 0 || fresh || !reset_class(ret) || !rq->idempotent)
             break;
-        pthread_mutex_lock(&t->mu);
-        t->ctr.ctl_retries++;
-        pthread_mutex_unlock(&t->mu);
-        if (!free_try)
-            rio__tcp_ctl_backoff(t, failed);
     }
     pthread_mutex_unlock(&m->ctl_mu);
-    return ret;
+    return ret == RIO_EPROTO ? -EPROTO : ret;
 }
 
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,

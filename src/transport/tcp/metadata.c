@@ -3,6 +3,7 @@
  * The metadata ops (lookup, put_open, put_commit, put_abort, remove), each
  * one request on the owner's control connection (control.c).
  */
+#include "core/internal.h"
 #include "transport/tcp/tcp_int.h"
 
 /* The body of a request that names only a key (LOOKUP, DELETE): its length,
@@ -219,9 +220,8 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     if (n < 0)
         goto abort;
     struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
-    /* The commit is idempotent (docs/protocol.md): the server remembers
-     * which generation an upload became, so a commit whose answer was lost
-     * goes again on a fresh connection and gets the same generation. */
+    /* The commit is idempotent by upload id (docs/protocol.md): the server
+     * remembers which generation an upload became. */
     struct ctl_req rq = {
         .op = RIO_OP_PUT_COMMIT,
         .iov = &iov,
@@ -232,38 +232,47 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
         .idempotent = true,
         .check = check_commit_resp,
     };
-    bool sent = false, ever_sent = false;
-    for (unsigned busy = 0;; busy++) {
-        ret = rio__tcp_ctl_call_sent(t, &t->members[up->member], &rq, &h, &body, &sent);
-        ever_sent |= sent;
-        /* The disk tier is still applying an earlier try of this commit:
-         * ask again after a backoff. */
-        if (ret < 0 || h.status != RIO_ETHROTTLE || busy + 1 >= t->o.retry_attempts)
-            break;
-        rio__free(body);
-        body = NULL;
-        rio__tcp_ctl_backoff(t, busy + 1);
+    struct tcp_member *m = &t->members[up->member];
+    bool sent = false, asked = up->commit_sent; /* an earlier try reached the server */
+    ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
+    if (ret < 0 && sent && !asked) {
+        /* The request went out and its answer was lost: the protocol's way
+         * to learn what became of it is to ask once more, by the same
+         * upload id, on a fresh connection (the server answers the
+         * generation it committed, RIO_ETHROTTLE while it still applies
+         * it, or no such upload). Trying again after a failure is the
+         * engine's (RIO_CAP_COMMIT_RETRY). */
+        up->commit_sent = true;
+        ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
     }
     rio__free(b);
     if (ret < 0) {
-        /* No answer after every try: a request that reached a connection
-         * may have been applied. Only the caller can decide what to do. */
-        if (ever_sent)
+        /* The commit reached the server and what became of it cannot be
+         * learnt: it may have been applied, and only the caller can decide
+         * (RIO_EUNKNOWN). That is the case when the question asked again
+         * got no answer either, or when an earlier try had reached the
+         * server and this one got no answer. Only a first loss whose
+         * question again could not even connect is left to the engine's
+         * next try (the upload stays); a try that never reached the server
+         * returns its dial's error, and the engine may try again. */
+        if (asked || (up->commit_sent && sent))
             ret = RIO_EUNKNOWN;
         goto out;
     }
-    if (h.status == RIO_ETHROTTLE)
-        ret = RIO_EUNKNOWN; /* still being applied when we gave up */
-    else if (h.status == RIO_ENOTFOUND || h.status == -ENOENT)
+    if (h.status == RIO_ENOTFOUND || h.status == -ENOENT)
         ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
     else if (h.status != 0)
-        ret = wire_status(h.status);
+        ret = wire_status(h.status); /* RIO_ETHROTTLE: still being applied, ask later */
     else if (rio__proto_dec_put_commit_resp(body, h.body_len, &r) < 0)
         ret = RIO_EPROTO;
     else
         d->generation = r.generation;
     rio__free(body);
 out:
+    /* A retryable class leaves the upload to the engine, which commits it
+     * again or aborts it (RIO_CAP_COMMIT_RETRY); anything else consumes it. */
+    if (ret < 0 && rio__class_is_retryable(rio__err_class(ret)))
+        return ret;
     upload_free(up);
     return ret;
 abort:
@@ -327,9 +336,16 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
         .resp_cap = RIO_PROTO_CTRL_MAX,
         .timeout_ms = t->o.op_timeout_ms,
     };
-    ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
+    bool sent = false;
+    ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
+                                 &sent);
+    /* A DELETE is never repeated: a second one would say "no such object"
+     * for a delete that worked, or remove what a PUT wrote in between. So
+     * once its request reached the server, no answer is an unknown outcome
+     * (RIO_EUNKNOWN, which the engine does not retry); unsent, the dial's
+     * error, which it may. */
     if (ret < 0)
-        return ret;
+        return sent ? RIO_EUNKNOWN : ret;
     rio__free(body);
     return h.status ? wire_status(h.status) : 0;
 }

@@ -69,16 +69,19 @@ static int greet_members(struct tcp_transport *t, bool explicit_rails)
         struct hs_info hi;
         int ret;
 
-        /* A damaged or cut greeting is tried again like any metadata call;
-         * a refusal (-EACCES) is final. */
-        for (unsigned n = 1;; n++) {
+        /* A greeting whose answer came damaged or cut is redone once on a
+         * fresh connection, the protocol step a request on a reused
+         * connection found closed gets (control.c); there is no loop of
+         * tries and no backoff here: a server that is down, refuses
+         * (-EACCES) or keeps failing fails the open, and trying again is
+         * the caller's (rio_client_new). */
+        for (unsigned n = 0;; n++) {
             pthread_mutex_lock(&m->ctl_mu);
             ret = rio__tcp_ctl_dial_locked(t, m, &hi);
             pthread_mutex_unlock(&m->ctl_mu);
-            if (ret == 0 || n >= t->o.retry_attempts || !(ret == RIO_EPROTO || reset_class(ret)))
+            if (ret == 0 || n > 0 || !(ret == RIO_EPROTO || reset_class(ret)))
                 break;
             rio__tcp_ctr_add(t, &t->ctr.ctl_retries, 1);
-            rio__tcp_ctl_backoff(t, n);
         }
         if (ret < 0) {
             if (!first_err)
@@ -244,7 +247,7 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
 
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
-    .caps = RIO_CAP_ETAG,
+    .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY,
     .open = tcp_open,
     .close = tcp_close,
     .submit = rio__tcp_submit,

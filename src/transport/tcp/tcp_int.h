@@ -28,10 +28,14 @@
  * into io->dst (never more than the op's len bytes), timers (dial deadline,
  * progress watchdog), and complete() for each finished op with no lock held.
  * Metadata calls (lookup, put_open/commit/abort, remove) are synchronous on
- * one blocking control connection per member, under that member's mutex;
- * the idempotent ones (LOOKUP, PUT_OPEN, PUT_COMMIT: the server remembers
- * commits) go again on a fresh connection after a reset, a timeout or a
- * damaged answer, and a commit whose answer never came is RIO_EUNKNOWN.
+ * one blocking control connection per member, under that member's mutex,
+ * one try each: the engine tries them again (core/meta.c), so each returns
+ * a retryable class only when repeating it is safe (LOOKUP, PUT_OPEN, and
+ * PUT_COMMIT, idempotent by upload id), else RIO_EUNKNOWN (a DELETE or a
+ * commit whose answer never came). Kept as protocol steps: an idempotent
+ * request whose reused connection the server had closed goes once more on a
+ * fresh one, and a commit whose answer was lost is asked once more by its
+ * upload id.
  *
  * Slots. An op holds one slot from submit to complete: its encoded request
  * and its place in a connection's send queue or wait list. Slots come from a
@@ -200,6 +204,7 @@ struct tcp_member {
     struct rio__tls ctl_tls; /* tls=on: the control connection's TLS */
     uint32_t ctl_max_body;
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
+    bool ctl_failed;                /* its last exchange (or dial) failed */
 };
 
 enum { SL_FREE = 0, SL_PENDING, SL_QUEUED, SL_WAIT };
@@ -311,6 +316,7 @@ struct tcp_upload {
     unsigned member;
     uint64_t id;
     uint64_t size, chunk_size, nchunks;
+    bool commit_sent; /* a commit request for it reached the server */
 };
 
 struct tcp_transport {
@@ -424,7 +430,7 @@ struct ctl_req {
     size_t body_len;
     uint64_t resp_cap; /* largest successful answer body accepted */
     uint32_t timeout_ms;
-    bool idempotent; /* may go again on a fresh connection, up to retry_attempts tries */
+    bool idempotent; /* a reused connection found closed: once more on a fresh one */
     bool no_dial;    /* only on an open connection */
     /* A successful answer's body must decode: 0 or RIO_EPROTO (a damaged
      * answer, handled like a damaged frame). NULL: any body. */
@@ -473,7 +479,6 @@ int rio__tcp_new_nonce(uint8_t nonce[RIO_PROTO_NONCE_LEN]);
 /* control.c */
 void rio__tcp_ctl_close_locked(struct tcp_member *m);
 int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi);
-void rio__tcp_ctl_backoff(const struct tcp_transport *t, unsigned n);
 int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                            struct rio_proto_hdr *h, uint8_t **body, bool *sent);
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
