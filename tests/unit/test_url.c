@@ -141,15 +141,18 @@ TEST(url_alloc_failure)
     rio__url_cleanup(&u); /* twice is harmless */
 }
 
-static uint64_t size_of(const char *s)
+/* What parse (named name) makes of s; fails the test on an error. */
+static uint64_t parsed(int (*parse)(const char *, uint64_t *), const char *name, const char *s)
 {
     uint64_t v = 0xdeadbeef;
-    int ret = rio__parse_size(s, &v);
+    int ret = parse(s, &v);
 
     if (ret < 0)
-        T_FAIL("rio__parse_size(\"%s\") = %d", s, ret);
+        T_FAIL("%s(\"%s\") = %d", name, s, ret);
     return v;
 }
+#define size_of(s) parsed(rio__parse_size, "rio__parse_size", (s))
+#define dur_of(s) parsed(rio__parse_duration_ns, "rio__parse_duration_ns", (s))
 
 TEST(size_suffixes)
 {
@@ -212,16 +215,6 @@ TEST(size_rejects)
     }
     T_EQ(v, 7); /* untouched on error */
     T_ERR(rio__parse_size(NULL, &v), RIO_EINVAL);
-}
-
-static uint64_t dur_of(const char *s)
-{
-    uint64_t v = 0xdeadbeef;
-    int ret = rio__parse_duration_ns(s, &v);
-
-    if (ret < 0)
-        T_FAIL("rio__parse_duration_ns(\"%s\") = %d", s, ret);
-    return v;
 }
 
 TEST(duration_units)
