@@ -36,6 +36,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -1082,8 +1083,13 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     t->base.npaths = (unsigned)v;
 
     if ((s = rio__url_param(u, "rate"))) {
-        if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0)
+        if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0) {
+            fprintf(stderr,
+                    "railio: rate=%s: expected a size per second, or one per path "
+                    "(e.g. 1G or 1G,500M)\n",
+                    s);
             return RIO_EINVAL;
+        }
         for (i = 0; i < t->base.npaths; i++)
             t->path[i].rate = (double)vals[i];
     }
@@ -1094,7 +1100,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
             t->path[i].lat_ns = vals[i];
     }
     if ((s = rio__url_param(u, "disk"))) {
-        if (rio__parse_size(s, &v) < 0)
+        if (rio__opt_size("disk", s, 0, UINT64_MAX, 0, &v) < 0)
             return RIO_EINVAL;
         t->disk_rate = (double)v;
     }

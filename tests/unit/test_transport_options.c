@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_TIMEOUT 60 */
+/* T_LABELS unit */
+/*
+ * A transport's size option refused at rio_client_new names itself and the
+ * range it takes, through the one parser (rio__opt_size): mock:// disk= and
+ * rate=. s3:// is in test_s3_faults
+ * (refused_option_names_itself); rados:// max_object= is read after the
+ * cluster connects (test_rados).
+ */
+#include <stdio.h>
+
+#include "railio.h"
+#include "t.h"
+#include "tlib.h"
+
+TEST(mock_size_option_refused_names_itself)
+{
+    struct rio_options o;
+
+    t_opts(&o, T_PROFILE_ENGINE);
+    t_client_refused("mock://opt?disk=fast", &o, "railio: disk=fast: expected a size (e.g. 64K");
+    t_client_refused("mock://opt?disk=16384P", &o, "railio: disk=16384P: expected a size");
+    t_client_refused("mock://opt?paths=2&rate=1G,x", &o, "railio: rate=1G,x: expected a size");
+    struct rio_client *c = NULL;
+    T_OK(rio_client_new("mock://opt?paths=2&rate=1G,500M&disk=2G", &o, &c));
+    t_close(c, -1);
+}
