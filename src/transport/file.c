@@ -2063,7 +2063,7 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
                                 : v > FILE_BOUNCE_MAX   ? FILE_BOUNCE_MAX
                                                         : v);
     if ((s = rio__url_param(u, "bounce"))) {
-        if (rio__parse_size(s, &v) < 0 || v > FILE_BOUNCE_MAX || v % 4096)
+        if (rio__opt_size("bounce", s, 0, FILE_BOUNCE_MAX, RIO_OPT_SIZE_4K, &v) < 0)
             return RIO_EINVAL;
         t->bounce_size = (uint32_t)v;
     }

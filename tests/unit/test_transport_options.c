@@ -4,7 +4,7 @@
 /*
  * A transport's size option refused at rio_client_new names itself and the
  * range it takes, through the one parser (rio__opt_size): mock:// disk= and
- * rate=. s3:// is in test_s3_faults
+ * rate=, file:// bounce=. s3:// is in test_s3_faults
  * (refused_option_names_itself); rados:// max_object= is read after the
  * cluster connects (test_rados).
  */
@@ -24,5 +24,27 @@ TEST(mock_size_option_refused_names_itself)
     t_client_refused("mock://opt?paths=2&rate=1G,x", &o, "railio: rate=1G,x: expected a size");
     struct rio_client *c = NULL;
     T_OK(rio_client_new("mock://opt?paths=2&rate=1G,500M&disk=2G", &o, &c));
+    t_close(c, -1);
+}
+
+TEST(file_size_option_refused_names_itself)
+{
+    const char *dir;
+    char url[512];
+    struct rio_options o;
+
+    if (!rio_has_scheme("file"))
+        T_SKIP("file:// is not built in");
+    dir = t_scratch_dir("railio-opt");
+    t_opts(&o, T_PROFILE_ENGINE);
+    snprintf(url, sizeof(url), "file://%s?bounce=5000", dir);
+    t_client_refused(url, &o,
+                     "railio: bounce=5000: expected a size (e.g. 64K, 1M) in steps of 4096 up to "
+                     "67108864");
+    snprintf(url, sizeof(url), "file://%s?bounce=128M", dir);
+    t_client_refused(url, &o, "railio: bounce=128M: expected a size");
+    snprintf(url, sizeof(url), "file://%s?bounce=256K", dir);
+    struct rio_client *c = NULL;
+    T_OK(rio_client_new(url, &o, &c));
     t_close(c, -1);
 }
