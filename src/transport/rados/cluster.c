@@ -328,7 +328,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         t->nwpools = 1;
     if ((s = rio__url_param(u, "max_object"))) {
         ret = RIO_EINVAL;
-        if (rio__parse_size(s, &t->max_object) < 0 || t->max_object == 0)
+        if (rio__opt_size("max_object", s, 1, UINT64_MAX, 0, &t->max_object) < 0)
             goto err_close;
     } else {
         char val[64];
