@@ -1596,8 +1596,7 @@ static int file_lookup(struct rio_transport *tt, const char *key, struct rio_des
 
     if (!key || !out)
         return RIO_EINVAL;
-    kl = strnlen(key, RIO_KEY_MAX + 1);
-    if (kl == 0 || kl > RIO_KEY_MAX)
+    if (rio__key_len(key, &kl) < 0)
         return RIO_EINVAL;
     ret = file_open(t, key, &f, &st);
     if (ret < 0 && cache_shed(t, ret))
