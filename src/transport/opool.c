@@ -24,6 +24,14 @@ void rio__opool_init(struct rio_opool *p, size_t size, unsigned per_slab)
     p->per = per_slab ? per_slab : 1;
 }
 
+void rio__opool_hooks(struct rio_opool *p, int (*make)(void *e, void *arg),
+                      void (*unmake)(void *e, void *arg), void *arg)
+{
+    p->make = make;
+    p->unmake = unmake;
+    p->arg = arg;
+}
+
 int rio__opool_grow(struct rio_opool *p)
 {
     struct rio_opool_slab *s;
@@ -36,6 +44,14 @@ int rio__opool_grow(struct rio_opool *p)
     s = rio__calloc(1, bytes);
     if (!s)
         return -ENOMEM;
+    for (i = 0; p->make && i < p->per; i++) {
+        if (p->make(s->e + (size_t)i * p->size, p->arg) < 0) {
+            while (p->unmake && i-- > 0)
+                p->unmake(s->e + (size_t)i * p->size, p->arg);
+            rio__free(s);
+            return -ENOMEM;
+        }
+    }
     s->next = p->slabs;
     p->slabs = s;
     for (i = p->per; i-- > 0;) {
@@ -58,7 +74,8 @@ void *rio__opool_get(struct rio_opool *p)
     e = p->free;
     memcpy(&p->free, e, sizeof(void *));
     p->nfree--;
-    memset(e, 0, p->size);
+    if (!p->make)
+        memset(e, 0, p->size);
     return e;
 }
 
@@ -87,6 +104,8 @@ void rio__opool_destroy(struct rio_opool *p)
     while (p->slabs) {
         struct rio_opool_slab *s = p->slabs;
 
+        for (unsigned i = 0; p->unmake && i < p->per; i++)
+            p->unmake(s->e + (size_t)i * p->size, p->arg);
         p->slabs = s->next;
         rio__free(s);
     }

@@ -22,14 +22,28 @@ struct rio_opool {
     void *free;   /* free list through each element's first bytes */
     size_t cap;   /* elements in every slab */
     size_t nfree; /* on the free list */
+    /* rio__opool_hooks: elements that own resources */
+    int (*make)(void *e, void *arg);
+    void (*unmake)(void *e, void *arg);
+    void *arg;
 };
 
 /* An empty pool of elements of size bytes (at least a pointer), per_slab
  * to a slab. Allocates nothing. */
 void rio__opool_init(struct rio_opool *p, size_t size, unsigned per_slab);
+/*
+ * For elements that own resources (a curl handle): make runs on each
+ * element of a new slab (a failure unmakes the ones made and drops the
+ * slab), unmake on every element at destroy, and get no longer zeroes an
+ * element, which keeps what it owns from one use to the next. make must
+ * leave the first pointer-sized bytes to the pool.
+ */
+void rio__opool_hooks(struct rio_opool *p, int (*make)(void *e, void *arg),
+                      void (*unmake)(void *e, void *arg), void *arg);
 /* One slab more on the free list: 0 or -ENOMEM. */
 int rio__opool_grow(struct rio_opool *p);
-/* A zeroed element; grows by one slab when none is free. NULL: -ENOMEM. */
+/* A zeroed element (without hooks); grows by one slab when none is free.
+ * NULL: -ENOMEM. */
 void *rio__opool_get(struct rio_opool *p);
 /* Back on the free list (e came from this pool's get). */
 void rio__opool_put(struct rio_opool *p, void *e);
@@ -41,7 +55,7 @@ struct rio_opool_it {
     int started;
 };
 void *rio__opool_walk(const struct rio_opool *p, struct rio_opool_it *it);
-/* Free every slab; the pool is empty again (elements in use are lost). */
+/* unmake every element, free every slab; the pool is empty again. */
 void rio__opool_destroy(struct rio_opool *p);
 
 #endif

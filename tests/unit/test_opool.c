@@ -6,6 +6,7 @@
  * a slab more only when none is free, put and get reuse without allocating,
  * a walk over every element, and nothing left after destroy.
  */
+#include <errno.h>
 #include <stdalign.h>
 #include <stdint.h>
 #include <string.h>
@@ -97,4 +98,71 @@ TEST(tiny_elements_hold_the_link)
     T_PTREQ(rio__opool_get(&p), b);
     T_PTREQ(rio__opool_get(&p), a);
     rio__opool_destroy(&p);
+}
+
+struct owner {
+    void *link;
+    int *res; /* what make allocated, kept across get and put */
+    unsigned uses;
+};
+
+static int made, unmade, fail_at = -1;
+
+static int make(void *e, void *arg)
+{
+    struct owner *o = e;
+
+    T_PTREQ(arg, &made);
+    if (made == fail_at)
+        return -ENOMEM;
+    o->res = rio__malloc(sizeof(int));
+    if (!o->res)
+        return -ENOMEM;
+    made++;
+    return 0;
+}
+
+static void unmake(void *e, void *arg)
+{
+    struct owner *o = e;
+
+    (void)arg;
+    rio__free(o->res);
+    o->res = NULL;
+    unmade++;
+}
+
+/* Elements that own something: made once a slab, kept (not zeroed) from
+ * one get to the next, unmade at destroy; a make that fails undoes its
+ * slab and get gives NULL. */
+TEST(hooks_make_keep_unmake)
+{
+    struct rio_opool p;
+    int64_t a0 = rio__alloc_outstanding();
+
+    rio__opool_init(&p, sizeof(struct owner), 4);
+    rio__opool_hooks(&p, make, unmake, &made);
+    struct owner *o = rio__opool_get(&p);
+    T_TRUE(o != NULL);
+    T_EQ(made, 4);
+    T_TRUE(o->res != NULL);
+    int *res = o->res;
+    o->uses = 1;
+    rio__opool_put(&p, o);
+    o = rio__opool_get(&p);
+    T_PTREQ(o->res, res);
+    T_EQ(o->uses, 1u);
+    for (int i = 0; i < 3; i++)
+        T_TRUE(rio__opool_get(&p) != NULL);
+    fail_at = 6; /* the third make of the next slab fails */
+    T_TRUE(rio__opool_get(&p) == NULL);
+    T_EQ(unmade, 2);
+    T_EQ(p.cap, 4u);
+    T_EQ(rio__alloc_outstanding(), a0 + 1 + 4);
+    fail_at = -1;
+    T_TRUE(rio__opool_get(&p) != NULL);
+    T_EQ(p.cap, 8u);
+    rio__opool_destroy(&p);
+    T_EQ(unmade, 2 + 8);
+    T_EQ(rio__alloc_outstanding(), a0);
 }
