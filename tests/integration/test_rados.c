@@ -552,6 +552,11 @@ TEST(bad_urls_and_foreign_objects)
     snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
     T_NULL(c);
+    /* a size option refused names itself and its range */
+    ru_url(url, sizeof(url), "rio", "max_object=0");
+    t_client_refused(url, &o, "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to ");
+    ru_url(url, sizeof(url), "rio", "max_object=big");
+    t_client_refused(url, &o, "railio: max_object=big: expected a size");
 
     /* An object that is not a head under a key: a clean error, and rm works. */
     rados_t cl = ru_admin();
