@@ -176,11 +176,7 @@ static void rt_close(struct rio_transport *tt)
         rados_aio_release(op->comp);
     for (struct rop *op = t->held; op; op = op->next)
         rados_aio_release(op->comp);
-    while (t->slabs) {
-        struct rslab *s = t->slabs;
-        t->slabs = s->next;
-        rio__free(s);
-    }
+    rio__opool_destroy(&t->pool);
     rio__rados_cache_clear(t);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
@@ -284,7 +280,8 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     pthread_condattr_destroy(&ca);
     if (ret < 0)
         goto err_mu;
-    ret = rio__rados_slab_grow_locked(t);
+    rio__opool_init(&t->pool, sizeof(struct rop), SLAB_OPS);
+    ret = rio__opool_grow(&t->pool);
     if (ret < 0)
         goto err_cv;
 
