@@ -1353,6 +1353,9 @@ TEST(refused_option_names_itself)
     refused_says(EP "stall=1s", "railio: RIO_S3_RCVBUF=2G: expected a size (e.g. 64K, 1M) up to "
                                 "1073741824");
     T_OK(unsetenv("RIO_S3_RCVBUF"));
+    T_OK(setenv("RIO_S3_DEBUG", "maybe", 1));
+    refused_says(EP "stall=1s", "railio: RIO_S3_DEBUG=maybe: expected on or off");
+    T_OK(unsetenv("RIO_S3_DEBUG"));
     refused_says(EP "rails=a,,b", "railio: rails=a,,b: expected 1 to");
     T_OK(setenv("RIO_S3_DISCARD", "maybe", 1));
     refused_says(EP "stall=1s", "railio: RIO_S3_DISCARD=maybe: expected on or off");

@@ -254,7 +254,8 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
         goto out;
     v = getenv("RIO_S3_DEBUG");
-    t->debug = v && *v && strcmp(v, "0") != 0;
+    if (v && *v && rio__opt_bool("RIO_S3_DEBUG", v, &t->debug) < 0)
+        goto out;
     if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, RIO_OPT_SIZE_ZERO,
                   &x) < 0)
         goto out;
