@@ -389,3 +389,16 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
                 step);
     return RIO_EINVAL;
 }
+
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t x;
+
+    if (rio__parse_uint(v, max, &x) == 0 && x >= min) {
+        *out = x;
+        return 0;
+    }
+    fprintf(stderr, "railio: %s=%s: expected a whole number from %" PRIu64 " to %" PRIu64 "\n",
+            name, v ? v : "", min, max);
+    return RIO_EINVAL;
+}

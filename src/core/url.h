@@ -66,5 +66,8 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out);
 #define RIO_OPT_SIZE_4K 2u
 int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
                   uint64_t *out);
+/* A count option name=v (digits only) from min to max; a refusal names
+ * it, e.g. "railio: conns=0: expected a whole number from 1 to 16". */
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

@@ -105,6 +105,11 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
     return host->opt_size(name, v, min, max, flags, out);
 }
 
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    return host->opt_uint(name, v, min, max, out);
+}
+
 int rio__err_class(int err)
 {
     return host->err_class(err);

@@ -384,6 +384,37 @@ TEST(opt_refusal_names_option)
     refused_says(bad_ttl, "railio: ttl=soon: expected a duration");
 }
 
+static int bad_conns(void)
+{
+    uint64_t v = 7;
+    return rio__opt_uint("conns", "0", 1, 16, &v);
+}
+
+static int bad_queues(void)
+{
+    uint64_t v = 7;
+    return rio__opt_uint("queues", "2x", 1, 64, &v);
+}
+
+/* rio__opt_uint: digits only, the range, *out untouched on a refusal. */
+TEST(opt_uint_range_and_refusal)
+{
+    uint64_t v = 7;
+
+    T_OK(rio__opt_uint("conns", "16", 1, 16, &v));
+    T_EQ(v, 16u);
+    v = 7;
+    T_ERR(rio__opt_uint("conns", "17", 1, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "0", 1, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "-1", 0, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "1K", 0, 4096, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "99999999999999999999", 0, UINT64_MAX, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", NULL, 0, 16, &v), RIO_EINVAL);
+    T_EQ(v, 7u);
+    refused_says(bad_conns, "railio: conns=0: expected a whole number from 1 to 16");
+    refused_says(bad_queues, "railio: queues=2x: expected a whole number from 1 to 64");
+}
+
 static int bad_size_word(void)
 {
     uint64_t v = 7;
