@@ -1056,7 +1056,8 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "paths")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "paths")) &&
+             rio__opt_uint("paths", s, 1, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
@@ -1086,7 +1087,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
     if ((s = rio__url_param(u, "depth_cap"))) {
-        if (rio__parse_uint(s, MOCK_MAX_DEPTH_CAP, &v) < 0 || v == 0)
+        if (rio__opt_uint("depth_cap", s, 1, MOCK_MAX_DEPTH_CAP, &v) < 0)
             return RIO_EINVAL;
         t->depth_cap = (unsigned)v;
     }
