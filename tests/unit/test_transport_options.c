@@ -4,7 +4,8 @@
 /*
  * A transport's size option refused at rio_client_new names itself and the
  * range it takes, through the one parser (rio__opt_size): mock:// disk= and
- * rate=, file:// bounce=. s3:// is in test_s3_faults
+ * rate=, file:// bounce=; and a count option (rio__opt_uint): mock://
+ * depth_cap=, railio:// conns=. s3:// is in test_s3_faults
  * (refused_option_names_itself); rados:// max_object= is read after the
  * cluster connects (test_rados).
  */
@@ -22,8 +23,10 @@ TEST(mock_size_option_refused_names_itself)
     t_client_refused("mock://opt?disk=fast", &o, "railio: disk=fast: expected a size (e.g. 64K");
     t_client_refused("mock://opt?disk=16384P", &o, "railio: disk=16384P: expected a size");
     t_client_refused("mock://opt?paths=2&rate=1G,x", &o, "railio: rate=1G,x: expected a size");
+    t_client_refused("mock://opt?depth_cap=0", &o,
+                     "railio: depth_cap=0: expected a whole number from 1 to ");
     struct rio_client *c = NULL;
-    T_OK(rio_client_new("mock://opt?paths=2&rate=1G,500M&disk=2G", &o, &c));
+    T_OK(rio_client_new("mock://opt?paths=2&rate=1G,500M&disk=2G&depth_cap=8", &o, &c));
     t_close(c, -1);
 }
 
@@ -47,4 +50,16 @@ TEST(file_size_option_refused_names_itself)
     struct rio_client *c = NULL;
     T_OK(rio_client_new(url, &o, &c));
     t_close(c, -1);
+}
+
+/* railio:// refuses conns= before it dials (nothing listens on port 1). */
+TEST(tcp_count_option_refused_names_itself)
+{
+    struct rio_options o;
+
+    t_opts(&o, T_PROFILE_TCP);
+    t_client_refused("railio://127.0.0.1:1?conns=0", &o,
+                     "railio: conns=0: expected a whole number from 1 to ");
+    t_client_refused("railio://127.0.0.1:1?conns=lots", &o,
+                     "railio: conns=lots: expected a whole number");
 }
