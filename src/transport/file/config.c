@@ -15,7 +15,8 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "queues")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "queues")) &&
+             rio__opt_uint("queues", s, 1, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
