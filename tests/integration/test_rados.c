@@ -608,6 +608,10 @@ TEST(bad_urls_and_foreign_objects)
     t_client_refused(url, &o, "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to ");
     ru_url(url, sizeof(url), "rio", "max_object=big");
     t_client_refused(url, &o, "railio: max_object=big: expected a size");
+    ru_url(url, sizeof(url), "rio", "fail_chunk=1K");
+    t_client_refused(url, &o, "railio: fail_chunk=1K: expected a whole number from 0 to ");
+    ru_url(url, sizeof(url), "rio", "inject_socket_failures=-1");
+    t_client_refused(url, &o, "railio: inject_socket_failures=-1: expected a whole number");
     ru_url(url, sizeof(url), "rio", "shuffle=maybe");
     t_client_refused(url, &o, "railio: shuffle=maybe: expected on or off");
     ru_url(url, sizeof(url), "rio", "timeout=0");

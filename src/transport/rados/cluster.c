@@ -236,7 +236,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     if ((s = rio__url_param(u, "abort_timeout")) && opt_s("abort_timeout", s, &abort_s) < 0)
         return RIO_EINVAL;
     if ((s = rio__url_param(u, "inject_socket_failures"))) {
-        if (rio__parse_size(s, &v) < 0 || v > INT_MAX)
+        if (rio__opt_uint("inject_socket_failures", s, 0, INT_MAX, &v) < 0)
             return RIO_EINVAL;
         pp.inject = s;
     }
@@ -255,7 +255,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     t->gen_state = rio__now_ns() ^ (uint64_t)(uintptr_t)t;
     if ((s = rio__url_param(u, "fail_chunk"))) {
         ret = RIO_EINVAL;
-        if (rio__parse_size(s, &v) < 0 || v > INT64_MAX)
+        if (rio__opt_uint("fail_chunk", s, 0, INT64_MAX, &v) < 0)
             goto err_free;
         t->fail_chunk = (int64_t)v;
         t->fail_err = -EIO;
