@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -880,14 +881,19 @@ static int parse_rules(struct fault_transport *t, const char *s)
         char spec[FAULT_SPEC_MAX];
         int ret;
 
-        if (l >= sizeof(spec))
+        if (l >= sizeof(spec)) {
+            fprintf(stderr, "railio: faults=: a rule longer than %u bytes\n", FAULT_SPEC_MAX - 1);
             return RIO_EINVAL;
+        }
         if (l > 0) {
             memcpy(spec, s, l);
             spec[l] = '\0';
             ret = rio_mock_fault_parse(spec, &f);
-            if (ret < 0)
+            if (ret < 0) {
+                fprintf(stderr,
+                        "railio: faults=: \"%s\" is not a fault rule (kind:key=value:...)\n", spec);
                 return ret;
+            }
             ret = rule_add_locked(t, &f);
             if (ret < 0)
                 return ret == -ENOSPC ? RIO_EINVAL : ret;

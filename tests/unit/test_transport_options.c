@@ -23,6 +23,8 @@ TEST(mock_size_option_refused_names_itself)
     t_client_refused("mock://opt?disk=fast", &o, "railio: disk=fast: expected a size (e.g. 64K");
     t_client_refused("mock://opt?disk=16384P", &o, "railio: disk=16384P: expected a size");
     t_client_refused("mock://opt?paths=2&rate=1G,x", &o, "railio: rate=1G,x: expected a size");
+    t_client_refused("mock://opt?faults=short:bytes=lots", &o,
+                     "railio: faults=: \"short:bytes=lots\" is not a fault rule");
     t_client_refused("mock://opt?depth_cap=0", &o,
                      "railio: depth_cap=0: expected a whole number from 1 to ");
     struct rio_client *c = NULL;
