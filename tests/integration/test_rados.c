@@ -570,6 +570,24 @@ TEST(bad_urls_and_foreign_objects)
     snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
     T_NULL(c);
+    /* a size option refused names itself and its range */
+    ru_url(url, sizeof(url), "rio", "max_object=0");
+    t_client_refused(url, &o, "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to ");
+    ru_url(url, sizeof(url), "rio", "max_object=big");
+    t_client_refused(url, &o, "railio: max_object=big: expected a size");
+    ru_url(url, sizeof(url), "rio", "fail_chunk=1K");
+    t_client_refused(url, &o, "railio: fail_chunk=1K: expected a whole number from 0 to ");
+    ru_url(url, sizeof(url), "rio", "inject_socket_failures=-1");
+    t_client_refused(url, &o, "railio: inject_socket_failures=-1: expected a whole number");
+    ru_url(url, sizeof(url), "rio", "shuffle=maybe");
+    t_client_refused(url, &o, "railio: shuffle=maybe: expected on or off");
+    ru_url(url, sizeof(url), "rio", "timeout=0");
+    t_client_refused(url, &o, "railio: timeout=0: expected a duration above 0");
+    ru_url(url, sizeof(url), "rio", "abort_timeout=soon");
+    t_client_refused(url, &o, "railio: abort_timeout=soon: expected a duration");
+    c = ru_client("rio", "shuffle=off&timeout=1500ms", &o);
+    rio_client_destroy(c);
+    c = NULL;
 
     /* An object that is not a head under a key: a clean error, and rm works. */
     rados_t cl = ru_admin();

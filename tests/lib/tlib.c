@@ -555,6 +555,48 @@ int64_t t_alloc_now(void)
     return rio__alloc_outstanding();
 }
 
+void t_stderr_begin(struct t_stderr *s)
+{
+    char path[] = "/tmp/rio_stderr_XXXXXX";
+
+    s->fd = mkstemp(path);
+    s->saved = dup(STDERR_FILENO);
+    T_TRUE(s->fd >= 0 && s->saved >= 0);
+    unlink(path);
+    fflush(stderr);
+    T_TRUE(dup2(s->fd, STDERR_FILENO) >= 0);
+}
+
+void t_stderr_end(struct t_stderr *s, char *out, size_t cap)
+{
+    ssize_t n;
+
+    fflush(stderr);
+    T_TRUE(dup2(s->saved, STDERR_FILENO) >= 0);
+    close(s->saved);
+    n = pread(s->fd, out, cap - 1, 0);
+    close(s->fd);
+    out[n > 0 ? n : 0] = '\0';
+}
+
+void t__client_refused(const char *url, const struct rio_options *o, const char *want,
+                       const char *file, int line)
+{
+    struct rio_client *c = NULL;
+    struct t_stderr cap;
+    char got[1024];
+    int ret;
+
+    t_stderr_begin(&cap);
+    ret = rio_client_new(url, o, &c);
+    t_stderr_end(&cap, got, sizeof(got));
+    if (ret != RIO_EINVAL || c)
+        t__fail(file, line, "rio_client_new(%s): %d %s, want RIO_EINVAL", url, ret,
+                rio_errname(ret));
+    if (!strstr(got, want))
+        t__fail(file, line, "rio_client_new(%s): stderr \"%s\" lacks \"%s\"", url, got, want);
+}
+
 uint8_t *t__put_pattern(struct rio_client *c, const char *key, size_t n, uint64_t seed,
                         const struct rio_call *call, int keep, uint64_t *gen, const char *file,
                         int line)

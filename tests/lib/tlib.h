@@ -151,6 +151,20 @@ void t__close(struct rio_client *c, int64_t alloc0, const char *file, int line);
 /* rio__alloc_outstanding(), for t_close. */
 int64_t t_alloc_now(void);
 
+/* stderr into a scratch file between t_stderr_begin and t_stderr_end,
+ * which puts it back and gives what was written (NUL-terminated, cut at
+ * cap - 1 bytes). */
+struct t_stderr {
+    int fd, saved;
+};
+void t_stderr_begin(struct t_stderr *s);
+void t_stderr_end(struct t_stderr *s, char *out, size_t cap);
+/* rio_client_new(url, o) fails with RIO_EINVAL, gives no client, and says
+ * want on stderr (a refused option names itself, e.g. "railio: disk=x:"). */
+void t__client_refused(const char *url, const struct rio_options *o, const char *want,
+                       const char *file, int line);
+#define t_client_refused(url, o, want) t__client_refused((url), (o), (want), __FILE__, __LINE__)
+
 /* PUT n bytes of pattern seed under key with call (NULL allowed); fails the
  * test on error. Returns the source buffer when keep (caller frees), else
  * NULL; *gen the new generation when gen is not NULL. */
