@@ -51,6 +51,7 @@
 #include "core/list.h"
 #include "railio.h"
 #include "transport/contract.h"
+#include "transport/opool.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
 #include "transport/transport.h"
@@ -105,13 +106,8 @@ struct rop {
     int forced; /* fail_chunk: the error to report instead of the result */
     bool cancelled;
     uint64_t t_done;            /* shuffle knob: when it completed */
-    struct rop *next;           /* free list, shuffle knob's held list */
+    struct rop *next;           /* shuffle knob's held list */
     struct rio_list_node dnode; /* on the done queue */
-};
-
-struct rslab {
-    struct rslab *next;
-    struct rop ops[SLAB_OPS];
 };
 
 struct centry {
@@ -148,10 +144,9 @@ struct rados_transport {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu */
-    struct rslab *slabs;
-    struct rop *free_ops;
-    struct rio_list done; /* of struct rop by dnode: finished, not reaped */
-    struct rop *held;     /* shuffle knob */
+    struct rio_opool pool; /* of struct rop */
+    struct rio_list done;  /* of struct rop by dnode: finished, not reaped */
+    struct rop *held;      /* shuffle knob */
     unsigned nheld;
     bool woken;
     uint64_t rng;
@@ -179,7 +174,6 @@ int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_
 void rio__rados_cache_clear(struct rados_transport *t);
 
 /* data.c */
-int rio__rados_slab_grow_locked(struct rados_transport *t);
 int rio__rados_submit(struct rio_transport *tt, struct rio_io *io);
 int rio__rados_reap(struct rio_transport *tt, int timeout_ms);
 void rio__rados_wake(struct rio_transport *tt);
