@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -37,6 +38,46 @@ void rio_desc_cleanup(struct rio_desc *d)
 }
 
 /* ------------------------------------------------------------ client */
+
+/*
+ * A batch's metadata runs on several threads at once: the lookups and
+ * upload opens, the commits. Each is a round trip or a few file system calls
+ * (a HEAD, a head object read, a create; a rename and its fsyncs, a
+ * CompleteMultipartUpload) that mostly waits, so one after another they
+ * would add up; the transport's metadata calls are thread-safe by contract.
+ * Twice as many threads as the client keeps ops in flight (2 x paths x
+ * depth), 8 at least and RIO__META_THREADS_MAX at most: a durable commit of
+ * a small file waits on two cache flushes, and with fewer threads the
+ * commits, not the transfers, set the pace (docs/internals/engine.md).
+ */
+#define RIO__META_THREADS_MIN 8
+#define RIO__META_THREADS_MAX 64
+/* A batch's prepared requests held at once, at most (struct rio__call). */
+#define RIO__AHEAD_MAX 128u
+
+static unsigned meta_threads(const struct rio_client *c)
+{
+    uint64_t n = 2ull * c->npaths * c->o.depth;
+    return n < RIO__META_THREADS_MIN   ? RIO__META_THREADS_MIN
+           : n > RIO__META_THREADS_MAX ? RIO__META_THREADS_MAX
+                                       : (unsigned)n;
+}
+
+/*
+ * Verification (xxh3 of every GET chunk) runs on its own pool: it never
+ * blocks, so it is sized by the CPUs it may use, one per op the client keeps
+ * in flight at most, RIO__CPU_THREADS_MAX at most.
+ */
+#define RIO__CPU_THREADS_MAX 16u
+
+static unsigned cpu_threads(const struct rio_client *c)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t n = (uint64_t)c->npaths * c->o.depth;
+    if (cpus > 0 && (uint64_t)cpus < n)
+        n = (uint64_t)cpus;
+    return n < 1 ? 1 : n > RIO__CPU_THREADS_MAX ? RIO__CPU_THREADS_MAX : (unsigned)n;
+}
 
 int rio_client_new(const char *url, const struct rio_options *opts, struct rio_client **out)
 {
@@ -81,11 +122,21 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
         ret = -ret;
         goto err_attempts;
     }
-    ret = rio__engine_start(c);
+    ret = rio__pool_start(&c->meta_pool, meta_threads(c) - 1);
     if (ret < 0)
         goto err_mutex;
+    ret = rio__pool_start(&c->cpu_pool, cpu_threads(c));
+    if (ret < 0)
+        goto err_meta_pool;
+    ret = rio__engine_start(c);
+    if (ret < 0)
+        goto err_cpu_pool;
     *out = c;
     return 0;
+err_cpu_pool:
+    rio__pool_stop(&c->cpu_pool);
+err_meta_pool:
+    rio__pool_stop(&c->meta_pool);
 err_mutex:
     pthread_mutex_destroy(&c->mu);
 err_attempts:
@@ -123,6 +174,10 @@ void rio_client_destroy(struct rio_client *c)
             writer_invalidate((struct rio_writer *)st);
     }
     rio__engine_stop(c);
+    /* After the engine (nothing is verified any more) and before the
+     * transport (a verification's last act is waking it). */
+    rio__pool_stop(&c->cpu_pool);
+    rio__pool_stop(&c->meta_pool);
     rio__t_close(c->t);
     rio__engine_free_attempts(c);
     rio__stage_drain(c);
@@ -634,30 +689,6 @@ static int put_commit(struct rio_client *c, struct rio__req *r, struct rio_desc 
                          r->want_md5 ? &r->md5 : NULL, &r->generation, out_desc);
 }
 
-/*
- * A batch's metadata runs on several threads at once: the lookups and
- * upload opens, the commits. Each is a round trip or a few file system calls
- * (a HEAD, a head object read, a create; a rename and its fsyncs, a
- * CompleteMultipartUpload) that mostly waits, so one after another they
- * would add up; the transport's metadata calls are thread-safe by contract.
- * Twice as many threads as the client keeps ops in flight (2 x paths x
- * depth), 8 at least and RIO__META_THREADS_MAX at most: a durable commit of
- * a small file waits on two cache flushes, and with fewer threads the
- * commits, not the transfers, set the pace (docs/internals/engine.md).
- */
-#define RIO__META_THREADS_MIN 8
-#define RIO__META_THREADS_MAX 64
-/* A batch's prepared requests held at once, at most (struct rio__call). */
-#define RIO__AHEAD_MAX 128u
-
-static unsigned meta_threads(const struct rio_client *c)
-{
-    uint64_t n = 2ull * c->npaths * c->o.depth;
-    return n < RIO__META_THREADS_MIN   ? RIO__META_THREADS_MIN
-           : n > RIO__META_THREADS_MAX ? RIO__META_THREADS_MAX
-                                       : (unsigned)n;
-}
-
 struct meta_pool {
     unsigned n;
     _Atomic unsigned next;
@@ -665,34 +696,29 @@ struct meta_pool {
     void *arg;
 };
 
-static void *meta_worker(void *arg)
+static void meta_worker(void *arg)
 {
     struct meta_pool *p = arg;
     for (;;) {
         unsigned i = atomic_fetch_add(&p->next, 1);
         if (i >= p->n)
-            return NULL;
+            return;
         p->fn(p->arg, i);
     }
 }
 
 /* fn(arg, i) for every i < n, on this thread and up to meta_threads(c) - 1
- * more (weight: how many of the n have work); a thread that cannot start
- * leaves its share to the others. */
+ * of the client's meta pool (weight: how many of the n have work); what
+ * the pool's threads do not take, this thread does. */
 static void meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
                           void (*fn)(void *arg, unsigned i), void *arg)
 {
     struct meta_pool p = {.n = n, .fn = fn, .arg = arg};
-    pthread_t th[RIO__META_THREADS_MAX - 1];
-    unsigned max = meta_threads(c), started = 0;
-    unsigned nth = weight < max ? (weight ? weight - 1 : 0) : max - 1;
+    struct rio__job job;
     atomic_init(&p.next, 0);
-    for (; started < nth; started++)
-        if (pthread_create(&th[started], NULL, meta_worker, &p) != 0)
-            break;
+    rio__pool_share(&c->meta_pool, &job, weight ? weight - 1 : 0, meta_worker, &p);
     meta_worker(&p);
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(th[i], NULL);
+    rio__pool_reclaim(&c->meta_pool, &job);
 }
 
 struct commit_job {
@@ -837,16 +863,16 @@ static void worker_loop(struct rio_client *c, struct rio__call *call)
         /* Every request fenced and hashed: each was queued. */
         if (call->remaining == 0 && call->hashing_over)
             break;
-        pthread_cond_wait(&call->cond, &c->mu);
+        if (!rio__call_progress_locked(c, call))
+            pthread_cond_wait(&call->cond, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
 }
 
-static void *call_worker(void *arg)
+static void call_worker(void *arg)
 {
     struct rio__call *call = arg;
     worker_loop(call->c, call);
-    return NULL;
 }
 
 /* How many of a call's requests its workers have to do, if it runs
@@ -931,8 +957,7 @@ static int start_call(struct rio_client *c, struct rio__call *call, const struct
 static int run_call(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
                     struct rio_desc *out_desc)
 {
-    pthread_t th[RIO__META_THREADS_MAX - 1];
-    unsigned nth = 0;
+    struct rio__job job;
 
     /* Set before the engine sees the call: it queues what it fences. */
     unsigned work = pipeline_work(call, out_desc);
@@ -947,8 +972,8 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
     int ret = start_call(c, call, opt);
     if (ret < 0)
         return ret;
-    while (nth + 1 < workers && pthread_create(&th[nth], NULL, call_worker, call) == 0)
-        nth++;
+    if (call->pipeline)
+        rio__pool_share(&c->meta_pool, &job, workers ? workers - 1 : 0, call_worker, call);
     hash_puts(c, call);
     if (call->pipeline) {
         pthread_mutex_lock(&c->mu);
@@ -956,8 +981,7 @@ static int run_call(struct rio_client *c, struct rio__call *call, const struct r
         pthread_cond_broadcast(&call->cond);
         pthread_mutex_unlock(&c->mu);
         worker_loop(c, call);
-        for (unsigned i = 0; i < nth; i++)
-            pthread_join(th[i], NULL);
+        rio__pool_reclaim(&c->meta_pool, &job);
     } else {
         rio__engine_wait(c, call);
     }
@@ -1424,7 +1448,8 @@ static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
     struct rio__chunk *ch = &r->chunks[rd->next];
     pthread_mutex_lock(&rd->c->mu);
     while (ch->state != CH_DONE && !(r->decided && r->status < 0))
-        pthread_cond_wait(&rd->call->cond, &rd->c->mu);
+        if (!rio__call_progress_locked(rd->c, rd->call))
+            pthread_cond_wait(&rd->call->cond, &rd->c->mu);
     bool ok = ch->state == CH_DONE;
     int status = r->status;
     pthread_mutex_unlock(&rd->c->mu);

@@ -30,6 +30,48 @@ enum { CH_NEW = 0, CH_QUEUED, CH_INFLIGHT, CH_DONE };
 
 struct rio__attempt;
 
+/*
+ * The client's worker pools (pool.c): threads started with the client, that
+ * run jobs from one queue. A job is either a task (one run, posted and
+ * forgotten: the pool does not touch it once its fn starts) or shared (up
+ * to n threads run fn beside the poster, which reclaims it: the runs not
+ * started are taken back, the started ones waited for). Under the pool's
+ * mu, which is taken after the client's, never before.
+ */
+struct rio__job {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned want;    /* runs still to start */
+    unsigned running; /* shared: runs in progress */
+    bool shared;
+    bool queued;
+    struct rio__job *next;
+};
+
+struct rio__pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cond; /* work queued, or stop */
+    pthread_cond_t done; /* a shared job's last run returned */
+    struct rio__job *head, *tail;
+    bool stop;
+    unsigned n;
+    pthread_t *th;
+};
+
+/* Start n threads (1 at least). 0 or -errno (nothing left running). */
+int rio__pool_start(struct rio__pool *p, unsigned n);
+/* Stop and join every thread once the queue is empty; p may be unstarted
+ * (zeroed) or stopped. */
+void rio__pool_stop(struct rio__pool *p);
+/* Run fn(arg) once on a pool thread. j is the poster's until fn starts. */
+void rio__pool_task(struct rio__pool *p, struct rio__job *j, void (*fn)(void *), void *arg);
+/* Let up to n pool threads run fn(arg) while the poster runs it too;
+ * rio__pool_reclaim(j) before j goes. fn must end on its own once the
+ * work is done (every run sees the same arg). */
+void rio__pool_share(struct rio__pool *p, struct rio__job *j, unsigned n, void (*fn)(void *),
+                     void *arg);
+void rio__pool_reclaim(struct rio__pool *p, struct rio__job *j);
+
 struct rio__path {
     int state;
     unsigned fails;    /* consecutive failures: cooldown = base << (fails-1) */
@@ -69,6 +111,8 @@ struct rio__attempt {
     unsigned path;
     bool cancelled; /* the engine gave up on it; its result is ignored */
     uint64_t submit_ns, timeout_ns;
+    uint64_t done_ns;                 /* the transport completed it */
+    struct rio__job vjob;             /* its verification on the client's cpu pool */
     struct rio__attempt *prev, *next; /* path list, or free list */
     struct rio__attempt *rnext;       /* reaped list */
 };
@@ -111,6 +155,9 @@ struct rio__req {
     struct rio__chunk *rq_head, *rq_tail; /* chunks waiting for another attempt */
     uint64_t done;
     uint64_t inflight_ops, inflight_bytes;
+    /* Chunks the transport delivered, being verified on the cpu pool: the
+     * request is not fenced while any is (they read its buffer). */
+    unsigned verifying;
     int status;   /* 0 running/ok, < 0 the error */
     int last_err; /* last attempt error, for RIO_ERETRIES context */
     bool decided; /* success or failure is known */
@@ -151,12 +198,16 @@ struct rio__call {
     uint64_t path_bytes[RIO_MAX_PATHS], path_ops[RIO_MAX_PATHS], path_errors[RIO_MAX_PATHS];
     uint64_t path_peak[RIO_MAX_PATHS];
     uint64_t svc_ns, op_ns, verify_ns;
+    uint64_t verify_bytes, verify_cpu_ns; /* summed over the verifying threads */
     uint64_t peak_inflight;
     uint64_t first_done_ns, last_done_ns;
     /* progress reporting (engine) */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
     uint64_t progress_done, progress_total, progress_last_ns;
+    /* A report is due (the engine set it), or a thread of the call is
+     * running the callback (outside mu): the call does not return then. */
+    bool progress_due, progress_busy;
     /* pipelined commits: a batch commits each PUT as soon as it is fenced
      * and hashed, while the others still move (client.c), under mu */
     bool pipeline;
@@ -217,6 +268,12 @@ struct rio_client {
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio__stream *streams;  /* under mu: open readers and writers */
 
+    /* Worker pools, started in rio_client_new: meta runs a batch's lookups,
+     * opens and commits and its call workers (they block on round trips);
+     * cpu verifies GET chunks (never blocks, so a batch's blocked workers
+     * cannot hold a verification back). */
+    struct rio__pool meta_pool, cpu_pool;
+
     /* engine thread only */
     struct rio__attempt *reaped;
     unsigned reap_errs; /* reaps failed in a row */
@@ -261,8 +318,12 @@ void rio__engine_admit_locked(struct rio_client *c, struct rio__req *r);
 void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err);
 /* Wake the engine (a PUT chunk became ready). */
 void rio__engine_kick(struct rio_client *c);
-/* Block until every request of call is fenced. */
+/* Block until every request of call is fenced; runs the call's progress
+ * callback, outside mu, when a report is due. */
 void rio__engine_wait(struct rio_client *c, struct rio__call *call);
+/* Run call's due progress report in this thread, mu held on entry and on
+ * return (dropped around the callback). Returns whether it ran one. */
+bool rio__call_progress_locked(struct rio_client *c, struct rio__call *call);
 /* Pipelined commits: r is fenced or hashed; when it is both, queue it on
  * its call's ready list and wake a worker. Under mu. (A request being
  * prepared is not on the active list, so it is never fenced.) */
