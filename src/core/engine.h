@@ -387,4 +387,114 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
 int rio__options_check(const struct rio_options *in, const struct rio_url *u,
                        struct rio_options *out, char *why, size_t cap);
 
+/* ------------------------------------------------------------------------
+ * The client layer, between the public calls and the engine: client.c (the
+ * client), call.c (one call), batch.c (rio_batch), stream.c (readers and
+ * writers). Every function here runs in a caller's or a worker's thread,
+ * mu not held unless its name ends in _locked.
+ */
+
+/* Threads of the client's meta pool plus the caller: 2 x paths x depth,
+ * 8..64 (client.c). */
+unsigned rio__meta_threads(const struct rio_client *c);
+
+/* RIO_EINVAL unless key is 1..RIO_KEY_MAX bytes. */
+int rio__key_check(const char *key);
+/* A call of nreq zeroed requests with opt's flags, token, stats and
+ * progress; its deadline is set by rio__call_mark_start. */
+int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
+                  struct rio__call **out);
+/* The call starts now: t0, CPU clocks, path busy marks, the deadline. */
+void rio__call_mark_start(struct rio_client *c, struct rio__call *call);
+/* opt's deadline (or the client's) from t0; UINT64_MAX for none. */
+uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0);
+
+/*
+ * What a GET's lookup decides: its descriptor, geometry and, for an atomic
+ * call, a staging buffer and a chunk list. Built aside and then published
+ * into the request (rio__get_publish), so a batch's worker can build it while the
+ * engine already walks the request list.
+ */
+struct rio__get_plan {
+    struct rio_desc desc;
+    uint64_t size, chunk_size, nchunks;
+    uint8_t *staging;
+    size_t staging_cap;
+    struct rio__chunk *chunks;
+};
+
+/* Stats of a call run again: the earlier runs' failed attempts, and the
+ * count of runs again. */
+struct rio__replan_acc {
+    uint64_t retries[RIO_CLASS__COUNT];
+    uint64_t replans;
+};
+
+/*
+ * Whole requests run again, at most RIO__REPLANS_MAX times each: a GET whose
+ * key a PUT replaced while it read (RIO_EGENERATION, when the caller did not
+ * ask for one generation) is planned again from a fresh lookup, since its
+ * chunks must all come from one generation; a PUT whose upload the server
+ * lost before the commit (RIO_ENOUPLOAD: nothing was written) starts over
+ * from the caller's buffer, which is still there.
+ */
+#define RIO__REPLANS_MAX 4u
+
+/* Look r up and plan it into g (r->key, get_cap, expect_gen, prefetch set);
+ * on error g holds nothing. */
+int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio__req *r,
+                  struct rio__get_plan *g);
+void rio__get_plan_drop(struct rio_client *c, struct rio__get_plan *g);
+/* Move plan g into r (under mu when the engine may already see r). */
+void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__get_plan *g);
+/* Set up a GET or PUT request: look it up or open its upload now, or
+ * (defer) leave that to the call's workers (r->opening). */
+int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                         const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer);
+int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
+                         size_t len, bool defer);
+/* A PUT's chunk size for len bytes under the target's part rules. */
+uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len);
+/* Whether a PUT computes the stream MD5 (wanted, and the backend stores it). */
+bool rio__etag_wanted(const struct rio_client *c);
+/* Publish an upload; consumes it whatever happens. Sets *gen; out_desc (if
+ * any) gets a copy of the descriptor. */
+int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const char *key,
+                       void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
+                       uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen,
+                       struct rio_desc *out_desc);
+/* Commit PUT request r (its upload, its hashes). */
+int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc);
+/* Whether r is a PUT that succeeded so far, so it is to be committed. */
+bool rio__commit_due(const struct rio__req *r);
+/* Admit a prepared call: deadlines, latency slots, hand it to the engine. */
+int rio__call_start(struct rio_client *c, struct rio__call *call, const struct rio_call *opt);
+/* Run a prepared call: admit, hash, wait for the fence (pipelined on the
+ * meta pool when it has work for workers), finish. */
+int rio__call_run(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
+                  struct rio_desc *out_desc);
+/* Fill opt->stats (if asked) from a finished call. */
+void rio__call_stats(struct rio_client *c, struct rio__call *call, const struct rio_call *opt);
+/* A call that never reached the engine: abort what was opened, free it. */
+void rio__call_abandon(struct rio_client *c, struct rio__call *call);
+/* Whether a request that ended with result runs again (a re-plan). */
+bool rio__replan_due(int type, int64_t result, const struct rio_call *opt);
+void rio__replan_note(struct rio__replan_acc *a, const struct rio_call *opt);
+void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *opt);
+
+/* fn(arg, i) for every i < n on this thread and the meta pool (batch.c). */
+void rio__meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
+                        void (*fn)(void *arg, unsigned i), void *arg);
+/* A call worker: prepares deferred requests, commits fenced PUTs, runs due
+ * progress reports, until the call is over (batch.c). rio__call_worker is
+ * the same as a pool job (arg: the call). */
+void rio__call_worker_loop(struct rio_client *c, struct rio__call *call);
+void rio__call_worker(void *arg);
+/* How many of a call's requests its workers have to do; 0: not pipelined. */
+unsigned rio__pipeline_work(const struct rio__call *call, const struct rio_desc *out_desc);
+
+/* The client is being destroyed: end a reader or writer now (stream.c). */
+void rio__reader_invalidate(struct rio_reader *rd);
+void rio__writer_invalidate(struct rio_writer *w);
+
 #endif
