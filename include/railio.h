@@ -2,7 +2,7 @@
 /*
  * railio: move large objects over every path you have.
  *
- * A client is opened from a URL naming a backend (mock://, later railio://,
+ * A client is opened from a URL naming a backend (mock://, railio://,
  * s3://, rados://, file://). Each object is split into chunks that move
  * concurrently over the client's paths with a bounded amount of work in
  * flight, each chunk verified by its xxh3-64, retried without corrupting
@@ -57,7 +57,7 @@ int rio_has_scheme(const char *scheme);
 
 /*
  * X(NAME, value, message). Values are fixed forever: they travel in logs and
- * (later) on the wire.
+ * on the wire (railio:// answers carry them).
  */
 #define RIO_ERRNO_LIST(X)                                                                          \
     X(RIO_EINVAL, -10001, "invalid argument")                                                      \
@@ -137,7 +137,7 @@ struct rio_options {
     int retry_checksum;        /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
     uint64_t seed;             /* RIO_SEED: jitter and mock faults; 0 = time-based */
     /* RIO_ETAG=md5|none: 1 compute a PUT's stream MD5 (the etag) when the
-     * backend stores it (default), -1 never (etag ""; saves ~1.3 s a GiB of
+     * backend stores it (default), -1 never (etag ""; no MD5 of every byte on
      * one core, e.g. for KV-cache blocks that are never listed by ETag). */
     int etag;
     /* RIO_TLS / tls=on|off: railio:// runs every connection over TLS: 1 on,

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The in-process mock transport (mock://NAME): a model of paths with their own
- * bandwidth and latency, a shared storage service rate, and injectable faults.
- * For the engine's tests, the capacity model (`railio bench mock`), and for
- * users who want to test their own retry handling.
+ * The in-process mock transport (mock://NAME) and the fault language of the
+ * fault filter.
+ *
+ * mock:// is a model of paths with their own bandwidth and latency and a
+ * shared storage service rate: for the engine's tests, the capacity model
+ * (`railio bench mock`), and for users who want to test their own retry
+ * handling.
  *
  * URL: mock://NAME?paths=4&rate=125M,125M,62M,31M&lat=200us&disk=0&faults=SPEC
  *   paths  number of paths (1..RIO_MAX_PATHS), default 1
@@ -12,8 +15,15 @@
  *   lat    per-op round-trip latency (default 0): "200us", "1ms"
  *   disk   shared storage service rate in bytes/s, 0 = unlimited (default)
  *   depth_cap  ops a path accepts before submit returns -EAGAIN (default 1024)
- *   faults semicolon-separated fault specs (rio_mock_fault_parse)
  * Clients opened with the same NAME share one store (like one server).
+ *
+ * Faults. Any URL takes `faults=SPEC;SPEC;...` (each SPEC as parsed by
+ * rio_mock_fault_parse; "faults=" alone: none yet): the client's transport is
+ * then wrapped by the fault filter, which injects the faults into the ops the
+ * engine sends and the metadata calls it makes, whatever the transport
+ * (file:///dir?faults=error:chunk=3:error=EIO). A mock:// client always has
+ * the filter. The functions below that name faults work on any client whose
+ * transport is wrapped and return RIO_EINVAL (or do nothing) otherwise.
  * Bytes a fault did not deliver are 0xDD, never zeros.
  */
 #ifndef RAILIO_MOCK_H
@@ -28,63 +38,87 @@ extern "C" {
 #endif
 
 enum rio_mock_fault_kind {
-    RIO_MOCK_DISCONNECT =
-        1, /* deliver after_bytes, fail ECONNRESET; path down for down_ms (0 = until healed) */
+    /* deliver after_bytes, fail ECONNRESET; every op on the path fails with
+     * it, and the path refuses new ops for down_ms (0 = until healed) */
+    RIO_MOCK_DISCONNECT = 1,
     RIO_MOCK_SHORT,   /* complete "successfully" with after_bytes < len (under-delivery) */
-    RIO_MOCK_BITFLIP, /* flip one bit of the delivered (READ) or received (WRITE) bytes */
+    RIO_MOCK_BITFLIP, /* flip one bit of the delivered (READ) or sent (WRITE) bytes; a WRITE
+                         sends a flipped private copy, the caller's buffer is never touched */
     RIO_MOCK_STALL,   /* never complete until cancelled */
     RIO_MOCK_ERROR,   /* fail with `error` (e.g. -ETIMEDOUT, RIO_ESERVER) */
     RIO_MOCK_LATE,    /* stall; when cancelled, write 0xDD into dst delay_ms later, then complete */
-    RIO_MOCK_GENCHANGE, /* replace the object (new generation, other bytes) before serving this op
-                         */
-    RIO_MOCK_DELAY,     /* add delay_ms to this op's completion */
+    /* replace the object (new generation, other bytes) before serving this
+     * READ; mock:// only (the filter asks the mock's store), RIO_EINVAL elsewhere */
+    RIO_MOCK_GENCHANGE,
+    RIO_MOCK_DELAY,      /* add delay_ms to this op's completion */
+    RIO_MOCK_META_ERROR, /* fail a metadata call (op: lookup, put_open, put_commit, remove; 0 =
+                            any) with `error`; a failed put_commit aborts its upload */
+    /* Breaks the contract, for tests that must show they would catch a
+     * transport without a fence: stall; when cancelled, complete at once
+     * (-ECANCELED) and write 0xDD into dst delay_ms later, after the engine
+     * has been told the op is over. */
+    RIO_MOCK_UNFENCED,
 };
 
 /**
  * A fault rule. An op matches when kind of op, path and chunk match (-1 =
  * any); it then fires `count` times (0 = every match), or with `probability`
  * (0 < p <= 1) drawn from the client's seed when probability is set.
+ * A metadata rule (RIO_MOCK_META_ERROR) matches by op alone.
  */
 struct rio_mock_fault {
     int kind;             /* enum rio_mock_fault_kind */
-    int op;               /* 0 = reads and writes, RIO_MOCK_OP_READ, RIO_MOCK_OP_WRITE */
+    int op;               /* 0 = any, RIO_MOCK_OP_* */
     int path;             /* -1 = any */
     int64_t chunk;        /* -1 = any */
     uint32_t count;       /* how many times it fires; 0 = unlimited */
     uint32_t skip;        /* let this many matching ops pass first */
     uint64_t after_bytes; /* DISCONNECT, SHORT: bytes delivered before the fault */
-    int error;            /* ERROR: the code */
-    uint32_t delay_ms;    /* LATE, DELAY */
+    int error;            /* ERROR, META_ERROR: the code (default RIO_ESERVER) */
+    uint32_t delay_ms;    /* LATE, DELAY, UNFENCED */
     uint32_t down_ms;     /* DISCONNECT: how long the path refuses ops (0 = until rio_mock_heal) */
     double probability;   /* 0 = deterministic (count/skip) */
 };
 
+/* op= of data faults: read, write (0: both) */
 #define RIO_MOCK_OP_READ 1
 #define RIO_MOCK_OP_WRITE 2
+/* op= of META_ERROR: lookup, put_open, put_commit, remove (0: any of them) */
+#define RIO_MOCK_OP_LOOKUP 3
+#define RIO_MOCK_OP_PUT_OPEN 4
+#define RIO_MOCK_OP_PUT_COMMIT 5
+#define RIO_MOCK_OP_REMOVE 6
 
 /**
- * Parse one spec: "KIND[:key=value]..." with keys op=read|write, path, chunk,
+ * Parse one spec: "KIND[:key=value]..." with KIND disconnect, short, bitflip,
+ * stall, error, late, genchange, delay, meta_error or unfenced, and keys
+ * op=read|write (meta_error: lookup|put_open|put_commit|remove), path, chunk,
  * count, skip, bytes, error (errno name or RIO_E* name or number), delay,
- * down, p. Example: "disconnect:path=1:bytes=65536:down=0".
- * Returns 0 or RIO_EINVAL.
+ * down, p. Examples: "disconnect:path=1:bytes=65536:down=0",
+ * "meta_error:op=put_commit:error=EIO:count=1". Returns 0 or RIO_EINVAL.
  */
 int rio_mock_fault_parse(const char *spec, struct rio_mock_fault *out);
 
-/** Add a fault rule to the client's mock transport. RIO_EINVAL if not mock://. */
+/** Add a fault rule to the client's fault filter. RIO_EINVAL if its transport is not wrapped
+ * (no faults= in its URL and not mock://) or the rule does not fit it (a path it does not have,
+ * genchange on another transport than mock://). Thread-safe. */
 int rio_mock_fault_add(struct rio_client *c, const struct rio_mock_fault *f);
-/** Remove every fault rule. */
+/** Remove every fault rule (wrapped transports only). */
 void rio_mock_faults_clear(struct rio_client *c);
-/** Bring every downed path back up. */
+/** Bring every path a disconnect took down back up (wrapped transports only). */
 void rio_mock_heal(struct rio_client *c);
-/** Change one path's rate (bytes/s, 0 = unlimited) and latency at run time. */
+/** mock:// only: change one path's rate (bytes/s, 0 = unlimited) and latency at run time. */
 int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint64_t lat_ns);
 
 struct rio_mock_counters {
-    uint64_t ops_read, ops_write;
+    /* ops_read, ops_write, faults_fired, late_writes and inflight come from
+     * the fault filter (any wrapped transport); the others from mock:// (0
+     * on other transports). */
+    uint64_t ops_read, ops_write; /* ops the filter accepted */
     uint64_t faults_fired;
-    uint64_t late_writes;         /* LATE faults that wrote after cancel */
+    uint64_t late_writes;         /* LATE and UNFENCED faults that wrote after cancel */
     uint64_t rollback_violations; /* ops submitted with stale attempt state */
-    uint64_t inflight;            /* ops the mock holds now */
+    uint64_t inflight;            /* ops accepted and not yet completed */
     uint64_t commits;             /* put_commit calls */
     uint64_t commits_overlapped;  /* of those, made while ops were in flight */
     uint64_t lookups;             /* lookup calls */
@@ -92,6 +126,7 @@ struct rio_mock_counters {
     uint64_t uploads_open;        /* uploads opened and not yet committed or aborted */
     uint64_t uploads_open_peak;   /* the most of them at once */
 };
+/** The client's fault and mock counters; all zero when its transport is not wrapped. */
 void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out);
 
 /**

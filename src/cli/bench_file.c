@@ -41,6 +41,7 @@
 
 #include "cli/bench_file.h"
 #include "cli/cli.h"
+#include "core/url.h"
 #include "railio.h"
 #ifdef RIO_HAVE_URING
 #include "transport/file.h"
@@ -159,12 +160,22 @@ static int split_url(struct cfg *c)
     c->direct = 1;
     c->sync = true;
     if (q) {
-        const char *d = strstr(q, "direct=");
-        const char *s = strstr(q, "sync=");
-        if (d && (d[7] == '0' || !strncmp(d + 7, "off", 3) || !strncmp(d + 7, "false", 5)))
-            c->direct = 0;
-        if (s && (s[5] == '0' || !strncmp(s + 5, "off", 3) || !strncmp(s + 5, "false", 5)))
-            c->sync = false;
+        /* The transport's own syntax for both (rio__opt_*): direct=auto runs
+         * direct here, as the bench's default does. */
+        struct rio_url u;
+        const char *v;
+        int direct = 1, ret;
+
+        if (rio__url_parse(c->url, &u) < 0)
+            return -1;
+        ret = (v = rio__url_param(&u, "direct")) ? rio__opt_tristate("direct", v, "auto", &direct)
+                                                 : 0;
+        if (ret == 0 && (v = rio__url_param(&u, "sync")))
+            ret = rio__opt_bool("sync", v, &c->sync);
+        rio__url_cleanup(&u);
+        if (ret < 0)
+            return -1;
+        c->direct = direct != 0;
     }
     return 0;
 }
@@ -349,15 +360,54 @@ static double fio_bw(const char *json, const char *dir)
     return strtod(b + 13, NULL);
 }
 
+/* Run fio (argv), MB/s of its "read" or "write" section; -1 on failure. */
+static double fio_mbps(char *const argv[], const char *dir)
+{
+    char *out = NULL;
+    int st = run_capture(argv, &out);
+    double bw;
+
+    if (st != 0 || !out) {
+        free(out);
+        return -1;
+    }
+    bw = fio_bw(out, dir);
+    free(out);
+    return bw < 0 ? -1 : bw / 1e6;
+}
+
+/* The text of the options every fio run here shares. */
+struct fio_common {
+    char jobs[32], depth[32], direct[32];
+};
+
+/* Append those options at argv[n] (after the job's --name): q jobs at
+ * depth on io_uring, direct as the transport's, fsync, one JSON report.
+ * Returns the new count. */
+static int fio_common_args(const struct cfg *c, char **argv, int n, struct fio_common *b,
+                           unsigned q, unsigned depth, char *fsync)
+{
+    snprintf(b->jobs, sizeof(b->jobs), "--numjobs=%u", q);
+    snprintf(b->depth, sizeof(b->depth), "--iodepth=%u", depth);
+    snprintf(b->direct, sizeof(b->direct), "--direct=%d", c->direct);
+    argv[n++] = "--ioengine=io_uring";
+    argv[n++] = b->jobs;
+    argv[n++] = b->depth;
+    argv[n++] = b->direct;
+    argv[n++] = fsync;
+    argv[n++] = "--group_reporting";
+    argv[n++] = "--output-format=json";
+    return n;
+}
+
 static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t bs, uint64_t bytes,
                       unsigned q, unsigned depth)
 {
     static const char *const rw[M__COUNT] = {"write", "read", "randwrite", "randread"};
-    char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_jobs[32], a_depth[32], a_direct[32],
-        a_off[64], a_io[64], a_fsync[32];
-    char *out = NULL, *argv[24];
-    int n = 0, st;
-    double bw;
+    char a_file[4400], a_bs[64], a_size[64], a_rw[32], a_off[64], a_io[64], a_fsync[32];
+    struct fio_common common;
+    char *argv[24];
+    int n = 0;
     bool rnd = mode == M_RANDREAD || mode == M_RANDWRITE;
     uint64_t per = bytes / q / bs * bs;
 
@@ -366,9 +416,6 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     snprintf(a_file, sizeof(a_file), "--filename=%s", file);
     snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
     snprintf(a_rw, sizeof(a_rw), "--rw=%s", rw[mode]);
-    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
-    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
-    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
     /* Durability as railio's: a sequential PUT syncs once at its commit, a
      * random PUT is one object, committed (synced) each. */
     if (c->sync && mode == M_RANDWRITE)
@@ -381,15 +428,9 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     argv[n++] = (char *)c->fio_bin;
     argv[n++] = "--name=railio-bench";
     argv[n++] = a_file;
-    argv[n++] = "--ioengine=io_uring";
     argv[n++] = a_rw;
     argv[n++] = a_bs;
-    argv[n++] = a_jobs;
-    argv[n++] = a_depth;
-    argv[n++] = a_direct;
-    argv[n++] = a_fsync;
-    argv[n++] = "--group_reporting";
-    argv[n++] = "--output-format=json";
+    n = fio_common_args(c, argv, n, &common, q, depth, a_fsync);
     if (rnd) {
         /* Every job over the whole file, each moving its share. */
         snprintf(a_size, sizeof(a_size), "--size=%llu", (unsigned long long)(per * q));
@@ -408,14 +449,7 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
     if (mode == M_SEQREAD || mode == M_RANDREAD)
         argv[n++] = "--readonly";
     argv[n] = NULL;
-    st = run_capture(argv, &out);
-    if (st != 0 || !out) {
-        free(out);
-        return -1;
-    }
-    bw = fio_bw(out, mode == M_SEQREAD || mode == M_RANDREAD ? "read" : "write");
-    free(out);
-    return bw < 0 ? -1 : bw / 1e6;
+    return fio_mbps(argv, mode == M_SEQREAD || mode == M_RANDREAD ? "read" : "write");
 }
 
 /*
@@ -428,13 +462,12 @@ static double run_fio(const struct cfg *c, int mode, const char *file, uint64_t 
 static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint64_t bs,
                             unsigned nobj, unsigned q, unsigned depth)
 {
-    char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_jobs[32], a_depth[32], a_direct[32],
-        a_fsync[32], a_open[32];
-    char *out = NULL, *argv[24];
+    char a_dir[4400], a_bs[64], a_fs[64], a_nr[64], a_fsync[32], a_open[32];
+    struct fio_common common;
+    char *argv[24];
     unsigned per = nobj / q ? nobj / q : 1;
     bool wr = mode == M_RANDWRITE;
-    int n = 0, st;
-    double bw;
+    int n = 0;
 
     if (wr) {
         char p[4600];
@@ -448,39 +481,23 @@ static double run_fio_files(const struct cfg *c, int mode, const char *dir, uint
     snprintf(a_bs, sizeof(a_bs), "--bs=%llu", (unsigned long long)bs);
     snprintf(a_fs, sizeof(a_fs), "--filesize=%llu", (unsigned long long)bs);
     snprintf(a_nr, sizeof(a_nr), "--nrfiles=%u", per);
-    snprintf(a_jobs, sizeof(a_jobs), "--numjobs=%u", q);
-    snprintf(a_depth, sizeof(a_depth), "--iodepth=%u", depth);
     snprintf(a_open, sizeof(a_open), "--openfiles=%u", depth);
-    snprintf(a_direct, sizeof(a_direct), "--direct=%d", c->direct);
     snprintf(a_fsync, sizeof(a_fsync), "--fsync=%d", wr && c->sync);
     argv[n++] = (char *)c->fio_bin;
     argv[n++] = "--name=o";
     argv[n++] = a_dir;
     argv[n++] = "--filename_format=$jobname.$jobnum.$filenum";
-    argv[n++] = "--ioengine=io_uring";
     argv[n++] = wr ? "--rw=write" : "--rw=read";
     argv[n++] = a_bs;
     argv[n++] = a_fs;
     argv[n++] = a_nr;
     argv[n++] = "--file_service_type=sequential";
     argv[n++] = a_open;
-    argv[n++] = a_jobs;
-    argv[n++] = a_depth;
-    argv[n++] = a_direct;
-    argv[n++] = a_fsync;
-    argv[n++] = "--group_reporting";
-    argv[n++] = "--output-format=json";
+    n = fio_common_args(c, argv, n, &common, q, depth, a_fsync);
     if (wr)
         argv[n++] = "--create_on_open=1";
     argv[n] = NULL;
-    st = run_capture(argv, &out);
-    if (st != 0 || !out) {
-        free(out);
-        return -1;
-    }
-    bw = fio_bw(out, wr ? "write" : "read");
-    free(out);
-    return bw < 0 ? -1 : bw / 1e6;
+    return fio_mbps(argv, wr ? "write" : "read");
 }
 
 static void rm_fio_files(const char *dir, unsigned nobj, unsigned qmax)
@@ -497,20 +514,6 @@ static void rm_fio_files(const char *dir, unsigned nobj, unsigned qmax)
 }
 
 /* --------------------------------------------------------------- railio */
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (uint8_t)i;
-}
 
 static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned depth,
                        struct rio_client **out)
@@ -813,9 +816,9 @@ int rio_cli_bench_file(int argc, char **argv)
     }
     snprintf(fiow, sizeof(fiow), "%s/fio-w", path);
     if (!c.rand_objects) {
-        /* The random rows move as much as the sequential ones: a run of
-         * 256 objects of 128 KiB is over in 20 ms, and one scheduling
-         * hiccup then moves its figure by half. */
+        /* The random rows move as much as the sequential ones: a run of a
+         * few hundred small objects is over in milliseconds, and one
+         * scheduling hiccup then moves its figure by half. */
         uint64_t minbs = maxbs;
         for (unsigned i = 0; i < c.nchunks; i++)
             minbs = c.chunks[i] < minbs ? c.chunks[i] : minbs;
@@ -836,7 +839,7 @@ int rio_cli_bench_file(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    fill(buf, bufsz, 1);
+    rio_cli_fill(buf, bufsz, 1);
     if (!c.json)
         print_header(&c);
 

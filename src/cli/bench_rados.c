@@ -690,15 +690,9 @@ int rio_cli_bench_rados(int argc, char **argv)
     if (c.cli && !rio_cli_have_program("rados"))
         c.cli = false;
 
-    uint8_t *src = malloc(maxsize), *dst = malloc(maxsize);
-    if (!src || !dst) {
-        fprintf(stderr, "railio bench rados: cannot allocate 2 x %" PRIu64 " bytes\n", maxsize);
-        free(src);
-        free(dst);
+    uint8_t *src, *dst;
+    if (rio_cli_bench_buffers("railio bench rados", maxsize, &src, &dst) < 0)
         return 1;
-    }
-    rio_cli_fill(src, maxsize, 42);
-    memset(dst, 0, maxsize); /* no first-touch page faults inside a measurement */
     rio_cli_loadavg(l0);
     size_t hn = maxsize < (256u << 20) ? maxsize : (256u << 20);
     double md5 = md5_mbps(src, hn), xxh = xxh3_mbps(src, hn);
@@ -713,9 +707,7 @@ int rio_cli_bench_rados(int argc, char **argv)
             return 1;
         }
     }
-    const char *tmp = getenv("TMPDIR");
-    snprintf(file, sizeof(file), "%s/railio-bench-rados-%d", tmp && *tmp ? tmp : "/tmp",
-             (int)getpid());
+    rio_cli_bench_path(file, sizeof(file), "rados");
 
     for (unsigned si = 0; si < c.nsizes && ret == 0; si++) {
         uint64_t size = c.sizes[si];
@@ -723,16 +715,10 @@ int rio_cli_bench_rados(int argc, char **argv)
         memset(b, 0, sizeof(*b));
         b->size = size;
         if (c.cli) {
-            FILE *f = fopen(file, "wb");
-            if (!f || fwrite(src, 1, size, f) != size) {
-                fprintf(stderr, "railio bench rados: cannot write %s\n", file);
-                if (f)
-                    fclose(f);
-                unlink(file);
+            if (rio_cli_write_file("railio bench rados", file, src, size) < 0) {
                 ret = 1;
                 break;
             }
-            fclose(f);
             cli_base(&c, file, size, b);
             unlink(file);
             if (!c.json)

@@ -573,7 +573,8 @@ static int srv_start(struct ctx *x, const struct setup *s)
     }
     x->srv = p;
     g_srv = p;
-    /* --prefault touches all of --memory first: ~3 s a GiB here. */
+    /* --prefault touches all of --memory first: seconds a GiB where the
+     * host no longer backs the pages (docs/bench.md), so wait up to 60 s. */
     for (uint64_t t0 = now_ms(); now_ms() - t0 < 60000; usleep(10000)) {
         char line[512];
         if (waitpid(p, NULL, WNOHANG) == p) {

@@ -144,12 +144,8 @@ static void curl_base(const struct cfg *c, const char *file, uint64_t size, stru
             "curl",   "-sf",       "--aws-sigv4", region,
             "--user", user,        "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD",
             "-o",     "/dev/null", url,           NULL};
-        double t = rio_cli_run_timed(put, RIO_CLI_MUTE_OUT);
-        if (t > 0 && size / t / 1e6 > best_put)
-            best_put = (double)size / t / 1e6;
-        t = rio_cli_run_timed(get, RIO_CLI_MUTE_OUT);
-        if (t > 0 && size / t / 1e6 > best_get)
-            best_get = (double)size / t / 1e6;
+        rio_cli_keep_best(&best_put, size, rio_cli_run_timed(put, RIO_CLI_MUTE_OUT));
+        rio_cli_keep_best(&best_get, size, rio_cli_run_timed(get, RIO_CLI_MUTE_OUT));
     }
     char *del[] = {"curl",   "-sf",       "--aws-sigv4", region,
                    "--user", user,        "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD",
@@ -179,12 +175,8 @@ static void aws_base(const struct cfg *c, const char *file, uint64_t size, struc
                        s3url,
                        "-",
                        NULL};
-        double t = rio_cli_run_timed(put, RIO_CLI_MUTE_OUT);
-        if (t > 0 && size / t / 1e6 > best_put)
-            best_put = (double)size / t / 1e6;
-        t = rio_cli_run_timed(get, RIO_CLI_MUTE_OUT);
-        if (t > 0 && size / t / 1e6 > best_get)
-            best_get = (double)size / t / 1e6;
+        rio_cli_keep_best(&best_put, size, rio_cli_run_timed(put, RIO_CLI_MUTE_OUT));
+        rio_cli_keep_best(&best_get, size, rio_cli_run_timed(get, RIO_CLI_MUTE_OUT));
     }
     char *del[] = {
         "aws", "--endpoint-url", (char *)c->endpoint, "s3", "rm", "--only-show-errors", s3url,
@@ -335,18 +327,10 @@ int rio_cli_bench_s3(int argc, char **argv)
         if (c.sizes[i] > maxsize)
             maxsize = c.sizes[i];
 
-    uint8_t *src = malloc(maxsize), *dst = malloc(maxsize);
-    if (!src || !dst) {
-        fprintf(stderr, "railio bench s3: cannot allocate 2 x %" PRIu64 " bytes\n", maxsize);
-        free(src);
-        free(dst);
+    uint8_t *src, *dst;
+    if (rio_cli_bench_buffers("railio bench s3", maxsize, &src, &dst) < 0)
         return 1;
-    }
-    rio_cli_fill(src, maxsize, 42);
-    memset(dst, 0, maxsize); /* no first-touch page faults inside a measurement */
-    const char *tmp = getenv("TMPDIR");
-    snprintf(file, sizeof(file), "%s/railio-bench-s3-%d", tmp && *tmp ? tmp : "/tmp",
-             (int)getpid());
+    rio_cli_bench_path(file, sizeof(file), "s3");
 
     for (unsigned si = 0; si < c.nsizes; si++) {
         uint64_t size = c.sizes[si];
@@ -354,15 +338,10 @@ int rio_cli_bench_s3(int argc, char **argv)
         memset(b, 0, sizeof(*b));
         b->size = size;
         if (c.curl || c.aws) {
-            FILE *f = fopen(file, "wb");
-            if (!f || fwrite(src, 1, size, f) != size) {
-                fprintf(stderr, "railio bench s3: cannot write %s\n", file);
-                if (f)
-                    fclose(f);
+            if (rio_cli_write_file("railio bench s3", file, src, size) < 0) {
                 ret = 1;
                 break;
             }
-            fclose(f);
             if (c.curl)
                 curl_base(&c, file, size, b);
             if (c.aws)

@@ -52,6 +52,19 @@ void rio_cli_loadavg(double out[3]);
 /* Deterministic test bytes. */
 void rio_cli_fill(void *buf, size_t n, uint64_t seed);
 
+/* A bench's two buffers of size bytes: *src filled (rio_cli_fill, seed 42),
+ * *dst zeroed so that no page is touched first inside a measurement. 0, or
+ * -1 after printing "who: cannot allocate ..." (free() both on success). */
+int rio_cli_bench_buffers(const char *who, uint64_t size, uint8_t **src, uint8_t **dst);
+/* A bench's scratch file: $TMPDIR (or /tmp)/railio-bench-TAG-PID into out. */
+void rio_cli_bench_path(char *out, size_t cap, const char *tag);
+/* Write size bytes of buf to path; 0, or -1 after printing "who: cannot
+ * write PATH" (the file removed). */
+int rio_cli_write_file(const char *who, const char *path, const void *buf, uint64_t size);
+/* *best_mbps = max(*best_mbps, bytes / seconds in MB/s); seconds <= 0 (a
+ * run that failed) changes nothing. */
+void rio_cli_keep_best(double *best_mbps, uint64_t bytes, double seconds);
+
 /* memcpy and xxh3 throughput of this machine in MB/s (one core, n bytes). */
 double rio_cli_memcpy_mbps(size_t n);
 double rio_cli_xxh3_mbps(size_t n);

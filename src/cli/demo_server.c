@@ -171,20 +171,6 @@ static int by_goodput(const void *a, const void *b)
     return (x->goodput_mbps > y->goodput_mbps) - (x->goodput_mbps < y->goodput_mbps);
 }
 
-static void fill(uint8_t *p, size_t n)
-{
-    uint64_t x = 0x9e3779b97f4a7c15ull;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, 8);
-    }
-    for (; i < n; i++)
-        p[i] = (uint8_t)i;
-}
-
 static int open_client(const char *addr, unsigned conns, struct rio_client **c)
 {
     char url[160];
@@ -232,7 +218,7 @@ int rio_cli_demo_server(int argc, char **argv)
         fprintf(stderr, "railio demo: cannot allocate 2 x 256 MiB\n");
         goto out;
     }
-    fill(src, DEMO_SIZE);
+    rio_cli_fill(src, DEMO_SIZE, 1);
     memset(dst, 0, DEMO_SIZE); /* touched once: the GETs measure the network, not page faults */
     memset(rows, 0, sizeof(rows));
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the CLI's subcommands. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -191,4 +192,54 @@ void rio_cli_loadavg(double out[3])
     if (fscanf(f, "%lf %lf %lf", &out[0], &out[1], &out[2]) != 3)
         out[0] = out[1] = out[2] = -1;
     fclose(f);
+}
+
+int rio_cli_bench_buffers(const char *who, uint64_t size, uint8_t **src, uint8_t **dst)
+{
+    uint8_t *s = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
+    uint8_t *d = size <= SIZE_MAX ? malloc(size ? (size_t)size : 1) : NULL;
+
+    if (!s || !d) {
+        fprintf(stderr, "%s: cannot allocate 2 x %" PRIu64 " bytes\n", who, size);
+        free(s);
+        free(d);
+        return -1;
+    }
+    rio_cli_fill(s, (size_t)size, 42);
+    memset(d, 0, (size_t)size); /* no first-touch page faults inside a measurement */
+    *src = s;
+    *dst = d;
+    return 0;
+}
+
+void rio_cli_bench_path(char *out, size_t cap, const char *tag)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(out, cap, "%s/railio-bench-%s-%d", tmp && *tmp ? tmp : "/tmp", tag, (int)getpid());
+}
+
+int rio_cli_write_file(const char *who, const char *path, const void *buf, uint64_t size)
+{
+    FILE *f = fopen(path, "wb");
+
+    if (!f || fwrite(buf, 1, (size_t)size, f) != size) {
+        fprintf(stderr, "%s: cannot write %s\n", who, path);
+        if (f)
+            fclose(f);
+        unlink(path);
+        return -1;
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "%s: cannot write %s\n", who, path);
+        unlink(path);
+        return -1;
+    }
+    return 0;
+}
+
+void rio_cli_keep_best(double *best_mbps, uint64_t bytes, double seconds)
+{
+    if (seconds > 0 && (double)bytes / seconds / 1e6 > *best_mbps)
+        *best_mbps = (double)bytes / seconds / 1e6;
 }

@@ -109,8 +109,8 @@ void *rio__alloc_aligned(size_t align, size_t n)
         return NULL;
     /* Large data buffers get transparent huge pages where the kernel offers
      * them: the first touch of fresh memory then costs one fault per 2 MiB
-     * instead of one per 4 KiB (on this kind of VM a 4 KiB fault costs
-     * 10-16 us, slower than a 1 GbE rail delivers the page). */
+     * instead of one per 4 KiB (on a VM whose host reclaims free pages, a
+     * fault costs about what a 1 GbE rail takes to deliver the page: docs/bench.md). */
     if (n >= RIO__HUGE && align < RIO__HUGE)
         align = RIO__HUGE;
     if (posix_memalign(&p, align, n ? n : 1) != 0)

@@ -116,6 +116,15 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
     d->sample_bytes = d->bytes_total;
 }
 
+/* The ops path p may have in flight: the depth, halved (at least 1) while
+ * its transport reports it degraded. */
+static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p)
+{
+    if (!p->degraded)
+        return c->o.depth;
+    return c->o.depth > 1 ? c->o.depth / 2 : 1;
+}
+
 /* Whether path i may take one more op in direction dir. */
 static bool path_usable(struct rio_client *c, unsigned i, int dir)
 {
@@ -124,7 +133,7 @@ static bool path_usable(struct rio_client *c, unsigned i, int dir)
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
-    if (p->inflight_ops >= c->o.depth)
+    if (p->inflight_ops >= path_depth(c, p))
         return false;
     /* Until a path has shown its rate it carries one op: a slow path must
      * not swallow a deep window of chunks before we know it is slow. */
@@ -191,13 +200,6 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
             for (struct rio__attempt *a = c->paths[i].head; a; a = a->next)
                 if (a->req == r)
                     cancel_attempt_locked(c, a);
-    }
-    if (rio__test_nofence && status < 0) {
-        /* Test only: hand the call back before its ops are drained. */
-        struct rio__call *call = r->call;
-        if (--call->remaining == 0)
-            pthread_cond_broadcast(&call->cond);
-        r->fenced = true; /* counted already; the fence below must not count it again */
     }
 }
 
@@ -268,6 +270,51 @@ static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, uint64_
         a->req->call->retries[cls]++;
         if (!a->req->decided)
             rq_push(a->req, a->ch);
+    }
+}
+
+/*
+ * Path state from the transport (rio__t_path_event, transport.h). The
+ * callback only records the last state per path under mu and wakes the
+ * engine; the engine thread applies it here, after the completions of the
+ * reap that reported it, so an op that failed with the same error is
+ * counted once: DOWN on a path already cooling changes nothing.
+ */
+static void path_event_cb(struct rio_transport *t, unsigned path, int state, int err)
+{
+    struct rio_client *c = t->engine;
+
+    if (path >= c->npaths)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->paths[path].ev_state = state;
+    c->paths[path].ev_err = err;
+    c->path_events = true;
+    pthread_mutex_unlock(&c->mu);
+    rio__t_wake(t);
+}
+
+static void path_events_locked(struct rio_client *c, uint64_t now)
+{
+    if (!c->path_events)
+        return;
+    c->path_events = false;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *p = &c->paths[i];
+        int state = p->ev_state;
+        p->ev_state = 0;
+        if (state == RIO_PATH_DOWN) {
+            int cls = rio__err_class(p->ev_err);
+            p->degraded = false;
+            if (p->state != PATH_COOLING)
+                path_fail_locked(c, i, rio__class_is_path(cls) ? cls : RIO_CLASS_RESET, now);
+        } else if (state == RIO_PATH_UP) {
+            p->degraded = false;
+            if (p->state == PATH_COOLING)
+                p->state = PATH_PROBING; /* cooldown over: one op proves it */
+        } else if (state == RIO_PATH_DEGRADED) {
+            p->degraded = true;
+        }
     }
 }
 
@@ -561,7 +608,7 @@ static void schedule_locked(struct rio_client *c, uint64_t now)
         for (unsigned k = 0; k < c->npaths; k++) {
             unsigned pi = (c->rr + k) % c->npaths;
             struct rio__path *p = &c->paths[pi];
-            if (p->state == PATH_COOLING || p->inflight_ops >= c->o.depth ||
+            if (p->state == PATH_COOLING || p->inflight_ops >= path_depth(c, p) ||
                 (p->state == PATH_PROBING && p->inflight_ops > 0))
                 continue;
             int ret = dispatch_one_locked(c, pi, now);
@@ -782,10 +829,9 @@ static void reap_finished_locked(struct rio_client *c)
             r->active = false;
             c->nrequests--;
             struct rio__call *call = r->call;
-            bool counted = r->fenced; /* the no-fence test path counted it already */
             r->fenced = true;
             rio__call_ready_locked(call, r);
-            if (!counted && --call->remaining == 0)
+            if (--call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
             if (--call->refs == 0) {
                 /* Freed by the engine loop once it drops mu (freeing gives
@@ -850,6 +896,7 @@ static void *engine_main(void *arg)
             c->reaped = a->rnext;
             handle_completion_locked(c, a, now);
         }
+        path_events_locked(c, now);
         check_timers_locked(c, now);
         schedule_locked(c, now);
         reap_finished_locked(c);
@@ -880,6 +927,8 @@ static void *engine_main(void *arg)
 
 int rio__engine_start(struct rio_client *c)
 {
+    c->t->engine = c;
+    c->t->path_event = path_event_cb;
     int ret = pthread_create(&c->thread, NULL, engine_main, c);
     if (ret != 0)
         return -ret;

@@ -91,6 +91,12 @@ struct rio__path {
         uint64_t sample_bytes, sample_busy_ns; /* markers for the next rate sample */
         double rate_bps;                       /* delivered rate, EWMA over busy time; 0 unknown */
     } dir[2];
+    bool degraded; /* the transport said RIO_PATH_DEGRADED: half the depth */
+    /* The last state the transport reported and not yet applied (0 none),
+     * and its error: set by rio__t_path_event from any thread, applied by
+     * the engine thread (engine.c, path_events_locked). */
+    int ev_state;
+    int ev_err;
 };
 
 struct rio__chunk {
@@ -263,7 +269,8 @@ struct rio_client {
     uint64_t inflight_ops, inflight_bytes, nrequests;
     struct rio__attempt *free_attempts;
     uint64_t rng;
-    unsigned rr; /* round-robin cursor over paths */
+    unsigned rr;      /* round-robin cursor over paths */
+    bool path_events; /* some path has an ev_state to apply */
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio__stream *streams;  /* under mu: open readers and writers */

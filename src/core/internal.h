@@ -51,8 +51,4 @@ static inline uint64_t rio__rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-/* Test knob: when set, a failed call returns without waiting for its cancelled
- * ops (the fence is skipped). Only the late-write hazard test sets it. */
-extern _Atomic int rio__test_nofence;
-
 #endif

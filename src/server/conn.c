@@ -873,13 +873,17 @@ static void do_stat(struct conn *c, size_t len)
 }
 
 /* The object under key: from memory, else (disk tier) its disk index entry
- * (data NULL, disk_entry set); referenced, or NULL. */
-static struct rio_srv_obj *obj_get(struct rio_srv *srv, const char *key, uint16_t klen)
+ * (data NULL, disk_entry set); referenced. NULL once RIO_ENOTFOUND is
+ * answered. */
+static struct rio_srv_obj *obj_get(struct conn *c, const char *key, uint16_t klen)
 {
+    struct rio_srv *srv = c->w->srv;
     struct rio_srv_obj *o = rio__srv_store_get(&srv->store, key, klen, 1);
 
     if (!o && srv->disk)
         o = rio__srv_disk_get(srv->disk, key, klen);
+    if (!o)
+        conn_status(c, RIO_ENOTFOUND);
     return o;
 }
 
@@ -894,11 +898,9 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    o = obj_get(c->w->srv, m.key, m.key_len);
-    if (!o) {
-        conn_status(c, RIO_ENOTFOUND);
+    o = obj_get(c, m.key, m.key_len);
+    if (!o)
         return;
-    }
     /* The fixed part here, the checksum list from the object's memory. */
     d.generation = o->generation;
     d.size = o->size;
@@ -918,11 +920,9 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    o = obj_get(c->w->srv, m.key, m.key_len);
-    if (!o) {
-        conn_status(c, RIO_ENOTFOUND);
+    o = obj_get(c, m.key, m.key_len);
+    if (!o)
         return;
-    }
     if (m.generation && m.generation != o->generation) {
         rio__srv_obj_unref(o);
         conn_status(c, RIO_EGENERATION);

@@ -67,8 +67,6 @@
 
 #include "railio.h"
 
-#define MAGIC RIO_SRV_DISK_MAGIC
-#define TMAGIC RIO_SRV_DISK_TMAGIC
 #define TOMB_FIXED RIO_SRV_DISK_TOMB_FIXED
 #define HDR_FIXED RIO_SRV_DISK_HDR_FIXED
 #define ALIGN RIO_SRV_DISK_ALIGN
@@ -132,24 +130,12 @@ struct rio_srv_disk {
     const char *hold;
 };
 
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static uint64_t get64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
         v = (v << 8) | p[i];
     return v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 static uint64_t key_hash(const char *key, uint16_t klen)
@@ -162,7 +148,6 @@ static void obj_name(char *out, const char *pfx, uint64_t kh, uint64_t gen, cons
     snprintf(out, NAME_LEN, "%s-%016" PRIx64 "-%016" PRIx64 "%s", pfx, kh, gen, sfx);
 }
 
-/* Header length for a key and chunk count; 0 when it would not fit. */
 static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
 {
     while (n) {
@@ -378,17 +363,11 @@ static void tomb_unlink_file(struct rio_srv_disk *d, const char *key, uint16_t k
 static int tomb_write(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
 {
     uint8_t buf[TOMB_FIXED + RIO_KEY_MAX + 8];
-    size_t n = TOMB_FIXED + klen + 8;
+    size_t n;
     char name[NAME_LEN];
     int fd, ret;
 
-    memset(buf, 0, TOMB_FIXED);
-    memcpy(buf, TMAGIC, 8);
-    buf[8] = (uint8_t)klen;
-    buf[9] = (uint8_t)(klen >> 8);
-    put64(buf + 16, gen);
-    memcpy(buf + TOMB_FIXED, key, klen);
-    put64(buf + TOMB_FIXED + klen, rio__xxh3(buf, TOMB_FIXED + klen));
+    n = rio__srv_disk_enc_tomb(buf, key, klen, gen);
     obj_name(name, "d", key_hash(key, klen), gen, "");
     fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -827,20 +806,18 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
         ret = -ENOMEM;
         goto err;
     }
-    memcpy(hdr, MAGIC, 8);
-    put32(hdr + 8, (uint32_t)hlen);
-    hdr[12] = (uint8_t)o->key_len;
-    hdr[13] = (uint8_t)(o->key_len >> 8);
-    put64(hdr + 16, o->generation);
-    put64(hdr + 24, o->size);
-    put64(hdr + 32, o->chunk_size);
-    put64(hdr + 40, o->nchunks);
-    put64(hdr + 48, f->data_off);
-    memcpy(hdr + 56, o->etag, 32);
-    memcpy(hdr + HDR_FIXED, o->key, o->key_len);
-    if (o->nchunks)
-        memcpy(hdr + HDR_FIXED + o->key_len, o->xxh, (size_t)o->nchunks * 8);
-    put64(hdr + hlen - 8, rio__xxh3(hdr, (size_t)hlen - 8));
+    rio__srv_disk_enc_record(hdr, &(struct rio_srv_disk_rec){
+                                      .key_len = o->key_len,
+                                      .generation = o->generation,
+                                      .size = o->size,
+                                      .chunk_size = o->chunk_size,
+                                      .nchunks = o->nchunks,
+                                      .data_off = f->data_off,
+                                      .header_len = hlen,
+                                      .key = o->key,
+                                      .etag = o->etag,
+                                      .xxh = o->xxh,
+                                  });
 
     /* The data is in the file already (each chunk as it arrived). */
     ret = pwrite_all(f->fd, hdr, f->data_off, 0);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The disk tier's records as read at start-up (disk.c has the layout): the
- * object file header and the tombstone, checked from a buffer, with nothing
- * but the checksums needed, so the fuzz target (tests/fuzz/fuzz_disk.c)
- * runs them without a server. Every length is bounded by the buffer and
- * the file before it is used.
+ * The disk tier's records (disk.c has the layout): the object file header
+ * and the tombstone, written and checked from a buffer with nothing but the
+ * checksums needed, so the fuzz target (tests/fuzz/fuzz_disk.c) runs them
+ * without a server and builds its seeds with the same writer. Every length
+ * is bounded by the buffer and the file before it is used.
  */
 #include <string.h>
 
@@ -22,6 +22,56 @@ static uint32_t rd32(const uint8_t *p)
 static uint64_t rd64(const uint8_t *p)
 {
     return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void wr64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void rio__srv_disk_seal(uint8_t *buf, size_t len)
+{
+    wr64(buf + len - 8, rio__xxh3(buf, len - 8));
+}
+
+void rio__srv_disk_enc_record(uint8_t *buf, const struct rio_srv_disk_rec *r)
+{
+    memset(buf, 0, RIO_SRV_DISK_HDR_FIXED);
+    memcpy(buf, RIO_SRV_DISK_MAGIC, 8);
+    wr32(buf + 8, (uint32_t)r->header_len);
+    buf[12] = (uint8_t)r->key_len;
+    buf[13] = (uint8_t)(r->key_len >> 8);
+    wr64(buf + 16, r->generation);
+    wr64(buf + 24, r->size);
+    wr64(buf + 32, r->chunk_size);
+    wr64(buf + 40, r->nchunks);
+    wr64(buf + 48, r->data_off);
+    memcpy(buf + 56, r->etag, 32);
+    memcpy(buf + RIO_SRV_DISK_HDR_FIXED, r->key, r->key_len);
+    if (r->nchunks)
+        memcpy(buf + RIO_SRV_DISK_HDR_FIXED + r->key_len, r->xxh, (size_t)r->nchunks * 8);
+    rio__srv_disk_seal(buf, (size_t)r->header_len);
+}
+
+size_t rio__srv_disk_enc_tomb(uint8_t *buf, const char *key, uint16_t klen, uint64_t gen)
+{
+    size_t n = RIO_SRV_DISK_TOMB_FIXED + klen + 8u;
+
+    memset(buf, 0, RIO_SRV_DISK_TOMB_FIXED);
+    memcpy(buf, RIO_SRV_DISK_TMAGIC, 8);
+    buf[8] = (uint8_t)klen;
+    buf[9] = (uint8_t)(klen >> 8);
+    wr64(buf + 16, gen);
+    memcpy(buf + RIO_SRV_DISK_TOMB_FIXED, key, klen);
+    rio__srv_disk_seal(buf, n);
+    return n;
 }
 
 uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks)

@@ -95,6 +95,21 @@ static void help(struct out *o, const char *name, const char *type, const char *
     put(o, "# HELP railiod_%s %s\n# TYPE railiod_%s %s\n", name, text, name, type);
 }
 
+/* A metric with one sample: its HELP and TYPE lines, then its value. */
+static void metric(struct out *o, const char *name, const char *type, const char *text,
+                   unsigned long long v)
+{
+    help(o, name, type, text);
+    put(o, "railiod_%s %llu\n", name, v);
+}
+
+static void metric_signed(struct out *o, const char *name, const char *type, const char *text,
+                          long long v)
+{
+    help(o, name, type, text);
+    put(o, "railiod_%s %lld\n", name, v);
+}
+
 static uint64_t ld(_Atomic uint64_t *v)
 {
     return atomic_load_explicit(v, memory_order_relaxed);
@@ -132,81 +147,69 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
         put(&o, "railiod_request_bytes_total{op=\"%s\",direction=\"out\"} %llu\n",
             rio__proto_op_name(op), (unsigned long long)ld(&m->op_bytes_out[op]));
     }
-    help(&o, "inflight_requests", "gauge", "Requests received whose response is not fully sent.");
-    put(&o, "railiod_inflight_requests %lld\n", (long long)lds(&m->inflight_requests));
-    help(&o, "inflight_response_bytes", "gauge", "Response bytes queued and not yet sent.");
-    put(&o, "railiod_inflight_response_bytes %lld\n", (long long)lds(&m->inflight_bytes));
-    help(&o, "objects", "gauge", "Objects stored (committed, not expired).");
-    put(&o, "railiod_objects %llu\n", (unsigned long long)st.objects);
-    help(&o, "stored_bytes", "gauge", "Bytes of the objects stored.");
-    put(&o, "railiod_stored_bytes %llu\n", (unsigned long long)st.bytes);
-    help(&o, "used_bytes", "gauge",
-         "Bytes charged against the capacity: objects, uploads in progress and their metadata.");
-    put(&o, "railiod_used_bytes %llu\n", (unsigned long long)st.used);
-    help(&o, "capacity_bytes", "gauge", "The configured capacity (--memory).");
-    put(&o, "railiod_capacity_bytes %llu\n", (unsigned long long)st.capacity);
-    help(&o, "uploads", "gauge", "Uploads opened and not yet committed, aborted or reclaimed.");
-    put(&o, "railiod_uploads %llu\n", (unsigned long long)st.uploads);
-    help(&o, "evictions_total", "counter", "Objects evicted to make room (--evict lru).");
-    put(&o, "railiod_evictions_total %llu\n", (unsigned long long)st.evictions);
-    help(&o, "expirations_total", "counter", "Objects dropped because their TTL passed.");
-    put(&o, "railiod_expirations_total %llu\n", (unsigned long long)st.expirations);
-    help(&o, "uploads_reclaimed_total", "counter",
-         "Uploads dropped after --upload-timeout without activity.");
-    put(&o, "railiod_uploads_reclaimed_total %llu\n", (unsigned long long)st.reclaimed);
-    help(&o, "kept_mapping_bytes", "gauge",
-         "Freed object memory kept for the next upload of the same size (counts against "
-         "the capacity).");
-    put(&o, "railiod_kept_mapping_bytes %llu\n", (unsigned long long)st.map_cached);
-    help(&o, "reused_mappings_total", "counter",
-         "Uploads received into kept object memory instead of fresh memory.");
-    put(&o, "railiod_reused_mappings_total %llu\n", (unsigned long long)st.map_reused);
+    metric_signed(&o, "inflight_requests", "gauge",
+                  "Requests received whose response is not fully sent.",
+                  lds(&m->inflight_requests));
+    metric_signed(&o, "inflight_response_bytes", "gauge", "Response bytes queued and not yet sent.",
+                  lds(&m->inflight_bytes));
+    metric(&o, "objects", "gauge", "Objects stored (committed, not expired).", st.objects);
+    metric(&o, "stored_bytes", "gauge", "Bytes of the objects stored.", st.bytes);
+    metric(&o, "used_bytes", "gauge",
+           "Bytes charged against the capacity: objects, uploads in progress and their metadata.",
+           st.used);
+    metric(&o, "capacity_bytes", "gauge", "The configured capacity (--memory).", st.capacity);
+    metric(&o, "uploads", "gauge", "Uploads opened and not yet committed, aborted or reclaimed.",
+           st.uploads);
+    metric(&o, "evictions_total", "counter", "Objects evicted to make room (--evict lru).",
+           st.evictions);
+    metric(&o, "expirations_total", "counter", "Objects dropped because their TTL passed.",
+           st.expirations);
+    metric(&o, "uploads_reclaimed_total", "counter",
+           "Uploads dropped after --upload-timeout without activity.", st.reclaimed);
+    metric(&o, "kept_mapping_bytes", "gauge",
+           "Freed object memory kept for the next upload of the same size (counts against "
+           "the capacity).",
+           st.map_cached);
+    metric(&o, "reused_mappings_total", "counter",
+           "Uploads received into kept object memory instead of fresh memory.", st.map_reused);
     if (srv->disk) {
         struct rio_srv_disk_stats ds;
         rio__srv_disk_stats(srv->disk, &ds);
-        help(&o, "disk_objects", "gauge", "Objects on disk (--data-dir).");
-        put(&o, "railiod_disk_objects %llu\n", (unsigned long long)ds.objects);
-        help(&o, "disk_bytes", "gauge", "Bytes of the objects on disk.");
-        put(&o, "railiod_disk_bytes %llu\n", (unsigned long long)ds.bytes);
-        help(&o, "disk_writes_total", "counter", "Objects written to disk (committed PUTs).");
-        put(&o, "railiod_disk_writes_total %llu\n", (unsigned long long)ds.writes);
-        help(&o, "disk_write_errors_total", "counter", "PUTs whose disk write failed.");
-        put(&o, "railiod_disk_write_errors_total %llu\n", (unsigned long long)ds.write_errors);
+        metric(&o, "disk_objects", "gauge", "Objects on disk (--data-dir).", ds.objects);
+        metric(&o, "disk_bytes", "gauge", "Bytes of the objects on disk.", ds.bytes);
+        metric(&o, "disk_writes_total", "counter", "Objects written to disk (committed PUTs).",
+               ds.writes);
+        metric(&o, "disk_write_errors_total", "counter", "PUTs whose disk write failed.",
+               ds.write_errors);
         help(&o, "disk_write_seconds_total", "counter",
              "Time spent writing objects (temporary file, fsyncs, rename).");
         put(&o, "railiod_disk_write_seconds_total %.6f\n", (double)ds.write_ns / 1e9);
-        help(&o, "disk_reads_total", "counter", "READs served from disk.");
-        put(&o, "railiod_disk_reads_total %llu\n", (unsigned long long)ds.reads);
-        help(&o, "disk_read_bytes_total", "counter", "Bytes of READs served from disk.");
-        put(&o, "railiod_disk_read_bytes_total %llu\n", (unsigned long long)ds.read_bytes);
-        help(&o, "disk_read_errors_total", "counter", "READs from disk that failed.");
-        put(&o, "railiod_disk_read_errors_total %llu\n", (unsigned long long)ds.read_errors);
-        help(&o, "disk_deletes_total", "counter", "Object files removed by DELETE.");
-        put(&o, "railiod_disk_deletes_total %llu\n", (unsigned long long)ds.deletes);
-        help(&o, "disk_corrupt_records_total", "counter",
-             "Corrupt records found (bad checksum, truncated data) at start-up or on read.");
-        put(&o, "railiod_disk_corrupt_records_total %llu\n", (unsigned long long)ds.corrupt);
-        help(&o, "disk_recovered_objects", "gauge", "Objects recovered from disk at start-up.");
-        put(&o, "railiod_disk_recovered_objects %llu\n", (unsigned long long)ds.recovered);
-        help(&o, "disk_discarded_partial", "gauge",
-             "Partial (temporary) files removed at start-up.");
-        put(&o, "railiod_disk_discarded_partial %llu\n", (unsigned long long)ds.discarded);
-        help(&o, "disk_superseded", "gauge",
-             "Older versions removed at start-up (a crash interrupted their removal).");
-        put(&o, "railiod_disk_superseded %llu\n", (unsigned long long)ds.superseded);
+        metric(&o, "disk_reads_total", "counter", "READs served from disk.", ds.reads);
+        metric(&o, "disk_read_bytes_total", "counter", "Bytes of READs served from disk.",
+               ds.read_bytes);
+        metric(&o, "disk_read_errors_total", "counter", "READs from disk that failed.",
+               ds.read_errors);
+        metric(&o, "disk_deletes_total", "counter", "Object files removed by DELETE.", ds.deletes);
+        metric(&o, "disk_corrupt_records_total", "counter",
+               "Corrupt records found (bad checksum, truncated data) at start-up or on read.",
+               ds.corrupt);
+        metric(&o, "disk_recovered_objects", "gauge", "Objects recovered from disk at start-up.",
+               ds.recovered);
+        metric(&o, "disk_discarded_partial", "gauge",
+               "Partial (temporary) files removed at start-up.", ds.discarded);
+        metric(&o, "disk_superseded", "gauge",
+               "Older versions removed at start-up (a crash interrupted their removal).",
+               ds.superseded);
     }
-    help(&o, "rejected_frames_total", "counter",
-         "Malformed or truncated frames; each closed its connection.");
-    put(&o, "railiod_rejected_frames_total %llu\n", (unsigned long long)ld(&m->rejected_frames));
-    help(&o, "chunk_checksum_errors_total", "counter",
-         "PUT_CHUNK bodies whose xxh3 did not match (answered RIO_ECHECKSUM).");
-    put(&o, "railiod_chunk_checksum_errors_total %llu\n",
-        (unsigned long long)ld(&m->chunk_checksum_errors));
-    help(&o, "auth_failures_total", "counter", "AUTH requests refused.");
-    put(&o, "railiod_auth_failures_total %llu\n", (unsigned long long)ld(&m->auth_failures));
-    help(&o, "auth_throttled_total", "counter",
-         "AUTH requests refused unchecked: their address failed too often (--auth-failures).");
-    put(&o, "railiod_auth_throttled_total %llu\n", (unsigned long long)ld(&m->auth_throttled));
+    metric(&o, "rejected_frames_total", "counter",
+           "Malformed or truncated frames; each closed its connection.", ld(&m->rejected_frames));
+    metric(&o, "chunk_checksum_errors_total", "counter",
+           "PUT_CHUNK bodies whose xxh3 did not match (answered RIO_ECHECKSUM).",
+           ld(&m->chunk_checksum_errors));
+    metric(&o, "auth_failures_total", "counter", "AUTH requests refused.", ld(&m->auth_failures));
+    metric(&o, "auth_throttled_total", "counter",
+           "AUTH requests refused unchecked: their address failed too often (--auth-failures).",
+           ld(&m->auth_throttled));
     help(&o, "timeouts_total", "counter",
          "Connections cut by the watchdog: progress (stalled frame), idle, or handshake "
          "(no request, or with a token no AUTH, within --handshake-timeout).");
@@ -216,21 +219,17 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
         (unsigned long long)ld(&m->timeouts_idle));
     put(&o, "railiod_timeouts_total{kind=\"handshake\"} %llu\n",
         (unsigned long long)ld(&m->handshake_timeouts));
-    help(&o, "handshake_evictions_total", "counter",
-         "Connections still in their handshake dropped to admit a new one (--max-handshakes, "
-         "--max-conns).");
-    put(&o, "railiod_handshake_evictions_total %llu\n",
-        (unsigned long long)ld(&m->handshake_evictions));
-    help(&o, "uploads_closed_total", "counter",
-         "Uploads reclaimed because every connection that used them closed.");
-    put(&o, "railiod_uploads_closed_total %llu\n", (unsigned long long)ld(&m->uploads_closed));
-    help(&o, "connections", "gauge", "Connections open.");
-    put(&o, "railiod_connections %lld\n", (long long)lds(&m->conns_open));
-    help(&o, "connections_total", "counter", "Connections accepted.");
-    put(&o, "railiod_connections_total %llu\n", (unsigned long long)ld(&m->conns_accepted));
-    help(&o, "connections_rejected_total", "counter", "Connections refused (--max-conns).");
-    put(&o, "railiod_connections_rejected_total %llu\n",
-        (unsigned long long)ld(&m->conns_rejected));
+    metric(&o, "handshake_evictions_total", "counter",
+           "Connections still in their handshake dropped to admit a new one (--max-handshakes, "
+           "--max-conns).",
+           ld(&m->handshake_evictions));
+    metric(&o, "uploads_closed_total", "counter",
+           "Uploads reclaimed because every connection that used them closed.",
+           ld(&m->uploads_closed));
+    metric_signed(&o, "connections", "gauge", "Connections open.", lds(&m->conns_open));
+    metric(&o, "connections_total", "counter", "Connections accepted.", ld(&m->conns_accepted));
+    metric(&o, "connections_rejected_total", "counter", "Connections refused (--max-conns).",
+           ld(&m->conns_rejected));
     help(&o, "listener_bytes_total", "counter", "Bytes received (in) and sent (out) per listener.");
     for (unsigned i = 0; i < srv->nlis; i++) {
         put(&o, "railiod_listener_bytes_total{listener=\"%s\",direction=\"in\"} %llu\n",
@@ -366,9 +365,10 @@ static void http_step(struct hconn *h)
  * newcomer takes the slot of the oldest connection (the one that has had
  * the longest to send its request): connections that trickle, however
  * many and however fast they come, only push each other out, while a
- * scraper that sends its request at once is answered at once. (Had they
- * waited in the backlog, 20 trickling connections a second kept every
- * scrape waiting longer and longer: 1.2, 3.7, 8.7 s, then timed out.)
+ * scraper that sends its request at once is answered at once. (Left in
+ * the backlog instead, a steady trickle of such connections delays every
+ * scrape a little more than the last until scrapes time out: docs/bench.md,
+ * "railiod's metrics endpoint under trickling connections".)
  */
 static void http_accept(void)
 {

@@ -338,6 +338,15 @@ int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_s
 /* Check a tombstone file (all n bytes of it): 0 (key, key_len, generation
  * set) or RIO_ECHECKSUM with r->why. */
 int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_rec *r);
+/* Write an object file's header for r (key_len, generation, size,
+ * chunk_size, nchunks, data_off, header_len from rio__srv_disk_header_len,
+ * key, etag, xxh) into buf[0..header_len), its checksum last. */
+void rio__srv_disk_enc_record(uint8_t *buf, const struct rio_srv_disk_rec *r);
+/* Write key's tombstone for gen into buf (RIO_SRV_DISK_TOMB_FIXED + klen + 8
+ * bytes); returns its length. */
+size_t rio__srv_disk_enc_tomb(uint8_t *buf, const char *key, uint16_t klen, uint64_t gen);
+/* The record checksum: xxh3 of buf[0..len-8) into its last 8 bytes. */
+void rio__srv_disk_seal(uint8_t *buf, size_t len);
 
 /* Open (create) dir, scan it, recover. *max_gen: the highest generation
  * found (0 when none). Commits publish into store. 0 or -errno (logged). */

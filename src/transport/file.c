@@ -91,6 +91,7 @@
 #include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
+#include "transport/fault.h"
 #include "transport/file.h"
 #include "transport/transport.h"
 
@@ -122,7 +123,7 @@ extern const struct rio_transport_ops rio__file_ops;
 
 enum { DIRECT_OFF = 0, DIRECT_ON = 1, DIRECT_AUTO = 2 };
 enum { STAGE_OFF = 0, STAGE_ON = 1, STAGE_AUTO = 2 };
-enum { OP_FREE = 0, OP_RUN, OP_HELD, OP_FINISH };
+enum { OP_FREE = 0, OP_RUN, OP_FINISH };
 
 /* An open object for READs: a cache entry under t->fmu. */
 struct ffile {
@@ -161,24 +162,21 @@ struct fring;
 struct fop {
     struct rio_io *io;
     struct fring *ring;
-    struct ffile *f;     /* READ */
-    struct fupload *up;  /* WRITE */
-    struct fop *next;    /* free list, held list or finish list */
-    uint64_t ud;         /* user_data of the step in flight */
-    uint64_t done;       /* bytes moved by finished steps */
-    uint64_t t0;         /* submit time */
-    uint64_t hold_until; /* test fault: held after its I/O until then */
-    int64_t res;         /* the op's result once it ends */
-    uint32_t cur_len;    /* the step in flight */
-    int bounce;          /* bounce slot of the step in flight, -1 none */
+    struct ffile *f;    /* READ */
+    struct fupload *up; /* WRITE */
+    struct fop *next;   /* free list or finish list */
+    uint64_t ud;        /* user_data of the step in flight */
+    uint64_t done;      /* bytes moved by finished steps */
+    uint64_t t0;        /* submit time */
+    int64_t res;        /* the op's result once it ends */
+    uint32_t cur_len;   /* the step in flight */
+    int bounce;         /* bounce slot of the step in flight, -1 none */
     unsigned eagain;
     uint16_t slot;
     uint8_t state;
     bool cancel_req;
     bool cur_direct;
     bool no_direct; /* a direct step failed with EINVAL: buffered from now on */
-    bool stepped;   /* the first step ended (test faults fire on it) */
-    bool fired;     /* a test fault fired at its end (counted under the ring lock) */
 };
 
 struct fring {
@@ -188,7 +186,6 @@ struct fring {
     /* under mu */
     struct fop *ops; /* depth slots */
     struct fop *free_ops;
-    struct fop *held; /* ops held by the delay fault */
     unsigned inflight;
     unsigned cancels; /* cancel SQEs whose CQE is not reaped yet */
     unsigned unsubmitted;
@@ -203,19 +200,6 @@ struct fring {
 /* Metadata timings: atomics, added by whichever thread ran the call. */
 struct fmeta {
     uint64_t lookups, lookup_ns, put_opens, put_open_ns, commits, commit_ns, commit_sync_ns;
-};
-
-struct ffaults {
-    int64_t eio_chunk, short_chunk, eof_chunk; /* -1: off */
-    int fail_queue, delay_queue;               /* -1: off */
-    uint32_t delay_ms;
-    uint32_t count; /* each fault fires at most count times; 0 = always */
-    int err;        /* error the eio/fail faults inject, default -EIO */
-    int op;         /* 0 any, RIO_IO_READ or RIO_IO_WRITE */
-    /* fired counters: under the ring mutex of the op (per-ring is enough for
-     * the tests, which read them only when idle) */
-    uint32_t fired_eio, fired_short, fired_eof, fired_fail;
-    bool any;
 };
 
 struct ftransport {
@@ -233,7 +217,6 @@ struct ftransport {
     unsigned depth, page;
     int cq_efd, wake_efd;
     struct rio_io **ready; /* reap's list of ops to complete: npaths x depth */
-    struct ffaults fault;
     struct fmeta meta;
     struct fring rings[RIO_MAX_PATHS];
 
@@ -1171,19 +1154,6 @@ static int step_queue_locked(struct ftransport *t, struct fring *r, struct fop *
     return 0;
 }
 
-static bool fault_on(const struct ffaults *fl, int kind)
-{
-    return !fl->op || fl->op == kind;
-}
-
-static bool fault_fire(const struct ffaults *fl, uint32_t *fired)
-{
-    if (fl->count && *fired >= fl->count)
-        return false;
-    (*fired)++;
-    return true;
-}
-
 /*
  * A step of op ended with res. Either queue the next step (returns false) or
  * end the op with op->res set (returns true). Under r->mu.
@@ -1191,7 +1161,6 @@ static bool fault_fire(const struct ffaults *fl, uint32_t *fired)
 static bool step_done_locked(struct ftransport *t, struct fring *r, struct fop *op, int res)
 {
     struct rio_io *io = op->io;
-    struct ffaults *fl = &t->fault;
     uint8_t *mem;
     int ret;
 
@@ -1202,18 +1171,6 @@ static bool step_done_locked(struct ftransport *t, struct fring *r, struct fop *
         }
         bounce_put_locked(r, op->bounce);
         op->bounce = -1;
-    }
-    if (!op->stepped) {
-        op->stepped = true;
-        if (fl->any && fault_on(fl, io->kind) && res > 1) {
-            if ((int64_t)io->index == fl->short_chunk && fault_fire(fl, &fl->fired_short)) {
-                res /= 2; /* a short completion: the op must go on for the rest */
-                r->ctr.faults_fired++;
-            } else if ((int64_t)io->index == fl->eof_chunk && fault_fire(fl, &fl->fired_eof)) {
-                res = 0;
-                r->ctr.faults_fired++;
-            }
-        }
     }
     if (res == -EINVAL && op->cur_direct && t->direct == DIRECT_AUTO) {
         /* The file system refused this direct step: redo it buffered, and stay
@@ -1356,9 +1313,6 @@ static int file_submit(struct rio_transport *tt, struct rio_io *io)
     op->eagain = 0;
     op->cancel_req = false;
     op->no_direct = false;
-    op->stepped = false;
-    op->fired = false;
-    op->hold_until = 0;
     op->t0 = rio__now_ns();
     ret = step_queue_locked(t, r, op);
     if (ret < 0) {
@@ -1409,18 +1363,11 @@ static void file_cancel(struct rio_transport *tt, struct rio_io *io)
     r = &t->rings[io->path];
     pthread_mutex_lock(&r->mu);
     op = io->tpriv;
-    if (!op || op->io != io || op->cancel_req || (op->state != OP_RUN && op->state != OP_HELD)) {
+    if (!op || op->io != io || op->cancel_req || op->state != OP_RUN) {
         pthread_mutex_unlock(&r->mu);
         return;
     }
     op->cancel_req = true;
-    if (op->state == OP_HELD) {
-        /* Held by the delay fault: released at the next reap. */
-        op->hold_until = 0;
-        pthread_mutex_unlock(&r->mu);
-        kick(t->cq_efd);
-        return;
-    }
     /* The step in flight is asked to stop; whatever it reaches, the op ends
      * when its CQE comes (no further step is queued once cancel_req is set). */
     sqe = sqe_get_locked(r);
@@ -1443,7 +1390,6 @@ static void file_wake(struct rio_transport *tt)
 static void op_finish(struct ftransport *t, struct fop *op)
 {
     struct rio_io *io = op->io;
-    struct ffaults *fl = &t->fault;
     struct stat st;
 
     if (io->kind == RIO_IO_READ && op->res != -ECANCELED) {
@@ -1453,15 +1399,6 @@ static void op_finish(struct ftransport *t, struct fop *op)
             op->res = -errno;
         else if (fd_size(op->f->fd, &st, &size) < 0 || gen_of(&st, size) != op->f->gen)
             op->res = RIO_EGENERATION;
-    }
-    if (fl->any && fault_on(fl, io->kind) && op->res >= 0) {
-        if ((int64_t)io->index == fl->eio_chunk && fault_fire(fl, &fl->fired_eio)) {
-            op->res = fl->err;
-            op->fired = true;
-        } else if ((int)io->path == fl->fail_queue && fault_fire(fl, &fl->fired_fail)) {
-            op->res = fl->err;
-            op->fired = true;
-        }
     }
     if (io->kind == RIO_IO_WRITE && op->res == (int64_t)io->len) {
         struct fupload *up = op->up;
@@ -1504,15 +1441,12 @@ static void upload_unref(struct ftransport *t, struct fupload *up)
 }
 
 /*
- * Take what ring r has finished: CQEs, held ops whose time came, a failed
- * flush to retry. Finished ops go on *fin (still owning their slots).
- * Returns the earliest hold deadline left (NEVER if none).
+ * Take what ring r has finished: CQEs, a failed flush to retry. Finished ops
+ * go on *fin (still owning their slots).
  */
-static uint64_t ring_harvest(struct ftransport *t, struct fring *r, struct fop **fin, uint64_t now)
+static void ring_harvest(struct ftransport *t, struct fring *r, struct fop **fin)
 {
     struct io_uring_cqe *cqes[64];
-    uint64_t next = NEVER;
-    struct fop **pp;
     unsigned n, i;
 
     pthread_mutex_lock(&r->mu);
@@ -1547,57 +1481,30 @@ static uint64_t ring_harvest(struct ftransport *t, struct fring *r, struct fop *
     }
     if (r->unsubmitted || io_uring_sq_ready(&r->ring))
         ring_flush_locked(r);
-    for (pp = &r->held; *pp;) {
-        struct fop *op = *pp;
-        if (op->hold_until <= now || op->cancel_req) {
-            *pp = op->next;
-            if (op->cancel_req)
-                op->res = -ECANCELED;
-            op->state = OP_FINISH;
-            op->next = *fin;
-            *fin = op;
-            continue;
-        }
-        next = min_u64(next, op->hold_until);
-        pp = &op->next;
-    }
     pthread_mutex_unlock(&r->mu);
-    return next;
 }
 
-/* Harvest every ring and complete what ended. Returns the count and sets
- * *next_hold to the earliest held op's deadline. Only the reaping thread. */
-static int drain(struct ftransport *t, uint64_t *next_hold)
+/* Harvest every ring and complete what ended. Returns the count. Only the
+ * reaping thread. */
+static int drain(struct ftransport *t)
 {
-    uint64_t now = rio__now_ns(), nh = NEVER;
+    uint64_t now = rio__now_ns();
     unsigned nready = 0;
 
     for (unsigned pi = 0; pi < t->base.npaths; pi++) {
         struct fring *r = &t->rings[pi];
         struct fop *fin = NULL, *op, *next;
 
-        nh = min_u64(nh, ring_harvest(t, r, &fin, now));
+        ring_harvest(t, r, &fin);
         if (!fin)
             continue;
-        /* Outside the ring lock: generation checks, faults, receipts. */
+        /* Outside the ring lock: generation checks, receipts. */
         for (op = fin; op; op = op->next)
             op_finish(t, op);
         pthread_mutex_lock(&r->mu);
         for (op = fin; op; op = next) {
             struct rio_io *io = op->io;
             next = op->next;
-            r->ctr.faults_fired += op->fired;
-            op->fired = false;
-            if (t->fault.any && (int)io->path == t->fault.delay_queue && !op->cancel_req &&
-                op->hold_until == 0) {
-                /* Test fault: the I/O is done, the op is held delay_ms more. */
-                op->hold_until = now + (uint64_t)t->fault.delay_ms * NS_PER_MS;
-                op->state = OP_HELD;
-                op->next = r->held;
-                r->held = op;
-                nh = min_u64(nh, op->hold_until);
-                continue;
-            }
             io->res = op->res;
             io->svc_ns = now - op->t0;
             io->tpriv = NULL; /* a cancel from now on finds nothing */
@@ -1619,7 +1526,6 @@ static int drain(struct ftransport *t, uint64_t *next_hold)
     /* complete() with no lock held: it may submit the next op. */
     for (unsigned i = 0; i < nready; i++)
         t->ready[i]->complete(t->ready[i]);
-    *next_hold = nh;
     return (int)nready;
 }
 
@@ -1641,10 +1547,10 @@ static void efd_clear(int efd)
 static int file_reap(struct rio_transport *tt, int timeout_ms)
 {
     struct ftransport *t = ft(tt);
-    uint64_t deadline, next_hold, now;
+    uint64_t deadline, now;
     int n;
 
-    n = drain(t, &next_hold);
+    n = drain(t);
     if (n > 0 || timeout_ms == 0)
         return n;
     now = rio__now_ns();
@@ -1652,15 +1558,14 @@ static int file_reap(struct rio_transport *tt, int timeout_ms)
     for (;;) {
         struct pollfd pfd[2] = {{.fd = t->cq_efd, .events = POLLIN},
                                 {.fd = t->wake_efd, .events = POLLIN}};
-        uint64_t until = min_u64(deadline, next_hold);
+        uint64_t until = deadline;
         int wait_ms;
 
         efd_clear(t->cq_efd);
-        n = drain(t, &next_hold);
+        n = drain(t);
         if (n > 0)
             return n;
         now = rio__now_ns();
-        until = min_u64(deadline, next_hold);
         if (until == NEVER)
             wait_ms = -1;
         else if (until <= now)
@@ -1671,10 +1576,10 @@ static int file_reap(struct rio_transport *tt, int timeout_ms)
             return -errno;
         if (pfd[1].revents & POLLIN) {
             efd_clear(t->wake_efd);
-            return drain(t, &next_hold);
+            return drain(t);
         }
         if (rio__now_ns() >= deadline)
-            return drain(t, &next_hold);
+            return drain(t);
     }
 }
 
@@ -2106,74 +2011,6 @@ static int file_remove(struct rio_transport *tt, const char *key)
 
 /* ----------------------------------------------------------- open, close */
 
-/* Test-only fault hooks (docs/file.md). */
-static int parse_faults(struct ftransport *t, const struct rio_url *u)
-{
-    struct ffaults *fl = &t->fault;
-    const char *s;
-    uint64_t v;
-
-    fl->eio_chunk = fl->short_chunk = fl->eof_chunk = -1;
-    fl->fail_queue = fl->delay_queue = -1;
-    fl->err = -EIO;
-    if ((s = rio__url_param(u, "fault_eio_chunk"))) {
-        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
-            return RIO_EINVAL;
-        fl->eio_chunk = (int64_t)v;
-        fl->any = true;
-    }
-    if ((s = rio__url_param(u, "fault_short_chunk"))) {
-        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
-            return RIO_EINVAL;
-        fl->short_chunk = (int64_t)v;
-        fl->any = true;
-    }
-    if ((s = rio__url_param(u, "fault_eof_chunk"))) {
-        if (rio__parse_uint(s, INT64_MAX, &v) < 0)
-            return RIO_EINVAL;
-        fl->eof_chunk = (int64_t)v;
-        fl->any = true;
-    }
-    if ((s = rio__url_param(u, "fault_fail_queue"))) {
-        if (rio__parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
-            return RIO_EINVAL;
-        fl->fail_queue = (int)v;
-        fl->any = true;
-    }
-    if ((s = rio__url_param(u, "fault_delay_queue"))) {
-        if (rio__parse_uint(s, RIO_MAX_PATHS - 1, &v) < 0)
-            return RIO_EINVAL;
-        fl->delay_queue = (int)v;
-        fl->delay_ms = 100;
-        fl->any = true;
-    }
-    if ((s = rio__url_param(u, "fault_delay_ms"))) {
-        if (rio__parse_uint(s, 600000, &v) < 0)
-            return RIO_EINVAL;
-        fl->delay_ms = (uint32_t)v;
-    }
-    if ((s = rio__url_param(u, "fault_count"))) {
-        if (rio__parse_uint(s, UINT32_MAX, &v) < 0)
-            return RIO_EINVAL;
-        fl->count = (uint32_t)v;
-    }
-    if ((s = rio__url_param(u, "fault_err"))) {
-        int e = rio__err_from_name(s);
-        if (e >= 0)
-            return RIO_EINVAL;
-        fl->err = e;
-    }
-    if ((s = rio__url_param(u, "fault_op"))) {
-        if (!strcasecmp(s, "read"))
-            fl->op = RIO_IO_READ;
-        else if (!strcasecmp(s, "write"))
-            fl->op = RIO_IO_WRITE;
-        else if (strcasecmp(s, "any"))
-            return RIO_EINVAL;
-    }
-    return 0;
-}
-
 static int parse_config(struct ftransport *t, const struct rio_url *u, const struct rio_options *o)
 {
     const char *s;
@@ -2243,7 +2080,7 @@ static int parse_config(struct ftransport *t, const struct rio_url *u, const str
             return RIO_EINVAL;
         t->stage = tri < 0 ? STAGE_AUTO : tri ? STAGE_ON : STAGE_OFF;
     }
-    return parse_faults(t, u);
+    return 0;
 }
 
 /* The URL's path, absolute ("file:///a/b" parses to "a/b"), without trailing '/'. */
@@ -2469,7 +2306,8 @@ const struct rio_transport_ops rio__file_ops = {
 
 int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
 {
-    struct rio_transport *tt = c ? rio__client_transport(c) : NULL;
+    /* Under a fault filter (faults= in the URL), the file transport it wraps. */
+    struct rio_transport *tt = rio__fault_inner(c ? rio__client_transport(c) : NULL);
     struct ftransport *t;
 
     if (!out)
@@ -2488,7 +2326,6 @@ int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
         out->continuations += r->ctr.continuations;
         out->direct_einval += r->ctr.direct_einval;
         out->cancels += r->ctr.cancels;
-        out->faults_fired += r->ctr.faults_fired;
         out->inflight += r->inflight;
         out->submits += r->ctr.submits;
         out->bounce_bytes += r->bounce ? (uint64_t)r->nbounce * t->bounce_size : 0;

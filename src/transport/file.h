@@ -20,7 +20,6 @@ struct rio_file_counters {
     uint64_t direct_einval;  /* direct steps refused with EINVAL and redone buffered */
     uint64_t cancels;        /* cancel requests sent to the kernel */
     uint64_t inflight;       /* ops submitted and not yet completed */
-    uint64_t faults_fired;   /* test faults that fired */
     uint64_t submits;        /* io_uring_submit calls that handed SQEs to the kernel */
     uint64_t bounce_bytes;   /* bounce buffer memory set up (at open where steps are staged) */
     /* Metadata, summed wall time in the calling threads (bench figures). */

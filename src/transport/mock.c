@@ -18,12 +18,12 @@
  *     start = max(ready, path_free), path_free = start + len/R, finish = path_free + L
  * so a path with two or more ops queued is busy at exactly R. The thread
  * sleeps until the earliest finish, moves the bytes (READ data is copied into
- * dst then, not at submit), applies the op's fault, and queues it for reap,
+ * dst then, not at submit), and queues it for reap,
  * which calls complete() in the reaping thread.
  *
- * Faults are matched at submit in submission order, rule by rule, so a run
- * with the same seed and the same submission order fires the same faults.
- * Bytes a fault did not deliver are 0xDD.
+ * Faults are not the mock's: the registry always stacks the fault filter
+ * (fault.c) over a mock, and the filter asks the mock's store only for a
+ * generation change (rio__mock_genchange).
  *
  * Locks: t->mu guards the op state of one transport; s->mu guards a store,
  * its objects' refcounts and the uploads' refcounts and receipt records.
@@ -49,16 +49,14 @@
 #include "core/url.h"
 #include "railio.h"
 #include "railio_mock.h"
+#include "transport/fault.h"
 #include "transport/mock.h"
 #include "transport/transport.h"
 
 #define MOCK_DEFAULT_DEPTH_CAP 1024u
 #define MOCK_MAX_DEPTH_CAP (1u << 20)
-#define MOCK_MAX_RULES 64u
 #define MOCK_SLAB_OPS 64u
 #define MOCK_BUCKETS0 64u
-#define MOCK_SEED0 0x6d6f636b72696f31ull /* used when the options carry no seed */
-#define MOCK_FILL 0xDD                   /* bytes a fault did not deliver */
 #define MOCK_GENCHANGE_XOR 0x5A
 #define UPLOAD_MAGIC 0x6d6f636b75706c64ull
 #define NS_PER_MS 1000000ull
@@ -353,10 +351,8 @@ enum { OP_FREE = 0, OP_QUEUED, OP_MOVING, OP_DONE };
 
 /* What the mock thread does with an op when its time comes. */
 enum {
-    ACT_SERVE = 0, /* move the bytes, applying the op's fault */
+    ACT_SERVE = 0, /* move the bytes */
     ACT_FAIL,      /* end with the preset res, touching nothing */
-    ACT_RESET,     /* connection reset: 0xDD over dst, -ECONNRESET */
-    ACT_LATE,      /* a LATE op's delayed landing: 0xDD over dst, then the preset res */
 };
 
 struct mock_op {
@@ -364,19 +360,16 @@ struct mock_op {
     struct mock_op *next;   /* free list, work list or done queue */
     struct mock_upload *up; /* WRITE: a reference on the upload */
     uint8_t *wdst;          /* WRITE: where the chunk lands */
-    uint64_t finish_ns;     /* NEVER for STALL and unarmed LATE ops */
+    uint64_t finish_ns;
     uint64_t seq;
     uint64_t svc_ns;
     uint64_t disk_start, disk_end; /* its slot at the storage service (0, 0: none) */
     uint64_t link_start, link_end; /* its slot on the path's link */
     uint64_t key_hash;
-    uint64_t flip_bit; /* BITFLIP: bit offset in the chunk */
     int64_t res;
     size_t heap_idx;
     uint8_t state;
     uint8_t action;
-    bool late_armed;         /* LATE: cancelled or reset, landing scheduled */
-    struct rio_mock_fault f; /* the fault that fired (f.kind 0: none) */
 };
 
 struct mock_slab {
@@ -385,17 +378,10 @@ struct mock_slab {
 };
 
 struct mock_path {
-    double rate;         /* bytes/s, 0 = unlimited */
-    uint64_t lat_ns;     /* added to every op's finish */
-    uint64_t free_ns;    /* when the link has sent what it already carries */
-    unsigned held;       /* ops submitted and not yet reaped */
-    bool down;           /* a DISCONNECT took it down */
-    uint64_t down_until; /* when it comes back by itself; 0 = at rio_mock_heal */
-};
-
-struct mock_rule {
-    struct rio_mock_fault f;
-    uint32_t skipped, fired;
+    double rate;      /* bytes/s, 0 = unlimited */
+    uint64_t lat_ns;  /* added to every op's finish */
+    uint64_t free_ns; /* when the link has sent what it already carries */
+    unsigned held;    /* ops submitted and not yet reaped */
 };
 
 struct mock_transport {
@@ -428,19 +414,23 @@ struct mock_transport {
     struct mock_op *free_ops;
     struct mock_op *done_head, *done_tail;
     uint64_t seq;
-    uint64_t rng;
-    struct mock_rule rules[MOCK_MAX_RULES];
-    unsigned nrules;
-    struct rio_mock_counters ctr;
+    struct rio_mock_counters ctr; /* the filter's fields stay 0 */
     /* rio_mock_desc_set: lookups of this key answer this descriptor as is */
     bool forge;
     struct rio_desc forged;
     uint64_t forged_xxh_len;
 };
 
+/* The mock, also through the fault filter stacked over it. */
 static struct mock_transport *mock_cast(struct rio_transport *t)
 {
+    t = rio__fault_inner(t);
     return t && t->ops == &rio__mock_ops ? (struct mock_transport *)t : NULL;
+}
+
+int rio__mock_is(const struct rio_transport *t)
+{
+    return t && t->ops == &rio__mock_ops;
 }
 
 static uint64_t xfer_ns(uint64_t len, double rate)
@@ -516,15 +506,6 @@ static void heap_remove(struct mock_transport *t, struct mock_op *op)
     heap_up(t, last->heap_idx);
 }
 
-static void heap_build(struct mock_transport *t)
-{
-    size_t i;
-    for (i = 0; i < t->nheap; i++)
-        t->heap[i]->heap_idx = i;
-    for (i = t->nheap / 2; i-- > 0;)
-        heap_down(t, i);
-}
-
 /* --- the op pool: slabs that grow rarely, never per op --- */
 
 static int pool_grow_locked(struct mock_transport *t)
@@ -588,91 +569,6 @@ static void kick_locked(struct mock_transport *t, const struct mock_op *op)
 {
     if (t->sleep_until && op->finish_ns < t->sleep_until)
         pthread_cond_signal(&t->work_cv);
-}
-
-/* --- faults --- */
-
-static int64_t short_len(const struct mock_op *op)
-{
-    uint64_t len = op->io->len;
-    return (int64_t)(op->f.after_bytes < len ? op->f.after_bytes : len - 1);
-}
-
-static int fault_error(const struct rio_mock_fault *f)
-{
-    return f->error ? f->error : RIO_ESERVER;
-}
-
-/* Pick the fault (if any) for op, in rule order; see struct rio_mock_fault. */
-static void fault_match_locked(struct mock_transport *t, struct mock_op *op)
-{
-    const struct rio_io *io = op->io;
-    int kind = io->kind == RIO_IO_READ ? RIO_MOCK_OP_READ : RIO_MOCK_OP_WRITE;
-    unsigned i;
-
-    for (i = 0; i < t->nrules; i++) {
-        struct mock_rule *r = &t->rules[i];
-        const struct rio_mock_fault *f = &r->f;
-
-        if (f->op && f->op != kind)
-            continue;
-        /* Only a read can be served a changed object. */
-        if (f->kind == RIO_MOCK_GENCHANGE && kind != RIO_MOCK_OP_READ)
-            continue;
-        if (f->path >= 0 && (unsigned)f->path != io->path)
-            continue;
-        if (f->chunk >= 0 && (uint64_t)f->chunk != io->index)
-            continue;
-        if (r->skipped < f->skip) {
-            r->skipped++;
-            continue;
-        }
-        if (f->count && r->fired >= f->count)
-            continue;
-        if (f->probability > 0) {
-            double u = (double)(rio__rand(&t->rng) >> 11) * 0x1.0p-53;
-            if (u >= f->probability)
-                continue;
-        }
-        r->fired++;
-        t->ctr.faults_fired++;
-        op->f = *f;
-        if (f->kind == RIO_MOCK_BITFLIP)
-            op->flip_bit = rio__rand(&t->rng) % (io->len * 8);
-        return;
-    }
-}
-
-static int fault_check(const struct mock_transport *t, const struct rio_mock_fault *f)
-{
-    if (!f || f->kind < RIO_MOCK_DISCONNECT || f->kind > RIO_MOCK_DELAY)
-        return RIO_EINVAL;
-    if (f->op != 0 && f->op != RIO_MOCK_OP_READ && f->op != RIO_MOCK_OP_WRITE)
-        return RIO_EINVAL;
-    if (f->path < -1 || (t && f->path >= (int)t->base.npaths))
-        return RIO_EINVAL;
-    if (f->chunk < -1)
-        return RIO_EINVAL;
-    if (!(f->probability >= 0 && f->probability <= 1)) /* NaN fails too */
-        return RIO_EINVAL;
-    return 0;
-}
-
-static int rule_add_locked(struct mock_transport *t, const struct rio_mock_fault *f)
-{
-    struct mock_rule *r;
-    int ret = fault_check(t, f);
-
-    if (ret < 0)
-        return ret;
-    if (t->nrules == MOCK_MAX_RULES)
-        return -ENOSPC;
-    r = &t->rules[t->nrules++];
-    memset(r, 0, sizeof(*r));
-    r->f = *f;
-    if (r->f.error > 0)
-        r->f.error = -r->f.error;
-    return 0;
 }
 
 /* --- submit --- */
@@ -850,29 +746,14 @@ static int mock_submit(struct rio_transport *tt, struct rio_io *io)
     else
         t->ctr.ops_read++;
 
-    if (p->down && p->down_until && now >= p->down_until)
-        p->down = false;
-
     ret = check_op_locked(t, op);
     if (ret < 0) {
         op->action = ACT_FAIL;
         op->res = ret;
         op->finish_ns = now;
-    } else if (p->down) {
-        /* Refused by a downed path: fails after about one round trip. */
-        op->action = ACT_RESET;
-        op->finish_ns = now + p->lat_ns;
     } else {
-        fault_match_locked(t, op);
         op->action = ACT_SERVE;
-        if (op->f.kind == RIO_MOCK_STALL || op->f.kind == RIO_MOCK_LATE) {
-            /* Hung: its bytes never flow, so it holds no bandwidth. */
-            op->finish_ns = NEVER;
-        } else {
-            schedule_locked(t, p, op, now);
-            if (op->f.kind == RIO_MOCK_DELAY)
-                op->finish_ns += (uint64_t)op->f.delay_ms * NS_PER_MS;
-        }
+        schedule_locked(t, p, op, now);
     }
     p->held++;
     t->ctr.inflight++;
@@ -892,26 +773,17 @@ static void mock_cancel(struct rio_transport *tt, struct rio_io *io)
 
     pthread_mutex_lock(&t->mu);
     op = io ? io->tpriv : NULL;
-    /* Already moving, done or armed to land late: cancel changes nothing. */
-    if (!op || op->io != io || op->state != OP_QUEUED || op->late_armed) {
+    /* Already moving or done: cancel changes nothing. */
+    if (!op || op->io != io || op->state != OP_QUEUED) {
         pthread_mutex_unlock(&t->mu);
         return;
     }
     heap_remove(t, op);
-    if (op->f.kind == RIO_MOCK_LATE && op->action == ACT_SERVE) {
-        op->late_armed = true;
-        op->action = ACT_LATE;
-        op->res = -ECANCELED;
-        op->finish_ns = rio__now_ns() + (uint64_t)op->f.delay_ms * NS_PER_MS;
-        heap_push(t, op);
-        kick_locked(t, op);
-    } else {
-        unschedule_locked(t, op, rio__now_ns());
-        op->res = -ECANCELED;
-        op->svc_ns = 0;
-        done_append_locked(t, op);
-        pthread_cond_broadcast(&t->done_cv);
-    }
+    unschedule_locked(t, op, rio__now_ns());
+    op->res = -ECANCELED;
+    op->svc_ns = 0;
+    done_append_locked(t, op);
+    pthread_cond_broadcast(&t->done_cv);
     pthread_mutex_unlock(&t->mu);
 }
 
@@ -995,75 +867,26 @@ static void mock_wake(struct rio_transport *tt)
 
 /* --- the mock thread --- */
 
-/*
- * A DISCONNECT fired on path pi at now: the path goes down, its link empties,
- * and every op on it fails at once (appended to *tail for the work list);
- * a LATE op lands only delay_ms later.
- */
-static struct mock_op **path_reset_locked(struct mock_transport *t, unsigned pi, uint64_t now,
-                                          uint32_t down_ms, struct mock_op **tail)
+/* The fault filter's GENCHANGE (transport/mock.h). */
+int rio__mock_genchange(struct rio_transport *tt, const char *key, uint64_t gen)
 {
-    struct mock_path *p = &t->path[pi];
-    size_t i, j = 0;
-
-    p->down = true;
-    p->down_until = down_ms ? now + (uint64_t)down_ms * NS_PER_MS : 0;
-    p->free_ns = now;
-    for (i = 0; i < t->nheap; i++) {
-        struct mock_op *op = t->heap[i];
-        if (op->io->path != pi || op->action == ACT_FAIL || op->late_armed) {
-            t->heap[j++] = op;
-            continue;
-        }
-        if (op->f.kind == RIO_MOCK_LATE) {
-            op->late_armed = true;
-            op->action = ACT_LATE;
-            op->res = -ECONNRESET;
-            op->finish_ns = now + (uint64_t)op->f.delay_ms * NS_PER_MS;
-            t->heap[j++] = op;
-            continue;
-        }
-        op->action = ACT_RESET;
-        op->state = OP_MOVING;
-        op->next = NULL;
-        *tail = op;
-        tail = &op->next;
-    }
-    t->nheap = j;
-    heap_build(t);
-    return tail;
-}
-
-static void fill(void *dst, uint64_t len)
-{
-    memset(dst, MOCK_FILL, (size_t)len);
-}
-
-static void flip(uint8_t *p, uint64_t bit)
-{
-    p[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-}
-
-/*
- * GENCHANGE: replace the object the read names by a new generation of the
- * same geometry whose bytes are the old ones XOR 0x5A, before serving it.
- * Returns 0 (also when the object is already gone or changed) or -ENOMEM.
- */
-static int genchange(struct mock_transport *t, struct mock_op *op)
-{
-    struct mock_store *s = t->store;
-    const struct rio_io *io = op->io;
-    size_t keylen = strlen(io->key);
+    struct mock_transport *t = mock_cast(tt);
+    struct mock_store *s;
+    size_t keylen;
     struct mock_obj *o, *n, *old = NULL;
     struct rio_md5 md5 = {0};
     char hex[33];
     uint64_t i;
     int ret = -ENOMEM;
 
-    o = store_get(s, io->key, keylen, op->key_hash);
+    if (!t || !key)
+        return RIO_EINVAL;
+    s = t->store;
+    keylen = strlen(key);
+    o = store_get(s, key, keylen, key_hash(key, keylen));
     if (!o)
         return 0;
-    if (o->generation != io->generation) {
+    if (o->generation != gen) {
         obj_unref(s, o);
         return 0;
     }
@@ -1114,50 +937,20 @@ static void serve_read(struct mock_transport *t, struct mock_op *op)
 {
     struct rio_io *io = op->io;
     struct mock_obj *o;
-    uint64_t deliver = io->len;
-    int kind = op->f.kind;
-
-    if (kind == RIO_MOCK_ERROR) {
-        fill(io->dst, io->len);
-        op->res = fault_error(&op->f);
-        return;
-    }
-    if (kind == RIO_MOCK_GENCHANGE) {
-        int ret = genchange(t, op);
-        if (ret < 0) {
-            op->res = ret;
-            return;
-        }
-    }
-    if (kind == RIO_MOCK_SHORT)
-        deliver = (uint64_t)short_len(op);
-    else if (kind == RIO_MOCK_DISCONNECT && op->f.after_bytes < io->len)
-        deliver = op->f.after_bytes;
 
     o = store_get(t->store, io->key, strlen(io->key), op->key_hash);
     if (!o || o->generation != io->generation ||
         (io->off > o->size || io->len > o->size - io->off)) {
-        if (kind == RIO_MOCK_DISCONNECT) {
-            fill(io->dst, io->len);
-            op->res = -ECONNRESET;
-        } else {
-            op->res = !o                                ? RIO_ENOTFOUND
-                      : o->generation != io->generation ? RIO_EGENERATION
-                                                        : RIO_EPROTO;
-        }
+        op->res = !o                                ? RIO_ENOTFOUND
+                  : o->generation != io->generation ? RIO_EGENERATION
+                                                    : RIO_EPROTO;
         if (o)
             obj_unref(t->store, o);
         return;
     }
-    memcpy(io->dst, o->data + io->off, (size_t)deliver);
+    memcpy(io->dst, o->data + io->off, (size_t)io->len);
     obj_unref(t->store, o);
-    if (deliver < io->len)
-        fill((uint8_t *)io->dst + deliver, io->len - deliver);
-    if (kind == RIO_MOCK_BITFLIP)
-        flip(io->dst, op->flip_bit);
-    op->res = kind == RIO_MOCK_DISCONNECT ? -ECONNRESET
-              : kind == RIO_MOCK_SHORT    ? (int64_t)deliver
-                                          : (int64_t)io->len;
+    op->res = (int64_t)io->len;
 }
 
 /* The "server" verifies what it received against the client's xxh3. */
@@ -1169,23 +962,7 @@ static void serve_write(struct mock_transport *t, struct mock_op *op)
     uint64_t h;
     bool ok;
 
-    switch (op->f.kind) {
-    case RIO_MOCK_ERROR:
-        op->res = fault_error(&op->f);
-        return;
-    case RIO_MOCK_DISCONNECT:
-        /* A partial chunk is dropped by the server; nothing lands. */
-        op->res = -ECONNRESET;
-        return;
-    case RIO_MOCK_SHORT:
-        op->res = short_len(op);
-        return;
-    default:
-        break;
-    }
     memcpy(dst, io->src, (size_t)io->len);
-    if (op->f.kind == RIO_MOCK_BITFLIP)
-        flip(dst, op->flip_bit);
     h = rio__xxh3(dst, (size_t)io->len);
     ok = h == io->xxh;
     pthread_mutex_lock(&t->store->mu);
@@ -1198,32 +975,12 @@ static void serve_write(struct mock_transport *t, struct mock_op *op)
 
 static void serve(struct mock_transport *t, struct mock_op *op)
 {
-    struct rio_io *io = op->io;
-
-    switch (op->action) {
-    case ACT_FAIL:
+    if (op->action == ACT_FAIL)
         return;
-    case ACT_RESET:
-        if (io->kind == RIO_IO_READ)
-            fill(io->dst, io->len);
-        op->res = -ECONNRESET;
-        return;
-    case ACT_LATE:
-        /* The transfer the caller gave up on lands now. A WRITE reads its
-         * source, so a caller that already freed it is caught by ASan. */
-        if (io->kind == RIO_IO_READ) {
-            fill(io->dst, io->len);
-        } else {
-            volatile uint64_t sink = rio__xxh3(io->src, (size_t)io->len);
-            (void)sink;
-        }
-        return;
-    default:
-        if (io->kind == RIO_IO_READ)
-            serve_read(t, op);
-        else
-            serve_write(t, op);
-    }
+    if (op->io->kind == RIO_IO_READ)
+        serve_read(t, op);
+    else
+        serve_write(t, op);
 }
 
 static void *mock_main(void *arg)
@@ -1254,8 +1011,6 @@ static void *mock_main(void *arg)
             op->next = NULL;
             *tail = op;
             tail = &op->next;
-            if (op->action == ACT_SERVE && op->f.kind == RIO_MOCK_DISCONNECT)
-                tail = path_reset_locked(t, op->io->path, now, op->f.down_ms, tail);
         }
         pthread_mutex_unlock(&t->mu);
 
@@ -1266,8 +1021,6 @@ static void *mock_main(void *arg)
         while (work) {
             op = work;
             work = op->next;
-            if (op->action == ACT_LATE)
-                t->ctr.late_writes++;
             done_append_locked(t, op);
         }
         pthread_cond_broadcast(&t->done_cv);
@@ -1312,34 +1065,6 @@ static int parse_list(const char *s, unsigned npaths, uint64_t *out,
     return 0;
 }
 
-static int parse_faults(struct mock_transport *t, const char *s)
-{
-    while (*s) {
-        const char *e = strchr(s, ';');
-        size_t l = e ? (size_t)(e - s) : strlen(s);
-        struct rio_mock_fault f;
-        char spec[256];
-        int ret;
-
-        if (l >= sizeof(spec))
-            return RIO_EINVAL;
-        if (l > 0) {
-            memcpy(spec, s, l);
-            spec[l] = '\0';
-            ret = rio_mock_fault_parse(spec, &f);
-            if (ret < 0)
-                return ret;
-            ret = rule_add_locked(t, &f);
-            if (ret < 0)
-                return ret == -ENOSPC ? RIO_EINVAL : ret;
-        }
-        if (!e)
-            break;
-        s = e + 1;
-    }
-    return 0;
-}
-
 static int parse_config(struct mock_transport *t, const struct rio_url *u,
                         const struct rio_options *o)
 {
@@ -1379,9 +1104,6 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
             return RIO_EINVAL;
         t->depth_cap = (unsigned)v;
     }
-    t->rng = o && o->seed ? o->seed : MOCK_SEED0;
-    if ((s = rio__url_param(u, "faults")))
-        return parse_faults(t, s);
     return 0;
 }
 
@@ -1791,30 +1513,6 @@ const struct rio_transport_ops rio__mock_ops = {
 
 /* ------------------------------------------------------- test API (hooks) */
 
-int rio__mock_fault_add(struct rio_transport *tt, const struct rio_mock_fault *f)
-{
-    struct mock_transport *t = mock_cast(tt);
-    int ret;
-
-    if (!t)
-        return RIO_EINVAL;
-    pthread_mutex_lock(&t->mu);
-    ret = rule_add_locked(t, f);
-    pthread_mutex_unlock(&t->mu);
-    return ret;
-}
-
-void rio__mock_faults_clear(struct rio_transport *tt)
-{
-    struct mock_transport *t = mock_cast(tt);
-
-    if (!t)
-        return;
-    pthread_mutex_lock(&t->mu);
-    t->nrules = 0;
-    pthread_mutex_unlock(&t->mu);
-}
-
 void rio__mock_reap_fail(struct rio_transport *tt, uint64_t n, int err)
 {
     struct mock_transport *t = mock_cast(tt);
@@ -1838,19 +1536,6 @@ uint64_t rio__mock_reaps_failed(struct rio_transport *tt)
     n = t->reaps_failed;
     pthread_mutex_unlock(&t->mu);
     return n;
-}
-
-void rio__mock_heal(struct rio_transport *tt)
-{
-    struct mock_transport *t = mock_cast(tt);
-    unsigned i;
-
-    if (!t)
-        return;
-    pthread_mutex_lock(&t->mu);
-    for (i = 0; i < t->base.npaths; i++)
-        t->path[i].down = false;
-    pthread_mutex_unlock(&t->mu);
 }
 
 int rio__mock_set_path(struct rio_transport *tt, unsigned pi, double rate_bps, uint64_t lat_ns)
@@ -1898,26 +1583,11 @@ int rio__mock_desc_set(struct rio_transport *tt, const struct rio_desc *d, uint6
     return 0;
 }
 
-/* --- the public API, over a client --- */
+/* --- the public API, over a client (the fault ones are in fault.c) --- */
 
 static struct rio_transport *client_mock(struct rio_client *c)
 {
     return c ? rio__client_transport(c) : NULL;
-}
-
-int rio_mock_fault_add(struct rio_client *c, const struct rio_mock_fault *f)
-{
-    return rio__mock_fault_add(client_mock(c), f);
-}
-
-void rio_mock_faults_clear(struct rio_client *c)
-{
-    rio__mock_faults_clear(client_mock(c));
-}
-
-void rio_mock_heal(struct rio_client *c)
-{
-    rio__mock_heal(client_mock(c));
 }
 
 int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint64_t lat_ns)
@@ -1925,119 +1595,7 @@ int rio_mock_set_path(struct rio_client *c, unsigned path, double rate_bps, uint
     return rio__mock_set_path(client_mock(c), path, rate_bps, lat_ns);
 }
 
-void rio_mock_counters(struct rio_client *c, struct rio_mock_counters *out)
-{
-    rio__mock_counters(client_mock(c), out);
-}
-
 int rio_mock_desc_set(struct rio_client *c, const struct rio_desc *d, uint64_t xxh_len)
 {
     return rio__mock_desc_set(client_mock(c), d, xxh_len);
-}
-
-/* --- fault specs --- */
-
-static const char *const kind_names[] = {
-    [RIO_MOCK_DISCONNECT] = "disconnect", [RIO_MOCK_SHORT] = "short",
-    [RIO_MOCK_BITFLIP] = "bitflip",       [RIO_MOCK_STALL] = "stall",
-    [RIO_MOCK_ERROR] = "error",           [RIO_MOCK_LATE] = "late",
-    [RIO_MOCK_GENCHANGE] = "genchange",   [RIO_MOCK_DELAY] = "delay",
-};
-
-/* -1 (or "any") or a non-negative integer. */
-static int parse_index(const char *v, int64_t max, int64_t *out)
-{
-    uint64_t u;
-
-    if (strcmp(v, "-1") == 0 || strcasecmp(v, "any") == 0) {
-        *out = -1;
-        return 0;
-    }
-    if (rio__parse_uint(v, (uint64_t)max, &u) < 0)
-        return RIO_EINVAL;
-    *out = (int64_t)u;
-    return 0;
-}
-
-static int parse_kv(struct rio_mock_fault *f, const char *k, const char *v)
-{
-    uint64_t u;
-    int64_t i;
-
-    if (strcmp(k, "op") == 0) {
-        if (strcasecmp(v, "read") == 0 || strcasecmp(v, "get") == 0)
-            f->op = RIO_MOCK_OP_READ;
-        else if (strcasecmp(v, "write") == 0 || strcasecmp(v, "put") == 0)
-            f->op = RIO_MOCK_OP_WRITE;
-        else if (strcasecmp(v, "any") == 0)
-            f->op = 0;
-        else
-            return RIO_EINVAL;
-    } else if (strcmp(k, "path") == 0) {
-        if (parse_index(v, RIO_MAX_PATHS - 1, &i) < 0)
-            return RIO_EINVAL;
-        f->path = (int)i;
-    } else if (strcmp(k, "chunk") == 0) {
-        if (parse_index(v, INT64_MAX, &i) < 0)
-            return RIO_EINVAL;
-        f->chunk = i;
-    } else if (strcmp(k, "count") == 0 || strcmp(k, "skip") == 0) {
-        if (rio__parse_uint(v, UINT32_MAX, &u) < 0)
-            return RIO_EINVAL;
-        *(k[0] == 'c' ? &f->count : &f->skip) = (uint32_t)u;
-    } else if (strcmp(k, "bytes") == 0) {
-        if (rio__parse_size(v, &f->after_bytes) < 0)
-            return RIO_EINVAL;
-    } else if (strcmp(k, "error") == 0) {
-        int e = rio__err_from_name(v);
-        if (e >= 0)
-            return RIO_EINVAL;
-        f->error = e;
-    } else if (strcmp(k, "delay") == 0) {
-        return rio__parse_ms(v, &f->delay_ms);
-    } else if (strcmp(k, "down") == 0) {
-        return rio__parse_ms(v, &f->down_ms);
-    } else if (strcmp(k, "p") == 0) {
-        char *end;
-        double p;
-        errno = 0;
-        p = strtod(v, &end);
-        if (errno || end == v || *end || !(p >= 0 && p <= 1))
-            return RIO_EINVAL;
-        f->probability = p;
-    } else {
-        return RIO_EINVAL;
-    }
-    return 0;
-}
-
-int rio_mock_fault_parse(const char *spec, struct rio_mock_fault *out)
-{
-    struct rio_mock_fault f = {.path = -1, .chunk = -1};
-    char buf[256], *save = NULL, *tok;
-    size_t i;
-
-    if (!spec || !out || strlen(spec) >= sizeof(buf))
-        return RIO_EINVAL;
-    strcpy(buf, spec);
-    tok = strtok_r(buf, ":", &save);
-    if (!tok)
-        return RIO_EINVAL;
-    for (i = 1; i < sizeof(kind_names) / sizeof(kind_names[0]); i++)
-        if (strcasecmp(tok, kind_names[i]) == 0)
-            f.kind = (int)i;
-    if (!f.kind)
-        return RIO_EINVAL;
-    while ((tok = strtok_r(NULL, ":", &save))) {
-        char *eq = strchr(tok, '=');
-        if (!eq || eq == tok || !eq[1])
-            return RIO_EINVAL;
-        *eq = '\0';
-        if (parse_kv(&f, tok, eq + 1) < 0)
-            return RIO_EINVAL;
-    }
-    if (fault_check(NULL, &f) < 0)
-        return RIO_EINVAL;
-    *out = f;
-    return 0;
 }

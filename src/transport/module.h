@@ -49,6 +49,10 @@ struct rio_module_host {
     const char *(*errname)(int err);
     void (*copy_nt)(void *dst, const void *src, size_t n);
     uint64_t (*xxh3)(const void *p, size_t n);
+    /* an option refused names itself (core/url.h) */
+    int (*opt_bool)(const char *name, const char *v, bool *out);
+    int (*opt_tristate)(const char *name, const char *v, const char *third, int *out);
+    int (*opt_ms)(const char *name, const char *v, uint32_t *out);
 };
 
 /* What a module gives back. */

@@ -84,6 +84,21 @@ uint64_t rio__xxh3(const void *p, size_t n)
     return host->xxh3(p, n);
 }
 
+int rio__opt_bool(const char *name, const char *v, bool *out)
+{
+    return host->opt_bool(name, v, out);
+}
+
+int rio__opt_tristate(const char *name, const char *v, const char *third, int *out)
+{
+    return host->opt_tristate(name, v, third, out);
+}
+
+int rio__opt_ms(const char *name, const char *v, uint32_t *out)
+{
+    return host->opt_ms(name, v, out);
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};

@@ -22,13 +22,14 @@
 #include "core/copy.h"
 #include "core/internal.h"
 #include "core/url.h"
+#include "transport/fault.h"
+#include "transport/mock.h"
 #include "transport/module.h"
 #include "transport/transport.h"
 #ifdef RIO_HAVE_RADOS
 #include "transport/rados.h"
 #endif
 
-extern const struct rio_transport_ops rio__mock_ops;
 extern const struct rio_transport_ops rio__tcp_ops; /* railio://, no external library */
 #ifdef RIO_HAVE_URING
 extern const struct rio_transport_ops rio__file_ops;
@@ -87,6 +88,9 @@ static const struct rio_module_host module_host = {
     .errname = rio_errname,
     .copy_nt = rio__copy_nt,
     .xxh3 = rio__xxh3,
+    .opt_bool = rio__opt_bool,
+    .opt_tristate = rio__opt_tristate,
+    .opt_ms = rio__opt_ms,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */
@@ -212,6 +216,35 @@ const struct rio_transport_ops *rio__transport_find(const char *scheme)
         if (strcmp(mod->ops[i]->scheme, scheme) == 0)
             return mod->ops[i];
     return NULL;
+}
+
+/*
+ * The fault filter is stacked here, where every transport is opened, so
+ * that one fault language (include/railio_mock.h) reaches every backend:
+ * over a URL that names `faults=` (even empty: rules may come later through
+ * rio_mock_fault_add), and always over mock://, whose tests expect it.
+ */
+int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                        const struct rio_options *o, struct rio_transport **out)
+{
+    const char *spec = rio__url_param(url, "faults");
+    struct rio_transport *t, *w;
+    int ret;
+
+    ret = ops->open(url, o, &t);
+    if (ret < 0)
+        return ret;
+    if (!spec && ops != &rio__mock_ops) {
+        *out = t;
+        return 0;
+    }
+    ret = rio__fault_stack(t, spec, o, &w);
+    if (ret < 0) {
+        ops->close(t);
+        return ret;
+    }
+    *out = w;
+    return 0;
 }
 
 /* ----------------------------------------------------------- public */

@@ -51,11 +51,13 @@
  * the ops on that connection with that error and backs the rail off
  * exponentially (capped); while the rail is backing off, new ops on it fail
  * at once with the same error so the engine moves them to other paths. Dials
- * are single-flight per rail until a dial succeeds. A dial the server cuts
- * after connecting (its connection limit) while a sibling connection of the
- * same rail is up does not fail: the path is carried by the sibling and
- * dials again in the background until it has its own connection (the
- * minimum is one connection per rail). A failed established
+ * are single-flight per rail until a dial succeeds. A failed dial reports
+ * its path down to the engine (rio__t_path_event), which cools it and moves
+ * its chunks to the other paths; a path's ops only ever travel on its own
+ * connection. A dial the server cuts after connecting (its connection
+ * limit) while another connection of the same rail is up does not back the
+ * rail off: only that connection backs off and dials again in the
+ * background, and reports its path up when it gets through. A failed established
  * connection (reset, EOF, TCP_USER_TIMEOUT, keepalive, no progress) fails
  * every op on it with that error. A frame that breaks the protocol (a
  * header that does not decode, an answer to no outstanding request or a
@@ -190,8 +192,7 @@ struct tcp_conn;
 
 struct tcp_slot {
     struct rio_io *io;     /* the op; NULL once it completed or was cancelled (a tombstone) */
-    struct tcp_conn *path; /* the op's path: its window counts the slot */
-    struct tcp_conn *conn; /* the connection carrying it: path, or a sibling (carried) */
+    struct tcp_conn *conn; /* the op's path's connection: its window counts the slot */
     struct tcp_slot *next, *prev; /* the pending list, a send queue or a wait list */
     struct tcp_slot *cnext;       /* the cancel list (t->mu) */
     struct tcp_slot *dnext;       /* the done list (loop) */
@@ -273,13 +274,16 @@ struct tcp_conn {
     struct rio_proto_sess sess; /* frame checks; keyed after AUTH */
     uint64_t tx_seq;            /* the next request whose first byte is unsent */
     uint64_t read_xxh;          /* the READ answer being received: its data's xxh3 */
-    /* Carried: the server cut this path's dial while another connection of
-     * the same rail was up, so its ops ride on that sibling and the path
-     * dials again in the background (grow_ns, backing off) until it gets
-     * its own connection back. */
-    bool carried;
+    /* Down: a dial of this connection failed and its path was reported
+     * down to the engine; reported up again when a dial succeeds. While
+     * another connection of its rail is up (the server cut this one's dial:
+     * its connection limit) it backs off on its own (grow_ns; ops sent
+     * before then fail at once with last_err) and dials again in the
+     * background. */
+    bool down;
     unsigned grow_fails;
     uint64_t grow_ns;
+    int last_err;
 
     /* under t->mu */
     unsigned nslots;
@@ -1535,7 +1539,7 @@ static void slot_release(struct tcp_transport *t, struct tcp_slot *s)
     if (s->live || s->on_done)
         return;
     pthread_mutex_lock(&t->mu);
-    s->path->nslots--;
+    s->conn->nslots--;
     t->ctr.slots_armed--;
     s->where = SL_FREE;
     s->next = t->free_slots;
@@ -1712,108 +1716,97 @@ static uint64_t dial_backoff_ns(const struct tcp_transport *t, unsigned fails)
 }
 
 /*
- * A connection of the same member and rail as cn that is up and has its own
- * connection (not carried): the least loaded one. NULL if none.
+ * Whether another connection of the same member and rail as cn is up: the
+ * rail works, so a dial the server cut on cn is its connection limit.
  */
-static struct tcp_conn *sibling_up(struct tcp_transport *t, const struct tcp_conn *cn)
+static bool rail_has_conn(const struct tcp_transport *t, const struct tcp_conn *cn)
 {
-    struct tcp_conn *best = NULL;
-    unsigned best_n = 0;
-
     for (unsigned i = 0; i < t->nconns; i++) {
-        struct tcp_conn *o = &t->conns[i];
-        if (o == cn || o->m != cn->m || o->rail != cn->rail || o->state != C_READY || o->carried)
-            continue;
-        unsigned n = o->sq.n + o->wq.n;
-        if (!best || n < best_n) {
-            best = o;
-            best_n = n;
-        }
+        const struct tcp_conn *o = &t->conns[i];
+        if (o != cn && o->m == cn->m && o->rail == cn->rail && o->state == C_READY)
+            return true;
     }
-    return best;
+    return false;
 }
 
-static void carried_set(struct tcp_transport *t, struct tcp_conn *cn, bool on)
+/* A dial of cn failed: its path is down, tell the engine (again at each
+ * failed dial; the engine cools a path once). Called from the loop with no
+ * lock held (rio__t_path_event's rule). */
+static void path_down(struct tcp_transport *t, struct tcp_conn *cn, int err)
 {
-    if (cn->carried == on)
+    if (!cn->down) {
+        cn->down = true;
+        ctr_add(t, &t->ctr.paths_down, 1);
+    }
+    ctr_add(t, &t->ctr.reported_down, 1);
+    rio__t_path_event(&t->base, cn->path, RIO_PATH_DOWN, err);
+}
+
+/* cn is up again after its path was reported down. */
+static void path_up(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    if (!cn->down)
         return;
-    cn->carried = on;
+    cn->down = false;
+    cn->grow_fails = 0;
+    cn->grow_ns = 0;
     pthread_mutex_lock(&t->mu);
-    t->ctr.paths_carried += on ? 1 : (uint64_t)-1;
+    t->ctr.paths_down--;
+    t->ctr.regrown++;
     pthread_mutex_unlock(&t->mu);
-    if (!on)
-        cn->grow_fails = 0;
+    rio__t_path_event(&t->base, cn->path, RIO_PATH_UP, 0);
 }
 
 /*
- * A server at its connection limit accepts and closes at once: the dial
- * connected, then the handshake was cut (EOF, reset). While another
- * connection of the same rail is up, that is no outage: the path keeps
- * working on the sibling (its unsent ops move there) and dials again later.
- * A background dial of a path already carried stays carried whatever ended
- * it, as long as a sibling is up. Returns true when cn is carried.
+ * A dial (connect or handshake) failed: its ops end with err and its path is
+ * reported down. A server at its connection limit accepts and closes at once
+ * (the dial connected, then the handshake was cut: EOF, reset); while
+ * another connection of the same rail is up that is no outage of the rail:
+ * only cn backs off (and dials again in the background, service), the rail
+ * stays up. A dial of a connection already down is handled the same way
+ * whatever ended it, as long as the rail has a connection. Any other
+ * failure is the rail's: the connections that waited for its single-flight
+ * dial fail and report down too, and the rail backs off.
  */
-static bool dial_carry(struct tcp_transport *t, struct tcp_conn *cn, int err, uint64_t now)
-{
-    bool cut = cn->state >= C_HELLO_TX && reset_class(err);
-    struct tcp_conn *sib;
-    struct tcp_slot *s;
-
-    if (!cut && !cn->carried)
-        return false;
-    sib = sibling_up(t, cn);
-    if (!sib)
-        return false;
-    conn_close_fd(t, cn);
-    pthread_mutex_lock(&t->mu);
-    t->ctr.dial_failures++;
-    if (cut)
-        t->ctr.dials_refused++;
-    pthread_mutex_unlock(&t->mu);
-    carried_set(t, cn, true);
-    cn->grow_fails++;
-    cn->grow_ns = now + dial_backoff_ns(t, cn->grow_fails);
-    /* Nothing was sent on a connection still in its handshake: the queued
-     * ops go out on the sibling, in order. */
-    while ((s = sl_pop(&cn->wq)))
-        slot_done(t, s, err, false);
-    cn->sq_off = 0;
-    if (cn->sq.n)
-        ctr_add(t, &t->ctr.carried_ops, cn->sq.n);
-    if (cn->sq.n && !sib->sq.n && !sib->wq.n)
-        sib->last_progress_ns = now; /* the watchdog counts from here */
-    while ((s = sl_pop(&cn->sq))) {
-        s->conn = sib;
-        sl_push(&sib->sq, s);
-    }
-    /* Connections that waited for this one's dial (when it led) try theirs. */
-    for (unsigned i = 0; i < t->nconns; i++)
-        if (t->conns[i].state == C_WAIT && t->conns[i].rail == cn->rail)
-            t->conns[i].state = C_CLOSED;
-    return true;
-}
-
-/* A dial (connect or handshake) failed: its ops, and those waiting for the
- * same rail's dial, end with err; the rail backs off. */
 static void dial_failed(struct tcp_transport *t, struct tcp_conn *cn, int err, uint64_t now)
 {
     struct tcp_rail *r = cn->rail;
+    bool cut = cn->state >= C_HELLO_TX && reset_class(err);
 
-    if (dial_carry(t, cn, err, now))
+    if ((cut || cn->down) && rail_has_conn(t, cn)) {
+        conn_close_fd(t, cn);
+        pthread_mutex_lock(&t->mu);
+        t->ctr.dial_failures++;
+        if (cut)
+            t->ctr.dials_refused++;
+        pthread_mutex_unlock(&t->mu);
+        cn->grow_fails++;
+        cn->grow_ns = now + dial_backoff_ns(t, cn->grow_fails);
+        cn->last_err = err;
+        conn_fail_ops(t, cn, err);
+        /* Connections that waited for this one's dial (when it led) try theirs. */
+        for (unsigned i = 0; i < t->nconns; i++)
+            if (t->conns[i].state == C_WAIT && t->conns[i].rail == r)
+                t->conns[i].state = C_CLOSED;
+        path_down(t, cn, err);
         return;
-    carried_set(t, cn, false);
+    }
     conn_close_fd(t, cn);
     ctr_add(t, &t->ctr.dial_failures, 1);
     r->up = false;
     r->fails++;
     r->retry_ns = now + dial_backoff_ns(t, r->fails);
     r->last_err = err;
+    cn->grow_ns = 0;
     conn_fail_ops(t, cn, err);
+    path_down(t, cn, err);
     for (unsigned i = 0; i < t->nconns; i++) {
         struct tcp_conn *w = &t->conns[i];
         if (w->state == C_WAIT && w->rail == r) {
             w->state = C_CLOSED;
+            w->grow_ns = 0;
             conn_fail_ops(t, w, err);
+            path_down(t, w, err);
         }
     }
 }
@@ -1856,10 +1849,6 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
 
     cn->state = C_READY;
     ctr_add(t, &t->ctr.conns_open, 1);
-    if (cn->carried) {
-        carried_set(t, cn, false);
-        ctr_add(t, &t->ctr.regrown, 1);
-    }
     if (cn->leader) {
         r->dialing = false;
         cn->leader = false;
@@ -1879,6 +1868,7 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
     cn->last_progress_ns = now;
     cn->out_blocked = false;
     conn_update_events(t, cn);
+    path_up(t, cn);
 }
 
 /* Send what is left of the handshake frame. */
@@ -2110,6 +2100,12 @@ static void conn_kick(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
         conn_fail_ops(t, cn, r->last_err);
         return;
     }
+    if (cn->down && now < cn->grow_ns) {
+        /* Backing off alone (the server cut its dial): the engine moves
+         * these elsewhere; the background dial brings the path back. */
+        conn_fail_ops(t, cn, cn->last_err);
+        return;
+    }
     if (!r->up) {
         if (r->dialing) {
             cn->state = C_WAIT;
@@ -2280,6 +2276,8 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     } else {
         res = (int64_t)s->data_len;
     }
+    if (res > 0 && s->io)
+        ctr_add(t, &t->ctr.path_bytes[cn->path], res);
     slot_done(t, s, res, false);
     return 0;
 }
@@ -2426,26 +2424,6 @@ fail:
 
 /* -------------------------------------------------------------- the loop */
 
-/*
- * The connection an op of path pc goes out on: pc's own, or while pc is
- * carried, the least loaded sibling of its rail that is up. A carried path
- * with no sibling left dials for itself again (and fails like any dial).
- */
-static struct tcp_conn *route(struct tcp_transport *t, struct tcp_conn *pc)
-{
-    struct tcp_conn *sib;
-
-    if (!pc->carried || pc->state == C_READY)
-        return pc;
-    sib = sibling_up(t, pc);
-    if (sib) {
-        ctr_add(t, &t->ctr.carried_ops, 1);
-        return sib;
-    }
-    carried_set(t, pc, false);
-    return pc;
-}
-
 /* Take what submit and cancel queued. Returns true when wake() was called. */
 static bool intake(struct tcp_transport *t, uint64_t now)
 {
@@ -2466,8 +2444,7 @@ static bool intake(struct tcp_transport *t, uint64_t now)
 
     for (s = pend.head; s; s = next) {
         next = s->next;
-        struct tcp_conn *cn = route(t, s->path);
-        s->conn = cn;
+        struct tcp_conn *cn = s->conn;
         if (!cn->sq.n && !cn->wq.n)
             cn->last_progress_ns = now; /* the watchdog counts from here */
         s->where = SL_QUEUED;
@@ -2531,11 +2508,11 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
         struct tcp_conn *cn = &t->conns[i];
         if (cn->sq.n && (cn->state == C_CLOSED || (cn->state == C_READY && !cn->out_blocked)))
             conn_kick(t, cn, now);
-        if (cn->carried && cn->state == C_CLOSED) {
-            /* Grow back: a background dial, while the sibling carries the ops. */
-            if (!sibling_up(t, cn)) {
-                carried_set(t, cn, false);
-            } else if (now >= cn->grow_ns) {
+        if (cn->down && cn->state == C_CLOSED && !cn->sq.n && rail_has_conn(t, cn)) {
+            /* Grow back: a background dial of a path that is down while
+             * its rail's other connections work (the server's limit cut
+             * it, or the rail came back through another connection). */
+            if (now >= cn->grow_ns) {
                 ctr_add(t, &t->ctr.grow_dials, 1);
                 int ret = conn_dial(t, cn, now);
                 if (ret < 0)
@@ -2752,7 +2729,6 @@ static int tcp_submit(struct rio_transport *tt, struct rio_io *io)
         return -ENOMEM;
     }
     s->io = io;
-    s->path = cn;
     s->conn = cn;
     s->id = next_id(t);
     if (io->kind == RIO_IO_READ) {

@@ -37,16 +37,20 @@ struct rio__tcp_counters {
      * connection retried on a fresh one (reset, timeout, protocol error). */
     uint64_t poisoned;    /* data connections closed for a protocol violation */
     uint64_t ctl_retries; /* metadata requests sent again on a fresh control connection */
-    /* Growth under a server's connection limit (--max-conns): a dial the
-     * server cuts while a sibling connection of the same rail is up makes
-     * the path ride on that sibling ("carried") instead of failing its ops;
-     * the path dials again in the background, backing off, until it gets
-     * its own connection back. */
-    uint64_t dials_refused;       /* dials cut by the server while the rail had a connection */
-    uint64_t paths_carried;       /* paths riding on a sibling now */
-    uint64_t carried_ops;         /* ops sent on a sibling's connection */
-    uint64_t grow_dials;          /* background dials of carried paths */
-    uint64_t regrown;             /* carried paths that got their own connection back */
+    /* Path state. A failed dial reports its path down to the engine
+     * (rio__t_path_event), which cools it and moves its chunks; a path's
+     * ops only travel on its own connection. A dial the server cuts while
+     * another connection of the rail is up (its connection limit) backs off
+     * alone and dials again in the background; a dial that succeeds after
+     * the path was reported down reports it up. */
+    uint64_t dials_refused; /* dials cut by the server while the rail had a connection */
+    uint64_t paths_down;    /* connections whose path is reported down now */
+    uint64_t reported_down; /* RIO_PATH_DOWN reports made */
+    uint64_t grow_dials;    /* background dials of down paths */
+    uint64_t regrown;       /* down paths back up (RIO_PATH_UP reports made) */
+    /* Payload bytes of ops answered successfully on the connections of
+     * path p (every member's): what the engine's per-path stats must show. */
+    uint64_t path_bytes[RIO_MAX_PATHS];
     uint64_t bytes_in, bytes_out; /* on data connections, headers included */
 };
 

@@ -69,6 +69,29 @@ struct rio_io {
 struct rio_transport;
 
 /*
+ * Path state a transport reports to the engine (rio__t_path_event). The
+ * transport says what it sees; the engine decides what to do:
+ *
+ *   RIO_PATH_DOWN      the path cannot carry ops now (its connection's dial
+ *                      was refused, cut or timed out; err says why): the
+ *                      engine cools it at once, moves its chunks to the
+ *                      other paths and probes it after the cooldown, as if
+ *                      an op on it had failed with err.
+ *   RIO_PATH_UP        the path can carry ops again (a background re-dial
+ *                      succeeded): a cooling path's cooldown ends now and it
+ *                      is probed with one op at once; a degraded path gets
+ *                      its whole depth back. No effect on a healthy path.
+ *   RIO_PATH_DEGRADED  the path works at part of its capacity: the engine
+ *                      halves its depth (at least 1) until it reports UP or
+ *                      goes down.
+ *
+ * A transport reports transitions, not every op's outcome: ops still
+ * complete with their own errors, and the engine handles both (a path
+ * already cooling is not cooled again by DOWN).
+ */
+enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 };
+
+/*
  * Threads, locks and reentrancy. The engine runs one thread per client (the
  * engine thread); callers and the client's metadata workers are other
  * threads. The client lock (c->mu) is always taken before any lock of the
@@ -88,6 +111,21 @@ struct rio_transport;
  *               at once
  *   path_cap    any thread               held          no
  *   cpu_ns      any thread               not held      no
+ *
+ * And the other way, the transport calling the engine:
+ *
+ *   call            thread                 transport's locks   may block
+ *   complete        engine thread, in reap none held           no
+ *   path_event      engine thread in reap, none held           briefly (it
+ *                   or any thread the                          takes the
+ *                   transport owns                             client lock)
+ *
+ * path_event (rio__t_path_event) takes the client lock, so it must never be
+ * called from submit, cancel or path_cap (which run with it held), nor
+ * with a lock of the transport held (lock order); it records the event
+ * and wakes the engine, which applies it in its own thread after the
+ * current reap returns. It may be called before the engine listens (then it
+ * does nothing) and after open; not from close.
  *
  * So cancel may run in a caller's thread while the engine thread is inside
  * reap, and wake may run at any time, also before the first reap; reap and
@@ -168,19 +206,29 @@ struct rio_transport {
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
     uint64_t put_chunk_min;
     uint64_t put_chunks_max;
+    /* Set by the engine before its thread starts, valid until close; a
+     * transport only calls it through rio__t_path_event. */
+    void (*path_event)(struct rio_transport *t, unsigned path, int state, int err);
+    void *engine;
 };
 
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
 
+/* Open url with ops, and stack the fault filter (transport/fault.h) over it
+ * when url carries `faults=` or is mock://. What rio__t_open runs. */
+int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_url *url,
+                        const struct rio_options *o, struct rio_transport **out);
+
 /* --- wrappers: the only way the engine reaches a transport ---
  * Each states who may call it; the table above the ops is the full rule. */
 
-/* rio_client_new's caller, no client lock; may block. */
+/* rio_client_new's caller, no client lock; may block. *out may be the
+ * fault filter stacked over the transport of ops (rio__transport_open). */
 static inline int rio__t_open(const struct rio_transport_ops *ops, const struct rio_url *url,
                               const struct rio_options *o, struct rio_transport **out)
 {
-    return ops->open(url, o, out);
+    return rio__transport_open(ops, url, o, out);
 }
 
 /* Nothing in flight, engine thread stopped; may block. */
@@ -261,6 +309,16 @@ static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
 static inline uint64_t rio__t_cpu_ns(struct rio_transport *t)
 {
     return t->ops->cpu_ns ? t->ops->cpu_ns(t) : 0;
+}
+
+/* --- the transport's way back: report path state (enum rio_path_state).
+ * Engine thread inside reap, or any thread the transport owns; never from
+ * submit, cancel or path_cap, never with a transport lock held. Does
+ * nothing while no engine listens. */
+static inline void rio__t_path_event(struct rio_transport *t, unsigned path, int state, int err)
+{
+    if (t->path_event && path < t->npaths)
+        t->path_event(t, path, state, err);
 }
 
 #endif /* RIO_TRANSPORT_H */

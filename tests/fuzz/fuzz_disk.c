@@ -8,6 +8,9 @@
  * it came from (every pointer inside the buffer, lengths adding up, the
  * checksum holding), so the target checks more than crashes.
  *
+ * The seeds come from the writer railiod uses (rio__srv_disk_enc_record,
+ * _enc_tomb), so a change of layout on one side fails the other here.
+ *
  * Input: byte 0 picks the mode, the rest is the data.
  *   mode 0  object header: bytes 1-8 the file's size (LE), the rest the
  *           file's first bytes (the header), as they are
@@ -33,12 +36,6 @@
 
 #define MAX_CHUNKS (1u << 20)
 #define BUF_MAX (RIO_SRV_DISK_HDR_FIXED + RIO_KEY_MAX + 8u * 4096u + 8u)
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -147,8 +144,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint64_t hlen = rio__srv_disk_header_len((uint64_t)(buf[12] | buf[13] << 8),
                                                      get64(buf + 40), MAX_CHUNKS);
             if (hlen && hlen <= size) {
-                put32(buf + 8, (uint32_t)hlen);
-                put64(buf + hlen - 8, rio__xxh3(buf, (size_t)hlen - 8));
+                for (int i = 0; i < 4; i++)
+                    buf[8 + i] = (uint8_t)(hlen >> (8 * i));
+                rio__srv_disk_seal(buf, (size_t)hlen);
             }
         }
         /* A copy of exactly size bytes, so a read past them is caught. */
@@ -166,8 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode == 3 && size >= RIO_SRV_DISK_TOMB_FIXED + 8u) {
         size_t klen = (size_t)(buf[8] | buf[9] << 8);
         if (RIO_SRV_DISK_TOMB_FIXED + klen + 8u <= size)
-            put64(buf + RIO_SRV_DISK_TOMB_FIXED + klen,
-                  rio__xxh3(buf, RIO_SRV_DISK_TOMB_FIXED + klen));
+            rio__srv_disk_seal(buf, RIO_SRV_DISK_TOMB_FIXED + klen + 8u);
     }
     uint8_t *exact = malloc(size ? size : 1);
     if (!exact)
@@ -180,46 +177,44 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* ------------------------------------------------------------------ seeds */
 
-/* A valid record as the fuzz input of mode (0: object, 2: tombstone). */
+/* A valid record, written by railiod's own writer, as the fuzz input of
+ * mode 0 (object) or 2 (tombstone). */
 static size_t make_seed(uint8_t *out, unsigned which)
 {
     static const char *const keys[] = {"k", "models/llama/shard-00001", "a/b/c"};
     static const uint64_t sizes[] = {1, 10u << 20, 0};
     const char *key = keys[which % 3];
-    size_t klen = strlen(key);
+    uint16_t klen = (uint16_t)strlen(key);
+    uint64_t gen = 1700000000000000000ull + which;
 
     if (which >= 3) {
-        /* Tombstone: magic, key_len, 6 zero bytes, generation, key, xxh3. */
-        uint8_t *t = out + 1;
         out[0] = 2;
-        memset(t, 0, RIO_SRV_DISK_TOMB_FIXED);
-        memcpy(t, RIO_SRV_DISK_TMAGIC, 8);
-        t[8] = (uint8_t)klen;
-        put64(t + 16, 1700000000000000000ull + which);
-        memcpy(t + RIO_SRV_DISK_TOMB_FIXED, key, klen);
-        put64(t + RIO_SRV_DISK_TOMB_FIXED + klen, rio__xxh3(t, RIO_SRV_DISK_TOMB_FIXED + klen));
-        return 1 + RIO_SRV_DISK_TOMB_FIXED + klen + 8;
+        return 1 + rio__srv_disk_enc_tomb(out + 1, key, klen, gen);
     }
+    static uint8_t xxh[8 * 4];
     uint64_t size = sizes[which], chunk = 4u << 20;
     uint64_t nchunks = size ? (size - 1) / chunk + 1 : 0;
     uint64_t hlen = rio__srv_disk_header_len(klen, nchunks, MAX_CHUNKS);
-    uint8_t *h = out + 9;
+    char etag[32];
+
+    check(nchunks * 8 <= sizeof(xxh), "seed checksums fit");
+    for (uint64_t i = 0; i < nchunks; i++)
+        put64(xxh + 8 * i, 0x1234567890abcdefull + i);
+    memset(etag, 'e', sizeof(etag));
     out[0] = 0;
     put64(out + 1, rio__srv_disk_round_up(hlen) + size);
-    memset(h, 0, (size_t)hlen);
-    memcpy(h, RIO_SRV_DISK_MAGIC, 8);
-    put32(h + 8, (uint32_t)hlen);
-    h[12] = (uint8_t)klen;
-    put64(h + 16, 1700000000000000000ull + which);
-    put64(h + 24, size);
-    put64(h + 32, chunk);
-    put64(h + 40, nchunks);
-    put64(h + 48, rio__srv_disk_round_up(hlen));
-    memset(h + 56, 'e', 32);
-    memcpy(h + RIO_SRV_DISK_HDR_FIXED, key, klen);
-    for (uint64_t i = 0; i < nchunks; i++)
-        put64(h + RIO_SRV_DISK_HDR_FIXED + klen + 8 * i, 0x1234567890abcdefull + i);
-    put64(h + hlen - 8, rio__xxh3(h, (size_t)hlen - 8));
+    rio__srv_disk_enc_record(out + 9, &(struct rio_srv_disk_rec){
+                                          .key_len = klen,
+                                          .generation = gen,
+                                          .size = size,
+                                          .chunk_size = chunk,
+                                          .nchunks = nchunks,
+                                          .data_off = rio__srv_disk_round_up(hlen),
+                                          .header_len = hlen,
+                                          .key = key,
+                                          .etag = etag,
+                                          .xxh = xxh,
+                                      });
     return 9 + (size_t)hlen;
 }
 

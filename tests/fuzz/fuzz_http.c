@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/s3_parse.c src/core/alloc.c src/core/checksum.c */
+/* clang-format off */
+/* FUZZ_SOURCES src/transport/s3/http.c src/transport/s3/range.c src/transport/s3/xml.c src/transport/s3/text.c src/transport/s3/sidecar.c src/core/alloc.c src/core/checksum.c */
+/* clang-format on */
 /*
  * libFuzzer target for an HTTP response head as the s3:// and http://
- * transports read it (src/transport/s3_parse.c): the input is cut into lines
+ * transports read it (src/transport/s3/http.c): the input is cut into lines
  * (each with its CRLF or LF, as curl hands them over) and fed to
  * rio__s3_rsp_header; then what was kept is checked: every string
  * terminated within its field, a Content-Range in order, and the status
@@ -14,7 +16,7 @@
 
 #include "core/alloc.h"
 #include "railio.h"
-#include "transport/s3_parse.h"
+#include "transport/s3/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

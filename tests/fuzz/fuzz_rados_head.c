@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/rados_head.c src/core/alloc.c */
+/* FUZZ_SOURCES src/transport/rados/head.c src/core/alloc.c */
 /*
- * libFuzzer target for the rados:// head object (src/transport/rados_head.c),
+ * libFuzzer target for the rados:// head object (src/transport/rados/head.c),
  * the text a lookup reads from the cluster: anyone with write access to the
  * pool can put any bytes there. (Its xattr rio.gen is only ever compared by
  * the OSD, cmpxattr, never read back by railio.)
@@ -9,19 +9,48 @@
  * Input: byte 0 is the key's length k, the next k bytes the key (cut at a
  * NUL), the rest the head text. A head the parser accepts must be
  * consistent: chunk count from size and chunk size, pool indices in range,
- * every list allocated as long as its count; the checks abort otherwise.
+ * every list allocated as long as its count, and the writer's text for it
+ * (rio__rados_head_format) parses back to the same head; the checks abort
+ * otherwise.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "fuzz.h"
 #include "railio.h"
 #include "transport/rados.h"
-#include "transport/rados_head.h"
+#include "transport/rados/head.h"
 
 #define CHECK FUZZ_CHECK
+
+/* What the writer makes of an accepted head parses back to the same head. */
+static void round_trip(const char *key, const struct rio__rados_head *h)
+{
+    struct rio__rados_head b;
+    char *text;
+    size_t n;
+    int ret = rio__rados_head_format(key, h, &text, &n);
+
+    CHECK(ret == 0 || ret == RIO_EINVAL || ret == -12 /* ENOMEM */);
+    if (ret < 0)
+        return;
+    ret = rio__rados_head_parse(text, n, key, &b);
+    CHECK(ret == 0 || ret == -12);
+    if (ret == 0) {
+        CHECK(b.generation == h->generation && b.size == h->size);
+        CHECK(b.chunk_size == h->chunk_size && b.nchunks == h->nchunks);
+        CHECK(strcmp(b.etag, h->etag) == 0 && b.npools == h->npools);
+        for (unsigned i = 0; i < b.npools; i++)
+            CHECK(strcmp(b.pools[i], h->pools[i]) == 0);
+        for (uint64_t i = 0; i < b.nchunks; i++)
+            CHECK(b.chunk_pool[i] == h->chunk_pool[i] && b.xxh[i] == h->xxh[i]);
+        rio__rados_head_cleanup(&b);
+    }
+    rio__free(text);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -56,42 +85,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sum += h.xxh[i]; /* every entry readable */
         }
         (void)sum;
+        round_trip(key, &h);
         rio__rados_head_cleanup(&h);
     }
     free(buf);
     return 0;
 }
 
-/* A well-formed head of key (as rados.c writes it) after the key prefix. */
+/* A well-formed head of key, as the writer makes it, after the key prefix. */
 static size_t make_head(uint8_t *out, size_t cap, const char *key, uint64_t size, uint64_t chunk,
                         unsigned npools, const char *etag)
 {
-    char *p = (char *)out, *end = (char *)out + cap, name[RIO_RADOS_NAME_MAX];
-    uint64_t gen = 0x1234abcd5678ef01ull, nch = size / chunk + (size % chunk != 0);
-    size_t kl = strlen(key);
+    static char names[RIO_RADOS_MAX_HEAD_POOLS][16];
+    uint64_t nch = size / chunk + (size % chunk != 0);
+    struct rio__rados_head h = {
+        .generation = 0x1234abcd5678ef01ull,
+        .size = size,
+        .chunk_size = chunk,
+        .nchunks = nch,
+        .npools = npools,
+    };
+    size_t kl = strlen(key), n;
+    char *text;
 
-    CHECK(kl < 256 && rio__rados_pct_len(key) + 4096 + nch * 200 < cap);
-    *p++ = (char)kl;
-    memcpy(p, key, kl);
-    p += kl;
-    p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
-    p = rio__rados_pct_put(p, key);
-    p += sprintf(p,
-                 "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
-                 "\nnchunks %" PRIu64 "\netag %s\nnamespace %s\npools %u\n",
-                 gen, size, chunk, nch, etag, RIO_RADOS_CHUNK_NS, npools);
-    for (unsigned i = 0; i < npools; i++)
-        p += sprintf(p, "pool %u pool-%c%s\n", i, 'a' + i, i == 1 ? "%20x" : "");
-    for (uint64_t i = 0; i < nch; i++) {
-        p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, (unsigned)(i % npools),
-                     (uint64_t)(i * 0x9e3779b97f4a7c15ull));
-        rio__rados_chunk_name(name, sizeof(name), key, gen, i);
-        p = rio__rados_pct_put(p, name);
-        *p++ = '\n';
+    CHECK(kl < 256 && npools <= RIO_RADOS_MAX_HEAD_POOLS);
+    snprintf(h.etag, sizeof(h.etag), "%s", strcmp(etag, "-") == 0 ? "" : etag);
+    for (unsigned i = 0; i < npools; i++) {
+        snprintf(names[i], sizeof(names[i]), "pool-%c%s", 'a' + i, i == 1 ? " x" : "");
+        h.pools[i] = names[i];
     }
-    p += sprintf(p, "end\n");
-    CHECK(p < end);
-    return (size_t)(p - (char *)out);
+    h.xxh = nch ? malloc((size_t)nch * sizeof(*h.xxh)) : NULL;
+    CHECK(!nch || h.xxh);
+    for (uint64_t i = 0; i < nch; i++)
+        h.xxh[i] = i * 0x9e3779b97f4a7c15ull;
+    CHECK(rio__rados_head_format(key, &h, &text, &n) == 0);
+    free(h.xxh);
+    CHECK(1 + kl + n <= cap);
+    out[0] = (uint8_t)kl;
+    memcpy(out + 1, key, kl);
+    memcpy(out + 1 + kl, text, n);
+    rio__free(text);
+    return 1 + kl + n;
 }
 
 void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/s3_parse.c src/core/alloc.c src/core/checksum.c */
+/* FUZZ_SOURCES src/transport/s3/xml.c */
 /*
  * libFuzzer target for the S3 XML answers as the s3:// transport reads them
- * (src/transport/s3_parse.c): an error body (<Code>, <Message>), an
+ * (src/transport/s3/xml.c): an error body (<Code>, <Message>), an
  * InitiateMultipartUpload (<UploadId>), a CompleteMultipartUpload (<ETag>),
  * a ListMultipartUploads (<Key>, <UploadId>), each tag read into buffers of
  * several sizes as the transport does; the text must stay within its buffer
@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "railio.h"
-#include "transport/s3_parse.h"
+#include "transport/s3/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

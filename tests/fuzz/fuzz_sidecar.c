@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/s3_parse.c src/core/alloc.c src/core/checksum.c */
+/* clang-format off */
+/* FUZZ_SOURCES src/transport/s3/sidecar.c src/transport/s3/text.c src/core/alloc.c src/core/checksum.c */
+/* clang-format on */
 /*
  * libFuzzer target for a multipart object's checksum sidecar as the s3://
  * transport reads it (rio__s3_sidecar_parse, docs/s3.md) and the inline
@@ -23,7 +25,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "railio.h"
-#include "transport/s3_parse.h"
+#include "transport/s3/parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "t.h"
+#include "tlib.h"
 
 static const char *dir_of(const char *env, const char *dflt)
 {
@@ -28,18 +29,7 @@ static const char *dir_of(const char *env, const char *dflt)
     return v && *v ? v : dflt;
 }
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    int st = system(cmd);
-    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+#define run t_sh
 
 static const char check_py[] =
     "import json, sys, xml.etree.ElementTree as ET\n"

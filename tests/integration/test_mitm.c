@@ -26,7 +26,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "../harness/mitm_env.h"
+#include "mitm_env.h"
 #include "t.h"
 
 /* ------------------------------------------------------- fixture server */

@@ -58,56 +58,14 @@ static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t 
     ru_idle(c);
 }
 
-TEST(roundtrip_sizes)
-{
-    static const size_t sizes[] = {0, 1, CH - 1, CH, CH + 1, 5 * CH + 123, 40 * CH};
-    struct rio_options o;
-    char key[64];
-
-    ru_opts(&o, CH, 8);
-    struct rio_client *c = ru_client("rio", NULL, &o);
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
-        roundtrip(c, key, sizes[i], 100 + i, CH);
-    }
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
-        T_OK(rio_delete(c, key));
-        T_ERR(rio_delete(c, key), RIO_ENOTFOUND);
-        struct rio_desc s;
-        T_ERR(rio_stat(c, key, &s), RIO_ENOTFOUND);
-    }
-    T_EQ(ru_chunks("rio", "sizes/"), 0);
-    ru_idle(c);
-    rio_client_destroy(c);
-}
-
 TEST(roundtrip_256m)
 {
     struct rio_options o;
-    size_t n = 256 * RU_MIB + 4097;
 
     ru_opts(&o, 4 * RU_MIB, 16);
     struct rio_client *c = ru_client("rio", NULL, &o);
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    uint8_t *src = ru_pattern(n, 7), *dst = malloc(n);
-    char md5[33];
-    struct rio_desc d;
-
-    T_NOTNULL(dst);
-    ru_md5(src, n, md5);
-    T_OK(rio_put(c, "big/256m", src, n, &call, &d));
-    fprintf(stderr, "PUT 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_STREQ(d.etag, md5);
-    T_EQ(rio_get(c, "big/256m", dst, n, &call), (int64_t)n);
-    fprintf(stderr, "GET 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_MEMEQ(dst, src, n);
-    free(dst);
-    free(src);
-    T_OK(rio_delete(c, "big/256m"));
+    t_roundtrip_big(c, "big/256m", 256 * RU_MIB + 4097, 7);
     T_EQ(ru_chunks("rio", "big/"), 0);
-    rio_desc_cleanup(&d);
     ru_idle(c);
     rio_client_destroy(c);
 }
@@ -518,55 +476,6 @@ TEST(socket_failures_during_put_and_get)
     free(dst);
     rio_client_destroy(c);
     rio_client_destroy(clean);
-}
-
-struct get_job {
-    struct rio_client *c;
-    uint8_t *dst;
-    size_t n;
-    struct rio_cancel *cx;
-    int64_t ret;
-};
-
-static void *get_thread(void *arg)
-{
-    struct get_job *j = arg;
-    struct rio_call call = {.cancel = j->cx};
-    j->ret = rio_get(j->c, "cancel/obj", j->dst, j->n, &call);
-    return NULL;
-}
-
-/* A GET cancelled mid-way returns RIO_ECANCELED promptly with nothing of it
- * left in flight (librados ops cannot be taken back: they complete and the
- * engine fences them). */
-TEST(cancelled_get_leaves_nothing_in_flight)
-{
-    struct rio_options o;
-    size_t n = 96 * RU_MIB;
-
-    ru_opts(&o, RU_MIB, 2);
-    struct rio_client *c = ru_client("rio", NULL, &o);
-    uint8_t *src = ru_pattern(n, 5);
-    T_OK(rio_put(c, "cancel/obj", src, n, NULL, NULL));
-    struct get_job j = {.c = c, .dst = malloc(n), .n = n};
-    T_OK(rio_cancel_new(&j.cx));
-    pthread_t th;
-    T_EQ(pthread_create(&th, NULL, get_thread, &j), 0);
-    usleep(30000);
-    uint64_t t0 = t_now_ms();
-    rio_cancel_fire(j.cx);
-    pthread_join(th, NULL);
-    fprintf(stderr, "GET ended %" PRIu64 " ms after the cancel: %s\n", t_now_ms() - t0,
-            rio_errname((int)j.ret));
-    if (j.ret != (int64_t)n)
-        T_ERR(j.ret, RIO_ECANCELED);
-    T_LT(t_now_ms() - t0, 2000);
-    ru_idle(c);
-    T_OK(rio_delete(c, "cancel/obj"));
-    rio_cancel_destroy(j.cx);
-    free(j.dst);
-    free(src);
-    rio_client_destroy(c);
 }
 
 /* The streaming reader over RADOS: in order and byte-exact with a small

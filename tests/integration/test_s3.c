@@ -76,33 +76,6 @@ static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t 
     su_idle(c);
 }
 
-TEST(roundtrip_sizes)
-{
-    static const size_t sizes[] = {0, 1, CH - 1, CH, CH + 1, 3 * CH + 12345};
-    struct rio_options o;
-    char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
-
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
-        roundtrip(c, key, sizes[i], 100 + i);
-    }
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        struct rio_desc s;
-        snprintf(key, sizeof(key), "sizes/%zu", sizes[i]);
-        T_OK(rio_delete(c, key));
-        T_ERR(rio_delete(c, key), RIO_ENOTFOUND);
-        T_ERR(rio_stat(c, key, &s), RIO_ENOTFOUND);
-    }
-    /* Nothing left: no object, no sidecar, no multipart upload. */
-    const char *ep = su_rgw(BUCKET);
-    T_EQ(su_curl_count(ep, BUCKET "?prefix=sizes%2F", "<Key>"), 0u);
-    T_EQ(su_curl_count(ep, BUCKET "?uploads=", "<Upload>"), 0u);
-    su_close(c, alloc0);
-}
-
 /* The client's chunk (the 4 MiB default) is under S3's 5 MiB part minimum:
  * a multi-chunk PUT takes the transport's minimum instead of failing. */
 TEST(chunk_raised_to_min_part)
@@ -320,65 +293,6 @@ TEST(failed_multipart_put_is_aborted)
     T_EQ(su_curl_count(ep, BUCKET "?uploads=", "<Upload>"), 0u);
     rio_client_destroy(s);
     free(src);
-    su_close(c, alloc0);
-}
-
-struct canceller {
-    struct rio_cancel *cx;
-    unsigned after_ms;
-};
-
-static void *cancel_main(void *arg)
-{
-    struct canceller *k = arg;
-
-    su_sleep_ms(k->after_ms);
-    rio_cancel_fire(k->cx);
-    return NULL;
-}
-
-/* Cancel mid-GET and mid-PUT: the calls end with RIO_ECANCELED, nothing in
- * flight, no upload left behind. */
-TEST(cancel_mid_transfer)
-{
-    struct rio_options o;
-    struct canceller k = {NULL, 100};
-    pthread_t th;
-    const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
-    const size_t n = 16 * CH;
-
-    su_opts(&o, CH, 2);
-    struct rio_client *c = rgw_client(&o, NULL);
-    uint8_t *src = su_pattern(n, 600), *dst = malloc(n);
-    T_NOTNULL(dst);
-    T_OK(rio_put(c, "cancel/obj", src, n, NULL, NULL));
-
-    T_OK(rio_cancel_new(&k.cx));
-    struct rio_call call = {.cancel = k.cx};
-    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
-    int64_t got = rio_get(c, "cancel/obj", dst, n, &call);
-    T_EQ(pthread_join(th, NULL), 0);
-    /* A fast machine may finish first; otherwise it is cancelled. */
-    if (got != (int64_t)n)
-        T_ERR(got, RIO_ECANCELED);
-    su_idle(c);
-    rio_cancel_destroy(k.cx);
-
-    T_OK(rio_cancel_new(&k.cx));
-    call.cancel = k.cx;
-    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
-    int ret = rio_put(c, "cancel/put", src, n, &call, NULL);
-    T_EQ(pthread_join(th, NULL), 0);
-    if (ret != 0)
-        T_ERR(ret, RIO_ECANCELED);
-    su_idle(c);
-    rio_cancel_destroy(k.cx);
-    T_EQ(su_curl_count(ep, BUCKET "?uploads=", "<Upload>"), 0u);
-    rio_delete(c, "cancel/put");
-    T_OK(rio_delete(c, "cancel/obj"));
-    free(src);
-    free(dst);
     su_close(c, alloc0);
 }
 
@@ -861,30 +775,13 @@ TEST(cli_put_from_pipe_streams)
 TEST(roundtrip_256m)
 {
     struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     int64_t alloc0 = rio__alloc_outstanding();
-    const size_t n = 256 * SU_MIB + 4097;
 
     su_opts(&o, 8 * SU_MIB, 8);
     o.op_timeout_ms = 30000;
     o.deadline_ms = 180000;
     struct rio_client *c = rgw_client(&o, NULL);
-    uint8_t *src = su_pattern(n, 800), *dst = malloc(n);
-    char md5[33];
-    struct rio_desc d;
-    T_NOTNULL(dst);
-    su_md5(src, n, md5);
-    T_OK(rio_put(c, "big/256m", src, n, &call, &d));
-    fprintf(stderr, "  PUT 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_STREQ(d.etag, md5);
-    T_EQ(rio_get(c, "big/256m", dst, n, &call), (int64_t)n);
-    fprintf(stderr, "  GET 256 MiB: %.0f MB/s\n", st.goodput_mbps);
-    T_MEMEQ(dst, src, n);
-    T_OK(rio_delete(c, "big/256m"));
-    rio_desc_cleanup(&d);
-    free(dst);
-    free(src);
+    t_roundtrip_big(c, "big/256m", 256 * SU_MIB + 4097, 800);
     su_close(c, alloc0);
 }
 

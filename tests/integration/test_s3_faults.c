@@ -1150,6 +1150,63 @@ TEST(bad_urls)
     T_NULL(c);
 }
 
+/*
+ * A refused option names itself on stderr, as the URL or the environment
+ * spelled it (content_md5=sometimes, RIO_S3_DISCARD=maybe), through the
+ * library's one parser (the module reaches it through its host table). The
+ * client is not created: RIO_EINVAL.
+ */
+static void refused_says(const char *url, const char *want)
+{
+    char path[] = "/tmp/rio_s3opt_XXXXXX", got[512] = "";
+    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+    struct rio_options o;
+    struct rio_client *c = NULL;
+
+    su_opts(&o, CH, 4);
+    T_TRUE(fd >= 0 && saved >= 0);
+    fflush(stderr);
+    T_TRUE(dup2(fd, STDERR_FILENO) >= 0);
+    int ret = rio_client_new(url, &o, &c);
+    fflush(stderr);
+    T_TRUE(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
+    close(fd);
+    unlink(path);
+    got[n > 0 ? n : 0] = '\0';
+    if (ret != RIO_EINVAL || c)
+        T_FAIL("%s: %s, want RIO_EINVAL", url, rio_errname(ret));
+    if (!strstr(got, want))
+        T_FAIL("%s: stderr \"%s\" lacks \"%s\"", url, got, want);
+}
+
+TEST(refused_option_names_itself)
+{
+#define EP "s3://b?endpoint=http://127.0.0.1:1&"
+    refused_says(EP "content_md5=sometimes", "railio: content_md5=sometimes: expected on, off");
+    refused_says(EP "nt_copy=maybe", "railio: nt_copy=maybe: expected on or off");
+    refused_says(EP "dns_shuffle=2", "railio: dns_shuffle=2: expected on or off");
+    refused_says(EP "stall=soon", "railio: stall=soon: expected a duration");
+    refused_says(EP "stall=0", "railio: stall=0: expected a duration above 0");
+    refused_says(EP "connect_timeout=1fortnight", "railio: connect_timeout=1fortnight:");
+    refused_says(EP "bufsize=100", "railio: bufsize=100: expected 0 or a size");
+    refused_says(EP "min_part=lots", "railio: min_part=lots: expected a size");
+    refused_says(EP "rails=a,,b", "railio: rails=a,,b: expected 1 to");
+    T_OK(setenv("RIO_S3_DISCARD", "maybe", 1));
+    refused_says(EP "stall=1s", "railio: RIO_S3_DISCARD=maybe: expected on or off");
+    T_OK(unsetenv("RIO_S3_DISCARD"));
+#undef EP
+    /* The one boolean syntax: ON, yes and false are words it knows. */
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    su_opts(&o, CH, 4);
+    T_OK(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&nt_copy=ON&dns_shuffle=yes"
+                        "&content_md5=false",
+                        &o, &c));
+    rio_client_destroy(c);
+}
+
 /* A server that is not there: refused connections are path errors, and the
  * call ends with RIO_ENOPATH (or retries exhausted) in bounded time. */
 TEST(refused_connection_fails_in_bounded_time)

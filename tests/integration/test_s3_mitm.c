@@ -21,7 +21,7 @@ TEST(s3_not_built)
 #else
 
 #define SU_WITH_RGW
-#include "../harness/mitm_env.h"
+#include "mitm_env.h"
 #include "s3_util.h"
 #include <stdbool.h>
 

@@ -7,7 +7,7 @@
  * retried chunks, generations (replaced between two READs of one reader:
  * RIO_EGENERATION, never mixed bytes), bounds, pipelining and STAT.
  */
-#include "../harness/server_env.h"
+#include "server_env.h"
 
 #define CHUNK 65536u
 

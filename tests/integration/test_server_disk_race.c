@@ -120,25 +120,10 @@ static int commit_answer(struct wc *c, uint64_t id, uint64_t *gen)
 
 static uint64_t put_version(struct wc *c, const char *key, unsigned k, uint64_t seq)
 {
-    uint64_t n;
-    uint8_t *d = dv_make(k, seq, MAXSZ, &n);
-    uint64_t gen = wc_put(c, key, d, n, CHUNK);
-    free(d);
-    return gen;
+    return dv_put(c, key, k, seq, MAXSZ, CHUNK);
 }
 
-static void expect_version(struct wc *c, const char *key, unsigned k, uint64_t seq, uint64_t gen)
-{
-    struct rio_proto_desc d;
-    uint8_t *buf = NULL;
-    int st = dv_get(c, key, &buf, &d);
-    if (st != 0)
-        T_FAIL("%s: %s", key, rio_errname(st));
-    T_EQ(dv_check(k, buf, d.size, MAXSZ), (int64_t)seq);
-    if (gen)
-        T_EQ(d.generation, gen);
-    free(buf);
-}
+#define expect_version(c, key, k, seq, gen) dv_expect((c), (key), (k), (seq), MAXSZ, (gen))
 
 static void expect_absent(struct wc *c, const char *key)
 {

@@ -9,7 +9,7 @@
  * refused and closes the connection; a version 1 client gets "no common
  * version" in its own framing.
  */
-#include "../harness/server_env.h"
+#include "server_env.h"
 
 /* STAT on a clean connection: objects stored and uploads in progress. */
 static void stat_counts(const char *addr, const char *token, uint64_t *objects, uint64_t *uploads)

@@ -9,7 +9,7 @@
  */
 #include <pthread.h>
 
-#include "../harness/server_env.h"
+#include "server_env.h"
 
 #define MIB (1u << 20)
 

@@ -7,7 +7,7 @@
  * slowloris peers (receiving and sending) cut off within the progress
  * timeout; max connections; authentication; idle connections.
  */
-#include "../harness/server_env.h"
+#include "server_env.h"
 #include <pthread.h>
 #include <stdatomic.h>
 

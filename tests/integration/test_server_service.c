@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "../harness/server_env.h"
+#include "server_env.h"
 
 /* Run railiod with args (NULL-terminated); its exit status, stderr in err. */
 static int run_railiod(const char *const *args, char *err, size_t cap)

@@ -10,7 +10,7 @@
  * --memory under churn and under chunks failing their checksum, freed object
  * memory reused by the next upload of its size.
  */
-#include "../harness/server_env.h"
+#include "server_env.h"
 
 #define OBJ (256u * 1024u)
 #define CHUNK (64u * 1024u)

@@ -27,64 +27,6 @@ static void stop(struct srv_env *e)
     T_EQ(srv_stop(e), 0);
 }
 
-/* Each size: PUT, STAT (descriptor), GET (in place and atomic), DELETE. */
-TEST(sizes_roundtrip)
-{
-    const size_t sizes[] = {0,          1, TU_CHUNK - 1, TU_CHUNK, TU_CHUNK + 1, 3 * TU_CHUNK + 7,
-                            64 * TU_MIB};
-    struct srv_env e;
-    struct rio_options o;
-    struct tu u;
-    char url[256];
-
-    start(&e);
-    tu_opts(&o);
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_open(&u, url, &o);
-    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-        size_t n = sizes[i];
-        char key[64];
-        snprintf(key, sizeof(key), "size/%zu", n);
-        uint8_t *src = tu_pattern(n, n + 11);
-        struct rio_desc pd, d;
-        memset(&pd, 0, sizeof(pd));
-        T_OK(rio_put(u.c, key, src, n, NULL, &pd));
-        T_GT(pd.generation, 0u);
-
-        T_OK(rio_stat(u.c, key, &d));
-        T_STREQ(d.key, key);
-        T_EQ(d.generation, pd.generation);
-        T_EQ(d.size, (uint64_t)n);
-        T_EQ(d.chunk_size, (uint64_t)TU_CHUNK);
-        T_EQ(d.nchunks, (uint64_t)(n + TU_CHUNK - 1) / TU_CHUNK);
-        for (uint64_t k = 0; k < d.nchunks; k++) {
-            uint64_t off = k * TU_CHUNK, len = n - off < TU_CHUNK ? n - off : TU_CHUNK;
-            T_EQ(d.xxh[k], rio__xxh3(src + off, (size_t)len));
-        }
-        T_STREQ(d.etag, pd.etag);
-        T_EQ(strlen(d.etag), 32u);
-        rio_desc_cleanup(&d);
-        rio_desc_cleanup(&pd);
-
-        tu_get_check(u.c, key, n, n + 11, 0);
-        tu_get_check(u.c, key, n, n + 11, RIO_ATOMIC);
-        if (n > 0) {
-            /* A destination too small is refused before anything moves. */
-            uint8_t small[1];
-            if (n > 1)
-                T_ERR(rio_get(u.c, key, small, 1, NULL), RIO_ETOOBIG);
-        }
-        T_OK(rio_delete(u.c, key));
-        T_ERR(rio_stat(u.c, key, &d), RIO_ENOTFOUND);
-        T_ERR(rio_get(u.c, key, src, n, NULL), RIO_ENOTFOUND);
-        T_ERR(rio_delete(u.c, key), RIO_ENOTFOUND);
-        free(src);
-        tu_idle(u.c);
-    }
-    tu_close(&u);
-    stop(&e);
-}
-
 /* The CLI end to end: put a file, stat, get it back, rm. */
 TEST(cli_put_get_stat_rm)
 {
@@ -651,48 +593,6 @@ TEST(ring_of_three_members)
 }
 
 /* -------------------------------------------------------------- cancel */
-
-TEST(cancel_mid_get_then_reuse)
-{
-    struct srv_env e;
-    struct rio_options o;
-    struct tu u;
-    char url[256];
-    const size_t n = 32 * TU_MIB;
-
-    start(&e);
-    tu_opts(&o);
-    o.depth = 8;
-    o.chunk_size = 1 * TU_MIB;
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_open(&u, url, &o);
-    tu_put(u.c, "cancel/obj", n, 21);
-    for (int round = 0; round < 3; round++) {
-        struct slow_get g = {.c = u.c, .key = "cancel/obj", .cap = n, .flags = RIO_ATOMIC};
-        T_OK(rio_cancel_new(&g.cancel));
-        g.buf = calloc(1, n);
-        pthread_t th;
-        T_EQ(pthread_create(&th, NULL, slow_get_main, &g), 0);
-        wait_inflight(u.c);
-        usleep(500 * (unsigned)round);
-        rio_cancel_fire(g.cancel);
-        pthread_join(th, NULL);
-        /* Either it finished first, or it was cancelled: never in between. */
-        if (g.ret != (int64_t)n) {
-            T_ERR(g.ret, RIO_ECANCELED);
-            for (size_t i = 0; i < n; i += 4096)
-                if (g.buf[i])
-                    T_FAIL("RIO_ATOMIC buffer touched after a cancel");
-        }
-        tu_idle(u.c);
-        rio_cancel_destroy(g.cancel);
-        free(g.buf);
-        /* The connections carry on byte-exact. */
-        tu_get_check(u.c, "cancel/obj", n, 21, 0);
-    }
-    tu_close(&u);
-    stop(&e);
-}
 
 /* -------------------------------------------------------- idle connections */
 

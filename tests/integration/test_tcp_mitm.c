@@ -17,7 +17,7 @@
  * there; an upload the server dropped before its commit makes rio_put start
  * over from its buffer.
  */
-#include "../harness/mitm_env.h"
+#include "mitm_env.h"
 #include "server_disk_util.h"
 #include "tcp_util.h"
 

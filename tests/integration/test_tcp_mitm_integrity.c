@@ -10,7 +10,7 @@
  * the proxy: every object it holds is one the test PUT, under its own key,
  * with its own bytes), and every call ends within its deadline + 1 s.
  */
-#include "../harness/mitm_env.h"
+#include "mitm_env.h"
 #include "tcp_util.h"
 
 #define OBJ (4 * TU_CHUNK + 1000)

@@ -12,7 +12,7 @@
  */
 #include <sys/stat.h>
 
-#include "../harness/mitm_env.h"
+#include "mitm_env.h"
 #include "tcp_util.h"
 
 #define BIG (64u * 1024u * 1024u)

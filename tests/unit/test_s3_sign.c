@@ -13,7 +13,7 @@
 #include <openssl/evp.h>
 
 #include "t.h"
-#include "transport/s3_sign.h"
+#include "transport/s3/sign.h"
 
 static const struct rio_s3_signer aws_example = {
     .access_key = "AKIAIOSFODNN7EXAMPLE",

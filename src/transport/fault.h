@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The fault filter (fault.c): a transport that wraps any other and injects
+ * the faults of include/railio_mock.h into its op stream and metadata calls.
+ * The registry stacks it over a transport whose URL carries `faults=` (even
+ * empty) and over every mock:// transport. The public API (rio_mock_fault_add
+ * and the rest) reaches it through the client; these take the transport
+ * itself, for tests that drive an ops table without a client. Each returns
+ * RIO_EINVAL (or does nothing) when t is not a fault filter.
+ */
+#ifndef RIO_TRANSPORT_FAULT_H
+#define RIO_TRANSPORT_FAULT_H
+
+#include <stdint.h>
+
+#include "railio_mock.h"
+#include "transport/transport.h"
+
+/*
+ * Wrap inner in a fault filter with the rules of spec ("SPEC;SPEC;...", the
+ * syntax of rio_mock_fault_parse; "" or NULL: none yet). o gives the seed of
+ * probabilistic rules. On success the filter owns inner (closing the filter
+ * closes it); on failure inner is untouched and still the caller's.
+ * Returns 0, RIO_EINVAL for a bad spec, or -ENOMEM.
+ */
+int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct rio_options *o,
+                     struct rio_transport **out);
+
+/* The transport t wraps, or t itself when t is not a fault filter. */
+struct rio_transport *rio__fault_inner(struct rio_transport *t);
+/* Whether t is a fault filter. */
+int rio__fault_is(const struct rio_transport *t);
+
+int rio__fault_add(struct rio_transport *t, const struct rio_mock_fault *f);
+void rio__fault_clear(struct rio_transport *t);
+void rio__fault_heal(struct rio_transport *t);
+/* The filter's own counters: ops_read, ops_write, faults_fired,
+ * late_writes and inflight (ops accepted and not yet completed); the other
+ * fields are left as they are. */
+void rio__fault_counters(struct rio_transport *t, struct rio_mock_counters *out);
+
+#endif

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: the cluster side. The URL's options, one cluster connection
+ * (rados_t) per path with librados' own limits set, the pool table (an ioctx
+ * per pool and path, opened on first use), open/close, the counters and the
+ * ops table. The layout in the pool is docs/rados.md; the design is
+ * docs/internals/rados.md.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/internal.h"
+#include "core/url.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/internal.h"
+#include "transport/transport.h"
+
+static struct rados_transport *rt_cast(struct rio_transport *t)
+{
+    return t && t->ops == &rio__rados_ops ? (struct rados_transport *)t : NULL;
+}
+
+/* A librados result -> the engine's codes: the busy and interrupted
+ * answers are a server-side condition the engine may retry. */
+int rio__rados_xlate(int ret)
+{
+    if (ret >= 0)
+        return ret;
+    switch (ret) {
+    case -EAGAIN:
+    case -EBUSY:
+    case -EINTR:
+        return RIO_ESERVER;
+    default:
+        return ret;
+    }
+}
+
+/* ---------------------------------------------------------------- pools */
+
+/* Index of pool name in the table, opening its ioctxs on every path if it
+ * is new. Blocking (it may ask the monitor): metadata paths only. */
+int rio__rados_pool_get(struct rados_transport *t, const char *name)
+{
+    unsigned n, i, p;
+    int ret;
+
+    n = atomic_load(&t->npools);
+    for (i = 0; i < n; i++)
+        if (strcmp(t->pools[i].name, name) == 0)
+            return (int)i;
+    pthread_mutex_lock(&t->pools_mu);
+    n = atomic_load(&t->npools);
+    for (i = 0; i < n; i++)
+        if (strcmp(t->pools[i].name, name) == 0)
+            goto out;
+    ret = RIO_EINVAL;
+    if (n >= MAX_POOLS)
+        goto err;
+    struct rpool *rp = &t->pools[n];
+    memset(rp, 0, sizeof(*rp));
+    ret = -ENOMEM;
+    rp->name = rio__strdup(name);
+    if (!rp->name)
+        goto err;
+    for (p = 0; p < t->base.npaths; p++) {
+        ret = rados_ioctx_create(t->cl[p], name, &rp->io[p]);
+        if (ret < 0) {
+            rp->io[p] = NULL;
+            ret = rio__rados_xlate(ret);
+            goto err_io;
+        }
+        rados_ioctx_set_namespace(rp->io[p], RIO_RADOS_CHUNK_NS);
+    }
+    atomic_store(&t->npools, n + 1);
+    i = n;
+out:
+    pthread_mutex_unlock(&t->pools_mu);
+    return (int)i;
+err_io:
+    for (p = 0; p < t->base.npaths; p++)
+        if (rp->io[p])
+            rados_ioctx_destroy(rp->io[p]);
+    rio__free(rp->name);
+    memset(rp, 0, sizeof(*rp));
+err:
+    pthread_mutex_unlock(&t->pools_mu);
+    return ret;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static int conf_set_u64(rados_t cl, const char *opt, uint64_t v)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%" PRIu64, v);
+    return rados_conf_set(cl, opt, s);
+}
+
+struct rados_params {
+    const char *conf, *id, *keyring;
+    uint64_t op_timeout_s;
+    const char *inject;
+};
+
+static int connect_one(const struct rados_params *pp, rados_t *out)
+{
+    rados_t cl;
+    int ret;
+
+    ret = rados_create(&cl, pp->id);
+    if (ret < 0)
+        return ret;
+    ret = rados_conf_read_file(cl, pp->conf);
+    if (ret < 0)
+        goto err;
+    ret = rados_conf_parse_env(cl, NULL);
+    if (ret < 0)
+        goto err;
+    if (pp->keyring && (ret = rados_conf_set(cl, "keyring", pp->keyring)) < 0)
+        goto err;
+    /* Every op ends within the timeout, so a dead OSD or monitor is an
+     * error and not a hang; the engine's budget bounds what is in flight,
+     * so librados' own throttle (which would block submit) is lifted. */
+    if ((ret = conf_set_u64(cl, "rados_osd_op_timeout", pp->op_timeout_s)) < 0 ||
+        (ret = conf_set_u64(cl, "rados_mon_op_timeout", pp->op_timeout_s)) < 0 ||
+        (ret = conf_set_u64(cl, "client_mount_timeout", pp->op_timeout_s)) < 0 ||
+        (ret = conf_set_u64(cl, "objecter_inflight_op_bytes", 1ull << 40)) < 0 ||
+        (ret = conf_set_u64(cl, "objecter_inflight_ops", 1u << 20)) < 0)
+        goto err;
+    ret = rados_connect(cl);
+    if (ret < 0)
+        goto err;
+    if (pp->inject && (ret = rados_conf_set(cl, "ms_inject_socket_failures", pp->inject)) < 0)
+        goto err;
+    *out = cl;
+    return 0;
+err:
+    rados_shutdown(cl);
+    return ret;
+}
+
+static void rt_close(struct rio_transport *tt)
+{
+    struct rados_transport *t = rt_cast(tt);
+
+    if (!t)
+        return;
+    unsigned n = atomic_load(&t->npools);
+    for (unsigned i = 0; i < n; i++) {
+        for (unsigned p = 0; p < t->base.npaths; p++)
+            if (t->pools[i].io[p])
+                rados_ioctx_destroy(t->pools[i].io[p]);
+        rio__free(t->pools[i].name);
+    }
+    if (t->head_io)
+        rados_ioctx_destroy(t->head_io);
+    for (unsigned p = 0; p < RIO_MAX_PATHS; p++)
+        if (t->cl[p])
+            rados_shutdown(t->cl[p]);
+    /* The engine reaps every op before closing; release any stragglers. */
+    for (struct rop *op = t->done_head; op; op = op->next)
+        rados_aio_release(op->comp);
+    for (struct rop *op = t->held; op; op = op->next)
+        rados_aio_release(op->comp);
+    while (t->slabs) {
+        struct rslab *s = t->slabs;
+        t->slabs = s->next;
+        rio__free(s);
+    }
+    rio__rados_cache_clear(t);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->cache_mu);
+    pthread_mutex_destroy(&t->pools_mu);
+    rio__free(t);
+}
+
+static int parse_duration_s(const char *v, uint64_t *out_s)
+{
+    uint64_t ns;
+    if (rio__parse_duration_ns(v, &ns) < 0 || ns == 0)
+        return RIO_EINVAL;
+    *out_s = (ns + 999999999ull) / 1000000000ull;
+    return 0;
+}
+
+static int rt_open(const struct rio_url *u, const struct rio_options *o, struct rio_transport **out)
+{
+    struct rados_transport *t;
+    struct rados_params pp = {0};
+    pthread_condattr_t ca;
+    const char *s;
+    uint64_t v, abort_s;
+    unsigned npaths;
+    int ret;
+
+    if (!u || !out || !u->authority || !*u->authority)
+        return RIO_EURL; /* rados://POOL */
+    if (u->path && *u->path)
+        return RIO_EURL; /* the key comes per call */
+
+    /* Parameters. */
+    pp.conf = rio__url_param(u, "conf");
+    if (!pp.conf || !*pp.conf) {
+        const char *e = getenv("RIO_CEPH_CONF");
+        pp.conf = e && *e ? e : NULL; /* NULL: librados' search ($CEPH_CONF, /etc/ceph) */
+    }
+    pp.id = rio__url_param(u, "id");
+    if (pp.id && !*pp.id)
+        return RIO_EINVAL;
+    if (pp.id && strncmp(pp.id, "client.", 7) == 0)
+        pp.id += 7;
+    if (!pp.id)
+        pp.id = "admin";
+    pp.keyring = rio__url_param(u, "keyring");
+    pp.op_timeout_s = o && o->op_timeout_ms ? (o->op_timeout_ms + 999u) / 1000u : 10;
+    if ((s = rio__url_param(u, "timeout")) && parse_duration_s(s, &pp.op_timeout_s) < 0)
+        return RIO_EINVAL;
+    abort_s = pp.op_timeout_s * 3 > 10 ? pp.op_timeout_s * 3 : 10;
+    if ((s = rio__url_param(u, "abort_timeout")) && parse_duration_s(s, &abort_s) < 0)
+        return RIO_EINVAL;
+    if ((s = rio__url_param(u, "inject_socket_failures"))) {
+        if (rio__parse_size(s, &v) < 0 || v > INT_MAX)
+            return RIO_EINVAL;
+        pp.inject = s;
+    }
+    npaths = o && o->paths ? o->paths : 1;
+    if (npaths > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+
+    t = rio__calloc(1, sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->base.ops = &rio__rados_ops;
+    t->base.npaths = npaths;
+    t->abort_ns = abort_s * 1000000000ull;
+    t->fail_chunk = -1;
+    t->rng = o && o->seed ? o->seed : 0x7261646f73ull;
+    t->gen_state = rio__now_ns() ^ (uint64_t)(uintptr_t)t;
+    if ((s = rio__url_param(u, "fail_chunk"))) {
+        ret = RIO_EINVAL;
+        if (rio__parse_size(s, &v) < 0 || v > INT64_MAX)
+            goto err_free;
+        t->fail_chunk = (int64_t)v;
+        t->fail_err = -EIO;
+        if ((s = rio__url_param(u, "fail_error"))) {
+            int e = rio__err_from_name(s);
+            if (e >= 0)
+                goto err_free;
+            t->fail_err = e;
+        }
+    }
+    if ((s = rio__url_param(u, "shuffle")) && strcmp(s, "0") != 0)
+        t->shuffle = true;
+
+    ret = -pthread_mutex_init(&t->pools_mu, NULL);
+    if (ret < 0)
+        goto err_free;
+    ret = -pthread_mutex_init(&t->cache_mu, NULL);
+    if (ret < 0)
+        goto err_pools_mu;
+    ret = -pthread_mutex_init(&t->mu, NULL);
+    if (ret < 0)
+        goto err_cache_mu;
+    ret = -pthread_condattr_init(&ca);
+    if (ret < 0)
+        goto err_mu;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    ret = -pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (ret < 0)
+        goto err_mu;
+    ret = rio__rados_slab_grow_locked(t);
+    if (ret < 0)
+        goto err_cv;
+
+    /* From here rt_close undoes everything. */
+    for (unsigned p = 0; p < npaths; p++) {
+        ret = connect_one(&pp, &t->cl[p]);
+        if (ret < 0) {
+            t->cl[p] = NULL;
+            ret = ret == -ENOENT && p == 0 && pp.conf ? -ENOENT : rio__rados_xlate(ret);
+            goto err_close;
+        }
+    }
+    ret = rados_ioctx_create(t->cl[0], u->authority, &t->head_io);
+    if (ret < 0) {
+        t->head_io = NULL;
+        goto err_close;
+    }
+    if ((s = rio__url_param(u, "pools")) && *s) {
+        /* PUTs spread chunks over these pools, which take the first entries
+         * of the pool table in the order given; the URL's pool holds heads. */
+        char *list = rio__strdup(s), *save = NULL, *tok;
+        ret = -ENOMEM;
+        if (!list)
+            goto err_close;
+        for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            ret = t->nwpools < MAX_HEAD_POOLS ? rio__rados_pool_get(t, tok) : RIO_EINVAL;
+            if (ret >= 0 && (unsigned)ret != t->nwpools)
+                ret = RIO_EINVAL; /* listed twice */
+            if (ret < 0)
+                break;
+            t->nwpools++;
+        }
+        rio__free(list);
+        if (ret < 0)
+            goto err_close;
+    }
+    ret = rio__rados_pool_get(t, u->authority);
+    if (ret < 0)
+        goto err_close;
+    if (t->nwpools == 0)
+        t->nwpools = 1;
+    if ((s = rio__url_param(u, "max_object"))) {
+        ret = RIO_EINVAL;
+        if (rio__parse_size(s, &t->max_object) < 0 || t->max_object == 0)
+            goto err_close;
+    } else {
+        char val[64];
+        t->max_object = 128ull << 20;
+        if (rados_conf_get(t->cl[0], "osd_max_object_size", val, sizeof(val)) == 0 &&
+            rio__parse_size(val, &v) == 0 && v > 0)
+            t->max_object = v;
+    }
+    *out = &t->base;
+    return 0;
+
+err_close:
+    rt_close(&t->base);
+    return ret;
+err_cv:
+    pthread_cond_destroy(&t->cv);
+err_mu:
+    pthread_mutex_destroy(&t->mu);
+err_cache_mu:
+    pthread_mutex_destroy(&t->cache_mu);
+err_pools_mu:
+    pthread_mutex_destroy(&t->pools_mu);
+err_free:
+    rio__free(t);
+    return ret;
+}
+
+void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *out)
+{
+    struct rados_transport *t = rt_cast(tt);
+
+    if (!out)
+        return;
+    if (!t) {
+        memset(out, 0, sizeof(*out));
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    *out = t->ctr;
+    pthread_mutex_unlock(&t->mu);
+}
+
+const struct rio_transport_ops rio__rados_ops = {
+    .scheme = "rados",
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .open = rt_open,
+    .close = rt_close,
+    .submit = rio__rados_submit,
+    .reap = rio__rados_reap,
+    .wake = rio__rados_wake,
+    .cancel = rio__rados_cancel,
+    .lookup = rio__rados_lookup,
+    .put_open = rio__rados_put_open,
+    .put_commit = rio__rados_put_commit,
+    .put_abort = rio__rados_put_abort,
+    .remove = rio__rados_remove,
+};

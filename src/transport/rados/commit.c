@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: the head in the pool and the head-last commit. A PUT's chunks
+ * are all written before its head; the head goes in with one atomic write op
+ * guarded by a compare on the rio.gen xattr, so a reader sees the old head or
+ * the new one, and two racing PUTs of one key each learn which head they
+ * replaced and remove its chunks.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/head.h"
+#include "transport/rados/internal.h"
+#include "transport/transport.h"
+
+/* ------------------------------------------------------------------ head */
+
+/* The head text for an upload; *out is rio__malloc'd. */
+static int head_build(struct rados_transport *t, struct rupload *up, const struct rio_desc *d,
+                      char **out, size_t *outlen)
+{
+    struct rio__rados_head h = {
+        .generation = up->generation,
+        .size = up->size,
+        .chunk_size = up->chunk_size,
+        .nchunks = up->nchunks,
+        .npools = up->npools,
+        .xxh = d->xxh,
+    };
+
+    memcpy(h.etag, d->etag, sizeof(h.etag));
+    h.etag[sizeof(h.etag) - 1] = '\0';
+    for (unsigned i = 0; i < up->npools; i++)
+        h.pools[i] = t->pools[up->pools[i]].name;
+    return rio__rados_head_format(up->key, &h, out, outlen);
+}
+
+/* A failed read of a head: no such object is no such key. */
+static int head_err(int ret)
+{
+    return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
+}
+
+/*
+ * Read key's head. Returns 0 with *buf, *len (rio__malloc'd), RIO_ENOTFOUND,
+ * or an error. A head replaced while it is read shows as a size change: read
+ * again.
+ */
+static int head_read_raw(struct rados_transport *t, const char *key, char **buf, size_t *len)
+{
+    size_t cap = HEAD_READ0;
+    char *b = NULL;
+    int ret;
+
+    for (int tries = 0; tries < 4; tries++) {
+        rio__free(b);
+        b = rio__malloc(cap);
+        if (!b)
+            return -ENOMEM;
+        ret = rados_read(t->head_io, key, b, cap, 0);
+        if (ret < 0) {
+            ret = head_err(ret);
+            break;
+        }
+        if ((size_t)ret < cap) {
+            *buf = b;
+            *len = (size_t)ret;
+            return 0;
+        }
+        uint64_t size;
+        time_t mtime;
+        ret = rados_stat(t->head_io, key, &size, &mtime);
+        if (ret < 0) {
+            ret = head_err(ret);
+            break;
+        }
+        if (size >= RIO_RADOS_HEAD_MAX) {
+            ret = RIO_EPROTO;
+            break;
+        }
+        cap = (size_t)size + 1;
+        ret = RIO_EPROTO;
+    }
+    rio__free(b);
+    return ret;
+}
+
+/* Read and parse key's head. RIO_EPROTO: an object that is not a head. */
+int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int ret;
+
+    ret = head_read_raw(t, key, &buf, &len);
+    if (ret < 0)
+        return ret;
+    ret = rio__rados_head_parse(buf, len, key, h);
+    rio__free(buf);
+    return ret;
+}
+
+/*
+ * Write the head atomically over whatever head is there now, and report the
+ * head it replaced (*old, valid when *had_old). The write op compares the
+ * rio.gen xattr with the generation just read, so if another PUT landed in
+ * between, the op fails and we read again: each writer learns exactly which
+ * generation it replaced, and no chunk object is orphaned by a race.
+ */
+static int head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
+                     uint64_t gen, struct rio__rados_head *old, bool *had_old)
+{
+    char newhex[17], oldhex[17];
+    int ret = 0;
+
+    snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
+    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+        bool guarded = false;
+        *had_old = false;
+        ret = rio__rados_head_read(t, key, old);
+        if (ret == 0) {
+            *had_old = true;
+            guarded = true;
+            snprintf(oldhex, sizeof(oldhex), "%016" PRIx64, old->generation);
+        } else if (ret != RIO_ENOTFOUND && ret != RIO_EPROTO) {
+            return ret;
+        }
+        rados_write_op_t op = rados_create_write_op();
+        if (!op) {
+            if (*had_old)
+                rio__rados_head_cleanup(old);
+            return -ENOMEM;
+        }
+        if (guarded)
+            rados_write_op_cmpxattr(op, RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, oldhex, 16);
+        else if (ret == RIO_ENOTFOUND)
+            rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+        /* else: an object that is not a head sits under the key: overwrite it. */
+        rados_write_op_write_full(op, buf, len);
+        rados_write_op_setxattr(op, RIO_RADOS_GEN_XATTR, newhex, 16);
+        ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
+        rados_release_write_op(op);
+        if (ret == 0)
+            return 0;
+        if (*had_old)
+            rio__rados_head_cleanup(old);
+        *had_old = false;
+        if (ret != -ECANCELED && ret != -EEXIST && ret != -ENOENT && ret != -ENODATA)
+            return rio__rados_xlate(ret);
+        pthread_mutex_lock(&t->mu);
+        t->ctr.commits_raced++;
+        pthread_mutex_unlock(&t->mu);
+    }
+    return RIO_ESERVER;
+}
+
+/*
+ * A streaming upload learns its size at commit: check that the chunks that
+ * went out are exactly those of d's geometry (none beyond the last; the one
+ * short chunk, if any, is the last and has the right length), then fix the
+ * size and count. Called after the fence: no WRITE of it is in flight.
+ */
+static int stream_close(struct rupload *up, const struct rio_desc *d)
+{
+    uint64_t last;
+
+    if (d->chunk_size != up->chunk_size || d->size > INT64_MAX ||
+        d->nchunks != nchunks_of(d->size, up->chunk_size) || d->nchunks > up->cap ||
+        up->hi > d->nchunks)
+        return RIO_EPROTO;
+    last = d->nchunks ? d->size - (d->nchunks - 1) * up->chunk_size : 0;
+    if (last && last < up->chunk_size) {
+        if (up->short_index != d->nchunks - 1 || up->short_len != last)
+            return RIO_EPROTO;
+    } else if (up->short_index != NO_INDEX) {
+        return RIO_EPROTO;
+    }
+    up->size = d->size;
+    up->nchunks = d->nchunks;
+    return 0;
+}
+
+int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct rupload *up = upload;
+    struct rio__rados_head old;
+    bool had_old = false;
+    char *buf = NULL;
+    size_t len;
+    int ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = RIO_EINVAL;
+    if (!d || (d->nchunks && !d->xxh))
+        goto err;
+    if (up->stream) {
+        ret = stream_close(up, d);
+        if (ret < 0)
+            goto err;
+    }
+    ret = RIO_EPROTO;
+    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks ||
+        strcmp(d->key, up->key) != 0)
+        goto err;
+    for (uint64_t i = 0; i < up->nchunks; i++)
+        if (!up->done[i])
+            goto err; /* a chunk never landed: nothing to publish */
+    ret = head_build(t, up, d, &buf, &len);
+    if (ret < 0)
+        goto err;
+    ret = head_swap(t, up->key, buf, len, up->generation, &old, &had_old);
+    rio__free(buf);
+    if (ret < 0)
+        goto err;
+    d->generation = up->generation;
+    if (had_old) {
+        if (old.generation != up->generation)
+            rio__rados_remove_head_chunks(t, up->key, &old);
+        rio__rados_head_cleanup(&old);
+    }
+    rio__rados_upload_free(up);
+    return 0;
+err:
+    rio__rados_upload_discard(t, up);
+    return ret;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The rados:// head object (docs/rados.md): parsed without librados.
+ */
+#ifndef RIO_TRANSPORT_RADOS_HEAD_H
+#define RIO_TRANSPORT_RADOS_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "railio.h"
+
+#define RIO_RADOS_MAX_HEAD_POOLS 16 /* pools one head may name */
+#define RIO_RADOS_NAME_MAX (RIO_KEY_MAX + 40)
+
+struct rio__rados_head {
+    uint64_t generation, size, chunk_size, nchunks;
+    char etag[48];
+    unsigned npools;
+    char *pools[RIO_RADOS_MAX_HEAD_POOLS];
+    uint8_t *chunk_pool; /* per chunk, index into pools */
+    uint64_t *xxh;
+};
+
+/*
+ * Parse the head text buf[0..len) of key into *h (rio__malloc'd lists:
+ * rio__rados_head_cleanup). Returns 0, RIO_EPROTO for anything but a
+ * well-formed head of key, or -ENOMEM.
+ */
+int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h);
+void rio__rados_head_cleanup(struct rio__rados_head *h);
+
+/*
+ * The head text of key for *h (what rio__rados_head_parse reads back):
+ * chunk i in pool h->chunk_pool[i], or i % npools when chunk_pool is NULL.
+ * *out is rio__malloc'd, *outlen its length. RIO_EINVAL when the head would
+ * pass RIO_RADOS_HEAD_MAX (too many chunks: larger chunks make it fit).
+ */
+int rio__rados_head_format(const char *key, const struct rio__rados_head *h, char **out,
+                           size_t *outlen);
+
+/* Percent-encoding of names in the head: bytes <= 0x20, '%' and >= 0x7f as
+ * %XX. The encoded length of s; pct_put writes it at d and returns the end. */
+size_t rio__rados_pct_len(const char *s);
+char *rio__rados_pct_put(char *d, const char *s);
+
+#endif

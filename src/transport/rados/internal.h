@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://POOL: objects striped into chunk objects in a Ceph cluster through
+ * librados aio. The layout (specified byte by byte in docs/rados.md):
+ *
+ *   head   POOL, namespace "", object KEY: a text descriptor (size, chunk
+ *          size, count, per-chunk xxh3, etag, generation, every chunk's
+ *          pool and name in source order) plus the xattr rio.gen holding the
+ *          generation. Written last, in one atomic write op guarded by a
+ *          compare on rio.gen, so a reader sees the old head or the new one
+ *          and two racing PUTs of one key both know what they replaced.
+ *   chunks namespace "rio.chunk" of the chunk's pool, object
+ *          "KEY.GGGGGGGGGGGGGGGG.IIIIIIIIIIIIIIII" (generation, index in hex).
+ *          A generation is random per PUT, so concurrent PUTs never share a
+ *          chunk object, and a READ that names a generation whose chunks were
+ *          removed gets ENOENT, reported as RIO_EGENERATION.
+ *
+ * Paths: each path is its own cluster connection (rados_t: its own messenger
+ * and sockets) with one ioctx per pool; depth is the engine's. Chunk ops are
+ * librados aio; their completion callbacks (librados threads) push the op on
+ * a done queue and signal reap, which calls complete() in the engine thread.
+ * librados cannot abort an op it has sent: cancel marks it and it completes
+ * within the op timeout (rados_osd_op_timeout, set at connect), so a dead
+ * OSD ends in -ETIMEDOUT, never a hang.
+ *
+ * Metadata (lookup, put_open, put_commit, put_abort, remove) is synchronous
+ * on path 0's connection and thread-safe. A lookup caches where the head put
+ * each chunk (pool per chunk) so the READs it precedes can find them.
+ *
+ * Files (docs/internals/rados.md): cluster.c (options, connections, pools,
+ * open/close), data.c (chunk ops: submit, reap, cancel), cache.c (placement
+ * cache), commit.c (head read, build and swap; put_commit), meta.c (lookup,
+ * put_open, put_abort, remove, chunk removal), head.c (the head's text
+ * format, no librados).
+ *
+ * Locks: t->mu guards the op pool, the done queue and the counters; t->cache_mu
+ * the placement cache; t->pools_mu the pool table (readers take a snapshot of
+ * the count; entries are immutable once published). No lock is held while
+ * calling into librados for a chunk op or while calling complete().
+ */
+#ifndef RIO_TRANSPORT_RADOS_INTERNAL_H
+#define RIO_TRANSPORT_RADOS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rados/librados.h>
+
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/head.h"
+#include "transport/transport.h"
+
+#define MAX_POOLS 32 /* pools one transport knows (configured + seen in heads) */
+#define MAX_HEAD_POOLS RIO_RADOS_MAX_HEAD_POOLS
+#define SLAB_OPS 64u        /* chunk ops allocated at a time */
+#define CACHE_BUCKETS 1024u /* placement cache: hash buckets */
+#define CACHE_MAX 4096u     /* placement cache: entries kept (LRU) */
+#define HEAD_READ0 (64u << 10)
+#define COMMIT_TRIES 64
+#define REMOVE_WINDOW 64 /* aio removes in flight at once */
+#define NAME_MAX_LEN RIO_RADOS_NAME_MAX
+#define UPLOAD_MAGIC 0x7261646f7375706cull
+#define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
+#define SHUFFLE_WAIT_NS 20000000ull
+
+extern const struct rio_transport_ops rio__rados_ops;
+
+/* ---------------------------------------------------------------- types */
+
+struct rpool {
+    char *name;
+    rados_ioctx_t io[RIO_MAX_PATHS]; /* per path, namespace RIO_RADOS_CHUNK_NS */
+};
+
+struct rupload {
+    uint64_t magic;
+    char *key;
+    uint64_t generation;
+    uint64_t size, chunk_size, nchunks; /* streaming: size and nchunks set at commit */
+    bool stream;                        /* opened with RIO_SIZE_UNKNOWN */
+    unsigned npools;
+    uint8_t pools[MAX_HEAD_POOLS]; /* transport pool indices, chunk i -> pools[i % npools] */
+    /* Under t->mu while the PUT runs (submit and reap may run in different
+     * threads, and a streaming upload grows the arrays at submit); the
+     * caller's alone after the fence. */
+    uint16_t *paths_tried; /* per chunk: bit p set once a WRITE went out on path p */
+    uint8_t *done;         /* per chunk: a WRITE completed successfully */
+    uint64_t cap;          /* entries allocated in paths_tried and done */
+    uint64_t hi;           /* highest index a WRITE went out for + 1 */
+    uint64_t max_done;     /* highest index completed + 1 (reorder counter) */
+    /* Streaming: the one chunk shorter than chunk_size (the last), if seen. */
+    uint64_t short_index, short_len;
+};
+
+struct rop {
+    struct rio_io *io;
+    struct rados_transport *t;
+    rados_completion_t comp;
+    struct rupload *up;
+    int forced; /* fail_chunk: the error to report instead of the result */
+    bool cancelled;
+    uint64_t t_done; /* shuffle knob: when it completed */
+    struct rop *next;
+};
+
+struct rslab {
+    struct rslab *next;
+    struct rop ops[SLAB_OPS];
+};
+
+struct centry {
+    struct centry *hnext;         /* hash chain */
+    struct centry *lprev, *lnext; /* LRU list, most recent first */
+    uint64_t hash, generation, nchunks;
+    unsigned npools;
+    uint8_t map[MAX_HEAD_POOLS]; /* head pool index -> transport pool index */
+    uint8_t *chunk_pool;         /* per chunk head pool index; NULL: chunk i in i % npools */
+    size_t keylen;
+    char key[];
+};
+
+struct rados_transport {
+    struct rio_transport base; /* first: the engine's handle */
+    rados_t cl[RIO_MAX_PATHS];
+    rados_ioctx_t head_io; /* path 0, the URL's pool, namespace "" */
+    uint64_t max_object;
+    uint64_t abort_ns;
+    uint64_t gen_state;
+    int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
+    int fail_err;
+    bool shuffle; /* test knob: deliver completions in a shuffled order */
+
+    pthread_mutex_t pools_mu;
+    struct rpool pools[MAX_POOLS];
+    _Atomic unsigned npools;
+    unsigned nwpools; /* pools a PUT spreads over: pools[0..nwpools) */
+
+    pthread_mutex_t cache_mu;
+    struct centry *cbuckets[CACHE_BUCKETS];
+    struct centry *lru_head, *lru_tail;
+    unsigned ncache;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    struct rslab *slabs;
+    struct rop *free_ops;
+    struct rop *done_head, *done_tail;
+    struct rop *held; /* shuffle knob */
+    unsigned nheld;
+    bool woken;
+    uint64_t rng;
+    struct rio_rados_counters ctr;
+};
+
+static inline uint64_t nchunks_of(uint64_t size, uint64_t chunk_size)
+{
+    return size / chunk_size + (size % chunk_size != 0);
+}
+
+/* An upload's short_index before its short chunk is seen. */
+#define NO_INDEX UINT64_MAX
+
+/* cluster.c */
+int rio__rados_xlate(int ret);
+int rio__rados_pool_get(struct rados_transport *t, const char *name);
+
+/* cache.c */
+uint64_t rio__rados_hash_key(const char *key, size_t len, uint64_t gen);
+void rio__rados_centry_free(struct centry *e);
+void rio__rados_cache_put(struct rados_transport *t, struct centry *e);
+int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_t gen,
+                             uint64_t index);
+void rio__rados_cache_clear(struct rados_transport *t);
+
+/* data.c */
+int rio__rados_slab_grow_locked(struct rados_transport *t);
+int rio__rados_submit(struct rio_transport *tt, struct rio_io *io);
+int rio__rados_reap(struct rio_transport *tt, int timeout_ms);
+void rio__rados_wake(struct rio_transport *tt);
+void rio__rados_cancel(struct rio_transport *tt, struct rio_io *io);
+
+/* commit.c */
+int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h);
+int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+
+/* meta.c */
+void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
+                                   const struct rio__rados_head *h);
+void rio__rados_upload_free(struct rupload *up);
+void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up);
+int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
+int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size,
+                        uint64_t chunk_size, void **upload);
+void rio__rados_put_abort(struct rio_transport *tt, void *upload);
+int rio__rados_remove(struct rio_transport *tt, const char *key);
+
+#endif

@@ -1,0 +1,368 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: the metadata calls other than the commit (lookup, put_open,
+ * put_abort, remove) and the removal of chunk objects. Synchronous on path
+ * 0's connection (removals on the path a WRITE went out on), thread-safe.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/internal.h"
+#include "core/key.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/head.h"
+#include "transport/rados/internal.h"
+#include "transport/transport.h"
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* A generation nobody else will pick: random bits mixed with this client's
+ * cluster-wide instance id and a counter. Never 0 ("any"). */
+static uint64_t new_generation(struct rados_transport *t)
+{
+    uint64_t r = 0, g;
+
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+        r = rio__now_ns();
+    pthread_mutex_lock(&t->mu);
+    t->gen_state ^= r;
+    g = rio__rand(&t->gen_state);
+    pthread_mutex_unlock(&t->mu);
+    g ^= rados_get_instance_id(t->cl[0]) * 0x9e3779b97f4a7c15ull;
+    return g ? g : 1;
+}
+
+/* ---------------------------------------------------- chunk removal (sync) */
+
+struct rm_item {
+    int pool;      /* transport pool index */
+    unsigned path; /* connection to send it on */
+    uint64_t index;
+    int ret;
+};
+
+/*
+ * Remove chunk objects of (key, gen), each on its own path, REMOVE_WINDOW
+ * at a time; retry those that fail (other than "already gone") until the
+ * abort deadline. Returns how many could not be removed.
+ */
+static uint64_t remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
+                              struct rm_item *items, size_t n)
+{
+    uint64_t deadline = rio__now_ns() + t->abort_ns, removed = 0, failed = 0;
+    char name[NAME_MAX_LEN];
+    rados_completion_t comp[REMOVE_WINDOW];
+    size_t idx[REMOVE_WINDOW];
+    unsigned backoff = 20;
+
+    for (size_t i = 0; i < n; i++)
+        items[i].ret = 1; /* pending */
+    for (;;) {
+        size_t k = 0, i = 0, pending = 0;
+        while (i < n) {
+            k = 0;
+            for (; i < n && k < REMOVE_WINDOW; i++) {
+                if (items[i].ret != 1 && !(items[i].ret < 0))
+                    continue;
+                rio__rados_chunk_name(name, sizeof(name), key, gen, items[i].index);
+                if (rados_aio_create_completion2(NULL, NULL, &comp[k]) < 0) {
+                    items[i].ret = -ENOMEM;
+                    continue;
+                }
+                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], name, comp[k]);
+                if (r < 0) {
+                    rados_aio_release(comp[k]);
+                    items[i].ret = r;
+                    continue;
+                }
+                idx[k++] = i;
+            }
+            for (size_t j = 0; j < k; j++) {
+                rados_aio_wait_for_complete(comp[j]);
+                int r = rados_aio_get_return_value(comp[j]);
+                rados_aio_release(comp[j]);
+                if (r == 0 || r == -ENOENT)
+                    removed++; /* gone, whoever removed it */
+                items[idx[j]].ret = r == 0 || r == -ENOENT ? 0 : r;
+            }
+        }
+        for (i = 0; i < n; i++)
+            if (items[i].ret < 0)
+                pending++;
+        if (!pending || rio__now_ns() >= deadline) {
+            failed = pending;
+            break;
+        }
+        sleep_ms(backoff);
+        backoff = backoff < 500 ? backoff * 2 : 500;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->ctr.removed += removed;
+    t->ctr.remove_failed += failed;
+    pthread_mutex_unlock(&t->mu);
+    return failed;
+}
+
+/* Remove every chunk a head names (after the head itself is gone or replaced). */
+void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
+                                   const struct rio__rados_head *h)
+{
+    struct rm_item *items;
+    int map[MAX_HEAD_POOLS];
+
+    if (!h->nchunks || h->nchunks > SIZE_MAX / sizeof(*items))
+        return;
+    for (unsigned i = 0; i < h->npools; i++)
+        map[i] = rio__rados_pool_get(t, h->pools[i]);
+    items = rio__calloc((size_t)h->nchunks, sizeof(*items));
+    if (!items)
+        return;
+    size_t n = 0;
+    for (uint64_t i = 0; i < h->nchunks; i++) {
+        int pi = map[h->chunk_pool[i]];
+        if (pi < 0)
+            continue; /* the pool itself is gone */
+        items[n].pool = pi;
+        items[n].path = 0;
+        items[n].index = i;
+        n++;
+    }
+    remove_chunks(t, key, h->generation, items, n);
+    rio__free(items);
+}
+
+/* ------------------------------------------------------------- metadata */
+
+int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct rio__rados_head h;
+    struct centry *e;
+    size_t keylen;
+    int ret;
+
+    if (!out)
+        return RIO_EINVAL;
+    ret = rio__key_len(key, &keylen);
+    if (ret < 0)
+        return ret;
+    ret = rio__rados_head_read(t, key, &h);
+    if (ret < 0)
+        return ret;
+
+    ret = -ENOMEM;
+    e = rio__calloc(1, sizeof(*e) + keylen + 1);
+    if (!e)
+        goto err_head;
+    memcpy(e->key, key, keylen + 1);
+    e->keylen = keylen;
+    e->generation = h.generation;
+    e->hash = rio__rados_hash_key(key, keylen, h.generation);
+    e->nchunks = h.nchunks;
+    e->npools = h.npools;
+    for (unsigned i = 0; i < h.npools; i++) {
+        ret = rio__rados_pool_get(t, h.pools[i]);
+        if (ret < 0)
+            goto err_entry;
+        e->map[i] = (uint8_t)ret;
+    }
+    for (uint64_t i = 0; i < h.nchunks; i++) {
+        if (h.chunk_pool[i] != i % h.npools) {
+            /* Not the usual round robin: keep the head's choice per chunk. */
+            e->chunk_pool = h.chunk_pool;
+            h.chunk_pool = NULL;
+            break;
+        }
+    }
+
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, keylen + 1);
+    out->generation = h.generation;
+    out->size = h.size;
+    out->chunk_size = h.chunk_size;
+    out->nchunks = h.nchunks;
+    out->xxh = h.xxh;
+    h.xxh = NULL;
+    memcpy(out->etag, h.etag, sizeof(out->etag));
+    rio__rados_head_cleanup(&h);
+    rio__rados_cache_put(t, e);
+    return 0;
+err_entry:
+    rio__rados_centry_free(e);
+err_head:
+    rio__rados_head_cleanup(&h);
+    return ret;
+}
+
+void rio__rados_upload_free(struct rupload *up)
+{
+    if (!up)
+        return;
+    up->magic = 0;
+    rio__free(up->key);
+    rio__free(up->paths_tried);
+    rio__free(up->done);
+    rio__free(up);
+}
+
+int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size,
+                        uint64_t chunk_size, void **upload)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct rupload *up;
+    size_t keylen;
+    int ret;
+
+    ret = rio__key_len(key, &keylen);
+    if (ret < 0)
+        return ret;
+    if (!upload || chunk_size == 0)
+        return RIO_EINVAL;
+    /* A chunk is one RADOS object: the cluster refuses larger ones (EFBIG). */
+    if (chunk_size > t->max_object)
+        return RIO_EINVAL;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    ret = -ENOMEM;
+    up->key = rio__strdup(key);
+    if (!up->key)
+        goto err;
+    up->chunk_size = chunk_size;
+    up->short_index = NO_INDEX;
+    if (size == RIO_SIZE_UNKNOWN) {
+        /* Streaming: the per-chunk arrays grow as chunks are submitted;
+         * size and count come with the commit. */
+        up->stream = true;
+    } else {
+        up->size = size;
+        up->nchunks = nchunks_of(size, chunk_size);
+    }
+    if (up->nchunks) {
+        if (up->nchunks > SIZE_MAX / sizeof(uint16_t))
+            goto err;
+        up->paths_tried = rio__calloc((size_t)up->nchunks, sizeof(uint16_t));
+        up->done = rio__calloc((size_t)up->nchunks, 1);
+        if (!up->paths_tried || !up->done)
+            goto err;
+        up->cap = up->nchunks;
+    }
+    up->npools = t->nwpools;
+    for (unsigned i = 0; i < t->nwpools; i++)
+        up->pools[i] = (uint8_t)i;
+    up->generation = new_generation(t);
+    up->magic = UPLOAD_MAGIC;
+    *upload = up;
+    return 0;
+err:
+    rio__rados_upload_free(up);
+    return ret;
+}
+
+/* Remove every chunk object a WRITE of the upload may have created, on each
+ * connection it went out on (so the remove follows the write on that
+ * connection), then free the upload. up->hi bounds the chunks a WRITE went
+ * out for, whether or not the size was known. */
+void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
+{
+    struct rm_item *items = NULL;
+    size_t n = 0;
+
+    for (uint64_t i = 0; i < up->hi; i++)
+        n += (size_t)__builtin_popcount(up->paths_tried[i]);
+    if (n)
+        items = rio__calloc(n, sizeof(*items));
+    if (items) {
+        n = 0;
+        for (uint64_t i = 0; i < up->hi; i++)
+            for (unsigned p = 0; p < t->base.npaths; p++)
+                if (up->paths_tried[i] & (1u << p)) {
+                    items[n].pool = up->pools[i % up->npools];
+                    items[n].path = p;
+                    items[n].index = i;
+                    n++;
+                }
+        remove_chunks(t, up->key, up->generation, items, n);
+        rio__free(items);
+    } else if (n) {
+        /* No memory for the batch: one at a time. */
+        struct rm_item one;
+        for (uint64_t i = 0; i < up->hi; i++)
+            for (unsigned p = 0; p < t->base.npaths; p++)
+                if (up->paths_tried[i] & (1u << p)) {
+                    one.pool = up->pools[i % up->npools];
+                    one.path = p;
+                    one.index = i;
+                    remove_chunks(t, up->key, up->generation, &one, 1);
+                }
+    }
+    rio__rados_upload_free(up);
+}
+
+void rio__rados_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct rupload *up = upload;
+
+    if (up && up->magic == UPLOAD_MAGIC)
+        rio__rados_upload_discard(t, up);
+}
+
+int rio__rados_remove(struct rio_transport *tt, const char *key)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct rio__rados_head h;
+    char hex[17];
+    size_t keylen;
+    int ret;
+
+    ret = rio__key_len(key, &keylen);
+    if (ret < 0)
+        return ret;
+    for (int tries = 0; tries < COMMIT_TRIES; tries++) {
+        ret = rio__rados_head_read(t, key, &h);
+        if (ret == RIO_EPROTO) {
+            /* Not a head: remove the object itself. */
+            ret = rados_remove(t->head_io, key);
+            return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
+        }
+        if (ret < 0)
+            return ret;
+        rados_write_op_t op = rados_create_write_op();
+        if (!op) {
+            rio__rados_head_cleanup(&h);
+            return -ENOMEM;
+        }
+        snprintf(hex, sizeof(hex), "%016" PRIx64, h.generation);
+        rados_write_op_cmpxattr(op, RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, hex, 16);
+        rados_write_op_remove(op);
+        ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
+        rados_release_write_op(op);
+        if (ret == 0) {
+            rio__rados_remove_head_chunks(t, key, &h);
+            rio__rados_head_cleanup(&h);
+            return 0;
+        }
+        rio__rados_head_cleanup(&h);
+        if (ret != -ECANCELED && ret != -ENOENT && ret != -ENODATA)
+            return rio__rados_xlate(ret);
+    }
+    return RIO_ESERVER;
+}

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * s3:// and http(s):// configuration: the URL (bucket, endpoint, prefix,
+ * rails), its options and RIO_S3_* knobs, and the AWS credentials from the
+ * environment, read once at open (docs/s3.md lists them).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/alloc.h"
+#include "core/internal.h"
+#include "transport/s3/internal.h"
+
+/* A knob's value: the URL option param, else the environment variable env
+ * (NULL when neither is set). *name (when name is not NULL) is the one the
+ * value came from, for the line a refusal writes. */
+static const char *knob(const struct rio_url *u, const char *param, const char *env,
+                        const char **name)
+{
+    const char *v = rio__url_param(u, param);
+
+    if (name)
+        *name = v ? param : env;
+    if (v)
+        return v;
+    v = getenv(env);
+    return v && *v ? v : NULL;
+}
+
+static int knob_bool(const struct rio_url *u, const char *param, const char *env, bool def,
+                     bool *out)
+{
+    const char *name, *v = knob(u, param, env, &name);
+
+    *out = def;
+    if (!v)
+        return 0;
+    return rio__opt_bool(name, v, out);
+}
+
+/* A size up to max; a nonzero one at least min. */
+static int knob_size(const struct rio_url *u, const char *param, const char *env, uint64_t def,
+                     uint64_t min, uint64_t max, uint64_t *out)
+{
+    const char *name, *v = knob(u, param, env, &name);
+
+    *out = def;
+    if (!v)
+        return 0;
+    if (rio__parse_size(v, out) == 0 && *out <= max && (!*out || *out >= min))
+        return 0;
+    if (min)
+        fprintf(stderr,
+                "railio: %s=%s: expected 0 or a size (e.g. 64K, 1M) from %" PRIu64 " to %" PRIu64
+                "\n",
+                name, v, min, max);
+    else
+        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M) up to %" PRIu64 "\n", name,
+                v, max);
+    return RIO_EINVAL;
+}
+
+/* A duration in milliseconds, above 0. */
+static int knob_ms(const struct rio_url *u, const char *param, const char *env, uint32_t def_ms,
+                   uint64_t *out_ms)
+{
+    const char *name, *v = knob(u, param, env, &name);
+    uint32_t ms = def_ms;
+
+    *out_ms = def_ms;
+    if (!v)
+        return 0;
+    if (rio__opt_ms(name, v, &ms) < 0)
+        return RIO_EINVAL;
+    if (ms == 0) {
+        fprintf(stderr, "railio: %s=%s: expected a duration above 0\n", name, v);
+        return RIO_EINVAL;
+    }
+    *out_ms = ms;
+    return 0;
+}
+
+/* A copy of an environment variable into *out (NULL when unset or empty). */
+static int dup_env(const char *name, char **out)
+{
+    const char *v = getenv(name);
+
+    *out = v && *v ? rio__strdup(v) : NULL;
+    return v && *v && !*out ? -ENOMEM : 0;
+}
+
+/* Split "http://host:port/path" into the endpoint (no trailing '/') and
+ * the Host header; the path part becomes a prefix of every key. */
+static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_out)
+{
+    const char *hs, *he;
+    size_t l;
+
+    if (strncasecmp(ep, "http://", 7) == 0)
+        hs = ep + 7;
+    else if (strncasecmp(ep, "https://", 8) == 0)
+        hs = ep + 8;
+    else
+        return RIO_EURL;
+    he = hs + strcspn(hs, "/?#");
+    if (he == hs || *he == '?' || *he == '#')
+        return RIO_EURL;
+    t->host = rio__malloc((size_t)(he - hs) + 1);
+    t->endpoint = rio__malloc((size_t)(he - ep) + 1);
+    if (!t->host || !t->endpoint)
+        return -ENOMEM;
+    rio__s3_copy_str(t->host, (size_t)(he - hs) + 1, hs, (size_t)(he - hs));
+    rio__s3_copy_str(t->endpoint, (size_t)(he - ep) + 1, ep, (size_t)(he - ep));
+    /* "/a/b/" -> "a/b/" */
+    while (*he == '/')
+        he++;
+    l = strlen(he);
+    *path_out = rio__malloc(l + 2);
+    if (!*path_out)
+        return -ENOMEM;
+    memcpy(*path_out, he, l + 1);
+    return 0;
+}
+
+static int set_prefix(struct s3_transport *t, const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+
+    while (la && a[la - 1] == '/')
+        la--;
+    while (lb && b[lb - 1] == '/')
+        lb--;
+    t->prefix = rio__malloc(la + lb + 3);
+    if (!t->prefix)
+        return -ENOMEM;
+    t->prefix[0] = '\0';
+    if (la) {
+        memcpy(t->prefix, a, la);
+        t->prefix[la] = '/';
+        t->prefix[la + 1] = '\0';
+    }
+    if (lb) {
+        size_t o = strlen(t->prefix);
+        memcpy(t->prefix + o, b, lb);
+        t->prefix[o + lb] = '/';
+        t->prefix[o + lb + 1] = '\0';
+    }
+    return 0;
+}
+
+int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
+                         const struct rio_options *o)
+{
+    char *ep_path = NULL, *rails[RIO_MAX_PATHS];
+    const char *ep, *v, *name;
+    unsigned nrails = 0;
+    uint64_t x;
+    int ret;
+
+    if (t->scheme == SCHEME_S3) {
+        if (!u->authority || !*u->authority)
+            return RIO_EURL;
+        t->bucket = rio__strdup(u->authority);
+        if (!t->bucket)
+            return -ENOMEM;
+        ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", NULL);
+        if (!ep)
+            ep = getenv("AWS_ENDPOINT_URL");
+        if (!ep || !*ep) {
+            fprintf(stderr, "railio s3: no endpoint: give ?endpoint=URL, RIO_S3_ENDPOINT or "
+                            "AWS_ENDPOINT_URL\n");
+            return RIO_EURL;
+        }
+        ret = parse_endpoint(t, ep, &ep_path);
+        if (ret < 0)
+            goto out;
+        ret = set_prefix(t, ep_path, u->path);
+        if (ret < 0)
+            goto out;
+        v = knob(u, "region", "AWS_REGION", NULL);
+        if (!v)
+            v = getenv("AWS_DEFAULT_REGION");
+        t->region = rio__strdup(v && *v ? v : "us-east-1");
+        if (dup_env("AWS_ACCESS_KEY_ID", &t->access_key) < 0 ||
+            dup_env("AWS_SECRET_ACCESS_KEY", &t->secret_key) < 0 ||
+            dup_env("AWS_SESSION_TOKEN", &t->token) < 0 || !t->region) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        /* Without keys the requests go unsigned (a public bucket). */
+        t->sign = t->access_key && t->secret_key;
+        if ((t->access_key && !t->secret_key) || (!t->access_key && t->secret_key)) {
+            fprintf(stderr, "railio s3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together\n");
+            ret = RIO_EINVAL;
+            goto out;
+        }
+    } else {
+        char full[S3_URL_MAX];
+        int w = snprintf(full, sizeof(full), "%s://%s", u->scheme, u->authority);
+        if (!u->authority || !*u->authority || w < 0 || (size_t)w >= sizeof(full))
+            return RIO_EURL;
+        ret = parse_endpoint(t, full, &ep_path);
+        if (ret < 0)
+            goto out;
+        ret = set_prefix(t, u->path, "");
+        if (ret < 0)
+            goto out;
+        t->region = rio__strdup("");
+        if (!t->region) {
+            ret = -ENOMEM;
+            goto out;
+        }
+    }
+
+    ret = RIO_EINVAL;
+    if ((v = rio__url_param(u, "rails"))) {
+        /* "if!eth1,if!eth2": one rail per item, none empty. */
+        char *s;
+        t->rails_buf = rio__strdup(v);
+        if (!t->rails_buf) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        for (s = t->rails_buf;;) {
+            char *comma = strchr(s, ',');
+            if (comma)
+                *comma = '\0';
+            if (!*s || nrails == RIO_MAX_PATHS) {
+                fprintf(stderr,
+                        "railio: rails=%s: expected 1 to %d interface names, comma-separated\n", v,
+                        RIO_MAX_PATHS);
+                goto out;
+            }
+            rails[nrails++] = s;
+            if (!comma)
+                break;
+            s = comma + 1;
+        }
+    }
+    t->base.npaths = o && o->paths ? o->paths : nrails ? nrails : 1;
+    t->base.put_chunks_max = S3_MAX_PARTS;
+    if (t->base.npaths < 1 || t->base.npaths > RIO_MAX_PATHS)
+        goto out;
+    for (unsigned i = 0; i < t->base.npaths; i++)
+        t->path[i].iface = nrails ? rails[i % nrails] : NULL;
+
+    t->content_md5 = MD5_VERIFY;
+    if ((v = knob(u, "content_md5", "RIO_S3_CONTENT_MD5", &name))) {
+        int tri;
+
+        if (!strcasecmp(v, "header")) {
+            t->content_md5 = MD5_HEADER;
+        } else {
+            /* on (header), off, or verify */
+            if (rio__opt_tristate(name, v, "verify", &tri) < 0)
+                goto out;
+            t->content_md5 = tri < 0 ? MD5_VERIFY : tri ? MD5_HEADER : MD5_OFF;
+        }
+    }
+    if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
+        knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
+        knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
+        goto out;
+    v = getenv("RIO_S3_DEBUG");
+    t->debug = v && *v && strcmp(v, "0") != 0;
+    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, &x) < 0)
+        goto out;
+    t->bufsize = (long)x;
+    if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 16 * 1024, 2 * 1024 * 1024, &x) <
+        0)
+        goto out;
+    t->upbufsize = (long)x;
+    if (knob_size(u, "rcvbuf", "RIO_S3_RCVBUF", 0, 0, 1u << 30, &x) < 0)
+        goto out;
+    t->rcvbuf = (int)x;
+    if (knob_ms(u, "stall", "RIO_S3_STALL", 5000, &x) < 0)
+        goto out;
+    t->stall_s = (long)((x + 999) / 1000);
+    if (knob_size(u, "min_speed", "RIO_S3_MIN_SPEED", 1, 0, 1ull << 40, &x) < 0)
+        goto out;
+    t->min_speed = (long)x;
+    if (knob_ms(u, "connect_timeout", "RIO_S3_CONNECT_TIMEOUT", 5000, &x) < 0)
+        goto out;
+    t->connect_ms = (long)x;
+    if (knob_size(u, "min_part", "RIO_S3_MIN_PART", S3_DEF_MIN_PART, 0, 5ull << 30, &t->min_part) <
+        0)
+        goto out;
+    t->base.put_chunk_min = t->min_part; /* the engine sizes multipart chunks by it */
+    t->op_timeout_ms = o && o->op_timeout_ms ? (long)o->op_timeout_ms : 0;
+    t->verify_off = o && o->verify < 0;
+    if (t->discard && (!o || o->verify >= 0))
+        fprintf(stderr, "railio s3: discard=1 stores nothing: the engine's verification will "
+                        "fail unless verify=off\n");
+    ret = 0;
+out:
+    rio__free(ep_path);
+    return ret;
+}

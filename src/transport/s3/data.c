@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One data op: a chunk READ (a ranged GET pinned to the generation the
+ * lookup saw) or WRITE (an UploadPart, or one PutObject for an object of one
+ * chunk) on its own easy handle, from the path's pool. op_prepare sets it
+ * up, curl's callbacks move the body with every length checked against the
+ * op's buffer, and op_result turns the finished transfer into the op's
+ * result. Everything here runs on the reap thread (loop.c), no lock held,
+ * but the pool's growth (under t->mu).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/alloc.h"
+#include "core/copy.h"
+#include "transport/s3/internal.h"
+
+static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg);
+static size_t op_read(char *p, size_t sz, size_t nmemb, void *arg);
+static int op_seek(void *arg, curl_off_t off, int origin);
+
+static int op_create(struct s3_path *p, struct s3_op *op)
+{
+    op->p = p;
+    op->e = curl_easy_init();
+    op->md = EVP_MD_CTX_new();
+    if (!op->e || !op->md) {
+        curl_easy_cleanup(op->e);
+        EVP_MD_CTX_free(op->md);
+        op->e = NULL;
+        op->md = NULL;
+        return -ENOMEM;
+    }
+    rio__s3_easy_common(p->t, op->e, p->iface);
+    curl_easy_setopt(op->e, CURLOPT_PRIVATE, op);
+    curl_easy_setopt(op->e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
+    curl_easy_setopt(op->e, CURLOPT_HEADERDATA, &op->rsp);
+    curl_easy_setopt(op->e, CURLOPT_WRITEFUNCTION, op_body);
+    curl_easy_setopt(op->e, CURLOPT_WRITEDATA, op);
+    curl_easy_setopt(op->e, CURLOPT_READFUNCTION, op_read);
+    curl_easy_setopt(op->e, CURLOPT_READDATA, op);
+    curl_easy_setopt(op->e, CURLOPT_SEEKFUNCTION, op_seek);
+    curl_easy_setopt(op->e, CURLOPT_SEEKDATA, op);
+    curl_easy_setopt(op->e, CURLOPT_ERRORBUFFER, op->errbuf);
+    if (p->t->op_timeout_ms)
+        curl_easy_setopt(op->e, CURLOPT_TIMEOUT_MS, p->t->op_timeout_ms + 5000L);
+    return 0;
+}
+
+void rio__s3_op_destroy(struct s3_op *op)
+{
+    curl_easy_cleanup(op->e);
+    EVP_MD_CTX_free(op->md);
+    op->e = NULL;
+    op->md = NULL;
+}
+
+int rio__s3_pool_grow_locked(struct s3_path *p)
+{
+    struct s3_slab *s = rio__calloc(1, sizeof(*s));
+    unsigned i;
+
+    if (!s)
+        return -ENOMEM;
+    for (i = 0; i < S3_SLAB_OPS; i++) {
+        if (op_create(p, &s->ops[i]) < 0) {
+            while (i--)
+                rio__s3_op_destroy(&s->ops[i]);
+            rio__free(s);
+            return -ENOMEM;
+        }
+    }
+    s->next = p->slabs;
+    p->slabs = s;
+    for (i = 0; i < S3_SLAB_OPS; i++) {
+        s->ops[i].next = p->free_ops;
+        p->free_ops = &s->ops[i];
+    }
+    return 0;
+}
+
+/*
+ * Check a READ response before its first body byte is stored (or at the end
+ * when there is no body): the range and the object must be the ones asked
+ * for. A 206 with a missing or wrong Content-Range, a Content-Length that is
+ * not the chunk's, or a 200 for a range that is not the whole object are
+ * server faults (RIO_ESERVER: retried); another generation is
+ * RIO_EGENERATION (never stitched).
+ */
+static int check_read_rsp(struct s3_op *op)
+{
+    struct rio_io *io = op->io;
+    struct s3_rsp *r = &op->rsp;
+    struct s3_gen g;
+
+    if (r->status == 206) {
+        if (!r->have_crange || r->cr_first != io->off || r->cr_last - r->cr_first + 1 != io->len)
+            return RIO_ESERVER;
+        if (r->have_clen && r->clen != io->len)
+            return RIO_ESERVER;
+    } else if (r->status == 200) {
+        /* The whole object instead of a range: right only if the range was
+         * the whole object. */
+        if (io->off != 0 || !r->have_clen || r->clen != io->len)
+            return RIO_ESERVER;
+    } else {
+        return RIO_ESERVER;
+    }
+    if (io->generation) {
+        uint64_t size = r->status == 206 ? r->cr_total : r->clen;
+        if (rio__s3_rsp_gen(r, size, &g) != io->generation)
+            return RIO_EGENERATION;
+    }
+    return 0;
+}
+
+static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
+{
+    struct s3_op *op = arg;
+    struct rio_io *io = op->io;
+    size_t n = sz * nmemb;
+
+    if (op->rsp.status < 200 || op->rsp.status >= 300 || io->kind != RIO_IO_READ) {
+        /* An error body (kept for the <Code>) or a WRITE's reply. */
+        size_t room = sizeof(op->ebody) - 1 - op->elen;
+        size_t k = n < room ? n : room;
+        memcpy(op->ebody + op->elen, p, k);
+        op->elen += k;
+        op->ebody[op->elen] = '\0';
+        return n;
+    }
+    if (!op->checked) {
+        op->checked = true;
+        op->err = check_read_rsp(op);
+        if (op->err)
+            return 0; /* CURLE_WRITE_ERROR: nothing stored */
+    }
+    /* Never past the chunk: more bytes than asked is a server fault. */
+    if (n > io->len - op->got) {
+        op->err = RIO_ESERVER;
+        return 0;
+    }
+    if (op->p->t->discard)
+        ; /* counted, not stored */
+    else if (op->p->t->nt_copy)
+        rio__copy_nt((uint8_t *)io->dst + op->got, p, n);
+    else
+        memcpy((uint8_t *)io->dst + op->got, p, n);
+    op->got += n;
+    return n;
+}
+
+static size_t op_read(char *p, size_t sz, size_t nmemb, void *arg)
+{
+    struct s3_op *op = arg;
+    struct rio_io *io = op->io;
+    size_t n = sz * nmemb;
+    uint64_t left = io->len - op->got;
+
+    if (n > left)
+        n = (size_t)left;
+    memcpy(p, (const uint8_t *)io->src + op->got, n);
+    if (op->md5_stream && EVP_DigestUpdate(op->md, p, n) != 1)
+        return CURL_READFUNC_ABORT;
+    op->got += n;
+    return n;
+}
+
+/* curl sends a request again by itself when a reused connection turns out
+ * dead; for an upload it rewinds the body first. */
+static int op_seek(void *arg, curl_off_t off, int origin)
+{
+    struct s3_op *op = arg;
+
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > op->io->len)
+        return CURL_SEEKFUNC_FAIL;
+    if (op->md5_stream) {
+        /* The running MD5 can only start over. */
+        if (off != 0 || EVP_DigestInit_ex(op->md, EVP_md5(), NULL) != 1)
+            return CURL_SEEKFUNC_FAIL;
+    }
+    op->got = (uint64_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
+/* MD5 of a chunk: hex (for the metadata) and base64 (Content-MD5). */
+static int md5_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[33], char b64[25])
+{
+    uint8_t d[16];
+    unsigned len = 0;
+
+    if (EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1 || EVP_DigestUpdate(md, p, n) != 1 ||
+        EVP_DigestFinal_ex(md, d, &len) != 1 || len != 16)
+        return -ENOMEM;
+    if (hex)
+        rio__s3_hex(d, 16, hex);
+    if (b64)
+        rio__s3_base64(d, 16, b64);
+    return 0;
+}
+
+/* Set an op's request up on its easy handle (reap thread, no lock held). */
+int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
+{
+    struct rio_io *io = op->io;
+    struct s3_upload *up = io->upload;
+    struct rio_s3_kv x[10];
+    unsigned nx = 0;
+    char range[64], md5hex[33], md5b64[25], xxh[17], chunk[24], size[24], pnum[16];
+    struct s3_gen g;
+    int ret;
+
+    op->checked = false;
+    op->md5_stream = false;
+    op->md5hex[0] = '\0';
+    op->err = 0;
+    op->res = 0;
+    op->got = 0;
+    op->svc_ns = 0;
+    op->elen = 0;
+    op->ebody[0] = '\0';
+    op->errbuf[0] = '\0';
+    rio__s3_rsp_reset(&op->rsp);
+    rio__s3_hdrs_init(&op->h, op->hbuf, sizeof(op->hbuf));
+
+    if (io->kind == RIO_IO_READ) {
+        snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, io->off,
+                 io->off + io->len - 1);
+        x[nx++] = (struct rio_s3_kv){"range", range};
+        if (io->generation && rio__s3_gen_get(t, io->generation, &g))
+            x[nx++] = (struct rio_s3_kv){g.lastmod ? "if-unmodified-since" : "if-match", g.etag};
+        ret = rio__s3_req_build(t, op->md, "GET", io->key, NULL, 0, x, nx, RIO_S3_EMPTY_SHA256,
+                                op->url, sizeof(op->url), &op->h);
+        if (ret < 0)
+            return ret;
+        curl_easy_setopt(op->e, CURLOPT_HTTPGET, 1L);
+    } else {
+        struct rio_s3_kv q[2];
+        unsigned nq = 0;
+
+        if (t->content_md5 == MD5_HEADER) {
+            ret = md5_of(op->md, io->src, (size_t)io->len, md5hex, md5b64);
+            if (ret < 0)
+                return ret;
+            x[nx++] = (struct rio_s3_kv){"content-md5", md5b64};
+            memcpy(op->md5hex, md5hex, sizeof(md5hex));
+        }
+        if (up->mode == UP_SINGLE) {
+            snprintf(xxh, sizeof(xxh), "%016" PRIx64, io->xxh);
+            snprintf(chunk, sizeof(chunk), "%" PRIu64, up->chunk);
+            snprintf(size, sizeof(size), "%" PRIu64, up->size);
+            x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-v", S3_FORMAT};
+            x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
+            x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", chunk};
+            x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", size};
+            /* Known before the body only with Content-MD5; otherwise the
+             * object's ETag is its MD5 (one PutObject). */
+            if (op->md5hex[0])
+                x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-md5", op->md5hex};
+            x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-xxh", xxh};
+        } else {
+            snprintf(pnum, sizeof(pnum), "%" PRIu64, io->index + 1);
+            q[nq++] = (struct rio_s3_kv){"partNumber", pnum};
+            q[nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
+        }
+        ret = rio__s3_req_build(t, op->md, "PUT", io->key, q, nq, x, nx, RIO_S3_UNSIGNED, op->url,
+                                sizeof(op->url), &op->h);
+        if (ret < 0)
+            return ret;
+        /* After signing, which used md for SHA-256. */
+        if (t->content_md5 == MD5_VERIFY) {
+            if (EVP_DigestInit_ex(op->md, EVP_md5(), NULL) != 1)
+                return -ENOMEM;
+            op->md5_stream = true;
+        }
+        curl_easy_setopt(op->e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(op->e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)io->len);
+    }
+    curl_easy_setopt(op->e, CURLOPT_URL, op->url);
+    curl_easy_setopt(op->e, CURLOPT_HTTPHEADER, rio__s3_hdrs_list(&op->h));
+    return 0;
+}
+
+/* Outcome of a finished transfer (reap thread). */
+int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
+{
+    struct rio_io *io = op->io;
+    struct s3_rsp *r = &op->rsp;
+    long oserr = 0;
+    char code[64];
+    int err;
+
+    if (op->err) {
+        err = op->err;
+        goto fail;
+    }
+    if (r->status >= 300 || (r->status && r->status < 200)) {
+        rio__s3_xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
+        err = rio__s3_map_http(r->status, code);
+        if (!err)
+            err = RIO_EPROTO;
+        goto fail;
+    }
+    if (rc != CURLE_OK) {
+        curl_easy_getinfo(op->e, CURLINFO_OS_ERRNO, &oserr);
+        err = rio__s3_map_curl(rc, oserr, &op->rsp);
+        goto fail;
+    }
+    if (io->kind == RIO_IO_READ) {
+        if (!op->checked) {
+            op->checked = true;
+            err = check_read_rsp(op);
+            if (err)
+                goto fail;
+        }
+        if (op->got != io->len) {
+            err = RIO_ESHORT;
+            goto fail;
+        }
+        curl_off_t pre = 0, start = 0;
+        if (curl_easy_getinfo(op->e, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK &&
+            curl_easy_getinfo(op->e, CURLINFO_STARTTRANSFER_TIME_T, &start) == CURLE_OK &&
+            start > pre)
+            op->svc_ns = (uint64_t)(start - pre) * 1000ull;
+        return (int64_t)io->len;
+    } else {
+        struct s3_upload *up = io->upload;
+        struct s3_part *part = rio__s3_part_at(up, io->index); /* exists: checked at submit */
+
+        if (r->status != 200 || op->got != io->len) {
+            err = op->got != io->len ? RIO_ESHORT : RIO_ESERVER;
+            goto fail;
+        }
+        if (!r->etag[0]) {
+            err = RIO_EPROTO; /* a part without an ETag cannot be completed */
+            goto fail;
+        }
+        if (op->md5_stream) {
+            uint8_t d[16];
+            unsigned dl = 0;
+            if (EVP_DigestFinal_ex(op->md, d, &dl) != 1 || dl != 16) {
+                err = -ENOMEM;
+                goto fail;
+            }
+            rio__s3_hex(d, 16, op->md5hex);
+        }
+        /* The server's MD5 of what it stored (a plain ETag) must be ours. */
+        if (op->md5hex[0] && strlen(r->etag) == 34 && rio__s3_is_hex(r->etag + 1, 32) &&
+            strncasecmp(r->etag + 1, op->md5hex, 32) != 0) {
+            err = RIO_ECHECKSUM;
+            goto fail;
+        }
+        rio__s3_copy_str(part->etag, sizeof(part->etag), r->etag, strlen(r->etag));
+        if (up->mode == UP_SINGLE) {
+            rio__s3_copy_str(up->etag, sizeof(up->etag), r->etag, strlen(r->etag));
+            memcpy(up->md5, op->md5hex, sizeof(up->md5));
+        }
+        part->xxh = io->xxh;
+        part->len = io->len;
+        part->ok = true;
+        return (int64_t)io->len;
+    }
+fail:
+    rio__s3_debug_log(t, io->kind == RIO_IO_READ ? "GET" : "PUT", op->url, r->status, op->ebody,
+                      op->elen, err, op->errbuf);
+    return err;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A response's head, one line at a time as curl's header callback hands it
+ * over (not terminated): the status line and the headers this transport
+ * reads, into struct s3_rsp. Reads hostile bytes: every length is bounded
+ * by the fields of s3_rsp. No allocation, no libcurl
+ * (tests/unit/test_s3_parse.c, tests/fuzz/fuzz_http.c).
+ */
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+#include "transport/s3/parse.h"
+
+void rio__s3_rsp_reset(struct s3_rsp *r)
+{
+    r->status = 0;
+    r->have_clen = r->have_crange = r->clen_conflict = false;
+    r->etag[0] = r->lastmod[0] = '\0';
+    r->m_v[0] = r->m_id[0] = r->m_chunk[0] = r->m_size[0] = r->m_md5[0] = r->m_sidecar[0] = '\0';
+    r->m_xxh[0] = '\0';
+}
+
+void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
+{
+    size_t nl, vl;
+    const char *colon, *v;
+    char val[RIO_S3_META_XXH_MAX];
+
+    if (len >= 5 && strncasecmp(p, "HTTP/", 5) == 0) {
+        /* A new status line (also after "100 Continue"): start over. */
+        const char *sp = memchr(p, ' ', len);
+        rio__s3_rsp_reset(r);
+        /* Three digits, read within the line (it is not terminated). */
+        if (sp && (size_t)(sp - p) + 4 <= len) {
+            long st = 0;
+            for (int i = 1; i <= 3 && isdigit((unsigned char)sp[i]); i++)
+                st = st * 10 + (sp[i] - '0');
+            r->status = st;
+        }
+        return;
+    }
+    colon = memchr(p, ':', len);
+    if (!colon)
+        return;
+    nl = (size_t)(colon - p);
+    v = colon + 1;
+    vl = len - nl - 1;
+    while (vl && (*v == ' ' || *v == '\t'))
+        v++, vl--;
+    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+        vl--;
+    rio__s3_copy_str(val, sizeof(val), v, vl);
+
+#define HDR_IS(name) (nl == sizeof(name) - 1 && strncasecmp(p, name, nl) == 0)
+    if (HDR_IS("content-length")) {
+        /* Repeated with another value (or one unreadable): which one frames
+         * the body is anyone's guess (RFC 9112 6.3: an error), so none is
+         * believed, however many follow. */
+        uint64_t n;
+        bool ok = rio__s3_parse_u64(val, &n) == 0;
+        if (!ok || (r->have_clen && n != r->clen))
+            r->clen_conflict = true;
+        r->have_clen = ok && !r->clen_conflict;
+        if (r->have_clen)
+            r->clen = n;
+    } else if (HDR_IS("content-range")) {
+        r->have_crange = rio__s3_parse_crange(val, r);
+    } else if (HDR_IS("etag")) {
+        rio__s3_copy_str(r->etag, sizeof(r->etag), val, vl);
+    } else if (HDR_IS("last-modified")) {
+        rio__s3_copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
+    } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {
+        const char *s = p + 17;
+        size_t sl = nl - 17;
+#define META_IS(suffix) (sl == sizeof(suffix) - 1 && strncasecmp(s, suffix, sl) == 0)
+        if (META_IS("-v"))
+            rio__s3_copy_str(r->m_v, sizeof(r->m_v), val, vl);
+        else if (META_IS("-id"))
+            rio__s3_copy_str(r->m_id, sizeof(r->m_id), val, vl);
+        else if (META_IS("-chunk"))
+            rio__s3_copy_str(r->m_chunk, sizeof(r->m_chunk), val, vl);
+        else if (META_IS("-size"))
+            rio__s3_copy_str(r->m_size, sizeof(r->m_size), val, vl);
+        else if (META_IS("-md5"))
+            rio__s3_copy_str(r->m_md5, sizeof(r->m_md5), val, vl);
+        else if (META_IS("-sidecar"))
+            rio__s3_copy_str(r->m_sidecar, sizeof(r->m_sidecar), val, vl);
+        else if (META_IS("-xxh"))
+            rio__s3_copy_str(r->m_xxh, sizeof(r->m_xxh), val, vl);
+#undef META_IS
+    }
+#undef HDR_IS
+}

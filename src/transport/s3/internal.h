@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the files of the s3:// and http(s):// transport share (the module
+ * railio-s3.so; docs/internals/s3.md is the map): limits, the transport,
+ * its paths and data ops, uploads, metadata requests, and the functions one
+ * file gives another. Not for anything outside src/transport/s3/.
+ *
+ * Locks: t->mu guards the pending and cancel queues, the op pools, each
+ * path's count of ops held, io->tpriv and the cancel marks; an op's transfer
+ * state belongs to the reap thread once reap has taken it from the pending
+ * queue. t->gen_mu guards the generation table, t->meta_mu the metadata
+ * handle pool. None is held while curl runs or while complete() is called.
+ */
+#ifndef RIO_S3_INTERNAL_H
+#define RIO_S3_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include "core/url.h"
+#include "railio.h"
+#include "transport/s3/parse.h"
+#include "transport/s3/sign.h"
+#include "transport/transport.h"
+
+extern const struct rio_transport_ops rio__s3_ops;
+extern const struct rio_transport_ops rio__http_ops;
+extern const struct rio_transport_ops rio__https_ops;
+
+#define S3_MAX_PARTS 10000u          /* S3's limit on parts per upload */
+#define S3_DEF_MIN_PART (5ull << 20) /* S3's minimum part size (all but the last) */
+#define S3_DEPTH_CAP 1024u           /* ops queued per path before -EAGAIN */
+#define S3_SLAB_OPS 8u               /* ops allocated at once when a pool grows */
+#define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
+#define S3_HBUF 4096                 /* header text of one data op */
+#define S3_NODES 24                  /* headers of one request */
+#define S3_GEN_SLOTS 1024u           /* generation -> ETag table */
+#define S3_EBODY 1024                /* error body kept for the S3 <Code> */
+#define S3_META_BODY_MAX (4u << 20)  /* a metadata reply (upload id, sidecar, error) */
+#define S3_META_TRIES 3              /* attempts of an idempotent metadata request */
+#define S3_META_POOL 16              /* idle metadata easy handles kept */
+#define S3_FORMAT "1"                /* x-amz-meta-railio-v */
+#define UPLOAD_MAGIC 0x733375706c6f6164ull
+#define NS_PER_MS 1000000ull
+#define NEVER UINT64_MAX
+#define EV_WAKE UINT64_MAX
+
+/* A stream's part records are allocated this many at once, as parts come. */
+#define S3_PART_PAGE 64u
+#define S3_PART_PAGES ((S3_MAX_PARTS + S3_PART_PAGE - 1) / S3_PART_PAGE)
+
+enum { SCHEME_S3 = 0, SCHEME_HTTP, SCHEME_HTTPS };
+enum { OP_FREE = 0, OP_PENDING, OP_ACTIVE, OP_DONE };
+enum { UP_SINGLE = 1, UP_MULTI = 2 };
+/* How a part's bytes are checked (knob content_md5). */
+enum {
+    MD5_OFF = 0,    /* not at all (TCP checksums only) */
+    MD5_VERIFY = 1, /* MD5 computed as the part is sent, compared with its ETag */
+    MD5_HEADER = 2, /* MD5 computed first and sent as Content-MD5 */
+};
+
+/* ------------------------------------------------------------ responses */
+
+/* Header text and the curl_slist nodes over it, owned by the request: built
+ * by hand so a data op sends headers without allocating. */
+struct s3_hdrs {
+    struct curl_slist node[S3_NODES];
+    unsigned n;
+    char *buf;
+    size_t cap, used;
+    struct rio_s3_kv sig[RIO_S3_MAX_SIGNED]; /* headers to sign (point into buf) */
+    unsigned nsig;
+    bool overflow;
+};
+
+/* ----------------------------------------------------------- transport */
+
+struct s3_transport;
+
+struct s3_op {
+    struct s3_path *p;
+    struct s3_op *next;  /* free list, pending list, done list */
+    struct s3_op *cnext; /* cancel list */
+    struct rio_io *io;
+    CURL *e;
+    EVP_MD_CTX *md;
+    int state;               /* under t->mu while queued; reap thread once taken */
+    _Atomic bool cancel_req; /* set by cancel (any thread), read by reap */
+    bool on_clist;           /* under t->mu */
+    bool checked;            /* response headers validated (first body byte) */
+    bool md5_stream;         /* WRITE: md is an MD5 fed by op_read */
+    char md5hex[33];         /* WRITE: MD5 of the part, "" if not computed */
+    int err;                 /* an error a callback detected, or 0 */
+    int64_t res;
+    uint64_t got; /* READ: body bytes stored; WRITE: bytes sent */
+    uint64_t svc_ns;
+    struct s3_rsp rsp;
+    char ebody[S3_EBODY];
+    size_t elen;
+    char errbuf[CURL_ERROR_SIZE];
+    char url[S3_URL_MAX];
+    struct s3_hdrs h;
+    char hbuf[S3_HBUF];
+};
+
+struct s3_slab {
+    struct s3_slab *next;
+    struct s3_op ops[S3_SLAB_OPS];
+};
+
+struct s3_path {
+    struct s3_transport *t;
+    unsigned idx;
+    CURLM *m;
+    const char *iface; /* CURLOPT_INTERFACE, or NULL */
+    uint64_t timer_at; /* reap thread: when curl wants socket_action(TIMEOUT) */
+    /* under t->mu */
+    unsigned held; /* ops submitted and not yet completed */
+    struct s3_op *free_ops;
+    struct s3_slab *slabs;
+};
+
+struct s3_gen {
+    uint64_t gen;
+    char etag[RIO_S3_ETAG_MAX];
+    bool lastmod; /* the validator is a Last-Modified date (If-Unmodified-Since) */
+};
+
+struct s3_transport {
+    struct rio_transport base; /* first: the engine's handle */
+    int scheme;
+
+    /* configuration, read once at open */
+    char *endpoint; /* "http://127.0.0.1:7480" (no trailing '/') */
+    char *host;     /* Host header value */
+    char *bucket;   /* s3 only */
+    char *prefix;   /* key prefix, "" or ending in '/' */
+    char *access_key, *secret_key, *token, *region;
+    char *rails_buf; /* the ?rails= list, cut in place */
+    bool sign;
+    bool discard;
+    bool nt_copy;    /* non-temporal stores into the destination (knob nt_copy) */
+    int content_md5; /* MD5_* */
+    bool dns_shuffle;
+    bool debug;
+    long bufsize, upbufsize;
+    int rcvbuf;
+    long stall_s, min_speed;
+    long connect_ms, op_timeout_ms;
+    bool verify_off; /* verify=off: a multipart object without its sidecar is read unverified */
+    uint64_t min_part;
+
+    /* data ops */
+    int epfd, evfd;
+    struct s3_path path[RIO_MAX_PATHS];
+    pthread_mutex_t mu;
+    /* under mu */
+    struct s3_op *pend_head, *pend_tail;
+    struct s3_op *cancels;
+    bool waiting; /* reap is (about to be) blocked in epoll_wait */
+    bool woken;
+
+    /* metadata handles, under meta_mu */
+    pthread_mutex_t meta_mu;
+    CURL *meta_pool[S3_META_POOL];
+    unsigned nmeta;
+
+    /* generation -> validator, under gen_mu */
+    pthread_mutex_t gen_mu;
+    struct s3_gen *gens;
+};
+
+struct s3_part {
+    char etag[RIO_S3_ETAG_MAX];
+    uint64_t xxh; /* what was sent */
+    uint64_t len; /* bytes sent */
+    bool ok;
+};
+
+struct s3_upload {
+    uint64_t magic;
+    int mode;
+    char *key;
+    uint64_t size, chunk, nparts;
+    char id[17];
+    char *upload_id;            /* UP_MULTI */
+    struct s3_part *parts;      /* sized: nparts records (1 for UP_SINGLE) */
+    char md5[33];               /* UP_SINGLE: MD5 of the one chunk sent */
+    char etag[RIO_S3_ETAG_MAX]; /* UP_SINGLE: the ETag PutObject returned */
+    /*
+     * A stream (size RIO_SIZE_UNKNOWN until commit): size and nparts are set
+     * by commit; the part records are S3_PART_PAGES pages, each allocated by
+     * the first submit of one of its parts. Pages and hi are written under
+     * t->mu by submit; a record is written by the reap thread that completes
+     * its part (its page exists by then) and read by commit after the fence.
+     */
+    bool stream;
+    struct s3_part **pages;
+    uint64_t hi; /* 1 + the highest part index ever submitted */
+};
+
+/* ---------------------------------------------------- metadata requests */
+
+/* A metadata reply's body. Small replies (an upload id, an error, a
+ * complete's answer) stay in the inline buffer, so a reply that says an
+ * upload exists can always be read: only a sidecar needs the heap. */
+struct meta_body {
+    char *p; /* fixed, or a rio__malloc block when heap */
+    size_t len, cap, max;
+    bool heap;
+    bool overflow; /* longer than max */
+    bool nomem;    /* the buffer could not grow */
+    char fixed[8192];
+};
+
+/* One metadata request. */
+struct meta_req {
+    const char *method; /* HEAD GET PUT POST DELETE */
+    const char *key;    /* NULL: the bucket */
+    struct rio_s3_kv q[4];
+    unsigned nq;
+    struct rio_s3_kv x[12]; /* extra signed headers */
+    unsigned nx;
+    const void *body; /* PUT/POST */
+    size_t blen;
+    bool retry; /* idempotent: retry retryable failures */
+};
+
+struct meta_rsp {
+    struct s3_rsp rsp;
+    struct meta_body body;
+    int err; /* 0, or the request's error */
+};
+
+/* ------------------------------------------------ between the files */
+
+/* config.c: the URL, its options and the credentials, read once at open. */
+int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
+                         const struct rio_options *o);
+
+/* errors.c: a CURLcode as a railio error, and the RIO_S3_DEBUG log line. */
+int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp);
+void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *url, long status,
+                       const char *body, size_t blen, int err, const char *curlmsg);
+
+/* request.c: URL, headers and signature of one request; easy handle setup. */
+void rio__s3_hdrs_init(struct s3_hdrs *h, char *buf, size_t cap);
+struct curl_slist *rio__s3_hdrs_list(struct s3_hdrs *h);
+int rio__s3_req_build(struct s3_transport *t, EVP_MD_CTX *md, const char *method, const char *key,
+                      const struct rio_s3_kv *query, unsigned nq, const struct rio_s3_kv *extra,
+                      unsigned nx, const char *payload, char *url, size_t urlcap,
+                      struct s3_hdrs *h);
+void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface);
+size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
+
+/* data.c: one chunk READ or WRITE on its easy handle. */
+int rio__s3_pool_grow_locked(struct s3_path *p);
+void rio__s3_op_destroy(struct s3_op *op);
+int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op);
+int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc);
+
+/* loop.c: the curl multi handles, epoll and the ops submit/cancel/wake/reap. */
+int rio__s3_loop_open(struct s3_transport *t);
+void rio__s3_loop_close(struct s3_transport *t);
+int rio__s3_submit(struct rio_transport *tt, struct rio_io *io);
+void rio__s3_cancel(struct rio_transport *tt, struct rio_io *io);
+void rio__s3_wake(struct rio_transport *tt);
+int rio__s3_reap(struct rio_transport *tt, int timeout_ms);
+
+/* meta.c: generations, metadata requests, and the ops lookup and remove. */
+uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g);
+void rio__s3_gen_put(struct s3_transport *t, const struct s3_gen *g);
+bool rio__s3_gen_get(struct s3_transport *t, uint64_t gen, struct s3_gen *out);
+void rio__s3_meta_rsp_cleanup(struct meta_rsp *r);
+int rio__s3_meta_do(struct s3_transport *t, const struct meta_req *q, struct meta_rsp *r);
+void rio__s3_meta_close(struct s3_transport *t);
+void rio__s3_delete_key(struct s3_transport *t, const char *key);
+int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *sidecar,
+                    struct s3_gen *g);
+int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
+int rio__s3_remove(struct rio_transport *tt, const char *key);
+
+/* upload.c: PUT: put_open, the part records, commit and abort. */
+struct s3_part *rio__s3_part_at(struct s3_upload *up, uint64_t i);
+int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
+                     void **upload);
+int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+void rio__s3_put_abort(struct rio_transport *tt, void *upload);
+
+#endif

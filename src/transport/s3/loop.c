@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The data loop. Data ops run on curl multi handles, one per path, all
+ * driven by reap() in the engine thread over one epoll set
+ * (curl_multi_socket_action): a socket callback keeps each multi's sockets
+ * in the epoll set, a timer callback records each multi's next deadline, and
+ * an eventfd in the same set is how submit, cancel and wake reach a blocked
+ * reap. Nothing but reap ever touches a multi or a data easy handle, so
+ * submit and cancel (which other threads may call) only queue work under
+ * t->mu. The multi's connection cache gives connection reuse.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "transport/s3/internal.h"
+
+/* --- curl multi callbacks: sockets into epoll, timers into the path --- */
+
+static int sock_cb(CURL *e, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    struct s3_path *p = userp;
+    struct epoll_event ev;
+
+    (void)e;
+    (void)socketp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(p->t->epfd, EPOLL_CTL_DEL, fd, NULL);
+        return 0;
+    }
+    memset(&ev, 0, sizeof(ev));
+    ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+    ev.data.u64 = (uint64_t)p->idx << 32 | (uint32_t)fd;
+    if (epoll_ctl(p->t->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
+        epoll_ctl(p->t->epfd, EPOLL_CTL_ADD, fd, &ev);
+    return 0;
+}
+
+static int timer_cb(CURLM *m, long timeout_ms, void *userp)
+{
+    struct s3_path *p = userp;
+
+    (void)m;
+    p->timer_at = timeout_ms < 0 ? NEVER : rio__now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
+    return 0;
+}
+
+/* ------------------------------------------------- submit, cancel, reap */
+
+static void wake_fd(struct s3_transport *t)
+{
+    uint64_t one = 1;
+    ssize_t r = write(t->evfd, &one, sizeof(one));
+    (void)r;
+}
+
+int rio__s3_submit(struct rio_transport *tt, struct rio_io *io)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = NULL;
+    struct s3_path *p;
+    struct s3_op *op;
+    bool kick;
+
+    if (!io || io->path >= t->base.npaths || !io->complete || io->len == 0 || !io->key)
+        return -EINVAL;
+    if (io->kind == RIO_IO_READ) {
+        if (!io->dst && !t->discard)
+            return -EINVAL;
+    } else if (io->kind == RIO_IO_WRITE) {
+        up = io->upload;
+        if (t->scheme != SCHEME_S3)
+            return RIO_ENOTSUP;
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src)
+            return -EINVAL;
+        if (up->stream) {
+            /* Part index + 1 of a whole chunk, or of the short last one. */
+            if (io->index >= S3_MAX_PARTS || io->len > up->chunk ||
+                io->index > UINT64_MAX / up->chunk || io->off != io->index * up->chunk)
+                return -EINVAL;
+        } else if ((up->mode == UP_MULTI && io->index >= up->nparts) ||
+                   (up->mode == UP_SINGLE && io->index != 0) || io->off > up->size ||
+                   io->len > up->size - io->off) {
+            return -EINVAL;
+        }
+    } else {
+        return -EINVAL;
+    }
+    p = &t->path[io->path];
+    pthread_mutex_lock(&t->mu);
+    if (p->held >= S3_DEPTH_CAP) {
+        pthread_mutex_unlock(&t->mu);
+        return -EAGAIN;
+    }
+    if (up && up->stream) {
+        struct s3_part **pg = &up->pages[io->index / S3_PART_PAGE];
+        if (!*pg && !(*pg = rio__calloc(S3_PART_PAGE, sizeof(**pg)))) {
+            pthread_mutex_unlock(&t->mu);
+            return -ENOMEM;
+        }
+        if (io->index >= up->hi)
+            up->hi = io->index + 1;
+    }
+    if (!p->free_ops && rio__s3_pool_grow_locked(p) < 0) {
+        pthread_mutex_unlock(&t->mu);
+        return -ENOMEM;
+    }
+    op = p->free_ops;
+    p->free_ops = op->next;
+    op->next = NULL;
+    op->io = io;
+    op->state = OP_PENDING;
+    op->cancel_req = false;
+    op->on_clist = false;
+    io->tpriv = op;
+    if (t->pend_tail)
+        t->pend_tail->next = op;
+    else
+        t->pend_head = op;
+    t->pend_tail = op;
+    p->held++;
+    kick = t->waiting;
+    pthread_mutex_unlock(&t->mu);
+    if (kick)
+        wake_fd(t);
+    return 0;
+}
+
+void rio__s3_cancel(struct rio_transport *tt, struct rio_io *io)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_op *op;
+    bool kick = false;
+
+    pthread_mutex_lock(&t->mu);
+    /* tpriv is cleared under mu when the op is settled: an op found here
+     * has not completed yet (reap tells pending from active). */
+    op = io ? io->tpriv : NULL;
+    if (op && op->io == io && !op->cancel_req) {
+        op->cancel_req = true;
+        op->on_clist = true;
+        op->cnext = t->cancels;
+        t->cancels = op;
+        kick = true;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (kick)
+        wake_fd(t);
+}
+
+void rio__s3_wake(struct rio_transport *tt)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+
+    pthread_mutex_lock(&t->mu);
+    t->woken = true;
+    pthread_mutex_unlock(&t->mu);
+    wake_fd(t);
+}
+
+static void done_push(struct s3_op ***tail, struct s3_op *op, int64_t res)
+{
+    op->res = res;
+    op->state = OP_DONE;
+    op->next = NULL;
+    **tail = op;
+    *tail = &op->next;
+}
+
+/* Collect every finished transfer of path p onto the done list. */
+static void drain_path(struct s3_transport *t, struct s3_path *p, struct s3_op ***tail)
+{
+    CURLMsg *msg;
+    int left;
+
+    while ((msg = curl_multi_info_read(p->m, &left))) {
+        struct s3_op *op = NULL;
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&op);
+        CURLcode rc = msg->data.result;
+        curl_multi_remove_handle(p->m, msg->easy_handle);
+        int64_t res = rio__s3_op_result(t, op, rc);
+        done_push(tail, op, res);
+    }
+}
+
+static void run_timers(struct s3_transport *t, struct s3_op ***tail)
+{
+    uint64_t now = rio__now_ns();
+    int running;
+
+    for (unsigned i = 0; i < t->base.npaths; i++) {
+        struct s3_path *p = &t->path[i];
+        if (p->timer_at <= now) {
+            p->timer_at = NEVER;
+            curl_multi_socket_action(p->m, CURL_SOCKET_TIMEOUT, 0, &running);
+            drain_path(t, p, tail);
+        }
+    }
+}
+
+/*
+ * Settle finished ops and call their completions: results out, tpriv
+ * cleared and the op taken off any cancel list under the lock (so a late
+ * cancel finds nothing), then complete() with no lock held, then the ops go
+ * back to their pools.
+ */
+static int settle(struct s3_transport *t, struct s3_op *list)
+{
+    struct s3_op *op, *next;
+    int n = 0;
+
+    if (!list)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    for (op = list; op; op = op->next) {
+        struct rio_io *io = op->io;
+        io->res = op->res;
+        io->svc_ns = op->svc_ns;
+        io->tpriv = NULL;
+        op->p->held--;
+        if (op->on_clist) {
+            struct s3_op **pp = &t->cancels;
+            while (*pp && *pp != op)
+                pp = &(*pp)->cnext;
+            if (*pp)
+                *pp = op->cnext;
+            op->on_clist = false;
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+    for (op = list; op; op = op->next) {
+        op->io->complete(op->io);
+        n++;
+    }
+    pthread_mutex_lock(&t->mu);
+    for (op = list; op; op = next) {
+        next = op->next;
+        op->io = NULL;
+        op->state = OP_FREE;
+        op->next = op->p->free_ops;
+        op->p->free_ops = op;
+    }
+    pthread_mutex_unlock(&t->mu);
+    return n;
+}
+
+int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    uint64_t deadline = timeout_ms < 0    ? NEVER
+                        : timeout_ms == 0 ? 0
+                                          : rio__now_ns() + (uint64_t)timeout_ms * NS_PER_MS;
+    struct s3_op *done = NULL, **tail = &done;
+    struct epoll_event evs[64];
+    bool last = false;
+
+    for (;;) {
+        struct s3_op *pend, *canc, *op;
+        bool woken;
+        int running;
+
+        pthread_mutex_lock(&t->mu);
+        pend = t->pend_head;
+        t->pend_head = t->pend_tail = NULL;
+        canc = t->cancels;
+        /* Cancelled ops stay marked (on_clist) until settled. */
+        for (op = canc; op; op = op->cnext)
+            op->on_clist = false;
+        t->cancels = NULL;
+        woken = t->woken;
+        t->woken = false;
+        pthread_mutex_unlock(&t->mu);
+
+        for (op = canc; op; op = op->cnext) {
+            if (op->state == OP_ACTIVE) {
+                curl_multi_remove_handle(op->p->m, op->e);
+                done_push(&tail, op, -ECANCELED);
+            }
+            /* OP_PENDING ones are still on pend below; OP_DONE ones finished. */
+        }
+        while (pend) {
+            op = pend;
+            pend = op->next;
+            op->next = NULL;
+            if (op->cancel_req) {
+                done_push(&tail, op, -ECANCELED);
+                continue;
+            }
+            int ret = rio__s3_op_prepare(t, op);
+            if (ret == 0 && curl_multi_add_handle(op->p->m, op->e) != CURLM_OK)
+                ret = -ENOMEM;
+            if (ret < 0) {
+                done_push(&tail, op, ret);
+                continue;
+            }
+            op->state = OP_ACTIVE;
+        }
+        run_timers(t, &tail);
+
+        if (done || woken || last)
+            break;
+        /* Poll once more after the deadline (timeout 0 polls once), then go. */
+        uint64_t now = rio__now_ns();
+        uint64_t until = deadline;
+        for (unsigned i = 0; i < t->base.npaths; i++)
+            if (t->path[i].timer_at < until)
+                until = t->path[i].timer_at;
+        if (now >= deadline)
+            last = true;
+        int wait_ms = until == NEVER ? -1
+                      : until <= now ? 0
+                                     : (int)((until - now + NS_PER_MS - 1) / NS_PER_MS);
+
+        pthread_mutex_lock(&t->mu);
+        t->waiting = true;
+        bool more = t->pend_head || t->cancels || t->woken;
+        pthread_mutex_unlock(&t->mu);
+        int nev = more ? 0 : epoll_wait(t->epfd, evs, 64, wait_ms);
+        pthread_mutex_lock(&t->mu);
+        t->waiting = false;
+        pthread_mutex_unlock(&t->mu);
+
+        for (int i = 0; i < nev; i++) {
+            uint64_t d = evs[i].data.u64;
+            if (d == EV_WAKE) {
+                uint64_t v;
+                ssize_t r = read(t->evfd, &v, sizeof(v));
+                (void)r;
+                continue;
+            }
+            struct s3_path *p = &t->path[d >> 32];
+            int fd = (int)(uint32_t)d;
+            int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                        (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(p->m, fd, flags, &running);
+            drain_path(t, p, &tail);
+        }
+        if (deadline != NEVER && rio__now_ns() >= deadline)
+            last = true;
+    }
+    return settle(t, done);
+}
+
+/* The epoll set, its eventfd and one curl multi per path (epfd and evfd
+ * are -1 before). 0 or a negative errno; rio__s3_loop_close undoes it. */
+int rio__s3_loop_open(struct s3_transport *t)
+{
+    struct epoll_event ev;
+
+    t->epfd = epoll_create1(EPOLL_CLOEXEC);
+    t->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (t->epfd < 0 || t->evfd < 0)
+        return -errno;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.u64 = EV_WAKE;
+    if (epoll_ctl(t->epfd, EPOLL_CTL_ADD, t->evfd, &ev) < 0)
+        return -errno;
+    for (unsigned i = 0; i < t->base.npaths; i++) {
+        struct s3_path *p = &t->path[i];
+        p->t = t;
+        p->idx = i;
+        p->timer_at = NEVER;
+        p->m = curl_multi_init();
+        if (!p->m)
+            return -ENOMEM;
+        curl_multi_setopt(p->m, CURLMOPT_SOCKETFUNCTION, sock_cb);
+        curl_multi_setopt(p->m, CURLMOPT_SOCKETDATA, p);
+        curl_multi_setopt(p->m, CURLMOPT_TIMERFUNCTION, timer_cb);
+        curl_multi_setopt(p->m, CURLMOPT_TIMERDATA, p);
+        curl_multi_setopt(p->m, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
+        curl_multi_setopt(p->m, CURLMOPT_MAXCONNECTS, (long)S3_DEPTH_CAP);
+    }
+    return 0;
+}
+
+/* Every data op's easy handle, the multis (which close their cached
+ * connections) and the epoll set. */
+void rio__s3_loop_close(struct s3_transport *t)
+{
+    for (unsigned i = 0; i < t->base.npaths; i++) {
+        struct s3_path *p = &t->path[i];
+        while (p->slabs) {
+            struct s3_slab *s = p->slabs;
+            p->slabs = s->next;
+            for (unsigned k = 0; k < S3_SLAB_OPS; k++) {
+                if (s->ops[k].state == OP_ACTIVE && p->m)
+                    curl_multi_remove_handle(p->m, s->ops[k].e);
+                rio__s3_op_destroy(&s->ops[k]);
+            }
+            rio__free(s);
+        }
+        if (p->m)
+            curl_multi_cleanup(p->m); /* closes cached connections (sock_cb) */
+        p->m = NULL;
+    }
+    if (t->evfd >= 0)
+        close(t->evfd);
+    if (t->epfd >= 0)
+        close(t->epfd);
+}

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata: synchronous requests (curl_easy_perform on handles from a small
+ * pool, so several threads run them at once), the generation of an object
+ * and its validator table, and the ops lookup (HEAD, and the sidecar of a
+ * multipart object) and remove.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/internal.h"
+#include "core/key.h"
+#include "transport/s3/internal.h"
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * The generation of an object: a nonzero 64-bit hash (xxh3) of its validator.
+ * For a strong ETag that is ETag + NUL + railio's upload id (empty for
+ * objects railio did not write), so two railio PUTs of identical bytes are
+ * still two generations; without an ETag it is the Last-Modified date, and
+ * without either the size alone (then a change of content cannot be seen).
+ */
+static uint64_t gen_hash(const char *kind, const char *a, const char *b)
+{
+    char buf[RIO_S3_ETAG_MAX + 96];
+    int n = snprintf(buf, sizeof(buf), "%s%c%s%c%s", kind, 0, a, 0, b ? b : "");
+    uint64_t h;
+
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(buf))
+        n = (int)sizeof(buf) - 1;
+    h = rio__xxh3(buf, (size_t)n);
+    return h ? h : 1;
+}
+
+static bool etag_strong(const char *etag)
+{
+    return etag[0] && strncmp(etag, "W/", 2) != 0;
+}
+
+/* The generation and validator a response (HEAD or GET) describes. */
+uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g)
+{
+    char sz[24];
+
+    memset(g, 0, sizeof(*g));
+    if (etag_strong(r->etag)) {
+        g->gen = gen_hash("etag", r->etag, r->m_id);
+        rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
+    } else if (r->lastmod[0]) {
+        g->gen = gen_hash("lastmod", r->lastmod, NULL);
+        rio__s3_copy_str(g->etag, sizeof(g->etag), r->lastmod, strlen(r->lastmod));
+        g->lastmod = true;
+    } else {
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
+        g->gen = gen_hash("size", sz, NULL);
+    }
+    return g->gen;
+}
+
+void rio__s3_gen_put(struct s3_transport *t, const struct s3_gen *g)
+{
+    if (!g->etag[0])
+        return;
+    pthread_mutex_lock(&t->gen_mu);
+    t->gens[g->gen % S3_GEN_SLOTS] = *g;
+    pthread_mutex_unlock(&t->gen_mu);
+}
+
+bool rio__s3_gen_get(struct s3_transport *t, uint64_t gen, struct s3_gen *out)
+{
+    bool ok;
+
+    pthread_mutex_lock(&t->gen_mu);
+    *out = t->gens[gen % S3_GEN_SLOTS];
+    pthread_mutex_unlock(&t->gen_mu);
+    ok = out->gen == gen && out->etag[0];
+    return ok;
+}
+
+/* ----------------------------------------------------- metadata requests */
+
+struct meta_src {
+    const char *p;
+    size_t len, off;
+};
+
+static size_t meta_write(char *p, size_t sz, size_t nmemb, void *arg)
+{
+    struct meta_body *b = arg;
+    size_t n = sz * nmemb;
+
+    if (n > b->max - b->len) {
+        b->overflow = true;
+        return 0;
+    }
+    if (!b->p) {
+        b->p = b->fixed;
+        b->cap = sizeof(b->fixed);
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap * 2;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *q = b->heap ? rio__realloc(b->p, cap) : rio__malloc(cap);
+        if (!q) {
+            b->nomem = true;
+            return 0;
+        }
+        if (!b->heap)
+            memcpy(q, b->p, b->len);
+        b->p = q;
+        b->cap = cap;
+        b->heap = true;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return n;
+}
+
+static size_t meta_read(char *p, size_t sz, size_t nmemb, void *arg)
+{
+    struct meta_src *s = arg;
+    size_t n = sz * nmemb;
+
+    if (n > s->len - s->off)
+        n = s->len - s->off;
+    memcpy(p, s->p + s->off, n);
+    s->off += n;
+    return n;
+}
+
+static int meta_seek(void *arg, curl_off_t off, int origin)
+{
+    struct meta_src *s = arg;
+
+    if (origin != SEEK_SET || off < 0 || (uint64_t)off > s->len)
+        return CURL_SEEKFUNC_FAIL;
+    s->off = (size_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
+static CURL *meta_get(struct s3_transport *t)
+{
+    CURL *e = NULL;
+
+    pthread_mutex_lock(&t->meta_mu);
+    if (t->nmeta)
+        e = t->meta_pool[--t->nmeta];
+    pthread_mutex_unlock(&t->meta_mu);
+    return e ? e : curl_easy_init();
+}
+
+static void meta_put(struct s3_transport *t, CURL *e)
+{
+    pthread_mutex_lock(&t->meta_mu);
+    if (t->nmeta < S3_META_POOL) {
+        t->meta_pool[t->nmeta++] = e;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&t->meta_mu);
+    curl_easy_cleanup(e);
+}
+
+/* The idle metadata handles (at close). */
+void rio__s3_meta_close(struct s3_transport *t)
+{
+    while (t->nmeta)
+        curl_easy_cleanup(t->meta_pool[--t->nmeta]);
+}
+
+void rio__s3_meta_rsp_cleanup(struct meta_rsp *r)
+{
+    if (r->body.heap)
+        rio__free(r->body.p);
+    r->body.p = NULL;
+    r->body.len = r->body.cap = r->body.max = 0;
+    r->body.heap = r->body.overflow = r->body.nomem = false;
+}
+
+static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_req *q,
+                     struct meta_rsp *r)
+{
+    char url[S3_URL_MAX], hbuf[8192], payload[65], errbuf[CURL_ERROR_SIZE], code[64];
+    struct s3_hdrs h;
+    struct meta_src src = {q->body, q->blen, 0};
+    long oserr = 0;
+    CURLcode rc;
+    CURL *e;
+    int ret;
+
+    rio__s3_meta_rsp_cleanup(r);
+    rio__s3_rsp_reset(&r->rsp);
+    r->body.max = S3_META_BODY_MAX;
+    r->err = 0;
+    if (q->body && q->blen) {
+        uint8_t d[32];
+        unsigned dl = 0;
+        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+            EVP_DigestUpdate(md, q->body, q->blen) != 1 || EVP_DigestFinal_ex(md, d, &dl) != 1)
+            return -ENOMEM;
+        rio__s3_hex(d, 32, payload);
+    } else {
+        memcpy(payload, RIO_S3_EMPTY_SHA256, sizeof(payload));
+    }
+    rio__s3_hdrs_init(&h, hbuf, sizeof(hbuf));
+    ret = rio__s3_req_build(t, md, q->method, q->key, q->q, q->nq, q->x, q->nx, payload, url,
+                            sizeof(url), &h);
+    if (ret < 0)
+        return ret;
+    e = meta_get(t);
+    if (!e)
+        return -ENOMEM;
+    curl_easy_reset(e);
+    rio__s3_easy_common(t, e, t->path[0].iface);
+    errbuf[0] = '\0';
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt(e, CURLOPT_URL, url);
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, rio__s3_hdrs_list(&h));
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &r->rsp);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, meta_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);
+    if (t->op_timeout_ms)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t->op_timeout_ms);
+    if (!strcmp(q->method, "HEAD")) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    } else if (!strcmp(q->method, "PUT")) {
+        curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(e, CURLOPT_READFUNCTION, meta_read);
+        curl_easy_setopt(e, CURLOPT_READDATA, &src);
+        curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, meta_seek);
+        curl_easy_setopt(e, CURLOPT_SEEKDATA, &src);
+        curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)q->blen);
+    } else if (!strcmp(q->method, "POST")) {
+        curl_easy_setopt(e, CURLOPT_POST, 1L);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body ? (const char *)q->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->blen);
+    } else if (!strcmp(q->method, "DELETE")) {
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "DELETE");
+    }
+    rc = curl_easy_perform(e);
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &oserr);
+    meta_put(t, e);
+
+    if (r->rsp.status >= 300 || (r->rsp.status && r->rsp.status < 200)) {
+        rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
+        r->err = rio__s3_map_http(r->rsp.status, code);
+        if (!r->err)
+            r->err = RIO_EPROTO;
+    } else if (rc != CURLE_OK) {
+        r->err = r->body.nomem      ? -ENOMEM
+                 : r->body.overflow ? RIO_EPROTO
+                                    : rio__s3_map_curl(rc, oserr, &r->rsp);
+    } else if (r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
+               memmem(r->body.p, r->body.len, "<Error>", 7)) {
+        /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
+        rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
+        r->err = rio__s3_map_http(500, code);
+    }
+    /* A 404 is an answer, not a trouble worth a log line. */
+    if (r->err && !(r->rsp.status == 404 && !strcmp(q->method, "HEAD")))
+        rio__s3_debug_log(t, q->method, url, r->rsp.status, r->body.p, r->body.len, r->err, errbuf);
+    return r->err;
+}
+
+static bool err_retryable(int err)
+{
+    switch (err) {
+    case -ECONNRESET:
+    case -ECONNREFUSED:
+    case -ECONNABORTED:
+    case -EPIPE:
+    case -ETIMEDOUT:
+    case -ENETUNREACH:
+    case -EHOSTUNREACH:
+    case RIO_EDNS:
+    case RIO_ESHORT:
+    case RIO_ESERVER:
+    case RIO_ETHROTTLE:
+    case RIO_ECHECKSUM: /* BadDigest: damaged in flight, send it again */
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A metadata request, retried with backoff when idempotent. r must start
+ * zeroed (or hold a previous reply, which is freed); the caller cleans it up. */
+int rio__s3_meta_do(struct s3_transport *t, const struct meta_req *q, struct meta_rsp *r)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    int ret = -ENOMEM;
+
+    if (!md)
+        return -ENOMEM;
+    for (int i = 0; i < S3_META_TRIES; i++) {
+        ret = meta_once(t, md, q, r);
+        if (ret == 0 || !q->retry || !err_retryable(ret) || i + 1 == S3_META_TRIES)
+            break;
+        sleep_ms(20u << i);
+    }
+    EVP_MD_CTX_free(md);
+    return ret;
+}
+
+void rio__s3_delete_key(struct s3_transport *t, const char *key)
+{
+    struct meta_req q = {.method = "DELETE", .key = key, .retry = true};
+    struct meta_rsp r = {0};
+
+    rio__s3_meta_do(t, &q, &r);
+    rio__s3_meta_rsp_cleanup(&r);
+}
+
+/* HEAD key: the railio id and whether it has a sidecar. 0, RIO_ENOTFOUND or an error. */
+int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *sidecar,
+                    struct s3_gen *g)
+{
+    struct meta_req q = {.method = "HEAD", .key = key, .retry = true};
+    struct meta_rsp r = {0};
+    int ret = rio__s3_meta_do(t, &q, &r);
+
+    if (ret == 0) {
+        rio__s3_copy_str(id, 24, r.rsp.m_id, strlen(r.rsp.m_id));
+        *sidecar = !strcmp(r.rsp.m_v, S3_FORMAT) && !strcmp(r.rsp.m_sidecar, "1");
+        if (g)
+            rio__s3_rsp_gen(&r.rsp, r.rsp.clen, g);
+    }
+    rio__s3_meta_rsp_cleanup(&r);
+    return ret;
+}
+
+/* A size and chunk the engine accepts (core/desc.c): only then can a chunk
+ * checksum list be missing rather than the whole descriptor wrong. */
+static bool sane_geometry(uint64_t size, uint64_t chunk)
+{
+    return size <= (uint64_t)INT64_MAX && chunk >= RIO__DESC_CHUNK_MIN &&
+           chunk <= RIO__DESC_CHUNK_MAX && rio__s3_nchunks(size, chunk) <= RIO__DESC_CHUNKS_MAX;
+}
+
+int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct meta_rsp r = {0}, sr = {0};
+    uint64_t size = 0, chunk = 0, xsize;
+    uint64_t *xxh = NULL;
+    bool streamed;
+    char md5[33] = "", skey[RIO_KEY_MAX + 1];
+    struct s3_gen g;
+    size_t klen;
+    int ret = 0;
+
+    if (!out || rio__key_len(key, &klen) < 0)
+        return RIO_EINVAL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        struct meta_req q = {.method = "HEAD", .key = key, .retry = true};
+
+        rio__free(xxh);
+        xxh = NULL;
+        md5[0] = '\0';
+        chunk = 0;
+        ret = rio__s3_meta_do(t, &q, &r);
+        if (ret < 0)
+            goto out;
+        if (!r.rsp.have_clen) {
+            ret = RIO_EPROTO;
+            goto out;
+        }
+        size = r.rsp.clen;
+        rio__s3_rsp_gen(&r.rsp, size, &g);
+        /* A streamed multipart object has no size in its metadata (it was
+         * unknown when the upload began): its sidecar checks the size. */
+        streamed = !r.rsp.m_size[0] && !strcmp(r.rsp.m_sidecar, "1");
+        if (strcmp(r.rsp.m_v, S3_FORMAT) != 0 || !r.rsp.m_id[0] ||
+            rio__s3_parse_u64(r.rsp.m_chunk, &chunk) < 0 || chunk == 0 ||
+            (!streamed && (rio__s3_parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size))) {
+            /* Not written by railio (or not in a format we know). */
+            chunk = 0;
+            if (strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
+                for (int i = 0; i < 32; i++)
+                    md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
+                md5[32] = '\0';
+            }
+            break;
+        }
+        if (strcmp(r.rsp.m_sidecar, "1") != 0) {
+            ret = rio__s3_parse_xxh_list(r.rsp.m_xxh, rio__s3_nchunks(size, chunk), &xxh);
+            if (ret == -ENOMEM)
+                goto out;
+            /* Written by railio, but its chunk checksums are missing or
+             * damaged (a proxy that drops metadata, a hand-made copy):
+             * nothing vouches for its bytes, as for a multipart object
+             * without its sidecar. (Impossible geometry is left to the
+             * engine's descriptor check: RIO_EPROTO naming the field.) */
+            if (ret < 0 && !t->verify_off && sane_geometry(size, chunk)) {
+                fprintf(stderr,
+                        "railio s3: %s: the chunk checksums of this object "
+                        "(x-amz-meta-railio-xxh) are missing or damaged; verify=off reads it "
+                        "unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
+            if (ret == 0 && strlen(r.rsp.m_md5) == 32 && rio__s3_is_hex(r.rsp.m_md5, 32)) {
+                memcpy(md5, r.rsp.m_md5, 33);
+            } else if (ret == 0 && strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
+                /* One PutObject: its ETag is the MD5 of its bytes. */
+                for (int i = 0; i < 32; i++)
+                    md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
+                md5[32] = '\0';
+            }
+            ret = 0;
+            break;
+        }
+        /* Multipart: the list is in the sidecar named by the upload id. */
+        ret = rio__s3_sidecar_key(key, r.rsp.m_id, skey, sizeof(skey));
+        if (ret < 0)
+            goto out;
+        struct meta_req sq = {.method = "GET", .key = skey, .retry = true};
+        ret = rio__s3_meta_do(t, &sq, &sr);
+        if (ret == 0)
+            ret = rio__s3_sidecar_parse(sr.body.p, sr.body.len, r.rsp.m_id, size, chunk, md5, &xxh);
+        rio__s3_meta_rsp_cleanup(&sr);
+        if (ret == -ENOMEM)
+            goto out;
+        if (ret == 0)
+            break;
+        /* Missing or not ours: the object may have been replaced since the
+         * HEAD (then look again), or its sidecar was removed or damaged.
+         * Then nothing vouches for its bytes (a multipart ETag is no digest
+         * of them): it is refused, unless the caller turned verification
+         * off, when it is read without checksums. */
+        if (attempt == 2) {
+            if (!t->verify_off) {
+                fprintf(stderr,
+                        "railio s3: %s: the checksum sidecar of this multipart object is "
+                        "missing or damaged; verify=off reads it unverified\n",
+                        key);
+                ret = RIO_ECHECKSUM;
+                goto out;
+            }
+            ret = 0;
+            md5[0] = '\0';
+            break;
+        }
+    }
+    rio__s3_gen_put(t, &g);
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, klen + 1);
+    out->generation = g.gen;
+    out->size = size;
+    out->chunk_size = chunk;
+    out->nchunks = chunk ? rio__s3_nchunks(size, chunk) : 0;
+    out->xxh = xxh;
+    xxh = NULL;
+    memcpy(out->etag, md5, sizeof(md5));
+    ret = 0;
+out:
+    rio__free(xxh);
+    rio__s3_meta_rsp_cleanup(&r);
+    return ret;
+}
+
+int rio__s3_remove(struct rio_transport *tt, const char *key)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    char id[24], skey[RIO_KEY_MAX + 1];
+    struct meta_req q = {.method = "DELETE", .key = key, .retry = true};
+    struct meta_rsp r = {0};
+    bool sidecar = false;
+    size_t klen;
+    int ret;
+
+    if (t->scheme != SCHEME_S3)
+        return RIO_ENOTSUP;
+    if (rio__key_len(key, &klen) < 0)
+        return RIO_EINVAL;
+    /* S3 answers DELETE 204 whether or not the key exists: ask first. */
+    ret = rio__s3_head_id(t, key, id, &sidecar, NULL);
+    if (ret < 0)
+        return ret;
+    ret = rio__s3_meta_do(t, &q, &r);
+    rio__s3_meta_rsp_cleanup(&r);
+    if (ret < 0)
+        return ret;
+    if (sidecar && id[0] && rio__s3_sidecar_key(key, id, skey, sizeof(skey)) == 0)
+        rio__s3_delete_key(t, skey);
+    return 0;
+}

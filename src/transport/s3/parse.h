@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The parsers of what an S3 or HTTP server sends (the s3:// transport reads
+ * through them), one file a format: the status line and headers of a
+ * response (http.c), Content-Range (range.c), the S3 XML answers and error
+ * codes (xml.c), the checksum list in the metadata and the sidecar, which
+ * sidecar.c also writes; text.c holds the helpers they share. Pure
+ * functions over caller-owned buffers, no libcurl, so they are unit-tested
+ * (tests/unit/test_s3_parse.c) and fuzzed (tests/fuzz/fuzz_http.c,
+ * fuzz_s3xml.c, fuzz_sidecar.c) apart.
+ */
+#ifndef RIO_TRANSPORT_S3_PARSE_H
+#define RIO_TRANSPORT_S3_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RIO_S3_ETAG_MAX 80
+#define RIO_S3_META_XXH_MAX 2048     /* the inline xxh list (S3: 2 KiB of user metadata) */
+#define S3_SIDECAR_SUFFIX ".railio-" /* a sidecar's key: KEY + this + upload id */
+
+/* What the header callback extracts from a response (data and metadata). */
+struct s3_rsp {
+    long status;
+    bool have_clen, have_crange;
+    bool clen_conflict; /* two Content-Lengths that disagree: none is believed */
+    uint64_t clen;
+    uint64_t cr_first, cr_last, cr_total;
+    char etag[RIO_S3_ETAG_MAX];
+    char lastmod[64];
+    char m_v[8], m_id[24], m_chunk[24], m_size[24], m_md5[40], m_sidecar[8];
+    char m_xxh[RIO_S3_META_XXH_MAX];
+};
+
+/* text.c */
+
+/* ceil(size / chunk); chunk > 0. */
+uint64_t rio__s3_nchunks(uint64_t size, uint64_t chunk);
+/* n bytes of s are all hex digits. */
+bool rio__s3_is_hex(const char *s, size_t n);
+/* A decimal u64, the whole string (NUL-terminated): 0, or -1 (empty, not a
+ * digit, overflow). */
+int rio__s3_parse_u64(const char *s, uint64_t *out);
+/* Copy at most cap - 1 of n bytes and terminate (cap > 0). */
+void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n);
+/* xml.c */
+
+/* Text between <tag> and </tag> in body[0..len) (not terminated), or "";
+ * &quot; and &#34; decoded (ETags carry them). out has cap > 0 bytes. */
+void rio__s3_xml_text(const char *body, size_t len, const char *tag, char *out, size_t cap);
+/* An HTTP status and the S3 <Code> as a railio error (0 for 2xx). */
+int rio__s3_map_http(long status, const char *code);
+/* http.c */
+
+/* Forget every field of r (a new status line). */
+void rio__s3_rsp_reset(struct s3_rsp *r);
+/* range.c */
+
+/* "bytes FIRST-LAST/TOTAL" (TOTAL may be '*': UINT64_MAX) into r. */
+bool rio__s3_parse_crange(const char *v, struct s3_rsp *r);
+/* One line of a response's head, p[0..len) not terminated: the status line
+ * (starts r over) or a header this transport reads. */
+void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len);
+/* sidecar.c */
+
+/* The sidecar's key of object key and upload id: 0, or RIO_EINVAL when it
+ * would be longer than RIO_KEY_MAX (or cap). */
+int rio__s3_sidecar_key(const char *key, const char *id, char *out, size_t cap);
+/* The sidecar of upload id (size, chunk, md5: the stream MD5 or "" when none
+ * was computed, the n chunk checksums xxh), NUL-terminated: 0 with *out
+ * (rio__malloc'd) and *outlen, RIO_EINVAL (too long) or -ENOMEM. */
+int rio__s3_sidecar_format(const char *id, uint64_t size, uint64_t chunk, const char *md5,
+                           uint64_t n, const uint64_t *xxh, char **out, size_t *outlen);
+/* n xxh3 values as 16 hex digits each, back to back (NUL-terminated s).
+ * 0 (*out rio__malloc'd, NULL for n == 0), RIO_EPROTO or -ENOMEM. */
+int rio__s3_parse_xxh_list(const char *s, uint64_t n, uint64_t **out);
+/* A sidecar b[0..len) (b[len] == '\0') for upload id of size and chunk:
+ * 0 with md5 ("" when it has none) and *xxh (rio__malloc'd), RIO_EPROTO,
+ * or -ENOMEM. See docs/s3.md. */
+int rio__s3_sidecar_parse(const char *b, size_t len, const char *id, uint64_t size, uint64_t chunk,
+                          char md5[33], uint64_t **xxh);
+
+#endif

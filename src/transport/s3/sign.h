@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * AWS Signature Version 4 for S3 requests, and the encodings it rests on.
+ * Pure functions over caller-owned buffers: no allocation, no locks, safe
+ * from any thread as long as each thread passes its own digest context.
+ * Used by the s3:// transport (request.c); kept apart so the unit tests can check
+ * it against AWS's published examples without libcurl.
+ */
+#ifndef RIO_TRANSPORT_S3_SIGN_H
+#define RIO_TRANSPORT_S3_SIGN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* A name/value pair: a header (lower-case name) or a query parameter. */
+struct rio_s3_kv {
+    const char *k;
+    const char *v;
+};
+
+/* What signs a request. Strings are NUL-terminated; service is "s3". */
+struct rio_s3_signer {
+    const char *access_key;
+    const char *secret_key;
+    const char *region;
+    const char *service;
+};
+
+#define RIO_S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define RIO_S3_UNSIGNED "UNSIGNED-PAYLOAD"
+#define RIO_S3_MAX_SIGNED 24 /* most headers one request may sign */
+
+/*
+ * Percent-encode s[0..n) the way SigV4 wants it: the unreserved characters
+ * A-Z a-z 0-9 - . _ ~ stay, every other byte becomes %XX (upper-case hex),
+ * and '/' stays too when keep_slash is set (object keys in a path). Writes a
+ * NUL-terminated string. Returns its length, or -1 when cap is too small.
+ */
+ssize_t rio__s3_uri_encode(const char *s, size_t n, int keep_slash, char *out, size_t cap);
+
+/*
+ * The canonical query string of n parameters: each name and value
+ * percent-encoded, sorted by name then value, joined as "a=1&b=&c=3" (a
+ * parameter without a value keeps its '='). The same string is the query the
+ * request sends, so what is signed is what goes on the wire. Returns its
+ * length, or -1 when cap is too small or n is too large.
+ */
+ssize_t rio__s3_canon_query(const struct rio_s3_kv *q, unsigned n, char *out, size_t cap);
+
+/* "YYYYMMDDTHHMMSSZ" (the x-amz-date value) of t, in UTC. */
+void rio__s3_amzdate(time_t t, char out[17]);
+
+/* Lower-case hex of in[0..n) into out (2n characters and a NUL). */
+void rio__s3_hex(const uint8_t *in, size_t n, char *out);
+
+/* Standard base64 of in[0..n) into out (4*ceil(n/3) characters and a NUL). */
+void rio__s3_base64(const uint8_t *in, size_t n, char *out);
+
+/*
+ * The Authorization header value ("AWS4-HMAC-SHA256 Credential=...,
+ * SignedHeaders=..., Signature=...") for a request.
+ *
+ * canon_uri is the path as sent (already encoded, e.g. "/bucket/a%20b");
+ * canon_query as built by rio__s3_canon_query ("" when none). hdrs are every
+ * header to sign, with lower-case names and trimmed values, in any order (at
+ * most RIO_S3_MAX_SIGNED, no duplicates); they must include host and
+ * x-amz-date (= amzdate) and, for S3, x-amz-content-sha256 (= payload_hash).
+ * mdctx is an EVP_MD_CTX the caller owns and may reuse (so signing allocates
+ * nothing). Returns 0, or -1 when cap is too small or an argument is bad.
+ */
+int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
+                 const char *canon_uri, const char *canon_query, const struct rio_s3_kv *hdrs,
+                 unsigned n, const char *payload_hash, const char *amzdate, char *auth, size_t cap);
+
+#endif

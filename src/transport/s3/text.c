@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small bounded text helpers the parsers share (parse.h): hex digits, a
+ * decimal u64, a truncating copy, a chunk count. No allocation, no libcurl.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "transport/s3/parse.h"
+
+uint64_t rio__s3_nchunks(uint64_t size, uint64_t chunk)
+{
+    return size ? (size - 1) / chunk + 1 : 0;
+}
+
+bool rio__s3_is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return false;
+    return true;
+}
+
+/* A decimal u64, the whole string. */
+int rio__s3_parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Copy at most cap-1 bytes and terminate. */
+void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n)
+{
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PUT. put_open chooses the mode: an object of one chunk is one PutObject
+ * carrying all the metadata (data.c sends it); a larger one, or a stream of
+ * unknown size, is a multipart upload (one UploadPart per chunk, part number
+ * = chunk index + 1). Commit completes the multipart upload after writing
+ * the per-chunk xxh3 list to a sidecar object (sidecar.c), so once the
+ * object is visible its checksums are. A stream's parts arrive in any order
+ * before the count is known, so their records live in pages allocated at
+ * submit, and commit checks the final geometry (every part below the count
+ * sent whole, none beyond) before completing parts 1..n; an empty stream
+ * aborts the upload and PUTs an empty object.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/key.h"
+#include "transport/s3/internal.h"
+
+/* The record of part index (chunk index) i, or NULL for a stream part
+ * whose page was never allocated (never submitted). */
+struct s3_part *rio__s3_part_at(struct s3_upload *up, uint64_t i)
+{
+    if (up->stream) {
+        struct s3_part *pg = i < S3_MAX_PARTS ? up->pages[i / S3_PART_PAGE] : NULL;
+        return pg ? &pg[i % S3_PART_PAGE] : NULL;
+    }
+    return &up->parts[up->mode == UP_SINGLE ? 0 : i];
+}
+
+static void random_id(char out[17])
+{
+    static _Atomic uint64_t ctr;
+    uint64_t v = 0;
+    uint8_t b[8];
+
+    if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+        v = rio__now_ns() ^ (uint64_t)getpid() << 32 ^
+            atomic_fetch_add(&ctr, 1) * 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    rio__s3_hex(b, 8, out);
+}
+
+/* --------------------------------------------------------------- PUT */
+
+static void upload_free(struct s3_upload *up)
+{
+    if (!up)
+        return;
+    up->magic = 0;
+    rio__free(up->key);
+    rio__free(up->upload_id);
+    rio__free(up->parts);
+    if (up->pages)
+        for (unsigned i = 0; i < S3_PART_PAGES; i++)
+            rio__free(up->pages[i]);
+    rio__free(up->pages);
+    rio__free(up);
+}
+
+int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
+                     void **upload)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up;
+    struct meta_rsp r = {0};
+    char skey[RIO_KEY_MAX + 1], cs[24], ss[24], uid[1024];
+    size_t klen;
+    int ret;
+
+    if (t->scheme != SCHEME_S3)
+        return RIO_ENOTSUP;
+    if (!upload || chunk_size == 0 || rio__key_len(key, &klen) < 0)
+        return RIO_EINVAL;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    up->key = rio__strdup(key);
+    if (!up->key) {
+        ret = -ENOMEM;
+        goto err;
+    }
+    up->size = size;
+    up->chunk = chunk_size;
+    /* A stream is a multipart upload whatever its length turns out to be:
+     * its part count is known only at commit. */
+    up->stream = size == RIO_SIZE_UNKNOWN;
+    up->nparts = up->stream ? 0 : rio__s3_nchunks(size, chunk_size);
+    up->mode = up->nparts <= 1 && !up->stream ? UP_SINGLE : UP_MULTI;
+    random_id(up->id);
+    if (up->mode == UP_MULTI) {
+        if (chunk_size < t->min_part) {
+            fprintf(stderr,
+                    "railio s3: multipart parts must be at least %" PRIu64
+                    " bytes (S3's rule, knob min_part); the chunk size is %" PRIu64
+                    ": raise it (e.g. RIO_CHUNK_SIZE=8M) to PUT objects larger than one chunk\n",
+                    t->min_part, chunk_size);
+            ret = RIO_EINVAL;
+            goto err;
+        }
+        if (!up->stream && up->nparts > S3_MAX_PARTS) {
+            fprintf(stderr,
+                    "railio s3: %" PRIu64 " parts: S3 allows %u per object; raise the chunk size\n",
+                    up->nparts, S3_MAX_PARTS);
+            ret = RIO_EINVAL;
+            goto err;
+        }
+        ret = rio__s3_sidecar_key(key, up->id, skey, sizeof(skey));
+        if (ret < 0)
+            goto err;
+    }
+    if (up->stream)
+        up->pages = rio__calloc(S3_PART_PAGES, sizeof(*up->pages));
+    else
+        up->parts = rio__calloc(up->mode == UP_MULTI ? (size_t)up->nparts : 1, sizeof(*up->parts));
+    if (!up->parts && !up->pages) {
+        ret = -ENOMEM;
+        goto err;
+    }
+    if (up->mode == UP_MULTI) {
+        struct meta_req q = {.method = "POST", .key = key};
+        snprintf(cs, sizeof(cs), "%" PRIu64, chunk_size);
+        snprintf(ss, sizeof(ss), "%" PRIu64, size);
+        q.q[q.nq++] = (struct rio_s3_kv){"uploads", ""};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-v", S3_FORMAT};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", cs};
+        /* A stream's size is not known yet: only its sidecar carries it. */
+        if (!up->stream)
+            q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", ss};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-sidecar", "1"};
+        /* Not retried: a lost reply would leave an upload nobody aborts. */
+        ret = rio__s3_meta_do(t, &q, &r);
+        if (ret < 0)
+            goto err;
+        rio__s3_xml_text(r.body.p, r.body.len, "UploadId", uid, sizeof(uid));
+        rio__s3_meta_rsp_cleanup(&r);
+        if (!uid[0]) {
+            ret = RIO_EPROTO;
+            goto err;
+        }
+        up->upload_id = rio__strdup(uid);
+        if (!up->upload_id) {
+            ret = -ENOMEM;
+            struct meta_req a = {.method = "DELETE", .key = key, .retry = true};
+            a.q[a.nq++] = (struct rio_s3_kv){"uploadId", uid};
+            rio__s3_meta_do(t, &a, &r);
+            rio__s3_meta_rsp_cleanup(&r);
+            goto err;
+        }
+    }
+    up->magic = UPLOAD_MAGIC;
+    *upload = up;
+    return 0;
+err:
+    upload_free(up);
+    return ret;
+}
+
+static void abort_multi(struct s3_transport *t, struct s3_upload *up)
+{
+    struct meta_req q = {.method = "DELETE", .key = up->key, .retry = true};
+    struct meta_rsp r = {0};
+
+    q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
+    rio__s3_meta_do(t, &q, &r);
+    rio__s3_meta_rsp_cleanup(&r);
+}
+
+static int commit_single(struct s3_transport *t, struct s3_upload *up, struct rio_desc *d)
+{
+    struct s3_gen g;
+
+    if (up->nparts == 0) {
+        /* An empty object: no WRITE ran; one PutObject now. */
+        char cs[24];
+        struct meta_req q = {.method = "PUT", .key = up->key, .retry = true};
+        struct meta_rsp r = {0};
+        int ret;
+
+        /* The MD5 of nothing ("" when the engine computed none: etag=none). */
+        if (d->etag[0] && strcmp(d->etag, "d41d8cd98f00b204e9800998ecf8427e") != 0)
+            return RIO_ECHECKSUM;
+        snprintf(cs, sizeof(cs), "%" PRIu64, up->chunk);
+        q.x[q.nx++] = (struct rio_s3_kv){"content-md5", "1B2M2Y8AsgTpgAmY7PhCfg=="};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-v", S3_FORMAT};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", cs};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", "0"};
+        q.x[q.nx++] =
+            (struct rio_s3_kv){"x-amz-meta-railio-md5", "d41d8cd98f00b204e9800998ecf8427e"};
+        q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-xxh", ""};
+        ret = rio__s3_meta_do(t, &q, &r);
+        if (ret == 0 && !r.rsp.etag[0])
+            ret = RIO_EPROTO;
+        if (ret == 0)
+            rio__s3_copy_str(up->etag, sizeof(up->etag), r.rsp.etag, strlen(r.rsp.etag));
+        rio__s3_meta_rsp_cleanup(&r);
+        if (ret < 0)
+            return ret;
+    } else {
+        if (!up->parts[0].ok)
+            return RIO_EPROTO;
+        /* The bytes sent must be the bytes the engine hashed. */
+        if (d->xxh[0] != up->parts[0].xxh ||
+            (up->md5[0] && d->etag[0] && strcmp(d->etag, up->md5) != 0))
+            return RIO_ECHECKSUM;
+    }
+    struct s3_rsp rr;
+    memset(&rr, 0, sizeof(rr));
+    rio__s3_copy_str(rr.etag, sizeof(rr.etag), up->etag, strlen(up->etag));
+    rio__s3_copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
+    d->generation = rio__s3_rsp_gen(&rr, up->size, &g);
+    rio__s3_gen_put(t, &g);
+    return 0;
+}
+
+/* The multipart ETag S3 gives: MD5 of the parts' binary MD5s, "-N". */
+static void multipart_etag(struct s3_upload *up, EVP_MD_CTX *md, char *out, size_t cap)
+{
+    uint8_t d[16];
+    unsigned len = 0;
+    char hex[33];
+
+    out[0] = '\0';
+    if (EVP_DigestInit_ex(md, EVP_md5(), NULL) != 1)
+        return;
+    for (uint64_t i = 0; i < up->nparts; i++) {
+        const struct s3_part *pt = rio__s3_part_at(up, i);
+        const char *e = pt ? pt->etag : "";
+        uint8_t b[16];
+        if (strlen(e) != 34 || !rio__s3_is_hex(e + 1, 32))
+            return;
+        for (int k = 0; k < 16; k++) {
+            char h[3] = {e[1 + 2 * k], e[2 + 2 * k], 0};
+            b[k] = (uint8_t)strtoul(h, NULL, 16);
+        }
+        EVP_DigestUpdate(md, b, 16);
+    }
+    if (EVP_DigestFinal_ex(md, d, &len) != 1)
+        return;
+    rio__s3_hex(d, 16, hex);
+    snprintf(out, cap, "\"%s-%" PRIu64 "\"", hex, up->nparts);
+}
+
+static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio_desc *d)
+{
+    char skey[RIO_KEY_MAX + 1], oskey[RIO_KEY_MAX + 1], old_id[24] = "", cur_id[24],
+                                                        etag[RIO_S3_ETAG_MAX];
+    char *sc = NULL, *xml = NULL;
+    size_t sclen = 0, xlen = 0, cap;
+    struct meta_rsp r = {0};
+    bool old_sidecar = false, cur_sidecar, wrote_sidecar = false;
+    EVP_MD_CTX *md = NULL;
+    struct s3_gen g;
+    int ret;
+
+    etag[0] = '\0';
+    ret = 0;
+    for (uint64_t i = 0; i < up->nparts && ret == 0; i++) {
+        const struct s3_part *pt = rio__s3_part_at(up, i);
+        if (!pt || !pt->ok)
+            ret = RIO_EPROTO;
+        else if (pt->xxh != d->xxh[i])
+            ret = RIO_ECHECKSUM;
+    }
+    /* The stream MD5, or "" when the engine computed none (etag=none). */
+    if (ret == 0 && d->etag[0] && (strlen(d->etag) != 32 || !rio__s3_is_hex(d->etag, 32)))
+        ret = RIO_EPROTO;
+    if (ret == 0)
+        ret = rio__s3_sidecar_key(up->key, up->id, skey, sizeof(skey));
+    if (ret < 0)
+        goto out;
+
+    /* The sidecar first: once the object is visible its checksums are. */
+    ret = rio__s3_sidecar_format(up->id, up->size, up->chunk, d->etag, up->nparts, d->xxh, &sc,
+                                 &sclen);
+    if (ret < 0)
+        goto out;
+    {
+        struct meta_req q = {
+            .method = "PUT", .key = skey, .body = sc, .blen = sclen, .retry = true};
+        ret = rio__s3_meta_do(t, &q, &r);
+        rio__s3_meta_rsp_cleanup(&r);
+        if (ret < 0)
+            goto out;
+        wrote_sidecar = true;
+    }
+
+    /* Which sidecar the generation we replace has, to remove it after. */
+    if (rio__s3_head_id(t, up->key, old_id, &old_sidecar, NULL) < 0)
+        old_sidecar = false;
+
+    /* Each <Part> is at most 45 characters, a 5-digit number and an ETag. */
+    cap = 128 + (size_t)up->nparts * (64 + RIO_S3_ETAG_MAX);
+    xml = rio__malloc(cap);
+    ret = -ENOMEM;
+    if (!xml)
+        goto out;
+    xlen = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+    for (uint64_t i = 0; i < up->nparts; i++)
+        xlen += (size_t)snprintf(xml + xlen, cap - xlen,
+                                 "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>",
+                                 i + 1, rio__s3_part_at(up, i)->etag);
+    xlen += (size_t)snprintf(xml + xlen, cap - xlen, "</CompleteMultipartUpload>");
+    {
+        struct meta_req q = {
+            .method = "POST", .key = up->key, .body = xml, .blen = xlen, .retry = true};
+        q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
+        q.x[q.nx++] = (struct rio_s3_kv){"content-type", "application/xml"};
+        ret = rio__s3_meta_do(t, &q, &r);
+        if (ret == 0)
+            rio__s3_xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
+        rio__s3_meta_rsp_cleanup(&r);
+    }
+    /* A retried complete that finds no upload, or a failure after the server
+     * may have acted: the object tells whether it is ours. */
+    if (ret < 0 && ret != -EACCES && ret != RIO_EINVAL) {
+        if (rio__s3_head_id(t, up->key, cur_id, &cur_sidecar, &g) == 0 && !strcmp(cur_id, up->id)) {
+            ret = 0;
+            etag[0] = '\0';
+        }
+    }
+    if (ret < 0)
+        goto out;
+
+    /* radosgw answers an empty <ETag>: ask the object, and if someone else
+     * replaced it already, fall back to computing ours. */
+    if (!etag[0] || etag[0] != '"') {
+        if (rio__s3_head_id(t, up->key, cur_id, &cur_sidecar, &g) == 0 && !strcmp(cur_id, up->id)) {
+            rio__s3_copy_str(etag, sizeof(etag), g.etag, strlen(g.etag));
+        } else {
+            md = EVP_MD_CTX_new();
+            if (md)
+                multipart_etag(up, md, etag, sizeof(etag));
+            EVP_MD_CTX_free(md);
+        }
+    }
+    {
+        struct s3_rsp rr;
+        memset(&rr, 0, sizeof(rr));
+        rio__s3_copy_str(rr.etag, sizeof(rr.etag), etag, strlen(etag));
+        rio__s3_copy_str(rr.m_id, sizeof(rr.m_id), up->id, strlen(up->id));
+        d->generation = rio__s3_rsp_gen(&rr, up->size, &g);
+        rio__s3_gen_put(t, &g);
+    }
+    wrote_sidecar = false; /* it belongs to the object now */
+    if (old_sidecar && old_id[0] && strcmp(old_id, up->id) != 0 &&
+        rio__s3_sidecar_key(up->key, old_id, oskey, sizeof(oskey)) == 0)
+        rio__s3_delete_key(t, oskey);
+    ret = 0;
+out:
+    if (ret < 0) {
+        abort_multi(t, up);
+        if (wrote_sidecar)
+            rio__s3_delete_key(t, skey);
+    }
+    rio__free(sc);
+    rio__free(xml);
+    return ret;
+}
+
+/*
+ * A stream learns its size at commit. The parts that went out must be
+ * exactly those of d's geometry: every part below the count sent whole at
+ * its length (chunk size, the last one the rest), none beyond it (a part
+ * past the end is never completed: the commit is refused and the upload
+ * aborted). Called after the fence: no WRITE of the upload is in flight.
+ */
+static int stream_close(struct s3_transport *t, struct s3_upload *up, const struct rio_desc *d)
+{
+    uint64_t n, hi;
+
+    if (!d || d->chunk_size != up->chunk || d->size == RIO_SIZE_UNKNOWN)
+        return RIO_EPROTO;
+    pthread_mutex_lock(&t->mu);
+    hi = up->hi;
+    pthread_mutex_unlock(&t->mu);
+    n = rio__s3_nchunks(d->size, up->chunk);
+    if (d->nchunks != n || n > S3_MAX_PARTS || hi > n || (n && !d->xxh))
+        return RIO_EPROTO;
+    for (uint64_t i = 0; i < n; i++) {
+        const struct s3_part *pt = rio__s3_part_at(up, i);
+        uint64_t want = i + 1 < n ? up->chunk : d->size - i * up->chunk;
+        if (!pt || !pt->ok || pt->len != want)
+            return RIO_EPROTO;
+    }
+    up->size = d->size;
+    up->nparts = n;
+    return 0;
+}
+
+int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+    int ret = 0;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    if (up->stream)
+        ret = stream_close(t, up, d);
+    if (ret < 0 || !d || (up->nparts && !d->xxh) || d->size != up->size ||
+        d->chunk_size != up->chunk || d->nchunks != up->nparts || strcmp(d->key, up->key) != 0) {
+        if (up->mode == UP_MULTI)
+            abort_multi(t, up);
+        upload_free(up);
+        return RIO_EPROTO;
+    }
+    if (up->stream && up->nparts == 0) {
+        /* An empty stream: S3 completes no upload without a part
+         * (MalformedXML), so drop the upload and PUT an empty object, as a
+         * sized PUT of 0 bytes does. */
+        abort_multi(t, up);
+        ret = commit_single(t, up, d);
+    } else {
+        ret = up->mode == UP_SINGLE ? commit_single(t, up, d) : commit_multi(t, up, d);
+    }
+    upload_free(up);
+    return ret;
+}
+
+void rio__s3_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return;
+    if (up->mode == UP_MULTI)
+        abort_multi(t, up);
+    upload_free(up);
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS file */
+/*
+ * railio bench through the real binary: the options a bench reads from its
+ * URL follow the transport's syntax (the one boolean syntax of every option,
+ * any case; a value that is not one is refused with its name), so the bench
+ * and the transport it drives never disagree about direct= or sync=.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+
+/* Run cmd, its stdout and stderr into out (NUL-terminated); the exit status. */
+static int run_capture(const char *cmd, char *out, size_t cap)
+{
+    char full[8300];
+    FILE *p;
+    size_t n;
+    int st;
+
+    snprintf(full, sizeof(full), "%s 2>&1", cmd);
+    p = popen(full, "r");
+    T_NOTNULL(p);
+    n = fread(out, 1, cap - 1, p);
+    out[n] = '\0';
+    st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void bench_dir(char *dir)
+{
+    strcpy(dir, "/tmp/rio-clibench-XXXXXX");
+    T_NOTNULL(mkdtemp(dir));
+}
+
+/* sync=OFF and direct=FALSE are "off" in every option of the library; the
+ * bench read both as on (it matched "0", "off" and "false" by hand). */
+TEST(bench_file_reads_booleans_as_the_transport_does)
+{
+    char dir[64], cmd[8192], out[1 << 16];
+
+    bench_dir(dir);
+    snprintf(cmd, sizeof(cmd),
+             "'%s' bench 'file://%s?sync=OFF&direct=FALSE' --size 1M --chunks 1M --queues 1 "
+             "--inflight 1 --modes seqwrite --no-fio --json",
+             cli_bin(), dir);
+    T_EQ(run_capture(cmd, out, sizeof(out)), 0);
+    T_NOTNULL(strstr(out, "\"direct\":0,\"sync\":0"));
+
+    snprintf(cmd, sizeof(cmd),
+             "'%s' bench 'file://%s?sync=ON&direct=auto' --size 1M --chunks 1M --queues 1 "
+             "--inflight 1 --modes seqwrite --no-fio --json",
+             cli_bin(), dir);
+    T_EQ(run_capture(cmd, out, sizeof(out)), 0);
+    T_NOTNULL(strstr(out, "\"direct\":1,\"sync\":1"));
+    rmdir(dir);
+}
+
+/* A value that is no boolean is refused, naming the option, before any run. */
+TEST(bench_file_refuses_a_bad_boolean_by_name)
+{
+    char dir[64], cmd[8192], out[1 << 16];
+
+    bench_dir(dir);
+    snprintf(cmd, sizeof(cmd), "'%s' bench 'file://%s?sync=maybe' --size 1M --no-fio", cli_bin(),
+             dir);
+    T_EQ(run_capture(cmd, out, sizeof(out)), 2);
+    T_NOTNULL(strstr(out, "sync=maybe: expected on or off"));
+    snprintf(cmd, sizeof(cmd), "'%s' bench 'file://%s?direct=sometimes' --size 1M --no-fio",
+             cli_bin(), dir);
+    T_EQ(run_capture(cmd, out, sizeof(out)), 2);
+    T_NOTNULL(strstr(out, "direct=sometimes: expected on, off or auto"));
+    rmdir(dir);
+}

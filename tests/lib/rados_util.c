@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rados_util: the rados:// tests' clients and looks under the transport (see rados_util.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "rados_util.h"
+
+void ru_url(char *out, size_t cap, const char *pool, const char *extra)
+{
+    snprintf(out, cap, "rados://%s?conf=%s%s%s", pool, t_ceph_conf(), extra && *extra ? "&" : "",
+             extra ? extra : "");
+}
+
+struct rio_client *ru_client_at(const char *file, int line, const char *pool, const char *extra,
+                                const struct rio_options *o)
+{
+    char url[2048];
+
+    ru_url(url, sizeof(url), pool, extra);
+    return t__client_new(url, o, file, line);
+}
+
+rados_t ru_admin(void)
+{
+    rados_t cl;
+
+    if (rados_create(&cl, "admin") < 0)
+        T_FAIL("rados_create");
+    if (rados_conf_read_file(cl, t_ceph_conf()) < 0)
+        T_FAIL("rados_conf_read_file");
+    rados_conf_set(cl, "rados_osd_op_timeout", "20");
+    rados_conf_set(cl, "rados_mon_op_timeout", "20");
+    rados_conf_set(cl, "client_mount_timeout", "20");
+    int ret = rados_connect(cl);
+    if (ret < 0)
+        T_FAIL("rados_connect: %d", ret);
+    return cl;
+}
+
+void ru_count(const char *pool, const char *prefix, uint64_t *chunks, uint64_t *others)
+{
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    rados_list_ctx_t lc;
+    const char *entry, *key, *ns;
+    int ret;
+
+    *chunks = *others = 0;
+    ret = rados_ioctx_create(cl, pool, &io);
+    if (ret < 0)
+        T_FAIL("rados_ioctx_create(%s): %d", pool, ret);
+    rados_ioctx_set_namespace(io, LIBRADOS_ALL_NSPACES);
+    ret = rados_nobjects_list_open(io, &lc);
+    if (ret < 0)
+        T_FAIL("rados_nobjects_list_open: %d", ret);
+    while ((ret = rados_nobjects_list_next(lc, &entry, &key, &ns)) == 0) {
+        if (ns && strcmp(ns, RIO_RADOS_CHUNK_NS) == 0) {
+            if (!prefix || strncmp(entry, prefix, strlen(prefix)) == 0)
+                (*chunks)++;
+        } else {
+            (*others)++;
+        }
+    }
+    rados_nobjects_list_close(lc);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    if (ret != -ENOENT)
+        T_FAIL("rados_nobjects_list_next: %d", ret);
+}
+
+uint64_t ru_chunks(const char *pool, const char *prefix)
+{
+    uint64_t ch, other;
+    ru_count(pool, prefix, &ch, &other);
+    return ch;
+}
+
+char *ru_head(const char *pool, const char *key, size_t *len)
+{
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    uint64_t size;
+    time_t mt;
+    char *b;
+
+    if (rados_ioctx_create(cl, pool, &io) < 0)
+        T_FAIL("rados_ioctx_create");
+    if (rados_stat(io, key, &size, &mt) < 0)
+        T_FAIL("no head object for %s", key);
+    b = malloc(size + 1);
+    int ret = rados_read(io, key, b, size, 0);
+    if (ret < 0 || (uint64_t)ret != size)
+        T_FAIL("rados_read head: %d", ret);
+    b[size] = '\0';
+    *len = size;
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    return b;
+}

@@ -1,0 +1,803 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* server_env: railiod for a test and a blocking wire client (see server_env.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "server_env.h"
+#include "core/checksum.h"
+#include "proto/proto.h"
+#include "railio.h"
+#include "t.h"
+#include "tlib.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static struct srv_env *srv__live[8];
+void srv_dump_log(const struct srv_env *e)
+{
+    char line[1024];
+    FILE *f = fopen(e->log, "r");
+    if (!f)
+        return;
+    fprintf(stderr, "---- railiod log (%s)\n", e->log);
+    while (fgets(line, sizeof(line), f))
+        fputs(line, stderr);
+    fprintf(stderr, "---- end of railiod log\n");
+    fclose(f);
+}
+
+unsigned srv_log_count(const struct srv_env *e, const char *needle)
+{
+    char line[2048];
+    unsigned n = 0;
+    FILE *f = fopen(e->log, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, needle))
+            n++;
+    fclose(f);
+    return n;
+}
+
+static void srv__rmdir(struct srv_env *e)
+{
+    char p[256];
+    if (!e->dir[0])
+        return;
+    unlink(e->port_file);
+    unlink(e->log);
+    snprintf(p, sizeof(p), "%s/token", e->dir);
+    unlink(p);
+    rmdir(e->dir);
+    e->dir[0] = '\0';
+}
+
+/* e's directory removed, and e no longer stopped at exit. */
+static void srv_forget(struct srv_env *e)
+{
+    srv__rmdir(e);
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
+        if (srv__live[i] == e)
+            srv__live[i] = NULL;
+}
+
+static void srv__atexit(void)
+{
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++) {
+        struct srv_env *e = srv__live[i];
+        if (!e)
+            continue;
+        if (e->pid > 0 && !e->exited) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+            srv_dump_log(e);
+        }
+        srv__rmdir(e);
+        srv__live[i] = NULL;
+    }
+}
+
+void srv_binary(char *out, size_t cap)
+{
+    t_build_path(out, cap, "railiod");
+}
+
+void srv_write_token(struct srv_env *e, const char *token, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/token", e->dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        T_FAIL("token file %s: %s", path, strerror(errno));
+    fprintf(f, "%s\n", token);
+    fclose(f);
+    chmod(path, 0600);
+}
+
+void srv_prepare(struct srv_env *e)
+{
+    static int registered;
+    memset(e, 0, sizeof(*e));
+    snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
+    if (!mkdtemp(e->dir))
+        T_FAIL("mkdtemp: %s", strerror(errno));
+    snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
+    snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
+    if (!registered) {
+        atexit(srv__atexit);
+        registered = 1;
+    }
+    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
+        if (!srv__live[i]) {
+            srv__live[i] = e;
+            break;
+        }
+}
+
+static void srv__parse_ports(struct srv_env *e, char *text)
+{
+    char *nl = strchr(text, '\n');
+    char *save = NULL, *tok;
+    if (!nl)
+        T_FAIL("port file without a newline: '%s'", text);
+    *nl = '\0';
+    for (tok = strtok_r(text, ",", &save); tok && e->naddr < SRV_MAX_ADDRS;
+         tok = strtok_r(NULL, ",", &save))
+        snprintf(e->addr[e->naddr++], sizeof(e->addr[0]), "%s", tok);
+    char *m = strstr(nl + 1, "metrics=");
+    if (m) {
+        m += 8;
+        m[strcspn(m, "\n")] = '\0';
+        snprintf(e->metrics, sizeof(e->metrics), "%s", m);
+    }
+}
+
+void srv_start_listen(struct srv_env *e, const char *listen, const char *const *extra)
+{
+    char bin[512];
+    const char *argv[SRV_MAX_ARGS];
+    int n = 0;
+
+    if (e->bin)
+        snprintf(bin, sizeof(bin), "%s", e->bin);
+    else
+        srv_binary(bin, sizeof(bin));
+    if (access(bin, X_OK) != 0)
+        T_FAIL("%s not found (build it first)", bin);
+    argv[n++] = bin;
+    if (e->subcommand)
+        argv[n++] = e->subcommand;
+    argv[n++] = "--listen";
+    argv[n++] = listen ? listen : "127.0.0.1:0";
+    argv[n++] = "--port-file";
+    argv[n++] = e->port_file;
+    argv[n++] = "--log-level";
+    argv[n++] = "debug";
+    for (; extra && *extra && n < SRV_MAX_ARGS - 1; extra++)
+        argv[n++] = *extra;
+    argv[n] = NULL;
+
+    fflush(NULL);
+    e->pid = fork();
+    if (e->pid < 0)
+        T_FAIL("fork: %s", strerror(errno));
+    if (e->pid == 0) {
+        /* The log goes to the test's stderr: ctest shows it when the test
+         * fails. SRV_LOG_FILE=1 sends it to a file instead. */
+        if (getenv("SRV_LOG_FILE")) {
+            int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1);
+            }
+        }
+        execv(bin, (char *const *)argv);
+        _exit(127);
+    }
+    uint64_t t0 = t_now_ms();
+    for (;;) {
+        int st;
+        if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
+            e->exited = 1;
+            srv_dump_log(e);
+            T_FAIL("railiod exited during start-up (status %d)", st);
+        }
+        FILE *f = fopen(e->port_file, "r");
+        if (f) {
+            char text[2048];
+            size_t len = fread(text, 1, sizeof(text) - 1, f);
+            fclose(f);
+            text[len] = '\0';
+            srv__parse_ports(e, text);
+            if (e->naddr == 0)
+                T_FAIL("empty port file");
+            /* The ports are read: unless the test still needs a file in
+             * the directory (a token a client reads, a log), remove it now,
+             * so nothing is left behind even when a failed assertion _exits. */
+            char tok[256];
+            snprintf(tok, sizeof(tok), "%s/token", e->dir);
+            if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
+                srv__rmdir(e);
+            return;
+        }
+        /* Generous: --prefault touches all of --memory first (~3 s a GiB
+         * on the 2-vCPU VM). */
+        if (t_now_ms() - t0 > 30000) {
+            srv_dump_log(e);
+            T_FAIL("railiod did not write %s within 30 s", e->port_file);
+        }
+        usleep(10000);
+    }
+}
+
+void srv_start(struct srv_env *e, const char *const *extra)
+{
+    srv_prepare(e);
+    srv_start_listen(e, NULL, extra);
+}
+
+int srv_wait(struct srv_env *e, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int st;
+    for (;;) {
+        pid_t r = waitpid(e->pid, &st, WNOHANG);
+        if (r == e->pid) {
+            e->exited = 1;
+            return st;
+        }
+        if (t_now_ms() - t0 > timeout_ms)
+            return -1;
+        usleep(5000);
+    }
+}
+
+int srv_stop(struct srv_env *e)
+{
+    int st = -1, code = -1;
+    if (e->pid > 0 && !e->exited) {
+        kill(e->pid, SIGTERM);
+        st = srv_wait(e, 15000);
+        if (st == -1) {
+            kill(e->pid, SIGKILL);
+            waitpid(e->pid, NULL, 0);
+            e->exited = 1;
+        }
+    }
+    if (st != -1 && WIFEXITED(st))
+        code = WEXITSTATUS(st);
+    if (code != 0)
+        srv_dump_log(e);
+    srv_forget(e);
+    return code;
+}
+
+void srv_kill9(struct srv_env *e)
+{
+    if (e->pid > 0 && !e->exited) {
+        kill(e->pid, SIGKILL);
+        waitpid(e->pid, NULL, 0);
+        e->exited = 1;
+    }
+    srv_forget(e);
+}
+
+int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rcvbuf)
+{
+    char host[80];
+    const char *colon = strrchr(addr, ':');
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct timeval tv = {.tv_sec = timeout_s};
+    int one = 1;
+
+    if (!colon || (size_t)(colon - addr) >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
+    sa.sin_port = htons((uint16_t)atoi(colon + 1));
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        return -EINVAL;
+    memset(&c->sess, 0, sizeof(c->sess));
+    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return -errno;
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (rcvbuf > 0)
+        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int e = -errno;
+        close(c->fd);
+        c->fd = -1;
+        return e;
+    }
+    c->next_id = 1;
+    return 0;
+}
+
+int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s)
+{
+    return wc_try_connect_ex(c, addr, timeout_s, 0);
+}
+
+void wc_connect(struct wc *c, const char *addr)
+{
+    int r = wc_try_connect(c, addr, 20);
+    if (r < 0)
+        T_FAIL("connect %s: %s", addr, strerror(-r));
+}
+
+void wc_close(struct wc *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    rio__proto_sess_free(&c->sess);
+}
+
+uint64_t srv_proc_kb(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    uint64_t v = 0;
+    size_t fl = strlen(field);
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (!f)
+        T_FAIL("%s: %s", path, strerror(errno));
+    while (fgets(line, sizeof(line), f))
+        if (!strncmp(line, field, fl) && line[fl] == ':')
+            v = strtoull(line + fl + 1, NULL, 10);
+    fclose(f);
+    if (!v)
+        T_FAIL("no %s in %s", field, path);
+    return v;
+}
+
+int wc_sendv(struct wc *c, struct iovec *iov, int n)
+{
+    while (n > 0) {
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -errno;
+        while (n > 0 && (size_t)w >= iov->iov_len) {
+            w -= (ssize_t)iov->iov_len;
+            iov++;
+            n--;
+        }
+        if (n > 0) {
+            iov->iov_base = (char *)iov->iov_base + w;
+            iov->iov_len -= (size_t)w;
+        }
+    }
+    return 0;
+}
+
+int wc_send_raw(struct wc *c, const void *p, size_t n)
+{
+    struct iovec iov = {.iov_base = (void *)p, .iov_len = n};
+    return wc_sendv(c, &iov, 1);
+}
+
+int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen, const void *b,
+             size_t blen)
+{
+    struct rio_proto_hdr h = {
+        .opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen + RIO_PROTO_TAG_LEN)};
+    uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
+    int data = op == RIO_OP_PUT_CHUNK;
+    struct iovec iov[4] = {
+        {hb, sizeof(hb)}, {(void *)a, alen}, {(void *)b, blen}, {tag, sizeof(tag)}};
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+    rio__proto_hdr_encode(&h, hb);
+    if (rio__proto_seal(&c->sess, seq, iov, data ? 2 : 3, tag) < 0)
+        return -ENOMEM;
+    if (data) {
+        struct iovec d[4] = {iov[0], iov[1], iov[3], iov[2]};
+        return wc_sendv(c, d, 4);
+    }
+    return wc_sendv(c, iov, 4);
+}
+
+int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, uint32_t len)
+{
+    struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_CHUNK,
+                              .id = c->next_id++,
+                              .body_len = RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN + len};
+    uint8_t b[RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN];
+    struct iovec part = {b, RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED};
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+
+    rio__proto_hdr_encode(&h, b);
+    rio__proto_enc_put_chunk_fixed(&m, b + RIO_PROTO_HDR_LEN, RIO_PROTO_CHUNK_FIXED);
+    if (rio__proto_seal(&c->sess, seq, &part, 1, b + RIO_PROTO_HDR_LEN + RIO_PROTO_CHUNK_FIXED) < 0)
+        return -ENOMEM;
+    return wc_send_raw(c, b, sizeof(b));
+}
+
+int wc_read_full(struct wc *c, void *p, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = recv(c->fd, (char *)p + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return RIO_ECLOSED;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
+{
+    uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint32_t ctl, data;
+    int r;
+
+    *body = NULL;
+    r = wc_read_full(c, hb, sizeof(hb));
+    if (r < 0)
+        return r;
+    r = rio__proto_hdr_decode(hb, RIO_PROTO_BODY_CAP, h);
+    if (r < 0)
+        return r;
+    if (!(h->flags & RIO_PF_RESPONSE) || rio__proto_layout(h, &ctl, &data) < 0)
+        return RIO_EPROTO;
+    *body = malloc(h->body_len);
+    if (!*body)
+        return -ENOMEM;
+    r = wc_read_full(c, *body, h->body_len);
+    if (r == 0 && rio__proto_rx_check(&c->sess, hb, *body, ctl, *body + ctl) < 0)
+        r = RIO_EPROTO;
+    if (r == 0 && data) {
+        uint64_t x = rio__proto_u64(*body);
+        memmove(*body, *body + ctl + RIO_PROTO_TAG_LEN, data);
+        if (rio__xxh3(*body, data) != x)
+            r = RIO_ECHECKSUM;
+    }
+    if (r < 0) {
+        free(*body);
+        *body = NULL;
+        return r;
+    }
+    h->body_len = data ? data : ctl;
+    if (h->body_len == 0) {
+        free(*body);
+        *body = NULL;
+    }
+    return 0;
+}
+
+int wc_call(struct wc *c, int op, const void *a, size_t alen, const void *b, size_t blen,
+            uint8_t **body, uint32_t *body_len)
+{
+    struct rio_proto_hdr h;
+    uint8_t *bd = NULL;
+    uint64_t id = c->next_id++;
+    int r = wc_send2(c, op, id, a, alen, b, blen);
+    if (r < 0)
+        return r;
+    r = wc_recv(c, &h, &bd);
+    if (r < 0)
+        return r;
+    if (h.id != id || h.opcode != op)
+        T_FAIL("response id/op %llu/%d for request %llu/%d", (unsigned long long)h.id, h.opcode,
+               (unsigned long long)id, op);
+    if (body_len)
+        *body_len = h.body_len;
+    if (body)
+        *body = bd;
+    else
+        free(bd);
+    return h.status;
+}
+
+int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, uint8_t **body, uint32_t *blen)
+{
+    struct rio_proto_hdr h = {.version = RIO_PROTO_HELLO_VERSION,
+                              .opcode = RIO_OP_HELLO,
+                              .id = c->next_id++,
+                              .body_len = 24};
+    uint8_t b[RIO_PROTO_HDR_LEN + 24];
+    int r;
+
+    if (rio__proto_enc_hello(m, b + RIO_PROTO_HDR_LEN, 24) != 24)
+        return RIO_EINVAL;
+    rio__proto_hdr_encode(&h, b);
+    rio__proto_hello_seal(b, b + RIO_PROTO_HDR_LEN);
+    r = wc_send_raw(c, b, sizeof(b));
+    if (r < 0)
+        return r;
+    r = wc_recv(c, &h, body);
+    if (r < 0)
+        return r;
+    *blen = h.body_len;
+    return h.status;
+}
+
+int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr, uint8_t **keep)
+{
+    struct rio_proto_hello m = {.version_min = RIO_PROTO_VERSION, .version_max = RIO_PROTO_VERSION};
+    struct rio_proto_hello_resp r;
+    uint8_t out[64], *body = NULL;
+    uint32_t blen = 0;
+    int n, st;
+
+    for (int i = 0; i < RIO_PROTO_NONCE_LEN; i++)
+        m.nonce[i] = (uint8_t)rand();
+    rio__proto_sess_free(&c->sess);
+    st = wc_hello_raw(c, &m, &body, &blen);
+    if (st != 0)
+        T_FAIL("HELLO: %s", rio_errname(st));
+    if (rio__proto_dec_hello_resp(body, blen, &r) < 0)
+        T_FAIL("HELLO response does not decode");
+    if (hr)
+        *hr = r;
+    if (token && r.auth_required) {
+        struct rio_proto_auth a;
+        struct rio_proto_auth_resp ar;
+        uint8_t want[RIO_PROTO_MAC_LEN], *ab = NULL;
+        uint32_t alen = 0;
+        rio__proto_auth_mac((const uint8_t *)token, strlen(token), "railio-auth-v1", r.nonce,
+                            m.nonce, a.mac);
+        rio__proto_auth_mac((const uint8_t *)token, strlen(token), "railio-server-v1", m.nonce,
+                            r.nonce, want);
+        n = rio__proto_enc_auth(&a, out, sizeof(out));
+        st = wc_call(c, RIO_OP_AUTH, out, (size_t)n, NULL, 0, &ab, &alen);
+        if (st == 0) {
+            if (rio__proto_dec_auth_resp(ab, alen, &ar) < 0 ||
+                memcmp(ar.mac, want, RIO_PROTO_MAC_LEN) != 0)
+                T_FAIL("the server's AUTH answer does not prove the token");
+            if (rio__proto_sess_key(&c->sess, (const uint8_t *)token, strlen(token), m.nonce,
+                                    r.nonce, 0) < 0)
+                T_FAIL("session key");
+        }
+        free(ab);
+    } else {
+        st = 0;
+    }
+    if (keep)
+        *keep = body;
+    else
+        free(body);
+    return st;
+}
+
+void wc_hello(struct wc *c, const char *token)
+{
+    int st = wc_hello_ex(c, token, NULL, NULL);
+    if (st != 0)
+        T_FAIL("AUTH: %s", rio_errname(st));
+}
+
+int wc_put_open(struct wc *c, const char *key, uint64_t size, uint64_t chunk, uint32_t ttl_ms,
+                uint64_t *upload)
+{
+    struct rio_proto_put_open m = {.size = size,
+                                   .chunk_size = chunk,
+                                   .ttl_ms = ttl_ms,
+                                   .key = key,
+                                   .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_put_open(&m, out, sizeof(out)), st;
+    *upload = 0;
+    if (n < 0)
+        T_FAIL("encode PUT_OPEN");
+    st = wc_call(c, RIO_OP_PUT_OPEN, out, (size_t)n, NULL, 0, &body, &blen);
+    if (st == 0) {
+        struct rio_proto_put_open_resp r;
+        if (rio__proto_dec_put_open_resp(body, blen, &r) < 0)
+            T_FAIL("PUT_OPEN response does not decode");
+        *upload = r.upload_id;
+    }
+    free(body);
+    return st;
+}
+
+int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, const void *data,
+                 size_t len)
+{
+    struct rio_proto_put_chunk m = {.upload_id = upload, .index = index, .xxh = xxh};
+    uint8_t fixed[24];
+    rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
+    return wc_call(c, RIO_OP_PUT_CHUNK, fixed, sizeof(fixed), data, len, NULL, NULL);
+}
+
+int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
+                  const char *etag, uint64_t *gen)
+{
+    struct rio_proto_put_commit m = {.upload_id = upload, .nchunks = nchunks};
+    size_t cap = 48 + 8 * (size_t)nchunks;
+    uint8_t *out = malloc(cap), *body = NULL;
+    uint32_t blen = 0;
+    int n, st;
+    memcpy(m.etag, etag, 32);
+    n = rio__proto_enc_put_commit(&m, xxh, out, cap);
+    if (n < 0)
+        T_FAIL("encode PUT_COMMIT");
+    st = wc_call(c, RIO_OP_PUT_COMMIT, out, (size_t)n, NULL, 0, &body, &blen);
+    free(out);
+    if (st == 0) {
+        struct rio_proto_put_commit_resp r;
+        if (rio__proto_dec_put_commit_resp(body, blen, &r) < 0)
+            T_FAIL("PUT_COMMIT response does not decode");
+        *gen = r.generation;
+    }
+    free(body);
+    return st;
+}
+
+void wc_etag(const void *data, size_t n, char etag[33])
+{
+    struct rio_md5 m;
+    if (rio__md5_init(&m) < 0 || rio__md5_update(&m, data, n) < 0 || rio__md5_final(&m, etag) < 0)
+        T_FAIL("md5");
+}
+
+uint64_t wc_nchunks(uint64_t size, uint64_t chunk)
+{
+    return size ? (size - 1) / chunk + 1 : 0;
+}
+
+uint64_t *wc_xxh_list(const uint8_t *data, uint64_t size, uint64_t chunk)
+{
+    uint64_t n = wc_nchunks(size, chunk);
+    uint64_t *x = calloc(n ? n : 1, 8);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        x[i] = rio__xxh3(data + off, len);
+    }
+    return x;
+}
+
+uint64_t wc_put_multi(struct wc *conns, unsigned nconns, const char *key, const uint8_t *data,
+                      uint64_t size, uint64_t chunk)
+{
+    uint64_t up = 0, gen = 0, n = wc_nchunks(size, chunk);
+    uint64_t *x = wc_xxh_list(data, size, chunk);
+    char etag[33];
+    int st;
+
+    wc_etag(data, size, etag);
+    st = wc_put_open(&conns[0], key, size, chunk, 0, &up);
+    if (st != 0)
+        T_FAIL("PUT_OPEN %s: %s", key, rio_errname(st));
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * chunk, len = size - off < chunk ? size - off : chunk;
+        st = wc_put_chunk(&conns[i % nconns], up, i, x[i], data + off, len);
+        if (st != 0)
+            T_FAIL("PUT_CHUNK %s #%llu: %s", key, (unsigned long long)i, rio_errname(st));
+    }
+    st = wc_put_commit(&conns[0], up, n, x, etag, &gen);
+    if (st != 0)
+        T_FAIL("PUT_COMMIT %s: %s", key, rio_errname(st));
+    free(x);
+    return gen;
+}
+
+uint64_t wc_put(struct wc *c, const char *key, const uint8_t *data, uint64_t size, uint64_t chunk)
+{
+    return wc_put_multi(c, 1, key, data, size, chunk);
+}
+
+int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc *d, uint8_t **keep)
+{
+    struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_key(&m, out, sizeof(out));
+    int st = wc_call(c, RIO_OP_LOOKUP, out, (size_t)n, NULL, 0, &body, &blen);
+    *keep = NULL;
+    if (st == 0) {
+        if (rio__proto_dec_desc(body, blen, d) < 0)
+            T_FAIL("LOOKUP response does not decode");
+        *keep = body;
+    } else {
+        free(body);
+    }
+    return st;
+}
+
+int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t off, uint32_t len, void *dst)
+{
+    struct rio_proto_read m = {
+        .generation = gen, .off = off, .len = len, .key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_read(&m, out, sizeof(out));
+    int st = wc_call(c, RIO_OP_READ, out, (size_t)n, NULL, 0, &body, &blen);
+    if (st == 0) {
+        if (blen != len)
+            T_FAIL("READ answered %u bytes for %u", blen, len);
+        memcpy(dst, body, len);
+    } else if (blen != 0) {
+        T_FAIL("an error response with a %u-byte body", blen);
+    }
+    free(body);
+    return st;
+}
+
+int wc_delete(struct wc *c, const char *key)
+{
+    struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t out[2048];
+    int n = rio__proto_enc_key(&m, out, sizeof(out));
+    return wc_call(c, RIO_OP_DELETE, out, (size_t)n, NULL, 0, NULL, NULL);
+}
+
+int wc_ping(struct wc *c)
+{
+    return wc_call(c, RIO_OP_PING, NULL, 0, NULL, 0, NULL, NULL);
+}
+
+int wc_wait_closed(struct wc *c, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    char buf[4096];
+    for (;;) {
+        uint64_t el = t_now_ms() - t0;
+        if (el >= timeout_ms)
+            return -ETIMEDOUT;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)(timeout_ms - el));
+        if (n <= 0)
+            continue;
+        ssize_t r = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+            return 0;
+    }
+}
+
+char *srv_http_get(const char *addr, const char *path)
+{
+    struct wc c;
+    char req[256];
+    size_t cap = 1 << 20, len = 0;
+    char *out;
+
+    if (wc_try_connect(&c, addr, 5) < 0)
+        return NULL;
+    snprintf(req, sizeof(req), "GET %s HTTP/1.0\r\nHost: %s\r\n\r\n", path, addr);
+    if (wc_send_raw(&c, req, strlen(req)) < 0) {
+        wc_close(&c);
+        return NULL;
+    }
+    out = malloc(cap);
+    for (;;) {
+        ssize_t r = recv(c.fd, out + len, cap - 1 - len, 0);
+        if (r <= 0)
+            break;
+        len += (size_t)r;
+        if (len == cap - 1)
+            break;
+    }
+    out[len] = '\0';
+    wc_close(&c);
+    return out;
+}
+
+double srv_metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    }
+    return -1;
+}
+
+double srv_scrape(struct srv_env *e, const char *series)
+{
+    char *text = srv_http_get(e->metrics, "/metrics");
+    double v;
+    if (!text)
+        T_FAIL("GET /metrics failed");
+    v = srv_metric(text, series);
+    free(text);
+    return v;
+}

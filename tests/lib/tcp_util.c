@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tcp_util: the railio:// tests' clients and checks (see tcp_util.h). */
+#include "tcp_util.h"
+
+void tu_url(char *out, size_t cap, const struct srv_env *e, const char *params)
+{
+    snprintf(out, cap, "railio://%s%s%s", e->addr[0], params && *params ? "?" : "",
+             params ? params : "");
+}
+
+struct rio__tcp_counters tu_tcp(struct rio_client *c)
+{
+    struct rio__tcp_counters k;
+
+    if (rio__tcp_counters(rio__client_transport(c), &k) < 0)
+        T_FAIL("not a railio:// client");
+    return k;
+}
+
+uint64_t tu__put(struct rio_client *c, const char *key, size_t n, uint64_t seed, const char *file,
+                 int line)
+{
+    uint64_t gen = 0;
+
+    t__put_pattern(c, key, n, seed, NULL, 0, &gen, file, line);
+    return gen;
+}

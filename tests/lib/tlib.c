@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* tlib: the helpers every test program shares (see tlib.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "cli_util.h"
+#include "core/alloc.h"
+#include "core/internal.h"
+#include "railio_mock.h"
+#include "tlib.h"
+#include "transport/tcp.h"
+#ifdef RIO_HAVE_RADOS
+#include "transport/rados.h"
+#endif
+
+#ifndef T_SOURCE_DIR_DEFAULT
+#define T_SOURCE_DIR_DEFAULT "."
+#endif
+#ifndef T_BUILD_DIR_DEFAULT
+#define T_BUILD_DIR_DEFAULT "."
+#endif
+
+/* ------------------------------------------------------------ memory */
+
+uint8_t *t_pattern_buf(size_t n, uint64_t seed)
+{
+    uint8_t *p = malloc(n ? n : 1);
+
+    if (!p)
+        T_FAIL("malloc(%zu) failed", n);
+    t_fill_pattern(p, n, seed);
+    return p;
+}
+
+uint8_t *t_fill_buf(size_t n, int byte)
+{
+    uint8_t *p = malloc(n ? n : 1);
+
+    if (!p)
+        T_FAIL("malloc(%zu) failed", n);
+    memset(p, byte, n);
+    /* Through a volatile pointer: the compiler may not turn malloc+memset(0)
+     * into an untouched calloc. */
+    for (size_t i = 0; i < n; i += 4096)
+        ((volatile uint8_t *)p)[i] = (uint8_t)byte;
+    return p;
+}
+
+size_t t_count_byte(const uint8_t *p, size_t n, uint8_t v)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        k += p[i] == v;
+    return k;
+}
+
+void t_md5_hex(const void *buf, size_t n, char hex[33])
+{
+    unsigned char d[16];
+    unsigned int dl = 0;
+
+    if (!EVP_Digest(buf, n, d, &dl, EVP_md5(), NULL) || dl != 16)
+        T_FAIL("EVP_Digest");
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+}
+
+/* ------------------------------------------------------------ time */
+
+uint64_t t_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void t_sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* ------------------------------------------------------------ processes and files */
+
+int t_sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    fflush(NULL);
+    st = system(cmd);
+    if (st == -1 || !WIFEXITED(st))
+        return -1;
+    return WEXITSTATUS(st);
+}
+
+int t_read_int(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    int v = 0;
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%d", &v) != 1)
+        v = 0;
+    fclose(f);
+    return v;
+}
+
+int t_free_port(void)
+{
+    unsigned lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+
+    if (f) {
+        if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo <= 12000)
+            lo = 32768;
+        fclose(f);
+    }
+    /* A generator of its own: the test's rand() sequence stays as it was. */
+    unsigned x = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (int i = 0; i < 200; i++) {
+        struct sockaddr_in a;
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        int port;
+
+        x = x * 1103515245u + 12345u;
+        port = (int)(lo - 11000 + (x >> 8) % 11000);
+        if (fd < 0)
+            return 0;
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        a.sin_port = htons((uint16_t)port);
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return 0;
+}
+
+static const char *env_or(const char *name, const char *dflt)
+{
+    const char *v = getenv(name);
+
+    return v && *v ? v : dflt;
+}
+
+void t_harness_path(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/tests/harness/%s", env_or("T_SOURCE_DIR", T_SOURCE_DIR_DEFAULT), name);
+}
+
+void t_build_path(char *out, size_t cap, const char *name)
+{
+    snprintf(out, cap, "%s/%s", env_or("T_BUILD_DIR", T_BUILD_DIR_DEFAULT), name);
+}
+
+const char *cli_bin(void)
+{
+    static char path[4096];
+
+    t_build_path(path, sizeof(path), "railio");
+    return path;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(p);
+    return 0;
+}
+
+void t_rm_tree(const char *dir)
+{
+    if (dir && dir[0])
+        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+#define SCRATCH_MAX 8
+static char scratch[SCRATCH_MAX][256];
+static pid_t scratch_owner[SCRATCH_MAX];
+
+static void scratch_atexit(void)
+{
+    for (unsigned i = 0; i < SCRATCH_MAX; i++)
+        if (scratch[i][0] && scratch_owner[i] == getpid()) {
+            t_rm_tree(scratch[i]);
+            scratch[i][0] = '\0';
+        }
+}
+
+/* Directories PREFIX-PID-* of processes that are gone. */
+static void scratch_reap(const char *base, const char *prefix)
+{
+    DIR *d = opendir(base);
+    struct dirent *de;
+    size_t pl = strlen(prefix);
+
+    if (!d)
+        return;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid;
+        char p[512];
+
+        if (strncmp(de->d_name, prefix, pl) != 0 || de->d_name[pl] != '-')
+            continue;
+        pid = strtol(de->d_name + pl + 1, &end, 10);
+        if (pid <= 0 || *end != '-')
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", base, de->d_name);
+        t_rm_tree(p);
+    }
+    closedir(d);
+}
+
+const char *t_scratch_dir(const char *prefix)
+{
+    static int registered;
+    const char *base = env_or("TMPDIR", "/tmp");
+
+    scratch_reap(base, prefix);
+    for (unsigned i = 0; i < SCRATCH_MAX; i++) {
+        if (scratch[i][0] && scratch_owner[i] == getpid())
+            continue;
+        snprintf(scratch[i], sizeof(scratch[i]), "%s/%s-%ld-XXXXXX", base, prefix, (long)getpid());
+        if (!mkdtemp(scratch[i]))
+            T_FAIL("mkdtemp(%s): %s", scratch[i], strerror(errno));
+        scratch_owner[i] = getpid();
+        if (!registered) {
+            atexit(scratch_atexit);
+            registered = 1;
+        }
+        return scratch[i];
+    }
+    T_FAIL("more than %d scratch directories", SCRATCH_MAX);
+}
+
+uint8_t *t_slurp(const char *path, size_t *n)
+{
+    struct stat st;
+    uint8_t *b;
+    size_t got = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0 || fstat(fd, &st) < 0)
+        T_FAIL("open %s: %s", path, strerror(errno));
+    b = malloc((size_t)st.st_size + 1);
+    T_NOTNULL(b);
+    while (got < (size_t)st.st_size) {
+        ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            T_FAIL("read %s: %s", path, r < 0 ? strerror(errno) : "EOF");
+        got += (size_t)r;
+    }
+    close(fd);
+    b[got] = '\0';
+    *n = got;
+    return b;
+}
+
+void t_write_file(const char *path, const void *buf, size_t n)
+{
+    size_t done = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+    if (fd < 0)
+        T_FAIL("open %s: %s", path, strerror(errno));
+    while (done < n) {
+        ssize_t w = write(fd, (const uint8_t *)buf + done, n - done);
+        if (w <= 0)
+            T_FAIL("write %s: %s", path, strerror(errno));
+        done += (size_t)w;
+    }
+    if (close(fd) != 0)
+        T_FAIL("close %s: %s", path, strerror(errno));
+}
+
+/* ------------------------------------------------------------ options */
+
+static const struct profile {
+    uint64_t seed;
+    unsigned retry_attempts; /* 0: the default */
+    uint32_t backoff_base_ms, backoff_cap_ms, cooldown_base_ms, cooldown_cap_ms;
+    uint32_t op_timeout_ms, deadline_ms;
+} profiles[] = {
+    [T_PROFILE_ENGINE] = {0x5eed, 0, 1, 20, 10, 100, 2000, 10000},
+    [T_PROFILE_TCP] = {0x7c9, 0, 1, 50, 20, 200, 5000, 30000},
+    [T_PROFILE_S3] = {0x53e, 5, 2, 50, 10, 100, 8000, 60000},
+    [T_PROFILE_RADOS] = {0x7ad05, 0, 5, 100, 20, 200, 10000, 60000},
+};
+
+void t_opts(struct rio_options *o, enum t_profile p)
+{
+    const struct profile *f = &profiles[p];
+
+    rio_options_init(o);
+    o->chunk_size = 64 * T_KIB;
+    o->seed = f->seed;
+    if (f->retry_attempts)
+        o->retry_attempts = f->retry_attempts;
+    o->backoff_base_ms = f->backoff_base_ms;
+    o->backoff_cap_ms = f->backoff_cap_ms;
+    o->cooldown_base_ms = f->cooldown_base_ms;
+    o->cooldown_cap_ms = f->cooldown_cap_ms;
+    o->op_timeout_ms = f->op_timeout_ms;
+    o->deadline_ms = f->deadline_ms;
+}
+
+void t_opts_sized(struct rio_options *o, enum t_profile p, uint64_t chunk, unsigned depth)
+{
+    t_opts(o, p);
+    o->chunk_size = chunk;
+    o->depth = depth;
+}
+
+/* ------------------------------------------------------------ clients */
+
+struct rio_client *t__client_new(const char *url, const struct rio_options *o, const char *file,
+                                 int line)
+{
+    struct rio_client *c = NULL;
+    int ret = rio_client_new(url, o, &c);
+
+    if (ret < 0)
+        t__fail(file, line, "rio_client_new(%s): %d %s (%s)", url, ret, rio_errname(ret),
+                rio_strerror(ret));
+    if (!c)
+        t__fail(file, line, "rio_client_new(%s) returned 0 and no client", url);
+    return c;
+}
+
+void t__idle(struct rio_client *c, const char *file, int line)
+{
+    struct rio_counters k;
+    struct rio_mock_counters m;
+    struct rio__tcp_counters tk;
+    uint64_t t0 = t_now_ms();
+
+    rio_client_counters(c, &k);
+    t__check_u(file, line, "counters.inflight_ops", "0", T__EQ, k.inflight_ops, 0);
+    t__check_u(file, line, "counters.inflight_bytes", "0", T__EQ, k.inflight_bytes, 0);
+    t__check_u(file, line, "counters.requests", "0", T__EQ, k.requests, 0);
+    t__check_u(file, line, "counters.budget_reserved", "0", T__EQ, k.budget_reserved, 0);
+    for (unsigned i = 0; i < RIO_MAX_PATHS; i++) {
+        if (k.path_inflight_ops[i] || k.path_inflight_bytes[i])
+            t__fail(file, line, "path %u: %" PRIu64 " ops, %" PRIu64 " bytes still in flight", i,
+                    k.path_inflight_ops[i], k.path_inflight_bytes[i]);
+    }
+    memset(&m, 0, sizeof(m));
+    rio_mock_counters(c, &m);
+    t__check_u(file, line, "mock.inflight", "0", T__EQ, m.inflight, 0);
+    t__check_u(file, line, "mock.rollback_violations", "0", T__EQ, m.rollback_violations, 0);
+    while (rio__tcp_counters(rio__client_transport(c), &tk) >= 0 && tk.slots_armed) {
+        if (t_now_ms() - t0 > 3000)
+            t__fail(file, line, "transport still holds %" PRIu64 " slot(s)", tk.slots_armed);
+        t_sleep_ms(2);
+    }
+#ifdef RIO_HAVE_RADOS
+    struct rio_rados_counters r;
+
+    rio__rados_counters(rio__client_transport(c), &r);
+    if (r.inflight_ops || r.inflight_bytes)
+        t__fail(file, line, "rados: %" PRIu64 " ops, %" PRIu64 " bytes still in flight",
+                r.inflight_ops, r.inflight_bytes);
+#endif
+}
+
+void t__wait_idle(struct rio_client *c, unsigned ms, const char *file, int line)
+{
+    uint64_t end = t_now_ns() + (uint64_t)ms * 1000000ull;
+    struct rio_counters k;
+
+    for (;;) {
+        rio_client_counters(c, &k);
+        if ((!k.inflight_ops && !k.requests) || t_now_ns() > end)
+            break;
+        t_sleep_ms(2);
+    }
+    t__idle(c, file, line);
+}
+
+void t__close(struct rio_client *c, int64_t alloc0, const char *file, int line)
+{
+    t__idle(c, file, line);
+    rio_client_destroy(c);
+    if (alloc0 >= 0)
+        t__check_i(file, line, "rio__alloc_outstanding() after destroy", "before rio_client_new",
+                   T__EQ, rio__alloc_outstanding(), alloc0);
+}
+
+int64_t t_alloc_now(void)
+{
+    return rio__alloc_outstanding();
+}
+
+uint8_t *t__put_pattern(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                        const struct rio_call *call, int keep, uint64_t *gen, const char *file,
+                        int line)
+{
+    uint8_t *src = t_pattern_buf(n, seed);
+    struct rio_desc d;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(c, key, src, n, call, gen ? &d : NULL);
+    if (ret != 0)
+        t__fail(file, line, "rio_put(%s, %zu bytes): %d %s (%s)", key, n, ret, rio_errname(ret),
+                rio_strerror(ret));
+    if (gen) {
+        *gen = d.generation;
+        rio_desc_cleanup(&d);
+    }
+    if (keep)
+        return src;
+    free(src);
+    return NULL;
+}
+
+void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                  const struct rio_call *call, const char *file, int line)
+{
+    uint8_t *dst = t_fill_buf(n + 1, 0xA5);
+    int64_t got = rio_get(c, key, dst, n, call);
+    int64_t bad;
+
+    if (got != (int64_t)n)
+        t__fail(file, line, "rio_get(%s): %" PRId64 " %s, want %zu bytes", key, got,
+                got < 0 ? rio_errname((int)got) : "", n);
+    bad = t_check_pattern(dst, n, seed);
+    if (bad >= 0)
+        t__fail(file, line, "rio_get(%s): first bad byte at offset %" PRId64 ": 0x%02x", key, bad,
+                dst[bad]);
+    if (dst[n] != 0xA5)
+        t__fail(file, line, "rio_get(%s) wrote past the object's end", key);
+    free(dst);
+}
+
+void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                      const char *file, int line)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t *src = t_pattern_buf(n, seed), *dst = malloc(n ? n : 1);
+    struct rio_desc d, s;
+    char md5[33];
+    int ret;
+    int64_t got;
+
+    if (!dst)
+        t__fail(file, line, "malloc(%zu)", n);
+    t_md5_hex(src, n, md5);
+    memset(&d, 0, sizeof(d));
+    ret = rio_put(c, key, src, n, &call, &d);
+    if (ret != 0)
+        t__fail(file, line, "rio_put(%s, %zu): %s", key, n, rio_errname(ret));
+    fprintf(stderr, "  PUT %zu MiB: %.0f MB/s (%" PRIu64 " chunks, hash %.2f s)\n", n >> 20,
+            st.goodput_mbps, st.chunks, st.hash_ns / 1e9);
+    t__streq(file, line, "d.etag", "md5", d.etag, md5);
+    memset(&s, 0, sizeof(s));
+    ret = rio_stat(c, key, &s);
+    if (ret != 0)
+        t__fail(file, line, "rio_stat(%s): %s", key, rio_errname(ret));
+    t__check_u(file, line, "s.size", "n", T__EQ, s.size, n);
+    t__streq(file, line, "s.etag", "md5", s.etag, md5);
+    memset(dst, 0xA5, n);
+    got = rio_get(c, key, dst, n, &call);
+    if (got != (int64_t)n)
+        t__fail(file, line, "rio_get(%s): %" PRId64 " %s", key, got,
+                got < 0 ? rio_errname((int)got) : "");
+    fprintf(stderr, "  GET %zu MiB: %.0f MB/s, retries %" PRIu64 "\n", n >> 20, st.goodput_mbps,
+            st.retries_total);
+    t__memeq(file, line, "dst", "src", dst, src, n);
+    ret = rio_delete(c, key);
+    if (ret != 0)
+        t__fail(file, line, "rio_delete(%s): %s", key, rio_errname(ret));
+    rio_desc_cleanup(&d);
+    rio_desc_cleanup(&s);
+    free(src);
+    free(dst);
+}
+
+void t__fault(struct rio_client *c, const char *spec, const char *file, int line)
+{
+    struct rio_mock_fault f;
+    int ret;
+
+    memset(&f, 0, sizeof(f));
+    ret = rio_mock_fault_parse(spec, &f);
+    if (ret < 0)
+        t__fail(file, line, "rio_mock_fault_parse(\"%s\"): %d %s", spec, ret, rio_errname(ret));
+    ret = rio_mock_fault_add(c, &f);
+    if (ret < 0)
+        t__fail(file, line, "rio_mock_fault_add(\"%s\"): %d %s", spec, ret, rio_errname(ret));
+}
+
+uint64_t t_faults_fired(struct rio_client *c)
+{
+    struct rio_mock_counters m;
+
+    memset(&m, 0, sizeof(m));
+    rio_mock_counters(c, &m);
+    return m.faults_fired;
+}
+
+/* ------------------------------------------------------------ stats */
+
+uint64_t t_path_bytes(const struct rio_stats *st, unsigned *used)
+{
+    uint64_t b = 0;
+    unsigned u = 0;
+
+    for (unsigned i = 0; i < st->npaths && i < RIO_MAX_PATHS; i++) {
+        b += st->path[i].bytes;
+        u += st->path[i].bytes > 0;
+    }
+    if (used)
+        *used = u;
+    return b;
+}
+
+uint64_t t_path_ops(const struct rio_stats *st)
+{
+    uint64_t n = 0;
+
+    for (unsigned i = 0; i < st->npaths && i < RIO_MAX_PATHS; i++)
+        n += st->path[i].ops;
+    return n;
+}
+
+void t_stats_print(const char *what, const struct rio_stats *st)
+{
+    fprintf(stderr,
+            "  %s: %" PRIu64 " B in %.1f ms = %.1f MB/s, chunks %" PRIu64 ", retries %" PRIu64
+            ", peak %" PRIu64 " B, verdict %s (%s)\n",
+            what, st->bytes, st->elapsed_ns / 1e6, st->goodput_mbps, st->chunks, st->retries_total,
+            st->peak_inflight_bytes, rio_verdict_name(st->verdict), st->verdict_text);
+    for (unsigned i = 0; i < st->npaths && i < RIO_MAX_PATHS; i++)
+        fprintf(stderr,
+                "    path %u: %" PRIu64 " B, %" PRIu64 " ops, %" PRIu64
+                " errors, %.1f MB/s, busy %.1f ms, state %d\n",
+                i, st->path[i].bytes, st->path[i].ops, st->path[i].errors, st->path[i].rate_mbps,
+                st->path[i].busy_ns / 1e6, st->path[i].state);
+}
+
+/* ------------------------------------------------------------ threads */
+
+static void *get_job_main(void *arg)
+{
+    struct t_get_job *j = arg;
+
+    j->call.stats = &j->st;
+    j->t_start_ns = t_now_ns();
+    j->result = rio_get(j->c, j->key, j->buf, j->cap, &j->call);
+    j->t_end_ns = t_now_ns();
+    return NULL;
+}
+
+void t_get_job_start(struct t_get_job *j)
+{
+    T_EQ(pthread_create(&j->th, NULL, get_job_main, j), 0);
+}
+
+void t_get_job_join(struct t_get_job *j)
+{
+    T_EQ(pthread_join(j->th, NULL), 0);
+}
