@@ -167,11 +167,12 @@ void rio__call_worker_loop(struct rio_client *c, struct rio__call *call)
             pthread_mutex_lock(&c->mu);
             continue;
         }
+        if (rio__call_progress_locked(c, call))
+            continue;
         /* Every request fenced and hashed: each was queued. */
         if (call->remaining == 0 && call->hashing_over)
             break;
-        if (!rio__call_progress_locked(c, call))
-            pthread_cond_wait(&call->cond, &c->mu);
+        pthread_cond_wait(&call->cond, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
 }

@@ -48,6 +48,12 @@ int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *op
         rio__free(call);
         return -ENOMEM;
     }
+    if (pthread_cond_init(&call->md5_cond, NULL) != 0) {
+        pthread_cond_destroy(&call->cond);
+        rio__free(call->reqs);
+        rio__free(call);
+        return -ENOMEM;
+    }
     call->c = c;
     call->nreq = nreq;
     call->deadline_ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
@@ -330,6 +336,33 @@ static bool md5_due(struct rio__req *r)
  * magnitude slower than xxh3 (docs/bench.md) and would otherwise hold each
  * chunk back; it only gates the commit. A request that failed stops being hashed.
  */
+/* A PUT's stream MD5, on the client's cpu pool while the caller hashes the
+ * next PUT's chunks (MD5 is serial within one stream, but the streams of a
+ * batch are independent). */
+static void md5_task(void *arg)
+{
+    struct rio__req *r = arg;
+    struct rio__call *call = r->call;
+    struct rio_client *c = call->c;
+    uint64_t t0 = rio__now_ns();
+
+    for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
+        if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, chunk_len_of(r, k)) < 0) {
+            /* Its chunks may all be sent already: the result, not only
+             * the engine, must say it failed, so it is never committed. */
+            r->result = -ENOMEM;
+            rio__engine_fail_req(c, r, -ENOMEM);
+            break;
+        }
+    }
+    uint64_t ns = rio__now_ns() - t0;
+    pthread_mutex_lock(&c->mu);
+    r->md5_ns = ns;
+    r->md5_running = false;
+    pthread_cond_broadcast(&call->md5_cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
 static void hash_puts(struct rio_client *c, struct rio__call *call)
 {
     for (unsigned i = 0; i < call->nreq; i++) {
@@ -345,26 +378,31 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
             rio__engine_kick(c);
         }
         call->hash_ns += rio__now_ns() - t0;
-        if (!md5_due(r))
+        if (!md5_due(r)) {
             hash_done(c, r);
+            continue;
+        }
+        pthread_mutex_lock(&c->mu);
+        r->md5_running = true;
+        pthread_mutex_unlock(&c->mu);
+        r->md5_posted = true;
+        rio__pool_task(&c->cpu_pool, &r->md5_job, md5_task, r);
     }
+    /* Every MD5 posted has ended before this returns (the commit reads it);
+     * each request is done hashing, in order, as its MD5 ends. */
+    pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
-        if (!md5_due(r))
+        if (!r->md5_posted)
             continue;
-        uint64_t t0 = rio__now_ns();
-        for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
-            if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, chunk_len_of(r, k)) < 0) {
-                /* Its chunks may all be sent already: the result, not only
-                 * the engine, must say it failed, so it is never committed. */
-                r->result = -ENOMEM;
-                rio__engine_fail_req(c, r, -ENOMEM);
-                break;
-            }
-        }
-        call->hash_ns += rio__now_ns() - t0;
+        while (r->md5_running)
+            pthread_cond_wait(&call->md5_cond, &c->mu);
+        call->hash_ns += r->md5_ns;
+        pthread_mutex_unlock(&c->mu);
         hash_done(c, r);
+        pthread_mutex_lock(&c->mu);
     }
+    pthread_mutex_unlock(&c->mu);
 }
 
 /*

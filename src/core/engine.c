@@ -1072,9 +1072,13 @@ bool rio__call_progress_locked(struct rio_client *c, struct rio__call *call)
 void rio__engine_wait(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
-    while (call->remaining > 0 || call->progress_busy) {
-        if (!rio__call_progress_locked(c, call))
-            pthread_cond_wait(&call->cond, &c->mu);
+    for (;;) {
+        /* A report due when the call ends is still made: the last figures. */
+        if (rio__call_progress_locked(c, call))
+            continue;
+        if (call->remaining == 0 && !call->progress_busy)
+            break;
+        pthread_cond_wait(&call->cond, &c->mu);
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -1107,6 +1111,7 @@ void rio__call_free(struct rio__call *call)
     rio__free(call->lat);
     rio__cancel_unref(call->cancel);
     pthread_cond_destroy(&call->cond);
+    pthread_cond_destroy(&call->md5_cond);
     rio__free(call);
 }
 

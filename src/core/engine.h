@@ -143,10 +143,16 @@ struct rio__req {
      * object's chunk base + k (no commit; the writer commits). */
     uint64_t base;
     uint64_t generation;
-    uint64_t *xxh;           /* GET: expected (desc.xxh, may be NULL); PUT: computed */
-    struct rio_desc desc;    /* GET: the descriptor read */
-    void *upload;            /* PUT */
-    struct rio_md5 md5;      /* PUT, when want_md5 */
+    uint64_t *xxh;        /* GET: expected (desc.xxh, may be NULL); PUT: computed */
+    struct rio_desc desc; /* GET: the descriptor read */
+    void *upload;         /* PUT */
+    struct rio_md5 md5;   /* PUT, when want_md5 */
+    /* PUT: its MD5 runs on the cpu pool (call.c, md5_task): posted by the
+     * caller (md5_posted, caller only), running until the task ends
+     * (md5_running, md5_ns: under mu). */
+    struct rio__job md5_job;
+    bool md5_posted, md5_running;
+    uint64_t md5_ns;
     bool want_md5;           /* PUT: the backend stores the etag and it is wanted */
     _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
     _Atomic int stop_hashing;
@@ -188,6 +194,7 @@ struct rio__call {
     unsigned remaining; /* engine: requests not yet fenced */
     int refs;           /* under mu: the caller's and the engine's */
     pthread_cond_t cond;
+    pthread_cond_t md5_cond; /* a PUT's MD5 task ended (md5_running) */
     struct rio_cancel *cancel;
     unsigned flags;
     uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller, t0_run_delay;

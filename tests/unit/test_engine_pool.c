@@ -146,9 +146,14 @@ static void *other_call(void *arg)
     struct blocker *b = arg;
     uint8_t *buf = eu_pattern_buf(OBJ, 3), *out = malloc(OBJ);
 
+    /* (bounded: a test that fails must not hang) */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
     pthread_mutex_lock(&b->mu);
     while (!b->entered)
-        pthread_cond_wait(&b->cond, &b->mu);
+        if (pthread_cond_timedwait(&b->cond, &b->mu, &ts) != 0)
+            break;
     pthread_mutex_unlock(&b->mu);
     int ok = rio_put(b->c, "other", buf, OBJ, NULL, NULL) == 0 &&
              rio_get(b->c, "other", out, OBJ, NULL) == (int64_t)OBJ && memcmp(buf, out, OBJ) == 0;
@@ -193,4 +198,40 @@ TEST(progress_callback_blocks_only_its_call)
     eu_close(&e);
     free(src);
     free(dst);
+}
+
+/* A batch's PUTs hash their stream MD5s on the pool, several at once: each
+ * etag is still the MD5 of its own bytes. */
+TEST(batch_etags_hashed_on_the_pool)
+{
+    struct eu e;
+    struct rio_options o;
+    uint8_t *src[4];
+    char keys[4][8];
+    struct rio_op ops[4];
+
+    eu_opts(&o);
+    o.etag = 1;
+    eu_open(&e, "mock://pool4?paths=2", &o);
+    for (int i = 0; i < 4; i++) {
+        src[i] = eu_pattern_buf(OBJ + 4096 * (size_t)i, 10 + (uint64_t)i);
+        snprintf(keys[i], sizeof(keys[i]), "e%d", i);
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_PUT, .key = keys[i], .buf = src[i], .len = OBJ + 4096 * (size_t)i};
+    }
+    T_EQ(rio_batch(e.c, ops, 4, NULL), 4);
+    for (int i = 0; i < 4; i++) {
+        struct rio_md5 m;
+        char want[33];
+        struct rio_desc d;
+        T_OK(rio__md5_init(&m));
+        T_OK(rio__md5_update(&m, src[i], OBJ + 4096 * (size_t)i));
+        T_OK(rio__md5_final(&m, want));
+        rio__md5_cleanup(&m);
+        T_OK(rio_stat(e.c, keys[i], &d));
+        T_STREQ(d.etag, want);
+        rio_desc_cleanup(&d);
+        free(src[i]);
+    }
+    eu_close(&e);
 }
