@@ -279,7 +279,9 @@ struct rio_call {
 
 /**
  * Open a client for url. *out is owned by the caller (rio_client_destroy).
- * Starts one engine thread. Returns 0, RIO_EURL, RIO_EINVAL, -ENOMEM or a
+ * Starts one engine thread and the client's worker threads (metadata of
+ * batches; verification and MD5 on up to as many threads as CPUs): the
+ * engine starts no thread per call. Returns 0, RIO_EURL, RIO_EINVAL, -ENOMEM or a
  * transport's error.
  */
 int rio_client_new(const char *url, const struct rio_options *o, struct rio_client **out);
