@@ -115,10 +115,10 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
         ret = -ret;
         goto err_attempts;
     }
-    ret = rio__pool_start(&c->meta_pool, rio__meta_threads(c) - 1);
+    ret = rio__pool_start(&c->meta_pool, rio__meta_threads(c) - 1, "rio-meta");
     if (ret < 0)
         goto err_mutex;
-    ret = rio__pool_start(&c->cpu_pool, cpu_threads(c));
+    ret = rio__pool_start(&c->cpu_pool, cpu_threads(c), "rio-cpu");
     if (ret < 0)
         goto err_meta_pool;
     ret = rio__engine_start(c);

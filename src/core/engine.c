@@ -4,6 +4,9 @@
  * in-flight budget, retry with rollback, path cooldown and probing, deadlines,
  * cancellation and the fence. See docs/internals/engine.md.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -888,6 +891,7 @@ static void reap_failed_locked(struct rio_client *c, int err)
 static void *engine_main(void *arg)
 {
     struct rio_client *c = arg;
+    (void)pthread_setname_np(pthread_self(), "rio-engine");
     pthread_mutex_lock(&c->mu);
     for (;;) {
         uint64_t now = rio__now_ns();

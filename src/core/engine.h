@@ -56,10 +56,12 @@ struct rio__pool {
     bool stop;
     unsigned n;
     pthread_t *th;
+    const char *name;
 };
 
-/* Start n threads (1 at least). 0 or -errno (nothing left running). */
-int rio__pool_start(struct rio__pool *p, unsigned n);
+/* Start n threads (1 at least) named name (15 bytes at most). 0 or -errno
+ * (nothing left running). */
+int rio__pool_start(struct rio__pool *p, unsigned n, const char *name);
 /* Stop and join every thread once the queue is empty; p may be unstarted
  * (zeroed) or stopped. */
 void rio__pool_stop(struct rio__pool *p);

@@ -14,6 +14,9 @@
  *
  * Lock order: the client lock before the pool's; fn runs with neither.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -52,6 +55,9 @@ static void job_push_locked(struct rio__pool *p, struct rio__job *j)
 static void *pool_main(void *arg)
 {
     struct rio__pool *p = arg;
+    /* Named, so top -H and perf tell the pools from the engine. */
+    if (p->name)
+        (void)pthread_setname_np(pthread_self(), p->name);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         struct rio__job *j = p->head;
@@ -85,11 +91,12 @@ static void *pool_main(void *arg)
     return NULL;
 }
 
-int rio__pool_start(struct rio__pool *p, unsigned n)
+int rio__pool_start(struct rio__pool *p, unsigned n, const char *name)
 {
     int ret;
 
     memset(p, 0, sizeof(*p));
+    p->name = name;
     if (n == 0)
         n = 1;
     p->th = rio__calloc(n, sizeof(*p->th));
