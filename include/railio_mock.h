@@ -14,7 +14,8 @@
  *          (default 0). Suffixes as sizes: 125M = 125 MiB/s, 125MB = 125e6.
  *   lat    per-op round-trip latency (default 0): "200us", "1ms"
  *   disk   shared storage service rate in bytes/s, 0 = unlimited (default)
- *   depth_cap  ops a path accepts before submit returns -EAGAIN (default 1024)
+ *   depth_cap  ops a path holds (default 1024): the engine keeps at most that
+ *          many in flight on a path; beyond it submit returns -EAGAIN
  * Clients opened with the same NAME share one store (like one server).
  *
  * Faults. Any URL takes `faults=SPEC;SPEC;...` (each SPEC as parsed by

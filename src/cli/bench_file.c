@@ -44,7 +44,7 @@
 #include "core/url.h"
 #include "railio.h"
 #ifdef RIO_HAVE_URING
-#include "transport/file.h"
+#include "transport/file/file.h"
 #endif
 
 #define MAXLIST 16

@@ -119,13 +119,17 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
     d->sample_bytes = d->bytes_total;
 }
 
-/* The ops path p may have in flight: the depth, halved (at least 1) while
- * its transport reports it degraded. */
+/* The ops path p may have in flight: the client's depth, within the most ops
+ * a path of the transport holds (transport.h, max_depth), halved (at least 1)
+ * while its transport reports it degraded. */
 static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p)
 {
+    unsigned m = c->t->max_depth;
+    uint64_t d = m && m < c->o.depth ? m : c->o.depth;
+
     if (!p->degraded)
-        return c->o.depth;
-    return c->o.depth > 1 ? c->o.depth / 2 : 1;
+        return d;
+    return d > 1 ? d / 2 : 1;
 }
 
 /* Whether path i may take one more op in direction dir. */

@@ -130,11 +130,15 @@ struct fault_transport {
     struct rio_mock_counters ctr; /* the filter's fields only */
 };
 
-static const struct rio_transport_ops fault_ops[4];
+/* One ops table per set of capability bits (0x2, 0x4, 0x8): the filter has
+ * its inner transport's. */
+#define FAULT_CAPS (RIO_CAP_STREAM_PUT | RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY)
+#define FAULT_NOPS 8u
+static const struct rio_transport_ops fault_ops[FAULT_NOPS];
 
 static struct fault_transport *fault_cast(struct rio_transport *t)
 {
-    if (!t || t->ops < &fault_ops[0] || t->ops >= &fault_ops[4])
+    if (!t || t->ops < &fault_ops[0] || t->ops >= &fault_ops[FAULT_NOPS])
         return NULL;
     return (struct fault_transport *)t;
 }
@@ -822,8 +826,12 @@ static int fault_put_commit(struct rio_transport *tt, void *upload, struct rio_d
     int ret = meta_fault(t, RIO_MOCK_OP_PUT_COMMIT);
 
     if (ret < 0) {
-        /* put_commit consumes the upload, failing or not. */
-        rio__t_put_abort(t->inner, upload);
+        /* A failed commit consumes the upload, except a retryable failure
+         * over a transport with RIO_CAP_COMMIT_RETRY: the engine then
+         * commits it again or aborts it. */
+        if (!rio__t_has_cap(t->inner, RIO_CAP_COMMIT_RETRY) ||
+            !rio__class_is_retryable(rio__err_class(ret)))
+            rio__t_put_abort(t->inner, upload);
         return ret;
     }
     return rio__t_put_commit(t->inner, upload, d);
@@ -932,14 +940,20 @@ static int parse_rules(struct fault_transport *t, const char *s)
         .cpu_ns = fault_cpu_ns,                                                                    \
     }
 
-/* One table per set of capability bits: the filter has the inner's. */
-_Static_assert((RIO_CAP_STREAM_PUT | RIO_CAP_ETAG) == 0x6u, "a new capability bit: add tables");
-static const struct rio_transport_ops fault_ops[4] = {
-    FAULT_OPS(0),
-    FAULT_OPS(RIO_CAP_STREAM_PUT),
-    FAULT_OPS(RIO_CAP_ETAG),
-    FAULT_OPS(RIO_CAP_STREAM_PUT | RIO_CAP_ETAG),
+_Static_assert(FAULT_CAPS == 0xEu, "a new capability bit: add it to FAULT_CAPS and the tables");
+static const struct rio_transport_ops fault_ops[FAULT_NOPS] = {
+    FAULT_OPS(0x0), FAULT_OPS(0x2), FAULT_OPS(0x4), FAULT_OPS(0x6),
+    FAULT_OPS(0x8), FAULT_OPS(0xA), FAULT_OPS(0xC), FAULT_OPS(0xE),
 };
+
+/* The inner transport's path state goes to the engine through the filter,
+ * the handle the engine knows (transport.h, path_event). */
+static void fault_path_event(struct rio_transport *inner, unsigned path, int state, int err)
+{
+    struct fault_transport *t = inner->engine;
+
+    rio__t_path_event(&t->base, path, state, err);
+}
 
 int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct rio_options *o,
                      struct rio_transport **out)
@@ -958,10 +972,11 @@ int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct
         rio__free(t);
         return ret;
     }
-    caps = inner->ops->caps;
+    caps = inner->ops->caps & FAULT_CAPS;
     t->base = *inner; /* npaths and the limits the engine respects */
-    t->base.ops =
-        &fault_ops[((caps & RIO_CAP_STREAM_PUT) ? 1 : 0) | ((caps & RIO_CAP_ETAG) ? 2 : 0)];
+    t->base.ops = &fault_ops[caps >> 1];
+    t->base.path_event = NULL; /* the engine's, set on the filter */
+    t->base.engine = NULL;
     t->inner = inner;
     t->genchange_ok = rio__mock_is(inner);
     t->rng = o && o->seed ? o->seed : FAULT_SEED0;
@@ -974,6 +989,8 @@ int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct
         fault_free(t);
         return ret;
     }
+    inner->engine = t;
+    inner->path_event = fault_path_event;
     *out = &t->base;
     return 0;
 }

@@ -403,6 +403,7 @@ struct mock_transport {
     uint64_t reap_fail;
     int reap_err;
     uint64_t reaps_failed;
+    uint64_t refused;     /* submits answered -EAGAIN (a path at depth_cap) */
     uint64_t sleep_until; /* the mock thread's wake-up time while it sleeps, else 0 */
     struct mock_path path[RIO_MAX_PATHS];
     double disk_rate;
@@ -729,6 +730,7 @@ static int mock_submit(struct rio_transport *tt, struct rio_io *io)
     pthread_mutex_lock(&t->mu);
     p = &t->path[io->path];
     if (p->held >= t->depth_cap) {
+        t->refused++;
         pthread_mutex_unlock(&t->mu);
         return -EAGAIN;
     }
@@ -1104,6 +1106,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
             return RIO_EINVAL;
         t->depth_cap = (unsigned)v;
     }
+    t->base.max_depth = t->depth_cap;
     return 0;
 }
 
@@ -1523,6 +1526,19 @@ void rio__mock_reap_fail(struct rio_transport *tt, uint64_t n, int err)
     t->reap_fail = err < 0 ? n : 0;
     t->reap_err = err;
     pthread_mutex_unlock(&t->mu);
+}
+
+uint64_t rio__mock_refused(struct rio_transport *tt)
+{
+    struct mock_transport *t = mock_cast(tt);
+    uint64_t n;
+
+    if (!t)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    n = t->refused;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 uint64_t rio__mock_reaps_failed(struct rio_transport *tt)

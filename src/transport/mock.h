@@ -28,6 +28,9 @@ void rio__mock_counters(struct rio_transport *t, struct rio_mock_counters *out);
  * it. reaps_failed counts the reaps that failed so. */
 void rio__mock_reap_fail(struct rio_transport *t, uint64_t n, int err);
 uint64_t rio__mock_reaps_failed(struct rio_transport *t);
+/* Submits the mock answered -EAGAIN (a path at its depth_cap, which open
+ * publishes as the transport's max_depth). */
+uint64_t rio__mock_refused(struct rio_transport *t);
 int rio__mock_desc_set(struct rio_transport *t, const struct rio_desc *d, uint64_t xxh_len);
 /*
  * The fault filter's GENCHANGE hook: replace key's object of generation gen

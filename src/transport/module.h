@@ -53,6 +53,10 @@ struct rio_module_host {
     int (*opt_bool)(const char *name, const char *v, bool *out);
     int (*opt_tristate)(const char *name, const char *v, const char *third, int *out);
     int (*opt_ms)(const char *name, const char *v, uint32_t *out);
+    /* the engine's classes (core/internal.h): what a transport may return
+     * as retryable (transport.h) */
+    int (*err_class)(int err);
+    int (*class_is_retryable)(int cls);
 };
 
 /* What a module gives back. */

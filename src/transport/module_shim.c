@@ -99,6 +99,16 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out)
     return host->opt_ms(name, v, out);
 }
 
+int rio__err_class(int err)
+{
+    return host->err_class(err);
+}
+
+int rio__class_is_retryable(int cls)
+{
+    return host->class_is_retryable(cls);
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};

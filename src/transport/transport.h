@@ -201,6 +201,12 @@ struct rio_transport_ops {
 struct rio_transport {
     const struct rio_transport_ops *ops;
     unsigned npaths; /* independent paths, 1..RIO_MAX_PATHS */
+    /* The most ops one path holds at once, 0 = no limit of its own (set by
+     * open, from what the transport built: ring slots, a server's window).
+     * The engine keeps at most min(depth, max_depth) ops in flight on a
+     * path, so a transport sizes itself once and never restates the
+     * engine's limits; submit beyond it still answers -EAGAIN. */
+    unsigned max_depth;
     /* Limits on a PUT's chunking, 0 = none (set by open). A PUT of more than
      * one chunk uses chunks of at least put_chunk_min bytes and at most
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */

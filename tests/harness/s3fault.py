@@ -42,9 +42,20 @@ The object is stored under the full key as usual. Kinds:
   longhead   HEAD (no object needed): a 1 MiB header line
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
+  head503    HEAD: 503 (no body), the object untouched
+  complete503  CompleteMultipartUpload: 503 ServiceUnavailable, the upload
+             left as it was (not completed)
+  completelost CompleteMultipartUpload: completed, then the connection reset
+             without an answer (an answer lost on the way back)
+  completegone CompleteMultipartUpload: completed, the object then removed
+             (as by another client's DELETE), the connection reset without
+             an answer: nothing can tell whether the complete took effect
+  get503     GET without a Range (a multipart object's sidecar, whose key
+             starts as the object's): 503 ServiceUnavailable
 
-GET /_stats answers "requests=N fired=N uploads=N objects=N" (uploads: open
-multipart uploads, all buckets).
+GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N"
+(uploads: open multipart uploads, all buckets; completes: CompleteMultipartUpload
+requests, heads: HEAD requests, whatever their answer).
 """
 
 import argparse
@@ -63,12 +74,14 @@ LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
 UPLOADS = {}  # upload id -> dict(bucket, key, meta, parts{n: (data, etag)})
 FAULTS = {}  # (bucket, key) -> [kind, remaining (None = forever)]
-STATS = {"requests": 0, "fired": 0}
+STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0}
 NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
-HEAD_KINDS = ("hugehead", "longhead")
+HEAD_KINDS = ("hugehead", "longhead", "head503")
+COMPLETE_KINDS = ("complete503", "completelost", "completegone")
+PLAIN_GET_KINDS = ("get503",)
 
 
 def md5hex(b):
@@ -80,13 +93,14 @@ def xml_error(code, msg):
             "<Message>%s</Message></Error>" % (code, msg)).encode()
 
 
-def fault_for(bucket, key, put, head=False):
+def fault_for(bucket, key, put, head=False, complete=False, plain=False):
     """The fault kind to apply to this request now, or None (counts it)."""
     m = FAULT_RE.match(key)
     if not m:
         return None
     kind, count = m.group(1), int(m.group(2))
-    if (kind in PUT_KINDS) != put or (kind in HEAD_KINDS) != head:
+    if ((kind in PUT_KINDS) != put or (kind in HEAD_KINDS) != head
+            or (kind in COMPLETE_KINDS) != complete or (kind in PLAIN_GET_KINDS) != plain):
         return None
     with LOCK:
         st = FAULTS.setdefault((bucket, key), [kind, count if count else None])
@@ -166,12 +180,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bucket, key, q = self.split()
         if bucket == "_stats":
             with LOCK:
-                s = "requests=%d fired=%d uploads=%d objects=%d\n" % (
-                    STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS))
+                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d\n" % (
+                    STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS),
+                    STATS["completes"], STATS["heads"])
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
+        if head:
+            with LOCK:
+                STATS["heads"] += 1
         hk = fault_for(bucket, key, put=False, head=True) if head else None
+        if hk == "head503":
+            return self.send(503, head=True)
         if hk == "longhead":
             self.send_response(200)
             self.send_header("Content-Length", "64")
@@ -195,6 +215,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         rng = self.headers.get("Range")
         m = re.match(r"bytes=(\d+)-(\d+)$", rng or "")
         kind = fault_for(bucket, key, put=False) if (m and not head) else None
+        if not m and not head and fault_for(bucket, key, put=False, plain=True) == "get503":
+            return self.err(503, "ServiceUnavailable")
         if kind == "etag":
             with LOCK:
                 old = OBJECTS.get((bucket, key))
@@ -343,6 +365,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(200, x.encode(), {"Content-Type": "application/xml"})
         if "uploadId" in q:
             uid = q["uploadId"][0]
+            with LOCK:
+                STATS["completes"] += 1
+            kind = fault_for(bucket, key, put=False, complete=True)
+            if kind == "complete503":
+                return self.err(503, "ServiceUnavailable")
             want = re.findall(rb"<PartNumber>(\d+)</PartNumber><ETag>([^<]*)</ETag>", body)
             with LOCK:
                 u = UPLOADS.get(uid)
@@ -359,6 +386,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 etag = '"%s-%d"' % (hashlib.md5(md5s).hexdigest(), len(datas))
                 OBJECTS[(u["bucket"], u["key"])] = {"data": data, "etag": etag, "meta": u["meta"]}
                 del UPLOADS[uid]
+            if kind == "completegone":
+                with LOCK:
+                    OBJECTS.pop((u["bucket"], u["key"]), None)
+            if kind in ("completelost", "completegone"):
+                return self.rst()
             x = ("<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>"
                  "</CompleteMultipartUploadResult>" % (key, etag.replace('"', "&quot;")))
             return self.send(200, x.encode(), {"Content-Type": "application/xml"})

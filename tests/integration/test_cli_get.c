@@ -192,7 +192,7 @@ static void killed(int sig)
     int rel;
     const char *out = pathf("out.bin");
     cli_write_file(out, "old", 3);
-    pid_t pid = start_get("fault_delay_queue=0&fault_delay_ms=20000", out, &rel);
+    pid_t pid = start_get("faults=delay:delay=20000", out, &rel);
     release(rel);
     usleep(700 * 1000); /* the reads are held 20 s: mid-GET */
     T_EQ(kill(pid, sig), 0);

@@ -9,7 +9,7 @@
  */
 #include "file_util.h"
 
-#include "transport/file.h"
+#include "transport/file/file.h"
 #include <dirent.h>
 #include <signal.h>
 #include <stdbool.h>

@@ -15,7 +15,7 @@
 #include <sys/sysinfo.h>
 #include <sys/vfs.h>
 
-#include "transport/file.h"
+#include "transport/file/file.h"
 
 #define TMPFS_MAGIC_ 0x01021994
 

@@ -17,7 +17,7 @@
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-#include "transport/file.h"
+#include "transport/file/file.h"
 
 #define CH (128 * EU_KIB)
 #define NCH 16

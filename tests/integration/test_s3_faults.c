@@ -1151,6 +1151,176 @@ TEST(bad_urls)
 }
 
 /*
+ * Metadata retry is the engine's (docs/internals/s3.md): GET key (n bytes,
+ * written first) through a metadata fault that fires once or twice; the
+ * engine tries the lookup again and counts each failed try in the call's
+ * retries (a retry inside the transport counted nothing). heads: the HEADs
+ * the GET must have sent, or 0 for any.
+ */
+static void meta_fault_get(const char *key, size_t n, uint64_t seed, unsigned retries,
+                           unsigned heads)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int port = su_fault_port();
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(c, key, n, seed), *dst = malloc(n);
+    T_NOTNULL(dst);
+    unsigned heads0 = su_fault_count(port, "heads");
+    T_EQ(rio_get(c, key, dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    if (heads)
+        T_EQ(su_fault_count(port, "heads") - heads0, heads);
+    T_EQ(st.retries[RIO_CLASS_SERVER], retries);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* A HEAD answered 503 twice: three HEADs, two retries. One PutObject (half
+ * a chunk), whose PUT sends no HEAD. */
+TEST(head_503_retried_by_engine)
+{
+    meta_fault_get("F_head503_2/obj", CH / 2, 21, 2, 3);
+}
+
+/* A multipart object's sidecar answered 503: the lookup fails with that
+ * class and the engine looks up again (HEAD and sidecar). */
+TEST(sidecar_503_retried_by_engine)
+{
+    meta_fault_get("F_get503_1/obj", OBJ, 25, 1, 0);
+}
+
+/* The tries of a metadata op are the client's retries=, not a number of
+ * the transport's own: 1 is one HEAD, 4 is four. */
+TEST(metadata_tries_follow_retries)
+{
+    static const unsigned tries[] = {1, 4};
+    int port = su_fault_port();
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    for (unsigned i = 0; i < 2; i++) {
+        struct rio_options o;
+        struct rio_desc d;
+        char key[64];
+
+        su_opts(&o, CH, 4);
+        o.retry_attempts = tries[i];
+        struct rio_client *c = fault_client(&o, NULL);
+        snprintf(key, sizeof(key), "F_head503_0/tries%u", tries[i]);
+        free(put_pattern(c, key, CH / 2, 22));
+        unsigned heads0 = su_fault_count(port, "heads");
+        int ret = rio_stat(c, key, &d);
+        if (ret != RIO_ESERVER && ret != RIO_ERETRIES)
+            T_FAIL("retries=%u: rio_stat: %s", tries[i], rio_errname(ret));
+        T_EQ(su_fault_count(port, "heads") - heads0, tries[i]);
+        su_close(c, alloc0);
+    }
+}
+
+/*
+ * CompleteMultipartUpload whose answer is lost (the server completed it,
+ * then reset the connection): it is not sent again; the transport asks the
+ * object (HEAD: its railio id is this upload's) and the PUT succeeds with
+ * one complete on the wire.
+ */
+TEST(lost_complete_answer_not_resent)
+{
+    struct rio_options o;
+    int port = su_fault_port();
+    unsigned fired, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    unsigned completes0 = su_fault_count(port, "completes");
+    uint8_t *src = put_pattern(c, "F_completelost_1/obj", OBJ, 23), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    T_EQ(su_fault_count(port, "completes") - completes0, 1u);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    T_EQ(rio_get(c, "F_completelost_1/obj", dst, OBJ, NULL), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/*
+ * A complete whose answer is lost and whose object is gone by the time the
+ * transport asks (another client deleted it): whether the complete took
+ * effect cannot be known, so the PUT is RIO_EUNKNOWN, the complete is not
+ * sent again (by the transport, curl or the engine), and no upload is left.
+ */
+TEST(unknown_complete_outcome_is_eunknown)
+{
+    struct rio_options o;
+    int port = su_fault_port();
+    unsigned fired, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 26);
+    unsigned completes0 = su_fault_count(port, "completes");
+    T_ERR(rio_put(c, "F_completegone_1/obj", src, OBJ, NULL, NULL), RIO_EUNKNOWN);
+    T_EQ(su_fault_count(port, "completes") - completes0, 1u);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    free(src);
+    su_close(c, alloc0);
+}
+
+/*
+ * A complete answered 503 did not take effect: the engine commits again
+ * (RIO_CAP_COMMIT_RETRY: the upload is left as it was), counting the failed
+ * try; with retries=1 it is not tried again, and the PUT leaves nothing
+ * behind: no upload, no sidecar, no object.
+ */
+TEST(complete_503_retried_by_engine)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    int port = su_fault_port();
+    unsigned fired, up;
+    int64_t alloc0 = rio__alloc_outstanding();
+
+    su_opts(&o, CH, 4);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 24), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    unsigned completes0 = su_fault_count(port, "completes");
+    T_OK(rio_put(c, "F_complete503_1/obj", src, OBJ, &call, NULL));
+    T_EQ(su_fault_count(port, "completes") - completes0, 2u);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 1u);
+    T_EQ(rio_get(c, "F_complete503_1/obj", dst, OBJ, NULL), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    su_close(c, alloc0);
+
+    o.retry_attempts = 1;
+    c = fault_client(&o, NULL);
+    unsigned objects0 = su_fault_count(port, "objects");
+    completes0 = su_fault_count(port, "completes");
+    int ret = rio_put(c, "F_complete503_0/never", src, OBJ, NULL, NULL);
+    if (ret != RIO_ESERVER && ret != RIO_ERETRIES)
+        T_FAIL("rio_put: %s", rio_errname(ret));
+    T_EQ(su_fault_count(port, "completes") - completes0, 1u);
+    su_fault_stats(port, &fired, &up);
+    T_EQ(up, 0u);
+    T_EQ(su_fault_count(port, "objects"), objects0);
+    T_ERR(rio_stat(c, "F_complete503_0/never", &d), RIO_ENOTFOUND);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/*
  * A refused option names itself on stderr, as the URL or the environment
  * spelled it (content_md5=sometimes, RIO_S3_DISCARD=maybe), through the
  * library's one parser (the module reaches it through its host table). The

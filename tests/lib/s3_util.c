@@ -84,6 +84,26 @@ void su_fault_stats(int port, unsigned *fired, unsigned *uploads)
     fclose(f);
 }
 
+unsigned su_fault_count(int port, const char *name)
+{
+    char out[700], line[512], want[64];
+    const char *at;
+    unsigned v = 0;
+
+    snprintf(out, sizeof(out), "%s/stats", su_dir);
+    if (t_sh("curl -s -m 5 -o '%s' http://127.0.0.1:%d/_stats", out, port) != 0)
+        T_FAIL("curl /_stats failed");
+    FILE *f = fopen(out, "r");
+    if (!f || !fgets(line, sizeof(line), f))
+        T_FAIL("bad /_stats reply");
+    fclose(f);
+    snprintf(want, sizeof(want), " %s=", name);
+    at = strstr(line, want);
+    if (!at || sscanf(at + strlen(want), "%u", &v) != 1)
+        T_FAIL("/_stats has no %s: %s", name, line);
+    return v;
+}
+
 void su_rgw_args(void)
 {
     char args[64];

@@ -54,6 +54,8 @@ extern char su_dir[512];
 int su_fault_port(void);
 /* "requests=N fired=N uploads=N objects=N" from the fault server. */
 void su_fault_stats(int port, unsigned *fired, unsigned *uploads);
+/* The counter NAME of the fault server's /_stats line (completes, heads...). */
+unsigned su_fault_count(int port, const char *name);
 
 /* The Ceph cluster's arguments for radosgw on a free port (ceph_env.h's
  * t_ceph_set_args), chosen once in the harness process. */

@@ -481,3 +481,40 @@ TEST(metadata_errors)
         ff_close(&f);
     }
 }
+
+/* ------------------------------------------------------------ path state */
+
+/*
+ * The inner transport reports path state on its own handle; the engine set
+ * its callback on the filter's. A report of the wrapped mock must still
+ * reach the engine: path 1 reported down carries nothing of the next GET.
+ */
+TEST(inner_path_events_reach_the_engine)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_client *c;
+    uint8_t *src = pattern(SIZE, 5), *dst = malloc(SIZE);
+
+    rio_options_init(&o);
+    o.chunk_size = CS;
+    o.cooldown_base_ms = 600000; /* only an UP report ends it */
+    o.cooldown_cap_ms = 600000;
+    T_OK(rio_client_new("mock://ffpe?paths=2&rate=400M&lat=200us", &o, &c));
+    T_EQ(rio_put(c, "pe", src, SIZE, NULL, NULL), 0);
+    struct rio_transport *inner = rio__fault_inner(rio__client_transport(c));
+    T_TRUE(inner != rio__client_transport(c));
+
+    rio__t_path_event(inner, 1, RIO_PATH_DOWN, -ECONNREFUSED);
+    T_EQ(rio_get(c, "pe", dst, SIZE, &call), (int64_t)SIZE);
+    T_MEMEQ(dst, src, SIZE);
+    T_EQ(st.path[1].bytes, 0u);
+    T_EQ(st.path[0].bytes, (uint64_t)SIZE);
+    rio__t_path_event(inner, 1, RIO_PATH_UP, 0);
+    T_EQ(rio_get(c, "pe", dst, SIZE, &call), (int64_t)SIZE);
+    T_GT(st.path[1].bytes, 0u);
+    rio_client_destroy(c);
+    free(src);
+    free(dst);
+}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/internal.h"
 #include "transport/s3/internal.h"
 
 /*
@@ -90,4 +91,9 @@ void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *u
     fprintf(stderr, "railio s3: %s %.*s%s -> %ld %s%s%s%s%s (%s)\n", method, ul, url,
             q ? "?..." : "", status, code, msg[0] ? ": " : "", msg,
             curlmsg && curlmsg[0] ? " curl: " : "", curlmsg ? curlmsg : "", rio_errname(err));
+}
+
+bool rio__s3_retryable(int err)
+{
+    return err < 0 && rio__class_is_retryable(rio__err_class(err));
 }

@@ -43,7 +43,6 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_GEN_SLOTS 1024u           /* generation -> ETag table */
 #define S3_EBODY 1024                /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20)  /* a metadata reply (upload id, sidecar, error) */
-#define S3_META_TRIES 3              /* attempts of an idempotent metadata request */
 #define S3_META_POOL 16              /* idle metadata easy handles kept */
 #define S3_FORMAT "1"                /* x-amz-meta-railio-v */
 #define UPLOAD_MAGIC 0x733375706c6f6164ull
@@ -203,6 +202,9 @@ struct s3_upload {
     bool stream;
     struct s3_part **pages;
     uint64_t hi; /* 1 + the highest part index ever submitted */
+    /* A commit that failed retryably may have left the sidecar: put_abort
+     * deletes it. */
+    bool sidecar_put;
 };
 
 /* ---------------------------------------------------- metadata requests */
@@ -229,13 +231,18 @@ struct meta_req {
     unsigned nx;
     const void *body; /* PUT/POST */
     size_t blen;
-    bool retry; /* idempotent: retry retryable failures */
+    /* Must not be sent twice (CompleteMultipartUpload): on a new connection,
+     * since curl sends a request again by itself when a reused connection
+     * dies before any answer, even after the whole request went out. */
+    bool once;
 };
 
 struct meta_rsp {
     struct s3_rsp rsp;
     struct meta_body body;
-    int err; /* 0, or the request's error */
+    int err;       /* 0, or the request's error */
+    bool answered; /* err is the server's word (an HTTP error status or an
+                    * <Error> body), not a reply lost on the way */
 };
 
 /* ------------------------------------------------ between the files */
@@ -244,8 +251,10 @@ struct meta_rsp {
 int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
                          const struct rio_options *o);
 
-/* errors.c: a CURLcode as a railio error, and the RIO_S3_DEBUG log line. */
+/* errors.c: a CURLcode as a railio error, and the RIO_S3_DEBUG log line.
+ * rio__s3_retryable: err is of a class the engine retries (core/errors.c). */
 int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp);
+bool rio__s3_retryable(int err);
 void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *url, long status,
                        const char *body, size_t blen, int err, const char *curlmsg);
 

@@ -19,13 +19,6 @@
 #include "core/key.h"
 #include "transport/s3/internal.h"
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /*
  * The generation of an object: a nonzero 64-bit hash (xxh3) of its validator.
  * For a strong ETag that is ETag + NUL + railio's upload id (empty for
@@ -208,6 +201,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     rio__s3_rsp_reset(&r->rsp);
     r->body.max = S3_META_BODY_MAX;
     r->err = 0;
+    r->answered = false;
     if (q->body && q->blen) {
         uint8_t d[32];
         unsigned dl = 0;
@@ -238,6 +232,8 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);
     if (t->op_timeout_ms)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t->op_timeout_ms);
+    if (q->once)
+        curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
     if (!strcmp(q->method, "HEAD")) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     } else if (!strcmp(q->method, "PUT")) {
@@ -263,6 +259,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         r->err = rio__s3_map_http(r->rsp.status, code);
         if (!r->err)
             r->err = RIO_EPROTO;
+        r->answered = true;
     } else if (rc != CURLE_OK) {
         r->err = r->body.nomem      ? -ENOMEM
                  : r->body.overflow ? RIO_EPROTO
@@ -272,6 +269,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
         rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
         r->err = rio__s3_map_http(500, code);
+        r->answered = true;
     }
     /* A 404 is an answer, not a trouble worth a log line. */
     if (r->err && !(r->rsp.status == 404 && !strcmp(q->method, "HEAD")))
@@ -279,49 +277,27 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     return r->err;
 }
 
-static bool err_retryable(int err)
-{
-    switch (err) {
-    case -ECONNRESET:
-    case -ECONNREFUSED:
-    case -ECONNABORTED:
-    case -EPIPE:
-    case -ETIMEDOUT:
-    case -ENETUNREACH:
-    case -EHOSTUNREACH:
-    case RIO_EDNS:
-    case RIO_ESHORT:
-    case RIO_ESERVER:
-    case RIO_ETHROTTLE:
-    case RIO_ECHECKSUM: /* BadDigest: damaged in flight, send it again */
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* A metadata request, retried with backoff when idempotent. r must start
- * zeroed (or hold a previous reply, which is freed); the caller cleans it up. */
+/*
+ * One metadata request, one try: retry is the engine's (each op returns a
+ * retryable class only when repeating it is safe: transport.h). r must
+ * start zeroed (or hold a previous reply, which is freed); the caller cleans
+ * it up.
+ */
 int rio__s3_meta_do(struct s3_transport *t, const struct meta_req *q, struct meta_rsp *r)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    int ret = -ENOMEM;
+    int ret;
 
     if (!md)
         return -ENOMEM;
-    for (int i = 0; i < S3_META_TRIES; i++) {
-        ret = meta_once(t, md, q, r);
-        if (ret == 0 || !q->retry || !err_retryable(ret) || i + 1 == S3_META_TRIES)
-            break;
-        sleep_ms(20u << i);
-    }
+    ret = meta_once(t, md, q, r);
     EVP_MD_CTX_free(md);
     return ret;
 }
 
 void rio__s3_delete_key(struct s3_transport *t, const char *key)
 {
-    struct meta_req q = {.method = "DELETE", .key = key, .retry = true};
+    struct meta_req q = {.method = "DELETE", .key = key};
     struct meta_rsp r = {0};
 
     rio__s3_meta_do(t, &q, &r);
@@ -332,7 +308,7 @@ void rio__s3_delete_key(struct s3_transport *t, const char *key)
 int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *sidecar,
                     struct s3_gen *g)
 {
-    struct meta_req q = {.method = "HEAD", .key = key, .retry = true};
+    struct meta_req q = {.method = "HEAD", .key = key};
     struct meta_rsp r = {0};
     int ret = rio__s3_meta_do(t, &q, &r);
 
@@ -369,7 +345,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
     if (!out || rio__key_len(key, &klen) < 0)
         return RIO_EINVAL;
     for (int attempt = 0; attempt < 3; attempt++) {
-        struct meta_req q = {.method = "HEAD", .key = key, .retry = true};
+        struct meta_req q = {.method = "HEAD", .key = key};
 
         rio__free(xxh);
         xxh = NULL;
@@ -432,7 +408,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
         ret = rio__s3_sidecar_key(key, r.rsp.m_id, skey, sizeof(skey));
         if (ret < 0)
             goto out;
-        struct meta_req sq = {.method = "GET", .key = skey, .retry = true};
+        struct meta_req sq = {.method = "GET", .key = skey};
         ret = rio__s3_meta_do(t, &sq, &sr);
         if (ret == 0)
             ret = rio__s3_sidecar_parse(sr.body.p, sr.body.len, r.rsp.m_id, size, chunk, md5, &xxh);
@@ -441,6 +417,10 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
             goto out;
         if (ret == 0)
             break;
+        /* A sidecar the server could not send now (a reset, a 503): the
+         * lookup fails with its class, and the engine tries it again. */
+        if (rio__s3_retryable(ret))
+            goto out;
         /* Missing or not ours: the object may have been replaced since the
          * HEAD (then look again), or its sidecar was removed or damaged.
          * Then nothing vouches for its bytes (a multipart ETag is no digest
@@ -480,10 +460,10 @@ out:
 int rio__s3_remove(struct rio_transport *tt, const char *key)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
-    char id[24], skey[RIO_KEY_MAX + 1];
-    struct meta_req q = {.method = "DELETE", .key = key, .retry = true};
+    char id[24], id2[24], skey[RIO_KEY_MAX + 1];
+    struct meta_req q = {.method = "DELETE", .key = key};
     struct meta_rsp r = {0};
-    bool sidecar = false;
+    bool sidecar = false, sidecar2, answered;
     size_t klen;
     int ret;
 
@@ -496,7 +476,13 @@ int rio__s3_remove(struct rio_transport *tt, const char *key)
     if (ret < 0)
         return ret;
     ret = rio__s3_meta_do(t, &q, &r);
+    answered = r.answered;
     rio__s3_meta_rsp_cleanup(&r);
+    /* A DELETE whose answer was lost may have taken effect, and the
+     * engine's next try would then find no key (RIO_ENOTFOUND for a key
+     * that was there): the key gone now is this remove done. */
+    if (ret < 0 && !answered && rio__s3_head_id(t, key, id2, &sidecar2, NULL) == RIO_ENOTFOUND)
+        ret = 0;
     if (ret < 0)
         return ret;
     if (sidecar && id[0] && rio__s3_sidecar_key(key, id, skey, sizeof(skey)) == 0)

@@ -132,7 +132,7 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
     .open = s3_open,
     S3_OPS_COMMON,
 };

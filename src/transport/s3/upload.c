@@ -139,12 +139,15 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
         if (!up->stream)
             q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", ss};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-sidecar", "1"};
-        /* Not retried: a lost reply would leave an upload nobody aborts. */
+        /* Safe to try again (the engine does, on a retryable class): an
+         * upload whose reply was lost is an orphan nobody completes, left to
+         * the bucket's lifecycle rule (AbortIncompleteMultipartUpload). */
         ret = rio__s3_meta_do(t, &q, &r);
+        if (ret == 0)
+            rio__s3_xml_text(r.body.p, r.body.len, "UploadId", uid, sizeof(uid));
+        rio__s3_meta_rsp_cleanup(&r);
         if (ret < 0)
             goto err;
-        rio__s3_xml_text(r.body.p, r.body.len, "UploadId", uid, sizeof(uid));
-        rio__s3_meta_rsp_cleanup(&r);
         if (!uid[0]) {
             ret = RIO_EPROTO;
             goto err;
@@ -152,7 +155,7 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
         up->upload_id = rio__strdup(uid);
         if (!up->upload_id) {
             ret = -ENOMEM;
-            struct meta_req a = {.method = "DELETE", .key = key, .retry = true};
+            struct meta_req a = {.method = "DELETE", .key = key};
             a.q[a.nq++] = (struct rio_s3_kv){"uploadId", uid};
             rio__s3_meta_do(t, &a, &r);
             rio__s3_meta_rsp_cleanup(&r);
@@ -169,12 +172,26 @@ err:
 
 static void abort_multi(struct s3_transport *t, struct s3_upload *up)
 {
-    struct meta_req q = {.method = "DELETE", .key = up->key, .retry = true};
+    struct meta_req q = {.method = "DELETE", .key = up->key};
     struct meta_rsp r = {0};
 
     q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
     rio__s3_meta_do(t, &q, &r);
     rio__s3_meta_rsp_cleanup(&r);
+}
+
+/* Give up an upload: abort the multipart upload, delete the sidecar a
+ * failed commit may have left, free it. Cleanup is one try each: what a
+ * failure leaves, the bucket's lifecycle rule reclaims. */
+static void upload_drop(struct s3_transport *t, struct s3_upload *up)
+{
+    char skey[RIO_KEY_MAX + 1];
+
+    if (up->mode == UP_MULTI)
+        abort_multi(t, up);
+    if (up->sidecar_put && rio__s3_sidecar_key(up->key, up->id, skey, sizeof(skey)) == 0)
+        rio__s3_delete_key(t, skey);
+    upload_free(up);
 }
 
 static int commit_single(struct s3_transport *t, struct s3_upload *up, struct rio_desc *d)
@@ -184,7 +201,7 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
     if (up->nparts == 0) {
         /* An empty object: no WRITE ran; one PutObject now. */
         char cs[24];
-        struct meta_req q = {.method = "PUT", .key = up->key, .retry = true};
+        struct meta_req q = {.method = "PUT", .key = up->key};
         struct meta_rsp r = {0};
         int ret;
 
@@ -260,7 +277,7 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     char *sc = NULL, *xml = NULL;
     size_t sclen = 0, xlen = 0, cap;
     struct meta_rsp r = {0};
-    bool old_sidecar = false, cur_sidecar, wrote_sidecar = false;
+    bool old_sidecar = false, cur_sidecar, answered = false, unknown = false;
     EVP_MD_CTX *md = NULL;
     struct s3_gen g;
     int ret;
@@ -288,13 +305,12 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     if (ret < 0)
         goto out;
     {
-        struct meta_req q = {
-            .method = "PUT", .key = skey, .body = sc, .blen = sclen, .retry = true};
+        struct meta_req q = {.method = "PUT", .key = skey, .body = sc, .blen = sclen};
+        up->sidecar_put = true; /* from now on it may exist */
         ret = rio__s3_meta_do(t, &q, &r);
         rio__s3_meta_rsp_cleanup(&r);
         if (ret < 0)
             goto out;
-        wrote_sidecar = true;
     }
 
     /* Which sidecar the generation we replace has, to remove it after. */
@@ -315,20 +331,31 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     xlen += (size_t)snprintf(xml + xlen, cap - xlen, "</CompleteMultipartUpload>");
     {
         struct meta_req q = {
-            .method = "POST", .key = up->key, .body = xml, .blen = xlen, .retry = true};
+            .method = "POST", .key = up->key, .body = xml, .blen = xlen, .once = true};
         q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
         q.x[q.nx++] = (struct rio_s3_kv){"content-type", "application/xml"};
         ret = rio__s3_meta_do(t, &q, &r);
+        answered = r.answered;
         if (ret == 0)
             rio__s3_xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
         rio__s3_meta_rsp_cleanup(&r);
     }
-    /* A retried complete that finds no upload, or a failure after the server
-     * may have acted: the object tells whether it is ours. */
+    /*
+     * A complete that failed may have taken effect: its answer lost on the
+     * way back, or (NoSuchUpload) an earlier try's. The complete is never
+     * sent again on a guess; the object tells whether it is ours (its
+     * railio id is this upload's). If it is not: a server that answered an
+     * error did not complete the upload, and a retryable answer (503,
+     * SlowDown) leaves the upload for the engine's next try; with no answer
+     * at all the complete may still land: RIO_EUNKNOWN, never retried.
+     */
     if (ret < 0 && ret != -EACCES && ret != RIO_EINVAL) {
         if (rio__s3_head_id(t, up->key, cur_id, &cur_sidecar, &g) == 0 && !strcmp(cur_id, up->id)) {
             ret = 0;
             etag[0] = '\0';
+        } else if (!answered) {
+            ret = RIO_EUNKNOWN;
+            unknown = true;
         }
     }
     if (ret < 0)
@@ -354,16 +381,21 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
         d->generation = rio__s3_rsp_gen(&rr, up->size, &g);
         rio__s3_gen_put(t, &g);
     }
-    wrote_sidecar = false; /* it belongs to the object now */
+    up->sidecar_put = false; /* it belongs to the object now */
     if (old_sidecar && old_id[0] && strcmp(old_id, up->id) != 0 &&
         rio__s3_sidecar_key(up->key, old_id, oskey, sizeof(oskey)) == 0)
         rio__s3_delete_key(t, oskey);
     ret = 0;
 out:
-    if (ret < 0) {
+    /* A retryable failure leaves the upload and its sidecar as they are,
+     * for the engine's next commit or its put_abort (RIO_CAP_COMMIT_RETRY).
+     * Any other drops the upload; the sidecar too, unless the complete's
+     * outcome is unknown (the object may be ours and need it). */
+    if (ret < 0 && !rio__s3_retryable(ret)) {
         abort_multi(t, up);
-        if (wrote_sidecar)
+        if (up->sidecar_put && !unknown)
             rio__s3_delete_key(t, skey);
+        up->sidecar_put = false;
     }
     rio__free(sc);
     rio__free(xml);
@@ -412,9 +444,7 @@ int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *
         ret = stream_close(t, up, d);
     if (ret < 0 || !d || (up->nparts && !d->xxh) || d->size != up->size ||
         d->chunk_size != up->chunk || d->nchunks != up->nparts || strcmp(d->key, up->key) != 0) {
-        if (up->mode == UP_MULTI)
-            abort_multi(t, up);
-        upload_free(up);
+        upload_drop(t, up);
         return RIO_EPROTO;
     }
     if (up->stream && up->nparts == 0) {
@@ -426,6 +456,10 @@ int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *
     } else {
         ret = up->mode == UP_SINGLE ? commit_single(t, up, d) : commit_multi(t, up, d);
     }
+    /* RIO_CAP_COMMIT_RETRY: a retryable class leaves the upload to the
+     * engine (another put_commit, or put_abort); anything else consumes it. */
+    if (ret < 0 && rio__s3_retryable(ret))
+        return ret;
     upload_free(up);
     return ret;
 }
@@ -437,7 +471,5 @@ void rio__s3_put_abort(struct rio_transport *tt, void *upload)
 
     if (!up || up->magic != UPLOAD_MAGIC)
         return;
-    if (up->mode == UP_MULTI)
-        abort_multi(t, up);
-    upload_free(up);
+    upload_drop(t, up);
 }

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The URL and the options: the root, queues, depth and the I/O policy.
+ */
+#include "transport/file/internal.h"
+
+int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
+                           const struct rio_options *o)
+{
+    const char *s;
+    uint64_t v;
+
+    /* Queues: the options' paths (which the engine fills from ?paths= and
+     * RIO_PATHS), else ?queues=, else 1. */
+    v = 1;
+    if (o && o->paths)
+        v = o->paths;
+    else if ((s = rio__url_param(u, "queues")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+        return RIO_EINVAL;
+    if (v < 1 || v > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+    t->base.npaths = (unsigned)v;
+    /* Cached files hold two descriptors each: at most an eighth of the
+     * process's, so a low limit leaves room for uploads and the rest. */
+    struct rlimit rl;
+    t->cache_max = FILE_CACHE_MAX;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 8 < t->cache_max)
+        t->cache_max = rl.rlim_cur / 8 > 4 ? (unsigned)(rl.rlim_cur / 8) : 4;
+    t->depth = o && o->depth ? o->depth : 4;
+    if (t->depth > FILE_RING_SLOTS_MAX)
+        t->depth = FILE_RING_SLOTS_MAX;
+    t->base.max_depth = t->depth; /* the engine never sends more to a ring */
+
+    t->direct = DIRECT_AUTO;
+    if ((s = rio__url_param(u, "direct"))) {
+        int tri;
+        if (rio__opt_tristate("direct", s, "auto", &tri) < 0)
+            return RIO_EINVAL;
+        t->direct = tri < 0 ? DIRECT_AUTO : tri ? DIRECT_ON : DIRECT_OFF;
+    }
+    t->sync = true;
+    if ((s = rio__url_param(u, "sync")) && rio__opt_bool("sync", s, &t->sync) < 0)
+        return RIO_EINVAL;
+    if ((s = rio__url_param(u, "single")) && rio__opt_bool("single", s, &t->single) < 0)
+        return RIO_EINVAL;
+    if ((s = rio__url_param(u, "inplace")) && rio__opt_bool("inplace", s, &t->inplace) < 0)
+        return RIO_EINVAL;
+    /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
+    bool tmpf = true;
+    if ((s = rio__url_param(u, "tmpfile")) && rio__opt_bool("tmpfile", s, &tmpf) < 0)
+        return RIO_EINVAL;
+    atomic_init(&t->tmpfile, tmpf && access("/proc/self/fd", X_OK) == 0);
+    /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
+     * per command in flight up to 64 per ring and 256 MiB in all. */
+    v = o && o->chunk_size ? (o->chunk_size + 4095) / 4096 * 4096 : FILE_BOUNCE_DEFAULT;
+    t->bounce_size = (uint32_t)(v < FILE_BOUNCE_DEFAULT ? FILE_BOUNCE_DEFAULT
+                                : v > FILE_BOUNCE_MAX   ? FILE_BOUNCE_MAX
+                                                        : v);
+    if ((s = rio__url_param(u, "bounce"))) {
+        if (rio__parse_size(s, &v) < 0 || v > FILE_BOUNCE_MAX || v % 4096)
+            return RIO_EINVAL;
+        t->bounce_size = (uint32_t)v;
+    }
+    t->bounce_slots = t->depth < FILE_BOUNCE_SLOTS ? t->depth : FILE_BOUNCE_SLOTS;
+    if (t->bounce_size) {
+        uint64_t fit = FILE_BOUNCE_TOTAL / t->base.npaths / t->bounce_size;
+        if (t->bounce_slots > fit)
+            t->bounce_slots = fit ? (unsigned)fit : 1;
+    }
+    t->stage = STAGE_AUTO;
+    if ((s = rio__url_param(u, "stage"))) {
+        int tri;
+        if (rio__opt_tristate("stage", s, "auto", &tri) < 0)
+            return RIO_EINVAL;
+        t->stage = tri < 0 ? STAGE_AUTO : tri ? STAGE_ON : STAGE_OFF;
+    }
+    return 0;
+}
+
+/* The URL's path, absolute ("file:///a/b" parses to "a/b"), without trailing '/'. */
+int rio__file_root_of(const struct rio_url *u, char **out)
+{
+    size_t n;
+    char *p;
+
+    if (u->authority && *u->authority && strcmp(u->authority, "localhost") != 0)
+        return RIO_EURL; /* file://host/... names another machine */
+    if (!u->path || !*u->path)
+        return RIO_EURL;
+    n = strlen(u->path);
+    if (n + 2 > PATH_MAX)
+        return -ENAMETOOLONG;
+    p = rio__malloc(n + 2);
+    if (!p)
+        return -ENOMEM;
+    p[0] = '/';
+    memcpy(p + 1, u->path, n + 1);
+    while (n > 0 && p[n] == '/')
+        p[n--] = '\0';
+    *out = p;
+    return 0;
+}

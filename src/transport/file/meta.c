@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Metadata: lookup, uploads (O_TMPFILE or a named temporary file), the
+ * commit (checksum record, fsync, link or rename, directory fsync), abort
+ * and remove.
+ */
+#include "transport/file/internal.h"
+#include "transport/file/rec.h"
+
+/* ----------------------------------------------------------- xattr record */
+
+/* Store d's record (rec.h) on fd, whose mtime is mtime_ns. */
+static int xrec_store(int fd, const struct rio_desc *d, uint64_t mtime_ns)
+{
+    uint8_t *b;
+    size_t n;
+    int ret;
+
+    ret = rio__file_rec_encode(d, mtime_ns, &b, &n);
+    if (ret < 0 || !b)
+        return ret;
+    if (fsetxattr(fd, RIO_FILE_REC_XATTR, b, n, 0) < 0) {
+        /* Too big for this file system, or no user xattrs: the object is
+         * stored without checksums, which lookup then reports as none. */
+        if (errno != E2BIG && errno != ENOSPC && errno != ERANGE && errno != ENOTSUP &&
+            errno != EOPNOTSUPP && errno != EPERM)
+            ret = -errno;
+    }
+    rio__free(b);
+    return ret;
+}
+
+/* Fill d's geometry, checksums and etag from fd's record when it matches
+ * the file; leave them "unknown" otherwise. Returns 0 or -ENOMEM. */
+static int xrec_load(int fd, const struct stat *st, uint64_t size, struct rio_desc *d)
+{
+    ssize_t n = fgetxattr(fd, RIO_FILE_REC_XATTR, NULL, 0);
+    uint8_t *b;
+    int ret = 0;
+
+    if (n < (ssize_t)(RIO_FILE_REC_HDR + 8) || n > (ssize_t)RIO_FILE_REC_MAX)
+        return 0;
+    b = rio__malloc((size_t)n);
+    if (!b)
+        return -ENOMEM;
+    if (fgetxattr(fd, RIO_FILE_REC_XATTR, b, (size_t)n) == n)
+        ret = rio__file_rec_decode(b, (size_t)n, size, ts_ns(&st->st_mtim), d);
+    rio__free(b);
+    return ret < 0 ? ret : 0;
+}
+
+/* ---------------------------------------------------------------- uploads */
+
+static void upload_free(struct fupload *up)
+{
+    up->magic = 0;
+    close_fd(up->fd);
+    close_fd(up->dfd);
+    if (up->dirfd >= 0)
+        close(up->dirfd);
+    rio__free(up->written);
+    rio__free(up->tmp);
+    rio__free(up->final);
+    rio__free(up->key);
+    rio__free(up);
+}
+
+void rio__file_upload_unref(struct ftransport *t, struct fupload *up)
+{
+    bool last;
+
+    pthread_mutex_lock(&t->fmu);
+    last = --up->refs == 0;
+    pthread_mutex_unlock(&t->fmu);
+    if (last)
+        upload_free(up);
+}
+
+/* --------------------------------------------------------------- metadata */
+
+int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct ftransport *t = ft(tt);
+    struct ffile *f;
+    struct stat st;
+    uint64_t t0 = rio__now_ns();
+    size_t kl;
+    int ret;
+
+    if (!key || !out)
+        return RIO_EINVAL;
+    kl = strnlen(key, RIO_KEY_MAX + 1);
+    if (kl == 0 || kl > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    ret = rio__file_open(t, key, &f, &st);
+    if (ret < 0 && rio__file_cache_shed(t, ret))
+        ret = rio__file_open(t, key, &f, &st);
+    if (ret < 0)
+        return ret;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, kl + 1);
+    out->generation = f->gen;
+    out->size = f->size;
+    if (S_ISREG(st.st_mode)) {
+        ret = xrec_load(f->fd, &st, f->size, out);
+        if (ret < 0) {
+            rio__file_close(f);
+            return ret;
+        }
+    }
+    /* Kept open for the READs that usually follow a lookup. */
+    rio__file_cache_insert(t, f, false);
+    meta_add(&t->meta.lookups, &t->meta.lookup_ns, t0);
+    return 0;
+}
+
+/* "DIR/.NAME.railio-tmp-XXXXXXXXXXXXXXXX" next to final. */
+static int tmp_name(struct ftransport *t, const char *final, char **out)
+{
+    const char *slash = strrchr(final, '/');
+    size_t dl = slash ? (size_t)(slash - final) : 0;
+    const char *base = slash ? slash + 1 : final;
+    uint64_t rnd;
+    size_t n;
+    char *p;
+
+    if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd)) {
+        pthread_mutex_lock(&t->fmu);
+        rnd = rio__rand(&t->rng);
+        pthread_mutex_unlock(&t->fmu);
+    }
+    if (strlen(base) + 30 > NAME_MAX)
+        return -ENAMETOOLONG;
+    n = dl + strlen(base) + 40;
+    p = rio__malloc(n);
+    if (!p)
+        return -ENOMEM;
+    snprintf(p, n, "%.*s/.%s.railio-tmp-%016llx", (int)dl, final, base, (unsigned long long)rnd);
+    *out = p;
+    return 0;
+}
+
+/* The directory part of path ("/" for "/name") into dir. */
+static int dir_of(const char *path, char dir[PATH_MAX])
+{
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+
+    if (dl == 0)
+        dl = 1;
+    if (dl >= PATH_MAX)
+        return -ENAMETOOLONG;
+    memcpy(dir, path, dl);
+    dir[dl] = '\0';
+    return 0;
+}
+
+/* An unnamed file (O_TMPFILE) in up->dirfd, the directory of up->final,
+ * into up->fd; up->fd stays -1 where the file system has no O_TMPFILE (and
+ * no upload tries it again). */
+static int open_anon(struct ftransport *t, struct fupload *up)
+{
+    int fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+
+    if (fd < 0 && rio__file_cache_shed(t, -errno))
+        fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system */
+        if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL) {
+            atomic_store(&t->tmpfile, false);
+            return 0;
+        }
+        return -errno;
+    }
+    up->fd = fd;
+    up->anon = true;
+    return 0;
+}
+
+/* Give the upload its name, DIR/KEY, replacing what is there atomically. */
+static int publish(struct ftransport *t, struct fupload *up)
+{
+    char pf[FD_PATH_LEN], *tmp;
+    int ret;
+
+    if (!up->anon) {
+        if (renameat(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
+                     rio__file_at_name(up, up->final)) < 0)
+            return -errno;
+        rio__free(up->tmp);
+        up->tmp = NULL; /* published: nothing to unlink any more */
+        return 0;
+    }
+    rio__file_fd_path(up->fd, pf);
+    if (linkat(AT_FDCWD, pf, up->dirfd, rio__file_at_name(up, up->final), AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -errno;
+    /* An object is there: a link cannot replace it, a rename can. */
+    ret = tmp_name(t, up->final, &tmp);
+    if (ret < 0)
+        return ret;
+    if (linkat(AT_FDCWD, pf, up->dirfd, rio__file_at_name(up, tmp), AT_SYMLINK_FOLLOW) < 0) {
+        ret = -errno;
+    } else if (renameat(up->dirfd, rio__file_at_name(up, tmp), up->dirfd,
+                        rio__file_at_name(up, up->final)) < 0) {
+        ret = -errno;
+        unlinkat(up->dirfd, rio__file_at_name(up, tmp), 0);
+    }
+    rio__free(tmp);
+    return ret;
+}
+
+int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
+                       uint64_t chunk_size, void **upload)
+{
+    struct ftransport *t = ft(tt);
+    struct fupload *up;
+    struct stat st;
+    uint64_t t0 = rio__now_ns();
+    int ret;
+
+    if (!key || !upload || chunk_size == 0 || chunk_size > (uint64_t)INT64_MAX)
+        return RIO_EINVAL;
+    if (size > (uint64_t)INT64_MAX && size != RIO_SIZE_UNKNOWN)
+        return -EFBIG;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    up->fd = up->dfd = -1;
+    up->dirfd = AT_FDCWD;
+    up->stream = size == RIO_SIZE_UNKNOWN;
+    up->size = up->stream ? 0 : size;
+    up->limit = up->stream ? (uint64_t)INT64_MAX : size;
+    up->chunk_size = chunk_size;
+    up->nchunks = up->size ? (up->size - 1) / chunk_size + 1 : 0;
+    up->wbits = (up->nchunks + 64) & ~(uint64_t)63;
+    up->refs = 1;
+    ret = -ENOMEM;
+    up->key = rio__strdup(key);
+    up->written = rio__calloc(1, (size_t)(up->wbits / 8));
+    if (!up->key || !up->written)
+        goto err;
+    ret = rio__file_key_path(t, key, &up->final);
+    if (ret < 0)
+        goto err;
+
+    if (t->single && stat(up->final, &st) == 0 && S_ISBLK(st.st_mode)) {
+        /* A block device has no temporary file to rename: written in place,
+         * only when the URL says so. */
+        uint64_t dev_size = 0;
+        ret = RIO_ENOTSUP;
+        if (!t->inplace)
+            goto err;
+        up->inplace = true;
+        up->fd = open(up->final, O_WRONLY | O_CLOEXEC);
+        if (up->fd < 0) {
+            ret = -errno;
+            goto err;
+        }
+        if (fstat(up->fd, &st) < 0 || rio__file_fd_size(up->fd, &st, &dev_size) < 0) {
+            ret = -errno;
+            goto err;
+        }
+        ret = -ENOSPC;
+        if (!up->stream && size > dev_size)
+            goto err;
+        up->limit = dev_size < up->limit ? dev_size : up->limit;
+        ret = rio__file_open_direct(t, up->final, O_WRONLY, &st, &up->dfd);
+        if (ret < 0)
+            goto err;
+        rio__file_dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+        up->stage = rio__file_want_stage(t, &st);
+        up->magic = UPLOAD_MAGIC;
+        *upload = up;
+        return 0;
+    }
+
+    if (!t->single) {
+        /* The key's directory, beneath the root, made if missing. */
+        ret = rio__file_parent_beneath(t, up->final, true);
+        if (ret < 0)
+            goto err;
+        up->dirfd = ret;
+    }
+    if (atomic_load(&t->tmpfile) && !t->single) {
+        ret = open_anon(t, up);
+        if (ret < 0)
+            goto err;
+    }
+    if (up->fd >= 0)
+        goto created;
+    ret = tmp_name(t, up->final, &up->tmp);
+    if (ret < 0)
+        goto err;
+#define TMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
+    up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
+    if (up->fd < 0 && rio__file_cache_shed(t, -errno))
+        up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
+#undef TMP_FLAGS
+    if (up->fd < 0) {
+        ret = -errno;
+        goto err_tmp;
+    }
+created:
+    if (up->nchunks > 1) {
+        /* Reserve the space now: ENOSPC here, not halfway through (one
+         * chunk's write is all or nothing anyway, and an object of one
+         * chunk skips this call). A stream's size is unknown: its file
+         * grows as its chunks land. */
+        if (fallocate(up->fd, 0, 0, (off_t)size) < 0) {
+            if (errno != EOPNOTSUPP && errno != ENOSYS) {
+                ret = -errno;
+                goto err;
+            }
+            if (ftruncate(up->fd, (off_t)size) < 0) {
+                ret = -errno;
+                goto err;
+            }
+        }
+    }
+    if (fstat(up->fd, &st) < 0) {
+        ret = -errno;
+        goto err;
+    }
+    char pf[FD_PATH_LEN];
+    ret = rio__file_open_direct(t, t->single ? up->tmp : rio__file_fd_path(up->fd, pf), O_WRONLY,
+                                &st, &up->dfd);
+    if (ret < 0)
+        goto err;
+    rio__file_dio_geometry(t, up->dfd >= 0 ? up->dfd : up->fd, &st, &up->unit, &up->mem);
+    up->stage = rio__file_want_stage(t, &st);
+    up->magic = UPLOAD_MAGIC;
+    *upload = up;
+    meta_add(&t->meta.put_opens, &t->meta.put_open_ns, t0);
+    return 0;
+err_tmp:
+    rio__free(up->tmp);
+    up->tmp = NULL;
+err:
+    if (up->tmp)
+        unlinkat(up->dirfd, rio__file_at_name(up, up->tmp), 0);
+    upload_free(up);
+    return ret;
+}
+
+static int fsync_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    int fd, ret = dir_of(path, dir);
+
+    if (ret < 0)
+        return ret;
+    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0)
+        ret = -errno;
+    close(fd);
+    return ret;
+}
+
+int rio__file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct ftransport *t = ft(tt);
+    struct fupload *up = upload;
+    struct stat st;
+    uint64_t size = 0, t0 = rio__now_ns(), ts, sync_ns = 0;
+    int ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = RIO_EINVAL;
+    if (!d || (up->nchunks && !d->xxh))
+        goto out;
+    ret = RIO_EPROTO;
+    if (up->stream) {
+        /* The total arrives now: it must be exactly the chunks that landed,
+         * a shorter chunk only as the last one, with the length it had. */
+        uint64_t cs = up->chunk_size, n = d->size ? (d->size - 1) / cs + 1 : 0;
+        if (d->size > up->limit || d->chunk_size != cs || d->nchunks != n)
+            goto out;
+        up->size = d->size;
+        up->nchunks = n;
+    }
+    if (d->size != up->size || d->chunk_size != up->chunk_size || d->nchunks != up->nchunks)
+        goto out;
+    pthread_mutex_lock(&t->fmu);
+    /* Nothing may still be writing, and every chunk must have landed whole. */
+    ret = up->refs == 1 ? 0 : RIO_EPROTO;
+    for (uint64_t i = 0; ret == 0 && i < up->nchunks; i++)
+        if (!(up->written[i / 8] & (1u << (i % 8))))
+            ret = RIO_EPROTO;
+    if (ret == 0 && up->stream) {
+        uint64_t last = up->nchunks ? up->size - (up->nchunks - 1) * up->chunk_size : 0;
+        for (uint64_t i = up->nchunks; ret == 0 && i < up->wbits; i++)
+            if (up->written[i / 8] & (1u << (i % 8)))
+                ret = RIO_EPROTO; /* a chunk past the end */
+        if (up->bad_short ||
+            (up->has_short && (up->short_idx + 1 != up->nchunks || up->short_len != last)))
+            ret = RIO_EPROTO;
+    }
+    pthread_mutex_unlock(&t->fmu);
+    if (ret < 0)
+        goto out;
+    /* A stream's file is as long as its chunks reached: that is the size
+     * checked above, and an empty stream is an empty file. */
+    if (up->stream && !up->inplace && ftruncate(up->fd, (off_t)up->size) < 0) {
+        ret = -errno;
+        goto out;
+    }
+
+    if (!up->inplace) {
+        if (fstat(up->fd, &st) < 0) {
+            ret = -errno;
+            goto out;
+        }
+        ret = xrec_store(up->fd, d, ts_ns(&st.st_mtim));
+        if (ret < 0)
+            goto out;
+    }
+    /* Data, size and the record are durable before the name points at them. */
+    ts = rio__now_ns();
+    if (t->sync && fsync(up->fd) < 0) {
+        ret = -errno;
+        goto out;
+    }
+    sync_ns += rio__now_ns() - ts;
+    if (!up->inplace) {
+        ret = publish(t, up);
+        if (ret < 0)
+            goto out;
+        if (t->sync) {
+            ts = rio__now_ns();
+            ret = up->dirfd == AT_FDCWD ? fsync_parent(up->final)
+                                        : (fsync(up->dirfd) < 0 ? -errno : 0);
+            if (ret < 0)
+                goto out_published;
+            sync_ns += rio__now_ns() - ts;
+        }
+    }
+    if (fstat(up->fd, &st) < 0 || rio__file_fd_size(up->fd, &st, &size) < 0) {
+        ret = -errno;
+        goto out_published;
+    }
+    d->generation = rio__file_gen_of(&st, size);
+    ret = 0;
+    __atomic_fetch_add(&t->meta.commit_sync_ns, sync_ns, __ATOMIC_RELAXED);
+    meta_add(&t->meta.commits, &t->meta.commit_ns, t0);
+out_published:
+    rio__file_cache_forget(t, rio__file_cache_key(t, up->key));
+out:
+    if (up->tmp)
+        unlinkat(up->dirfd, rio__file_at_name(up, up->tmp), 0);
+    rio__file_upload_unref(t, up);
+    return ret;
+}
+
+void rio__file_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct fupload *up = upload;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return;
+    if (up->tmp) {
+        unlinkat(up->dirfd, rio__file_at_name(up, up->tmp), 0);
+        rio__free(up->tmp);
+        up->tmp = NULL;
+    }
+    rio__file_upload_unref(ft(tt), up);
+}
+
+int rio__file_remove(struct rio_transport *tt, const char *key)
+{
+    struct ftransport *t = ft(tt);
+    struct stat st;
+    char *path;
+    int ret;
+
+    ret = rio__file_key_path(t, key, &path);
+    if (ret < 0)
+        return ret;
+    /* Directory mode: the key's directory beneath the root, the name in it. */
+    int dfd = t->single ? AT_FDCWD : rio__file_parent_beneath(t, path, false);
+    const char *name = path;
+    if (!t->single) {
+        const char *slash = strrchr(path, '/');
+        name = slash ? slash + 1 : path;
+    }
+    if (dfd < 0 && dfd != AT_FDCWD)
+        ret = rio__file_open_err(-dfd);
+    else if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        ret = rio__file_open_err(errno);
+    else if (S_ISDIR(st.st_mode))
+        ret = -EISDIR;
+    else if (S_ISBLK(st.st_mode))
+        ret = RIO_ENOTSUP;
+    else if (unlinkat(dfd, name, 0) < 0)
+        ret = rio__file_open_err(errno);
+    if (dfd >= 0)
+        close(dfd);
+    rio__free(path);
+    if (ret == 0)
+        rio__file_cache_forget(t, rio__file_cache_key(t, key));
+    return ret;
+}
