@@ -327,3 +327,43 @@ TEST(cancel_ends_the_backoff)
     close_patched(&e);
     free(src);
 }
+
+/* A commit that keeps its upload (RIO_CAP_COMMIT_RETRY) and fails until the
+ * call ends: cancelled in its backoff, or out of time before the next try.
+ * The engine aborts the upload it was left exactly once (no leak: eu_close
+ * counts the blocks; no second abort: ASan) and publishes nothing. */
+TEST(commit_backoff_ended_aborts_the_upload_once)
+{
+    struct eu e;
+    struct rio_options o;
+    uint8_t *src = eu_pattern_buf(OBJ, 6);
+    struct rio_desc d;
+    pthread_t th;
+
+    eu_opts(&o);
+    o.retry_attempts = 100;
+    o.backoff_base_ms = 2000;
+    o.backoff_cap_ms = 2000;
+    open_patched(&e, &o, "mock://meta9", true);
+    script(OP_COMMIT, -1, RIO_ETHROTTLE);
+    struct firer f = {.ms = 50};
+    T_OK(rio_cancel_new(&f.cx));
+    struct rio_call call = {.cancel = f.cx};
+    T_EQ(pthread_create(&th, NULL, fire_later, &f), 0);
+    uint64_t t0 = eu_now_ns();
+    T_ERR(rio_put(e.c, "k", src, OBJ, &call, NULL), RIO_ECANCELED);
+    T_LT((eu_now_ns() - t0) / 1000000, 900u);
+    pthread_join(th, NULL);
+    rio_cancel_destroy(f.cx);
+    T_EQ(atomic_load(&calls[OP_COMMIT]), 1u);
+    T_ERR(rio_stat(e.c, "k", &d), RIO_ENOTFOUND);
+
+    /* The deadline comes before the next try would. */
+    script(OP_COMMIT, -1, -ETIMEDOUT);
+    struct rio_call dl = {.deadline_ms = 300};
+    T_ERR(rio_put(e.c, "k", src, OBJ, &dl, NULL), RIO_EDEADLINE);
+    T_EQ(atomic_load(&calls[OP_COMMIT]), 1u);
+    T_ERR(rio_stat(e.c, "k", &d), RIO_ENOTFOUND);
+    close_patched(&e);
+    free(src);
+}
