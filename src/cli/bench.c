@@ -98,6 +98,17 @@ struct row {
     char extra[64]; /* more URL parameters */
 };
 
+static void add_row(struct row *rw, const char *label, unsigned rails, const char *rates,
+                    double sum_mbps, const char *extra)
+{
+    memset(rw, 0, sizeof(*rw));
+    snprintf(rw->label, sizeof(rw->label), "%s", label);
+    rw->rails = rails;
+    snprintf(rw->rates, sizeof(rw->rates), "%s", rates);
+    rw->sum_mbps = sum_mbps;
+    snprintf(rw->extra, sizeof(rw->extra), "%s", extra);
+}
+
 /*
  * What any scheduler could reach with whole chunks: identical chunks handed
  * in turn to the rail that would finish each first (optimal for identical
@@ -232,48 +243,22 @@ static int bench_mock(int argc, char **argv)
     int n = 0;
     const unsigned rails_list[] = {1, 2, 3, 4, 6, 8};
     const double rate_list[] = {125, 1250}; /* MB/s per rail: 1 GbE and 10 GbE */
+    char rates[32];
     for (unsigned ri = 0; ri < 2; ri++) {
         for (unsigned k = 0; k < 6; k++) {
             if (quick && rails_list[k] != 1 && rails_list[k] != 4)
                 continue;
-            struct row *rw = &rows[n++];
-            memset(rw, 0, sizeof(*rw));
-            rw->rails = rails_list[k];
-            snprintf(rw->rates, sizeof(rw->rates), "%.0fMB", rate_list[ri]);
-            rw->sum_mbps = rate_list[ri] * rails_list[k];
-            snprintf(rw->label, sizeof(rw->label), "equal");
+            snprintf(rates, sizeof(rates), "%.0fMB", rate_list[ri]);
+            add_row(&rows[n++], "equal", rails_list[k], rates, rate_list[ri] * rails_list[k], "");
         }
     }
-    struct row *rw = &rows[n++];
-    memset(rw, 0, sizeof(*rw));
-    rw->rails = 4;
-    snprintf(rw->rates, sizeof(rw->rates), "125MB,125MB,62MB,31MB");
-    rw->sum_mbps = 125 + 125 + 62 + 31;
-    snprintf(rw->label, sizeof(rw->label), "heterogeneous");
-    rw = &rows[n++];
-    memset(rw, 0, sizeof(*rw));
-    rw->rails = 4;
-    snprintf(rw->rates, sizeof(rw->rates), "125MB");
-    rw->sum_mbps = 500;
-    snprintf(rw->extra, sizeof(rw->extra), "disk=200MB");
-    snprintf(rw->label, sizeof(rw->label), "storage 200MB/s");
-    rw = &rows[n++];
-    memset(rw, 0, sizeof(*rw));
-    rw->rails = 4;
-    snprintf(rw->rates, sizeof(rw->rates), "0");
-    rw->sum_mbps = 0;
-    snprintf(rw->label, sizeof(rw->label), "unlimited rails");
+    add_row(&rows[n++], "heterogeneous", 4, "125MB,125MB,62MB,31MB", 125 + 125 + 62 + 31, "");
+    add_row(&rows[n++], "storage 200MB/s", 4, "125MB", 500, "disk=200MB");
+    add_row(&rows[n++], "unlimited rails", 4, "0", 0, "");
 
-    uint8_t *src = malloc(size), *dst = malloc(size);
-    if (!src || !dst) {
-        fprintf(stderr, "railio bench mock: cannot allocate 2 x %llu bytes\n",
-                (unsigned long long)size);
-        free(src);
-        free(dst);
+    uint8_t *src, *dst;
+    if (rio_cli_bench_buffers("railio bench mock", size, &src, &dst) < 0)
         return 1;
-    }
-    rio_cli_fill(src, size, 42);
-    memset(dst, 0, size);
     double memcpy_mbps = rio_cli_memcpy_mbps(size);
     double xxh_mbps = rio_cli_xxh3_mbps(size);
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -115,22 +115,19 @@ static int lr_load(void)
 #define rados_remove lr.rados_remove
 #define rados_shutdown lr.rados_shutdown
 
-#define MAXLIST 16
+#define MAXLIST RIO_CLI_LIST_MAX
 #define MAXREPS 25
 #define BENCH_PREFIX "railio-bench/"
 #define AIO_NS "rio.bench" /* the aio baseline's objects, apart from railio's */
 
 struct cfg {
     char pool[256];
-    char conf[1024];    /* "" = librados' own search */
-    char id[128];       /* "" = admin */
-    const char *params; /* the URL's "?..." part, or "" */
-    uint64_t sizes[MAXLIST];
-    unsigned nsizes;
+    char conf[1024];             /* "" = librados' own search */
+    char id[128];                /* "" = admin */
+    const char *params;          /* the URL's "?..." part, or "" */
+    struct rio_cli_bench_opts o; /* sizes, chunk, reps, json */
     unsigned conc[MAXLIST], nconc;
-    uint64_t chunk;
-    unsigned reps;
-    bool cli, aio, nomd5, json;
+    bool cli, aio, nomd5;
 };
 
 /* Medians over the reps; 0 when not measured, < 0 never. */
@@ -258,7 +255,7 @@ static void cli_base(const struct cfg *c, const char *file, uint64_t size, struc
     unsigned np = 0, ng = 0;
 
     snprintf(obj, sizeof(obj), BENCH_PREFIX "cli-%" PRIu64, size);
-    snprintf(bsz, sizeof(bsz), "%" PRIu64, c->chunk);
+    snprintf(bsz, sizeof(bsz), "%" PRIu64, c->o.chunk);
     char *common[] = {
         "rados", "--conf",        (char *)c->conf, "--id", (char *)(c->id[0] ? c->id : "admin"),
         "-p",    (char *)c->pool, "--striper",     "-b",   bsz};
@@ -267,7 +264,7 @@ static void cli_base(const struct cfg *c, const char *file, uint64_t size, struc
     char *argv[NC + 5];
     unsigned k;
 
-    for (unsigned r = 0; r < c->reps; r++) {
+    for (unsigned r = 0; r < c->o.reps; r++) {
         k = 0;
         argv[k++] = common[0];
         for (unsigned i = 1 + skip; i < NC; i++)
@@ -293,8 +290,8 @@ static void cli_base(const struct cfg *c, const char *file, uint64_t size, struc
                 argv, RIO_CLI_MUTE_OUT |
                           RIO_CLI_MUTE_ERR); /* once more, should it have died before removing */
     }
-    b->cli_put = np == c->reps ? rio_cli_median(put, np) : 0;
-    b->cli_get = ng == c->reps ? rio_cli_median(get, ng) : 0;
+    b->cli_put = np == c->o.reps ? rio_cli_median(put, np) : 0;
+    b->cli_get = ng == c->o.reps ? rio_cli_median(get, ng) : 0;
 }
 
 /* ---------------------------------------------- the plain aio baseline */
@@ -430,13 +427,13 @@ static int open_client(const struct cfg *c, unsigned conc, bool nomd5, struct ri
     struct rio_options o;
 
     rio_options_init(&o);
-    o.chunk_size = c->chunk;
+    o.chunk_size = c->o.chunk;
     o.depth = conc;
     o.paths = 1;
     o.op_timeout_ms = 120000;
     o.deadline_ms = 3600000;
     /* The window, never the budget, limits what is in flight. */
-    o.budget_bytes = 2ull * conc * c->chunk + c->chunk;
+    o.budget_bytes = 2ull * conc * c->o.chunk + c->o.chunk;
     snprintf(url, sizeof(url), "rados://%s%s%s%s", c->pool, c->params,
              nomd5 ? (c->params[0] ? "&" : "?") : "", nomd5 ? "etag=none" : "");
     return rio_client_new(url, &o, out);
@@ -448,6 +445,27 @@ static void fail(struct row *rw, int err, const char *what)
         rw->err = err;
         rw->err_what = what;
     }
+}
+
+/* Open a client (etag=none when nomd5) and PUT the row's object: 0 with *d
+ * filled, or the error, recorded in rw. *cl is NULL when no client opened;
+ * else the caller destroys it. */
+static int put_one(const struct cfg *c, struct row *rw, bool nomd5, const char *key,
+                   const uint8_t *src, struct rio_call *call, struct rio_desc *d,
+                   struct rio_client **cl)
+{
+    int ret = open_client(c, rw->conc, nomd5, cl);
+
+    if (ret < 0) {
+        *cl = NULL;
+        fail(rw, ret, nomd5 ? "client etag=none" : "client");
+        return ret;
+    }
+    memset(d, 0, sizeof(*d));
+    ret = rio_put(*cl, key, src, rw->size, call, d);
+    if (ret < 0)
+        fail(rw, ret, nomd5 ? "PUT etag=none" : "PUT");
+    return ret;
 }
 
 /* One rep of one row: aio write/read, railio PUT/GET, PUT without MD5. */
@@ -463,28 +481,22 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     snprintf(key, sizeof(key), BENCH_PREFIX "railio-%" PRIu64, rw->size);
     if (c->aio && io) {
-        double w = aio_pass(io, true, (uint8_t *)src, rw->size, c->chunk, rw->conc);
-        double r = w > 0 ? aio_pass(io, false, dst, rw->size, c->chunk, rw->conc) : w;
+        double w = aio_pass(io, true, (uint8_t *)src, rw->size, c->o.chunk, rw->conc);
+        double r = w > 0 ? aio_pass(io, false, dst, rw->size, c->o.chunk, rw->conc) : w;
         if (w < 0 || r < 0)
             fail(rw, (int)(w < 0 ? w : r), "aio");
         else if (memcmp(dst, src, rw->size) != 0)
             fail(rw, RIO_ECHECKSUM, "aio read-back");
         v[3][rep] = w > 0 ? w : 0;
         v[4][rep] = r > 0 ? r : 0;
-        aio_cleanup(io, rw->size, c->chunk);
+        aio_cleanup(io, rw->size, c->o.chunk);
         memset(dst, 0, rw->size);
     }
 
-    ret = open_client(c, rw->conc, false, &cl);
-    if (ret < 0) {
-        fail(rw, ret, "client");
+    ret = put_one(c, rw, false, key, src, &call, &d, &cl);
+    if (!cl)
         return;
-    }
-    memset(&d, 0, sizeof(d));
-    ret = rio_put(cl, key, src, rw->size, &call, &d);
-    if (ret < 0) {
-        fail(rw, ret, "PUT");
-    } else {
+    if (ret == 0) {
         v[0][rep] = st.goodput_mbps;
         hash[rep] = st.hash_ns / 1e9;
         rio_desc_cleanup(&d);
@@ -502,22 +514,14 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     if (!c->nomd5)
         return;
-    cl = NULL;
-    ret = open_client(c, rw->conc, true, &cl);
-    if (ret < 0) {
-        fail(rw, ret, "client etag=none");
+    ret = put_one(c, rw, true, key, src, &call, &d, &cl);
+    if (!cl)
         return;
-    }
-    memset(&d, 0, sizeof(d));
-    ret = rio_put(cl, key, src, rw->size, &call, &d);
-    if (ret < 0) {
-        fail(rw, ret, "PUT etag=none");
-    } else if (d.etag[0]) {
-        /* This build's engine computed the MD5 anyway: no such figure. */
-        fail(rw, RIO_ENOTSUP, "etag=none");
-        rio_desc_cleanup(&d);
-    } else {
-        v[1][rep] = st.goodput_mbps;
+    if (ret == 0) {
+        if (d.etag[0])
+            fail(rw, RIO_ENOTSUP, "etag=none"); /* this build computed the MD5 anyway */
+        else
+            v[1][rep] = st.goodput_mbps;
         rio_desc_cleanup(&d);
     }
     rio_delete(cl, key);
@@ -531,14 +535,14 @@ static void run_row(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     memset(v, 0, sizeof(v));
     memset(hash, 0, sizeof(hash));
-    for (unsigned r = 0; r < c->reps; r++)
+    for (unsigned r = 0; r < c->o.reps; r++)
         run_rep(c, io, src, dst, rw, v, hash, r);
-    rw->put = rio_cli_median(v[0], c->reps);
-    rw->put_nomd5 = rio_cli_median(v[1], c->reps);
-    rw->get = rio_cli_median(v[2], c->reps);
-    rw->aio_w = rio_cli_median(v[3], c->reps);
-    rw->aio_r = rio_cli_median(v[4], c->reps);
-    rw->hash_s = rio_cli_median(hash, c->reps);
+    rw->put = rio_cli_median(v[0], c->o.reps);
+    rw->put_nomd5 = rio_cli_median(v[1], c->o.reps);
+    rw->get = rio_cli_median(v[2], c->o.reps);
+    rw->aio_w = rio_cli_median(v[3], c->o.reps);
+    rw->aio_r = rio_cli_median(v[4], c->o.reps);
+    rw->hash_s = rio_cli_median(hash, c->o.reps);
 }
 
 static double ratio(double a, double b)
@@ -561,9 +565,9 @@ static void print_json(const struct cfg *c, const struct row *rows, unsigned nro
            "\"cores\":%ld,\"loadavg_start\":[%.2f,%.2f,%.2f],\"loadavg_end\":[%.2f,%.2f,%.2f],"
            "\"ceilings\":{\"md5_mbps\":%.0f,\"xxh3_mbps\":%.0f,\"memcpy_mbps\":%.0f},"
            "\"cli\":[",
-           c->pool, c->chunk, c->reps, ncpu, l0[0], l0[1], l0[2], l1[0], l1[1], l1[2], md5, xxh,
+           c->pool, c->o.chunk, c->o.reps, ncpu, l0[0], l0[1], l0[2], l1[0], l1[1], l1[2], md5, xxh,
            memcpy_mbps);
-    for (unsigned i = 0; i < c->nsizes; i++)
+    for (unsigned i = 0; i < c->o.nsizes; i++)
         printf("%s{\"size\":%" PRIu64 ",\"rados_put_mbps\":%.1f,\"rados_get_mbps\":%.1f}",
                i ? "," : "", bases[i].size, bases[i].cli_put, bases[i].cli_get);
     printf("],\"rows\":[");
@@ -589,12 +593,12 @@ static void print_table(const struct cfg *c, const struct row *rows, unsigned nr
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     printf("railio bench rados: pool %s, chunk %" PRIu64 " MiB, 1 path, %ld cores, median of "
            "%u\n",
-           c->pool, c->chunk >> 20, ncpu, c->reps);
+           c->pool, c->o.chunk >> 20, ncpu, c->o.reps);
     printf("load average: %.2f %.2f %.2f at the start, %.2f %.2f %.2f at the end\n", l0[0], l0[1],
            l0[2], l1[0], l1[1], l1[2]);
     printf("one core, measured now: MD5 %.0f MB/s, xxh3 %.0f MB/s, memcpy %.0f MB/s\n", md5, xxh,
            memcpy_mbps);
-    for (unsigned i = 0; i < c->nsizes; i++)
+    for (unsigned i = 0; i < c->o.nsizes; i++)
         printf("rados --striper put/get, %" PRIu64 " MiB: PUT %.0f MB/s, GET %.0f MB/s\n",
                bases[i].size >> 20, bases[i].cli_put, bases[i].cli_get);
     printf("\n| size | conc | PUT | PUT etag=none | aio write | PUT/aio | GET | aio read | "
@@ -621,12 +625,12 @@ static void print_table(const struct cfg *c, const struct row *rows, unsigned nr
 
 int rio_cli_bench_rados(int argc, char **argv)
 {
-    struct cfg c = {.chunk = 4u << 20, .reps = 3, .cli = true, .aio = true, .nomd5 = true};
+    struct cfg c = {.o = {.chunk = 4u << 20, .reps = 3}, .cli = true, .aio = true, .nomd5 = true};
     static const unsigned def_conc[] = {1, 2, 4, 8, 16, 32};
     struct row rows[MAXLIST * MAXLIST];
     struct base bases[MAXLIST];
     unsigned nrows = 0;
-    uint64_t v[MAXLIST], maxsize = 0;
+    uint64_t maxsize = 0;
     char file[512];
     double l0[3], l1[3];
     rados_t acl = NULL;
@@ -637,27 +641,19 @@ int rio_cli_bench_rados(int argc, char **argv)
         usage();
         return argc < 1 ? 2 : 0;
     }
-    c.sizes[0] = 256u << 20;
-    c.sizes[1] = 1u << 30;
-    c.nsizes = 2;
+    c.o.sizes[0] = 256u << 20;
+    c.o.sizes[1] = 1u << 30;
+    c.o.nsizes = 2;
     memcpy(c.conc, def_conc, sizeof(def_conc));
     c.nconc = 6;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *n = i + 1 < argc ? argv[i + 1] : NULL;
         int k;
-        if (!strcmp(a, "--sizes") && n && (k = rio_cli_parse_list(n, c.sizes, MAXLIST)) > 0) {
-            c.nsizes = (unsigned)k;
-            i++;
-        } else if (!strcmp(a, "--conc") && n && (k = rio_cli_parse_list(n, v, MAXLIST)) > 0) {
+        if (rio_cli_bench_opt(&c.o, MAXREPS, argc, argv, &i)) {
+            continue;
+        } else if (!strcmp(a, "--conc") && n &&
+                   (k = rio_cli_parse_counts(n, c.conc, MAXLIST, 1024)) > 0) {
             c.nconc = (unsigned)k;
-            for (unsigned j = 0; j < c.nconc; j++)
-                c.conc[j] = v[j] > 1024 ? 1024 : (unsigned)v[j];
-            i++;
-        } else if (!strcmp(a, "--chunk") && n && !rio_cli_parse_size(n, &c.chunk) && c.chunk) {
-            i++;
-        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
-                   v[0] <= MAXREPS) {
-            c.reps = (unsigned)v[0];
             i++;
         } else if (!strcmp(a, "--no-cli")) {
             c.cli = false;
@@ -665,8 +661,6 @@ int rio_cli_bench_rados(int argc, char **argv)
             c.aio = false;
         } else if (!strcmp(a, "--no-nomd5")) {
             c.nomd5 = false;
-        } else if (!strcmp(a, "--json")) {
-            c.json = true;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
@@ -680,9 +674,9 @@ int rio_cli_bench_rados(int argc, char **argv)
         fprintf(stderr, "railio bench rados: need rados://POOL[?conf=PATH]\n");
         return 2;
     }
-    for (unsigned i = 0; i < c.nsizes; i++)
-        if (c.sizes[i] > maxsize)
-            maxsize = c.sizes[i];
+    for (unsigned i = 0; i < c.o.nsizes; i++)
+        if (c.o.sizes[i] > maxsize)
+            maxsize = c.o.sizes[i];
     if (maxsize > SIZE_MAX / 2) {
         fprintf(stderr, "railio bench rados: size too large\n");
         return 2;
@@ -709,8 +703,8 @@ int rio_cli_bench_rados(int argc, char **argv)
     }
     rio_cli_bench_path(file, sizeof(file), "rados");
 
-    for (unsigned si = 0; si < c.nsizes && ret == 0; si++) {
-        uint64_t size = c.sizes[si];
+    for (unsigned si = 0; si < c.o.nsizes && ret == 0; si++) {
+        uint64_t size = c.o.sizes[si];
         struct base *b = &bases[si];
         memset(b, 0, sizeof(*b));
         b->size = size;
@@ -721,7 +715,7 @@ int rio_cli_bench_rados(int argc, char **argv)
             }
             cli_base(&c, file, size, b);
             unlink(file);
-            if (!c.json)
+            if (!c.o.json)
                 fprintf(stderr, "  %" PRIu64 " MiB rados --striper: PUT %.0f GET %.0f MB/s\n",
                         size >> 20, b->cli_put, b->cli_get);
         }
@@ -733,7 +727,7 @@ int rio_cli_bench_rados(int argc, char **argv)
             run_row(&c, aio, src, dst, rw);
             if (rw->err && rw->err != RIO_ENOTSUP)
                 ret = 1;
-            if (!c.json)
+            if (!c.o.json)
                 fprintf(stderr,
                         "  %" PRIu64 " MiB conc %u: PUT %.0f (etag=none %.0f, aio %.0f) GET %.0f "
                         "(aio %.0f) MB/s%s%s\n",
@@ -742,7 +736,7 @@ int rio_cli_bench_rados(int argc, char **argv)
         }
     }
     rio_cli_loadavg(l1);
-    if (c.json)
+    if (c.o.json)
         print_json(&c, rows, nrows, bases, md5, xxh, mcp, l0, l1);
     else
         print_table(&c, rows, nrows, bases, md5, xxh, mcp, l0, l1);

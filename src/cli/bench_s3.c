@@ -32,31 +32,18 @@
 #include "cli/cli.h"
 #include "railio.h"
 
-#define MAXLIST 16
-
-/* A list into out and its count into *n; 0 or -1. */
-static int parse_list(const char *s, uint64_t *out, unsigned *n)
-{
-    int k = rio_cli_parse_list(s, out, MAXLIST);
-    if (k < 0)
-        return -1;
-    *n = (unsigned)k;
-    return 0;
-}
+#define MAXLIST RIO_CLI_LIST_MAX
 #define BENCH_PREFIX "railio-bench/"
 
 struct cfg {
     const char *url;
     char bucket[256];
     char endpoint[512];
-    const char *params; /* the URL's "?..." part, or "" */
-    uint64_t sizes[MAXLIST];
-    unsigned nsizes;
-    uint64_t chunk;
+    const char *params;          /* the URL's "?..." part, or "" */
+    struct rio_cli_bench_opts o; /* sizes, chunk, reps, json */
     unsigned depths[MAXLIST], ndepths;
     unsigned paths;
-    unsigned reps;
-    bool curl, aws, json, discard;
+    bool curl, aws, discard;
 };
 
 struct row {
@@ -134,7 +121,7 @@ static void curl_base(const struct cfg *c, const char *file, uint64_t size, stru
     snprintf(url, sizeof(url), "%s/%s/" BENCH_PREFIX "curl-%" PRIu64, c->endpoint, c->bucket, size);
     snprintf(user, sizeof(user), "%s:%s", ak ? ak : "", sk ? sk : "");
     snprintf(region, sizeof(region), "aws:amz:%s:s3", rg && *rg ? rg : "us-east-1");
-    for (unsigned r = 0; r < c->reps; r++) {
+    for (unsigned r = 0; r < c->o.reps; r++) {
         char *put[] = {
             "curl",   "-sf",       "--aws-sigv4", region,
             "--user", user,        "-H",          "x-amz-content-sha256: UNSIGNED-PAYLOAD",
@@ -162,7 +149,7 @@ static void aws_base(const struct cfg *c, const char *file, uint64_t size, struc
     double best_put = 0, best_get = 0;
 
     snprintf(s3url, sizeof(s3url), "s3://%s/" BENCH_PREFIX "aws-%" PRIu64, c->bucket, size);
-    for (unsigned r = 0; r < c->reps; r++) {
+    for (unsigned r = 0; r < c->o.reps; r++) {
         char *put[] = {"aws", "--endpoint-url",     (char *)c->endpoint, "s3",
                        "cp",  "--only-show-errors", (char *)file,        s3url,
                        NULL};
@@ -192,12 +179,12 @@ static int open_client(const struct cfg *c, unsigned depth, bool discard, struct
     struct rio_options o;
 
     rio_options_init(&o);
-    o.chunk_size = c->chunk;
+    o.chunk_size = c->o.chunk;
     o.depth = depth;
     o.paths = c->paths;
     o.op_timeout_ms = 60000;
     o.deadline_ms = 3600000;
-    o.budget_bytes = (uint64_t)depth * c->paths * c->chunk + c->chunk;
+    o.budget_bytes = (uint64_t)depth * c->paths * c->o.chunk + c->o.chunk;
     if (discard)
         o.verify = -1;
     if (discard)
@@ -221,7 +208,7 @@ static void run_row(const struct cfg *c, const uint8_t *src, uint8_t *dst, struc
         rw->get_err = rw->put_err;
         return;
     }
-    for (unsigned r = 0; r < c->reps; r++) {
+    for (unsigned r = 0; r < c->o.reps; r++) {
         int ret = rio_put(cl, key, src, rw->size, &call, NULL);
         if (ret < 0) {
             rw->put_err = ret;
@@ -230,7 +217,7 @@ static void run_row(const struct cfg *c, const uint8_t *src, uint8_t *dst, struc
         if (st.goodput_mbps > rw->put_mbps)
             rw->put_mbps = st.goodput_mbps;
     }
-    for (unsigned r = 0; r < c->reps && rw->put_err == 0; r++) {
+    for (unsigned r = 0; r < c->o.reps && rw->put_err == 0; r++) {
         int64_t got = rio_get(cl, key, dst, rw->size, &call);
         if (got < 0) {
             rw->get_err = (int)got;
@@ -241,7 +228,7 @@ static void run_row(const struct cfg *c, const uint8_t *src, uint8_t *dst, struc
     }
     rio_client_destroy(cl);
     if (c->discard && rw->put_err == 0 && open_client(c, rw->depth, true, &cl) == 0) {
-        for (unsigned r = 0; r < c->reps; r++)
+        for (unsigned r = 0; r < c->o.reps; r++)
             if (rio_get(cl, key, dst, rw->size, &call) >= 0 &&
                 st.goodput_mbps > rw->get_discard_mbps)
                 rw->get_discard_mbps = st.goodput_mbps;
@@ -260,7 +247,7 @@ static double ratio(double a, double b)
 
 int rio_cli_bench_s3(int argc, char **argv)
 {
-    struct cfg c = {.chunk = 8u << 20, .paths = 1, .reps = 1, .curl = true, .aws = true};
+    struct cfg c = {.o = {.chunk = 8u << 20, .reps = 1}, .paths = 1, .curl = true, .aws = true};
     static const unsigned def_depths[] = {1, 2, 4, 8, 16, 32};
     struct row rows[MAXLIST * MAXLIST];
     struct base bases[MAXLIST];
@@ -274,28 +261,22 @@ int rio_cli_bench_s3(int argc, char **argv)
         return argc < 1 ? 2 : 0;
     }
     c.url = argv[0];
-    c.sizes[0] = 256u << 20;
-    c.nsizes = 1;
+    c.o.sizes[0] = 256u << 20;
+    c.o.nsizes = 1;
     memcpy(c.depths, def_depths, sizeof(def_depths));
     c.ndepths = 6;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *n = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned k;
-        if (!strcmp(a, "--sizes") && n && parse_list(n, c.sizes, &c.nsizes) == 0) {
-            i++;
-        } else if (!strcmp(a, "--chunk") && n && !rio_cli_parse_size(n, &c.chunk) && c.chunk) {
-            i++;
-        } else if (!strcmp(a, "--depths") && n && parse_list(n, v, &c.ndepths) == 0) {
-            for (k = 0; k < c.ndepths; k++)
-                c.depths[k] = v[k] > 1024 ? 1024 : (unsigned)v[k];
+        int k;
+        if (rio_cli_bench_opt(&c.o, 100, argc, argv, &i)) {
+            continue;
+        } else if (!strcmp(a, "--depths") && n &&
+                   (k = rio_cli_parse_counts(n, c.depths, MAXLIST, 1024)) > 0) {
+            c.ndepths = (unsigned)k;
             i++;
         } else if (!strcmp(a, "--paths") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
                    v[0] <= RIO_MAX_PATHS) {
             c.paths = (unsigned)v[0];
-            i++;
-        } else if (!strcmp(a, "--reps") && n && !rio_cli_parse_size(n, v) && v[0] >= 1 &&
-                   v[0] <= 100) {
-            c.reps = (unsigned)v[0];
             i++;
         } else if (!strcmp(a, "--discard")) {
             c.discard = true;
@@ -303,8 +284,6 @@ int rio_cli_bench_s3(int argc, char **argv)
             c.curl = false;
         } else if (!strcmp(a, "--no-aws")) {
             c.aws = false;
-        } else if (!strcmp(a, "--json")) {
-            c.json = true;
         } else if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage();
             return 0;
@@ -323,17 +302,17 @@ int rio_cli_bench_s3(int argc, char **argv)
         c.curl = false;
     if (c.aws && !rio_cli_have_program("aws"))
         c.aws = false;
-    for (unsigned i = 0; i < c.nsizes; i++)
-        if (c.sizes[i] > maxsize)
-            maxsize = c.sizes[i];
+    for (unsigned i = 0; i < c.o.nsizes; i++)
+        if (c.o.sizes[i] > maxsize)
+            maxsize = c.o.sizes[i];
 
     uint8_t *src, *dst;
     if (rio_cli_bench_buffers("railio bench s3", maxsize, &src, &dst) < 0)
         return 1;
     rio_cli_bench_path(file, sizeof(file), "s3");
 
-    for (unsigned si = 0; si < c.nsizes; si++) {
-        uint64_t size = c.sizes[si];
+    for (unsigned si = 0; si < c.o.nsizes; si++) {
+        uint64_t size = c.o.sizes[si];
         struct base *b = &bases[si];
         memset(b, 0, sizeof(*b));
         b->size = size;
@@ -356,17 +335,17 @@ int rio_cli_bench_s3(int argc, char **argv)
             run_row(&c, src, dst, rw);
             if (rw->put_err || rw->get_err)
                 ret = 1;
-            if (!c.json)
+            if (!c.o.json)
                 fprintf(stderr, "  %" PRIu64 " MiB depth %u: PUT %.0f MB/s GET %.0f MB/s\n",
                         size >> 20, rw->depth, rw->put_mbps, rw->get_mbps);
         }
     }
 
-    if (c.json) {
+    if (c.o.json) {
         printf("{\"bench\":\"s3\",\"endpoint\":\"%s\",\"chunk\":%" PRIu64 ",\"paths\":%u,"
                "\"reps\":%u,\"memcpy_mbps\":%.0f,\"baselines\":[",
-               c.endpoint, c.chunk, c.paths, c.reps, rio_cli_memcpy_mbps(64u << 20));
-        for (unsigned i = 0; i < c.nsizes; i++)
+               c.endpoint, c.o.chunk, c.paths, c.o.reps, rio_cli_memcpy_mbps(64u << 20));
+        for (unsigned i = 0; i < c.o.nsizes; i++)
             printf("%s{\"size\":%" PRIu64 ",\"curl_put_mbps\":%.1f,\"curl_get_mbps\":%.1f,"
                    "\"aws_put_mbps\":%.1f,\"aws_get_mbps\":%.1f}",
                    i ? "," : "", bases[i].size, bases[i].curl_put, bases[i].curl_get,
@@ -381,8 +360,8 @@ int rio_cli_bench_s3(int argc, char **argv)
         printf("]}\n");
     } else {
         printf("railio bench s3: %s/%s, chunk %" PRIu64 " MiB, %u path(s), best of %u\n",
-               c.endpoint, c.bucket, c.chunk >> 20, c.paths, c.reps);
-        for (unsigned i = 0; i < c.nsizes; i++)
+               c.endpoint, c.bucket, c.o.chunk >> 20, c.paths, c.o.reps);
+        for (unsigned i = 0; i < c.o.nsizes; i++)
             printf("  %" PRIu64 " MiB ceilings: curl PUT %.0f GET %.0f MB/s; aws s3 cp PUT %.0f "
                    "GET %.0f MB/s\n",
                    bases[i].size >> 20, bases[i].curl_put, bases[i].curl_get, bases[i].aws_put,
@@ -391,7 +370,7 @@ int rio_cli_bench_s3(int argc, char **argv)
                "PUT/curl", "GET/curl", "PUT/aws", "GET/aws", c.discard ? "  GET-discard" : "");
         for (unsigned i = 0; i < nrows; i++) {
             const struct base *b = NULL;
-            for (unsigned k = 0; k < c.nsizes; k++)
+            for (unsigned k = 0; k < c.o.nsizes; k++)
                 if (bases[k].size == rows[i].size)
                     b = &bases[k];
             printf("%7" PRIu64 "MiB %6u %10.0f %10.0f %9.2f %9.2f %9.2f %9.2f", rows[i].size >> 20,

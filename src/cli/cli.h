@@ -58,6 +58,28 @@ void rio_cli_bench_path(char *out, size_t cap, const char *tag);
 /* Write size bytes of buf to path; 0, or -1 after printing "who: cannot
  * write PATH" (the file removed). */
 int rio_cli_write_file(const char *who, const char *path, const void *buf, uint64_t size);
+/* The longest list a bench option takes. */
+#define RIO_CLI_LIST_MAX 16
+
+/* What `railio bench s3://` and `rados://` share on their command line. */
+struct rio_cli_bench_opts {
+    uint64_t sizes[RIO_CLI_LIST_MAX]; /* --sizes LIST */
+    unsigned nsizes;
+    uint64_t chunk; /* --chunk SIZE (> 0) */
+    unsigned reps;  /* --reps N */
+    bool json;      /* --json */
+};
+/*
+ * argv[*i] if it is one of those options (--reps N in 1..max_reps): 1 once
+ * taken (*i is then on its value), 0 when it is none of them or its value
+ * is bad (the caller refuses it as a bad argument).
+ */
+int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc, char **argv,
+                      int *i);
+/* "1,4,16" into out as counts, each at most cap: the count of entries
+ * (at most max), or -1. */
+int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned cap);
+
 /* *best_mbps = max(*best_mbps, bytes / seconds in MB/s); seconds <= 0 (a
  * run that failed) changes nothing. */
 void rio_cli_keep_best(double *best_mbps, uint64_t bytes, double seconds);

@@ -243,3 +243,38 @@ void rio_cli_keep_best(double *best_mbps, uint64_t bytes, double seconds)
     if (seconds > 0 && (double)bytes / seconds / 1e6 > *best_mbps)
         *best_mbps = (double)bytes / seconds / 1e6;
 }
+
+int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc, char **argv,
+                      int *i)
+{
+    const char *a = argv[*i], *n = *i + 1 < argc ? argv[*i + 1] : NULL;
+    uint64_t v;
+    int k;
+
+    if (!strcmp(a, "--json")) {
+        o->json = true;
+        return 1;
+    }
+    if (!n)
+        return 0;
+    if (!strcmp(a, "--sizes") && (k = rio_cli_parse_list(n, o->sizes, RIO_CLI_LIST_MAX)) > 0)
+        o->nsizes = (unsigned)k;
+    else if (!strcmp(a, "--chunk") && !rio_cli_parse_size(n, &v) && v)
+        o->chunk = v;
+    else if (!strcmp(a, "--reps") && !rio_cli_parse_size(n, &v) && v >= 1 && v <= max_reps)
+        o->reps = (unsigned)v;
+    else
+        return 0;
+    (*i)++;
+    return 1;
+}
+
+int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned cap)
+{
+    uint64_t v[RIO_CLI_LIST_MAX];
+    int k = rio_cli_parse_list(s, v, max < RIO_CLI_LIST_MAX ? max : RIO_CLI_LIST_MAX);
+
+    for (int j = 0; j < k; j++)
+        out[j] = v[j] > cap ? cap : (unsigned)v[j];
+    return k;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The railio wire protocol (docs/protocol.md), shared by the railio://
- * transport (src/transport/tcp.c) and the server (src/server/). Every frame is
+ * transport (src/transport/tcp/) and the server (src/server/). Every frame is
  * a fixed 32-byte header and a body. Little-endian throughout. Every length is
  * bounded and checked without overflow before anything is allocated.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * TLS under the railio wire protocol (docs/protocol.md, "TLS"), shared by the
- * railio:// transport (src/transport/tcp.c) and railiod (src/server/conn.c).
+ * railio:// transport (src/transport/tcp/) and railiod (src/server/conn.c).
  * OpenSSL over a non-blocking socket: every call returns at once, and
  * -EAGAIN says which readiness to wait for (rio__tls_want). The protocol
  * inside the TLS stream is unchanged.

@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,31 +149,14 @@ static void obj_name(char *out, const char *pfx, uint64_t kh, uint64_t gen, cons
     snprintf(out, NAME_LEN, "%s-%016" PRIx64 "-%016" PRIx64 "%s", pfx, kh, gen, sfx);
 }
 
-static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
+/* All n bytes at off, in pieces of at most 1 GiB, through EINTR: 0, -EIO
+ * when the file ends first (a short file) or a write moves nothing, or
+ * -errno. */
+static int rw_all(int fd, uint8_t *p, uint64_t n, uint64_t off, bool wr)
 {
     while (n) {
         size_t want = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t w = pwrite(fd, p, want, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (w == 0)
-            return -EIO;
-        p += w;
-        n -= (uint64_t)w;
-        off += (uint64_t)w;
-    }
-    return 0;
-}
-
-/* 0, -EIO at end of file (a short file), or -errno. */
-static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
-{
-    while (n) {
-        size_t want = n > (1u << 30) ? (1u << 30) : (size_t)n;
-        ssize_t r = pread(fd, p, want, (off_t)off);
+        ssize_t r = wr ? pwrite(fd, p, want, (off_t)off) : pread(fd, p, want, (off_t)off);
         if (r < 0) {
             if (errno == EINTR)
                 continue;
@@ -185,6 +169,16 @@ static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
         off += (uint64_t)r;
     }
     return 0;
+}
+
+static int pwrite_all(int fd, const uint8_t *p, uint64_t n, uint64_t off)
+{
+    return rw_all(fd, (uint8_t *)p, n, off, true);
+}
+
+static int pread_all(int fd, uint8_t *p, uint64_t n, uint64_t off)
+{
+    return rw_all(fd, p, n, off, false);
 }
 
 static void ent_free(struct rio_srv_obj *e)
@@ -303,13 +297,21 @@ static struct rio_srv_obj *ent_new(const char *key, uint16_t klen, uint64_t gen,
     return e;
 }
 
-static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+/* Remove the file pfx-KEYHASH-GEN ("o" an object, "d" a tombstone); one
+ * already gone is no error. */
+static void unlink_named(struct rio_srv_disk *d, const char *pfx, const char *key, uint16_t klen,
+                         uint64_t gen)
 {
     char name[NAME_LEN];
 
-    obj_name(name, "o", key_hash(key, klen), gen, "");
+    obj_name(name, pfx, key_hash(key, klen), gen, "");
     if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
         SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
+}
+
+static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
+{
+    unlink_named(d, "o", key, klen, gen);
 }
 
 /* ----------------------------------------------------------- tombstones */
@@ -351,11 +353,7 @@ static uint64_t tomb_gen(struct rio_srv_disk *d, const char *key, uint16_t klen)
 
 static void tomb_unlink_file(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
 {
-    char name[NAME_LEN];
-
-    obj_name(name, "d", key_hash(key, klen), gen, "");
-    if (unlinkat(d->dirfd, name, 0) < 0 && errno != ENOENT)
-        SRV_WARN("disk: unlink %s/%s: %s", d->dir, name, strerror(errno));
+    unlink_named(d, "d", key, klen, gen);
 }
 
 /* Write key's tombstone file for gen (fsynced with --sync; the directory
@@ -950,15 +948,21 @@ static void jobq_stop(struct jobq q)
     pthread_mutex_unlock(q.mu);
 }
 
-static void *commit_main(void *arg)
+/* A pool thread: run each job of q, hand it back, until q stops. */
+static void job_loop(struct rio_srv_disk *d, struct jobq q,
+                     void (*run)(struct rio_srv_disk *d, struct rio_srv_commit *j))
 {
-    struct rio_srv_disk *d = arg;
     struct rio_srv_commit *j;
 
-    while ((j = jobq_pop(commit_q(d)))) {
-        rio__srv_disk_commit(d, j);
+    while ((j = jobq_pop(q))) {
+        run(d, j);
         j->done(j);
     }
+}
+
+static void *commit_main(void *arg)
+{
+    job_loop(arg, commit_q(arg), rio__srv_disk_commit);
     return NULL;
 }
 
@@ -972,13 +976,7 @@ static void read_job(struct rio_srv_disk *d, struct rio_srv_commit *j)
 
 static void *read_main(void *arg)
 {
-    struct rio_srv_disk *d = arg;
-    struct rio_srv_commit *j;
-
-    while ((j = jobq_pop(read_q(d)))) {
-        read_job(d, j);
-        j->done(j);
-    }
+    job_loop(arg, read_q(arg), read_job);
     return NULL;
 }
 

@@ -16,6 +16,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,66 @@ struct args {
     const char *tls_cert, *tls_key;
 };
 
+/* The numeric options: parsed as a count, a size or a duration, range
+ * checked, and stored in their field of struct rio_srv_config. */
+enum num_kind { NUM_UINT, NUM_SIZE, NUM_DURATION };
+static const struct num_opt {
+    int id;
+    enum num_kind kind;
+    uint64_t min, max;
+    size_t off, width; /* the field: 4 (unsigned, uint32_t) or 8 bytes */
+} num_opts[] = {
+#define NUM(id, kind, min, max, field)                                                             \
+    {                                                                                              \
+        id, kind, min, max, offsetof(struct rio_srv_config, field),                                \
+            sizeof(((struct rio_srv_config *)0)->field)                                            \
+    }
+    NUM(OPT_MEMORY, NUM_SIZE, 1, UINT64_MAX, memory),
+    NUM(OPT_TTL, NUM_DURATION, 0, UINT64_MAX, ttl_ns),
+    NUM(OPT_THREADS, NUM_UINT, 1, 256, threads),
+    NUM(OPT_MAX_CONNS, NUM_UINT, 1, 1000000, max_conns),
+    NUM(OPT_MAX_INFLIGHT, NUM_SIZE, 1, UINT64_MAX, max_inflight_bytes),
+    NUM(OPT_MAX_DEPTH, NUM_UINT, 1, 65536, max_depth),
+    NUM(OPT_MAX_BODY, NUM_SIZE, RIO_PROTO_CTRL_MAX, RIO_PROTO_BODY_CAP, max_body),
+    NUM(OPT_IDLE, NUM_DURATION, 0, UINT64_MAX, idle_timeout_ns),
+    NUM(OPT_PROGRESS, NUM_DURATION, 1000000, UINT64_MAX, progress_timeout_ns),
+    NUM(OPT_MIN_RATE, NUM_SIZE, 1, UINT64_MAX, min_rate),
+    NUM(OPT_UPLOAD, NUM_DURATION, 1, UINT64_MAX, upload_timeout_ns),
+    NUM(OPT_DRAIN, NUM_DURATION, 0, UINT64_MAX, drain_timeout_ns),
+    NUM(OPT_UP_CONN, NUM_UINT, 1, 256, max_uploads_conn),
+    NUM(OPT_UP_CLIENT, NUM_UINT, 0, 1000000, max_uploads_client),
+    NUM(OPT_HANDSHAKES, NUM_UINT, 1, 1000000, max_handshakes),
+    NUM(OPT_HS_TIMEOUT, NUM_DURATION, 0, UINT64_MAX, handshake_timeout_ns),
+    NUM(OPT_AUTH_FAIL, NUM_UINT, 1, 1000000, auth_fail_burst),
+#undef NUM
+};
+
+/* Option id's value into cfg: 1 taken, 0 not a numeric option, -1 bad. */
+static int num_opt_set(struct rio_srv_config *cfg, int id, const char *v)
+{
+    for (size_t i = 0; i < sizeof(num_opts) / sizeof(num_opts[0]); i++) {
+        const struct num_opt *n = &num_opts[i];
+        uint64_t x;
+        int ret;
+
+        if (n->id != id)
+            continue;
+        ret = n->kind == NUM_UINT   ? rio__parse_uint(v, n->max, &x)
+              : n->kind == NUM_SIZE ? rio__parse_size(v, &x)
+                                    : rio__parse_duration_ns(v, &x);
+        if (ret < 0 || x < n->min || x > n->max)
+            return -1;
+        if (n->width == 4) {
+            uint32_t x32 = (uint32_t)x;
+            memcpy((char *)cfg + n->off, &x32, 4);
+        } else {
+            memcpy((char *)cfg + n->off, &x, 8);
+        }
+        return 1;
+    }
+    return 0;
+}
+
 static int bad_value(const char *opt, const char *v)
 {
     fprintf(stderr, "railiod: invalid value '%s' for --%s\n", v, opt);
@@ -315,7 +376,6 @@ static int bad_value(const char *opt, const char *v)
 static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct args *a, int *done)
 {
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    uint64_t v;
     int c, idx = 0;
 
     memset(cfg, 0, sizeof(*cfg));
@@ -349,20 +409,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_PORT_FILE:
             a->port_file = optarg;
             break;
-        case OPT_MEMORY:
-            if (rio__parse_size(optarg, &cfg->memory) < 0 || cfg->memory == 0)
-                return bad_value(name, optarg);
-            break;
         case OPT_EVICT:
             if (strcmp(optarg, "lru") == 0)
                 cfg->evict_lru = 1;
             else if (strcmp(optarg, "refuse") == 0)
                 cfg->evict_lru = 0;
             else
-                return bad_value(name, optarg);
-            break;
-        case OPT_TTL:
-            if (rio__parse_duration_ns(optarg, &cfg->ttl_ns) < 0)
                 return bad_value(name, optarg);
             break;
         case OPT_TOKEN:
@@ -380,53 +432,6 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_METRICS:
         case OPT_METRICS_LISTEN:
             a->metrics = optarg;
-            break;
-        case OPT_THREADS:
-            if (rio__parse_uint(optarg, 256, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->threads = (unsigned)v;
-            break;
-        case OPT_MAX_CONNS:
-            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->max_conns = (unsigned)v;
-            break;
-        case OPT_MAX_INFLIGHT:
-            if (rio__parse_size(optarg, &cfg->max_inflight_bytes) < 0 ||
-                cfg->max_inflight_bytes == 0)
-                return bad_value(name, optarg);
-            break;
-        case OPT_MAX_DEPTH:
-            if (rio__parse_uint(optarg, 65536, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->max_depth = (uint32_t)v;
-            break;
-        case OPT_MAX_BODY:
-            if (rio__parse_size(optarg, &v) < 0 || v < RIO_PROTO_CTRL_MAX || v > RIO_PROTO_BODY_CAP)
-                return bad_value(name, optarg);
-            cfg->max_body = (uint32_t)v;
-            break;
-        case OPT_IDLE:
-            if (rio__parse_duration_ns(optarg, &cfg->idle_timeout_ns) < 0)
-                return bad_value(name, optarg);
-            break;
-        case OPT_PROGRESS:
-            if (rio__parse_duration_ns(optarg, &cfg->progress_timeout_ns) < 0 ||
-                cfg->progress_timeout_ns < 1000000ull)
-                return bad_value(name, optarg);
-            break;
-        case OPT_MIN_RATE:
-            if (rio__parse_size(optarg, &cfg->min_rate) < 0 || cfg->min_rate == 0)
-                return bad_value(name, optarg);
-            break;
-        case OPT_UPLOAD:
-            if (rio__parse_duration_ns(optarg, &cfg->upload_timeout_ns) < 0 ||
-                cfg->upload_timeout_ns == 0)
-                return bad_value(name, optarg);
-            break;
-        case OPT_DRAIN:
-            if (rio__parse_duration_ns(optarg, &cfg->drain_timeout_ns) < 0)
-                return bad_value(name, optarg);
             break;
         case OPT_LOG: {
             int l = rio__srv_log_parse(optarg);
@@ -446,30 +451,6 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_PREFAULT:
             cfg->prefault = 1;
             break;
-        case OPT_UP_CONN:
-            if (rio__parse_uint(optarg, 256, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->max_uploads_conn = (unsigned)v;
-            break;
-        case OPT_UP_CLIENT:
-            if (rio__parse_uint(optarg, 1000000, &v) < 0)
-                return bad_value(name, optarg);
-            cfg->max_uploads_client = (unsigned)v;
-            break;
-        case OPT_HANDSHAKES:
-            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->max_handshakes = (unsigned)v;
-            break;
-        case OPT_HS_TIMEOUT:
-            if (rio__parse_duration_ns(optarg, &cfg->handshake_timeout_ns) < 0)
-                return bad_value(name, optarg);
-            break;
-        case OPT_AUTH_FAIL:
-            if (rio__parse_uint(optarg, 1000000, &v) < 0 || v == 0)
-                return bad_value(name, optarg);
-            cfg->auth_fail_burst = (unsigned)v;
-            break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
                    RIO_VERSION_PATCH, RIO_PROTO_VERSION);
@@ -479,9 +460,15 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             usage(stdout);
             *done = 1;
             return 0;
-        default:
+        default: {
+            int ret = num_opt_set(cfg, c, optarg);
+            if (ret < 0)
+                return bad_value(name, optarg);
+            if (ret > 0)
+                break;
             usage(stderr);
             return 2;
+        }
         }
     }
     if (optind < argc) {

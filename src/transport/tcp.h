@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internal entry points of the railio:// transport (tcp.c) for tests and
+ * Internal entry points of the railio:// transport (tcp/) for tests and
  * benches: counters that show what the transport holds (request slots armed,
  * connections, dials, watchdog trips). Reach a client's transport with
  * rio__client_transport() (core/internal.h).
@@ -33,10 +33,12 @@ struct rio__tcp_counters {
     /* A frame that breaks the protocol (a header that does not decode, an
      * answer to no outstanding request or a second one, the wrong opcode or
      * length) poisons its connection: closed, its ops fail with -EPROTO,
-     * which the engine retries like a reset. Metadata calls on a control
-     * connection retried on a fresh one (reset, timeout, protocol error). */
+     * which the engine retries like a reset. A control connection whose
+     * exchange failed is closed; the next request (the engine's try again,
+     * a request on a reused connection found closed, a commit asked again
+     * by upload id, a greeting redone) dials a fresh one. */
     uint64_t poisoned;    /* data connections closed for a protocol violation */
-    uint64_t ctl_retries; /* metadata requests sent again on a fresh control connection */
+    uint64_t ctl_retries; /* requests sent on a fresh control connection after a failed one */
     /* Path state. A failed dial reports its path down to the engine
      * (rio__t_path_event), which cools it and moves its chunks; a path's
      * ops only travel on its own connection. A dial the server cuts while

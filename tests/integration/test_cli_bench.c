@@ -32,19 +32,13 @@ static int run_capture(const char *cmd, char *out, size_t cap)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void bench_dir(char *dir)
-{
-    strcpy(dir, "/tmp/rio-clibench-XXXXXX");
-    T_NOTNULL(mkdtemp(dir));
-}
-
 /* sync=OFF and direct=FALSE are "off" in every option of the library; the
  * bench read both as on (it matched "0", "off" and "false" by hand). */
 TEST(bench_file_reads_booleans_as_the_transport_does)
 {
-    char dir[64], cmd[8192], out[1 << 16];
+    const char *dir = t_scratch_dir("rio-clibench");
+    char cmd[8192], out[1 << 16];
 
-    bench_dir(dir);
     snprintf(cmd, sizeof(cmd),
              "'%s' bench 'file://%s?sync=OFF&direct=FALSE' --size 1M --chunks 1M --queues 1 "
              "--inflight 1 --modes seqwrite --no-fio --json",
@@ -58,15 +52,14 @@ TEST(bench_file_reads_booleans_as_the_transport_does)
              cli_bin(), dir);
     T_EQ(run_capture(cmd, out, sizeof(out)), 0);
     T_NOTNULL(strstr(out, "\"direct\":1,\"sync\":1"));
-    rmdir(dir);
 }
 
 /* A value that is no boolean is refused, naming the option, before any run. */
 TEST(bench_file_refuses_a_bad_boolean_by_name)
 {
-    char dir[64], cmd[8192], out[1 << 16];
+    const char *dir = t_scratch_dir("rio-clibench");
+    char cmd[8192], out[1 << 16];
 
-    bench_dir(dir);
     snprintf(cmd, sizeof(cmd), "'%s' bench 'file://%s?sync=maybe' --size 1M --no-fio", cli_bin(),
              dir);
     T_EQ(run_capture(cmd, out, sizeof(out)), 2);
@@ -75,5 +68,4 @@ TEST(bench_file_refuses_a_bad_boolean_by_name)
              cli_bin(), dir);
     T_EQ(run_capture(cmd, out, sizeof(out)), 2);
     T_NOTNULL(strstr(out, "direct=sometimes: expected on, off or auto"));
-    rmdir(dir);
 }

@@ -537,6 +537,57 @@ TEST(chunk_above_max_object_size_is_refused)
     rio_client_destroy(c);
 }
 
+/*
+ * The transport makes one try of each metadata call and the engine decides
+ * whether to go again (core/meta.c): transient failures of lookup and
+ * remove, injected by the fault filter in front of rados:// (faults=), are
+ * retried within retries= and counted in the call's stats; the object reads
+ * back and its removal removes every chunk. The commit race and the head
+ * re-read stay the transport's own protocol steps (docs/internals/rados.md).
+ */
+TEST(transient_metadata_errors_are_retried_by_the_engine)
+{
+    const size_t n = 3 * CH + 11;
+    uint8_t *src = ru_pattern(n, 91), *dst = malloc(n);
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc s;
+
+    T_NOTNULL(dst);
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    T_OK(rio_put(c, "metaretry/a", src, n, NULL, NULL));
+    rio_client_destroy(c);
+
+    /* Two lookups answer "server busy", the third reaches the cluster. */
+    c = ru_client("rio", "faults=meta_error:op=lookup:error=RIO_ESERVER:count=2", &o);
+    memset(&st, 0, sizeof(st));
+    T_EQ(rio_get(c, "metaretry/a", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_SERVER], 2u);
+    ru_idle(c);
+    rio_client_destroy(c);
+
+    /* A remove that timed out before it reached the cluster goes again. */
+    c = ru_client("rio", "faults=meta_error:op=remove:error=ETIMEDOUT:count=1", &o);
+    T_OK(rio_delete(c, "metaretry/a"));
+    T_EQ(rio_stat(c, "metaretry/a", &s), RIO_ENOTFOUND);
+    T_EQ(ru_chunks("rio", "metaretry/"), 0);
+    ru_idle(c);
+    rio_client_destroy(c);
+
+    /* Retries are bounded: a lookup that keeps failing fails the call with
+     * its own error once retries= is spent. */
+    o.retry_attempts = 3;
+    c = ru_client("rio", "faults=meta_error:op=lookup:error=RIO_ESERVER", &o);
+    T_EQ(rio_stat(c, "metaretry/a", &s), RIO_ESERVER);
+    ru_idle(c);
+    rio_client_destroy(c);
+    free(src);
+    free(dst);
+}
+
 TEST(bad_urls_and_foreign_objects)
 {
     struct rio_options o;

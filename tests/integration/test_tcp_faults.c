@@ -47,6 +47,8 @@ struct fake {
     _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
     _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
     _Atomic int lookups;
+    _Atomic int bad_deletes; /* DELETE answered with 32 bytes of garbage */
+    _Atomic int deletes;
     uint32_t max_depth;
     const char *token;
     _Atomic int bad_server_mac;
@@ -327,8 +329,17 @@ static void *f_conn_main(void *p)
             atomic_fetch_add(&f->puts_ok, 1);
             ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
             break;
-        case RIO_OP_PUT_ABORT:
         case RIO_OP_DELETE:
+            atomic_fetch_add(&f->deletes, 1);
+            if (atomic_fetch_sub(&f->bad_deletes, 1) > 0) {
+                uint8_t junk[RIO_PROTO_HDR_LEN];
+                memset(junk, 0xa5, sizeof(junk));
+                ret = f_write(c->fd, junk, sizeof(junk));
+                break;
+            }
+            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
+            break;
+        case RIO_OP_PUT_ABORT:
             ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
             break;
         default:
@@ -627,6 +638,69 @@ TEST(damaged_or_stalled_lookup_is_retried)
     T_LE(t_now_ms() - t0, 300u + 1000u);
     tu_close(&u);
     free(b);
+    fake_stop(&f);
+}
+
+/*
+ * The transport makes one try of a metadata op; trying again is the
+ * engine's. A damaged LOOKUP answer is a reset-class error (-EPROTO: the
+ * control connection was dropped), so the engine counts the failed try in
+ * the call's retries and tries again on a fresh connection; with a budget
+ * of one try the call fails with that class, after exactly one LOOKUP.
+ * (When the transport retried on its own, the engine saw no failed try, and
+ * one it gave up on was RIO_EPROTO, a class nobody retries.)
+ */
+TEST(metadata_retry_is_the_engines)
+{
+    struct fake f = {.bad_lookups = 1};
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    open_client(&u, &f, NULL, &o);
+    uint8_t *b = malloc(F_SIZE);
+    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    T_PATTERN(b, F_SIZE, F_SEED);
+    T_EQ(st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
+    T_EQ(st.retries_total, 1u);
+    T_EQ(atomic_load(&f.lookups), 2);
+    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
+    tu_close(&u);
+
+    o.retry_attempts = 1;
+    atomic_store(&f.bad_lookups, 1);
+    atomic_store(&f.lookups, 0);
+    open_client(&u, &f, NULL, &o);
+    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), -EPROTO);
+    T_EQ(atomic_load(&f.lookups), 1);
+    tu_close(&u);
+    free(b);
+    fake_stop(&f);
+}
+
+/*
+ * A DELETE whose answer is damaged may have been applied, and a second one
+ * would say "no such object" for a delete that worked (or remove a newer
+ * PUT): the transport does not send it again and says RIO_EUNKNOWN, a class
+ * the engine does not retry. The server saw one DELETE.
+ */
+TEST(delete_answer_lost_is_unknown_and_not_repeated)
+{
+    struct fake f = {.bad_deletes = 1};
+    struct rio_options o;
+    struct tu u;
+
+    fake_start(&f);
+    tu_opts(&o);
+    open_client(&u, &f, NULL, &o);
+    T_ERR(rio_delete(u.c, "obj"), RIO_EUNKNOWN);
+    T_EQ(atomic_load(&f.deletes), 1);
+    T_OK(rio_delete(u.c, "obj")); /* the next one, on a fresh connection */
+    T_EQ(atomic_load(&f.deletes), 2);
+    tu_close(&u);
     fake_stop(&f);
 }
 

@@ -76,9 +76,8 @@ static int file_open_t(const struct rio_url *u, const struct rio_options *o,
     }
     /* Where direct steps will be staged (a device behind the files), the
      * bounce buffers are set up now rather than by the first op: registering
-     * them faults in and pins every page (here 0.3 s per 128 MiB when the VM
-     * must back them), a cost of opening the client, not of its first
-     * transfer. Elsewhere they serve only unaligned memory and come when
+     * them faults in and pins every page (slow when a VM must back them), a cost of opening the
+     * client, not of its first transfer. Elsewhere they serve only unaligned memory and come when
      * first needed. */
     if (t->direct != DIRECT_OFF && t->bounce_size && !t->single_missing &&
         rio__file_want_stage(t, &st)) {

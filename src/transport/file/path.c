@@ -297,8 +297,8 @@ void rio__file_dio_geometry(struct ftransport *t, int fd, const struct stat *st,
  * Whether direct steps into aligned caller memory go through the bounce
  * buffers. auto: when a device is behind the file (a block device, or a file
  * system on one: st_dev's major is not 0). There one contiguous registered
- * buffer instead of a page list of the caller's memory cut the kernel's and
- * the hypervisor's work per I/O by 2-4x here; on tmpfs and other memory file
+ * buffer instead of a page list of the caller's memory cuts the kernel's and
+ * the hypervisor's work per I/O (docs/bench.md has the figures); on tmpfs and other memory file
  * systems a direct step is a copy already, and staging adds a second one.
  */
 bool rio__file_want_stage(const struct ftransport *t, const struct stat *st)

@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The data event loop: slots, submit and cancel (any thread, queue only),
+ * and reap (the engine thread): intake, timers, epoll, completions.
+ */
+#include "transport/tcp/tcp_int.h"
+
+static struct tcp_slot *slot_get_locked(struct tcp_transport *t)
+{
+    struct tcp_slot *s = t->free_slots;
+
+    if (s) {
+        t->free_slots = s->next;
+    } else {
+        s = rio__malloc(sizeof(*s));
+        if (!s)
+            return NULL;
+        t->ctr.slots_allocated++;
+    }
+    memset(s, 0, offsetof(struct tcp_slot, req));
+    return s;
+}
+
+/* Give a slot back once neither its connection nor the done list holds it. */
+static void slot_release(struct tcp_transport *t, struct tcp_slot *s)
+{
+    if (s->live || s->on_done)
+        return;
+    pthread_mutex_lock(&t->mu);
+    s->conn->nslots--;
+    t->ctr.slots_armed--;
+    s->where = SL_FREE;
+    s->next = t->free_slots;
+    t->free_slots = s;
+    pthread_mutex_unlock(&t->mu);
+    t->window_freed = true;
+}
+
+/*
+ * The op of s ends with res. keep_live: the slot stays on its connection as
+ * a tombstone (an answer is still owed). A tombstone that ends is released.
+ */
+void rio__tcp_slot_done(struct tcp_transport *t, struct tcp_slot *s, int64_t res, bool keep_live)
+{
+    s->live = keep_live;
+    if (s->io && keep_live) {
+        s->tomb = true;
+        s->conn->ntombs++;
+    } else if (!keep_live && s->tomb) {
+        s->tomb = false;
+        s->conn->ntombs--;
+    }
+    if (s->io) {
+        s->done_io = s->io;
+        s->done_res = res;
+        s->io = NULL;
+        s->data = NULL;
+        s->on_done = true;
+        s->dnext = NULL;
+        if (t->done_tail)
+            t->done_tail->dnext = s;
+        else
+            t->done_head = s;
+        t->done_tail = s;
+    } else if (!keep_live) {
+        slot_release(t, s);
+    }
+}
+
+static void cancel_unlink_locked(struct tcp_transport *t, struct tcp_slot *s)
+{
+    struct tcp_slot **pp;
+
+    for (pp = &t->cancels; *pp; pp = &(*pp)->cnext)
+        if (*pp == s) {
+            *pp = s->cnext;
+            break;
+        }
+    s->cancel_listed = false;
+}
+
+/* Hand every finished op to the engine: complete() with no lock held. */
+static int deliver(struct tcp_transport *t)
+{
+    struct tcp_slot *list = t->done_head, *s, *next;
+    int n = 0;
+
+    if (!list)
+        return 0;
+    t->done_head = t->done_tail = NULL;
+    pthread_mutex_lock(&t->mu);
+    for (s = list; s; s = s->dnext) {
+        struct rio_io *io = s->done_io;
+        io->res = s->done_res;
+        io->svc_ns = 0;
+        io->tpriv = NULL; /* a late cancel finds nothing */
+        if (s->cancel_listed)
+            cancel_unlink_locked(t, s);
+    }
+    pthread_mutex_unlock(&t->mu);
+    for (s = list; s; s = s->dnext) {
+        s->done_io->complete(s->done_io);
+        n++;
+    }
+    for (s = list; s; s = next) {
+        next = s->dnext;
+        s->done_io = NULL;
+        s->on_done = false;
+        slot_release(t, s);
+    }
+    return n;
+}
+
+/* Take what submit and cancel queued. Returns true when wake() was called. */
+static bool intake(struct tcp_transport *t, uint64_t now)
+{
+    struct slist pend;
+    struct tcp_slot *cancels, *s, *next;
+    bool woken;
+
+    pthread_mutex_lock(&t->mu);
+    pend = t->pending;
+    memset(&t->pending, 0, sizeof(t->pending));
+    cancels = t->cancels;
+    t->cancels = NULL;
+    for (s = cancels; s; s = s->cnext)
+        s->cancel_listed = false;
+    woken = t->wake_req;
+    t->wake_req = false;
+    pthread_mutex_unlock(&t->mu);
+
+    for (s = pend.head; s; s = next) {
+        next = s->next;
+        struct tcp_conn *cn = s->conn;
+        if (!cn->sq.n && !cn->wq.n)
+            cn->last_progress_ns = now; /* the watchdog counts from here */
+        s->where = SL_QUEUED;
+        sl_push(&cn->sq, s);
+    }
+    for (s = cancels; s; s = next) {
+        next = s->cnext;
+        struct tcp_conn *cn = s->conn;
+        if (!s->io)
+            continue; /* finished meanwhile */
+        if (s->where == SL_QUEUED) {
+            if (s == cn->sq.head && cn->sq_off > 0) {
+                if (s->data_len == 0) {
+                    /* The rest of the request comes from the slot itself. */
+                    rio__tcp_ctr_add(t, &t->ctr.tombstones, 1);
+                    rio__tcp_slot_done(t, s, -ECANCELED, true);
+                    s->tomb_deadline_ns = now + (uint64_t)t->grace_ms * NS_PER_MS;
+                } else {
+                    /* Stop reading io->src: give up this stream. */
+                    rio__tcp_conn_abort(t, cn, s, -ECANCELED, now);
+                }
+            } else {
+                sl_unlink(&cn->sq, s);
+                rio__tcp_slot_done(t, s, -ECANCELED, false);
+            }
+        } else if (s->where == SL_WAIT) {
+            if (cn->rx_slot == s && cn->rx_mode == RX_DST) {
+                if (!t->discard && !(t->discard = rio__malloc(TCP_DISCARD_LEN))) {
+                    rio__tcp_conn_abort(t, cn, s, -ECANCELED, now);
+                    continue;
+                }
+                cn->rx_mode = RX_DISCARD;
+            }
+            rio__tcp_ctr_add(t, &t->ctr.tombstones, 1);
+            rio__tcp_slot_done(t, s, -ECANCELED, true);
+            s->tomb_deadline_ns = now + (uint64_t)t->grace_ms * NS_PER_MS;
+        }
+    }
+    return woken;
+}
+
+/* The earliest drain deadline of cn's tombstones. */
+static uint64_t tomb_due(const struct tcp_conn *cn)
+{
+    uint64_t due = NEVER;
+
+    for (int pass = 0; pass < 2; pass++)
+        for (const struct tcp_slot *s = pass ? cn->sq.head : cn->wq.head; s; s = s->next)
+            if (s->tomb)
+                due = min_u64(due, s->tomb_deadline_ns);
+    return due;
+}
+
+/* Kick every connection with work, run its timers; the next timer's time. */
+static uint64_t service(struct tcp_transport *t, uint64_t now)
+{
+    uint64_t next = NEVER;
+    uint64_t progress_ns = (uint64_t)t->progress_ms * NS_PER_MS;
+
+    for (unsigned i = 0; i < t->nconns; i++) {
+        struct tcp_conn *cn = &t->conns[i];
+        if (cn->sq.n && (cn->state == C_CLOSED || (cn->state == C_READY && !cn->out_blocked)))
+            rio__tcp_conn_kick(t, cn, now);
+        if (cn->down && cn->state == C_CLOSED && !cn->sq.n && rio__tcp_rail_has_conn(t, cn)) {
+            /* Grow back: a background dial of a path that is down while
+             * its rail's other connections work (the server's limit cut
+             * it, or the rail came back through another connection). */
+            if (now >= cn->grow_ns) {
+                rio__tcp_ctr_add(t, &t->ctr.grow_dials, 1);
+                int ret = rio__tcp_conn_dial(t, cn, now);
+                if (ret < 0)
+                    rio__tcp_dial_failed(t, cn, ret, now);
+            } else {
+                next = min_u64(next, cn->grow_ns);
+            }
+        }
+        switch (cn->state) {
+        case C_CONNECTING:
+        case C_TLS:
+        case C_HELLO_TX:
+        case C_HELLO_RX:
+        case C_AUTH_TX:
+        case C_AUTH_RX:
+            if (now >= cn->deadline_ns)
+                rio__tcp_dial_failed(t, cn, -ETIMEDOUT, now);
+            else
+                next = min_u64(next, cn->deadline_ns);
+            break;
+        case C_READY:
+            if (cn->ntombs) {
+                /* An answer owed to a cancelled op that trickles (a link that
+                 * still ACKs but moves almost nothing) would hold the
+                 * connection forever: past the grace, start afresh. */
+                uint64_t due = tomb_due(cn);
+                if (now >= due) {
+                    rio__tcp_ctr_add(t, &t->ctr.grace_closes, 1);
+                    rio__tcp_conn_abort(t, cn, NULL, 0, now);
+                    break;
+                }
+                next = min_u64(next, due);
+            }
+            if (!progress_ns || (!cn->sq.n && !cn->wq.n))
+                break;
+            if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns) {
+                rio__tcp_ctr_add(t, &t->ctr.watchdog_trips, 1);
+                rio__tcp_conn_fail(t, cn, -ETIMEDOUT);
+            } else {
+                next = min_u64(next, cn->last_progress_ns + progress_ns);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    return next;
+}
+
+static void drain_eventfd(struct tcp_transport *t)
+{
+    uint64_t v;
+    ssize_t r;
+
+    do
+        r = read(t->evfd, &v, sizeof(v));
+    while (r < 0 && errno == EINTR);
+}
+
+static void poke_locked(struct tcp_transport *t)
+{
+    uint64_t one = 1;
+    ssize_t r;
+
+    if (!t->sleeping)
+        return;
+    do
+        r = write(t->evfd, &one, sizeof(one));
+    while (r < 0 && errno == EINTR);
+}
+
+static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms);
+
+int rio__tcp_reap(struct rio_transport *tt, int timeout_ms)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct rio__tls_sigguard g;
+    int ret;
+
+    if (!t->tls_ctx)
+        return tcp_reap_loop(t, timeout_ms);
+    rio__tls_sig_block(&g);
+    ret = tcp_reap_loop(t, timeout_ms);
+    rio__tls_sig_restore(&g);
+    return ret;
+}
+
+static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms)
+{
+    struct epoll_event evs[TCP_EVENTS];
+    uint64_t now = rio__now_ns();
+    uint64_t deadline = timeout_ms < 0 ? NEVER : now + (uint64_t)timeout_ms * NS_PER_MS;
+    bool woken = false, polled = false;
+    int ret = 0;
+
+    for (;;) {
+        woken |= intake(t, now);
+        uint64_t next = service(t, now);
+        /* Even reap(0) looks at the sockets once: a caller that only ever
+         * polls must not starve the network. */
+        if (t->done_head || woken || t->window_freed || (polled && now >= deadline))
+            break;
+        next = min_u64(next, deadline);
+        int wait_ms = -1;
+        if (next <= now) {
+            wait_ms = 0;
+        } else if (next != NEVER) {
+            uint64_t ms = (next - now + NS_PER_MS - 1) / NS_PER_MS;
+            wait_ms = ms > INT_MAX ? INT_MAX : (int)ms;
+        }
+        pthread_mutex_lock(&t->mu);
+        if (t->pending.n || t->cancels || t->wake_req) {
+            pthread_mutex_unlock(&t->mu);
+            continue;
+        }
+        t->sleeping = true;
+        pthread_mutex_unlock(&t->mu);
+        int n = epoll_wait(t->epfd, evs, TCP_EVENTS, wait_ms);
+        int err = errno;
+        polled = true;
+        pthread_mutex_lock(&t->mu);
+        t->sleeping = false;
+        pthread_mutex_unlock(&t->mu);
+        now = rio__now_ns();
+        if (n < 0) {
+            if (err == EINTR)
+                continue;
+            ret = -err;
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            uint64_t tag = evs[i].data.u64;
+            if (tag == EV_WAKE) {
+                drain_eventfd(t);
+                continue;
+            }
+            uint32_t idx = (uint32_t)tag, epoch = (uint32_t)(tag >> 32);
+            if (idx >= t->nconns)
+                continue;
+            struct tcp_conn *cn = &t->conns[idx];
+            if (cn->epoch != epoch || cn->fd < 0)
+                continue; /* an event of a socket closed meanwhile */
+            rio__tcp_conn_event(t, cn, evs[i].events, now);
+        }
+    }
+    t->window_freed = false;
+    int n = deliver(t);
+    return n > 0 || ret == 0 ? n : ret;
+}
+
+void rio__tcp_wake(struct rio_transport *tt)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+
+    pthread_mutex_lock(&t->mu);
+    t->wake_req = true;
+    poke_locked(t);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void rio__tcp_cancel(struct rio_transport *tt, struct rio_io *io)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_slot *s;
+
+    pthread_mutex_lock(&t->mu);
+    s = io ? io->tpriv : NULL;
+    if (s && !s->cancel_req) {
+        s->cancel_req = true;
+        s->cancel_listed = true;
+        s->cnext = t->cancels;
+        t->cancels = s;
+        poke_locked(t);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    const struct tcp_upload *up = NULL;
+    struct tcp_conn *cn;
+    struct tcp_slot *s;
+    size_t klen = 0;
+    unsigned mi;
+    int n;
+
+    if (!io || !io->complete || io->len == 0 || io->len > TCP_CHUNK_MAX ||
+        io->path >= t->base.npaths)
+        return -EINVAL;
+    if (io->kind == RIO_IO_READ) {
+        if (!io->dst || rio__key_len(io->key, &klen) < 0)
+            return -EINVAL;
+        mi = rio__tcp_owner_of(t, io->key, klen);
+    } else if (io->kind == RIO_IO_WRITE) {
+        up = io->upload;
+        if (!up || up->magic != UPLOAD_MAGIC || !io->src || io->off > up->size ||
+            io->len > up->size - io->off)
+            return -EINVAL;
+        mi = up->member;
+    } else {
+        return -EINVAL;
+    }
+    cn = &t->conns[mi * t->base.npaths + io->path];
+
+    pthread_mutex_lock(&t->mu);
+    if (cn->nslots >= cn->window) {
+        pthread_mutex_unlock(&t->mu);
+        return -EAGAIN;
+    }
+    s = slot_get_locked(t);
+    if (!s) {
+        pthread_mutex_unlock(&t->mu);
+        return -ENOMEM;
+    }
+    s->io = io;
+    s->conn = cn;
+    s->id = next_id(t);
+    if (io->kind == RIO_IO_READ) {
+        struct rio_proto_read r = {
+            .generation = io->generation,
+            .off = io->off,
+            .len = (uint32_t)io->len,
+            .key = io->key,
+            .key_len = (uint16_t)klen,
+        };
+        n = rio__proto_enc_read(&r, s->req + RIO_PROTO_HDR_LEN,
+                                sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
+        s->op = RIO_OP_READ;
+        s->expect_len = io->len;
+    } else {
+        struct rio_proto_put_chunk pc = {.upload_id = up->id, .index = io->index, .xxh = io->xxh};
+        n = rio__proto_enc_put_chunk_fixed(&pc, s->req + RIO_PROTO_HDR_LEN,
+                                           sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
+        s->op = RIO_OP_PUT_CHUNK;
+        s->data = io->src;
+        s->data_len = io->len;
+    }
+    if (n < 0) {
+        s->next = t->free_slots;
+        t->free_slots = s;
+        pthread_mutex_unlock(&t->mu);
+        return -EINVAL;
+    }
+    rio__tcp_frame_header(s->op, s->id, (uint32_t)((uint64_t)n + RIO_PROTO_TAG_LEN + s->data_len),
+                          s->req);
+    s->req_len = (uint16_t)(RIO_PROTO_HDR_LEN + n + RIO_PROTO_TAG_LEN);
+    s->seal_conn = NULL; /* the tag is made when it is sent */
+    s->where = SL_PENDING;
+    s->live = true;
+    sl_push(&t->pending, s);
+    cn->nslots++;
+    if (++t->ctr.slots_armed > t->ctr.slots_peak)
+        t->ctr.slots_peak = t->ctr.slots_armed;
+    io->tpriv = s;
+    poke_locked(t);
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}

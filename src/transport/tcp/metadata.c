@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metadata ops (lookup, put_open, put_commit, put_abort, remove), each
+ * one request on the owner's control connection (control.c).
+ */
+#include "core/internal.h"
+#include "transport/tcp/tcp_int.h"
+
+/* The body of a request that names only a key (LOOKUP, DELETE): its length,
+ * or an error; *klen is the key's length. */
+static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
+{
+    struct rio_proto_key k;
+    int ret = rio__key_len(key, klen);
+
+    if (ret < 0)
+        return ret;
+    k.key = key;
+    k.key_len = (uint16_t)*klen;
+    ret = rio__proto_enc_key(&k, kb, cap);
+    return ret < 0 ? RIO_EINVAL : ret;
+}
+
+static int check_desc(const uint8_t *body, size_t len)
+{
+    struct rio_proto_desc d;
+    return rio__proto_dec_desc(body, len, &d);
+}
+
+static int check_open_resp(const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_open_resp r;
+    return rio__proto_dec_put_open_resp(body, len, &r);
+}
+
+static int check_commit_resp(const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_commit_resp r;
+    return rio__proto_dec_put_commit_resp(body, len, &r);
+}
+
+int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
+    struct rio_proto_desc d;
+    struct rio_proto_hdr h;
+    uint64_t *xxh = NULL;
+    size_t klen;
+    int n, ret;
+
+    if (!out)
+        return RIO_EINVAL;
+    n = key_body(key, kb, sizeof(kb), &klen);
+    if (n < 0)
+        return n;
+    struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
+    struct ctl_req rq = {
+        .op = RIO_OP_LOOKUP,
+        .iov = &iov,
+        .niov = 1,
+        .body_len = (size_t)n,
+        .resp_cap = TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
+        .timeout_ms = t->o.op_timeout_ms,
+        .idempotent = true,
+        .check = check_desc,
+    };
+    ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
+    if (ret < 0)
+        return ret;
+    if (h.status != 0) {
+        ret = wire_status(h.status);
+        goto out;
+    }
+    ret = RIO_EPROTO;
+    if (rio__proto_dec_desc(body, h.body_len, &d) < 0)
+        goto out;
+    if (d.nchunks) {
+        ret = -ENOMEM;
+        xxh = rio__malloc((size_t)d.nchunks * sizeof(*xxh));
+        if (!xxh)
+            goto out;
+        for (uint64_t i = 0; i < d.nchunks; i++)
+            xxh[i] = rio__proto_u64(d.xxh + 8 * i);
+    }
+    memset(out, 0, sizeof(*out));
+    memcpy(out->key, key, klen + 1);
+    out->generation = d.generation;
+    out->size = d.size;
+    out->chunk_size = d.chunk_size;
+    out->nchunks = d.nchunks;
+    out->xxh = xxh;
+    /* The etag is 32 hex digits, or zeros when the server does not know it. */
+    memcpy(out->etag, d.etag, sizeof(d.etag));
+    out->etag[sizeof(d.etag)] = '\0';
+    for (size_t i = 0; i < sizeof(d.etag); i++)
+        if (!((out->etag[i] >= '0' && out->etag[i] <= '9') ||
+              (out->etag[i] >= 'a' && out->etag[i] <= 'f'))) {
+            out->etag[0] = '\0';
+            break;
+        }
+    ret = 0;
+out:
+    rio__free(body);
+    return ret;
+}
+
+int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
+                      void **upload)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    uint8_t b[20 + 2 + RIO_KEY_MAX], *body = NULL;
+    struct rio_proto_put_open po;
+    struct rio_proto_put_open_resp r;
+    struct rio_proto_hdr h;
+    struct tcp_upload *up;
+    struct tcp_member *m;
+    unsigned mi;
+    size_t klen;
+    int n, ret;
+
+    ret = rio__key_len(key, &klen);
+    if (ret < 0)
+        return ret;
+    if (!upload || chunk_size == 0 || chunk_size > TCP_CHUNK_MAX)
+        return RIO_EINVAL;
+    up = rio__calloc(1, sizeof(*up));
+    if (!up)
+        return -ENOMEM;
+    mi = rio__tcp_owner_of(t, key, klen);
+    m = &t->members[mi];
+    memset(&po, 0, sizeof(po));
+    po.size = size;
+    po.chunk_size = chunk_size;
+    po.ttl_ms = t->ttl_ms;
+    po.key = key;
+    po.key_len = (uint16_t)klen;
+    n = rio__proto_enc_put_open(&po, b, sizeof(b));
+    ret = RIO_EINVAL;
+    if (n < 0)
+        goto err;
+    struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
+    struct ctl_req rq = {
+        .op = RIO_OP_PUT_OPEN,
+        .iov = &iov,
+        .niov = 1,
+        .body_len = (size_t)n,
+        .resp_cap = RIO_PROTO_CTRL_MAX,
+        .timeout_ms = t->o.op_timeout_ms,
+        .idempotent = true, /* an orphaned upload is reclaimed by the server */
+        .check = check_open_resp,
+    };
+    ret = rio__tcp_ctl_call(t, m, &rq, &h, &body);
+    if (ret < 0)
+        goto err;
+    if (h.status != 0)
+        ret = wire_status(h.status);
+    else if (rio__proto_dec_put_open_resp(body, h.body_len, &r) < 0)
+        ret = RIO_EPROTO;
+    rio__free(body);
+    if (ret < 0)
+        goto err;
+    up->magic = UPLOAD_MAGIC;
+    up->member = mi;
+    up->id = r.upload_id;
+    up->size = size;
+    up->chunk_size = chunk_size;
+    up->nchunks = size ? (size - 1) / chunk_size + 1 : 0;
+    /* A chunk the server would refuse as too large: say so now. */
+    pthread_mutex_lock(&m->ctl_mu);
+    uint32_t max_body = m->ctl_max_body;
+    pthread_mutex_unlock(&m->ctl_mu);
+    if (max_body && size && chunk_size + TCP_PUT_FIXED > max_body) {
+        t->base.ops->put_abort(&t->base, up);
+        return -EMSGSIZE;
+    }
+    *upload = up;
+    return 0;
+err:
+    rio__free(up);
+    return ret;
+}
+
+static void upload_free(struct tcp_upload *up)
+{
+    up->magic = 0;
+    rio__free(up);
+}
+
+int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_upload *up = upload;
+    struct rio_proto_put_commit pc;
+    struct rio_proto_put_commit_resp r;
+    struct rio_proto_hdr h;
+    uint8_t *b = NULL, *body = NULL;
+    size_t blen;
+    int n, ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = RIO_EINVAL;
+    if (!d || (up->nchunks && !d->xxh) || d->nchunks != up->nchunks || d->size != up->size ||
+        d->chunk_size != up->chunk_size || up->nchunks > (SIZE_MAX - 48) / 8)
+        goto abort;
+    blen = 48 + (size_t)up->nchunks * 8;
+    ret = -ENOMEM;
+    b = rio__malloc(blen);
+    if (!b)
+        goto abort;
+    memset(&pc, 0, sizeof(pc));
+    pc.upload_id = up->id;
+    pc.nchunks = up->nchunks;
+    /* An unknown etag travels as zeros. */
+    memset(pc.etag, 0, sizeof(pc.etag));
+    memcpy(pc.etag, d->etag, strnlen(d->etag, sizeof(pc.etag)));
+    n = rio__proto_enc_put_commit(&pc, d->xxh, b, blen);
+    ret = RIO_EINVAL;
+    if (n < 0)
+        goto abort;
+    struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
+    /* The commit is idempotent by upload id (docs/protocol.md): the server
+     * remembers which generation an upload became. */
+    struct ctl_req rq = {
+        .op = RIO_OP_PUT_COMMIT,
+        .iov = &iov,
+        .niov = 1,
+        .body_len = (size_t)n,
+        .resp_cap = RIO_PROTO_CTRL_MAX,
+        .timeout_ms = t->o.op_timeout_ms,
+        .idempotent = true,
+        .check = check_commit_resp,
+    };
+    struct tcp_member *m = &t->members[up->member];
+    bool sent = false, asked = up->commit_sent; /* an earlier try reached the server */
+    ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
+    if (ret < 0 && sent && !asked) {
+        /* The request went out and its answer was lost: the protocol's way
+         * to learn what became of it is to ask once more, by the same
+         * upload id, on a fresh connection (the server answers the
+         * generation it committed, RIO_ETHROTTLE while it still applies
+         * it, or no such upload). Trying again after a failure is the
+         * engine's (RIO_CAP_COMMIT_RETRY). */
+        up->commit_sent = true;
+        ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
+    }
+    rio__free(b);
+    if (ret < 0) {
+        /* The commit reached the server and what became of it cannot be
+         * learnt: it may have been applied, and only the caller can decide
+         * (RIO_EUNKNOWN). That is the case when the question asked again
+         * got no answer either, or when an earlier try had reached the
+         * server and this one got no answer. Only a first loss whose
+         * question again could not even connect is left to the engine's
+         * next try (the upload stays); a try that never reached the server
+         * returns its dial's error, and the engine may try again. */
+        if (asked || (up->commit_sent && sent))
+            ret = RIO_EUNKNOWN;
+        goto out;
+    }
+    if (h.status == RIO_ENOTFOUND || h.status == -ENOENT)
+        ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
+    else if (h.status != 0)
+        ret = wire_status(h.status); /* RIO_ETHROTTLE: still being applied, ask later */
+    else if (rio__proto_dec_put_commit_resp(body, h.body_len, &r) < 0)
+        ret = RIO_EPROTO;
+    else
+        d->generation = r.generation;
+    rio__free(body);
+out:
+    /* A retryable class leaves the upload to the engine, which commits it
+     * again or aborts it (RIO_CAP_COMMIT_RETRY); anything else consumes it. */
+    if (ret < 0 && rio__class_is_retryable(rio__err_class(ret)))
+        return ret;
+    upload_free(up);
+    return ret;
+abort:
+    rio__free(b);
+    t->base.ops->put_abort(tt, up);
+    return ret;
+}
+
+/*
+ * Best effort and bounded: only on a control connection that is already
+ * open, with a short timeout. The server reclaims an upload nobody commits.
+ */
+void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_upload *up = upload;
+    struct rio_proto_put_abort pa;
+    struct rio_proto_hdr h;
+    uint8_t b[8], *body = NULL;
+    int n;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return;
+    pa.upload_id = up->id;
+    n = rio__proto_enc_put_abort(&pa, b, sizeof(b));
+    if (n > 0) {
+        struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
+        struct ctl_req rq = {
+            .op = RIO_OP_PUT_ABORT,
+            .iov = &iov,
+            .niov = 1,
+            .body_len = (size_t)n,
+            .resp_cap = RIO_PROTO_CTRL_MAX,
+            .timeout_ms = t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms
+                                                                    : TCP_ABORT_TIMEOUT_MS,
+            .no_dial = true,
+        };
+        if (rio__tcp_ctl_call(t, &t->members[up->member], &rq, &h, &body) == 0)
+            rio__free(body);
+    }
+    upload_free(up);
+}
+
+int rio__tcp_remove(struct rio_transport *tt, const char *key)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
+    struct rio_proto_hdr h;
+    size_t klen;
+    int n, ret;
+
+    n = key_body(key, kb, sizeof(kb), &klen);
+    if (n < 0)
+        return n;
+    struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
+    struct ctl_req rq = {
+        .op = RIO_OP_DELETE,
+        .iov = &iov,
+        .niov = 1,
+        .body_len = (size_t)n,
+        .resp_cap = RIO_PROTO_CTRL_MAX,
+        .timeout_ms = t->o.op_timeout_ms,
+    };
+    bool sent = false;
+    ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
+                                 &sent);
+    /* A DELETE is never repeated: a second one would say "no such object"
+     * for a delete that worked, or remove what a PUT wrote in between. So
+     * once its request reached the server, no answer is an unknown outcome
+     * (RIO_EUNKNOWN, which the engine does not retry); unsent, the dial's
+     * error, which it may. */
+    if (ret < 0)
+        return sent ? RIO_EUNKNOWN : ret;
+    rio__free(body);
+    return h.status ? wire_status(h.status) : 0;
+}
