@@ -154,7 +154,7 @@ void rio_client_destroy(struct rio_client *c)
         return;
     for (;;) {
         pthread_mutex_lock(&c->mu);
-        struct rio__stream *st = c->streams;
+        struct rio__stream *st = rio_list_entry(c->streams.head, struct rio__stream, node);
         pthread_mutex_unlock(&c->mu);
         if (!st)
             break;

@@ -71,26 +71,6 @@ uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now)
     return b;
 }
 
-static void path_link(struct rio__path *p, struct rio__attempt *a)
-{
-    a->prev = NULL;
-    a->next = p->head;
-    if (p->head)
-        p->head->prev = a;
-    p->head = a;
-}
-
-static void path_unlink(struct rio__path *p, struct rio__attempt *a)
-{
-    if (a->prev)
-        a->prev->next = a->next;
-    else
-        p->head = a->next;
-    if (a->next)
-        a->next->prev = a->prev;
-    a->prev = a->next = NULL;
-}
-
 static int io_dir(int kind)
 {
     return kind == RIO_IO_WRITE;
@@ -204,9 +184,8 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
         pthread_cond_broadcast(&r->call->cond);
     if (status < 0) {
         for (unsigned i = 0; i < c->npaths; i++)
-            for (struct rio__attempt *a = c->paths[i].head; a; a = a->next)
-                if (a->req == r)
-                    cancel_attempt_locked(c, a);
+            rio_list_each(a, &c->paths[i].attempts, struct rio__attempt, pnode) if (a->req == r)
+                cancel_attempt_locked(c, a);
     }
 }
 
@@ -270,7 +249,8 @@ static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, uint64_
     p->fails++;
     p->state = PATH_COOLING;
     p->until_ns = now + cooldown_ns(c, p->fails);
-    for (struct rio__attempt *a = p->head; a; a = a->next) {
+    rio_list_each(a, &p->attempts, struct rio__attempt, pnode)
+    {
         if (a->cancelled)
             continue;
         cancel_attempt_locked(c, a);
@@ -600,7 +580,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             return 1;
         }
         ch->state = CH_INFLIGHT;
-        path_link(&c->paths[pi], a);
+        rio_list_push_front(&c->paths[pi].attempts, &a->pnode);
         counters_add_locked(c, a, now);
         return 1;
     }
@@ -710,7 +690,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
     struct rio__chunk *ch = a->ch;
     struct rio__path *p = &c->paths[a->path];
 
-    path_unlink(p, a);
+    rio_list_remove(&p->attempts, &a->pnode);
     counters_sub_locked(c, a, now);
     a->done_ns = now;
 
@@ -776,7 +756,8 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING && now >= p->until_ns)
             p->state = PATH_PROBING;
-        for (struct rio__attempt *a = p->head; a; a = a->next) {
+        rio_list_each(a, &p->attempts, struct rio__attempt, pnode)
+        {
             if (a->cancelled || now < a->timeout_ns)
                 continue;
             /* No completion within the op timeout: the path is stalled or
@@ -816,9 +797,8 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING)
             t = min_u64(t, p->until_ns);
-        for (struct rio__attempt *a = p->head; a; a = a->next)
-            if (!a->cancelled)
-                t = min_u64(t, a->timeout_ns);
+        rio_list_each(a, &p->attempts, struct rio__attempt, pnode) if (!a->cancelled) t =
+            min_u64(t, a->timeout_ns);
     }
     return t;
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/checksum.h"
+#include "core/list.h"
 #include "core/url.h"
 #include "railio.h"
 #include "transport/transport.h"
@@ -44,15 +45,15 @@ struct rio__job {
     unsigned want;    /* runs still to start */
     unsigned running; /* shared: runs in progress */
     bool shared;
-    bool queued;
-    struct rio__job *next;
+    bool queued; /* on its pool's queue, by node */
+    struct rio_list_node node;
 };
 
 struct rio__pool {
     pthread_mutex_t mu;
-    pthread_cond_t cond; /* work queued, or stop */
-    pthread_cond_t done; /* a shared job's last run returned */
-    struct rio__job *head, *tail;
+    pthread_cond_t cond;   /* work queued, or stop */
+    pthread_cond_t done;   /* a shared job's last run returned */
+    struct rio_list queue; /* of struct rio__job */
     bool stop;
     unsigned n;
     pthread_t *th;
@@ -80,10 +81,10 @@ struct rio__path {
     uint64_t until_ns; /* end of cooldown */
     uint64_t inflight_ops, inflight_bytes;
     uint64_t peak_depth;
-    struct rio__attempt *head; /* in-flight attempts on this path */
-    uint64_t busy_since_ns;    /* valid while inflight_ops > 0 */
-    uint64_t mark_ns;          /* last completion, or start of the busy stretch */
-    uint64_t busy_ns;          /* accumulated busy time, excluding the current stretch */
+    struct rio_list attempts; /* of struct rio__attempt by pnode: in flight on this path */
+    uint64_t busy_since_ns;   /* valid while inflight_ops > 0 */
+    uint64_t mark_ns;         /* last completion, or start of the busy stretch */
+    uint64_t busy_ns;         /* accumulated busy time, excluding the current stretch */
     /* Per direction (0 read, 1 write): links are full duplex and targets
      * often read and write at different speeds, so each has its own rate. */
     struct rio__path_dir {
@@ -119,10 +120,11 @@ struct rio__attempt {
     unsigned path;
     bool cancelled; /* the engine gave up on it; its result is ignored */
     uint64_t submit_ns, timeout_ns;
-    uint64_t done_ns;                 /* the transport completed it */
-    struct rio__job vjob;             /* its verification on the client's cpu pool */
-    struct rio__attempt *prev, *next; /* path list, or free list */
-    struct rio__attempt *rnext;       /* reaped list */
+    uint64_t done_ns;           /* the transport completed it */
+    struct rio__job vjob;       /* its verification on the client's cpu pool */
+    struct rio_list_node pnode; /* on its path's list */
+    struct rio__attempt *next;  /* free list */
+    struct rio__attempt *rnext; /* reaped list */
 };
 
 struct rio__call;
@@ -253,8 +255,8 @@ void rio__cancel_unref(struct rio_cancel *cx);
 /* An open reader or writer, on its client's list (under mu) so that
  * rio_client_destroy can end it. */
 struct rio__stream {
-    struct rio__stream *prev, *next;
-    int kind; /* RIO__STREAM_READER or RIO__STREAM_WRITER */
+    struct rio_list_node node; /* on the client's streams */
+    int kind;                  /* RIO__STREAM_READER or RIO__STREAM_WRITER */
 };
 #define RIO__STREAM_READER 1
 #define RIO__STREAM_WRITER 2
@@ -282,7 +284,7 @@ struct rio_client {
     bool path_events; /* some path has an ev_state to apply */
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
-    struct rio__stream *streams;  /* under mu: open readers and writers */
+    struct rio_list streams;      /* under mu: open readers and writers, by node */
 
     /* Worker pools, started in rio_client_new: meta runs a batch's lookups,
      * opens and commits and its call workers (they block on round trips);

@@ -26,30 +26,16 @@
 
 static void job_unlink_locked(struct rio__pool *p, struct rio__job *j)
 {
-    struct rio__job **pp = &p->head;
-    while (*pp && *pp != j)
-        pp = &(*pp)->next;
-    if (!*pp)
+    if (!j->queued)
         return;
-    *pp = j->next;
-    if (p->tail == j) {
-        p->tail = NULL;
-        for (struct rio__job *k = p->head; k; k = k->next)
-            p->tail = k;
-    }
-    j->next = NULL;
+    rio_list_remove(&p->queue, &j->node);
     j->queued = false;
 }
 
 static void job_push_locked(struct rio__pool *p, struct rio__job *j)
 {
-    j->next = NULL;
     j->queued = true;
-    if (p->tail)
-        p->tail->next = j;
-    else
-        p->head = j;
-    p->tail = j;
+    rio_list_push_back(&p->queue, &j->node);
 }
 
 static void *pool_main(void *arg)
@@ -60,7 +46,7 @@ static void *pool_main(void *arg)
         (void)pthread_setname_np(pthread_self(), p->name);
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        struct rio__job *j = p->head;
+        struct rio__job *j = rio_list_entry(p->queue.head, struct rio__job, node);
         if (!j) {
             if (p->stop)
                 break;
@@ -68,13 +54,8 @@ static void *pool_main(void *arg)
             continue;
         }
         /* The first job's next run; it leaves the queue with its last. */
-        if (--j->want == 0) {
-            p->head = j->next;
-            if (!p->head)
-                p->tail = NULL;
-            j->next = NULL;
-            j->queued = false;
-        }
+        if (--j->want == 0)
+            job_unlink_locked(p, j);
         bool shared = j->shared;
         if (shared)
             j->running++;

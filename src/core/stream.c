@@ -21,25 +21,15 @@
 static void stream_link(struct rio_client *c, struct rio__stream *st, int kind)
 {
     st->kind = kind;
-    st->prev = NULL;
     pthread_mutex_lock(&c->mu);
-    st->next = c->streams;
-    if (c->streams)
-        c->streams->prev = st;
-    c->streams = st;
+    rio_list_push_front(&c->streams, &st->node);
     pthread_mutex_unlock(&c->mu);
 }
 
 static void stream_unlink(struct rio_client *c, struct rio__stream *st)
 {
     pthread_mutex_lock(&c->mu);
-    if (st->prev)
-        st->prev->next = st->next;
-    else
-        c->streams = st->next;
-    if (st->next)
-        st->next->prev = st->prev;
-    st->prev = st->next = NULL;
+    rio_list_remove(&c->streams, &st->node);
     pthread_mutex_unlock(&c->mu);
 }
 
