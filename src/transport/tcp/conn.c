@@ -200,13 +200,13 @@ void rio__tcp_dial_failed(struct tcp_transport *t, struct tcp_conn *cn, int err,
 void rio__tcp_conn_abort(struct tcp_transport *t, struct tcp_conn *cn, struct tcp_slot *victim,
                          int64_t res, uint64_t now)
 {
-    struct slist keep = {0};
+    struct rio_list keep = {0};
     struct tcp_slot *s;
     uint64_t requeued = 0;
 
     conn_close_fd(t, cn);
     for (int pass = 0; pass < 2; pass++) {
-        struct slist *l = pass == 0 ? &cn->wq : &cn->sq;
+        struct rio_list *l = pass == 0 ? &cn->wq : &cn->sq;
         while ((s = sl_pop(l))) {
             if (s == victim) {
                 rio__tcp_slot_done(t, s, res, false);
@@ -366,13 +366,13 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
             return r;
     }
     for (;;) {
-        unsigned inflight = cn->wq.n;
+        unsigned inflight = (unsigned)cn->wq.count;
         uint64_t off = cn->sq_off;
         size_t total = 0;
         int n = 0;
 
         uint64_t seq = cn->tx_seq;
-        for (struct tcp_slot *s = cn->sq.head; s && n + 2 <= TCP_IOV_MAX; s = s->next) {
+        for (struct tcp_slot *s = sl_head(&cn->sq); s && n + 2 <= TCP_IOV_MAX; s = sl_next(s)) {
             if (cn->max_depth && inflight >= cn->max_depth)
                 break;
             if (off == 0) {
@@ -424,7 +424,7 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
         /* Whole requests move to the wait list; a part stays at the head. */
         uint64_t left = (uint64_t)w;
         while (left > 0) {
-            struct tcp_slot *s = cn->sq.head;
+            struct tcp_slot *s = sl_head(&cn->sq);
             uint64_t rem = s->req_len + s->data_len - cn->sq_off;
             if (left < rem) {
                 if (cn->sq_off == 0)
@@ -461,7 +461,7 @@ void rio__tcp_conn_kick(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     struct tcp_rail *r = cn->rail;
     int ret;
 
-    if (!cn->sq.n)
+    if (!cn->sq.count)
         return;
     if (cn->state == C_READY) {
         if (!cn->out_blocked) {
@@ -564,7 +564,7 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
             return RIO_EPROTO;
         cn->rx_mode = RX_CTRL;
     } else {
-        for (s = cn->wq.head; s; s = s->next)
+        for (s = sl_head(&cn->wq); s; s = sl_next(s))
             if (s->id == h->id)
                 break;
         /* An answer to nothing outstanding (a duplicate of one already
@@ -661,7 +661,7 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
 /* EOF: an idle connection the server closed goes quietly; anything owed fails. */
 static int conn_on_eof(struct tcp_transport *t, struct tcp_conn *cn)
 {
-    if (cn->state == C_READY && cn->wq.n == 0 && cn->sq_off == 0 && cn->rx_mode == RX_HDR &&
+    if (cn->state == C_READY && cn->wq.count == 0 && cn->sq_off == 0 && cn->rx_mode == RX_HDR &&
         cn->rx_hdr_got == 0) {
         /* Nothing of the queued ops reached the server: they wait for a
          * fresh connection. */

@@ -114,13 +114,13 @@ static int deliver(struct tcp_transport *t)
 /* Take what submit and cancel queued. Returns true when wake() was called. */
 static bool intake(struct tcp_transport *t, uint64_t now)
 {
-    struct slist pend;
+    struct rio_list pend;
     struct tcp_slot *cancels, *s, *next;
     bool woken;
 
     pthread_mutex_lock(&t->mu);
     pend = t->pending;
-    memset(&t->pending, 0, sizeof(t->pending));
+    rio_list_init(&t->pending);
     cancels = t->cancels;
     t->cancels = NULL;
     for (s = cancels; s; s = s->cnext)
@@ -129,10 +129,10 @@ static bool intake(struct tcp_transport *t, uint64_t now)
     t->wake_req = false;
     pthread_mutex_unlock(&t->mu);
 
-    for (s = pend.head; s; s = next) {
-        next = s->next;
+    for (s = sl_head(&pend); s; s = next) {
+        next = sl_next(s);
         struct tcp_conn *cn = s->conn;
-        if (!cn->sq.n && !cn->wq.n)
+        if (!cn->sq.count && !cn->wq.count)
             cn->last_progress_ns = now; /* the watchdog counts from here */
         s->where = SL_QUEUED;
         sl_push(&cn->sq, s);
@@ -143,7 +143,7 @@ static bool intake(struct tcp_transport *t, uint64_t now)
         if (!s->io)
             continue; /* finished meanwhile */
         if (s->where == SL_QUEUED) {
-            if (s == cn->sq.head && cn->sq_off > 0) {
+            if (s == sl_head(&cn->sq) && cn->sq_off > 0) {
                 if (s->data_len == 0) {
                     /* The rest of the request comes from the slot itself. */
                     rio__tcp_ctr_add(t, &t->ctr.tombstones, 1);
@@ -179,7 +179,7 @@ static uint64_t tomb_due(const struct tcp_conn *cn)
     uint64_t due = NEVER;
 
     for (int pass = 0; pass < 2; pass++)
-        for (const struct tcp_slot *s = pass ? cn->sq.head : cn->wq.head; s; s = s->next)
+        for (const struct tcp_slot *s = sl_head(pass ? &cn->sq : &cn->wq); s; s = sl_next(s))
             if (s->tomb)
                 due = min_u64(due, s->tomb_deadline_ns);
     return due;
@@ -193,9 +193,9 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
 
     for (unsigned i = 0; i < t->nconns; i++) {
         struct tcp_conn *cn = &t->conns[i];
-        if (cn->sq.n && (cn->state == C_CLOSED || (cn->state == C_READY && !cn->out_blocked)))
+        if (cn->sq.count && (cn->state == C_CLOSED || (cn->state == C_READY && !cn->out_blocked)))
             rio__tcp_conn_kick(t, cn, now);
-        if (cn->down && cn->state == C_CLOSED && !cn->sq.n && rio__tcp_rail_has_conn(t, cn)) {
+        if (cn->down && cn->state == C_CLOSED && !cn->sq.count && rio__tcp_rail_has_conn(t, cn)) {
             /* Grow back: a background dial of a path that is down while
              * its rail's other connections work (the server's limit cut
              * it, or the rail came back through another connection). */
@@ -233,7 +233,7 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
                 }
                 next = min_u64(next, due);
             }
-            if (!progress_ns || (!cn->sq.n && !cn->wq.n))
+            if (!progress_ns || (!cn->sq.count && !cn->wq.count))
                 break;
             if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns) {
                 rio__tcp_ctr_add(t, &t->ctr.watchdog_trips, 1);
@@ -311,7 +311,7 @@ static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms)
             wait_ms = ms > INT_MAX ? INT_MAX : (int)ms;
         }
         pthread_mutex_lock(&t->mu);
-        if (t->pending.n || t->cancels || t->wake_req) {
+        if (t->pending.count || t->cancels || t->wake_req) {
             pthread_mutex_unlock(&t->mu);
             continue;
         }

@@ -128,6 +128,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/key.h"
+#include "core/list.h"
 #include "core/url.h"
 #include "proto/proto.h"
 #include "proto/tls.h"
@@ -212,11 +213,12 @@ enum { SL_FREE = 0, SL_PENDING, SL_QUEUED, SL_WAIT };
 struct tcp_conn;
 
 struct tcp_slot {
-    struct rio_io *io;     /* the op; NULL once it completed or was cancelled (a tombstone) */
-    struct tcp_conn *conn; /* the op's path's connection: its window counts the slot */
-    struct tcp_slot *next, *prev; /* the pending list, a send queue or a wait list */
-    struct tcp_slot *cnext;       /* the cancel list (t->mu) */
-    struct tcp_slot *dnext;       /* the done list (loop) */
+    struct rio_io *io;          /* the op; NULL once it completed or was cancelled (a tombstone) */
+    struct tcp_conn *conn;      /* the op's path's connection: its window counts the slot */
+    struct rio_list_node qnode; /* the pending list, a send queue or a wait list */
+    struct tcp_slot *next;      /* the free list */
+    struct tcp_slot *cnext;     /* the cancel list (t->mu) */
+    struct tcp_slot *dnext;     /* the done list (loop) */
     struct rio_io *done_io;
     int64_t done_res;
     uint64_t id;
@@ -238,11 +240,6 @@ struct tcp_slot {
     const struct tcp_conn *seal_conn;
     uint32_t seal_epoch;
     uint64_t seal_seq;
-};
-
-struct slist {
-    struct tcp_slot *head, *tail;
-    unsigned n;
 };
 
 enum {
@@ -281,10 +278,10 @@ struct tcp_conn {
     uint32_t max_body, max_depth;
     uint8_t hs[TCP_HS_MAX];
     uint16_t hs_len, hs_off;
-    struct slist sq; /* to send; the head may be partly sent */
-    uint64_t sq_off; /* bytes of the head already sent */
-    struct slist wq; /* sent, answer owed (tombstones included) */
-    unsigned ntombs; /* tombstones in sq and wq */
+    struct rio_list sq; /* to send; the head may be partly sent */
+    uint64_t sq_off;    /* bytes of the head already sent */
+    struct rio_list wq; /* sent, answer owed (tombstones included) */
+    unsigned ntombs;    /* tombstones in sq and wq */
     uint8_t rx_hdr[RIO_PROTO_HDR_LEN];
     unsigned rx_hdr_got;
     struct rio_proto_hdr rh;
@@ -343,7 +340,7 @@ struct tcp_transport {
 
     pthread_mutex_t mu;
     /* under mu */
-    struct slist pending;
+    struct rio_list pending;
     struct tcp_slot *cancels;
     struct tcp_slot *free_slots;
     bool sleeping;
@@ -360,38 +357,35 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
     return a < b ? a : b;
 }
 
-static inline void sl_push(struct slist *l, struct tcp_slot *s)
+/* The slot queues (t->pending, a connection's sq and wq) on core/list.h. */
+static inline struct tcp_slot *sl_of(struct rio_list_node *n)
 {
-    s->next = NULL;
-    s->prev = l->tail;
-    if (l->tail)
-        l->tail->next = s;
-    else
-        l->head = s;
-    l->tail = s;
-    l->n++;
+    return rio_list_entry(n, struct tcp_slot, qnode);
 }
 
-static inline void sl_unlink(struct slist *l, struct tcp_slot *s)
+static inline struct tcp_slot *sl_head(const struct rio_list *l)
 {
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        l->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    else
-        l->tail = s->prev;
-    s->next = s->prev = NULL;
-    l->n--;
+    return sl_of(l->head);
 }
 
-static inline struct tcp_slot *sl_pop(struct slist *l)
+static inline struct tcp_slot *sl_next(const struct tcp_slot *s)
 {
-    struct tcp_slot *s = l->head;
-    if (s)
-        sl_unlink(l, s);
-    return s;
+    return sl_of(s->qnode.next);
+}
+
+static inline void sl_push(struct rio_list *l, struct tcp_slot *s)
+{
+    rio_list_push_back(l, &s->qnode);
+}
+
+static inline void sl_unlink(struct rio_list *l, struct tcp_slot *s)
+{
+    rio_list_remove(l, &s->qnode);
+}
+
+static inline struct tcp_slot *sl_pop(struct rio_list *l)
+{
+    return sl_of(rio_list_pop_front(l));
 }
 
 /*
