@@ -56,12 +56,7 @@ void rio__tcp_slot_done(struct tcp_transport *t, struct tcp_slot *s, int64_t res
         s->io = NULL;
         s->data = NULL;
         s->on_done = true;
-        s->dnext = NULL;
-        if (t->done_tail)
-            t->done_tail->dnext = s;
-        else
-            t->done_head = s;
-        t->done_tail = s;
+        rio_list_push_back(&t->done, &s->dnode);
     } else if (!keep_live) {
         slot_release(t, s);
     }
@@ -82,14 +77,16 @@ static void cancel_unlink_locked(struct tcp_transport *t, struct tcp_slot *s)
 /* Hand every finished op to the engine: complete() with no lock held. */
 static int deliver(struct tcp_transport *t)
 {
-    struct tcp_slot *list = t->done_head, *s, *next;
+    struct rio_list list = t->done;
+    struct rio_list_node *q;
     int n = 0;
 
-    if (!list)
+    if (rio_list_empty(&list))
         return 0;
-    t->done_head = t->done_tail = NULL;
+    rio_list_init(&t->done);
     pthread_mutex_lock(&t->mu);
-    for (s = list; s; s = s->dnext) {
+    rio_list_each(s, &list, struct tcp_slot, dnode)
+    {
         struct rio_io *io = s->done_io;
         io->res = s->done_res;
         io->svc_ns = 0;
@@ -98,12 +95,13 @@ static int deliver(struct tcp_transport *t)
             cancel_unlink_locked(t, s);
     }
     pthread_mutex_unlock(&t->mu);
-    for (s = list; s; s = s->dnext) {
+    rio_list_each(s, &list, struct tcp_slot, dnode)
+    {
         s->done_io->complete(s->done_io);
         n++;
     }
-    for (s = list; s; s = next) {
-        next = s->dnext;
+    while ((q = rio_list_pop_front(&list))) {
+        struct tcp_slot *s = rio_container_of(q, struct tcp_slot, dnode);
         s->done_io = NULL;
         s->on_done = false;
         slot_release(t, s);
@@ -300,7 +298,7 @@ static int tcp_reap_loop(struct tcp_transport *t, int timeout_ms)
         uint64_t next = service(t, now);
         /* Even reap(0) looks at the sockets once: a caller that only ever
          * polls must not starve the network. */
-        if (t->done_head || woken || t->window_freed || (polled && now >= deadline))
+        if (!rio_list_empty(&t->done) || woken || t->window_freed || (polled && now >= deadline))
             break;
         next = min_u64(next, deadline);
         int wait_ms = -1;

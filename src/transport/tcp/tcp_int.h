@@ -218,7 +218,7 @@ struct tcp_slot {
     struct rio_list_node qnode; /* the pending list, a send queue or a wait list */
     struct tcp_slot *next;      /* the free list */
     struct tcp_slot *cnext;     /* the cancel list (t->mu) */
-    struct tcp_slot *dnext;     /* the done list (loop) */
+    struct rio_list_node dnode; /* the done list (loop) */
     struct rio_io *done_io;
     int64_t done_res;
     uint64_t id;
@@ -348,7 +348,7 @@ struct tcp_transport {
     struct rio__tcp_counters ctr;
 
     /* loop only */
-    struct tcp_slot *done_head, *done_tail;
+    struct rio_list done; /* of struct tcp_slot by dnode (loop) */
     bool window_freed;
 };
 
