@@ -182,7 +182,7 @@ void rio_client_counters(struct rio_client *c, struct rio_counters *out)
     pthread_mutex_lock(&c->mu);
     out->inflight_ops = c->inflight_ops;
     out->inflight_bytes = c->inflight_bytes;
-    out->requests = c->nrequests;
+    out->requests = c->active.count;
     out->budget_reserved = c->inflight_bytes;
     for (unsigned i = 0; i < c->npaths; i++) {
         out->path_inflight_ops[i] = c->paths[i].inflight_ops;

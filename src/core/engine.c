@@ -317,7 +317,8 @@ static uint64_t req_chunk_len(const struct rio__req *r, uint64_t idx)
 static uint64_t remaining_unassigned_locked(struct rio_client *c)
 {
     uint64_t b = 0;
-    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+    rio_list_each(r, &c->active, struct rio__req, anode)
+    {
         if (r->decided)
             continue;
         if (r->next_new < r->nchunks)
@@ -503,7 +504,8 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
  * is full (stop dispatching). */
 static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
-    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+    rio_list_each(r, &c->active, struct rio__req, anode)
+    {
         int dir = r->type == RIO_OP_PUT;
         if (r->decided || r->opening || !path_usable(c, pi, dir))
             continue;
@@ -744,7 +746,8 @@ out:
 
 static void check_timers_locked(struct rio_client *c, uint64_t now)
 {
-    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+    rio_list_each(r, &c->active, struct rio__req, anode)
+    {
         if (r->decided)
             continue;
         if (r->call->cancel && atomic_load(&r->call->cancel->fired))
@@ -781,7 +784,8 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
 {
     uint64_t t = now + 1000000000ull;
-    for (struct rio__req *r = c->active_head; r; r = r->anext) {
+    rio_list_each(r, &c->active, struct rio__req, anode)
+    {
         if (r->decided)
             continue;
         t = min_u64(t, r->deadline_ns);
@@ -807,14 +811,13 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
  * fenced wakes its caller. */
 static void reap_finished_locked(struct rio_client *c)
 {
-    struct rio__req **pp = &c->active_head;
-    struct rio__req *last = NULL;
-    while (*pp) {
-        struct rio__req *r = *pp;
+    struct rio__req *r, *next;
+
+    for (r = rio_list_entry(c->active.head, struct rio__req, anode); r; r = next) {
+        next = rio_list_entry(r->anode.next, struct rio__req, anode);
         if (r->decided && r->inflight_ops == 0 && r->verifying == 0) {
-            *pp = r->anext;
+            rio_list_remove(&c->active, &r->anode);
             r->active = false;
-            c->nrequests--;
             struct rio__call *call = r->call;
             r->fenced = true;
             rio__call_ready_locked(call, r);
@@ -826,12 +829,8 @@ static void reap_finished_locked(struct rio_client *c)
                 call->free_next = c->dead_calls;
                 c->dead_calls = call;
             }
-            continue;
         }
-        last = r;
-        pp = &r->anext;
     }
-    c->active_tail = last;
 }
 
 /*
@@ -868,8 +867,7 @@ static void reap_failed_locked(struct rio_client *c, int err)
 {
     if (c->reap_errs < RIO__REAP_ERRS_MAX)
         return;
-    for (struct rio__req *r = c->active_head; r; r = r->anext)
-        req_decide_locked(c, r, err);
+    rio_list_each(r, &c->active, struct rio__req, anode) req_decide_locked(c, r, err);
 }
 
 static void *engine_main(void *arg)
@@ -888,7 +886,7 @@ static void *engine_main(void *arg)
         check_timers_locked(c, now);
         schedule_locked(c, now);
         reap_finished_locked(c);
-        if (c->stop && !c->active_head && c->inflight_ops == 0 && !c->dead_calls)
+        if (c->stop && rio_list_empty(&c->active) && c->inflight_ops == 0 && !c->dead_calls)
             break;
         uint64_t t = next_timer_locked(c, now);
         int timeout_ms = t <= now ? 0 : (int)((t - now + 999999) / 1000000);
@@ -944,13 +942,7 @@ void rio__engine_stop(struct rio_client *c)
 static void req_link_locked(struct rio_client *c, struct rio__req *r)
 {
     r->active = true;
-    r->anext = NULL;
-    if (c->active_tail)
-        c->active_tail->anext = r;
-    else
-        c->active_head = r;
-    c->active_tail = r;
-    c->nrequests++;
+    rio_list_push_back(&c->active, &r->anode);
     r->call->refs++;
 }
 

@@ -180,7 +180,7 @@ struct rio__req {
     bool fenced;  /* decided and nothing in flight */
     bool active;  /* on the client's active list */
     uint64_t deadline_ns;
-    struct rio__req *anext;
+    struct rio_list_node anode; /* on the client's active list */
     /* pipelined opens and commits (a batch's PUTs), under mu */
     bool opening;       /* its upload is being opened (PUT) or it is being looked
                            up (GET): no chunk may go yet */
@@ -274,10 +274,10 @@ struct rio_client {
     pthread_mutex_t mu;
     /* under mu */
     bool stop;
-    struct rio__req *active_head, *active_tail;
+    struct rio_list active; /* of struct rio__req by anode; count: requests active */
     unsigned npaths;
     struct rio__path paths[RIO_MAX_PATHS];
-    uint64_t inflight_ops, inflight_bytes, nrequests;
+    uint64_t inflight_ops, inflight_bytes;
     struct rio__attempt *free_attempts;
     uint64_t rng;
     unsigned rr;      /* round-robin cursor over paths */
