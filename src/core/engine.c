@@ -152,12 +152,7 @@ static uint64_t cooldown_ns(struct rio_client *c, unsigned fails)
 static void rq_push(struct rio__req *r, struct rio__chunk *ch)
 {
     ch->state = CH_QUEUED;
-    ch->qnext = NULL;
-    if (r->rq_tail)
-        r->rq_tail->qnext = ch;
-    else
-        r->rq_head = ch;
-    r->rq_tail = ch;
+    rio_list_push_back(&r->rq, &ch->qnode);
 }
 
 static void cancel_attempt_locked(struct rio_client *c, struct rio__attempt *a)
@@ -323,8 +318,7 @@ static uint64_t remaining_unassigned_locked(struct rio_client *c)
             continue;
         if (r->next_new < r->nchunks)
             b += r->size - r->next_new * r->chunk_size;
-        for (struct rio__chunk *ch = r->rq_head; ch; ch = ch->qnext)
-            b += req_chunk_len(r, ch->idx);
+        rio_list_each(ch, &r->rq, struct rio__chunk, qnode) b += req_chunk_len(r, ch->idx);
     }
     return b;
 }
@@ -415,19 +409,13 @@ static bool probe_may_take(struct rio_client *c, uint64_t len)
 /* Next chunk of r that may go now, or NULL; takes it off r's queue. */
 static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
 {
-    struct rio__chunk *prev = NULL;
-    for (struct rio__chunk *ch = r->rq_head; ch; prev = ch, ch = ch->qnext) {
+    rio_list_each(ch, &r->rq, struct rio__chunk, qnode)
+    {
         /* A chunk whose cancelled attempt is still out waits for it: that
          * attempt may still write into the chunk's bytes. */
         if (ch->zombies || ch->not_before_ns > now)
             continue;
-        if (prev)
-            prev->qnext = ch->qnext;
-        else
-            r->rq_head = ch->qnext;
-        if (r->rq_tail == ch)
-            r->rq_tail = prev;
-        ch->qnext = NULL;
+        rio_list_remove(&r->rq, &ch->qnode);
         return ch;
     }
     if (r->next_new < r->nchunks) {
@@ -448,10 +436,7 @@ static void req_unpick(struct rio__req *r, struct rio__chunk *ch)
     }
     /* Back to the front of the queue, keeping its place. */
     ch->state = CH_QUEUED;
-    ch->qnext = r->rq_head;
-    r->rq_head = ch;
-    if (!r->rq_tail)
-        r->rq_tail = ch;
+    rio_list_push_front(&r->rq, &ch->qnode);
 }
 
 static void complete_cb(struct rio_io *io);
@@ -793,9 +778,9 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
             t = min_u64(t, now + 10000000ull);
         /* Only future backoffs: a chunk that may go now but could not is
          * waiting for a completion or a path, which wake us anyway. */
-        for (struct rio__chunk *ch = r->rq_head; ch; ch = ch->qnext)
-            if (!ch->zombies && ch->not_before_ns > now)
-                t = min_u64(t, ch->not_before_ns);
+        rio_list_each(ch, &r->rq, struct rio__chunk,
+                      qnode) if (!ch->zombies && ch->not_before_ns > now) t =
+            min_u64(t, ch->not_before_ns);
     }
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *p = &c->paths[i];

@@ -109,7 +109,7 @@ struct rio__chunk {
     uint8_t state;
     uint16_t zombies; /* cancelled attempts of this chunk still outstanding */
     uint64_t not_before_ns;
-    struct rio__chunk *qnext;
+    struct rio_list_node qnode; /* on its request's retry queue */
 };
 
 struct rio__attempt {
@@ -168,7 +168,7 @@ struct rio__req {
 
     /* engine */
     uint64_t next_new;
-    struct rio__chunk *rq_head, *rq_tail; /* chunks waiting for another attempt */
+    struct rio_list rq; /* of struct rio__chunk by qnode: waiting for another attempt */
     uint64_t done;
     uint64_t inflight_ops, inflight_bytes;
     /* Chunks the transport delivered, being verified on the cpu pool: the
