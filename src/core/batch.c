@@ -118,11 +118,9 @@ void rio__call_worker_loop(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        struct rio__req *r = call->ready_head;
+        struct rio__req *r =
+            rio_list_entry(rio_list_pop_front(&call->ready), struct rio__req, cnode);
         if (r) {
-            call->ready_head = r->cnext;
-            if (!call->ready_head)
-                call->ready_tail = NULL;
             bool due = rio__commit_due(r);
             void *abandoned = NULL;
             if (!due && r->type == RIO_OP_PUT) {

@@ -1007,12 +1007,7 @@ void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
     if (!call->pipeline || r->commit_queued || !r->fenced || !r->hash_done)
         return;
     r->commit_queued = true;
-    r->cnext = NULL;
-    if (call->ready_tail)
-        call->ready_tail->cnext = r;
-    else
-        call->ready_head = r;
-    call->ready_tail = r;
+    rio_list_push_back(&call->ready, &r->cnode);
     /* Every waiter of a pipelined call is one of its workers, and one is
      * enough: each wake-up is a futex call (and, in a VM, an exit). */
     pthread_cond_signal(&call->cond);

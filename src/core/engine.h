@@ -182,13 +182,13 @@ struct rio__req {
     uint64_t deadline_ns;
     struct rio_list_node anode; /* on the client's active list */
     /* pipelined opens and commits (a batch's PUTs), under mu */
-    bool opening;       /* its upload is being opened (PUT) or it is being looked
-                           up (GET): no chunk may go yet */
-    bool ahead;         /* prepared by a worker, counted in call->ahead */
-    bool hash_done;     /* the caller is done hashing it */
-    bool commit_queued; /* on the call's ready list (fenced and hashed) */
-    bool committed;     /* a commit worker took it (set before the join) */
-    struct rio__req *cnext;
+    bool opening;               /* its upload is being opened (PUT) or it is being looked
+                                   up (GET): no chunk may go yet */
+    bool ahead;                 /* prepared by a worker, counted in call->ahead */
+    bool hash_done;             /* the caller is done hashing it */
+    bool commit_queued;         /* on the call's ready list (fenced and hashed) */
+    bool committed;             /* a commit worker took it (set before the join) */
+    struct rio_list_node cnode; /* on the call's ready list */
 };
 
 struct rio__call {
@@ -235,7 +235,7 @@ struct rio__call {
      * most ahead_max, so a batch of thousands never holds thousands of open
      * uploads or evicts the lookups its reads are about to use. */
     unsigned ahead, ahead_max;
-    struct rio__req *ready_head, *ready_tail;
+    struct rio_list ready; /* of struct rio__req by cnode: fenced and hashed, to commit */
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
     struct rio__call *free_next; /* the client's dead_calls list */

@@ -24,12 +24,16 @@ struct rio_list {
 
 #define rio_container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-/* The struct holding node, or NULL for a NULL node (end of the list). */
+/* The struct holding node, or NULL for a NULL node (end of the list);
+ * node is evaluated once. */
 #define rio_list_entry(node, type, member)                                                         \
-    ((node) ? rio_container_of(node, type, member) : (type *)NULL)
+    __extension__({                                                                                \
+        struct rio_list_node *rio__n = (node);                                                     \
+        rio__n ? rio_container_of(rio__n, type, member) : (type *)NULL;                            \
+    })
 
 /* for (type *it = first; it; it = next): `it` must not be removed in the body
- * unless the loop stops there; use rio_list_next before removing. */
+ * unless the loop stops there (a loop that removes keeps the next one first). */
 #define rio_list_each(it, list, type, member)                                                      \
     for (type *it = rio_list_entry((list)->head, type, member); it;                                \
          it = rio_list_entry(it->member.next, type, member))
