@@ -659,8 +659,11 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
     return ret;
 }
 
-static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
-                    const struct rio_call *opt, struct rio_desc *out_desc)
+/* One try of a single-key PUT (type RIO_OP_PUT: src) or GET (dst): its
+ * result, or the error of preparing or running it. */
+static int64_t single_once(struct rio_client *c, int type, const char *key, const void *src,
+                           void *dst, size_t len, const struct rio_call *opt,
+                           struct rio_desc *out_desc)
 {
     struct rio__call *call;
     int ret;
@@ -674,40 +677,12 @@ static int put_once(struct rio_client *c, const char *key, const void *buf, size
         return ret;
     rio__call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
-    ret = rio__req_prepare_put(c, r, key, buf, len, false);
+    ret = type == RIO_OP_PUT ? rio__req_prepare_put(c, r, key, src, len, false)
+                             : rio__req_prepare_get(c, call, r, key, dst, len,
+                                                    opt ? opt->expect_generation : 0, false);
     if (ret < 0)
         goto err_call;
     ret = rio__call_run(c, call, opt, out_desc);
-    if (ret < 0)
-        goto err_call;
-    ret = (int)r->result;
-    rio__call_stats(c, call, opt);
-    rio__call_release(c, call);
-    return ret;
-err_call:
-    rio__call_abandon(c, call);
-    return ret;
-}
-
-static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
-                        const struct rio_call *opt)
-{
-    struct rio__call *call;
-    int ret;
-
-    if (!c)
-        return RIO_EINVAL;
-    if (opt && opt->stats)
-        memset(opt->stats, 0, sizeof(*opt->stats));
-    ret = rio__call_new(c, 1, opt, &call);
-    if (ret < 0)
-        return ret;
-    rio__call_mark_start(c, call);
-    struct rio__req *r = &call->reqs[0];
-    ret = rio__req_prepare_get(c, call, r, key, buf, cap, opt ? opt->expect_generation : 0, false);
-    if (ret < 0)
-        goto err_call;
-    ret = rio__call_run(c, call, opt, NULL);
     if (ret < 0)
         goto err_call;
     int64_t res = r->result;
@@ -717,6 +692,18 @@ static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t
 err_call:
     rio__call_abandon(c, call);
     return ret;
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    return (int)single_once(c, RIO_OP_PUT, key, buf, NULL, len, opt, out_desc);
+}
+
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt)
+{
+    return single_once(c, RIO_OP_GET, key, NULL, buf, cap, opt, NULL);
 }
 
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
