@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@
 #include "railio_mock.h"
 #include "transport/fault.h"
 #include "transport/mock.h"
+#include "transport/opool.h"
 #include "transport/transport.h"
 
 #define FAULT_MAX_RULES 64u
@@ -79,11 +81,6 @@ struct fop {
     bool land;      /* at due_ns, write 0xDD into dst first (LATE) */
 };
 
-struct fop_slab {
-    struct fop_slab *next;
-    struct fop ops[FAULT_SLAB_OPS];
-};
-
 /* An UNFENCED landing: the op is long completed, its bytes land now. */
 struct landing {
     struct landing *next;
@@ -119,8 +116,7 @@ struct fault_transport {
     struct fault_rule rules[FAULT_MAX_RULES];
     unsigned nrules;
     struct fpath path[RIO_MAX_PATHS];
-    struct fop_slab *slabs;
-    struct fop *free_ops;
+    struct rio_opool pool; /* of struct fop */
     struct fop *done_head, **done_tail;
     struct fop *timers; /* unordered: few ops wait at once */
     struct landing *landings;
@@ -283,32 +279,12 @@ static int meta_fault(struct fault_transport *t, int op)
 
 /* ------------------------------------------------------------ op pool */
 
-static int pool_grow_locked(struct fault_transport *t)
-{
-    struct fop_slab *slab = rio__calloc(1, sizeof(*slab));
-    unsigned i;
-
-    if (!slab)
-        return -ENOMEM;
-    slab->next = t->slabs;
-    t->slabs = slab;
-    for (i = 0; i < FAULT_SLAB_OPS; i++) {
-        slab->ops[i].next = t->free_ops;
-        t->free_ops = &slab->ops[i];
-    }
-    return 0;
-}
-
 static struct fop *fop_get_locked(struct fault_transport *t)
 {
-    struct fop *op;
+    struct fop *op = rio__opool_get(&t->pool);
 
-    if (!t->free_ops && pool_grow_locked(t) < 0)
-        return NULL;
-    op = t->free_ops;
-    t->free_ops = op->next;
-    memset(op, 0, sizeof(*op));
-    op->t = t;
+    if (op)
+        op->t = t;
     return op;
 }
 
@@ -318,8 +294,7 @@ static void fop_put_locked(struct fault_transport *t, struct fop *op)
     op->copy = NULL;
     op->where = FOP_FREE;
     op->io = NULL;
-    op->next = t->free_ops;
-    t->free_ops = op;
+    rio__opool_put(&t->pool, op);
 }
 
 static void done_locked(struct fault_transport *t, struct fop *op, int64_t res)
@@ -378,44 +353,41 @@ static void path_reset_locked(struct fault_transport *t, unsigned pi, uint32_t d
                               const struct fop *self, uint64_t now)
 {
     struct fpath *p = &t->path[pi];
-    struct fop_slab *s;
-    unsigned i;
+    struct rio_opool_it it = {0};
+    struct fop *op;
 
     p->down = true;
     p->down_until = down_ms ? now + (uint64_t)down_ms * NS_PER_MS : 0;
-    for (s = t->slabs; s; s = s->next)
-        for (i = 0; i < FAULT_SLAB_OPS; i++) {
-            struct fop *op = &s->ops[i];
-
-            if (op == self || !op->io || op->io->path != pi)
-                continue;
-            switch (op->where) {
-            case FOP_INNER:
-                if (!op->reset) {
-                    op->reset = true;
-                    t->resetting = true;
-                    rio__t_cancel(t->inner, &op->sh);
-                }
-                break;
-            case FOP_HELD:
-                if (op->f.kind == RIO_MOCK_LATE) {
-                    op->land = true;
-                    op->res = -ECONNRESET;
-                    timer_locked(t, op, now + (uint64_t)op->f.delay_ms * NS_PER_MS);
-                } else {
-                    reset_done_locked(t, op);
-                }
-                break;
-            case FOP_TIMER:
-                if (!op->land) {
-                    timer_remove_locked(t, op);
-                    reset_done_locked(t, op);
-                }
-                break;
-            default:
-                break;
+    while ((op = rio__opool_walk(&t->pool, &it))) {
+        if (op == self || !op->io || op->io->path != pi)
+            continue;
+        switch (op->where) {
+        case FOP_INNER:
+            if (!op->reset) {
+                op->reset = true;
+                t->resetting = true;
+                rio__t_cancel(t->inner, &op->sh);
             }
+            break;
+        case FOP_HELD:
+            if (op->f.kind == RIO_MOCK_LATE) {
+                op->land = true;
+                op->res = -ECONNRESET;
+                timer_locked(t, op, now + (uint64_t)op->f.delay_ms * NS_PER_MS);
+            } else {
+                reset_done_locked(t, op);
+            }
+            break;
+        case FOP_TIMER:
+            if (!op->land) {
+                timer_remove_locked(t, op);
+                reset_done_locked(t, op);
+            }
+            break;
+        default:
+            break;
         }
+    }
 }
 
 /* ------------------------------------------------------------ submit */
@@ -857,15 +829,12 @@ static uint64_t fault_cpu_ns(struct rio_transport *tt)
 
 static void fault_free(struct fault_transport *t)
 {
-    while (t->slabs) {
-        struct fop_slab *s = t->slabs;
-        unsigned i;
+    struct rio_opool_it it = {0};
+    struct fop *op;
 
-        t->slabs = s->next;
-        for (i = 0; i < FAULT_SLAB_OPS; i++)
-            rio__free(s->ops[i].copy);
-        rio__free(s);
-    }
+    while ((op = rio__opool_walk(&t->pool, &it)))
+        rio__free(op->copy);
+    rio__opool_destroy(&t->pool);
     while (t->landings) {
         struct landing *l = t->landings;
         t->landings = l->next;
@@ -904,14 +873,20 @@ static int parse_rules(struct fault_transport *t, const char *s)
         char spec[RIO_FAULT_SPEC_MAX];
         int ret;
 
-        if (l >= sizeof(spec))
+        if (l >= sizeof(spec)) {
+            fprintf(stderr, "railio: faults=: a rule longer than %u bytes\n",
+                    RIO_FAULT_SPEC_MAX - 1);
             return RIO_EINVAL;
+        }
         if (l > 0) {
             memcpy(spec, s, l);
             spec[l] = '\0';
             ret = rio_mock_fault_parse(spec, &f);
-            if (ret < 0)
+            if (ret < 0) {
+                fprintf(stderr,
+                        "railio: faults=: \"%s\" is not a fault rule (kind:key=value:...)\n", spec);
                 return ret;
+            }
             ret = rule_add_locked(t, &f);
             if (ret < 0)
                 return ret == -ENOSPC ? RIO_EINVAL : ret;
@@ -974,7 +949,8 @@ int rio__fault_stack(struct rio_transport *inner, const char *spec, const struct
     t->rng = o && o->seed ? o->seed : FAULT_SEED0;
     t->reaped_tail = &t->reaped_head;
     t->done_tail = &t->done_head;
-    ret = pool_grow_locked(t);
+    rio__opool_init(&t->pool, sizeof(struct fop), FAULT_SLAB_OPS);
+    ret = rio__opool_grow(&t->pool);
     if (ret == 0 && spec)
         ret = parse_rules(t, spec);
     if (ret < 0) {
