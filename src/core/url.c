@@ -8,6 +8,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,5 +361,44 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out)
         return 0;
     fprintf(stderr, "railio: %s=%s: expected a duration (e.g. 250ms, 2s) under 49 days\n", name,
             v ? v : "");
+    return RIO_EINVAL;
+}
+
+int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
+                  uint64_t *out)
+{
+    const char *zero = (flags & RIO_OPT_SIZE_ZERO) && min ? "0 or " : "";
+    const char *step = (flags & RIO_OPT_SIZE_4K) ? " in steps of 4096" : "";
+    uint64_t x;
+
+    if (rio__parse_size(v, &x) == 0 && x <= max && (x >= min || (!x && *zero)) &&
+        !((flags & RIO_OPT_SIZE_4K) && x % 4096)) {
+        *out = x;
+        return 0;
+    }
+    if (min)
+        fprintf(stderr,
+                "railio: %s=%s: expected %sa size (e.g. 64K, 1M)%s from %" PRIu64 " to %" PRIu64
+                "\n",
+                name, v ? v : "", zero, step, min, max);
+    else if (max != UINT64_MAX)
+        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M)%s up to %" PRIu64 "\n", name,
+                v ? v : "", step, max);
+    else
+        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M)%s\n", name, v ? v : "",
+                step);
+    return RIO_EINVAL;
+}
+
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t x;
+
+    if (rio__parse_uint(v, max, &x) == 0 && x >= min) {
+        *out = x;
+        return 0;
+    }
+    fprintf(stderr, "railio: %s=%s: expected a whole number from %" PRIu64 " to %" PRIu64 "\n",
+            name, v ? v : "", min, max);
     return RIO_EINVAL;
 }

@@ -55,5 +55,19 @@ int rio__parse_tristate(const char *s, const char *third, int *out);
 int rio__opt_bool(const char *name, const char *v, bool *out);
 int rio__opt_tristate(const char *name, const char *v, const char *third, int *out);
 int rio__opt_ms(const char *name, const char *v, uint32_t *out);
+/*
+ * A size option name=v (rio__parse_size's syntax) from min to max. Flags:
+ * RIO_OPT_SIZE_ZERO also accepts 0 below min (the option's "off" or "the
+ * default"), RIO_OPT_SIZE_4K only multiples of 4096. A refusal (RIO_EINVAL,
+ * *out untouched) names the option and the range, e.g. "railio:
+ * bufsize=100: expected 0 or a size (e.g. 64K, 1M) from 1024 to 524288".
+ */
+#define RIO_OPT_SIZE_ZERO 1u
+#define RIO_OPT_SIZE_4K 2u
+int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
+                  uint64_t *out);
+/* A count option name=v (digits only) from min to max; a refusal names
+ * it, e.g. "railio: conns=0: expected a whole number from 1 to 16". */
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

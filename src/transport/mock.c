@@ -36,6 +36,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -51,6 +52,7 @@
 #include "railio_mock.h"
 #include "transport/fault.h"
 #include "transport/mock.h"
+#include "transport/opool.h"
 #include "transport/transport.h"
 
 #define MOCK_DEFAULT_DEPTH_CAP 1024u
@@ -372,11 +374,6 @@ struct mock_op {
     uint8_t action;
 };
 
-struct mock_slab {
-    struct mock_slab *next;
-    struct mock_op ops[MOCK_SLAB_OPS];
-};
-
 struct mock_path {
     double rate;      /* bytes/s, 0 = unlimited */
     uint64_t lat_ns;  /* added to every op's finish */
@@ -411,8 +408,7 @@ struct mock_transport {
     unsigned depth_cap;
     struct mock_op **heap; /* in-flight ops by (finish_ns, seq) */
     size_t nheap, heap_cap;
-    struct mock_slab *slabs;
-    struct mock_op *free_ops;
+    struct rio_opool pool; /* of struct mock_op */
     struct mock_op *done_head, *done_tail;
     uint64_t seq;
     struct rio_mock_counters ctr; /* the filter's fields stay 0 */
@@ -509,49 +505,32 @@ static void heap_remove(struct mock_transport *t, struct mock_op *op)
 
 /* --- the op pool: slabs that grow rarely, never per op --- */
 
+/* One slab more, the heap grown first to hold every op of the pool (a heap
+ * larger than the pool is harmless). */
 static int pool_grow_locked(struct mock_transport *t)
 {
-    struct mock_slab *slab;
-    struct mock_op **heap;
     size_t cap = t->heap_cap + MOCK_SLAB_OPS;
-    unsigned i;
+    struct mock_op **heap = rio__realloc(t->heap, cap * sizeof(*heap));
 
-    /* A heap larger than the pool is harmless, so grow it first. */
-    heap = rio__realloc(t->heap, cap * sizeof(*heap));
     if (!heap)
         return -ENOMEM;
     t->heap = heap;
-    slab = rio__calloc(1, sizeof(*slab));
-    if (!slab)
-        return -ENOMEM;
     t->heap_cap = cap;
-    slab->next = t->slabs;
-    t->slabs = slab;
-    for (i = 0; i < MOCK_SLAB_OPS; i++) {
-        slab->ops[i].next = t->free_ops;
-        t->free_ops = &slab->ops[i];
-    }
-    return 0;
+    return rio__opool_grow(&t->pool);
 }
 
 static struct mock_op *op_get_locked(struct mock_transport *t)
 {
-    struct mock_op *op;
-
-    if (!t->free_ops && pool_grow_locked(t) < 0)
+    if (!t->pool.nfree && pool_grow_locked(t) < 0)
         return NULL;
-    op = t->free_ops;
-    t->free_ops = op->next;
-    memset(op, 0, sizeof(*op));
-    return op;
+    return rio__opool_get(&t->pool);
 }
 
 static void op_put_locked(struct mock_transport *t, struct mock_op *op)
 {
     op->state = OP_FREE;
     op->io = NULL;
-    op->next = t->free_ops;
-    t->free_ops = op;
+    rio__opool_put(&t->pool, op);
 }
 
 static void done_append_locked(struct mock_transport *t, struct mock_op *op)
@@ -1077,15 +1056,21 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "paths")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "paths")) &&
+             rio__opt_uint("paths", s, 1, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
     t->base.npaths = (unsigned)v;
 
     if ((s = rio__url_param(u, "rate"))) {
-        if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0)
+        if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0) {
+            fprintf(stderr,
+                    "railio: rate=%s: expected a size per second, or one per path "
+                    "(e.g. 1G or 1G,500M)\n",
+                    s);
             return RIO_EINVAL;
+        }
         for (i = 0; i < t->base.npaths; i++)
             t->path[i].rate = (double)vals[i];
     }
@@ -1096,13 +1081,13 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
             t->path[i].lat_ns = vals[i];
     }
     if ((s = rio__url_param(u, "disk"))) {
-        if (rio__parse_size(s, &v) < 0)
+        if (rio__opt_size("disk", s, 0, UINT64_MAX, 0, &v) < 0)
             return RIO_EINVAL;
         t->disk_rate = (double)v;
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
     if ((s = rio__url_param(u, "depth_cap"))) {
-        if (rio__parse_uint(s, MOCK_MAX_DEPTH_CAP, &v) < 0 || v == 0)
+        if (rio__opt_uint("depth_cap", s, 1, MOCK_MAX_DEPTH_CAP, &v) < 0)
             return RIO_EINVAL;
         t->depth_cap = (unsigned)v;
     }
@@ -1129,6 +1114,7 @@ static int mock_open(const struct rio_url *u, const struct rio_options *o,
     ret = store_open(u->authority ? u->authority : "", &t->store);
     if (ret < 0)
         goto err_free;
+    rio__opool_init(&t->pool, sizeof(struct mock_op), MOCK_SLAB_OPS);
     ret = pool_grow_locked(t);
     if (ret < 0)
         goto err_pool;
@@ -1165,11 +1151,7 @@ err_mutex:
 err_condattr:
     pthread_condattr_destroy(&ca);
 err_pool:
-    while (t->slabs) {
-        struct mock_slab *slab = t->slabs;
-        t->slabs = slab->next;
-        rio__free(slab);
-    }
+    rio__opool_destroy(&t->pool);
     rio__free(t->heap);
     store_close(t->store);
 err_free:
@@ -1200,11 +1182,7 @@ static void mock_close(struct rio_transport *tt)
         if (op->up)
             upload_unref(op->up);
 
-    while (t->slabs) {
-        struct mock_slab *slab = t->slabs;
-        t->slabs = slab->next;
-        rio__free(slab);
-    }
+    rio__opool_destroy(&t->pool);
     rio__free(t->heap);
     pthread_cond_destroy(&t->done_cv);
     pthread_cond_destroy(&t->work_cv);

@@ -53,6 +53,9 @@ struct rio_module_host {
     int (*opt_bool)(const char *name, const char *v, bool *out);
     int (*opt_tristate)(const char *name, const char *v, const char *third, int *out);
     int (*opt_ms)(const char *name, const char *v, uint32_t *out);
+    int (*opt_size)(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
+                    uint64_t *out);
+    int (*opt_uint)(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out);
     /* the engine's classes (core/internal.h): what a transport may return
      * as retryable (transport.h) */
     int (*err_class)(int err);

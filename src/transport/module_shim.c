@@ -99,6 +99,17 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out)
     return host->opt_ms(name, v, out);
 }
 
+int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
+                  uint64_t *out)
+{
+    return host->opt_size(name, v, min, max, flags, out);
+}
+
+int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
+{
+    return host->opt_uint(name, v, min, max, out);
+}
+
 int rio__err_class(int err)
 {
     return host->err_class(err);

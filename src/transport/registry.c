@@ -91,6 +91,8 @@ static const struct rio_module_host module_host = {
     .opt_bool = rio__opt_bool,
     .opt_tristate = rio__opt_tristate,
     .opt_ms = rio__opt_ms,
+    .opt_size = rio__opt_size,
+    .opt_uint = rio__opt_uint,
     .err_class = rio__err_class,
     .class_is_retryable = rio__class_is_retryable,
 };

@@ -26,11 +26,13 @@
 #include <string.h>
 
 #include "core/checksum.h"
+#include "core/url.h"
 #include "railio_mock.h"
 #include "s3_util.h"
 #include "server_env.h"
 #include "t.h"
 #include "tlib.h"
+#include "transport/transport.h"
 #ifdef RIO_HAVE_RADOS
 #include "rados_util.h"
 #endif
@@ -170,9 +172,12 @@ struct conf {
 
 /* The backend up for this case (or the case skipped), and a client on it
  * with extra URL parameters (NULL: none). */
+static char conf_url[4096]; /* the URL of the last conf_open */
+
 static void conf_open(struct conf *k, const char *prefix, const char *extra)
 {
-    char url[4096];
+    char *url = conf_url;
+    size_t cap = sizeof(conf_url);
 
     if (!be)
         T_SKIP("T_CONF_BACKEND=%s: no such backend in this build", getenv("T_CONF_BACKEND"));
@@ -180,7 +185,7 @@ static void conf_open(struct conf *k, const char *prefix, const char *extra)
         T_SKIP("%s:// is not built in", be->scheme);
     if (!be_base[0])
         be->setup(be_base, sizeof(be_base), be_params, sizeof(be_params));
-    snprintf(url, sizeof(url), "%s%s%s%s%s", be_base, be_params[0] || (extra && *extra) ? "?" : "",
+    snprintf(url, cap, "%s%s%s%s%s", be_base, be_params[0] || (extra && *extra) ? "?" : "",
              be_params, be_params[0] && extra && *extra ? "&" : "", extra ? extra : "");
     k->chunk = be->chunk;
     k->prefix = prefix;
@@ -211,34 +216,6 @@ static uint64_t size_seed(uint64_t n)
 
 /* ------------------------------------------------------------ round trips */
 
-/* The descriptor of key: its name, generation, size, chunk count, every
- * chunk's xxh3 (when the backend stores them) and the MD5 of the whole
- * stream (when it keeps one). */
-static void stat_check(const struct conf *k, const char *key, const uint8_t *src, uint64_t n,
-                       uint64_t gen)
-{
-    struct rio_desc d;
-
-    memset(&d, 0, sizeof(d));
-    T_OK(rio_stat(k->c, key, &d));
-    T_STREQ(d.key, key);
-    T_EQ(d.size, n);
-    T_EQ(d.generation, gen);
-    T_EQ(d.chunk_size, k->chunk);
-    T_EQ(d.nchunks, n ? (n - 1) / k->chunk + 1 : 0);
-    for (uint64_t i = 0; d.xxh && i < d.nchunks; i++) {
-        uint64_t off = i * k->chunk, len = n - off < k->chunk ? n - off : k->chunk;
-        T_EQ(d.xxh[i], rio__xxh3(src + off, (size_t)len));
-    }
-    if (d.etag[0]) {
-        char md5[33];
-
-        t_md5_hex(src, n, md5);
-        T_STREQ(d.etag, md5);
-    }
-    rio_desc_cleanup(&d);
-}
-
 /* PUT, STAT, GET byte-exact (in place, RIO_ATOMIC, rio_get_alloc) (nothing past the end written), a
  * buffer one byte short refused, DELETE, at 0, 1, chunk-1, chunk, chunk+1 and several chunks with a
  * short last one. */
@@ -259,7 +236,7 @@ TEST(roundtrip_edge_sizes)
         snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu", (unsigned long long)n);
         uint8_t *src = t__put_pattern(k.c, key, n, size_seed(n), NULL, 1, &gen, __FILE__, __LINE__);
         T_NE(gen, 0u);
-        stat_check(&k, key, src, n, gen);
+        t_desc_check(k.c, key, src, n, gen, k.chunk, 0);
         free(src);
         t__get_check(k.c, key, n, size_seed(n), &call, __FILE__, __LINE__);
         T_EQ(st.bytes, n);
@@ -393,7 +370,8 @@ TEST(publish_atomic_under_readers)
     pthread_t th[2];
     unsigned versions = strcmp(be->name, "s3") == 0 ? 4 : 12;
 
-    conf_open(&k, "race", NULL);
+    /* The readers' chunks take 5 ms more: PUTs land in the middle of GETs. */
+    conf_open(&k, "race", "faults=delay:op=read:delay=5ms");
     conf_open(&w, "race", NULL);
     conf_key(&k, key, sizeof(key), "obj");
     memset(&r, 0, sizeof(r));
@@ -471,7 +449,8 @@ TEST(cancel_and_fence)
     struct cancel_job j;
     unsigned cancelled = 0;
 
-    conf_open(&k, "cancel", strcmp(be->name, "mock") == 0 ? "rate=2M" : NULL);
+    /* Every op takes 20 ms more: the cancels land while ops are in flight. */
+    conf_open(&k, "cancel", "faults=delay:delay=20ms");
     conf_key(&k, key, sizeof(key), "obj");
     const uint64_t n = 3 * k.chunk + 333;
     const uint64_t n2 = 3 * k.chunk + 444;
@@ -511,5 +490,213 @@ TEST(cancel_and_fence)
     }
     fprintf(stderr, "  %u of 8 calls cancelled in flight\n", cancelled);
     T_OK(rio_delete(k.c, key));
+    conf_close(&k);
+}
+
+/* ------------------------------------------------------------ faults */
+
+enum { F_GET, F_PUT };
+enum {
+    FC_MOCK = 1,        /* the mock's store only (genchange) */
+    FC_STORE_CHECK = 2, /* a backend that does not check what it stores may keep the flipped
+                           bytes: the next GET is RIO_ECHECKSUM, never those bytes */
+};
+
+/*
+ * Every fault class of the filter (include/railio_mock.h), on a GET or a
+ * PUT of several chunks. fail: the call must fail with it (a fatal error);
+ * may_fail: it may fail with it (a transient metadata error the engine need
+ * not hide), else it succeeds with verified data. Either way no wrong byte
+ * is ever returned, a failed PUT publishes nothing, and the client is idle.
+ */
+static const struct fault_case {
+    const char *name;
+    const char *spec;
+    int op;
+    int fail, may_fail;
+    unsigned flags;
+} fault_cases[] = {
+    {"disconnect", "disconnect:op=read:count=1:bytes=1000:down=20ms", F_GET, 0, 0, 0},
+    {"short_read", "short:op=read:chunk=1:count=1:bytes=100", F_GET, 0, 0, 0},
+    {"short_write", "short:op=write:chunk=1:count=1:bytes=100", F_PUT, 0, 0, 0},
+    {"bitflip_read", "bitflip:op=read:chunk=2:count=1", F_GET, 0, 0, 0},
+    {"bitflip_write", "bitflip:op=write:chunk=1:count=1", F_PUT, 0, 0, FC_STORE_CHECK},
+    {"stall", "stall:op=read:count=1", F_GET, 0, 0, 0},
+    {"error_server", "error:op=read:chunk=1:count=2:error=RIO_ESERVER", F_GET, 0, 0, 0},
+    {"error_timeout_write", "error:op=write:chunk=1:count=1:error=ETIMEDOUT", F_PUT, 0, 0, 0},
+    {"error_fatal_read", "error:op=read:chunk=1:error=EACCES", F_GET, -EACCES, 0, 0},
+    {"error_fatal_write", "error:op=write:chunk=1:error=EACCES", F_PUT, -EACCES, 0, 0},
+    {"late", "late:op=read:count=1:delay=30ms", F_GET, 0, 0, 0},
+    {"genchange", "genchange:chunk=2:count=1", F_GET, 0, 0, FC_MOCK},
+    {"delay", "delay:delay=30ms:count=4", F_GET, 0, 0, 0},
+    {"meta_lookup", "meta_error:op=lookup:count=1:error=RIO_ESERVER", F_GET, 0, RIO_ESERVER, 0},
+    {"meta_commit", "meta_error:op=put_commit:count=1:error=RIO_ESERVER", F_PUT, 0, RIO_ESERVER, 0},
+    {"meta_fatal", "meta_error:op=lookup:error=EACCES", F_GET, -EACCES, 0, 0},
+};
+
+/* key holds the version of n bytes (pattern size_seed(n)) whole; with
+ * may_refuse, RIO_ECHECKSUM is allowed instead (then the key is deleted). */
+static void expect_whole(struct conf *k, const char *key, uint64_t n, int may_refuse)
+{
+    uint8_t *b = t_fill_buf(n + 1, 0xA5);
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t got = rio_get(k->c, key, b, n + 1, &call);
+
+    if ((got == RIO_ECHECKSUM || got == RIO_ERETRIES) && may_refuse) {
+        /* Every try failed its chunk's check: the flipped bytes never leave. */
+        fprintf(stderr, "    the stored flipped bytes are refused: %s, %llu checksum retries\n",
+                rio_errname((int)got), (unsigned long long)st.retries[RIO_CLASS_CHECKSUM]);
+        T_GE(st.retries[RIO_CLASS_CHECKSUM], 1u);
+        T_OK(rio_delete(k->c, key));
+    } else {
+        if (got != (int64_t)n)
+            T_FAIL("GET after the fault: %lld %s, want %llu bytes", (long long)got,
+                   got < 0 ? rio_errname((int)got) : "", (unsigned long long)n);
+        T_PATTERN(b, n, size_seed(n));
+    }
+    free(b);
+}
+
+/* b (n bytes) is the object key holds now: its size and every chunk's xxh3. */
+static void xxh_check(struct conf *k, const char *key, const uint8_t *b, uint64_t n)
+{
+    struct rio_desc d;
+
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_stat(k->c, key, &d));
+    T_EQ(d.size, n);
+    T_NOTNULL(d.xxh);
+    for (uint64_t i = 0; i < d.nchunks; i++) {
+        uint64_t off = i * d.chunk_size, len = n - off < d.chunk_size ? n - off : d.chunk_size;
+        T_EQ(d.xxh[i], rio__xxh3(b + off, (size_t)len));
+    }
+    rio_desc_cleanup(&d);
+}
+
+TEST(fault_classes)
+{
+    struct conf k;
+    char key[128];
+
+    conf_open(&k, "faults", "faults=");
+    conf_key(&k, key, sizeof(key), "obj");
+    rio_client_destroy(k.c);
+    k.o.op_timeout_ms = strcmp(be->name, "s3") == 0 ? 3000 : 1000;
+    k.o.retry_attempts = 4;
+    {
+        char url[4096];
+
+        snprintf(url, sizeof(url), "%s?%s%sfaults=", be_base, be_params, be_params[0] ? "&" : "");
+        k.c = t_client_new(url, &k.o);
+    }
+    const uint64_t n0 = 3 * k.chunk + 77, n1 = 3 * k.chunk + 99;
+
+    for (size_t i = 0; i < sizeof(fault_cases) / sizeof(fault_cases[0]); i++) {
+        const struct fault_case *f = &fault_cases[i];
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        uint64_t now = n0;
+        int64_t ret;
+
+        if ((f->flags & FC_MOCK) && strcmp(be->name, "mock") != 0)
+            continue;
+        rio_mock_faults_clear(k.c);
+        rio_mock_heal(k.c);
+        t_put_pattern(k.c, key, n0, size_seed(n0));
+        uint64_t fired0 = t_faults_fired(k.c);
+        t_fault(k.c, f->spec);
+        uint64_t t0 = t_now_ms();
+        if (f->op == F_GET) {
+            uint8_t *b = t_fill_buf(n0, 0xA5);
+            ret = rio_get(k.c, key, b, n0, &call);
+            if (ret >= 0 && (f->flags & FC_MOCK))
+                xxh_check(&k, key, b, (uint64_t)ret); /* the replacement, whole */
+            else if (ret >= 0) {
+                T_EQ(ret, (int64_t)n0);
+                T_PATTERN(b, n0, size_seed(n0));
+            }
+            free(b);
+        } else {
+            uint8_t *src = t_pattern_buf(n1, size_seed(n1));
+            ret = rio_put(k.c, key, src, n1, &call, NULL);
+            free(src);
+            if (ret == 0)
+                now = n1;
+        }
+        uint64_t fired = t_faults_fired(k.c) - fired0;
+        fprintf(stderr, "  %-20s %-6s %s in %llu ms, %llu retries, %llu fired\n", f->name,
+                ret >= 0 ? "ok" : "failed", ret >= 0 ? "" : rio_errname((int)ret),
+                (unsigned long long)(t_now_ms() - t0), (unsigned long long)st.retries_total,
+                (unsigned long long)fired);
+        if (f->fail)
+            T_ERR(ret, f->fail);
+        else if (ret < 0 && !(f->may_fail && ret == f->may_fail))
+            T_FAIL("%s (%s): %s", f->name, f->spec, rio_errname((int)ret));
+        T_GE(fired, 1u);
+        rio_mock_faults_clear(k.c);
+        rio_mock_heal(k.c);
+        t_idle(k.c);
+        /* A failed PUT published nothing: the old version is there whole. */
+        if (!(f->flags & FC_MOCK))
+            expect_whole(&k, key, now, (f->flags & FC_STORE_CHECK) != 0);
+    }
+    rio_delete(k.c, key);
+    conf_close(&k);
+}
+
+/* ------------------------------------------------------------ keys */
+
+/* The one key rule (core/key.h), the same on every backend: "" and a key
+ * of RIO_KEY_MAX + 1 bytes are RIO_EINVAL from the client and from the
+ * transport itself (lookup, put_open, remove, before any I/O); a key of
+ * RIO_KEY_MAX bytes round-trips on mock, file and railio (file:// with
+ * components under NAME_MAX; S3 names a sidecar after the key, so its keys
+ * are shorter by the suffix). */
+TEST(key_rule_same_everywhere)
+{
+    static char big[RIO_KEY_MAX + 2], max[RIO_KEY_MAX + 1];
+    const char *bad[] = {"", big};
+    const struct rio_transport_ops *ops;
+    struct rio_transport *t = NULL;
+    struct rio_desc d;
+    struct rio_url u;
+    struct conf k;
+    uint8_t b[16] = {0};
+
+    conf_open(&k, "keys", NULL);
+    memset(big, 'k', RIO_KEY_MAX + 1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        memset(&d, 0, sizeof(d));
+        T_ERR(rio_stat(k.c, bad[i], &d), RIO_EINVAL);
+        T_ERR(rio_put(k.c, bad[i], b, sizeof(b), NULL, NULL), RIO_EINVAL);
+        T_ERR(rio_get(k.c, bad[i], b, sizeof(b), NULL), RIO_EINVAL);
+        T_ERR(rio_delete(k.c, bad[i]), RIO_EINVAL);
+    }
+    T_OK(rio__url_parse(conf_url, &u));
+    ops = rio__transport_find(u.scheme);
+    T_TRUE(ops != NULL);
+    T_OK(rio__t_open(ops, &u, &k.o, &t));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        void *up = NULL;
+
+        memset(&d, 0, sizeof(d));
+        T_ERR(rio__t_lookup(t, bad[i], &d), RIO_EINVAL);
+        T_ERR(rio__t_put_open(t, bad[i], sizeof(b), k.chunk, &up), RIO_EINVAL);
+        T_TRUE(up == NULL);
+        T_ERR(rio__t_remove(t, bad[i]), RIO_EINVAL);
+    }
+    rio__t_close(t);
+    rio__url_cleanup(&u);
+    if (strcmp(be->name, "s3") != 0 && strcmp(be->name, "rados") != 0) {
+        /* "keys/" then components of 200 bytes: RIO_KEY_MAX in all */
+        size_t n = (size_t)snprintf(max, sizeof(max), "%s/", k.prefix);
+        for (; n < RIO_KEY_MAX; n++)
+            max[n] = (n + 1) % 201 == 0 && n + 1 < RIO_KEY_MAX ? '/' : 'm';
+        max[RIO_KEY_MAX] = '\0';
+        t_put_pattern(k.c, max, 1000, 11);
+        t_get_check(k.c, max, 1000, 11);
+        T_OK(rio_delete(k.c, max));
+    }
     conf_close(&k);
 }

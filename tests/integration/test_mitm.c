@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #include "mitm_env.h"
+#include "server_env.h"
 #include "t.h"
+#include "tlib.h"
 
 /* ------------------------------------------------------- fixture server */
 
@@ -40,22 +42,6 @@ struct fx {
     pthread_t th;
 };
 
-/* Send all of p; 0, or -1 when the peer is gone. */
-static int fx_send_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static void *fx_echo(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -65,7 +51,7 @@ static void *fx_echo(void *arg)
         ssize_t r = recv(fd, buf, cap, 0);
         if (r <= 0)
             break;
-        fx_send_all(fd, buf, (size_t)r);
+        t_send_all(fd, buf, (size_t)r);
     }
     free(buf);
     close(fd);
@@ -125,19 +111,6 @@ static size_t fx_read_head(int fd, char *hdr, size_t cap)
     return n;
 }
 
-static int fx_recv_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n > 0) {
-        ssize_t r = recv(fd, c, n, 0);
-        if (r <= 0)
-            return -1;
-        c += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
 static void *fx_http(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -152,15 +125,15 @@ static void *fx_http(void *arg)
         if (blen > (64 << 20))
             break;
         if (strcasestr(hdr, "\r\nExpect: 100-continue"))
-            fx_send_all(fd, HTTP_CONTINUE, strlen(HTTP_CONTINUE));
+            t_send_all(fd, HTTP_CONTINUE, strlen(HTTP_CONTINUE));
         char *body = malloc(blen + 1);
-        if (fx_recv_all(fd, body, blen) < 0) {
+        if (t_recv_all(fd, body, blen) < 0) {
             free(body);
             break;
         }
         size_t alen;
         char *ans = http_answer(method, path, body, blen, &alen);
-        fx_send_all(fd, ans, alen);
+        t_send_all(fd, ans, alen);
         free(ans);
         free(body);
     }
@@ -216,23 +189,15 @@ static void fx_stop(struct fx *f)
 
 static int cl_connect(const struct mitm_env *m)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)m->port)};
-    struct timeval tv = {.tv_sec = 10};
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    T_GE(fd, 0);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-        T_FAIL("connect %s: %s", m->addr, strerror(errno));
-    return fd;
+    struct wc c;
+
+    wc_connect(&c, m->addr); /* no session: nothing to free but the socket */
+    return c.fd;
 }
 
 static void cl_send(int fd, const void *p, size_t n)
 {
-    if (fx_send_all(fd, p, n) < 0)
+    if (t_send_all(fd, p, n) < 0)
         T_FAIL("send: %s", strerror(errno));
 }
 
@@ -290,24 +255,6 @@ static size_t diffs(const uint8_t *a, const uint8_t *b, size_t n, size_t *at, si
     return k;
 }
 
-/* The integer after the nth (0-based) "key": of the summary. */
-static long summary_field(struct mitm_env *m, const char *key, int nth)
-{
-    char *text = mitm_summary(m), pat[64];
-    const char *p = text;
-    long v = -1;
-    snprintf(pat, sizeof(pat), "\"%s\": ", key);
-    for (int i = 0; p && i <= nth; i++) {
-        p = strstr(p, pat);
-        if (p && i < nth)
-            p += strlen(pat);
-    }
-    if (p)
-        v = strtol(p + strlen(pat), NULL, 10);
-    free(text);
-    return v;
-}
-
 static void start2(struct mitm_env *m, struct fx *f, enum fx_kind kind, const char *const *args)
 {
     fx_start(f, kind);
@@ -318,6 +265,23 @@ static void stop2(struct mitm_env *m, struct fx *f)
 {
     mitm_stop(m);
     fx_stop(f);
+}
+
+/* start2, and a client connected to the proxy. */
+static int open2(struct mitm_env *m, struct fx *f, enum fx_kind kind, const char *const *args)
+{
+    start2(m, f, kind, args);
+    return cl_connect(m);
+}
+
+/* The proxy applied faults faults; the client closed, both stopped. */
+#define close2(m, f, fd, faults) close2_at((m), (f), (fd), (faults), __FILE__, __LINE__)
+static void close2_at(struct mitm_env *m, struct fx *f, int fd, int faults, const char *file,
+                      int line)
+{
+    t__check_i(file, line, "mitm_faults(m)", "faults", T__EQ, mitm_faults(m), faults);
+    close(fd);
+    stop2(m, f);
 }
 
 /* ------------------------------------------------------- railio frames */
@@ -350,7 +314,7 @@ struct sender {
 static void *send_thread(void *arg)
 {
     struct sender *s = arg;
-    fx_send_all(s->fd, s->p, s->n);
+    t_send_all(s->fd, s->p, s->n);
     return NULL;
 }
 
@@ -364,8 +328,7 @@ TEST(railio_pass_forwards_every_byte)
     uint8_t *out = frames(n, body), *in = malloc(total);
     pthread_t th;
 
-    start2(&m, &f, FX_ECHO, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, args);
     struct sender s = {fd, out, total};
     uint64_t t0 = t_now_ms();
     T_EQ(pthread_create(&th, NULL, send_thread, &s), 0);
@@ -414,10 +377,10 @@ TEST(railio_flip_changes_one_byte_of_the_nth_frame)
     T_EQ(at[0] / FR_LEN, 2);            /* the third frame */
     T_EQ(in[at[0]] ^ out[at[0]], 0x80); /* 1 << (7 % 8) */
     T_EQ(mitm_faults(&m), 1);
-    T_EQ(summary_field(&m, "offset", 0), (long)(at[0] % FR_LEN));
-    T_EQ(summary_field(&m, "msg", 0), 3);
-    T_EQ(summary_field(&m, "conn", 0), 1);
-    T_EQ(summary_field(&m, "len", 0), FR_LEN);
+    T_EQ(mitm_field(&m, "offset", 0), (long)(at[0] % FR_LEN));
+    T_EQ(mitm_field(&m, "msg", 0), 3);
+    T_EQ(mitm_field(&m, "conn", 0), 1);
+    T_EQ(mitm_field(&m, "len", 0), FR_LEN);
     stop2(&m, &f);
     free(in);
     free(out);
@@ -489,8 +452,8 @@ TEST(railio_nth_counts_across_connections)
     cl_recv_exact(b, in, 2 * FR_LEN);
     T_EQ(diffs(in, out, 2 * FR_LEN, at, 4), 1);
     T_EQ(at[0], 40);
-    T_EQ(summary_field(&m, "conn", 0), 2);
-    T_EQ(summary_field(&m, "msg", 0), 3);
+    T_EQ(mitm_field(&m, "conn", 0), 2);
+    T_EQ(mitm_field(&m, "msg", 0), 3);
     close(a);
     close(b);
     stop2(&m, &f);
@@ -548,7 +511,7 @@ TEST(railio_truncate_closes_after_k_bytes)
     T_MEMEQ(in, out, FR_LEN + 100);
     T_EQ(cl_closed(fd, 2000), 1);
     T_EQ(mitm_faults(&m), 1);
-    T_EQ(summary_field(&m, "offset", 0), 100);
+    T_EQ(mitm_field(&m, "offset", 0), 100);
     close(fd);
     stop2(&m, &f);
     free(out);
@@ -578,8 +541,7 @@ TEST(railio_delay_holds_the_nth_frame)
     struct fx f;
     uint8_t *out = frames(3, FR_BODY), in[3 * FR_LEN];
 
-    start2(&m, &f, FX_ECHO, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, args);
     uint64_t t0 = t_now_ms();
     cl_send(fd, out, 3 * FR_LEN);
 
@@ -665,8 +627,7 @@ TEST(http_pass_frames_every_kind_of_response)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0;
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
@@ -725,16 +686,15 @@ TEST(http_flip_s2c_lands_in_the_nth_response)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0;
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
     T_EQ(at[0], at7 + hlen + 100);
     T_EQ(got[at[0]] ^ want[at[0]], 0x02);
     T_EQ(mitm_faults(&m), 1);
-    T_EQ(summary_field(&m, "msg", 0), 7);
-    T_EQ(summary_field(&m, "len", 0), (long)(hlen + 5000));
+    T_EQ(mitm_field(&m, "msg", 0), 7);
+    T_EQ(mitm_field(&m, "len", 0), (long)(hlen + 5000));
     close(fd);
     stop2(&m, &f);
     free(got);
@@ -755,15 +715,12 @@ TEST(http_flip_c2s_damages_the_request_body)
     uint8_t *got = malloc(HTTP_CAP), *want = malloc(HTTP_CAP);
     size_t gl = 0, wl = 0, at[4], h6, at6 = http_resp_at(6, &h6);
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
     T_EQ(at[0], at6 + h6 + 10); /* the echo shows body byte 10 flipped */
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -778,8 +735,7 @@ TEST(http_dup_both_directions)
     size_t gl = 0, wl = 0, al;
 
     /* s2c: the chunked answer (3) arrives twice. */
-    start2(&m, &f, FX_HTTP, s2c);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, s2c);
     http_run(fd, 0, 3, got, &gl, want, &wl);
     char *a = http_answer("GET", "/chunked", NULL, 0, &al);
     T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
@@ -793,8 +749,7 @@ TEST(http_dup_both_directions)
 
     /* c2s: the DELETE (2) reaches the server twice: two 204s. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, c2s);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, c2s);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     a = http_answer("DELETE", "/a", NULL, 0, &al);
     T_EQ(cl_recv(fd, got + gl, al + 1, 1000), al);
@@ -803,9 +758,7 @@ TEST(http_dup_both_directions)
     http_run(fd, 2, 4, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -824,20 +777,16 @@ TEST(http_truncate_stall_delay_s2c)
     size_t gl = 0, wl = 0, hlen, at7 = http_resp_at(7, &hlen);
 
     /* truncate, default: half of response 7, then both sides closed. */
-    start2(&m, &f, FX_HTTP, trunc);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, trunc);
     http_run(fd, 0, 6, got, &gl, want, &wl);
     T_EQ(gl, at7 + (hlen + 5000) / 2);
     T_MEMEQ(got, want, gl);
     T_EQ(cl_closed(fd, 2000), 1);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
 
     /* stall: responses 1 and 2, then nothing, the connection open. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, stall);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, stall);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     T_EQ(gl, wl);
     size_t hl;
@@ -845,14 +794,11 @@ TEST(http_truncate_stall_delay_s2c)
     cl_send(fd, h, hl);
     free(h);
     T_EQ(cl_closed(fd, 500), 0);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
 
     /* delay: response 3 comes >= 400 ms after its request, intact. */
     gl = wl = 0;
-    start2(&m, &f, FX_HTTP, delay);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_HTTP, delay);
     http_run(fd, 0, 2, got, &gl, want, &wl);
     uint64_t t0 = t_now_ms();
     http_run(fd, 2, 3, got, &gl, want, &wl);
@@ -860,9 +806,7 @@ TEST(http_truncate_stall_delay_s2c)
     http_run(fd, 3, NSEQ, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_MEMEQ(got, want, wl);
-    T_EQ(mitm_faults(&m), 1);
-    close(fd);
-    stop2(&m, &f);
+    close2(&m, &f, fd, 1);
     free(got);
     free(want);
 }
@@ -915,15 +859,14 @@ TEST(http_flip_without_offset_buffers_a_chunked_answer)
     size_t gl = 0, wl = 0, at[4], hlen, at3 = http_resp_at(3, &hlen), al;
     char *a = http_answer("GET", "/chunked", NULL, 0, &al);
 
-    start2(&m, &f, FX_HTTP, args);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_HTTP, args);
     http_run(fd, 0, 3, got, &gl, want, &wl);
     T_EQ(gl, wl);
     T_EQ(diffs(got, want, wl, at, 4), 1);
     T_GE(at[0], at3);
     T_LT(at[0], at3 + al);
-    T_EQ(summary_field(&m, "offset", 0), (long)(at[0] - at3));
-    T_EQ(summary_field(&m, "len", 0), (long)al);
+    T_EQ(mitm_field(&m, "offset", 0), (long)(at[0] - at3));
+    T_EQ(mitm_field(&m, "len", 0), (long)al);
     close(fd);
     stop2(&m, &f);
     free(a);
@@ -943,18 +886,16 @@ TEST(raw_offset_is_a_stream_offset)
     uint8_t *out = frames(3, FR_BODY), *in = calloc(1, n);
     size_t at[4];
 
-    start2(&m, &f, FX_ECHO, flip);
-    int fd = cl_connect(&m);
+    int fd = open2(&m, &f, FX_ECHO, flip);
     cl_send(fd, out, n);
     cl_recv_exact(fd, in, n);
     T_EQ(diffs(in, out, n, at, 4), 1);
     T_EQ(at[0], 10000);
-    T_EQ(summary_field(&m, "offset", 0), 10000);
+    T_EQ(mitm_field(&m, "offset", 0), 10000);
     close(fd);
     stop2(&m, &f);
 
-    start2(&m, &f, FX_ECHO, trunc);
-    fd = cl_connect(&m);
+    fd = open2(&m, &f, FX_ECHO, trunc);
     cl_send(fd, out, n);
     T_EQ(cl_recv(fd, in, n, 5000), 5000);
     T_MEMEQ(in, out, 5000);

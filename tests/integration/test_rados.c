@@ -25,39 +25,6 @@ TEST(rados_not_built)
 
 #define CH (64 * RU_KIB)
 
-/* PUT, STAT, GET byte-exact and ETag == MD5, for one size. */
-static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed,
-                      uint64_t chunk)
-{
-    uint8_t *src = ru_pattern(n, seed), *dst = malloc(n + 1);
-    struct rio_desc d, s;
-    char md5[33];
-
-    T_NOTNULL(dst);
-    ru_md5(src, n, md5);
-    memset(&d, 0, sizeof(d));
-    T_OK(rio_put(c, key, src, n, NULL, &d));
-    T_NE(d.generation, 0);
-    T_STREQ(d.etag, md5);
-    T_OK(rio_stat(c, key, &s));
-    T_EQ(s.generation, d.generation);
-    T_EQ(s.size, (uint64_t)n);
-    T_EQ(s.chunk_size, chunk);
-    T_EQ(s.nchunks, n ? (n - 1) / chunk + 1 : 0);
-    T_STREQ(s.etag, md5);
-    for (uint64_t i = 0; i < s.nchunks; i++) {
-        uint64_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
-        T_EQ(s.xxh[i], rio__xxh3(src + off, len));
-    }
-    T_EQ(rio_get(c, key, dst, n + 1, NULL), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    rio_desc_cleanup(&d);
-    rio_desc_cleanup(&s);
-    free(src);
-    free(dst);
-    ru_idle(c);
-}
-
 TEST(roundtrip_256m)
 {
     struct rio_options o;
@@ -603,6 +570,24 @@ TEST(bad_urls_and_foreign_objects)
     snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
     T_NULL(c);
+    /* a size option refused names itself and its range */
+    ru_url(url, sizeof(url), "rio", "max_object=0");
+    t_client_refused(url, &o, "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to ");
+    ru_url(url, sizeof(url), "rio", "max_object=big");
+    t_client_refused(url, &o, "railio: max_object=big: expected a size");
+    ru_url(url, sizeof(url), "rio", "fail_chunk=1K");
+    t_client_refused(url, &o, "railio: fail_chunk=1K: expected a whole number from 0 to ");
+    ru_url(url, sizeof(url), "rio", "inject_socket_failures=-1");
+    t_client_refused(url, &o, "railio: inject_socket_failures=-1: expected a whole number");
+    ru_url(url, sizeof(url), "rio", "shuffle=maybe");
+    t_client_refused(url, &o, "railio: shuffle=maybe: expected on or off");
+    ru_url(url, sizeof(url), "rio", "timeout=0");
+    t_client_refused(url, &o, "railio: timeout=0: expected a duration above 0");
+    ru_url(url, sizeof(url), "rio", "abort_timeout=soon");
+    t_client_refused(url, &o, "railio: abort_timeout=soon: expected a duration");
+    c = ru_client("rio", "shuffle=off&timeout=1500ms", &o);
+    rio_client_destroy(c);
+    c = NULL;
 
     /* An object that is not a head under a key: a clean error, and rm works. */
     rados_t cl = ru_admin();
@@ -645,10 +630,33 @@ TEST(keys_with_odd_bytes)
     ru_opts(&o, CH, 4);
     struct rio_client *c = ru_client("rio", NULL, &o);
     for (size_t i = 0; i < 4; i++) {
-        roundtrip(c, keys[i], 2 * CH + 1, 900 + i, CH);
+        t_roundtrip(c, keys[i], 2 * CH + 1, 900 + i, CH);
         T_OK(rio_delete(c, keys[i]));
     }
     rio_client_destroy(c);
+}
+
+/* No chunk object under prefix in either pool; c idle, then destroyed. */
+static void close_clean(struct rio_client *c, const char *prefix)
+{
+    T_EQ(ru_chunks("rio", prefix), 0u);
+    T_EQ(ru_chunks("rio2", prefix), 0u);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
+/* For a CLI test: the cluster's conf; tag-in (the n bytes of src) and
+ * tag-out in its directory (in and out, 1024 bytes each). */
+static const char *cli_files(const char *bdir, const char *tag, const uint8_t *src, size_t n,
+                             char *in, char *out)
+{
+    if (!bdir)
+        T_SKIP("T_BUILD_DIR not set (run through ctest)");
+    const char *conf = t_ceph_conf();
+    snprintf(in, 1024, "%s/%s-in", t_ceph_dir(), tag);
+    snprintf(out, 1024, "%s/%s-out", t_ceph_dir(), tag);
+    t_write_file(in, src, n);
+    return conf;
 }
 
 /* railio put/get/stat/rm with rados://POOL/KEY and the conf from RIO_CEPH_CONF. */
@@ -656,18 +664,10 @@ TEST(cli_put_get_stat_rm)
 {
     const char *bdir = getenv("T_BUILD_DIR");
     char cmd[16384], in[1024], out[1024];
-
-    if (!bdir)
-        T_SKIP("T_BUILD_DIR not set (run through ctest)");
-    const char *conf = t_ceph_conf();
-    snprintf(in, sizeof(in), "%s/cli-in", t_ceph_dir());
-    snprintf(out, sizeof(out), "%s/cli-out", t_ceph_dir());
     size_t n = 3 * RU_MIB + 17;
     uint8_t *src = ru_pattern(n, 77);
-    FILE *f = fopen(in, "w");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    const char *conf = cli_files(bdir, "cli", src, n, in, out);
+
     snprintf(cmd, sizeof(cmd),
              "RIO_CEPH_CONF=%s '%s/railio' put rados://rio/cli/obj '%s' >&2 && "
              "RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj >&2 && "
@@ -840,10 +840,7 @@ TEST(stream_put_unknown_size_roundtrips)
         snprintf(key, sizeof(key), "stream/%zu", sizes[k]);
         T_OK(rio_delete(c, key));
     }
-    T_EQ(ru_chunks("rio", "stream/"), 0);
-    T_EQ(ru_chunks("rio2", "stream/"), 0);
-    ru_idle(c);
-    rio_client_destroy(c);
+    close_clean(c, "stream/");
 }
 
 /* An aborted stream removes every chunk that landed, whatever the order and
@@ -1025,10 +1022,7 @@ TEST(writer_unknown_size_roundtrips)
         free(src);
         free(dst);
     }
-    T_EQ(ru_chunks("rio", "writer/"), 0);
-    T_EQ(ru_chunks("rio2", "writer/"), 0);
-    ru_idle(c);
-    rio_client_destroy(c);
+    close_clean(c, "writer/");
 }
 
 /* A writer aborted mid-stream, and one whose chunk fails: no chunk object
@@ -1079,18 +1073,10 @@ TEST(cli_put_from_stdin)
 {
     const char *bdir = getenv("T_BUILD_DIR");
     char cmd[16384], in[1024], out[1024];
-
-    if (!bdir)
-        T_SKIP("T_BUILD_DIR not set (run through ctest)");
-    const char *conf = t_ceph_conf();
-    snprintf(in, sizeof(in), "%s/stdin-in", t_ceph_dir());
-    snprintf(out, sizeof(out), "%s/stdin-out", t_ceph_dir());
     size_t n = 5 * RU_MIB + 3;
     uint8_t *src = ru_pattern(n, 78);
-    FILE *f = fopen(in, "w");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    const char *conf = cli_files(bdir, "stdin", src, n, in, out);
+
     snprintf(cmd, sizeof(cmd),
              "cat '%s' | RIO_CEPH_CONF=%s '%s/railio' put 'rados://rio/cli/stdin?chunk=1M' - "
              ">&2 && RIO_CEPH_CONF=%s '%s/railio' get rados://rio/cli/stdin '%s' >&2 && "
@@ -1117,12 +1103,8 @@ TEST(cli_bench_smoke)
              "--reps 1 --json >'%s'",
              bdir, conf, outp);
     T_EQ(system(cmd), 0);
-    FILE *f = fopen(outp, "r");
-    T_NOTNULL(f);
-    char buf[16384];
-    size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[len] = '\0';
+    size_t len;
+    char *buf = (char *)t_slurp(outp, &len);
     T_NOTNULL(strstr(buf, "\"bench\":\"rados\""));
     T_NOTNULL(strstr(buf, "\"md5_mbps\":"));
     T_NULL(strstr(buf, ",\"put_mbps\":0.0"));
@@ -1131,24 +1113,9 @@ TEST(cli_bench_smoke)
     T_NULL(strstr(buf, "\"put_nomd5_mbps\":0.0"));
     /* `rados --striper` ran (its figure may be 0 if that tool crashed: not ours). */
     T_NOTNULL(strstr(buf, "\"rados_put_mbps\":"));
-    uint64_t ch, others;
-    ru_count("rio", NULL, &ch, &others);
-    T_EQ(ch, 0);
-    rados_t cl = ru_admin();
-    rados_ioctx_t io;
-    rados_list_ctx_t lc;
-    const char *e, *k, *ns;
-    int left = 0;
-    T_OK(rados_ioctx_create(cl, "rio", &io));
-    rados_ioctx_set_namespace(io, LIBRADOS_ALL_NSPACES);
-    T_OK(rados_nobjects_list_open(io, &lc));
-    while (rados_nobjects_list_next(lc, &e, &k, &ns) == 0)
-        if (strncmp(e, "railio-bench/", 13) == 0)
-            left++;
-    rados_nobjects_list_close(lc);
-    rados_ioctx_destroy(io);
-    rados_shutdown(cl);
-    T_EQ(left, 0);
+    free(buf);
+    T_EQ(ru_chunks("rio", NULL), 0);
+    T_EQ(ru_objects("rio", "railio-bench/"), 0);
 }
 
 #endif /* RIO_HAVE_RADOS */

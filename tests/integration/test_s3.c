@@ -36,46 +36,6 @@ static struct rio_client *rgw_client(const struct rio_options *o, const char *ex
     return su_client(url, o);
 }
 
-/* PUT, STAT, GET byte-exact; the descriptor carries the chunk size, every
- * chunk's xxh3 and the MD5 of the whole stream. */
-static void roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed)
-{
-    uint8_t *src = su_pattern(n, seed), *dst = malloc(n + 1);
-    struct rio_desc d, s;
-    char md5[33];
-
-    T_NOTNULL(dst);
-    su_md5(src, n, md5);
-    memset(&d, 0, sizeof(d));
-    int ret = rio_put(c, key, src, n, NULL, &d);
-    if (ret != 0)
-        T_FAIL("rio_put(%s, %zu): %s", key, n, rio_errname(ret));
-    T_NE(d.generation, 0u);
-    T_STREQ(d.etag, md5);
-    T_OK(rio_stat(c, key, &s));
-    T_EQ(s.generation, d.generation);
-    T_EQ(s.size, (uint64_t)n);
-    T_EQ(s.chunk_size, CH);
-    T_EQ(s.nchunks, n ? (n - 1) / CH + 1 : 0);
-    T_STREQ(s.etag, md5);
-    if (s.nchunks)
-        T_NOTNULL(s.xxh);
-    for (uint64_t i = 0; i < s.nchunks; i++) {
-        uint64_t off = i * CH, len = n - off < CH ? n - off : CH;
-        T_EQ(s.xxh[i], rio__xxh3(src + off, len));
-    }
-    memset(dst, 0xA5, n + 1);
-    int64_t got = rio_get(c, key, dst, n + 1, NULL);
-    if (got != (int64_t)n)
-        T_FAIL("rio_get(%s): %" PRId64 " %s", key, got, got < 0 ? rio_errname((int)got) : "");
-    T_MEMEQ(dst, src, n);
-    rio_desc_cleanup(&d);
-    rio_desc_cleanup(&s);
-    free(src);
-    free(dst);
-    su_idle(c);
-}
-
 /* The client's chunk (the 4 MiB default) is under S3's 5 MiB part minimum:
  * a multi-chunk PUT takes the transport's minimum instead of failing. */
 TEST(chunk_raised_to_min_part)
@@ -114,7 +74,7 @@ TEST(keys_needing_encoding)
     su_opts(&o, CH, 4);
     struct rio_client *c = rgw_client(&o, NULL);
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        roundtrip(c, keys[i], 1000 + i, 200 + i);
+        t_roundtrip(c, keys[i], 1000 + i, 200 + i, CH);
         T_OK(rio_delete(c, keys[i]));
     }
     su_close(c, alloc0);
@@ -147,10 +107,7 @@ TEST(curl_reads_railio_and_railio_reads_curl)
 
         /* The other way: curl PUTs, railio GETs. */
         snprintf(file, sizeof(file), "%s/cross.%d", su_dir, (int)getpid());
-        FILE *f = fopen(file, "wb");
-        T_NOTNULL(f);
-        T_EQ(fwrite(src, 1, n, f), n);
-        fclose(f);
+        t_write_file(file, src, n);
         snprintf(key, sizeof(key), "cross/curl-%zu", n);
         snprintf(path, sizeof(path), BUCKET "/%s", key);
         snprintf(args, sizeof(args), "-T '%s'", file);
@@ -335,10 +292,7 @@ TEST(overwrite_during_get_never_stitches)
     uint8_t *a = su_pattern(n, 900), *b = su_pattern(n, 901), *dst = malloc(n);
     T_NOTNULL(dst);
     snprintf(file, sizeof(file), "%s/race.%d", su_dir, (int)getpid());
-    FILE *f = fopen(file, "wb");
-    T_NOTNULL(f);
-    T_EQ(fwrite(b, 1, n, f), n);
-    fclose(f);
+    t_write_file(file, b, n);
     w.ep = su_rgw(BUCKET);
     w.file = file;
     for (unsigned round = 0; round < 2; round++) {

@@ -223,10 +223,7 @@ TEST(etag_change_mid_read_is_a_generation_error)
 
     T_NOTNULL(dst);
     snprintf(path, sizeof(path), "%s/etag.src", su_dir);
-    FILE *f = fopen(path, "wb");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    t_write_file(path, src, n);
     snprintf(cmd, sizeof(cmd),
              "curl -s -f -m 10 -o /dev/null -T '%s' http://127.0.0.1:%d/fb/F_etag_1/plain", path,
              port);
@@ -1328,27 +1325,10 @@ TEST(complete_503_retried_by_engine)
  */
 static void refused_says(const char *url, const char *want)
 {
-    char path[] = "/tmp/rio_s3opt_XXXXXX", got[512] = "";
-    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
     struct rio_options o;
-    struct rio_client *c = NULL;
 
     su_opts(&o, CH, 4);
-    T_TRUE(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    T_TRUE(dup2(fd, STDERR_FILENO) >= 0);
-    int ret = rio_client_new(url, &o, &c);
-    fflush(stderr);
-    T_TRUE(dup2(saved, STDERR_FILENO) >= 0);
-    close(saved);
-    ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
-    close(fd);
-    unlink(path);
-    got[n > 0 ? n : 0] = '\0';
-    if (ret != RIO_EINVAL || c)
-        T_FAIL("%s: %s, want RIO_EINVAL", url, rio_errname(ret));
-    if (!strstr(got, want))
-        T_FAIL("%s: stderr \"%s\" lacks \"%s\"", url, got, want);
+    t_client_refused(url, &o, want);
 }
 
 TEST(refused_option_names_itself)
@@ -1360,8 +1340,19 @@ TEST(refused_option_names_itself)
     refused_says(EP "stall=soon", "railio: stall=soon: expected a duration");
     refused_says(EP "stall=0", "railio: stall=0: expected a duration above 0");
     refused_says(EP "connect_timeout=1fortnight", "railio: connect_timeout=1fortnight:");
-    refused_says(EP "bufsize=100", "railio: bufsize=100: expected 0 or a size");
-    refused_says(EP "min_part=lots", "railio: min_part=lots: expected a size");
+    refused_says(EP "bufsize=100", "railio: bufsize=100: expected 0 or a size (e.g. 64K, 1M) from "
+                                   "1024 to ");
+    refused_says(EP "min_part=lots", "railio: min_part=lots: expected a size (e.g. 64K, 1M) up to "
+                                     "5368709120");
+    refused_says(EP "upbufsize=4M", "railio: upbufsize=4M: expected 0 or a size (e.g. 64K, 1M) "
+                                    "from 16384 to 2097152");
+    T_OK(setenv("RIO_S3_RCVBUF", "2G", 1));
+    refused_says(EP "stall=1s", "railio: RIO_S3_RCVBUF=2G: expected a size (e.g. 64K, 1M) up to "
+                                "1073741824");
+    T_OK(unsetenv("RIO_S3_RCVBUF"));
+    T_OK(setenv("RIO_S3_DEBUG", "maybe", 1));
+    refused_says(EP "stall=1s", "railio: RIO_S3_DEBUG=maybe: expected on or off");
+    T_OK(unsetenv("RIO_S3_DEBUG"));
     refused_says(EP "rails=a,,b", "railio: rails=a,,b: expected 1 to");
     T_OK(setenv("RIO_S3_DISCARD", "maybe", 1));
     refused_says(EP "stall=1s", "railio: RIO_S3_DISCARD=maybe: expected on or off");

@@ -69,8 +69,7 @@ TEST(idle_handshakes_do_not_lock_out)
     for (int i = 0; i < HS_IDLE; i++)
         wc_close(&idle[i]);
     wc_close(&late);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Connect c to addr from the loopback address src (127.0.0.2: another
@@ -124,8 +123,7 @@ TEST(handshake_flood_evicts_only_the_flooder)
     T_EQ(wc_ping(&c), 0);
     for (int i = 0; i < 200; i++)
         wc_close(&flood[i]);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(handshake_timeout)
@@ -136,8 +134,7 @@ TEST(handshake_timeout)
 
     srv_start(&e, args);
     wc_connect(&idle, e.addr[0]);
-    wc_connect(&ok, e.addr[0]);
-    wc_hello(&ok, NULL);
+    wc_open(&ok, e.addr[0]);
     /* Without a token HELLO is optional: any request answered will do. */
     wc_connect(&noh, e.addr[0]);
     T_EQ(wc_ping(&noh), 0);
@@ -151,8 +148,7 @@ TEST(handshake_timeout)
     T_EQ(srv_scrape(&e, "railiod_timeouts_total{kind=\"handshake\"}"), 1.0);
     wc_close(&idle);
     wc_close(&ok);
-    wc_close(&noh);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &noh);
 }
 
 /* One client sending a byte every 1.5 s blocked every scrape (one
@@ -279,11 +275,8 @@ TEST(disk_small_read_off_the_event_loop)
     uint64_t *x = calloc(2, 8), up = 0, gen = 0;
     char etag[33] = "00000000000000000000000000000000";
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
-    wc_connect(&p, e.addr[0]);
-    wc_hello(&p, NULL);
+    srv_start_wc(&e, args, &c);
+    wc_open(&p, e.addr[0]);
     T_EQ(wc_put_open(&c, "big", size, chunk, 0, &up), 0);
     for (uint64_t i = 0; i < 2; i++) {
         t_fill_pattern_at(data, chunk, 77, i * chunk);
@@ -332,6 +325,5 @@ TEST(disk_small_read_off_the_event_loop)
     free(x);
     free(data);
     wc_close(&c);
-    wc_close(&p);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &p);
 }

@@ -59,9 +59,7 @@ TEST(sizes_round_trip)
     struct wc c;
     char key[32];
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         uint8_t *data = pattern(sizes[i], 100 + i);
         snprintf(key, sizeof(key), "obj/%u", i);
@@ -82,8 +80,7 @@ TEST(sizes_round_trip)
         T_EQ(wc_delete(&c, key), RIO_ENOTFOUND);
         free(data);
     }
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Chunks of one upload over three connections to two listeners (rails). */
@@ -98,8 +95,7 @@ TEST(chunks_over_several_connections)
     srv_start_listen(&e, "127.0.0.1:0,127.0.0.1:0", NULL);
     T_EQ(e.naddr, 2u);
     for (int i = 0; i < 3; i++) {
-        wc_connect(&c[i], e.addr[i % 2]);
-        wc_hello(&c[i], NULL);
+        wc_open(&c[i], e.addr[i % 2]);
     }
     uint64_t gen = wc_put_multi(c, 3, "multi", data, size, CHUNK);
     check_desc(&c[2], "multi", gen, data, size, CHUNK);
@@ -136,8 +132,7 @@ TEST(hello_lists_rails)
     T_EQ(hr.rail_len[1], strlen(want));
     T_TRUE(memcmp(hr.rail[1], want, hr.rail_len[1]) == 0);
     free(keep);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(chunk_checksum_and_geometry)
@@ -150,9 +145,7 @@ TEST(chunk_checksum_and_geometry)
     uint64_t up = 0, gen = 0;
     char etag[33];
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     wc_etag(data, size, etag);
     T_EQ(wc_put_open(&c, "ck", size, CHUNK, 0, &up), 0);
     /* Wrong checksum: refused and not stored. */
@@ -205,8 +198,7 @@ TEST(chunk_checksum_and_geometry)
     T_EQ(wc_ping(&c), 0);
     free(x);
     free(data);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Upload ids are the upload's capability: no id tells the next one (a
@@ -229,8 +221,7 @@ TEST(upload_ids_are_unguessable)
             close_pairs += d < (1ull << 32);
         }
     T_EQ(close_pairs, 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(generations_and_bounds)
@@ -240,11 +231,8 @@ TEST(generations_and_bounds)
     const uint64_t size = 4 * CHUNK;
     uint8_t *a = pattern(size, 1), *b = pattern(size, 2), *buf = malloc(CHUNK);
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
-    wc_connect(&c2, e.addr[0]);
-    wc_hello(&c2, NULL);
+    srv_start_wc(&e, NULL, &c);
+    wc_open(&c2, e.addr[0]);
     uint64_t g1 = wc_put(&c, "g", a, size, CHUNK);
     /* A reader takes chunk 0 of g1, then the key is replaced. */
     T_EQ(wc_read(&c2, "g", g1, 0, CHUNK, buf), 0);
@@ -273,8 +261,7 @@ TEST(generations_and_bounds)
     free(b);
     free(buf);
     wc_close(&c);
-    wc_close(&c2);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c2);
 }
 
 /* A PUT replacing the object while a large READ of the old one is being
@@ -288,11 +275,8 @@ TEST(replace_during_send)
     struct rio_proto_hdr h;
     uint8_t *body = NULL;
 
-    srv_start(&e, NULL);
-    wc_connect(&r, e.addr[0]);
-    wc_hello(&r, NULL);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    srv_start_wc(&e, NULL, &r);
+    wc_open(&w, e.addr[0]);
     uint64_t g1 = wc_put(&w, "big", a, size, 4u << 20);
     /* Ask for all 32 MiB in one READ but do not read it yet: the server
      * can only push what the socket buffers hold. */
@@ -314,8 +298,7 @@ TEST(replace_during_send)
     free(a);
     free(b);
     wc_close(&r);
-    wc_close(&w);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &w);
 }
 
 /* Many requests written back to back before any response is read. */
@@ -327,9 +310,7 @@ TEST(pipelining)
     const uint64_t size = 8 * 4096;
     uint8_t *data = pattern(size, 3);
 
-    srv_start(&e, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, NULL, &c);
     uint64_t gen = wc_put(&c, "p", data, size, 4096);
     for (unsigned i = 0; i < n; i++) {
         struct rio_proto_read m = {
@@ -373,6 +354,5 @@ TEST(pipelining)
     T_GE(st.connections, 1u);
     free(body);
     free(data);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

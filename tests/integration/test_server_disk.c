@@ -39,8 +39,7 @@ TEST(round_trips_and_restart)
     const uint64_t chunks[] = {1u << 20, 64u * 1024u, 10007u};
 
     start(&e, dir, 1, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 12; k++) {
         snprintf(key, sizeof(key), "obj/%u", k);
         gens[k] = put_version(&c, key, k, 1, chunks[k % 3]);
@@ -59,15 +58,13 @@ TEST(round_trips_and_restart)
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 13u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 13.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* Restart: every object byte-exact with the same generation. */
     start(&e, dir, 1, "64M");
     T_EQ(srv_scrape(&e, "railiod_disk_recovered_objects"), 13.0);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 12; k++) {
         snprintf(key, sizeof(key), "obj/%u", k);
         expect_version(&c, key, k, k == 3 ? 2 : 1, gens[k]);
@@ -101,18 +98,15 @@ TEST(round_trips_and_restart)
     /* DELETE survives a restart. */
     T_EQ(wc_delete(&c, "obj/1"), 0);
     T_EQ(wc_delete(&c, "obj/1"), RIO_ENOTFOUND);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     start(&e, dir, 0, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_lookup(&c, "obj/1", &d, &keep), RIO_ENOTFOUND);
     free(keep);
     expect_version(&c, "obj/0", 0, 2, g);
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 12.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* A memory cache smaller than the data: evicted objects are read from disk. */
@@ -125,8 +119,7 @@ TEST(memory_is_a_cache)
     uint64_t gens[16];
 
     start(&e, dir, 0, "1M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (unsigned k = 0; k < 16; k++) {
         snprintf(key, sizeof(key), "c/%u", k);
         gens[k] = put_version(&c, key, k, 7, 32u * 1024u);
@@ -137,8 +130,7 @@ TEST(memory_is_a_cache)
         expect_version(&c, key, k, 7, gens[k]);
     }
     T_GT(srv_scrape(&e, "railiod_disk_reads_total"), 0.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 static void write_file(const char *path, const void *p, size_t n)
@@ -191,15 +183,13 @@ TEST(corrupt_records_are_detected_and_not_served)
     struct stat st;
 
     start(&e, dir, 1, "64M");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     g[0] = put_version(&c, "meta", 0, 1, 16384);
     g[1] = put_version(&c, "trunc", 1, 1, 16384);
     g[2] = put_version(&c, "data", 2, 1, 16384);
     g[3] = put_version(&c, "fine", 3, 1, 16384);
     g[4] = put_version(&c, "hdrtrunc", 4, 1, 16384);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* A byte of the metadata (inside the key) flipped. */
     file_of(dir, g[0], path, sizeof(path));
@@ -224,8 +214,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     T_EQ(srv_scrape(&e, "railiod_disk_discarded_partial"), 1.0);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0) - 3u, 2u); /* .corrupt ones keep the prefix */
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_lookup(&c, "meta", &d, &keep), RIO_ENOTFOUND);
     free(keep);
     T_EQ(wc_lookup(&c, "trunc", &d, &keep), RIO_ENOTFOUND);
@@ -237,8 +226,7 @@ TEST(corrupt_records_are_detected_and_not_served)
     T_NULL(buf);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 4.0);
     expect_version(&c, "fine", 3, 1, g[3]);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 static void le64_at(uint8_t *p, uint64_t v)
@@ -288,14 +276,12 @@ TEST(generations_continue_above_records)
 
     start(&e, dir, 1, "64M");
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     expect_version(&c, key, 9, 3, gen);
     T_GT(put_version(&c, "next", 10, 1, 4096), gen);
     T_GT(put_version(&c, key, 9, 4, 4096), gen);
     expect_version(&c, key, 9, 4, 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
     free(f);
     free(x);
     free(d);

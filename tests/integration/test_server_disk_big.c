@@ -36,8 +36,7 @@ TEST(object_larger_than_memory)
     setenv("ASAN_OPTIONS", opts, 1);
     srv_start(&e, args);
     for (unsigned i = 0; i < 2; i++) {
-        wc_connect(&c[i], e.addr[0]);
-        wc_hello(&c[i], NULL);
+        wc_open(&c[i], e.addr[0]);
     }
 
     /* One that fits is cached: reading it does not touch the disk. */

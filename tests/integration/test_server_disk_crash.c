@@ -117,8 +117,7 @@ static uint64_t verify(struct srv_env *e, unsigned round)
     uint64_t maxgen = 0;
     unsigned present = 0, newer = 0;
 
-    wc_connect(&c, e->addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e->addr[0]);
     for (unsigned k = 0; k < NKEYS; k++) {
         char key[32];
         struct rio_proto_desc d;

@@ -143,10 +143,8 @@ TEST(held_commit_does_not_stall_the_worker)
 
     setup();
     start(&e, dir);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     g1 = put_version(&b, "plain", 1, 1);
 
     hold_set(1);
@@ -177,8 +175,7 @@ TEST(held_commit_does_not_stall_the_worker)
     T_GT(gen, g1);
     expect_version(&b, "hold/a", 2, 1, gen);
     wc_close(&a);
-    wc_close(&b);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &b);
 }
 
 TEST(delete_wins_over_an_older_put)
@@ -190,10 +187,8 @@ TEST(delete_wins_over_an_older_put)
 
     setup();
     start(&e, dir);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     g1 = put_version(&a, "hold/k", 5, 1);
     expect_version(&b, "hold/k", 5, 1, g1);
 
@@ -216,8 +211,7 @@ TEST(delete_wins_over_an_older_put)
     /* And after kill -9 and a restart. */
     srv_kill9(&e);
     start(&e, dir);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&b, e.addr[0]);
     expect_absent(&b, "hold/k");
     /* A PUT opened after the DELETE is visible. */
     g3 = put_version(&b, "hold/k", 5, 3);
@@ -233,10 +227,8 @@ TEST(delete_wins_over_an_older_put)
     wc_close(&b);
 
     /* The server killed while the commit is still held after the DELETE. */
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     hold_set(1);
     put_until_commit(&a, "hold/k", 5, 4);
     hold_wait_reached();
@@ -247,14 +239,12 @@ TEST(delete_wins_over_an_older_put)
     srv_kill9(&e);
     hold_set(0);
     start(&e, dir);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&b, e.addr[0]);
     expect_absent(&b, "hold/k");
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "t-", NULL, 0), 0u);
     T_EQ(disk_dir_count(dir, "d-", NULL, 0), 0u); /* reclaimed at start-up */
-    wc_close(&b);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &b);
 }
 
 static void le64_at(uint8_t *p, uint64_t v)
@@ -294,13 +284,11 @@ TEST(recovery_honours_tombstones)
 
     setup();
     start(&e, dir);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     g1 = put_version(&c, "gone", 1, 1);
     g2 = put_version(&c, "kept", 2, 1);
     g3 = put_version(&c, "newer", 3, 1);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     /* A tombstone above "gone", one below "newer", a corrupt one for "kept". */
     write_tomb(dir, "gone", g1 + 1, 0);
@@ -308,8 +296,7 @@ TEST(recovery_honours_tombstones)
     write_tomb(dir, "kept", g2 + 1, 1);
     start(&e, dir);
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 1.0);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     expect_absent(&c, "gone");
     expect_version(&c, "kept", 2, 1, g2);
     expect_version(&c, "newer", 3, 1, g3);
@@ -318,6 +305,5 @@ TEST(recovery_honours_tombstones)
     T_EQ(srv_scrape(&e, "railiod_disk_objects"), 2.0);
     /* Generations continue above the tombstones too. */
     T_GT(put_version(&c, "gone", 1, 2), g3);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

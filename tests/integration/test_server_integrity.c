@@ -59,8 +59,7 @@ static void send_flipped(const char *addr, const uint8_t *frame, size_t len, siz
 
     memcpy(b, frame, len);
     b[pos] ^= 0x20;
-    wc_connect(&c, addr);
-    wc_hello(&c, NULL);
+    wc_open(&c, addr);
     T_OK(wc_send_raw(&c, b, len));
     shutdown(c.fd, SHUT_WR); /* a length made longer waits for nothing */
     int r = wc_recv(&c, &h, &body);
@@ -69,6 +68,26 @@ static void send_flipped(const char *addr, const uint8_t *frame, size_t len, siz
     free(body);
     T_EQ(wc_wait_closed(&c, 3000), 0);
     wc_close(&c);
+}
+
+/* A PUT_OPEN frame for key (size bytes, request id next_id) sent once a
+ * connection with its byte at each offset in [from, to) flipped: nothing
+ * is stored, no upload opened. */
+static void flip_put_open(struct srv_env *e, const char *key, uint64_t size, uint64_t next_id,
+                          size_t from, size_t to)
+{
+    struct wc c;
+    uint8_t frame[2048];
+    uint64_t objects, uploads;
+
+    memset(&c, 0, sizeof(c));
+    c.next_id = next_id;
+    size_t len = put_open_frame(&c, key, size, 0, frame);
+    for (size_t pos = from; pos < len && pos < to; pos++)
+        send_flipped(e->addr[0], frame, len, pos);
+    stat_counts(e->addr[0], NULL, &objects, &uploads);
+    T_EQ(objects, 0u);
+    T_EQ(uploads, 0u);
 }
 
 /*
@@ -81,29 +100,18 @@ TEST(put_open_flip_never_opens_another_key)
 {
     struct srv_env e;
     struct wc c;
-    uint8_t frame[2048];
-    uint64_t objects, uploads;
 
     srv_start(&e, NULL);
-    memset(&c, 0, sizeof(c));
-    c.next_id = 5;
-    size_t len = put_open_frame(&c, "model/weights-00", 8192, 0, frame);
-    for (size_t pos = 0; pos < len; pos++)
-        send_flipped(e.addr[0], frame, len, pos);
-    stat_counts(e.addr[0], NULL, &objects, &uploads);
-    T_EQ(objects, 0u);
-    T_EQ(uploads, 0u);
+    flip_put_open(&e, "model/weights-00", 8192, 5, 0, SIZE_MAX);
 
     uint8_t data[8192];
     t_fill_pattern(data, sizeof(data), 3);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     uint64_t gen = wc_put(&c, "model/weights-00", data, sizeof(data), 4096);
     uint8_t back[8192];
     T_EQ(wc_read(&c, "model/weights-00", gen, 0, sizeof(back), back), 0);
     T_MEMEQ(back, data, sizeof(back));
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* A flip in ttl_ms (bytes 16..19 of the body) gave an acknowledged object an
@@ -111,18 +119,9 @@ TEST(put_open_flip_never_opens_another_key)
 TEST(put_open_ttl_flip_is_detected)
 {
     struct srv_env e;
-    struct wc c;
-    uint8_t frame[2048];
-    uint64_t objects, uploads;
 
     srv_start(&e, NULL);
-    memset(&c, 0, sizeof(c));
-    size_t len = put_open_frame(&c, "kv/block", 4096, 0, frame);
-    for (size_t pos = 32 + 16; pos < 32 + 20; pos++)
-        send_flipped(e.addr[0], frame, len, pos);
-    stat_counts(e.addr[0], NULL, &objects, &uploads);
-    T_EQ(uploads, 0u);
-    T_EQ(objects, 0u);
+    flip_put_open(&e, "kv/block", 4096, 0, 32 + 16, 32 + 20);
     T_EQ(srv_stop(&e), 0);
 }
 
@@ -140,8 +139,7 @@ TEST(commit_etag_flip_is_detected)
     t_fill_pattern(data, sizeof(data), 9);
     wc_etag(data, sizeof(data), etag);
     x = rio__xxh3(data, sizeof(data));
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_put_open(&c, "etagged", sizeof(data), sizeof(data), 0, &up), 0);
     T_EQ(wc_put_chunk(&c, up, 0, x, data, sizeof(data)), 0);
 
@@ -161,12 +159,10 @@ TEST(commit_etag_flip_is_detected)
 
     struct rio_proto_desc desc;
     uint8_t *keep = NULL;
-    wc_connect(&d, e.addr[0]);
-    wc_hello(&d, NULL);
+    wc_open(&d, e.addr[0]);
     T_EQ(wc_lookup(&d, "etagged", &desc, &keep), RIO_ENOTFOUND);
     free(keep);
-    wc_close(&d);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &d);
 }
 
 /*
@@ -233,8 +229,7 @@ TEST(injected_frames_after_auth_are_rejected)
     }
     /* A genuine DELETE on the session works. */
     T_EQ(wc_delete(&c, "victim"), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /*
@@ -265,6 +260,5 @@ TEST(version1_client_gets_no_common_version)
     T_EQ(r.body_len, 0u);
     T_EQ(r.status, RIO_ENOTSUP);
     T_EQ(wc_wait_closed(&c, 3000), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

@@ -24,13 +24,10 @@ TEST(sigterm_drains_inflight_read)
     struct rio_proto_hdr h;
 
     t_fill_pattern(data, size, 21);
-    srv_start(&e, args);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    srv_start_wc(&e, args, &w);
     uint64_t gen = wc_put(&w, "big", data, size, 4 * MIB);
     wc_close(&w);
-    wc_connect(&idle, e.addr[0]);
-    wc_hello(&idle, NULL);
+    wc_open(&idle, e.addr[0]);
 
     T_OK(wc_try_connect_ex(&r, e.addr[0], 10, 64 * 1024));
     struct rio_proto_read m = {
@@ -81,9 +78,7 @@ TEST(drain_deadline)
     uint8_t *data = malloc(size);
 
     t_fill_pattern(data, size, 22);
-    srv_start(&e, args);
-    wc_connect(&w, e.addr[0]);
-    wc_hello(&w, NULL);
+    srv_start_wc(&e, args, &w);
     uint64_t gen = wc_put(&w, "big", data, size, 4 * MIB);
     T_OK(wc_try_connect_ex(&r, e.addr[0], 10, 4096));
     struct rio_proto_read m = {
@@ -136,8 +131,7 @@ TEST(metrics_endpoint)
         T_FAIL("curl is not installed (scripts/install-deps.sh installs it)");
     srv_start(&e, args);
     T_NE(e.metrics[0], '\0');
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     t_fill_pattern(data, sizeof(data), 3);
     uint64_t gen = wc_put(&c, "m", data, sizeof(data), 1000);
     for (int i = 0; i < 3; i++)
@@ -149,21 +143,30 @@ TEST(metrics_endpoint)
 
     snprintf(cmd, sizeof(cmd), "curl -sS -f --max-time 5 http://%s/metrics", e.metrics);
     char *text = run_cmd(cmd);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"READ\",status=\"ok\"}"), 3.0);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"READ\",status=\"RIO_EGENERATION\"}"), 1.0);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"LOOKUP\",status=\"RIO_ENOTFOUND\"}"), 1.0);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"PUT_CHUNK\",status=\"ok\"}"), 5.0);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"PUT_COMMIT\",status=\"ok\"}"), 1.0);
-    T_EQ(srv_metric(text, "railiod_requests_total{op=\"HELLO\",status=\"ok\"}"), 1.0);
-    /* READ out: 4 headers, 3000 bytes, 3 answers' xxh3 and tag, 1 error's tag. */
-    T_EQ(srv_metric(text, "railiod_request_bytes_total{op=\"READ\",direction=\"out\"}"),
-         4.0 * 32 + 3000 + 3 * (RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN) + RIO_PROTO_TAG_LEN);
-    T_EQ(srv_metric(text, "railiod_objects"), 1.0);
-    T_EQ(srv_metric(text, "railiod_stored_bytes"), 5000.0);
-    T_EQ(srv_metric(text, "railiod_inflight_requests"), 0.0);
-    T_EQ(srv_metric(text, "railiod_inflight_response_bytes"), 0.0);
-    T_EQ(srv_metric(text, "railiod_connections"), 1.0);
-    T_EQ(srv_metric(text, "railiod_rejected_frames_total"), 0.0);
+    static const struct {
+        const char *series;
+        double want;
+    } want[] = {
+        {"railiod_requests_total{op=\"READ\",status=\"ok\"}", 3},
+        {"railiod_requests_total{op=\"READ\",status=\"RIO_EGENERATION\"}", 1},
+        {"railiod_requests_total{op=\"LOOKUP\",status=\"RIO_ENOTFOUND\"}", 1},
+        {"railiod_requests_total{op=\"PUT_CHUNK\",status=\"ok\"}", 5},
+        {"railiod_requests_total{op=\"PUT_COMMIT\",status=\"ok\"}", 1},
+        {"railiod_requests_total{op=\"HELLO\",status=\"ok\"}", 1},
+        /* READ out: 4 headers, 3000 bytes, 3 answers' xxh3 and tag, 1 error's tag. */
+        {"railiod_request_bytes_total{op=\"READ\",direction=\"out\"}",
+         4.0 * 32 + 3000 + 3 * (RIO_PROTO_READ_FIXED + RIO_PROTO_TAG_LEN) + RIO_PROTO_TAG_LEN},
+        {"railiod_objects", 1},
+        {"railiod_stored_bytes", 5000},
+        {"railiod_inflight_requests", 0},
+        {"railiod_inflight_response_bytes", 0},
+        {"railiod_connections", 1},
+        {"railiod_rejected_frames_total", 0},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (srv_metric(text, want[i].series) != want[i].want)
+            T_FAIL("%s: %g, want %g", want[i].series, srv_metric(text, want[i].series),
+                   want[i].want);
     char series[160];
     snprintf(series, sizeof(series),
              "railiod_listener_bytes_total{listener=\"%s\",direction=\"in\"}", e.addr[0]);
@@ -175,8 +178,7 @@ TEST(metrics_endpoint)
     text = run_cmd(cmd);
     T_STREQ(text, "404");
     free(text);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* `railio serve ARGS` is railiod ARGS. */
@@ -196,11 +198,9 @@ TEST(railio_serve)
     e.bin = bin;
     e.subcommand = "serve";
     srv_start_listen(&e, NULL, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(wc_ping(&c), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* ------------------------------------------------- many clients at once */
@@ -229,8 +229,7 @@ static void *client_main(void *arg)
     uint8_t *obj = malloc(OBJ), *got = malloc(OBJ);
     char key[16];
 
-    wc_connect(&c, w->addr);
-    wc_hello(&c, NULL);
+    wc_open(&c, w->addr);
     for (unsigned it = 0; it < 40; it++) {
         snprintf(key, sizeof(key), "k%u", (w->id + it) % NKEYS);
         if (it % 3 == 0) {

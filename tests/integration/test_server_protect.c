@@ -8,6 +8,7 @@
  * timeout; max connections; authentication; idle connections.
  */
 #include "server_env.h"
+#include "tlib.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -49,6 +50,14 @@ struct bystander {
     uint64_t gen;
     uint8_t *data;
 };
+
+/* A client of its own on e that stored "keep" (4 chunks of pattern seed). */
+static void bystander_start(struct bystander *b, struct srv_env *e, uint64_t seed)
+{
+    b->data = t_pattern_buf(4 * 4096, seed);
+    wc_open(&b->c, e->addr[0]);
+    b->gen = wc_put(&b->c, "keep", b->data, 4 * 4096, 4096);
+}
 
 static void bystander_check(struct bystander *b)
 {
@@ -110,11 +119,7 @@ TEST(malformed_frames_close_only_their_connection)
     const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
 
     srv_start(&e, args);
-    by.data = malloc(4 * 4096);
-    t_fill_pattern(by.data, 4 * 4096, 5);
-    wc_connect(&by.c, e.addr[0]);
-    wc_hello(&by.c, NULL);
-    by.gen = wc_put(&by.c, "keep", by.data, 4 * 4096, 4096);
+    bystander_start(&by, &e, 5);
 
     /* Header-level garbage. */
     good_hdr(h, RIO_OP_PING, 0);
@@ -227,11 +232,7 @@ TEST(random_frames_against_live_server)
     uint8_t *buf = malloc(1 << 16);
 
     srv_start(&e, NULL);
-    by.data = malloc(4 * 4096);
-    t_fill_pattern(by.data, 4 * 4096, 7);
-    wc_connect(&by.c, e.addr[0]);
-    wc_hello(&by.c, NULL);
-    by.gen = wc_put(&by.c, "keep", by.data, 4 * 4096, 4096);
+    bystander_start(&by, &e, 7);
     uint64_t up = 0;
     T_EQ(wc_put_open(&by.c, "fuzzed", 3 * 4096, 4096, 0, &up), 0);
 
@@ -285,11 +286,7 @@ TEST(slowloris_is_cut_off)
     uint8_t h[32];
 
     srv_start(&e, args);
-    by.data = malloc(4 * 4096);
-    t_fill_pattern(by.data, 4 * 4096, 6);
-    wc_connect(&by.c, e.addr[0]);
-    wc_hello(&by.c, NULL);
-    by.gen = wc_put(&by.c, "keep", by.data, 4 * 4096, 4096);
+    bystander_start(&by, &e, 6);
 
     for (int body = 0; body < 2; body++) {
         struct wc s;
@@ -404,11 +401,8 @@ static void take_over(int trickle)
     pthread_t th;
 
     t_fill_pattern(data, size, 21);
-    srv_start(&e, args);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    srv_start_wc(&e, args, &a);
+    wc_open(&b, e.addr[0]);
     T_EQ(wc_put_open(&b, "taken", size, CHUNK, 0, &up), 0);
     uint64_t x0 = rio__xxh3(data, CHUNK), x1 = rio__xxh3(data + CHUNK, CHUNK);
 
@@ -467,8 +461,7 @@ TEST(max_connections)
 
     srv_start(&e, args);
     for (int i = 0; i < 4; i++) {
-        wc_connect(&c[i], e.addr[0]);
-        wc_hello(&c[i], NULL);
+        wc_open(&c[i], e.addr[0]);
     }
     /* The fifth is accepted by the kernel, then closed at once. */
     wc_connect(&extra, e.addr[0]);
@@ -544,8 +537,7 @@ TEST(authentication)
     uint64_t gen = wc_put(&c, "k", data, sizeof(data), 64);
     T_EQ(wc_read(&c, "k", gen, 90, 10, buf), 0);
     T_MEMEQ(buf, data + 90, 10);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(idle_connections_are_closed)
@@ -554,13 +546,10 @@ TEST(idle_connections_are_closed)
     const char *args[] = {"--idle-timeout", "400ms", NULL};
     struct wc c;
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     uint64_t t0 = t_now_ms();
     T_EQ(wc_wait_closed(&c, 3000), 0);
     T_GT(t_now_ms() - t0, 300u);
     T_LT(t_now_ms() - t0, 2500u);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

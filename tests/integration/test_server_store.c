@@ -82,9 +82,7 @@ TEST(lru_eviction)
     uint64_t gen;
     char key[16];
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "o%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -113,8 +111,7 @@ TEST(lru_eviction)
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), -ENOSPC);
     T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(refuse_when_full)
@@ -125,9 +122,7 @@ TEST(refuse_when_full)
     uint64_t gen, up;
     char key[16];
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "o%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -148,8 +143,7 @@ TEST(refuse_when_full)
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), -ENOSPC);
     T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), 0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Wait up to 2 s for the store to hold `uploads` uploads. */
@@ -175,11 +169,8 @@ TEST(idle_opens_evict_nothing)
     uint64_t gen, up[7];
     char key[16];
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
-    wc_connect(&idle, e.addr[0]);
-    wc_hello(&idle, NULL);
+    srv_start_wc(&e, args, &c);
+    wc_open(&idle, e.addr[0]);
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "o%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -222,8 +213,7 @@ TEST(idle_opens_evict_nothing)
     wc_close(&idle);
     T_TRUE(wait_uploads(&c, 0));
     T_EQ(srv_scrape(&e, "railiod_uploads_closed_total"), 7.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* An upload lives while a connection that opened it or sent it a chunk is
@@ -238,13 +228,9 @@ TEST(upload_reclaimed_when_its_connections_close)
     uint64_t *x = wc_xxh_list(d, OBJ, CHUNK);
     char etag[33];
 
-    srv_start(&e, args);
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &a);
+    wc_open(&b, e.addr[0]);
+    wc_open(&c, e.addr[0]);
     /* Opened on a, a chunk over b, then a closes: b can finish it. */
     T_EQ(wc_put_open(&a, "k", OBJ, CHUNK, 0, &up), 0);
     T_EQ(wc_put_chunk(&b, up, 0, x[0], d, CHUNK), 0);
@@ -266,8 +252,7 @@ TEST(upload_reclaimed_when_its_connections_close)
     T_TRUE(present(&c, "k"));
     free(x);
     free(d);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Uploads open per connection and per client address are bounded; the
@@ -282,10 +267,8 @@ TEST(upload_limits)
     setenv("SRV_LOG_FILE", "1", 1);
     srv_start(&e, args);
     unsetenv("SRV_LOG_FILE");
-    wc_connect(&a, e.addr[0]);
-    wc_hello(&a, NULL);
-    wc_connect(&b, e.addr[0]);
-    wc_hello(&b, NULL);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
     T_EQ(wc_put_open(&a, "a0", OBJ, CHUNK, 0, &up[0]), 0);
     T_EQ(wc_put_open(&a, "a1", OBJ, CHUNK, 0, &up[1]), 0);
     T_EQ(wc_put_open(&a, "a2", OBJ, CHUNK, 0, &x), RIO_ETHROTTLE);
@@ -297,8 +280,7 @@ TEST(upload_limits)
     T_GE(srv_log_count(&e, "--max-uploads-per-conn"), 1u);
     T_GE(srv_log_count(&e, "--max-uploads-per-client"), 1u);
     wc_close(&a);
-    wc_close(&b);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &b);
 }
 
 /* Sleep until ms milliseconds after t0 (t_now_ms). */
@@ -319,9 +301,7 @@ TEST(ttl_expiry)
     uint64_t g1, g2, g3, t_short, t_default;
     uint8_t b[16];
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     T_EQ(put_ttl(&c, "short", 1, 500, &g1), 0); /* its own TTL */
     t_short = t_now_ms();
     T_TRUE(present(&c, "short"));
@@ -341,8 +321,7 @@ TEST(ttl_expiry)
     T_FALSE(present(&c, "default"));
     T_TRUE(present(&c, "long"));
     T_EQ(srv_scrape(&e, "railiod_objects"), 1.0);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 TEST(abandoned_uploads_are_reclaimed)
@@ -354,9 +333,7 @@ TEST(abandoned_uploads_are_reclaimed)
     uint64_t up, up2, gen;
     uint8_t *d = data_for(1);
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     T_EQ(wc_put_open(&c, "a", 700u * 1024u, CHUNK, 0, &up), 0);
     fill_chunks(&c, up, 10);
     /* While it lives it holds the room its chunks took. */
@@ -369,8 +346,7 @@ TEST(abandoned_uploads_are_reclaimed)
     T_EQ(srv_scrape(&e, "railiod_used_bytes"), 0.0);
     T_EQ(put_ttl(&c, "b", 2, 0, &gen), 0);
     free(d);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* PUT size bytes of d under key in chunks of chunk bytes. */
@@ -404,8 +380,7 @@ static void memory_after_puts(int prefault, uint64_t *start_kb, uint64_t *peak_k
 
     srv_start(&e, args);
     *start_kb = srv_proc_kb(e.pid, "VmRSS");
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     for (int i = 0; i < 160; i++) {
         snprintf(key, sizeof(key), "p%d", i);
         T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
@@ -416,8 +391,7 @@ static void memory_after_puts(int prefault, uint64_t *start_kb, uint64_t *peak_k
     free(want);
     free(got);
     *peak_kb = srv_proc_kb(e.pid, "VmHWM");
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* --prefault: all of --memory is resident once the server serves, and
@@ -435,12 +409,10 @@ TEST(prefault)
 
     srv_start(&e, huge);
     T_LT(srv_proc_kb(e.pid, "VmRSS"), 64u * 1024u);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    wc_open(&c, e.addr[0]);
     T_EQ(put_ttl(&c, "one", 1, 0, &gen), 0);
     T_TRUE(present(&c, "one"));
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 
     memory_after_puts(0, &s0, &p0);
     memory_after_puts(1, &s1, &p1);
@@ -472,9 +444,7 @@ TEST(memory_bounds_rss_under_churn)
     char key[16];
 
     t_fill_pattern(d, size, 5);
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     for (int i = 0; i < 180; i++) {
         snprintf(key, sizeof(key), "k%d", i % 4);
         put_sized(&c, key, d, size, chunk);
@@ -488,8 +458,7 @@ TEST(memory_bounds_rss_under_churn)
     T_LT(rss, (64u + 16u + 32u) * 1024u);
 #endif
     free(d);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Chunks that fail their checksum are released, their memory too: eight
@@ -507,9 +476,7 @@ TEST(failed_chunks_release_their_memory)
     uint64_t up;
 
     t_fill_pattern(d, chunk, 9);
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     for (int i = 0; i < 8; i++) {
         snprintf(key, sizeof(key), "bad%d", i);
         T_EQ(wc_put_open(&c, key, size, chunk, 0, &up), 0);
@@ -524,8 +491,7 @@ TEST(failed_chunks_release_their_memory)
     T_LT(rss, (32u + 32u) * 1024u);
 #endif
     free(d);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }
 
 /* Freed object memory is reused: overwriting a key six times with 4 MiB
@@ -545,9 +511,7 @@ TEST(freed_memory_is_reused)
     struct wc c;
     char key[16];
 
-    srv_start(&e, args);
-    wc_connect(&c, e.addr[0]);
-    wc_hello(&c, NULL);
+    srv_start_wc(&e, args, &c);
     for (int i = 0; i < 6; i++) {
         t_fill_pattern(d, size, 100 + (uint64_t)i);
         put_sized(&c, "same", d, size, chunk);
@@ -578,6 +542,5 @@ TEST(freed_memory_is_reused)
 #endif
     free(got);
     free(d);
-    wc_close(&c);
-    T_EQ(srv_stop(&e), 0);
+    srv_end_wc(&e, &c);
 }

@@ -41,10 +41,7 @@ TEST(cli_put_get_stat_rm)
     snprintf(js, sizeof(js), "%s/stat.json", dir);
     size_t n = 5 * TU_MIB + 3;
     uint8_t *src = tu_pattern(n, 99);
-    FILE *f = fopen(in, "w");
-    T_NOTNULL(f);
-    T_EQ(fwrite(src, 1, n, f), n);
-    fclose(f);
+    t_write_file(in, src, n);
 
     snprintf(cmd, sizeof(cmd), "%s/railio put 'railio://%s/cli/obj?chunk=1M' %s 2>/dev/null",
              b ? b : ".", e.addr[0], in);
@@ -52,11 +49,9 @@ TEST(cli_put_get_stat_rm)
     snprintf(cmd, sizeof(cmd), "%s/railio stat --json railio://%s/cli/obj > %s", b ? b : ".",
              e.addr[0], js);
     T_EQ(system(cmd), 0);
-    f = fopen(js, "r");
-    T_NOTNULL(f);
-    char text[512] = {0};
-    T_GT(fread(text, 1, sizeof(text) - 1, f), 0u);
-    fclose(f);
+    size_t tlen;
+    char *text = (char *)t_slurp(js, &tlen);
+    T_GT(tlen, 0u);
     T_NOTNULL(strstr(text, "\"size\":5242883"));
     T_NOTNULL(strstr(text, "\"chunk_size\":1048576"));
     snprintf(cmd, sizeof(cmd), "%s/railio get railio://%s/cli/obj %s 2>/dev/null", b ? b : ".",
@@ -81,12 +76,11 @@ TEST(cli_put_get_stat_rm)
     snprintf(cmd, sizeof(cmd), "%s/railio stat railio://%s/cli/obj 2>%s", b ? b : ".", e.addr[0],
              js);
     T_NE(system(cmd), 0);
-    f = fopen(js, "r");
-    T_NOTNULL(f);
-    memset(text, 0, sizeof(text));
-    T_GT(fread(text, 1, sizeof(text) - 1, f), 0u);
-    fclose(f);
+    free(text);
+    text = (char *)t_slurp(js, &tlen);
+    T_GT(tlen, 0u);
     T_NOTNULL(strstr(text, "RIO_ENOTFOUND"));
+    free(text);
     unlink(in);
     unlink(out);
     unlink(js);
@@ -538,8 +532,7 @@ TEST(ring_of_three_members)
     tu_open(&u, url, &o);
     struct wc w[3];
     for (int i = 0; i < 3; i++) {
-        wc_connect(&w[i], e[i].addr[0]);
-        wc_hello(&w[i], NULL);
+        wc_open(&w[i], e[i].addr[0]);
     }
     for (unsigned k = 0; k < 30; k++) {
         char key[32];

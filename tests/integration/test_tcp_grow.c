@@ -23,8 +23,7 @@
 static void hold(struct wc *w, unsigned n, const struct srv_env *e)
 {
     for (unsigned i = 0; i < n; i++) {
-        wc_connect(&w[i], e->addr[0]);
-        wc_hello(&w[i], NULL);
+        wc_open(&w[i], e->addr[0]);
     }
 }
 

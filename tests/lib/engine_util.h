@@ -52,6 +52,12 @@ struct eu {
         (e)->alloc0 = t_alloc_now();                                                               \
         (e)->c = t__client_new((url), (o), __FILE__, __LINE__);                                    \
     } while (0)
+/* eu_opts(o), then eu_open(e, url, o). */
+#define eu_start(e, o, url)                                                                        \
+    do {                                                                                           \
+        eu_opts(o);                                                                                \
+        eu_open((e), (url), (o));                                                                  \
+    } while (0)
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \

@@ -14,33 +14,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static struct mitm_env *mitm__live[8];
 static void mitm__rmdir(struct mitm_env *m)
 {
-    char tmp[256];
-    if (!m->dir[0])
-        return;
-    unlink(m->port_file);
-    unlink(m->summary);
-    snprintf(tmp, sizeof(tmp), "%s.tmp", m->port_file);
-    unlink(tmp);
-    rmdir(m->dir);
+    t_rm_tree(m->dir);
     m->dir[0] = '\0';
 }
 
-static void mitm__atexit(void)
+/* At exit, a proxy the test did not stop is killed, its files removed. */
+static void mitm_at_exit(void *arg)
 {
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++) {
-        struct mitm_env *m = mitm__live[i];
-        if (!m)
-            continue;
-        if (m->pid > 0 && !m->exited) {
-            kill(m->pid, SIGKILL);
-            waitpid(m->pid, NULL, 0);
-        }
-        mitm__rmdir(m);
-        mitm__live[i] = NULL;
-    }
+    struct mitm_env *m = arg;
+
+    if (m->pid > 0 && !m->exited)
+        t_proc_kill(m->pid);
+    mitm__rmdir(m);
 }
 
 void mitm_script(char *out, size_t cap)
@@ -50,7 +37,6 @@ void mitm_script(char *out, size_t cap)
 
 void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
 {
-    static int registered;
     char script[512];
     const char *argv[MITM_MAX_ARGS];
     int n = 0;
@@ -64,15 +50,7 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
         T_FAIL("mkdtemp: %s", strerror(errno));
     snprintf(m->port_file, sizeof(m->port_file), "%s/port", m->dir);
     snprintf(m->summary, sizeof(m->summary), "%s/summary.json", m->dir);
-    if (!registered) {
-        atexit(mitm__atexit);
-        registered = 1;
-    }
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++)
-        if (!mitm__live[i]) {
-            mitm__live[i] = m;
-            break;
-        }
+    t_on_exit(mitm_at_exit, m);
 
     argv[n++] = "python3";
     argv[n++] = script;
@@ -100,31 +78,22 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
         execvp("python3", (char *const *)argv);
         _exit(127);
     }
-    uint64_t t0 = t_now_ms();
-    for (;;) {
-        int st;
-        if (waitpid(m->pid, &st, WNOHANG) == m->pid) {
-            m->exited = 1;
-            mitm__rmdir(m);
-            if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-                T_SKIP("python3 not found");
-            T_FAIL("mitm.py exited during start-up (status %d)", st);
-        }
-        FILE *f = fopen(m->port_file, "r");
-        if (f) {
-            int port = 0;
-            int ok = fscanf(f, "%d", &port);
-            fclose(f);
-            if (ok != 1 || port <= 0 || port > 65535)
-                T_FAIL("mitm.py wrote a bad port file");
-            m->port = port;
-            snprintf(m->addr, sizeof(m->addr), "127.0.0.1:%d", port);
-            return;
-        }
-        if (t_now_ms() - t0 > 10000)
-            T_FAIL("mitm.py did not write %s within 10 s", m->port_file);
-        usleep(10000);
+    char text[64];
+    int st = 0, port = 0;
+    int r = t_wait_file(m->pid, m->port_file, 10000, text, sizeof(text), &st);
+    if (r == -1) {
+        m->exited = 1;
+        mitm__rmdir(m);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+            T_SKIP("python3 not found");
+        T_FAIL("mitm.py exited during start-up (status %d)", st);
     }
+    if (r == -2)
+        T_FAIL("mitm.py did not write %s within 10 s", m->port_file);
+    if (sscanf(text, "%d", &port) != 1 || port <= 0 || port > 65535)
+        T_FAIL("mitm.py wrote a bad port file");
+    m->port = port;
+    snprintf(m->addr, sizeof(m->addr), "127.0.0.1:%d", port);
 }
 
 char *mitm_summary(struct mitm_env *m)
@@ -142,19 +111,28 @@ char *mitm_summary(struct mitm_env *m)
 }
 
 /* The integer after "key": in the summary's text (the first one), or -1. */
-static long mitm__field(const char *text, const char *key)
+long mitm_field(struct mitm_env *m, const char *key, int nth)
 {
-    char pat[64];
+    char *text = mitm_summary(m), pat[64];
+    const char *p = text;
+    long v = -1;
+
     snprintf(pat, sizeof(pat), "\"%s\": ", key);
-    const char *p = strstr(text, pat);
-    return p ? strtol(p + strlen(pat), NULL, 10) : -1;
+    for (int i = 0; p && i <= nth; i++) {
+        p = strstr(p, pat);
+        if (p && i < nth)
+            p += strlen(pat);
+    }
+    if (p)
+        v = strtol(p + strlen(pat), NULL, 10);
+    free(text);
+    return v;
 }
 
 static long mitm__read(struct mitm_env *m, const char *key)
 {
-    char *text = mitm_summary(m);
-    long v = mitm__field(text, key);
-    free(text);
+    long v = mitm_field(m, key, 0);
+
     return v < 0 ? 0 : v;
 }
 
@@ -176,19 +154,7 @@ int mitm_messages(struct mitm_env *m, const char *dir)
 void mitm_halt(struct mitm_env *m)
 {
     if (m->pid > 0 && !m->exited) {
-        int st;
-        uint64_t t0 = t_now_ms();
-        kill(m->pid, SIGTERM);
-        for (;;) {
-            if (waitpid(m->pid, &st, WNOHANG) == m->pid)
-                break;
-            if (t_now_ms() - t0 > 5000) {
-                kill(m->pid, SIGKILL);
-                waitpid(m->pid, &st, 0);
-                break;
-            }
-            usleep(5000);
-        }
+        t_proc_stop(m->pid, 5000);
         m->exited = 1;
     }
 }
@@ -197,7 +163,5 @@ void mitm_stop(struct mitm_env *m)
 {
     mitm_halt(m);
     mitm__rmdir(m);
-    for (unsigned i = 0; i < sizeof(mitm__live) / sizeof(mitm__live[0]); i++)
-        if (mitm__live[i] == m)
-            mitm__live[i] = NULL;
+    t_on_exit_cancel(m);
 }

@@ -58,6 +58,9 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
 /* The summary's JSON text (malloc'ed, "" before the first write). */
 char *mitm_summary(struct mitm_env *m);
 
+/* The integer after the nth (0-based) "key": of the summary, or -1. */
+long mitm_field(struct mitm_env *m, const char *key, int nth);
+
 /* Faults applied so far (the summary is rewritten before a fault's bytes
  * leave, so a client that saw them reads the count that includes them). */
 int mitm_faults(struct mitm_env *m);

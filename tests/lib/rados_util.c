@@ -37,7 +37,11 @@ rados_t ru_admin(void)
     return cl;
 }
 
-void ru_count(const char *pool, const char *prefix, uint64_t *chunks, uint64_t *others)
+/* Count pool's objects (every namespace): chunk objects (namespace
+ * rio.chunk) under chunk_prefix into *chunks, the others under
+ * other_prefix into *others (NULL prefix: all). */
+static void count_objects(const char *pool, const char *chunk_prefix, const char *other_prefix,
+                          uint64_t *chunks, uint64_t *others)
 {
     rados_t cl = ru_admin();
     rados_ioctx_t io;
@@ -54,18 +58,30 @@ void ru_count(const char *pool, const char *prefix, uint64_t *chunks, uint64_t *
     if (ret < 0)
         T_FAIL("rados_nobjects_list_open: %d", ret);
     while ((ret = rados_nobjects_list_next(lc, &entry, &key, &ns)) == 0) {
-        if (ns && strcmp(ns, RIO_RADOS_CHUNK_NS) == 0) {
-            if (!prefix || strncmp(entry, prefix, strlen(prefix)) == 0)
-                (*chunks)++;
-        } else {
-            (*others)++;
-        }
+        int chunk = ns && strcmp(ns, RIO_RADOS_CHUNK_NS) == 0;
+        const char *prefix = chunk ? chunk_prefix : other_prefix;
+
+        if (!prefix || strncmp(entry, prefix, strlen(prefix)) == 0)
+            (*(chunk ? chunks : others))++;
     }
     rados_nobjects_list_close(lc);
     rados_ioctx_destroy(io);
     rados_shutdown(cl);
     if (ret != -ENOENT)
         T_FAIL("rados_nobjects_list_next: %d", ret);
+}
+
+void ru_count(const char *pool, const char *prefix, uint64_t *chunks, uint64_t *others)
+{
+    count_objects(pool, prefix, NULL, chunks, others);
+}
+
+uint64_t ru_objects(const char *pool, const char *prefix)
+{
+    uint64_t ch, other;
+
+    count_objects(pool, NULL, prefix, &ch, &other);
+    return other;
 }
 
 uint64_t ru_chunks(const char *pool, const char *prefix)

@@ -49,6 +49,8 @@ rados_t ru_admin(void);
 void ru_count(const char *pool, const char *prefix, uint64_t *chunks, uint64_t *others);
 
 uint64_t ru_chunks(const char *pool, const char *prefix);
+/* Objects of pool outside the chunk namespace whose name starts with prefix. */
+uint64_t ru_objects(const char *pool, const char *prefix);
 
 #define ru_md5 t_md5_hex
 #define ru_pattern t_pattern_buf

@@ -129,17 +129,12 @@ void rl_rate(struct rl *r, unsigned rail, const char *rate)
 
 static double rl__json_bps(const char *file)
 {
-    char *buf;
-    FILE *f = fopen(file, "r");
     size_t n;
     double v = -1;
 
-    if (!f)
+    if (access(file, R_OK) != 0)
         return -1;
-    buf = malloc(1 << 20);
-    n = fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
+    char *buf = (char *)t_slurp(file, &n);
     char *p = strstr(buf, "\"sum_received\"");
     if (p)
         p = strstr(p, "\"bits_per_second\"");

@@ -27,7 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static struct srv_env *srv__live[8];
 void srv_dump_log(const struct srv_env *e)
 {
     char line[1024];
@@ -57,40 +56,27 @@ unsigned srv_log_count(const struct srv_env *e, const char *needle)
 
 static void srv__rmdir(struct srv_env *e)
 {
-    char p[256];
-    if (!e->dir[0])
-        return;
-    unlink(e->port_file);
-    unlink(e->log);
-    snprintf(p, sizeof(p), "%s/token", e->dir);
-    unlink(p);
-    rmdir(e->dir);
+    t_rm_tree(e->dir);
     e->dir[0] = '\0';
+}
+
+/* At exit, a server the test did not stop is killed, its log shown. */
+static void srv_at_exit(void *arg)
+{
+    struct srv_env *e = arg;
+
+    if (e->pid > 0 && !e->exited) {
+        t_proc_kill(e->pid);
+        srv_dump_log(e);
+    }
+    srv__rmdir(e);
 }
 
 /* e's directory removed, and e no longer stopped at exit. */
 static void srv_forget(struct srv_env *e)
 {
     srv__rmdir(e);
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
-        if (srv__live[i] == e)
-            srv__live[i] = NULL;
-}
-
-static void srv__atexit(void)
-{
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++) {
-        struct srv_env *e = srv__live[i];
-        if (!e)
-            continue;
-        if (e->pid > 0 && !e->exited) {
-            kill(e->pid, SIGKILL);
-            waitpid(e->pid, NULL, 0);
-            srv_dump_log(e);
-        }
-        srv__rmdir(e);
-        srv__live[i] = NULL;
-    }
+    t_on_exit_cancel(e);
 }
 
 void srv_binary(char *out, size_t cap)
@@ -111,22 +97,13 @@ void srv_write_token(struct srv_env *e, const char *token, char *path, size_t ca
 
 void srv_prepare(struct srv_env *e)
 {
-    static int registered;
     memset(e, 0, sizeof(*e));
     snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
     if (!mkdtemp(e->dir))
         T_FAIL("mkdtemp: %s", strerror(errno));
     snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
     snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
-    if (!registered) {
-        atexit(srv__atexit);
-        registered = 1;
-    }
-    for (unsigned i = 0; i < sizeof(srv__live) / sizeof(srv__live[0]); i++)
-        if (!srv__live[i]) {
-            srv__live[i] = e;
-            break;
-        }
+    t_on_exit(srv_at_exit, e);
 }
 
 static void srv__parse_ports(struct srv_env *e, char *text)
@@ -189,40 +166,29 @@ void srv_start_listen(struct srv_env *e, const char *listen, const char *const *
         execv(bin, (char *const *)argv);
         _exit(127);
     }
-    uint64_t t0 = t_now_ms();
-    for (;;) {
-        int st;
-        if (waitpid(e->pid, &st, WNOHANG) == e->pid) {
-            e->exited = 1;
-            srv_dump_log(e);
-            T_FAIL("railiod exited during start-up (status %d)", st);
-        }
-        FILE *f = fopen(e->port_file, "r");
-        if (f) {
-            char text[2048];
-            size_t len = fread(text, 1, sizeof(text) - 1, f);
-            fclose(f);
-            text[len] = '\0';
-            srv__parse_ports(e, text);
-            if (e->naddr == 0)
-                T_FAIL("empty port file");
-            /* The ports are read: unless the test still needs a file in
-             * the directory (a token a client reads, a log), remove it now,
-             * so nothing is left behind even when a failed assertion _exits. */
-            char tok[256];
-            snprintf(tok, sizeof(tok), "%s/token", e->dir);
-            if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
-                srv__rmdir(e);
-            return;
-        }
-        /* Generous: --prefault touches all of --memory first (~3 s a GiB
-         * on the 2-vCPU VM). */
-        if (t_now_ms() - t0 > 30000) {
-            srv_dump_log(e);
-            T_FAIL("railiod did not write %s within 30 s", e->port_file);
-        }
-        usleep(10000);
+    /* Generous: --prefault touches all of --memory first (~3 s a GiB on
+     * the 2-vCPU VM). */
+    char text[2048], tok[256];
+    int st = 0;
+    int r = t_wait_file(e->pid, e->port_file, 30000, text, sizeof(text), &st);
+    if (r == -1) {
+        e->exited = 1;
+        srv_dump_log(e);
+        T_FAIL("railiod exited during start-up (status %d)", st);
     }
+    if (r == -2) {
+        srv_dump_log(e);
+        T_FAIL("railiod did not write %s within 30 s", e->port_file);
+    }
+    srv__parse_ports(e, text);
+    if (e->naddr == 0)
+        T_FAIL("empty port file");
+    /* The ports are read: unless the test still needs a file in the
+     * directory (a token a client reads, a log), remove it now, so nothing
+     * is left behind even when a failed assertion _exits. */
+    snprintf(tok, sizeof(tok), "%s/token", e->dir);
+    if (!getenv("SRV_LOG_FILE") && access(tok, F_OK) != 0)
+        srv__rmdir(e);
 }
 
 void srv_start(struct srv_env *e, const char *const *extra)
@@ -233,31 +199,19 @@ void srv_start(struct srv_env *e, const char *const *extra)
 
 int srv_wait(struct srv_env *e, unsigned timeout_ms)
 {
-    uint64_t t0 = t_now_ms();
-    int st;
-    for (;;) {
-        pid_t r = waitpid(e->pid, &st, WNOHANG);
-        if (r == e->pid) {
-            e->exited = 1;
-            return st;
-        }
-        if (t_now_ms() - t0 > timeout_ms)
-            return -1;
-        usleep(5000);
-    }
+    int st = t_proc_wait(e->pid, timeout_ms);
+
+    if (st != -1)
+        e->exited = 1;
+    return st;
 }
 
 int srv_stop(struct srv_env *e)
 {
     int st = -1, code = -1;
     if (e->pid > 0 && !e->exited) {
-        kill(e->pid, SIGTERM);
-        st = srv_wait(e, 15000);
-        if (st == -1) {
-            kill(e->pid, SIGKILL);
-            waitpid(e->pid, NULL, 0);
-            e->exited = 1;
-        }
+        st = t_proc_stop(e->pid, 15000);
+        e->exited = 1;
     }
     if (st != -1 && WIFEXITED(st))
         code = WEXITSTATUS(st);
@@ -270,8 +224,7 @@ int srv_stop(struct srv_env *e)
 void srv_kill9(struct srv_env *e)
 {
     if (e->pid > 0 && !e->exited) {
-        kill(e->pid, SIGKILL);
-        waitpid(e->pid, NULL, 0);
+        t_proc_kill(e->pid);
         e->exited = 1;
     }
     srv_forget(e);
@@ -800,4 +753,22 @@ double srv_scrape(struct srv_env *e, const char *series)
     v = srv_metric(text, series);
     free(text);
     return v;
+}
+
+void srv_start_wc(struct srv_env *e, const char *const *extra, struct wc *c)
+{
+    srv_start(e, extra);
+    wc_open(c, e->addr[0]);
+}
+
+void srv__end_wc(struct srv_env *e, struct wc *c, const char *file, int line)
+{
+    wc_close(c);
+    t__check_i(file, line, "srv_stop(e)", "0", T__EQ, srv_stop(e), 0);
+}
+
+void wc_open(struct wc *c, const char *addr)
+{
+    wc_connect(c, addr);
+    wc_hello(c, NULL);
 }

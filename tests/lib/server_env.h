@@ -104,6 +104,13 @@ void srv_kill9(struct srv_env *e);
 
 /* ------------------------------------------------------ the wire client */
 
+struct wc;
+/* srv_start, then c connected to its first listener and said HELLO. */
+void srv_start_wc(struct srv_env *e, const char *const *extra, struct wc *c);
+/* c closed, then the server stopped: its exit status must be 0. */
+#define srv_end_wc(e, c) srv__end_wc((e), (c), __FILE__, __LINE__)
+void srv__end_wc(struct srv_env *e, struct wc *c, const char *file, int line);
+
 struct wc {
     int fd;
     uint64_t next_id;
@@ -116,6 +123,8 @@ int wc_try_connect_ex(struct wc *c, const char *addr, unsigned timeout_s, int rc
 int wc_try_connect(struct wc *c, const char *addr, unsigned timeout_s);
 
 void wc_connect(struct wc *c, const char *addr);
+/* wc_connect, then HELLO (no token). */
+void wc_open(struct wc *c, const char *addr);
 
 void wc_close(struct wc *c);
 

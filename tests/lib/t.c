@@ -63,15 +63,20 @@ static void vreport(const char *kind, const char *file, int line, const char *fm
 
 /* _exit, not exit: a failed or skipped test may hold memory on purpose, and
  * LeakSanitizer at exit would turn that into a second, misleading report. */
+static void __attribute__((noreturn))
+report_exit(const char *kind, int code, const char *file, int line, const char *fmt, va_list ap)
+{
+    vreport(kind, file, line, fmt, ap);
+    fflush(NULL);
+    _exit(code);
+}
+
 void t__fail(const char *file, int line, const char *fmt, ...)
 {
     va_list ap;
 
     va_start(ap, fmt);
-    vreport("FAIL", file, line, fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    _exit(T_EXIT_FAIL);
+    report_exit("FAIL", T_EXIT_FAIL, file, line, fmt, ap);
 }
 
 void t__skip(const char *file, int line, const char *fmt, ...)
@@ -79,10 +84,7 @@ void t__skip(const char *file, int line, const char *fmt, ...)
     va_list ap;
 
     va_start(ap, fmt);
-    vreport("SKIP", file, line, fmt, ap);
-    va_end(ap);
-    fflush(NULL);
-    _exit(T_EXIT_SKIP);
+    report_exit("SKIP", T_EXIT_SKIP, file, line, fmt, ap);
 }
 
 static const char *op_str(int op)
@@ -151,29 +153,22 @@ void t__check_f(const char *file, int line, const char *ea, const char *eb, int 
             b);
 }
 
-static const char *code_name(int64_t ret)
+/* A return code's name and message, for a failed T_OK or T_ERR. */
+static const char *code_text(int64_t ret, int msg)
 {
     if (ret >= 0)
-        return "OK";
+        return msg ? "success" : "OK";
     if (ret < INT32_MIN)
-        return "?";
-    return rio_errname((int)ret);
-}
-
-static const char *code_msg(int64_t ret)
-{
-    if (ret >= 0)
-        return "success";
-    if (ret < INT32_MIN)
-        return "out of range";
-    return rio_strerror((int)ret);
+        return msg ? "out of range" : "?";
+    return msg ? rio_strerror((int)ret) : rio_errname((int)ret);
 }
 
 void t__ok(const char *file, int line, const char *expr, int64_t ret)
 {
     if (ret >= 0)
         return;
-    t__fail(file, line, "T_OK(%s): %" PRId64 " %s (%s)", expr, ret, code_name(ret), code_msg(ret));
+    t__fail(file, line, "T_OK(%s): %" PRId64 " %s (%s)", expr, ret, code_text(ret, 0),
+            code_text(ret, 1));
 }
 
 void t__err(const char *file, int line, const char *expr, const char *ecode, int64_t ret,
@@ -182,7 +177,8 @@ void t__err(const char *file, int line, const char *expr, const char *ecode, int
     if (ret == want)
         return;
     t__fail(file, line, "T_ERR(%s, %s): got %" PRId64 " %s (%s), want %" PRId64 " %s (%s)", expr,
-            ecode, ret, code_name(ret), code_msg(ret), want, code_name(want), code_msg(want));
+            ecode, ret, code_text(ret, 0), code_text(ret, 1), want, code_text(want, 0),
+            code_text(want, 1));
 }
 
 static void hex_window(char *out, size_t cap, const unsigned char *p, size_t n, size_t at)

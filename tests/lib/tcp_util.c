@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tcp_util: the railio:// tests' clients and checks (see tcp_util.h). */
 #include "tcp_util.h"
+#include "transport/fault.h"
 
 void tu_url(char *out, size_t cap, const struct srv_env *e, const char *params)
 {
@@ -12,7 +13,7 @@ struct rio__tcp_counters tu_tcp(struct rio_client *c)
 {
     struct rio__tcp_counters k;
 
-    if (rio__tcp_counters(rio__client_transport(c), &k) < 0)
+    if (rio__tcp_counters(rio__fault_inner(rio__client_transport(c)), &k) < 0)
         T_FAIL("not a railio:// client");
     return k;
 }

@@ -24,9 +24,11 @@
 
 #include "cli_util.h"
 #include "core/alloc.h"
+#include "core/checksum.h"
 #include "core/internal.h"
 #include "railio_mock.h"
 #include "tlib.h"
+#include "transport/fault.h"
 #include "transport/tcp.h"
 #ifdef RIO_HAVE_RADOS
 #include "transport/rados.h"
@@ -121,6 +123,31 @@ int t_sh(const char *fmt, ...)
     return WEXITSTATUS(st);
 }
 
+/* All of p over fd in one direction: 0, or -1. */
+static int xfer_all(int fd, char *p, size_t n, int sending)
+{
+    while (n > 0) {
+        ssize_t r = sending ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int t_send_all(int fd, const void *p, size_t n)
+{
+    return xfer_all(fd, (char *)p, n, 1);
+}
+
+int t_recv_all(int fd, void *p, size_t n)
+{
+    return xfer_all(fd, p, n, 0);
+}
+
 int t_read_int(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -190,6 +217,104 @@ const char *cli_bin(void)
 
     t_build_path(path, sizeof(path), "railio");
     return path;
+}
+
+int t_proc_wait(pid_t pid, unsigned timeout_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int st;
+
+    for (;;) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        if (t_now_ms() - t0 > timeout_ms)
+            return -1;
+        usleep(5000);
+    }
+}
+
+int t_wait_file(pid_t pid, const char *path, unsigned timeout_ms, char *text, size_t cap,
+                int *status)
+{
+    uint64_t t0 = t_now_ms();
+
+    for (;;) {
+        FILE *f;
+
+        if (waitpid(pid, status, WNOHANG) == pid)
+            return -1;
+        f = fopen(path, "r");
+        if (f) {
+            size_t len = fread(text, 1, cap - 1, f);
+
+            fclose(f);
+            text[len] = '\0';
+            return 0;
+        }
+        if (t_now_ms() - t0 > timeout_ms)
+            return -2;
+        usleep(10000);
+    }
+}
+
+void t_proc_kill(pid_t pid)
+{
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+int t_proc_stop(pid_t pid, unsigned timeout_ms)
+{
+    int st;
+
+    kill(pid, SIGTERM);
+    st = t_proc_wait(pid, timeout_ms);
+    if (st == -1)
+        t_proc_kill(pid);
+    return st;
+}
+
+#define ON_EXIT_MAX 16
+static struct {
+    void (*fn)(void *);
+    void *arg;
+    pid_t owner;
+} on_exit_hooks[ON_EXIT_MAX];
+
+static void on_exit_run(void)
+{
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (on_exit_hooks[i].fn && on_exit_hooks[i].owner == getpid()) {
+            void (*fn)(void *) = on_exit_hooks[i].fn;
+
+            on_exit_hooks[i].fn = NULL;
+            fn(on_exit_hooks[i].arg);
+        }
+}
+
+void t_on_exit(void (*fn)(void *), void *arg)
+{
+    static int registered;
+
+    if (!registered) {
+        atexit(on_exit_run);
+        registered = 1;
+    }
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (!on_exit_hooks[i].fn) {
+            on_exit_hooks[i].fn = fn;
+            on_exit_hooks[i].arg = arg;
+            on_exit_hooks[i].owner = getpid();
+            return;
+        }
+    T_FAIL("more than %d exit hooks", ON_EXIT_MAX);
+}
+
+void t_on_exit_cancel(void *arg)
+{
+    for (unsigned i = 0; i < ON_EXIT_MAX; i++)
+        if (on_exit_hooks[i].fn && on_exit_hooks[i].arg == arg)
+            on_exit_hooks[i].fn = NULL;
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -384,7 +509,10 @@ void t__idle(struct rio_client *c, const char *file, int line)
     rio_mock_counters(c, &m);
     t__check_u(file, line, "mock.inflight", "0", T__EQ, m.inflight, 0);
     t__check_u(file, line, "mock.rollback_violations", "0", T__EQ, m.rollback_violations, 0);
-    while (rio__tcp_counters(rio__client_transport(c), &tk) >= 0 && tk.slots_armed) {
+    /* Under the fault filter (faults= in the URL, always on mock://). */
+    struct rio_transport *inner = rio__fault_inner(rio__client_transport(c));
+
+    while (rio__tcp_counters(inner, &tk) >= 0 && tk.slots_armed) {
         if (t_now_ms() - t0 > 3000)
             t__fail(file, line, "transport still holds %" PRIu64 " slot(s)", tk.slots_armed);
         t_sleep_ms(2);
@@ -392,7 +520,7 @@ void t__idle(struct rio_client *c, const char *file, int line)
 #ifdef RIO_HAVE_RADOS
     struct rio_rados_counters r;
 
-    rio__rados_counters(rio__client_transport(c), &r);
+    rio__rados_counters(inner, &r);
     if (r.inflight_ops || r.inflight_bytes)
         t__fail(file, line, "rados: %" PRIu64 " ops, %" PRIu64 " bytes still in flight",
                 r.inflight_ops, r.inflight_bytes);
@@ -425,6 +553,48 @@ void t__close(struct rio_client *c, int64_t alloc0, const char *file, int line)
 int64_t t_alloc_now(void)
 {
     return rio__alloc_outstanding();
+}
+
+void t_stderr_begin(struct t_stderr *s)
+{
+    char path[] = "/tmp/rio_stderr_XXXXXX";
+
+    s->fd = mkstemp(path);
+    s->saved = dup(STDERR_FILENO);
+    T_TRUE(s->fd >= 0 && s->saved >= 0);
+    unlink(path);
+    fflush(stderr);
+    T_TRUE(dup2(s->fd, STDERR_FILENO) >= 0);
+}
+
+void t_stderr_end(struct t_stderr *s, char *out, size_t cap)
+{
+    ssize_t n;
+
+    fflush(stderr);
+    T_TRUE(dup2(s->saved, STDERR_FILENO) >= 0);
+    close(s->saved);
+    n = pread(s->fd, out, cap - 1, 0);
+    close(s->fd);
+    out[n > 0 ? n : 0] = '\0';
+}
+
+void t__client_refused(const char *url, const struct rio_options *o, const char *want,
+                       const char *file, int line)
+{
+    struct rio_client *c = NULL;
+    struct t_stderr cap;
+    char got[1024];
+    int ret;
+
+    t_stderr_begin(&cap);
+    ret = rio_client_new(url, o, &c);
+    t_stderr_end(&cap, got, sizeof(got));
+    if (ret != RIO_EINVAL || c)
+        t__fail(file, line, "rio_client_new(%s): %d %s, want RIO_EINVAL", url, ret,
+                rio_errname(ret));
+    if (!strstr(got, want))
+        t__fail(file, line, "rio_client_new(%s): stderr \"%s\" lacks \"%s\"", url, got, want);
 }
 
 uint8_t *t__put_pattern(struct rio_client *c, const char *key, size_t n, uint64_t seed,
@@ -467,6 +637,52 @@ void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed
     if (dst[n] != 0xA5)
         t__fail(file, line, "rio_get(%s) wrote past the object's end", key);
     free(dst);
+}
+
+void t__desc_check(struct rio_client *c, const char *key, const uint8_t *src, uint64_t n,
+                   uint64_t gen, uint64_t chunk, int need_etag, const char *file, int line)
+{
+    struct rio_desc d;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(c, key, &d);
+    if (ret != 0)
+        t__fail(file, line, "rio_stat(%s): %s", key, rio_errname(ret));
+    t__streq(file, line, "d.key", "key", d.key, key);
+    t__check_u(file, line, "d.size", "n", T__EQ, d.size, n);
+    t__check_u(file, line, "d.generation", "gen", T__EQ, d.generation, gen);
+    t__check_u(file, line, "d.chunk_size", "chunk", T__EQ, d.chunk_size, chunk);
+    t__check_u(file, line, "d.nchunks", "chunks of n", T__EQ, d.nchunks,
+               n ? (n - 1) / chunk + 1 : 0);
+    if (need_etag && d.nchunks && !d.xxh)
+        t__fail(file, line, "%s: no chunk checksums in the descriptor", key);
+    for (uint64_t i = 0; d.xxh && i < d.nchunks; i++) {
+        uint64_t off = i * chunk, len = n - off < chunk ? n - off : chunk;
+        t__check_u(file, line, "d.xxh[i]", "xxh3 of chunk i", T__EQ, d.xxh[i],
+                   rio__xxh3(src + off, (size_t)len));
+    }
+    if (need_etag || d.etag[0]) {
+        char md5[33];
+
+        t_md5_hex(src, n, md5);
+        t__streq(file, line, "d.etag", "md5", d.etag, md5);
+    }
+    rio_desc_cleanup(&d);
+}
+
+void t__roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed, uint64_t chunk,
+                  const char *file, int line)
+{
+    uint64_t gen = 0;
+    uint8_t *src = t__put_pattern(c, key, n, seed, NULL, 1, &gen, file, line);
+
+    if (!gen)
+        t__fail(file, line, "rio_put(%s): generation 0", key);
+    t__desc_check(c, key, src, n, gen, chunk, 1, file, line);
+    free(src);
+    t__get_check(c, key, n, seed, NULL, file, line);
+    t__idle(c, file, line);
 }
 
 void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,

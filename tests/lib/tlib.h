@@ -18,6 +18,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "railio.h"
 #include "t.h"
@@ -60,6 +61,10 @@ void t_sleep_ms(unsigned ms);
 /* Run a shell command (stdio flushed first); its exit status, -1 if it did
  * not exit. */
 int t_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* All n bytes sent (MSG_NOSIGNAL) or received on a socket: 0, or -1 (EOF,
+ * an error or the socket's timeout). */
+int t_send_all(int fd, const void *p, size_t n);
+int t_recv_all(int fd, void *p, size_t n);
 /* The first integer in a file, 0 when missing or unreadable. */
 int t_read_int(const char *path);
 /* A TCP port on 127.0.0.1 nothing listens on right now, below the kernel's
@@ -71,6 +76,24 @@ int t_free_port(void);
 void t_harness_path(char *out, size_t cap, const char *name);
 /* $T_BUILD_DIR/NAME (this build's directory when unset). */
 void t_build_path(char *out, size_t cap, const char *name);
+
+/* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
+int t_proc_wait(pid_t pid, unsigned timeout_ms);
+/* Wait up to timeout_ms for child pid to write path (a port file): 0, its
+ * text in text (NUL-terminated, at most cap - 1 bytes); -1 when the child
+ * exited first (*status its wait status); -2 on timeout. */
+int t_wait_file(pid_t pid, const char *path, unsigned timeout_ms, char *text, size_t cap,
+                int *status);
+/* SIGKILL and reap child pid. */
+void t_proc_kill(pid_t pid);
+/* SIGTERM, wait up to timeout_ms, then SIGKILL: the wait status, or -1
+ * when it had to be killed. */
+int t_proc_stop(pid_t pid, unsigned timeout_ms);
+/* Run fn(arg) when the calling process exits normally (not in its forked
+ * children, and not after a failed assertion, which _exits: the harness
+ * kills the test's process group then); t_on_exit_cancel(arg) drops it. */
+void t_on_exit(void (*fn)(void *), void *arg);
+void t_on_exit_cancel(void *arg);
 
 /* Remove dir and everything below it (no error when it is gone). */
 void t_rm_tree(const char *dir);
@@ -128,6 +151,20 @@ void t__close(struct rio_client *c, int64_t alloc0, const char *file, int line);
 /* rio__alloc_outstanding(), for t_close. */
 int64_t t_alloc_now(void);
 
+/* stderr into a scratch file between t_stderr_begin and t_stderr_end,
+ * which puts it back and gives what was written (NUL-terminated, cut at
+ * cap - 1 bytes). */
+struct t_stderr {
+    int fd, saved;
+};
+void t_stderr_begin(struct t_stderr *s);
+void t_stderr_end(struct t_stderr *s, char *out, size_t cap);
+/* rio_client_new(url, o) fails with RIO_EINVAL, gives no client, and says
+ * want on stderr (a refused option names itself, e.g. "railio: disk=x:"). */
+void t__client_refused(const char *url, const struct rio_options *o, const char *want,
+                       const char *file, int line);
+#define t_client_refused(url, o, want) t__client_refused((url), (o), (want), __FILE__, __LINE__)
+
 /* PUT n bytes of pattern seed under key with call (NULL allowed); fails the
  * test on error. Returns the source buffer when keep (caller frees), else
  * NULL; *gen the new generation when gen is not NULL. */
@@ -141,6 +178,20 @@ uint8_t *t__put_pattern(struct rio_client *c, const char *key, size_t n, uint64_
 void t__get_check(struct rio_client *c, const char *key, size_t n, uint64_t seed,
                   const struct rio_call *call, const char *file, int line);
 #define t_get_check(c, key, n, seed) t__get_check((c), (key), (n), (seed), NULL, __FILE__, __LINE__)
+
+/* key's descriptor is that of src (n bytes) at generation gen: its name,
+ * size, chunk size and count, every chunk's xxh3 (required with need_etag,
+ * else when the backend stores them) and the MD5 (the same). */
+void t__desc_check(struct rio_client *c, const char *key, const uint8_t *src, uint64_t n,
+                   uint64_t gen, uint64_t chunk, int need_etag, const char *file, int line);
+#define t_desc_check(c, key, src, n, gen, chunk, need_etag)                                        \
+    t__desc_check((c), (key), (src), (n), (gen), (chunk), (need_etag), __FILE__, __LINE__)
+/* PUT n bytes of pattern seed, its descriptor (t_desc_check with the ETag
+ * and checksums required), GET byte-exact, the client idle. */
+void t__roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed, uint64_t chunk,
+                  const char *file, int line);
+#define t_roundtrip(c, key, n, seed, chunk)                                                        \
+    t__roundtrip((c), (key), (n), (seed), (chunk), __FILE__, __LINE__)
 
 /* A big object's round trip: PUT n bytes of pattern seed (its ETag the
  * MD5 of the bytes), STAT, GET byte-exact, DELETE; the rates on stderr. */

@@ -39,8 +39,7 @@ static void sweep(const char *url, int atomic)
     unsigned hits = 0, enomem = 0, ok = 0;
     uint64_t n;
 
-    eu_opts(&o);
-    eu_open(&e, url, &o);
+    eu_start(&e, &o, url);
 
     /* A clean run first: how many allocations it makes, and the client's
      * caches (staging buffers kept for reuse) warm up. The baseline is taken
@@ -169,8 +168,7 @@ TEST(alloc_fail_sweep_put_replace_desc)
     unsigned hits = 0;
     uint64_t k;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://sweep3?paths=2", &o);
+    eu_start(&e, &o, "mock://sweep3?paths=2");
     T_OK(rio_put(e.c, "r", old, n, NULL, &d0));
     rio_desc_cleanup(&d0);
     T_OK(rio_put(e.c, "r", old, n, NULL, &d0));        /* warm: a replace, as below */

@@ -18,8 +18,7 @@ TEST(aggregate_four_paths)
     const size_t n = 8 * EU_MIB;
     unsigned used;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M", &o);
+    eu_start(&e, &o, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 1, &pc);
     eu_idle(e.c);
     T_EQ(pst.bytes, n);
@@ -63,8 +62,7 @@ TEST(single_path_passthrough)
     struct rio_call call = {.stats = &st};
     const size_t n = 3 * EU_MIB + 12345;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://single?paths=1", &o);
+    eu_start(&e, &o, "mock://single?paths=1");
     T_EQ(rio_get(e.c, "none", NULL, 0, NULL), RIO_ENOTFOUND);
     uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &call);
     T_EQ(st.npaths, 1u);
@@ -92,8 +90,7 @@ TEST(planning_spreads_chunks)
     const size_t n = 8 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://spread?paths=4&rate=100M&lat=100us", &o);
+    eu_start(&e, &o, "mock://spread?paths=4&rate=100M&lat=100us");
     uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &call);
     for (unsigned i = 0; i < 4; i++)
         T_GE(st.path[i].ops * 100, nch * 15);
@@ -121,8 +118,7 @@ TEST(batch_commits_pipelined)
     uint8_t *src[N];
     char keys[N + 1][16];
 
-    eu_opts(&o);
-    eu_open(&e, "mock://pipe?paths=1&rate=20M", &o);
+    eu_start(&e, &o, "mock://pipe?paths=1&rate=20M");
     memset(ops, 0, sizeof(ops));
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "p%u", i);
@@ -172,8 +168,7 @@ TEST(batch_lookups_pipelined)
     uint8_t *src[N], *dst[N + 3];
     char keys[N][16];
 
-    eu_opts(&o);
-    eu_open(&e, "mock://lk?paths=1&rate=20M", &o);
+    eu_start(&e, &o, "mock://lk?paths=1&rate=20M");
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "g%u", i);
         src[i] = eu_put_pattern(e.c, keys[i], i == 5 ? 0 : n + i, 200 + i, NULL);
@@ -346,8 +341,7 @@ TEST(batch_mixed_ops)
     struct rio_call call = {.stats = &st};
     const size_t na = 1 * EU_MIB + 7, nb = 2 * EU_MIB, nc = 640 * EU_KIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://batch?paths=3&rate=300M", &o);
+    eu_start(&e, &o, "mock://batch?paths=3&rate=300M");
     uint8_t *c_src = eu_put_pattern(e.c, "c", nc, 13, NULL);
     struct rio_desc dc;
     T_OK(rio_stat(e.c, "c", &dc));
@@ -407,8 +401,7 @@ TEST(two_clients_share_store)
     struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e1, "mock://shared?paths=2", &o);
+    eu_start(&e1, &o, "mock://shared?paths=2");
     eu_open(&e2, "mock://shared?paths=3", &o);
     uint8_t *src = eu_put_pattern(e1.c, "x", n, 31, NULL);
     eu_get_check(e2.c, "x", n, 31, NULL);

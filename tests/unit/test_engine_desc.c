@@ -105,8 +105,7 @@ TEST(hostile_descriptors_refused)
     struct eu e;
     struct rio_options o;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://desc?paths=2", &o);
+    eu_start(&e, &o, "mock://desc?paths=2");
 
     /* Issue 13 item 1: Content-Length 2^64 - 1, a chunk of 2^63. */
     struct rio_desc d = good_desc("obj");

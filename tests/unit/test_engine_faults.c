@@ -21,8 +21,7 @@ TEST(checksum_read_bitflip_retried)
     struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://ckr?paths=3", &o);
+    eu_start(&e, &o, "mock://ckr?paths=3");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
     eu_fault(e.c, "bitflip:op=read:chunk=7:count=1");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=2");
@@ -96,8 +95,7 @@ TEST(checksum_write_bitflip_retried)
     struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://ckw?paths=4", &o);
+    eu_start(&e, &o, "mock://ckw?paths=4");
     eu_fault(e.c, "bitflip:op=write:chunk=9:count=1");
     eu_fault(e.c, "bitflip:op=write:chunk=0:count=1");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &call);
@@ -120,8 +118,7 @@ TEST(disconnect_one_path_degrades)
     struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://disc1?paths=4&rate=200M", &o);
+    eu_start(&e, &o, "mock://disc1?paths=4&rate=200M");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
     eu_fault(e.c, "disconnect:op=read:path=1:count=1:down=0:bytes=1000");
     eu_get_check(e.c, "o", n, 5, &call);
@@ -221,8 +218,7 @@ TEST(short_read_detected_and_retried)
     struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://short?paths=2", &o);
+    eu_start(&e, &o, "mock://short?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 8, NULL);
     eu_fault(e.c, "short:op=read:chunk=4:count=2:bytes=1000");
     eu_get_check(e.c, "o", n, 8, &call);
@@ -253,8 +249,7 @@ TEST(short_write_retried)
     struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://shortw?paths=2", &o);
+    eu_start(&e, &o, "mock://shortw?paths=2");
     eu_fault(e.c, "short:op=write:chunk=2:count=1:bytes=100");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &call);
     T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
@@ -277,8 +272,7 @@ TEST(generation_change_never_stitched)
     const size_t n = 1 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://gen?paths=2", &o);
+    eu_start(&e, &o, "mock://gen?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 10, NULL);
     struct rio_desc d0, d1;
     T_OK(rio_stat(e.c, "o", &d0));
@@ -374,8 +368,7 @@ TEST(retry_rollback_write)
     struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB + 333;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://rbw?paths=3&rate=300M", &o);
+    eu_start(&e, &o, "mock://rbw?paths=3&rate=300M");
     eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
     eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
@@ -575,8 +568,7 @@ TEST(single_path_transient_disconnect_recovers)
     struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://single-disc?paths=1&rate=200M", &o);
+    eu_start(&e, &o, "mock://single-disc?paths=1&rate=200M");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 18, NULL);
     eu_fault(e.c, "disconnect:op=read:chunk=6:count=1:bytes=1000:down=30ms");
     eu_get_check(e.c, "o", n, 18, &call);
@@ -604,10 +596,11 @@ TEST(probe_stays_out_of_the_tail)
     eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &o);
     uint8_t *one = eu_put_pattern(e.c, "one", EU_CHUNK, 21, NULL);
     uint8_t *big = eu_put_pattern(e.c, "big", 2 * EU_MIB, 22, NULL);
-    /* Path 1 resets once and cools down; the cooldown ends while idle. */
-    eu_fault(e.c, "disconnect:op=read:path=1:count=1:bytes=100:down=10ms");
-    eu_get_check(e.c, "big", 2 * EU_MIB, 22, NULL);
-    T_EQ(eu_faults_fired(e.c), 1u);
+    /* Path 1 goes down once and cools; the cooldown ends while idle. Its
+     * report comes through the contract, not an op of a GET: a GET slower
+     * than the cooldown (TSan) would probe the path back to health before
+     * the one-chunk GETs below, which then may use it. */
+    rio__t_path_event(rio__client_transport(e.c), 1, RIO_PATH_DOWN, -ECONNRESET);
     eu_sleep_ms(40);
     for (int i = 0; i < 5; i++) {
         eu_get_check(e.c, "one", EU_CHUNK, 21, &call);
@@ -630,8 +623,7 @@ TEST(object_deleted_during_get)
     struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://delget?paths=2", &o);
+    eu_start(&e, &o, "mock://delget?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 19, NULL);
     for (unsigned i = 0; i < 2; i++)
         T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0)); /* ~125 ms */
@@ -659,8 +651,7 @@ TEST(reap_error_transient_get_exact)
     struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://reapt?paths=2", &o);
+    eu_start(&e, &o, "mock://reapt?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, 3, -EBADF);
@@ -680,8 +671,7 @@ TEST(reap_error_persistent_fails_call_no_spin)
     struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://reapp?paths=2", &o);
+    eu_start(&e, &o, "mock://reapp?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, UINT32_MAX, -EBADF);

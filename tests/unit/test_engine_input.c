@@ -55,8 +55,7 @@ TEST(bad_keys)
     char *longkey = malloc(RIO_KEY_MAX + 2);
     uint8_t buf[4096];
 
-    eu_opts(&o);
-    eu_open(&e, "mock://keys?paths=2", &o);
+    eu_start(&e, &o, "mock://keys?paths=2");
     memset(longkey, 'k', RIO_KEY_MAX + 1);
     longkey[RIO_KEY_MAX + 1] = '\0';
     t_fill_pattern(buf, sizeof(buf), 1);
@@ -103,8 +102,7 @@ TEST(get_errors)
     struct rio_options o;
     const size_t n = 3 * EU_CHUNK;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://geterr?paths=2", &o);
+    eu_start(&e, &o, "mock://geterr?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
     uint8_t *dst = eu_fill_buf(n, 0x5C);
 
@@ -143,8 +141,7 @@ TEST(edge_sizes)
                             2 * EU_CHUNK,
                             5 * EU_CHUNK + 3};
 
-    eu_opts(&o);
-    eu_open(&e, "mock://edges?paths=3", &o);
+    eu_start(&e, &o, "mock://edges?paths=3");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         char key[32];

@@ -29,8 +29,7 @@ TEST(token_outlived_by_reader)
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 5), *dst = malloc(OBJ);
 
-    eu_opts(&o);
-    eu_open(&e, "mock://life1?paths=2&lat=1ms", &o);
+    eu_start(&e, &o, "mock://life1?paths=2&lat=1ms");
     T_OK(rio_put(e.c, "k", src, OBJ, NULL, NULL));
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
@@ -59,8 +58,7 @@ TEST(token_outlived_by_writer)
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 6), *dst = malloc(OBJ);
 
-    eu_opts(&o);
-    eu_open(&e, "mock://life2?paths=2&lat=1ms", &o);
+    eu_start(&e, &o, "mock://life2?paths=2&lat=1ms");
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
     struct rio_writer *w;
@@ -87,8 +85,7 @@ TEST(token_still_cancels)
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 7), *dst = malloc(OBJ);
 
-    eu_opts(&o);
-    eu_open(&e, "mock://life3?paths=2&lat=1ms", &o);
+    eu_start(&e, &o, "mock://life3?paths=2&lat=1ms");
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
     T_OK(rio_put(e.c, "k", src, OBJ, &call, NULL));

@@ -115,8 +115,7 @@ TEST(slow_path_does_not_hold_tail)
 
     if (EU_TSAN)
         T_SKIP("timing is not measurable under ThreadSanitizer");
-    eu_opts(&o);
-    eu_open(&e, "mock://tail?paths=2&rate=200M,2M", &o);
+    eu_start(&e, &o, "mock://tail?paths=2&rate=200M,2M");
     uint8_t *src = eu_pattern_buf(n, 61);
     T_OK(rio_mock_set_path(e.c, 1, 0, 0)); /* PUT at full speed */
     T_OK(rio_mock_set_path(e.c, 0, 0, 0));

@@ -40,8 +40,7 @@ TEST(reader_in_order_byte_exact)
     const unsigned prefetch[] = {1, 2, 5, 64};
     const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
 
-    eu_opts(&o);
-    eu_open(&e, "mock://rd1?paths=3&rate=400M,200M,50M", &o);
+    eu_start(&e, &o, "mock://rd1?paths=3&rate=400M,200M,50M");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 7, NULL);
     uint8_t *dst = malloc(n + 1);
     T_NOTNULL(dst);
@@ -103,8 +102,7 @@ TEST(reader_close_mid_stream_leaves_nothing)
     struct rio_reader *rd;
     struct rio_mock_counters mc;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://rd3?paths=2", &o);
+    eu_start(&e, &o, "mock://rd3?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 9, NULL);
     eu_fault(e.c, "stall:op=read:chunk=3");
     eu_fault(e.c, "late:op=read:chunk=4:delay=50");
@@ -134,8 +132,7 @@ TEST(reader_survives_faults)
     struct rio_options o;
     const size_t n = 3 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://rd4?paths=3", &o);
+    eu_start(&e, &o, "mock://rd4?paths=3");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 10, NULL);
     eu_fault(e.c, "disconnect:op=read:count=1:skip=3:bytes=1000:down=50");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=1");
@@ -213,8 +210,7 @@ TEST(get_stream_callback)
     struct rio_options o;
     const size_t n = 2 * EU_MIB + 3;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://rd6?paths=2", &o);
+    eu_start(&e, &o, "mock://rd6?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 12, NULL);
     struct sink s = {.src = src};
     T_EQ(rio_get_stream(e.c, "obj", 0, sink_cb, &s, NULL), (int64_t)n);

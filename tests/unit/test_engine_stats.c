@@ -49,8 +49,7 @@ TEST(stats_sanity_get_put)
     struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://stats?paths=4&rate=200M&lat=100us", &o);
+    eu_start(&e, &o, "mock://stats?paths=4&rate=200M&lat=100us");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 1, &call);
     check_sane(&st, n, n / EU_CHUNK);
     T_GT(st.hash_ns, 0u);
@@ -107,8 +106,7 @@ TEST(verdict_storage)
     struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://vstor?paths=4&rate=2G&disk=40M", &o); /* ~50 ms per transfer */
+    eu_start(&e, &o, "mock://vstor?paths=4&rate=2G&disk=40M"); /* ~50 ms per transfer */
     uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
     eu_get_check(e.c, "o", n, 2, &call);
     eu_stats_print("get", &st);
@@ -130,8 +128,7 @@ TEST(verdict_network)
     struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://vnet?paths=2&rate=20M", &o); /* ~50 ms per transfer */
+    eu_start(&e, &o, "mock://vnet?paths=2&rate=20M"); /* ~50 ms per transfer */
     uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
     eu_get_check(e.c, "o", n, 3, &call);
     eu_stats_print("get", &st);
@@ -222,8 +219,7 @@ TEST(progress_reports)
     struct prog pg = {0};
     struct rio_call call = {.progress = prog_cb, .progress_arg = &pg};
 
-    eu_opts(&o);
-    eu_open(&e, "mock://prog?paths=2&rate=10M", &o); /* ~200 ms for the GET */
+    eu_start(&e, &o, "mock://prog?paths=2&rate=10M"); /* ~200 ms for the GET */
     uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
     uint64_t t0 = eu_now_ns();
     eu_get_check(e.c, "o", n, 5, &call);

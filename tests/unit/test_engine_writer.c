@@ -33,8 +33,7 @@ TEST(writer_unknown_size_round_trip)
     const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
     const unsigned slots[] = {2, 3, 0};
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr1?paths=3&rate=400M,200M,50M", &o);
+    eu_start(&e, &o, "mock://wr1?paths=3&rate=400M,200M,50M");
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         uint8_t *src = eu_pattern_buf(n, 100 + i);
@@ -76,8 +75,7 @@ TEST(writer_declared_size)
     struct rio_options o;
     const size_t n = 3 * EU_CHUNK + 10;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr2?paths=2", &o);
+    eu_start(&e, &o, "mock://wr2?paths=2");
     uint8_t *src = eu_pattern_buf(n + EU_CHUNK, 9);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
@@ -145,8 +143,7 @@ TEST(writer_retries_faults)
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr4?paths=3", &o);
+    eu_start(&e, &o, "mock://wr4?paths=3");
     eu_fault(e.c, "error:op=write:chunk=3:count=2:error=RIO_ESERVER");
     eu_fault(e.c, "bitflip:op=write:chunk=11:count=1");
     eu_fault(e.c, "disconnect:op=write:chunk=17:count=1:down=0:bytes=1000");
@@ -172,8 +169,7 @@ TEST(writer_fatal_error_keeps_old)
     struct rio_options o;
     const size_t n = 10 * EU_CHUNK;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr5?paths=2", &o);
+    eu_start(&e, &o, "mock://wr5?paths=2");
     uint8_t *old = eu_put_pattern(e.c, "obj", n, 5, NULL);
     eu_fault(e.c, "error:op=write:chunk=6:error=EACCES");
     uint8_t *src = eu_pattern_buf(n, 6);
@@ -197,8 +193,7 @@ TEST(writer_abort_and_cancel)
     struct rio_options o;
     const size_t n = 30 * EU_CHUNK;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr6?paths=2&rate=100M&latency=1ms", &o);
+    eu_start(&e, &o, "mock://wr6?paths=2&rate=100M&latency=1ms");
     uint8_t *src = eu_pattern_buf(n, 7);
     struct rio_writer *w;
     struct rio_desc d;
@@ -254,8 +249,7 @@ TEST(put_stream_source)
     struct rio_options o;
     const size_t n = 7 * EU_CHUNK + 1;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr7?paths=2", &o);
+    eu_start(&e, &o, "mock://wr7?paths=2");
     uint8_t *src = eu_pattern_buf(n, 8);
     struct src_state s = {.p = src, .n = n, .step = 12345};
     T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, src_fill, &s, NULL, NULL));
@@ -279,8 +273,7 @@ TEST(etag_none)
     struct rio_desc d, st;
     const size_t n = 5 * EU_CHUNK + 3;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://et1?paths=2&etag=none", &o);
+    eu_start(&e, &o, "mock://et1?paths=2&etag=none");
     uint8_t *src = eu_pattern_buf(n, 11);
     T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
     T_STREQ(d.etag, "");
@@ -329,8 +322,7 @@ TEST(writer_alloc_fail_sweep)
     unsigned hits = 0;
     uint64_t k;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://wr8?paths=2", &o);
+    eu_start(&e, &o, "mock://wr8?paths=2");
     uint8_t *src = eu_pattern_buf(n, 12);
     T_OK(stream_once(e.c, src, n)); /* warm the staging cache */
     T_OK(rio_delete(e.c, "sweep"));

@@ -11,6 +11,7 @@
 #include "core/url.h"
 #include "railio.h"
 #include "t.h"
+#include "tlib.h"
 
 TEST(url_full)
 {
@@ -141,15 +142,18 @@ TEST(url_alloc_failure)
     rio__url_cleanup(&u); /* twice is harmless */
 }
 
-static uint64_t size_of(const char *s)
+/* What parse (named name) makes of s; fails the test on an error. */
+static uint64_t parsed(int (*parse)(const char *, uint64_t *), const char *name, const char *s)
 {
     uint64_t v = 0xdeadbeef;
-    int ret = rio__parse_size(s, &v);
+    int ret = parse(s, &v);
 
     if (ret < 0)
-        T_FAIL("rio__parse_size(\"%s\") = %d", s, ret);
+        T_FAIL("%s(\"%s\") = %d", name, s, ret);
     return v;
 }
+#define size_of(s) parsed(rio__parse_size, "rio__parse_size", (s))
+#define dur_of(s) parsed(rio__parse_duration_ns, "rio__parse_duration_ns", (s))
 
 TEST(size_suffixes)
 {
@@ -212,16 +216,6 @@ TEST(size_rejects)
     }
     T_EQ(v, 7); /* untouched on error */
     T_ERR(rio__parse_size(NULL, &v), RIO_EINVAL);
-}
-
-static uint64_t dur_of(const char *s)
-{
-    uint64_t v = 0xdeadbeef;
-    int ret = rio__parse_duration_ns(s, &v);
-
-    if (ret < 0)
-        T_FAIL("rio__parse_duration_ns(\"%s\") = %d", s, ret);
-    return v;
 }
 
 TEST(duration_units)
@@ -344,22 +338,13 @@ TEST(parse_ms_rounds_up)
 /* A transport option refused names itself on stderr (keepalive=maybe). */
 static void refused_says(int (*call)(void), const char *want)
 {
-    char path[] = "/tmp/rio_opt_XXXXXX", got[256] = "";
-    int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+    struct t_stderr cap;
+    char got[256];
 
-    T_TRUE(fd >= 0 && saved >= 0);
-    fflush(stderr);
-    T_TRUE(dup2(fd, STDERR_FILENO) >= 0);
+    t_stderr_begin(&cap);
     int ret = call();
-    fflush(stderr);
-    T_TRUE(dup2(saved, STDERR_FILENO) >= 0);
-    close(saved);
+    t_stderr_end(&cap, got, sizeof(got));
     T_EQ(ret, RIO_EINVAL);
-    ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
-    T_TRUE(n > 0);
-    got[n] = '\0';
-    close(fd);
-    unlink(path);
     if (!strstr(got, want))
         T_FAIL("stderr \"%s\" lacks \"%s\"", got, want);
 }
@@ -390,4 +375,100 @@ TEST(opt_refusal_names_option)
     refused_says(bad_keepalive, "railio: keepalive=maybe: expected on or off");
     refused_says(bad_direct, "railio: direct=sometimes: expected on, off or auto");
     refused_says(bad_ttl, "railio: ttl=soon: expected a duration");
+}
+
+static int bad_conns(void)
+{
+    uint64_t v = 7;
+    return rio__opt_uint("conns", "0", 1, 16, &v);
+}
+
+static int bad_queues(void)
+{
+    uint64_t v = 7;
+    return rio__opt_uint("queues", "2x", 1, 64, &v);
+}
+
+/* rio__opt_uint: digits only, the range, *out untouched on a refusal. */
+TEST(opt_uint_range_and_refusal)
+{
+    uint64_t v = 7;
+
+    T_OK(rio__opt_uint("conns", "16", 1, 16, &v));
+    T_EQ(v, 16u);
+    v = 7;
+    T_ERR(rio__opt_uint("conns", "17", 1, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "0", 1, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "-1", 0, 16, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "1K", 0, 4096, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", "99999999999999999999", 0, UINT64_MAX, &v), RIO_EINVAL);
+    T_ERR(rio__opt_uint("conns", NULL, 0, 16, &v), RIO_EINVAL);
+    T_EQ(v, 7u);
+    refused_says(bad_conns, "railio: conns=0: expected a whole number from 1 to 16");
+    refused_says(bad_queues, "railio: queues=2x: expected a whole number from 1 to 64");
+}
+
+static int bad_size_word(void)
+{
+    uint64_t v = 7;
+    return rio__opt_size("max_object", "lots", 1, UINT64_MAX, 0, &v);
+}
+
+static int bad_size_range(void)
+{
+    uint64_t v = 7;
+    return rio__opt_size("bufsize", "100", 1024, 524288, RIO_OPT_SIZE_ZERO, &v);
+}
+
+static int bad_size_over(void)
+{
+    uint64_t v = 7;
+    return rio__opt_size("rcvbuf", "2G", 0, 1u << 30, 0, &v);
+}
+
+static int bad_size_step(void)
+{
+    uint64_t v = 7;
+    return rio__opt_size("bounce", "5000", 0, 64u << 20, RIO_OPT_SIZE_4K, &v);
+}
+
+/* rio__opt_size: the range, 0 only when allowed, 4K steps, suffixes that
+ * overflow refused, *out untouched on a refusal, and the refusal names the
+ * option and the range. */
+TEST(opt_size_range_and_refusal)
+{
+    uint64_t v = 7;
+
+    T_OK(rio__opt_size("bufsize", "64K", 1024, 524288, RIO_OPT_SIZE_ZERO, &v));
+    T_EQ(v, 65536u);
+    T_OK(rio__opt_size("bufsize", "0", 1024, 524288, RIO_OPT_SIZE_ZERO, &v));
+    T_EQ(v, 0u);
+    T_OK(rio__opt_size("bufsize", "1024", 1024, 524288, 0, &v));
+    T_EQ(v, 1024u);
+    T_OK(rio__opt_size("bufsize", "512KiB", 1024, 524288, 0, &v));
+    T_EQ(v, 524288u);
+    v = 7;
+    T_ERR(rio__opt_size("bufsize", "0", 1024, 524288, 0, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("bufsize", "1023", 1024, 524288, RIO_OPT_SIZE_ZERO, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("bufsize", "524289", 1024, 524288, RIO_OPT_SIZE_ZERO, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("x", "16384P", 0, UINT64_MAX, 0, &v), RIO_EINVAL); /* 2^64 */
+    T_ERR(rio__opt_size("x", "18446744073709551616", 0, UINT64_MAX, 0, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("x", "1.5", 0, UINT64_MAX, 0, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("x", "", 0, UINT64_MAX, 0, &v), RIO_EINVAL);
+    T_ERR(rio__opt_size("x", NULL, 0, UINT64_MAX, 0, &v), RIO_EINVAL);
+    T_EQ(v, 7u);
+    T_OK(rio__opt_size("x", "16383P", 0, UINT64_MAX, 0, &v));
+    T_EQ(v, 16383ull << 50);
+    T_OK(rio__opt_size("bounce", "8K", 0, 64u << 20, RIO_OPT_SIZE_4K, &v));
+    T_EQ(v, 8192u);
+    T_OK(rio__opt_size("bounce", "0", 0, 64u << 20, RIO_OPT_SIZE_4K, &v));
+    T_EQ(v, 0u);
+    refused_says(bad_size_word,
+                 "railio: max_object=lots: expected a size (e.g. 64K, 1M) from 1 to ");
+    refused_says(bad_size_range,
+                 "railio: bufsize=100: expected 0 or a size (e.g. 64K, 1M) from 1024 to 524288");
+    refused_says(bad_size_over,
+                 "railio: rcvbuf=2G: expected a size (e.g. 64K, 1M) up to 1073741824");
+    refused_says(bad_size_step,
+                 "railio: bounce=5000: expected a size (e.g. 64K, 1M) in steps of 4096");
 }

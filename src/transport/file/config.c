@@ -15,7 +15,8 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
     v = 1;
     if (o && o->paths)
         v = o->paths;
-    else if ((s = rio__url_param(u, "queues")) && rio__parse_uint(s, RIO_MAX_PATHS, &v) < 0)
+    else if ((s = rio__url_param(u, "queues")) &&
+             rio__opt_uint("queues", s, 1, RIO_MAX_PATHS, &v) < 0)
         return RIO_EINVAL;
     if (v < 1 || v > RIO_MAX_PATHS)
         return RIO_EINVAL;
@@ -58,7 +59,7 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
                                 : v > FILE_BOUNCE_MAX   ? FILE_BOUNCE_MAX
                                                         : v);
     if ((s = rio__url_param(u, "bounce"))) {
-        if (rio__parse_size(s, &v) < 0 || v > FILE_BOUNCE_MAX || v % 4096)
+        if (rio__opt_size("bounce", s, 0, FILE_BOUNCE_MAX, RIO_OPT_SIZE_4K, &v) < 0)
             return RIO_EINVAL;
         t->bounce_size = (uint32_t)v;
     }

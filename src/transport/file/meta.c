@@ -89,8 +89,7 @@ int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
 
     if (!key || !out)
         return RIO_EINVAL;
-    kl = strnlen(key, RIO_KEY_MAX + 1);
-    if (kl == 0 || kl > RIO_KEY_MAX)
+    if (rio__key_len(key, &kl) < 0)
         return RIO_EINVAL;
     ret = rio__file_open(t, key, &f, &st);
     if (ret < 0 && rio__file_cache_shed(t, ret))

@@ -176,11 +176,7 @@ static void rt_close(struct rio_transport *tt)
         rados_aio_release(op->comp);
     for (struct rop *op = t->held; op; op = op->next)
         rados_aio_release(op->comp);
-    while (t->slabs) {
-        struct rslab *s = t->slabs;
-        t->slabs = s->next;
-        rio__free(s);
-    }
+    rio__opool_destroy(&t->pool);
     rio__rados_cache_clear(t);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
@@ -189,12 +185,18 @@ static void rt_close(struct rio_transport *tt)
     rio__free(t);
 }
 
-static int parse_duration_s(const char *v, uint64_t *out_s)
+/* A duration option above 0, in whole seconds rounded up. */
+static int opt_s(const char *name, const char *v, uint64_t *out_s)
 {
-    uint64_t ns;
-    if (rio__parse_duration_ns(v, &ns) < 0 || ns == 0)
+    uint32_t ms;
+
+    if (rio__opt_ms(name, v, &ms) < 0)
         return RIO_EINVAL;
-    *out_s = (ns + 999999999ull) / 1000000000ull;
+    if (!ms) {
+        fprintf(stderr, "railio: %s=%s: expected a duration above 0\n", name, v);
+        return RIO_EINVAL;
+    }
+    *out_s = (ms + 999u) / 1000u;
     return 0;
 }
 
@@ -228,13 +230,13 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         pp.id = "admin";
     pp.keyring = rio__url_param(u, "keyring");
     pp.op_timeout_s = o && o->op_timeout_ms ? (o->op_timeout_ms + 999u) / 1000u : 10;
-    if ((s = rio__url_param(u, "timeout")) && parse_duration_s(s, &pp.op_timeout_s) < 0)
+    if ((s = rio__url_param(u, "timeout")) && opt_s("timeout", s, &pp.op_timeout_s) < 0)
         return RIO_EINVAL;
     abort_s = pp.op_timeout_s * 3 > 10 ? pp.op_timeout_s * 3 : 10;
-    if ((s = rio__url_param(u, "abort_timeout")) && parse_duration_s(s, &abort_s) < 0)
+    if ((s = rio__url_param(u, "abort_timeout")) && opt_s("abort_timeout", s, &abort_s) < 0)
         return RIO_EINVAL;
     if ((s = rio__url_param(u, "inject_socket_failures"))) {
-        if (rio__parse_size(s, &v) < 0 || v > INT_MAX)
+        if (rio__opt_uint("inject_socket_failures", s, 0, INT_MAX, &v) < 0)
             return RIO_EINVAL;
         pp.inject = s;
     }
@@ -253,7 +255,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     t->gen_state = rio__now_ns() ^ (uint64_t)(uintptr_t)t;
     if ((s = rio__url_param(u, "fail_chunk"))) {
         ret = RIO_EINVAL;
-        if (rio__parse_size(s, &v) < 0 || v > INT64_MAX)
+        if (rio__opt_uint("fail_chunk", s, 0, INT64_MAX, &v) < 0)
             goto err_free;
         t->fail_chunk = (int64_t)v;
         t->fail_err = -EIO;
@@ -264,8 +266,9 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
             t->fail_err = e;
         }
     }
-    if ((s = rio__url_param(u, "shuffle")) && strcmp(s, "0") != 0)
-        t->shuffle = true;
+    ret = RIO_EINVAL;
+    if ((s = rio__url_param(u, "shuffle")) && rio__opt_bool("shuffle", s, &t->shuffle) < 0)
+        goto err_free;
 
     ret = -pthread_mutex_init(&t->pools_mu, NULL);
     if (ret < 0)
@@ -284,7 +287,8 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     pthread_condattr_destroy(&ca);
     if (ret < 0)
         goto err_mu;
-    ret = rio__rados_slab_grow_locked(t);
+    rio__opool_init(&t->pool, sizeof(struct rop), SLAB_OPS);
+    ret = rio__opool_grow(&t->pool);
     if (ret < 0)
         goto err_cv;
 
@@ -328,7 +332,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         t->nwpools = 1;
     if ((s = rio__url_param(u, "max_object"))) {
         ret = RIO_EINVAL;
-        if (rio__parse_size(s, &t->max_object) < 0 || t->max_object == 0)
+        if (rio__opt_size("max_object", s, 1, UINT64_MAX, 0, &t->max_object) < 0)
             goto err_close;
     } else {
         char val[64];

@@ -35,39 +35,19 @@ static int64_t xlate_io(int kind, int ret)
 
 /* -------------------------------------------------------------- chunk ops */
 
-int rio__rados_slab_grow_locked(struct rados_transport *t)
-{
-    struct rslab *s = rio__calloc(1, sizeof(*s));
-    if (!s)
-        return -ENOMEM;
-    s->next = t->slabs;
-    t->slabs = s;
-    for (unsigned i = 0; i < SLAB_OPS; i++) {
-        s->ops[i].next = t->free_ops;
-        t->free_ops = &s->ops[i];
-    }
-    return 0;
-}
-
 static struct rop *op_get(struct rados_transport *t)
 {
-    struct rop *op = NULL;
+    struct rop *op;
 
     pthread_mutex_lock(&t->mu);
-    if (t->free_ops || rio__rados_slab_grow_locked(t) == 0) {
-        op = t->free_ops;
-        t->free_ops = op->next;
-    }
+    op = rio__opool_get(&t->pool);
     pthread_mutex_unlock(&t->mu);
-    if (op)
-        memset(op, 0, sizeof(*op));
     return op;
 }
 
 static void op_put_locked(struct rados_transport *t, struct rop *op)
 {
-    op->next = t->free_ops;
-    t->free_ops = op;
+    rio__opool_put(&t->pool, op);
 }
 
 /* librados thread: the op is finished; queue it for reap. */

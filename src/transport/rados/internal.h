@@ -49,6 +49,7 @@
 #include <rados/librados.h>
 
 #include "railio.h"
+#include "transport/opool.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
 #include "transport/transport.h"
@@ -106,11 +107,6 @@ struct rop {
     struct rop *next;
 };
 
-struct rslab {
-    struct rslab *next;
-    struct rop ops[SLAB_OPS];
-};
-
 struct centry {
     struct centry *hnext;         /* hash chain */
     struct centry *lprev, *lnext; /* LRU list, most recent first */
@@ -146,8 +142,7 @@ struct rados_transport {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* under mu */
-    struct rslab *slabs;
-    struct rop *free_ops;
+    struct rio_opool pool; /* of struct rop */
     struct rop *done_head, *done_tail;
     struct rop *held; /* shuffle knob */
     unsigned nheld;
@@ -177,7 +172,6 @@ int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_
 void rio__rados_cache_clear(struct rados_transport *t);
 
 /* data.c */
-int rio__rados_slab_grow_locked(struct rados_transport *t);
 int rio__rados_submit(struct rio_transport *tt, struct rio_io *io);
 int rio__rados_reap(struct rio_transport *tt, int timeout_ms);
 void rio__rados_wake(struct rio_transport *tt);

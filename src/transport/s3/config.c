@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,26 +42,14 @@ static int knob_bool(const struct rio_url *u, const char *param, const char *env
     return rio__opt_bool(name, v, out);
 }
 
-/* A size up to max; a nonzero one at least min. */
+/* A size from min to max (rio__opt_size's flags), or def when unset. */
 static int knob_size(const struct rio_url *u, const char *param, const char *env, uint64_t def,
-                     uint64_t min, uint64_t max, uint64_t *out)
+                     uint64_t min, uint64_t max, unsigned flags, uint64_t *out)
 {
     const char *name, *v = knob(u, param, env, &name);
 
     *out = def;
-    if (!v)
-        return 0;
-    if (rio__parse_size(v, out) == 0 && *out <= max && (!*out || *out >= min))
-        return 0;
-    if (min)
-        fprintf(stderr,
-                "railio: %s=%s: expected 0 or a size (e.g. 64K, 1M) from %" PRIu64 " to %" PRIu64
-                "\n",
-                name, v, min, max);
-    else
-        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M) up to %" PRIu64 "\n", name,
-                v, max);
-    return RIO_EINVAL;
+    return v ? rio__opt_size(name, v, min, max, flags, out) : 0;
 }
 
 /* A duration in milliseconds, above 0. */
@@ -267,28 +254,30 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
         goto out;
     v = getenv("RIO_S3_DEBUG");
-    t->debug = v && *v && strcmp(v, "0") != 0;
-    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, &x) < 0)
+    if (v && *v && rio__opt_bool("RIO_S3_DEBUG", v, &t->debug) < 0)
+        goto out;
+    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, RIO_OPT_SIZE_ZERO,
+                  &x) < 0)
         goto out;
     t->bufsize = (long)x;
-    if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 16 * 1024, 2 * 1024 * 1024, &x) <
-        0)
+    if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 16 * 1024, 2 * 1024 * 1024,
+                  RIO_OPT_SIZE_ZERO, &x) < 0)
         goto out;
     t->upbufsize = (long)x;
-    if (knob_size(u, "rcvbuf", "RIO_S3_RCVBUF", 0, 0, 1u << 30, &x) < 0)
+    if (knob_size(u, "rcvbuf", "RIO_S3_RCVBUF", 0, 0, 1u << 30, 0, &x) < 0)
         goto out;
     t->rcvbuf = (int)x;
     if (knob_ms(u, "stall", "RIO_S3_STALL", 5000, &x) < 0)
         goto out;
     t->stall_s = (long)((x + 999) / 1000);
-    if (knob_size(u, "min_speed", "RIO_S3_MIN_SPEED", 1, 0, 1ull << 40, &x) < 0)
+    if (knob_size(u, "min_speed", "RIO_S3_MIN_SPEED", 1, 0, 1ull << 40, 0, &x) < 0)
         goto out;
     t->min_speed = (long)x;
     if (knob_ms(u, "connect_timeout", "RIO_S3_CONNECT_TIMEOUT", 5000, &x) < 0)
         goto out;
     t->connect_ms = (long)x;
-    if (knob_size(u, "min_part", "RIO_S3_MIN_PART", S3_DEF_MIN_PART, 0, 5ull << 30, &t->min_part) <
-        0)
+    if (knob_size(u, "min_part", "RIO_S3_MIN_PART", S3_DEF_MIN_PART, 0, 5ull << 30, 0,
+                  &t->min_part) < 0)
         goto out;
     t->base.put_chunk_min = t->min_part; /* the engine sizes multipart chunks by it */
     t->op_timeout_ms = o && o->op_timeout_ms ? (long)o->op_timeout_ms : 0;

@@ -23,8 +23,11 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg);
 static size_t op_read(char *p, size_t sz, size_t nmemb, void *arg);
 static int op_seek(void *arg, curl_off_t off, int origin);
 
-static int op_create(struct s3_path *p, struct s3_op *op)
+int rio__s3_op_make(void *e, void *arg)
 {
+    struct s3_op *op = e;
+    struct s3_path *p = arg;
+
     op->p = p;
     op->e = curl_easy_init();
     op->md = EVP_MD_CTX_new();
@@ -51,36 +54,17 @@ static int op_create(struct s3_path *p, struct s3_op *op)
     return 0;
 }
 
-void rio__s3_op_destroy(struct s3_op *op)
+void rio__s3_op_unmake(void *e, void *arg)
 {
+    struct s3_op *op = e;
+    struct s3_path *p = arg;
+
+    if (op->state == OP_ACTIVE && p->m)
+        curl_multi_remove_handle(p->m, op->e);
     curl_easy_cleanup(op->e);
     EVP_MD_CTX_free(op->md);
     op->e = NULL;
     op->md = NULL;
-}
-
-int rio__s3_pool_grow_locked(struct s3_path *p)
-{
-    struct s3_slab *s = rio__calloc(1, sizeof(*s));
-    unsigned i;
-
-    if (!s)
-        return -ENOMEM;
-    for (i = 0; i < S3_SLAB_OPS; i++) {
-        if (op_create(p, &s->ops[i]) < 0) {
-            while (i--)
-                rio__s3_op_destroy(&s->ops[i]);
-            rio__free(s);
-            return -ENOMEM;
-        }
-    }
-    s->next = p->slabs;
-    p->slabs = s;
-    for (i = 0; i < S3_SLAB_OPS; i++) {
-        s->ops[i].next = p->free_ops;
-        p->free_ops = &s->ops[i];
-    }
-    return 0;
 }
 
 /*

@@ -25,6 +25,7 @@
 
 #include "core/url.h"
 #include "railio.h"
+#include "transport/opool.h"
 #include "transport/s3/parse.h"
 #include "transport/s3/sign.h"
 #include "transport/transport.h"
@@ -83,8 +84,8 @@ struct s3_hdrs {
 struct s3_transport;
 
 struct s3_op {
+    struct s3_op *next; /* pending list, done list (first: the pool's while free) */
     struct s3_path *p;
-    struct s3_op *next;  /* free list, pending list, done list */
     struct s3_op *cnext; /* cancel list */
     struct rio_io *io;
     CURL *e;
@@ -108,11 +109,6 @@ struct s3_op {
     char hbuf[S3_HBUF];
 };
 
-struct s3_slab {
-    struct s3_slab *next;
-    struct s3_op ops[S3_SLAB_OPS];
-};
-
 struct s3_path {
     struct s3_transport *t;
     unsigned idx;
@@ -120,9 +116,8 @@ struct s3_path {
     const char *iface; /* CURLOPT_INTERFACE, or NULL */
     uint64_t timer_at; /* reap thread: when curl wants socket_action(TIMEOUT) */
     /* under t->mu */
-    unsigned held; /* ops submitted and not yet completed */
-    struct s3_op *free_ops;
-    struct s3_slab *slabs;
+    unsigned held;         /* ops submitted and not yet completed */
+    struct rio_opool pool; /* of struct s3_op, each with its easy handle */
 };
 
 struct s3_gen {
@@ -269,8 +264,10 @@ void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface);
 size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
 
 /* data.c: one chunk READ or WRITE on its easy handle. */
-int rio__s3_pool_grow_locked(struct s3_path *p);
-void rio__s3_op_destroy(struct s3_op *op);
+/* The op pool's hooks (arg: the path): an op's easy handle and digest,
+ * made once and kept from one chunk to the next. */
+int rio__s3_op_make(void *e, void *arg);
+void rio__s3_op_unmake(void *e, void *arg);
 int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op);
 int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc);
 

@@ -105,12 +105,11 @@ int rio__s3_submit(struct rio_transport *tt, struct rio_io *io)
         if (io->index >= up->hi)
             up->hi = io->index + 1;
     }
-    if (!p->free_ops && rio__s3_pool_grow_locked(p) < 0) {
+    op = rio__opool_get(&p->pool);
+    if (!op) {
         pthread_mutex_unlock(&t->mu);
         return -ENOMEM;
     }
-    op = p->free_ops;
-    p->free_ops = op->next;
     op->next = NULL;
     op->io = io;
     op->state = OP_PENDING;
@@ -243,8 +242,7 @@ static int settle(struct s3_transport *t, struct s3_op *list)
         next = op->next;
         op->io = NULL;
         op->state = OP_FREE;
-        op->next = op->p->free_ops;
-        op->p->free_ops = op;
+        rio__opool_put(&op->p->pool, op);
     }
     pthread_mutex_unlock(&t->mu);
     return n;
@@ -367,6 +365,8 @@ int rio__s3_loop_open(struct s3_transport *t)
         struct s3_path *p = &t->path[i];
         p->t = t;
         p->idx = i;
+        rio__opool_init(&p->pool, sizeof(struct s3_op), S3_SLAB_OPS);
+        rio__opool_hooks(&p->pool, rio__s3_op_make, rio__s3_op_unmake, p);
         p->timer_at = NEVER;
         p->m = curl_multi_init();
         if (!p->m)
@@ -387,16 +387,7 @@ void rio__s3_loop_close(struct s3_transport *t)
 {
     for (unsigned i = 0; i < t->base.npaths; i++) {
         struct s3_path *p = &t->path[i];
-        while (p->slabs) {
-            struct s3_slab *s = p->slabs;
-            p->slabs = s->next;
-            for (unsigned k = 0; k < S3_SLAB_OPS; k++) {
-                if (s->ops[k].state == OP_ACTIVE && p->m)
-                    curl_multi_remove_handle(p->m, s->ops[k].e);
-                rio__s3_op_destroy(&s->ops[k]);
-            }
-            rio__free(s);
-        }
+        rio__opool_destroy(&p->pool);
         if (p->m)
             curl_multi_cleanup(p->m); /* closes cached connections (sock_cb) */
         p->m = NULL;

@@ -345,7 +345,7 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
 
     t->conns_per_rail = 1;
     if ((s = rio__url_param(u, "conns"))) {
-        if (rio__parse_uint(s, TCP_MAX_CONNS, &v) < 0 || v == 0)
+        if (rio__opt_uint("conns", s, 1, TCP_MAX_CONNS, &v) < 0)
             return RIO_EINVAL;
         t->conns_per_rail = (unsigned)v;
     }

@@ -1,17 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/*
- * Helpers for tests that drive a transport through its ops table, without a
- * client: open it as a client would (the fault filter stacked where the URL
- * asks for it, and always over mock://), ops that record their completion,
- * whole-object PUT and GET, and the fault and mock counters.
- */
-#ifndef RIO_TEST_TX_UTIL_H
-#define RIO_TEST_TX_UTIL_H
-
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
+/* tx_util: a transport driven through its ops table, without a client (see tx_util.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "tx_util.h"
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
@@ -19,20 +11,15 @@
 #include "railio.h"
 #include "railio_mock.h"
 #include "t.h"
+#include "tlib.h"
 #include "transport/fault.h"
 #include "transport/mock.h"
 #include "transport/transport.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
-#define KiB (1024ull)
-#define MiB (1024ull * 1024ull)
-
-struct tx {
-    struct rio_url url;
-    struct rio_transport *t;
-    const struct rio_transport_ops *ops;
-};
-
-static inline int tx_open_opts(struct tx *x, const char *url, const struct rio_options *o)
+int tx_open_opts(struct tx *x, const char *url, const struct rio_options *o)
 {
     int ret;
 
@@ -55,20 +42,19 @@ static inline int tx_open_opts(struct tx *x, const char *url, const struct rio_o
     return 0;
 }
 
-static inline void tx_open(struct tx *x, const char *url)
+void tx_open(struct tx *x, const char *url)
 {
     T_OK(tx_open_opts(x, url, NULL));
     T_NOTNULL(x->t);
 }
 
-static inline void tx_close(struct tx *x)
+void tx_close(struct tx *x)
 {
     x->ops->close(x->t);
     rio__url_cleanup(&x->url);
 }
 
-/* Another transport on the same store (opened first, so the store lives on). */
-static inline void tx_reopen(struct tx *x, const char *url)
+void tx_reopen(struct tx *x, const char *url)
 {
     struct tx y;
     tx_open(&y, url);
@@ -76,15 +62,7 @@ static inline void tx_reopen(struct tx *x, const char *url)
     *x = y;
 }
 
-/* A test op: the io first, so complete() can cast back. */
-struct top {
-    struct rio_io io;
-    int ncomplete;
-    int64_t res;
-    uint64_t done_ns;
-};
-
-static inline void top_complete(struct rio_io *io)
+void top_complete(struct rio_io *io)
 {
     struct top *o = (struct top *)io;
     o->ncomplete++;
@@ -92,8 +70,7 @@ static inline void top_complete(struct rio_io *io)
     o->done_ns = rio__now_ns();
 }
 
-static inline void top_read(struct top *o, const struct rio_desc *d, uint64_t idx, unsigned path,
-                            void *dst)
+void top_read(struct top *o, const struct rio_desc *d, uint64_t idx, unsigned path, void *dst)
 {
     memset(o, 0, sizeof(*o));
     o->io.kind = RIO_IO_READ;
@@ -108,8 +85,8 @@ static inline void top_read(struct top *o, const struct rio_desc *d, uint64_t id
     o->io.complete = top_complete;
 }
 
-static inline void top_write(struct top *o, void *up, uint64_t size, uint64_t cs, uint64_t idx,
-                             unsigned path, const uint8_t *src)
+void top_write(struct top *o, void *up, uint64_t size, uint64_t cs, uint64_t idx, unsigned path,
+               const uint8_t *src)
 {
     memset(o, 0, sizeof(*o));
     o->io.kind = RIO_IO_WRITE;
@@ -124,9 +101,7 @@ static inline void top_write(struct top *o, void *up, uint64_t size, uint64_t cs
     o->io.complete = top_complete;
 }
 
-/* Reap until every op of ops[0..n) completed or timeout_ms passed; returns
- * how many completed. */
-static inline unsigned reap_all(struct tx *x, struct top *ops, unsigned n, int timeout_ms)
+unsigned reap_all(struct tx *x, struct top *ops, unsigned n, int timeout_ms)
 {
     uint64_t end = t_now_ms() + (uint64_t)timeout_ms;
     unsigned done = 0, i;
@@ -144,14 +119,13 @@ static inline unsigned reap_all(struct tx *x, struct top *ops, unsigned n, int t
     return done;
 }
 
-static inline void reap_one(struct tx *x, struct top *o)
+void reap_one(struct tx *x, struct top *o)
 {
     T_EQ(reap_all(x, o, 1, 5000), 1u);
 }
 
-/* Upload size bytes of buf under key in chunks of cs; fills d (caller cleans up). */
-static inline int put_object(struct tx *x, const char *key, const uint8_t *buf, uint64_t size,
-                             uint64_t cs, struct rio_desc *d)
+int put_object(struct tx *x, const char *key, const uint8_t *buf, uint64_t size, uint64_t cs,
+               struct rio_desc *d)
 {
     uint64_t n = size / cs + (size % cs != 0), i;
     struct top *ops = calloc(n ? n : 1, sizeof(*ops));
@@ -190,8 +164,7 @@ static inline int put_object(struct tx *x, const char *key, const uint8_t *buf, 
     return ret;
 }
 
-/* Read the whole object of d into dst; 0 or the first op error. */
-static inline int64_t get_object(struct tx *x, const struct rio_desc *d, uint8_t *dst)
+int64_t get_object(struct tx *x, const struct rio_desc *d, uint8_t *dst)
 {
     struct top *ops = calloc(d->nchunks ? d->nchunks : 1, sizeof(*ops));
     int64_t ret = 0;
@@ -210,23 +183,17 @@ static inline int64_t get_object(struct tx *x, const struct rio_desc *d, uint8_t
     return ret;
 }
 
-static inline uint8_t *pattern(uint64_t size, uint64_t seed)
+uint8_t *pattern(uint64_t size, uint64_t seed)
 {
-    uint8_t *b = malloc(size ? size : 1);
-    T_NOTNULL(b);
-    t_fill_pattern(b, size, seed);
-    return b;
+    return t_pattern_buf((size_t)size, seed);
 }
 
-static inline int all_bytes(const uint8_t *p, uint64_t n, uint8_t v)
+int all_bytes(const uint8_t *p, uint64_t n, uint8_t v)
 {
-    for (uint64_t i = 0; i < n; i++)
-        if (p[i] != v)
-            return 0;
-    return 1;
+    return t_count_byte(p, (size_t)n, v) == n;
 }
 
-static inline struct rio_mock_counters counters(struct tx *x)
+struct rio_mock_counters counters(struct tx *x)
 {
     struct rio_mock_counters c;
     rio__mock_counters(x->t, &c);
@@ -234,11 +201,9 @@ static inline struct rio_mock_counters counters(struct tx *x)
     return c;
 }
 
-static inline void add_fault(struct tx *x, const char *spec)
+void add_fault(struct tx *x, const char *spec)
 {
     struct rio_mock_fault f;
     T_OK(rio_mock_fault_parse(spec, &f));
     T_OK(rio__fault_add(x->t, &f));
 }
-
-#endif
