@@ -862,7 +862,8 @@ static int parse_rules(struct fault_transport *t, const char *s)
         int ret;
 
         if (l >= sizeof(spec)) {
-            fprintf(stderr, "railio: faults=: a rule longer than %u bytes\n", RIO_FAULT_SPEC_MAX - 1);
+            fprintf(stderr, "railio: faults=: a rule longer than %u bytes\n",
+                    RIO_FAULT_SPEC_MAX - 1);
             return RIO_EINVAL;
         }
         if (l > 0) {
