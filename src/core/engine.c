@@ -179,8 +179,9 @@ static void req_decide_locked(struct rio_client *c, struct rio__req *r, int stat
         pthread_cond_broadcast(&r->call->cond);
     if (status < 0) {
         for (unsigned i = 0; i < c->npaths; i++)
-            rio_list_each(a, &c->paths[i].attempts, struct rio__attempt, pnode) if (a->req == r)
-                cancel_attempt_locked(c, a);
+            rio_list_each (a, &c->paths[i].attempts, struct rio__attempt, pnode)
+                if (a->req == r)
+                    cancel_attempt_locked(c, a);
     }
 }
 
@@ -244,8 +245,7 @@ static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, uint64_
     p->fails++;
     p->state = PATH_COOLING;
     p->until_ns = now + cooldown_ns(c, p->fails);
-    rio_list_each(a, &p->attempts, struct rio__attempt, pnode)
-    {
+    rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
         if (a->cancelled)
             continue;
         cancel_attempt_locked(c, a);
@@ -312,13 +312,13 @@ static uint64_t req_chunk_len(const struct rio__req *r, uint64_t idx)
 static uint64_t remaining_unassigned_locked(struct rio_client *c)
 {
     uint64_t b = 0;
-    rio_list_each(r, &c->active, struct rio__req, anode)
-    {
+    rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
         if (r->next_new < r->nchunks)
             b += r->size - r->next_new * r->chunk_size;
-        rio_list_each(ch, &r->rq, struct rio__chunk, qnode) b += req_chunk_len(r, ch->idx);
+        rio_list_each (ch, &r->rq, struct rio__chunk, qnode)
+            b += req_chunk_len(r, ch->idx);
     }
     return b;
 }
@@ -409,8 +409,7 @@ static bool probe_may_take(struct rio_client *c, uint64_t len)
 /* Next chunk of r that may go now, or NULL; takes it off r's queue. */
 static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
 {
-    rio_list_each(ch, &r->rq, struct rio__chunk, qnode)
-    {
+    rio_list_each (ch, &r->rq, struct rio__chunk, qnode) {
         /* A chunk whose cancelled attempt is still out waits for it: that
          * attempt may still write into the chunk's bytes. */
         if (ch->zombies || ch->not_before_ns > now)
@@ -489,8 +488,7 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
  * is full (stop dispatching). */
 static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
-    rio_list_each(r, &c->active, struct rio__req, anode)
-    {
+    rio_list_each (r, &c->active, struct rio__req, anode) {
         int dir = r->type == RIO_OP_PUT;
         if (r->decided || r->opening || !path_usable(c, pi, dir))
             continue;
@@ -731,8 +729,7 @@ out:
 
 static void check_timers_locked(struct rio_client *c, uint64_t now)
 {
-    rio_list_each(r, &c->active, struct rio__req, anode)
-    {
+    rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
         if (r->call->cancel && atomic_load(&r->call->cancel->fired))
@@ -744,8 +741,7 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING && now >= p->until_ns)
             p->state = PATH_PROBING;
-        rio_list_each(a, &p->attempts, struct rio__attempt, pnode)
-        {
+        rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
             if (a->cancelled || now < a->timeout_ns)
                 continue;
             /* No completion within the op timeout: the path is stalled or
@@ -769,8 +765,7 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
 {
     uint64_t t = now + 1000000000ull;
-    rio_list_each(r, &c->active, struct rio__req, anode)
-    {
+    rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
         t = min_u64(t, r->deadline_ns);
@@ -778,16 +773,17 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
             t = min_u64(t, now + 10000000ull);
         /* Only future backoffs: a chunk that may go now but could not is
          * waiting for a completion or a path, which wake us anyway. */
-        rio_list_each(ch, &r->rq, struct rio__chunk,
-                      qnode) if (!ch->zombies && ch->not_before_ns > now) t =
-            min_u64(t, ch->not_before_ns);
+        rio_list_each (ch, &r->rq, struct rio__chunk, qnode)
+            if (!ch->zombies && ch->not_before_ns > now)
+                t = min_u64(t, ch->not_before_ns);
     }
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING)
             t = min_u64(t, p->until_ns);
-        rio_list_each(a, &p->attempts, struct rio__attempt, pnode) if (!a->cancelled) t =
-            min_u64(t, a->timeout_ns);
+        rio_list_each (a, &p->attempts, struct rio__attempt, pnode)
+            if (!a->cancelled)
+                t = min_u64(t, a->timeout_ns);
     }
     return t;
 }
@@ -852,7 +848,8 @@ static void reap_failed_locked(struct rio_client *c, int err)
 {
     if (c->reap_errs < RIO__REAP_ERRS_MAX)
         return;
-    rio_list_each(r, &c->active, struct rio__req, anode) req_decide_locked(c, r, err);
+    rio_list_each (r, &c->active, struct rio__req, anode)
+        req_decide_locked(c, r, err);
 }
 
 static void *engine_main(void *arg)

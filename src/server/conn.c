@@ -259,8 +259,9 @@ static struct conn *hs_victim_locked(struct rio_srv *srv, const uint8_t ip[16])
     unsigned share = srv->cfg.max_handshakes / 4 ? srv->cfg.max_handshakes / 4 : 1, own = 0;
     struct conn *first = NULL;
 
-    rio_list_each(c, &srv->hs, struct conn, hs_node) if (!memcmp(c->peer_ip, ip, 16) && !own++)
-        first = c;
+    rio_list_each (c, &srv->hs, struct conn, hs_node)
+        if (!memcmp(c->peer_ip, ip, 16) && !own++)
+            first = c;
     return own >= share ? first : rio_list_entry(srv->hs.head, struct conn, hs_node);
 }
 

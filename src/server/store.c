@@ -1181,8 +1181,9 @@ uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
     pthread_mutex_lock(&s->mu);
     /* An upload opened from now on gets more than next_gen. */
     m = s->next_gen + 1;
-    rio_list_each(o, &s->committing, struct rio_srv_obj, cnode) if (o->open_gen < m) m =
-        o->open_gen;
+    rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
+        if (o->open_gen < m)
+            m = o->open_gen;
     for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
         for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
             if (u->open_gen < m)

@@ -664,8 +664,7 @@ static void collect_locked(struct fault_transport *t, uint64_t *next, struct rio
     while ((q = rio_list_pop_front(&t->reaped)))
         inner_done_locked(t, rio_container_of(q, struct fop, qnode), now);
     *next = timers_run_locked(t, now);
-    rio_list_each(op, &t->done, struct fop, qnode)
-    {
+    rio_list_each (op, &t->done, struct fop, qnode) {
         op->io->res = op->res;
         op->io->svc_ns = op->svc_ns;
         op->io->tpriv = NULL;
@@ -679,8 +678,7 @@ static int deliver(struct fault_transport *t, struct rio_list *list)
     struct rio_list_node *q;
     int n = 0;
 
-    rio_list_each(op, list, struct fop, qnode)
-    {
+    rio_list_each (op, list, struct fop, qnode) {
         op->io->complete(op->io);
         n++;
     }

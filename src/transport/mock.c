@@ -798,8 +798,7 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
     rio_list_init(&t->done);
     /* Settle each op before its completion runs: results out, references and
      * depth released, tpriv cleared so a late cancel finds nothing. */
-    rio_list_each(op, &list, struct mock_op, qnode)
-    {
+    rio_list_each (op, &list, struct mock_op, qnode) {
         struct rio_io *io = op->io;
         io->res = op->res;
         io->svc_ns = op->svc_ns;
@@ -818,8 +817,7 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
     }
     pthread_mutex_unlock(&t->mu);
 
-    rio_list_each(op, &list, struct mock_op, qnode)
-    {
+    rio_list_each (op, &list, struct mock_op, qnode) {
         op->io->complete(op->io);
         n++;
     }
@@ -992,7 +990,8 @@ static void *mock_main(void *arg)
         }
         pthread_mutex_unlock(&t->mu);
 
-        rio_list_each(w, &work, struct mock_op, qnode) serve(t, w);
+        rio_list_each (w, &work, struct mock_op, qnode)
+            serve(t, w);
 
         pthread_mutex_lock(&t->mu);
         while ((q = rio_list_pop_front(&work)))
@@ -1167,7 +1166,9 @@ static void mock_close(struct rio_transport *tt)
     for (i = 0; i < t->nheap; i++)
         if (t->heap[i]->up)
             upload_unref(t->heap[i]->up);
-    rio_list_each(d, &t->done, struct mock_op, qnode) if (d->up) upload_unref(d->up);
+    rio_list_each (d, &t->done, struct mock_op, qnode)
+        if (d->up)
+            upload_unref(d->up);
 
     rio__opool_destroy(&t->pool);
     rio__free(t->heap);

@@ -22,8 +22,9 @@ static struct ffile *lru_file(struct rio_list_node *n)
 static struct ffile *cache_find_locked(struct ftransport *t, const char *key, uint64_t kh,
                                        uint64_t gen)
 {
-    rio_list_each(f, &t->lru, struct ffile,
-                  lru) if (f->khash == kh && f->gen == gen && strcmp(f->key, key) == 0) return f;
+    rio_list_each (f, &t->lru, struct ffile, lru)
+        if (f->khash == kh && f->gen == gen && strcmp(f->key, key) == 0)
+            return f;
     return NULL;
 }
 

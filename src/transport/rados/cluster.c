@@ -172,7 +172,8 @@ static void rt_close(struct rio_transport *tt)
         if (t->cl[p])
             rados_shutdown(t->cl[p]);
     /* The engine reaps every op before closing; release any stragglers. */
-    rio_list_each(op, &t->done, struct rop, dnode) rados_aio_release(op->comp);
+    rio_list_each (op, &t->done, struct rop, dnode)
+        rados_aio_release(op->comp);
     for (struct rop *op = t->held; op; op = op->next)
         rados_aio_release(op->comp);
     rio__opool_destroy(&t->pool);

@@ -210,8 +210,7 @@ static int settle(struct s3_transport *t, struct rio_list *list)
     if (rio_list_empty(list))
         return 0;
     pthread_mutex_lock(&t->mu);
-    rio_list_each(op, list, struct s3_op, qnode)
-    {
+    rio_list_each (op, list, struct s3_op, qnode) {
         struct rio_io *io = op->io;
         io->res = op->res;
         io->svc_ns = op->svc_ns;
@@ -227,8 +226,7 @@ static int settle(struct s3_transport *t, struct rio_list *list)
         }
     }
     pthread_mutex_unlock(&t->mu);
-    rio_list_each(op, list, struct s3_op, qnode)
-    {
+    rio_list_each (op, list, struct s3_op, qnode) {
         op->io->complete(op->io);
         n++;
     }

@@ -85,8 +85,7 @@ static int deliver(struct tcp_transport *t)
         return 0;
     rio_list_init(&t->done);
     pthread_mutex_lock(&t->mu);
-    rio_list_each(s, &list, struct tcp_slot, dnode)
-    {
+    rio_list_each (s, &list, struct tcp_slot, dnode) {
         struct rio_io *io = s->done_io;
         io->res = s->done_res;
         io->svc_ns = 0;
@@ -95,8 +94,7 @@ static int deliver(struct tcp_transport *t)
             cancel_unlink_locked(t, s);
     }
     pthread_mutex_unlock(&t->mu);
-    rio_list_each(s, &list, struct tcp_slot, dnode)
-    {
+    rio_list_each (s, &list, struct tcp_slot, dnode) {
         s->done_io->complete(s->done_io);
         n++;
     }
