@@ -15,7 +15,8 @@ static size_t values(struct rio_list *l, int *out)
 {
     size_t n = 0;
 
-    rio_list_each(it, l, struct item, node) out[n++] = it->v;
+    rio_list_each (it, l, struct item, node)
+        out[n++] = it->v;
     return n;
 }
 
