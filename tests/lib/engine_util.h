@@ -34,11 +34,24 @@
 /* The chunk size most engine tests use: small, so a 1-8 MiB object has many. */
 #define EU_CHUNK (64 * EU_KIB)
 
-/* A client under test and what it must give back. */
+/* A client under test, what it must give back, and the options and call
+ * record most tests set up the same way. */
 struct eu {
     struct rio_client *c;
-    int64_t alloc0; /* rio__alloc_outstanding() before rio_client_new */
+    int64_t alloc0;       /* rio__alloc_outstanding() before rio_client_new */
+    struct rio_options o; /* eu_begin: the engine profile, for the test to adjust */
+    struct rio_stats st;  /* filled by every call made with &e->call */
+    struct rio_call call; /* .stats = &st */
 };
+
+/* Engine-profile options in e->o, a zeroed call record reporting into e->st;
+ * no client yet (eu_open(e, url, &e->o) makes one). */
+static inline void eu_begin(struct eu *e)
+{
+    memset(e, 0, sizeof(*e));
+    t_opts(&e->o, T_PROFILE_ENGINE);
+    e->call.stats = &e->st;
+}
 
 #define eu_opts(o) t_opts((o), T_PROFILE_ENGINE)
 #define eu_now_ns t_now_ns
@@ -52,11 +65,11 @@ struct eu {
         (e)->alloc0 = t_alloc_now();                                                               \
         (e)->c = t__client_new((url), (o), __FILE__, __LINE__);                                    \
     } while (0)
-/* eu_opts(o), then eu_open(e, url, o). */
-#define eu_start(e, o, url)                                                                        \
+/* eu_begin(e), then eu_open(e, url, &e->o). */
+#define eu_start(e, url)                                                                           \
     do {                                                                                           \
-        eu_opts(o);                                                                                \
-        eu_open((e), (url), (o));                                                                  \
+        eu_begin(e);                                                                               \
+        eu_open((e), (url), &(e)->o);                                                              \
     } while (0)
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)

@@ -39,13 +39,12 @@ static void *sampler_main(void *p)
 TEST(budget_wait_two_callers)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 2 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_opts(&o);
-    o.budget_bytes = budget;
-    eu_open(&e, "mock://bwait?paths=4", &o);
+    eu_begin(&e);
+    e.o.budget_bytes = budget;
+    eu_open(&e, "mock://bwait?paths=4", &e.o);
     uint8_t *a = eu_put_pattern(e.c, "a", n, 1, NULL);
     uint8_t *b = eu_put_pattern(e.c, "b", n, 2, NULL);
     /* ~20 MiB/s per path: at most two chunks in flight, ~100 ms per GET. */
@@ -88,18 +87,15 @@ TEST(budget_wait_two_callers)
 TEST(budget_smaller_than_chunk)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.budget_bytes = EU_CHUNK / 2;
-    eu_open(&e, "mock://bsmall?paths=3", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &call);
-    T_EQ(st.peak_inflight_bytes, EU_CHUNK);
-    eu_get_check(e.c, "o", n, 3, &call);
-    T_EQ(st.peak_inflight_bytes, EU_CHUNK);
+    eu_begin(&e);
+    e.o.budget_bytes = EU_CHUNK / 2;
+    eu_open(&e, "mock://bsmall?paths=3", &e.o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, EU_CHUNK);
+    eu_get_check(e.c, "o", n, 3, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, EU_CHUNK);
     free(src);
     eu_close(&e);
 }
@@ -108,20 +104,17 @@ TEST(budget_smaller_than_chunk)
 TEST(budget_per_request)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    o.budget_bytes = 16 * EU_CHUNK;
-    o.request_budget = 3 * EU_CHUNK;
-    eu_open(&e, "mock://breq?paths=4&rate=100M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &call);
-    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
-    eu_get_check(e.c, "o", n, 4, &call);
-    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
-    T_GE(st.peak_inflight_bytes, 2 * EU_CHUNK);
+    eu_begin(&e);
+    e.o.budget_bytes = 16 * EU_CHUNK;
+    e.o.request_budget = 3 * EU_CHUNK;
+    eu_open(&e, "mock://breq?paths=4&rate=100M", &e.o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &e.call);
+    T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
+    eu_get_check(e.c, "o", n, 4, &e.call);
+    T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
+    T_GE(e.st.peak_inflight_bytes, 2 * EU_CHUNK);
     free(src);
     eu_close(&e);
 }
@@ -131,14 +124,13 @@ TEST(budget_per_request)
 TEST(budget_fail_fast_ebusy)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_opts(&o);
-    o.budget_bytes = budget;
-    o.budget_mode = RIO_BUDGET_FAIL;
-    eu_open(&e, "mock://bfail?paths=2", &o);
+    eu_begin(&e);
+    e.o.budget_bytes = budget;
+    e.o.budget_mode = RIO_BUDGET_FAIL;
+    eu_open(&e, "mock://bfail?paths=2", &e.o);
     uint8_t *a = eu_put_pattern(e.c, "a", n, 5, NULL);
     uint8_t *b = eu_put_pattern(e.c, "b", 4096, 6, NULL);
     /* 4 MiB/s per path: two chunks in flight for ~15 ms each, ~130 ms in all. */
@@ -190,22 +182,19 @@ TEST(budget_fail_fast_ebusy)
 TEST(depth_single_op_call)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
 
-    eu_opts(&o);
-    o.depth = 16;
-    eu_open(&e, "mock://depth1?paths=4", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", 1000, 7, &call);
-    T_EQ(st.peak_inflight_bytes, 1000u);
-    eu_get_check(e.c, "o", 1000, 7, &call);
-    T_EQ(st.peak_inflight_bytes, 1000u);
-    T_EQ(eu_path_ops(&st), 1u);
+    eu_begin(&e);
+    e.o.depth = 16;
+    eu_open(&e, "mock://depth1?paths=4", &e.o);
+    uint8_t *src = eu_put_pattern(e.c, "o", 1000, 7, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, 1000u);
+    eu_get_check(e.c, "o", 1000, 7, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, 1000u);
+    T_EQ(eu_path_ops(&e.st), 1u);
     uint64_t deepest = 0;
-    for (unsigned i = 0; i < st.npaths; i++)
-        if (st.path[i].peak_depth > deepest)
-            deepest = st.path[i].peak_depth;
+    for (unsigned i = 0; i < e.st.npaths; i++)
+        if (e.st.path[i].peak_depth > deepest)
+            deepest = e.st.path[i].peak_depth;
     T_EQ(deepest, 1u);
     free(src);
     eu_close(&e);

@@ -25,11 +25,10 @@ static void scribble(void)
 TEST(token_outlived_by_reader)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 5), *dst = malloc(OBJ);
 
-    eu_start(&e, &o, "mock://life1?paths=2&lat=1ms");
+    eu_start(&e, "mock://life1?paths=2&lat=1ms");
     T_OK(rio_put(e.c, "k", src, OBJ, NULL, NULL));
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
@@ -54,11 +53,10 @@ TEST(token_outlived_by_reader)
 TEST(token_outlived_by_writer)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 6), *dst = malloc(OBJ);
 
-    eu_start(&e, &o, "mock://life2?paths=2&lat=1ms");
+    eu_start(&e, "mock://life2?paths=2&lat=1ms");
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
     struct rio_writer *w;
@@ -81,11 +79,10 @@ TEST(token_outlived_by_writer)
 TEST(token_still_cancels)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_cancel *cx;
     uint8_t *src = eu_pattern_buf(OBJ, 7), *dst = malloc(OBJ);
 
-    eu_start(&e, &o, "mock://life3?paths=2&lat=1ms");
+    eu_start(&e, "mock://life3?paths=2&lat=1ms");
     T_OK(rio_cancel_new(&cx));
     struct rio_call call = {.cancel = cx};
     T_OK(rio_put(e.c, "k", src, OBJ, &call, NULL));
