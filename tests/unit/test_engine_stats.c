@@ -94,22 +94,35 @@ TEST(stats_sanity_get_put)
     eu_close(&e);
 }
 
+/* A 2 MiB PUT and checked GET on url: e->st holds the GET's stats, printed. */
+static void run_for_verdict(struct eu *e, const char *url, unsigned seed)
+{
+    const size_t n = 2 * EU_MIB;
+
+    eu_start(e, url);
+    uint8_t *src = eu_put_pattern(e->c, "o", n, seed, NULL);
+    eu_get_check(e->c, "o", n, seed, &e->call);
+    free(src);
+    eu_stats_print("get", &e->st);
+}
+
+/* The verdict, its name and a sentence that explains it. */
+static void expect_verdict(const struct rio_stats *st, int want, const char *name)
+{
+    T_EQ(st->verdict, want);
+    T_STREQ(rio_verdict_name(st->verdict), name);
+    T_GT(strlen(st->verdict_text), 0u);
+}
+
 /* Paths far faster than the storage service: the verdict is storage. */
 TEST(verdict_storage)
 {
     struct eu e;
-    const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, "mock://vstor?paths=4&rate=2G&disk=40M"); /* ~50 ms per transfer */
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
-    eu_get_check(e.c, "o", n, 2, &e.call);
-    eu_stats_print("get", &e.st);
-    T_EQ(e.st.verdict, RIO_VERDICT_STORAGE);
-    T_STREQ(rio_verdict_name(e.st.verdict), "storage");
+    run_for_verdict(&e, "mock://vstor?paths=4&rate=2G&disk=40M", 2); /* ~50 ms per transfer */
+    expect_verdict(&e.st, RIO_VERDICT_STORAGE, "storage");
     T_GT(e.st.svc_ns, 0u);
     T_GE((double)e.st.svc_ns, 0.5 * (double)e.st.op_ns);
-    T_GT(strlen(e.st.verdict_text), 0u);
-    free(src);
     eu_close(&e);
 }
 
@@ -117,24 +130,17 @@ TEST(verdict_storage)
 TEST(verdict_network)
 {
     struct eu e;
-    const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, "mock://vnet?paths=2&rate=20M"); /* ~50 ms per transfer */
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
-    eu_get_check(e.c, "o", n, 3, &e.call);
-    eu_stats_print("get", &e.st);
+    run_for_verdict(&e, "mock://vnet?paths=2&rate=20M", 3); /* ~50 ms per transfer */
     if (e.st.verdict == RIO_VERDICT_SOFTWARE &&
         (double)e.st.cpu_wait_ns >= 0.25 * (double)e.st.elapsed_ns)
         T_SKIP("machine too busy: threads waited %.1f ms for a CPU in a %.1f ms call, and the "
                "verdict rightly says so",
                e.st.cpu_wait_ns / 1e6, e.st.elapsed_ns / 1e6);
-    T_EQ(e.st.verdict, RIO_VERDICT_NETWORK);
-    T_STREQ(rio_verdict_name(e.st.verdict), "network");
+    expect_verdict(&e.st, RIO_VERDICT_NETWORK, "network");
     T_EQ(e.st.svc_ns, 0u);
     for (unsigned i = 0; i < 2; i++)
         T_GE(e.st.path[i].rate_mbps, 0.8 * e.st.path[i].cap_mbps);
-    T_GT(strlen(e.st.verdict_text), 0u);
-    free(src);
     eu_close(&e);
 }
 
