@@ -34,6 +34,23 @@ static void *sampler_main(void *p)
     return NULL;
 }
 
+/* A client on url whose in-flight bytes are held to budget, the mode saying
+ * what a caller over it gets. */
+static void open_budget(struct eu *e, const char *url, uint64_t budget, int mode)
+{
+    eu_begin(e);
+    e->o.budget_bytes = budget;
+    e->o.budget_mode = mode;
+    eu_open(e, url, &e->o);
+}
+
+/* Paths 0..npaths-1 of the mock slowed to rate bytes per second. */
+static void slow_paths(struct eu *e, unsigned npaths, double rate)
+{
+    for (unsigned i = 0; i < npaths; i++)
+        T_OK(rio_mock_set_path(e->c, i, rate, 0));
+}
+
 /* Two threads GET at once through a budget of two chunks: both succeed
  * byte-exact and the client never has more than the budget in flight. */
 TEST(budget_wait_two_callers)
@@ -42,14 +59,11 @@ TEST(budget_wait_two_callers)
     const size_t n = 2 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_begin(&e);
-    e.o.budget_bytes = budget;
-    eu_open(&e, "mock://bwait?paths=4", &e.o);
+    open_budget(&e, "mock://bwait?paths=4", budget, RIO_BUDGET_WAIT);
     uint8_t *a = eu_put_pattern(e.c, "a", n, 1, NULL);
     uint8_t *b = eu_put_pattern(e.c, "b", n, 2, NULL);
     /* ~20 MiB/s per path: at most two chunks in flight, ~100 ms per GET. */
-    for (unsigned i = 0; i < 4; i++)
-        T_OK(rio_mock_set_path(e.c, i, 20.0 * EU_MIB, 0));
+    slow_paths(&e, 4, 20.0 * EU_MIB);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n}, jb = {.c = e.c, .key = "b", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
@@ -89,9 +103,7 @@ TEST(budget_smaller_than_chunk)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.budget_bytes = EU_CHUNK / 2;
-    eu_open(&e, "mock://bsmall?paths=3", &e.o);
+    open_budget(&e, "mock://bsmall?paths=3", EU_CHUNK / 2, RIO_BUDGET_WAIT);
     uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
     T_EQ(e.st.peak_inflight_bytes, EU_CHUNK);
     eu_get_check(e.c, "o", n, 3, &e.call);
@@ -127,15 +139,11 @@ TEST(budget_fail_fast_ebusy)
     const size_t n = 1 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_begin(&e);
-    e.o.budget_bytes = budget;
-    e.o.budget_mode = RIO_BUDGET_FAIL;
-    eu_open(&e, "mock://bfail?paths=2", &e.o);
+    open_budget(&e, "mock://bfail?paths=2", budget, RIO_BUDGET_FAIL);
     uint8_t *a = eu_put_pattern(e.c, "a", n, 5, NULL);
     uint8_t *b = eu_put_pattern(e.c, "b", 4096, 6, NULL);
     /* 4 MiB/s per path: two chunks in flight for ~15 ms each, ~130 ms in all. */
-    for (unsigned i = 0; i < 2; i++)
-        T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0));
+    slow_paths(&e, 2, 4.0 * EU_MIB);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
