@@ -10,6 +10,7 @@
  * fallback to plain TCP; a byte flipped in a TLS record is a damaged
  * connection that the engine retries (0 wrong bytes).
  */
+#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "mitm_env.h"
@@ -88,11 +89,18 @@ static void start_tls(struct srv_env *e, struct pki *p)
     srv_start_listen(e, "127.0.0.1:0,127.0.0.1:0", args);
 }
 
-/* rio_client_new(url) fails with want within 3 s and leaves no client. */
-static void expect_open_fails(const char *url, int want)
+/* rio_client_new on the URL made of fmt fails with want within 3 s and
+ * leaves no client. */
+__attribute__((format(printf, 2, 3))) static void expect_open_fails(int want, const char *fmt, ...)
 {
     struct rio_options o;
     struct rio_client *c = NULL;
+    char url[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(url, sizeof(url), fmt, ap);
+    va_end(ap);
     tu_opts(&o);
     o.op_timeout_ms = 2000;
     uint64_t t0 = t_now_ms();
@@ -141,11 +149,9 @@ TEST(plain_client_fails_clearly)
 {
     struct srv_env e;
     struct pki p;
-    char url[512];
 
     start_tls(&e, &p);
-    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
-    expect_open_fails(url, RIO_ETLS);
+    expect_open_fails(RIO_ETLS, "railio://%s", e.addr[0]);
     T_GE(srv_log_count(&e, "plain railio client on a TLS listener"), 1u);
     T_EQ(stop_tls(&e), 0);
 }
@@ -153,12 +159,21 @@ TEST(plain_client_fails_clearly)
 TEST(tls_client_against_plain_server)
 {
     struct srv_env e;
-    char url[512];
 
     srv_start(&e, NULL);
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
-    expect_open_fails(url, RIO_ETLS);
+    expect_open_fails(RIO_ETLS, "railio://%s?tls=on&tls_verify=off", e.addr[0]);
     T_EQ(srv_stop(&e), 0);
+}
+
+/* Key k, 300000 bytes of pattern 7, reads back right through a client
+ * opened on url with o. */
+static void get_check_via(const char *url, const struct rio_options *o)
+{
+    struct tu u;
+
+    tu_open(&u, url, o);
+    tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
 }
 
 TEST(wrong_ca_wrong_name_and_verify_off)
@@ -171,15 +186,12 @@ TEST(wrong_ca_wrong_name_and_verify_off)
 
     start_tls(&e, &p);
     /* Signed by another CA. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
-    expect_open_fails(url, RIO_ETLSVERIFY);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
     /* The system store does not know the test CA. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on", e.addr[0]);
-    expect_open_fails(url, RIO_ETLSVERIFY);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on", e.addr[0]);
     /* The right CA, the wrong name. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=other.example", e.addr[0],
-             p.ca);
-    expect_open_fails(url, RIO_ETLSVERIFY);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on&tls_ca=%s&tls_name=other.example",
+                      e.addr[0], p.ca);
     /* The name the certificate has, instead of the URL's IP address. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=localhost", e.addr[0], p.ca);
     tu_opts(&o);
@@ -188,29 +200,21 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     tu_close(&u);
     /* tls_verify=off: for tests only, encrypted but anyone's certificate. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    get_check_via(url, &o);
     /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca= ... */
     setenv("RIO_TLS", "on", 1);
     setenv("RIO_TLS_CA", p.ca, 1);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    get_check_via(url, &o);
     unsetenv("RIO_TLS");
     /* ... and struct rio_options' tls field. */
     o.tls = 1;
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    get_check_via(url, &o);
     /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
     o.tls = 0;
-    snprintf(url, sizeof(url), "railio://%s?tls=off", e.addr[0]);
-    expect_open_fails(url, RIO_ETLS);
+    expect_open_fails(RIO_ETLS, "railio://%s?tls=off", e.addr[0]);
     unsetenv("RIO_TLS_CA");
-    snprintf(url, sizeof(url), "railio://%s?tls=maybe", e.addr[0]);
-    expect_open_fails(url, RIO_EINVAL);
+    expect_open_fails(RIO_EINVAL, "railio://%s?tls=maybe", e.addr[0]);
     T_EQ(stop_tls(&e), 0);
 }
 
