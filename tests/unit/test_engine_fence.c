@@ -16,21 +16,27 @@
  * returns, the fence must have drained that op: a pattern written into the
  * buffer after the return stays intact.
  */
+/* A client on url holding "o", n bytes of pattern 1, whose chunk 5 lands
+ * LATE_MS late on its next read; e->call has a 150 ms deadline and flags. */
+static uint8_t *late_start(struct eu *e, const char *url, size_t n, unsigned flags)
+{
+    eu_start(e, url);
+    e->call.deadline_ms = 150;
+    e->call.flags = flags;
+    uint8_t *src = eu_put_pattern(e->c, "o", n, 1, NULL);
+    eu_fault(e->c, "late:op=read:chunk=5:count=1:delay=150ms");
+    return src;
+}
+
 TEST(late_write_fenced)
 {
     struct eu e;
-    struct rio_stats st;
-    struct rio_call call = {.deadline_ms = 150, .stats = &st};
     const size_t n = 1 * EU_MIB;
-
-    eu_begin(&e);
-    eu_open(&e, "mock://latef?paths=2&rate=400M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
-    eu_fault(e.c, "late:op=read:chunk=5:count=1:delay=150ms");
+    uint8_t *src = late_start(&e, "mock://latef?paths=2&rate=400M", n, 0);
 
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
     uint64_t took = t_now_ms() - t0;
     /* The fence waited for the late landing: deadline + delay, roughly. */
     T_GE(took, 150u + LATE_MS - 20);
@@ -75,8 +81,7 @@ TEST(late_write_reproduces_without_fence)
      * itself: ThreadSanitizer rightly reports it, so this one runs without. */
     if (EU_TSAN)
         T_SKIP("a deliberate data race (the transport breaks the fence)");
-    eu_begin(&e);
-    eu_open(&e, "mock://latenf?paths=2&rate=400M", &e.o);
+    eu_start(&e, "mock://latenf?paths=2&rate=400M");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
     char spec[96];
     snprintf(spec, sizeof(spec), "unfenced:op=read:chunk=5:count=1:delay=%ums", LATE_MS);
@@ -112,28 +117,22 @@ TEST(late_write_reproduces_without_fence)
 TEST(late_write_atomic_untouched)
 {
     struct eu e;
-    struct rio_stats st;
-    struct rio_call call = {.flags = RIO_ATOMIC, .deadline_ms = 150, .stats = &st};
     const size_t n = 1 * EU_MIB;
-
-    eu_begin(&e);
-    eu_open(&e, "mock://latea?paths=2&rate=400M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
-    eu_fault(e.c, "late:op=read:chunk=5:count=1:delay=150ms");
+    uint8_t *src = late_start(&e, "mock://latea?paths=2&rate=400M", n, RIO_ATOMIC);
 
     uint8_t *dst = eu_pattern_buf(n, 777);
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
     T_PATTERN(dst, n, 777);
-    T_EQ(st.bytes_staged, n);
+    T_EQ(e.st.bytes_staged, n);
     eu_idle(e.c);
     eu_sleep_ms(2 * LATE_MS);
     T_PATTERN(dst, n, 777);
 
     /* A successful atomic GET copies the whole object. */
-    struct rio_call ok = {.flags = RIO_ATOMIC, .stats = &st};
+    struct rio_call ok = {.flags = RIO_ATOMIC, .stats = &e.st};
     T_EQ(rio_get(e.c, "o", dst, n, &ok), (int64_t)n);
     T_PATTERN(dst, n, 1);
-    T_EQ(st.bytes_staged, n);
+    T_EQ(e.st.bytes_staged, n);
     free(src);
     free(dst);
     eu_close(&e);
@@ -228,8 +227,7 @@ TEST(cancel_from_another_thread)
     const size_t n = 4 * EU_MIB;
     pthread_t th;
 
-    eu_begin(&e);
-    eu_open(&e, "mock://cancel?paths=2&rate=2M", &e.o); /* ~1 s for the whole object */
+    eu_start(&e, "mock://cancel?paths=2&rate=2M"); /* ~1 s for the whole object */
     uint8_t *src = eu_pattern_buf(n, 6);
     /* PUT at full speed, then slow the paths down for the GET. */
     T_OK(rio_mock_set_path(e.c, 0, 0, 0));
@@ -272,8 +270,7 @@ TEST(cancel_put_keeps_old_generation)
     const size_t n = 2 * EU_MIB;
     pthread_t th;
 
-    eu_begin(&e);
-    eu_open(&e, "mock://cput?paths=2", &e.o);
+    eu_start(&e, "mock://cput?paths=2");
     uint8_t *old = eu_put_pattern(e.c, "o", n, 7, NULL);
     struct rio_desc d0;
     T_OK(rio_stat(e.c, "o", &d0));
