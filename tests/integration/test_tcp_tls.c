@@ -165,14 +165,17 @@ TEST(tls_client_against_plain_server)
     T_EQ(srv_stop(&e), 0);
 }
 
-/* Key k, 300000 bytes of pattern 7, reads back right through a client
- * opened on url with o. */
-static void get_check_via(const char *url, const struct rio_options *o)
+/* Through a client opened on url with o: key k, 300000 bytes of pattern 7,
+ * written (put) or read back and checked. */
+static void via(const char *url, const struct rio_options *o, int put)
 {
     struct tu u;
 
     tu_open(&u, url, o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
+    if (put)
+        tu_put(u.c, "k", 300000, 7);
+    else
+        tu_get_check(u.c, "k", 300000, 7, 0);
     tu_close(&u);
 }
 
@@ -181,7 +184,6 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     struct srv_env e;
     struct pki p;
     struct rio_options o;
-    struct tu u;
     char url[1024];
 
     start_tls(&e, &p);
@@ -195,21 +197,19 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     /* The name the certificate has, instead of the URL's IP address. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=localhost", e.addr[0], p.ca);
     tu_opts(&o);
-    tu_open(&u, url, &o);
-    tu_put(u.c, "k", 300000, 7);
-    tu_close(&u);
+    via(url, &o, 1);
     /* tls_verify=off: for tests only, encrypted but anyone's certificate. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
-    get_check_via(url, &o);
+    via(url, &o, 0);
     /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca= ... */
     setenv("RIO_TLS", "on", 1);
     setenv("RIO_TLS_CA", p.ca, 1);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
-    get_check_via(url, &o);
+    via(url, &o, 0);
     unsetenv("RIO_TLS");
     /* ... and struct rio_options' tls field. */
     o.tls = 1;
-    get_check_via(url, &o);
+    via(url, &o, 0);
     /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
     o.tls = 0;
     expect_open_fails(RIO_ETLS, "railio://%s?tls=off", e.addr[0]);
