@@ -394,6 +394,22 @@ const char *t_scratch_dir(const char *prefix)
     T_FAIL("more than %d scratch directories", SCRATCH_MAX);
 }
 
+int64_t t_piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct t_piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (s->fail_at && s->off >= s->fail_at)
+        return -EIO;
+    if (k > cap)
+        k = cap;
+    if (k > s->step)
+        k = s->step;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
 uint8_t *t_slurp(const char *path, size_t *n)
 {
     struct stat st;

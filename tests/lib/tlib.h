@@ -108,6 +108,15 @@ uint8_t *t_slurp(const char *path, size_t *n);
 /* Create or truncate path with n bytes; fails the test on error. */
 void t_write_file(const char *path, const void *buf, size_t n);
 
+/* A source for rio_put_stream (t_piece_fill) handing out p[0..n) at most
+ * step bytes a call, like a pipe; -EIO once off reaches fail_at (0: never). */
+struct t_piece_src {
+    const uint8_t *p;
+    size_t n, off, step;
+    size_t fail_at;
+};
+int64_t t_piece_fill(void *arg, void *buf, size_t cap);
+
 /* ------------------------------------------------------------ options */
 
 /* The option sets of the suites: small chunks, a fixed seed, short backoff

@@ -210,27 +210,6 @@ TEST(writer_abort_and_cancel)
     eu_close(&e);
 }
 
-struct src_state {
-    const uint8_t *p;
-    size_t n, off, step;
-    size_t fail_at; /* return an error once off reaches it (0 = never) */
-};
-
-static int64_t src_fill(void *arg, void *buf, size_t cap)
-{
-    struct src_state *s = arg;
-    if (s->fail_at && s->off >= s->fail_at)
-        return -EIO;
-    size_t k = s->n - s->off;
-    if (k > cap)
-        k = cap;
-    if (k > s->step)
-        k = s->step;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
-}
-
 /* rio_put_stream reads chunks straight into the writer's buffers; a source
  * error drops the PUT and is returned as is. */
 TEST(put_stream_source)
@@ -240,12 +219,12 @@ TEST(put_stream_source)
 
     eu_start(&e, "mock://wr7?paths=2");
     uint8_t *src = eu_pattern_buf(n, 8);
-    struct src_state s = {.p = src, .n = n, .step = 12345};
-    T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, src_fill, &s, NULL, NULL));
+    struct t_piece_src s = {.p = src, .n = n, .step = 12345};
+    T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &s, NULL, NULL));
     eu_get_check(e.c, "obj", n, 8, NULL);
 
-    struct src_state bad = {.p = src, .n = n, .step = 12345, .fail_at = 3 * EU_CHUNK};
-    T_EQ(rio_put_stream(e.c, "obj2", RIO_SIZE_UNKNOWN, 3, src_fill, &bad, NULL, NULL), -EIO);
+    struct t_piece_src bad = {.p = src, .n = n, .step = 12345, .fail_at = 3 * EU_CHUNK};
+    T_EQ(rio_put_stream(e.c, "obj2", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &bad, NULL, NULL), -EIO);
     struct rio_desc d;
     T_EQ(rio_stat(e.c, "obj2", &d), RIO_ENOTFOUND);
     eu_idle(e.c);
