@@ -394,6 +394,22 @@ const char *t_scratch_dir(const char *prefix)
     T_FAIL("more than %d scratch directories", SCRATCH_MAX);
 }
 
+int t_dir_count(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    if (!d)
+        T_FAIL("opendir %s: %s", dir, strerror(errno));
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+            (!part || strstr(de->d_name, part)))
+            n++;
+    closedir(d);
+    return n;
+}
+
 int64_t t_piece_fill(void *arg, void *buf, size_t cap)
 {
     struct t_piece_src *s = arg;

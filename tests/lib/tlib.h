@@ -107,6 +107,9 @@ const char *t_scratch_dir(const char *prefix);
 uint8_t *t_slurp(const char *path, size_t *n);
 /* Create or truncate path with n bytes; fails the test on error. */
 void t_write_file(const char *path, const void *buf, size_t n);
+/* How many names in dir (not below, not "." or "..") contain part (NULL:
+ * any); fails the test if dir cannot be read. */
+int t_dir_count(const char *dir, const char *part);
 
 /* A source for rio_put_stream (t_piece_fill) handing out p[0..n) at most
  * step bytes a call, like a pipe; -EIO once off reaches fail_at (0: never). */
