@@ -600,8 +600,7 @@ TEST(server_closes_idle_connections)
      * under a sanitizer; the sleeps below outlast it. */
     const char *args[] = {"--idle-timeout", "400ms", NULL};
 
-    srv_prepare(&e);
-    srv_start_listen(&e, NULL, args);
+    srv_start(&e, args);
     tu_opts(&o);
     tu_url(url, sizeof(url), &e, "conns=2");
     tu_open(&u, url, &o);
