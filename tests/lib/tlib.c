@@ -194,6 +194,22 @@ int t_free_port(void)
     return 0;
 }
 
+int t_listen_loopback(char *addr, size_t cap)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    T_GE(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    T_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(fd, 64), 0);
+    T_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(addr, cap, "127.0.0.1:%u", ntohs(sa.sin_port));
+    return fd;
+}
+
 static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);

@@ -71,6 +71,10 @@ int t_read_int(const char *path);
  * ephemeral range (a port from that range may become the source port of
  * another test's outgoing connection before a peer binds it); 0 if none. */
 int t_free_port(void);
+/* A listening TCP socket (backlog 64, close-on-exec) on 127.0.0.1 at a
+ * port the kernel picks, its "127.0.0.1:PORT" in addr; fails the test on
+ * error. Returns the socket. */
+int t_listen_loopback(char *addr, size_t cap);
 /* $T_SOURCE_DIR/tests/harness/NAME (the source tree of this build when
  * unset). Static storage per call site is not needed: out, cap. */
 void t_harness_path(char *out, size_t cap, const char *name);
