@@ -145,27 +145,10 @@ void srv_start_listen(struct srv_env *e, const char *listen, const char *const *
     argv[n++] = e->port_file;
     argv[n++] = "--log-level";
     argv[n++] = "debug";
-    for (; extra && *extra && n < SRV_MAX_ARGS - 1; extra++)
-        argv[n++] = *extra;
-    argv[n] = NULL;
-
-    fflush(NULL);
-    e->pid = fork();
-    if (e->pid < 0)
-        T_FAIL("fork: %s", strerror(errno));
-    if (e->pid == 0) {
-        /* The log goes to the test's stderr: ctest shows it when the test
-         * fails. SRV_LOG_FILE=1 sends it to a file instead. */
-        if (getenv("SRV_LOG_FILE")) {
-            int fd = open(e->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                dup2(fd, 2);
-                dup2(fd, 1);
-            }
-        }
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
+    t_argv_add(argv, &n, SRV_MAX_ARGS, extra);
+    /* The log goes to the test's stderr: ctest shows it when the test
+     * fails. SRV_LOG_FILE=1 sends it to a file instead. */
+    e->pid = t_spawn(bin, argv, 0, getenv("SRV_LOG_FILE") ? e->log : NULL);
     /* Generous: --prefault touches all of --memory first (~3 s a GiB on
      * the 2-vCPU VM). */
     char text[2048], tok[256];

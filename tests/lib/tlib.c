@@ -235,6 +235,40 @@ const char *cli_bin(void)
     return path;
 }
 
+void t_argv_add(const char **argv, int *n, int cap, const char *const *extra)
+{
+    for (; extra && *extra; extra++) {
+        if (*n >= cap - 1)
+            T_FAIL("more than %d arguments", cap - 1);
+        argv[(*n)++] = *extra;
+    }
+    argv[*n] = NULL;
+}
+
+pid_t t_spawn(const char *file, const char *const *argv, int own_group, const char *log)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        T_FAIL("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (own_group)
+            setpgid(0, 0);
+        if (log) {
+            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1);
+            }
+        }
+        execvp(file, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
+}
+
 int t_proc_wait(pid_t pid, unsigned timeout_ms)
 {
     uint64_t t0 = t_now_ms();

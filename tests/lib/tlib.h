@@ -81,6 +81,14 @@ void t_harness_path(char *out, size_t cap, const char *name);
 /* $T_BUILD_DIR/NAME (this build's directory when unset). */
 void t_build_path(char *out, size_t cap, const char *name);
 
+/* argv[*n...] = the NULL-ended extra, argv[*n] = NULL after it; fails the
+ * test when argv (cap entries) cannot hold them and the NULL. */
+void t_argv_add(const char **argv, int *n, int cap, const char *const *extra);
+/* Fork and exec file (with a '/', as is; else looked up in PATH) with argv:
+ * the child in its own process group when own_group, its stdout and stderr
+ * into log when log is not NULL. The child's pid; fails the test when fork
+ * fails. A child that cannot exec exits 127. */
+pid_t t_spawn(const char *file, const char *const *argv, int own_group, const char *log);
 /* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
 int t_proc_wait(pid_t pid, unsigned timeout_ms);
 /* Wait up to timeout_ms for child pid to write path (a port file): 0, its
