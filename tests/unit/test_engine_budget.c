@@ -44,11 +44,23 @@ static void open_budget(struct eu *e, const char *url, uint64_t budget, int mode
     eu_open(e, url, &e->o);
 }
 
-/* Paths 0..npaths-1 of the mock slowed to rate bytes per second. */
-static void slow_paths(struct eu *e, unsigned npaths, double rate)
+/* Objects "a" (na bytes of pattern seed) and "b" (nb bytes of pattern
+ * seed + 1), then paths 0..npaths-1 slowed to rate bytes per second. */
+struct scene {
+    size_t na, nb;
+    unsigned seed, npaths;
+    double rate;
+};
+
+/* open_budget, then the scene's objects stored and its paths slowed. */
+static void budget_scene(struct eu *e, const char *url, uint64_t budget, int mode,
+                         const struct scene *sc)
 {
-    for (unsigned i = 0; i < npaths; i++)
-        T_OK(rio_mock_set_path(e->c, i, rate, 0));
+    open_budget(e, url, budget, mode);
+    free(eu_put_pattern(e->c, "a", sc->na, sc->seed, NULL));
+    free(eu_put_pattern(e->c, "b", sc->nb, sc->seed + 1, NULL));
+    for (unsigned i = 0; i < sc->npaths; i++)
+        T_OK(rio_mock_set_path(e->c, i, sc->rate, 0));
 }
 
 /* Two threads GET at once through a budget of two chunks: both succeed
@@ -59,11 +71,9 @@ TEST(budget_wait_two_callers)
     const size_t n = 2 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    open_budget(&e, "mock://bwait?paths=4", budget, RIO_BUDGET_WAIT);
-    uint8_t *a = eu_put_pattern(e.c, "a", n, 1, NULL);
-    uint8_t *b = eu_put_pattern(e.c, "b", n, 2, NULL);
     /* ~20 MiB/s per path: at most two chunks in flight, ~100 ms per GET. */
-    slow_paths(&e, 4, 20.0 * EU_MIB);
+    const struct scene sc = {n, n, 1, 4, 20.0 * EU_MIB};
+    budget_scene(&e, "mock://bwait?paths=4", budget, RIO_BUDGET_WAIT, &sc);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n}, jb = {.c = e.c, .key = "b", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
@@ -92,8 +102,6 @@ TEST(budget_wait_two_callers)
     T_LT(jb.t_start_ns, ja.t_end_ns);
     free(ja.buf);
     free(jb.buf);
-    free(a);
-    free(b);
     eu_close(&e);
 }
 
@@ -139,11 +147,9 @@ TEST(budget_fail_fast_ebusy)
     const size_t n = 1 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    open_budget(&e, "mock://bfail?paths=2", budget, RIO_BUDGET_FAIL);
-    uint8_t *a = eu_put_pattern(e.c, "a", n, 5, NULL);
-    uint8_t *b = eu_put_pattern(e.c, "b", 4096, 6, NULL);
     /* 4 MiB/s per path: two chunks in flight for ~15 ms each, ~130 ms in all. */
-    slow_paths(&e, 2, 4.0 * EU_MIB);
+    const struct scene sc = {n, 4096, 5, 2, 4.0 * EU_MIB};
+    budget_scene(&e, "mock://bfail?paths=2", budget, RIO_BUDGET_FAIL, &sc);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
@@ -181,8 +187,6 @@ TEST(budget_fail_fast_ebusy)
     T_PATTERN(dst, 4096, 6);
     free(ja.buf);
     free(dst);
-    free(a);
-    free(b);
     eu_close(&e);
 }
 
