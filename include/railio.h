@@ -78,7 +78,8 @@ int rio_has_scheme(const char *scheme);
     X(RIO_EDNS, -10016, "name resolution failed")                                                  \
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")                                                    \
-    X(RIO_EUNKNOWN, -10019, "outcome unknown: the request (a commit or a delete) may or may not have taken effect")    \
+    X(RIO_EUNKNOWN, -10019,                                                                        \
+      "outcome unknown: the request (a commit or a delete) may or may not have taken effect")      \
     X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
     X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")     \
@@ -225,7 +226,14 @@ struct rio_stats {
      * because the server lost its upload before the commit. retries and
      * retries_total include the failed attempts of the earlier runs. */
     uint64_t replans;
-    uint64_t reserved[15]; /* zeroed by the library (ABI rules above) */
+    /* GET verification, done on the client's worker threads outside its
+     * lock, several chunks at once: the bytes checked (xxh3) and the CPU
+     * time those threads spent on it, summed (verify_ns above is their wall
+     * time, summed). verify_bytes / verify_cpu_ns is the verify rate of one
+     * core; 0 when nothing was verified. */
+    uint64_t verify_bytes;
+    uint64_t verify_cpu_ns;
+    uint64_t reserved[13]; /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */
@@ -259,9 +267,11 @@ struct rio_call {
     struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */
     /*
      * Progress, if set: called with the bytes of verified/acknowledged chunks
-     * so far and the call's total, at most every 100 ms, from the client's
-     * engine thread with the client's lock held: it must return quickly and
-     * must not call any rio_* function.
+     * so far and the call's total, at most every 100 ms, from a thread of
+     * the call (the caller's, or a worker of its batch), one call at a time
+     * and never after the call returned, without the client's lock: a slow
+     * callback delays only its own call's reports, not the transfer nor
+     * other calls. It must not call rio_* functions on its own call.
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
@@ -270,7 +280,9 @@ struct rio_call {
 
 /**
  * Open a client for url. *out is owned by the caller (rio_client_destroy).
- * Starts one engine thread. Returns 0, RIO_EURL, RIO_EINVAL, -ENOMEM or a
+ * Starts one engine thread and the client's worker threads (metadata of
+ * batches; verification and MD5 on up to as many threads as CPUs): the
+ * engine starts no thread per call. Returns 0, RIO_EURL, RIO_EINVAL, -ENOMEM or a
  * transport's error.
  */
 int rio_client_new(const char *url, const struct rio_options *o, struct rio_client **out);

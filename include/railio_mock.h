@@ -57,7 +57,9 @@ enum rio_mock_fault_kind {
     /* Breaks the contract, for tests that must show they would catch a
      * transport without a fence: stall; when cancelled, complete at once
      * (-ECANCELED) and write 0xDD into dst delay_ms later, after the engine
-     * has been told the op is over. */
+     * has been told the op is over. Refused (RIO_EINVAL) unless the
+     * environment has RIO_TEST_UNSAFE_FAULTS=1: it writes into memory its
+     * caller may have freed. */
     RIO_MOCK_UNFENCED,
 };
 

@@ -16,6 +16,9 @@ int rio_cli_serve(int argc, char **argv);
 
 /* Print one call's stats as a human table (to f). */
 void rio_cli_print_stats(FILE *f, const struct rio_stats *st);
+/* GB/s one core verifies (verify_bytes / verify_cpu_ns); 0 when nothing
+ * was verified. */
+double rio_cli_verify_gbps_core(const struct rio_stats *st);
 /* Print one call's stats as a JSON object (no trailing newline). */
 void rio_cli_json_stats(FILE *f, const struct rio_stats *st);
 

@@ -24,6 +24,11 @@
 #include "core/key.h"
 #include "railio.h"
 
+double rio_cli_verify_gbps_core(const struct rio_stats *st)
+{
+    return st->verify_cpu_ns ? (double)st->verify_bytes / (double)st->verify_cpu_ns : 0;
+}
+
 void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
 {
     fprintf(f,
@@ -36,6 +41,10 @@ void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
         fprintf(f, "  path %u: %llu bytes, %.1f MB/s busy-rate, %llu errors\n", i,
                 (unsigned long long)st->path[i].bytes, st->path[i].rate_mbps,
                 (unsigned long long)st->path[i].errors);
+    if (st->verify_bytes)
+        fprintf(f, "verify: %llu bytes, %.1f ms CPU on the client's workers, %.2f GB/s per core\n",
+                (unsigned long long)st->verify_bytes, st->verify_cpu_ns / 1e6,
+                rio_cli_verify_gbps_core(st));
     fprintf(f, "verdict: %s: %s\n", rio_verdict_name(st->verdict), st->verdict_text);
 }
 
@@ -47,6 +56,7 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         "\"lat_ns\":{\"p50\":%llu,\"p95\":%llu,\"p99\":%llu,\"max\":%llu},"
         "\"first_done_ns\":%llu,\"last_done_ns\":%llu,\"peak_inflight_bytes\":%llu,"
         "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
+        "\"verify_bytes\":%llu,\"verify_cpu_ns\":%llu,\"verify_gbps_per_core\":%.2f,"
         "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
         "\"retries\":{",
         (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
@@ -56,8 +66,10 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         (unsigned long long)st->last_done_ns, (unsigned long long)st->peak_inflight_bytes,
         (unsigned long long)st->bytes_staged, (unsigned long long)st->hash_ns,
         (unsigned long long)st->verify_ns, (unsigned long long)st->copy_ns,
-        (unsigned long long)st->engine_cpu_ns, (unsigned long long)st->transport_cpu_ns,
-        (unsigned long long)st->caller_cpu_ns, (unsigned long long)st->cpu_wait_ns);
+        (unsigned long long)st->verify_bytes, (unsigned long long)st->verify_cpu_ns,
+        rio_cli_verify_gbps_core(st), (unsigned long long)st->engine_cpu_ns,
+        (unsigned long long)st->transport_cpu_ns, (unsigned long long)st->caller_cpu_ns,
+        (unsigned long long)st->cpu_wait_ns);
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
                 (unsigned long long)st->retries[k]);

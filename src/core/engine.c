@@ -4,6 +4,9 @@
  * in-flight budget, retry with rollback, path cooldown and probing, deadlines,
  * cancellation and the fence. See docs/internals/engine.md.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -638,7 +641,7 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
                                   uint64_t now)
 {
     struct rio__call *call = r->call;
-    uint64_t lat = now - a->submit_ns;
+    uint64_t lat = a->done_ns - a->submit_ns;
     a->ch->state = CH_DONE;
     r->done++;
     if (call->nlat < call->lat_cap)
@@ -652,16 +655,53 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
         call->first_done_ns = since;
     call->last_done_ns = since;
     if (call->progress) {
+        /* Reported by a thread of the call, outside mu (rio__call_progress_locked). */
         call->progress_done += a->io.len;
         if (now - call->progress_last_ns >= 100000000ull) {
             call->progress_last_ns = now;
-            call->progress(call->progress_arg, call->progress_done, call->progress_total);
+            call->progress_due = true;
+            pthread_cond_broadcast(&call->cond);
         }
     }
     if (r->ring)
         pthread_cond_broadcast(&call->cond); /* the reader waits chunk by chunk */
     if (r->done == r->nchunks)
         req_decide_locked(c, r, 0);
+}
+
+/* The transport delivered a chunk whole and its checksum is still to be
+ * checked; path and counters are settled (handle_completion_locked). Runs on
+ * the client's cpu pool, without mu: only this attempt reads the chunk's
+ * bytes now, and nothing writes them (the chunk goes out again only after
+ * this returns), nor can the call return (its request is not fenced while
+ * r->verifying). */
+static void verify_task(void *arg)
+{
+    struct rio__attempt *a = arg;
+    struct rio_client *c = a->c;
+    struct rio__req *r = a->req;
+    uint64_t cpu0 = rio__thread_cpu_ns(), t0 = rio__now_ns();
+    uint64_t h = rio__xxh3(a->io.dst, a->io.len);
+    uint64_t now = rio__now_ns(), cpu = rio__thread_cpu_ns() - cpu0;
+
+    pthread_mutex_lock(&c->mu);
+    struct rio__call *call = r->call;
+    call->verify_ns += now - t0;
+    call->verify_cpu_ns += cpu;
+    call->verify_bytes += a->io.len;
+    r->verifying--;
+    if (!r->decided) {
+        if (h == r->xxh[a->ch->idx]) {
+            req_chunk_done_locked(c, r, a, now);
+        } else {
+            call->path_errors[a->path]++;
+            chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, now);
+        }
+    }
+    attempt_put_locked(c, a);
+    pthread_mutex_unlock(&c->mu);
+    /* The engine dispatches the freed work and fences what is over. */
+    rio__t_wake(c->t);
 }
 
 static void handle_completion_locked(struct rio_client *c, struct rio__attempt *a, uint64_t now)
@@ -672,6 +712,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
 
     path_unlink(p, a);
     counters_sub_locked(c, a, now);
+    a->done_ns = now;
 
     if (a->cancelled) {
         /* Its fate was settled when it was cancelled; it can no longer write
@@ -685,13 +726,6 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         err = (int)res;
     else if ((uint64_t)res != a->io.len)
         err = RIO_ESHORT;
-    else if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0) {
-        uint64_t t0 = rio__now_ns();
-        uint64_t h = rio__xxh3(a->io.dst, a->io.len);
-        r->call->verify_ns += rio__now_ns() - t0;
-        if (h != r->xxh[ch->idx])
-            err = RIO_ECHECKSUM;
-    }
     if (err == 0) {
         struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
         d->bytes_total += a->io.len;
@@ -702,8 +736,17 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         } else if (p->state == PATH_HEALTHY) {
             p->fails = 0;
         }
-        if (!r->decided)
-            req_chunk_done_locked(c, r, a, now);
+        if (r->decided)
+            goto out;
+        if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0) {
+            /* The path delivered; whether the chunk is right is the cpu
+             * pool's to say, off the client lock and on as many cores as
+             * there are chunks to check. The chunk counts as done only then. */
+            r->verifying++;
+            rio__pool_task(&c->cpu_pool, &a->vjob, verify_task, a);
+            return;
+        }
+        req_chunk_done_locked(c, r, a, now);
         goto out;
     }
     r->call->path_errors[a->path]++;
@@ -788,7 +831,7 @@ static void reap_finished_locked(struct rio_client *c)
     struct rio__req *last = NULL;
     while (*pp) {
         struct rio__req *r = *pp;
-        if (r->decided && r->inflight_ops == 0) {
+        if (r->decided && r->inflight_ops == 0 && r->verifying == 0) {
             *pp = r->anext;
             r->active = false;
             c->nrequests--;
@@ -852,6 +895,7 @@ static void reap_failed_locked(struct rio_client *c, int err)
 static void *engine_main(void *arg)
 {
     struct rio_client *c = arg;
+    (void)pthread_setname_np(pthread_self(), "rio-engine");
     pthread_mutex_lock(&c->mu);
     for (;;) {
         uint64_t now = rio__now_ns();
@@ -1017,11 +1061,33 @@ void rio__call_ready_locked(struct rio__call *call, struct rio__req *r)
     pthread_cond_signal(&call->cond);
 }
 
+bool rio__call_progress_locked(struct rio_client *c, struct rio__call *call)
+{
+    if (!call->progress_due || call->progress_busy)
+        return false;
+    call->progress_due = false;
+    call->progress_busy = true;
+    uint64_t done = call->progress_done, total = call->progress_total;
+    pthread_mutex_unlock(&c->mu);
+    call->progress(call->progress_arg, done, total);
+    pthread_mutex_lock(&c->mu);
+    call->progress_busy = false;
+    /* Whoever waits for the call (or for the next report) looks again. */
+    pthread_cond_broadcast(&call->cond);
+    return true;
+}
+
 void rio__engine_wait(struct rio_client *c, struct rio__call *call)
 {
     pthread_mutex_lock(&c->mu);
-    while (call->remaining > 0)
+    for (;;) {
+        /* A report due when the call ends is still made: the last figures. */
+        if (rio__call_progress_locked(c, call))
+            continue;
+        if (call->remaining == 0 && !call->progress_busy)
+            break;
         pthread_cond_wait(&call->cond, &c->mu);
+    }
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -1053,6 +1119,7 @@ void rio__call_free(struct rio__call *call)
     rio__free(call->lat);
     rio__cancel_unref(call->cancel);
     pthread_cond_destroy(&call->cond);
+    pthread_cond_destroy(&call->md5_cond);
     rio__free(call);
 }
 
@@ -1076,6 +1143,8 @@ int rio__call_merge(struct rio__call *acc, const struct rio__call *part)
     acc->svc_ns += part->svc_ns;
     acc->op_ns += part->op_ns;
     acc->verify_ns += part->verify_ns;
+    acc->verify_bytes += part->verify_bytes;
+    acc->verify_cpu_ns += part->verify_cpu_ns;
     acc->copy_ns += part->copy_ns;
     acc->bytes_staged += part->bytes_staged;
     if (part->peak_inflight > acc->peak_inflight)

@@ -30,6 +30,50 @@ enum { CH_NEW = 0, CH_QUEUED, CH_INFLIGHT, CH_DONE };
 
 struct rio__attempt;
 
+/*
+ * The client's worker pools (pool.c): threads started with the client, that
+ * run jobs from one queue. A job is either a task (one run, posted and
+ * forgotten: the pool does not touch it once its fn starts) or shared (up
+ * to n threads run fn beside the poster, which reclaims it: the runs not
+ * started are taken back, the started ones waited for). Under the pool's
+ * mu, which is taken after the client's, never before.
+ */
+struct rio__job {
+    void (*fn)(void *arg);
+    void *arg;
+    unsigned want;    /* runs still to start */
+    unsigned running; /* shared: runs in progress */
+    bool shared;
+    bool queued;
+    struct rio__job *next;
+};
+
+struct rio__pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cond; /* work queued, or stop */
+    pthread_cond_t done; /* a shared job's last run returned */
+    struct rio__job *head, *tail;
+    bool stop;
+    unsigned n;
+    pthread_t *th;
+    const char *name;
+};
+
+/* Start n threads (1 at least) named name (15 bytes at most). 0 or -errno
+ * (nothing left running). */
+int rio__pool_start(struct rio__pool *p, unsigned n, const char *name);
+/* Stop and join every thread once the queue is empty; p may be unstarted
+ * (zeroed) or stopped. */
+void rio__pool_stop(struct rio__pool *p);
+/* Run fn(arg) once on a pool thread. j is the poster's until fn starts. */
+void rio__pool_task(struct rio__pool *p, struct rio__job *j, void (*fn)(void *), void *arg);
+/* Let up to n pool threads run fn(arg) while the poster runs it too;
+ * rio__pool_reclaim(j) before j goes. fn must end on its own once the
+ * work is done (every run sees the same arg). */
+void rio__pool_share(struct rio__pool *p, struct rio__job *j, unsigned n, void (*fn)(void *),
+                     void *arg);
+void rio__pool_reclaim(struct rio__pool *p, struct rio__job *j);
+
 struct rio__path {
     int state;
     unsigned fails;    /* consecutive failures: cooldown = base << (fails-1) */
@@ -75,6 +119,8 @@ struct rio__attempt {
     unsigned path;
     bool cancelled; /* the engine gave up on it; its result is ignored */
     uint64_t submit_ns, timeout_ns;
+    uint64_t done_ns;                 /* the transport completed it */
+    struct rio__job vjob;             /* its verification on the client's cpu pool */
     struct rio__attempt *prev, *next; /* path list, or free list */
     struct rio__attempt *rnext;       /* reaped list */
 };
@@ -99,10 +145,16 @@ struct rio__req {
      * object's chunk base + k (no commit; the writer commits). */
     uint64_t base;
     uint64_t generation;
-    uint64_t *xxh;           /* GET: expected (desc.xxh, may be NULL); PUT: computed */
-    struct rio_desc desc;    /* GET: the descriptor read */
-    void *upload;            /* PUT */
-    struct rio_md5 md5;      /* PUT, when want_md5 */
+    uint64_t *xxh;        /* GET: expected (desc.xxh, may be NULL); PUT: computed */
+    struct rio_desc desc; /* GET: the descriptor read */
+    void *upload;         /* PUT */
+    struct rio_md5 md5;   /* PUT, when want_md5 */
+    /* PUT: its MD5 runs on the cpu pool (call.c, md5_task): posted by the
+     * caller (md5_posted, caller only), running until the task ends
+     * (md5_running, md5_ns: under mu). */
+    struct rio__job md5_job;
+    bool md5_posted, md5_running;
+    uint64_t md5_ns;
     bool want_md5;           /* PUT: the backend stores the etag and it is wanted */
     _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
     _Atomic int stop_hashing;
@@ -117,6 +169,9 @@ struct rio__req {
     struct rio__chunk *rq_head, *rq_tail; /* chunks waiting for another attempt */
     uint64_t done;
     uint64_t inflight_ops, inflight_bytes;
+    /* Chunks the transport delivered, being verified on the cpu pool: the
+     * request is not fenced while any is (they read its buffer). */
+    unsigned verifying;
     int status;   /* 0 running/ok, < 0 the error */
     int last_err; /* last attempt error, for RIO_ERETRIES context */
     bool decided; /* success or failure is known */
@@ -141,6 +196,7 @@ struct rio__call {
     unsigned remaining; /* engine: requests not yet fenced */
     int refs;           /* under mu: the caller's and the engine's */
     pthread_cond_t cond;
+    pthread_cond_t md5_cond; /* a PUT's MD5 task ended (md5_running) */
     struct rio_cancel *cancel;
     unsigned flags;
     uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller, t0_run_delay;
@@ -157,12 +213,16 @@ struct rio__call {
     uint64_t path_bytes[RIO_MAX_PATHS], path_ops[RIO_MAX_PATHS], path_errors[RIO_MAX_PATHS];
     uint64_t path_peak[RIO_MAX_PATHS];
     uint64_t svc_ns, op_ns, verify_ns;
+    uint64_t verify_bytes, verify_cpu_ns; /* summed over the verifying threads */
     uint64_t peak_inflight;
     uint64_t first_done_ns, last_done_ns;
     /* progress reporting (engine) */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
     uint64_t progress_done, progress_total, progress_last_ns;
+    /* A report is due (the engine set it), or a thread of the call is
+     * running the callback (outside mu): the call does not return then. */
+    bool progress_due, progress_busy;
     /* pipelined commits: a batch commits each PUT as soon as it is fenced
      * and hashed, while the others still move (client.c), under mu */
     bool pipeline;
@@ -224,6 +284,12 @@ struct rio_client {
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio__stream *streams;  /* under mu: open readers and writers */
 
+    /* Worker pools, started in rio_client_new: meta runs a batch's lookups,
+     * opens and commits and its call workers (they block on round trips);
+     * cpu verifies GET chunks (never blocks, so a batch's blocked workers
+     * cannot hold a verification back). */
+    struct rio__pool meta_pool, cpu_pool;
+
     /* engine thread only */
     struct rio__attempt *reaped;
     unsigned reap_errs; /* reaps failed in a row */
@@ -268,8 +334,12 @@ void rio__engine_admit_locked(struct rio_client *c, struct rio__req *r);
 void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err);
 /* Wake the engine (a PUT chunk became ready). */
 void rio__engine_kick(struct rio_client *c);
-/* Block until every request of call is fenced. */
+/* Block until every request of call is fenced; runs the call's progress
+ * callback, outside mu, when a report is due. */
 void rio__engine_wait(struct rio_client *c, struct rio__call *call);
+/* Run call's due progress report in this thread, mu held on entry and on
+ * return (dropped around the callback). Returns whether it ran one. */
+bool rio__call_progress_locked(struct rio_client *c, struct rio__call *call);
 /* Pipelined commits: r is fenced or hashed; when it is both, queue it on
  * its call's ready list and wake a worker. Under mu. (A request being
  * prepared is not on the active list, so it is never fenced.) */
@@ -332,5 +402,115 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
  * parameter and environment variable. RIO_EINVAL on a bad one. */
 int rio__options_check(const struct rio_options *in, const struct rio_url *u,
                        struct rio_options *out, char *why, size_t cap);
+
+/* ------------------------------------------------------------------------
+ * The client layer, between the public calls and the engine: client.c (the
+ * client), call.c (one call), batch.c (rio_batch), stream.c (readers and
+ * writers). Every function here runs in a caller's or a worker's thread,
+ * mu not held unless its name ends in _locked.
+ */
+
+/* Threads of the client's meta pool plus the caller: 2 x paths x depth,
+ * 8..64 (client.c). */
+unsigned rio__meta_threads(const struct rio_client *c);
+
+/* RIO_EINVAL unless key is 1..RIO_KEY_MAX bytes. */
+int rio__key_check(const char *key);
+/* A call of nreq zeroed requests with opt's flags, token, stats and
+ * progress; its deadline is set by rio__call_mark_start. */
+int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
+                  struct rio__call **out);
+/* The call starts now: t0, CPU clocks, path busy marks, the deadline. */
+void rio__call_mark_start(struct rio_client *c, struct rio__call *call);
+/* opt's deadline (or the client's) from t0; UINT64_MAX for none. */
+uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0);
+
+/*
+ * What a GET's lookup decides: its descriptor, geometry and, for an atomic
+ * call, a staging buffer and a chunk list. Built aside and then published
+ * into the request (rio__get_publish), so a batch's worker can build it while the
+ * engine already walks the request list.
+ */
+struct rio__get_plan {
+    struct rio_desc desc;
+    uint64_t size, chunk_size, nchunks;
+    uint8_t *staging;
+    size_t staging_cap;
+    struct rio__chunk *chunks;
+};
+
+/* Stats of a call run again: the earlier runs' failed attempts, and the
+ * count of runs again. */
+struct rio__replan_acc {
+    uint64_t retries[RIO_CLASS__COUNT];
+    uint64_t replans;
+};
+
+/*
+ * Whole requests run again, at most RIO__REPLANS_MAX times each: a GET whose
+ * key a PUT replaced while it read (RIO_EGENERATION, when the caller did not
+ * ask for one generation) is planned again from a fresh lookup, since its
+ * chunks must all come from one generation; a PUT whose upload the server
+ * lost before the commit (RIO_ENOUPLOAD: nothing was written) starts over
+ * from the caller's buffer, which is still there.
+ */
+#define RIO__REPLANS_MAX 4u
+
+/* Look r up and plan it into g (r->key, get_cap, expect_gen, prefetch set);
+ * on error g holds nothing. */
+int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio__req *r,
+                  struct rio__get_plan *g);
+void rio__get_plan_drop(struct rio_client *c, struct rio__get_plan *g);
+/* Move plan g into r (under mu when the engine may already see r). */
+void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__get_plan *g);
+/* Set up a GET or PUT request: look it up or open its upload now, or
+ * (defer) leave that to the call's workers (r->opening). */
+int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                         const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer);
+int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
+                         size_t len, bool defer);
+/* A PUT's chunk size for len bytes under the target's part rules. */
+uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len);
+/* Whether a PUT computes the stream MD5 (wanted, and the backend stores it). */
+bool rio__etag_wanted(const struct rio_client *c);
+/* Publish an upload; consumes it whatever happens. Sets *gen; out_desc (if
+ * any) gets a copy of the descriptor. */
+int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const char *key,
+                       void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
+                       uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen,
+                       struct rio_desc *out_desc);
+/* Commit PUT request r (its upload, its hashes). */
+int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc);
+/* Whether r is a PUT that succeeded so far, so it is to be committed. */
+bool rio__commit_due(const struct rio__req *r);
+/* Admit a prepared call: deadlines, latency slots, hand it to the engine. */
+int rio__call_start(struct rio_client *c, struct rio__call *call, const struct rio_call *opt);
+/* Run a prepared call: admit, hash, wait for the fence (pipelined on the
+ * meta pool when it has work for workers), finish. */
+int rio__call_run(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
+                  struct rio_desc *out_desc);
+/* Fill opt->stats (if asked) from a finished call. */
+void rio__call_stats(struct rio_client *c, struct rio__call *call, const struct rio_call *opt);
+/* A call that never reached the engine: abort what was opened, free it. */
+void rio__call_abandon(struct rio_client *c, struct rio__call *call);
+/* Whether a request that ended with result runs again (a re-plan). */
+bool rio__replan_due(int type, int64_t result, const struct rio_call *opt);
+void rio__replan_note(struct rio__replan_acc *a, const struct rio_call *opt);
+void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *opt);
+
+/* fn(arg, i) for every i < n on this thread and the meta pool (batch.c). */
+void rio__meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
+                        void (*fn)(void *arg, unsigned i), void *arg);
+/* A call worker: prepares deferred requests, commits fenced PUTs, runs due
+ * progress reports, until the call is over (batch.c). rio__call_worker is
+ * the same as a pool job (arg: the call). */
+void rio__call_worker_loop(struct rio_client *c, struct rio__call *call);
+void rio__call_worker(void *arg);
+/* How many of a call's requests its workers have to do; 0: not pipelined. */
+unsigned rio__pipeline_work(const struct rio__call *call, const struct rio_desc *out_desc);
+
+/* The client is being destroyed: end a reader or writer now (stream.c). */
+void rio__reader_invalidate(struct rio_reader *rd);
+void rio__writer_invalidate(struct rio_writer *w);
 
 #endif

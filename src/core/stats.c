@@ -216,6 +216,8 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->last_done_ns = call->last_done_ns;
     st->hash_ns = call->hash_ns;
     st->verify_ns = call->verify_ns;
+    st->verify_bytes = call->verify_bytes;
+    st->verify_cpu_ns = call->verify_cpu_ns;
     st->copy_ns = call->copy_ns;
     st->svc_ns = call->svc_ns;
     st->op_ns = call->op_ns;

@@ -11,6 +11,7 @@
 #ifndef RIO_TRANSPORT_FAULT_H
 #define RIO_TRANSPORT_FAULT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "railio_mock.h"
@@ -38,5 +39,16 @@ void rio__fault_heal(struct rio_transport *t);
  * late_writes and inflight (ops accepted and not yet completed); the other
  * fields are left as they are. */
 void rio__fault_counters(struct rio_transport *t, struct rio_mock_counters *out);
+
+/* fault_spec.c: the fault language, apart from the filter (fuzzed on its
+ * own: tests/fuzz/fuzz_fault_spec.c). A spec is shorter than this. */
+#define RIO_FAULT_SPEC_MAX 256u
+/* Whether f is a rule of the language whatever transport it goes to: kind,
+ * op for that kind, path, chunk and probability in range. 0 or RIO_EINVAL. */
+int rio__fault_spec_check(const struct rio_mock_fault *f);
+/* Whether the unsafe kinds (unfenced: it writes into the caller's buffer
+ * after the op completed) may be added: only when the environment has
+ * RIO_TEST_UNSAFE_FAULTS=1, which the tests that need them set. */
+bool rio__fault_unsafe_allowed(void);
 
 #endif

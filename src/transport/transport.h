@@ -237,23 +237,37 @@ static inline int rio__t_open(const struct rio_transport_ops *ops, const struct 
     return rio__transport_open(ops, url, o, out);
 }
 
+/* The ops table, loaded once per call (acquire): a test may swap a live
+ * transport's table for a copy with other metadata ops (rio__t_set_ops,
+ * test_engine_meta) while the engine thread calls through it, and the swap
+ * must be a clean handover, not a data race. */
+static inline const struct rio_transport_ops *rio__t_ops(const struct rio_transport *t)
+{
+    return __atomic_load_n(&t->ops, __ATOMIC_ACQUIRE);
+}
+
+static inline void rio__t_set_ops(struct rio_transport *t, const struct rio_transport_ops *ops)
+{
+    __atomic_store_n(&t->ops, ops, __ATOMIC_RELEASE);
+}
+
 /* Nothing in flight, engine thread stopped; may block. */
 static inline void rio__t_close(struct rio_transport *t)
 {
-    t->ops->close(t);
+    rio__t_ops(t)->close(t);
 }
 
 /* Whether the transport has every capability bit of cap. Any thread. */
 static inline bool rio__t_has_cap(const struct rio_transport *t, unsigned cap)
 {
-    return (t->ops->caps & cap) == cap;
+    return (rio__t_ops(t)->caps & cap) == cap;
 }
 
 /* Engine thread, client lock held. Never blocks; -EAGAIN when full. On any
  * error complete() is not called. */
 static inline int rio__t_submit(struct rio_transport *t, struct rio_io *io)
 {
-    return t->ops->submit(t, io);
+    return rio__t_ops(t)->submit(t, io);
 }
 
 /* Engine thread, client lock NOT held; blocks up to timeout_ms. Calls
@@ -261,60 +275,62 @@ static inline int rio__t_submit(struct rio_transport *t, struct rio_io *io)
  * transport could not wait; its ops stay in flight. */
 static inline int rio__t_reap(struct rio_transport *t, int timeout_ms)
 {
-    return t->ops->reap(t, timeout_ms);
+    return rio__t_ops(t)->reap(t, timeout_ms);
 }
 
 /* Any thread, client lock not held; never blocks. */
 static inline void rio__t_wake(struct rio_transport *t)
 {
-    t->ops->wake(t);
+    rio__t_ops(t)->wake(t);
 }
 
 /* Any thread, client lock held, also while reap runs; never blocks. The op
  * still completes through reap. */
 static inline void rio__t_cancel(struct rio_transport *t, struct rio_io *io)
 {
-    t->ops->cancel(t, io);
+    rio__t_ops(t)->cancel(t, io);
 }
 
 /* Metadata: any thread, several at once, client lock NOT held; may block. */
 static inline int rio__t_lookup(struct rio_transport *t, const char *key, struct rio_desc *out)
 {
-    return t->ops->lookup(t, key, out);
+    return rio__t_ops(t)->lookup(t, key, out);
 }
 
 static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint64_t size,
                                   uint64_t chunk_size, void **upload)
 {
-    return t->ops->put_open(t, key, size, chunk_size, upload);
+    return rio__t_ops(t)->put_open(t, key, size, chunk_size, upload);
 }
 
 /* Once no chunk op of upload is in flight; consumes upload. */
 static inline int rio__t_put_commit(struct rio_transport *t, void *upload, struct rio_desc *d)
 {
-    return t->ops->put_commit(t, upload, d);
+    return rio__t_ops(t)->put_commit(t, upload, d);
 }
 
 /* Once no chunk op of upload is in flight; consumes upload. */
 static inline void rio__t_put_abort(struct rio_transport *t, void *upload)
 {
-    t->ops->put_abort(t, upload);
+    rio__t_ops(t)->put_abort(t, upload);
 }
 
 static inline int rio__t_remove(struct rio_transport *t, const char *key)
 {
-    return t->ops->remove(t, key);
+    return rio__t_ops(t)->remove(t, key);
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */
 static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
 {
-    return t->ops->path_cap ? t->ops->path_cap(t, path) : 0.0;
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->path_cap ? ops->path_cap(t, path) : 0.0;
 }
 
 static inline uint64_t rio__t_cpu_ns(struct rio_transport *t)
 {
-    return t->ops->cpu_ns ? t->ops->cpu_ns(t) : 0;
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->cpu_ns ? ops->cpu_ns(t) : 0;
 }
 
 /* --- the transport's way back: report path state (enum rio_path_state).

@@ -106,7 +106,10 @@ TEST(growable_structs_keep_their_size)
     T_EQ(sizeof(((struct rio_options *)0)->reserved), 56);
     T_EQ(offsetof(struct rio_options, tls) + 8, offsetof(struct rio_options, reserved));
     T_EQ(sizeof(((struct rio_call *)0)->reserved), 64);
-    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 120);
+    /* verify_bytes and verify_cpu_ns took two reserved words */
+    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 104);
+    T_EQ(offsetof(struct rio_stats, replans) + 8, offsetof(struct rio_stats, verify_bytes));
+    T_EQ(offsetof(struct rio_stats, verify_cpu_ns) + 8, offsetof(struct rio_stats, reserved));
 }
 
 TEST(mock_only_never_loads_librados)

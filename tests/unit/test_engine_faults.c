@@ -310,15 +310,21 @@ TEST(retry_rollback_read)
     e.o.retry_attempts = 5;
     eu_open(&e, "mock://rbr?paths=3&rate=300M", &e.o);
     uint8_t *src = eu_put_pattern(e.c, "o", n, 11, NULL);
+    /* A disconnect resets every op on its path, a faulted one too (its
+     * retry then counts as a reset): it gets a call of its own, so the
+     * counts of the others are exact whatever the timing. */
     eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
-    eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
     eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
     eu_fault(e.c, "short:op=read:chunk=32:count=1:bytes=1"); /* the last, partial chunk */
     eu_get_check(e.c, "o", n, 11, &e.call);
-    T_EQ(eu_faults_fired(e.c), 7u);
+    T_EQ(eu_faults_fired(e.c), 6u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 3u);
-    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_get_check(e.c, "o", n, 11, &e.call);
+    T_EQ(eu_faults_fired(e.c), 7u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     /* The same faults again with RIO_ATOMIC (staging buffer). */
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
@@ -339,14 +345,21 @@ TEST(retry_rollback_write)
     const size_t n = 2 * EU_MIB + 333;
 
     eu_start(&e, "mock://rbw?paths=3&rate=300M");
+    /* The disconnect in a call of its own (retry_rollback_read says why). */
     eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
-    eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
     eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
     uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &e.call);
-    T_EQ(eu_faults_fired(e.c), 6u);
+    T_EQ(eu_faults_fired(e.c), 5u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
+    rio_mock_faults_clear(e.c);
+    eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
+    uint8_t *src2 = eu_put_pattern(e.c, "o2", n, 13, &e.call);
+    T_EQ(eu_faults_fired(e.c), 6u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     eu_get_check(e.c, "o", n, 12, NULL);
+    eu_get_check(e.c, "o2", n, 13, NULL);
+    free(src2);
     struct rio_mock_counters m;
     rio_mock_counters(e.c, &m);
     T_EQ(m.rollback_violations, 0u);
@@ -549,10 +562,11 @@ TEST(probe_stays_out_of_the_tail)
     eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &e.o);
     uint8_t *one = eu_put_pattern(e.c, "one", EU_CHUNK, 21, NULL);
     uint8_t *big = eu_put_pattern(e.c, "big", 2 * EU_MIB, 22, NULL);
-    /* Path 1 resets once and cools down; the cooldown ends while idle. */
-    eu_fault(e.c, "disconnect:op=read:path=1:count=1:bytes=100:down=10ms");
-    eu_get_check(e.c, "big", 2 * EU_MIB, 22, NULL);
-    T_EQ(eu_faults_fired(e.c), 1u);
+    /* Path 1 goes down once and cools; the cooldown ends while idle. Its
+     * report comes through the contract, not an op of a GET: a GET slower
+     * than the cooldown (TSan) would probe the path back to health before
+     * the one-chunk GETs below, which then may use it. */
+    rio__t_path_event(rio__client_transport(e.c), 1, RIO_PATH_DOWN, -ECONNRESET);
     eu_sleep_ms(40);
     for (int i = 0; i < 5; i++) {
         eu_get_check(e.c, "one", EU_CHUNK, 21, &e.call);

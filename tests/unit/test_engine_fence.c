@@ -85,7 +85,9 @@ TEST(late_write_reproduces_without_fence)
     uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
     char spec[96];
     snprintf(spec, sizeof(spec), "unfenced:op=read:chunk=5:count=1:delay=%ums", LATE_MS);
+    setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1); /* unfenced is refused otherwise */
     eu_fault(e.c, spec);
+    unsetenv("RIO_TEST_UNSAFE_FAULTS");
 
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();

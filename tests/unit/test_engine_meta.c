@@ -70,7 +70,7 @@ static int f_remove(struct rio_transport *t, const char *key)
 static void patch(struct rio_client *c, bool commit_retry)
 {
     struct rio_transport *t = rio__client_transport(c);
-    real = t->ops;
+    real = rio__t_ops(t);
     patched = *real;
     patched.lookup = f_lookup;
     patched.put_open = f_put_open;
@@ -78,7 +78,7 @@ static void patch(struct rio_client *c, bool commit_retry)
     patched.remove = f_remove;
     if (commit_retry)
         patched.caps |= RIO_CAP_COMMIT_RETRY;
-    t->ops = &patched;
+    rio__t_set_ops(t, &patched); /* the engine thread reaps through it meanwhile */
     for (int k = 0; k < OP__N; k++) {
         atomic_store(&fail_n[k], 0);
         atomic_store(&calls[k], 0);
@@ -88,7 +88,7 @@ static void patch(struct rio_client *c, bool commit_retry)
 /* Put the mock's own table back (its test API and close look for it). */
 static void unpatch(struct rio_client *c)
 {
-    rio__client_transport(c)->ops = real;
+    rio__t_set_ops(rio__client_transport(c), real);
 }
 
 /* eu_close with the table restored first. */
@@ -203,9 +203,12 @@ TEST(put_open_retried_everywhere)
         snprintf(keys[i], sizeof(keys[i]), "b%d", i);
         ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = src, .len = OBJ};
     }
-    script(OP_OPEN, 4, -ECONNRESET); /* a failure or two for some of them */
+    /* Two failures, whichever ops they fall on: the workers may take the
+     * ops one by one (a slow machine, TSan), and one op must not meet more
+     * failures than its 3 tries. */
+    script(OP_OPEN, 2, -ECONNRESET);
     T_EQ(rio_batch(e.c, ops, 4, NULL), 4);
-    T_EQ(atomic_load(&calls[OP_OPEN]), 8u);
+    T_EQ(atomic_load(&calls[OP_OPEN]), 6u);
     for (int i = 0; i < 4; i++) {
         T_EQ(rio_get(e.c, keys[i], dst, OBJ, NULL), (int64_t)OBJ);
         T_MEMEQ(dst, src, OBJ);
@@ -313,6 +316,57 @@ TEST(cancel_ends_the_backoff)
     T_LT((eu_now_ns() - t0) / 1000000, 900u);
     pthread_join(th, NULL);
     rio_cancel_destroy(f.cx);
+    close_patched(&e);
+    free(src);
+}
+
+/* Fire f->cx once the first commit has failed: the call is then in its
+ * backoff, however long the chunks took. */
+static void *fire_after_commit(void *arg)
+{
+    struct firer *f = arg;
+    while (atomic_load(&calls[OP_COMMIT]) == 0)
+        eu_sleep_ms(1);
+    eu_sleep_ms(f->ms);
+    rio_cancel_fire(f->cx);
+    return NULL;
+}
+
+/* A commit that keeps its upload (RIO_CAP_COMMIT_RETRY) and fails until the
+ * call ends: cancelled in its backoff, or out of time before the next try.
+ * The engine aborts the upload it was left exactly once (no leak: eu_close
+ * counts the blocks; no second abort: ASan) and publishes nothing. */
+TEST(commit_backoff_ended_aborts_the_upload_once)
+{
+    struct eu e;
+    struct rio_options o;
+    uint8_t *src = eu_pattern_buf(OBJ, 6);
+    struct rio_desc d;
+    pthread_t th;
+
+    eu_opts(&o);
+    o.retry_attempts = 100;
+    o.backoff_base_ms = 20000; /* a backoff outlasts both calls */
+    o.backoff_cap_ms = 20000;
+    o.deadline_ms = RIO_DEADLINE_NONE; /* else the backoff is cut short at once */
+    open_patched(&e, &o, "mock://meta9", true);
+    script(OP_COMMIT, -1, RIO_ETHROTTLE);
+    struct firer f = {.ms = 50};
+    T_OK(rio_cancel_new(&f.cx));
+    struct rio_call call = {.cancel = f.cx};
+    T_EQ(pthread_create(&th, NULL, fire_after_commit, &f), 0);
+    T_ERR(rio_put(e.c, "k", src, OBJ, &call, NULL), RIO_ECANCELED);
+    pthread_join(th, NULL);
+    rio_cancel_destroy(f.cx);
+    T_EQ(atomic_load(&calls[OP_COMMIT]), 1u);
+    T_ERR(rio_stat(e.c, "k", &d), RIO_ENOTFOUND);
+
+    /* The deadline comes before the next try would. */
+    script(OP_COMMIT, -1, -ETIMEDOUT);
+    struct rio_call dl = {.deadline_ms = 3000};
+    T_ERR(rio_put(e.c, "k", src, OBJ, &dl, NULL), RIO_EDEADLINE);
+    T_EQ(atomic_load(&calls[OP_COMMIT]), 1u);
+    T_ERR(rio_stat(e.c, "k", &d), RIO_ENOTFOUND);
     close_patched(&e);
     free(src);
 }

@@ -390,7 +390,9 @@ TEST(unfenced_lands_after_completion)
         struct ff f;
         struct top r;
 
+        setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1);
         ff_open(&f, tg, "unfenced:op=read:chunk=1:delay=40ms:count=1");
+        unsetenv("RIO_TEST_UNSAFE_FAULTS");
         ff_read(&f, &r, 1, 1);
         T_EQ(reap_all(&f.x, &r, 1, 20), 0u);
         f.x.ops->cancel(f.x.t, &r.io);
@@ -402,6 +404,87 @@ TEST(unfenced_lands_after_completion)
         T_EQ(counters(&f.x).late_writes, 1u);
         ff_close(&f);
     }
+}
+
+/* unfenced writes into a buffer after its op completed: a URL a user pasted
+ * (faults= is accepted on every URL) must not get it, nor the API, unless
+ * the environment says this is a test that wants it. */
+TEST(unfenced_refused_unless_the_test_asks)
+{
+    struct rio_mock_fault f;
+    struct tx x;
+
+    unsetenv("RIO_TEST_UNSAFE_FAULTS");
+    T_OK(rio_mock_fault_parse("unfenced:op=read:delay=1ms", &f)); /* the language has it */
+    T_ERR(tx_open_opts(&x, "mock://ffu?faults=unfenced", NULL), RIO_EINVAL);
+    T_ERR(tx_open_opts(&x, "mock://ffu?faults=error:count=1;unfenced:op=read", NULL), RIO_EINVAL);
+    tx_open(&x, "mock://ffu?faults=");
+    T_ERR(rio__fault_add(x.t, &f), RIO_EINVAL);
+    setenv("RIO_TEST_UNSAFE_FAULTS", "yes", 1); /* only "1" */
+    T_ERR(rio__fault_add(x.t, &f), RIO_EINVAL);
+    setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1);
+    T_OK(rio__fault_add(x.t, &f));
+    unsetenv("RIO_TEST_UNSAFE_FAULTS");
+    tx_close(&x);
+}
+
+/* Specs as hostile as a pasted URL can make them: refused, never a crash. */
+TEST(hostile_specs_refused)
+{
+    static const char *const bad[] = {
+        "",
+        ":",
+        "::::",
+        "error:=",
+        "error:op",
+        "error:op=",
+        "error:=read",
+        "error:op=lookup",
+        "meta_error:op=write",
+        "error:path=16",
+        "error:path=-2",
+        "error:chunk=-2",
+        "error:chunk=99999999999999999999",
+        "error:count=4294967296",
+        "error:p=nan",
+        "error:p=-0.5",
+        "error:p=1.5",
+        "error:p=",
+        "error:error=0",
+        "error:error=EWHATEVER",
+        "error:error=99999999999",
+        "delay:delay=1e400ms",
+        "delay:delay=100000000000s",
+        "error:nokey=1",
+        "errorx",
+        "error:op=read:op",
+    };
+    struct rio_mock_fault f;
+    char big[RIO_FAULT_SPEC_MAX + 64], url[4096];
+    struct tx x;
+    size_t i, n;
+
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (rio_mock_fault_parse(bad[i], &f) != RIO_EINVAL)
+            T_FAIL("accepted \"%s\"", bad[i]);
+    }
+    T_ERR(rio_mock_fault_parse(NULL, &f), RIO_EINVAL);
+    /* Longer than a spec may be: refused, whole or in a list. */
+    memset(big, 'a', sizeof(big) - 1);
+    memcpy(big, "error:op=read:count=1:skip=", 27);
+    big[sizeof(big) - 1] = '\0';
+    T_ERR(rio_mock_fault_parse(big, &f), RIO_EINVAL);
+    snprintf(url, sizeof(url), "mock://ffh?faults=error;%s", big);
+    T_ERR(tx_open_opts(&x, url, NULL), RIO_EINVAL);
+    /* More rules than the filter holds (64). */
+    n = (size_t)snprintf(url, sizeof(url), "mock://ffh?faults=");
+    for (i = 0; i < 65; i++)
+        n += (size_t)snprintf(url + n, sizeof(url) - n, "error:count=1;");
+    T_LT(n, sizeof(url));
+    T_ERR(tx_open_opts(&x, url, NULL), RIO_EINVAL);
+    /* Empty specs between separators are nothing. */
+    tx_open(&x, "mock://ffh?faults=;;error:op=read:count=1;;");
+    tx_close(&x);
 }
 
 TEST(delay_then_the_data)

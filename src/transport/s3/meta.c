@@ -330,6 +330,11 @@ static bool sane_geometry(uint64_t size, uint64_t chunk)
            chunk <= RIO__DESC_CHUNK_MAX && rio__s3_nchunks(size, chunk) <= RIO__DESC_CHUNKS_MAX;
 }
 
+/* Looks at an object whose sidecar does not match its HEAD: another PUT
+ * replaced it between the two requests (a race, not a transient error: the
+ * engine's retry does not cover it), so HEAD and sidecar are read again. */
+#define S3_LOOKUP_RACE_LOOKS 3
+
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
@@ -344,7 +349,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
 
     if (!out || rio__key_len(key, &klen) < 0)
         return RIO_EINVAL;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int look = 0; look < S3_LOOKUP_RACE_LOOKS; look++) {
         struct meta_req q = {.method = "HEAD", .key = key};
 
         rio__free(xxh);
@@ -426,7 +431,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
          * Then nothing vouches for its bytes (a multipart ETag is no digest
          * of them): it is refused, unless the caller turned verification
          * off, when it is read without checksums. */
-        if (attempt == 2) {
+        if (look == S3_LOOKUP_RACE_LOOKS - 1) {
             if (!t->verify_off) {
                 fprintf(stderr,
                         "railio s3: %s: the checksum sidecar of this multipart object is "

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rio_batch: many GETs and PUTs as one call. Its lookups, upload opens and
+ * commits run on the client's meta pool beside the transfer (the call
+ * workers), and the requests a PUT replaced or the target lost run again
+ * as a batch of their own.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+struct meta_pool {
+    unsigned n;
+    _Atomic unsigned next;
+    void (*fn)(void *arg, unsigned i);
+    void *arg;
+};
+
+static void meta_worker(void *arg)
+{
+    struct meta_pool *p = arg;
+    for (;;) {
+        unsigned i = atomic_fetch_add(&p->next, 1);
+        if (i >= p->n)
+            return;
+        p->fn(p->arg, i);
+    }
+}
+
+/* fn(arg, i) for every i < n, on this thread and up to rio__meta_threads(c) - 1
+ * of the client's meta pool (weight: how many of the n have work); what
+ * the pool's threads do not take, this thread does. */
+void rio__meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
+                        void (*fn)(void *arg, unsigned i), void *arg)
+{
+    struct meta_pool p = {.n = n, .fn = fn, .arg = arg};
+    struct rio__job job;
+    atomic_init(&p.next, 0);
+    rio__pool_share(&c->meta_pool, &job, weight ? weight - 1 : 0, meta_worker, &p);
+    meta_worker(&p);
+    rio__pool_reclaim(&c->meta_pool, &job);
+}
+
+/* Prepare deferred request r on a call worker, mu not held (todo: it has
+ * not failed already): open a PUT's upload or look a GET up, then publish
+ * the result under mu. One that fails fails alone. */
+static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio__req *r, bool todo)
+{
+    struct rio__get_plan g;
+    void *up = NULL;
+    int ret = 0;
+    bool empty = false;
+
+    struct rio__meta m;
+    memset(&g, 0, sizeof(g));
+    rio__meta_for_call(&m, call);
+    if (todo)
+        ret = r->type == RIO_OP_PUT ? rio__meta_put_open(c, &m, r->key, r->size, r->chunk_size, &up)
+                                    : rio__get_plan(c, call, r, &g);
+    pthread_mutex_lock(&c->mu);
+    r->opening = false;
+    /* It failed before or while it was prepared (deadline, cancel): its
+     * status says why; nothing of it is kept. */
+    bool gone = r->decided && r->status < 0;
+    if (ret == 0 && todo && !gone) {
+        if (r->type == RIO_OP_PUT) {
+            r->upload = up;
+            up = NULL;
+            empty = r->nchunks == 0;
+        } else {
+            rio__get_publish(call, r, &g);
+            /* (latency samples past the reserve are only not kept) */
+            call->lat_want += r->nchunks;
+            (void)rio__u64_reserve(&call->lat, &call->lat_cap, call->nlat, call->lat_want);
+            call->progress_total += r->size;
+            empty = r->nchunks == 0;
+        }
+    } else if (ret < 0 && r->result >= 0) {
+        r->result = ret;
+    }
+    if (ret < 0 || !todo || gone) {
+        r->ahead = false; /* nothing held for it */
+        call->ahead--;
+    }
+    /* The engine takes it from here: dispatches it, or fences it (failed). */
+    rio__engine_admit_locked(c, r);
+    /* The engine looks for work at each completion anyway: wake it only
+     * when it may have a free op slot. */
+    bool kick = c->inflight_ops < (uint64_t)c->npaths * c->o.depth;
+    pthread_mutex_unlock(&c->mu);
+    if (up)
+        rio__t_put_abort(c->t, up);
+    rio__get_plan_drop(c, &g);
+    if (ret < 0)
+        rio__engine_fail_req(c, r, ret);
+    else if (empty)
+        rio__engine_fail_req(c, r, 0); /* an empty object: moved, with success */
+    else if (kick)
+        rio__engine_kick(c);
+}
+
+/*
+ * A call worker (rio_batch), the caller among them once it is done hashing:
+ * prepares the deferred requests in order (the engine sends what is
+ * prepared), at most call->ahead_max of them held at once, and commits each
+ * PUT as soon as it is fenced and hashed, while the batch's other requests
+ * still move; so a batch of small durable objects overlaps its opens and
+ * commits (creates, fsyncs, renames, round trips) with its transfers
+ * instead of running them before the first and after the last one.
+ * Committing comes first: it is what frees the window.
+ */
+void rio__call_worker_loop(struct rio_client *c, struct rio__call *call)
+{
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        struct rio__req *r = call->ready_head;
+        if (r) {
+            call->ready_head = r->cnext;
+            if (!call->ready_head)
+                call->ready_tail = NULL;
+            bool due = rio__commit_due(r);
+            void *abandoned = NULL;
+            if (!due && r->type == RIO_OP_PUT) {
+                abandoned = r->upload; /* failed: its temporary goes now */
+                r->upload = NULL;
+            }
+            pthread_mutex_unlock(&c->mu);
+            if (due)
+                r->result = rio__req_commit(c, r, NULL);
+            if (abandoned)
+                rio__t_put_abort(c->t, abandoned);
+            pthread_mutex_lock(&c->mu);
+            r->committed = due;
+            if (r->ahead) {
+                r->ahead = false; /* the window's slot: this thread takes it next */
+                call->ahead--;
+            }
+            continue;
+        }
+        if (call->open_next < call->nreq && call->ahead < call->ahead_max) {
+            r = &call->reqs[call->open_next++];
+            if (!r->opening)
+                continue;
+            bool todo = !(r->decided && r->status < 0);
+            /* Not on the active list yet, so no engine timer watches it:
+             * its deadline and the call's cancel are checked here. */
+            int late = 0;
+            if (todo && call->cancel && atomic_load(&call->cancel->fired))
+                late = RIO_ECANCELED;
+            else if (todo && rio__now_ns() >= r->deadline_ns)
+                late = RIO_EDEADLINE;
+            if (late) {
+                r->decided = true;
+                r->status = late;
+                atomic_store(&r->stop_hashing, 1);
+                todo = false;
+            }
+            r->ahead = true;
+            call->ahead++;
+            pthread_mutex_unlock(&c->mu);
+            prepare_one(c, call, r, todo);
+            pthread_mutex_lock(&c->mu);
+            continue;
+        }
+        if (rio__call_progress_locked(c, call))
+            continue;
+        /* Every request fenced and hashed: each was queued. */
+        if (call->remaining == 0 && call->hashing_over)
+            break;
+        pthread_cond_wait(&call->cond, &c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void rio__call_worker(void *arg)
+{
+    struct rio__call *call = arg;
+    rio__call_worker_loop(call->c, call);
+}
+
+/* How many of a call's requests its workers have to do, if it runs
+ * pipelined: every deferred one (a batch's GET lookups, PUT opens) and, with
+ * two PUTs or more and no descriptor asked for, every PUT's commit; 0 when
+ * it does not. */
+unsigned rio__pipeline_work(const struct rio__call *call, const struct rio_desc *out_desc)
+{
+    unsigned puts = 0, deferred = 0;
+    for (unsigned i = 0; i < call->nreq; i++) {
+        deferred += call->reqs[i].opening;
+        puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
+    }
+    if (!deferred && (puts < 2 || out_desc))
+        return 0;
+    return puts > deferred ? puts : deferred;
+}
+
+struct prep_job {
+    struct rio_client *c;
+    struct rio__call *call;
+    struct rio_op *ops;
+    const struct rio_call *opt;
+    bool defer_open; /* PUTs: the uploads open while the batch runs */
+    bool defer_get;  /* GETs: looked up while the batch runs */
+};
+
+/* Prepare op i of a batch (a lookup or an upload open); one that fails,
+ * fails alone and the others still run. */
+static void prep_one(void *arg, unsigned i)
+{
+    struct prep_job *j = arg;
+    struct rio__req *r = &j->call->reqs[i];
+    const struct rio_op *op = &j->ops[i];
+    int ret;
+
+    r->op_index = (int)i;
+    if (op->type == RIO_OP_GET)
+        ret = rio__req_prepare_get(j->c, j->call, r, op->key, op->buf, op->len,
+                                   j->opt ? j->opt->expect_generation : 0, j->defer_get);
+    else if (op->type == RIO_OP_PUT)
+        ret = rio__req_prepare_put(j->c, r, op->key, op->buf, op->len, j->defer_open);
+    else
+        ret = RIO_EINVAL;
+    if (ret < 0) {
+        r->result = ret;
+        r->decided = true;
+        r->status = ret;
+        r->nchunks = 0;
+    }
+}
+
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt);
+
+/* A batch's GETs and PUTs to run again (rio__replan_due) go again together, as a
+ * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
+int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
+{
+    struct rio__replan_acc acc = {0};
+    struct rio_op *again = NULL;
+    unsigned *idx = NULL;
+    int ok;
+
+    ok = batch_once(c, ops, n, opt);
+    while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++)
+            k += rio__replan_due(ops[i].type, ops[i].result, opt);
+        if (!k)
+            break;
+        if (!again) {
+            again = rio__calloc(n, sizeof(*again));
+            idx = rio__calloc(n, sizeof(*idx));
+            if (!again || !idx)
+                break; /* the results stand as they are */
+        }
+        k = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (rio__replan_due(ops[i].type, ops[i].result, opt)) {
+                again[k] = ops[i];
+                idx[k++] = i;
+            }
+        /* The batch's stats stay those of its first run, with the failed
+         * attempts of the runs again added. */
+        struct rio_stats sst;
+        struct rio_call sub;
+        if (opt)
+            sub = *opt;
+        else
+            memset(&sub, 0, sizeof(sub));
+        sub.stats = opt && opt->stats ? &sst : NULL;
+        acc.replans += k;
+        int r = batch_once(c, again, k, &sub);
+        if (r < 0)
+            break;
+        if (sub.stats)
+            for (int cl = 0; cl < RIO_CLASS__COUNT; cl++)
+                acc.retries[cl] += sst.retries[cl];
+        for (unsigned j = 0; j < k; j++) {
+            ops[idx[j]].result = again[j].result;
+            ops[idx[j]].generation = again[j].generation;
+            ok += again[j].result >= 0;
+        }
+    }
+    rio__free(again);
+    rio__free(idx);
+    rio__replan_stats(&acc, opt);
+    return ok;
+}
+
+static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
+                      const struct rio_call *opt)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c || (!ops && n))
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    if (n == 0)
+        return 0;
+    ret = rio__call_new(c, n, opt, &call);
+    if (ret < 0)
+        return ret;
+    rio__call_mark_start(c, call);
+    /* With two PUTs or more, their uploads open on the call's workers while
+     * the batch runs (rio__call_run), and so do the lookups of two GETs or more;
+     * what is not deferred is prepared here, on up to rio__meta_threads(). */
+    unsigned puts = 0, gets = 0;
+    for (unsigned i = 0; i < n; i++) {
+        puts += ops[i].type == RIO_OP_PUT;
+        gets += ops[i].type == RIO_OP_GET;
+    }
+    struct prep_job j = {.c = c,
+                         .call = call,
+                         .ops = ops,
+                         .opt = opt,
+                         .defer_open = puts > 1,
+                         .defer_get = gets > 1};
+    unsigned now = (j.defer_open ? 0 : puts) + (j.defer_get ? 0 : gets);
+    rio__meta_parallel(c, n, now ? now : 1, prep_one, &j);
+    ret = rio__call_run(c, call, opt, NULL);
+    if (ret < 0) {
+        rio__call_abandon(c, call);
+        return ret;
+    }
+    int ok = 0;
+    for (unsigned i = 0; i < n; i++) {
+        struct rio__req *r = &call->reqs[i];
+        ops[i].result = r->result;
+        ops[i].generation = r->generation;
+        if (r->result >= 0)
+            ok++;
+    }
+    rio__call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return ok;
+}

@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One call: rio_put, rio_get, rio_get_alloc, rio_stat, rio_delete. A call
+ * looks the object up (GET) or opens an upload (PUT) in the calling thread,
+ * hands its chunks to the engine, hashes PUT chunks while the engine moves
+ * them, waits for the fence, then commits or copies; a request the target
+ * replaced or lost runs again (re-plans).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+/* A batch's prepared requests held at once, at most (struct rio__call). */
+#define RIO__AHEAD_MAX 128u
+
+int rio__key_check(const char *key)
+{
+    if (!key)
+        return RIO_EINVAL;
+    size_t n = strnlen(key, RIO_KEY_MAX + 1);
+    if (n == 0 || n > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    return 0;
+}
+
+int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
+                  struct rio__call **out)
+{
+    struct rio__call *call = rio__calloc(1, sizeof(*call));
+    if (!call)
+        return -ENOMEM;
+    call->reqs = rio__calloc(nreq, sizeof(*call->reqs));
+    if (!call->reqs) {
+        rio__free(call);
+        return -ENOMEM;
+    }
+    if (pthread_cond_init(&call->cond, NULL) != 0) {
+        rio__free(call->reqs);
+        rio__free(call);
+        return -ENOMEM;
+    }
+    if (pthread_cond_init(&call->md5_cond, NULL) != 0) {
+        pthread_cond_destroy(&call->cond);
+        rio__free(call->reqs);
+        rio__free(call);
+        return -ENOMEM;
+    }
+    call->c = c;
+    call->nreq = nreq;
+    call->deadline_ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
+    if (opt) {
+        call->flags = opt->flags;
+        call->cancel = rio__cancel_ref(opt->cancel);
+        call->want_stats = opt->stats != NULL;
+        call->progress = opt->progress;
+        call->progress_arg = opt->progress_arg;
+    }
+    for (unsigned i = 0; i < nreq; i++)
+        call->reqs[i].call = call;
+    *out = call;
+    return 0;
+}
+
+void rio__call_mark_start(struct rio_client *c, struct rio__call *call)
+{
+    uint64_t now = rio__now_ns();
+    call->t0 = now;
+    call->deadline_ns = call->deadline_ms == RIO_DEADLINE_NONE
+                            ? UINT64_MAX
+                            : now + (uint64_t)call->deadline_ms * 1000000ull;
+    call->t0_cpu_caller = rio__thread_cpu_ns();
+    call->t0_cpu_engine = c->engine_clock_ok ? rio__clock_ns(c->engine_clock) : 0;
+    call->t0_cpu_transport = rio__t_cpu_ns(c->t);
+    /* Only when stats are asked for: it reads /proc once per thread. */
+    if (call->want_stats)
+        call->t0_run_delay = rio__proc_run_delay_ns();
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->npaths; i++)
+        call->path_busy0[i] = rio__path_busy_now(&c->paths[i], now);
+    pthread_mutex_unlock(&c->mu);
+}
+
+uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0)
+{
+    uint64_t ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
+    return ms == RIO_DEADLINE_NONE ? UINT64_MAX : t0 + ms * 1000000ull;
+}
+
+/*
+ * The one way a descriptor enters the engine: the transport's lookup, then
+ * the check of every field (a hostile server's HEAD is as good as any), so
+ * nothing is sized from geometry that contradicts itself. A bad one fails
+ * the call with RIO_EPROTO and a line on stderr that names the field.
+ */
+static int client_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
+                         struct rio_desc *out)
+{
+    char why[192];
+    int ret = rio__meta_lookup(c, m, key, out);
+    if (ret < 0)
+        return ret;
+    ret = rio__desc_check(out, key, why, sizeof(why));
+    if (ret < 0) {
+        fprintf(stderr, "railio: %s server descriptor: %s\n", c->url.scheme, why);
+        rio_desc_cleanup(out);
+        memset(out, 0, sizeof(*out));
+    }
+    return ret;
+}
+
+void rio__get_plan_drop(struct rio_client *c, struct rio__get_plan *g)
+{
+    rio_desc_cleanup(&g->desc);
+    if (g->staging)
+        rio__stage_put(c, g->staging, g->staging_cap);
+    rio__free(g->chunks);
+    memset(g, 0, sizeof(*g));
+}
+
+/* Look r up and plan it (r->key, r->get_cap, r->expect_gen, r->prefetch set).
+ * On error g holds nothing. */
+int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio__req *r,
+                  struct rio__get_plan *g)
+{
+    struct rio__meta m;
+    memset(g, 0, sizeof(*g));
+    rio__meta_for_call(&m, call);
+    int ret = client_lookup(c, &m, r->key, &g->desc);
+    if (ret < 0)
+        goto err;
+    ret = RIO_EGENERATION;
+    if (r->expect_gen && g->desc.generation != r->expect_gen)
+        goto err;
+    ret = RIO_ETOOBIG;
+    if (g->desc.size > r->get_cap && !r->prefetch)
+        goto err;
+    g->size = g->desc.size;
+    g->chunk_size = g->desc.chunk_size ? g->desc.chunk_size : c->o.chunk_size;
+    g->nchunks = g->size ? (g->size - 1) / g->chunk_size + 1 : 0;
+    ret = RIO_EPROTO; /* checked by client_lookup; kept for the chunk count */
+    if ((g->desc.xxh && g->desc.nchunks != g->nchunks) || g->nchunks > RIO__DESC_CHUNKS_MAX)
+        goto err;
+    ret = -ENOMEM;
+    if (!r->prefetch && (call->flags & RIO_ATOMIC) && g->size) {
+        g->staging = rio__stage_get(c, g->size, &g->staging_cap);
+        if (!g->staging)
+            goto err;
+    }
+    if (g->nchunks) {
+        g->chunks = rio__calloc(g->nchunks, sizeof(*g->chunks));
+        if (!g->chunks)
+            goto err;
+        for (uint64_t i = 0; i < g->nchunks; i++)
+            g->chunks[i].idx = i;
+    }
+    return 0;
+err:
+    rio__get_plan_drop(c, g);
+    return ret;
+}
+
+/* Move plan g into r (under mu when the engine may already see r). */
+void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__get_plan *g)
+{
+    r->desc = g->desc;
+    r->size = g->size;
+    r->generation = g->desc.generation;
+    r->chunk_size = g->chunk_size;
+    r->nchunks = g->nchunks;
+    r->xxh = r->desc.xxh;
+    r->chunks = g->chunks;
+    if (g->staging) {
+        r->staging = g->staging;
+        r->staging_cap = g->staging_cap;
+        __atomic_fetch_add(&call->bytes_staged, g->size, __ATOMIC_RELAXED);
+        r->user = r->data;
+        r->data = r->staging;
+    }
+    memset(g, 0, sizeof(*g));
+}
+
+/* Set up a GET request: look it up now, or (defer) leave the lookup to the
+ * call's workers (r->opening). */
+int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                         const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer)
+{
+    struct rio__get_plan g;
+    int ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    if (!buf && cap && !r->prefetch)
+        return RIO_EINVAL;
+    r->type = RIO_OP_GET;
+    r->key = rio__strdup(key);
+    if (!r->key)
+        return -ENOMEM;
+    r->data = buf;
+    r->get_cap = cap;
+    r->expect_gen = expect_gen;
+    if (defer) {
+        r->opening = true;
+        return 0;
+    }
+    ret = rio__get_plan(c, call, r, &g);
+    if (ret < 0)
+        return ret;
+    rio__get_publish(call, r, &g);
+    if (r->prefetch && r->nchunks) {
+        /* A reader: chunks land in a ring of prefetch slots. */
+        if (r->prefetch > r->nchunks)
+            r->prefetch = (unsigned)r->nchunks;
+        /* The ring counts against the client's budget: fewer slots when
+         * chunks are large (one at least). */
+        uint64_t fit = c->o.budget_bytes / r->chunk_size;
+        if (r->prefetch > fit)
+            r->prefetch = fit ? (unsigned)fit : 1;
+        size_t ring;
+        if (__builtin_mul_overflow((size_t)r->prefetch, r->chunk_size, &ring))
+            return RIO_ETOOBIG;
+        r->ring = rio__stage_get(c, ring, &r->staging_cap);
+        if (!r->ring)
+            return -ENOMEM;
+        r->staging = r->ring;
+        r->data = NULL;
+        atomic_store(&r->window, r->prefetch);
+    }
+    return 0;
+}
+
+/* A PUT's chunk size: the client's, unless the target's own rules on parts
+ * (a minimum part size, a maximum part count) say otherwise. A stream of
+ * unknown size gets the minimum part size at least. */
+uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len)
+{
+    uint64_t cs = c->o.chunk_size;
+    if (len > cs) {
+        if (cs < c->t->put_chunk_min)
+            cs = c->t->put_chunk_min;
+        uint64_t max = c->t->put_chunks_max;
+        if (len != RIO_SIZE_UNKNOWN && max && (len - 1) / cs + 1 > max) {
+            uint64_t need = (len - 1) / max + 1;
+            cs = (need + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+        }
+    }
+    return cs;
+}
+
+/* A PUT computes the stream MD5 only when wanted and the backend stores it. */
+bool rio__etag_wanted(const struct rio_client *c)
+{
+    return c->o.etag > 0 && rio__t_has_cap(c->t, RIO_CAP_ETAG);
+}
+
+/* Set up a PUT request: open the upload, or (defer) leave that to the
+ * call's workers (r->opening). */
+int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
+                         size_t len, bool defer)
+{
+    int ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    if (!buf && len)
+        return RIO_EINVAL;
+    r->type = RIO_OP_PUT;
+    r->key = rio__strdup(key);
+    if (!r->key)
+        return -ENOMEM;
+    r->size = len;
+    r->chunk_size = rio__put_chunk_size(c, len);
+    r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;
+    r->data = (uint8_t *)(uintptr_t)buf; /* read only: the engine only sends from it */
+    r->want_md5 = rio__etag_wanted(c);
+    if (r->want_md5) {
+        ret = rio__md5_init(&r->md5);
+        if (ret < 0)
+            return ret;
+    }
+    if (r->nchunks) {
+        r->xxh = rio__calloc(r->nchunks, sizeof(*r->xxh));
+        r->chunks = rio__calloc(r->nchunks, sizeof(*r->chunks));
+        if (!r->xxh || !r->chunks)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < r->nchunks; i++)
+            r->chunks[i].idx = i;
+    }
+    if (defer) {
+        r->opening = true;
+        return 0;
+    }
+    struct rio__meta m;
+    rio__meta_for_call(&m, r->call);
+    ret = rio__meta_put_open(c, &m, key, len, r->chunk_size, &r->upload);
+    if (ret < 0)
+        r->upload = NULL;
+    return ret;
+}
+
+static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
+{
+    uint64_t off = k * r->chunk_size;
+    return r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+}
+
+/* The caller is done hashing r (pipelined commits: it may commit once
+ * fenced). */
+static void hash_done(struct rio_client *c, struct rio__req *r)
+{
+    if (!r->call->pipeline)
+        return;
+    pthread_mutex_lock(&c->mu);
+    r->hash_done = true;
+    rio__call_ready_locked(r->call, r);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static bool md5_due(struct rio__req *r)
+{
+    return r->type == RIO_OP_PUT && r->want_md5 && r->nchunks &&
+           atomic_load(&r->hashed) == r->nchunks;
+}
+
+/*
+ * Hash the PUTs of a call in the calling thread while the engine sends. First
+ * every chunk's xxh3, in source order, each published as soon as it is known
+ * (it gates that chunk, and xxh3 is cheap). Then the stream MD5 (the etag)
+ * over every object, in source order, behind the transfer: MD5 is an order of
+ * magnitude slower than xxh3 (docs/bench.md) and would otherwise hold each
+ * chunk back; it only gates the commit. A request that failed stops being hashed.
+ */
+/* A PUT's stream MD5, on the client's cpu pool while the caller hashes the
+ * next PUT's chunks (MD5 is serial within one stream, but the streams of a
+ * batch are independent). */
+static void md5_task(void *arg)
+{
+    struct rio__req *r = arg;
+    struct rio__call *call = r->call;
+    struct rio_client *c = call->c;
+    uint64_t t0 = rio__now_ns();
+
+    for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
+        if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, chunk_len_of(r, k)) < 0) {
+            /* Its chunks may all be sent already: the result, not only
+             * the engine, must say it failed, so it is never committed. */
+            r->result = -ENOMEM;
+            rio__engine_fail_req(c, r, -ENOMEM);
+            break;
+        }
+    }
+    uint64_t ns = rio__now_ns() - t0;
+    pthread_mutex_lock(&c->mu);
+    r->md5_ns = ns;
+    r->md5_running = false;
+    pthread_cond_broadcast(&call->md5_cond);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void hash_puts(struct rio_client *c, struct rio__call *call)
+{
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->type != RIO_OP_PUT || atomic_load(&r->stop_hashing) || !r->nchunks) {
+            hash_done(c, r);
+            continue;
+        }
+        uint64_t t0 = rio__now_ns();
+        for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
+            r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
+            atomic_store(&r->hashed, k + 1);
+            rio__engine_kick(c);
+        }
+        call->hash_ns += rio__now_ns() - t0;
+        if (!md5_due(r)) {
+            hash_done(c, r);
+            continue;
+        }
+        pthread_mutex_lock(&c->mu);
+        r->md5_running = true;
+        pthread_mutex_unlock(&c->mu);
+        r->md5_posted = true;
+        rio__pool_task(&c->cpu_pool, &r->md5_job, md5_task, r);
+    }
+    /* Every MD5 posted has ended before this returns (the commit reads it);
+     * each request is done hashing, in order, as its MD5 ends. */
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (!r->md5_posted)
+            continue;
+        while (r->md5_running)
+            pthread_cond_wait(&call->md5_cond, &c->mu);
+        call->hash_ns += r->md5_ns;
+        pthread_mutex_unlock(&c->mu);
+        hash_done(c, r);
+        pthread_mutex_lock(&c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/*
+ * Publish an upload (rio_put, a batch's PUTs, a writer): the descriptor from
+ * its geometry, xxh3 list and (md5 not NULL) the stream MD5. Consumes the
+ * upload whatever happens. Everything that can fail happens before the
+ * commit: once the new generation is published the call must report
+ * success. Sets *gen; out_desc (if any) gets a copy of the descriptor.
+ */
+int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const char *key,
+                       void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
+                       uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen, struct rio_desc *out_desc)
+{
+    struct rio_desc d;
+    uint64_t *copy = NULL;
+    int ret;
+
+    memset(&d, 0, sizeof(d));
+    memcpy(d.key, key, strlen(key) + 1);
+    d.size = size;
+    d.chunk_size = chunk_size;
+    d.nchunks = nchunks;
+    d.xxh = xxh;
+    ret = md5 ? rio__md5_final(md5, d.etag) : 0;
+    if (ret == 0 && out_desc && nchunks) {
+        copy = rio__malloc(nchunks * sizeof(uint64_t));
+        if (copy)
+            memcpy(copy, xxh, nchunks * sizeof(uint64_t));
+        else
+            ret = -ENOMEM;
+    }
+    if (ret < 0) {
+        rio__t_put_abort(c->t, upload);
+        return ret;
+    }
+    ret = rio__meta_put_commit(c, m, upload, &d);
+    if (ret < 0) {
+        rio__free(copy);
+        return ret;
+    }
+    *gen = d.generation;
+    if (out_desc) {
+        *out_desc = d;
+        out_desc->xxh = copy;
+    }
+    return 0;
+}
+
+int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
+{
+    void *upload = r->upload;
+    struct rio__meta m;
+    r->upload = NULL;
+    rio__meta_for_call(&m, r->call);
+    return rio__commit_upload(c, &m, r->key, upload, r->size, r->chunk_size, r->nchunks, r->xxh,
+                              r->want_md5 ? &r->md5 : NULL, &r->generation, out_desc);
+}
+
+struct commit_job {
+    struct rio_client *c;
+    struct rio__call *call;
+};
+
+bool rio__commit_due(const struct rio__req *r)
+{
+    return r->type == RIO_OP_PUT && r->result >= 0 && r->status >= 0;
+}
+
+static void commit_one(void *arg, unsigned i)
+{
+    struct commit_job *j = arg;
+    struct rio__req *r = &j->call->reqs[i];
+    if (rio__commit_due(r) && !r->committed)
+        r->result = rio__req_commit(j->c, r, NULL);
+}
+
+/* Finish every request after the fence: commit PUTs (those the pipeline did
+ * not), copy staged GETs, or abort. Sets r->result. */
+static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio_desc *out_desc)
+{
+    unsigned due = 0;
+    for (unsigned i = 0; i < call->nreq; i++)
+        due += rio__commit_due(&call->reqs[i]) && !call->reqs[i].committed;
+    bool parallel = due > 1 && !out_desc;
+    if (parallel) {
+        struct commit_job j = {.c = c, .call = call};
+        rio__meta_parallel(c, call->nreq, due, commit_one, &j);
+    }
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->result < 0) {
+            /* failed before it reached the engine (or while hashing) */
+        } else if (r->status < 0) {
+            r->result = r->status;
+        } else if (r->type == RIO_OP_PUT) {
+            if (!parallel && !r->committed)
+                r->result = rio__req_commit(c, r, out_desc);
+        } else {
+            if (r->user && r->size) {
+                uint64_t t0 = rio__now_ns();
+                memcpy(r->user, r->staging, r->size);
+                call->copy_ns += rio__now_ns() - t0;
+            }
+            r->result = (int64_t)r->size;
+        }
+        if (r->type == RIO_OP_PUT && r->upload) {
+            rio__t_put_abort(c->t, r->upload);
+            r->upload = NULL;
+        }
+    }
+}
+
+/* Admit a prepared call: deadlines, latency slots, hand it to the engine. */
+int rio__call_start(struct rio_client *c, struct rio__call *call, const struct rio_call *opt)
+{
+    uint64_t total = 0;
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        /* A reader lives as long as its consumer reads: only an explicit
+         * deadline bounds it (op timeouts still bound every chunk). */
+        r->deadline_ns = r->ring && !(opt && opt->deadline_ms)
+                             ? UINT64_MAX
+                             : rio__call_deadline_of(c, opt, call->t0);
+        total += r->nchunks;
+        call->progress_total += r->size;
+    }
+    if (total) {
+        call->lat = rio__calloc(total, sizeof(uint64_t));
+        if (!call->lat)
+            return -ENOMEM;
+        call->lat_cap = total;
+    }
+    call->lat_want = total;
+    return rio__engine_submit(c, call);
+}
+
+/*
+ * Run a prepared call: admit, hash, wait for the fence, finish, stats.
+ * Requests whose preparation failed carry result < 0 and decided = true.
+ */
+int rio__call_run(struct rio_client *c, struct rio__call *call, const struct rio_call *opt,
+                  struct rio_desc *out_desc)
+{
+    struct rio__job job;
+
+    /* Set before the engine sees the call: it queues what it fences. */
+    unsigned work = rio__pipeline_work(call, out_desc);
+    call->pipeline = work > 0;
+    unsigned max = rio__meta_threads(c), workers = work < max ? work : max;
+    if (call->pipeline) {
+        /* Enough held to keep every op slot busy while as many commits
+         * run, and the transport's caches (open files) never outrun. */
+        uint64_t ahead = (uint64_t)c->npaths * c->o.depth + 2ull * workers;
+        call->ahead_max = ahead > RIO__AHEAD_MAX ? RIO__AHEAD_MAX : (unsigned)ahead;
+    }
+    int ret = rio__call_start(c, call, opt);
+    if (ret < 0)
+        return ret;
+    if (call->pipeline)
+        rio__pool_share(&c->meta_pool, &job, workers ? workers - 1 : 0, rio__call_worker, call);
+    hash_puts(c, call);
+    if (call->pipeline) {
+        pthread_mutex_lock(&c->mu);
+        call->hashing_over = true;
+        pthread_cond_broadcast(&call->cond);
+        pthread_mutex_unlock(&c->mu);
+        rio__call_worker_loop(c, call);
+        rio__pool_reclaim(&c->meta_pool, &job);
+    } else {
+        rio__engine_wait(c, call);
+    }
+    finish_reqs(c, call, out_desc);
+    return 0;
+}
+
+void rio__call_stats(struct rio_client *c, struct rio__call *call, const struct rio_call *opt)
+{
+    if (opt && opt->stats)
+        rio__stats_fill(c, call, opt->stats);
+}
+
+/* A call that never reached the engine: abort what was opened, free it. */
+void rio__call_abandon(struct rio_client *c, struct rio__call *call)
+{
+    for (unsigned i = 0; i < call->nreq; i++) {
+        struct rio__req *r = &call->reqs[i];
+        if (r->upload)
+            rio__t_put_abort(c->t, r->upload);
+        r->upload = NULL;
+    }
+    rio__call_free(call);
+}
+
+bool rio__replan_due(int type, int64_t result, const struct rio_call *opt)
+{
+    if (type == RIO_OP_GET)
+        return result == RIO_EGENERATION && !(opt && opt->expect_generation);
+    return type == RIO_OP_PUT && result == RIO_ENOUPLOAD;
+}
+
+void rio__replan_note(struct rio__replan_acc *a, const struct rio_call *opt)
+{
+    a->replans++;
+    if (opt && opt->stats)
+        for (int k = 0; k < RIO_CLASS__COUNT; k++)
+            a->retries[k] += opt->stats->retries[k];
+}
+
+void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *opt)
+{
+    if (!opt || !opt->stats)
+        return;
+    opt->stats->replans += a->replans;
+    for (int k = 0; k < RIO_CLASS__COUNT; k++) {
+        opt->stats->retries[k] += a->retries[k];
+        opt->stats->retries_total += a->retries[k];
+    }
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc);
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt);
+
+int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
+            const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    struct rio__replan_acc acc = {0};
+    int ret;
+
+    for (;;) {
+        ret = put_once(c, key, buf, len, opt, out_desc);
+        if (!rio__replan_due(RIO_OP_PUT, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        rio__replan_note(&acc, opt);
+    }
+    rio__replan_stats(&acc, opt);
+    return ret;
+}
+
+int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
+                const struct rio_call *opt)
+{
+    struct rio__replan_acc acc = {0};
+    int64_t ret;
+
+    for (;;) {
+        ret = get_once(c, key, buf, cap, opt);
+        if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        rio__replan_note(&acc, opt);
+    }
+    rio__replan_stats(&acc, opt);
+    return ret;
+}
+
+static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
+                    const struct rio_call *opt, struct rio_desc *out_desc)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c)
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    ret = rio__call_new(c, 1, opt, &call);
+    if (ret < 0)
+        return ret;
+    rio__call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    ret = rio__req_prepare_put(c, r, key, buf, len, false);
+    if (ret < 0)
+        goto err_call;
+    ret = rio__call_run(c, call, opt, out_desc);
+    if (ret < 0)
+        goto err_call;
+    ret = (int)r->result;
+    rio__call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return ret;
+err_call:
+    rio__call_abandon(c, call);
+    return ret;
+}
+
+static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
+                        const struct rio_call *opt)
+{
+    struct rio__call *call;
+    int ret;
+
+    if (!c)
+        return RIO_EINVAL;
+    if (opt && opt->stats)
+        memset(opt->stats, 0, sizeof(*opt->stats));
+    ret = rio__call_new(c, 1, opt, &call);
+    if (ret < 0)
+        return ret;
+    rio__call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    ret = rio__req_prepare_get(c, call, r, key, buf, cap, opt ? opt->expect_generation : 0, false);
+    if (ret < 0)
+        goto err_call;
+    ret = rio__call_run(c, call, opt, NULL);
+    if (ret < 0)
+        goto err_call;
+    int64_t res = r->result;
+    rio__call_stats(c, call, opt);
+    rio__call_release(c, call);
+    return res;
+err_call:
+    rio__call_abandon(c, call);
+    return ret;
+}
+
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt);
+
+int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
+{
+    struct rio__replan_acc acc = {0};
+    int64_t ret;
+
+    if (!out)
+        return RIO_EINVAL;
+    for (;;) {
+        ret = get_alloc_once(c, key, out, opt);
+        if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+            break;
+        rio__replan_note(&acc, opt);
+    }
+    rio__replan_stats(&acc, opt);
+    return ret;
+}
+
+static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
+                              const struct rio_call *opt)
+{
+    struct rio_desc d;
+    int64_t ret;
+
+    *out = NULL;
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(c, key, &d);
+    if (ret < 0)
+        return ret;
+    rio_desc_cleanup(&d);
+    /* The buffer is the caller's (free(3)), not the library's pool. A large
+     * one is 2 MiB-aligned with huge pages advised: the transport's first
+     * touch of it then faults once per 2 MiB, not once per 4 KiB. */
+    void *buf = NULL;
+    if (d.size >= (2u << 20)) {
+        if (posix_memalign(&buf, 2u << 20, d.size) != 0)
+            buf = NULL;
+        else
+            (void)madvise(buf, d.size, MADV_HUGEPAGE);
+    } else {
+        buf = malloc(d.size ? d.size : 1);
+    }
+    if (!buf)
+        return -ENOMEM;
+    struct rio_call local;
+    if (opt)
+        local = *opt;
+    else
+        memset(&local, 0, sizeof(local));
+    if (!local.expect_generation)
+        local.expect_generation = d.generation;
+    ret = get_once(c, key, buf, d.size, &local);
+    if (ret < 0) {
+        free(buf);
+        return ret;
+    }
+    *out = buf;
+    return ret;
+}
+
+int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
+{
+    if (!c || !out)
+        return RIO_EINVAL;
+    int ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    struct rio__meta m;
+    rio__meta_for_client(&m, c);
+    memset(out, 0, sizeof(*out));
+    return client_lookup(c, &m, key, out);
+}
+
+int rio_delete(struct rio_client *c, const char *key)
+{
+    if (!c)
+        return RIO_EINVAL;
+    int ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    struct rio__meta m;
+    rio__meta_for_client(&m, c);
+    return rio__meta_remove(c, &m, key);
+}

@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Streaming: the reader (a GET whose chunks land in a ring of prefetch
+ * slots, handed out in order as each verifies) and the writer (a PUT fed
+ * chunk by chunk, each slot sent as a part of one upload, committed at
+ * close). Both are on their client's list so rio_client_destroy can end them.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/checksum.h"
+#include "core/clock.h"
+#include "core/engine.h"
+#include "core/internal.h"
+
+/* ------------------------------------------------------------ streams */
+
+static void stream_link(struct rio_client *c, struct rio__stream *st, int kind)
+{
+    st->kind = kind;
+    st->prev = NULL;
+    pthread_mutex_lock(&c->mu);
+    st->next = c->streams;
+    if (c->streams)
+        c->streams->prev = st;
+    c->streams = st;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void stream_unlink(struct rio_client *c, struct rio__stream *st)
+{
+    pthread_mutex_lock(&c->mu);
+    if (st->prev)
+        st->prev->next = st->next;
+    else
+        c->streams = st->next;
+    if (st->next)
+        st->next->prev = st->prev;
+    st->prev = st->next = NULL;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* ------------------------------------------------------------- reader */
+
+struct rio_reader {
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
+    struct rio__call *call;
+    struct rio__req *r;
+    struct rio_stats *stats;
+    uint64_t next; /* chunk being consumed */
+    uint64_t pos;  /* bytes of it already handed out */
+    int err;
+};
+
+int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
+                    const struct rio_call *opt, struct rio_reader **out)
+{
+    struct rio_reader *rd;
+    struct rio__call *call;
+    int ret;
+
+    if (!c || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    rd = rio__calloc(1, sizeof(*rd));
+    if (!rd)
+        return -ENOMEM;
+    ret = rio__call_new(c, 1, opt, &call);
+    if (ret < 0)
+        goto err_rd;
+    rio__call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
+    ret = rio__req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
+    if (ret < 0)
+        goto err_call;
+    ret = rio__call_start(c, call, opt);
+    if (ret < 0)
+        goto err_call;
+    rd->c = c;
+    rd->call = call;
+    rd->r = r;
+    rd->stats = opt ? opt->stats : NULL;
+    if (rd->stats)
+        memset(rd->stats, 0, sizeof(*rd->stats));
+    stream_link(c, &rd->st, RIO__STREAM_READER);
+    *out = rd;
+    return 0;
+err_call:
+    rio__call_abandon(c, call);
+err_rd:
+    rio__free(rd);
+    return ret;
+}
+
+const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
+{
+    return rd && rd->r ? &rd->r->desc : NULL;
+}
+
+/* Wait until the chunk under the cursor is verified; point at its unread
+ * bytes. Returns 1 with the bytes set, 0 at the end, or an error. */
+static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
+{
+    struct rio__req *r = rd->r;
+    if (rd->err)
+        return rd->err;
+    if (rd->next >= r->nchunks)
+        return 0;
+    struct rio__chunk *ch = &r->chunks[rd->next];
+    pthread_mutex_lock(&rd->c->mu);
+    while (ch->state != CH_DONE && !(r->decided && r->status < 0))
+        if (!rio__call_progress_locked(rd->c, rd->call))
+            pthread_cond_wait(&rd->call->cond, &rd->c->mu);
+    bool ok = ch->state == CH_DONE;
+    int status = r->status;
+    pthread_mutex_unlock(&rd->c->mu);
+    if (!ok) {
+        rd->err = status < 0 ? status : RIO_EPROTO;
+        return rd->err;
+    }
+    uint64_t off = rd->next * r->chunk_size;
+    uint64_t clen = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+    *p = r->ring + (rd->next % r->prefetch) * r->chunk_size + rd->pos;
+    *n = (size_t)(clen - rd->pos);
+    return 1;
+}
+
+/* Hand n bytes of the current chunk out; a finished chunk frees its slot
+ * for the chunk prefetch places ahead. */
+static void reader_consume(struct rio_reader *rd, size_t n, size_t avail)
+{
+    rd->pos += n;
+    if (n < avail)
+        return;
+    rd->next++;
+    rd->pos = 0;
+    atomic_store(&rd->r->window, rd->next + rd->r->prefetch);
+    rio__engine_kick(rd->c);
+}
+
+int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
+{
+    const uint8_t *p;
+    size_t avail;
+    if (!rd || (!buf && n))
+        return RIO_EINVAL;
+    int ret = reader_peek(rd, &p, &avail);
+    if (ret <= 0)
+        return ret;
+    size_t k = n < avail ? n : avail;
+    memcpy(buf, p, k);
+    reader_consume(rd, k, avail);
+    return (int64_t)k;
+}
+
+/* End the reader's call: cancel what is left (err) unless it was read to
+ * the end, fence it, fill the stats, release it. Returns the outcome. */
+static int reader_end(struct rio_reader *rd, int err)
+{
+    struct rio_client *c = rd->c;
+    struct rio__req *r = rd->r;
+    bool complete = rd->next >= r->nchunks && !rd->err;
+    stream_unlink(c, &rd->st);
+    if (!complete)
+        rio__engine_fail_req(c, r, err);
+    /* The fence: nothing of the reader is in flight once this returns. */
+    rio__engine_wait(c, rd->call);
+    int ret = rd->err ? rd->err : complete ? 0 : err;
+    r->result = ret < 0 ? ret : (int64_t)r->size;
+    if (rd->stats)
+        rio__stats_fill(c, rd->call, rd->stats);
+    rio__call_release(c, rd->call);
+    rd->call = NULL;
+    rd->r = NULL;
+    rd->c = NULL;
+    return ret;
+}
+
+/* The client is being destroyed: end the reader now; later reads and the
+ * close answer RIO_ECLOSED. */
+void rio__reader_invalidate(struct rio_reader *rd)
+{
+    reader_end(rd, RIO_ECLOSED);
+    rd->err = RIO_ECLOSED;
+}
+
+int rio_reader_close(struct rio_reader *rd)
+{
+    if (!rd)
+        return 0;
+    int ret = rd->c ? reader_end(rd, RIO_ECANCELED) : RIO_ECLOSED;
+    rio__free(rd);
+    return ret;
+}
+
+int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
+                       int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                       const struct rio_call *opt)
+{
+    struct rio_reader *rd;
+    const uint8_t *p;
+    size_t n;
+    int64_t total = 0;
+    int ret;
+
+    unsigned replans = 0;
+
+    if (!cb)
+        return RIO_EINVAL;
+    for (;; replans++) {
+        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        if (ret < 0)
+            return ret;
+        /* Before the first byte is handed out, a PUT that replaced the key
+         * costs nothing: start over on its generation. */
+        ret = reader_peek(rd, &p, &n);
+        if (!rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+            break;
+        rio_reader_close(rd);
+    }
+    for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
+        int stop = cb(arg, p, n);
+        if (stop) {
+            rio_reader_close(rd);
+            return stop < 0 ? stop : RIO_ECANCELED;
+        }
+        reader_consume(rd, n, n);
+        total += (int64_t)n;
+    }
+    int cret = rio_reader_close(rd);
+    if (opt && opt->stats)
+        opt->stats->replans += replans;
+    if (ret < 0)
+        return ret;
+    return cret < 0 ? cret : total;
+}
+
+/* ------------------------------------------------------------- writer */
+
+/*
+ * A streaming PUT: one upload, fed chunk by chunk. Chunk k is filled in slot
+ * k % nslots; when full it is hashed (xxh3), handed to the engine as a call
+ * of its own (a "part" request: the object's chunk k, retried and verified
+ * like any chunk), then folded into the stream MD5 while it is in flight.
+ * A slot is refilled only after its previous chunk's call is fenced, so no
+ * attempt can still read the bytes being overwritten. The commit, with the
+ * final size, happens at close.
+ */
+struct wslot {
+    uint8_t *buf;
+    size_t cap;
+    uint64_t fill;
+    struct rio__call *call; /* in flight, or NULL */
+};
+
+struct rio_writer {
+    struct rio__stream st; /* first: the client's list */
+    struct rio_client *c;  /* NULL once the client is destroyed */
+    char *key;
+    void *upload;
+    uint64_t declared; /* RIO_SIZE_UNKNOWN or the exact size */
+    uint64_t chunk_size, total, nchunks;
+    uint64_t *xxh;
+    uint64_t xxh_cap;
+    struct rio_md5 md5;
+    bool want_md5;
+    unsigned nslots;
+    struct wslot *slots;
+    int err;
+    struct rio_call opt; /* per part: deadline set from the stream's */
+    uint64_t t0, deadline_ns, wait_ns;
+    struct rio_stats *stats;
+    struct rio__call *acc; /* with stats: every part's figures, merged */
+};
+
+/* The bounds of the writer's metadata: the stream's deadline and token;
+ * failed tries counted with its figures. */
+static void writer_meta(const struct rio_writer *w, struct rio__meta *m)
+{
+    m->deadline_ns = w->deadline_ns;
+    m->cancel = w->opt.cancel;
+    m->call = w->acc;
+}
+
+static void writer_fail(struct rio_writer *w, int err)
+{
+    if (!w->err)
+        w->err = err;
+}
+
+/* Fence slot s's chunk and fold its outcome in. */
+static void writer_reap(struct rio_writer *w, struct wslot *s)
+{
+    if (!s->call)
+        return;
+    struct rio_client *c = w->c;
+    uint64_t t0 = rio__now_ns();
+    rio__engine_wait(c, s->call);
+    w->wait_ns += rio__now_ns() - t0;
+    struct rio__req *r = &s->call->reqs[0];
+    r->result = r->status < 0 ? r->status : (int64_t)r->size;
+    if (r->status < 0)
+        writer_fail(w, r->status);
+    if (w->acc && rio__call_merge(w->acc, s->call) < 0)
+        writer_fail(w, -ENOMEM);
+    rio__call_release(c, s->call);
+    s->call = NULL;
+    s->fill = 0;
+}
+
+/* Send slot s's bytes as the object's next chunk. */
+static int writer_launch(struct rio_writer *w, struct wslot *s)
+{
+    struct rio_client *c = w->c;
+    uint64_t idx = w->nchunks;
+    struct rio__call *call;
+    int ret;
+
+    if (c->t->put_chunks_max && idx >= c->t->put_chunks_max)
+        return RIO_ETOOBIG;
+    ret = rio__u64_reserve(&w->xxh, &w->xxh_cap, w->nchunks, w->nchunks + 1);
+    if (ret < 0)
+        return ret;
+    uint64_t now = rio__now_ns();
+    if (now >= w->deadline_ns)
+        return RIO_EDEADLINE;
+    if (w->opt.cancel && atomic_load(&w->opt.cancel->fired))
+        return RIO_ECANCELED;
+    uint64_t left_ms = (w->deadline_ns - now + 999999) / 1000000;
+    w->opt.deadline_ms = left_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)left_ms;
+
+    uint64_t th = rio__now_ns();
+    uint64_t h = rio__xxh3(s->buf, (size_t)s->fill);
+    uint64_t hash_ns = rio__now_ns() - th;
+    ret = rio__call_new(c, 1, &w->opt, &call);
+    if (ret < 0)
+        return ret;
+    rio__call_mark_start(c, call);
+    struct rio__req *r = &call->reqs[0];
+    r->type = RIO_OP_PUT;
+    r->key = rio__strdup(w->key);
+    r->xxh = rio__malloc(sizeof(uint64_t));
+    r->chunks = rio__calloc(1, sizeof(*r->chunks));
+    if (!r->key || !r->xxh || !r->chunks) {
+        rio__call_free(call);
+        return -ENOMEM;
+    }
+    r->xxh[0] = h;
+    r->size = s->fill;
+    r->chunk_size = w->chunk_size;
+    r->nchunks = 1;
+    r->base = idx;
+    r->data = s->buf;
+    r->upload = w->upload;
+    atomic_store(&r->hashed, 1);
+    ret = rio__call_start(c, call, &w->opt);
+    if (ret < 0) {
+        rio__call_free(call);
+        return ret;
+    }
+    s->call = call;
+    w->xxh[idx] = h;
+    w->nchunks++;
+    /* The MD5 runs while the chunk is on its way (the buffer is only read). */
+    if (w->want_md5) {
+        th = rio__now_ns();
+        if (rio__md5_update(&w->md5, s->buf, (size_t)s->fill) < 0)
+            writer_fail(w, -ENOMEM);
+        hash_ns += rio__now_ns() - th;
+    }
+    if (w->acc)
+        w->acc->hash_ns += hash_ns;
+    return 0;
+}
+
+/* The slot the next byte goes to, with its previous chunk fenced. */
+static struct wslot *writer_slot(struct rio_writer *w)
+{
+    struct wslot *s = &w->slots[w->nchunks % w->nslots];
+    writer_reap(w, s);
+    if (w->err)
+        return NULL;
+    if (!s->buf) {
+        s->buf = rio__stage_get(w->c, (size_t)w->chunk_size, &s->cap);
+        if (!s->buf) {
+            writer_fail(w, -ENOMEM);
+            return NULL;
+        }
+    }
+    return s;
+}
+
+/* Account n bytes just placed in s; send it when full. */
+static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
+{
+    s->fill += n;
+    w->total += n;
+    if (w->declared != RIO_SIZE_UNKNOWN && w->total > w->declared)
+        writer_fail(w, RIO_EINVAL); /* more bytes than declared */
+    else if (s->fill == w->chunk_size) {
+        int ret = writer_launch(w, s);
+        if (ret < 0)
+            writer_fail(w, ret);
+    }
+    return w->err;
+}
+
+/* Give back what the writer holds of its client: slot buffers, stats. */
+static void writer_release(struct rio_writer *w)
+{
+    for (unsigned i = 0; w->slots && i < w->nslots; i++)
+        if (w->slots[i].buf) {
+            rio__stage_put(w->c, w->slots[i].buf, w->slots[i].cap);
+            w->slots[i].buf = NULL;
+        }
+    if (w->acc)
+        rio__call_free(w->acc);
+    w->acc = NULL;
+}
+
+static void writer_free(struct rio_writer *w)
+{
+    if (w->c)
+        writer_release(w);
+    rio__free(w->slots);
+    rio__free(w->xxh);
+    rio__free(w->key);
+    rio__md5_cleanup(&w->md5);
+    rio__cancel_unref(w->opt.cancel);
+    rio__free(w);
+}
+
+int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsigned slots,
+                    const struct rio_call *opt, struct rio_writer **out)
+{
+    struct rio_writer *w;
+    int ret;
+
+    if (!c || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    if (size == RIO_SIZE_UNKNOWN && !rio__t_has_cap(c->t, RIO_CAP_STREAM_PUT))
+        return RIO_ENOTSUP;
+    w = rio__calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->c = c;
+    w->declared = size;
+    w->chunk_size = rio__put_chunk_size(c, size);
+    w->nslots = slots ? slots : c->o.depth * c->npaths;
+    if (w->nslots < 2)
+        w->nslots = 2;
+    if (opt)
+        w->opt = *opt;
+    rio__cancel_ref(w->opt.cancel); /* writer_launch reads it until close */
+    w->stats = w->opt.stats;
+    w->opt.stats = NULL; /* the parts' figures are merged into acc */
+    w->opt.progress = NULL;
+    w->opt.flags = 0;
+    w->t0 = rio__now_ns();
+    w->deadline_ns = rio__call_deadline_of(c, opt, w->t0);
+    w->want_md5 = rio__etag_wanted(c);
+    w->key = rio__strdup(key);
+    w->slots = rio__calloc(w->nslots, sizeof(*w->slots));
+    if (!w->key || !w->slots) {
+        ret = -ENOMEM;
+        goto err;
+    }
+    if (w->stats) {
+        memset(w->stats, 0, sizeof(*w->stats));
+        ret = rio__call_new(c, 1, opt, &w->acc);
+        if (ret < 0)
+            goto err;
+        rio__call_mark_start(c, w->acc);
+        w->acc->reqs[0].type = RIO_OP_PUT;
+    }
+    if (w->want_md5) {
+        ret = rio__md5_init(&w->md5);
+        if (ret < 0)
+            goto err;
+    }
+    struct rio__meta m;
+    writer_meta(w, &m);
+    ret = rio__meta_put_open(c, &m, key, size, w->chunk_size, &w->upload);
+    if (ret < 0)
+        goto err;
+    stream_link(c, &w->st, RIO__STREAM_WRITER);
+    *out = w;
+    return 0;
+err:
+    writer_free(w);
+    return ret;
+}
+
+int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)
+{
+    if (!w || (!buf && n))
+        return RIO_EINVAL;
+    const uint8_t *p = buf;
+    while (n && !w->err) {
+        struct wslot *s = writer_slot(w);
+        if (!s)
+            break;
+        uint64_t k = w->chunk_size - s->fill;
+        if (k > n)
+            k = n;
+        memcpy(s->buf + s->fill, p, (size_t)k);
+        p += k;
+        n -= (size_t)k;
+        writer_added(w, s, k);
+    }
+    return w->err;
+}
+
+/* Fence every slot; after an error, cancel what is in flight first. */
+static void writer_drain(struct rio_writer *w)
+{
+    for (unsigned i = 0; i < w->nslots; i++) {
+        /* oldest first: slot order from the next chunk's */
+        struct wslot *s = &w->slots[(w->nchunks + i) % w->nslots];
+        if (s->call && w->err)
+            rio__engine_fail_req(w->c, &s->call->reqs[0], RIO_ECANCELED);
+        writer_reap(w, s);
+    }
+}
+
+/* The stream's figures: every part merged, over the time since open. When
+ * the writer seldom waited for a free slot, the stream's source was slower
+ * than the transfer, and the verdict says so. */
+static void writer_stats(struct rio_writer *w)
+{
+    if (!w->stats || !w->acc)
+        return;
+    struct rio__req *r = &w->acc->reqs[0];
+    r->size = w->total;
+    r->result = w->err ? w->err : 0;
+    rio__stats_fill(w->c, w->acc, w->stats);
+    struct rio_stats *st = w->stats;
+    if (w->err == 0 && st->elapsed_ns && w->wait_ns * 10 < st->elapsed_ns) {
+        st->verdict = RIO_VERDICT_NONE;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "source-bound: the writer waited for a free slot %.0f%% of %.0f ms; the "
+                 "stream's input is slower than the transfer",
+                 100.0 * (double)w->wait_ns / (double)st->elapsed_ns, st->elapsed_ns / 1e6);
+    }
+}
+
+/* The client is being destroyed: cancel and fence every part, abort the
+ * upload, give the client's memory back; later calls answer RIO_ECLOSED. */
+void rio__writer_invalidate(struct rio_writer *w)
+{
+    stream_unlink(w->c, &w->st);
+    writer_fail(w, RIO_ECLOSED);
+    writer_drain(w);
+    rio__t_put_abort(w->c->t, w->upload);
+    w->upload = NULL;
+    writer_release(w);
+    w->c = NULL;
+    w->err = RIO_ECLOSED;
+}
+
+int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
+{
+    if (!w)
+        return RIO_EINVAL;
+    if (!w->c) {
+        writer_free(w);
+        return RIO_ECLOSED;
+    }
+    stream_unlink(w->c, &w->st);
+    struct wslot *s = &w->slots[w->nchunks % w->nslots];
+    if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
+        writer_fail(w, RIO_EINVAL); /* fewer bytes than declared */
+    if (!w->err && s->fill && !s->call) {
+        int ret = writer_launch(w, s);
+        if (ret < 0)
+            writer_fail(w, ret);
+    }
+    writer_drain(w);
+    int ret = w->err;
+    uint64_t gen;
+    struct rio__meta m;
+    writer_meta(w, &m);
+    if (ret == 0)
+        ret = rio__commit_upload(w->c, &m, w->key, w->upload, w->total, w->chunk_size, w->nchunks,
+                                 w->xxh, w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
+    else
+        rio__t_put_abort(w->c->t, w->upload);
+    w->upload = NULL;
+    w->err = ret;
+    writer_stats(w);
+    writer_free(w);
+    return ret;
+}
+
+void rio_writer_abort(struct rio_writer *w)
+{
+    if (!w)
+        return;
+    if (!w->c) {
+        writer_free(w);
+        return;
+    }
+    stream_unlink(w->c, &w->st);
+    writer_fail(w, RIO_ECANCELED);
+    writer_drain(w);
+    rio__t_put_abort(w->c->t, w->upload);
+    writer_stats(w);
+    writer_free(w);
+}
+
+int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigned slots,
+                   int64_t (*fill)(void *arg, void *buf, size_t cap), void *arg,
+                   const struct rio_call *call, struct rio_desc *out_desc)
+{
+    struct rio_writer *w;
+    if (!fill)
+        return RIO_EINVAL;
+    int ret = rio_writer_open(c, key, size, slots, call, &w);
+    if (ret < 0)
+        return ret;
+    while (!w->err) {
+        struct wslot *s = writer_slot(w);
+        if (!s)
+            break;
+        int64_t n = fill(arg, s->buf + s->fill, (size_t)(w->chunk_size - s->fill));
+        if (n < 0 || (uint64_t)n > w->chunk_size - s->fill) {
+            writer_fail(w, n < 0 ? (int)n : RIO_EINVAL);
+            break;
+        }
+        if (n == 0)
+            break;
+        writer_added(w, s, (uint64_t)n);
+    }
+    return rio_writer_close(w, out_desc);
+}
