@@ -71,6 +71,19 @@ static inline void eu_begin(struct eu *e)
         eu_begin(e);                                                                               \
         eu_open((e), (url), &(e)->o);                                                              \
     } while (0)
+
+/* The commonest start: a client on url with e->o, object "o" PUT with n
+ * bytes of pattern seed. Returns the source buffer (caller frees). */
+static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uint64_t seed,
+                                    const char *file, int line)
+{
+    e->alloc0 = t_alloc_now();
+    e->c = t__client_new(url, &e->o, file, line);
+    return t__put_pattern(e->c, "o", n, seed, NULL, 1, NULL, file, line);
+}
+#define eu_open_put(e, url, n, seed) eu__open_put((e), (url), (n), (seed), __FILE__, __LINE__)
+/* eu_begin(e), then eu_open_put. */
+#define eu_start_put(e, url, n, seed) (eu_begin(e), eu_open_put((e), (url), (n), (seed)))
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \

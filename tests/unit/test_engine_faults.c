@@ -18,8 +18,7 @@ TEST(checksum_read_bitflip_retried)
     struct eu e;
     const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, "mock://ckr?paths=3");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://ckr?paths=3", n, 1);
     eu_fault(e.c, "bitflip:op=read:chunk=7:count=1");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=2");
     eu_get_check(e.c, "o", n, 1, &e.call);
@@ -42,8 +41,7 @@ TEST(checksum_read_no_retry_fails)
 
     eu_begin(&e);
     e.o.retry_checksum = -1;
-    eu_open(&e, "mock://ckn?paths=2", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://ckn?paths=2", n, 2);
     eu_fault(e.c, "bitflip:op=read:chunk=3:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ECHECKSUM);
@@ -65,8 +63,7 @@ TEST(checksum_verify_off_misses_flip)
 
     eu_begin(&e);
     e.o.verify = -1;
-    eu_open(&e, "mock://ckoff?paths=2", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://ckoff?paths=2", n, 3);
     eu_fault(e.c, "bitflip:op=read:chunk=2:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     T_EQ(rio_get(e.c, "o", dst, n, NULL), (int64_t)n);
@@ -105,8 +102,7 @@ TEST(disconnect_one_path_degrades)
     struct eu e;
     const size_t n = 4 * EU_MIB;
 
-    eu_start(&e, "mock://disc1?paths=4&rate=200M");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://disc1?paths=4&rate=200M", n, 5);
     eu_fault(e.c, "disconnect:op=read:path=1:count=1:down=0:bytes=1000");
     eu_get_check(e.c, "o", n, 5, &e.call);
     eu_stats_print("get", &e.st);
@@ -143,8 +139,7 @@ TEST(all_paths_down_fails_cleanly)
     e.o.retry_attempts = 2;
     e.o.cooldown_base_ms = 5;
     e.o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://alldown?paths=4", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 6, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://alldown?paths=4", n, 6);
     eu_fault(e.c, "disconnect:op=read:down=0");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -175,8 +170,7 @@ TEST(stall_op_timeout_moves_chunk)
 
     eu_begin(&e);
     e.o.op_timeout_ms = 150;
-    eu_open(&e, "mock://stall?paths=3&rate=200M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 7, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://stall?paths=3&rate=200M", n, 7);
     eu_fault(e.c, "stall:op=read:path=0:count=1");
     uint64_t t0 = t_now_ms();
     eu_get_check(e.c, "o", n, 7, &e.call);
@@ -198,8 +192,7 @@ TEST(short_read_detected_and_retried)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, "mock://short?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 8, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://short?paths=2", n, 8);
     eu_fault(e.c, "short:op=read:chunk=4:count=2:bytes=1000");
     eu_get_check(e.c, "o", n, 8, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
@@ -248,8 +241,7 @@ TEST(generation_change_never_stitched)
     const size_t n = 1 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_start(&e, "mock://gen?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 10, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://gen?paths=2", n, 10);
     struct rio_desc d0, d1;
     T_OK(rio_stat(e.c, "o", &d0));
     eu_fault(e.c, "genchange:chunk=9:count=1");
@@ -308,8 +300,7 @@ TEST(retry_rollback_read)
 
     eu_begin(&e);
     e.o.retry_attempts = 5;
-    eu_open(&e, "mock://rbr?paths=3&rate=300M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 11, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://rbr?paths=3&rate=300M", n, 11);
     /* A disconnect resets every op on its path, a faulted one too (its
      * retry then counts as a reset): it gets a call of its own, so the
      * counts of the others are exact whatever the timing. */
@@ -378,8 +369,7 @@ TEST(error_class_path_moves)
 
     eu_begin(&e);
     e.o.retry_attempts = 1; /* a chunk-class failure would be fatal */
-    eu_open(&e, "mock://epath?paths=3", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 13, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://epath?paths=3", n, 13);
     eu_fault(e.c, "error:op=read:chunk=3:count=1:error=ECONNREFUSED");
     eu_fault(e.c, "error:op=read:chunk=6:count=1:error=ETIMEDOUT");
     eu_get_check(e.c, "o", n, 13, &e.call);
@@ -400,8 +390,7 @@ TEST(error_class_server_spends_attempts)
 
     eu_begin(&e);
     e.o.retry_attempts = 3;
-    eu_open(&e, "mock://esrv?paths=2", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 14, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://esrv?paths=2", n, 14);
     eu_fault(e.c, "error:op=read:chunk=5:count=2:error=RIO_ESERVER");
     eu_get_check(e.c, "o", n, 14, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 2u);
@@ -440,8 +429,7 @@ TEST(error_class_fatal_fails_at_once)
     eu_begin(&e);
     e.o.backoff_base_ms = 200; /* a retry would show in the time */
     e.o.backoff_cap_ms = 1000;
-    eu_open(&e, "mock://efatal?paths=2", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 15, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://efatal?paths=2", n, 15);
     eu_fault(e.c, "error:op=read:chunk=4:error=EACCES");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -510,8 +498,7 @@ TEST(poisoned_chunk_path_class_bounded)
     e.o.retry_attempts = 3;
     e.o.cooldown_base_ms = 5;
     e.o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://poison?paths=4", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 17, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://poison?paths=4", n, 17);
     eu_fault(e.c, "error:op=read:chunk=5:error=ETIMEDOUT");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -537,8 +524,7 @@ TEST(single_path_transient_disconnect_recovers)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, "mock://single-disc?paths=1&rate=200M");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 18, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://single-disc?paths=1&rate=200M", n, 18);
     eu_fault(e.c, "disconnect:op=read:chunk=6:count=1:bytes=1000:down=30ms");
     eu_get_check(e.c, "o", n, 18, &e.call);
     T_EQ(eu_faults_fired(e.c), 1u);
@@ -588,8 +574,7 @@ TEST(object_deleted_during_get)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, "mock://delget?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 19, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://delget?paths=2", n, 19);
     for (unsigned i = 0; i < 2; i++)
         T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0)); /* ~125 ms */
     struct eu_get_job j = {.c = e.c, .key = "o", .cap = n, .call = {.flags = RIO_ATOMIC}};
@@ -615,8 +600,7 @@ TEST(reap_error_transient_get_exact)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, "mock://reapt?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://reapt?paths=2", n, 3);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, 3, -EBADF);
     eu_get_check(e.c, "o", n, 3, NULL);
@@ -634,8 +618,7 @@ TEST(reap_error_persistent_fails_call_no_spin)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, "mock://reapp?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://reapp?paths=2", n, 4);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, UINT32_MAX, -EBADF);
     struct eu_get_job j = {.c = e.c, .key = "o", .buf = eu_fill_buf(n, 0), .cap = n};

@@ -81,8 +81,7 @@ TEST(late_write_reproduces_without_fence)
      * itself: ThreadSanitizer rightly reports it, so this one runs without. */
     if (EU_TSAN)
         T_SKIP("a deliberate data race (the transport breaks the fence)");
-    eu_start(&e, "mock://latenf?paths=2&rate=400M");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://latenf?paths=2&rate=400M", n, 1);
     char spec[96];
     snprintf(spec, sizeof(spec), "unfenced:op=read:chunk=5:count=1:delay=%ums", LATE_MS);
     setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1); /* unfenced is refused otherwise */
@@ -154,8 +153,7 @@ TEST(deadline_stalled_path)
 
     eu_begin(&e);
     e.o.op_timeout_ms = 1000; /* longer than the deadline: the deadline decides */
-    eu_open(&e, "mock://dl?paths=1&rate=200M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://dl?paths=1&rate=200M", n, 4);
     eu_fault(e.c, "stall:op=read:chunk=5");
 
     for (int atomic = 0; atomic <= 1; atomic++) {
@@ -190,8 +188,7 @@ TEST(deadline_from_options)
 
     eu_begin(&e);
     e.o.deadline_ms = 200;
-    eu_open(&e, "mock://dlo?paths=2", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://dlo?paths=2", n, 5);
     eu_fault(e.c, "stall:op=read:chunk=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -316,8 +313,7 @@ TEST(late_write_after_timeout_retry_exact)
 
     eu_begin(&e);
     e.o.op_timeout_ms = 100;
-    eu_open(&e, "mock://latert?paths=3&rate=400M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://latert?paths=3&rate=400M", n, 9);
     for (int atomic = 0; atomic <= 1; atomic++) {
         struct rio_call call = {.stats = &st};
         if (atomic)

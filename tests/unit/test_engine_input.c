@@ -100,8 +100,7 @@ TEST(get_errors)
     struct eu e;
     const size_t n = 3 * EU_CHUNK;
 
-    eu_start(&e, "mock://geterr?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://geterr?paths=2", n, 2);
     uint8_t *dst = eu_fill_buf(n, 0x5C);
 
     /* Too small a buffer: refused before anything moves, buffer untouched. */

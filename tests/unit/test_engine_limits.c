@@ -48,8 +48,7 @@ TEST(larger_transport_limit_keeps_client_depth)
     eu_begin(&e);
     e.o.depth = 4;
     e.o.paths = 1;
-    eu_open(&e, "mock://limits0?rate=100M", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    uint8_t *src = eu_open_put(&e, "mock://limits0?rate=100M", n, 4);
     eu_get_check(e.c, "o", n, 4, &e.call);
     T_LE(e.st.path[0].peak_depth, 4u);
     T_GE(e.st.path[0].peak_depth, 2u);
