@@ -69,8 +69,7 @@ static void cleanup(void)
 /* A scratch dir with store/obj (OBJ_SIZE pattern bytes, PUT with railio). */
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/rio-get-XXXXXX");
-    T_NOTNULL(mkdtemp(dir));
+    t_mkdtemp(dir, sizeof(dir), "rio-get");
     atexit(cleanup);
     T_EQ(mkdir(pathf("store"), 0755), 0);
     obj = malloc(OBJ_SIZE);

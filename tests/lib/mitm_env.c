@@ -45,9 +45,7 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
     mitm_script(script, sizeof(script));
     if (access(script, R_OK) != 0)
         T_FAIL("%s: %s", script, strerror(errno));
-    snprintf(m->dir, sizeof(m->dir), "/tmp/railio-mitm-XXXXXX");
-    if (!mkdtemp(m->dir))
-        T_FAIL("mkdtemp: %s", strerror(errno));
+    t_mkdtemp(m->dir, sizeof(m->dir), "railio-mitm");
     snprintf(m->port_file, sizeof(m->port_file), "%s/port", m->dir);
     snprintf(m->summary, sizeof(m->summary), "%s/summary.json", m->dir);
     t_on_exit(mitm_at_exit, m);

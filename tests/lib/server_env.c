@@ -98,9 +98,7 @@ void srv_write_token(struct srv_env *e, const char *token, char *path, size_t ca
 void srv_prepare(struct srv_env *e)
 {
     memset(e, 0, sizeof(*e));
-    snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
-    if (!mkdtemp(e->dir))
-        T_FAIL("mkdtemp: %s", strerror(errno));
+    t_mkdtemp(e->dir, sizeof(e->dir), "railiod-test");
     snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
     snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
     t_on_exit(srv_at_exit, e);

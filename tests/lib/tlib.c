@@ -422,6 +422,14 @@ static void scratch_reap(const char *base, const char *prefix)
     closedir(d);
 }
 
+void t_mkdtemp(char *dir, size_t cap, const char *prefix)
+{
+    if ((size_t)snprintf(dir, cap, "/tmp/%s-XXXXXX", prefix) >= cap)
+        T_FAIL("t_mkdtemp: /tmp/%s-XXXXXX is longer than %zu bytes", prefix, cap - 1);
+    if (!mkdtemp(dir))
+        T_FAIL("mkdtemp %s: %s", dir, strerror(errno));
+}
+
 const char *t_scratch_dir(const char *prefix)
 {
     static int registered;

@@ -114,6 +114,9 @@ void t_rm_tree(const char *dir);
  * _exit: its directories, named after its process, are removed by a later
  * call once that process is gone. Returns the path (valid until exit). */
 const char *t_scratch_dir(const char *prefix);
+/* A fresh directory /tmp/PREFIX-XXXXXX into dir (cap bytes), which the
+ * caller removes; fails the test on error. */
+void t_mkdtemp(char *dir, size_t cap, const char *prefix);
 /* Whole file at path, malloc'd (one spare byte); *n its size. Fails the
  * test if unreadable. */
 uint8_t *t_slurp(const char *path, size_t *n);
