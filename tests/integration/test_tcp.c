@@ -563,8 +563,7 @@ TEST(ring_of_three_members)
         snprintf(key, sizeof(key), "ring/%u", k);
         T_OK(rio_delete(u.c, key));
     }
-    for (int i = 0; i < 3; i++)
-        wc_close(&w[i]);
+    wc_close_all(w, 3);
     tu_close(&u);
     /* A member that is down fails its own keys only. */
     tu_open(&u, url, &o);

@@ -265,6 +265,12 @@ void wc_close(struct wc *c)
     rio__proto_sess_free(&c->sess);
 }
 
+void wc_close_all(struct wc *c, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        wc_close(&c[i]);
+}
+
 uint64_t srv_proc_kb(pid_t pid, const char *field)
 {
     char path[64], line[256];
