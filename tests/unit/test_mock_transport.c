@@ -525,6 +525,13 @@ static void fx_read(struct fixture *f, struct top *o, uint64_t idx, unsigned pat
     T_OK(f->x.ops->submit(f->x.t, &o->io));
 }
 
+/* fx_read, then its completion reaped. */
+static void fx_read_one(struct fixture *f, struct top *o, uint64_t idx, unsigned path)
+{
+    fx_read(f, o, idx, path);
+    reap_one(&f->x, o);
+}
+
 TEST(fault_disconnect_downs_path_until_healed)
 {
     struct fixture f;
@@ -585,14 +592,12 @@ TEST(fault_short_bitflip_error_delay)
             "mock://fx?faults=short:op=read:chunk=0:bytes=100;bitflip:op=read:chunk=1;"
             "error:op=read:chunk=2:error=ETIMEDOUT;delay:op=read:chunk=3:delay=40ms",
             5, cs);
-    fx_read(&f, &r, 0, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 0, 0);
     T_EQ(r.res, 100);
     T_MEMEQ(f.dst, f.src, 100);
     T_TRUE(all_bytes(f.dst + 100, cs - 100, 0xDD));
 
-    fx_read(&f, &r, 1, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 1, 0);
     T_EQ(r.res, (int64_t)cs);
     {
         unsigned diff = 0;
@@ -602,21 +607,18 @@ TEST(fault_short_bitflip_error_delay)
         T_NE(rio__xxh3(f.dst + cs, cs), f.d.xxh[1]);
     }
 
-    fx_read(&f, &r, 2, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 2, 0);
     T_EQ(r.res, -ETIMEDOUT);
     T_TRUE(all_bytes(f.dst + 2 * cs, cs, 0xDD));
 
     t0 = rio__now_ns();
-    fx_read(&f, &r, 3, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 3, 0);
     T_EQ(r.res, (int64_t)cs);
     T_GE((r.done_ns - t0) / 1000000, 39u);
     T_MEMEQ(f.dst + 3 * cs, f.src + 3 * cs, cs);
 
     /* No rule matches chunk 4. */
-    fx_read(&f, &r, 4, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 4, 0);
     T_EQ(r.res, (int64_t)cs);
     T_EQ(counters(&f.x).faults_fired, 4u);
     fx_close(&f);
@@ -654,8 +656,7 @@ TEST(fault_skip_count_and_seeded_probability)
 
     fx_open(&f, "mock://sk?faults=error:op=read:skip=1:count=2", 1, 4096);
     for (int i = 0; i < 5; i++) {
-        fx_read(&f, &r, 0, 0);
-        reap_one(&f.x, &r);
+        fx_read_one(&f, &r, 0, 0);
         if ((i == 1 || i == 2) ? r.res != RIO_ESERVER : r.res != 4096)
             T_FAIL("op %d: res %lld", i, (long long)r.res);
     }
@@ -761,8 +762,7 @@ TEST(fault_genchange)
     uint64_t i;
 
     fx_open(&f, "mock://gc?faults=genchange:count=1", 3, 4096);
-    fx_read(&f, &r, 1, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 1, 0);
     T_EQ(r.res, RIO_EGENERATION);
     T_TRUE(all_bytes(f.dst + 4096, 4096, 0x11));
 
