@@ -202,7 +202,13 @@ TEST(deadline_from_options)
     eu_close(&e);
 }
 
-/* Cancel from another thread during a slow GET: RIO_ECANCELED promptly. */
+/* Both mock paths at one rate (bytes/s; 0 = full speed). */
+static void both_paths_at(struct eu *e, double rate)
+{
+    T_OK(rio_mock_set_path(e->c, 0, rate, 0));
+    T_OK(rio_mock_set_path(e->c, 1, rate, 0));
+}
+
 struct fire_arg {
     struct rio_cancel *cx;
     unsigned after_ms;
@@ -219,6 +225,7 @@ static void *fire_main(void *p)
     return NULL;
 }
 
+/* Cancel from another thread during a slow GET: RIO_ECANCELED promptly. */
 TEST(cancel_from_another_thread)
 {
     struct eu e;
@@ -229,11 +236,9 @@ TEST(cancel_from_another_thread)
     eu_start(&e, "mock://cancel?paths=2&rate=2M"); /* ~1 s for the whole object */
     uint8_t *src = eu_pattern_buf(n, 6);
     /* PUT at full speed, then slow the paths down for the GET. */
-    T_OK(rio_mock_set_path(e.c, 0, 0, 0));
-    T_OK(rio_mock_set_path(e.c, 1, 0, 0));
+    both_paths_at(&e, 0);
     T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
-    T_OK(rio_mock_set_path(e.c, 0, 2.0 * EU_MIB, 0));
-    T_OK(rio_mock_set_path(e.c, 1, 2.0 * EU_MIB, 0));
+    both_paths_at(&e, 2.0 * EU_MIB);
 
     T_OK(rio_cancel_new(&cx));
     struct fire_arg fa = {.cx = cx, .after_ms = 100};
@@ -253,8 +258,7 @@ TEST(cancel_from_another_thread)
     T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ECANCELED);
     eu_idle(e.c);
     rio_cancel_destroy(cx);
-    T_OK(rio_mock_set_path(e.c, 0, 0, 0));
-    T_OK(rio_mock_set_path(e.c, 1, 0, 0));
+    both_paths_at(&e, 0);
     eu_get_check(e.c, "o", n, 6, NULL);
     free(src);
     free(dst);
@@ -273,8 +277,7 @@ TEST(cancel_put_keeps_old_generation)
     uint8_t *old = eu_put_pattern(e.c, "o", n, 7, NULL);
     struct rio_desc d0;
     T_OK(rio_stat(e.c, "o", &d0));
-    T_OK(rio_mock_set_path(e.c, 0, 2.0 * EU_MIB, 0));
-    T_OK(rio_mock_set_path(e.c, 1, 2.0 * EU_MIB, 0));
+    both_paths_at(&e, 2.0 * EU_MIB);
 
     T_OK(rio_cancel_new(&cx));
     struct fire_arg fa = {.cx = cx, .after_ms = 80};
@@ -289,8 +292,7 @@ TEST(cancel_put_keeps_old_generation)
     struct rio_desc d1;
     T_OK(rio_stat(e.c, "o", &d1));
     T_EQ(d1.generation, d0.generation);
-    T_OK(rio_mock_set_path(e.c, 0, 0, 0));
-    T_OK(rio_mock_set_path(e.c, 1, 0, 0));
+    both_paths_at(&e, 0);
     eu_get_check(e.c, "o", n, 7, NULL);
     rio_desc_cleanup(&d0);
     rio_desc_cleanup(&d1);
