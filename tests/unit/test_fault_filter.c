@@ -83,6 +83,16 @@ static void ff_read_one(struct ff *f, struct top *o, uint64_t idx, unsigned path
     reap_one(&f->x, o);
 }
 
+/* Open a PUT of "k2", write its chunk 0 on path 0 and reap it; the PUT is
+ * left open in *up for the caller to abort. The result is in o->res. */
+static void ff_write_one(struct ff *f, struct top *o, void **up)
+{
+    T_OK(f->x.ops->put_open(f->x.t, "k2", SIZE, CS, up));
+    top_write(o, *up, SIZE, CS, 0, 0, f->src);
+    T_OK(f->x.ops->submit(f->x.t, &o->io));
+    reap_one(&f->x, o);
+}
+
 static void ff_close(struct ff *f)
 {
     struct rio_mock_counters c = counters(&f->x);
@@ -209,23 +219,19 @@ TEST(disconnect_downs_the_path)
         T_EQ(r[1].res, (int64_t)CS);
         T_MEMEQ(f.dst + CS, f.src + CS, CS);
         /* Down until healed. */
-        ff_read(&f, &r[0], 2, 0);
-        reap_one(&f.x, &r[0]);
+        ff_read_one(&f, &r[0], 2, 0);
         T_EQ(r[0].res, -ECONNRESET);
         T_TRUE(all_bytes(f.dst + 2 * CS, CS, 0xDD));
         rio__fault_heal(f.x.t);
-        ff_read(&f, &r[0], 2, 0);
-        reap_one(&f.x, &r[0]);
+        ff_read_one(&f, &r[0], 2, 0);
         T_EQ(r[0].res, (int64_t)CS);
         T_MEMEQ(f.dst + 2 * CS, f.src + 2 * CS, CS);
         /* A timed outage ends by itself. */
         add_fault(&f.x, "disconnect:op=read:path=1:down=30ms:count=1");
-        ff_read(&f, &r[0], 3, 1);
-        reap_one(&f.x, &r[0]);
+        ff_read_one(&f, &r[0], 3, 1);
         T_EQ(r[0].res, -ECONNRESET);
         usleep(40000);
-        ff_read(&f, &r[0], 3, 1);
-        reap_one(&f.x, &r[0]);
+        ff_read_one(&f, &r[0], 3, 1);
         T_EQ(r[0].res, (int64_t)CS);
         T_EQ(counters(&f.x).faults_fired, 2u);
         ff_close(&f);
@@ -247,10 +253,7 @@ TEST(short_read_and_write)
         T_EQ(r.res, 100);
         T_MEMEQ(f.dst + CS, f.src + CS, 100);
         T_TRUE(all_bytes(f.dst + CS + 100, CS - 100, 0xDD));
-        T_OK(f.x.ops->put_open(f.x.t, "k2", SIZE, CS, &up));
-        top_write(&r, up, SIZE, CS, 0, 0, f.src);
-        T_OK(f.x.ops->submit(f.x.t, &r.io));
-        reap_one(&f.x, &r);
+        ff_write_one(&f, &r, &up);
         T_EQ(r.res, 10);
         f.x.ops->put_abort(f.x.t, up);
         ff_close(&f);
@@ -332,10 +335,7 @@ TEST(error_read_and_write)
         T_MEMEQ(f.dst + 2 * CS, f.src + 2 * CS, CS);
 
         add_fault(&f.x, "error:op=write:error=RIO_ESERVER:count=1");
-        T_OK(f.x.ops->put_open(f.x.t, "k2", SIZE, CS, &up));
-        top_write(&r, up, SIZE, CS, 0, 0, f.src);
-        T_OK(f.x.ops->submit(f.x.t, &r.io));
-        reap_one(&f.x, &r);
+        ff_write_one(&f, &r, &up);
         T_EQ(r.res, RIO_ESERVER);
         f.x.ops->put_abort(f.x.t, up);
         ff_close(&f);

@@ -557,26 +557,21 @@ TEST(fault_disconnect_downs_path_until_healed)
     T_MEMEQ(f.dst + 3 * cs, f.src + 3 * cs, cs);
 
     /* Down until healed: new ops fail fast. */
-    fx_read(&f, &r[4], 4, 0);
-    reap_one(&f.x, &r[4]);
+    fx_read_one(&f, &r[4], 4, 0);
     T_EQ(r[4].res, -ECONNRESET);
     rio__fault_heal(f.x.t);
-    fx_read(&f, &r[4], 4, 0);
-    reap_one(&f.x, &r[4]);
+    fx_read_one(&f, &r[4], 4, 0);
     T_EQ(r[4].res, (int64_t)cs);
     T_EQ(counters(&f.x).faults_fired, 1u);
 
     /* A timed outage ends by itself. */
     add_fault(&f.x, "disconnect:path=1:down=40ms:count=1");
-    fx_read(&f, &r[0], 0, 1);
-    reap_one(&f.x, &r[0]);
+    fx_read_one(&f, &r[0], 0, 1);
     T_EQ(r[0].res, -ECONNRESET);
-    fx_read(&f, &r[0], 0, 1);
-    reap_one(&f.x, &r[0]);
+    fx_read_one(&f, &r[0], 0, 1);
     T_EQ(r[0].res, -ECONNRESET);
     usleep(50000);
-    fx_read(&f, &r[0], 0, 1);
-    reap_one(&f.x, &r[0]);
+    fx_read_one(&f, &r[0], 0, 1);
     T_EQ(r[0].res, (int64_t)cs);
     fx_close(&f);
 }
