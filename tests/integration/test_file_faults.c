@@ -43,6 +43,17 @@ static void seed_object(uint64_t seed)
     eu_close(&e);
 }
 
+/* A fresh directory holding "obj" (the pattern of seed), and a client on it
+ * with queues x depth and the URL query (faults, direct, ...). */
+static void open_seeded(struct eu *e, struct rio_options *o, uint64_t seed, unsigned queues,
+                        unsigned depth, const char *query)
+{
+    fu_mkdir();
+    seed_object(seed);
+    opts(o, queues, depth);
+    eu_open(e, fu_url("%s", query), o);
+}
+
 static uint64_t faults_fired(struct rio_client *c)
 {
     struct rio_mock_counters m;
@@ -71,10 +82,7 @@ TEST(eio_on_read_chunk)
     struct rio_options o;
     struct eu e;
 
-    fu_mkdir();
-    seed_object(1);
-    opts(&o, 2, 4);
-    eu_open(&e, fu_url("?faults=error:op=read:chunk=5:error=EIO"), &o);
+    open_seeded(&e, &o, 1, 2, 4, "?faults=error:op=read:chunk=5:error=EIO");
     uint8_t *dst = malloc(SIZE);
     uint64_t t0 = t_now_ms();
     T_ERR(rio_get(e.c, "obj", dst, SIZE, NULL), -EIO);
@@ -174,10 +182,7 @@ TEST(failing_queue_with_sibling_pending)
     struct rio_options o;
     struct eu e;
 
-    fu_mkdir();
-    seed_object(6);
-    opts(&o, 2, 4);
-    eu_open(&e, fu_url("?faults=error:path=1:error=EIO;delay:path=0:delay=3000ms"), &o);
+    open_seeded(&e, &o, 6, 2, 4, "?faults=error:path=1:error=EIO;delay:path=0:delay=3000ms");
     uint8_t *dst = malloc(SIZE);
     uint64_t t0 = t_now_ms();
     T_ERR(rio_get(e.c, "obj", dst, SIZE, NULL), -EIO);
@@ -204,10 +209,7 @@ TEST(failing_queue_degrades_on_path_error)
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
 
-    fu_mkdir();
-    seed_object(7);
-    opts(&o, 3, 4);
-    eu_open(&e, fu_url("?faults=error:path=2:error=ECONNRESET"), &o);
+    open_seeded(&e, &o, 7, 3, 4, "?faults=error:path=2:error=ECONNRESET");
     uint8_t *dst = eu_fill_buf(SIZE, 0);
     T_EQ(rio_get(e.c, "obj", dst, SIZE, &call), (int64_t)SIZE);
     T_PATTERN(dst, SIZE, 7);
@@ -239,10 +241,7 @@ TEST(cancel_while_held)
     struct canceller k = {.after_ms = 100};
     pthread_t th;
 
-    fu_mkdir();
-    seed_object(8);
-    opts(&o, 2, 4);
-    eu_open(&e, fu_url("?faults=delay:path=0:delay=5000ms&queues=1"), &o);
+    open_seeded(&e, &o, 8, 2, 4, "?faults=delay:path=0:delay=5000ms&queues=1");
     T_OK(rio_cancel_new(&k.cx));
     struct rio_call call = {.cancel = k.cx};
     uint8_t *dst = malloc(SIZE);
@@ -309,10 +308,7 @@ TEST(replaced_while_read)
     unsigned whole = 0, refused = 0, other = 0;
     pthread_t th;
 
-    fu_mkdir();
-    seed_object(9);
-    opts(&o, 4, 2);
-    eu_open(&e, fu_url("?direct=auto"), &o);
+    open_seeded(&e, &o, 9, 4, 2, "?direct=auto");
     uint8_t *dst = malloc(SIZE);
     T_EQ(pthread_create(&th, NULL, replace_main, &rp), 0);
     uint64_t end = t_now_ms() + 1500;
