@@ -45,13 +45,15 @@ static void seed_object(uint64_t seed)
 
 /* A fresh directory holding "obj" (the pattern of seed), and a client on it
  * with queues x depth and the URL query (faults, direct, ...). */
-static void open_seeded(struct eu *e, struct rio_options *o, uint64_t seed, unsigned queues,
-                        unsigned depth, const char *query)
+static void open_seeded(struct eu *e, uint64_t seed, unsigned queues, unsigned depth,
+                        const char *query)
 {
+    struct rio_options o;
+
     fu_mkdir();
     seed_object(seed);
-    opts(o, queues, depth);
-    eu_open(e, fu_url("%s", query), o);
+    opts(&o, queues, depth);
+    eu_open(e, fu_url("%s", query), &o);
 }
 
 static uint64_t faults_fired(struct rio_client *c)
@@ -70,6 +72,18 @@ static struct rio_file_counters fcounters(struct rio_client *c)
     return k;
 }
 
+/* A GET of "obj" fails with err, in less than ms. */
+static void get_fails_within(struct eu *e, int err, uint64_t ms)
+{
+    uint8_t *dst = malloc(SIZE);
+    uint64_t t0 = t_now_ms();
+
+    T_NOTNULL(dst);
+    T_ERR(rio_get(e->c, "obj", dst, SIZE, NULL), err);
+    T_LT(t_now_ms() - t0, ms);
+    free(dst);
+}
+
 /* Idle engine and transport, then close (leak check included). */
 static void close_idle(struct eu *e)
 {
@@ -79,20 +93,15 @@ static void close_idle(struct eu *e)
 
 TEST(eio_on_read_chunk)
 {
-    struct rio_options o;
     struct eu e;
 
-    open_seeded(&e, &o, 1, 2, 4, "?faults=error:op=read:chunk=5:error=EIO");
-    uint8_t *dst = malloc(SIZE);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "obj", dst, SIZE, NULL), -EIO);
-    T_LT(t_now_ms() - t0, 2000u);
+    open_seeded(&e, 1, 2, 4, "?faults=error:op=read:chunk=5:error=EIO");
+    get_fails_within(&e, -EIO, 2000);
     T_GE(faults_fired(e.c), 1u);
     eu_idle(e.c);
     /* The client stays usable for objects the fault does not reach. */
     free(eu_put_pattern(e.c, "small", 1000, 2, NULL));
     eu_get_check(e.c, "small", 1000, 2, NULL);
-    free(dst);
     close_idle(&e);
 }
 
@@ -179,24 +188,20 @@ TEST(eof_is_short_never_success)
  */
 TEST(failing_queue_with_sibling_pending)
 {
-    struct rio_options o;
     struct eu e;
 
-    open_seeded(&e, &o, 6, 2, 4, "?faults=error:path=1:error=EIO;delay:path=0:delay=3000ms");
-    uint8_t *dst = malloc(SIZE);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "obj", dst, SIZE, NULL), -EIO);
-    uint64_t dt = t_now_ms() - t0;
-    T_LT(dt, 1500u);
+    open_seeded(&e, 6, 2, 4, "?faults=error:path=1:error=EIO;delay:path=0:delay=3000ms");
+    get_fails_within(&e, -EIO, 1500);
     eu_idle(e.c);
 
     /* The same with writes. */
-    t0 = t_now_ms();
-    T_ERR(rio_put(e.c, "obj2", dst, SIZE, NULL, NULL), -EIO);
+    uint8_t *src = eu_pattern_buf(SIZE, 6);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_put(e.c, "obj2", src, SIZE, NULL, NULL), -EIO);
     T_LT(t_now_ms() - t0, 1500u);
     eu_idle(e.c);
     T_EQ(fu_tmp_files(), 0);
-    free(dst);
+    free(src);
     close_idle(&e);
 }
 
@@ -204,12 +209,11 @@ TEST(failing_queue_with_sibling_pending)
  * to the healthy queue and the GET succeeds. */
 TEST(failing_queue_degrades_on_path_error)
 {
-    struct rio_options o;
     struct eu e;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
 
-    open_seeded(&e, &o, 7, 3, 4, "?faults=error:path=2:error=ECONNRESET");
+    open_seeded(&e, 7, 3, 4, "?faults=error:path=2:error=ECONNRESET");
     uint8_t *dst = eu_fill_buf(SIZE, 0);
     T_EQ(rio_get(e.c, "obj", dst, SIZE, &call), (int64_t)SIZE);
     T_PATTERN(dst, SIZE, 7);
@@ -236,12 +240,11 @@ static void *cancel_main(void *arg)
 /* A cancel while every command is held: returns promptly, nothing left. */
 TEST(cancel_while_held)
 {
-    struct rio_options o;
     struct eu e;
     struct canceller k = {.after_ms = 100};
     pthread_t th;
 
-    open_seeded(&e, &o, 8, 2, 4, "?faults=delay:path=0:delay=5000ms&queues=1");
+    open_seeded(&e, 8, 2, 4, "?faults=delay:path=0:delay=5000ms&queues=1");
     T_OK(rio_cancel_new(&k.cx));
     struct rio_call call = {.cancel = k.cx};
     uint8_t *dst = malloc(SIZE);
@@ -302,13 +305,12 @@ static int64_t whole_version(const uint8_t *buf, size_t n, unsigned maxv)
  */
 TEST(replaced_while_read)
 {
-    struct rio_options o;
     struct eu e;
     struct replacer rp = {.n = SIZE};
     unsigned whole = 0, refused = 0, other = 0;
     pthread_t th;
 
-    open_seeded(&e, &o, 9, 4, 2, "?direct=auto");
+    open_seeded(&e, 9, 4, 2, "?direct=auto");
     uint8_t *dst = malloc(SIZE);
     T_EQ(pthread_create(&th, NULL, replace_main, &rp), 0);
     uint64_t end = t_now_ms() + 1500;
