@@ -87,6 +87,15 @@ void t__skip(const char *file, int line, const char *fmt, ...)
     report_exit("SKIP", T_EXIT_SKIP, file, line, fmt, ap);
 }
 
+const char *t__build_dir(const char *file, int line)
+{
+    const char *b = getenv("T_BUILD_DIR");
+
+    if (!b)
+        t__skip(file, line, "T_BUILD_DIR not set (run through ctest)");
+    return b;
+}
+
 static const char *op_str(int op)
 {
     static const char *const s[] = {"==", "!=", "<", "<=", ">", ">="};

@@ -161,6 +161,10 @@ void t__streq(const char *file, int line, const char *ea, const char *eb, const 
 #define T_FAIL(...) t__fail(__FILE__, __LINE__, __VA_ARGS__)
 /* Skip the current test (exit code 77) with a reason. */
 #define T_SKIP(...) t__skip(__FILE__, __LINE__, __VA_ARGS__)
+/* The build directory ctest passes in T_BUILD_DIR (where the railio and
+ * railiod binaries are); skips the test when it is not set. */
+#define t_build_dir() t__build_dir(__FILE__, __LINE__)
+const char *t__build_dir(const char *file, int line);
 
 /* ----------------------------------------------------------------- helpers */
 
