@@ -58,6 +58,22 @@ static void round_trip(struct rio_client *c, const char *key, size_t n, uint64_t
 static const size_t sizes[] = {0,  1,      4095,   4096,       4097,       CH - 1,
                                CH, CH + 1, 2 * CH, 3 * CH + 5, 1000 * 1000};
 
+/* PUT src, filled with the pattern of seed, as key and GET it back into dst
+ * (zeroed first): whole and exact. Returns the transport's counters then. */
+static struct rio_file_counters roundtrip_counters(struct eu *e, const char *key, uint8_t *src,
+                                                   uint8_t *dst, size_t n, uint64_t seed)
+{
+    struct rio_file_counters k;
+
+    t_fill_pattern(src, n, seed);
+    T_OK(rio_put(e->c, key, src, n, NULL, NULL));
+    memset(dst, 0, n);
+    T_EQ(rio_get(e->c, key, dst, n, NULL), (int64_t)n);
+    T_PATTERN(dst, n, seed);
+    T_OK(rio_file_counters(e->c, &k));
+    return k;
+}
+
 static void sizes_with(const char *direct, unsigned queues)
 {
     struct eu e;
@@ -178,13 +194,7 @@ TEST(staging)
             T_EQ(k0.bounce_bytes, 0u);
         else
             T_GE(k0.bounce_bytes, 2u * 4u * (m == 0 ? CH : 65536u));
-        t_fill_pattern(src, n, 70 + m);
-        T_OK(rio_put(e.c, "st", src, n, NULL, NULL));
-        memset(dst, 0, n);
-        T_EQ(rio_get(e.c, "st", dst, n, NULL), (int64_t)n);
-        T_PATTERN(dst, n, 70 + m);
-        struct rio_file_counters k;
-        T_OK(rio_file_counters(e.c, &k));
+        struct rio_file_counters k = roundtrip_counters(&e, "st", src, dst, n, 70 + m);
         fprintf(stderr, "  %s: direct %llu, bounce %llu (fixed %llu), buffered %llu\n", modes[m],
                 (unsigned long long)k.steps_direct, (unsigned long long)k.steps_bounce,
                 (unsigned long long)k.steps_fixed, (unsigned long long)k.steps_buffered);
@@ -229,13 +239,7 @@ TEST(unaligned_memory)
     for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
         opts(&o, 2, 4);
         eu_open(&e, fu_url("%s", modes[m]), &o);
-        t_fill_pattern(src, n, 40 + m);
-        T_OK(rio_put(e.c, "u", src, n, NULL, NULL));
-        memset(dst, 0, n);
-        T_EQ(rio_get(e.c, "u", dst, n, NULL), (int64_t)n);
-        T_PATTERN(dst, n, 40 + m);
-        struct rio_file_counters k;
-        T_OK(rio_file_counters(e.c, &k));
+        struct rio_file_counters k = roundtrip_counters(&e, "u", src, dst, n, 40 + m);
         T_EQ(k.steps_direct, 0u); /* the memory is never aligned */
         if (m == 1)
             T_EQ(k.steps_bounce, 0u);
@@ -614,11 +618,9 @@ TEST(batch_fd_bounded)
  * with their fio-files ceiling, JSON out, nothing left in DIR. */
 TEST(cli_bench_smoke)
 {
-    const char *bdir = getenv("T_BUILD_DIR");
+    const char *bdir = t_build_dir();
     char cmd[8192], outp[512];
 
-    if (!bdir)
-        T_SKIP("T_BUILD_DIR not set (run through ctest)");
     fu_mkdir();
     bool fio = system("fio --version >/dev/null 2>&1") == 0;
     snprintf(outp, sizeof(outp), "%s.json", fu_dir);
