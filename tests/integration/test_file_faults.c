@@ -223,32 +223,18 @@ TEST(failing_queue_degrades_on_path_error)
     close_idle(&e);
 }
 
-struct canceller {
-    struct rio_cancel *cx;
-    unsigned after_ms;
-};
-
-static void *cancel_main(void *arg)
-{
-    struct canceller *k = arg;
-
-    eu_sleep_ms(k->after_ms);
-    rio_cancel_fire(k->cx);
-    return NULL;
-}
-
 /* A cancel while every command is held: returns promptly, nothing left. */
 TEST(cancel_while_held)
 {
     struct eu e;
-    struct canceller k = {.after_ms = 100};
+    struct t_fire k = {.after_ms = 100};
     pthread_t th;
 
     open_seeded(&e, 8, 2, 4, "?faults=delay:path=0:delay=5000ms&queues=1");
     T_OK(rio_cancel_new(&k.cx));
     struct rio_call call = {.cancel = k.cx};
     uint8_t *dst = malloc(SIZE);
-    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
+    T_EQ(pthread_create(&th, NULL, t_fire_main, &k), 0);
     uint64_t t0 = t_now_ms();
     T_ERR(rio_get(e.c, "obj", dst, SIZE, &call), RIO_ECANCELED);
     T_LT(t_now_ms() - t0, 2000u);

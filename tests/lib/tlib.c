@@ -105,6 +105,16 @@ void t_sleep_ms(unsigned ms)
         ;
 }
 
+void *t_fire_main(void *arg)
+{
+    struct t_fire *f = arg;
+
+    t_sleep_ms(f->after_ms);
+    f->fired_at_ms = t_now_ms();
+    rio_cancel_fire(f->cx);
+    return NULL;
+}
+
 /* ------------------------------------------------------------ processes and files */
 
 int t_sh(const char *fmt, ...)

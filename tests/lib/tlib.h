@@ -259,4 +259,13 @@ struct t_get_job {
 void t_get_job_start(struct t_get_job *j);
 void t_get_job_join(struct t_get_job *j);
 
+/* A cancel token fired from another thread: start t_fire_main on a
+ * struct t_fire; it sleeps after_ms, notes when it fired and fires cx. */
+struct t_fire {
+    struct rio_cancel *cx;
+    unsigned after_ms;
+    uint64_t fired_at_ms; /* t_now_ms() when it fired */
+};
+void *t_fire_main(void *arg);
+
 #endif

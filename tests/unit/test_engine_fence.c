@@ -209,22 +209,6 @@ static void both_paths_at(struct eu *e, double rate)
     T_OK(rio_mock_set_path(e->c, 1, rate, 0));
 }
 
-struct fire_arg {
-    struct rio_cancel *cx;
-    unsigned after_ms;
-    uint64_t fired_at_ms;
-};
-
-static void *fire_main(void *p)
-{
-    struct fire_arg *a = p;
-
-    eu_sleep_ms(a->after_ms);
-    a->fired_at_ms = t_now_ms();
-    rio_cancel_fire(a->cx);
-    return NULL;
-}
-
 /* Cancel from another thread during a slow GET: RIO_ECANCELED promptly. */
 TEST(cancel_from_another_thread)
 {
@@ -241,11 +225,11 @@ TEST(cancel_from_another_thread)
     both_paths_at(&e, 2.0 * EU_MIB);
 
     T_OK(rio_cancel_new(&cx));
-    struct fire_arg fa = {.cx = cx, .after_ms = 100};
+    struct t_fire fa = {.cx = cx, .after_ms = 100};
     struct rio_call call = {.cancel = cx};
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
-    T_EQ(pthread_create(&th, NULL, fire_main, &fa), 0);
+    T_EQ(pthread_create(&th, NULL, t_fire_main, &fa), 0);
     int64_t ret = rio_get(e.c, "o", dst, n, &call);
     uint64_t t1 = t_now_ms();
     T_EQ(pthread_join(th, NULL), 0);
@@ -280,10 +264,10 @@ TEST(cancel_put_keeps_old_generation)
     both_paths_at(&e, 2.0 * EU_MIB);
 
     T_OK(rio_cancel_new(&cx));
-    struct fire_arg fa = {.cx = cx, .after_ms = 80};
+    struct t_fire fa = {.cx = cx, .after_ms = 80};
     struct rio_call call = {.cancel = cx};
     uint8_t *nsrc = eu_pattern_buf(n, 8);
-    T_EQ(pthread_create(&th, NULL, fire_main, &fa), 0);
+    T_EQ(pthread_create(&th, NULL, t_fire_main, &fa), 0);
     T_ERR(rio_put(e.c, "o", nsrc, n, &call, NULL), RIO_ECANCELED);
     T_EQ(pthread_join(th, NULL), 0);
     eu_idle(e.c);

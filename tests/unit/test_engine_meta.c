@@ -282,19 +282,6 @@ TEST(deadline_bounds_the_backoff)
     free(dst);
 }
 
-struct firer {
-    struct rio_cancel *cx;
-    unsigned ms;
-};
-
-static void *fire_later(void *arg)
-{
-    struct firer *f = arg;
-    eu_sleep_ms(f->ms);
-    rio_cancel_fire(f->cx);
-    return NULL;
-}
-
 TEST(cancel_ends_the_backoff)
 {
     struct eu e;
@@ -307,10 +294,10 @@ TEST(cancel_ends_the_backoff)
     e.o.backoff_cap_ms = 2000;
     open_patched(&e, &e.o, "mock://meta8", false);
     script(OP_OPEN, -1, RIO_ESERVER);
-    struct firer f = {.ms = 50};
+    struct t_fire f = {.after_ms = 50};
     T_OK(rio_cancel_new(&f.cx));
     struct rio_call call = {.cancel = f.cx};
-    T_EQ(pthread_create(&th, NULL, fire_later, &f), 0);
+    T_EQ(pthread_create(&th, NULL, t_fire_main, &f), 0);
     uint64_t t0 = eu_now_ns();
     T_ERR(rio_put(e.c, "k", src, OBJ, &call, NULL), RIO_ECANCELED);
     T_LT((eu_now_ns() - t0) / 1000000, 900u);
@@ -320,16 +307,13 @@ TEST(cancel_ends_the_backoff)
     free(src);
 }
 
-/* Fire f->cx once the first commit has failed: the call is then in its
+/* t_fire_main once the first commit has failed: the call is then in its
  * backoff, however long the chunks took. */
 static void *fire_after_commit(void *arg)
 {
-    struct firer *f = arg;
     while (atomic_load(&calls[OP_COMMIT]) == 0)
         eu_sleep_ms(1);
-    eu_sleep_ms(f->ms);
-    rio_cancel_fire(f->cx);
-    return NULL;
+    return t_fire_main(arg);
 }
 
 /* A commit that keeps its upload (RIO_CAP_COMMIT_RETRY) and fails until the
@@ -351,7 +335,7 @@ TEST(commit_backoff_ended_aborts_the_upload_once)
     o.deadline_ms = RIO_DEADLINE_NONE; /* else the backoff is cut short at once */
     open_patched(&e, &o, "mock://meta9", true);
     script(OP_COMMIT, -1, RIO_ETHROTTLE);
-    struct firer f = {.ms = 50};
+    struct t_fire f = {.after_ms = 50};
     T_OK(rio_cancel_new(&f.cx));
     struct rio_call call = {.cancel = f.cx};
     T_EQ(pthread_create(&th, NULL, fire_after_commit, &f), 0);
