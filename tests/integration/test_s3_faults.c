@@ -54,6 +54,16 @@ static struct rio_client *fault_client_try(const struct rio_options *o, int *ret
     return c;
 }
 
+/* How many multipart uploads the fault server still holds (none after a
+ * PUT that ended, whether it succeeded or not). */
+static unsigned uploads_left(int port)
+{
+    unsigned fired, up;
+
+    su_fault_stats(port, &fired, &up);
+    return up;
+}
+
 /* PUT the pattern under key (faults off for PUT unless the key asks). */
 static uint8_t *put_pattern(struct rio_client *c, const char *key, size_t n, uint64_t seed)
 {
@@ -372,7 +382,6 @@ TEST(failed_put_leaves_nothing)
 {
     struct rio_options o;
     int port = su_fault_port();
-    unsigned fired, up;
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
 
@@ -382,8 +391,7 @@ TEST(failed_put_leaves_nothing)
     uint8_t *src = su_pattern(OBJ, 5);
     int ret = rio_put(c, "F_put503_0/never", src, OBJ, NULL, NULL);
     T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
-    su_fault_stats(port, &fired, &up);
-    T_EQ(up, 0u);
+    T_EQ(uploads_left(port), 0u);
     T_ERR(rio_stat(c, "F_put503_0/never", &d), RIO_ENOTFOUND);
     free(src);
     su_close(c, alloc0);
@@ -498,7 +506,6 @@ TEST(stream_failed_part_leaves_nothing)
 {
     struct rio_options o;
     int port = su_fault_port();
-    unsigned fired, up;
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
 
@@ -511,8 +518,7 @@ TEST(stream_failed_part_leaves_nothing)
         rio_put_stream(c, "F_put503_0/stream", RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
     T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
     su_idle(c);
-    su_fault_stats(port, &fired, &up);
-    T_EQ(up, 0u);
+    T_EQ(uploads_left(port), 0u);
     T_ERR(rio_stat(c, "F_put503_0/stream", &d), RIO_ENOTFOUND);
     free(src);
     su_close(c, alloc0);
@@ -1229,7 +1235,6 @@ TEST(lost_complete_answer_not_resent)
 {
     struct rio_options o;
     int port = su_fault_port();
-    unsigned fired, up;
     int64_t alloc0 = rio__alloc_outstanding();
 
     su_opts(&o, CH, 4);
@@ -1238,8 +1243,7 @@ TEST(lost_complete_answer_not_resent)
     uint8_t *src = put_pattern(c, "F_completelost_1/obj", OBJ, 23), *dst = malloc(OBJ);
     T_NOTNULL(dst);
     T_EQ(su_fault_count(port, "completes") - completes0, 1u);
-    su_fault_stats(port, &fired, &up);
-    T_EQ(up, 0u);
+    T_EQ(uploads_left(port), 0u);
     T_EQ(rio_get(c, "F_completelost_1/obj", dst, OBJ, NULL), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
     free(src);
@@ -1257,7 +1261,6 @@ TEST(unknown_complete_outcome_is_eunknown)
 {
     struct rio_options o;
     int port = su_fault_port();
-    unsigned fired, up;
     int64_t alloc0 = rio__alloc_outstanding();
 
     su_opts(&o, CH, 4);
@@ -1266,8 +1269,7 @@ TEST(unknown_complete_outcome_is_eunknown)
     unsigned completes0 = su_fault_count(port, "completes");
     T_ERR(rio_put(c, "F_completegone_1/obj", src, OBJ, NULL, NULL), RIO_EUNKNOWN);
     T_EQ(su_fault_count(port, "completes") - completes0, 1u);
-    su_fault_stats(port, &fired, &up);
-    T_EQ(up, 0u);
+    T_EQ(uploads_left(port), 0u);
     free(src);
     su_close(c, alloc0);
 }
@@ -1285,7 +1287,6 @@ TEST(complete_503_retried_by_engine)
     struct rio_call call = {.stats = &st};
     struct rio_desc d;
     int port = su_fault_port();
-    unsigned fired, up;
     int64_t alloc0 = rio__alloc_outstanding();
 
     su_opts(&o, CH, 4);
@@ -1308,8 +1309,7 @@ TEST(complete_503_retried_by_engine)
     if (ret != RIO_ESERVER && ret != RIO_ERETRIES)
         T_FAIL("rio_put: %s", rio_errname(ret));
     T_EQ(su_fault_count(port, "completes") - completes0, 1u);
-    su_fault_stats(port, &fired, &up);
-    T_EQ(up, 0u);
+    T_EQ(uploads_left(port), 0u);
     T_EQ(su_fault_count(port, "objects"), objects0);
     T_ERR(rio_stat(c, "F_complete503_0/never", &d), RIO_ENOTFOUND);
     free(src);
