@@ -42,6 +42,17 @@ static struct rio_client *fault_client(const struct rio_options *o, const char *
     return su_client(url, o);
 }
 
+/* A test's usual start: its allocation count (for su_close) and a fault
+ * client with the default options (CH parts, depth 4) and extra. */
+static struct rio_client *fault_start(int64_t *alloc0, const char *extra)
+{
+    struct rio_options o;
+
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(&o, CH, 4);
+    return fault_client(&o, extra);
+}
+
 /* As fault_client, returning the error instead of failing. */
 static struct rio_client *fault_client_try(const struct rio_options *o, int *ret)
 {
@@ -223,10 +234,9 @@ TEST(persistent_faults_fail_cleanly)
  */
 TEST(etag_change_mid_read_is_a_generation_error)
 {
-    struct rio_options o;
     char cmd[1024], path[700];
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = OBJ;
     uint8_t *src = su_pattern(n, 77), *dst = malloc(n);
     struct rio_desc d1, d2;
@@ -239,8 +249,7 @@ TEST(etag_change_mid_read_is_a_generation_error)
              port);
     T_EQ(system(cmd), 0);
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = fault_client(&o, NULL);
+    struct rio_client *c = fault_start(&alloc0, NULL);
     T_OK(rio_stat(c, "F_etag_1/plain", &d1));
     T_NULL(d1.xxh);
     T_EQ(d1.chunk_size, 0u);
@@ -293,13 +302,11 @@ TEST(put_faults_retry)
         {"put503", 1000, RIO_CLASS_SERVER, 2},    /* a single PutObject */
         {"putetag", 1000, RIO_CLASS_CHECKSUM, 2}, /* idem */
     };
-    struct rio_options o;
     char key[64];
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = fault_client(&o, NULL);
+    struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
         struct rio_call call = {.stats = &st};
@@ -457,13 +464,11 @@ TEST(stream_put_faults_retry)
         const char *kind;
         int cls;
     } cases[] = {{"put503", RIO_CLASS_SERVER}, {"putetag", RIO_CLASS_CHECKSUM}};
-    struct rio_options o;
     char key[64];
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = fault_client(&o, NULL);
+    struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
         struct rio_call call = {.stats = &st};
@@ -1233,12 +1238,10 @@ TEST(metadata_tries_follow_retries)
  */
 TEST(lost_complete_answer_not_resent)
 {
-    struct rio_options o;
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = fault_client(&o, NULL);
+    struct rio_client *c = fault_start(&alloc0, NULL);
     unsigned completes0 = su_fault_count(port, "completes");
     uint8_t *src = put_pattern(c, "F_completelost_1/obj", OBJ, 23), *dst = malloc(OBJ);
     T_NOTNULL(dst);
@@ -1259,12 +1262,10 @@ TEST(lost_complete_answer_not_resent)
  */
 TEST(unknown_complete_outcome_is_eunknown)
 {
-    struct rio_options o;
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = fault_client(&o, NULL);
+    struct rio_client *c = fault_start(&alloc0, NULL);
     uint8_t *src = su_pattern(OBJ, 26);
     unsigned completes0 = su_fault_count(port, "completes");
     T_ERR(rio_put(c, "F_completegone_1/obj", src, OBJ, NULL, NULL), RIO_EUNKNOWN);
