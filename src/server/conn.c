@@ -59,6 +59,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/le.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -413,12 +414,6 @@ static void conn_attach_chunk(struct conn *c, struct rio_srv_upload *u)
 
 /* ---------------------------------------------------------------- utils */
 
-static void le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static uint64_t frame_budget_ns(const struct rio_srv *srv, uint64_t bytes)
 {
     uint64_t rate = srv->cfg.min_rate ? srv->cfg.min_rate : 1;
@@ -677,7 +672,7 @@ static void conn_discard(struct conn *c, uint64_t n, int status)
     if (n == 0) {
         if (status == 0 && c->discard_gen) {
             uint8_t out[8];
-            le64(out, c->discard_gen);
+            rio__le64_put(out, c->discard_gen);
             c->discard_gen = 0;
             conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
             return;
@@ -951,7 +946,7 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         return;
     }
     if (!have_xxh)
-        le64(fixed, rio__xxh3(o->data + m.off, m.len));
+        rio__le64_put(fixed, rio__xxh3(o->data + m.off, m.len));
     conn_respond(c, 0, fixed, sizeof(fixed), o, o->data + m.off, m.len);
 }
 
@@ -1150,10 +1145,10 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         /* The answer's checked part: the range's xxh3 (hashed here only
          * when the range is not exactly one chunk). */
         const uint8_t *p = b->data + j->base.skip;
-        le64(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
+        rio__le64_put(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
         return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
     }
-    le64(out, j->base.generation);
+    rio__le64_put(out, j->base.generation);
     return conn_queue(c, j->op, j->id, 1, j->base.status, out, j->base.status < 0 ? 0 : sizeof(out),
                       NULL, NULL, 0);
 }
@@ -1231,7 +1226,7 @@ static void commit_finish(struct conn *c)
         conn_status(c, ret);
         return;
     }
-    le64(out, gen);
+    rio__le64_put(out, gen);
     conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
 }
 
