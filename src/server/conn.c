@@ -824,7 +824,7 @@ out_key:
     rio__srv_key_put(k);
 }
 
-static void do_stat(struct conn *c, size_t len)
+static void do_stat(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_srv *srv = c->w->srv;
     struct rio_srv_store_stats st;
@@ -832,7 +832,8 @@ static void do_stat(struct conn *c, size_t len)
     uint8_t out[64];
     int n;
 
-    if (len != 0) {
+    (void)body;
+    if (len != 0) { /* STAT takes no body */
         conn_bad_body(c);
         return;
     }
@@ -953,11 +954,29 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
 /* DELETE: from memory and, with the disk tier, from disk (durably with
  * --sync) under the key's lock, with a tombstone that every upload of the
  * key opened before it loses to (disk.c). */
-static int do_delete(struct rio_srv *srv, const char *key, uint16_t klen)
+static void do_delete(struct conn *c, const uint8_t *body, size_t len)
 {
-    if (!srv->disk)
-        return rio__srv_store_delete(&srv->store, key, klen);
-    return rio__srv_disk_delete(srv->disk, key, klen);
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_key k;
+
+    if (rio__proto_dec_key(body, len, &k) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    conn_status(c, srv->disk ? rio__srv_disk_delete(srv->disk, k.key, k.key_len)
+                             : rio__srv_store_delete(&srv->store, k.key, k.key_len));
+}
+
+/* PUT_ABORT: the upload goes; nobody commits it any more. */
+static void do_put_abort(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_abort a;
+
+    if (rio__proto_dec_put_abort(body, len, &a) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    conn_status(c, rio__srv_store_abort(&c->w->srv->store, a.upload_id));
 }
 
 static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
@@ -999,56 +1018,28 @@ static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
     conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
 }
 
+/* PING: the body back as it came. */
+static void do_ping(struct conn *c, const uint8_t *body, size_t len)
+{
+    conn_respond(c, 0, body, len, NULL, NULL, 0);
+}
+
+/* The control requests, by opcode; PUT_CHUNK and PUT_COMMIT take their
+ * own paths, and an opcode with no handler is a bad body. */
+static void (*const ctrl_ops[RIO_OP__MAX + 1])(struct conn *, const uint8_t *, size_t) = {
+    [RIO_OP_HELLO] = do_hello,   [RIO_OP_AUTH] = do_auth,         [RIO_OP_PING] = do_ping,
+    [RIO_OP_STAT] = do_stat,     [RIO_OP_LOOKUP] = do_lookup,     [RIO_OP_READ] = do_read,
+    [RIO_OP_DELETE] = do_delete, [RIO_OP_PUT_OPEN] = do_put_open, [RIO_OP_PUT_ABORT] = do_put_abort,
+};
+
 static void do_ctrl(struct conn *c)
 {
-    struct rio_srv *srv = c->w->srv;
-    const uint8_t *body = c->ctrl;
-    size_t len = c->ctl_len;
-    union {
-        struct rio_proto_key k;
-        struct rio_proto_put_abort a;
-    } m;
+    unsigned op = c->hdr.opcode;
 
-    switch (c->hdr.opcode) {
-    case RIO_OP_HELLO:
-        do_hello(c, body, len);
-        return;
-    case RIO_OP_AUTH:
-        do_auth(c, body, len);
-        return;
-    case RIO_OP_PING:
-        conn_respond(c, 0, body, len, NULL, NULL, 0);
-        return;
-    case RIO_OP_STAT:
-        do_stat(c, len);
-        return;
-    case RIO_OP_LOOKUP:
-        do_lookup(c, body, len);
-        return;
-    case RIO_OP_READ:
-        do_read(c, body, len);
-        return;
-    case RIO_OP_DELETE:
-        if (rio__proto_dec_key(body, len, &m.k) < 0) {
-            conn_bad_body(c);
-            return;
-        }
-        conn_status(c, do_delete(srv, m.k.key, m.k.key_len));
-        return;
-    case RIO_OP_PUT_OPEN:
-        do_put_open(c, body, len);
-        return;
-    case RIO_OP_PUT_ABORT:
-        if (rio__proto_dec_put_abort(body, len, &m.a) < 0) {
-            conn_bad_body(c);
-            return;
-        }
-        conn_status(c, rio__srv_store_abort(&srv->store, m.a.upload_id));
-        return;
-    default:
+    if (op <= RIO_OP__MAX && ctrl_ops[op])
+        ctrl_ops[op](c, c->ctrl, c->ctl_len);
+    else
         conn_bad_body(c);
-        return;
-    }
 }
 
 /* ------------------------------------------------------------ PUT data */
