@@ -12,7 +12,6 @@
  * - but not a link someone else planted in a sticky, world-writable
  *   directory (as root, that wrote through it to whatever it named).
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -70,8 +69,7 @@ static void cleanup(void)
 /* A scratch dir with store/obj (OBJ_SIZE pattern bytes, PUT with railio). */
 static void setup(void)
 {
-    snprintf(dir, sizeof(dir), "/tmp/rio-get-XXXXXX");
-    T_NOTNULL(mkdtemp(dir));
+    t_mkdtemp(dir, sizeof(dir), "rio-get");
     atexit(cleanup);
     T_EQ(mkdir(pathf("store"), 0755), 0);
     obj = malloc(OBJ_SIZE);
@@ -140,19 +138,6 @@ static void check_obj(const char *path)
     free(b);
 }
 
-/* Names in DIR (not below) that contain "railio-tmp". */
-static int tmp_files(void)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    int n = 0;
-    T_NOTNULL(d);
-    while ((de = readdir(d)))
-        n += strstr(de->d_name, "railio-tmp") != NULL;
-    closedir(d);
-    return n;
-}
-
 /* DIR/victim still holds "precious". */
 static void victim_untouched(void)
 {
@@ -182,7 +167,7 @@ TEST(planted_symlink_not_followed)
     /* The planted link is still a link, and the only leftover. */
     T_EQ(lstat(pathf("out.bin.railio-tmp.%ld", (long)pid), &st), 0);
     T_TRUE(S_ISLNK(st.st_mode));
-    T_EQ(tmp_files(), 1);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 1);
 }
 
 /* SIGTERM (and SIGINT) while the GET's reads are held: no temporary file. */
@@ -197,7 +182,7 @@ static void killed(int sig)
     usleep(700 * 1000); /* the reads are held 20 s: mid-GET */
     T_EQ(kill(pid, sig), 0);
     T_EQ(wait_exit(pid), 128 + sig);
-    T_EQ(tmp_files(), 0);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
     size_t n;
     uint8_t *b = slurp(out, &n); /* the old file is still whole */
     T_EQ(n, 3u);
@@ -234,7 +219,7 @@ TEST(char_device_written_in_place)
     T_EQ(get_to("/dev/null"), 0);
     T_EQ(lstat("/dev/null", &st), 0);
     T_TRUE(S_ISCHR(st.st_mode));
-    T_EQ(tmp_files(), 0);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
 
 /* A FIFO: the bytes go through it to its reader; it stays a FIFO. */
@@ -257,7 +242,7 @@ TEST(fifo_written_in_place)
     T_EQ(lstat(fifo, &st), 0);
     T_TRUE(S_ISFIFO(st.st_mode));
     check_obj(pathf("from-fifo"));
-    T_EQ(tmp_files(), 0);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
 
 /* A symbolic link destination is written through (as cp does), and stays a
@@ -275,7 +260,7 @@ TEST(symlink_written_through)
     cli_write_file(pathf("reg"), "short", 5);
     T_EQ(get_to(pathf("reg")), 0);
     check_obj(pathf("reg"));
-    T_EQ(tmp_files(), 0);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
 
 /* As root, `railio get URL /tmp/out` where another user planted /tmp/out ->
@@ -302,5 +287,5 @@ TEST(planted_symlink_in_sticky_dir_refused)
     T_EQ(symlink(pathf("victim"), pathf("sticky/mine")), 0);
     T_EQ(get_to(pathf("sticky/mine")), 0);
     check_obj(pathf("victim"));
-    T_EQ(tmp_files(), 0);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }

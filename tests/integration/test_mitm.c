@@ -163,18 +163,8 @@ static void *fx_accept(void *arg)
 
 static void fx_start(struct fx *f, enum fx_kind kind)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET};
-    socklen_t sl = sizeof(sa);
-    int one = 1;
     f->kind = kind;
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    T_GE(f->lfd, 0);
-    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    T_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    T_EQ(listen(f->lfd, 64), 0);
-    T_EQ(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%d", ntohs(sa.sin_port));
+    f->lfd = t_listen_loopback(f->addr, sizeof(f->addr));
     T_EQ(pthread_create(&f->th, NULL, fx_accept, f), 0);
 }
 

@@ -485,26 +485,6 @@ TEST(stream_roundtrip_sizes)
     su_close(c, alloc0);
 }
 
-struct piece_src {
-    const uint8_t *p;
-    size_t n, off, step;
-};
-
-/* A fill callback handing out at most `step` bytes a call (like a pipe). */
-static int64_t piece_fill(void *arg, void *buf, size_t cap)
-{
-    struct piece_src *s = arg;
-    size_t k = s->n - s->off;
-
-    if (k > cap)
-        k = cap;
-    if (k > s->step)
-        k = s->step;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
-}
-
 /* What a stream wrote, curl (its own SigV4) reads byte-exact, and S3's own
  * view of it is a multipart object of one part per chunk ("md5-N"). An
  * object of one short chunk is a multipart object of one part. */
@@ -522,9 +502,9 @@ TEST(stream_cross_read_by_curl)
         size_t n = sizes[i], got = 0;
         char *body, suffix[16];
         uint8_t *src = su_pattern(n, 1200 + i);
-        struct piece_src ps = {src, n, 0, 64 * SU_KIB + 1};
+        struct t_piece_src ps = {.p = src, .n = n, .step = 64 * SU_KIB + 1};
         snprintf(key, sizeof(key), "scross/%zu", n);
-        T_OK(rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL));
+        T_OK(rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, t_piece_fill, &ps, NULL, NULL));
         snprintf(path, sizeof(path), BUCKET "/%s", key);
         T_EQ(su_curl(ep, "", path, &body, &got), 200);
         T_EQ(got, n);
@@ -575,8 +555,8 @@ TEST(stream_abort_and_failure_leave_nothing)
 
     /* Parts fail for good: the deadline passes while they are sent. */
     struct rio_call call = {.deadline_ms = 60};
-    struct piece_src ps = {src, n, 0, n};
-    int ret = rio_put_stream(c, "sabort/late", RIO_SIZE_UNKNOWN, 2, piece_fill, &ps, &call, NULL);
+    struct t_piece_src ps = {.p = src, .n = n, .step = n};
+    int ret = rio_put_stream(c, "sabort/late", RIO_SIZE_UNKNOWN, 2, t_piece_fill, &ps, &call, NULL);
     T_ERR(ret, RIO_EDEADLINE);
     su_idle(c);
     T_ERR(rio_stat(c, "sabort/late", &d), RIO_ENOTFOUND);

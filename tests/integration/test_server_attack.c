@@ -66,8 +66,7 @@ TEST(idle_handshakes_do_not_lock_out)
     wc_connect(&c, e.addr[0]);
     wc_hello(&c, "s3cret-token");
     T_EQ(wc_ping(&c), 0);
-    for (int i = 0; i < HS_IDLE; i++)
-        wc_close(&idle[i]);
+    wc_close_all(idle, HS_IDLE);
     wc_close(&late);
     srv_end_wc(&e, &c);
 }
@@ -121,8 +120,7 @@ TEST(handshake_flood_evicts_only_the_flooder)
     T_EQ(wc_ping(&flood[199]), 0); /* every one of them was admitted by now */
     wc_hello(&c, "s3cret-token");
     T_EQ(wc_ping(&c), 0);
-    for (int i = 0; i < 200; i++)
-        wc_close(&flood[i]);
+    wc_close_all(flood, 200);
     srv_end_wc(&e, &c);
 }
 
@@ -209,8 +207,7 @@ TEST(metrics_slowloris_many)
     srv_start(&e, args);
     slow_open(slow, 40, e.metrics);
     scrape_at_once(&e);
-    for (int i = 0; i < 40; i++)
-        wc_close(&slow[i]);
+    wc_close_all(slow, 40);
     T_EQ(srv_stop(&e), 0);
 }
 

@@ -100,8 +100,7 @@ TEST(chunks_over_several_connections)
     uint64_t gen = wc_put_multi(c, 3, "multi", data, size, CHUNK);
     check_desc(&c[2], "multi", gen, data, size, CHUNK);
     read_back(&c[1], "multi", gen, data, size, CHUNK);
-    for (int i = 0; i < 3; i++)
-        wc_close(&c[i]);
+    wc_close_all(c, 3);
     free(data);
     T_EQ(srv_stop(&e), 0);
 }

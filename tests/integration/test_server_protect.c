@@ -481,8 +481,7 @@ TEST(max_connections)
             wc_close(&c[3]);
     }
     T_TRUE(ok);
-    for (int i = 0; i < 4; i++)
-        wc_close(&c[i]);
+    wc_close_all(c, 4);
     T_EQ(srv_stop(&e), 0);
 }
 

@@ -563,8 +563,7 @@ TEST(ring_of_three_members)
         snprintf(key, sizeof(key), "ring/%u", k);
         T_OK(rio_delete(u.c, key));
     }
-    for (int i = 0; i < 3; i++)
-        wc_close(&w[i]);
+    wc_close_all(w, 3);
     tu_close(&u);
     /* A member that is down fails its own keys only. */
     tu_open(&u, url, &o);
@@ -600,8 +599,7 @@ TEST(server_closes_idle_connections)
      * under a sanitizer; the sleeps below outlast it. */
     const char *args[] = {"--idle-timeout", "400ms", NULL};
 
-    srv_prepare(&e);
-    srv_start_listen(&e, NULL, args);
+    srv_start(&e, args);
     tu_opts(&o);
     tu_url(url, sizeof(url), &e, "conns=2");
     tu_open(&u, url, &o);

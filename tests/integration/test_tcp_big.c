@@ -31,8 +31,7 @@ TEST(one_gib_roundtrip)
     char url[256];
     const char *args[] = {"--memory", "3G", NULL};
 
-    srv_prepare(&e);
-    srv_start_listen(&e, NULL, args);
+    srv_start(&e, args);
     uint8_t *src = malloc(BIG), *dst = malloc(BIG);
     T_NOTNULL(src);
     T_NOTNULL(dst);

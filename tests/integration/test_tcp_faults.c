@@ -384,10 +384,6 @@ static void *f_accept_main(void *p)
 
 static void fake_start(struct fake *f)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    int one = 1;
-
     if (!f->max_depth)
         f->max_depth = 64;
     atomic_store(&f->gen, F_GEN);
@@ -395,13 +391,7 @@ static void fake_start(struct fake *f)
     f->data = tu_pattern(F_SIZE, F_SEED);
     for (unsigned i = 0; i < F_SIZE / F_CHUNK; i++)
         f->xxh[i] = rio__xxh3(f->data + (size_t)i * F_CHUNK, F_CHUNK);
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    T_GE(f->lfd, 0);
-    setsockopt(f->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    T_EQ(bind(f->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    T_EQ(listen(f->lfd, 64), 0);
-    T_EQ(getsockname(f->lfd, (struct sockaddr *)&sa, &sl), 0);
-    snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+    f->lfd = t_listen_loopback(f->addr, sizeof(f->addr));
     T_EQ(pthread_create(&f->acc, NULL, f_accept_main, f), 0);
 }
 

@@ -181,6 +181,31 @@ static uint64_t workload(struct mt *x, const char *tag, unsigned nput, unsigned 
     return retries;
 }
 
+/*
+ * One round of ten PUTs and ten GETs (keys tag-*) through a proxy started
+ * with args: every PUT succeeds, every key reads back right. Two frames are
+ * due per round; the second may be cut off with its connection (a request
+ * half sent when the first poisoned it) and never leave the proxy at all:
+ * one or two faults applied, returned. The client's retries add to *retries.
+ */
+static int fault_round(const char *const *args, const char *tag, unsigned r, uint64_t *retries)
+{
+    struct mt x;
+    struct expect ex[10];
+
+    mt_start(&x, NULL, args);
+    *retries += workload(&x, tag, 10, 10, ex, "conns=2");
+    for (unsigned i = 0; i < 10; i++)
+        if (ex[i].put < 0)
+            T_FAIL("%s: PUT failed: %s", ex[i].key, rio_errname(ex[i].put));
+    check_keys(&x, ex, 10);
+    int f = mitm_faults(&x.m);
+    if (f < 1 || f > 2)
+        T_FAIL("round %u: %d faults applied, want 1 or 2", r, f);
+    mt_stop(&x);
+    return f;
+}
+
 /* ------------------------------------------------- duplicated frames */
 
 /*
@@ -196,27 +221,12 @@ static void dup_rounds(const char *dir)
     int faults = 0;
 
     for (unsigned r = 0; r < 5; r++) {
-        struct mt x;
-        struct expect ex[10];
         char nth[16], tag[32];
         snprintf(nth, sizeof(nth), "%u", 6 + 9 * r);
         const char *args[] = {"--proto", "railio", "--mode",  "dup", "--dir", dir,
                               "--nth",   nth,      "--count", "2",   NULL};
-        mt_start(&x, NULL, args);
         snprintf(tag, sizeof(tag), "dup-%s-%u", dir, r);
-        retries += workload(&x, tag, 10, 10, ex, "conns=2");
-        for (unsigned i = 0; i < 10; i++)
-            if (ex[i].put < 0)
-                T_FAIL("%s: PUT failed: %s", ex[i].key, rio_errname(ex[i].put));
-        check_keys(&x, ex, 10);
-        /* Two frames are due per round; the second may be cut off with
-         * its connection (a request half sent when the first poisoned it)
-         * and never leave the proxy at all. */
-        int f = mitm_faults(&x.m);
-        if (f < 1 || f > 2)
-            T_FAIL("round %u: %d faults applied, want 1 or 2", r, f);
-        faults += f;
-        mt_stop(&x);
+        faults += fault_round(args, tag, r, &retries);
     }
     T_GE(faults, 5);
     T_GE(retries, 1u);
@@ -240,28 +250,13 @@ TEST(flipped_answer_header_50_puts_50_gets)
     int faults = 0;
 
     for (unsigned r = 0; r < 5; r++) {
-        struct mt x;
-        struct expect ex[10];
         char nth[16], off[16], tag[32];
         snprintf(nth, sizeof(nth), "%u", 30 + 3 * r); /* among the GETs' answers */
         snprintf(off, sizeof(off), "%u", (7 * r + 3) % RIO_PROTO_HDR_LEN);
         const char *args[] = {"--proto", "railio",  "--mode", "flip",     "--dir", "s2c", "--nth",
                               nth,       "--count", "2",      "--offset", off,     NULL};
-        mt_start(&x, NULL, args);
         snprintf(tag, sizeof(tag), "fliph-%u", r);
-        retries += workload(&x, tag, 10, 10, ex, "conns=2");
-        for (unsigned i = 0; i < 10; i++)
-            if (ex[i].put < 0)
-                T_FAIL("%s: PUT failed: %s", ex[i].key, rio_errname(ex[i].put));
-        check_keys(&x, ex, 10);
-        /* Two frames are due per round; the second may be cut off with
-         * its connection (a request half sent when the first poisoned it)
-         * and never leave the proxy at all. */
-        int f = mitm_faults(&x.m);
-        if (f < 1 || f > 2)
-            T_FAIL("round %u: %d faults applied, want 1 or 2", r, f);
-        faults += f;
-        mt_stop(&x);
+        faults += fault_round(args, tag, r, &retries);
     }
     T_GE(faults, 5);
     T_GE(retries, (uint64_t)faults);

@@ -10,6 +10,7 @@
  * fallback to plain TCP; a byte flipped in a TLS record is a damaged
  * connection that the engine retries (0 wrong bytes).
  */
+#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "mitm_env.h"
@@ -88,16 +89,24 @@ static void start_tls(struct srv_env *e, struct pki *p)
     srv_start_listen(e, "127.0.0.1:0,127.0.0.1:0", args);
 }
 
-/* rio_client_new's result for url, and that it came within 3 s. */
-static int open_fails(const char *url, struct rio_client **c)
+/* rio_client_new on the URL made of fmt fails with want within 3 s and
+ * leaves no client. */
+__attribute__((format(printf, 2, 3))) static void expect_open_fails(int want, const char *fmt, ...)
 {
     struct rio_options o;
+    struct rio_client *c = NULL;
+    char url[1024];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(url, sizeof(url), fmt, ap);
+    va_end(ap);
     tu_opts(&o);
     o.op_timeout_ms = 2000;
     uint64_t t0 = t_now_ms();
-    int r = rio_client_new(url, &o, c);
+    T_ERR(rio_client_new(url, &o, &c), want);
     T_LT(t_now_ms() - t0, 3000u);
-    return r;
+    T_NULL(c);
 }
 
 TEST(put_get_64m_two_paths)
@@ -140,13 +149,9 @@ TEST(plain_client_fails_clearly)
 {
     struct srv_env e;
     struct pki p;
-    struct rio_client *c = NULL;
-    char url[512];
 
     start_tls(&e, &p);
-    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
-    T_ERR(open_fails(url, &c), RIO_ETLS);
-    T_NULL(c);
+    expect_open_fails(RIO_ETLS, "railio://%s", e.addr[0]);
     T_GE(srv_log_count(&e, "plain railio client on a TLS listener"), 1u);
     T_EQ(stop_tls(&e), 0);
 }
@@ -154,68 +159,62 @@ TEST(plain_client_fails_clearly)
 TEST(tls_client_against_plain_server)
 {
     struct srv_env e;
-    struct rio_client *c = NULL;
-    char url[512];
 
     srv_start(&e, NULL);
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
-    T_ERR(open_fails(url, &c), RIO_ETLS);
-    T_NULL(c);
+    expect_open_fails(RIO_ETLS, "railio://%s?tls=on&tls_verify=off", e.addr[0]);
     T_EQ(srv_stop(&e), 0);
+}
+
+/* Through a client opened on url with o: key k, 300000 bytes of pattern 7,
+ * written (put) or read back and checked. */
+static void via(const char *url, const struct rio_options *o, int put)
+{
+    struct tu u;
+
+    tu_open(&u, url, o);
+    if (put)
+        tu_put(u.c, "k", 300000, 7);
+    else
+        tu_get_check(u.c, "k", 300000, 7, 0);
+    tu_close(&u);
 }
 
 TEST(wrong_ca_wrong_name_and_verify_off)
 {
     struct srv_env e;
     struct pki p;
-    struct rio_client *c = NULL;
     struct rio_options o;
-    struct tu u;
     char url[1024];
 
     start_tls(&e, &p);
     /* Signed by another CA. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
-    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
     /* The system store does not know the test CA. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on", e.addr[0]);
-    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on", e.addr[0]);
     /* The right CA, the wrong name. */
-    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=other.example", e.addr[0],
-             p.ca);
-    T_ERR(open_fails(url, &c), RIO_ETLSVERIFY);
-    T_NULL(c);
+    expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on&tls_ca=%s&tls_name=other.example",
+                      e.addr[0], p.ca);
     /* The name the certificate has, instead of the URL's IP address. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s&tls_name=localhost", e.addr[0], p.ca);
     tu_opts(&o);
-    tu_open(&u, url, &o);
-    tu_put(u.c, "k", 300000, 7);
-    tu_close(&u);
+    via(url, &o, 1);
     /* tls_verify=off: for tests only, encrypted but anyone's certificate. */
     snprintf(url, sizeof(url), "railio://%s?tls=on&tls_verify=off", e.addr[0]);
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    via(url, &o, 0);
     /* RIO_TLS and RIO_TLS_CA stand for tls= and tls_ca= ... */
     setenv("RIO_TLS", "on", 1);
     setenv("RIO_TLS_CA", p.ca, 1);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    via(url, &o, 0);
     unsetenv("RIO_TLS");
     /* ... and struct rio_options' tls field. */
     o.tls = 1;
-    tu_open(&u, url, &o);
-    tu_get_check(u.c, "k", 300000, 7, 0);
-    tu_close(&u);
+    via(url, &o, 0);
     /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
     o.tls = 0;
-    snprintf(url, sizeof(url), "railio://%s?tls=off", e.addr[0]);
-    T_ERR(open_fails(url, &c), RIO_ETLS);
+    expect_open_fails(RIO_ETLS, "railio://%s?tls=off", e.addr[0]);
     unsetenv("RIO_TLS_CA");
-    snprintf(url, sizeof(url), "railio://%s?tls=maybe", e.addr[0]);
-    T_ERR(open_fails(url, &c), RIO_EINVAL);
+    expect_open_fails(RIO_EINVAL, "railio://%s?tls=maybe", e.addr[0]);
     T_EQ(stop_tls(&e), 0);
 }
 

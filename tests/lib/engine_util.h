@@ -34,11 +34,24 @@
 /* The chunk size most engine tests use: small, so a 1-8 MiB object has many. */
 #define EU_CHUNK (64 * EU_KIB)
 
-/* A client under test and what it must give back. */
+/* A client under test, what it must give back, and the options and call
+ * record most tests set up the same way. */
 struct eu {
     struct rio_client *c;
-    int64_t alloc0; /* rio__alloc_outstanding() before rio_client_new */
+    int64_t alloc0;       /* rio__alloc_outstanding() before rio_client_new */
+    struct rio_options o; /* eu_begin: the engine profile, for the test to adjust */
+    struct rio_stats st;  /* filled by every call made with &e->call */
+    struct rio_call call; /* .stats = &st */
 };
+
+/* Engine-profile options in e->o, a zeroed call record reporting into e->st;
+ * no client yet (eu_open(e, url, &e->o) makes one). */
+static inline void eu_begin(struct eu *e)
+{
+    memset(e, 0, sizeof(*e));
+    t_opts(&e->o, T_PROFILE_ENGINE);
+    e->call.stats = &e->st;
+}
 
 #define eu_opts(o) t_opts((o), T_PROFILE_ENGINE)
 #define eu_now_ns t_now_ns
@@ -52,12 +65,25 @@ struct eu {
         (e)->alloc0 = t_alloc_now();                                                               \
         (e)->c = t__client_new((url), (o), __FILE__, __LINE__);                                    \
     } while (0)
-/* eu_opts(o), then eu_open(e, url, o). */
-#define eu_start(e, o, url)                                                                        \
+/* eu_begin(e), then eu_open(e, url, &e->o). */
+#define eu_start(e, url)                                                                           \
     do {                                                                                           \
-        eu_opts(o);                                                                                \
-        eu_open((e), (url), (o));                                                                  \
+        eu_begin(e);                                                                               \
+        eu_open((e), (url), &(e)->o);                                                              \
     } while (0)
+
+/* The commonest start: a client on url with e->o, object "o" PUT with n
+ * bytes of pattern seed. Returns the source buffer (caller frees). */
+static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uint64_t seed,
+                                    const char *file, int line)
+{
+    e->alloc0 = t_alloc_now();
+    e->c = t__client_new(url, &e->o, file, line);
+    return t__put_pattern(e->c, "o", n, seed, NULL, 1, NULL, file, line);
+}
+#define eu_open_put(e, url, n, seed) eu__open_put((e), (url), (n), (seed), __FILE__, __LINE__)
+/* eu_begin(e), then eu_open_put. */
+#define eu_start_put(e, url, n, seed) (eu_begin(e), eu_open_put((e), (url), (n), (seed)))
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \

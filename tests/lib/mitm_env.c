@@ -45,9 +45,7 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
     mitm_script(script, sizeof(script));
     if (access(script, R_OK) != 0)
         T_FAIL("%s: %s", script, strerror(errno));
-    snprintf(m->dir, sizeof(m->dir), "/tmp/railio-mitm-XXXXXX");
-    if (!mkdtemp(m->dir))
-        T_FAIL("mkdtemp: %s", strerror(errno));
+    t_mkdtemp(m->dir, sizeof(m->dir), "railio-mitm");
     snprintf(m->port_file, sizeof(m->port_file), "%s/port", m->dir);
     snprintf(m->summary, sizeof(m->summary), "%s/summary.json", m->dir);
     t_on_exit(mitm_at_exit, m);
@@ -62,22 +60,8 @@ void mitm_start(struct mitm_env *m, const char *target, const char *const *args)
     argv[n++] = m->port_file;
     argv[n++] = "--summary";
     argv[n++] = m->summary;
-    for (; args && *args; args++) {
-        if (n >= MITM_MAX_ARGS - 1)
-            T_FAIL("mitm_start: more than %d arguments", MITM_MAX_ARGS - n);
-        argv[n++] = *args;
-    }
-    argv[n] = NULL;
-
-    fflush(NULL);
-    m->pid = fork();
-    if (m->pid < 0)
-        T_FAIL("fork: %s", strerror(errno));
-    if (m->pid == 0) {
-        setpgid(0, 0);
-        execvp("python3", (char *const *)argv);
-        _exit(127);
-    }
+    t_argv_add(argv, &n, MITM_MAX_ARGS, args);
+    m->pid = t_spawn("python3", argv, 1, NULL);
     char text[64];
     int st = 0, port = 0;
     int r = t_wait_file(m->pid, m->port_file, 10000, text, sizeof(text), &st);

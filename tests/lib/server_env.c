@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #endif
 #include "server_env.h"
-#include "cli/spawn.h"
 #include "core/checksum.h"
 #include "proto/proto.h"
 #include "railio.h"
@@ -99,9 +98,7 @@ void srv_write_token(struct srv_env *e, const char *token, char *path, size_t ca
 void srv_prepare(struct srv_env *e)
 {
     memset(e, 0, sizeof(*e));
-    snprintf(e->dir, sizeof(e->dir), "/tmp/railiod-test-XXXXXX");
-    if (!mkdtemp(e->dir))
-        T_FAIL("mkdtemp: %s", strerror(errno));
+    t_mkdtemp(e->dir, sizeof(e->dir), "railiod-test");
     snprintf(e->port_file, sizeof(e->port_file), "%s/ports", e->dir);
     snprintf(e->log, sizeof(e->log), "%s/railiod.log", e->dir);
     t_on_exit(srv_at_exit, e);
@@ -146,19 +143,10 @@ void srv_start_listen(struct srv_env *e, const char *listen, const char *const *
     argv[n++] = e->port_file;
     argv[n++] = "--log-level";
     argv[n++] = "debug";
-    for (; extra && *extra && n < SRV_MAX_ARGS - 1; extra++)
-        argv[n++] = *extra;
-    argv[n] = NULL;
-
-    fflush(NULL);
-    e->pid = fork();
-    if (e->pid < 0)
-        T_FAIL("fork: %s", strerror(errno));
-    if (e->pid == 0) {
-        /* The log goes to the test's stderr: ctest shows it when the test
-         * fails. SRV_LOG_FILE=1 sends it to a file instead. */
-        rio_cli_exec_logged(bin, argv, getenv("SRV_LOG_FILE") ? e->log : NULL);
-    }
+    t_argv_add(argv, &n, SRV_MAX_ARGS, extra);
+    /* The log goes to the test's stderr: ctest shows it when the test
+     * fails. SRV_LOG_FILE=1 sends it to a file instead. */
+    e->pid = t_spawn(bin, argv, 0, getenv("SRV_LOG_FILE") ? e->log : NULL);
     /* Generous: --prefault touches all of --memory first (~3 s a GiB on
      * the 2-vCPU VM). */
     char text[2048], tok[256];
@@ -275,6 +263,12 @@ void wc_close(struct wc *c)
         close(c->fd);
     c->fd = -1;
     rio__proto_sess_free(&c->sess);
+}
+
+void wc_close_all(struct wc *c, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        wc_close(&c[i]);
 }
 
 uint64_t srv_proc_kb(pid_t pid, const char *field)
@@ -442,6 +436,16 @@ int wc_call(struct wc *c, int op, const void *a, size_t alen, const void *b, siz
     return h.status;
 }
 
+/* A request the encoder wrote (n bytes; n < 0, the encoder refused it, is a
+ * bug of the test, named by what), sent with no payload; its answer. */
+static int wc_request(struct wc *c, int op, const char *what, const uint8_t *out, int n,
+                      uint8_t **body, uint32_t *body_len)
+{
+    if (n < 0)
+        T_FAIL("encode %s", what);
+    return wc_call(c, op, out, (size_t)n, NULL, 0, body, body_len);
+}
+
 int wc_hello_raw(struct wc *c, const struct rio_proto_hello *m, uint8_t **body, uint32_t *blen)
 {
     struct rio_proto_hdr h = {.version = RIO_PROTO_HELLO_VERSION,
@@ -493,7 +497,7 @@ int wc_hello_ex(struct wc *c, const char *token, struct rio_proto_hello_resp *hr
         rio__proto_auth_mac((const uint8_t *)token, strlen(token), "railio-server-v1", m.nonce,
                             r.nonce, want);
         n = rio__proto_enc_auth(&a, out, sizeof(out));
-        st = wc_call(c, RIO_OP_AUTH, out, (size_t)n, NULL, 0, &ab, &alen);
+        st = wc_request(c, RIO_OP_AUTH, "AUTH", out, n, &ab, &alen);
         if (st == 0) {
             if (rio__proto_dec_auth_resp(ab, alen, &ar) < 0 ||
                 memcmp(ar.mac, want, RIO_PROTO_MAC_LEN) != 0)
@@ -528,19 +532,14 @@ int wc_put_open(struct wc *c, const char *key, uint64_t size, uint64_t chunk, ui
                                    .ttl_ms = ttl_ms,
                                    .key = key,
                                    .key_len = (uint16_t)strlen(key)};
+    struct rio_proto_put_open_resp r;
     uint8_t out[2048], *body = NULL;
     uint32_t blen = 0;
-    int n = rio__proto_enc_put_open(&m, out, sizeof(out)), st;
-    *upload = 0;
-    if (n < 0)
-        T_FAIL("encode PUT_OPEN");
-    st = wc_call(c, RIO_OP_PUT_OPEN, out, (size_t)n, NULL, 0, &body, &blen);
-    if (st == 0) {
-        struct rio_proto_put_open_resp r;
-        if (rio__proto_dec_put_open_resp(body, blen, &r) < 0)
-            T_FAIL("PUT_OPEN response does not decode");
-        *upload = r.upload_id;
-    }
+    int n = rio__proto_enc_put_open(&m, out, sizeof(out));
+    int st = wc_request(c, RIO_OP_PUT_OPEN, "PUT_OPEN", out, n, &body, &blen);
+    if (st == 0 && rio__proto_dec_put_open_resp(body, blen, &r) < 0)
+        T_FAIL("PUT_OPEN response does not decode");
+    *upload = st == 0 ? r.upload_id : 0;
     free(body);
     return st;
 }
@@ -558,22 +557,19 @@ int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_
                   const char *etag, uint64_t *gen)
 {
     struct rio_proto_put_commit m = {.upload_id = upload, .nchunks = nchunks};
+    struct rio_proto_put_commit_resp r;
     size_t cap = 48 + 8 * (size_t)nchunks;
     uint8_t *out = malloc(cap), *body = NULL;
     uint32_t blen = 0;
     int n, st;
     memcpy(m.etag, etag, 32);
     n = rio__proto_enc_put_commit(&m, xxh, out, cap);
-    if (n < 0)
-        T_FAIL("encode PUT_COMMIT");
-    st = wc_call(c, RIO_OP_PUT_COMMIT, out, (size_t)n, NULL, 0, &body, &blen);
+    st = wc_request(c, RIO_OP_PUT_COMMIT, "PUT_COMMIT", out, n, &body, &blen);
     free(out);
-    if (st == 0) {
-        struct rio_proto_put_commit_resp r;
-        if (rio__proto_dec_put_commit_resp(body, blen, &r) < 0)
-            T_FAIL("PUT_COMMIT response does not decode");
+    if (st == 0 && rio__proto_dec_put_commit_resp(body, blen, &r) < 0)
+        T_FAIL("PUT_COMMIT response does not decode");
+    if (st == 0)
         *gen = r.generation;
-    }
     free(body);
     return st;
 }
@@ -637,7 +633,7 @@ int wc_lookup(struct wc *c, const char *key, struct rio_proto_desc *d, uint8_t *
     uint8_t out[2048], *body = NULL;
     uint32_t blen = 0;
     int n = rio__proto_enc_key(&m, out, sizeof(out));
-    int st = wc_call(c, RIO_OP_LOOKUP, out, (size_t)n, NULL, 0, &body, &blen);
+    int st = wc_request(c, RIO_OP_LOOKUP, "LOOKUP", out, n, &body, &blen);
     *keep = NULL;
     if (st == 0) {
         if (rio__proto_dec_desc(body, blen, d) < 0)
@@ -656,7 +652,7 @@ int wc_read(struct wc *c, const char *key, uint64_t gen, uint64_t off, uint32_t 
     uint8_t out[2048], *body = NULL;
     uint32_t blen = 0;
     int n = rio__proto_enc_read(&m, out, sizeof(out));
-    int st = wc_call(c, RIO_OP_READ, out, (size_t)n, NULL, 0, &body, &blen);
+    int st = wc_request(c, RIO_OP_READ, "READ", out, n, &body, &blen);
     if (st == 0) {
         if (blen != len)
             T_FAIL("READ answered %u bytes for %u", blen, len);
@@ -673,7 +669,7 @@ int wc_delete(struct wc *c, const char *key)
     struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
     uint8_t out[2048];
     int n = rio__proto_enc_key(&m, out, sizeof(out));
-    return wc_call(c, RIO_OP_DELETE, out, (size_t)n, NULL, 0, NULL, NULL);
+    return wc_request(c, RIO_OP_DELETE, "DELETE", out, n, NULL, NULL);
 }
 
 int wc_ping(struct wc *c)

@@ -127,6 +127,8 @@ void wc_connect(struct wc *c, const char *addr);
 void wc_open(struct wc *c, const char *addr);
 
 void wc_close(struct wc *c);
+/* wc_close on each of c[0..n). */
+void wc_close_all(struct wc *c, unsigned n);
 
 /* A "Vm...:" field of /proc/PID/status in KiB. */
 uint64_t srv_proc_kb(pid_t pid, const char *field);

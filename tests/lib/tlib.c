@@ -194,6 +194,22 @@ int t_free_port(void)
     return 0;
 }
 
+int t_listen_loopback(char *addr, size_t cap)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int one = 1;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    T_GE(fd, 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    T_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(fd, 64), 0);
+    T_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(addr, cap, "127.0.0.1:%u", ntohs(sa.sin_port));
+    return fd;
+}
+
 static const char *env_or(const char *name, const char *dflt)
 {
     const char *v = getenv(name);
@@ -217,6 +233,40 @@ const char *cli_bin(void)
 
     t_build_path(path, sizeof(path), "railio");
     return path;
+}
+
+void t_argv_add(const char **argv, int *n, int cap, const char *const *extra)
+{
+    for (; extra && *extra; extra++) {
+        if (*n >= cap - 1)
+            T_FAIL("more than %d arguments", cap - 1);
+        argv[(*n)++] = *extra;
+    }
+    argv[*n] = NULL;
+}
+
+pid_t t_spawn(const char *file, const char *const *argv, int own_group, const char *log)
+{
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0)
+        T_FAIL("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (own_group)
+            setpgid(0, 0);
+        if (log) {
+            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (fd >= 0) {
+                dup2(fd, 2);
+                dup2(fd, 1);
+            }
+        }
+        execvp(file, (char *const *)argv);
+        _exit(127);
+    }
+    return pid;
 }
 
 int t_proc_wait(pid_t pid, unsigned timeout_ms)
@@ -372,6 +422,14 @@ static void scratch_reap(const char *base, const char *prefix)
     closedir(d);
 }
 
+void t_mkdtemp(char *dir, size_t cap, const char *prefix)
+{
+    if ((size_t)snprintf(dir, cap, "/tmp/%s-XXXXXX", prefix) >= cap)
+        T_FAIL("t_mkdtemp: /tmp/%s-XXXXXX is longer than %zu bytes", prefix, cap - 1);
+    if (!mkdtemp(dir))
+        T_FAIL("mkdtemp %s: %s", dir, strerror(errno));
+}
+
 const char *t_scratch_dir(const char *prefix)
 {
     static int registered;
@@ -392,6 +450,38 @@ const char *t_scratch_dir(const char *prefix)
         return scratch[i];
     }
     T_FAIL("more than %d scratch directories", SCRATCH_MAX);
+}
+
+int t_dir_count(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    int n = 0;
+
+    if (!d)
+        T_FAIL("opendir %s: %s", dir, strerror(errno));
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+            (!part || strstr(de->d_name, part)))
+            n++;
+    closedir(d);
+    return n;
+}
+
+int64_t t_piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct t_piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (s->fail_at && s->off >= s->fail_at)
+        return -EIO;
+    if (k > cap)
+        k = cap;
+    if (k > s->step)
+        k = s->step;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
 }
 
 uint8_t *t_slurp(const char *path, size_t *n)

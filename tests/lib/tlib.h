@@ -71,12 +71,24 @@ int t_read_int(const char *path);
  * ephemeral range (a port from that range may become the source port of
  * another test's outgoing connection before a peer binds it); 0 if none. */
 int t_free_port(void);
+/* A listening TCP socket (backlog 64, close-on-exec) on 127.0.0.1 at a
+ * port the kernel picks, its "127.0.0.1:PORT" in addr; fails the test on
+ * error. Returns the socket. */
+int t_listen_loopback(char *addr, size_t cap);
 /* $T_SOURCE_DIR/tests/harness/NAME (the source tree of this build when
  * unset). Static storage per call site is not needed: out, cap. */
 void t_harness_path(char *out, size_t cap, const char *name);
 /* $T_BUILD_DIR/NAME (this build's directory when unset). */
 void t_build_path(char *out, size_t cap, const char *name);
 
+/* argv[*n...] = the NULL-ended extra, argv[*n] = NULL after it; fails the
+ * test when argv (cap entries) cannot hold them and the NULL. */
+void t_argv_add(const char **argv, int *n, int cap, const char *const *extra);
+/* Fork and exec file (with a '/', as is; else looked up in PATH) with argv:
+ * the child in its own process group when own_group, its stdout and stderr
+ * into log when log is not NULL. The child's pid; fails the test when fork
+ * fails. A child that cannot exec exits 127. */
+pid_t t_spawn(const char *file, const char *const *argv, int own_group, const char *log);
 /* Wait up to timeout_ms for child pid to exit: its wait status, or -1. */
 int t_proc_wait(pid_t pid, unsigned timeout_ms);
 /* Wait up to timeout_ms for child pid to write path (a port file): 0, its
@@ -102,11 +114,26 @@ void t_rm_tree(const char *dir);
  * _exit: its directories, named after its process, are removed by a later
  * call once that process is gone. Returns the path (valid until exit). */
 const char *t_scratch_dir(const char *prefix);
+/* A fresh directory /tmp/PREFIX-XXXXXX into dir (cap bytes), which the
+ * caller removes; fails the test on error. */
+void t_mkdtemp(char *dir, size_t cap, const char *prefix);
 /* Whole file at path, malloc'd (one spare byte); *n its size. Fails the
  * test if unreadable. */
 uint8_t *t_slurp(const char *path, size_t *n);
 /* Create or truncate path with n bytes; fails the test on error. */
 void t_write_file(const char *path, const void *buf, size_t n);
+/* How many names in dir (not below, not "." or "..") contain part (NULL:
+ * any); fails the test if dir cannot be read. */
+int t_dir_count(const char *dir, const char *part);
+
+/* A source for rio_put_stream (t_piece_fill) handing out p[0..n) at most
+ * step bytes a call, like a pipe; -EIO once off reaches fail_at (0: never). */
+struct t_piece_src {
+    const uint8_t *p;
+    size_t n, off, step;
+    size_t fail_at;
+};
+int64_t t_piece_fill(void *arg, void *buf, size_t cap);
 
 /* ------------------------------------------------------------ options */
 

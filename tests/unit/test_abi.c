@@ -129,23 +129,40 @@ TEST(mock_only_never_loads_librados)
     T_EQ(maps_has("railio-s3"), 0);
 }
 
+#if defined(RIO_HAVE_CURL) || defined(RIO_HAVE_RADOS)
+/* The first lookup of scheme loads the module file so and its library lib,
+ * neither mapped before; the module carries schemes (NULL-ended) in order
+ * and the library's version, and a lookup of again finds the same module. */
+static void expect_module_loads(const char *scheme, const char *so, const char *lib,
+                                const char *const *schemes, const char *again)
+{
+    const struct rio_module *m;
+    unsigned n = 0;
+
+    T_EQ(maps_has(so), 0);
+    T_EQ(maps_has(lib), 0);
+    m = rio__module_for(scheme);
+    T_NOTNULL(m);
+    while (schemes[n])
+        n++;
+    T_EQ(m->nops, n);
+    for (unsigned i = 0; i < n; i++)
+        T_STREQ(m->ops[i]->scheme, schemes[i]);
+    T_STREQ(m->version, rio_version());
+    T_EQ(maps_has(so), 1);
+    T_EQ(maps_has(lib), 1);
+    T_PTREQ(rio__module_for(again), m);
+}
+#endif
+
 TEST(s3_module_loads_on_first_use)
 {
 #ifndef RIO_HAVE_CURL
     T_SKIP("built without s3://");
 #else
-    const struct rio_module *m;
+    static const char *const schemes[] = {"s3", "http", "https", NULL};
 
-    T_EQ(maps_has("libcurl"), 0);
-    m = rio__module_for("https");
-    T_NOTNULL(m);
-    T_EQ(m->nops, 3);
-    T_STREQ(m->ops[0]->scheme, "s3");
-    T_STREQ(m->ops[1]->scheme, "http");
-    T_STREQ(m->ops[2]->scheme, "https");
-    T_EQ(maps_has("railio-s3.so"), 1);
-    T_EQ(maps_has("libcurl"), 1);
-    T_PTREQ(rio__module_for("s3"), m);
+    expect_module_loads("https", "railio-s3.so", "libcurl", schemes, "s3");
     T_EQ(maps_has("librados"), 0);
 #endif
 }
@@ -155,17 +172,9 @@ TEST(rados_module_loads_on_first_use)
 #ifndef RIO_HAVE_RADOS
     T_SKIP("built without rados://");
 #else
-    const struct rio_module *m;
+    static const char *const schemes[] = {"rados", NULL};
 
-    T_EQ(maps_has("railio-rados"), 0);
-    m = rio__module_for("rados");
-    T_NOTNULL(m);
-    T_EQ(m->nops, 1);
-    T_STREQ(m->ops[0]->scheme, "rados");
-    T_STREQ(m->version, rio_version());
-    T_EQ(maps_has("railio-rados.so"), 1);
-    T_EQ(maps_has("librados"), 1);
-    T_PTREQ(rio__module_for("rados"), m);
+    expect_module_loads("rados", "railio-rados.so", "librados", schemes, "rados");
     T_NULL(rio__module_for("mock"));
 #endif
 }

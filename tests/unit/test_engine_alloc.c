@@ -33,13 +33,12 @@ static int put_get_once(struct rio_client *c, const uint8_t *src, uint8_t *dst, 
 static void sweep(const char *url, int atomic)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(SWEEP_SIZE, 1);
     uint8_t *dst = eu_fill_buf(SWEEP_SIZE, 0);
     unsigned hits = 0, enomem = 0, ok = 0;
     uint64_t n;
 
-    eu_start(&e, &o, url);
+    eu_start(&e, url);
 
     /* A clean run first: how many allocations it makes, and the client's
      * caches (staging buffers kept for reuse) warm up. The baseline is taken
@@ -160,7 +159,6 @@ TEST(alloc_fail_sweep_client_new)
 TEST(alloc_fail_sweep_put_replace_desc)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = SWEEP_SIZE;
     uint8_t *old = eu_pattern_buf(n, 1), *nw = eu_pattern_buf(n, 2);
     uint8_t *dst = eu_fill_buf(n, 0);
@@ -168,7 +166,7 @@ TEST(alloc_fail_sweep_put_replace_desc)
     unsigned hits = 0;
     uint64_t k;
 
-    eu_start(&e, &o, "mock://sweep3?paths=2");
+    eu_start(&e, "mock://sweep3?paths=2");
     T_OK(rio_put(e.c, "r", old, n, NULL, &d0));
     rio_desc_cleanup(&d0);
     T_OK(rio_put(e.c, "r", old, n, NULL, &d0));        /* warm: a replace, as below */

@@ -12,13 +12,12 @@
 TEST(aggregate_four_paths)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats pst, gst;
     struct rio_call pc = {.stats = &pst}, gc = {.stats = &gst};
     const size_t n = 8 * EU_MIB;
     unsigned used;
 
-    eu_start(&e, &o, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
+    eu_start(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 1, &pc);
     eu_idle(e.c);
     T_EQ(pst.bytes, n);
@@ -57,21 +56,18 @@ TEST(aggregate_four_paths)
 TEST(single_path_passthrough)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 3 * EU_MIB + 12345;
 
-    eu_start(&e, &o, "mock://single?paths=1");
+    eu_start(&e, "mock://single?paths=1");
     T_EQ(rio_get(e.c, "none", NULL, 0, NULL), RIO_ENOTFOUND);
-    uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &call);
-    T_EQ(st.npaths, 1u);
-    T_EQ(st.path[0].bytes, n);
-    eu_get_check(e.c, "one", n, 2, &call);
-    T_EQ(st.npaths, 1u);
-    T_EQ(st.path[0].bytes, n);
-    T_EQ(st.path[0].ops, (n + EU_CHUNK - 1) / EU_CHUNK);
-    T_EQ(st.chunks, (n + EU_CHUNK - 1) / EU_CHUNK);
+    uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &e.call);
+    T_EQ(e.st.npaths, 1u);
+    T_EQ(e.st.path[0].bytes, n);
+    eu_get_check(e.c, "one", n, 2, &e.call);
+    T_EQ(e.st.npaths, 1u);
+    T_EQ(e.st.path[0].bytes, n);
+    T_EQ(e.st.path[0].ops, (n + EU_CHUNK - 1) / EU_CHUNK);
+    T_EQ(e.st.chunks, (n + EU_CHUNK - 1) / EU_CHUNK);
     struct rio_options eff;
     rio_client_options(e.c, &eff);
     T_EQ(eff.paths, 1u);
@@ -84,22 +80,19 @@ TEST(single_path_passthrough)
 TEST(planning_spreads_chunks)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 8 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_start(&e, &o, "mock://spread?paths=4&rate=100M&lat=100us");
-    uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &call);
+    eu_start(&e, "mock://spread?paths=4&rate=100M&lat=100us");
+    uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &e.call);
     for (unsigned i = 0; i < 4; i++)
-        T_GE(st.path[i].ops * 100, nch * 15);
-    eu_get_check(e.c, "s", n, 3, &call);
+        T_GE(e.st.path[i].ops * 100, nch * 15);
+    eu_get_check(e.c, "s", n, 3, &e.call);
     for (unsigned i = 0; i < 4; i++) {
-        T_GE(st.path[i].ops * 100, nch * 15);
-        T_GE(st.path[i].bytes * 100, (uint64_t)n * 15);
+        T_GE(e.st.path[i].ops * 100, nch * 15);
+        T_GE(e.st.path[i].bytes * 100, (uint64_t)n * 15);
     }
-    T_EQ(eu_path_ops(&st), nch);
+    T_EQ(eu_path_ops(&e.st), nch);
     free(src);
     eu_close(&e);
 }
@@ -113,12 +106,11 @@ TEST(batch_commits_pipelined)
     enum { N = 24 };
     const size_t n = 64 * EU_KIB;
     struct eu e;
-    struct rio_options o;
     struct rio_op ops[N + 1];
     uint8_t *src[N];
     char keys[N + 1][16];
 
-    eu_start(&e, &o, "mock://pipe?paths=1&rate=20M");
+    eu_start(&e, "mock://pipe?paths=1&rate=20M");
     memset(ops, 0, sizeof(ops));
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "p%u", i);
@@ -163,12 +155,11 @@ TEST(batch_lookups_pipelined)
     enum { N = 24 };
     const size_t n = 64 * EU_KIB;
     struct eu e;
-    struct rio_options o;
     struct rio_op ops[N + 3];
     uint8_t *src[N], *dst[N + 3];
     char keys[N][16];
 
-    eu_start(&e, &o, "mock://lk?paths=1&rate=20M");
+    eu_start(&e, "mock://lk?paths=1&rate=20M");
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "g%u", i);
         src[i] = eu_put_pattern(e.c, keys[i], i == 5 ? 0 : n + i, 200 + i, NULL);
@@ -236,16 +227,15 @@ TEST(batch_window_bounded)
     enum { N = 600 };
     const size_t n = 4 * EU_KIB;
     struct eu e;
-    struct rio_options o;
     struct rio_op *ops = calloc(N, sizeof(*ops));
     char(*keys)[16] = calloc(N, 16);
     uint8_t *src = eu_pattern_buf(n * N, 77);
 
     T_NOTNULL(ops);
     T_NOTNULL(keys);
-    eu_opts(&o);
-    o.depth = 4;
-    eu_open(&e, "mock://win?paths=2&rate=50M", &o);
+    eu_begin(&e);
+    e.o.depth = 4;
+    eu_open(&e, "mock://win?paths=2&rate=50M", &e.o);
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], 16, "w%u", i);
         ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = src + i * n, .len = n};
@@ -282,15 +272,14 @@ TEST(batch_deadline_before_prepared)
     enum { N = 200 };
     const size_t n = 64 * EU_KIB;
     struct eu e;
-    struct rio_options o;
     struct rio_op ops[N];
     uint8_t *src = eu_pattern_buf(n, 5), *dst = malloc(N * n);
     char keys[N][16];
 
     T_NOTNULL(dst);
-    eu_opts(&o);
-    o.depth = 2;
-    eu_open(&e, "mock://dl?paths=1", &o);
+    eu_begin(&e);
+    e.o.depth = 2;
+    eu_open(&e, "mock://dl?paths=1", &e.o);
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "d%u", i);
         T_OK(rio_put(e.c, keys[i], src, n, NULL, NULL));
@@ -336,12 +325,9 @@ TEST(batch_deadline_before_prepared)
 TEST(batch_mixed_ops)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t na = 1 * EU_MIB + 7, nb = 2 * EU_MIB, nc = 640 * EU_KIB;
 
-    eu_start(&e, &o, "mock://batch?paths=3&rate=300M");
+    eu_start(&e, "mock://batch?paths=3&rate=300M");
     uint8_t *c_src = eu_put_pattern(e.c, "c", nc, 13, NULL);
     struct rio_desc dc;
     T_OK(rio_stat(e.c, "c", &dc));
@@ -355,7 +341,7 @@ TEST(batch_mixed_ops)
         {.type = RIO_OP_PUT, .key = "b", .buf = b_src, .len = nb},
         {.type = RIO_OP_GET, .key = "c", .buf = c_dst, .len = nc},
     };
-    int ok = rio_batch(e.c, ops, 4, &call);
+    int ok = rio_batch(e.c, ops, 4, &e.call);
     T_EQ(ok, 3);
     T_EQ(ops[0].result, 0);
     T_ERR(ops[1].result, RIO_ENOTFOUND);
@@ -366,8 +352,8 @@ TEST(batch_mixed_ops)
     T_GT(ops[0].generation, 0u);
     T_GT(ops[2].generation, 0u);
     /* The batch's stats cover what it moved. */
-    T_EQ(st.bytes, na + nb + nc);
-    T_EQ(eu_path_bytes(&st, NULL), na + nb + nc);
+    T_EQ(e.st.bytes, na + nb + nc);
+    T_EQ(eu_path_bytes(&e.st, NULL), na + nb + nc);
     eu_idle(e.c);
 
     eu_get_check(e.c, "a", na, 11, NULL);
@@ -398,11 +384,10 @@ TEST(batch_mixed_ops)
 TEST(two_clients_share_store)
 {
     struct eu e1, e2;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e1, &o, "mock://shared?paths=2");
-    eu_open(&e2, "mock://shared?paths=3", &o);
+    eu_start(&e1, "mock://shared?paths=2");
+    eu_open(&e2, "mock://shared?paths=3", &e1.o);
     uint8_t *src = eu_put_pattern(e1.c, "x", n, 31, NULL);
     eu_get_check(e2.c, "x", n, 31, NULL);
     T_OK(rio_delete(e2.c, "x"));
@@ -450,13 +435,12 @@ static void *mt_main(void *p)
 TEST(concurrent_callers)
 {
     struct eu e;
-    struct rio_options o;
     pthread_t th[4];
     struct mt_arg args[4];
 
-    eu_opts(&o);
-    o.budget_bytes = 1 * EU_MIB;
-    eu_open(&e, "mock://mt?paths=4&rate=500M&lat=50us", &o);
+    eu_begin(&e);
+    e.o.budget_bytes = 1 * EU_MIB;
+    eu_open(&e, "mock://mt?paths=4&rate=500M&lat=50us", &e.o);
     for (int i = 0; i < 4; i++) {
         args[i] = (struct mt_arg){.c = e.c, .id = i, .rounds = 4};
         T_EQ(pthread_create(&th[i], NULL, mt_main, &args[i]), 0);

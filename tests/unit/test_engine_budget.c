@@ -34,23 +34,46 @@ static void *sampler_main(void *p)
     return NULL;
 }
 
+/* A client on url whose in-flight bytes are held to budget, the mode saying
+ * what a caller over it gets. */
+static void open_budget(struct eu *e, const char *url, uint64_t budget, int mode)
+{
+    eu_begin(e);
+    e->o.budget_bytes = budget;
+    e->o.budget_mode = mode;
+    eu_open(e, url, &e->o);
+}
+
+/* Objects "a" (na bytes of pattern seed) and "b" (nb bytes of pattern
+ * seed + 1), then paths 0..npaths-1 slowed to rate bytes per second. */
+struct scene {
+    size_t na, nb;
+    unsigned seed, npaths;
+    double rate;
+};
+
+/* open_budget, then the scene's objects stored and its paths slowed. */
+static void budget_scene(struct eu *e, const char *url, uint64_t budget, int mode,
+                         const struct scene *sc)
+{
+    open_budget(e, url, budget, mode);
+    free(eu_put_pattern(e->c, "a", sc->na, sc->seed, NULL));
+    free(eu_put_pattern(e->c, "b", sc->nb, sc->seed + 1, NULL));
+    for (unsigned i = 0; i < sc->npaths; i++)
+        T_OK(rio_mock_set_path(e->c, i, sc->rate, 0));
+}
+
 /* Two threads GET at once through a budget of two chunks: both succeed
  * byte-exact and the client never has more than the budget in flight. */
 TEST(budget_wait_two_callers)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 2 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_opts(&o);
-    o.budget_bytes = budget;
-    eu_open(&e, "mock://bwait?paths=4", &o);
-    uint8_t *a = eu_put_pattern(e.c, "a", n, 1, NULL);
-    uint8_t *b = eu_put_pattern(e.c, "b", n, 2, NULL);
     /* ~20 MiB/s per path: at most two chunks in flight, ~100 ms per GET. */
-    for (unsigned i = 0; i < 4; i++)
-        T_OK(rio_mock_set_path(e.c, i, 20.0 * EU_MIB, 0));
+    const struct scene sc = {n, n, 1, 4, 20.0 * EU_MIB};
+    budget_scene(&e, "mock://bwait?paths=4", budget, RIO_BUDGET_WAIT, &sc);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n}, jb = {.c = e.c, .key = "b", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
@@ -79,8 +102,6 @@ TEST(budget_wait_two_callers)
     T_LT(jb.t_start_ns, ja.t_end_ns);
     free(ja.buf);
     free(jb.buf);
-    free(a);
-    free(b);
     eu_close(&e);
 }
 
@@ -88,18 +109,13 @@ TEST(budget_wait_two_callers)
 TEST(budget_smaller_than_chunk)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.budget_bytes = EU_CHUNK / 2;
-    eu_open(&e, "mock://bsmall?paths=3", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &call);
-    T_EQ(st.peak_inflight_bytes, EU_CHUNK);
-    eu_get_check(e.c, "o", n, 3, &call);
-    T_EQ(st.peak_inflight_bytes, EU_CHUNK);
+    open_budget(&e, "mock://bsmall?paths=3", EU_CHUNK / 2, RIO_BUDGET_WAIT);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, EU_CHUNK);
+    eu_get_check(e.c, "o", n, 3, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, EU_CHUNK);
     free(src);
     eu_close(&e);
 }
@@ -108,20 +124,17 @@ TEST(budget_smaller_than_chunk)
 TEST(budget_per_request)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    o.budget_bytes = 16 * EU_CHUNK;
-    o.request_budget = 3 * EU_CHUNK;
-    eu_open(&e, "mock://breq?paths=4&rate=100M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &call);
-    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
-    eu_get_check(e.c, "o", n, 4, &call);
-    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
-    T_GE(st.peak_inflight_bytes, 2 * EU_CHUNK);
+    eu_begin(&e);
+    e.o.budget_bytes = 16 * EU_CHUNK;
+    e.o.request_budget = 3 * EU_CHUNK;
+    eu_open(&e, "mock://breq?paths=4&rate=100M", &e.o);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &e.call);
+    T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
+    eu_get_check(e.c, "o", n, 4, &e.call);
+    T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
+    T_GE(e.st.peak_inflight_bytes, 2 * EU_CHUNK);
     free(src);
     eu_close(&e);
 }
@@ -131,19 +144,12 @@ TEST(budget_per_request)
 TEST(budget_fail_fast_ebusy)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
     const uint64_t budget = 2 * EU_CHUNK;
 
-    eu_opts(&o);
-    o.budget_bytes = budget;
-    o.budget_mode = RIO_BUDGET_FAIL;
-    eu_open(&e, "mock://bfail?paths=2", &o);
-    uint8_t *a = eu_put_pattern(e.c, "a", n, 5, NULL);
-    uint8_t *b = eu_put_pattern(e.c, "b", 4096, 6, NULL);
     /* 4 MiB/s per path: two chunks in flight for ~15 ms each, ~130 ms in all. */
-    for (unsigned i = 0; i < 2; i++)
-        T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0));
+    const struct scene sc = {n, 4096, 5, 2, 4.0 * EU_MIB};
+    budget_scene(&e, "mock://bfail?paths=2", budget, RIO_BUDGET_FAIL, &sc);
 
     struct eu_get_job ja = {.c = e.c, .key = "a", .cap = n};
     ja.buf = eu_fill_buf(n, 0);
@@ -181,8 +187,6 @@ TEST(budget_fail_fast_ebusy)
     T_PATTERN(dst, 4096, 6);
     free(ja.buf);
     free(dst);
-    free(a);
-    free(b);
     eu_close(&e);
 }
 
@@ -190,22 +194,19 @@ TEST(budget_fail_fast_ebusy)
 TEST(depth_single_op_call)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
 
-    eu_opts(&o);
-    o.depth = 16;
-    eu_open(&e, "mock://depth1?paths=4", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", 1000, 7, &call);
-    T_EQ(st.peak_inflight_bytes, 1000u);
-    eu_get_check(e.c, "o", 1000, 7, &call);
-    T_EQ(st.peak_inflight_bytes, 1000u);
-    T_EQ(eu_path_ops(&st), 1u);
+    eu_begin(&e);
+    e.o.depth = 16;
+    eu_open(&e, "mock://depth1?paths=4", &e.o);
+    uint8_t *src = eu_put_pattern(e.c, "o", 1000, 7, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, 1000u);
+    eu_get_check(e.c, "o", 1000, 7, &e.call);
+    T_EQ(e.st.peak_inflight_bytes, 1000u);
+    T_EQ(eu_path_ops(&e.st), 1u);
     uint64_t deepest = 0;
-    for (unsigned i = 0; i < st.npaths; i++)
-        if (st.path[i].peak_depth > deepest)
-            deepest = st.path[i].peak_depth;
+    for (unsigned i = 0; i < e.st.npaths; i++)
+        if (e.st.path[i].peak_depth > deepest)
+            deepest = e.st.path[i].peak_depth;
     T_EQ(deepest, 1u);
     free(src);
     eu_close(&e);

@@ -103,9 +103,8 @@ static void refused_everywhere(struct rio_client *c, const char *key)
 TEST(hostile_descriptors_refused)
 {
     struct eu e;
-    struct rio_options o;
 
-    eu_start(&e, &o, "mock://desc?paths=2");
+    eu_start(&e, "mock://desc?paths=2");
 
     /* Issue 13 item 1: Content-Length 2^64 - 1, a chunk of 2^63. */
     struct rio_desc d = good_desc("obj");

@@ -16,23 +16,19 @@
 TEST(checksum_read_bitflip_retried)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, &o, "mock://ckr?paths=3");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://ckr?paths=3", n, 1);
     eu_fault(e.c, "bitflip:op=read:chunk=7:count=1");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=2");
-    eu_get_check(e.c, "o", n, 1, &call);
+    eu_get_check(e.c, "o", n, 1, &e.call);
     T_EQ(eu_faults_fired(e.c), 3u);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 3u);
-    T_EQ(st.retries_total, 3u);
-    T_EQ(st.bytes, n);
+    T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 3u);
+    T_EQ(e.st.retries_total, 3u);
+    T_EQ(e.st.bytes, n);
     /* A bad chunk is the chunk's fault, not the path's: no path cooled down. */
-    for (unsigned i = 0; i < st.npaths; i++)
-        T_EQ(st.path[i].state, 0);
+    for (unsigned i = 0; i < e.st.npaths; i++)
+        T_EQ(e.st.path[i].state, 0);
     free(src);
     eu_close(&e);
 }
@@ -41,19 +37,15 @@ TEST(checksum_read_bitflip_retried)
 TEST(checksum_read_no_retry_fails)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.retry_checksum = -1;
-    eu_open(&e, "mock://ckn?paths=2", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    eu_begin(&e);
+    e.o.retry_checksum = -1;
+    uint8_t *src = eu_open_put(&e, "mock://ckn?paths=2", n, 2);
     eu_fault(e.c, "bitflip:op=read:chunk=3:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ECHECKSUM);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ECHECKSUM);
+    T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 1u);
     eu_idle(e.c);
     /* The fault fired once: the next GET is clean. */
     eu_get_check(e.c, "o", n, 2, NULL);
@@ -67,13 +59,11 @@ TEST(checksum_read_no_retry_fails)
 TEST(checksum_verify_off_misses_flip)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 512 * EU_KIB;
 
-    eu_opts(&o);
-    o.verify = -1;
-    eu_open(&e, "mock://ckoff?paths=2", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    eu_begin(&e);
+    e.o.verify = -1;
+    uint8_t *src = eu_open_put(&e, "mock://ckoff?paths=2", n, 3);
     eu_fault(e.c, "bitflip:op=read:chunk=2:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     T_EQ(rio_get(e.c, "o", dst, n, NULL), (int64_t)n);
@@ -90,17 +80,14 @@ TEST(checksum_verify_off_misses_flip)
 TEST(checksum_write_bitflip_retried)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, &o, "mock://ckw?paths=4");
+    eu_start(&e, "mock://ckw?paths=4");
     eu_fault(e.c, "bitflip:op=write:chunk=9:count=1");
     eu_fault(e.c, "bitflip:op=write:chunk=0:count=1");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &call);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &e.call);
     T_EQ(eu_faults_fired(e.c), 2u);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 2u);
+    T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 2u);
     eu_get_check(e.c, "o", n, 4, NULL);
     free(src);
     eu_close(&e);
@@ -113,32 +100,28 @@ TEST(checksum_write_bitflip_retried)
 TEST(disconnect_one_path_degrades)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_start(&e, &o, "mock://disc1?paths=4&rate=200M");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://disc1?paths=4&rate=200M", n, 5);
     eu_fault(e.c, "disconnect:op=read:path=1:count=1:down=0:bytes=1000");
-    eu_get_check(e.c, "o", n, 5, &call);
-    eu_stats_print("get", &st);
+    eu_get_check(e.c, "o", n, 5, &e.call);
+    eu_stats_print("get", &e.st);
     T_EQ(eu_faults_fired(e.c), 1u);
-    T_GE(st.path[1].errors, 1u);
-    T_GE(st.retries[RIO_CLASS_RESET], 1u);
-    T_EQ(eu_path_bytes(&st, NULL), n);
-    T_EQ(st.path[0].bytes + st.path[2].bytes + st.path[3].bytes + st.path[1].bytes, n);
-    T_LT(st.path[1].bytes, n / 4); /* it stopped carrying its share */
+    T_GE(e.st.path[1].errors, 1u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(eu_path_bytes(&e.st, NULL), n);
+    T_EQ(e.st.path[0].bytes + e.st.path[2].bytes + e.st.path[3].bytes + e.st.path[1].bytes, n);
+    T_LT(e.st.path[1].bytes, n / 4); /* it stopped carrying its share */
     for (unsigned i = 0; i < 4; i++)
         if (i != 1)
-            T_GT(st.path[i].bytes, 0u);
-    T_NE(st.path[1].state, 0); /* still down: cooling or probing */
+            T_GT(e.st.path[i].bytes, 0u);
+    T_NE(e.st.path[1].state, 0); /* still down: cooling or probing */
 
     /* Once healed, the path comes back into use after its cooldown. */
     rio_mock_heal(e.c);
     eu_sleep_ms(150);
-    eu_get_check(e.c, "o", n, 5, &call);
-    T_GT(st.path[1].bytes, 0u);
+    eu_get_check(e.c, "o", n, 5, &e.call);
+    T_GT(e.st.path[1].bytes, 0u);
     free(src);
     eu_close(&e);
 }
@@ -148,17 +131,15 @@ TEST(disconnect_one_path_degrades)
 TEST(all_paths_down_fails_cleanly)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.deadline_ms = 8000, .stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.retry_attempts = 2;
-    o.cooldown_base_ms = 5;
-    o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://alldown?paths=4", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 6, NULL);
+    eu_begin(&e);
+    e.o.retry_attempts = 2;
+    e.o.cooldown_base_ms = 5;
+    e.o.cooldown_cap_ms = 20;
+    uint8_t *src = eu_open_put(&e, "mock://alldown?paths=4", n, 6);
     eu_fault(e.c, "disconnect:op=read:down=0");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -185,25 +166,21 @@ TEST(all_paths_down_fails_cleanly)
 TEST(stall_op_timeout_moves_chunk)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB;
 
-    eu_opts(&o);
-    o.op_timeout_ms = 150;
-    eu_open(&e, "mock://stall?paths=3&rate=200M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 7, NULL);
+    eu_begin(&e);
+    e.o.op_timeout_ms = 150;
+    uint8_t *src = eu_open_put(&e, "mock://stall?paths=3&rate=200M", n, 7);
     eu_fault(e.c, "stall:op=read:path=0:count=1");
     uint64_t t0 = t_now_ms();
-    eu_get_check(e.c, "o", n, 7, &call);
+    eu_get_check(e.c, "o", n, 7, &e.call);
     uint64_t took = t_now_ms() - t0;
     T_EQ(eu_faults_fired(e.c), 1u);
     T_GE(took, 145u);
     T_LT(took, 1500u);
-    T_GE(st.retries[RIO_CLASS_TIMEOUT], 1u);
-    T_GE(st.path[0].errors, 1u);
-    T_EQ(eu_path_bytes(&st, NULL), n);
+    T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_GE(e.st.path[0].errors, 1u);
+    T_EQ(eu_path_bytes(&e.st, NULL), n);
     free(src);
     eu_close(&e);
 }
@@ -213,28 +190,24 @@ TEST(stall_op_timeout_moves_chunk)
 TEST(short_read_detected_and_retried)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://short?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 8, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://short?paths=2", n, 8);
     eu_fault(e.c, "short:op=read:chunk=4:count=2:bytes=1000");
-    eu_get_check(e.c, "o", n, 8, &call);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 2u);
+    eu_get_check(e.c, "o", n, 8, &e.call);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
 
     eu_close(&e);
 
     /* With a single attempt per chunk, under-delivery surfaces. */
-    o.retry_attempts = 1;
-    eu_open(&e, "mock://short?paths=2", &o);
+    e.o.retry_attempts = 1;
+    eu_open(&e, "mock://short?paths=2", &e.o);
     T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
     eu_fault(e.c, "short:op=read:chunk=4:bytes=1000");
     uint8_t *dst = eu_fill_buf(n, 0);
-    int64_t ret = rio_get(e.c, "o", dst, n, &call);
+    int64_t ret = rio_get(e.c, "o", dst, n, &e.call);
     T_TRUE(ret == RIO_ESHORT || ret == RIO_ERETRIES);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 1u);
     free(src);
     free(dst);
     eu_close(&e);
@@ -244,15 +217,12 @@ TEST(short_read_detected_and_retried)
 TEST(short_write_retried)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://shortw?paths=2");
+    eu_start(&e, "mock://shortw?paths=2");
     eu_fault(e.c, "short:op=write:chunk=2:count=1:bytes=100");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &call);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &e.call);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 1u);
     eu_get_check(e.c, "o", n, 9, NULL);
     free(src);
     eu_close(&e);
@@ -267,13 +237,11 @@ TEST(short_write_retried)
 TEST(generation_change_never_stitched)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
     const size_t n = 1 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_start(&e, &o, "mock://gen?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 10, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://gen?paths=2", n, 10);
     struct rio_desc d0, d1;
     T_OK(rio_stat(e.c, "o", &d0));
     eu_fault(e.c, "genchange:chunk=9:count=1");
@@ -328,37 +296,33 @@ TEST(generation_change_never_stitched)
 TEST(retry_rollback_read)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB + 333;
 
-    eu_opts(&o);
-    o.retry_attempts = 5;
-    eu_open(&e, "mock://rbr?paths=3&rate=300M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 11, NULL);
+    eu_begin(&e);
+    e.o.retry_attempts = 5;
+    uint8_t *src = eu_open_put(&e, "mock://rbr?paths=3&rate=300M", n, 11);
     /* A disconnect resets every op on its path, a faulted one too (its
      * retry then counts as a reset): it gets a call of its own, so the
      * counts of the others are exact whatever the timing. */
     eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
     eu_fault(e.c, "short:op=read:chunk=32:count=1:bytes=1"); /* the last, partial chunk */
-    eu_get_check(e.c, "o", n, 11, &call);
+    eu_get_check(e.c, "o", n, 11, &e.call);
     T_EQ(eu_faults_fired(e.c), 6u);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 3u);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 3u);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
-    eu_get_check(e.c, "o", n, 11, &call);
+    eu_get_check(e.c, "o", n, 11, &e.call);
     T_EQ(eu_faults_fired(e.c), 7u);
-    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     /* The same faults again with RIO_ATOMIC (staging buffer). */
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
-    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &st};
+    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &e.st};
     eu_get_check(e.c, "o", n, 11, &ac);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     struct rio_mock_counters m;
     rio_mock_counters(e.c, &m);
     T_EQ(m.rollback_violations, 0u);
@@ -369,24 +333,21 @@ TEST(retry_rollback_read)
 TEST(retry_rollback_write)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 2 * EU_MIB + 333;
 
-    eu_start(&e, &o, "mock://rbw?paths=3&rate=300M");
+    eu_start(&e, "mock://rbw?paths=3&rate=300M");
     /* The disconnect in a call of its own (retry_rollback_read says why). */
     eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &call);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &e.call);
     T_EQ(eu_faults_fired(e.c), 5u);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 2u);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
-    uint8_t *src2 = eu_put_pattern(e.c, "o2", n, 13, &call);
+    uint8_t *src2 = eu_put_pattern(e.c, "o2", n, 13, &e.call);
     T_EQ(eu_faults_fired(e.c), 6u);
-    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     eu_get_check(e.c, "o", n, 12, NULL);
     eu_get_check(e.c, "o2", n, 13, NULL);
     free(src2);
@@ -404,21 +365,17 @@ TEST(retry_rollback_write)
 TEST(error_class_path_moves)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.retry_attempts = 1; /* a chunk-class failure would be fatal */
-    eu_open(&e, "mock://epath?paths=3", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 13, NULL);
+    eu_begin(&e);
+    e.o.retry_attempts = 1; /* a chunk-class failure would be fatal */
+    uint8_t *src = eu_open_put(&e, "mock://epath?paths=3", n, 13);
     eu_fault(e.c, "error:op=read:chunk=3:count=1:error=ECONNREFUSED");
     eu_fault(e.c, "error:op=read:chunk=6:count=1:error=ETIMEDOUT");
-    eu_get_check(e.c, "o", n, 13, &call);
+    eu_get_check(e.c, "o", n, 13, &e.call);
     /* The failed path's other ops are moved too and count in its class. */
-    T_GE(st.retries[RIO_CLASS_REFUSED], 1u);
-    T_GE(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_GE(e.st.retries[RIO_CLASS_REFUSED], 1u);
+    T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_EQ(eu_faults_fired(e.c), 2u);
     free(src);
     eu_close(&e);
@@ -429,38 +386,34 @@ TEST(error_class_path_moves)
 TEST(error_class_server_spends_attempts)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.retry_attempts = 3;
-    eu_open(&e, "mock://esrv?paths=2", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 14, NULL);
+    eu_begin(&e);
+    e.o.retry_attempts = 3;
+    uint8_t *src = eu_open_put(&e, "mock://esrv?paths=2", n, 14);
     eu_fault(e.c, "error:op=read:chunk=5:count=2:error=RIO_ESERVER");
-    eu_get_check(e.c, "o", n, 14, &call);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 2u);
+    eu_get_check(e.c, "o", n, 14, &e.call);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 2u);
 
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ERETRIES);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
     T_LT(t_now_ms() - t0, 1000u);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 3u);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     eu_idle(e.c);
 
     /* Throttling is retryable too, with four times the patience: 8
      * throttles of one chunk pass where 3 server errors fail, and 12 fail. */
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
-    eu_get_check(e.c, "o", n, 14, &call);
-    T_EQ(st.retries[RIO_CLASS_THROTTLE], 8u);
+    eu_get_check(e.c, "o", n, 14, &e.call);
+    T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 8u);
     rio_mock_faults_clear(e.c);
     eu_fault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_ERETRIES);
-    T_EQ(st.retries[RIO_CLASS_THROTTLE], 12u);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
+    T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 12u);
     eu_idle(e.c);
     free(src);
     free(dst);
@@ -471,23 +424,19 @@ TEST(error_class_server_spends_attempts)
 TEST(error_class_fatal_fails_at_once)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.backoff_base_ms = 200; /* a retry would show in the time */
-    o.backoff_cap_ms = 1000;
-    eu_open(&e, "mock://efatal?paths=2", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 15, NULL);
+    eu_begin(&e);
+    e.o.backoff_base_ms = 200; /* a retry would show in the time */
+    e.o.backoff_cap_ms = 1000;
+    uint8_t *src = eu_open_put(&e, "mock://efatal?paths=2", n, 15);
     eu_fault(e.c, "error:op=read:chunk=4:error=EACCES");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &call), -EACCES);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), -EACCES);
     T_LT(t_now_ms() - t0, 150u);
     T_EQ(eu_faults_fired(e.c), 1u);
-    T_EQ(st.retries[RIO_CLASS_FATAL], 1u);
+    T_EQ(e.st.retries[RIO_CLASS_FATAL], 1u);
     eu_idle(e.c);
 
     /* The same on a PUT: nothing is published. */
@@ -509,12 +458,11 @@ TEST(error_class_fatal_fails_at_once)
 TEST(random_faults_soak)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB + 4097;
 
-    eu_opts(&o);
-    o.retry_attempts = 8;
-    eu_open(&e, "mock://soak?paths=4&rate=1G", &o);
+    eu_begin(&e);
+    e.o.retry_attempts = 8;
+    eu_open(&e, "mock://soak?paths=4&rate=1G", &e.o);
     eu_fault(e.c, "bitflip:p=0.02");
     eu_fault(e.c, "short:p=0.02:bytes=777");
     eu_fault(e.c, "error:p=0.02:error=RIO_ESERVER");
@@ -542,17 +490,15 @@ TEST(random_faults_soak)
 TEST(poisoned_chunk_path_class_bounded)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.deadline_ms = 8000, .stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.retry_attempts = 3;
-    o.cooldown_base_ms = 5;
-    o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://poison?paths=4", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 17, NULL);
+    eu_begin(&e);
+    e.o.retry_attempts = 3;
+    e.o.cooldown_base_ms = 5;
+    e.o.cooldown_cap_ms = 20;
+    uint8_t *src = eu_open_put(&e, "mock://poison?paths=4", n, 17);
     eu_fault(e.c, "error:op=read:chunk=5:error=ETIMEDOUT");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -576,19 +522,15 @@ TEST(poisoned_chunk_path_class_bounded)
 TEST(single_path_transient_disconnect_recovers)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://single-disc?paths=1&rate=200M");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 18, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://single-disc?paths=1&rate=200M", n, 18);
     eu_fault(e.c, "disconnect:op=read:chunk=6:count=1:bytes=1000:down=30ms");
-    eu_get_check(e.c, "o", n, 18, &call);
+    eu_get_check(e.c, "o", n, 18, &e.call);
     T_EQ(eu_faults_fired(e.c), 1u);
-    T_GE(st.retries[RIO_CLASS_RESET], 1u);
-    T_GE(st.path[0].errors, 1u);
-    T_EQ(st.path[0].state, 0); /* healthy again */
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
+    T_GE(e.st.path[0].errors, 1u);
+    T_EQ(e.st.path[0].state, 0); /* healthy again */
     free(src);
     eu_close(&e);
 }
@@ -599,14 +541,11 @@ TEST(single_path_transient_disconnect_recovers)
 TEST(probe_stays_out_of_the_tail)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
 
-    eu_opts(&o);
-    o.cooldown_base_ms = 20;
-    o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &o);
+    eu_begin(&e);
+    e.o.cooldown_base_ms = 20;
+    e.o.cooldown_cap_ms = 20;
+    eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &e.o);
     uint8_t *one = eu_put_pattern(e.c, "one", EU_CHUNK, 21, NULL);
     uint8_t *big = eu_put_pattern(e.c, "big", 2 * EU_MIB, 22, NULL);
     /* Path 1 goes down once and cools; the cooldown ends while idle. Its
@@ -616,12 +555,12 @@ TEST(probe_stays_out_of_the_tail)
     rio__t_path_event(rio__client_transport(e.c), 1, RIO_PATH_DOWN, -ECONNRESET);
     eu_sleep_ms(40);
     for (int i = 0; i < 5; i++) {
-        eu_get_check(e.c, "one", EU_CHUNK, 21, &call);
-        T_EQ(st.path[1].ops, 0u); /* the only chunk went to the healthy path */
+        eu_get_check(e.c, "one", EU_CHUNK, 21, &e.call);
+        T_EQ(e.st.path[1].ops, 0u); /* the only chunk went to the healthy path */
     }
-    eu_get_check(e.c, "big", 2 * EU_MIB, 22, &call);
-    T_GT(st.path[1].ops, 0u); /* probed early, healthy again, carrying chunks */
-    T_EQ(st.path[1].state, 0);
+    eu_get_check(e.c, "big", 2 * EU_MIB, 22, &e.call);
+    T_GT(e.st.path[1].ops, 0u); /* probed early, healthy again, carrying chunks */
+    T_EQ(e.st.path[1].state, 0);
     free(one);
     free(big);
     eu_close(&e);
@@ -633,11 +572,9 @@ TEST(probe_stays_out_of_the_tail)
 TEST(object_deleted_during_get)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://delget?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 19, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://delget?paths=2", n, 19);
     for (unsigned i = 0; i < 2; i++)
         T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0)); /* ~125 ms */
     struct eu_get_job j = {.c = e.c, .key = "o", .cap = n, .call = {.flags = RIO_ATOMIC}};
@@ -661,11 +598,9 @@ TEST(object_deleted_during_get)
 TEST(reap_error_transient_get_exact)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://reapt?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://reapt?paths=2", n, 3);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, 3, -EBADF);
     eu_get_check(e.c, "o", n, 3, NULL);
@@ -681,11 +616,9 @@ TEST(reap_error_transient_get_exact)
 TEST(reap_error_persistent_fails_call_no_spin)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 1 * EU_MIB;
 
-    eu_start(&e, &o, "mock://reapp?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://reapp?paths=2", n, 4);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, UINT32_MAX, -EBADF);
     struct eu_get_job j = {.c = e.c, .key = "o", .buf = eu_fill_buf(n, 0), .cap = n};

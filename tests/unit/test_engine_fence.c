@@ -16,22 +16,27 @@
  * returns, the fence must have drained that op: a pattern written into the
  * buffer after the return stays intact.
  */
+/* A client on url holding "o", n bytes of pattern 1, whose chunk 5 lands
+ * LATE_MS late on its next read; e->call has a 150 ms deadline and flags. */
+static uint8_t *late_start(struct eu *e, const char *url, size_t n, unsigned flags)
+{
+    eu_start(e, url);
+    e->call.deadline_ms = 150;
+    e->call.flags = flags;
+    uint8_t *src = eu_put_pattern(e->c, "o", n, 1, NULL);
+    eu_fault(e->c, "late:op=read:chunk=5:count=1:delay=150ms");
+    return src;
+}
+
 TEST(late_write_fenced)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.deadline_ms = 150, .stats = &st};
     const size_t n = 1 * EU_MIB;
-
-    eu_opts(&o);
-    eu_open(&e, "mock://latef?paths=2&rate=400M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
-    eu_fault(e.c, "late:op=read:chunk=5:count=1:delay=150ms");
+    uint8_t *src = late_start(&e, "mock://latef?paths=2&rate=400M", n, 0);
 
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
     uint64_t took = t_now_ms() - t0;
     /* The fence waited for the late landing: deadline + delay, roughly. */
     T_GE(took, 150u + LATE_MS - 20);
@@ -69,7 +74,6 @@ TEST(late_write_fenced)
 TEST(late_write_reproduces_without_fence)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_call call = {.deadline_ms = 150};
     const size_t n = 1 * EU_MIB;
 
@@ -77,9 +81,7 @@ TEST(late_write_reproduces_without_fence)
      * itself: ThreadSanitizer rightly reports it, so this one runs without. */
     if (EU_TSAN)
         T_SKIP("a deliberate data race (the transport breaks the fence)");
-    eu_opts(&o);
-    eu_open(&e, "mock://latenf?paths=2&rate=400M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://latenf?paths=2&rate=400M", n, 1);
     char spec[96];
     snprintf(spec, sizeof(spec), "unfenced:op=read:chunk=5:count=1:delay=%ums", LATE_MS);
     setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1); /* unfenced is refused otherwise */
@@ -116,29 +118,22 @@ TEST(late_write_reproduces_without_fence)
 TEST(late_write_atomic_untouched)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.flags = RIO_ATOMIC, .deadline_ms = 150, .stats = &st};
     const size_t n = 1 * EU_MIB;
-
-    eu_opts(&o);
-    eu_open(&e, "mock://latea?paths=2&rate=400M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, NULL);
-    eu_fault(e.c, "late:op=read:chunk=5:count=1:delay=150ms");
+    uint8_t *src = late_start(&e, "mock://latea?paths=2&rate=400M", n, RIO_ATOMIC);
 
     uint8_t *dst = eu_pattern_buf(n, 777);
-    T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
     T_PATTERN(dst, n, 777);
-    T_EQ(st.bytes_staged, n);
+    T_EQ(e.st.bytes_staged, n);
     eu_idle(e.c);
     eu_sleep_ms(2 * LATE_MS);
     T_PATTERN(dst, n, 777);
 
     /* A successful atomic GET copies the whole object. */
-    struct rio_call ok = {.flags = RIO_ATOMIC, .stats = &st};
+    struct rio_call ok = {.flags = RIO_ATOMIC, .stats = &e.st};
     T_EQ(rio_get(e.c, "o", dst, n, &ok), (int64_t)n);
     T_PATTERN(dst, n, 1);
-    T_EQ(st.bytes_staged, n);
+    T_EQ(e.st.bytes_staged, n);
     free(src);
     free(dst);
     eu_close(&e);
@@ -152,15 +147,13 @@ TEST(late_write_atomic_untouched)
 TEST(deadline_stalled_path)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
     const size_t n = 1 * EU_MIB;
     const uint32_t deadline = 300;
 
-    eu_opts(&o);
-    o.op_timeout_ms = 1000; /* longer than the deadline: the deadline decides */
-    eu_open(&e, "mock://dl?paths=1&rate=200M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
+    eu_begin(&e);
+    e.o.op_timeout_ms = 1000; /* longer than the deadline: the deadline decides */
+    uint8_t *src = eu_open_put(&e, "mock://dl?paths=1&rate=200M", n, 4);
     eu_fault(e.c, "stall:op=read:chunk=5");
 
     for (int atomic = 0; atomic <= 1; atomic++) {
@@ -172,7 +165,7 @@ TEST(deadline_stalled_path)
         T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
         uint64_t took = t_now_ms() - t0;
         T_GE(took, deadline - 5);
-        T_LE(took, deadline + o.op_timeout_ms + 1000);
+        T_LE(took, deadline + e.o.op_timeout_ms + 1000);
         eu_idle(e.c);
         if (atomic) {
             T_EQ(eu_count_byte(dst, n, 0x11), n);
@@ -191,13 +184,11 @@ TEST(deadline_stalled_path)
 TEST(deadline_from_options)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 256 * EU_KIB;
 
-    eu_opts(&o);
-    o.deadline_ms = 200;
-    eu_open(&e, "mock://dlo?paths=2", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
+    eu_begin(&e);
+    e.o.deadline_ms = 200;
+    uint8_t *src = eu_open_put(&e, "mock://dlo?paths=2", n, 5);
     eu_fault(e.c, "stall:op=read:chunk=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t t0 = t_now_ms();
@@ -231,13 +222,11 @@ static void *fire_main(void *p)
 TEST(cancel_from_another_thread)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_cancel *cx = NULL;
     const size_t n = 4 * EU_MIB;
     pthread_t th;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://cancel?paths=2&rate=2M", &o); /* ~1 s for the whole object */
+    eu_start(&e, "mock://cancel?paths=2&rate=2M"); /* ~1 s for the whole object */
     uint8_t *src = eu_pattern_buf(n, 6);
     /* PUT at full speed, then slow the paths down for the GET. */
     T_OK(rio_mock_set_path(e.c, 0, 0, 0));
@@ -276,13 +265,11 @@ TEST(cancel_from_another_thread)
 TEST(cancel_put_keeps_old_generation)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_cancel *cx = NULL;
     const size_t n = 2 * EU_MIB;
     pthread_t th;
 
-    eu_opts(&o);
-    eu_open(&e, "mock://cput?paths=2", &o);
+    eu_start(&e, "mock://cput?paths=2");
     uint8_t *old = eu_put_pattern(e.c, "o", n, 7, NULL);
     struct rio_desc d0;
     T_OK(rio_stat(e.c, "o", &d0));
@@ -321,14 +308,12 @@ TEST(cancel_put_keeps_old_generation)
 TEST(late_write_after_timeout_retry_exact)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
     const size_t n = 1 * EU_MIB;
 
-    eu_opts(&o);
-    o.op_timeout_ms = 100;
-    eu_open(&e, "mock://latert?paths=3&rate=400M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, NULL);
+    eu_begin(&e);
+    e.o.op_timeout_ms = 100;
+    uint8_t *src = eu_open_put(&e, "mock://latert?paths=3&rate=400M", n, 9);
     for (int atomic = 0; atomic <= 1; atomic++) {
         struct rio_call call = {.stats = &st};
         if (atomic)

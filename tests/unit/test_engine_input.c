@@ -51,11 +51,10 @@ TEST(bad_urls)
 TEST(bad_keys)
 {
     struct eu e;
-    struct rio_options o;
     char *longkey = malloc(RIO_KEY_MAX + 2);
     uint8_t buf[4096];
 
-    eu_start(&e, &o, "mock://keys?paths=2");
+    eu_start(&e, "mock://keys?paths=2");
     memset(longkey, 'k', RIO_KEY_MAX + 1);
     longkey[RIO_KEY_MAX + 1] = '\0';
     t_fill_pattern(buf, sizeof(buf), 1);
@@ -99,11 +98,9 @@ TEST(bad_keys)
 TEST(get_errors)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 3 * EU_CHUNK;
 
-    eu_start(&e, &o, "mock://geterr?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://geterr?paths=2", n, 2);
     uint8_t *dst = eu_fill_buf(n, 0x5C);
 
     /* Too small a buffer: refused before anything moves, buffer untouched. */
@@ -131,7 +128,6 @@ TEST(get_errors)
 TEST(edge_sizes)
 {
     struct eu e;
-    struct rio_options o;
     const size_t sizes[] = {0,
                             1,
                             EU_CHUNK - 1,
@@ -141,7 +137,7 @@ TEST(edge_sizes)
                             2 * EU_CHUNK,
                             5 * EU_CHUNK + 3};
 
-    eu_start(&e, &o, "mock://edges?paths=3");
+    eu_start(&e, "mock://edges?paths=3");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         char key[32];

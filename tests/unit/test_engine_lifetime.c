@@ -22,87 +22,90 @@ static void scribble(void)
     }
 }
 
+/* One test's client, a cancel token and a call carrying it, OBJ bytes of
+ * pattern seed in src and OBJ bytes of room in dst. */
+struct life {
+    struct eu e;
+    struct rio_cancel *cx;
+    struct rio_call call;
+    uint8_t *src, *dst;
+};
+
+static void life_open(struct life *l, const char *url, unsigned seed)
+{
+    l->src = eu_pattern_buf(OBJ, seed);
+    l->dst = malloc(OBJ);
+    eu_start(&l->e, url);
+    T_OK(rio_cancel_new(&l->cx));
+    l->call = (struct rio_call){.cancel = l->cx};
+}
+
+/* The client idle and closed (no leak), the buffers freed. */
+static void life_close(struct life *l)
+{
+    eu_idle(l->e.c);
+    eu_close(&l->e);
+    free(l->src);
+    free(l->dst);
+}
+
 TEST(token_outlived_by_reader)
 {
-    struct eu e;
-    struct rio_options o;
-    struct rio_cancel *cx;
-    uint8_t *src = eu_pattern_buf(OBJ, 5), *dst = malloc(OBJ);
+    struct life l;
 
-    eu_start(&e, &o, "mock://life1?paths=2&lat=1ms");
-    T_OK(rio_put(e.c, "k", src, OBJ, NULL, NULL));
-    T_OK(rio_cancel_new(&cx));
-    struct rio_call call = {.cancel = cx};
+    life_open(&l, "mock://life1?paths=2&lat=1ms", 5);
+    T_OK(rio_put(l.e.c, "k", l.src, OBJ, NULL, NULL));
     struct rio_reader *rd;
-    T_OK(rio_reader_open(e.c, "k", 2, &call, &rd));
-    rio_cancel_destroy(cx); /* the reader keeps its own reference */
+    T_OK(rio_reader_open(l.e.c, "k", 2, &l.call, &rd));
+    rio_cancel_destroy(l.cx); /* the reader keeps its own reference */
     scribble();
     uint64_t got = 0;
     int64_t n;
-    while ((n = rio_reader_read(rd, dst + got, 100000)) > 0)
+    while ((n = rio_reader_read(rd, l.dst + got, 100000)) > 0)
         got += (uint64_t)n;
     T_EQ(n, 0);
     T_EQ(got, (uint64_t)OBJ);
-    T_MEMEQ(dst, src, OBJ);
+    T_MEMEQ(l.dst, l.src, OBJ);
     T_OK(rio_reader_close(rd));
-    eu_idle(e.c);
-    eu_close(&e);
-    free(src);
-    free(dst);
+    life_close(&l);
 }
 
 TEST(token_outlived_by_writer)
 {
-    struct eu e;
-    struct rio_options o;
-    struct rio_cancel *cx;
-    uint8_t *src = eu_pattern_buf(OBJ, 6), *dst = malloc(OBJ);
+    struct life l;
 
-    eu_start(&e, &o, "mock://life2?paths=2&lat=1ms");
-    T_OK(rio_cancel_new(&cx));
-    struct rio_call call = {.cancel = cx};
+    life_open(&l, "mock://life2?paths=2&lat=1ms", 6);
     struct rio_writer *w;
-    T_OK(rio_writer_open(e.c, "k", OBJ, 2, &call, &w));
-    rio_cancel_destroy(cx);
+    T_OK(rio_writer_open(l.e.c, "k", OBJ, 2, &l.call, &w));
+    rio_cancel_destroy(l.cx);
     scribble();
     for (size_t off = 0; off < OBJ; off += 300000)
-        T_OK(rio_writer_write(w, src + off, OBJ - off < 300000 ? OBJ - off : 300000));
+        T_OK(rio_writer_write(w, l.src + off, OBJ - off < 300000 ? OBJ - off : 300000));
     T_OK(rio_writer_close(w, NULL));
-    T_EQ(rio_get(e.c, "k", dst, OBJ, NULL), (int64_t)OBJ);
-    T_MEMEQ(dst, src, OBJ);
-    eu_idle(e.c);
-    eu_close(&e);
-    free(src);
-    free(dst);
+    T_EQ(rio_get(l.e.c, "k", l.dst, OBJ, NULL), (int64_t)OBJ);
+    T_MEMEQ(l.dst, l.src, OBJ);
+    life_close(&l);
 }
 
 /* A token fired while a reader holds it still cancels the reader, and a
  * plain call's reference is dropped when it returns. */
 TEST(token_still_cancels)
 {
-    struct eu e;
-    struct rio_options o;
-    struct rio_cancel *cx;
-    uint8_t *src = eu_pattern_buf(OBJ, 7), *dst = malloc(OBJ);
+    struct life l;
 
-    eu_start(&e, &o, "mock://life3?paths=2&lat=1ms");
-    T_OK(rio_cancel_new(&cx));
-    struct rio_call call = {.cancel = cx};
-    T_OK(rio_put(e.c, "k", src, OBJ, &call, NULL));
+    life_open(&l, "mock://life3?paths=2&lat=1ms", 7);
+    T_OK(rio_put(l.e.c, "k", l.src, OBJ, &l.call, NULL));
     struct rio_reader *rd;
-    T_OK(rio_reader_open(e.c, "k", 2, &call, &rd));
-    T_GT(rio_reader_read(rd, dst, 1000), 0);
-    rio_cancel_fire(cx);
-    rio_cancel_destroy(cx);
+    T_OK(rio_reader_open(l.e.c, "k", 2, &l.call, &rd));
+    T_GT(rio_reader_read(rd, l.dst, 1000), 0);
+    rio_cancel_fire(l.cx);
+    rio_cancel_destroy(l.cx);
     int64_t n;
-    while ((n = rio_reader_read(rd, dst, EU_MIB)) > 0)
+    while ((n = rio_reader_read(rd, l.dst, EU_MIB)) > 0)
         ;
     T_ERR(n, RIO_ECANCELED);
     T_ERR(rio_reader_close(rd), RIO_ECANCELED);
-    eu_idle(e.c);
-    eu_close(&e);
-    free(src);
-    free(dst);
+    life_close(&l);
 }
 
 /* rio_client_destroy with a reader and a writer open: returns, ends both,

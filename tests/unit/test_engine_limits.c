@@ -18,22 +18,19 @@
 TEST(depth_clamped_to_transport_max_depth)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_opts(&o);
-    o.depth = 8;
-    eu_open(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", &o);
+    eu_begin(&e);
+    e.o.depth = 8;
+    eu_open(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", &e.o);
     T_EQ(rio__client_transport(e.c)->max_depth, 2u);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &call);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
     for (unsigned i = 0; i < 2; i++)
-        T_LE(st.path[i].peak_depth, 2u);
-    eu_get_check(e.c, "o", n, 3, &call);
+        T_LE(e.st.path[i].peak_depth, 2u);
+    eu_get_check(e.c, "o", n, 3, &e.call);
     for (unsigned i = 0; i < 2; i++) {
-        T_LE(st.path[i].peak_depth, 2u);
-        T_GT(st.path[i].ops, 0u);
+        T_LE(e.st.path[i].peak_depth, 2u);
+        T_GT(e.st.path[i].ops, 0u);
     }
     T_EQ(rio__mock_refused(rio__client_transport(e.c)), 0u);
     eu_idle(e.c);
@@ -46,19 +43,15 @@ TEST(depth_clamped_to_transport_max_depth)
 TEST(larger_transport_limit_keeps_client_depth)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_opts(&o);
-    o.depth = 4;
-    o.paths = 1;
-    eu_open(&e, "mock://limits0?rate=100M", &o);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, NULL);
-    eu_get_check(e.c, "o", n, 4, &call);
-    T_LE(st.path[0].peak_depth, 4u);
-    T_GE(st.path[0].peak_depth, 2u);
+    eu_begin(&e);
+    e.o.depth = 4;
+    e.o.paths = 1;
+    uint8_t *src = eu_open_put(&e, "mock://limits0?rate=100M", n, 4);
+    eu_get_check(e.c, "o", n, 4, &e.call);
+    T_LE(e.st.path[0].peak_depth, 4u);
+    T_GE(e.st.path[0].peak_depth, 2u);
     free(src);
     eu_close(&e);
 }

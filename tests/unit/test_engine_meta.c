@@ -116,13 +116,12 @@ static void open_patched(struct eu *e, struct rio_options *o, const char *url, b
 TEST(lookup_retried_and_counted)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(OBJ, 1), *dst = malloc(OBJ);
     struct rio_desc d;
 
-    eu_opts(&o);
-    o.retry_attempts = 4;
-    open_patched(&e, &o, "mock://meta1", false);
+    eu_begin(&e);
+    e.o.retry_attempts = 4;
+    open_patched(&e, &e.o, "mock://meta1", false);
     T_OK(rio_put(e.c, "k", src, OBJ, NULL, NULL));
 
     script(OP_LOOKUP, 3, -ECONNRESET);
@@ -132,13 +131,11 @@ TEST(lookup_retried_and_counted)
     T_EQ(atomic_load(&calls[OP_LOOKUP]), 4u);
 
     /* A GET's lookup: the failed tries are in its stats, by class. */
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     script(OP_LOOKUP, 2, RIO_ESERVER);
-    T_EQ(rio_get(e.c, "k", dst, OBJ, &call), (int64_t)OBJ);
+    T_EQ(rio_get(e.c, "k", dst, OBJ, &e.call), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
-    T_EQ(st.retries[RIO_CLASS_SERVER], 2u);
-    T_EQ(st.retries_total, 2u);
+    T_EQ(e.st.retries[RIO_CLASS_SERVER], 2u);
+    T_EQ(e.st.retries_total, 2u);
     close_patched(&e);
     free(src);
     free(dst);
@@ -147,12 +144,11 @@ TEST(lookup_retried_and_counted)
 TEST(tries_bounded_by_retries_option)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_desc d;
 
-    eu_opts(&o);
-    o.retry_attempts = 3;
-    open_patched(&e, &o, "mock://meta2", false);
+    eu_begin(&e);
+    e.o.retry_attempts = 3;
+    open_patched(&e, &e.o, "mock://meta2", false);
     script(OP_LOOKUP, -1, -ETIMEDOUT);
     T_ERR(rio_stat(e.c, "k", &d), -ETIMEDOUT);
     T_EQ(atomic_load(&calls[OP_LOOKUP]), 3u);
@@ -167,11 +163,10 @@ TEST(tries_bounded_by_retries_option)
 TEST(fatal_and_unknown_not_retried)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(OBJ, 2);
 
-    eu_opts(&o);
-    open_patched(&e, &o, "mock://meta3", false);
+    eu_begin(&e);
+    open_patched(&e, &e.o, "mock://meta3", false);
     T_OK(rio_put(e.c, "k", src, OBJ, NULL, NULL));
     /* It may have taken effect: the transport says so and it is not repeated. */
     script(OP_REMOVE, -1, RIO_EUNKNOWN);
@@ -193,12 +188,11 @@ TEST(fatal_and_unknown_not_retried)
 TEST(put_open_retried_everywhere)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(OBJ, 3), *dst = malloc(OBJ);
 
-    eu_opts(&o);
-    o.retry_attempts = 3;
-    open_patched(&e, &o, "mock://meta4?paths=2", false);
+    eu_begin(&e);
+    e.o.retry_attempts = 3;
+    open_patched(&e, &e.o, "mock://meta4?paths=2", false);
     script(OP_OPEN, 2, -ECONNREFUSED);
     T_OK(rio_put(e.c, "a", src, OBJ, NULL, NULL));
     T_EQ(atomic_load(&calls[OP_OPEN]), 3u);
@@ -236,26 +230,23 @@ TEST(put_open_retried_everywhere)
 TEST(commit_retried_only_with_capability)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(OBJ, 4), *dst = malloc(OBJ);
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     struct rio_desc d;
 
-    eu_opts(&o);
-    open_patched(&e, &o, "mock://meta5", false);
+    eu_begin(&e);
+    open_patched(&e, &e.o, "mock://meta5", false);
     script(OP_COMMIT, 1, -ECONNRESET);
-    T_ERR(rio_put(e.c, "k", src, OBJ, &call, NULL), -ECONNRESET);
+    T_ERR(rio_put(e.c, "k", src, OBJ, &e.call, NULL), -ECONNRESET);
     T_EQ(atomic_load(&calls[OP_COMMIT]), 1u);
-    T_EQ(st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(e.st.retries[RIO_CLASS_RESET], 1u);
     T_ERR(rio_stat(e.c, "k", &d), RIO_ENOTFOUND);
     close_patched(&e);
 
-    open_patched(&e, &o, "mock://meta6", true);
+    open_patched(&e, &e.o, "mock://meta6", true);
     script(OP_COMMIT, 2, -ECONNRESET);
-    T_OK(rio_put(e.c, "k", src, OBJ, &call, NULL));
+    T_OK(rio_put(e.c, "k", src, OBJ, &e.call, NULL));
     T_EQ(atomic_load(&calls[OP_COMMIT]), 3u);
-    T_EQ(st.retries[RIO_CLASS_RESET], 2u);
+    T_EQ(e.st.retries[RIO_CLASS_RESET], 2u);
     T_EQ(rio_get(e.c, "k", dst, OBJ, NULL), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
     /* Tries spent: the upload the transport left is aborted, nothing leaks
@@ -274,14 +265,13 @@ TEST(commit_retried_only_with_capability)
 TEST(deadline_bounds_the_backoff)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *dst = malloc(OBJ);
 
-    eu_opts(&o);
-    o.retry_attempts = 100;
-    o.backoff_base_ms = 400;
-    o.backoff_cap_ms = 400;
-    open_patched(&e, &o, "mock://meta7", false);
+    eu_begin(&e);
+    e.o.retry_attempts = 100;
+    e.o.backoff_base_ms = 400;
+    e.o.backoff_cap_ms = 400;
+    open_patched(&e, &e.o, "mock://meta7", false);
     script(OP_LOOKUP, -1, -ECONNRESET);
     struct rio_call call = {.deadline_ms = 150};
     uint64_t t0 = eu_now_ns();
@@ -308,15 +298,14 @@ static void *fire_later(void *arg)
 TEST(cancel_ends_the_backoff)
 {
     struct eu e;
-    struct rio_options o;
     uint8_t *src = eu_pattern_buf(OBJ, 5);
     pthread_t th;
 
-    eu_opts(&o);
-    o.retry_attempts = 100;
-    o.backoff_base_ms = 2000;
-    o.backoff_cap_ms = 2000;
-    open_patched(&e, &o, "mock://meta8", false);
+    eu_begin(&e);
+    e.o.retry_attempts = 100;
+    e.o.backoff_base_ms = 2000;
+    e.o.backoff_cap_ms = 2000;
+    open_patched(&e, &e.o, "mock://meta8", false);
     script(OP_OPEN, -1, RIO_ESERVER);
     struct firer f = {.ms = 50};
     T_OK(rio_cancel_new(&f.cx));

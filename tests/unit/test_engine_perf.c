@@ -35,7 +35,6 @@ static int contended(const struct rio_stats *st)
 static void hetero(size_t n, uint64_t chunk)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats pst, gst, best_put, best_get;
     struct rio_call pc = {.stats = &pst}, gc = {.stats = &gst};
     const double sum_mbps = 125 + 125 + 62 + 31; /* MB/s, 1e6 */
@@ -47,9 +46,9 @@ static void hetero(size_t n, uint64_t chunk)
      * measured under it says nothing about the engine. */
     if (EU_TSAN)
         T_SKIP("goodput is not measurable under ThreadSanitizer");
-    eu_opts(&o);
-    o.chunk_size = chunk;
-    eu_open(&e, "mock://hetero?paths=4&rate=125MB,125MB,62MB,31MB", &o);
+    eu_begin(&e);
+    e.o.chunk_size = chunk;
+    eu_open(&e, "mock://hetero?paths=4&rate=125MB,125MB,62MB,31MB", &e.o);
     uint8_t *src = eu_pattern_buf(n, 1);
     uint8_t *dst = eu_fill_buf(n, 0xA5);
 
@@ -107,7 +106,6 @@ TEST(hetero_goodput_128m_4m)
 TEST(slow_path_does_not_hold_tail)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st, best;
     struct rio_call call = {.stats = &st};
     const size_t n = 16 * EU_MIB;
@@ -115,7 +113,7 @@ TEST(slow_path_does_not_hold_tail)
 
     if (EU_TSAN)
         T_SKIP("timing is not measurable under ThreadSanitizer");
-    eu_start(&e, &o, "mock://tail?paths=2&rate=200M,2M");
+    eu_start(&e, "mock://tail?paths=2&rate=200M,2M");
     uint8_t *src = eu_pattern_buf(n, 61);
     T_OK(rio_mock_set_path(e.c, 1, 0, 0)); /* PUT at full speed */
     T_OK(rio_mock_set_path(e.c, 0, 0, 0));

@@ -35,12 +35,11 @@ static int64_t read_all(struct rio_reader *rd, uint8_t *dst, size_t cap, size_t 
 TEST(reader_in_order_byte_exact)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 4 * EU_MIB + 777;
     const unsigned prefetch[] = {1, 2, 5, 64};
     const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
 
-    eu_start(&e, &o, "mock://rd1?paths=3&rate=400M,200M,50M");
+    eu_start(&e, "mock://rd1?paths=3&rate=400M,200M,50M");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 7, NULL);
     uint8_t *dst = malloc(n + 1);
     T_NOTNULL(dst);
@@ -67,15 +66,14 @@ TEST(reader_in_order_byte_exact)
 TEST(reader_prefetch_bounds_inflight)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 2 * EU_MIB;
     uint8_t buf[4096];
     struct rio_reader *rd;
     struct rio_counters ct;
 
-    eu_opts(&o);
-    o.depth = 16;
-    eu_open(&e, "mock://rd2?paths=4", &o);
+    eu_begin(&e);
+    e.o.depth = 16;
+    eu_open(&e, "mock://rd2?paths=4", &e.o);
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 8, NULL);
     T_OK(rio_reader_open(e.c, "obj", 3, NULL, &rd));
     for (int i = 0; i < 50; i++) {
@@ -96,13 +94,12 @@ TEST(reader_prefetch_bounds_inflight)
 TEST(reader_close_mid_stream_leaves_nothing)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 2 * EU_MIB;
     uint8_t buf[100];
     struct rio_reader *rd;
     struct rio_mock_counters mc;
 
-    eu_start(&e, &o, "mock://rd3?paths=2");
+    eu_start(&e, "mock://rd3?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 9, NULL);
     eu_fault(e.c, "stall:op=read:chunk=3");
     eu_fault(e.c, "late:op=read:chunk=4:delay=50");
@@ -129,24 +126,21 @@ TEST(reader_close_mid_stream_leaves_nothing)
 TEST(reader_survives_faults)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 3 * EU_MIB;
 
-    eu_start(&e, &o, "mock://rd4?paths=3");
+    eu_start(&e, "mock://rd4?paths=3");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 10, NULL);
     eu_fault(e.c, "disconnect:op=read:count=1:skip=3:bytes=1000:down=50");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=1");
     uint8_t *dst = malloc(n);
     T_NOTNULL(dst);
     struct rio_reader *rd;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    T_OK(rio_reader_open(e.c, "obj", 4, &call, &rd));
+    T_OK(rio_reader_open(e.c, "obj", 4, &e.call, &rd));
     T_EQ(read_all(rd, dst, n, 70000), (int64_t)n);
     T_EQ(rio_reader_close(rd), 0);
     T_MEMEQ(dst, src, n);
-    T_GE(st.retries[RIO_CLASS_CHECKSUM], 1u);
-    T_GE(st.retries[RIO_CLASS_RESET], 1u);
+    T_GE(e.st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     eu_idle(e.c);
     free(dst);
     free(src);
@@ -158,13 +152,12 @@ TEST(reader_survives_faults)
 TEST(reader_error_is_sticky)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = EU_MIB;
     uint8_t *dst = malloc(n);
 
-    eu_opts(&o);
-    o.retry_attempts = 2;
-    eu_open(&e, "mock://rd5?paths=1", &o);
+    eu_begin(&e);
+    e.o.retry_attempts = 2;
+    eu_open(&e, "mock://rd5?paths=1", &e.o);
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 11, NULL);
     eu_fault(e.c, "error:op=read:chunk=5:error=EACCES");
     struct rio_reader *rd;
@@ -207,10 +200,9 @@ static int sink_cb(void *arg, const void *data, size_t len)
 TEST(get_stream_callback)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 2 * EU_MIB + 3;
 
-    eu_start(&e, &o, "mock://rd6?paths=2");
+    eu_start(&e, "mock://rd6?paths=2");
     uint8_t *src = eu_put_pattern(e.c, "obj", n, 12, NULL);
     struct sink s = {.src = src};
     T_EQ(rio_get_stream(e.c, "obj", 0, sink_cb, &s, NULL), (int64_t)n);

@@ -44,78 +44,85 @@ static void check_sane(const struct rio_stats *st, uint64_t size, uint64_t nchun
 TEST(stats_sanity_get_put)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     const size_t n = 4 * EU_MIB;
 
-    eu_start(&e, &o, "mock://stats?paths=4&rate=200M&lat=100us");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, &call);
-    check_sane(&st, n, n / EU_CHUNK);
-    T_GT(st.hash_ns, 0u);
-    T_EQ(st.bytes_staged, 0u);
-    eu_stats_print("put", &st);
+    eu_start(&e, "mock://stats?paths=4&rate=200M&lat=100us");
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 1, &e.call);
+    check_sane(&e.st, n, n / EU_CHUNK);
+    T_GT(e.st.hash_ns, 0u);
+    T_EQ(e.st.bytes_staged, 0u);
+    eu_stats_print("put", &e.st);
 
-    eu_get_check(e.c, "o", n, 1, &call);
-    check_sane(&st, n, n / EU_CHUNK);
-    T_GT(st.verify_ns, 0u);
-    T_EQ(st.hash_ns, 0u);
-    T_EQ(st.retries_total, 0u);
-    T_EQ(st.npaths, 4u);
+    eu_get_check(e.c, "o", n, 1, &e.call);
+    check_sane(&e.st, n, n / EU_CHUNK);
+    T_GT(e.st.verify_ns, 0u);
+    T_EQ(e.st.hash_ns, 0u);
+    T_EQ(e.st.retries_total, 0u);
+    T_EQ(e.st.npaths, 4u);
     for (unsigned i = 0; i < 4; i++) {
         /* The mock reports its cap: 200 MiB/s. */
-        T_NEAR(st.path[i].cap_mbps, 200.0 * 1.048576, 0.01);
-        T_LE(st.path[i].rate_mbps, st.path[i].cap_mbps * 1.05);
+        T_NEAR(e.st.path[i].cap_mbps, 200.0 * 1.048576, 0.01);
+        T_LE(e.st.path[i].rate_mbps, e.st.path[i].cap_mbps * 1.05);
     }
     /* Latency: at least the 64 KiB at 200 MiB/s plus 100 us. */
-    T_GE(st.lat_p50_ns, 400000u);
+    T_GE(e.st.lat_p50_ns, 400000u);
 
     /* RIO_ATOMIC stages the object and copies it. */
-    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &st};
+    struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &e.st};
     eu_get_check(e.c, "o", n, 1, &ac);
-    check_sane(&st, n, n / EU_CHUNK);
-    T_EQ(st.bytes_staged, n);
-    T_GT(st.copy_ns, 0u);
+    check_sane(&e.st, n, n / EU_CHUNK);
+    T_EQ(e.st.bytes_staged, n);
+    T_GT(e.st.copy_ns, 0u);
 
     /* Retries show in the stats but not in the chunk count. */
     eu_fault(e.c, "short:op=read:chunk=3:count=1:bytes=10");
-    eu_get_check(e.c, "o", n, 1, &call);
-    check_sane(&st, n, n / EU_CHUNK);
-    T_EQ(st.retries_total, 1u);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    eu_get_check(e.c, "o", n, 1, &e.call);
+    check_sane(&e.st, n, n / EU_CHUNK);
+    T_EQ(e.st.retries_total, 1u);
+    T_EQ(e.st.retries[RIO_CLASS_SHORT], 1u);
     uint64_t errs = 0;
     for (unsigned i = 0; i < 4; i++)
-        errs += st.path[i].errors;
+        errs += e.st.path[i].errors;
     T_EQ(errs, 1u);
 
     /* A failed call still fills its stats, with no bytes delivered. */
     uint8_t *small = eu_fill_buf(16, 0);
-    T_ERR(rio_get(e.c, "o", small, 16, &call), RIO_ETOOBIG);
-    T_EQ(st.bytes, 0u);
+    T_ERR(rio_get(e.c, "o", small, 16, &e.call), RIO_ETOOBIG);
+    T_EQ(e.st.bytes, 0u);
     free(small);
     free(src);
     eu_close(&e);
+}
+
+/* A 2 MiB PUT and checked GET on url: e->st holds the GET's stats, printed. */
+static void run_for_verdict(struct eu *e, const char *url, unsigned seed)
+{
+    const size_t n = 2 * EU_MIB;
+
+    eu_start(e, url);
+    uint8_t *src = eu_put_pattern(e->c, "o", n, seed, NULL);
+    eu_get_check(e->c, "o", n, seed, &e->call);
+    free(src);
+    eu_stats_print("get", &e->st);
+}
+
+/* The verdict, its name and a sentence that explains it. */
+static void expect_verdict(const struct rio_stats *st, int want, const char *name)
+{
+    T_EQ(st->verdict, want);
+    T_STREQ(rio_verdict_name(st->verdict), name);
+    T_GT(strlen(st->verdict_text), 0u);
 }
 
 /* Paths far faster than the storage service: the verdict is storage. */
 TEST(verdict_storage)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, &o, "mock://vstor?paths=4&rate=2G&disk=40M"); /* ~50 ms per transfer */
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 2, NULL);
-    eu_get_check(e.c, "o", n, 2, &call);
-    eu_stats_print("get", &st);
-    T_EQ(st.verdict, RIO_VERDICT_STORAGE);
-    T_STREQ(rio_verdict_name(st.verdict), "storage");
-    T_GT(st.svc_ns, 0u);
-    T_GE((double)st.svc_ns, 0.5 * (double)st.op_ns);
-    T_GT(strlen(st.verdict_text), 0u);
-    free(src);
+    run_for_verdict(&e, "mock://vstor?paths=4&rate=2G&disk=40M", 2); /* ~50 ms per transfer */
+    expect_verdict(&e.st, RIO_VERDICT_STORAGE, "storage");
+    T_GT(e.st.svc_ns, 0u);
+    T_GE((double)e.st.svc_ns, 0.5 * (double)e.st.op_ns);
     eu_close(&e);
 }
 
@@ -123,27 +130,17 @@ TEST(verdict_storage)
 TEST(verdict_network)
 {
     struct eu e;
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    const size_t n = 2 * EU_MIB;
 
-    eu_start(&e, &o, "mock://vnet?paths=2&rate=20M"); /* ~50 ms per transfer */
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, NULL);
-    eu_get_check(e.c, "o", n, 3, &call);
-    eu_stats_print("get", &st);
-    if (st.verdict == RIO_VERDICT_SOFTWARE &&
-        (double)st.cpu_wait_ns >= 0.25 * (double)st.elapsed_ns)
+    run_for_verdict(&e, "mock://vnet?paths=2&rate=20M", 3); /* ~50 ms per transfer */
+    if (e.st.verdict == RIO_VERDICT_SOFTWARE &&
+        (double)e.st.cpu_wait_ns >= 0.25 * (double)e.st.elapsed_ns)
         T_SKIP("machine too busy: threads waited %.1f ms for a CPU in a %.1f ms call, and the "
                "verdict rightly says so",
-               st.cpu_wait_ns / 1e6, st.elapsed_ns / 1e6);
-    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
-    T_STREQ(rio_verdict_name(st.verdict), "network");
-    T_EQ(st.svc_ns, 0u);
+               e.st.cpu_wait_ns / 1e6, e.st.elapsed_ns / 1e6);
+    expect_verdict(&e.st, RIO_VERDICT_NETWORK, "network");
+    T_EQ(e.st.svc_ns, 0u);
     for (unsigned i = 0; i < 2; i++)
-        T_GE(st.path[i].rate_mbps, 0.8 * st.path[i].cap_mbps);
-    T_GT(strlen(st.verdict_text), 0u);
-    free(src);
+        T_GE(e.st.path[i].rate_mbps, 0.8 * e.st.path[i].cap_mbps);
     eu_close(&e);
 }
 
@@ -214,12 +211,11 @@ static void prog_cb(void *arg, uint64_t done, uint64_t total)
 TEST(progress_reports)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 4 * EU_MIB;
     struct prog pg = {0};
     struct rio_call call = {.progress = prog_cb, .progress_arg = &pg};
 
-    eu_start(&e, &o, "mock://prog?paths=2&rate=10M"); /* ~200 ms for the GET */
+    eu_start(&e, "mock://prog?paths=2&rate=10M"); /* ~200 ms for the GET */
     uint8_t *src = eu_put_pattern(e.c, "o", n, 5, NULL);
     uint64_t t0 = eu_now_ns();
     eu_get_check(e.c, "o", n, 5, &call);

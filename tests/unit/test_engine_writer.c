@@ -28,12 +28,11 @@ static int write_pattern(struct rio_writer *w, const uint8_t *src, size_t n, siz
 TEST(writer_unknown_size_round_trip)
 {
     struct eu e;
-    struct rio_options o;
     const size_t sizes[] = {0, 1, EU_CHUNK - 1, EU_CHUNK, EU_CHUNK + 1, 5 * EU_CHUNK + 333};
     const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
     const unsigned slots[] = {2, 3, 0};
 
-    eu_start(&e, &o, "mock://wr1?paths=3&rate=400M,200M,50M");
+    eu_start(&e, "mock://wr1?paths=3&rate=400M,200M,50M");
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         uint8_t *src = eu_pattern_buf(n, 100 + i);
@@ -72,10 +71,9 @@ TEST(writer_unknown_size_round_trip)
 TEST(writer_declared_size)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 3 * EU_CHUNK + 10;
 
-    eu_start(&e, &o, "mock://wr2?paths=2");
+    eu_start(&e, "mock://wr2?paths=2");
     uint8_t *src = eu_pattern_buf(n + EU_CHUNK, 9);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
@@ -103,31 +101,28 @@ TEST(writer_declared_size)
 TEST(writer_bounded_in_flight)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 64 * EU_CHUNK + 5;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
 
-    eu_opts(&o);
-    o.depth = 8;
-    eu_open(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", &o);
+    eu_begin(&e);
+    e.o.depth = 8;
+    eu_open(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", &e.o);
     uint8_t *src = eu_pattern_buf(n, 3);
     struct rio_writer *w;
-    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &call, &w));
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &e.call, &w));
     T_OK(write_pattern(w, src, n, 100000));
     T_OK(rio_writer_close(w, NULL));
     eu_get_check(e.c, "obj", n, 3, NULL);
-    T_EQ(st.bytes, n);
-    T_EQ(st.chunks, 65u);
-    T_GE(st.elapsed_ns, st.last_done_ns);
-    T_LE(st.peak_inflight_bytes, 3 * EU_CHUNK);
-    T_GT(st.peak_inflight_bytes, 0u);
+    T_EQ(e.st.bytes, n);
+    T_EQ(e.st.chunks, 65u);
+    T_GE(e.st.elapsed_ns, e.st.last_done_ns);
+    T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
+    T_GT(e.st.peak_inflight_bytes, 0u);
     uint64_t sum = 0;
-    for (unsigned i = 0; i < st.npaths; i++)
-        sum += st.path[i].bytes;
+    for (unsigned i = 0; i < e.st.npaths; i++)
+        sum += e.st.path[i].bytes;
     T_EQ(sum, n);
-    T_GT(st.lat_max_ns, 0u);
-    T_GT(st.verdict_text[0], 0);
+    T_GT(e.st.lat_max_ns, 0u);
+    T_GT(e.st.verdict_text[0], 0);
     eu_idle(e.c);
     free(src);
     eu_close(&e);
@@ -138,23 +133,20 @@ TEST(writer_bounded_in_flight)
 TEST(writer_retries_faults)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 20 * EU_CHUNK + 99;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
 
-    eu_start(&e, &o, "mock://wr4?paths=3");
+    eu_start(&e, "mock://wr4?paths=3");
     eu_fault(e.c, "error:op=write:chunk=3:count=2:error=RIO_ESERVER");
     eu_fault(e.c, "bitflip:op=write:chunk=11:count=1");
     eu_fault(e.c, "disconnect:op=write:chunk=17:count=1:down=0:bytes=1000");
     uint8_t *src = eu_pattern_buf(n, 4);
     T_EQ(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, NULL, NULL, NULL), RIO_EINVAL);
     struct rio_writer *w;
-    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &call, &w));
+    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &e.call, &w));
     T_OK(write_pattern(w, src, n, 7777));
     T_OK(rio_writer_close(w, NULL));
     eu_get_check(e.c, "obj", n, 4, NULL);
-    T_GE(st.retries_total, 4u);
+    T_GE(e.st.retries_total, 4u);
     T_EQ(eu_faults_fired(e.c), 4u);
     eu_idle(e.c);
     free(src);
@@ -166,10 +158,9 @@ TEST(writer_retries_faults)
 TEST(writer_fatal_error_keeps_old)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 10 * EU_CHUNK;
 
-    eu_start(&e, &o, "mock://wr5?paths=2");
+    eu_start(&e, "mock://wr5?paths=2");
     uint8_t *old = eu_put_pattern(e.c, "obj", n, 5, NULL);
     eu_fault(e.c, "error:op=write:chunk=6:error=EACCES");
     uint8_t *src = eu_pattern_buf(n, 6);
@@ -190,10 +181,9 @@ TEST(writer_fatal_error_keeps_old)
 TEST(writer_abort_and_cancel)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 30 * EU_CHUNK;
 
-    eu_start(&e, &o, "mock://wr6?paths=2&rate=100M&latency=1ms");
+    eu_start(&e, "mock://wr6?paths=2&rate=100M&latency=1ms");
     uint8_t *src = eu_pattern_buf(n, 7);
     struct rio_writer *w;
     struct rio_desc d;
@@ -220,43 +210,21 @@ TEST(writer_abort_and_cancel)
     eu_close(&e);
 }
 
-struct src_state {
-    const uint8_t *p;
-    size_t n, off, step;
-    size_t fail_at; /* return an error once off reaches it (0 = never) */
-};
-
-static int64_t src_fill(void *arg, void *buf, size_t cap)
-{
-    struct src_state *s = arg;
-    if (s->fail_at && s->off >= s->fail_at)
-        return -EIO;
-    size_t k = s->n - s->off;
-    if (k > cap)
-        k = cap;
-    if (k > s->step)
-        k = s->step;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
-}
-
 /* rio_put_stream reads chunks straight into the writer's buffers; a source
  * error drops the PUT and is returned as is. */
 TEST(put_stream_source)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 7 * EU_CHUNK + 1;
 
-    eu_start(&e, &o, "mock://wr7?paths=2");
+    eu_start(&e, "mock://wr7?paths=2");
     uint8_t *src = eu_pattern_buf(n, 8);
-    struct src_state s = {.p = src, .n = n, .step = 12345};
-    T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, src_fill, &s, NULL, NULL));
+    struct t_piece_src s = {.p = src, .n = n, .step = 12345};
+    T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &s, NULL, NULL));
     eu_get_check(e.c, "obj", n, 8, NULL);
 
-    struct src_state bad = {.p = src, .n = n, .step = 12345, .fail_at = 3 * EU_CHUNK};
-    T_EQ(rio_put_stream(e.c, "obj2", RIO_SIZE_UNKNOWN, 3, src_fill, &bad, NULL, NULL), -EIO);
+    struct t_piece_src bad = {.p = src, .n = n, .step = 12345, .fail_at = 3 * EU_CHUNK};
+    T_EQ(rio_put_stream(e.c, "obj2", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &bad, NULL, NULL), -EIO);
     struct rio_desc d;
     T_EQ(rio_stat(e.c, "obj2", &d), RIO_ENOTFOUND);
     eu_idle(e.c);
@@ -269,11 +237,10 @@ TEST(put_stream_source)
 TEST(etag_none)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_desc d, st;
     const size_t n = 5 * EU_CHUNK + 3;
 
-    eu_start(&e, &o, "mock://et1?paths=2&etag=none");
+    eu_start(&e, "mock://et1?paths=2&etag=none");
     uint8_t *src = eu_pattern_buf(n, 11);
     T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
     T_STREQ(d.etag, "");
@@ -317,12 +284,11 @@ static int stream_once(struct rio_client *c, const uint8_t *src, size_t n)
 TEST(writer_alloc_fail_sweep)
 {
     struct eu e;
-    struct rio_options o;
     const size_t n = 5 * EU_CHUNK + 17;
     unsigned hits = 0;
     uint64_t k;
 
-    eu_start(&e, &o, "mock://wr8?paths=2");
+    eu_start(&e, "mock://wr8?paths=2");
     uint8_t *src = eu_pattern_buf(n, 12);
     T_OK(stream_once(e.c, src, n)); /* warm the staging cache */
     T_OK(rio_delete(e.c, "sweep"));

@@ -76,6 +76,13 @@ static void ff_read(struct ff *f, struct top *o, uint64_t idx, unsigned path)
     T_OK(f->x.ops->submit(f->x.t, &o->io));
 }
 
+/* ff_read, then its completion reaped. */
+static void ff_read_one(struct ff *f, struct top *o, uint64_t idx, unsigned path)
+{
+    ff_read(f, o, idx, path);
+    reap_one(&f->x, o);
+}
+
 static void ff_close(struct ff *f)
 {
     struct rio_mock_counters c = counters(&f->x);
@@ -236,8 +243,7 @@ TEST(short_read_and_write)
         ff_open(&f, tg, "");
         add_fault(&f.x, "short:op=read:chunk=1:bytes=100");
         add_fault(&f.x, "short:op=write:chunk=0:bytes=10");
-        ff_read(&f, &r, 1, 0);
-        reap_one(&f.x, &r);
+        ff_read_one(&f, &r, 1, 0);
         T_EQ(r.res, 100);
         T_MEMEQ(f.dst + CS, f.src + CS, 100);
         T_TRUE(all_bytes(f.dst + CS + 100, CS - 100, 0xDD));
@@ -265,8 +271,7 @@ TEST(bitflip_read_and_write)
 
         ff_open(&f, tg, "");
         add_fault(&f.x, "bitflip:op=read:chunk=2:count=1");
-        ff_read(&f, &r, 2, 1);
-        reap_one(&f.x, &r);
+        ff_read_one(&f, &r, 2, 1);
         T_EQ(r.res, (int64_t)CS);
         T_EQ(bits_differ(f.dst + 2 * CS, f.src + 2 * CS, CS), 1u);
 
@@ -319,12 +324,10 @@ TEST(error_read_and_write)
 
         ff_open(&f, tg, "");
         add_fault(&f.x, "error:op=read:chunk=3:error=EIO");
-        ff_read(&f, &r, 3, 0);
-        reap_one(&f.x, &r);
+        ff_read_one(&f, &r, 3, 0);
         T_EQ(r.res, -EIO);
         T_TRUE(all_bytes(f.dst + 3 * CS, CS, 0xDD));
-        ff_read(&f, &r, 2, 0);
-        reap_one(&f.x, &r);
+        ff_read_one(&f, &r, 2, 0);
         T_EQ(r.res, (int64_t)CS);
         T_MEMEQ(f.dst + 2 * CS, f.src + 2 * CS, CS);
 
@@ -497,8 +500,7 @@ TEST(delay_then_the_data)
 
         ff_open(&f, tg, "delay:op=read:chunk=2:delay=40ms");
         t0 = rio__now_ns();
-        ff_read(&f, &r, 2, 0);
-        reap_one(&f.x, &r);
+        ff_read_one(&f, &r, 2, 0);
         T_EQ(r.res, (int64_t)CS);
         T_GE((r.done_ns - t0) / 1000000, 39u);
         T_MEMEQ(f.dst + 2 * CS, f.src + 2 * CS, CS);
@@ -521,8 +523,7 @@ TEST(genchange_on_mock)
 
     targets_init();
     ff_open(&f, &targets[0], "genchange:chunk=1:count=1");
-    ff_read(&f, &r, 1, 0);
-    reap_one(&f.x, &r);
+    ff_read_one(&f, &r, 1, 0);
     T_EQ(r.res, RIO_EGENERATION);
     T_TRUE(all_bytes(f.dst + CS, CS, 0x11));
     T_OK(f.x.ops->lookup(f.x.t, "k", &n));

@@ -222,6 +222,42 @@ TEST(store_shared_by_name_and_freed_with_last)
     tx_close(&c);
 }
 
+/* Chunks 0..n-1 of src written into upload up (their xxh into xxh unless
+ * NULL), all submitted and all completed. */
+static void write_chunks(struct tx *x, struct top *w, unsigned n, void *up, uint64_t size,
+                         uint64_t cs, const uint8_t *src, uint64_t *xxh)
+{
+    for (unsigned i = 0; i < n; i++) {
+        top_write(&w[i], up, size, cs, i, 0, src);
+        if (xxh)
+            xxh[i] = w[i].io.xxh;
+        T_OK(x->ops->submit(x->t, &w[i].io));
+    }
+    T_EQ(reap_all(x, w, n, 2000), n);
+}
+
+/* Chunk idx of src written again into up, alone: it completes with want. */
+static void rewrite_chunk(struct tx *x, struct top *w, void *up, uint64_t size, uint64_t cs,
+                          uint64_t idx, const uint8_t *src, int64_t want)
+{
+    top_write(w, up, size, cs, idx, 0, src);
+    T_OK(x->ops->submit(x->t, &w->io));
+    reap_one(x, w);
+    T_EQ(w->res, want);
+}
+
+/* The descriptor that commits key k: nchunks chunks of cs, these xxh. */
+static void commit_desc(struct rio_desc *d, uint64_t size, uint64_t cs, uint64_t nchunks,
+                        uint64_t *xxh)
+{
+    memset(d, 0, sizeof(*d));
+    strcpy(d->key, "k");
+    d->size = size;
+    d->chunk_size = cs;
+    d->nchunks = nchunks;
+    d->xxh = xxh;
+}
+
 TEST(upload_invisible_until_commit_and_checked)
 {
     const uint64_t size = 3000, cs = 1024;
@@ -235,30 +271,16 @@ TEST(upload_invisible_until_commit_and_checked)
     tx_open(&x, "mock://up");
     /* Abort: nothing visible. */
     T_OK(x.ops->put_open(x.t, "k", size, cs, &up));
-    for (i = 0; i < 3; i++) {
-        top_write(&w[i], up, size, cs, i, 0, src);
-        T_OK(x.ops->submit(x.t, &w[i].io));
-    }
-    T_EQ(reap_all(&x, w, 3, 2000), 3u);
+    write_chunks(&x, w, 3, up, size, cs, src, NULL);
     T_ERR(x.ops->lookup(x.t, "k", &d), RIO_ENOTFOUND);
     x.ops->put_abort(x.t, up);
     T_ERR(x.ops->lookup(x.t, "k", &d), RIO_ENOTFOUND);
 
     /* A chunk never written: the commit is refused. */
-    memset(&d, 0, sizeof(d));
-    strcpy(d.key, "k");
-    d.size = size;
-    d.chunk_size = cs;
-    d.nchunks = 3;
     uint64_t xxh[3];
-    d.xxh = xxh;
+    commit_desc(&d, size, cs, 3, xxh);
     T_OK(x.ops->put_open(x.t, "k", size, cs, &up));
-    for (i = 0; i < 2; i++) {
-        top_write(&w[i], up, size, cs, i, 0, src);
-        T_OK(x.ops->submit(x.t, &w[i].io));
-        xxh[i] = w[i].io.xxh;
-    }
-    T_EQ(reap_all(&x, w, 2, 2000), 2u);
+    write_chunks(&x, w, 2, up, size, cs, src, xxh);
     T_ERR(x.ops->put_commit(x.t, up, &d), RIO_EPROTO);
     T_ERR(x.ops->lookup(x.t, "k", &d), RIO_ENOTFOUND);
 
@@ -276,10 +298,7 @@ TEST(upload_invisible_until_commit_and_checked)
     T_EQ(w[1].res, RIO_ECHECKSUM);
     T_EQ(w[2].res, (int64_t)(size - 2048));
     /* Rewritten correctly, then a descriptor that disagrees: ECHECKSUM. */
-    top_write(&w[1], up, size, cs, 1, 0, src);
-    T_OK(x.ops->submit(x.t, &w[1].io));
-    reap_one(&x, &w[1]);
-    T_EQ(w[1].res, 1024);
+    rewrite_chunk(&x, &w[1], up, size, cs, 1, src, 1024);
     xxh[2] ^= 1;
     T_ERR(x.ops->put_commit(x.t, up, &d), RIO_ECHECKSUM);
     T_ERR(x.ops->lookup(x.t, "k", &d), RIO_ENOTFOUND);
@@ -506,6 +525,13 @@ static void fx_read(struct fixture *f, struct top *o, uint64_t idx, unsigned pat
     T_OK(f->x.ops->submit(f->x.t, &o->io));
 }
 
+/* fx_read, then its completion reaped. */
+static void fx_read_one(struct fixture *f, struct top *o, uint64_t idx, unsigned path)
+{
+    fx_read(f, o, idx, path);
+    reap_one(&f->x, o);
+}
+
 TEST(fault_disconnect_downs_path_until_healed)
 {
     struct fixture f;
@@ -566,14 +592,12 @@ TEST(fault_short_bitflip_error_delay)
             "mock://fx?faults=short:op=read:chunk=0:bytes=100;bitflip:op=read:chunk=1;"
             "error:op=read:chunk=2:error=ETIMEDOUT;delay:op=read:chunk=3:delay=40ms",
             5, cs);
-    fx_read(&f, &r, 0, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 0, 0);
     T_EQ(r.res, 100);
     T_MEMEQ(f.dst, f.src, 100);
     T_TRUE(all_bytes(f.dst + 100, cs - 100, 0xDD));
 
-    fx_read(&f, &r, 1, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 1, 0);
     T_EQ(r.res, (int64_t)cs);
     {
         unsigned diff = 0;
@@ -583,21 +607,18 @@ TEST(fault_short_bitflip_error_delay)
         T_NE(rio__xxh3(f.dst + cs, cs), f.d.xxh[1]);
     }
 
-    fx_read(&f, &r, 2, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 2, 0);
     T_EQ(r.res, -ETIMEDOUT);
     T_TRUE(all_bytes(f.dst + 2 * cs, cs, 0xDD));
 
     t0 = rio__now_ns();
-    fx_read(&f, &r, 3, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 3, 0);
     T_EQ(r.res, (int64_t)cs);
     T_GE((r.done_ns - t0) / 1000000, 39u);
     T_MEMEQ(f.dst + 3 * cs, f.src + 3 * cs, cs);
 
     /* No rule matches chunk 4. */
-    fx_read(&f, &r, 4, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 4, 0);
     T_EQ(r.res, (int64_t)cs);
     T_EQ(counters(&f.x).faults_fired, 4u);
     fx_close(&f);
@@ -615,25 +636,12 @@ TEST(fault_bitflip_write_caught_at_server)
 
     tx_open(&x, "mock://bfw?faults=bitflip:op=write:chunk=1:count=1");
     T_OK(x.ops->put_open(x.t, "k", size, cs, &up));
-    for (int i = 0; i < 2; i++) {
-        top_write(&w[i], up, size, cs, (uint64_t)i, 0, src);
-        xxh[i] = w[i].io.xxh;
-        T_OK(x.ops->submit(x.t, &w[i].io));
-    }
-    T_EQ(reap_all(&x, w, 2, 2000), 2u);
+    write_chunks(&x, w, 2, up, size, cs, src, xxh);
     T_EQ(w[0].res, 4096);
     T_EQ(w[1].res, RIO_ECHECKSUM);
     /* The retry lands (the rule fired once) and the commit succeeds. */
-    top_write(&w[1], up, size, cs, 1, 0, src);
-    T_OK(x.ops->submit(x.t, &w[1].io));
-    reap_one(&x, &w[1]);
-    T_EQ(w[1].res, 4096);
-    memset(&d, 0, sizeof(d));
-    strcpy(d.key, "k");
-    d.size = size;
-    d.chunk_size = cs;
-    d.nchunks = 2;
-    d.xxh = xxh;
+    rewrite_chunk(&x, &w[1], up, size, cs, 1, src, 4096);
+    commit_desc(&d, size, cs, 2, xxh);
     T_OK(x.ops->put_commit(x.t, up, &d));
     T_GT(d.generation, 0u);
     tx_close(&x);
@@ -648,8 +656,7 @@ TEST(fault_skip_count_and_seeded_probability)
 
     fx_open(&f, "mock://sk?faults=error:op=read:skip=1:count=2", 1, 4096);
     for (int i = 0; i < 5; i++) {
-        fx_read(&f, &r, 0, 0);
-        reap_one(&f.x, &r);
+        fx_read_one(&f, &r, 0, 0);
         if ((i == 1 || i == 2) ? r.res != RIO_ESERVER : r.res != 4096)
             T_FAIL("op %d: res %lld", i, (long long)r.res);
     }
@@ -755,8 +762,7 @@ TEST(fault_genchange)
     uint64_t i;
 
     fx_open(&f, "mock://gc?faults=genchange:count=1", 3, 4096);
-    fx_read(&f, &r, 1, 0);
-    reap_one(&f.x, &r);
+    fx_read_one(&f, &r, 1, 0);
     T_EQ(r.res, RIO_EGENERATION);
     T_TRUE(all_bytes(f.dst + 4096, 4096, 0x11));
 

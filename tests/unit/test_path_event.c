@@ -27,14 +27,13 @@ static void get_stats(struct rio_client *c, struct rio_stats *st)
 TEST(down_cools_at_once_up_ends_the_cooldown)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
 
-    eu_opts(&o);
+    eu_begin(&e);
     /* Longer than the test: only an UP report can end this cooldown. */
-    o.cooldown_base_ms = 600000;
-    o.cooldown_cap_ms = 600000;
-    eu_open(&e, "mock://pe?paths=2&rate=400M&lat=200us", &o);
+    e.o.cooldown_base_ms = 600000;
+    e.o.cooldown_cap_ms = 600000;
+    eu_open(&e, "mock://pe?paths=2&rate=400M&lat=200us", &e.o);
     free(eu_put_pattern(e.c, "pe", PE_SIZE, 3, NULL));
     eu_idle(e.c);
     struct rio_transport *t = rio__client_transport(e.c);
@@ -65,12 +64,11 @@ TEST(down_cools_at_once_up_ends_the_cooldown)
 TEST(degraded_gets_half_the_depth_until_up)
 {
     struct eu e;
-    struct rio_options o;
     struct rio_stats st;
 
-    eu_opts(&o);
-    o.depth = PE_DEPTH;
-    eu_open(&e, "mock://pe?paths=2&rate=2G&lat=2ms", &o);
+    eu_begin(&e);
+    e.o.depth = PE_DEPTH;
+    eu_open(&e, "mock://pe?paths=2&rate=2G&lat=2ms", &e.o);
     free(eu_put_pattern(e.c, "pe", PE_SIZE, 3, NULL));
     eu_idle(e.c);
     struct rio_transport *t = rio__client_transport(e.c);

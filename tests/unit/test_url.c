@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: URL parsing, sizes and durations (src/core/url.c). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +183,21 @@ TEST(size_suffixes)
     T_EQ(size_of("16777215T"), 16777215ull << 40);
 }
 
+/* Every string in bad is refused with RIO_EINVAL and leaves the output as it
+ * was; a failure names the parser and the string. */
+static void expect_rejects(const char *fname, int (*parse)(const char *, uint64_t *),
+                           const char *const *bad, size_t nbad)
+{
+    for (size_t i = 0; i < nbad; i++) {
+        uint64_t v = 7;
+        int ret = parse(bad[i], &v);
+        if (ret != RIO_EINVAL)
+            T_FAIL("%s(\"%s\") = %d, want RIO_EINVAL", fname, bad[i], ret);
+        if (v != 7)
+            T_FAIL("%s(\"%s\") wrote %" PRIu64 " on error", fname, bad[i], v);
+    }
+}
+
 TEST(size_rejects)
 {
     static const char *const bad[] = {
@@ -207,15 +223,10 @@ TEST(size_rejects)
         "1e3",
     };
     uint64_t v = 7;
-    size_t i;
 
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int ret = rio__parse_size(bad[i], &v);
-        if (ret != RIO_EINVAL)
-            T_FAIL("rio__parse_size(\"%s\") = %d, want RIO_EINVAL", bad[i], ret);
-    }
-    T_EQ(v, 7); /* untouched on error */
+    expect_rejects("rio__parse_size", rio__parse_size, bad, sizeof(bad) / sizeof(bad[0]));
     T_ERR(rio__parse_size(NULL, &v), RIO_EINVAL);
+    T_EQ(v, 7); /* untouched on error */
 }
 
 TEST(duration_units)
@@ -247,15 +258,8 @@ TEST(duration_rejects)
         "99999999999999999999",
         "18446744073709551615s",
     };
-    uint64_t v = 7;
-    size_t i;
-
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        int ret = rio__parse_duration_ns(bad[i], &v);
-        if (ret != RIO_EINVAL)
-            T_FAIL("rio__parse_duration_ns(\"%s\") = %d, want RIO_EINVAL", bad[i], ret);
-    }
-    T_EQ(v, 7);
+    expect_rejects("rio__parse_duration_ns", rio__parse_duration_ns, bad,
+                   sizeof(bad) / sizeof(bad[0]));
 }
 
 TEST(parse_uint_digits_only)
