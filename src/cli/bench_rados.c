@@ -630,17 +630,16 @@ int rio_cli_bench_rados(int argc, char **argv)
     struct row rows[MAXLIST * MAXLIST];
     struct base bases[MAXLIST];
     unsigned nrows = 0;
-    uint64_t maxsize = 0;
+    uint64_t maxsize;
     char file[512];
     double l0[3], l1[3];
     rados_t acl = NULL;
     rados_ioctx_t aio = NULL;
     int ret = 0;
 
-    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        usage();
-        return argc < 1 ? 2 : 0;
-    }
+    int status = rio_cli_bench_target(argc, argv, usage);
+    if (status >= 0)
+        return status;
     c.o.sizes[0] = 256u << 20;
     c.o.sizes[1] = 1u << 30;
     c.o.nsizes = 2;
@@ -669,9 +668,7 @@ int rio_cli_bench_rados(int argc, char **argv)
         fprintf(stderr, "railio bench rados: need rados://POOL[?conf=PATH]\n");
         return 2;
     }
-    for (unsigned i = 0; i < c.o.nsizes; i++)
-        if (c.o.sizes[i] > maxsize)
-            maxsize = c.o.sizes[i];
+    maxsize = rio_cli_bench_max_size(&c.o);
     if (maxsize > SIZE_MAX / 2) {
         fprintf(stderr, "railio bench rados: size too large\n");
         return 2;

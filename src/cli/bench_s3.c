@@ -252,14 +252,13 @@ int rio_cli_bench_s3(int argc, char **argv)
     struct row rows[MAXLIST * MAXLIST];
     struct base bases[MAXLIST];
     unsigned nrows = 0;
-    uint64_t v[MAXLIST], maxsize = 0;
+    uint64_t v[MAXLIST], maxsize;
     char file[512];
     int ret = 0;
 
-    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
-        usage();
-        return argc < 1 ? 2 : 0;
-    }
+    int status = rio_cli_bench_target(argc, argv, usage);
+    if (status >= 0)
+        return status;
     c.url = argv[0];
     c.o.sizes[0] = 256u << 20;
     c.o.nsizes = 1;
@@ -297,9 +296,7 @@ int rio_cli_bench_s3(int argc, char **argv)
         c.curl = false;
     if (c.aws && !rio_cli_have_program("aws"))
         c.aws = false;
-    for (unsigned i = 0; i < c.o.nsizes; i++)
-        if (c.o.sizes[i] > maxsize)
-            maxsize = c.o.sizes[i];
+    maxsize = rio_cli_bench_max_size(&c.o);
 
     uint8_t *src, *dst;
     if (rio_cli_bench_buffers("railio bench s3", maxsize, &src, &dst) < 0)

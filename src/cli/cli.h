@@ -82,6 +82,11 @@ int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc,
 /* An argument no option took: --help (or -h) prints usage and gives 0;
  * anything else is refused (named, then usage) with 2. */
 int rio_cli_bench_other(const char *bench, const char *a, void (*usage)(void));
+/* A bench's first argument, its target: -1 when there is one; else usage
+ * printed and the exit status (0 for --help or -h, 2 when none given). */
+int rio_cli_bench_target(int argc, char **argv, void (*usage)(void));
+/* The largest of --sizes (0 when none). */
+uint64_t rio_cli_bench_max_size(const struct rio_cli_bench_opts *o);
 /* "1,4,16" into out as counts, each at most cap: the count of entries
  * (at most max), or -1. */
 int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned cap);

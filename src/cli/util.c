@@ -255,6 +255,24 @@ int rio_cli_bench_other(const char *bench, const char *a, void (*usage)(void))
     return 2;
 }
 
+int rio_cli_bench_target(int argc, char **argv, void (*usage)(void))
+{
+    if (argc >= 1 && strcmp(argv[0], "--help") && strcmp(argv[0], "-h"))
+        return -1;
+    usage();
+    return argc < 1 ? 2 : 0;
+}
+
+uint64_t rio_cli_bench_max_size(const struct rio_cli_bench_opts *o)
+{
+    uint64_t max = 0;
+
+    for (unsigned i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] > max)
+            max = o->sizes[i];
+    return max;
+}
+
 int rio_cli_bench_opt(struct rio_cli_bench_opts *o, unsigned max_reps, int argc, char **argv,
                       int *i)
 {

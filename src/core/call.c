@@ -188,21 +188,29 @@ void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__ge
     memset(g, 0, sizeof(*g));
 }
 
+/* What every request starts with: a valid key, a buffer (buf_ok: there is
+ * one, or nothing needs one), and the request's own copy of the key. */
+static int req_start(struct rio__req *r, int type, const char *key, bool buf_ok)
+{
+    int ret = rio__key_check(key);
+    if (ret < 0)
+        return ret;
+    if (!buf_ok)
+        return RIO_EINVAL;
+    r->type = type;
+    r->key = rio__strdup(key);
+    return r->key ? 0 : -ENOMEM;
+}
+
 /* Set up a GET request: look it up now, or (defer) leave the lookup to the
  * call's workers (r->opening). */
 int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct rio__req *r,
                          const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer)
 {
     struct rio__get_plan g;
-    int ret = rio__key_check(key);
+    int ret = req_start(r, RIO_OP_GET, key, buf || !cap || r->prefetch);
     if (ret < 0)
         return ret;
-    if (!buf && cap && !r->prefetch)
-        return RIO_EINVAL;
-    r->type = RIO_OP_GET;
-    r->key = rio__strdup(key);
-    if (!r->key)
-        return -ENOMEM;
     r->data = buf;
     r->get_cap = cap;
     r->expect_gen = expect_gen;
@@ -265,15 +273,9 @@ bool rio__etag_wanted(const struct rio_client *c)
 int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
                          size_t len, bool defer)
 {
-    int ret = rio__key_check(key);
+    int ret = req_start(r, RIO_OP_PUT, key, buf || !len);
     if (ret < 0)
         return ret;
-    if (!buf && len)
-        return RIO_EINVAL;
-    r->type = RIO_OP_PUT;
-    r->key = rio__strdup(key);
-    if (!r->key)
-        return -ENOMEM;
     r->size = len;
     r->chunk_size = rio__put_chunk_size(c, len);
     r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;

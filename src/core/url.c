@@ -344,6 +344,18 @@ int rio__opt_tristate(const char *name, const char *v, const char *third, int *o
     return RIO_EINVAL;
 }
 
+int rio__url_bool(const struct rio_url *u, const char *name, bool *out)
+{
+    const char *v = rio__url_param(u, name);
+    return v ? rio__opt_bool(name, v, out) : 0;
+}
+
+int rio__url_tristate(const struct rio_url *u, const char *name, const char *third, int *out)
+{
+    const char *v = rio__url_param(u, name);
+    return v ? rio__opt_tristate(name, v, third, out) : 0;
+}
+
 int rio__opt_ms(const char *name, const char *v, uint32_t *out)
 {
     if (rio__parse_ms(v, out) == 0)

@@ -67,6 +67,9 @@ int rio__parse_tristate(const char *s, const char *third, int *out);
 int rio__opt_bool(const char *name, const char *v, bool *out);
 int rio__opt_tristate(const char *name, const char *v, const char *third, int *out);
 int rio__opt_ms(const char *name, const char *v, uint32_t *out);
+/* The same for the URL's ?name= itself: *out untouched when it is absent. */
+int rio__url_bool(const struct rio_url *u, const char *name, bool *out);
+int rio__url_tristate(const struct rio_url *u, const char *name, const char *third, int *out);
 /*
  * A size option name=v (rio__parse_size's syntax) from min to max. Flags:
  * RIO_OPT_SIZE_ZERO also accepts 0 below min (the option's "off" or "the

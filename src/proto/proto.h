@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/le.h"
+
 #define RIO_PROTO_MAGIC 0x314F4952u /* "RIO1" on the wire */
 #define RIO_PROTO_VERSION 2
 /* The HELLO request keeps version 1's framing (a header with version 1, no
@@ -243,13 +245,10 @@ int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_p
 int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *m);
 int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_stat_resp *m);
 
-/* Little-endian accessors. */
+/* A little-endian u64 field of a frame. */
 static inline uint64_t rio__proto_u64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
+    return rio__le64_get(p);
 }
 
 /*

@@ -59,6 +59,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/le.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -413,12 +414,6 @@ static void conn_attach_chunk(struct conn *c, struct rio_srv_upload *u)
 
 /* ---------------------------------------------------------------- utils */
 
-static void le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static uint64_t frame_budget_ns(const struct rio_srv *srv, uint64_t bytes)
 {
     uint64_t rate = srv->cfg.min_rate ? srv->cfg.min_rate : 1;
@@ -677,7 +672,7 @@ static void conn_discard(struct conn *c, uint64_t n, int status)
     if (n == 0) {
         if (status == 0 && c->discard_gen) {
             uint8_t out[8];
-            le64(out, c->discard_gen);
+            rio__le64_put(out, c->discard_gen);
             c->discard_gen = 0;
             conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
             return;
@@ -829,7 +824,7 @@ out_key:
     rio__srv_key_put(k);
 }
 
-static void do_stat(struct conn *c, size_t len)
+static void do_stat(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_srv *srv = c->w->srv;
     struct rio_srv_store_stats st;
@@ -837,7 +832,8 @@ static void do_stat(struct conn *c, size_t len)
     uint8_t out[64];
     int n;
 
-    if (len != 0) {
+    (void)body;
+    if (len != 0) { /* STAT takes no body */
         conn_bad_body(c);
         return;
     }
@@ -951,18 +947,36 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         return;
     }
     if (!have_xxh)
-        le64(fixed, rio__xxh3(o->data + m.off, m.len));
+        rio__le64_put(fixed, rio__xxh3(o->data + m.off, m.len));
     conn_respond(c, 0, fixed, sizeof(fixed), o, o->data + m.off, m.len);
 }
 
 /* DELETE: from memory and, with the disk tier, from disk (durably with
  * --sync) under the key's lock, with a tombstone that every upload of the
  * key opened before it loses to (disk.c). */
-static int do_delete(struct rio_srv *srv, const char *key, uint16_t klen)
+static void do_delete(struct conn *c, const uint8_t *body, size_t len)
 {
-    if (!srv->disk)
-        return rio__srv_store_delete(&srv->store, key, klen);
-    return rio__srv_disk_delete(srv->disk, key, klen);
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_key k;
+
+    if (rio__proto_dec_key(body, len, &k) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    conn_status(c, srv->disk ? rio__srv_disk_delete(srv->disk, k.key, k.key_len)
+                             : rio__srv_store_delete(&srv->store, k.key, k.key_len));
+}
+
+/* PUT_ABORT: the upload goes; nobody commits it any more. */
+static void do_put_abort(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_proto_put_abort a;
+
+    if (rio__proto_dec_put_abort(body, len, &a) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    conn_status(c, rio__srv_store_abort(&c->w->srv->store, a.upload_id));
 }
 
 static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
@@ -1004,56 +1018,28 @@ static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
     conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
 }
 
+/* PING: the body back as it came. */
+static void do_ping(struct conn *c, const uint8_t *body, size_t len)
+{
+    conn_respond(c, 0, body, len, NULL, NULL, 0);
+}
+
+/* The control requests, by opcode; PUT_CHUNK and PUT_COMMIT take their
+ * own paths, and an opcode with no handler is a bad body. */
+static void (*const ctrl_ops[RIO_OP__MAX + 1])(struct conn *, const uint8_t *, size_t) = {
+    [RIO_OP_HELLO] = do_hello,   [RIO_OP_AUTH] = do_auth,         [RIO_OP_PING] = do_ping,
+    [RIO_OP_STAT] = do_stat,     [RIO_OP_LOOKUP] = do_lookup,     [RIO_OP_READ] = do_read,
+    [RIO_OP_DELETE] = do_delete, [RIO_OP_PUT_OPEN] = do_put_open, [RIO_OP_PUT_ABORT] = do_put_abort,
+};
+
 static void do_ctrl(struct conn *c)
 {
-    struct rio_srv *srv = c->w->srv;
-    const uint8_t *body = c->ctrl;
-    size_t len = c->ctl_len;
-    union {
-        struct rio_proto_key k;
-        struct rio_proto_put_abort a;
-    } m;
+    unsigned op = c->hdr.opcode;
 
-    switch (c->hdr.opcode) {
-    case RIO_OP_HELLO:
-        do_hello(c, body, len);
-        return;
-    case RIO_OP_AUTH:
-        do_auth(c, body, len);
-        return;
-    case RIO_OP_PING:
-        conn_respond(c, 0, body, len, NULL, NULL, 0);
-        return;
-    case RIO_OP_STAT:
-        do_stat(c, len);
-        return;
-    case RIO_OP_LOOKUP:
-        do_lookup(c, body, len);
-        return;
-    case RIO_OP_READ:
-        do_read(c, body, len);
-        return;
-    case RIO_OP_DELETE:
-        if (rio__proto_dec_key(body, len, &m.k) < 0) {
-            conn_bad_body(c);
-            return;
-        }
-        conn_status(c, do_delete(srv, m.k.key, m.k.key_len));
-        return;
-    case RIO_OP_PUT_OPEN:
-        do_put_open(c, body, len);
-        return;
-    case RIO_OP_PUT_ABORT:
-        if (rio__proto_dec_put_abort(body, len, &m.a) < 0) {
-            conn_bad_body(c);
-            return;
-        }
-        conn_status(c, rio__srv_store_abort(&srv->store, m.a.upload_id));
-        return;
-    default:
+    if (op <= RIO_OP__MAX && ctrl_ops[op])
+        ctrl_ops[op](c, c->ctrl, c->ctl_len);
+    else
         conn_bad_body(c);
-        return;
-    }
 }
 
 /* ------------------------------------------------------------ PUT data */
@@ -1150,10 +1136,10 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         /* The answer's checked part: the range's xxh3 (hashed here only
          * when the range is not exactly one chunk). */
         const uint8_t *p = b->data + j->base.skip;
-        le64(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
+        rio__le64_put(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
         return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
     }
-    le64(out, j->base.generation);
+    rio__le64_put(out, j->base.generation);
     return conn_queue(c, j->op, j->id, 1, j->base.status, out, j->base.status < 0 ? 0 : sizeof(out),
                       NULL, NULL, 0);
 }
@@ -1231,7 +1217,7 @@ static void commit_finish(struct conn *c)
         conn_status(c, ret);
         return;
     }
-    le64(out, gen);
+    rio__le64_put(out, gen);
     conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
 }
 

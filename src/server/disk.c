@@ -64,6 +64,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/le.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -130,14 +131,6 @@ struct rio_srv_disk {
      * missing (RAILIOD_TEST_COMMIT_HOLD, docs/server.md). */
     const char *hold;
 };
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static uint64_t key_hash(const char *key, uint16_t klen)
 {
@@ -1100,7 +1093,7 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
         uint64_t cl = e->size - cs < e->chunk_size ? e->size - cs : e->chunk_size;
         if (cs < a || cs + cl > z)
             continue; /* read in part: not verified here */
-        if (rio__xxh3(b->data + (cs - a), (size_t)cl) != get64(e->xxh + 8 * i)) {
+        if (rio__xxh3(b->data + (cs - a), (size_t)cl) != rio__le64_get(e->xxh + 8 * i)) {
             atomic_fetch_add(&d->corrupt, 1);
             SRV_ERR("disk: corrupt record %s/%s: chunk %llu checksum mismatch; not served", d->dir,
                     name, (unsigned long long)i);

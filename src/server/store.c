@@ -44,6 +44,7 @@
 #include "core/checksum.h"
 #include "core/clock.h"
 #include "core/key.h"
+#include "core/le.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -100,12 +101,6 @@ static uint64_t id_hash(uint64_t id)
     id *= 0xff51afd7ed558ccdull;
     id ^= id >> 33;
     return id;
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /*
@@ -972,7 +967,7 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
     u->owner[index] = NULL;
     if (ok) {
         u->state[index] = RIO_SRV_CHUNK_DONE;
-        put_le64(u->xxh + 8 * index, xxh);
+        rio__le64_put(u->xxh + 8 * index, xxh);
         u->ndone++;
     } else {
         u->state[index] = RIO_SRV_CHUNK_EMPTY;

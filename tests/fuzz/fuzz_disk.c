@@ -31,25 +31,12 @@
 #include <string.h>
 
 #include "core/checksum.h"
+#include "core/le.h"
 #include "railio.h"
 #include "server/server.h"
 
 #define MAX_CHUNKS (1u << 20)
 #define BUF_MAX (RIO_SRV_DISK_HDR_FIXED + RIO_KEY_MAX + 8u * 4096u + 8u)
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static void check(int ok, const char *what)
 {
@@ -100,7 +87,7 @@ static void object(const uint8_t *buf, size_t n, uint64_t file_size)
           "geometry");
     check(r.data_off == rio__srv_disk_round_up(r.header_len) && r.data_off + r.size == file_size,
           "data offset and size");
-    check(rio__xxh3(buf, (size_t)r.header_len - 8) == get64(end - 8), "header checksum");
+    check(rio__xxh3(buf, (size_t)r.header_len - 8) == rio__le64_get(end - 8), "header checksum");
     touch(r.key, r.key_len);
     touch(r.etag, 32);
     touch(r.xxh, (size_t)r.nchunks * 8);
@@ -134,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (mode <= 1) {
         if (size < 8)
             return 0;
-        uint64_t file_size = get64(data);
+        uint64_t file_size = rio__le64_get(data);
         data += 8;
         size -= 8;
         if (size > sizeof(buf))
@@ -142,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(buf, data, size);
         if (mode == 1 && size >= RIO_SRV_DISK_HDR_FIXED) {
             uint64_t hlen = rio__srv_disk_header_len((uint64_t)(buf[12] | buf[13] << 8),
-                                                     get64(buf + 40), MAX_CHUNKS);
+                                                     rio__le64_get(buf + 40), MAX_CHUNKS);
             if (hlen && hlen <= size) {
                 for (int i = 0; i < 4; i++)
                     buf[8 + i] = (uint8_t)(hlen >> (8 * i));
@@ -199,10 +186,10 @@ static size_t make_seed(uint8_t *out, unsigned which)
 
     check(nchunks * 8 <= sizeof(xxh), "seed checksums fit");
     for (uint64_t i = 0; i < nchunks; i++)
-        put64(xxh + 8 * i, 0x1234567890abcdefull + i);
+        rio__le64_put(xxh + 8 * i, 0x1234567890abcdefull + i);
     memset(etag, 'e', sizeof(etag));
     out[0] = 0;
-    put64(out + 1, rio__srv_disk_round_up(hlen) + size);
+    rio__le64_put(out + 1, rio__srv_disk_round_up(hlen) + size);
     rio__srv_disk_enc_record(out + 9, &(struct rio_srv_disk_rec){
                                           .key_len = klen,
                                           .generation = gen,
@@ -238,8 +225,8 @@ static void write_seeds(void)
         }
         /* Every seed must be accepted whole. */
         struct rio_srv_disk_rec r;
-        int ok = i < 3 ? rio__srv_disk_parse_record(seed + 9, n - 9, get64(seed + 1), MAX_CHUNKS,
-                                                    &r) == 0
+        int ok = i < 3 ? rio__srv_disk_parse_record(seed + 9, n - 9, rio__le64_get(seed + 1),
+                                                    MAX_CHUNKS, &r) == 0
                        : rio__srv_disk_parse_tomb(seed + 1, n - 1, &r) == 0;
         check(ok, "a seed is refused");
         LLVMFuzzerTestOneInput(seed, n);

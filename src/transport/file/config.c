@@ -33,24 +33,15 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
         t->depth = FILE_RING_SLOTS_MAX;
     t->base.max_depth = t->depth; /* the engine never sends more to a ring */
 
-    t->direct = DIRECT_AUTO;
-    if ((s = rio__url_param(u, "direct"))) {
-        int tri;
-        if (rio__opt_tristate("direct", s, "auto", &tri) < 0)
-            return RIO_EINVAL;
-        t->direct = tri < 0 ? DIRECT_AUTO : tri ? DIRECT_ON : DIRECT_OFF;
-    }
-    t->sync = true;
-    if ((s = rio__url_param(u, "sync")) && rio__opt_bool("sync", s, &t->sync) < 0)
-        return RIO_EINVAL;
-    if ((s = rio__url_param(u, "single")) && rio__opt_bool("single", s, &t->single) < 0)
-        return RIO_EINVAL;
-    if ((s = rio__url_param(u, "inplace")) && rio__opt_bool("inplace", s, &t->inplace) < 0)
-        return RIO_EINVAL;
-    /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
+    int direct = -1, stage = -1; /* auto */
     bool tmpf = true;
-    if ((s = rio__url_param(u, "tmpfile")) && rio__opt_bool("tmpfile", s, &tmpf) < 0)
+    t->sync = true;
+    if (rio__url_tristate(u, "direct", "auto", &direct) < 0 ||
+        rio__url_bool(u, "sync", &t->sync) < 0 || rio__url_bool(u, "single", &t->single) < 0 ||
+        rio__url_bool(u, "inplace", &t->inplace) < 0 || rio__url_bool(u, "tmpfile", &tmpf) < 0)
         return RIO_EINVAL;
+    t->direct = direct < 0 ? DIRECT_AUTO : direct ? DIRECT_ON : DIRECT_OFF;
+    /* Unnamed uploads need /proc to be linked (and reopened O_DIRECT). */
     atomic_init(&t->tmpfile, tmpf && access("/proc/self/fd", X_OK) == 0);
     /* Bounce buffers: one chunk each (at least 1 MiB, at most 64 MiB), one
      * per command in flight up to 64 per ring and 256 MiB in all. */
@@ -69,13 +60,9 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
         if (t->bounce_slots > fit)
             t->bounce_slots = fit ? (unsigned)fit : 1;
     }
-    t->stage = STAGE_AUTO;
-    if ((s = rio__url_param(u, "stage"))) {
-        int tri;
-        if (rio__opt_tristate("stage", s, "auto", &tri) < 0)
-            return RIO_EINVAL;
-        t->stage = tri < 0 ? STAGE_AUTO : tri ? STAGE_ON : STAGE_OFF;
-    }
+    if (rio__url_tristate(u, "stage", "auto", &stage) < 0)
+        return RIO_EINVAL;
+    t->stage = stage < 0 ? STAGE_AUTO : stage ? STAGE_ON : STAGE_OFF;
     return 0;
 }
 

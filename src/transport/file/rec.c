@@ -9,21 +9,8 @@
 
 #include "core/alloc.h"
 #include "core/checksum.h"
+#include "core/le.h"
 #include "transport/file/rec.h"
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 int rio__file_rec_encode(const struct rio_desc *d, uint64_t mtime_ns, uint8_t **out, size_t *n)
 {
@@ -38,14 +25,14 @@ int rio__file_rec_encode(const struct rio_desc *d, uint64_t mtime_ns, uint8_t **
     if (!b)
         return -ENOMEM;
     memcpy(b, RIO_FILE_REC_MAGIC, 8);
-    put_le64(b + 8, d->size);
-    put_le64(b + 16, d->chunk_size);
-    put_le64(b + 24, d->nchunks);
-    put_le64(b + 32, mtime_ns);
+    rio__le64_put(b + 8, d->size);
+    rio__le64_put(b + 16, d->chunk_size);
+    rio__le64_put(b + 24, d->nchunks);
+    rio__le64_put(b + 32, mtime_ns);
     memcpy(b + 40, d->etag, 47);
     for (uint64_t i = 0; i < d->nchunks; i++)
-        put_le64(b + RIO_FILE_REC_HDR + i * 8, d->xxh[i]);
-    put_le64(b + *n - 8, rio__xxh3(b, *n - 8));
+        rio__le64_put(b + RIO_FILE_REC_HDR + i * 8, d->xxh[i]);
+    rio__le64_put(b + *n - 8, rio__xxh3(b, *n - 8));
     *out = b;
     return 0;
 }
@@ -57,11 +44,11 @@ int rio__file_rec_decode(const uint8_t *b, size_t n, uint64_t size, uint64_t mti
 
     if (n < RIO_FILE_REC_HDR + 8 || n > RIO_FILE_REC_MAX)
         return 0;
-    if (memcmp(b, RIO_FILE_REC_MAGIC, 8) != 0 || get_le64(b + n - 8) != rio__xxh3(b, n - 8))
+    if (memcmp(b, RIO_FILE_REC_MAGIC, 8) != 0 || rio__le64_get(b + n - 8) != rio__xxh3(b, n - 8))
         return 0;
-    cs = get_le64(b + 16);
-    nc = get_le64(b + 24);
-    if (get_le64(b + 8) != size || get_le64(b + 32) != mtime_ns || cs == 0 ||
+    cs = rio__le64_get(b + 16);
+    nc = rio__le64_get(b + 24);
+    if (rio__le64_get(b + 8) != size || rio__le64_get(b + 32) != mtime_ns || cs == 0 ||
         nc != (size ? (size - 1) / cs + 1 : 0) || nc != ((uint64_t)n - RIO_FILE_REC_HDR - 8) / 8 ||
         ((uint64_t)n - RIO_FILE_REC_HDR - 8) % 8)
         return 0;
@@ -71,7 +58,7 @@ int rio__file_rec_decode(const uint8_t *b, size_t n, uint64_t size, uint64_t mti
         if (!d->xxh)
             return -ENOMEM;
         for (uint64_t i = 0; i < nc; i++)
-            d->xxh[i] = get_le64(b + RIO_FILE_REC_HDR + i * 8);
+            d->xxh[i] = rio__le64_get(b + RIO_FILE_REC_HDR + i * 8);
     }
     d->chunk_size = cs;
     d->nchunks = nc;

@@ -104,6 +104,19 @@ static void bounce_put_locked(struct fring *r, int i)
         r->bounce_free |= 1ull << i;
 }
 
+/* An op done with: its file and upload references dropped, its slot free
+ * (the caller puts it on the free list where it keeps one). */
+static void op_free_locked(struct ftransport *t, struct fop *op)
+{
+    if (op->f)
+        rio__file_release(t, op->f);
+    if (op->up)
+        rio__file_upload_unref(t, op->up);
+    op->f = NULL;
+    op->up = NULL;
+    op->state = OP_FREE;
+}
+
 static uint8_t *bounce_ptr(struct ftransport *t, struct fring *r, int i)
 {
     return r->bounce + (size_t)i * t->bounce_size;
@@ -556,14 +569,8 @@ static int drain(struct ftransport *t)
             io->res = op->res;
             io->svc_ns = now - op->t0;
             io->tpriv = NULL; /* a cancel from now on finds nothing */
-            if (op->f)
-                rio__file_release(t, op->f);
-            if (op->up)
-                rio__file_upload_unref(t, op->up);
-            op->f = NULL;
-            op->up = NULL;
+            op_free_locked(t, op);
             op->io = NULL;
-            op->state = OP_FREE;
             op->next = r->free_ops;
             r->free_ops = op;
             r->inflight--;
@@ -678,15 +685,8 @@ void rio__file_ring_quiesce(struct ftransport *t, struct fring *r)
     }
     for (unsigned i = 0; i < t->depth; i++) {
         struct fop *op = &r->ops[i];
-        if (op->state == OP_FREE)
-            continue;
-        if (op->f)
-            rio__file_release(t, op->f);
-        if (op->up)
-            rio__file_upload_unref(t, op->up);
-        op->f = NULL;
-        op->up = NULL;
-        op->state = OP_FREE;
+        if (op->state != OP_FREE)
+            op_free_locked(t, op);
     }
     pthread_mutex_unlock(&r->mu);
 }

@@ -49,6 +49,17 @@ static int wait_fd(int fd, short events, uint64_t deadline)
     }
 }
 
+/* After a send or recv on fd failed with err: 0 to try again (interrupted,
+ * or fd became ready for the plain events by deadline), else the error. */
+static int blk_io_again(int fd, struct rio__tls *tls, ssize_t err, short events, uint64_t deadline)
+{
+    if (err == -EINTR)
+        return 0;
+    if (err == -EAGAIN)
+        return wait_fd(fd, rio__tcp_io_wants(tls, events), deadline);
+    return (int)err;
+}
+
 /* Send every byte of iov (which is consumed) by deadline. */
 static int blk_send_iov(int fd, struct rio__tls *tls, struct iovec *iov, int n, uint64_t deadline)
 {
@@ -59,15 +70,10 @@ static int blk_send_iov(int fd, struct rio__tls *tls, struct iovec *iov, int n, 
     while (n > 0 || (tls->ssl && rio__tls_has_pending_out(tls))) {
         ssize_t w = n > 0 ? rio__tcp_io_send(fd, tls, iov, n) : rio__tls_flush(tls);
         if (w < 0) {
-            if (w == -EINTR)
-                continue;
-            if (w == -EAGAIN) {
-                int r = wait_fd(fd, rio__tcp_io_wants(tls, POLLOUT), deadline);
-                if (r < 0)
-                    return r;
-                continue;
-            }
-            return (int)w;
+            int r = blk_io_again(fd, tls, w, POLLOUT, deadline);
+            if (r < 0)
+                return r;
+            continue;
         }
         size_t left = (size_t)w;
         while (n > 0 && left >= iov->iov_len) {
@@ -92,15 +98,10 @@ static int blk_recv_raw(int fd, struct rio__tls *tls, void *buf, size_t n, uint6
         if (r == 0)
             return -ECONNRESET;
         if (r < 0) {
-            if (r == -EINTR)
-                continue;
-            if (r == -EAGAIN) {
-                int w = wait_fd(fd, rio__tcp_io_wants(tls, POLLIN), deadline);
-                if (w < 0)
-                    return w;
-                continue;
-            }
-            return (int)r;
+            int w = blk_io_again(fd, tls, r, POLLIN, deadline);
+            if (w < 0)
+                return w;
+            continue;
         }
         got += (size_t)r;
     }

@@ -21,6 +21,22 @@ static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
     return ret < 0 ? RIO_EINVAL : ret;
 }
 
+/* A control request whose body is the n bytes at b, in *iov (the caller's,
+ * alive until the call returns). Callers add idempotent, no_dial and check
+ * where they apply. */
+static struct ctl_req one_body_req(uint8_t op, struct iovec *iov, void *b, int n, uint64_t resp_cap,
+                                   uint32_t timeout_ms)
+{
+    iov->iov_base = b;
+    iov->iov_len = (size_t)n;
+    return (struct ctl_req){.op = op,
+                            .iov = iov,
+                            .niov = 1,
+                            .body_len = (size_t)n,
+                            .resp_cap = resp_cap,
+                            .timeout_ms = timeout_ms};
+}
+
 static int check_desc(const uint8_t *body, size_t len)
 {
     struct rio_proto_desc d;
@@ -44,6 +60,7 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     struct tcp_transport *t = (struct tcp_transport *)tt;
     uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
     struct rio_proto_desc d;
+    struct iovec iov;
     struct rio_proto_hdr h;
     uint64_t *xxh = NULL;
     size_t klen;
@@ -54,17 +71,11 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     n = key_body(key, kb, sizeof(kb), &klen);
     if (n < 0)
         return n;
-    struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
-    struct ctl_req rq = {
-        .op = RIO_OP_LOOKUP,
-        .iov = &iov,
-        .niov = 1,
-        .body_len = (size_t)n,
-        .resp_cap = TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
-        .timeout_ms = t->o.op_timeout_ms,
-        .idempotent = true,
-        .check = check_desc,
-    };
+    struct ctl_req rq =
+        one_body_req(RIO_OP_LOOKUP, &iov, kb, n, TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
+                     t->o.op_timeout_ms);
+    rq.idempotent = true;
+    rq.check = check_desc;
     ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
     if (ret < 0)
         return ret;
@@ -112,6 +123,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     uint8_t b[20 + 2 + RIO_KEY_MAX], *body = NULL;
     struct rio_proto_put_open po;
     struct rio_proto_put_open_resp r;
+    struct iovec iov;
     struct rio_proto_hdr h;
     struct tcp_upload *up;
     struct tcp_member *m;
@@ -139,17 +151,10 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     ret = RIO_EINVAL;
     if (n < 0)
         goto err;
-    struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
-    struct ctl_req rq = {
-        .op = RIO_OP_PUT_OPEN,
-        .iov = &iov,
-        .niov = 1,
-        .body_len = (size_t)n,
-        .resp_cap = RIO_PROTO_CTRL_MAX,
-        .timeout_ms = t->o.op_timeout_ms,
-        .idempotent = true, /* an orphaned upload is reclaimed by the server */
-        .check = check_open_resp,
-    };
+    struct ctl_req rq =
+        one_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+    rq.idempotent = true; /* an orphaned upload is reclaimed by the server */
+    rq.check = check_open_resp;
     ret = rio__tcp_ctl_call(t, m, &rq, &h, &body);
     if (ret < 0)
         goto err;
@@ -193,6 +198,7 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     struct tcp_upload *up = upload;
     struct rio_proto_put_commit pc;
     struct rio_proto_put_commit_resp r;
+    struct iovec iov;
     struct rio_proto_hdr h;
     uint8_t *b = NULL, *body = NULL;
     size_t blen;
@@ -219,19 +225,12 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     ret = RIO_EINVAL;
     if (n < 0)
         goto abort;
-    struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
+    struct ctl_req rq =
+        one_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     /* The commit is idempotent by upload id (docs/protocol.md): the server
      * remembers which generation an upload became. */
-    struct ctl_req rq = {
-        .op = RIO_OP_PUT_COMMIT,
-        .iov = &iov,
-        .niov = 1,
-        .body_len = (size_t)n,
-        .resp_cap = RIO_PROTO_CTRL_MAX,
-        .timeout_ms = t->o.op_timeout_ms,
-        .idempotent = true,
-        .check = check_commit_resp,
-    };
+    rq.idempotent = true;
+    rq.check = check_commit_resp;
     struct tcp_member *m = &t->members[up->member];
     bool sent = false, asked = up->commit_sent; /* an earlier try reached the server */
     ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
@@ -299,17 +298,11 @@ void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
     pa.upload_id = up->id;
     n = rio__proto_enc_put_abort(&pa, b, sizeof(b));
     if (n > 0) {
-        struct iovec iov = {.iov_base = b, .iov_len = (size_t)n};
-        struct ctl_req rq = {
-            .op = RIO_OP_PUT_ABORT,
-            .iov = &iov,
-            .niov = 1,
-            .body_len = (size_t)n,
-            .resp_cap = RIO_PROTO_CTRL_MAX,
-            .timeout_ms = t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms
-                                                                    : TCP_ABORT_TIMEOUT_MS,
-            .no_dial = true,
-        };
+        struct iovec iov;
+        struct ctl_req rq = one_body_req(
+            RIO_OP_PUT_ABORT, &iov, b, n, RIO_PROTO_CTRL_MAX,
+            t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms : TCP_ABORT_TIMEOUT_MS);
+        rq.no_dial = true;
         if (rio__tcp_ctl_call(t, &t->members[up->member], &rq, &h, &body) == 0)
             rio__free(body);
     }
@@ -320,6 +313,7 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
     uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
+    struct iovec iov;
     struct rio_proto_hdr h;
     size_t klen;
     int n, ret;
@@ -327,15 +321,8 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
     n = key_body(key, kb, sizeof(kb), &klen);
     if (n < 0)
         return n;
-    struct iovec iov = {.iov_base = kb, .iov_len = (size_t)n};
-    struct ctl_req rq = {
-        .op = RIO_OP_DELETE,
-        .iov = &iov,
-        .niov = 1,
-        .body_len = (size_t)n,
-        .resp_cap = RIO_PROTO_CTRL_MAX,
-        .timeout_ms = t->o.op_timeout_ms,
-    };
+    struct ctl_req rq =
+        one_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     bool sent = false;
     ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
                                  &sent);
