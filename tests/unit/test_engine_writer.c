@@ -103,9 +103,7 @@ TEST(writer_bounded_in_flight)
     struct eu e;
     const size_t n = 64 * EU_CHUNK + 5;
 
-    eu_begin(&e);
-    e.o.depth = 8;
-    eu_open(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", &e.o);
+    eu_start_o(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", e.o.depth = 8);
     uint8_t *src = eu_pattern_buf(n, 3);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &e.call, &w));
@@ -160,19 +158,17 @@ TEST(writer_fatal_error_keeps_old)
     struct eu e;
     const size_t n = 10 * EU_CHUNK;
 
-    eu_start(&e, "mock://wr5?paths=2");
-    uint8_t *old = eu_put_pattern(e.c, "obj", n, 5, NULL);
+    eu_start_put(&e, "mock://wr5?paths=2", n, 5);
     eu_fault(e.c, "error:op=write:chunk=6:error=EACCES");
     uint8_t *src = eu_pattern_buf(n, 6);
     struct rio_writer *w;
-    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
     int wret = write_pattern(w, src, n, 10000);
     T_TRUE(wret == 0 || wret == -EACCES);
     T_EQ(rio_writer_close(w, NULL), -EACCES);
-    eu_get_check(e.c, "obj", n, 5, NULL);
+    eu_get_check(e.c, "o", n, 5, NULL);
     eu_idle(e.c);
     free(src);
-    free(old);
     eu_close(&e);
 }
 
