@@ -120,6 +120,17 @@ static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uin
 #define eu_get_check(c, key, n, seed, call)                                                        \
     t__get_check((c), (key), (n), (seed), (call), __FILE__, __LINE__)
 
+/* rio_get(c, key, dst, n, call), timed: *took_ms is how long the call took
+ * (wall clock, ms), for the tests that bound how soon a failure ends. */
+static inline int64_t eu_get_ms(struct rio_client *c, const char *key, void *dst, size_t n,
+                                const struct rio_call *call, uint64_t *took_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int64_t ret = rio_get(c, key, dst, n, call);
+    *took_ms = t_now_ms() - t0;
+    return ret;
+}
+
 #define eu_path_bytes t_path_bytes
 #define eu_path_ops t_path_ops
 #define eu_stats_print t_stats_print

@@ -35,9 +35,8 @@ TEST(late_write_fenced)
     uint8_t *src = late_start(&e, "mock://latef?paths=2&rate=400M", n, 0);
 
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, &e.call, &took), RIO_EDEADLINE);
     /* The fence waited for the late landing: deadline + delay, roughly. */
     T_GE(took, 150u + LATE_MS - 20);
     T_LE(took, 150u + LATE_MS + 1000);
@@ -89,9 +88,8 @@ TEST(late_write_reproduces_without_fence)
     unsetenv("RIO_TEST_UNSAFE_FAULTS");
 
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    int64_t ret = rio_get(e.c, "o", dst, n, &call);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    int64_t ret = eu_get_ms(e.c, "o", dst, n, &call, &took);
     memset(dst, 0x3C, n); /* "the caller reuses its buffer" */
     eu_sleep_ms(2 * LATE_MS);
     T_ERR(ret, RIO_EDEADLINE);
@@ -159,9 +157,8 @@ TEST(deadline_stalled_path)
         if (atomic)
             call.flags = RIO_ATOMIC;
         uint8_t *dst = eu_fill_buf(n, 0x11);
-        uint64_t t0 = t_now_ms();
-        T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
-        uint64_t took = t_now_ms() - t0;
+        uint64_t took;
+        T_ERR(eu_get_ms(e.c, "o", dst, n, &call, &took), RIO_EDEADLINE);
         T_GE(took, deadline - 5);
         T_LE(took, deadline + e.o.op_timeout_ms + 1000);
         eu_idle(e.c);
@@ -186,9 +183,8 @@ TEST(deadline_from_options)
     eu_start_put_o(&e, "mock://dlo?paths=2", n, 5, e.o.deadline_ms = 200);
     eu_fault(e.c, "stall:op=read:chunk=1");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, NULL), RIO_EDEADLINE);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, NULL, &took), RIO_EDEADLINE);
     T_GE(took, 195u);
     T_LE(took, 1200u);
     eu_idle(e.c);

@@ -115,10 +115,7 @@ TEST(writer_bounded_in_flight)
     T_GE(e.st.elapsed_ns, e.st.last_done_ns);
     T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
     T_GT(e.st.peak_inflight_bytes, 0u);
-    uint64_t sum = 0;
-    for (unsigned i = 0; i < e.st.npaths; i++)
-        sum += e.st.path[i].bytes;
-    T_EQ(sum, n);
+    T_EQ(eu_path_bytes(&e.st, NULL), n);
     T_GT(e.st.lat_max_ns, 0u);
     T_GT(e.st.verdict_text[0], 0);
     eu_idle(e.c);
