@@ -111,6 +111,13 @@ static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uin
     } while (0)
 
 #define eu_fault(c, spec) t__fault((c), (spec), __FILE__, __LINE__)
+/* The faults so far cleared (rio_mock_faults_clear), then spec the only one:
+ * the next step of a test that tries one fault after another. */
+#define eu_refault(c, spec)                                                                        \
+    do {                                                                                           \
+        rio_mock_faults_clear(c);                                                                  \
+        eu_fault((c), (spec));                                                                     \
+    } while (0)
 #define eu_faults_fired t_faults_fired
 
 /* PUT n bytes of pattern seed under key; returns the source buffer (caller frees). */

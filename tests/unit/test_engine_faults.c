@@ -294,14 +294,12 @@ TEST(retry_rollback_read)
     T_EQ(eu_faults_fired(e.c), 6u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 3u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_refault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
     eu_get_check(e.c, "o", n, 11, &e.call);
     T_EQ(eu_faults_fired(e.c), 7u);
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     /* The same faults again with RIO_ATOMIC (staging buffer). */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
+    eu_refault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
     struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &e.st};
     eu_get_check(e.c, "o", n, 11, &ac);
@@ -325,8 +323,7 @@ TEST(retry_rollback_write)
     T_EQ(eu_faults_fired(e.c), 5u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_refault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
     uint8_t *src2 = eu_put_pattern(e.c, "o2", n, 13, &e.call);
     T_EQ(eu_faults_fired(e.c), 6u);
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
@@ -373,8 +370,7 @@ TEST(error_class_server_spends_attempts)
     eu_get_check(e.c, "o", n, 14, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 2u);
 
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
+    eu_refault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
     uint8_t *dst = eu_fill_buf(n, 0);
     uint64_t took;
     T_ERR(eu_get_ms(e.c, "o", dst, n, &e.call, &took), RIO_ERETRIES);
@@ -384,12 +380,10 @@ TEST(error_class_server_spends_attempts)
 
     /* Throttling is retryable too, with four times the patience: 8
      * throttles of one chunk pass where 3 server errors fail, and 12 fail. */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
+    eu_refault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
     eu_get_check(e.c, "o", n, 14, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 8u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
+    eu_refault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
     T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
     T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 12u);
     eu_idle(e.c);
@@ -416,8 +410,7 @@ TEST(error_class_fatal_fails_at_once)
     eu_idle(e.c);
 
     /* The same on a PUT: nothing is published. */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=write:chunk=2:error=EACCES");
+    eu_refault(e.c, "error:op=write:chunk=2:error=EACCES");
     uint8_t *other = eu_pattern_buf(n, 16);
     T_ERR(rio_put(e.c, "o", other, n, NULL, NULL), -EACCES);
     eu_idle(e.c);
