@@ -100,6 +100,14 @@ static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uin
         __VA_ARGS__;                                                                               \
         eu_open((e), (url), &(e)->o);                                                              \
     } while (0)
+/* e owns buf from now on (eu_close frees it); one buffer per client, and
+ * not with eu_open_put's. Returns buf. */
+static inline uint8_t *eu_keep(struct eu *e, uint8_t *buf)
+{
+    T_TRUE(e->src == NULL);
+    e->src = buf;
+    return buf;
+}
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \

@@ -208,7 +208,7 @@ TEST(cancel_from_another_thread)
     pthread_t th;
 
     eu_start(&e, "mock://cancel?paths=2&rate=2M"); /* ~1 s for the whole object */
-    uint8_t *src = eu_pattern_buf(n, 6);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 6));
     /* PUT at full speed, then slow the paths down for the GET. */
     both_paths_at(&e, 0);
     T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
@@ -234,7 +234,6 @@ TEST(cancel_from_another_thread)
     rio_cancel_destroy(cx);
     both_paths_at(&e, 0);
     eu_get_check(e.c, "o", n, 6, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }

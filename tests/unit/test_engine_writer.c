@@ -74,7 +74,7 @@ TEST(writer_declared_size)
     const size_t n = 3 * EU_CHUNK + 10;
 
     eu_start(&e, "mock://wr2?paths=2");
-    uint8_t *src = eu_pattern_buf(n + EU_CHUNK, 9);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n + EU_CHUNK, 9));
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
     T_OK(write_pattern(w, src, n, 4096));
@@ -92,7 +92,6 @@ TEST(writer_declared_size)
     T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
     eu_get_check(e.c, "obj", n, 9, NULL);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -104,7 +103,7 @@ TEST(writer_bounded_in_flight)
     const size_t n = 64 * EU_CHUNK + 5;
 
     eu_start_o(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", e.o.depth = 8);
-    uint8_t *src = eu_pattern_buf(n, 3);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 3));
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &e.call, &w));
     T_OK(write_pattern(w, src, n, 100000));
@@ -119,7 +118,6 @@ TEST(writer_bounded_in_flight)
     T_GT(e.st.lat_max_ns, 0u);
     T_GT(e.st.verdict_text[0], 0);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -134,7 +132,7 @@ TEST(writer_retries_faults)
     eu_fault(e.c, "error:op=write:chunk=3:count=2:error=RIO_ESERVER");
     eu_fault(e.c, "bitflip:op=write:chunk=11:count=1");
     eu_fault(e.c, "disconnect:op=write:chunk=17:count=1:down=0:bytes=1000");
-    uint8_t *src = eu_pattern_buf(n, 4);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 4));
     T_EQ(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, NULL, NULL, NULL), RIO_EINVAL);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &e.call, &w));
@@ -144,7 +142,6 @@ TEST(writer_retries_faults)
     T_GE(e.st.retries_total, 4u);
     T_EQ(eu_faults_fired(e.c), 4u);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -177,7 +174,7 @@ TEST(writer_abort_and_cancel)
     const size_t n = 30 * EU_CHUNK;
 
     eu_start(&e, "mock://wr6?paths=2&rate=100M&latency=1ms");
-    uint8_t *src = eu_pattern_buf(n, 7);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 7));
     struct rio_writer *w;
     struct rio_desc d;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, &w));
@@ -199,7 +196,6 @@ TEST(writer_abort_and_cancel)
     eu_idle(e.c);
     T_EQ(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
     rio_cancel_destroy(cx);
-    free(src);
     eu_close(&e);
 }
 
@@ -211,7 +207,7 @@ TEST(put_stream_source)
     const size_t n = 7 * EU_CHUNK + 1;
 
     eu_start(&e, "mock://wr7?paths=2");
-    uint8_t *src = eu_pattern_buf(n, 8);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 8));
     struct t_piece_src s = {.p = src, .n = n, .step = 12345};
     T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &s, NULL, NULL));
     eu_get_check(e.c, "obj", n, 8, NULL);
@@ -221,7 +217,6 @@ TEST(put_stream_source)
     struct rio_desc d;
     T_EQ(rio_stat(e.c, "obj2", &d), RIO_ENOTFOUND);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -234,7 +229,7 @@ TEST(etag_none)
     const size_t n = 5 * EU_CHUNK + 3;
 
     eu_start(&e, "mock://et1?paths=2&etag=none");
-    uint8_t *src = eu_pattern_buf(n, 11);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 11));
     T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
     T_STREQ(d.etag, "");
     T_EQ(d.nchunks, 6u);
@@ -250,7 +245,6 @@ TEST(etag_none)
     T_STREQ(d.etag, "");
     rio_desc_cleanup(&d);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 
     struct rio_client *c;
