@@ -108,6 +108,17 @@ static inline uint8_t *eu_keep(struct eu *e, uint8_t *buf)
     e->src = buf;
     return buf;
 }
+/* eu_start(e, url) and n bytes of pattern seed, not PUT, that e owns (eu_keep):
+ * the source of a test that writes the object its own way. */
+static inline uint8_t *eu__start_src(struct eu *e, const char *url, size_t n, uint64_t seed,
+                                     const char *file, int line)
+{
+    eu_begin(e);
+    e->alloc0 = t_alloc_now();
+    e->c = t__client_new(url, &e->o, file, line);
+    return eu_keep(e, t_pattern_buf(n, seed));
+}
+#define eu_start_src(e, url, n, seed) eu__start_src((e), (url), (n), (seed), __FILE__, __LINE__)
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \

@@ -73,8 +73,7 @@ TEST(writer_declared_size)
     struct eu e;
     const size_t n = 3 * EU_CHUNK + 10;
 
-    eu_start(&e, "mock://wr2?paths=2");
-    uint8_t *src = eu_keep(&e, eu_pattern_buf(n + EU_CHUNK, 9));
+    uint8_t *src = eu_start_src(&e, "mock://wr2?paths=2", n + EU_CHUNK, 9);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
     T_OK(write_pattern(w, src, n, 4096));
@@ -173,8 +172,7 @@ TEST(writer_abort_and_cancel)
     struct eu e;
     const size_t n = 30 * EU_CHUNK;
 
-    eu_start(&e, "mock://wr6?paths=2&rate=100M&latency=1ms");
-    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 7));
+    uint8_t *src = eu_start_src(&e, "mock://wr6?paths=2&rate=100M&latency=1ms", n, 7);
     struct rio_writer *w;
     struct rio_desc d;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, &w));
@@ -206,8 +204,7 @@ TEST(put_stream_source)
     struct eu e;
     const size_t n = 7 * EU_CHUNK + 1;
 
-    eu_start(&e, "mock://wr7?paths=2");
-    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 8));
+    uint8_t *src = eu_start_src(&e, "mock://wr7?paths=2", n, 8);
     struct t_piece_src s = {.p = src, .n = n, .step = 12345};
     T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &s, NULL, NULL));
     eu_get_check(e.c, "obj", n, 8, NULL);
@@ -228,8 +225,7 @@ TEST(etag_none)
     struct rio_desc d, st;
     const size_t n = 5 * EU_CHUNK + 3;
 
-    eu_start(&e, "mock://et1?paths=2&etag=none");
-    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 11));
+    uint8_t *src = eu_start_src(&e, "mock://et1?paths=2&etag=none", n, 11);
     T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
     T_STREQ(d.etag, "");
     T_EQ(d.nchunks, 6u);
