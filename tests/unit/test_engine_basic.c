@@ -84,7 +84,7 @@ TEST(planning_spreads_chunks)
     const uint64_t nch = n / EU_CHUNK;
 
     eu_start(&e, "mock://spread?paths=4&rate=100M&lat=100us");
-    uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "s", n, 3, &e.call));
     for (unsigned i = 0; i < 4; i++)
         T_GE(e.st.path[i].ops * 100, nch * 15);
     eu_get_check(e.c, "s", n, 3, &e.call);
@@ -93,7 +93,6 @@ TEST(planning_spreads_chunks)
         T_GE(e.st.path[i].bytes * 100, (uint64_t)n * 15);
     }
     T_EQ(eu_path_ops(&e.st), nch);
-    free(src);
     eu_close(&e);
 }
 
