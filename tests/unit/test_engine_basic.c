@@ -18,7 +18,7 @@ TEST(aggregate_four_paths)
     unsigned used;
 
     eu_start(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 1, &pc);
+    uint8_t *src = eu_keep(&e, eu_put_pattern(e.c, "obj", n, 1, &pc));
     eu_idle(e.c);
     T_EQ(pst.bytes, n);
     T_EQ(pst.npaths, 4u);
@@ -48,7 +48,6 @@ TEST(aggregate_four_paths)
         T_EQ(d.xxh[k], rio__xxh3(src + k * EU_CHUNK, EU_CHUNK));
     T_EQ(strlen(d.etag), 32u);
     rio_desc_cleanup(&d);
-    free(src);
     eu_close(&e);
 }
 
@@ -60,7 +59,7 @@ TEST(single_path_passthrough)
 
     eu_start(&e, "mock://single?paths=1");
     T_EQ(rio_get(e.c, "none", NULL, 0, NULL), RIO_ENOTFOUND);
-    uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "one", n, 2, &e.call));
     T_EQ(e.st.npaths, 1u);
     T_EQ(e.st.path[0].bytes, n);
     eu_get_check(e.c, "one", n, 2, &e.call);
@@ -72,7 +71,6 @@ TEST(single_path_passthrough)
     rio_client_options(e.c, &eff);
     T_EQ(eff.paths, 1u);
     T_EQ(eff.chunk_size, EU_CHUNK);
-    free(src);
     eu_close(&e);
 }
 

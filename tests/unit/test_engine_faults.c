@@ -78,11 +78,10 @@ TEST(checksum_write_bitflip_retried)
     eu_start(&e, "mock://ckw?paths=4");
     eu_fault(e.c, "bitflip:op=write:chunk=9:count=1");
     eu_fault(e.c, "bitflip:op=write:chunk=0:count=1");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 4, &e.call));
     T_EQ(eu_faults_fired(e.c), 2u);
     T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 2u);
     eu_get_check(e.c, "o", n, 4, NULL);
-    free(src);
     eu_close(&e);
 }
 
@@ -207,10 +206,9 @@ TEST(short_write_retried)
 
     eu_start(&e, "mock://shortw?paths=2");
     eu_fault(e.c, "short:op=write:chunk=2:count=1:bytes=100");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 9, &e.call));
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 1u);
     eu_get_check(e.c, "o", n, 9, NULL);
-    free(src);
     eu_close(&e);
 }
 
@@ -319,7 +317,7 @@ TEST(retry_rollback_write)
     /* The disconnect in a call of its own (retry_rollback_read says why). */
     eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 12, &e.call));
     T_EQ(eu_faults_fired(e.c), 5u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
@@ -333,7 +331,6 @@ TEST(retry_rollback_write)
     struct rio_mock_counters m;
     rio_mock_counters(e.c, &m);
     T_EQ(m.rollback_violations, 0u);
-    free(src);
     eu_close(&e);
 }
 

@@ -22,7 +22,7 @@ TEST(depth_clamped_to_transport_max_depth)
 
     eu_start_o(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", e.o.depth = 8);
     T_EQ(rio__client_transport(e.c)->max_depth, 2u);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 3, &e.call));
     for (unsigned i = 0; i < 2; i++)
         T_LE(e.st.path[i].peak_depth, 2u);
     eu_get_check(e.c, "o", n, 3, &e.call);
@@ -32,7 +32,6 @@ TEST(depth_clamped_to_transport_max_depth)
     }
     T_EQ(rio__mock_refused(rio__client_transport(e.c)), 0u);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
