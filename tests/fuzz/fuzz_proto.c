@@ -83,17 +83,26 @@ static uint64_t *xxh_array(const uint8_t *le, uint64_t n)
     return a;
 }
 
+/*
+ * A body decoder and its encoder, rio__proto_dec_NAME and rio__proto_enc_NAME,
+ * on b: when b decodes into m, the checks given after NAME hold of m and
+ * re-encoding m gives b back.
+ */
+#define ROUND_TRIP(NAME, ...)                                                                      \
+    do {                                                                                           \
+        struct rio_proto_##NAME m;                                                                 \
+        if (rio__proto_dec_##NAME(b, len, &m) == 0) {                                              \
+            __VA_ARGS__;                                                                           \
+            same(rio__proto_enc_##NAME(&m, enc_buf, sizeof(enc_buf)), b, len);                     \
+        }                                                                                          \
+    } while (0)
+
 static void body(int mode, const uint8_t *b, size_t len)
 {
     switch (mode) {
-    case M_HELLO: {
-        struct rio_proto_hello m;
-        if (rio__proto_dec_hello(b, len, &m) == 0) {
-            CHECK(m.version_min <= m.version_max);
-            same(rio__proto_enc_hello(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_HELLO:
+        ROUND_TRIP(hello, CHECK(m.version_min <= m.version_max));
         break;
-    }
     case M_HELLO_RESP: {
         struct rio_proto_hello_resp m;
         if (rio__proto_dec_hello_resp(b, len, &m) == 0) {
@@ -107,27 +116,16 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
-    case M_AUTH: {
-        struct rio_proto_auth m;
-        if (rio__proto_dec_auth(b, len, &m) == 0)
-            same(rio__proto_enc_auth(&m, enc_buf, sizeof(enc_buf)), b, len);
+    case M_AUTH:
+        ROUND_TRIP(auth);
         break;
-    }
-    case M_AUTH_RESP: {
-        struct rio_proto_auth_resp m;
-        if (rio__proto_dec_auth_resp(b, len, &m) == 0)
-            same(rio__proto_enc_auth_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+    case M_AUTH_RESP:
+        ROUND_TRIP(auth_resp);
         break;
-    }
-    case M_KEY: {
-        struct rio_proto_key m;
-        if (rio__proto_dec_key(b, len, &m) == 0) {
-            CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
-            CHECK(memchr(m.key, 0, m.key_len) == NULL);
-            same(rio__proto_enc_key(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_KEY:
+        ROUND_TRIP(key, CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
+                   CHECK(memchr(m.key, 0, m.key_len) == NULL));
         break;
-    }
     case M_DESC: {
         struct rio_proto_desc m;
         if (rio__proto_dec_desc(b, len, &m) == 0) {
@@ -140,20 +138,12 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
-    case M_PUT_OPEN: {
-        struct rio_proto_put_open m;
-        if (rio__proto_dec_put_open(b, len, &m) == 0) {
-            CHECK(m.chunk_size >= 1 && m.chunk_size <= (1ull << 30));
-            same(rio__proto_enc_put_open(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_PUT_OPEN:
+        ROUND_TRIP(put_open, CHECK(m.chunk_size >= 1 && m.chunk_size <= (1ull << 30)));
         break;
-    }
-    case M_PUT_OPEN_RESP: {
-        struct rio_proto_put_open_resp m;
-        if (rio__proto_dec_put_open_resp(b, len, &m) == 0)
-            same(rio__proto_enc_put_open_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+    case M_PUT_OPEN_RESP:
+        ROUND_TRIP(put_open_resp);
         break;
-    }
     case M_PUT_CHUNK: {
         struct rio_proto_put_chunk m;
         if (rio__proto_dec_put_chunk(b, len, &m) == 0) {
@@ -174,34 +164,18 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
-    case M_PUT_COMMIT_RESP: {
-        struct rio_proto_put_commit_resp m;
-        if (rio__proto_dec_put_commit_resp(b, len, &m) == 0) {
-            CHECK(m.generation != 0);
-            same(rio__proto_enc_put_commit_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_PUT_COMMIT_RESP:
+        ROUND_TRIP(put_commit_resp, CHECK(m.generation != 0));
         break;
-    }
-    case M_PUT_ABORT: {
-        struct rio_proto_put_abort m;
-        if (rio__proto_dec_put_abort(b, len, &m) == 0)
-            same(rio__proto_enc_put_abort(&m, enc_buf, sizeof(enc_buf)), b, len);
+    case M_PUT_ABORT:
+        ROUND_TRIP(put_abort);
         break;
-    }
-    case M_READ: {
-        struct rio_proto_read m;
-        if (rio__proto_dec_read(b, len, &m) == 0) {
-            CHECK(m.len >= 1 && m.len <= (1u << 30));
-            same(rio__proto_enc_read(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_READ:
+        ROUND_TRIP(read, CHECK(m.len >= 1 && m.len <= (1u << 30)));
         break;
-    }
-    case M_STAT_RESP: {
-        struct rio_proto_stat_resp m;
-        if (rio__proto_dec_stat_resp(b, len, &m) == 0)
-            same(rio__proto_enc_stat_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+    case M_STAT_RESP:
+        ROUND_TRIP(stat_resp);
         break;
-    }
     default:
         break;
     }
