@@ -361,25 +361,61 @@ TEST(part_check_modes)
     T_EQ(rio__alloc_outstanding(), alloc0);
 }
 
-/* A PUT that cannot succeed fails cleanly: no multipart upload is left on
- * the server and the key does not appear. */
-TEST(failed_put_leaves_nothing)
+struct piece_src {
+    const uint8_t *p;
+    size_t n, off;
+};
+
+/* A fill callback handing out a pipe-like 10000 bytes at a time. */
+static int64_t piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (k > cap)
+        k = cap;
+    if (k > 10000)
+        k = 10000;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+/* A PUT of OBJ pattern bytes of seed under key (a stream of unknown size
+ * if stream) whose parts fail for good (two tries) ends with the error; no
+ * multipart upload is left on the server and the key does not appear. */
+static void put_fails_leaving_nothing(const char *key, int stream, uint64_t seed)
 {
     struct rio_options o;
     int port = su_fault_port();
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
+    int ret;
 
     su_opts(&o, CH, 4);
     o.retry_attempts = 2;
     struct rio_client *c = fault_client(&o, NULL);
-    uint8_t *src = su_pattern(OBJ, 5);
-    int ret = rio_put(c, "F_put503_0/never", src, OBJ, NULL, NULL);
+    uint8_t *src = su_pattern(OBJ, seed);
+    if (stream) {
+        struct piece_src ps = {src, OBJ, 0};
+        ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
+    } else {
+        ret = rio_put(c, key, src, OBJ, NULL, NULL);
+    }
+    fprintf(stderr, "%s: %d\n", key, ret);
     T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
+    su_idle(c);
     T_EQ(uploads_left(port), 0u);
-    T_ERR(rio_stat(c, "F_put503_0/never", &d), RIO_ENOTFOUND);
+    T_ERR(rio_stat(c, key, &d), RIO_ENOTFOUND);
     free(src);
     su_close(c, alloc0);
+}
+
+/* A PUT that cannot succeed fails cleanly: no multipart upload is left on
+ * the server and the key does not appear. */
+TEST(failed_put_leaves_nothing)
+{
+    put_fails_leaving_nothing("F_put503_0/never", 0, 5);
 }
 
 /* Chunks under S3's 5 MiB part rule (the default min_part): the engine
@@ -412,26 +448,6 @@ TEST(small_parts_raised_to_min_part)
 }
 
 /* ------------------------------------------------- streaming PUT */
-
-struct piece_src {
-    const uint8_t *p;
-    size_t n, off;
-};
-
-/* A fill callback handing out a pipe-like 10000 bytes at a time. */
-static int64_t piece_fill(void *arg, void *buf, size_t cap)
-{
-    struct piece_src *s = arg;
-    size_t k = s->n - s->off;
-
-    if (k > cap)
-        k = cap;
-    if (k > 10000)
-        k = 10000;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
-}
 
 /* Part faults in a stream of unknown size are retried like a sized PUT's
  * (a 503, a part "damaged in flight" seen by its MD5); the object lands
@@ -487,24 +503,7 @@ TEST(stream_put_faults_retry)
  * aborted and the key absent. */
 TEST(stream_failed_part_leaves_nothing)
 {
-    struct rio_options o;
-    int port = su_fault_port();
-    struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
-
-    su_opts(&o, CH, 4);
-    o.retry_attempts = 2;
-    struct rio_client *c = fault_client(&o, NULL);
-    uint8_t *src = su_pattern(OBJ, 1600);
-    struct piece_src ps = {src, OBJ, 0};
-    int ret =
-        rio_put_stream(c, "F_put503_0/stream", RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
-    T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
-    su_idle(c);
-    T_EQ(uploads_left(port), 0u);
-    T_ERR(rio_stat(c, "F_put503_0/stream", &d), RIO_ENOTFOUND);
-    free(src);
-    su_close(c, alloc0);
+    put_fails_leaving_nothing("F_put503_0/stream", 1, 1600);
 }
 
 /* Without the stream MD5 (etag=none) every kind of PUT lands, sized or
