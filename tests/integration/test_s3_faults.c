@@ -42,6 +42,15 @@ static struct rio_client *fault_client(const struct rio_options *o, const char *
     return su_client(url, o);
 }
 
+/* A test's usual end: src and dst freed, c idle, destroyed, and nothing
+ * left allocated since alloc0. */
+#define close_free(c, alloc0, src, dst)                                                            \
+    do {                                                                                           \
+        free(src);                                                                                 \
+        free(dst);                                                                                 \
+        su_close((c), (alloc0));                                                                   \
+    } while (0)
+
 /* A test's usual start: its allocation count (for su_close) and a fault
  * client with the default options (CH parts, depth 4) and extra. */
 static struct rio_client *fault_start(int64_t *alloc0, const char *extra)
@@ -123,9 +132,7 @@ static void get_survives_n(const char *kind, unsigned count, int cls, unsigned s
     if (st.retries[cls] < seen)
         T_FAIL("%s: %" PRIu64 " retries of class %s, want >= %u (total %" PRIu64 ")", kind,
                st.retries[cls], rio_class_name(cls), seen, st.retries_total);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 static void get_survives(const char *kind, unsigned count, int cls)
@@ -786,9 +793,7 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     el = su_now_ms() - t0;
     T_GE(el, 450u);
     T_LT(el, 3000u);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* Issue 13 item 16: 501 means the server cannot do it: one attempt, no
@@ -811,9 +816,7 @@ TEST(http_501_not_retried)
     su_fault_stats(su_fault_port(), &fired1, &up);
     T_EQ(fired1 - fired0, 1u);
     T_EQ(st.retries[RIO_CLASS_SERVER], 0u); /* the one failed attempt is fatal */
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* 408 (RequestTimeout) is retried as the server's trouble: the path it came
@@ -837,9 +840,7 @@ TEST(http_408_retries_without_cooling)
     T_EQ(st.retries[RIO_CLASS_TIMEOUT], 0u);
     for (unsigned i = 0; i < st.npaths; i++)
         T_EQ(st.path[i].state, 0);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* Issue 13 item 1: a HEAD claiming Content-Length 2^64 - 1 and a chunk of
@@ -944,9 +945,7 @@ TEST(plain_http_reads)
     T_ERR(rio_get(c, "missing.bin", dst, OBJ, NULL), RIO_ENOTFOUND);
     T_ERR(rio_put(c, "x", src, 10, NULL, NULL), RIO_ENOTSUP);
     T_ERR(rio_delete(c, "file.bin"), RIO_ENOTSUP);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* discard=1: bytes are counted, not stored (transport-only benchmarks);
@@ -969,9 +968,7 @@ TEST(discard_mode_counts_only)
     for (size_t k = 0; k < OBJ; k++)
         if (dst[k] != 0xA5)
             T_FAIL("discard stored byte %zu", k);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 static bool sweep_stream; /* PUT as a stream of unknown size */
@@ -1074,9 +1071,7 @@ static void alloc_sweep(void)
     fprintf(stderr, "  %u allocation failures injected\n", hits);
     T_GT(hits, 5u);
     T_LT(k, 2000u);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* The same with the PUT as a stream of unknown size. */
@@ -1161,9 +1156,7 @@ static void meta_fault_get(const char *key, size_t n, uint64_t seed, unsigned re
     if (heads)
         T_EQ(su_fault_count(port, "heads") - heads0, heads);
     T_EQ(st.retries[RIO_CLASS_SERVER], retries);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* A HEAD answered 503 twice: three HEADs, two retries. One PutObject (half
@@ -1226,9 +1219,7 @@ TEST(lost_complete_answer_not_resent)
     T_EQ(uploads_left(port), 0u);
     T_EQ(rio_get(c, "F_completelost_1/obj", dst, OBJ, NULL), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /*
@@ -1290,9 +1281,7 @@ TEST(complete_503_retried_by_engine)
     T_EQ(uploads_left(port), 0u);
     T_EQ(su_fault_count(port, "objects"), objects0);
     T_ERR(rio_stat(c, "F_complete503_0/never", &d), RIO_ENOTFOUND);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /*
