@@ -62,6 +62,49 @@ static struct rio_client *fault_start(int64_t *alloc0, const char *extra)
     return fault_client(&o, extra);
 }
 
+struct piece_src {
+    const uint8_t *p;
+    size_t n, off;
+};
+
+/* A fill callback handing out a pipe-like 10000 bytes at a time. */
+static int64_t piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (k > cap)
+        k = cap;
+    if (k > 10000)
+        k = 10000;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+/* A PUT of n bytes of src under key (a stream of unknown size from ps when
+ * ps is not NULL) through faults of kind what succeeds: the fault server
+ * fired at least twice (the sidecar's key carries the fault too: its PUT is
+ * retried as well) and left no upload. */
+static void put_through_faults(struct rio_client *c, const char *what, const char *key,
+                               const uint8_t *src, size_t n, struct piece_src *ps,
+                               struct rio_call *call, struct rio_desc *d)
+{
+    unsigned f0, f1, up;
+    int ret;
+
+    su_fault_stats(su_fault_port(), &f0, &up);
+    if (ps)
+        ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, ps, call, d);
+    else
+        ret = rio_put(c, key, src, n, call, d);
+    if (ret != 0)
+        T_FAIL("%s: %s: %s", what, ps ? "rio_put_stream" : "rio_put", rio_errname(ret));
+    su_fault_stats(su_fault_port(), &f1, &up);
+    T_GE(f1 - f0, 2u);
+    T_EQ(up, 0u);
+}
+
 /* As fault_client, returning the error instead of failing. */
 static struct rio_client *fault_client_try(const struct rio_options *o, int *ret)
 {
@@ -288,25 +331,16 @@ TEST(put_faults_retry)
         {"putetag", 1000, RIO_CLASS_CHECKSUM, 2}, /* idem */
     };
     char key[64];
-    int port = su_fault_port();
     int64_t alloc0;
 
     struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
         struct rio_call call = {.stats = &st};
-        unsigned f0, f1, up;
         snprintf(key, sizeof(key), "F_%s_2/obj%zu", cases[i].kind, i);
         uint8_t *src = su_pattern(cases[i].n, 90 + i), *dst = malloc(cases[i].n);
         T_NOTNULL(dst);
-        su_fault_stats(port, &f0, &up);
-        int ret = rio_put(c, key, src, cases[i].n, &call, NULL);
-        if (ret != 0)
-            T_FAIL("%s: rio_put: %s", cases[i].kind, rio_errname(ret));
-        su_fault_stats(port, &f1, &up);
-        /* The sidecar's key carries the fault too: its PUT is retried as well. */
-        T_GE(f1 - f0, 2u);
-        T_EQ(up, 0u);
+        put_through_faults(c, cases[i].kind, key, src, cases[i].n, NULL, &call, NULL);
         if (st.retries[cases[i].cls] < cases[i].seen)
             T_FAIL("%s: %" PRIu64 " retries of class %s", cases[i].kind, st.retries[cases[i].cls],
                    rio_class_name(cases[i].cls));
@@ -366,26 +400,6 @@ TEST(part_check_modes)
         rio_client_destroy(c);
     }
     T_EQ(rio__alloc_outstanding(), alloc0);
-}
-
-struct piece_src {
-    const uint8_t *p;
-    size_t n, off;
-};
-
-/* A fill callback handing out a pipe-like 10000 bytes at a time. */
-static int64_t piece_fill(void *arg, void *buf, size_t cap)
-{
-    struct piece_src *s = arg;
-    size_t k = s->n - s->off;
-
-    if (k > cap)
-        k = cap;
-    if (k > 10000)
-        k = 10000;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
 }
 
 /* A PUT of OBJ pattern bytes of seed under key (a stream of unknown size
@@ -466,7 +480,6 @@ TEST(stream_put_faults_retry)
         int cls;
     } cases[] = {{"put503", RIO_CLASS_SERVER}, {"putetag", RIO_CLASS_CHECKSUM}};
     char key[64];
-    int port = su_fault_port();
     int64_t alloc0;
 
     struct rio_client *c = fault_start(&alloc0, NULL);
@@ -474,20 +487,13 @@ TEST(stream_put_faults_retry)
         struct rio_stats st;
         struct rio_call call = {.stats = &st};
         struct rio_desc d;
-        unsigned f0, f1, up;
         char md5[33];
         uint8_t *src = su_pattern(OBJ, 1500 + i), *dst = malloc(OBJ);
         struct piece_src ps = {src, OBJ, 0};
         T_NOTNULL(dst);
         su_md5(src, OBJ, md5);
         snprintf(key, sizeof(key), "F_%s_2/stream%zu", cases[i].kind, i);
-        su_fault_stats(port, &f0, &up);
-        int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, &call, &d);
-        if (ret != 0)
-            T_FAIL("%s: rio_put_stream: %s", cases[i].kind, rio_errname(ret));
-        su_fault_stats(port, &f1, &up);
-        T_GE(f1 - f0, 2u);
-        T_EQ(up, 0u);
+        put_through_faults(c, cases[i].kind, key, src, OBJ, &ps, &call, &d);
         T_GE(st.retries[cases[i].cls], 2u);
         T_EQ(d.size, (uint64_t)OBJ);
         T_EQ(d.nchunks, 17u);
