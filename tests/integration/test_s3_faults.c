@@ -105,6 +105,15 @@ static void put_through_faults(struct rio_client *c, const char *what, const cha
     T_EQ(up, 0u);
 }
 
+/* A client with options o on url_fmt, its %d the port. */
+static struct rio_client *client_at(const struct rio_options *o, const char *url_fmt, int port)
+{
+    char url[256];
+
+    T_LT(snprintf(url, sizeof(url), url_fmt, port), (int)sizeof(url));
+    return su_client(url, o);
+}
+
 /* As fault_client, returning the error instead of failing. */
 static struct rio_client *fault_client_try(const struct rio_options *o, int *ret)
 {
@@ -445,15 +454,13 @@ TEST(failed_put_leaves_nothing)
 TEST(small_parts_raised_to_min_part)
 {
     struct rio_options o;
-    char url[256];
     unsigned fired, up;
     int64_t alloc0 = rio__alloc_outstanding();
 
     su_opts(&o, CH, 4);
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     uint8_t *src = su_pattern(OBJ, 6);
     T_OK(rio_put(c, "small/parts", src, OBJ, NULL, NULL));
     struct rio_desc d;
@@ -902,7 +909,6 @@ TEST(hostile_head_refused)
 TEST(missing_chunk_checksums_refused)
 {
     struct rio_options o;
-    char url[256];
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
     const size_t n = CH / 2 + 7;
@@ -910,14 +916,13 @@ TEST(missing_chunk_checksums_refused)
 
     T_NOTNULL(dst);
     su_opts(&o, CH, 4);
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     T_OK(rio_put(c, "F_nosums_0/obj", src, n, NULL, NULL));
     T_ERR(rio_stat(c, "F_nosums_0/obj", &d), RIO_ECHECKSUM);
     T_ERR(rio_get(c, "F_nosums_0/obj", dst, n, NULL), RIO_ECHECKSUM);
     su_close(c, alloc0);
     o.verify = -1;
-    c = su_client(url, &o);
+    c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     T_EQ(rio_get(c, "F_nosums_0/obj", dst, n, NULL), (int64_t)n);
     T_MEMEQ(dst, src, n);
     su_close(c, alloc0);
@@ -930,7 +935,6 @@ TEST(missing_chunk_checksums_refused)
 TEST(plain_http_reads)
 {
     struct rio_options o;
-    char url[256];
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
 
@@ -940,8 +944,7 @@ TEST(plain_http_reads)
     T_NOTNULL(dst);
     su_close(w, alloc0);
 
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/fb/web", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "http://127.0.0.1:%d/fb/web", su_fault_port());
     T_OK(rio_stat(c, "file.bin", &d));
     T_EQ(d.size, (uint64_t)OBJ);
     T_NE(d.generation, 0u);
@@ -1346,13 +1349,11 @@ TEST(refused_option_names_itself)
 TEST(refused_connection_fails_in_bounded_time)
 {
     struct rio_options o;
-    char url[128];
     struct rio_desc d;
     int64_t alloc0 = rio__alloc_outstanding();
 
     su_opts(&o, CH, 4);
-    snprintf(url, sizeof(url), "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
     uint64_t t0 = su_now_ms();
     T_ERR(rio_stat(c, "k", &d), -ECONNREFUSED);
     uint8_t buf[16];
