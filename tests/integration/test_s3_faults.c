@@ -51,14 +51,21 @@ static struct rio_client *fault_client(const struct rio_options *o, const char *
         su_close((c), (alloc0));                                                                   \
     } while (0)
 
+/* Its allocation count (for su_close) and the default options (CH parts,
+ * depth 4). */
+static void opts_start(struct rio_options *o, int64_t *alloc0)
+{
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(o, CH, 4);
+}
+
 /* A test's usual start: its allocation count (for su_close) and a fault
  * client with the default options (CH parts, depth 4) and extra. */
 static struct rio_client *fault_start(int64_t *alloc0, const char *extra)
 {
     struct rio_options o;
 
-    *alloc0 = rio__alloc_outstanding();
-    su_opts(&o, CH, 4);
+    opts_start(&o, alloc0);
     return fault_client(&o, extra);
 }
 
@@ -159,9 +166,9 @@ static void get_survives_n(const char *kind, unsigned count, int cls, unsigned s
     struct rio_call call = {.stats = &st};
     char key[128];
     unsigned fired0, fired1, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = count + 3;
     /* Written by another client, so the reader starts with no connection:
      * curl resends by itself (once) a request whose reused connection dies
@@ -234,9 +241,9 @@ TEST(persistent_faults_fail_cleanly)
     static const char *const kinds[] = {"503", "trunc", "overrun", "200", "norange"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = 3;
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *dst = malloc(OBJ);
@@ -370,9 +377,9 @@ TEST(part_check_modes)
                                         "content_md5=off"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (unsigned m = 0; m < 3; m++) {
         struct rio_client *c = fault_client(&o, modes[m]);
         struct rio_stats st;
@@ -419,10 +426,10 @@ static void put_fails_leaving_nothing(const char *key, int stream, uint64_t seed
     struct rio_options o;
     int port = su_fault_port();
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     int ret;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = 2;
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = su_pattern(OBJ, seed);
@@ -455,9 +462,9 @@ TEST(small_parts_raised_to_min_part)
 {
     struct rio_options o;
     unsigned fired, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
     struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
@@ -536,11 +543,11 @@ TEST(etag_none_puts)
     static const char *const modes[] = {"etag=none", "etag=none&content_md5=header"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     uint8_t *src = su_pattern(OBJ, 1800), *dst = malloc(OBJ + 1);
 
     T_NOTNULL(dst);
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (size_t m = 0; m < 2; m++) {
         struct rio_client *c = fault_client(&o, modes[m]);
         for (size_t i = 0; i < 3; i++) {
@@ -780,9 +787,9 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     struct rio_options o;
     struct canceller k = {NULL, 300};
     pthread_t th;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.op_timeout_ms = 30000;                              /* neither the engine's op timeout... */
     struct rio_client *c = fault_client(&o, "stall=30s"); /* ...nor curl's stall timeout */
     uint8_t *src = put_pattern(c, "F_stall_0/obj", OBJ, 8), *dst = malloc(OBJ);
@@ -817,9 +824,9 @@ TEST(http_501_not_retried)
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     unsigned fired0, fired1, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *w = fault_client(&o, NULL);
     uint8_t *src = put_pattern(w, "F_501_0/obj", CH, 1), *dst = malloc(CH);
     rio_client_destroy(w);
@@ -839,9 +846,9 @@ TEST(http_408_retries_without_cooling)
     struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.cooldown_base_ms = o.cooldown_cap_ms = 60000;
     struct rio_client *w = fault_client(&o, NULL);
     uint8_t *src = put_pattern(w, "F_408_3/obj", OBJ, 2), *dst = malloc(OBJ);
@@ -867,9 +874,9 @@ TEST(hostile_head_refused)
     struct rio_reader *rd = NULL;
     uint8_t buf[4096];
     void *p = NULL;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (int k = 0; k < 2; k++) {
         if (k == 0)
             snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
@@ -910,12 +917,12 @@ TEST(missing_chunk_checksums_refused)
 {
     struct rio_options o;
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = CH / 2 + 7;
     uint8_t *src = su_pattern(n, 17), *dst = malloc(n);
 
     T_NOTNULL(dst);
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     T_OK(rio_put(c, "F_nosums_0/obj", src, n, NULL, NULL));
     T_ERR(rio_stat(c, "F_nosums_0/obj", &d), RIO_ECHECKSUM);
@@ -936,9 +943,9 @@ TEST(plain_http_reads)
 {
     struct rio_options o;
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *w = fault_client(&o, NULL);
     uint8_t *src = put_pattern(w, "web/file.bin", OBJ, 9), *dst = malloc(OBJ);
     T_NOTNULL(dst);
@@ -962,9 +969,9 @@ TEST(plain_http_reads)
 TEST(discard_mode_counts_only)
 {
     struct rio_options o;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *w = fault_client(&o, NULL);
     uint8_t *src = put_pattern(w, "discard/obj", OBJ, 10), *dst = malloc(OBJ);
     T_NOTNULL(dst);
@@ -1153,9 +1160,9 @@ static void meta_fault_get(const char *key, size_t n, uint64_t seed, unsigned re
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = put_pattern(c, key, n, seed), *dst = malloc(n);
     T_NOTNULL(dst);
@@ -1265,9 +1272,9 @@ TEST(complete_503_retried_by_engine)
     struct rio_call call = {.stats = &st};
     struct rio_desc d;
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = su_pattern(OBJ, 24), *dst = malloc(OBJ);
     T_NOTNULL(dst);
@@ -1350,9 +1357,9 @@ TEST(refused_connection_fails_in_bounded_time)
 {
     struct rio_options o;
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = client_at(&o, "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
     uint64_t t0 = su_now_ms();
     T_ERR(rio_stat(c, "k", &d), -ECONNREFUSED);
