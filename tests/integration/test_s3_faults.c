@@ -95,8 +95,9 @@ static int64_t piece_fill(void *arg, void *buf, size_t cap)
  * retried as well) and left no upload. */
 static void put_through_faults(struct rio_client *c, const char *what, const char *key,
                                const uint8_t *src, size_t n, struct piece_src *ps,
-                               struct rio_call *call, struct rio_desc *d)
+                               struct rio_stats *st, struct rio_desc *d)
 {
+    struct rio_call call_ = {.stats = st}, *call = &call_;
     unsigned f0, f1, up;
     int ret;
 
@@ -154,6 +155,21 @@ static uint8_t *put_pattern(struct rio_client *c, const char *key, size_t n, uin
     return src;
 }
 
+/* n pattern bytes of seed written under key by a client of its own (options
+ * o; idle, then destroyed: su_close with alloc0); *dst a buffer of n bytes.
+ * Returns the bytes written. */
+static uint8_t *prewrite(const struct rio_options *o, int64_t alloc0, const char *key, size_t n,
+                         uint64_t seed, uint8_t **dst)
+{
+    struct rio_client *w = fault_client(o, NULL);
+    uint8_t *src = put_pattern(w, key, n, seed);
+
+    su_close(w, alloc0);
+    *dst = malloc(n);
+    T_NOTNULL(*dst);
+    return src;
+}
+
 /*
  * One GET fault, fired `count` times: the GET still returns the object
  * byte-exact, after at least `seen` retries of the expected class, and the
@@ -173,12 +189,9 @@ static void get_survives_n(const char *kind, unsigned count, int cls, unsigned s
     /* Written by another client, so the reader starts with no connection:
      * curl resends by itself (once) a request whose reused connection dies
      * without an answer, which would hide that fault from the engine. */
-    struct rio_client *w = fault_client(&o, NULL);
     snprintf(key, sizeof(key), "F_%s_%u/obj", kind, count);
-    uint8_t *src = put_pattern(w, key, OBJ, count), *dst = malloc(OBJ);
-    rio_client_destroy(w);
+    uint8_t *dst, *src = prewrite(&o, -1, key, OBJ, count, &dst);
     struct rio_client *c = fault_client(&o, NULL);
-    T_NOTNULL(dst);
     memset(dst, 0xA5, OBJ);
     su_fault_stats(su_fault_port(), &fired0, &up);
     int64_t got = rio_get(c, key, dst, OBJ, &call);
@@ -199,6 +212,17 @@ static void get_survives(const char *kind, unsigned count, int cls)
     get_survives_n(kind, count, cls, count);
 }
 
+/* A fault the server fires count times (its kind and count are in the key),
+ * the class the engine counts its retries in and how many it must see at
+ * least, and the object's size. */
+struct fault_case {
+    const char *kind;
+    unsigned count;
+    int cls;
+    unsigned seen;
+    size_t n;
+};
+
 /*
  * Each GET fault, fired count times, is survived after as many retries of
  * its class; a failure names the fault. curl itself sends a request again,
@@ -207,17 +231,17 @@ static void get_survives(const char *kind, unsigned count, int cls)
  */
 TEST(get_faults_retry)
 {
-    static const struct {
-        const char *kind;
-        unsigned count;
-        int cls;
-        unsigned seen;
-    } cases[] = {
-        {"trunc", 2, RIO_CLASS_SHORT, 2},    {"reset", 2, RIO_CLASS_RESET, 2},
-        {"nothing", 2, RIO_CLASS_RESET, 1},  {"stall", 1, RIO_CLASS_TIMEOUT, 1},
-        {"503", 3, RIO_CLASS_SERVER, 3},     {"slowdown", 2, RIO_CLASS_THROTTLE, 2},
-        {"429", 2, RIO_CLASS_THROTTLE, 2},   {"200", 2, RIO_CLASS_SERVER, 2}, /* whole object */
-        {"norange", 2, RIO_CLASS_SERVER, 2}, {"badrange", 2, RIO_CLASS_SERVER, 2},
+    static const struct fault_case cases[] = {
+        {"trunc", 2, RIO_CLASS_SHORT, 2, OBJ},
+        {"reset", 2, RIO_CLASS_RESET, 2, OBJ},
+        {"nothing", 2, RIO_CLASS_RESET, 1, OBJ},
+        {"stall", 1, RIO_CLASS_TIMEOUT, 1, OBJ},
+        {"503", 3, RIO_CLASS_SERVER, 3, OBJ},
+        {"slowdown", 2, RIO_CLASS_THROTTLE, 2, OBJ},
+        {"429", 2, RIO_CLASS_THROTTLE, 2, OBJ},
+        {"200", 2, RIO_CLASS_SERVER, 2, OBJ}, /* whole object */
+        {"norange", 2, RIO_CLASS_SERVER, 2, OBJ},
+        {"badrange", 2, RIO_CLASS_SERVER, 2, OBJ},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -333,18 +357,13 @@ TEST(put_faults_retry)
 {
     /* seen: retries the engine must see; curl resends an upload by itself
      * (rewinding it) when a reused connection is reset under it. */
-    static const struct {
-        const char *kind;
-        size_t n;
-        int cls;
-        unsigned seen;
-    } cases[] = {
-        {"put503", OBJ, RIO_CLASS_SERVER, 2},
-        {"putreset", OBJ, RIO_CLASS_RESET, 0},
-        {"putdigest", OBJ, RIO_CLASS_CHECKSUM, 2},
-        {"putetag", OBJ, RIO_CLASS_CHECKSUM, 2},  /* the streamed MD5 sees it */
-        {"put503", 1000, RIO_CLASS_SERVER, 2},    /* a single PutObject */
-        {"putetag", 1000, RIO_CLASS_CHECKSUM, 2}, /* idem */
+    static const struct fault_case cases[] = {
+        {"put503", 2, RIO_CLASS_SERVER, 2, OBJ},
+        {"putreset", 2, RIO_CLASS_RESET, 0, OBJ},
+        {"putdigest", 2, RIO_CLASS_CHECKSUM, 2, OBJ},
+        {"putetag", 2, RIO_CLASS_CHECKSUM, 2, OBJ},  /* the streamed MD5 sees it */
+        {"put503", 2, RIO_CLASS_SERVER, 2, 1000},    /* a single PutObject */
+        {"putetag", 2, RIO_CLASS_CHECKSUM, 2, 1000}, /* idem */
     };
     char key[64];
     int64_t alloc0;
@@ -352,11 +371,10 @@ TEST(put_faults_retry)
     struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
-        struct rio_call call = {.stats = &st};
-        snprintf(key, sizeof(key), "F_%s_2/obj%zu", cases[i].kind, i);
+        snprintf(key, sizeof(key), "F_%s_%u/obj%zu", cases[i].kind, cases[i].count, i);
         uint8_t *src = su_pattern(cases[i].n, 90 + i), *dst = malloc(cases[i].n);
         T_NOTNULL(dst);
-        put_through_faults(c, cases[i].kind, key, src, cases[i].n, NULL, &call, NULL);
+        put_through_faults(c, cases[i].kind, key, src, cases[i].n, NULL, &st, NULL);
         if (st.retries[cases[i].cls] < cases[i].seen)
             T_FAIL("%s: %" PRIu64 " retries of class %s", cases[i].kind, st.retries[cases[i].cls],
                    rio_class_name(cases[i].cls));
@@ -499,7 +517,6 @@ TEST(stream_put_faults_retry)
     struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
-        struct rio_call call = {.stats = &st};
         struct rio_desc d;
         char md5[33];
         uint8_t *src = su_pattern(OBJ, 1500 + i), *dst = malloc(OBJ);
@@ -507,7 +524,7 @@ TEST(stream_put_faults_retry)
         T_NOTNULL(dst);
         su_md5(src, OBJ, md5);
         snprintf(key, sizeof(key), "F_%s_2/stream%zu", cases[i].kind, i);
-        put_through_faults(c, cases[i].kind, key, src, OBJ, &ps, &call, &d);
+        put_through_faults(c, cases[i].kind, key, src, OBJ, &ps, &st, &d);
         T_GE(st.retries[cases[i].cls], 2u);
         T_EQ(d.size, (uint64_t)OBJ);
         T_EQ(d.nchunks, 17u);
@@ -827,9 +844,7 @@ TEST(http_501_not_retried)
     int64_t alloc0;
 
     opts_start(&o, &alloc0);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "F_501_0/obj", CH, 1), *dst = malloc(CH);
-    rio_client_destroy(w);
+    uint8_t *dst, *src = prewrite(&o, -1, "F_501_0/obj", CH, 1, &dst);
     struct rio_client *c = fault_client(&o, NULL);
     su_fault_stats(su_fault_port(), &fired0, &up);
     T_ERR(rio_get(c, "F_501_0/obj", dst, CH, &call), RIO_ENOTSUP);
@@ -850,9 +865,7 @@ TEST(http_408_retries_without_cooling)
 
     opts_start(&o, &alloc0);
     o.cooldown_base_ms = o.cooldown_cap_ms = 60000;
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "F_408_3/obj", OBJ, 2), *dst = malloc(OBJ);
-    rio_client_destroy(w);
+    uint8_t *dst, *src = prewrite(&o, -1, "F_408_3/obj", OBJ, 2, &dst);
     struct rio_client *c = fault_client(&o, NULL);
     T_EQ(rio_get(c, "F_408_3/obj", dst, OBJ, &call), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
@@ -946,10 +959,7 @@ TEST(plain_http_reads)
     int64_t alloc0;
 
     opts_start(&o, &alloc0);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "web/file.bin", OBJ, 9), *dst = malloc(OBJ);
-    T_NOTNULL(dst);
-    su_close(w, alloc0);
+    uint8_t *dst, *src = prewrite(&o, alloc0, "web/file.bin", OBJ, 9, &dst);
 
     struct rio_client *c = client_at(&o, "http://127.0.0.1:%d/fb/web", su_fault_port());
     T_OK(rio_stat(c, "file.bin", &d));
@@ -972,10 +982,7 @@ TEST(discard_mode_counts_only)
     int64_t alloc0;
 
     opts_start(&o, &alloc0);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "discard/obj", OBJ, 10), *dst = malloc(OBJ);
-    T_NOTNULL(dst);
-    su_close(w, alloc0);
+    uint8_t *dst, *src = prewrite(&o, alloc0, "discard/obj", OBJ, 10, &dst);
 
     o.verify = -1;
     struct rio_client *c = fault_client(&o, "discard=1");
