@@ -523,29 +523,62 @@ static void open_client(struct tu *u, struct fake *f, const char *params, struct
     tu_open(u, url, o);
 }
 
+/* A test's bench: the fake server f (its knobs set before fx_start), the
+ * tests' options o, a client u on f (fx_open), a call with stats st, and a
+ * buffer b of F_SIZE bytes. */
+struct fx {
+    struct fake f;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call;
+    struct tu u;
+    uint8_t *b;
+};
+
+static void fx_start(struct fx *x)
+{
+    fake_start(&x->f);
+    tu_opts(&x->o);
+    x->call = (struct rio_call){.stats = &x->st};
+    x->b = malloc(F_SIZE);
+    T_NOTNULL(x->b);
+}
+
+static void fx_open(struct fx *x, const char *params)
+{
+    open_client(&x->u, &x->f, params, &x->o);
+}
+
+/* GET obj with call (NULL: none) into b: the whole object, byte-exact. */
+static void fx_get(struct fx *x, struct rio_call *call)
+{
+    T_EQ(rio_get(x->u.c, "obj", x->b, F_SIZE, call), (int64_t)F_SIZE);
+    T_PATTERN(x->b, F_SIZE, F_SEED);
+}
+
+/* The client closed (when open), b freed, the fake stopped. */
+static void fx_stop(struct fx *x)
+{
+    if (x->u.c)
+        tu_close(&x->u);
+    free(x->b);
+    fake_stop(&x->f);
+}
+
 /* A READ answered short fails with RIO_ESHORT (never more than len bytes
  * land); the engine retries that chunk and the object comes back whole. */
 TEST(short_answer_fails_its_op_then_retry_heals)
 {
-    struct fake f = {.short_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.short_reads = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 4;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    fx_start(&x);
+    x.o.depth = 4;
+    fx_open(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.retries[RIO_CLASS_SHORT], 1u);
     /* The ops behind it on that connection went out again, not failed. */
-    T_EQ(st.retries_total, 1u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    T_EQ(x.st.retries_total, 1u);
+    fx_stop(&x);
 }
 
 /* An answer to a request nobody sent, or a garbage frame: the connection
@@ -555,24 +588,15 @@ TEST(short_answer_fails_its_op_then_retry_heals)
 TEST(bad_frame_poisons_the_connection_and_retries)
 {
     for (int garbage = 0; garbage < 2; garbage++) {
-        struct fake f = {.bad_id_reads = !garbage, .garbage_reads = garbage};
-        struct rio_options o;
-        struct rio_stats st;
-        struct rio_call call = {.stats = &st};
-        struct tu u;
+        struct fx x = {.f = {.bad_id_reads = !garbage, .garbage_reads = garbage}};
 
-        fake_start(&f);
-        tu_opts(&o);
-        open_client(&u, &f, NULL, &o);
-        uint8_t *b = malloc(F_SIZE);
-        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-        T_PATTERN(b, F_SIZE, F_SEED);
-        T_EQ(tu_tcp(u.c).conn_failures, 1u);
-        T_EQ(tu_tcp(u.c).poisoned, 1u);
-        T_GE(st.retries[RIO_CLASS_RESET], 1u);
-        tu_close(&u);
-        free(b);
-        fake_stop(&f);
+        fx_start(&x);
+        fx_open(&x, NULL);
+        fx_get(&x, &x.call);
+        T_EQ(tu_tcp(x.u.c).conn_failures, 1u);
+        T_EQ(tu_tcp(x.u.c).poisoned, 1u);
+        T_GE(x.st.retries[RIO_CLASS_RESET], 1u);
+        fx_stop(&x);
     }
 }
 
@@ -581,54 +605,37 @@ TEST(bad_frame_poisons_the_connection_and_retries)
  * delivered is right. */
 TEST(duplicated_answer_poisons_the_connection_and_retries)
 {
-    struct fake f = {.dup_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.dup_reads = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 4;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
+    fx_start(&x);
+    x.o.depth = 4;
+    fx_open(&x, NULL);
     for (int i = 0; i < 3; i++) {
-        memset(b, 0, F_SIZE);
-        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-        T_PATTERN(b, F_SIZE, F_SEED);
+        memset(x.b, 0, F_SIZE);
+        fx_get(&x, &x.call);
     }
-    T_EQ(tu_tcp(u.c).poisoned, 1u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    T_EQ(tu_tcp(x.u.c).poisoned, 1u);
+    fx_stop(&x);
 }
 
 /* A LOOKUP whose answer is damaged, or never comes, is sent again on a
  * fresh control connection (each try bounded by the op timeout). */
 TEST(damaged_or_stalled_lookup_is_retried)
 {
-    struct fake f = {.bad_lookups = 1};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.bad_lookups = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.op_timeout_ms = 300;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
+    fx_start(&x);
+    x.o.op_timeout_ms = 300;
+    fx_open(&x, NULL);
+    fx_get(&x, NULL);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
 
-    atomic_store(&f.stall_lookups, 1);
+    atomic_store(&x.f.stall_lookups, 1);
     uint64_t t0 = t_now_ms();
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).ctl_retries, 2u);
+    fx_get(&x, NULL);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 2u);
     T_LE(t_now_ms() - t0, 300u + 1000u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    fx_stop(&x);
 }
 
 /*
@@ -642,33 +649,24 @@ TEST(damaged_or_stalled_lookup_is_retried)
  */
 TEST(metadata_retry_is_the_engines)
 {
-    struct fake f = {.bad_lookups = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.bad_lookups = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
-    T_EQ(st.retries_total, 1u);
-    T_EQ(atomic_load(&f.lookups), 2);
-    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
-    tu_close(&u);
+    fx_start(&x);
+    fx_open(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
+    T_EQ(x.st.retries_total, 1u);
+    T_EQ(atomic_load(&x.f.lookups), 2);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
+    tu_close(&x.u);
 
-    o.retry_attempts = 1;
-    atomic_store(&f.bad_lookups, 1);
-    atomic_store(&f.lookups, 0);
-    open_client(&u, &f, NULL, &o);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), -EPROTO);
-    T_EQ(atomic_load(&f.lookups), 1);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    x.o.retry_attempts = 1;
+    atomic_store(&x.f.bad_lookups, 1);
+    atomic_store(&x.f.lookups, 0);
+    fx_open(&x, NULL);
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), -EPROTO);
+    T_EQ(atomic_load(&x.f.lookups), 1);
+    fx_stop(&x);
 }
 
 /*
@@ -679,19 +677,15 @@ TEST(metadata_retry_is_the_engines)
  */
 TEST(delete_answer_lost_is_unknown_and_not_repeated)
 {
-    struct fake f = {.bad_deletes = 1};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.bad_deletes = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    T_ERR(rio_delete(u.c, "obj"), RIO_EUNKNOWN);
-    T_EQ(atomic_load(&f.deletes), 1);
-    T_OK(rio_delete(u.c, "obj")); /* the next one, on a fresh connection */
-    T_EQ(atomic_load(&f.deletes), 2);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_start(&x);
+    fx_open(&x, NULL);
+    T_ERR(rio_delete(x.u.c, "obj"), RIO_EUNKNOWN);
+    T_EQ(atomic_load(&x.f.deletes), 1);
+    T_OK(rio_delete(x.u.c, "obj")); /* the next one, on a fresh connection */
+    T_EQ(atomic_load(&x.f.deletes), 2);
+    fx_stop(&x);
 }
 
 struct sink {
@@ -716,39 +710,30 @@ static int sink_cb(void *arg, const void *data, size_t len)
  * the generation gets RIO_EGENERATION at once. */
 TEST(get_racing_a_put_replans)
 {
-    struct fake f = {.bump_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.bump_reads = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.replans, 1u);
+    fx_start(&x);
+    fx_open(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.replans, 1u);
 
     /* A stream: before its first byte is handed out, the same. */
-    struct sink k = {.buf = b, .cap = F_SIZE};
-    memset(b, 0, F_SIZE);
-    atomic_store(&f.bump_reads, 1);
-    T_EQ(rio_get_stream(u.c, "obj", 4, sink_cb, &k, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.replans, 1u);
+    struct sink k = {.buf = x.b, .cap = F_SIZE};
+    memset(x.b, 0, F_SIZE);
+    atomic_store(&x.f.bump_reads, 1);
+    T_EQ(rio_get_stream(x.u.c, "obj", 4, sink_cb, &k, &x.call), (int64_t)F_SIZE);
+    T_PATTERN(x.b, F_SIZE, F_SEED);
+    T_EQ(x.st.replans, 1u);
 
-    atomic_store(&f.bump_reads, 1000000);
-    int before = atomic_load(&f.lookups);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), RIO_EGENERATION);
-    T_EQ(st.replans, 4u);
-    T_EQ(atomic_load(&f.lookups) - before, 5);
+    atomic_store(&x.f.bump_reads, 1000000);
+    int before = atomic_load(&x.f.lookups);
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), RIO_EGENERATION);
+    T_EQ(x.st.replans, 4u);
+    T_EQ(atomic_load(&x.f.lookups) - before, 5);
 
-    struct rio_call pinned = {.expect_generation = atomic_load(&f.gen)};
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &pinned), RIO_EGENERATION);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    struct rio_call pinned = {.expect_generation = atomic_load(&x.f.gen)};
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &pinned), RIO_EGENERATION);
+    fx_stop(&x);
 }
 
 /* A connection that accepts requests and answers nothing is cut by the
@@ -756,29 +741,21 @@ TEST(get_racing_a_put_replans)
  * fresh connection. */
 TEST(stalled_connection_trips_the_watchdog)
 {
-    struct fake f = {.stall_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.stall_reads = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.op_timeout_ms = 10000;
-    o.depth = 1;
-    open_client(&u, &f, "progress_timeout=300ms", &o);
-    uint8_t *b = malloc(F_SIZE);
+    fx_start(&x);
+    x.o.op_timeout_ms = 10000;
+    x.o.depth = 1;
+    fx_open(&x, "progress_timeout=300ms");
     uint64_t t0 = t_now_ms();
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    T_EQ(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), (int64_t)F_SIZE);
     uint64_t took = t_now_ms() - t0;
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).watchdog_trips, 1u);
-    T_EQ(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_PATTERN(x.b, F_SIZE, F_SEED);
+    T_EQ(tu_tcp(x.u.c).watchdog_trips, 1u);
+    T_EQ(x.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_GE(took, 250u);
     T_LT(took, 5000u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    fx_stop(&x);
 }
 
 /*
@@ -1036,23 +1013,16 @@ TEST(version1_server_is_a_version_error)
 /* The server's max_depth caps a connection's window below the client's depth. */
 TEST(server_max_depth_caps_the_window)
 {
-    struct fake f = {.max_depth = 2};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.max_depth = 2}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 8;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    struct rio__tcp_counters k = tu_tcp(u.c);
+    fx_start(&x);
+    x.o.depth = 8;
+    fx_open(&x, NULL);
+    fx_get(&x, NULL);
+    struct rio__tcp_counters k = tu_tcp(x.u.c);
     T_LE(k.slots_peak, 2u);
     T_EQ(k.conns_open, 1u);
-    free(b);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_stop(&x);
 }
 
 /*
