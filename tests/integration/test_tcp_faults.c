@@ -514,6 +514,43 @@ static void raw_drain(struct raw *w)
     }
 }
 
+/* A raw transport on the fake's address with URL params (NULL: none). */
+static void raw_open_at(struct raw *w, const struct fake *f, const char *params)
+{
+    char url[128];
+
+    snprintf(url, sizeof(url), "railio://%s%s%s", f->addr, params ? "?" : "", params ? params : "");
+    T_OK(raw_open(w, url));
+}
+
+/* READ chunk index (len bytes into dst) submitted and waited for. */
+static void raw_read(struct raw *w, struct rop *r, uint64_t index, uint64_t len, void *dst,
+                     unsigned timeout_ms)
+{
+    raw_read_io(r, index, len, dst);
+    T_OK(rio__tcp_ops.submit(w->t, &r->io));
+    raw_wait(w, r, timeout_ms);
+}
+
+/* READ chunk 0 (len bytes into dst, filled with 0xCC first) from a fake
+ * with slow_body, cancelled once part of the body has landed (the greeting
+ * is < 256 bytes): it completes at once with -ECANCELED. */
+static void raw_cancel_mid_body(struct raw *w, struct rop *r, uint8_t *dst, uint64_t len)
+{
+    memset(dst, 0xCC, len);
+    raw_read_io(r, 0, len, dst);
+    T_OK(rio__tcp_ops.submit(w->t, &r->io));
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(w).bytes_in < 256 + len / 4) {
+        rio__tcp_ops.reap(w->t, 5);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("no byte of the body arrived");
+    }
+    rio__tcp_ops.cancel(w->t, &r->io);
+    raw_wait(w, r, 1000);
+    T_EQ(r->io.res, -ECANCELED);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void open_client(struct tu *u, struct fake *f, const char *params, struct rio_options *o)
@@ -768,26 +805,12 @@ TEST(cancel_mid_body_lands_nothing_after_complete)
     struct fake f = {.slow_body = 1};
     struct raw w;
     struct rop r, r2;
-    char url[128];
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len);
 
     fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s", f.addr);
-    T_OK(raw_open(&w, url));
-    memset(dst, 0xCC, len);
-    raw_read_io(&r, 0, len, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    /* Wait until part of the body has landed (the greeting is < 256 bytes). */
-    uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
-        rio__tcp_ops.reap(w.t, 5);
-        if (t_now_ms() - t0 > 5000)
-            T_FAIL("no byte of the body arrived");
-    }
-    rio__tcp_ops.cancel(w.t, &r.io);
-    raw_wait(&w, &r, 1000);
-    T_EQ(r.io.res, -ECANCELED);
+    raw_open_at(&w, &f, NULL);
+    raw_cancel_mid_body(&w, &r, dst, len);
     uint8_t *snap = malloc(len);
     memcpy(snap, dst, len);
     T_EQ(raw_ctr(&w).slots_armed, 1u); /* the tombstone, owed the rest */
@@ -802,9 +825,7 @@ TEST(cancel_mid_body_lands_nothing_after_complete)
     T_EQ(raw_ctr(&w).tombstones, 1u);
     T_EQ(raw_ctr(&w).conn_failures, 0u);
     /* Same connection, next op: byte-exact. */
-    raw_read_io(&r2, 1, len, dst2);
-    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
-    raw_wait(&w, &r2, 5000);
+    raw_read(&w, &r2, 1, len, dst2, 5000);
     T_EQ(r2.io.res, (int64_t)len);
     T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
     T_EQ(raw_ctr(&w).dials, 1u);
@@ -825,13 +846,11 @@ TEST(cancel_put_mid_data_closes_and_requeues)
     struct fake f = {.slow_put = 1};
     struct raw w;
     struct rop a, b;
-    char url[128];
     void *up = NULL;
     const uint64_t big = 32 * TU_MIB;
 
     fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?depth=4", f.addr);
-    T_OK(raw_open(&w, url));
+    raw_open_at(&w, &f, "depth=4");
     T_OK(rio__tcp_ops.put_open(w.t, "obj", big + F_CHUNK, big, &up));
     uint8_t *src = tu_pattern(big, 1), *src2 = tu_pattern(F_CHUNK, 2);
     memset(&a, 0, sizeof(a));
@@ -882,30 +901,22 @@ TEST(refused_dials_back_off)
     struct fake f = {0};
     struct raw w;
     struct rop r;
-    char url[128];
     uint8_t *dst = malloc(F_CHUNK);
 
     fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?dial_backoff=500ms", f.addr);
-    T_OK(raw_open(&w, url));
+    raw_open_at(&w, &f, "dial_backoff=500ms");
     fake_close_listener(&f);
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
     T_EQ(raw_ctr(&w).dials, 1u);
     T_EQ(raw_ctr(&w).dial_failures, 1u);
     /* Within the backoff: fails the same way, no dial. */
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
     T_EQ(raw_ctr(&w).dials, 1u);
     /* After it: a new dial. */
     usleep(600000);
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
     T_EQ(raw_ctr(&w).dials, 2u);
     raw_drain(&w);
@@ -1035,12 +1046,10 @@ TEST(dials_are_single_flight_per_rail)
     struct fake f = {0};
     struct raw w;
     struct rop r[4];
-    char url[128];
     uint8_t *dst = malloc(4 * F_CHUNK);
 
     fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?conns=4&dial_backoff=200ms", f.addr);
-    T_OK(raw_open(&w, url));
+    raw_open_at(&w, &f, "conns=4&dial_backoff=200ms");
     T_EQ(w.t->npaths, 4u);
     fake_close_listener(&f);
     for (unsigned i = 0; i < 4; i++) {
@@ -1086,29 +1095,16 @@ TEST(stuck_tombstone_is_cut_after_the_grace)
     struct fake f = {.slow_body = 1};
     struct raw w;
     struct rop r, r2;
-    char url[128];
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len), *snap = malloc(len);
 
     fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?cancel_grace=200ms", f.addr);
-    T_OK(raw_open(&w, url));
-    memset(dst, 0xCC, len);
-    raw_read_io(&r, 0, len, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
-        rio__tcp_ops.reap(w.t, 5);
-        if (t_now_ms() - t0 > 5000)
-            T_FAIL("no byte of the body arrived");
-    }
-    rio__tcp_ops.cancel(w.t, &r.io);
-    raw_wait(&w, &r, 1000);
-    T_EQ(r.io.res, -ECANCELED);
+    raw_open_at(&w, &f, "cancel_grace=200ms");
+    raw_cancel_mid_body(&w, &r, dst, len);
     memcpy(snap, dst, len);
     /* Queued behind the tombstone on the same connection. */
     raw_read_io(&r2, 1, len, dst2);
-    t0 = t_now_ms();
+    uint64_t t0 = t_now_ms();
     T_OK(rio__tcp_ops.submit(w.t, &r2.io));
     raw_wait(&w, &r2, 5000);
     uint64_t took = t_now_ms() - t0;
