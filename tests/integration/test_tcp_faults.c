@@ -561,10 +561,12 @@ static void open_client(struct tu *u, struct fake *f, const char *params, struct
 }
 
 /* A test's bench: the fake server f (its knobs set before fx_start), the
- * tests' options o, a client u on f (fx_open), a call with stats st, and a
- * buffer b of F_SIZE bytes. */
+ * tests' options o (depth and op_timeout_ms as set before fx_start), a client
+ * u on f, a call with stats st, and a buffer b of F_SIZE bytes. */
 struct fx {
     struct fake f;
+    unsigned depth;         /* o.depth, unless 0 */
+    uint32_t op_timeout_ms; /* o.op_timeout_ms, unless 0 */
     struct rio_options o;
     struct rio_stats st;
     struct rio_call call;
@@ -572,18 +574,24 @@ struct fx {
     uint8_t *b;
 };
 
-static void fx_start(struct fx *x)
-{
-    fake_start(&x->f);
-    tu_opts(&x->o);
-    x->call = (struct rio_call){.stats = &x->st};
-    x->b = malloc(F_SIZE);
-    T_NOTNULL(x->b);
-}
-
 static void fx_open(struct fx *x, const char *params)
 {
     open_client(&x->u, &x->f, params, &x->o);
+}
+
+/* The bench, with the client open on URL params (NULL: none). */
+static void fx_start(struct fx *x, const char *params)
+{
+    fake_start(&x->f);
+    tu_opts(&x->o);
+    if (x->depth)
+        x->o.depth = x->depth;
+    if (x->op_timeout_ms)
+        x->o.op_timeout_ms = x->op_timeout_ms;
+    x->call = (struct rio_call){.stats = &x->st};
+    x->b = malloc(F_SIZE);
+    T_NOTNULL(x->b);
+    fx_open(x, params);
 }
 
 /* GET obj with call (NULL: none) into b: the whole object, byte-exact. */
@@ -606,11 +614,9 @@ static void fx_stop(struct fx *x)
  * land); the engine retries that chunk and the object comes back whole. */
 TEST(short_answer_fails_its_op_then_retry_heals)
 {
-    struct fx x = {.f = {.short_reads = 1}};
+    struct fx x = {.f = {.short_reads = 1}, .depth = 4};
 
-    fx_start(&x);
-    x.o.depth = 4;
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     fx_get(&x, &x.call);
     T_EQ(x.st.retries[RIO_CLASS_SHORT], 1u);
     /* The ops behind it on that connection went out again, not failed. */
@@ -627,8 +633,7 @@ TEST(bad_frame_poisons_the_connection_and_retries)
     for (int garbage = 0; garbage < 2; garbage++) {
         struct fx x = {.f = {.bad_id_reads = !garbage, .garbage_reads = garbage}};
 
-        fx_start(&x);
-        fx_open(&x, NULL);
+        fx_start(&x, NULL);
         fx_get(&x, &x.call);
         T_EQ(tu_tcp(x.u.c).conn_failures, 1u);
         T_EQ(tu_tcp(x.u.c).poisoned, 1u);
@@ -642,11 +647,9 @@ TEST(bad_frame_poisons_the_connection_and_retries)
  * delivered is right. */
 TEST(duplicated_answer_poisons_the_connection_and_retries)
 {
-    struct fx x = {.f = {.dup_reads = 1}};
+    struct fx x = {.f = {.dup_reads = 1}, .depth = 4};
 
-    fx_start(&x);
-    x.o.depth = 4;
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     for (int i = 0; i < 3; i++) {
         memset(x.b, 0, F_SIZE);
         fx_get(&x, &x.call);
@@ -659,11 +662,9 @@ TEST(duplicated_answer_poisons_the_connection_and_retries)
  * fresh control connection (each try bounded by the op timeout). */
 TEST(damaged_or_stalled_lookup_is_retried)
 {
-    struct fx x = {.f = {.bad_lookups = 1}};
+    struct fx x = {.f = {.bad_lookups = 1}, .op_timeout_ms = 300};
 
-    fx_start(&x);
-    x.o.op_timeout_ms = 300;
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     fx_get(&x, NULL);
     T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
 
@@ -688,8 +689,7 @@ TEST(metadata_retry_is_the_engines)
 {
     struct fx x = {.f = {.bad_lookups = 1}};
 
-    fx_start(&x);
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     fx_get(&x, &x.call);
     T_EQ(x.st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
     T_EQ(x.st.retries_total, 1u);
@@ -716,8 +716,7 @@ TEST(delete_answer_lost_is_unknown_and_not_repeated)
 {
     struct fx x = {.f = {.bad_deletes = 1}};
 
-    fx_start(&x);
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     T_ERR(rio_delete(x.u.c, "obj"), RIO_EUNKNOWN);
     T_EQ(atomic_load(&x.f.deletes), 1);
     T_OK(rio_delete(x.u.c, "obj")); /* the next one, on a fresh connection */
@@ -749,8 +748,7 @@ TEST(get_racing_a_put_replans)
 {
     struct fx x = {.f = {.bump_reads = 1}};
 
-    fx_start(&x);
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     fx_get(&x, &x.call);
     T_EQ(x.st.replans, 1u);
 
@@ -778,12 +776,9 @@ TEST(get_racing_a_put_replans)
  * fresh connection. */
 TEST(stalled_connection_trips_the_watchdog)
 {
-    struct fx x = {.f = {.stall_reads = 1}};
+    struct fx x = {.f = {.stall_reads = 1}, .op_timeout_ms = 10000, .depth = 1};
 
-    fx_start(&x);
-    x.o.op_timeout_ms = 10000;
-    x.o.depth = 1;
-    fx_open(&x, "progress_timeout=300ms");
+    fx_start(&x, "progress_timeout=300ms");
     uint64_t t0 = t_now_ms();
     T_EQ(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), (int64_t)F_SIZE);
     uint64_t took = t_now_ms() - t0;
@@ -1024,11 +1019,9 @@ TEST(version1_server_is_a_version_error)
 /* The server's max_depth caps a connection's window below the client's depth. */
 TEST(server_max_depth_caps_the_window)
 {
-    struct fx x = {.f = {.max_depth = 2}};
+    struct fx x = {.f = {.max_depth = 2}, .depth = 8};
 
-    fx_start(&x);
-    x.o.depth = 8;
-    fx_open(&x, NULL);
+    fx_start(&x, NULL);
     fx_get(&x, NULL);
     struct rio__tcp_counters k = tu_tcp(x.u.c);
     T_LE(k.slots_peak, 2u);
