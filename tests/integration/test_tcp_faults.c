@@ -551,6 +551,27 @@ static void raw_cancel_mid_body(struct raw *w, struct rop *r, uint8_t *dst, uint
     T_EQ(r->io.res, -ECANCELED);
 }
 
+/* A raw test's bench: the fake server f (its knobs set before rx_start)
+ * and a raw transport w on it. */
+struct rx {
+    struct fake f;
+    struct raw w;
+};
+
+/* The fake started, w open on it with URL params (NULL: none). */
+static void rx_start(struct rx *x, const char *params)
+{
+    fake_start(&x->f);
+    raw_open_at(&x->w, &x->f, params);
+}
+
+/* w closed, then the fake stopped. */
+static void rx_stop(struct rx *x)
+{
+    raw_close(&x->w);
+    fake_stop(&x->f);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void open_client(struct tu *u, struct fake *f, const char *params, struct rio_options *o)
@@ -797,37 +818,34 @@ TEST(stalled_connection_trips_the_watchdog)
  */
 TEST(cancel_mid_body_lands_nothing_after_complete)
 {
-    struct fake f = {.slow_body = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_body = 1}};
     struct rop r, r2;
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len);
 
-    fake_start(&f);
-    raw_open_at(&w, &f, NULL);
-    raw_cancel_mid_body(&w, &r, dst, len);
+    rx_start(&x, NULL);
+    raw_cancel_mid_body(&x.w, &r, dst, len);
     uint8_t *snap = malloc(len);
     memcpy(snap, dst, len);
-    T_EQ(raw_ctr(&w).slots_armed, 1u); /* the tombstone, owed the rest */
-    atomic_store(&f.release, 1);
-    raw_drain(&w);
+    T_EQ(raw_ctr(&x.w).slots_armed, 1u); /* the tombstone, owed the rest */
+    atomic_store(&x.f.release, 1);
+    raw_drain(&x.w);
     /* Nothing moved in dst after complete(), and the second half never came. */
     T_MEMEQ(dst, snap, len);
     for (size_t i = len / 2; i < len; i++)
         if (dst[i] != 0xCC)
             T_FAIL("byte %zu of dst written after complete()", i);
     free(snap);
-    T_EQ(raw_ctr(&w).tombstones, 1u);
-    T_EQ(raw_ctr(&w).conn_failures, 0u);
+    T_EQ(raw_ctr(&x.w).tombstones, 1u);
+    T_EQ(raw_ctr(&x.w).conn_failures, 0u);
     /* Same connection, next op: byte-exact. */
-    raw_read(&w, &r2, 1, len, dst2, 5000);
+    raw_read(&x.w, &r2, 1, len, dst2, 5000);
     T_EQ(r2.io.res, (int64_t)len);
     T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
-    T_EQ(raw_ctr(&w).dials, 1u);
-    raw_close(&w);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    rx_stop(&x);
     free(dst);
     free(dst2);
-    fake_stop(&f);
 }
 
 /*
@@ -838,15 +856,13 @@ TEST(cancel_mid_body_lands_nothing_after_complete)
  */
 TEST(cancel_put_mid_data_closes_and_requeues)
 {
-    struct fake f = {.slow_put = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_put = 1}};
     struct rop a, b;
     void *up = NULL;
     const uint64_t big = 32 * TU_MIB;
 
-    fake_start(&f);
-    raw_open_at(&w, &f, "depth=4");
-    T_OK(rio__tcp_ops.put_open(w.t, "obj", big + F_CHUNK, big, &up));
+    rx_start(&x, "depth=4");
+    T_OK(rio__tcp_ops.put_open(x.w.t, "obj", big + F_CHUNK, big, &up));
     uint8_t *src = tu_pattern(big, 1), *src2 = tu_pattern(F_CHUNK, 2);
     memset(&a, 0, sizeof(a));
     a.io.kind = RIO_IO_WRITE;
@@ -861,30 +877,29 @@ TEST(cancel_put_mid_data_closes_and_requeues)
     b.io.off = big;
     b.io.len = F_CHUNK;
     b.io.src = src2;
-    T_OK(rio__tcp_ops.submit(w.t, &a.io));
-    T_OK(rio__tcp_ops.submit(w.t, &b.io));
+    T_OK(rio__tcp_ops.submit(x.w.t, &a.io));
+    T_OK(rio__tcp_ops.submit(x.w.t, &b.io));
     /* Let the socket buffers fill: the server is not reading. */
     uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_out < 1 * TU_MIB && t_now_ms() - t0 < 5000)
-        rio__tcp_ops.reap(w.t, 10);
-    T_GE(raw_ctr(&w).bytes_out, 1 * TU_MIB);
-    T_LT(raw_ctr(&w).bytes_out, big);
-    rio__tcp_ops.cancel(w.t, &a.io);
-    raw_wait(&w, &a, 1000);
+    while (raw_ctr(&x.w).bytes_out < 1 * TU_MIB && t_now_ms() - t0 < 5000)
+        rio__tcp_ops.reap(x.w.t, 10);
+    T_GE(raw_ctr(&x.w).bytes_out, 1 * TU_MIB);
+    T_LT(raw_ctr(&x.w).bytes_out, big);
+    rio__tcp_ops.cancel(x.w.t, &a.io);
+    raw_wait(&x.w, &a, 1000);
     T_EQ(a.io.res, -ECANCELED);
     free(src); /* the transport must not read it any more */
-    atomic_store(&f.release, 1);
-    raw_wait(&w, &b, 5000);
+    atomic_store(&x.f.release, 1);
+    raw_wait(&x.w, &b, 5000);
     T_EQ(b.io.res, (int64_t)F_CHUNK);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.requeued, 1u);
     T_EQ(k.dials, 2u);
     T_EQ(k.conn_failures, 0u);
-    raw_drain(&w);
-    rio__tcp_ops.put_abort(w.t, up);
-    raw_close(&w);
+    raw_drain(&x.w);
+    rio__tcp_ops.put_abort(x.w.t, up);
+    rx_stop(&x);
     free(src2);
-    fake_stop(&f);
 }
 
 /*
@@ -893,31 +908,28 @@ TEST(cancel_put_mid_data_closes_and_requeues)
  */
 TEST(refused_dials_back_off)
 {
-    struct fake f = {0};
-    struct raw w;
+    struct rx x = {.f = {0}};
     struct rop r;
     uint8_t *dst = malloc(F_CHUNK);
 
-    fake_start(&f);
-    raw_open_at(&w, &f, "dial_backoff=500ms");
-    fake_close_listener(&f);
-    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
+    rx_start(&x, "dial_backoff=500ms");
+    fake_close_listener(&x.f);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 1u);
-    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dial_failures, 1u);
     /* Within the backoff: fails the same way, no dial. */
-    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
     /* After it: a new dial. */
     usleep(600000);
-    raw_read(&w, &r, 0, F_CHUNK, dst, 2000);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 2u);
-    raw_drain(&w);
-    raw_close(&w);
+    T_EQ(raw_ctr(&x.w).dials, 2u);
+    raw_drain(&x.w);
+    rx_stop(&x);
     free(dst);
-    fake_stop(&f);
 }
 
 /* Authentication is mutual: a server that cannot prove the token is refused. */
@@ -1036,46 +1048,43 @@ TEST(server_max_depth_caps_the_window)
  */
 TEST(dials_are_single_flight_per_rail)
 {
-    struct fake f = {0};
-    struct raw w;
+    struct rx x = {.f = {0}};
     struct rop r[4];
     uint8_t *dst = malloc(4 * F_CHUNK);
 
-    fake_start(&f);
-    raw_open_at(&w, &f, "conns=4&dial_backoff=200ms");
-    T_EQ(w.t->npaths, 4u);
-    fake_close_listener(&f);
+    rx_start(&x, "conns=4&dial_backoff=200ms");
+    T_EQ(x.w.t->npaths, 4u);
+    fake_close_listener(&x.f);
     for (unsigned i = 0; i < 4; i++) {
         raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
         r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
+        T_OK(rio__tcp_ops.submit(x.w.t, &r[i].io));
     }
     for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&w, &r[i], 2000);
+        raw_wait(&x.w, &r[i], 2000);
         T_EQ(r[i].io.res, -ECONNREFUSED);
     }
-    T_EQ(raw_ctr(&w).dials, 1u);
-    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dial_failures, 1u);
     /* The server is back: after the backoff every path connects. */
-    fake_relisten(&f);
+    fake_relisten(&x.f);
     usleep(300000);
     for (unsigned i = 0; i < 4; i++) {
         raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
         r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
+        T_OK(rio__tcp_ops.submit(x.w.t, &r[i].io));
     }
     for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&w, &r[i], 5000);
+        raw_wait(&x.w, &r[i], 5000);
         T_EQ(r[i].io.res, (int64_t)F_CHUNK);
     }
     T_EQ(t_check_pattern(dst, 4 * F_CHUNK, F_SEED), -1);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.dials, 5u);
     T_EQ(k.conns_open, 4u);
-    raw_drain(&w);
-    raw_close(&w);
+    raw_drain(&x.w);
+    rx_stop(&x);
     free(dst);
-    fake_stop(&f);
 }
 
 /*
@@ -1085,36 +1094,34 @@ TEST(dials_are_single_flight_per_rail)
  */
 TEST(stuck_tombstone_is_cut_after_the_grace)
 {
-    struct fake f = {.slow_body = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_body = 1}};
     struct rop r, r2;
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len), *snap = malloc(len);
 
-    fake_start(&f);
-    raw_open_at(&w, &f, "cancel_grace=200ms");
-    raw_cancel_mid_body(&w, &r, dst, len);
+    rx_start(&x, "cancel_grace=200ms");
+    raw_cancel_mid_body(&x.w, &r, dst, len);
     memcpy(snap, dst, len);
     /* Queued behind the tombstone on the same connection. */
     raw_read_io(&r2, 1, len, dst2);
     uint64_t t0 = t_now_ms();
-    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
-    raw_wait(&w, &r2, 5000);
+    T_OK(rio__tcp_ops.submit(x.w.t, &r2.io));
+    raw_wait(&x.w, &r2, 5000);
     uint64_t took = t_now_ms() - t0;
     T_EQ(r2.io.res, (int64_t)len);
     T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
     T_GE(took, 150u);
     T_LT(took, 3000u);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.grace_closes, 1u);
     T_EQ(k.requeued, 1u);
     T_EQ(k.dials, 2u);
     T_EQ(k.slots_armed, 0u);
     T_MEMEQ(dst, snap, len);
-    raw_close(&w);
-    atomic_store(&f.release, 1);
+    raw_close(&x.w);
+    atomic_store(&x.f.release, 1);
     free(dst);
     free(dst2);
     free(snap);
-    fake_stop(&f);
+    fake_stop(&x.f);
 }
