@@ -600,8 +600,8 @@ static void fx_open(struct fx *x, const char *params)
     open_client(&x->u, &x->f, params, &x->o);
 }
 
-/* The bench, with the client open on URL params (NULL: none). */
-static void fx_start(struct fx *x, const char *params)
+/* The bench, without a client. */
+static void fx_init(struct fx *x)
 {
     fake_start(&x->f);
     tu_opts(&x->o);
@@ -612,7 +612,25 @@ static void fx_start(struct fx *x, const char *params)
     x->call = (struct rio_call){.stats = &x->st};
     x->b = malloc(F_SIZE);
     T_NOTNULL(x->b);
+}
+
+/* The bench, with the client open on URL params (NULL: none). */
+static void fx_start(struct fx *x, const char *params)
+{
+    fx_init(x);
     fx_open(x, params);
+}
+
+/* The bench, whose client is refused at open on URL params with err. */
+static void fx_refused(struct fx *x, const char *params, int err)
+{
+    struct rio_client *c = NULL;
+    char url[256];
+
+    fx_init(x);
+    snprintf(url, sizeof(url), "railio://%s%s%s", x->f.addr, params ? "?" : "",
+             params ? params : "");
+    T_ERR(rio_client_new(url, &x->o, &c), err);
 }
 
 /* GET obj with call (NULL: none) into b: the whole object, byte-exact. */
@@ -935,24 +953,13 @@ TEST(refused_dials_back_off)
 /* Authentication is mutual: a server that cannot prove the token is refused. */
 TEST(server_must_prove_the_token)
 {
-    struct fake f = {.token = "tok", .bad_server_mac = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.token = "tok", .bad_server_mac = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
-    f.bad_server_mac = 0;
-    struct tu u;
-    tu_open(&u, url, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    free(b);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_refused(&x, "token=tok", RIO_EAUTH);
+    x.f.bad_server_mac = 0;
+    fx_open(&x, "token=tok");
+    fx_get(&x, NULL);
+    fx_stop(&x);
 }
 
 /* Every connection the fake holds is cut (the server went away); it keeps
@@ -974,37 +981,28 @@ static void fake_drop_conns(struct fake *f)
  */
 TEST(token_client_refuses_a_server_without_auth)
 {
-    struct fake f = {.token = "tok", .no_auth = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.token = "tok", .no_auth = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
-    T_EQ(atomic_load(&f.data_ops), 0);
+    fx_refused(&x, "token=tok", RIO_EAUTH);
+    T_EQ(atomic_load(&x.f.data_ops), 0);
     T_NOTNULL(strstr(rio_strerror(RIO_EAUTH), "did not prove it holds the token"));
 
     /* The genuine server first, then an impostor on its address. */
-    f.no_auth = 0;
-    struct tu u;
-    tu_open(&u, url, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    f.no_auth = 1;
-    fake_drop_conns(&f);
+    x.f.no_auth = 0;
+    fx_open(&x, "token=tok");
+    fx_get(&x, NULL);
+    x.f.no_auth = 1;
+    fake_drop_conns(&x.f);
     usleep(50000);
-    int before = atomic_load(&f.data_ops);
-    int puts = atomic_load(&f.puts_ok);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
-    T_EQ(rio_put(u.c, "obj", b, F_SIZE, NULL, NULL), RIO_EAUTH);
-    T_EQ(atomic_load(&f.data_ops), before);
-    T_EQ(atomic_load(&f.puts_ok), puts);
-    free(b);
-    rio_client_destroy(u.c);
-    fake_stop(&f);
+    int before = atomic_load(&x.f.data_ops);
+    int puts = atomic_load(&x.f.puts_ok);
+    T_EQ(rio_get(x.u.c, "obj", x.b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
+    T_EQ(rio_put(x.u.c, "obj", x.b, F_SIZE, NULL, NULL), RIO_EAUTH);
+    T_EQ(atomic_load(&x.f.data_ops), before);
+    T_EQ(atomic_load(&x.f.puts_ok), puts);
+    rio_client_destroy(x.u.c);
+    x.u.c = NULL;
+    fx_stop(&x);
 }
 
 /*
@@ -1014,18 +1012,12 @@ TEST(token_client_refuses_a_server_without_auth)
  */
 TEST(version1_server_is_a_version_error)
 {
-    struct fake f = {.v1 = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.v1 = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EVERSION);
+    fx_refused(&x, NULL, RIO_EVERSION);
     T_NOTNULL(strstr(rio_strerror(RIO_EVERSION), "protocol version"));
-    T_EQ(atomic_load(&f.data_ops), 0);
-    fake_stop(&f);
+    T_EQ(atomic_load(&x.f.data_ops), 0);
+    fx_stop(&x);
 }
 
 /* The server's max_depth caps a connection's window below the client's depth. */
