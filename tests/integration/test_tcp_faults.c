@@ -1033,6 +1033,23 @@ TEST(server_max_depth_caps_the_window)
     fx_stop(&x);
 }
 
+/* READ chunk i on path i, for each of 4 paths, into dst; each ends in res
+ * within timeout_ms. */
+static void read_each_path(struct raw *w, uint8_t *dst, unsigned timeout_ms, int64_t res)
+{
+    struct rop r[4];
+
+    for (unsigned i = 0; i < 4; i++) {
+        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
+        r[i].io.path = i;
+        T_OK(rio__tcp_ops.submit(w->t, &r[i].io));
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        raw_wait(w, &r[i], timeout_ms);
+        T_EQ(r[i].io.res, res);
+    }
+}
+
 /*
  * Four connections on one rail (conns=4): while the rail has no good dial,
  * one dial goes and the others wait for it, sharing its failure; when the
@@ -1041,35 +1058,18 @@ TEST(server_max_depth_caps_the_window)
 TEST(dials_are_single_flight_per_rail)
 {
     struct rx x = {.f = {0}};
-    struct rop r[4];
     uint8_t *dst = malloc(4 * F_CHUNK);
 
     rx_start(&x, "conns=4&dial_backoff=200ms");
     T_EQ(x.w.t->npaths, 4u);
     fake_close_listener(&x.f);
-    for (unsigned i = 0; i < 4; i++) {
-        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
-        r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(x.w.t, &r[i].io));
-    }
-    for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&x.w, &r[i], 2000);
-        T_EQ(r[i].io.res, -ECONNREFUSED);
-    }
+    read_each_path(&x.w, dst, 2000, -ECONNREFUSED);
     T_EQ(raw_ctr(&x.w).dials, 1u);
     T_EQ(raw_ctr(&x.w).dial_failures, 1u);
     /* The server is back: after the backoff every path connects. */
     fake_relisten(&x.f);
     usleep(300000);
-    for (unsigned i = 0; i < 4; i++) {
-        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
-        r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(x.w.t, &r[i].io));
-    }
-    for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&x.w, &r[i], 5000);
-        T_EQ(r[i].io.res, (int64_t)F_CHUNK);
-    }
+    read_each_path(&x.w, dst, 5000, (int64_t)F_CHUNK);
     T_EQ(t_check_pattern(dst, 4 * F_CHUNK, F_SEED), -1);
     struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.dials, 5u);
