@@ -278,6 +278,51 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
+/* A request the fake answers in place (PUT_OPEN, PUT_CHUNK, DELETE,
+ * PUT_ABORT; anything else: RIO_ENOTSUP). */
+static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *h)
+{
+    int ret;
+
+    switch (h->opcode) {
+    case RIO_OP_PUT_OPEN: {
+        uint8_t out[8] = {1};
+        ret = f_respond(c, h->opcode, h->id, 0, out, sizeof(out));
+        break;
+    }
+    case RIO_OP_PUT_CHUNK:
+        atomic_fetch_add(&f->puts_ok, 1);
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    case RIO_OP_DELETE:
+        atomic_fetch_add(&f->deletes, 1);
+        if (atomic_fetch_sub(&f->bad_deletes, 1) > 0) {
+            uint8_t junk[RIO_PROTO_HDR_LEN];
+            memset(junk, 0xa5, sizeof(junk));
+            ret = f_write(c->fd, junk, sizeof(junk));
+            break;
+        }
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    case RIO_OP_PUT_ABORT:
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    default:
+        ret = f_respond(c, h->opcode, h->id, RIO_ENOTSUP, NULL, 0);
+        break;
+    }
+    return ret;
+}
+
+/* The requests the fake answers by a handler of its own, by opcode. */
+typedef int f_handler(struct fconn *c, uint64_t id, const uint8_t *body, size_t len);
+static f_handler *const f_ops[] = {
+    [RIO_OP_HELLO] = f_hello,
+    [RIO_OP_AUTH] = f_auth,
+    [RIO_OP_LOOKUP] = f_lookup,
+    [RIO_OP_READ] = f_read_op,
+};
+
 static void *f_conn_main(void *p)
 {
     struct fconn *c = p;
@@ -307,45 +352,11 @@ static void *f_conn_main(void *p)
             atomic_fetch_add(&f->data_ops, 1);
         /* The fake takes the checks on trust; only the control part matters. */
         h.body_len = ctl;
-        switch (h.opcode) {
-        case RIO_OP_HELLO:
-            ret = f_hello(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_AUTH:
-            ret = f_auth(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_LOOKUP:
-            ret = f_lookup(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_READ:
-            ret = f_read_op(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_PUT_OPEN: {
-            uint8_t out[8] = {1};
-            ret = f_respond(c, h.opcode, h.id, 0, out, sizeof(out));
-            break;
-        }
-        case RIO_OP_PUT_CHUNK:
-            atomic_fetch_add(&f->puts_ok, 1);
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        case RIO_OP_DELETE:
-            atomic_fetch_add(&f->deletes, 1);
-            if (atomic_fetch_sub(&f->bad_deletes, 1) > 0) {
-                uint8_t junk[RIO_PROTO_HDR_LEN];
-                memset(junk, 0xa5, sizeof(junk));
-                ret = f_write(c->fd, junk, sizeof(junk));
-                break;
-            }
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        case RIO_OP_PUT_ABORT:
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        default:
-            ret = f_respond(c, h.opcode, h.id, RIO_ENOTSUP, NULL, 0);
-            break;
-        }
+        f_handler *op = h.opcode < sizeof(f_ops) / sizeof(f_ops[0]) ? f_ops[h.opcode] : NULL;
+        if (op)
+            ret = op(c, h.id, body, h.body_len);
+        else
+            ret = f_other(f, c, &h);
         if (ret < 0)
             break;
     }
