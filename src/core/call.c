@@ -770,27 +770,35 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
     return ret;
 }
 
-int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
+/* A metadata call on key: the key checked, then m set up for client c. */
+static int meta_for_key(struct rio_client *c, const char *key, struct rio__meta *m)
 {
-    if (!c || !out)
-        return RIO_EINVAL;
     int ret = rio__key_check(key);
     if (ret < 0)
         return ret;
+    rio__meta_for_client(m, c);
+    return 0;
+}
+
+int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
+{
     struct rio__meta m;
-    rio__meta_for_client(&m, c);
+
+    if (!c || !out)
+        return RIO_EINVAL;
+    int ret = meta_for_key(c, key, &m);
+    if (ret < 0)
+        return ret;
     memset(out, 0, sizeof(*out));
     return client_lookup(c, &m, key, out);
 }
 
 int rio_delete(struct rio_client *c, const char *key)
 {
+    struct rio__meta m;
+
     if (!c)
         return RIO_EINVAL;
-    int ret = rio__key_check(key);
-    if (ret < 0)
-        return ret;
-    struct rio__meta m;
-    rio__meta_for_client(&m, c);
-    return rio__meta_remove(c, &m, key);
+    int ret = meta_for_key(c, key, &m);
+    return ret < 0 ? ret : rio__meta_remove(c, &m, key);
 }

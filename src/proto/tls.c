@@ -200,6 +200,14 @@ void rio__tls_cleanup(struct rio__tls *t)
     memset(t, 0, sizeof(*t));
 }
 
+/* Before an SSL call whose failure is read from the error queue and errno:
+ * both cleared, so what they hold afterwards is that call's. */
+static void ssl_call_prep(void)
+{
+    ERR_clear_error();
+    errno = 0;
+}
+
 /* -EAGAIN with what to wait for, or 0 when err is no retry. */
 static int want_of(struct rio__tls *t, int err)
 {
@@ -230,8 +238,7 @@ int rio__tls_handshake(struct rio__tls *t, char *why, size_t whylen)
 
     if (t->done)
         return 0;
-    ERR_clear_error();
-    errno = 0;
+    ssl_call_prep();
     r = SSL_do_handshake(t->ssl);
     if (r == 1) {
         t->done = true;
@@ -276,8 +283,7 @@ ssize_t rio__tls_read(struct rio__tls *t, void *buf, size_t n)
     size_t got = 0;
     int r, err, ret;
 
-    ERR_clear_error();
-    errno = 0;
+    ssl_call_prep();
     r = SSL_read_ex(t->ssl, buf, n, &got);
     if (r == 1)
         return (ssize_t)got;
@@ -303,8 +309,7 @@ static int write_one(struct rio__tls *t, const void *p, size_t len)
     size_t w = 0;
     int r, err, ret;
 
-    ERR_clear_error();
-    errno = 0;
+    ssl_call_prep();
     r = SSL_write_ex(t->ssl, p, len, &w);
     if (r == 1)
         return w == len ? 1 : -EPROTO; /* one record goes whole */

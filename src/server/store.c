@@ -290,6 +290,12 @@ err_tab:
     return -ENOMEM;
 }
 
+/* Drops one reference: true when it was the last, and the caller frees. */
+static bool ref_drop(_Atomic int *refs)
+{
+    return atomic_fetch_sub_explicit(refs, 1, memory_order_acq_rel) == 1;
+}
+
 static void obj_free(struct rio_srv_obj *o)
 {
     rio__srv_data_free(o->data, o->size);
@@ -300,7 +306,7 @@ static void obj_free(struct rio_srv_obj *o)
 
 void rio__srv_obj_unref(struct rio_srv_obj *o)
 {
-    if (o && atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+    if (o && ref_drop(&o->refs))
         obj_free(o);
 }
 
@@ -332,7 +338,7 @@ static void upload_free(struct rio_srv_upload *u)
 
 void rio__srv_upload_unref(struct rio_srv_upload *u)
 {
-    if (u && atomic_fetch_sub_explicit(&u->refs, 1, memory_order_acq_rel) == 1)
+    if (u && ref_drop(&u->refs))
         upload_free(u);
 }
 

@@ -83,17 +83,54 @@ static uint64_t *xxh_array(const uint8_t *le, uint64_t n)
     return a;
 }
 
+/*
+ * A body decoder and its encoder, rio__proto_dec_NAME and rio__proto_enc_NAME,
+ * on b: when b decodes into m, the checks given after NAME hold of m and
+ * re-encoding m gives b back.
+ */
+#define ROUND_TRIP(NAME, ...)                                                                      \
+    do {                                                                                           \
+        struct rio_proto_##NAME m;                                                                 \
+        if (rio__proto_dec_##NAME(b, len, &m) == 0) {                                              \
+            __VA_ARGS__;                                                                           \
+            same(rio__proto_enc_##NAME(&m, enc_buf, sizeof(enc_buf)), b, len);                     \
+        }                                                                                          \
+    } while (0)
+
 static void body(int mode, const uint8_t *b, size_t len)
 {
     switch (mode) {
-    case M_HELLO: {
-        struct rio_proto_hello m;
-        if (rio__proto_dec_hello(b, len, &m) == 0) {
-            CHECK(m.version_min <= m.version_max);
-            same(rio__proto_enc_hello(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
+    case M_HELLO:
+        ROUND_TRIP(hello, CHECK(m.version_min <= m.version_max));
         break;
-    }
+    case M_AUTH:
+        ROUND_TRIP(auth);
+        break;
+    case M_AUTH_RESP:
+        ROUND_TRIP(auth_resp);
+        break;
+    case M_KEY:
+        ROUND_TRIP(key, CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
+                   CHECK(memchr(m.key, 0, m.key_len) == NULL));
+        break;
+    case M_PUT_OPEN:
+        ROUND_TRIP(put_open, CHECK(m.chunk_size >= 1 && m.chunk_size <= (1ull << 30)));
+        break;
+    case M_PUT_OPEN_RESP:
+        ROUND_TRIP(put_open_resp);
+        break;
+    case M_PUT_COMMIT_RESP:
+        ROUND_TRIP(put_commit_resp, CHECK(m.generation != 0));
+        break;
+    case M_PUT_ABORT:
+        ROUND_TRIP(put_abort);
+        break;
+    case M_READ:
+        ROUND_TRIP(read, CHECK(m.len >= 1 && m.len <= (1u << 30)));
+        break;
+    case M_STAT_RESP:
+        ROUND_TRIP(stat_resp);
+        break;
     case M_HELLO_RESP: {
         struct rio_proto_hello_resp m;
         if (rio__proto_dec_hello_resp(b, len, &m) == 0) {
@@ -107,27 +144,6 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
-    case M_AUTH: {
-        struct rio_proto_auth m;
-        if (rio__proto_dec_auth(b, len, &m) == 0)
-            same(rio__proto_enc_auth(&m, enc_buf, sizeof(enc_buf)), b, len);
-        break;
-    }
-    case M_AUTH_RESP: {
-        struct rio_proto_auth_resp m;
-        if (rio__proto_dec_auth_resp(b, len, &m) == 0)
-            same(rio__proto_enc_auth_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
-        break;
-    }
-    case M_KEY: {
-        struct rio_proto_key m;
-        if (rio__proto_dec_key(b, len, &m) == 0) {
-            CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
-            CHECK(memchr(m.key, 0, m.key_len) == NULL);
-            same(rio__proto_enc_key(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
-        break;
-    }
     case M_DESC: {
         struct rio_proto_desc m;
         if (rio__proto_dec_desc(b, len, &m) == 0) {
@@ -138,20 +154,6 @@ static void body(int mode, const uint8_t *b, size_t len)
                 same(rio__proto_enc_desc(&m, x, enc_buf, sizeof(enc_buf)), b, len);
             free(x);
         }
-        break;
-    }
-    case M_PUT_OPEN: {
-        struct rio_proto_put_open m;
-        if (rio__proto_dec_put_open(b, len, &m) == 0) {
-            CHECK(m.chunk_size >= 1 && m.chunk_size <= (1ull << 30));
-            same(rio__proto_enc_put_open(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
-        break;
-    }
-    case M_PUT_OPEN_RESP: {
-        struct rio_proto_put_open_resp m;
-        if (rio__proto_dec_put_open_resp(b, len, &m) == 0)
-            same(rio__proto_enc_put_open_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
         break;
     }
     case M_PUT_CHUNK: {
@@ -174,66 +176,34 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
-    case M_PUT_COMMIT_RESP: {
-        struct rio_proto_put_commit_resp m;
-        if (rio__proto_dec_put_commit_resp(b, len, &m) == 0) {
-            CHECK(m.generation != 0);
-            same(rio__proto_enc_put_commit_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
-        break;
-    }
-    case M_PUT_ABORT: {
-        struct rio_proto_put_abort m;
-        if (rio__proto_dec_put_abort(b, len, &m) == 0)
-            same(rio__proto_enc_put_abort(&m, enc_buf, sizeof(enc_buf)), b, len);
-        break;
-    }
-    case M_READ: {
-        struct rio_proto_read m;
-        if (rio__proto_dec_read(b, len, &m) == 0) {
-            CHECK(m.len >= 1 && m.len <= (1u << 30));
-            same(rio__proto_enc_read(&m, enc_buf, sizeof(enc_buf)), b, len);
-        }
-        break;
-    }
-    case M_STAT_RESP: {
-        struct rio_proto_stat_resp m;
-        if (rio__proto_dec_stat_resp(b, len, &m) == 0)
-            same(rio__proto_enc_stat_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
-        break;
-    }
     default:
         break;
     }
 }
 
-/* Which body decoder a frame of op goes to (request or response). */
+/* Which body decoder a frame of op goes to (request or response); M_PING,
+ * which decodes no body, for an op not listed. */
+static const struct {
+    int op, request, response;
+} body_modes[] = {
+    {RIO_OP_HELLO, M_HELLO, M_HELLO_RESP},
+    {RIO_OP_AUTH, M_AUTH, M_AUTH_RESP},
+    {RIO_OP_LOOKUP, M_KEY, M_DESC},
+    {RIO_OP_DELETE, M_KEY, M_PING},
+    {RIO_OP_PUT_OPEN, M_PUT_OPEN, M_PUT_OPEN_RESP},
+    {RIO_OP_PUT_CHUNK, M_PUT_CHUNK, M_PING},
+    {RIO_OP_PUT_COMMIT, M_PUT_COMMIT, M_PUT_COMMIT_RESP},
+    {RIO_OP_PUT_ABORT, M_PUT_ABORT, M_PING},
+    {RIO_OP_READ, M_READ, M_PING},
+    {RIO_OP_STAT, M_PING, M_STAT_RESP},
+};
+
 static int body_mode(int op, int response)
 {
-    switch (op) {
-    case RIO_OP_HELLO:
-        return response ? M_HELLO_RESP : M_HELLO;
-    case RIO_OP_AUTH:
-        return response ? M_AUTH_RESP : M_AUTH;
-    case RIO_OP_LOOKUP:
-        return response ? M_DESC : M_KEY;
-    case RIO_OP_DELETE:
-        return response ? M_PING : M_KEY;
-    case RIO_OP_PUT_OPEN:
-        return response ? M_PUT_OPEN_RESP : M_PUT_OPEN;
-    case RIO_OP_PUT_CHUNK:
-        return response ? M_PING : M_PUT_CHUNK;
-    case RIO_OP_PUT_COMMIT:
-        return response ? M_PUT_COMMIT_RESP : M_PUT_COMMIT;
-    case RIO_OP_PUT_ABORT:
-        return response ? M_PING : M_PUT_ABORT;
-    case RIO_OP_READ:
-        return response ? M_PING : M_READ;
-    case RIO_OP_STAT:
-        return response ? M_STAT_RESP : M_PING;
-    default:
-        return M_PING;
-    }
+    for (size_t i = 0; i < sizeof(body_modes) / sizeof(body_modes[0]); i++)
+        if (body_modes[i].op == op)
+            return response ? body_modes[i].response : body_modes[i].request;
+    return M_PING;
 }
 
 static void seal(uint8_t h[RIO_PROTO_HDR_LEN])

@@ -42,6 +42,7 @@ struct eu {
     struct rio_options o; /* eu_begin: the engine profile, for the test to adjust */
     struct rio_stats st;  /* filled by every call made with &e->call */
     struct rio_call call; /* .stats = &st */
+    uint8_t *src;         /* eu_open_put's source buffer; eu_close frees it */
 };
 
 /* Engine-profile options in e->o, a zeroed call record reporting into e->st;
@@ -63,6 +64,7 @@ static inline void eu_begin(struct eu *e)
 #define eu_open(e, url, o)                                                                         \
     do {                                                                                           \
         (e)->alloc0 = t_alloc_now();                                                               \
+        (e)->src = NULL;                                                                           \
         (e)->c = t__client_new((url), (o), __FILE__, __LINE__);                                    \
     } while (0)
 /* eu_begin(e), then eu_open(e, url, &e->o). */
@@ -73,26 +75,68 @@ static inline void eu_begin(struct eu *e)
     } while (0)
 
 /* The commonest start: a client on url with e->o, object "o" PUT with n
- * bytes of pattern seed. Returns the source buffer (caller frees). */
+ * bytes of pattern seed. Returns the source buffer, which e owns (eu_close
+ * frees it). */
 static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uint64_t seed,
                                     const char *file, int line)
 {
     e->alloc0 = t_alloc_now();
     e->c = t__client_new(url, &e->o, file, line);
-    return t__put_pattern(e->c, "o", n, seed, NULL, 1, NULL, file, line);
+    e->src = t__put_pattern(e->c, "o", n, seed, NULL, 1, NULL, file, line);
+    return e->src;
 }
 #define eu_open_put(e, url, n, seed) eu__open_put((e), (url), (n), (seed), __FILE__, __LINE__)
 /* eu_begin(e), then eu_open_put. */
 #define eu_start_put(e, url, n, seed) (eu_begin(e), eu_open_put((e), (url), (n), (seed)))
+/* eu_begin(e), the option changes given as expressions on (e)->o (one or more,
+ * comma-separated: `e.o.depth = 4, e.o.paths = 1`), then eu_open_put: the start
+ * of a test that needs other options than the engine profile's. */
+#define eu_start_put_o(e, url, n, seed, ...)                                                       \
+    (eu_begin(e), __VA_ARGS__, eu_open_put((e), (url), (n), (seed)))
+/* The same without the PUT: eu_begin(e), the option changes, eu_open(e, url, &e->o). */
+#define eu_start_o(e, url, ...)                                                                    \
+    do {                                                                                           \
+        eu_begin(e);                                                                               \
+        __VA_ARGS__;                                                                               \
+        eu_open((e), (url), &(e)->o);                                                              \
+    } while (0)
+/* e owns buf from now on (eu_close frees it); one buffer per client, and
+ * not with eu_open_put's. Returns buf. */
+static inline uint8_t *eu_keep(struct eu *e, uint8_t *buf)
+{
+    T_TRUE(e->src == NULL);
+    e->src = buf;
+    return buf;
+}
+/* eu_start(e, url) and n bytes of pattern seed, not PUT, that e owns (eu_keep):
+ * the source of a test that writes the object its own way. */
+static inline uint8_t *eu__start_src(struct eu *e, const char *url, size_t n, uint64_t seed,
+                                     const char *file, int line)
+{
+    eu_begin(e);
+    e->alloc0 = t_alloc_now();
+    e->c = t__client_new(url, &e->o, file, line);
+    return eu_keep(e, t_pattern_buf(n, seed));
+}
+#define eu_start_src(e, url, n, seed) eu__start_src((e), (url), (n), (seed), __FILE__, __LINE__)
 #define eu_idle(c) t__idle((c), __FILE__, __LINE__)
 #define eu_wait_idle(c, ms) t__wait_idle((c), (ms), __FILE__, __LINE__)
 #define eu_close(e)                                                                                \
     do {                                                                                           \
         t__close((e)->c, (e)->alloc0, __FILE__, __LINE__);                                         \
         (e)->c = NULL;                                                                             \
+        free((e)->src);                                                                            \
+        (e)->src = NULL;                                                                           \
     } while (0)
 
 #define eu_fault(c, spec) t__fault((c), (spec), __FILE__, __LINE__)
+/* The faults so far cleared (rio_mock_faults_clear), then spec the only one:
+ * the next step of a test that tries one fault after another. */
+#define eu_refault(c, spec)                                                                        \
+    do {                                                                                           \
+        rio_mock_faults_clear(c);                                                                  \
+        eu_fault((c), (spec));                                                                     \
+    } while (0)
 #define eu_faults_fired t_faults_fired
 
 /* PUT n bytes of pattern seed under key; returns the source buffer (caller frees). */
@@ -101,6 +145,17 @@ static inline uint8_t *eu__open_put(struct eu *e, const char *url, size_t n, uin
 /* GET key into a fresh buffer and check it is the pattern seed, n bytes. */
 #define eu_get_check(c, key, n, seed, call)                                                        \
     t__get_check((c), (key), (n), (seed), (call), __FILE__, __LINE__)
+
+/* rio_get(c, key, dst, n, call), timed: *took_ms is how long the call took
+ * (wall clock, ms), for the tests that bound how soon a failure ends. */
+static inline int64_t eu_get_ms(struct rio_client *c, const char *key, void *dst, size_t n,
+                                const struct rio_call *call, uint64_t *took_ms)
+{
+    uint64_t t0 = t_now_ms();
+    int64_t ret = rio_get(c, key, dst, n, call);
+    *took_ms = t_now_ms() - t0;
+    return ret;
+}
 
 #define eu_path_bytes t_path_bytes
 #define eu_path_ops t_path_ops

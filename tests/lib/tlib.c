@@ -22,6 +22,7 @@
 
 #include <openssl/evp.h>
 
+#include "cli/spawn.h"
 #include "cli_util.h"
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -266,13 +267,7 @@ pid_t t_spawn(const char *file, const char *const *argv, int own_group, const ch
     if (pid == 0) {
         if (own_group)
             setpgid(0, 0);
-        if (log) {
-            int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd >= 0) {
-                dup2(fd, 2);
-                dup2(fd, 1);
-            }
-        }
+        rio_cli_log_to(log);
         execvp(file, (char *const *)argv);
         _exit(127);
     }

@@ -18,7 +18,7 @@ TEST(aggregate_four_paths)
     unsigned used;
 
     eu_start(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 1, &pc);
+    uint8_t *src = eu_keep(&e, eu_put_pattern(e.c, "obj", n, 1, &pc));
     eu_idle(e.c);
     T_EQ(pst.bytes, n);
     T_EQ(pst.npaths, 4u);
@@ -48,7 +48,6 @@ TEST(aggregate_four_paths)
         T_EQ(d.xxh[k], rio__xxh3(src + k * EU_CHUNK, EU_CHUNK));
     T_EQ(strlen(d.etag), 32u);
     rio_desc_cleanup(&d);
-    free(src);
     eu_close(&e);
 }
 
@@ -60,7 +59,7 @@ TEST(single_path_passthrough)
 
     eu_start(&e, "mock://single?paths=1");
     T_EQ(rio_get(e.c, "none", NULL, 0, NULL), RIO_ENOTFOUND);
-    uint8_t *src = eu_put_pattern(e.c, "one", n, 2, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "one", n, 2, &e.call));
     T_EQ(e.st.npaths, 1u);
     T_EQ(e.st.path[0].bytes, n);
     eu_get_check(e.c, "one", n, 2, &e.call);
@@ -72,7 +71,6 @@ TEST(single_path_passthrough)
     rio_client_options(e.c, &eff);
     T_EQ(eff.paths, 1u);
     T_EQ(eff.chunk_size, EU_CHUNK);
-    free(src);
     eu_close(&e);
 }
 
@@ -84,7 +82,7 @@ TEST(planning_spreads_chunks)
     const uint64_t nch = n / EU_CHUNK;
 
     eu_start(&e, "mock://spread?paths=4&rate=100M&lat=100us");
-    uint8_t *src = eu_put_pattern(e.c, "s", n, 3, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "s", n, 3, &e.call));
     for (unsigned i = 0; i < 4; i++)
         T_GE(e.st.path[i].ops * 100, nch * 15);
     eu_get_check(e.c, "s", n, 3, &e.call);
@@ -93,7 +91,6 @@ TEST(planning_spreads_chunks)
         T_GE(e.st.path[i].bytes * 100, (uint64_t)n * 15);
     }
     T_EQ(eu_path_ops(&e.st), nch);
-    free(src);
     eu_close(&e);
 }
 
@@ -233,9 +230,7 @@ TEST(batch_window_bounded)
 
     T_NOTNULL(ops);
     T_NOTNULL(keys);
-    eu_begin(&e);
-    e.o.depth = 4;
-    eu_open(&e, "mock://win?paths=2&rate=50M", &e.o);
+    eu_start_o(&e, "mock://win?paths=2&rate=50M", e.o.depth = 4);
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], 16, "w%u", i);
         ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = src + i * n, .len = n};
@@ -277,9 +272,7 @@ TEST(batch_deadline_before_prepared)
     char keys[N][16];
 
     T_NOTNULL(dst);
-    eu_begin(&e);
-    e.o.depth = 2;
-    eu_open(&e, "mock://dl?paths=1", &e.o);
+    eu_start_o(&e, "mock://dl?paths=1", e.o.depth = 2);
     for (unsigned i = 0; i < N; i++) {
         snprintf(keys[i], sizeof(keys[i]), "d%u", i);
         T_OK(rio_put(e.c, keys[i], src, n, NULL, NULL));
@@ -327,10 +320,9 @@ TEST(batch_mixed_ops)
     struct eu e;
     const size_t na = 1 * EU_MIB + 7, nb = 2 * EU_MIB, nc = 640 * EU_KIB;
 
-    eu_start(&e, "mock://batch?paths=3&rate=300M");
-    uint8_t *c_src = eu_put_pattern(e.c, "c", nc, 13, NULL);
+    eu_start_put(&e, "mock://batch?paths=3&rate=300M", nc, 13);
     struct rio_desc dc;
-    T_OK(rio_stat(e.c, "c", &dc));
+    T_OK(rio_stat(e.c, "o", &dc));
     rio_desc_cleanup(&dc);
 
     uint8_t *a_src = eu_pattern_buf(na, 11), *b_src = eu_pattern_buf(nb, 12);
@@ -339,7 +331,7 @@ TEST(batch_mixed_ops)
         {.type = RIO_OP_PUT, .key = "a", .buf = a_src, .len = na},
         {.type = RIO_OP_GET, .key = "missing", .buf = m_dst, .len = 4096},
         {.type = RIO_OP_PUT, .key = "b", .buf = b_src, .len = nb},
-        {.type = RIO_OP_GET, .key = "c", .buf = c_dst, .len = nc},
+        {.type = RIO_OP_GET, .key = "o", .buf = c_dst, .len = nc},
     };
     int ok = rio_batch(e.c, ops, 4, &e.call);
     T_EQ(ok, 3);
@@ -367,14 +359,13 @@ TEST(batch_mixed_ops)
     T_EQ(rio_batch(e.c, NULL, 0, NULL), 0);
     struct rio_op bad[2] = {
         {.type = 99, .key = "x", .buf = m_dst, .len = 16},
-        {.type = RIO_OP_GET, .key = "c", .buf = c_dst, .len = nc},
+        {.type = RIO_OP_GET, .key = "o", .buf = c_dst, .len = nc},
     };
     T_EQ(rio_batch(e.c, bad, 2, NULL), 1);
     T_ERR(bad[0].result, RIO_EINVAL);
     T_EQ(bad[1].result, (int64_t)nc);
     free(a_src);
     free(b_src);
-    free(c_src);
     free(c_dst);
     free(m_dst);
     eu_close(&e);
@@ -438,9 +429,7 @@ TEST(concurrent_callers)
     pthread_t th[4];
     struct mt_arg args[4];
 
-    eu_begin(&e);
-    e.o.budget_bytes = 1 * EU_MIB;
-    eu_open(&e, "mock://mt?paths=4&rate=500M&lat=50us", &e.o);
+    eu_start_o(&e, "mock://mt?paths=4&rate=500M&lat=50us", e.o.budget_bytes = 1 * EU_MIB);
     for (int i = 0; i < 4; i++) {
         args[i] = (struct mt_arg){.c = e.c, .id = i, .rounds = 4};
         T_EQ(pthread_create(&th[i], NULL, mt_main, &args[i]), 0);

@@ -18,7 +18,7 @@ TEST(checksum_read_bitflip_retried)
     struct eu e;
     const size_t n = 2 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://ckr?paths=3", n, 1);
+    eu_start_put(&e, "mock://ckr?paths=3", n, 1);
     eu_fault(e.c, "bitflip:op=read:chunk=7:count=1");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=2");
     eu_get_check(e.c, "o", n, 1, &e.call);
@@ -29,7 +29,6 @@ TEST(checksum_read_bitflip_retried)
     /* A bad chunk is the chunk's fault, not the path's: no path cooled down. */
     for (unsigned i = 0; i < e.st.npaths; i++)
         T_EQ(e.st.path[i].state, 0);
-    free(src);
     eu_close(&e);
 }
 
@@ -39,9 +38,7 @@ TEST(checksum_read_no_retry_fails)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.retry_checksum = -1;
-    uint8_t *src = eu_open_put(&e, "mock://ckn?paths=2", n, 2);
+    eu_start_put_o(&e, "mock://ckn?paths=2", n, 2, e.o.retry_checksum = -1);
     eu_fault(e.c, "bitflip:op=read:chunk=3:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ECHECKSUM);
@@ -49,7 +46,6 @@ TEST(checksum_read_no_retry_fails)
     eu_idle(e.c);
     /* The fault fired once: the next GET is clean. */
     eu_get_check(e.c, "o", n, 2, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -61,16 +57,13 @@ TEST(checksum_verify_off_misses_flip)
     struct eu e;
     const size_t n = 512 * EU_KIB;
 
-    eu_begin(&e);
-    e.o.verify = -1;
-    uint8_t *src = eu_open_put(&e, "mock://ckoff?paths=2", n, 3);
+    eu_start_put_o(&e, "mock://ckoff?paths=2", n, 3, e.o.verify = -1);
     eu_fault(e.c, "bitflip:op=read:chunk=2:count=1");
     uint8_t *dst = eu_fill_buf(n, 0);
     T_EQ(rio_get(e.c, "o", dst, n, NULL), (int64_t)n);
     int64_t bad = t_check_pattern(dst, n, 3);
     T_GE(bad, (int64_t)(2 * EU_CHUNK));
     T_LT(bad, (int64_t)(3 * EU_CHUNK));
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -85,11 +78,10 @@ TEST(checksum_write_bitflip_retried)
     eu_start(&e, "mock://ckw?paths=4");
     eu_fault(e.c, "bitflip:op=write:chunk=9:count=1");
     eu_fault(e.c, "bitflip:op=write:chunk=0:count=1");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 4, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 4, &e.call));
     T_EQ(eu_faults_fired(e.c), 2u);
     T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 2u);
     eu_get_check(e.c, "o", n, 4, NULL);
-    free(src);
     eu_close(&e);
 }
 
@@ -102,7 +94,7 @@ TEST(disconnect_one_path_degrades)
     struct eu e;
     const size_t n = 4 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://disc1?paths=4&rate=200M", n, 5);
+    eu_start_put(&e, "mock://disc1?paths=4&rate=200M", n, 5);
     eu_fault(e.c, "disconnect:op=read:path=1:count=1:down=0:bytes=1000");
     eu_get_check(e.c, "o", n, 5, &e.call);
     eu_stats_print("get", &e.st);
@@ -122,7 +114,6 @@ TEST(disconnect_one_path_degrades)
     eu_sleep_ms(150);
     eu_get_check(e.c, "o", n, 5, &e.call);
     T_GT(e.st.path[1].bytes, 0u);
-    free(src);
     eu_close(&e);
 }
 
@@ -135,16 +126,12 @@ TEST(all_paths_down_fails_cleanly)
     struct rio_call call = {.deadline_ms = 8000, .stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 2;
-    e.o.cooldown_base_ms = 5;
-    e.o.cooldown_cap_ms = 20;
-    uint8_t *src = eu_open_put(&e, "mock://alldown?paths=4", n, 6);
+    eu_start_put_o(&e, "mock://alldown?paths=4", n, 6, e.o.retry_attempts = 2,
+                   e.o.cooldown_base_ms = 5, e.o.cooldown_cap_ms = 20);
     eu_fault(e.c, "disconnect:op=read:down=0");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    int64_t ret = rio_get(e.c, "o", dst, n, &call);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    int64_t ret = eu_get_ms(e.c, "o", dst, n, &call, &took);
     eu_stats_print("get", &st);
     fprintf(stderr, "  all paths down: %s after %" PRIu64 " ms\n", rio_errname((int)ret), took);
     T_TRUE(ret == RIO_ENOPATH || ret == RIO_ERETRIES);
@@ -156,7 +143,6 @@ TEST(all_paths_down_fails_cleanly)
     rio_mock_heal(e.c);
     eu_sleep_ms(50);
     eu_get_check(e.c, "o", n, 6, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -168,9 +154,7 @@ TEST(stall_op_timeout_moves_chunk)
     struct eu e;
     const size_t n = 2 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.op_timeout_ms = 150;
-    uint8_t *src = eu_open_put(&e, "mock://stall?paths=3&rate=200M", n, 7);
+    eu_start_put_o(&e, "mock://stall?paths=3&rate=200M", n, 7, e.o.op_timeout_ms = 150);
     eu_fault(e.c, "stall:op=read:path=0:count=1");
     uint64_t t0 = t_now_ms();
     eu_get_check(e.c, "o", n, 7, &e.call);
@@ -181,7 +165,6 @@ TEST(stall_op_timeout_moves_chunk)
     T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_GE(e.st.path[0].errors, 1u);
     T_EQ(eu_path_bytes(&e.st, NULL), n);
-    free(src);
     eu_close(&e);
 }
 
@@ -192,7 +175,9 @@ TEST(short_read_detected_and_retried)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://short?paths=2", n, 8);
+    eu_start(&e, "mock://short?paths=2");
+    /* Outlives the first client: the test's, not the fixture's. */
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 8, NULL);
     eu_fault(e.c, "short:op=read:chunk=4:count=2:bytes=1000");
     eu_get_check(e.c, "o", n, 8, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
@@ -221,10 +206,9 @@ TEST(short_write_retried)
 
     eu_start(&e, "mock://shortw?paths=2");
     eu_fault(e.c, "short:op=write:chunk=2:count=1:bytes=100");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 9, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 9, &e.call));
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 1u);
     eu_get_check(e.c, "o", n, 9, NULL);
-    free(src);
     eu_close(&e);
 }
 
@@ -284,7 +268,6 @@ TEST(generation_change_never_stitched)
     rio_desc_cleanup(&d2);
     rio_desc_cleanup(&d0);
     rio_desc_cleanup(&d1);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -298,9 +281,7 @@ TEST(retry_rollback_read)
     struct eu e;
     const size_t n = 2 * EU_MIB + 333;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 5;
-    uint8_t *src = eu_open_put(&e, "mock://rbr?paths=3&rate=300M", n, 11);
+    eu_start_put_o(&e, "mock://rbr?paths=3&rate=300M", n, 11, e.o.retry_attempts = 5);
     /* A disconnect resets every op on its path, a faulted one too (its
      * retry then counts as a reset): it gets a call of its own, so the
      * counts of the others are exact whatever the timing. */
@@ -311,14 +292,12 @@ TEST(retry_rollback_read)
     T_EQ(eu_faults_fired(e.c), 6u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 3u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_refault(e.c, "disconnect:op=read:chunk=5:count=1:bytes=30000:down=20ms");
     eu_get_check(e.c, "o", n, 11, &e.call);
     T_EQ(eu_faults_fired(e.c), 7u);
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     /* The same faults again with RIO_ATOMIC (staging buffer). */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
+    eu_refault(e.c, "short:op=read:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=read:chunk=11:count=3:error=RIO_ESERVER");
     struct rio_call ac = {.flags = RIO_ATOMIC, .stats = &e.st};
     eu_get_check(e.c, "o", n, 11, &ac);
@@ -326,7 +305,6 @@ TEST(retry_rollback_read)
     struct rio_mock_counters m;
     rio_mock_counters(e.c, &m);
     T_EQ(m.rollback_violations, 0u);
-    free(src);
     eu_close(&e);
 }
 
@@ -339,12 +317,11 @@ TEST(retry_rollback_write)
     /* The disconnect in a call of its own (retry_rollback_read says why). */
     eu_fault(e.c, "short:op=write:chunk=2:count=2:bytes=4096");
     eu_fault(e.c, "error:op=write:chunk=11:count=3:error=RIO_ESERVER");
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 12, &e.call));
     T_EQ(eu_faults_fired(e.c), 5u);
     T_EQ(e.st.retries[RIO_CLASS_SHORT], 2u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
+    eu_refault(e.c, "disconnect:op=write:chunk=5:count=1:bytes=30000:down=20ms");
     uint8_t *src2 = eu_put_pattern(e.c, "o2", n, 13, &e.call);
     T_EQ(eu_faults_fired(e.c), 6u);
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
@@ -354,7 +331,6 @@ TEST(retry_rollback_write)
     struct rio_mock_counters m;
     rio_mock_counters(e.c, &m);
     T_EQ(m.rollback_violations, 0u);
-    free(src);
     eu_close(&e);
 }
 
@@ -367,9 +343,8 @@ TEST(error_class_path_moves)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 1; /* a chunk-class failure would be fatal */
-    uint8_t *src = eu_open_put(&e, "mock://epath?paths=3", n, 13);
+    /* retry_attempts: a chunk-class failure would be fatal */
+    eu_start_put_o(&e, "mock://epath?paths=3", n, 13, e.o.retry_attempts = 1);
     eu_fault(e.c, "error:op=read:chunk=3:count=1:error=ECONNREFUSED");
     eu_fault(e.c, "error:op=read:chunk=6:count=1:error=ETIMEDOUT");
     eu_get_check(e.c, "o", n, 13, &e.call);
@@ -377,7 +352,6 @@ TEST(error_class_path_moves)
     T_GE(e.st.retries[RIO_CLASS_REFUSED], 1u);
     T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_EQ(eu_faults_fired(e.c), 2u);
-    free(src);
     eu_close(&e);
 }
 
@@ -388,34 +362,28 @@ TEST(error_class_server_spends_attempts)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 3;
-    uint8_t *src = eu_open_put(&e, "mock://esrv?paths=2", n, 14);
+    eu_start_put_o(&e, "mock://esrv?paths=2", n, 14, e.o.retry_attempts = 3);
     eu_fault(e.c, "error:op=read:chunk=5:count=2:error=RIO_ESERVER");
     eu_get_check(e.c, "o", n, 14, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 2u);
 
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
+    eu_refault(e.c, "error:op=read:chunk=5:count=4:error=RIO_ESERVER");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
-    T_LT(t_now_ms() - t0, 1000u);
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, &e.call, &took), RIO_ERETRIES);
+    T_LT(took, 1000u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     eu_idle(e.c);
 
     /* Throttling is retryable too, with four times the patience: 8
      * throttles of one chunk pass where 3 server errors fail, and 12 fail. */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
+    eu_refault(e.c, "error:op=read:chunk=1:count=8:error=RIO_ETHROTTLE");
     eu_get_check(e.c, "o", n, 14, &e.call);
     T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 8u);
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
+    eu_refault(e.c, "error:op=read:chunk=1:count=20:error=RIO_ETHROTTLE");
     T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
     T_EQ(e.st.retries[RIO_CLASS_THROTTLE], 12u);
     eu_idle(e.c);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -426,28 +394,25 @@ TEST(error_class_fatal_fails_at_once)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.backoff_base_ms = 200; /* a retry would show in the time */
-    e.o.backoff_cap_ms = 1000;
-    uint8_t *src = eu_open_put(&e, "mock://efatal?paths=2", n, 15);
+    /* backoff_base_ms: a retry would show in the time */
+    eu_start_put_o(&e, "mock://efatal?paths=2", n, 15, e.o.backoff_base_ms = 200,
+                   e.o.backoff_cap_ms = 1000);
     eu_fault(e.c, "error:op=read:chunk=4:error=EACCES");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &e.call), -EACCES);
-    T_LT(t_now_ms() - t0, 150u);
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, &e.call, &took), -EACCES);
+    T_LT(took, 150u);
     T_EQ(eu_faults_fired(e.c), 1u);
     T_EQ(e.st.retries[RIO_CLASS_FATAL], 1u);
     eu_idle(e.c);
 
     /* The same on a PUT: nothing is published. */
-    rio_mock_faults_clear(e.c);
-    eu_fault(e.c, "error:op=write:chunk=2:error=EACCES");
+    eu_refault(e.c, "error:op=write:chunk=2:error=EACCES");
     uint8_t *other = eu_pattern_buf(n, 16);
     T_ERR(rio_put(e.c, "o", other, n, NULL, NULL), -EACCES);
     eu_idle(e.c);
     rio_mock_faults_clear(e.c);
     eu_get_check(e.c, "o", n, 15, NULL);
-    free(src);
     free(dst);
     free(other);
     eu_close(&e);
@@ -460,9 +425,7 @@ TEST(random_faults_soak)
     struct eu e;
     const size_t n = 1 * EU_MIB + 4097;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 8;
-    eu_open(&e, "mock://soak?paths=4&rate=1G", &e.o);
+    eu_start_o(&e, "mock://soak?paths=4&rate=1G", e.o.retry_attempts = 8);
     eu_fault(e.c, "bitflip:p=0.02");
     eu_fault(e.c, "short:p=0.02:bytes=777");
     eu_fault(e.c, "error:p=0.02:error=RIO_ESERVER");
@@ -494,16 +457,12 @@ TEST(poisoned_chunk_path_class_bounded)
     struct rio_call call = {.deadline_ms = 8000, .stats = &st};
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.retry_attempts = 3;
-    e.o.cooldown_base_ms = 5;
-    e.o.cooldown_cap_ms = 20;
-    uint8_t *src = eu_open_put(&e, "mock://poison?paths=4", n, 17);
+    eu_start_put_o(&e, "mock://poison?paths=4", n, 17, e.o.retry_attempts = 3,
+                   e.o.cooldown_base_ms = 5, e.o.cooldown_cap_ms = 20);
     eu_fault(e.c, "error:op=read:chunk=5:error=ETIMEDOUT");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    int64_t ret = rio_get(e.c, "o", dst, n, &call);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    int64_t ret = eu_get_ms(e.c, "o", dst, n, &call, &took);
     fprintf(stderr, "  poisoned chunk: %s after %" PRIu64 " ms, %" PRIu64 " timeouts\n",
             rio_errname((int)ret), took, st.retries[RIO_CLASS_TIMEOUT]);
     T_TRUE(ret == RIO_ERETRIES || ret == RIO_ENOPATH);
@@ -512,7 +471,6 @@ TEST(poisoned_chunk_path_class_bounded)
     rio_mock_faults_clear(e.c);
     eu_sleep_ms(50);
     eu_get_check(e.c, "o", n, 17, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -524,14 +482,13 @@ TEST(single_path_transient_disconnect_recovers)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://single-disc?paths=1&rate=200M", n, 18);
+    eu_start_put(&e, "mock://single-disc?paths=1&rate=200M", n, 18);
     eu_fault(e.c, "disconnect:op=read:chunk=6:count=1:bytes=1000:down=30ms");
     eu_get_check(e.c, "o", n, 18, &e.call);
     T_EQ(eu_faults_fired(e.c), 1u);
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     T_GE(e.st.path[0].errors, 1u);
     T_EQ(e.st.path[0].state, 0); /* healthy again */
-    free(src);
     eu_close(&e);
 }
 
@@ -542,11 +499,8 @@ TEST(probe_stays_out_of_the_tail)
 {
     struct eu e;
 
-    eu_begin(&e);
-    e.o.cooldown_base_ms = 20;
-    e.o.cooldown_cap_ms = 20;
-    eu_open(&e, "mock://probe-tail?paths=2&rate=200M", &e.o);
-    uint8_t *one = eu_put_pattern(e.c, "one", EU_CHUNK, 21, NULL);
+    eu_start_put_o(&e, "mock://probe-tail?paths=2&rate=200M", EU_CHUNK, 21,
+                   e.o.cooldown_base_ms = 20, e.o.cooldown_cap_ms = 20);
     uint8_t *big = eu_put_pattern(e.c, "big", 2 * EU_MIB, 22, NULL);
     /* Path 1 goes down once and cools; the cooldown ends while idle. Its
      * report comes through the contract, not an op of a GET: a GET slower
@@ -555,13 +509,12 @@ TEST(probe_stays_out_of_the_tail)
     rio__t_path_event(rio__client_transport(e.c), 1, RIO_PATH_DOWN, -ECONNRESET);
     eu_sleep_ms(40);
     for (int i = 0; i < 5; i++) {
-        eu_get_check(e.c, "one", EU_CHUNK, 21, &e.call);
+        eu_get_check(e.c, "o", EU_CHUNK, 21, &e.call);
         T_EQ(e.st.path[1].ops, 0u); /* the only chunk went to the healthy path */
     }
     eu_get_check(e.c, "big", 2 * EU_MIB, 22, &e.call);
     T_GT(e.st.path[1].ops, 0u); /* probed early, healthy again, carrying chunks */
     T_EQ(e.st.path[1].state, 0);
-    free(one);
     free(big);
     eu_close(&e);
 }
@@ -574,7 +527,7 @@ TEST(object_deleted_during_get)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://delget?paths=2", n, 19);
+    eu_start_put(&e, "mock://delget?paths=2", n, 19);
     for (unsigned i = 0; i < 2; i++)
         T_OK(rio_mock_set_path(e.c, i, 4.0 * EU_MIB, 0)); /* ~125 ms */
     struct eu_get_job j = {.c = e.c, .key = "o", .cap = n, .call = {.flags = RIO_ATOMIC}};
@@ -587,7 +540,6 @@ TEST(object_deleted_during_get)
     T_EQ(eu_count_byte(j.buf, n, 0x6B), n);
     T_EQ(j.st.bytes, 0u);
     free(j.buf);
-    free(src);
     eu_close(&e);
 }
 
@@ -600,12 +552,11 @@ TEST(reap_error_transient_get_exact)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://reapt?paths=2", n, 3);
+    eu_start_put(&e, "mock://reapt?paths=2", n, 3);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, 3, -EBADF);
     eu_get_check(e.c, "o", n, 3, NULL);
     T_EQ(rio__mock_reaps_failed(t), 3u);
-    free(src);
     eu_close(&e);
 }
 
@@ -618,7 +569,7 @@ TEST(reap_error_persistent_fails_call_no_spin)
     struct eu e;
     const size_t n = 1 * EU_MIB;
 
-    uint8_t *src = eu_start_put(&e, "mock://reapp?paths=2", n, 4);
+    eu_start_put(&e, "mock://reapp?paths=2", n, 4);
     struct rio_transport *t = rio__client_transport(e.c);
     rio__mock_reap_fail(t, UINT32_MAX, -EBADF);
     struct eu_get_job j = {.c = e.c, .key = "o", .buf = eu_fill_buf(n, 0), .cap = n};
@@ -633,6 +584,5 @@ TEST(reap_error_persistent_fails_call_no_spin)
     free(j.buf);
     /* Reaps work again: the next GET is exact. */
     eu_get_check(e.c, "o", n, 4, NULL);
-    free(src);
     eu_close(&e);
 }

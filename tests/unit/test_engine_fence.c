@@ -35,9 +35,8 @@ TEST(late_write_fenced)
     uint8_t *src = late_start(&e, "mock://latef?paths=2&rate=400M", n, 0);
 
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_EDEADLINE);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, &e.call, &took), RIO_EDEADLINE);
     /* The fence waited for the late landing: deadline + delay, roughly. */
     T_GE(took, 150u + LATE_MS - 20);
     T_LE(took, 150u + LATE_MS + 1000);
@@ -81,7 +80,7 @@ TEST(late_write_reproduces_without_fence)
      * itself: ThreadSanitizer rightly reports it, so this one runs without. */
     if (EU_TSAN)
         T_SKIP("a deliberate data race (the transport breaks the fence)");
-    uint8_t *src = eu_start_put(&e, "mock://latenf?paths=2&rate=400M", n, 1);
+    eu_start_put(&e, "mock://latenf?paths=2&rate=400M", n, 1);
     char spec[96];
     snprintf(spec, sizeof(spec), "unfenced:op=read:chunk=5:count=1:delay=%ums", LATE_MS);
     setenv("RIO_TEST_UNSAFE_FAULTS", "1", 1); /* unfenced is refused otherwise */
@@ -89,9 +88,8 @@ TEST(late_write_reproduces_without_fence)
     unsetenv("RIO_TEST_UNSAFE_FAULTS");
 
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    int64_t ret = rio_get(e.c, "o", dst, n, &call);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    int64_t ret = eu_get_ms(e.c, "o", dst, n, &call, &took);
     memset(dst, 0x3C, n); /* "the caller reuses its buffer" */
     eu_sleep_ms(2 * LATE_MS);
     T_ERR(ret, RIO_EDEADLINE);
@@ -108,7 +106,6 @@ TEST(late_write_reproduces_without_fence)
     T_EQ(m.late_writes, 1u);
     eu_idle(e.c);
     eu_get_check(e.c, "o", n, 1, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -151,9 +148,8 @@ TEST(deadline_stalled_path)
     const size_t n = 1 * EU_MIB;
     const uint32_t deadline = 300;
 
-    eu_begin(&e);
-    e.o.op_timeout_ms = 1000; /* longer than the deadline: the deadline decides */
-    uint8_t *src = eu_open_put(&e, "mock://dl?paths=1&rate=200M", n, 4);
+    /* op_timeout_ms: longer than the deadline: the deadline decides */
+    eu_start_put_o(&e, "mock://dl?paths=1&rate=200M", n, 4, e.o.op_timeout_ms = 1000);
     eu_fault(e.c, "stall:op=read:chunk=5");
 
     for (int atomic = 0; atomic <= 1; atomic++) {
@@ -161,9 +157,8 @@ TEST(deadline_stalled_path)
         if (atomic)
             call.flags = RIO_ATOMIC;
         uint8_t *dst = eu_fill_buf(n, 0x11);
-        uint64_t t0 = t_now_ms();
-        T_ERR(rio_get(e.c, "o", dst, n, &call), RIO_EDEADLINE);
-        uint64_t took = t_now_ms() - t0;
+        uint64_t took;
+        T_ERR(eu_get_ms(e.c, "o", dst, n, &call, &took), RIO_EDEADLINE);
         T_GE(took, deadline - 5);
         T_LE(took, deadline + e.o.op_timeout_ms + 1000);
         eu_idle(e.c);
@@ -176,7 +171,6 @@ TEST(deadline_stalled_path)
         T_EQ(st.bytes, 0u); /* a failed request delivered nothing */
         free(dst);
     }
-    free(src);
     eu_close(&e);
 }
 
@@ -186,18 +180,14 @@ TEST(deadline_from_options)
     struct eu e;
     const size_t n = 256 * EU_KIB;
 
-    eu_begin(&e);
-    e.o.deadline_ms = 200;
-    uint8_t *src = eu_open_put(&e, "mock://dlo?paths=2", n, 5);
+    eu_start_put_o(&e, "mock://dlo?paths=2", n, 5, e.o.deadline_ms = 200);
     eu_fault(e.c, "stall:op=read:chunk=1");
     uint8_t *dst = eu_fill_buf(n, 0);
-    uint64_t t0 = t_now_ms();
-    T_ERR(rio_get(e.c, "o", dst, n, NULL), RIO_EDEADLINE);
-    uint64_t took = t_now_ms() - t0;
+    uint64_t took;
+    T_ERR(eu_get_ms(e.c, "o", dst, n, NULL, &took), RIO_EDEADLINE);
     T_GE(took, 195u);
     T_LE(took, 1200u);
     eu_idle(e.c);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -218,7 +208,7 @@ TEST(cancel_from_another_thread)
     pthread_t th;
 
     eu_start(&e, "mock://cancel?paths=2&rate=2M"); /* ~1 s for the whole object */
-    uint8_t *src = eu_pattern_buf(n, 6);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 6));
     /* PUT at full speed, then slow the paths down for the GET. */
     both_paths_at(&e, 0);
     T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
@@ -244,7 +234,6 @@ TEST(cancel_from_another_thread)
     rio_cancel_destroy(cx);
     both_paths_at(&e, 0);
     eu_get_check(e.c, "o", n, 6, NULL);
-    free(src);
     free(dst);
     eu_close(&e);
 }
@@ -257,8 +246,7 @@ TEST(cancel_put_keeps_old_generation)
     const size_t n = 2 * EU_MIB;
     pthread_t th;
 
-    eu_start(&e, "mock://cput?paths=2");
-    uint8_t *old = eu_put_pattern(e.c, "o", n, 7, NULL);
+    eu_start_put(&e, "mock://cput?paths=2", n, 7);
     struct rio_desc d0;
     T_OK(rio_stat(e.c, "o", &d0));
     both_paths_at(&e, 2.0 * EU_MIB);
@@ -280,7 +268,6 @@ TEST(cancel_put_keeps_old_generation)
     eu_get_check(e.c, "o", n, 7, NULL);
     rio_desc_cleanup(&d0);
     rio_desc_cleanup(&d1);
-    free(old);
     free(nsrc);
     eu_close(&e);
 }
@@ -297,9 +284,7 @@ TEST(late_write_after_timeout_retry_exact)
     struct rio_stats st;
     const size_t n = 1 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.op_timeout_ms = 100;
-    uint8_t *src = eu_open_put(&e, "mock://latert?paths=3&rate=400M", n, 9);
+    eu_start_put_o(&e, "mock://latert?paths=3&rate=400M", n, 9, e.o.op_timeout_ms = 100);
     for (int atomic = 0; atomic <= 1; atomic++) {
         struct rio_call call = {.stats = &st};
         if (atomic)
@@ -319,6 +304,5 @@ TEST(late_write_after_timeout_retry_exact)
         eu_idle(e.c);
         eu_sleep_ms(120); /* let the timed-out path's cooldown pass */
     }
-    free(src);
     eu_close(&e);
 }

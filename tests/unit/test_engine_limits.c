@@ -20,11 +20,9 @@ TEST(depth_clamped_to_transport_max_depth)
     struct eu e;
     const size_t n = 4 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.depth = 8;
-    eu_open(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", &e.o);
+    eu_start_o(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", e.o.depth = 8);
     T_EQ(rio__client_transport(e.c)->max_depth, 2u);
-    uint8_t *src = eu_put_pattern(e.c, "o", n, 3, &e.call);
+    eu_keep(&e, eu_put_pattern(e.c, "o", n, 3, &e.call));
     for (unsigned i = 0; i < 2; i++)
         T_LE(e.st.path[i].peak_depth, 2u);
     eu_get_check(e.c, "o", n, 3, &e.call);
@@ -34,7 +32,6 @@ TEST(depth_clamped_to_transport_max_depth)
     }
     T_EQ(rio__mock_refused(rio__client_transport(e.c)), 0u);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -45,13 +42,9 @@ TEST(larger_transport_limit_keeps_client_depth)
     struct eu e;
     const size_t n = 4 * EU_MIB;
 
-    eu_begin(&e);
-    e.o.depth = 4;
-    e.o.paths = 1;
-    uint8_t *src = eu_open_put(&e, "mock://limits0?rate=100M", n, 4);
+    eu_start_put_o(&e, "mock://limits0?rate=100M", n, 4, e.o.depth = 4, e.o.paths = 1);
     eu_get_check(e.c, "o", n, 4, &e.call);
     T_LE(e.st.path[0].peak_depth, 4u);
     T_GE(e.st.path[0].peak_depth, 2u);
-    free(src);
     eu_close(&e);
 }

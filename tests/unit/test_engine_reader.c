@@ -39,15 +39,14 @@ TEST(reader_in_order_byte_exact)
     const unsigned prefetch[] = {1, 2, 5, 64};
     const size_t steps[] = {1000, EU_CHUNK, 3 * EU_CHUNK + 5};
 
-    eu_start(&e, "mock://rd1?paths=3&rate=400M,200M,50M");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 7, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://rd1?paths=3&rate=400M,200M,50M", n, 7);
     uint8_t *dst = malloc(n + 1);
     T_NOTNULL(dst);
     for (unsigned i = 0; i < 4; i++) {
         for (unsigned k = 0; k < 3; k++) {
             struct rio_reader *rd;
             memset(dst, 0, n);
-            T_OK(rio_reader_open(e.c, "obj", prefetch[i], NULL, &rd));
+            T_OK(rio_reader_open(e.c, "o", prefetch[i], NULL, &rd));
             T_EQ(rio_reader_desc(rd)->size, n);
             T_EQ(read_all(rd, dst, n + 1, steps[k]), (int64_t)n);
             T_EQ(rio_reader_read(rd, dst, 10), 0); /* end stays the end */
@@ -57,7 +56,6 @@ TEST(reader_in_order_byte_exact)
         }
     }
     free(dst);
-    free(src);
     eu_close(&e);
 }
 
@@ -71,11 +69,8 @@ TEST(reader_prefetch_bounds_inflight)
     struct rio_reader *rd;
     struct rio_counters ct;
 
-    eu_begin(&e);
-    e.o.depth = 16;
-    eu_open(&e, "mock://rd2?paths=4", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 8, NULL);
-    T_OK(rio_reader_open(e.c, "obj", 3, NULL, &rd));
+    eu_start_put_o(&e, "mock://rd2?paths=4", n, 8, e.o.depth = 16);
+    T_OK(rio_reader_open(e.c, "o", 3, NULL, &rd));
     for (int i = 0; i < 50; i++) {
         T_GT(rio_reader_read(rd, buf, sizeof(buf)), 0);
         rio_client_counters(e.c, &ct);
@@ -85,7 +80,6 @@ TEST(reader_prefetch_bounds_inflight)
     }
     T_EQ(rio_reader_close(rd), RIO_ECANCELED); /* closed before the end */
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -99,11 +93,10 @@ TEST(reader_close_mid_stream_leaves_nothing)
     struct rio_reader *rd;
     struct rio_mock_counters mc;
 
-    eu_start(&e, "mock://rd3?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 9, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://rd3?paths=2", n, 9);
     eu_fault(e.c, "stall:op=read:chunk=3");
     eu_fault(e.c, "late:op=read:chunk=4:delay=50");
-    T_OK(rio_reader_open(e.c, "obj", 8, NULL, &rd));
+    T_OK(rio_reader_open(e.c, "o", 8, NULL, &rd));
     T_EQ(rio_reader_read(rd, buf, sizeof(buf)), (int64_t)sizeof(buf));
     T_MEMEQ(buf, src, sizeof(buf));
     /* Both faulty chunks are out (paths start one op deep until measured). */
@@ -117,7 +110,6 @@ TEST(reader_close_mid_stream_leaves_nothing)
     rio_mock_counters(e.c, &mc);
     T_EQ(mc.inflight, 0u);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -128,14 +120,13 @@ TEST(reader_survives_faults)
     struct eu e;
     const size_t n = 3 * EU_MIB;
 
-    eu_start(&e, "mock://rd4?paths=3");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 10, NULL);
+    uint8_t *src = eu_start_put(&e, "mock://rd4?paths=3", n, 10);
     eu_fault(e.c, "disconnect:op=read:count=1:skip=3:bytes=1000:down=50");
     eu_fault(e.c, "bitflip:op=read:chunk=20:count=1");
     uint8_t *dst = malloc(n);
     T_NOTNULL(dst);
     struct rio_reader *rd;
-    T_OK(rio_reader_open(e.c, "obj", 4, &e.call, &rd));
+    T_OK(rio_reader_open(e.c, "o", 4, &e.call, &rd));
     T_EQ(read_all(rd, dst, n, 70000), (int64_t)n);
     T_EQ(rio_reader_close(rd), 0);
     T_MEMEQ(dst, src, n);
@@ -143,7 +134,6 @@ TEST(reader_survives_faults)
     T_GE(e.st.retries[RIO_CLASS_RESET], 1u);
     eu_idle(e.c);
     free(dst);
-    free(src);
     eu_close(&e);
 }
 
@@ -155,13 +145,10 @@ TEST(reader_error_is_sticky)
     const size_t n = EU_MIB;
     uint8_t *dst = malloc(n);
 
-    eu_begin(&e);
-    e.o.retry_attempts = 2;
-    eu_open(&e, "mock://rd5?paths=1", &e.o);
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 11, NULL);
+    uint8_t *src = eu_start_put_o(&e, "mock://rd5?paths=1", n, 11, e.o.retry_attempts = 2);
     eu_fault(e.c, "error:op=read:chunk=5:error=EACCES");
     struct rio_reader *rd;
-    T_OK(rio_reader_open(e.c, "obj", 2, NULL, &rd));
+    T_OK(rio_reader_open(e.c, "o", 2, NULL, &rd));
     size_t got = 0;
     T_EQ(read_some(rd, dst, n, EU_CHUNK, &got), -EACCES);
     T_EQ(rio_reader_read(rd, dst, 10), -EACCES);
@@ -173,7 +160,6 @@ TEST(reader_error_is_sticky)
     T_MEMEQ(dst, src, got);
     eu_idle(e.c);
     free(dst);
-    free(src);
     eu_close(&e);
 }
 
@@ -203,14 +189,14 @@ TEST(get_stream_callback)
     const size_t n = 2 * EU_MIB + 3;
 
     eu_start(&e, "mock://rd6?paths=2");
-    uint8_t *src = eu_put_pattern(e.c, "obj", n, 12, NULL);
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 12, NULL);
     struct sink s = {.src = src};
-    T_EQ(rio_get_stream(e.c, "obj", 0, sink_cb, &s, NULL), (int64_t)n);
+    T_EQ(rio_get_stream(e.c, "o", 0, sink_cb, &s, NULL), (int64_t)n);
     T_EQ(s.off, n);
     T_EQ(s.bad, 0);
 
     struct sink s2 = {.src = src, .stop_at = EU_MIB};
-    T_EQ(rio_get_stream(e.c, "obj", 3, sink_cb, &s2, NULL), -EPIPE);
+    T_EQ(rio_get_stream(e.c, "o", 3, sink_cb, &s2, NULL), -EPIPE);
     T_EQ(s2.bad, 0);
     eu_idle(e.c);
 

@@ -73,8 +73,7 @@ TEST(writer_declared_size)
     struct eu e;
     const size_t n = 3 * EU_CHUNK + 10;
 
-    eu_start(&e, "mock://wr2?paths=2");
-    uint8_t *src = eu_pattern_buf(n + EU_CHUNK, 9);
+    uint8_t *src = eu_start_src(&e, "mock://wr2?paths=2", n + EU_CHUNK, 9);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
     T_OK(write_pattern(w, src, n, 4096));
@@ -92,7 +91,6 @@ TEST(writer_declared_size)
     T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
     eu_get_check(e.c, "obj", n, 9, NULL);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -103,10 +101,8 @@ TEST(writer_bounded_in_flight)
     struct eu e;
     const size_t n = 64 * EU_CHUNK + 5;
 
-    eu_begin(&e);
-    e.o.depth = 8;
-    eu_open(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", &e.o);
-    uint8_t *src = eu_pattern_buf(n, 3);
+    eu_start_o(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", e.o.depth = 8);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 3));
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &e.call, &w));
     T_OK(write_pattern(w, src, n, 100000));
@@ -117,14 +113,10 @@ TEST(writer_bounded_in_flight)
     T_GE(e.st.elapsed_ns, e.st.last_done_ns);
     T_LE(e.st.peak_inflight_bytes, 3 * EU_CHUNK);
     T_GT(e.st.peak_inflight_bytes, 0u);
-    uint64_t sum = 0;
-    for (unsigned i = 0; i < e.st.npaths; i++)
-        sum += e.st.path[i].bytes;
-    T_EQ(sum, n);
+    T_EQ(eu_path_bytes(&e.st, NULL), n);
     T_GT(e.st.lat_max_ns, 0u);
     T_GT(e.st.verdict_text[0], 0);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -139,7 +131,7 @@ TEST(writer_retries_faults)
     eu_fault(e.c, "error:op=write:chunk=3:count=2:error=RIO_ESERVER");
     eu_fault(e.c, "bitflip:op=write:chunk=11:count=1");
     eu_fault(e.c, "disconnect:op=write:chunk=17:count=1:down=0:bytes=1000");
-    uint8_t *src = eu_pattern_buf(n, 4);
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 4));
     T_EQ(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, NULL, NULL, NULL), RIO_EINVAL);
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, &e.call, &w));
@@ -149,7 +141,6 @@ TEST(writer_retries_faults)
     T_GE(e.st.retries_total, 4u);
     T_EQ(eu_faults_fired(e.c), 4u);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -160,19 +151,17 @@ TEST(writer_fatal_error_keeps_old)
     struct eu e;
     const size_t n = 10 * EU_CHUNK;
 
-    eu_start(&e, "mock://wr5?paths=2");
-    uint8_t *old = eu_put_pattern(e.c, "obj", n, 5, NULL);
+    eu_start_put(&e, "mock://wr5?paths=2", n, 5);
     eu_fault(e.c, "error:op=write:chunk=6:error=EACCES");
     uint8_t *src = eu_pattern_buf(n, 6);
     struct rio_writer *w;
-    T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
     int wret = write_pattern(w, src, n, 10000);
     T_TRUE(wret == 0 || wret == -EACCES);
     T_EQ(rio_writer_close(w, NULL), -EACCES);
-    eu_get_check(e.c, "obj", n, 5, NULL);
+    eu_get_check(e.c, "o", n, 5, NULL);
     eu_idle(e.c);
     free(src);
-    free(old);
     eu_close(&e);
 }
 
@@ -183,8 +172,7 @@ TEST(writer_abort_and_cancel)
     struct eu e;
     const size_t n = 30 * EU_CHUNK;
 
-    eu_start(&e, "mock://wr6?paths=2&rate=100M&latency=1ms");
-    uint8_t *src = eu_pattern_buf(n, 7);
+    uint8_t *src = eu_start_src(&e, "mock://wr6?paths=2&rate=100M&latency=1ms", n, 7);
     struct rio_writer *w;
     struct rio_desc d;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, &w));
@@ -206,7 +194,6 @@ TEST(writer_abort_and_cancel)
     eu_idle(e.c);
     T_EQ(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
     rio_cancel_destroy(cx);
-    free(src);
     eu_close(&e);
 }
 
@@ -217,8 +204,7 @@ TEST(put_stream_source)
     struct eu e;
     const size_t n = 7 * EU_CHUNK + 1;
 
-    eu_start(&e, "mock://wr7?paths=2");
-    uint8_t *src = eu_pattern_buf(n, 8);
+    uint8_t *src = eu_start_src(&e, "mock://wr7?paths=2", n, 8);
     struct t_piece_src s = {.p = src, .n = n, .step = 12345};
     T_OK(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 3, t_piece_fill, &s, NULL, NULL));
     eu_get_check(e.c, "obj", n, 8, NULL);
@@ -228,7 +214,6 @@ TEST(put_stream_source)
     struct rio_desc d;
     T_EQ(rio_stat(e.c, "obj2", &d), RIO_ENOTFOUND);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 }
 
@@ -240,8 +225,7 @@ TEST(etag_none)
     struct rio_desc d, st;
     const size_t n = 5 * EU_CHUNK + 3;
 
-    eu_start(&e, "mock://et1?paths=2&etag=none");
-    uint8_t *src = eu_pattern_buf(n, 11);
+    uint8_t *src = eu_start_src(&e, "mock://et1?paths=2&etag=none", n, 11);
     T_OK(rio_put(e.c, "obj", src, n, NULL, &d));
     T_STREQ(d.etag, "");
     T_EQ(d.nchunks, 6u);
@@ -257,7 +241,6 @@ TEST(etag_none)
     T_STREQ(d.etag, "");
     rio_desc_cleanup(&d);
     eu_idle(e.c);
-    free(src);
     eu_close(&e);
 
     struct rio_client *c;

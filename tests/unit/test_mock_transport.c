@@ -736,9 +736,13 @@ TEST(fault_late_writes_after_cancel)
     t0 = rio__now_ns();
     f.x.ops->cancel(f.x.t, &r.io);
     f.x.ops->cancel(f.x.t, &r.io); /* twice changes nothing */
-    T_EQ(reap_all(&f.x, &r, 1, 30), 0u);
-    T_TRUE(all_bytes(f.dst, 4096, 0x11)); /* not yet */
-    reap_one(&f.x, &r);
+    /* Not yet, 30 ms after the cancel; when a busy machine held this
+     * thread past the 60 ms, the op has completed and the time check below
+     * still shows the write came late. */
+    if (reap_all(&f.x, &r, 1, 30) == 0) {
+        T_TRUE(all_bytes(f.dst, 4096, 0x11));
+        reap_one(&f.x, &r);
+    }
     T_EQ(r.res, -ECANCELED);
     T_GE((r.done_ns - t0) / 1000000, 59u);
     T_TRUE(all_bytes(f.dst, 4096, 0xDD));

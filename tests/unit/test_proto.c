@@ -569,20 +569,23 @@ TEST(random_bodies)
             T_EQ(rio__proto_enc_key(&k, out, sizeof(out)), (int)len);
             T_MEMEQ(out, c, len);
         }
-        struct rio_proto_hello h;
-        (void)rio__proto_dec_hello(c, len, &h);
-        struct rio_proto_hello_resp hr;
-        (void)rio__proto_dec_hello_resp(c, len, &hr);
-        struct rio_proto_desc d;
-        (void)rio__proto_dec_desc(c, len, &d);
-        struct rio_proto_put_open po;
-        (void)rio__proto_dec_put_open(c, len, &po);
-        struct rio_proto_put_chunk pc;
-        (void)rio__proto_dec_put_chunk(c, len, &pc);
-        struct rio_proto_put_commit pm;
-        (void)rio__proto_dec_put_commit(c, len, &pm);
-        struct rio_proto_read rd;
-        (void)rio__proto_dec_read(c, len, &rd);
+        /* The other decoders only must not read past c. */
+        union {
+            struct rio_proto_hello h;
+            struct rio_proto_hello_resp hr;
+            struct rio_proto_desc d;
+            struct rio_proto_put_open po;
+            struct rio_proto_put_chunk pc;
+            struct rio_proto_put_commit pm;
+            struct rio_proto_read rd;
+        } any;
+        (void)rio__proto_dec_hello(c, len, &any.h);
+        (void)rio__proto_dec_hello_resp(c, len, &any.hr);
+        (void)rio__proto_dec_desc(c, len, &any.d);
+        (void)rio__proto_dec_put_open(c, len, &any.po);
+        (void)rio__proto_dec_put_chunk(c, len, &any.pc);
+        (void)rio__proto_dec_put_commit(c, len, &any.pm);
+        (void)rio__proto_dec_read(c, len, &any.rd);
         struct rio_proto_hdr hd;
         if (len >= 32)
             T_EQ(rio__proto_hdr_decode(c, RIO_PROTO_BODY_CAP, &hd), RIO_EPROTO);

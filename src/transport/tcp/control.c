@@ -108,31 +108,40 @@ static int blk_recv_raw(int fd, struct rio__tls *tls, void *buf, size_t n, uint6
     return 0;
 }
 
+/* One of the two above: send iov[0..n), or receive into iov[0] (n is 1). */
+static int blk_io_raw(int fd, struct rio__tls *tls, struct iovec *iov, int n, bool send,
+                      uint64_t deadline)
+{
+    if (send)
+        return blk_send_iov(fd, tls, iov, n, deadline);
+    return blk_recv_raw(fd, tls, iov[0].iov_base, iov[0].iov_len, deadline);
+}
+
 /* The same, with SIGPIPE held off around OpenSSL (tls.h). */
-static int blk_send(int fd, struct rio__tls *tls, struct iovec *iov, int n, uint64_t deadline)
+static int blk_io(int fd, struct rio__tls *tls, struct iovec *iov, int n, bool send,
+                  uint64_t deadline)
 {
     struct rio__tls_sigguard g;
     int ret;
 
     if (!tls->ssl)
-        return blk_send_iov(fd, tls, iov, n, deadline);
+        return blk_io_raw(fd, tls, iov, n, send, deadline);
     rio__tls_sig_block(&g);
-    ret = blk_send_iov(fd, tls, iov, n, deadline);
+    ret = blk_io_raw(fd, tls, iov, n, send, deadline);
     rio__tls_sig_restore(&g);
     return ret;
 }
 
+static int blk_send(int fd, struct rio__tls *tls, struct iovec *iov, int n, uint64_t deadline)
+{
+    return blk_io(fd, tls, iov, n, true, deadline);
+}
+
 static int blk_recv(int fd, struct rio__tls *tls, void *buf, size_t n, uint64_t deadline)
 {
-    struct rio__tls_sigguard g;
-    int ret;
+    struct iovec one = {buf, n};
 
-    if (!tls->ssl)
-        return blk_recv_raw(fd, tls, buf, n, deadline);
-    rio__tls_sig_block(&g);
-    ret = blk_recv_raw(fd, tls, buf, n, deadline);
-    rio__tls_sig_restore(&g);
-    return ret;
+    return blk_io(fd, tls, &one, 1, false, deadline);
 }
 
 /*
