@@ -201,24 +201,40 @@ struct race {
     volatile int *stop;
 };
 
-static void *race_writer(void *arg)
+/* A client over pools rio and rio2 for a racing thread (no T_ asserts off
+ * the test's thread): NULL and r->err set when it cannot be had. */
+static struct rio_client *race_client(struct race *r)
 {
-    struct race *r = arg;
     struct rio_options o;
-    ru_opts(&o, CH, 8);
-    char url[1024];
-    ru_url(url, sizeof(url), "rio", "pools=rio,rio2");
     struct rio_client *c;
+    char url[1024];
+
+    ru_opts(&o, CH, 8);
+    ru_url(url, sizeof(url), "rio", "pools=rio,rio2");
     if (rio_client_new(url, &o, &c) < 0) {
         r->err = 1;
         return NULL;
     }
+    return c;
+}
+
+/* RACE_SIZE pattern bytes of seed, the first 8 tagged with the seed so a
+ * reader knows what to expect. */
+static void race_fill(uint8_t *p, uint64_t seed)
+{
+    t_fill_pattern(p, RACE_SIZE, seed);
+    memcpy(p, &seed, 8);
+}
+
+static void *race_writer(void *arg)
+{
+    struct race *r = arg;
+    struct rio_client *c = race_client(r);
+    if (!c)
+        return NULL;
     uint8_t *src = malloc(RACE_SIZE);
     for (unsigned k = 0; k < RACE_ROUNDS; k++) {
-        uint64_t seed = 1000 + r->id * 100 + k;
-        t_fill_pattern(src, RACE_SIZE, seed);
-        /* Tag the first 8 bytes with the seed so a reader knows what to expect. */
-        memcpy(src, &seed, 8);
+        race_fill(src, 1000 + r->id * 100 + k);
         if (rio_put(c, "race/key", src, RACE_SIZE, NULL, NULL) < 0)
             r->err++;
     }
@@ -230,15 +246,9 @@ static void *race_writer(void *arg)
 static void *race_reader(void *arg)
 {
     struct race *r = arg;
-    struct rio_options o;
-    ru_opts(&o, CH, 8);
-    char url[1024];
-    ru_url(url, sizeof(url), "rio", "pools=rio,rio2");
-    struct rio_client *c;
-    if (rio_client_new(url, &o, &c) < 0) {
-        r->err = 1;
+    struct rio_client *c = race_client(r);
+    if (!c)
         return NULL;
-    }
     uint8_t *dst = malloc(RACE_SIZE), *want = malloc(RACE_SIZE);
     while (!*r->stop) {
         int64_t got = rio_get(c, "race/key", dst, RACE_SIZE, NULL);
@@ -252,8 +262,7 @@ static void *race_reader(void *arg)
         }
         uint64_t seed;
         memcpy(&seed, dst, 8);
-        t_fill_pattern(want, RACE_SIZE, seed);
-        memcpy(want, &seed, 8);
+        race_fill(want, seed);
         if (memcmp(dst, want, RACE_SIZE) != 0)
             r->gets_bad++;
         else
@@ -327,6 +336,28 @@ static void one_complete(struct rio_io *io)
     ((struct one_io *)io)->done = 1;
 }
 
+/* READ chunk index (CH bytes) of key's generation gen into dst through the
+ * transport, waited for; returns its result. */
+static int64_t read_chunk(struct rio_transport *t, const char *key, uint64_t gen, uint64_t index,
+                          uint8_t *dst)
+{
+    struct one_io r;
+
+    memset(&r, 0, sizeof(r));
+    r.io.kind = RIO_IO_READ;
+    r.io.key = key;
+    r.io.generation = gen;
+    r.io.index = index;
+    r.io.off = index * CH;
+    r.io.len = CH;
+    r.io.dst = dst;
+    r.io.complete = one_complete;
+    T_OK(t->ops->submit(t, &r.io));
+    while (!r.done)
+        T_GE(t->ops->reap(t, 20), 0);
+    return r.io.res;
+}
+
 TEST(read_of_replaced_generation_fails)
 {
     struct rio_options o;
@@ -341,37 +372,12 @@ TEST(read_of_replaced_generation_fails)
     T_OK(t->ops->lookup(t, "gen/key", &s));
     T_EQ(s.generation, d1.generation);
 
-    struct one_io r;
-    memset(&r, 0, sizeof(r));
-    r.io.kind = RIO_IO_READ;
-    r.io.key = "gen/key";
-    r.io.generation = s.generation;
-    r.io.index = 1;
-    r.io.off = CH;
-    r.io.len = CH;
-    r.io.dst = dst;
-    r.io.complete = one_complete;
-    T_OK(t->ops->submit(t, &r.io));
-    while (!r.done)
-        T_GE(t->ops->reap(t, 20), 0);
-    T_EQ(r.io.res, (int64_t)CH);
+    T_EQ(read_chunk(t, "gen/key", s.generation, 1, dst), (int64_t)CH);
     T_MEMEQ(dst, a + CH, CH);
 
     T_OK(rio_put(c, "gen/key", b, n, NULL, &d2));
     T_NE(d2.generation, d1.generation);
-    memset(&r, 0, sizeof(r));
-    r.io.kind = RIO_IO_READ;
-    r.io.key = "gen/key";
-    r.io.generation = s.generation;
-    r.io.index = 2;
-    r.io.off = 2 * CH;
-    r.io.len = CH;
-    r.io.dst = dst;
-    r.io.complete = one_complete;
-    T_OK(t->ops->submit(t, &r.io));
-    while (!r.done)
-        T_GE(t->ops->reap(t, 20), 0);
-    T_ERR(r.io.res, RIO_EGENERATION);
+    T_ERR(read_chunk(t, "gen/key", s.generation, 2, dst), RIO_EGENERATION);
 
     /* Through the API: a GET that expects the old generation. */
     struct rio_call call = {.expect_generation = d1.generation};
@@ -571,20 +577,19 @@ TEST(bad_urls_and_foreign_objects)
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
     T_NULL(c);
     /* a size option refused names itself and its range */
-    ru_url(url, sizeof(url), "rio", "max_object=0");
-    t_client_refused(url, &o, "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to ");
-    ru_url(url, sizeof(url), "rio", "max_object=big");
-    t_client_refused(url, &o, "railio: max_object=big: expected a size");
-    ru_url(url, sizeof(url), "rio", "fail_chunk=1K");
-    t_client_refused(url, &o, "railio: fail_chunk=1K: expected a whole number from 0 to ");
-    ru_url(url, sizeof(url), "rio", "inject_socket_failures=-1");
-    t_client_refused(url, &o, "railio: inject_socket_failures=-1: expected a whole number");
-    ru_url(url, sizeof(url), "rio", "shuffle=maybe");
-    t_client_refused(url, &o, "railio: shuffle=maybe: expected on or off");
-    ru_url(url, sizeof(url), "rio", "timeout=0");
-    t_client_refused(url, &o, "railio: timeout=0: expected a duration above 0");
-    ru_url(url, sizeof(url), "rio", "abort_timeout=soon");
-    t_client_refused(url, &o, "railio: abort_timeout=soon: expected a duration");
+    static const char *const refused[][2] = {
+        {"max_object=0", "railio: max_object=0: expected a size (e.g. 64K, 1M) from 1 to "},
+        {"max_object=big", "railio: max_object=big: expected a size"},
+        {"fail_chunk=1K", "railio: fail_chunk=1K: expected a whole number from 0 to "},
+        {"inject_socket_failures=-1", "railio: inject_socket_failures=-1: expected a whole number"},
+        {"shuffle=maybe", "railio: shuffle=maybe: expected on or off"},
+        {"timeout=0", "railio: timeout=0: expected a duration above 0"},
+        {"abort_timeout=soon", "railio: abort_timeout=soon: expected a duration"},
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        ru_url(url, sizeof(url), "rio", refused[i][0]);
+        t_client_refused(url, &o, refused[i][1]);
+    }
     c = ru_client("rio", "shuffle=off&timeout=1500ms", &o);
     rio_client_destroy(c);
     c = NULL;
@@ -645,40 +650,50 @@ static void close_clean(struct rio_client *c, const char *prefix)
     rio_client_destroy(c);
 }
 
-/* For a CLI test: the cluster's conf; tag-in (the n bytes of src) and
- * tag-out in its directory (in and out, 1024 bytes each). */
-static const char *cli_files(const char *bdir, const char *tag, const uint8_t *src, size_t n,
-                             char *in, char *out)
+/* A CLI test: the build directory (T_BUILD_DIR: skipped without it), the
+ * cluster's conf, and in (n pattern bytes of seed, src) and out, tag-in and
+ * tag-out in the cluster's directory. */
+struct cli {
+    const char *bdir, *conf;
+    char in[1024], out[1024];
+    uint8_t *src;
+};
+
+static void cli_begin(struct cli *x, const char *tag, size_t n, uint64_t seed)
 {
-    if (!bdir)
+    x->bdir = getenv("T_BUILD_DIR");
+    if (!x->bdir)
         T_SKIP("T_BUILD_DIR not set (run through ctest)");
-    const char *conf = t_ceph_conf();
-    snprintf(in, 1024, "%s/%s-in", t_ceph_dir(), tag);
-    snprintf(out, 1024, "%s/%s-out", t_ceph_dir(), tag);
-    t_write_file(in, src, n);
-    return conf;
+    x->conf = t_ceph_conf();
+    snprintf(x->in, sizeof(x->in), "%s/%s-in", t_ceph_dir(), tag);
+    snprintf(x->out, sizeof(x->out), "%s/%s-out", t_ceph_dir(), tag);
+    x->src = ru_pattern(n, seed);
+    t_write_file(x->in, x->src, n);
+}
+
+/* The shell command fmt ran and succeeded, with the build directory as
+ * %1$s, the conf %2$s, in %3$s and out %4$s; no chunk stays under cli/. */
+static void cli_run(struct cli *x, const char *fmt)
+{
+    char cmd[16384];
+
+    T_LT(snprintf(cmd, sizeof(cmd), fmt, x->bdir, x->conf, x->in, x->out), (int)sizeof(cmd));
+    T_EQ(system(cmd), 0);
+    T_EQ(ru_chunks("rio", "cli/"), 0);
+    free(x->src);
 }
 
 /* railio put/get/stat/rm with rados://POOL/KEY and the conf from RIO_CEPH_CONF. */
 TEST(cli_put_get_stat_rm)
 {
-    const char *bdir = getenv("T_BUILD_DIR");
-    char cmd[16384], in[1024], out[1024];
-    size_t n = 3 * RU_MIB + 17;
-    uint8_t *src = ru_pattern(n, 77);
-    const char *conf = cli_files(bdir, "cli", src, n, in, out);
+    struct cli x;
 
-    snprintf(cmd, sizeof(cmd),
-             "RIO_CEPH_CONF=%s '%s/railio' put rados://rio/cli/obj '%s' >&2 && "
-             "RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj >&2 && "
-             "'%s/railio' get 'rados://rio/cli/obj?conf=%s' '%s' >&2 && "
-             "cmp '%s' '%s' && "
-             "RIO_CEPH_CONF=%s '%s/railio' rm rados://rio/cli/obj >&2 && "
-             "! RIO_CEPH_CONF=%s '%s/railio' stat rados://rio/cli/obj 2>/dev/null",
-             conf, bdir, in, conf, bdir, bdir, conf, out, in, out, conf, bdir, conf, bdir);
-    T_EQ(system(cmd), 0);
-    T_EQ(ru_chunks("rio", "cli/"), 0);
-    free(src);
+    cli_begin(&x, "cli", 3 * RU_MIB + 17, 77);
+    cli_run(&x, "RIO_CEPH_CONF=%2$s '%1$s/railio' put rados://rio/cli/obj '%3$s' >&2 && "
+                "RIO_CEPH_CONF=%2$s '%1$s/railio' stat rados://rio/cli/obj >&2 && "
+                "'%1$s/railio' get 'rados://rio/cli/obj?conf=%2$s' '%4$s' >&2 && "
+                "cmp '%3$s' '%4$s' && RIO_CEPH_CONF=%2$s '%1$s/railio' rm rados://rio/cli/obj >&2 "
+                "&& ! RIO_CEPH_CONF=%2$s '%1$s/railio' stat rados://rio/cli/obj 2>/dev/null");
 }
 
 /*
@@ -789,6 +804,47 @@ static void sp_desc_free(struct rio_desc *d)
     d->xxh = NULL;
 }
 
+/* A client on pool rio (extra: URL params) with CH chunks, depth 4. */
+static struct rio_client *sp_client(const char *extra)
+{
+    struct rio_options o;
+
+    ru_opts(&o, CH, 4);
+    return ru_client("rio", extra, &o);
+}
+
+/* Full chunks order[0..n-1] submitted (each must be taken), then all waited for. */
+static void sp_submit_all(struct stream_put *sp, const uint64_t *order, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        T_OK(sp_submit(sp, order[k], CH));
+    for (size_t k = 0; k < n; k++)
+        sp_wait(sp, order[k]);
+}
+
+/* A commit of n bytes is refused (RIO_EPROTO) and consumes the upload: no
+ * chunk under prefix and no head stay. */
+static void sp_commit_refused(struct stream_put *sp, struct rio_client *c, uint64_t n,
+                              const char *prefix)
+{
+    struct rio_desc d, s;
+
+    sp_desc(sp, n, &d);
+    T_ERR(sp->t->ops->put_commit(sp->t, sp->up, &d), RIO_EPROTO);
+    sp_desc_free(&d);
+    T_EQ(ru_chunks("rio", prefix), 0);
+    T_ERR(rio_stat(c, sp->key, &s), RIO_ENOTFOUND);
+    free(sp->ios);
+}
+
+/* src freed; c idle, then destroyed. */
+static void sp_end(struct rio_client *c, uint8_t *src)
+{
+    free(src);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
 TEST(stream_put_unknown_size_roundtrips)
 {
     static const size_t sizes[] = {0, 1, CH - 1, CH, CH + 1, 7 * CH + 5, 24 * CH};
@@ -847,21 +903,16 @@ TEST(stream_put_unknown_size_roundtrips)
  * although the total was never known; the previous object stays whole. */
 TEST(stream_put_abort_removes_landed_chunks)
 {
-    struct rio_options o;
     size_t n = 9 * CH;
     uint8_t *old = ru_pattern(3 * CH, 41), *src = ru_pattern(n, 42), *dst = malloc(n);
     struct stream_put sp;
 
     T_NOTNULL(dst);
-    ru_opts(&o, CH, 4);
-    struct rio_client *c = ru_client("rio", "pools=rio,rio2,rio3", &o);
+    struct rio_client *c = sp_client("pools=rio,rio2,rio3");
     T_OK(rio_put(c, "stream-abort/k", old, 3 * CH, NULL, NULL));
     sp_open(&sp, c, "stream-abort/k", src, CH, 9);
     static const uint64_t order[] = {7, 0, 3, 8, 1};
-    for (size_t k = 0; k < 5; k++)
-        T_OK(sp_submit(&sp, order[k], CH));
-    for (size_t k = 0; k < 5; k++)
-        sp_wait(&sp, order[k]);
+    sp_submit_all(&sp, order, 5);
     for (size_t k = 0; k < 5; k++)
         T_EQ(sp.ios[order[k]].io.res, (int64_t)CH);
     uint64_t landed = ru_chunks("rio", "stream-abort/") + ru_chunks("rio2", "stream-abort/") +
@@ -877,38 +928,29 @@ TEST(stream_put_abort_removes_landed_chunks)
     T_EQ(ru_chunks("rio", "stream-abort/"), 0);
     free(sp.ios);
     free(old);
-    free(src);
     free(dst);
-    ru_idle(c);
-    rio_client_destroy(c);
+    sp_end(c, src);
 }
 
 /* A chunk that fails mid-stream (the fail_chunk knob: it lands, then reports
  * EIO), then the abort: nothing stays, landed or not. */
 TEST(stream_put_failed_chunk_then_abort)
 {
-    struct rio_options o;
-    size_t n = 6 * CH;
-    uint8_t *src = ru_pattern(n, 43);
+    static const uint64_t order[] = {5, 4, 3, 2};
+    uint8_t *src = ru_pattern(6 * CH, 43);
     struct stream_put sp;
+    struct rio_desc s;
 
-    ru_opts(&o, CH, 4);
-    struct rio_client *c = ru_client("rio", "fail_chunk=4", &o);
+    struct rio_client *c = sp_client("fail_chunk=4");
     sp_open(&sp, c, "stream-fail/k", src, CH, 6);
-    for (uint64_t i = 5; i >= 2; i--)
-        T_OK(sp_submit(&sp, i, CH));
-    for (uint64_t i = 2; i <= 5; i++)
-        sp_wait(&sp, i);
+    sp_submit_all(&sp, order, 4);
     T_EQ(sp.ios[4].io.res, -EIO);
     T_EQ(sp.ios[5].io.res, (int64_t)CH);
     sp.t->ops->put_abort(sp.t, sp.up);
     T_EQ(ru_chunks("rio", "stream-fail/"), 0);
-    struct rio_desc s;
     T_ERR(rio_stat(c, "stream-fail/k", &s), RIO_ENOTFOUND);
     free(sp.ios);
-    free(src);
-    ru_idle(c);
-    rio_client_destroy(c);
+    sp_end(c, src);
 }
 
 /* Chunks that cannot belong to one stream are refused at submit; a commit
@@ -916,14 +958,11 @@ TEST(stream_put_failed_chunk_then_abort)
  * upload without leaving a chunk or a head. */
 TEST(stream_put_bad_geometry_is_refused)
 {
-    struct rio_options o;
-    size_t n = 8 * CH;
-    uint8_t *src = ru_pattern(n, 44);
+    static const uint64_t first4[] = {0, 1, 2, 3};
+    uint8_t *src = ru_pattern(8 * CH, 44);
     struct stream_put sp;
-    struct rio_desc d, s;
 
-    ru_opts(&o, CH, 4);
-    struct rio_client *c = ru_client("rio", NULL, &o);
+    struct rio_client *c = sp_client(NULL);
 
     /* Submit-time checks: off must be index x chunk, len <= chunk, one short
      * chunk only and nothing after it. */
@@ -940,12 +979,7 @@ TEST(stream_put_bad_geometry_is_refused)
     T_OK(sp_submit(&sp, 0, CH));
     sp_wait(&sp, 0);
     /* Chunk 1 and 2 never went out: a commit of 3 chunks + 100 bytes fails. */
-    sp_desc(&sp, 3 * CH + 100, &d);
-    T_ERR(sp.t->ops->put_commit(sp.t, sp.up, &d), RIO_EPROTO);
-    sp_desc_free(&d);
-    T_EQ(ru_chunks("rio", "stream-bad/"), 0);
-    T_ERR(rio_stat(c, "stream-bad/a", &s), RIO_ENOTFOUND);
-    free(sp.ios);
+    sp_commit_refused(&sp, c, 3 * CH + 100, "stream-bad/");
 
     /* A short chunk that the committed size says is not the last. */
     sp_open(&sp, c, "stream-bad/b", src, CH, 8);
@@ -953,28 +987,14 @@ TEST(stream_put_bad_geometry_is_refused)
     T_OK(sp_submit(&sp, 1, 10));
     sp_wait(&sp, 0);
     sp_wait(&sp, 1);
-    sp_desc(&sp, CH + 11, &d);
-    T_ERR(sp.t->ops->put_commit(sp.t, sp.up, &d), RIO_EPROTO);
-    sp_desc_free(&d);
-    T_EQ(ru_chunks("rio", "stream-bad/"), 0);
-    free(sp.ios);
+    sp_commit_refused(&sp, c, CH + 11, "stream-bad/");
 
     /* More chunks went out than the committed size holds. */
     sp_open(&sp, c, "stream-bad/c", src, CH, 8);
-    for (uint64_t i = 0; i < 4; i++)
-        T_OK(sp_submit(&sp, i, CH));
-    for (uint64_t i = 0; i < 4; i++)
-        sp_wait(&sp, i);
-    sp_desc(&sp, 2 * CH, &d);
-    T_ERR(sp.t->ops->put_commit(sp.t, sp.up, &d), RIO_EPROTO);
-    sp_desc_free(&d);
-    T_EQ(ru_chunks("rio", "stream-bad/"), 0);
-    T_ERR(rio_stat(c, "stream-bad/c", &s), RIO_ENOTFOUND);
-    free(sp.ios);
+    sp_submit_all(&sp, first4, 4);
+    sp_commit_refused(&sp, c, 2 * CH, "stream-bad/");
 
-    free(src);
-    ru_idle(c);
-    rio_client_destroy(c);
+    sp_end(c, src);
 }
 
 /*
@@ -1071,20 +1091,13 @@ TEST(writer_abort_and_failure_leave_nothing)
 /* `railio put rados://POOL/KEY -` streams stdin of unknown length. */
 TEST(cli_put_from_stdin)
 {
-    const char *bdir = getenv("T_BUILD_DIR");
-    char cmd[16384], in[1024], out[1024];
-    size_t n = 5 * RU_MIB + 3;
-    uint8_t *src = ru_pattern(n, 78);
-    const char *conf = cli_files(bdir, "stdin", src, n, in, out);
+    struct cli x;
 
-    snprintf(cmd, sizeof(cmd),
-             "cat '%s' | RIO_CEPH_CONF=%s '%s/railio' put 'rados://rio/cli/stdin?chunk=1M' - "
-             ">&2 && RIO_CEPH_CONF=%s '%s/railio' get rados://rio/cli/stdin '%s' >&2 && "
-             "cmp '%s' '%s' && RIO_CEPH_CONF=%s '%s/railio' rm rados://rio/cli/stdin >&2",
-             in, conf, bdir, conf, bdir, out, in, out, conf, bdir);
-    T_EQ(system(cmd), 0);
-    T_EQ(ru_chunks("rio", "cli/"), 0);
-    free(src);
+    cli_begin(&x, "stdin", 5 * RU_MIB + 3, 78);
+    cli_run(&x, "cat '%3$s' | RIO_CEPH_CONF=%2$s '%1$s/railio' put "
+                "'rados://rio/cli/stdin?chunk=1M' - >&2 && RIO_CEPH_CONF=%2$s '%1$s/railio' get "
+                "rados://rio/cli/stdin '%4$s' >&2 && cmp '%3$s' '%4$s' && "
+                "RIO_CEPH_CONF=%2$s '%1$s/railio' rm rados://rio/cli/stdin >&2");
 }
 
 /* `railio bench rados://` end to end at a tiny size: every measurement

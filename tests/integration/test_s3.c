@@ -36,6 +36,30 @@ static struct rio_client *rgw_client(const struct rio_options *o, const char *ex
     return su_client(url, o);
 }
 
+/* key reads back as the n bytes of src (into dst), is deleted; src and
+ * dst freed. */
+static void get_delete_free(struct rio_client *c, const char *key, uint8_t *src, uint8_t *dst,
+                            size_t n)
+{
+    T_EQ(rio_get(c, key, dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_OK(rio_delete(c, key));
+    free(src);
+    free(dst);
+}
+
+/* A test's usual start: its allocation count (for su_close), options o
+ * (CH parts, depth, paths unless 0) and a client with them. */
+static struct rio_client *rgw_start(struct rio_options *o, int64_t *alloc0, unsigned depth,
+                                    unsigned paths)
+{
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(o, CH, depth);
+    if (paths)
+        o->paths = paths;
+    return rgw_client(o, NULL);
+}
+
 /* The client's chunk (the 4 MiB default) is under S3's 5 MiB part minimum:
  * a multi-chunk PUT takes the transport's minimum instead of failing. */
 TEST(chunk_raised_to_min_part)
@@ -54,11 +78,7 @@ TEST(chunk_raised_to_min_part)
     T_EQ(s.chunk_size, 5 * SU_MIB);
     T_EQ(s.nchunks, 3u);
     rio_desc_cleanup(&s);
-    T_EQ(rio_get(c, "minpart/obj", dst, n, NULL), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    T_OK(rio_delete(c, "minpart/obj"));
-    free(src);
-    free(dst);
+    get_delete_free(c, "minpart/obj", src, dst, n);
     su_idle(c);
     su_close(c, alloc0);
 }
@@ -69,10 +89,9 @@ TEST(keys_needing_encoding)
     static const char *const keys[] = {"dir/a b+c", "x%y&z=1?q", "caf\xc3\xa9/~tilde.dat",
                                        "deep/./dots/../x", "semi;colon,comma'quote\"!*()"};
     struct rio_options o;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         t_roundtrip(c, keys[i], 1000 + i, 200 + i, CH);
         T_OK(rio_delete(c, keys[i]));
@@ -89,10 +108,9 @@ TEST(curl_reads_railio_and_railio_reads_curl)
     struct rio_options o;
     char key[64], path[128], file[700], args[800];
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     for (size_t i = 0; i < 2; i++) {
         size_t n = sizes[i], got = 0;
         char *body;
@@ -142,11 +160,10 @@ TEST(overwrite_is_a_new_generation)
     struct rio_options o;
     struct rio_desc d1, d2, d3;
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = 2 * CH + 1;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     uint8_t *src = su_pattern(n, 400), *dst = malloc(n);
     T_NOTNULL(dst);
     T_OK(rio_put(c, "gen/obj", src, n, NULL, &d1));
@@ -180,12 +197,11 @@ TEST(multipart_without_sidecar_refused)
     struct rio_options o;
     struct rio_desc d;
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = 2 * CH + 1;
     char *list, sidecar[256];
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     uint8_t *src = su_pattern(n, 401), *dst = malloc(n);
     T_NOTNULL(dst);
     T_OK(rio_put(c, "nosc/obj", src, n, NULL, NULL));
@@ -209,11 +225,7 @@ TEST(multipart_without_sidecar_refused)
     T_NULL(d.xxh);
     T_EQ(d.size, (uint64_t)n);
     rio_desc_cleanup(&d);
-    T_EQ(rio_get(c, "nosc/obj", dst, n, NULL), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    T_OK(rio_delete(c, "nosc/obj"));
-    free(src);
-    free(dst);
+    get_delete_free(c, "nosc/obj", src, dst, n);
     su_close(c, alloc0);
 }
 
@@ -224,11 +236,10 @@ TEST(failed_multipart_put_is_aborted)
     struct rio_options o;
     struct rio_desc d;
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = 24 * CH;
 
-    su_opts(&o, CH, 2);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 2, 0);
     uint8_t *src = su_pattern(n, 500);
     struct rio_call call = {.deadline_ms = 60};
     int ret = rio_put(c, "abort/obj", src, n, &call, NULL);
@@ -285,10 +296,9 @@ TEST(overwrite_during_get_never_stitches)
     pthread_t th;
     const size_t n = 8 * CH;
     unsigned failed = 0, whole = 0, replanned = 0;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 1);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 1, 0);
     uint8_t *a = su_pattern(n, 900), *b = su_pattern(n, 901), *dst = malloc(n);
     T_NOTNULL(dst);
     snprintf(file, sizeof(file), "%s/race.%d", su_dir, (int)getpid());
@@ -342,12 +352,10 @@ TEST(two_paths)
     struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = 8 * CH + 99;
 
-    su_opts(&o, CH, 4);
-    o.paths = 2;
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 2);
     uint8_t *src = su_pattern(n, 700), *dst = malloc(n);
     T_NOTNULL(dst);
     T_OK(rio_put(c, "paths/obj", src, n, &call, NULL));
@@ -445,10 +453,9 @@ TEST(stream_roundtrip_sizes)
     struct rio_options o;
     char key[64];
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         size_t n = sizes[i];
         uint8_t *src = su_pattern(n, 1100 + i);
@@ -494,10 +501,9 @@ TEST(stream_cross_read_by_curl)
     struct rio_options o;
     char key[64], path[128];
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 2);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 2, 0);
     for (size_t i = 0; i < 2; i++) {
         size_t n = sizes[i], got = 0;
         char *body, suffix[16];
@@ -532,11 +538,10 @@ TEST(stream_abort_and_failure_leave_nothing)
     struct rio_desc d;
     struct rio_writer *w = NULL;
     const char *ep = su_rgw(BUCKET);
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = 24 * CH;
 
-    su_opts(&o, CH, 2);
-    struct rio_client *c = rgw_client(&o, NULL);
+    struct rio_client *c = rgw_start(&o, &alloc0, 2, 0);
     uint8_t *src = su_pattern(n, 1300);
 
     /* Abort after parts landed. */
@@ -685,9 +690,8 @@ TEST(cli_put_from_pipe_streams)
     /* Reading the pipe whole first would add the object (256 MiB) at least. */
     T_LT(peak > base ? peak - base : 0, (uint64_t)n / 2);
 
-    int64_t alloc0 = rio__alloc_outstanding();
-    su_opts(&o, CH, 4);
-    struct rio_client *c = rgw_client(&o, NULL);
+    int64_t alloc0;
+    struct rio_client *c = rgw_start(&o, &alloc0, 4, 0);
     T_OK(rio_stat(c, "spipe/obj", &s));
     T_EQ(s.size, (uint64_t)n);
     T_EQ(s.chunk_size, part);

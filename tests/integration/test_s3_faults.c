@@ -42,15 +42,84 @@ static struct rio_client *fault_client(const struct rio_options *o, const char *
     return su_client(url, o);
 }
 
+/* A test's usual end: src and dst freed, c idle, destroyed, and nothing
+ * left allocated since alloc0. */
+#define close_free(c, alloc0, src, dst)                                                            \
+    do {                                                                                           \
+        free(src);                                                                                 \
+        free(dst);                                                                                 \
+        su_close((c), (alloc0));                                                                   \
+    } while (0)
+
+/* Its allocation count (for su_close) and the default options (CH parts,
+ * depth 4). */
+static void opts_start(struct rio_options *o, int64_t *alloc0)
+{
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(o, CH, 4);
+}
+
 /* A test's usual start: its allocation count (for su_close) and a fault
  * client with the default options (CH parts, depth 4) and extra. */
 static struct rio_client *fault_start(int64_t *alloc0, const char *extra)
 {
     struct rio_options o;
 
-    *alloc0 = rio__alloc_outstanding();
-    su_opts(&o, CH, 4);
+    opts_start(&o, alloc0);
     return fault_client(&o, extra);
+}
+
+struct piece_src {
+    const uint8_t *p;
+    size_t n, off;
+};
+
+/* A fill callback handing out a pipe-like 10000 bytes at a time. */
+static int64_t piece_fill(void *arg, void *buf, size_t cap)
+{
+    struct piece_src *s = arg;
+    size_t k = s->n - s->off;
+
+    if (k > cap)
+        k = cap;
+    if (k > 10000)
+        k = 10000;
+    memcpy(buf, s->p + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+/* A PUT of n bytes of src under key (a stream of unknown size from ps when
+ * ps is not NULL) through faults of kind what succeeds: the fault server
+ * fired at least twice (the sidecar's key carries the fault too: its PUT is
+ * retried as well) and left no upload. */
+static void put_through_faults(struct rio_client *c, const char *what, const char *key,
+                               const uint8_t *src, size_t n, struct piece_src *ps,
+                               struct rio_stats *st, struct rio_desc *d)
+{
+    struct rio_call call_ = {.stats = st}, *call = &call_;
+    unsigned f0, f1, up;
+    int ret;
+
+    su_fault_stats(su_fault_port(), &f0, &up);
+    if (ps)
+        ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, ps, call, d);
+    else
+        ret = rio_put(c, key, src, n, call, d);
+    if (ret != 0)
+        T_FAIL("%s: %s: %s", what, ps ? "rio_put_stream" : "rio_put", rio_errname(ret));
+    su_fault_stats(su_fault_port(), &f1, &up);
+    T_GE(f1 - f0, 2u);
+    T_EQ(up, 0u);
+}
+
+/* A client with options o on url_fmt, its %d the port. */
+static struct rio_client *client_at(const struct rio_options *o, const char *url_fmt, int port)
+{
+    char url[256];
+
+    T_LT(snprintf(url, sizeof(url), url_fmt, port), (int)sizeof(url));
+    return su_client(url, o);
 }
 
 /* As fault_client, returning the error instead of failing. */
@@ -86,6 +155,21 @@ static uint8_t *put_pattern(struct rio_client *c, const char *key, size_t n, uin
     return src;
 }
 
+/* n pattern bytes of seed written under key by a client of its own (options
+ * o; idle, then destroyed: su_close with alloc0); *dst a buffer of n bytes.
+ * Returns the bytes written. */
+static uint8_t *prewrite(const struct rio_options *o, int64_t alloc0, const char *key, size_t n,
+                         uint64_t seed, uint8_t **dst)
+{
+    struct rio_client *w = fault_client(o, NULL);
+    uint8_t *src = put_pattern(w, key, n, seed);
+
+    su_close(w, alloc0);
+    *dst = malloc(n);
+    T_NOTNULL(*dst);
+    return src;
+}
+
 /*
  * One GET fault, fired `count` times: the GET still returns the object
  * byte-exact, after at least `seen` retries of the expected class, and the
@@ -98,19 +182,16 @@ static void get_survives_n(const char *kind, unsigned count, int cls, unsigned s
     struct rio_call call = {.stats = &st};
     char key[128];
     unsigned fired0, fired1, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = count + 3;
     /* Written by another client, so the reader starts with no connection:
      * curl resends by itself (once) a request whose reused connection dies
      * without an answer, which would hide that fault from the engine. */
-    struct rio_client *w = fault_client(&o, NULL);
     snprintf(key, sizeof(key), "F_%s_%u/obj", kind, count);
-    uint8_t *src = put_pattern(w, key, OBJ, count), *dst = malloc(OBJ);
-    rio_client_destroy(w);
+    uint8_t *dst, *src = prewrite(&o, -1, key, OBJ, count, &dst);
     struct rio_client *c = fault_client(&o, NULL);
-    T_NOTNULL(dst);
     memset(dst, 0xA5, OBJ);
     su_fault_stats(su_fault_port(), &fired0, &up);
     int64_t got = rio_get(c, key, dst, OBJ, &call);
@@ -123,15 +204,24 @@ static void get_survives_n(const char *kind, unsigned count, int cls, unsigned s
     if (st.retries[cls] < seen)
         T_FAIL("%s: %" PRIu64 " retries of class %s, want >= %u (total %" PRIu64 ")", kind,
                st.retries[cls], rio_class_name(cls), seen, st.retries_total);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 static void get_survives(const char *kind, unsigned count, int cls)
 {
     get_survives_n(kind, count, cls, count);
 }
+
+/* A fault the server fires count times (its kind and count are in the key),
+ * the class the engine counts its retries in and how many it must see at
+ * least, and the object's size. */
+struct fault_case {
+    const char *kind;
+    unsigned count;
+    int cls;
+    unsigned seen;
+    size_t n;
+};
 
 /*
  * Each GET fault, fired count times, is survived after as many retries of
@@ -141,17 +231,17 @@ static void get_survives(const char *kind, unsigned count, int cls)
  */
 TEST(get_faults_retry)
 {
-    static const struct {
-        const char *kind;
-        unsigned count;
-        int cls;
-        unsigned seen;
-    } cases[] = {
-        {"trunc", 2, RIO_CLASS_SHORT, 2},    {"reset", 2, RIO_CLASS_RESET, 2},
-        {"nothing", 2, RIO_CLASS_RESET, 1},  {"stall", 1, RIO_CLASS_TIMEOUT, 1},
-        {"503", 3, RIO_CLASS_SERVER, 3},     {"slowdown", 2, RIO_CLASS_THROTTLE, 2},
-        {"429", 2, RIO_CLASS_THROTTLE, 2},   {"200", 2, RIO_CLASS_SERVER, 2}, /* whole object */
-        {"norange", 2, RIO_CLASS_SERVER, 2}, {"badrange", 2, RIO_CLASS_SERVER, 2},
+    static const struct fault_case cases[] = {
+        {"trunc", 2, RIO_CLASS_SHORT, 2, OBJ},
+        {"reset", 2, RIO_CLASS_RESET, 2, OBJ},
+        {"nothing", 2, RIO_CLASS_RESET, 1, OBJ},
+        {"stall", 1, RIO_CLASS_TIMEOUT, 1, OBJ},
+        {"503", 3, RIO_CLASS_SERVER, 3, OBJ},
+        {"slowdown", 2, RIO_CLASS_THROTTLE, 2, OBJ},
+        {"429", 2, RIO_CLASS_THROTTLE, 2, OBJ},
+        {"200", 2, RIO_CLASS_SERVER, 2, OBJ}, /* whole object */
+        {"norange", 2, RIO_CLASS_SERVER, 2, OBJ},
+        {"badrange", 2, RIO_CLASS_SERVER, 2, OBJ},
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -175,9 +265,9 @@ TEST(persistent_faults_fail_cleanly)
     static const char *const kinds[] = {"503", "trunc", "overrun", "200", "norange"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = 3;
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *dst = malloc(OBJ);
@@ -267,39 +357,24 @@ TEST(put_faults_retry)
 {
     /* seen: retries the engine must see; curl resends an upload by itself
      * (rewinding it) when a reused connection is reset under it. */
-    static const struct {
-        const char *kind;
-        size_t n;
-        int cls;
-        unsigned seen;
-    } cases[] = {
-        {"put503", OBJ, RIO_CLASS_SERVER, 2},
-        {"putreset", OBJ, RIO_CLASS_RESET, 0},
-        {"putdigest", OBJ, RIO_CLASS_CHECKSUM, 2},
-        {"putetag", OBJ, RIO_CLASS_CHECKSUM, 2},  /* the streamed MD5 sees it */
-        {"put503", 1000, RIO_CLASS_SERVER, 2},    /* a single PutObject */
-        {"putetag", 1000, RIO_CLASS_CHECKSUM, 2}, /* idem */
+    static const struct fault_case cases[] = {
+        {"put503", 2, RIO_CLASS_SERVER, 2, OBJ},
+        {"putreset", 2, RIO_CLASS_RESET, 0, OBJ},
+        {"putdigest", 2, RIO_CLASS_CHECKSUM, 2, OBJ},
+        {"putetag", 2, RIO_CLASS_CHECKSUM, 2, OBJ},  /* the streamed MD5 sees it */
+        {"put503", 2, RIO_CLASS_SERVER, 2, 1000},    /* a single PutObject */
+        {"putetag", 2, RIO_CLASS_CHECKSUM, 2, 1000}, /* idem */
     };
     char key[64];
-    int port = su_fault_port();
     int64_t alloc0;
 
     struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
-        struct rio_call call = {.stats = &st};
-        unsigned f0, f1, up;
-        snprintf(key, sizeof(key), "F_%s_2/obj%zu", cases[i].kind, i);
+        snprintf(key, sizeof(key), "F_%s_%u/obj%zu", cases[i].kind, cases[i].count, i);
         uint8_t *src = su_pattern(cases[i].n, 90 + i), *dst = malloc(cases[i].n);
         T_NOTNULL(dst);
-        su_fault_stats(port, &f0, &up);
-        int ret = rio_put(c, key, src, cases[i].n, &call, NULL);
-        if (ret != 0)
-            T_FAIL("%s: rio_put: %s", cases[i].kind, rio_errname(ret));
-        su_fault_stats(port, &f1, &up);
-        /* The sidecar's key carries the fault too: its PUT is retried as well. */
-        T_GE(f1 - f0, 2u);
-        T_EQ(up, 0u);
+        put_through_faults(c, cases[i].kind, key, src, cases[i].n, NULL, &st, NULL);
         if (st.retries[cases[i].cls] < cases[i].seen)
             T_FAIL("%s: %" PRIu64 " retries of class %s", cases[i].kind, st.retries[cases[i].cls],
                    rio_class_name(cases[i].cls));
@@ -320,9 +395,9 @@ TEST(part_check_modes)
                                         "content_md5=off"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (unsigned m = 0; m < 3; m++) {
         struct rio_client *c = fault_client(&o, modes[m]);
         struct rio_stats st;
@@ -361,25 +436,41 @@ TEST(part_check_modes)
     T_EQ(rio__alloc_outstanding(), alloc0);
 }
 
-/* A PUT that cannot succeed fails cleanly: no multipart upload is left on
- * the server and the key does not appear. */
-TEST(failed_put_leaves_nothing)
+/* A PUT of OBJ pattern bytes of seed under key (a stream of unknown size
+ * if stream) whose parts fail for good (two tries) ends with the error; no
+ * multipart upload is left on the server and the key does not appear. */
+static void put_fails_leaving_nothing(const char *key, int stream, uint64_t seed)
 {
     struct rio_options o;
     int port = su_fault_port();
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
+    int ret;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.retry_attempts = 2;
     struct rio_client *c = fault_client(&o, NULL);
-    uint8_t *src = su_pattern(OBJ, 5);
-    int ret = rio_put(c, "F_put503_0/never", src, OBJ, NULL, NULL);
+    uint8_t *src = su_pattern(OBJ, seed);
+    if (stream) {
+        struct piece_src ps = {src, OBJ, 0};
+        ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
+    } else {
+        ret = rio_put(c, key, src, OBJ, NULL, NULL);
+    }
+    fprintf(stderr, "%s: %d\n", key, ret);
     T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
+    su_idle(c);
     T_EQ(uploads_left(port), 0u);
-    T_ERR(rio_stat(c, "F_put503_0/never", &d), RIO_ENOTFOUND);
+    T_ERR(rio_stat(c, key, &d), RIO_ENOTFOUND);
     free(src);
     su_close(c, alloc0);
+}
+
+/* A PUT that cannot succeed fails cleanly: no multipart upload is left on
+ * the server and the key does not appear. */
+TEST(failed_put_leaves_nothing)
+{
+    put_fails_leaving_nothing("F_put503_0/never", 0, 5);
 }
 
 /* Chunks under S3's 5 MiB part rule (the default min_part): the engine
@@ -388,15 +479,13 @@ TEST(failed_put_leaves_nothing)
 TEST(small_parts_raised_to_min_part)
 {
     struct rio_options o;
-    char url[256];
     unsigned fired, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     uint8_t *src = su_pattern(OBJ, 6);
     T_OK(rio_put(c, "small/parts", src, OBJ, NULL, NULL));
     struct rio_desc d;
@@ -413,26 +502,6 @@ TEST(small_parts_raised_to_min_part)
 
 /* ------------------------------------------------- streaming PUT */
 
-struct piece_src {
-    const uint8_t *p;
-    size_t n, off;
-};
-
-/* A fill callback handing out a pipe-like 10000 bytes at a time. */
-static int64_t piece_fill(void *arg, void *buf, size_t cap)
-{
-    struct piece_src *s = arg;
-    size_t k = s->n - s->off;
-
-    if (k > cap)
-        k = cap;
-    if (k > 10000)
-        k = 10000;
-    memcpy(buf, s->p + s->off, k);
-    s->off += k;
-    return (int64_t)k;
-}
-
 /* Part faults in a stream of unknown size are retried like a sized PUT's
  * (a 503, a part "damaged in flight" seen by its MD5); the object lands
  * byte-exact and no upload is left. */
@@ -443,28 +512,19 @@ TEST(stream_put_faults_retry)
         int cls;
     } cases[] = {{"put503", RIO_CLASS_SERVER}, {"putetag", RIO_CLASS_CHECKSUM}};
     char key[64];
-    int port = su_fault_port();
     int64_t alloc0;
 
     struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct rio_stats st;
-        struct rio_call call = {.stats = &st};
         struct rio_desc d;
-        unsigned f0, f1, up;
         char md5[33];
         uint8_t *src = su_pattern(OBJ, 1500 + i), *dst = malloc(OBJ);
         struct piece_src ps = {src, OBJ, 0};
         T_NOTNULL(dst);
         su_md5(src, OBJ, md5);
         snprintf(key, sizeof(key), "F_%s_2/stream%zu", cases[i].kind, i);
-        su_fault_stats(port, &f0, &up);
-        int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, &call, &d);
-        if (ret != 0)
-            T_FAIL("%s: rio_put_stream: %s", cases[i].kind, rio_errname(ret));
-        su_fault_stats(port, &f1, &up);
-        T_GE(f1 - f0, 2u);
-        T_EQ(up, 0u);
+        put_through_faults(c, cases[i].kind, key, src, OBJ, &ps, &st, &d);
         T_GE(st.retries[cases[i].cls], 2u);
         T_EQ(d.size, (uint64_t)OBJ);
         T_EQ(d.nchunks, 17u);
@@ -487,24 +547,7 @@ TEST(stream_put_faults_retry)
  * aborted and the key absent. */
 TEST(stream_failed_part_leaves_nothing)
 {
-    struct rio_options o;
-    int port = su_fault_port();
-    struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
-
-    su_opts(&o, CH, 4);
-    o.retry_attempts = 2;
-    struct rio_client *c = fault_client(&o, NULL);
-    uint8_t *src = su_pattern(OBJ, 1600);
-    struct piece_src ps = {src, OBJ, 0};
-    int ret =
-        rio_put_stream(c, "F_put503_0/stream", RIO_SIZE_UNKNOWN, 0, piece_fill, &ps, NULL, NULL);
-    T_TRUE(ret == RIO_ERETRIES || ret == RIO_ESERVER);
-    su_idle(c);
-    T_EQ(uploads_left(port), 0u);
-    T_ERR(rio_stat(c, "F_put503_0/stream", &d), RIO_ENOTFOUND);
-    free(src);
-    su_close(c, alloc0);
+    put_fails_leaving_nothing("F_put503_0/stream", 1, 1600);
 }
 
 /* Without the stream MD5 (etag=none) every kind of PUT lands, sized or
@@ -517,11 +560,11 @@ TEST(etag_none_puts)
     static const char *const modes[] = {"etag=none", "etag=none&content_md5=header"};
     struct rio_options o;
     char key[64];
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     uint8_t *src = su_pattern(OBJ, 1800), *dst = malloc(OBJ + 1);
 
     T_NOTNULL(dst);
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (size_t m = 0; m < 2; m++) {
         struct rio_client *c = fault_client(&o, modes[m]);
         for (size_t i = 0; i < 3; i++) {
@@ -761,9 +804,9 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     struct rio_options o;
     struct canceller k = {NULL, 300};
     pthread_t th;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.op_timeout_ms = 30000;                              /* neither the engine's op timeout... */
     struct rio_client *c = fault_client(&o, "stall=30s"); /* ...nor curl's stall timeout */
     uint8_t *src = put_pattern(c, "F_stall_0/obj", OBJ, 8), *dst = malloc(OBJ);
@@ -787,9 +830,7 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     el = su_now_ms() - t0;
     T_GE(el, 450u);
     T_LT(el, 3000u);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* Issue 13 item 16: 501 means the server cannot do it: one attempt, no
@@ -800,21 +841,17 @@ TEST(http_501_not_retried)
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     unsigned fired0, fired1, up;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "F_501_0/obj", CH, 1), *dst = malloc(CH);
-    rio_client_destroy(w);
+    opts_start(&o, &alloc0);
+    uint8_t *dst, *src = prewrite(&o, -1, "F_501_0/obj", CH, 1, &dst);
     struct rio_client *c = fault_client(&o, NULL);
     su_fault_stats(su_fault_port(), &fired0, &up);
     T_ERR(rio_get(c, "F_501_0/obj", dst, CH, &call), RIO_ENOTSUP);
     su_fault_stats(su_fault_port(), &fired1, &up);
     T_EQ(fired1 - fired0, 1u);
     T_EQ(st.retries[RIO_CLASS_SERVER], 0u); /* the one failed attempt is fatal */
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* 408 (RequestTimeout) is retried as the server's trouble: the path it came
@@ -824,13 +861,11 @@ TEST(http_408_retries_without_cooling)
     struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     o.cooldown_base_ms = o.cooldown_cap_ms = 60000;
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "F_408_3/obj", OBJ, 2), *dst = malloc(OBJ);
-    rio_client_destroy(w);
+    uint8_t *dst, *src = prewrite(&o, -1, "F_408_3/obj", OBJ, 2, &dst);
     struct rio_client *c = fault_client(&o, NULL);
     T_EQ(rio_get(c, "F_408_3/obj", dst, OBJ, &call), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
@@ -838,9 +873,7 @@ TEST(http_408_retries_without_cooling)
     T_EQ(st.retries[RIO_CLASS_TIMEOUT], 0u);
     for (unsigned i = 0; i < st.npaths; i++)
         T_EQ(st.path[i].state, 0);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* Issue 13 item 1: a HEAD claiming Content-Length 2^64 - 1 and a chunk of
@@ -854,9 +887,9 @@ TEST(hostile_head_refused)
     struct rio_reader *rd = NULL;
     uint8_t buf[4096];
     void *p = NULL;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     for (int k = 0; k < 2; k++) {
         if (k == 0)
             snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
@@ -896,22 +929,20 @@ TEST(hostile_head_refused)
 TEST(missing_chunk_checksums_refused)
 {
     struct rio_options o;
-    char url[256];
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
     const size_t n = CH / 2 + 7;
     uint8_t *src = su_pattern(n, 17), *dst = malloc(n);
 
     T_NOTNULL(dst);
-    su_opts(&o, CH, 4);
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    opts_start(&o, &alloc0);
+    struct rio_client *c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     T_OK(rio_put(c, "F_nosums_0/obj", src, n, NULL, NULL));
     T_ERR(rio_stat(c, "F_nosums_0/obj", &d), RIO_ECHECKSUM);
     T_ERR(rio_get(c, "F_nosums_0/obj", dst, n, NULL), RIO_ECHECKSUM);
     su_close(c, alloc0);
     o.verify = -1;
-    c = su_client(url, &o);
+    c = client_at(&o, "s3://fb?endpoint=http://127.0.0.1:%d", su_fault_port());
     T_EQ(rio_get(c, "F_nosums_0/obj", dst, n, NULL), (int64_t)n);
     T_MEMEQ(dst, src, n);
     su_close(c, alloc0);
@@ -924,18 +955,13 @@ TEST(missing_chunk_checksums_refused)
 TEST(plain_http_reads)
 {
     struct rio_options o;
-    char url[256];
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "web/file.bin", OBJ, 9), *dst = malloc(OBJ);
-    T_NOTNULL(dst);
-    su_close(w, alloc0);
+    opts_start(&o, &alloc0);
+    uint8_t *dst, *src = prewrite(&o, alloc0, "web/file.bin", OBJ, 9, &dst);
 
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/fb/web", su_fault_port());
-    struct rio_client *c = su_client(url, &o);
+    struct rio_client *c = client_at(&o, "http://127.0.0.1:%d/fb/web", su_fault_port());
     T_OK(rio_stat(c, "file.bin", &d));
     T_EQ(d.size, (uint64_t)OBJ);
     T_NE(d.generation, 0u);
@@ -945,9 +971,7 @@ TEST(plain_http_reads)
     T_ERR(rio_get(c, "missing.bin", dst, OBJ, NULL), RIO_ENOTFOUND);
     T_ERR(rio_put(c, "x", src, 10, NULL, NULL), RIO_ENOTSUP);
     T_ERR(rio_delete(c, "file.bin"), RIO_ENOTSUP);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* discard=1: bytes are counted, not stored (transport-only benchmarks);
@@ -955,13 +979,10 @@ TEST(plain_http_reads)
 TEST(discard_mode_counts_only)
 {
     struct rio_options o;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    struct rio_client *w = fault_client(&o, NULL);
-    uint8_t *src = put_pattern(w, "discard/obj", OBJ, 10), *dst = malloc(OBJ);
-    T_NOTNULL(dst);
-    su_close(w, alloc0);
+    opts_start(&o, &alloc0);
+    uint8_t *dst, *src = prewrite(&o, alloc0, "discard/obj", OBJ, 10, &dst);
 
     o.verify = -1;
     struct rio_client *c = fault_client(&o, "discard=1");
@@ -970,9 +991,7 @@ TEST(discard_mode_counts_only)
     for (size_t k = 0; k < OBJ; k++)
         if (dst[k] != 0xA5)
             T_FAIL("discard stored byte %zu", k);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 static bool sweep_stream; /* PUT as a stream of unknown size */
@@ -1075,9 +1094,7 @@ static void alloc_sweep(void)
     fprintf(stderr, "  %u allocation failures injected\n", hits);
     T_GT(hits, 5u);
     T_LT(k, 2000u);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* The same with the PUT as a stream of unknown size. */
@@ -1150,9 +1167,9 @@ static void meta_fault_get(const char *key, size_t n, uint64_t seed, unsigned re
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = put_pattern(c, key, n, seed), *dst = malloc(n);
     T_NOTNULL(dst);
@@ -1162,9 +1179,7 @@ static void meta_fault_get(const char *key, size_t n, uint64_t seed, unsigned re
     if (heads)
         T_EQ(su_fault_count(port, "heads") - heads0, heads);
     T_EQ(st.retries[RIO_CLASS_SERVER], retries);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /* A HEAD answered 503 twice: three HEADs, two retries. One PutObject (half
@@ -1227,9 +1242,7 @@ TEST(lost_complete_answer_not_resent)
     T_EQ(uploads_left(port), 0u);
     T_EQ(rio_get(c, "F_completelost_1/obj", dst, OBJ, NULL), (int64_t)OBJ);
     T_MEMEQ(dst, src, OBJ);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /*
@@ -1266,9 +1279,9 @@ TEST(complete_503_retried_by_engine)
     struct rio_call call = {.stats = &st};
     struct rio_desc d;
     int port = su_fault_port();
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
+    opts_start(&o, &alloc0);
     struct rio_client *c = fault_client(&o, NULL);
     uint8_t *src = su_pattern(OBJ, 24), *dst = malloc(OBJ);
     T_NOTNULL(dst);
@@ -1291,9 +1304,7 @@ TEST(complete_503_retried_by_engine)
     T_EQ(uploads_left(port), 0u);
     T_EQ(su_fault_count(port, "objects"), objects0);
     T_ERR(rio_stat(c, "F_complete503_0/never", &d), RIO_ENOTFOUND);
-    free(src);
-    free(dst);
-    su_close(c, alloc0);
+    close_free(c, alloc0, src, dst);
 }
 
 /*
@@ -1352,13 +1363,11 @@ TEST(refused_option_names_itself)
 TEST(refused_connection_fails_in_bounded_time)
 {
     struct rio_options o;
-    char url[128];
     struct rio_desc d;
-    int64_t alloc0 = rio__alloc_outstanding();
+    int64_t alloc0;
 
-    su_opts(&o, CH, 4);
-    snprintf(url, sizeof(url), "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
-    struct rio_client *c = su_client(url, &o);
+    opts_start(&o, &alloc0);
+    struct rio_client *c = client_at(&o, "s3://b?endpoint=http://127.0.0.1:%d", su_free_port());
     uint64_t t0 = su_now_ms();
     T_ERR(rio_stat(c, "k", &d), -ECONNREFUSED);
     uint8_t buf[16];

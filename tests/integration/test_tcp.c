@@ -485,35 +485,39 @@ TEST(depth_8_costs_a_single_op_nothing)
 
 /* ----------------------------------------------------------- paths, rings */
 
+/* PUT n bytes of seed under key, then GET them back byte-exact with st as
+ * the call's stats: the GET went over npaths paths (0: not checked). */
+static void put_get_paths(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                          unsigned npaths, struct rio_stats *st)
+{
+    struct rio_call call = {.stats = st};
+
+    tu_put(c, key, n, seed);
+    uint8_t *b = malloc(n);
+    T_NOTNULL(b);
+    T_EQ(rio_get(c, key, b, n, &call), (int64_t)n);
+    T_PATTERN(b, n, seed);
+    if (npaths)
+        T_EQ(st->npaths, npaths);
+    free(b);
+}
+
 TEST(conns_per_rail_are_paths)
 {
-    struct srv_env e;
-    struct rio_options o;
+    struct tu_env x;
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
-    char url[256];
     const size_t n = 8 * TU_MIB;
 
-    start(&e);
-    tu_opts(&o);
-    tu_url(url, sizeof(url), &e, "conns=4");
-    tu_open(&u, url, &o);
-    tu_put(u.c, "conns/obj", n, 9);
-    uint8_t *b = malloc(n);
-    T_EQ(rio_get(u.c, "conns/obj", b, n, &call), (int64_t)n);
-    T_PATTERN(b, n, 9);
-    T_EQ(st.npaths, 4u);
+    tu_env_start(&x, NULL, "conns=4");
+    put_get_paths(x.u.c, "conns/obj", n, 9, 4, &st);
     uint64_t sum = 0;
     for (unsigned i = 0; i < 4; i++) {
         T_GT(st.path[i].bytes, 0u);
         sum += st.path[i].bytes;
     }
     T_EQ(sum, (uint64_t)n);
-    T_EQ(tu_tcp(u.c).conns_open, 4u);
-    free(b);
-    tu_close(&u);
-    stop(&e);
+    T_EQ(tu_tcp(x.u.c).conns_open, 4u);
+    tu_env_stop(&x);
 }
 
 /* Three servers form a ring: each key lives on its rendezvous owner only. */
@@ -591,35 +595,51 @@ TEST(ring_of_three_members)
 /* The server closes idle connections; the next calls redial quietly. */
 TEST(server_closes_idle_connections)
 {
-    struct srv_env e;
-    struct rio_options o;
-    struct tu u;
-    char url[256];
+    struct tu_env x;
     /* Long enough that no connection idles that long while in use, even
      * under a sanitizer; the sleeps below outlast it. */
     const char *args[] = {"--idle-timeout", "400ms", NULL};
 
-    srv_start(&e, args);
-    tu_opts(&o);
-    tu_url(url, sizeof(url), &e, "conns=2");
-    tu_open(&u, url, &o);
+    tu_env_start(&x, args, "conns=2");
     for (int i = 0; i < 3; i++) {
         struct rio_stats st;
-        struct rio_call call = {.stats = &st};
-        uint8_t *b = malloc(TU_MIB);
-        tu_put(u.c, "idle/obj", TU_MIB, 30 + (uint64_t)i);
-        T_EQ(rio_get(u.c, "idle/obj", b, TU_MIB, &call), (int64_t)TU_MIB);
-        T_PATTERN(b, TU_MIB, 30 + (uint64_t)i);
+        put_get_paths(x.u.c, "idle/obj", TU_MIB, 30 + (uint64_t)i, 0, &st);
         T_EQ(st.retries_total, 0u);
-        free(b);
         usleep(900000);
     }
-    T_EQ(tu_tcp(u.c).conn_failures, 0u);
-    tu_close(&u);
-    stop(&e);
+    T_EQ(tu_tcp(x.u.c).conn_failures, 0u);
+    tu_env_stop(&x);
 }
 
 /* ------------------------------------------------------------------ URLs */
+
+/* URLs a client refuses, each with its error (and the error's name). */
+#define BAD(url, err)                                                                              \
+    {                                                                                              \
+        (url), (err), #err                                                                         \
+    }
+static const struct {
+    const char *url;
+    int err;
+    const char *name;
+} bad_urls[] = {
+    BAD("railio://", RIO_EURL),
+    BAD("railio://127.0.0.1:0", RIO_EURL),
+    BAD("railio://127.0.0.1:99999", RIO_EURL),
+    BAD("railio://::1:7070", RIO_EURL),
+    BAD("railio://127.0.0.1:7070,", RIO_EURL),
+    BAD("railio://127.0.0.1:7070?conns=0", RIO_EINVAL),
+    BAD("railio://127.0.0.1:7070?conns=17", RIO_EINVAL),
+    BAD("railio://127.0.0.1:7070?connect_timeout=x", RIO_EINVAL),
+    BAD("railio://127.0.0.1:7070?token=a&token_file=/x", RIO_EINVAL),
+    BAD("railio://127.0.0.1:1,127.0.0.1:2?rails=127.0.0.1:3", RIO_EINVAL),
+    BAD("railio://127.0.0.1:7070?token_file=/nonexistent/token", -ENOENT),
+    BAD("railio://127.0.0.1:7070?keepalive=maybe", RIO_EINVAL),
+    /* Nobody listens on port 1 of loopback. */
+    BAD("railio://127.0.0.1:1", -ECONNREFUSED),
+    /* Booleans take any case, as every other option does (keepalive=ON was refused). */
+    BAD("railio://127.0.0.1:1?keepalive=ON&tls_verify=Yes", -ECONNREFUSED),
+};
 
 TEST(bad_urls_and_unreachable_servers)
 {
@@ -630,23 +650,9 @@ TEST(bad_urls_and_unreachable_servers)
     int64_t a0 = rio__alloc_outstanding();
 
     tu_opts(&o);
-    T_ERR(rio_client_new("railio://", &o, &c), RIO_EURL);
-    T_ERR(rio_client_new("railio://127.0.0.1:0", &o, &c), RIO_EURL);
-    T_ERR(rio_client_new("railio://127.0.0.1:99999", &o, &c), RIO_EURL);
-    T_ERR(rio_client_new("railio://::1:7070", &o, &c), RIO_EURL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070,", &o, &c), RIO_EURL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?conns=0", &o, &c), RIO_EINVAL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?conns=17", &o, &c), RIO_EINVAL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?connect_timeout=x", &o, &c), RIO_EINVAL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?token=a&token_file=/x", &o, &c), RIO_EINVAL);
-    T_ERR(rio_client_new("railio://127.0.0.1:1,127.0.0.1:2?rails=127.0.0.1:3", &o, &c), RIO_EINVAL);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?token_file=/nonexistent/token", &o, &c), -ENOENT);
-    T_ERR(rio_client_new("railio://127.0.0.1:7070?keepalive=maybe", &o, &c), RIO_EINVAL);
-    /* Nobody listens on port 1 of loopback. */
-    T_ERR(rio_client_new("railio://127.0.0.1:1", &o, &c), -ECONNREFUSED);
-    /* Booleans take any case, as every other option does (keepalive=ON was refused). */
-    T_ERR(rio_client_new("railio://127.0.0.1:1?keepalive=ON&tls_verify=Yes", &o, &c),
-          -ECONNREFUSED);
+    for (size_t i = 0; i < sizeof(bad_urls) / sizeof(bad_urls[0]); i++)
+        t__err(__FILE__, __LINE__, bad_urls[i].url, bad_urls[i].name,
+               rio_client_new(bad_urls[i].url, &o, &c), bad_urls[i].err);
     T_NULL(c);
     T_EQ(rio__alloc_outstanding(), a0);
 
@@ -655,15 +661,9 @@ TEST(bad_urls_and_unreachable_servers)
     snprintf(url, sizeof(url), "railio://%s?rails=%s,127.0.0.1>%s", e.addr[0], e.addr[0],
              e.addr[0]);
     struct tu u;
-    tu_open(&u, url, &o);
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    tu_put(u.c, "rails/obj", 4 * TU_MIB, 40);
-    uint8_t *b = malloc(4 * TU_MIB);
-    T_EQ(rio_get(u.c, "rails/obj", b, 4 * TU_MIB, &call), (int64_t)(4 * TU_MIB));
-    T_PATTERN(b, 4 * TU_MIB, 40);
-    T_EQ(st.npaths, 2u);
-    free(b);
+    tu_open(&u, url, &o);
+    put_get_paths(u.c, "rails/obj", 4 * TU_MIB, 40, 2, &st);
     tu_close(&u);
     stop(&e);
 }
@@ -675,7 +675,6 @@ TEST(announced_rails_are_paths)
     struct srv_env e;
     struct rio_options o;
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
     struct tu u;
     char url[256];
     const size_t n = 8 * TU_MIB;
@@ -686,15 +685,10 @@ TEST(announced_rails_are_paths)
     tu_opts(&o);
     tu_url(url, sizeof(url), &e, NULL);
     tu_open(&u, url, &o);
-    tu_put(u.c, "rails/obj", n, 50);
-    uint8_t *b = malloc(n);
-    T_EQ(rio_get(u.c, "rails/obj", b, n, &call), (int64_t)n);
-    T_PATTERN(b, n, 50);
-    T_EQ(st.npaths, 2u);
+    put_get_paths(u.c, "rails/obj", n, 50, 2, &st);
     T_GT(st.path[0].bytes, 0u);
     T_GT(st.path[1].bytes, 0u);
     T_EQ(tu_tcp(u.c).conns_open, 2u);
-    free(b);
     tu_close(&u);
 
     /* The interface form of a rail: SO_BINDTODEVICE needs CAP_NET_RAW. */

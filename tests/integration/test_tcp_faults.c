@@ -278,6 +278,51 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
+/* A request the fake answers in place (PUT_OPEN, PUT_CHUNK, DELETE,
+ * PUT_ABORT; anything else: RIO_ENOTSUP). */
+static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *h)
+{
+    int ret;
+
+    switch (h->opcode) {
+    case RIO_OP_PUT_OPEN: {
+        uint8_t out[8] = {1};
+        ret = f_respond(c, h->opcode, h->id, 0, out, sizeof(out));
+        break;
+    }
+    case RIO_OP_PUT_CHUNK:
+        atomic_fetch_add(&f->puts_ok, 1);
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    case RIO_OP_DELETE:
+        atomic_fetch_add(&f->deletes, 1);
+        if (atomic_fetch_sub(&f->bad_deletes, 1) > 0) {
+            uint8_t junk[RIO_PROTO_HDR_LEN];
+            memset(junk, 0xa5, sizeof(junk));
+            ret = f_write(c->fd, junk, sizeof(junk));
+            break;
+        }
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    case RIO_OP_PUT_ABORT:
+        ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
+        break;
+    default:
+        ret = f_respond(c, h->opcode, h->id, RIO_ENOTSUP, NULL, 0);
+        break;
+    }
+    return ret;
+}
+
+/* The requests the fake answers by a handler of its own, by opcode. */
+typedef int f_handler(struct fconn *c, uint64_t id, const uint8_t *body, size_t len);
+static f_handler *const f_ops[] = {
+    [RIO_OP_HELLO] = f_hello,
+    [RIO_OP_AUTH] = f_auth,
+    [RIO_OP_LOOKUP] = f_lookup,
+    [RIO_OP_READ] = f_read_op,
+};
+
 static void *f_conn_main(void *p)
 {
     struct fconn *c = p;
@@ -307,45 +352,11 @@ static void *f_conn_main(void *p)
             atomic_fetch_add(&f->data_ops, 1);
         /* The fake takes the checks on trust; only the control part matters. */
         h.body_len = ctl;
-        switch (h.opcode) {
-        case RIO_OP_HELLO:
-            ret = f_hello(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_AUTH:
-            ret = f_auth(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_LOOKUP:
-            ret = f_lookup(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_READ:
-            ret = f_read_op(c, h.id, body, h.body_len);
-            break;
-        case RIO_OP_PUT_OPEN: {
-            uint8_t out[8] = {1};
-            ret = f_respond(c, h.opcode, h.id, 0, out, sizeof(out));
-            break;
-        }
-        case RIO_OP_PUT_CHUNK:
-            atomic_fetch_add(&f->puts_ok, 1);
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        case RIO_OP_DELETE:
-            atomic_fetch_add(&f->deletes, 1);
-            if (atomic_fetch_sub(&f->bad_deletes, 1) > 0) {
-                uint8_t junk[RIO_PROTO_HDR_LEN];
-                memset(junk, 0xa5, sizeof(junk));
-                ret = f_write(c->fd, junk, sizeof(junk));
-                break;
-            }
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        case RIO_OP_PUT_ABORT:
-            ret = f_respond(c, h.opcode, h.id, 0, NULL, 0);
-            break;
-        default:
-            ret = f_respond(c, h.opcode, h.id, RIO_ENOTSUP, NULL, 0);
-            break;
-        }
+        f_handler *op = h.opcode < sizeof(f_ops) / sizeof(f_ops[0]) ? f_ops[h.opcode] : NULL;
+        if (op)
+            ret = op(c, h.id, body, h.body_len);
+        else
+            ret = f_other(f, c, &h);
         if (ret < 0)
             break;
     }
@@ -514,6 +525,64 @@ static void raw_drain(struct raw *w)
     }
 }
 
+/* A raw transport on the fake's address with URL params (NULL: none). */
+static void raw_open_at(struct raw *w, const struct fake *f, const char *params)
+{
+    char url[128];
+
+    snprintf(url, sizeof(url), "railio://%s%s%s", f->addr, params ? "?" : "", params ? params : "");
+    T_OK(raw_open(w, url));
+}
+
+/* READ chunk index (len bytes into dst) submitted and waited for. */
+static void raw_read(struct raw *w, struct rop *r, uint64_t index, uint64_t len, void *dst,
+                     unsigned timeout_ms)
+{
+    raw_read_io(r, index, len, dst);
+    T_OK(rio__tcp_ops.submit(w->t, &r->io));
+    raw_wait(w, r, timeout_ms);
+}
+
+/* READ chunk 0 (len bytes into dst, filled with 0xCC first) from a fake
+ * with slow_body, cancelled once part of the body has landed (the greeting
+ * is < 256 bytes): it completes at once with -ECANCELED. */
+static void raw_cancel_mid_body(struct raw *w, struct rop *r, uint8_t *dst, uint64_t len)
+{
+    memset(dst, 0xCC, len);
+    raw_read_io(r, 0, len, dst);
+    T_OK(rio__tcp_ops.submit(w->t, &r->io));
+    uint64_t t0 = t_now_ms();
+    while (raw_ctr(w).bytes_in < 256 + len / 4) {
+        rio__tcp_ops.reap(w->t, 5);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("no byte of the body arrived");
+    }
+    rio__tcp_ops.cancel(w->t, &r->io);
+    raw_wait(w, r, 1000);
+    T_EQ(r->io.res, -ECANCELED);
+}
+
+/* A raw test's bench: the fake server f (its knobs set before rx_start)
+ * and a raw transport w on it. */
+struct rx {
+    struct fake f;
+    struct raw w;
+};
+
+/* The fake started, w open on it with URL params (NULL: none). */
+static void rx_start(struct rx *x, const char *params)
+{
+    fake_start(&x->f);
+    raw_open_at(&x->w, &x->f, params);
+}
+
+/* w closed, then the fake stopped. */
+static void rx_stop(struct rx *x)
+{
+    raw_close(&x->w);
+    fake_stop(&x->f);
+}
+
 /* ------------------------------------------------------------------ tests */
 
 static void open_client(struct tu *u, struct fake *f, const char *params, struct rio_options *o)
@@ -523,29 +592,86 @@ static void open_client(struct tu *u, struct fake *f, const char *params, struct
     tu_open(u, url, o);
 }
 
+/* A test's bench: the fake server f (its knobs set before fx_start), the
+ * tests' options o (depth and op_timeout_ms as set before fx_start), a client
+ * u on f, a call with stats st, and a buffer b of F_SIZE bytes. */
+struct fx {
+    struct fake f;
+    unsigned depth;         /* o.depth, unless 0 */
+    uint32_t op_timeout_ms; /* o.op_timeout_ms, unless 0 */
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call;
+    struct tu u;
+    uint8_t *b;
+};
+
+static void fx_open(struct fx *x, const char *params)
+{
+    open_client(&x->u, &x->f, params, &x->o);
+}
+
+/* The bench, without a client. */
+static void fx_init(struct fx *x)
+{
+    fake_start(&x->f);
+    tu_opts(&x->o);
+    if (x->depth)
+        x->o.depth = x->depth;
+    if (x->op_timeout_ms)
+        x->o.op_timeout_ms = x->op_timeout_ms;
+    x->call = (struct rio_call){.stats = &x->st};
+    x->b = malloc(F_SIZE);
+    T_NOTNULL(x->b);
+}
+
+/* The bench, with the client open on URL params (NULL: none). */
+static void fx_start(struct fx *x, const char *params)
+{
+    fx_init(x);
+    fx_open(x, params);
+}
+
+/* The bench, whose client is refused at open on URL params with err. */
+static void fx_refused(struct fx *x, const char *params, int err)
+{
+    struct rio_client *c = NULL;
+    char url[256];
+
+    fx_init(x);
+    snprintf(url, sizeof(url), "railio://%s%s%s", x->f.addr, params ? "?" : "",
+             params ? params : "");
+    T_ERR(rio_client_new(url, &x->o, &c), err);
+}
+
+/* GET obj with call (NULL: none) into b: the whole object, byte-exact. */
+static void fx_get(struct fx *x, struct rio_call *call)
+{
+    T_EQ(rio_get(x->u.c, "obj", x->b, F_SIZE, call), (int64_t)F_SIZE);
+    T_PATTERN(x->b, F_SIZE, F_SEED);
+}
+
+/* The client closed (when open), b freed, the fake stopped. */
+static void fx_stop(struct fx *x)
+{
+    if (x->u.c)
+        tu_close(&x->u);
+    free(x->b);
+    fake_stop(&x->f);
+}
+
 /* A READ answered short fails with RIO_ESHORT (never more than len bytes
  * land); the engine retries that chunk and the object comes back whole. */
 TEST(short_answer_fails_its_op_then_retry_heals)
 {
-    struct fake f = {.short_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.short_reads = 1}, .depth = 4};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 4;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.retries[RIO_CLASS_SHORT], 1u);
+    fx_start(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.retries[RIO_CLASS_SHORT], 1u);
     /* The ops behind it on that connection went out again, not failed. */
-    T_EQ(st.retries_total, 1u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    T_EQ(x.st.retries_total, 1u);
+    fx_stop(&x);
 }
 
 /* An answer to a request nobody sent, or a garbage frame: the connection
@@ -555,24 +681,14 @@ TEST(short_answer_fails_its_op_then_retry_heals)
 TEST(bad_frame_poisons_the_connection_and_retries)
 {
     for (int garbage = 0; garbage < 2; garbage++) {
-        struct fake f = {.bad_id_reads = !garbage, .garbage_reads = garbage};
-        struct rio_options o;
-        struct rio_stats st;
-        struct rio_call call = {.stats = &st};
-        struct tu u;
+        struct fx x = {.f = {.bad_id_reads = !garbage, .garbage_reads = garbage}};
 
-        fake_start(&f);
-        tu_opts(&o);
-        open_client(&u, &f, NULL, &o);
-        uint8_t *b = malloc(F_SIZE);
-        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-        T_PATTERN(b, F_SIZE, F_SEED);
-        T_EQ(tu_tcp(u.c).conn_failures, 1u);
-        T_EQ(tu_tcp(u.c).poisoned, 1u);
-        T_GE(st.retries[RIO_CLASS_RESET], 1u);
-        tu_close(&u);
-        free(b);
-        fake_stop(&f);
+        fx_start(&x, NULL);
+        fx_get(&x, &x.call);
+        T_EQ(tu_tcp(x.u.c).conn_failures, 1u);
+        T_EQ(tu_tcp(x.u.c).poisoned, 1u);
+        T_GE(x.st.retries[RIO_CLASS_RESET], 1u);
+        fx_stop(&x);
     }
 }
 
@@ -581,54 +697,33 @@ TEST(bad_frame_poisons_the_connection_and_retries)
  * delivered is right. */
 TEST(duplicated_answer_poisons_the_connection_and_retries)
 {
-    struct fake f = {.dup_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.dup_reads = 1}, .depth = 4};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 4;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
+    fx_start(&x, NULL);
     for (int i = 0; i < 3; i++) {
-        memset(b, 0, F_SIZE);
-        T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-        T_PATTERN(b, F_SIZE, F_SEED);
+        memset(x.b, 0, F_SIZE);
+        fx_get(&x, &x.call);
     }
-    T_EQ(tu_tcp(u.c).poisoned, 1u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    T_EQ(tu_tcp(x.u.c).poisoned, 1u);
+    fx_stop(&x);
 }
 
 /* A LOOKUP whose answer is damaged, or never comes, is sent again on a
  * fresh control connection (each try bounded by the op timeout). */
 TEST(damaged_or_stalled_lookup_is_retried)
 {
-    struct fake f = {.bad_lookups = 1};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.bad_lookups = 1}, .op_timeout_ms = 300};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.op_timeout_ms = 300;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
+    fx_start(&x, NULL);
+    fx_get(&x, NULL);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
 
-    atomic_store(&f.stall_lookups, 1);
+    atomic_store(&x.f.stall_lookups, 1);
     uint64_t t0 = t_now_ms();
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).ctl_retries, 2u);
+    fx_get(&x, NULL);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 2u);
     T_LE(t_now_ms() - t0, 300u + 1000u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    fx_stop(&x);
 }
 
 /*
@@ -642,33 +737,23 @@ TEST(damaged_or_stalled_lookup_is_retried)
  */
 TEST(metadata_retry_is_the_engines)
 {
-    struct fake f = {.bad_lookups = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.bad_lookups = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
-    T_EQ(st.retries_total, 1u);
-    T_EQ(atomic_load(&f.lookups), 2);
-    T_EQ(tu_tcp(u.c).ctl_retries, 1u);
-    tu_close(&u);
+    fx_start(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.retries[RIO_CLASS_RESET], 1u); /* the damaged try, seen by the engine */
+    T_EQ(x.st.retries_total, 1u);
+    T_EQ(atomic_load(&x.f.lookups), 2);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
+    tu_close(&x.u);
 
-    o.retry_attempts = 1;
-    atomic_store(&f.bad_lookups, 1);
-    atomic_store(&f.lookups, 0);
-    open_client(&u, &f, NULL, &o);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), -EPROTO);
-    T_EQ(atomic_load(&f.lookups), 1);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    x.o.retry_attempts = 1;
+    atomic_store(&x.f.bad_lookups, 1);
+    atomic_store(&x.f.lookups, 0);
+    fx_open(&x, NULL);
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), -EPROTO);
+    T_EQ(atomic_load(&x.f.lookups), 1);
+    fx_stop(&x);
 }
 
 /*
@@ -679,19 +764,14 @@ TEST(metadata_retry_is_the_engines)
  */
 TEST(delete_answer_lost_is_unknown_and_not_repeated)
 {
-    struct fake f = {.bad_deletes = 1};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.bad_deletes = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    T_ERR(rio_delete(u.c, "obj"), RIO_EUNKNOWN);
-    T_EQ(atomic_load(&f.deletes), 1);
-    T_OK(rio_delete(u.c, "obj")); /* the next one, on a fresh connection */
-    T_EQ(atomic_load(&f.deletes), 2);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_start(&x, NULL);
+    T_ERR(rio_delete(x.u.c, "obj"), RIO_EUNKNOWN);
+    T_EQ(atomic_load(&x.f.deletes), 1);
+    T_OK(rio_delete(x.u.c, "obj")); /* the next one, on a fresh connection */
+    T_EQ(atomic_load(&x.f.deletes), 2);
+    fx_stop(&x);
 }
 
 struct sink {
@@ -716,39 +796,29 @@ static int sink_cb(void *arg, const void *data, size_t len)
  * the generation gets RIO_EGENERATION at once. */
 TEST(get_racing_a_put_replans)
 {
-    struct fake f = {.bump_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.bump_reads = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.replans, 1u);
+    fx_start(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.replans, 1u);
 
     /* A stream: before its first byte is handed out, the same. */
-    struct sink k = {.buf = b, .cap = F_SIZE};
-    memset(b, 0, F_SIZE);
-    atomic_store(&f.bump_reads, 1);
-    T_EQ(rio_get_stream(u.c, "obj", 4, sink_cb, &k, &call), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(st.replans, 1u);
+    struct sink k = {.buf = x.b, .cap = F_SIZE};
+    memset(x.b, 0, F_SIZE);
+    atomic_store(&x.f.bump_reads, 1);
+    T_EQ(rio_get_stream(x.u.c, "obj", 4, sink_cb, &k, &x.call), (int64_t)F_SIZE);
+    T_PATTERN(x.b, F_SIZE, F_SEED);
+    T_EQ(x.st.replans, 1u);
 
-    atomic_store(&f.bump_reads, 1000000);
-    int before = atomic_load(&f.lookups);
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &call), RIO_EGENERATION);
-    T_EQ(st.replans, 4u);
-    T_EQ(atomic_load(&f.lookups) - before, 5);
+    atomic_store(&x.f.bump_reads, 1000000);
+    int before = atomic_load(&x.f.lookups);
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), RIO_EGENERATION);
+    T_EQ(x.st.replans, 4u);
+    T_EQ(atomic_load(&x.f.lookups) - before, 5);
 
-    struct rio_call pinned = {.expect_generation = atomic_load(&f.gen)};
-    T_ERR(rio_get(u.c, "obj", b, F_SIZE, &pinned), RIO_EGENERATION);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    struct rio_call pinned = {.expect_generation = atomic_load(&x.f.gen)};
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &pinned), RIO_EGENERATION);
+    fx_stop(&x);
 }
 
 /* A connection that accepts requests and answers nothing is cut by the
@@ -756,29 +826,18 @@ TEST(get_racing_a_put_replans)
  * fresh connection. */
 TEST(stalled_connection_trips_the_watchdog)
 {
-    struct fake f = {.stall_reads = 1};
-    struct rio_options o;
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct tu u;
+    struct fx x = {.f = {.stall_reads = 1}, .op_timeout_ms = 10000, .depth = 1};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.op_timeout_ms = 10000;
-    o.depth = 1;
-    open_client(&u, &f, "progress_timeout=300ms", &o);
-    uint8_t *b = malloc(F_SIZE);
+    fx_start(&x, "progress_timeout=300ms");
     uint64_t t0 = t_now_ms();
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, &call), (int64_t)F_SIZE);
+    T_EQ(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), (int64_t)F_SIZE);
     uint64_t took = t_now_ms() - t0;
-    T_PATTERN(b, F_SIZE, F_SEED);
-    T_EQ(tu_tcp(u.c).watchdog_trips, 1u);
-    T_EQ(st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_PATTERN(x.b, F_SIZE, F_SEED);
+    T_EQ(tu_tcp(x.u.c).watchdog_trips, 1u);
+    T_EQ(x.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_GE(took, 250u);
     T_LT(took, 5000u);
-    tu_close(&u);
-    free(b);
-    fake_stop(&f);
+    fx_stop(&x);
 }
 
 /*
@@ -788,53 +847,34 @@ TEST(stalled_connection_trips_the_watchdog)
  */
 TEST(cancel_mid_body_lands_nothing_after_complete)
 {
-    struct fake f = {.slow_body = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_body = 1}};
     struct rop r, r2;
-    char url[128];
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len);
 
-    fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s", f.addr);
-    T_OK(raw_open(&w, url));
-    memset(dst, 0xCC, len);
-    raw_read_io(&r, 0, len, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    /* Wait until part of the body has landed (the greeting is < 256 bytes). */
-    uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
-        rio__tcp_ops.reap(w.t, 5);
-        if (t_now_ms() - t0 > 5000)
-            T_FAIL("no byte of the body arrived");
-    }
-    rio__tcp_ops.cancel(w.t, &r.io);
-    raw_wait(&w, &r, 1000);
-    T_EQ(r.io.res, -ECANCELED);
+    rx_start(&x, NULL);
+    raw_cancel_mid_body(&x.w, &r, dst, len);
     uint8_t *snap = malloc(len);
     memcpy(snap, dst, len);
-    T_EQ(raw_ctr(&w).slots_armed, 1u); /* the tombstone, owed the rest */
-    atomic_store(&f.release, 1);
-    raw_drain(&w);
+    T_EQ(raw_ctr(&x.w).slots_armed, 1u); /* the tombstone, owed the rest */
+    atomic_store(&x.f.release, 1);
+    raw_drain(&x.w);
     /* Nothing moved in dst after complete(), and the second half never came. */
     T_MEMEQ(dst, snap, len);
     for (size_t i = len / 2; i < len; i++)
         if (dst[i] != 0xCC)
             T_FAIL("byte %zu of dst written after complete()", i);
     free(snap);
-    T_EQ(raw_ctr(&w).tombstones, 1u);
-    T_EQ(raw_ctr(&w).conn_failures, 0u);
+    T_EQ(raw_ctr(&x.w).tombstones, 1u);
+    T_EQ(raw_ctr(&x.w).conn_failures, 0u);
     /* Same connection, next op: byte-exact. */
-    raw_read_io(&r2, 1, len, dst2);
-    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
-    raw_wait(&w, &r2, 5000);
+    raw_read(&x.w, &r2, 1, len, dst2, 5000);
     T_EQ(r2.io.res, (int64_t)len);
     T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
-    T_EQ(raw_ctr(&w).dials, 1u);
-    raw_close(&w);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    rx_stop(&x);
     free(dst);
     free(dst2);
-    fake_stop(&f);
 }
 
 /*
@@ -845,17 +885,13 @@ TEST(cancel_mid_body_lands_nothing_after_complete)
  */
 TEST(cancel_put_mid_data_closes_and_requeues)
 {
-    struct fake f = {.slow_put = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_put = 1}};
     struct rop a, b;
-    char url[128];
     void *up = NULL;
     const uint64_t big = 32 * TU_MIB;
 
-    fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?depth=4", f.addr);
-    T_OK(raw_open(&w, url));
-    T_OK(rio__tcp_ops.put_open(w.t, "obj", big + F_CHUNK, big, &up));
+    rx_start(&x, "depth=4");
+    T_OK(rio__tcp_ops.put_open(x.w.t, "obj", big + F_CHUNK, big, &up));
     uint8_t *src = tu_pattern(big, 1), *src2 = tu_pattern(F_CHUNK, 2);
     memset(&a, 0, sizeof(a));
     a.io.kind = RIO_IO_WRITE;
@@ -870,30 +906,29 @@ TEST(cancel_put_mid_data_closes_and_requeues)
     b.io.off = big;
     b.io.len = F_CHUNK;
     b.io.src = src2;
-    T_OK(rio__tcp_ops.submit(w.t, &a.io));
-    T_OK(rio__tcp_ops.submit(w.t, &b.io));
+    T_OK(rio__tcp_ops.submit(x.w.t, &a.io));
+    T_OK(rio__tcp_ops.submit(x.w.t, &b.io));
     /* Let the socket buffers fill: the server is not reading. */
     uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_out < 1 * TU_MIB && t_now_ms() - t0 < 5000)
-        rio__tcp_ops.reap(w.t, 10);
-    T_GE(raw_ctr(&w).bytes_out, 1 * TU_MIB);
-    T_LT(raw_ctr(&w).bytes_out, big);
-    rio__tcp_ops.cancel(w.t, &a.io);
-    raw_wait(&w, &a, 1000);
+    while (raw_ctr(&x.w).bytes_out < 1 * TU_MIB && t_now_ms() - t0 < 5000)
+        rio__tcp_ops.reap(x.w.t, 10);
+    T_GE(raw_ctr(&x.w).bytes_out, 1 * TU_MIB);
+    T_LT(raw_ctr(&x.w).bytes_out, big);
+    rio__tcp_ops.cancel(x.w.t, &a.io);
+    raw_wait(&x.w, &a, 1000);
     T_EQ(a.io.res, -ECANCELED);
     free(src); /* the transport must not read it any more */
-    atomic_store(&f.release, 1);
-    raw_wait(&w, &b, 5000);
+    atomic_store(&x.f.release, 1);
+    raw_wait(&x.w, &b, 5000);
     T_EQ(b.io.res, (int64_t)F_CHUNK);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.requeued, 1u);
     T_EQ(k.dials, 2u);
     T_EQ(k.conn_failures, 0u);
-    raw_drain(&w);
-    rio__tcp_ops.put_abort(w.t, up);
-    raw_close(&w);
+    raw_drain(&x.w);
+    rio__tcp_ops.put_abort(x.w.t, up);
+    rx_stop(&x);
     free(src2);
-    fake_stop(&f);
 }
 
 /*
@@ -902,62 +937,40 @@ TEST(cancel_put_mid_data_closes_and_requeues)
  */
 TEST(refused_dials_back_off)
 {
-    struct fake f = {0};
-    struct raw w;
+    struct rx x = {.f = {0}};
     struct rop r;
-    char url[128];
     uint8_t *dst = malloc(F_CHUNK);
 
-    fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?dial_backoff=500ms", f.addr);
-    T_OK(raw_open(&w, url));
-    fake_close_listener(&f);
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    rx_start(&x, "dial_backoff=500ms");
+    fake_close_listener(&x.f);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 1u);
-    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dial_failures, 1u);
     /* Within the backoff: fails the same way, no dial. */
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
     /* After it: a new dial. */
     usleep(600000);
-    raw_read_io(&r, 0, F_CHUNK, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    raw_wait(&w, &r, 2000);
+    raw_read(&x.w, &r, 0, F_CHUNK, dst, 2000);
     T_EQ(r.io.res, -ECONNREFUSED);
-    T_EQ(raw_ctr(&w).dials, 2u);
-    raw_drain(&w);
-    raw_close(&w);
+    T_EQ(raw_ctr(&x.w).dials, 2u);
+    raw_drain(&x.w);
+    rx_stop(&x);
     free(dst);
-    fake_stop(&f);
 }
 
 /* Authentication is mutual: a server that cannot prove the token is refused. */
 TEST(server_must_prove_the_token)
 {
-    struct fake f = {.token = "tok", .bad_server_mac = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.token = "tok", .bad_server_mac = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
-    f.bad_server_mac = 0;
-    struct tu u;
-    tu_open(&u, url, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    free(b);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_refused(&x, "token=tok", RIO_EAUTH);
+    x.f.bad_server_mac = 0;
+    fx_open(&x, "token=tok");
+    fx_get(&x, NULL);
+    fx_stop(&x);
 }
 
 /* Every connection the fake holds is cut (the server went away); it keeps
@@ -979,37 +992,28 @@ static void fake_drop_conns(struct fake *f)
  */
 TEST(token_client_refuses_a_server_without_auth)
 {
-    struct fake f = {.token = "tok", .no_auth = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.token = "tok", .no_auth = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s?token=tok", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EAUTH);
-    T_EQ(atomic_load(&f.data_ops), 0);
+    fx_refused(&x, "token=tok", RIO_EAUTH);
+    T_EQ(atomic_load(&x.f.data_ops), 0);
     T_NOTNULL(strstr(rio_strerror(RIO_EAUTH), "did not prove it holds the token"));
 
     /* The genuine server first, then an impostor on its address. */
-    f.no_auth = 0;
-    struct tu u;
-    tu_open(&u, url, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    f.no_auth = 1;
-    fake_drop_conns(&f);
+    x.f.no_auth = 0;
+    fx_open(&x, "token=tok");
+    fx_get(&x, NULL);
+    x.f.no_auth = 1;
+    fake_drop_conns(&x.f);
     usleep(50000);
-    int before = atomic_load(&f.data_ops);
-    int puts = atomic_load(&f.puts_ok);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
-    T_EQ(rio_put(u.c, "obj", b, F_SIZE, NULL, NULL), RIO_EAUTH);
-    T_EQ(atomic_load(&f.data_ops), before);
-    T_EQ(atomic_load(&f.puts_ok), puts);
-    free(b);
-    rio_client_destroy(u.c);
-    fake_stop(&f);
+    int before = atomic_load(&x.f.data_ops);
+    int puts = atomic_load(&x.f.puts_ok);
+    T_EQ(rio_get(x.u.c, "obj", x.b, F_SIZE, NULL), (int64_t)RIO_EAUTH);
+    T_EQ(rio_put(x.u.c, "obj", x.b, F_SIZE, NULL, NULL), RIO_EAUTH);
+    T_EQ(atomic_load(&x.f.data_ops), before);
+    T_EQ(atomic_load(&x.f.puts_ok), puts);
+    rio_client_destroy(x.u.c);
+    x.u.c = NULL;
+    fx_stop(&x);
 }
 
 /*
@@ -1019,40 +1023,42 @@ TEST(token_client_refuses_a_server_without_auth)
  */
 TEST(version1_server_is_a_version_error)
 {
-    struct fake f = {.v1 = 1};
-    struct rio_options o;
-    struct rio_client *c = NULL;
-    char url[128];
+    struct fx x = {.f = {.v1 = 1}};
 
-    fake_start(&f);
-    tu_opts(&o);
-    snprintf(url, sizeof(url), "railio://%s", f.addr);
-    T_ERR(rio_client_new(url, &o, &c), RIO_EVERSION);
+    fx_refused(&x, NULL, RIO_EVERSION);
     T_NOTNULL(strstr(rio_strerror(RIO_EVERSION), "protocol version"));
-    T_EQ(atomic_load(&f.data_ops), 0);
-    fake_stop(&f);
+    T_EQ(atomic_load(&x.f.data_ops), 0);
+    fx_stop(&x);
 }
 
 /* The server's max_depth caps a connection's window below the client's depth. */
 TEST(server_max_depth_caps_the_window)
 {
-    struct fake f = {.max_depth = 2};
-    struct rio_options o;
-    struct tu u;
+    struct fx x = {.f = {.max_depth = 2}, .depth = 8};
 
-    fake_start(&f);
-    tu_opts(&o);
-    o.depth = 8;
-    open_client(&u, &f, NULL, &o);
-    uint8_t *b = malloc(F_SIZE);
-    T_EQ(rio_get(u.c, "obj", b, F_SIZE, NULL), (int64_t)F_SIZE);
-    T_PATTERN(b, F_SIZE, F_SEED);
-    struct rio__tcp_counters k = tu_tcp(u.c);
+    fx_start(&x, NULL);
+    fx_get(&x, NULL);
+    struct rio__tcp_counters k = tu_tcp(x.u.c);
     T_LE(k.slots_peak, 2u);
     T_EQ(k.conns_open, 1u);
-    free(b);
-    tu_close(&u);
-    fake_stop(&f);
+    fx_stop(&x);
+}
+
+/* READ chunk i on path i, for each of 4 paths, into dst; each ends in res
+ * within timeout_ms. */
+static void read_each_path(struct raw *w, uint8_t *dst, unsigned timeout_ms, int64_t res)
+{
+    struct rop r[4];
+
+    for (unsigned i = 0; i < 4; i++) {
+        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
+        r[i].io.path = i;
+        T_OK(rio__tcp_ops.submit(w->t, &r[i].io));
+    }
+    for (unsigned i = 0; i < 4; i++) {
+        raw_wait(w, &r[i], timeout_ms);
+        T_EQ(r[i].io.res, res);
+    }
 }
 
 /*
@@ -1062,48 +1068,26 @@ TEST(server_max_depth_caps_the_window)
  */
 TEST(dials_are_single_flight_per_rail)
 {
-    struct fake f = {0};
-    struct raw w;
-    struct rop r[4];
-    char url[128];
+    struct rx x = {.f = {0}};
     uint8_t *dst = malloc(4 * F_CHUNK);
 
-    fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?conns=4&dial_backoff=200ms", f.addr);
-    T_OK(raw_open(&w, url));
-    T_EQ(w.t->npaths, 4u);
-    fake_close_listener(&f);
-    for (unsigned i = 0; i < 4; i++) {
-        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
-        r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
-    }
-    for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&w, &r[i], 2000);
-        T_EQ(r[i].io.res, -ECONNREFUSED);
-    }
-    T_EQ(raw_ctr(&w).dials, 1u);
-    T_EQ(raw_ctr(&w).dial_failures, 1u);
+    rx_start(&x, "conns=4&dial_backoff=200ms");
+    T_EQ(x.w.t->npaths, 4u);
+    fake_close_listener(&x.f);
+    read_each_path(&x.w, dst, 2000, -ECONNREFUSED);
+    T_EQ(raw_ctr(&x.w).dials, 1u);
+    T_EQ(raw_ctr(&x.w).dial_failures, 1u);
     /* The server is back: after the backoff every path connects. */
-    fake_relisten(&f);
+    fake_relisten(&x.f);
     usleep(300000);
-    for (unsigned i = 0; i < 4; i++) {
-        raw_read_io(&r[i], i, F_CHUNK, dst + i * F_CHUNK);
-        r[i].io.path = i;
-        T_OK(rio__tcp_ops.submit(w.t, &r[i].io));
-    }
-    for (unsigned i = 0; i < 4; i++) {
-        raw_wait(&w, &r[i], 5000);
-        T_EQ(r[i].io.res, (int64_t)F_CHUNK);
-    }
+    read_each_path(&x.w, dst, 5000, (int64_t)F_CHUNK);
     T_EQ(t_check_pattern(dst, 4 * F_CHUNK, F_SEED), -1);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.dials, 5u);
     T_EQ(k.conns_open, 4u);
-    raw_drain(&w);
-    raw_close(&w);
+    raw_drain(&x.w);
+    rx_stop(&x);
     free(dst);
-    fake_stop(&f);
 }
 
 /*
@@ -1113,49 +1097,34 @@ TEST(dials_are_single_flight_per_rail)
  */
 TEST(stuck_tombstone_is_cut_after_the_grace)
 {
-    struct fake f = {.slow_body = 1};
-    struct raw w;
+    struct rx x = {.f = {.slow_body = 1}};
     struct rop r, r2;
-    char url[128];
     const uint64_t len = F_CHUNK;
     uint8_t *dst = malloc(len), *dst2 = malloc(len), *snap = malloc(len);
 
-    fake_start(&f);
-    snprintf(url, sizeof(url), "railio://%s?cancel_grace=200ms", f.addr);
-    T_OK(raw_open(&w, url));
-    memset(dst, 0xCC, len);
-    raw_read_io(&r, 0, len, dst);
-    T_OK(rio__tcp_ops.submit(w.t, &r.io));
-    uint64_t t0 = t_now_ms();
-    while (raw_ctr(&w).bytes_in < 256 + len / 4) {
-        rio__tcp_ops.reap(w.t, 5);
-        if (t_now_ms() - t0 > 5000)
-            T_FAIL("no byte of the body arrived");
-    }
-    rio__tcp_ops.cancel(w.t, &r.io);
-    raw_wait(&w, &r, 1000);
-    T_EQ(r.io.res, -ECANCELED);
+    rx_start(&x, "cancel_grace=200ms");
+    raw_cancel_mid_body(&x.w, &r, dst, len);
     memcpy(snap, dst, len);
     /* Queued behind the tombstone on the same connection. */
     raw_read_io(&r2, 1, len, dst2);
-    t0 = t_now_ms();
-    T_OK(rio__tcp_ops.submit(w.t, &r2.io));
-    raw_wait(&w, &r2, 5000);
+    uint64_t t0 = t_now_ms();
+    T_OK(rio__tcp_ops.submit(x.w.t, &r2.io));
+    raw_wait(&x.w, &r2, 5000);
     uint64_t took = t_now_ms() - t0;
     T_EQ(r2.io.res, (int64_t)len);
     T_EQ(t_check_pattern_at(dst2, len, F_SEED, F_CHUNK), -1);
     T_GE(took, 150u);
     T_LT(took, 3000u);
-    struct rio__tcp_counters k = raw_ctr(&w);
+    struct rio__tcp_counters k = raw_ctr(&x.w);
     T_EQ(k.grace_closes, 1u);
     T_EQ(k.requeued, 1u);
     T_EQ(k.dials, 2u);
     T_EQ(k.slots_armed, 0u);
     T_MEMEQ(dst, snap, len);
-    raw_close(&w);
-    atomic_store(&f.release, 1);
+    raw_close(&x.w);
+    atomic_store(&x.f.release, 1);
     free(dst);
     free(dst2);
     free(snap);
-    fake_stop(&f);
+    fake_stop(&x.f);
 }

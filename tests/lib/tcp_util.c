@@ -26,3 +26,17 @@ uint64_t tu__put(struct rio_client *c, const char *key, size_t n, uint64_t seed,
     t__put_pattern(c, key, n, seed, NULL, 0, &gen, file, line);
     return gen;
 }
+
+void tu_env_start(struct tu_env *x, const char *const *args, const char *params)
+{
+    srv_start(&x->e, args);
+    tu_opts(&x->o);
+    tu_url(x->url, sizeof(x->url), &x->e, params);
+    tu_open(&x->u, x->url, &x->o);
+}
+
+void tu_env_stop(struct tu_env *x)
+{
+    tu_close(&x->u);
+    T_EQ(srv_stop(&x->e), 0);
+}

@@ -62,4 +62,16 @@ uint64_t tu__put(struct rio_client *c, const char *key, size_t n, uint64_t seed,
         t__get_check((c), (key), (n), (seed), &tu__call, __FILE__, __LINE__);                      \
     } while (0)
 
+/* A railiod started with extra args (NULL: none) and a client on its first
+ * listener with the tests' options o and URL params (NULL: none). */
+struct tu_env {
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+};
+void tu_env_start(struct tu_env *x, const char *const *args, const char *params);
+/* The client closed (tu_close), the server stopped: it exits 0. */
+void tu_env_stop(struct tu_env *x);
+
 #endif
