@@ -125,10 +125,7 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
     return open_scheme(SCHEME_HTTPS, u, o, out);
 }
 
-#define S3_OPS_COMMON                                                                              \
-    .close = s3_close, .submit = rio__s3_submit, .reap = rio__s3_reap, .wake = rio__s3_wake,       \
-    .cancel = rio__s3_cancel, .lookup = rio__s3_lookup, .put_open = rio__s3_put_open,              \
-    .put_commit = rio__s3_put_commit, .put_abort = rio__s3_put_abort, .remove = rio__s3_remove
+#define S3_OPS_COMMON .close = s3_close, RIO_TRANSPORT_OPS_NAMED(rio__s3)
 
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
