@@ -1462,9 +1462,7 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
-    .open = mock_open,
-    .close = mock_close,
-    RIO_TRANSPORT_OPS_NAMED(mock),
+    RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
     .path_cap = mock_path_cap,
     .cpu_ns = mock_cpu_ns,
 };

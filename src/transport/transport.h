@@ -227,14 +227,15 @@ int rio__transport_open(const struct rio_transport_ops *ops, const struct rio_ur
                         const struct rio_options *o, struct rio_transport **out);
 
 /*
- * The nine ops every backend implements, for a backend whose functions are
+ * A backend's open and close and the nine ops every backend implements,
  * named PREFIX_submit, PREFIX_reap, ... PREFIX_remove: its table is then its
- * scheme, caps, open, close, optional ops and RIO_TRANSPORT_OPS_NAMED(PREFIX).
+ * scheme, caps, optional ops and RIO_TRANSPORT_OPS(open, close, PREFIX).
  */
-#define RIO_TRANSPORT_OPS_NAMED(prefix)                                                            \
-    .submit = prefix##_submit, .reap = prefix##_reap, .wake = prefix##_wake,                       \
-    .cancel = prefix##_cancel, .lookup = prefix##_lookup, .put_open = prefix##_put_open,           \
-    .put_commit = prefix##_put_commit, .put_abort = prefix##_put_abort, .remove = prefix##_remove
+#define RIO_TRANSPORT_OPS(open_fn, close_fn, prefix)                                               \
+    .open = open_fn, .close = close_fn, .submit = prefix##_submit, .reap = prefix##_reap,          \
+    .wake = prefix##_wake, .cancel = prefix##_cancel, .lookup = prefix##_lookup,                   \
+    .put_open = prefix##_put_open, .put_commit = prefix##_put_commit,                              \
+    .put_abort = prefix##_put_abort, .remove = prefix##_remove
 
 /* --- wrappers: the only way the engine reaches a transport ---
  * Each states who may call it; the table above the ops is the full rule. */

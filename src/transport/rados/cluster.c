@@ -369,7 +369,5 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
-    .open = rt_open,
-    .close = rt_close,
-    RIO_TRANSPORT_OPS_NAMED(rio__rados),
+    RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
 };

@@ -125,26 +125,21 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
     return open_scheme(SCHEME_HTTPS, u, o, out);
 }
 
-#define S3_OPS_COMMON .close = s3_close, RIO_TRANSPORT_OPS_NAMED(rio__s3)
-
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
-    .open = s3_open,
-    S3_OPS_COMMON,
+    RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
 };
 
 /* Plain HTTP(S): ranged reads only (put_open and remove: RIO_ENOTSUP). */
 const struct rio_transport_ops rio__http_ops = {
     .scheme = "http",
     .caps = 0,
-    .open = http_open,
-    S3_OPS_COMMON,
+    RIO_TRANSPORT_OPS(http_open, s3_close, rio__s3),
 };
 
 const struct rio_transport_ops rio__https_ops = {
     .scheme = "https",
     .caps = 0,
-    .open = https_open,
-    S3_OPS_COMMON,
+    RIO_TRANSPORT_OPS(https_open, s3_close, rio__s3),
 };

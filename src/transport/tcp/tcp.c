@@ -248,7 +248,5 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
     .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY,
-    .open = tcp_open,
-    .close = tcp_close,
-    RIO_TRANSPORT_OPS_NAMED(rio__tcp),
+    RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
 };
