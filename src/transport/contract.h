@@ -70,4 +70,24 @@ static inline void rio__counters_copy(pthread_mutex_t *mu, void *out, const void
     pthread_mutex_unlock(mu);
 }
 
+/* A transport's path count: the options' paths (the engine fills them from
+ * ?paths= and RIO_PATHS), else the URL's param (a backend's own name for its
+ * paths, e.g. file's ?queues=), else 1. Sets t->npaths; RIO_EINVAL (the
+ * refused value named on stderr) when out of 1..RIO_MAX_PATHS. */
+static inline int rio__transport_npaths(struct rio_transport *t, const struct rio_url *u,
+                                        const struct rio_options *o, const char *param)
+{
+    const char *s;
+    uint64_t v = 1;
+
+    if (o && o->paths)
+        v = o->paths;
+    else if ((s = rio__url_param(u, param)) && rio__opt_uint(param, s, 1, RIO_MAX_PATHS, &v) < 0)
+        return RIO_EINVAL;
+    if (v < 1 || v > RIO_MAX_PATHS)
+        return RIO_EINVAL;
+    t->npaths = (unsigned)v;
+    return 0;
+}
+
 #endif

@@ -1045,15 +1045,8 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
     const char *s;
     unsigned i;
 
-    v = 1;
-    if (o && o->paths)
-        v = o->paths;
-    else if ((s = rio__url_param(u, "paths")) &&
-             rio__opt_uint("paths", s, 1, RIO_MAX_PATHS, &v) < 0)
+    if (rio__transport_npaths(&t->base, u, o, "paths") < 0)
         return RIO_EINVAL;
-    if (v < 1 || v > RIO_MAX_PATHS)
-        return RIO_EINVAL;
-    t->base.npaths = (unsigned)v;
 
     if ((s = rio__url_param(u, "rate"))) {
         if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0) {

@@ -2,6 +2,7 @@
 /*
  * The URL and the options: the root, queues, depth and the I/O policy.
  */
+#include "transport/contract.h"
 #include "transport/file/internal.h"
 
 int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
@@ -12,15 +13,8 @@ int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
 
     /* Queues: the options' paths (which the engine fills from ?paths= and
      * RIO_PATHS), else ?queues=, else 1. */
-    v = 1;
-    if (o && o->paths)
-        v = o->paths;
-    else if ((s = rio__url_param(u, "queues")) &&
-             rio__opt_uint("queues", s, 1, RIO_MAX_PATHS, &v) < 0)
+    if (rio__transport_npaths(&t->base, u, o, "queues") < 0)
         return RIO_EINVAL;
-    if (v < 1 || v > RIO_MAX_PATHS)
-        return RIO_EINVAL;
-    t->base.npaths = (unsigned)v;
     /* Cached files hold two descriptors each: at most an eighth of the
      * process's, so a low limit leaves room for uploads and the rest. */
     struct rlimit rl;
