@@ -33,6 +33,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)rio__parse_size(s, &v);
     (void)rio__parse_uint(s, UINT32_MAX, &v);
     (void)rio__parse_duration_ns(s, &v);
+    /* The option parsers every transport's options go through (their
+     * refusals name the option on stderr). */
+    {
+        bool b;
+        int tri;
+        uint32_t ms;
+        (void)rio__opt_bool("fuzz", s, &b);
+        (void)rio__opt_tristate("fuzz", s, "auto", &tri);
+        (void)rio__opt_ms("fuzz", s, &ms);
+        (void)rio__opt_size("fuzz", s, 1, UINT64_MAX, RIO_OPT_SIZE_ZERO, &v);
+        (void)rio__opt_uint("fuzz", s, 1, UINT64_MAX, &v);
+    }
 
     struct rio_url u;
     if (rio__url_parse(s, &u) == 0) {
