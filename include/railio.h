@@ -84,7 +84,9 @@ int rio_has_scheme(const char *scheme);
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
     X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")     \
     X(RIO_ETLS, -10026, "TLS failed: the peer does not speak TLS or the TLS handshake failed")     \
-    X(RIO_ETLSVERIFY, -10027, "TLS: certificate verify failed")
+    X(RIO_ETLSVERIFY, -10027, "TLS: certificate verify failed")                                    \
+    X(RIO_ENOCONTAINER, -10028, "no such bucket, pool or store root")                              \
+    X(RIO_ENOCREDS, -10029, "no credentials found")
 
 enum rio_errno {
 #define RIO__ERR_ENUM(name, value, msg) name = value,
@@ -96,6 +98,15 @@ enum rio_errno {
 const char *rio_strerror(int err);
 /** Symbolic name ("RIO_ECHECKSUM", "ECONNRESET") for any return code. Static storage. */
 const char *rio_errname(int err);
+/**
+ * The cause behind the last error a rio_* call returned in this thread, when
+ * the library knows more than the code says ("path 0: connection refused;
+ * path 1: TLS handshake failed", "unknown URL option 'path' (did you mean
+ * 'paths'?)", "RIO_DEPTH=-1: not a count"); "" when it knows nothing more.
+ * Secrets (tokens, keys, passwords) never appear in it. Thread-local storage,
+ * valid until this thread's next rio_* call.
+ */
+const char *rio_error_detail(void);
 
 /* ----------------------------------------------------------------- options */
 
@@ -358,6 +369,70 @@ struct rio_op {
  * not n (docs/internals/engine.md).
  */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *call);
+
+/* ---------------------------------------------------------------- listing */
+
+/** rio_list_args.flags: stop each key at the first '/' after the prefix and
+ * return each such common prefix once, as an entry with RIO_ENTRY_DIR. */
+#define RIO_LIST_DELIM 0x1u
+/** rio_entry.flags: a common prefix (the key ends in '/'); only key is set. */
+#define RIO_ENTRY_DIR 0x1u
+/** The longest continuation token (without its NUL). */
+#define RIO_LIST_TOKEN_MAX 1024
+/** The most entries one page holds (max_keys above it is clamped). */
+#define RIO_LIST_PAGE_MAX 10000u
+
+/** What to list. Zero-initialise (ABI rules above). */
+struct rio_list_args {
+    const char *prefix;      /* only keys that start with it; NULL or "" = every key */
+    const char *token;       /* the previous page's next_token; NULL or "" = first page */
+    const char *start_after; /* first page only: keys after this one in byte order */
+    unsigned max_keys;       /* entries per page: 0 = 1000, clamped to RIO_LIST_PAGE_MAX */
+    unsigned flags;          /* RIO_LIST_DELIM */
+    uint64_t reserved[4];    /* must be zero */
+};
+
+/** One listed object (or, with RIO_ENTRY_DIR, a common prefix). */
+struct rio_entry {
+    char key[RIO_KEY_MAX + 1];
+    unsigned flags;      /* RIO_ENTRY_DIR */
+    uint64_t size;       /* bytes */
+    uint64_t generation; /* 0 when the listing cannot say (rio_stat can) */
+    int64_t mtime_ns;    /* last modified, ns since the epoch; 0 if unknown */
+    char etag[48];       /* as in rio_desc; "" if unknown */
+};
+
+/** One page of a listing. rio_list_page_cleanup frees entries. */
+struct rio_list_page {
+    struct rio_entry *entries; /* n entries, malloc'd by the library */
+    unsigned n;
+    /* Pass as rio_list_args.token for the next page; "" when this page is
+     * the last. Opaque: a key for most backends, a cursor for some. */
+    char next_token[RIO_LIST_TOKEN_MAX + 1];
+};
+
+/**
+ * One page of the keys under a->prefix, in byte order of their keys (except
+ * rados://, which lists in the pool's own order: docs/rados.md). A page may
+ * hold fewer than max_keys entries and still not be the last; only an empty
+ * next_token ends the listing. call: deadline_ms and cancel (stats are not
+ * filled). Returns 0 or an error (RIO_ENOTSUP when the backend cannot list);
+ * on error *out is empty. Keys written during a listing may or may not appear.
+ */
+int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_list_page *out,
+             const struct rio_call *call);
+/** Free a page's entries and zero it. Accepts a zeroed page. */
+void rio_list_page_cleanup(struct rio_list_page *p);
+
+/**
+ * Which of keys[0..n) exist, in one round trip per server where the backend
+ * allows (railio://), lookups in parallel elsewhere. exists (if not NULL)
+ * gets n bytes, 1 or 0; *prefix_hits (if not NULL) the count of keys that
+ * exist in a row from keys[0] (the prefix-hit question of a KV-cache store).
+ * Returns how many exist, or an error (then exists is unspecified).
+ */
+int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, uint8_t *exists,
+                     unsigned *prefix_hits, const struct rio_call *call);
 
 /* ----------------------------------------------------------- streaming */
 

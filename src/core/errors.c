@@ -14,6 +14,7 @@
 #endif
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,4 +268,26 @@ const char *rio_class_name(int cls)
     if (cls < 0 || cls >= RIO_CLASS__COUNT)
         return "?";
     return names[cls];
+}
+
+/* rio_error_detail: one buffer per thread, written by the call that failed. */
+static __thread char detail_buf[512];
+
+void rio__detail(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(detail_buf, sizeof(detail_buf), fmt, ap);
+    va_end(ap);
+}
+
+void rio__detail_clear(void)
+{
+    detail_buf[0] = 0;
+}
+
+const char *rio_error_detail(void)
+{
+    return detail_buf;
 }

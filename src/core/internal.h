@@ -21,6 +21,13 @@ int rio__class_is_path(int cls);
 /* 1 if the class may be retried. */
 int rio__class_is_retryable(int cls);
 
+/* Set this thread's rio_error_detail() text (printf format; truncated to
+ * 512 bytes). The caller never passes a secret: a URL goes through
+ * rio__url_redact first. rio__detail_clear empties it (each public call
+ * that can fail starts with it). */
+void rio__detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rio__detail_clear(void);
+
 /* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
 int rio__err_from_name(const char *name);
 

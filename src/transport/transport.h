@@ -191,6 +191,19 @@ struct rio_transport_ops {
     void (*put_abort)(struct rio_transport *t, void *upload);
     int (*remove)(struct rio_transport *t, const char *key);
 
+    /* Listing and batch existence: metadata ops as above (one try each, the
+     * engine retries; thread-safe, may block). Optional: NULL list means the
+     * backend cannot list (rio_list returns RIO_ENOTSUP); NULL exists means
+     * the engine runs lookups in parallel on its metadata workers instead.
+     * list fills one page (a->max_keys already clamped, at least 1; entries
+     * malloc'd, in byte order of key unless the backend documents
+     * otherwise) and next_token; every key it returns is checked like a
+     * lookup's (terminated, at most RIO_KEY_MAX). exists writes n bytes
+     * of 1 (exists) or 0 and returns 0 or an error; n is at most
+     * RIO_LIST_PAGE_MAX (the engine splits larger sets). */
+    int (*list)(struct rio_transport *t, const struct rio_list_args *a, struct rio_list_page *out);
+    int (*exists)(struct rio_transport *t, const char *const *keys, unsigned n, uint8_t *out);
+
     /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
      * CPU time of threads the transport owns. Both non-blocking. */
     double (*path_cap)(struct rio_transport *t, unsigned path);
