@@ -312,6 +312,11 @@ int rio__file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
 void rio__file_put_abort(struct rio_transport *tt, void *upload);
 int rio__file_remove(struct rio_transport *tt, const char *key);
 
+/* list.c */
+int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
+                   struct rio_list_page *out);
+int rio__file_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
+
 /* config.c */
 int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,
                            const struct rio_options *o);
