@@ -572,3 +572,58 @@ TEST(exists_lie_refused)
     unpatch(e.c);
     eu_close(&e);
 }
+
+/* Allocation failures (test_engine_alloc's sweep): fail the 1st, 2nd, ...
+ * allocation of a listing folded by the engine, a plain one and a batch
+ * existence in turn: each ends with the right answer or a clean -ENOMEM,
+ * and nothing leaks. */
+TEST(alloc_fail_sweep)
+{
+    struct eu e;
+    const char *keys[] = {"s/a/1", "s/a/2", "s/b", "s/c/x", NULL};
+    const char *ask[] = {"s/b", "s/zz", "s/a/1"};
+    unsigned hits = 0, n;
+
+    eu_start(&e, "mock://lalloc");
+    put_list(e.c, keys);
+    const int64_t base = rio__alloc_outstanding();
+    for (n = 1; n < 1000; n++) {
+        struct rio_list_args a = {.prefix = "s/", .max_keys = 2, .flags = RIO_LIST_DELIM};
+        struct rio_list_args b = {.prefix = "s/", .max_keys = 3};
+        struct rio_list_page p1, p2;
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(n);
+        int r1 = rio_list(e.c, &a, &p1, NULL);
+        int r2 = rio_list(e.c, &b, &p2, NULL);
+        int r3 = rio_exists_batch(e.c, ask, 3, NULL, NULL, NULL);
+        rio__alloc_fail_nth(0);
+        int hit = rio__alloc_calls() - before >= n;
+        if (r1 == 0) {
+            T_EQ(p1.n, 2u);
+            T_STREQ(p1.entries[0].key, "s/a/");
+            T_STREQ(p1.entries[1].key, "s/b");
+            T_STREQ(p1.next_token, "s/b");
+        } else {
+            T_ERR(r1, -ENOMEM);
+            T_EQ(p1.n, 0u);
+        }
+        if (r2 == 0) {
+            T_EQ(p2.n, 3u);
+            T_STREQ(p2.next_token, "s/b");
+        } else {
+            T_ERR(r2, -ENOMEM);
+        }
+        if (r3 != 2)
+            T_ERR(r3, -ENOMEM);
+        rio_list_page_cleanup(&p1);
+        rio_list_page_cleanup(&p2);
+        eu_idle(e.c);
+        T_EQ(rio__alloc_outstanding(), base);
+        if (!hit)
+            break;
+        hits++;
+    }
+    T_GE(hits, 3u);
+    T_LT(n, 1000u);
+    eu_close(&e);
+}
