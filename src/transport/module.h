@@ -60,6 +60,8 @@ struct rio_module_host {
      * as retryable (transport.h) */
     int (*err_class)(int err);
     int (*class_is_retryable)(int cls);
+    /* rio_error_detail's text for the calling thread (already formatted) */
+    void (*detail)(const char *text);
 };
 
 /* What a module gives back. */
