@@ -64,6 +64,9 @@ struct rio_io {
  * engine may call put_commit again with it, or put_abort. Without this bit
  * put_commit consumes the upload whatever it returns and is tried once. */
 #define RIO_CAP_COMMIT_RETRY 0x8u
+/* list returns keys in the backend's own order (rados://: by object hash),
+ * not in byte order: a page is no range of keys, start_after filters. */
+#define RIO_CAP_LIST_UNORDERED 0x10u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;

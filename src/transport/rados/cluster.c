@@ -268,6 +268,12 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     ret = RIO_EINVAL;
     if ((s = rio__url_param(u, "shuffle")) && rio__opt_bool("shuffle", s, &t->shuffle) < 0)
         goto err_free;
+    t->list_scan = LIST_SCAN_MAX;
+    if ((s = rio__url_param(u, "list_scan"))) {
+        if (rio__opt_uint("list_scan", s, 1, 1000000, &v) < 0)
+            goto err_free;
+        t->list_scan = (unsigned)v;
+    }
 
     ret = -pthread_mutex_init(&t->pools_mu, NULL);
     if (ret < 0)
@@ -368,6 +374,8 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
+    .list = rio__rados_list,
+    .exists = rio__rados_exists,
 };
