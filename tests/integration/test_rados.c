@@ -17,6 +17,7 @@ TEST(rados_not_built)
 
 #define T_CEPH_ARGS "--osds 2 --pool rio --pool rio2 --pool rio3 --pool riols --max-object 32M"
 #include <pthread.h>
+#include <stdarg.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -573,7 +574,7 @@ TEST(bad_urls_and_foreign_objects)
     T_ERR(rio_client_new("rados://", &o, &c), RIO_EURL);
     T_ERR(rio_client_new("rados://rio/key", &o, &c), RIO_EURL);
     snprintf(url, sizeof(url), "rados://nosuchpool?conf=%s", t_ceph_conf());
-    T_ERR(rio_client_new(url, &o, &c), -ENOENT);
+    T_ERR(rio_client_new(url, &o, &c), RIO_ENOCONTAINER);
     T_LT(rio_client_new("rados://rio?conf=/nonexistent/ceph.conf", &o, &c), 0);
     snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
@@ -1426,6 +1427,92 @@ TEST(exists_reads_heads_in_parallel)
             (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
     T_LT(t1 - t0, t2 - t1);
     rio_client_destroy(c);
+}
+
+/* ------------------------------------------------------------ open errors */
+
+/* rio_client_new(url) fails with want and rio_error_detail() holds each of
+ * the NULL-terminated texts; returns the milliseconds it took. */
+static uint64_t open_refused(const char *url, int want, ...)
+{
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    va_list ap;
+
+    ru_opts(&o, CH, 4);
+    uint64_t t0 = rio__now_ns();
+    int ret = rio_client_new(url, &o, &c);
+    uint64_t ms = (rio__now_ns() - t0) / 1000000;
+    fprintf(stderr, "%s: %s: %s\n", url, rio_errname(ret), rio_error_detail());
+    T_ERR(ret, want);
+    T_NULL(c);
+    va_start(ap, want);
+    for (const char *w; (w = va_arg(ap, const char *));)
+        T_NOTNULL(strstr(rio_error_detail(), w));
+    va_end(ap);
+    return ms;
+}
+
+/* A copy of the cluster's ceph.conf with its "mon host" line replaced. */
+static void conf_with_mons(char *out, size_t cap, const char *mons)
+{
+    size_t len;
+    char *conf = (char *)t_slurp(t_ceph_conf(), &len), *save = NULL;
+    snprintf(out, cap, "%s/nomon.conf", t_ceph_dir());
+    FILE *f = fopen(out, "w");
+    T_NOTNULL(f);
+    for (char *line = strtok_r(conf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        fprintf(f, "%s\n", strncmp(line, "mon host", 8) == 0 ? mons : line);
+    fclose(f);
+    free(conf);
+}
+
+/*
+ * Each thing an open needs, missing, is named (issue 17 item 8): the pool
+ * (RIO_ENOCONTAINER), the ceph.conf (missing, a directory, not a
+ * configuration, none found at all), the keyring (RIO_ENOCREDS) and the
+ * monitors (-ETIMEDOUT within the timeout, with their addresses).
+ */
+TEST(open_errors_name_what_is_missing)
+{
+    char url[2048], path[1024];
+    const char *conf = t_ceph_conf();
+
+    snprintf(url, sizeof(url), "rados://nosuchpool?conf=%s", conf);
+    open_refused(url, RIO_ENOCONTAINER, "pool 'nosuchpool' does not exist", NULL);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,gone2", conf);
+    open_refused(url, RIO_ENOCONTAINER, "pool 'gone2' does not exist", NULL);
+
+    open_refused("rados://rio?conf=/nonexistent/ceph.conf", -ENOENT,
+                 "ceph.conf '/nonexistent/ceph.conf'", "No such file", NULL);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s", t_ceph_dir());
+    open_refused(url, RIO_EINVAL, "is a directory", NULL);
+    snprintf(path, sizeof(path), "%s/garbage.conf", t_ceph_dir());
+    FILE *f = fopen(path, "w");
+    T_NOTNULL(f);
+    fputs("[global\nthis is = not [ a conf\n", f);
+    fclose(f);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s", path);
+    open_refused(url, -EINVAL, "cannot be read as a Ceph configuration", NULL);
+
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&keyring=/nonexistent/keyring", conf);
+    open_refused(url, RIO_ENOCREDS, "no keyring for client.admin", "/nonexistent/keyring", NULL);
+
+    /* Port 9 on loopback: nothing answers there. */
+    conf_with_mons(path, sizeof(path), "mon host = [v2:127.0.0.1:9]");
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&timeout=1s", path);
+    uint64_t ms =
+        open_refused(url, -ETIMEDOUT, "no monitor answered within 1 s", "127.0.0.1:9", NULL);
+    T_LT(ms, 5000u);
+
+    /* No conf anywhere librados looks (no /etc/ceph/ceph.conf here). */
+    if (access("/etc/ceph/ceph.conf", F_OK) == 0 || access("ceph.conf", F_OK) == 0)
+        return;
+    unsetenv("RIO_CEPH_CONF");
+    unsetenv("CEPH_CONF");
+    unsetenv("CEPH_ARGS");
+    setenv("HOME", t_ceph_dir(), 1);
+    open_refused("rados://rio", -ENOENT, "no ceph.conf found", "RIO_CEPH_CONF", NULL);
 }
 
 #endif /* RIO_HAVE_RADOS */
