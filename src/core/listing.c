@@ -139,7 +139,10 @@ static int page_check(const struct rio_client *c, const struct page_want *w,
         if (!w->ordered)
             continue;
         const char *prev = i ? p->entries[i - 1].key : w->after;
-        if (prev && prev[0] && strcmp(e->key, prev) <= 0) {
+        /* A common prefix that start_after lies under comes first. */
+        bool under =
+            !i && (e->flags & RIO_ENTRY_DIR) && prev && strncmp(prev, e->key, strlen(e->key)) == 0;
+        if (prev && prev[0] && !under && strcmp(e->key, prev) <= 0) {
             rio__detail("%s list: entries[%u].key not after %s in byte order", scheme, i,
                         i ? "the one before it" : "start_after");
             return RIO_EPROTO;
@@ -207,7 +210,9 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
     if (!cursor)
         return -ENOMEM;
     cursor[0] = '\0';
-    out->entries = rio__calloc(w.max_keys, sizeof(*out->entries));
+    /* Entries are libc memory: the caller frees them with free() through
+     * rio_list_page_cleanup (transport.h). */
+    out->entries = calloc(w.max_keys, sizeof(*out->entries));
     if (!out->entries) {
         ret = -ENOMEM;
         goto err_cursor;
@@ -354,7 +359,7 @@ void rio_list_page_cleanup(struct rio_list_page *p)
 {
     if (!p)
         return;
-    rio__free(p->entries);
+    free(p->entries);
     memset(p, 0, sizeof(*p));
 }
 

@@ -203,9 +203,9 @@ struct rio_transport_ops {
      * backend cannot list (rio_list returns RIO_ENOTSUP); NULL exists means
      * the engine runs lookups in parallel on its metadata workers instead.
      * list fills one page (a->max_keys already clamped, at least 1;
-     * a->prefix never NULL; entries from rio__malloc/rio__calloc, which
-     * rio_list_page_cleanup frees, in byte order of key unless the backend
-     * has RIO_CAP_LIST_UNORDERED) and next_token ("" on the last page).
+     * a->prefix never NULL; entries from libc malloc/calloc/realloc, as
+     * rio_list_page_cleanup frees them with free(), in byte order of key
+     * unless the backend has RIO_CAP_LIST_UNORDERED) and next_token ("" on the last page).
      * A token is the backend's own; a->start_after (set only without a
      * token) is a key of up to RIO_KEY_MAX arbitrary bytes and the page
      * holds keys after it in byte order: the engine's RIO_LIST_DELIM pages

@@ -627,3 +627,44 @@ TEST(alloc_fail_sweep)
     T_LT(n, 1000u);
     eu_close(&e);
 }
+
+/* A backend that folds common prefixes itself (RIO_CAP_LIST_DELIM, as S3
+ * and rados do) gets RIO_LIST_DELIM passed on; its common prefixes are
+ * checked (they end in '/' past the prefix), and one that start_after lies
+ * under may come first. */
+static int folding_list(struct rio_transport *t, const struct rio_list_args *a,
+                        struct rio_list_page *out)
+{
+    (void)t;
+    T_TRUE(a->flags & RIO_LIST_DELIM);
+    memset(out, 0, sizeof(*out));
+    out->entries = calloc(2, sizeof(*out->entries));
+    out->n = 2;
+    strcpy(out->entries[0].key, lie == LIE_DIR ? "p/a" : "p/a/");
+    out->entries[0].flags = RIO_ENTRY_DIR;
+    strcpy(out->entries[1].key, "p/b");
+    return 0;
+}
+
+TEST(delim_by_backend)
+{
+    struct eu e;
+    struct rio_list_args a = {.prefix = "p/", .start_after = "p/a/x", .flags = RIO_LIST_DELIM};
+    struct rio_list_page p;
+
+    eu_start(&e, "mock://lfold");
+    patch(e.c, &patched);
+    patched.list = folding_list;
+    patched.caps |= RIO_CAP_LIST_DELIM;
+    patch_apply(e.c);
+    lie = LIE_NONE;
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 2u);
+    T_STREQ(p.entries[0].key, "p/a/");
+    rio_list_page_cleanup(&p);
+    lie = LIE_DIR;
+    T_ERR(rio_list(e.c, &a, &p, NULL), RIO_EPROTO);
+    T_TRUE(strstr(rio_error_detail(), "does not end in '/'") != NULL);
+    unpatch(e.c);
+    eu_close(&e);
+}

@@ -208,7 +208,7 @@ int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
         return -ENOMEM;
     rio__list_span_of(a, &w->sp);
     w->out = out;
-    out->entries = rio__calloc(w->sp.max, sizeof(*out->entries));
+    out->entries = calloc(w->sp.max, sizeof(*out->entries)); /* libc: transport.h */
     ret = -ENOMEM;
     if (!out->entries)
         goto err_w;
@@ -227,7 +227,7 @@ int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
     rio__free(w);
     return 0;
 err_entries:
-    rio__free(out->entries);
+    free(out->entries);
     memset(out, 0, sizeof(*out));
 err_w:
     rio__free(w);

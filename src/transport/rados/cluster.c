@@ -453,7 +453,7 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .list = rio__rados_list,
     .exists = rio__rados_exists,
