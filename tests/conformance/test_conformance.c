@@ -774,6 +774,8 @@ TEST(list_prefix_pages_delim)
     T_EQ(p.entries[0].flags, 0u);
     if (p.entries[0].generation)
         T_EQ(p.entries[0].generation, d.generation);
+    if (p.entries[0].etag[0])
+        T_STREQ(p.entries[0].etag, d.etag);
     rio_desc_cleanup(&d);
     rio_list_page_cleanup(&p);
 

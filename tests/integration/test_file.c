@@ -376,6 +376,8 @@ TEST(list_byte_order_paged)
     T_STREQ(p.entries[0].key, "a/b/c");
     T_OK(rio_stat(e.c, "a/b/c", &d));
     T_EQ(p.entries[0].generation, d.generation);
+    T_STREQ(p.entries[0].etag, d.etag);
+    T_EQ(strlen(d.etag), 32u);
     rio_desc_cleanup(&d);
     rio_list_page_cleanup(&p);
     for (size_t i = 0; i < n; i++) {

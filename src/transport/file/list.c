@@ -147,15 +147,35 @@ static int walk_file(struct walk *w, int dirfd, const char *name, size_t klen)
         w->more = true;
         return 0;
     }
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-        return 0; /* gone or replaced meanwhile: not in this page */
+    /* Opened (never through a link) for its stat and its checksum record,
+     * whose etag the entry carries when the record still describes it. */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno != EACCES && errno != EPERM)
+        return errno == ENOENT || errno == ELOOP ? 0 : -errno; /* gone, or now a link */
+    int ret = 0;
+    /* One we may not read is listed all the same, without its etag. */
+    if (fd < 0 ? fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 : fstat(fd, &st) < 0) {
+        ret = errno == ENOENT ? 0 : -errno;
+        goto out;
+    }
+    if (!S_ISREG(st.st_mode))
+        goto out; /* replaced meanwhile: not in this page */
     struct rio_entry *e = &p->entries[p->n++];
+    struct rio_desc d;
     memset(e, 0, sizeof(*e));
     memcpy(e->key, w->key, klen + 1);
     e->size = (uint64_t)st.st_size;
     e->generation = rio__file_gen_of(&st, e->size);
     e->mtime_ns = (int64_t)ts_ns(&st.st_mtim);
-    return 0;
+    memset(&d, 0, sizeof(d));
+    if (fd >= 0)
+        ret = rio__file_xrec_load(fd, &st, e->size, &d);
+    memcpy(e->etag, d.etag, sizeof(e->etag));
+    e->etag[sizeof(e->etag) - 1] = '\0';
+    rio_desc_cleanup(&d);
+out:
+    close_fd(fd);
+    return ret;
 }
 
 /* Walk directory dirfd, whose keys start with w->key[0..base). */
