@@ -135,6 +135,9 @@ FILE *rio_cli_json_out(const struct rio_cli *cl);
 int rio_cli_signals_init(void);
 struct rio_cancel *rio_cli_cancel_token(void); /* NULL without signals_init */
 int rio_cli_interrupted(void);                 /* the signal taken, or 0 */
+/* Wait until fd is readable: 0, or RIO_ECANCELED once a signal came (a
+ * blocking read of stdin cannot hold an interrupted command). */
+int rio_cli_wait_readable(int fd);
 /* The temporary file a second signal removes (NULL: none). */
 void rio_cli_tmp_register(const char *path);
 

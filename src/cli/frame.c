@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -361,12 +363,32 @@ int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, stru
 /* ------------------------------------------------------------- interrupts */
 
 static struct rio_cancel *cancel_token;
+static int cancel_pipe[2] = {-1, -1}; /* readable once a signal came */
 static char tmp_path[4096];
 static volatile sig_atomic_t tmp_set;
 
 struct rio_cancel *rio_cli_cancel_token(void)
 {
     return cancel_token;
+}
+
+int rio_cli_wait_readable(int fd)
+{
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = cancel_pipe[0], .events = POLLIN}};
+
+    if (cancel_pipe[0] < 0)
+        return 0;
+    for (;;) {
+        if (interrupted_sig)
+            return RIO_ECANCELED;
+        int n = poll(p, 2, -1);
+        if (n < 0 && errno != EINTR)
+            return -errno;
+        if (interrupted_sig || (n > 0 && p[1].revents))
+            return RIO_ECANCELED;
+        if (n > 0 && p[0].revents)
+            return 0; /* data, the end, or an error the read will say */
+    }
 }
 
 int rio_cli_interrupted(void)
@@ -393,6 +415,8 @@ static void *watcher(void *arg)
         if (!interrupted_sig) {
             interrupted_sig = sig;
             rio_cancel_fire(cancel_token); /* the verb unwinds and cleans up */
+            if (write(cancel_pipe[1], "x", 1) < 0)
+                continue; /* a full pipe is readable already */
             continue;
         }
         /* A second signal: no more waiting. */
@@ -414,6 +438,8 @@ int rio_cli_signals_init(void)
 
     if (ret < 0)
         return ret;
+    if (pipe2(cancel_pipe, O_CLOEXEC) < 0)
+        return -errno;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
