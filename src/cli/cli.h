@@ -42,6 +42,10 @@
 /* The exit status for err (-errno or RIO_E*; 0 gives 0). RIO_ECANCELED after
  * a signal gives 128 + the signal. */
 int rio_cli_exit_code(int err);
+/* As rio_cli_exit_code, where a call's stats say more: RIO_ERETRIES or
+ * RIO_ENOPATH after failed attempts mostly of the checksum or short class
+ * is a verification failure (6), mostly server errors 1, else 5. */
+int rio_cli_exit_code_st(int err, const struct rio_stats *st);
 
 /* The JSON schema name every object carries ("schema":"railio/1"). */
 #define RIO_CLI_SCHEMA "railio/1"
@@ -99,6 +103,9 @@ int rio_cli_usage_error(const struct rio_cli *cl, const char *fmt, ...)
  */
 int rio_cli_fail(const struct rio_cli *cl, const char *doing, const char *what, int err);
 int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *what, int err);
+/* rio_cli_fail for a transfer: the exit status from rio_cli_exit_code_st. */
+int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *what, int err,
+                    const struct rio_stats *st);
 
 /* Split "SCHEME://AUTHORITY/KEY[?query]" into the client URL
  * ("SCHEME://AUTHORITY[?query]") and KEY. file:///DIR/NAME: the store is

@@ -75,6 +75,31 @@ int rio_cli_exit_code(int err)
     }
 }
 
+int rio_cli_exit_code_st(int err, const struct rio_stats *st)
+{
+    int top = -1;
+    uint64_t most = 0;
+
+    if (!st || (err != RIO_ERETRIES && err != RIO_ENOPATH))
+        return rio_cli_exit_code(err);
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        if (st->retries[k] > most) {
+            most = st->retries[k];
+            top = k;
+        }
+    switch (top) {
+    case RIO_CLASS_CHECKSUM:
+    case RIO_CLASS_SHORT:
+        return RIO_CLI_EXIT_VERIFY;
+    case RIO_CLASS_SERVER:
+    case RIO_CLASS_THROTTLE:
+    case RIO_CLASS_FATAL:
+        return RIO_CLI_EXIT_FAIL;
+    default:
+        return rio_cli_exit_code(err);
+    }
+}
+
 /* --------------------------------------------------------------- parsing */
 
 static void put_usage(FILE *f, const struct rio_cli *cl)
@@ -245,10 +270,9 @@ FILE *rio_cli_json_out(const struct rio_cli *cl)
 /* ---------------------------------------------------------------- errors */
 
 static int fail(const struct rio_cli *cl, const char *doing, const char *what, int err,
-                const char *detail)
+                const char *detail, int rc)
 {
     char shown[1024];
-    int rc = rio_cli_exit_code(err);
 
     if (what)
         rio_cli_url_safe(what, shown, sizeof(shown));
@@ -281,12 +305,18 @@ static int fail(const struct rio_cli *cl, const char *doing, const char *what, i
 
 int rio_cli_fail(const struct rio_cli *cl, const char *doing, const char *what, int err)
 {
-    return fail(cl, doing, what, err, rio_error_detail());
+    return fail(cl, doing, what, err, rio_error_detail(), rio_cli_exit_code(err));
+}
+
+int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *what, int err,
+                    const struct rio_stats *st)
+{
+    return fail(cl, doing, what, err, rio_error_detail(), rio_cli_exit_code_st(err, st));
 }
 
 int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *what, int err)
 {
-    return fail(cl, doing, what, err, NULL);
+    return fail(cl, doing, what, err, NULL, rio_cli_exit_code(err));
 }
 
 /* ------------------------------------------------------------------ URLs */

@@ -197,7 +197,7 @@ static int put_done(const struct rio_cli *cl, const char *url, const char *key, 
                     struct rio_desc *d, const struct rio_stats *st)
 {
     if (ret < 0)
-        return rio_cli_fail(cl, "writing", url, ret);
+        return rio_cli_fail_st(cl, "writing", url, ret, st);
     if (cl->json) {
         json_head(stdout, "put", url);
         json_desc(stdout, d);
@@ -539,7 +539,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         } else if (o.err || n >= 0) {
             rc = rio_cli_fail_sys(cl, "writing", file, o.err ? o.err : ret);
         } else {
-            rc = rio_cli_fail(cl, "reading", url, ret);
+            rc = rio_cli_fail_st(cl, "reading", url, ret, &st);
         }
         free(file);
         return rc;
@@ -642,9 +642,9 @@ static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *
     rio_cli_progress_end(&pr);
     int gret = rio_reader_close(rd);
     if (rs.err < 0 || (ret == 0 && gret < 0))
-        return rio_cli_fail_sys(cl, "reading", src, rs.err < 0 ? rs.err : gret);
+        return rio_cli_fail_st(cl, "reading", src, rs.err < 0 ? rs.err : gret, &gst);
     if (ret < 0)
-        return rio_cli_fail(cl, "writing", dst, ret);
+        return rio_cli_fail_st(cl, "writing", dst, ret, &pst);
     if (cl->json) {
         rio_cli_json_begin(stdout, "cp");
         rio_cli_json_kstr(stdout, "src", rio_cli_url_safe(src, shown, sizeof(shown)));

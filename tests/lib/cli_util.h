@@ -3,8 +3,11 @@
 #ifndef RIO_TEST_CLI_UTIL_H
 #define RIO_TEST_CLI_UTIL_H
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "t.h"
 #include "tlib.h"
@@ -13,5 +16,38 @@
 const char *cli_bin(void);
 /* Create or truncate path with n bytes. */
 #define cli_write_file t_write_file
+
+/*
+ * Run `railio ARGS` through sh -c (ARGS may hold redirections): its stdout
+ * into out (NUL-terminated, truncated to cap; out NULL: stdout discarded
+ * unless ARGS redirects it), stderr to the test's stderr. The exit status,
+ * or 128 + the signal that killed it.
+ */
+static inline int cli_run(char *out, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int cli_run(char *out, size_t cap, const char *fmt, ...)
+{
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof(cmd), "%s %s", cli_bin(), args);
+    FILE *p = popen(cmd, "r");
+    T_NOTNULL(p);
+    char sink[4096];
+    size_t n = 0, r;
+    for (;;) {
+        bool room = out && n < cap - 1;
+        r = fread(room ? out + n : sink, 1, room ? cap - 1 - n : sizeof(sink), p);
+        if (!r)
+            break;
+        n += room ? r : 0;
+    }
+    if (out)
+        out[n] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
 
 #endif
