@@ -46,19 +46,6 @@ static void setup(void)
     T_EQ(cli_run(NULL, 0, "put -q file://%s/store/obj %s/in.bin", dir, dir), 0);
 }
 
-/* A loopback port nothing listens on. */
-static int dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    T_TRUE(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -165,7 +152,7 @@ TEST(exit_access_denied)
 /* 5: unreachable: nothing listens. */
 TEST(exit_unreachable)
 {
-    int port = dead_port();
+    int port = cli_dead_port();
     T_EQ(cli_run(NULL, 0, "stat railio://127.0.0.1:%d/k 2>/dev/null", port), 5);
     setup();
     T_EQ(cli_run(NULL, 0, "get railio://127.0.0.1:%d/k %s/o 2>/dev/null", port, dir), 5);

@@ -3,11 +3,15 @@
 #ifndef RIO_TEST_CLI_UTIL_H
 #define RIO_TEST_CLI_UTIL_H
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "t.h"
 #include "tlib.h"
@@ -16,6 +20,19 @@
 const char *cli_bin(void);
 /* Create or truncate path with n bytes. */
 #define cli_write_file t_write_file
+
+/* A loopback port nothing listens on. */
+static inline int cli_dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    T_TRUE(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
 
 /*
  * Run `railio ARGS` through sh -c (ARGS may hold redirections): its stdout
