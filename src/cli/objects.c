@@ -103,11 +103,14 @@ static int read_all(int fd, uint8_t **out, size_t *len)
             b = nb;
             cap *= 2;
         }
-        ssize_t r = read(fd, b + n, cap - n);
+        int w = rio_cli_wait_readable(fd); /* a signal ends the wait */
+        ssize_t r = w < 0 ? -1 : read(fd, b + n, cap - n);
+        if (w < 0)
+            errno = w == RIO_ECANCELED ? ECANCELED : -w;
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            int e = -errno;
+            int e = errno == ECANCELED ? RIO_ECANCELED : -errno;
             free(b);
             return e;
         }

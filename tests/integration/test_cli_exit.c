@@ -21,36 +21,14 @@
 
 #define OBJ_SIZE (300 * 1000 + 7)
 
-static char dir[64];
+static const char *dir;
 static uint8_t obj[OBJ_SIZE];
-
-static void cleanup(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-    if (dir[0] && system(cmd) != 0)
-        fprintf(stderr, "cleanup of %s failed\n", dir);
-}
 
 /* DIR/store/obj (OBJ_SIZE pattern bytes) put with railio. */
 static void setup(void)
 {
-    char path[128];
-    t_mkdtemp(dir, sizeof(dir), "rio-exit");
-    atexit(cleanup);
-    snprintf(path, sizeof(path), "%s/store", dir);
-    T_EQ(mkdir(path, 0755), 0);
-    t_fill_pattern(obj, OBJ_SIZE, 9);
-    snprintf(path, sizeof(path), "%s/in.bin", dir);
-    t_write_file(path, obj, OBJ_SIZE);
+    dir = cli_scratch("rio-exit", obj, OBJ_SIZE, 9);
     T_EQ(cli_run(NULL, 0, "put -q file://%s/store/obj %s/in.bin", dir, dir), 0);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* path holds exactly the object's bytes. */
@@ -73,9 +51,9 @@ TEST(help_everywhere_without_work)
                                         "cp",  "demo", "bench", "version"};
     char out[8192];
     for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-        double t0 = now_s();
+        double t0 = cli_now_s();
         T_EQ(cli_run(out, sizeof(out), "%s --help", verbs[i]), 0);
-        T_TRUE(now_s() - t0 < 5);
+        T_TRUE(cli_now_s() - t0 < 5);
         T_NOTNULL(strstr(out, "usage: railio"));
         T_EQ(cli_run(out, sizeof(out), "%s -h 2>&1", verbs[i]), 0);
         T_NOTNULL(strstr(out, "usage: railio"));
@@ -124,12 +102,12 @@ TEST(exit_not_found)
     T_EQ(cli_run(NULL, 0, "stat file://%s/store/nope 2>/dev/null", dir), 3);
     T_EQ(cli_run(NULL, 0, "get file://%s/store/nope %s/o 2>/dev/null", dir, dir), 3);
     T_EQ(cli_run(NULL, 0, "rm file://%s/store/nope 2>/dev/null", dir), 3);
-    double t0 = now_s();
+    double t0 = cli_now_s();
     T_EQ(cli_run(NULL, 0,
                  "get 'file://%s/store/obj?faults=delay:delay=20000' %s/nodir/ 2>/dev/null", dir,
                  dir),
          3);
-    T_TRUE(now_s() - t0 < 10);
+    T_TRUE(cli_now_s() - t0 < 10);
     T_EQ(cli_run(NULL, 0, "put file://%s/store/k %s/missing 2>/dev/null", dir, dir), 3);
 }
 

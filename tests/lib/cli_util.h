@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "t.h"
@@ -20,6 +22,42 @@
 const char *cli_bin(void);
 /* Create or truncate path with n bytes. */
 #define cli_write_file t_write_file
+
+/* Monotonic seconds. */
+static inline double cli_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char cli__scratch[64];
+static inline void cli__scratch_rm(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", cli__scratch);
+    if (cli__scratch[0] && system(cmd) != 0)
+        fprintf(stderr, "cleanup of %s failed\n", cli__scratch);
+}
+
+/* A scratch directory (removed at exit) holding store/ (empty) and in.bin
+ * (n pattern bytes of seed, also into obj when not NULL); its path. */
+static inline const char *cli_scratch(const char *prefix, uint8_t *obj, size_t n, uint64_t seed)
+{
+    char path[128];
+    t_mkdtemp(cli__scratch, sizeof(cli__scratch), prefix);
+    atexit(cli__scratch_rm);
+    snprintf(path, sizeof(path), "%s/store", cli__scratch);
+    T_EQ(mkdir(path, 0755), 0);
+    uint8_t *b = obj ? obj : malloc(n);
+    T_NOTNULL(b);
+    t_fill_pattern(b, n, seed);
+    snprintf(path, sizeof(path), "%s/in.bin", cli__scratch);
+    t_write_file(path, b, n);
+    if (!obj)
+        free(b);
+    return cli__scratch;
+}
 
 /* A loopback port nothing listens on. */
 static inline int cli_dead_port(void)
