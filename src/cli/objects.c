@@ -187,9 +187,10 @@ static void json_head(FILE *f, const char *type, const char *url)
     rio_cli_json_kstr(f, "url", rio_cli_url_safe(url, shown, sizeof(shown)));
 }
 
-static void json_desc(FILE *f, const struct rio_desc *d)
+/* d's members; key when d names none (a backend that does not echo it). */
+static void json_desc(FILE *f, const struct rio_desc *d, const char *key)
 {
-    rio_cli_json_kstr(f, "key", d->key);
+    rio_cli_json_kstr(f, "key", d->key[0] ? d->key : key);
     rio_cli_json_kgen(f, "generation", d->generation);
     rio_cli_json_ku64(f, "size", d->size);
     rio_cli_json_kstr(f, "etag", d->etag);
@@ -203,9 +204,7 @@ static int put_done(const struct rio_cli *cl, const char *url, const char *key, 
         return rio_cli_fail_st(cl, "writing", url, ret, st);
     if (cl->json) {
         json_head(stdout, "put", url);
-        json_desc(stdout, d);
-        if (!d->key[0])
-            rio_cli_json_kstr(stdout, "key", key);
+        json_desc(stdout, d, key);
         fprintf(stdout, ",\"stats\":");
         rio_cli_json_stats(stdout, st);
         rio_cli_json_end(stdout);
@@ -573,7 +572,7 @@ static int cmd_stat(const struct rio_cli *cl, struct rio_client *c, const char *
         return rio_cli_fail(cl, NULL, url, ret);
     if (cl->json) {
         json_head(stdout, "object", url);
-        json_desc(stdout, &d);
+        json_desc(stdout, &d, key);
         rio_cli_json_ku64(stdout, "chunk_size", d.chunk_size);
         rio_cli_json_ku64(stdout, "chunks", d.nchunks);
         rio_cli_json_end(stdout);

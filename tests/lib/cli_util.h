@@ -59,6 +59,12 @@ static inline const char *cli_scratch(const char *prefix, uint8_t *obj, size_t n
     return cli__scratch;
 }
 
+/* Whether python3 runs (the JSON tests parse with it). */
+static inline bool cli_have_python(void)
+{
+    return system("python3 -c 'import json' >/dev/null 2>&1") == 0;
+}
+
 /* A loopback port nothing listens on. */
 static inline int cli_dead_port(void)
 {
