@@ -149,14 +149,19 @@ int rio_cli_wait_readable(int fd);
 void rio_cli_tmp_register(const char *path);
 
 /* A progress line on stderr while a call runs: only when stderr is a
- * terminal and neither -q nor --json; what is "get", "put", "cp". */
+ * terminal and neither -q nor --json; what is "get", "put", "cp". With a
+ * call, the library reports (rio_call.progress); without (NULL: a streamed
+ * upload, whose writer reports nothing), the caller feeds the bytes its
+ * source gave with rio_cli_progress_feed (shown at most every 100 ms). */
 struct rio_cli_progress {
-    double t0;
-    const char *what;
+    double t0, last;
+    const char *what; /* NULL: not shown */
+    uint64_t done;
     int shown;
 };
 void rio_cli_progress_start(struct rio_cli_progress *pr, const struct rio_cli *cl,
                             struct rio_call *call, const char *what);
+void rio_cli_progress_feed(struct rio_cli_progress *pr, uint64_t n, uint64_t total);
 void rio_cli_progress_end(struct rio_cli_progress *pr);
 /* A call's stats after success: -q nothing, default one line, -v the full
  * table and the verdict (on stderr); with --json the caller puts

@@ -487,9 +487,8 @@ int rio_cli_signals_init(void)
 
 /* -------------------------------------------------------------- progress */
 
-static void progress_cb(void *arg, uint64_t done, uint64_t total)
+static void progress_show(struct rio_cli_progress *pr, uint64_t done, uint64_t total)
 {
-    struct rio_cli_progress *pr = arg;
     double el = rio_cli_now_s() - pr->t0;
     double pct = total ? 100.0 * (double)done / (double)total : 100.0;
 
@@ -502,6 +501,11 @@ static void progress_cb(void *arg, uint64_t done, uint64_t total)
     pr->shown = 1;
 }
 
+static void progress_cb(void *arg, uint64_t done, uint64_t total)
+{
+    progress_show(arg, done, total);
+}
+
 void rio_cli_progress_start(struct rio_cli_progress *pr, const struct rio_cli *cl,
                             struct rio_call *call, const char *what)
 {
@@ -510,8 +514,21 @@ void rio_cli_progress_start(struct rio_cli_progress *pr, const struct rio_cli *c
         return;
     pr->t0 = rio_cli_now_s();
     pr->what = what;
-    call->progress = progress_cb;
-    call->progress_arg = pr;
+    if (call) {
+        call->progress = progress_cb;
+        call->progress_arg = pr;
+    }
+}
+
+void rio_cli_progress_feed(struct rio_cli_progress *pr, uint64_t n, uint64_t total)
+{
+    double now;
+
+    pr->done += n;
+    if (!pr->what || (now = rio_cli_now_s()) - pr->last < 0.1)
+        return;
+    pr->last = now;
+    progress_show(pr, pr->done, total);
 }
 
 void rio_cli_progress_end(struct rio_cli_progress *pr)

@@ -141,15 +141,23 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 /* A streaming PUT's source: read(2) from a pipe, a socket or stdin, until
  * a signal interrupts the command (then RIO_ECANCELED: the upload is
  * dropped). */
+struct fd_src {
+    int fd;
+    struct rio_cli_progress pr;
+};
+
 static int64_t fd_fill(void *arg, void *buf, size_t cap)
 {
-    int fd = *(int *)arg, ret = rio_cli_wait_readable(fd);
+    struct fd_src *fs = arg;
+    int ret = rio_cli_wait_readable(fs->fd);
     if (ret < 0)
         return ret;
     for (;;) {
-        ssize_t r = read(fd, buf, cap);
-        if (r >= 0)
+        ssize_t r = read(fs->fd, buf, cap);
+        if (r >= 0) {
+            rio_cli_progress_feed(&fs->pr, (uint64_t)r, RIO_SIZE_UNKNOWN);
             return r;
+        }
         if (errno != EINTR)
             return -errno;
     }
@@ -230,11 +238,11 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     struct rio_stats st;
     struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct rio_desc d;
-    struct rio_cli_progress pr;
+    struct fd_src fs = {.fd = fd};
     memset(&d, 0, sizeof(d));
-    rio_cli_progress_start(&pr, cl, &call, "put");
-    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fd, &call, &d);
-    rio_cli_progress_end(&pr);
+    rio_cli_progress_start(&fs.pr, cl, NULL, "put");
+    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fs, &call, &d);
+    rio_cli_progress_end(&fs.pr);
     if (ret == RIO_ENOTSUP) {
         *unsupported = true;
         return 1;
@@ -603,6 +611,8 @@ static int cmd_rm(const struct rio_cli *cl, struct rio_client *c, const char *ur
  * straight into the writer's buffers. */
 struct reader_src {
     struct rio_reader *rd;
+    uint64_t size;
+    struct rio_cli_progress pr;
     int err;
 };
 
@@ -612,6 +622,8 @@ static int64_t reader_fill(void *arg, void *buf, size_t cap)
     int64_t n = rio_reader_read(rs->rd, buf, cap);
     if (n < 0)
         rs->err = (int)n;
+    else
+        rio_cli_progress_feed(&rs->pr, (uint64_t)n, rs->size);
     return n;
 }
 
@@ -630,7 +642,6 @@ static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *
     struct rio_call gcall = {.stats = &gst, .cancel = cx}, pcall = {.stats = &pst, .cancel = cx};
     struct rio_desc d;
     struct rio_reader *rd;
-    struct rio_cli_progress pr;
     char shown[1024], shown2[1024];
 
     memset(&d, 0, sizeof(d));
@@ -638,10 +649,10 @@ static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *
     if (ret < 0)
         return rio_cli_fail(cl, "reading", src, ret);
     int64_t n = (int64_t)rio_reader_desc(rd)->size;
-    struct reader_src rs = {.rd = rd};
-    rio_cli_progress_start(&pr, cl, &pcall, "cp");
+    struct reader_src rs = {.rd = rd, .size = (uint64_t)n};
+    rio_cli_progress_start(&rs.pr, cl, NULL, "cp");
     ret = rio_put_stream(dc, dkey, (uint64_t)n, 0, reader_fill, &rs, &pcall, &d);
-    rio_cli_progress_end(&pr);
+    rio_cli_progress_end(&rs.pr);
     int gret = rio_reader_close(rd);
     if (rs.err < 0 || (ret == 0 && gret < 0))
         return rio_cli_fail_st(cl, "reading", src, rs.err < 0 ? rs.err : gret, &gst);
