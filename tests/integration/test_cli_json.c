@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS file */
-/* T_TIMEOUT 60 */
+/* T_TIMEOUT 180 */
 /*
  * railio --json (docs/cli.md "JSON output"): every line one object that a
  * JSON parser (python3's) reads, each with "schema":"railio/1" and a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS file */
-/* T_TIMEOUT 60 */
+/* T_TIMEOUT 180 */
 /*
  * The progress line (stderr on a terminal: script(1) gives railio one) for
  * the transfers whose library call reports none: URL-to-URL cp and a PUT
