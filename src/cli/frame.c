@@ -380,12 +380,14 @@ int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, stru
     ret = rio_client_new(curl, NULL, c);
     free(curl);
     if (ret < 0) {
-        int rc = rio_cli_fail(cl, "opening", url, ret);
+        /* A refused URL or option (or RIO_* variable): the command line is
+         * wrong. */
+        int rc = ret == RIO_EURL || ret == RIO_EINVAL ? RIO_CLI_EXIT_USAGE : rio_cli_exit_code(ret);
+        fail(cl, "opening", url, ret, rio_error_detail(), rc);
         free(*key);
         *key = NULL;
         *c = NULL;
-        /* A refused URL or option: the command line is wrong. */
-        return ret == RIO_EURL || ret == RIO_EINVAL ? RIO_CLI_EXIT_USAGE : rc;
+        return rc;
     }
     return 0;
 }

@@ -207,5 +207,15 @@ TEST(get_into_directory)
     T_EQ(cli_run(NULL, 0, "get -q file://%s/store/in.bin %s/back", dir, dir), 0);
     snprintf(p, sizeof(p), "%s/back", dir);
     check_obj(p);
+    /* No destination: ./<last key element>. */
+    char cwd[512];
+    T_NOTNULL(getcwd(cwd, sizeof(cwd)));
+    snprintf(p, sizeof(p), "%s/d", dir);
+    T_EQ(chdir(p), 0);
+    T_EQ(unlink("obj"), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/obj", dir), 0);
+    T_EQ(chdir(cwd), 0);
+    snprintf(p, sizeof(p), "%s/d/obj", dir);
+    check_obj(p);
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }

@@ -105,4 +105,10 @@ TEST(errors_are_objects)
          5);
     T_TRUE(json_check("e2.json", "o[\"type\"]==\"error\" and o[\"exit\"]==5 and "
                                  "\"S3cret\" not in json.dumps(o) and \"***\" in o[\"target\"]"));
+    /* A refused URL option: usage, and the object says so. */
+    T_EQ(cli_run(NULL, 0, "stat --json 'file://%s/store/k?op_timeout=0' > %s/e3.json 2>/dev/null",
+                 dir, dir),
+         2);
+    T_TRUE(json_check("e3.json", "o[\"type\"]==\"error\" and o[\"exit\"]==2 and "
+                                 "o[\"error\"]==\"RIO_EINVAL\""));
 }
