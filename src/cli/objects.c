@@ -717,6 +717,14 @@ static const char cp_usage[] =
     "      --json      one JSON object on stdout\n"
     "  -h, --help      this text\n";
 
+/* A destination URL with no key and no file name to take one from. */
+static int no_key(const struct rio_cli *cl, const char *url)
+{
+    char shown[1024];
+    return rio_cli_usage_error(cl, "'%s' names no key",
+                               rio_cli_url_safe(url, shown, sizeof(shown)));
+}
+
 static int run_cp(struct rio_cli *cl)
 {
     const char *src = cl->pos[0], *dst = cl->pos[1];
@@ -734,7 +742,7 @@ static int run_cp(struct rio_cli *cl)
     if (dst_url) {
         key = dest_key(dkey, src_url ? skey : src);
         if (!key) {
-            rc = rio_cli_usage_error(cl, "'%s' names no key", dst);
+            rc = no_key(cl, dst);
             goto out;
         }
     }
@@ -776,8 +784,7 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
         return rc;
     if (put) {
         pkey = dest_key(key, cl.pos[1]);
-        rc = pkey ? cmd_put(&cl, c, url, pkey, cl.pos[1])
-                  : rio_cli_usage_error(&cl, "'%s' names no key", url);
+        rc = pkey ? cmd_put(&cl, c, url, pkey, cl.pos[1]) : no_key(&cl, url);
     } else if (get) {
         rc = cmd_get(&cl, c, url, key, cl.npos > 1 ? cl.pos[1] : ".");
     } else if (!strcmp(cmd, "stat")) {

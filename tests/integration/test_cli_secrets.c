@@ -76,5 +76,8 @@ TEST(token_never_in_messages)
                  port, port),
          0);
     check(err);
+    /* put to a URL with no key, from stdin: no name to take. */
+    T_EQ(run_err(err, sizeof(err), "put 'file:///tmp/?token=" SECRET "' - < /dev/null"), 2);
+    check(err);
     unlink(out);
 }
