@@ -174,7 +174,8 @@ struct rio_cli_cmd {
     const char *name;
     int (*run)(const char *cmd, int argc, char **argv);
     unsigned flags;
-    const char *summary; /* one line of `railio --help` */
+    const char *summary; /* one line of `railio --help`: "%-26s %s" of the
+                          * verb with its operands, and what it does */
 };
 
 int rio_cli_bench(int argc, char **argv);

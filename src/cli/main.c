@@ -3,6 +3,7 @@
  * verb's run() does with the frame). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,17 +84,18 @@ static int run_version(const char *cmd, int argc, char **argv)
 /* The verbs. A helper adding one adds a row (and its file under src/cli/). */
 static const struct rio_cli_cmd cmds[] = {
     {"put", rio_cli_objects, RIO_CLI_CMD_SIGNALS,
-     "put URL/KEY FILE|-      store a file or stdin (streamed where the backend allows)"},
+     "put URL/KEY FILE|-         store a file or stdin (streamed where the backend allows)"},
     {"get", rio_cli_objects, RIO_CLI_CMD_SIGNALS,
-     "get URL/KEY [FILE|DIR|-] fetch KEY into a file, a directory or stdout"},
-    {"stat", rio_cli_objects, 0, "stat URL/KEY            print the descriptor"},
-    {"rm", rio_cli_objects, 0, "rm URL/KEY              remove KEY"},
+     "get URL/KEY [FILE|DIR|-]   fetch KEY into a file, a directory or stdout"},
+    {"stat", rio_cli_objects, 0, "stat URL/KEY               print the descriptor"},
+    {"rm", rio_cli_objects, 0, "rm URL/KEY                 remove KEY"},
     {"cp", rio_cli_objects, RIO_CLI_CMD_SIGNALS,
-     "cp SRC DST              copy between backends (each a URL/KEY, a file, a DIR or -)"},
-    {"bench", run_bench, 0, "bench TARGET ...         measure against a reference (--help)"},
-    {"demo", rio_cli_demo_cmd, 0, "demo [mock]             railiod on loopback / the mock model"},
-    {"serve", run_serve, 0, "serve [railiod options] run the server (same as railiod)"},
-    {"version", run_version, 0, "version                 print the version and the backends"},
+     "cp SRC DST                 copy between backends (each a URL/KEY, a file, a DIR or -)"},
+    {"bench", run_bench, 0, "bench TARGET ...           measure against a reference (--help)"},
+    {"demo", rio_cli_demo_cmd, 0,
+     "demo [mock]                railiod on loopback / the mock model"},
+    {"serve", run_serve, 0, "serve [railiod options]    run the server (same as railiod)"},
+    {"version", run_version, 0, "version                    print the version and the backends"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -126,11 +128,27 @@ static int finish_stdout(const char *cmd, int rc)
     return rc;
 }
 
+static bool is_common_opt(const char *a)
+{
+    return !strcmp(a, "-q") || !strcmp(a, "-v") || !strcmp(a, "--quiet") ||
+           !strcmp(a, "--verbose") || !strcmp(a, "--json");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
         return RIO_CLI_EXIT_USAGE;
+    }
+    /* The common options may come before the verb too (railio --json stat
+     * URL): they move behind it, where every verb's parser takes them. */
+    int k = 1;
+    while (k < argc && is_common_opt(argv[k]))
+        k++;
+    if (k > 1 && k < argc) {
+        char *verb = argv[k];
+        memmove(argv + 2, argv + 1, (size_t)(k - 1) * sizeof(*argv));
+        argv[1] = verb;
     }
     const char *name = argv[1];
     if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {

@@ -77,6 +77,9 @@ TEST(options_anywhere)
     char p[128];
     snprintf(p, sizeof(p), "%s/o2", dir);
     check_obj(p);
+    /* Before the verb too. */
+    T_EQ(cli_run(out, sizeof(out), "--json -q stat file://%s/store/obj", dir), 0);
+    T_NOTNULL(strstr(out, "\"type\":\"object\""));
     /* After "--", "--json" is an operand: a third one is too many. */
     T_EQ(cli_run(out, sizeof(out), "stat -- file://%s/store/obj --json 2>/dev/null", dir), 2);
 }
