@@ -159,6 +159,12 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
     memset(cl, 0, sizeof(*cl));
     cl->cmd = cmd;
     cl->usage = usage;
+    /* --help wins over any mistake next to it. */
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            put_usage(stdout, cl);
+            return 0;
+        }
     for (int i = 0; i < argc; i++) {
         char *a = argv[i];
         if (!options || a[0] != '-' || !a[1]) {

@@ -61,6 +61,9 @@ TEST(help_everywhere_without_work)
     /* --help after operands too, and the top-level one. */
     T_EQ(cli_run(out, sizeof(out), "stat file:///nowhere/x --help"), 0);
     T_NOTNULL(strstr(out, "usage: railio stat"));
+    /* --help wins over a mistake next to it. */
+    T_EQ(cli_run(out, sizeof(out), "get --bogus --help"), 0);
+    T_NOTNULL(strstr(out, "usage: railio get"));
     T_EQ(cli_run(out, sizeof(out), "--help"), 0);
     T_NOTNULL(strstr(out, "Exit status"));
 }
