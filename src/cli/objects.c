@@ -775,6 +775,9 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
 
     if (rc >= 0)
         return rc;
+    /* Object bytes on stdout (get URL -, cp URL -): JSON, errors included,
+     * goes to stderr from the start. */
+    cl.data_stdout = (get || !strcmp(cmd, "cp")) && cl.npos == 2 && !strcmp(cl.pos[1], "-");
     if (!strcmp(cmd, "cp"))
         return run_cp(&cl);
     const char *url = cl.pos[0];

@@ -105,6 +105,16 @@ TEST(errors_are_objects)
          5);
     T_TRUE(json_check("e2.json", "o[\"type\"]==\"error\" and o[\"exit\"]==5 and "
                                  "\"S3cret\" not in json.dumps(o) and \"***\" in o[\"target\"]"));
+    /* With the bytes on stdout, an error (even at open) goes to stderr. */
+    T_EQ(cli_run(NULL, 0, "get --json railio://127.0.0.1:%d/k - > %s/e4.out 2> %s/e4.json", port,
+                 dir, dir),
+         5);
+    T_TRUE(json_check("e4.json", "o[\"type\"]==\"error\" and o[\"exit\"]==5"));
+    snprintf(path, sizeof(path), "%s/e4.out", dir);
+    f = fopen(path, "r");
+    T_NOTNULL(f);
+    T_EQ(fgetc(f), EOF);
+    fclose(f);
     /* A refused URL option: usage, and the object says so. */
     T_EQ(cli_run(NULL, 0, "stat --json 'file://%s/store/k?op_timeout=0' > %s/e3.json 2>/dev/null",
                  dir, dir),
