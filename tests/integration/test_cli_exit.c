@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* T_LABELS file */
+/* T_LABELS file;net */
 /* T_TIMEOUT 120 */
 /*
  * railio's exit statuses (docs/cli.md "Exit status"), one test each, against

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* T_LABELS file */
+/* T_LABELS file;net */
 /* T_TIMEOUT 120 */
 /*
  * SIGINT and SIGTERM in the middle of a railio transfer (the fault filter

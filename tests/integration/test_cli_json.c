@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* T_LABELS file */
+/* T_LABELS file;net */
 /* T_TIMEOUT 180 */
 /*
  * railio --json (docs/cli.md "JSON output"): every line one object that a
