@@ -404,6 +404,16 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
  * parameter and environment variable. RIO_EINVAL on a bad one. */
 int rio__options_check(const struct rio_options *in, const struct rio_url *u,
                        struct rio_options *out, char *why, size_t cap);
+/* The URL options every transport takes (NULL-terminated; options.c). */
+extern const char *const rio__core_url_options[];
+/* RIO_EINVAL, with one line on stderr and rio_error_detail() naming it
+ * (and the closest known name), when u has an option that is neither the
+ * core's nor in transport (the scheme's ops->url_options, may be NULL). */
+int rio__url_options_known(const struct rio_url *u, const char *scheme,
+                           const char *const *transport);
+/* Name, on stderr, the RIO_* variables of the environment that look like a
+ * typo of one the library reads; once a process, never an error. */
+void rio__env_typos(void);
 
 /* ------------------------------------------------------------------------
  * The client layer, between the public calls and the engine: client.c (the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c */
+/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/errors.c */
 /*
  * libFuzzer target for URLs and option strings (src/core/url.c,
  * src/core/options.c): the input, terminated, is parsed as a URL; when it
