@@ -104,8 +104,14 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     if (ret < 0)
         goto err_url;
     ret = rio__t_open(ops, &c->url, &c->o, &c->t);
-    if (ret < 0)
+    if (ret < 0) {
+        if (!rio_error_detail()[0]) {
+            char shown[256];
+            rio__detail("cannot open %s: %s (%s)", rio__url_redact(url, shown, sizeof(shown)),
+                        rio_strerror(ret), rio_errname(ret));
+        }
         goto err_url;
+    }
     c->npaths = c->t->npaths;
     if (c->npaths < 1 || c->npaths > RIO_MAX_PATHS) {
         ret = RIO_EINVAL;

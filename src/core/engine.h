@@ -100,6 +100,9 @@ struct rio__path {
      * the engine thread (engine.c, path_events_locked). */
     int ev_state;
     int ev_err;
+    /* The last error an op on this path ended with, or that took it down
+     * (0: none yet): the cause rio_error_detail() gives for RIO_ENOPATH. */
+    int last_err;
 };
 
 struct rio__chunk {
@@ -395,6 +398,9 @@ uint64_t rio__proc_run_delay_ns(void);
 
 /* Current busy time of a path including the running stretch (under mu). */
 uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
+
+/* Set rio_error_detail() to each path's last error (engine.c). */
+void rio__engine_path_detail(struct rio_client *c);
 
 /* Resolve options: struct, then URL parameters, then RIO_* environment, then
  * defaults (options.c). */
