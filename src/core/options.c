@@ -349,8 +349,7 @@ int rio__url_options_known(const struct rio_url *u, const char *scheme,
             snprintf(why, sizeof(why), "unknown URL option '%.64s' (did you mean '%s'?)", name,
                      near);
         else
-            snprintf(why, sizeof(why), "unknown URL option '%.64s' for %s:// (docs/tuning.md)",
-                     name, scheme);
+            snprintf(why, sizeof(why), "unknown URL option '%.64s' for %s://", name, scheme);
         fprintf(stderr, "railio: %s\n", why);
         rio__detail("%s", why);
         return RIO_EINVAL;

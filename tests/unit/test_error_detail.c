@@ -7,27 +7,13 @@
  * railio:// or s3:// endpoint that refuses connections is named as such,
  * the next call starts with an empty detail, and no secret of the URL shows.
  */
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine_util.h"
+#include "tlib.h"
 #include "transport/mock.h"
-
-/* A loopback port nothing listens on. */
-static int dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    T_TRUE(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
 
 TEST(no_path_left_names_each_path_cause)
 {
@@ -66,7 +52,7 @@ TEST(railio_refused_named)
     struct rio_client *c = NULL;
 
     snprintf(url, sizeof(url), "railio://127.0.0.1:%d?token=SECRETTOKEN&op_timeout=1s",
-             dead_port());
+             t_free_port());
     T_ERR(rio_client_new(url, NULL, &c), -ECONNREFUSED);
     const char *d = rio_error_detail();
     fprintf(stderr, "  detail: %s\n", d);
@@ -85,7 +71,7 @@ TEST(s3_refused_named)
         T_SKIP("s3:// is not built");
     snprintf(url, sizeof(url),
              "s3://bkt?endpoint=http://127.0.0.1:%d&retries=2&backoff_base=1ms&backoff_cap=5ms",
-             dead_port());
+             t_free_port());
     setenv("AWS_ACCESS_KEY_ID", "AK", 1);
     setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
     T_OK(rio_client_new(url, NULL, &c));
