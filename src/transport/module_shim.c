@@ -5,6 +5,8 @@
  * module (struct rio_module_host), and the module's one exported symbol.
  * Everything here but the entry point is hidden.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -118,6 +120,22 @@ int rio__err_class(int err)
 int rio__class_is_retryable(int cls)
 {
     return host->class_is_retryable(cls);
+}
+
+void rio__detail(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    host->detail("%s", buf);
+}
+
+const char *rio__url_redact(const char *url, char *out, size_t cap)
+{
+    return host->url_redact(url, out, cap);
 }
 
 #ifdef RIO_MODULE_RADOS

@@ -95,6 +95,8 @@ static const struct rio_module_host module_host = {
     .opt_uint = rio__opt_uint,
     .err_class = rio__err_class,
     .class_is_retryable = rio__class_is_retryable,
+    .detail = rio__detail,
+    .url_redact = rio__url_redact,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */
