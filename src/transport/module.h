@@ -60,9 +60,10 @@ struct rio_module_host {
      * as retryable (transport.h) */
     int (*err_class)(int err);
     int (*class_is_retryable)(int cls);
-    /* rio_error_detail() of the calling thread (core/internal.h), and the
-     * one redaction of secrets from a URL (core/url.h) */
-    void (*detail)(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+    /* rio_error_detail's text (core/internal.h rio__detail), formatted */
+    void (*detail)(const char *text);
+    void (*detail_clear)(void);
+    /* the one redaction of secrets from a URL (core/url.h) */
     const char *(*url_redact)(const char *url, char *out, size_t cap);
 };
 

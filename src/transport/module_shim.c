@@ -124,13 +124,18 @@ int rio__class_is_retryable(int cls)
 
 void rio__detail(const char *fmt, ...)
 {
-    char buf[512];
+    char text[512];
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
+    vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    host->detail("%s", buf);
+    host->detail(text);
+}
+
+void rio__detail_clear(void)
+{
+    host->detail_clear();
 }
 
 const char *rio__url_redact(const char *url, char *out, size_t cap)
