@@ -143,6 +143,10 @@ enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 
 struct rio_transport_ops {
     const char *scheme;
     unsigned caps;
+    /* The URL options open reads (NULL-terminated; NULL: none), besides the
+     * core's (core/options.c): rio_client_new refuses any other, naming the
+     * closest. Keep it to exactly what the backend's docs page lists. */
+    const char *const *url_options;
 
     /* Open a transport for url; o holds the effective client options. */
     int (*open)(const struct rio_url *url, const struct rio_options *o, struct rio_transport **out);
