@@ -210,9 +210,7 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
     if (!cursor)
         return -ENOMEM;
     cursor[0] = '\0';
-    /* Entries are libc memory: the caller frees them with free() through
-     * rio_list_page_cleanup (transport.h). */
-    out->entries = calloc(w.max_keys, sizeof(*out->entries));
+    out->entries = rio__calloc(w.max_keys, sizeof(*out->entries));
     if (!out->entries) {
         ret = -ENOMEM;
         goto err_cursor;
@@ -359,7 +357,7 @@ void rio_list_page_cleanup(struct rio_list_page *p)
 {
     if (!p)
         return;
-    free(p->entries);
+    rio__free(p->entries);
     memset(p, 0, sizeof(*p));
 }
 

@@ -1468,7 +1468,7 @@ static int mock_list(struct rio_transport *tt, const struct rio_list_args *a,
                 v[n++] = o;
     qsort(v, n, sizeof(*v), obj_key_cmp);
     size_t take = n < sp.max ? n : sp.max;
-    out->entries = calloc(take ? take : 1, sizeof(*out->entries)); /* libc: transport.h */
+    out->entries = rio__calloc(take, sizeof(*out->entries));
     if (!out->entries)
         goto err_v;
     for (size_t i = 0; i < take; i++) {
@@ -1529,8 +1529,12 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
     return t->cpu_clock_ok ? rio__clock_ns(t->cpu_clock) : 0;
 }
 
+/* parse_config reads them (paths is the core's). */
+static const char *const mock_url_options[] = {"rate", "lat", "disk", "depth_cap", NULL};
+
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
+    .url_options = mock_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
     .list = mock_list,

@@ -638,7 +638,7 @@ static int folding_list(struct rio_transport *t, const struct rio_list_args *a,
     (void)t;
     T_TRUE(a->flags & RIO_LIST_DELIM);
     memset(out, 0, sizeof(*out));
-    out->entries = calloc(2, sizeof(*out->entries));
+    out->entries = rio__calloc(2, sizeof(*out->entries));
     out->n = 2;
     strcpy(out->entries[0].key, lie == LIE_DIR ? "p/a" : "p/a/");
     out->entries[0].flags = RIO_ENTRY_DIR;

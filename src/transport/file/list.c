@@ -228,7 +228,7 @@ int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
         return -ENOMEM;
     rio__list_span_of(a, &w->sp);
     w->out = out;
-    out->entries = calloc(w->sp.max, sizeof(*out->entries)); /* libc: transport.h */
+    out->entries = rio__calloc(w->sp.max, sizeof(*out->entries));
     ret = -ENOMEM;
     if (!out->entries)
         goto err_w;
@@ -247,7 +247,7 @@ int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
     rio__free(w);
     return 0;
 err_entries:
-    free(out->entries);
+    rio__free(out->entries);
     memset(out, 0, sizeof(*out));
 err_w:
     rio__free(w);
