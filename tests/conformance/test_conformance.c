@@ -706,8 +706,13 @@ static char *conf_list(struct conf *k, const char *prefix, const char *after, un
         qsort(keys, n, sizeof(*keys), str_cmp);
     s = calloc(1, len);
     for (size_t i = 0; i < n; i++) {
-        strcat(s, keys[i]);
-        strcat(s, ",");
+        /* A backend in its own order folds each page alone: a common
+         * prefix may come again on a later page. */
+        bool again = !*ordered && (flags & RIO_LIST_DELIM) && i && !strcmp(keys[i], keys[i - 1]);
+        if (!again) {
+            strcat(s, keys[i]);
+            strcat(s, ",");
+        }
         free(keys[i]);
     }
     free(keys);
