@@ -713,8 +713,9 @@ static char *conf_list(struct conf *k, const char *prefix, const char *after, un
             strcat(s, keys[i]);
             strcat(s, ",");
         }
-        free(keys[i]);
     }
+    for (size_t i = 0; i < n; i++)
+        free(keys[i]);
     free(keys);
     return s;
 }
