@@ -253,12 +253,15 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
         for (unsigned i = 0; i < tp.n; i++) {
             const char *k = tp.entries[i].key;
             size_t cl = delim_len(k, w.plen);
-            size_t klen = strlen(k);
-            memcpy(cursor, k, klen + 1);
             if (!cl) {
+                memcpy(cursor, k, strlen(k) + 1);
                 out->entries[out->n++] = tp.entries[i];
                 continue;
             }
+            /* Go on after every key under its common prefix, not through
+             * them (a transport that answered more of them than it was
+             * asked to skip is skipped past too). */
+            skip_past(cursor, k, cl);
             if (last_cp[0] && strncmp(k, last_cp, cl) == 0 && last_cp[cl] == '\0')
                 continue;
             struct rio_entry *e = &out->entries[out->n++];
@@ -267,8 +270,6 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
             e->flags = RIO_ENTRY_DIR;
             memcpy(last_cp, k, cl);
             last_cp[cl] = '\0';
-            /* Go on after every key under it, not through them. */
-            skip_past(cursor, k, cl);
         }
         bool more = tp.next_token[0] != '\0';
         if (more && tp.n == 0) {

@@ -215,6 +215,15 @@ TEST(prefix_and_start_after)
     eu_close(&e);
 }
 
+static _Atomic unsigned plain_calls;
+static const struct rio_transport_ops *plain_real;
+static int counting_list(struct rio_transport *t, const struct rio_list_args *a,
+                         struct rio_list_page *out)
+{
+    atomic_fetch_add(&plain_calls, 1);
+    return plain_real->list(t, a, out);
+}
+
 /* RIO_LIST_DELIM on a transport that does not do it: the engine folds keys
  * into common prefixes, once each, across pages, and pages past a common
  * prefix of thousands of keys without returning them. */
@@ -257,6 +266,20 @@ TEST(delim_by_engine)
     T_EQ(p.entries[3].flags, RIO_ENTRY_DIR);
     T_STREQ(p.next_token, "big/");
     rio_list_page_cleanup(&p);
+
+    /* Counted: the whole folded listing in pages of 6 asks the transport a
+     * few times, never once per key under big/ (3000 of them), even where
+     * a transport page ends inside big/. */
+    struct rio_transport_ops counted;
+    plain_real = rio__t_ops(rio__client_transport(e.c));
+    counted = *plain_real;
+    counted.list = counting_list;
+    rio__t_set_ops(rio__client_transport(e.c), &counted);
+    s = list_all(e.c, NULL, NULL, 6, RIO_LIST_DELIM, &pages);
+    T_STREQ(s, "a.txt,a/,b,big/,c/,d,");
+    free(s);
+    T_LE(atomic_load(&plain_calls), 8u);
+    rio__t_set_ops(rio__client_transport(e.c), plain_real);
     eu_close(&e);
 }
 
