@@ -87,6 +87,10 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
     fputc('}', f);
 }
 
+/* The cause behind a call's error (rio_error_detail()) for the error line:
+ * ": CAUSE", or nothing. Two printf arguments, for "%s%s". */
+#define DETAIL (*rio_error_detail() ? ": " : ""), rio_error_detail()
+
 /* A progress line on stderr when it is a terminal. Called from the engine
  * thread: it only formats and writes. */
 struct progress {
@@ -247,7 +251,8 @@ static int put_done(const char *key, int ret, struct rio_desc *d, const struct r
                     int json)
 {
     if (ret < 0) {
-        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        fprintf(stderr, "railio put: %s: %s (%s)%s%s\n", key, rio_strerror(ret), rio_errname(ret),
+                DETAIL);
         return 1;
     }
     put_report(key, d, st, json);
@@ -548,7 +553,8 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
         if (o.err)
             fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(o.err));
         else
-            fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+            fprintf(stderr, "railio get: %s: %s (%s)%s%s\n", key, rio_strerror(ret),
+                    rio_errname(ret), DETAIL);
         return 1;
     }
     if (json) {
@@ -570,7 +576,8 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
     struct rio_desc d;
     int ret = rio_stat(c, key, &d);
     if (ret < 0) {
-        fprintf(stderr, "railio stat: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+        fprintf(stderr, "railio stat: %s: %s (%s)%s%s\n", key, rio_strerror(ret), rio_errname(ret),
+                DETAIL);
         return 1;
     }
     if (json) {
@@ -782,7 +789,8 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
         ret = rio_delete(c, key);
         rc = ret < 0;
         if (ret < 0)
-            fprintf(stderr, "railio rm: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+            fprintf(stderr, "railio rm: %s: %s (%s)%s%s\n", key, rio_strerror(ret),
+                    rio_errname(ret), DETAIL);
     }
     rio_client_destroy(c);
     free(curl);
