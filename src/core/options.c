@@ -295,7 +295,7 @@ const char *const rio__core_url_options[] = {
  * Every RIO_* variable the library reads (the knobs above, and the
  * transports' own): a variable near one of these is taken for a typo of it.
  */
-static const char *const known_env[] = {
+const char *const rio__known_env[] = {
     "RIO_CHUNK_SIZE",
     "RIO_PATHS",
     "RIO_DEPTH",
@@ -331,6 +331,7 @@ static const char *const known_env[] = {
     "RIO_S3_MIN_SPEED",
     "RIO_S3_CONNECT_TIMEOUT",
     "RIO_S3_MIN_PART",
+    "RIO_TEST_UNSAFE_FAULTS",
     NULL,
 };
 
@@ -365,7 +366,7 @@ static atomic_bool env_warned;
 
 void rio__env_typos(void)
 {
-    const char *const *lists[] = {known_env};
+    const char *const *lists[] = {rio__known_env};
 
     if (atomic_exchange(&env_warned, true))
         return;
@@ -376,7 +377,7 @@ void rio__env_typos(void)
             continue;
         memcpy(name, *e, n);
         name[n] = '\0';
-        if (rio__name_in(name, known_env))
+        if (rio__name_in(name, rio__known_env))
             continue;
         const char *near = rio__closest_name(name, lists, 1);
         if (near)
