@@ -52,7 +52,7 @@ struct knobs {
 
 /*
  * Record the first bad option. value given: what was read, named by where
- * it came from ("RIO_DEPTH=-1: is not a size (option depth)"); value NULL:
+ * it came from ("RIO_DEPTH=-1: not a whole number (option depth)"); value NULL:
  * a check of the resolved option, named by where it came from if it was
  * read, else as the options struct field it is.
  */
@@ -72,7 +72,7 @@ static int bad(struct knobs *k, const char *param, const char *env, const char *
     if (!k->err && k->why && k->cap) {
         if (!name)
             snprintf(k->why, k->cap, "option %s (URL ?%s=, %s) %s", param, param, env, rule);
-        else if (name == env)
+        else if (!strcmp(name, env))
             snprintf(k->why, k->cap, "%s=%s: %s (option %s)", env, value, rule, param);
         else
             snprintf(k->why, k->cap, "%s=%s: %s (URL option; or %s)", param, value, rule, env);
