@@ -18,9 +18,7 @@ TEST(s3_not_built)
 #else
 
 #define SU_WITH_RGW
-#include "core/internal.h"
 #include "s3_util.h"
-#include "transport/transport.h"
 
 #define CH (5 * SU_MIB)
 #define BUCKET "riolist"
@@ -37,16 +35,14 @@ static struct rio_client *client_for(const char *bucket, const char *path, const
     return su_client(url, o);
 }
 
-/* One page, through the client's transport. */
+/* One page (rio_list). */
 static int list_page(struct rio_client *c, const char *prefix, const char *token, const char *after,
                      unsigned max, unsigned flags, struct rio_list_page *p)
 {
     struct rio_list_args a = {
         .prefix = prefix, .token = token, .start_after = after, .max_keys = max, .flags = flags};
-    struct rio_transport *t = rio__client_transport(c);
 
-    T_NOTNULL(rio__t_ops(t)->list);
-    return rio__t_ops(t)->list(t, &a, p);
+    return rio_list(c, &a, p, NULL);
 }
 
 /* Every key under prefix, pages of max: the keys joined by '\n' into out. */

@@ -128,7 +128,7 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */
