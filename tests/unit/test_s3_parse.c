@@ -409,6 +409,12 @@ TEST(awsini_bounds)
     T_NOTNULL(b);
     T_ERR(ini("[default]\nthis is no setting\n", "default", false, &a), RIO_EPROTO);
     T_EQ(a.bad_line, 2u);
+    /* A refusal keeps nothing read before it (fuzz_awsini found found set). */
+    T_ERR(ini("[default]\naws_secret_access_key = S\nno setting\n", "default", false, &a),
+          RIO_EPROTO);
+    T_EQ(a.bad_line, 3u);
+    T_FALSE(a.found);
+    T_STREQ(a.secret_key, "");
     T_ERR(ini("[default\n", "default", false, &a), RIO_EPROTO);
     T_EQ(a.bad_line, 1u);
     T_ERR(ini("[]\n", "default", false, &a), RIO_ENOTFOUND);

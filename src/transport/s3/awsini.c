@@ -12,6 +12,7 @@
  * printed (a refusal names the line number only). No allocation, no
  * libcurl (tests/unit/test_s3_parse.c, tests/fuzz/fuzz_awsini.c).
  */
+#define _GNU_SOURCE
 #include <ctype.h>
 #include <string.h>
 
@@ -57,6 +58,15 @@ static int set_field(char *dst, size_t cap, const char *v, size_t n)
     return 0;
 }
 
+/* A refusal at line: nothing read is kept (a secret read before it
+ * included), only the line number. */
+static int refuse(struct rio_awsini *out, unsigned line)
+{
+    explicit_bzero(out, sizeof(*out));
+    out->bad_line = line;
+    return RIO_EPROTO;
+}
+
 int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool config,
                       struct rio_awsini *out)
 {
@@ -78,8 +88,7 @@ int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool con
 
         line++;
         if ((size_t)(le - p) > RIO_AWSINI_LINE_MAX) {
-            out->bad_line = line;
-            return RIO_EPROTO;
+            return refuse(out, line);
         }
         b = skip_ws(p, le);
         e = trim_end(b, le);
@@ -93,8 +102,7 @@ int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool con
         if (*b == '[') {
             key_above = false;
             if (e - b < 2 || e[-1] != ']') {
-                out->bad_line = line;
-                return RIO_EPROTO;
+                return refuse(out, line);
             }
             in = section_is(b + 1, (size_t)(e - b - 2), profile, config);
             if (in)
@@ -105,8 +113,7 @@ int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool con
         for (d = b; d < e && *d != '=' && *d != ':'; d++)
             ;
         if (d == e) {
-            out->bad_line = line;
-            return RIO_EPROTO;
+            return refuse(out, line);
         }
         ke = trim_end(b, d);
         vs = skip_ws(d + 1, e);
@@ -131,8 +138,7 @@ int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool con
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
             if (strcmp(name, fields[i].name) == 0 &&
                 set_field(fields[i].dst, fields[i].cap, vs, (size_t)(e - vs)) < 0) {
-                out->bad_line = line;
-                return RIO_EPROTO;
+                return refuse(out, line);
             }
         }
     }
