@@ -152,9 +152,21 @@ int rio__s3_profile_load(const struct rio_url *u, struct s3_profile *p)
     return 0;
 }
 
-/* Copies of id, secret and token (token may be "" or NULL: none). */
-static int take(struct s3_transport *t, const char *id, const char *secret, const char *token)
+/* Copies of id, secret and token (token may be "" or NULL: none). Each
+ * bounded as the files' fields are, so that the headers of every request
+ * fit (S3_HBUF); where names the source. */
+static int take(struct s3_transport *t, const char *id, const char *secret, const char *token,
+                const char *where)
 {
+    struct rio_awsini f;
+
+    if (strlen(id) >= sizeof(f.access_key) || strlen(secret) >= sizeof(f.secret_key) ||
+        (token && strlen(token) >= sizeof(f.token))) {
+        rio__detail("%s: an access key id over %zu bytes, a secret over %zu or a session token "
+                    "over %zu",
+                    where, sizeof(f.access_key) - 1, sizeof(f.secret_key) - 1, sizeof(f.token) - 1);
+        return RIO_EINVAL;
+    }
     t->access_key = rio__strdup(id);
     t->secret_key = rio__strdup(secret);
     t->token = token && *token ? rio__strdup(token) : NULL;
@@ -195,20 +207,21 @@ int rio__s3_creds_pick(struct s3_transport *t, const struct s3_profile *p, bool 
         if (ret < 0)
             return ret;
         if (ret)
-            return take(t, eid, esk, getenv("AWS_SESSION_TOKEN"));
+            return take(t, eid, esk, getenv("AWS_SESSION_TOKEN"),
+                        "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN");
     }
     snprintf(where, sizeof(where), "AWS credentials file, profile %s", p->name);
     ret = pair(p->cred.access_key, p->cred.secret_key, where);
     if (ret < 0)
         return ret;
     if (ret)
-        return take(t, p->cred.access_key, p->cred.secret_key, p->cred.token);
+        return take(t, p->cred.access_key, p->cred.secret_key, p->cred.token, where);
     snprintf(where, sizeof(where), "AWS config file, profile %s", p->name);
     ret = pair(p->conf.access_key, p->conf.secret_key, where);
     if (ret < 0)
         return ret;
     if (ret)
-        return take(t, p->conf.access_key, p->conf.secret_key, p->conf.token);
+        return take(t, p->conf.access_key, p->conf.secret_key, p->conf.token, where);
     rio__detail("s3 bucket %s: no AWS credentials: looked in %sthe profile %s of %s and of %s; "
                 "unsigned=1 sends requests unsigned (a public bucket)",
                 t->bucket, p->explicit_name ? "" : "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ",

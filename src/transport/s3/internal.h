@@ -42,10 +42,11 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
 #define S3_QUERY_MAX 10240           /* a listing's query: encoded prefix, start-after, token */
 #define S3_META_URL_MAX (S3_URL_MAX + S3_QUERY_MAX)
-#define S3_HBUF 4096                /* header text of one data op */
-#define S3_NODES 24                 /* headers of one request */
-#define S3_GEN_SLOTS 1024u          /* generation -> ETag table */
-#define S3_EBODY 1024               /* error body kept for the S3 <Code> */
+#define S3_HBUF 8192       /* header text of one data op (a session token of up to 4 KiB) */
+#define S3_META_HBUF 12288 /* header text of a metadata request */
+#define S3_NODES 24        /* headers of one request */
+#define S3_GEN_SLOTS 1024u /* generation -> ETag table */
+#define S3_EBODY 1024      /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20) /* a metadata reply (upload id, sidecar, error) */
 #define S3_META_POOL 16             /* idle metadata easy handles kept */
 #define S3_FORMAT "1"               /* x-amz-meta-railio-v */

@@ -44,7 +44,10 @@ static void s3_free(struct s3_transport *t)
         memset(t->secret_key, 0, strlen(t->secret_key));
         rio__free(t->secret_key);
     }
-    rio__free(t->token);
+    if (t->token) {
+        memset(t->token, 0, strlen(t->token));
+        rio__free(t->token);
+    }
     rio__free(t->region);
     rio__free(t->rails_buf);
     rio__free(t->gens);
