@@ -44,7 +44,10 @@ static void s3_free(struct s3_transport *t)
         memset(t->secret_key, 0, strlen(t->secret_key));
         rio__free(t->secret_key);
     }
-    rio__free(t->token);
+    if (t->token) {
+        memset(t->token, 0, strlen(t->token));
+        rio__free(t->token);
+    }
     rio__free(t->region);
     rio__free(t->rails_buf);
     rio__free(t->gens);
@@ -131,7 +134,8 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 #define S3_HTTP_URL_OPTIONS                                                                        \
     "rails", "content_md5", "nt_copy", "discard", "dns_shuffle", "bufsize", "upbufsize", "rcvbuf", \
         "stall", "min_speed", "connect_timeout", "min_part"
-static const char *const s3_url_options[] = {"endpoint", "region", S3_HTTP_URL_OPTIONS, NULL};
+static const char *const s3_url_options[] = {
+    "endpoint", "region", "profile", "unsigned", "addressing", S3_HTTP_URL_OPTIONS, NULL};
 static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
 
 const struct rio_transport_ops rio__s3_ops = {
