@@ -60,6 +60,8 @@ struct rio_module_host {
      * as retryable (transport.h) */
     int (*err_class)(int err);
     int (*class_is_retryable)(int cls);
+    /* core/checksum.h: S3's per-part CRC32C */
+    uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n);
 };
 
 /* What a module gives back. */
