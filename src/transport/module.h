@@ -60,6 +60,11 @@ struct rio_module_host {
      * as retryable (transport.h) */
     int (*err_class)(int err);
     int (*class_is_retryable)(int cls);
+    /* rio_error_detail's text (core/internal.h rio__detail), formatted */
+    void (*detail)(const char *text);
+    void (*detail_clear)(void);
+    /* the one redaction of secrets from a URL (core/url.h) */
+    const char *(*url_redact)(const char *url, char *out, size_t cap);
     /* core/checksum.h: S3's per-part CRC32C */
     uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n);
 };

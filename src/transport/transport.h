@@ -64,6 +64,13 @@ struct rio_io {
  * engine may call put_commit again with it, or put_abort. Without this bit
  * put_commit consumes the upload whatever it returns and is tried once. */
 #define RIO_CAP_COMMIT_RETRY 0x8u
+/* list returns its keys in the backend's own order, not byte order
+ * (rados://): the engine then checks no order, and RIO_LIST_DELIM is the
+ * transport's to do (the engine's generic one pages in byte order). */
+#define RIO_CAP_LIST_UNORDERED 0x10u
+/* list does RIO_LIST_DELIM itself (a common prefix is one entry with
+ * RIO_ENTRY_DIR); without this bit the engine collapses keys itself. */
+#define RIO_CAP_LIST_DELIM 0x20u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
@@ -136,6 +143,10 @@ enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 
 struct rio_transport_ops {
     const char *scheme;
     unsigned caps;
+    /* The URL options open reads (NULL-terminated; NULL: none), besides the
+     * core's (core/options.c): rio_client_new refuses any other, naming the
+     * closest. Keep it to exactly what the backend's docs page lists. */
+    const char *const *url_options;
 
     /* Open a transport for url; o holds the effective client options. */
     int (*open)(const struct rio_url *url, const struct rio_options *o, struct rio_transport **out);
@@ -196,7 +207,8 @@ struct rio_transport_ops {
      * backend cannot list (rio_list returns RIO_ENOTSUP); NULL exists means
      * the engine runs lookups in parallel on its metadata workers instead.
      * list fills one page (a->max_keys already clamped, at least 1; entries
-     * malloc'd, in byte order of key unless the backend documents
+     * from rio__calloc/rio__realloc (core/alloc.h: the engine frees them
+     * with rio__free), in byte order of key unless the backend documents
      * otherwise) and next_token; every key it returns is checked like a
      * lookup's (terminated, at most RIO_KEY_MAX). exists writes n bytes
      * of 1 (exists) or 0 and returns 0 or an error; n is at most
@@ -346,6 +358,29 @@ static inline void rio__t_put_abort(struct rio_transport *t, void *upload)
 static inline int rio__t_remove(struct rio_transport *t, const char *key)
 {
     return rio__t_ops(t)->remove(t, key);
+}
+
+/* Metadata as above. RIO_ENOTSUP when the backend has no list op. The
+ * engine checks what it returns (core/listing.c) before anyone reads it. */
+static inline int rio__t_list(struct rio_transport *t, const struct rio_list_args *a,
+                              struct rio_list_page *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->list ? ops->list(t, a, out) : RIO_ENOTSUP;
+}
+
+/* Whether the backend answers existence in batches (else: lookups). */
+static inline bool rio__t_has_exists(const struct rio_transport *t)
+{
+    return rio__t_ops(t)->exists != NULL;
+}
+
+/* Metadata as above; n <= RIO_LIST_PAGE_MAX. RIO_ENOTSUP without an exists op. */
+static inline int rio__t_exists(struct rio_transport *t, const char *const *keys, unsigned n,
+                                uint8_t *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->exists ? ops->exists(t, keys, n, out) : RIO_ENOTSUP;
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */

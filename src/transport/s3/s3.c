@@ -12,8 +12,9 @@
  *   loop.c      the curl multi handles, epoll, submit, cancel and reap
  *   meta.c      metadata requests, generations, lookup and remove
  *   upload.c    put_open, multipart commit and abort
+ *   list.c      the optional op list (ListObjectsV2)
  *   errors.c    CURLcode as a railio error, the debug log line
- *   http.c range.c xml.c sidecar.c text.c: the parsers of what a server
+ *   http.c range.c xml.c listxml.c sidecar.c text.c: the parsers of what a server
  *               sends (parse.h), no libcurl, unit-tested and fuzzed apart
  */
 #define _GNU_SOURCE
@@ -125,21 +126,35 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
     return open_scheme(SCHEME_HTTPS, u, o, out);
 }
 
+/* config.c reads them; docs/s3.md lists them. http(s):// take the same
+ * but endpoint and region (the URL is the endpoint; nothing is signed). */
+#define S3_HTTP_URL_OPTIONS                                                                        \
+    "rails", "content_md5", "checksum", "nt_copy", "discard", "dns_shuffle", "bufsize",            \
+        "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part"
+static const char *const s3_url_options[] = {"endpoint", "region", S3_HTTP_URL_OPTIONS, NULL};
+static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
+
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
+    .url_options = s3_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
+    /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
+     * parallel beat a listing (docs/s3.md). */
+    .list = rio__s3_list,
 };
 
 /* Plain HTTP(S): ranged reads only (put_open and remove: RIO_ENOTSUP). */
 const struct rio_transport_ops rio__http_ops = {
     .scheme = "http",
+    .url_options = http_url_options,
     .caps = 0,
     RIO_TRANSPORT_OPS(http_open, s3_close, rio__s3),
 };
 
 const struct rio_transport_ops rio__https_ops = {
     .scheme = "https",
+    .url_options = http_url_options,
     .caps = 0,
     RIO_TRANSPORT_OPS(https_open, s3_close, rio__s3),
 };
