@@ -81,8 +81,8 @@ static int checksum_probe(struct s3_transport *t)
         rio__s3_delete_key(t, key);
     else if (ret == RIO_ECHECKSUM && answered)
         ck = CK_CRC32C;
-    else if (!answered)
-        return CK_MD5; /* asked again by the next PUT */
+    else if (!answered || ret == RIO_ENOTFOUND || ret == RIO_ENOCONTAINER || ret == -EACCES)
+        return CK_MD5; /* no word on the checksum: asked again by the next PUT */
     atomic_store(&t->checksum, ck);
     return ck;
 }
