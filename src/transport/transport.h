@@ -56,8 +56,8 @@ struct rio_io {
  * the final size and nchunks (0 for an empty stream).
  */
 #define RIO_CAP_STREAM_PUT 0x2u
-/* Stores the descriptor's etag (the stream MD5) at put_commit. Without it
- * the engine does not compute the MD5 of a PUT (d->etag is ""). */
+/* Stores the descriptor's etag (the fast etag or the stream MD5, option
+ * etag) at put_commit. Without it the engine computes none (d->etag ""). */
 #define RIO_CAP_ETAG 0x4u
 /* A put_commit that returns a retryable class (transport.h, metadata rule)
  * leaves the upload as it was: not consumed, nothing published, so the
@@ -245,6 +245,10 @@ struct rio_transport {
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
     uint64_t put_chunk_min;
     uint64_t put_chunks_max;
+    /* The etag it stores (RIO_CAP_ETAG) must be the MD5 of the bytes (S3
+     * compares it with the server's own): the engine gives it no etag
+     * unless etag=md5 asks for the MD5, never the fast one (set by open). */
+    bool etag_md5_only;
     /* Set by the engine before its thread starts, valid until close; a
      * transport only calls it through rio__t_path_event. */
     void (*path_event)(struct rio_transport *t, unsigned path, int state, int err);
