@@ -70,6 +70,7 @@ struct rio_srv_obj {
     uint64_t data_off;  /* disk index entry: the data's offset in the file */
     int disk_entry;     /* a disk index entry: metadata only, data is NULL */
     uint64_t open_gen;  /* when its upload opened (same counter as generations) */
+    int64_t mtime_ns;   /* when it was committed, CLOCK_REALTIME (LIST's modified time) */
     /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
     struct rio_list_node lru_node; /* on the store's lru */
@@ -292,6 +293,36 @@ int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id);
 /* Drop expired objects and uploads idle past their deadline. */
 void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now_ns);
 
+/* ------------------------------------------------------------ listing */
+
+/* A LIST page being chosen (list.c): the request, the sorted selection
+ * (max + 1 entries: the extra one says the page is not the last) and the
+ * encoded answer. */
+#define RIO_SRV_LIST_DEFAULT 1000u /* max_keys 0 */
+struct rio_srv_list_sel {
+    const char *key;             /* the object's key (borrowed under the table's lock) */
+    uint16_t len;                /* shown length: a common prefix ends at its '/' */
+    const struct rio_srv_obj *o; /* NULL for a common prefix */
+};
+struct rio_srv_lister {
+    struct rio_proto_list m; /* borrowed strings: the request's body */
+    unsigned max;            /* entries per page, clamped */
+    uint64_t now;
+    struct rio_srv_list_sel *sel;
+    unsigned n;
+    uint8_t *out; /* the answer's control part, cap bytes */
+    size_t cap, out_len;
+};
+/* Clamp and allocate (before any lock). 0 or -ENOMEM. */
+int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *m);
+void rio__srv_lister_cleanup(struct rio_srv_lister *l);
+/* Under the lock of an object table (tab, mask + 1 chains by hnext): choose
+ * the page among its objects and encode it into out (out_len). */
+void rio__srv_list_table_locked(struct rio_srv_lister *l, struct rio_srv_obj *const *tab,
+                                size_t mask);
+/* One page of the memory store's published objects (never an upload). */
+void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l);
+
 /* ------------------------------------------------------------ disk tier */
 
 /*
@@ -418,6 +449,8 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
 /* Drop the tombstones no upload can lose to any more (periodic). */
 void rio__srv_disk_reclaim(struct rio_srv_disk *d);
 void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st);
+/* One page of the disk index (every object of the disk tier). */
+void rio__srv_disk_list(struct rio_srv_disk *d, struct rio_srv_lister *l);
 
 /* --------------------------------------------------------------- metrics */
 

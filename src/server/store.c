@@ -488,6 +488,13 @@ struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key,
     return o;
 }
 
+void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l)
+{
+    pthread_mutex_lock(&s->mu);
+    rio__srv_list_table_locked(l, s->tab, s->tab_mask);
+    pthread_mutex_unlock(&s->mu);
+}
+
 int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen)
 {
     struct rio_srv_obj **slot;
@@ -1096,6 +1103,7 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     }
     o->expiry_ns = u->ttl_ns && !s->no_ttl ? rio__now_ns() + u->ttl_ns : 0;
     o->open_gen = u->open_gen;
+    o->mtime_ns = (int64_t)rio__clock_ns(CLOCK_REALTIME);
     /* Until published or dropped it can still land: tombstones wait. */
     o->committing = 1;
     rio_list_push_front(&s->committing, &o->cnode);

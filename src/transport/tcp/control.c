@@ -296,6 +296,7 @@ int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, stru
         return ret;
     m->ctl_fd = fd;
     m->ctl_max_body = (hi ? hi : &local)->max_body;
+    m->ctl_caps = (hi ? hi : &local)->caps;
     return 0;
 }
 
@@ -350,6 +351,10 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
             }
             ret = rio__tcp_ctl_dial_locked(t, m, NULL);
             fresh = true;
+        }
+        if (ret == 0 && (m->ctl_caps & rq->need_cap) != rq->need_cap) {
+            ret = RIO_ENOTSUP; /* an older server: it would drop the connection */
+            break;
         }
         if (ret == 0) {
             uint64_t deadline = rio__now_ns() + (uint64_t)rq->timeout_ms * NS_PER_MS;

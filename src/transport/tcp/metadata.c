@@ -21,20 +21,16 @@ static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
     return ret < 0 ? RIO_EINVAL : ret;
 }
 
-/* A control request whose body is the n bytes at b, in *iov (the caller's,
- * alive until the call returns). Callers add idempotent, no_dial and check
- * where they apply. */
-static struct ctl_req one_body_req(uint8_t op, struct iovec *iov, void *b, int n, uint64_t resp_cap,
-                                   uint32_t timeout_ms)
+void rio__tcp_etag_out(char *dst, const char src[RIO_PROTO_ETAG_LEN])
 {
-    iov->iov_base = b;
-    iov->iov_len = (size_t)n;
-    return (struct ctl_req){.op = op,
-                            .iov = iov,
-                            .niov = 1,
-                            .body_len = (size_t)n,
-                            .resp_cap = resp_cap,
-                            .timeout_ms = timeout_ms};
+    /* 32 hex digits, or zeros when the server does not know it: "". */
+    memcpy(dst, src, RIO_PROTO_ETAG_LEN);
+    dst[RIO_PROTO_ETAG_LEN] = '\0';
+    for (size_t i = 0; i < RIO_PROTO_ETAG_LEN; i++)
+        if (!((dst[i] >= '0' && dst[i] <= '9') || (dst[i] >= 'a' && dst[i] <= 'f'))) {
+            dst[0] = '\0';
+            break;
+        }
 }
 
 static int check_desc(const uint8_t *body, size_t len)
@@ -72,8 +68,8 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     if (n < 0)
         return n;
     struct ctl_req rq =
-        one_body_req(RIO_OP_LOOKUP, &iov, kb, n, TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
-                     t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_LOOKUP, &iov, kb, n, TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
+                          t->o.op_timeout_ms);
     rq.idempotent = true;
     rq.check = check_desc;
     ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
@@ -101,15 +97,7 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     out->chunk_size = d.chunk_size;
     out->nchunks = d.nchunks;
     out->xxh = xxh;
-    /* The etag is 32 hex digits, or zeros when the server does not know it. */
-    memcpy(out->etag, d.etag, sizeof(d.etag));
-    out->etag[sizeof(d.etag)] = '\0';
-    for (size_t i = 0; i < sizeof(d.etag); i++)
-        if (!((out->etag[i] >= '0' && out->etag[i] <= '9') ||
-              (out->etag[i] >= 'a' && out->etag[i] <= 'f'))) {
-            out->etag[0] = '\0';
-            break;
-        }
+    rio__tcp_etag_out(out->etag, d.etag);
     ret = 0;
 out:
     rio__free(body);
@@ -152,7 +140,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     if (n < 0)
         goto err;
     struct ctl_req rq =
-        one_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     rq.idempotent = true; /* an orphaned upload is reclaimed by the server */
     rq.check = check_open_resp;
     ret = rio__tcp_ctl_call(t, m, &rq, &h, &body);
@@ -226,7 +214,7 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     if (n < 0)
         goto abort;
     struct ctl_req rq =
-        one_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     /* The commit is idempotent by upload id (docs/protocol.md): the server
      * remembers which generation an upload became. */
     rq.idempotent = true;
@@ -299,7 +287,7 @@ void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
     n = rio__proto_enc_put_abort(&pa, b, sizeof(b));
     if (n > 0) {
         struct iovec iov;
-        struct ctl_req rq = one_body_req(
+        struct ctl_req rq = rio__tcp_body_req(
             RIO_OP_PUT_ABORT, &iov, b, n, RIO_PROTO_CTRL_MAX,
             t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms : TCP_ABORT_TIMEOUT_MS);
         rq.no_dial = true;
@@ -322,7 +310,7 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
     if (n < 0)
         return n;
     struct ctl_req rq =
-        one_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     bool sent = false;
     ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
                                  &sent);
