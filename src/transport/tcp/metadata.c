@@ -269,8 +269,11 @@ abort:
 }
 
 /*
- * Best effort and bounded: only on a control connection that is already
- * open, with a short timeout. The server reclaims an upload nobody commits.
+ * Best effort and bounded: one try, the dial (when the server closed the
+ * idle control connection while the upload's chunks streamed) and the
+ * exchange each within TCP_ABORT_TIMEOUT_MS. The server would reclaim an
+ * upload nobody commits only after --upload-timeout (its data connections
+ * keep it attached): the abort frees its memory now.
  */
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
 {
@@ -290,7 +293,7 @@ void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
         struct ctl_req rq = rio__tcp_body_req(
             RIO_OP_PUT_ABORT, &iov, b, n, RIO_PROTO_CTRL_MAX,
             t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms : TCP_ABORT_TIMEOUT_MS);
-        rq.no_dial = true;
+        rq.dial_ms = TCP_ABORT_TIMEOUT_MS;
         if (rio__tcp_ctl_call(t, &t->members[up->member], &rq, &h, &body) == 0)
             rio__free(body);
     }

@@ -428,6 +428,7 @@ struct ctl_req {
     bool idempotent;   /* a reused connection found closed: once more on a fresh one */
     bool no_dial;      /* only on an open connection */
     uint32_t need_cap; /* RIO_PROTO_CAP_* the server must have, else RIO_ENOTSUP */
+    uint32_t dial_ms;  /* a dial, when one is needed, within this (0: connect_ms) */
     /* A successful answer's body must decode: 0 or RIO_EPROTO (a damaged
      * answer, handled like a damaged frame). NULL: any body. */
     int (*check)(const uint8_t *body, size_t len);
