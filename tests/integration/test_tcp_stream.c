@@ -11,23 +11,13 @@
 
 #include "tcp_util.h"
 
-static struct rio_proto_stat_resp stat_of(struct wc *c)
-{
-    struct rio_proto_stat_resp st;
-    uint8_t *body = NULL;
-    uint32_t blen = 0;
-    T_EQ(wc_call(c, RIO_OP_STAT, NULL, 0, NULL, 0, &body, &blen), 0);
-    T_OK(rio__proto_dec_stat_resp(body, blen, &st));
-    free(body);
-    return st;
-}
 
 /* The server's upload count reaches 0 within ms; the last count seen. */
 static uint64_t uploads_settle(struct wc *w, unsigned ms)
 {
     uint64_t n = 0;
     for (unsigned waited = 0;; waited += 10) {
-        n = stat_of(w).uploads;
+        n = wc_stat(w).uploads;
         if (n == 0 || waited >= ms)
             return n;
         struct timespec ts = {0, 10 * 1000000};
@@ -58,7 +48,7 @@ static void abort_case(unsigned idle_s)
         }
     }
     wc_open(&w, x.e.addr[0]);
-    T_EQ(stat_of(&w).uploads, 1u);
+    T_EQ(wc_stat(&w).uploads, 1u);
     rio_writer_abort(wr);
     /* Freed at once, not after --upload-timeout. */
     T_EQ(uploads_settle(&w, 500), 0u);
