@@ -105,7 +105,7 @@ int rio__tcp_list(struct rio_transport *tt, const struct rio_list_args *a,
     if (total > max)
         total = max;
     if (total) {
-        out->entries = calloc(total, sizeof(*out->entries)); /* freed by rio_list_page_cleanup */
+        out->entries = rio__calloc(total, sizeof(*out->entries));
         if (!out->entries) {
             ret = -ENOMEM;
             goto out;
