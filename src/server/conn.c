@@ -736,6 +736,8 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
     c->authed = 0;
     r.version = RIO_PROTO_VERSION;
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS;
+    if (!srv->disk)
+        r.caps |= RIO_PROTO_CAP_STREAM_PUT; /* the disk tier sizes files up front */
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -1244,6 +1246,13 @@ static void commit_finish(struct conn *c)
     uint8_t out[8];
     int ret;
 
+    ret = rio__srv_upload_finalize(&srv->store, c->up, c->commit_n);
+    if (ret < 0) {
+        rio__srv_upload_unref(c->up);
+        c->up = NULL;
+        conn_status(c, ret);
+        return;
+    }
     if (srv->disk) {
         /* Disk tier: the object becomes visible, and the commit is answered,
          * only once its file is complete (and with --sync durable). That
@@ -1322,7 +1331,9 @@ static void commit_fixed(struct conn *c)
         if (ret == 0)
             c->discard_gen = gen;
         c->commit_status = ret == 0 && !gen ? RIO_ENOTFOUND : ret;
-    } else if (n != u->nchunks) {
+    } else if (n != u->nchunks && !(u->unknown && n <= u->nchunks)) {
+        /* (An upload of unknown size learns its count here: at most its
+         * bound, checked against its chunks once the frame checked out.) */
         rio__srv_upload_unref(u);
         u = NULL;
         c->commit_status = RIO_EPROTO;

@@ -117,11 +117,19 @@ struct rio_srv_upload {
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
-    uint64_t charge;               /* meta + the bytes of the chunks charged */
-    uint64_t meta;                 /* what the upload is charged from its open */
-    uint64_t warm;                 /* bytes of a reused mapping not charged yet */
-    uint8_t *charged;              /* nchunks: 1 when that chunk's bytes are in charge */
-    int started;                   /* a chunk was claimed (its meta left unstarted_meta) */
+    uint64_t charge;  /* meta + the bytes of the chunks charged */
+    uint64_t meta;    /* what the upload is charged from its open */
+    uint64_t warm;    /* bytes of a reused mapping not charged yet */
+    uint8_t *charged; /* nchunks: 1 when that chunk's bytes are in charge */
+    int started;      /* a chunk was claimed (its meta left unstarted_meta) */
+    /* Opened with RIO_PROTO_SIZE_UNKNOWN: size and nchunks are the most it
+     * may hold (the bound) until its commit says how many chunks it has;
+     * every chunk is chunk_size bytes but one, the last, which may be
+     * shorter (short_index, short_len once it came). */
+    int unknown;
+    int short_set;
+    uint64_t short_index, short_len;
+    uint64_t top;                  /* 1 + the highest index claimed */
     int uncache;                   /* disk tier: no room to cache it, chunks are staged */
     unsigned nconn;                /* connections attached (opened it, or sent it a chunk) */
     struct rio_srv_client *client; /* the client address that opened it */
@@ -237,6 +245,12 @@ void rio__srv_upload_unref(struct rio_srv_upload *u);
  * is not stored, *bad when one differs. */
 void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t first,
                              uint64_t n, const uint8_t *xxh_le, int *missing, int *bad);
+/* An upload of unknown size learns it has n chunks (its commit, once the
+ * frame checked out): every chunk claimed is below n, the short one (if
+ * any) is n - 1; size and nchunks become the object's, the memory beyond
+ * it is given back. 0, RIO_EINVAL (chunks beyond n, or a short chunk that
+ * is not the last), RIO_ENOTFOUND (gone). Nothing for a known size. */
+int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t n);
 /* Publish u (all chunks compared). Returns 0 and the new generation, or
  * RIO_ENOTFOUND, RIO_EINVAL (missing chunk), RIO_ECHECKSUM (list differs or
  * a chunk changed since seq). Does not drop the caller's reference. */

@@ -143,6 +143,8 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
         rio__tcp_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     rq.idempotent = true; /* an orphaned upload is reclaimed by the server */
     rq.check = check_open_resp;
+    if (size == RIO_SIZE_UNKNOWN)
+        rq.need_cap = RIO_PROTO_CAP_STREAM_PUT; /* a server of the disk tier, or older: ENOTSUP */
     ret = rio__tcp_ctl_call(t, m, &rq, &h, &body);
     if (ret < 0)
         goto err;
@@ -158,7 +160,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     up->id = r.upload_id;
     up->size = size;
     up->chunk_size = chunk_size;
-    up->nchunks = size ? (size - 1) / chunk_size + 1 : 0;
+    up->nchunks = size == RIO_SIZE_UNKNOWN ? 0 : size ? (size - 1) / chunk_size + 1 : 0;
     /* A chunk the server would refuse as too large: say so now. */
     pthread_mutex_lock(&m->ctl_mu);
     uint32_t max_body = m->ctl_max_body;
@@ -195,6 +197,14 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     if (!up || up->magic != UPLOAD_MAGIC)
         return RIO_EINVAL;
     ret = RIO_EINVAL;
+    if (d && up->size == RIO_SIZE_UNKNOWN && d->size != RIO_SIZE_UNKNOWN &&
+        d->chunk_size == up->chunk_size &&
+        d->nchunks == (d->size ? (d->size - 1) / up->chunk_size + 1 : 0)) {
+        /* The size arrived: the server checks the chunks it got are
+         * exactly these (all whole but the last, none after it). */
+        up->size = d->size;
+        up->nchunks = d->nchunks;
+    }
     if (!d || (up->nchunks && !d->xxh) || d->nchunks != up->nchunks || d->size != up->size ||
         d->chunk_size != up->chunk_size || up->nchunks > (SIZE_MAX - 48) / 8)
         goto abort;

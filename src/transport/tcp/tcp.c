@@ -247,7 +247,7 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
 
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
-    .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM,
+    .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM | RIO_CAP_STREAM_PUT,
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,

@@ -313,8 +313,8 @@ struct tcp_upload {
     uint64_t magic;
     unsigned member;
     uint64_t id;
-    uint64_t size, chunk_size, nchunks;
-    bool commit_sent; /* a commit request for it reached the server */
+    uint64_t size, chunk_size, nchunks; /* size RIO_SIZE_UNKNOWN: nchunks comes at commit */
+    bool commit_sent;                   /* a commit request for it reached the server */
 };
 
 struct tcp_transport {
