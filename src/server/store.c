@@ -663,6 +663,16 @@ int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, 
     u->size = size;
     u->nchunks = n;
     u->unknown = 0;
+    /* Its metadata is charged from now on as for n chunks, not the bound. */
+    uint64_t meta = n * 18 + u->key_len + sizeof(*u) + sizeof(struct rio_srv_obj);
+    if (meta < u->meta) {
+        uint64_t delta = u->meta - meta;
+        s->used -= delta;
+        u->charge -= delta;
+        if (!u->started)
+            s->unstarted_meta -= delta;
+        u->meta = meta;
+    }
 out:
     pthread_mutex_unlock(&s->mu);
     return ret;

@@ -126,8 +126,17 @@ TEST(unknown_size_edges)
     struct tu_env x;
     /* Empty, one byte, a chunk less one, a whole chunk, one more, several. */
     const uint64_t sizes[] = {0, 1, TU_CHUNK - 1, TU_CHUNK, TU_CHUNK + 1, 5 * TU_CHUNK + 77};
+    const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
 
-    tu_env_start(&x, NULL, NULL);
+    tu_env_start(&x, args, NULL);
+    /* Once committed, a streamed object is charged what the same object
+     * PUT with its size is (not the metadata of the bound it was open for). */
+    double used0 = srv_scrape(&x.e, "railiod_used_bytes");
+    tu_put(x.u.c, "u/known", 3 * TU_CHUNK + 5, 1); /* keys of one length */
+    double used1 = srv_scrape(&x.e, "railiod_used_bytes");
+    T_EQ(put_unknown(x.u.c, "u/strmd", 3 * TU_CHUNK + 5, 1, 2), 0);
+    double used2 = srv_scrape(&x.e, "railiod_used_bytes");
+    T_EQ(used2 - used1, used1 - used0);
     for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         char key[32];
         snprintf(key, sizeof(key), "u/%u", i);
