@@ -713,7 +713,8 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
 }
 
 /* The most chunks an upload of unknown size may hold: what the capacity
- * takes (with each chunk's metadata), at most max_chunks. */
+ * takes (with each chunk's metadata), at most max_chunks and at most what
+ * the metadata share of uploads without data allows. */
 static uint64_t unknown_nchunks(const struct rio_srv_store *s, uint64_t chunk, uint16_t key_len)
 {
     uint64_t fixed = key_len + sizeof(struct rio_srv_upload) + sizeof(struct rio_srv_obj);
@@ -722,6 +723,11 @@ static uint64_t unknown_nchunks(const struct rio_srv_store *s, uint64_t chunk, u
     if (s->capacity <= fixed)
         return 0;
     n = (s->capacity - fixed) / (chunk + 18);
+    /* Its metadata, charged from the open, must fit what uploads without
+     * a chunk may hold: tiny chunks give a smaller bound, never a huge
+     * allocation of per-chunk arrays. */
+    if (n > s->capacity / UNSTARTED_SHARE / 18)
+        n = s->capacity / UNSTARTED_SHARE / 18;
     return n < s->max_chunks ? n : s->max_chunks;
 }
 

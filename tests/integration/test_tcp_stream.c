@@ -215,3 +215,24 @@ TEST(unknown_size_disk_tier_refused)
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     T_EQ(system(cmd), 0);
 }
+
+/* Tiny chunks cannot make an upload of unknown size allocate per-chunk
+ * arrays for millions of chunks: its bound keeps its metadata within the
+ * share of uploads without data (--memory / 64). */
+TEST(unknown_size_tiny_chunks_bounded)
+{
+    struct srv_env e;
+    struct wc w;
+    const char *args[] = {"--memory", "64M", NULL};
+    uint64_t up = 0;
+    uint8_t b = 'x';
+    uint64_t xxh = rio__xxh3(&b, 1);
+    /* (64 MiB / 64) / 18 bytes of metadata per chunk. */
+    const uint64_t bound = (64ull << 20) / 64 / 18;
+
+    srv_start_wc(&e, args, &w);
+    T_EQ(wc_put_open(&w, "t/tiny", RIO_PROTO_SIZE_UNKNOWN, 1, 0, &up), 0);
+    T_EQ(wc_put_chunk(&w, up, bound - 1, xxh, &b, 1), 0);
+    T_EQ(wc_put_chunk(&w, up, bound, xxh, &b, 1), -EFBIG);
+    srv_end_wc(&e, &w);
+}
