@@ -133,6 +133,11 @@ void rio__detail(const char *fmt, ...)
     host->detail(text);
 }
 
+void rio__detail_clear(void)
+{
+    host->detail_clear();
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};
