@@ -341,7 +341,8 @@ static size_t delim_len(const struct lscan *s, const char *key)
     return slash ? (size_t)(slash - key) + 1 : 0;
 }
 
-/* A common prefix already on this page (pages cannot see each other's). */
+/* A common prefix already on this page. In hash order the keys under one
+ * prefix are spread over the whole listing: a later page may show it again. */
 static bool dir_seen(const struct lscan *s, const char *key, size_t len)
 {
     for (unsigned i = 0; i < s->n; i++)
@@ -440,7 +441,7 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     skip = tk.ties;
 
     ret = -ENOMEM;
-    s.ents = calloc(s.max, sizeof(*s.ents)); /* the contract: malloc'd, freed with free() */
+    s.ents = rio__calloc(s.max, sizeof(*s.ents)); /* rio_list_page_cleanup frees it */
     items = rio__calloc(LIST_BATCH + LIST_TIES_MAX, sizeof(*items));
     s.r = rio__calloc(LIST_BATCH, sizeof(*s.r));
     s.keys = rio__malloc(LIST_BATCH * sizeof(*s.keys));
@@ -518,7 +519,7 @@ out:
         rados_object_list_cursor_free(io, cur);
     if (end)
         rados_object_list_cursor_free(io, end);
-    free(s.ents);
+    rio__free(s.ents);
     rio__free(items);
     rio__free(s.r);
     rio__free(s.keys);
