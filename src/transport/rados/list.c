@@ -441,7 +441,7 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     skip = tk.ties;
 
     ret = -ENOMEM;
-    s.ents = rio__calloc(s.max, sizeof(*s.ents)); /* rio_list_page_cleanup frees it */
+    s.ents = rio__calloc(s.max, sizeof(*s.ents)); /* the contract: rio__ allocator */
     items = rio__calloc(LIST_BATCH + LIST_TIES_MAX, sizeof(*items));
     s.r = rio__calloc(LIST_BATCH, sizeof(*s.r));
     s.keys = rio__malloc(LIST_BATCH * sizeof(*s.keys));
