@@ -1134,6 +1134,43 @@ TEST(cli_bench_smoke)
     T_EQ(ru_objects("rio", "railio-bench/"), 0);
 }
 
+/*
+ * With no paths given, rados:// runs DEF_PATHS (4) lanes of chunk ops over
+ * one cluster connection (16 in flight at the default depth, like `rados
+ * bench -t 16`); given paths each get a connection unless conns= says.
+ */
+TEST(default_paths_share_one_connection)
+{
+    static const struct {
+        unsigned paths;
+        const char *extra;
+        unsigned npaths, conns;
+    } cases[] = {{0, NULL, 4, 1}, {2, NULL, 2, 2}, {3, "conns=1", 3, 1}, {4, "conns=2", 4, 2}};
+    struct rio_rados_counters rc;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rio_options o;
+        ru_opts(&o, CH, 4);
+        o.paths = cases[i].paths;
+        struct rio_client *c = ru_client("rio", cases[i].extra, &o);
+        struct rio_transport *t = rio__client_transport(c);
+        T_EQ(t->npaths, cases[i].npaths);
+        rio__rados_counters(t, &rc);
+        T_EQ(rc.conns, (uint64_t)cases[i].conns);
+        t_roundtrip(c, "paths/rt", 9 * CH + 5, 70 + i, CH);
+        T_OK(rio_delete(c, "paths/rt"));
+        ru_idle(c);
+        rio_client_destroy(c);
+    }
+    T_EQ(ru_chunks("rio", "paths/"), 0);
+    struct rio_options o;
+    ru_opts(&o, CH, 4);
+    o.paths = 2;
+    char url[1024];
+    ru_url(url, sizeof(url), "rio", "conns=3");
+    t_client_refused(url, &o, "railio: conns=3: expected a whole number from 1 to 2");
+}
+
 /* ------------------------------------------------------- list and exists */
 
 static int ls_page(struct rio_client *c, const struct rio_list_args *a, struct rio_list_page *p)

@@ -398,6 +398,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     }
     for (unsigned p = nconns; p < npaths; p++)
         t->cl[p] = t->cl[p % nconns];
+    t->ctr.conns = nconns;
     ret = rados_ioctx_create(t->cl[0], u->authority, &t->head_io);
     if (ret < 0) {
         t->head_io = NULL;
