@@ -17,19 +17,6 @@
 
 #define SECRET "Sekr1tT0ken"
 
-/* A loopback port nothing listens on. */
-static int dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    T_TRUE(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Run "railio ARGS" with stderr captured into err; its exit status. */
 static int run_err(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -61,7 +48,7 @@ static void check(const char *err)
 TEST(token_never_in_messages)
 {
     char err[8192], out[] = "/tmp/rio-secrets-XXXXXX";
-    int port = dead_port();
+    int port = cli_dead_port();
     int fd = mkstemp(out);
     T_TRUE(fd >= 0);
     close(fd);
@@ -89,6 +76,9 @@ TEST(token_never_in_messages)
                  port, port),
          0);
     check(err);
+    /* put to a URL with no key, from stdin: no name to take. */
+    T_EQ(run_err(err, sizeof(err), "put 'file:///tmp/?token=" SECRET "' - < /dev/null"), 2);
+    check(err);
     unlink(out);
 }
 
@@ -98,7 +88,7 @@ TEST(token_never_in_messages)
 TEST(secrets_never_in_option_errors)
 {
     char err[8192];
-    int port = dead_port();
+    int port = cli_dead_port();
 
     T_NE(
         run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/obj?tokn=1&token=" SECRET "'", port),
@@ -115,4 +105,29 @@ TEST(secrets_never_in_option_errors)
                  "stat 'railio://127.0.0.1:%d/obj?token=" SECRET "&conns=0&depht=2'", port),
          0);
     check(err);
+}
+
+/* The cause behind a runtime error reaches the CLI's line: an S3 PUT to an
+ * endpoint that refuses connections says so per path, not only "no
+ * healthy path left", and still shows no password. */
+TEST(cause_in_the_error_line)
+{
+    char err[8192], in[] = "/tmp/rio-secrets-in-XXXXXX";
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    int fd = mkstemp(in);
+    T_TRUE(fd >= 0);
+    T_EQ(write(fd, "hello", 5), 5);
+    close(fd);
+    setenv("AWS_ACCESS_KEY_ID", "ak", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "sk", 1);
+    T_NE(run_err(err, sizeof(err),
+                 "put 's3://b/obj?endpoint=http://ak:PaSsW0rd@127.0.0.1:%d&retries=2' %s",
+                 cli_dead_port(), in),
+         0);
+    fprintf(stderr, "%s", err);
+    T_NULL(strstr(err, "PaSsW0rd"));
+    T_NOTNULL(strstr(err, "connection refused (ECONNREFUSED)"));
+    unlink(in);
 }
