@@ -126,12 +126,15 @@ enum rio_budget_mode {
 /**
  * Client options. Initialise with rio_options_init(); zero fields mean "use the
  * environment (RIO_*), then the default". Environment variables are read once,
- * at rio_client_new. A deadline of 0 in the URL (deadline=0) or the
- * environment, or RIO_DEADLINE_NONE in the struct, means no deadline; an
- * op_timeout of 0 is refused (there is always one). A bad option, or a URL
- * option neither the client nor the URL's transport knows, makes
- * rio_client_new return RIO_EINVAL and write one line naming it to stderr
- * (the same text in rio_error_detail()).
+ * at rio_client_new. By default a request has no whole-request deadline:
+ * op_timeout bounds every chunk op and retry_attempts the tries, so a stall
+ * ends while a slow transfer that keeps moving is not cut off. A deadline
+ * of 0 or "none" in the URL (deadline=0, deadline=none) or the environment
+ * (RIO_DEADLINE_MS=0 or none), or RIO_DEADLINE_NONE in the struct, means no
+ * deadline; an op_timeout of 0 is refused (there is always one). A bad
+ * option, or a URL option neither the client nor the URL's transport knows,
+ * makes rio_client_new return RIO_EINVAL and write one line naming it to
+ * stderr (the same text in rio_error_detail()).
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */
@@ -143,7 +146,7 @@ struct rio_options {
     unsigned retry_attempts;   /* RIO_RETRIES: tries per chunk and metadata op, default 5 */
     uint32_t backoff_base_ms;  /* RIO_BACKOFF_BASE_MS, default 10 */
     uint32_t backoff_cap_ms;   /* RIO_BACKOFF_CAP_MS, default 1000 */
-    uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default 120000 */
+    uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default none */
     uint32_t op_timeout_ms;    /* RIO_OP_TIMEOUT_MS: one chunk op, default 10000 */
     uint32_t cooldown_base_ms; /* RIO_COOLDOWN_BASE_MS: failed path, default 100 */
     uint32_t cooldown_cap_ms;  /* RIO_COOLDOWN_CAP_MS, default 5000 */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/engine.h"
 #include "core/internal.h"
@@ -19,7 +20,10 @@
 #define DEF_RETRIES 5u
 #define DEF_BACKOFF_BASE_MS 10u
 #define DEF_BACKOFF_CAP_MS 1000u
-#define DEF_DEADLINE_MS 120000u
+/* No whole-request deadline: op timeouts bound every chunk op and retries
+ * bound the tries, so a stall ends; a transfer that keeps moving, however
+ * long it takes, is not cut off (docs/tuning.md). */
+#define DEF_DEADLINE_MS RIO_DEADLINE_NONE
 #define DEF_OP_TIMEOUT_MS 10000u
 #define DEF_COOLDOWN_BASE_MS 100u
 #define DEF_COOLDOWN_CAP_MS 5000u
@@ -151,8 +155,14 @@ static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_
         return;
     }
     uint32_t ms;
+    if (zero == ZERO_NONE && strcasecmp(v, "none") == 0) {
+        *dst = RIO_DEADLINE_NONE;
+        return;
+    }
     if (rio__parse_ms(v, &ms) < 0) {
-        bad(k, param, env, v, "not a duration (e.g. 250ms, 2s) under 49 days");
+        bad(k, param, env, v,
+            zero == ZERO_NONE ? "not a duration (e.g. 250ms, 2s) under 49 days, 0 or none"
+                              : "not a duration (e.g. 250ms, 2s) under 49 days");
         return;
     }
     if (ms == 0 && zero == ZERO_BAD) {
