@@ -550,7 +550,7 @@ again:
         free(buf);
         return 1; /* the other way says what failed; a record stays for later */
     }
-    if (!d.xxh || !d.size || d.chunk_size > RESUME_CHUNK_MAX ||
+    if (!d.xxh || !d.size || !d.chunk_size || d.chunk_size > RESUME_CHUNK_MAX ||
         d.nchunks != (d.size - 1) / d.chunk_size + 1) {
         rio_desc_cleanup(&d);
         free(buf);

@@ -118,17 +118,24 @@ static uint8_t *pattern(size_t n, uint64_t seed)
     return b;
 }
 
+/* Get the original object again (extra: more arguments): byte-exact, with
+ * want_from bytes kept and only the rest fetched. */
+static void again_keeps(const char *extra, uint64_t want_from)
+{
+    uint64_t from, fetched;
+    uint8_t *src = pattern(OBJ_SIZE, 3);
+    get_again(extra, src, OBJ_SIZE, &from, &fetched);
+    T_EQ(from, want_from);
+    T_EQ(fetched, (uint64_t)OBJ_SIZE - want_from);
+    free(src);
+}
+
 /* The kept 10 chunks are verified again and only the rest is fetched. */
 TEST(interrupted_get_resumes)
 {
-    uint64_t from, fetched;
     setup();
     interrupted_get();
-    uint8_t *src = pattern(OBJ_SIZE, 3);
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, (uint64_t)KEPT);
-    T_EQ(fetched, (uint64_t)(OBJ_SIZE - KEPT));
-    free(src);
+    again_keeps("", KEPT);
 }
 
 /* The object replaced between the two gets: a new generation, so the get
@@ -154,7 +161,6 @@ TEST(replaced_object_starts_over)
  * its check line stale) is not trusted: start over. */
 TEST(corrupted_record_starts_over)
 {
-    uint64_t from, fetched;
     setup();
     interrupted_get();
     size_t n;
@@ -164,30 +170,23 @@ TEST(corrupted_record_starts_over)
     d[5] = d[5] == '9' ? '8' : '9';
     t_write_file(rec, r, n);
     free(r);
-    uint8_t *src = pattern(OBJ_SIZE, 3);
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, 0u);
-    T_EQ(fetched, (uint64_t)OBJ_SIZE);
+    again_keeps("", 0);
 
     /* garbage, and a record far too long: start over too */
     interrupted_get();
     t_write_file(rec, "railio-resume 1\nurl zz\n", 23);
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, 0u);
+    again_keeps("", 0);
     interrupted_get();
     char big[4096];
     memset(big, '7', sizeof(big));
     t_write_file(rec, big, sizeof(big));
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, 0u);
-    free(src);
+    again_keeps("", 0);
 }
 
 /* A kept chunk changed on disk (a bit flipped in the 5th) fails its
  * checksum: only the chunks before it are kept. */
 TEST(changed_kept_chunk_is_fetched_again)
 {
-    uint64_t from, fetched;
     setup();
     interrupted_get();
     int fd = open(tmpf, O_RDWR);
@@ -197,24 +196,15 @@ TEST(changed_kept_chunk_is_fetched_again)
     b ^= 0x10;
     T_EQ(pwrite(fd, &b, 1, 4 * CHUNK + 17), 1);
     close(fd);
-    uint8_t *src = pattern(OBJ_SIZE, 3);
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, (uint64_t)(4 * CHUNK));
-    T_EQ(fetched, (uint64_t)(OBJ_SIZE - 4 * CHUNK));
-    free(src);
+    again_keeps("", 4 * CHUNK);
 }
 
 /* --no-resume throws the kept bytes away. */
 TEST(no_resume_starts_over)
 {
-    uint64_t from, fetched;
     setup();
     interrupted_get();
-    uint8_t *src = pattern(OBJ_SIZE, 3);
-    get_again("--no-resume", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, 0u);
-    T_EQ(fetched, (uint64_t)OBJ_SIZE);
-    free(src);
+    again_keeps("--no-resume", 0);
 }
 
 /* Killed outright (SIGKILL: no unwinding): the record written as the get
@@ -237,12 +227,7 @@ TEST(killed_get_resumes_from_its_last_record)
 /* SIGTERM keeps the same pair as SIGINT (exit 143) and resumes alike. */
 TEST(sigterm_get_resumes)
 {
-    uint64_t from, fetched;
     setup();
     killed_get(SIGTERM);
-    uint8_t *src = pattern(OBJ_SIZE, 3);
-    get_again("", src, OBJ_SIZE, &from, &fetched);
-    T_EQ(from, (uint64_t)KEPT);
-    T_EQ(fetched, (uint64_t)(OBJ_SIZE - KEPT));
-    free(src);
+    again_keeps("", KEPT);
 }
