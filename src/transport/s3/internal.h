@@ -42,10 +42,11 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
 #define S3_QUERY_MAX 10240           /* a listing's query: encoded prefix, start-after, token */
 #define S3_META_URL_MAX (S3_URL_MAX + S3_QUERY_MAX)
-#define S3_HBUF 4096                /* header text of one data op */
-#define S3_NODES 24                 /* headers of one request */
-#define S3_GEN_SLOTS 1024u          /* generation -> ETag table */
-#define S3_EBODY 1024               /* error body kept for the S3 <Code> */
+#define S3_HBUF 8192       /* header text of one data op (a session token of up to 4 KiB) */
+#define S3_META_HBUF 12288 /* header text of a metadata request */
+#define S3_NODES 24        /* headers of one request */
+#define S3_GEN_SLOTS 1024u /* generation -> ETag table */
+#define S3_EBODY 1024      /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20) /* a metadata reply (upload id, sidecar, error) */
 #define S3_META_POOL 16             /* idle metadata easy handles kept */
 #define S3_FORMAT "1"               /* x-amz-meta-railio-v */
@@ -67,6 +68,10 @@ enum {
     MD5_VERIFY = 1, /* MD5 computed as the part is sent, compared with its ETag */
     MD5_HEADER = 2, /* MD5 computed first and sent as Content-MD5 */
 };
+
+/* What checks a part (knob checksum): CK_AUTO until the first PUT probes
+ * whether the server checks x-amz-checksum-crc32c (upload.c). */
+enum { CK_AUTO = 0, CK_MD5 = 1, CK_CRC32C = 2, CK_NONE = 3 };
 
 /* ------------------------------------------------------------ responses */
 
@@ -99,6 +104,7 @@ struct s3_op {
     bool checked;            /* response headers validated (first body byte) */
     bool md5_stream;         /* WRITE: md is an MD5 fed by op_read */
     char md5hex[33];         /* WRITE: MD5 of the part, "" if not computed */
+    uint32_t crc;            /* WRITE with CK_CRC32C: the part's CRC32C */
     int err;                 /* an error a callback detected, or 0 */
     int64_t res;
     uint64_t got; /* READ: body bytes stored; WRITE: bytes sent */
@@ -137,13 +143,15 @@ struct s3_transport {
     char *endpoint; /* "http://127.0.0.1:7480" (no trailing '/') */
     char *host;     /* Host header value */
     char *bucket;   /* s3 only */
+    bool vhost;     /* virtual-hosted: the bucket is in host and endpoint */
     char *prefix;   /* key prefix, "" or ending in '/' */
     char *access_key, *secret_key, *token, *region;
     char *rails_buf; /* the ?rails= list, cut in place */
     bool sign;
     bool discard;
-    bool nt_copy;    /* non-temporal stores into the destination (knob nt_copy) */
-    int content_md5; /* MD5_* */
+    bool nt_copy;         /* non-temporal stores into the destination (knob nt_copy) */
+    int content_md5;      /* MD5_* */
+    _Atomic int checksum; /* CK_*: CK_AUTO until put_open probed the server */
     bool dns_shuffle;
     bool debug;
     long bufsize, upbufsize;
@@ -182,6 +190,7 @@ struct s3_part {
     char etag[RIO_S3_ETAG_MAX];
     uint64_t xxh; /* what was sent */
     uint64_t len; /* bytes sent */
+    uint32_t crc; /* CK_CRC32C: what the server checked */
     bool ok;
 };
 
@@ -191,6 +200,7 @@ struct s3_upload {
     char *key;
     uint64_t size, chunk, nparts;
     char id[17];
+    int ck;                     /* CK_MD5, CK_CRC32C or CK_NONE: how its parts are checked */
     char *upload_id;            /* UP_MULTI */
     struct s3_part *parts;      /* sized: nparts records (1 for UP_SINGLE) */
     char md5[33];               /* UP_SINGLE: MD5 of the one chunk sent */
@@ -255,6 +265,23 @@ struct meta_rsp {
 int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
                          const struct rio_options *o);
 
+/* creds.c: the AWS profile (its credentials and config files) and the
+ * credentials chain. A profile holds secrets: rio__s3_profile_clear wipes it. */
+struct s3_profile {
+    char name[128];
+    bool explicit_name;    /* from the URL's profile= */
+    bool named;            /* from profile= or AWS_PROFILE (else "default") */
+    bool in_cred, in_conf; /* its section is in that file */
+    char cred_path[4096], conf_path[4096];
+    struct rio_awsini cred, conf;
+};
+int rio__s3_profile_load(const struct rio_url *u, struct s3_profile *p);
+void rio__s3_profile_clear(struct s3_profile *p);
+/* Sets t's keys (and t->sign) from the environment or the profile, or
+ * nothing when anonymous; RIO_ENOCREDS (rio_error_detail says where it
+ * looked) when no source has any. */
+int rio__s3_creds_pick(struct s3_transport *t, const struct s3_profile *p, bool anonymous);
+
 /* errors.c: a CURLcode as a railio error, and the RIO_S3_DEBUG log line.
  * rio__s3_retryable: err is of a class the engine retries (core/errors.c). */
 int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp);
@@ -278,6 +305,8 @@ size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
 int rio__s3_op_make(void *e, void *arg);
 void rio__s3_op_unmake(void *e, void *arg);
 int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op);
+/* x-amz-checksum-crc32c's value: the CRC32C big-endian, base64 (8 + NUL). */
+void rio__s3_crc32c_b64(uint32_t crc, char out[12]);
 int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc);
 
 /* loop.c: the curl multi handles, epoll and the ops submit/cancel/wake/reap. */
