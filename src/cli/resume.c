@@ -83,9 +83,15 @@ int rio_cli_resume_load(struct rio_cli_resume *rs)
 {
     char buf[REC_MAX + 1], want[REC_MAX];
     struct rio_cli_resume r = *rs;
-    int fd = open(rs->rec, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted under the record's name cannot hold us. */
+    int fd = open(rs->rec, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return -errno;
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) {
+        close(fd);
+        return -EPERM;
+    }
     ssize_t n = read(fd, buf, REC_MAX + 1);
     close(fd);
     if (n <= 0 || n > REC_MAX)

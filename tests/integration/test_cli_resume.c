@@ -157,8 +157,9 @@ TEST(replaced_object_starts_over)
     free(src2);
 }
 
-/* A record that is not one railio wrote (here: more bytes done than kept,
- * its check line stale) is not trusted: start over. */
+/* A record that is not one railio wrote (more bytes done than kept with
+ * its check line stale, garbage, too long, a FIFO) is not trusted: start
+ * over. */
 TEST(corrupted_record_starts_over)
 {
     setup();
@@ -180,6 +181,11 @@ TEST(corrupted_record_starts_over)
     char big[4096];
     memset(big, '7', sizeof(big));
     t_write_file(rec, big, sizeof(big));
+    again_keeps("", 0);
+    /* a FIFO under the record's name neither blocks the get nor is trusted */
+    interrupted_get();
+    T_EQ(unlink(rec), 0);
+    T_EQ(mkfifo(rec, 0600), 0);
     again_keeps("", 0);
 }
 
