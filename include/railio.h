@@ -474,6 +474,17 @@ struct rio_reader;
 int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
                     const struct rio_call *call, struct rio_reader **out);
 /**
+ * rio_reader_open from byte `offset` on (any offset, 0 to the object's size):
+ * the chunk holding offset is fetched and verified whole, and only its bytes
+ * from offset on are handed out; chunks before it are not fetched. At
+ * offset == size the reader is at its end; beyond it: RIO_EINVAL. With
+ * call->expect_generation set, a different generation fails RIO_EGENERATION
+ * (the way to resume a read of an object known to be unchanged). Stats count
+ * the bytes fetched.
+ */
+int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                       const struct rio_call *call, struct rio_reader **out);
+/**
  * Copy up to n bytes of the object, in order, into buf. Blocks until bytes are
  * ready. Returns the count, 0 at the end of the object, or an error (then every
  * later call returns the same error). Not thread-safe for one reader.
@@ -498,6 +509,15 @@ int rio_reader_close(struct rio_reader *rd);
 int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
                        int (*cb)(void *arg, const void *data, size_t len), void *arg,
                        const struct rio_call *call);
+/**
+ * rio_get_stream from byte `offset` on (see rio_reader_open_at): returns the
+ * count of bytes from offset on. Unlike rio_get_stream, a key replaced before
+ * the first byte is not followed to its new generation: with
+ * call->expect_generation set that fails RIO_EGENERATION.
+ */
+int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                          int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                          const struct rio_call *call);
 
 /** The size of a streaming PUT whose length is known only at its end. */
 #define RIO_SIZE_UNKNOWN UINT64_MAX

@@ -144,6 +144,9 @@ struct rio__req {
      * chunks below window (the reader's position + prefetch) may go out. */
     uint8_t *ring;
     unsigned prefetch;
+    /* A reader opened at an offset (read_from, set before the lookup):
+     * chunks below first are never fetched and count as done. */
+    uint64_t read_from, first;
     _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
     /* PUT: a part of a streaming writer's upload: its chunk k is the
@@ -199,6 +202,13 @@ struct rio__req {
     bool committed;             /* a commit worker took it (set before the join) */
     struct rio_list_node cnode; /* on the call's ready list */
 };
+
+/* A reader opened at an offset: the bytes of the chunks it never fetches. */
+static inline uint64_t rio__req_skipped(const struct rio__req *r)
+{
+    uint64_t b = r->first * r->chunk_size;
+    return b < r->size ? b : r->size;
+}
 
 struct rio__call {
     struct rio_client *c;

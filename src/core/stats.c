@@ -212,7 +212,7 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->elapsed_ns = now - call->t0;
     for (unsigned i = 0; i < call->nreq; i++)
         if (call->reqs[i].result >= 0)
-            st->bytes += call->reqs[i].size;
+            st->bytes += call->reqs[i].size - rio__req_skipped(&call->reqs[i]);
     st->goodput_mbps = st->elapsed_ns ? st->bytes * 1e3 / (double)st->elapsed_ns : 0;
     st->npaths = c->npaths;
     pthread_mutex_lock(&c->mu);

@@ -58,6 +58,12 @@ static void reader_back(struct rio_reader *rd)
 int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
                     const struct rio_call *opt, struct rio_reader **out)
 {
+    return rio_reader_open_at(c, key, 0, prefetch, opt, out);
+}
+
+int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                       const struct rio_call *opt, struct rio_reader **out)
+{
     struct rio_reader *rd;
     struct rio__call *call;
     int ret;
@@ -75,6 +81,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rio__call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
     r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
+    r->read_from = offset;
     ret = rio__req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
     if (ret < 0)
         goto err_call;
@@ -84,6 +91,10 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rd->c = c;
     rd->call = call;
     rd->r = r;
+    /* The cursor: the chunk holding offset, which is fetched and verified
+     * whole; its bytes before offset are never handed out. */
+    rd->next = r->first;
+    rd->pos = r->first < r->nchunks ? offset - r->first * r->chunk_size : 0;
     rd->stats = opt ? opt->stats : NULL;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
@@ -209,6 +220,13 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
                        int (*cb)(void *arg, const void *data, size_t len), void *arg,
                        const struct rio_call *opt)
 {
+    return rio_get_stream_at(c, key, 0, prefetch, cb, arg, opt);
+}
+
+int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                          int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                          const struct rio_call *opt)
+{
     struct rio_reader *rd;
     const uint8_t *p;
     size_t n;
@@ -221,14 +239,15 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     if (!cb)
         return RIO_EINVAL;
     for (;; replans++) {
-        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        ret = rio_reader_open_at(c, key, offset, prefetch, opt, &rd);
         if (ret < 0)
             return ret;
         rd->t_out = 0; /* the caller's time is its callback's, timed below */
         /* Before the first byte is handed out, a PUT that replaced the key
-         * costs nothing: start over on its generation. */
+         * costs nothing: start over on its generation (not at an offset:
+         * the bytes before it belong to the generation the caller holds). */
         ret = reader_peek(rd, &p, &n);
-        if (!rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+        if (offset || !rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
             break;
         rio_reader_close(rd);
     }
