@@ -6,6 +6,7 @@
 
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
+#include "cli/tree.h"
 #include "railio.h"
 
 static void usage(FILE *f)
@@ -33,6 +34,10 @@ static void usage(FILE *f)
         "  stat URL/KEY            print the descriptor\n"
         "  rm URL/KEY              remove KEY\n"
         "  cp SRC DST              copy between backends (each a URL/KEY, a file or -)\n"
+        "  ls [-r] URL[/PREFIX]    list keys (--json: one object per line)\n"
+        "  cat URL/KEY...          objects to stdout\n"
+        "  rm [-r] URL/KEY...      remove several keys, or every key beneath PREFIX/\n"
+        "  cp -r SRC DST           a directory or prefix to a directory or prefix\n"
         "  version                 print the version and the backends (URL schemes)\n"
         "\n"
         "URL/KEY is SCHEME://AUTHORITY/KEY[?options], e.g. mock://lab/obj?paths=4.\n"
@@ -62,6 +67,13 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "demo"))
         return argc > 2 && !strcmp(argv[2], "mock") ? rio_cli_demo(argc - 3, argv + 3)
                                                     : rio_cli_demo_server(argc - 2, argv + 2);
+    if (!strcmp(cmd, "ls"))
+        return rio_cli_ls(argc - 2, argv + 2);
+    if (!strcmp(cmd, "cat"))
+        return rio_cli_cat(argc - 2, argv + 2);
+    if ((!strcmp(cmd, "rm") || !strcmp(cmd, "cp")) && rio_cli_tree_wants(cmd, argc - 2, argv + 2))
+        return !strcmp(cmd, "rm") ? rio_cli_rm_tree(argc - 2, argv + 2)
+                                  : rio_cli_cp_tree(argc - 2, argv + 2);
     if (!strcmp(cmd, "put") || !strcmp(cmd, "get") || !strcmp(cmd, "stat") || !strcmp(cmd, "rm") ||
         !strcmp(cmd, "cp"))
         return rio_cli_objects(cmd, argc - 2, argv + 2);

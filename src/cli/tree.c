@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railio ls, cat and rm of several keys or a prefix. Listings go page by
+ * page through rio_list (a page at most --page-size entries), so memory does
+ * not grow with the store; wildcards in the last path element list only what
+ * shares their literal prefix and keep what matches.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/tree.h"
+
+/* ------------------------------------------------------------ targets */
+
+void rio_cli_target_cleanup(struct rio_cli_target *t)
+{
+    free(t->client_url);
+    free(t->path);
+    free(t->prefix);
+    memset(t, 0, sizeof(*t));
+}
+
+/* mkdir -p of an absolute path; 0 or -errno. */
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+static bool is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const char *rio_cli_query_start(const char *s)
+{
+    for (const char *q = strchr(s, '?'); q; q = strchr(q + 1, '?')) {
+        const char *n = q + 1;
+        while ((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') || (*n >= '0' && *n <= '9') ||
+               *n == '_' || *n == '-' || *n == '.')
+            n++;
+        if (n > q + 1 && *n == '=')
+            return q;
+    }
+    return NULL;
+}
+
+/* The client URL (scheme "://" authority, then query) and the key path. */
+static int target_split(const char *arg, unsigned flags, char **curl, char **path, const char **why)
+{
+    const char *sep = strstr(arg, "://");
+    if (!sep || sep == arg) {
+        *why = "expected SCHEME://AUTHORITY/KEY";
+        return RIO_EURL;
+    }
+    const char *rest = sep + 3, *q = rio_cli_query_start(rest);
+    const char *end = q ? q : rest + strlen(rest);
+    const char *slash = memchr(rest, '/', (size_t)(end - rest));
+    const char *cut = slash ? slash : end;    /* client URL ends here */
+    const char *kp = slash ? slash + 1 : end; /* the key path starts here */
+    bool file = sep - arg == 4 && !strncmp(arg, "file", 4);
+    char *dir = NULL;
+    if (file && slash) {
+        /* file:///DIR/PATH: a directory is the store root (TARGET_DIR), else
+         * the root is the path up to its last '/' and the rest the key. */
+        dir = strndup(slash, (size_t)(end - slash));
+        if (!dir)
+            return -ENOMEM;
+        bool glob = rio_cli_glob_first(dir) != NULL;
+        if ((flags & RIO_CLI_TARGET_MKDIR) && !glob && !is_dir(dir)) {
+            int ret = mkdir_p(dir);
+            if (ret < 0) {
+                free(dir);
+                *why = "cannot create the destination directory";
+                return ret;
+            }
+        }
+        if ((flags & RIO_CLI_TARGET_DIR) && !glob && is_dir(dir)) {
+            cut = end;
+            kp = end;
+        } else {
+            const char *last = slash;
+            for (const char *c = slash; c < end; c++)
+                if (*c == '/')
+                    last = c;
+            cut = last == slash ? slash + 1 : last; /* file:///NAME: the root is / */
+            kp = last + 1;
+        }
+        free(dir);
+    }
+    size_t klen = (size_t)(end - kp);
+    if (klen > RIO_KEY_MAX) {
+        *why = "the key is longer than 1024 bytes";
+        return RIO_EINVAL;
+    }
+    size_t blen = (size_t)(cut - arg), qlen = q ? strlen(q) : 0;
+    *curl = malloc(blen + qlen + 1);
+    *path = strndup(kp, klen);
+    if (!*curl || !*path) {
+        free(*curl);
+        free(*path);
+        return -ENOMEM;
+    }
+    memcpy(*curl, arg, blen);
+    memcpy(*curl + blen, q ? q : "", qlen + 1);
+    return 0;
+}
+
+int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target *t,
+                         const char **why)
+{
+    memset(t, 0, sizeof(*t));
+    *why = "";
+    int ret = target_split(arg, flags, &t->client_url, &t->path, why);
+    if (ret < 0)
+        return ret;
+    const char *w = rio_cli_glob_first(t->path);
+    if (w && strchr(w, '/')) {
+        *why = "wildcards are allowed in the last path element only";
+        rio_cli_target_cleanup(t);
+        return RIO_EINVAL;
+    }
+    t->glob = w != NULL;
+    size_t n = strlen(t->path) + 1;
+    t->prefix = malloc(n);
+    if (!t->prefix) {
+        rio_cli_target_cleanup(t);
+        return -ENOMEM;
+    }
+    rio_cli_glob_prefix(t->path, t->prefix, n);
+    return 0;
+}
+
+/* ------------------------------------------------------------ listing */
+
+/* Whether the element of key at the pattern's depth (the key cut at the
+ * first '/' after the pattern's directory part) matches it. */
+static bool pattern_keeps(const char *pattern, const char *key)
+{
+    const char *pslash = strrchr(pattern, '/');
+    size_t dl = pslash ? (size_t)(pslash - pattern + 1) : 0;
+    size_t kl = strlen(key);
+    if (kl < dl)
+        return false;
+    const char *e = strchr(key + dl, '/');
+    size_t n = e ? (size_t)(e - key) : kl;
+    char elem[RIO_KEY_MAX + 1];
+    if (n > RIO_KEY_MAX)
+        return false;
+    memcpy(elem, key, n);
+    elem[n] = '\0';
+    return rio_cli_glob_match(pattern, elem, false);
+}
+
+int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
+{
+    for (;;) {
+        while (l->i < l->page.n) {
+            const struct rio_entry *x = &l->page.entries[l->i++];
+            if (l->pattern && !pattern_keeps(l->pattern, x->key))
+                continue;
+            *e = x;
+            return 1;
+        }
+        if (l->last)
+            return 0;
+        struct rio_list_args a;
+        memset(&a, 0, sizeof(a));
+        a.prefix = l->prefix;
+        a.token = l->started ? l->token : NULL;
+        a.max_keys = l->max_keys;
+        a.flags = l->recursive ? 0 : RIO_LIST_DELIM;
+        struct rio_list_page next;
+        memset(&next, 0, sizeof(next));
+        int ret = rio_list(l->c, &a, &next, NULL);
+        if (ret < 0)
+            return ret;
+        /* A backend that hands back the token it was given would loop
+         * forever: refuse it. */
+        if (l->started && next.next_token[0] && !strcmp(next.next_token, l->token)) {
+            rio_list_page_cleanup(&next);
+            return RIO_EPROTO;
+        }
+        rio_list_page_cleanup(&l->page);
+        l->page = next;
+        l->i = 0;
+        l->started = true;
+        l->last = !l->page.next_token[0];
+        memcpy(l->token, l->page.next_token, sizeof(l->token));
+    }
+}
+
+void rio_cli_lister_cleanup(struct rio_cli_lister *l)
+{
+    rio_list_page_cleanup(&l->page);
+}
+
+/* --------------------------------------------------------------- pool */
+
+struct pool {
+    pthread_mutex_t mu;
+    size_t next, n;
+    void (*fn)(void *arg, size_t i);
+    void *arg;
+};
+
+static void *pool_main(void *a)
+{
+    struct pool *p = a;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next < p->n ? p->next++ : p->n;
+        pthread_mutex_unlock(&p->mu);
+        if (i >= p->n)
+            return NULL;
+        p->fn(p->arg, i);
+    }
+}
+
+void rio_cli_pool_run(unsigned jobs, size_t n, void (*fn)(void *arg, size_t i), void *arg)
+{
+    struct pool p = {.mu = PTHREAD_MUTEX_INITIALIZER, .n = n, .fn = fn, .arg = arg};
+    pthread_t th[64];
+    unsigned nt = 0;
+    if (jobs > 64)
+        jobs = 64;
+    if (jobs > n)
+        jobs = (unsigned)n;
+    for (unsigned i = 1; i < jobs; i++)
+        if (pthread_create(&th[nt], NULL, pool_main, &p) == 0)
+            nt++;
+    pool_main(&p); /* this thread works too; with no thread it does it all */
+    for (unsigned i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+}
+
+void rio_cli_json_u64(FILE *f, uint64_t v)
+{
+    if (v > (1ull << 53))
+        fprintf(f, "\"%llu\"", (unsigned long long)v);
+    else
+        fprintf(f, "%llu", (unsigned long long)v);
+}
+
+/* ------------------------------------------------- what the verbs share */
+
+static int opt_uint(const char *cmd, const char *name, const char *v, unsigned lo, unsigned hi,
+                    unsigned *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long x = v ? strtoul(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || x < lo || x > hi || v[0] == '-') {
+        fprintf(stderr, "railio %s: %s takes a number in %u..%u (got '%s')\n", cmd, name, lo, hi,
+                v ? v : "");
+        return -1;
+    }
+    *out = (unsigned)x;
+    return 0;
+}
+
+int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
+                            const char *usage, int min_pos)
+{
+    memset(o, 0, sizeof(*o));
+    o->jobs = 8;
+    o->pos = calloc((size_t)argc + 1, sizeof(*o->pos));
+    if (!o->pos) {
+        fprintf(stderr, "railio %s: out of memory\n", cmd);
+        return 1;
+    }
+    bool opts = true;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!opts || a[0] != '-' || !a[1]) {
+            o->pos[o->npos++] = argv[i];
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            opts = false;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            goto done;
+        } else if (!strcmp(a, "-r") || !strcmp(a, "-R") || !strcmp(a, "--recursive")) {
+            o->recursive = true;
+        } else if (!strcmp(a, "--json")) {
+            o->json = true;
+        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
+            o->quiet = true;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            o->verbose = true;
+        } else if (!strcmp(a, "--page-size") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
+            bool page = !strcmp(a, "--page-size");
+            if (opt_uint(cmd, a, i + 1 < argc ? argv[i + 1] : NULL, 1,
+                         page ? RIO_LIST_PAGE_MAX : 64, page ? &o->page_size : &o->jobs) < 0)
+                goto bad;
+            i++;
+        } else {
+            fprintf(stderr, "railio %s: unknown option '%s'\n", cmd, a);
+            goto bad;
+        }
+    }
+    if (o->npos >= min_pos)
+        return -1;
+bad:
+    fputs(usage, stderr);
+    free(o->pos);
+    o->pos = NULL;
+    return 2;
+done:
+    free(o->pos);
+    o->pos = NULL;
+    return 0;
+}
+
+int rio_cli_tree_exit(int err)
+{
+    (void)err;
+    return 1;
+}
+
+void rio_cli_tree_error(const char *cmd, const struct rio_cli_tree_opts *o, const char *what,
+                        int err)
+{
+    const char *detail = rio_error_detail();
+    if (o && o->json) {
+        printf("{\"error\":{\"command\":\"%s\",\"what\":", cmd);
+        rio_cli_json_str(stdout, what);
+        printf(",\"code\":%d,\"name\":\"%s\",\"message\":", err, rio_errname(err));
+        rio_cli_json_str(stdout, rio_strerror(err));
+        if (detail && *detail) {
+            printf(",\"detail\":");
+            rio_cli_json_str(stdout, detail);
+        }
+        printf("}}\n");
+        return;
+    }
+    fprintf(stderr, "railio %s: %s: %s (%s)%s%s\n", cmd, what, rio_strerror(err), rio_errname(err),
+            detail && *detail ? ": " : "", detail && *detail ? detail : "");
+}
+
+int rio_cli_tree_open(const char *cmd, const struct rio_cli_tree_opts *o, const char *arg,
+                      unsigned flags, struct rio_cli_target *t, struct rio_client **c)
+{
+    char shown[1024];
+    const char *why;
+    int ret = rio_cli_target_parse(arg, flags, t, &why);
+    if (ret < 0) {
+        fprintf(stderr, "railio %s: '%s': %s%s%s\n", cmd,
+                rio_cli_url_safe(arg, shown, sizeof(shown)), rio_strerror(ret), *why ? ": " : "",
+                why);
+        return ret == RIO_EURL || ret == RIO_EINVAL ? 2 : rio_cli_tree_exit(ret);
+    }
+    ret = rio_client_new(t->client_url, NULL, c);
+    if (ret < 0) {
+        char what[1100];
+        snprintf(what, sizeof(what), "cannot open '%s'",
+                 rio_cli_url_safe(t->client_url, shown, sizeof(shown)));
+        rio_cli_tree_error(cmd, o, what, ret);
+        rio_cli_target_cleanup(t);
+        return rio_cli_tree_exit(ret);
+    }
+    return 0;
+}

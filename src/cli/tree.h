@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railio ls, cat, rm (several keys, -r) and cp -r: the verbs that work on
+ * many keys at once, through rio_list pages, and the wildcards they take in
+ * the last path element.
+ */
+#ifndef RIO_CLI_TREE_H
+#define RIO_CLI_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "railio.h"
+
+int rio_cli_ls(int argc, char **argv);
+int rio_cli_cat(int argc, char **argv);
+/* rm with -r, a wildcard or several keys; cp with -r or a wildcard. */
+int rio_cli_rm_tree(int argc, char **argv);
+int rio_cli_cp_tree(int argc, char **argv);
+/* Whether `railio rm`/`cp` with these arguments is one of the above (else
+ * the single-object verbs take it). */
+bool rio_cli_tree_wants(const char *cmd, int argc, char **argv);
+
+/* ---------------------------------------------------------- wildcards */
+
+/* The first unquoted wildcard of pat ('*', '?' or a closed '[...]'), or NULL. */
+const char *rio_cli_glob_first(const char *pat);
+/* The literal part of pat before its first wildcard, quotes removed, into
+ * out (truncated to cap); its full length. */
+size_t rio_cli_glob_prefix(const char *pat, char *out, size_t cap);
+/* Whether s matches pat; '*', '?' and brackets match '/' only when slash. */
+bool rio_cli_glob_match(const char *pat, const char *s, bool slash);
+
+/* ------------------------------------------------------------ targets */
+
+/* target_parse flags: a file:// path that is a directory is the store root
+ * (TARGET_DIR), created when missing (TARGET_MKDIR). */
+#define RIO_CLI_TARGET_DIR 0x1u
+#define RIO_CLI_TARGET_MKDIR 0x2u
+
+/* SCHEME://AUTHORITY/PATH[?options] as a client and a key path. */
+struct rio_cli_target {
+    char *client_url; /* SCHEME://AUTHORITY[?options] (file://: the store root) */
+    char *path;       /* the key, prefix or pattern after it; "" for none */
+    char *prefix;     /* path before its first wildcard: what to list */
+    bool glob;        /* path has a wildcard (in its last element only) */
+};
+
+/* Where a URL's options begin: the first '?' followed by NAME= (NAME:
+ * letters, digits, '_', '-', '.'), so that '?' stays a wildcard elsewhere ("dir/?.bin"); NULL when
+ * there are none. */
+const char *rio_cli_query_start(const char *s);
+/* 0, or an error after which t holds nothing; *why says what was wrong. */
+int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target *t,
+                         const char **why);
+void rio_cli_target_cleanup(struct rio_cli_target *t);
+
+/* Every entry under a prefix, page by page (never one giant page). */
+struct rio_cli_lister {
+    struct rio_client *c;
+    const char *prefix;  /* what to list */
+    const char *pattern; /* NULL, or only entries whose last element matches */
+    bool recursive;      /* false: one level (RIO_LIST_DELIM) */
+    unsigned max_keys;   /* per page; 0 = the library's default */
+    /* private */
+    struct rio_list_page page;
+    unsigned i;
+    bool started, last;
+    char token[RIO_LIST_TOKEN_MAX + 1];
+};
+
+/* The next entry: 1 with *e (valid until the next call), 0 at the end, or
+ * an error. rio_cli_lister_cleanup frees the page. */
+int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e);
+void rio_cli_lister_cleanup(struct rio_cli_lister *l);
+
+/* Run fn(arg, i) for i in [0, n) on up to jobs threads; returns when all ran. */
+void rio_cli_pool_run(unsigned jobs, size_t n, void (*fn)(void *arg, size_t i), void *arg);
+
+/* ------------------------------------------------- what the verbs share */
+
+struct rio_cli_tree_opts {
+    bool recursive;     /* -r, --recursive */
+    bool json;          /* --json */
+    bool quiet;         /* -q: errors only */
+    bool verbose;       /* -v: each key as it is done */
+    unsigned page_size; /* --page-size N: entries per listing page (1..10000) */
+    unsigned jobs;      /* --jobs N: objects in flight at once (1..64) */
+    char **pos;         /* the arguments that are no option (argv's storage) */
+    int npos;
+};
+
+/* Options anywhere among the arguments ("--" ends them); -1 to go on, else
+ * the exit status (0 after --help, 2 after a bad option or fewer than
+ * min_pos other arguments). o->pos is malloc'd: free it. */
+int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
+                            const char *usage, int min_pos);
+/* "railio CMD: WHAT: message (NAME)" and the library's detail when it has
+ * one, on stderr, or a JSON error object on stdout with --json. */
+void rio_cli_tree_error(const char *cmd, const struct rio_cli_tree_opts *o, const char *what,
+                        int err);
+/* The exit status for an error. */
+int rio_cli_tree_exit(int err);
+/* Parse arg and open its client; 0, or the exit status after a message. */
+int rio_cli_tree_open(const char *cmd, const struct rio_cli_tree_opts *o, const char *arg,
+                      unsigned flags, struct rio_cli_target *t, struct rio_client **c);
+
+/* An unsigned 64-bit JSON value: a number up to 2^53, a string above. */
+void rio_cli_json_u64(FILE *f, uint64_t v);
+
+#endif
