@@ -114,7 +114,8 @@ static int ls_one(const struct rio_cli_tree_opts *o, const char *arg, bool *stop
         rc = rio_cli_tree_exit(ret);
     }
     if (o->verbose && !o->json)
-        fprintf(stderr, "ls: %llu entries\n", (unsigned long long)n);
+        fprintf(stderr, "ls: %llu entries in %llu pages\n", (unsigned long long)n,
+                (unsigned long long)l.pages);
     rio_cli_lister_cleanup(&l);
     rio_client_destroy(c);
     rio_cli_target_cleanup(&t);

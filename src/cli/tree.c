@@ -206,6 +206,7 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
             return RIO_EPROTO;
         }
         rio_list_page_cleanup(&l->page);
+        l->pages++;
         l->page = next;
         l->i = 0;
         l->started = true;

@@ -64,6 +64,7 @@ struct rio_cli_lister {
     const char *pattern; /* NULL, or only entries whose last element matches */
     bool recursive;      /* false: one level (RIO_LIST_DELIM) */
     unsigned max_keys;   /* per page; 0 = the library's default */
+    uint64_t pages;      /* out: pages fetched so far */
     /* private */
     struct rio_list_page page;
     unsigned i;
