@@ -389,8 +389,14 @@ static int cp_listed(struct cp_run *r, struct rio_cli_lister *l, size_t base,
             if (r->ddir >= 0 && !rel_safe(rel)) {
                 /* A key ending in '/' is a directory marker some stores keep. */
                 size_t rl = strlen(rel);
-                if (!(rl && rel[rl - 1] == '/'))
-                    cp_fail(r, e->key, RIO_EINVAL);
+                if (!(rl && rel[rl - 1] == '/')) {
+                    char what[RIO_KEY_MAX + 128];
+                    snprintf(what, sizeof(what),
+                             "%s: refused, not a path beneath the destination ('..', '.', an "
+                             "empty or absolute element)",
+                             e->key);
+                    cp_fail(r, what, RIO_EINVAL);
+                }
                 continue;
             }
             v[n].src = strdup(e->key);

@@ -90,7 +90,13 @@ static int target_split(const char *arg, unsigned flags, char **curl, char **pat
         dir = strndup(slash, (size_t)(end - slash));
         if (!dir)
             return -ENOMEM;
-        bool glob = rio_cli_glob_first(dir) != NULL;
+        const char *w = rio_cli_glob_first(dir);
+        bool glob = w != NULL;
+        if (w && strchr(w, '/')) {
+            free(dir);
+            *why = "wildcards are allowed in the last path element only";
+            return RIO_EINVAL;
+        }
         if ((flags & RIO_CLI_TARGET_MKDIR) && !glob && !is_dir(dir)) {
             int ret = mkdir_p(dir);
             if (ret < 0) {
