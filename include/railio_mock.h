@@ -86,16 +86,20 @@ struct rio_mock_fault {
 /* op= of data faults: read, write (0: both) */
 #define RIO_MOCK_OP_READ 1
 #define RIO_MOCK_OP_WRITE 2
-/* op= of META_ERROR: lookup, put_open, put_commit, remove (0: any of them) */
+/* op= of META_ERROR: lookup, put_open, put_commit, remove, list, exists (0:
+ * any of them) */
 #define RIO_MOCK_OP_LOOKUP 3
 #define RIO_MOCK_OP_PUT_OPEN 4
 #define RIO_MOCK_OP_PUT_COMMIT 5
 #define RIO_MOCK_OP_REMOVE 6
+#define RIO_MOCK_OP_LIST 7
+#define RIO_MOCK_OP_EXISTS 8
 
 /**
  * Parse one spec: "KIND[:key=value]..." with KIND disconnect, short, bitflip,
  * stall, error, late, genchange, delay, meta_error or unfenced, and keys
- * op=read|write (meta_error: lookup|put_open|put_commit|remove), path, chunk,
+ * op=read|write (meta_error: lookup|put_open|put_commit|remove|list|exists),
+ * path, chunk,
  * count, skip, bytes, error (errno name or RIO_E* name or number), delay,
  * down, p. Examples: "disconnect:path=1:bytes=65536:down=0",
  * "meta_error:op=put_commit:error=EIO:count=1". Returns 0 or RIO_EINVAL.

@@ -379,6 +379,12 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);
+/* One page (out emptied before each try; empty on error). Unchecked: the
+ * caller checks it (listing.c). */
+int rio__meta_list(struct rio_client *c, const struct rio__meta *m, const struct rio_list_args *a,
+                   struct rio_list_page *out);
+int rio__meta_exists(struct rio_client *c, const struct rio__meta *m, const char *const *keys,
+                     unsigned n, uint8_t *out);
 /* Consumes upload whatever it returns; retried only where the transport
  * has RIO_CAP_COMMIT_RETRY (transport.h). */
 int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,

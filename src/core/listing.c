@@ -1,43 +1,467 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rio_list and rio_exists_batch: the engine's side of listing and batch
- * existence (include/railio.h). Not yet wired to any transport: both answer
- * RIO_ENOTSUP until the transports' list and exists ops land.
+ * existence (include/railio.h). Both run through the engine's metadata
+ * retry (meta.c): one classifier, retry_attempts, backoff, the call's
+ * deadline and cancel token.
+ *
+ * What a transport lists is hostile input like a descriptor (DESIGN.md,
+ * invariant 9): every page is checked before the caller sees it (count,
+ * keys terminated and under the prefix, byte order, token terminated), and
+ * a page that breaks the contract fails the call with RIO_EPROTO and a
+ * rio_error_detail that names the field.
+ *
+ * RIO_LIST_DELIM is the engine's for a transport that does not do it
+ * (no RIO_CAP_LIST_DELIM): it lists without it and collapses every key at
+ * its first '/' after the prefix into one common prefix. Such a listing
+ * pages by key, not by the transport's token: the next_token it hands out
+ * is the last entry it returned (a key, or a common prefix), and the next
+ * page starts after it (after every key under it, for a common prefix).
  */
+#include <errno.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/engine.h"
 #include "core/internal.h"
 #include "railio.h"
+
+#define LIST_DEFAULT_KEYS 1000u
+/* Empty pages a transport may return in a row (each one not the last)
+ * before the engine takes it for a loop. */
+#define LIST_EMPTY_MAX 64u
+
+/* The bounds of a listing's metadata: the call's deadline and token. */
+static void meta_bounds(struct rio_client *c, const struct rio_call *call, struct rio__meta *m)
+{
+    m->deadline_ns = rio__call_deadline_of(c, call, rio__now_ns());
+    m->cancel = call ? call->cancel : NULL;
+    m->call = NULL;
+}
+
+static int list_args_check(const struct rio_list_args *a, size_t *plen)
+{
+    for (size_t i = 0; i < sizeof(a->reserved) / sizeof(a->reserved[0]); i++) {
+        if (a->reserved[i]) {
+            rio__detail("rio_list_args.reserved[%zu] is not zero", i);
+            return RIO_EINVAL;
+        }
+    }
+    if (a->flags & ~RIO_LIST_DELIM) {
+        rio__detail("rio_list_args.flags: unknown bits 0x%x", a->flags & ~RIO_LIST_DELIM);
+        return RIO_EINVAL;
+    }
+    *plen = a->prefix ? strnlen(a->prefix, RIO_KEY_MAX + 1) : 0;
+    if (*plen > RIO_KEY_MAX) {
+        rio__detail("rio_list_args.prefix: longer than %d bytes", RIO_KEY_MAX);
+        return RIO_EINVAL;
+    }
+    if (a->token && strnlen(a->token, RIO_LIST_TOKEN_MAX + 1) > RIO_LIST_TOKEN_MAX) {
+        rio__detail("rio_list_args.token: longer than %d bytes", RIO_LIST_TOKEN_MAX);
+        return RIO_EINVAL;
+    }
+    if (a->start_after && strnlen(a->start_after, RIO_KEY_MAX + 1) > RIO_KEY_MAX) {
+        rio__detail("rio_list_args.start_after: longer than %d bytes", RIO_KEY_MAX);
+        return RIO_EINVAL;
+    }
+    return 0;
+}
+
+/* What a page was asked for: its checks. */
+struct page_want {
+    const char *prefix; /* "" for none */
+    size_t plen;
+    unsigned max_keys;
+    const char *after; /* keys must sort after it ("" none, or unordered) */
+    bool dirs;         /* RIO_ENTRY_DIR entries allowed (the transport's delim) */
+    bool ordered;      /* byte order of keys checked */
+};
+
+/*
+ * Check a page a transport returned. Returns 0, or RIO_EPROTO with
+ * rio_error_detail naming the field.
+ */
+static int page_check(const struct rio_client *c, const struct page_want *w,
+                      const struct rio_list_page *p)
+{
+    const char *scheme = c->url.scheme;
+
+    if (p->n > w->max_keys) {
+        rio__detail("%s list: %u entries for a page of at most %u", scheme, p->n, w->max_keys);
+        return RIO_EPROTO;
+    }
+    if (p->n && !p->entries) {
+        rio__detail("%s list: %u entries and no entries array", scheme, p->n);
+        return RIO_EPROTO;
+    }
+    if (!memchr(p->next_token, '\0', sizeof(p->next_token))) {
+        rio__detail("%s list: next_token not terminated", scheme);
+        return RIO_EPROTO;
+    }
+    for (unsigned i = 0; i < p->n; i++) {
+        const struct rio_entry *e = &p->entries[i];
+        if (!memchr(e->key, '\0', sizeof(e->key))) {
+            rio__detail("%s list: entries[%u].key not terminated within %d bytes", scheme, i,
+                        RIO_KEY_MAX);
+            return RIO_EPROTO;
+        }
+        if (!e->key[0]) {
+            rio__detail("%s list: entries[%u].key is empty", scheme, i);
+            return RIO_EPROTO;
+        }
+        if (strncmp(e->key, w->prefix, w->plen) != 0) {
+            rio__detail("%s list: entries[%u].key does not start with the prefix", scheme, i);
+            return RIO_EPROTO;
+        }
+        if (e->flags & ~RIO_ENTRY_DIR) {
+            rio__detail("%s list: entries[%u].flags: unknown bits 0x%x", scheme, i, e->flags);
+            return RIO_EPROTO;
+        }
+        if ((e->flags & RIO_ENTRY_DIR) &&
+            (!w->dirs || e->key[strlen(e->key) - 1] != '/' || strlen(e->key) <= w->plen)) {
+            rio__detail("%s list: entries[%u] is a common prefix %s", scheme, i,
+                        w->dirs ? "that does not end in '/' after the prefix"
+                                : "where none was asked for");
+            return RIO_EPROTO;
+        }
+        if (!memchr(e->etag, '\0', sizeof(e->etag))) {
+            rio__detail("%s list: entries[%u].etag not terminated", scheme, i);
+            return RIO_EPROTO;
+        }
+        if (e->size > (uint64_t)INT64_MAX) {
+            rio__detail("%s list: entries[%u].size out of range", scheme, i);
+            return RIO_EPROTO;
+        }
+        if (!w->ordered)
+            continue;
+        const char *prev = i ? p->entries[i - 1].key : w->after;
+        if (prev && prev[0] && strcmp(e->key, prev) <= 0) {
+            rio__detail("%s list: entries[%u].key not after %s in byte order", scheme, i,
+                        i ? "the one before it" : "start_after");
+            return RIO_EPROTO;
+        }
+    }
+    return 0;
+}
+
+/* One page from the transport, with the engine's retry, checked. */
+static int list_page(struct rio_client *c, const struct rio__meta *m,
+                     const struct rio_list_args *ta, const struct page_want *w,
+                     struct rio_list_page *out)
+{
+    int ret = rio__meta_list(c, m, ta, out);
+    if (ret < 0)
+        return ret;
+    ret = page_check(c, w, out);
+    if (ret < 0)
+        rio_list_page_cleanup(out);
+    return ret;
+}
+
+/* Where a key of the listing under a prefix of plen bytes collapses with
+ * RIO_LIST_DELIM: the length of its common prefix (through the first '/'
+ * after the prefix), or 0 when it stays a key. */
+static size_t delim_len(const char *key, size_t plen)
+{
+    const char *slash = strchr(key + plen, '/');
+    return slash ? (size_t)(slash - key) + 1 : 0;
+}
+
+/*
+ * The key to list after so as to skip every key under common prefix cp
+ * (clen bytes): cp padded with 0xff to RIO_KEY_MAX bytes, the greatest key
+ * that starts with cp, so the next key in byte order is past them all.
+ */
+static void skip_past(char *dst, const char *cp, size_t clen)
+{
+    memcpy(dst, cp, clen);
+    memset(dst + clen, 0xff, RIO_KEY_MAX - clen);
+    dst[RIO_KEY_MAX] = '\0';
+}
+
+/*
+ * RIO_LIST_DELIM for a transport without it: pages of plain keys in byte
+ * order, each key below a '/' after the prefix folded into its common
+ * prefix, until the page has max_keys entries or the listing ends. Each
+ * transport page is asked for no more entries than the page still has
+ * room for, so a page never ends inside one of the transport's.
+ */
+static int list_delim(struct rio_client *c, const struct rio__meta *m,
+                      const struct rio_list_args *a, const struct page_want *w0,
+                      struct rio_list_page *out)
+{
+    struct rio_list_args ta;
+    struct rio_list_page tp;
+    struct page_want w = *w0;
+    char *cursor; /* list after it: the last key seen, or a common prefix skipped */
+    char last_cp[RIO_KEY_MAX + 1] = ""; /* the common prefix last emitted */
+    char ttoken[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned empty = 0;
+    int ret;
+
+    cursor = rio__malloc(RIO_KEY_MAX + 1);
+    if (!cursor)
+        return -ENOMEM;
+    cursor[0] = '\0';
+    out->entries = rio__calloc(w.max_keys, sizeof(*out->entries));
+    if (!out->entries) {
+        ret = -ENOMEM;
+        goto err_cursor;
+    }
+    /* A token of this mode is the last entry a page returned; a common
+     * prefix (it ends in its first '/' after the prefix) is skipped whole. */
+    if (a->token && a->token[0]) {
+        size_t tlen = strlen(a->token);
+        size_t cl = tlen > w.plen && strncmp(a->token, w.prefix, w.plen) == 0
+                        ? delim_len(a->token, w.plen)
+                        : 0;
+        if (tlen > RIO_KEY_MAX) {
+            rio__detail("rio_list_args.token: not a token of this listing");
+            ret = RIO_EINVAL;
+            goto err_entries;
+        }
+        if (cl == tlen) {
+            skip_past(cursor, a->token, tlen);
+            memcpy(last_cp, a->token, tlen + 1);
+        } else {
+            memcpy(cursor, a->token, tlen + 1);
+        }
+    } else if (a->start_after) {
+        memcpy(cursor, a->start_after, strlen(a->start_after) + 1);
+    }
+
+    for (;;) {
+        memset(&ta, 0, sizeof(ta));
+        ta.prefix = w.prefix;
+        ta.max_keys = w0->max_keys - out->n;
+        if (ttoken[0])
+            ta.token = ttoken;
+        else
+            ta.start_after = cursor;
+        w.max_keys = ta.max_keys;
+        w.after = ttoken[0] ? "" : cursor;
+        ret = list_page(c, m, &ta, &w, &tp);
+        if (ret < 0)
+            goto err_entries;
+        for (unsigned i = 0; i < tp.n; i++) {
+            const char *k = tp.entries[i].key;
+            size_t cl = delim_len(k, w.plen);
+            size_t klen = strlen(k);
+            memcpy(cursor, k, klen + 1);
+            if (!cl) {
+                out->entries[out->n++] = tp.entries[i];
+                continue;
+            }
+            if (last_cp[0] && strncmp(k, last_cp, cl) == 0 && last_cp[cl] == '\0')
+                continue;
+            struct rio_entry *e = &out->entries[out->n++];
+            memset(e, 0, sizeof(*e));
+            memcpy(e->key, k, cl);
+            e->flags = RIO_ENTRY_DIR;
+            memcpy(last_cp, k, cl);
+            last_cp[cl] = '\0';
+            /* Go on after every key under it, not through them. */
+            skip_past(cursor, k, cl);
+        }
+        bool more = tp.next_token[0] != '\0';
+        if (more && tp.n == 0) {
+            /* The transport's own way on, for once: the key cursor did not
+             * move. */
+            if (++empty > LIST_EMPTY_MAX) {
+                rio__detail("%s list: %u empty pages in a row", c->url.scheme, empty);
+                rio_list_page_cleanup(&tp);
+                ret = RIO_EPROTO;
+                goto err_entries;
+            }
+            memcpy(ttoken, tp.next_token, sizeof(ttoken));
+        } else {
+            empty = 0;
+            ttoken[0] = '\0';
+        }
+        rio_list_page_cleanup(&tp);
+        if (!more)
+            break;
+        if (out->n == w0->max_keys) {
+            const char *lk = out->entries[out->n - 1].key;
+            memcpy(out->next_token, lk, strlen(lk) + 1);
+            break;
+        }
+    }
+    rio__free(cursor);
+    return 0;
+err_entries:
+    rio_list_page_cleanup(out);
+err_cursor:
+    rio__free(cursor);
+    return ret;
+}
 
 int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_list_page *out,
              const struct rio_call *call)
 {
-    (void)call;
+    struct rio_list_args ta;
+    struct page_want w;
+    struct rio__meta m;
+    size_t plen;
+    int ret;
+
     rio__detail_clear();
     if (out)
         memset(out, 0, sizeof(*out));
     if (!c || !a || !out)
         return RIO_EINVAL;
-    return RIO_ENOTSUP;
+    ret = list_args_check(a, &plen);
+    if (ret < 0)
+        return ret;
+    ta = *a;
+    if (ta.max_keys == 0)
+        ta.max_keys = LIST_DEFAULT_KEYS;
+    if (ta.max_keys > RIO_LIST_PAGE_MAX)
+        ta.max_keys = RIO_LIST_PAGE_MAX;
+    if (!ta.prefix)
+        ta.prefix = "";
+    if (ta.token && !ta.token[0])
+        ta.token = NULL;
+    if (ta.token || (ta.start_after && !ta.start_after[0]))
+        ta.start_after = NULL; /* the token says where; start_after is the first page's */
+
+    bool unordered = rio__t_has_cap(c->t, RIO_CAP_LIST_UNORDERED);
+    bool own_delim = rio__t_has_cap(c->t, RIO_CAP_LIST_DELIM);
+    w = (struct page_want){.prefix = ta.prefix,
+                           .plen = plen,
+                           .max_keys = ta.max_keys,
+                           .after = ta.start_after ? ta.start_after : "",
+                           .dirs = (ta.flags & RIO_LIST_DELIM) && own_delim,
+                           .ordered = !unordered};
+    meta_bounds(c, call, &m);
+    if (!(ta.flags & RIO_LIST_DELIM) || own_delim)
+        return list_page(c, &m, &ta, &w, out);
+    if (!rio__t_ops(c->t)->list)
+        return RIO_ENOTSUP;
+    if (unordered) {
+        /* Folding keys into common prefixes needs them in byte order. */
+        rio__detail("%s list: RIO_LIST_DELIM needs a listing in byte order", c->url.scheme);
+        return RIO_ENOTSUP;
+    }
+    return list_delim(c, &m, &ta, &w, out);
 }
 
 void rio_list_page_cleanup(struct rio_list_page *p)
 {
     if (!p)
         return;
-    free(p->entries);
+    rio__free(p->entries);
     memset(p, 0, sizeof(*p));
+}
+
+/* Lookups in parallel for a transport without an exists op. */
+struct exists_job {
+    struct rio_client *c;
+    const struct rio__meta *m;
+    const char *const *keys;
+    uint8_t *out;
+    _Atomic int err; /* the first error other than RIO_ENOTFOUND */
+};
+
+static void exists_one(void *arg, unsigned i)
+{
+    struct exists_job *j = arg;
+    struct rio_desc d;
+
+    if (atomic_load(&j->err))
+        return; /* the call has failed: the rest is not worth asking */
+    memset(&d, 0, sizeof(d));
+    int ret = rio__meta_lookup(j->c, j->m, j->keys[i], &d);
+    if (ret >= 0) {
+        rio_desc_cleanup(&d);
+        j->out[i] = 1;
+    } else if (ret == RIO_ENOTFOUND) {
+        j->out[i] = 0;
+    } else {
+        int zero = 0;
+        atomic_compare_exchange_strong(&j->err, &zero, ret);
+    }
+}
+
+/* The exists op, in slices the transport accepts; each answer byte checked. */
+static int exists_op(struct rio_client *c, const struct rio__meta *m, const char *const *keys,
+                     unsigned n, uint8_t *out)
+{
+    for (unsigned off = 0; off < n;) {
+        unsigned k = n - off < RIO_LIST_PAGE_MAX ? n - off : RIO_LIST_PAGE_MAX;
+        /* 2 is neither answer: a byte the transport did not write shows. */
+        memset(out + off, 2, k);
+        int ret = rio__meta_exists(c, m, keys + off, k, out + off);
+        if (ret < 0)
+            return ret;
+        for (unsigned i = 0; i < k; i++) {
+            if (out[off + i] > 1) {
+                rio__detail("%s exists: answer[%u] is %u, not 0 or 1", c->url.scheme, off + i,
+                            out[off + i]);
+                return RIO_EPROTO;
+            }
+        }
+        off += k;
+    }
+    return 0;
 }
 
 int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, uint8_t *exists,
                      unsigned *prefix_hits, const struct rio_call *call)
 {
-    (void)exists;
-    (void)prefix_hits;
-    (void)call;
+    struct rio__meta m;
+    uint8_t *out = exists;
+    unsigned count = 0, hits = 0;
+    int ret = 0;
+
     rio__detail_clear();
     if (!c || (n && !keys))
         return RIO_EINVAL;
-    return RIO_ENOTSUP;
+    if (n > INT_MAX) {
+        rio__detail("rio_exists_batch: %u keys, more than %d", n, INT_MAX);
+        return RIO_EINVAL;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        ret = rio__key_check(keys[i]);
+        if (ret < 0) {
+            rio__detail("rio_exists_batch: keys[%u] is not a key", i);
+            return ret;
+        }
+    }
+    if (prefix_hits)
+        *prefix_hits = 0;
+    if (n == 0)
+        return 0;
+    if (!out) {
+        out = rio__malloc(n);
+        if (!out)
+            return -ENOMEM;
+    }
+    meta_bounds(c, call, &m);
+    ret = rio__t_has_exists(c->t) ? exists_op(c, &m, keys, n, out) : RIO_ENOTSUP;
+    /* A filter stacked over a backend without the op says so. */
+    if (ret == RIO_ENOTSUP) {
+        struct exists_job j = {.c = c, .m = &m, .keys = keys, .out = out};
+        atomic_init(&j.err, 0);
+        rio__meta_parallel(c, n, n, exists_one, &j);
+        ret = atomic_load(&j.err);
+    }
+    if (ret < 0)
+        goto out;
+    for (unsigned i = 0; i < n; i++) {
+        count += out[i];
+        if (hits == i && out[i])
+            hits++;
+    }
+    if (prefix_hits)
+        *prefix_hits = hits;
+    ret = (int)count;
+out:
+    if (out != exists)
+        rio__free(out);
+    return ret;
 }

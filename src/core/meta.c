@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Metadata ops (lookup, put_open, put_commit, remove) with the engine's
+ * Metadata ops (lookup, put_open, put_commit, remove, list, exists) with the engine's
  * retry: one place decides which failures go again, how often and how long
  * to wait, for every transport, as it does for chunks (DESIGN.md, invariant
  * 4). A transport answers each try once; it returns a retryable class only
@@ -11,6 +11,7 @@
  * try is counted in the call's retries by class (rio_stats.retries).
  */
 #include <errno.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -120,14 +121,19 @@ static int meta_may_try(const struct rio__meta *m)
 }
 
 /* One metadata op and its arguments, so one loop retries them all. */
-enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE };
+enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE, META_LIST, META_EXISTS };
 
 struct meta_op {
     int kind;
     const char *key;
-    struct rio_desc *out;      /* lookup */
-    uint64_t size, chunk_size; /* put_open */
-    void **upload;             /* put_open */
+    struct rio_desc *out;                  /* lookup */
+    uint64_t size, chunk_size;             /* put_open */
+    void **upload;                         /* put_open */
+    const struct rio_list_args *list_args; /* list */
+    struct rio_list_page *page;            /* list */
+    const char *const *keys;               /* exists */
+    unsigned nkeys;                        /* exists */
+    uint8_t *exists;                       /* exists */
 };
 
 static int meta_once(struct rio_client *c, const struct meta_op *op)
@@ -137,6 +143,17 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
         return rio__t_lookup(c->t, op->key, op->out);
     case META_PUT_OPEN:
         return rio__t_put_open(c->t, op->key, op->size, op->chunk_size, op->upload);
+    case META_LIST: {
+        /* Each try starts from an empty page, and a failed one leaves
+         * nothing behind (what a transport left in it is freed). */
+        memset(op->page, 0, sizeof(*op->page));
+        int ret = rio__t_list(c->t, op->list_args, op->page);
+        if (ret < 0)
+            rio_list_page_cleanup(op->page);
+        return ret;
+    }
+    case META_EXISTS:
+        return rio__t_exists(c->t, op->keys, op->nkeys, op->exists);
     default:
         return rio__t_remove(c->t, op->key);
     }
@@ -181,6 +198,20 @@ int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const ch
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key)
 {
     struct meta_op op = {.kind = META_REMOVE, .key = key};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_list(struct rio_client *c, const struct rio__meta *m, const struct rio_list_args *a,
+                   struct rio_list_page *out)
+{
+    struct meta_op op = {.kind = META_LIST, .list_args = a, .page = out};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_exists(struct rio_client *c, const struct rio__meta *m, const char *const *keys,
+                     unsigned n, uint8_t *out)
+{
+    struct meta_op op = {.kind = META_EXISTS, .keys = keys, .nkeys = n, .exists = out};
     return meta_run(c, m, &op);
 }
 

@@ -70,6 +70,33 @@ static inline void rio__counters_copy(pthread_mutex_t *mu, void *out, const void
     pthread_mutex_unlock(mu);
 }
 
+/* list's arguments as a backend that lists in byte order of key takes them
+ * (the engine has checked and clamped them): the prefix ("" none), the key
+ * the page starts after ("" none: the token, a key for such a backend,
+ * else start_after) and the page size (1..RIO_LIST_PAGE_MAX). */
+struct rio__list_span {
+    const char *prefix;
+    size_t plen;
+    const char *after;
+    unsigned max;
+};
+
+static inline void rio__list_span_of(const struct rio_list_args *a, struct rio__list_span *sp)
+{
+    sp->prefix = a->prefix ? a->prefix : "";
+    sp->plen = strlen(sp->prefix);
+    sp->after = a->token && a->token[0] ? a->token : a->start_after ? a->start_after : "";
+    sp->max = a->max_keys == 0 || a->max_keys > RIO_LIST_PAGE_MAX ? RIO_LIST_PAGE_MAX : a->max_keys;
+}
+
+/* Whether key (klen bytes) belongs in a page of sp: under the prefix and
+ * after sp->after in byte order. */
+static inline bool rio__list_span_has(const struct rio__list_span *sp, const char *key, size_t klen)
+{
+    return klen >= sp->plen && memcmp(key, sp->prefix, sp->plen) == 0 &&
+           (!sp->after[0] || strcmp(key, sp->after) > 0);
+}
+
 /* A transport's path count: the options' paths (the engine fills them from
  * ?paths= and RIO_PATHS), else the URL's param (a backend's own name for its
  * paths, e.g. file's ?queues=), else 1. Sets t->npaths; RIO_EINVAL (the

@@ -124,10 +124,12 @@ struct fault_transport {
     struct rio_mock_counters ctr; /* the filter's fields only */
 };
 
-/* One ops table per set of capability bits (0x2, 0x4, 0x8): the filter has
+/* One ops table per set of capability bits (0x2 ... 0x20): the filter has
  * its inner transport's. */
-#define FAULT_CAPS (RIO_CAP_STREAM_PUT | RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY)
-#define FAULT_NOPS 8u
+#define FAULT_CAPS                                                                                 \
+    (RIO_CAP_STREAM_PUT | RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_UNORDERED |           \
+     RIO_CAP_LIST_DELIM)
+#define FAULT_NOPS 32u
 static const struct rio_transport_ops fault_ops[FAULT_NOPS];
 
 static struct fault_transport *fault_cast(struct rio_transport *t)
@@ -165,11 +167,6 @@ static uint64_t short_len(const struct rio_mock_fault *f, uint64_t len)
 }
 
 /* ------------------------------------------------------------ rules */
-
-static bool is_meta_op(int op)
-{
-    return op >= RIO_MOCK_OP_LOOKUP && op <= RIO_MOCK_OP_REMOVE;
-}
 
 static int rule_check(const struct fault_transport *t, const struct rio_mock_fault *f)
 {
@@ -223,7 +220,7 @@ static void match_locked(struct fault_transport *t, int op, int path, int64_t ch
         const struct fault_rule *r = &t->rules[i];
         const struct rio_mock_fault *f = &r->f;
 
-        if ((f->kind == RIO_MOCK_META_ERROR) != is_meta_op(op))
+        if ((f->kind == RIO_MOCK_META_ERROR) != rio__fault_meta_op(op))
             continue;
         if (f->op && f->op != op)
             continue;
@@ -801,6 +798,33 @@ static int fault_remove(struct rio_transport *tt, const char *key)
     return ret < 0 ? ret : rio__t_remove(t->inner, key);
 }
 
+/* Listing and existence pass through and fault like the other metadata;
+ * an inner transport without them answers RIO_ENOTSUP unfaulted, as it
+ * would without the filter (the engine then lists nothing, or looks the
+ * keys up instead). */
+static int fault_list(struct rio_transport *tt, const struct rio_list_args *a,
+                      struct rio_list_page *out)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    int ret;
+
+    if (!rio__t_ops(t->inner)->list)
+        return RIO_ENOTSUP;
+    ret = meta_fault(t, RIO_MOCK_OP_LIST);
+    return ret < 0 ? ret : rio__t_list(t->inner, a, out);
+}
+
+static int fault_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    int ret;
+
+    if (!rio__t_has_exists(t->inner))
+        return RIO_ENOTSUP;
+    ret = meta_fault(t, RIO_MOCK_OP_EXISTS);
+    return ret < 0 ? ret : rio__t_exists(t->inner, keys, n, out);
+}
+
 static double fault_path_cap(struct rio_transport *tt, unsigned path)
 {
     return rio__t_path_cap(((struct fault_transport *)tt)->inner, path);
@@ -889,14 +913,15 @@ static int parse_rules(struct fault_transport *t, const char *s)
         .scheme = "fault", .caps = (c), .open = fault_open, .close = fault_close,                  \
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .put_open = fault_put_open, .put_commit = fault_put_commit,        \
-        .put_abort = fault_put_abort, .remove = fault_remove, .path_cap = fault_path_cap,          \
-        .cpu_ns = fault_cpu_ns,                                                                    \
+        .put_abort = fault_put_abort, .remove = fault_remove, .list = fault_list,                  \
+        .exists = fault_exists, .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                \
     }
+#define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 
-_Static_assert(FAULT_CAPS == 0xEu, "a new capability bit: add it to FAULT_CAPS and the tables");
+_Static_assert(FAULT_CAPS == 0x3Eu, "a new capability bit: add it to FAULT_CAPS and the tables");
 static const struct rio_transport_ops fault_ops[FAULT_NOPS] = {
-    FAULT_OPS(0x0), FAULT_OPS(0x2), FAULT_OPS(0x4), FAULT_OPS(0x6),
-    FAULT_OPS(0x8), FAULT_OPS(0xA), FAULT_OPS(0xC), FAULT_OPS(0xE),
+    FAULT_OPS4(0x00), FAULT_OPS4(0x08), FAULT_OPS4(0x10), FAULT_OPS4(0x18),
+    FAULT_OPS4(0x20), FAULT_OPS4(0x28), FAULT_OPS4(0x30), FAULT_OPS4(0x38),
 };
 
 /* The inner transport's path state goes to the engine through the filter,

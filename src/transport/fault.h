@@ -46,6 +46,12 @@ void rio__fault_counters(struct rio_transport *t, struct rio_mock_counters *out)
 /* Whether f is a rule of the language whatever transport it goes to: kind,
  * op for that kind, path, chunk and probability in range. 0 or RIO_EINVAL. */
 int rio__fault_spec_check(const struct rio_mock_fault *f);
+
+/* Whether op (RIO_MOCK_OP_*) is a metadata op (meta_error's ops). */
+static inline bool rio__fault_meta_op(int op)
+{
+    return op >= RIO_MOCK_OP_LOOKUP && op <= RIO_MOCK_OP_EXISTS;
+}
 /* Whether the unsafe kinds (unfenced: it writes into the caller's buffer
  * after the op completed) may be added: only when the environment has
  * RIO_TEST_UNSAFE_FAULTS=1, which the tests that need them set. */

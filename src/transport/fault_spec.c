@@ -36,19 +36,16 @@ static const char *const op_names[] = {
     [RIO_MOCK_OP_PUT_OPEN] = "put_open",
     [RIO_MOCK_OP_PUT_COMMIT] = "put_commit",
     [RIO_MOCK_OP_REMOVE] = "remove",
+    [RIO_MOCK_OP_LIST] = "list",
+    [RIO_MOCK_OP_EXISTS] = "exists",
 };
-
-static bool is_meta_op(int op)
-{
-    return op >= RIO_MOCK_OP_LOOKUP && op <= RIO_MOCK_OP_REMOVE;
-}
 
 int rio__fault_spec_check(const struct rio_mock_fault *f)
 {
     if (!f || f->kind < RIO_MOCK_DISCONNECT || f->kind > RIO_MOCK_UNFENCED)
         return RIO_EINVAL;
     if (f->kind == RIO_MOCK_META_ERROR
-            ? f->op != 0 && !is_meta_op(f->op)
+            ? f->op != 0 && !rio__fault_meta_op(f->op)
             : f->op != 0 && f->op != RIO_MOCK_OP_READ && f->op != RIO_MOCK_OP_WRITE)
         return RIO_EINVAL;
     if (f->path < -1 || f->path >= RIO_MAX_PATHS || f->chunk < -1)

@@ -1433,6 +1433,83 @@ static int mock_remove(struct rio_transport *tt, const char *key)
     return ret;
 }
 
+/* --- listing: the store's keys in byte order --- */
+
+static int obj_key_cmp(const void *a, const void *b)
+{
+    const struct mock_obj *x = *(const struct mock_obj *const *)a;
+    const struct mock_obj *y = *(const struct mock_obj *const *)b;
+    return strcmp(x->key, y->key);
+}
+
+/*
+ * One page: every object of the store under the prefix and after the
+ * cursor, sorted, the first max of them. The store is a hash table, so a
+ * page costs a pass over it (the mock models a target, not its index).
+ */
+static int mock_list(struct rio_transport *tt, const struct rio_list_args *a,
+                     struct rio_list_page *out)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    struct mock_store *s = t->store;
+    struct rio__list_span sp;
+    struct mock_obj **v;
+    size_t n = 0;
+
+    rio__list_span_of(a, &sp);
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&s->mu);
+    v = rio__calloc(s->nobjs, sizeof(*v));
+    if (!v)
+        goto err_unlock;
+    for (size_t b = 0; b < s->nbuckets; b++)
+        for (struct mock_obj *o = s->buckets[b]; o; o = o->next)
+            if (n < s->nobjs && rio__list_span_has(&sp, o->key, o->keylen))
+                v[n++] = o;
+    qsort(v, n, sizeof(*v), obj_key_cmp);
+    size_t take = n < sp.max ? n : sp.max;
+    out->entries = rio__calloc(take, sizeof(*out->entries));
+    if (!out->entries)
+        goto err_v;
+    for (size_t i = 0; i < take; i++) {
+        struct rio_entry *e = &out->entries[i];
+        memcpy(e->key, v[i]->key, v[i]->keylen + 1);
+        e->size = v[i]->size;
+        e->generation = v[i]->generation;
+        memcpy(e->etag, v[i]->etag, sizeof(e->etag));
+    }
+    out->n = (unsigned)take;
+    if (n > take)
+        memcpy(out->next_token, v[take - 1]->key, v[take - 1]->keylen + 1);
+    pthread_mutex_unlock(&s->mu);
+    rio__free(v);
+    return 0;
+err_v:
+    rio__free(v);
+err_unlock:
+    pthread_mutex_unlock(&s->mu);
+    return -ENOMEM;
+}
+
+/* Every key of the batch under one hold of the store's lock: one round
+ * trip, as a server would answer it. */
+static int mock_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out)
+{
+    struct mock_store *s = ((struct mock_transport *)tt)->store;
+    size_t keylen;
+
+    for (unsigned i = 0; i < n; i++)
+        if (rio__key_len(keys[i], &keylen) < 0)
+            return RIO_EINVAL;
+    pthread_mutex_lock(&s->mu);
+    for (unsigned i = 0; i < n; i++) {
+        keylen = strlen(keys[i]);
+        out[i] = *store_slot_locked(s, keys[i], keylen, key_hash(keys[i], keylen)) != NULL;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
 static double mock_path_cap(struct rio_transport *tt, unsigned pi)
 {
     struct mock_transport *t = (struct mock_transport *)tt;
@@ -1456,6 +1533,8 @@ const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
+    .list = mock_list,
+    .exists = mock_exists,
     .path_cap = mock_path_cap,
     .cpu_ns = mock_cpu_ns,
 };

@@ -60,6 +60,9 @@ struct rio_module_host {
      * as retryable (transport.h) */
     int (*err_class)(int err);
     int (*class_is_retryable)(int cls);
+    /* rio_error_detail's text (core/internal.h rio__detail), formatted */
+    void (*detail)(const char *text);
+    void (*detail_clear)(void);
 };
 
 /* What a module gives back. */

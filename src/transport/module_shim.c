@@ -5,6 +5,8 @@
  * module (struct rio_module_host), and the module's one exported symbol.
  * Everything here but the entry point is hidden.
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -118,6 +120,22 @@ int rio__err_class(int err)
 int rio__class_is_retryable(int cls)
 {
     return host->class_is_retryable(cls);
+}
+
+void rio__detail(const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    host->detail(text);
+}
+
+void rio__detail_clear(void)
+{
+    host->detail_clear();
 }
 
 #ifdef RIO_MODULE_RADOS

@@ -69,6 +69,12 @@ static struct module_slot modules[] = {
 /* clang-format on */
 static pthread_mutex_t modules_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* A module's rio__detail text, formatted on its side (no va_list across). */
+static void host_detail(const char *text)
+{
+    rio__detail("%s", text);
+}
+
 static const struct rio_module_host module_host = {
     .abi = RIO_MODULE_ABI,
     .size = sizeof(struct rio_module_host),
@@ -95,6 +101,8 @@ static const struct rio_module_host module_host = {
     .opt_uint = rio__opt_uint,
     .err_class = rio__err_class,
     .class_is_retryable = rio__class_is_retryable,
+    .detail = host_detail,
+    .detail_clear = rio__detail_clear,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */

@@ -64,6 +64,13 @@ struct rio_io {
  * engine may call put_commit again with it, or put_abort. Without this bit
  * put_commit consumes the upload whatever it returns and is tried once. */
 #define RIO_CAP_COMMIT_RETRY 0x8u
+/* list returns its keys in the backend's own order, not byte order
+ * (rados://): the engine then checks no order, and RIO_LIST_DELIM is the
+ * transport's to do (the engine's generic one pages in byte order). */
+#define RIO_CAP_LIST_UNORDERED 0x10u
+/* list does RIO_LIST_DELIM itself (a common prefix is one entry with
+ * RIO_ENTRY_DIR); without this bit the engine collapses keys itself. */
+#define RIO_CAP_LIST_DELIM 0x20u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
@@ -342,6 +349,29 @@ static inline void rio__t_put_abort(struct rio_transport *t, void *upload)
 static inline int rio__t_remove(struct rio_transport *t, const char *key)
 {
     return rio__t_ops(t)->remove(t, key);
+}
+
+/* Metadata as above. RIO_ENOTSUP when the backend has no list op. The
+ * engine checks what it returns (core/listing.c) before anyone reads it. */
+static inline int rio__t_list(struct rio_transport *t, const struct rio_list_args *a,
+                              struct rio_list_page *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->list ? ops->list(t, a, out) : RIO_ENOTSUP;
+}
+
+/* Whether the backend answers existence in batches (else: lookups). */
+static inline bool rio__t_has_exists(const struct rio_transport *t)
+{
+    return rio__t_ops(t)->exists != NULL;
+}
+
+/* Metadata as above; n <= RIO_LIST_PAGE_MAX. RIO_ENOTSUP without an exists op. */
+static inline int rio__t_exists(struct rio_transport *t, const char *const *keys, unsigned n,
+                                uint8_t *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->exists ? ops->exists(t, keys, n, out) : RIO_ENOTSUP;
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */

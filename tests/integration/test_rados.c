@@ -15,11 +15,14 @@ TEST(rados_not_built)
 }
 #else
 
-#define T_CEPH_ARGS "--osds 2 --pool rio --pool rio2 --pool rio3 --max-object 32M"
+#define T_CEPH_ARGS "--osds 2 --pool rio --pool rio2 --pool rio3 --pool riols --max-object 32M"
 #include <pthread.h>
+#include <stdarg.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/checksum.h"
+#include "core/clock.h"
 #include "rados_util.h"
 #include "transport/transport.h"
 
@@ -571,7 +574,7 @@ TEST(bad_urls_and_foreign_objects)
     T_ERR(rio_client_new("rados://", &o, &c), RIO_EURL);
     T_ERR(rio_client_new("rados://rio/key", &o, &c), RIO_EURL);
     snprintf(url, sizeof(url), "rados://nosuchpool?conf=%s", t_ceph_conf());
-    T_ERR(rio_client_new(url, &o, &c), -ENOENT);
+    T_ERR(rio_client_new(url, &o, &c), RIO_ENOCONTAINER);
     T_LT(rio_client_new("rados://rio?conf=/nonexistent/ceph.conf", &o, &c), 0);
     snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,rio2", t_ceph_conf());
     T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
@@ -1129,6 +1132,387 @@ TEST(cli_bench_smoke)
     free(buf);
     T_EQ(ru_chunks("rio", NULL), 0);
     T_EQ(ru_objects("rio", "railio-bench/"), 0);
+}
+
+/* ------------------------------------------------------- list and exists */
+
+/* One page: rio_list, or the transport's own op while the engine answers
+ * RIO_ENOTSUP (both must give the same pages). */
+static int ls_page(struct rio_client *c, const struct rio_list_args *a, struct rio_list_page *p)
+{
+    int ret = rio_list(c, a, p, NULL);
+    if (ret != RIO_ENOTSUP)
+        return ret;
+    struct rio_transport *t = rio__client_transport(c);
+    return rio__t_ops(t)->list(t, a, p);
+}
+
+static int ex_batch(struct rio_client *c, const char *const *keys, unsigned n, uint8_t *out)
+{
+    int ret = rio_exists_batch(c, keys, n, out, NULL, NULL);
+    if (ret != RIO_ENOTSUP)
+        return ret < 0 ? ret : 0;
+    struct rio_transport *t = rio__client_transport(c);
+    return rio__t_ops(t)->exists(t, keys, n, out);
+}
+
+#define LS_N 1200u
+#define LS_OTHER 40u
+#define LS_FOREIGN 30u
+
+/* Every page of a listing; *pages counts them, *short_pages those with
+ * fewer than max_keys entries and a token. Returns the entries (malloc'd). */
+static struct rio_entry *ls_all(struct rio_client *c, struct rio_list_args a, unsigned *n,
+                                unsigned *pages, unsigned *short_pages)
+{
+    struct rio_entry *all = NULL;
+    char token[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned cap = 0;
+
+    *n = *pages = 0;
+    if (short_pages)
+        *short_pages = 0;
+    for (;;) {
+        struct rio_list_page p;
+        a.token = token;
+        T_OK(ls_page(c, &a, &p));
+        T_LE(p.n, a.max_keys ? a.max_keys : 1000u);
+        (*pages)++;
+        T_LT(*pages, 100000u);
+        if (*n + p.n > cap) {
+            cap = (*n + p.n) * 2;
+            all = realloc(all, cap * sizeof(*all));
+            T_NOTNULL(all);
+        }
+        memcpy(all + *n, p.entries, p.n * sizeof(*all));
+        *n += p.n;
+        if (short_pages && p.next_token[0] && p.n < (a.max_keys ? a.max_keys : 1000u))
+            (*short_pages)++;
+        strcpy(token, p.next_token);
+        rio_list_page_cleanup(&p);
+        if (!token[0])
+            break;
+        a.start_after = NULL;
+    }
+    return all;
+}
+
+/* The listing tests' objects, in pool riols (written once per cluster). */
+static void ls_fixture(struct rio_client *c)
+{
+    char key[64];
+    struct rio_desc d;
+
+    if (rio_stat(c, "other/0", &d) == 0) {
+        rio_desc_cleanup(&d);
+        return;
+    }
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+
+    static char keys[LS_N + LS_OTHER][32];
+    static struct rio_op ops[LS_N + LS_OTHER];
+    for (unsigned i = 0; i < LS_N + LS_OTHER; i++) {
+        if (i < LS_N)
+            snprintf(keys[i], sizeof(keys[i]), "ls/k%05u", i);
+        else
+            snprintf(keys[i], sizeof(keys[i]), "other/%u", i - LS_N);
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_PUT, .key = keys[i], .buf = keys[i], .len = i < LS_N ? 1 + i % 9 : 3};
+    }
+    T_EQ(rio_batch(c, ops, LS_N + LS_OTHER, NULL), (int)(LS_N + LS_OTHER));
+    /* Objects that are not railio's: never listed, never "existing". */
+    T_OK(rados_ioctx_create(cl, "riols", &io));
+    for (unsigned i = 0; i < LS_FOREIGN; i++) {
+        snprintf(key, sizeof(key), "ls/foreign%02u", i);
+        T_OK(rados_write_full(io, key, "not a head", 10));
+    }
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+}
+
+/* A client on pool riols, its objects written. */
+static struct rio_client *ls_client(const char *extra)
+{
+    struct rio_options o;
+
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("riols", extra, &o);
+    ls_fixture(c);
+    return c;
+}
+
+static int key_index(const char *key)
+{
+    unsigned i;
+    char tail;
+    if (sscanf(key, "ls/k%5u%c", &i, &tail) != 1 || i >= LS_N)
+        return -1;
+    return (int)i;
+}
+
+/*
+ * 1,200 objects under ls/, 40 under other/, 30 foreign objects: pages of 7
+ * list each railio object once with what rio_stat says of it (size,
+ * generation, etag) and a recent mtime, never a foreign object or a chunk;
+ * the order is the pool's (not byte order: RIO_CAP_LIST_UNORDERED).
+ */
+TEST(list_pages_each_object_once)
+{
+    unsigned n, pages;
+    struct rio_client *c = ls_client(NULL);
+    T_TRUE(rio__t_has_cap(rio__client_transport(c), RIO_CAP_LIST_UNORDERED));
+
+    struct rio_list_args a = {.prefix = "ls/", .max_keys = 7};
+    uint64_t t0 = rio__now_ns();
+    struct rio_entry *e = ls_all(c, a, &n, &pages, NULL);
+    fprintf(stderr, "listed %u objects in %u pages: %.0f ms\n", n, pages,
+            (rio__now_ns() - t0) / 1e6);
+    T_EQ(n, LS_N);
+    T_GE(pages, LS_N / 7);
+    uint8_t *seen = calloc(LS_N, 1);
+    unsigned unordered = 0;
+    int64_t now = (int64_t)time(NULL) * 1000000000;
+    for (unsigned i = 0; i < n; i++) {
+        int k = key_index(e[i].key);
+        T_GE(k, 0);
+        T_EQ(seen[k], 0);
+        seen[k] = 1;
+        T_EQ(e[i].flags, 0u);
+        struct rio_desc d;
+        T_OK(rio_stat(c, e[i].key, &d));
+        T_EQ(e[i].size, d.size);
+        T_EQ(e[i].size, 1u + (unsigned)k % 9);
+        T_EQ(e[i].generation, d.generation);
+        T_STREQ(e[i].etag, d.etag);
+        T_EQ(strlen(e[i].etag), 32u);
+        rio_desc_cleanup(&d);
+        T_GT(e[i].mtime_ns, now - 3600 * 1000000000ll);
+        T_LT(e[i].mtime_ns, now + 60 * 1000000000ll);
+        if (i && strcmp(e[i - 1].key, e[i].key) > 0)
+            unordered++;
+    }
+    T_GT(unordered, 0u);
+    free(e);
+    free(seen);
+
+    /* No prefix: both trees, nothing else. */
+    struct rio_list_args all = {.max_keys = 1000};
+    e = ls_all(c, all, &n, &pages, NULL);
+    T_EQ(n, LS_N + LS_OTHER);
+    for (unsigned i = 0; i < n; i++)
+        T_TRUE(strncmp(e[i].key, "ls/k", 4) == 0 || strncmp(e[i].key, "other/", 6) == 0);
+    free(e);
+    rio_client_destroy(c);
+}
+
+/* start_after keeps filtering on every page (the token carries it); the
+ * delimiter gives each common prefix once per page. */
+TEST(list_start_after_and_delimiter)
+{
+    unsigned n, pages;
+    struct rio_client *c = ls_client(NULL);
+    struct rio_list_args a = {.prefix = "ls/k", .start_after = "ls/k00600", .max_keys = 50};
+    struct rio_entry *e = ls_all(c, a, &n, &pages, NULL);
+    T_EQ(n, LS_N - 601);
+    for (unsigned i = 0; i < n; i++)
+        T_GT(strcmp(e[i].key, "ls/k00600"), 0);
+    free(e);
+
+    struct rio_list_args d = {.max_keys = 1000, .flags = RIO_LIST_DELIM};
+    struct rio_list_page p;
+    d.max_keys = RIO_LIST_PAGE_MAX;
+    T_OK(ls_page(c, &d, &p));
+    T_STREQ(p.next_token, "");
+    T_EQ(p.n, 2u);
+    for (unsigned i = 0; i < p.n; i++) {
+        T_EQ(p.entries[i].flags, RIO_ENTRY_DIR);
+        T_TRUE(strcmp(p.entries[i].key, "ls/") == 0 || strcmp(p.entries[i].key, "other/") == 0);
+    }
+    rio_list_page_cleanup(&p);
+    rio_client_destroy(c);
+}
+
+/* A page that examined list_scan objects ends short, with a token; the
+ * listing still finds every key. */
+TEST(list_page_bounded_in_objects_scanned)
+{
+    unsigned n, pages, short_pages;
+    struct rio_client *c = ls_client("list_scan=50");
+    struct rio_list_args a = {.prefix = "other/", .max_keys = 1000};
+    struct rio_entry *e = ls_all(c, a, &n, &pages, &short_pages);
+    T_EQ(n, LS_OTHER);
+    T_GE(pages, (LS_N + LS_OTHER + LS_FOREIGN) / 50);
+    T_GE(short_pages, pages - 1);
+    free(e);
+    rio_client_destroy(c);
+}
+
+/* Tokens come from callers: anything but one this listing wrote is refused
+ * by name, before any work. */
+TEST(list_hostile_tokens_refused)
+{
+    static const char *const bad[] = {
+        "x",
+        "r1-",
+        "r1-0000000-0",
+        "r1-0000000g-0",
+        "r1-0000000A-0",
+        "r1-00000000-",
+        "r1-00000000-65",
+        "r1-00000000-01",
+        "r1-00000000-0-",
+        "r1-00000000-0-6",
+        "r1-00000000-0-00",
+        "r1-00000000-0-zz",
+        "r2-00000000-0",
+        "r1-00000000-0 ",
+        "r1-00000000-1234",
+    };
+    char longtok[RIO_LIST_TOKEN_MAX + 8];
+    struct rio_client *c = ls_client(NULL);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct rio_list_args a = {.token = bad[i]};
+        struct rio_list_page p;
+        T_ERR(ls_page(c, &a, &p), RIO_EINVAL);
+        T_EQ(p.n, 0u);
+        T_NULL(p.entries);
+        T_NOTNULL(strstr(rio_error_detail(), "token"));
+    }
+    memset(longtok, 'a', sizeof(longtok) - 1);
+    longtok[sizeof(longtok) - 1] = '\0';
+    memcpy(longtok, "r1-00000000-0-", 14);
+    struct rio_list_args a = {.token = longtok};
+    struct rio_list_page p;
+    T_ERR(ls_page(c, &a, &p), RIO_EINVAL);
+    /* A well-formed token anywhere in the hash space is a position. */
+    a.token = "r1-ffffffff-0";
+    T_OK(ls_page(c, &a, &p));
+    rio_list_page_cleanup(&p);
+    rio_client_destroy(c);
+}
+
+/* exists: railio objects 1, missing keys and foreign objects 0, in one
+ * parallel pass; timed against lookups one after another. */
+TEST(exists_reads_heads_in_parallel)
+{
+    enum { N = 1000 };
+    static char keys[N][32];
+    const char *kp[N];
+    uint8_t out[N];
+    struct rio_client *c = ls_client(NULL);
+    for (unsigned i = 0; i < N; i++) {
+        if (i % 3 == 0)
+            snprintf(keys[i], sizeof(keys[i]), "ls/k%05u", i);
+        else if (i % 3 == 1)
+            snprintf(keys[i], sizeof(keys[i]), "ls/missing%u", i);
+        else
+            snprintf(keys[i], sizeof(keys[i]), "ls/foreign%02u", i % LS_FOREIGN);
+        kp[i] = keys[i];
+    }
+    uint64_t t0 = rio__now_ns();
+    memset(out, 7, sizeof(out));
+    T_OK(ex_batch(c, kp, N, out));
+    uint64_t t1 = rio__now_ns();
+    for (unsigned i = 0; i < N; i++)
+        T_EQ(out[i], i % 3 == 0);
+    for (unsigned i = 0; i < N; i++) {
+        struct rio_desc d;
+        int ret = rio_stat(c, kp[i], &d);
+        if (ret == 0)
+            rio_desc_cleanup(&d);
+    }
+    uint64_t t2 = rio__now_ns();
+    fprintf(stderr, "exists of %d keys: %.1f ms in one pass, %.1f ms as lookups in a row\n", N,
+            (double)(t1 - t0) / 1e6, (double)(t2 - t1) / 1e6);
+    T_LT(t1 - t0, t2 - t1);
+    rio_client_destroy(c);
+}
+
+/* ------------------------------------------------------------ open errors */
+
+/* rio_client_new(url) fails with want and rio_error_detail() holds each of
+ * the NULL-terminated texts; returns the milliseconds it took. */
+static uint64_t open_refused(const char *url, int want, ...)
+{
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    va_list ap;
+
+    ru_opts(&o, CH, 4);
+    uint64_t t0 = rio__now_ns();
+    int ret = rio_client_new(url, &o, &c);
+    uint64_t ms = (rio__now_ns() - t0) / 1000000;
+    fprintf(stderr, "%s: %s: %s\n", url, rio_errname(ret), rio_error_detail());
+    T_ERR(ret, want);
+    T_NULL(c);
+    va_start(ap, want);
+    for (const char *w; (w = va_arg(ap, const char *));)
+        T_NOTNULL(strstr(rio_error_detail(), w));
+    va_end(ap);
+    return ms;
+}
+
+/* A copy of the cluster's ceph.conf with its "mon host" line replaced. */
+static void conf_with_mons(char *out, size_t cap, const char *mons)
+{
+    size_t len;
+    char *conf = (char *)t_slurp(t_ceph_conf(), &len), *save = NULL;
+    snprintf(out, cap, "%s/nomon.conf", t_ceph_dir());
+    FILE *f = fopen(out, "w");
+    T_NOTNULL(f);
+    for (char *line = strtok_r(conf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        fprintf(f, "%s\n", strncmp(line, "mon host", 8) == 0 ? mons : line);
+    fclose(f);
+    free(conf);
+}
+
+/*
+ * Each thing an open needs, missing, is named (issue 17 item 8): the pool
+ * (RIO_ENOCONTAINER), the ceph.conf (missing, a directory, not a
+ * configuration, none found at all), the keyring (RIO_ENOCREDS) and the
+ * monitors (-ETIMEDOUT within the timeout, with their addresses).
+ */
+TEST(open_errors_name_what_is_missing)
+{
+    char url[2048], path[1024];
+    const char *conf = t_ceph_conf();
+
+    snprintf(url, sizeof(url), "rados://nosuchpool?conf=%s", conf);
+    open_refused(url, RIO_ENOCONTAINER, "pool 'nosuchpool' does not exist", NULL);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&pools=rio2,gone2", conf);
+    open_refused(url, RIO_ENOCONTAINER, "pool 'gone2' does not exist", NULL);
+
+    open_refused("rados://rio?conf=/nonexistent/ceph.conf", -ENOENT,
+                 "ceph.conf '/nonexistent/ceph.conf'", "No such file", NULL);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s", t_ceph_dir());
+    open_refused(url, RIO_EINVAL, "is a directory", NULL);
+    snprintf(path, sizeof(path), "%s/garbage.conf", t_ceph_dir());
+    FILE *f = fopen(path, "w");
+    T_NOTNULL(f);
+    fputs("[global\nthis is = not [ a conf\n", f);
+    fclose(f);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s", path);
+    open_refused(url, -EINVAL, "cannot be read as a Ceph configuration", NULL);
+
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&keyring=/nonexistent/keyring", conf);
+    open_refused(url, RIO_ENOCREDS, "no keyring for client.admin", "/nonexistent/keyring", NULL);
+
+    /* Port 9 on loopback: nothing answers there. */
+    conf_with_mons(path, sizeof(path), "mon host = [v2:127.0.0.1:9]");
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&timeout=1s", path);
+    uint64_t ms =
+        open_refused(url, -ETIMEDOUT, "no monitor answered within 1 s", "127.0.0.1:9", NULL);
+    T_LT(ms, 5000u);
+
+    /* No conf anywhere librados looks (no /etc/ceph/ceph.conf here). */
+    if (access("/etc/ceph/ceph.conf", F_OK) == 0 || access("ceph.conf", F_OK) == 0)
+        return;
+    unsetenv("RIO_CEPH_CONF");
+    unsetenv("CEPH_CONF");
+    unsetenv("CEPH_ARGS");
+    setenv("HOME", t_ceph_dir(), 1);
+    open_refused("rados://rio", -ENOENT, "no ceph.conf found", "RIO_CEPH_CONF", NULL);
 }
 
 #endif /* RIO_HAVE_RADOS */

@@ -9,7 +9,10 @@
  * Content-Range (range.c) and the checksum sidecar, written and read back
  * (sidecar.c).
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -116,4 +119,206 @@ TEST(sidecar_round_trip)
     memset(big, 'k', RIO_KEY_MAX);
     big[RIO_KEY_MAX] = '\0';
     T_EQ(rio__s3_sidecar_key(big, id, key, sizeof(key)), RIO_EINVAL);
+}
+
+/* ------------------------------------------------------ ListObjectsV2 */
+
+struct items {
+    struct rio_s3_list_item it[8];
+    unsigned n;
+};
+
+static int collect(void *arg, const struct rio_s3_list_item *it)
+{
+    struct items *x = arg;
+
+    if (x->n == 8)
+        return -1;
+    x->it[x->n++] = *it;
+    return 0;
+}
+
+static int parse_list(const char *body, struct rio_s3_list_result *res, struct items *x)
+{
+    memset(x, 0, sizeof(*x));
+    return rio__s3_list_parse(body, strlen(body), res, collect, x);
+}
+
+/* A radosgw answer, URL-encoded keys, one common prefix, entities. */
+TEST(list_answer_read)
+{
+    static const char body[] =
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+        "<ListBucketResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        "<Name>rio</Name><Prefix>p%2F</Prefix><MaxKeys>2</MaxKeys>"
+        "<IsTruncated>true</IsTruncated>"
+        "<Contents><Key>p/a%20b%2Bc</Key><LastModified>2026-12-02T04:05:06.789Z</LastModified>"
+        "<ETag>&quot;0CC175B9C0F1B6A831C399E269772661&quot;</ETag><Size>1</Size>"
+        "<StorageClass>STANDARD</StorageClass><Owner><ID>x</ID></Owner></Contents>"
+        "<CommonPrefixes><Prefix>p/d+1%2F</Prefix></CommonPrefixes>"
+        "<Contents><Key>p/x&amp;y</Key><Size>18446744073709551615</Size></Contents>"
+        "<NextContinuationToken>tok/+=</NextContinuationToken>"
+        "<KeyCount>2</KeyCount><EncodingType>url</EncodingType></ListBucketResult>";
+    struct rio_s3_list_result res;
+    struct items x;
+
+    /* Size over INT64_MAX is refused... */
+    T_ERR(parse_list(body, &res, &x), RIO_EPROTO);
+    T_EQ(res.nitems, 0u);
+    /* ...and with a sane one the whole answer reads. */
+    char ok[sizeof(body)];
+    memcpy(ok, body, sizeof(body));
+    memcpy(strstr(ok, "18446744073709551615"), "00000000000000000042", 20);
+    T_OK(parse_list(ok, &res, &x));
+    T_TRUE(res.truncated);
+    T_STREQ(res.next_token, "tok/+=");
+    T_EQ(res.nitems, 3u);
+    T_EQ(x.n, 3u);
+    T_STREQ(x.it[0].key, "p/a b+c");
+    T_EQ(x.it[0].klen, 7u);
+    T_FALSE(x.it[0].dir);
+    T_EQ(x.it[0].size, 1u);
+    T_EQ(x.it[0].mtime_ns, 1796184306789000000ll);
+    T_STREQ(x.it[0].etag, "\"0CC175B9C0F1B6A831C399E269772661\"");
+    T_TRUE(x.it[1].dir);
+    T_STREQ(x.it[1].key, "p/d 1/");
+    T_STREQ(x.it[2].key, "p/x&y");
+    T_EQ(x.it[2].size, 42u);
+    T_EQ(x.it[2].mtime_ns, 0);
+}
+
+/* Without EncodingType the keys are taken as sent ('%' and '+' kept). */
+TEST(list_answer_plain_keys)
+{
+    struct rio_s3_list_result res;
+    struct items x;
+
+    T_OK(parse_list("<ListBucketResult><IsTruncated>false</IsTruncated>"
+                    "<Contents><Key>a%20+b</Key><Size>0</Size></Contents>"
+                    "<NextContinuationToken>ignored</NextContinuationToken></ListBucketResult>",
+                    &res, &x));
+    T_FALSE(res.truncated);
+    T_STREQ(res.next_token, "");
+    T_EQ(x.n, 1u);
+    T_STREQ(x.it[0].key, "a%20+b");
+    /* An empty bucket. */
+    T_OK(parse_list("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>\n", &res,
+                    &x));
+    T_EQ(x.n, 0u);
+    T_OK(parse_list("<ListBucketResult/>", &res, &x));
+}
+
+static int refuse(void *arg, const struct rio_s3_list_item *it)
+{
+    (void)arg;
+    (void)it;
+    return -EIO;
+}
+
+/* Bounds: a key over RIO_KEY_MAX (decoded), a token over
+ * RIO_LIST_TOKEN_MAX, truncated without a token, and malformed XML. */
+TEST(list_answer_bounds)
+{
+    static const char *const bad[] = {
+        "<Error><Code>NoSuchBucket</Code></Error>",
+        "<ListBucketResult><IsTruncated>true</IsTruncated></ListBucketResult>",
+        "<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key></Key><Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Key>b</Key><Size>1</Size></Contents>"
+        "</ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Size>-1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Size>1 </Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Size>1</Size>"
+        "<LastModified>2026-02-30T00:00:00Z</LastModified></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a&#0;</Key><Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a&bogus;</Key><Size>1</Size></Contents>"
+        "</ListBucketResult>",
+        "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>a%00</Key>"
+        "<Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>a%4</Key>"
+        "<Size>1</Size></Contents></ListBucketResult>",
+        "<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents>",
+        "<ListBucketResult><a><b></a></b></ListBucketResult>",
+        "<!DOCTYPE x [<!ENTITY e \"boom\">]><ListBucketResult/>",
+        "<ListBucketResult><![CDATA[x]]></ListBucketResult>",
+        "<ListBucketResult/><ListBucketResult/>",
+        "<ListBucketResult><a><a><a><a><a><a><a><a></a></a></a></a></a></a></a></a>"
+        "</ListBucketResult>",
+        "",
+    };
+    struct rio_s3_list_result res;
+    struct items x;
+    size_t n = 40 + 3 * (RIO_KEY_MAX + 1) + RIO_LIST_TOKEN_MAX + 200;
+    char *b = malloc(n), *p;
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        T_ERR(parse_list(bad[i], &res, &x), RIO_EPROTO);
+        T_EQ(x.n, 0u);
+    }
+    T_NOTNULL(b);
+    /* A key of RIO_KEY_MAX bytes, encoded: taken; one more byte: refused. */
+    for (int extra = 0; extra < 2; extra++) {
+        p = b + sprintf(b, "<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>");
+        for (int i = 0; i < RIO_KEY_MAX + extra; i++)
+            p += sprintf(p, "%%41");
+        sprintf(p, "</Key><Size>7</Size></Contents></ListBucketResult>");
+        if (extra) {
+            T_ERR(parse_list(b, &res, &x), RIO_EPROTO);
+        } else {
+            T_OK(parse_list(b, &res, &x));
+            T_EQ(x.it[0].klen, (size_t)RIO_KEY_MAX);
+        }
+    }
+    /* A token of RIO_LIST_TOKEN_MAX bytes: taken; one more: refused. */
+    for (int extra = 0; extra < 2; extra++) {
+        p = b + sprintf(b, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+                           "<NextContinuationToken>");
+        memset(p, 'T', RIO_LIST_TOKEN_MAX + extra);
+        p += RIO_LIST_TOKEN_MAX + extra;
+        sprintf(p, "</NextContinuationToken></ListBucketResult>");
+        if (extra) {
+            T_ERR(parse_list(b, &res, &x), RIO_EPROTO);
+        } else {
+            T_OK(parse_list(b, &res, &x));
+            T_EQ(strlen(res.next_token), (size_t)RIO_LIST_TOKEN_MAX);
+        }
+    }
+    free(b);
+    /* The callback's error stops the parse and is returned. */
+    static const char one[] = "<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents>"
+                              "</ListBucketResult>";
+    T_ERR(rio__s3_list_parse(one, sizeof(one) - 1, &res, refuse, NULL), -EIO);
+}
+
+TEST(iso8601_strict)
+{
+    int64_t ns = -1;
+
+    T_OK(rio__s3_parse_iso8601("1970-01-01T00:00:00Z", &ns));
+    T_EQ(ns, 0);
+    T_OK(rio__s3_parse_iso8601("2000-02-29T23:59:59.123456789Z", &ns));
+    T_EQ(ns, 951868799123456789ll);
+    T_OK(rio__s3_parse_iso8601("1969-12-31T23:59:59.5Z", &ns));
+    T_EQ(ns, -500000000ll);
+    static const char *const bad[] = {
+        "",
+        "2000-02-30T00:00:00Z",
+        "1900-02-29T00:00:00Z",
+        "2000-13-01T00:00:00Z",
+        "2000-01-01T24:00:00Z",
+        "2000-01-01T00:60:00Z",
+        "2000-01-01T00:00:00",
+        "2000-01-01T00:00:00+00:00",
+        "2000-01-01T00:00:00.Z",
+        "2000-01-01T00:00:00.1234567890Z",
+        "2000-01-01 00:00:00Z",
+        "2000-1-01T00:00:00Z",
+        "+200-01-01T00:00:00Z",
+        "9999-01-01T00:00:00Z",
+        "2000-01-01T00:00:00ZZ",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        T_ERR(rio__s3_parse_iso8601(bad[i], &ns), -1);
 }

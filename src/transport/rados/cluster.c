@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rados/librados.h>
 
@@ -51,6 +53,17 @@ int rio__rados_xlate(int ret)
 
 /* ---------------------------------------------------------------- pools */
 
+/* A pool that cannot be opened: one that does not exist is named. */
+static int pool_err(const char *name, int ret)
+{
+    if (ret == -ENOENT) {
+        rio__detail("pool '%s' does not exist", name);
+        return RIO_ENOCONTAINER;
+    }
+    rio__detail("pool '%s': %s", name, strerror(-ret));
+    return rio__rados_xlate(ret);
+}
+
 /* Index of pool name in the table, opening its ioctxs on every path if it
  * is new. Blocking (it may ask the monitor): metadata paths only. */
 int rio__rados_pool_get(struct rados_transport *t, const char *name)
@@ -80,7 +93,7 @@ int rio__rados_pool_get(struct rados_transport *t, const char *name)
         ret = rados_ioctx_create(t->cl[p], name, &rp->io[p]);
         if (ret < 0) {
             rp->io[p] = NULL;
-            ret = rio__rados_xlate(ret);
+            ret = pool_err(name, ret);
             goto err_io;
         }
         rados_ioctx_set_namespace(rp->io[p], RIO_RADOS_CHUNK_NS);
@@ -116,6 +129,70 @@ struct rados_params {
     const char *inject;
 };
 
+/* The configuration file: a missing, unreadable or unparsable one is named. */
+static int conf_read(rados_t cl, const char *conf)
+{
+    struct stat st;
+    int ret;
+
+    if (conf) {
+        if (stat(conf, &st) != 0) {
+            ret = -errno;
+            rio__detail("ceph.conf '%s': %s", conf, strerror(errno));
+            return ret;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rio__detail("ceph.conf '%s' is a directory", conf);
+            return RIO_EINVAL;
+        }
+        if (access(conf, R_OK) != 0) {
+            ret = -errno;
+            rio__detail("ceph.conf '%s' is not readable: %s", conf, strerror(errno));
+            return ret;
+        }
+    }
+    ret = rados_conf_read_file(cl, conf);
+    if (ret == -ENOENT && !conf)
+        rio__detail("no ceph.conf found: give conf=PATH or RIO_CEPH_CONF (librados also "
+                    "looks at $CEPH_CONF, /etc/ceph/ceph.conf, ~/.ceph/config, ./ceph.conf)");
+    else if (ret < 0)
+        rio__detail("ceph.conf '%s' cannot be read as a Ceph configuration: %s",
+                    conf ? conf : "(librados' search)", strerror(-ret));
+    return ret;
+}
+
+/* rados_connect failed with ret: say what is missing, keyring or monitor. */
+static int connect_err(rados_t cl, const struct rados_params *pp, int ret)
+{
+    char keyring[512] = "", mons[512] = "";
+
+    if (rados_conf_get(cl, "keyring", keyring, sizeof(keyring)) < 0)
+        keyring[0] = '\0';
+    if (rados_conf_get(cl, "mon_host", mons, sizeof(mons)) < 0)
+        mons[0] = '\0';
+    switch (ret) {
+    case -ENOENT:
+        /* librados found no keyring file among those the setting names. */
+        rio__detail("no keyring for client.%s: none of '%s' exists (keyring= or the conf's "
+                    "keyring setting)",
+                    pp->id, keyring);
+        return RIO_ENOCREDS;
+    case -ETIMEDOUT:
+        rio__detail("no monitor answered within %" PRIu64 " s (mon host = %s)", pp->op_timeout_s,
+                    mons[0] ? mons : "none set");
+        return -ETIMEDOUT;
+    case -EACCES:
+    case -EPERM:
+        rio__detail("the monitors refused client.%s: its key in '%s' is not the cluster's", pp->id,
+                    keyring);
+        return -EACCES;
+    default:
+        rio__detail("connecting as client.%s to the monitors (%s): %s", pp->id,
+                    mons[0] ? mons : "none set", strerror(-ret));
+        return rio__rados_xlate(ret);
+    }
+}
+
 static int connect_one(const struct rados_params *pp, rados_t *out)
 {
     rados_t cl;
@@ -124,7 +201,7 @@ static int connect_one(const struct rados_params *pp, rados_t *out)
     ret = rados_create(&cl, pp->id);
     if (ret < 0)
         return ret;
-    ret = rados_conf_read_file(cl, pp->conf);
+    ret = conf_read(cl, pp->conf);
     if (ret < 0)
         goto err;
     ret = rados_conf_parse_env(cl, NULL);
@@ -142,8 +219,10 @@ static int connect_one(const struct rados_params *pp, rados_t *out)
         (ret = conf_set_u64(cl, "objecter_inflight_ops", 1u << 20)) < 0)
         goto err;
     ret = rados_connect(cl);
-    if (ret < 0)
+    if (ret < 0) {
+        ret = connect_err(cl, pp, ret);
         goto err;
+    }
     if (pp->inject && (ret = rados_conf_set(cl, "ms_inject_socket_failures", pp->inject)) < 0)
         goto err;
     *out = cl;
@@ -268,6 +347,12 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     ret = RIO_EINVAL;
     if ((s = rio__url_param(u, "shuffle")) && rio__opt_bool("shuffle", s, &t->shuffle) < 0)
         goto err_free;
+    t->list_scan = LIST_SCAN_MAX;
+    if ((s = rio__url_param(u, "list_scan"))) {
+        if (rio__opt_uint("list_scan", s, 1, 1000000, &v) < 0)
+            goto err_free;
+        t->list_scan = (unsigned)v;
+    }
 
     ret = -pthread_mutex_init(&t->pools_mu, NULL);
     if (ret < 0)
@@ -296,13 +381,13 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         ret = connect_one(&pp, &t->cl[p]);
         if (ret < 0) {
             t->cl[p] = NULL;
-            ret = ret == -ENOENT && p == 0 && pp.conf ? -ENOENT : rio__rados_xlate(ret);
             goto err_close;
         }
     }
     ret = rados_ioctx_create(t->cl[0], u->authority, &t->head_io);
     if (ret < 0) {
         t->head_io = NULL;
+        ret = pool_err(u->authority, ret);
         goto err_close;
     }
     if ((s = rio__url_param(u, "pools")) && *s) {
@@ -368,6 +453,8 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
+    .list = rio__rados_list,
+    .exists = rio__rados_exists,
 };

@@ -186,39 +186,36 @@ static bool field(const char *line, size_t len, const char *name, const char **v
  * counts consistent with size and chunk size, chunk lines in source order
  * naming the derived object names, pool indices in range, the "end" line last.
  */
-int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h)
+/*
+ * The head's fixed lines, magic to etag: the summary a listing needs. *pp
+ * moves past them.
+ */
+static int parse_top(const char **pp, const char *end, const char *key, struct rio__rados_head *h)
 {
-    const char *p = buf, *end = buf + len, *line, *v, *w;
-    size_t ll, vl, wl;
-    char tmp[RIO_RADOS_NAME_MAX + 1], want[RIO_RADOS_NAME_MAX];
-    uint64_t u;
-    int ret = RIO_EPROTO;
+    const char *line, *v;
+    size_t ll, vl;
+    char tmp[RIO_RADOS_NAME_MAX + 1];
 
-    memset(h, 0, sizeof(*h));
-    if (!next_line(&p, end, &line, &ll) || ll != strlen(RIO_RADOS_HEAD_MAGIC) ||
+    if (!next_line(pp, end, &line, &ll) || ll != strlen(RIO_RADOS_HEAD_MAGIC) ||
         memcmp(line, RIO_RADOS_HEAD_MAGIC, ll) != 0)
         return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "key", &v, &vl) ||
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "key", &v, &vl) ||
         pct_decode(v, vl, tmp, sizeof(tmp)) < 0 || strcmp(tmp, key) != 0)
         return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "generation", &v, &vl) ||
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "generation", &v, &vl) ||
         parse_hex16(v, vl, &h->generation) < 0 || h->generation == 0)
         return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "size", &v, &vl) ||
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "size", &v, &vl) ||
         parse_u64(v, vl, INT64_MAX, &h->size) < 0)
         return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "chunk_size", &v, &vl) ||
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "chunk_size", &v, &vl) ||
         parse_u64(v, vl, INT64_MAX, &h->chunk_size) < 0 || h->chunk_size == 0)
         return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "nchunks", &v, &vl) ||
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "nchunks", &v, &vl) ||
         parse_u64(v, vl, UINT64_MAX, &h->nchunks) < 0 ||
         h->nchunks != nchunks_of(h->size, h->chunk_size))
         return RIO_EPROTO;
-    /* Each chunk line takes more than 40 bytes: a count the head cannot hold
-     * is refused before anything is allocated for it. */
-    if (h->nchunks > len / 40)
-        return RIO_EPROTO;
-    if (!next_line(&p, end, &line, &ll) || !field(line, ll, "etag", &v, &vl))
+    if (!next_line(pp, end, &line, &ll) || !field(line, ll, "etag", &v, &vl))
         return RIO_EPROTO;
     if (vl == 1 && v[0] == '-') {
         h->etag[0] = '\0';
@@ -231,6 +228,34 @@ int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct r
         memcpy(h->etag, v, vl);
         h->etag[vl] = '\0';
     }
+    return 0;
+}
+
+int rio__rados_head_summary(const char *buf, size_t len, const char *key, struct rio__rados_head *h)
+{
+    const char *p = buf;
+
+    memset(h, 0, sizeof(*h));
+    return parse_top(&p, buf + len, key, h);
+}
+
+int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h)
+{
+    const char *p = buf, *end = buf + len, *line, *v, *w;
+    size_t ll, vl, wl;
+    char tmp[RIO_RADOS_NAME_MAX + 1], want[RIO_RADOS_NAME_MAX];
+    uint64_t u;
+    int ret;
+
+    memset(h, 0, sizeof(*h));
+    ret = parse_top(&p, end, key, h);
+    if (ret < 0)
+        return ret;
+    ret = RIO_EPROTO;
+    /* Each chunk line takes more than 40 bytes: a count the head cannot hold
+     * is refused before anything is allocated for it. */
+    if (h->nchunks > len / 40)
+        return RIO_EPROTO;
     if (!next_line(&p, end, &line, &ll) || !field(line, ll, "namespace", &v, &vl) ||
         vl != strlen(RIO_RADOS_CHUNK_NS) || memcmp(v, RIO_RADOS_CHUNK_NS, vl) != 0)
         return RIO_EPROTO;

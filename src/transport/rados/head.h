@@ -30,6 +30,14 @@ struct rio__rados_head {
 int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h);
 void rio__rados_head_cleanup(struct rio__rados_head *h);
 
+/* The head's leading lines only (magic, key, generation, size, chunk_size,
+ * nchunks, etag) from its first bytes: what a listing shows. Nothing is
+ * allocated (no cleanup needed); RIO_EPROTO when those lines are not a head
+ * of key. RIO_RADOS_HEAD_TOP bytes always hold them. */
+#define RIO_RADOS_HEAD_TOP 4096u
+int rio__rados_head_summary(const char *buf, size_t len, const char *key,
+                            struct rio__rados_head *h);
+
 /*
  * The head text of key for *h (what rio__rados_head_parse reads back):
  * chunk i in pool h->chunk_pool[i], or i % npools when chunk_pool is NULL.

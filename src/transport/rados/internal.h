@@ -30,8 +30,9 @@
  * Files (docs/internals/rados.md): cluster.c (options, connections, pools,
  * open/close), data.c (chunk ops: submit, reap, cancel), cache.c (placement
  * cache), commit.c (head read, build and swap; put_commit), meta.c (lookup,
- * put_open, put_abort, remove, chunk removal), head.c (the head's text
- * format, no librados).
+ * put_open, put_abort, remove, chunk removal), list.c (list and exists:
+ * head summaries read in parallel), head.c (the head's text format, no
+ * librados).
  *
  * Locks: t->mu guards the op pool, the done queue and the counters; t->cache_mu
  * the placement cache; t->pools_mu the pool table (readers take a snapshot of
@@ -68,6 +69,7 @@
 #define UPLOAD_MAGIC 0x7261646f7375706cull
 #define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
 #define SHUFFLE_WAIT_NS 20000000ull
+#define LIST_SCAN_MAX 8192u /* list: objects examined per page (list_scan=) */
 
 extern const struct rio_transport_ops rio__rados_ops;
 
@@ -131,6 +133,7 @@ struct rados_transport {
     int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
     int fail_err;
     bool shuffle; /* test knob: deliver completions in a shuffled order */
+    unsigned list_scan; /* list: objects examined per page */
 
     pthread_mutex_t pools_mu;
     struct rpool pools[MAX_POOLS];
@@ -193,5 +196,10 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
                         uint64_t chunk_size, void **upload);
 void rio__rados_put_abort(struct rio_transport *tt, void *upload);
 int rio__rados_remove(struct rio_transport *tt, const char *key);
+
+/* list.c */
+int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
+                    struct rio_list_page *out);
+int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
 
 #endif

@@ -40,13 +40,15 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_DEPTH_CAP 1024u           /* ops queued per path before -EAGAIN */
 #define S3_SLAB_OPS 8u               /* ops allocated at once when a pool grows */
 #define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
-#define S3_HBUF 4096                 /* header text of one data op */
-#define S3_NODES 24                  /* headers of one request */
-#define S3_GEN_SLOTS 1024u           /* generation -> ETag table */
-#define S3_EBODY 1024                /* error body kept for the S3 <Code> */
-#define S3_META_BODY_MAX (4u << 20)  /* a metadata reply (upload id, sidecar, error) */
-#define S3_META_POOL 16              /* idle metadata easy handles kept */
-#define S3_FORMAT "1"                /* x-amz-meta-railio-v */
+#define S3_QUERY_MAX 10240           /* a listing's query: encoded prefix, start-after, token */
+#define S3_META_URL_MAX (S3_URL_MAX + S3_QUERY_MAX)
+#define S3_HBUF 4096                /* header text of one data op */
+#define S3_NODES 24                 /* headers of one request */
+#define S3_GEN_SLOTS 1024u          /* generation -> ETag table */
+#define S3_EBODY 1024               /* error body kept for the S3 <Code> */
+#define S3_META_BODY_MAX (4u << 20) /* a metadata reply (upload id, sidecar, error) */
+#define S3_META_POOL 16             /* idle metadata easy handles kept */
+#define S3_FORMAT "1"               /* x-amz-meta-railio-v */
 #define UPLOAD_MAGIC 0x733375706c6f6164ull
 #define NS_PER_MS 1000000ull
 #define NEVER UINT64_MAX
@@ -166,6 +168,11 @@ struct s3_transport {
     CURL *meta_pool[S3_META_POOL];
     unsigned nmeta;
 
+    /* When a request last found the bucket there (rio__now_ns), so that a
+     * HEAD's 404 (no body, no S3 code) is told apart from a missing bucket
+     * without a second request each time. */
+    _Atomic uint64_t bucket_seen_ns;
+
     /* generation -> validator, under gen_mu */
     pthread_mutex_t gen_mu;
     struct s3_gen *gens;
@@ -221,8 +228,9 @@ struct meta_body {
 struct meta_req {
     const char *method; /* HEAD GET PUT POST DELETE */
     const char *key;    /* NULL: the bucket */
-    struct rio_s3_kv q[4];
+    struct rio_s3_kv q[8];
     unsigned nq;
+    size_t body_max;        /* the longest reply body taken, 0 = S3_META_BODY_MAX */
     struct rio_s3_kv x[12]; /* extra signed headers */
     unsigned nx;
     const void *body; /* PUT/POST */
@@ -292,6 +300,10 @@ int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *
                     struct s3_gen *g);
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 int rio__s3_remove(struct rio_transport *tt, const char *key);
+
+/* list.c: the optional op list (ListObjectsV2). */
+int rio__s3_list(struct rio_transport *tt, const struct rio_list_args *a,
+                 struct rio_list_page *out);
 
 /* upload.c: PUT: put_open, the part records, commit and abort. */
 struct s3_part *rio__s3_part_at(struct s3_upload *up, uint64_t i);

@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "core/checksum.h"
+#include "core/clock.h"
 #include "core/internal.h"
 #include "core/key.h"
 #include "transport/s3/internal.h"
@@ -186,10 +187,70 @@ void rio__s3_meta_rsp_cleanup(struct meta_rsp *r)
     r->body.heap = r->body.overflow = r->body.nomem = false;
 }
 
+/* A HEAD's 404 within this long of a request that found the bucket is
+ * taken as a missing key without asking about the bucket again. */
+#define S3_BUCKET_SEEN_NS (5ull * 1000000000ull)
+
+/* Server text for rio_error_detail: bounded, printable ASCII only. */
+static void detail_text(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+            *s = '?';
+}
+
+/* rio_error_detail for a failed request: the bucket (or host), the
+ * request, and what the server said (its <Code> and <Message>) or curl's
+ * message. Never the query string (it may carry an upload id) nor any
+ * header. */
+static void meta_detail(struct s3_transport *t, const struct meta_req *q, const struct meta_rsp *r,
+                        const char *errbuf)
+{
+    char code[64], msg[256];
+    const char *what = t->scheme == SCHEME_S3 ? "s3 bucket" : "http host";
+    const char *name = t->scheme == SCHEME_S3 ? t->bucket : t->host;
+
+    rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
+    rio__s3_xml_text(r->body.p, r->body.len, "Message", msg, sizeof(msg));
+    detail_text(code);
+    detail_text(msg);
+    if (r->err == RIO_ENOCONTAINER)
+        rio__detail("%s %s: no such bucket (%s %s: HTTP %ld%s%s%s%s)", what, name, q->method,
+                    q->key ? "object" : "bucket", r->rsp.status, code[0] ? " " : "", code,
+                    msg[0] ? ": " : "", msg);
+    else if (r->answered)
+        rio__detail("%s %s: %s %s%s: HTTP %ld%s%s%s%s", what, name, q->method,
+                    q->key ? "key " : "the bucket", q->key ? q->key : "", r->rsp.status,
+                    code[0] ? " " : "", code, msg[0] ? ": " : "", msg);
+    else
+        rio__detail("%s %s: %s %s%s: %s%s%s", what, name, q->method, q->key ? "key " : "the bucket",
+                    q->key ? q->key : "", rio_errname(r->err), errbuf && errbuf[0] ? ": " : "",
+                    errbuf ? errbuf : "");
+}
+
+static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_req *q,
+                     struct meta_rsp *r);
+
+/*
+ * A HEAD on a key answered 404 (a HEAD has no body, so no S3 code): whether
+ * the bucket is missing, unless a request found it there just now.
+ */
+static void head_404_bucket(struct s3_transport *t, EVP_MD_CTX *md, struct meta_rsp *r)
+{
+    struct meta_req bq = {.method = "HEAD", .key = NULL};
+    struct meta_rsp br = {0};
+
+    if (rio__now_ns() - atomic_load(&t->bucket_seen_ns) < S3_BUCKET_SEEN_NS)
+        return;
+    if (meta_once(t, md, &bq, &br) == RIO_ENOCONTAINER)
+        r->err = RIO_ENOCONTAINER;
+    rio__s3_meta_rsp_cleanup(&br);
+}
+
 static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_req *q,
                      struct meta_rsp *r)
 {
-    char url[S3_URL_MAX], hbuf[8192], payload[65], errbuf[CURL_ERROR_SIZE], code[64];
+    char url[S3_META_URL_MAX], hbuf[8192], payload[65], errbuf[CURL_ERROR_SIZE], code[64];
     struct s3_hdrs h;
     struct meta_src src = {q->body, q->blen, 0};
     long oserr = 0;
@@ -199,7 +260,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
 
     rio__s3_meta_rsp_cleanup(r);
     rio__s3_rsp_reset(&r->rsp);
-    r->body.max = S3_META_BODY_MAX;
+    r->body.max = q->body_max ? q->body_max : S3_META_BODY_MAX;
     r->err = 0;
     r->answered = false;
     if (q->body && q->blen) {
@@ -260,17 +321,27 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         if (!r->err)
             r->err = RIO_EPROTO;
         r->answered = true;
+        /* A request on the bucket itself found none. */
+        if (r->err == RIO_ENOTFOUND && !q->key && t->scheme == SCHEME_S3)
+            r->err = RIO_ENOCONTAINER;
+        else if (r->err == RIO_ENOTFOUND && t->scheme == SCHEME_S3 && !strcmp(q->method, "HEAD"))
+            head_404_bucket(t, md, r);
     } else if (rc != CURLE_OK) {
         r->err = r->body.nomem      ? -ENOMEM
                  : r->body.overflow ? RIO_EPROTO
                                     : rio__s3_map_curl(rc, oserr, &r->rsp);
-    } else if (r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
-               memmem(r->body.p, r->body.len, "<Error>", 7)) {
+    } else if (t->scheme == SCHEME_S3) {
+        atomic_store(&t->bucket_seen_ns, rio__now_ns());
+    }
+    if (!r->err && r->rsp.status == 200 && r->body.p && !strcmp(q->method, "POST") &&
+        memmem(r->body.p, r->body.len, "<Error>", 7)) {
         /* S3 may answer CompleteMultipartUpload 200 and fail in the body. */
         rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
         r->err = rio__s3_map_http(500, code);
         r->answered = true;
     }
+    if (r->err)
+        meta_detail(t, q, r, errbuf);
     /* A 404 is an answer, not a trouble worth a log line. */
     if (r->err && !(r->rsp.status == 404 && !strcmp(q->method, "HEAD")))
         rio__s3_debug_log(t, q->method, url, r->rsp.status, r->body.p, r->body.len, r->err, errbuf);

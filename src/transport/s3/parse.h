@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "railio.h"
+
 #define RIO_S3_ETAG_MAX 80
 #define RIO_S3_META_XXH_MAX 2048     /* the inline xxh list (S3: 2 KiB of user metadata) */
 #define S3_SIDECAR_SUFFIX ".railio-" /* a sidecar's key: KEY + this + upload id */
@@ -51,6 +53,39 @@ void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n);
 void rio__s3_xml_text(const char *body, size_t len, const char *tag, char *out, size_t cap);
 /* An HTTP status and the S3 <Code> as a railio error (0 for 2xx). */
 int rio__s3_map_http(long status, const char *code);
+/* listxml.c */
+
+/* One <Contents> (dir false) or <CommonPrefixes> (dir true: only key). */
+struct rio_s3_list_item {
+    char key[RIO_KEY_MAX + 1]; /* decoded, 1..RIO_KEY_MAX bytes, no NUL inside */
+    size_t klen;
+    bool dir;
+    uint64_t size;              /* at most INT64_MAX */
+    int64_t mtime_ns;           /* LastModified, 0 when absent */
+    char etag[RIO_S3_ETAG_MAX]; /* as sent (quotes kept), "" when absent or too long */
+};
+
+struct rio_s3_list_result {
+    bool truncated;
+    char next_token[RIO_LIST_TOKEN_MAX + 1]; /* "" unless truncated */
+    unsigned nitems;                         /* items handed to the callback */
+};
+
+/*
+ * A ListObjectsV2 answer body[0..len) (not terminated): cb (if not NULL)
+ * is called with each item in document order (a negative return stops the
+ * parse and is returned). 0, or RIO_EPROTO for anything malformed: not a
+ * ListBucketResult, a key or prefix empty or over RIO_KEY_MAX (after
+ * decoding), a token over RIO_LIST_TOKEN_MAX, a Size or LastModified not
+ * strictly a decimal or ISO 8601 date, more than RIO_LIST_PAGE_MAX items,
+ * a truncated answer without a token. On error *res is zeroed (items
+ * already handed to cb stay handed).
+ */
+int rio__s3_list_parse(const char *body, size_t len, struct rio_s3_list_result *res,
+                       int (*cb)(void *arg, const struct rio_s3_list_item *it), void *arg);
+/* "YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z" (UTC, years 1678..2261) as ns since the
+ * epoch: 0, or -1 when it is anything else. */
+int rio__s3_parse_iso8601(const char *s, int64_t *ns);
 /* http.c */
 
 /* Forget every field of r (a new status line). */

@@ -82,7 +82,7 @@ int rio__s3_req_build(struct s3_transport *t, EVP_MD_CTX *md, const char *method
                       const struct rio_s3_kv *query, unsigned nq, const struct rio_s3_kv *extra,
                       unsigned nx, const char *payload, char *url, size_t urlcap, struct s3_hdrs *h)
 {
-    char amzdate[17], auth[512 + 256], q[1024];
+    char amzdate[17], auth[512 + 256], q[S3_QUERY_MAX];
     size_t o, pl;
     ssize_t l;
     int w;

@@ -12,8 +12,9 @@
  *   loop.c      the curl multi handles, epoll, submit, cancel and reap
  *   meta.c      metadata requests, generations, lookup and remove
  *   upload.c    put_open, multipart commit and abort
+ *   list.c      the optional op list (ListObjectsV2)
  *   errors.c    CURLcode as a railio error, the debug log line
- *   http.c range.c xml.c sidecar.c text.c: the parsers of what a server
+ *   http.c range.c xml.c listxml.c sidecar.c text.c: the parsers of what a server
  *               sends (parse.h), no libcurl, unit-tested and fuzzed apart
  */
 #define _GNU_SOURCE
@@ -129,6 +130,9 @@ const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
+    /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
+     * parallel beat a listing (docs/s3.md). */
+    .list = rio__s3_list,
 };
 
 /* Plain HTTP(S): ranged reads only (put_open and remove: RIO_ENOTSUP). */

@@ -85,6 +85,8 @@ int rio__s3_map_http(long status, const char *code)
     case 403:
         return -EACCES;
     case 404:
+        /* The bucket itself is missing: not the same as a missing key. */
+        return !strcmp(code, "NoSuchBucket") ? RIO_ENOCONTAINER : RIO_ENOTFOUND;
     case 410:
         return RIO_ENOTFOUND;
     case 405:

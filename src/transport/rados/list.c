@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: list and exists (docs/rados.md, "Listing").
+ *
+ * A listing walks the URL's pool in namespace "" (heads and foreign objects;
+ * chunk objects live in their own namespace) with rados_object_list, in the
+ * pool's own order: ascending (bit-reversed) object hash, not key order.
+ * Each candidate that passes the prefix and start_after filters has its head
+ * read (its first RIO_RADOS_HEAD_TOP bytes and a stat, in parallel); what is
+ * not a head of its key is skipped, so each railio object shows once, with
+ * the size, generation and etag its head says.
+ *
+ * The continuation token is a position in that order, which librados cannot
+ * serialise as such: "r1-HHHHHHHH-T[-SA]" with H the bit-reversed hash
+ * position (8 lower-case hex digits) where the next page starts, T how many
+ * namespace-"" objects at exactly that hash were already passed (32-bit hash
+ * ties: almost always 0) and SA the first page's start_after in lower-case
+ * hex, which later pages keep applying. The position is found by bisection
+ * over rados_object_list_slice cursors compared to the listing's `next`
+ * cursor (local computations, no round trip), so it does not depend on the
+ * pool's PG count.
+ *
+ * Bounds per page: at most max_keys entries, at most list_scan objects
+ * examined (the URL's list_scan, default LIST_SCAN_MAX) and LIST_CALLS_MAX listing round trips; a
+ * page that reaches a bound before max_keys ends short, with a token.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/internal.h"
+#include "core/key.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/head.h"
+#include "transport/rados/internal.h"
+#include "transport/transport.h"
+
+#define LIST_BATCH 256u    /* objects asked of one rados_object_list call */
+#define LIST_TIES_MAX 64u  /* objects at one 32-bit hash a token may skip */
+#define LIST_CALLS_MAX 64u /* rados_object_list calls per page */
+#define HEADS_WINDOW 64u   /* head reads in flight at once */
+#define TOKEN_SA_MAX ((RIO_LIST_TOKEN_MAX - 32u) / 2u) /* start_after bytes a token holds */
+
+/* ------------------------------------------------------- head summaries */
+
+struct hread {
+    const char *key;
+    char *buf; /* RIO_RADOS_HEAD_TOP bytes */
+    size_t got;
+    uint64_t size;
+    time_t mtime;
+    int rv_stat, rv_read, ret;
+    rados_read_op_t op;
+    rados_completion_t comp;
+    struct rio__rados_head h; /* summary only: nothing allocated */
+};
+
+/* Send one head read (first bytes and stat); ret < 0 when it could not go. */
+static void hread_send(struct rados_transport *t, struct hread *r)
+{
+    r->ret = -ENOMEM;
+    r->op = rados_create_read_op();
+    if (!r->op)
+        return;
+    rados_read_op_stat(r->op, &r->size, &r->mtime, &r->rv_stat);
+    rados_read_op_read(r->op, 0, RIO_RADOS_HEAD_TOP, r->buf, &r->got, &r->rv_read);
+    if (rados_aio_create_completion2(NULL, NULL, &r->comp) < 0)
+        goto err_op;
+    r->ret = rados_aio_read_op_operate(r->op, t->head_io, r->comp, r->key, 0);
+    if (r->ret < 0)
+        goto err_comp;
+    r->ret = 1; /* in flight */
+    return;
+err_comp:
+    rados_aio_release(r->comp);
+err_op:
+    rados_release_read_op(r->op);
+    r->op = NULL;
+}
+
+/* Wait for one head read: ret 0 (a head of its key: r->h), RIO_ENOTFOUND,
+ * RIO_EPROTO (not a head) or an error. */
+static void hread_wait(struct hread *r)
+{
+    if (r->ret != 1)
+        return;
+    rados_aio_wait_for_complete(r->comp);
+    int ret = rados_aio_get_return_value(r->comp);
+    rados_aio_release(r->comp);
+    rados_release_read_op(r->op);
+    r->op = NULL;
+    if (ret == 0 && r->rv_read < 0)
+        ret = r->rv_read;
+    if (ret == 0 && r->rv_stat < 0)
+        ret = r->rv_stat;
+    if (ret < 0) {
+        r->ret = ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
+        return;
+    }
+    r->ret = rio__rados_head_summary(r->buf, r->got, r->key, &r->h);
+}
+
+/* Read the heads of r[0..n) in parallel, HEADS_WINDOW at a time. */
+static int heads_read(struct rados_transport *t, struct hread *r, unsigned n)
+{
+    char *bufs = NULL;
+
+    if (!n)
+        return 0;
+    unsigned w = n < HEADS_WINDOW ? n : HEADS_WINDOW;
+    bufs = rio__malloc((size_t)w * RIO_RADOS_HEAD_TOP);
+    if (!bufs)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i += w) {
+        unsigned k = n - i < w ? n - i : w;
+        for (unsigned j = 0; j < k; j++) {
+            r[i + j].buf = bufs + (size_t)j * RIO_RADOS_HEAD_TOP;
+            hread_send(t, &r[i + j]);
+        }
+        for (unsigned j = 0; j < k; j++) {
+            hread_wait(&r[i + j]);
+            r[i + j].buf = NULL;
+        }
+    }
+    rio__free(bufs);
+    return 0;
+}
+
+int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct hread *r;
+    size_t len;
+    int ret;
+
+    if ((n && (!keys || !out)) || n > RIO_LIST_PAGE_MAX)
+        return RIO_EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        if ((ret = rio__key_len(keys[i], &len)) < 0)
+            return ret;
+    if (!n)
+        return 0;
+    r = rio__calloc(n, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    for (unsigned i = 0; i < n; i++)
+        r[i].key = keys[i];
+    ret = heads_read(t, r, n);
+    for (unsigned i = 0; ret == 0 && i < n; i++) {
+        /* Not a head (a foreign object) is no railio object: absent. */
+        if (r[i].ret == 0 || r[i].ret == RIO_ENOTFOUND || r[i].ret == RIO_EPROTO)
+            out[i] = r[i].ret == 0;
+        else
+            ret = r[i].ret;
+    }
+    rio__free(r);
+    return ret;
+}
+
+/* ------------------------------------------------------------- cursors */
+
+/* A cursor at the start of bit-reversed hash position pos (0..2^32). */
+static int cursor_at(rados_ioctx_t io, uint64_t pos, rados_object_list_cursor *out)
+{
+    rados_object_list_cursor b, e, s, f;
+
+    if (pos >= 1ull << 32) {
+        *out = rados_object_list_end(io);
+        return *out ? 0 : -ENOMEM;
+    }
+    b = rados_object_list_begin(io);
+    e = rados_object_list_end(io);
+    /* librados fills the two result cursors in place: they must exist. */
+    s = rados_object_list_begin(io);
+    f = rados_object_list_begin(io);
+    if (b && e && s && f)
+        rados_object_list_slice(io, b, e, (size_t)pos, (size_t)1 << 32, &s, &f);
+    if (b)
+        rados_object_list_cursor_free(io, b);
+    if (e)
+        rados_object_list_cursor_free(io, e);
+    if (f)
+        rados_object_list_cursor_free(io, f);
+    if (!(b && e && s && f)) {
+        if (s)
+            rados_object_list_cursor_free(io, s);
+        return -ENOMEM;
+    }
+    *out = s;
+    return 0;
+}
+
+/* The hash position of cursor c: the largest pos with cursor_at(pos) <= c. */
+static int cursor_pos(rados_ioctx_t io, rados_object_list_cursor c, uint64_t *out)
+{
+    uint64_t lo = 0, hi = (1ull << 32) - 1;
+
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        rados_object_list_cursor s;
+        int ret = cursor_at(io, mid, &s);
+        if (ret < 0)
+            return ret;
+        int cmp = rados_object_list_cursor_cmp(io, s, c);
+        rados_object_list_cursor_free(io, s);
+        if (cmp <= 0)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *out = lo;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+struct ltok {
+    uint64_t pos;  /* bit-reversed hash position */
+    unsigned ties; /* objects at exactly pos already passed */
+    char sa[TOKEN_SA_MAX + 1];
+    bool has_sa;
+};
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* A caller's token: hostile. Exactly the format list_token writes. */
+static int token_parse(const char *s, struct ltok *tk)
+{
+    size_t len = strnlen(s, RIO_LIST_TOKEN_MAX + 1), i;
+    uint64_t v = 0;
+
+    memset(tk, 0, sizeof(*tk));
+    if (len > RIO_LIST_TOKEN_MAX || len < 13 || memcmp(s, "r1-", 3) != 0 || s[11] != '-')
+        goto bad;
+    for (i = 3; i < 11; i++) {
+        int d = hexval(s[i]);
+        if (d < 0)
+            goto bad;
+        v = v << 4 | (unsigned)d;
+    }
+    tk->pos = v;
+    v = 0;
+    for (i = 12; i < len && s[i] != '-'; i++) {
+        if (s[i] < '0' || s[i] > '9' || i - 12 >= 3)
+            goto bad;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    if (i == 12 || v > LIST_TIES_MAX || (s[12] == '0' && i > 13))
+        goto bad;
+    tk->ties = (unsigned)v;
+    if (i == len)
+        return 0;
+    i++; /* '-' then start_after in hex */
+    size_t hl = len - i;
+    if (hl == 0 || hl % 2 || hl / 2 > TOKEN_SA_MAX)
+        goto bad;
+    for (size_t j = 0; j < hl / 2; j++) {
+        int hi = hexval(s[i + 2 * j]), lo = hexval(s[i + 2 * j + 1]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            goto bad;
+        tk->sa[j] = (char)(hi << 4 | lo);
+    }
+    tk->sa[hl / 2] = '\0';
+    tk->has_sa = true;
+    return 0;
+bad:
+    rio__detail("rados:// list token: not a token this listing gave (expected r1-HASH-TIES[-HEX])");
+    return RIO_EINVAL;
+}
+
+static void token_format(const struct ltok *tk, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    int n = snprintf(out, RIO_LIST_TOKEN_MAX + 1, "r1-%08" PRIx64 "-%u", tk->pos, tk->ties);
+
+    if (tk->has_sa) {
+        char *p = out + n;
+        *p++ = '-';
+        for (const char *s = tk->sa; *s; s++) {
+            *p++ = hex[(unsigned char)*s >> 4];
+            *p++ = hex[(unsigned char)*s & 15];
+        }
+        *p = '\0';
+    }
+}
+
+/* ------------------------------------------------------------------ list */
+
+struct lscan {
+    struct rados_transport *t;
+    const struct rio_list_args *a;
+    const char *prefix, *sa;
+    size_t plen;
+    struct rio_entry *ents;
+    unsigned n, max;
+    struct hread *r; /* LIST_BATCH candidates of one call */
+    char (*keys)[RIO_KEY_MAX + 1];
+};
+
+/* Whether the listed name is a key this listing shows (before its head). */
+static bool candidate(const struct lscan *s, const rados_object_list_item *it)
+{
+    if (it->oid_length == 0 || it->oid_length > RIO_KEY_MAX ||
+        memchr(it->oid, '\0', it->oid_length))
+        return false;
+    if (it->oid_length < s->plen || memcmp(it->oid, s->prefix, s->plen) != 0)
+        return false;
+    if (s->sa) {
+        size_t sl = strlen(s->sa), m = sl < it->oid_length ? sl : it->oid_length;
+        int c = memcmp(it->oid, s->sa, m);
+        if (c < 0 || (c == 0 && it->oid_length <= sl))
+            return false;
+    }
+    return true;
+}
+
+/* With RIO_LIST_DELIM: the length of the common prefix key stops at, or 0. */
+static size_t delim_len(const struct lscan *s, const char *key)
+{
+    const char *slash;
+
+    if (!(s->a->flags & RIO_LIST_DELIM))
+        return 0;
+    slash = strchr(key + s->plen, '/');
+    return slash ? (size_t)(slash - key) + 1 : 0;
+}
+
+/* A common prefix already on this page (pages cannot see each other's). */
+static bool dir_seen(const struct lscan *s, const char *key, size_t len)
+{
+    for (unsigned i = 0; i < s->n; i++)
+        if ((s->ents[i].flags & RIO_ENTRY_DIR) && strlen(s->ents[i].key) == len &&
+            memcmp(s->ents[i].key, key, len) == 0)
+            return true;
+    return false;
+}
+
+/* Take the candidates of one listing call: read their heads, add entries. */
+static int take(struct lscan *s, const rados_object_list_item *items, unsigned from, unsigned n)
+{
+    unsigned nc = 0;
+    int ret;
+
+    for (unsigned i = from; i < n; i++) {
+        if (!candidate(s, &items[i]))
+            continue;
+        memcpy(s->keys[nc], items[i].oid, items[i].oid_length);
+        s->keys[nc][items[i].oid_length] = '\0';
+        memset(&s->r[nc], 0, sizeof(s->r[nc]));
+        s->r[nc].key = s->keys[nc];
+        nc++;
+    }
+    ret = heads_read(s->t, s->r, nc);
+    if (ret < 0)
+        return ret;
+    for (unsigned i = 0; i < nc; i++) {
+        struct hread *r = &s->r[i];
+        if (r->ret == RIO_ENOTFOUND || r->ret == RIO_EPROTO)
+            continue; /* removed since, or not railio's */
+        if (r->ret < 0)
+            return r->ret;
+        size_t dl = delim_len(s, r->key);
+        if (dl && dir_seen(s, r->key, dl))
+            continue;
+        struct rio_entry *e = &s->ents[s->n++];
+        memset(e, 0, sizeof(*e));
+        if (dl) {
+            memcpy(e->key, r->key, dl);
+            e->key[dl] = '\0';
+            e->flags = RIO_ENTRY_DIR;
+            continue;
+        }
+        strcpy(e->key, r->key);
+        e->size = r->h.size;
+        e->generation = r->h.generation;
+        e->mtime_ns = (int64_t)r->mtime * 1000000000;
+        memcpy(e->etag, r->h.etag, sizeof(e->etag));
+    }
+    return 0;
+}
+
+int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
+                    struct rio_list_page *out)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    rados_ioctx_t io = t->head_io;
+    rados_object_list_item *items = NULL;
+    rados_object_list_cursor cur = NULL, end = NULL;
+    struct lscan s = {.t = t, .a = a};
+    struct ltok tk;
+    unsigned skip, scanned = 0, calls = 0;
+    bool done = false;
+    int ret;
+
+    if (!a || !out)
+        return RIO_EINVAL;
+    memset(out, 0, sizeof(*out));
+    s.max = a->max_keys ? a->max_keys : 1000;
+    if (s.max > RIO_LIST_PAGE_MAX)
+        s.max = RIO_LIST_PAGE_MAX;
+    s.prefix = a->prefix ? a->prefix : "";
+    s.plen = strnlen(s.prefix, RIO_KEY_MAX + 1);
+    if (s.plen > RIO_KEY_MAX)
+        return RIO_EINVAL;
+    if (a->token && *a->token) {
+        ret = token_parse(a->token, &tk);
+        if (ret < 0)
+            return ret;
+    } else {
+        memset(&tk, 0, sizeof(tk));
+        if (a->start_after && *a->start_after) {
+            size_t sl = strnlen(a->start_after, RIO_KEY_MAX + 1);
+            if (sl > TOKEN_SA_MAX) {
+                rio__detail("rados:// lists in hash order and carries start_after in its "
+                            "tokens: at most %u bytes",
+                            TOKEN_SA_MAX);
+                return RIO_EINVAL;
+            }
+            memcpy(tk.sa, a->start_after, sl + 1);
+            tk.has_sa = true;
+        }
+    }
+    s.sa = tk.has_sa ? tk.sa : NULL;
+    skip = tk.ties;
+
+    ret = -ENOMEM;
+    s.ents = calloc(s.max, sizeof(*s.ents)); /* the contract: malloc'd, freed with free() */
+    items = rio__calloc(LIST_BATCH + LIST_TIES_MAX, sizeof(*items));
+    s.r = rio__calloc(LIST_BATCH, sizeof(*s.r));
+    s.keys = rio__malloc(LIST_BATCH * sizeof(*s.keys));
+    end = rados_object_list_end(io);
+    if (!s.ents || !items || !s.r || !s.keys || !end)
+        goto out;
+    ret = cursor_at(io, tk.pos, &cur);
+    if (ret < 0) {
+        cur = NULL;
+        goto out;
+    }
+    while (s.n < s.max && scanned < t->list_scan && calls < LIST_CALLS_MAX) {
+        unsigned want = s.max - s.n;
+        if (want > LIST_BATCH)
+            want = LIST_BATCH;
+        if (want > t->list_scan - scanned)
+            want = t->list_scan - scanned;
+        rados_object_list_cursor next = rados_object_list_begin(io);
+        ret = -ENOMEM;
+        if (!next)
+            goto out;
+        ret = rados_object_list(io, cur, end, want + skip, NULL, 0, items, &next);
+        calls++;
+        if (ret < 0) {
+            rados_object_list_cursor_free(io, next);
+            ret = rio__rados_xlate(ret);
+            goto out;
+        }
+        unsigned got = (unsigned)ret;
+        scanned += got > skip ? got - skip : 0;
+        ret = take(&s, items, got < skip ? got : skip, got);
+        rados_object_list_free(got, items);
+        rados_object_list_cursor_free(io, cur);
+        cur = next;
+        skip = 0;
+        if (ret < 0)
+            goto out;
+        if (rados_object_list_is_end(io, cur)) {
+            done = true;
+            break;
+        }
+    }
+    if (!done) {
+        /* The token: where cur is, and what at that hash came before it. */
+        rados_object_list_cursor at, nx;
+        ret = cursor_pos(io, cur, &tk.pos);
+        if (ret == 0)
+            ret = cursor_at(io, tk.pos, &at);
+        if (ret < 0)
+            goto out;
+        nx = rados_object_list_begin(io);
+        ret = nx ? rados_object_list(io, at, cur, LIST_TIES_MAX + 1, NULL, 0, items, &nx) : -ENOMEM;
+        rados_object_list_cursor_free(io, at);
+        if (nx)
+            rados_object_list_cursor_free(io, nx);
+        if (ret < 0) {
+            ret = rio__rados_xlate(ret);
+            goto out;
+        }
+        rados_object_list_free((size_t)ret, items);
+        if ((unsigned)ret > LIST_TIES_MAX) {
+            rio__detail("rados:// list: more than %u objects share one 32-bit hash", LIST_TIES_MAX);
+            ret = RIO_EPROTO;
+            goto out;
+        }
+        tk.ties = (unsigned)ret;
+        token_format(&tk, out->next_token);
+    }
+    out->entries = s.ents;
+    out->n = s.n;
+    s.ents = NULL;
+    ret = 0;
+out:
+    if (cur)
+        rados_object_list_cursor_free(io, cur);
+    if (end)
+        rados_object_list_cursor_free(io, end);
+    free(s.ents);
+    rio__free(items);
+    rio__free(s.r);
+    rio__free(s.keys);
+    if (ret < 0)
+        memset(out, 0, sizeof(*out));
+    return ret;
+}
