@@ -182,11 +182,81 @@ static bool pattern_keeps(const char *pattern, const char *key)
     return rio_cli_glob_match(pattern, elem, false);
 }
 
+/* A set of strings (the common prefixes already shown): open addressing,
+ * FNV-1a, grown at half full. */
+static uint64_t fnv(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+/* 1 when s was added, 0 when it was there, -ENOMEM. */
+static int seen_add(struct rio_cli_seen *set, const char *s)
+{
+    if (2 * (set->n + 1) > set->cap) {
+        size_t nc = set->cap ? set->cap * 2 : 64;
+        char **nv = calloc(nc, sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        for (size_t i = 0; i < set->cap; i++) {
+            if (!set->v[i])
+                continue;
+            size_t h = fnv(set->v[i]) & (nc - 1);
+            while (nv[h])
+                h = (h + 1) & (nc - 1);
+            nv[h] = set->v[i];
+        }
+        free(set->v);
+        set->v = nv;
+        set->cap = nc;
+    }
+    size_t h = fnv(s) & (set->cap - 1);
+    for (; set->v[h]; h = (h + 1) & (set->cap - 1))
+        if (!strcmp(set->v[h], s))
+            return 0;
+    set->v[h] = strdup(s);
+    if (!set->v[h])
+        return -ENOMEM;
+    set->n++;
+    return 1;
+}
+
+/*
+ * One level of a backend that lists in its own order (rados://): the
+ * library cannot fold keys into common prefixes there, so the lister does,
+ * over the whole listing, showing each prefix once (memory grows with the
+ * number of prefixes one level down, not with the keys). x is a key of
+ * the listing; *e what to show, or NULL.
+ */
+static int fold(struct rio_cli_lister *l, const struct rio_entry *x, const struct rio_entry **e)
+{
+    size_t pl = strlen(l->prefix ? l->prefix : "");
+    const char *slash = strchr(x->key + pl, '/');
+    *e = x;
+    if (!slash)
+        return 0;
+    memset(&l->dir, 0, sizeof(l->dir));
+    memcpy(l->dir.key, x->key, (size_t)(slash - x->key) + 1);
+    l->dir.flags = RIO_ENTRY_DIR;
+    int ret = seen_add(&l->seen, l->dir.key);
+    *e = ret > 0 ? &l->dir : NULL;
+    return ret < 0 ? ret : 0;
+}
+
 int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
 {
     for (;;) {
         while (l->i < l->page.n) {
             const struct rio_entry *x = &l->page.entries[l->i++];
+            if (l->fold) {
+                int ret = fold(l, x, &x);
+                if (ret < 0)
+                    return ret;
+                if (!x)
+                    continue;
+            }
             if (l->pattern && !pattern_keeps(l->pattern, x->key))
                 continue;
             *e = x;
@@ -199,10 +269,14 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
         a.prefix = l->prefix;
         a.token = l->started ? l->token : NULL;
         a.max_keys = l->max_keys;
-        a.flags = l->recursive ? 0 : RIO_LIST_DELIM;
+        a.flags = l->recursive || l->fold ? 0 : RIO_LIST_DELIM;
         struct rio_list_page next;
         memset(&next, 0, sizeof(next));
         int ret = rio_list(l->c, &a, &next, NULL);
+        if (ret == RIO_ENOTSUP && !l->started && a.flags) {
+            l->fold = true; /* no RIO_LIST_DELIM here: fold the full listing */
+            continue;
+        }
         if (ret < 0)
             return ret;
         /* A backend that hands back the token it was given would loop
@@ -224,6 +298,10 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
 void rio_cli_lister_cleanup(struct rio_cli_lister *l)
 {
     rio_list_page_cleanup(&l->page);
+    for (size_t i = 0; i < l->seen.cap; i++)
+        free(l->seen.v[i]);
+    free(l->seen.v);
+    memset(&l->seen, 0, sizeof(l->seen));
 }
 
 /* --------------------------------------------------------------- pool */

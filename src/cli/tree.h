@@ -57,6 +57,12 @@ int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target 
                          const char **why);
 void rio_cli_target_cleanup(struct rio_cli_target *t);
 
+/* Strings seen (the lister's folded common prefixes). */
+struct rio_cli_seen {
+    char **v;
+    size_t n, cap;
+};
+
 /* Every entry under a prefix, page by page (never one giant page). */
 struct rio_cli_lister {
     struct rio_client *c;
@@ -69,6 +75,9 @@ struct rio_cli_lister {
     struct rio_list_page page;
     unsigned i;
     bool started, last;
+    bool fold;                /* the backend has no RIO_LIST_DELIM: fold here */
+    struct rio_cli_seen seen; /* prefixes folded so far */
+    struct rio_entry dir;     /* the folded prefix handed out */
     char token[RIO_LIST_TOKEN_MAX + 1];
 };
 

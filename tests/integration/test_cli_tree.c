@@ -59,7 +59,7 @@ TEST(railiod_cp_tree_both_ways_and_to_file)
 TEST(railiod_cp_refuses_escaping_keys)
 {
     struct tb b;
-    char u[1200];
+    char u[2048];
     railiod_tb(&b);
     tb_need_list(&b);
     static const char *const bad[] = {

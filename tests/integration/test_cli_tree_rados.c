@@ -29,6 +29,7 @@ static void rados_tb(struct tb *b)
     snprintf(b->q, sizeof(b->q), "%s", q);
     *q = '\0';
     snprintf(b->kp, sizeof(b->kp), "clitree-%d/", (int)getpid());
+    b->keep_10k = true; /* the cluster is this program's own */
     snprintf(b->tmp, sizeof(b->tmp), "%s", t_scratch_dir("rio-clitree-rados"));
 }
 
