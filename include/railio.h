@@ -128,8 +128,10 @@ enum rio_budget_mode {
  * environment (RIO_*), then the default". Environment variables are read once,
  * at rio_client_new. A deadline of 0 in the URL (deadline=0) or the
  * environment, or RIO_DEADLINE_NONE in the struct, means no deadline; an
- * op_timeout of 0 is refused (there is always one). A bad option makes
- * rio_client_new return RIO_EINVAL and write one line naming it to stderr.
+ * op_timeout of 0 is refused (there is always one). A bad option, or a URL
+ * option neither the client nor the URL's transport knows, makes
+ * rio_client_new return RIO_EINVAL and write one line naming it to stderr
+ * (the same text in rio_error_detail()).
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */

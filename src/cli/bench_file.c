@@ -697,8 +697,10 @@ static void print_header(const struct cfg *c)
     uname(&un);
     if (getloadavg(&load, 1) != 1)
         load = -1;
-    printf("railio bench %s: file system %s, kernel %s, %ld cores, load average %.1f\n", c->url,
-           fst, un.release, sysconf(_SC_NPROCESSORS_ONLN), load);
+    char shown[1024];
+    printf("railio bench %s: file system %s, kernel %s, %ld cores, load average %.1f\n",
+           rio_cli_url_safe(c->url, shown, sizeof(shown)), fst, un.release,
+           sysconf(_SC_NPROCESSORS_ONLN), load);
     printf("size %llu MiB, direct=%d, sync=%d, reps %u (median), ceiling: fio (io_uring) same "
            "run\n\n",
            (unsigned long long)(c->size >> 20), c->direct, c->sync, c->reps);
@@ -749,8 +751,10 @@ static void print_detail(const struct detail *d)
 
 static void print_json(const struct cfg *c, const struct row *rows, unsigned n)
 {
-    printf("{\"url\":\"%s\",\"size\":%llu,\"direct\":%d,\"sync\":%d,\"reps\":%u,\"rows\":[", c->url,
-           (unsigned long long)c->size, c->direct, c->sync, c->reps);
+    char shown[1024];
+    printf("{\"url\":\"%s\",\"size\":%llu,\"direct\":%d,\"sync\":%d,\"reps\":%u,\"rows\":[",
+           rio_cli_url_safe(c->url, shown, sizeof(shown)), (unsigned long long)c->size, c->direct,
+           c->sync, c->reps);
     for (unsigned i = 0; i < n; i++) {
         const struct row *r = &rows[i];
         printf("%s{\"mode\":\"%s\",\"chunk\":%llu,\"bytes\":%llu,\"queues\":%u,\"inflight\":%u,"

@@ -334,9 +334,11 @@ int rio_cli_bench_s3(int argc, char **argv)
     }
 
     if (c.o.json) {
+        char shown[512];
         printf("{\"bench\":\"s3\",\"endpoint\":\"%s\",\"chunk\":%" PRIu64 ",\"paths\":%u,"
                "\"reps\":%u,\"memcpy_mbps\":%.0f,\"baselines\":[",
-               c.endpoint, c.o.chunk, c.paths, c.o.reps, rio_cli_memcpy_mbps(64u << 20));
+               rio_cli_url_safe(c.endpoint, shown, sizeof(shown)), c.o.chunk, c.paths, c.o.reps,
+               rio_cli_memcpy_mbps(64u << 20));
         for (unsigned i = 0; i < c.o.nsizes; i++)
             printf("%s{\"size\":%" PRIu64 ",\"curl_put_mbps\":%.1f,\"curl_get_mbps\":%.1f,"
                    "\"aws_put_mbps\":%.1f,\"aws_get_mbps\":%.1f}",

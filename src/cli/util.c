@@ -83,60 +83,10 @@ double rio_cli_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* A query parameter whose value is a secret. */
-static bool secret_param(const char *name, size_t n)
-{
-    return n == 5 && !strncmp(name, "token", 5);
-}
-
+/* The library's redaction (core/url.h): one list of what is a secret. */
 const char *rio_cli_url_safe(const char *url, char *out, size_t cap)
 {
-    size_t o = 0;
-    const char *p = url, *q = strchr(url, '?'), *auth = strstr(url, "://");
-
-#define PUT(s, n)                                                                                  \
-    do {                                                                                           \
-        size_t n_ = (n);                                                                           \
-        if (n_ > cap - 1 - o)                                                                      \
-            n_ = cap - 1 - o;                                                                      \
-        memcpy(out + o, (s), n_);                                                                  \
-        o += n_;                                                                                   \
-    } while (0)
-    if (!cap)
-        return out;
-    if (auth) {
-        /* SCHEME://USER:PASSWORD@HOST: the password goes. */
-        const char *a = auth + 3, *end = a + strcspn(a, "/?#");
-        const char *at = memchr(a, '@', (size_t)(end - a));
-        const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-        if (colon) {
-            PUT(url, (size_t)(colon + 1 - url));
-            PUT("***", 3);
-            p = at;
-        }
-    }
-    if (!q || q < p) {
-        PUT(p, strlen(p));
-    } else {
-        PUT(p, (size_t)(q + 1 - p));
-        for (const char *k = q + 1; *k;) {
-            size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
-            if (nl < kl && secret_param(k, nl)) {
-                PUT(k, nl + 1);
-                PUT("***", 3);
-            } else {
-                PUT(k, kl);
-            }
-            k += kl;
-            if (*k == '&') {
-                PUT("&", 1);
-                k++;
-            }
-        }
-    }
-#undef PUT
-    out[o] = '\0';
-    return out;
+    return rio__url_redact(url, out, cap);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -243,6 +243,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     unsigned *idx = NULL;
     int ok;
 
+    rio__detail_clear();
     ok = batch_once(c, ops, n, opt);
     while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
         unsigned k = 0;

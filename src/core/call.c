@@ -111,6 +111,7 @@ static int client_lookup(struct rio_client *c, const struct rio__meta *m, const 
     ret = rio__desc_check(out, key, why, sizeof(why));
     if (ret < 0) {
         fprintf(stderr, "railio: %s server descriptor: %s\n", c->url.scheme, why);
+        rio__detail("%s server descriptor: %s", c->url.scheme, why);
         rio_desc_cleanup(out);
         memset(out, 0, sizeof(*out));
     }
@@ -499,6 +500,8 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
             /* failed before it reached the engine (or while hashing) */
         } else if (r->status < 0) {
             r->result = r->status;
+            if (r->status == RIO_ENOPATH || r->status == RIO_ERETRIES)
+                rio__engine_path_detail(c);
         } else if (r->type == RIO_OP_PUT) {
             if (!parallel && !r->committed)
                 r->result = rio__req_commit(c, r, out_desc);
@@ -635,6 +638,7 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
     struct rio__replan_acc acc = {0};
     int ret;
 
+    rio__detail_clear();
     for (;;) {
         ret = put_once(c, key, buf, len, opt, out_desc);
         if (!rio__replan_due(RIO_OP_PUT, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
@@ -651,6 +655,7 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
     struct rio__replan_acc acc = {0};
     int64_t ret;
 
+    rio__detail_clear();
     for (;;) {
         ret = get_once(c, key, buf, cap, opt);
         if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
@@ -716,6 +721,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     struct rio__replan_acc acc = {0};
     int64_t ret;
 
+    rio__detail_clear();
     if (!out)
         return RIO_EINVAL;
     for (;;) {
@@ -784,6 +790,7 @@ int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
 {
     struct rio__meta m;
 
+    rio__detail_clear();
     if (!c || !out)
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);
@@ -797,6 +804,7 @@ int rio_delete(struct rio_client *c, const char *key)
 {
     struct rio__meta m;
 
+    rio__detail_clear();
     if (!c)
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);

@@ -78,6 +78,8 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     const struct rio_transport_ops *ops;
     int ret;
 
+    rio__detail_clear();
+    rio__env_typos();
     if (!url || !out)
         return RIO_EINVAL;
     *out = NULL;
@@ -98,9 +100,18 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
         ret = RIO_EURL;
         goto err_url;
     }
-    ret = rio__t_open(ops, &c->url, &c->o, &c->t);
+    ret = rio__url_options_known(&c->url, c->url.scheme, ops->url_options);
     if (ret < 0)
         goto err_url;
+    ret = rio__t_open(ops, &c->url, &c->o, &c->t);
+    if (ret < 0) {
+        if (!rio_error_detail()[0]) {
+            char shown[256];
+            rio__detail("cannot open %s: %s (%s)", rio__url_redact(url, shown, sizeof(shown)),
+                        rio_strerror(ret), rio_errname(ret));
+        }
+        goto err_url;
+    }
     c->npaths = c->t->npaths;
     if (c->npaths < 1 || c->npaths > RIO_MAX_PATHS) {
         ret = RIO_EINVAL;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,11 +238,12 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
     rq_push(r, ch);
 }
 
-/* Path pi failed (reset, refused, timeout...): cool it down and move every
- * chunk still on it to the others. */
-static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, uint64_t now)
+/* Path pi failed (reset, refused, timeout...) with err: cool it down and
+ * move every chunk still on it to the others. */
+static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, int err, uint64_t now)
 {
     struct rio__path *p = &c->paths[pi];
+    p->last_err = err;
     p->fails++;
     p->state = PATH_COOLING;
     p->until_ns = now + cooldown_ns(c, p->fails);
@@ -289,7 +291,8 @@ static void path_events_locked(struct rio_client *c, uint64_t now)
             int cls = rio__err_class(p->ev_err);
             p->degraded = false;
             if (p->state != PATH_COOLING)
-                path_fail_locked(c, i, rio__class_is_path(cls) ? cls : RIO_CLASS_RESET, now);
+                path_fail_locked(c, i, rio__class_is_path(cls) ? cls : RIO_CLASS_RESET,
+                                 p->ev_err ? p->ev_err : -ECONNRESET, now);
         } else if (state == RIO_PATH_UP) {
             p->degraded = false;
             if (p->state == PATH_COOLING)
@@ -558,9 +561,10 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             attempt_put_locked(c, a);
             ch->state = CH_INFLIGHT;
             r->call->path_errors[pi]++;
+            c->paths[pi].last_err = ret;
             int cls = rio__err_class(ret);
             if (rio__class_is_path(cls) && c->paths[pi].state != PATH_COOLING)
-                path_fail_locked(c, pi, cls, now);
+                path_fail_locked(c, pi, cls, ret, now);
             chunk_failed_locked(c, r, ch, ret, now);
             return 1;
         }
@@ -715,9 +719,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         goto out;
     }
     r->call->path_errors[a->path]++;
+    p->last_err = err;
     int cls = rio__err_class(err);
     if (rio__class_is_path(cls) && p->state != PATH_COOLING)
-        path_fail_locked(c, a->path, cls, now);
+        path_fail_locked(c, a->path, cls, err, now);
     else if (p->state == PATH_PROBING)
         p->state = PATH_HEALTHY; /* it answered: the chunk failed, not the path */
     chunk_failed_locked(c, r, ch, err, now);
@@ -750,8 +755,9 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
             struct rio__chunk *ch = a->ch;
             cancel_attempt_locked(c, a);
             r->call->path_errors[i]++;
+            p->last_err = -ETIMEDOUT;
             if (p->state != PATH_COOLING)
-                path_fail_locked(c, i, RIO_CLASS_TIMEOUT, now);
+                path_fail_locked(c, i, RIO_CLASS_TIMEOUT, -ETIMEDOUT, now);
             chunk_failed_locked(c, r, ch, -ETIMEDOUT, now);
         }
     }
@@ -1156,4 +1162,32 @@ void rio__stage_drain(struct rio_client *c)
         c->stage[i].buf = NULL;
     }
     c->stage_bytes = 0;
+}
+
+/*
+ * rio_error_detail() for a request that ended without a path to finish it
+ * (RIO_ENOPATH, RIO_ERETRIES): the last error of each path that had one,
+ * "path 0: connection refused (ECONNREFUSED); path 1: ...". Caller's thread,
+ * mu not held.
+ */
+void rio__engine_path_detail(struct rio_client *c)
+{
+    char buf[480];
+    size_t o = 0;
+
+    buf[0] = '\0';
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; i < c->npaths && o < sizeof(buf); i++) {
+        int err = c->paths[i].last_err;
+        if (!err)
+            continue;
+        int n = snprintf(buf + o, sizeof(buf) - o, "%spath %u: %s (%s)", o ? "; " : "", i,
+                         rio_strerror(err), rio_errname(err));
+        if (n < 0)
+            break;
+        o += (size_t)n;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (buf[0])
+        rio__detail("%s", buf);
 }

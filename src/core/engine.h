@@ -100,6 +100,9 @@ struct rio__path {
      * the engine thread (engine.c, path_events_locked). */
     int ev_state;
     int ev_err;
+    /* The last error an op on this path ended with, or that took it down
+     * (0: none yet): the cause rio_error_detail() gives for RIO_ENOPATH. */
+    int last_err;
 };
 
 struct rio__chunk {
@@ -402,6 +405,9 @@ uint64_t rio__proc_run_delay_ns(void);
 /* Current busy time of a path including the running stretch (under mu). */
 uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
 
+/* Set rio_error_detail() to each path's last error (engine.c). */
+void rio__engine_path_detail(struct rio_client *c);
+
 /* Resolve options: struct, then URL parameters, then RIO_* environment, then
  * defaults (options.c). */
 int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
@@ -410,6 +416,16 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
  * parameter and environment variable. RIO_EINVAL on a bad one. */
 int rio__options_check(const struct rio_options *in, const struct rio_url *u,
                        struct rio_options *out, char *why, size_t cap);
+/* The URL options every transport takes (NULL-terminated; options.c). */
+extern const char *const rio__core_url_options[];
+/* RIO_EINVAL, with one line on stderr and rio_error_detail() naming it
+ * (and the closest known name), when u has an option that is neither the
+ * core's nor in transport (the scheme's ops->url_options, may be NULL). */
+int rio__url_options_known(const struct rio_url *u, const char *scheme,
+                           const char *const *transport);
+/* Name, on stderr, the RIO_* variables of the environment that look like a
+ * typo of one the library reads; once a process, never an error. */
+void rio__env_typos(void);
 
 /* ------------------------------------------------------------------------
  * The client layer, between the public calls and the engine: client.c (the

@@ -76,6 +76,14 @@ static int meta_count(struct rio_client *c, const struct rio__meta *m, int err)
     return cls;
 }
 
+/* The tries of a metadata op are spent: the detail says how often and with
+ * what it last failed (the code alone does not say it was tried again). */
+static int meta_spent(int err, unsigned n)
+{
+    rio__detail("%s (%s), %u tr%s", rio_strerror(err), rio_errname(err), n, n == 1 ? "y" : "ies");
+    return err;
+}
+
 /*
  * Try n (1-based) failed with err: count it, then either wait the backoff
  * before the next try (returns 0) or give up (returns what the op returns:
@@ -94,11 +102,11 @@ static int meta_failed(struct rio_client *c, const struct rio__meta *m, int err,
     if (cls == RIO_CLASS_THROTTLE) {
         n = ++*throttles;
         if (n >= 4 * c->o.retry_attempts)
-            return err;
+            return meta_spent(err, n);
     } else {
         n = ++*tries;
         if (n >= c->o.retry_attempts)
-            return err;
+            return meta_spent(err, n);
     }
     pthread_mutex_lock(&c->mu);
     uint64_t ns = rio__backoff_ns_locked(c, n);

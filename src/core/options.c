@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/internal.h"
 #include "core/url.h"
 
 #define DEF_CHUNK (4ull << 20)
@@ -32,37 +33,73 @@ void rio_options_init(struct rio_options *o)
     memset(o, 0, sizeof(*o));
 }
 
-/* Where an option's value came from and what went wrong with it. */
+/* Where an option's value came from, per option read from the URL or the
+ * environment, so a refusal can name what the user typed. */
+struct knob_src {
+    const char *param;
+    const char *name; /* param (the URL) or the variable */
+    const char *value;
+};
+
 struct knobs {
     const struct rio_url *u;
     char *why;
     size_t cap;
     int err;
+    unsigned nsrc;
+    struct knob_src src[24];
 };
 
-/* Record the first bad option: its URL name, its variable and the value. */
+/*
+ * Record the first bad option. value given: what was read, named by where
+ * it came from ("RIO_DEPTH=-1: is not a size (option depth)"); value NULL:
+ * a check of the resolved option, named by where it came from if it was
+ * read, else as the options struct field it is.
+ */
 static int bad(struct knobs *k, const char *param, const char *env, const char *value,
                const char *rule)
 {
-    if (!k->err && k->why && k->cap)
-        snprintf(k->why, k->cap, "option %s (URL ?%s=, %s): %s%s%s%s", param, param, env,
-                 value ? "\"" : "", value ? value : "", value ? "\" " : "", rule);
+    const char *name = NULL;
+
+    if (!value)
+        for (unsigned i = 0; i < k->nsrc; i++)
+            if (!strcmp(k->src[i].param, param)) {
+                name = k->src[i].name;
+                value = k->src[i].value;
+            }
+    if (value && !name)
+        name = k->u && rio__url_param(k->u, param) == value ? param : env;
+    if (!k->err && k->why && k->cap) {
+        if (!name)
+            snprintf(k->why, k->cap, "option %s (URL ?%s=, %s) %s", param, param, env, rule);
+        else if (name == env)
+            snprintf(k->why, k->cap, "%s=%s: %s (option %s)", env, value, rule, param);
+        else
+            snprintf(k->why, k->cap, "%s=%s: %s (URL option; or %s)", param, value, rule, env);
+    }
     k->err = RIO_EINVAL;
     return RIO_EINVAL;
 }
 
 /* Look a knob up in the URL (?name=) and then the environment (RIO_NAME). */
-static const char *knob(const struct knobs *k, const char *param, const char *env)
+static const char *knob(struct knobs *k, const char *param, const char *env)
 {
     const char *v = k->u ? rio__url_param(k->u, param) : NULL;
-    if (v)
-        return v;
-    v = getenv(env);
-    return v && *v ? v : NULL;
+    const char *name = param;
+
+    if (!v) {
+        v = getenv(env);
+        name = env;
+        if (!v || !*v)
+            return NULL;
+    }
+    if (k->nsrc < sizeof(k->src) / sizeof(k->src[0]))
+        k->src[k->nsrc++] = (struct knob_src){param, name, v};
+    return v;
 }
 
-static void knob_size(struct knobs *k, const char *param, const char *env, uint64_t *dst,
-                      uint64_t def)
+static void knob_size_rule(struct knobs *k, const char *param, const char *env, uint64_t *dst,
+                           uint64_t def, const char *rule)
 {
     if (*dst)
         return;
@@ -72,7 +109,13 @@ static void knob_size(struct knobs *k, const char *param, const char *env, uint6
         return;
     }
     if (rio__parse_size(v, dst) < 0)
-        bad(k, param, env, v, "is not a size");
+        bad(k, param, env, v, rule);
+}
+
+static void knob_size(struct knobs *k, const char *param, const char *env, uint64_t *dst,
+                      uint64_t def)
+{
+    knob_size_rule(k, param, env, dst, def, "not a size (e.g. 4M, 1GiB)");
 }
 
 static void knob_u32(struct knobs *k, const char *param, const char *env, uint32_t *dst,
@@ -80,7 +123,7 @@ static void knob_u32(struct knobs *k, const char *param, const char *env, uint32
 {
     uint64_t v = *dst;
     int err = k->err;
-    knob_size(k, param, env, &v, def);
+    knob_size_rule(k, param, env, &v, def, "not a whole number");
     if (k->err && !err)
         return;
     if (v > UINT32_MAX) {
@@ -109,7 +152,7 @@ static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_
     }
     uint32_t ms;
     if (rio__parse_ms(v, &ms) < 0) {
-        bad(k, param, env, v, "is not a duration (e.g. 250ms, 2s) under 49 days");
+        bad(k, param, env, v, "not a duration (e.g. 250ms, 2s) under 49 days");
         return;
     }
     if (ms == 0 && zero == ZERO_BAD) {
@@ -132,7 +175,7 @@ static void knob_bool(struct knobs *k, const char *param, const char *env, int *
     if (rio__parse_bool(v, &b) == 0)
         *dst = b ? 1 : -1;
     else
-        bad(k, param, env, v, "is not on or off");
+        bad(k, param, env, v, "not on or off");
 }
 
 int rio__options_check(const struct rio_options *in, const struct rio_url *u, struct rio_options *o,
@@ -162,7 +205,7 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         if (v && !strcmp(v, "fail"))
             o->budget_mode = RIO_BUDGET_FAIL;
         else if (v && strcmp(v, "wait"))
-            bad(k, "budget_mode", "RIO_BUDGET_MODE", v, "is not wait or fail");
+            bad(k, "budget_mode", "RIO_BUDGET_MODE", v, "not wait or fail");
     }
     v32 = o->retry_attempts;
     knob_u32(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
@@ -184,13 +227,13 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         else if (!strcmp(v, "none"))
             o->etag = -1;
         else
-            bad(k, "etag", "RIO_ETAG", v, "is not md5 or none");
+            bad(k, "etag", "RIO_ETAG", v, "not md5 or none");
     }
     if (!o->tls) {
         const char *v = knob(k, "tls", "RIO_TLS");
         bool b = false;
         if (v && rio__parse_bool(v, &b) < 0)
-            bad(k, "tls", "RIO_TLS", v, "is not on or off");
+            bad(k, "tls", "RIO_TLS", v, "not on or off");
         else
             o->tls = b ? 1 : -1;
     }
@@ -230,7 +273,114 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
 {
     char why[256];
     int ret = rio__options_check(in, u, o, why, sizeof(why));
-    if (ret < 0)
+    if (ret < 0) {
         fprintf(stderr, "railio: %s\n", why);
+        rio__detail("%s", why);
+    }
     return ret;
+}
+
+/* ------------------------------------------------------- known names */
+
+/* The URL options every transport takes: the knobs above and the fault
+ * filter's (transport/fault.h), which stacks over any of them. */
+const char *const rio__core_url_options[] = {
+    "chunk",       "paths",         "depth",        "budget",      "request_budget",
+    "budget_mode", "retries",       "backoff_base", "backoff_cap", "deadline",
+    "op_timeout",  "cooldown_base", "cooldown_cap", "verify",      "retry_checksum",
+    "seed",        "etag",          "tls",          "faults",      NULL,
+};
+
+/*
+ * Every RIO_* variable the library reads (the knobs above, and the
+ * transports' own): a variable near one of these is taken for a typo of it.
+ */
+static const char *const known_env[] = {
+    "RIO_CHUNK_SIZE",
+    "RIO_PATHS",
+    "RIO_DEPTH",
+    "RIO_BUDGET",
+    "RIO_REQUEST_BUDGET",
+    "RIO_BUDGET_MODE",
+    "RIO_RETRIES",
+    "RIO_BACKOFF_BASE_MS",
+    "RIO_BACKOFF_CAP_MS",
+    "RIO_DEADLINE_MS",
+    "RIO_OP_TIMEOUT_MS",
+    "RIO_COOLDOWN_BASE_MS",
+    "RIO_COOLDOWN_CAP_MS",
+    "RIO_VERIFY",
+    "RIO_RETRY_CHECKSUM",
+    "RIO_SEED",
+    "RIO_ETAG",
+    "RIO_TLS",
+    "RIO_TLS_CA",
+    "RIO_TOKEN_FILE",
+    "RIO_CEPH_CONF",
+    "RIO_MODULE_DIR",
+    "RIO_S3_ENDPOINT",
+    "RIO_S3_DEBUG",
+    "RIO_S3_CONTENT_MD5",
+    "RIO_S3_NT_COPY",
+    "RIO_S3_DISCARD",
+    "RIO_S3_DNS_SHUFFLE",
+    "RIO_S3_BUFSIZE",
+    "RIO_S3_UPBUFSIZE",
+    "RIO_S3_RCVBUF",
+    "RIO_S3_STALL",
+    "RIO_S3_MIN_SPEED",
+    "RIO_S3_CONNECT_TIMEOUT",
+    "RIO_S3_MIN_PART",
+    NULL,
+};
+
+int rio__url_options_known(const struct rio_url *u, const char *scheme,
+                           const char *const *transport)
+{
+    const char *const *lists[] = {rio__core_url_options, transport};
+
+    for (unsigned i = 0; i < u->nparams; i++) {
+        const char *name = u->pkey[i];
+        if (rio__name_in(name, rio__core_url_options) || rio__name_in(name, transport))
+            continue;
+        const char *near = rio__closest_name(name, lists, 2);
+        char why[256];
+        if (near)
+            snprintf(why, sizeof(why), "unknown URL option '%.64s' (did you mean '%s'?)", name,
+                     near);
+        else
+            snprintf(why, sizeof(why), "unknown URL option '%.64s' for %s://", name, scheme);
+        fprintf(stderr, "railio: %s\n", why);
+        rio__detail("%s", why);
+        return RIO_EINVAL;
+    }
+    return 0;
+}
+
+extern char **environ;
+
+/* Another program's RIO_* variables are none of ours to refuse, so a typo
+ * of one of ours is only named, once a process. */
+static atomic_bool env_warned;
+
+void rio__env_typos(void)
+{
+    const char *const *lists[] = {known_env};
+
+    if (atomic_exchange(&env_warned, true))
+        return;
+    for (char **e = environ; e && *e; e++) {
+        char name[64];
+        size_t n = strcspn(*e, "=");
+        if (strncmp(*e, "RIO_", 4) != 0 || n >= sizeof(name))
+            continue;
+        memcpy(name, *e, n);
+        name[n] = '\0';
+        if (rio__name_in(name, known_env))
+            continue;
+        const char *near = rio__closest_name(name, lists, 1);
+        if (near)
+            fprintf(stderr, "railio: warning: %s is not a railio variable (did you mean %s?)\n",
+                    name, near);
+    }
 }

@@ -53,6 +53,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     struct rio__call *call;
     int ret;
 
+    rio__detail_clear();
     if (!c || !out)
         return RIO_EINVAL;
     *out = NULL;
@@ -137,6 +138,8 @@ int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
 {
     const uint8_t *p;
     size_t avail;
+
+    rio__detail_clear();
     if (!rd || (!buf && n))
         return RIO_EINVAL;
     int ret = reader_peek(rd, &p, &avail);
@@ -198,6 +201,7 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     int64_t total = 0;
     int ret;
 
+    rio__detail_clear();
     unsigned replans = 0;
 
     if (!cb)
@@ -431,6 +435,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     struct rio_writer *w;
     int ret;
 
+    rio__detail_clear();
     if (!c || !out)
         return RIO_EINVAL;
     *out = NULL;
@@ -492,6 +497,7 @@ err:
 
 int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)
 {
+    rio__detail_clear();
     if (!w || (!buf && n))
         return RIO_EINVAL;
     const uint8_t *p = buf;
@@ -559,6 +565,7 @@ void rio__writer_invalidate(struct rio_writer *w)
 
 int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
 {
+    rio__detail_clear();
     if (!w)
         return RIO_EINVAL;
     if (!w->c) {
@@ -612,6 +619,8 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
                    const struct rio_call *call, struct rio_desc *out_desc)
 {
     struct rio_writer *w;
+
+    rio__detail_clear();
     if (!fill)
         return RIO_EINVAL;
     int ret = rio_writer_open(c, key, size, slots, call, &w);

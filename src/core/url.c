@@ -6,9 +6,13 @@
  * so every error is a clean RIO_EURL / RIO_EINVAL and every number is checked
  * for overflow.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem, memrchr */
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include <strings.h>
 
 #include "core/alloc.h"
+#include "core/internal.h"
 #include "core/url.h"
 #include "railio.h"
 
@@ -328,20 +333,38 @@ int rio__parse_tristate(const char *s, const char *third, int *out)
     return 0;
 }
 
+/* The one line a refused option writes to stderr, "railio: name=value:
+ * expected ...", also this thread's rio_error_detail(); a secret's value
+ * is not shown. */
+static int refuse(const char *name, const char *v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(const char *name, const char *v, const char *fmt, ...)
+{
+    char rule[192];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(rule, sizeof(rule), fmt, ap);
+    va_end(ap);
+    if (!v || rio__secret_name(name, strlen(name)))
+        v = v ? "***" : "";
+    fprintf(stderr, "railio: %s=%.128s: %s\n", name, v, rule);
+    rio__detail("%s=%.128s: %s", name, v, rule);
+    return RIO_EINVAL;
+}
+
 int rio__opt_bool(const char *name, const char *v, bool *out)
 {
     if (rio__parse_bool(v, out) == 0)
         return 0;
-    fprintf(stderr, "railio: %s=%s: expected on or off\n", name, v ? v : "");
-    return RIO_EINVAL;
+    return refuse(name, v, "expected on or off");
 }
 
 int rio__opt_tristate(const char *name, const char *v, const char *third, int *out)
 {
     if (rio__parse_tristate(v, third, out) == 0)
         return 0;
-    fprintf(stderr, "railio: %s=%s: expected on, off or %s\n", name, v ? v : "", third);
-    return RIO_EINVAL;
+    return refuse(name, v, "expected on, off or %s", third);
 }
 
 int rio__url_bool(const struct rio_url *u, const char *name, bool *out)
@@ -360,9 +383,7 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out)
 {
     if (rio__parse_ms(v, out) == 0)
         return 0;
-    fprintf(stderr, "railio: %s=%s: expected a duration (e.g. 250ms, 2s) under 49 days\n", name,
-            v ? v : "");
-    return RIO_EINVAL;
+    return refuse(name, v, "expected a duration (e.g. 250ms, 2s) under 49 days");
 }
 
 int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
@@ -378,17 +399,11 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
         return 0;
     }
     if (min)
-        fprintf(stderr,
-                "railio: %s=%s: expected %sa size (e.g. 64K, 1M)%s from %" PRIu64 " to %" PRIu64
-                "\n",
-                name, v ? v : "", zero, step, min, max);
-    else if (max != UINT64_MAX)
-        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M)%s up to %" PRIu64 "\n", name,
-                v ? v : "", step, max);
-    else
-        fprintf(stderr, "railio: %s=%s: expected a size (e.g. 64K, 1M)%s\n", name, v ? v : "",
-                step);
-    return RIO_EINVAL;
+        return refuse(name, v, "expected %sa size (e.g. 64K, 1M)%s from %" PRIu64 " to %" PRIu64,
+                      zero, step, min, max);
+    if (max != UINT64_MAX)
+        return refuse(name, v, "expected a size (e.g. 64K, 1M)%s up to %" PRIu64, step, max);
+    return refuse(name, v, "expected a size (e.g. 64K, 1M)%s", step);
 }
 
 int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -399,7 +414,169 @@ int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, u
         *out = x;
         return 0;
     }
-    fprintf(stderr, "railio: %s=%s: expected a whole number from %" PRIu64 " to %" PRIu64 "\n",
-            name, v ? v : "", min, max);
-    return RIO_EINVAL;
+    return refuse(name, v, "expected a whole number from %" PRIu64 " to %" PRIu64, min, max);
+}
+
+/* ------------------------------------------------------------ names */
+
+/* Edit distance between a and b (insert, delete, replace, swap of two
+ * neighbours), or a large number when either is longer than a name gets. */
+static unsigned name_distance(const char *a, const char *b)
+{
+    enum { MAXN = 48 };
+    unsigned d[MAXN + 1][MAXN + 1];
+    size_t la = strlen(a), lb = strlen(b);
+
+    if (la > MAXN || lb > MAXN)
+        return UINT32_MAX;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (unsigned)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            unsigned cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            unsigned v = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb];
+}
+
+const char *rio__closest_name(const char *name, const char *const *const *lists, size_t nlists)
+{
+    const char *best = NULL;
+    unsigned bestd = UINT32_MAX;
+    size_t len = strlen(name);
+
+    for (size_t l = 0; l < nlists; l++)
+        for (const char *const *p = lists[l]; p && *p; p++) {
+            unsigned dd = name_distance(name, *p);
+            if (dd < bestd) {
+                bestd = dd;
+                best = *p;
+            }
+        }
+    /* Close enough to be a typo: two edits (fewer than name has letters),
+     * or a third of a long name. */
+    if ((bestd <= 2 && bestd < len) || (bestd < UINT32_MAX && bestd * 3 <= len))
+        return best;
+    return NULL;
+}
+
+bool rio__name_in(const char *name, const char *const *list)
+{
+    for (const char *const *p = list; p && *p; p++)
+        if (!strcmp(name, *p))
+            return true;
+    return false;
+}
+
+/* ------------------------------------------------------------ secrets */
+
+bool rio__secret_name(const char *name, size_t n)
+{
+    static const char *const words[] = {"token", "secret", "password", "passwd", "key"};
+    char low[64];
+
+    if (n >= sizeof(low))
+        n = sizeof(low) - 1;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)tolower((unsigned char)name[i]);
+    low[n] = '\0';
+    /* The object's key, and options that name a file (its path is no
+     * secret, and an error about it must say which file). */
+    if (!strcmp(low, "key") || !strcmp(low, "keyring") || (n > 5 && !strcmp(low + n - 5, "_file")))
+        return false;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        if (strstr(low, words[i]))
+            return true;
+    return false;
+}
+
+/* Append n bytes of s to out[cap] at *o, as many as fit. */
+static void put(char *out, size_t cap, size_t *o, const char *s, size_t n)
+{
+    if (n > cap - 1 - *o)
+        n = cap - 1 - *o;
+    memcpy(out + *o, s, n);
+    *o += n;
+}
+
+/* s[0..n) with the password of every "scheme://user:password@" in it
+ * (the URL's own, or one in an option's value) replaced by "***". */
+static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n)
+{
+    const char *end = s + n;
+
+    while (s < end) {
+        const char *sep = memmem(s, (size_t)(end - s), "://", 3);
+        if (!sep) {
+            put(out, cap, o, s, (size_t)(end - s));
+            return;
+        }
+        const char *a = sep + 3, *ae = a;
+        while (ae < end && !strchr("/?#&", *ae))
+            ae++;
+        const char *at = memrchr(a, '@', (size_t)(ae - a));
+        const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+        if (colon) {
+            put(out, cap, o, s, (size_t)(colon + 1 - s));
+            put(out, cap, o, "***", 3);
+            s = at;
+        } else {
+            put(out, cap, o, s, (size_t)(ae - s));
+            s = ae;
+        }
+    }
+}
+
+const char *rio__url_redact(const char *url, char *out, size_t cap)
+{
+    size_t o = 0;
+
+    if (!cap)
+        return out;
+    if (!url)
+        url = "";
+    const char *q = strchr(url, '?');
+    put_masked(out, cap, &o, url, q ? (size_t)(q - url) : strlen(url));
+    if (q) {
+        put(out, cap, &o, "?", 1);
+        for (const char *k = q + 1; *k;) {
+            size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
+            char name[64];
+            size_t dn = 0;
+            /* The name as the parser sees it: %XX decoded. */
+            for (size_t i = 0; i < nl && dn < sizeof(name); i++) {
+                int hi = k[i] == '%' && i + 2 < nl ? rio__hex_digit(k[i + 1]) : -1;
+                int lo = hi >= 0 ? rio__hex_digit(k[i + 2]) : -1;
+                if (lo >= 0) {
+                    name[dn++] = (char)(hi << 4 | lo);
+                    i += 2;
+                } else {
+                    name[dn++] = k[i];
+                }
+            }
+            if (nl < kl && rio__secret_name(name, dn)) {
+                put(out, cap, &o, k, nl + 1);
+                put(out, cap, &o, "***", 3);
+            } else {
+                put_masked(out, cap, &o, k, kl);
+            }
+            k += kl;
+            if (*k == '&') {
+                put(out, cap, &o, "&", 1);
+                k++;
+            }
+        }
+    }
+    out[o] = '\0';
+    return out;
 }

@@ -85,4 +85,27 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
  * it, e.g. "railio: conns=0: expected a whole number from 1 to 16". */
 int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
+/*
+ * The name in the NULL-terminated lists closest to name (a typo of it: at
+ * most two edits, or a third of name's length), or NULL. For the "did you
+ * mean" of an unknown option or variable.
+ */
+const char *rio__closest_name(const char *name, const char *const *const *lists, size_t nlists);
+/* Whether name is in the NULL-terminated list (NULL: empty). */
+bool rio__name_in(const char *name, const char *const *list);
+
+/*
+ * Whether an option named name[0..n) holds a secret: its name has token,
+ * secret, password, passwd or key in it (any case), but is not `key` (an
+ * object's), `keyring` or a *_file (paths, named in errors about them).
+ */
+bool rio__secret_name(const char *name, size_t n);
+/*
+ * url as it may appear in a message or a log: the value of every secret
+ * option (?token=***) and the password of every user:password@ (the URL's
+ * and any in an option's value) replaced by "***". Writes at most cap bytes
+ * (NUL included, cut short when it does not fit) to out; returns out.
+ */
+const char *rio__url_redact(const char *url, char *out, size_t cap);
+
 #endif

@@ -1529,8 +1529,12 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
     return t->cpu_clock_ok ? rio__clock_ns(t->cpu_clock) : 0;
 }
 
+/* parse_config reads them (paths is the core's). */
+static const char *const mock_url_options[] = {"rate", "lat", "disk", "depth_cap", NULL};
+
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
+    .url_options = mock_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
     .list = mock_list,

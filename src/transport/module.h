@@ -63,6 +63,8 @@ struct rio_module_host {
     /* rio_error_detail's text (core/internal.h rio__detail), formatted */
     void (*detail)(const char *text);
     void (*detail_clear)(void);
+    /* the one redaction of secrets from a URL (core/url.h) */
+    const char *(*url_redact)(const char *url, char *out, size_t cap);
 };
 
 /* What a module gives back. */

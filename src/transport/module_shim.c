@@ -138,6 +138,11 @@ void rio__detail_clear(void)
     host->detail_clear();
 }
 
+const char *rio__url_redact(const char *url, char *out, size_t cap)
+{
+    return host->url_redact(url, out, cap);
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};

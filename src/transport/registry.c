@@ -103,6 +103,7 @@ static const struct rio_module_host module_host = {
     .class_is_retryable = rio__class_is_retryable,
     .detail = host_detail,
     .detail_clear = rio__detail_clear,
+    .url_redact = rio__url_redact,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */

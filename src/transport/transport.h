@@ -143,6 +143,10 @@ enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 
 struct rio_transport_ops {
     const char *scheme;
     unsigned caps;
+    /* The URL options open reads (NULL-terminated; NULL: none), besides the
+     * core's (core/options.c): rio_client_new refuses any other, naming the
+     * closest. Keep it to exactly what the backend's docs page lists. */
+    const char *const *url_options;
 
     /* Open a transport for url; o holds the effective client options. */
     int (*open)(const struct rio_url *url, const struct rio_options *o, struct rio_transport **out);
@@ -203,7 +207,8 @@ struct rio_transport_ops {
      * backend cannot list (rio_list returns RIO_ENOTSUP); NULL exists means
      * the engine runs lookups in parallel on its metadata workers instead.
      * list fills one page (a->max_keys already clamped, at least 1; entries
-     * malloc'd, in byte order of key unless the backend documents
+     * from rio__calloc/rio__realloc (core/alloc.h: the engine frees them
+     * with rio__free), in byte order of key unless the backend documents
      * otherwise) and next_token; every key it returns is checked like a
      * lookup's (terminated, at most RIO_KEY_MAX). exists writes n bytes
      * of 1 (exists) or 0 and returns 0 or an error; n is at most

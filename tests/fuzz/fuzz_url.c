@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c */
+/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/errors.c */
 /*
  * libFuzzer target for URLs and option strings (src/core/url.c,
  * src/core/options.c): the input, terminated, is parsed as a URL; when it
@@ -10,6 +10,7 @@
  * Seeds: tests/fuzz/corpus/url/.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)rio__opt_uint("fuzz", s, 1, UINT64_MAX, &v);
     }
 
+    /* The redaction is bounded, terminated, and shows no secret's value:
+     * a URL whose only token is "Sekr1t" never prints it. */
+    {
+        char shown[64];
+        rio__url_redact(s, shown, sizeof(shown));
+        if (!memchr(shown, '\0', sizeof(shown)))
+            abort();
+        char url[9000];
+        snprintf(url, sizeof(url), "railio://h/k?token=Sekr1t&%s", s);
+        char big[sizeof(url)];
+        rio__url_redact(url, big, sizeof(big));
+        if (!strchr(s, 'S') && strstr(big, "Sekr1t"))
+            abort();
+    }
+
     struct rio_url u;
     if (rio__url_parse(s, &u) == 0) {
         static const char *const names[] = {"chunk",  "paths",    "depth", "deadline", "op_timeout",
                                             "verify", "endpoint", "etag",  ""};
         for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
             (void)rio__url_param(&u, names[i]);
+        /* Every option known or refused by name; a refusal leaves a detail. */
+        static const char *const transport[] = {"rate", "token", "conns", NULL};
+        if (rio__url_options_known(&u, u.scheme, transport) < 0 && !rio_error_detail()[0])
+            abort();
         struct rio_options o;
         char why[256];
         if (rio__options_check(NULL, &u, &o, why, sizeof(why)) == 0) {

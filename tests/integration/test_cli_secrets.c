@@ -91,3 +91,28 @@ TEST(token_never_in_messages)
     check(err);
     unlink(out);
 }
+
+/* Issue 17 item 8: an unknown option beside a token, a password inside an
+ * option's value (an S3 endpoint's user:password@) and a refused option
+ * next to them: the messages name the option, never the secrets. */
+TEST(secrets_never_in_option_errors)
+{
+    char err[8192];
+    int port = dead_port();
+
+    T_NE(
+        run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/obj?tokn=1&token=" SECRET "'", port),
+        0);
+    check(err);
+    T_NOTNULL(strstr(err, "unknown URL option 'tokn' (did you mean 'token'?)"));
+    T_NE(run_err(err, sizeof(err),
+                 "stat 's3://b/obj?endpoint=http://ak:PaSsW0rd@127.0.0.1:%d&bufsize=1&token=" SECRET
+                 "'",
+                 port),
+         0);
+    check(err);
+    T_NE(run_err(err, sizeof(err),
+                 "stat 'railio://127.0.0.1:%d/obj?token=" SECRET "&conns=0&depht=2'", port),
+         0);
+    check(err);
+}

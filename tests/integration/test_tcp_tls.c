@@ -162,6 +162,10 @@ TEST(tls_client_against_plain_server)
 
     srv_start(&e, NULL);
     expect_open_fails(RIO_ETLS, "railio://%s?tls=on&tls_verify=off", e.addr[0]);
+    /* The cause survives in rio_error_detail() (issue 17 item 8). */
+    fprintf(stderr, "detail: %s\n", rio_error_detail());
+    T_NOTNULL(strstr(rio_error_detail(), "TLS"));
+    T_NOTNULL(strstr(rio_error_detail(), "(server 127.0.0.1)"));
     T_EQ(srv_stop(&e), 0);
 }
 

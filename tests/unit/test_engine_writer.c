@@ -101,7 +101,7 @@ TEST(writer_bounded_in_flight)
     struct eu e;
     const size_t n = 64 * EU_CHUNK + 5;
 
-    eu_start_o(&e, "mock://wr3?paths=4&rate=200M&latency=2ms", e.o.depth = 8);
+    eu_start_o(&e, "mock://wr3?paths=4&rate=200M&lat=2ms", e.o.depth = 8);
     uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 3));
     struct rio_writer *w;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 3, &e.call, &w));
@@ -172,7 +172,7 @@ TEST(writer_abort_and_cancel)
     struct eu e;
     const size_t n = 30 * EU_CHUNK;
 
-    uint8_t *src = eu_start_src(&e, "mock://wr6?paths=2&rate=100M&latency=1ms", n, 7);
+    uint8_t *src = eu_start_src(&e, "mock://wr6?paths=2&rate=100M&lat=1ms", n, 7);
     struct rio_writer *w;
     struct rio_desc d;
     T_OK(rio_writer_open(e.c, "obj", RIO_SIZE_UNKNOWN, 4, NULL, &w));

@@ -112,8 +112,14 @@ static void file_close_t(struct rio_transport *tt)
     rio__free(t);
 }
 
+/* config.c reads them; docs/file.md lists them. */
+static const char *const file_url_options[] = {
+    "queues", "direct", "sync", "single", "inplace", "tmpfile", "bounce", "stage", NULL,
+};
+
 const struct rio_transport_ops rio__file_ops = {
     .scheme = "file",
+    .url_options = file_url_options,
     /* Checksums only for objects railio wrote: see lookup. */
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
     RIO_TRANSPORT_OPS(file_open_t, file_close_t, rio__file), /* no path_cap, no cpu_ns */

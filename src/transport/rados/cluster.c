@@ -451,8 +451,16 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
     rio__counters_copy(t ? &t->mu : NULL, out, t ? &t->ctr : NULL, sizeof(*out));
 }
 
+/* rt_open reads them; docs/rados.md lists them. */
+static const char *const rados_url_options[] = {
+    "conf",       "id",         "keyring", "timeout", "abort_timeout", "inject_socket_failures",
+    "fail_chunk", "fail_error", "shuffle", "pools",   "max_object",    "list_scan",
+    NULL,
+};
+
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
+    .url_options = rados_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .list = rio__rados_list,

@@ -440,7 +440,7 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     skip = tk.ties;
 
     ret = -ENOMEM;
-    s.ents = calloc(s.max, sizeof(*s.ents)); /* the contract: malloc'd, freed with free() */
+    s.ents = rio__calloc(s.max, sizeof(*s.ents)); /* the contract: rio__ allocator */
     items = rio__calloc(LIST_BATCH + LIST_TIES_MAX, sizeof(*items));
     s.r = rio__calloc(LIST_BATCH, sizeof(*s.r));
     s.keys = rio__malloc(LIST_BATCH * sizeof(*s.keys));
@@ -518,7 +518,7 @@ out:
         rados_object_list_cursor_free(io, cur);
     if (end)
         rados_object_list_cursor_free(io, end);
-    free(s.ents);
+    rio__free(s.ents);
     rio__free(items);
     rio__free(s.r);
     rio__free(s.keys);

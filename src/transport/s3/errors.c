@@ -86,6 +86,10 @@ void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *u
         return;
     rio__s3_xml_text(body, blen, "Code", code, sizeof(code));
     rio__s3_xml_text(body, blen, "Message", msg, sizeof(msg));
+    /* Without its query (a presigned one holds a signature), and with any
+     * user:password@ of the endpoint masked. */
+    char shown[1024];
+    url = rio__url_redact(url, shown, sizeof(shown));
     q = strchr(url, '?');
     ul = q ? (int)(q - url) : (int)strlen(url);
     fprintf(stderr, "railio s3: %s %.*s%s -> %ld %s%s%s%s%s (%s)\n", method, ul, url,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/internal.h"
 #include "transport/s3/internal.h"
 
@@ -70,7 +71,7 @@ static int list_item(void *arg, const struct rio_s3_list_item *it)
         unsigned cap = x->cap ? x->cap * 2 : 64;
         if (cap > x->max)
             cap = x->max;
-        e = realloc(p->entries, (size_t)cap * sizeof(*e));
+        e = rio__realloc(p->entries, (size_t)cap * sizeof(*e));
         if (!e)
             return -ENOMEM;
         p->entries = e;
@@ -148,7 +149,7 @@ int rio__s3_list(struct rio_transport *tt, const struct rio_list_args *a, struct
     }
     rio__s3_meta_rsp_cleanup(&r);
     if (ret < 0) {
-        free(out->entries);
+        rio__free(out->entries);
         memset(out, 0, sizeof(*out));
         return ret;
     }

@@ -126,8 +126,17 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
     return open_scheme(SCHEME_HTTPS, u, o, out);
 }
 
+/* config.c reads them; docs/s3.md lists them. http(s):// take the same
+ * but endpoint and region (the URL is the endpoint; nothing is signed). */
+#define S3_HTTP_URL_OPTIONS                                                                        \
+    "rails", "content_md5", "nt_copy", "discard", "dns_shuffle", "bufsize", "upbufsize", "rcvbuf", \
+        "stall", "min_speed", "connect_timeout", "min_part"
+static const char *const s3_url_options[] = {"endpoint", "region", S3_HTTP_URL_OPTIONS, NULL};
+static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
+
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
+    .url_options = s3_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
@@ -138,12 +147,14 @@ const struct rio_transport_ops rio__s3_ops = {
 /* Plain HTTP(S): ranged reads only (put_open and remove: RIO_ENOTSUP). */
 const struct rio_transport_ops rio__http_ops = {
     .scheme = "http",
+    .url_options = http_url_options,
     .caps = 0,
     RIO_TRANSPORT_OPS(http_open, s3_close, rio__s3),
 };
 
 const struct rio_transport_ops rio__https_ops = {
     .scheme = "https",
+    .url_options = http_url_options,
     .caps = 0,
     RIO_TRANSPORT_OPS(https_open, s3_close, rio__s3),
 };

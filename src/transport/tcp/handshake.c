@@ -4,6 +4,7 @@
  * mutual AUTH (frames built and answers checked), shared by the blocking
  * control connection (control.c) and the data connections (conn.c).
  */
+#include "core/internal.h"
 #include "transport/tcp/tcp_int.h"
 
 /*
@@ -95,6 +96,8 @@ void rio__tcp_tls_say(struct tcp_transport *t, const char *host, const char *why
 {
     if (!atomic_exchange(&t->tls_said, true))
         fprintf(stderr, "railio: %s (server %s)\n", why, host);
+    /* The cause for the caller, when this runs in its thread (at open). */
+    rio__detail("%s (server %s)", why, host);
 }
 
 const char *rio__tcp_tls_name_of(const struct tcp_transport *t, const struct tcp_member *m)

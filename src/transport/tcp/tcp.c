@@ -245,8 +245,17 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
     return (int)rio__tcp_owner_of(t, key, klen);
 }
 
+/* config.c and tcp_open read them; docs/protocol.md lists them. */
+static const char *const tcp_url_options[] = {
+    "rails",      "conns",        "connect_timeout",  "user_timeout", "progress_timeout",
+    "ttl",        "dial_backoff", "dial_backoff_cap", "cancel_grace", "keepalive",
+    "tls_verify", "tls_ca",       "tls_name",         "token",        "token_file",
+    NULL,
+};
+
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
+    .url_options = tcp_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY,
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
 };

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS unit */
+/*
+ * Errors keep their cause (issue 17 item 8): a call that ends with
+ * RIO_ENOPATH or RIO_ERETRIES says each path's last error in
+ * rio_error_detail() ("path 0: connection refused (ECONNREFUSED); ..."), a
+ * railio:// or s3:// endpoint that refuses connections is named as such,
+ * the next call starts with an empty detail, and no secret of the URL shows.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine_util.h"
+#include "tlib.h"
+#include "transport/mock.h"
+
+TEST(no_path_left_names_each_path_cause)
+{
+    struct eu e;
+    const size_t n = 1 * EU_MIB;
+
+    eu_start_put_o(&e, "mock://nopath?paths=2", n, 3, e.o.retry_attempts = 2,
+                   e.o.cooldown_base_ms = 5, e.o.cooldown_cap_ms = 20);
+    eu_fault(e.c, "error:op=read:path=0:error=ECONNREFUSED");
+    eu_fault(e.c, "error:op=read:path=1:error=ETIMEDOUT");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    int64_t ret = rio_get(e.c, "o", dst, n, NULL);
+    T_TRUE(ret == RIO_ENOPATH || ret == RIO_ERETRIES);
+    const char *d = rio_error_detail();
+    fprintf(stderr, "  %s: %s\n", rio_errname((int)ret), d);
+    T_NOTNULL(strstr(d, "path 0: connection refused (ECONNREFUSED)"));
+    T_NOTNULL(strstr(d, "path 1: connection timed out (ETIMEDOUT)"));
+    eu_idle(e.c);
+
+    /* The next call starts with nothing to say. */
+    rio_mock_faults_clear(e.c);
+    rio_mock_heal(e.c);
+    eu_sleep_ms(50);
+    eu_get_check(e.c, "o", n, 3, NULL);
+    T_STREQ(rio_error_detail(), "");
+    struct rio_desc desc;
+    T_ERR(rio_stat(e.c, "missing", &desc), RIO_ENOTFOUND);
+    T_STREQ(rio_error_detail(), "");
+    free(dst);
+    eu_close(&e);
+}
+
+TEST(railio_refused_named)
+{
+    char url[256];
+    struct rio_client *c = NULL;
+
+    snprintf(url, sizeof(url), "railio://127.0.0.1:%d?token=SECRETTOKEN&op_timeout=1s",
+             t_free_port());
+    T_ERR(rio_client_new(url, NULL, &c), -ECONNREFUSED);
+    const char *d = rio_error_detail();
+    fprintf(stderr, "  detail: %s\n", d);
+    T_NOTNULL(strstr(d, "connection refused"));
+    T_NULL(strstr(d, "SECRETTOKEN"));
+    T_NOTNULL(strstr(d, "token=***"));
+}
+
+TEST(s3_refused_named)
+{
+    char url[256];
+    struct rio_client *c = NULL;
+    struct rio_desc d;
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    snprintf(url, sizeof(url),
+             "s3://bkt?endpoint=http://127.0.0.1:%d&retries=2&backoff_base=1ms&backoff_cap=5ms",
+             t_free_port());
+    setenv("AWS_ACCESS_KEY_ID", "AK", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
+    T_OK(rio_client_new(url, NULL, &c));
+    T_ERR(rio_stat(c, "k", &d), -ECONNREFUSED);
+    fprintf(stderr, "  detail: %s\n", rio_error_detail());
+    T_NOTNULL(strstr(rio_error_detail(), "connection refused (ECONNREFUSED), 2 tries"));
+    rio_client_destroy(c);
+}
