@@ -9,9 +9,179 @@
 
 #include "railio.h"
 
+/* ------------------------------------------------------------------------
+ * The CLI frame: what every verb shares (docs/cli.md is the user's side).
+ *
+ * A verb is a row of main.c's table: { "name", run, flags, "summary" }, run
+ * called as run(name, argc, argv) with argv the arguments after the verb.
+ * A verb's run():
+ *   1. rio_cli_parse(): -q -v --json -h/--help and its own options, before or
+ *      after the operands, "--" ends options; returns -1 to go on, or the
+ *      exit status (0 after --help, 2 after a usage error: nothing done);
+ *   2. rio_cli_open() per URL operand (split, client opened, errors said);
+ *   3. hands call.cancel = rio_cli_cancel_token() to every transfer, checks
+ *      rio_cli_interrupted() between the objects of a loop;
+ *   4. reports results with rio_cli_json_begin/..._end (--json) or text, and
+ *      failures with rio_cli_fail() (whose return is the exit status);
+ *   5. returns an exit status. main() then flushes stdout (a write error,
+ *      /dev/full, gives RIO_CLI_EXIT_OUTPUT) and, when a signal interrupted
+ *      the verb, ends by that signal (the shell sees 130, 143, 129).
+ * ------------------------------------------------------------------------ */
+
+/* Exit statuses: fixed forever (docs/cli.md, railio(1)). */
+#define RIO_CLI_EXIT_OK 0
+#define RIO_CLI_EXIT_FAIL 1        /* any other failure */
+#define RIO_CLI_EXIT_USAGE 2       /* bad command line or URL: nothing was done */
+#define RIO_CLI_EXIT_NOTFOUND 3    /* no such object, bucket, pool, store, local file */
+#define RIO_CLI_EXIT_ACCESS 4      /* permission denied, authentication, no credentials */
+#define RIO_CLI_EXIT_UNREACHABLE 5 /* refused, DNS, TLS, no path left, timed out */
+#define RIO_CLI_EXIT_VERIFY 6      /* checksum mismatch, malformed answer, short object */
+#define RIO_CLI_EXIT_NOSPACE 7     /* out of space or over quota */
+#define RIO_CLI_EXIT_UNKNOWN 8     /* outcome unknown: the change may or may not be done */
+#define RIO_CLI_EXIT_OUTPUT 9      /* writing stdout failed (/dev/full, EIO) */
+/* The exit status for err (-errno or RIO_E*; 0 gives 0). RIO_ECANCELED after
+ * a signal gives 128 + the signal. */
+int rio_cli_exit_code(int err);
+/* As rio_cli_exit_code, where a call's stats say more: RIO_ERETRIES or
+ * RIO_ENOPATH after failed attempts mostly of the checksum or short class
+ * is a verification failure (6), mostly server errors 1, else 5. */
+int rio_cli_exit_code_st(int err, const struct rio_stats *st);
+
+/* The JSON schema name every object carries ("schema":"railio/1"). */
+#define RIO_CLI_SCHEMA "railio/1"
+
+/* A verb's own option. A flag (value NULL) increments *flag; an option with
+ * a value (value names it in messages, "N") stores it in *arg. */
+struct rio_cli_opt {
+    const char *name; /* "--recursive" (or NULL: short only) */
+    char short_name;  /* 'r', or 0 */
+    const char *value;
+    int *flag;
+    const char **arg;
+};
+
+/* What rio_cli_parse() found; a verb keeps it for the messages. */
+struct rio_cli {
+    const char *cmd; /* "get": messages read "railio get: ..." */
+    const char *usage;
+    int json;        /* --json */
+    int quiet;       /* -q: no progress, no stats (errors still said) */
+    int verbose;     /* -v: full stats, the verdict, error details */
+    int data_stdout; /* the verb writes object bytes to stdout (get URL -, cat):
+                      * set it after parsing, JSON then goes to stderr */
+    int npos;
+    char **pos; /* the operands, in order (argv permuted in place) */
+};
+
+/*
+ * Parse a verb's argv (the arguments after the verb): -q/--quiet,
+ * -v/--verbose, --json, -h/--help, the verb's opts (terminated by a zeroed
+ * row; NULL for none), short flags bundled (-rq), --name=value and
+ * --name value, "-" is an operand, "--" ends options. usage is the verb's
+ * help text (its first line "usage: railio VERB ..."). Between min_pos and
+ * max_pos operands (max_pos < 0: no limit). Returns -1 to go on; else the
+ * exit status: 0 once --help printed usage on stdout, RIO_CLI_EXIT_USAGE once
+ * the mistake was named on stderr with the usage.
+ */
+int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
+                  const struct rio_cli_opt *opts, int min_pos, int max_pos, int argc, char **argv);
+/* A usage mistake found after parsing ("railio VERB: MESSAGE" + usage on
+ * stderr): RIO_CLI_EXIT_USAGE. */
+int rio_cli_usage_error(const struct rio_cli *cl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Say that doing (optional: "reading", "writing", NULL) what (a URL, a key or
+ * a file: shown through rio_cli_url_safe) failed with err. Text on stderr:
+ * "railio VERB: [DOING ]WHAT: MESSAGE (NAME)[: DETAIL]" with DETAIL from
+ * rio_error_detail() (call it right after the failed rio_* call). With
+ * --json one object on stdout (stderr when data_stdout):
+ * {"schema":"railio/1","type":"error","command":VERB,"target":WHAT,
+ *  "doing":DOING,"error":NAME,"code":ERR,"message":MESSAGE,"detail":DETAIL,
+ *  "exit":STATUS}. Returns rio_cli_exit_code(err). rio_cli_fail_sys is the
+ * same for a local failure (open(2) of a file): no library detail.
+ */
+int rio_cli_fail(const struct rio_cli *cl, const char *doing, const char *what, int err);
+int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *what, int err);
+/* rio_cli_fail for a transfer: the exit status from rio_cli_exit_code_st. */
+int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *what, int err,
+                    const struct rio_stats *st);
+
+/* Split "SCHEME://AUTHORITY/KEY[?query]" into the client URL
+ * ("SCHEME://AUTHORITY[?query]") and KEY. file:///DIR/NAME: the store is
+ * DIR, the key NAME (the last path element). With RIO_CLI_KEY_OPTIONAL
+ * (a prefix: ls, rm -r) "SCHEME://AUTHORITY" and "SCHEME://AUTHORITY/" give
+ * an empty key, and file:///DIR/ the store DIR and "". 0, RIO_EURL,
+ * RIO_EINVAL (key too long) or -ENOMEM; free() both. */
+#define RIO_CLI_KEY_OPTIONAL 1u
+int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char **key);
+/* rio_cli_split_url then rio_client_new (the process's options): 0, or the
+ * exit status once the failure was said (a malformed URL or a refused
+ * option: RIO_CLI_EXIT_USAGE). free(*key), rio_client_destroy(*c). */
+int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, struct rio_client **c,
+                 char **key);
+
+/* JSON objects: rio_cli_json_begin writes {"schema":"railio/1","type":TYPE
+ * then members ,"name":value, rio_cli_json_end "}\n" (one object a line).
+ * Integers that may exceed 2^53 (sizes, byte counts) are numbers up to 2^53
+ * and strings above; a generation is always a string. */
+void rio_cli_json_begin(FILE *f, const char *type);
+void rio_cli_json_end(FILE *f);
+void rio_cli_json_kstr(FILE *f, const char *name, const char *s);
+void rio_cli_json_ku64(FILE *f, const char *name, uint64_t v);
+void rio_cli_json_kgen(FILE *f, const char *name, uint64_t generation);
+/* Where a verb's JSON goes: stdout, or stderr when data_stdout. */
+FILE *rio_cli_json_out(const struct rio_cli *cl);
+
+/* Interrupts. rio_cli_signals_init() (main does it before a verb whose row
+ * has RIO_CLI_CMD_SIGNALS, before any client exists) blocks SIGINT, SIGTERM
+ * and SIGHUP in every thread; a watcher thread takes them: the first fires
+ * rio_cli_cancel_token() (every call carrying it returns RIO_ECANCELED, an
+ * upload is aborted) and the verb unwinds; a second removes the registered
+ * temporary file and ends the process at once. */
+int rio_cli_signals_init(void);
+struct rio_cancel *rio_cli_cancel_token(void); /* NULL without signals_init */
+int rio_cli_interrupted(void);                 /* the signal taken, or 0 */
+/* Wait until fd is readable: 0, or RIO_ECANCELED once a signal came (a
+ * blocking read of stdin cannot hold an interrupted command). */
+int rio_cli_wait_readable(int fd);
+/* The temporary file a second signal removes (NULL: none). */
+void rio_cli_tmp_register(const char *path);
+
+/* A progress line on stderr while a call runs: only when stderr is a
+ * terminal and neither -q nor --json; what is "get", "put", "cp". With a
+ * call, the library reports (rio_call.progress); without (NULL: a streamed
+ * upload, whose writer reports nothing), the caller feeds the bytes its
+ * source gave with rio_cli_progress_feed (shown at most every 100 ms). */
+struct rio_cli_progress {
+    double t0, last;
+    const char *what; /* NULL: not shown */
+    uint64_t done;
+    int shown;
+};
+void rio_cli_progress_start(struct rio_cli_progress *pr, const struct rio_cli *cl,
+                            struct rio_call *call, const char *what);
+void rio_cli_progress_feed(struct rio_cli_progress *pr, uint64_t n, uint64_t total);
+void rio_cli_progress_end(struct rio_cli_progress *pr);
+/* A call's stats after success: -q nothing, default one line, -v the full
+ * table and the verdict (on stderr); with --json the caller puts
+ * rio_cli_json_stats in its object instead. */
+void rio_cli_report_stats(const struct rio_cli *cl, const char *label, const struct rio_stats *st);
+
+/* A row of main.c's verb table. */
+#define RIO_CLI_CMD_SIGNALS 1u /* transfers: signals cancel (rio_cli_signals_init) */
+struct rio_cli_cmd {
+    const char *name;
+    int (*run)(const char *cmd, int argc, char **argv);
+    unsigned flags;
+    const char *summary; /* one line of `railio --help`: "%-26s %s" of the
+                          * verb with its operands, and what it does */
+};
+
 int rio_cli_bench(int argc, char **argv);
 int rio_cli_demo(int argc, char **argv);
 int rio_cli_objects(const char *cmd, int argc, char **argv);
+int rio_cli_demo_cmd(const char *cmd, int argc, char **argv);
 int rio_cli_serve(int argc, char **argv);
 
 /* Print one call's stats as a human table (to f). */

@@ -72,13 +72,11 @@ static void cp_ok(struct cp_run *r, const struct cp_item *it, uint64_t n)
     r->done++;
     r->bytes += n;
     if (r->o->json) {
-        printf("{\"type\":\"copied\",\"src\":");
-        rio_cli_json_str(stdout, it->src);
-        printf(",\"dst\":");
-        rio_cli_json_str(stdout, it->rel);
-        printf(",\"bytes\":");
-        rio_cli_json_u64(stdout, n);
-        printf("}\n");
+        rio_cli_json_begin(stdout, "copied");
+        rio_cli_json_kstr(stdout, "src", it->src);
+        rio_cli_json_kstr(stdout, "path", it->rel);
+        rio_cli_json_ku64(stdout, "bytes", n);
+        rio_cli_json_end(stdout);
     } else if (r->o->verbose) {
         fprintf(stderr, "copied %s (%llu bytes)\n", it->src, (unsigned long long)n);
     }
@@ -131,7 +129,8 @@ static void cp_put(void *arg, size_t i)
     }
     struct rio_desc d;
     memset(&d, 0, sizeof(d));
-    ret = rio_put_stream(r->dc, key, (uint64_t)sb.st_size, CP_SLOTS, fd_fill, &fd, NULL, &d);
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    ret = rio_put_stream(r->dc, key, (uint64_t)sb.st_size, CP_SLOTS, fd_fill, &fd, &call, &d);
     close(fd);
     if (ret < 0) {
         cp_fail(r, key, ret);
@@ -302,7 +301,8 @@ static void cp_get(void *arg, size_t i)
         cp_fail(r, it->rel, e);
         return;
     }
-    int64_t n = rio_get_stream(r->sc, it->src, CP_SLOTS, sink_fd, &fd, NULL);
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    int64_t n = rio_get_stream(r->sc, it->src, CP_SLOTS, sink_fd, &fd, &call);
     int ret = n < 0 ? (int)n : 0;
     if (close(fd) < 0 && ret == 0)
         ret = -errno;
@@ -344,7 +344,8 @@ static void cp_url(void *arg, size_t i)
         return;
     }
     struct rio_reader *rd;
-    ret = rio_reader_open(r->sc, it->src, CP_SLOTS, NULL, &rd);
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    ret = rio_reader_open(r->sc, it->src, CP_SLOTS, &call, &rd);
     if (ret < 0) {
         cp_fail(r, it->src, ret);
         return;
@@ -353,7 +354,7 @@ static void cp_url(void *arg, size_t i)
     struct reader_src rs = {.rd = rd};
     struct rio_desc d;
     memset(&d, 0, sizeof(d));
-    ret = rio_put_stream(r->dc, key, size, CP_SLOTS, reader_fill, &rs, NULL, &d);
+    ret = rio_put_stream(r->dc, key, size, CP_SLOTS, reader_fill, &rs, &call, &d);
     int gret = rio_reader_close(rd);
     if (rs.err < 0 || (ret == 0 && gret < 0)) {
         cp_fail(r, it->src, rs.err < 0 ? rs.err : gret);
@@ -514,12 +515,14 @@ out:
     }
     if (!rc) {
         double el = rio_cli_now_s() - t0;
-        if (o->json)
-            printf("{\"type\":\"summary\",\"copied\":%llu,\"failed\":%llu,\"bytes\":%llu,"
-                   "\"seconds\":%.3f}\n",
-                   (unsigned long long)r->done, (unsigned long long)r->failed,
-                   (unsigned long long)r->bytes, el);
-        else if (!o->quiet)
+        if (o->json) {
+            rio_cli_json_begin(stdout, "cp_summary");
+            rio_cli_json_ku64(stdout, "copied", r->done);
+            rio_cli_json_ku64(stdout, "failed", r->failed);
+            rio_cli_json_ku64(stdout, "bytes", r->bytes);
+            fprintf(stdout, ",\"seconds\":%.3f", el);
+            rio_cli_json_end(stdout);
+        } else if (!o->quiet)
             fprintf(stderr, "cp: %llu objects, %llu bytes in %.2f s (%.1f MB/s), %llu failed\n",
                     (unsigned long long)r->done, (unsigned long long)r->bytes, el,
                     el > 0 ? (double)r->bytes / el / 1e6 : 0.0, (unsigned long long)r->failed);
@@ -544,14 +547,12 @@ int rio_cli_cp_tree(int argc, char **argv)
         return rc;
     if (o.npos != 2) {
         fprintf(stderr, "railio cp: one source and one destination\n");
-        free(o.pos);
         return 2;
     }
     struct cp_run r = {.o = &o, .ddir = -1, .dprefix = "", .mu = PTHREAD_MUTEX_INITIALIZER};
     rc = cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
     if (fflush(stdout) != 0 && !rc)
         rc = 1;
-    free(o.pos);
     return rc;
 }
 

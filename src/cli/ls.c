@@ -47,24 +47,19 @@ static void ls_print(const struct rio_entry *e, bool json)
     char t[64];
     bool dir = e->flags & RIO_ENTRY_DIR;
     if (json) {
-        printf("{\"type\":\"%s\",\"key\":", dir ? "prefix" : "object");
-        rio_cli_json_str(stdout, e->key);
+        rio_cli_json_begin(stdout, dir ? "prefix" : "object");
+        rio_cli_json_kstr(stdout, "key", e->key);
         if (!dir) {
-            printf(",\"size\":");
-            rio_cli_json_u64(stdout, e->size);
-            if (e->generation) {
-                printf(",\"generation\":");
-                rio_cli_json_u64(stdout, e->generation);
-            }
+            rio_cli_json_ku64(stdout, "size", e->size);
+            if (e->generation)
+                rio_cli_json_kgen(stdout, "generation", e->generation);
             fmt_time(t, sizeof(t), e->mtime_ns, true);
             if (*t)
-                printf(",\"mtime\":\"%s\"", t);
-            if (e->etag[0]) {
-                printf(",\"etag\":");
-                rio_cli_json_str(stdout, e->etag);
-            }
+                rio_cli_json_kstr(stdout, "mtime", t);
+            if (e->etag[0])
+                rio_cli_json_kstr(stdout, "etag", e->etag);
         }
-        printf("}\n");
+        rio_cli_json_end(stdout);
         return;
     }
     if (dir) {
@@ -73,16 +68,6 @@ static void ls_print(const struct rio_entry *e, bool json)
     }
     fmt_time(t, sizeof(t), e->mtime_ns, false);
     printf("%12llu  %19s  %s\n", (unsigned long long)e->size, t, e->key);
-}
-
-/* stdout flushed and not in error; else the message and an exit status. */
-static int stdout_ok(const char *cmd)
-{
-    if (fflush(stdout) == 0 && !ferror(stdout))
-        return 0;
-    int e = errno ? errno : EIO;
-    fprintf(stderr, "railio %s: writing to stdout: %s\n", cmd, strerror(e));
-    return rio_cli_tree_exit(-e);
 }
 
 static int ls_one(const struct rio_cli_tree_opts *o, const char *arg, bool *stop)
@@ -123,7 +108,7 @@ static int ls_one(const struct rio_cli_tree_opts *o, const char *arg, bool *stop
 }
 
 /* cmd's options, then one(arg) for each argument until one says stop; the
- * first failure's exit status, or a failed write to stdout. */
+ * first failure's exit status. */
 static int each_arg(const char *cmd, int argc, char **argv, const char *usage,
                     int (*one)(const struct rio_cli_tree_opts *o, const char *arg, bool *stop))
 {
@@ -131,6 +116,8 @@ static int each_arg(const char *cmd, int argc, char **argv, const char *usage,
     int rc = rio_cli_tree_opts_parse(cmd, argc, argv, &o, usage, 1);
     if (rc >= 0)
         return rc;
+    if (!strcmp(cmd, "cat"))
+        o.cl.data_stdout = 1; /* the objects' bytes are on stdout: JSON to stderr */
     rc = 0;
     bool stop = false;
     for (int i = 0; i < o.npos && !stop; i++) {
@@ -138,9 +125,7 @@ static int each_arg(const char *cmd, int argc, char **argv, const char *usage,
         if (r && !rc)
             rc = r;
     }
-    free(o.pos);
-    int w = stdout_ok(cmd);
-    return rc ? rc : w;
+    return rc; /* main() fails a write error on stdout */
 }
 
 int rio_cli_ls(int argc, char **argv)
@@ -183,11 +168,12 @@ static int cat_key(const struct rio_cli_tree_opts *o, struct rio_client *c, cons
                    bool *stop)
 {
     struct cat_out co = {0};
-    int64_t n = rio_get_stream(c, key, 0, cat_write, &co, NULL);
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    int64_t n = rio_get_stream(c, key, 0, cat_write, &co, &call);
     if (co.err) {
-        fprintf(stderr, "railio cat: writing to stdout: %s\n", strerror(-co.err));
+        fprintf(stderr, "railio cat: writing stdout: %s\n", strerror(-co.err));
         *stop = true; /* nothing after this can reach the reader */
-        return rio_cli_tree_exit(co.err);
+        return RIO_CLI_EXIT_OUTPUT;
     }
     if (n < 0) {
         rio_cli_tree_error("cat", o, key, (int)n);

@@ -87,82 +87,6 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
     fputc('}', f);
 }
 
-/* A progress line on stderr when it is a terminal. Called from the engine
- * thread: it only formats and writes. */
-struct progress {
-    struct timespec t0;
-    const char *what;
-    int shown;
-};
-
-static void progress_cb(void *arg, uint64_t done, uint64_t total)
-{
-    struct progress *pr = arg;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double el = (double)(now.tv_sec - pr->t0.tv_sec) + (now.tv_nsec - pr->t0.tv_nsec) / 1e9;
-    double pct = total ? 100.0 * (double)done / (double)total : 100.0;
-    fprintf(stderr, "\r%s %8.1f / %.1f MiB %5.1f%% %9.1f MB/s", pr->what, done / 1048576.0,
-            total / 1048576.0, pct, el > 0 ? done / el / 1e6 : 0.0);
-    pr->shown = 1;
-}
-
-static void progress_start(struct progress *pr, struct rio_call *call, const char *what, int json)
-{
-    memset(pr, 0, sizeof(*pr));
-    if (json || !isatty(2))
-        return;
-    clock_gettime(CLOCK_MONOTONIC, &pr->t0);
-    pr->what = what;
-    call->progress = progress_cb;
-    call->progress_arg = pr;
-}
-
-static void progress_end(struct progress *pr)
-{
-    if (pr->shown)
-        fprintf(stderr, "\r\033[K");
-}
-
-/* Split "scheme://authority/key?query" into a client URL and a key; for
- * file:// the key is the last path component. */
-static int split_url(const char *arg, char **client_url, char **key)
-{
-    const char *p = strstr(arg, "://");
-    if (!p)
-        return RIO_EURL;
-    const char *slash = strchr(p + 3, '/');
-    const char *q = strchr(p + 3, '?');
-    if (!slash || (q && q < slash))
-        return RIO_EURL;
-    if (p - arg == 4 && !strncmp(arg, "file", 4)) {
-        /* file:///DIR/NAME: the directory is the store, the name the key. */
-        const char *end = q ? q : arg + strlen(arg);
-        const char *last = slash;
-        for (const char *c = slash; c < end; c++)
-            if (*c == '/')
-                last = c;
-        if (last == slash)
-            return RIO_EURL; /* file:///NAME: no directory */
-        slash = last;
-    }
-    size_t klen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
-    if (!rio__key_len_ok(klen))
-        return RIO_EINVAL;
-    *key = strndup(slash + 1, klen);
-    size_t blen = (size_t)(slash - arg);
-    size_t qlen = q ? strlen(q) : 0;
-    *client_url = malloc(blen + qlen + 1);
-    if (!*key || !*client_url) {
-        free(*key);
-        free(*client_url);
-        return -ENOMEM;
-    }
-    memcpy(*client_url, arg, blen);
-    memcpy(*client_url + blen, q ? q : "", qlen + 1);
-    return 0;
-}
-
 static int read_all(int fd, uint8_t **out, size_t *len)
 {
     size_t cap = 1 << 20, n = 0;
@@ -179,11 +103,14 @@ static int read_all(int fd, uint8_t **out, size_t *len)
             b = nb;
             cap *= 2;
         }
-        ssize_t r = read(fd, b + n, cap - n);
+        int w = rio_cli_wait_readable(fd); /* a signal ends the wait */
+        ssize_t r = w < 0 ? -1 : read(fd, b + n, cap - n);
+        if (w < 0)
+            errno = w == RIO_ECANCELED ? ECANCELED : -w;
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            int e = -errno;
+            int e = errno == ECANCELED ? RIO_ECANCELED : -errno;
             free(b);
             return e;
         }
@@ -211,46 +138,90 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* A streaming PUT's source: read(2) from a pipe, a socket or stdin. */
+/* A streaming PUT's source: read(2) from a pipe, a socket or stdin, until
+ * a signal interrupts the command (then RIO_ECANCELED: the upload is
+ * dropped). */
+struct fd_src {
+    int fd;
+    struct rio_cli_progress pr;
+};
+
 static int64_t fd_fill(void *arg, void *buf, size_t cap)
 {
-    int fd = *(int *)arg;
+    struct fd_src *fs = arg;
+    int ret = rio_cli_wait_readable(fs->fd);
+    if (ret < 0)
+        return ret;
     for (;;) {
-        ssize_t r = read(fd, buf, cap);
-        if (r >= 0)
+        ssize_t r = read(fs->fd, buf, cap);
+        if (r >= 0) {
+            rio_cli_progress_feed(&fs->pr, (uint64_t)r, RIO_SIZE_UNKNOWN);
             return r;
+        }
         if (errno != EINTR)
             return -errno;
     }
 }
 
-static void put_report(const char *key, const struct rio_desc *d, const struct rio_stats *st,
-                       int json)
+/* The last path element of s ("" when s ends with '/'). */
+static const char *base_name(const char *s)
 {
-    if (json) {
-        printf("{\"key\":");
-        rio_cli_json_str(stdout, key);
-        printf(",\"generation\":%llu,\"size\":%llu,\"etag\":\"%s\",\"stats\":",
-               (unsigned long long)d->generation, (unsigned long long)d->size, d->etag);
+    const char *slash = strrchr(s, '/');
+    return slash ? slash + 1 : s;
+}
+
+/* key, or key + the basename of file when key is a "directory" (empty or
+ * ending in '/'), as cp(1) and aws s3 cp do: malloc'd, NULL when out of
+ * memory or when the name cannot be had (file "-"). */
+static char *dest_key(const char *key, const char *file)
+{
+    char *out;
+    size_t kl = strlen(key);
+    if (kl && key[kl - 1] != '/')
+        return strdup(key);
+    const char *b = base_name(file);
+    if (!strcmp(file, "-") || !*b || !strcmp(b, ".") || !strcmp(b, ".."))
+        return NULL;
+    if (asprintf(&out, "%s%s", key, b) < 0)
+        return NULL;
+    return out;
+}
+
+/* One transfer's result object: {"schema":...,"type":TYPE,"url":URL,...}. */
+static void json_head(FILE *f, const char *type, const char *url)
+{
+    char shown[1024];
+    rio_cli_json_begin(f, type);
+    rio_cli_json_kstr(f, "url", rio_cli_url_safe(url, shown, sizeof(shown)));
+}
+
+/* d's members; key when d names none (a backend that does not echo it). */
+static void json_desc(FILE *f, const struct rio_desc *d, const char *key)
+{
+    rio_cli_json_kstr(f, "key", d->key[0] ? d->key : key);
+    rio_cli_json_kgen(f, "generation", d->generation);
+    rio_cli_json_ku64(f, "size", d->size);
+    rio_cli_json_kstr(f, "etag", d->etag);
+}
+
+/* A PUT's outcome; the exit status. */
+static int put_done(const struct rio_cli *cl, const char *url, const char *key, int ret,
+                    struct rio_desc *d, const struct rio_stats *st)
+{
+    if (ret < 0)
+        return rio_cli_fail_st(cl, "writing", url, ret, st);
+    if (cl->json) {
+        json_head(stdout, "put", url);
+        json_desc(stdout, d, key);
+        fprintf(stdout, ",\"stats\":");
         rio_cli_json_stats(stdout, st);
-        printf("}\n");
-    } else {
+        rio_cli_json_end(stdout);
+    } else if (!cl->quiet) {
         fprintf(stderr, "put %s: %llu bytes, generation %llu, etag %s\n", key,
                 (unsigned long long)d->size, (unsigned long long)d->generation,
                 d->etag[0] ? d->etag : "-");
-        rio_cli_print_stats(stderr, st);
+        rio_cli_report_stats(cl, NULL, st);
     }
-}
-
-/* A PUT's outcome on stderr/stdout; the exit status. */
-static int put_done(const char *key, int ret, struct rio_desc *d, const struct rio_stats *st,
-                    int json)
-{
-    if (ret < 0) {
-        fprintf(stderr, "railio put: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
-        return 1;
-    }
-    put_report(key, d, st, json);
     rio_desc_cleanup(d);
     return 0;
 }
@@ -261,21 +232,26 @@ static int put_done(const char *key, int ret, struct rio_desc *d, const struct r
  * bounded by slots x chunk size. Returns 1 with *unsupported set when the
  * backend cannot take an upload of unknown size (nothing was read yet).
  */
-static int put_stream_fd(struct rio_client *c, const char *key, int fd, int json, bool *unsupported)
+static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const char *url,
+                         const char *key, int fd, bool *unsupported)
 {
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
+    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct rio_desc d;
+    struct fd_src fs = {.fd = fd};
     memset(&d, 0, sizeof(d));
-    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fd, &call, &d);
+    rio_cli_progress_start(&fs.pr, cl, NULL, "put");
+    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fs, &call, &d);
+    rio_cli_progress_end(&fs.pr);
     if (ret == RIO_ENOTSUP) {
         *unsupported = true;
         return 1;
     }
-    return put_done(key, ret, &d, &st, json);
+    return put_done(cl, url, key, ret, &d, &st);
 }
 
-static int cmd_put(struct rio_client *c, const char *key, const char *file, int json)
+static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
+                   const char *file)
 {
     uint8_t *buf = NULL;
     size_t len = 0;
@@ -286,7 +262,7 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
         bool unsupported = false;
         struct stat sb;
         if (fstat(0, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-            int rc = put_stream_fd(c, key, 0, json, &unsupported);
+            int rc = put_stream_fd(cl, c, url, key, 0, &unsupported);
             if (!unsupported)
                 return rc;
         }
@@ -294,11 +270,13 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
         ret = read_all(0, &buf, &len);
     } else {
         int fd = open(file, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            fprintf(stderr, "railio put: cannot open '%s': %s\n", file, strerror(errno));
-            return 1;
-        }
+        if (fd < 0)
+            return rio_cli_fail_sys(cl, "opening", file, -errno);
         struct stat sb;
+        if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            close(fd);
+            return rio_cli_usage_error(cl, "'%s' is a directory (cp -r copies a tree)", file);
+        }
         if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
             buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
             len = (size_t)sb.st_size;
@@ -311,23 +289,21 @@ static int cmd_put(struct rio_client *c, const char *key, const char *file, int 
         }
         close(fd);
     }
-    if (ret < 0) {
-        fprintf(stderr, "railio put: cannot read '%s': %s\n", file, rio_strerror(ret));
-        return 1;
-    }
+    if (ret < 0)
+        return rio_cli_fail_sys(cl, "reading", file, ret);
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
+    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct rio_desc d;
-    struct progress pr;
+    struct rio_cli_progress pr;
     memset(&d, 0, sizeof(d));
-    progress_start(&pr, &call, "put", json);
+    rio_cli_progress_start(&pr, cl, &call, "put");
     ret = rio_put(c, key, buf, len, &call, &d);
-    progress_end(&pr);
+    rio_cli_progress_end(&pr);
     if (mapped)
         munmap(buf, len);
     else
         free(buf);
-    return put_done(key, ret, &d, &st, json);
+    return put_done(cl, url, key, ret, &d, &st);
 }
 
 struct out_sink {
@@ -350,29 +326,17 @@ static int sink_write(void *arg, const void *data, size_t len)
  * is unnamed (O_TMPFILE: the kernel removes it whatever kills the process)
  * until the commit links it under a random name and renames that over FILE;
  * where the file system has no O_TMPFILE it is created under a random name
- * with O_CREAT | O_EXCL | O_NOFOLLOW. While it has a name, SIGINT, SIGTERM
- * and SIGHUP remove it before the process dies.
+ * with O_CREAT | O_EXCL | O_NOFOLLOW. While it has a name it is registered
+ * with the frame: a signal cancels the GET, which removes it; a second
+ * signal removes it before the process dies.
  */
 static char tmp_name[PATH_MAX];
-static volatile sig_atomic_t tmp_named;
+static bool tmp_named;
 
-static void on_exit_signal(int sig)
+static void tmp_set_named(bool on)
 {
-    if (tmp_named)
-        unlink(tmp_name); /* async-signal-safe */
-    raise(sig);           /* SA_RESETHAND: the default action, once we return */
-}
-
-static void exit_signals(bool on)
-{
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on ? on_exit_signal : SIG_DFL;
-    sa.sa_flags = on ? SA_RESETHAND : 0;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-        sigaction(sigs[i], &sa, NULL);
+    tmp_named = on;
+    rio_cli_tmp_register(on ? tmp_name : NULL);
 }
 
 /* "DIR/.BASE.railio-tmp-<16 random hex digits>" for file into tmp_name. */
@@ -422,11 +386,11 @@ static int tmp_create(const char *file, bool *anon)
     for (int i = 0; i < 16; i++) {
         if ((ret = random_tmp_name(file)) < 0)
             return ret;
-        tmp_named = 1;
+        tmp_set_named(true);
         fd = open(tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd >= 0)
             return fd;
-        tmp_named = 0;
+        tmp_set_named(false);
         if (errno != EEXIST)
             return -errno;
     }
@@ -442,10 +406,10 @@ static int tmp_link(int fd, const char *file)
         int ret = random_tmp_name(file);
         if (ret < 0)
             return ret;
-        tmp_named = 1;
+        tmp_set_named(true);
         if (linkat(AT_FDCWD, pf, AT_FDCWD, tmp_name, AT_SYMLINK_FOLLOW) == 0)
             return 0;
-        tmp_named = 0;
+        tmp_set_named(false);
         if (errno != EEXIST)
             return -errno;
     }
@@ -476,6 +440,34 @@ static int planted(const char *file, const struct stat *lsb)
 }
 
 /*
+ * Where a GET of key to file writes: file itself, or DIR/<basename of key>
+ * when file is an existing directory or ends in '/' (as cp(1) and aws s3 cp
+ * do). Decided before any byte is fetched. 0 with *out malloc'd, or the exit
+ * status once the failure was said.
+ */
+static int get_target(const struct rio_cli *cl, const char *key, const char *file, char **out)
+{
+    struct stat sb;
+    size_t fl = strlen(file);
+    bool slash = fl && file[fl - 1] == '/';
+
+    if (!strcmp(file, "-") || (!slash && (stat(file, &sb) < 0 || !S_ISDIR(sb.st_mode)))) {
+        *out = strdup(file);
+        return *out ? 0 : rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
+    }
+    if (stat(file, &sb) < 0)
+        return rio_cli_fail_sys(cl, "opening directory", file, -errno);
+    if (!S_ISDIR(sb.st_mode))
+        return rio_cli_fail_sys(cl, "opening directory", file, -ENOTDIR);
+    const char *b = base_name(key);
+    if (!*b || !strcmp(b, ".") || !strcmp(b, ".."))
+        return rio_cli_usage_error(cl, "key '%s' has no file name to write into '%s'", key, file);
+    if (asprintf(out, "%s%s%s", file, slash ? "" : "/", b) < 0)
+        return rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
+    return 0;
+}
+
+/*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
  * FILE that is missing or a regular file: through a temporary file renamed
@@ -486,13 +478,18 @@ static int planted(const char *file, const struct stat *lsb)
  * file, and a symbolic link is written through like cp(1) does, unless
  * someone else planted it in a sticky directory (planted()).
  */
-static int cmd_get(struct rio_client *c, const char *key, const char *file, int json)
+static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
+                   const char *dest)
 {
     struct rio_stats st;
-    struct rio_call call = {.stats = &st};
+    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct out_sink o = {.fd = 1};
     bool tmp = false, anon = false;
+    char *file = NULL;
+    int rc = get_target(cl, key, dest, &file);
 
+    if (rc)
+        return rc;
     if (strcmp(file, "-")) {
         struct stat lsb, sb;
         int ret = 0;
@@ -503,14 +500,14 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             tmp = true;
             o.fd = tmp_create(file, &anon);
             ret = o.fd < 0 ? o.fd : 0;
-            exit_signals(true);
         } else if ((ret = planted(file, &lsb)) < 0) {
             fprintf(stderr,
                     "railio get: refusing to write through '%s': %s owned by uid %u in a "
                     "sticky, world-writable directory (someone else put it there)\n",
                     file, S_ISLNK(lsb.st_mode) ? "a symbolic link" : "a special file",
                     (unsigned)lsb.st_uid);
-            return 1;
+            free(file);
+            return RIO_CLI_EXIT_ACCESS;
         } else {
             /* In place: O_TRUNC only for a regular file behind a link. */
             bool reg = stat(file, &sb) == 0 && S_ISREG(sb.st_mode);
@@ -518,18 +515,19 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             ret = o.fd < 0 ? -errno : 0;
         }
         if (ret < 0) {
-            if (tmp)
-                exit_signals(false);
-            fprintf(stderr, "railio get: cannot %s '%s': %s\n",
-                    tmp ? "create a temporary file for" : "open", file, strerror(-ret));
-            return 1;
+            rc = rio_cli_fail_sys(cl, tmp ? "creating a temporary file for" : "opening", file, ret);
+            free(file);
+            return rc;
         }
+    } else {
+        cl->data_stdout = 1;
     }
-    struct progress pr;
-    progress_start(&pr, &call, "get", json);
+    struct rio_cli_progress pr;
+    rio_cli_progress_start(&pr, cl, &call, "get");
     int64_t n = rio_get_stream(c, key, 0, sink_write, &o, &call);
-    progress_end(&pr);
+    rio_cli_progress_end(&pr);
     int ret = n < 0 ? (int)n : 0;
+    /* The cleanup calls no rio_*: rio_error_detail() still holds the cause. */
     if (tmp) {
         if (ret == 0 && anon)
             ret = tmp_link(o.fd, file);
@@ -539,47 +537,53 @@ static int cmd_get(struct rio_client *c, const char *key, const char *file, int 
             ret = -errno;
         if (ret < 0 && tmp_named)
             unlink(tmp_name);
-        tmp_named = 0;
-        exit_signals(false);
+        tmp_set_named(false);
     } else if (o.fd != 1 && close(o.fd) < 0 && ret == 0) {
         ret = -errno;
     }
     if (ret < 0) {
-        if (o.err)
-            fprintf(stderr, "railio get: writing '%s': %s\n", file, rio_strerror(o.err));
-        else
-            fprintf(stderr, "railio get: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
-        return 1;
+        if (o.err && o.fd == 1) {
+            /* stdout could not take the bytes (/dev/full, EIO) */
+            rio_cli_fail_sys(cl, "writing", "stdout", o.err);
+            rc = RIO_CLI_EXIT_OUTPUT;
+        } else if (o.err || n >= 0) {
+            rc = rio_cli_fail_sys(cl, "writing", file, o.err ? o.err : ret);
+        } else {
+            rc = rio_cli_fail_st(cl, "reading", url, ret, &st);
+        }
+        free(file);
+        return rc;
     }
-    if (json) {
-        /* With the data on stdout, the stats go to stderr. */
-        FILE *jf = strcmp(file, "-") ? stdout : stderr;
-        fprintf(jf, "{\"key\":");
-        rio_cli_json_str(jf, key);
-        fprintf(jf, ",\"bytes\":%lld,\"stats\":", (long long)n);
+    if (cl->json) {
+        /* With the data on stdout, the result goes to stderr. */
+        FILE *jf = rio_cli_json_out(cl);
+        json_head(jf, "get", url);
+        rio_cli_json_kstr(jf, "key", key);
+        rio_cli_json_kstr(jf, "file", file);
+        rio_cli_json_ku64(jf, "bytes", (uint64_t)n);
+        fprintf(jf, ",\"stats\":");
         rio_cli_json_stats(jf, &st);
-        fprintf(jf, "}\n");
+        rio_cli_json_end(jf);
     } else {
-        rio_cli_print_stats(stderr, &st);
+        rio_cli_report_stats(cl, NULL, &st);
     }
+    free(file);
     return 0;
 }
 
-static int cmd_stat(struct rio_client *c, const char *key, int json)
+static int cmd_stat(const struct rio_cli *cl, struct rio_client *c, const char *url,
+                    const char *key)
 {
     struct rio_desc d;
     int ret = rio_stat(c, key, &d);
-    if (ret < 0) {
-        fprintf(stderr, "railio stat: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
-        return 1;
-    }
-    if (json) {
-        printf("{\"key\":");
-        rio_cli_json_str(stdout, d.key);
-        printf(",\"generation\":%llu,\"size\":%llu,\"chunk_size\":%llu,\"chunks\":%llu,"
-               "\"etag\":\"%s\"}\n",
-               (unsigned long long)d.generation, (unsigned long long)d.size,
-               (unsigned long long)d.chunk_size, (unsigned long long)d.nchunks, d.etag);
+    if (ret < 0)
+        return rio_cli_fail(cl, NULL, url, ret);
+    if (cl->json) {
+        json_head(stdout, "object", url);
+        json_desc(stdout, &d, key);
+        rio_cli_json_ku64(stdout, "chunk_size", d.chunk_size);
+        rio_cli_json_ku64(stdout, "chunks", d.nchunks);
+        rio_cli_json_end(stdout);
     } else {
         printf("key:        %s\ngeneration: %llu\nsize:       %llu\nchunk size: %llu\n"
                "chunks:     %llu\netag:       %s\n",
@@ -590,26 +594,16 @@ static int cmd_stat(struct rio_client *c, const char *key, int json)
     return 0;
 }
 
-static int open_url(const char *cmd, const char *arg, struct rio_client **c, char **key)
+static int cmd_rm(const struct rio_cli *cl, struct rio_client *c, const char *url, const char *key)
 {
-    char shown[1024];
-    char *curl = NULL;
-    int ret = split_url(arg, &curl, key);
-    if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
-                rio_cli_url_safe(arg, shown, sizeof(shown)), rio_strerror(ret));
-        return 2;
+    int ret = rio_delete(c, key);
+    if (ret < 0)
+        return rio_cli_fail(cl, NULL, url, ret);
+    if (cl->json) {
+        json_head(stdout, "removed", url);
+        rio_cli_json_kstr(stdout, "key", key);
+        rio_cli_json_end(stdout);
     }
-    ret = rio_client_new(curl, NULL, c);
-    if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
-                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
-        free(curl);
-        free(*key);
-        *key = NULL;
-        return 1;
-    }
-    free(curl);
     return 0;
 }
 
@@ -617,6 +611,8 @@ static int open_url(const char *cmd, const char *arg, struct rio_client **c, cha
  * straight into the writer's buffers. */
 struct reader_src {
     struct rio_reader *rd;
+    uint64_t size;
+    struct rio_cli_progress pr;
     int err;
 };
 
@@ -626,166 +622,181 @@ static int64_t reader_fill(void *arg, void *buf, size_t cap)
     int64_t n = rio_reader_read(rs->rd, buf, cap);
     if (n < 0)
         rs->err = (int)n;
+    else
+        rio_cli_progress_feed(&rs->pr, (uint64_t)n, rs->size);
     return n;
 }
 
 /*
- * railio cp SRC DST: either side a URL or a local file ("-" for stdio). URL to
- * URL streams: a reader on the source (chunks verified as they arrive) feeds
- * a writer on the destination (declared size, so any backend), memory
- * bounded by both windows, and the destination publishes the new generation
- * only after every byte arrived verified: whole or not at all.
+ * railio cp SRC DST, both URLs: a reader on the source (chunks verified as
+ * they arrive) feeds a writer on the destination (declared size, so any
+ * backend), memory bounded by both windows, and the destination publishes
+ * the new generation only after every byte arrived verified: whole or not
+ * at all. A signal cancels both: the upload is dropped.
  */
-/* `railio cp` could not read its source or write its destination: says
- * which (the URL without secrets) and why; the exit status, 1. */
-static int cp_failed(const char *doing, const char *url, int err)
+static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *src,
+                   const char *skey, struct rio_client *dc, const char *dst, const char *dkey)
 {
-    char shown[1024];
+    struct rio_stats gst, pst;
+    struct rio_cancel *cx = rio_cli_cancel_token();
+    struct rio_call gcall = {.stats = &gst, .cancel = cx}, pcall = {.stats = &pst, .cancel = cx};
+    struct rio_desc d;
+    struct rio_reader *rd;
+    char shown[1024], shown2[1024];
 
-    fprintf(stderr, "railio cp: %s %s: %s (%s)\n", doing,
-            rio_cli_url_safe(url, shown, sizeof(shown)), rio_strerror(err), rio_errname(err));
-    return 1;
+    memset(&d, 0, sizeof(d));
+    int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
+    if (ret < 0)
+        return rio_cli_fail(cl, "reading", src, ret);
+    int64_t n = (int64_t)rio_reader_desc(rd)->size;
+    struct reader_src rs = {.rd = rd, .size = (uint64_t)n};
+    rio_cli_progress_start(&rs.pr, cl, NULL, "cp");
+    ret = rio_put_stream(dc, dkey, (uint64_t)n, 0, reader_fill, &rs, &pcall, &d);
+    rio_cli_progress_end(&rs.pr);
+    int gret = rio_reader_close(rd);
+    if (rs.err < 0 || (ret == 0 && gret < 0))
+        return rio_cli_fail_st(cl, "reading", src, rs.err < 0 ? rs.err : gret, &gst);
+    if (ret < 0)
+        return rio_cli_fail_st(cl, "writing", dst, ret, &pst);
+    if (cl->json) {
+        rio_cli_json_begin(stdout, "cp");
+        rio_cli_json_kstr(stdout, "src", rio_cli_url_safe(src, shown, sizeof(shown)));
+        rio_cli_json_kstr(stdout, "dst", rio_cli_url_safe(dst, shown2, sizeof(shown2)));
+        rio_cli_json_ku64(stdout, "bytes", (uint64_t)n);
+        rio_cli_json_kgen(stdout, "generation", d.generation);
+        rio_cli_json_kstr(stdout, "etag", d.etag);
+        printf(",\"get\":");
+        rio_cli_json_stats(stdout, &gst);
+        printf(",\"put\":");
+        rio_cli_json_stats(stdout, &pst);
+        rio_cli_json_end(stdout);
+    } else if (!cl->quiet) {
+        fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\n",
+                rio_cli_url_safe(src, shown, sizeof(shown)),
+                rio_cli_url_safe(dst, shown2, sizeof(shown2)), (long long)n,
+                (unsigned long long)d.generation, d.etag);
+        rio_cli_report_stats(cl, "get", &gst);
+        rio_cli_report_stats(cl, "put", &pst);
+    }
+    rio_desc_cleanup(&d);
+    return 0;
 }
 
-static int cmd_cp(int argc, char **argv)
+static const char put_usage[] =
+    "usage: railio put [-q] [-v] [--json] URL/KEY FILE|-\n"
+    "Store FILE (or stdin, streamed where the backend allows) under KEY. A KEY\n"
+    "ending in '/' (or none) takes FILE's name.\n"
+    "  -q, --quiet     no progress line, no stats\n"
+    "  -v, --verbose   full stats, the verdict, error details\n"
+    "      --json      one JSON object on stdout (docs/cli.md)\n"
+    "  -h, --help      this text\n";
+static const char get_usage[] =
+    "usage: railio get [-q] [-v] [--json] URL/KEY [FILE|DIR/|-]\n"
+    "Fetch KEY, every chunk verified, into FILE (replaced whole only when every\n"
+    "byte arrived), into DIR/<last element of KEY> when DIR is a directory, or\n"
+    "to stdout (-). Without FILE: ./<last element of KEY>.\n"
+    "  -q, --quiet     no progress line, no stats\n"
+    "  -v, --verbose   full stats, the verdict, error details\n"
+    "      --json      one JSON object on stdout (stderr with -)\n"
+    "  -h, --help      this text\n";
+static const char stat_usage[] = "usage: railio stat [--json] URL/KEY\n"
+                                 "Print KEY's descriptor: generation, size, chunks, etag.\n"
+                                 "      --json      one JSON object on stdout\n"
+                                 "  -h, --help      this text\n";
+static const char rm_usage[] = "usage: railio rm [--json] URL/KEY\n"
+                               "Remove KEY.\n"
+                               "      --json      one JSON object on stdout\n"
+                               "  -h, --help      this text\n";
+static const char cp_usage[] =
+    "usage: railio cp [-q] [-v] [--json] SRC DST\n"
+    "Copy between backends; each side a URL/KEY, a local file or - (stdio); at\n"
+    "least one a URL. A local DST directory takes SRC's last key element, a\n"
+    "URL DST ending in '/' the source file's name.\n"
+    "  -q, --quiet     no progress line, no stats\n"
+    "  -v, --verbose   full stats, the verdict, error details\n"
+    "      --json      one JSON object on stdout\n"
+    "  -h, --help      this text\n";
+
+/* A destination URL with no key and no file name to take one from. */
+static int no_key(const struct rio_cli *cl, const char *url)
 {
-    int json = 0, npos = 0, rc = 1;
-    const char *pos[2] = {NULL, NULL};
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (npos < 2)
-            pos[npos++] = argv[i];
-        else
-            npos = 3;
-    }
-    if (npos != 2) {
-        fprintf(stderr, "usage: railio cp SRC DST [--json]   (each a URL/KEY, a file or -)\n");
-        return 2;
-    }
-    bool src_url = strstr(pos[0], "://") != NULL, dst_url = strstr(pos[1], "://") != NULL;
     char shown[1024];
+    return rio_cli_usage_error(cl, "'%s' names no key",
+                               rio_cli_url_safe(url, shown, sizeof(shown)));
+}
+
+static int run_cp(struct rio_cli *cl)
+{
+    const char *src = cl->pos[0], *dst = cl->pos[1];
+    bool src_url = strstr(src, "://") != NULL, dst_url = strstr(dst, "://") != NULL;
     struct rio_client *sc = NULL, *dc = NULL;
-    char *skey = NULL, *dkey = NULL;
-    void *buf = NULL;
-    if (!src_url && !dst_url) {
-        fprintf(stderr, "railio cp: neither side is a URL; use cp(1)\n");
-        return 2;
-    }
-    if (src_url && (rc = open_url("cp", pos[0], &sc, &skey)))
+    char *skey = NULL, *dkey = NULL, *key = NULL;
+    int rc;
+
+    if (!src_url && !dst_url)
+        return rio_cli_usage_error(cl, "neither side is a URL; use cp(1)");
+    if (src_url && (rc = rio_cli_open(cl, src, 0, &sc, &skey)))
         goto out;
-    if (dst_url && (rc = open_url("cp", pos[1], &dc, &dkey)))
+    if (dst_url && (rc = rio_cli_open(cl, dst, RIO_CLI_KEY_OPTIONAL, &dc, &dkey)))
         goto out;
-    if (!dst_url) {
-        rc = cmd_get(sc, skey, pos[1], json);
-    } else if (!src_url) {
-        rc = cmd_put(dc, dkey, pos[0], json);
-    } else {
-        struct rio_stats gst, pst;
-        struct rio_call gcall = {.stats = &gst}, pcall = {.stats = &pst};
-        struct rio_desc d;
-        memset(&d, 0, sizeof(d));
-        struct rio_reader *rd;
-        int ret = rio_reader_open(sc, skey, 0, &gcall, &rd);
-        if (ret < 0) {
-            rc = cp_failed("reading", pos[0], ret);
+    if (dst_url) {
+        key = dest_key(dkey, src_url ? skey : src);
+        if (!key) {
+            rc = no_key(cl, dst);
             goto out;
         }
-        int64_t n = (int64_t)rio_reader_desc(rd)->size;
-        struct reader_src rs = {.rd = rd};
-        ret = rio_put_stream(dc, dkey, (uint64_t)n, 0, reader_fill, &rs, &pcall, &d);
-        int gret = rio_reader_close(rd);
-        if (rs.err < 0 || (ret == 0 && gret < 0)) {
-            rc = cp_failed("reading", pos[0], rs.err < 0 ? rs.err : gret);
-            goto out;
-        }
-        if (ret < 0) {
-            rc = cp_failed("writing", pos[1], ret);
-            goto out;
-        }
-        if (json) {
-            printf("{\"bytes\":%lld,\"generation\":%llu,\"etag\":\"%s\",\"get\":", (long long)n,
-                   (unsigned long long)d.generation, d.etag);
-            rio_cli_json_stats(stdout, &gst);
-            printf(",\"put\":");
-            rio_cli_json_stats(stdout, &pst);
-            printf("}\n");
-        } else {
-            char shown2[1024];
-            fprintf(stderr, "cp %s -> %s: %lld bytes, generation %llu, etag %s\nget: ",
-                    rio_cli_url_safe(pos[0], shown, sizeof(shown)),
-                    rio_cli_url_safe(pos[1], shown2, sizeof(shown2)), (long long)n,
-                    (unsigned long long)d.generation, d.etag);
-            rio_cli_print_stats(stderr, &gst);
-            fprintf(stderr, "put: ");
-            rio_cli_print_stats(stderr, &pst);
-        }
-        rio_desc_cleanup(&d);
-        rc = 0;
     }
+    if (!dst_url)
+        rc = cmd_get(cl, sc, src, skey, dst);
+    else if (!src_url)
+        rc = cmd_put(cl, dc, dst, key, src);
+    else
+        rc = cp_urls(cl, sc, src, skey, dc, dst, key);
 out:
-    free(buf);
     rio_client_destroy(sc);
     rio_client_destroy(dc);
     free(skey);
     free(dkey);
+    free(key);
     return rc;
 }
 
 int rio_cli_objects(const char *cmd, int argc, char **argv)
 {
+    struct rio_cli cl;
+    const char *usage = !strcmp(cmd, "put")   ? put_usage
+                        : !strcmp(cmd, "get") ? get_usage
+                        : !strcmp(cmd, "cp")  ? cp_usage
+                        : !strcmp(cmd, "rm")  ? rm_usage
+                                              : stat_usage;
+    bool put = !strcmp(cmd, "put"), get = !strcmp(cmd, "get");
+    int min = put || !strcmp(cmd, "cp") ? 2 : 1, max = put || get || !strcmp(cmd, "cp") ? 2 : 1;
+    int rc = rio_cli_parse(&cl, cmd, usage, NULL, min, max, argc, argv);
+
+    if (rc >= 0)
+        return rc;
+    /* Object bytes on stdout (get URL -, cp URL -): JSON, errors included,
+     * goes to stderr from the start. */
+    cl.data_stdout = (get || !strcmp(cmd, "cp")) && cl.npos == 2 && !strcmp(cl.pos[1], "-");
     if (!strcmp(cmd, "cp"))
-        return cmd_cp(argc, argv);
-    int json = 0;
-    const char *pos[2] = {NULL, NULL};
-    int npos = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
-            json = 1;
-        else if (npos < 2)
-            pos[npos++] = argv[i];
-        else {
-            fprintf(stderr, "railio %s: too many arguments\n", cmd);
-            return 2;
-        }
-    }
-    int need = (!strcmp(cmd, "put") || !strcmp(cmd, "get")) ? 2 : 1;
-    if (npos != need) {
-        fprintf(stderr, "usage: railio %s URL/KEY%s [--json]\n", cmd, need == 2 ? " FILE|-" : "");
-        return 2;
-    }
-    char shown[1024];
-    char *curl = NULL, *key = NULL;
-    int ret = split_url(pos[0], &curl, &key);
-    if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s (expected SCHEME://AUTHORITY/KEY)\n", cmd,
-                rio_cli_url_safe(pos[0], shown, sizeof(shown)), rio_strerror(ret));
-        return 2;
-    }
+        return run_cp(&cl);
+    const char *url = cl.pos[0];
     struct rio_client *c;
-    ret = rio_client_new(curl, NULL, &c);
-    if (ret < 0) {
-        fprintf(stderr, "railio %s: cannot open '%s': %s (%s)\n", cmd,
-                rio_cli_url_safe(curl, shown, sizeof(shown)), rio_strerror(ret), rio_errname(ret));
-        free(curl);
-        free(key);
-        return 1;
-    }
-    int rc;
-    if (!strcmp(cmd, "put"))
-        rc = cmd_put(c, key, pos[1], json);
-    else if (!strcmp(cmd, "get"))
-        rc = cmd_get(c, key, pos[1], json);
-    else if (!strcmp(cmd, "stat"))
-        rc = cmd_stat(c, key, json);
-    else {
-        ret = rio_delete(c, key);
-        rc = ret < 0;
-        if (ret < 0)
-            fprintf(stderr, "railio rm: %s: %s (%s)\n", key, rio_strerror(ret), rio_errname(ret));
+    char *key = NULL, *pkey = NULL;
+    if ((rc = rio_cli_open(&cl, url, put ? RIO_CLI_KEY_OPTIONAL : 0, &c, &key)))
+        return rc;
+    if (put) {
+        pkey = dest_key(key, cl.pos[1]);
+        rc = pkey ? cmd_put(&cl, c, url, pkey, cl.pos[1]) : no_key(&cl, url);
+    } else if (get) {
+        rc = cmd_get(&cl, c, url, key, cl.npos > 1 ? cl.pos[1] : ".");
+    } else if (!strcmp(cmd, "stat")) {
+        rc = cmd_stat(&cl, c, url, key);
+    } else {
+        rc = cmd_rm(&cl, c, url, key);
     }
     rio_client_destroy(c);
-    free(curl);
     free(key);
+    free(pkey);
     return rc;
 }

@@ -46,9 +46,9 @@ static void rm_key(void *arg, size_t i)
     } else {
         r->removed++;
         if (r->o->json) {
-            printf("{\"type\":\"removed\",\"key\":");
-            rio_cli_json_str(stdout, key);
-            printf("}\n");
+            rio_cli_json_begin(stdout, "removed");
+            rio_cli_json_kstr(stdout, "key", key);
+            rio_cli_json_end(stdout);
         } else if (r->o->verbose) {
             fprintf(stderr, "removed %s\n", key);
         }
@@ -159,20 +159,20 @@ int rio_cli_rm_tree(int argc, char **argv)
     struct rm_run r = {.o = &o, .mu = PTHREAD_MUTEX_INITIALIZER};
     r.keys = calloc(RM_BATCH, sizeof(*r.keys));
     if (!r.keys) {
-        free(o.pos);
         fprintf(stderr, "railio rm: out of memory\n");
         return 1;
     }
     for (int i = 0; i < o.npos; i++)
         rm_one(&r, o.pos[i]);
-    if (o.json)
-        printf("{\"type\":\"summary\",\"removed\":%llu,\"failed\":%llu}\n",
-               (unsigned long long)r.removed, (unsigned long long)r.failed);
-    else if (!o.quiet && (o.recursive || o.npos > 1 || r.removed + r.failed > 1))
+    if (o.json) {
+        rio_cli_json_begin(stdout, "rm_summary");
+        rio_cli_json_ku64(stdout, "removed", r.removed);
+        rio_cli_json_ku64(stdout, "failed", r.failed);
+        rio_cli_json_end(stdout);
+    } else if (!o.quiet && (o.recursive || o.npos > 1 || r.removed + r.failed > 1))
         fprintf(stderr, "rm: %llu removed, %llu failed\n", (unsigned long long)r.removed,
                 (unsigned long long)r.failed);
     free(r.keys);
-    free(o.pos);
     rc = r.first_err ? (r.first_err == RIO_EINVAL ? 2 : rio_cli_tree_exit(r.first_err)) : 0;
     if (fflush(stdout) != 0 && !rc)
         rc = 1;

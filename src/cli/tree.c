@@ -248,6 +248,8 @@ static int fold(struct rio_cli_lister *l, const struct rio_entry *x, const struc
 int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
 {
     for (;;) {
+        if (rio_cli_interrupted())
+            return RIO_ECANCELED;
         while (l->i < l->page.n) {
             const struct rio_entry *x = &l->page.entries[l->i++];
             if (l->fold) {
@@ -272,7 +274,8 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
         a.flags = l->recursive || l->fold ? 0 : RIO_LIST_DELIM;
         struct rio_list_page next;
         memset(&next, 0, sizeof(next));
-        int ret = rio_list(l->c, &a, &next, NULL);
+        struct rio_call call = {.cancel = rio_cli_cancel_token()};
+        int ret = rio_list(l->c, &a, &next, &call);
         if (ret == RIO_ENOTSUP && !l->started && a.flags) {
             l->fold = true; /* no RIO_LIST_DELIM here: fold the full listing */
             continue;
@@ -320,8 +323,8 @@ static void *pool_main(void *a)
         pthread_mutex_lock(&p->mu);
         size_t i = p->next < p->n ? p->next++ : p->n;
         pthread_mutex_unlock(&p->mu);
-        if (i >= p->n)
-            return NULL;
+        if (i >= p->n || rio_cli_interrupted())
+            return NULL; /* a signal: no new object starts */
         p->fn(p->arg, i);
     }
 }
@@ -343,25 +346,17 @@ void rio_cli_pool_run(unsigned jobs, size_t n, void (*fn)(void *arg, size_t i), 
         pthread_join(th[i], NULL);
 }
 
-void rio_cli_json_u64(FILE *f, uint64_t v)
-{
-    if (v > (1ull << 53))
-        fprintf(f, "\"%llu\"", (unsigned long long)v);
-    else
-        fprintf(f, "%llu", (unsigned long long)v);
-}
-
 /* ------------------------------------------------- what the verbs share */
 
-static int opt_uint(const char *cmd, const char *name, const char *v, unsigned lo, unsigned hi,
-                    unsigned *out)
+/* A count option's value in lo..hi; -1 after naming the mistake. */
+static int opt_uint(const struct rio_cli *cl, const char *name, const char *v, unsigned lo,
+                    unsigned hi, unsigned *out)
 {
     char *end;
     errno = 0;
-    unsigned long x = v ? strtoul(v, &end, 10) : 0;
-    if (!v || !*v || *end || errno || x < lo || x > hi || v[0] == '-') {
-        fprintf(stderr, "railio %s: %s takes a number in %u..%u (got '%s')\n", cmd, name, lo, hi,
-                v ? v : "");
+    unsigned long x = strtoul(v, &end, 10);
+    if (!*v || *end || errno || x < lo || x > hi || v[0] == '-') {
+        rio_cli_usage_error(cl, "%s takes a number in %u..%u (got '%s')", name, lo, hi, v);
         return -1;
     }
     *out = (unsigned)x;
@@ -371,103 +366,82 @@ static int opt_uint(const char *cmd, const char *name, const char *v, unsigned l
 int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
                             const char *usage, int min_pos)
 {
+    int rec = 0;
+    const char *page = NULL, *jobs = NULL;
+    const struct rio_cli_opt opts[] = {
+        {"--recursive", 'r', NULL, &rec, NULL},
+        {"--page-size", 0, "N", NULL, &page},
+        {"--jobs", 'j', "N", NULL, &jobs},
+        {NULL, 0, NULL, NULL, NULL},
+    };
     memset(o, 0, sizeof(*o));
     o->jobs = 8;
-    o->pos = calloc((size_t)argc + 1, sizeof(*o->pos));
-    if (!o->pos) {
-        fprintf(stderr, "railio %s: out of memory\n", cmd);
-        return 1;
-    }
-    bool opts = true;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!opts || a[0] != '-' || !a[1]) {
-            o->pos[o->npos++] = argv[i];
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            opts = false;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            fputs(usage, stdout);
-            goto done;
-        } else if (!strcmp(a, "-r") || !strcmp(a, "-R") || !strcmp(a, "--recursive")) {
-            o->recursive = true;
-        } else if (!strcmp(a, "--json")) {
-            o->json = true;
-        } else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
-            o->quiet = true;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            o->verbose = true;
-        } else if (!strcmp(a, "--page-size") || !strcmp(a, "--jobs") || !strcmp(a, "-j")) {
-            bool page = !strcmp(a, "--page-size");
-            if (opt_uint(cmd, a, i + 1 < argc ? argv[i + 1] : NULL, 1,
-                         page ? RIO_LIST_PAGE_MAX : 64, page ? &o->page_size : &o->jobs) < 0)
-                goto bad;
-            i++;
-        } else {
-            fprintf(stderr, "railio %s: unknown option '%s'\n", cmd, a);
-            goto bad;
-        }
-    }
-    if (o->npos >= min_pos)
-        return -1;
-bad:
-    fputs(usage, stderr);
-    free(o->pos);
-    o->pos = NULL;
-    return 2;
-done:
-    free(o->pos);
-    o->pos = NULL;
-    return 0;
+    int rc = rio_cli_parse(&o->cl, cmd, usage, opts, min_pos, -1, argc, argv);
+    if (rc >= 0)
+        return rc;
+    o->recursive = rec > 0;
+    o->json = o->cl.json;
+    o->quiet = o->cl.quiet;
+    o->verbose = o->cl.verbose;
+    o->pos = o->cl.pos;
+    o->npos = o->cl.npos;
+    if (page && opt_uint(&o->cl, "--page-size", page, 1, RIO_LIST_PAGE_MAX, &o->page_size) < 0)
+        return RIO_CLI_EXIT_USAGE;
+    if (jobs && opt_uint(&o->cl, "--jobs", jobs, 1, 64, &o->jobs) < 0)
+        return RIO_CLI_EXIT_USAGE;
+    return -1;
 }
 
 int rio_cli_tree_exit(int err)
 {
-    (void)err;
-    return 1;
+    return rio_cli_exit_code(err);
 }
 
 void rio_cli_tree_error(const char *cmd, const struct rio_cli_tree_opts *o, const char *what,
                         int err)
 {
-    const char *detail = rio_error_detail();
-    if (o && o->json) {
-        printf("{\"error\":{\"command\":\"%s\",\"what\":", cmd);
-        rio_cli_json_str(stdout, what);
-        printf(",\"code\":%d,\"name\":\"%s\",\"message\":", err, rio_errname(err));
-        rio_cli_json_str(stdout, rio_strerror(err));
-        if (detail && *detail) {
-            printf(",\"detail\":");
-            rio_cli_json_str(stdout, detail);
-        }
-        printf("}}\n");
-        return;
-    }
-    fprintf(stderr, "railio %s: %s: %s (%s)%s%s\n", cmd, what, rio_strerror(err), rio_errname(err),
-            detail && *detail ? ": " : "", detail && *detail ? detail : "");
+    (void)cmd;
+    rio_cli_fail(&o->cl, NULL, what, err);
 }
 
 int rio_cli_tree_open(const char *cmd, const struct rio_cli_tree_opts *o, const char *arg,
                       unsigned flags, struct rio_cli_target *t, struct rio_client **c)
 {
-    char shown[1024];
     const char *why;
+    (void)cmd;
     int ret = rio_cli_target_parse(arg, flags, t, &why);
     if (ret < 0) {
-        fprintf(stderr, "railio %s: '%s': %s%s%s\n", cmd,
-                rio_cli_url_safe(arg, shown, sizeof(shown)), rio_strerror(ret), *why ? ": " : "",
-                why);
-        return ret == RIO_EURL || ret == RIO_EINVAL ? 2 : rio_cli_tree_exit(ret);
+        if (ret != RIO_EURL && ret != RIO_EINVAL)
+            return rio_cli_fail_sys(&o->cl, NULL, arg, ret);
+        rio_cli_fail_sys(&o->cl, NULL, arg, ret);
+        return rio_cli_usage_error(&o->cl, "%s", *why ? why : "expected SCHEME://AUTHORITY/KEY");
     }
     ret = rio_client_new(t->client_url, NULL, c);
     if (ret < 0) {
-        char what[1100];
-        snprintf(what, sizeof(what), "cannot open '%s'",
-                 rio_cli_url_safe(t->client_url, shown, sizeof(shown)));
-        rio_cli_tree_error(cmd, o, what, ret);
+        int rc = ret == RIO_EURL || ret == RIO_EINVAL ? RIO_CLI_EXIT_USAGE : rio_cli_exit_code(ret);
+        rio_cli_fail(&o->cl, "opening", t->client_url, ret);
         rio_cli_target_cleanup(t);
-        return rio_cli_tree_exit(ret);
+        return rc;
     }
     return 0;
+}
+
+int rio_cli_tree_cmd(const char *cmd, int argc, char **argv)
+{
+    if (!strcmp(cmd, "ls"))
+        return rio_cli_ls(argc, argv);
+    if (!strcmp(cmd, "cat"))
+        return rio_cli_cat(argc, argv);
+    bool help = false;
+    for (int i = 0; i < argc && strcmp(argv[i], "--"); i++)
+        help |= !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+    if (help && !strcmp(cmd, "cp")) {
+        /* Both forms: the single object's usage, then the tree's. */
+        int rc = rio_cli_objects(cmd, argc, argv);
+        fputc('\n', stdout);
+        return rc ? rc : rio_cli_cp_tree(argc, argv);
+    }
+    if (!help && !rio_cli_tree_wants(cmd, argc, argv))
+        return rio_cli_objects(cmd, argc, argv);
+    return !strcmp(cmd, "rm") ? rio_cli_rm_tree(argc, argv) : rio_cli_cp_tree(argc, argv);
 }

@@ -12,8 +12,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/cli.h"
 #include "railio.h"
 
+/* The row of main.c's table for ls, cat, rm and cp: rm and cp go to the
+ * single-object verbs (rio_cli_objects) unless rio_cli_tree_wants them. */
+int rio_cli_tree_cmd(const char *cmd, int argc, char **argv);
 int rio_cli_ls(int argc, char **argv);
 int rio_cli_cat(int argc, char **argv);
 /* rm with -r, a wildcard or several keys; cp with -r or a wildcard. */
@@ -92,23 +96,23 @@ void rio_cli_pool_run(unsigned jobs, size_t n, void (*fn)(void *arg, size_t i), 
 /* ------------------------------------------------- what the verbs share */
 
 struct rio_cli_tree_opts {
+    struct rio_cli cl;  /* the frame's parse: messages, --json, -q, -v */
     bool recursive;     /* -r, --recursive */
     bool json;          /* --json */
     bool quiet;         /* -q: errors only */
     bool verbose;       /* -v: each key as it is done */
     unsigned page_size; /* --page-size N: entries per listing page (1..10000) */
     unsigned jobs;      /* --jobs N: objects in flight at once (1..64) */
-    char **pos;         /* the arguments that are no option (argv's storage) */
+    char **pos;         /* the operands (cl.pos) */
     int npos;
 };
 
-/* Options anywhere among the arguments ("--" ends them); -1 to go on, else
- * the exit status (0 after --help, 2 after a bad option or fewer than
- * min_pos other arguments). o->pos is malloc'd: free it. */
+/* rio_cli_parse with -r/--recursive, --page-size N and -j/--jobs N: -1 to
+ * go on, else the exit status (0 after --help, 2 after a usage mistake). */
 int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
                             const char *usage, int min_pos);
-/* "railio CMD: WHAT: message (NAME)" and the library's detail when it has
- * one, on stderr, or a JSON error object on stdout with --json. */
+/* rio_cli_fail: "railio CMD: WHAT: message (NAME)[: detail]" on stderr, or
+ * the JSON error object with --json. */
 void rio_cli_tree_error(const char *cmd, const struct rio_cli_tree_opts *o, const char *what,
                         int err);
 /* The exit status for an error. */
@@ -116,8 +120,5 @@ int rio_cli_tree_exit(int err);
 /* Parse arg and open its client; 0, or the exit status after a message. */
 int rio_cli_tree_open(const char *cmd, const struct rio_cli_tree_opts *o, const char *arg,
                       unsigned flags, struct rio_cli_target *t, struct rio_client **c);
-
-/* An unsigned 64-bit JSON value: a number up to 2^53, a string above. */
-void rio_cli_json_u64(FILE *f, uint64_t v);
 
 #endif

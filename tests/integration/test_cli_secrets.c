@@ -17,19 +17,6 @@
 
 #define SECRET "Sekr1tT0ken"
 
-/* A loopback port nothing listens on. */
-static int dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    T_TRUE(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t al = sizeof(a);
-    T_EQ(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    T_EQ(getsockname(fd, (struct sockaddr *)&a, &al), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Run "railio ARGS" with stderr captured into err; its exit status. */
 static int run_err(char *err, size_t cap, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -61,7 +48,7 @@ static void check(const char *err)
 TEST(token_never_in_messages)
 {
     char err[8192], out[] = "/tmp/rio-secrets-XXXXXX";
-    int port = dead_port();
+    int port = cli_dead_port();
     int fd = mkstemp(out);
     T_TRUE(fd >= 0);
     close(fd);
@@ -88,6 +75,9 @@ TEST(token_never_in_messages)
                  "' 'railio://127.0.0.1:%d/b?token=" SECRET "'",
                  port, port),
          0);
+    check(err);
+    /* put to a URL with no key, from stdin: no name to take. */
+    T_EQ(run_err(err, sizeof(err), "put 'file:///tmp/?token=" SECRET "' - < /dev/null"), 2);
     check(err);
     unlink(out);
 }

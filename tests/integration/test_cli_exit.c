@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS file;net */
+/* T_TIMEOUT 120 */
+/*
+ * railio's exit statuses (docs/cli.md "Exit status"), one test each, against
+ * peers the test starts (file://, a railiod with a token, a port nothing
+ * listens on) with faults from the fault filter; and the frame every verb
+ * shares: --help answered without work, options after the operands, "--".
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli_util.h"
+#include "server_env.h"
+
+#define OBJ_SIZE (300 * 1000 + 7)
+
+static const char *dir;
+static uint8_t obj[OBJ_SIZE];
+
+/* DIR/store/obj (OBJ_SIZE pattern bytes) put with railio. */
+static void setup(void)
+{
+    dir = cli_scratch("rio-exit", obj, OBJ_SIZE, 9);
+    T_EQ(cli_run(NULL, 0, "put -q file://%s/store/obj %s/in.bin", dir, dir), 0);
+}
+
+/* path holds exactly the object's bytes. */
+static void check_obj(const char *path)
+{
+    static uint8_t b[OBJ_SIZE + 16];
+    FILE *f = fopen(path, "rb");
+    T_NOTNULL(f);
+    size_t n = fread(b, 1, sizeof(b), f);
+    fclose(f);
+    T_EQ(n, (size_t)OBJ_SIZE);
+    T_MEMEQ(b, obj, OBJ_SIZE);
+}
+
+/* Every verb answers --help (and -h) on stdout with 0, doing nothing: demo
+ * would run 256 MiB, stat would take "--help" for a URL. */
+TEST(help_everywhere_without_work)
+{
+    static const char *const verbs[] = {"put", "get",  "stat",  "rm",
+                                        "cp",  "demo", "bench", "version"};
+    char out[8192];
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+        double t0 = cli_now_s();
+        T_EQ(cli_run(out, sizeof(out), "%s --help", verbs[i]), 0);
+        T_TRUE(cli_now_s() - t0 < 5);
+        T_NOTNULL(strstr(out, "usage: railio"));
+        T_EQ(cli_run(out, sizeof(out), "%s -h 2>&1", verbs[i]), 0);
+        T_NOTNULL(strstr(out, "usage: railio"));
+    }
+    /* --help after operands too, and the top-level one. */
+    T_EQ(cli_run(out, sizeof(out), "stat file:///nowhere/x --help"), 0);
+    T_NOTNULL(strstr(out, "usage: railio stat"));
+    /* --help wins over a mistake next to it. */
+    T_EQ(cli_run(out, sizeof(out), "get --bogus --help"), 0);
+    T_NOTNULL(strstr(out, "usage: railio get"));
+    T_EQ(cli_run(out, sizeof(out), "--help"), 0);
+    T_NOTNULL(strstr(out, "Exit status"));
+}
+
+/* Options after the operands; "--" ends options (a key may start with -). */
+TEST(options_anywhere)
+{
+    char out[8192];
+    setup();
+    T_EQ(cli_run(out, sizeof(out), "stat file://%s/store/obj --json", dir), 0);
+    T_NOTNULL(strstr(out, "\"schema\":\"railio/1\""));
+    T_EQ(cli_run(out, sizeof(out), "get file://%s/store/obj -q %s/o1 -v", dir, dir), 0);
+    T_EQ(cli_run(out, sizeof(out), "get -- file://%s/store/obj %s/o2", dir, dir), 0);
+    char p[128];
+    snprintf(p, sizeof(p), "%s/o2", dir);
+    check_obj(p);
+    /* Before the verb too. */
+    T_EQ(cli_run(out, sizeof(out), "--json -q stat file://%s/store/obj", dir), 0);
+    T_NOTNULL(strstr(out, "\"type\":\"object\""));
+    /* After "--", "--json" is an operand: a third one is too many. */
+    T_EQ(cli_run(out, sizeof(out), "stat -- file://%s/store/obj --json 2>/dev/null", dir), 2);
+}
+
+/* 2: the command line is wrong, nothing was done. */
+TEST(exit_usage)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0, "2>/dev/null"), 2);
+    T_EQ(cli_run(NULL, 0, "frobnicate 2>/dev/null"), 2);
+    T_EQ(cli_run(NULL, 0, "stat 2>/dev/null"), 2);
+    T_EQ(cli_run(NULL, 0, "get --bogus file://%s/store/obj x 2>/dev/null", dir), 2);
+    T_EQ(cli_run(NULL, 0, "stat not-a-url 2>/dev/null"), 2);
+    T_EQ(cli_run(NULL, 0, "put file://%s/store/k a b c 2>/dev/null", dir), 2);
+    T_EQ(cli_run(NULL, 0, "cp %s/in.bin %s/x 2>/dev/null", dir, dir), 2);
+}
+
+/* 3: no such object; no such directory to write into (said before any
+ * byte is fetched: the reads are held 20 s). */
+TEST(exit_not_found)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/nope 2>/dev/null", dir), 3);
+    T_EQ(cli_run(NULL, 0, "get file://%s/store/nope %s/o 2>/dev/null", dir, dir), 3);
+    T_EQ(cli_run(NULL, 0, "rm file://%s/store/nope 2>/dev/null", dir), 3);
+    double t0 = cli_now_s();
+    T_EQ(cli_run(NULL, 0,
+                 "get 'file://%s/store/obj?faults=delay:delay=20000' %s/nodir/ 2>/dev/null", dir,
+                 dir),
+         3);
+    T_TRUE(cli_now_s() - t0 < 10);
+    T_EQ(cli_run(NULL, 0, "put file://%s/store/k %s/missing 2>/dev/null", dir, dir), 3);
+}
+
+/* 4: access denied: a railiod that wants a token, given a wrong one or none. */
+TEST(exit_access_denied)
+{
+    struct srv_env e;
+    char tok[256];
+    srv_prepare(&e);
+    srv_write_token(&e, "right-token", tok, sizeof(tok));
+    const char *args[] = {"--memory", "64M", "--auth-token-file", tok, NULL};
+    srv_start(&e, args);
+    T_EQ(cli_run(NULL, 0, "stat 'railio://%s/k?token=wrong-token' 2>/dev/null", e.addr[0]), 4);
+    T_EQ(cli_run(NULL, 0, "stat railio://%s/k 2>/dev/null", e.addr[0]), 4);
+    /* The right token gets as far as the key. */
+    T_EQ(cli_run(NULL, 0, "stat 'railio://%s/k?token=right-token' 2>/dev/null", e.addr[0]), 3);
+    T_EQ(srv_stop(&e), 0);
+}
+
+/* 5: unreachable: nothing listens. */
+TEST(exit_unreachable)
+{
+    int port = cli_dead_port();
+    T_EQ(cli_run(NULL, 0, "stat railio://127.0.0.1:%d/k 2>/dev/null", port), 5);
+    setup();
+    T_EQ(cli_run(NULL, 0, "get railio://127.0.0.1:%d/k %s/o 2>/dev/null", port, dir), 5);
+}
+
+/* 6: verification failed: every read comes back with a flipped bit. */
+TEST(exit_verify_failed)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0, "get 'file://%s/store/obj?faults=bitflip' %s/o 2>/dev/null", dir, dir),
+         6);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
+    char p[128];
+    snprintf(p, sizeof(p), "%s/o", dir);
+    T_NE(access(p, F_OK), 0);
+}
+
+/* 7: out of space: the destination cannot take the bytes. */
+TEST(exit_no_space)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0, "get file://%s/store/obj /dev/full 2>/dev/null", dir), 7);
+}
+
+/* 8: outcome unknown: the commit was sent, no answer came. */
+TEST(exit_outcome_unknown)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0,
+                 "put 'file://%s/store/k?faults=meta_error:op=put_commit:error=RIO_EUNKNOWN' "
+                 "%s/in.bin 2>/dev/null",
+                 dir, dir),
+         8);
+}
+
+/* 9: stdout could not be written: a command that "worked" still fails. */
+TEST(exit_stdout_write_error)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/obj >/dev/full 2>/dev/null", dir), 9);
+    T_EQ(cli_run(NULL, 0, "stat --json file://%s/store/obj >/dev/full 2>/dev/null", dir), 9);
+    T_EQ(cli_run(NULL, 0, "get file://%s/store/obj - >/dev/full 2>/dev/null", dir), 9);
+    T_EQ(cli_run(NULL, 0, "version >/dev/full 2>/dev/null"), 9);
+}
+
+/* 1: anything else (an I/O error of the store). */
+TEST(exit_other)
+{
+    setup();
+    T_EQ(cli_run(NULL, 0,
+                 "stat 'file://%s/store/obj?faults=meta_error:op=lookup:error=EIO' 2>/dev/null",
+                 dir),
+         1);
+}
+
+/* get and cp into an existing directory write DIR/<last key element>. */
+TEST(get_into_directory)
+{
+    char p[128];
+    setup();
+    snprintf(p, sizeof(p), "%s/d", dir);
+    T_EQ(mkdir(p, 0755), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/obj %s/d/", dir, dir), 0);
+    snprintf(p, sizeof(p), "%s/d/obj", dir);
+    check_obj(p);
+    T_EQ(unlink(p), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/obj %s/d", dir, dir), 0);
+    check_obj(p);
+    T_EQ(unlink(p), 0);
+    T_EQ(cli_run(NULL, 0, "cp -q file://%s/store/obj %s/d", dir, dir), 0);
+    check_obj(p);
+    /* And the other way: a URL ending in '/' takes the file's name. */
+    T_EQ(cli_run(NULL, 0, "cp -q %s/in.bin file://%s/store/", dir, dir), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/in.bin %s/back", dir, dir), 0);
+    snprintf(p, sizeof(p), "%s/back", dir);
+    check_obj(p);
+    /* No destination: ./<last key element>. */
+    char cwd[512];
+    T_NOTNULL(getcwd(cwd, sizeof(cwd)));
+    snprintf(p, sizeof(p), "%s/d", dir);
+    T_EQ(chdir(p), 0);
+    T_EQ(unlink("obj"), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/obj", dir), 0);
+    T_EQ(chdir(cwd), 0);
+    snprintf(p, sizeof(p), "%s/d/obj", dir);
+    check_obj(p);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
+}
