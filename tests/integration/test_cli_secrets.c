@@ -88,7 +88,7 @@ TEST(token_never_in_messages)
 TEST(secrets_never_in_option_errors)
 {
     char err[8192];
-    int port = dead_port();
+    int port = cli_dead_port();
 
     T_NE(
         run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/obj?tokn=1&token=" SECRET "'", port),
