@@ -220,7 +220,9 @@ static inline void tb_ls_10000(const struct tb *b)
     /* --json: one object per line, the same count. */
     T_EQ(tb_cli(b, "ls -r --json --page-size 999 '%s'", tb_url(b, u, sizeof(u), "ls10k/")), 0);
     T_EQ(tb_lines(o), 10000u);
-    T_EQ(t_sh("grep -c '^{\"type\":\"object\",\"key\":\".*k0[0-9]*\",\"size\":[0-9]*' %s "
+    T_EQ(t_sh("grep -c "
+              "'^{\"schema\":\"railio/"
+              "1\",\"type\":\"object\",\"key\":\".*k0[0-9]*\",\"size\":[0-9]*' %s "
               "| grep -qx 10000",
               o),
          0);
