@@ -550,10 +550,7 @@ int rio_cli_cp_tree(int argc, char **argv)
         return 2;
     }
     struct cp_run r = {.o = &o, .ddir = -1, .dprefix = "", .mu = PTHREAD_MUTEX_INITIALIZER};
-    rc = cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
-    if (fflush(stdout) != 0 && !rc)
-        rc = 1;
-    return rc;
+    return cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
 }
 
 bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
@@ -562,8 +559,10 @@ bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
     bool glob = false;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "-r") || !strcmp(a, "-R") || !strcmp(a, "--recursive"))
-            return true;
+        if (!strcmp(a, "--"))
+            break;
+        if (!strcmp(a, "--recursive") || (a[0] == '-' && a[1] != '-' && strchr(a, 'r')))
+            return true; /* -r, or bundled: -rq */
         if (a[0] == '-' && a[1])
             continue;
         npos++;

@@ -29,7 +29,7 @@ struct rm_run {
     char **keys; /* this batch */
     pthread_mutex_t mu;
     uint64_t removed, failed;
-    int first_err;
+    int first_rc; /* the exit status of the first failure */
 };
 
 static void rm_key(void *arg, size_t i)
@@ -40,8 +40,8 @@ static void rm_key(void *arg, size_t i)
     pthread_mutex_lock(&r->mu);
     if (ret < 0) {
         r->failed++;
-        if (!r->first_err)
-            r->first_err = ret;
+        if (!r->first_rc)
+            r->first_rc = rio_cli_tree_exit(ret);
         rio_cli_tree_error("rm", r->o, key, ret);
     } else {
         r->removed++;
@@ -100,8 +100,8 @@ static void rm_one(struct rm_run *r, const char *arg)
     int rc = rio_cli_tree_open("rm", o, arg, RIO_CLI_TARGET_DIR, &t, &r->c);
     if (rc) {
         r->failed++;
-        if (!r->first_err)
-            r->first_err = rc == 2 ? RIO_EINVAL : RIO_EURL;
+        if (!r->first_rc)
+            r->first_rc = rc;
         return;
     }
     int ret = 0;
@@ -110,7 +110,7 @@ static void rm_one(struct rm_run *r, const char *arg)
         if (!pl) {
             fprintf(stderr, "railio rm: '%s' names no key (use -r for a whole store)\n", arg);
             r->failed++;
-            r->first_err = r->first_err ? r->first_err : RIO_EINVAL;
+            r->first_rc = r->first_rc ? r->first_rc : RIO_CLI_EXIT_USAGE;
         } else {
             r->keys[0] = strdup(t.path);
             if (r->keys[0])
@@ -142,8 +142,8 @@ static void rm_one(struct rm_run *r, const char *arg)
         char shown[1024];
         rio_cli_tree_error("rm", o, rio_cli_url_safe(arg, shown, sizeof(shown)), ret);
         r->failed++;
-        if (!r->first_err)
-            r->first_err = ret;
+        if (!r->first_rc)
+            r->first_rc = rio_cli_tree_exit(ret);
     }
     rio_client_destroy(r->c);
     r->c = NULL;
@@ -162,7 +162,7 @@ int rio_cli_rm_tree(int argc, char **argv)
         fprintf(stderr, "railio rm: out of memory\n");
         return 1;
     }
-    for (int i = 0; i < o.npos; i++)
+    for (int i = 0; i < o.npos && !rio_cli_interrupted(); i++)
         rm_one(&r, o.pos[i]);
     if (o.json) {
         rio_cli_json_begin(stdout, "rm_summary");
@@ -173,8 +173,5 @@ int rio_cli_rm_tree(int argc, char **argv)
         fprintf(stderr, "rm: %llu removed, %llu failed\n", (unsigned long long)r.removed,
                 (unsigned long long)r.failed);
     free(r.keys);
-    rc = r.first_err ? (r.first_err == RIO_EINVAL ? 2 : rio_cli_tree_exit(r.first_err)) : 0;
-    if (fflush(stdout) != 0 && !rc)
-        rc = 1;
-    return rc;
+    return r.first_rc; /* main() fails a write error on stdout */
 }
