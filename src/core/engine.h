@@ -423,6 +423,8 @@ extern const char *const rio__core_url_options[];
  * core's nor in transport (the scheme's ops->url_options, may be NULL). */
 int rio__url_options_known(const struct rio_url *u, const char *scheme,
                            const char *const *transport);
+/* Every RIO_* variable the library reads (NULL-terminated; options.c). */
+extern const char *const rio__known_env[];
 /* Name, on stderr, the RIO_* variables of the environment that look like a
  * typo of one the library reads; once a process, never an error. */
 void rio__env_typos(void);

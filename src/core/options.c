@@ -52,7 +52,7 @@ struct knobs {
 
 /*
  * Record the first bad option. value given: what was read, named by where
- * it came from ("RIO_DEPTH=-1: is not a size (option depth)"); value NULL:
+ * it came from ("RIO_DEPTH=-1: not a whole number (option depth)"); value NULL:
  * a check of the resolved option, named by where it came from if it was
  * read, else as the options struct field it is.
  */
@@ -72,7 +72,7 @@ static int bad(struct knobs *k, const char *param, const char *env, const char *
     if (!k->err && k->why && k->cap) {
         if (!name)
             snprintf(k->why, k->cap, "option %s (URL ?%s=, %s) %s", param, param, env, rule);
-        else if (name == env)
+        else if (!strcmp(name, env))
             snprintf(k->why, k->cap, "%s=%s: %s (option %s)", env, value, rule, param);
         else
             snprintf(k->why, k->cap, "%s=%s: %s (URL option; or %s)", param, value, rule, env);
@@ -295,7 +295,7 @@ const char *const rio__core_url_options[] = {
  * Every RIO_* variable the library reads (the knobs above, and the
  * transports' own): a variable near one of these is taken for a typo of it.
  */
-static const char *const known_env[] = {
+const char *const rio__known_env[] = {
     "RIO_CHUNK_SIZE",
     "RIO_PATHS",
     "RIO_DEPTH",
@@ -331,6 +331,8 @@ static const char *const known_env[] = {
     "RIO_S3_MIN_SPEED",
     "RIO_S3_CONNECT_TIMEOUT",
     "RIO_S3_MIN_PART",
+    "RIO_TEST_UNSAFE_FAULTS",
+    "RIO_S3_UNSIGNED",
     NULL,
 };
 
@@ -365,7 +367,7 @@ static atomic_bool env_warned;
 
 void rio__env_typos(void)
 {
-    const char *const *lists[] = {known_env};
+    const char *const *lists[] = {rio__known_env};
 
     if (atomic_exchange(&env_warned, true))
         return;
@@ -376,7 +378,7 @@ void rio__env_typos(void)
             continue;
         memcpy(name, *e, n);
         name[n] = '\0';
-        if (rio__name_in(name, known_env))
+        if (rio__name_in(name, rio__known_env))
             continue;
         const char *near = rio__closest_name(name, lists, 1);
         if (near)

@@ -106,3 +106,28 @@ TEST(secrets_never_in_option_errors)
          0);
     check(err);
 }
+
+/* The cause behind a runtime error reaches the CLI's line: an S3 PUT to an
+ * endpoint that refuses connections says so per path, not only "no
+ * healthy path left", and still shows no password. */
+TEST(cause_in_the_error_line)
+{
+    char err[8192], in[] = "/tmp/rio-secrets-in-XXXXXX";
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    int fd = mkstemp(in);
+    T_TRUE(fd >= 0);
+    T_EQ(write(fd, "hello", 5), 5);
+    close(fd);
+    setenv("AWS_ACCESS_KEY_ID", "ak", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "sk", 1);
+    T_NE(run_err(err, sizeof(err),
+                 "put 's3://b/obj?endpoint=http://ak:PaSsW0rd@127.0.0.1:%d&retries=2' %s",
+                 cli_dead_port(), in),
+         0);
+    fprintf(stderr, "%s", err);
+    T_NULL(strstr(err, "PaSsW0rd"));
+    T_NOTNULL(strstr(err, "connection refused (ECONNREFUSED)"));
+    unlink(in);
+}

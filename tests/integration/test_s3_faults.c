@@ -28,6 +28,13 @@ TEST(s3_not_built)
 #define CH (64 * SU_KIB)
 #define OBJ (16 * CH + 777) /* 17 chunks, the last one short */
 
+/* The fault server checks no signature: every client here sends requests
+ * unsigned (without keys, s3:// otherwise refuses to open: RIO_ENOCREDS). */
+__attribute__((constructor)) static void unsigned_requests(void)
+{
+    setenv("RIO_S3_UNSIGNED", "1", 1);
+}
+
 /* A client on the fault server: unsigned, 64 KiB parts allowed, a 1 s stall
  * timeout so a silent server is given up quickly. */
 static struct rio_client *fault_client(const struct rio_options *o, const char *extra)
@@ -1143,7 +1150,12 @@ TEST(bad_urls)
     su_opts(&o, CH, 4);
     unsetenv("RIO_S3_ENDPOINT");
     unsetenv("AWS_ENDPOINT_URL");
-    T_ERR(rio_client_new("s3://bucket", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("s3://bucket?endpoint=", &o, &c), RIO_EURL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&addressing=dns", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&addressing=virtual", &o, &c),
+          RIO_EINVAL); /* "b" is too short a host label */
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&region=a/b", &o, &c), RIO_EINVAL);
+    T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&unsigned=maybe", &o, &c), RIO_EINVAL);
     T_ERR(rio_client_new("s3://?endpoint=http://127.0.0.1:1", &o, &c), RIO_EURL);
     T_ERR(rio_client_new("s3://b?endpoint=ftp://127.0.0.1:1", &o, &c), RIO_EURL);
     T_ERR(rio_client_new("s3://b?endpoint=http://127.0.0.1:1&stall=abc", &o, &c), RIO_EINVAL);

@@ -18,9 +18,7 @@ TEST(s3_not_built)
 #else
 
 #define SU_WITH_RGW
-#include "core/internal.h"
 #include "s3_util.h"
-#include "transport/transport.h"
 
 #define CH (5 * SU_MIB)
 #define BUCKET "riolist"
@@ -37,16 +35,14 @@ static struct rio_client *client_for(const char *bucket, const char *path, const
     return su_client(url, o);
 }
 
-/* One page, through the client's transport. */
+/* One page (rio_list). */
 static int list_page(struct rio_client *c, const char *prefix, const char *token, const char *after,
                      unsigned max, unsigned flags, struct rio_list_page *p)
 {
     struct rio_list_args a = {
         .prefix = prefix, .token = token, .start_after = after, .max_keys = max, .flags = flags};
-    struct rio_transport *t = rio__client_transport(c);
 
-    T_NOTNULL(rio__t_ops(t)->list);
-    return rio__t_ops(t)->list(t, &a, p);
+    return rio_list(c, &a, p, NULL);
 }
 
 /* Every key under prefix, pages of max: the keys joined by '\n' into out. */
@@ -215,3 +211,45 @@ TEST(no_such_bucket_is_enocontainer)
     su_close(c, alloc0);
 }
 #endif
+
+/* rio_exists_batch on s3:// (no exists op: the engine's HEADs in
+ * parallel): which of 200 keys exist, the run of hits from the first, the
+ * time it took; a missing bucket fails the batch with RIO_ENOCONTAINER. */
+TEST(exists_batch_heads)
+{
+    enum { N = 200, HIT = 61 };
+    struct rio_options o;
+    int64_t alloc0;
+    static char names[N][32];
+    const char *keys[N];
+    uint8_t ex[N];
+    unsigned hits = 0;
+    struct rio_client *c = client_for(BUCKET, "/ex", NULL, &alloc0, &o);
+
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof(names[i]), "blk/%04d", i);
+        keys[i] = names[i];
+        /* the first HIT, then every third */
+        if (i < HIT || i % 3 == 0)
+            t_put_pattern(c, names[i], 64, (uint64_t)i);
+    }
+    int64_t t0 = su_now_ms();
+    int n = rio_exists_batch(c, keys, N, ex, &hits, NULL);
+    int64_t ms = su_now_ms() - t0;
+    int want = HIT;
+    for (int i = HIT; i < N; i++)
+        want += i % 3 == 0;
+    T_EQ(n, want);
+    T_EQ(hits, (unsigned)HIT);
+    for (int i = 0; i < N; i++)
+        T_EQ(ex[i], (uint8_t)(i < HIT || i % 3 == 0));
+    fprintf(stderr, "  exists_batch: %d keys (%d present) in %lld ms\n", N, want, (long long)ms);
+    for (int i = 0; i < N; i++)
+        if (ex[i])
+            T_OK(rio_delete(c, names[i]));
+    su_close(c, alloc0);
+
+    c = client_for("rio-missing-bucket", "", NULL, &alloc0, &o);
+    T_ERR(rio_exists_batch(c, keys, 4, ex, &hits, NULL), RIO_ENOCONTAINER);
+    su_close(c, alloc0);
+}

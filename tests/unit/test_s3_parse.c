@@ -322,3 +322,128 @@ TEST(iso8601_strict)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         T_ERR(rio__s3_parse_iso8601(bad[i], &ns), -1);
 }
+
+/* ------------------------------------------------ AWS credentials files */
+
+static int ini(const char *text, const char *profile, bool config, struct rio_awsini *out)
+{
+    return rio__awsini_parse(text, strlen(text), profile, config, out);
+}
+
+/* The credentials file: [NAME] sections, keys in any case, '=' or ':',
+ * comments, CRLF, a BOM, the last setting wins, nested settings and
+ * unknown keys ignored. */
+TEST(awsini_credentials_file)
+{
+    static const char text[] = "\xef\xbb\xbf# comment\r\n"
+                               "[default]\r\n"
+                               "aws_access_key_id = AKDEFAULT\r\n"
+                               "aws_secret_access_key=SECRETDEFAULT\r\n"
+                               "\n"
+                               "[dev]\n"
+                               "  ; an indented comment\n"
+                               "AWS_Access_Key_ID :  AKDEV  \n"
+                               "aws_secret_access_key = first\n"
+                               "aws_secret_access_key = SECRET=DEV\n"
+                               "aws_session_token = TOKEN\n"
+                               "s3 =\n"
+                               "  endpoint_url = http://nested.invalid\n"
+                               "  region = nested-1\n"
+                               "unknown_key = whatever\n"
+                               "[profile dev]\n"
+                               "aws_access_key_id = NOT-IN-A-CREDENTIALS-FILE\n";
+    struct rio_awsini a;
+
+    T_OK(ini(text, "default", false, &a));
+    T_TRUE(a.found);
+    T_STREQ(a.access_key, "AKDEFAULT");
+    T_STREQ(a.secret_key, "SECRETDEFAULT");
+    T_STREQ(a.token, "");
+    T_OK(ini(text, "dev", false, &a));
+    T_STREQ(a.access_key, "AKDEV");
+    T_STREQ(a.secret_key, "SECRET=DEV");
+    T_STREQ(a.token, "TOKEN");
+    T_STREQ(a.endpoint_url, "");
+    T_STREQ(a.region, "");
+    T_ERR(ini(text, "prod", false, &a), RIO_ENOTFOUND);
+    T_FALSE(a.found);
+    T_STREQ(a.access_key, "");
+}
+
+/* The config file: [profile NAME], [default] or [profile default]. */
+TEST(awsini_config_file)
+{
+    static const char text[] = "[default]\n"
+                               "region = eu-west-3\n"
+                               "[profile  dev ]\n"
+                               "region=us-west-2\n"
+                               "endpoint_url = http://127.0.0.1:7480\n"
+                               "[dev]\n"
+                               "region = not-a-config-profile\n"
+                               "[profile default]\n"
+                               "endpoint_url = http://default.invalid\n";
+    struct rio_awsini a;
+
+    T_OK(ini(text, "dev", true, &a));
+    T_STREQ(a.region, "us-west-2");
+    T_STREQ(a.endpoint_url, "http://127.0.0.1:7480");
+    T_OK(ini(text, "default", true, &a));
+    T_STREQ(a.region, "eu-west-3");
+    T_STREQ(a.endpoint_url, "http://default.invalid");
+    T_ERR(ini("[dev]\nregion = x\n", "dev", true, &a), RIO_ENOTFOUND);
+    T_ERR(ini("", "default", true, &a), RIO_ENOTFOUND);
+}
+
+/* Hostile files: a line over the bound, a value longer than its field, a
+ * line that is neither, a broken header: refused with the line number and
+ * nothing of the value kept; the same in another profile's section (lines
+ * are bounded whatever their section) or an over-long unknown key's value
+ * in ours: only the line bound applies. */
+TEST(awsini_bounds)
+{
+    struct rio_awsini a;
+    size_t n = RIO_AWSINI_LINE_MAX + 64;
+    char *b = malloc(n + 64);
+    int o;
+
+    T_NOTNULL(b);
+    T_ERR(ini("[default]\nthis is no setting\n", "default", false, &a), RIO_EPROTO);
+    T_EQ(a.bad_line, 2u);
+    /* A refusal keeps nothing read before it (fuzz_awsini found found set). */
+    T_ERR(ini("[default]\naws_secret_access_key = S\nno setting\n", "default", false, &a),
+          RIO_EPROTO);
+    T_EQ(a.bad_line, 3u);
+    T_FALSE(a.found);
+    T_STREQ(a.secret_key, "");
+    T_ERR(ini("[default\n", "default", false, &a), RIO_EPROTO);
+    T_EQ(a.bad_line, 1u);
+    T_ERR(ini("[]\n", "default", false, &a), RIO_ENOTFOUND);
+    /* A secret one byte too long for its field. */
+    o = sprintf(b, "[default]\naws_secret_access_key = ");
+    memset(b + o, 's', sizeof(a.secret_key));
+    b[o + sizeof(a.secret_key)] = '\0';
+    T_ERR(ini(b, "default", false, &a), RIO_EPROTO);
+    T_EQ(a.bad_line, 2u);
+    T_STREQ(a.secret_key, "");
+    /* One byte less fits. */
+    b[o + sizeof(a.secret_key) - 1] = '\0';
+    T_OK(ini(b, "default", false, &a));
+    T_EQ(strlen(a.secret_key), sizeof(a.secret_key) - 1);
+    /* An unknown key's long value in our section: ignored. */
+    o = sprintf(b, "[default]\nsomething_else = ");
+    memset(b + o, 'x', RIO_AWSINI_LINE_MAX - (size_t)o + 1);
+    b[RIO_AWSINI_LINE_MAX - 1] = '\0';
+    T_OK(ini(b, "default", false, &a));
+    /* A line over the bound, anywhere. */
+    o = sprintf(b, "[other]\nk = ");
+    memset(b + o, 'x', RIO_AWSINI_LINE_MAX);
+    b[o + RIO_AWSINI_LINE_MAX] = '\0';
+    T_ERR(ini(b, "default", false, &a), RIO_EPROTO);
+    T_EQ(a.bad_line, 2u);
+    free(b);
+    /* A NUL inside a value. */
+    static const char nul[] = "[default]\nregion = a\0b\n";
+    T_ERR(rio__awsini_parse(nul, sizeof(nul) - 1, "default", false, &a), RIO_EPROTO);
+    /* The file bound. */
+    T_ERR(rio__awsini_parse("", RIO_AWSINI_FILE_MAX + 1, "default", false, &a), RIO_EPROTO);
+}

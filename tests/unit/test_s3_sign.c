@@ -153,3 +153,50 @@ TEST(small_helpers)
     rio__s3_base64((const uint8_t *)"hello", 5, b64);
     T_STREQ(b64, "aGVsbG8=");
 }
+
+/* The URL of a request, path style (radosgw, MinIO: the bucket in the
+ * path) and virtual-hosted (AWS: the bucket in the host), and which one an
+ * endpoint and bucket get by default. */
+TEST(request_url_addressing)
+{
+    char url[256], ep[128];
+
+    T_EQ(rio__s3_url("http://127.0.0.1:7480", "rio", "pre/", "a b/c+d", "", url, sizeof(url)),
+         (ssize_t)strlen("http://127.0.0.1:7480/rio/pre/a%20b/c%2Bd"));
+    T_STREQ(url, "http://127.0.0.1:7480/rio/pre/a%20b/c%2Bd");
+    /* The bucket itself, with a query. */
+    T_GE(rio__s3_url("http://127.0.0.1:7480", "rio", "pre/", NULL, "list-type=2&prefix=pre%2F", url,
+                     sizeof(url)),
+         0);
+    T_STREQ(url, "http://127.0.0.1:7480/rio?list-type=2&prefix=pre%2F");
+    /* Virtual-hosted: the endpoint gains the bucket, the path loses it. */
+    T_OK(rio__s3_vhost_endpoint("https://s3.eu-west-3.amazonaws.com", "my-bucket", ep, sizeof(ep)));
+    T_STREQ(ep, "https://my-bucket.s3.eu-west-3.amazonaws.com");
+    T_GE(rio__s3_url(ep, NULL, "", "k/1", "partNumber=1&uploadId=x", url, sizeof(url)), 0);
+    T_STREQ(url, "https://my-bucket.s3.eu-west-3.amazonaws.com/k/1?partNumber=1&uploadId=x");
+    T_GE(rio__s3_url(ep, NULL, "", NULL, "list-type=2", url, sizeof(url)), 0);
+    T_STREQ(url, "https://my-bucket.s3.eu-west-3.amazonaws.com/?list-type=2");
+    T_ERR(rio__s3_vhost_endpoint("s3.example.com", "b", ep, sizeof(ep)), -1);
+    T_ERR(rio__s3_vhost_endpoint("https://s3.example.com", "bucket", ep, 20), -1);
+    /* Too small a buffer fails, never truncates. */
+    T_ERR(rio__s3_url("http://h", "b", "", "key", "", url, 10), -1);
+
+    /* Which hosts are AWS's. */
+    T_TRUE(rio__s3_host_is_aws("s3.us-east-1.amazonaws.com"));
+    T_TRUE(rio__s3_host_is_aws("S3.EU-WEST-3.AMAZONAWS.COM:443"));
+    T_TRUE(rio__s3_host_is_aws("s3.cn-north-1.amazonaws.com.cn"));
+    T_FALSE(rio__s3_host_is_aws("127.0.0.1:7480"));
+    T_FALSE(rio__s3_host_is_aws("amazonaws.com"));
+    T_FALSE(rio__s3_host_is_aws("s3.amazonaws.com.evil.example"));
+    T_FALSE(rio__s3_host_is_aws("minio.local:9000"));
+    /* Which buckets can be a host label. */
+    T_TRUE(rio__s3_bucket_dns_ok("my-bucket-1", 1));
+    T_TRUE(rio__s3_bucket_dns_ok("a.b.c", 0));
+    T_FALSE(rio__s3_bucket_dns_ok("a.b.c", 1));
+    T_FALSE(rio__s3_bucket_dns_ok("My_Bucket", 0));
+    T_FALSE(rio__s3_bucket_dns_ok("ab", 0));
+    T_FALSE(rio__s3_bucket_dns_ok("-ab", 0));
+    T_FALSE(rio__s3_bucket_dns_ok("ab-", 0));
+    T_FALSE(rio__s3_bucket_dns_ok(
+        "0123456789012345678901234567890123456789012345678901234567890123", 0));
+}

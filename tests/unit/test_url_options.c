@@ -9,10 +9,12 @@
  * its table declares.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/engine.h"
@@ -223,6 +225,61 @@ static unsigned check_doc(const char *doc, const char *scheme)
     }
     free(s);
     return seen;
+}
+
+/* Every "RIO_NAME" string literal of the library's sources under dir that
+ * is not an error's name is in rio__known_env; returns how many were seen. */
+static unsigned env_literals_known(const char *dir)
+{
+    char path[1024];
+    unsigned seen = 0;
+    DIR *d = opendir(dir);
+
+    T_NOTNULL(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        struct stat st;
+        T_OK(stat(path, &st));
+        if (S_ISDIR(st.st_mode)) {
+            seen += env_literals_known(path);
+            continue;
+        }
+        size_t n = strlen(de->d_name);
+        if (n < 2 || strcmp(de->d_name + n - 2, ".c"))
+            continue;
+        FILE *f = fopen(path, "r");
+        T_NOTNULL(f);
+        static char text[1 << 20];
+        size_t len = fread(text, 1, sizeof(text) - 1, f);
+        text[len] = '\0';
+        fclose(f);
+        for (char *p = text; (p = strstr(p, "\"RIO_"));) {
+            char name[64];
+            size_t k = 1;
+            while (k < sizeof(name) &&
+                   (isupper((unsigned char)p[k]) || isdigit((unsigned char)p[k]) || p[k] == '_'))
+                k++;
+            if (p[k] == '"' && k - 1 > 4 && k - 1 < sizeof(name)) {
+                snprintf(name, sizeof(name), "%.*s", (int)(k - 1), p + 1);
+                if (!rio__err_from_name(name) && !rio__name_in(name, rio__known_env))
+                    T_FAIL("%s reads %s, which rio__known_env (core/options.c) lacks", path, name);
+                seen++;
+            }
+            p += k;
+        }
+    }
+    closedir(d);
+    return seen;
+}
+
+TEST(env_literals_are_known)
+{
+    char core[1024], transport[1024];
+    t_harness_path(core, sizeof(core), "../../src/core");
+    t_harness_path(transport, sizeof(transport), "../../src/transport");
+    T_GT(env_literals_known(core) + env_literals_known(transport), 20u);
 }
 
 TEST(docs_options_are_known)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * s3:// and http(s):// configuration: the URL (bucket, endpoint, prefix,
- * rails), its options and RIO_S3_* knobs, and the AWS credentials from the
- * environment, read once at open (docs/s3.md lists them).
+ * rails), its options and RIO_S3_* knobs, the region, endpoint and
+ * addressing, and the AWS credentials (creds.c), read once at open
+ * (docs/s3.md lists them).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -72,15 +73,6 @@ static int knob_ms(const struct rio_url *u, const char *param, const char *env, 
     return 0;
 }
 
-/* A copy of an environment variable into *out (NULL when unset or empty). */
-static int dup_env(const char *name, char **out)
-{
-    const char *v = getenv(name);
-
-    *out = v && *v ? rio__strdup(v) : NULL;
-    return v && *v && !*out ? -ENOMEM : 0;
-}
-
 /* Split "http://host:port/path" into the endpoint (no trailing '/') and
  * the Host header; the path part becomes a prefix of every key. */
 static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_out)
@@ -140,11 +132,123 @@ static int set_prefix(struct s3_transport *t, const char *a, const char *b)
     return 0;
 }
 
+/* A region is a DNS label of the AWS endpoint: letters, digits, '-'. */
+static bool region_ok(const char *r)
+{
+    if (!*r || strlen(r) > 63)
+        return false;
+    for (; *r; r++)
+        if (!((*r >= 'a' && *r <= 'z') || (*r >= '0' && *r <= '9') || *r == '-'))
+            return false;
+    return true;
+}
+
+/* addressing=auto|path|virtual: virtual-hosted for an AWS endpoint and a
+ * bucket that can be a DNS label (auto), path style for anything else. */
+static int addressing(struct s3_transport *t, const struct rio_url *u)
+{
+    const char *v = rio__url_param(u, "addressing");
+    bool https = strncasecmp(t->endpoint, "https://", 8) == 0;
+    bool dns = rio__s3_bucket_dns_ok(t->bucket, https);
+    char ep[S3_URL_MAX], *path = NULL;
+    int ret;
+
+    if (!v || !*v || !strcmp(v, "auto")) {
+        t->vhost = rio__s3_host_is_aws(t->host) && dns;
+    } else if (!strcmp(v, "path")) {
+        t->vhost = false;
+    } else if (!strcmp(v, "virtual")) {
+        if (!dns) {
+            rio__detail("addressing=virtual: bucket %s cannot be a host name (3 to 63 of a-z 0-9 - "
+                        "%s)",
+                        t->bucket, https ? "over https" : "and .");
+            return RIO_EINVAL;
+        }
+        t->vhost = true;
+    } else {
+        rio__detail("addressing=%s: expected path, virtual or auto", v);
+        return RIO_EINVAL;
+    }
+    if (!t->vhost)
+        return 0;
+    if (rio__s3_vhost_endpoint(t->endpoint, t->bucket, ep, sizeof(ep)) < 0)
+        return RIO_EURL;
+    rio__free(t->endpoint);
+    rio__free(t->host);
+    t->endpoint = t->host = NULL;
+    ret = parse_endpoint(t, ep, &path);
+    rio__free(path);
+    return ret;
+}
+
+/*
+ * s3://: the AWS profile, region, endpoint, addressing and credentials.
+ * Region: region=, AWS_REGION, AWS_DEFAULT_REGION, the profile's region,
+ * us-east-1. Endpoint: endpoint=, RIO_S3_ENDPOINT, AWS_ENDPOINT_URL_S3,
+ * AWS_ENDPOINT_URL, the profile's endpoint_url, AWS's own for the region.
+ */
+static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **ep_path)
+{
+    struct s3_profile *pf = rio__calloc(1, sizeof(*pf));
+    char aws_ep[128];
+    const char *v, *ep;
+    bool anon = false;
+    int ret;
+
+    if (!pf)
+        return -ENOMEM;
+    ret = rio__s3_profile_load(u, pf);
+    if (ret < 0)
+        goto out;
+    v = knob(u, "region", "AWS_REGION", NULL);
+    if (!v)
+        v = getenv("AWS_DEFAULT_REGION");
+    if (!v || !*v)
+        v = pf->conf.region[0] ? pf->conf.region : "us-east-1";
+    if (!region_ok(v)) {
+        rio__detail("region %.64s: expected letters, digits and '-'", v);
+        ret = RIO_EINVAL;
+        goto out;
+    }
+    t->region = rio__strdup(v);
+    if (!t->region) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", NULL);
+    if (!ep)
+        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL_S3", NULL);
+    if (!ep)
+        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL", NULL);
+    if (!ep && pf->conf.endpoint_url[0])
+        ep = pf->conf.endpoint_url;
+    if (!ep) {
+        snprintf(aws_ep, sizeof(aws_ep), "https://s3.%s.amazonaws.com", t->region);
+        ep = aws_ep;
+    }
+    ret = parse_endpoint(t, ep, ep_path);
+    if (ret == RIO_EURL)
+        rio__detail("s3 endpoint %.200s: expected http://HOST[:PORT][/PATH] or https://...", ep);
+    if (ret < 0)
+        goto out;
+    ret = addressing(t, u);
+    if (ret < 0)
+        goto out;
+    ret = knob_bool(u, "unsigned", "RIO_S3_UNSIGNED", false, &anon);
+    if (ret < 0)
+        goto out;
+    ret = rio__s3_creds_pick(t, pf, anon);
+out:
+    rio__s3_profile_clear(pf);
+    rio__free(pf);
+    return ret;
+}
+
 int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
                          const struct rio_options *o)
 {
     char *ep_path = NULL, *rails[RIO_MAX_PATHS];
-    const char *ep, *v, *name;
+    const char *v, *name;
     unsigned nrails = 0;
     uint64_t x;
     int ret;
@@ -155,37 +259,12 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->bucket = rio__strdup(u->authority);
         if (!t->bucket)
             return -ENOMEM;
-        ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", NULL);
-        if (!ep)
-            ep = getenv("AWS_ENDPOINT_URL");
-        if (!ep || !*ep) {
-            fprintf(stderr, "railio s3: no endpoint: give ?endpoint=URL, RIO_S3_ENDPOINT or "
-                            "AWS_ENDPOINT_URL\n");
-            return RIO_EURL;
-        }
-        ret = parse_endpoint(t, ep, &ep_path);
+        ret = s3_settings(t, u, &ep_path);
         if (ret < 0)
             goto out;
         ret = set_prefix(t, ep_path, u->path);
         if (ret < 0)
             goto out;
-        v = knob(u, "region", "AWS_REGION", NULL);
-        if (!v)
-            v = getenv("AWS_DEFAULT_REGION");
-        t->region = rio__strdup(v && *v ? v : "us-east-1");
-        if (dup_env("AWS_ACCESS_KEY_ID", &t->access_key) < 0 ||
-            dup_env("AWS_SECRET_ACCESS_KEY", &t->secret_key) < 0 ||
-            dup_env("AWS_SESSION_TOKEN", &t->token) < 0 || !t->region) {
-            ret = -ENOMEM;
-            goto out;
-        }
-        /* Without keys the requests go unsigned (a public bucket). */
-        t->sign = t->access_key && t->secret_key;
-        if ((t->access_key && !t->secret_key) || (!t->access_key && t->secret_key)) {
-            fprintf(stderr, "railio s3: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY go together\n");
-            ret = RIO_EINVAL;
-            goto out;
-        }
     } else {
         char full[S3_URL_MAX];
         int w = snprintf(full, sizeof(full), "%s://%s", u->scheme, u->authority);

@@ -42,10 +42,11 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_URL_MAX 4608              /* endpoint + bucket + encoded 1 KiB key + query */
 #define S3_QUERY_MAX 10240           /* a listing's query: encoded prefix, start-after, token */
 #define S3_META_URL_MAX (S3_URL_MAX + S3_QUERY_MAX)
-#define S3_HBUF 4096                /* header text of one data op */
-#define S3_NODES 24                 /* headers of one request */
-#define S3_GEN_SLOTS 1024u          /* generation -> ETag table */
-#define S3_EBODY 1024               /* error body kept for the S3 <Code> */
+#define S3_HBUF 8192       /* header text of one data op (a session token of up to 4 KiB) */
+#define S3_META_HBUF 12288 /* header text of a metadata request */
+#define S3_NODES 24        /* headers of one request */
+#define S3_GEN_SLOTS 1024u /* generation -> ETag table */
+#define S3_EBODY 1024      /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20) /* a metadata reply (upload id, sidecar, error) */
 #define S3_META_POOL 16             /* idle metadata easy handles kept */
 #define S3_FORMAT "1"               /* x-amz-meta-railio-v */
@@ -137,6 +138,7 @@ struct s3_transport {
     char *endpoint; /* "http://127.0.0.1:7480" (no trailing '/') */
     char *host;     /* Host header value */
     char *bucket;   /* s3 only */
+    bool vhost;     /* virtual-hosted: the bucket is in host and endpoint */
     char *prefix;   /* key prefix, "" or ending in '/' */
     char *access_key, *secret_key, *token, *region;
     char *rails_buf; /* the ?rails= list, cut in place */
@@ -254,6 +256,23 @@ struct meta_rsp {
 /* config.c: the URL, its options and the credentials, read once at open. */
 int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
                          const struct rio_options *o);
+
+/* creds.c: the AWS profile (its credentials and config files) and the
+ * credentials chain. A profile holds secrets: rio__s3_profile_clear wipes it. */
+struct s3_profile {
+    char name[128];
+    bool explicit_name;    /* from the URL's profile= */
+    bool named;            /* from profile= or AWS_PROFILE (else "default") */
+    bool in_cred, in_conf; /* its section is in that file */
+    char cred_path[4096], conf_path[4096];
+    struct rio_awsini cred, conf;
+};
+int rio__s3_profile_load(const struct rio_url *u, struct s3_profile *p);
+void rio__s3_profile_clear(struct s3_profile *p);
+/* Sets t's keys (and t->sign) from the environment or the profile, or
+ * nothing when anonymous; RIO_ENOCREDS (rio_error_detail says where it
+ * looked) when no source has any. */
+int rio__s3_creds_pick(struct s3_transport *t, const struct s3_profile *p, bool anonymous);
 
 /* errors.c: a CURLcode as a railio error, and the RIO_S3_DEBUG log line.
  * rio__s3_retryable: err is of a class the engine retries (core/errors.c). */

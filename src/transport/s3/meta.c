@@ -250,7 +250,7 @@ static void head_404_bucket(struct s3_transport *t, EVP_MD_CTX *md, struct meta_
 static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_req *q,
                      struct meta_rsp *r)
 {
-    char url[S3_META_URL_MAX], hbuf[8192], payload[65], errbuf[CURL_ERROR_SIZE], code[64];
+    char url[S3_META_URL_MAX], hbuf[S3_META_HBUF], payload[65], errbuf[CURL_ERROR_SIZE], code[64];
     struct s3_hdrs h;
     struct meta_src src = {q->body, q->blen, 0};
     long oserr = 0;

@@ -86,6 +86,33 @@ int rio__s3_list_parse(const char *body, size_t len, struct rio_s3_list_result *
 /* "YYYY-MM-DDTHH:MM:SS[.F{1,9}]Z" (UTC, years 1678..2261) as ns since the
  * epoch: 0, or -1 when it is anything else. */
 int rio__s3_parse_iso8601(const char *s, int64_t *ns);
+/* awsini.c */
+
+#define RIO_AWSINI_FILE_MAX (1u << 20) /* a credentials or config file */
+#define RIO_AWSINI_LINE_MAX 8192       /* one line of it */
+
+/* What one profile of an AWS credentials or config file sets ("" unset). */
+struct rio_awsini {
+    char access_key[256];    /* aws_access_key_id */
+    char secret_key[256];    /* aws_secret_access_key */
+    char token[4096];        /* aws_session_token */
+    char region[64];         /* region */
+    char endpoint_url[1024]; /* endpoint_url (top level, not a service's) */
+    bool found;              /* the profile's section is in the file */
+    unsigned bad_line;       /* the line refused (RIO_EPROTO), from 1 */
+};
+
+/*
+ * The settings of profile in buf[0..len) (not terminated), a config file
+ * ([profile NAME], [default]) when config, else a credentials file
+ * ([NAME]). 0 when the profile's section is there, RIO_ENOTFOUND when not,
+ * RIO_EPROTO when the file is over RIO_AWSINI_FILE_MAX, a line over
+ * RIO_AWSINI_LINE_MAX, a line neither a section, a comment nor key=value,
+ * or a value of the profile too long for its field (bad_line says which).
+ * Later settings of a key replace earlier ones; unknown keys are ignored.
+ */
+int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool config,
+                      struct rio_awsini *out);
 /* http.c */
 
 /* Forget every field of r (a new status line). */

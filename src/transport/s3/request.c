@@ -83,44 +83,15 @@ int rio__s3_req_build(struct s3_transport *t, EVP_MD_CTX *md, const char *method
                       unsigned nx, const char *payload, char *url, size_t urlcap, struct s3_hdrs *h)
 {
     char amzdate[17], auth[512 + 256], q[S3_QUERY_MAX];
-    size_t o, pl;
-    ssize_t l;
-    int w;
 
-    w = snprintf(url, urlcap, "%s/", t->endpoint);
-    if (w < 0 || (size_t)w >= urlcap)
-        return RIO_EINVAL;
-    o = (size_t)w;
-    if (t->scheme == SCHEME_S3) {
-        l = rio__s3_uri_encode(t->bucket, strlen(t->bucket), 0, url + o, urlcap - o);
-        if (l < 0)
-            return RIO_EINVAL;
-        o += (size_t)l;
-        if (key) {
-            if (urlcap - o < 2)
-                return RIO_EINVAL;
-            url[o++] = '/';
-        }
-    }
-    if (key) {
-        pl = strlen(t->prefix);
-        l = rio__s3_uri_encode(t->prefix, pl, 1, url + o, urlcap - o);
-        if (l < 0)
-            return RIO_EINVAL;
-        o += (size_t)l;
-        l = rio__s3_uri_encode(key, strlen(key), 1, url + o, urlcap - o);
-        if (l < 0)
-            return RIO_EINVAL;
-        o += (size_t)l;
-    }
     q[0] = '\0';
-    if (nq) {
-        l = rio__s3_canon_query(query, nq, q, sizeof(q));
-        if (l < 0 || urlcap - o < (size_t)l + 2)
-            return RIO_EINVAL;
-        url[o++] = '?';
-        memcpy(url + o, q, (size_t)l + 1);
-    }
+    if (nq && rio__s3_canon_query(query, nq, q, sizeof(q)) < 0)
+        return RIO_EINVAL;
+    /* Path style names the bucket in the path; virtual-hosted addressing
+     * put it in the endpoint's host at open (config.c). */
+    if (rio__s3_url(t->endpoint, t->scheme == SCHEME_S3 && !t->vhost ? t->bucket : NULL, t->prefix,
+                    key, q, url, urlcap) < 0)
+        return RIO_EINVAL;
 
     hdr_add(h, "host", t->host, true);
     if (t->sign) {

@@ -44,7 +44,10 @@ static void s3_free(struct s3_transport *t)
         memset(t->secret_key, 0, strlen(t->secret_key));
         rio__free(t->secret_key);
     }
-    rio__free(t->token);
+    if (t->token) {
+        memset(t->token, 0, strlen(t->token));
+        rio__free(t->token);
+    }
     rio__free(t->region);
     rio__free(t->rails_buf);
     rio__free(t->gens);
@@ -131,13 +134,14 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 #define S3_HTTP_URL_OPTIONS                                                                        \
     "rails", "content_md5", "nt_copy", "discard", "dns_shuffle", "bufsize", "upbufsize", "rcvbuf", \
         "stall", "min_speed", "connect_timeout", "min_part"
-static const char *const s3_url_options[] = {"endpoint", "region", S3_HTTP_URL_OPTIONS, NULL};
+static const char *const s3_url_options[] = {
+    "endpoint", "region", "profile", "unsigned", "addressing", S3_HTTP_URL_OPTIONS, NULL};
 static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
 
 const struct rio_transport_ops rio__s3_ops = {
     .scheme = "s3",
     .url_options = s3_url_options,
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */

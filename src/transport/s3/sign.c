@@ -8,6 +8,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/evp.h>
 
@@ -279,4 +280,95 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
     if (w < 0 || (size_t)w >= cap)
         return -1;
     return 0;
+}
+
+/* ------------------------------------------------------------ addressing */
+
+/* A bucket name that can be a DNS label of a virtual-hosted address: 3 to
+ * 63 lower-case letters, digits, '-' (and '.', but not over https, where
+ * the certificate's one-level wildcard would not cover it), starting and
+ * ending with a letter or digit. */
+int rio__s3_bucket_dns_ok(const char *bucket, int https)
+{
+    size_t n = strlen(bucket);
+
+    if (n < 3 || n > 63 || bucket[0] == '-' || bucket[0] == '.' || bucket[n - 1] == '-' ||
+        bucket[n - 1] == '.')
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = bucket[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (c == '.' && !https)))
+            return 0;
+    }
+    return 1;
+}
+
+/* host ("h", "h:port") is an AWS S3 endpoint: its name ends in
+ * .amazonaws.com (or .amazonaws.com.cn), any case. */
+int rio__s3_host_is_aws(const char *host)
+{
+    static const char *const sfx[] = {".amazonaws.com", ".amazonaws.com.cn"};
+    size_t n = strcspn(host, ":");
+
+    for (size_t i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++) {
+        size_t l = strlen(sfx[i]);
+        if (n > l && strncasecmp(host + n - l, sfx[i], l) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+ssize_t rio__s3_url(const char *endpoint, const char *bucket, const char *prefix, const char *key,
+                    const char *query, char *out, size_t cap)
+{
+    size_t o;
+    ssize_t l;
+    int w = snprintf(out, cap, "%s/", endpoint);
+
+    if (w < 0 || (size_t)w >= cap)
+        return -1;
+    o = (size_t)w;
+    if (bucket) {
+        l = rio__s3_uri_encode(bucket, strlen(bucket), 0, out + o, cap - o);
+        if (l < 0)
+            return -1;
+        o += (size_t)l;
+        if (key) {
+            if (cap - o < 2)
+                return -1;
+            out[o++] = '/';
+        }
+    }
+    if (key) {
+        l = rio__s3_uri_encode(prefix, strlen(prefix), 1, out + o, cap - o);
+        if (l < 0)
+            return -1;
+        o += (size_t)l;
+        l = rio__s3_uri_encode(key, strlen(key), 1, out + o, cap - o);
+        if (l < 0)
+            return -1;
+        o += (size_t)l;
+    }
+    if (query && query[0]) {
+        size_t ql = strlen(query);
+        if (cap - o < ql + 2)
+            return -1;
+        out[o++] = '?';
+        memcpy(out + o, query, ql + 1);
+        o += ql;
+    }
+    out[o] = '\0';
+    return (ssize_t)o;
+}
+
+int rio__s3_vhost_endpoint(const char *endpoint, const char *bucket, char *out, size_t cap)
+{
+    const char *hs = strstr(endpoint, "://");
+    int w;
+
+    if (!hs)
+        return -1;
+    hs += 3;
+    w = snprintf(out, cap, "%.*s%s.%s", (int)(hs - endpoint), endpoint, bucket, hs);
+    return w < 0 || (size_t)w >= cap ? -1 : 0;
 }

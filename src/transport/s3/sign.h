@@ -74,4 +74,27 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
                  const char *canon_uri, const char *canon_query, const struct rio_s3_kv *hdrs,
                  unsigned n, const char *payload_hash, const char *amzdate, char *auth, size_t cap);
 
+/*
+ * Addressing. Path style: ENDPOINT/BUCKET/PREFIXKEY (radosgw, MinIO, any
+ * endpoint given by hand); virtual-hosted: the bucket is the first label
+ * of the host, https://BUCKET.s3.REGION.amazonaws.com/PREFIXKEY (AWS).
+ *
+ * rio__s3_bucket_dns_ok: bucket can be that label (1) or not (0); https:
+ * no '.' in it (the certificate's wildcard covers one label).
+ * rio__s3_host_is_aws: host (with or without ":port") is under
+ * amazonaws.com (or amazonaws.com.cn).
+ * rio__s3_url: the URL of a request: endpoint (scheme://host[:port], no
+ * trailing '/'), then bucket (NULL when it is in the host), then prefix
+ * and key percent-encoded ('/' kept; key NULL: the bucket itself), then
+ * '?' and query (canonical form, "" or NULL for none). Its length, or -1
+ * when cap is too small.
+ */
+int rio__s3_bucket_dns_ok(const char *bucket, int https);
+int rio__s3_host_is_aws(const char *host);
+ssize_t rio__s3_url(const char *endpoint, const char *bucket, const char *prefix, const char *key,
+                    const char *query, char *out, size_t cap);
+/* The virtual-hosted endpoint of bucket at endpoint ("https://s3.x.com" ->
+ * "https://BUCKET.s3.x.com"): 0, or -1 (no "://", or cap too small). */
+int rio__s3_vhost_endpoint(const char *endpoint, const char *bucket, char *out, size_t cap);
+
 #endif
