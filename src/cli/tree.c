@@ -258,6 +258,15 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
                     return ret;
                 if (!x)
                     continue;
+            } else if (x->flags & RIO_ENTRY_DIR) {
+                /* A backend that folds each page on its own (one listing
+                 * in its own order, rados://) may name a prefix on several
+                 * pages: show it once. */
+                int ret = seen_add(&l->seen, x->key);
+                if (ret < 0)
+                    return ret;
+                if (ret == 0)
+                    continue;
             }
             if (l->pattern && !pattern_keeps(l->pattern, x->key))
                 continue;
