@@ -186,6 +186,8 @@ enum rio_verdict {
     RIO_VERDICT_NETWORK = 1,  /* paths at their cap, the slowest path, or latency-bound */
     RIO_VERDICT_STORAGE = 2,  /* time spent in the target's service (server/disk) */
     RIO_VERDICT_SOFTWARE = 3, /* client CPU: a thread saturated (hashing, copies, engine) */
+    RIO_VERDICT_SINK = 4,     /* a stream's consumer: the destination took the time */
+    RIO_VERDICT_SOURCE = 5,   /* a stream's producer: the source took the time */
 };
 
 /* Retry/error classes; index into rio_stats.retries. */
@@ -205,7 +207,7 @@ enum rio_err_class {
 
 /** Name of an error class ("reset", "checksum", ...). */
 const char *rio_class_name(int cls);
-/** Name of a verdict ("network", "storage", "software", "none"). */
+/** Name of a verdict ("network", "storage", "software", "sink", "source", "none"). */
 const char *rio_verdict_name(int v);
 
 struct rio_path_stats {
@@ -259,7 +261,14 @@ struct rio_stats {
      * core; 0 when nothing was verified. */
     uint64_t verify_bytes;
     uint64_t verify_cpu_ns;
-    uint64_t reserved[13]; /* zeroed by the library (ABI rules above) */
+    /* Streams: the caller's time outside the library while the call was
+     * open. sink_ns: a reader's consumer (between rio_reader_read calls, in
+     * rio_get_stream's callback: the destination). source_ns: a writer's
+     * producer (between rio_writer_write calls, in rio_put_stream's fill:
+     * the source). 0 for other calls. */
+    uint64_t sink_ns;
+    uint64_t source_ns;
+    uint64_t reserved[11]; /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */

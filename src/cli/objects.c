@@ -45,6 +45,9 @@ void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
         fprintf(f, "verify: %llu bytes, %.1f ms CPU on the client's workers, %.2f GB/s per core\n",
                 (unsigned long long)st->verify_bytes, st->verify_cpu_ns / 1e6,
                 rio_cli_verify_gbps_core(st));
+    if (st->sink_ns || st->source_ns)
+        fprintf(f, "destination %.1f ms, source %.1f ms of the caller's time\n", st->sink_ns / 1e6,
+                st->source_ns / 1e6);
     fprintf(f, "verdict: %s: %s\n", rio_verdict_name(st->verdict), st->verdict_text);
 }
 
@@ -58,7 +61,7 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
         "\"verify_bytes\":%llu,\"verify_cpu_ns\":%llu,\"verify_gbps_per_core\":%.2f,"
         "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
-        "\"retries\":{",
+        "\"sink_ns\":%llu,\"source_ns\":%llu,\"retries\":{",
         (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
         (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
         (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
@@ -69,7 +72,8 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         (unsigned long long)st->verify_bytes, (unsigned long long)st->verify_cpu_ns,
         rio_cli_verify_gbps_core(st), (unsigned long long)st->engine_cpu_ns,
         (unsigned long long)st->transport_cpu_ns, (unsigned long long)st->caller_cpu_ns,
-        (unsigned long long)st->cpu_wait_ns);
+        (unsigned long long)st->cpu_wait_ns, (unsigned long long)st->sink_ns,
+        (unsigned long long)st->source_ns);
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
                 (unsigned long long)st->retries[k]);

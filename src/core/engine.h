@@ -247,6 +247,9 @@ struct rio__call {
     struct rio_list ready; /* of struct rio__req by cnode: fenced and hashed, to commit */
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
+    /* a stream's consumer (reader) or producer (writer): the caller's time
+     * outside the library between its calls, or in its callback */
+    uint64_t sink_ns, source_ns;
     struct rio__call *free_next; /* the client's dead_calls list */
 };
 
