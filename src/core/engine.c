@@ -470,7 +470,8 @@ static bool split_tail_locked(struct rio_client *c, struct rio__req *r, struct r
         if (!ch->pieces)
             return false; /* fetched whole */
     }
-    uint64_t step = (len + n - 1) / n, off = 0;
+    /* Whole pages, for transports that read with O_DIRECT. */
+    uint64_t step = ((len + n - 1) / n + 4095) & ~(uint64_t)4095, off = 0;
     unsigned k = 0;
     for (; off < len; off += step, k++) {
         struct rio__chunk *pc = &ch->pieces[k];
