@@ -115,6 +115,13 @@ enum rio_budget_mode {
     RIO_BUDGET_FAIL = 1, /* return RIO_EBUSY at once when the budget is full */
 };
 
+/* struct rio_options.etag (0: the default, RIO_ETAG_FAST). */
+enum rio_etag {
+    RIO_ETAG_NONE = -1, /* no etag ("") */
+    RIO_ETAG_MD5 = 1,   /* the MD5 of the whole byte stream */
+    RIO_ETAG_FAST = 2,  /* derived from the chunk xxh3 list: not an MD5 */
+};
+
 /* Per-call flags (struct rio_call.flags). */
 #define RIO_ATOMIC 0x1u /* GET: stage, copy to the caller's buffer only on success */
 
@@ -126,12 +133,15 @@ enum rio_budget_mode {
 /**
  * Client options. Initialise with rio_options_init(); zero fields mean "use the
  * environment (RIO_*), then the default". Environment variables are read once,
- * at rio_client_new. A deadline of 0 in the URL (deadline=0) or the
- * environment, or RIO_DEADLINE_NONE in the struct, means no deadline; an
- * op_timeout of 0 is refused (there is always one). A bad option, or a URL
- * option neither the client nor the URL's transport knows, makes
- * rio_client_new return RIO_EINVAL and write one line naming it to stderr
- * (the same text in rio_error_detail()).
+ * at rio_client_new. By default a request has no whole-request deadline:
+ * op_timeout bounds every chunk op and retry_attempts the tries, so a stall
+ * ends while a slow transfer that keeps moving is not cut off. A deadline
+ * of 0 or "none" in the URL (deadline=0, deadline=none) or the environment
+ * (RIO_DEADLINE_MS=0 or none), or RIO_DEADLINE_NONE in the struct, means no
+ * deadline; an op_timeout of 0 is refused (there is always one). A bad
+ * option, or a URL option neither the client nor the URL's transport knows,
+ * makes rio_client_new return RIO_EINVAL and write one line naming it to
+ * stderr (the same text in rio_error_detail()).
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */
@@ -143,16 +153,19 @@ struct rio_options {
     unsigned retry_attempts;   /* RIO_RETRIES: tries per chunk and metadata op, default 5 */
     uint32_t backoff_base_ms;  /* RIO_BACKOFF_BASE_MS, default 10 */
     uint32_t backoff_cap_ms;   /* RIO_BACKOFF_CAP_MS, default 1000 */
-    uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default 120000 */
+    uint32_t deadline_ms;      /* RIO_DEADLINE_MS: whole request, default none */
     uint32_t op_timeout_ms;    /* RIO_OP_TIMEOUT_MS: one chunk op, default 10000 */
     uint32_t cooldown_base_ms; /* RIO_COOLDOWN_BASE_MS: failed path, default 100 */
     uint32_t cooldown_cap_ms;  /* RIO_COOLDOWN_CAP_MS, default 5000 */
     int verify;                /* RIO_VERIFY: 1 verify chunks (default), -1 off */
     int retry_checksum;        /* RIO_RETRY_CHECKSUM: 1 retry a bad chunk (default), -1 fail */
     uint64_t seed;             /* RIO_SEED: jitter and mock faults; 0 = time-based */
-    /* RIO_ETAG=md5|none: 1 compute a PUT's stream MD5 (the etag) when the
-     * backend stores it (default), -1 never (etag ""; no MD5 of every byte on
-     * one core, e.g. for KV-cache blocks that are never listed by ETag). */
+    /* RIO_ETAG=fast|md5|none, enum rio_etag: what a PUT's etag is.
+     * RIO_ETAG_FAST (default): 32 hex digits derived from the chunk xxh3
+     * list and the geometry, no extra pass over the bytes; a backend whose
+     * etag must be an MD5 (s3://) then stores none. RIO_ETAG_MD5: the MD5 of
+     * the whole byte stream, one more pass over every byte on one core.
+     * RIO_ETAG_NONE: etag "". */
     int etag;
     /* RIO_TLS / tls=on|off: railio:// runs every connection over TLS: 1 on,
      * -1 off (default). The CA bundle is tls_ca= or RIO_TLS_CA (default: the
@@ -261,7 +274,9 @@ struct rio_desc {
     uint64_t chunk_size;
     uint64_t nchunks;
     uint64_t *xxh; /* nchunks entries, or NULL when the backend stores none */
-    char etag[48]; /* MD5 of the whole byte stream, lower-case hex; "" if unknown */
+    char etag[48]; /* lower-case hex, "" if unknown: the MD5 of the whole byte
+                    * stream, or (etag=fast, the default) 32 hex digits derived
+                    * from the chunk xxh3 list (docs/tuning.md) */
 };
 
 void rio_desc_cleanup(struct rio_desc *d);

@@ -263,10 +263,21 @@ uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len)
     return cs;
 }
 
-/* A PUT computes the stream MD5 only when wanted and the backend stores it. */
+int rio__etag_mode(const struct rio_client *c)
+{
+    if (!rio__t_has_cap(c->t, RIO_CAP_ETAG))
+        return RIO_ETAG_NONE;
+    if (c->o.etag == RIO_ETAG_MD5)
+        return RIO_ETAG_MD5;
+    if (c->o.etag == RIO_ETAG_FAST && !c->t->etag_md5_only)
+        return RIO_ETAG_FAST;
+    return RIO_ETAG_NONE;
+}
+
+/* A PUT computes the stream MD5 only when asked and the backend stores it. */
 bool rio__etag_wanted(const struct rio_client *c)
 {
-    return c->o.etag > 0 && rio__t_has_cap(c->t, RIO_CAP_ETAG);
+    return rio__etag_mode(c) == RIO_ETAG_MD5;
 }
 
 /* Set up a PUT request: open the upload, or (defer) leave that to the
@@ -289,8 +300,9 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
     }
     if (r->nchunks) {
         r->xxh = rio__calloc(r->nchunks, sizeof(*r->xxh));
+        r->hready = rio__calloc(r->nchunks, sizeof(*r->hready));
         r->chunks = rio__calloc(r->nchunks, sizeof(*r->chunks));
-        if (!r->xxh || !r->chunks)
+        if (!r->xxh || !r->hready || !r->chunks)
             return -ENOMEM;
         for (uint64_t i = 0; i < r->nchunks; i++)
             r->chunks[i].idx = i;
@@ -325,23 +337,16 @@ static void hash_done(struct rio_client *c, struct rio__req *r)
     pthread_mutex_unlock(&c->mu);
 }
 
-static bool md5_due(struct rio__req *r)
-{
-    return r->type == RIO_OP_PUT && r->want_md5 && r->nchunks &&
-           atomic_load(&r->hashed) == r->nchunks;
-}
-
 /*
- * Hash the PUTs of a call in the calling thread while the engine sends. First
- * every chunk's xxh3, in source order, each published as soon as it is known
- * (it gates that chunk, and xxh3 is cheap). Then the stream MD5 (the etag)
- * over every object, in source order, behind the transfer: MD5 is an order of
- * magnitude slower than xxh3 (docs/bench.md) and would otherwise hold each
- * chunk back; it only gates the commit. A request that failed stops being hashed.
+ * Hash the PUTs of a call while the engine sends. Each chunk's xxh3 gates
+ * that chunk: the caller's thread and the client's cpu pool hash a PUT's
+ * chunks at once, each thread taking the next one, so a chunk goes out as
+ * soon as it and those before it are hashed and the caller's core is not
+ * what limits the PUT. The stream MD5 (etag=md5 only) is serial within one
+ * stream and an order of magnitude slower than xxh3 (docs/tuning.md): it
+ * runs as a task of its own on the cpu pool beside the chunk hashes and
+ * only gates the commit. A request that failed stops being hashed.
  */
-/* A PUT's stream MD5, on the client's cpu pool while the caller hashes the
- * next PUT's chunks (MD5 is serial within one stream, but the streams of a
- * batch are independent). */
 static void md5_task(void *arg)
 {
     struct rio__req *r = arg;
@@ -366,30 +371,74 @@ static void md5_task(void *arg)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Chunk k's xxh3 is set: mark it and move r->hashed past every chunk from
+ * the first that is ready. Any thread may finish any chunk; whichever marks
+ * the chunk at r->hashed moves it on (seq_cst: a thread that stops at a
+ * chunk not yet ready is followed by the one that readies it). */
+static bool hash_publish(struct rio__req *r, uint64_t k)
+{
+    bool moved = false;
+    atomic_store(&r->hready[k], 1);
+    for (;;) {
+        uint64_t h = atomic_load(&r->hashed);
+        if (h >= r->nchunks || !atomic_load(&r->hready[h]))
+            return moved;
+        if (atomic_compare_exchange_weak(&r->hashed, &h, h + 1))
+            moved = true;
+    }
+}
+
+/* One thread's share of hashing r's chunks (the caller and pool threads run
+ * it at once); ends when no chunk is left or r failed. */
+static void hash_run(void *arg)
+{
+    struct rio__req *r = arg;
+    struct rio_client *c = r->call->c;
+    uint64_t t0 = rio__now_ns();
+
+    for (;;) {
+        uint64_t k = atomic_fetch_add(&r->hash_next, 1);
+        if (k >= r->nchunks || atomic_load(&r->stop_hashing))
+            break;
+        r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
+        if (hash_publish(r, k))
+            rio__engine_kick(c);
+    }
+    __atomic_fetch_add(&r->call->hash_ns, rio__now_ns() - t0, __ATOMIC_RELAXED);
+}
+
+/* Chunks one thread hashes before another is worth waking. */
+#define HASH_SHARE_CHUNKS 2u
+
 static void hash_puts(struct rio_client *c, struct rio__call *call)
 {
+    struct rio__job job;
+
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         if (r->type != RIO_OP_PUT || atomic_load(&r->stop_hashing) || !r->nchunks) {
             hash_done(c, r);
             continue;
         }
-        uint64_t t0 = rio__now_ns();
-        for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
-            r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
-            atomic_store(&r->hashed, k + 1);
-            rio__engine_kick(c);
+        if (r->want_md5) {
+            pthread_mutex_lock(&c->mu);
+            r->md5_running = true;
+            pthread_mutex_unlock(&c->mu);
+            r->md5_posted = true;
+            rio__pool_task(&c->cpu_pool, &r->md5_job, md5_task, r);
         }
-        call->hash_ns += rio__now_ns() - t0;
-        if (!md5_due(r)) {
+        uint64_t helpers = r->nchunks / HASH_SHARE_CHUNKS;
+        if (helpers > 1) {
+            helpers--;
+            rio__pool_share(&c->cpu_pool, &job,
+                            helpers > UINT32_MAX ? UINT32_MAX : (unsigned)helpers, hash_run, r);
+            hash_run(r);
+            rio__pool_reclaim(&c->cpu_pool, &job);
+        } else {
+            hash_run(r);
+        }
+        if (!r->md5_posted)
             hash_done(c, r);
-            continue;
-        }
-        pthread_mutex_lock(&c->mu);
-        r->md5_running = true;
-        pthread_mutex_unlock(&c->mu);
-        r->md5_posted = true;
-        rio__pool_task(&c->cpu_pool, &r->md5_job, md5_task, r);
     }
     /* Every MD5 posted has ended before this returns (the commit reads it);
      * each request is done hashing, in order, as its MD5 ends. */
@@ -429,7 +478,11 @@ int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const ch
     d.chunk_size = chunk_size;
     d.nchunks = nchunks;
     d.xxh = xxh;
-    ret = md5 ? rio__md5_final(md5, d.etag) : 0;
+    ret = 0;
+    if (md5)
+        ret = rio__md5_final(md5, d.etag);
+    else if (rio__etag_mode(c) == RIO_ETAG_FAST)
+        rio__etag_fast(xxh, nchunks, size, chunk_size, d.etag);
     if (ret == 0 && out_desc && nchunks) {
         copy = rio__malloc(nchunks * sizeof(uint64_t));
         if (copy)

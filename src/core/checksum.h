@@ -7,6 +7,24 @@
 
 uint64_t rio__xxh3(const void *p, size_t n);
 
+/*
+ * The fast etag (option etag=fast): 32 lower-case hex digits and a NUL in
+ * hex[33], the xxh3-128 of the object's geometry (size, chunk size, chunk
+ * count) and its chunk xxh3 list, all little-endian. No pass over the bytes:
+ * any change of a byte changes its chunk's xxh3 and so the etag. Not an MD5.
+ */
+void rio__etag_fast(const uint64_t *xxh, uint64_t nchunks, uint64_t size, uint64_t chunk_size,
+                    char hex[33]);
+
+/*
+ * CRC32C (Castagnoli, iSCSI; S3's x-amz-checksum-crc32c): crc is the CRC of
+ * the bytes before p (0 to start), the result that of all of them. Uses the
+ * SSE4.2 crc32 instruction when the CPU has it, else tables.
+ * rio__crc32c_sw is the table version alone (tests compare the two).
+ */
+uint32_t rio__crc32c(uint32_t crc, const void *p, size_t n);
+uint32_t rio__crc32c_sw(uint32_t crc, const void *p, size_t n);
+
 /* Streaming MD5 of a byte stream (the etag). */
 struct rio_md5 {
     void *ctx; /* EVP_MD_CTX */

@@ -1147,8 +1147,10 @@ void rio__call_free(struct rio__call *call)
         rio__free(r->chunks);
         if (r->staging)
             rio__stage_put(call->c, r->staging, r->staging_cap);
-        if (r->type == RIO_OP_PUT)
+        if (r->type == RIO_OP_PUT) {
             rio__free(r->xxh);
+            rio__free((void *)r->hready);
+        }
         rio_desc_cleanup(&r->desc);
         rio__md5_cleanup(&r->md5);
     }

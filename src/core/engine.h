@@ -165,8 +165,14 @@ struct rio__req {
     struct rio__job md5_job;
     bool md5_posted, md5_running;
     uint64_t md5_ns;
-    bool want_md5;           /* PUT: the backend stores the etag and it is wanted */
-    _Atomic uint64_t hashed; /* PUT: chunks whose xxh is ready (caller thread) */
+    bool want_md5; /* PUT: the backend stores the etag and the MD5 is asked for */
+    /* PUT: its chunks' xxh3, on the caller's thread and the cpu pool at once
+     * (call.c, hash_run): each thread takes the next chunk (hash_next),
+     * marks it in hready when its xxh is set, and hashed, the count of
+     * chunks from the first that are all ready, gates what the engine sends. */
+    _Atomic uint64_t hashed;
+    _Atomic uint64_t hash_next;
+    _Atomic uint8_t *hready;
     _Atomic int stop_hashing;
     struct rio__chunk *chunks;
     int64_t result;      /* set when the call is over */
@@ -502,7 +508,11 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
                          size_t len, bool defer);
 /* A PUT's chunk size for len bytes under the target's part rules. */
 uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len);
-/* Whether a PUT computes the stream MD5 (wanted, and the backend stores it). */
+/* The etag a PUT on c gets (enum rio_etag): what option etag asks for,
+ * where the backend stores one, the fast one only where it may be other
+ * than an MD5. */
+int rio__etag_mode(const struct rio_client *c);
+/* Whether a PUT computes the stream MD5 (rio__etag_mode is RIO_ETAG_MD5). */
 bool rio__etag_wanted(const struct rio_client *c);
 /* Publish an upload; consumes it whatever happens. Sets *gen; out_desc (if
  * any) gets a copy of the descriptor. */

@@ -139,7 +139,10 @@ static int page_check(const struct rio_client *c, const struct page_want *w,
         if (!w->ordered)
             continue;
         const char *prev = i ? p->entries[i - 1].key : w->after;
-        if (prev && prev[0] && strcmp(e->key, prev) <= 0) {
+        /* A common prefix that start_after lies under comes first. */
+        bool under =
+            !i && (e->flags & RIO_ENTRY_DIR) && prev && strncmp(prev, e->key, strlen(e->key)) == 0;
+        if (prev && prev[0] && !under && strcmp(e->key, prev) <= 0) {
             rio__detail("%s list: entries[%u].key not after %s in byte order", scheme, i,
                         i ? "the one before it" : "start_after");
             return RIO_EPROTO;
@@ -250,12 +253,15 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
         for (unsigned i = 0; i < tp.n; i++) {
             const char *k = tp.entries[i].key;
             size_t cl = delim_len(k, w.plen);
-            size_t klen = strlen(k);
-            memcpy(cursor, k, klen + 1);
             if (!cl) {
+                memcpy(cursor, k, strlen(k) + 1);
                 out->entries[out->n++] = tp.entries[i];
                 continue;
             }
+            /* Go on after every key under its common prefix, not through
+             * them (a transport that answered more of them than it was
+             * asked to skip is skipped past too). */
+            skip_past(cursor, k, cl);
             if (last_cp[0] && strncmp(k, last_cp, cl) == 0 && last_cp[cl] == '\0')
                 continue;
             struct rio_entry *e = &out->entries[out->n++];
@@ -264,8 +270,6 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
             e->flags = RIO_ENTRY_DIR;
             memcpy(last_cp, k, cl);
             last_cp[cl] = '\0';
-            /* Go on after every key under it, not through them. */
-            skip_past(cursor, k, cl);
         }
         bool more = tp.next_token[0] != '\0';
         if (more && tp.n == 0) {

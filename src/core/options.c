@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/engine.h"
 #include "core/internal.h"
@@ -19,7 +20,10 @@
 #define DEF_RETRIES 5u
 #define DEF_BACKOFF_BASE_MS 10u
 #define DEF_BACKOFF_CAP_MS 1000u
-#define DEF_DEADLINE_MS 120000u
+/* No whole-request deadline: op timeouts bound every chunk op and retries
+ * bound the tries, so a stall ends; a transfer that keeps moving, however
+ * long it takes, is not cut off (docs/tuning.md). */
+#define DEF_DEADLINE_MS RIO_DEADLINE_NONE
 #define DEF_OP_TIMEOUT_MS 10000u
 #define DEF_COOLDOWN_BASE_MS 100u
 #define DEF_COOLDOWN_CAP_MS 5000u
@@ -151,8 +155,14 @@ static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_
         return;
     }
     uint32_t ms;
+    if (zero == ZERO_NONE && strcasecmp(v, "none") == 0) {
+        *dst = RIO_DEADLINE_NONE;
+        return;
+    }
     if (rio__parse_ms(v, &ms) < 0) {
-        bad(k, param, env, v, "not a duration (e.g. 250ms, 2s) under 49 days");
+        bad(k, param, env, v,
+            zero == ZERO_NONE ? "not a duration (e.g. 250ms, 2s) under 49 days, 0 or none"
+                              : "not a duration (e.g. 250ms, 2s) under 49 days");
         return;
     }
     if (ms == 0 && zero == ZERO_BAD) {
@@ -222,12 +232,14 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
     knob_size(k, "seed", "RIO_SEED", &o->seed, 0);
     if (!o->etag) {
         const char *v = knob(k, "etag", "RIO_ETAG");
-        if (!v || !strcmp(v, "md5"))
-            o->etag = 1;
+        if (!v || !strcmp(v, "fast"))
+            o->etag = RIO_ETAG_FAST;
+        else if (!strcmp(v, "md5"))
+            o->etag = RIO_ETAG_MD5;
         else if (!strcmp(v, "none"))
-            o->etag = -1;
+            o->etag = RIO_ETAG_NONE;
         else
-            bad(k, "etag", "RIO_ETAG", v, "not md5 or none");
+            bad(k, "etag", "RIO_ETAG", v, "not fast, md5 or none");
     }
     if (!o->tls) {
         const char *v = knob(k, "tls", "RIO_TLS");
@@ -246,8 +258,8 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "depth", "RIO_DEPTH", NULL, "must be 1 to 1024");
     if (o->paths > RIO_MAX_PATHS)
         return bad(k, "paths", "RIO_PATHS", NULL, "must be at most 16");
-    if (o->etag != 1 && o->etag != -1)
-        return bad(k, "etag", "RIO_ETAG", NULL, "must be 1 (md5) or -1 (none)");
+    if (o->etag != RIO_ETAG_FAST && o->etag != RIO_ETAG_MD5 && o->etag != RIO_ETAG_NONE)
+        return bad(k, "etag", "RIO_ETAG", NULL, "must be 2 (fast), 1 (md5) or -1 (none)");
     if (o->tls != 1 && o->tls != -1)
         return bad(k, "tls", "RIO_TLS", NULL, "must be 1 (on) or -1 (off)");
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
@@ -321,6 +333,7 @@ const char *const rio__known_env[] = {
     "RIO_S3_ENDPOINT",
     "RIO_S3_DEBUG",
     "RIO_S3_CONTENT_MD5",
+    "RIO_S3_CHECKSUM",
     "RIO_S3_NT_COPY",
     "RIO_S3_DISCARD",
     "RIO_S3_DNS_SHUFFLE",

@@ -116,8 +116,8 @@ static void w_key(struct wbuf *w, const char *key, uint16_t len)
 const char *rio__proto_op_name(int op)
 {
     static const char *const names[] = {
-        "?",         "HELLO",      "AUTH",      "PING", "LOOKUP", "PUT_OPEN",
-        "PUT_CHUNK", "PUT_COMMIT", "PUT_ABORT", "READ", "DELETE", "STAT",
+        "?",          "HELLO",     "AUTH", "PING",   "LOOKUP", "PUT_OPEN", "PUT_CHUNK",
+        "PUT_COMMIT", "PUT_ABORT", "READ", "DELETE", "STAT",   "LIST",     "EXISTS",
     };
     return op > 0 && op <= RIO_OP__MAX ? names[op] : "?";
 }
@@ -805,4 +805,223 @@ int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_s
 {
     return dec_u64s(body, len, 5, &m->objects, &m->bytes, &m->capacity, &m->uploads,
                     &m->connections);
+}
+
+/* ---------------------------------------------------------------- LIST */
+
+/* A string of 0..RIO_KEY_MAX bytes without NUL (a prefix, a cursor). */
+static const char *r_str(struct rbuf *r, uint16_t *len)
+{
+    uint64_t n = r_le(r, 2);
+    if (n > RIO_KEY_MAX) {
+        r->err = 1;
+        return NULL;
+    }
+    *len = (uint16_t)n;
+    const char *k = (const char *)r_bytes(r, (size_t)n);
+    if (k && memchr(k, 0, (size_t)n))
+        r->err = 1;
+    return n ? k : "";
+}
+
+static void w_str(struct wbuf *w, const char *s, uint16_t len)
+{
+    if (len > RIO_KEY_MAX) {
+        w->err = 1;
+        return;
+    }
+    w_le(w, len, 2);
+    if (len)
+        w_bytes(w, s, len);
+}
+
+int rio__proto_enc_list(const struct rio_proto_list *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, m->max_keys, 4);
+    w_le(&w, m->flags, 4);
+    w_str(&w, m->prefix, m->prefix_len);
+    w_str(&w, m->after, m->after_len);
+    return w_done(&w);
+}
+
+int rio__proto_dec_list(const uint8_t *body, size_t len, struct rio_proto_list *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+    m->max_keys = (uint32_t)r_le(&r, 4);
+    m->flags = (uint32_t)r_le(&r, 4);
+    m->prefix = r_str(&r, &m->prefix_len);
+    m->after = r_str(&r, &m->after_len);
+    if (m->flags & ~RIO_PROTO_LIST_DELIM)
+        return RIO_EPROTO;
+    return r_done(&r);
+}
+
+int rio__proto_enc_list_resp_fixed(uint32_t n, uint32_t flags, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, n, 4);
+    w_le(&w, flags, 4);
+    return w_done(&w);
+}
+
+int rio__proto_enc_list_resp(const struct rio_proto_list_resp *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, m->n, 4);
+    w_le(&w, m->flags, 4);
+    if (m->entries_len)
+        w_bytes(&w, m->entries, m->entries_len);
+    return w_done(&w);
+}
+
+int rio__proto_enc_entry(const struct rio_proto_entry *e, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    if (!rio__key_len_ok(e->key_len))
+        return -ENOBUFS;
+    w_le(&w, e->key_len, 2);
+    w_le(&w, e->flags, 4);
+    w_le(&w, e->size, 8);
+    w_le(&w, e->generation, 8);
+    w_le(&w, (uint64_t)e->mtime_ns, 8);
+    w_bytes(&w, e->etag, RIO_PROTO_ETAG_LEN);
+    w_bytes(&w, e->key, e->key_len);
+    return w_done(&w);
+}
+
+static int r_entry(struct rbuf *r, struct rio_proto_entry *e)
+{
+    static const char zero[RIO_PROTO_ETAG_LEN];
+    uint64_t n = r_le(r, 2);
+
+    e->flags = (uint32_t)r_le(r, 4);
+    e->size = r_le(r, 8);
+    e->generation = r_le(r, 8);
+    e->mtime_ns = (int64_t)r_le(r, 8);
+    if (r_etag(r, e->etag) < 0 || !rio__key_len_ok((size_t)n))
+        return RIO_EPROTO;
+    e->key_len = (uint16_t)n;
+    e->key = (const char *)r_bytes(r, (size_t)n);
+    if (!e->key || memchr(e->key, 0, (size_t)n) || (e->flags & ~RIO_PROTO_ENTRY_DIR))
+        return RIO_EPROTO;
+    if ((e->flags & RIO_PROTO_ENTRY_DIR) &&
+        (e->size || e->generation || e->mtime_ns || memcmp(e->etag, zero, sizeof(zero))))
+        return RIO_EPROTO;
+    return 0;
+}
+
+int rio__proto_dec_list_resp(const uint8_t *body, size_t len, struct rio_proto_list_resp *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+    struct rio_proto_entry e;
+    const char *prev = NULL;
+    uint16_t prev_len = 0;
+
+    m->n = (uint32_t)r_le(&r, 4);
+    m->flags = (uint32_t)r_le(&r, 4);
+    if (r.err || m->n > RIO_PROTO_LIST_MAX_KEYS || (m->flags & ~RIO_PROTO_LIST_TRUNCATED))
+        return RIO_EPROTO;
+    m->entries = body + r.off;
+    m->entries_len = len - r.off;
+    for (uint32_t i = 0; i < m->n; i++) {
+        if (r_entry(&r, &e) < 0)
+            return RIO_EPROTO;
+        if (prev) {
+            /* Strictly ascending: a server cannot repeat or reorder keys. */
+            int c = memcmp(prev, e.key, prev_len < e.key_len ? prev_len : e.key_len);
+            if (c > 0 || (c == 0 && prev_len >= e.key_len))
+                return RIO_EPROTO;
+        }
+        prev = e.key;
+        prev_len = e.key_len;
+    }
+    return r_done(&r);
+}
+
+int rio__proto_list_entry(const struct rio_proto_list_resp *m, size_t *off,
+                          struct rio_proto_entry *e)
+{
+    struct rbuf r = {.p = m->entries, .len = m->entries_len, .off = *off};
+
+    if (*off >= m->entries_len || r_entry(&r, e) < 0 || r.err)
+        return RIO_EPROTO;
+    *off = r.off;
+    return 0;
+}
+
+/* -------------------------------------------------------------- EXISTS */
+
+int rio__proto_enc_exists_keys(const char *const *keys, const uint16_t *key_len, uint32_t n,
+                               uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    if (n == 0 || n > RIO_PROTO_EXISTS_MAX_KEYS)
+        return -ENOBUFS;
+    w_le(&w, n, 4);
+    for (uint32_t i = 0; i < n && !w.err; i++)
+        w_key(&w, keys[i], key_len[i]);
+    return w_done(&w);
+}
+
+int rio__proto_enc_exists(const struct rio_proto_exists *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, m->n, 4);
+    if (m->keys_len)
+        w_bytes(&w, m->keys, m->keys_len);
+    return w_done(&w);
+}
+
+int rio__proto_dec_exists(const uint8_t *body, size_t len, struct rio_proto_exists *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+    uint16_t kl;
+
+    m->n = (uint32_t)r_le(&r, 4);
+    if (r.err || m->n == 0 || m->n > RIO_PROTO_EXISTS_MAX_KEYS)
+        return RIO_EPROTO;
+    m->keys = body + r.off;
+    m->keys_len = len - r.off;
+    for (uint32_t i = 0; i < m->n && !r.err; i++)
+        r_key(&r, &kl);
+    return r_done(&r);
+}
+
+int rio__proto_exists_key(const struct rio_proto_exists *m, size_t *off, const char **key,
+                          uint16_t *key_len)
+{
+    struct rbuf r = {.p = m->keys, .len = m->keys_len, .off = *off};
+
+    if (*off >= m->keys_len)
+        return RIO_EPROTO;
+    *key = r_key(&r, key_len);
+    if (r.err)
+        return RIO_EPROTO;
+    *off = r.off;
+    return 0;
+}
+
+int rio__proto_enc_exists_resp(const struct rio_proto_exists_resp *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    if (m->n == 0 || m->n > RIO_PROTO_EXISTS_MAX_KEYS)
+        return -ENOBUFS;
+    w_le(&w, m->n, 4);
+    w_bytes(&w, m->bits, (m->n + 7) / 8);
+    return w_done(&w);
+}
+
+int rio__proto_dec_exists_resp(const uint8_t *body, size_t len, struct rio_proto_exists_resp *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+
+    m->n = (uint32_t)r_le(&r, 4);
+    if (r.err || m->n == 0 || m->n > RIO_PROTO_EXISTS_MAX_KEYS)
+        return RIO_EPROTO;
+    m->bits = r_bytes(&r, (m->n + 7) / 8);
+    /* Bits past n are zero: one encoding per answer. */
+    if (m->bits && (m->n % 8) && (m->bits[m->n / 8] >> (m->n % 8)))
+        return RIO_EPROTO;
+    return r_done(&r);
 }

@@ -73,8 +73,38 @@ enum rio_proto_op {
     RIO_OP_READ = 9,
     RIO_OP_DELETE = 10,
     RIO_OP_STAT = 11,
-    RIO_OP__MAX = 11
+    RIO_OP_LIST = 12,
+    RIO_OP_EXISTS = 13,
+    RIO_OP__MAX = 13
 };
+
+/* HELLO response caps: what the server serves beyond version 2's opcodes.
+ * A client asks for LIST or EXISTS only of a server that says it has them
+ * (an older one closes the connection on an opcode it does not know). */
+#define RIO_PROTO_CAP_LIST 0x1u
+#define RIO_PROTO_CAP_EXISTS 0x2u
+#define RIO_PROTO_CAP_STREAM_PUT 0x4u /* PUT_OPEN of size RIO_PROTO_SIZE_UNKNOWN */
+/* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
+#define RIO_PROTO_SIZE_UNKNOWN UINT64_MAX
+
+/* LIST: the most entries one answer holds, and the most bytes its control
+ * part takes, whatever the request asks (the server stops earlier and says
+ * the page is truncated). */
+#define RIO_PROTO_LIST_MAX_KEYS 10000u
+#define RIO_PROTO_LIST_RESP_MAX (1u << 20)
+/* LIST request flags. */
+#define RIO_PROTO_LIST_DELIM 0x1u /* group keys at the first '/' after the prefix */
+/* LIST answer flags. */
+#define RIO_PROTO_LIST_TRUNCATED 0x1u /* more keys follow the last entry */
+/* LIST entry flags. */
+#define RIO_PROTO_ENTRY_DIR 0x1u /* a common prefix (DELIM): only the key is set */
+/* Fixed part of a LIST answer (n, flags) and of one entry (before its key). */
+#define RIO_PROTO_LIST_FIXED 8u
+#define RIO_PROTO_ENTRY_FIXED 62u
+/* EXISTS: the most keys one request names, and its longest control part
+ * (the one request allowed a body above RIO_PROTO_CTRL_MAX). */
+#define RIO_PROTO_EXISTS_MAX_KEYS 10000u
+#define RIO_PROTO_EXISTS_MAX (1u << 20)
 
 /* Header flags. */
 #define RIO_PF_RESPONSE 0x0001u /* set on every response */
@@ -190,6 +220,49 @@ struct rio_proto_read {
     uint16_t key_len;
 };
 
+/* LIST request: up to max_keys entries (the server clamps it to
+ * RIO_PROTO_LIST_MAX_KEYS; 0 = 1000) of the keys that start with prefix
+ * (0..1024 bytes) and come after `after` (0..1024 bytes; "" = from the
+ * first) in byte order. Borrowed. */
+struct rio_proto_list {
+    uint32_t max_keys, flags;
+    const char *prefix;
+    uint16_t prefix_len;
+    const char *after;
+    uint16_t after_len;
+};
+
+/* LIST answer: n entries in strictly ascending byte order of key. */
+struct rio_proto_list_resp {
+    uint32_t n, flags;
+    const uint8_t *entries; /* the encoded entries, borrowed */
+    size_t entries_len;
+};
+
+/* One entry of a LIST answer. */
+struct rio_proto_entry {
+    uint32_t flags;
+    uint64_t size, generation;
+    int64_t mtime_ns;
+    char etag[32]; /* hex MD5, or zeros when unknown */
+    const char *key;
+    uint16_t key_len;
+};
+
+/* EXISTS request: n keys (1..RIO_PROTO_EXISTS_MAX_KEYS), each as LOOKUP's,
+ * one after the other; walk them with rio__proto_exists_key. */
+struct rio_proto_exists {
+    uint32_t n;
+    const uint8_t *keys; /* borrowed */
+    size_t keys_len;
+};
+
+/* EXISTS answer: n bits, bit i (byte i / 8, LSB first) set when key i exists. */
+struct rio_proto_exists_resp {
+    uint32_t n;
+    const uint8_t *bits; /* (n + 7) / 8 bytes, borrowed; unused bits zero */
+};
+
 /* STAT response: the server's counters. */
 struct rio_proto_stat_resp {
     uint64_t objects, bytes, capacity, uploads, connections;
@@ -224,6 +297,18 @@ int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, ui
 int rio__proto_enc_put_abort(const struct rio_proto_put_abort *m, uint8_t *out, size_t cap);
 int rio__proto_enc_read(const struct rio_proto_read *m, uint8_t *out, size_t cap);
 int rio__proto_enc_stat_resp(const struct rio_proto_stat_resp *m, uint8_t *out, size_t cap);
+int rio__proto_enc_list(const struct rio_proto_list *m, uint8_t *out, size_t cap);
+/* A LIST answer is its fixed part and the entries: _list_resp writes both
+ * (m->entries copied), _list_resp_fixed only the fixed part, _entry one
+ * entry (the server writes them one after the other). */
+int rio__proto_enc_list_resp(const struct rio_proto_list_resp *m, uint8_t *out, size_t cap);
+int rio__proto_enc_list_resp_fixed(uint32_t n, uint32_t flags, uint8_t *out, size_t cap);
+int rio__proto_enc_entry(const struct rio_proto_entry *e, uint8_t *out, size_t cap);
+/* EXISTS request: n keys (keys[i], key_len[i]); answer: n bits from bits. */
+int rio__proto_enc_exists_keys(const char *const *keys, const uint16_t *key_len, uint32_t n,
+                               uint8_t *out, size_t cap);
+int rio__proto_enc_exists(const struct rio_proto_exists *m, uint8_t *out, size_t cap);
+int rio__proto_enc_exists_resp(const struct rio_proto_exists_resp *m, uint8_t *out, size_t cap);
 
 /* Decoders: parse body[0..len) exactly (trailing bytes are an error); 0 or
  * RIO_EPROTO. */
@@ -244,6 +329,23 @@ int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
 int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_put_abort *m);
 int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *m);
 int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_stat_resp *m);
+/* LIST: max_keys any value, flags only RIO_PROTO_LIST_DELIM, strings with
+ * no NUL. */
+int rio__proto_dec_list(const uint8_t *body, size_t len, struct rio_proto_list *m);
+/* A LIST answer is checked whole: n <= RIO_PROTO_LIST_MAX_KEYS, each entry
+ * well formed (key 1..1024 bytes without NUL, a DIR entry's fields zero,
+ * known flags), keys strictly ascending. Then rio__proto_list_entry walks
+ * it. */
+int rio__proto_dec_list_resp(const uint8_t *body, size_t len, struct rio_proto_list_resp *m);
+/* The entry at *off of a decoded answer's entries (0 to start); advances
+ * *off. 0, or RIO_EPROTO at the end. */
+int rio__proto_list_entry(const struct rio_proto_list_resp *m, size_t *off,
+                          struct rio_proto_entry *e);
+int rio__proto_dec_exists(const uint8_t *body, size_t len, struct rio_proto_exists *m);
+/* The key at *off of a decoded EXISTS request (0 to start); as above. */
+int rio__proto_exists_key(const struct rio_proto_exists *m, size_t *off, const char **key,
+                          uint16_t *key_len);
+int rio__proto_dec_exists_resp(const uint8_t *body, size_t len, struct rio_proto_exists_resp *m);
 
 /* A little-endian u64 field of a frame. */
 static inline uint64_t rio__proto_u64(const uint8_t *p)

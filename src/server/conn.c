@@ -153,6 +153,7 @@ struct conn {
     int v1;            /* a version 1 HELLO: answered in version 1 framing */
     int commit_status; /* PUT_COMMIT refused before its list: answered after it */
     uint8_t ctrl[RIO_PROTO_CTRL_BODY_MAX];
+    uint8_t *big; /* an EXISTS body above ctrl's size, while it is read and served */
 
     /* PUT_CHUNK / PUT_COMMIT in progress */
     struct rio_srv_upload *up;
@@ -209,6 +210,12 @@ struct rio_srv_worker {
 };
 
 static void conn_flush(struct conn *c);
+
+static void conn_big_free(struct conn *c)
+{
+    rio__free(c->big);
+    c->big = NULL;
+}
 
 static struct conn *conn_of(struct rio_list_node *n)
 {
@@ -545,6 +552,7 @@ static void conn_free(struct conn *c)
     rio__tls_cleanup(&c->tls);
     rio__proto_sess_free(&c->sess);
     rio__free(c->rbuf);
+    conn_big_free(c);
     rio__free(c);
 }
 
@@ -727,7 +735,9 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
     c->hello = 1;
     c->authed = 0;
     r.version = RIO_PROTO_VERSION;
-    r.caps = 0;
+    r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS;
+    if (!srv->disk)
+        r.caps |= RIO_PROTO_CAP_STREAM_PUT; /* the disk tier sizes files up front */
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -1018,6 +1028,60 @@ static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
     conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
 }
 
+/* LIST: one page of the keys, from the disk index (which holds every
+ * object of the disk tier) or the memory store; never an upload. */
+static void do_list(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_list m;
+    struct rio_srv_lister l;
+
+    if (rio__proto_dec_list(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    if (rio__srv_lister_init(&l, &m) < 0) {
+        conn_status(c, -ENOMEM);
+        return;
+    }
+    if (srv->disk)
+        rio__srv_disk_list(srv->disk, &l);
+    else
+        rio__srv_store_list(&srv->store, &l);
+    conn_respond(c, 0, l.out, l.out_len, NULL, NULL, 0);
+    rio__srv_lister_cleanup(&l);
+}
+
+/* EXISTS: one bit per key, from memory or the disk index. */
+static void do_exists(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_exists m;
+    uint8_t out[4 + (RIO_PROTO_EXISTS_MAX_KEYS + 7) / 8] = {0};
+    size_t off = 0;
+
+    if (rio__proto_dec_exists(body, len, &m) < 0) {
+        conn_bad_body(c);
+        return;
+    }
+    for (uint32_t i = 0; i < m.n; i++) {
+        const char *key;
+        uint16_t klen;
+        if (rio__proto_exists_key(&m, &off, &key, &klen) < 0)
+            break; /* cannot happen: the decoder walked them all */
+        struct rio_srv_obj *o = rio__srv_store_get(&srv->store, key, klen, 0);
+        if (!o && srv->disk)
+            o = rio__srv_disk_get(srv->disk, key, klen);
+        if (o)
+            out[4 + i / 8] |= (uint8_t)(1u << (i % 8));
+        rio__srv_obj_unref(o);
+    }
+    struct rio_proto_exists_resp r = {.n = m.n, .bits = out + 4};
+    uint8_t enc[sizeof(out)];
+    int n = rio__proto_enc_exists_resp(&r, enc, sizeof(enc));
+    conn_respond(c, 0, enc, (size_t)n, NULL, NULL, 0);
+}
+
 /* PING: the body back as it came. */
 static void do_ping(struct conn *c, const uint8_t *body, size_t len)
 {
@@ -1030,6 +1094,7 @@ static void (*const ctrl_ops[RIO_OP__MAX + 1])(struct conn *, const uint8_t *, s
     [RIO_OP_HELLO] = do_hello,   [RIO_OP_AUTH] = do_auth,         [RIO_OP_PING] = do_ping,
     [RIO_OP_STAT] = do_stat,     [RIO_OP_LOOKUP] = do_lookup,     [RIO_OP_READ] = do_read,
     [RIO_OP_DELETE] = do_delete, [RIO_OP_PUT_OPEN] = do_put_open, [RIO_OP_PUT_ABORT] = do_put_abort,
+    [RIO_OP_LIST] = do_list,     [RIO_OP_EXISTS] = do_exists,
 };
 
 static void do_ctrl(struct conn *c)
@@ -1037,7 +1102,7 @@ static void do_ctrl(struct conn *c)
     unsigned op = c->hdr.opcode;
 
     if (op <= RIO_OP__MAX && ctrl_ops[op])
-        ctrl_ops[op](c, c->ctrl, c->ctl_len);
+        ctrl_ops[op](c, c->big ? c->big : c->ctrl, c->ctl_len);
     else
         conn_bad_body(c);
 }
@@ -1181,6 +1246,13 @@ static void commit_finish(struct conn *c)
     uint8_t out[8];
     int ret;
 
+    ret = rio__srv_upload_finalize(&srv->store, c->up, c->commit_n);
+    if (ret < 0) {
+        rio__srv_upload_unref(c->up);
+        c->up = NULL;
+        conn_status(c, ret);
+        return;
+    }
     if (srv->disk) {
         /* Disk tier: the object becomes visible, and the commit is answered,
          * only once its file is complete (and with --sync durable). That
@@ -1259,7 +1331,9 @@ static void commit_fixed(struct conn *c)
         if (ret == 0)
             c->discard_gen = gen;
         c->commit_status = ret == 0 && !gen ? RIO_ENOTFOUND : ret;
-    } else if (n != u->nchunks) {
+    } else if (n != u->nchunks && !(u->unknown && n <= u->nchunks)) {
+        /* (An upload of unknown size learns its count here: at most its
+         * bound, checked against its chunks once the frame checked out.) */
         rio__srv_upload_unref(u);
         u = NULL;
         c->commit_status = RIO_EPROTO;
@@ -1377,6 +1451,24 @@ static void header_done(struct conn *c)
         }
         conn_piece(c, RS_COMMIT_FIXED, c->ctrl, RIO_PROTO_COMMIT_FIXED);
         return;
+    case RIO_OP_EXISTS:
+        if (blen > RIO_PROTO_CTRL_BODY_MAX) {
+            /* The one control body that may be larger: its keys, bounded,
+             * in a buffer held only while the request is read and served. */
+            if (blen > RIO_PROTO_EXISTS_MAX + RIO_PROTO_TAG_LEN) {
+                conn_reject(c, "EXISTS body too long");
+                return;
+            }
+            c->big = rio__malloc(blen);
+            if (!c->big) {
+                conn_kill(c, "out of memory");
+                return;
+            }
+            conn_piece(c, RS_BODY, c->big, blen);
+            return;
+        }
+        conn_piece(c, RS_BODY, c->ctrl, blen);
+        return;
     default:
         if (blen > RIO_PROTO_CTRL_BODY_MAX) {
             conn_reject(c, "control body too long");
@@ -1391,8 +1483,10 @@ static void header_done(struct conn *c)
  * tag, then serve it. */
 static void body_done(struct conn *c)
 {
-    if (!c->v1 &&
-        rio__proto_rx_check(&c->sess, c->hdrbuf, c->ctrl, c->ctl_len, c->ctrl + c->ctl_len) < 0) {
+    const uint8_t *b = c->big ? c->big : c->ctrl;
+
+    if (!c->v1 && rio__proto_rx_check(&c->sess, c->hdrbuf, b, c->ctl_len, b + c->ctl_len) < 0) {
+        conn_big_free(c);
         conn_reject(c, "frame check failed");
         return;
     }
@@ -1400,6 +1494,7 @@ static void body_done(struct conn *c)
         conn_status(c, -EACCES);
     else
         do_ctrl(c);
+    conn_big_free(c);
 }
 
 static void chunk_fixed_tag(struct conn *c)

@@ -416,6 +416,8 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     }
     *out = ent_new(r.key, r.key_len, r.generation, r.size, r.chunk_size, r.nchunks, r.etag, r.xxh,
                    r.data_off);
+    if (*out) /* the file was renamed into place at its commit */
+        (*out)->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     ret = *out ? 0 : -ENOMEM;
     goto out;
 bad:
@@ -832,6 +834,8 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
     f = NULL;
     e = ent_new(o->key, o->key_len, o->generation, o->size, o->chunk_size, o->nchunks, o->etag,
                 o->xxh, rio__srv_disk_round_up(hlen));
+    if (e)
+        e->mtime_ns = o->mtime_ns;
     if (!e) {
         ret = -ENOMEM;
         unlinkat(d->dirfd, fin, 0);
@@ -1023,6 +1027,13 @@ struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, u
         atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&d->mu);
     return e;
+}
+
+void rio__srv_disk_list(struct rio_srv_disk *d, struct rio_srv_lister *l)
+{
+    pthread_mutex_lock(&d->mu);
+    rio__srv_list_table_locked(l, d->tab, d->tab_mask);
+    pthread_mutex_unlock(&d->mu);
 }
 
 int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint64_t off,

@@ -70,6 +70,7 @@ struct rio_srv_obj {
     uint64_t data_off;  /* disk index entry: the data's offset in the file */
     int disk_entry;     /* a disk index entry: metadata only, data is NULL */
     uint64_t open_gen;  /* when its upload opened (same counter as generations) */
+    int64_t mtime_ns;   /* when it was committed, CLOCK_REALTIME (LIST's modified time) */
     /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
     struct rio_list_node lru_node; /* on the store's lru */
@@ -116,11 +117,19 @@ struct rio_srv_upload {
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
-    uint64_t charge;               /* meta + the bytes of the chunks charged */
-    uint64_t meta;                 /* what the upload is charged from its open */
-    uint64_t warm;                 /* bytes of a reused mapping not charged yet */
-    uint8_t *charged;              /* nchunks: 1 when that chunk's bytes are in charge */
-    int started;                   /* a chunk was claimed (its meta left unstarted_meta) */
+    uint64_t charge;  /* meta + the bytes of the chunks charged */
+    uint64_t meta;    /* what the upload is charged from its open */
+    uint64_t warm;    /* bytes of a reused mapping not charged yet */
+    uint8_t *charged; /* nchunks: 1 when that chunk's bytes are in charge */
+    int started;      /* a chunk was claimed (its meta left unstarted_meta) */
+    /* Opened with RIO_PROTO_SIZE_UNKNOWN: size and nchunks are the most it
+     * may hold (the bound) until its commit says how many chunks it has;
+     * every chunk is chunk_size bytes but one, the last, which may be
+     * shorter (short_index, short_len once it came). */
+    int unknown;
+    int short_set;
+    uint64_t short_index, short_len;
+    uint64_t top;                  /* 1 + the highest index claimed */
     int uncache;                   /* disk tier: no room to cache it, chunks are staged */
     unsigned nconn;                /* connections attached (opened it, or sent it a chunk) */
     struct rio_srv_client *client; /* the client address that opened it */
@@ -236,6 +245,12 @@ void rio__srv_upload_unref(struct rio_srv_upload *u);
  * is not stored, *bad when one differs. */
 void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t first,
                              uint64_t n, const uint8_t *xxh_le, int *missing, int *bad);
+/* An upload of unknown size learns it has n chunks (its commit, once the
+ * frame checked out): every chunk claimed is below n, the short one (if
+ * any) is n - 1; size and nchunks become the object's, the memory beyond
+ * it is given back. 0, RIO_EINVAL (chunks beyond n, or a short chunk that
+ * is not the last), RIO_ENOTFOUND (gone). Nothing for a known size. */
+int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t n);
 /* Publish u (all chunks compared). Returns 0 and the new generation, or
  * RIO_ENOTFOUND, RIO_EINVAL (missing chunk), RIO_ECHECKSUM (list differs or
  * a chunk changed since seq). Does not drop the caller's reference. */
@@ -291,6 +306,36 @@ uint64_t rio__srv_store_min_open(struct rio_srv_store *s);
 int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id);
 /* Drop expired objects and uploads idle past their deadline. */
 void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now_ns);
+
+/* ------------------------------------------------------------ listing */
+
+/* A LIST page being chosen (list.c): the request, the sorted selection
+ * (max + 1 entries: the extra one says the page is not the last) and the
+ * encoded answer. */
+#define RIO_SRV_LIST_DEFAULT 1000u /* max_keys 0 */
+struct rio_srv_list_sel {
+    const char *key;             /* the object's key (borrowed under the table's lock) */
+    uint16_t len;                /* shown length: a common prefix ends at its '/' */
+    const struct rio_srv_obj *o; /* NULL for a common prefix */
+};
+struct rio_srv_lister {
+    struct rio_proto_list m; /* borrowed strings: the request's body */
+    unsigned max;            /* entries per page, clamped */
+    uint64_t now;
+    struct rio_srv_list_sel *sel;
+    unsigned n;
+    uint8_t *out; /* the answer's control part, cap bytes */
+    size_t cap, out_len;
+};
+/* Clamp and allocate (before any lock). 0 or -ENOMEM. */
+int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *m);
+void rio__srv_lister_cleanup(struct rio_srv_lister *l);
+/* Under the lock of an object table (tab, mask + 1 chains by hnext): choose
+ * the page among its objects and encode it into out (out_len). */
+void rio__srv_list_table_locked(struct rio_srv_lister *l, struct rio_srv_obj *const *tab,
+                                size_t mask);
+/* One page of the memory store's published objects (never an upload). */
+void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l);
 
 /* ------------------------------------------------------------ disk tier */
 
@@ -418,6 +463,8 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
 /* Drop the tombstones no upload can lose to any more (periodic). */
 void rio__srv_disk_reclaim(struct rio_srv_disk *d);
 void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st);
+/* One page of the disk index (every object of the disk tier). */
+void rio__srv_disk_list(struct rio_srv_disk *d, struct rio_srv_lister *l);
 
 /* --------------------------------------------------------------- metrics */
 

@@ -488,6 +488,13 @@ struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key,
     return o;
 }
 
+void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l)
+{
+    pthread_mutex_lock(&s->mu);
+    rio__srv_list_table_locked(l, s->tab, s->tab_mask);
+    pthread_mutex_unlock(&s->mu);
+}
+
 int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen)
 {
     struct rio_srv_obj **slot;
@@ -577,6 +584,100 @@ static uint64_t chunk_len(const struct rio_srv_upload *u, uint64_t index)
     return rem < u->chunk_size ? rem : u->chunk_size;
 }
 
+/* A chunk of an upload of unknown size: below the bound, whole but for
+ * one, the last (nothing after it). 0, -EFBIG or RIO_EPROTO. */
+static int unknown_chunk_ok_locked(struct rio_srv_upload *u, uint64_t index, uint64_t len)
+{
+    if (index >= u->nchunks) {
+        SRV_INFO("put refused: an upload of unknown size reached %llu chunks of %llu bytes, the "
+                 "most this server takes (--memory, --max-chunks)",
+                 (unsigned long long)u->nchunks, (unsigned long long)u->chunk_size);
+        return -EFBIG;
+    }
+    if (len == 0 || len > u->chunk_size)
+        return RIO_EPROTO;
+    if (u->short_set) {
+        /* The short chunk again (same length), or one before it. */
+        if (index > u->short_index || (index == u->short_index && len != u->short_len) ||
+            (index < u->short_index && len != u->chunk_size))
+            return RIO_EPROTO;
+    } else if (len < u->chunk_size) {
+        if (index + 1 < u->top)
+            return RIO_EPROTO; /* a whole chunk came after it */
+        u->short_set = 1;
+        u->short_index = index;
+        u->short_len = len;
+    }
+    if (index + 1 > u->top)
+        u->top = index + 1;
+    return 0;
+}
+
+/* Give back the memory of an upload's buffer beyond its first n bytes:
+ * the mapping's tail, or a smaller copy; the buffer to use from now on. */
+static uint8_t *data_shrink(uint8_t *p, uint64_t old, uint64_t n)
+{
+    uint8_t *q;
+
+    if (!p || n == old)
+        return p;
+    if (!rio__srv_data_heap && old >= MMAP_MIN && n >= MMAP_MIN) {
+        munmap(p + map_len(n), (size_t)(map_len(old) - map_len(n)));
+        return p;
+    }
+    q = n ? rio__srv_data_alloc(n) : NULL;
+    if (n && !q)
+        return NULL;
+    if (n)
+        memcpy(q, p, (size_t)n);
+    rio__srv_data_free(p, old);
+    return q;
+}
+
+int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t n)
+{
+    uint64_t size, old;
+    int ret = 0;
+
+    pthread_mutex_lock(&s->mu);
+    if (!u->unknown)
+        goto out;
+    if (u->dead) {
+        ret = RIO_ENOTFOUND;
+        goto out;
+    }
+    if (n > u->nchunks || u->top > n || (u->short_set && u->short_index + 1 != n)) {
+        ret = RIO_EINVAL;
+        goto out;
+    }
+    size = n ? (n - 1) * u->chunk_size + (u->short_set ? u->short_len : u->chunk_size) : 0;
+    old = u->size;
+    /* Nothing writes into it now: every chunk below n is in (the commit's
+     * client waited for them), none above was claimed. */
+    uint8_t *d = data_shrink(u->data, old, size);
+    if (size && !d) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    u->data = d;
+    u->size = size;
+    u->nchunks = n;
+    u->unknown = 0;
+    /* Its metadata is charged from now on as for n chunks, not the bound. */
+    uint64_t meta = n * 18 + u->key_len + sizeof(*u) + sizeof(struct rio_srv_obj);
+    if (meta < u->meta) {
+        uint64_t delta = u->meta - meta;
+        s->used -= delta;
+        u->charge -= delta;
+        if (!u->started)
+            s->unstarted_meta -= delta;
+        u->meta = meta;
+    }
+out:
+    pthread_mutex_unlock(&s->mu);
+    return ret;
+}
+
 /* Make room for need bytes: evict least-recently-used objects (lru mode), or
  * refuse. Expired objects go first in either mode. */
 static int reserve_locked(struct rio_srv_store *s, uint64_t need)
@@ -611,16 +712,51 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
     return 0;
 }
 
-int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m,
+/* The most chunks an upload of unknown size may hold: what the capacity
+ * takes (with each chunk's metadata), at most max_chunks and at most what
+ * the metadata share of uploads without data allows. */
+static uint64_t unknown_nchunks(const struct rio_srv_store *s, uint64_t chunk, uint16_t key_len)
+{
+    uint64_t fixed = key_len + sizeof(struct rio_srv_upload) + sizeof(struct rio_srv_obj);
+    uint64_t n;
+
+    if (s->capacity <= fixed)
+        return 0;
+    n = (s->capacity - fixed) / (chunk + 18);
+    /* Its metadata, charged from the open, must fit what uploads without
+     * a chunk may hold: tiny chunks give a smaller bound, never a huge
+     * allocation of per-chunk arrays. */
+    if (n > s->capacity / UNSTARTED_SHARE / 18)
+        n = s->capacity / UNSTARTED_SHARE / 18;
+    return n < s->max_chunks ? n : s->max_chunks;
+}
+
+int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open *m_in,
                         const struct rio_srv_admit *ad, uint64_t *upload_id, int attach)
 {
+    struct rio_proto_put_open bound = *m_in, *m = &bound;
     struct rio_srv_upload *u;
     struct rio_srv_client *cl;
     uint64_t nchunks, meta;
+    int unknown = m_in->size == RIO_PROTO_SIZE_UNKNOWN;
     int ret;
 
     if (m->chunk_size == 0 || !rio__key_len_ok(m->key_len))
         return RIO_EINVAL;
+    if (unknown) {
+        /* The disk tier sizes an object's file from its chunk count. */
+        if (s->disk) {
+            SRV_INFO("put refused: an upload of unknown size (the disk tier takes known sizes "
+                     "only)");
+            return RIO_ENOTSUP;
+        }
+        /* Opened for the most it may hold: its memory is mapped, not
+         * resident, and charged chunk by chunk as for any upload. */
+        nchunks = unknown_nchunks(s, m->chunk_size, m->key_len);
+        if (nchunks == 0)
+            return -EFBIG;
+        m->size = nchunks * m->chunk_size;
+    }
     nchunks = m->size ? (m->size - 1) / m->chunk_size + 1 : 0;
     if (nchunks > s->max_chunks)
         return RIO_EINVAL;
@@ -641,6 +777,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     u->size = m->size;
     u->chunk_size = m->chunk_size;
     u->nchunks = nchunks;
+    u->unknown = unknown;
     u->key_len = m->key_len;
     u->meta = meta;
     u->ttl_ns = (uint64_t)m->ttl_ms * 1000000ull;
@@ -675,7 +812,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
                  "(limit: 1/%u of --memory)",
                  (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
         ret = RIO_ETHROTTLE;
-    } else if (!s->evict_lru && !s->disk && s->used + s->warm + m->size + meta > s->capacity) {
+    } else if (!s->evict_lru && !s->disk && !unknown &&
+               s->used + s->warm + m->size + meta > s->capacity) {
         /* Refuse mode: what cannot fit now is refused now (nothing is
          * reserved: uploads racing for the same room may still meet
          * ENOSPC on a chunk). */
@@ -814,7 +952,11 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         ret = RIO_ENOTFOUND;
         goto out;
     }
-    if (index >= u->nchunks || len != chunk_len(u, index)) {
+    if (u->unknown) {
+        ret = unknown_chunk_ok_locked(u, index, len);
+        if (ret < 0)
+            goto out;
+    } else if (index >= u->nchunks || len != chunk_len(u, index)) {
         ret = RIO_EPROTO;
         goto out;
     }
@@ -838,7 +980,7 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         ret = 1; /* a retry of a chunk that did arrive: nothing to do */
         goto out;
     }
-    if (!u->started && u->data && !u->uncache &&
+    if (!u->started && u->data && !u->uncache && !u->unknown &&
         s->warm + u->size <= s->capacity / MAP_CACHE_SHARE &&
         (warm = map_cache_take(u->size)) != NULL) {
         /* Its first chunk: a kept mapping of its size, backed already,
@@ -1096,6 +1238,7 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     }
     o->expiry_ns = u->ttl_ns && !s->no_ttl ? rio__now_ns() + u->ttl_ns : 0;
     o->open_gen = u->open_gen;
+    o->mtime_ns = (int64_t)rio__clock_ns(CLOCK_REALTIME);
     /* Until published or dropped it can still land: tombstones wait. */
     o->committing = 1;
     rio_list_push_front(&s->committing, &o->cnode);

@@ -65,6 +65,8 @@ struct rio_module_host {
     void (*detail_clear)(void);
     /* the one redaction of secrets from a URL (core/url.h) */
     const char *(*url_redact)(const char *url, char *out, size_t cap);
+    /* core/checksum.h: S3's per-part CRC32C */
+    uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n);
 };
 
 /* What a module gives back. */

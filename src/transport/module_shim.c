@@ -86,6 +86,11 @@ uint64_t rio__xxh3(const void *p, size_t n)
     return host->xxh3(p, n);
 }
 
+uint32_t rio__crc32c(uint32_t crc, const void *p, size_t n)
+{
+    return host->crc32c(crc, p, n);
+}
+
 int rio__opt_bool(const char *name, const char *v, bool *out)
 {
     return host->opt_bool(name, v, out);

@@ -94,6 +94,7 @@ static const struct rio_module_host module_host = {
     .errname = rio_errname,
     .copy_nt = rio__copy_nt,
     .xxh3 = rio__xxh3,
+    .crc32c = rio__crc32c,
     .opt_bool = rio__opt_bool,
     .opt_tristate = rio__opt_tristate,
     .opt_ms = rio__opt_ms,

@@ -56,8 +56,8 @@ struct rio_io {
  * the final size and nchunks (0 for an empty stream).
  */
 #define RIO_CAP_STREAM_PUT 0x2u
-/* Stores the descriptor's etag (the stream MD5) at put_commit. Without it
- * the engine does not compute the MD5 of a PUT (d->etag is ""). */
+/* Stores the descriptor's etag (the fast etag or the stream MD5, option
+ * etag) at put_commit. Without it the engine computes none (d->etag ""). */
 #define RIO_CAP_ETAG 0x4u
 /* A put_commit that returns a retryable class (transport.h, metadata rule)
  * leaves the upload as it was: not consumed, nothing published, so the
@@ -210,12 +210,20 @@ struct rio_transport_ops {
      * engine retries; thread-safe, may block). Optional: NULL list means the
      * backend cannot list (rio_list returns RIO_ENOTSUP); NULL exists means
      * the engine runs lookups in parallel on its metadata workers instead.
-     * list fills one page (a->max_keys already clamped, at least 1; entries
-     * from rio__calloc/rio__realloc (core/alloc.h: the engine frees them
-     * with rio__free), in byte order of key unless the backend documents
-     * otherwise) and next_token; every key it returns is checked like a
-     * lookup's (terminated, at most RIO_KEY_MAX). exists writes n bytes
-     * of 1 (exists) or 0 and returns 0 or an error; n is at most
+     * list fills one page (a->max_keys already clamped, at least 1;
+     * a->prefix never NULL; entries from rio__calloc/rio__realloc
+     * (core/alloc.h: rio_list_page_cleanup frees them with rio__free), in
+     * byte order of key unless the backend has RIO_CAP_LIST_UNORDERED) and
+     * next_token ("" on the last page). A token is the backend's own;
+     * a->start_after (set only without a token) is a key of up to
+     * RIO_KEY_MAX arbitrary bytes and the page holds keys after it in byte
+     * order: the engine's RIO_LIST_DELIM pages with it alone (it skips a
+     * common prefix P with P padded with 0xff). a->flags has RIO_LIST_DELIM
+     * only for a backend with RIO_CAP_LIST_DELIM. The engine checks every
+     * page (core/listing.c): at most max_keys entries, keys terminated,
+     * under the prefix and in order, next_token terminated; on error the
+     * page is freed. exists writes n bytes of 1 (exists) or 0 and returns 0
+     * or an error (not RIO_ENOTFOUND: a missing key is a 0); n is at most
      * RIO_LIST_PAGE_MAX (the engine splits larger sets). */
     int (*list)(struct rio_transport *t, const struct rio_list_args *a, struct rio_list_page *out);
     int (*exists)(struct rio_transport *t, const char *const *keys, unsigned n, uint8_t *out);
@@ -241,6 +249,10 @@ struct rio_transport {
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
     uint64_t put_chunk_min;
     uint64_t put_chunks_max;
+    /* The etag it stores (RIO_CAP_ETAG) must be the MD5 of the bytes (S3
+     * compares it with the server's own): the engine gives it no etag
+     * unless etag=md5 asks for the MD5, never the fast one (set by open). */
+    bool etag_md5_only;
     /* Set by the engine before its thread starts, valid until close; a
      * transport only calls it through rio__t_path_event. */
     void (*path_event)(struct rio_transport *t, unsigned path, int state, int err);

@@ -14,6 +14,7 @@
  *   mode 2       a stream of frames, each header resealed, each body given
  *                to its opcode's request or response decoder
  *   modes 3..17  one body decoder each, on the rest of the input
+ *   modes 20..23 LIST and EXISTS requests and answers, one body decoder each
  *
  * Build and run: scripts/fuzz-smoke.sh (clang -fsanitize=fuzzer,address).
  * With RIO_FUZZ_SEED_DIR set, the target first writes a seed corpus of valid
@@ -60,6 +61,10 @@ enum {
     M_PING,
     M_STREAM_KEYED,
     M_HELLO_FRAME,
+    M_LIST,
+    M_LIST_RESP,
+    M_EXISTS,
+    M_EXISTS_RESP,
     M__COUNT
 };
 
@@ -176,6 +181,53 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
+    case M_LIST:
+        ROUND_TRIP(list, CHECK(m.prefix_len <= RIO_KEY_MAX && m.after_len <= RIO_KEY_MAX);
+                   CHECK((m.flags & ~RIO_PROTO_LIST_DELIM) == 0));
+        break;
+    case M_LIST_RESP: {
+        struct rio_proto_list_resp m;
+        if (rio__proto_dec_list_resp(b, len, &m) == 0) {
+            struct rio_proto_entry e;
+            size_t off = 0, sum = RIO_PROTO_LIST_FIXED;
+            CHECK(m.n <= RIO_PROTO_LIST_MAX_KEYS);
+            for (uint32_t i = 0; i < m.n; i++) {
+                CHECK(rio__proto_list_entry(&m, &off, &e) == 0);
+                CHECK(e.key_len >= 1 && e.key_len <= RIO_KEY_MAX);
+                CHECK(e.key >= (const char *)b && e.key + e.key_len <= (const char *)b + len);
+                /* Each entry re-encodes to its own bytes. */
+                int k = rio__proto_enc_entry(&e, enc_buf, sizeof(enc_buf));
+                CHECK(k > 0 && memcmp(enc_buf, b + sum, (size_t)k) == 0);
+                sum += (size_t)k;
+            }
+            CHECK(rio__proto_list_entry(&m, &off, &e) == RIO_EPROTO);
+            CHECK(sum == len);
+            if (len <= sizeof(enc_buf))
+                same(rio__proto_enc_list_resp(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_EXISTS: {
+        struct rio_proto_exists m;
+        if (rio__proto_dec_exists(b, len, &m) == 0) {
+            const char *k;
+            uint16_t kl;
+            size_t off = 0;
+            CHECK(m.n >= 1 && m.n <= RIO_PROTO_EXISTS_MAX_KEYS);
+            for (uint32_t i = 0; i < m.n; i++) {
+                CHECK(rio__proto_exists_key(&m, &off, &k, &kl) == 0);
+                CHECK(kl >= 1 && kl <= RIO_KEY_MAX && memchr(k, 0, kl) == NULL);
+            }
+            CHECK(off == m.keys_len);
+            if (len <= sizeof(enc_buf))
+                same(rio__proto_enc_exists(&m, enc_buf, sizeof(enc_buf)), b, len);
+        }
+        break;
+    }
+    case M_EXISTS_RESP:
+        ROUND_TRIP(exists_resp, CHECK(m.n >= 1 && m.n <= RIO_PROTO_EXISTS_MAX_KEYS);
+                   CHECK(len == 4 + (m.n + 7) / 8));
+        break;
     default:
         break;
     }
@@ -196,6 +248,8 @@ static const struct {
     {RIO_OP_PUT_ABORT, M_PUT_ABORT, M_PING},
     {RIO_OP_READ, M_READ, M_PING},
     {RIO_OP_STAT, M_PING, M_STAT_RESP},
+    {RIO_OP_LIST, M_LIST, M_LIST_RESP},
+    {RIO_OP_EXISTS, M_EXISTS, M_EXISTS_RESP},
 };
 
 static int body_mode(int op, int response)
@@ -414,6 +468,36 @@ static size_t make_seeds(struct seed *s)
     rio__proto_hdr_encode(&h3, s[n].b + 1);
     rio__proto_enc_hello(&he, s[n].b + 33, 24);
     s[n++].len = 57;
+    struct rio_proto_list li = {.max_keys = 1000,
+                                .flags = 1,
+                                .prefix = "p/",
+                                .prefix_len = 2,
+                                .after = "p/a",
+                                .after_len = 3};
+    ADD(M_LIST, rio__proto_enc_list(&li, s[n].b + 1, sizeof(s[n].b) - 1));
+    {
+        /* Two entries, a common prefix and an object, after the fixed part. */
+        struct rio_proto_entry e1 = {.flags = RIO_PROTO_ENTRY_DIR, .key = "p/a/", .key_len = 4};
+        struct rio_proto_entry e2 = {.size = 7,
+                                     .generation = 3,
+                                     .mtime_ns = 1700000000000000000,
+                                     .key = "p/b",
+                                     .key_len = 3};
+        memset(e2.etag, 'c', 32);
+        uint8_t *q = s[n].b + 1;
+        int a = rio__proto_enc_list_resp_fixed(2, RIO_PROTO_LIST_TRUNCATED, q, 8);
+        a += rio__proto_enc_entry(&e1, q + a, 200);
+        a += rio__proto_enc_entry(&e2, q + a, 200);
+        ADD(M_LIST_RESP, a);
+    }
+    {
+        const char *ek[] = {"a", "bb", "some/key"};
+        const uint16_t el[] = {1, 2, 8};
+        ADD(M_EXISTS, rio__proto_enc_exists_keys(ek, el, 3, s[n].b + 1, sizeof(s[n].b) - 1));
+        uint8_t bits[2] = {0x05, 0x01};
+        struct rio_proto_exists_resp er = {.n = 9, .bits = bits};
+        ADD(M_EXISTS_RESP, rio__proto_enc_exists_resp(&er, s[n].b + 1, sizeof(s[n].b) - 1));
+    }
 #undef ADD
     return n;
 }

@@ -35,6 +35,9 @@ The object is stored under the full key as usual. Kinds:
   putdigest  PUT: 400 BadDigest
   putetag    PUT: stored whole, but the ETag answered is the MD5 of other
              bytes (as if the part had been damaged in flight)
+  putflip    PUT: one bit of the body flipped before any check (damaged in
+             flight): Content-MD5 or a checked CRC32C refuses it, else it
+             is stored and its ETag is the MD5 of the damaged bytes
   501        501 NotImplemented (not retryable: the server cannot do it)
   408        408 RequestTimeout (retryable, and no fault of the path)
   hugehead   HEAD (no object needed): railio metadata claiming
@@ -53,12 +56,18 @@ The object is stored under the full key as usual. Kinds:
   get503     GET without a Range (a multipart object's sidecar, whose key
              starts as the object's): 503 ServiceUnavailable
 
-GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N"
-(uploads: open multipart uploads, all buckets; completes: CompleteMultipartUpload
-requests, heads: HEAD requests, whatever their answer).
+An x-amz-checksum-crc32c header is counted; in a bucket whose name starts
+with "ck" it is also checked (400 BadDigest when wrong), as S3 does; other
+buckets ignore it, as radosgw before Squid does.
+
+GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N
+crc32c=N" (uploads: open multipart uploads, all buckets; completes:
+CompleteMultipartUpload requests, heads: HEAD requests, whatever their answer;
+crc32c: PUTs that carried x-amz-checksum-crc32c).
 """
 
 import argparse
+import base64
 import hashlib
 import http.server
 import os
@@ -74,11 +83,11 @@ LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
 UPLOADS = {}  # upload id -> dict(bucket, key, meta, parts{n: (data, etag)})
 FAULTS = {}  # (bucket, key) -> [kind, remaining (None = forever)]
-STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0}
+STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0}
 NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
-PUT_KINDS = ("put503", "putreset", "putdigest", "putetag")
+PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putflip")
 HEAD_KINDS = ("hugehead", "longhead", "head503")
 COMPLETE_KINDS = ("complete503", "completelost", "completegone")
 PLAIN_GET_KINDS = ("get503",)
@@ -86,6 +95,27 @@ PLAIN_GET_KINDS = ("get503",)
 
 def md5hex(b):
     return hashlib.md5(b).hexdigest()
+
+
+def _crc32c_table():
+    t = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+CRC32C_TABLE = _crc32c_table()
+
+
+def crc32c_b64(b):
+    """S3's x-amz-checksum-crc32c of b: the big-endian CRC32C, base64."""
+    c, t = 0xFFFFFFFF, CRC32C_TABLE
+    for x in b:
+        c = t[(c ^ x) & 0xFF] ^ (c >> 8)
+    return base64.b64encode(struct.pack(">I", c ^ 0xFFFFFFFF)).decode()
 
 
 def xml_error(code, msg):
@@ -180,9 +210,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bucket, key, q = self.split()
         if bucket == "_stats":
             with LOCK:
-                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d\n" % (
+                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d\n" % (
                     STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS),
-                    STATS["completes"], STATS["heads"])
+                    STATS["completes"], STATS["heads"], STATS["crc32c"])
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
@@ -331,6 +361,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data = self.body()
         if kind == "put503":
             return self.err(503, "ServiceUnavailable")
+        # Data only: a part, or a PutObject carrying railio's chunk list (not a sidecar).
+        if kind == "putflip" and data and ("uploadId" in q or "x-amz-meta-railio-xxh" in self.headers):
+            data = bytes([data[0] ^ 0x01]) + data[1:]
+        ck = self.headers.get("x-amz-checksum-crc32c")
+        if ck is not None:
+            with LOCK:
+                STATS["crc32c"] += 1
+            if bucket.startswith("ck") and crc32c_b64(data) != ck:
+                return self.err(400, "BadDigest")
         if kind == "putdigest" or not self.check_md5(data):
             return self.err(400, "BadDigest")
         etag = '"%s"' % md5hex(data)

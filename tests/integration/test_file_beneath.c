@@ -115,6 +115,38 @@ static void escapes_refused(bool openat2)
     } else {
         T_ERR(rio_put(e.c, "in/x", "inside", 6, NULL, NULL), -EXDEV);
     }
+    /* A listing walks beneath the root only: no symbolic link is followed
+     * or listed (not even one that stays inside), and neither the
+     * transport's temporary files nor the CLI's partial downloads are
+     * objects. */
+    fu_write(fu_path("root/sub/.real.railio-tmp-0123456789abcdef"), "tmp", 3);
+    fu_write(fu_path("root/sub/real.railio-tmp.4242"), "part", 4);
+    T_OK(rio_put(e.c, "sub/real", "real", 4, NULL, NULL));
+    struct rio_list_args la = {0};
+    struct rio_list_page lp;
+    T_OK(rio_list(e.c, &la, &lp, NULL));
+    T_EQ(lp.n, 2u);
+    T_STREQ(lp.entries[0].key, "fin");
+    T_STREQ(lp.entries[1].key, "sub/real");
+    T_EQ(lp.entries[1].size, 4u);
+    T_STREQ(lp.next_token, "");
+    rio_list_page_cleanup(&lp);
+    la.flags = RIO_LIST_DELIM;
+    T_OK(rio_list(e.c, &la, &lp, NULL));
+    T_EQ(lp.n, 2u);
+    T_STREQ(lp.entries[1].key, "sub/");
+    rio_list_page_cleanup(&lp);
+    const char *ek[] = {"fin", "sub/real", "sub/nope", "nodir/x"};
+    uint8_t ex[4];
+    unsigned hits;
+    T_EQ(rio_exists_batch(e.c, ek, 4, ex, &hits, NULL), 2);
+    T_EQ(hits, 2u);
+    const char *eout[] = {"fin", "rel/secret"};
+    T_ERR(rio_exists_batch(e.c, eout, 2, ex, &hits, NULL), -EXDEV);
+    T_OK(rio_delete(e.c, "sub/real"));
+    T_EQ(unlink(fu_path("root/sub/.real.railio-tmp-0123456789abcdef")), 0);
+    T_EQ(unlink(fu_path("root/sub/real.railio-tmp.4242")), 0);
+
     /* Plain keys and new subdirectories still work. */
     T_OK(rio_put(e.c, "new/dir/obj", "hello", 5, NULL, NULL));
     T_EQ(rio_get(e.c, "new/dir/obj", buf, sizeof(buf), NULL), 5);

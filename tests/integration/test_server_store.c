@@ -62,16 +62,6 @@ static int present(struct wc *c, const char *key)
     return st == 0;
 }
 
-static struct rio_proto_stat_resp stat_of(struct wc *c)
-{
-    struct rio_proto_stat_resp st;
-    uint8_t *body = NULL;
-    uint32_t blen = 0;
-    T_EQ(wc_call(c, RIO_OP_STAT, NULL, 0, NULL, 0, &body, &blen), 0);
-    T_OK(rio__proto_dec_stat_resp(body, blen, &st));
-    free(body);
-    return st;
-}
 
 /* 1100 KiB holds four 256 KiB objects (with their metadata), not five. */
 TEST(lru_eviction)
@@ -97,7 +87,7 @@ TEST(lru_eviction)
     T_TRUE(present(&c, "o3"));
     T_TRUE(present(&c, "o4"));
     T_EQ(srv_scrape(&e, "railiod_evictions_total"), 1.0);
-    T_EQ(stat_of(&c).objects, 4u);
+    T_EQ(wc_stat(&c).objects, 4u);
     /* An object that can never fit is refused outright. */
     uint64_t up;
     T_EQ(wc_put_open(&c, "huge", 2u << 20, CHUNK, 0, &up), -EFBIG);
@@ -105,9 +95,9 @@ TEST(lru_eviction)
      * they arrive, and uploads in progress are never evicted: with 896 KiB
      * received by one, the objects go, then a new upload is refused. */
     T_EQ(wc_put_open(&c, "pending", 900u * 1024u, CHUNK, 0, &up), 0);
-    T_EQ(stat_of(&c).objects, 4u);
+    T_EQ(wc_stat(&c).objects, 4u);
     fill_chunks(&c, up, 14);
-    T_EQ(stat_of(&c).objects, 0u);
+    T_EQ(wc_stat(&c).objects, 0u);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), -ENOSPC);
     T_EQ(wc_call(&c, RIO_OP_PUT_ABORT, &up, 8, NULL, 0, NULL, NULL), 0);
     T_EQ(put_ttl(&c, "o5", 5, 0, &gen), 0);
@@ -150,7 +140,7 @@ TEST(refuse_when_full)
 static int wait_uploads(struct wc *c, uint64_t uploads)
 {
     for (int i = 0; i < 200; i++) {
-        if (stat_of(c).uploads == uploads)
+        if (wc_stat(c).uploads == uploads)
             return 1;
         usleep(10000);
     }
@@ -198,7 +188,7 @@ TEST(idle_opens_evict_nothing)
         snprintf(key, sizeof(key), "idle%d", i);
         T_EQ(wc_put_open(&idle, key, 1u << 20, CHUNK, 0, &up[i]), 0);
     }
-    T_EQ(stat_of(&c).objects, 5u);
+    T_EQ(wc_stat(&c).objects, 5u);
     T_EQ(srv_scrape(&e, "railiod_evictions_total"), 0.0);
     for (int i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "o%d", i);
@@ -209,7 +199,7 @@ TEST(idle_opens_evict_nothing)
     T_GE(srv_scrape(&e, "railiod_evictions_total"), 1.0);
     /* The idle connection closes: its uploads go at once, not after the
      * upload timeout (60 s). */
-    T_EQ(stat_of(&c).uploads, 7u);
+    T_EQ(wc_stat(&c).uploads, 7u);
     wc_close(&idle);
     T_TRUE(wait_uploads(&c, 0));
     T_EQ(srv_scrape(&e, "railiod_uploads_closed_total"), 7.0);
@@ -236,7 +226,7 @@ TEST(upload_reclaimed_when_its_connections_close)
     T_EQ(wc_put_chunk(&b, up, 0, x[0], d, CHUNK), 0);
     wc_close(&a);
     usleep(200000);
-    T_EQ(stat_of(&c).uploads, 1u);
+    T_EQ(wc_stat(&c).uploads, 1u);
     for (unsigned i = 1; i < OBJ / CHUNK; i++)
         T_EQ(wc_put_chunk(&b, up, i, x[i], d + i * CHUNK, CHUNK), 0);
     wc_etag(d, OBJ, etag);
@@ -316,7 +306,7 @@ TEST(ttl_expiry)
     /* 1 s TTL + one 250 ms sweep period + slack: gone without being asked
      * for, the sweep dropped it. */
     sleep_until(t_default, 1500);
-    T_EQ(stat_of(&c).objects, 1u);
+    T_EQ(wc_stat(&c).objects, 1u);
     T_EQ(srv_scrape(&e, "railiod_expirations_total"), 2.0);
     T_FALSE(present(&c, "default"));
     T_TRUE(present(&c, "long"));
@@ -338,9 +328,9 @@ TEST(abandoned_uploads_are_reclaimed)
     fill_chunks(&c, up, 10);
     /* While it lives it holds the room its chunks took. */
     T_EQ(wc_put_open(&c, "b", 700u * 1024u, CHUNK, 0, &up2), -ENOSPC);
-    T_EQ(stat_of(&c).uploads, 1u);
+    T_EQ(wc_stat(&c).uploads, 1u);
     usleep(800000);
-    T_EQ(stat_of(&c).uploads, 0u);
+    T_EQ(wc_stat(&c).uploads, 0u);
     T_EQ(wc_put_chunk(&c, up, 10, rio__xxh3(d, 60u * 1024u), d, 60u * 1024u), RIO_ENOTFOUND);
     T_EQ(srv_scrape(&e, "railiod_uploads_reclaimed_total"), 1.0);
     T_EQ(srv_scrape(&e, "railiod_used_bytes"), 0.0);
@@ -491,7 +481,7 @@ TEST(failed_chunks_release_their_memory)
         for (unsigned k = 0; k < size / chunk; k++)
             T_EQ(wc_put_chunk(&c, up, k, 12345, d, chunk), RIO_ECHECKSUM);
     }
-    T_EQ(stat_of(&c).uploads, 8u);
+    T_EQ(wc_stat(&c).uploads, 8u);
     kb_below(&e, "VmRSS", "8 x 30 MiB of failed chunks with --memory 32M", (32u + 32u) * 1024u);
     free(d);
     srv_end_wc(&e, &c);

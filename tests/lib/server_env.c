@@ -761,3 +761,14 @@ void wc_open(struct wc *c, const char *addr)
     wc_connect(c, addr);
     wc_hello(c, NULL);
 }
+
+struct rio_proto_stat_resp wc_stat(struct wc *c)
+{
+    struct rio_proto_stat_resp st;
+    uint8_t *body = NULL;
+    uint32_t blen = 0;
+    T_EQ(wc_call(c, RIO_OP_STAT, NULL, 0, NULL, 0, &body, &blen), 0);
+    T_OK(rio__proto_dec_stat_resp(body, blen, &st));
+    free(body);
+    return st;
+}

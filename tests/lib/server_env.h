@@ -207,6 +207,9 @@ int wc_delete(struct wc *c, const char *key);
 
 int wc_ping(struct wc *c);
 
+/* STAT: the server's counters (fails the test on any error). */
+struct rio_proto_stat_resp wc_stat(struct wc *c);
+
 /* Wait until the peer closes the connection (EOF or reset) within
  * timeout_ms, discarding anything it sends first; 0, or -ETIMEDOUT. */
 int wc_wait_closed(struct wc *c, unsigned timeout_ms);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* tcp_util: the railio:// tests' clients and checks (see tcp_util.h). */
+#include <xxhash.h>
+
 #include "tcp_util.h"
 #include "transport/fault.h"
 
@@ -39,4 +41,12 @@ void tu_env_stop(struct tu_env *x)
 {
     tu_close(&x->u);
     T_EQ(srv_stop(&x->e), 0);
+}
+
+int tu_hash_cb(void *arg, const void *data, size_t len)
+{
+    struct tu_hasher *h = arg;
+    XXH3_64bits_update(h->st, data, len);
+    h->n += len;
+    return 0;
 }

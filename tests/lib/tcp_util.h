@@ -62,6 +62,14 @@ uint64_t tu__put(struct rio_client *c, const char *key, size_t n, uint64_t seed,
         t__get_check((c), (key), (n), (seed), &tu__call, __FILE__, __LINE__);                      \
     } while (0)
 
+/* rio_get_stream's callback hashing what streams (h->st an XXH3_state_t
+ * reset by the caller) and counting it: nothing is kept whole. */
+struct tu_hasher {
+    void *st;
+    uint64_t n;
+};
+int tu_hash_cb(void *arg, const void *data, size_t len);
+
 /* A railiod started with extra args (NULL: none) and a client on its first
  * listener with the tests' options o and URL params (NULL: none). */
 struct tu_env {

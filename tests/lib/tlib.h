@@ -221,7 +221,8 @@ void t__roundtrip(struct rio_client *c, const char *key, size_t n, uint64_t seed
     t__roundtrip((c), (key), (n), (seed), (chunk), __FILE__, __LINE__)
 
 /* A big object's round trip: PUT n bytes of pattern seed (its ETag the
- * MD5 of the bytes), STAT, GET byte-exact, DELETE; the rates on stderr. */
+ * MD5 of the bytes or the fast etag of their chunks, never ""), STAT (the
+ * same ETag), GET byte-exact, DELETE; the rates on stderr. */
 void t__roundtrip_big(struct rio_client *c, const char *key, size_t n, uint64_t seed,
                       const char *file, int line);
 #define t_roundtrip_big(c, key, n, seed)                                                           \

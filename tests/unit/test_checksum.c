@@ -78,3 +78,81 @@ TEST(md5_cleanup_safe)
     T_NULL(m.ctx);
     rio__md5_cleanup(&m);
 }
+
+/* RFC 3720 (iSCSI) B.4 and the "123456789" check value. */
+TEST(crc32c_known_values)
+{
+    uint8_t b[32];
+
+    T_EQ(rio__crc32c(0, "", 0), 0u);
+    T_EQ(rio__crc32c(0, "123456789", 9), 0xE3069283u);
+    T_EQ(rio__crc32c_sw(0, "123456789", 9), 0xE3069283u);
+    memset(b, 0, sizeof(b));
+    T_EQ(rio__crc32c(0, b, 32), 0x8A9136AAu);
+    memset(b, 0xff, sizeof(b));
+    T_EQ(rio__crc32c(0, b, 32), 0x62A8AB43u);
+    for (int i = 0; i < 32; i++)
+        b[i] = (uint8_t)i;
+    T_EQ(rio__crc32c(0, b, 32), 0x46DD794Eu);
+    for (int i = 0; i < 32; i++)
+        b[i] = (uint8_t)(31 - i);
+    T_EQ(rio__crc32c(0, b, 32), 0x113FDB5Cu);
+}
+
+/* The interleaved hardware path (three streams of 8 KiB and of 256 bytes,
+ * folded) equals the tables at every length and alignment around its
+ * block edges, and a CRC fed piece by piece equals the one-shot CRC. */
+TEST(crc32c_hw_equals_tables_and_chains)
+{
+    size_t n = 3 * 8192 * 2 + 3 * 256 * 3 + 77;
+    uint8_t *buf = malloc(n + 8);
+    T_NOTNULL(buf);
+    t_fill_pattern(buf, n + 8, 7);
+    static const size_t lens[] = {0,    1,    7,    8,     9,     255,   256,   767,   768,  769,
+                                  1000, 8191, 8192, 24575, 24576, 24577, 25000, 49152, 50000};
+    for (size_t a = 0; a < 8; a++)
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            size_t len = lens[i] < n ? lens[i] : n;
+            T_EQ(rio__crc32c(0, buf + a, len), rio__crc32c_sw(0, buf + a, len));
+        }
+    uint32_t one = rio__crc32c(0, buf, n), inc = 0;
+    for (size_t off = 0, step = 1; off < n; off += step, step = step * 5 + 3) {
+        size_t len = step < n - off ? step : n - off;
+        inc = rio__crc32c(inc, buf + off, len);
+    }
+    T_EQ(inc, one);
+    buf[n / 2] ^= 0x10;
+    T_NE(rio__crc32c(0, buf, n), one);
+    free(buf);
+}
+
+/* The fast etag is 32 lower-case hex digits, stable for the same list and
+ * geometry, and changes when any chunk's xxh3 (so any byte), the size or
+ * the chunk size does. */
+TEST(etag_fast_stable_and_sensitive)
+{
+    uint64_t xxh[130];
+    char a[33], b[33], c[33];
+
+    for (int i = 0; i < 130; i++)
+        xxh[i] = rio__xxh3(&i, sizeof(i));
+    rio__etag_fast(xxh, 130, 130u * 4096 - 5, 4096, a);
+    T_EQ(strlen(a), 32u);
+    for (int i = 0; i < 32; i++)
+        T_TRUE((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'a' && a[i] <= 'f'));
+    rio__etag_fast(xxh, 130, 130u * 4096 - 5, 4096, b);
+    T_STREQ(a, b);
+    rio__etag_fast(xxh, 130, 130u * 4096 - 4, 4096, c);
+    T_NE(strcmp(a, c), 0);
+    rio__etag_fast(xxh, 130, 130u * 4096 - 5, 8192, c);
+    T_NE(strcmp(a, c), 0);
+    for (int i = 0; i < 130; i += 43) {
+        xxh[i] ^= 1;
+        rio__etag_fast(xxh, 130, 130u * 4096 - 5, 4096, c);
+        T_NE(strcmp(a, c), 0);
+        xxh[i] ^= 1;
+    }
+    /* The etag of nothing is defined too. */
+    rio__etag_fast(NULL, 0, 0, 4096, c);
+    T_EQ(strlen(c), 32u);
+}

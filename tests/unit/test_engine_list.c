@@ -215,6 +215,15 @@ TEST(prefix_and_start_after)
     eu_close(&e);
 }
 
+static _Atomic unsigned plain_calls;
+static const struct rio_transport_ops *plain_real;
+static int counting_list(struct rio_transport *t, const struct rio_list_args *a,
+                         struct rio_list_page *out)
+{
+    atomic_fetch_add(&plain_calls, 1);
+    return plain_real->list(t, a, out);
+}
+
 /* RIO_LIST_DELIM on a transport that does not do it: the engine folds keys
  * into common prefixes, once each, across pages, and pages past a common
  * prefix of thousands of keys without returning them. */
@@ -257,6 +266,20 @@ TEST(delim_by_engine)
     T_EQ(p.entries[3].flags, RIO_ENTRY_DIR);
     T_STREQ(p.next_token, "big/");
     rio_list_page_cleanup(&p);
+
+    /* Counted: the whole folded listing in pages of 6 asks the transport a
+     * few times, never once per key under big/ (3000 of them), even where
+     * a transport page ends inside big/. */
+    struct rio_transport_ops counted;
+    plain_real = rio__t_ops(rio__client_transport(e.c));
+    counted = *plain_real;
+    counted.list = counting_list;
+    rio__t_set_ops(rio__client_transport(e.c), &counted);
+    s = list_all(e.c, NULL, NULL, 6, RIO_LIST_DELIM, &pages);
+    T_STREQ(s, "a.txt,a/,b,big/,c/,d,");
+    free(s);
+    T_LE(atomic_load(&plain_calls), 8u);
+    rio__t_set_ops(rio__client_transport(e.c), plain_real);
     eu_close(&e);
 }
 
@@ -569,6 +592,102 @@ TEST(exists_lie_refused)
     patch_apply(e.c);
     T_ERR(rio_exists_batch(e.c, keys, 3, NULL, NULL, NULL), RIO_EPROTO);
     T_TRUE(strstr(rio_error_detail(), "answer[1]") != NULL);
+    unpatch(e.c);
+    eu_close(&e);
+}
+
+/* Allocation failures (test_engine_alloc's sweep): fail the 1st, 2nd, ...
+ * allocation of a listing folded by the engine, a plain one and a batch
+ * existence in turn: each ends with the right answer or a clean -ENOMEM,
+ * and nothing leaks. */
+TEST(alloc_fail_sweep)
+{
+    struct eu e;
+    const char *keys[] = {"s/a/1", "s/a/2", "s/b", "s/c/x", NULL};
+    const char *ask[] = {"s/b", "s/zz", "s/a/1"};
+    unsigned hits = 0, n;
+
+    eu_start(&e, "mock://lalloc");
+    put_list(e.c, keys);
+    const int64_t base = rio__alloc_outstanding();
+    for (n = 1; n < 1000; n++) {
+        struct rio_list_args a = {.prefix = "s/", .max_keys = 2, .flags = RIO_LIST_DELIM};
+        struct rio_list_args b = {.prefix = "s/", .max_keys = 3};
+        struct rio_list_page p1, p2;
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(n);
+        int r1 = rio_list(e.c, &a, &p1, NULL);
+        int r2 = rio_list(e.c, &b, &p2, NULL);
+        int r3 = rio_exists_batch(e.c, ask, 3, NULL, NULL, NULL);
+        rio__alloc_fail_nth(0);
+        int hit = rio__alloc_calls() - before >= n;
+        if (r1 == 0) {
+            T_EQ(p1.n, 2u);
+            T_STREQ(p1.entries[0].key, "s/a/");
+            T_STREQ(p1.entries[1].key, "s/b");
+            T_STREQ(p1.next_token, "s/b");
+        } else {
+            T_ERR(r1, -ENOMEM);
+            T_EQ(p1.n, 0u);
+        }
+        if (r2 == 0) {
+            T_EQ(p2.n, 3u);
+            T_STREQ(p2.next_token, "s/b");
+        } else {
+            T_ERR(r2, -ENOMEM);
+        }
+        if (r3 != 2)
+            T_ERR(r3, -ENOMEM);
+        rio_list_page_cleanup(&p1);
+        rio_list_page_cleanup(&p2);
+        eu_idle(e.c);
+        T_EQ(rio__alloc_outstanding(), base);
+        if (!hit)
+            break;
+        hits++;
+    }
+    T_GE(hits, 3u);
+    T_LT(n, 1000u);
+    eu_close(&e);
+}
+
+/* A backend that folds common prefixes itself (RIO_CAP_LIST_DELIM, as S3
+ * and rados do) gets RIO_LIST_DELIM passed on; its common prefixes are
+ * checked (they end in '/' past the prefix), and one that start_after lies
+ * under may come first. */
+static int folding_list(struct rio_transport *t, const struct rio_list_args *a,
+                        struct rio_list_page *out)
+{
+    (void)t;
+    T_TRUE(a->flags & RIO_LIST_DELIM);
+    memset(out, 0, sizeof(*out));
+    out->entries = rio__calloc(2, sizeof(*out->entries));
+    out->n = 2;
+    strcpy(out->entries[0].key, lie == LIE_DIR ? "p/a" : "p/a/");
+    out->entries[0].flags = RIO_ENTRY_DIR;
+    strcpy(out->entries[1].key, "p/b");
+    return 0;
+}
+
+TEST(delim_by_backend)
+{
+    struct eu e;
+    struct rio_list_args a = {.prefix = "p/", .start_after = "p/a/x", .flags = RIO_LIST_DELIM};
+    struct rio_list_page p;
+
+    eu_start(&e, "mock://lfold");
+    patch(e.c, &patched);
+    patched.list = folding_list;
+    patched.caps |= RIO_CAP_LIST_DELIM;
+    patch_apply(e.c);
+    lie = LIE_NONE;
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 2u);
+    T_STREQ(p.entries[0].key, "p/a/");
+    rio_list_page_cleanup(&p);
+    lie = LIE_DIR;
+    T_ERR(rio_list(e.c, &a, &p, NULL), RIO_EPROTO);
+    T_TRUE(strstr(rio_error_detail(), "does not end in '/'") != NULL);
     unpatch(e.c);
     eu_close(&e);
 }

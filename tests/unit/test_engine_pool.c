@@ -235,3 +235,39 @@ TEST(batch_etags_hashed_on_the_pool)
     }
     eu_close(&e);
 }
+
+/* A PUT's chunks are hashed by the caller and the cpu pool at once, out of
+ * order, and the engine sends each as soon as it and those before it are
+ * hashed: never one whose xxh3 is not set yet (the mock checks every chunk
+ * it receives against the xxh3 it came with: a chunk sent early would be
+ * refused and retried). Many small chunks on four paths, over and again. */
+TEST(put_chunks_hashed_on_the_pool_never_sent_early)
+{
+    struct eu e;
+    struct rio_options o;
+    const size_t n = 256 * 4096 + 123;
+    uint8_t *src = eu_pattern_buf(n, 77), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    eu_opts(&o);
+    o.chunk_size = 4096;
+    o.depth = 8;
+    eu_open(&e, "mock://hashpool?paths=4", &o);
+    for (int i = 0; i < 20; i++) {
+        struct rio_stats st;
+        struct rio_call call = {.stats = &st};
+        struct rio_desc d;
+        src[(size_t)i * 4099 % n] ^= (uint8_t)(i + 1);
+        T_OK(rio_put(e.c, "k", src, n, &call, &d));
+        T_EQ(st.retries_total, 0u);
+        T_EQ(d.nchunks, 257u);
+        for (uint64_t k = 0; k < d.nchunks; k++)
+            T_EQ(d.xxh[k], rio__xxh3(src + k * 4096, k + 1 < d.nchunks ? 4096 : 123));
+        rio_desc_cleanup(&d);
+        T_EQ(rio_get(e.c, "k", dst, n, NULL), (int64_t)n);
+        T_MEMEQ(dst, src, n);
+    }
+    eu_close(&e);
+    free(src);
+    free(dst);
+}

@@ -304,6 +304,7 @@ int rio__file_reap(struct rio_transport *tt, int timeout_ms);
 void rio__file_ring_quiesce(struct ftransport *t, struct fring *r);
 
 /* meta.c */
+int rio__file_xrec_load(int fd, const struct stat *st, uint64_t size, struct rio_desc *d);
 void rio__file_upload_unref(struct ftransport *t, struct fupload *up);
 int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
@@ -311,6 +312,11 @@ int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
 int rio__file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 void rio__file_put_abort(struct rio_transport *tt, void *upload);
 int rio__file_remove(struct rio_transport *tt, const char *key);
+
+/* list.c */
+int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
+                   struct rio_list_page *out);
+int rio__file_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
 
 /* config.c */
 int rio__file_parse_config(struct ftransport *t, const struct rio_url *u,

@@ -32,7 +32,7 @@ static int xrec_store(int fd, const struct rio_desc *d, uint64_t mtime_ns)
 
 /* Fill d's geometry, checksums and etag from fd's record when it matches
  * the file; leave them "unknown" otherwise. Returns 0 or -ENOMEM. */
-static int xrec_load(int fd, const struct stat *st, uint64_t size, struct rio_desc *d)
+int rio__file_xrec_load(int fd, const struct stat *st, uint64_t size, struct rio_desc *d)
 {
     ssize_t n = fgetxattr(fd, RIO_FILE_REC_XATTR, NULL, 0);
     uint8_t *b;
@@ -101,7 +101,7 @@ int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     out->generation = f->gen;
     out->size = f->size;
     if (S_ISREG(st.st_mode)) {
-        ret = xrec_load(f->fd, &st, f->size, out);
+        ret = rio__file_xrec_load(f->fd, &st, f->size, out);
         if (ret < 0) {
             rio__file_close(f);
             return ret;

@@ -461,7 +461,7 @@ static const char *const rados_url_options[] = {
 const struct rio_transport_ops rio__rados_ops = {
     .scheme = "rados",
     .url_options = rados_url_options,
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .list = rio__rados_list,
     .exists = rio__rados_exists,

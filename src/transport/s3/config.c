@@ -328,6 +328,26 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
             t->content_md5 = tri < 0 ? MD5_VERIFY : tri ? MD5_HEADER : MD5_OFF;
         }
     }
+    /* One check per part: CRC32C where the server takes it, else MD5. */
+    t->checksum = v ? (t->content_md5 == MD5_OFF ? CK_NONE : CK_MD5) : CK_AUTO;
+    if ((v = knob(u, "checksum", "RIO_S3_CHECKSUM", &name))) {
+        if (!strcasecmp(v, "auto"))
+            t->checksum = CK_AUTO;
+        else if (!strcasecmp(v, "crc32c"))
+            t->checksum = CK_CRC32C;
+        else if (!strcasecmp(v, "md5"))
+            t->checksum = CK_MD5;
+        else if (!strcasecmp(v, "none"))
+            t->checksum = CK_NONE;
+        else {
+            fprintf(stderr, "railio: %s=%s: expected auto, crc32c, md5 or none\n", name, v);
+            goto out;
+        }
+    }
+    if (t->checksum == CK_MD5 && t->content_md5 == MD5_OFF)
+        t->content_md5 = MD5_VERIFY;
+    /* S3's ETag is an MD5: the engine's fast etag is never stored as one. */
+    t->base.etag_md5_only = true;
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)

@@ -69,6 +69,10 @@ enum {
     MD5_HEADER = 2, /* MD5 computed first and sent as Content-MD5 */
 };
 
+/* What checks a part (knob checksum): CK_AUTO until the first PUT probes
+ * whether the server checks x-amz-checksum-crc32c (upload.c). */
+enum { CK_AUTO = 0, CK_MD5 = 1, CK_CRC32C = 2, CK_NONE = 3 };
+
 /* ------------------------------------------------------------ responses */
 
 /* Header text and the curl_slist nodes over it, owned by the request: built
@@ -100,6 +104,7 @@ struct s3_op {
     bool checked;            /* response headers validated (first body byte) */
     bool md5_stream;         /* WRITE: md is an MD5 fed by op_read */
     char md5hex[33];         /* WRITE: MD5 of the part, "" if not computed */
+    uint32_t crc;            /* WRITE with CK_CRC32C: the part's CRC32C */
     int err;                 /* an error a callback detected, or 0 */
     int64_t res;
     uint64_t got; /* READ: body bytes stored; WRITE: bytes sent */
@@ -144,8 +149,9 @@ struct s3_transport {
     char *rails_buf; /* the ?rails= list, cut in place */
     bool sign;
     bool discard;
-    bool nt_copy;    /* non-temporal stores into the destination (knob nt_copy) */
-    int content_md5; /* MD5_* */
+    bool nt_copy;         /* non-temporal stores into the destination (knob nt_copy) */
+    int content_md5;      /* MD5_* */
+    _Atomic int checksum; /* CK_*: CK_AUTO until put_open probed the server */
     bool dns_shuffle;
     bool debug;
     long bufsize, upbufsize;
@@ -184,6 +190,7 @@ struct s3_part {
     char etag[RIO_S3_ETAG_MAX];
     uint64_t xxh; /* what was sent */
     uint64_t len; /* bytes sent */
+    uint32_t crc; /* CK_CRC32C: what the server checked */
     bool ok;
 };
 
@@ -193,6 +200,7 @@ struct s3_upload {
     char *key;
     uint64_t size, chunk, nparts;
     char id[17];
+    int ck;                     /* CK_MD5, CK_CRC32C or CK_NONE: how its parts are checked */
     char *upload_id;            /* UP_MULTI */
     struct s3_part *parts;      /* sized: nparts records (1 for UP_SINGLE) */
     char md5[33];               /* UP_SINGLE: MD5 of the one chunk sent */
@@ -297,6 +305,8 @@ size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
 int rio__s3_op_make(void *e, void *arg);
 void rio__s3_op_unmake(void *e, void *arg);
 int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op);
+/* x-amz-checksum-crc32c's value: the CRC32C big-endian, base64 (8 + NUL). */
+void rio__s3_crc32c_b64(uint32_t crc, char out[12]);
 int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc);
 
 /* loop.c: the curl multi handles, epoll and the ops submit/cancel/wake/reap. */

@@ -132,8 +132,8 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 /* config.c reads them; docs/s3.md lists them. http(s):// take the same
  * but endpoint and region (the URL is the endpoint; nothing is signed). */
 #define S3_HTTP_URL_OPTIONS                                                                        \
-    "rails", "content_md5", "nt_copy", "discard", "dns_shuffle", "bufsize", "upbufsize", "rcvbuf", \
-        "stall", "min_speed", "connect_timeout", "min_part"
+    "rails", "content_md5", "checksum", "nt_copy", "discard", "dns_shuffle", "bufsize",            \
+        "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part"
 static const char *const s3_url_options[] = {
     "endpoint", "region", "profile", "unsigned", "addressing", S3_HTTP_URL_OPTIONS, NULL};
 static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};

@@ -53,6 +53,40 @@ static void random_id(char out[17])
 
 /* --------------------------------------------------------------- PUT */
 
+/*
+ * checksum=auto: whether the server checks x-amz-checksum-crc32c, asked
+ * once per client by a small PutObject carrying a wrong one. A server that
+ * checks it refuses the object (BadDigest): parts then carry a CRC32C,
+ * several times cheaper than an MD5. One that answers 200 ignores the header
+ * (older radosgw): the probe object is removed and parts are checked by MD5.
+ * No answer leaves the question open for the next PUT, this one by MD5.
+ */
+static int checksum_probe(struct s3_transport *t)
+{
+    char key[48], id[17];
+    struct meta_req q = {.method = "PUT", .body = "railio", .blen = 6};
+    struct meta_rsp r = {0};
+    int ret, ck = CK_MD5;
+
+    random_id(id);
+    snprintf(key, sizeof(key), ".railio-probe-%s", id);
+    q.key = key;
+    /* The CRC32C of "railio" is not zero, so AAAAAA== is wrong. */
+    q.x[q.nx++] = (struct rio_s3_kv){"x-amz-checksum-crc32c", "AAAAAA=="};
+    q.x[q.nx++] = (struct rio_s3_kv){"x-amz-sdk-checksum-algorithm", "CRC32C"};
+    ret = rio__s3_meta_do(t, &q, &r);
+    bool answered = r.answered;
+    rio__s3_meta_rsp_cleanup(&r);
+    if (ret == 0)
+        rio__s3_delete_key(t, key);
+    else if (ret == RIO_ECHECKSUM && answered)
+        ck = CK_CRC32C;
+    else if (!answered || ret == RIO_ENOTFOUND || ret == RIO_ENOCONTAINER || ret == -EACCES)
+        return CK_MD5; /* no word on the checksum: asked again by the next PUT */
+    atomic_store(&t->checksum, ck);
+    return ck;
+}
+
 static void upload_free(struct s3_upload *up)
 {
     if (!up)
@@ -98,6 +132,9 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
     up->nparts = up->stream ? 0 : rio__s3_nchunks(size, chunk_size);
     up->mode = up->nparts <= 1 && !up->stream ? UP_SINGLE : UP_MULTI;
     random_id(up->id);
+    up->ck = atomic_load(&t->checksum);
+    if (up->ck == CK_AUTO)
+        up->ck = checksum_probe(t);
     if (up->mode == UP_MULTI) {
         if (chunk_size < t->min_part) {
             fprintf(stderr,
@@ -139,6 +176,8 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
         if (!up->stream)
             q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-size", ss};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-sidecar", "1"};
+        if (up->ck == CK_CRC32C)
+            q.x[q.nx++] = (struct rio_s3_kv){"x-amz-checksum-algorithm", "CRC32C"};
         /* Safe to try again (the engine does, on a retryable class): an
          * upload whose reply was lost is an orphan nobody completes, left to
          * the bucket's lifecycle rule (AbortIncompleteMultipartUpload). */
@@ -232,6 +271,9 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         if (d->xxh[0] != up->parts[0].xxh ||
             (up->md5[0] && d->etag[0] && strcmp(d->etag, up->md5) != 0))
             return RIO_ECHECKSUM;
+        /* The part's MD5 is the object's: its etag, with no stream MD5. */
+        if (!d->etag[0] && up->md5[0])
+            memcpy(d->etag, up->md5, sizeof(up->md5));
     }
     struct s3_rsp rr;
     memset(&rr, 0, sizeof(rr));
@@ -317,17 +359,27 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     if (rio__s3_head_id(t, up->key, old_id, &old_sidecar, NULL) < 0)
         old_sidecar = false;
 
-    /* Each <Part> is at most 45 characters, a 5-digit number and an ETag. */
-    cap = 128 + (size_t)up->nparts * (64 + RIO_S3_ETAG_MAX);
+    /* Each <Part> is at most 45 characters, a 5-digit number, an ETag and
+     * (CRC32C) a 37-character checksum element. */
+    cap = 128 + (size_t)up->nparts * (112 + RIO_S3_ETAG_MAX);
     xml = rio__malloc(cap);
     ret = -ENOMEM;
     if (!xml)
         goto out;
     xlen = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
-    for (uint64_t i = 0; i < up->nparts; i++)
-        xlen += (size_t)snprintf(xml + xlen, cap - xlen,
-                                 "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag></Part>",
-                                 i + 1, rio__s3_part_at(up, i)->etag);
+    for (uint64_t i = 0; i < up->nparts; i++) {
+        const struct s3_part *pt = rio__s3_part_at(up, i);
+        char crc[64] = "";
+        if (up->ck == CK_CRC32C) {
+            char b64[12];
+            rio__s3_crc32c_b64(pt->crc, b64);
+            snprintf(crc, sizeof(crc), "<ChecksumCRC32C>%s</ChecksumCRC32C>", b64);
+        }
+        xlen +=
+            (size_t)snprintf(xml + xlen, cap - xlen,
+                             "<Part><PartNumber>%" PRIu64 "</PartNumber><ETag>%s</ETag>%s</Part>",
+                             i + 1, pt->etag, crc);
+    }
     xlen += (size_t)snprintf(xml + xlen, cap - xlen, "</CompleteMultipartUpload>");
     {
         struct meta_req q = {

@@ -202,11 +202,13 @@ static int blk_exchange(struct tcp_transport *t, const struct tcp_member *m, int
     return blk_recv_frame(t, m, fd, tls, sess, op, id, RIO_PROTO_CTRL_MAX, h, body, deadline);
 }
 
-/* Dial and greet on a blocking connection; fd (and its TLS) and the HELLO's facts out. */
+/* Dial and greet on a blocking connection within connect_ms; fd (and its
+ * TLS) and the HELLO's facts out. */
 static int blk_dial(struct tcp_transport *t, const struct tcp_member *m, const struct tcp_rail *r,
-                    struct hs_info *hi, struct rio_proto_sess *sess, struct rio__tls *tls, int *out)
+                    uint32_t connect_ms, struct hs_info *hi, struct rio_proto_sess *sess,
+                    struct rio__tls *tls, int *out)
 {
-    uint64_t deadline = rio__now_ns() + (uint64_t)t->connect_ms * NS_PER_MS;
+    uint64_t deadline = rio__now_ns() + (uint64_t)connect_ms * NS_PER_MS;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], buf[TCP_HS_MAX], *body = NULL;
     struct rio_proto_hdr h;
     uint64_t id;
@@ -286,17 +288,24 @@ static bool ctl_stale_locked(const struct tcp_member *m)
     return !(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
-int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi)
+static int ctl_dial_within_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi,
+                                  uint32_t connect_ms)
 {
     struct hs_info local;
     int fd, ret;
 
-    ret = blk_dial(t, m, &m->url, hi ? hi : &local, &m->ctl_sess, &m->ctl_tls, &fd);
+    ret = blk_dial(t, m, &m->url, connect_ms, hi ? hi : &local, &m->ctl_sess, &m->ctl_tls, &fd);
     if (ret < 0)
         return ret;
     m->ctl_fd = fd;
     m->ctl_max_body = (hi ? hi : &local)->max_body;
+    m->ctl_caps = (hi ? hi : &local)->caps;
     return 0;
+}
+
+int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi)
+{
+    return ctl_dial_within_locked(t, m, hi, t->connect_ms);
 }
 
 /*
@@ -342,14 +351,21 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
                 ret = -ENOTCONN;
                 break;
             }
+            uint32_t dial_ms = t->connect_ms;
+            if (rq->dial_ms && rq->dial_ms < dial_ms)
+                dial_ms = rq->dial_ms;
             if (m->ctl_failed) {
                 /* The member's last exchange failed: this request goes
                  * again (or in its place) on a fresh connection. */
                 m->ctl_failed = false;
                 rio__tcp_ctr_add(t, &t->ctr.ctl_retries, 1);
             }
-            ret = rio__tcp_ctl_dial_locked(t, m, NULL);
+            ret = ctl_dial_within_locked(t, m, NULL, dial_ms);
             fresh = true;
+        }
+        if (ret == 0 && (m->ctl_caps & rq->need_cap) != rq->need_cap) {
+            ret = RIO_ENOTSUP; /* an older server: it would drop the connection */
+            break;
         }
         if (ret == 0) {
             uint64_t deadline = rio__now_ns() + (uint64_t)rq->timeout_ms * NS_PER_MS;

@@ -223,6 +223,7 @@ int rio__tcp_hs_on_hello(const struct tcp_transport *t, const struct rio_proto_h
     hi->auth_required = r.auth_required;
     hi->max_body = r.max_body;
     hi->max_depth = r.max_depth;
+    hi->caps = r.caps;
     memcpy(hi->snonce, r.nonce, RIO_PROTO_NONCE_LEN);
     hi->nrails = r.nrails;
     for (unsigned i = 0; i < r.nrails; i++) {

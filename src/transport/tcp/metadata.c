@@ -21,20 +21,16 @@ static int key_body(const char *key, uint8_t *kb, size_t cap, size_t *klen)
     return ret < 0 ? RIO_EINVAL : ret;
 }
 
-/* A control request whose body is the n bytes at b, in *iov (the caller's,
- * alive until the call returns). Callers add idempotent, no_dial and check
- * where they apply. */
-static struct ctl_req one_body_req(uint8_t op, struct iovec *iov, void *b, int n, uint64_t resp_cap,
-                                   uint32_t timeout_ms)
+void rio__tcp_etag_out(char *dst, const char src[RIO_PROTO_ETAG_LEN])
 {
-    iov->iov_base = b;
-    iov->iov_len = (size_t)n;
-    return (struct ctl_req){.op = op,
-                            .iov = iov,
-                            .niov = 1,
-                            .body_len = (size_t)n,
-                            .resp_cap = resp_cap,
-                            .timeout_ms = timeout_ms};
+    /* 32 hex digits, or zeros when the server does not know it: "". */
+    memcpy(dst, src, RIO_PROTO_ETAG_LEN);
+    dst[RIO_PROTO_ETAG_LEN] = '\0';
+    for (size_t i = 0; i < RIO_PROTO_ETAG_LEN; i++)
+        if (!((dst[i] >= '0' && dst[i] <= '9') || (dst[i] >= 'a' && dst[i] <= 'f'))) {
+            dst[0] = '\0';
+            break;
+        }
 }
 
 static int check_desc(const uint8_t *body, size_t len)
@@ -72,8 +68,8 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     if (n < 0)
         return n;
     struct ctl_req rq =
-        one_body_req(RIO_OP_LOOKUP, &iov, kb, n, TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
-                     t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_LOOKUP, &iov, kb, n, TCP_DESC_FIXED + 8ull * TCP_LOOKUP_MAX_CHUNKS,
+                          t->o.op_timeout_ms);
     rq.idempotent = true;
     rq.check = check_desc;
     ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
@@ -101,15 +97,7 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     out->chunk_size = d.chunk_size;
     out->nchunks = d.nchunks;
     out->xxh = xxh;
-    /* The etag is 32 hex digits, or zeros when the server does not know it. */
-    memcpy(out->etag, d.etag, sizeof(d.etag));
-    out->etag[sizeof(d.etag)] = '\0';
-    for (size_t i = 0; i < sizeof(d.etag); i++)
-        if (!((out->etag[i] >= '0' && out->etag[i] <= '9') ||
-              (out->etag[i] >= 'a' && out->etag[i] <= 'f'))) {
-            out->etag[0] = '\0';
-            break;
-        }
+    rio__tcp_etag_out(out->etag, d.etag);
     ret = 0;
 out:
     rio__free(body);
@@ -152,9 +140,11 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     if (n < 0)
         goto err;
     struct ctl_req rq =
-        one_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_PUT_OPEN, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     rq.idempotent = true; /* an orphaned upload is reclaimed by the server */
     rq.check = check_open_resp;
+    if (size == RIO_SIZE_UNKNOWN)
+        rq.need_cap = RIO_PROTO_CAP_STREAM_PUT; /* a server of the disk tier, or older: ENOTSUP */
     ret = rio__tcp_ctl_call(t, m, &rq, &h, &body);
     if (ret < 0)
         goto err;
@@ -170,7 +160,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     up->id = r.upload_id;
     up->size = size;
     up->chunk_size = chunk_size;
-    up->nchunks = size ? (size - 1) / chunk_size + 1 : 0;
+    up->nchunks = size == RIO_SIZE_UNKNOWN ? 0 : size ? (size - 1) / chunk_size + 1 : 0;
     /* A chunk the server would refuse as too large: say so now. */
     pthread_mutex_lock(&m->ctl_mu);
     uint32_t max_body = m->ctl_max_body;
@@ -207,6 +197,14 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     if (!up || up->magic != UPLOAD_MAGIC)
         return RIO_EINVAL;
     ret = RIO_EINVAL;
+    if (d && up->size == RIO_SIZE_UNKNOWN && d->size != RIO_SIZE_UNKNOWN &&
+        d->chunk_size == up->chunk_size &&
+        d->nchunks == (d->size ? (d->size - 1) / up->chunk_size + 1 : 0)) {
+        /* The size arrived: the server checks the chunks it got are
+         * exactly these (all whole but the last, none after it). */
+        up->size = d->size;
+        up->nchunks = d->nchunks;
+    }
     if (!d || (up->nchunks && !d->xxh) || d->nchunks != up->nchunks || d->size != up->size ||
         d->chunk_size != up->chunk_size || up->nchunks > (SIZE_MAX - 48) / 8)
         goto abort;
@@ -226,7 +224,7 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     if (n < 0)
         goto abort;
     struct ctl_req rq =
-        one_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     /* The commit is idempotent by upload id (docs/protocol.md): the server
      * remembers which generation an upload became. */
     rq.idempotent = true;
@@ -281,8 +279,11 @@ abort:
 }
 
 /*
- * Best effort and bounded: only on a control connection that is already
- * open, with a short timeout. The server reclaims an upload nobody commits.
+ * Best effort and bounded: one try, the dial (when the server closed the
+ * idle control connection while the upload's chunks streamed) and the
+ * exchange each within TCP_ABORT_TIMEOUT_MS. The server would reclaim an
+ * upload nobody commits only after --upload-timeout (its data connections
+ * keep it attached): the abort frees its memory now.
  */
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
 {
@@ -299,10 +300,10 @@ void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
     n = rio__proto_enc_put_abort(&pa, b, sizeof(b));
     if (n > 0) {
         struct iovec iov;
-        struct ctl_req rq = one_body_req(
+        struct ctl_req rq = rio__tcp_body_req(
             RIO_OP_PUT_ABORT, &iov, b, n, RIO_PROTO_CTRL_MAX,
             t->o.op_timeout_ms < TCP_ABORT_TIMEOUT_MS ? t->o.op_timeout_ms : TCP_ABORT_TIMEOUT_MS);
-        rq.no_dial = true;
+        rq.dial_ms = TCP_ABORT_TIMEOUT_MS;
         if (rio__tcp_ctl_call(t, &t->members[up->member], &rq, &h, &body) == 0)
             rio__free(body);
     }
@@ -322,7 +323,7 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
     if (n < 0)
         return n;
     struct ctl_req rq =
-        one_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     bool sent = false;
     ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
                                  &sent);

@@ -204,6 +204,7 @@ struct tcp_member {
     int ctl_fd;
     struct rio__tls ctl_tls; /* tls=on: the control connection's TLS */
     uint32_t ctl_max_body;
+    uint32_t ctl_caps;              /* RIO_PROTO_CAP_* the server said it has */
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
     bool ctl_failed;                /* its last exchange (or dial) failed */
 };
@@ -312,8 +313,8 @@ struct tcp_upload {
     uint64_t magic;
     unsigned member;
     uint64_t id;
-    uint64_t size, chunk_size, nchunks;
-    bool commit_sent; /* a commit request for it reached the server */
+    uint64_t size, chunk_size, nchunks; /* size RIO_SIZE_UNKNOWN: nchunks comes at commit */
+    bool commit_sent;                   /* a commit request for it reached the server */
 };
 
 struct tcp_transport {
@@ -411,7 +412,7 @@ static inline uint64_t next_id(struct tcp_transport *t)
 }
 
 struct hs_info {
-    uint32_t auth_required, max_body, max_depth;
+    uint32_t auth_required, max_body, max_depth, caps;
     uint8_t snonce[RIO_PROTO_NONCE_LEN];
     unsigned nrails;
     char rail[RIO_PROTO_MAX_RAILS][RIO_PROTO_ADDR_MAX + 1];
@@ -424,8 +425,10 @@ struct ctl_req {
     size_t body_len;
     uint64_t resp_cap; /* largest successful answer body accepted */
     uint32_t timeout_ms;
-    bool idempotent; /* a reused connection found closed: once more on a fresh one */
-    bool no_dial;    /* only on an open connection */
+    bool idempotent;   /* a reused connection found closed: once more on a fresh one */
+    bool no_dial;      /* only on an open connection */
+    uint32_t need_cap; /* RIO_PROTO_CAP_* the server must have, else RIO_ENOTSUP */
+    uint32_t dial_ms;  /* a dial, when one is needed, within this (0: connect_ms) */
     /* A successful answer's body must decode: 0 or RIO_EPROTO (a damaged
      * answer, handled like a damaged frame). NULL: any body. */
     int (*check)(const uint8_t *body, size_t len);
@@ -470,6 +473,22 @@ int rio__tcp_hs_on_auth(const struct tcp_transport *t, struct rio_proto_sess *se
                         const uint8_t snonce[RIO_PROTO_NONCE_LEN]);
 int rio__tcp_new_nonce(uint8_t nonce[RIO_PROTO_NONCE_LEN]);
 
+/* A control request whose body is the n bytes at b, in *iov (the caller's,
+ * alive until the call returns). Callers add idempotent, no_dial and check
+ * where they apply. */
+static inline struct ctl_req rio__tcp_body_req(uint8_t op, struct iovec *iov, void *b, int n,
+                                               uint64_t resp_cap, uint32_t timeout_ms)
+{
+    iov->iov_base = b;
+    iov->iov_len = (size_t)n;
+    return (struct ctl_req){.op = op,
+                            .iov = iov,
+                            .niov = 1,
+                            .body_len = (size_t)n,
+                            .resp_cap = resp_cap,
+                            .timeout_ms = timeout_ms};
+}
+
 /* control.c */
 void rio__tcp_ctl_close_locked(struct tcp_member *m);
 int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi);
@@ -485,6 +504,14 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload);
 int rio__tcp_remove(struct rio_transport *tt, const char *key);
+
+/* The hex etag of a frame (zeros or not hex: unknown) into dst[33]. */
+void rio__tcp_etag_out(char *dst, const char src[RIO_PROTO_ETAG_LEN]);
+
+/* listing.c */
+int rio__tcp_list(struct rio_transport *tt, const struct rio_list_args *a,
+                  struct rio_list_page *out);
+int rio__tcp_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
 
 /* conn.c */
 void rio__tcp_ctr_add(struct tcp_transport *t, uint64_t *field, int64_t delta);

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One integrity check per S3 part (knob checksum): CRC32C where the server
+ * checks x-amz-checksum-crc32c, else MD5, asked once per client by a probe
+ * carrying a wrong CRC32C. Against tests/harness/s3fault.py (whose "ck"
+ * buckets check the CRC32C as S3 does, the others ignore it as radosgw
+ * before Squid does) and against the real radosgw of this machine.
+ */
+/* T_TIMEOUT 240 */
+/* T_LABELS net;ceph */
+#include "t.h"
+
+#ifndef RIO_HAVE_CURL
+TEST(s3_not_built)
+{
+    T_SKIP("built without libcurl (RIO_WITH_CURL)");
+}
+#else
+
+#define SU_WITH_RGW
+#include "s3_util.h"
+
+#define CH (64 * SU_KIB)
+#define OBJ (16 * CH + 777) /* 17 parts, the last one short */
+
+/* A client of bucket on the fault server: unsigned (it checks no signature),
+ * 64 KiB parts, extra. */
+static struct rio_client *fault_client(const char *bucket, const char *extra, int64_t *alloc0)
+{
+    struct rio_options o;
+    char url[512];
+
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(&o, CH, 4);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("AWS_SESSION_TOKEN");
+    snprintf(url, sizeof(url),
+             "s3://%s?endpoint=http://127.0.0.1:%d&unsigned=1&min_part=0&stall=1s%s%s", bucket,
+             su_fault_port(), extra && *extra ? "&" : "", extra ? extra : "");
+    return su_client(url, &o);
+}
+
+/* PUT n pattern bytes of seed under key (must succeed), GET them back
+ * byte-exact; the PUT's stats in st. */
+static void put_get(struct rio_client *c, const char *key, size_t n, uint64_t seed,
+                    struct rio_stats *st)
+{
+    struct rio_call call = {.stats = st};
+    uint8_t *src = su_pattern(n, seed), *dst = malloc(n);
+    T_NOTNULL(dst);
+    int ret = rio_put(c, key, src, n, &call, NULL);
+    if (ret != 0)
+        T_FAIL("rio_put(%s): %s", key, rio_errname(ret));
+    T_EQ(rio_get(c, key, dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    free(src);
+    free(dst);
+}
+
+/* A server that checks the CRC32C refuses the probe: every part then
+ * carries one (and the probe is not asked again), none an MD5. */
+TEST(probe_picks_crc32c_where_the_server_checks_it)
+{
+    int64_t alloc0;
+    struct rio_stats st;
+    int port = su_fault_port();
+    struct rio_client *c = fault_client("ck1", NULL, &alloc0);
+
+    unsigned k0 = su_fault_count(port, "crc32c");
+    put_get(c, "crc/a", OBJ, 1, &st);
+    unsigned k1 = su_fault_count(port, "crc32c");
+    T_EQ(k1 - k0, 17u + 1u);           /* the parts and the probe */
+    put_get(c, "crc/b", 1000, 2, &st); /* one PutObject */
+    T_EQ(su_fault_count(port, "crc32c") - k1, 1u);
+    su_close(c, alloc0);
+}
+
+/* A server that ignores the header stores the probe: it is removed, and
+ * parts are checked by MD5 (no CRC32C sent after the probe). */
+TEST(probe_falls_back_to_md5_where_ignored)
+{
+    int64_t alloc0;
+    struct rio_stats st;
+    int port = su_fault_port();
+    struct rio_client *c = fault_client("fb1", NULL, &alloc0);
+
+    unsigned k0 = su_fault_count(port, "crc32c"), o0 = su_fault_count(port, "objects");
+    put_get(c, "md5/a", OBJ, 3, &st);
+    put_get(c, "md5/b", OBJ, 4, &st);
+    T_EQ(su_fault_count(port, "crc32c") - k0, 1u);       /* the probe only */
+    T_EQ(su_fault_count(port, "objects") - o0, 2u * 2u); /* objects and sidecars */
+    su_close(c, alloc0);
+}
+
+/*
+ * A part damaged on the way (one bit of the body flipped before the server
+ * reads it): the server's CRC32C check refuses it (BadDigest), the engine
+ * sends it again, the object lands byte-exact. So does MD5 (the part's ETag
+ * is not the MD5 of what was sent). Unchecked (checksum=none) the damaged
+ * part is stored, and the chunk checksums refuse it at GET: no wrong byte
+ * is ever handed out.
+ */
+TEST(corrupted_part_is_refused)
+{
+    static const char *const modes[] = {"checksum=crc32c", "checksum=md5",
+                                        "checksum=md5&content_md5=header", NULL};
+    char key[64];
+    int64_t alloc0;
+
+    for (unsigned m = 0; modes[m]; m++) {
+        struct rio_client *c = fault_client("ck2", modes[m], &alloc0);
+        for (unsigned single = 0; single < 2; single++) {
+            struct rio_stats st;
+            snprintf(key, sizeof(key), "F_putflip_2/m%u-%u", m, single);
+            put_get(c, key, single ? 1000 : OBJ, 10 + m, &st);
+            if (st.retries[RIO_CLASS_CHECKSUM] < 2)
+                T_FAIL("%s: %" PRIu64 " checksum retries", modes[m],
+                       st.retries[RIO_CLASS_CHECKSUM]);
+        }
+        su_close(c, alloc0);
+    }
+
+    struct rio_client *c = fault_client("ck2", "checksum=none", &alloc0);
+    uint8_t *src = su_pattern(OBJ, 20), *dst = malloc(OBJ);
+    T_NOTNULL(dst);
+    T_OK(rio_put(c, "F_putflip_1/none", src, OBJ, NULL, NULL));
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t got = rio_get(c, "F_putflip_1/none", dst, OBJ, &call);
+    T_EQ(got, (int64_t)RIO_ERETRIES); /* the damaged chunk, every try */
+    T_GT(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/* An unknown value is refused by name. */
+TEST(checksum_knob_refuses_unknown)
+{
+    struct rio_client *c = NULL;
+    char url[256];
+
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&unsigned=1&checksum=sha1",
+             su_fault_port());
+    T_ERR(rio_client_new(url, NULL, &c), RIO_EINVAL);
+    T_NULL(c);
+}
+
+/*
+ * This machine's radosgw: does it check x-amz-checksum-crc32c? A PutObject
+ * with a wrong one tells (by curl, signed independently). Whatever it
+ * answers, railio's default PUT round-trips, leaves no probe object, and a
+ * forced checksum=crc32c upload (its CompleteMultipartUpload listing each
+ * part's CRC32C) round-trips too.
+ */
+TEST(radosgw_probe)
+{
+    const char *ep = su_rgw("rck");
+    char url[512];
+    struct rio_options o;
+    struct rio_stats st;
+
+    int status = su_curl(ep, "-X PUT -H 'x-amz-checksum-crc32c: AAAAAA==' --data-binary railio",
+                         "rck/wrong-crc", NULL, NULL);
+    fprintf(stderr, "  radosgw answers a wrong x-amz-checksum-crc32c with %d (%s)\n", status,
+            status == 200 ? "ignored: parts are checked by MD5" : "checked: parts carry CRC32C");
+    T_TRUE(status == 200 || status == 400);
+
+    int64_t alloc0 = rio__alloc_outstanding();
+    su_opts(&o, 5 * SU_MIB, 4);
+    snprintf(url, sizeof(url), "s3://rck?endpoint=%s", ep);
+    struct rio_client *c = su_client(url, &o);
+    put_get(c, "auto/obj", 3 * 5 * SU_MIB + 11, 30, &st);
+    put_get(c, "auto/one", 1000, 31, &st);
+    T_EQ(su_curl_count(ep, "rck", ".railio-probe"), 0u);
+    su_close(c, alloc0);
+
+    alloc0 = rio__alloc_outstanding();
+    snprintf(url, sizeof(url), "s3://rck?endpoint=%s&checksum=crc32c", ep);
+    c = su_client(url, &o);
+    put_get(c, "crc/obj", 3 * 5 * SU_MIB + 11, 32, &st);
+    put_get(c, "crc/one", 1000, 33, &st);
+    su_close(c, alloc0);
+}
+
+#endif
