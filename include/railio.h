@@ -186,6 +186,8 @@ enum rio_verdict {
     RIO_VERDICT_NETWORK = 1,  /* paths at their cap, the slowest path, or latency-bound */
     RIO_VERDICT_STORAGE = 2,  /* time spent in the target's service (server/disk) */
     RIO_VERDICT_SOFTWARE = 3, /* client CPU: a thread saturated (hashing, copies, engine) */
+    RIO_VERDICT_SINK = 4,     /* a stream's consumer: the destination took the time */
+    RIO_VERDICT_SOURCE = 5,   /* a stream's producer: the source took the time */
 };
 
 /* Retry/error classes; index into rio_stats.retries. */
@@ -205,7 +207,7 @@ enum rio_err_class {
 
 /** Name of an error class ("reset", "checksum", ...). */
 const char *rio_class_name(int cls);
-/** Name of a verdict ("network", "storage", "software", "none"). */
+/** Name of a verdict ("network", "storage", "software", "sink", "source", "none"). */
 const char *rio_verdict_name(int v);
 
 struct rio_path_stats {
@@ -259,7 +261,14 @@ struct rio_stats {
      * core; 0 when nothing was verified. */
     uint64_t verify_bytes;
     uint64_t verify_cpu_ns;
-    uint64_t reserved[13]; /* zeroed by the library (ABI rules above) */
+    /* Streams: the caller's time outside the library while the call was
+     * open. sink_ns: a reader's consumer (between rio_reader_read calls, in
+     * rio_get_stream's callback: the destination). source_ns: a writer's
+     * producer (between rio_writer_write calls, in rio_put_stream's fill:
+     * the source). 0 for other calls. */
+    uint64_t sink_ns;
+    uint64_t source_ns;
+    uint64_t reserved[11]; /* zeroed by the library (ABI rules above) */
 };
 
 /* -------------------------------------------------------------- descriptor */
@@ -465,6 +474,17 @@ struct rio_reader;
 int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
                     const struct rio_call *call, struct rio_reader **out);
 /**
+ * rio_reader_open from byte `offset` on (any offset, 0 to the object's size):
+ * the chunk holding offset is fetched and verified whole, and only its bytes
+ * from offset on are handed out; chunks before it are not fetched. At
+ * offset == size the reader is at its end; beyond it: RIO_EINVAL. With
+ * call->expect_generation set, a different generation fails RIO_EGENERATION
+ * (the way to resume a read of an object known to be unchanged). Stats count
+ * the bytes fetched.
+ */
+int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                       const struct rio_call *call, struct rio_reader **out);
+/**
  * Copy up to n bytes of the object, in order, into buf. Blocks until bytes are
  * ready. Returns the count, 0 at the end of the object, or an error (then every
  * later call returns the same error). Not thread-safe for one reader.
@@ -489,6 +509,15 @@ int rio_reader_close(struct rio_reader *rd);
 int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
                        int (*cb)(void *arg, const void *data, size_t len), void *arg,
                        const struct rio_call *call);
+/**
+ * rio_get_stream from byte `offset` on (see rio_reader_open_at): returns the
+ * count of bytes from offset on. Unlike rio_get_stream, a key replaced before
+ * the first byte is not followed to its new generation: with
+ * call->expect_generation set that fails RIO_EGENERATION.
+ */
+int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                          int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                          const struct rio_call *call);
 
 /** The size of a streaming PUT whose length is known only at its end. */
 #define RIO_SIZE_UNKNOWN UINT64_MAX

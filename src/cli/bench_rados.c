@@ -13,6 +13,10 @@
  *            a plain `rados put` of an object over osd_max_object_size fails
  *            with EFBIG), timed from outside, GET to stdout into /dev/null. It
  *            has no concurrency knob: one figure per size.
+ *   bench    with --rados-bench SECS: Ceph's own `rados bench SECS write` then
+ *            `seq` (CHUNK objects, 16 in flight, its defaults), the figure
+ *            the rows with --defaults (railio with no option set: what a
+ *            user gets) are held against, with the CPU each side spends.
  *   md5/xxh3 one core hashing the data here (the library's own MD5 and xxh3):
  *            a PUT computes the stream MD5 (the etag) in the calling thread,
  *            in source order, so MD5 caps a PUT at this rate; the PUT with
@@ -35,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,7 +132,9 @@ struct cfg {
     const char *params;          /* the URL's "?..." part, or "" */
     struct rio_cli_bench_opts o; /* sizes, chunk, reps, json */
     unsigned conc[MAXLIST], nconc;
-    bool cli, aio, nomd5;
+    bool cli, aio, nomd5, defaults;
+    unsigned rb_secs;                          /* --rados-bench: seconds, 0 = not run */
+    double rb_write, rb_seq, rb_wcpu, rb_rcpu; /* MB/s and CPU s/GiB, medians */
 };
 
 /* Medians over the reps; 0 when not measured, < 0 never. */
@@ -136,6 +143,7 @@ struct row {
     unsigned conc;
     double put, put_nomd5, get, aio_w, aio_r; /* MB/s */
     double hash_s;                            /* the MD5 PUT's hashing time */
+    double put_cpu, get_cpu;                  /* process CPU s/GiB (all threads) */
     int err;                                  /* first error met, 0 if none */
     const char *err_what;
 };
@@ -156,6 +164,10 @@ static void usage(void)
             "  --no-cli       skip `rados --striper put/get`\n"
             "  --no-aio       skip the plain librados aio writer/reader\n"
             "  --no-nomd5     skip the PUT without the stream MD5 (etag=none)\n"
+            "  --defaults     add a row per size with no option set (conc \"def\": the\n"
+            "                 library's defaults; its aio baseline keeps 16 in flight)\n"
+            "  --rados-bench SECS  run `rados bench SECS write` and `seq` (-t 16, -b CHUNK)\n"
+            "                 first, and show each row against them\n"
             "  --json         one JSON document on stdout instead of the table\n"
             "The cluster configuration as for any rados:// URL (?conf=, RIO_CEPH_CONF,\n"
             "librados' search). Objects go under " BENCH_PREFIX " in POOL and are removed.\n");
@@ -246,6 +258,16 @@ static double xxh3_mbps(const uint8_t *buf, size_t n)
     return best;
 }
 
+/* CPU seconds of this process (every thread, librados' included), or of
+ * its waited-for children. */
+static double cpu_s(int who)
+{
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
 /* ------------------------------------------------------ the rados CLI */
 
 static void cli_base(const struct cfg *c, const char *file, uint64_t size, struct base *b)
@@ -292,6 +314,58 @@ static void cli_base(const struct cfg *c, const char *file, uint64_t size, struc
     }
     b->cli_put = np == c->o.reps ? rio_cli_median(put, np) : 0;
     b->cli_get = ng == c->o.reps ? rio_cli_median(get, ng) : 0;
+}
+
+/* ------------------------------------------------------ rados bench */
+
+#define RB_CONC 16 /* rados bench's own default -t */
+
+/* Run `rados ... ARGS` through the shell: its "Bandwidth (MB/sec)" (MiB/s)
+ * in MB/s, and in *cpu the CPU its process spent per GiB moved ("Total time
+ * run" x bandwidth); 0 when it failed. */
+static double rb_run(const struct cfg *c, const char *args, double *cpu)
+{
+    char cmd[2048], line[512];
+    double mibs = 0, secs = 0, c0 = cpu_s(RUSAGE_CHILDREN);
+
+    if (strchr(c->conf, '\'') || strchr(c->pool, '\'') || strchr(c->id, '\''))
+        return 0;
+    snprintf(cmd, sizeof(cmd), "rados %s%s%s --id '%s' -p '%s' %s 2>/dev/null",
+             c->conf[0] ? "--conf '" : "", c->conf, c->conf[0] ? "'" : "",
+             c->id[0] ? c->id : "admin", c->pool, args);
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Bandwidth (MB/sec): %lf", &mibs) != 1)
+            sscanf(line, "Total time run: %lf", &secs);
+    int st = pclose(f);
+    double gib = mibs * secs / 1024;
+    *cpu = gib > 0 ? (cpu_s(RUSAGE_CHILDREN) - c0) / gib : 0;
+    return st == 0 ? mibs * 1.048576 : 0;
+}
+
+/* --rados-bench: write then seq, --reps times; medians into c. */
+static void rb_base(struct cfg *c)
+{
+    double w[MAXREPS], r[MAXREPS], wc[MAXREPS], rc[MAXREPS], cpu;
+    char args[256];
+
+    for (unsigned i = 0; i < c->o.reps; i++) {
+        snprintf(args, sizeof(args),
+                 "bench %u write -t %d -b %" PRIu64 " --no-cleanup --run-name railio-bench",
+                 c->rb_secs, RB_CONC, c->o.chunk);
+        w[i] = rb_run(c, args, &wc[i]);
+        snprintf(args, sizeof(args), "bench %u seq -t %d --run-name railio-bench", c->rb_secs,
+                 RB_CONC);
+        rc[i] = 0;
+        r[i] = w[i] > 0 ? rb_run(c, args, &rc[i]) : 0;
+        rb_run(c, "cleanup --run-name railio-bench", &cpu);
+    }
+    c->rb_write = rio_cli_median(w, c->o.reps);
+    c->rb_seq = rio_cli_median(r, c->o.reps);
+    c->rb_wcpu = rio_cli_median(wc, c->o.reps);
+    c->rb_rcpu = rio_cli_median(rc, c->o.reps);
 }
 
 /* ---------------------------------------------- the plain aio baseline */
@@ -427,13 +501,15 @@ static int open_client(const struct cfg *c, unsigned conc, bool nomd5, struct ri
     struct rio_options o;
 
     rio_options_init(&o);
-    o.chunk_size = c->o.chunk;
-    o.depth = conc;
-    o.paths = 1;
-    o.op_timeout_ms = 120000;
-    o.deadline_ms = 3600000;
-    /* The window, never the budget, limits what is in flight. */
-    o.budget_bytes = 2ull * conc * c->o.chunk + c->o.chunk;
+    if (conc) { /* conc 0: the library's defaults, nothing set */
+        o.chunk_size = c->o.chunk;
+        o.depth = conc;
+        o.paths = 1;
+        o.op_timeout_ms = 120000;
+        o.deadline_ms = 3600000;
+        /* The window, never the budget, limits what is in flight. */
+        o.budget_bytes = 2ull * conc * c->o.chunk + c->o.chunk;
+    }
     snprintf(url, sizeof(url), "rados://%s%s%s%s", c->pool, c->params,
              nomd5 ? (c->params[0] ? "&" : "?") : "", nomd5 ? "etag=none" : "");
     return rio_client_new(url, &o, out);
@@ -452,7 +528,7 @@ static void fail(struct row *rw, int err, const char *what)
  * else the caller destroys it. */
 static int put_one(const struct cfg *c, struct row *rw, bool nomd5, const char *key,
                    const uint8_t *src, struct rio_call *call, struct rio_desc *d,
-                   struct rio_client **cl)
+                   struct rio_client **cl, double *cpu)
 {
     int ret = open_client(c, rw->conc, nomd5, cl);
 
@@ -462,7 +538,10 @@ static int put_one(const struct cfg *c, struct row *rw, bool nomd5, const char *
         return ret;
     }
     memset(d, 0, sizeof(*d));
+    double c0 = cpu_s(RUSAGE_SELF);
     ret = rio_put(*cl, key, src, rw->size, call, d);
+    if (cpu)
+        *cpu = cpu_s(RUSAGE_SELF) - c0;
     if (ret < 0)
         fail(rw, ret, nomd5 ? "PUT etag=none" : "PUT");
     return ret;
@@ -470,7 +549,7 @@ static int put_one(const struct cfg *c, struct row *rw, bool nomd5, const char *
 
 /* One rep of one row: aio write/read, railio PUT/GET, PUT without MD5. */
 static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, uint8_t *dst,
-                    struct row *rw, double v[5][MAXREPS], double *hash, unsigned rep)
+                    struct row *rw, double v[7][MAXREPS], double *hash, unsigned rep)
 {
     struct rio_client *cl = NULL;
     struct rio_stats st;
@@ -481,8 +560,9 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     snprintf(key, sizeof(key), BENCH_PREFIX "railio-%" PRIu64, rw->size);
     if (c->aio && io) {
-        double w = aio_pass(io, true, (uint8_t *)src, rw->size, c->o.chunk, rw->conc);
-        double r = w > 0 ? aio_pass(io, false, dst, rw->size, c->o.chunk, rw->conc) : w;
+        unsigned conc = rw->conc ? rw->conc : RB_CONC;
+        double w = aio_pass(io, true, (uint8_t *)src, rw->size, c->o.chunk, conc);
+        double r = w > 0 ? aio_pass(io, false, dst, rw->size, c->o.chunk, conc) : w;
         if (w < 0 || r < 0)
             fail(rw, (int)(w < 0 ? w : r), "aio");
         else if (memcmp(dst, src, rw->size) != 0)
@@ -493,14 +573,18 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
         memset(dst, 0, rw->size);
     }
 
-    ret = put_one(c, rw, false, key, src, &call, &d, &cl);
+    double gib = (double)rw->size / (1u << 30), c0;
+    ret = put_one(c, rw, false, key, src, &call, &d, &cl, &c0);
     if (!cl)
         return;
     if (ret == 0) {
+        v[5][rep] = c0 / gib;
         v[0][rep] = st.goodput_mbps;
         hash[rep] = st.hash_ns / 1e9;
         rio_desc_cleanup(&d);
+        c0 = cpu_s(RUSAGE_SELF);
         int64_t got = rio_get(cl, key, dst, rw->size, &call);
+        v[6][rep] = (cpu_s(RUSAGE_SELF) - c0) / gib;
         if (got < 0)
             fail(rw, (int)got, "GET");
         else if ((uint64_t)got != rw->size || memcmp(dst, src, rw->size) != 0)
@@ -514,7 +598,7 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 
     if (!c->nomd5)
         return;
-    ret = put_one(c, rw, true, key, src, &call, &d, &cl);
+    ret = put_one(c, rw, true, key, src, &call, &d, &cl, NULL);
     if (!cl)
         return;
     if (ret == 0) {
@@ -531,7 +615,7 @@ static void run_rep(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
 static void run_row(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, uint8_t *dst,
                     struct row *rw)
 {
-    double v[5][MAXREPS], hash[MAXREPS];
+    double v[7][MAXREPS], hash[MAXREPS];
 
     memset(v, 0, sizeof(v));
     memset(hash, 0, sizeof(hash));
@@ -543,6 +627,8 @@ static void run_row(const struct cfg *c, rados_ioctx_t io, const uint8_t *src, u
     rw->aio_w = rio_cli_median(v[3], c->o.reps);
     rw->aio_r = rio_cli_median(v[4], c->o.reps);
     rw->hash_s = rio_cli_median(hash, c->o.reps);
+    rw->put_cpu = rio_cli_median(v[5], c->o.reps);
+    rw->get_cpu = rio_cli_median(v[6], c->o.reps);
 }
 
 static double ratio(double a, double b)
@@ -564,9 +650,10 @@ static void print_json(const struct cfg *c, const struct row *rows, unsigned nro
     printf("{\"bench\":\"rados\",\"pool\":\"%s\",\"chunk\":%" PRIu64 ",\"paths\":1,\"reps\":%u,"
            "\"cores\":%ld,\"loadavg_start\":[%.2f,%.2f,%.2f],\"loadavg_end\":[%.2f,%.2f,%.2f],"
            "\"ceilings\":{\"md5_mbps\":%.0f,\"xxh3_mbps\":%.0f,\"memcpy_mbps\":%.0f},"
-           "\"cli\":[",
+           "\"rados_bench\":{\"secs\":%u,\"conc\":%d,\"write_mbps\":%.1f,\"seq_mbps\":%.1f,"
+           "\"write_cpu_s_gib\":%.3f,\"seq_cpu_s_gib\":%.3f},\"cli\":[",
            c->pool, c->o.chunk, c->o.reps, ncpu, l0[0], l0[1], l0[2], l1[0], l1[1], l1[2], md5, xxh,
-           memcpy_mbps);
+           memcpy_mbps, c->rb_secs, RB_CONC, c->rb_write, c->rb_seq, c->rb_wcpu, c->rb_rcpu);
     for (unsigned i = 0; i < c->o.nsizes; i++)
         printf("%s{\"size\":%" PRIu64 ",\"rados_put_mbps\":%.1f,\"rados_get_mbps\":%.1f}",
                i ? "," : "", bases[i].size, bases[i].cli_put, bases[i].cli_get);
@@ -577,10 +664,12 @@ static void print_json(const struct cfg *c, const struct row *rows, unsigned nro
                "\"get_mbps\":%.1f,\"aio_write_mbps\":%.1f,\"aio_read_mbps\":%.1f,"
                "\"put_hash_s\":%.3f,\"put_of_aio\":%.3f,\"get_of_aio\":%.3f,"
                "\"put_of_md5\":%.3f,\"serial_mbps\":%.1f,\"overlap_gain\":%.3f,"
-               "\"error\":\"%s\",\"error_at\":\"%s\"}",
+               "\"put_cpu_s_gib\":%.3f,\"get_cpu_s_gib\":%.3f,\"put_of_rados_bench\":%.3f,"
+               "\"get_of_rados_bench\":%.3f,\"error\":\"%s\",\"error_at\":\"%s\"}",
                i ? "," : "", r->size, r->conc, r->put, r->put_nomd5, r->get, r->aio_w, r->aio_r,
                r->hash_s, ratio(r->put, r->aio_w), ratio(r->get, r->aio_r), ratio(r->put, md5),
                serial_mbps(md5, r->put_nomd5), ratio(r->put, serial_mbps(md5, r->put_nomd5)),
+               r->put_cpu, r->get_cpu, ratio(r->put, c->rb_write), ratio(r->get, c->rb_seq),
                r->err ? rio_errname(r->err) : "", r->err_what ? r->err_what : "");
     }
     printf("]}\n");
@@ -601,17 +690,25 @@ static void print_table(const struct cfg *c, const struct row *rows, unsigned nr
     for (unsigned i = 0; i < c->o.nsizes; i++)
         printf("rados --striper put/get, %" PRIu64 " MiB: PUT %.0f MB/s, GET %.0f MB/s\n",
                bases[i].size >> 20, bases[i].cli_put, bases[i].cli_get);
+    if (c->rb_secs)
+        printf("rados bench %u s, -t %d: write %.0f MB/s (%.2f CPU s/GiB), seq %.0f MB/s "
+               "(%.2f CPU s/GiB)\n",
+               c->rb_secs, RB_CONC, c->rb_write, c->rb_wcpu, c->rb_seq, c->rb_rcpu);
     printf("\n| size | conc | PUT | PUT etag=none | aio write | PUT/aio | GET | aio read | "
-           "GET/aio | PUT/MD5 | serial | overlap | hash s |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+           "GET/aio | PUT/MD5 | serial | overlap | hash s | PUT cpu | GET cpu | PUT/bench | "
+           "GET/bench |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (unsigned i = 0; i < nrows; i++) {
         const struct row *r = &rows[i];
         double ser = serial_mbps(md5, r->put_nomd5);
-        printf("| %" PRIu64 " MiB | %u | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.2f | "
-               "%.0f | %.2f | %.2f |",
-               r->size >> 20, r->conc, r->put, r->put_nomd5, r->aio_w, ratio(r->put, r->aio_w),
-               r->get, r->aio_r, ratio(r->get, r->aio_r), ratio(r->put, md5), ser,
-               ratio(r->put, ser), r->hash_s);
+        char conc[16];
+        snprintf(conc, sizeof(conc), r->conc ? "%u" : "def", r->conc);
+        printf("| %" PRIu64 " MiB | %s | %.0f | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.2f | "
+               "%.0f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |",
+               r->size >> 20, conc, r->put, r->put_nomd5, r->aio_w, ratio(r->put, r->aio_w), r->get,
+               r->aio_r, ratio(r->get, r->aio_r), ratio(r->put, md5), ser, ratio(r->put, ser),
+               r->hash_s, r->put_cpu, r->get_cpu, ratio(r->put, c->rb_write),
+               ratio(r->get, c->rb_seq));
         if (r->err)
             printf(" %s: %s", r->err_what, rio_errname(r->err));
         printf("\n");
@@ -620,14 +717,16 @@ static void print_table(const struct cfg *c, const struct row *rows, unsigned nr
            "thread); etag=none skips the MD5. aio = librados aio, same chunks, same ops in\n"
            "flight, no hashing. PUT/MD5 = PUT over the one-core MD5 rate (its cap); serial =\n"
            "1/(1/MD5 + 1/PUT etag=none), the PUT if hashing did not overlap the writes;\n"
-           "overlap = PUT / serial. hash s = time the PUT spent hashing.\n");
+           "overlap = PUT / serial. hash s = time the PUT spent hashing. cpu = this process's\n"
+           "CPU s/GiB (librados' threads included). conc def = no option set (the library's\n"
+           "defaults; aio at 16). PUT/bench, GET/bench: over `rados bench` write and seq.\n");
 }
 
 int rio_cli_bench_rados(int argc, char **argv)
 {
     struct cfg c = {.o = {.chunk = 4u << 20, .reps = 3}, .cli = true, .aio = true, .nomd5 = true};
     static const unsigned def_conc[] = {1, 2, 4, 8, 16, 32};
-    struct row rows[MAXLIST * MAXLIST];
+    struct row rows[MAXLIST * (MAXLIST + 1)];
     struct base bases[MAXLIST];
     unsigned nrows = 0;
     uint64_t maxsize;
@@ -660,6 +759,11 @@ int rio_cli_bench_rados(int argc, char **argv)
             c.aio = false;
         } else if (!strcmp(a, "--no-nomd5")) {
             c.nomd5 = false;
+        } else if (!strcmp(a, "--defaults")) {
+            c.defaults = true;
+        } else if (!strcmp(a, "--rados-bench") && n && (k = atoi(n)) > 0 && k <= 600) {
+            c.rb_secs = (unsigned)k;
+            i++;
         } else {
             return rio_cli_bench_other("rados", a, usage);
         }
@@ -694,6 +798,13 @@ int rio_cli_bench_rados(int argc, char **argv)
         }
     }
     rio_cli_bench_path(file, sizeof(file), "rados");
+    if (c.rb_secs && rio_cli_have_program("rados")) {
+        rb_base(&c);
+        if (!c.o.json)
+            fprintf(stderr,
+                    "  rados bench: write %.0f MB/s (%.2f CPU s/GiB), seq %.0f MB/s (%.2f)\n",
+                    c.rb_write, c.rb_wcpu, c.rb_seq, c.rb_rcpu);
+    }
 
     for (unsigned si = 0; si < c.o.nsizes && ret == 0; si++) {
         uint64_t size = c.o.sizes[si];
@@ -711,11 +822,11 @@ int rio_cli_bench_rados(int argc, char **argv)
                 fprintf(stderr, "  %" PRIu64 " MiB rados --striper: PUT %.0f GET %.0f MB/s\n",
                         size >> 20, b->cli_put, b->cli_get);
         }
-        for (unsigned ci = 0; ci < c.nconc; ci++) {
+        for (unsigned ci = c.defaults ? 0 : 1; ci <= c.nconc; ci++) {
             struct row *rw = &rows[nrows++];
             memset(rw, 0, sizeof(*rw));
             rw->size = size;
-            rw->conc = c.conc[ci];
+            rw->conc = ci ? c.conc[ci - 1] : 0; /* 0: the library's defaults */
             run_row(&c, aio, src, dst, rw);
             if (rw->err && rw->err != RIO_ENOTSUP)
                 ret = 1;

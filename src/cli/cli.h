@@ -273,4 +273,30 @@ double rio_cli_xxh3_mbps(size_t n);
  * writes into out). */
 void rio_cli_human(char *out, size_t n, double bytes);
 
+/* ------------------------------------------------------------- resume */
+
+/* An interrupted `railio get URL FILE` (resume.c): the bytes in
+ * FILE.railio-tmp, the record in FILE.railio-tmp.resume. */
+struct rio_cli_resume {
+    char data[4096];
+    char rec[4096];
+    uint64_t url_hash, generation, size, chunk_size;
+    uint64_t done; /* bytes written in order, whole chunks (or the size) */
+};
+/* Names and URL hash for FILE and URL: 0 or -ENAMETOOLONG. */
+int rio_cli_resume_init(struct rio_cli_resume *rs, const char *file, const char *url);
+/* Read the record: 0 with the fields set, or < 0 (none, another URL's
+ * (-ESTALE), malformed). */
+int rio_cli_resume_load(struct rio_cli_resume *rs);
+/* Replace the record atomically: 0 or -errno. */
+int rio_cli_resume_save(const struct rio_cli_resume *rs);
+/* Remove the record and the bytes. */
+void rio_cli_resume_drop(const struct rio_cli_resume *rs);
+/* Open the kept bytes read-write (a regular file of ours, one link): fd or -errno. */
+int rio_cli_resume_open(const struct rio_cli_resume *rs);
+/* How many bytes from the start of fd, up to upto, are whole chunks whose
+ * xxh3 is d's (0 when d has no list); buf holds a chunk (cap bytes). */
+uint64_t rio_cli_resume_prove(int fd, const struct rio_desc *d, uint64_t upto, uint8_t *buf,
+                              size_t cap);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
+#include "cli/tree.h"
 #include "railio.h"
 
 static const char bench_usage[] =
@@ -88,9 +89,13 @@ static const struct rio_cli_cmd cmds[] = {
     {"get", rio_cli_objects, RIO_CLI_CMD_SIGNALS,
      "get URL/KEY [FILE|DIR|-]   fetch KEY into a file, a directory or stdout"},
     {"stat", rio_cli_objects, 0, "stat URL/KEY               print the descriptor"},
-    {"rm", rio_cli_objects, 0, "rm URL/KEY                 remove KEY"},
-    {"cp", rio_cli_objects, RIO_CLI_CMD_SIGNALS,
-     "cp SRC DST                 copy between backends (each a URL/KEY, a file, a DIR or -)"},
+    {"rm", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS,
+     "rm [-r] URL/KEY...         remove keys, or with -r every key beneath PREFIX/"},
+    {"cp", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS,
+     "cp [-r] SRC DST            copy between backends (each a URL/KEY, a file, a DIR or -)"},
+    {"ls", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS,
+     "ls [-r] URL[/PREFIX]...    list keys (-r: everything beneath; wildcards: * ? [...])"},
+    {"cat", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS, "cat URL/KEY...             objects to stdout"},
     {"bench", run_bench, 0, "bench TARGET ...           measure against a reference (--help)"},
     {"demo", rio_cli_demo_cmd, 0,
      "demo [mock]                railiod on loopback / the mock model"},

@@ -45,6 +45,9 @@ void rio_cli_print_stats(FILE *f, const struct rio_stats *st)
         fprintf(f, "verify: %llu bytes, %.1f ms CPU on the client's workers, %.2f GB/s per core\n",
                 (unsigned long long)st->verify_bytes, st->verify_cpu_ns / 1e6,
                 rio_cli_verify_gbps_core(st));
+    if (st->sink_ns || st->source_ns)
+        fprintf(f, "destination %.1f ms, source %.1f ms of the caller's time\n", st->sink_ns / 1e6,
+                st->source_ns / 1e6);
     fprintf(f, "verdict: %s: %s\n", rio_verdict_name(st->verdict), st->verdict_text);
 }
 
@@ -58,7 +61,7 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         "\"bytes_staged\":%llu,\"hash_ns\":%llu,\"verify_ns\":%llu,\"copy_ns\":%llu,"
         "\"verify_bytes\":%llu,\"verify_cpu_ns\":%llu,\"verify_gbps_per_core\":%.2f,"
         "\"cpu_ns\":{\"engine\":%llu,\"transport\":%llu,\"caller\":%llu,\"run_queue_wait\":%llu},"
-        "\"retries\":{",
+        "\"sink_ns\":%llu,\"source_ns\":%llu,\"retries\":{",
         (unsigned long long)st->bytes, (unsigned long long)st->elapsed_ns, st->goodput_mbps,
         (unsigned long long)st->chunks, (unsigned long long)st->lat_p50_ns,
         (unsigned long long)st->lat_p95_ns, (unsigned long long)st->lat_p99_ns,
@@ -69,7 +72,8 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
         (unsigned long long)st->verify_bytes, (unsigned long long)st->verify_cpu_ns,
         rio_cli_verify_gbps_core(st), (unsigned long long)st->engine_cpu_ns,
         (unsigned long long)st->transport_cpu_ns, (unsigned long long)st->caller_cpu_ns,
-        (unsigned long long)st->cpu_wait_ns);
+        (unsigned long long)st->cpu_wait_ns, (unsigned long long)st->sink_ns,
+        (unsigned long long)st->source_ns);
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         fprintf(f, "%s\"%s\":%llu", k ? "," : "", rio_class_name(k),
                 (unsigned long long)st->retries[k]);
@@ -467,6 +471,203 @@ static int get_target(const struct rio_cli *cl, const char *key, const char *fil
     return 0;
 }
 
+/* A finished get's result: with --json an object (bytes: the object's size;
+ * resumed_from: the bytes kept from an interrupted get, 0 for none), else
+ * the stats line. */
+static void get_report(const struct rio_cli *cl, const char *url, const char *key, const char *file,
+                       uint64_t n, uint64_t from, const struct rio_stats *st)
+{
+    if (cl->json) {
+        /* With the data on stdout, the result goes to stderr. */
+        FILE *jf = rio_cli_json_out(cl);
+        json_head(jf, "get", url);
+        rio_cli_json_kstr(jf, "key", key);
+        rio_cli_json_kstr(jf, "file", file);
+        rio_cli_json_ku64(jf, "bytes", n);
+        rio_cli_json_ku64(jf, "resumed_from", from);
+        fprintf(jf, ",\"stats\":");
+        rio_cli_json_stats(jf, st);
+        rio_cli_json_end(jf);
+    } else {
+        if (from && !cl->quiet)
+            fprintf(stderr, "resumed: %llu bytes kept (verified again), %llu fetched\n",
+                    (unsigned long long)from, (unsigned long long)(n - from));
+        rio_cli_report_stats(cl, NULL, st);
+    }
+}
+
+static int no_resume; /* get --no-resume */
+
+#define RESUME_CHUNK_MAX (256ull << 20) /* a larger chunk is not resumed */
+#define RESUME_SAVE_S 0.5               /* the record is replaced at most this often */
+
+static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
+{
+    while (n) {
+        ssize_t k = pwrite(fd, p, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? -errno : -EIO;
+        p += k;
+        n -= (size_t)k;
+        off += (uint64_t)k;
+    }
+    return 0;
+}
+
+/*
+ * A GET to a regular (or missing) FILE that can be resumed: the backend
+ * stores the chunk checksums, so bytes kept from an earlier run can be
+ * proven again. The bytes go to FILE.railio-tmp, written in order; once a
+ * chunk is written, FILE.railio-tmp.resume (rio_cli_resume_*) records the
+ * object's generation, size, chunk size and the bytes written, replaced
+ * as the transfer goes, so an interrupt (or a kill) leaves a pair a later
+ * get of the same URL into the same FILE takes up: it re-verifies the kept
+ * chunks against the descriptor and fetches only the rest, from the same
+ * generation (rio_reader_open_at with expect_generation). A changed object,
+ * a bad record or kept bytes that do not match start over. Until the first
+ * record the bytes are registered with the frame (a second signal removes
+ * them). Returns 1 when the object cannot be resumed (no checksum list):
+ * the caller takes the unnamed-temporary-file way; else the exit status.
+ */
+static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
+                         const char *file)
+{
+    struct rio_cli_resume rs, old;
+    struct rio_desc d;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
+    struct rio_reader *rd = NULL;
+    uint8_t *buf = NULL;
+    uint64_t off = 0, pos = 0;
+    int fd = -1, rc, ret, tries = 0;
+    bool have_rec;
+
+    memset(&st, 0, sizeof(st));
+    if (rio_cli_resume_init(&rs, file, url) < 0)
+        return 1;
+    have_rec = access(rs.rec, F_OK) == 0;
+again:
+    memset(&d, 0, sizeof(d));
+    if (rio_stat(c, key, &d) < 0) {
+        free(buf);
+        return 1; /* the other way says what failed; a record stays for later */
+    }
+    if (!d.xxh || !d.size || !d.chunk_size || d.chunk_size > RESUME_CHUNK_MAX ||
+        d.nchunks != (d.size - 1) / d.chunk_size + 1) {
+        rio_desc_cleanup(&d);
+        free(buf);
+        if (have_rec || no_resume)
+            rio_cli_resume_drop(&rs);
+        return 1; /* nothing to prove kept bytes with */
+    }
+    size_t cap = d.chunk_size < (1u << 20) ? 1u << 20 : (size_t)d.chunk_size;
+    if (!buf && !(buf = malloc(cap))) {
+        rio_desc_cleanup(&d);
+        return rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
+    }
+    old = rs;
+    off = 0;
+    if (!no_resume && have_rec && rio_cli_resume_load(&old) == 0 &&
+        old.generation == d.generation && old.size == d.size && old.chunk_size == d.chunk_size &&
+        (fd = rio_cli_resume_open(&rs)) >= 0)
+        off = rio_cli_resume_prove(fd, &d, old.done, buf, cap);
+    if (!off) {
+        /* Start over: whatever was kept is not ours to trust. */
+        if (fd >= 0)
+            close(fd);
+        rio_cli_resume_drop(&rs);
+        fd = open(rs.data, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            rc = rio_cli_fail_sys(cl, "creating a temporary file for", file, -errno);
+            goto out;
+        }
+        rio_cli_tmp_register(rs.data);
+    }
+    have_rec = true; /* from here on, the pair is ours */
+    if (ftruncate(fd, (off_t)off) < 0) {
+        rc = rio_cli_fail_sys(cl, "writing", rs.data, -errno);
+        goto out_drop;
+    }
+    rs.generation = d.generation;
+    rs.size = d.size;
+    rs.chunk_size = d.chunk_size;
+    rs.done = off;
+    struct rio_cli_progress pr;
+    call.expect_generation = d.generation;
+    rio_cli_progress_start(&pr, cl, &call, "get");
+    ret = rio_reader_open_at(c, key, off, 0, &call, &rd);
+    if (ret == RIO_EGENERATION && !off && ++tries < 5) {
+        /* replaced between the lookup and the open: look again */
+        rio_cli_progress_end(&pr);
+        rio_desc_cleanup(&d);
+        close(fd);
+        fd = -1;
+        goto again;
+    }
+    double saved = rio_cli_now_s();
+    pos = off;
+    int werr = 0;
+    while (ret == 0) {
+        int64_t n = rio_reader_read(rd, buf, cap);
+        if (n <= 0) {
+            ret = (int)n;
+            break;
+        }
+        if ((werr = pwrite_all(fd, buf, (size_t)n, pos)) < 0)
+            break;
+        pos += (uint64_t)n;
+        double now = rio_cli_now_s();
+        if ((pos % d.chunk_size == 0 || pos == d.size) &&
+            (now - saved >= RESUME_SAVE_S || rs.done == 0)) {
+            rs.done = pos;
+            if (rio_cli_resume_save(&rs) == 0)
+                rio_cli_tmp_register(NULL); /* resumable: a second signal keeps it */
+            saved = now;
+        }
+    }
+    int cret = rd ? rio_reader_close(rd) : 0;
+    rio_cli_progress_end(&pr);
+    if (ret == 0 && !werr)
+        ret = cret;
+    if (ret == 0 && !werr) {
+        if (close(fd) < 0)
+            werr = -errno;
+        fd = -1;
+        if (!werr && rename(rs.data, file) < 0)
+            werr = -errno;
+        if (!werr) {
+            unlink(rs.rec);
+            rio_cli_tmp_register(NULL);
+            get_report(cl, url, key, file, d.size, off, &st);
+            rc = 0;
+            goto out;
+        }
+    }
+    if (werr) {
+        rc = rio_cli_fail_sys(cl, "writing", file, werr);
+        goto out_drop;
+    }
+    /* Interrupted or failed: what was written in whole chunks stays for a
+     * later get, unless nothing was. */
+    rs.done = pos == d.size ? pos : pos - pos % d.chunk_size;
+    rc = rio_cli_fail_st(cl, "reading", url, ret, &st);
+    if (rs.done && rio_cli_resume_save(&rs) == 0) {
+        rio_cli_tmp_register(NULL);
+        goto out;
+    }
+out_drop:
+    rio_cli_resume_drop(&rs);
+    rio_cli_tmp_register(NULL);
+out:
+    if (fd >= 0)
+        close(fd);
+    rio_desc_cleanup(&d);
+    free(buf);
+    return rc;
+}
+
 /*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
@@ -496,6 +697,10 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         int missing = lstat(file, &lsb) < 0 ? errno : 0;
         if (missing && missing != ENOENT) {
             ret = -missing;
+        } else if ((missing || S_ISREG(lsb.st_mode)) &&
+                   (rc = get_resumable(cl, c, url, key, file)) != 1) {
+            free(file);
+            return rc;
         } else if (missing || S_ISREG(lsb.st_mode)) {
             tmp = true;
             o.fd = tmp_create(file, &anon);
@@ -554,19 +759,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         free(file);
         return rc;
     }
-    if (cl->json) {
-        /* With the data on stdout, the result goes to stderr. */
-        FILE *jf = rio_cli_json_out(cl);
-        json_head(jf, "get", url);
-        rio_cli_json_kstr(jf, "key", key);
-        rio_cli_json_kstr(jf, "file", file);
-        rio_cli_json_ku64(jf, "bytes", (uint64_t)n);
-        fprintf(jf, ",\"stats\":");
-        rio_cli_json_stats(jf, &st);
-        rio_cli_json_end(jf);
-    } else {
-        rio_cli_report_stats(cl, NULL, &st);
-    }
+    get_report(cl, url, key, file, (uint64_t)n, 0, &st);
     free(file);
     return 0;
 }
@@ -691,10 +884,14 @@ static const char put_usage[] =
     "      --json      one JSON object on stdout (docs/cli.md)\n"
     "  -h, --help      this text\n";
 static const char get_usage[] =
-    "usage: railio get [-q] [-v] [--json] URL/KEY [FILE|DIR/|-]\n"
+    "usage: railio get [-q] [-v] [--json] [--no-resume] URL/KEY [FILE|DIR/|-]\n"
     "Fetch KEY, every chunk verified, into FILE (replaced whole only when every\n"
     "byte arrived), into DIR/<last element of KEY> when DIR is a directory, or\n"
-    "to stdout (-). Without FILE: ./<last element of KEY>.\n"
+    "to stdout (-). Without FILE: ./<last element of KEY>. An interrupted get\n"
+    "keeps FILE.railio-tmp and FILE.railio-tmp.resume; the next get of the same\n"
+    "URL into FILE re-verifies the kept chunks and fetches only the rest, if the\n"
+    "object did not change.\n"
+    "      --no-resume start over (removes what an interrupted get kept)\n"
     "  -q, --quiet     no progress line, no stats\n"
     "  -v, --verbose   full stats, the verdict, error details\n"
     "      --json      one JSON object on stdout (stderr with -)\n"
@@ -771,7 +968,8 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
                                               : stat_usage;
     bool put = !strcmp(cmd, "put"), get = !strcmp(cmd, "get");
     int min = put || !strcmp(cmd, "cp") ? 2 : 1, max = put || get || !strcmp(cmd, "cp") ? 2 : 1;
-    int rc = rio_cli_parse(&cl, cmd, usage, NULL, min, max, argc, argv);
+    const struct rio_cli_opt get_opts[] = {{"--no-resume", 0, NULL, &no_resume, NULL}, {0}};
+    int rc = rio_cli_parse(&cl, cmd, usage, get ? get_opts : NULL, min, max, argc, argv);
 
     if (rc >= 0)
         return rc;

@@ -223,10 +223,21 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
     if (ret < 0)
         return ret;
     rio__get_publish(call, r, &g);
-    if (r->prefetch && r->nchunks) {
+    if (r->prefetch) {
+        /* A reader at an offset starts at the chunk holding it (verified
+         * whole); at the very end nothing is left to fetch. */
+        if (r->read_from > r->size)
+            return RIO_EINVAL;
+        r->first = r->read_from == r->size ? r->nchunks : r->read_from / r->chunk_size;
+        if (r->first && r->first == r->nchunks) {
+            r->decided = true;
+            r->fenced = true;
+        }
+    }
+    if (r->prefetch && r->nchunks > r->first) {
         /* A reader: chunks land in a ring of prefetch slots. */
-        if (r->prefetch > r->nchunks)
-            r->prefetch = (unsigned)r->nchunks;
+        if (r->prefetch > r->nchunks - r->first)
+            r->prefetch = (unsigned)(r->nchunks - r->first);
         /* The ring counts against the client's budget: fewer slots when
          * chunks are large (one at least). */
         uint64_t fit = c->o.budget_bytes / r->chunk_size;
@@ -240,7 +251,11 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
             return -ENOMEM;
         r->staging = r->ring;
         r->data = NULL;
-        atomic_store(&r->window, r->prefetch);
+        for (uint64_t i = 0; i < r->first; i++)
+            r->chunks[i].state = CH_DONE;
+        r->done = r->first;
+        r->next_new = r->first;
+        atomic_store(&r->window, r->first + r->prefetch);
     }
     return 0;
 }
@@ -584,8 +599,8 @@ int rio__call_start(struct rio_client *c, struct rio__call *call, const struct r
         r->deadline_ns = r->ring && !(opt && opt->deadline_ms)
                              ? UINT64_MAX
                              : rio__call_deadline_of(c, opt, call->t0);
-        total += r->nchunks;
-        call->progress_total += r->size;
+        total += r->nchunks - r->first;
+        call->progress_total += r->size - rio__req_skipped(r);
     }
     if (total) {
         call->lat = rio__calloc(total, sizeof(uint64_t));

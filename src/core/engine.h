@@ -149,6 +149,9 @@ struct rio__req {
      * chunks below window (the reader's position + prefetch) may go out. */
     uint8_t *ring;
     unsigned prefetch;
+    /* A reader opened at an offset (read_from, set before the lookup):
+     * chunks below first are never fetched and count as done. */
+    uint64_t read_from, first;
     _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
     /* PUT: a part of a streaming writer's upload: its chunk k is the
@@ -205,6 +208,13 @@ struct rio__req {
     struct rio_list_node cnode; /* on the call's ready list */
 };
 
+/* A reader opened at an offset: the bytes of the chunks it never fetches. */
+static inline uint64_t rio__req_skipped(const struct rio__req *r)
+{
+    uint64_t b = r->first * r->chunk_size;
+    return b < r->size ? b : r->size;
+}
+
 struct rio__call {
     struct rio_client *c;
     unsigned nreq;
@@ -252,6 +262,9 @@ struct rio__call {
     struct rio_list ready; /* of struct rio__req by cnode: fenced and hashed, to commit */
     /* caller */
     uint64_t hash_ns, copy_ns, bytes_staged;
+    /* a stream's consumer (reader) or producer (writer): the caller's time
+     * outside the library between its calls, or in its callback */
+    uint64_t sink_ns, source_ns;
     struct rio__call *free_next; /* the client's dead_calls list */
 };
 

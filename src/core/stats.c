@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Stats of a finished call, and the bottleneck verdict: which of the network
- * (paths), the storage (the target's service time) or the software (a client
- * thread on its CPU ceiling) bounded the call, with the figures behind it.
+ * (paths), the storage (the target's service time), the software (a client
+ * thread on its CPU ceiling) or, for a stream, its sink or source (the
+ * caller's consumer or producer) bounded the call, with the figures behind it.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -22,6 +23,10 @@ const char *rio_verdict_name(int v)
         return "storage";
     case RIO_VERDICT_SOFTWARE:
         return "software";
+    case RIO_VERDICT_SINK:
+        return "sink";
+    case RIO_VERDICT_SOURCE:
+        return "source";
     default:
         return "none";
     }
@@ -75,6 +80,28 @@ static uint64_t pct(const uint64_t *v, uint64_t n, double p)
 #define CPU_WAIT 0.25
 /* Busy paths below this share of their known caps are not what limits. */
 #define CAP_SHARE 0.8
+/* A stream's consumer or producer that took more than this share of the
+ * call took more of it than the caller spent in the library (waiting for
+ * the transfer, copying) and is the limit, whatever else was slow. */
+#define STREAM_SHARE 0.5
+
+/* The sink or source verdict when the caller's side of a stream took most
+ * of the call: bytes per second of its own time is its rate. */
+static bool stream_verdict(struct rio_stats *st)
+{
+    double el = (double)st->elapsed_ns;
+    bool sink = st->sink_ns >= st->source_ns;
+    uint64_t t = sink ? st->sink_ns : st->source_ns;
+    if ((double)t < STREAM_SHARE * el)
+        return false;
+    st->verdict = sink ? RIO_VERDICT_SINK : RIO_VERDICT_SOURCE;
+    snprintf(st->verdict_text, sizeof(st->verdict_text),
+             "the %s took %.0f%% of the time (%.1f ms of %.1f ms, %.1f MB/s while it ran); "
+             "the transfer waited on it",
+             sink ? "destination (the stream's consumer)" : "source (the stream's producer)",
+             100.0 * (double)t / el, t / 1e6, el / 1e6, st->bytes * 1e3 / (double)t);
+    return true;
+}
 
 void rio__stats_verdict(struct rio_stats *st)
 {
@@ -82,6 +109,8 @@ void rio__stats_verdict(struct rio_stats *st)
     st->verdict = RIO_VERDICT_NONE;
     st->verdict_text[0] = 0;
     if (el <= 0 || st->chunks == 0)
+        return;
+    if (stream_verdict(st))
         return;
 
     double cpu_e = st->engine_cpu_ns / el, cpu_t = st->transport_cpu_ns / el;
@@ -183,7 +212,7 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->elapsed_ns = now - call->t0;
     for (unsigned i = 0; i < call->nreq; i++)
         if (call->reqs[i].result >= 0)
-            st->bytes += call->reqs[i].size;
+            st->bytes += call->reqs[i].size - rio__req_skipped(&call->reqs[i]);
     st->goodput_mbps = st->elapsed_ns ? st->bytes * 1e3 / (double)st->elapsed_ns : 0;
     st->npaths = c->npaths;
     pthread_mutex_lock(&c->mu);
@@ -219,6 +248,8 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->verify_bytes = call->verify_bytes;
     st->verify_cpu_ns = call->verify_cpu_ns;
     st->copy_ns = call->copy_ns;
+    st->sink_ns = call->sink_ns;
+    st->source_ns = call->source_ns;
     st->svc_ns = call->svc_ns;
     st->op_ns = call->op_ns;
     st->peak_inflight_bytes = call->peak_inflight;

@@ -41,13 +41,28 @@ struct rio_reader {
     struct rio__call *call;
     struct rio__req *r;
     struct rio_stats *stats;
-    uint64_t next; /* chunk being consumed */
-    uint64_t pos;  /* bytes of it already handed out */
+    uint64_t next;  /* chunk being consumed */
+    uint64_t pos;   /* bytes of it already handed out */
+    uint64_t t_out; /* when the caller last left rio_reader_read; 0: in the library */
     int err;
 };
 
+/* The caller is back in the reader: its time away was its consumer's. */
+static void reader_back(struct rio_reader *rd)
+{
+    if (rd->t_out && rd->call)
+        rd->call->sink_ns += rio__now_ns() - rd->t_out;
+    rd->t_out = 0;
+}
+
 int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
                     const struct rio_call *opt, struct rio_reader **out)
+{
+    return rio_reader_open_at(c, key, 0, prefetch, opt, out);
+}
+
+int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                       const struct rio_call *opt, struct rio_reader **out)
 {
     struct rio_reader *rd;
     struct rio__call *call;
@@ -66,6 +81,7 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rio__call_mark_start(c, call);
     struct rio__req *r = &call->reqs[0];
     r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
+    r->read_from = offset;
     ret = rio__req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
     if (ret < 0)
         goto err_call;
@@ -75,10 +91,15 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     rd->c = c;
     rd->call = call;
     rd->r = r;
+    /* The cursor: the chunk holding offset, which is fetched and verified
+     * whole; its bytes before offset are never handed out. */
+    rd->next = r->first;
+    rd->pos = r->first < r->nchunks ? offset - r->first * r->chunk_size : 0;
     rd->stats = opt ? opt->stats : NULL;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
     stream_link(c, &rd->st, RIO__STREAM_READER);
+    rd->t_out = rio__now_ns();
     *out = rd;
     return 0;
 err_call:
@@ -142,13 +163,16 @@ int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
     rio__detail_clear();
     if (!rd || (!buf && n))
         return RIO_EINVAL;
-    int ret = reader_peek(rd, &p, &avail);
-    if (ret <= 0)
-        return ret;
-    size_t k = n < avail ? n : avail;
-    memcpy(buf, p, k);
-    reader_consume(rd, k, avail);
-    return (int64_t)k;
+    reader_back(rd);
+    int64_t ret = reader_peek(rd, &p, &avail);
+    if (ret > 0) {
+        size_t k = n < avail ? n : avail;
+        memcpy(buf, p, k);
+        reader_consume(rd, k, avail);
+        ret = (int64_t)k;
+    }
+    rd->t_out = rio__now_ns();
+    return ret;
 }
 
 /* End the reader's call: cancel what is left (err) unless it was read to
@@ -158,6 +182,7 @@ static int reader_end(struct rio_reader *rd, int err)
     struct rio_client *c = rd->c;
     struct rio__req *r = rd->r;
     bool complete = rd->next >= r->nchunks && !rd->err;
+    reader_back(rd);
     stream_unlink(c, &rd->st);
     if (!complete)
         rio__engine_fail_req(c, r, err);
@@ -195,6 +220,13 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
                        int (*cb)(void *arg, const void *data, size_t len), void *arg,
                        const struct rio_call *opt)
 {
+    return rio_get_stream_at(c, key, 0, prefetch, cb, arg, opt);
+}
+
+int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                          int (*cb)(void *arg, const void *data, size_t len), void *arg,
+                          const struct rio_call *opt)
+{
     struct rio_reader *rd;
     const uint8_t *p;
     size_t n;
@@ -207,18 +239,22 @@ int64_t rio_get_stream(struct rio_client *c, const char *key, unsigned prefetch,
     if (!cb)
         return RIO_EINVAL;
     for (;; replans++) {
-        ret = rio_reader_open(c, key, prefetch, opt, &rd);
+        ret = rio_reader_open_at(c, key, offset, prefetch, opt, &rd);
         if (ret < 0)
             return ret;
+        rd->t_out = 0; /* the caller's time is its callback's, timed below */
         /* Before the first byte is handed out, a PUT that replaced the key
-         * costs nothing: start over on its generation. */
+         * costs nothing: start over on its generation (not at an offset:
+         * the bytes before it belong to the generation the caller holds). */
         ret = reader_peek(rd, &p, &n);
-        if (!rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+        if (offset || !rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
             break;
         rio_reader_close(rd);
     }
     for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
+        uint64_t t0 = rio__now_ns();
         int stop = cb(arg, p, n);
+        rd->call->sink_ns += rio__now_ns() - t0;
         if (stop) {
             rio_reader_close(rd);
             return stop < 0 ? stop : RIO_ECANCELED;
@@ -267,7 +303,9 @@ struct rio_writer {
     struct wslot *slots;
     int err;
     struct rio_call opt; /* per part: deadline set from the stream's */
-    uint64_t t0, deadline_ns, wait_ns;
+    uint64_t t0, deadline_ns;
+    uint64_t t_out;     /* when the caller last left rio_writer_write; 0: in the library */
+    uint64_t source_ns; /* the caller's time away: its producer's */
     struct rio_stats *stats;
     struct rio__call *acc; /* with stats: every part's figures, merged */
 };
@@ -279,6 +317,14 @@ static void writer_meta(const struct rio_writer *w, struct rio__meta *m)
     m->deadline_ns = w->deadline_ns;
     m->cancel = w->opt.cancel;
     m->call = w->acc;
+}
+
+/* The caller is back in the writer: its time away was its producer's. */
+static void writer_back(struct rio_writer *w)
+{
+    if (w->t_out)
+        w->source_ns += rio__now_ns() - w->t_out;
+    w->t_out = 0;
 }
 
 static void writer_fail(struct rio_writer *w, int err)
@@ -293,9 +339,7 @@ static void writer_reap(struct rio_writer *w, struct wslot *s)
     if (!s->call)
         return;
     struct rio_client *c = w->c;
-    uint64_t t0 = rio__now_ns();
     rio__engine_wait(c, s->call);
-    w->wait_ns += rio__now_ns() - t0;
     struct rio__req *r = &s->call->reqs[0];
     r->result = r->status < 0 ? r->status : (int64_t)r->size;
     if (r->status < 0)
@@ -488,6 +532,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
     if (ret < 0)
         goto err;
     stream_link(c, &w->st, RIO__STREAM_WRITER);
+    w->t_out = rio__now_ns();
     *out = w;
     return 0;
 err:
@@ -500,6 +545,7 @@ int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)
     rio__detail_clear();
     if (!w || (!buf && n))
         return RIO_EINVAL;
+    writer_back(w);
     const uint8_t *p = buf;
     while (n && !w->err) {
         struct wslot *s = writer_slot(w);
@@ -513,6 +559,7 @@ int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)
         n -= (size_t)k;
         writer_added(w, s, k);
     }
+    w->t_out = rio__now_ns();
     return w->err;
 }
 
@@ -528,9 +575,8 @@ static void writer_drain(struct rio_writer *w)
     }
 }
 
-/* The stream's figures: every part merged, over the time since open. When
- * the writer seldom waited for a free slot, the stream's source was slower
- * than the transfer, and the verdict says so. */
+/* The stream's figures: every part merged, over the time since open, with
+ * the producer's time (the source verdict when it took most of it). */
 static void writer_stats(struct rio_writer *w)
 {
     if (!w->stats || !w->acc)
@@ -538,15 +584,8 @@ static void writer_stats(struct rio_writer *w)
     struct rio__req *r = &w->acc->reqs[0];
     r->size = w->total;
     r->result = w->err ? w->err : 0;
+    w->acc->source_ns = w->source_ns;
     rio__stats_fill(w->c, w->acc, w->stats);
-    struct rio_stats *st = w->stats;
-    if (w->err == 0 && st->elapsed_ns && w->wait_ns * 10 < st->elapsed_ns) {
-        st->verdict = RIO_VERDICT_NONE;
-        snprintf(st->verdict_text, sizeof(st->verdict_text),
-                 "source-bound: the writer waited for a free slot %.0f%% of %.0f ms; the "
-                 "stream's input is slower than the transfer",
-                 100.0 * (double)w->wait_ns / (double)st->elapsed_ns, st->elapsed_ns / 1e6);
-    }
 }
 
 /* The client is being destroyed: cancel and fence every part, abort the
@@ -572,6 +611,7 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
         writer_free(w);
         return RIO_ECLOSED;
     }
+    writer_back(w);
     stream_unlink(w->c, &w->st);
     struct wslot *s = &w->slots[w->nchunks % w->nslots];
     if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
@@ -606,6 +646,7 @@ void rio_writer_abort(struct rio_writer *w)
         writer_free(w);
         return;
     }
+    writer_back(w);
     stream_unlink(w->c, &w->st);
     writer_fail(w, RIO_ECANCELED);
     writer_drain(w);
@@ -626,11 +667,14 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
     int ret = rio_writer_open(c, key, size, slots, call, &w);
     if (ret < 0)
         return ret;
+    w->t_out = 0; /* the caller's time is its fill's, timed below */
     while (!w->err) {
         struct wslot *s = writer_slot(w);
         if (!s)
             break;
+        uint64_t t0 = rio__now_ns();
         int64_t n = fill(arg, s->buf + s->fill, (size_t)(w->chunk_size - s->fill));
+        w->source_ns += rio__now_ns() - t0;
         if (n < 0 || (uint64_t)n > w->chunk_size - s->fill) {
             writer_fail(w, n < 0 ? (int)n : RIO_EINVAL);
             break;

@@ -27,6 +27,7 @@ struct rio_rados_counters {
     uint64_t removed;        /* chunk removals confirmed (removed, or found gone) */
     uint64_t remove_failed;  /* chunk removals that never succeeded (left behind) */
     uint64_t commits_raced;  /* head commits that lost a race and retried */
+    uint64_t conns;          /* cluster connections the paths share */
 };
 
 /* Snapshot of a rados transport's counters (zeros if t is not one). */

@@ -7,7 +7,9 @@
  * is cancelled, a PUT's upload is aborted on the server (railiod's uploads
  * gauge back to 0 with none dropped for a closed connection or a timeout),
  * no temporary file is left, and railio ends by the signal (130, 143) at
- * once, not after the 20 s.
+ * once, not after the 20 s. (The GETs here are interrupted before any chunk
+ * was written: only a get that wrote a chunk keeps FILE.railio-tmp and its
+ * resume record, test_cli_resume.)
  */
 #include <fcntl.h>
 #include <signal.h>

@@ -106,10 +106,12 @@ TEST(growable_structs_keep_their_size)
     T_EQ(sizeof(((struct rio_options *)0)->reserved), 56);
     T_EQ(offsetof(struct rio_options, tls) + 8, offsetof(struct rio_options, reserved));
     T_EQ(sizeof(((struct rio_call *)0)->reserved), 64);
-    /* verify_bytes and verify_cpu_ns took two reserved words */
-    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 104);
+    /* verify_bytes and verify_cpu_ns, then sink_ns and source_ns took two
+     * reserved words each */
+    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 88);
     T_EQ(offsetof(struct rio_stats, replans) + 8, offsetof(struct rio_stats, verify_bytes));
-    T_EQ(offsetof(struct rio_stats, verify_cpu_ns) + 8, offsetof(struct rio_stats, reserved));
+    T_EQ(offsetof(struct rio_stats, verify_cpu_ns) + 8, offsetof(struct rio_stats, sink_ns));
+    T_EQ(offsetof(struct rio_stats, source_ns) + 8, offsetof(struct rio_stats, reserved));
 }
 
 TEST(mock_only_never_loads_librados)

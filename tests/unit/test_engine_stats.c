@@ -188,6 +188,21 @@ TEST(verdict_rules)
     st.path[0].rate_mbps = 30;
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
+
+    /* A stream's consumer that took most of the call: the sink, whatever
+     * else; its producer: the source; under half the call: neither. */
+    st.sink_ns = 600000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SINK);
+    T_STREQ(rio_verdict_name(st.verdict), "sink");
+    st.sink_ns = 0;
+    st.source_ns = 700000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SOURCE);
+    T_STREQ(rio_verdict_name(st.verdict), "source");
+    st.source_ns = 400000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
 }
 
 struct prog {
@@ -226,5 +241,121 @@ TEST(progress_reports)
     T_EQ(pg.total, n);
     T_LE(pg.last, n);
     free(src);
+    eu_close(&e);
+}
+
+/* ------------------------------------------------- stream sink and source */
+
+/* A consumer or producer that takes sleep_ms per call; counts its bytes. */
+struct slow {
+    unsigned sleep_ms;
+    const uint8_t *src; /* producer: the bytes to hand out */
+    size_t n, off;
+};
+
+static int slow_sink(void *arg, const void *data, size_t len)
+{
+    struct slow *s = arg;
+    (void)data;
+    if (s->sleep_ms)
+        eu_sleep_ms(s->sleep_ms);
+    s->off += len;
+    return 0;
+}
+
+static int64_t slow_fill(void *arg, void *buf, size_t cap)
+{
+    struct slow *s = arg;
+    size_t k = s->n - s->off < cap ? s->n - s->off : cap;
+    if (s->sleep_ms && k)
+        eu_sleep_ms(s->sleep_ms);
+    memcpy(buf, s->src + s->off, k);
+    s->off += k;
+    return (int64_t)k;
+}
+
+static void expect_stream_verdict(const struct rio_stats *st, int want, const char *name,
+                                  const char *word)
+{
+    eu_stats_print(name, st);
+    expect_verdict(st, want, name);
+    T_TRUE(strstr(st->verdict_text, word) != NULL);
+}
+
+/* A GET whose destination is slow (rio_get_stream's callback, a reader's
+ * caller between reads): the verdict is the sink, naming the destination;
+ * a fast callback on slow paths is not. */
+TEST(verdict_sink)
+{
+    struct eu e;
+    const size_t n = EU_MIB; /* 16 chunks */
+
+    eu_start(&e, "mock://vsink?paths=2");
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 6, NULL);
+    struct slow s = {.sleep_ms = 5};
+    T_EQ(rio_get_stream(e.c, "o", 0, slow_sink, &s, &e.call), (int64_t)n);
+    T_EQ(s.off, n);
+    expect_stream_verdict(&e.st, RIO_VERDICT_SINK, "sink", "destination");
+    T_GE(e.st.sink_ns, 16 * 5 * 1000000ull);
+    T_LE(e.st.sink_ns, e.st.elapsed_ns);
+    T_EQ(e.st.source_ns, 0u);
+
+    /* The same through rio_reader_read: the caller's time between reads. */
+    struct rio_reader *rd;
+    uint8_t *buf = eu_keep(&e, eu_fill_buf(EU_CHUNK, 0));
+    T_OK(rio_reader_open(e.c, "o", 0, &e.call, &rd));
+    int64_t k, got = 0;
+    while ((k = rio_reader_read(rd, buf, EU_CHUNK)) > 0) {
+        got += k;
+        eu_sleep_ms(5);
+    }
+    T_EQ(k, 0);
+    T_EQ(got, (int64_t)n);
+    T_OK(rio_reader_close(rd));
+    expect_stream_verdict(&e.st, RIO_VERDICT_SINK, "sink", "destination");
+    T_GE(e.st.sink_ns, 16 * 5 * 1000000ull);
+
+    /* A fast callback: the destination takes a small share, not the verdict. */
+    eu_close(&e);
+    eu_start(&e, "mock://vsink2?paths=2&rate=20M"); /* ~25 ms for the GET */
+    free(src);
+    src = eu_put_pattern(e.c, "o", n, 7, NULL);
+    struct slow f = {0};
+    T_EQ(rio_get_stream(e.c, "o", 0, slow_sink, &f, &e.call), (int64_t)n);
+    eu_stats_print("fast sink", &e.st);
+    T_NE(e.st.verdict, RIO_VERDICT_SINK);
+    T_LT((double)e.st.sink_ns, 0.5 * (double)e.st.elapsed_ns);
+    T_EQ(e.st.source_ns, 0u);
+    free(src);
+    eu_close(&e);
+}
+
+/* A PUT whose source is slow (rio_put_stream's fill, a writer's caller
+ * between writes): the verdict is the source. */
+TEST(verdict_source)
+{
+    struct eu e;
+    const size_t n = EU_MIB;
+
+    eu_start(&e, "mock://vsrc?paths=2");
+    uint8_t *src = eu_keep(&e, eu_pattern_buf(n, 8));
+    struct slow s = {.sleep_ms = 5, .src = src, .n = n};
+    T_OK(rio_put_stream(e.c, "o", RIO_SIZE_UNKNOWN, 0, slow_fill, &s, &e.call, NULL));
+    expect_stream_verdict(&e.st, RIO_VERDICT_SOURCE, "source", "source");
+    T_GE(e.st.source_ns, 16 * 5 * 1000000ull);
+    T_LE(e.st.source_ns, e.st.elapsed_ns);
+    T_EQ(e.st.sink_ns, 0u);
+    eu_get_check(e.c, "o", n, 8, NULL);
+
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "o", n, 0, &e.call, &w));
+    for (size_t off = 0; off < n; off += EU_CHUNK) {
+        eu_sleep_ms(5);
+        T_OK(rio_writer_write(w, src + off, EU_CHUNK));
+    }
+    T_OK(rio_writer_close(w, NULL));
+    expect_stream_verdict(&e.st, RIO_VERDICT_SOURCE, "source", "source");
+    T_GE(e.st.source_ns, 16 * 5 * 1000000ull);
+    eu_get_check(e.c, "o", n, 8, NULL);
     eu_close(&e);
 }

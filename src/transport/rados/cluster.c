@@ -247,7 +247,7 @@ static void rt_close(struct rio_transport *tt)
     }
     if (t->head_io)
         rados_ioctx_destroy(t->head_io);
-    for (unsigned p = 0; p < RIO_MAX_PATHS; p++)
+    for (unsigned p = 0; p < t->nconns; p++) /* cl[nconns..] are aliases */
         if (t->cl[p])
             rados_shutdown(t->cl[p]);
     /* The engine reaps every op before closing; release any stragglers. */
@@ -286,7 +286,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     pthread_condattr_t ca;
     const char *s;
     uint64_t v, abort_s;
-    unsigned npaths;
+    unsigned npaths, nconns;
     int ret;
 
     if (!u || !out || !u->authority || !*u->authority)
@@ -319,14 +319,26 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
             return RIO_EINVAL;
         pp.inject = s;
     }
-    npaths = o && o->paths ? o->paths : 1;
+    /* Paths are the engine's lanes of chunk ops (depth each); conns is how
+     * many cluster connections carry them (path p on connection p mod
+     * conns). Paths given: each its own connection unless conns= says
+     * otherwise. Not given: DEF_PATHS lanes over one connection, the
+     * concurrency `rados bench` uses (docs/tuning.md). */
+    npaths = o && o->paths ? o->paths : DEF_PATHS;
     if (npaths > RIO_MAX_PATHS)
         return RIO_EINVAL;
+    nconns = o && o->paths ? npaths : 1;
+    if ((s = rio__url_param(u, "conns"))) {
+        if (rio__opt_uint("conns", s, 1, npaths, &v) < 0)
+            return RIO_EINVAL;
+        nconns = (unsigned)v;
+    }
 
     ret = rio__transport_new(u, out, sizeof(*t), &rio__rados_ops, &t);
     if (ret < 0)
         return ret;
     t->base.npaths = npaths;
+    t->nconns = nconns;
     t->abort_ns = abort_s * 1000000000ull;
     t->fail_chunk = -1;
     t->rng = o && o->seed ? o->seed : 0x7261646f73ull;
@@ -377,13 +389,16 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         goto err_cv;
 
     /* From here rt_close undoes everything. */
-    for (unsigned p = 0; p < npaths; p++) {
+    for (unsigned p = 0; p < nconns; p++) {
         ret = connect_one(&pp, &t->cl[p]);
         if (ret < 0) {
             t->cl[p] = NULL;
             goto err_close;
         }
     }
+    for (unsigned p = nconns; p < npaths; p++)
+        t->cl[p] = t->cl[p % nconns];
+    t->ctr.conns = nconns;
     ret = rados_ioctx_create(t->cl[0], u->authority, &t->head_io);
     if (ret < 0) {
         t->head_io = NULL;
@@ -455,7 +470,7 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 static const char *const rados_url_options[] = {
     "conf",       "id",         "keyring", "timeout", "abort_timeout", "inject_socket_failures",
     "fail_chunk", "fail_error", "shuffle", "pools",   "max_object",    "list_scan",
-    NULL,
+    "conns",      NULL,
 };
 
 const struct rio_transport_ops rio__rados_ops = {

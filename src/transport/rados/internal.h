@@ -15,8 +15,10 @@
  *          chunk object, and a READ that names a generation whose chunks were
  *          removed gets ENOENT, reported as RIO_EGENERATION.
  *
- * Paths: each path is its own cluster connection (rados_t: its own messenger
- * and sockets) with one ioctx per pool; depth is the engine's. Chunk ops are
+ * Paths: each path has one ioctx per pool on a cluster connection (rados_t:
+ * its own messenger and sockets); path p uses connection p mod nconns, so
+ * a chunk's remove follows its write on the connection that carried it.
+ * depth is the engine's. Chunk ops are
  * librados aio; their completion callbacks (librados threads) push the op on
  * a done queue and signal reap, which calls complete() in the engine thread.
  * librados cannot abort an op it has sent: cancel marks it and it completes
@@ -69,6 +71,7 @@
 #define UPLOAD_MAGIC 0x7261646f7375706cull
 #define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
 #define SHUFFLE_WAIT_NS 20000000ull
+#define DEF_PATHS 4u /* paths when the options give none (over one connection) */
 #define LIST_SCAN_MAX 8192u /* list: objects examined per page (list_scan=) */
 
 extern const struct rio_transport_ops rio__rados_ops;
@@ -125,14 +128,15 @@ struct centry {
 
 struct rados_transport {
     struct rio_transport base; /* first: the engine's handle */
-    rados_t cl[RIO_MAX_PATHS];
-    rados_ioctx_t head_io; /* path 0, the URL's pool, namespace "" */
+    rados_t cl[RIO_MAX_PATHS]; /* per path; cl[p] == cl[p % nconns] */
+    unsigned nconns;           /* distinct connections: cl[0..nconns) */
+    rados_ioctx_t head_io;     /* path 0, the URL's pool, namespace "" */
     uint64_t max_object;
     uint64_t abort_ns;
     uint64_t gen_state;
     int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
     int fail_err;
-    bool shuffle; /* test knob: deliver completions in a shuffled order */
+    bool shuffle;       /* test knob: deliver completions in a shuffled order */
     unsigned list_scan; /* list: objects examined per page */
 
     pthread_mutex_t pools_mu;

@@ -341,7 +341,8 @@ static size_t delim_len(const struct lscan *s, const char *key)
     return slash ? (size_t)(slash - key) + 1 : 0;
 }
 
-/* A common prefix already on this page (pages cannot see each other's). */
+/* A common prefix already on this page. In hash order the keys under one
+ * prefix are spread over the whole listing: a later page may show it again. */
 static bool dir_seen(const struct lscan *s, const char *key, size_t len)
 {
     for (unsigned i = 0; i < s->n; i++)

@@ -1,0 +1,580 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railio cp -r: a local directory to a prefix, a prefix to a local
+ * directory, a prefix to a prefix on another backend (or the same), and cp
+ * of the objects a wildcard matches. Objects move --jobs at a time, each
+ * streamed with a few chunks in flight (memory bounded by jobs x slots x
+ * chunk size, whatever the objects' sizes). Keys that would land outside
+ * the destination directory ('..', '.', an empty or absolute path: a
+ * hostile listing) are refused by name; directories are created beneath the
+ * destination one component at a time without following symbolic links.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/tree.h"
+
+static const char cp_usage[] =
+    "usage: railio cp -r [-q] [-v] [--json] [--jobs N] [--page-size N] SRC DST\n"
+    "  SRC and DST: a local directory or URL/PREFIX, at least one a URL. Every key\n"
+    "  beneath PREFIX/ (every file beneath the directory) is copied, its path below\n"
+    "  the source kept below the destination. URL to URL streams between the two\n"
+    "  backends. The last element of SRC may hold wildcards (* ? [...]); then -r is\n"
+    "  needed only to take what lies beneath matching prefixes. --jobs N objects move\n"
+    "  at once (default 8); a summary line ends the run unless -q.\n";
+
+/* Chunks in flight per object: jobs x this x chunk size bounds the memory. */
+#define CP_SLOTS 4
+#define CP_BATCH 1000
+
+struct cp_item {
+    char *src; /* a key, or a local path */
+    char *rel; /* the path below the source, kept below the destination */
+    uint64_t size;
+};
+
+struct cp_run {
+    const struct rio_cli_tree_opts *o;
+    struct rio_client *sc, *dc; /* NULL for a local side */
+    const char *dprefix;        /* destination key prefix ("" or ending in '/') */
+    int ddir;                   /* destination directory fd (local) */
+    struct cp_item *items;
+    pthread_mutex_t mu;
+    uint64_t done, failed, bytes;
+    int first_err;
+};
+
+static void cp_fail(struct cp_run *r, const char *what, int err)
+{
+    pthread_mutex_lock(&r->mu);
+    r->failed++;
+    if (!r->first_err)
+        r->first_err = err;
+    rio_cli_tree_error("cp", r->o, what, err);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void cp_ok(struct cp_run *r, const struct cp_item *it, uint64_t n)
+{
+    pthread_mutex_lock(&r->mu);
+    r->done++;
+    r->bytes += n;
+    if (r->o->json) {
+        rio_cli_json_begin(stdout, "copied");
+        rio_cli_json_kstr(stdout, "src", it->src);
+        rio_cli_json_kstr(stdout, "path", it->rel);
+        rio_cli_json_ku64(stdout, "bytes", n);
+        rio_cli_json_end(stdout);
+    } else if (r->o->verbose) {
+        fprintf(stderr, "copied %s (%llu bytes)\n", it->src, (unsigned long long)n);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The destination key of rel; 0 or RIO_EINVAL when it would be too long. */
+static int dst_key(const struct cp_run *r, const char *rel, char *out)
+{
+    size_t a = strlen(r->dprefix), b = strlen(rel);
+    if (a + b > RIO_KEY_MAX || a + b == 0)
+        return RIO_EINVAL;
+    memcpy(out, r->dprefix, a);
+    memcpy(out + a, rel, b + 1);
+    return 0;
+}
+
+/* ---------------------------------------------------- local -> URL */
+
+static int64_t fd_fill(void *arg, void *buf, size_t cap)
+{
+    int fd = *(int *)arg;
+    for (;;) {
+        ssize_t n = read(fd, buf, cap);
+        if (n >= 0)
+            return n;
+        if (errno != EINTR)
+            return -errno;
+    }
+}
+
+static void cp_put(void *arg, size_t i)
+{
+    struct cp_run *r = arg;
+    const struct cp_item *it = &r->items[i];
+    char key[RIO_KEY_MAX + 1];
+    int ret = dst_key(r, it->rel, key);
+    if (ret < 0) {
+        cp_fail(r, it->src, ret);
+        return;
+    }
+    int fd = open(it->src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) < 0) {
+        ret = -errno;
+        if (fd >= 0)
+            close(fd);
+        cp_fail(r, it->src, ret);
+        return;
+    }
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    ret = rio_put_stream(r->dc, key, (uint64_t)sb.st_size, CP_SLOTS, fd_fill, &fd, &call, &d);
+    close(fd);
+    if (ret < 0) {
+        cp_fail(r, key, ret);
+        return;
+    }
+    rio_desc_cleanup(&d);
+    cp_ok(r, it, (uint64_t)sb.st_size);
+}
+
+/* nftw has no argument for its callback: the walk is single-threaded. */
+static struct {
+    struct cp_item *v;
+    size_t n, cap;
+    size_t root_len;
+    uint64_t skipped;
+    int err;
+} walk;
+
+static int walk_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)ftw;
+    if (type == FTW_DNR || type == FTW_NS) {
+        fprintf(stderr, "railio cp: cannot read '%s': %s\n", path, strerror(errno));
+        walk.err = -EACCES;
+        return 0;
+    }
+    if (type != FTW_F)
+        return 0;
+    if (!S_ISREG(sb->st_mode)) {
+        walk.skipped++; /* a device, a FIFO, a socket: not an object */
+        return 0;
+    }
+    if (walk.n == walk.cap) {
+        size_t nc = walk.cap ? walk.cap * 2 : 256;
+        struct cp_item *nv = realloc(walk.v, nc * sizeof(*nv));
+        if (!nv)
+            return -1;
+        walk.v = nv;
+        walk.cap = nc;
+    }
+    struct cp_item *it = &walk.v[walk.n];
+    it->src = strdup(path);
+    it->rel = it->src ? it->src + walk.root_len : NULL;
+    it->size = (uint64_t)sb->st_size;
+    if (!it->src)
+        return -1;
+    while (*it->rel == '/')
+        it->rel++;
+    walk.n++;
+    return 0;
+}
+
+static int cp_from_dir(struct cp_run *r, const char *dir)
+{
+    memset(&walk, 0, sizeof(walk));
+    walk.root_len = strlen(dir);
+    if (nftw(dir, walk_one, 32, FTW_PHYS) != 0) {
+        int e = errno ? -errno : -ENOMEM;
+        fprintf(stderr, "railio cp: cannot walk '%s': %s\n", dir, strerror(-e));
+        for (size_t i = 0; i < walk.n; i++)
+            free(walk.v[i].src);
+        free(walk.v);
+        return e;
+    }
+    r->items = walk.v;
+    rio_cli_pool_run(r->o->jobs, walk.n, cp_put, r);
+    for (size_t i = 0; i < walk.n; i++)
+        free(walk.v[i].src);
+    free(walk.v);
+    r->items = NULL;
+    if (walk.skipped && !r->o->quiet)
+        fprintf(stderr, "railio cp: %llu entries that are not regular files skipped\n",
+                (unsigned long long)walk.skipped);
+    if (walk.err && !r->first_err)
+        r->first_err = walk.err;
+    return 0;
+}
+
+/* ---------------------------------------------------- URL -> local */
+
+/* Whether rel may become a path beneath the destination: relative, no
+ * empty, "." or ".." component, each component a valid file name. */
+static bool rel_safe(const char *rel)
+{
+    if (!*rel || *rel == '/')
+        return false;
+    for (const char *p = rel;;) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0 || l > NAME_MAX || (l == 1 && p[0] == '.') ||
+            (l == 2 && p[0] == '.' && p[1] == '.'))
+            return false;
+        if (!e)
+            return true;
+        p = e + 1;
+    }
+}
+
+/* The directory of rel beneath ddir, created as needed, never through a
+ * symbolic link: an fd, and *name the last component. */
+static int open_parent(int ddir, char *rel, const char **name)
+{
+    int dfd = dup(ddir);
+    if (dfd < 0)
+        return -errno;
+    char *p = rel;
+    for (char *e; (e = strchr(p, '/')); p = e + 1) {
+        *e = '\0';
+        if (mkdirat(dfd, p, 0755) < 0 && errno != EEXIST) {
+            int ret = -errno;
+            *e = '/';
+            close(dfd);
+            return ret;
+        }
+        int nfd = openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        *e = '/';
+        close(dfd);
+        if (nfd < 0)
+            return -errno;
+        dfd = nfd;
+    }
+    *name = p;
+    return dfd;
+}
+
+static int sink_fd(void *arg, const void *data, size_t len)
+{
+    int fd = *(int *)arg;
+    const char *p = data;
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/*
+ * One object into DST/rel: written to a fresh ".NAME.railio-tmp-RANDOM"
+ * beside it and renamed over it once every chunk arrived verified, so a
+ * failure leaves no partial file under the object's name.
+ */
+static void cp_get(void *arg, size_t i)
+{
+    struct cp_run *r = arg;
+    const struct cp_item *it = &r->items[i];
+    char rel[RIO_KEY_MAX + 1], tmp[NAME_MAX + 64];
+    const char *name = NULL;
+    snprintf(rel, sizeof(rel), "%s", it->rel);
+    int dfd = open_parent(r->ddir, rel, &name);
+    if (dfd < 0) {
+        cp_fail(r, it->rel, dfd);
+        return;
+    }
+    uint64_t rnd = 0;
+    if (getrandom(&rnd, sizeof(rnd), 0) < 0)
+        rnd = (uint64_t)getpid() ^ (uint64_t)i;
+    snprintf(tmp, sizeof(tmp), ".%.200s.railio-tmp-%016llx", name, (unsigned long long)rnd);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = -errno;
+        close(dfd);
+        cp_fail(r, it->rel, e);
+        return;
+    }
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    int64_t n = rio_get_stream(r->sc, it->src, CP_SLOTS, sink_fd, &fd, &call);
+    int ret = n < 0 ? (int)n : 0;
+    if (close(fd) < 0 && ret == 0)
+        ret = -errno;
+    if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
+        ret = -errno;
+    if (ret < 0)
+        unlinkat(dfd, tmp, 0);
+    close(dfd);
+    if (ret < 0)
+        cp_fail(r, it->src, ret);
+    else
+        cp_ok(r, it, (uint64_t)n);
+}
+
+/* ---------------------------------------------------- URL -> URL */
+
+struct reader_src {
+    struct rio_reader *rd;
+    int err;
+};
+
+static int64_t reader_fill(void *arg, void *buf, size_t cap)
+{
+    struct reader_src *rs = arg;
+    int64_t n = rio_reader_read(rs->rd, buf, cap);
+    if (n < 0)
+        rs->err = (int)n;
+    return n;
+}
+
+static void cp_url(void *arg, size_t i)
+{
+    struct cp_run *r = arg;
+    const struct cp_item *it = &r->items[i];
+    char key[RIO_KEY_MAX + 1];
+    int ret = dst_key(r, it->rel, key);
+    if (ret < 0) {
+        cp_fail(r, it->rel, ret);
+        return;
+    }
+    struct rio_reader *rd;
+    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    ret = rio_reader_open(r->sc, it->src, CP_SLOTS, &call, &rd);
+    if (ret < 0) {
+        cp_fail(r, it->src, ret);
+        return;
+    }
+    uint64_t size = rio_reader_desc(rd)->size;
+    struct reader_src rs = {.rd = rd};
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    ret = rio_put_stream(r->dc, key, size, CP_SLOTS, reader_fill, &rs, &call, &d);
+    int gret = rio_reader_close(rd);
+    if (rs.err < 0 || (ret == 0 && gret < 0)) {
+        cp_fail(r, it->src, rs.err < 0 ? rs.err : gret);
+        return;
+    }
+    if (ret < 0) {
+        cp_fail(r, key, ret);
+        return;
+    }
+    rio_desc_cleanup(&d);
+    cp_ok(r, it, size);
+}
+
+/* ------------------------------------------------------- listing side */
+
+/* Every object the lister yields, CP_BATCH at a time through fn. */
+static int cp_listed(struct cp_run *r, struct rio_cli_lister *l, size_t base,
+                     void (*fn)(void *, size_t))
+{
+    struct cp_item *v = calloc(CP_BATCH, sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    r->items = v;
+    const struct rio_entry *e;
+    size_t n = 0;
+    int ret;
+    for (;;) {
+        ret = rio_cli_lister_next(l, &e);
+        if (ret > 0 && (e->flags & RIO_ENTRY_DIR))
+            continue;
+        if (ret > 0) {
+            const char *rel = e->key + (strlen(e->key) >= base ? base : strlen(e->key));
+            if (r->ddir >= 0 && !rel_safe(rel)) {
+                /* A key ending in '/' is a directory marker some stores keep. */
+                size_t rl = strlen(rel);
+                if (!(rl && rel[rl - 1] == '/')) {
+                    char what[RIO_KEY_MAX + 128];
+                    snprintf(what, sizeof(what),
+                             "%s: refused, not a path beneath the destination ('..', '.', an "
+                             "empty or absolute element)",
+                             e->key);
+                    cp_fail(r, what, RIO_EINVAL);
+                }
+                continue;
+            }
+            v[n].src = strdup(e->key);
+            v[n].rel = v[n].src ? v[n].src + (rel - e->key) : NULL;
+            v[n].size = e->size;
+            if (!v[n].src) {
+                ret = -ENOMEM;
+            } else if (++n < CP_BATCH) {
+                continue;
+            }
+        }
+        rio_cli_pool_run(r->o->jobs, n, fn, r);
+        for (size_t i = 0; i < n; i++)
+            free(v[i].src);
+        n = 0;
+        if (ret <= 0)
+            break;
+    }
+    free(v);
+    r->items = NULL;
+    return ret;
+}
+
+/* ------------------------------------------------------------- command */
+
+static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double t0)
+{
+    const struct rio_cli_tree_opts *o = r->o;
+    bool surl = strstr(src, "://") != NULL, durl = strstr(dst, "://") != NULL;
+    struct rio_cli_target st, dt;
+    char *dprefix = NULL, *tree = NULL;
+    int rc = 0, ret = 0;
+    memset(&st, 0, sizeof(st));
+    memset(&dt, 0, sizeof(dt));
+    if (!surl && !durl) {
+        fprintf(stderr, "railio cp: neither side is a URL; use cp(1)\n");
+        return 2;
+    }
+    if (surl && (rc = rio_cli_tree_open("cp", o, src, RIO_CLI_TARGET_DIR, &st, &r->sc)))
+        goto out;
+    if (surl && !st.glob && !o->recursive) {
+        fprintf(stderr, "railio cp: several objects need -r (or a wildcard)\n");
+        rc = 2;
+        goto out;
+    }
+    if (durl) {
+        if ((rc = rio_cli_tree_open("cp", o, dst, RIO_CLI_TARGET_DIR | RIO_CLI_TARGET_MKDIR, &dt,
+                                    &r->dc)))
+            goto out;
+        if (dt.glob) {
+            fprintf(stderr, "railio cp: no wildcards in the destination\n");
+            rc = 2;
+            goto out;
+        }
+        size_t pl = strlen(dt.path);
+        if (asprintf(&dprefix, "%s%s", dt.path, pl && dt.path[pl - 1] != '/' ? "/" : "") < 0) {
+            dprefix = NULL;
+            ret = -ENOMEM;
+            goto out;
+        }
+        r->dprefix = dprefix;
+    } else {
+        if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
+            fprintf(stderr, "railio cp: cannot create '%s': %s\n", dst, strerror(errno));
+            rc = 1;
+            goto out;
+        }
+        r->ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (r->ddir < 0) {
+            fprintf(stderr, "railio cp: '%s' is not a directory we can open: %s\n", dst,
+                    strerror(errno));
+            rc = 1;
+            goto out;
+        }
+    }
+    if (!surl) {
+        struct stat sb;
+        if (stat(src, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "railio cp: '%s' is not a directory (cp -r copies a tree)\n", src);
+            rc = 2;
+            goto out;
+        }
+        ret = cp_from_dir(r, src);
+    } else {
+        /* What is copied keeps its path below the listed directory: below
+         * PREFIX/ for a tree, below the pattern's directory for a wildcard. */
+        size_t pl = strlen(st.path), base;
+        if (st.glob) {
+            const char *s = strrchr(st.path, '/');
+            base = s ? (size_t)(s - st.path + 1) : 0;
+        } else if (pl && st.path[pl - 1] != '/') {
+            if (asprintf(&tree, "%s/", st.path) < 0) {
+                tree = NULL;
+                ret = -ENOMEM;
+                goto out;
+            }
+            base = pl + 1;
+        } else {
+            base = pl;
+        }
+        struct rio_cli_lister l = {.c = r->sc,
+                                   .prefix = tree ? tree : st.prefix,
+                                   .pattern = st.glob ? st.path : NULL,
+                                   .recursive = o->recursive,
+                                   .max_keys = o->page_size};
+        ret = cp_listed(r, &l, base, durl ? cp_url : cp_get);
+        rio_cli_lister_cleanup(&l);
+    }
+out:
+    if (ret < 0) {
+        char shown[1024];
+        rio_cli_tree_error("cp", o, rio_cli_url_safe(src, shown, sizeof(shown)), ret);
+        if (!r->first_err)
+            r->first_err = ret;
+    }
+    if (!rc) {
+        double el = rio_cli_now_s() - t0;
+        if (o->json) {
+            rio_cli_json_begin(stdout, "cp_summary");
+            rio_cli_json_ku64(stdout, "copied", r->done);
+            rio_cli_json_ku64(stdout, "failed", r->failed);
+            rio_cli_json_ku64(stdout, "bytes", r->bytes);
+            fprintf(stdout, ",\"seconds\":%.3f", el);
+            rio_cli_json_end(stdout);
+        } else if (!o->quiet)
+            fprintf(stderr, "cp: %llu objects, %llu bytes in %.2f s (%.1f MB/s), %llu failed\n",
+                    (unsigned long long)r->done, (unsigned long long)r->bytes, el,
+                    el > 0 ? (double)r->bytes / el / 1e6 : 0.0, (unsigned long long)r->failed);
+        rc = r->first_err ? rio_cli_tree_exit(r->first_err) : 0;
+    }
+    if (r->ddir >= 0)
+        close(r->ddir);
+    rio_client_destroy(r->sc);
+    rio_client_destroy(r->dc);
+    rio_cli_target_cleanup(&st);
+    rio_cli_target_cleanup(&dt);
+    free(dprefix);
+    free(tree);
+    return rc;
+}
+
+int rio_cli_cp_tree(int argc, char **argv)
+{
+    struct rio_cli_tree_opts o;
+    int rc = rio_cli_tree_opts_parse("cp", argc, argv, &o, cp_usage, 2);
+    if (rc >= 0)
+        return rc;
+    if (o.npos != 2) {
+        fprintf(stderr, "railio cp: one source and one destination\n");
+        return 2;
+    }
+    struct cp_run r = {.o = &o, .ddir = -1, .dprefix = "", .mu = PTHREAD_MUTEX_INITIALIZER};
+    return cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
+}
+
+bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
+{
+    int npos = 0;
+    bool glob = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--"))
+            break;
+        if (!strcmp(a, "--recursive") || (a[0] == '-' && a[1] != '-' && strchr(a, 'r')))
+            return true; /* -r, or bundled: -rq */
+        if (a[0] == '-' && a[1])
+            continue;
+        npos++;
+        const char *sep = strstr(a, "://");
+        if (!sep)
+            continue;
+        const char *q = rio_cli_query_start(sep + 3);
+        char path[RIO_KEY_MAX + 256];
+        snprintf(path, sizeof(path), "%.*s", q ? (int)(q - sep - 3) : (int)strlen(sep + 3),
+                 sep + 3);
+        if (rio_cli_glob_first(path))
+            glob = true;
+    }
+    return glob || (!strcmp(cmd, "rm") && npos > 1);
+}
