@@ -504,6 +504,8 @@ static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double 
                                    .recursive = o->recursive,
                                    .max_keys = o->page_size};
         ret = cp_listed(r, &l, base, durl ? cp_url : cp_get);
+        if (ret == 0 && st.glob && !l.matched)
+            ret = RIO_ENOTFOUND; /* a wildcard that matches nothing */
         rio_cli_lister_cleanup(&l);
     }
 out:

@@ -204,6 +204,8 @@ static int cat_one(const struct rio_cli_tree_opts *o, const char *arg, bool *sto
             if (*stop)
                 break;
         }
+        if (ret == 0 && !l.matched)
+            ret = RIO_ENOTFOUND; /* a wildcard that matches nothing */
         if (ret < 0) {
             rio_cli_tree_error("cat", o, t.path, ret);
             rc = rc ? rc : rio_cli_tree_exit(ret);

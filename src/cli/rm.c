@@ -130,6 +130,8 @@ static void rm_one(struct rm_run *r, const char *arg)
                                    .max_keys = o->page_size};
         if (ret == 0)
             ret = rm_listed(r, &l);
+        if (ret == 0 && t.glob && !l.matched)
+            ret = RIO_ENOTFOUND; /* a wildcard that matches nothing, like rm(1) */
         rio_cli_lister_cleanup(&l);
         if (ret == 0 && tree) {
             int d = rio_delete(r->c, t.path); /* the key PREFIX itself, if any */

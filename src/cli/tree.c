@@ -270,6 +270,7 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
             }
             if (l->pattern && !pattern_keeps(l->pattern, x->key))
                 continue;
+            l->matched++;
             *e = x;
             return 1;
         }

@@ -75,6 +75,7 @@ struct rio_cli_lister {
     bool recursive;      /* false: one level (RIO_LIST_DELIM) */
     unsigned max_keys;   /* per page; 0 = the library's default */
     uint64_t pages;      /* out: pages fetched so far */
+    uint64_t matched;    /* out: entries handed out so far */
     /* private */
     struct rio_list_page page;
     unsigned i;

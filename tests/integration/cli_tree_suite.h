@@ -314,6 +314,13 @@ static inline void tb_cat(const struct tb *b)
     T_EQ(m, n2);
     T_MEMEQ(got, p + n1, n2);
     free(got);
+    /* A wildcard that matches nothing is "not found" (3) for the verbs that
+     * act on what matched, as a missing key is; ls of it is only empty. */
+    T_EQ(tb_cli(b, "cat '%s'", tb_url(b, u, sizeof(u), "cat/nothing*")), 3);
+    T_EQ(tb_cli(b, "rm '%s'", tb_url(b, u, sizeof(u), "cat/nothing*")), 3);
+    T_EQ(t_sh("grep -q 'nothing' %s/err", b->tmp), 0);
+    T_EQ(tb_cli(b, "cp '%s' %s/", tb_url(b, u, sizeof(u), "cat/nothing*"), b->tmp), 3);
+    T_TRUE(tb_exists(b, "cat/two"));
     /* rm of several keys: one missing is named, counted, and fails the exit
      * status (3: not found); the others are gone. */
     T_EQ(tb_cli(b, "rm '%s' '%s' '%s'", tb_url(b, u, sizeof(u), "cat/one"),
