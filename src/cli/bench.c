@@ -228,11 +228,8 @@ static int bench_mock(int argc, char **argv)
         else if (!strcmp(argv[i], "--depth") && i + 1 < argc &&
                  !rio_cli_parse_size(argv[i + 1], &depth))
             i++;
-        else {
-            fprintf(stderr, "railio bench mock: bad argument '%s'\n", argv[i]);
-            usage();
-            return 2;
-        }
+        else
+            return rio_cli_bench_other("mock", argv[i], usage);
     }
     if (size == 0 || chunk < 4096 || depth < 1 || depth > 1024) {
         fprintf(stderr, "railio bench mock: size must be > 0, chunk >= 4096, depth 1..1024\n");
@@ -333,6 +330,11 @@ static int bench_mock(int argc, char **argv)
  * destination in 16 KiB pieces (the size libcurl hands its write callback),
  * into a destination that fits the cache and one far larger than it.
  */
+static void copy_usage(void)
+{
+    fprintf(stderr, "usage: railio bench copy\n");
+}
+
 static int bench_copy(void)
 {
     const size_t piece = 16 << 10;
@@ -389,7 +391,7 @@ int rio_cli_bench(int argc, char **argv)
     if (!strcmp(argv[0], "mock"))
         return bench_mock(argc - 1, argv + 1);
     if (!strcmp(argv[0], "copy"))
-        return bench_copy();
+        return argc > 1 ? rio_cli_bench_other("copy", argv[1], copy_usage) : bench_copy();
 #ifdef RIO_HAVE_URING
     if (!strncmp(argv[0], "file://", 7))
         return rio_cli_bench_file(argc, argv);

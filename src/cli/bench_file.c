@@ -801,6 +801,9 @@ int rio_cli_bench_file(int argc, char **argv)
     unsigned qmax = 1;
     int rc = 0;
 
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return rio_cli_bench_other("file://", argv[i], usage);
     if (parse_args(&c, argc, argv) < 0) {
         usage();
         return 2;

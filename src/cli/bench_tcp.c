@@ -509,11 +509,8 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
             bad = (ceiling_secs = strtod(v, NULL)) < 1, i++;
         else
             bad = 1;
-        if (bad) {
-            fprintf(stderr, "railio bench: bad argument '%s'\n", a);
-            usage();
-            return 2;
-        }
+        if (bad)
+            return rio_cli_bench_other("railio://", a, usage);
     }
     for (int i = 0; i < nconc; i++)
         if (conc[i] > 256) {

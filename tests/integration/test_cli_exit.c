@@ -66,6 +66,14 @@ TEST(help_everywhere_without_work)
     T_NOTNULL(strstr(out, "usage: railio get"));
     T_EQ(cli_run(out, sizeof(out), "--help"), 0);
     T_NOTNULL(strstr(out, "Exit status"));
+    /* bench answers --help after its target too (copy would move 1 GiB). */
+    static const char *const targets[] = {"mock", "copy", "railio://127.0.0.1:1", "serve"};
+    for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+        double t0 = cli_now_s();
+        T_EQ(cli_run(out, sizeof(out), "bench %s --help 2>&1", targets[i]), 0);
+        T_TRUE(cli_now_s() - t0 < 5);
+        T_NOTNULL(strstr(out, "usage: railio bench"));
+    }
 }
 
 /* Options after the operands; "--" ends options (a key may start with -). */
