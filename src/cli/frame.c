@@ -379,7 +379,9 @@ int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, stru
         if (ret == -ENOMEM)
             return rio_cli_fail_sys(cl, NULL, url, ret);
         rio_cli_fail_sys(cl, NULL, url, ret);
-        if (!cl->json)
+        if (!cl->json && ret == RIO_EINVAL) /* the only RIO_EINVAL: the key's length */
+            fprintf(stderr, "railio %s: the key is longer than %d bytes\n", cl->cmd, RIO_KEY_MAX);
+        else if (!cl->json)
             fprintf(stderr, "railio %s: expected SCHEME://AUTHORITY/KEY[?options]\n", cl->cmd);
         return RIO_CLI_EXIT_USAGE;
     }

@@ -106,6 +106,13 @@ TEST(exit_usage)
     T_EQ(cli_run(NULL, 0, "stat not-a-url 2>/dev/null"), 2);
     T_EQ(cli_run(NULL, 0, "put file://%s/store/k a b c 2>/dev/null", dir), 2);
     T_EQ(cli_run(NULL, 0, "cp %s/in.bin %s/x 2>/dev/null", dir, dir), 2);
+    /* A key over RIO_KEY_MAX is named as such, not as a malformed URL. */
+    char longkey[RIO_KEY_MAX + 2], out[4096];
+    memset(longkey, 'a', sizeof(longkey) - 1);
+    longkey[sizeof(longkey) - 1] = '\0';
+    T_EQ(cli_run(out, sizeof(out), "stat mock://lab/%s 2>&1 | tail -1", longkey), 0);
+    T_NOTNULL(strstr(out, "the key is longer than 1024 bytes"));
+    T_EQ(cli_run(NULL, 0, "stat mock://lab/%s 2>/dev/null", longkey), 2);
 }
 
 /* 3: no such object; no such directory to write into (said before any
