@@ -205,6 +205,9 @@ void rio_cli_json_str(FILE *f, const char *s);
  * a password in user:password@ replaced by "***" (a message or a log never
  * shows a secret); out, truncated to cap. */
 const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
+/* Each control byte of s as '?' (a key from the command line or a listing
+ * may hold an escape sequence that repaints or retitles the terminal). */
+char *rio_cli_ctl_mask(char *s);
 /* Monotonic time in seconds. */
 double rio_cli_now_s(void);
 /* Median of v[0..n) (sorted in place); 0 when n == 0. */

@@ -278,12 +278,12 @@ FILE *rio_cli_json_out(const struct rio_cli *cl)
 static int fail(const struct rio_cli *cl, const char *doing, const char *what, int err,
                 const char *detail, int rc)
 {
-    char shown[1024];
+    char shown[1024], det[1024];
 
     if (what)
         rio_cli_url_safe(what, shown, sizeof(shown));
-    if (!detail)
-        detail = "";
+    snprintf(det, sizeof(det), "%s", detail ? detail : "");
+    detail = rio_cli_ctl_mask(det);
     if (cl->json) {
         FILE *f = rio_cli_json_out(cl);
         rio_cli_json_begin(f, "error");

@@ -84,9 +84,18 @@ double rio_cli_now_s(void)
 }
 
 /* The library's redaction (core/url.h): one list of what is a secret. */
+char *rio_cli_ctl_mask(char *s)
+{
+    for (char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '?';
+    return s;
+}
+
 const char *rio_cli_url_safe(const char *url, char *out, size_t cap)
 {
-    return rio__url_redact(url, out, cap);
+    rio__url_redact(url, out, cap);
+    return cap ? rio_cli_ctl_mask(out) : out;
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -121,6 +121,22 @@ TEST(exit_not_found)
 {
     setup();
     T_EQ(cli_run(NULL, 0, "stat file://%s/store/nope 2>/dev/null", dir), 3);
+    /* A key's control bytes (a terminal escape sequence) never reach the
+     * terminal as such: each is shown as '?'. */
+    char out[4096];
+    T_EQ(
+        cli_run(out, sizeof(out), "stat \"file://%s/store/z$(printf '\\033]0;x\\007')\" 2>&1", dir),
+        3);
+    T_NULL(strchr(out, '\033'));
+    T_NULL(strchr(out, '\007'));
+    T_NOTNULL(strstr(out, "z?]0;x?"));
+    /* So does the cause's detail (here naming a bad variable's value). */
+    T_EQ(setenv("RIO_DEPTH", "\033]0;x\007", 1), 0);
+    T_EQ(cli_run(out, sizeof(out), "stat file://%s/store/obj 2>&1 | tail -1", dir), 0);
+    unsetenv("RIO_DEPTH");
+    T_NOTNULL(strstr(out, "railio stat: "));
+    T_NOTNULL(strstr(out, "RIO_DEPTH=?]0;x?"));
+    T_NULL(strchr(out, '\033'));
     T_EQ(cli_run(NULL, 0, "get file://%s/store/nope %s/o 2>/dev/null", dir, dir), 3);
     T_EQ(cli_run(NULL, 0, "rm file://%s/store/nope 2>/dev/null", dir), 3);
     double t0 = cli_now_s();
