@@ -42,6 +42,18 @@ static void fmt_time(char *out, size_t cap, int64_t ns, bool iso)
         snprintf(out, cap, "%s", day);
 }
 
+/* The key and a newline; on a terminal, control bytes (a hostile key's
+ * escape sequences) as '?', as ls(1) does. --json keeps every byte. */
+static void put_key(const char *k)
+{
+    static int tty = -1;
+    if (tty < 0)
+        tty = isatty(1);
+    for (; *k; k++)
+        putchar(tty && ((unsigned char)*k < 0x20 || *k == 0x7f) ? '?' : *k);
+    putchar('\n');
+}
+
 static void ls_print(const struct rio_entry *e, bool json)
 {
     char t[64];
@@ -63,11 +75,13 @@ static void ls_print(const struct rio_entry *e, bool json)
         return;
     }
     if (dir) {
-        printf("%12s  %19s  %s\n", "DIR", "", e->key);
+        printf("%12s  %19s  ", "DIR", "");
+        put_key(e->key);
         return;
     }
     fmt_time(t, sizeof(t), e->mtime_ns, false);
-    printf("%12llu  %19s  %s\n", (unsigned long long)e->size, t, e->key);
+    printf("%12llu  %19s  ", (unsigned long long)e->size, t);
+    put_key(e->key);
 }
 
 static int ls_one(const struct rio_cli_tree_opts *o, const char *arg, bool *stop)

@@ -275,6 +275,16 @@ static inline void tb_ls_level(const struct tb *b)
     T_TRUE(tb_has_key(o, "sub2/e.bin"));
     T_EQ(tb_cli(b, "ls -r '%s'", tb_url(b, u, sizeof(u), "lv/nothing*")), 0);
     T_EQ(tb_lines(o), 0u);
+    /* On a terminal a key's control bytes show as '?' (a hostile key's
+     * escape sequence cannot repaint it); piped, ls keeps every byte. */
+    tb_put(b, "lv/e\033]0;x\007", x, 5);
+    if (t_sh("command -v script >/dev/null") == 0) {
+        T_EQ(t_sh("script -qec \"%s ls '%s'\" /dev/null >%s/tty", cli_bin(),
+                  tb_url(b, u, sizeof(u), "lv/"), b->tmp),
+             0);
+        T_EQ(t_sh("grep -q 'e?]0;x?' %s/tty", b->tmp), 0);
+        T_NE(t_sh("grep -q \"$(printf '\\033')\" %s/tty", b->tmp), 0);
+    }
     /* A failed write to stdout fails ls: exit 9. */
     T_EQ(t_sh("%s ls -r '%s' >/dev/full 2>/dev/null", cli_bin(), tb_url(b, u, sizeof(u), "lv/")),
          9);
