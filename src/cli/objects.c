@@ -558,7 +558,7 @@ again:
         d.nchunks != (d.size - 1) / d.chunk_size + 1) {
         rio_desc_cleanup(&d);
         free(buf);
-        if (have_rec || no_resume)
+        if (have_rec)
             rio_cli_resume_drop(&rs);
         return 1; /* nothing to prove kept bytes with */
     }
@@ -574,11 +574,19 @@ again:
         (fd = rio_cli_resume_open(&rs)) >= 0)
         off = rio_cli_resume_prove(fd, &d, old.done, buf, cap);
     if (!off) {
-        /* Start over: whatever was kept is not ours to trust. */
+        /* Start over: whatever was kept is not ours to trust. A
+         * FILE.railio-tmp with no record is not ours at all (a user's file,
+         * an object of that name): keep it, take the unnamed way. */
         if (fd >= 0)
             close(fd);
-        rio_cli_resume_drop(&rs);
+        if (have_rec)
+            rio_cli_resume_drop(&rs);
         fd = open(rs.data, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST && !have_rec) {
+            rio_desc_cleanup(&d);
+            free(buf);
+            return 1;
+        }
         if (fd < 0) {
             rc = rio_cli_fail_sys(cl, "creating a temporary file for", file, -errno);
             goto out;

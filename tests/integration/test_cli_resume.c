@@ -205,6 +205,32 @@ TEST(changed_kept_chunk_is_fetched_again)
     again_keeps("", 4 * CHUNK);
 }
 
+/* A FILE.railio-tmp with no record is not an interrupted get's (a user's
+ * file, an object of that name fetched by cp -r): get neither uses nor
+ * removes it, with or without --no-resume. */
+TEST(unrelated_tmp_name_is_kept)
+{
+    setup();
+    unlink(out);
+    unlink(rec);
+    uint8_t *src = pattern(OBJ_SIZE, 3);
+    for (int i = 0; i < 2; i++) {
+        t_write_file(tmpf, "precious", 8);
+        T_EQ(cli_run(NULL, 0, "get -q %s '%s' %s", i ? "--no-resume" : "", store, out), 0);
+        size_t n;
+        char *kept = (char *)t_slurp(tmpf, &n);
+        T_EQ(n, 8u);
+        T_MEMEQ(kept, "precious", 8);
+        free(kept);
+        uint8_t *got = t_slurp(out, &n);
+        T_EQ(n, (size_t)OBJ_SIZE);
+        T_MEMEQ(got, src, OBJ_SIZE);
+        free(got);
+    }
+    T_EQ(unlink(tmpf), 0);
+    free(src);
+}
+
 /* --no-resume throws the kept bytes away. */
 TEST(no_resume_starts_over)
 {
