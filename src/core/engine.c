@@ -8,8 +8,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <stdio.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -312,6 +312,12 @@ static uint64_t req_chunk_len(const struct rio__req *r, uint64_t idx)
     return rem < r->chunk_size ? rem : r->chunk_size;
 }
 
+/* The bytes one op of ch moves: a piece's range, or the whole chunk. */
+static uint64_t ch_len(const struct rio__req *r, const struct rio__chunk *ch)
+{
+    return ch->parent ? ch->plen : req_chunk_len(r, ch->idx);
+}
+
 static uint64_t remaining_unassigned_locked(struct rio_client *c)
 {
     uint64_t b = 0;
@@ -321,7 +327,7 @@ static uint64_t remaining_unassigned_locked(struct rio_client *c)
         if (r->next_new < r->nchunks)
             b += r->size - r->next_new * r->chunk_size;
         rio_list_each (ch, &r->rq, struct rio__chunk, qnode)
-            b += req_chunk_len(r, ch->idx);
+            b += ch_len(r, ch);
     }
     return b;
 }
@@ -430,6 +436,58 @@ static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
     return NULL;
 }
 
+/* Smallest piece worth an op of its own. */
+#define TAIL_PIECE_MIN (64u * 1024u)
+
+/*
+ * Tail splitting: when ch (fresh, len bytes) is among the last chunks of
+ * every active request, one per live path, split it into ranges, one per
+ * live path, queued as pieces: idle paths share the tail instead of waiting
+ * for whole chunks. Only for a GET whose chunks are checked (the chunk's
+ * xxh3 is checked once all its pieces landed) over a transport that reads
+ * ranges (RIO_CAP_RANGE_READ). Returns true if ch was split.
+ */
+static bool split_tail_locked(struct rio_client *c, struct rio__req *r, struct rio__chunk *ch,
+                              uint64_t len)
+{
+    unsigned live = 0, n;
+
+    if (r->type != RIO_OP_GET || r->ring || !r->xxh || c->o.verify <= 0 || ch->parent ||
+        ch->state != CH_NEW || !rio__t_has_cap(c->t, RIO_CAP_RANGE_READ))
+        return false;
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].state == PATH_HEALTHY && c->paths[i].dir[0].rate_bps > 0)
+            live++;
+    if (live < 2 || remaining_unassigned_locked(c) > (uint64_t)(live - 1) * len)
+        return false;
+    n = live;
+    if (len / n < TAIL_PIECE_MIN)
+        n = (unsigned)(len / TAIL_PIECE_MIN);
+    if (n < 2)
+        return false;
+    if (!ch->pieces) {
+        ch->pieces = rio__calloc(c->npaths, sizeof(*ch->pieces));
+        if (!ch->pieces)
+            return false; /* fetched whole */
+    }
+    /* Whole pages, for transports that read with O_DIRECT. */
+    uint64_t step = ((len + n - 1) / n + 4095) & ~(uint64_t)4095, off = 0;
+    unsigned k = 0;
+    for (; off < len; off += step, k++) {
+        struct rio__chunk *pc = &ch->pieces[k];
+        memset(pc, 0, sizeof(*pc));
+        pc->idx = ch->idx;
+        pc->parent = ch;
+        pc->poff = off;
+        pc->plen = len - off < step ? len - off : step;
+        rq_push(r, pc);
+    }
+    ch->npieces = k;
+    ch->landed = 0;
+    ch->state = CH_INFLIGHT;
+    return true;
+}
+
 static void req_unpick(struct rio__req *r, struct rio__chunk *ch)
 {
     if (ch->state == CH_NEW && r->next_new == ch->idx + 1) {
@@ -498,7 +556,11 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         struct rio__chunk *ch = req_pick(r, now);
         if (!ch)
             continue;
-        uint64_t len = req_chunk_len(r, ch->idx);
+        uint64_t len = ch_len(r, ch);
+        if (split_tail_locked(c, r, ch, len)) {
+            ch = req_pick(r, now); /* a piece, or a retry queued before */
+            len = ch_len(r, ch);
+        }
         if (c->inflight_bytes > 0 && c->inflight_bytes + len > c->o.budget_bytes) {
             req_unpick(r, ch);
             return -1;
@@ -535,12 +597,14 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         /* A streaming writer's part: the object's chunk base + idx, whose
          * bytes sit at the part's own start. */
         uint64_t loff = ch->idx * r->chunk_size;
+        uint64_t poff = ch->parent ? ch->poff : 0; /* a piece: its range in the chunk */
         io->index = r->base + ch->idx;
-        io->off = io->index * r->chunk_size;
+        io->off = io->index * r->chunk_size + poff;
         io->len = len;
         if (r->type == RIO_OP_GET) {
-            io->dst = r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff;
-            io->xxh = r->xxh ? r->xxh[ch->idx] : 0;
+            io->dst =
+                r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff + poff;
+            io->xxh = r->xxh && !ch->parent ? r->xxh[ch->idx] : 0;
         } else {
             io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
@@ -617,8 +681,10 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
         call->lat[call->nlat++] = lat;
     call->op_ns += lat;
     call->svc_ns += a->io.svc_ns;
-    call->path_bytes[a->path] += a->io.len;
-    call->path_ops[a->path]++;
+    if (!a->ch->npieces) { /* a split chunk's pieces were counted as they landed */
+        call->path_bytes[a->path] += a->io.len;
+        call->path_ops[a->path]++;
+    }
     uint64_t since = now - call->t0;
     if (!call->first_done_ns)
         call->first_done_ns = since;
@@ -663,6 +729,8 @@ static void verify_task(void *arg)
         if (h == r->xxh[a->ch->idx]) {
             req_chunk_done_locked(c, r, a, now);
         } else {
+            /* A split chunk that does not match is fetched again whole. */
+            a->ch->npieces = 0;
             call->path_errors[a->path]++;
             chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, now);
         }
@@ -707,6 +775,18 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         }
         if (r->decided)
             goto out;
+        if (ch->parent) {
+            /* A piece landed; its chunk is checked whole once all have. */
+            struct rio__chunk *pa = ch->parent;
+            ch->state = CH_DONE;
+            r->call->path_bytes[a->path] += a->io.len;
+            r->call->path_ops[a->path]++;
+            if (++pa->landed < pa->npieces)
+                goto out;
+            a->ch = pa;
+            a->io.len = req_chunk_len(r, pa->idx);
+            a->io.dst = r->data + pa->idx * r->chunk_size;
+        }
         if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0) {
             /* The path delivered; whether the chunk is right is the cpu
              * pool's to say, off the client lock and on as many cores as
@@ -1062,6 +1142,8 @@ void rio__call_free(struct rio__call *call)
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         rio__free(r->key);
+        for (uint64_t k = 0; r->chunks && k < r->nchunks; k++)
+            rio__free(r->chunks[k].pieces);
         rio__free(r->chunks);
         if (r->staging)
             rio__stage_put(call->c, r->staging, r->staging_cap);

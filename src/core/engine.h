@@ -113,6 +113,11 @@ struct rio__chunk {
     uint16_t zombies; /* cancelled attempts of this chunk still outstanding */
     uint64_t not_before_ns;
     struct rio_list_node qnode; /* on its request's retry queue */
+    /* Tail splitting (GET, RIO_CAP_RANGE_READ; engine.c split_tail_locked). */
+    struct rio__chunk *parent; /* a piece: the chunk it is a range of; else NULL */
+    uint64_t poff, plen;       /* a piece: its offset in the chunk, its length */
+    struct rio__chunk *pieces; /* a chunk that was split: its pieces (freed with r) */
+    uint32_t npieces, landed;  /* while split: its pieces, those landed */
 };
 
 struct rio__attempt {

@@ -124,12 +124,12 @@ struct fault_transport {
     struct rio_mock_counters ctr; /* the filter's fields only */
 };
 
-/* One ops table per set of capability bits (0x2 ... 0x20): the filter has
+/* One ops table per set of capability bits (0x2 ... 0x40): the filter has
  * its inner transport's. */
 #define FAULT_CAPS                                                                                 \
     (RIO_CAP_STREAM_PUT | RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_UNORDERED |           \
-     RIO_CAP_LIST_DELIM)
-#define FAULT_NOPS 32u
+     RIO_CAP_LIST_DELIM | RIO_CAP_RANGE_READ)
+#define FAULT_NOPS 64u
 static const struct rio_transport_ops fault_ops[FAULT_NOPS];
 
 static struct fault_transport *fault_cast(struct rio_transport *t)
@@ -918,11 +918,14 @@ static int parse_rules(struct fault_transport *t, const char *s)
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 
-_Static_assert(FAULT_CAPS == 0x3Eu, "a new capability bit: add it to FAULT_CAPS and the tables");
-static const struct rio_transport_ops fault_ops[FAULT_NOPS] = {
-    FAULT_OPS4(0x00), FAULT_OPS4(0x08), FAULT_OPS4(0x10), FAULT_OPS4(0x18),
-    FAULT_OPS4(0x20), FAULT_OPS4(0x28), FAULT_OPS4(0x30), FAULT_OPS4(0x38),
-};
+#define FAULT_OPS32(c)                                                                             \
+    FAULT_OPS4(c), FAULT_OPS4((c) + 0x08), FAULT_OPS4((c) + 0x10), FAULT_OPS4((c) + 0x18),         \
+        FAULT_OPS4((c) + 0x20), FAULT_OPS4((c) + 0x28), FAULT_OPS4((c) + 0x30),                    \
+        FAULT_OPS4((c) + 0x38)
+
+_Static_assert(FAULT_CAPS == 0x7Eu, "a new capability bit: add it to FAULT_CAPS and the tables");
+static const struct rio_transport_ops fault_ops[FAULT_NOPS] = {FAULT_OPS32(0x00),
+                                                               FAULT_OPS32(0x40)};
 
 /* The inner transport's path state goes to the engine through the filter,
  * the handle the engine knows (transport.h, path_event). */

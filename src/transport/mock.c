@@ -559,9 +559,16 @@ static void kick_locked(struct mock_transport *t, const struct mock_op *op)
 static int check_attempt_locked(struct mock_transport *t, const struct rio_io *io, uint64_t size,
                                 uint64_t chunk_size, uint64_t nchunks)
 {
-    if (io->off > size || io->len > size - io->off || io->res != 0 || io->index >= nchunks ||
-        io->off != io->index * chunk_size ||
-        io->len != (chunk_size < size - io->off ? chunk_size : size - io->off)) {
+    uint64_t start = io->index * chunk_size, end;
+
+    if (io->index >= nchunks || io->off > size || io->len > size - io->off || io->res != 0)
+        goto bad;
+    end = chunk_size < size - start ? start + chunk_size : size;
+    /* A READ may be a range inside the chunk (RIO_CAP_RANGE_READ). */
+    if (io->kind == RIO_IO_READ && io->len > 0 && io->off >= start && io->off + io->len <= end)
+        return 0;
+    if (io->off != start || io->len != end - start) {
+    bad:
         t->ctr.rollback_violations++;
         return RIO_EPROTO;
     }
@@ -1535,7 +1542,7 @@ static const char *const mock_url_options[] = {"rate", "lat", "disk", "depth_cap
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",
     .url_options = mock_url_options,
-    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
     .list = mock_list,
     .exists = mock_exists,

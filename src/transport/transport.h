@@ -71,6 +71,10 @@ struct rio_io {
 /* list does RIO_LIST_DELIM itself (a common prefix is one entry with
  * RIO_ENTRY_DIR); without this bit the engine collapses keys itself. */
 #define RIO_CAP_LIST_DELIM 0x20u
+/* A READ may name any range inside one chunk (off and len within chunk
+ * `index`, xxh 0): the engine splits a GET's last chunks across idle paths
+ * and checks the chunk's xxh3 once all its pieces landed. */
+#define RIO_CAP_RANGE_READ 0x40u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
 struct rio_transport;
