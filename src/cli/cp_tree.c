@@ -259,19 +259,7 @@ static int open_parent(int ddir, char *rel, const char **name)
 
 static int sink_fd(void *arg, const void *data, size_t len)
 {
-    int fd = *(int *)arg;
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
+    return rio_cli_write_all(*(int *)arg, data, len);
 }
 
 /*

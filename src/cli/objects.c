@@ -127,21 +127,6 @@ static int read_all(int fd, uint8_t **out, size_t *len)
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* A streaming PUT's source: read(2) from a pipe, a socket or stdin, until
  * a signal interrupts the command (then RIO_ECANCELED: the upload is
  * dropped). */
@@ -273,7 +258,7 @@ static int spool_fd(int fd, const char *dir, uint64_t *size)
         }
         if (r == 0)
             break;
-        if ((ret = write_all(out, buf, (size_t)r)) < 0)
+        if ((ret = rio_cli_write_all(out, buf, (size_t)r)) < 0)
             goto err;
         n += (uint64_t)r;
     }
@@ -396,7 +381,7 @@ struct out_sink {
 static int sink_write(void *arg, const void *data, size_t len)
 {
     struct out_sink *o = arg;
-    int ret = write_all(o->fd, data, len);
+    int ret = rio_cli_write_all(o->fd, data, len);
     if (ret < 0)
         o->err = ret;
     return ret;
