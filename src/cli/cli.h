@@ -205,6 +205,8 @@ void rio_cli_json_str(FILE *f, const char *s);
  * a password in user:password@ replaced by "***" (a message or a log never
  * shows a secret); out, truncated to cap. */
 const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
+/* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
+int rio_cli_write_all(int fd, const void *p, size_t n);
 /* Monotonic time in seconds. */
 double rio_cli_now_s(void);
 /* Median of v[0..n) (sorted in place); 0 when n == 0. */
