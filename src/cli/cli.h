@@ -208,6 +208,8 @@ const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 /* Each control byte of s as '?' (a key from the command line or a listing
  * may hold an escape sequence that repaints or retitles the terminal). */
 char *rio_cli_ctl_mask(char *s);
+/* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
+int rio_cli_write_all(int fd, const void *p, size_t n);
 /* Monotonic time in seconds. */
 double rio_cli_now_s(void);
 /* Median of v[0..n) (sorted in place); 0 when n == 0. */

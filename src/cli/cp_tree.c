@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -258,19 +259,7 @@ static int open_parent(int ddir, char *rel, const char **name)
 
 static int sink_fd(void *arg, const void *data, size_t len)
 {
-    int fd = *(int *)arg;
-    const char *p = data;
-    while (len) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
+    return rio_cli_write_all(*(int *)arg, data, len);
 }
 
 /*
@@ -423,6 +412,51 @@ static int cp_listed(struct cp_run *r, struct rio_cli_lister *l, size_t base,
 
 /* ------------------------------------------------------------- command */
 
+/* arg's SCHEME://AUTHORITY (options dropped) into loc and its path, with
+ * runs of '/' folded and no trailing '/', into path; false when it does not fit. */
+static bool url_loc(const char *arg, char *loc, size_t lcap, char *path, size_t pcap)
+{
+    const char *sep = strstr(arg, "://");
+    const char *q = rio_cli_query_start(sep + 3);
+    const char *end = q ? q : arg + strlen(arg);
+    const char *p = memchr(sep + 3, '/', (size_t)(end - sep - 3));
+    if (!p)
+        p = end;
+    if ((size_t)(p - arg) >= lcap || (size_t)(end - p) >= pcap)
+        return false;
+    memcpy(loc, arg, (size_t)(p - arg));
+    loc[p - arg] = '\0';
+    size_t n = 0;
+    for (; p < end; p++)
+        if (*p != '/' || !n || path[n - 1] != '/')
+            path[n++] = *p;
+    while (n && path[n - 1] == '/')
+        n--;
+    path[n] = '\0';
+    return true;
+}
+
+/* Whether copying src into dst (both URLs) would write beneath what src
+ * lists, so that the listing could meet the copy's own new keys: dst on the
+ * same SCHEME://AUTHORITY at src's tree or below it (below the literal
+ * part of a recursive pattern). cp(1): "cannot copy a directory into itself". */
+static bool cp_into_itself(const char *src, const char *dst, bool recursive)
+{
+    char sl[1024], dl[1024], sp[RIO_KEY_MAX + 256], dp[RIO_KEY_MAX + 256];
+    if (!url_loc(src, sl, sizeof(sl), sp, sizeof(sp)) ||
+        !url_loc(dst, dl, sizeof(dl), dp, sizeof(dp)) || strcasecmp(sl, dl))
+        return false;
+    if (rio_cli_glob_first(sp)) {
+        char lit[RIO_KEY_MAX + 256];
+        if (!recursive) /* one level: the copy's keys lie a level deeper */
+            return false;
+        size_t n = rio_cli_glob_prefix(sp, lit, sizeof(lit));
+        return n < sizeof(lit) && !strncmp(dp, lit, n);
+    }
+    size_t n = strlen(sp);
+    return !n || (!strncmp(dp, sp, n) && (dp[n] == '\0' || dp[n] == '/'));
+}
+
 static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double t0)
 {
     const struct rio_cli_tree_opts *o = r->o;
@@ -434,6 +468,12 @@ static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double 
     memset(&dt, 0, sizeof(dt));
     if (!surl && !durl) {
         fprintf(stderr, "railio cp: neither side is a URL; use cp(1)\n");
+        return 2;
+    }
+    if (surl && durl && cp_into_itself(src, dst, o->recursive)) {
+        char s1[1024], s2[1024];
+        fprintf(stderr, "railio cp: cannot copy '%s' into itself, '%s'\n",
+                rio_cli_url_safe(src, s1, sizeof(s1)), rio_cli_url_safe(dst, s2, sizeof(s2)));
         return 2;
     }
     if (surl && (rc = rio_cli_tree_open("cp", o, src, RIO_CLI_TARGET_DIR, &st, &r->sc)))

@@ -127,21 +127,6 @@ static int read_all(int fd, uint8_t **out, size_t *len)
     return 0;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* A streaming PUT's source: read(2) from a pipe, a socket or stdin, until
  * a signal interrupts the command (then RIO_ECANCELED: the upload is
  * dropped). */
@@ -231,13 +216,74 @@ static int put_done(const struct rio_cli *cl, const char *url, const char *key, 
 }
 
 /*
+ * Copy fd to its end into a temporary file without a name ($TMPDIR, else
+ * /tmp: O_TMPFILE, or a random name removed at once), so that whatever
+ * ends the process leaves nothing; a signal stops the copy (RIO_ECANCELED).
+ * The file's fd, positioned at 0, with *size, or an error.
+ */
+static int spool_fd(int fd, const char *dir, uint64_t *size)
+{
+    enum { SPOOL_BUF = 1 << 20 };
+    int out = -1, ret = 0;
+    uint64_t n = 0;
+    uint8_t *buf = malloc(SPOOL_BUF);
+    if (!buf)
+        return -ENOMEM;
+#ifdef O_TMPFILE
+    out = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
+#endif
+    if (out < 0) {
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof(path), "%s/.railio-spool-XXXXXX", dir) >= sizeof(path)) {
+            ret = -ENAMETOOLONG;
+            goto err;
+        }
+        out = mkostemp(path, O_CLOEXEC);
+        if (out < 0) {
+            ret = -errno;
+            goto err;
+        }
+        unlink(path);
+    }
+    for (;;) {
+        ret = rio_cli_wait_readable(fd);
+        if (ret < 0)
+            goto err;
+        ssize_t r = read(fd, buf, SPOOL_BUF);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            ret = -errno;
+            goto err;
+        }
+        if (r == 0)
+            break;
+        if ((ret = rio_cli_write_all(out, buf, (size_t)r)) < 0)
+            goto err;
+        n += (uint64_t)r;
+    }
+    if (lseek(out, 0, SEEK_SET) < 0) {
+        ret = -errno;
+        goto err;
+    }
+    free(buf);
+    *size = n;
+    return out;
+err:
+    if (out >= 0)
+        close(out);
+    free(buf);
+    return ret;
+}
+
+/*
  * PUT from a stream of unknown length (stdin, a pipe): chunks are read
  * straight into the writer's buffers and sent while the next fills, memory
  * bounded by slots x chunk size. Returns 1 with *unsupported set when the
  * backend cannot take an upload of unknown size (nothing was read yet).
  */
 static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const char *url,
-                         const char *key, int fd, bool *unsupported)
+                         const char *key, int fd, uint64_t size, bool *unsupported)
 {
     struct rio_stats st;
     struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
@@ -245,7 +291,7 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     struct fd_src fs = {.fd = fd};
     memset(&d, 0, sizeof(d));
     rio_cli_progress_start(&fs.pr, cl, NULL, "put");
-    int ret = rio_put_stream(c, key, RIO_SIZE_UNKNOWN, 0, fd_fill, &fs, &call, &d);
+    int ret = rio_put_stream(c, key, size, 0, fd_fill, &fs, &call, &d);
     rio_cli_progress_end(&fs.pr);
     if (ret == RIO_ENOTSUP) {
         *unsupported = true;
@@ -265,13 +311,30 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
     if (!strcmp(file, "-")) {
         bool unsupported = false;
         struct stat sb;
-        if (fstat(0, &sb) < 0 || !S_ISREG(sb.st_mode)) {
-            int rc = put_stream_fd(cl, c, url, key, 0, &unsupported);
-            if (!unsupported)
-                return rc;
-        }
-        /* a regular file on stdin, or a backend that needs the size first */
-        ret = read_all(0, &buf, &len);
+        off_t at;
+        if (fstat(0, &sb) == 0 && S_ISREG(sb.st_mode) && (at = lseek(0, 0, SEEK_CUR)) >= 0)
+            return put_stream_fd(cl, c, url, key, 0,
+                                 sb.st_size > at ? (uint64_t)(sb.st_size - at) : 0, &unsupported);
+        int rc = put_stream_fd(cl, c, url, key, 0, RIO_SIZE_UNKNOWN, &unsupported);
+        if (!unsupported)
+            return rc;
+        /* The backend needs the size first: spool stdin to a temporary file
+         * (memory stays bounded), then stream that with its size. */
+        const char *dir = getenv("TMPDIR");
+        uint64_t size = 0;
+        if (!dir || !*dir)
+            dir = "/tmp";
+        if (cl->verbose)
+            fprintf(stderr,
+                    "railio put: this backend takes no upload of unknown size: spooling stdin "
+                    "to a temporary file in %s first\n",
+                    dir);
+        int fd = spool_fd(0, dir, &size);
+        if (fd < 0)
+            return rio_cli_fail_sys(cl, "reading", file, fd);
+        rc = put_stream_fd(cl, c, url, key, fd, size, &unsupported);
+        close(fd);
+        return rc;
     } else {
         int fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -318,7 +381,7 @@ struct out_sink {
 static int sink_write(void *arg, const void *data, size_t len)
 {
     struct out_sink *o = arg;
-    int ret = write_all(o->fd, data, len);
+    int ret = rio_cli_write_all(o->fd, data, len);
     if (ret < 0)
         o->err = ret;
     return ret;

@@ -266,3 +266,20 @@ int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned ca
         out[j] = v[j] > cap ? cap : (unsigned)v[j];
     return k;
 }
+
+int rio_cli_write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}

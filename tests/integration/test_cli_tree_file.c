@@ -30,3 +30,38 @@ TEST(file_cp_tree_both_ways)
     tb_file(&b, NULL);
     tb_cp_tree(&b, NULL);
 }
+
+/* cp -r of a prefix into a prefix beneath it on the same store would list
+ * its own new keys: refused up front (exit 2, both named), nothing written;
+ * a sibling prefix that only shares the leading characters is copied. */
+TEST(file_cp_into_itself_refused)
+{
+    struct tb b;
+    char u[2048], u2[2048];
+    tb_file(&b, NULL);
+    tb_need_list(&b);
+    uint8_t data[100];
+    t_fill_pattern(data, sizeof(data), 7);
+    tb_put(&b, "a/x.bin", data, sizeof(data));
+    tb_put(&b, "a/d/y.bin", data, sizeof(data));
+    static const char *const into[][2] = {
+        {"a", "a/b"}, {"a/", "a/b/"}, {"a", "a//b?paths=2"}, {"", "a/b"}, {"a", "a"}};
+    for (size_t i = 0; i < sizeof(into) / sizeof(into[0]); i++) {
+        T_EQ(tb_cli(&b, "cp -r '%s' '%s'", tb_url(&b, u, sizeof(u), into[i][0]),
+                    tb_url(&b, u2, sizeof(u2), into[i][1])),
+             2);
+        T_EQ(t_sh("grep -q 'cannot copy .* into itself' %s/err", b.tmp), 0);
+    }
+    T_EQ(tb_cli(&b, "cp -r '%s' '%s'", tb_url(&b, u, sizeof(u), "a*"),
+                tb_url(&b, u2, sizeof(u2), "ab")),
+         2);
+    T_EQ(t_sh("test $(find %s/store -type f | wc -l) -eq 2 && test ! -e %s/store/a/b && "
+              "test ! -e %s/store/ab",
+              b.tmp, b.tmp, b.tmp),
+         0);
+    /* "ab" is not beneath "a/": copied. */
+    T_EQ(tb_cli(&b, "cp -r -q '%s' '%s'", tb_url(&b, u, sizeof(u), "a"),
+                tb_url(&b, u2, sizeof(u2), "ab")),
+         0);
+    T_EQ(t_sh("cmp %s/store/a/d/y.bin %s/store/ab/d/y.bin", b.tmp, b.tmp), 0);
+}

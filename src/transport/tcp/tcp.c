@@ -256,7 +256,8 @@ static const char *const tcp_url_options[] = {
 const struct rio_transport_ops rio__tcp_ops = {
     .scheme = "railio",
     .url_options = tcp_url_options,
-    .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM | RIO_CAP_STREAM_PUT,
+    .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM | RIO_CAP_STREAM_PUT |
+            RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
