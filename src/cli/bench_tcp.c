@@ -466,6 +466,24 @@ static void usage(void)
             "the end.\n");
 }
 
+/* v is a number of seconds in [lo, 3600] and nothing else (not "nan",
+ * which no comparison stops, nor "inf"). */
+static bool secs_ok(const char *v, double lo, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    return end != v && !*end && *out >= lo && *out <= 3600;
+}
+
+/* v is a whole number in [1, max] and nothing else. */
+static bool count_ok(const char *v, int max, int *out)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    *out = (int)(n >= 1 && n <= max ? n : 0);
+    return end != v && !*end && n >= 1 && n <= max;
+}
+
 int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
 {
     uint64_t sizes[MAX_LIST] = {4ull << 20, 64ull << 20}, conc[MAX_LIST] = {1, 4};
@@ -502,11 +520,11 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
         else if (!strcmp(a, "--max-mem"))
             bad = rio_cli_parse_size(v, &max_mem) < 0, i++;
         else if (!strcmp(a, "--secs"))
-            bad = (secs = strtod(v, NULL)) <= 0, i++;
+            bad = !secs_ok(v, 0.01, &secs), i++;
         else if (!strcmp(a, "--repeat"))
-            bad = (repeat = atoi(v)) < 1 || repeat > 64, i++;
+            bad = !count_ok(v, 64, &repeat), i++;
         else if (!strcmp(a, "--ceiling-secs"))
-            bad = (ceiling_secs = strtod(v, NULL)) < 1, i++;
+            bad = !secs_ok(v, 1, &ceiling_secs), i++;
         else
             bad = 1;
         if (bad)

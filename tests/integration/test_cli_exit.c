@@ -106,6 +106,11 @@ TEST(exit_usage)
     T_EQ(cli_run(NULL, 0, "stat not-a-url 2>/dev/null"), 2);
     T_EQ(cli_run(NULL, 0, "put file://%s/store/k a b c 2>/dev/null", dir), 2);
     T_EQ(cli_run(NULL, 0, "cp %s/in.bin %s/x 2>/dev/null", dir, dir), 2);
+    /* bench's numbers are checked whole: "nan" seconds ran forever. */
+    static const char *const bad_nums[] = {"--secs nan", "--secs inf", "--secs 1x",
+                                           "--repeat 4294967297", "--ceiling-secs nan"};
+    for (size_t i = 0; i < sizeof(bad_nums) / sizeof(bad_nums[0]); i++)
+        T_EQ(cli_run(NULL, 0, "bench railio://127.0.0.1:1 %s 2>/dev/null", bad_nums[i]), 2);
     /* A key over RIO_KEY_MAX is named as such, not as a malformed URL. */
     char longkey[RIO_KEY_MAX + 2], out[4096];
     memset(longkey, 'a', sizeof(longkey) - 1);
