@@ -158,6 +158,10 @@ static int walk_one(const char *path, const struct stat *sb, int type, struct FT
         walk.err = -EACCES;
         return 0;
     }
+    if (type == FTW_SL || type == FTW_SLN) {
+        walk.skipped++; /* not followed: said, not silently left out */
+        return 0;
+    }
     if (type != FTW_F)
         return 0;
     if (!S_ISREG(sb->st_mode)) {
@@ -203,7 +207,9 @@ static int cp_from_dir(struct cp_run *r, const char *dir)
     free(walk.v);
     r->items = NULL;
     if (walk.skipped && !r->o->quiet)
-        fprintf(stderr, "railio cp: %llu entries that are not regular files skipped\n",
+        fprintf(stderr,
+                "railio cp: %llu entries that are not regular files (links, FIFOs, devices) "
+                "skipped\n",
                 (unsigned long long)walk.skipped);
     if (walk.err && !r->first_err)
         r->first_err = walk.err;

@@ -340,6 +340,17 @@ static inline void tb_cat(const struct tb *b)
     T_FALSE(tb_exists(b, "cat/one"));
     T_FALSE(tb_exists(b, "cat/two"));
     free(p);
+    /* Links (to a file, dangling) and a FIFO beneath a directory are not
+     * copied, and are counted as skipped rather than left out unsaid. */
+    T_EQ(t_sh("mkdir -p %s/sp && echo a >%s/sp/a && ln -sf a %s/sp/l && "
+              "ln -sf /nowhere %s/sp/dl && rm -f %s/sp/p && mkfifo %s/sp/p",
+              b->tmp, b->tmp, b->tmp, b->tmp, b->tmp, b->tmp),
+         0);
+    T_EQ(tb_cli(b, "cp -r %s/sp '%s'", b->tmp, tb_url(b, u, sizeof(u), "sp")), 0);
+    T_EQ(t_sh("grep -q 'cp: 3 entries that are not regular files' %s/err", b->tmp), 0);
+    T_TRUE(tb_exists(b, "sp/a"));
+    T_FALSE(tb_exists(b, "sp/l"));
+    T_EQ(tb_cli(b, "rm -r -q '%s'", tb_url(b, u, sizeof(u), "sp")), 0);
 }
 
 /* A local tree of 1000 files (100 directories, some nesting, sizes 0 to
