@@ -199,7 +199,12 @@ int rio_cli_parse_list(const char *s, uint64_t *out, unsigned max);
 /* The path of program `name` in the directory of this executable (installed: in
  * ../sbin when it is there and not here); 0 or -errno. */
 int rio_cli_sibling(const char *name, char *out, size_t cap);
-/* Write s to f as a JSON string literal, quotes included. */
+/* The length of the valid UTF-8 sequence at s (1..4), or 0. */
+size_t rio_cli_utf8_len(const unsigned char *s);
+/* Whether s is valid UTF-8 throughout. */
+bool rio_cli_utf8_valid(const char *s);
+/* Write s to f as a JSON string literal, quotes included: always valid
+ * JSON (control bytes escaped, bytes that are not UTF-8 as U+FFFD). */
 void rio_cli_json_str(FILE *f, const char *s);
 /* url for a message: the value of every secret query parameter (token=) and
  * a password in user:password@ replaced by "***" (a message or a log never

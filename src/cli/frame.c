@@ -250,8 +250,18 @@ void rio_cli_json_end(FILE *f)
 
 void rio_cli_json_kstr(FILE *f, const char *name, const char *s)
 {
+    if (!s)
+        s = "";
     fprintf(f, ",\"%s\":", name);
-    rio_cli_json_str(f, s ? s : "");
+    rio_cli_json_str(f, s);
+    /* A string that is not UTF-8 (a key is any bytes) loses bytes to
+     * U+FFFD above: NAME_hex carries it exactly, two hex digits a byte. */
+    if (!rio_cli_utf8_valid(s)) {
+        fprintf(f, ",\"%s_hex\":\"", name);
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+            fprintf(f, "%02x", *p);
+        fputc('"', f);
+    }
 }
 
 void rio_cli_json_ku64(FILE *f, const char *name, uint64_t v)

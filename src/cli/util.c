@@ -62,16 +62,68 @@ int rio_cli_sibling(const char *name, char *out, size_t cap)
 }
 
 /* s as a JSON string literal, quotes included. */
+/* The length of the valid UTF-8 sequence at s (1..4), 0 when the bytes there
+ * are not one (a stray continuation byte, an overlong form, a surrogate, a
+ * code point above U+10FFFF, a sequence cut short). */
+size_t rio_cli_utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t n;
+    uint32_t cp;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        n = 2, cp = c & 0x1f;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3, cp = c & 0x0f;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+bool rio_cli_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p) {
+        size_t n = rio_cli_utf8_len(p);
+        if (!n)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
 void rio_cli_json_str(FILE *f, const char *s)
 {
+    const unsigned char *p = (const unsigned char *)s;
+
     fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            fprintf(f, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(f, "\\u%04x", *s);
-        else
-            fputc(*s, f);
+    while (*p) {
+        size_t n = rio_cli_utf8_len(p);
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else if (!n) {
+            /* Not UTF-8: JSON cannot carry the byte; U+FFFD stands for it
+             * (a key's exact bytes go in key_hex, rio_cli_json_kstr). */
+            fputs("\\ufffd", f);
+            n = 1;
+        } else
+            fwrite(p, 1, n, f);
+        p += n ? n : 1;
     }
     fputc('"', f);
 }

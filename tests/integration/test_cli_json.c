@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -126,4 +127,25 @@ TEST(errors_are_objects)
          2);
     T_TRUE(json_check("e3.json", "o[\"type\"]==\"error\" and o[\"exit\"]==2 and "
                                  "o[\"error\"]==\"RIO_EINVAL\""));
+}
+
+/* A key is any bytes; JSON text is UTF-8. A key that is not UTF-8 prints
+ * as valid JSON (U+FFFD for each stray byte) with its exact bytes in
+ * key_hex: the reproducer printed the raw bytes, which no strict parser
+ * reads. */
+TEST(keys_not_utf8_stay_json)
+{
+    char odd[4096];
+    setup();
+    snprintf(odd, sizeof(odd), "%s/odd", dir);
+    T_EQ(mkdir(odd, 0700), 0);
+    T_EQ(cli_run(NULL, 0, "put -q \"$(printf 'file://%s/odd/b\\377\\376')\" %s/in.bin", dir, dir),
+         0);
+    T_EQ(cli_run(NULL, 0, "put -q file://%s/odd/caf\xc3\xa9 %s/in.bin", dir, dir), 0);
+    T_EQ(cli_run(NULL, 0, "ls -r --json file://%s/odd/ > %s/ls.json", dir, dir), 0);
+    T_TRUE(json_check("ls.json", "o[\"type\"]==\"object\" and len(objs)==2 and "
+                                 "any(x[\"key\"]==\"b\\ufffd\\ufffd\" and "
+                                 "x[\"key_hex\"]==\"62fffe\" for x in objs) and "
+                                 "any(x[\"key\"]==\"caf\\u00e9\" and \"key_hex\" not in x "
+                                 "for x in objs)"));
 }
