@@ -47,23 +47,21 @@ TEST(cp_url_to_url_and_stdin_put_show_progress)
     setup();
     /* Each 1 MiB chunk held 100 ms: about a second, many progress reports. */
     snprintf(args, sizeof(args),
-             "cp 'file://%s/store/a?faults=delay:delay=100&chunk=1M' file://%s/store/b", dir,
-             dir);
+             "cp 'file://%s/store/a?faults=delay:delay=100&chunk=1M' file://%s/store/b", dir, dir);
     on_tty(out, sizeof(out), args);
     T_NOTNULL(strstr(out, "\rcp "));
     T_NOTNULL(strstr(out, "%"));
-    snprintf(args, sizeof(args), "put 'file://%s/store/c?faults=delay:delay=100&chunk=1M' -",
-             dir);
+    snprintf(args, sizeof(args), "put 'file://%s/store/c?faults=delay:delay=100&chunk=1M' -", dir);
     on_tty(out, sizeof(out), args);
     T_NOTNULL(strstr(out, "\rput "));
     /* -q and --json: none. */
     snprintf(args, sizeof(args),
-             "cp -q 'file://%s/store/a?faults=delay:delay=100&chunk=1M' file://%s/store/b",
-             dir, dir);
+             "cp -q 'file://%s/store/a?faults=delay:delay=100&chunk=1M' file://%s/store/b", dir,
+             dir);
     on_tty(out, sizeof(out), args);
     T_NULL(strstr(out, "\rcp "));
-    snprintf(args, sizeof(args),
-             "put --json 'file://%s/store/c?faults=delay:delay=100&chunk=1M' -", dir);
+    snprintf(args, sizeof(args), "put --json 'file://%s/store/c?faults=delay:delay=100&chunk=1M' -",
+             dir);
     on_tty(out, sizeof(out), args);
     T_NULL(strstr(out, "\rput "));
 }

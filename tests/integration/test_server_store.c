@@ -62,7 +62,6 @@ static int present(struct wc *c, const char *key)
     return st == 0;
 }
 
-
 /* 1100 KiB holds four 256 KiB objects (with their metadata), not five. */
 TEST(lru_eviction)
 {

@@ -71,7 +71,7 @@
 #define UPLOAD_MAGIC 0x7261646f7375706cull
 #define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
 #define SHUFFLE_WAIT_NS 20000000ull
-#define DEF_PATHS 4u /* paths when the options give none (over one connection) */
+#define DEF_PATHS 4u        /* paths when the options give none (over one connection) */
 #define LIST_SCAN_MAX 8192u /* list: objects examined per page (list_scan=) */
 
 extern const struct rio_transport_ops rio__rados_ops;
