@@ -748,7 +748,7 @@ static char *conf_list(struct conf *k, const char *prefix, const char *after, un
         if (!token[0])
             break;
     }
-    if (!*ordered)
+    if (!*ordered && n > 1)
         qsort(keys, n, sizeof(*keys), str_cmp);
     s = calloc(1, len);
     for (size_t i = 0; i < n; i++) {

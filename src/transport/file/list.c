@@ -112,7 +112,8 @@ static int dents_read(int dirfd, struct dent **out, size_t *nout)
         return -e;
     }
     closedir(d);
-    qsort(v, n, sizeof(*v), dent_cmp);
+    if (n > 1) /* v is NULL in an empty directory: qsort's pointer must not be */
+        qsort(v, n, sizeof(*v), dent_cmp);
     *out = v;
     *nout = n;
     return 0;
