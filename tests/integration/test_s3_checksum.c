@@ -20,17 +20,6 @@ TEST(s3_not_built)
 #define SU_WITH_RGW
 #include "s3_util.h"
 
-/* Sanitizer builds: LeakSanitizer's exit-time scan crashes in its own
- * tracer thread ("Tracer caught signal 11") after radosgw_probe, with no
- * leak report and no AddressSanitizer error (with detect_leaks=0 the test
- * passes under ASan). Leaks of railio's own memory are still caught: every
- * client is closed through su_close, which checks rio__alloc_outstanding. */
-const char *__asan_default_options(void);
-const char *__asan_default_options(void)
-{
-    return "detect_leaks=0";
-}
-
 #define CH (64 * SU_KIB)
 #define OBJ (16 * CH + 777) /* 17 parts, the last one short */
 
