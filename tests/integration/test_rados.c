@@ -403,7 +403,14 @@ TEST(read_of_replaced_generation_fails)
 /*
  * Client-side socket failures (ms_inject_socket_failures: librados shuts a
  * socket on about one read in N): every PUT and GET ends byte-exact or in a
- * clean error, and once the keys are deleted no chunk object is left.
+ * clean error within its deadline, and once the keys are deleted no chunk
+ * object is left, except those whose removal the transport counted as never
+ * having succeeded (remove_failed: the orphans docs/rados.md allows).
+ *
+ * The rate is per socket read, and how many reads a transfer takes depends
+ * on timing: on a loaded machine under a sanitizer, one in 60 left librados
+ * reconnecting for minutes and every PUT failing. One in 200 still breaks
+ * sockets during most runs; the deadline bounds the test either way.
  */
 TEST(socket_failures_during_put_and_get)
 {
@@ -411,11 +418,14 @@ TEST(socket_failures_during_put_and_get)
     size_t n = 2 * RU_MIB + 3;
     char key[64];
     unsigned ok_put = 0, ok_get = 0, err = 0;
+    struct rio_rados_counters rc;
 
     ru_opts(&o, CH, 8);
     o.op_timeout_ms = 5000;
     o.retry_attempts = 8;
-    struct rio_client *c = ru_client("rio", "pools=rio,rio2&inject_socket_failures=60", &o);
+    o.deadline_ms = 20000;
+    struct rio_client *c =
+        ru_client("rio", "pools=rio,rio2&abort_timeout=5s&inject_socket_failures=200", &o);
     struct rio_client *clean = ru_client("rio", NULL, &o);
     uint8_t *dst = malloc(n);
     for (unsigned i = 0; i < 4; i++) {
@@ -436,6 +446,7 @@ TEST(socket_failures_during_put_and_get)
             T_EQ(rio_get(clean, key, dst, n, NULL), (int64_t)n);
             T_MEMEQ(dst, src, n);
         } else {
+            T_LT(ret, 0);
             err++;
             struct rio_desc s;
             T_ERR(rio_stat(clean, key, &s), RIO_ENOTFOUND);
@@ -443,13 +454,17 @@ TEST(socket_failures_during_put_and_get)
         free(src);
         ru_idle(c);
     }
-    fprintf(stderr, "with socket failures: %u PUTs ok, %u GETs ok, %u errors\n", ok_put, ok_get,
-            err);
+    rio__rados_counters(rio__client_transport(c), &rc);
+    fprintf(stderr,
+            "with socket failures: %u PUTs ok, %u GETs ok, %u errors, %" PRIu64
+            " removals never succeeded\n",
+            ok_put, ok_get, err, rc.remove_failed);
     for (unsigned i = 0; i < 4; i++) {
         snprintf(key, sizeof(key), "sock/%u", i);
         rio_delete(clean, key);
     }
-    T_EQ(ru_chunks("rio", "sock/") + ru_chunks("rio2", "sock/"), 0);
+    int left = ru_chunks("rio", "sock/") + ru_chunks("rio2", "sock/");
+    T_LE((uint64_t)left, rc.remove_failed);
     free(dst);
     rio_client_destroy(c);
     rio_client_destroy(clean);
