@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railio's CPython extension (railio._railio): what its files share.
+ * client.c: the module, Client (put/get/get_into/batch_*/exists/stat/delete,
+ * stats), Cancel, the exception hierarchy. stream.c: Client.list's iterator,
+ * Client.open's Reader ("rb") and Writer ("wb").
+ */
+#ifndef RAILIO_PY_H
+#define RAILIO_PY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <railio.h>
+
+/* railio.Client. c is NULL once closed (every method then raises ValueError). */
+typedef struct {
+    PyObject_HEAD struct rio_client *c;
+    PyObject *url; /* str, the URL as given (secrets never shown in repr) */
+    /* Everything below is read and written with the GIL held (the GIL is
+     * the lock); a call keeps its token alive by holding a reference while
+     * it runs with the GIL released. */
+    PyObject *all;        /* RioCancel: the token of calls given no cancel=;
+                           * Client.cancel() fires it and puts a fresh one here */
+    PyObject *inflight;   /* set of caller-given Cancel objects of calls in progress */
+    PyObject *last_stats; /* dict of the last call's stats, or None */
+    Py_ssize_t busy;      /* calls in progress: close() with busy > 0 fires
+                           * their tokens and raises RuntimeError, never
+                           * destroys a client a call is using */
+} RioClient;
+
+/* railio.Cancel: a cancellation token (rio_cancel). fire() from any thread. */
+typedef struct {
+    PyObject_HEAD struct rio_cancel *cx;
+} RioCancel;
+
+extern PyTypeObject RioClient_Type;
+extern PyTypeObject RioCancel_Type;
+
+/* Raise the exception mapped from a RIO_E* or -errno value, with what (the
+ * call and key) and rio_error_detail() in the message. Returns NULL. */
+PyObject *rio_py_raise(int err, const char *what);
+
+/* The stats dict of a call (same keys as `railio -v --json`'s "stats"). */
+PyObject *rio_py_stats_dict(const struct rio_stats *st);
+
+/* NULL with ValueError set if the client is closed. */
+struct rio_client *rio_py_client(RioClient *self);
+
+/* Per-call cancel plumbing (client.c), with the GIL held: begin returns a
+ * new reference to the token the call must use (the caller's Cancel, then
+ * registered in self->inflight, or self->all when cancel_arg is None or
+ * NULL) or NULL with TypeError set, and counts the call in self->busy;
+ * end drops it (unregisters it, uncounts the call). */
+RioCancel *rio_py_call_begin(RioClient *self, PyObject *cancel_arg);
+void rio_py_call_end(RioClient *self, RioCancel *cx);
+
+/* A contiguous CPU buffer of obj (client.c): the buffer protocol (bytes,
+ * bytearray, memoryview, mmap, numpy), else a CPU torch tensor's memory
+ * (no copy; a CUDA tensor is a TypeError saying to move it to the CPU).
+ * writable asks for a writable one. -1 with TypeError/BufferError set
+ * naming what (e.g. "buffers[3]") when obj is none of these or not
+ * contiguous. Release with PyBuffer_Release. */
+int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what);
+
+/* stream.c: registers Reader, Writer and the list iterator types on m. */
+int rio_py_stream_init(PyObject *m);
+/* stream.c: Client.list(prefix="", *, recursive=True, start_after=None, page_size=1000,
+ * cancel=None) and Client.open(key, mode="rb", *, prefetch=0, size=None, cancel=None). */
+PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw);
+PyObject *rio_py_open(RioClient *self, PyObject *args, PyObject *kw);
+
+#endif
