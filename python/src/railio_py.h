@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio's CPython extension (railio._railio): what its files share.
- * client.c: the module, Client (put/get/get_into/batch_*/exists/stat/delete,
+ * client.c: the module, Client (put/get/get_into/batch_put/batch_get_into/exists/stat/delete,
  * stats), Cancel, the exception hierarchy. stream.c: Client.list's iterator,
  * Client.open's Reader ("rb") and Writer ("wb").
  */
