@@ -1,0 +1,532 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Client.list (pages, delimiter, odd keys, start_after), Client.open "rb"
+(readinto in place, read, io.BufferedReader, early close, cancel) and "wb"
+(unknown size, abort, a with-block that raises), against mock:// and a
+railiod the fixture starts."""
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+
+import pytest
+
+import railio
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MiB = 1 << 20
+
+
+def _railiod_path():
+    """railiod of the in-tree build (RAILIO_BUILD_DIR, default ../build), else PATH."""
+    build = os.environ.get("RAILIO_BUILD_DIR", os.path.join(HERE, "..", "..", "build"))
+    for p in (os.path.join(build, "railiod"), shutil.which("railiod")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+@pytest.fixture(scope="module")
+def railiod_url():
+    """A railiod on a free loopback port (256 MiB of memory), stopped at the end."""
+    exe = _railiod_path()
+    if not exe:
+        pytest.skip("railiod not built (set RAILIO_BUILD_DIR)")
+    d = tempfile.mkdtemp(prefix="railio-pytest-")
+    port_file = os.path.join(d, "ports")
+    proc = subprocess.Popen(
+        [exe, "--listen", "127.0.0.1:0", "--port-file", port_file, "--memory", "512M",
+         "--threads", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(port_file):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("railiod did not start: %s" % proc.stderr.read().decode())
+            time.sleep(0.02)
+        with open(port_file) as f:
+            rails = f.readline().strip()
+        yield "railio://" + rails
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        proc.stderr.close()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def mock():
+    """A client of a mock:// store of its own (nothing outlives the process)."""
+    with railio.Client("mock://stream-" + uuid.uuid4().hex) as c:
+        yield c
+
+
+@pytest.fixture(params=["mock", "railiod"])
+def client(request):
+    if request.param == "mock":
+        yield request.getfixturevalue("mock")
+        return
+    with railio.Client(request.getfixturevalue("railiod_url")) as c:
+        yield c
+
+
+def _prefix():
+    return "t%s/" % uuid.uuid4().hex[:12]
+
+
+def _put_all(c, keys, value=b"v"):
+    for k in keys:
+        c.put(k, value)
+
+
+def _keys(entries):
+    return [e.key for e in entries]
+
+
+# ------------------------------------------------------------------- list
+
+
+def test_list_2500_keys_in_pages(client):
+    p = _prefix()
+    keys = ["%sk%05d" % (p, i) for i in range(2500)]
+    _put_all(client, keys[::-1], b"0123456789")
+    it = client.list(p)
+    assert iter(it) is it
+    got = list(it)
+    # 1000 a page by default: three pages, every key once, in byte order.
+    assert _keys(got) == keys
+    for e in got:
+        assert isinstance(e, railio.Entry)
+        assert e.size == 10 and not e.is_dir
+        assert isinstance(e.generation, int)
+        assert e.etag is None or isinstance(e.etag, str)
+        assert e.mtime is None or isinstance(e.mtime, float)
+    # Small pages: hundreds of rio_list calls, the same keys.
+    assert _keys(client.list(p, page_size=7)) == keys
+    assert _keys(client.list(p, page_size=1))[:5] == keys[:5]
+    assert _keys(client.list(p, page_size=10000)) == keys
+    assert list(client.list(p + "nothing-here")) == []
+
+
+def test_list_page_size_bounds(mock):
+    for bad in (0, -1, 10001):
+        with pytest.raises(ValueError, match="page_size"):
+            mock.list("", page_size=bad)
+    with pytest.raises(TypeError):
+        mock.list("", cancel=42)
+
+
+def test_list_delimiter(client):
+    p = _prefix()
+    _put_all(client, [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")])
+    top = list(client.list(p, recursive=False))
+    assert [(e.key, e.is_dir) for e in top] == [
+        (p + "a/", True), (p + "b/", True), (p + "c", False), (p + "d/", True)]
+    assert [e.size for e in top if e.is_dir] == [0, 0, 0]
+    assert [(e.key, e.is_dir) for e in client.list(p + "a/", recursive=False)] == [
+        (p + "a/1", False), (p + "a/2", False), (p + "a/b/", True)]
+    # Recursive: every key.
+    assert _keys(client.list(p)) == [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")]
+    # Delimiter listing in pages of one: each common prefix still once.
+    assert [e.key for e in client.list(p, recursive=False, page_size=1)] == [
+        p + "a/", p + "b/", p + "c", p + "d/"]
+
+
+def test_list_odd_keys(client):
+    p = _prefix()
+    odd = [p + "sp ace", p + "q?x=1&y#z", p + "pct%41", p + "ключ/é", p + "\t\x01ctl"]
+    _put_all(client, odd)
+    # A key that is not UTF-8: written and listed as bytes.
+    raw = p.encode() + b"bin\xff\xfe"
+    with client.open(raw, "wb") as w:
+        w.write(b"raw")
+    got = _keys(client.list(p))
+    want = sorted([k.encode() for k in odd] + [raw])
+    assert [k if isinstance(k, bytes) else k.encode() for k in got] == want
+    assert raw in got and all(isinstance(k, str) for k in got if k != raw)
+    # The bytes key reads back.
+    with client.open(raw) as r:
+        assert r.read() == b"raw"
+    # A prefix may be bytes too; a key with a NUL is refused before any call.
+    assert _keys(client.list(p.encode() + b"bin")) == [raw]
+    with pytest.raises(ValueError, match="NUL"):
+        client.list("a\0b")
+    with pytest.raises(TypeError):
+        client.list(5)
+
+
+def test_list_start_after(client):
+    p = _prefix()
+    keys = ["%sk%04d" % (p, i) for i in range(1200)]
+    _put_all(client, keys)
+    assert _keys(client.list(p, start_after=keys[999])) == keys[1000:]
+    assert _keys(client.list(p, start_after=keys[9], page_size=100)) == keys[10:]
+    # Not a key itself: the keys after it in byte order.
+    assert _keys(client.list(p, start_after=p + "k0099z")) == keys[100:]
+    assert list(client.list(p, start_after=keys[-1])) == []
+
+
+def test_list_error_and_closed_client(mock):
+    it = mock.list("")
+    mock.close()
+    with pytest.raises(ValueError):
+        next(it)
+    with pytest.raises(ValueError):
+        mock.list("")
+
+
+# ----------------------------------------------------------------- reader
+
+BIG = 64 * MiB
+
+
+@pytest.fixture(scope="module")
+def big(railiod_url):
+    """A 64 MiB object on the railiod and its bytes."""
+    data = os.urandom(BIG)
+    key = "big/" + uuid.uuid4().hex
+    with railio.Client(railiod_url) as c:
+        c.put(key, data)
+    return key, data
+
+
+def test_reader_readinto_small_pieces_byte_exact(railiod_url, big):
+    key, data = big
+    want = hashlib.sha256(data).hexdigest()
+    h = hashlib.sha256()
+    buf = bytearray(100003)  # not a divisor of any chunk size
+    mv = memoryview(buf)
+    stats = {}
+    with railio.Client(railiod_url) as c:
+        with c.open(key, "rb", prefetch=4, stats=stats) as r:
+            assert r.readable() and not r.seekable() and not r.writable()
+            assert r.size == BIG and r.generation > 0 and isinstance(r.etag, str)
+            assert r.key == key
+            total = 0
+            while True:
+                n = r.readinto(buf)
+                if n == 0:
+                    break
+                h.update(mv[:n])
+                total += n
+                assert r.tell() == total
+            assert r.readinto(buf) == 0 and r.read() == b""
+        assert r.closed
+        assert total == BIG and h.hexdigest() == want
+        assert stats["bytes"] == BIG
+        assert c.last_stats["bytes"] == BIG
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_reader_into_numpy_at_its_address(railiod_url, big):
+    np = pytest.importorskip("numpy")
+    key, data = big
+    arr = np.empty(BIG, dtype=np.uint8)
+    arr.fill(1)  # touched: its pages are resident before the read
+    addr = arr.ctypes.data
+    with railio.Client(railiod_url) as c:
+        rss0 = _rss()
+        with c.open(key, prefetch=2) as r:
+            off = 0
+            while off < BIG:
+                # A numpy view of the array: the reader writes at its address.
+                n = r.readinto(arr[off:off + 3 * MiB + 1])
+                assert n > 0
+                off += n
+            assert r.readinto(arr[:1]) == 0
+        grown = _rss() - rss0
+    assert arr.ctypes.data == addr
+    assert arr.tobytes() == data
+    # No copy of the object was made on the way (prefetch=2 chunks only).
+    print("RSS growth over a 64 MiB read: %.1f MiB" % (grown / MiB))
+    assert grown < 32 * MiB, grown
+    # A read-only or non-contiguous destination is refused.
+    with railio.Client(railiod_url) as c, c.open(key) as r:
+        with pytest.raises((TypeError, BufferError, ValueError)):
+            r.readinto(b"read-only bytes")
+        with pytest.raises(BufferError):
+            r.readinto(np.zeros((8, 8), dtype=np.uint8)[:, ::2])
+
+
+def test_reader_read_and_readall(client):
+    data = os.urandom(3 * MiB + 5)
+    key = _prefix() + "obj"
+    client.put(key, data)
+    with client.open(key) as r:
+        assert r.read(0) == b""
+        assert r.read(10) == data[:10]
+        assert r.read(MiB) == data[10:10 + MiB]
+        assert r.readall() == data[10 + MiB:]
+        assert r.read(5) == b"" and r.read() == b""
+    with client.open(key) as r:
+        assert r.read() == data
+    with client.open(key) as r:
+        assert r.read(len(data) + 100) == data
+
+
+def test_reader_buffered(railiod_url, big):
+    key, data = big
+    with railio.Client(railiod_url) as c:
+        r = c.open(key)
+        assert isinstance(r, io.RawIOBase)
+        b = io.BufferedReader(r, buffer_size=256 * 1024)
+        assert b.read(7) == data[:7]
+        assert b.peek(1)[:1] == data[7:8]
+        parts = [b.read(12345) for _ in range(10)]
+        assert b"".join(parts) == data[7:7 + 123450]
+        rest = b.read()
+        assert rest == data[7 + 123450:]
+        b.close()
+        assert r.closed
+        # Lines through a text wrapper over the buffered reader.
+        c.put("lines", b"one\ntwo\nthree\n")
+        with io.TextIOWrapper(io.BufferedReader(c.open("lines")), encoding="ascii") as t:
+            assert t.readlines() == ["one\n", "two\n", "three\n"]
+
+
+def test_reader_closed_early(railiod_url, big):
+    key, data = big
+    c = railio.Client(railiod_url)
+    r = c.open(key, prefetch=8)
+    assert r.read(MiB) == data[:MiB]
+    r.close()  # 63 MiB unread: the fetches in flight stop
+    r.close()  # idempotent
+    assert r.closed
+    with pytest.raises(ValueError, match="closed"):
+        r.read(1)
+    with pytest.raises(ValueError, match="closed"):
+        r.readinto(bytearray(1))
+    with pytest.raises(ValueError):
+        r.readable()
+    with c.open(key) as r2:  # the client goes on
+        assert r2.read(5) == data[:5]
+    c.close()  # nothing open any more
+
+
+def test_client_close_refused_while_stream_open(railiod_url, big):
+    key, data = big
+    c = railio.Client(railiod_url)
+    r = c.open(key, prefetch=2)
+    w = c.open("w/open", "wb", size=10)
+    assert r.read(10) == data[:10]
+    # A stream is a call in progress: close() fires its token and refuses.
+    with pytest.raises(RuntimeError):
+        c.close()
+    with pytest.raises(railio.Cancelled):
+        r.read()
+    r.close()
+    with pytest.raises(railio.Cancelled):
+        w.write(b"0123456789")
+        w.close()
+    w.abort()
+    c.close()
+
+
+def test_reader_dropped_unclosed(mock):
+    mock.put("k", os.urandom(MiB))
+    r = mock.open("k")
+    r.read(10)
+    del r  # closed by its destructor: the client is no longer busy
+    mock.close()
+
+
+def test_reader_missing_key_raises_at_open(client):
+    with pytest.raises(railio.NotFound) as ei:
+        client.open(_prefix() + "missing")
+    assert isinstance(ei.value, FileNotFoundError)
+    assert isinstance(ei.value, railio.Error)
+    # A failed open leaves the client usable and not busy.
+    client.put("present", b"x")
+    with client.open("present") as r:
+        assert r.read() == b"x"
+
+
+def test_open_arguments(mock):
+    mock.put("k", b"x")
+    with pytest.raises(ValueError, match="mode"):
+        mock.open("k", "r")
+    with pytest.raises(ValueError, match="mode"):
+        mock.open("k", "ab")
+    with pytest.raises(ValueError, match="prefetch"):
+        mock.open("k", prefetch=-1)
+    with pytest.raises(ValueError, match="size"):
+        mock.open("k", "rb", size=3)
+    with pytest.raises(ValueError, match="size"):
+        mock.open("k", "wb", size=-1)
+    with pytest.raises(TypeError):
+        mock.open("k", stats=[])
+    with pytest.raises(TypeError):
+        mock.open(None)
+    with pytest.raises(ValueError, match="NUL"):
+        mock.open("a\0b")
+
+
+# ------------------------------------------------------------------ writer
+
+
+def test_writer_unknown_size_round_trip(mock):
+    data = os.urandom(9 * MiB + 13)
+    pieces = [1, 4096, MiB - 1, 3 * MiB, 7, len(data)]
+    stats = {}
+    w = mock.open("w/obj", "wb", stats=stats)
+    assert w.writable() and not w.readable() and not w.seekable()
+    off = 0
+    for n in pieces:
+        chunk = memoryview(data)[off:off + n]
+        assert w.write(chunk) == len(chunk)
+        off += len(chunk)
+    assert off == len(data)
+    with pytest.raises(railio.NotFound):
+        mock.stat("w/obj")  # nothing visible before close
+    desc = w.close()
+    assert w.closed
+    assert desc["key"] == "w/obj" and desc["size"] == len(data)
+    assert desc["generation"] > 0 and isinstance(desc["etag"], str)
+    assert desc["nchunks"] >= 1 and desc["chunk_size"] > 0
+    assert w.close() == desc  # idempotent
+    assert stats["bytes"] == len(data)
+    assert mock.get("w/obj") == data
+    with pytest.raises(ValueError, match="closed"):
+        w.write(b"more")
+    # Empty object, and buffers of every kind.
+    with mock.open("w/empty", "wb") as w:
+        pass
+    assert mock.stat("w/empty")["size"] == 0
+    with mock.open("w/kinds", "wb") as w:
+        w.write(b"ab")
+        w.write(bytearray(b"cd"))
+        w.write(memoryview(b"xefx")[1:3])
+    assert mock.get("w/kinds") == b"abcdef"
+
+
+def test_writer_known_size_railiod(railiod_url):
+    data = os.urandom(5 * MiB + 1)
+    with railio.Client(railiod_url) as c:
+        with c.open("w/known", "wb", size=len(data)) as w:
+            for off in range(0, len(data), 1000003):
+                w.write(data[off:off + 1000003])
+        assert c.get("w/known") == data
+        # A declared size not met: close raises, nothing is published.
+        w = c.open("w/short", "wb", size=100)
+        w.write(b"x" * 99)
+        with pytest.raises(railio.Error):
+            w.close()
+        with pytest.raises(railio.NotFound):
+            c.stat("w/short")
+        assert w.closed
+
+
+def test_writer_buffered(mock):
+    data = os.urandom(2 * MiB + 3)
+    bw = io.BufferedWriter(mock.open("w/buf", "wb"), buffer_size=64 * 1024)
+    for off in range(0, len(data), 777):
+        bw.write(data[off:off + 777])
+    bw.close()  # flushes, then closes the writer: commits
+    assert mock.get("w/buf") == data
+
+
+def test_writer_with_block_that_raises_leaves_nothing(client):
+    key = _prefix() + "aborted"
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):
+        with client.open(key, "wb", size=3 * MiB) as w:
+            w.write(os.urandom(3 * MiB))  # every byte written, then the block fails
+            raise Boom()
+    assert w.closed
+    with pytest.raises(railio.NotFound):
+        client.stat(key)
+    assert not client.exists(key)
+    # abort() by hand, and a writer dropped unclosed: nothing either.
+    w = client.open(key, "wb", size=4)
+    w.write(b"abcd")
+    w.abort()
+    w.abort()
+    assert w.closed and w.close() is None
+    w = client.open(key, "wb", size=4)
+    w.write(b"abcd")
+    del w
+    with pytest.raises(railio.NotFound):
+        client.stat(key)
+    assert list(client.list(key)) == []
+
+
+# ------------------------------------------------------------------ cancel
+
+
+def test_cancel_stops_reader_and_writer(railiod_url, big):
+    key, data = big
+    with railio.Client(railiod_url) as c:
+        r = c.open(key, prefetch=2)
+        buf = bytearray(64 * 1024)
+        assert r.readinto(buf) == len(buf)
+        c.cancel()  # fires the token the reader took at open
+        with pytest.raises(railio.Cancelled):
+            while r.readinto(buf):
+                pass
+        with pytest.raises(railio.Cancelled):
+            r.readinto(buf)  # the reader keeps its error
+        r.close()
+        # Later calls run normally.
+        with c.open(key) as r2:
+            assert r2.read(10) == data[:10]
+
+        w = c.open("w/cancelled", "wb", size=BIG)
+        w.write(memoryview(data)[:MiB])
+        c.cancel()
+        with pytest.raises(railio.Cancelled):
+            w.write(memoryview(data)[MiB:])
+            w.close()
+        w.abort()
+        with pytest.raises(railio.NotFound):
+            c.stat("w/cancelled")
+
+
+def test_cancel_token_from_another_thread(railiod_url, big):
+    key, data = big
+    tok = railio.Cancel()
+    errors = []
+    progress = []
+
+    with railio.Client(railiod_url) as c:
+        r = c.open(key, prefetch=1, cancel=tok)
+
+        def reader():
+            buf = bytearray(4096)
+            try:
+                while True:
+                    n = r.readinto(buf)
+                    if not n:
+                        break
+                    progress.append(n)
+            except railio.Error as e:
+                errors.append(e)
+
+        t = threading.Thread(target=reader)
+        t.start()
+        while not progress:  # the reader runs (and releases the GIL meanwhile)
+            time.sleep(0.001)
+        tok.fire()
+        t.join(30)
+        assert not t.is_alive()
+        r.close()
+        assert len(errors) == 1 and isinstance(errors[0], railio.Cancelled)
+        assert sum(progress) < BIG
+        # The client itself was not cancelled.
+        with c.open(key) as r2:
+            assert r2.read(3) == data[:3]
