@@ -4,10 +4,12 @@
 (unknown size, abort, a with-block that raises), against mock:// and a
 railiod the fixture starts."""
 
+import contextlib
 import hashlib
 import io
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -31,9 +33,9 @@ def _railiod_path():
     return None
 
 
-@pytest.fixture(scope="module")
-def railiod_url():
-    """A railiod on a free loopback port (256 MiB of memory), stopped at the end."""
+@contextlib.contextmanager
+def _railiod():
+    """A railiod on a free loopback port (512 MiB of memory): (url, process)."""
     exe = _railiod_path()
     if not exe:
         pytest.skip("railiod not built (set RAILIO_BUILD_DIR)")
@@ -51,7 +53,7 @@ def railiod_url():
             time.sleep(0.02)
         with open(port_file) as f:
             rails = f.readline().strip()
-        yield "railio://" + rails
+        yield "railio://" + rails, proc
     finally:
         proc.terminate()
         try:
@@ -61,6 +63,12 @@ def railiod_url():
             proc.wait()
         proc.stderr.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def railiod_url():
+    with _railiod() as (url, _):
+        yield url
 
 
 @pytest.fixture
@@ -377,11 +385,12 @@ def test_open_arguments(mock):
 # ------------------------------------------------------------------ writer
 
 
-def test_writer_unknown_size_round_trip(mock):
+def test_writer_unknown_size_round_trip(client):
+    p = _prefix()
     data = os.urandom(9 * MiB + 13)
     pieces = [1, 4096, MiB - 1, 3 * MiB, 7, len(data)]
     stats = {}
-    w = mock.open("w/obj", "wb", stats=stats)
+    w = client.open(p + "w/obj", "wb", stats=stats)
     assert w.writable() and not w.readable() and not w.seekable()
     off = 0
     for n in pieces:
@@ -390,26 +399,26 @@ def test_writer_unknown_size_round_trip(mock):
         off += len(chunk)
     assert off == len(data)
     with pytest.raises(railio.NotFound):
-        mock.stat("w/obj")  # nothing visible before close
+        client.stat(p + "w/obj")  # nothing visible before close
     desc = w.close()
     assert w.closed
-    assert desc["key"] == "w/obj" and desc["size"] == len(data)
+    assert desc["key"] == p + "w/obj" and desc["size"] == len(data)
     assert desc["generation"] > 0 and isinstance(desc["etag"], str)
     assert desc["nchunks"] >= 1 and desc["chunk_size"] > 0
     assert w.close() == desc  # idempotent
     assert stats["bytes"] == len(data)
-    assert mock.get("w/obj") == data
+    assert client.get(p + "w/obj") == data
     with pytest.raises(ValueError, match="closed"):
         w.write(b"more")
     # Empty object, and buffers of every kind.
-    with mock.open("w/empty", "wb") as w:
+    with client.open(p + "w/empty", "wb") as w:
         pass
-    assert mock.stat("w/empty")["size"] == 0
-    with mock.open("w/kinds", "wb") as w:
+    assert client.stat(p + "w/empty")["size"] == 0
+    with client.open(p + "w/kinds", "wb") as w:
         w.write(b"ab")
         w.write(bytearray(b"cd"))
         w.write(memoryview(b"xefx")[1:3])
-    assert mock.get("w/kinds") == b"abcdef"
+    assert client.get(p + "w/kinds") == b"abcdef"
 
 
 def test_writer_known_size_railiod(railiod_url):
@@ -530,3 +539,48 @@ def test_cancel_token_from_another_thread(railiod_url, big):
         # The client itself was not cancelled.
         with c.open(key) as r2:
             assert r2.read(3) == data[:3]
+
+
+def test_readinto_releases_the_gil():
+    """A readinto blocked on a stopped server leaves the GIL to other threads."""
+    with _railiod() as (url, proc), railio.Client(url) as c:
+        data = os.urandom(16 * MiB)
+        c.put("g", data)
+        tok = railio.Cancel()
+        r = c.open("g", prefetch=1, cancel=tok)
+        buf = bytearray(len(data))
+        out = []
+        entered = threading.Event()
+
+        def run():
+            entered.set()
+            try:
+                out.append(r.readinto(buf))
+            except railio.Error as e:
+                out.append(e)
+
+        os.kill(proc.pid, signal.SIGSTOP)
+        # Should the GIL stay held, the read ends when this resumes the server.
+        watchdog = subprocess.Popen(["sh", "-c", "sleep 10; kill -CONT %d" % proc.pid])
+        try:
+            t = threading.Thread(target=run)
+            t.start()
+            entered.wait()
+            spins, end = 0, time.monotonic() + 0.2
+            while time.monotonic() < end:  # Python code runs meanwhile
+                spins += 1
+            assert t.is_alive() and not out
+            tok.fire()
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+            watchdog.kill()
+            watchdog.wait()
+        t.join(30)
+        assert not t.is_alive()
+        assert spins > 0
+        res = out[0]
+        assert isinstance(res, railio.Cancelled) or res < len(data), res
+        with pytest.raises(railio.Cancelled):
+            while r.readinto(buf):
+                pass
+        r.close()
