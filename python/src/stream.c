@@ -63,10 +63,11 @@ static PyObject *key_obj(const char *key)
     return PyBytes_FromStringAndSize(key, (Py_ssize_t)n);
 }
 
-/* "open KEY" (shortened) for rio_py_raise's message. */
+/* "open KEY" (shortened; "list" alone for no prefix) for rio_py_raise's message. */
 static void what_key(char *buf, size_t cap, const char *call, const char *key)
 {
-    snprintf(buf, cap, "%s %.200s%s", call, key, strlen(key) > 200 ? "..." : "");
+    snprintf(buf, cap, "%s%s%.200s%s", call, key[0] ? " " : "", key,
+             strlen(key) > 200 ? "..." : "");
 }
 
 /* The desc dict of put/stat: {key, size, generation, etag, chunk_size, nchunks}. */
@@ -309,16 +310,16 @@ static PyTypeObject RioListIter_Type = {
 
 PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"prefix", "recursive", "start_after", "page_size",
-                             "cancel", "stats",     NULL};
-    PyObject *prefix_obj = NULL, *start_obj = Py_None, *cancel_arg = Py_None, *stats_arg = Py_None;
+    static char *kwlist[] = {"prefix", "recursive", "start_after", "page_size", "cancel", NULL};
+    PyObject *prefix_obj = NULL, *start_obj = Py_None, *cancel_arg = Py_None;
     int recursive = 1;
     Py_ssize_t page_size = 1000;
     const char *prefix = "", *start_after = NULL;
     RioListIter *it;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$pOnOO:list", kwlist, &prefix_obj, &recursive,
-                                     &start_obj, &page_size, &cancel_arg, &stats_arg))
+    /* No stats=: rio_list fills none. */
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O$pOnO:list", kwlist, &prefix_obj, &recursive,
+                                     &start_obj, &page_size, &cancel_arg))
         return NULL;
     if (!rio_py_client(self))
         return NULL;
@@ -336,8 +337,6 @@ PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
                      Py_TYPE(cancel_arg)->tp_name);
         return NULL;
     }
-    if (!stats_arg_ok(stats_arg))
-        return NULL;
     it = PyObject_New(RioListIter, &RioListIter_Type);
     if (!it)
         return NULL;

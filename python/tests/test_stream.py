@@ -184,6 +184,14 @@ def test_list_start_after(client):
 
 
 def test_list_error_and_closed_client(mock):
+    mock.put("a", b"1")
+    tok = railio.Cancel()
+    it = mock.list("", cancel=tok)
+    tok.fire()
+    with pytest.raises(railio.Cancelled):
+        next(it)
+    assert list(it) == []  # an error ends the listing
+    assert _keys(mock.list("")) == ["a"]
     it = mock.list("")
     mock.close()
     with pytest.raises(ValueError):
