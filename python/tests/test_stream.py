@@ -550,7 +550,8 @@ def test_cancel_token_from_another_thread(railiod_url, big):
 
 
 def test_readinto_releases_the_gil():
-    """A readinto blocked on a stopped server leaves the GIL to other threads."""
+    """A readinto blocked on a stopped server leaves the GIL to other threads,
+    and refuses a second thread on the same reader."""
     with _railiod() as (url, proc), railio.Client(url) as c:
         data = os.urandom(16 * MiB)
         c.put("g", data)
@@ -578,6 +579,12 @@ def test_readinto_releases_the_gil():
             while time.monotonic() < end:  # Python code runs meanwhile
                 spins += 1
             assert t.is_alive() and not out
+            # One thread at a time: the library's reader is not thread-safe.
+            with pytest.raises(RuntimeError, match="in use"):
+                r.readinto(bytearray(1))
+            with pytest.raises(RuntimeError, match="in use"):
+                r.close()
+            assert not r.closed
             tok.fire()
         finally:
             os.kill(proc.pid, signal.SIGCONT)
