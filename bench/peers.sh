@@ -45,8 +45,9 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-[[ "$REPEAT" =~ ^[0-9]+$ ]] && [ "$REPEAT" -ge 1 ] && [ "$REPEAT" -le 64 ] ||
+if ! [[ "$REPEAT" =~ ^[0-9]+$ ]] || [ "$REPEAT" -lt 1 ] || [ "$REPEAT" -gt 64 ]; then
     die "--repeat must be 1..64"
+fi
 for s in ${ONLY//,/ }; do [[ "$s" =~ ^[abcd]$ ]] || die "--only: '$s' is not one of a,b,c,d"; done
 only() { [[ ",$ONLY," == *",$1,"* ]]; }
 
@@ -251,18 +252,23 @@ sec_c() {
     local b j
     emit "" "### (c) rados:// defaults against \`rados bench\` ($MODE)" ""
     if ! have rados; then emit "- skipped: rados not installed"; return 0; fi
+    if ! have jq; then emit "- skipped: jq not installed (it reads railio bench's JSON)"; return 0; fi
     ensure_ceph || return 0
     b=$(to_bytes "$C_SIZE")
     j=$TMP/rados.json
     "$RAILIO" bench "$RADOS_URL" --sizes "$C_SIZE" --conc 16 --defaults --rados-bench "$C_SECS" \
         --reps "$REPEAT" --no-cli --no-aio --no-nomd5 --json >"$j" 2>"$TMP/rados.err" ||
         die "railio bench rados://: $(tail -3 "$TMP/rados.err")"
-    emit "The same cluster; \`railio bench rados://rio --sizes $C_SIZE --conc 16 --defaults --rados-bench $C_SECS --reps $REPEAT --no-cli --no-aio --no-nomd5\` (what bench/rados.sh runs, on its own cluster): the row with no option set, against \`rados bench $C_SECS write\` and \`seq\` (-t 16, 4 MiB objects) run first, $REPEAT times; medians; CPU s/GiB of each process." ""
+    emit "The same cluster; \`railio bench rados://rio --sizes $C_SIZE --conc 16 --defaults --rados-bench $C_SECS --reps $REPEAT --no-cli --no-aio --no-nomd5\` (what bench/rados.sh runs, on its own cluster): the row with no option set, against \`rados bench $C_SECS write\` and \`seq\` (-t 16, 4 MiB objects) run first (reps $REPEAT); medians; CPU s/GiB of each process." ""
     emit "| object | railio PUT MB/s | rados bench write | PUT / write | railio GET MB/s | rados bench seq | GET / seq | CPU s/GiB PUT / write | CPU s/GiB GET / seq |" \
         "|---|---:|---:|---:|---:|---:|---:|---|---|"
-    jq -r --arg h "$(human "$b")" '.rados_bench as $rb | .rows[] | select(.conc == 0) |
-        "| \($h) | \(.put_mbps | round) | \($rb.write_mbps | round) | \(.put_mbps / $rb.write_mbps * 100 | round / 100) | \(.get_mbps | round) | \($rb.seq_mbps | round) | \(.get_mbps / $rb.seq_mbps * 100 | round / 100) | \(.put_cpu_s_gib * 100 | round / 100) / \($rb.write_cpu_s_gib * 100 | round / 100) | \(.get_cpu_s_gib * 100 | round / 100) / \($rb.seq_cpu_s_gib * 100 | round / 100) |"' \
-        "$j" >"$TMP/c.rows"
+    jq -r '.rados_bench as $rb | .rows[] | select(.conc == 0) |
+        [.put_mbps, $rb.write_mbps, .get_mbps, $rb.seq_mbps, .put_cpu_s_gib, $rb.write_cpu_s_gib,
+         .get_cpu_s_gib, $rb.seq_cpu_s_gib] | @tsv' "$j" |
+        awk -F'\t' -v h="$(human "$b")" '{
+            printf "| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.2f / %.2f | %.2f / %.2f |\n",
+                h, $1, $2, $2 > 0 ? $1 / $2 : 0, $3, $4, $4 > 0 ? $3 / $4 : 0, $5, $6, $7, $8 }' \
+        >"$TMP/c.rows"
     [ -s "$TMP/c.rows" ] || die "railio bench rados:// gave no row: $(head -c 400 "$j")"
     while IFS= read -r row; do emit "$row"; done <"$TMP/c.rows"
 }
@@ -291,7 +297,7 @@ sec_d() {
     rm -f "$TMP/src"
     fio_mbps=-
     detect fio
-    if have fio; then
+    if have fio && have jq; then
         fio --name=sink --filename="$TMP/fio.dat" --rw=write --bs=4M --size="$b" --ioengine=psync \
             --output-format=json >"$TMP/fio.json" 2>/dev/null &&
             fio_mbps=$(jq '.jobs[0].write.bw_bytes / 1e6 | round' "$TMP/fio.json") || fio_mbps=-
