@@ -267,7 +267,7 @@ sec_c() {
          .get_cpu_s_gib, $rb.seq_cpu_s_gib] | @tsv' "$j" |
         awk -F'\t' -v h="$(human "$b")" '{
             printf "| %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %.2f / %.2f | %.2f / %.2f |\n",
-                h, $1, $2, $2 > 0 ? $1 / $2 : 0, $3, $4, $4 > 0 ? $3 / $4 : 0, $5, $6, $7, $8 }' \
+                h, $1, $2, ($2 > 0 ? $1 / $2 : 0), $3, $4, ($4 > 0 ? $3 / $4 : 0), $5, $6, $7, $8 }' \
         >"$TMP/c.rows"
     [ -s "$TMP/c.rows" ] || die "railio bench rados:// gave no row: $(head -c 400 "$j")"
     while IFS= read -r row; do emit "$row"; done <"$TMP/c.rows"
