@@ -87,11 +87,12 @@ iperf3_mbps() {
     local port
     have iperf3 || { echo -; return; }
     port=$(free_port) || { echo -; return; }
-    iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+    # In a command substitution: PIDS would not reach the exit trap, so the
+    # server is bounded by timeout itself (-1: it exits after one test).
+    timeout $((CEIL_SECS + 15)) iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
     local spid=$!
-    PIDS+=("$spid")
     sleep 0.3
-    iperf3 -c 127.0.0.1 -p "$port" -t "$CEIL_SECS" -J 2>/dev/null |
+    timeout $((CEIL_SECS + 10)) iperf3 -c 127.0.0.1 -p "$port" -t "$CEIL_SECS" -J 2>/dev/null |
         awk -F'[:,]' '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { printf "%.0f\n", $2 / 8e6; exit }' ||
         echo -
     wait "$spid" 2>/dev/null || true
