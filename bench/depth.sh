@@ -69,12 +69,6 @@ with_depth() {
     esac
 }
 
-# "PUT_MBps PUT_CPU GET_MBps GET_CPU" of putget, or dies.
-putget() {
-    "$TMP/putget" "$@" >"$TMP/putget.log" 2>&1 || die "putget $*: $(tail -2 "$TMP/putget.log")"
-    awk '/^putget-raw / { print $2, $3, $4, $5 }' "$TMP/putget.log"
-}
-
 r2() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
 
 # The rows of one backend at URL.
@@ -89,6 +83,8 @@ backend_rows() {
             fi
             read -r p1 pc1 g1 gc1 < <(putget "$(with_depth "$url" 1)" "$s" "$REPEAT" "$n" "$MIN")
             read -r p8 pc8 g8 gc8 < <(putget "$(with_depth "$url" 8)" "$s" "$REPEAT" "$n" "$MIN")
+            check_rates "$name $s batch $n depth 1" "$p1" "$pc1" "$g1" "$gc1"
+            check_rates "$name $s batch $n depth 8" "$p8" "$pc8" "$g8" "$gc8"
             emit "$(awk -v nm="$name" -v h="$(human "$b")" -v n="$n" -v g1="$g1" -v g8="$g8" \
                 -v p1="$p1" -v p8="$p8" -v gc1="$gc1" -v gc8="$gc8" -v pc1="$pc1" -v pc8="$pc8" \
                 -v rg="$(r2 "$g8" "$g1")" -v rp="$(r2 "$p8" "$p1")" 'BEGIN {

@@ -71,13 +71,6 @@ MODE="repeat $REPEAT"
 [ "$QUICK" = 1 ] && MODE="--quick (1 run, small sizes)"
 [ "$SELFTEST" = 1 ] && MODE="--self-test"
 
-# "MBps cpu_s_gib" of PUT and GET: putget's medians.
-putget() {
-    local log=$TMP/putget.log
-    "$TMP/putget" "$@" >"$log" 2>&1 || die "putget $*: $(tail -2 "$log")"
-    awk '/^putget-raw / { print $2, $3, $4, $5 }' "$log"
-}
-
 fmt() { awk -v v="$1" -v f="${2:-%.0f}" 'BEGIN { if (v == "-" || v == "") print "-"; else printf f "\n", v }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f\n", a / b }'; }
 
@@ -96,16 +89,6 @@ iperf3_mbps() {
         awk -F'[:,]' '/"sum_received"/ { f = 1 } f && /"bits_per_second"/ { printf "%.0f\n", $2 / 8e6; exit }' ||
         echo -
     wait "$spid" 2>/dev/null || true
-}
-
-# Every figure a rate above 0 and a CPU figure at or above 0: what putget
-# printed was parsed (the self-test's check).
-check_rates() {
-    local what=$1
-    shift
-    awk -v p="$1" -v pc="$2" -v g="$3" -v gc="$4" 'BEGIN {
-        ok = p ~ /^[0-9.]+$/ && g ~ /^[0-9.]+$/ && pc ~ /^[0-9.]+$/ && gc ~ /^[0-9.]+$/ && p > 0 && g > 0
-        exit !ok }' || die "$what: no rate parsed (PUT '$1' '$2', GET '$3' '$4')"
 }
 
 sec_a() {

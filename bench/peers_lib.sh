@@ -208,3 +208,21 @@ emit_setup() {
     rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
     emit "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), $(($(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) >> 20)) GiB, Linux $(uname -r), build $rev ($BUILD), load average $(cut -d' ' -f1-3 /proc/loadavg) at the start."
 }
+
+# Every figure a rate above 0 and a CPU figure at or above 0: what putget
+# printed was parsed (the self-test's check).
+check_rates() {
+    local what=$1
+    shift
+    awk -v p="$1" -v pc="$2" -v g="$3" -v gc="$4" 'BEGIN {
+        ok = p ~ /^[0-9.]+$/ && g ~ /^[0-9.]+$/ && pc ~ /^[0-9.]+$/ && gc ~ /^[0-9.]+$/ && p > 0 && g > 0
+        exit !ok }' || die "$what: no rate parsed (PUT '$1' '$2', GET '$3' '$4')"
+}
+
+# putget ARGS...: bench/putget.c's medians, "PUT_MBps PUT_CPU GET_MBps
+# GET_CPU" (CPU in s/GiB), or die with its last words.
+putget() {
+    local log=$TMP/putget.log
+    "$TMP/putget" "$@" >"$log" 2>&1 || die "putget $*: $(tail -2 "$log")"
+    awk '/^putget-raw / { print $2, $3, $4, $5 }' "$log"
+}
