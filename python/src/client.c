@@ -154,20 +154,26 @@ static PyObject *error_new(int err, const char *what, const char *detail,
     return e;
 }
 
-static PyObject *raise_st(int err, const char *what, const struct rio_stats *st)
+/* The exception for a call that just failed with err: the library's
+ * detail is read before anything else can make a rio_* call in this thread
+ * (it is thread-local, valid until the next one). */
+static PyObject *error_now(int err, const char *what, const struct rio_stats *st)
 {
-    /* Read the detail before anything else can make a rio_* call in
-     * this thread (it is thread-local, valid until the next one). */
     const char *d = rio_error_detail();
     char detail[512];
-    PyObject *e;
 
     snprintf(detail, sizeof(detail), "%s", d ? d : "");
-    e = error_new(err, what, detail, st);
-    if (!e)
-        return NULL;
-    PyErr_SetObject((PyObject *)Py_TYPE(e), e);
-    Py_DECREF(e);
+    return error_new(err, what, detail, st);
+}
+
+static PyObject *raise_st(int err, const char *what, const struct rio_stats *st)
+{
+    PyObject *e = error_now(err, what, st);
+
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
     return NULL;
 }
 
@@ -183,6 +189,31 @@ static void what_key(char *out, size_t cap, const char *fn, const char *key)
 }
 
 /* ------------------------------------------------------------------ stats */
+
+int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *stats_arg);
+
+/* A call failed with err: record its stats (they are filled on errors too)
+ * and raise. key may be NULL (what is then fn alone). */
+static void call_failed(RioClient *self, int err, const char *fn, const char *key,
+                        const struct rio_stats *st, PyObject *stats_arg)
+{
+    char what[256];
+    PyObject *e;
+
+    if (key)
+        what_key(what, sizeof(what), fn, key);
+    else
+        snprintf(what, sizeof(what), "%s", fn);
+    e = error_now(err, what, st);
+    if (rio_py_call_stats(self, st, stats_arg) < 0) {
+        Py_XDECREF(e);
+        return;
+    }
+    if (e) {
+        PyErr_SetObject((PyObject *)Py_TYPE(e), e);
+        Py_DECREF(e);
+    }
+}
 
 static const char *path_state_name(int s)
 {
@@ -950,11 +981,7 @@ static PyObject *Client_put(RioClient *self, PyObject *const *args, Py_ssize_t n
     r = rio_put(c, key, view.buf, (size_t)view.len, &call, &desc);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        char what[256];
-
-        what_key(what, sizeof(what), "put", key);
-        raise_st(r, what, &st);
-        rio_py_call_stats(self, &st, a[3]);
+        call_failed(self, (int)r, "put", key, &st, a[3]);
     } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
         ret = desc_dict(&desc);
     }
@@ -992,11 +1019,7 @@ static PyObject *Client_get_into(RioClient *self, PyObject *const *args, Py_ssiz
     r = rio_get(c, key, view.buf, (size_t)view.len, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        char what[256];
-
-        what_key(what, sizeof(what), "get_into", key);
-        raise_st((int)r, what, &st);
-        rio_py_call_stats(self, &st, a[3]);
+        call_failed(self, (int)r, "get_into", key, &st, a[3]);
     } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
         ret = PyLong_FromLongLong(r);
     }
@@ -1033,11 +1056,7 @@ static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t n
     r = rio_get_alloc(c, key, &buf, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        char what[256];
-
-        what_key(what, sizeof(what), "get", key);
-        raise_st((int)r, what, &st);
-        rio_py_call_stats(self, &st, a[2]);
+        call_failed(self, (int)r, "get", key, &st, a[2]);
     } else if (rio_py_call_stats(self, &st, a[2]) == 0) {
         if (r > PY_SSIZE_T_MAX)
             PyErr_SetString(PyExc_OverflowError, "get: object too large for bytes");
@@ -1174,8 +1193,7 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
     r = rio_batch(c, ops, (unsigned)n, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        raise_st(r, fn, &st);
-        rio_py_call_stats(self, &st, a[3]);
+        call_failed(self, r, fn, NULL, &st, a[3]);
     } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
         if (r < n) {
             batch_raise(fn, ops, n, &st);
@@ -1220,7 +1238,7 @@ static PyObject *exists_common(RioClient *self, const char *fn, int many, PyObje
                                Py_ssize_t nargs, PyObject *kwnames)
 {
     PyObject *a[MAX_POS + 2], *keys = NULL, *ret = NULL;
-    const char **kv = NULL, *one;
+    const char **kv = NULL, *one = NULL;
     struct rio_client *c;
     struct rio_stats st;
     struct rio_call call;
@@ -1272,14 +1290,7 @@ static PyObject *exists_common(RioClient *self, const char *fn, int many, PyObje
     r = rio_exists_batch(c, kv, (unsigned)n, many ? NULL : &e1, many ? &hits : NULL, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        char what[256];
-
-        if (many)
-            snprintf(what, sizeof(what), "%s", fn);
-        else
-            what_key(what, sizeof(what), fn, one);
-        raise_st(r, what, &st);
-        rio_py_call_stats(self, &st, a[2]);
+        call_failed(self, r, fn, many ? NULL : one, &st, a[2]);
     } else if (rio_py_call_stats(self, &st, a[2]) == 0) {
         ret = many ? PyLong_FromUnsignedLong(hits) : PyBool_FromLong(e1);
     }
@@ -1557,7 +1568,26 @@ static PyObject *mod_backends(PyObject *m, PyObject *unused)
     return l;
 }
 
+/* _error(err): the exception a call failing with err raises (for tests). */
+static PyObject *mod_error(PyObject *m, PyObject *arg)
+{
+    int overflow;
+    long err = PyLong_AsLongAndOverflow(arg, &overflow);
+
+    (void)m;
+    if (err == -1 && PyErr_Occurred())
+        return NULL;
+    if (overflow || err < INT_MIN || err > INT_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "_error: not an int error code");
+        return NULL;
+    }
+    return error_new((int)err, "_error", NULL, NULL);
+}
+
 static PyMethodDef mod_methods[] = {
+    {"_error", mod_error, METH_O,
+     "_error(err) -> Error\n--\n\nThe exception a call that fails with err (a RIO_E* or "
+     "-errno value) raises."},
     {"version", mod_version, METH_NOARGS,
      "version() -> str\n--\n\nThe version of the loaded librailio."},
     {"backends", mod_backends, METH_NOARGS,
