@@ -192,10 +192,19 @@ static void what_key(char *out, size_t cap, const char *fn, const char *key)
 
 int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *stats_arg);
 
+/* Whether a call collects stats: unless the client's collect_stats is off
+ * and the call was given no stats= dict (the library's stats cost a call
+ * more than the rest of a small transfer: docs in python/README.md). */
+static inline int want_stats(const RioClient *self, PyObject *stats_arg)
+{
+    return !self->no_stats || (stats_arg && stats_arg != Py_None);
+}
+
 /* A call failed with err: record its stats (they are filled on errors too)
  * and raise. key may be NULL (what is then fn alone). */
 static void call_failed(RioClient *self, int err, const char *fn, const char *key,
                         const struct rio_stats *st, PyObject *stats_arg)
+
 {
     char what[256];
     PyObject *e;
@@ -205,7 +214,7 @@ static void call_failed(RioClient *self, int err, const char *fn, const char *ke
     else
         snprintf(what, sizeof(what), "%s", fn);
     e = error_now(err, what, st);
-    if (rio_py_call_stats(self, st, stats_arg) < 0) {
+    if (st && rio_py_call_stats(self, st, stats_arg) < 0) {
         Py_XDECREF(e);
         return;
     }
@@ -975,14 +984,14 @@ static PyObject *Client_put(RioClient *self, PyObject *const *args, Py_ssize_t n
         goto out_view;
     memset(&call, 0, sizeof(call));
     memset(&desc, 0, sizeof(desc));
-    call.stats = &st;
     call.cancel = cx->cx;
+    call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_put(c, key, view.buf, (size_t)view.len, &call, &desc);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        call_failed(self, (int)r, "put", key, &st, a[3]);
-    } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
+        call_failed(self, (int)r, "put", key, call.stats, a[3]);
+    } else if (!call.stats || rio_py_call_stats(self, &st, a[3]) == 0) {
         ret = desc_dict(&desc);
     }
     rio_desc_cleanup(&desc);
@@ -1013,14 +1022,14 @@ static PyObject *Client_get_into(RioClient *self, PyObject *const *args, Py_ssiz
     if (!c)
         goto out_view;
     memset(&call, 0, sizeof(call));
-    call.stats = &st;
     call.cancel = cx->cx;
+    call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_get(c, key, view.buf, (size_t)view.len, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        call_failed(self, (int)r, "get_into", key, &st, a[3]);
-    } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
+        call_failed(self, (int)r, "get_into", key, call.stats, a[3]);
+    } else if (!call.stats || rio_py_call_stats(self, &st, a[3]) == 0) {
         ret = PyLong_FromLongLong(r);
     }
     rio_py_call_end(self, cx);
@@ -1050,14 +1059,14 @@ static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t n
     if (!c)
         return NULL;
     memset(&call, 0, sizeof(call));
-    call.stats = &st;
     call.cancel = cx->cx;
+    call.stats = want_stats(self, a[2]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_get_alloc(c, key, &buf, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        call_failed(self, (int)r, "get", key, &st, a[2]);
-    } else if (rio_py_call_stats(self, &st, a[2]) == 0) {
+        call_failed(self, (int)r, "get", key, call.stats, a[2]);
+    } else if (!call.stats || rio_py_call_stats(self, &st, a[2]) == 0) {
         if (r > PY_SSIZE_T_MAX)
             PyErr_SetString(PyExc_OverflowError, "get: object too large for bytes");
         else
@@ -1187,14 +1196,14 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
     if (!c)
         goto out;
     memset(&call, 0, sizeof(call));
-    call.stats = &st;
     call.cancel = cx->cx;
+    call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_batch(c, ops, (unsigned)n, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        call_failed(self, r, fn, NULL, &st, a[3]);
-    } else if (rio_py_call_stats(self, &st, a[3]) == 0) {
+        call_failed(self, r, fn, NULL, call.stats, a[3]);
+    } else if (!call.stats || rio_py_call_stats(self, &st, a[3]) == 0) {
         if (r < n) {
             batch_raise(fn, ops, n, &st);
         } else {
@@ -1284,14 +1293,14 @@ static PyObject *exists_common(RioClient *self, const char *fn, int many, PyObje
         goto out;
     memset(&call, 0, sizeof(call));
     memset(&st, 0, sizeof(st));
-    call.stats = &st;
     call.cancel = cx->cx;
+    call.stats = want_stats(self, a[2]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_exists_batch(c, kv, (unsigned)n, many ? NULL : &e1, many ? &hits : NULL, &call);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
-        call_failed(self, r, fn, many ? NULL : one, &st, a[2]);
-    } else if (rio_py_call_stats(self, &st, a[2]) == 0) {
+        call_failed(self, r, fn, many ? NULL : one, call.stats, a[2]);
+    } else if (!call.stats || rio_py_call_stats(self, &st, a[2]) == 0) {
         ret = many ? PyLong_FromUnsignedLong(hits) : PyBool_FromLong(e1);
     }
     rio_py_call_end(self, cx);
@@ -1467,6 +1476,28 @@ static PyObject *Client_get_url(RioClient *self, void *unused)
     return Py_NewRef(self->url);
 }
 
+static PyObject *Client_get_collect_stats(RioClient *self, void *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(!self->no_stats);
+}
+
+static int Client_set_collect_stats(RioClient *self, PyObject *v, void *unused)
+{
+    int on;
+
+    (void)unused;
+    if (!v) {
+        PyErr_SetString(PyExc_AttributeError, "collect_stats cannot be deleted");
+        return -1;
+    }
+    on = PyObject_IsTrue(v);
+    if (on < 0)
+        return -1;
+    self->no_stats = !on;
+    return 0;
+}
+
 static PyObject *Client_get_closed(RioClient *self, void *unused)
 {
     (void)unused;
@@ -1526,6 +1557,10 @@ static PyGetSetDef Client_getset[] = {
     {"last_stats", (getter)Client_get_last_stats, NULL,
      "The stats dict of the last call that finished on this client, or None.", NULL},
     {"closed", (getter)Client_get_closed, NULL, "True once close() succeeded.", NULL},
+    {"collect_stats", (getter)Client_get_collect_stats, (setter)Client_set_collect_stats,
+     "True (the default): every call collects its stats (last_stats). False: only calls "
+     "given stats= do, which saves the library's per-call stats work on small transfers.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

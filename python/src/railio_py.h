@@ -31,6 +31,7 @@ typedef struct {
                                 * destroys a client a call is using */
     struct rio_stats *last_st; /* the last call's stats (valid if has_last_st) */
     int has_last_st;
+    int no_stats; /* Client.collect_stats = False: only calls given stats= collect */
 } RioClient;
 
 /* railio.Cancel: a cancellation token (rio_cancel). fire() from any thread. */

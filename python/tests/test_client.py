@@ -630,3 +630,22 @@ def test_context_manager_repr_and_module(mock_url):
     assert isinstance(railio.version(), str) and railio.version().count(".") == 2
     assert "mock" in railio.backends() and "railio" in railio.backends()
     assert issubclass(railio.NotFound, FileNotFoundError)
+
+
+def test_collect_stats_off(client):
+    assert client.collect_stats is True
+    client.put("k", PAYLOAD)
+    first = client.last_stats
+    assert first["bytes"] == len(PAYLOAD)
+    client.collect_stats = False
+    client.get_into("k", bytearray(len(PAYLOAD)))
+    assert client.last_stats == first  # that call collected nothing
+    got = {}
+    client.get("k", stats=got)  # asked for: collected
+    assert got["bytes"] == len(PAYLOAD) and client.last_stats == got
+    with pytest.raises(railio.NotFound):
+        client.get("missing")
+    client.collect_stats = True
+    with pytest.raises(railio.NotFound):
+        client.get("missing")
+    assert client.last_stats["bytes"] == 0
