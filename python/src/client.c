@@ -1077,7 +1077,7 @@ static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t n
     return ret;
 }
 
-/* A sequence argument as a fast sequence of at most UINT_MAX items. */
+/* A sequence of keys as a tuple of at most UINT_MAX items. */
 static PyObject *seq_arg(PyObject *obj, const char *what)
 {
     PyObject *s;
@@ -1087,7 +1087,9 @@ static PyObject *seq_arg(PyObject *obj, const char *what)
                      Py_TYPE(obj)->tp_name);
         return NULL;
     }
-    s = PySequence_Fast(obj, what);
+    /* A tuple of its own: the key pointers handed to the library stay
+     * valid even if another thread empties the caller's list meanwhile. */
+    s = PySequence_Tuple(obj);
     if (s && PySequence_Fast_GET_SIZE(s) > (Py_ssize_t)UINT_MAX) {
         PyErr_Format(Err_InvalidArgument, "%s: too many items", what);
         Py_CLEAR(s);
@@ -1158,7 +1160,7 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
     keys = seq_arg(a[0], "keys");
     if (!keys)
         return NULL;
-    bufs = PySequence_Fast(a[1], "buffers must be a sequence");
+    bufs = PySequence_Tuple(a[1]); /* its own, as keys: another thread may mutate a list */
     if (!bufs)
         goto out;
     n = PySequence_Fast_GET_SIZE(keys);

@@ -229,6 +229,9 @@ def test_batch_argument_errors(client):
         client.batch_get_into(["a", "b"], [bytearray(1), b"ro"])
     with pytest.raises(TypeError, match=r"keys\[1\]"):
         client.batch_put(["a", 3], [b"x", b"y"])
+    # any iterable of keys and buffers
+    assert client.batch_put(iter(["g1", "g2"]), (b for b in [b"1", b"22"])) == [0, 0]
+    assert client.batch_exists(k for k in ["g1", "g2"]) == 2
 
 
 def test_exists_stat_delete(any_client):
