@@ -23,12 +23,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 
 
+def _source_dir(build_dir):
+    """The source tree a CMake build directory was configured from (pip may
+    build from a copy of python/, so ../include is not always there)."""
+    try:
+        with open(os.path.join(build_dir, "CMakeCache.txt")) as f:
+            for line in f:
+                if line.startswith("CMAKE_HOME_DIRECTORY:"):
+                    return line.split("=", 1)[1].strip()
+    except OSError:
+        pass
+    return TOP
+
+
 def _in_tree(build_dir):
     build_dir = os.path.abspath(build_dir)
     if not os.path.exists(os.path.join(build_dir, "librailio.so")):
         sys.exit("setup.py: RAILIO_BUILD_DIR=%s holds no librailio.so (run `make` first)" % build_dir)
+    include = os.path.join(_source_dir(build_dir), "include")
+    if not os.path.exists(os.path.join(include, "railio.h")):
+        sys.exit("setup.py: %s has no railio.h" % include)
     return dict(
-        include_dirs=[os.path.join(TOP, "include")],
+        include_dirs=[include],
         library_dirs=[build_dir],
         runtime_library_dirs=[build_dir],
         libraries=["railio"],
@@ -53,6 +69,10 @@ def _pkg_config():
     for f in shlex.split(libs):
         if f.startswith("-L"):
             cfg["library_dirs"].append(f[2:])
+            # a prefix outside the loader's default path (e.g. make install
+            # PREFIX=/opt/railio): load that library without LD_LIBRARY_PATH
+            if not f[2:].startswith(("/usr/lib", "/lib")):
+                cfg["runtime_library_dirs"].append(f[2:])
         elif f.startswith("-l"):
             cfg["libraries"].append(f[2:])
         else:
