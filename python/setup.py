@@ -110,7 +110,7 @@ setup(
     packages=find_packages(include=["railio", "railio.*"]),
     package_dir={"": "."},
     package_data={"railio": ["py.typed", "*.pyi"]},
-    python_requires=">=3.9",
+    python_requires=">=3.10",
     ext_modules=[
         Extension(
             "railio._railio",

@@ -453,7 +453,7 @@ def test_access_denied(railiod_factory, tmp_path):
 def _slow_pair(mock_url, size=48 << 20):
     fast = railio.Client(mock_url, chunk="1M")
     fast.put("big", np.ones(size, dtype=np.uint8))
-    slow = railio.Client(mock_url, chunk="1M", rate="20M")  # ~2.4 s for the object
+    slow = railio.Client(mock_url, chunk="1M", rate="10M")  # ~5 s for the object
     return fast, slow
 
 
@@ -483,7 +483,7 @@ def test_client_cancel_from_another_thread(mock_url):
         assert not th.is_alive()
         assert isinstance(box.get("exc"), railio.Cancelled), box
         assert box["exc"].code == "RIO_ECANCELED"
-        assert time.monotonic() - t0 < 2.0
+        assert time.monotonic() - t0 < 3.0
         # later calls run normally
         slow.put("small", b"ok")
         assert slow.get("small") == b"ok"
