@@ -476,8 +476,10 @@ void rio_py_call_end(RioClient *self, RioCancel *cx)
 
 struct rio_client *rio_py_client(RioClient *self)
 {
-    if (!self->c) {
-        PyErr_SetString(PyExc_ValueError, "railio.Client is closed");
+    if (!self->c || self->closing) {
+        PyErr_SetString(PyExc_ValueError, self->c ? "railio.Client is closing (close() was "
+                                                    "called with calls in progress)"
+                                                  : "railio.Client is closed");
         return NULL;
     }
     return self->c;
@@ -488,16 +490,17 @@ struct rio_client *rio_py_client(RioClient *self)
  * may run Python code that releases the GIL unaccounted. */
 static struct rio_client *call_enter(RioClient *self, PyObject *cancel_arg, RioCancel **cx)
 {
+    struct rio_client *c;
+
     *cx = rio_py_call_begin(self, cancel_arg);
     if (!*cx)
         return NULL;
-    if (!self->c) {
+    c = rio_py_client(self);
+    if (!c) {
         rio_py_call_end(self, *cx);
         *cx = NULL;
-        PyErr_SetString(PyExc_ValueError, "railio.Client is closed");
-        return NULL;
     }
-    return self->c;
+    return c;
 }
 
 /* ---------------------------------------------------------------- buffers */
@@ -1423,9 +1426,10 @@ static PyObject *Client_close(RioClient *self, PyObject *unused)
 
         if (cancel_all(self) < 0)
             return NULL;
+        self->closing = 1;
         PyErr_Format(PyExc_RuntimeError,
-                     "railio.Client.close: %zd call%s in progress (cancelled now; close again "
-                     "once they have returned)",
+                     "railio.Client.close: %zd call%s in progress (cancelled now, and no new "
+                     "call begins; close again once they have returned)",
                      busy, busy == 1 ? "" : "s");
         return NULL;
     }

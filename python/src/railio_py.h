@@ -32,6 +32,9 @@ typedef struct {
     struct rio_stats *last_st; /* the last call's stats (valid if has_last_st) */
     int has_last_st;
     int no_stats; /* Client.collect_stats = False: only calls given stats= collect */
+    int closing;  /* close() was refused with calls in progress: no new call
+                   * begins (rio_py_client fails), so the next close() can
+                   * succeed once they have returned */
 } RioClient;
 
 /* railio.Cancel: a cancellation token (rio_cancel). fire() from any thread. */
@@ -55,7 +58,7 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st);
  * with an exception set. */
 int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *stats_arg);
 
-/* NULL with ValueError set if the client is closed. */
+/* NULL with ValueError set if the client is closed or closing. */
 struct rio_client *rio_py_client(RioClient *self);
 
 /* Per-call cancel plumbing (client.c), with the GIL held: begin returns a

@@ -526,6 +526,8 @@ def test_close_with_calls_in_progress(mock_url):
         th.join(10)
         assert isinstance(box.get("exc"), railio.Cancelled), box
         assert not slow.closed
+        with pytest.raises(ValueError, match="closing"):  # no new call begins
+            slow.get("big")
         slow.close()
         assert slow.closed
         slow.close()  # idempotent
@@ -652,3 +654,65 @@ def test_collect_stats_off(client):
     with pytest.raises(railio.NotFound):
         client.get("missing")
     assert client.last_stats["bytes"] == 0
+
+
+def test_client_cancel_fires_caller_tokens_of_calls_in_progress(mock_url):
+    fast, slow = _slow_pair(mock_url)
+    try:
+        cx = railio.Cancel()
+        th, box = _run_in_thread(lambda: slow.get("big", cancel=cx))
+        time.sleep(0.3)
+        slow.cancel()
+        th.join(10)
+        assert isinstance(box.get("exc"), railio.Cancelled), box
+        assert cx.fired
+        idle = railio.Cancel()
+        slow.cancel()  # a token of no call in progress is left alone
+        assert not idle.fired
+    finally:
+        slow.close()
+        fast.close()
+
+
+def test_close_races_calls_from_threads(mock_url):
+    """close() while threads keep calling: it refuses while any call runs,
+    succeeds once none does, and every later call raises ValueError; no
+    call ever runs on a destroyed client."""
+    c = railio.Client(mock_url, lat="1ms")
+    c.put("k", b"x" * 4096)
+    stop = threading.Event()
+    outcomes = []
+
+    def caller():
+        buf = bytearray(4096)
+        n = 0
+        while not stop.is_set():
+            try:
+                c.get_into("k", buf)
+                n += 1
+            except railio.Cancelled:
+                pass
+            except ValueError as e:
+                outcomes.append(("closed", n, str(e)))
+                return
+        outcomes.append(("stopped", n, ""))
+
+    threads = [threading.Thread(target=caller) for _ in range(4)]
+    for th in threads:
+        th.start()
+    time.sleep(0.2)
+    refused = 0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            c.close()
+            break
+        except RuntimeError:
+            refused += 1
+    stop.set()
+    for th in threads:
+        th.join(10)
+    assert c.closed
+    assert len(outcomes) == 4
+    assert all(o[0] == "closed" and "railio.Client is clos" in o[2] for o in outcomes), outcomes
+    assert refused >= 1  # the first close() met calls in progress
