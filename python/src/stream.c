@@ -63,11 +63,10 @@ static PyObject *key_obj(const char *key)
     return PyBytes_FromStringAndSize(key, (Py_ssize_t)n);
 }
 
-/* "open KEY" (shortened; "list" alone for no prefix) for rio_py_raise's message. */
+/* "open 'key'" (the key cut to a readable length) for rio_py_raise's message. */
 static void what_key(char *buf, size_t cap, const char *call, const char *key)
 {
-    snprintf(buf, cap, "%s%s%.200s%s", call, key[0] ? " " : "", key,
-             strlen(key) > 200 ? "..." : "");
+    snprintf(buf, cap, "%s '%.200s%s'", call, key, strlen(key) > 200 ? "..." : "");
 }
 
 /* The desc dict of put/stat: {key, size, generation, etag, chunk_size, nchunks}. */
@@ -88,18 +87,12 @@ static PyObject *desc_dict(const struct rio_desc *d)
 static void publish_stats(RioClient *cl, const struct rio_stats *st, PyObject *stats_arg)
 {
     PyObject *exc_type, *exc_val, *exc_tb;
-    PyObject *d;
 
+    if (!st)
+        return;
     PyErr_Fetch(&exc_type, &exc_val, &exc_tb);
-    d = rio_py_stats_dict(st);
-    if (!d) {
+    if (rio_py_call_stats(cl, st, stats_arg) < 0)
         PyErr_WriteUnraisable((PyObject *)cl);
-        goto out;
-    }
-    if (stats_arg && stats_arg != Py_None && PyDict_Update(stats_arg, d) < 0)
-        PyErr_WriteUnraisable(stats_arg);
-    Py_XSETREF(cl->last_stats, d);
-out:
     PyErr_Restore(exc_type, exc_val, exc_tb);
 }
 
@@ -259,8 +252,7 @@ static int listiter_fetch(RioListIter *self)
     ret = rio_list(c, &a, &self->page, &call);
     Py_END_ALLOW_THREADS;
     self->active = false;
-    rio_py_call_end(self->client, cx);
-    Py_DECREF(cx);
+    rio_py_call_end(self->client, cx); /* drops cx */
     if (ret < 0) {
         char what[256];
 
@@ -366,11 +358,11 @@ PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
 /* What Reader and Writer share: the call they are. */
 typedef struct {
     PyObject_HEAD RioClient *client;
-    RioCancel *cx;       /* from rio_py_call_begin; NULL once the call ended */
-    PyObject *stats_arg; /* the caller's stats dict, or None */
-    struct rio_stats *stats;
-    PyObject *key; /* as given */
-    bool active;   /* a call runs on it without the GIL */
+    RioCancel *cx;           /* from rio_py_call_begin; NULL once the call ended */
+    PyObject *stats_arg;     /* the caller's stats dict, or None */
+    struct rio_stats *stats; /* NULL when the call collects none */
+    PyObject *key;           /* as given */
+    bool active;             /* a call runs on it without the GIL */
 } RioStream;
 
 typedef struct {
@@ -392,8 +384,8 @@ static void stream_end(RioStream *s)
 {
     if (!s->cx)
         return;
-    rio_py_call_end(s->client, s->cx);
-    Py_CLEAR(s->cx);
+    rio_py_call_end(s->client, s->cx); /* drops the reference */
+    s->cx = NULL;
     publish_stats(s->client, s->stats, s->stats_arg);
 }
 
@@ -875,10 +867,13 @@ static RioStream *stream_new(PyTypeObject *tp, RioClient *client, PyObject *key,
     s->client = (RioClient *)Py_NewRef(client);
     s->key = Py_NewRef(key);
     s->stats_arg = Py_NewRef(stats_arg);
-    s->stats = PyMem_Calloc(1, sizeof(*s->stats));
-    if (!s->stats) {
-        PyErr_NoMemory();
-        goto err;
+    /* Stats unless the client's collect_stats is off and no stats= was given. */
+    if (!client->no_stats || stats_arg != Py_None) {
+        s->stats = PyMem_Calloc(1, sizeof(*s->stats));
+        if (!s->stats) {
+            PyErr_NoMemory();
+            goto err;
+        }
     }
     s->cx = rio_py_call_begin(client, cancel_arg);
     if (!s->cx)

@@ -1,17 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Client.list (pages, delimiter, odd keys, start_after), Client.open "rb"
-(readinto in place, read, io.BufferedReader, early close, cancel) and "wb"
-(unknown size, abort, a with-block that raises), against mock:// and a
-railiod the fixture starts."""
+(readinto in place, read, io.BufferedReader, early close, cancel, the GIL
+released) and "wb" (unknown size, abort, a with-block that raises), against
+mock:// and a railiod the fixtures (conftest.py) start."""
 
-import contextlib
 import hashlib
 import io
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -20,71 +17,7 @@ import pytest
 
 import railio
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 MiB = 1 << 20
-
-
-def _railiod_path():
-    """railiod of the in-tree build (RAILIO_BUILD_DIR, default ../build), else PATH."""
-    build = os.environ.get("RAILIO_BUILD_DIR", os.path.join(HERE, "..", "..", "build"))
-    for p in (os.path.join(build, "railiod"), shutil.which("railiod")):
-        if p and os.access(p, os.X_OK):
-            return p
-    return None
-
-
-@contextlib.contextmanager
-def _railiod():
-    """A railiod on a free loopback port (512 MiB of memory): (url, process)."""
-    exe = _railiod_path()
-    if not exe:
-        pytest.skip("railiod not built (set RAILIO_BUILD_DIR)")
-    d = tempfile.mkdtemp(prefix="railio-pytest-")
-    port_file = os.path.join(d, "ports")
-    proc = subprocess.Popen(
-        [exe, "--listen", "127.0.0.1:0", "--port-file", port_file, "--memory", "512M",
-         "--threads", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 10
-        while not os.path.exists(port_file):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("railiod did not start: %s" % proc.stderr.read().decode())
-            time.sleep(0.02)
-        with open(port_file) as f:
-            rails = f.readline().strip()
-        yield "railio://" + rails, proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stderr.close()
-        shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(scope="module")
-def railiod_url():
-    with _railiod() as (url, _):
-        yield url
-
-
-@pytest.fixture
-def mock():
-    """A client of a mock:// store of its own (nothing outlives the process)."""
-    with railio.Client("mock://stream-" + uuid.uuid4().hex) as c:
-        yield c
-
-
-@pytest.fixture(params=["mock", "railiod"])
-def client(request):
-    if request.param == "mock":
-        yield request.getfixturevalue("mock")
-        return
-    with railio.Client(request.getfixturevalue("railiod_url")) as c:
-        yield c
 
 
 def _prefix():
@@ -92,8 +25,7 @@ def _prefix():
 
 
 def _put_all(c, keys, value=b"v"):
-    for k in keys:
-        c.put(k, value)
+    c.batch_put(keys, [value] * len(keys))
 
 
 def _keys(entries):
@@ -103,11 +35,11 @@ def _keys(entries):
 # ------------------------------------------------------------------- list
 
 
-def test_list_2500_keys_in_pages(client):
+def test_list_2500_keys_in_pages(any_client):
     p = _prefix()
     keys = ["%sk%05d" % (p, i) for i in range(2500)]
-    _put_all(client, keys[::-1], b"0123456789")
-    it = client.list(p)
+    _put_all(any_client, keys[::-1], b"0123456789")
+    it = any_client.list(p)
     assert iter(it) is it
     got = list(it)
     # 1000 a page by default: three pages, every key once, in byte order.
@@ -119,85 +51,85 @@ def test_list_2500_keys_in_pages(client):
         assert e.etag is None or isinstance(e.etag, str)
         assert e.mtime is None or isinstance(e.mtime, float)
     # Small pages: hundreds of rio_list calls, the same keys.
-    assert _keys(client.list(p, page_size=7)) == keys
-    assert _keys(client.list(p, page_size=1))[:5] == keys[:5]
-    assert _keys(client.list(p, page_size=10000)) == keys
-    assert list(client.list(p + "nothing-here")) == []
+    assert _keys(any_client.list(p, page_size=7)) == keys
+    assert _keys(any_client.list(p, page_size=1))[:5] == keys[:5]
+    assert _keys(any_client.list(p, page_size=10000)) == keys
+    assert list(any_client.list(p + "nothing-here")) == []
 
 
-def test_list_page_size_bounds(mock):
+def test_list_page_size_bounds(client):
     for bad in (0, -1, 10001):
         with pytest.raises(ValueError, match="page_size"):
-            mock.list("", page_size=bad)
+            client.list("", page_size=bad)
     with pytest.raises(TypeError):
-        mock.list("", cancel=42)
+        client.list("", cancel=42)
 
 
-def test_list_delimiter(client):
+def test_list_delimiter(any_client):
     p = _prefix()
-    _put_all(client, [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")])
-    top = list(client.list(p, recursive=False))
+    _put_all(any_client, [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")])
+    top = list(any_client.list(p, recursive=False))
     assert [(e.key, e.is_dir) for e in top] == [
         (p + "a/", True), (p + "b/", True), (p + "c", False), (p + "d/", True)]
     assert [e.size for e in top if e.is_dir] == [0, 0, 0]
-    assert [(e.key, e.is_dir) for e in client.list(p + "a/", recursive=False)] == [
+    assert [(e.key, e.is_dir) for e in any_client.list(p + "a/", recursive=False)] == [
         (p + "a/1", False), (p + "a/2", False), (p + "a/b/", True)]
     # Recursive: every key.
-    assert _keys(client.list(p)) == [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")]
+    assert _keys(any_client.list(p)) == [p + k for k in ("a/1", "a/2", "a/b/3", "b/4", "c", "d/")]
     # Delimiter listing in pages of one: each common prefix still once.
-    assert [e.key for e in client.list(p, recursive=False, page_size=1)] == [
+    assert [e.key for e in any_client.list(p, recursive=False, page_size=1)] == [
         p + "a/", p + "b/", p + "c", p + "d/"]
 
 
-def test_list_odd_keys(client):
+def test_list_odd_keys(any_client):
     p = _prefix()
     odd = [p + "sp ace", p + "q?x=1&y#z", p + "pct%41", p + "ключ/é", p + "\t\x01ctl"]
-    _put_all(client, odd)
+    _put_all(any_client, odd)
     # A key that is not UTF-8: written and listed as bytes.
     raw = p.encode() + b"bin\xff\xfe"
-    with client.open(raw, "wb") as w:
+    with any_client.open(raw, "wb") as w:
         w.write(b"raw")
-    got = _keys(client.list(p))
+    got = _keys(any_client.list(p))
     want = sorted([k.encode() for k in odd] + [raw])
     assert [k if isinstance(k, bytes) else k.encode() for k in got] == want
     assert raw in got and all(isinstance(k, str) for k in got if k != raw)
     # The bytes key reads back.
-    with client.open(raw) as r:
+    with any_client.open(raw) as r:
         assert r.read() == b"raw"
     # A prefix may be bytes too; a key with a NUL is refused before any call.
-    assert _keys(client.list(p.encode() + b"bin")) == [raw]
+    assert _keys(any_client.list(p.encode() + b"bin")) == [raw]
     with pytest.raises(ValueError, match="NUL"):
-        client.list("a\0b")
+        any_client.list("a\0b")
     with pytest.raises(TypeError):
-        client.list(5)
+        any_client.list(5)
 
 
-def test_list_start_after(client):
+def test_list_start_after(any_client):
     p = _prefix()
     keys = ["%sk%04d" % (p, i) for i in range(1200)]
-    _put_all(client, keys)
-    assert _keys(client.list(p, start_after=keys[999])) == keys[1000:]
-    assert _keys(client.list(p, start_after=keys[9], page_size=100)) == keys[10:]
+    _put_all(any_client, keys)
+    assert _keys(any_client.list(p, start_after=keys[999])) == keys[1000:]
+    assert _keys(any_client.list(p, start_after=keys[9], page_size=100)) == keys[10:]
     # Not a key itself: the keys after it in byte order.
-    assert _keys(client.list(p, start_after=p + "k0099z")) == keys[100:]
-    assert list(client.list(p, start_after=keys[-1])) == []
+    assert _keys(any_client.list(p, start_after=p + "k0099z")) == keys[100:]
+    assert list(any_client.list(p, start_after=keys[-1])) == []
 
 
-def test_list_error_and_closed_client(mock):
-    mock.put("a", b"1")
+def test_list_error_and_closed_client(client):
+    client.put("a", b"1")
     tok = railio.Cancel()
-    it = mock.list("", cancel=tok)
+    it = client.list("", cancel=tok)
     tok.fire()
     with pytest.raises(railio.Cancelled):
         next(it)
     assert list(it) == []  # an error ends the listing
-    assert _keys(mock.list("")) == ["a"]
-    it = mock.list("")
-    mock.close()
+    assert _keys(client.list("")) == ["a"]
+    it = client.list("")
+    client.close()
     with pytest.raises(ValueError):
         next(it)
     with pytest.raises(ValueError):
-        mock.list("")
+        client.list("")
 
 
 # ----------------------------------------------------------------- reader
@@ -206,23 +138,23 @@ BIG = 64 * MiB
 
 
 @pytest.fixture(scope="module")
-def big(railiod_url):
+def big(railiod):
     """A 64 MiB object on the railiod and its bytes."""
     data = os.urandom(BIG)
     key = "big/" + uuid.uuid4().hex
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         c.put(key, data)
     return key, data
 
 
-def test_reader_readinto_small_pieces_byte_exact(railiod_url, big):
+def test_reader_readinto_small_pieces_byte_exact(railiod, big):
     key, data = big
     want = hashlib.sha256(data).hexdigest()
     h = hashlib.sha256()
     buf = bytearray(100003)  # not a divisor of any chunk size
     mv = memoryview(buf)
     stats = {}
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         with c.open(key, "rb", prefetch=4, stats=stats) as r:
             assert r.readable() and not r.seekable() and not r.writable()
             assert r.size == BIG and r.generation > 0 and isinstance(r.etag, str)
@@ -247,13 +179,13 @@ def _rss():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def test_reader_into_numpy_at_its_address(railiod_url, big):
+def test_reader_into_numpy_at_its_address(railiod, big):
     np = pytest.importorskip("numpy")
     key, data = big
     arr = np.empty(BIG, dtype=np.uint8)
     arr.fill(1)  # touched: its pages are resident before the read
     addr = arr.ctypes.data
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         rss0 = _rss()
         with c.open(key, prefetch=2) as r:
             off = 0
@@ -270,32 +202,32 @@ def test_reader_into_numpy_at_its_address(railiod_url, big):
     print("RSS growth over a 64 MiB read: %.1f MiB" % (grown / MiB))
     assert grown < 32 * MiB, grown
     # A read-only or non-contiguous destination is refused.
-    with railio.Client(railiod_url) as c, c.open(key) as r:
+    with railio.Client(railiod) as c, c.open(key) as r:
         with pytest.raises((TypeError, BufferError, ValueError)):
             r.readinto(b"read-only bytes")
         with pytest.raises(BufferError):
             r.readinto(np.zeros((8, 8), dtype=np.uint8)[:, ::2])
 
 
-def test_reader_read_and_readall(client):
+def test_reader_read_and_readall(any_client):
     data = os.urandom(3 * MiB + 5)
     key = _prefix() + "obj"
-    client.put(key, data)
-    with client.open(key) as r:
+    any_client.put(key, data)
+    with any_client.open(key) as r:
         assert r.read(0) == b""
         assert r.read(10) == data[:10]
         assert r.read(MiB) == data[10:10 + MiB]
         assert r.readall() == data[10 + MiB:]
         assert r.read(5) == b"" and r.read() == b""
-    with client.open(key) as r:
+    with any_client.open(key) as r:
         assert r.read() == data
-    with client.open(key) as r:
+    with any_client.open(key) as r:
         assert r.read(len(data) + 100) == data
 
 
-def test_reader_buffered(railiod_url, big):
+def test_reader_buffered(railiod, big):
     key, data = big
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         r = c.open(key)
         assert isinstance(r, io.RawIOBase)
         b = io.BufferedReader(r, buffer_size=256 * 1024)
@@ -313,9 +245,9 @@ def test_reader_buffered(railiod_url, big):
             assert t.readlines() == ["one\n", "two\n", "three\n"]
 
 
-def test_reader_closed_early(railiod_url, big):
+def test_reader_closed_early(railiod, big):
     key, data = big
-    c = railio.Client(railiod_url)
+    c = railio.Client(railiod)
     r = c.open(key, prefetch=8)
     assert r.read(MiB) == data[:MiB]
     r.close()  # 63 MiB unread: the fetches in flight stop
@@ -327,14 +259,14 @@ def test_reader_closed_early(railiod_url, big):
         r.readinto(bytearray(1))
     with pytest.raises(ValueError):
         r.readable()
-    with c.open(key) as r2:  # the client goes on
+    with c.open(key) as r2:  # the any_client goes on
         assert r2.read(5) == data[:5]
     c.close()  # nothing open any more
 
 
-def test_client_close_refused_while_stream_open(railiod_url, big):
+def test_client_close_refused_while_stream_open(railiod, big):
     key, data = big
-    c = railio.Client(railiod_url)
+    c = railio.Client(railiod)
     r = c.open(key, prefetch=2)
     w = c.open("w/open", "wb", size=10)
     assert r.read(10) == data[:10]
@@ -351,54 +283,54 @@ def test_client_close_refused_while_stream_open(railiod_url, big):
     c.close()
 
 
-def test_reader_dropped_unclosed(mock):
-    mock.put("k", os.urandom(MiB))
-    r = mock.open("k")
+def test_reader_dropped_unclosed(client):
+    client.put("k", os.urandom(MiB))
+    r = client.open("k")
     r.read(10)
-    del r  # closed by its destructor: the client is no longer busy
-    mock.close()
+    del r  # closed by its destructor: the any_client is no longer busy
+    client.close()
 
 
-def test_reader_missing_key_raises_at_open(client):
+def test_reader_missing_key_raises_at_open(any_client):
     with pytest.raises(railio.NotFound) as ei:
-        client.open(_prefix() + "missing")
+        any_client.open(_prefix() + "missing")
     assert isinstance(ei.value, FileNotFoundError)
     assert isinstance(ei.value, railio.Error)
-    # A failed open leaves the client usable and not busy.
-    client.put("present", b"x")
-    with client.open("present") as r:
+    # A failed open leaves the any_client usable and not busy.
+    any_client.put("present", b"x")
+    with any_client.open("present") as r:
         assert r.read() == b"x"
 
 
-def test_open_arguments(mock):
-    mock.put("k", b"x")
+def test_open_arguments(client):
+    client.put("k", b"x")
     with pytest.raises(ValueError, match="mode"):
-        mock.open("k", "r")
+        client.open("k", "r")
     with pytest.raises(ValueError, match="mode"):
-        mock.open("k", "ab")
+        client.open("k", "ab")
     with pytest.raises(ValueError, match="prefetch"):
-        mock.open("k", prefetch=-1)
+        client.open("k", prefetch=-1)
     with pytest.raises(ValueError, match="size"):
-        mock.open("k", "rb", size=3)
+        client.open("k", "rb", size=3)
     with pytest.raises(ValueError, match="size"):
-        mock.open("k", "wb", size=-1)
+        client.open("k", "wb", size=-1)
     with pytest.raises(TypeError):
-        mock.open("k", stats=[])
+        client.open("k", stats=[])
     with pytest.raises(TypeError):
-        mock.open(None)
+        client.open(None)
     with pytest.raises(ValueError, match="NUL"):
-        mock.open("a\0b")
+        client.open("a\0b")
 
 
 # ------------------------------------------------------------------ writer
 
 
-def test_writer_unknown_size_round_trip(client):
+def test_writer_unknown_size_round_trip(any_client):
     p = _prefix()
     data = os.urandom(9 * MiB + 13)
     pieces = [1, 4096, MiB - 1, 3 * MiB, 7, len(data)]
     stats = {}
-    w = client.open(p + "w/obj", "wb", stats=stats)
+    w = any_client.open(p + "w/obj", "wb", stats=stats)
     assert w.writable() and not w.readable() and not w.seekable()
     off = 0
     for n in pieces:
@@ -407,7 +339,7 @@ def test_writer_unknown_size_round_trip(client):
         off += len(chunk)
     assert off == len(data)
     with pytest.raises(railio.NotFound):
-        client.stat(p + "w/obj")  # nothing visible before close
+        any_client.stat(p + "w/obj")  # nothing visible before close
     desc = w.close()
     assert w.closed
     assert desc["key"] == p + "w/obj" and desc["size"] == len(data)
@@ -415,23 +347,23 @@ def test_writer_unknown_size_round_trip(client):
     assert desc["nchunks"] >= 1 and desc["chunk_size"] > 0
     assert w.close() == desc  # idempotent
     assert stats["bytes"] == len(data)
-    assert client.get(p + "w/obj") == data
+    assert any_client.get(p + "w/obj") == data
     with pytest.raises(ValueError, match="closed"):
         w.write(b"more")
     # Empty object, and buffers of every kind.
-    with client.open(p + "w/empty", "wb") as w:
+    with any_client.open(p + "w/empty", "wb") as w:
         pass
-    assert client.stat(p + "w/empty")["size"] == 0
-    with client.open(p + "w/kinds", "wb") as w:
+    assert any_client.stat(p + "w/empty")["size"] == 0
+    with any_client.open(p + "w/kinds", "wb") as w:
         w.write(b"ab")
         w.write(bytearray(b"cd"))
         w.write(memoryview(b"xefx")[1:3])
-    assert client.get(p + "w/kinds") == b"abcdef"
+    assert any_client.get(p + "w/kinds") == b"abcdef"
 
 
-def test_writer_known_size_railiod(railiod_url):
+def test_writer_known_size_railiod(railiod):
     data = os.urandom(5 * MiB + 1)
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         with c.open("w/known", "wb", size=len(data)) as w:
             for off in range(0, len(data), 1000003):
                 w.write(data[off:off + 1000003])
@@ -446,49 +378,49 @@ def test_writer_known_size_railiod(railiod_url):
         assert w.closed
 
 
-def test_writer_buffered(mock):
+def test_writer_buffered(client):
     data = os.urandom(2 * MiB + 3)
-    bw = io.BufferedWriter(mock.open("w/buf", "wb"), buffer_size=64 * 1024)
+    bw = io.BufferedWriter(client.open("w/buf", "wb"), buffer_size=64 * 1024)
     for off in range(0, len(data), 777):
         bw.write(data[off:off + 777])
     bw.close()  # flushes, then closes the writer: commits
-    assert mock.get("w/buf") == data
+    assert client.get("w/buf") == data
 
 
-def test_writer_with_block_that_raises_leaves_nothing(client):
+def test_writer_with_block_that_raises_leaves_nothing(any_client):
     key = _prefix() + "aborted"
 
     class Boom(Exception):
         pass
 
     with pytest.raises(Boom):
-        with client.open(key, "wb", size=3 * MiB) as w:
+        with any_client.open(key, "wb", size=3 * MiB) as w:
             w.write(os.urandom(3 * MiB))  # every byte written, then the block fails
             raise Boom()
     assert w.closed
     with pytest.raises(railio.NotFound):
-        client.stat(key)
-    assert not client.exists(key)
+        any_client.stat(key)
+    assert not any_client.exists(key)
     # abort() by hand, and a writer dropped unclosed: nothing either.
-    w = client.open(key, "wb", size=4)
+    w = any_client.open(key, "wb", size=4)
     w.write(b"abcd")
     w.abort()
     w.abort()
     assert w.closed and w.close() is None
-    w = client.open(key, "wb", size=4)
+    w = any_client.open(key, "wb", size=4)
     w.write(b"abcd")
     del w
     with pytest.raises(railio.NotFound):
-        client.stat(key)
-    assert list(client.list(key)) == []
+        any_client.stat(key)
+    assert list(any_client.list(key)) == []
 
 
 # ------------------------------------------------------------------ cancel
 
 
-def test_cancel_stops_reader_and_writer(railiod_url, big):
+def test_cancel_stops_reader_and_writer(railiod, big):
     key, data = big
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         r = c.open(key, prefetch=2)
         buf = bytearray(64 * 1024)
         assert r.readinto(buf) == len(buf)
@@ -514,13 +446,13 @@ def test_cancel_stops_reader_and_writer(railiod_url, big):
             c.stat("w/cancelled")
 
 
-def test_cancel_token_from_another_thread(railiod_url, big):
+def test_cancel_token_from_another_thread(railiod, big):
     key, data = big
     tok = railio.Cancel()
     errors = []
     progress = []
 
-    with railio.Client(railiod_url) as c:
+    with railio.Client(railiod) as c:
         r = c.open(key, prefetch=1, cancel=tok)
 
         def reader():
@@ -544,15 +476,17 @@ def test_cancel_token_from_another_thread(railiod_url, big):
         r.close()
         assert len(errors) == 1 and isinstance(errors[0], railio.Cancelled)
         assert sum(progress) < BIG
-        # The client itself was not cancelled.
+        # The any_client itself was not cancelled.
         with c.open(key) as r2:
             assert r2.read(3) == data[:3]
 
 
-def test_readinto_releases_the_gil():
+def test_readinto_releases_the_gil(railiod_factory):
     """A readinto blocked on a stopped server leaves the GIL to other threads,
     and refuses a second thread on the same reader."""
-    with _railiod() as (url, proc), railio.Client(url) as c:
+    d = railiod_factory()
+    proc = d.proc
+    with railio.Client(d.url) as c:
         data = os.urandom(16 * MiB)
         c.put("g", data)
         tok = railio.Cancel()
