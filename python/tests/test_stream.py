@@ -533,3 +533,28 @@ def test_readinto_releases_the_gil(railiod_factory):
             while r.readinto(buf):
                 pass
         r.close()
+
+
+def test_stream_stats(client):
+    data = os.urandom(300 * 1024)
+    client.put("s", data)
+    with client.open("s") as r:
+        r.read()
+    assert client.last_stats["bytes"] == len(data)
+    w = client.open("s2", "wb")
+    w.write(data)
+    w.close()
+    assert client.last_stats["bytes"] == len(data)
+    first = client.last_stats
+    # collect_stats off: a stream given no stats= collects none.
+    client.collect_stats = False
+    with client.open("s") as r:
+        r.read(10)
+    with client.open("s3", "wb") as w:
+        w.write(b"abc")
+    assert client.last_stats == first
+    got = {}
+    with client.open("s", stats=got) as r:
+        assert r.read() == data
+        assert got == {}  # filled at close
+    assert got["bytes"] == len(data) and client.last_stats == got
