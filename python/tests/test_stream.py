@@ -558,3 +558,17 @@ def test_stream_stats(client):
         assert r.read() == data
         assert got == {}  # filled at close
     assert got["bytes"] == len(data) and client.last_stats == got
+
+
+def test_reader_into_torch_tensor(client):
+    torch = pytest.importorskip("torch")
+    data = os.urandom(MiB + 7)
+    client.put("t", data)
+    t = torch.zeros(len(data), dtype=torch.uint8)
+    addr = t.data_ptr()
+    with client.open("t") as r:
+        assert r.readinto(t) == len(data)  # the tensor's memory, no copy
+    assert t.data_ptr() == addr and bytes(t.numpy()) == data
+    with client.open("t2", "wb") as w:  # and a tensor as a source
+        assert w.write(t) == len(data)
+    assert client.get("t2") == data
