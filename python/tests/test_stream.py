@@ -519,7 +519,8 @@ def test_readinto_releases_the_gil(railiod_factory):
             with pytest.raises(RuntimeError, match="in use"):
                 r.close()
             assert not r.closed
-            tok.fire()
+            c.cancel()  # fires the reader's token (a call in progress)
+            assert tok.fired
         finally:
             os.kill(proc.pid, signal.SIGCONT)
             watchdog.kill()
@@ -572,3 +573,45 @@ def test_reader_into_torch_tensor(client):
     with client.open("t2", "wb") as w:  # and a tensor as a source
         assert w.write(t) == len(data)
     assert client.get("t2") == data
+
+
+def test_cancel_unblocks_a_writer(railiod_factory):
+    """Client.cancel() from another thread stops a write blocked on a stopped
+    server (every slot in flight); nothing is published."""
+    d = railiod_factory()
+    with railio.Client(d.url) as c:
+        data = os.urandom(32 * MiB)
+        w = c.open("w/blocked", "wb", prefetch=2)
+        out = []
+        entered = threading.Event()
+
+        def run():
+            entered.set()
+            try:
+                out.append(w.write(data))
+            except railio.Error as e:
+                out.append(e)
+
+        os.kill(d.proc.pid, signal.SIGSTOP)
+        watchdog = subprocess.Popen(["sh", "-c", "sleep 10; kill -CONT %d" % d.proc.pid])
+        try:
+            t = threading.Thread(target=run)
+            t.start()
+            entered.wait()
+            time.sleep(0.2)
+            assert t.is_alive() and not out  # blocked, the GIL free
+            with pytest.raises(RuntimeError, match="in use"):
+                w.write(b"x")
+            c.cancel()
+            t.join(30)
+            assert not t.is_alive()
+        finally:
+            os.kill(d.proc.pid, signal.SIGCONT)
+            watchdog.kill()
+            watchdog.wait()
+        assert isinstance(out[0], railio.Cancelled), out
+        with pytest.raises(railio.Cancelled):
+            w.close()
+        assert w.closed
+        with pytest.raises(railio.NotFound):
+            c.stat("w/blocked")
