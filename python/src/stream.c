@@ -140,9 +140,9 @@ static PyObject *in_use_error(const char *what)
 static PyStructSequence_Field entry_fields[] = {
     {"key", "the key (str, or bytes when it is not valid UTF-8); a directory ends in '/'"},
     {"size", "bytes (0 for a directory)"},
-    {"etag", "as in stat's desc, or None when the listing cannot say"},
+    {"etag", "as in stat's desc (str), '' when the listing cannot say"},
     {"generation", "0 when the listing cannot say (stat can)"},
-    {"mtime", "last modified, float seconds since the epoch, or None if unknown"},
+    {"mtime", "last modified, float seconds since the epoch, 0.0 if unknown"},
     {"is_dir", "True for a common prefix of a listing with recursive=False"},
     {NULL, NULL},
 };
@@ -166,12 +166,11 @@ static PyObject *entry_new(const struct rio_entry *e)
         return NULL;
     v[0] = key_obj(e->key);
     v[1] = PyLong_FromUnsignedLongLong(dir ? 0 : e->size);
-    if (e->etag[0] && !dir)
-        v[2] = PyUnicode_FromStringAndSize(e->etag, (Py_ssize_t)strnlen(e->etag, sizeof(e->etag)));
-    else
-        v[2] = Py_NewRef(Py_None);
+    /* Unknown is '' and 0 as in the library (and stat's desc), never None. */
+    v[2] = PyUnicode_FromStringAndSize(e->etag,
+                                       dir ? 0 : (Py_ssize_t)strnlen(e->etag, sizeof(e->etag)));
     v[3] = PyLong_FromUnsignedLongLong(dir ? 0 : e->generation);
-    v[4] = e->mtime_ns && !dir ? PyFloat_FromDouble((double)e->mtime_ns / 1e9) : Py_NewRef(Py_None);
+    v[4] = PyFloat_FromDouble(dir ? 0.0 : (double)e->mtime_ns / 1e9);
     v[5] = PyBool_FromLong(dir);
     for (int i = 0; i < 6; i++) {
         if (!v[i]) {
