@@ -18,12 +18,36 @@
  */
 #include "railio_py.h"
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include <structmember.h>
 
 /* ------------------------------------------------------------------ helpers */
+
+/* railio.InvalidArgument (a ValueError) for a bad argument, as client.c
+ * raises it, in place of any exception set; ValueError if the module
+ * cannot be had. NULL. */
+static PyObject *bad_arg(const char *fmt, ...)
+{
+    PyObject *mod, *cls, *msg;
+    va_list ap;
+
+    PyErr_Clear();
+    mod = PyImport_ImportModule("railio._railio");
+    cls = mod ? PyObject_GetAttrString(mod, "InvalidArgument") : NULL;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    va_start(ap, fmt);
+    msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (msg)
+        PyErr_SetObject(cls ? cls : PyExc_ValueError, msg);
+    Py_XDECREF(msg);
+    Py_XDECREF(cls);
+    return NULL;
+}
 
 /* A key argument (str, encoded UTF-8, or bytes, e.g. a key list gave back)
  * as a C string borrowed from obj, or NULL with TypeError/ValueError set. */
@@ -45,7 +69,7 @@ static const char *key_arg(PyObject *obj, const char *what)
         return NULL;
     }
     if ((size_t)n != strlen(s)) {
-        PyErr_Format(PyExc_ValueError, "%s must not contain a NUL byte", what);
+        bad_arg("%s holds a NUL character", what);
         return NULL;
     }
     return s;
@@ -319,9 +343,7 @@ PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
     if (start_obj != Py_None && !(start_after = key_arg(start_obj, "start_after")))
         return NULL;
     if (page_size < 1 || page_size > (Py_ssize_t)RIO_LIST_PAGE_MAX) {
-        PyErr_Format(PyExc_ValueError, "page_size must be 1..%u, not %zd", RIO_LIST_PAGE_MAX,
-                     page_size);
-        return NULL;
+        return bad_arg("page_size must be 1..%u, not %zd", RIO_LIST_PAGE_MAX, page_size);
     }
     if (cancel_arg != Py_None && !PyObject_TypeCheck(cancel_arg, &RioCancel_Type)) {
         PyErr_Format(PyExc_TypeError, "cancel must be a railio.Cancel or None, not %.100s",
@@ -971,18 +993,14 @@ PyObject *rio_py_open(RioClient *self, PyObject *args, PyObject *kw)
     } else if (!strcmp(mode, "wb")) {
         reading = false;
     } else {
-        PyErr_Format(PyExc_ValueError, "mode must be 'rb' or 'wb', not '%.20s'", mode);
-        return NULL;
+        return bad_arg("mode must be 'rb' or 'wb', not '%.20s'", mode);
     }
     if (prefetch < 0 || prefetch > RIO_PY_PREFETCH_MAX) {
-        PyErr_Format(PyExc_ValueError, "prefetch must be 0..%d, not %zd", RIO_PY_PREFETCH_MAX,
-                     prefetch);
-        return NULL;
+        return bad_arg("prefetch must be 0..%d, not %zd", RIO_PY_PREFETCH_MAX, prefetch);
     }
     if (size_o != Py_None) {
         if (reading) {
-            PyErr_SetString(PyExc_ValueError, "size is for mode 'wb'");
-            return NULL;
+            return bad_arg("size is for mode 'wb'");
         }
         if (!PyLong_Check(size_o)) {
             PyErr_Format(PyExc_TypeError, "size must be an int or None, not %.100s",
@@ -991,9 +1009,7 @@ PyObject *rio_py_open(RioClient *self, PyObject *args, PyObject *kw)
         }
         size = PyLong_AsUnsignedLongLong(size_o);
         if (PyErr_Occurred() || size == RIO_SIZE_UNKNOWN) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "size must be 0..2**64-2 bytes, or None (unknown)");
-            return NULL;
+            return bad_arg("size must be 0..2**64-2 bytes, or None (unknown)");
         }
     }
     if (!stats_arg_ok(stats_arg))

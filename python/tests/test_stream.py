@@ -59,7 +59,7 @@ def test_list_2500_keys_in_pages(any_client):
 
 def test_list_page_size_bounds(client):
     for bad in (0, -1, 10001):
-        with pytest.raises(ValueError, match="page_size"):
+        with pytest.raises(railio.InvalidArgument, match="page_size"):
             client.list("", page_size=bad)
     with pytest.raises(TypeError):
         client.list("", cancel=42)
@@ -98,7 +98,7 @@ def test_list_odd_keys(any_client):
         assert r.read() == b"raw"
     # A prefix may be bytes too; a key with a NUL is refused before any call.
     assert _keys(any_client.list(p.encode() + b"bin")) == [raw]
-    with pytest.raises(ValueError, match="NUL"):
+    with pytest.raises(railio.InvalidArgument, match="NUL character"):
         any_client.list("a\0b")
     with pytest.raises(TypeError):
         any_client.list(5)
@@ -304,21 +304,21 @@ def test_reader_missing_key_raises_at_open(any_client):
 
 def test_open_arguments(client):
     client.put("k", b"x")
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(railio.InvalidArgument, match="mode"):
         client.open("k", "r")
-    with pytest.raises(ValueError, match="mode"):
+    with pytest.raises(railio.InvalidArgument, match="mode"):
         client.open("k", "ab")
-    with pytest.raises(ValueError, match="prefetch"):
+    with pytest.raises(railio.InvalidArgument, match="prefetch"):
         client.open("k", prefetch=-1)
-    with pytest.raises(ValueError, match="size"):
+    with pytest.raises(railio.InvalidArgument, match="size"):
         client.open("k", "rb", size=3)
-    with pytest.raises(ValueError, match="size"):
+    with pytest.raises(railio.InvalidArgument, match="size"):
         client.open("k", "wb", size=-1)
     with pytest.raises(TypeError):
         client.open("k", stats=[])
     with pytest.raises(TypeError):
         client.open(None)
-    with pytest.raises(ValueError, match="NUL"):
+    with pytest.raises(railio.InvalidArgument, match="NUL character"):
         client.open("a\0b")
 
 
