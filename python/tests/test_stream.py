@@ -4,6 +4,7 @@
 released) and "wb" (unknown size, abort, a with-block that raises), against
 mock:// and a railiod the fixtures (conftest.py) start."""
 
+import contextlib
 import hashlib
 import io
 import os
@@ -481,34 +482,47 @@ def test_cancel_token_from_another_thread(railiod, big):
             assert r2.read(3) == data[:3]
 
 
+@contextlib.contextmanager
+def _on_stopped_server(proc, fn):
+    """fn() on a thread while the railiod proc is stopped (SIGSTOP): yields
+    (thread, out) once fn is about to run, out getting fn's result or its
+    railio.Error. Leaving resumes the server and joins the thread; should
+    the GIL stay held, a watchdog resumes the server after 10 s."""
+    out = []
+    entered = threading.Event()
+
+    def run():
+        entered.set()
+        try:
+            out.append(fn())
+        except railio.Error as e:
+            out.append(e)
+
+    os.kill(proc.pid, signal.SIGSTOP)
+    watchdog = subprocess.Popen(["sh", "-c", "sleep 10; kill -CONT %d" % proc.pid])
+    t = threading.Thread(target=run)
+    try:
+        t.start()
+        entered.wait()
+        yield t, out
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        watchdog.kill()
+        watchdog.wait()
+        t.join(30)
+
+
 def test_readinto_releases_the_gil(railiod_factory):
     """A readinto blocked on a stopped server leaves the GIL to other threads,
     and refuses a second thread on the same reader."""
     d = railiod_factory()
-    proc = d.proc
     with railio.Client(d.url) as c:
         data = os.urandom(16 * MiB)
         c.put("g", data)
         tok = railio.Cancel()
         r = c.open("g", prefetch=1, cancel=tok)
         buf = bytearray(len(data))
-        out = []
-        entered = threading.Event()
-
-        def run():
-            entered.set()
-            try:
-                out.append(r.readinto(buf))
-            except railio.Error as e:
-                out.append(e)
-
-        os.kill(proc.pid, signal.SIGSTOP)
-        # Should the GIL stay held, the read ends when this resumes the server.
-        watchdog = subprocess.Popen(["sh", "-c", "sleep 10; kill -CONT %d" % proc.pid])
-        try:
-            t = threading.Thread(target=run)
-            t.start()
-            entered.wait()
+        with _on_stopped_server(d.proc, lambda: r.readinto(buf)) as (t, out):
             spins, end = 0, time.monotonic() + 0.2
             while time.monotonic() < end:  # Python code runs meanwhile
                 spins += 1
@@ -521,11 +535,6 @@ def test_readinto_releases_the_gil(railiod_factory):
             assert not r.closed
             c.cancel()  # fires the reader's token (a call in progress)
             assert tok.fired
-        finally:
-            os.kill(proc.pid, signal.SIGCONT)
-            watchdog.kill()
-            watchdog.wait()
-        t.join(30)
         assert not t.is_alive()
         assert spins > 0
         res = out[0]
@@ -582,33 +591,14 @@ def test_cancel_unblocks_a_writer(railiod_factory):
     with railio.Client(d.url) as c:
         data = os.urandom(32 * MiB)
         w = c.open("w/blocked", "wb", prefetch=2)
-        out = []
-        entered = threading.Event()
-
-        def run():
-            entered.set()
-            try:
-                out.append(w.write(data))
-            except railio.Error as e:
-                out.append(e)
-
-        os.kill(d.proc.pid, signal.SIGSTOP)
-        watchdog = subprocess.Popen(["sh", "-c", "sleep 10; kill -CONT %d" % d.proc.pid])
-        try:
-            t = threading.Thread(target=run)
-            t.start()
-            entered.wait()
+        with _on_stopped_server(d.proc, lambda: w.write(data)) as (t, out):
             time.sleep(0.2)
             assert t.is_alive() and not out  # blocked, the GIL free
             with pytest.raises(RuntimeError, match="in use"):
                 w.write(b"x")
             c.cancel()
             t.join(30)
-            assert not t.is_alive()
-        finally:
-            os.kill(d.proc.pid, signal.SIGCONT)
-            watchdog.kill()
-            watchdog.wait()
+            assert not t.is_alive()  # while the server is still stopped
         assert isinstance(out[0], railio.Cancelled), out
         with pytest.raises(railio.Cancelled):
             w.close()
