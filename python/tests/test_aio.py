@@ -1,0 +1,222 @@
+# SPDX-License-Identifier: Apache-2.0
+"""railio.aio: round trips, many awaits at once, task cancellation mapped to
+the call's Cancel (the call ends before CancelledError reaches the task),
+and an event loop that keeps running while transfers do."""
+
+import asyncio
+import time
+
+import pytest
+
+import railio
+import railio.aio
+from _pyx_util import Railiod, mock_url
+
+MiB = 1 << 20
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+@pytest.fixture(scope="module")
+def railiod():
+    d = Railiod()
+    yield d
+    d.stop()
+
+
+def pattern(n, seed):
+    return bytes((i * 131 + seed) & 0xFF for i in range(256)) * (n // 256) + bytes(n % 256)
+
+
+async def round_trip(url):
+    async with railio.aio.Client(url) as c:
+        data = pattern(300_000, 1)
+        desc = await c.put("a/one", data)
+        assert desc["size"] == len(data)
+        assert await c.get("a/one") == data
+        buf = bytearray(len(data))
+        assert await c.get_into("a/one", buf) == len(data)
+        assert buf == data
+        assert (await c.stat("a/one"))["size"] == len(data)
+
+        keys = ["a/b%d" % i for i in range(5)]
+        vals = [pattern(10_000 + i, i) for i in range(5)]
+        assert await c.batch_put(keys, vals) == [0] * 5
+        outs = [bytearray(len(v)) for v in vals]
+        assert await c.batch_get_into(keys, outs) == [len(v) for v in vals]
+        assert outs == [bytearray(v) for v in vals]
+
+        assert await c.exists("a/b0")
+        assert not await c.exists("a/none")
+        assert await c.batch_exists(keys + ["a/none", "a/b1"]) == 5
+        assert await c.batch_exists(["a/none"] + keys) == 0
+
+        stats = {}
+        await c.get_into("a/b1", outs[1], stats=stats)
+        assert stats["bytes"] == len(vals[1])
+
+        listed = sorted([e.key async for e in c.list("a/", page_size=2)])
+        assert listed == sorted(["a/one"] + keys)
+
+        await c.delete("a/b4")
+        assert not await c.exists("a/b4")
+        with pytest.raises(railio.NotFound):
+            await c.get("a/b4")
+        with pytest.raises(FileNotFoundError):
+            await c.delete("a/b4")
+        with pytest.raises(railio.BatchError) as ei:
+            await c.batch_get_into(["a/b0", "a/b4"], outs[:2])
+        assert isinstance(ei.value.results[1], railio.NotFound)
+        assert ei.value.results[0] == len(vals[0])
+
+
+def test_round_trip_mock():
+    run(round_trip(mock_url("rt")))
+
+
+def test_round_trip_railiod(railiod):
+    run(round_trip(railiod.url))
+
+
+def test_many_concurrent_awaits():
+    async def main():
+        # 4 threads, 64 calls at once: they queue on the pool and all finish
+        async with railio.aio.Client(mock_url("many"), max_workers=4) as c:
+            vals = [pattern(4096 + i, i) for i in range(64)]
+            await asyncio.gather(*(c.put("k%d" % i, v) for i, v in enumerate(vals)))
+            got = await asyncio.gather(*(c.get("k%d" % i) for i in range(64)))
+            assert got == vals
+            bufs = [bytearray(len(v)) for v in vals]
+            ns = await asyncio.gather(*(c.get_into("k%d" % i, b) for i, b in enumerate(bufs)))
+            assert ns == [len(v) for v in vals] and bufs == [bytearray(v) for v in vals]
+
+    run(main())
+
+
+def test_cancel_task_mid_transfer_ends_call_first():
+    """A read held by a `late` fault: when cancelled, its op writes 0xDD into
+    the destination 500 ms later and only then completes. The task's
+    CancelledError must come after that (the call has ended), and the buffer
+    must not change afterwards; the caller's Cancel is fired."""
+
+    async def main():
+        name = mock_url("late")
+        url = name + "?faults=late:op=read:delay=500:count=1"
+        # the writer keeps the mock's store (shared by name) alive
+        async with railio.aio.Client(name) as w, railio.aio.Client(url, max_workers=1) as c:
+            await w.put("obj", pattern(MiB, 7))
+            buf = bytearray(MiB)
+            token = railio.Cancel()
+            task = asyncio.ensure_future(c.get_into("obj", buf, cancel=token))
+            await asyncio.sleep(0.3)
+            assert not task.done()
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            waited = time.monotonic() - t0
+            assert token.fired
+            assert waited >= 0.4, "CancelledError before the call ended (%.3f s)" % waited
+            snap = bytes(buf)
+            await asyncio.sleep(0.8)
+            assert bytes(buf) == snap
+            # the pool's one thread is free and the client works on
+            assert await c.get_into("obj", buf) == MiB
+            assert bytes(buf) == pattern(MiB, 7)
+
+    run(main())
+
+
+def test_cancel_task_on_slow_mock_is_prompt():
+    """8 MiB at 2 MiB/s takes 4 s; cancelled after 0.3 s the task ends soon
+    after, and the same call run through the sync API raises railio.Cancelled."""
+
+    async def main():
+        name = mock_url("slow")
+        async with railio.aio.Client(name) as w, railio.aio.Client(
+            name + "?rate=2M", chunk="256K"
+        ) as c:
+            await w.put("big", pattern(8 * MiB, 3))
+            buf = bytearray(8 * MiB)
+            task = asyncio.ensure_future(c.get_into("big", buf))
+            await asyncio.sleep(0.3)
+            t0 = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - t0 < 2.0
+
+            token = railio.Cancel()
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.3, token.fire)
+            with pytest.raises(railio.Cancelled):
+                await loop.run_in_executor(
+                    None, lambda: c.sync.get_into("big", buf, cancel=token))
+
+    run(main())
+
+
+def test_event_loop_not_blocked():
+    """A ticker every 10 ms keeps ticking while a 2 s transfer runs."""
+
+    async def main():
+        name = mock_url("tick")
+        async with railio.aio.Client(name) as w, railio.aio.Client(
+            name + "?rate=2M", chunk="256K"
+        ) as c:
+            await w.put("big", pattern(4 * MiB, 5))
+            ticks = []
+            done = False
+
+            async def ticker():
+                while not done:
+                    ticks.append(time.monotonic())
+                    await asyncio.sleep(0.01)
+
+            t = asyncio.ensure_future(ticker())
+            buf = bytearray(4 * MiB)
+            t0 = time.monotonic()
+            assert await c.get_into("big", buf) == 4 * MiB
+            elapsed = time.monotonic() - t0
+            done = True
+            await t
+            assert elapsed > 1.0
+            gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+            assert len(ticks) >= 0.25 * elapsed / 0.01, (len(ticks), elapsed)
+            assert max(gaps) < 0.5, max(gaps)
+
+    run(main())
+
+
+def test_close_and_context_manager():
+    async def main():
+        c = railio.aio.Client(mock_url("close"))
+        await c.put("k", b"x")
+        await c.close()
+        await c.close()  # idempotent
+        assert c.closed
+        with pytest.raises(ValueError):
+            await c.get("k")
+        with pytest.raises(ValueError):
+            railio.aio.Client(mock_url("close"), max_workers=0)
+        with pytest.raises(railio.InvalidArgument):
+            railio.aio.Client(mock_url("bad"), no_such_option=1)
+
+    run(main())
+
+
+def test_list_async_iterator_pages():
+    async def main():
+        async with railio.aio.Client(mock_url("list")) as c:
+            keys = ["p/%02d" % i for i in range(10)]
+            await c.batch_put(keys, [b"v"] * 10)
+            await c.put("q/other", b"v")
+            got = []
+            async for e in c.list("p/", page_size=3):
+                got.append((e.key, e.size))
+            assert got == [(k, 1) for k in keys]
+            assert [e.key async for e in c.list("none/")] == []
+
+    run(main())
