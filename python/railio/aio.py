@@ -46,15 +46,30 @@ class Client:
     """
 
     def __init__(self, url, *, max_workers=None, **options):
+        self._init(railio.Client(url, **options), max_workers)
+
+    def _init(self, sync, max_workers):
         if max_workers is None:
             max_workers = DEFAULT_WORKERS
         if not isinstance(max_workers, int) or isinstance(max_workers, bool) or max_workers < 1:
+            sync.close()
             raise ValueError("max_workers must be a whole number >= 1")
-        self._sync = railio.Client(url, **options)
+        self._sync = sync
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="railio-aio"
         )
         self._closed = False
+
+    @classmethod
+    async def connect(cls, url, *, max_workers=None, **options):
+        """Open the client on a thread: ``Client(...)`` opens it in the
+        calling thread, and a railio:// client connects to its server
+        then; this does not hold the event loop meanwhile."""
+        loop = asyncio.get_running_loop()
+        sync = await loop.run_in_executor(None, functools.partial(railio.Client, url, **options))
+        self = cls.__new__(cls)
+        self._init(sync, max_workers)
+        return self
 
     def __repr__(self):
         return "<railio.aio.Client %r>" % (self._sync,)
@@ -154,15 +169,16 @@ class Client:
         return _AsyncList(self, prefix, kw)
 
     async def close(self):
-        """Wait for the calls in progress, shut the pool down, close the client.
-        Idempotent."""
+        """Wait for the calls in progress, shut the pool down, close the client
+        (on a thread: closing may wait for the transport). Idempotent."""
         if self._closed:
             return
         self._closed = True
         loop = asyncio.get_running_loop()
-        # shutdown(wait=True) blocks until the pool's calls ended: not on
-        # the loop's thread.
-        await loop.run_in_executor(None, self._pool.shutdown)
+        await loop.run_in_executor(None, self._close_sync)
+
+    def _close_sync(self):
+        self._pool.shutdown(wait=True)
         self._sync.close()
 
     async def __aenter__(self):

@@ -19,6 +19,10 @@ class Client:
     def __init__(
         self, url: str, *, max_workers: int | None = None, **options: bool | int | float | str
     ) -> None: ...
+    @classmethod
+    async def connect(
+        cls, url: str, *, max_workers: int | None = None, **options: bool | int | float | str
+    ) -> Client: ...
     @property
     def sync(self) -> railio.Client: ...
     @property

@@ -80,6 +80,20 @@ def test_round_trip_railiod(railiod):
     run(round_trip(railiod.url))
 
 
+def test_connect_opens_on_a_thread(railiod):
+    async def main():
+        c = await railio.aio.Client.connect(railiod.url, max_workers=2)
+        try:
+            await c.put("conn", b"x")
+            assert await c.get("conn") == b"x"
+        finally:
+            await c.close()
+        with pytest.raises(railio.InvalidArgument):
+            await railio.aio.Client.connect(railiod.url, no_such_option=1)
+
+    run(main())
+
+
 def test_many_concurrent_awaits():
     async def main():
         # 4 threads, 64 calls at once: they queue on the pool and all finish
