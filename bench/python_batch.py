@@ -26,12 +26,9 @@ import json
 import os
 import pathlib
 import resource
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -42,6 +39,8 @@ try:
 except ImportError:
     sys.path.insert(0, str(ROOT / "python"))  # an in-place build (setup.py build_ext -i)
     import railio
+sys.path.insert(0, str(ROOT / "python" / "tests"))
+from _pyx_util import Railiod  # noqa: E402 (the tests' railiod on loopback)
 
 
 def cpu_s():
@@ -90,33 +89,6 @@ def timed(fn):
     if w is not None and w < 0:
         sys.exit("python_batch: the C call failed (%d)" % w)
     return {"wall_s": (t1 - t0) if w is None else w, "cpu_s": c1 - c0}
-
-
-class Railiod:
-    def __init__(self, build, memory):
-        self.dir = tempfile.mkdtemp(prefix="railio-pybench-")
-        ports = os.path.join(self.dir, "ports")
-        self.proc = subprocess.Popen([str(build / "railiod"), "--listen", "127.0.0.1:0",
-                                      "--port-file", ports, "--memory", memory,
-                                      "--log-level", "warn"])
-        deadline = time.monotonic() + 20
-        while not os.path.exists(ports):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                sys.exit("python_batch: railiod did not start")
-            time.sleep(0.02)
-        with open(ports) as f:
-            self.url = "railio://" + f.readline().strip()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def med(samples, field):
@@ -193,7 +165,7 @@ def main():
 
     results = {"railio": railio.version(), "python": sys.version.split()[0],
                "cpus": os.cpu_count(), "reps": a.reps, "batch": [], "get4k": []}
-    srv = Railiod(build, "1G")
+    srv = Railiod(memory="1G", build=build)
     try:
         with railio.Client(srv.url) as client:
             cc = CClient(h, srv.url)

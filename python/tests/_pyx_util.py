@@ -29,10 +29,11 @@ def mock_url(tag, **query):
 
 
 class Railiod:
-    """railiod --listen 127.0.0.1:0 with a port file; url is railio://ADDR."""
+    """railiod --listen 127.0.0.1:0 with a port file; url is railio://ADDR.
+    (bench/python_batch.py uses it too.)"""
 
-    def __init__(self, memory="512M", extra=()):
-        exe = build_dir() / "railiod"
+    def __init__(self, memory="512M", extra=(), build=None):
+        exe = pathlib.Path(build or build_dir()) / "railiod"
         if not exe.exists():
             raise FileNotFoundError("%s not built" % exe)
         self.dir = tempfile.mkdtemp(prefix="pyx-railiod-")

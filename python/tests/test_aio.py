@@ -4,6 +4,7 @@ the call's Cancel (the call ends before CancelledError reaches the task),
 and an event loop that keeps running while transfers do."""
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -70,6 +71,18 @@ async def round_trip(url):
             await c.batch_get_into(["a/b0", "a/b4"], outs[:2])
         assert isinstance(ei.value.results[1], railio.NotFound)
         assert ei.value.results[0] == len(vals[0])
+
+
+@contextlib.asynccontextmanager
+async def slow_client(tag, size, seed):
+    """A client reading at 2 MiB/s from a mock store holding "big" (size
+    bytes); the writer keeps the store (shared by name) alive."""
+    name = mock_url(tag)
+    async with railio.aio.Client(name) as w, railio.aio.Client(
+        name + "?rate=2M", chunk="256K"
+    ) as c:
+        await w.put("big", pattern(size, seed))
+        yield c
 
 
 def test_round_trip_mock():
@@ -148,11 +161,7 @@ def test_cancel_task_on_slow_mock_is_prompt():
     after, and the same call run through the sync API raises railio.Cancelled."""
 
     async def main():
-        name = mock_url("slow")
-        async with railio.aio.Client(name) as w, railio.aio.Client(
-            name + "?rate=2M", chunk="256K"
-        ) as c:
-            await w.put("big", pattern(8 * MiB, 3))
+        async with slow_client("slow", 8 * MiB, 3) as c:
             buf = bytearray(8 * MiB)
             task = asyncio.ensure_future(c.get_into("big", buf))
             await asyncio.sleep(0.3)
@@ -176,11 +185,7 @@ def test_event_loop_not_blocked():
     """A ticker every 10 ms keeps ticking while a 2 s transfer runs."""
 
     async def main():
-        name = mock_url("tick")
-        async with railio.aio.Client(name) as w, railio.aio.Client(
-            name + "?rate=2M", chunk="256K"
-        ) as c:
-            await w.put("big", pattern(4 * MiB, 5))
+        async with slow_client("tick", 4 * MiB, 5) as c:
             ticks = []
             done = False
 

@@ -43,6 +43,19 @@ def _byte_view(obj, size, what):
     return flat[:size]
 
 
+def _views(call, keys, bufs, sizes, what):
+    """The byte views of bufs limited by sizes (None: whole), their counts
+    checked against keys'."""
+    bufs = list(bufs)
+    if len(bufs) != len(keys):
+        raise ValueError("%s: %d keys, %d %s" % (call, len(keys), len(bufs), what))
+    sizes = [None] * len(keys) if sizes is None else list(sizes)
+    if len(sizes) != len(keys):
+        raise ValueError("%s: %d keys, %d target_sizes" % (call, len(keys), len(sizes)))
+    return bufs, [_byte_view(b, n, "%s[%d]" % (what, i))
+                  for i, (b, n) in enumerate(zip(bufs, sizes))]
+
+
 def _nbytes(view):
     if type(view).__module__.split(".")[0] == "torch":
         return view.numel() * view.element_size()
@@ -93,14 +106,8 @@ class RailioHiCacheStorage:
         keys = list(keys)
         if target_locations is None:
             return [self.get(k) for k in keys]
-        targets = list(target_locations)
-        if len(targets) != len(keys):
-            raise ValueError("batch_get: %d keys, %d target_locations" % (len(keys), len(targets)))
-        sizes = [None] * len(keys) if target_sizes is None else list(target_sizes)
-        if len(sizes) != len(keys):
-            raise ValueError("batch_get: %d keys, %d target_sizes" % (len(keys), len(sizes)))
-        views = [_byte_view(t, s, "target_locations[%d]" % i)
-                 for i, (t, s) in enumerate(zip(targets, sizes))]
+        targets, views = _views("batch_get", keys, target_locations, target_sizes,
+                                "target_locations")
         if not keys:
             return []
         try:
@@ -143,13 +150,7 @@ class RailioHiCacheStorage:
         srcs = values if values is not None else target_locations
         if srcs is None:
             raise ValueError("batch_set: neither values nor target_locations")
-        srcs = list(srcs)
-        if len(srcs) != len(keys):
-            raise ValueError("batch_set: %d keys, %d values" % (len(keys), len(srcs)))
-        sizes = [None] * len(keys) if target_sizes is None else list(target_sizes)
-        if len(sizes) != len(keys):
-            raise ValueError("batch_set: %d keys, %d target_sizes" % (len(keys), len(sizes)))
-        views = [_byte_view(s, n, "values[%d]" % i) for i, (s, n) in enumerate(zip(srcs, sizes))]
+        _, views = _views("batch_set", keys, srcs, target_sizes, "values")
         if not keys:
             return True
         try:
