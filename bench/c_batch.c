@@ -21,7 +21,8 @@ struct rio_client *cb_open(const char *url);
 void cb_close(struct rio_client *c);
 double cb_batch(struct rio_client *c, const char *const *keys, void *const *bufs, unsigned n,
                 size_t size);
-double cb_get(struct rio_client *c, const char *key, void *buf, size_t size, unsigned calls);
+double cb_get(struct rio_client *c, const char *key, void *buf, size_t size, unsigned calls,
+              int with_stats);
 
 static double now_s(void)
 {
@@ -66,12 +67,17 @@ double cb_batch(struct rio_client *c, const char *const *keys, void *const *bufs
     return ok < 0 ? ok : t;
 }
 
-/* calls rio_get of key into buf: their wall seconds, or a negative error. */
-double cb_get(struct rio_client *c, const char *key, void *buf, size_t size, unsigned calls)
+/* calls rio_get of key into buf: their wall seconds, or a negative error.
+ * with_stats: each call fills a struct rio_stats (as the Python package's
+ * calls do, for last_stats), else no struct rio_call at all. */
+double cb_get(struct rio_client *c, const char *key, void *buf, size_t size, unsigned calls,
+              int with_stats)
 {
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
     double t0 = now_s();
     for (unsigned i = 0; i < calls; i++) {
-        int64_t got = rio_get(c, key, buf, size, NULL);
+        int64_t got = rio_get(c, key, buf, size, with_stats ? &call : NULL);
         if (got != (int64_t)size)
             return got < 0 ? (double)got : -1;
     }
