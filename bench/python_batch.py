@@ -40,7 +40,7 @@ except ImportError:
     sys.path.insert(0, str(ROOT / "python"))  # an in-place build (setup.py build_ext -i)
     import railio
 sys.path.insert(0, str(ROOT / "python" / "tests"))
-from _pyx_util import Railiod  # noqa: E402 (the tests' railiod on loopback)
+from conftest import Railiod  # noqa: E402 (the tests' railiod on loopback)
 
 
 def cpu_s():
@@ -165,11 +165,12 @@ def main():
     if not (1 <= a.reps <= 1000 and 1 <= a.calls <= 10**7):
         ap.error("--reps 1..1000, --calls 1..10^7")
     build = pathlib.Path(a.build).resolve()
+    os.environ["RAILIO_BUILD_DIR"] = str(build)  # where Railiod finds railiod
     h = load_helper(build)
 
     results = {"railio": railio.version(), "python": sys.version.split()[0],
                "cpus": os.cpu_count(), "reps": a.reps, "batch": [], "get4k": []}
-    srv = Railiod(memory="1G", build=build)
+    srv = Railiod(memory="1G")
     try:
         with railio.Client(srv.url) as client:
             cc = CClient(h, srv.url)

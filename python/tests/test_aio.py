@@ -6,12 +6,12 @@ and an event loop that keeps running while transfers do."""
 import asyncio
 import contextlib
 import time
+import uuid
 
 import pytest
 
 import railio
 import railio.aio
-from _pyx_util import Railiod, mock_url
 
 MiB = 1 << 20
 
@@ -20,64 +20,58 @@ def run(coro):
     return asyncio.run(asyncio.wait_for(coro, 60))
 
 
-@pytest.fixture(scope="module")
-def railiod():
-    d = Railiod()
-    yield d
-    d.stop()
-
-
 def pattern(n, seed):
     return bytes((i * 131 + seed) & 0xFF for i in range(256)) * (n // 256) + bytes(n % 256)
 
 
 async def round_trip(url):
+    # keys of their own: the railiod is the session's
+    p = "aio-%s-" % uuid.uuid4().hex[:8]
     async with railio.aio.Client(url) as c:
         data = pattern(300_000, 1)
-        desc = await c.put("a/one", data)
+        desc = await c.put(p + "a/one", data)
         assert desc["size"] == len(data)
-        assert await c.get("a/one") == data
+        assert await c.get(p + "a/one") == data
         buf = bytearray(len(data))
-        assert await c.get_into("a/one", buf) == len(data)
+        assert await c.get_into(p + "a/one", buf) == len(data)
         assert buf == data
-        assert (await c.stat("a/one"))["size"] == len(data)
+        assert (await c.stat(p + "a/one"))["size"] == len(data)
 
-        keys = ["a/b%d" % i for i in range(5)]
+        keys = [p + "a/b%d" % i for i in range(5)]
         vals = [pattern(10_000 + i, i) for i in range(5)]
         assert await c.batch_put(keys, vals) == [0] * 5
         outs = [bytearray(len(v)) for v in vals]
         assert await c.batch_get_into(keys, outs) == [len(v) for v in vals]
         assert outs == [bytearray(v) for v in vals]
 
-        assert await c.exists("a/b0")
-        assert not await c.exists("a/none")
-        assert await c.batch_exists(keys + ["a/none", "a/b1"]) == 5
-        assert await c.batch_exists(["a/none"] + keys) == 0
+        assert await c.exists(p + "a/b0")
+        assert not await c.exists(p + "a/none")
+        assert await c.batch_exists(keys + [p + "a/none", p + "a/b1"]) == 5
+        assert await c.batch_exists([p + "a/none"] + keys) == 0
 
         stats = {}
-        await c.get_into("a/b1", outs[1], stats=stats)
+        await c.get_into(p + "a/b1", outs[1], stats=stats)
         assert stats["bytes"] == len(vals[1])
 
-        listed = sorted([e.key async for e in c.list("a/", page_size=2)])
-        assert listed == sorted(["a/one"] + keys)
+        listed = sorted([e.key async for e in c.list(p + "a/", page_size=2)])
+        assert listed == sorted([p + "a/one"] + keys)
 
-        await c.delete("a/b4")
-        assert not await c.exists("a/b4")
+        await c.delete(p + "a/b4")
+        assert not await c.exists(p + "a/b4")
         with pytest.raises(railio.NotFound):
-            await c.get("a/b4")
+            await c.get(p + "a/b4")
         with pytest.raises(FileNotFoundError):
-            await c.delete("a/b4")
+            await c.delete(p + "a/b4")
         with pytest.raises(railio.BatchError) as ei:
-            await c.batch_get_into(["a/b0", "a/b4"], outs[:2])
+            await c.batch_get_into([p + "a/b0", p + "a/b4"], outs[:2])
         assert isinstance(ei.value.results[1], railio.NotFound)
         assert ei.value.results[0] == len(vals[0])
 
 
 @contextlib.asynccontextmanager
-async def slow_client(tag, size, seed):
-    """A client reading at 2 MiB/s from a mock store holding "big" (size
-    bytes); the writer keeps the store (shared by name) alive."""
-    name = mock_url(tag)
+async def slow_client(name, size, seed):
+    """A client reading at 2 MiB/s from the mock store name holding "big"
+    (size bytes); the writer keeps the store (shared by name) alive."""
     async with railio.aio.Client(name) as w, railio.aio.Client(
         name + "?rate=2M", chunk="256K"
     ) as c:
@@ -85,32 +79,32 @@ async def slow_client(tag, size, seed):
         yield c
 
 
-def test_round_trip_mock():
-    run(round_trip(mock_url("rt")))
+def test_round_trip_mock(mock_url):
+    run(round_trip(mock_url))
 
 
 def test_round_trip_railiod(railiod):
-    run(round_trip(railiod.url))
+    run(round_trip(railiod))
 
 
 def test_connect_opens_on_a_thread(railiod):
     async def main():
-        c = await railio.aio.Client.connect(railiod.url, max_workers=2)
+        c = await railio.aio.Client.connect(railiod, max_workers=2)
         try:
             await c.put("conn", b"x")
             assert await c.get("conn") == b"x"
         finally:
             await c.close()
         with pytest.raises(railio.InvalidArgument):
-            await railio.aio.Client.connect(railiod.url, no_such_option=1)
+            await railio.aio.Client.connect(railiod, no_such_option=1)
 
     run(main())
 
 
-def test_many_concurrent_awaits():
+def test_many_concurrent_awaits(mock_url):
     async def main():
         # 4 threads, 64 calls at once: they queue on the pool and all finish
-        async with railio.aio.Client(mock_url("many"), max_workers=4) as c:
+        async with railio.aio.Client(mock_url, max_workers=4) as c:
             vals = [pattern(4096 + i, i) for i in range(64)]
             await asyncio.gather(*(c.put("k%d" % i, v) for i, v in enumerate(vals)))
             got = await asyncio.gather(*(c.get("k%d" % i) for i in range(64)))
@@ -122,14 +116,14 @@ def test_many_concurrent_awaits():
     run(main())
 
 
-def test_cancel_task_mid_transfer_ends_call_first():
+def test_cancel_task_mid_transfer_ends_call_first(mock_url):
     """A read held by a `late` fault: when cancelled, its op writes 0xDD into
     the destination 500 ms later and only then completes. The task's
     CancelledError must come after that (the call has ended), and the buffer
     must not change afterwards; the caller's Cancel is fired."""
 
     async def main():
-        name = mock_url("late")
+        name = mock_url
         url = name + "?faults=late:op=read:delay=500:count=1"
         # the writer keeps the mock's store (shared by name) alive
         async with railio.aio.Client(name) as w, railio.aio.Client(url, max_workers=1) as c:
@@ -156,12 +150,12 @@ def test_cancel_task_mid_transfer_ends_call_first():
     run(main())
 
 
-def test_cancel_task_on_slow_mock_is_prompt():
+def test_cancel_task_on_slow_mock_is_prompt(mock_url):
     """8 MiB at 2 MiB/s takes 4 s; cancelled after 0.3 s the task ends soon
     after, and the same call run through the sync API raises railio.Cancelled."""
 
     async def main():
-        async with slow_client("slow", 8 * MiB, 3) as c:
+        async with slow_client(mock_url, 8 * MiB, 3) as c:
             buf = bytearray(8 * MiB)
             task = asyncio.ensure_future(c.get_into("big", buf))
             await asyncio.sleep(0.3)
@@ -181,11 +175,11 @@ def test_cancel_task_on_slow_mock_is_prompt():
     run(main())
 
 
-def test_event_loop_not_blocked():
+def test_event_loop_not_blocked(mock_url):
     """A ticker every 10 ms keeps ticking while a 2 s transfer runs."""
 
     async def main():
-        async with slow_client("tick", 4 * MiB, 5) as c:
+        async with slow_client(mock_url, 4 * MiB, 5) as c:
             ticks = []
             done = False
 
@@ -209,9 +203,9 @@ def test_event_loop_not_blocked():
     run(main())
 
 
-def test_close_and_context_manager():
+def test_close_and_context_manager(mock_url):
     async def main():
-        c = railio.aio.Client(mock_url("close"))
+        c = railio.aio.Client(mock_url)
         await c.put("k", b"x")
         await c.close()
         await c.close()  # idempotent
@@ -219,16 +213,16 @@ def test_close_and_context_manager():
         with pytest.raises(ValueError):
             await c.get("k")
         with pytest.raises(ValueError):
-            railio.aio.Client(mock_url("close"), max_workers=0)
+            railio.aio.Client(mock_url, max_workers=0)
         with pytest.raises(railio.InvalidArgument):
-            railio.aio.Client(mock_url("bad"), no_such_option=1)
+            railio.aio.Client(mock_url, no_such_option=1)
 
     run(main())
 
 
-def test_list_async_iterator_pages():
+def test_list_async_iterator_pages(mock_url):
     async def main():
-        async with railio.aio.Client(mock_url("list")) as c:
+        async with railio.aio.Client(mock_url) as c:
             keys = ["p/%02d" % i for i in range(10)]
             await c.batch_put(keys, [b"v"] * 10)
             await c.put("q/other", b"v")

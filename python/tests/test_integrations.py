@@ -4,12 +4,12 @@ installed): pages of a numpy or torch host pool written and read back in
 place, prefix hits, misses, clear; the async connector's calls."""
 
 import asyncio
+import uuid
 
 import numpy as np
 import pytest
 
 import railio
-from _pyx_util import Railiod, mock_url
 from railio.integrations.lmcache import RailioConnector
 from railio.integrations.sglang import RailioHiCacheStorage
 
@@ -21,18 +21,18 @@ except ImportError:  # pragma: no cover - Debian's python3-torch is a test depen
 PAGES, PAGE_ELEMS = 16, 2048  # float16: 4 KiB a page
 
 
-@pytest.fixture(scope="module")
-def railiod():
-    d = Railiod()
-    yield d
-    d.stop()
-
-
 @pytest.fixture(params=["mock", "railiod"])
-def url(request):
+def url(request, mock_url):
+    """A mock:// store of the test's own, or the session's railiod."""
     if request.param == "mock":
-        return mock_url("sg")
-    return request.getfixturevalue("railiod").url
+        return mock_url
+    return request.getfixturevalue("railiod")
+
+
+@pytest.fixture
+def ns():
+    """A key prefix of the test's own (the railiod is the session's)."""
+    return "ig-%s/" % uuid.uuid4().hex[:8]
 
 
 def np_pool():
@@ -40,8 +40,8 @@ def np_pool():
     return rng.standard_normal((PAGES, PAGE_ELEMS)).astype(np.float16)
 
 
-def test_sglang_pool_round_trip_numpy(url):
-    with RailioHiCacheStorage(url, key_prefix="np/") as st:
+def test_sglang_pool_round_trip_numpy(url, ns):
+    with RailioHiCacheStorage(url, key_prefix=ns) as st:
         pool = np_pool()
         ref = pool.copy()
         keys = ["h%02d" % i for i in range(PAGES)]
@@ -61,9 +61,9 @@ def test_sglang_pool_round_trip_numpy(url):
         assert st.get(keys[0]) == ref[0].tobytes()
 
 
-def test_sglang_hits_misses_and_clear(url):
-    with RailioHiCacheStorage(url, key_prefix="c/") as st, RailioHiCacheStorage(
-        url, key_prefix="other/"
+def test_sglang_hits_misses_and_clear(url, ns):
+    with RailioHiCacheStorage(url, key_prefix=ns + "c/") as st, RailioHiCacheStorage(
+        url, key_prefix=ns + "other/"
     ) as other:
         page = np.arange(PAGE_ELEMS, dtype=np.float16)
         assert st.set("a", page)
@@ -97,9 +97,8 @@ def test_sglang_hits_misses_and_clear(url):
             st.batch_get(["a", "b"], target_locations=[dst])
 
 
-def test_sglang_batch_set_target_sizes_and_failure():
-    url = mock_url("sgf")
-    with RailioHiCacheStorage(url) as st:
+def test_sglang_batch_set_target_sizes_and_failure(mock_url):
+    with RailioHiCacheStorage(mock_url) as st:
         buf = bytearray(b"0123456789" * 100)
         assert st.batch_set(["x", "y"], values=[buf, buf], target_sizes=[10, 1000])
         assert st.get("x") == b"0123456789"
@@ -107,15 +106,15 @@ def test_sglang_batch_set_target_sizes_and_failure():
         with pytest.raises(ValueError):
             st.set("z", buf, target_size=1001)
     # a store that refuses every commit: False, not an exception
-    with RailioHiCacheStorage(mock_url("sgf2"), faults="meta_error:op=put_commit:error=EIO") as st:
+    with RailioHiCacheStorage(mock_url + "-f", faults="meta_error:op=put_commit:error=EIO") as st:
         assert st.set("x", b"v") is False
         assert st.batch_set(["x", "y"], [b"v", b"w"]) is False
         assert st.exists("x") is False
 
 
 @pytest.mark.skipif(torch is None, reason="python3-torch not installed")
-def test_sglang_torch_pool_in_place(url):
-    with RailioHiCacheStorage(url, key_prefix="t/") as st:
+def test_sglang_torch_pool_in_place(url, ns):
+    with RailioHiCacheStorage(url, key_prefix=ns) as st:
         pool = torch.arange(PAGES * PAGE_ELEMS, dtype=torch.float32).reshape(PAGES, PAGE_ELEMS)
         ref = pool.clone()
         keys = ["p%d" % i for i in range(PAGES)]
@@ -155,9 +154,9 @@ class MemObj:
         return memoryview(self.buf)
 
 
-def test_lmcache_connector(url):
+def test_lmcache_connector(url, ns):
     async def main():
-        conn = RailioConnector(url, key_prefix="lm/")
+        conn = RailioConnector(url, key_prefix=ns)
         try:
             assert not await conn.exists("a")
             assert await conn.get("a") is None
@@ -178,7 +177,7 @@ def test_lmcache_connector(url):
             await conn.close()
 
         # with an allocator: get reads into the object it gives
-        conn = RailioConnector(url, key_prefix="lm/", allocator=MemObj)
+        conn = RailioConnector(url, key_prefix=ns, allocator=MemObj)
         try:
             got = await conn.get("c")
             assert isinstance(got, MemObj) and bytes(got.buf) == bytes(range(64))
