@@ -43,6 +43,11 @@ TEST_PACKAGES=(
     openssl  # TLS tests: certificates for test_tcp_tls, bench/tls.sh
     nftables # rails tests: tests/harness/rails.sh fails a rail (nft drop / reset)
     iproute2 # rails tests: ip netns, veth, tc tbf (tests/harness/rails.sh)
+    python3-dev        # python/: the railio._railio extension (Python.h)
+    python3-setuptools # python/setup.py
+    python3-pytest     # python/tests (ctest python/pytest)
+    python3-numpy      # python/tests: numpy buffers
+    python3-torch      # python/tests: CPU torch tensors
 )
 
 usage() {

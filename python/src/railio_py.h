@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * railio's CPython extension (railio._railio): what its files share.
- * client.c: the module, Client (put/get/get_into/batch_*/exists/stat/delete,
+ * client.c: the module, Client (put, get, get_into, batch_*, exists, stat, delete,
  * stats), Cancel, the exception hierarchy. stream.c: Client.list's iterator,
  * Client.open's Reader ("rb") and Writer ("wb").
  */
@@ -20,18 +20,27 @@ typedef struct {
     /* Everything below is read and written with the GIL held (the GIL is
      * the lock); a call keeps its token alive by holding a reference while
      * it runs with the GIL released. */
-    PyObject *all;        /* RioCancel: the token of calls given no cancel=;
-                           * Client.cancel() fires it and puts a fresh one here */
-    PyObject *inflight;   /* set of caller-given Cancel objects of calls in progress */
-    PyObject *last_stats; /* dict of the last call's stats, or None */
-    Py_ssize_t busy;      /* calls in progress: close() with busy > 0 fires
-                           * their tokens and raises RuntimeError, never
-                           * destroys a client a call is using */
+    PyObject *all;             /* RioCancel: the token of calls given no cancel=;
+                                * Client.cancel() fires it and puts a fresh one here */
+    PyObject *inflight;        /* caller-given Cancel objects of calls in progress: a dict
+                                * {Cancel: number of calls using it} */
+    PyObject *last_stats;      /* dict of the last call's stats, or NULL: built from
+                                * last_st when Client.last_stats is first read */
+    Py_ssize_t busy;           /* calls in progress: close() with busy > 0 fires
+                                * their tokens and raises RuntimeError, never
+                                * destroys a client a call is using */
+    struct rio_stats *last_st; /* the last call's stats (valid if has_last_st) */
+    int has_last_st;
+    int no_stats; /* Client.collect_stats = False: only calls given stats= collect */
+    int closing;  /* close() was refused with calls in progress: no new call
+                   * begins (rio_py_client fails), so the next close() can
+                   * succeed once they have returned */
 } RioClient;
 
 /* railio.Cancel: a cancellation token (rio_cancel). fire() from any thread. */
 typedef struct {
     PyObject_HEAD struct rio_cancel *cx;
+    int fired; /* fire() was called (Cancel.fired) */
 } RioCancel;
 
 extern PyTypeObject RioClient_Type;
@@ -44,7 +53,12 @@ PyObject *rio_py_raise(int err, const char *what);
 /* The stats dict of a call (same keys as `railio -v --json`'s "stats"). */
 PyObject *rio_py_stats_dict(const struct rio_stats *st);
 
-/* NULL with ValueError set if the client is closed. */
+/* Record a finished call's stats (success or error): the client's
+ * last_stats, and stats_arg (a dict or None/NULL) filled in place. 0, or -1
+ * with an exception set. */
+int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *stats_arg);
+
+/* NULL with ValueError set if the client is closed or closing. */
 struct rio_client *rio_py_client(RioClient *self);
 
 /* Per-call cancel plumbing (client.c), with the GIL held: begin returns a
