@@ -7,7 +7,9 @@ objects, then times batch_get_into of each set through the railio package
 and rio_batch through the C API, and reports the throughput ratio Python / C
 (goal >= 0.95) with each side's CPU seconds. Then the per-call overhead of a
 4 KiB get_into over rio_get (goal < 5 us), on the railiod and on mock://
-(in-process: only the binding's cost differs). Not a test: figures for
+(in-process: only the binding's cost differs), with the package's default
+(every call collects stats, as does the C call "C+st") and with
+client.collect_stats = False (as the bare C call). Not a test: figures for
 docs/bench.md.
 
 The C side is bench/c_batch.c, built here as a shared object: one ctypes
@@ -136,23 +138,28 @@ def bench_get(h, cc, client, name, calls, reps):
             if get_into("small4k", buf) != size:
                 sys.exit("python_batch: short get_into")
 
-    cs, ss, ps = [], [], []
+    cs, ss, ps, ns = [], [], [], []
     for r in range(reps + 1):
         c = timed(lambda: h.cb_get(cc.c, b"small4k", cbuf, size, calls, 0))
         s = timed(lambda: h.cb_get(cc.c, b"small4k", cbuf, size, calls, 1))
         p = timed(py)
+        client.collect_stats = False
+        n = timed(py)
+        client.collect_stats = True
         if r:
             cs.append(c)
             ss.append(s)
             ps.append(p)
+            ns.append(n)
 
     def us(samples, field="wall_s"):
         return med(samples, field) / calls * 1e6
 
     return {"target": name, "c_us": us(cs), "c_stats_us": us(ss), "py_us": us(ps),
-            "overhead_us": us(ps) - us(cs), "overhead_stats_us": us(ps) - us(ss),
-            "c_cpu_us": us(cs, "cpu_s"), "c_stats_cpu_us": us(ss, "cpu_s"),
-            "py_cpu_us": us(ps, "cpu_s")}
+            "py_nostats_us": us(ns), "overhead_us": us(ns) - us(cs),
+            "overhead_stats_us": us(ps) - us(ss), "c_cpu_us": us(cs, "cpu_s"),
+            "c_stats_cpu_us": us(ss, "cpu_s"), "py_cpu_us": us(ps, "cpu_s"),
+            "py_nostats_cpu_us": us(ns, "cpu_s")}
 
 
 def main():
@@ -201,14 +208,16 @@ def main():
         print("%-20s %8.2f %8.2f %7.3f %9.4f %9.4f" % (
             "%d x %d KiB" % (r["ops"], r["size"] // KiB), r["c_gbps"], r["py_gbps"],
             r["ratio"], r["c_cpu_s"], r["py_cpu_s"]))
-    print("4 KiB get_into, us a call (C: rio_get without, then with a struct rio_stats; "
-          "the package always asks for stats)")
-    print("%-10s %7s %7s %7s %9s %9s %8s %8s %8s" % (
-        "", "C", "C+st", "Py", "Py-C", "Py-(C+st)", "C cpu", "C+st cpu", "Py cpu"))
+    print("4 KiB get_into, us a call: C rio_get without and with a struct rio_stats (C+st); "
+          "Python with stats (the default) and with collect_stats=False (Py-ns)")
+    print("%-8s %6s %6s %6s %6s %7s %9s %6s %7s %6s %7s" % (
+        "", "C", "C+st", "Py", "Py-ns", "Py-ns-C", "Py-(C+st)", "C cpu", "C+st cpu", "Py cpu",
+        "Py-ns cpu"))
     for r in results["get4k"]:
-        print("%-10s %7.1f %7.1f %7.1f %9.1f %9.1f %8.1f %8.1f %8.1f" % (
-            r["target"], r["c_us"], r["c_stats_us"], r["py_us"], r["overhead_us"],
-            r["overhead_stats_us"], r["c_cpu_us"], r["c_stats_cpu_us"], r["py_cpu_us"]))
+        print("%-8s %6.1f %6.1f %6.1f %6.1f %7.1f %9.1f %6.1f %7.1f %6.1f %7.1f" % (
+            r["target"], r["c_us"], r["c_stats_us"], r["py_us"], r["py_nostats_us"],
+            r["overhead_us"], r["overhead_stats_us"], r["c_cpu_us"], r["c_stats_cpu_us"],
+            r["py_cpu_us"], r["py_nostats_cpu_us"]))
 
 if __name__ == "__main__":
     main()

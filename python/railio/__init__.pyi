@@ -3,7 +3,7 @@
 
 import io
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal, TypedDict, overload
 
 from _typeshed import ReadableBuffer, WriteableBuffer
@@ -14,6 +14,8 @@ __version__: str
 
 # An option value: appended to the URL as a query parameter (True/False -> 1/0).
 _Option = bool | int | float | str
+# A key: str (UTF-8) or bytes, without NUL.
+_Key = str | bytes
 
 # ------------------------------------------------------------------ stats
 
@@ -163,9 +165,15 @@ class Client:
     options are the URL's query parameters as keyword arguments. Safe to
     share across threads; every transfer releases the GIL."""
 
-    url: str
+    @property
+    def url(self) -> str: ...
     @property
     def last_stats(self) -> Stats | None: ...
+    @property
+    def closed(self) -> bool: ...
+    # False: calls collect stats only when given stats= (last_stats stays
+    # None); a call's stats cost the library a scan of /proc per call.
+    collect_stats: bool
     def __init__(self, url: str, **options: _Option) -> None: ...
     def close(self) -> None: ...
     def cancel(self) -> None: ...
@@ -177,40 +185,40 @@ class Client:
         tb: types.TracebackType | None,
     ) -> None: ...
     def put(
-        self, key: str, buffer: ReadableBuffer | Any, *, cancel: Cancel | None = None,
+        self, key: _Key, buffer: ReadableBuffer | Any, *, cancel: Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> Desc: ...
     def get(
-        self, key: str, *, cancel: Cancel | None = None, stats: dict[str, Any] | None = None
+        self, key: _Key, *, cancel: Cancel | None = None, stats: dict[str, Any] | None = None
     ) -> bytes: ...
     def get_into(
-        self, key: str, buffer: WriteableBuffer | Any, *, cancel: Cancel | None = None,
+        self, key: _Key, buffer: WriteableBuffer | Any, *, cancel: Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> int: ...
     def batch_put(
-        self, keys: Sequence[str], buffers: Sequence[ReadableBuffer | Any], *,
+        self, keys: Iterable[_Key], buffers: Iterable[ReadableBuffer | Any], *,
         cancel: Cancel | None = None, stats: dict[str, Any] | None = None,
     ) -> list[int]: ...
     def batch_get_into(
-        self, keys: Sequence[str], buffers: Sequence[WriteableBuffer | Any], *,
+        self, keys: Iterable[_Key], buffers: Iterable[WriteableBuffer | Any], *,
         cancel: Cancel | None = None, stats: dict[str, Any] | None = None,
     ) -> list[int]: ...
-    def exists(self, key: str, *, cancel: Cancel | None = None) -> bool: ...
-    def batch_exists(self, keys: Sequence[str], *, cancel: Cancel | None = None) -> int: ...
-    def stat(self, key: str) -> Desc: ...
-    def delete(self, key: str) -> None: ...
+    def exists(self, key: _Key, *, cancel: Cancel | None = None) -> bool: ...
+    def batch_exists(self, keys: Iterable[_Key], *, cancel: Cancel | None = None) -> int: ...
+    def stat(self, key: _Key) -> Desc: ...
+    def delete(self, key: _Key) -> None: ...
     def list(
         self, prefix: str = "", *, recursive: bool = True, start_after: str | None = None,
         page_size: int = 1000, cancel: Cancel | None = None,
     ) -> Iterator[Entry]: ...
     @overload
     def open(
-        self, key: str, mode: Literal["rb"] = "rb", *, prefetch: int = 0,
+        self, key: _Key, mode: Literal["rb"] = "rb", *, prefetch: int = 0,
         size: int | None = None, cancel: Cancel | None = None,
     ) -> Reader: ...
     @overload
     def open(
-        self, key: str, mode: Literal["wb"], *, prefetch: int = 0, size: int | None = None,
+        self, key: _Key, mode: Literal["wb"], *, prefetch: int = 0, size: int | None = None,
         cancel: Cancel | None = None,
     ) -> Writer: ...
 

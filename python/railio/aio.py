@@ -92,6 +92,15 @@ class Client:
     def closed(self):
         return self._closed
 
+    @property
+    def collect_stats(self):
+        """As railio.Client.collect_stats (False: stats only for calls given stats=)."""
+        return self._sync.collect_stats
+
+    @collect_stats.setter
+    def collect_stats(self, on):
+        self._sync.collect_stats = on
+
     def cancel(self):
         """Fire every call in progress on this client (they raise Cancelled)."""
         self._sync.cancel()

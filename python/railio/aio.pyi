@@ -2,7 +2,7 @@
 # Type hints of railio.aio.
 
 import types
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from _typeshed import ReadableBuffer, WriteableBuffer
@@ -31,33 +31,34 @@ class Client:
     def last_stats(self) -> railio.Stats | None: ...
     @property
     def closed(self) -> bool: ...
+    collect_stats: bool
     def cancel(self) -> None: ...
     async def put(
-        self, key: str, buffer: ReadableBuffer | Any, *, cancel: railio.Cancel | None = None,
+        self, key: str | bytes, buffer: ReadableBuffer | Any, *, cancel: railio.Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> railio.Desc: ...
     async def get(
-        self, key: str, *, cancel: railio.Cancel | None = None,
+        self, key: str | bytes, *, cancel: railio.Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> bytes: ...
     async def get_into(
-        self, key: str, buffer: WriteableBuffer | Any, *, cancel: railio.Cancel | None = None,
+        self, key: str | bytes, buffer: WriteableBuffer | Any, *, cancel: railio.Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> int: ...
     async def batch_put(
-        self, keys: Sequence[str], buffers: Sequence[ReadableBuffer | Any], *,
+        self, keys: Iterable[str | bytes], buffers: Iterable[ReadableBuffer | Any], *,
         cancel: railio.Cancel | None = None, stats: dict[str, Any] | None = None,
     ) -> list[int]: ...
     async def batch_get_into(
-        self, keys: Sequence[str], buffers: Sequence[WriteableBuffer | Any], *,
+        self, keys: Iterable[str | bytes], buffers: Iterable[WriteableBuffer | Any], *,
         cancel: railio.Cancel | None = None, stats: dict[str, Any] | None = None,
     ) -> list[int]: ...
-    async def exists(self, key: str, *, cancel: railio.Cancel | None = None) -> bool: ...
+    async def exists(self, key: str | bytes, *, cancel: railio.Cancel | None = None) -> bool: ...
     async def batch_exists(
-        self, keys: Sequence[str], *, cancel: railio.Cancel | None = None
+        self, keys: Iterable[str | bytes], *, cancel: railio.Cancel | None = None
     ) -> int: ...
-    async def stat(self, key: str) -> railio.Desc: ...
-    async def delete(self, key: str) -> None: ...
+    async def stat(self, key: str | bytes) -> railio.Desc: ...
+    async def delete(self, key: str | bytes) -> None: ...
     def list(
         self, prefix: str = "", *, recursive: bool = True, start_after: str | None = None,
         page_size: int = 1000, cancel: railio.Cancel | None = None,

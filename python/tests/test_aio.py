@@ -52,6 +52,9 @@ async def round_trip(url):
         stats = {}
         await c.get_into(p + "a/b1", outs[1], stats=stats)
         assert stats["bytes"] == len(vals[1])
+        c.collect_stats = False
+        assert c.sync.collect_stats is False and c.collect_stats is False
+        c.collect_stats = True
 
         listed = sorted([e.key async for e in c.list(p + "a/", page_size=2)])
         assert listed == sorted([p + "a/one"] + keys)
