@@ -40,7 +40,7 @@ int rio_s3_keys_load(const char *path, struct rio_s3_keys **out);
 /** Free a key set (NULL is fine). Secrets are wiped. */
 void rio_s3_keys_free(struct rio_s3_keys *k);
 
-enum {
+enum rio_s3_payload_mode {
     RIO_S3_PAYLOAD_UNSIGNED = 0,  /* UNSIGNED-PAYLOAD (and every presigned URL) */
     RIO_S3_PAYLOAD_SIGNED = 1,    /* the body's SHA-256 is payload_sha256 */
     RIO_S3_PAYLOAD_STREAMING = 2, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD (aws-chunked) */
