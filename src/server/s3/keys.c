@@ -238,6 +238,7 @@ int rio__s3_keys_parse(const char *text, size_t len, struct rio_s3_keys **out, u
             goto err;
         i += l + 1;
     }
+    *line = 0;
     if (k->n == 0 && !k->anon.ak) {
         *why = "no user in the file";
         ret = RIO_EINVAL;
@@ -247,13 +248,11 @@ int rio__s3_keys_parse(const char *text, size_t len, struct rio_s3_keys **out, u
         qsort(k->u, k->n, sizeof(*k->u), user_cmp);
     for (unsigned i = 1; i < k->n; i++) {
         if (strcmp(k->u[i - 1].ak, k->u[i].ak) == 0) {
-            *line = 0;
             *why = "an access key is listed twice";
             ret = RIO_EINVAL;
             goto err;
         }
     }
-    *line = 0;
     *out = k;
     return 0;
 err:
