@@ -258,6 +258,77 @@ static const struct vec boto[] = {
 };
 #define NBOTO (sizeof(boto) / sizeof(boto[0]))
 
+/* Requests curl 7.88 signed with --aws-sigv4 "aws:amz:us-east-1:s3" and
+ * --user GWTESTKEY01:gw/test+secret=01, captured on a loopback socket: a GET
+ * with a query ('+' for a space), a PUT -T (no x-amz-content-sha256: curl
+ * signs the empty payload's hash), a PUT -T with UNSIGNED-PAYLOAD. */
+#define TCURL 1796199626 /* 20261202T082026Z */
+#define CURL_CRED "AWS4-HMAC-SHA256 Credential=GWTESTKEY01/20261202/us-east-1/s3/aws4_request, "
+static const struct vec curl_reqs[] = {
+    {"GET",
+     "/bkt/a%20b.txt",
+     "x-id=GetObject&prefix=a+b",
+     "",
+     {{"Host", "127.0.0.1:37953"},
+      {"Authorization",
+       CURL_CRED "SignedHeaders=host;x-amz-date, "
+                 "Signature=886a2462348e84ca580791f3d0857b17e3fe431c7ec06582465794caf57a93e6"},
+      {"X-Amz-Date", "20261202T082026Z"},
+      {"User-Agent", "curl/7.88.1"},
+      {"Accept", "*/*"}}},
+    {"PUT",
+     "/bkt/up.txt",
+     "",
+     "hello curl\n",
+     {{"Host", "127.0.0.1:37953"},
+      {"Authorization",
+       CURL_CRED "SignedHeaders=host;x-amz-date, "
+                 "Signature=48f35b2baa8df350b9288d31451bb853969b6472134772371d4d087091cfe7f7"},
+      {"X-Amz-Date", "20261202T082026Z"},
+      {"User-Agent", "curl/7.88.1"},
+      {"Accept", "*/*"},
+      {"Content-Length", "11"},
+      {"Expect", "100-continue"}}},
+    {"PUT",
+     "/bkt/up2.txt",
+     "",
+     "hello curl\n",
+     {{"Host", "127.0.0.1:37953"},
+      {"Authorization",
+       CURL_CRED "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+                 "Signature=9f1913310be547f2f87796ca1ace669c11e4b1b8d73cb062c87ddabf2a983818"},
+      {"X-Amz-Date", "20261202T082026Z"},
+      {"User-Agent", "curl/7.88.1"},
+      {"Accept", "*/*"},
+      {"x-amz-content-sha256", "UNSIGNED-PAYLOAD"},
+      {"Content-Length", "11"},
+      {"Expect", "100-continue"}}},
+};
+
+TEST(curl_aws_sigv4_requests_verify)
+{
+    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_auth a;
+    const char *code;
+    struct vec v;
+
+    for (size_t i = 0; i < sizeof(curl_reqs) / sizeof(curl_reqs[0]); i++) {
+        T_EQ(verify(k, &curl_reqs[i], TCURL, &a, &code), 0);
+        T_STREQ(a.access_key, "GWTESTKEY01");
+        /* Their bodies are not signed. */
+        T_EQ(a.payload_mode, RIO_S3_PAYLOAD_UNSIGNED);
+        v = with_header(&curl_reqs[i], "X-Amz-Date", "20261202T082027Z");
+        expect_refused(k, &v, TCURL, "SignatureDoesNotMatch");
+    }
+    /* curl signed its query as sent, unsorted: that exact string, no other. */
+    v = curl_reqs[0];
+    v.query = "prefix=a+b&x-id=GetObject";
+    expect_refused(k, &v, TCURL, "SignatureDoesNotMatch");
+    v.query = "x-id=GetObject&prefix=a%20b";
+    expect_refused(k, &v, TCURL, "SignatureDoesNotMatch");
+    rio_s3_keys_free(k);
+}
+
 TEST(aws_examples_verify)
 {
     struct rio_s3_keys *k = keys(keys_text);
@@ -525,10 +596,14 @@ TEST(malformed_authorization)
         v = with_header(&aws_list, "Authorization", bad[i].auth);
         expect_refused(k, &v, T2013, bad[i].code);
     }
-    /* S3 needs x-amz-content-sha256. */
-    v = with_header(&aws_list, "x-amz-content-sha256", "");
-    v.h[2].name = "x-other";
-    expect_refused(k, &v, T2013, "InvalidRequest");
+    /* Without x-amz-content-sha256 the empty payload's hash was signed:
+     * that header is not what made these signatures. */
+    v = with_header(&aws_put, "x-amz-content-sha256", "");
+    v.h[4].name = "x-other";
+    v.h[5].value =
+        AWS_CRED ",SignedHeaders=date;host;x-amz-date;x-amz-storage-class,"
+                 "Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd";
+    expect_refused(k, &v, T2013, "SignatureDoesNotMatch");
     v = with_header(&aws_list, "x-amz-content-sha256", "not-a-hash");
     expect_refused(k, &v, T2013, "InvalidArgument");
     /* A date that is no date. */

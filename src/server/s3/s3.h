@@ -65,13 +65,15 @@ struct rio_s3_auth { /* outcome of verification */
 /**
  * Verify a request's SigV4 signature (Authorization header or presigned
  * query), or accept it as anonymous when it carries neither and the key set
- * allows anonymous access. now is the server's clock, unix seconds.
+ * allows anonymous access. now is the server's clock, unix seconds. A
+ * header-signed request without x-amz-content-sha256 (curl --aws-sigv4)
+ * is verified with the empty payload's hash and its body is unsigned.
  *
  * Returns 0 and fills *out, or -EACCES / -EINVAL with *s3_code the S3 error
  * code to answer: "AccessDenied" (anonymous refused, presigned URL expired or
  * not yet valid), "SignatureDoesNotMatch", "InvalidAccessKeyId",
  * "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError",
- * "RequestTimeTooSkewed", "InvalidRequest" (x-amz-content-sha256 missing),
+ * "RequestTimeTooSkewed", "InvalidRequest" (bad x-amz-trailer, path too long),
  * "InvalidArgument" (x-amz-content-sha256 not a known value). A short reason
  * for the log is in rio__detail (no secret, no signature). -ENOMEM with
  * "InternalError". Thread-safe on a shared key set.

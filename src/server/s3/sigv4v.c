@@ -515,7 +515,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     char *uri = NULL;
     uint8_t key[32];
     unsigned nauth = 0;
-    int presigned, ret = 0, ok;
+    int presigned, ret = 0, ok, no_payload_hdr = 0;
     int64_t t, expires = 0;
 
     memset(out, 0, sizeof(*out));
@@ -617,9 +617,13 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
                        "s3 auth: no valid x-amz-date or Date header (SigV4 needs one)");
         }
         payload = hdr_find(r, "x-amz-content-sha256", &nd);
-        if (!payload)
-            REFUSE("InvalidRequest", -EINVAL,
-                   "s3 auth: missing required header x-amz-content-sha256");
+        /* S3 asks for x-amz-content-sha256; curl --aws-sigv4 (before 8.x)
+         * does not send it and signs the empty payload's hash. Such a
+         * request is taken with its body unsigned, as UNSIGNED-PAYLOAD is. */
+        if (!payload) {
+            payload = RIO_S3_EMPTY_SHA256;
+            no_payload_hdr = 1;
+        }
         if (nd > 1)
             REFUSE("InvalidArgument", -EINVAL, "s3 auth: x-amz-content-sha256 twice");
     }
@@ -630,7 +634,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     if (!secret)
         REFUSE("InvalidAccessKeyId", -EACCES, "s3 auth: unknown access key");
 
-    if (strcmp(payload, RIO_S3_UNSIGNED) == 0) {
+    if (strcmp(payload, RIO_S3_UNSIGNED) == 0 || no_payload_hdr) {
         out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
     } else if (strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0) {
         out->payload_mode = RIO_S3_PAYLOAD_STREAMING;
@@ -695,9 +699,18 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         REFUSE(presigned ? "AuthorizationQueryParametersError" : "AuthorizationHeaderMalformed",
                -EINVAL, "s3 auth: SignedHeaders not sorted, or a name twice");
     ok = CRYPTO_memcmp(out->seed_signature, sigp, 64) == 0;
-    if (!ok && strcmp(uri, r->path) != 0 && r->path[0]) {
-        if (compute_sig(m, r, r->path, q.canon, sh, payload, amzdate, c.scope, key, names,
-                        sizeof(names), out->seed_signature))
+    /* Then the forms some clients sign instead: the path as sent, and (in an
+     * Authorization header) the query as sent, unsorted and not re-encoded
+     * (curl --aws-sigv4 before 8.x). Each still covers exactly the bytes on
+     * the wire. */
+    for (int alt = 1; !ok && alt < 4; alt++) {
+        const char *u = alt & 1 ? r->path : uri, *qs = alt & 2 ? r->query : q.canon;
+        if ((alt & 1) && (!r->path[0] || strcmp(uri, r->path) == 0))
+            continue;
+        if ((alt & 2) && (presigned || strcmp(q.canon, r->query) == 0))
+            continue;
+        if (compute_sig(m, r, u, qs, sh, payload, amzdate, c.scope, key, names, sizeof(names),
+                        out->seed_signature))
             REFUSE("InternalError", -ENOMEM, "s3 auth: digest failed");
         ok = CRYPTO_memcmp(out->seed_signature, sigp, 64) == 0;
     }
