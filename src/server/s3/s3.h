@@ -99,8 +99,10 @@ int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out)
  * Consume up to n bytes of in (*consumed says how many) and write payload to
  * out (at most cap bytes). Returns the payload bytes written (0 is fine: a
  * chunk line, or cap 0), or a negative error with *s3_code:
- * "SignatureDoesNotMatch" (a chunk signature), "IncompleteBody" / "InvalidRequest"
- * (malformed framing), "InvalidArgument" (bytes after the final chunk).
+ * "SignatureDoesNotMatch" (a chunk signature), "InvalidRequest" (malformed
+ * framing or trailer), "BadDigest" / "InvalidDigest" (the trailer's checksum),
+ * "InvalidArgument" (bytes after the end), "InternalError". A body that ends
+ * early is not an error here: rio_s3_chunked_done stays 0 (IncompleteBody).
  * Once an error is returned, every later call returns it again.
  */
 ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, size_t *consumed,
