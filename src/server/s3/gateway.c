@@ -659,7 +659,9 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
 #if RIO_GW_SIGV4
         ret = rio_s3_keys_load(cfg->keys, &g.keys);
         if (ret < 0) {
-            SRV_ERR("--s3-keys %s: %s", cfg->keys, rio_strerror(ret));
+            /* The detail names the file and the line at fault, never a secret. */
+            SRV_ERR("%s (%s)", rio_error_detail()[0] ? rio_error_detail() : cfg->keys,
+                    rio_strerror(ret));
             close(cfg->listen_fd);
             return ret;
         }
