@@ -358,7 +358,7 @@ static inline void tb_cat(const struct tb *b)
 static inline void tb_make_tree(const char *dir)
 {
     char path[600];
-    uint8_t *buf = malloc(5 * 1024 * 1024);
+    uint8_t *buf = malloc(5 * 1024 * 1024 + 2); /* the largest file: 5 MiB + 2 */
     T_NOTNULL(buf);
     for (unsigned i = 0; i < 1000; i++) {
         unsigned d = i % 100;
