@@ -77,7 +77,9 @@ static inline void gw_start(struct gw *g, const char *backend, const char *const
              "aws --endpoint-url %s --no-sign-request",
              g->dir, g->url);
     /* One PUT per object: multipart is not implemented yet. */
-    t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 4GB\\n' > %s/awscfg", g->dir);
+    t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 4GB\\n    signature_version = "
+         "s3v4\\n' > %s/awscfg",
+         g->dir);
 }
 
 static inline void gw_stop(struct gw *g)

@@ -258,6 +258,7 @@ TEST(protocol_and_metrics)
     T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt", g.url), 403);
     gw_stop(&g);
 
+    setenv("SRV_LOG_FILE", "1", 1); /* the log in a file: srv_log_count */
     gw_start(&g, "mock://", NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt", g.url), 200);
     /* A request target over 8 KiB: 400 (or the library's own 414/431). */
@@ -307,7 +308,19 @@ TEST(protocol_and_metrics)
               "grep -q 'Re-using existing connection'",
               g.url, g.url),
          0);
-    /* Metrics and the log. */
+    /* One log line per request: the key's length, not the key. */
+    for (int i = 0; i < 50 && !srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 "
+                                                   "status=200 in=3145728 out=0 ms=");
+         i++)
+        t_sleep_ms(20);
+    T_EQ(srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 status=200 in=3145728 out=0 "
+                             "ms="),
+         1u);
+    T_EQ(srv_log_count(&g.e, "s3 GET GetObject bucket=bkt keylen=3 status=200 in=0 "
+                             "out=3145728 ms="),
+         2u);
+    T_EQ(srv_log_count(&g.e, "/big"), 0u);
+    /* Metrics. */
     T_EQ(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"PutObject\",status=\"2xx\"}"), 1);
     T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"GetObject\",status=\"2xx\"}"), 2);
     T_EQ(srv_scrape(&g.e, "railiod_s3_bytes_total{op=\"PutObject\",direction=\"in\"}"),

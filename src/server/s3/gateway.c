@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,13 +72,11 @@ int rio__gw_ordered(void)
 
 int rio__gw_user_may(const struct gw_req *r, const char *bucket)
 {
-#if RIO_GW_SIGV4
-    if (!r->auth.anonymous && g.keys)
-        return rio_s3_user_may(g.keys, r->auth.access_key, bucket);
-#else
-    (void)bucket;
-#endif
-    return r->auth.anonymous ? g.anonymous : 0;
+    if (r->auth.anonymous && g.anonymous)
+        return 1; /* --s3-anonymous: every bucket */
+    if (!g.keys)
+        return 0;
+    return rio_s3_user_may(g.keys, r->auth.anonymous ? "" : r->auth.access_key, bucket);
 }
 
 /* ------------------------------------------------------------ responses */
@@ -289,45 +288,118 @@ static enum MHD_Result hdr_cb(void *cls, enum MHD_ValueKind kind, const char *ke
 static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *path, int *ret)
 {
     const char *authz = rio__gw_header(c, "Authorization");
-    int presigned =
-        rio__gw_arg(r, "X-Amz-Signature") != NULL || rio__gw_arg(r, "X-Amz-Credential") != NULL;
+    int signed_ = authz || rio__gw_arg(r, "X-Amz-Signature") || rio__gw_arg(r, "X-Amz-Credential");
     struct hdrs h = {.n = 0};
+    struct rio_s3_req q;
+    const char *code = NULL;
+    int err;
 
     memset(&r->auth, 0, sizeof(r->auth));
-    if (!authz && !presigned) {
-        if (!g.anonymous) {
-            *ret = rio__gw_error(c, r, 403, "AccessDenied",
-                                 "Anonymous access is off (railiod --s3-anonymous).");
-            return -1;
-        }
+    if (!signed_ && g.anonymous) {
         r->auth.anonymous = 1;
         r->auth.payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
         return 0;
+    }
+    if (!g.keys) {
+        *ret = signed_ ? rio__gw_error(c, r, 403, "InvalidAccessKeyId",
+                                       "No access keys are configured (railiod --s3-keys).")
+                       : rio__gw_error(c, r, 403, "AccessDenied",
+                                       "Anonymous access is off (railiod --s3-anonymous).");
+        return -1;
     }
     MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_cb, &h);
     if (h.over) {
         *ret = rio__gw_error(c, r, 400, "InvalidRequest", "Too many headers.");
         return -1;
     }
-#if RIO_GW_SIGV4
-    if (g.keys) {
-        struct rio_s3_req q = {
-            .method = r->method, .path = path, .query = r->query, .nheaders = h.n, .headers = h.h};
-        const char *code = "AccessDenied";
-        int err = rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
+    q = (struct rio_s3_req){
+        .method = r->method, .path = path, .query = r->query, .nheaders = h.n, .headers = h.h};
+    err = rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
+    if (err < 0) {
+        const char *why = rio_error_detail();
+        SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
+                 why[0] ? ": " : "", why);
+        *ret =
+            rio__gw_error(c, r,
+                          err == -ENOMEM                             ? 500
+                          : code && !strcmp(code, "InvalidRequest")  ? 400
+                          : code && !strcmp(code, "InvalidArgument") ? 400
+                                                                     : 403,
+                          code ? code : "AccessDenied", "The request could not be authenticated.");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ body checks */
+
+void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->err_status)
+        return;
+    r->err_status = status;
+    r->err_code = code;
+    va_start(ap, fmt);
+    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    va_end(ap);
+}
+
+/* The digests the request's headers claim for its body; 0, or an error
+ * response queued (*ret). */
+static int checks_init(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    static const char *const names[] = {"content-md5",           "x-amz-checksum-crc32",
+                                        "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+                                        "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
+    const char *code = NULL;
+
+    for (size_t i = 0; i <= sizeof(names) / sizeof(names[0]); i++) {
+        const char *name = i < sizeof(names) / sizeof(names[0]) ? names[i] : "x-amz-content-sha256";
+        const char *v = i < sizeof(names) / sizeof(names[0])            ? rio__gw_header(c, name)
+                        : r->auth.payload_mode == RIO_S3_PAYLOAD_SIGNED ? r->auth.payload_sha256
+                                                                        : NULL;
+        int err;
+        if (!v || r->nck == GW_CHECKS)
+            continue;
+        err = rio_s3_check_new(name, v, &r->ck[r->nck], &code);
         if (err < 0) {
-            *ret = rio__gw_error(c, r, 403, code ? code : "AccessDenied",
-                                 "The request could not be authenticated.");
+            *ret = err == -ENOMEM ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                                  : rio__gw_error(c, r, 400, code ? code : "InvalidDigest",
+                                                  "A digest header of the request is not valid.");
             return -1;
         }
-        return 0;
+        r->nck++;
     }
-#else
-    (void)path;
-#endif
-    *ret = rio__gw_error(c, r, 403, "InvalidAccessKeyId",
-                         "No access keys are configured (railiod --s3-keys).");
-    return -1;
+    return 0;
+}
+
+void rio__gw_checks_update(struct gw_req *r, const void *p, size_t n)
+{
+    for (unsigned i = 0; i < r->nck; i++)
+        if (rio_s3_check_update(r->ck[i], p, n) < 0)
+            rio__gw_fail(r, 500, "InternalError", "The body's digest failed.");
+}
+
+int rio__gw_checks_done(struct gw_req *r)
+{
+    for (unsigned i = 0; i < r->nck; i++) {
+        const char *code = NULL;
+        if (rio_s3_check_done(r->ck[i], &code) < 0) {
+            rio__gw_fail(r, 400, code ? code : "BadDigest",
+                         "A digest you specified did not match what we received.");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void checks_free(struct gw_req *r)
+{
+    for (unsigned i = 0; i < r->nck; i++)
+        rio_s3_check_free(r->ck[i]);
+    r->nck = 0;
 }
 
 /* Route r by method, path and query; r->op, bucket, key. 0, or an error
@@ -455,8 +527,11 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
     if (r->err_status)
         return; /* an error is pending: drain the rest */
     if (r->op == GW_OP_PUT_OBJECT) {
-        rio__gw_put_data(r, p, n);
-    } else if (r->op == GW_OP_DELETE_OBJECTS) {
+        rio__gw_put_data(r, p, n); /* checks the payload itself (aws-chunked decoded) */
+        return;
+    }
+    rio__gw_checks_update(r, p, n);
+    if (r->op == GW_OP_DELETE_OBJECTS) {
         if (r->blen + n > GW_POST_BODY_MAX) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
@@ -516,8 +591,14 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
             ret = run_op(c, r);
         else if (!rio__gw_user_may(r, r->bucket))
             ret = rio__gw_error(c, r, 403, "AccessDenied", "Access to this bucket is not allowed.");
+        else if (checks_init(c, r, &ret) < 0)
+            ; /* answered */
         else if (r->op == GW_OP_PUT_OBJECT)
             ret = rio__gw_put_open(c, r); /* MHD_YES without a response: 100, body */
+        else if (r->auth.payload_mode != RIO_S3_PAYLOAD_UNSIGNED &&
+                 r->auth.payload_mode != RIO_S3_PAYLOAD_SIGNED)
+            ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                "aws-chunked bodies are taken by PutObject only.");
         else
             ret = MHD_YES;
     }
@@ -573,6 +654,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     /* The whole body is in. */
+    if (r->op != GW_OP_PUT_OBJECT && !r->err_status)
+        rio__gw_checks_done(r);
     if (r->err_status) {
         if (r->op == GW_OP_PUT_OBJECT)
             rio__gw_put_cleanup(r);
@@ -619,6 +702,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     }
     if (r->op == GW_OP_PUT_OBJECT)
         rio__gw_put_cleanup(r);
+    checks_free(r);
     rio__free(r->uri);
     rio__free(r->key);
     rio__free(r->bkey);
@@ -656,7 +740,6 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     int ret;
 
     if (cfg->keys) {
-#if RIO_GW_SIGV4
         ret = rio_s3_keys_load(cfg->keys, &g.keys);
         if (ret < 0) {
             /* The detail names the file and the line at fault, never a secret. */
@@ -665,11 +748,6 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
             close(cfg->listen_fd);
             return ret;
         }
-#else
-        SRV_ERR("--s3-keys: this railiod was built without SigV4 verification");
-        close(cfg->listen_fd);
-        return RIO_ENOTSUP;
-#endif
     }
     g.anonymous = cfg->anonymous;
     if (!g.keys && !g.anonymous)
@@ -699,9 +777,7 @@ err:
     g.client = NULL;
     rio__free(g.backend);
     g.backend = NULL;
-#if RIO_GW_SIGV4
     rio_s3_keys_free(g.keys);
-#endif
     g.keys = NULL;
     close(cfg->listen_fd);
     return ret;
@@ -717,9 +793,7 @@ void rio__s3_gw_stop(void)
     g.client = NULL;
     rio__free(g.backend);
     g.backend = NULL;
-#if RIO_GW_SIGV4
     rio_s3_keys_free(g.keys);
-#endif
     g.keys = NULL;
 }
 

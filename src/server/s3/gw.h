@@ -66,21 +66,9 @@ enum gw_op {
 };
 const char *rio__gw_op_name(int op);
 
-/* Body checks of a PUT: Content-MD5, x-amz-content-sha256 (signed payload),
- * x-amz-checksum-{crc32,crc32c,sha1,sha256}. */
-struct gw_digest {
-    int want_md5;
-    unsigned char md5_want[16];
-    struct rio_md5 md5;
-    int want_sha256; /* the signed payload hash */
-    char sha256_want[65];
-    int ck;           /* 0 none, 1 crc32, 2 crc32c, 3 sha1, 4 sha256 */
-    char ck_name[32]; /* the header, for the error message */
-    unsigned char ck_want[32];
-    size_t ck_len;
-    uint32_t crc;
-    void *sha256_ctx, *ck_ctx; /* EVP_MD_CTX */
-};
+/* Body digests checked as the body streams: Content-MD5, x-amz-checksum-*
+ * and the signed payload hash. */
+#define GW_CHECKS 8
 
 struct gw_req {
     char *uri; /* raw request target, as received */
@@ -98,7 +86,8 @@ struct gw_req {
     struct rio_writer *w;
     uint64_t declared; /* bytes the body must carry (UINT64_MAX: unknown) */
     uint64_t got;      /* payload bytes so far */
-    struct gw_digest dg;
+    struct rio_s3_check *ck[GW_CHECKS];
+    unsigned nck;
     struct rio_s3_chunked *chunked;
     unsigned char *dec; /* aws-chunked: decoded payload */
     /* An error met while the body was still coming: sent at its end. */
@@ -130,6 +119,14 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const
 const char *rio__gw_header(struct MHD_Connection *c, const char *name);
 /* A query parameter, decoded: its value ("" when it has none), NULL if absent. */
 const char *rio__gw_arg(const struct gw_req *r, const char *name);
+
+/* Record an error met while the body streams (the first one wins); it is
+ * answered once the body is in. */
+void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void rio__gw_checks_update(struct gw_req *r, const void *p, size_t n);
+/* Every body check passed: 0; else -1 with the error recorded. */
+int rio__gw_checks_done(struct gw_req *r);
 
 /* ops.c */
 int rio__gw_bucket_exists(const char *bucket); /* 1, 0 or an error */

@@ -10,12 +10,10 @@
 #endif
 #include <errno.h>
 #include <microhttpd.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
 
 #include "core/alloc.h"
 #include "railio.h"
@@ -636,24 +634,12 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
 {
     struct gw_buf b = {0};
     struct del_ctx x = {.r = r, .b = &b};
-    const char *md5 = rio__gw_header(c, "Content-MD5");
     int ret;
 
     if (need_bucket(c, r, &ret) < 0)
         return ret;
     if (!r->buf)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
-    if (md5) {
-        unsigned char want[16], got[16];
-        unsigned int n = 0;
-        if (rio__gw_b64dec(md5, want, sizeof(want)) != 16)
-            return rio__gw_error(c, r, 400, "InvalidDigest",
-                                 "The Content-MD5 you specified was invalid.");
-        EVP_Digest(r->buf, r->blen, got, &n, EVP_md5(), NULL);
-        if (memcmp(want, got, 16) != 0)
-            return rio__gw_error(c, r, 400, "BadDigest",
-                                 "The Content-MD5 you specified did not match what we received.");
-    }
     if (!strstr(r->buf, "<Delete"))
         return rio__gw_error(c, r, 400, "MalformedXML", "The XML is not a Delete request.");
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
@@ -671,182 +657,21 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
 
 /* ------------------------------------------------------------- PUT */
 
-static void put_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void put_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (r->err_status)
-        return;
-    r->err_status = status;
-    r->err_code = code;
-    va_start(ap, fmt);
-    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
-    va_end(ap);
-}
-
 static void put_fail_rio(struct gw_req *r, int err)
 {
     switch (err) {
     case -ENOSPC:
     case -EFBIG:
-        put_fail(r, 507, "InsufficientStorage", "write: %s", rio_strerror(err));
+        rio__gw_fail(r, 507, "InsufficientStorage", "write: %s", rio_strerror(err));
         break;
     case RIO_ETHROTTLE:
     case RIO_EBUSY:
-        put_fail(r, 503, "SlowDown", "write: %s", rio_strerror(err));
+        rio__gw_fail(r, 503, "SlowDown", "write: %s", rio_strerror(err));
         break;
     default:
         SRV_WARN("s3: PUT: %s", rio_strerror(err));
-        put_fail(r, 500, "InternalError", "write: %s", rio_strerror(err));
+        rio__gw_fail(r, 500, "InternalError", "write: %s", rio_strerror(err));
     }
-}
-
-static const struct {
-    const char *hdr;
-    const char *md; /* OpenSSL digest, or NULL for the CRCs */
-    int id;
-    size_t len;
-} checksums[] = {
-    {"x-amz-checksum-crc32", NULL, 1, 4},
-    {"x-amz-checksum-crc32c", NULL, 2, 4},
-    {"x-amz-checksum-sha1", "SHA1", 3, 20},
-    {"x-amz-checksum-sha256", "SHA256", 4, 32},
-};
-
-/* The body checks the request asks for; 0, or an error response queued. */
-static int digest_init(struct MHD_Connection *c, struct gw_req *r, int *ret)
-{
-    struct gw_digest *dg = &r->dg;
-    const char *md5 = rio__gw_header(c, "Content-MD5");
-
-    if (md5) {
-        if (rio__gw_b64dec(md5, dg->md5_want, sizeof(dg->md5_want)) != 16 ||
-            rio__md5_init(&dg->md5) < 0) {
-            *ret = rio__gw_error(c, r, 400, "InvalidDigest",
-                                 "The Content-MD5 you specified was invalid.");
-            return -1;
-        }
-        dg->want_md5 = 1;
-    }
-    if (r->auth.payload_mode == RIO_S3_PAYLOAD_SIGNED) {
-        dg->sha256_ctx = EVP_MD_CTX_new();
-        if (!dg->sha256_ctx || !EVP_DigestInit_ex(dg->sha256_ctx, EVP_sha256(), NULL))
-            return *ret = MHD_NO, -1;
-        memcpy(dg->sha256_want, r->auth.payload_sha256, sizeof(dg->sha256_want));
-        dg->want_sha256 = 1;
-    }
-    for (size_t i = 0; i < sizeof(checksums) / sizeof(checksums[0]); i++) {
-        const char *v = rio__gw_header(c, checksums[i].hdr);
-        if (!v)
-            continue;
-        if (dg->ck ||
-            rio__gw_b64dec(v, dg->ck_want, sizeof(dg->ck_want)) != (int)checksums[i].len) {
-            *ret = rio__gw_error(c, r, 400, "InvalidRequest",
-                                 "Expecting one valid x-amz-checksum-* header.");
-            return -1;
-        }
-        dg->ck = checksums[i].id;
-        dg->ck_len = checksums[i].len;
-        snprintf(dg->ck_name, sizeof(dg->ck_name), "%s", checksums[i].hdr);
-        if (checksums[i].md) {
-            dg->ck_ctx = EVP_MD_CTX_new();
-            if (!dg->ck_ctx ||
-                !EVP_DigestInit_ex(dg->ck_ctx, EVP_get_digestbyname(checksums[i].md), NULL))
-                return *ret = MHD_NO, -1;
-        }
-    }
-    if (rio__gw_header(c, "x-amz-checksum-crc64nvme")) {
-        *ret = rio__gw_error(c, r, 501, "NotImplemented",
-                             "x-amz-checksum-crc64nvme is not supported; use crc32, crc32c, sha1 "
-                             "or sha256.");
-        return -1;
-    }
-    return 0;
-}
-
-static void digest_update(struct gw_digest *dg, const void *p, size_t n)
-{
-    if (dg->want_md5)
-        rio__md5_update(&dg->md5, p, n);
-    if (dg->sha256_ctx)
-        EVP_DigestUpdate(dg->sha256_ctx, p, n);
-    if (dg->ck == 1)
-        dg->crc = (uint32_t)crc32(dg->crc, p, (uInt)n);
-    else if (dg->ck == 2)
-        dg->crc = rio__crc32c(dg->crc, p, n);
-    else if (dg->ck_ctx)
-        EVP_DigestUpdate(dg->ck_ctx, p, n);
-}
-
-static int hexcmp16(const unsigned char want[16], const char *hex)
-{
-    char w[33];
-
-    for (int i = 0; i < 16; i++)
-        snprintf(w + 2 * i, 3, "%02x", want[i]);
-    return strcmp(w, hex);
-}
-
-/* Check the body against every digest asked for; 0 or an error set. */
-static int digest_check(struct gw_req *r)
-{
-    struct gw_digest *dg = &r->dg;
-
-    if (dg->want_md5) {
-        char hex[33];
-        dg->want_md5 = 0;
-        if (rio__md5_final(&dg->md5, hex) < 0 || hexcmp16(dg->md5_want, hex) != 0) {
-            put_fail(r, 400, "BadDigest",
-                     "The Content-MD5 you specified did not match what we received.");
-            return -1;
-        }
-    }
-    if (dg->sha256_ctx) {
-        unsigned char h[32];
-        char hex[65];
-        unsigned int n = 0;
-        EVP_DigestFinal_ex(dg->sha256_ctx, h, &n);
-        for (int i = 0; i < 32; i++)
-            snprintf(hex + 2 * i, 3, "%02x", h[i]);
-        if (strcasecmp(hex, dg->sha256_want) != 0) {
-            put_fail(r, 400, "XAmzContentSHA256Mismatch",
-                     "The provided 'x-amz-content-sha256' header does not match what was "
-                     "computed.");
-            return -1;
-        }
-    }
-    if (dg->ck) {
-        unsigned char got[32];
-        unsigned int n = 0;
-        if (dg->ck <= 2) {
-            got[0] = (unsigned char)(dg->crc >> 24);
-            got[1] = (unsigned char)(dg->crc >> 16);
-            got[2] = (unsigned char)(dg->crc >> 8);
-            got[3] = (unsigned char)dg->crc;
-        } else {
-            EVP_DigestFinal_ex(dg->ck_ctx, got, &n);
-        }
-        if (memcmp(got, dg->ck_want, dg->ck_len) != 0) {
-            put_fail(r, 400, "BadDigest",
-                     "The %s you specified did not match the calculated "
-                     "checksum.",
-                     dg->ck_name);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void digest_cleanup(struct gw_digest *dg)
-{
-    if (dg->want_md5)
-        rio__md5_cleanup(&dg->md5);
-    dg->want_md5 = 0;
-    EVP_MD_CTX_free(dg->sha256_ctx);
-    EVP_MD_CTX_free(dg->ck_ctx);
-    dg->sha256_ctx = dg->ck_ctx = NULL;
 }
 
 /* A decimal header value; 0, or -1 when absent or malformed. */
@@ -862,20 +687,19 @@ static int header_u64(struct MHD_Connection *c, const char *name, uint64_t *out)
     return *end || errno ? -1 : 0;
 }
 
+static int streaming(const struct gw_req *r)
+{
+    return r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING ||
+           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+}
+
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
 {
-    const char *sha = rio__gw_header(c, "x-amz-content-sha256");
     const char *te = rio__gw_header(c, "Transfer-Encoding");
     int ret;
 
     r->declared = UINT64_MAX;
-    if (sha && strncmp(sha, "STREAMING-", 10) == 0) {
-#if RIO_GW_SIGV4
-        if (r->auth.payload_mode != RIO_S3_PAYLOAD_STREAMING)
-#endif
-            return rio__gw_error(c, r, 501, "NotImplemented",
-                                 "This aws-chunked payload mode is not supported; send "
-                                 "UNSIGNED-PAYLOAD or a signed payload hash.");
+    if (streaming(r)) {
         if (header_u64(c, "x-amz-decoded-content-length", &r->declared) < 0)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "You must provide x-amz-decoded-content-length.");
@@ -886,23 +710,14 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
     }
     if (need_bucket(c, r, &ret) < 0)
         return ret;
-    if (digest_init(c, r, &ret) < 0) {
-        digest_cleanup(&r->dg);
-        return ret;
-    }
-#if RIO_GW_SIGV4
-    if (r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING) {
+    if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
         r->dec = ret < 0 ? NULL : rio__malloc(GW_CONN_DECODE);
-        if (ret < 0 || !r->dec) {
-            digest_cleanup(&r->dg);
+        if (ret < 0 || !r->dec)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
-        }
     }
-#endif
     ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, NULL, &r->w);
     if (ret < 0) {
-        digest_cleanup(&r->dg);
         if (ret == RIO_ENOTSUP && r->declared == UINT64_MAX)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "This backend needs the object's size: send Content-Length.");
@@ -916,11 +731,11 @@ static void put_payload(struct gw_req *r, const void *p, size_t n)
     int ret;
 
     if (r->declared != UINT64_MAX && n > r->declared - r->got) {
-        put_fail(r, 400, "IncompleteBody", "The body is longer than its declared length.");
+        rio__gw_fail(r, 400, "IncompleteBody", "The body is longer than its declared length.");
         return;
     }
     r->got += n;
-    digest_update(&r->dg, p, n);
+    rio__gw_checks_update(r, p, n);
     ret = rio_writer_write(r->w, p, n);
     if (ret < 0)
         put_fail_rio(r, ret);
@@ -928,30 +743,28 @@ static void put_payload(struct gw_req *r, const void *p, size_t n)
 
 void rio__gw_put_data(struct gw_req *r, const void *p, size_t n)
 {
-#if RIO_GW_SIGV4
-    if (r->chunked) {
-        const char *in = p;
-        while (n && !r->err_status) {
-            size_t used = 0;
-            const char *code = "IncompleteBody";
-            ssize_t got =
-                rio_s3_chunked_feed(r->chunked, in, n, &used, r->dec, GW_CONN_DECODE, &code);
-            if (got < 0) {
-                put_fail(r, 403, code ? code : "SignatureDoesNotMatch",
-                         "A chunk of the aws-chunked body failed its check.");
-                return;
-            }
-            if (got > 0)
-                put_payload(r, r->dec, (size_t)got);
-            if (!used && !got)
-                break;
-            in += used;
-            n -= used;
-        }
+    const char *in = p;
+
+    if (!r->chunked) {
+        put_payload(r, p, n);
         return;
     }
-#endif
-    put_payload(r, p, n);
+    while (n && !r->err_status) {
+        size_t used = 0;
+        const char *code = NULL;
+        ssize_t got = rio_s3_chunked_feed(r->chunked, in, n, &used, r->dec, GW_CONN_DECODE, &code);
+        if (got < 0) {
+            rio__gw_fail(r, code && strcmp(code, "SignatureDoesNotMatch") == 0 ? 403 : 400,
+                         code ? code : "IncompleteBody", "The aws-chunked body failed its check.");
+            return;
+        }
+        if (got > 0)
+            put_payload(r, r->dec, (size_t)got);
+        if (!used && !got)
+            break;
+        in += used;
+        n -= used;
+    }
 }
 
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
@@ -960,18 +773,17 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     struct MHD_Response *resp;
     int ret;
 
+    if (r->chunked && !r->err_status && !rio_s3_chunked_done(r->chunked))
+        rio__gw_fail(r, 400, "IncompleteBody",
+                     "The aws-chunked body ended before its final chunk.");
     if (r->declared != UINT64_MAX && r->got != r->declared)
-        put_fail(r, 400, "IncompleteBody",
-                 "You did not provide the number of bytes specified by the Content-Length HTTP "
-                 "header.");
-#if RIO_GW_SIGV4
-    if (r->chunked && !rio_s3_chunked_done(r->chunked))
-        put_fail(r, 400, "IncompleteBody", "The aws-chunked body ended before its final chunk.");
-#endif
+        rio__gw_fail(r, 400, "IncompleteBody",
+                     "You did not provide the number of bytes specified by the Content-Length "
+                     "HTTP header.");
     if (!r->err_status)
-        digest_check(r);
+        rio__gw_checks_done(r);
     if (r->err_status) {
-        rio__gw_put_cleanup(r);
+        rio__gw_put_cleanup(r); /* nothing is published */
         return rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
     }
     memset(&d, 0, sizeof(d));
@@ -998,10 +810,7 @@ void rio__gw_put_cleanup(struct gw_req *r)
         rio_writer_abort(r->w); /* nothing of it is published */
         r->w = NULL;
     }
-    digest_cleanup(&r->dg);
-#if RIO_GW_SIGV4
     rio_s3_chunked_free(r->chunked);
-#endif
     r->chunked = NULL;
     rio__free(r->dec);
     r->dec = NULL;
