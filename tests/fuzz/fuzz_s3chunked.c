@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* clang-format off */
 /* FUZZ_SOURCES src/server/s3/chunked.c src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c src/core/errors.c src/core/checksum.c */
+/* FUZZ_PKGS zlib */
 /* clang-format on */
 /*
  * libFuzzer target for the S3 gateway's aws-chunked decoder
