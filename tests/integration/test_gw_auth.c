@@ -90,6 +90,10 @@ TEST(curl_sigv4_users_and_refusals)
     /* A user whose keys file line does not list bkt. */
     T_EQ(gw_curl(&g, "o", SIGV4 "--user 'NOBKTKEY:other-secret' %s/bkt/a%%20b", g.url), 403);
     T_TRUE(gw_has(&g, "o", "<Code>AccessDenied</Code>"));
+    /* An Authorization header that is not SigV4: 400, not 403. */
+    T_EQ(gw_curl(&g, "o", "-H 'Authorization: AWS4-HMAC-SHA256 Credential=x' %s/bkt/a%%20b", g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>AuthorizationHeaderMalformed</Code>"));
     /* Signed right (here, with the s3:// client's signer), but dated 16
      * minutes off either way; 14 minutes is fine. */
     T_EQ(gw_curl(&g, "o", "%s", signed_get(&g, "/bkt/a%20b", time(NULL) - 16 * 60)), 403);

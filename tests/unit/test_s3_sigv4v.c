@@ -772,11 +772,23 @@ TEST(bounds)
     rio_s3_keys_free(k);
 }
 
-TEST(trailer_header)
+TEST(trailer_header_and_unsupported_modes)
 {
     struct rio_s3_keys *k = keys(keys_text);
     struct vec v = with_header(&aws_list, "x-amz-trailer", "x-amz-checksum-md4");
 
     expect_refused(k, &v, T2013, "InvalidRequest");
+    v = with_header(&aws_list, "x-amz-content-sha256",
+                    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
+    expect_refused(k, &v, T2013, "NotImplemented");
+    /* Each code's HTTP status, as S3 answers it. */
+    T_EQ(rio_s3_status_of("NotImplemented"), 501);
+    T_EQ(rio_s3_status_of("AuthorizationHeaderMalformed"), 400);
+    T_EQ(rio_s3_status_of("AuthorizationQueryParametersError"), 400);
+    T_EQ(rio_s3_status_of("XAmzContentSHA256Mismatch"), 400);
+    T_EQ(rio_s3_status_of("SignatureDoesNotMatch"), 403);
+    T_EQ(rio_s3_status_of("RequestTimeTooSkewed"), 403);
+    T_EQ(rio_s3_status_of("AccessDenied"), 403);
+    T_EQ(rio_s3_status_of(NULL), 403);
     rio_s3_keys_free(k);
 }

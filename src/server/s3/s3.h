@@ -74,12 +74,18 @@ struct rio_s3_auth { /* outcome of verification */
  * not yet valid), "SignatureDoesNotMatch", "InvalidAccessKeyId",
  * "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError",
  * "RequestTimeTooSkewed", "InvalidRequest" (bad x-amz-trailer, path too long),
- * "InvalidArgument" (x-amz-content-sha256 not a known value). A short reason
+ * "InvalidArgument" (x-amz-content-sha256 not a known value),
+ * "NotImplemented" (-ENOTSUP: an aws-chunked mode not supported). A short reason
  * for the log is in rio__detail (no secret, no signature). -ENOMEM with
  * "InternalError". Thread-safe on a shared key set.
  */
 int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64_t now,
                   struct rio_s3_auth *out, const char **s3_code);
+
+/** The HTTP status S3 answers with each code this interface returns
+ * (403 for the authentication failures, 400 for malformed requests and
+ * body mismatches, 501 NotImplemented, 500 InternalError; 403 if unknown). */
+int rio_s3_status_of(const char *s3_code);
 
 /** 1 when access_key ("" for anonymous) may use bucket, else 0. */
 int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const char *bucket);
