@@ -85,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(ret == 0);
         FUZZ_CHECK(a.anonymous || strcmp(a.access_key, "AKIAIOSFODNN7EXAMPLE") == 0);
         FUZZ_CHECK(a.payload_mode >= RIO_S3_PAYLOAD_UNSIGNED &&
-                   a.payload_mode <= RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER);
+                   a.payload_mode <= RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER);
         FUZZ_CHECK(memchr(a.trailer, '\0', sizeof(a.trailer)) != NULL);
     }
 

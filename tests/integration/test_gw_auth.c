@@ -187,8 +187,10 @@ TEST(boto3_signed_and_presigned)
 /*
  * An aws-chunked (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) PUT of n bytes of
  * pattern seed to /bkt/key in chunks of csize, signed now; corrupt: 1 flips
- * a payload byte after signing, 2 drops the final chunk. Written to the
- * scratch file "chunked"; the curl arguments that send it into args.
+ * a payload byte after signing, 2 drops the final chunk; 3 is the
+ * signed-trailer form (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER) with an
+ * x-amz-checksum-crc32c trailer, 4 the same with a wrong CRC signed. Written
+ * to the scratch file "chunked"; the curl arguments that send it into args.
  */
 static void chunked_put(struct gw *g, const char *key, size_t n, size_t csize, int corrupt,
                         char *args, size_t cap)
@@ -199,7 +201,10 @@ static void chunked_put(struct gw *g, const char *key, size_t n, size_t csize, i
     size_t bodycap = n + (n / csize + 2) * 128, o = 0;
     char *body = malloc(bodycap), amz[17], auth[1024], uri[256], prev[65], declen[32], host[96];
     char clen[32], sts[512], sha[65];
-    struct rio_s3_kv h[6];
+    struct rio_s3_kv h[7];
+    const char *mode = corrupt >= 3 ? "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
+                                    : "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+    int nh = corrupt == 2 ? 5 : 6;
 
     T_NOTNULL(m);
     T_NOTNULL(body);
@@ -220,15 +225,17 @@ static void chunked_put(struct gw *g, const char *key, size_t n, size_t csize, i
     }
     h[0] = (struct rio_s3_kv){"host", host};
     h[1] = (struct rio_s3_kv){"x-amz-date", amz};
-    h[2] = (struct rio_s3_kv){"x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"};
+    h[2] = (struct rio_s3_kv){"x-amz-content-sha256", mode};
     h[3] = (struct rio_s3_kv){"content-encoding", "aws-chunked"};
     h[4] = (struct rio_s3_kv){"x-amz-decoded-content-length", declen};
     h[5] = (struct rio_s3_kv){"content-length", clen};
     /* A cut body is sent with its own length: sign none, so that the
      * decoder, not the header, finds the missing final chunk. */
-    T_EQ(rio__s3_sign(&s, m, "PUT", uri, "", h, corrupt == 2 ? 5 : 6,
-                      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD", amz, auth, sizeof(auth)),
-         0);
+    if (corrupt >= 3) { /* the trailer: announced and signed, no content-length */
+        h[5] = (struct rio_s3_kv){"x-amz-trailer", "x-amz-checksum-crc32c"};
+        nh = 6;
+    }
+    T_EQ(rio__s3_sign(&s, m, "PUT", uri, "", h, (unsigned)nh, mode, amz, auth, sizeof(auth)), 0);
     memcpy(prev, strstr(auth, "Signature=") + 10, 65);
     {
         char date[9];
@@ -246,6 +253,23 @@ static void chunked_put(struct gw *g, const char *key, size_t n, size_t csize, i
         if (c == 0 && corrupt == 2)
             break;
         o += (size_t)snprintf(body + o, bodycap - o, "%zx;chunk-signature=%s\r\n", c, prev);
+        if (c == 0 && corrupt >= 3) {
+            uint32_t crc = rio__crc32c(0, pay, n) ^ (corrupt == 4);
+            uint8_t be[4] = {(uint8_t)(crc >> 24), (uint8_t)(crc >> 16), (uint8_t)(crc >> 8),
+                             (uint8_t)crc};
+            char b64[16], canon[64], tsig[65];
+            rio__s3_base64(be, 4, b64);
+            snprintf(canon, sizeof(canon), "x-amz-checksum-crc32c:%s\n", b64);
+            T_EQ(rio__s3_sha256_hex(m, canon, strlen(canon), sha), 0);
+            snprintf(sts, sizeof(sts),
+                     "AWS4-HMAC-SHA256-TRAILER\n%s\n%.8s/us-east-1/s3/aws4_request\n%s\n%s", amz,
+                     amz, prev, sha);
+            T_EQ(rio__s3_sign_sts(m, skey, sts, tsig), 0);
+            o += (size_t)snprintf(body + o, bodycap - o,
+                                  "x-amz-checksum-crc32c:%s\r\nx-amz-trailer-signature:%s\r\n\r\n",
+                                  b64, tsig);
+            break;
+        }
         memcpy(body + o, pay + off, c);
         o += c;
         memcpy(body + o, "\r\n", 2);
@@ -259,11 +283,12 @@ static void chunked_put(struct gw *g, const char *key, size_t n, size_t csize, i
     t_write_file(gw_path(g, "chunked.src"), pay, n);
     snprintf(args, cap,
              "-X PUT --data-binary @%s -H 'Authorization: %s' -H 'x-amz-date: %s' "
-             "-H 'x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD' "
+             "-H 'x-amz-content-sha256: %s' %s "
              "-H 'Content-Encoding: aws-chunked' -H 'x-amz-decoded-content-length: %s' "
              "-H 'Content-Type:' %s%s",
-             gw_path(g, "chunked"), auth, amz, declen, g->url, uri);
-    if (corrupt == 2) /* what was signed is longer than what is sent */
+             gw_path(g, "chunked"), auth, amz, mode,
+             corrupt >= 3 ? "-H 'x-amz-trailer: x-amz-checksum-crc32c'" : "", declen, g->url, uri);
+    if (corrupt >= 2) /* what was signed is longer than what is sent */
         T_NE(o, (size_t)atol(clen));
     else
         T_EQ(o, (size_t)atol(clen));
@@ -293,6 +318,17 @@ TEST(aws_chunked_uploads)
     T_EQ(gw_curl(&g, "o", "%s", args), 400);
     T_TRUE(gw_has(&g, "o", "<Code>IncompleteBody</Code>"));
     T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s/bkt/ch/cut", g.url), 404);
+
+    /* Signed chunks and a signed CRC32C trailer (what the AWS SDKs for Java
+     * and Go send over plain http); then a CRC that is not the payload's. */
+    chunked_put(&g, "ch/trailer", 150000, 65536, 3, args, sizeof(args));
+    T_EQ(gw_curl(&g, "o", "%s", args), 200);
+    T_EQ(gw_curl(&g, "got", SIGV4 "--user '" AK ":" SK "' %s/bkt/ch/trailer", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "chunked.src"));
+    chunked_put(&g, "ch/badcrc", 150000, 65536, 4, args, sizeof(args));
+    T_EQ(gw_curl(&g, "o", "%s", args), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s/bkt/ch/badcrc", g.url), 404);
     gw_stop(&g);
 }
 

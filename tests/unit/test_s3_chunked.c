@@ -301,3 +301,65 @@ TEST(body_digests)
     T_EQ(rio_s3_check_new("x-amz-checksum-md4", "AAAA", &c, &code), RIO_EINVAL);
     T_STREQ(code, "InvalidRequest");
 }
+
+/* AWS's published example of STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER
+ * ("Signature calculations ... with trailing headers"): the same 64 KiB and
+ * 1 KiB of 'a' under another seed, then the final chunk, the CRC32C trailer
+ * and its trailer signature. */
+#define TSEED "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e"
+#define TSIG1 "b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2"
+#define TSIG2 "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7"
+#define TSIG3 "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992"
+#define TTRSIG "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435"
+
+static size_t trailer_body(char *b, size_t cap, const char *trailer, const char *trsig)
+{
+    size_t o = 0;
+
+    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=" TSIG1 "\r\n");
+    memset(b + o, 'a', 65536);
+    o += 65536;
+    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=" TSIG2 "\r\n");
+    memset(b + o, 'a', 1024);
+    o += 1024;
+    o += (size_t)snprintf(b + o, cap - o,
+                          "\r\n0;chunk-signature=" TSIG3
+                          "\r\n%s\r\nx-amz-trailer-signature:%s\r\n\r\n",
+                          trailer, trsig);
+    return o;
+}
+
+TEST(aws_signed_trailer_example)
+{
+    static char body[70000], payload[70000];
+    struct rio_s3_auth a;
+    const char *code;
+    size_t n;
+    int done = 0;
+
+    aws_auth(&a);
+    T_EQ(signing_key(&a), 0);
+    a.payload_mode = RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
+    memcpy(a.seed_signature, TSEED, 65);
+    snprintf(a.trailer, sizeof(a.trailer), "x-amz-checksum-crc32c");
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==", TTRSIG);
+    for (size_t step = 1; step < 70000; step = step * 3 + 1) {
+        T_EQ(decode(&a, body, n, step, 4096, payload, &done, &code), 66560);
+        T_EQ(done, 1);
+    }
+    /* The trailer's value changed: its signature no longer matches (the
+     * CRC would not either). */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/A==", TTRSIG);
+    T_LT(decode(&a, body, n, 4096, 4096, payload, &done, &code), 0);
+    /* Another trailer signature. */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==",
+                     "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e436");
+    T_EQ(decode(&a, body, n, 4096, 4096, payload, &done, &code), -EACCES);
+    T_STREQ(code, "SignatureDoesNotMatch");
+    /* No trailer signature at all. */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==", TTRSIG);
+    memcpy(body + n - 2 - 64 - 2 - strlen("x-amz-trailer-signature:"), "\r\n", 2);
+    n -= 64 + 2 + strlen("x-amz-trailer-signature:");
+    T_EQ(decode(&a, body, n, 4096, 4096, payload, &done, &code), -EINVAL);
+    T_STREQ(code, "InvalidRequest");
+}

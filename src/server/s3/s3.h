@@ -45,6 +45,7 @@ enum rio_s3_payload_mode {
     RIO_S3_PAYLOAD_SIGNED = 1,    /* the body's SHA-256 is payload_sha256 */
     RIO_S3_PAYLOAD_STREAMING = 2, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD (aws-chunked) */
     RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER = 3, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+    RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER = 4,   /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
 };
 
 struct rio_s3_auth { /* outcome of verification */
@@ -57,7 +58,7 @@ struct rio_s3_auth { /* outcome of verification */
     char seed_signature[65];
     char amz_date[17];
     char scope[128];
-    /* for _STREAMING_UNSIGNED_TRAILER: the x-amz-trailer header, lower-case
+    /* for the _TRAILER modes: the x-amz-trailer header, lower-case
      * ("x-amz-checksum-crc32"), "" if none */
     char trailer[40];
 };
@@ -99,7 +100,7 @@ int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const c
  */
 struct rio_s3_chunked;
 /** A decoder for a request verified with payload_mode _STREAMING or
- * _STREAMING_UNSIGNED_TRAILER (else RIO_EINVAL). 0, -ENOMEM. */
+ * one of the _TRAILER modes (else RIO_EINVAL). 0, -ENOMEM. */
 int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out);
 /**
  * Consume up to n bytes of in (*consumed says how many) and write payload to

@@ -638,6 +638,8 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
     } else if (strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0) {
         out->payload_mode = RIO_S3_PAYLOAD_STREAMING;
+    } else if (strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") == 0) {
+        out->payload_mode = RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
     } else if (strcmp(payload, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0) {
         out->payload_mode = RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     } else if (strlen(payload) == 64 && is_lower_hex64(payload)) {
