@@ -48,19 +48,26 @@ static int signing_key(struct rio_s3_auth *a)
     return ret;
 }
 
-/* The example body: 65536 and 1024 bytes of 'a', then the final chunk. */
-static size_t aws_body(char *b, size_t cap)
+/* AWS's example bodies: 65536 and 1024 bytes of 'a' under the chunk
+ * signatures s1 and s2, then the final chunk's line with s3 and tail. */
+static size_t example_body(char *b, size_t cap, const char *s1, const char *s2, const char *s3,
+                           const char *tail)
 {
     size_t o = 0;
 
-    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=" SIG1 "\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=%s\r\n", s1);
     memset(b + o, 'a', 65536);
     o += 65536;
-    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=" SIG2 "\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=%s\r\n", s2);
     memset(b + o, 'a', 1024);
     o += 1024;
-    o += (size_t)snprintf(b + o, cap - o, "\r\n0;chunk-signature=" SIG3 "\r\n\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "\r\n0;chunk-signature=%s\r\n%s", s3, tail);
     return o;
+}
+
+static size_t aws_body(char *b, size_t cap)
+{
+    return example_body(b, cap, SIG1, SIG2, SIG3, "\r\n");
 }
 
 /* Feed body in slices of step bytes (out capped at outcap per call):
@@ -314,19 +321,10 @@ TEST(body_digests)
 
 static size_t trailer_body(char *b, size_t cap, const char *trailer, const char *trsig)
 {
-    size_t o = 0;
+    char tail[200];
 
-    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=" TSIG1 "\r\n");
-    memset(b + o, 'a', 65536);
-    o += 65536;
-    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=" TSIG2 "\r\n");
-    memset(b + o, 'a', 1024);
-    o += 1024;
-    o += (size_t)snprintf(b + o, cap - o,
-                          "\r\n0;chunk-signature=" TSIG3
-                          "\r\n%s\r\nx-amz-trailer-signature:%s\r\n\r\n",
-                          trailer, trsig);
-    return o;
+    snprintf(tail, sizeof(tail), "%s\r\nx-amz-trailer-signature:%s\r\n\r\n", trailer, trsig);
+    return example_body(b, cap, TSIG1, TSIG2, TSIG3, tail);
 }
 
 TEST(aws_signed_trailer_example)
