@@ -20,10 +20,10 @@
 
 struct gw {
     struct srv_env e;
-    char s3[80];   /* host:port of the gateway */
-    char url[96];  /* http://host:port */
-    char dir[160]; /* scratch files (the server's directory) */
-    char aws[512]; /* the aws command line, anonymous */
+    char s3[80];      /* host:port of the gateway */
+    char url[96];     /* http://host:port */
+    char dir[160];    /* scratch files (the server's directory) */
+    char awsenv[512]; /* the aws CLI's environment: its config, no credentials file */
 };
 
 /* Skip unless railiod was built with the gateway and curl(1) is there. */
@@ -71,12 +71,11 @@ static inline void gw_start(struct gw *g, const char *backend, const char *const
     snprintf(g->s3, sizeof(g->s3), "%s", g->e.s3);
     snprintf(g->url, sizeof(g->url), "http://%s", g->s3);
     snprintf(g->dir, sizeof(g->dir), "%s", t_scratch_dir("gw"));
-    snprintf(g->aws, sizeof(g->aws),
+    snprintf(g->awsenv, sizeof(g->awsenv),
              "AWS_CONFIG_FILE=%s/awscfg AWS_SHARED_CREDENTIALS_FILE=/dev/null "
-             "AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true "
-             "aws --endpoint-url %s --no-sign-request",
-             g->dir, g->url);
-    /* One PUT per object: multipart is not implemented yet. */
+             "AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true",
+             g->dir);
+    /* One PUT per object (test_gw_multipart has its own config). */
     t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 4GB\\n    signature_version = "
          "s3v4\\n' > %s/awscfg",
          g->dir);
@@ -86,6 +85,12 @@ static inline void gw_stop(struct gw *g)
 {
     T_EQ(srv_stop(&g->e), 0);
 }
+
+/* Run the aws CLI in the scratch directory: env (extra assignments, e.g.
+ * credentials or another AWS_CONFIG_FILE; "" for none), unsigned when env
+ * gives no credentials; its output in scratch file out. The exit status. */
+static inline int gw_aws(struct gw *g, const char *env, const char *out, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Path of a scratch file. */
 static inline const char *gw_path(struct gw *g, const char *name)
@@ -118,6 +123,19 @@ static inline int gw_curl(struct gw *g, const char *out, const char *fmt, ...)
     if (st != 0)
         return -1;
     return t_read_int(code);
+}
+
+static inline int gw_aws(struct gw *g, const char *env, const char *out, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    return t_sh("cd %s && %s %s aws --endpoint-url %s %s %s > %s 2>&1", g->dir, g->awsenv, env,
+                g->url, strstr(env, "AWS_ACCESS_KEY_ID") ? "" : "--no-sign-request", args,
+                gw_path(g, out));
 }
 
 /* Does scratch file name contain needle? */

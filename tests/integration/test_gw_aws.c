@@ -8,19 +8,7 @@
  */
 #include "gw_util.h"
 
-static int aws(struct gw *g, const char *out, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int aws(struct gw *g, const char *out, const char *fmt, ...)
-{
-    char args[2048];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    return t_sh("cd %s && %s %s > %s 2>&1 || { cat %s >&2; exit 1; }", g->dir, g->aws, args,
-                gw_path(g, out), gw_path(g, out));
-}
+#define aws(g, out, ...) gw_aws((g), "", (out), __VA_ARGS__)
 
 TEST(aws_cli)
 {

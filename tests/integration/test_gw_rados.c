@@ -5,7 +5,9 @@
  * railiod's S3 gateway over rados:// on a single-host Ceph cluster
  * (tests/harness/ceph.sh), two gateways on one pool: an object PUT through
  * one is listed, read (whole and a range) and deleted through the other,
- * every byte compared; a bucket made through one is seen by the other.
+ * every byte compared; a bucket made through one is seen by the other;
+ * concurrent PUTs of one key through both leave one whole version; a
+ * gateway killed in the middle of a PUT leaves nothing visible.
  */
 #include "t.h"
 
@@ -54,6 +56,28 @@ TEST(two_gateways_one_pool)
                  gw_path(&a, "src"), a.url),
          400);
     T_EQ(gw_curl(&b, "o", "-I %s/cbk/d/bad", b.url), 404);
+    /* Concurrent PUTs of one key through both: one whole version. */
+    gw_file(&a, "v1", 6 * 1024 * 1024 + 1, 31);
+    gw_file(&a, "v2", 6 * 1024 * 1024 + 2, 32);
+    T_EQ(t_sh("curl -sf -o /dev/null -T %s %s/cbk/same & curl -sf -o /dev/null -T %s %s/cbk/same "
+              "& wait",
+              gw_path(&a, "v1"), a.url, gw_path(&a, "v2"), b.url),
+         0);
+    T_EQ(gw_curl(&a, "same", "%s/cbk/same", a.url), 200);
+    T_TRUE(gw_same(&a, "same", "v1") || gw_same(&a, "same", "v2"));
+    /* A gateway killed in the middle of a PUT: nothing visible. */
+    {
+        struct gw k;
+        gw_start(&k, url, NULL);
+        T_EQ(t_sh("(curl -s -o /dev/null --limit-rate 2M -T %s %s/cbk/half &) ; sleep 1.5",
+                  gw_path(&a, "src"), k.url),
+             0);
+        srv_kill9(&k.e);
+        T_EQ(gw_curl(&b, "o", "-I %s/cbk/half", b.url), 404);
+        T_EQ(gw_curl(&b, "l", "'%s/cbk?list-type=2'", b.url), 200);
+        T_FALSE(gw_has(&b, "l", "half"));
+    }
+    T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/same", b.url), 204);
     /* Deleted through the other; the bucket then goes. */
     T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/d/obj", b.url), 204);
     T_EQ(gw_curl(&a, "o", "-I %s/cbk/d/obj", a.url), 404);

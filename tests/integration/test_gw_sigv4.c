@@ -16,22 +16,13 @@
 #define AK2 "AKGWTEST2"
 #define SK2 "secret-two+klmnopqrst"
 
-static int aws_as(struct gw *g, const char *ak, const char *sk, const char *out, const char *fmt,
-                  ...) __attribute__((format(printf, 5, 6)));
-static int aws_as(struct gw *g, const char *ak, const char *sk, const char *out, const char *fmt,
-                  ...)
+/* The aws CLI as user ak. */
+static int aws_as(struct gw *g, const char *ak, const char *sk, const char *out, const char *args)
 {
-    char args[2048];
-    va_list ap;
+    char env[256];
 
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof(args), fmt, ap);
-    va_end(ap);
-    return t_sh("cd %s && AWS_CONFIG_FILE=%s/awscfg AWS_SHARED_CREDENTIALS_FILE=/dev/null "
-                "AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true "
-                "AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY='%s' aws --endpoint-url %s %s "
-                "> %s 2>&1",
-                g->dir, g->dir, ak, sk, g->url, args, gw_path(g, out));
+    snprintf(env, sizeof(env), "AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY='%s'", ak, sk);
+    return gw_aws(g, env, out, "%s", args);
 }
 
 TEST(signed_requests)

@@ -51,9 +51,16 @@ static struct {
 } g = {.client_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static const char *const op_names[GW_OP__COUNT] = {
-    "ListBuckets", "CreateBucket",  "HeadBucket",    "DeleteBucket", "GetBucketLocation",
-    "ListObjects", "ListObjectsV2", "GetObject",     "HeadObject",   "PutObject",
-    "CopyObject",  "DeleteObject",  "DeleteObjects", "Other"};
+    "ListBuckets",          "CreateBucket",
+    "HeadBucket",           "DeleteBucket",
+    "GetBucketLocation",    "ListObjects",
+    "ListObjectsV2",        "GetObject",
+    "HeadObject",           "PutObject",
+    "CopyObject",           "DeleteObject",
+    "DeleteObjects",        "CreateMultipartUpload",
+    "UploadPart",           "CompleteMultipartUpload",
+    "AbortMultipartUpload", "ListParts",
+    "ListMultipartUploads", "Other"};
 
 const char *rio__gw_op_name(int op)
 {
@@ -253,6 +260,14 @@ static int known_param(const char *name)
                                      "response-content-language",
                                      "response-expires",
                                      "delete",
+                                     "uploads",
+                                     "uploadId",
+                                     "partNumber",
+                                     "max-parts",
+                                     "part-number-marker",
+                                     "max-uploads",
+                                     "key-marker",
+                                     "upload-id-marker",
                                      "location"};
     if (strncasecmp(name, "X-Amz-", 6) == 0)
         return 1;
@@ -453,6 +468,20 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         if (!r->bkey)
             return *ret = MHD_NO, -1;
         snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
+        if (rio__gw_arg(r, "uploadId") || rio__gw_arg(r, "uploads")) {
+            /* Multipart: UploadPartCopy is not implemented. */
+            if (!strcmp(r->method, "POST"))
+                r->op = rio__gw_arg(r, "uploads") ? GW_OP_CREATE_MPU : GW_OP_COMPLETE_MPU;
+            else if (!strcmp(r->method, "PUT") && !rio__gw_header(c, "x-amz-copy-source"))
+                r->op = GW_OP_UPLOAD_PART;
+            else if (!strcmp(r->method, "DELETE"))
+                r->op = GW_OP_ABORT_MPU;
+            else if (!strcmp(r->method, "GET"))
+                r->op = GW_OP_LIST_PARTS;
+            if (r->op != GW_OP_CREATE_MPU && !rio__gw_arg(r, "uploadId"))
+                r->op = GW_OP_OTHER;
+            return 0;
+        }
         if (!strcmp(r->method, "GET"))
             r->op = GW_OP_GET_OBJECT;
         else if (!strcmp(r->method, "HEAD"))
@@ -463,7 +492,9 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             r->op = GW_OP_DELETE_OBJECT;
         return 0;
     }
-    if (!strcmp(r->method, "GET"))
+    if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
+        r->op = GW_OP_LIST_MPUS;
+    else if (!strcmp(r->method, "GET"))
         r->op = rio__gw_arg(r, "location")            ? GW_OP_BUCKET_LOCATION
                 : rio__gw_arg(r, "list-type") != NULL ? GW_OP_LIST_OBJECTS_V2
                                                       : GW_OP_LIST_OBJECTS;
@@ -508,11 +539,27 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
     case GW_OP_DELETE_OBJECTS:
         return rio__gw_delete_objects(c, r);
+    case GW_OP_CREATE_MPU:
+        return rio__gw_mpu_create(c, r);
+    case GW_OP_COMPLETE_MPU:
+        return rio__gw_mpu_complete(c, r);
+    case GW_OP_ABORT_MPU:
+        return rio__gw_mpu_abort(c, r);
+    case GW_OP_LIST_PARTS:
+        return rio__gw_mpu_list_parts(c, r);
+    case GW_OP_LIST_MPUS:
+        return rio__gw_mpu_list_uploads(c, r);
     default:
         return rio__gw_error(c, r, 501, "NotImplemented",
                              "A header or method you provided implies functionality that is not "
                              "implemented.");
     }
+}
+
+/* Requests whose body streams into a writer: PutObject, UploadPart. */
+static int is_put(int op)
+{
+    return op == GW_OP_PUT_OBJECT || op == GW_OP_UPLOAD_PART;
 }
 
 /* The body of a request that takes one (PUT object, POST ?delete, PUT
@@ -522,12 +569,12 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
     r->bytes_in += n;
     if (r->err_status)
         return; /* an error is pending: drain the rest */
-    if (r->op == GW_OP_PUT_OBJECT) {
+    if (is_put(r->op)) {
         rio__gw_put_data(r, p, n); /* checks the payload itself (aws-chunked decoded) */
         return;
     }
     rio__gw_checks_update(r, p, n);
-    if (r->op == GW_OP_DELETE_OBJECTS) {
+    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU) {
         if (r->blen + n > GW_POST_BODY_MAX) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
@@ -556,8 +603,8 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
 /* Operations answered once the body is in (the others at once). */
 static int takes_body(int op)
 {
-    return op == GW_OP_PUT_OBJECT || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
-           op == GW_OP_COPY_OBJECT;
+    return is_put(op) || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
+           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT;
 }
 
 /* The request's headers are in: route, authenticate, and either answer
@@ -590,7 +637,9 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
         else if (checks_init(c, r, &ret) < 0)
             ; /* answered */
         else if (r->op == GW_OP_PUT_OBJECT)
-            ret = rio__gw_put_open(c, r); /* MHD_YES without a response: 100, body */
+            ret = rio__gw_put_open(c, r);
+        else if (r->op == GW_OP_UPLOAD_PART)
+            ret = rio__gw_mpu_part_open(c, r); /* MHD_YES without a response: 100, body */
         else if (r->auth.payload_mode != RIO_S3_PAYLOAD_UNSIGNED &&
                  r->auth.payload_mode != RIO_S3_PAYLOAD_SIGNED)
             ret = rio__gw_error(c, r, 501, "NotImplemented",
@@ -650,14 +699,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     /* The whole body is in. */
-    if (r->op != GW_OP_PUT_OBJECT && !r->err_status)
+    if (!is_put(r->op) && !r->err_status)
         rio__gw_checks_done(r);
     if (r->err_status) {
-        if (r->op == GW_OP_PUT_OBJECT)
+        if (is_put(r->op))
             rio__gw_put_cleanup(r);
         return (enum MHD_Result)rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
     }
-    if (r->op == GW_OP_PUT_OBJECT)
+    if (is_put(r->op))
         return (enum MHD_Result)rio__gw_put_close(c, r);
     if (r->op == GW_OP_DELETE_OBJECTS)
         return (enum MHD_Result)rio__gw_delete_objects(c, r);
@@ -696,7 +745,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
                  (unsigned long long)r->bytes_out, (double)ns / 1e6,
                  why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut off)");
     }
-    if (r->op == GW_OP_PUT_OBJECT)
+    if (is_put(r->op))
         rio__gw_put_cleanup(r);
     checks_free(r);
     rio__free(r->uri);

@@ -17,6 +17,7 @@
 
 struct MHD_Connection;
 struct MHD_Response;
+struct gw_buf;
 struct rio_client;
 struct rio_writer;
 
@@ -61,6 +62,12 @@ enum gw_op {
     GW_OP_COPY_OBJECT,
     GW_OP_DELETE_OBJECT,
     GW_OP_DELETE_OBJECTS,
+    GW_OP_CREATE_MPU,
+    GW_OP_UPLOAD_PART,
+    GW_OP_COMPLETE_MPU,
+    GW_OP_ABORT_MPU,
+    GW_OP_LIST_PARTS,
+    GW_OP_LIST_MPUS,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -130,6 +137,11 @@ int rio__gw_checks_done(struct gw_req *r);
 
 /* ops.c */
 int rio__gw_bucket_exists(const char *bucket); /* 1, 0 or an error */
+/* 0 when r's bucket exists, else the error response was queued (*ret). */
+int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret);
+int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status);
+/* Send b's XML (or InternalError when it ran out of memory); frees b. */
+int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b);
 int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r);
@@ -145,6 +157,18 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r);
 void rio__gw_put_data(struct gw_req *r, const void *p, size_t n);
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r);
 void rio__gw_put_cleanup(struct gw_req *r);
+
+/* multipart.c: uploads under ".rio-mpu/BUCKET/UPLOADID" (the key) and
+ * their parts ".rio-mpu/BUCKET/UPLOADID/NNNNN" on the backend. */
+#define GW_MPU_PREFIX ".rio-mpu/"
+#define GW_MPU_PARTS_MAX 10000u
+int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r);
+/* UploadPart: r->bkey becomes the part's key, then rio__gw_put_open. */
+int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r);
 
 /* xml.c */
 struct gw_buf {

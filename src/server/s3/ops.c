@@ -49,7 +49,7 @@ int rio__gw_bucket_exists(const char *bucket)
 }
 
 /* 0 when the bucket exists, else the error response was queued (*ret). */
-static int need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret)
+int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
     int e = rio__gw_bucket_exists(r->bucket);
 
@@ -72,13 +72,13 @@ static void etag_hdr(struct MHD_Response *resp, const char *etag)
     MHD_add_response_header(resp, "ETag", q);
 }
 
-static int send_empty(struct MHD_Connection *c, struct gw_req *r, int status)
+int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status)
 {
     return rio__gw_send(c, r, status,
                         MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
 
-static int send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b)
+int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b)
 {
     int ret = b->oom ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
                      : rio__gw_send_xml(c, r, status, b->p, b->len);
@@ -149,7 +149,7 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
         rio_list_page_cleanup(&p);
     } while (token[0] && seen < BUCKETS_MAX);
     rio__gw_buf_printf(&b, "</Buckets></ListAllMyBucketsResult>\n");
-    return send_buf(c, r, 200, &b);
+    return rio__gw_send_buf(c, r, 200, &b);
 }
 
 int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
@@ -179,9 +179,9 @@ int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r)
 {
     int ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    return send_empty(c, r, 200);
+    return rio__gw_send_empty(c, r, 200);
 }
 
 int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
@@ -189,10 +189,10 @@ int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
     struct gw_buf b = {0};
     int ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     rio__gw_buf_printf(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>\n");
-    return send_buf(c, r, 200, &b);
+    return rio__gw_send_buf(c, r, 200, &b);
 }
 
 int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
@@ -202,7 +202,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
     char prefix[GW_BUCKET_MAX + 2], k[128];
     int ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     snprintf(prefix, sizeof(prefix), "%s/", r->bucket);
     memset(&a, 0, sizeof(a));
@@ -222,7 +222,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
     ret = rio_delete(rio__gw_client(), k);
     if (ret < 0 && ret != RIO_ENOTFOUND)
         return rio__gw_rio_error(c, r, ret, "delete bucket");
-    return send_empty(c, r, 204);
+    return rio__gw_send_empty(c, r, 204);
 }
 
 /* ------------------------------------------------------------- listing */
@@ -267,7 +267,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     unsigned long max = 1000;
     int url = 0, ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     prefix = prefix ? prefix : "";
     delim = delim && *delim ? delim : NULL;
@@ -363,7 +363,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     }
     rio__gw_buf_printf(&b, "</ListBucketResult>\n");
     rio_list_page_cleanup(&p);
-    return send_buf(c, r, 200, &b);
+    return rio__gw_send_buf(c, r, 200, &b);
 }
 
 /* ------------------------------------------------------------- GET, HEAD */
@@ -578,12 +578,12 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
 {
     int ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     ret = rio_delete(rio__gw_client(), r->bkey);
     if (ret < 0 && ret != RIO_ENOTFOUND)
         return rio__gw_rio_error(c, r, ret, "delete");
-    return send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
+    return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
 }
 
 struct del_ctx {
@@ -636,7 +636,7 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
     struct del_ctx x = {.r = r, .b = &b};
     int ret;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     if (!r->buf)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
@@ -652,7 +652,7 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
                                     : "The XML you provided was not well-formed.");
     }
     rio__gw_buf_printf(&b, "</DeleteResult>\n");
-    return send_buf(c, r, 200, &b);
+    return rio__gw_send_buf(c, r, 200, &b);
 }
 
 /* ------------------------------------------------------------- PUT */
@@ -709,7 +709,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "You must provide the Content-Length HTTP header.");
     }
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
@@ -831,7 +831,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     char *buf = NULL;
     int ret, e;
 
-    if (need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     s = rio__gw_unescape(src, strlen(src), 0);
     if (!s)
@@ -902,5 +902,5 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
                        XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s"
                                 "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
                        date, out.etag);
-    return send_buf(c, r, 200, &b);
+    return rio__gw_send_buf(c, r, 200, &b);
 }
