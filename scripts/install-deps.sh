@@ -25,6 +25,8 @@ BUILD_PACKAGES=(
     liburing-dev         # file:// transport (io_uring)
     libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
     librados-dev         # rados:// module (librados)
+    libmicrohttpd-dev    # railiod --s3-listen: the S3 gateway (HTTP/1.1 server)
+    zlib1g-dev           # railiod --s3-listen: x-amz-checksum-crc32
 )
 
 TEST_PACKAGES=(

@@ -30,6 +30,9 @@
 #include "core/clock.h"
 #include "core/url.h"
 #include "server/server.h"
+#if RIO_HAVE_MHD
+#include "server/s3/gw.h"
+#endif
 
 #include "railio.h"
 
@@ -89,6 +92,11 @@ static void usage(FILE *f)
            "                            data and metadata are durable (fsync)\n"
            "  --log-level LEVEL         error, warn, info (default) or debug\n"
            "  --log-file F              log to F (appended; reopened on SIGHUP), not stderr\n"
+           "  --s3-listen ADDR:PORT     serve the S3 API on ADDR:PORT (docs/gateway.md)\n"
+           "  --s3-backend URL          the gateway's store: any railio URL (default: this\n"
+           "                            server, over railio:// on its first listener)\n"
+           "  --s3-keys F               access keys and secrets of the gateway's users\n"
+           "  --s3-anonymous            let unsigned requests in (off by default)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -259,6 +267,10 @@ enum {
     OPT_LOG_FILE,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
+    OPT_S3_LISTEN,
+    OPT_S3_BACKEND,
+    OPT_S3_KEYS,
+    OPT_S3_ANON,
 };
 
 static const struct option long_opts[] = {
@@ -293,6 +305,10 @@ static const struct option long_opts[] = {
     {"log-file", required_argument, NULL, OPT_LOG_FILE},
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"s3-listen", required_argument, NULL, OPT_S3_LISTEN},
+    {"s3-backend", required_argument, NULL, OPT_S3_BACKEND},
+    {"s3-keys", required_argument, NULL, OPT_S3_KEYS},
+    {"s3-anonymous", no_argument, NULL, OPT_S3_ANON},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -304,6 +320,8 @@ struct args {
     const char *token_file;
     const char *log_file;
     const char *tls_cert, *tls_key;
+    const char *s3_listen, *s3_backend, *s3_keys;
+    int s3_anonymous;
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -379,6 +397,9 @@ static const struct {
     {OPT_TLS_KEY, offsetof(struct args, tls_key)},
     {OPT_METRICS, offsetof(struct args, metrics)},
     {OPT_METRICS_LISTEN, offsetof(struct args, metrics)},
+    {OPT_S3_LISTEN, offsetof(struct args, s3_listen)},
+    {OPT_S3_BACKEND, offsetof(struct args, s3_backend)},
+    {OPT_S3_KEYS, offsetof(struct args, s3_keys)},
 };
 
 /* Option id's value into a: whether it was one of those. */
@@ -455,6 +476,9 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_PREFAULT:
             cfg->prefault = 1;
             break;
+        case OPT_S3_ANON:
+            a->s3_anonymous = 1;
+            break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
                    RIO_VERSION_PATCH, RIO_PROTO_VERSION);
@@ -480,6 +504,17 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         usage(stderr);
         return 2;
     }
+    if ((a->s3_backend || a->s3_keys || a->s3_anonymous) && !a->s3_listen) {
+        fprintf(stderr, "railiod: --s3-backend, --s3-keys and --s3-anonymous need --s3-listen\n");
+        return 2;
+    }
+#if !RIO_HAVE_MHD
+    if (a->s3_listen) {
+        fprintf(stderr, "railiod: --s3-listen: this railiod was built without the S3 gateway "
+                        "(libmicrohttpd was not found at build time)\n");
+        return 2;
+    }
+#endif
     if (cfg->sync && !cfg->data_dir) {
         fprintf(stderr, "railiod: --sync needs --data-dir\n");
         return 2;
@@ -535,7 +570,8 @@ static int open_listeners(struct rio_srv *srv, const char *list)
 /* Write the bound addresses: line 1 is the comma-separated rail list (ready
  * for a railio:// URL), line 2 "metrics=ADDR" when metrics are on. Written
  * to a temporary name and renamed, so a reader never sees half a file. */
-static int write_port_file(const struct rio_srv *srv, const char *path, const char *metrics)
+static int write_port_file(const struct rio_srv *srv, const char *path, const char *metrics,
+                           const char *s3)
 {
     char tmp[4096];
     FILE *f;
@@ -550,6 +586,8 @@ static int write_port_file(const struct rio_srv *srv, const char *path, const ch
     fputc('\n', f);
     if (metrics)
         fprintf(f, "metrics=%s\n", metrics);
+    if (s3)
+        fprintf(f, "s3=%s\n", s3);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         int e = -errno;
         unlink(tmp);
@@ -733,13 +771,58 @@ static int serve(struct rio_srv *srv, int sfd)
     return 0;
 }
 
+/* The S3 gateway on its listener (docs/gateway.md): 0, or -1 (logged). */
+static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_listener *l)
+{
+#if RIO_HAVE_MHD
+    struct rio_s3_gw_config gc = {
+        .backend = a->s3_backend, .keys = a->s3_keys, .anonymous = a->s3_anonymous};
+    char url[512], host[RIO_PROTO_ADDR_MAX + 1];
+
+    if (!a->s3_backend) {
+        /* This server over railio://, on its first listener (a wildcard one
+         * through loopback). */
+        const char *name = srv->lis[0].name;
+        if (srv->tls) {
+            SRV_ERR(
+                "--s3-listen with --tls-cert: give --s3-backend (railio://...?tls=on&tls_ca=...)");
+            return -1;
+        }
+        if (srv->lis[0].wildcard) {
+            const char *port = strrchr(name, ':');
+            snprintf(host, sizeof(host), "%s%s",
+                     srv->lis[0].addr.ss_family == AF_INET6 ? "[::1]" : "127.0.0.1", port);
+            name = host;
+        }
+        if (snprintf(url, sizeof(url), "railio://%s%s%s", name, a->token_file ? "?token_file=" : "",
+                     a->token_file ? a->token_file : "") >= (int)sizeof(url)) {
+            SRV_ERR("--s3-listen: the default backend's URL is too long");
+            return -1;
+        }
+        gc.backend = url;
+        gc.lazy = 1; /* this server accepts once it serves */
+    }
+    if (open_listener(a->s3_listen, l) < 0)
+        return -1;
+    gc.listen_fd = l->fd;
+    if (rio__s3_gw_start(&gc) < 0)
+        return -1;
+    return 0;
+#else
+    (void)srv;
+    (void)a;
+    (void)l;
+    return -1;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     struct rio_srv *srv;
     struct args a = {0};
     sigset_t mask;
     int ret, done, sfd = -1, mfd_ok = 0;
-    struct rio_srv_listener mlis = {.fd = -1};
+    struct rio_srv_listener mlis = {.fd = -1}, s3lis = {.fd = -1};
 
     /* One heap for every thread: small allocations only (object memory is
      * mapped on its own, see below). */
@@ -888,8 +971,14 @@ int main(int argc, char **argv)
         ret = 1;
         goto out_workers;
     }
+    if (a.s3_listen && start_s3(srv, &a, &s3lis) < 0) {
+        atomic_store(&srv->stopping, 1);
+        ret = 1;
+        goto out_workers;
+    }
     if (a.port_file) {
-        ret = write_port_file(srv, a.port_file, a.metrics ? mlis.name : NULL);
+        ret = write_port_file(srv, a.port_file, a.metrics ? mlis.name : NULL,
+                              a.s3_listen ? s3lis.name : NULL);
         if (ret < 0) {
             SRV_ERR("port file %s: %s", a.port_file, rio_strerror(ret));
             atomic_store(&srv->stopping, 1);
@@ -901,6 +990,9 @@ int main(int argc, char **argv)
         SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
+    if (a.s3_listen)
+        SRV_INFO("s3 on http://%s/ over %s", s3lis.name,
+                 a.s3_backend ? a.s3_backend : "this server");
     SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s tls=%s max_conns=%u "
              "max_depth=%u data_dir=%s sync=%s",
              (unsigned long long)srv->cfg.memory, srv->cfg.prefault ? " (prefaulted)" : "",
@@ -916,6 +1008,10 @@ int main(int argc, char **argv)
     if (a.port_file)
         unlink(a.port_file);
 out_workers:
+#if RIO_HAVE_MHD
+    /* The gateway is a client of the workers (its default backend): first. */
+    rio__s3_gw_stop();
+#endif
     rio__srv_workers_wake(srv);
     rio__srv_workers_join(srv);
 out_listeners:

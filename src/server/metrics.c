@@ -21,6 +21,9 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "server/server.h"
+#if RIO_HAVE_MHD
+#include "server/s3/gw.h"
+#endif
 
 #include "railio.h"
 
@@ -262,6 +265,10 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
             (unsigned long long)ld(&m->listener_conns[i]));
     help(&o, "uptime_seconds", "gauge", "Seconds since the server started.");
     put(&o, "railiod_uptime_seconds %.3f\n", (double)(rio__now_ns() - srv->start_ns) / 1e9);
+#if RIO_HAVE_MHD
+    if (o.len < o.cap) /* the S3 gateway's, when it runs */
+        o.len += rio__s3_gw_metrics(o.p + o.len, o.cap - o.len);
+#endif
     buf[o.len] = '\0';
     return o.len;
 }

@@ -114,6 +114,11 @@ static void srv__parse_ports(struct srv_env *e, char *text)
     for (tok = strtok_r(text, ",", &save); tok && e->naddr < SRV_MAX_ADDRS;
          tok = strtok_r(NULL, ",", &save))
         snprintf(e->addr[e->naddr++], sizeof(e->addr[0]), "%s", tok);
+    char *s3 = strstr(nl + 1, "s3=");
+    if (s3) {
+        s3 += 3;
+        snprintf(e->s3, sizeof(e->s3), "%.*s", (int)strcspn(s3, "\n"), s3);
+    }
     char *m = strstr(nl + 1, "metrics=");
     if (m) {
         m += 8;

@@ -62,7 +62,8 @@ struct srv_env {
     unsigned naddr;
     char addr[SRV_MAX_ADDRS][80];
     char metrics[80];
-    int exited; /* srv_stop reaped it */
+    char s3[80]; /* the S3 gateway's address (--s3-listen), "" if none */
+    int exited;  /* srv_stop reaped it */
     /* Set between srv_prepare and srv_start_listen to run another program
      * (e.g. "$T_BUILD_DIR/railio") with a first argument (e.g. "serve"). */
     const char *bin;

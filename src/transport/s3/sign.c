@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "transport/s3/sign.h"
@@ -178,6 +179,22 @@ static int hmac(EVP_MD_CTX *m, const void *key, size_t klen, const void *msg, si
     return 0;
 }
 
+int rio__s3_hmac(void *mdctx, const void *key, size_t klen, const void *msg, size_t mlen,
+                 uint8_t out[32])
+{
+    return hmac(mdctx, key, klen, msg, mlen, out);
+}
+
+int rio__s3_sha256_hex(void *mdctx, const void *p, size_t n, char out[65])
+{
+    uint8_t h[SHA256_LEN];
+
+    if (sha_init(mdctx) || sha_put(mdctx, p, n) || sha_end(mdctx, h))
+        return -1;
+    rio__s3_hex(h, sizeof(h), out);
+    return 0;
+}
+
 static int hmac_str(EVP_MD_CTX *m, const uint8_t key[SHA256_LEN], const char *msg,
                     uint8_t out[SHA256_LEN])
 {
@@ -198,21 +215,37 @@ static void trim(const char *v, const char **b, size_t *len)
     *len = (size_t)(e - v);
 }
 
-int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
-                 const char *canon_uri, const char *canon_query, const struct rio_s3_kv *hdrs,
-                 unsigned n, const char *payload_hash, const char *amzdate, char *auth, size_t cap)
+int rio__s3_signing_key(void *mdctx, const char *secret, const char *date8, const char *region,
+                        const char *service, uint8_t out[32])
+{
+    uint8_t kbuf[4 + 256], k1[SHA256_LEN], k2[SHA256_LEN];
+    size_t klen = strlen(secret);
+    int ret = -1;
+
+    if (klen > sizeof(kbuf) - 4 || strlen(date8) != 8)
+        return -1;
+    memcpy(kbuf, "AWS4", 4);
+    memcpy(kbuf + 4, secret, klen);
+    if (!hmac(mdctx, kbuf, klen + 4, date8, 8, k1) && !hmac_str(mdctx, k1, region, k2) &&
+        !hmac_str(mdctx, k2, service, k1) && !hmac_str(mdctx, k1, "aws4_request", out))
+        ret = 0;
+    OPENSSL_cleanse(kbuf, sizeof(kbuf));
+    OPENSSL_cleanse(k1, sizeof(k1));
+    OPENSSL_cleanse(k2, sizeof(k2));
+    return ret;
+}
+
+int rio__s3_canon_hash(void *mdctx, const char *method, const char *canon_uri,
+                       const char *canon_query, const struct rio_s3_kv *hdrs, unsigned n,
+                       const char *payload_hash, char *signed_names, size_t sncap, char hex[65])
 {
     EVP_MD_CTX *m = mdctx;
     unsigned idx[RIO_S3_MAX_SIGNED];
-    uint8_t h[SHA256_LEN], k1[SHA256_LEN], k2[SHA256_LEN];
-    char signed_names[RIO_S3_MAX_SIGNED * 48], sts[256], date[9], hexs[2 * SHA256_LEN + 1];
-    size_t sl = 0, klen;
-    uint8_t kbuf[4 + 256];
-    int w;
+    uint8_t h[SHA256_LEN];
+    size_t sl = 0;
 
-    if (!s || !m || !s->access_key || !s->secret_key || !s->region || !s->service || !method ||
-        !canon_uri || !canon_query || !payload_hash || !amzdate || strlen(amzdate) != 16 ||
-        n > RIO_S3_MAX_SIGNED)
+    if (!m || !method || !canon_uri || !canon_query || !payload_hash || n > RIO_S3_MAX_SIGNED ||
+        sncap == 0)
         return -1;
 
     /* Headers sorted by name (insertion sort: a request has a dozen). */
@@ -229,7 +262,7 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
     signed_names[0] = '\0';
     for (unsigned i = 0; i < n; i++) {
         size_t l = strlen(hdrs[idx[i]].k);
-        if (sizeof(signed_names) - sl < l + 2)
+        if (sncap - sl < l + 2)
             return -1;
         if (i)
             signed_names[sl++] = ';';
@@ -251,7 +284,34 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
     if (sha_str(m, "\n") || sha_str(m, signed_names) || sha_str(m, "\n") ||
         sha_str(m, payload_hash) || sha_end(m, h))
         return -1;
-    rio__s3_hex(h, sizeof(h), hexs);
+    rio__s3_hex(h, sizeof(h), hex);
+    return 0;
+}
+
+int rio__s3_sign_sts(void *mdctx, const uint8_t key[32], const char *sts, char sig[65])
+{
+    uint8_t h[SHA256_LEN];
+
+    if (hmac_str(mdctx, key, sts, h))
+        return -1;
+    rio__s3_hex(h, sizeof(h), sig);
+    return 0;
+}
+
+int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
+                 const char *canon_uri, const char *canon_query, const struct rio_s3_kv *hdrs,
+                 unsigned n, const char *payload_hash, const char *amzdate, char *auth, size_t cap)
+{
+    uint8_t key[SHA256_LEN];
+    char signed_names[RIO_S3_MAX_SIGNED * 48], sts[256], date[9], hexs[2 * SHA256_LEN + 1];
+    int w;
+
+    if (!s || !mdctx || !s->access_key || !s->secret_key || !s->region || !s->service || !amzdate ||
+        strlen(amzdate) != 16)
+        return -1;
+    if (rio__s3_canon_hash(mdctx, method, canon_uri, canon_query, hdrs, n, payload_hash,
+                           signed_names, sizeof(signed_names), hexs))
+        return -1;
 
     memcpy(date, amzdate, 8);
     date[8] = '\0';
@@ -261,17 +321,12 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
         return -1;
 
     /* Signing key: HMAC chain over date, region, service, "aws4_request". */
-    klen = strlen(s->secret_key);
-    if (klen > sizeof(kbuf) - 4)
+    if (rio__s3_signing_key(mdctx, s->secret_key, date, s->region, s->service, key))
         return -1;
-    memcpy(kbuf, "AWS4", 4);
-    memcpy(kbuf + 4, s->secret_key, klen);
-    if (hmac(m, kbuf, klen + 4, date, 8, k1) || hmac_str(m, k1, s->region, k2) ||
-        hmac_str(m, k2, s->service, k1) || hmac_str(m, k1, "aws4_request", k2) ||
-        hmac_str(m, k2, sts, h))
+    w = rio__s3_sign_sts(mdctx, key, sts, hexs);
+    OPENSSL_cleanse(key, sizeof(key));
+    if (w)
         return -1;
-    memset(kbuf, 0, sizeof(kbuf));
-    rio__s3_hex(h, sizeof(h), hexs);
 
     w = snprintf(auth, cap,
                  "AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, SignedHeaders=%s, "

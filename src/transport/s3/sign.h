@@ -75,6 +75,30 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
                  unsigned n, const char *payload_hash, const char *amzdate, char *auth, size_t cap);
 
 /*
+ * The pieces of rio__s3_sign, shared with railiod's S3 gateway, which
+ * verifies what clients signed (src/server/s3/sigv4v.c). All take the
+ * caller's EVP_MD_CTX and return 0, or -1 on a bad argument or a digest
+ * failure.
+ *
+ * rio__s3_hmac: HMAC-SHA256 of msg under key. rio__s3_sha256_hex: the
+ * lower-case hex SHA-256 of p[0..n). rio__s3_signing_key: the SigV4 signing
+ * key (the HMAC chain over date8 "YYYYMMDD", region, service and
+ * "aws4_request"; the secret at most 256 bytes). rio__s3_canon_hash: the hex
+ * SHA-256 of the canonical request (hdrs as for rio__s3_sign, sorted here;
+ * the ';'-joined sorted names into signed_names). rio__s3_sign_sts: the hex
+ * signature of a string to sign under a signing key.
+ */
+int rio__s3_hmac(void *mdctx, const void *key, size_t klen, const void *msg, size_t mlen,
+                 uint8_t out[32]);
+int rio__s3_sha256_hex(void *mdctx, const void *p, size_t n, char out[65]);
+int rio__s3_signing_key(void *mdctx, const char *secret, const char *date8, const char *region,
+                        const char *service, uint8_t out[32]);
+int rio__s3_canon_hash(void *mdctx, const char *method, const char *canon_uri,
+                       const char *canon_query, const struct rio_s3_kv *hdrs, unsigned n,
+                       const char *payload_hash, char *signed_names, size_t sncap, char hex[65]);
+int rio__s3_sign_sts(void *mdctx, const uint8_t key[32], const char *sts, char sig[65]);
+
+/*
  * Addressing. Path style: ENDPOINT/BUCKET/PREFIXKEY (radosgw, MinIO, any
  * endpoint given by hand); virtual-hosted: the bucket is the first label
  * of the host, https://BUCKET.s3.REGION.amazonaws.com/PREFIXKEY (AWS).

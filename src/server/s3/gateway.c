@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The S3 gateway's HTTP side (docs/gateway.md): libmicrohttpd with one thread
+ * per connection (a handler blocks in the engine's writer and reader, never
+ * the other connections), keep-alive, pipelined requests answered in order,
+ * Expect: 100-continue (the 100 goes out only once the request passed its
+ * checks) and chunked request bodies. Every request: its target taken raw
+ * (the URI log callback), bounded, routed to an operation, authenticated,
+ * answered, then logged on one line and counted in /metrics.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "railio.h"
+#include "server/s3/gw.h"
+#include "server/server.h"
+
+#define GW_CONNS 256
+#define GW_CONN_TIMEOUT_S 120
+#define GW_CONN_MEMORY (256u * 1024u)
+#define NLAT 8
+
+static const double lat_bounds[NLAT - 1] = {0.001, 0.005, 0.025, 0.1, 0.5, 2.5, 10};
+
+static struct {
+    struct MHD_Daemon *d;
+    struct rio_client *client;
+    struct rio_s3_keys *keys;
+    int anonymous;
+    int ordered;
+    pthread_mutex_t client_mu;
+    char *backend;                         /* for a client opened at the first request */
+    _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
+    _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
+    _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
+    _Atomic uint64_t lat_us_sum[GW_OP__COUNT];
+    _Atomic uint64_t next_id;
+} g = {.client_mu = PTHREAD_MUTEX_INITIALIZER};
+
+static const char *const op_names[GW_OP__COUNT] = {
+    "ListBuckets",          "CreateBucket",
+    "HeadBucket",           "DeleteBucket",
+    "GetBucketLocation",    "ListObjects",
+    "ListObjectsV2",        "GetObject",
+    "HeadObject",           "PutObject",
+    "CopyObject",           "DeleteObject",
+    "DeleteObjects",        "CreateMultipartUpload",
+    "UploadPart",           "CompleteMultipartUpload",
+    "AbortMultipartUpload", "ListParts",
+    "ListMultipartUploads", "Other"};
+
+const char *rio__gw_op_name(int op)
+{
+    return op >= 0 && op < GW_OP__COUNT ? op_names[op] : "Other";
+}
+
+struct rio_client *rio__gw_client(void)
+{
+    return g.client;
+}
+
+int rio__gw_ordered(void)
+{
+    return g.ordered;
+}
+
+int rio__gw_user_may(const struct gw_req *r, const char *bucket)
+{
+    if (r->auth.anonymous && g.anonymous)
+        return 1; /* --s3-anonymous: every bucket */
+    if (!g.keys)
+        return 0;
+    return rio_s3_user_may(g.keys, r->auth.anonymous ? "" : r->auth.access_key, bucket);
+}
+
+/* ------------------------------------------------------------ responses */
+
+const char *rio__gw_header(struct MHD_Connection *c, const char *name)
+{
+    return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
+}
+
+const char *rio__gw_arg(const struct gw_req *r, const char *name)
+{
+    for (unsigned i = 0; i < r->nq; i++)
+        if (strcmp(r->q[i].name, name) == 0)
+            return r->q[i].value;
+    return NULL;
+}
+
+int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp)
+{
+    char id[24];
+    enum MHD_Result ret;
+
+    if (!resp)
+        return MHD_NO;
+    snprintf(id, sizeof(id), "%016llx", (unsigned long long)atomic_fetch_add(&g.next_id, 1));
+    MHD_add_response_header(resp, "x-amz-request-id", id);
+    MHD_add_response_header(resp, "Server", "railiod");
+    r->status = status;
+    r->done = 1;
+    ret = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(n, xml, MHD_RESPMEM_MUST_COPY);
+
+    r->bytes_out += n;
+    if (resp)
+        MHD_add_response_header(resp, "Content-Type", "application/xml");
+    return rio__gw_send(c, r, status, resp);
+}
+
+int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const char *code,
+                  const char *msg)
+{
+    struct gw_buf b = {0};
+    int ret;
+
+    rio__gw_buf_printf(&b,
+                       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>%s</Code>"
+                       "<Message>",
+                       code);
+    rio__gw_buf_xml(&b, msg);
+    rio__gw_buf_put(&b, "</Message>", 10);
+    if (r->bucket[0]) {
+        rio__gw_buf_put(&b, "<BucketName>", 12);
+        rio__gw_buf_xml(&b, r->bucket);
+        rio__gw_buf_put(&b, "</BucketName>", 13);
+    }
+    if (r->key) {
+        rio__gw_buf_put(&b, "<Key>", 5);
+        rio__gw_buf_xml(&b, r->key);
+        rio__gw_buf_put(&b, "</Key>", 6);
+    }
+    rio__gw_buf_put(&b, "</Error>\n", 9);
+    if (b.oom) {
+        rio__gw_buf_free(&b);
+        return MHD_NO;
+    }
+    SRV_DEBUG("s3: %s %d %s: %s", r->method, status, code, msg);
+    ret = rio__gw_send_xml(c, r, status, b.p, b.len);
+    rio__gw_buf_free(&b);
+    return ret;
+}
+
+int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what)
+{
+    char msg[160];
+
+    snprintf(msg, sizeof(msg), "%s: %s", what, rio_strerror(err));
+    switch (err) {
+    case RIO_ENOTFOUND:
+        return r->key ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
+                      : rio__gw_error(c, r, 404, "NoSuchBucket",
+                                      "The specified bucket does not exist.");
+    case -ENOSPC:
+    case -EFBIG:
+        return rio__gw_error(c, r, 507, "InsufficientStorage", msg);
+    case RIO_ETHROTTLE:
+    case RIO_EBUSY:
+        return rio__gw_error(c, r, 503, "SlowDown", msg);
+    case RIO_ENOTSUP:
+        return rio__gw_error(c, r, 501, "NotImplemented", msg);
+    case -EACCES:
+        return rio__gw_error(c, r, 403, "AccessDenied", msg);
+    default:
+        SRV_WARN("s3: %s: %s", what, rio_strerror(err));
+        return rio__gw_error(c, r, 500, "InternalError", msg);
+    }
+}
+
+static int open_client(void);
+
+/* ------------------------------------------------------------- requests */
+
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    struct gw_req *r = rio__calloc(1, sizeof(*r));
+
+    (void)cls;
+    (void)c;
+    if (!r)
+        return NULL;
+    r->t0 = rio__now_ns();
+    r->op = GW_OP_OTHER;
+    r->uri = strlen(uri) <= GW_URI_MAX ? rio__strdup(uri) : NULL;
+    return r;
+}
+
+/* Split r->uri's query into decoded parameters; 0, or -1 when malformed. */
+static int parse_query(struct gw_req *r)
+{
+    char *save = NULL, *tok;
+
+    r->qbuf = rio__strdup(r->query);
+    if (!r->qbuf)
+        return -1;
+    for (tok = strtok_r(r->qbuf, "&", &save); tok; tok = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(tok, '='), *n, *v;
+        if (r->nq == GW_QUERY_MAX)
+            return -1;
+        if (eq)
+            *eq = '\0';
+        n = rio__gw_unescape(tok, strlen(tok), 1);
+        v = rio__gw_unescape(eq ? eq + 1 : "", eq ? strlen(eq + 1) : 0, 1);
+        if (!n || !v || strlen(n) >= strlen(tok) + 1 || strlen(v) > strlen(eq ? eq + 1 : "")) {
+            rio__free(n);
+            rio__free(v);
+            return -1;
+        }
+        /* decoded text is never longer than its escaped form: write it back */
+        strcpy(tok, n);
+        if (eq)
+            strcpy(eq + 1, v);
+        rio__free(n);
+        rio__free(v);
+        r->q[r->nq].name = tok;
+        r->q[r->nq].value = eq ? eq + 1 : "";
+        r->nq++;
+    }
+    return 0;
+}
+
+/* Query parameters an operation may carry without being something else
+ * (subresources like ?acl, ?uploads, ?tagging are NotImplemented). */
+static int known_param(const char *name)
+{
+    static const char *const ok[] = {"list-type",
+                                     "prefix",
+                                     "delimiter",
+                                     "continuation-token",
+                                     "max-keys",
+                                     "start-after",
+                                     "marker",
+                                     "encoding-type",
+                                     "fetch-owner",
+                                     "x-id",
+                                     "response-content-type",
+                                     "response-content-disposition",
+                                     "response-cache-control",
+                                     "response-content-encoding",
+                                     "response-content-language",
+                                     "response-expires",
+                                     "delete",
+                                     "uploads",
+                                     "uploadId",
+                                     "partNumber",
+                                     "max-parts",
+                                     "part-number-marker",
+                                     "max-uploads",
+                                     "key-marker",
+                                     "upload-id-marker",
+                                     "location"};
+    if (strncasecmp(name, "X-Amz-", 6) == 0)
+        return 1;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+        if (strcmp(name, ok[i]) == 0)
+            return 1;
+    return 0;
+}
+
+struct hdrs {
+    struct rio_s3_hdr h[GW_HDR_MAX];
+    size_t n;
+    int over;
+};
+
+static enum MHD_Result hdr_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+                              const char *value)
+{
+    struct hdrs *h = cls;
+
+    (void)kind;
+    if (h->n == GW_HDR_MAX) {
+        h->over = 1;
+        return MHD_NO;
+    }
+    h->h[h->n].name = key;
+    h->h[h->n].value = value ? value : "";
+    h->n++;
+    return MHD_YES;
+}
+
+/* 0, or an error response was queued (its MHD result in *ret). */
+static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *path, int *ret)
+{
+    const char *authz = rio__gw_header(c, "Authorization");
+    int signed_ = authz || rio__gw_arg(r, "X-Amz-Signature") || rio__gw_arg(r, "X-Amz-Credential");
+    struct hdrs h = {.n = 0};
+    struct rio_s3_req q;
+    const char *code = NULL;
+    int err;
+
+    memset(&r->auth, 0, sizeof(r->auth));
+    if (!signed_ && g.anonymous) {
+        r->auth.anonymous = 1;
+        r->auth.payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
+        return 0;
+    }
+    if (!g.keys) {
+        *ret = signed_ ? rio__gw_error(c, r, 403, "InvalidAccessKeyId",
+                                       "No access keys are configured (railiod --s3-keys).")
+                       : rio__gw_error(c, r, 403, "AccessDenied",
+                                       "Anonymous access is off (railiod --s3-anonymous).");
+        return -1;
+    }
+    MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_cb, &h);
+    if (h.over) {
+        *ret = rio__gw_error(c, r, 400, "InvalidRequest", "Too many headers.");
+        return -1;
+    }
+    q = (struct rio_s3_req){
+        .method = r->method, .path = path, .query = r->query, .nheaders = h.n, .headers = h.h};
+    err = rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
+    if (err < 0) {
+        const char *why = rio_error_detail();
+        SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
+                 why[0] ? ": " : "", why);
+        *ret =
+            rio__gw_error(c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code),
+                          code ? code : "AccessDenied", "The request could not be authenticated.");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ body checks */
+
+void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (r->err_status)
+        return;
+    r->err_status = status;
+    r->err_code = code;
+    va_start(ap, fmt);
+    vsnprintf(r->err_msg, sizeof(r->err_msg), fmt, ap);
+    va_end(ap);
+}
+
+/* The digests the request's headers claim for its body; 0, or an error
+ * response queued (*ret). */
+static int checks_init(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    static const char *const names[] = {"content-md5",           "x-amz-checksum-crc32",
+                                        "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+                                        "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
+    const char *code = NULL;
+
+    for (size_t i = 0; i <= sizeof(names) / sizeof(names[0]); i++) {
+        const char *name = i < sizeof(names) / sizeof(names[0]) ? names[i] : "x-amz-content-sha256";
+        const char *v = i < sizeof(names) / sizeof(names[0])            ? rio__gw_header(c, name)
+                        : r->auth.payload_mode == RIO_S3_PAYLOAD_SIGNED ? r->auth.payload_sha256
+                                                                        : NULL;
+        int err;
+        if (!v || r->nck == GW_CHECKS)
+            continue;
+        err = rio_s3_check_new(name, v, &r->ck[r->nck], &code);
+        if (err < 0) {
+            *ret = err == -ENOMEM ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                                  : rio__gw_error(c, r, 400, code ? code : "InvalidDigest",
+                                                  "A digest header of the request is not valid.");
+            return -1;
+        }
+        r->nck++;
+    }
+    return 0;
+}
+
+void rio__gw_checks_update(struct gw_req *r, const void *p, size_t n)
+{
+    for (unsigned i = 0; i < r->nck; i++)
+        if (rio_s3_check_update(r->ck[i], p, n) < 0)
+            rio__gw_fail(r, 500, "InternalError", "The body's digest failed.");
+}
+
+int rio__gw_checks_done(struct gw_req *r)
+{
+    for (unsigned i = 0; i < r->nck; i++) {
+        const char *code = NULL;
+        if (rio_s3_check_done(r->ck[i], &code) < 0) {
+            rio__gw_fail(r, 400, code ? code : "BadDigest",
+                         "A digest you specified did not match what we received.");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void checks_free(struct gw_req *r)
+{
+    for (unsigned i = 0; i < r->nck; i++)
+        rio_s3_check_free(r->ck[i]);
+    r->nck = 0;
+}
+
+/* Route r by method, path and query; r->op, bucket, key. 0, or an error
+ * response was queued (*ret). */
+static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *ret)
+{
+    char *slash, *bucket;
+    size_t blen;
+
+    for (unsigned i = 0; i < r->nq; i++)
+        if (!known_param(r->q[i].name)) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "The gateway does not implement the '%.64s' subresource.",
+                     r->q[i].name);
+            *ret = rio__gw_error(c, r, 501, "NotImplemented", msg);
+            return -1;
+        }
+    if (path[0] != '/') {
+        *ret = rio__gw_error(c, r, 400, "InvalidURI", "The request target must start with '/'.");
+        return -1;
+    }
+    bucket = path + 1;
+    slash = strchr(bucket, '/');
+    blen = slash ? (size_t)(slash - bucket) : strlen(bucket);
+    if (blen == 0) {
+        r->op = strcmp(r->method, "GET") == 0 ? GW_OP_LIST_BUCKETS : GW_OP_OTHER;
+        return 0;
+    }
+    {
+        char *b = rio__gw_unescape(bucket, blen, 0);
+        int ok = b && strlen(b) <= GW_BUCKET_MAX && rio__gw_valid_bucket(b);
+        if (b && strlen(b) <= GW_BUCKET_MAX)
+            strcpy(r->bucket, b);
+        rio__free(b);
+        if (!ok) {
+            r->bucket[0] = '\0';
+            *ret =
+                rio__gw_error(c, r, 400, "InvalidBucketName", "The specified bucket is not valid.");
+            return -1;
+        }
+    }
+    if (slash && slash[1]) {
+        size_t klen;
+        r->key = rio__gw_unescape(slash + 1, strlen(slash + 1), 0);
+        if (!r->key) {
+            *ret = rio__gw_error(c, r, 400, "InvalidURI", "The object key is not valid.");
+            return -1;
+        }
+        klen = strlen(r->bucket) + 1 + strlen(r->key);
+        if (klen > RIO_KEY_MAX) {
+            *ret = rio__gw_error(c, r, 400, "KeyTooLongError", "Your key is too long.");
+            return -1;
+        }
+        r->bkey = rio__malloc(klen + 1);
+        if (!r->bkey)
+            return *ret = MHD_NO, -1;
+        snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
+        if (rio__gw_arg(r, "uploadId") || rio__gw_arg(r, "uploads")) {
+            /* Multipart: UploadPartCopy is not implemented. */
+            if (!strcmp(r->method, "POST"))
+                r->op = rio__gw_arg(r, "uploads") ? GW_OP_CREATE_MPU : GW_OP_COMPLETE_MPU;
+            else if (!strcmp(r->method, "PUT") && !rio__gw_header(c, "x-amz-copy-source"))
+                r->op = GW_OP_UPLOAD_PART;
+            else if (!strcmp(r->method, "DELETE"))
+                r->op = GW_OP_ABORT_MPU;
+            else if (!strcmp(r->method, "GET"))
+                r->op = GW_OP_LIST_PARTS;
+            if (r->op != GW_OP_CREATE_MPU && !rio__gw_arg(r, "uploadId"))
+                r->op = GW_OP_OTHER;
+            return 0;
+        }
+        if (!strcmp(r->method, "GET"))
+            r->op = GW_OP_GET_OBJECT;
+        else if (!strcmp(r->method, "HEAD"))
+            r->op = GW_OP_HEAD_OBJECT;
+        else if (!strcmp(r->method, "PUT"))
+            r->op = rio__gw_header(c, "x-amz-copy-source") ? GW_OP_COPY_OBJECT : GW_OP_PUT_OBJECT;
+        else if (!strcmp(r->method, "DELETE"))
+            r->op = GW_OP_DELETE_OBJECT;
+        return 0;
+    }
+    if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
+        r->op = GW_OP_LIST_MPUS;
+    else if (!strcmp(r->method, "GET"))
+        r->op = rio__gw_arg(r, "location")            ? GW_OP_BUCKET_LOCATION
+                : rio__gw_arg(r, "list-type") != NULL ? GW_OP_LIST_OBJECTS_V2
+                                                      : GW_OP_LIST_OBJECTS;
+    else if (!strcmp(r->method, "PUT"))
+        r->op = GW_OP_CREATE_BUCKET;
+    else if (!strcmp(r->method, "HEAD"))
+        r->op = GW_OP_HEAD_BUCKET;
+    else if (!strcmp(r->method, "DELETE"))
+        r->op = GW_OP_DELETE_BUCKET;
+    else if (!strcmp(r->method, "POST") && rio__gw_arg(r, "delete"))
+        r->op = GW_OP_DELETE_OBJECTS;
+    return 0;
+}
+
+/* Operations without a request body, run once the headers are in. */
+static int run_op(struct MHD_Connection *c, struct gw_req *r)
+{
+    if (r->op != GW_OP_LIST_BUCKETS && !rio__gw_user_may(r, r->bucket))
+        return rio__gw_error(c, r, 403, "AccessDenied", "Access to this bucket is not allowed.");
+    switch (r->op) {
+    case GW_OP_LIST_BUCKETS:
+        return rio__gw_list_buckets(c, r);
+    case GW_OP_CREATE_BUCKET:
+        return rio__gw_create_bucket(c, r);
+    case GW_OP_HEAD_BUCKET:
+        return rio__gw_head_bucket(c, r);
+    case GW_OP_DELETE_BUCKET:
+        return rio__gw_delete_bucket(c, r);
+    case GW_OP_BUCKET_LOCATION:
+        return rio__gw_bucket_location(c, r);
+    case GW_OP_LIST_OBJECTS:
+        return rio__gw_list_objects(c, r, 0);
+    case GW_OP_LIST_OBJECTS_V2:
+        return rio__gw_list_objects(c, r, 1);
+    case GW_OP_GET_OBJECT:
+        return rio__gw_get_object(c, r, 0);
+    case GW_OP_HEAD_OBJECT:
+        return rio__gw_get_object(c, r, 1);
+    case GW_OP_DELETE_OBJECT:
+        return rio__gw_delete_object(c, r);
+    case GW_OP_COPY_OBJECT:
+        return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
+    case GW_OP_DELETE_OBJECTS:
+        return rio__gw_delete_objects(c, r);
+    case GW_OP_CREATE_MPU:
+        return rio__gw_mpu_create(c, r);
+    case GW_OP_COMPLETE_MPU:
+        return rio__gw_mpu_complete(c, r);
+    case GW_OP_ABORT_MPU:
+        return rio__gw_mpu_abort(c, r);
+    case GW_OP_LIST_PARTS:
+        return rio__gw_mpu_list_parts(c, r);
+    case GW_OP_LIST_MPUS:
+        return rio__gw_mpu_list_uploads(c, r);
+    default:
+        return rio__gw_error(c, r, 501, "NotImplemented",
+                             "A header or method you provided implies functionality that is not "
+                             "implemented.");
+    }
+}
+
+/* Requests whose body streams into a writer: PutObject, UploadPart. */
+static int is_put(int op)
+{
+    return op == GW_OP_PUT_OBJECT || op == GW_OP_UPLOAD_PART;
+}
+
+/* The body of a request that takes one (PUT object, POST ?delete, PUT
+ * bucket's configuration, which is read and dropped). */
+static void body_data(struct gw_req *r, const char *p, size_t n)
+{
+    r->bytes_in += n;
+    if (r->err_status)
+        return; /* an error is pending: drain the rest */
+    if (is_put(r->op)) {
+        rio__gw_put_data(r, p, n); /* checks the payload itself (aws-chunked decoded) */
+        return;
+    }
+    rio__gw_checks_update(r, p, n);
+    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU) {
+        if (r->blen + n > GW_POST_BODY_MAX) {
+            r->err_status = 400;
+            r->err_code = "MalformedXML";
+            snprintf(r->err_msg, sizeof(r->err_msg), "The body is larger than %u bytes.",
+                     GW_POST_BODY_MAX);
+            return;
+        }
+        char *nb = rio__realloc(r->buf, r->blen + n + 1);
+        if (!nb) {
+            r->err_status = 500;
+            r->err_code = "InternalError";
+            snprintf(r->err_msg, sizeof(r->err_msg), "Out of memory.");
+            return;
+        }
+        r->buf = nb;
+        memcpy(r->buf + r->blen, p, n);
+        r->blen += n;
+        r->buf[r->blen] = '\0';
+    } else if (r->bytes_in > GW_POST_BODY_MAX) {
+        r->err_status = 400;
+        r->err_code = "MalformedXML";
+        snprintf(r->err_msg, sizeof(r->err_msg), "The body is too large.");
+    }
+}
+
+/* Operations answered once the body is in (the others at once). */
+static int takes_body(int op)
+{
+    return is_put(op) || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
+           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT;
+}
+
+/* The request's headers are in: route, authenticate, and either answer
+ * (operations without a body) or get ready for the body. */
+static int begin(struct MHD_Connection *c, struct gw_req *r)
+{
+    char *path, *q;
+    int ret = MHD_NO;
+
+    if (open_client() < 0) /* taking its lock orders this thread after the open */
+        return rio__gw_error(c, r, 503, "ServiceUnavailable",
+                             "The gateway's backend is not reachable.");
+    if (!r->uri)
+        return rio__gw_error(c, r, 400, "InvalidURI", "The request target is too long.");
+    path = rio__strdup(r->uri);
+    if (!path)
+        return MHD_NO;
+    q = strchr(path, '?');
+    if (q) {
+        *q = '\0';
+        r->query = strchr(r->uri, '?') + 1;
+    }
+    if (parse_query(r) < 0)
+        ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
+    else if (route(c, r, path, &ret) == 0 && authenticate(c, r, path, &ret) == 0) {
+        if (!takes_body(r->op))
+            ret = run_op(c, r);
+        else if (!rio__gw_user_may(r, r->bucket))
+            ret = rio__gw_error(c, r, 403, "AccessDenied", "Access to this bucket is not allowed.");
+        else if (checks_init(c, r, &ret) < 0)
+            ; /* answered */
+        else if (r->op == GW_OP_PUT_OBJECT)
+            ret = rio__gw_put_open(c, r);
+        else if (r->op == GW_OP_UPLOAD_PART)
+            ret = rio__gw_mpu_part_open(c, r); /* MHD_YES without a response: 100, body */
+        else if (r->auth.payload_mode != RIO_S3_PAYLOAD_UNSIGNED &&
+                 r->auth.payload_mode != RIO_S3_PAYLOAD_SIGNED)
+            ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                "aws-chunked bodies are taken by PutObject only.");
+        else
+            ret = MHD_YES;
+    }
+    rio__free(path);
+    return ret;
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **req_cls)
+{
+    struct gw_req *r = *req_cls;
+
+    (void)cls;
+    (void)url;
+    (void)version;
+    if (!r)
+        return MHD_NO; /* out of memory at the URI callback */
+    if (!r->started) {
+        r->started = 1;
+        r->method = method;
+        r->query = "";
+        /*
+         * A response queued before the request is read whole costs the
+         * connection its keep-alive (libmicrohttpd cannot tell where the
+         * next request starts): requests without a body are answered at
+         * the next call, once the (empty) body is in. Those with one are
+         * checked now, so that an error goes out instead of a 100 Continue.
+         */
+        if (strcmp(method, "PUT") != 0 && strcmp(method, "POST") != 0) {
+            r->deferred = 1;
+            return MHD_YES;
+        }
+        return (enum MHD_Result)begin(c, r);
+    }
+    if (r->deferred) {
+        r->deferred = 0;
+        if (*upload_data_size) {
+            r->bytes_in += *upload_data_size; /* a body nothing asked for: dropped */
+            *upload_data_size = 0;
+            r->deferred = 1;
+            return MHD_YES;
+        }
+        return (enum MHD_Result)begin(c, r);
+    }
+    if (r->done) {
+        *upload_data_size = 0; /* the answer is queued; drop the rest */
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        body_data(r, upload_data, *upload_data_size);
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    /* The whole body is in. */
+    if (!is_put(r->op) && !r->err_status)
+        rio__gw_checks_done(r);
+    if (r->err_status) {
+        if (is_put(r->op))
+            rio__gw_put_cleanup(r);
+        return (enum MHD_Result)rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
+    }
+    if (is_put(r->op))
+        return (enum MHD_Result)rio__gw_put_close(c, r);
+    if (r->op == GW_OP_DELETE_OBJECTS)
+        return (enum MHD_Result)rio__gw_delete_objects(c, r);
+    return (enum MHD_Result)run_op(c, r); /* CreateBucket, CopyObject: their body dropped */
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                      enum MHD_RequestTerminationCode why)
+{
+    struct gw_req *r = *req_cls;
+    uint64_t ns;
+    double sec;
+    int cls_i, op, b;
+
+    (void)cls;
+    (void)c;
+    if (!r)
+        return;
+    *req_cls = NULL;
+    if (r->started) {
+        ns = rio__now_ns() - r->t0;
+        sec = (double)ns / 1e9;
+        op = r->op;
+        cls_i = r->status >= 100 && r->status < 600 ? r->status / 100 : 0;
+        atomic_fetch_add(&g.req[op][cls_i], 1);
+        atomic_fetch_add(&g.bytes_in[op], r->bytes_in);
+        atomic_fetch_add(&g.bytes_out[op], r->bytes_out);
+        for (b = 0; b < NLAT - 1 && sec > lat_bounds[b]; b++)
+            ;
+        atomic_fetch_add(&g.lat[op][b], 1);
+        atomic_fetch_add(&g.lat_us_sum[op], ns / 1000);
+        /* The key's length, not the key: keys may be private. */
+        SRV_INFO("s3 %s %s bucket=%s keylen=%zu status=%d in=%llu out=%llu ms=%.1f%s",
+                 r->method ? r->method : "?", rio__gw_op_name(op), r->bucket[0] ? r->bucket : "-",
+                 r->key ? strlen(r->key) : 0, r->status, (unsigned long long)r->bytes_in,
+                 (unsigned long long)r->bytes_out, (double)ns / 1e6,
+                 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut off)");
+    }
+    if (is_put(r->op))
+        rio__gw_put_cleanup(r);
+    checks_free(r);
+    rio__free(r->uri);
+    rio__free(r->key);
+    rio__free(r->bkey);
+    rio__free(r->qbuf);
+    rio__free(r->buf);
+    rio__free(r);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+/* The backend's client, opened once: at start, or at the first request when
+ * the backend is this server (whose listeners accept only once it serves). */
+static int open_client(void)
+{
+    struct rio_options o;
+    int ret = 0;
+
+    pthread_mutex_lock(&g.client_mu);
+    if (!g.client) {
+        rio_options_init(&o);
+        o.etag = RIO_ETAG_MD5; /* S3's ETag of a single PUT is the MD5 of its bytes */
+        ret = rio_client_new(g.backend, &o, &g.client);
+        if (ret < 0) {
+            g.client = NULL;
+            SRV_ERR("s3 backend: %s%s%s", rio_strerror(ret), *rio_error_detail() ? ": " : "",
+                    rio_error_detail());
+        }
+    }
+    pthread_mutex_unlock(&g.client_mu);
+    return ret;
+}
+
+int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
+{
+    int ret;
+
+    if (cfg->keys) {
+        ret = rio_s3_keys_load(cfg->keys, &g.keys);
+        if (ret < 0) {
+            /* The detail names the file and the line at fault, never a secret. */
+            SRV_ERR("%s (%s)", rio_error_detail()[0] ? rio_error_detail() : cfg->keys,
+                    rio_strerror(ret));
+            close(cfg->listen_fd);
+            return ret;
+        }
+    }
+    g.anonymous = cfg->anonymous;
+    if (!g.keys && !g.anonymous)
+        SRV_WARN("s3: neither --s3-keys nor --s3-anonymous: every request will be refused");
+    g.backend = rio__strdup(cfg->backend);
+    if (!g.backend) {
+        ret = -ENOMEM;
+        goto err;
+    }
+    if (!cfg->lazy && (ret = open_client()) < 0)
+        goto err;
+    g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
+    g.d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler,
+        NULL, MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)GW_CONNS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONN_MEMORY, MHD_OPTION_END);
+    if (!g.d) {
+        SRV_ERR("s3: libmicrohttpd did not start");
+        ret = RIO_EINVAL;
+        goto err;
+    }
+    return 0;
+err:
+    rio_client_destroy(g.client);
+    g.client = NULL;
+    rio__free(g.backend);
+    g.backend = NULL;
+    rio_s3_keys_free(g.keys);
+    g.keys = NULL;
+    close(cfg->listen_fd);
+    return ret;
+}
+
+void rio__s3_gw_stop(void)
+{
+    if (!g.d)
+        return;
+    MHD_stop_daemon(g.d);
+    g.d = NULL;
+    rio_client_destroy(g.client);
+    g.client = NULL;
+    rio__free(g.backend);
+    g.backend = NULL;
+    rio_s3_keys_free(g.keys);
+    g.keys = NULL;
+}
+
+size_t rio__s3_gw_metrics(char *buf, size_t cap)
+{
+    struct gw_buf b = {0};
+    size_t n;
+
+    if (!g.d || !cap)
+        return 0;
+    rio__gw_buf_printf(&b, "# HELP railiod_s3_requests_total S3 requests by operation and "
+                           "status class.\n# TYPE railiod_s3_requests_total counter\n");
+    for (int op = 0; op < GW_OP__COUNT; op++)
+        for (int s = 1; s < 6; s++) {
+            uint64_t v = atomic_load(&g.req[op][s]);
+            if (v)
+                rio__gw_buf_printf(&b,
+                                   "railiod_s3_requests_total{op=\"%s\",status=\"%dxx\"} %llu\n",
+                                   op_names[op], s, (unsigned long long)v);
+        }
+    rio__gw_buf_printf(&b, "# HELP railiod_s3_bytes_total S3 body bytes received (in) and sent "
+                           "(out) by operation.\n# TYPE railiod_s3_bytes_total counter\n");
+    for (int op = 0; op < GW_OP__COUNT; op++) {
+        uint64_t i = atomic_load(&g.bytes_in[op]), o = atomic_load(&g.bytes_out[op]);
+        if (i || o) {
+            rio__gw_buf_printf(&b, "railiod_s3_bytes_total{op=\"%s\",direction=\"in\"} %llu\n",
+                               op_names[op], (unsigned long long)i);
+            rio__gw_buf_printf(&b, "railiod_s3_bytes_total{op=\"%s\",direction=\"out\"} %llu\n",
+                               op_names[op], (unsigned long long)o);
+        }
+    }
+    rio__gw_buf_printf(&b, "# HELP railiod_s3_request_seconds S3 request latency by operation.\n"
+                           "# TYPE railiod_s3_request_seconds histogram\n");
+    for (int op = 0; op < GW_OP__COUNT; op++) {
+        uint64_t cum = 0;
+        for (int s = 0; s < 6; s++)
+            cum += atomic_load(&g.req[op][s]);
+        if (!cum)
+            continue;
+        cum = 0;
+        for (int k = 0; k < NLAT; k++) {
+            cum += atomic_load(&g.lat[op][k]);
+            if (k < NLAT - 1)
+                rio__gw_buf_printf(&b,
+                                   "railiod_s3_request_seconds_bucket{op=\"%s\",le=\"%g\"} %llu\n",
+                                   op_names[op], lat_bounds[k], (unsigned long long)cum);
+            else
+                rio__gw_buf_printf(
+                    &b, "railiod_s3_request_seconds_bucket{op=\"%s\",le=\"+Inf\"} %llu\n",
+                    op_names[op], (unsigned long long)cum);
+        }
+        rio__gw_buf_printf(&b, "railiod_s3_request_seconds_sum{op=\"%s\"} %.3f\n", op_names[op],
+                           (double)atomic_load(&g.lat_us_sum[op]) / 1e6);
+        rio__gw_buf_printf(&b, "railiod_s3_request_seconds_count{op=\"%s\"} %llu\n", op_names[op],
+                           (unsigned long long)cum);
+    }
+    n = b.oom ? 0 : b.len;
+    if (n >= cap)
+        n = cap - 1;
+    if (n)
+        memcpy(buf, b.p, n);
+    rio__gw_buf_free(&b);
+    return n;
+}

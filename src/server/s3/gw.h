@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railiod's S3 gateway (docs/gateway.md): an HTTP/1.1 front door on
+ * libmicrohttpd (one thread per connection, so a request may block in the
+ * engine's writer and reader) that maps S3 requests onto one rio_client.
+ * gateway.c owns the HTTP side (routing, bodies, responses, the request log,
+ * metrics); ops.c the S3 operations; xml.c the XML, dates and encodings.
+ */
+#ifndef RIO_SERVER_S3_GW_H
+#define RIO_SERVER_S3_GW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/checksum.h"
+#include "server/s3/s3.h"
+
+struct MHD_Connection;
+struct MHD_Response;
+struct gw_buf;
+struct rio_client;
+struct rio_writer;
+
+/* What railiod's options give the gateway (main.c). */
+struct rio_s3_gw_config {
+    int listen_fd;       /* a bound, listening socket (taken) */
+    const char *backend; /* a railio URL */
+    const char *keys;    /* --s3-keys file, or NULL */
+    int anonymous;       /* --s3-anonymous: unsigned requests are allowed */
+    int lazy;            /* open the backend's client at the first request */
+};
+
+/* Start the gateway; 0 or an error (logged). */
+int rio__s3_gw_start(const struct rio_s3_gw_config *cfg);
+/* Stop it: no new requests, wait for those in flight. Safe when not started. */
+void rio__s3_gw_stop(void);
+/* Append the gateway's Prometheus text to buf; its length (0 when off). */
+size_t rio__s3_gw_metrics(char *buf, size_t cap);
+
+/* ------------------------------------------------------------ internals */
+
+/* Bounds on what a request may carry (400 beyond). */
+#define GW_URI_MAX 8192               /* request target, path and query */
+#define GW_HDR_MAX 64                 /* headers kept for verification */
+#define GW_QUERY_MAX 32               /* query parameters */
+#define GW_POST_BODY_MAX (1u << 20)   /* DeleteObjects' XML */
+#define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
+#define GW_BUCKET_MAX 63
+#define GW_MARKER_PREFIX ".rio-bucket/"
+
+enum gw_op {
+    GW_OP_LIST_BUCKETS = 0,
+    GW_OP_CREATE_BUCKET,
+    GW_OP_HEAD_BUCKET,
+    GW_OP_DELETE_BUCKET,
+    GW_OP_BUCKET_LOCATION,
+    GW_OP_LIST_OBJECTS,
+    GW_OP_LIST_OBJECTS_V2,
+    GW_OP_GET_OBJECT,
+    GW_OP_HEAD_OBJECT,
+    GW_OP_PUT_OBJECT,
+    GW_OP_COPY_OBJECT,
+    GW_OP_DELETE_OBJECT,
+    GW_OP_DELETE_OBJECTS,
+    GW_OP_CREATE_MPU,
+    GW_OP_UPLOAD_PART,
+    GW_OP_COMPLETE_MPU,
+    GW_OP_ABORT_MPU,
+    GW_OP_LIST_PARTS,
+    GW_OP_LIST_MPUS,
+    GW_OP_OTHER,
+    GW_OP__COUNT
+};
+const char *rio__gw_op_name(int op);
+
+/* Body digests checked as the body streams: Content-MD5, x-amz-checksum-*
+ * and the signed payload hash. */
+#define GW_CHECKS 8
+
+struct gw_req {
+    char *uri; /* raw request target, as received */
+    const char *method;
+    int op;
+    char bucket[GW_BUCKET_MAX + 1];
+    char *key;         /* decoded object key, NULL for bucket/service requests */
+    char *bkey;        /* "BUCKET/KEY" on the backend */
+    const char *query; /* raw query (into uri), "" if none */
+    uint64_t t0;
+    int started, deferred, done, status;
+    uint64_t bytes_in, bytes_out;
+    struct rio_s3_auth auth;
+    /* PUT */
+    struct rio_writer *w;
+    uint64_t declared; /* bytes the body must carry (UINT64_MAX: unknown) */
+    uint64_t got;      /* payload bytes so far */
+    struct rio_s3_check *ck[GW_CHECKS];
+    unsigned nck;
+    struct rio_s3_chunked *chunked;
+    unsigned char *dec; /* aws-chunked: decoded payload */
+    /* An error met while the body was still coming: sent at its end. */
+    int err_status;
+    const char *err_code;
+    char err_msg[160];
+    /* The query, decoded (gateway.c) */
+    char *qbuf;
+    unsigned nq;
+    struct {
+        const char *name, *value;
+    } q[GW_QUERY_MAX];
+    /* POST ?delete */
+    char *buf;
+    size_t blen;
+};
+
+/* gateway.c: for the operations */
+struct rio_client *rio__gw_client(void);
+int rio__gw_ordered(void); /* the backend lists in key order */
+int rio__gw_user_may(const struct gw_req *r, const char *bucket);
+/* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
+int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp);
+int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n);
+int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const char *code,
+                  const char *msg);
+/* The S3 error for a rio error (NoSuchKey, ...). */
+int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what);
+const char *rio__gw_header(struct MHD_Connection *c, const char *name);
+/* A query parameter, decoded: its value ("" when it has none), NULL if absent. */
+const char *rio__gw_arg(const struct gw_req *r, const char *name);
+
+/* Record an error met while the body streams (the first one wins); it is
+ * answered once the body is in. */
+void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void rio__gw_checks_update(struct gw_req *r, const void *p, size_t n);
+/* Every body check passed: 0; else -1 with the error recorded. */
+int rio__gw_checks_done(struct gw_req *r);
+
+/* ops.c */
+int rio__gw_bucket_exists(const char *bucket); /* 1, 0 or an error */
+/* 0 when r's bucket exists, else the error response was queued (*ret). */
+int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret);
+int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status);
+/* Send b's XML (or InternalError when it ran out of memory); frees b. */
+int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b);
+int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
+int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
+int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src);
+int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r);
+/* PutObject in three steps: open (headers in), body bytes, close. */
+int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r);
+void rio__gw_put_data(struct gw_req *r, const void *p, size_t n);
+int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r);
+void rio__gw_put_cleanup(struct gw_req *r);
+
+/* multipart.c: uploads under ".rio-mpu/BUCKET/UPLOADID" (the key) and
+ * their parts ".rio-mpu/BUCKET/UPLOADID/NNNNN" on the backend. */
+#define GW_MPU_PREFIX ".rio-mpu/"
+#define GW_MPU_PARTS_MAX 10000u
+int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r);
+/* UploadPart: r->bkey becomes the part's key, then rio__gw_put_open. */
+int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r);
+
+/* xml.c */
+struct gw_buf {
+    char *p;
+    size_t len, cap;
+    int oom;
+};
+void rio__gw_buf_put(struct gw_buf *b, const char *s, size_t n);
+void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
+void rio__gw_buf_free(struct gw_buf *b);
+/* Percent-decode n bytes of s into a new string; NULL on a bad escape or a
+ * NUL byte. plus: '+' is a space (query strings). */
+char *rio__gw_unescape(const char *s, size_t n, int plus);
+/* RFC 7231 date (IMF-fixdate) of unix seconds; 30 bytes. */
+void rio__gw_http_date(int64_t sec, char out[30]);
+/* ISO 8601 with milliseconds, as S3's listings ("2026-12-02T08:00:00.000Z"). */
+void rio__gw_iso_date(int64_t ns, char out[32]);
+/* Parse an HTTP date (IMF-fixdate, RFC 850, asctime); -1 if none. */
+int64_t rio__gw_parse_http_date(const char *s);
+/* Standard base64 decode into out (cap); the length or -1. */
+int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap);
+int rio__gw_valid_bucket(const char *name);
+/* The XML text of every <tag>...</tag> in body, unescaped, called in order. */
+int rio__gw_xml_each(const char *body, size_t n, const char *tag,
+                     int (*fn)(void *arg, const char *text), void *arg);
+
+#endif

@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Multipart uploads (docs/gateway.md): an upload is the backend object
+ * ".rio-mpu/BUCKET/ID" holding its key, each part an object of its own,
+ * ".rio-mpu/BUCKET/ID/NNNNN", streamed in like a PutObject (its ETag the
+ * part's MD5). Complete streams the parts in order through the engine's
+ * reader into one writer (the object appears whole, at once), then drops
+ * the parts; Abort drops them. The ETag Complete answers is S3's: the MD5
+ * of the parts' MD5s and "-N".
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core/alloc.h"
+#include "railio.h"
+#include "server/s3/gw.h"
+#include "server/server.h"
+
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define COPY_BLOCK (1u << 20)
+#define ID_LEN 32
+
+static int valid_id(const char *id)
+{
+    return id && strlen(id) == ID_LEN && strspn(id, "0123456789abcdef") == ID_LEN;
+}
+
+static void upload_key(const struct gw_req *r, const char *id, char *out, size_t cap)
+{
+    snprintf(out, cap, GW_MPU_PREFIX "%s/%s", r->bucket, id);
+}
+
+static void part_key(const struct gw_req *r, const char *id, unsigned n, char *out, size_t cap)
+{
+    snprintf(out, cap, GW_MPU_PREFIX "%s/%s/%05u", r->bucket, id, n);
+}
+
+/* The upload named by ?uploadId exists and is r's key: 0, else an error
+ * response queued (*ret). */
+static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **idp, int *ret)
+{
+    const char *id = rio__gw_arg(r, "uploadId");
+    char k[160], buf[RIO_KEY_MAX + 1];
+    int64_t n;
+
+    if (!valid_id(id)) {
+        *ret = rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
+        return -1;
+    }
+    upload_key(r, id, k, sizeof(k));
+    n = rio_get(rio__gw_client(), k, buf, sizeof(buf) - 1, NULL);
+    if (n == RIO_ENOTFOUND ||
+        (n >= 0 && ((size_t)n != strlen(r->key) || memcmp(buf, r->key, (size_t)n) != 0))) {
+        *ret = rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
+        return -1;
+    }
+    if (n < 0) {
+        *ret = rio__gw_rio_error(c, r, (int)n, "upload lookup");
+        return -1;
+    }
+    *idp = id;
+    return 0;
+}
+
+static void xml_elem(struct gw_buf *b, const char *tag, const char *s)
+{
+    rio__gw_buf_printf(b, "<%s>", tag);
+    rio__gw_buf_xml(b, s);
+    rio__gw_buf_printf(b, "</%s>", tag);
+}
+
+int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
+{
+    unsigned char rnd[ID_LEN / 2];
+    char id[ID_LEN + 1], k[160];
+    struct gw_buf b = {0};
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return rio__gw_error(c, r, 500, "InternalError", "No randomness for the upload id.");
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+    upload_key(r, id, k, sizeof(k));
+    ret = rio_put(rio__gw_client(), k, r->key, strlen(r->key), NULL, NULL);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "create upload");
+    rio__gw_buf_printf(&b, XML_HEAD "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\">");
+    xml_elem(&b, "Bucket", r->bucket);
+    xml_elem(&b, "Key", r->key);
+    xml_elem(&b, "UploadId", id);
+    rio__gw_buf_printf(&b, "</InitiateMultipartUploadResult>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *id = NULL, *pn = rio__gw_arg(r, "partNumber");
+    char *end, *k;
+    unsigned long n;
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+        return ret;
+    errno = 0;
+    n = pn && *pn ? strtoul(pn, &end, 10) : 0;
+    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "Part number must be an integer between 1 and 10000, inclusive.");
+    k = rio__malloc(160);
+    if (!k)
+        return MHD_NO;
+    part_key(r, id, (unsigned)n, k, 160);
+    rio__free(r->bkey);
+    r->bkey = k;
+    return rio__gw_put_open(c, r);
+}
+
+/* Every key under prefix, in pages; fn(arg, entry) for each. 0 or an error. */
+static int each_key(const char *prefix, unsigned flags,
+                    int (*fn)(void *arg, const struct rio_entry *e), void *arg)
+{
+    char token[RIO_LIST_TOKEN_MAX + 1] = "";
+    int ret = 0;
+
+    do {
+        struct rio_list_args a;
+        struct rio_list_page p;
+        memset(&a, 0, sizeof(a));
+        memset(&p, 0, sizeof(p));
+        a.prefix = prefix;
+        a.token = token;
+        a.flags = flags;
+        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        if (ret < 0)
+            return ret;
+        for (unsigned i = 0; i < p.n && !ret; i++)
+            ret = fn(arg, &p.entries[i]);
+        snprintf(token, sizeof(token), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+    } while (token[0] && !ret);
+    return ret;
+}
+
+static int drop_one(void *arg, const struct rio_entry *e)
+{
+    (void)arg;
+    if (!(e->flags & RIO_ENTRY_DIR))
+        rio_delete(rio__gw_client(), e->key);
+    return 0;
+}
+
+/* Drop an upload's parts, then its marker. */
+static void drop_upload(const struct gw_req *r, const char *id)
+{
+    char k[160];
+
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    each_key(k, 0, drop_one, NULL);
+    upload_key(r, id, k, sizeof(k));
+    rio_delete(rio__gw_client(), k);
+}
+
+int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *id = NULL;
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+        return ret;
+    drop_upload(r, id);
+    return rio__gw_send_empty(c, r, 204);
+}
+
+struct parts_ctx {
+    struct gw_buf *b;
+    unsigned n;
+};
+
+static int part_entry(void *arg, const struct rio_entry *e)
+{
+    struct parts_ctx *x = arg;
+    const char *slash = strrchr(e->key, '/');
+    char date[32];
+
+    if ((e->flags & RIO_ENTRY_DIR) || !slash)
+        return 0;
+    rio__gw_iso_date(e->mtime_ns, date);
+    rio__gw_buf_printf(x->b,
+                       "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+                       "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+                       (unsigned)strtoul(slash + 1, NULL, 10), date, e->etag,
+                       (unsigned long long)e->size);
+    x->n++;
+    return 0;
+}
+
+int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *id = NULL;
+    struct gw_buf b = {0};
+    struct parts_ctx x = {.b = &b};
+    char k[160];
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+        return ret;
+    rio__gw_buf_printf(&b, XML_HEAD "<ListPartsResult xmlns=\"" XMLNS "\">");
+    xml_elem(&b, "Bucket", r->bucket);
+    xml_elem(&b, "Key", r->key);
+    xml_elem(&b, "UploadId", id);
+    rio__gw_buf_printf(&b,
+                       "<StorageClass>STANDARD</StorageClass><MaxParts>%u</MaxParts>"
+                       "<IsTruncated>false</IsTruncated>",
+                       GW_MPU_PARTS_MAX);
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    ret = each_key(k, 0, part_entry, &x);
+    if (ret < 0) {
+        rio__gw_buf_free(&b);
+        return rio__gw_rio_error(c, r, ret, "list parts");
+    }
+    rio__gw_buf_printf(&b, "</ListPartsResult>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+struct uploads_ctx {
+    struct gw_buf *b;
+    const struct gw_req *r;
+    size_t plen;
+    unsigned n;
+};
+
+static int upload_entry(void *arg, const struct rio_entry *e)
+{
+    struct uploads_ctx *x = arg;
+    const char *id = e->key + x->plen;
+    char key[RIO_KEY_MAX + 1], date[32];
+    int64_t n;
+
+    if ((e->flags & RIO_ENTRY_DIR) || strlen(e->key) <= x->plen || !valid_id(id) || x->n >= 1000)
+        return 0;
+    n = rio_get(rio__gw_client(), e->key, key, sizeof(key) - 1, NULL);
+    if (n < 0)
+        return 0; /* completed or aborted meanwhile */
+    key[n] = '\0';
+    rio__gw_iso_date(e->mtime_ns, date);
+    rio__gw_buf_put(x->b, "<Upload>", 8);
+    xml_elem(x->b, "Key", key);
+    xml_elem(x->b, "UploadId", id);
+    rio__gw_buf_printf(x->b,
+                       "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>"
+                       "</Upload>",
+                       date);
+    x->n++;
+    return 0;
+}
+
+int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_buf b = {0};
+    char prefix[160];
+    struct uploads_ctx x = {.b = &b, .r = r};
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    snprintf(prefix, sizeof(prefix), GW_MPU_PREFIX "%s/", r->bucket);
+    x.plen = strlen(prefix);
+    rio__gw_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
+    xml_elem(&b, "Bucket", r->bucket);
+    rio__gw_buf_printf(&b, "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
+    ret = each_key(prefix, RIO_LIST_DELIM, upload_entry, &x);
+    if (ret < 0) {
+        rio__gw_buf_free(&b);
+        return rio__gw_rio_error(c, r, ret, "list uploads");
+    }
+    rio__gw_buf_printf(&b, "</ListMultipartUploadsResult>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+/* ----------------------------------------------------------- Complete */
+
+struct part {
+    unsigned num;
+    char etag[48];
+    uint64_t size, generation;
+};
+
+struct complete_ctx {
+    struct part *p;
+    unsigned n, cap;
+    int bad;
+    unsigned num;
+    char etag[48];
+};
+
+static int part_num_cb(void *arg, const char *text)
+{
+    struct complete_ctx *x = arg;
+    char *end;
+    unsigned long v;
+
+    errno = 0;
+    v = strtoul(text, &end, 10);
+    if (!*text || *end || errno || v < 1 || v > GW_MPU_PARTS_MAX)
+        x->bad = 1;
+    x->num = (unsigned)v;
+    return 0;
+}
+
+static int part_etag_cb(void *arg, const char *text)
+{
+    struct complete_ctx *x = arg;
+    size_t n = strlen(text);
+
+    if (n >= 2 && text[0] == '"' && text[n - 1] == '"') {
+        text++;
+        n -= 2;
+    }
+    if (n >= sizeof(x->etag))
+        x->bad = 1;
+    else
+        snprintf(x->etag, sizeof(x->etag), "%.*s", (int)n, text);
+    return 0;
+}
+
+static int part_cb(void *arg, const char *text)
+{
+    struct complete_ctx *x = arg;
+
+    x->num = 0;
+    x->etag[0] = '\0';
+    if (rio__gw_xml_each(text, strlen(text), "PartNumber", part_num_cb, x) < 0 ||
+        rio__gw_xml_each(text, strlen(text), "ETag", part_etag_cb, x) < 0 || !x->num)
+        x->bad = 1;
+    if (x->bad)
+        return 1;
+    if (x->n == x->cap) {
+        unsigned cap = x->cap ? x->cap * 2 : 64;
+        struct part *np;
+        if (x->n >= GW_MPU_PARTS_MAX) {
+            x->bad = 1;
+            return 1;
+        }
+        np = rio__realloc(x->p, (size_t)cap * sizeof(*np));
+        if (!np) {
+            x->bad = 1;
+            return 1;
+        }
+        x->p = np;
+        x->cap = cap;
+    }
+    x->p[x->n].num = x->num;
+    snprintf(x->p[x->n].etag, sizeof(x->p[x->n].etag), "%s", x->etag);
+    x->n++;
+    return 0;
+}
+
+static int hexval(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* S3's multipart ETag: the MD5 of the parts' binary MD5s, "-N". */
+static int mpu_etag(const struct part *p, unsigned n, char out[48])
+{
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+    unsigned char md[16];
+    unsigned int len = 0;
+
+    if (!m || !EVP_DigestInit_ex(m, EVP_md5(), NULL)) {
+        EVP_MD_CTX_free(m);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        unsigned char b[16];
+        if (strlen(p[i].etag) != 32) {
+            EVP_MD_CTX_free(m);
+            return -1;
+        }
+        for (int j = 0; j < 16; j++) {
+            int hi = hexval(p[i].etag[2 * j]), lo = hexval(p[i].etag[2 * j + 1]);
+            if (hi < 0 || lo < 0) {
+                EVP_MD_CTX_free(m);
+                return -1;
+            }
+            b[j] = (unsigned char)(hi * 16 + lo);
+        }
+        EVP_DigestUpdate(m, b, 16);
+    }
+    EVP_DigestFinal_ex(m, md, &len);
+    EVP_MD_CTX_free(m);
+    for (int j = 0; j < 16; j++)
+        snprintf(out + 2 * j, 3, "%02x", md[j]);
+    snprintf(out + 32, 16, "-%u", n);
+    return 0;
+}
+
+/* Stream the parts, in order, into one writer of r's key. 0 or an error. */
+static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
+                  uint64_t total)
+{
+    struct rio_writer *w = NULL;
+    char *buf = rio__malloc(COPY_BLOCK), k[160];
+    int ret;
+
+    if (!buf)
+        return -ENOMEM;
+    ret = rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &w);
+    for (unsigned i = 0; i < n && ret == 0; i++) {
+        struct rio_reader *rd = NULL;
+        struct rio_call call;
+        memset(&call, 0, sizeof(call));
+        call.expect_generation = p[i].generation; /* the part checked above, or nothing */
+        part_key(r, id, p[i].num, k, sizeof(k));
+        ret = rio_reader_open(rio__gw_client(), k, 0, &call, &rd);
+        while (ret == 0) {
+            int64_t got = rio_reader_read(rd, buf, COPY_BLOCK);
+            if (got <= 0) {
+                ret = (int)got;
+                break;
+            }
+            ret = rio_writer_write(w, buf, (size_t)got);
+        }
+        if (rd) {
+            int rc = rio_reader_close(rd);
+            if (!ret)
+                ret = rc;
+        }
+    }
+    rio__free(buf);
+    if (ret < 0) {
+        rio_writer_abort(w);
+        return ret;
+    }
+    return rio_writer_close(w, NULL);
+}
+
+int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct complete_ctx x = {0};
+    const char *id = NULL;
+    struct gw_buf b = {0};
+    char etag[48], k[160];
+    uint64_t total = 0;
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+        return ret;
+    if (!r->buf || rio__gw_xml_each(r->buf, r->blen, "Part", part_cb, &x) < 0 || x.bad ||
+        x.n == 0) {
+        rio__free(x.p);
+        return rio__gw_error(c, r, 400, "MalformedXML",
+                             "The XML you provided was not well-formed or did not validate.");
+    }
+    for (unsigned i = 1; i < x.n; i++)
+        if (x.p[i].num <= x.p[i - 1].num) {
+            rio__free(x.p);
+            return rio__gw_error(c, r, 400, "InvalidPartOrder",
+                                 "The list of parts was not in ascending order.");
+        }
+    for (unsigned i = 0; i < x.n; i++) {
+        struct rio_desc d;
+        part_key(r, id, x.p[i].num, k, sizeof(k));
+        memset(&d, 0, sizeof(d));
+        ret = rio_stat(rio__gw_client(), k, &d);
+        rio_desc_cleanup(&d);
+        if (ret == RIO_ENOTFOUND || (ret == 0 && strcmp(d.etag, x.p[i].etag) != 0)) {
+            rio__free(x.p);
+            return rio__gw_error(c, r, 400, "InvalidPart",
+                                 "One or more of the specified parts could not be found or its "
+                                 "ETag did not match.");
+        }
+        if (ret < 0) {
+            rio__free(x.p);
+            return rio__gw_rio_error(c, r, ret, "part lookup");
+        }
+        x.p[i].size = d.size;
+        x.p[i].generation = d.generation;
+        if (__builtin_add_overflow(total, d.size, &total)) {
+            rio__free(x.p);
+            return rio__gw_error(c, r, 400, "EntityTooLarge", "The object is too large.");
+        }
+    }
+    if (mpu_etag(x.p, x.n, etag) < 0) {
+        rio__free(x.p);
+        return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
+    }
+    ret = concat(r, id, x.p, x.n, total);
+    rio__free(x.p);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "complete");
+    r->bytes_out = 0;
+    drop_upload(r, id);
+    rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
+    rio__gw_buf_put(&b, "<Location>/", 11);
+    rio__gw_buf_xml(&b, r->bucket);
+    rio__gw_buf_put(&b, "/", 1);
+    rio__gw_buf_xml(&b, r->key);
+    rio__gw_buf_put(&b, "</Location>", 11);
+    xml_elem(&b, "Bucket", r->bucket);
+    xml_elem(&b, "Key", r->key);
+    rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+    return rio__gw_send_buf(c, r, 200, &b);
+}

@@ -1,0 +1,906 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The S3 operations over one rio_client (docs/gateway.md): a bucket is the
+ * key prefix "BUCKET/" on the backend, and exists while its marker object
+ * ".rio-bucket/BUCKET" does; objects stream through the engine's writer
+ * (PutObject, CopyObject) and reader (GetObject), never whole in memory.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "railio.h"
+#include "server/s3/gw.h"
+#include "server/server.h"
+
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define GET_BLOCK (256u * 1024u)
+#define COPY_BLOCK (1u << 20)
+#define DELETE_MAX 1000u
+#define BUCKETS_MAX 10000u
+
+static int marker_key(const char *bucket, char *out, size_t cap)
+{
+    return snprintf(out, cap, "%s%s", GW_MARKER_PREFIX, bucket) < (int)cap ? 0 : RIO_EINVAL;
+}
+
+int rio__gw_bucket_exists(const char *bucket)
+{
+    char k[128];
+    struct rio_desc d;
+    int ret;
+
+    if (marker_key(bucket, k, sizeof(k)) < 0)
+        return 0;
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(rio__gw_client(), k, &d);
+    rio_desc_cleanup(&d);
+    if (ret == RIO_ENOTFOUND)
+        return 0;
+    return ret < 0 ? ret : 1;
+}
+
+/* 0 when the bucket exists, else the error response was queued (*ret). */
+int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    int e = rio__gw_bucket_exists(r->bucket);
+
+    if (e == 1)
+        return 0;
+    if (e == 0)
+        *ret = rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+    else
+        *ret = rio__gw_rio_error(c, r, e, "bucket lookup");
+    return -1;
+}
+
+static void etag_hdr(struct MHD_Response *resp, const char *etag)
+{
+    char q[52];
+
+    if (!etag[0])
+        return;
+    snprintf(q, sizeof(q), "\"%s\"", etag);
+    MHD_add_response_header(resp, "ETag", q);
+}
+
+int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status)
+{
+    return rio__gw_send(c, r, status,
+                        MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+}
+
+int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b)
+{
+    int ret = b->oom ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                     : rio__gw_send_xml(c, r, status, b->p, b->len);
+    rio__gw_buf_free(b);
+    return ret;
+}
+
+/* The last-modified time of a backend key from its listing entry, ns since
+ * the epoch; 0 if the backend does not say. */
+static int64_t key_mtime(const char *bkey)
+{
+    struct rio_list_args a;
+    struct rio_list_page p;
+    int64_t t = 0;
+
+    memset(&a, 0, sizeof(a));
+    memset(&p, 0, sizeof(p));
+    a.prefix = bkey;
+    a.max_keys = rio__gw_ordered() ? 1 : 1000; /* in key order, the key itself comes first */
+    if (rio_list(rio__gw_client(), &a, &p, NULL) < 0)
+        return 0;
+    for (unsigned i = 0; i < p.n; i++)
+        if (strcmp(p.entries[i].key, bkey) == 0) {
+            t = p.entries[i].mtime_ns;
+            break;
+        }
+    rio_list_page_cleanup(&p);
+    return t;
+}
+
+/* ------------------------------------------------------------- buckets */
+
+int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_buf b = {0};
+    struct rio_list_args a;
+    struct rio_list_page p;
+    char token[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned seen = 0;
+    const size_t plen = strlen(GW_MARKER_PREFIX);
+
+    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\"><Owner><ID>"
+                                    "railio</ID><DisplayName>railio</DisplayName></Owner>"
+                                    "<Buckets>");
+    do {
+        int ret;
+        memset(&a, 0, sizeof(a));
+        memset(&p, 0, sizeof(p));
+        a.prefix = GW_MARKER_PREFIX;
+        a.token = token;
+        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        if (ret < 0) {
+            rio__gw_buf_free(&b);
+            return rio__gw_rio_error(c, r, ret, "list buckets");
+        }
+        for (unsigned i = 0; i < p.n && seen < BUCKETS_MAX; i++, seen++) {
+            const char *name = p.entries[i].key + plen;
+            char date[32];
+            if (strlen(p.entries[i].key) <= plen || !rio__gw_valid_bucket(name) ||
+                !rio__gw_user_may(r, name))
+                continue;
+            rio__gw_iso_date(p.entries[i].mtime_ns, date);
+            rio__gw_buf_put(&b, "<Bucket><Name>", 14);
+            rio__gw_buf_xml(&b, name);
+            rio__gw_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", date);
+        }
+        snprintf(token, sizeof(token), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+    } while (token[0] && seen < BUCKETS_MAX);
+    rio__gw_buf_printf(&b, "</Buckets></ListAllMyBucketsResult>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
+{
+    char k[128], loc[80];
+    int e = rio__gw_bucket_exists(r->bucket), ret;
+    struct MHD_Response *resp;
+
+    if (e < 0)
+        return rio__gw_rio_error(c, r, e, "bucket lookup");
+    if (e == 1)
+        return rio__gw_error(c, r, 409, "BucketAlreadyOwnedByYou",
+                             "Your previous request to create the named bucket succeeded and you "
+                             "already own it.");
+    marker_key(r->bucket, k, sizeof(k));
+    ret = rio_put(rio__gw_client(), k, "", 0, NULL, NULL);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "create bucket");
+    resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    snprintf(loc, sizeof(loc), "/%s", r->bucket);
+    if (resp)
+        MHD_add_response_header(resp, "Location", loc);
+    return rio__gw_send(c, r, 200, resp);
+}
+
+int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    return rio__gw_send_empty(c, r, 200);
+}
+
+int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_buf b = {0};
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    rio__gw_buf_printf(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct rio_list_args a;
+    struct rio_list_page p;
+    char prefix[GW_BUCKET_MAX + 2], k[128];
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    snprintf(prefix, sizeof(prefix), "%s/", r->bucket);
+    memset(&a, 0, sizeof(a));
+    memset(&p, 0, sizeof(p));
+    a.prefix = prefix;
+    a.max_keys = 1;
+    ret = rio_list(rio__gw_client(), &a, &p, NULL);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "list");
+    /* A page may be empty and still not the last one. */
+    ret = p.n > 0 || p.next_token[0];
+    rio_list_page_cleanup(&p);
+    if (ret)
+        return rio__gw_error(c, r, 409, "BucketNotEmpty",
+                             "The bucket you tried to delete is not empty.");
+    marker_key(r->bucket, k, sizeof(k));
+    ret = rio_delete(rio__gw_client(), k);
+    if (ret < 0 && ret != RIO_ENOTFOUND)
+        return rio__gw_rio_error(c, r, ret, "delete bucket");
+    return rio__gw_send_empty(c, r, 204);
+}
+
+/* ------------------------------------------------------------- listing */
+
+/* Key text for a listing: XML-escaped, and URL-encoded first with
+ * encoding-type=url (every byte but unreserved ones and '/'). */
+static void list_text(struct gw_buf *b, const char *s, int url)
+{
+    if (!url) {
+        rio__gw_buf_xml(b, s);
+        return;
+    }
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            ch == '-' || ch == '_' || ch == '.' || ch == '~' || ch == '/')
+            rio__gw_buf_put(b, (const char *)&ch, 1);
+        else
+            rio__gw_buf_printf(b, "%%%02X", ch);
+    }
+}
+
+static void list_elem(struct gw_buf *b, const char *tag, const char *s, int url)
+{
+    rio__gw_buf_printf(b, "<%s>", tag);
+    list_text(b, s, url);
+    rio__gw_buf_printf(b, "</%s>", tag);
+}
+
+int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
+{
+    const char *prefix = rio__gw_arg(r, "prefix"), *delim = rio__gw_arg(r, "delimiter");
+    const char *token = v2 ? rio__gw_arg(r, "continuation-token") : NULL;
+    const char *after = rio__gw_arg(r, v2 ? "start-after" : "marker");
+    const char *mk = rio__gw_arg(r, "max-keys"), *enc = rio__gw_arg(r, "encoding-type");
+    const char *lt = rio__gw_arg(r, "list-type");
+    char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2];
+    struct rio_list_args a;
+    struct rio_list_page p;
+    struct gw_buf b = {0};
+    size_t blen = strlen(r->bucket) + 1;
+    unsigned long max = 1000;
+    int url = 0, ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    prefix = prefix ? prefix : "";
+    delim = delim && *delim ? delim : NULL;
+    if (v2 && strcmp(lt, "2") != 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument", "list-type must be 2.");
+    if (delim && strcmp(delim, "/") != 0)
+        return rio__gw_error(c, r, 501, "NotImplemented",
+                             "The gateway lists with the delimiter '/' only.");
+    if (enc && *enc) {
+        if (strcmp(enc, "url") != 0)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "Invalid Encoding Method specified.");
+        url = 1;
+    }
+    if (mk) {
+        char *end;
+        errno = 0;
+        max = strtoul(mk, &end, 10);
+        if (!*mk || *end || errno || mk[0] == '-')
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "max-keys must be a non-negative integer.");
+        if (max > 1000)
+            max = 1000;
+    }
+    if (snprintf(fprefix, sizeof(fprefix), "%s/%s", r->bucket, prefix) >= (int)sizeof(fprefix))
+        return rio__gw_error(c, r, 400, "InvalidArgument", "The prefix is too long.");
+    memset(&a, 0, sizeof(a));
+    memset(&p, 0, sizeof(p));
+    a.prefix = fprefix;
+    a.max_keys = (unsigned)max;
+    a.flags = delim ? RIO_LIST_DELIM : 0;
+    if (token && *token) {
+        if (strlen(token) > RIO_LIST_TOKEN_MAX)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "The continuation token provided is incorrect.");
+        a.token = token;
+    } else if (after && *after) {
+        /* After a common prefix "d/", every key under it is skipped. */
+        int skip_dir = delim && after[strlen(after) - 1] == '/';
+        if (snprintf(fafter, sizeof(fafter), "%s/%s%s", r->bucket, after, skip_dir ? "\xff" : "") >=
+            (int)sizeof(fafter))
+            return rio__gw_error(c, r, 400, "InvalidArgument", "The marker is too long.");
+        a.start_after = fafter;
+    }
+    if (max > 0) {
+        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, "list");
+    }
+    rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
+    list_elem(&b, "Name", r->bucket, 0);
+    list_elem(&b, "Prefix", prefix, url);
+    if (v2) {
+        rio__gw_buf_printf(&b, "<KeyCount>%u</KeyCount>", p.n);
+        if (token && *token)
+            list_elem(&b, "ContinuationToken", token, 0);
+        if (p.next_token[0])
+            list_elem(&b, "NextContinuationToken", p.next_token, 0);
+        if (after && *after)
+            list_elem(&b, "StartAfter", after, url);
+    } else {
+        list_elem(&b, "Marker", after ? after : "", url);
+        if (p.next_token[0] && p.n)
+            list_elem(&b, "NextMarker", p.entries[p.n - 1].key + blen, url);
+    }
+    rio__gw_buf_printf(&b, "<MaxKeys>%lu</MaxKeys>", max);
+    if (delim)
+        list_elem(&b, "Delimiter", delim, url);
+    if (url)
+        rio__gw_buf_printf(&b, "<EncodingType>url</EncodingType>");
+    rio__gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", p.next_token[0] ? "true" : "false");
+    for (unsigned i = 0; i < p.n; i++) {
+        const struct rio_entry *e = &p.entries[i];
+        char date[32];
+        if (strlen(e->key) < blen || (e->flags & RIO_ENTRY_DIR))
+            continue;
+        rio__gw_iso_date(e->mtime_ns, date);
+        rio__gw_buf_put(&b, "<Contents>", 10);
+        list_elem(&b, "Key", e->key + blen, url);
+        rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
+        if (e->etag[0])
+            rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
+        rio__gw_buf_printf(&b, "<Size>%llu</Size><StorageClass>STANDARD</StorageClass></Contents>",
+                           (unsigned long long)e->size);
+    }
+    for (unsigned i = 0; i < p.n; i++) {
+        const struct rio_entry *e = &p.entries[i];
+        if (strlen(e->key) < blen || !(e->flags & RIO_ENTRY_DIR))
+            continue;
+        rio__gw_buf_put(&b, "<CommonPrefixes>", 16);
+        list_elem(&b, "Prefix", e->key + blen, url);
+        rio__gw_buf_put(&b, "</CommonPrefixes>", 17);
+    }
+    rio__gw_buf_printf(&b, "</ListBucketResult>\n");
+    rio_list_page_cleanup(&p);
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+/* ------------------------------------------------------------- GET, HEAD */
+
+struct get_state {
+    struct rio_reader *rd;
+    struct gw_req *r;
+    uint64_t left;
+};
+
+static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct get_state *st = cls;
+    int64_t n;
+
+    (void)pos;
+    if (!st->rd)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (st->left == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    if (max > st->left)
+        max = (size_t)st->left;
+    n = rio_reader_read(st->rd, buf, max);
+    if (n <= 0) {
+        SRV_WARN("s3: GET cut off: %s", n < 0 ? rio_strerror((int)n) : "the object ended early");
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    st->left -= (uint64_t)n;
+    st->r->bytes_out += (uint64_t)n;
+    return (ssize_t)n;
+}
+
+static void get_free(void *cls)
+{
+    struct get_state *st = cls;
+
+    if (st->rd)
+        rio_reader_close(st->rd);
+    rio__free(st);
+}
+
+/* Does an If-Match / If-None-Match list name etag? */
+static int etag_in(const char *list, const char *etag)
+{
+    const char *p = list;
+
+    while (*p) {
+        size_t n;
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (*p == '*')
+            return 1;
+        if (strncmp(p, "W/", 2) == 0)
+            p += 2;
+        if (*p == '"')
+            p++;
+        n = strcspn(p, "\",");
+        if (n == strlen(etag) && n && strncmp(p, etag, n) == 0)
+            return 1;
+        p += n;
+        if (*p == '"')
+            p++;
+    }
+    return 0;
+}
+
+/* Range "bytes=a-b", "bytes=a-", "bytes=-n" of an object of size: 1 with
+ * [*off, *off + *len), 0 to serve the whole object (no Range, several
+ * ranges or a malformed one: ignored, as S3 does), -1 unsatisfiable. */
+static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    unsigned long long a = 0, b = 0;
+    const char *p;
+    char *end;
+
+    if (!h || strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+        return 0;
+    p = h + 6;
+    if (*p == '-') {
+        if (p[1] < '0' || p[1] > '9')
+            return 0;
+        b = strtoull(p + 1, &end, 10);
+        if (*end)
+            return 0;
+        if (b == 0 || size == 0)
+            return -1;
+        if (b > size)
+            b = size;
+        *off = size - b;
+        *len = b;
+        return 1;
+    }
+    if (*p < '0' || *p > '9')
+        return 0;
+    a = strtoull(p, &end, 10);
+    if (*end != '-')
+        return 0;
+    p = end + 1;
+    if (*p) {
+        if (*p < '0' || *p > '9')
+            return 0;
+        b = strtoull(p, &end, 10);
+        if (*end || b < a)
+            return 0;
+    } else {
+        b = UINT64_MAX;
+    }
+    if (a >= size)
+        return -1;
+    if (b >= size)
+        b = size - 1;
+    *off = a;
+    *len = b - a + 1;
+    return 1;
+}
+
+int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
+{
+    struct rio_desc d;
+    struct MHD_Response *resp;
+    struct get_state *st = NULL;
+    const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
+    const char *ims = rio__gw_header(c, "If-Modified-Since");
+    const char *ius = rio__gw_header(c, "If-Unmodified-Since");
+    char date[30], cr[96];
+    uint64_t off = 0, len;
+    int64_t mtime;
+    int ret, rg, status = 200;
+
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(rio__gw_client(), r->bkey, &d);
+    if (ret < 0) {
+        rio_desc_cleanup(&d);
+        if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
+            return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        return rio__gw_rio_error(c, r, ret, "lookup");
+    }
+    rio_desc_cleanup(&d); /* frees only its checksum list */
+    mtime = key_mtime(r->bkey) / 1000000000;
+    rio__gw_http_date(mtime, date);
+    len = d.size;
+    if (im && !etag_in(im, d.etag))
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+    if (!im && ius) {
+        int64_t t = rio__gw_parse_http_date(ius);
+        if (t >= 0 && mtime > t)
+            return rio__gw_error(c, r, 412, "PreconditionFailed",
+                                 "At least one of the pre-conditions you specified did not hold");
+    }
+    if ((inm && etag_in(inm, d.etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
+                                          mtime <= rio__gw_parse_http_date(ims))) {
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (resp) {
+            etag_hdr(resp, d.etag);
+            MHD_add_response_header(resp, "Last-Modified", date);
+        }
+        return rio__gw_send(c, r, 304, resp);
+    }
+    rg = parse_range(rio__gw_header(c, "Range"), d.size, &off, &len);
+    if (rg < 0) {
+        int e = rio__gw_error(c, r, 416, "InvalidRange", "The requested range is not satisfiable");
+        return e;
+    }
+    if (rg > 0) {
+        status = 206;
+        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
+                 (unsigned long long)(off + len - 1), (unsigned long long)d.size);
+    }
+    if (head) {
+        /* No body: a response of the object's length whose reader is
+         * never called. */
+        st = rio__calloc(1, sizeof(*st));
+        if (!st)
+            return MHD_NO;
+        resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
+    } else if (len == 0) {
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else {
+        struct rio_call call;
+        memset(&call, 0, sizeof(call));
+        call.expect_generation = d.generation; /* the version just checked, or nothing */
+        st = rio__calloc(1, sizeof(*st));
+        if (!st)
+            return MHD_NO;
+        ret = rio_reader_open_at(rio__gw_client(), r->bkey, off, 0, &call, &st->rd);
+        if (ret < 0) {
+            rio__free(st);
+            return rio__gw_rio_error(c, r, ret, "open");
+        }
+        st->r = r;
+        st->left = len;
+        resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
+    }
+    if (!resp) {
+        if (st)
+            get_free(st);
+        return MHD_NO;
+    }
+    etag_hdr(resp, d.etag);
+    MHD_add_response_header(resp, "Last-Modified", date);
+    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+    MHD_add_response_header(resp, "Content-Type", "binary/octet-stream");
+    if (status == 206)
+        MHD_add_response_header(resp, "Content-Range", cr);
+    return rio__gw_send(c, r, status, resp);
+}
+
+/* ------------------------------------------------------------- DELETE */
+
+int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    ret = rio_delete(rio__gw_client(), r->bkey);
+    if (ret < 0 && ret != RIO_ENOTFOUND)
+        return rio__gw_rio_error(c, r, ret, "delete");
+    return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
+}
+
+struct del_ctx {
+    struct gw_req *r;
+    struct gw_buf *b;
+    unsigned n;
+    int quiet, over;
+};
+
+static int del_one(void *arg, const char *key)
+{
+    struct del_ctx *x = arg;
+    char bkey[RIO_KEY_MAX + 1];
+    int ret;
+
+    if (++x->n > DELETE_MAX) {
+        x->over = 1;
+        return 1;
+    }
+    if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey))
+        ret = RIO_EINVAL;
+    else
+        ret = rio_delete(rio__gw_client(), bkey);
+    if (ret == 0 || ret == RIO_ENOTFOUND) {
+        if (!x->quiet) {
+            rio__gw_buf_put(x->b, "<Deleted><Key>", 14);
+            rio__gw_buf_xml(x->b, key);
+            rio__gw_buf_put(x->b, "</Key></Deleted>", 16);
+        }
+    } else {
+        rio__gw_buf_put(x->b, "<Error><Key>", 12);
+        rio__gw_buf_xml(x->b, key);
+        rio__gw_buf_printf(x->b, "</Key><Code>%s</Code><Message>",
+                           ret == RIO_EINVAL ? "InvalidArgument" : "InternalError");
+        rio__gw_buf_xml(x->b, rio_strerror(ret));
+        rio__gw_buf_put(x->b, "</Message></Error>", 18);
+    }
+    return 0;
+}
+
+static int quiet_cb(void *arg, const char *text)
+{
+    *(int *)arg = strcmp(text, "true") == 0;
+    return 0;
+}
+
+int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_buf b = {0};
+    struct del_ctx x = {.r = r, .b = &b};
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (!r->buf)
+        return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
+    if (!strstr(r->buf, "<Delete"))
+        return rio__gw_error(c, r, 400, "MalformedXML", "The XML is not a Delete request.");
+    rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
+    rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
+    ret = rio__gw_xml_each(r->buf, r->blen, "Key", del_one, &x);
+    if (ret < 0 || x.over) {
+        rio__gw_buf_free(&b);
+        return rio__gw_error(c, r, 400, "MalformedXML",
+                             x.over ? "At most 1000 keys per request."
+                                    : "The XML you provided was not well-formed.");
+    }
+    rio__gw_buf_printf(&b, "</DeleteResult>\n");
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+/* ------------------------------------------------------------- PUT */
+
+static void put_fail_rio(struct gw_req *r, int err)
+{
+    switch (err) {
+    case -ENOSPC:
+    case -EFBIG:
+        rio__gw_fail(r, 507, "InsufficientStorage", "write: %s", rio_strerror(err));
+        break;
+    case RIO_ETHROTTLE:
+    case RIO_EBUSY:
+        rio__gw_fail(r, 503, "SlowDown", "write: %s", rio_strerror(err));
+        break;
+    default:
+        SRV_WARN("s3: PUT: %s", rio_strerror(err));
+        rio__gw_fail(r, 500, "InternalError", "write: %s", rio_strerror(err));
+    }
+}
+
+/* A decimal header value; 0, or -1 when absent or malformed. */
+static int header_u64(struct MHD_Connection *c, const char *name, uint64_t *out)
+{
+    const char *v = rio__gw_header(c, name);
+    char *end;
+
+    if (!v || *v < '0' || *v > '9')
+        return -1;
+    errno = 0;
+    *out = strtoull(v, &end, 10);
+    return *end || errno ? -1 : 0;
+}
+
+static int streaming(const struct gw_req *r)
+{
+    return r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING ||
+           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER ||
+           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
+}
+
+int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *te = rio__gw_header(c, "Transfer-Encoding");
+    int ret;
+
+    r->declared = UINT64_MAX;
+    if (streaming(r)) {
+        if (header_u64(c, "x-amz-decoded-content-length", &r->declared) < 0)
+            return rio__gw_error(c, r, 411, "MissingContentLength",
+                                 "You must provide x-amz-decoded-content-length.");
+    } else if (!te || strcasecmp(te, "chunked") != 0) {
+        if (header_u64(c, "Content-Length", &r->declared) < 0)
+            return rio__gw_error(c, r, 411, "MissingContentLength",
+                                 "You must provide the Content-Length HTTP header.");
+    }
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (streaming(r)) {
+        ret = rio_s3_chunked_new(&r->auth, &r->chunked);
+        r->dec = ret < 0 ? NULL : rio__malloc(GW_CONN_DECODE);
+        if (ret < 0 || !r->dec)
+            return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
+    ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, NULL, &r->w);
+    if (ret < 0) {
+        if (ret == RIO_ENOTSUP && r->declared == UINT64_MAX)
+            return rio__gw_error(c, r, 411, "MissingContentLength",
+                                 "This backend needs the object's size: send Content-Length.");
+        return rio__gw_rio_error(c, r, ret, "open");
+    }
+    return MHD_YES;
+}
+
+static void put_payload(struct gw_req *r, const void *p, size_t n)
+{
+    int ret;
+
+    if (r->declared != UINT64_MAX && n > r->declared - r->got) {
+        rio__gw_fail(r, 400, "IncompleteBody", "The body is longer than its declared length.");
+        return;
+    }
+    r->got += n;
+    rio__gw_checks_update(r, p, n);
+    ret = rio_writer_write(r->w, p, n);
+    if (ret < 0)
+        put_fail_rio(r, ret);
+}
+
+void rio__gw_put_data(struct gw_req *r, const void *p, size_t n)
+{
+    const char *in = p;
+
+    if (!r->chunked) {
+        put_payload(r, p, n);
+        return;
+    }
+    while (n && !r->err_status) {
+        size_t used = 0;
+        const char *code = NULL;
+        ssize_t got = rio_s3_chunked_feed(r->chunked, in, n, &used, r->dec, GW_CONN_DECODE, &code);
+        if (got < 0) {
+            rio__gw_fail(r, code && strcmp(code, "SignatureDoesNotMatch") == 0 ? 403 : 400,
+                         code ? code : "IncompleteBody", "The aws-chunked body failed its check.");
+            return;
+        }
+        if (got > 0)
+            put_payload(r, r->dec, (size_t)got);
+        if (!used && !got)
+            break;
+        in += used;
+        n -= used;
+    }
+}
+
+int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct rio_desc d;
+    struct MHD_Response *resp;
+    int ret;
+
+    if (r->chunked && !r->err_status && !rio_s3_chunked_done(r->chunked))
+        rio__gw_fail(r, 400, "IncompleteBody",
+                     "The aws-chunked body ended before its final chunk.");
+    if (r->declared != UINT64_MAX && r->got != r->declared)
+        rio__gw_fail(r, 400, "IncompleteBody",
+                     "You did not provide the number of bytes specified by the Content-Length "
+                     "HTTP header.");
+    if (!r->err_status)
+        rio__gw_checks_done(r);
+    if (r->err_status) {
+        rio__gw_put_cleanup(r); /* nothing is published */
+        return rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
+    }
+    memset(&d, 0, sizeof(d));
+    ret = rio_writer_close(r->w, &d);
+    r->w = NULL;
+    rio__gw_put_cleanup(r);
+    if (ret < 0) {
+        rio_desc_cleanup(&d);
+        if (ret == RIO_EINVAL)
+            return rio__gw_error(c, r, 400, "IncompleteBody",
+                                 "The body did not match its declared length.");
+        return rio__gw_rio_error(c, r, ret, "commit");
+    }
+    rio_desc_cleanup(&d);
+    resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (resp)
+        etag_hdr(resp, d.etag);
+    return rio__gw_send(c, r, 200, resp);
+}
+
+void rio__gw_put_cleanup(struct gw_req *r)
+{
+    if (r->w) {
+        rio_writer_abort(r->w); /* nothing of it is published */
+        r->w = NULL;
+    }
+    rio_s3_chunked_free(r->chunked);
+    r->chunked = NULL;
+    rio__free(r->dec);
+    r->dec = NULL;
+}
+
+/* ------------------------------------------------------------- COPY */
+
+int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src)
+{
+    char *s, *q, *slash, *sb;
+    char sbkey[RIO_KEY_MAX + 2], date[32];
+    struct rio_reader *rd = NULL;
+    struct rio_writer *w = NULL;
+    struct rio_desc d, out;
+    struct rio_call call;
+    struct gw_buf b = {0};
+    char *buf = NULL;
+    int ret, e;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    s = rio__gw_unescape(src, strlen(src), 0);
+    if (!s)
+        return rio__gw_error(c, r, 400, "InvalidArgument", "x-amz-copy-source is not valid.");
+    q = strchr(s, '?');
+    if (q) {
+        if (strcmp(q, "?versionId=null") != 0) {
+            rio__free(s);
+            return rio__gw_error(c, r, 501, "NotImplemented", "Versions are not supported.");
+        }
+        *q = '\0';
+    }
+    sb = s[0] == '/' ? s + 1 : s;
+    slash = strchr(sb, '/');
+    if (!slash || !slash[1] || (size_t)(slash - sb) > GW_BUCKET_MAX) {
+        rio__free(s);
+        return rio__gw_error(c, r, 400, "InvalidArgument", "x-amz-copy-source must be BUCKET/KEY.");
+    }
+    *slash = '\0';
+    if (!rio__gw_valid_bucket(sb) || !rio__gw_user_may(r, sb) ||
+        snprintf(sbkey, sizeof(sbkey), "%s/%s", sb, slash + 1) > RIO_KEY_MAX) {
+        rio__free(s);
+        return rio__gw_error(c, r, 403, "AccessDenied", "The copy source is not allowed.");
+    }
+    e = rio__gw_bucket_exists(sb);
+    rio__free(s);
+    if (e == 0)
+        return rio__gw_error(c, r, 404, "NoSuchBucket", "The source bucket does not exist.");
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(rio__gw_client(), sbkey, &d);
+    rio_desc_cleanup(&d);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "copy source");
+    memset(&call, 0, sizeof(call));
+    call.expect_generation = d.generation;
+    buf = rio__malloc(COPY_BLOCK);
+    if (!buf)
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    ret = rio_reader_open(rio__gw_client(), sbkey, 0, &call, &rd);
+    if (ret == 0)
+        ret = rio_writer_open(rio__gw_client(), r->bkey, d.size, 0, NULL, &w);
+    while (ret == 0) {
+        int64_t n = rio_reader_read(rd, buf, COPY_BLOCK);
+        if (n <= 0) {
+            ret = (int)n;
+            break;
+        }
+        r->bytes_in += (uint64_t)n;
+        ret = rio_writer_write(w, buf, (size_t)n);
+    }
+    rio__free(buf);
+    if (rd) {
+        int rc = rio_reader_close(rd);
+        if (!ret)
+            ret = rc;
+    }
+    memset(&out, 0, sizeof(out));
+    if (ret < 0) {
+        rio_writer_abort(w);
+        return rio__gw_rio_error(c, r, ret, "copy");
+    }
+    ret = rio_writer_close(w, &out);
+    rio_desc_cleanup(&out);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "copy commit");
+    rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
+    rio__gw_buf_printf(&b,
+                       XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s"
+                                "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
+                       date, out.etag);
+    return rio__gw_send_buf(c, r, 200, &b);
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * railiod's S3 gateway: the interface between the HTTP front door
+ * (src/server/s3/, --s3-listen) and request authentication (sigv4v.c,
+ * keys.c, chunked.c). Everything here is called from the front door's own
+ * threads; a loaded key set is read-only and may be shared by any number of
+ * threads; a decoder or hash checker belongs to one request.
+ */
+#ifndef RIO_SERVER_S3_S3_H
+#define RIO_SERVER_S3_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct rio_s3_req {     /* one parsed request, as the verifier sees it */
+    const char *method; /* "GET" ... */
+    const char *path;   /* raw path as sent, percent-encoded, without the query */
+    const char *query;  /* raw query string without '?', "" if none */
+    size_t nheaders;
+    const struct rio_s3_hdr {
+        const char *name;
+        const char *value;
+    } * headers; /* as received */
+};
+
+struct rio_s3_keys; /* loaded --s3-keys file */
+
+/**
+ * Load an --s3-keys file: one user a line, `ACCESS_KEY SECRET [BUCKETS]`,
+ * BUCKETS a comma-separated list of bucket names or `*` (all buckets, also
+ * the default when absent); `#` starts a comment line; blank lines are
+ * skipped. A line `* - BUCKETS` allows anonymous (unsigned) requests to
+ * those buckets; without one, anonymous access is off. The file must be a
+ * regular file that neither group nor others can read or write. Returns 0
+ * and *out, or -errno / RIO_EINVAL with rio__detail naming the file and the
+ * line (never a secret).
+ */
+int rio_s3_keys_load(const char *path, struct rio_s3_keys **out);
+/** Free a key set (NULL is fine). Secrets are wiped. */
+void rio_s3_keys_free(struct rio_s3_keys *k);
+
+enum rio_s3_payload_mode {
+    RIO_S3_PAYLOAD_UNSIGNED = 0,  /* UNSIGNED-PAYLOAD (and every presigned URL) */
+    RIO_S3_PAYLOAD_SIGNED = 1,    /* the body's SHA-256 is payload_sha256 */
+    RIO_S3_PAYLOAD_STREAMING = 2, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD (aws-chunked) */
+    RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER = 3, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+    RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER = 4,   /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
+};
+
+struct rio_s3_auth { /* outcome of verification */
+    char access_key[128];
+    int anonymous;
+    int payload_mode; /* RIO_S3_PAYLOAD_* */
+    char payload_sha256[65];
+    /* for _STREAMING: what the chunk decoder needs */
+    unsigned char signing_key[32];
+    char seed_signature[65];
+    char amz_date[17];
+    char scope[128];
+    /* for the _TRAILER modes: the x-amz-trailer header, lower-case
+     * ("x-amz-checksum-crc32"), "" if none */
+    char trailer[40];
+};
+
+/**
+ * Verify a request's SigV4 signature (Authorization header or presigned
+ * query), or accept it as anonymous when it carries neither and the key set
+ * allows anonymous access. now is the server's clock, unix seconds. A
+ * header-signed request without x-amz-content-sha256 (curl --aws-sigv4)
+ * is verified with the empty payload's hash and its body is unsigned.
+ *
+ * Returns 0 and fills *out, or -EACCES / -EINVAL with *s3_code the S3 error
+ * code to answer: "AccessDenied" (anonymous refused, presigned URL expired or
+ * not yet valid), "SignatureDoesNotMatch", "InvalidAccessKeyId",
+ * "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError",
+ * "RequestTimeTooSkewed", "InvalidRequest" (bad x-amz-trailer, path too long),
+ * "InvalidArgument" (x-amz-content-sha256 not a known value),
+ * "NotImplemented" (-ENOTSUP: an aws-chunked mode not supported). A short reason
+ * for the log is in rio__detail (no secret, no signature). -ENOMEM with
+ * "InternalError". Thread-safe on a shared key set.
+ */
+int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64_t now,
+                  struct rio_s3_auth *out, const char **s3_code);
+
+/** The HTTP status S3 answers with each code this interface returns
+ * (403 for the authentication failures, 400 for malformed requests and
+ * body mismatches, 501 NotImplemented, 500 InternalError; 403 if unknown). */
+int rio_s3_status_of(const char *s3_code);
+
+/** 1 when access_key ("" for anonymous) may use bucket, else 0. */
+int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const char *bucket);
+
+/*
+ * aws-chunked body decoder: feed the raw body, get the payload; verifies
+ * each chunk's signature, chained from the seed signature. Payload bytes of
+ * a chunk are handed out as they arrive, before that chunk's signature (at
+ * its end) is checked: the caller commits nothing until rio_s3_chunked_done
+ * says 1, and drops the upload on any error.
+ */
+struct rio_s3_chunked;
+/** A decoder for a request verified with payload_mode _STREAMING or
+ * one of the _TRAILER modes (else RIO_EINVAL). 0, -ENOMEM. */
+int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out);
+/**
+ * Consume up to n bytes of in (*consumed says how many) and write payload to
+ * out (at most cap bytes). Returns the payload bytes written (0 is fine: a
+ * chunk line, or cap 0), or a negative error with *s3_code:
+ * "SignatureDoesNotMatch" (a chunk signature), "InvalidRequest" (malformed
+ * framing or trailer), "BadDigest" / "InvalidDigest" (the trailer's checksum),
+ * "InvalidArgument" (bytes after the end), "InternalError". A body that ends
+ * early is not an error here: rio_s3_chunked_done stays 0 (IncompleteBody).
+ * Once an error is returned, every later call returns it again.
+ */
+ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, size_t *consumed,
+                            void *out, size_t cap, const char **s3_code);
+/** 1 once the final 0-size chunk (and trailer, if any) was verified. */
+int rio_s3_chunked_done(const struct rio_s3_chunked *d);
+/** Payload bytes decoded so far (to compare with x-amz-decoded-content-length). */
+uint64_t rio_s3_chunked_total(const struct rio_s3_chunked *d);
+void rio_s3_chunked_free(struct rio_s3_chunked *d);
+
+/*
+ * A body checked as it streams, against what a header claims: the signed
+ * payload hash (name "x-amz-content-sha256", value 64 hex characters: pass
+ * auth.payload_sha256 when payload_mode is _SIGNED), "content-md5" or
+ * "x-amz-checksum-{crc32,crc32c,crc64nvme,sha1,sha256}" (base64 values). Feed
+ * every body byte, then check once. One per request and header.
+ */
+struct rio_s3_check;
+/** 0; RIO_EINVAL with *s3_code "InvalidDigest" (a value that is not a digest
+ * of that kind) or "InvalidRequest" (a name it does not know); -ENOMEM. */
+int rio_s3_check_new(const char *name, const char *value, struct rio_s3_check **out,
+                     const char **s3_code);
+/** 0, or -EIO on a digest failure. */
+int rio_s3_check_update(struct rio_s3_check *c, const void *p, size_t n);
+/** 0 when the bytes fed match, else -EINVAL and *s3_code
+ * "XAmzContentSHA256Mismatch" (the payload hash) or "BadDigest" (the others). */
+int rio_s3_check_done(struct rio_s3_check *c, const char **s3_code);
+void rio_s3_check_free(struct rio_s3_check *c);
+
+#endif

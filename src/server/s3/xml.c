@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The S3 gateway's text helpers: a growable buffer with XML escaping,
+ * percent-decoding, HTTP and ISO dates, base64, bucket names, and a small
+ * reader for the one XML body the gateway takes (DeleteObjects).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "server/s3/gw.h"
+
+void rio__gw_buf_put(struct gw_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 1024;
+        char *p;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        p = rio__realloc(b->p, cap);
+        if (!p) {
+            b->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof(tmp)) {
+        b->oom = 1; /* the callers' formats are short */
+        return;
+    }
+    rio__gw_buf_put(b, tmp, (size_t)n);
+}
+
+void rio__gw_buf_xml(struct gw_buf *b, const char *s)
+{
+    const char *run = s;
+
+    for (; *s; s++) {
+        const char *rep = NULL;
+        char num[16];
+        unsigned char ch = (unsigned char)*s;
+        switch (ch) {
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&apos;";
+            break;
+        default:
+            if (ch < 0x20 || ch == 0x7f) { /* not allowed raw in XML 1.0 text */
+                snprintf(num, sizeof(num), "&#x%X;", ch);
+                rep = num;
+            }
+        }
+        if (rep) {
+            rio__gw_buf_put(b, run, (size_t)(s - run));
+            rio__gw_buf_put(b, rep, strlen(rep));
+            run = s + 1;
+        }
+    }
+    rio__gw_buf_put(b, run, (size_t)(s - run));
+}
+
+void rio__gw_buf_free(struct gw_buf *b)
+{
+    rio__free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *rio__gw_unescape(const char *s, size_t n, int plus)
+{
+    char *out = rio__malloc(n + 1), *o = out;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (ch == '%') {
+            int hi;
+            if (i + 2 >= n) {
+                rio__free(out);
+                return NULL;
+            }
+            hi = hexval(s[i + 1]);
+            int lo = hexval(s[i + 2]);
+            if (hi < 0 || lo < 0) {
+                rio__free(out);
+                return NULL;
+            }
+            ch = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (plus && ch == '+') {
+            ch = ' ';
+        }
+        if (ch == '\0') {
+            rio__free(out);
+            return NULL;
+        }
+        *o++ = ch;
+    }
+    *o = '\0';
+    return out;
+}
+
+static const char *const wday[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+static const char *const mon[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+
+void rio__gw_http_date(int64_t sec, char out[30])
+{
+    time_t t = (time_t)sec;
+    struct tm tm;
+
+    gmtime_r(&t, &tm);
+    snprintf(out, 30, "%s, %02d %s %04d %02d:%02d:%02d GMT", wday[tm.tm_wday % 7], tm.tm_mday,
+             mon[tm.tm_mon % 12], (tm.tm_year + 1900) % 10000, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+void rio__gw_iso_date(int64_t ns, char out[32])
+{
+    time_t t = (time_t)(ns / 1000000000);
+    struct tm tm;
+    char tmp[96];
+
+    if (ns < 0)
+        ns = t = 0;
+    gmtime_r(&t, &tm);
+    snprintf(tmp, sizeof(tmp), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", (tm.tm_year + 1900) % 10000,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             (int)((ns / 1000000) % 1000));
+    memcpy(out, tmp, 31);
+    out[31] = '\0';
+}
+
+int64_t rio__gw_parse_http_date(const char *s)
+{
+    static const char *const fmts[] = {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
+                                       "%a %b %e %H:%M:%S %Y"};
+    for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+        struct tm tm;
+        const char *end;
+        memset(&tm, 0, sizeof(tm));
+        end = strptime(s, fmts[i], &tm);
+        if (end && *end == '\0')
+            return (int64_t)timegm(&tm);
+    }
+    return -1;
+}
+
+int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap)
+{
+    static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t n = strlen(s), o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+
+    while (n && s[n - 1] == '=')
+        n--;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = s[i] ? strchr(al, s[i]) : NULL;
+        if (!p)
+            return -1;
+        acc = (acc << 6) | (uint32_t)(p - al);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o == cap)
+                return -1;
+            out[o++] = (unsigned char)(acc >> bits);
+        }
+    }
+    return (int)o;
+}
+
+int rio__gw_valid_bucket(const char *name)
+{
+    size_t n = strlen(name);
+
+    if (n < 3 || n > GW_BUCKET_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.'))
+            return 0;
+    }
+    if (name[0] == '-' || name[0] == '.' || name[n - 1] == '-' || name[n - 1] == '.')
+        return 0;
+    return strstr(name, "..") == NULL;
+}
+
+/* Unescape the five XML entities and numeric references of text[0..n). */
+static char *xml_text(const char *s, size_t n)
+{
+    char *out = rio__malloc(n + 1), *o = out;
+
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        static const struct {
+            const char *ent;
+            char ch;
+        } ents[] = {
+            {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+        int done = 0;
+        if (s[i] != '&') {
+            *o++ = s[i++];
+            continue;
+        }
+        for (size_t e = 0; e < sizeof(ents) / sizeof(ents[0]); e++) {
+            size_t l = strlen(ents[e].ent);
+            if (i + l <= n && memcmp(s + i, ents[e].ent, l) == 0) {
+                *o++ = ents[e].ch;
+                i += l;
+                done = 1;
+                break;
+            }
+        }
+        if (!done && i + 3 < n && s[i + 1] == '#') {
+            const char *semi = memchr(s + i, ';', n - i);
+            unsigned long v;
+            char num[16];
+            size_t l = semi ? (size_t)(semi - (s + i)) - 2 : 0;
+            if (semi && l > 0 && l < sizeof(num)) {
+                memcpy(num, s + i + 2, l);
+                num[l] = '\0';
+                v = num[0] == 'x' ? strtoul(num + 1, NULL, 16) : strtoul(num, NULL, 10);
+                if (v > 0 && v < 0x80) {
+                    *o++ = (char)v;
+                    i = (size_t)(semi - s) + 1;
+                    done = 1;
+                }
+            }
+        }
+        if (!done) {
+            rio__free(out);
+            return NULL;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+int rio__gw_xml_each(const char *body, size_t n, const char *tag,
+                     int (*fn)(void *arg, const char *text), void *arg)
+{
+    char open[64], close[64];
+    const char *p = body, *end = body + n;
+    size_t ol, cl;
+
+    snprintf(open, sizeof(open), "<%s>", tag);
+    snprintf(close, sizeof(close), "</%s>", tag);
+    ol = strlen(open);
+    cl = strlen(close);
+    for (;;) {
+        const char *a = memmem(p, (size_t)(end - p), open, ol), *b;
+        char *text;
+        int ret;
+        if (!a)
+            return 0;
+        a += ol;
+        b = memmem(a, (size_t)(end - a), close, cl);
+        if (!b)
+            return -1;
+        text = xml_text(a, (size_t)(b - a));
+        if (!text)
+            return -1;
+        ret = fn(arg, text);
+        rio__free(text);
+        if (ret)
+            return ret;
+        p = b + cl;
+    }
+}

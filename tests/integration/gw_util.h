@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gw_util.h: the S3 gateway's tests (test_gw_*.c) start railiod with
+ * --s3-listen on a free loopback port and drive it with curl(1) and the aws
+ * CLI. Every command's output goes to files in the server's directory;
+ * bodies are compared byte for byte with cmp(1).
+ *
+ *     struct gw g;
+ *     gw_start(&g, "mock://", NULL);        // NULL backend: the server's own store
+ *     T_EQ(gw_curl(&g, "out", "-X PUT %s/bkt", g.url), 200);
+ *     gw_stop(&g);
+ */
+#ifndef RIO_TEST_GW_UTIL_H
+#define RIO_TEST_GW_UTIL_H
+
+#include <stdarg.h>
+
+#include "server_env.h"
+#include "tlib.h"
+
+struct gw {
+    struct srv_env e;
+    char s3[80];      /* host:port of the gateway */
+    char url[96];     /* http://host:port */
+    char dir[160];    /* scratch files (the server's directory) */
+    char awsenv[512]; /* the aws CLI's environment: its config, no credentials file */
+};
+
+/* Skip unless railiod was built with the gateway and curl(1) is there. */
+static inline void gw_need(void)
+{
+    char bin[512];
+
+    srv_binary(bin, sizeof(bin));
+    if (t_sh("%s --s3-listen 127.0.0.1:0 --sync 2>&1 | grep -q 'built without the S3 gateway'",
+             bin) == 0)
+        T_SKIP("railiod built without libmicrohttpd (no --s3-listen)");
+    if (t_sh("command -v curl >/dev/null") != 0)
+        T_SKIP("curl(1) not installed");
+}
+
+/* Start railiod with the gateway over backend (NULL: its own store), extra
+ * args (NULL-terminated, may be NULL); anonymous unless extra says
+ * otherwise through "--no-anon" as its first element. */
+static inline void gw_start(struct gw *g, const char *backend, const char *const *extra)
+{
+    const char *args[40];
+    int n = 0, anon = 1;
+
+    gw_need();
+    memset(g, 0, sizeof(*g));
+    args[n++] = "--s3-listen";
+    args[n++] = "127.0.0.1:0";
+    args[n++] = "--metrics";
+    args[n++] = "127.0.0.1:0";
+    if (extra && extra[0] && strcmp(extra[0], "--no-anon") == 0) {
+        anon = 0;
+        extra++;
+    }
+    if (anon)
+        args[n++] = "--s3-anonymous";
+    if (backend) {
+        args[n++] = "--s3-backend";
+        args[n++] = backend;
+    }
+    for (; extra && *extra && n < 38; extra++)
+        args[n++] = *extra;
+    args[n] = NULL;
+    srv_start(&g->e, args);
+    T_TRUE(g->e.s3[0] != '\0');
+    snprintf(g->s3, sizeof(g->s3), "%s", g->e.s3);
+    snprintf(g->url, sizeof(g->url), "http://%s", g->s3);
+    snprintf(g->dir, sizeof(g->dir), "%s", t_scratch_dir("gw"));
+    snprintf(g->awsenv, sizeof(g->awsenv),
+             "AWS_CONFIG_FILE=%s/awscfg AWS_SHARED_CREDENTIALS_FILE=/dev/null "
+             "AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true",
+             g->dir);
+    /* One PUT per object (test_gw_multipart has its own config). */
+    t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 4GB\\n    signature_version = "
+         "s3v4\\n' > %s/awscfg",
+         g->dir);
+}
+
+static inline void gw_stop(struct gw *g)
+{
+    T_EQ(srv_stop(&g->e), 0);
+}
+
+/* Run the aws CLI in the scratch directory: env (extra assignments, e.g.
+ * credentials or another AWS_CONFIG_FILE; "" for none), unsigned when env
+ * gives no credentials; its output in scratch file out. The exit status. */
+static inline int gw_aws(struct gw *g, const char *env, const char *out, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Path of a scratch file. */
+static inline const char *gw_path(struct gw *g, const char *name)
+{
+    static __thread char p[4][256];
+    static __thread int i;
+    i = (i + 1) % 4;
+    snprintf(p[i], sizeof(p[i]), "%s/%s", g->dir, name);
+    return p[i];
+}
+
+/* curl -s ARGS (printf-style, after the fixed options); the body goes to
+ * the scratch file out ("" discards it), headers to out.h. Returns the HTTP
+ * status, or -1 when curl failed. */
+static inline int gw_curl(struct gw *g, const char *out, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static inline int gw_curl(struct gw *g, const char *out, const char *fmt, ...)
+{
+    char args[4096], code[256];
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    snprintf(code, sizeof(code), "%s/code", g->dir);
+    st = t_sh("curl -s -m 60 -o '%s' -D '%s%s' -w '%%{http_code}' %s > '%s'",
+              *out ? gw_path(g, out) : "/dev/null", *out ? gw_path(g, out) : "/dev/null",
+              *out ? ".h" : "", args, code);
+    if (st != 0)
+        return -1;
+    return t_read_int(code);
+}
+
+static inline int gw_aws(struct gw *g, const char *env, const char *out, const char *fmt, ...)
+{
+    char args[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    return t_sh("cd %s && %s %s aws --endpoint-url %s %s %s > %s 2>&1", g->dir, g->awsenv, env,
+                g->url, strstr(env, "AWS_ACCESS_KEY_ID") ? "" : "--no-sign-request", args,
+                gw_path(g, out));
+}
+
+/* Does scratch file name contain needle? */
+static inline int gw_has(struct gw *g, const char *name, const char *needle)
+{
+    size_t n = 0;
+    char *text = (char *)t_slurp(gw_path(g, name), &n);
+    int ret;
+
+    if (!text)
+        return 0;
+    text = realloc(text, n + 1);
+    text[n] = '\0';
+    ret = strstr(text, needle) != NULL;
+    free(text);
+    return ret;
+}
+
+/* Write n bytes of pattern seed to scratch file name. */
+static inline void gw_file(struct gw *g, const char *name, size_t n, uint64_t seed)
+{
+    uint8_t *b = t_pattern_buf(n, seed);
+    t_write_file(gw_path(g, name), b, n);
+    free(b);
+}
+
+/* Are scratch files a and b the same bytes? */
+static inline int gw_same(struct gw *g, const char *a, const char *b)
+{
+    return t_sh("cmp -s '%s' '%s'", gw_path(g, a), gw_path(g, b)) == 0;
+}
+
+#endif

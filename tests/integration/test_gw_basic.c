@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 120 */
+/*
+ * railiod's S3 gateway driven with curl(1) over the server's own store,
+ * mock:// and file://: buckets (create, head, list, delete, BucketNotEmpty),
+ * PutObject/GetObject byte for byte with the MD5 ETag, Range (206, suffix,
+ * 416), the conditional headers (304, 412), Content-MD5 and
+ * x-amz-checksum-crc32 refusals that publish nothing, ListObjects V1/V2
+ * (delimiter, pagination, XML escaping, encoding-type=url), CopyObject,
+ * DeleteObjects, S3 error codes, bounds, keep-alive, anonymous access off,
+ * and the per-operation metrics.
+ */
+#include "gw_util.h"
+
+/* Buckets and one object's whole life, on one backend. */
+static void objects(const char *backend)
+{
+    struct gw g;
+    char md5[64] = "";
+
+    gw_start(&g, backend, NULL);
+    /* Buckets */
+    T_EQ(gw_curl(&g, "o", "%s/nob/k", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt1", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt1", g.url), 409);
+    T_TRUE(gw_has(&g, "o", "BucketAlreadyOwnedByYou"));
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt2", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/Bad_Name", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "InvalidBucketName"));
+    T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<Name>bkt1</Name>"));
+
+    /* PutObject / GetObject: 5 MiB + 3, every byte compared. */
+    gw_file(&g, "src", 5 * 1024 * 1024 + 3, 11);
+    T_EQ(t_sh("md5sum %s | cut -c1-32 > %s", gw_path(&g, "src"), gw_path(&g, "md5")), 0);
+    {
+        size_t n = 0;
+        char *m = (char *)t_slurp(gw_path(&g, "md5"), &n);
+        T_GE(n, 32u);
+        memcpy(md5, m, 32);
+        free(m);
+    }
+    T_EQ(gw_curl(&g, "o", "-T %s %s/bkt1/dir/obj%%20one", gw_path(&g, "src"), g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", md5)); /* ETag: the MD5 of the bytes */
+    T_EQ(gw_curl(&g, "got", "%s/bkt1/dir/obj%%20one", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_TRUE(gw_has(&g, "got.h", md5));
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1/dir/obj%%20one", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Length: 5242883"));
+    T_EQ(gw_curl(&g, "o", "%s/bkt1/dir/missing", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchKey</Code>"));
+    T_TRUE(gw_has(&g, "o", "<Key>dir/missing</Key>"));
+
+    /* Range: bytes 1000000-1999999, the last 777 bytes, an open end. */
+    T_EQ(gw_curl(&g, "r", "-r 1000000-1999999 %s/bkt1/dir/obj%%20one", g.url), 206);
+    T_EQ(t_sh("tail -c +1000001 %s | head -c 1000000 | cmp -s - %s", gw_path(&g, "src"),
+              gw_path(&g, "r")),
+         0);
+    T_TRUE(gw_has(&g, "r.h", "Content-Range: bytes 1000000-1999999/5242883"));
+    T_EQ(gw_curl(&g, "r", "-r -777 %s/bkt1/dir/obj%%20one", g.url), 206);
+    T_EQ(t_sh("tail -c 777 %s | cmp -s - %s", gw_path(&g, "src"), gw_path(&g, "r")), 0);
+    T_EQ(gw_curl(&g, "r", "-r 5242880- %s/bkt1/dir/obj%%20one", g.url), 206);
+    T_EQ(t_sh("tail -c 3 %s | cmp -s - %s", gw_path(&g, "src"), gw_path(&g, "r")), 0);
+    T_EQ(gw_curl(&g, "r", "-r 5242883- %s/bkt1/dir/obj%%20one", g.url), 416);
+    T_TRUE(gw_has(&g, "r", "<Code>InvalidRange</Code>"));
+
+    /* Conditionals */
+    T_EQ(gw_curl(&g, "c", "-H 'If-None-Match: \"%s\"' %s/bkt1/dir/obj%%20one", md5, g.url), 304);
+    T_EQ(gw_curl(&g, "c", "-H 'If-Match: \"%s\"' -r 0-9 %s/bkt1/dir/obj%%20one", md5, g.url), 206);
+    T_EQ(gw_curl(&g, "c", "-H 'If-Match: \"0123\"' %s/bkt1/dir/obj%%20one", g.url), 412);
+    T_TRUE(gw_has(&g, "c", "<Code>PreconditionFailed</Code>"));
+    T_EQ(gw_curl(&g, "c",
+                 "-H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT' "
+                 "%s/bkt1/dir/obj%%20one",
+                 g.url),
+         304);
+    T_EQ(gw_curl(&g, "c",
+                 "-H 'If-Unmodified-Since: Mon, 01 Jan 1990 00:00:00 GMT' "
+                 "%s/bkt1/dir/obj%%20one",
+                 g.url),
+         backend && strncmp(backend, "mock:", 5) == 0 ? 200 : 412); /* mock:// has no mtime */
+
+    /* Content-MD5 and x-amz-checksum-crc32 that do not match: nothing published. */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-MD5: AAAAAAAAAAAAAAAAAAAAAA==' %s/bkt1/bad",
+                 gw_path(&g, "src"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: AAAAAA==' %s/bkt1/bad",
+                 gw_path(&g, "src"), g.url),
+         400);
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1/bad", g.url), 404);
+    T_EQ(t_sh("openssl dgst -md5 -binary %s | base64 > %s", gw_path(&g, "src"), gw_path(&g, "b64")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-T %s -H \"Content-MD5: $(cat %s)\" %s/bkt1/good", gw_path(&g, "src"),
+                 gw_path(&g, "b64"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "got", "%s/bkt1/good", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    /* A body in chunked transfer encoding (no Content-Length): streamed
+     * with its size unknown until the end. */
+    T_EQ(gw_curl(&g, "o", "-T - -H 'Transfer-Encoding: chunked' %s/bkt1/chunked < %s", g.url,
+                 gw_path(&g, "src")),
+         200);
+    T_TRUE(gw_has(&g, "o.h", md5));
+    T_EQ(gw_curl(&g, "got", "%s/bkt1/chunked", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    /* An empty object. */
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'Content-Length: 0' %s/bkt1/empty", g.url), 200);
+    T_EQ(gw_curl(&g, "got", "%s/bkt1/empty", g.url), 200);
+    T_EQ(t_sh("test ! -s %s", gw_path(&g, "got")), 0);
+
+    /* CopyObject, then DeleteObjects (one missing key: deleted too, as S3). */
+    T_EQ(
+        gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /bkt1/dir/obj%%20one' %s/bkt1/copy", g.url),
+        200);
+    T_TRUE(gw_has(&g, "o", md5));
+    T_EQ(gw_curl(&g, "got", "%s/bkt1/copy", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /bkt1/nothere' %s/bkt1/copy2", g.url),
+         404);
+
+    /* DeleteBucket of a bucket with objects; DeleteObject; DeleteObjects. */
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt1", g.url), 409);
+    T_TRUE(gw_has(&g, "o", "<Code>BucketNotEmpty</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt1/copy", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1/copy", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt1/copy", g.url), 204);
+    t_write_file(gw_path(&g, "del.xml"),
+                 "<Delete><Object><Key>dir/obj one</Key></Object><Object><Key>good</Key></Object>"
+                 "<Object><Key>chunked</Key></Object><Object><Key>empty</Key></Object>"
+                 "<Object><Key>gone</Key></Object></Delete>",
+                 strlen("<Delete><Object><Key>dir/obj one</Key></Object><Object><Key>good</Key>"
+                        "</Object><Object><Key>chunked</Key></Object><Object><Key>empty</Key>"
+                        "</Object><Object><Key>gone</Key></Object></Delete>"));
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/bkt1?delete'", gw_path(&g, "del.xml"),
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>dir/obj one</Key></Deleted>"));
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>gone</Key></Deleted>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1/good", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt1", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-I %s/bkt1", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt1", g.url), 404);
+    gw_stop(&g);
+}
+
+TEST(objects_own_store)
+{
+    objects(NULL);
+}
+
+TEST(objects_mock)
+{
+    objects("mock://");
+}
+
+TEST(objects_file)
+{
+    char url[256];
+    const char *dir = t_scratch_dir("gw-file");
+    snprintf(url, sizeof(url), "file://%s", dir);
+    objects(url);
+}
+
+/* ListObjects V1 and V2 on the server's own store. */
+TEST(listing)
+{
+    struct gw g;
+    const char *keys[] = {"a/1", "a/2", "a/b/3", "b", "c d", "x&y<z>", "z"};
+    char cont[2048] = "";
+    unsigned seen = 0;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lst", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/other", g.url), 200);
+    gw_file(&g, "s", 10, 1);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        char enc[64];
+        T_EQ(t_sh("python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]), "
+                  "end=\"\")' '%s' > %s",
+                  keys[i], gw_path(&g, "enc")),
+             0);
+        size_t n = 0;
+        char *e = (char *)t_slurp(gw_path(&g, "enc"), &n);
+        snprintf(enc, sizeof(enc), "%.*s", (int)n, e);
+        free(e);
+        T_EQ(gw_curl(&g, "o", "-T %s '%s/lst/%s'", gw_path(&g, "s"), g.url, enc), 200);
+    }
+    T_EQ(gw_curl(&g, "o", "-T %s '%s/other/a/9'", gw_path(&g, "s"), g.url), 200);
+    /* V2 with the delimiter: a/ is one common prefix; keys XML-escaped. */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&delimiter=/'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<CommonPrefixes><Prefix>a/</Prefix></CommonPrefixes>"));
+    T_TRUE(gw_has(&g, "l", "<Key>x&amp;y&lt;z&gt;</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Key>c d</Key>"));
+    T_TRUE(gw_has(&g, "l", "<KeyCount>5</KeyCount>"));
+    T_FALSE(gw_has(&g, "l", "a/9")); /* another bucket's key */
+    T_FALSE(gw_has(&g, "l", "<Key>a/1</Key>"));
+    /* prefix a/ with the delimiter: a/1, a/2 and a/b/. */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&delimiter=/&prefix=a/'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<Key>a/1</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Prefix>a/b/</Prefix>"));
+    /* encoding-type=url */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&encoding-type=url'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<Key>c%20d</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Key>x%26y%3Cz%3E</Key>"));
+    /* V2 pages of one key: every key once, in order. */
+    for (int page = 0; page < 20; page++) {
+        T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&max-keys=1%s%s'", g.url,
+                     cont[0] ? "&continuation-token=" : "", cont),
+             200);
+        if (gw_has(&g, "l", "<Key>"))
+            seen++;
+        if (!gw_has(&g, "l", "<IsTruncated>true</IsTruncated>"))
+            break;
+        T_EQ(t_sh("sed -n 's|.*<NextContinuationToken>\\([^<]*\\)</NextContinuationToken>.*|\\1|p' "
+                  "%s | python3 -c 'import html,urllib.parse,sys; "
+                  "print(urllib.parse.quote(html.unescape(sys.stdin.read().strip())), "
+                  "end=\"\")' > %s",
+                  gw_path(&g, "l"), gw_path(&g, "tok")),
+             0);
+        size_t n = 0;
+        char *t = (char *)t_slurp(gw_path(&g, "tok"), &n);
+        T_GT(n, 0u);
+        snprintf(cont, sizeof(cont), "%.*s", (int)n, t);
+        free(t);
+    }
+    T_EQ(seen, 7u);
+    /* V1 with marker and max-keys */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?marker=b&max-keys=2'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<Key>c d</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Key>x&amp;y&lt;z&gt;</Key>"));
+    T_FALSE(gw_has(&g, "l", "<Key>b</Key>"));
+    T_TRUE(gw_has(&g, "l", "<IsTruncated>true</IsTruncated>"));
+    T_TRUE(gw_has(&g, "l", "<NextMarker>x&amp;y&lt;z&gt;</NextMarker>"));
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=0'", g.url), 200);
+    T_FALSE(gw_has(&g, "l", "<Key>"));
+    /* Other delimiters and subresources: NotImplemented. */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?delimiter=x'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?acl'", g.url), 501);
+    T_TRUE(gw_has(&g, "l", "<Code>NotImplemented</Code>"));
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?tagging'", g.url), 501);
+    /* UploadPartCopy */
+    T_EQ(gw_curl(&g, "l",
+                 "-X PUT -H 'x-amz-copy-source: /lst/b' "
+                 "'%s/lst/c?uploadId=0123456789abcdef0123456789abcdef&partNumber=1'",
+                 g.url),
+         501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=-1'", g.url), 400);
+    gw_stop(&g);
+}
+
+/* Anonymous off, bounds, keep-alive, Expect: 100-continue, the log line and metrics. */
+TEST(protocol_and_metrics)
+{
+    struct gw g;
+    const char *noanon[] = {"--no-anon", NULL};
+
+    gw_start(&g, "mock://", noanon);
+    T_EQ(gw_curl(&g, "o", "%s/", g.url), 403);
+    T_TRUE(gw_has(&g, "o", "<Code>AccessDenied</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt", g.url), 403);
+    gw_stop(&g);
+
+    setenv("SRV_LOG_FILE", "1", 1); /* the log in a file: srv_log_count */
+    gw_start(&g, "mock://", NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt", g.url), 200);
+    /* A request target over 8 KiB: 400 (or the library's own 414/431). */
+    {
+        char *longk = malloc(9001);
+        memset(longk, 'k', 9000);
+        longk[9000] = '\0';
+        int st = gw_curl(&g, "o", "%s/bkt/%s", g.url, longk);
+        free(longk);
+        T_TRUE(st == 400 || st == 414 || st == 431);
+    }
+    /* A header block over the connection's memory: refused. */
+    {
+        char *big = malloc(300 * 1024);
+        memset(big, 'h', 300 * 1024 - 1);
+        big[300 * 1024 - 1] = '\0';
+        t_write_file(gw_path(&g, "bighdr"), "X-Big: ", 7);
+        t_sh("printf '%%s' '%s' >> %s", "", gw_path(&g, "bighdr"));
+        FILE *f = fopen(gw_path(&g, "bighdr"), "a");
+        fputs(big, f);
+        fclose(f);
+        free(big);
+        int st = gw_curl(&g, "o", "-H @%s %s/bkt/k", gw_path(&g, "bighdr"), g.url);
+        T_TRUE(st == 400 || st == 413 || st == 431 || st == -1);
+    }
+    /* A key longer than the backend's: KeyTooLongError. */
+    {
+        char *longk = malloc(1101);
+        memset(longk, 'k', 1100);
+        longk[1100] = '\0';
+        T_EQ(gw_curl(&g, "o", "%s/bkt/%s", g.url, longk), 400);
+        T_TRUE(gw_has(&g, "o", "KeyTooLongError"));
+        free(longk);
+    }
+    /* Expect: 100-continue (curl sends it for bodies over 1 MiB); a PUT to
+     * a missing bucket gets its 404 instead of the 100. */
+    gw_file(&g, "src", 3 * 1024 * 1024, 5);
+    T_EQ(gw_curl(&g, "o", "-H 'Expect: 100-continue' -T %s %s/bkt/big", gw_path(&g, "src"), g.url),
+         200);
+    T_TRUE(gw_has(&g, "o.h", "100 Continue"));
+    T_EQ(
+        gw_curl(&g, "o", "-H 'Expect: 100-continue' -T %s %s/nobkt/big", gw_path(&g, "src"), g.url),
+        404);
+    T_FALSE(gw_has(&g, "o.h", "100 Continue"));
+    /* Keep-alive: two requests, one connection. */
+    T_EQ(t_sh("curl -sv -o /dev/null -o /dev/null %s/bkt/big %s/bkt/big 2>&1 | "
+              "grep -q 'Re-using existing connection'",
+              g.url, g.url),
+         0);
+    /* One log line per request: the key's length, not the key. */
+    for (int i = 0; i < 50 && !srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 "
+                                                   "status=200 in=3145728 out=0 ms=");
+         i++)
+        t_sleep_ms(20);
+    T_EQ(srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 status=200 in=3145728 out=0 "
+                             "ms="),
+         1u);
+    T_EQ(srv_log_count(&g.e, "s3 GET GetObject bucket=bkt keylen=3 status=200 in=0 "
+                             "out=3145728 ms="),
+         2u);
+    T_EQ(srv_log_count(&g.e, "/big"), 0u);
+    /* Metrics. */
+    T_EQ(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"PutObject\",status=\"2xx\"}"), 1);
+    T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"GetObject\",status=\"2xx\"}"), 2);
+    T_EQ(srv_scrape(&g.e, "railiod_s3_bytes_total{op=\"PutObject\",direction=\"in\"}"),
+         3.0 * 1024 * 1024);
+    T_GE(srv_scrape(&g.e, "railiod_s3_request_seconds_count{op=\"GetObject\"}"), 2);
+    gw_stop(&g);
+}

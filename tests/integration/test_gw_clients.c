@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 240 */
+/*
+ * railiod's S3 gateway with --s3-keys under the S3 clients people use:
+ * s3cmd (SigV4, multipart above its 15 MiB chunk), rclone (copy, check, sync
+ * back) and boto3 (put/get, its multipart upload_file and download_file,
+ * listing, DeleteObjects, a presigned GET); every byte compared.
+ */
+#include "gw_util.h"
+
+#define AK "AKCLIENTS1"
+#define SK "clients-secret/0123456789"
+
+static void keys_file(char *path, size_t cap)
+{
+    const char *text = AK " " SK " *\n";
+
+    snprintf(path, cap, "%s/keys", t_scratch_dir("gwckeys"));
+    t_write_file(path, text, strlen(text));
+    T_EQ(chmod(path, 0600), 0);
+}
+
+TEST(s3cmd)
+{
+    struct gw g;
+    char keys[256];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+
+    if (t_sh("command -v s3cmd >/dev/null") != 0)
+        T_SKIP("s3cmd is not installed");
+    keys_file(keys, sizeof(keys));
+    gw_start(&g, NULL, extra);
+    T_EQ(t_sh("printf '[default]\\naccess_key = %s\\nsecret_key = %s\\nhost_base = %s\\n"
+              "host_bucket = %s\\nuse_https = False\\nsignature_v2 = False\\n"
+              "bucket_location = us-east-1\\n' > %s/s3cfg",
+              AK, SK, g.s3, g.s3, g.dir),
+         0);
+    gw_file(&g, "big", 20 * 1024 * 1024 + 3, 41); /* two parts of 15 MiB at most */
+    gw_file(&g, "small", 1234, 42);
+#define S3CMD "cd %s && s3cmd -c s3cfg --no-progress "
+    T_EQ(t_sh(S3CMD "mb s3://cmdb > out 2>&1", g.dir), 0);
+    T_EQ(t_sh(S3CMD "put big s3://cmdb/d/big > out 2>&1", g.dir), 0);
+    T_EQ(t_sh(S3CMD "put small s3://cmdb/d/small > out 2>&1", g.dir), 0);
+    T_EQ(t_sh(S3CMD "get s3://cmdb/d/big back > out 2>&1", g.dir), 0);
+    T_TRUE(gw_same(&g, "back", "big"));
+    T_EQ(t_sh(S3CMD "get s3://cmdb/d/small back2 > out 2>&1", g.dir), 0);
+    T_TRUE(gw_same(&g, "back2", "small"));
+    T_EQ(t_sh(S3CMD "ls s3://cmdb/d/ > ls 2>&1", g.dir), 0);
+    T_TRUE(gw_has(&g, "ls", "s3://cmdb/d/big"));
+    T_EQ(t_sh(S3CMD "del s3://cmdb/d/big s3://cmdb/d/small > out 2>&1", g.dir), 0);
+    T_EQ(t_sh(S3CMD "rb s3://cmdb > out 2>&1", g.dir), 0);
+#undef S3CMD
+    gw_stop(&g);
+}
+
+TEST(rclone)
+{
+    struct gw g;
+    char keys[256], env[512];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+
+    if (t_sh("command -v rclone >/dev/null") != 0)
+        T_SKIP("rclone is not installed");
+    keys_file(keys, sizeof(keys));
+    gw_start(&g, NULL, extra);
+    /* An AWS_CA_BUNDLE in the environment makes rclone's S3 SDK fail over http. */
+    snprintf(env, sizeof(env),
+             "env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null RCLONE_CONFIG_GW_TYPE=s3 "
+             "RCLONE_CONFIG_GW_PROVIDER=Other "
+             "RCLONE_CONFIG_GW_ACCESS_KEY_ID=%s RCLONE_CONFIG_GW_SECRET_ACCESS_KEY='%s' "
+             "RCLONE_CONFIG_GW_ENDPOINT=%s RCLONE_CONFIG_GW_FORCE_PATH_STYLE=true",
+             AK, SK, g.url);
+    T_EQ(t_sh("mkdir -p %s/tree/sub", g.dir), 0);
+    gw_file(&g, "tree/a", 3 * 1024 * 1024 + 1, 51);
+    gw_file(&g, "tree/sub/b", 77, 52);
+    gw_file(&g, "tree/sub/c", 0, 53);
+    T_EQ(t_sh("cd %s && %s rclone mkdir gw:rclb > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s rclone copy tree gw:rclb/t > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s rclone check tree gw:rclb/t > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s rclone copy gw:rclb/t back > out 2>&1", g.dir, env), 0);
+    T_TRUE(gw_same(&g, "back/a", "tree/a"));
+    T_TRUE(gw_same(&g, "back/sub/b", "tree/sub/b"));
+    T_TRUE(gw_same(&g, "back/sub/c", "tree/sub/c"));
+    T_EQ(t_sh("cd %s && %s rclone lsf -R gw:rclb > ls 2>&1", g.dir, env), 0);
+    T_TRUE(gw_has(&g, "ls", "t/sub/b"));
+    T_EQ(t_sh("cd %s && %s rclone purge gw:rclb > out 2>&1", g.dir, env), 0);
+    T_EQ(gw_curl(&g, "o", "-I %s/rclb", g.url), 403); /* unsigned: refused */
+    gw_stop(&g);
+}
+
+TEST(boto3)
+{
+    struct gw g;
+    char keys[256];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+    static const char script[] =
+        "import boto3, sys, urllib.request\n"
+        "from botocore.config import Config\n"
+        "from boto3.s3.transfer import TransferConfig\n"
+        "url, ak, sk, d = sys.argv[1:5]\n"
+        "s3 = boto3.client('s3', endpoint_url=url, aws_access_key_id=ak,\n"
+        "    aws_secret_access_key=sk, region_name='us-east-1',\n"
+        "    config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))\n"
+        "s3.create_bucket(Bucket='botob')\n"
+        "data = open(d + '/f', 'rb').read()\n"
+        "r = s3.put_object(Bucket='botob', Key='k/one', Body=data)\n"
+        "got = s3.get_object(Bucket='botob', Key='k/one')['Body'].read()\n"
+        "assert got == data, 'get_object'\n"
+        "h = s3.head_object(Bucket='botob', Key='k/one')\n"
+        "assert h['ContentLength'] == len(data) and h['ETag'] == r['ETag'], h\n"
+        "cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)\n"
+        "s3.upload_file(d + '/big', 'botob', 'k/big', Config=cfg)\n"
+        "s3.download_file('botob', 'k/big', d + '/bigback', Config=cfg)\n"
+        "assert open(d + '/bigback', 'rb').read() == open(d + '/big', 'rb').read(), 'big'\n"
+        "keys = [o['Key'] for o in s3.list_objects_v2(Bucket='botob', Prefix='k/')['Contents']]\n"
+        "assert keys == ['k/big', 'k/one'], keys\n"
+        "u = s3.generate_presigned_url('get_object', Params={'Bucket': 'botob', 'Key': 'k/one'},\n"
+        "    ExpiresIn=300)\n"
+        "assert urllib.request.urlopen(u).read() == data, 'presigned'\n"
+        "r = s3.delete_objects(Bucket='botob', Delete={'Objects': [{'Key': 'k/one'},\n"
+        "    {'Key': 'k/big'}]})\n"
+        "assert len(r['Deleted']) == 2, r\n"
+        "s3.delete_bucket(Bucket='botob')\n"
+        "print('boto3 ok')\n";
+
+    if (t_sh("python3 -c 'import boto3' 2>/dev/null") != 0)
+        T_SKIP("boto3 is not installed");
+    keys_file(keys, sizeof(keys));
+    gw_start(&g, NULL, extra);
+    gw_file(&g, "f", 1024 * 1024 + 7, 61);
+    gw_file(&g, "big", 12 * 1024 * 1024 + 5, 62);
+    t_write_file(gw_path(&g, "t.py"), script, strlen(script));
+    T_EQ(t_sh("python3 %s %s %s '%s' %s > %s 2>&1 || { cat %s >&2; exit 1; }", gw_path(&g, "t.py"),
+              g.url, AK, SK, g.dir, gw_path(&g, "out"), gw_path(&g, "out")),
+         0);
+    T_TRUE(gw_has(&g, "out", "boto3 ok"));
+    gw_stop(&g);
+}

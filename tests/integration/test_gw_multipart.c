@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 240 */
+/*
+ * Multipart uploads through railiod's S3 gateway: the aws CLI's own
+ * multipart cp (5 MiB parts) read back byte for byte, and the s3api calls
+ * one by one: CreateMultipartUpload, UploadPart, ListParts,
+ * ListMultipartUploads, CompleteMultipartUpload (S3's "-N" ETag; parts
+ * missing, with a wrong ETag or out of order refused, nothing published),
+ * AbortMultipartUpload, NoSuchUpload.
+ */
+#include "gw_util.h"
+
+/* The aws CLI with 5 MiB parts above 8 MB (mpcfg). */
+#define aws(g, out, ...) gw_aws((g), mpenv, (out), __VA_ARGS__)
+static char mpenv[256];
+
+/* The value of "UploadId" in scratch file name (JSON), into id. */
+static void upload_id(struct gw *g, const char *name, char *id, size_t cap)
+{
+    T_EQ(t_sh("python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"UploadId\"], "
+              "end=\"\")' %s > %s",
+              gw_path(g, name), gw_path(g, "id")),
+         0);
+    size_t n = 0;
+    char *t = (char *)t_slurp(gw_path(g, "id"), &n);
+    snprintf(id, cap, "%.*s", (int)n, t);
+    free(t);
+}
+
+TEST(multipart)
+{
+    struct gw g;
+    char id[64], xml[1024];
+
+    if (t_sh("command -v aws >/dev/null") != 0)
+        T_SKIP("the aws CLI is not installed");
+    gw_start(&g, NULL, NULL);
+    snprintf(mpenv, sizeof(mpenv), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
+    T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 8MB\\n"
+              "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
+              g.dir),
+         0);
+    gw_file(&g, "big", 23 * 1000 * 1000 + 11, 9);
+    gw_file(&g, "p1", 5 * 1024 * 1024, 1);
+    gw_file(&g, "p2", 1000, 2);
+    T_EQ(t_sh("cat %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "p12")), 0);
+
+    /* aws s3 cp: five parts up, ranged parallel GETs down. */
+    T_EQ(aws(&g, "o", "s3 mb s3://mpb"), 0);
+    T_EQ(aws(&g, "o", "s3 cp big s3://mpb/d/big"), 0);
+    T_EQ(aws(&g, "o", "s3 cp s3://mpb/d/big back"), 0);
+    T_TRUE(gw_same(&g, "back", "big"));
+
+    /* One by one. */
+    T_EQ(aws(&g, "c", "s3api create-multipart-upload --bucket mpb --key k"), 0);
+    upload_id(&g, "c", id, sizeof(id));
+    T_EQ(aws(&g, "o",
+             "s3api upload-part --bucket mpb --key k --upload-id %s --part-number 2 "
+             "--body p2",
+             id),
+         0);
+    T_EQ(aws(&g, "o",
+             "s3api upload-part --bucket mpb --key k --upload-id %s --part-number 1 "
+             "--body p1",
+             id),
+         0);
+    T_EQ(aws(&g, "o", "s3api list-parts --bucket mpb --key k --upload-id %s", id), 0);
+    T_TRUE(gw_has(&g, "o", "\"PartNumber\": 2"));
+    T_TRUE(gw_has(&g, "o", "\"Size\": 5242880"));
+    T_EQ(aws(&g, "o", "s3api list-multipart-uploads --bucket mpb"), 0);
+    T_TRUE(gw_has(&g, "o", id));
+    /* Refusals: out of order, a wrong ETag, a missing part: nothing published. */
+    snprintf(xml, sizeof(xml),
+             "<CompleteMultipartUpload><Part><PartNumber>2</PartNumber>"
+             "<ETag>x</ETag></Part><Part><PartNumber>1</PartNumber><ETag>y</ETag>"
+             "</Part></CompleteMultipartUpload>");
+    t_write_file(gw_path(&g, "c.xml"), xml, strlen(xml));
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/mpb/k?uploadId=%s'", gw_path(&g, "c.xml"),
+                 g.url, id),
+         400);
+    T_TRUE(gw_has(&g, "o", "InvalidPartOrder"));
+    snprintf(xml, sizeof(xml),
+             "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+             "<ETag>\"0123456789abcdef0123456789abcdef\"</ETag></Part>"
+             "</CompleteMultipartUpload>");
+    t_write_file(gw_path(&g, "c.xml"), xml, strlen(xml));
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/mpb/k?uploadId=%s'", gw_path(&g, "c.xml"),
+                 g.url, id),
+         400);
+    T_TRUE(gw_has(&g, "o", "InvalidPart"));
+    T_EQ(gw_curl(&g, "o", "-I %s/mpb/k", g.url), 404);
+    T_EQ(t_sh("printf '{\"Parts\":[{\"PartNumber\":1,\"ETag\":\"'$(md5sum %s | cut -c1-32)'\"},"
+              "{\"PartNumber\":2,\"ETag\":\"'$(md5sum %s | cut -c1-32)'\"}]}' > %s",
+              gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "parts.json")),
+         0);
+    T_EQ(aws(&g, "o",
+             "s3api complete-multipart-upload --bucket mpb --key k --upload-id %s "
+             "--multipart-upload file://parts.json",
+             id),
+         0);
+    T_TRUE(gw_has(&g, "o", "-2\\\"")); /* S3's multipart ETag: MD5 of the MD5s, "-2" */
+    T_EQ(gw_curl(&g, "got", "%s/mpb/k", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "p12"));
+    /* The upload and its parts are gone. */
+    T_EQ(aws(&g, "o", "s3api list-multipart-uploads --bucket mpb"), 0);
+    T_FALSE(gw_has(&g, "o", id));
+    T_EQ(aws(&g, "o", "s3api list-parts --bucket mpb --key k --upload-id %s", id), 255);
+    T_TRUE(gw_has(&g, "o", "NoSuchUpload"));
+
+    /* Abort */
+    T_EQ(aws(&g, "c", "s3api create-multipart-upload --bucket mpb --key a"), 0);
+    upload_id(&g, "c", id, sizeof(id));
+    T_EQ(aws(&g, "o",
+             "s3api upload-part --bucket mpb --key a --upload-id %s --part-number 1 "
+             "--body p2",
+             id),
+         0);
+    T_EQ(aws(&g, "o", "s3api abort-multipart-upload --bucket mpb --key a --upload-id %s", id), 0);
+    T_EQ(aws(&g, "o",
+             "s3api upload-part --bucket mpb --key a --upload-id %s --part-number 2 "
+             "--body p2",
+             id),
+         255);
+    T_TRUE(gw_has(&g, "o", "NoSuchUpload"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -T %s '%s/mpb/a?uploadId=../../x&partNumber=1'",
+                 gw_path(&g, "p2"), g.url),
+         404);
+    T_EQ(gw_curl(&g, "o", "-I %s/mpb/a", g.url), 404);
+    gw_stop(&g);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_TIMEOUT 300 */
+/* T_LABELS net;ceph */
+/*
+ * railiod's S3 gateway over rados:// on a single-host Ceph cluster
+ * (tests/harness/ceph.sh), two gateways on one pool: an object PUT through
+ * one is listed, read (whole and a range) and deleted through the other,
+ * every byte compared; a bucket made through one is seen by the other;
+ * concurrent PUTs of one key through both leave one whole version; a
+ * gateway killed in the middle of a PUT leaves nothing visible.
+ */
+#include "t.h"
+
+#ifndef RIO_HAVE_RADOS
+TEST(gw_rados_not_built)
+{
+    T_SKIP("built without librados (RIO_WITH_RADOS)");
+}
+#else
+
+#define T_CEPH_ARGS "--osds 1 --pool rio"
+#include "ceph_env.h"
+#include "gw_util.h"
+#include "rados_util.h"
+
+TEST(two_gateways_one_pool)
+{
+    struct gw a, b;
+    char url[1024];
+
+    gw_need();
+    ru_url(url, sizeof(url), "rio", NULL);
+    gw_start(&a, url, NULL);
+    gw_start(&b, url, NULL);
+    gw_file(&a, "src", 9 * 1024 * 1024 + 5, 21);
+
+    T_EQ(gw_curl(&a, "o", "-X PUT %s/cbk", a.url), 200);
+    T_EQ(gw_curl(&b, "o", "-I %s/cbk", b.url), 200);
+    T_EQ(gw_curl(&b, "o", "-X PUT %s/cbk", b.url), 409);
+    T_EQ(gw_curl(&a, "o", "-T %s %s/cbk/d/obj", gw_path(&a, "src"), a.url), 200);
+    T_EQ(t_sh("md5sum %s | cut -c1-32 > %s", gw_path(&a, "src"), gw_path(&a, "md5")), 0);
+    T_EQ(t_sh("grep -qi \"etag: \\\"$(cat %s)\\\"\" %s", gw_path(&a, "md5"), gw_path(&a, "o.h")),
+         0);
+    /* Through the other gateway: listed, read, ranged. */
+    T_EQ(gw_curl(&b, "l", "'%s/cbk?list-type=2&prefix=d/'", b.url), 200);
+    T_TRUE(gw_has(&b, "l", "<Key>d/obj</Key>"));
+    T_TRUE(gw_has(&b, "l", "<Size>9437189</Size>"));
+    T_EQ(gw_curl(&b, "got", "%s/cbk/d/obj", b.url), 200);
+    T_EQ(t_sh("cmp -s %s %s", gw_path(&a, "src"), gw_path(&b, "got")), 0);
+    T_EQ(gw_curl(&b, "r", "-r 4194300-4194400 %s/cbk/d/obj", b.url), 206);
+    T_EQ(t_sh("tail -c +4194301 %s | head -c 101 | cmp -s - %s", gw_path(&a, "src"),
+              gw_path(&b, "r")),
+         0);
+    /* A bad digest through one: nothing visible through the other. */
+    T_EQ(gw_curl(&a, "o", "-T %s -H 'Content-MD5: AAAAAAAAAAAAAAAAAAAAAA==' %s/cbk/d/bad",
+                 gw_path(&a, "src"), a.url),
+         400);
+    T_EQ(gw_curl(&b, "o", "-I %s/cbk/d/bad", b.url), 404);
+    /* Concurrent PUTs of one key through both: one whole version. */
+    gw_file(&a, "v1", 6 * 1024 * 1024 + 1, 31);
+    gw_file(&a, "v2", 6 * 1024 * 1024 + 2, 32);
+    T_EQ(t_sh("curl -sf -o /dev/null -T %s %s/cbk/same & curl -sf -o /dev/null -T %s %s/cbk/same "
+              "& wait",
+              gw_path(&a, "v1"), a.url, gw_path(&a, "v2"), b.url),
+         0);
+    T_EQ(gw_curl(&a, "same", "%s/cbk/same", a.url), 200);
+    T_TRUE(gw_same(&a, "same", "v1") || gw_same(&a, "same", "v2"));
+    /* A gateway killed in the middle of a PUT: nothing visible. */
+    {
+        struct gw k;
+        gw_start(&k, url, NULL);
+        T_EQ(t_sh("(curl -s -o /dev/null --limit-rate 2M -T %s %s/cbk/half &) ; sleep 1.5",
+                  gw_path(&a, "src"), k.url),
+             0);
+        srv_kill9(&k.e);
+        T_EQ(gw_curl(&b, "o", "-I %s/cbk/half", b.url), 404);
+        T_EQ(gw_curl(&b, "l", "'%s/cbk?list-type=2'", b.url), 200);
+        T_FALSE(gw_has(&b, "l", "half"));
+    }
+    T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/same", b.url), 204);
+    /* Deleted through the other; the bucket then goes. */
+    T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/d/obj", b.url), 204);
+    T_EQ(gw_curl(&a, "o", "-I %s/cbk/d/obj", a.url), 404);
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk", a.url), 204);
+    T_EQ(gw_curl(&b, "o", "-I %s/cbk", b.url), 404);
+    gw_stop(&b);
+    gw_stop(&a);
+}
+#endif
