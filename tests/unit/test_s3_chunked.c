@@ -48,19 +48,26 @@ static int signing_key(struct rio_s3_auth *a)
     return ret;
 }
 
-/* The example body: 65536 and 1024 bytes of 'a', then the final chunk. */
-static size_t aws_body(char *b, size_t cap)
+/* AWS's example bodies: 65536 and 1024 bytes of 'a' under the chunk
+ * signatures s1 and s2, then the final chunk's line with s3 and tail. */
+static size_t example_body(char *b, size_t cap, const char *s1, const char *s2, const char *s3,
+                           const char *tail)
 {
     size_t o = 0;
 
-    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=" SIG1 "\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "10000;chunk-signature=%s\r\n", s1);
     memset(b + o, 'a', 65536);
     o += 65536;
-    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=" SIG2 "\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "\r\n400;chunk-signature=%s\r\n", s2);
     memset(b + o, 'a', 1024);
     o += 1024;
-    o += (size_t)snprintf(b + o, cap - o, "\r\n0;chunk-signature=" SIG3 "\r\n\r\n");
+    o += (size_t)snprintf(b + o, cap - o, "\r\n0;chunk-signature=%s\r\n%s", s3, tail);
     return o;
+}
+
+static size_t aws_body(char *b, size_t cap)
+{
+    return example_body(b, cap, SIG1, SIG2, SIG3, "\r\n");
 }
 
 /* Feed body in slices of step bytes (out capped at outcap per call):
@@ -278,6 +285,23 @@ TEST(body_digests)
     T_EQ(rio__s3_crc64nvme(0, "123456789", 9), 0xae8b14860a799888ull);
     /* In pieces, the same CRC. */
     T_EQ(rio__s3_crc32(rio__s3_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
+    /* CRC64/NVME eight bytes a step and byte by byte agree, at any split. */
+    {
+        uint8_t buf[1000];
+        uint64_t whole;
+        for (size_t i = 0; i < sizeof(buf); i++)
+            buf[i] = (uint8_t)(i * 7 + 3);
+        whole = rio__s3_crc64nvme(0, buf, sizeof(buf));
+        for (size_t cut = 0; cut <= 17; cut++) {
+            uint64_t acc = 0;
+            for (size_t o = 0; o < sizeof(buf); o += cut + 1)
+                acc = rio__s3_crc64nvme(acc, buf + o,
+                                        sizeof(buf) - o < cut + 1 ? sizeof(buf) - o : cut + 1);
+            T_EQ(acc, whole);
+        }
+        T_EQ(rio__s3_crc64nvme(0, "123456789123456789", 18),
+             rio__s3_crc64nvme(rio__s3_crc64nvme(0, "123456789", 9), "123456789", 9));
+    }
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         T_EQ(rio_s3_check_new(ok[i].name, ok[i].value, &c, &code), 0);
         T_EQ(rio_s3_check_update(c, "1234", 4), 0);
@@ -299,5 +323,58 @@ TEST(body_digests)
     T_EQ(rio_s3_check_new("x-amz-content-sha256", "15E2", &c, &code), RIO_EINVAL);
     T_STREQ(code, "InvalidArgument");
     T_EQ(rio_s3_check_new("x-amz-checksum-md4", "AAAA", &c, &code), RIO_EINVAL);
+    T_STREQ(code, "InvalidRequest");
+}
+
+/* AWS's published example of STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER
+ * ("Signature calculations ... with trailing headers"): the same 64 KiB and
+ * 1 KiB of 'a' under another seed, then the final chunk, the CRC32C trailer
+ * and its trailer signature. */
+#define TSEED "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e"
+#define TSIG1 "b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2"
+#define TSIG2 "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7"
+#define TSIG3 "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992"
+#define TTRSIG "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435"
+
+static size_t trailer_body(char *b, size_t cap, const char *trailer, const char *trsig)
+{
+    char tail[200];
+
+    snprintf(tail, sizeof(tail), "%s\r\nx-amz-trailer-signature:%s\r\n\r\n", trailer, trsig);
+    return example_body(b, cap, TSIG1, TSIG2, TSIG3, tail);
+}
+
+TEST(aws_signed_trailer_example)
+{
+    static char body[70000], payload[70000];
+    struct rio_s3_auth a;
+    const char *code;
+    size_t n;
+    int done = 0;
+
+    aws_auth(&a);
+    T_EQ(signing_key(&a), 0);
+    a.payload_mode = RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
+    memcpy(a.seed_signature, TSEED, 65);
+    snprintf(a.trailer, sizeof(a.trailer), "x-amz-checksum-crc32c");
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==", TTRSIG);
+    for (size_t step = 1; step < 70000; step = step * 3 + 1) {
+        T_EQ(decode(&a, body, n, step, 4096, payload, &done, &code), 66560);
+        T_EQ(done, 1);
+    }
+    /* The trailer's value changed: its signature no longer matches (the
+     * CRC would not either). */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/A==", TTRSIG);
+    T_LT(decode(&a, body, n, 4096, 4096, payload, &done, &code), 0);
+    /* Another trailer signature. */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==",
+                     "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e436");
+    T_EQ(decode(&a, body, n, 4096, 4096, payload, &done, &code), -EACCES);
+    T_STREQ(code, "SignatureDoesNotMatch");
+    /* No trailer signature at all. */
+    n = trailer_body(body, sizeof(body), "x-amz-checksum-crc32c:sOO8/Q==", TTRSIG);
+    memcpy(body + n - 2 - 64 - 2 - strlen("x-amz-trailer-signature:"), "\r\n", 2);
+    n -= 64 + 2 + strlen("x-amz-trailer-signature:");
+    T_EQ(decode(&a, body, n, 4096, 4096, payload, &done, &code), -EINVAL);
     T_STREQ(code, "InvalidRequest");
 }

@@ -182,7 +182,8 @@ static const struct vec aws_chunked = {
 /* Requests botocore signed (tests/unit/data/gen_s3_sigv4v.py; keys_text's
  * GWTESTKEY01), as sent: a PUT with a signed payload hash and a key full of
  * characters that need encoding, a ranged GET of a UTF-8 key, a
- * ListObjectsV2 whose parameters need encoding, a HEAD, a presigned GET. */
+ * ListObjectsV2 whose parameters need encoding, a HEAD, a presigned GET;
+ * from botocore 1.43 and from Debian's 1.29 (whose signer is the AWS CRT's). */
 static const struct vec boto[] = {
     {"PUT",
      "/bkt/dir/a%20b%2Bc~d%3De%25f.txt",
@@ -252,6 +253,80 @@ static const struct vec boto[] = {
      "/bkt/p%20r/e.bin",
      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=GWTESTKEY01%2F20261202%2Frailio-1%2Fs3%"
      "2Faws4_request&X-Amz-Date=20261202T080000Z&X-Amz-Expires=3600&X-Amz-SignedHeaders=host&X-Amz-"
+     "Signature=6b86fca747399d8b5a2d917d6613e5915fe9abe33ffb7c2cdbf523790df4df94",
+     "",
+     {{"Host", "127.0.0.1:9000"}}},
+    /* Debian's python3-botocore 1.29.27 with python3-awscrt: the same calls,
+     * signed by the AWS CRT's C signer. */
+    {"PUT",
+     "/bkt/dir/a%20b%2Bc~d%3De%25f.txt",
+     "",
+     "hello, gateway\x0a"
+     "",
+     {
+         {"Content-MD5", "jZ1B8LZu8DIfYoFRGVmrLQ=="},
+         {"Expect", "100-continue"},
+         {"host", "127.0.0.1:9000"},
+         {"X-Amz-Date", "20261202T080000Z"},
+         {"x-amz-content-sha256",
+          "48bb7120117b7ec655b142054322459602d16d9f29c902154ef904a282832b17"},
+         {"Authorization",
+          "AWS4-HMAC-SHA256 Credential=GWTESTKEY01/20261202/railio-1/s3/aws4_request, "
+          "SignedHeaders=content-md5;host;x-amz-content-sha256;x-amz-date, "
+          "Signature=db41b13474973b162734e07c498baf1b0b673548a19fa727ccd3ea2d76678715"},
+         {"amz-sdk-request", "attempt=1"},
+         {"Content-Length", "15"},
+     }},
+    {"GET",
+     "/bkt/k%C3%A9y/with%20spaces",
+     "",
+     "",
+     {
+         {"Range", "bytes=0-4"},
+         {"host", "127.0.0.1:9000"},
+         {"X-Amz-Date", "20261202T080000Z"},
+         {"x-amz-content-sha256",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+         {"Authorization",
+          "AWS4-HMAC-SHA256 Credential=GWTESTKEY01/20261202/railio-1/s3/aws4_request, "
+          "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+          "Signature=926c104b69577220f162833ebed213eac71c88f2441b38afc15bf26136f31c7f"},
+         {"amz-sdk-request", "attempt=1"},
+     }},
+    {"GET",
+     "/bkt",
+     "list-type=2&prefix=a%20b%2F&delimiter=%2F&start-after=x%3Dy%26z&encoding-type=url",
+     "",
+     {
+         {"host", "127.0.0.1:9000"},
+         {"X-Amz-Date", "20261202T080000Z"},
+         {"x-amz-content-sha256",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+         {"Authorization",
+          "AWS4-HMAC-SHA256 Credential=GWTESTKEY01/20261202/railio-1/s3/aws4_request, "
+          "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+          "Signature=b74e57755d9cff0af12242b93e9778799370ceebccb06579f0c37cc0353c2096"},
+         {"amz-sdk-request", "attempt=1"},
+     }},
+    {"HEAD",
+     "/bkt",
+     "",
+     "",
+     {
+         {"host", "127.0.0.1:9000"},
+         {"X-Amz-Date", "20261202T080000Z"},
+         {"x-amz-content-sha256",
+          "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+         {"Authorization",
+          "AWS4-HMAC-SHA256 Credential=GWTESTKEY01/20261202/railio-1/s3/aws4_request, "
+          "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
+          "Signature=1291ba1da1642ddb3ff6c17364212a9bc3779980f85afa21df0bb0a4537f2e1e"},
+         {"amz-sdk-request", "attempt=1"},
+     }},
+    {"GET",
+     "/bkt/p%20r/e.bin",
+     "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=GWTESTKEY01%2F20261202%2Frailio-1%2Fs3%"
+     "2Faws4_request&X-Amz-Date=20261202T080000Z&X-Amz-SignedHeaders=host&X-Amz-Expires=3600&X-Amz-"
      "Signature=6b86fca747399d8b5a2d917d6613e5915fe9abe33ffb7c2cdbf523790df4df94",
      "",
      {{"Host", "127.0.0.1:9000"}}},
@@ -697,11 +772,22 @@ TEST(bounds)
     rio_s3_keys_free(k);
 }
 
-TEST(trailer_header)
+TEST(trailer_header_and_unsupported_modes)
 {
     struct rio_s3_keys *k = keys(keys_text);
     struct vec v = with_header(&aws_list, "x-amz-trailer", "x-amz-checksum-md4");
 
     expect_refused(k, &v, T2013, "InvalidRequest");
+    v = with_header(&aws_list, "x-amz-content-sha256", "STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD");
+    expect_refused(k, &v, T2013, "NotImplemented");
+    /* Each code's HTTP status, as S3 answers it. */
+    T_EQ(rio_s3_status_of("NotImplemented"), 501);
+    T_EQ(rio_s3_status_of("AuthorizationHeaderMalformed"), 400);
+    T_EQ(rio_s3_status_of("AuthorizationQueryParametersError"), 400);
+    T_EQ(rio_s3_status_of("XAmzContentSHA256Mismatch"), 400);
+    T_EQ(rio_s3_status_of("SignatureDoesNotMatch"), 403);
+    T_EQ(rio_s3_status_of("RequestTimeTooSkewed"), 403);
+    T_EQ(rio_s3_status_of("AccessDenied"), 403);
+    T_EQ(rio_s3_status_of(NULL), 403);
     rio_s3_keys_free(k);
 }

@@ -15,6 +15,9 @@
  * STREAMING-UNSIGNED-PAYLOAD-TRAILER: chunks are HEX-SIZE\r\nDATA\r\n, the
  * last is 0\r\n, then trailer lines (the x-amz-checksum-* the x-amz-trailer
  * header announced, checked against the payload) and an empty line.
+ * STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: signed chunks, the final one
+ * followed by the trailer lines and x-amz-trailer-signature, which signs
+ *   AWS4-HMAC-SHA256-TRAILER\nDATE\nSCOPE\nFINAL-CHUNK-SIG\nSHA256(TRAILER LINES)
  */
 #include <errno.h>
 #include <string.h>
@@ -35,6 +38,8 @@
 
 enum state { ST_LINE, ST_DATA, ST_CR, ST_LF, ST_TRAILER, ST_DONE, ST_ERR };
 
+#define TRAILERS_MAX 512 /* the canonical trailer lines a trailer signature signs */
+
 struct rio_s3_chunked {
     int mode;
     enum state st;
@@ -51,6 +56,10 @@ struct rio_s3_chunked {
     uint64_t left;
     int final;
     int trailer_seen;
+    int signed_chunks; /* chunk signatures (the STREAMING-AWS4-HMAC-SHA256-* modes) */
+    int trailer_sig;   /* x-amz-trailer-signature verified (the signed-trailer mode) */
+    char canon[TRAILERS_MAX];
+    size_t cl;
     char sig[65];
     uint64_t total;
     const char *code;
@@ -72,12 +81,14 @@ int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out)
     struct rio_s3_chunked *d;
 
     if (!a || (a->payload_mode != RIO_S3_PAYLOAD_STREAMING &&
-               a->payload_mode != RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER))
+               a->payload_mode != RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER &&
+               a->payload_mode != RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER))
         return RIO_EINVAL;
     d = rio__calloc(1, sizeof(*d));
     if (!d)
         return -ENOMEM;
     d->mode = a->payload_mode;
+    d->signed_chunks = d->mode != RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     d->st = ST_LINE;
     memcpy(d->key, a->signing_key, sizeof(d->key));
     memcpy(d->prev, a->seed_signature, sizeof(d->prev));
@@ -94,7 +105,7 @@ int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out)
         rio_s3_chunked_free(d);
         return -ENOMEM;
     }
-    if (d->mode == RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER && d->trailer[0]) {
+    if (d->mode != RIO_S3_PAYLOAD_STREAMING && d->trailer[0]) {
         const char *code;
         int ret = rio_s3_check_new(d->trailer, NULL, &d->ck, &code);
         if (ret < 0) {
@@ -130,7 +141,7 @@ static int chunk_line(struct rio_s3_chunked *d)
     }
     if (i == 0 || i > 11 || v > CHUNK_MAX)
         return -1;
-    if (d->mode == RIO_S3_PAYLOAD_STREAMING) {
+    if (d->signed_chunks) {
         if (d->ll - i != strlen(SIG_PREFIX) + 64 ||
             memcmp(d->line + i, SIG_PREFIX, strlen(SIG_PREFIX)) != 0)
             return -1;
@@ -168,25 +179,55 @@ static int chunk_verify(struct rio_s3_chunked *d)
     return 0;
 }
 
-/* A trailer line "x-amz-checksum-ALGO:BASE64" of the unsigned-trailer form:
- * the one x-amz-trailer announced, checked against the payload. */
+/* The signed-trailer form's last line: x-amz-trailer-signature signs, chained
+ * from the final chunk's signature, the SHA-256 of the trailer lines as
+ * "name:value\n". 0 or -1. */
+static int trailer_sig_verify(struct rio_s3_chunked *d, const char *sig)
+{
+    char hex[65], sts[512], want[65];
+    int w;
+
+    if (strlen(sig) != 64 || rio__s3_sha256_hex(d->m, d->canon, d->cl, hex))
+        return -1;
+    w = snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s", d->amz_date,
+                 d->scope, d->prev, hex);
+    if (w < 0 || (size_t)w >= sizeof(sts) || rio__s3_sign_sts(d->m, d->key, sts, want))
+        return -1;
+    return CRYPTO_memcmp(want, sig, 64) == 0 ? 0 : -1;
+}
+
+/* A trailer line: "x-amz-checksum-ALGO:BASE64", the one x-amz-trailer
+ * announced, checked against the payload; in the signed-trailer form then
+ * "x-amz-trailer-signature:SIG" over the lines before it. */
 static const char *trailer_line(struct rio_s3_chunked *d)
 {
-    char *colon;
+    char *colon, *v;
     const char *code;
+    int w;
 
     d->line[d->ll] = '\0';
     colon = strchr(d->line, ':');
-    if (!colon || d->trailer_seen)
+    if (!colon || d->trailer_sig)
         return "InvalidRequest";
     *colon = '\0';
-    if (!d->trailer[0] || strcasecmp(d->line, d->trailer) != 0 || !d->ck)
+    v = colon + 1;
+    while (*v == ' ')
+        v++;
+    if (d->mode == RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER &&
+        strcasecmp(d->line, "x-amz-trailer-signature") == 0) {
+        if (trailer_sig_verify(d, v) < 0)
+            return "SignatureDoesNotMatch";
+        d->trailer_sig = 1;
+        return NULL;
+    }
+    if (d->trailer_seen || !d->trailer[0] || strcasecmp(d->line, d->trailer) != 0 || !d->ck)
         return "InvalidRequest";
     d->trailer_seen = 1;
-    colon++;
-    while (*colon == ' ')
-        colon++;
-    if (rio__s3_check_expect(d->ck, colon, &code) < 0 || rio_s3_check_done(d->ck, &code) < 0)
+    w = snprintf(d->canon + d->cl, sizeof(d->canon) - d->cl, "%s:%s\n", d->trailer, v);
+    if (w < 0 || (size_t)w >= sizeof(d->canon) - d->cl)
+        return "InvalidRequest";
+    d->cl += (size_t)w;
+    if (rio__s3_check_expect(d->ck, v, &code) < 0 || rio_s3_check_done(d->ck, &code) < 0)
         return code;
     return NULL;
 }
@@ -221,7 +262,8 @@ ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, 
             if (d->st == ST_TRAILER) {
                 const char *code;
                 if (d->ll == 0) {
-                    if (d->trailer[0] && !d->trailer_seen)
+                    if ((d->trailer[0] && !d->trailer_seen) ||
+                        (d->mode == RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER && !d->trailer_sig))
                         return fail(d, "InvalidRequest", s3_code);
                     d->st = ST_DONE;
                     break;
@@ -237,13 +279,13 @@ ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, 
             d->ll = 0;
             if (EVP_DigestInit_ex(d->data, EVP_sha256(), NULL) != 1)
                 return fail(d, "InternalError", s3_code);
+            if (d->final && d->signed_chunks && chunk_verify(d) < 0)
+                return fail(d, "SignatureDoesNotMatch", s3_code);
             if (d->final && d->mode != RIO_S3_PAYLOAD_STREAMING) {
                 d->st = ST_TRAILER;
                 break;
             }
             d->st = d->left ? ST_DATA : ST_CR;
-            if (!d->left && d->mode == RIO_S3_PAYLOAD_STREAMING && chunk_verify(d) < 0)
-                return fail(d, "SignatureDoesNotMatch", s3_code);
             break;
         case ST_DATA: {
             size_t k = n - i;
@@ -254,7 +296,7 @@ ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, 
             if (k == 0)
                 goto out;
             memcpy(o + w, p + i, k);
-            if (d->mode == RIO_S3_PAYLOAD_STREAMING && EVP_DigestUpdate(d->data, p + i, k) != 1)
+            if (d->signed_chunks && EVP_DigestUpdate(d->data, p + i, k) != 1)
                 return fail(d, "InternalError", s3_code);
             if (d->ck && rio_s3_check_update(d->ck, p + i, k) < 0)
                 return fail(d, "InternalError", s3_code);
@@ -264,7 +306,7 @@ ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, 
             d->total += k;
             if (d->left == 0) {
                 d->st = ST_CR;
-                if (d->mode == RIO_S3_PAYLOAD_STREAMING && chunk_verify(d) < 0)
+                if (d->signed_chunks && chunk_verify(d) < 0)
                     return fail(d, "SignatureDoesNotMatch", s3_code);
             }
             break;

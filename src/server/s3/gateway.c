@@ -335,11 +335,7 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
         SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
                  why[0] ? ": " : "", why);
         *ret =
-            rio__gw_error(c, r,
-                          err == -ENOMEM                             ? 500
-                          : code && !strcmp(code, "InvalidRequest")  ? 400
-                          : code && !strcmp(code, "InvalidArgument") ? 400
-                                                                     : 403,
+            rio__gw_error(c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code),
                           code ? code : "AccessDenied", "The request could not be authenticated.");
         return -1;
     }

@@ -690,7 +690,8 @@ static int header_u64(struct MHD_Connection *c, const char *name, uint64_t *out)
 static int streaming(const struct gw_req *r)
 {
     return r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING ||
-           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER ||
+           r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
 }
 
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)

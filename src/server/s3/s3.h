@@ -45,6 +45,7 @@ enum rio_s3_payload_mode {
     RIO_S3_PAYLOAD_SIGNED = 1,    /* the body's SHA-256 is payload_sha256 */
     RIO_S3_PAYLOAD_STREAMING = 2, /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD (aws-chunked) */
     RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER = 3, /* STREAMING-UNSIGNED-PAYLOAD-TRAILER */
+    RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER = 4,   /* STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER */
 };
 
 struct rio_s3_auth { /* outcome of verification */
@@ -57,7 +58,7 @@ struct rio_s3_auth { /* outcome of verification */
     char seed_signature[65];
     char amz_date[17];
     char scope[128];
-    /* for _STREAMING_UNSIGNED_TRAILER: the x-amz-trailer header, lower-case
+    /* for the _TRAILER modes: the x-amz-trailer header, lower-case
      * ("x-amz-checksum-crc32"), "" if none */
     char trailer[40];
 };
@@ -74,12 +75,18 @@ struct rio_s3_auth { /* outcome of verification */
  * not yet valid), "SignatureDoesNotMatch", "InvalidAccessKeyId",
  * "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError",
  * "RequestTimeTooSkewed", "InvalidRequest" (bad x-amz-trailer, path too long),
- * "InvalidArgument" (x-amz-content-sha256 not a known value). A short reason
+ * "InvalidArgument" (x-amz-content-sha256 not a known value),
+ * "NotImplemented" (-ENOTSUP: an aws-chunked mode not supported). A short reason
  * for the log is in rio__detail (no secret, no signature). -ENOMEM with
  * "InternalError". Thread-safe on a shared key set.
  */
 int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64_t now,
                   struct rio_s3_auth *out, const char **s3_code);
+
+/** The HTTP status S3 answers with each code this interface returns
+ * (403 for the authentication failures, 400 for malformed requests and
+ * body mismatches, 501 NotImplemented, 500 InternalError; 403 if unknown). */
+int rio_s3_status_of(const char *s3_code);
 
 /** 1 when access_key ("" for anonymous) may use bucket, else 0. */
 int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const char *bucket);
@@ -93,14 +100,16 @@ int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const c
  */
 struct rio_s3_chunked;
 /** A decoder for a request verified with payload_mode _STREAMING or
- * _STREAMING_UNSIGNED_TRAILER (else RIO_EINVAL). 0, -ENOMEM. */
+ * one of the _TRAILER modes (else RIO_EINVAL). 0, -ENOMEM. */
 int rio_s3_chunked_new(const struct rio_s3_auth *a, struct rio_s3_chunked **out);
 /**
  * Consume up to n bytes of in (*consumed says how many) and write payload to
  * out (at most cap bytes). Returns the payload bytes written (0 is fine: a
  * chunk line, or cap 0), or a negative error with *s3_code:
- * "SignatureDoesNotMatch" (a chunk signature), "IncompleteBody" / "InvalidRequest"
- * (malformed framing), "InvalidArgument" (bytes after the final chunk).
+ * "SignatureDoesNotMatch" (a chunk signature), "InvalidRequest" (malformed
+ * framing or trailer), "BadDigest" / "InvalidDigest" (the trailer's checksum),
+ * "InvalidArgument" (bytes after the end), "InternalError". A body that ends
+ * early is not an error here: rio_s3_chunked_done stays 0 (IncompleteBody).
  * Once an error is returned, every later call returns it again.
  */
 ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, size_t *consumed,

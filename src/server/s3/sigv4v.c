@@ -638,11 +638,16 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
     } else if (strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD") == 0) {
         out->payload_mode = RIO_S3_PAYLOAD_STREAMING;
+    } else if (strcmp(payload, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER") == 0) {
+        out->payload_mode = RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
     } else if (strcmp(payload, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") == 0) {
         out->payload_mode = RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
     } else if (strlen(payload) == 64 && is_lower_hex64(payload)) {
         out->payload_mode = RIO_S3_PAYLOAD_SIGNED;
         memcpy(out->payload_sha256, payload, 65);
+    } else if (strncmp(payload, "STREAMING-", 10) == 0) {
+        REFUSE("NotImplemented", -ENOTSUP,
+               "s3 auth: this aws-chunked mode (x-amz-content-sha256) is not supported");
     } else {
         REFUSE("InvalidArgument", -EINVAL,
                "s3 auth: x-amz-content-sha256 is neither a SHA-256 nor a known mode");
@@ -747,4 +752,32 @@ out:
     rio__free(sh);
     query_free(&q);
     return ret;
+}
+
+int rio_s3_status_of(const char *s3_code)
+{
+    static const struct {
+        const char *code;
+        int status;
+    } t[] = {
+        {"AccessDenied", 403},
+        {"SignatureDoesNotMatch", 403},
+        {"InvalidAccessKeyId", 403},
+        {"RequestTimeTooSkewed", 403},
+        {"AuthorizationHeaderMalformed", 400},
+        {"AuthorizationQueryParametersError", 400},
+        {"InvalidRequest", 400},
+        {"InvalidArgument", 400},
+        {"XAmzContentSHA256Mismatch", 400},
+        {"BadDigest", 400},
+        {"InvalidDigest", 400},
+        {"IncompleteBody", 400},
+        {"NotImplemented", 501},
+        {"InternalError", 500},
+    };
+
+    for (size_t i = 0; s3_code && i < sizeof(t) / sizeof(t[0]); i++)
+        if (strcmp(t[i].code, s3_code) == 0)
+            return t[i].status;
+    return 403;
 }
