@@ -79,9 +79,9 @@ for ep in radosgw gateway; do
         echo "| $ep | curl | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
         if [ -x "$BUILD/railio" ]; then
             t0=$(now)
-            if RIO_S3_ENDPOINT=$url "$BUILD/railio" put "s3://bench/r$mib" "$f" >/dev/null 2>&1; then
+            if RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" put "s3://bench/r$mib" "$f" >/dev/null 2>&1; then
                 t1=$(now)
-                RIO_S3_ENDPOINT=$url "$BUILD/railio" get "s3://bench/r$mib" "$DIR/back" >/dev/null 2>&1
+                RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" get "s3://bench/r$mib" "$DIR/back" >/dev/null 2>&1
                 t2=$(now)
                 cmp -s "$f" "$DIR/back" || echo "$ep railio $mib: bytes differ" >&2
                 echo "| $ep | railio s3:// | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
@@ -104,6 +104,7 @@ for ep in radosgw gateway; do
     for dir in PUT GET; do
         rm -f "$DIR"/lat.*
         t0=$(now)
+        pids=()
         for c in $(seq "$CLIENTS"); do
             (
                 for i in $(seq "$SMALL_N"); do
@@ -115,8 +116,9 @@ for ep in radosgw gateway; do
                     fi
                 done > "$DIR/lat.$c"
             ) &
+            pids+=($!)
         done
-        wait
+        wait "${pids[@]}" # not railiod
         t1=$(now)
         cat "$DIR"/lat.* | python3 -c "
 import sys
