@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The S3 gateway (railiod --s3-listen over rados://) against radosgw, on one
+# single-host Ceph cluster of its own (tests/harness/ceph.sh --rgw), the same
+# clients, one run, stopped on exit (docs/gateway.md, "Against radosgw"):
+#   - PUT and GET of large objects with `aws s3 cp`, `curl --aws-sigv4` and
+#     `railio put/get s3://` (MB/s, wall clock);
+#   - CLIENTS concurrent clients (curl) of small objects: PUT then GET,
+#     ops/s and per-request p50/p99.
+#   bench/gateway.sh [--sizes "256 1024"] [--small-kib 64] [--small-n 50] [--clients 16]
+# Sizes in MiB; --small-n requests per client and direction.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+SIZES="256 1024" SMALL_KIB=64 SMALL_N=50 CLIENTS=16
+while [ $# -gt 0 ]; do
+    case $1 in
+    --sizes) SIZES=$2; shift 2 ;;
+    --small-kib) SMALL_KIB=$2; shift 2 ;;
+    --small-n) SMALL_N=$2; shift 2 ;;
+    --clients) CLIENTS=$2; shift 2 ;;
+    *) echo "bench/gateway.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+done
+for t in aws curl python3; do
+    command -v $t >/dev/null || { echo "bench/gateway.sh: $t not installed" >&2; exit 1; }
+done
+[ -x "$BUILD/railiod" ] || { echo "bench/gateway.sh: $BUILD/railiod not built" >&2; exit 1; }
+DIR=$(mktemp -d "${TMPDIR:-/tmp}/rio-gw-bench.XXXXXX")
+GWPID=
+cleanup() {
+    [ -n "$GWPID" ] && kill "$GWPID" 2>/dev/null && wait "$GWPID" 2>/dev/null
+    bash "$ROOT/tests/harness/ceph.sh" stop "$DIR/ceph" >/dev/null 2>&1 || true
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+RGWPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+bash "$ROOT/tests/harness/ceph.sh" start "$DIR/ceph" --pool rio --memstore 24G --rgw "$RGWPORT" \
+    --owner $$ >&2
+# shellcheck disable=SC1091
+. "$DIR/ceph/s3.env"
+# The gateway serves radosgw's user too: the same keys for both.
+printf '%s %s *\n' "$S3_ACCESS_KEY" "$S3_SECRET_KEY" > "$DIR/keys"
+chmod 600 "$DIR/keys"
+"$BUILD/railiod" --listen 127.0.0.1:0 --port-file "$DIR/ports" --log-level warn \
+    --s3-listen 127.0.0.1:0 --s3-keys "$DIR/keys" \
+    --s3-backend "rados://rio?conf=$DIR/ceph/ceph.conf" 2> "$DIR/railiod.log" &
+GWPID=$!
+for _ in $(seq 100); do [ -s "$DIR/ports" ] && grep -q s3= "$DIR/ports" && break; sleep 0.1; done
+GW=http://$(sed -n 's/^s3=//p' "$DIR/ports")
+export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
+export AWS_DEFAULT_REGION=us-east-1 AWS_SHARED_CREDENTIALS_FILE=/dev/null
+export AWS_CONFIG_FILE=$DIR/awscfg
+printf '[default]\ns3 =\n    addressing_style = path\n' > "$AWS_CONFIG_FILE"
+# UNSIGNED-PAYLOAD: radosgw refuses curl's signature without x-amz-content-sha256.
+SIGV4=(--aws-sigv4 aws:amz:us-east-1:s3 --user "$S3_ACCESS_KEY:$S3_SECRET_KEY"
+    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
+
+now() { date +%s.%N; }
+rate() { python3 -c "import sys; print(f'{$1/1e6/($3-$2):.0f}')"; }
+
+echo "| endpoint | client | size | PUT MB/s | GET MB/s |"
+echo "|---|---|---|---|---|"
+for ep in radosgw gateway; do
+    url=$S3_ENDPOINT
+    [ $ep = gateway ] && url=$GW
+    aws --endpoint-url "$url" s3 mb s3://bench >/dev/null
+    for mib in $SIZES; do
+        f=$DIR/obj.$mib
+        [ -f "$f" ] || head -c $((mib << 20)) /dev/urandom > "$f"
+        bytes=$((mib << 20))
+        t0=$(now); aws --endpoint-url "$url" s3 cp --only-show-errors "$f" "s3://bench/a$mib"; t1=$(now)
+        aws --endpoint-url "$url" s3 cp --only-show-errors "s3://bench/a$mib" "$DIR/back"; t2=$(now)
+        cmp -s "$f" "$DIR/back" || echo "$ep aws $mib: bytes differ" >&2
+        echo "| $ep | aws s3 cp | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
+        t0=$(now); curl -sf "${SIGV4[@]}" -T "$f" "$url/bench/c$mib" -o /dev/null; t1=$(now)
+        curl -sf "${SIGV4[@]}" "$url/bench/c$mib" -o "$DIR/back"; t2=$(now)
+        cmp -s "$f" "$DIR/back" || echo "$ep curl $mib: bytes differ" >&2
+        echo "| $ep | curl | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
+        if [ -x "$BUILD/railio" ]; then
+            t0=$(now)
+            if RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" put "s3://bench/r$mib" "$f" >/dev/null 2>&1; then
+                t1=$(now)
+                RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" get "s3://bench/r$mib" "$DIR/back" >/dev/null 2>&1
+                t2=$(now)
+                cmp -s "$f" "$DIR/back" || echo "$ep railio $mib: bytes differ" >&2
+                echo "| $ep | railio s3:// | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
+            fi
+        fi
+        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/a$mib" -o /dev/null || true
+        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/c$mib" -o /dev/null || true
+        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/r$mib" -o /dev/null || true
+        rm -f "$DIR/back"
+    done
+done
+
+echo
+echo "| endpoint | $CLIENTS clients x $SMALL_N, $SMALL_KIB KiB | ops/s | p50 ms | p99 ms |"
+echo "|---|---|---|---|---|"
+head -c $((SMALL_KIB << 10)) /dev/urandom > "$DIR/small"
+for ep in radosgw gateway; do
+    url=$S3_ENDPOINT
+    [ $ep = gateway ] && url=$GW
+    for dir in PUT GET; do
+        rm -f "$DIR"/lat.*
+        t0=$(now)
+        pids=()
+        for c in $(seq "$CLIENTS"); do
+            (
+                for i in $(seq "$SMALL_N"); do
+                    if [ $dir = PUT ]; then
+                        curl -sf "${SIGV4[@]}" -T "$DIR/small" -o /dev/null -w '%{time_total}\n' \
+                            "$url/bench/s$c-$i"
+                    else
+                        curl -sf "${SIGV4[@]}" -o /dev/null -w '%{time_total}\n' "$url/bench/s$c-$i"
+                    fi
+                done > "$DIR/lat.$c"
+            ) &
+            pids+=($!)
+        done
+        wait "${pids[@]}" # not railiod
+        t1=$(now)
+        cat "$DIR"/lat.* | python3 -c "
+import sys
+v = sorted(float(x) for x in sys.stdin if x.strip())
+n = len(v)
+print(f'| $ep | {\"$dir\"} | {n/($t1-$t0):.0f} | {v[n//2]*1e3:.1f} | {v[min(n-1, n*99//100)]*1e3:.1f} |')"
+    done
+done
