@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CPU seconds per GiB of each check railio can make of a byte (xxh3,
- * CRC32C with and without SSE4.2, MD5) and the cost of the fast etag, on
+ * CRC32C with and without SSE4.2, MD5, SHA-256 as OpenSSL computes it:
+ * with SHA-NI where the CPU has it) and the cost of the fast etag, on
  * one core (getrusage around each loop). docs/tuning.md has the figures:
  *
  *   cc -O2 -Iinclude -Isrc bench/hashcost.c build/librailio.a -lxxhash -lcrypto \
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+
+#include <openssl/evp.h>
 
 #include "core/checksum.h"
 
@@ -56,6 +59,18 @@ int main(void)
             return 1;
     }
     printf("md5           %.3f CPU s/GiB\n", (cpu_s() - t) / (2 * gib));
+    t = cpu_s();
+    for (int r = 0; r < 2; r++) {
+        unsigned char d[32];
+        unsigned dl = 0;
+        EVP_MD_CTX *md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+            EVP_DigestUpdate(md, b, n) != 1 || EVP_DigestFinal_ex(md, d, &dl) != 1)
+            return 1;
+        EVP_MD_CTX_free(md);
+        sink += d[0];
+    }
+    printf("sha256        %.3f CPU s/GiB\n", (cpu_s() - t) / (2 * gib));
     for (int i = 0; i < 256; i++)
         x[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
     t = cpu_s();

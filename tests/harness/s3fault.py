@@ -36,7 +36,8 @@ The object is stored under the full key as usual. Kinds:
   putetag    PUT: stored whole, but the ETag answered is the MD5 of other
              bytes (as if the part had been damaged in flight)
   putflip    PUT: one bit of the body flipped before any check (damaged in
-             flight): Content-MD5 or a checked CRC32C refuses it, else it
+             flight): Content-MD5, a checked CRC32C or a signed SHA-256
+             refuses it, else it
              is stored and its ETag is the MD5 of the damaged bytes
   501        501 NotImplemented (not retryable: the server cannot do it)
   408        408 RequestTimeout (retryable, and no fault of the path)
@@ -58,12 +59,16 @@ The object is stored under the full key as usual. Kinds:
 
 An x-amz-checksum-crc32c header is counted; in a bucket whose name starts
 with "ck" it is also checked (400 BadDigest when wrong), as S3 does; other
-buckets ignore it, as radosgw before Squid does.
+buckets ignore it, as radosgw before Squid does. A PUT's x-amz-content-sha256
+that is a SHA-256 (64 hex digits, not UNSIGNED-PAYLOAD) is counted and
+checked in every bucket (400 XAmzContentSHA256Mismatch when it is not the
+body's), as S3 and radosgw do for signed requests.
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N
-crc32c=N" (uploads: open multipart uploads, all buckets; completes:
+crc32c=N sha256=N" (uploads: open multipart uploads, all buckets; completes:
 CompleteMultipartUpload requests, heads: HEAD requests, whatever their answer;
-crc32c: PUTs that carried x-amz-checksum-crc32c).
+crc32c: PUTs that carried x-amz-checksum-crc32c, sha256: PUTs that carried
+a payload SHA-256).
 """
 
 import argparse
@@ -83,7 +88,7 @@ LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
 UPLOADS = {}  # upload id -> dict(bucket, key, meta, parts{n: (data, etag)})
 FAULTS = {}  # (bucket, key) -> [kind, remaining (None = forever)]
-STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0}
+STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0, "sha256": 0}
 NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
@@ -210,9 +215,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bucket, key, q = self.split()
         if bucket == "_stats":
             with LOCK:
-                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d\n" % (
+                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d sha256=%d\n" % (
                     STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS),
-                    STATS["completes"], STATS["heads"], STATS["crc32c"])
+                    STATS["completes"], STATS["heads"], STATS["crc32c"], STATS["sha256"])
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
@@ -370,6 +375,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 STATS["crc32c"] += 1
             if bucket.startswith("ck") and crc32c_b64(data) != ck:
                 return self.err(400, "BadDigest")
+        sh = (self.headers.get("x-amz-content-sha256") or "").lower()
+        if len(sh) == 64 and all(c in "0123456789abcdef" for c in sh):
+            with LOCK:
+                STATS["sha256"] += 1
+            if hashlib.sha256(data).hexdigest() != sh:
+                return self.err(400, "XAmzContentSHA256Mismatch")
         if kind == "putdigest" or not self.check_md5(data):
             return self.err(400, "BadDigest")
         etag = '"%s"' % md5hex(data)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One integrity check per S3 part (knob checksum): CRC32C where the server
- * checks x-amz-checksum-crc32c, else MD5, asked once per client by a probe
- * carrying a wrong CRC32C. Against tests/harness/s3fault.py (whose "ck"
- * buckets check the CRC32C as S3 does, the others ignore it as radosgw
- * before Squid does) and against the real radosgw of this machine.
+ * checks x-amz-checksum-crc32c, else the part's SHA-256 signed as its
+ * payload hash where the server checks that, else MD5, asked once per
+ * client by probes carrying a wrong CRC32C, then a wrong payload hash. Against
+ * tests/harness/s3fault.py (whose "ck" buckets check the CRC32C as S3 does, the others ignore it as
+ * radosgw before Squid does) and against the real radosgw of this machine.
  */
 /* T_TIMEOUT 240 */
 /* T_LABELS net;ceph */
@@ -39,6 +40,26 @@ static struct rio_client *fault_client(const char *bucket, const char *extra, in
              "s3://%s?endpoint=http://127.0.0.1:%d&unsigned=1&min_part=0&stall=1s%s%s", bucket,
              su_fault_port(), extra && *extra ? "&" : "", extra ? extra : "");
     return su_client(url, &o);
+}
+
+/* The same, signed (dummy keys: the fault server checks no signature), so
+ * that requests carry a payload hash. The keys are read at open only. */
+static struct rio_client *signed_client(const char *bucket, const char *extra, int64_t *alloc0)
+{
+    struct rio_options o;
+    char url[512];
+
+    *alloc0 = rio__alloc_outstanding();
+    su_opts(&o, CH, 4);
+    setenv("AWS_ACCESS_KEY_ID", "AKIDRAILIOTEST", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "railio-test-secret", 1);
+    unsetenv("AWS_SESSION_TOKEN");
+    snprintf(url, sizeof(url), "s3://%s?endpoint=http://127.0.0.1:%d&min_part=0&stall=1s%s%s",
+             bucket, su_fault_port(), extra && *extra ? "&" : "", extra ? extra : "");
+    struct rio_client *c = su_client(url, &o);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    return c;
 }
 
 /* PUT n pattern bytes of seed under key (must succeed), GET them back
@@ -94,6 +115,44 @@ TEST(probe_falls_back_to_md5_where_ignored)
 }
 
 /*
+ * A server that ignores the CRC32C but checks the signed payload hash (as
+ * radosgw before Squid does): the second probe (a wrong payload hash) is
+ * refused, and every part is then signed with its own SHA-256, which the
+ * server recomputes and compares (a wrong one would be refused, and the
+ * PUT retried until it fails): no checksum retry, every part counted, the
+ * probes asked once per client.
+ */
+TEST(probe_picks_sha256_where_crc32c_ignored)
+{
+    int64_t alloc0;
+    struct rio_stats st;
+    int port = su_fault_port();
+    struct rio_client *c = signed_client("sh1", NULL, &alloc0);
+
+    unsigned k0 = su_fault_count(port, "crc32c"), s0 = su_fault_count(port, "sha256");
+    put_get(c, "sha/a", OBJ, 5, &st);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    /* The CRC32C probe only; the payload hashes of both probes (the CRC32C
+     * one's is right, the other's wrong), the 17 parts and the sidecar. */
+    T_EQ(su_fault_count(port, "crc32c") - k0, 1u);
+    unsigned s1 = su_fault_count(port, "sha256");
+    T_EQ(s1 - s0, 2u + 17u + 1u);
+    put_get(c, "sha/b", 1000, 6, &st); /* one PutObject, no probe */
+    T_EQ(su_fault_count(port, "sha256") - s1, 1u);
+    T_EQ(su_fault_count(port, "crc32c") - k0, 1u);
+    su_close(c, alloc0);
+
+    /* Unsigned, there is no payload hash: MD5 (whose check refuses the
+     * putetag part and sends it again). */
+    c = fault_client("sh1", "checksum=sha256", &alloc0);
+    s1 = su_fault_count(port, "sha256");
+    put_get(c, "F_putetag_2/md5", OBJ, 8, &st);
+    T_GE(st.retries[RIO_CLASS_CHECKSUM], 2u);
+    T_EQ(su_fault_count(port, "sha256") - s1, 0u);
+    su_close(c, alloc0);
+}
+
+/*
  * A part damaged on the way (one bit of the body flipped before the server
  * reads it): the server's CRC32C check refuses it (BadDigest), the engine
  * sends it again, the object lands byte-exact. So does MD5 (the part's ETag
@@ -120,6 +179,16 @@ TEST(corrupted_part_is_refused)
         }
         su_close(c, alloc0);
     }
+    /* The payload hash refuses it too (XAmzContentSHA256Mismatch). */
+    for (unsigned single = 0; single < 2; single++) {
+        struct rio_client *c = signed_client("sh2", single ? "checksum=sha256" : NULL, &alloc0);
+        struct rio_stats st;
+        snprintf(key, sizeof(key), "F_putflip_2/sha-%u", single);
+        put_get(c, key, single ? 1000 : OBJ, 12, &st);
+        if (st.retries[RIO_CLASS_CHECKSUM] < 2)
+            T_FAIL("sha256: %" PRIu64 " checksum retries", st.retries[RIO_CLASS_CHECKSUM]);
+        su_close(c, alloc0);
+    }
 
     struct rio_client *c = fault_client("ck2", "checksum=none", &alloc0);
     uint8_t *src = su_pattern(OBJ, 20), *dst = malloc(OBJ);
@@ -141,7 +210,7 @@ TEST(checksum_knob_refuses_unknown)
     struct rio_client *c = NULL;
     char url[256];
 
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&unsigned=1&checksum=sha1",
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&unsigned=1&checksum=sha512",
              su_fault_port());
     T_ERR(rio_client_new(url, NULL, &c), RIO_EINVAL);
     T_NULL(c);
@@ -166,6 +235,18 @@ TEST(radosgw_probe)
     fprintf(stderr, "  radosgw answers a wrong x-amz-checksum-crc32c with %d (%s)\n", status,
             status == 200 ? "ignored: parts are checked by MD5" : "checked: parts carry CRC32C");
     T_TRUE(status == 200 || status == 400);
+    /* su_curl sends UNSIGNED-PAYLOAD: this one signs a wrong hash. */
+    char code[700];
+    snprintf(code, sizeof(code), "%s/sha.code", su_dir);
+    T_EQ(t_sh("curl -s -m 60 --aws-sigv4 aws:amz:us-east-1:s3 --user \"$AWS_ACCESS_KEY_ID:"
+              "$AWS_SECRET_ACCESS_KEY\" -H 'x-amz-content-sha256: %064d' -X PUT "
+              "--data-binary railio -o /dev/null -w '%%{http_code}' '%s/rck/wrong-sha' >'%s'",
+              0, ep, code),
+         0);
+    int sh = t_read_int(code);
+    fprintf(stderr, "  radosgw answers a wrong signed payload hash with %d (%s)\n", sh,
+            sh == 400 ? "checked: parts are signed with their SHA-256" : "ignored");
+    T_TRUE(sh == 200 || sh == 400);
 
     int64_t alloc0 = rio__alloc_outstanding();
     su_opts(&o, 5 * SU_MIB, 4);
@@ -181,6 +262,14 @@ TEST(radosgw_probe)
     c = su_client(url, &o);
     put_get(c, "crc/obj", 3 * 5 * SU_MIB + 11, 32, &st);
     put_get(c, "crc/one", 1000, 33, &st);
+    su_close(c, alloc0);
+
+    alloc0 = rio__alloc_outstanding();
+    snprintf(url, sizeof(url), "s3://rck?endpoint=%s&checksum=sha256", ep);
+    c = su_client(url, &o);
+    put_get(c, "sha/obj", 3 * 5 * SU_MIB + 11, 34, &st);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    put_get(c, "sha/one", 1000, 35, &st);
     su_close(c, alloc0);
 }
 

@@ -337,10 +337,12 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
             t->checksum = CK_CRC32C;
         else if (!strcasecmp(v, "md5"))
             t->checksum = CK_MD5;
+        else if (!strcasecmp(v, "sha256"))
+            t->checksum = CK_SHA256;
         else if (!strcasecmp(v, "none"))
             t->checksum = CK_NONE;
         else {
-            fprintf(stderr, "railio: %s=%s: expected auto, crc32c, md5 or none\n", name, v);
+            fprintf(stderr, "railio: %s=%s: expected auto, crc32c, sha256, md5 or none\n", name, v);
             goto out;
         }
     }

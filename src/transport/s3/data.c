@@ -194,6 +194,19 @@ static int md5_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[33], char b6
     return 0;
 }
 
+/* SHA-256 of a chunk, hex (x-amz-content-sha256). */
+static int sha256_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[65])
+{
+    uint8_t d[32];
+    unsigned len = 0;
+
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || EVP_DigestUpdate(md, p, n) != 1 ||
+        EVP_DigestFinal_ex(md, d, &len) != 1 || len != 32)
+        return -ENOMEM;
+    rio__s3_hex(d, 32, hex);
+    return 0;
+}
+
 /* Set an op's request up on its easy handle (reap thread, no lock held). */
 int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
 {
@@ -201,7 +214,9 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
     struct s3_upload *up = io->upload;
     struct rio_s3_kv x[10];
     unsigned nx = 0;
-    char range[64], md5hex[33], md5b64[25], xxh[17], chunk[24], size[24], pnum[16], crc64[16];
+    char range[64], md5hex[33], md5b64[25], xxh[17], chunk[24], size[24], pnum[16], crc64[16],
+        sha[65];
+    const char *payload = RIO_S3_UNSIGNED;
     struct s3_gen g;
     int ret;
 
@@ -234,10 +249,17 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
         struct rio_s3_kv q[2];
         unsigned nq = 0;
 
-        /* One check of the part's bytes: the CRC32C the server verifies, or
-         * an MD5 (Content-MD5 up front, or computed as it goes and compared
-         * with the part's ETag), or none (docs/s3.md, knob checksum). */
-        if (up->ck == CK_CRC32C) {
+        /* One check of the part's bytes: the CRC32C the server verifies,
+         * or the SHA-256 signed as the payload hash (the server verifies
+         * it), or an MD5 (Content-MD5 up front, or computed as it goes and
+         * compared with the part's ETag), or none (docs/s3.md, knob
+         * checksum). */
+        if (up->ck == CK_SHA256) {
+            ret = sha256_of(op->md, io->src, (size_t)io->len, sha);
+            if (ret < 0)
+                return ret;
+            payload = sha;
+        } else if (up->ck == CK_CRC32C) {
             op->crc = rio__crc32c(0, io->src, (size_t)io->len);
             rio__s3_crc32c_b64(op->crc, crc64);
             x[nx++] = (struct rio_s3_kv){"x-amz-checksum-crc32c", crc64};
@@ -267,7 +289,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
             q[nq++] = (struct rio_s3_kv){"partNumber", pnum};
             q[nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
         }
-        ret = rio__s3_req_build(t, op->md, "PUT", io->key, q, nq, x, nx, RIO_S3_UNSIGNED, op->url,
+        ret = rio__s3_req_build(t, op->md, "PUT", io->key, q, nq, x, nx, payload, op->url,
                                 sizeof(op->url), &op->h);
         if (ret < 0)
             return ret;

@@ -70,8 +70,10 @@ enum {
 };
 
 /* What checks a part (knob checksum): CK_AUTO until the first PUT probes
- * whether the server checks x-amz-checksum-crc32c (upload.c). */
-enum { CK_AUTO = 0, CK_MD5 = 1, CK_CRC32C = 2, CK_NONE = 3 };
+ * whether the server checks x-amz-checksum-crc32c, then whether it checks
+ * a signed x-amz-content-sha256 (upload.c). CK_SHA256: the part's SHA-256
+ * signed as its payload hash, which the server verifies. */
+enum { CK_AUTO = 0, CK_MD5 = 1, CK_CRC32C = 2, CK_NONE = 3, CK_SHA256 = 4 };
 
 /* ------------------------------------------------------------ responses */
 
@@ -245,6 +247,9 @@ struct meta_req {
     unsigned nx;
     const void *body; /* PUT/POST */
     size_t blen;
+    /* x-amz-content-sha256 to sign instead of the body's (the probe's
+     * wrong one), NULL: the body's SHA-256. */
+    const char *payload;
     /* Must not be sent twice (CompleteMultipartUpload): on a new connection,
      * since curl sends a request again by itself when a reused connection
      * dies before any answer, even after the whole request went out. */

@@ -263,7 +263,9 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     r->body.max = q->body_max ? q->body_max : S3_META_BODY_MAX;
     r->err = 0;
     r->answered = false;
-    if (q->body && q->blen) {
+    if (q->payload) {
+        rio__s3_copy_str(payload, sizeof(payload), q->payload, strlen(q->payload));
+    } else if (q->body && q->blen) {
         uint8_t d[32];
         unsigned dl = 0;
         if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
