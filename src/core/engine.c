@@ -347,10 +347,13 @@ static double path_backlog(const struct rio__path *q, double rate, uint64_t now)
  * would finish it first, given each path's backlog and rate; path pi takes this
  * chunk if that list schedule gives it one. Far from the tail a path with room
  * is always chosen at once; near it, a path that would become the tail stays
- * idle while faster paths finish the rest. While some path has not shown its
- * rate, every path keeps one op in flight.
+ * idle while faster paths finish the rest. A whole chunk the tail may still
+ * split (splits) also has to fit the even end the pieces will give, unless
+ * pi is the fastest path. While some path has not shown its rate, every path
+ * keeps one op in flight, a measured one at most two.
  */
-static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_t len, uint64_t now)
+static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_t len, bool splits,
+                             uint64_t now)
 {
     struct rio__path *p = &c->paths[pi];
     double avail[RIO_MAX_PATHS], cost[RIO_MAX_PATHS];
@@ -358,16 +361,27 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
     /* With nothing in flight no completion would come to wake us: take it. */
     if (c->inflight_ops == 0)
         return true;
+    bool unmeasured = false;
+    double fastest = 0;
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *q = &c->paths[i];
         if (q->state == PATH_COOLING)
             continue;
         if (q->dir[dir].rate_bps == 0)
-            return p->inflight_ops == 0;
+            unmeasured = true;
+        else if (q->dir[dir].rate_bps > fastest)
+            fastest = q->dir[dir].rate_bps;
     }
+    /* While some path has not shown its rate, each path keeps one op in
+     * flight, and one that has shown its rate may queue a second behind it
+     * (so it does not idle while its completion is handled) where the
+     * schedule below gives it one, counting a path not yet measured as fast
+     * as the fastest: a slow path does not take what that one may do sooner. */
+    if (unmeasured && (p->inflight_ops == 0 || p->dir[dir].rate_bps == 0 || p->inflight_ops >= 2))
+        return p->inflight_ops == 0;
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *q = &c->paths[i];
-        double rate = q->dir[dir].rate_bps;
+        double rate = q->dir[dir].rate_bps ? q->dir[dir].rate_bps : fastest;
         if (q->state == PATH_COOLING) {
             avail[i] = -1;
             continue;
@@ -376,6 +390,22 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
         cost[i] = (double)len / rate;
     }
     uint64_t rem = remaining_unassigned_locked(c);
+    if (splits && p->dir[dir].rate_bps < fastest) {
+        /* A whole chunk the tail may still split: the tail's pieces even
+         * the paths out, so all the work could end when every path has
+         * moved its share. A slower path takes the chunk only if it would
+         * finish it by then; otherwise it would become the tail. */
+        double bytes = (double)(rem + len), sum = 0;
+        for (unsigned i = 0; i < c->npaths; i++) {
+            if (avail[i] < 0)
+                continue;
+            double rate = (double)len / cost[i];
+            bytes += avail[i] * rate;
+            sum += rate;
+        }
+        if (avail[pi] + cost[pi] > bytes / sum)
+            return false;
+    }
     uint64_t n = rem / len + 2; /* the rest, rounded up, and this chunk */
     if (n > 4096)
         n = 4096; /* so far from the tail that pi was chosen long before */
@@ -436,8 +466,20 @@ static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
     return NULL;
 }
 
+/* Whether ch, a fresh chunk of r, may be split at the tail: a GET whose
+ * chunks are checked (once all pieces landed) over a transport that reads
+ * ranges; a retried chunk is fetched whole. */
+static bool req_splits(const struct rio_client *c, const struct rio__req *r,
+                       const struct rio__chunk *ch)
+{
+    return r->type == RIO_OP_GET && !r->ring && r->xxh && c->o.verify > 0 && ch->state == CH_NEW &&
+           rio__t_has_cap(c->t, RIO_CAP_RANGE_READ);
+}
+
 /* Smallest piece worth an op of its own. */
 #define TAIL_PIECE_MIN (64u * 1024u)
+/* Most pieces per live path when the paths' rates differ. */
+#define TAIL_SPREAD_MAX 8u
 
 /*
  * Tail splitting: when ch (fresh, len bytes) is among the last chunks of
@@ -451,22 +493,33 @@ static bool split_tail_locked(struct rio_client *c, struct rio__req *r, struct r
                               uint64_t len)
 {
     unsigned live = 0, n;
+    double rmin = 0, rmax = 0;
 
-    if (r->type != RIO_OP_GET || r->ring || !r->xxh || c->o.verify <= 0 || ch->parent ||
-        ch->state != CH_NEW || !rio__t_has_cap(c->t, RIO_CAP_RANGE_READ))
+    if (ch->parent || !req_splits(c, r, ch))
         return false;
-    for (unsigned i = 0; i < c->npaths; i++)
-        if (c->paths[i].state == PATH_HEALTHY && c->paths[i].dir[0].rate_bps > 0)
-            live++;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        double rate = c->paths[i].dir[0].rate_bps;
+        if (c->paths[i].state != PATH_HEALTHY || rate <= 0)
+            continue;
+        live++;
+        rmin = rmin == 0 || rate < rmin ? rate : rmin;
+        rmax = rate > rmax ? rate : rmax;
+    }
     if (live < 2 || remaining_unassigned_locked(c) > (uint64_t)(live - 1) * len)
         return false;
-    n = live;
+    /* One piece per live path, times the fastest over the slowest rate (at
+     * most TAIL_SPREAD_MAX): the last piece on a fast path then takes about
+     * as long as one on the slowest, so the paths end within a piece of each
+     * other. Equal paths get one piece each, no more ops than that. */
+    double spread = rmax / rmin;
+    unsigned per = spread >= TAIL_SPREAD_MAX ? TAIL_SPREAD_MAX : (unsigned)(spread + 0.5);
+    n = live * (per ? per : 1);
     if (len / n < TAIL_PIECE_MIN)
         n = (unsigned)(len / TAIL_PIECE_MIN);
     if (n < 2)
         return false;
     if (!ch->pieces) {
-        ch->pieces = rio__calloc(c->npaths, sizeof(*ch->pieces));
+        ch->pieces = rio__calloc(n, sizeof(*ch->pieces));
         if (!ch->pieces)
             return false; /* fetched whole */
     }
@@ -569,7 +622,8 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             req_unpick(r, ch);
             continue;
         }
-        if (c->paths[pi].state == PATH_HEALTHY && !path_should_take(c, pi, dir, len, now)) {
+        if (c->paths[pi].state == PATH_HEALTHY &&
+            !path_should_take(c, pi, dir, len, !ch->parent && req_splits(c, r, ch), now)) {
             req_unpick(r, ch);
             return 0;
         }

@@ -17,9 +17,19 @@
  * (its svc_ns is disk_free - t), then on its path:
  *     start = max(ready, path_free), path_free = start + len/R, finish = path_free + L
  * so a path with two or more ops queued is busy at exactly R. The thread
- * sleeps until the earliest finish, moves the bytes (READ data is copied into
- * dst then, not at submit), and queues it for reap,
- * which calls complete() in the reaping thread.
+ * moves an op's bytes (READ data is copied into dst then, not at submit)
+ * shortly before its finish and queues it for reap at its finish, and reap
+ * calls complete() in the reaping thread.
+ *
+ * Serving ahead. A real transport moves the bytes while they arrive, so its
+ * completion comes at the finish. This one thread copies for every path, so
+ * when N paths finish at once (equal rails do, every round) the last would
+ * be delivered N copies late, with its rail idle. So the thread serves an op
+ * early by the copy time of every op due by then (each op's length over the
+ * thread's own measured copy rate, halved for margin, at most
+ * MOCK_LEAD_MAX_NS in all) and holds it in `ready` until its finish. An op
+ * being served or held is moving: cancel changes nothing, as for any op
+ * whose bytes are on their way.
  *
  * Faults are not the mock's: the registry always stacks the fault filter
  * (fault.c) over a mock, and the filter asks the mock's store only for a
@@ -65,6 +75,8 @@
 #define UPLOAD_MAGIC 0x6d6f636b75706c64ull
 #define NS_PER_MS 1000000ull
 #define NEVER UINT64_MAX
+#define MOCK_LEAD_MAX_NS (50ull * NS_PER_MS) /* serving ahead: at most this early */
+#define MOCK_COPY_BPS0 1e9                   /* its copy rate before the first measure */
 
 /* ------------------------------------------------------------------ store */
 
@@ -412,6 +424,8 @@ struct mock_transport {
     size_t nheap, heap_cap;
     struct rio_opool pool; /* of struct mock_op */
     struct rio_list done;  /* of struct mock_op by qnode: finished, not reaped */
+    struct rio_list ready; /* served ahead, by finish_ns: delivered at their finish */
+    double copy_bps;       /* the mock thread's own copy rate (serving ahead) */
     uint64_t seq;
     struct rio_mock_counters ctr; /* the filter's fields stay 0 */
     /* rio_mock_desc_set: lookups of this key answer this descriptor as is */
@@ -544,7 +558,8 @@ static void done_append_locked(struct mock_transport *t, struct mock_op *op)
 /* Wake the mock thread if op now finishes before the time it sleeps toward. */
 static void kick_locked(struct mock_transport *t, const struct mock_op *op)
 {
-    if (t->sleep_until && op->finish_ns < t->sleep_until)
+    if (t->sleep_until &&
+        (t->sleep_until == NEVER || op->finish_ns < t->sleep_until + MOCK_LEAD_MAX_NS))
         pthread_cond_signal(&t->work_cv);
 }
 
@@ -966,6 +981,33 @@ static void serve(struct mock_transport *t, struct mock_op *op)
         serve_write(t, op);
 }
 
+/* How long before the heap's first op the thread starts serving: the copy
+ * time of every op due within MOCK_LEAD_MAX_NS of it, at half the measured
+ * copy rate. */
+static uint64_t lead_locked(const struct mock_transport *t)
+{
+    uint64_t first = t->heap[0]->finish_ns;
+    double bytes = 0;
+
+    for (size_t i = 0; i < t->nheap; i++) {
+        const struct mock_op *op = t->heap[i];
+        if (op->action == ACT_SERVE && op->finish_ns - first < MOCK_LEAD_MAX_NS)
+            bytes += (double)op->io->len;
+    }
+    double ns = bytes * 2e9 / t->copy_bps;
+    return ns < (double)MOCK_LEAD_MAX_NS ? (uint64_t)ns : MOCK_LEAD_MAX_NS;
+}
+
+/* Hold op (served) until its finish, in finish order. */
+static void ready_insert_locked(struct mock_transport *t, struct mock_op *op)
+{
+    struct rio_list_node *at = t->ready.tail;
+
+    while (at && op_before(op, rio_container_of(at, struct mock_op, qnode)))
+        at = at->prev;
+    rio__list_link(&t->ready, &op->qnode, at, at ? at->next : t->ready.head);
+}
+
 static void *mock_main(void *arg)
 {
     struct mock_transport *t = arg;
@@ -973,37 +1015,57 @@ static void *mock_main(void *arg)
     pthread_mutex_lock(&t->mu);
     while (!t->stop) {
         uint64_t now = rio__now_ns();
-        struct rio_list work = {0};
-        struct rio_list_node *q;
         struct mock_op *op;
+        bool delivered = false;
 
-        if (!t->nheap || t->heap[0]->finish_ns > now) {
-            t->sleep_until = t->nheap ? t->heap[0]->finish_ns : NEVER;
-            if (t->sleep_until == NEVER) {
-                pthread_cond_wait(&t->work_cv, &t->mu);
-            } else {
-                struct timespec ts;
-                ns_to_timespec(t->sleep_until, &ts);
-                pthread_cond_timedwait(&t->work_cv, &t->mu, &ts);
+        /* What was served ahead and is due now. */
+        while ((op = rio_list_entry(t->ready.head, struct mock_op, qnode)) &&
+               op->finish_ns <= now) {
+            rio_list_remove(&t->ready, &op->qnode);
+            done_append_locked(t, op);
+            delivered = true;
+        }
+        if (delivered)
+            pthread_cond_broadcast(&t->done_cv);
+
+        uint64_t wake = NEVER;
+        op = rio_list_entry(t->ready.head, struct mock_op, qnode);
+        if (op)
+            wake = op->finish_ns;
+        if (t->nheap) {
+            uint64_t first = t->heap[0]->finish_ns;
+            uint64_t serve_at = first;
+            if (first != NEVER && first > now)
+                serve_at = first - (first - now < MOCK_LEAD_MAX_NS ? lead_locked(t) : 0);
+            if (serve_at <= now) {
+                /* One op at a time: the lead is measured again after each. */
+                op = t->heap[0];
+                heap_remove(t, op);
+                op->state = OP_MOVING;
+                pthread_mutex_unlock(&t->mu);
+                uint64_t t0 = rio__now_ns();
+                serve(t, op);
+                uint64_t dt = rio__now_ns() - t0;
+                pthread_mutex_lock(&t->mu);
+                if (op->action == ACT_SERVE && op->io->len >= 65536 && dt > 0) {
+                    double bps = (double)op->io->len * 1e9 / (double)dt;
+                    t->copy_bps = 0.7 * t->copy_bps + 0.3 * bps;
+                }
+                ready_insert_locked(t, op);
+                continue;
             }
-            t->sleep_until = 0;
-            continue;
+            if (serve_at < wake)
+                wake = first - now >= MOCK_LEAD_MAX_NS ? first - MOCK_LEAD_MAX_NS : serve_at;
         }
-        while (t->nheap && t->heap[0]->finish_ns <= now) {
-            op = t->heap[0];
-            heap_remove(t, op);
-            op->state = OP_MOVING;
-            rio_list_push_back(&work, &op->qnode);
+        t->sleep_until = wake;
+        if (wake == NEVER) {
+            pthread_cond_wait(&t->work_cv, &t->mu);
+        } else {
+            struct timespec ts;
+            ns_to_timespec(wake, &ts);
+            pthread_cond_timedwait(&t->work_cv, &t->mu, &ts);
         }
-        pthread_mutex_unlock(&t->mu);
-
-        rio_list_each (w, &work, struct mock_op, qnode)
-            serve(t, w);
-
-        pthread_mutex_lock(&t->mu);
-        while ((q = rio_list_pop_front(&work)))
-            done_append_locked(t, rio_container_of(q, struct mock_op, qnode));
-        pthread_cond_broadcast(&t->done_cv);
+        t->sleep_until = 0;
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -1078,6 +1140,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
         t->disk_rate = (double)v;
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
+    t->copy_bps = MOCK_COPY_BPS0;
     if ((s = rio__url_param(u, "depth_cap"))) {
         if (rio__opt_uint("depth_cap", s, 1, MOCK_MAX_DEPTH_CAP, &v) < 0)
             return RIO_EINVAL;
@@ -1167,6 +1230,9 @@ static void mock_close(struct rio_transport *tt)
         if (t->heap[i]->up)
             upload_unref(t->heap[i]->up);
     rio_list_each (d, &t->done, struct mock_op, qnode)
+        if (d->up)
+            upload_unref(d->up);
+    rio_list_each (d, &t->ready, struct mock_op, qnode)
         if (d->up)
             upload_unref(d->up);
 

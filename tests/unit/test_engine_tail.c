@@ -38,6 +38,9 @@ TEST(tail_split_unequal_rails)
     T_EQ(e.st.bytes, TAIL_N);
     T_EQ(e.st.chunks, TAIL_N / TAIL_CHUNK); /* one check per chunk */
     T_GT(ops, e.st.chunks);                 /* and more ops: ranged pieces */
+    /* Rates 4x apart: a split chunk has more pieces than live paths, so
+     * more ops than one piece per path for each of the last 3 chunks. */
+    T_GT(ops, e.st.chunks + 3 * 2);
     T_EQ(used, 3u);
     T_EQ(e.st.retries_total, 0u);
     uint64_t bytes = 0;
