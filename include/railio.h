@@ -246,7 +246,8 @@ struct rio_stats {
     uint64_t engine_cpu_ns;    /* engine thread CPU during the call */
     uint64_t transport_cpu_ns; /* transport-owned threads' CPU during the call, if known */
     uint64_t caller_cpu_ns;    /* calling thread CPU during the call */
-    uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue) */
+    uint64_t cpu_wait_ns;      /* time the process's threads waited for a CPU (run queue);
+                                * read for calls of 1 MiB or more only, else 0 */
     int verdict;               /* enum rio_verdict */
     char verdict_text[192];    /* the figures behind the verdict */
     /* Whole requests run again: a GET re-planned against the key's new

@@ -306,7 +306,10 @@ static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
     ret = rio__call_new(c, n, opt, &call);
     if (ret < 0)
         return ret;
-    rio__call_mark_start(c, call);
+    uint64_t bytes = 0;
+    for (unsigned i = 0; i < n; i++)
+        bytes = ops[i].len > UINT64_MAX - bytes ? UINT64_MAX : bytes + ops[i].len;
+    rio__call_mark_start(c, call, bytes);
     /* With two PUTs or more, their uploads open on the call's workers while
      * the batch runs (rio__call_run), and so do the lookups of two GETs or more;
      * what is not deferred is prepared here, on up to rio__meta_threads(). */

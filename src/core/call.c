@@ -70,7 +70,7 @@ int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *op
     return 0;
 }
 
-void rio__call_mark_start(struct rio_client *c, struct rio__call *call)
+void rio__call_mark_start(struct rio_client *c, struct rio__call *call, uint64_t bytes)
 {
     uint64_t now = rio__now_ns();
     call->t0 = now;
@@ -80,8 +80,10 @@ void rio__call_mark_start(struct rio_client *c, struct rio__call *call)
     call->t0_cpu_caller = rio__thread_cpu_ns();
     call->t0_cpu_engine = c->engine_clock_ok ? rio__clock_ns(c->engine_clock) : 0;
     call->t0_cpu_transport = rio__t_cpu_ns(c->t);
-    /* Only when stats are asked for: it reads /proc once per thread. */
-    if (call->want_stats)
+    /* Only when stats are asked for, and for calls big enough to pay for
+     * it: it reads /proc once per thread. */
+    call->want_cpu_wait = call->want_stats && bytes >= RIO__CPU_WAIT_MIN_BYTES;
+    if (call->want_cpu_wait)
         call->t0_run_delay = rio__proc_run_delay_ns();
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->npaths; i++)
@@ -750,7 +752,7 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
     ret = rio__call_new(c, 1, opt, &call);
     if (ret < 0)
         return ret;
-    rio__call_mark_start(c, call);
+    rio__call_mark_start(c, call, len);
     struct rio__req *r = &call->reqs[0];
     ret = type == RIO_OP_PUT ? rio__req_prepare_put(c, r, key, src, len, false)
                              : rio__req_prepare_get(c, call, r, key, dst, len,

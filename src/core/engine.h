@@ -229,6 +229,7 @@ struct rio__call {
     uint32_t deadline_ms; /* the call's, or the client's default */
     uint64_t deadline_ns; /* t0 + deadline_ms (UINT64_MAX: none); bounds metadata */
     bool want_stats;
+    bool want_cpu_wait; /* want_stats and big enough to read /proc for cpu_wait_ns */
     uint64_t path_busy0[RIO_MAX_PATHS];
 
     /* engine: accumulators for stats */
@@ -471,7 +472,12 @@ int rio__key_check(const char *key);
 int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
                   struct rio__call **out);
 /* The call starts now: t0, CPU clocks, path busy marks, the deadline. */
-void rio__call_mark_start(struct rio_client *c, struct rio__call *call);
+/* bytes: what the call moves, as far as known at its start (UINT64_MAX when
+ * unknown): the process's run-queue wait (cpu_wait_ns) is read only for
+ * calls of RIO__CPU_WAIT_MIN_BYTES or more, since it reads /proc once per
+ * thread at both ends (hundreds of us with a dozen threads). */
+#define RIO__CPU_WAIT_MIN_BYTES (1u << 20)
+void rio__call_mark_start(struct rio_client *c, struct rio__call *call, uint64_t bytes);
 /* opt's deadline (or the client's) from t0; UINT64_MAX for none. */
 uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt, uint64_t t0);
 

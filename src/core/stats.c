@@ -262,7 +262,7 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     st->transport_cpu_ns = tc > call->t0_cpu_transport ? tc - call->t0_cpu_transport : 0;
     uint64_t cc = rio__thread_cpu_ns();
     st->caller_cpu_ns = cc > call->t0_cpu_caller ? cc - call->t0_cpu_caller : 0;
-    if (call->want_stats) {
+    if (call->want_cpu_wait) {
         uint64_t w = rio__proc_run_delay_ns();
         st->cpu_wait_ns = w > call->t0_run_delay ? w - call->t0_run_delay : 0;
     }

@@ -78,7 +78,7 @@ int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, u
     ret = rio__call_new(c, 1, opt, &call);
     if (ret < 0)
         goto err_rd;
-    rio__call_mark_start(c, call);
+    rio__call_mark_start(c, call, UINT64_MAX);
     struct rio__req *r = &call->reqs[0];
     r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
     r->read_from = offset;
@@ -378,7 +378,7 @@ static int writer_launch(struct rio_writer *w, struct wslot *s)
     ret = rio__call_new(c, 1, &w->opt, &call);
     if (ret < 0)
         return ret;
-    rio__call_mark_start(c, call);
+    rio__call_mark_start(c, call, s->fill);
     struct rio__req *r = &call->reqs[0];
     r->type = RIO_OP_PUT;
     r->key = rio__strdup(w->key);
@@ -518,7 +518,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         ret = rio__call_new(c, 1, opt, &w->acc);
         if (ret < 0)
             goto err;
-        rio__call_mark_start(c, w->acc);
+        rio__call_mark_start(c, w->acc, UINT64_MAX);
         w->acc->reqs[0].type = RIO_OP_PUT;
     }
     if (w->want_md5) {
