@@ -100,7 +100,8 @@ cfg = _library()
 os.chdir(HERE)
 cfg["extra_compile_args"] += ["-std=gnu11", "-Wall", "-Wextra", "-Wshadow",
                               "-Wmissing-prototypes", "-Wstrict-prototypes",
-                              "-Wno-missing-field-initializers", "-Wno-cast-function-type"]
+                              "-Wno-missing-field-initializers", "-Wno-cast-function-type",
+                              "-Werror=implicit-function-declaration"]
 
 setup(
     name="railio",

@@ -631,8 +631,7 @@ int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what
 
 /* ------------------------------------------------------------ arguments */
 
-/* A key: str (UTF-8) or bytes, no NUL inside. Borrowed from obj. */
-static const char *key_arg(PyObject *obj, const char *what)
+const char *rio_py_key(PyObject *obj, const char *what)
 {
     const char *s;
     Py_ssize_t n;
@@ -979,7 +978,7 @@ static PyObject *Client_put(RioClient *self, PyObject *const *args, Py_ssize_t n
 
     if (parse_args("put", names_key_buf, 2, args, nargs, kwnames, a) < 0)
         return NULL;
-    key = key_arg(a[0], "key");
+    key = rio_py_key(a[0], "key");
     if (!key || rio_py_buffer(a[1], &view, 0, "buffer") < 0)
         return NULL;
     c = call_enter(self, a[2], &cx);
@@ -1018,7 +1017,7 @@ static PyObject *Client_get_into(RioClient *self, PyObject *const *args, Py_ssiz
 
     if (parse_args("get_into", names_key_buf, 2, args, nargs, kwnames, a) < 0)
         return NULL;
-    key = key_arg(a[0], "key");
+    key = rio_py_key(a[0], "key");
     if (!key || rio_py_buffer(a[1], &view, 1, "buffer") < 0)
         return NULL;
     c = call_enter(self, a[2], &cx);
@@ -1055,7 +1054,7 @@ static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t n
 
     if (parse_args("get", names_key, 1, args, nargs, kwnames, a) < 0)
         return NULL;
-    key = key_arg(a[0], "key");
+    key = rio_py_key(a[0], "key");
     if (!key)
         return NULL;
     c = call_enter(self, a[1], &cx);
@@ -1182,7 +1181,7 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
         char what[32];
 
         snprintf(what, sizeof(what), "keys[%zd]", got);
-        ops[got].key = key_arg(PySequence_Fast_GET_ITEM(keys, got), what);
+        ops[got].key = rio_py_key(PySequence_Fast_GET_ITEM(keys, got), what);
         if (!ops[got].key)
             goto out;
         snprintf(what, sizeof(what), "buffers[%zd]", got);
@@ -1282,12 +1281,12 @@ static PyObject *exists_common(RioClient *self, const char *fn, int many, PyObje
             char what[32];
 
             snprintf(what, sizeof(what), "keys[%zd]", i);
-            kv[i] = key_arg(PySequence_Fast_GET_ITEM(keys, i), what);
+            kv[i] = rio_py_key(PySequence_Fast_GET_ITEM(keys, i), what);
             if (!kv[i])
                 goto out;
         }
     } else {
-        one = key_arg(a[0], "key");
+        one = rio_py_key(a[0], "key");
         if (!one)
             return NULL;
         kv = &one;
@@ -1338,7 +1337,7 @@ static PyObject *Client_stat(RioClient *self, PyObject *keyobj)
     RioCancel *cx;
     int r;
 
-    key = key_arg(keyobj, "key");
+    key = rio_py_key(keyobj, "key");
     if (!key)
         return NULL;
     c = call_enter(self, NULL, &cx);
@@ -1368,7 +1367,7 @@ static PyObject *Client_delete(RioClient *self, PyObject *keyobj)
     RioCancel *cx;
     int r;
 
-    key = key_arg(keyobj, "key");
+    key = rio_py_key(keyobj, "key");
     if (!key)
         return NULL;
     c = call_enter(self, NULL, &cx);

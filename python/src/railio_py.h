@@ -61,6 +61,11 @@ int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *sta
 /* NULL with ValueError set if the client is closed or closing. */
 struct rio_client *rio_py_client(RioClient *self);
 
+/* A key argument (str, encoded UTF-8, or bytes) as a C string borrowed from
+ * obj, or NULL with TypeError (not str/bytes) or InvalidArgument (a NUL
+ * inside) set; what names the argument in the message. */
+const char *rio_py_key(PyObject *obj, const char *what);
+
 /* Per-call cancel plumbing (client.c), with the GIL held: begin returns a
  * new reference to the token the call must use (the caller's Cancel, then
  * registered in self->inflight, or self->all when cancel_arg is None or

@@ -49,32 +49,6 @@ static PyObject *bad_arg(const char *fmt, ...)
     return NULL;
 }
 
-/* A key argument (str, encoded UTF-8, or bytes, e.g. a key list gave back)
- * as a C string borrowed from obj, or NULL with TypeError/ValueError set. */
-static const char *key_arg(PyObject *obj, const char *what)
-{
-    const char *s;
-    Py_ssize_t n;
-
-    if (PyUnicode_Check(obj)) {
-        s = PyUnicode_AsUTF8AndSize(obj, &n);
-        if (!s)
-            return NULL;
-    } else if (PyBytes_Check(obj)) {
-        s = PyBytes_AS_STRING(obj);
-        n = PyBytes_GET_SIZE(obj);
-    } else {
-        PyErr_Format(PyExc_TypeError, "%s must be str or bytes, not %.100s", what,
-                     Py_TYPE(obj)->tp_name);
-        return NULL;
-    }
-    if ((size_t)n != strlen(s)) {
-        bad_arg("%s holds a NUL character", what);
-        return NULL;
-    }
-    return s;
-}
-
 /* A key from the library: str, or bytes when it is not valid UTF-8. */
 static PyObject *key_obj(const char *key)
 {
@@ -338,9 +312,9 @@ PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
         return NULL;
     if (!rio_py_client(self))
         return NULL;
-    if (prefix_obj && prefix_obj != Py_None && !(prefix = key_arg(prefix_obj, "prefix")))
+    if (prefix_obj && prefix_obj != Py_None && !(prefix = rio_py_key(prefix_obj, "prefix")))
         return NULL;
-    if (start_obj != Py_None && !(start_after = key_arg(start_obj, "start_after")))
+    if (start_obj != Py_None && !(start_after = rio_py_key(start_obj, "start_after")))
         return NULL;
     if (page_size < 1 || page_size > (Py_ssize_t)RIO_LIST_PAGE_MAX) {
         return bad_arg("page_size must be 1..%u, not %zd", RIO_LIST_PAGE_MAX, page_size);
@@ -986,7 +960,7 @@ PyObject *rio_py_open(RioClient *self, PyObject *args, PyObject *kw)
         return NULL;
     if (!(c = rio_py_client(self)))
         return NULL;
-    if (!(key = key_arg(key_o, "key")))
+    if (!(key = rio_py_key(key_o, "key")))
         return NULL;
     if (!strcmp(mode, "rb")) {
         reading = true;
