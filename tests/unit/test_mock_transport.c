@@ -518,6 +518,7 @@ TEST(paths_finishing_together_delivered_at_finish)
     for (int k = 0; k < 3; k++) {
         uint64_t t0 = rio__now_ns();
         memcpy(tmp, src, size);
+        __asm__ volatile("" : : "r"(tmp) : "memory"); /* the copy is not dead code */
         uint64_t dt = rio__now_ns() - t0;
         if (dt < copy_ns)
             copy_ns = dt;
@@ -528,8 +529,12 @@ TEST(paths_finishing_together_delivered_at_finish)
         paths[i] = i;
         T_OK(rio__mock_set_path(x.t, i, rate, 0));
     }
+    /* Within half the copies' time, and never asked for less than 1 ms (the
+     * old mock was 18-23 ms late): a build whose copies measure near zero
+     * must not fail on a wake-up's jitter. */
+    uint64_t bound = copy_ns / 2 > 1000000 ? copy_ns / 2 : 1000000;
     uint64_t best = UINT64_MAX;
-    for (int run = 0; run < 8 && best > copy_ns / 2; run++) {
+    for (int run = 0; run < 8 && best > bound; run++) {
         memset(dst, 0, size);
         uint64_t t0 = rio__now_ns(), last = 0;
         for (unsigned i = 0; i < N; i++) {
@@ -548,7 +553,7 @@ TEST(paths_finishing_together_delivered_at_finish)
         if (late < best)
             best = late;
     }
-    if (best > copy_ns / 2)
+    if (best > bound)
         T_FAIL("best of 8 runs: last op %.2f ms after its finish, the 8 copies take %.2f ms",
                best / 1e6, copy_ns / 1e6);
     rio_desc_cleanup(&d);
