@@ -157,7 +157,9 @@ static uint64_t vm_hwm_kb(void)
 }
 
 /* A few hundred MiB through a writer of unknown size: the client's peak
- * RSS grows by about slots x chunk, not by the object. */
+ * RSS grows by about slots x chunk, not by the object. Under a sanitizer the
+ * slots' shadow memory counts too (TSan: 87 MiB for the 16 MiB of slots), so
+ * the bound there is only "well under the object". */
 TEST(unknown_size_large_rss_bounded)
 {
     struct tu_env x;
@@ -173,7 +175,7 @@ TEST(unknown_size_large_rss_bounded)
     uint64_t after = vm_hwm_kb();
     fprintf(stderr, "VmHWM before %llu KiB, after %llu KiB (300 MiB streamed, 4 x 4 MiB slots)\n",
             (unsigned long long)before, (unsigned long long)after);
-    T_LT(after - before, 64u * 1024u);
+    T_LT(after - before, (TU_SANITIZED ? 200u : 64u) * 1024u);
     get_check_stream(x.u.c, "big/u", n, 9);
     tu_env_stop(&x);
 }
