@@ -589,7 +589,8 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
     ret = rio_delete(rio__gw_client(), r->bkey);
     if (ret < 0 && ret != RIO_ENOTFOUND)
         return rio__gw_rio_error(c, r, ret, "delete");
-    rio__gw_meta_drop(r->bucket, r->key); /* after the object: never a record without it */
+    rio__gw_meta_drop(r->bucket,
+                      r->key); /* after the object: a record left alone describes nothing */
     return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
 }
 
