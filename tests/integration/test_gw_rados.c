@@ -88,15 +88,23 @@ TEST(two_gateways_one_pool)
     T_EQ(t_sh("sed -n 's#.*<UploadId>\\(.*\\)</UploadId>.*#\\1#p' %s > %s", gw_path(&a, "c"),
               gw_path(&a, "id")),
          0);
-    T_EQ(t_sh("id=$(cat %s) && curl -sf -o /dev/null -D %s -T %s "
-              "\"%s/cbk/mp?uploadId=$id&partNumber=1\" "
-              "&& etag=$(grep -i '^etag:' %s | tr -d '\\r' | cut -d' ' -f2) "
-              "&& printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>%%s</ETag>"
-              "</Part></CompleteMultipartUpload>' \"$etag\" > %s "
-              "&& curl -sf -o %s -X POST --data-binary @%s \"%s/cbk/mp?uploadId=$id\"",
-              gw_path(&a, "id"), gw_path(&a, "p.h"), gw_path(&a, "src"), a.url, gw_path(&a, "p.h"),
-              gw_path(&a, "c.xml"), gw_path(&a, "done"), gw_path(&a, "c.xml"), a.url),
-         0);
+    {
+        /* gw_path's buffers are few: the paths first. */
+        char id[256], ph[256], src[256], cx[256], done[256];
+        snprintf(id, sizeof(id), "%s", gw_path(&a, "id"));
+        snprintf(ph, sizeof(ph), "%s", gw_path(&a, "p.h"));
+        snprintf(src, sizeof(src), "%s", gw_path(&a, "src"));
+        snprintf(cx, sizeof(cx), "%s", gw_path(&a, "c.xml"));
+        snprintf(done, sizeof(done), "%s", gw_path(&a, "done"));
+        T_EQ(t_sh("id=$(cat %s) && curl -sf -o /dev/null -D %s -T %s "
+                  "\"%s/cbk/mp?uploadId=$id&partNumber=1\" "
+                  "&& etag=$(grep -i '^etag:' %s | tr -d '\\r' | cut -d' ' -f2) "
+                  "&& printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+                  "<ETag>%%s</ETag></Part></CompleteMultipartUpload>' \"$etag\" > %s "
+                  "&& curl -sf -o %s -X POST --data-binary @%s \"%s/cbk/mp?uploadId=$id\"",
+                  id, ph, src, a.url, ph, cx, done, cx, a.url),
+             0);
+    }
     T_TRUE(gw_has(&a, "done", "-1&quot;</ETag>"));
     T_EQ(gw_curl(&b, "o", "-I %s/cbk/mp", b.url), 200);
     T_TRUE(gw_has(&b, "o.h", "x-amz-meta-who: a\r\n"));
