@@ -154,6 +154,19 @@ static void metadata(const char *backend, const char *dir)
     T_EQ(gw_curl(&g, "o", "-T %s %s/mdb/full", gw_path(&g, "src"), g.url), 200);
     T_EQ(gw_curl(&g, "o", "-I %s/mdb/full", g.url), 200);
     T_FALSE(gw_has(&g, "o.h", "x-amz-meta-"));
+    /* A key of 1000 bytes: its record's name is a hash, and fits. */
+    {
+        char lk[1001];
+        for (int i = 0; i < 1000; i++) /* in names of 199 bytes: file:// has files */
+            lk[i] = i % 200 == 199 && i < 999 ? '/' : 'k';
+        lk[1000] = '\0';
+        T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-long: yes' %s/mdb/%s", gw_path(&g, "src"),
+                     g.url, lk),
+             200);
+        T_EQ(gw_curl(&g, "o", "-I %s/mdb/%s", g.url, lk), 200);
+        T_TRUE(gw_has(&g, "o.h", "x-amz-meta-long: yes\r\n"));
+        T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb/%s", g.url, lk), 204);
+    }
     /* Records never show in a listing. */
     T_EQ(gw_curl(&g, "l", "'%s/mdb?list-type=2'", g.url), 200);
     T_FALSE(gw_has(&g, "l", "rio-meta"));
@@ -236,5 +249,12 @@ TEST(bad_records)
     T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-x: 2' %s/mdb/obj", gw_path(&g, "src"), g.url), 200);
     T_EQ(gw_curl(&g, "o", "-I %s/mdb/obj", g.url), 200);
     T_TRUE(gw_has(&g, "o.h", "x-amz-meta-x: 2\r\n"));
+    /* The object removed behind the gateway's back: its record describes
+     * nothing, and DeleteBucket removes it with the bucket. */
+    T_EQ(t_sh("%s rm -q 'file://%s/mdb/obj'", bin, dir), 0);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/obj", g.url), 404);
+    T_EQ(t_sh("test -e '%s/%s'", dir, rk), 0);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb", g.url), 204);
+    T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
     gw_stop(&g);
 }
