@@ -75,6 +75,18 @@ static void metadata(const char *backend, const char *dir)
         T_EQ(t_sh("test -e '%s/%s'", dir, rk), 0);
     }
 
+    /* aws-chunked names the request's framing: not stored (as S3). */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: aws-chunked, x-z' %s/mdb/ce",
+                 gw_path(&g, "src"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Encoding: x-z\r\n"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: aws-chunked' %s/mdb/ce", gw_path(&g, "src"),
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_FALSE(gw_has(&g, "o.h", "Content-Encoding"));
+
     /* 2 KiB of names and values at most: 2048 is fine, 2049 refused. */
     memset(big, 'v', sizeof(big));
     snprintf(big + 1023, sizeof(big) - 1023, "%s", "");

@@ -57,6 +57,37 @@ struct from_req {
     const char *name; /* the header it came from */
 };
 
+/* Content-Encoding without "aws-chunked", which names the request's framing
+ * (the gateway decodes it), not the object's: S3 does not store it either. */
+static int content_encoding(struct gw_meta *m, const char *value)
+{
+    char out[GW_META_VALUE_MAX + 1];
+    size_t o = 0;
+    const char *p = value;
+
+    if (strlen(value) > GW_META_VALUE_MAX)
+        return GW_META_EBADVALUE;
+    while (*p) {
+        size_t n;
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        n = strcspn(p, ",");
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n && !(n == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
+            if (o)
+                out[o++] = ',';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+        while (*p && *p != ',')
+            p++;
+    }
+    out[o] = '\0';
+    return o ? rio__gw_meta_set_hdr(m, GW_MH_CONTENT_ENCODING, out) : 0;
+}
+
 static enum MHD_Result hdr_each(void *cls, enum MHD_ValueKind kind, const char *name,
                                 const char *value)
 {
@@ -71,6 +102,8 @@ static enum MHD_Result hdr_each(void *cls, enum MHD_ValueKind kind, const char *
         value = "";
     if (strncasecmp(name, pre, sizeof(pre) - 1) == 0) {
         ret = rio__gw_meta_add_user(x->m, name + sizeof(pre) - 1, value);
+    } else if (strcasecmp(name, "Content-Encoding") == 0) {
+        ret = content_encoding(x->m, value);
     } else {
         for (int i = 0; i < GW_MH__COUNT; i++)
             if (strcasecmp(name, rio__gw_meta_hdr_names[i]) == 0)
