@@ -196,6 +196,8 @@ struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_
                                           char **rec_bkey);
 /* Remove the record of BUCKET/KEY (best effort, logged). */
 void rio__gw_meta_drop(const char *bucket, const char *key);
+/* Remove the records named mkeys[0..n) that exist (best effort, logged). */
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
 /* Remove every record of a bucket (best effort). */
 void rio__gw_meta_drop_bucket(const char *bucket);
 /* The ETag to present: the record's, else the backend's etag. */

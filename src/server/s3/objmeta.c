@@ -246,6 +246,30 @@ void rio__gw_meta_drop(const char *bucket, const char *key)
         SRV_WARN("s3: metadata record %s not removed: %s", mkey, rio_strerror(ret));
 }
 
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n)
+{
+    const char **keys = n ? rio__calloc(n, sizeof(*keys)) : NULL;
+    uint8_t *exists = n ? rio__calloc(n, 1) : NULL;
+    int found = -1;
+
+    if (keys && exists) {
+        for (unsigned i = 0; i < n; i++)
+            keys[i] = mkeys[i];
+        /* One question for all; most objects have no record. */
+        found = rio_exists_batch(rio__gw_client(), keys, n, exists, NULL, NULL);
+    }
+    for (unsigned i = 0; i < n && found != 0; i++) {
+        int ret;
+        if (found > 0 && !exists[i])
+            continue;
+        ret = rio_delete(rio__gw_client(), mkeys[i]);
+        if (ret < 0 && ret != RIO_ENOTFOUND)
+            SRV_WARN("s3: metadata record %s not removed: %s", mkeys[i], rio_strerror(ret));
+    }
+    rio__free(exists);
+    rio__free(keys);
+}
+
 void rio__gw_meta_drop_bucket(const char *bucket)
 {
     char prefix[GW_META_KEY_MAX], token[RIO_LIST_TOKEN_MAX + 1] = "";

@@ -599,6 +599,8 @@ struct del_ctx {
     struct gw_buf *b;
     unsigned n;
     int quiet, over;
+    char (*mkeys)[GW_META_KEY_MAX]; /* the records of the keys deleted, dropped at the end */
+    unsigned nm;
 };
 
 static int del_one(void *arg, const char *key)
@@ -615,8 +617,9 @@ static int del_one(void *arg, const char *key)
         ret = RIO_EINVAL;
     else
         ret = rio_delete(rio__gw_client(), bkey);
-    if (ret == 0 || ret == RIO_ENOTFOUND)
-        rio__gw_meta_drop(x->r->bucket, key);
+    if ((ret == 0 || ret == RIO_ENOTFOUND) &&
+        rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0)
+        x->nm++;
     if (ret == 0 || ret == RIO_ENOTFOUND) {
         if (!x->quiet) {
             rio__gw_buf_put(x->b, "<Deleted><Key>", 14);
@@ -652,9 +655,14 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
     if (!strstr(r->buf, "<Delete"))
         return rio__gw_error(c, r, 400, "MalformedXML", "The XML is not a Delete request.");
+    x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
+    if (!x.mkeys)
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
     rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
     ret = rio__gw_xml_each(r->buf, r->blen, "Key", del_one, &x);
+    rio__gw_meta_drop_keys(x.mkeys, x.nm); /* after their objects */
+    rio__free(x.mkeys);
     if (ret < 0 || x.over) {
         rio__gw_buf_free(&b);
         return rio__gw_error(c, r, 400, "MalformedXML",
