@@ -5,7 +5,9 @@
  * railiod's S3 gateway with --s3-keys under the S3 clients people use:
  * s3cmd (SigV4, multipart above its 15 MiB chunk), rclone (copy, check, sync
  * back) and boto3 (put/get, its multipart upload_file and download_file,
- * listing, DeleteObjects, a presigned GET); every byte compared.
+ * listing, DeleteObjects, a presigned GET; Metadata and ContentType on
+ * put_object, upload_file, copy_object with MetadataDirective and their
+ * multipart ETag in head_object and the listing); every byte compared.
  */
 #include "gw_util.h"
 
@@ -104,17 +106,42 @@ TEST(boto3)
         "    config=Config(signature_version='s3v4', s3={'addressing_style': 'path'}))\n"
         "s3.create_bucket(Bucket='botob')\n"
         "data = open(d + '/f', 'rb').read()\n"
-        "r = s3.put_object(Bucket='botob', Key='k/one', Body=data)\n"
+        "r = s3.put_object(Bucket='botob', Key='k/one', Body=data, ContentType='text/csv',\n"
+        "    Metadata={'Run': 'r1', 'note': 'a b'}, ContentDisposition='inline')\n"
         "got = s3.get_object(Bucket='botob', Key='k/one')['Body'].read()\n"
         "assert got == data, 'get_object'\n"
         "h = s3.head_object(Bucket='botob', Key='k/one')\n"
         "assert h['ContentLength'] == len(data) and h['ETag'] == r['ETag'], h\n"
+        "assert h['Metadata'] == {'run': 'r1', 'note': 'a b'}, h['Metadata']\n"
+        "assert h['ContentType'] == 'text/csv' and h['ContentDisposition'] == 'inline', h\n"
+        "g = s3.get_object(Bucket='botob', Key='k/one')\n"
+        "assert g['Metadata'] == h['Metadata'] and g['ContentType'] == 'text/csv', g\n"
+        "s3.copy_object(Bucket='botob', Key='k/copy', CopySource='botob/k/one')\n"
+        "c = s3.head_object(Bucket='botob', Key='k/copy')\n"
+        "assert c['Metadata'] == h['Metadata'] and c['ContentType'] == 'text/csv', c\n"
+        "s3.copy_object(Bucket='botob', Key='k/copy', CopySource='botob/k/one',\n"
+        "    MetadataDirective='REPLACE', Metadata={'x': 'y'})\n"
+        "c = s3.head_object(Bucket='botob', Key='k/copy')\n"
+        "assert c['Metadata'] == {'x': 'y'} and c['ContentType'] == 'binary/octet-stream', c\n"
+        "try:\n"
+        "    s3.put_object(Bucket='botob', Key='k/huge', Body=b'x', Metadata={'m': 'v' * 2048})\n"
+        "    raise SystemExit('MetadataTooLarge expected')\n"
+        "except s3.exceptions.ClientError as e:\n"
+        "    assert e.response['Error']['Code'] == 'MetadataTooLarge', e.response\n"
+        "s3.delete_object(Bucket='botob', Key='k/copy')\n"
         "cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)\n"
-        "s3.upload_file(d + '/big', 'botob', 'k/big', Config=cfg)\n"
+        "s3.upload_file(d + '/big', 'botob', 'k/big', Config=cfg,\n"
+        "    ExtraArgs={'Metadata': {'part': 'many'}, 'ContentType': 'application/x-big'})\n"
+        "hb = s3.head_object(Bucket='botob', Key='k/big')\n"
+        "assert hb['ETag'].endswith('-3\"'), hb['ETag']\n"
+        "assert hb['Metadata'] == {'part': 'many'} and hb['ContentType'] == 'application/x-big', "
+        "hb\n"
         "s3.download_file('botob', 'k/big', d + '/bigback', Config=cfg)\n"
         "assert open(d + '/bigback', 'rb').read() == open(d + '/big', 'rb').read(), 'big'\n"
-        "keys = [o['Key'] for o in s3.list_objects_v2(Bucket='botob', Prefix='k/')['Contents']]\n"
+        "objs = s3.list_objects_v2(Bucket='botob', Prefix='k/')['Contents']\n"
+        "keys = [o['Key'] for o in objs]\n"
         "assert keys == ['k/big', 'k/one'], keys\n"
+        "assert objs[0]['ETag'] == hb['ETag'] and objs[1]['ETag'] == r['ETag'], objs\n"
         "u = s3.generate_presigned_url('get_object', Params={'Bucket': 'botob', 'Key': 'k/one'},\n"
         "    ExpiresIn=300)\n"
         "assert urllib.request.urlopen(u).read() == data, 'presigned'\n"

@@ -7,7 +7,9 @@
  * one by one: CreateMultipartUpload, UploadPart, ListParts,
  * ListMultipartUploads, CompleteMultipartUpload (S3's "-N" ETag; parts
  * missing, with a wrong ETag or out of order refused, nothing published),
- * AbortMultipartUpload, NoSuchUpload.
+ * AbortMultipartUpload, NoSuchUpload. The "-N" ETag is what HeadObject,
+ * GetObject and the listings give afterwards, and CreateMultipartUpload's
+ * metadata and Content-Type are the object's.
  */
 #include "gw_util.h"
 
@@ -50,6 +52,22 @@ TEST(multipart)
     T_EQ(aws(&g, "o", "s3 mb s3://mpb"), 0);
     T_EQ(aws(&g, "o", "s3 cp big s3://mpb/d/big"), 0);
     T_EQ(aws(&g, "o", "s3 cp s3://mpb/d/big back"), 0);
+    T_TRUE(gw_same(&g, "back", "big"));
+    T_EQ(aws(&g, "o", "s3api head-object --bucket mpb --key d/big"), 0);
+    T_TRUE(gw_has(&g, "o", "-5\\\"\"")); /* "ETag": "\"...-5\"" */
+
+    /* Metadata given to CreateMultipartUpload (aws s3 cp --metadata). */
+    T_EQ(aws(&g, "o",
+             "s3 cp big s3://mpb/d/meta --metadata Owner=me,Shard=7 "
+             "--content-type application/x-shard --cache-control no-store"),
+         0);
+    T_EQ(aws(&g, "h", "s3api head-object --bucket mpb --key d/meta"), 0);
+    T_TRUE(gw_has(&g, "h", "\"owner\": \"me\""));
+    T_TRUE(gw_has(&g, "h", "\"shard\": \"7\""));
+    T_TRUE(gw_has(&g, "h", "\"ContentType\": \"application/x-shard\""));
+    T_TRUE(gw_has(&g, "h", "\"CacheControl\": \"no-store\""));
+    T_TRUE(gw_has(&g, "h", "-5\\\"\""));
+    T_EQ(aws(&g, "o", "s3 cp s3://mpb/d/meta back"), 0);
     T_TRUE(gw_same(&g, "back", "big"));
 
     /* One by one. */
@@ -100,8 +118,33 @@ TEST(multipart)
              id),
          0);
     T_TRUE(gw_has(&g, "o", "-2\\\"")); /* S3's multipart ETag: MD5 of the MD5s, "-2" */
-    T_EQ(gw_curl(&g, "got", "%s/mpb/k", g.url), 200);
-    T_TRUE(gw_same(&g, "got", "p12"));
+    /* The same ETag from HEAD, GET (also ranged, and If-Match) and both listings. */
+    T_EQ(t_sh("python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[\"ETag\"], "
+              "end=\"\")' %s > %s",
+              gw_path(&g, "o"), gw_path(&g, "etag")),
+         0);
+    {
+        size_t n = 0;
+        char *t = (char *)t_slurp(gw_path(&g, "etag"), &n), etag[64], bare[64];
+        snprintf(etag, sizeof(etag), "%.*s", (int)n, t);
+        snprintf(bare, sizeof(bare), "%.34s", etag + 1);
+        free(t);
+        T_EQ(strlen(etag), 36u); /* "32 hex digits-2" with its quotes */
+        T_EQ(gw_curl(&g, "got", "%s/mpb/k", g.url), 200);
+        T_TRUE(gw_same(&g, "got", "p12"));
+        T_TRUE(gw_has(&g, "got.h", etag));
+        T_EQ(gw_curl(&g, "o", "-I %s/mpb/k", g.url), 200);
+        T_TRUE(gw_has(&g, "o.h", etag));
+        T_EQ(gw_curl(&g, "o", "-r 0-9 -H 'If-Match: %s' %s/mpb/k", etag, g.url), 206);
+        T_TRUE(gw_has(&g, "o.h", etag));
+        T_EQ(gw_curl(&g, "o", "-H 'If-None-Match: %s' %s/mpb/k", etag, g.url), 304);
+        T_EQ(aws(&g, "o", "s3api list-objects-v2 --bucket mpb --prefix k"), 0);
+        T_TRUE(gw_has(&g, "o", bare));
+        T_EQ(aws(&g, "o", "s3api list-objects --bucket mpb --prefix k"), 0);
+        T_TRUE(gw_has(&g, "o", bare));
+        T_EQ(gw_curl(&g, "o", "'%s/mpb?list-type=2&prefix=k'", g.url), 200);
+        T_TRUE(gw_has(&g, "o", bare));
+    }
     /* The upload and its parts are gone. */
     T_EQ(aws(&g, "o", "s3api list-multipart-uploads --bucket mpb"), 0);
     T_FALSE(gw_has(&g, "o", id));

@@ -7,7 +7,8 @@
  * one is listed, read (whole and a range) and deleted through the other,
  * every byte compared; a bucket made through one is seen by the other;
  * concurrent PUTs of one key through both leave one whole version; a
- * gateway killed in the middle of a PUT leaves nothing visible.
+ * gateway killed in the middle of a PUT leaves nothing visible; metadata and
+ * the multipart ETag written through one are what the other answers.
  */
 #include "t.h"
 
@@ -78,6 +79,45 @@ TEST(two_gateways_one_pool)
         T_FALSE(gw_has(&b, "l", "half"));
     }
     T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/same", b.url), 204);
+    /* Metadata and the multipart ETag: written through one, read through the other. */
+    T_EQ(gw_curl(&a, "c",
+                 "-X POST -H 'x-amz-meta-who: a' -H 'Content-Type: text/x-a' "
+                 "'%s/cbk/mp?uploads'",
+                 a.url),
+         200);
+    T_EQ(t_sh("sed -n 's#.*<UploadId>\\(.*\\)</UploadId>.*#\\1#p' %s > %s", gw_path(&a, "c"),
+              gw_path(&a, "id")),
+         0);
+    {
+        /* gw_path's buffers are few: the paths first. */
+        char id[256], ph[256], src[256], cx[256], done[256];
+        snprintf(id, sizeof(id), "%s", gw_path(&a, "id"));
+        snprintf(ph, sizeof(ph), "%s", gw_path(&a, "p.h"));
+        snprintf(src, sizeof(src), "%s", gw_path(&a, "src"));
+        snprintf(cx, sizeof(cx), "%s", gw_path(&a, "c.xml"));
+        snprintf(done, sizeof(done), "%s", gw_path(&a, "done"));
+        T_EQ(t_sh("id=$(cat %s) && curl -sf -o /dev/null -D %s -T %s "
+                  "\"%s/cbk/mp?uploadId=$id&partNumber=1\" "
+                  "&& etag=$(grep -i '^etag:' %s | tr -d '\\r' | cut -d' ' -f2) "
+                  "&& printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+                  "<ETag>%%s</ETag></Part></CompleteMultipartUpload>' \"$etag\" > %s "
+                  "&& curl -sf -o %s -X POST --data-binary @%s \"%s/cbk/mp?uploadId=$id\"",
+                  id, ph, src, a.url, ph, cx, done, cx, a.url),
+             0);
+    }
+    T_TRUE(gw_has(&a, "done", "-1&quot;</ETag>"));
+    T_EQ(gw_curl(&b, "o", "-I %s/cbk/mp", b.url), 200);
+    T_TRUE(gw_has(&b, "o.h", "x-amz-meta-who: a\r\n"));
+    T_TRUE(gw_has(&b, "o.h", "Content-Type: text/x-a\r\n"));
+    T_TRUE(gw_has(&b, "o.h", "-1\"\r\n"));
+    T_EQ(gw_curl(&b, "l", "'%s/cbk?list-type=2&prefix=mp'", b.url), 200);
+    T_TRUE(gw_has(&b, "l", "-1&quot;</ETag>"));
+    /* A plain PUT through b: a reads it back without a's metadata. */
+    T_EQ(gw_curl(&b, "o", "-T %s %s/cbk/mp", gw_path(&a, "v1"), b.url), 200);
+    T_EQ(gw_curl(&a, "o", "-I %s/cbk/mp", a.url), 200);
+    T_FALSE(gw_has(&a, "o.h", "x-amz-meta-who"));
+    T_FALSE(gw_has(&a, "o.h", "-1\"\r\n"));
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk/mp", a.url), 204);
     /* Deleted through the other; the bucket then goes. */
     T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/d/obj", b.url), 204);
     T_EQ(gw_curl(&a, "o", "-I %s/cbk/d/obj", a.url), 404);

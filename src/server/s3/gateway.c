@@ -748,6 +748,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     if (is_put(r->op))
         rio__gw_put_cleanup(r);
     checks_free(r);
+    rio__gw_meta_free(r->meta);
     rio__free(r->uri);
     rio__free(r->key);
     rio__free(r->bkey);

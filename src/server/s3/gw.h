@@ -18,7 +18,10 @@
 struct MHD_Connection;
 struct MHD_Response;
 struct gw_buf;
+struct gw_meta;
 struct rio_client;
+struct rio_desc;
+struct rio_list_page;
 struct rio_writer;
 
 /* What railiod's options give the gateway (main.c). */
@@ -110,6 +113,8 @@ struct gw_req {
     /* POST ?delete */
     char *buf;
     size_t blen;
+    /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
+    struct gw_meta *meta;
 };
 
 /* gateway.c: for the operations */
@@ -169,6 +174,40 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r);
+
+/* objmeta.c: object metadata records ".rio-meta/BUCKET/<SHA-256 of KEY>"
+ * (meta.h, docs/gateway.md "Object metadata"). */
+#define GW_META_KEY_MAX 160
+int rio__gw_meta_key(const char *bucket, const char *key, char out[GW_META_KEY_MAX]);
+/* The x-amz-meta-* and content headers of the request: 0 and *out, or -1
+ * with the error response queued (*ret): MetadataTooLarge, InvalidArgument. */
+int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct gw_meta **out,
+                              int *ret);
+/* Write m as the record of BUCKET/KEY, the object d (just committed): no
+ * write when m is all defaults. 0 or an error (logged). */
+int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
+                       const struct rio_desc *d);
+/* The record of BUCKET/KEY if it describes the object d, else NULL (none,
+ * malformed: logged, or another version's). */
+struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d);
+/* Parse a record read from what (a key, for the log); NULL (logged) when it
+ * is not one. *rec_bkey (when not NULL): the backend key it names. */
+struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_t n,
+                                          char **rec_bkey);
+/* Remove the record of BUCKET/KEY (best effort, logged). */
+void rio__gw_meta_drop(const char *bucket, const char *key);
+/* Remove the records named mkeys[0..n) that exist (best effort, logged). */
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
+/* Remove every record of a bucket (best effort). */
+void rio__gw_meta_drop_bucket(const char *bucket);
+/* The ETag to present: the record's, else the backend's etag. */
+const char *rio__gw_meta_etag(const struct gw_meta *m, const char *etag);
+/* Content-Type (the default without a record), the stored content headers
+ * and x-amz-meta-* of m (NULL: the defaults). */
+void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m);
+/* A listing page of bucket: each entry's etag becomes its record's ETag. */
+void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p);
+void rio__gw_meta_free(struct gw_meta *m);
 
 /* xml.c */
 struct gw_buf {

@@ -22,12 +22,16 @@
 #include "core/alloc.h"
 #include "railio.h"
 #include "server/s3/gw.h"
+#include "server/s3/meta.h"
 #include "server/server.h"
 
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define COPY_BLOCK (1u << 20)
 #define ID_LEN 32
+/* An upload's marker: its key, then (when the upload has metadata) a NUL
+ * and the metadata record of CreateMultipartUpload's headers. */
+#define MARKER_MAX (RIO_KEY_MAX + 1 + GW_META_REC_MAX)
 
 static int valid_id(const char *id)
 {
@@ -44,22 +48,49 @@ static void part_key(const struct gw_req *r, const char *id, unsigned n, char *o
     snprintf(out, cap, GW_MPU_PREFIX "%s/%s/%05u", r->bucket, id, n);
 }
 
-/* The upload named by ?uploadId exists and is r's key: 0, else an error
- * response queued (*ret). */
-static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **idp, int *ret)
+/* Read upload marker k: its bytes in a new buffer (*out, NUL-terminated),
+ * their count, or an error. */
+static int64_t read_marker(const char *k, char **out)
 {
-    const char *id = rio__gw_arg(r, "uploadId");
-    char k[160], buf[RIO_KEY_MAX + 1];
+    char *b = rio__malloc(MARKER_MAX + 1);
     int64_t n;
 
+    *out = NULL;
+    if (!b)
+        return -ENOMEM;
+    n = rio_get(rio__gw_client(), k, b, MARKER_MAX, NULL);
+    if (n < 0) {
+        rio__free(b);
+        return n;
+    }
+    b[n] = '\0';
+    *out = b;
+    return n;
+}
+
+/* The upload named by ?uploadId exists and is r's key: 0, else an error
+ * response queued (*ret). *mp (when not NULL): the upload's metadata, NULL
+ * when it has none (or a record that does not parse: logged). */
+static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **idp, int *ret,
+                       struct gw_meta **mp)
+{
+    const char *id = rio__gw_arg(r, "uploadId");
+    char k[160], *buf = NULL;
+    size_t klen;
+    int64_t n;
+
+    if (mp)
+        *mp = NULL;
     if (!valid_id(id)) {
         *ret = rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
         return -1;
     }
     upload_key(r, id, k, sizeof(k));
-    n = rio_get(rio__gw_client(), k, buf, sizeof(buf) - 1, NULL);
+    n = read_marker(k, &buf);
+    klen = n >= 0 ? strnlen(buf, (size_t)n) : 0;
     if (n == RIO_ENOTFOUND ||
-        (n >= 0 && ((size_t)n != strlen(r->key) || memcmp(buf, r->key, (size_t)n) != 0))) {
+        (n >= 0 && (klen != strlen(r->key) || memcmp(buf, r->key, klen) != 0))) {
+        rio__free(buf);
         *ret = rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
         return -1;
     }
@@ -67,6 +98,9 @@ static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **
         *ret = rio__gw_rio_error(c, r, (int)n, "upload lookup");
         return -1;
     }
+    if (mp && (size_t)n > klen + 1)
+        *mp = rio__gw_meta_parse_logged(k, buf + klen + 1, (size_t)n - klen - 1, NULL);
+    rio__free(buf);
     *idp = id;
     return 0;
 }
@@ -78,6 +112,32 @@ static void xml_elem(struct gw_buf *b, const char *tag, const char *s)
     rio__gw_buf_printf(b, "</%s>", tag);
 }
 
+/* Write upload marker k: r's key, and r's metadata record when it has any
+ * (its identity is the object Complete writes, filled in then). */
+static int put_marker(const struct gw_req *r, const char *k)
+{
+    size_t klen = strlen(r->key), rlen = 0;
+    char *rec = NULL, *buf;
+    int ret;
+
+    if (rio__gw_meta_is_default(r->meta, ""))
+        return rio_put(rio__gw_client(), k, r->key, klen, NULL, NULL);
+    ret = rio__gw_meta_encode(r->meta, r->bkey, &rec, &rlen);
+    if (ret < 0)
+        return ret;
+    buf = rio__malloc(klen + 1 + rlen);
+    if (!buf) {
+        rio__free(rec);
+        return -ENOMEM;
+    }
+    memcpy(buf, r->key, klen + 1);
+    memcpy(buf + klen + 1, rec, rlen);
+    ret = rio_put(rio__gw_client(), k, buf, klen + 1 + rlen, NULL, NULL);
+    rio__free(buf);
+    rio__free(rec);
+    return ret;
+}
+
 int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
 {
     unsigned char rnd[ID_LEN / 2];
@@ -85,14 +145,14 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     struct gw_buf b = {0};
     int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
         return ret;
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return rio__gw_error(c, r, 500, "InternalError", "No randomness for the upload id.");
     for (size_t i = 0; i < sizeof(rnd); i++)
         snprintf(id + 2 * i, 3, "%02x", rnd[i]);
     upload_key(r, id, k, sizeof(k));
-    ret = rio_put(rio__gw_client(), k, r->key, strlen(r->key), NULL, NULL);
+    ret = put_marker(r, k);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "create upload");
     rio__gw_buf_printf(&b, XML_HEAD "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\">");
@@ -110,7 +170,7 @@ int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
     unsigned long n;
     int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
         return ret;
     errno = 0;
     n = pn && *pn ? strtoul(pn, &end, 10) : 0;
@@ -176,7 +236,7 @@ int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r)
     const char *id = NULL;
     int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
         return ret;
     drop_upload(r, id);
     return rio__gw_send_empty(c, r, 204);
@@ -213,7 +273,7 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
     char k[160];
     int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
         return ret;
     rio__gw_buf_printf(&b, XML_HEAD "<ListPartsResult xmlns=\"" XMLNS "\">");
     xml_elem(&b, "Bucket", r->bucket);
@@ -244,15 +304,14 @@ static int upload_entry(void *arg, const struct rio_entry *e)
 {
     struct uploads_ctx *x = arg;
     const char *id = e->key + x->plen;
-    char key[RIO_KEY_MAX + 1], date[32];
+    char *key = NULL, date[32];
     int64_t n;
 
     if ((e->flags & RIO_ENTRY_DIR) || strlen(e->key) <= x->plen || !valid_id(id) || x->n >= 1000)
         return 0;
-    n = rio_get(rio__gw_client(), e->key, key, sizeof(key) - 1, NULL);
+    n = read_marker(e->key, &key); /* the key, up to its NUL */
     if (n < 0)
         return 0; /* completed or aborted meanwhile */
-    key[n] = '\0';
     rio__gw_iso_date(e->mtime_ns, date);
     rio__gw_buf_put(x->b, "<Upload>", 8);
     xml_elem(x->b, "Key", key);
@@ -261,6 +320,7 @@ static int upload_entry(void *arg, const struct rio_entry *e)
                        "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>"
                        "</Upload>",
                        date);
+    rio__free(key);
     x->n++;
     return 0;
 }
@@ -408,7 +468,7 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
 
 /* Stream the parts, in order, into one writer of r's key. 0 or an error. */
 static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
-                  uint64_t total)
+                  uint64_t total, struct rio_desc *out)
 {
     struct rio_writer *w = NULL;
     char *buf = rio__malloc(COPY_BLOCK), k[160];
@@ -443,19 +503,22 @@ static int concat(struct gw_req *r, const char *id, const struct part *p, unsign
         rio_writer_abort(w);
         return ret;
     }
-    return rio_writer_close(w, NULL);
+    ret = rio_writer_close(w, out);
+    rio_desc_cleanup(out);
+    return ret;
 }
 
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
+    struct rio_desc d;
     const char *id = NULL;
     struct gw_buf b = {0};
     char etag[48], k[160];
     uint64_t total = 0;
     int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, &r->meta) < 0)
         return ret;
     if (!r->buf || rio__gw_xml_each(r->buf, r->blen, "Part", part_cb, &x) < 0 || x.bad ||
         x.n == 0) {
@@ -470,7 +533,6 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
                                  "The list of parts was not in ascending order.");
         }
     for (unsigned i = 0; i < x.n; i++) {
-        struct rio_desc d;
         part_key(r, id, x.p[i].num, k, sizeof(k));
         memset(&d, 0, sizeof(d));
         ret = rio_stat(rio__gw_client(), k, &d);
@@ -496,10 +558,22 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
     }
-    ret = concat(r, id, x.p, x.n, total);
+    memset(&d, 0, sizeof(d));
+    ret = concat(r, id, x.p, x.n, total, &d);
     rio__free(x.p);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "complete");
+    /* HEAD, GET and listings present the ETag answered here: the record
+     * carries it (with the upload's metadata). Without it the upload stays,
+     * so that Complete may be sent again. */
+    if (!r->meta)
+        r->meta = rio__gw_meta_new();
+    if (!r->meta)
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
+    ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "complete: metadata");
     r->bytes_out = 0;
     drop_upload(r, id);
     rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");

@@ -18,6 +18,7 @@
 #include "core/alloc.h"
 #include "railio.h"
 #include "server/s3/gw.h"
+#include "server/s3/meta.h"
 #include "server/server.h"
 
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
@@ -218,6 +219,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
     if (ret)
         return rio__gw_error(c, r, 409, "BucketNotEmpty",
                              "The bucket you tried to delete is not empty.");
+    rio__gw_meta_drop_bucket(r->bucket); /* records a crash or a direct delete left */
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_delete(rio__gw_client(), k);
     if (ret < 0 && ret != RIO_ENOTFOUND)
@@ -316,6 +318,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         ret = rio_list(rio__gw_client(), &a, &p, NULL);
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, "list");
+        rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
     list_elem(&b, "Name", r->bucket, 0);
@@ -488,6 +491,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
     const char *ims = rio__gw_header(c, "If-Modified-Since");
     const char *ius = rio__gw_header(c, "If-Unmodified-Since");
+    const char *etag;
     char date[30], cr[96];
     uint64_t off = 0, len;
     int64_t mtime;
@@ -502,10 +506,12 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         return rio__gw_rio_error(c, r, ret, "lookup");
     }
     rio_desc_cleanup(&d); /* frees only its checksum list */
+    r->meta = rio__gw_meta_load(r->bucket, r->key, &d);
+    etag = rio__gw_meta_etag(r->meta, d.etag);
     mtime = key_mtime(r->bkey) / 1000000000;
     rio__gw_http_date(mtime, date);
     len = d.size;
-    if (im && !etag_in(im, d.etag))
+    if (im && !etag_in(im, etag))
         return rio__gw_error(c, r, 412, "PreconditionFailed",
                              "At least one of the pre-conditions you specified did not hold");
     if (!im && ius) {
@@ -514,11 +520,11 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
             return rio__gw_error(c, r, 412, "PreconditionFailed",
                                  "At least one of the pre-conditions you specified did not hold");
     }
-    if ((inm && etag_in(inm, d.etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
-                                          mtime <= rio__gw_parse_http_date(ims))) {
+    if ((inm && etag_in(inm, etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
+                                        mtime <= rio__gw_parse_http_date(ims))) {
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (resp) {
-            etag_hdr(resp, d.etag);
+            etag_hdr(resp, etag);
             MHD_add_response_header(resp, "Last-Modified", date);
         }
         return rio__gw_send(c, r, 304, resp);
@@ -563,10 +569,10 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
             get_free(st);
         return MHD_NO;
     }
-    etag_hdr(resp, d.etag);
+    etag_hdr(resp, etag);
     MHD_add_response_header(resp, "Last-Modified", date);
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-    MHD_add_response_header(resp, "Content-Type", "binary/octet-stream");
+    rio__gw_meta_headers(resp, r->meta);
     if (status == 206)
         MHD_add_response_header(resp, "Content-Range", cr);
     return rio__gw_send(c, r, status, resp);
@@ -583,6 +589,8 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
     ret = rio_delete(rio__gw_client(), r->bkey);
     if (ret < 0 && ret != RIO_ENOTFOUND)
         return rio__gw_rio_error(c, r, ret, "delete");
+    rio__gw_meta_drop(r->bucket,
+                      r->key); /* after the object: a record left alone describes nothing */
     return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
 }
 
@@ -591,6 +599,8 @@ struct del_ctx {
     struct gw_buf *b;
     unsigned n;
     int quiet, over;
+    char (*mkeys)[GW_META_KEY_MAX]; /* the records of the keys deleted, dropped at the end */
+    unsigned nm;
 };
 
 static int del_one(void *arg, const char *key)
@@ -607,6 +617,9 @@ static int del_one(void *arg, const char *key)
         ret = RIO_EINVAL;
     else
         ret = rio_delete(rio__gw_client(), bkey);
+    if ((ret == 0 || ret == RIO_ENOTFOUND) &&
+        rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0)
+        x->nm++;
     if (ret == 0 || ret == RIO_ENOTFOUND) {
         if (!x->quiet) {
             rio__gw_buf_put(x->b, "<Deleted><Key>", 14);
@@ -642,9 +655,14 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
     if (!strstr(r->buf, "<Delete"))
         return rio__gw_error(c, r, 400, "MalformedXML", "The XML is not a Delete request.");
+    x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
+    if (!x.mkeys)
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
     rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
     ret = rio__gw_xml_each(r->buf, r->blen, "Key", del_one, &x);
+    rio__gw_meta_drop_keys(x.mkeys, x.nm); /* after their objects */
+    rio__free(x.mkeys);
     if (ret < 0 || x.over) {
         rio__gw_buf_free(&b);
         return rio__gw_error(c, r, 400, "MalformedXML",
@@ -710,6 +728,8 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
                                  "You must provide the Content-Length HTTP header.");
     }
     if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (r->op == GW_OP_PUT_OBJECT && rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
         return ret;
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
@@ -799,6 +819,11 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_rio_error(c, r, ret, "commit");
     }
     rio_desc_cleanup(&d);
+    if (r->op == GW_OP_PUT_OBJECT) {
+        ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, "metadata");
+    }
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (resp)
         etag_hdr(resp, d.etag);
@@ -822,7 +847,9 @@ void rio__gw_put_cleanup(struct gw_req *r)
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src)
 {
     char *s, *q, *slash, *sb;
-    char sbkey[RIO_KEY_MAX + 2], date[32];
+    char sbkey[RIO_KEY_MAX + 2], date[32], sbucket[GW_BUCKET_MAX + 1];
+    const char *dir = rio__gw_header(c, "x-amz-metadata-directive");
+    struct gw_meta *sm;
     struct rio_reader *rd = NULL;
     struct rio_writer *w = NULL;
     struct rio_desc d, out;
@@ -833,6 +860,9 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
+    if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "Unknown metadata directive: COPY or REPLACE.");
     s = rio__gw_unescape(src, strlen(src), 0);
     if (!s)
         return rio__gw_error(c, r, 400, "InvalidArgument", "x-amz-copy-source is not valid.");
@@ -856,6 +886,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         rio__free(s);
         return rio__gw_error(c, r, 403, "AccessDenied", "The copy source is not allowed.");
     }
+    snprintf(sbucket, sizeof(sbucket), "%s", sb);
     e = rio__gw_bucket_exists(sb);
     rio__free(s);
     if (e == 0)
@@ -865,6 +896,23 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio_desc_cleanup(&d);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy source");
+    /* The metadata: the request's (REPLACE) or the source's (COPY, the
+     * default; the new object's ETag is its own MD5, as S3's). */
+    if (dir && strcmp(dir, "REPLACE") == 0) {
+        if (rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
+            return ret;
+    } else {
+        if (strcmp(sbkey, r->bkey) == 0)
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "This copy request is illegal because it is trying to copy an "
+                                 "object to itself without changing the object's metadata.");
+        sm = rio__gw_meta_load(sbucket, sbkey + strlen(sbucket) + 1, &d);
+        r->meta = rio__gw_meta_new();
+        ret = r->meta && sm ? rio__gw_meta_copy_content(r->meta, sm) : r->meta ? 0 : -ENOMEM;
+        rio__gw_meta_free(sm);
+        if (ret < 0)
+            return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
     memset(&call, 0, sizeof(call));
     call.expect_generation = d.generation;
     buf = rio__malloc(COPY_BLOCK);
@@ -897,6 +945,9 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio_desc_cleanup(&out);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy commit");
+    ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, "copy metadata");
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b,
                        XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s"

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The S3 gateway's object metadata (docs/gateway.md, "Object metadata"):
+ * what an S3 object carries that railio's backends do not keep (the ETag to
+ * present, the stored content headers, x-amz-meta-*), as a small text
+ * record stored beside the object on the same backend. metarec.c builds,
+ * encodes and parses a record and knows nothing of HTTP or the backend (the
+ * fuzz target links it alone); objmeta.c reads and writes records for the
+ * operations. A record read back is untrusted: the parser bounds every
+ * length and refuses anything it did not write.
+ */
+#ifndef RIO_SERVER_S3_META_H
+#define RIO_SERVER_S3_META_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "railio.h"
+
+#define GW_META_USER_MAX 2048u      /* S3: x-amz-meta-* names and values, bytes */
+#define GW_META_VALUE_MAX 2048u     /* one stored content header's value */
+#define GW_META_REC_MAX 65536u      /* a record, encoded */
+#define GW_META_PREFIX ".rio-meta/" /* records: ".rio-meta/BUCKET/<SHA-256 of KEY>" */
+#define GW_META_DEFAULT_TYPE "binary/octet-stream"
+
+/* The stored content headers, in record order. */
+enum gw_meta_hdr {
+    GW_MH_CONTENT_TYPE = 0,
+    GW_MH_CONTENT_ENCODING,
+    GW_MH_CONTENT_DISPOSITION,
+    GW_MH_CONTENT_LANGUAGE,
+    GW_MH_CACHE_CONTROL,
+    GW_MH_EXPIRES,
+    GW_MH__COUNT
+};
+/* Their HTTP names ("Content-Type", ...). */
+extern const char *const rio__gw_meta_hdr_names[GW_MH__COUNT];
+
+struct gw_meta_kv {
+    char *name; /* lower-case, without "x-amz-meta-" */
+    char *value;
+};
+
+struct gw_meta {
+    /* The object the record describes: a record whose identity is not the
+     * current object's is ignored. generation 0 and etag "" when unknown. */
+    uint64_t size, generation;
+    char etag[48];           /* the backend's etag */
+    char s3etag[48];         /* the ETag to present; "" = the backend's */
+    char *hdr[GW_MH__COUNT]; /* NULL when not stored */
+    struct gw_meta_kv *user;
+    unsigned nuser, capuser;
+    size_t user_bytes; /* names + values */
+};
+
+/* Errors of the setters besides -ENOMEM. */
+#define GW_META_EBADVALUE RIO_EINVAL /* a control character, or too long */
+#define GW_META_ETOOLARGE (-E2BIG)   /* user metadata over GW_META_USER_MAX */
+
+/** A new, empty record (every field default); NULL when out of memory. */
+struct gw_meta *rio__gw_meta_new(void);
+/** Free m (NULL is fine). */
+void rio__gw_meta_free(struct gw_meta *m);
+/** Store content header h's value (replacing it). 0, GW_META_EBADVALUE, -ENOMEM. */
+int rio__gw_meta_set_hdr(struct gw_meta *m, int h, const char *value);
+/**
+ * Add user metadata name (without "x-amz-meta-", any case: stored lower-case)
+ * = value. A name given twice keeps both values joined by ",", as HTTP does.
+ * 0, GW_META_EBADVALUE (a name that is not an HTTP token, a bad value),
+ * GW_META_ETOOLARGE, -ENOMEM.
+ */
+int rio__gw_meta_add_user(struct gw_meta *m, const char *name, const char *value);
+/** 1 when a value may be stored: at most max bytes, no control character
+ * (tab allowed), no DEL. */
+int rio__gw_meta_valid_value(const char *v, size_t max);
+/** 1 when m holds nothing but defaults for an object whose backend etag is
+ * etag: no record is needed. NULL is default. */
+int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag);
+/** Copy the content headers and user metadata of src into dst (not the
+ * identity nor the ETag). 0 or -ENOMEM. */
+int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src);
+
+/**
+ * Encode m as a record naming backend key bkey: *out is a new NUL-terminated
+ * string (rio__free) of *len bytes. 0, RIO_EINVAL (over GW_META_REC_MAX),
+ * -ENOMEM.
+ */
+int rio__gw_meta_encode(const struct gw_meta *m, const char *bkey, char **out, size_t *len);
+/**
+ * Parse a record of n bytes (not terminated). *out is a new record, and
+ * *bkey (when not NULL) the backend key it names (rio__free). 0, or
+ * RIO_EPROTO with *why (static text, may be NULL) when the bytes are not a
+ * record this code writes, or -ENOMEM. Bounded: at most GW_META_REC_MAX
+ * bytes are looked at (more is RIO_EPROTO).
+ */
+int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bkey,
+                       const char **why);
+
+#endif

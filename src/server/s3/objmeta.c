@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * Object metadata for the S3 operations (docs/gateway.md, "Object
+ * metadata"): the record of object BUCKET/KEY is the backend object
+ * ".rio-meta/BUCKET/<SHA-256 of KEY, hex>", written after the object's own
+ * commit and naming the object it describes (key, size, generation, the
+ * backend's etag). A record that does not describe the object there now (a
+ * PUT through another gateway or another railio client since, a crash
+ * between the two writes) is ignored: the object then reads back with
+ * S3's defaults. Records live in the backend, so every gateway on one
+ * store agrees; listings of a bucket never show them (they are not under
+ * "BUCKET/").
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "railio.h"
+#include "server/s3/gw.h"
+#include "server/s3/meta.h"
+#include "server/server.h"
+
+#define LIST_BATCH 16u /* records read at once for a listing page */
+
+int rio__gw_meta_key(const char *bucket, const char *key, char out[GW_META_KEY_MAX])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[32];
+    unsigned int len = 0;
+    int n;
+
+    if (!EVP_Digest(key, strlen(key), md, &len, EVP_sha256(), NULL) || len != 32)
+        return RIO_EINVAL;
+    n = snprintf(out, GW_META_KEY_MAX, GW_META_PREFIX "%s/", bucket);
+    if (n < 0 || (size_t)n + 65 > GW_META_KEY_MAX)
+        return RIO_EINVAL;
+    for (int i = 0; i < 32; i++) { /* not snprintf: a listing page names a thousand */
+        out[n + 2 * i] = hex[md[i] >> 4];
+        out[n + 2 * i + 1] = hex[md[i] & 15];
+    }
+    out[n + 64] = '\0';
+    return 0;
+}
+
+/* ------------------------------------------------------------ requests */
+
+struct from_req {
+    struct gw_meta *m;
+    int err;          /* the first error */
+    const char *name; /* the header it came from */
+};
+
+/* Content-Encoding without "aws-chunked", which names the request's framing
+ * (the gateway decodes it), not the object's: S3 does not store it either. */
+static int content_encoding(struct gw_meta *m, const char *value)
+{
+    char out[GW_META_VALUE_MAX + 1];
+    size_t o = 0;
+    const char *p = value;
+
+    if (strlen(value) > GW_META_VALUE_MAX)
+        return GW_META_EBADVALUE;
+    while (*p) {
+        size_t n;
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        n = strcspn(p, ",");
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n && !(n == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
+            if (o)
+                out[o++] = ',';
+            memcpy(out + o, p, n);
+            o += n;
+        }
+        p += n;
+        while (*p && *p != ',')
+            p++;
+    }
+    out[o] = '\0';
+    return o ? rio__gw_meta_set_hdr(m, GW_MH_CONTENT_ENCODING, out) : 0;
+}
+
+static enum MHD_Result hdr_each(void *cls, enum MHD_ValueKind kind, const char *name,
+                                const char *value)
+{
+    struct from_req *x = cls;
+    static const char pre[] = "x-amz-meta-";
+    int ret = 0;
+
+    (void)kind;
+    if (x->err || !name)
+        return MHD_YES;
+    if (!value)
+        value = "";
+    if (strncasecmp(name, pre, sizeof(pre) - 1) == 0) {
+        ret = rio__gw_meta_add_user(x->m, name + sizeof(pre) - 1, value);
+    } else if (strcasecmp(name, "Content-Encoding") == 0) {
+        ret = content_encoding(x->m, value);
+    } else {
+        for (int i = 0; i < GW_MH__COUNT; i++)
+            if (strcasecmp(name, rio__gw_meta_hdr_names[i]) == 0)
+                ret = rio__gw_meta_set_hdr(x->m, i, value);
+    }
+    if (ret < 0) {
+        x->err = ret;
+        x->name = name;
+    }
+    return MHD_YES;
+}
+
+int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct gw_meta **out,
+                              int *ret)
+{
+    struct from_req x = {0};
+    char msg[160];
+
+    *out = NULL;
+    x.m = rio__gw_meta_new();
+    if (!x.m) {
+        *ret = rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+        return -1;
+    }
+    MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_each, &x);
+    if (x.err == GW_META_ETOOLARGE) {
+        rio__gw_meta_free(x.m);
+        *ret = rio__gw_error(c, r, 400, "MetadataTooLarge",
+                             "Your metadata headers exceed the maximum allowed metadata size.");
+        return -1;
+    }
+    if (x.err < 0) {
+        snprintf(msg, sizeof(msg), "The header %.64s is not valid: %s.", x.name,
+                 x.err == -ENOMEM ? "out of memory" : "control characters, a bad name or too long");
+        rio__gw_meta_free(x.m);
+        *ret = x.err == -ENOMEM ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                                : rio__gw_error(c, r, 400, "InvalidArgument", msg);
+        return -1;
+    }
+    *out = x.m;
+    return 0;
+}
+
+/* ------------------------------------------------------------- records */
+
+/* Does record m (naming bkey) describe the object (size, generation, etag)? */
+static int describes(const struct gw_meta *m, const char *rec_bkey, const char *bkey, uint64_t size,
+                     uint64_t generation, const char *etag)
+{
+    return strcmp(rec_bkey, bkey) == 0 && m->size == size && strcmp(m->etag, etag) == 0 &&
+           (!m->generation || !generation || m->generation == generation);
+}
+
+struct gw_meta *rio__gw_meta_parse_logged(const char *mkey, const char *p, size_t n,
+                                          char **rec_bkey)
+{
+    struct gw_meta *m = NULL;
+    const char *why = NULL;
+    int ret = rio__gw_meta_parse(p, n, &m, rec_bkey, &why);
+
+    if (ret < 0) {
+        SRV_WARN("s3: metadata record %s ignored: %s", mkey,
+                 ret == -ENOMEM ? "out of memory"
+                 : why          ? why
+                                : "malformed");
+        return NULL;
+    }
+    return m;
+}
+
+int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
+                       const struct rio_desc *d)
+{
+    char mkey[GW_META_KEY_MAX], bkey[RIO_KEY_MAX + 1];
+    char *rec = NULL;
+    size_t len = 0;
+    int ret;
+
+    if (rio__gw_meta_is_default(m, d->etag)) {
+        /* Nothing to keep: an object without a record reads back the same.
+         * A record of an earlier version never matches this one's
+         * generation; a backend without generations can only tell by
+         * size and etag, so its record goes. */
+        if (!d->generation)
+            rio__gw_meta_drop(bucket, key);
+        return 0;
+    }
+    snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
+    m->size = d->size;
+    m->generation = d->generation;
+    snprintf(m->etag, sizeof(m->etag), "%s", d->etag);
+    ret = rio__gw_meta_key(bucket, key, mkey);
+    if (ret == 0)
+        ret = rio__gw_meta_encode(m, bkey, &rec, &len);
+    if (ret == 0)
+        ret = rio_put(rio__gw_client(), mkey, rec, len, NULL, NULL);
+    rio__free(rec);
+    if (ret < 0)
+        SRV_WARN("s3: metadata record %s not written: %s", mkey, rio_strerror(ret));
+    return ret;
+}
+
+struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d)
+{
+    char mkey[GW_META_KEY_MAX], bkey[RIO_KEY_MAX + 1];
+    char *buf, *rec_bkey = NULL;
+    struct gw_meta *m = NULL;
+    int64_t n;
+
+    if (rio__gw_meta_key(bucket, key, mkey) < 0)
+        return NULL;
+    buf = rio__malloc(GW_META_REC_MAX);
+    if (!buf)
+        return NULL;
+    n = rio_get(rio__gw_client(), mkey, buf, GW_META_REC_MAX, NULL);
+    if (n >= 0)
+        m = rio__gw_meta_parse_logged(mkey, buf, (size_t)n, &rec_bkey);
+    else if (n != RIO_ENOTFOUND)
+        SRV_WARN("s3: metadata record %s ignored: %s", mkey, rio_strerror((int)n));
+    rio__free(buf);
+    snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
+    if (m && !describes(m, rec_bkey, bkey, d->size, d->generation, d->etag)) {
+        SRV_DEBUG("s3: metadata record %s describes another version: ignored", mkey);
+        rio__gw_meta_free(m);
+        m = NULL;
+    }
+    rio__free(rec_bkey);
+    return m;
+}
+
+void rio__gw_meta_drop(const char *bucket, const char *key)
+{
+    char mkey[GW_META_KEY_MAX];
+    int ret;
+
+    if (rio__gw_meta_key(bucket, key, mkey) < 0)
+        return;
+    ret = rio_delete(rio__gw_client(), mkey);
+    if (ret < 0 && ret != RIO_ENOTFOUND)
+        SRV_WARN("s3: metadata record %s not removed: %s", mkey, rio_strerror(ret));
+}
+
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n)
+{
+    const char **keys = n ? rio__calloc(n, sizeof(*keys)) : NULL;
+    uint8_t *exists = n ? rio__calloc(n, 1) : NULL;
+    int found = -1;
+
+    if (keys && exists) {
+        for (unsigned i = 0; i < n; i++)
+            keys[i] = mkeys[i];
+        /* One question for all; most objects have no record. */
+        found = rio_exists_batch(rio__gw_client(), keys, n, exists, NULL, NULL);
+    }
+    for (unsigned i = 0; i < n && found != 0; i++) {
+        int ret;
+        if (found > 0 && !exists[i])
+            continue;
+        ret = rio_delete(rio__gw_client(), mkeys[i]);
+        if (ret < 0 && ret != RIO_ENOTFOUND)
+            SRV_WARN("s3: metadata record %s not removed: %s", mkeys[i], rio_strerror(ret));
+    }
+    rio__free(exists);
+    rio__free(keys);
+}
+
+void rio__gw_meta_drop_bucket(const char *bucket)
+{
+    char prefix[GW_META_KEY_MAX], token[RIO_LIST_TOKEN_MAX + 1] = "";
+
+    snprintf(prefix, sizeof(prefix), GW_META_PREFIX "%s/", bucket);
+    do {
+        struct rio_list_args a;
+        struct rio_list_page p;
+        memset(&a, 0, sizeof(a));
+        memset(&p, 0, sizeof(p));
+        a.prefix = prefix;
+        a.token = token;
+        if (rio_list(rio__gw_client(), &a, &p, NULL) < 0)
+            return;
+        for (unsigned i = 0; i < p.n; i++)
+            if (!(p.entries[i].flags & RIO_ENTRY_DIR))
+                rio_delete(rio__gw_client(), p.entries[i].key);
+        snprintf(token, sizeof(token), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+    } while (token[0]);
+}
+
+const char *rio__gw_meta_etag(const struct gw_meta *m, const char *etag)
+{
+    return m && m->s3etag[0] ? m->s3etag : etag;
+}
+
+void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m)
+{
+    char name[GW_META_USER_MAX + 16];
+
+    if (!m || !m->hdr[GW_MH_CONTENT_TYPE])
+        MHD_add_response_header(resp, "Content-Type", GW_META_DEFAULT_TYPE);
+    if (!m)
+        return;
+    for (int i = 0; i < GW_MH__COUNT; i++)
+        if (m->hdr[i])
+            MHD_add_response_header(resp, rio__gw_meta_hdr_names[i], m->hdr[i]);
+    for (unsigned i = 0; i < m->nuser; i++) {
+        snprintf(name, sizeof(name), "x-amz-meta-%s", m->user[i].name);
+        MHD_add_response_header(resp, name, m->user[i].value);
+    }
+}
+
+/* ------------------------------------------------------------- listings */
+
+/* The S3 ETag of every entry of one batch whose record exists. */
+static void list_batch(const char *bucket, struct rio_entry **es, char (*mkeys)[GW_META_KEY_MAX],
+                       unsigned n, char *bufs)
+{
+    struct rio_op ops[LIST_BATCH];
+    size_t blen = strlen(bucket) + 1;
+
+    memset(ops, 0, sizeof(ops));
+    for (unsigned i = 0; i < n; i++) {
+        ops[i].type = RIO_OP_GET;
+        ops[i].key = mkeys[i];
+        ops[i].buf = bufs + (size_t)i * GW_META_REC_MAX;
+        ops[i].len = GW_META_REC_MAX;
+    }
+    if (n == 1) /* a batch's set-up costs more than one lookup */
+        ops[0].result = rio_get(rio__gw_client(), ops[0].key, ops[0].buf, ops[0].len, NULL);
+    else if (rio_batch(rio__gw_client(), ops, n, NULL) < 0)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        struct rio_entry *e = es[i];
+        char *rec_bkey = NULL;
+        struct gw_meta *m;
+        uint64_t gen = e->generation;
+        if (ops[i].result < 0)
+            continue;
+        m = rio__gw_meta_parse_logged(mkeys[i], ops[i].buf, (size_t)ops[i].result, &rec_bkey);
+        if (m && m->generation && !gen) {
+            /* The listing does not say which generation: ask. */
+            struct rio_desc d;
+            memset(&d, 0, sizeof(d));
+            if (rio_stat(rio__gw_client(), e->key, &d) == 0 && d.size == e->size &&
+                strcmp(d.etag, e->etag) == 0)
+                gen = d.generation;
+            rio_desc_cleanup(&d);
+            if (!gen)
+                gen = ~m->generation; /* cannot tell: not this record's */
+        }
+        if (m && m->s3etag[0] && describes(m, rec_bkey, e->key, e->size, gen, e->etag) &&
+            strlen(e->key) > blen)
+            snprintf(e->etag, sizeof(e->etag), "%s", m->s3etag);
+        rio__gw_meta_free(m);
+        rio__free(rec_bkey);
+    }
+}
+
+void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p)
+{
+    size_t blen = strlen(bucket) + 1;
+    const char **keys = NULL;
+    char(*mkeys)[GW_META_KEY_MAX] = NULL;
+    uint8_t *exists = NULL;
+    char *bufs = NULL;
+    struct rio_entry *batch[LIST_BATCH];
+    unsigned nk = 0, nb = 0;
+    unsigned *idx = NULL;
+
+    if (!p->n)
+        return;
+    keys = rio__calloc(p->n, sizeof(*keys));
+    mkeys = rio__calloc(p->n, sizeof(*mkeys));
+    exists = rio__calloc(p->n, 1);
+    idx = rio__calloc(p->n, sizeof(*idx));
+    if (!keys || !mkeys || !exists || !idx)
+        goto out;
+    for (unsigned i = 0; i < p->n; i++) {
+        const struct rio_entry *e = &p->entries[i];
+        if ((e->flags & RIO_ENTRY_DIR) || strlen(e->key) <= blen ||
+            rio__gw_meta_key(bucket, e->key + blen, mkeys[nk]) < 0)
+            continue;
+        keys[nk] = mkeys[nk];
+        idx[nk++] = i;
+    }
+    /* One question for the whole page; most objects have no record. */
+    if (!nk || rio_exists_batch(rio__gw_client(), keys, nk, exists, NULL, NULL) <= 0)
+        goto out;
+    bufs = rio__malloc((size_t)LIST_BATCH * GW_META_REC_MAX);
+    if (!bufs)
+        goto out;
+    for (unsigned i = 0; i < nk; i++) {
+        if (!exists[i])
+            continue;
+        if (nb != i) /* compact: the batch's keys side by side */
+            memcpy(mkeys[nb], mkeys[i], GW_META_KEY_MAX);
+        batch[nb % LIST_BATCH] = &p->entries[idx[i]];
+        nb++;
+        if (nb % LIST_BATCH == 0)
+            list_batch(bucket, batch, mkeys + nb - LIST_BATCH, LIST_BATCH, bufs);
+    }
+    if (nb % LIST_BATCH)
+        list_batch(bucket, batch, mkeys + nb - nb % LIST_BATCH, nb % LIST_BATCH, bufs);
+out:
+    rio__free(bufs);
+    rio__free(idx);
+    rio__free(exists);
+    rio__free(mkeys);
+    rio__free(keys);
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+/* T_LABELS net */
+/* T_TIMEOUT 180 */
+/*
+ * Object metadata through railiod's S3 gateway (docs/gateway.md, "Object
+ * metadata"), driven with curl(1) over the server's own store and file://:
+ * x-amz-meta-* and the stored content headers on PutObject come back on
+ * HeadObject and GetObject; the 2 KiB limit (MetadataTooLarge, nothing
+ * published) and bad values refused; CopyObject's COPY and REPLACE
+ * directives and the copy onto itself; a later PUT without metadata reads
+ * back S3's defaults; Delete and DeleteObjects drop the record; a plain PUT
+ * writes none. On file://, records written straight into the backend that
+ * are malformed, too large, of another key or of another version are
+ * ignored (the object reads back with the defaults, a warning is logged).
+ */
+#include "gw_util.h"
+
+/* The record key of bucket/key: ".rio-meta/BUCKET/<SHA-256 of KEY>". */
+static void record_key(struct gw *g, const char *bucket, const char *key, char *out, size_t cap)
+{
+    size_t n = 0;
+    char *h;
+
+    T_EQ(t_sh("printf %%s '%s' | sha256sum | cut -c1-64 > %s", key, gw_path(g, "sha")), 0);
+    h = (char *)t_slurp(gw_path(g, "sha"), &n);
+    T_TRUE(h != NULL);
+    T_EQ(n, 65u);
+    snprintf(out, cap, ".rio-meta/%s/%.64s", bucket, h);
+    free(h);
+}
+
+static void metadata(const char *backend, const char *dir)
+{
+    struct gw g;
+    char big[1200], rk[256];
+
+    gw_start(&g, backend, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/mdb", g.url), 200);
+    gw_file(&g, "src", 100000, 3);
+
+    /* PutObject with everything S3 stores; HEAD and GET give it back. */
+    T_EQ(gw_curl(&g, "o",
+                 "-T %s -H 'x-amz-meta-Color: blue' -H 'x-amz-meta-color: red' "
+                 "-H 'x-amz-meta-sp: a  b' "
+                 "-H 'Content-Type: text/plain; charset=utf-8' -H 'Content-Encoding: x-test' "
+                 "-H 'Content-Disposition: attachment; filename=\"a b.txt\"' "
+                 "-H 'Content-Language: de' -H 'Cache-Control: max-age=60' "
+                 "-H 'Expires: Thu, 01 Jan 2037 00:00:00 GMT' %s/mdb/k1",
+                 gw_path(&g, "src"), g.url),
+         200);
+    for (int get = 0; get < 2; get++) {
+        const char *f = get ? "got.h" : "o.h";
+        T_EQ(gw_curl(&g, get ? "got" : "o", "%s %s/mdb/k1", get ? "" : "-I", g.url), 200);
+        T_TRUE(gw_has(&g, f, "x-amz-meta-color: blue,red\r\n"));
+        T_TRUE(gw_has(&g, f, "x-amz-meta-sp: a  b\r\n"));
+        T_TRUE(gw_has(&g, f, "Content-Type: text/plain; charset=utf-8\r\n"));
+        T_TRUE(gw_has(&g, f, "Content-Encoding: x-test\r\n"));
+        T_TRUE(gw_has(&g, f, "Content-Disposition: attachment; filename=\"a b.txt\"\r\n"));
+        T_TRUE(gw_has(&g, f, "Content-Language: de\r\n"));
+        T_TRUE(gw_has(&g, f, "Cache-Control: max-age=60\r\n"));
+        T_TRUE(gw_has(&g, f, "Expires: Thu, 01 Jan 2037 00:00:00 GMT\r\n"));
+        T_FALSE(gw_has(&g, f, "binary/octet-stream"));
+    }
+    T_TRUE(gw_same(&g, "got", "src"));
+
+    /* A plain PUT: S3's defaults, and no record written. */
+    T_EQ(gw_curl(&g, "o", "-T %s %s/mdb/plain", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/plain", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Type: binary/octet-stream\r\n"));
+    T_FALSE(gw_has(&g, "o.h", "x-amz-meta-"));
+    if (dir) {
+        record_key(&g, "mdb", "plain", rk, sizeof(rk));
+        T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
+        record_key(&g, "mdb", "k1", rk, sizeof(rk));
+        T_EQ(t_sh("test -e '%s/%s'", dir, rk), 0);
+    }
+
+    /* aws-chunked names the request's framing: not stored (as S3). */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: aws-chunked, x-z' %s/mdb/ce",
+                 gw_path(&g, "src"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Encoding: x-z\r\n"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: aws-chunked' %s/mdb/ce", gw_path(&g, "src"),
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_FALSE(gw_has(&g, "o.h", "Content-Encoding"));
+
+    /* 2 KiB of names and values at most: 2048 is fine, 2049 refused. */
+    memset(big, 'v', sizeof(big));
+    snprintf(big + 1023, sizeof(big) - 1023, "%s", "");
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-a: %s' -H 'x-amz-meta-b: %s' %s/mdb/full",
+                 gw_path(&g, "src"), big, big, g.url),
+         200); /* 2 x (1 + 1023) */
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/full", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "x-amz-meta-b: vvvv"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-a: %s' -H 'x-amz-meta-bb: %s' %s/mdb/over",
+                 gw_path(&g, "src"), big, big, g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MetadataTooLarge</Code>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/over", g.url), 404);
+    /* A control character in a value; a name that is not a token. */
+    T_EQ(gw_curl(&g, "o", "-T %s -H \"x-amz-meta-c: $(printf 'a\\001b')\" %s/mdb/bad",
+                 gw_path(&g, "src"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidArgument</Code>"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-a(b): 1' %s/mdb/bad", gw_path(&g, "src"), g.url),
+         400);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/bad", g.url), 404);
+
+    /* CopyObject: COPY (the default) keeps it, REPLACE takes the request's. */
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /mdb/k1' %s/mdb/c1", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/c1", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "x-amz-meta-color: blue,red\r\n"));
+    T_TRUE(gw_has(&g, "o.h", "Content-Type: text/plain; charset=utf-8\r\n"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /mdb/k1' -H 'x-amz-metadata-directive: REPLACE' "
+                 "-H 'x-amz-meta-new: 1' %s/mdb/c2",
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/c2", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "x-amz-meta-new: 1\r\n"));
+    T_FALSE(gw_has(&g, "o.h", "x-amz-meta-color"));
+    T_TRUE(gw_has(&g, "o.h", "Content-Type: binary/octet-stream\r\n"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /mdb/k1' -H 'x-amz-metadata-directive: MOVE' "
+                 "%s/mdb/c3",
+                 g.url),
+         400);
+    /* Onto itself: only with REPLACE, as S3. */
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /mdb/c1' %s/mdb/c1", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /mdb/c1' -H 'x-amz-metadata-directive: REPLACE' "
+                 "-H 'Content-Type: image/png' %s/mdb/c1",
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "got", "%s/mdb/c1", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: image/png\r\n"));
+    T_FALSE(gw_has(&g, "got.h", "x-amz-meta-"));
+
+    /* A later PUT without metadata: the old record no longer applies. */
+    T_EQ(gw_curl(&g, "o", "-T %s %s/mdb/k1", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/k1", g.url), 200);
+    T_FALSE(gw_has(&g, "o.h", "x-amz-meta-"));
+    T_TRUE(gw_has(&g, "o.h", "Content-Type: binary/octet-stream\r\n"));
+
+    /* Delete and DeleteObjects drop the records; a new object of the same
+     * key starts without metadata. */
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb/c2", g.url), 204);
+    if (dir) {
+        record_key(&g, "mdb", "c2", rk, sizeof(rk));
+        T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
+    }
+    t_write_file(gw_path(&g, "del.xml"), "<Delete><Object><Key>full</Key></Object></Delete>", 50);
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/mdb?delete'", gw_path(&g, "del.xml"),
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>full</Key></Deleted>"));
+    if (dir) {
+        record_key(&g, "mdb", "full", rk, sizeof(rk));
+        T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
+    }
+    T_EQ(gw_curl(&g, "o", "-T %s %s/mdb/full", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/full", g.url), 200);
+    T_FALSE(gw_has(&g, "o.h", "x-amz-meta-"));
+    /* A key of 1000 bytes: its record's name is a hash, and fits. */
+    {
+        char lk[1001];
+        for (int i = 0; i < 1000; i++) /* in names of 199 bytes: file:// has files */
+            lk[i] = i % 200 == 199 && i < 999 ? '/' : 'k';
+        lk[1000] = '\0';
+        T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-long: yes' %s/mdb/%s", gw_path(&g, "src"),
+                     g.url, lk),
+             200);
+        T_EQ(gw_curl(&g, "o", "-I %s/mdb/%s", g.url, lk), 200);
+        T_TRUE(gw_has(&g, "o.h", "x-amz-meta-long: yes\r\n"));
+        T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb/%s", g.url, lk), 204);
+    }
+    /* Records never show in a listing. */
+    T_EQ(gw_curl(&g, "l", "'%s/mdb?list-type=2'", g.url), 200);
+    T_FALSE(gw_has(&g, "l", "rio-meta"));
+    T_EQ(gw_curl(&g, "l", "%s/", g.url), 200);
+    T_FALSE(gw_has(&g, "l", "rio-meta"));
+    gw_stop(&g);
+}
+
+TEST(metadata_own_store)
+{
+    metadata(NULL, NULL);
+}
+
+TEST(metadata_file)
+{
+    char url[256];
+    const char *dir = t_scratch_dir("gw-meta-file");
+    snprintf(url, sizeof(url), "file://%s", dir);
+    metadata(url, dir);
+}
+
+/* Records written straight into the backend: never trusted. */
+TEST(bad_records)
+{
+    static const struct {
+        const char *name, *text;
+    } bad[] = {
+        {"garbage", "\x01\x02not a record at all\xff"},
+        {"magic", "railio-s3-meta 2\nkey mdb/obj\n"},
+        {"truncated", "railio-s3-meta 1\nkey mdb/obj\nsize 100000\ngeneration -\netag -\n"
+                      "s3-etag 00-1\nmeta x 1\n"},
+        {"other_key", "railio-s3-meta 1\nkey mdb/other\nsize 100000\ngeneration -\netag -\n"
+                      "s3-etag 00-1\nmeta x 1\nend\n"},
+        {"other_size", "railio-s3-meta 1\nkey mdb/obj\nsize 7\ngeneration -\netag -\n"
+                       "s3-etag 00-1\nmeta x 1\nend\n"},
+        {"crlf", "railio-s3-meta 1\nkey mdb/obj\nsize 100000\ngeneration -\netag -\n"
+                 "s3-etag -\nmeta x a%0D%0ASet-Cookie:%20y\nend\n"},
+        {"trailing", "railio-s3-meta 1\nkey mdb/obj\nsize 100000\ngeneration -\netag -\n"
+                     "s3-etag -\nend\nmore\n"},
+    };
+    char url[256], rk[256], bin[512], md5[64] = "";
+    const char *dir = t_scratch_dir("gw-meta-bad");
+    struct gw g;
+
+    setenv("SRV_LOG_FILE", "1", 1);
+    snprintf(url, sizeof(url), "file://%s", dir);
+    t_build_path(bin, sizeof(bin), "railio");
+    gw_start(&g, url, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/mdb", g.url), 200);
+    gw_file(&g, "src", 100000, 4);
+    T_EQ(t_sh("md5sum %s | cut -c1-32 | tr -d '\\n' > %s", gw_path(&g, "src"), gw_path(&g, "md5")),
+         0);
+    {
+        size_t n = 0;
+        char *m = (char *)t_slurp(gw_path(&g, "md5"), &n);
+        snprintf(md5, sizeof(md5), "%.*s", (int)n, m);
+        free(m);
+    }
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-x: 1' %s/mdb/obj", gw_path(&g, "src"), g.url), 200);
+    record_key(&g, "mdb", "obj", rk, sizeof(rk));
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        t_write_file(gw_path(&g, "rec"), bad[i].text, strlen(bad[i].text));
+        T_EQ(t_sh("%s put -q 'file://%s/%s' %s", bin, dir, rk, gw_path(&g, "rec")), 0);
+        T_EQ(gw_curl(&g, "got", "%s/mdb/obj", g.url), 200);
+        T_TRUE(gw_same(&g, "got", "src"));
+        T_TRUE(gw_has(&g, "got.h", "Content-Type: binary/octet-stream\r\n"));
+        T_FALSE(gw_has(&g, "got.h", "x-amz-meta-"));
+        T_FALSE(gw_has(&g, "got.h", "Set-Cookie"));
+        T_TRUE(gw_has(&g, "got.h", md5));
+        T_EQ(gw_curl(&g, "l", "'%s/mdb?list-type=2'", g.url), 200);
+        T_TRUE(gw_has(&g, "l", md5));
+    }
+    /* Larger than any record: not read whole, ignored. */
+    gw_file(&g, "rec", 200000, 5);
+    T_EQ(t_sh("%s put -q 'file://%s/%s' %s", bin, dir, rk, gw_path(&g, "rec")), 0);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/obj", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Type: binary/octet-stream\r\n"));
+    T_GE(srv_log_count(&g.e, "metadata record .rio-meta/mdb/"), 6u);
+    /* The object is still whole and can get metadata again. */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-x: 2' %s/mdb/obj", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/obj", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "x-amz-meta-x: 2\r\n"));
+    /* The object removed behind the gateway's back: its record describes
+     * nothing, and DeleteBucket removes it with the bucket. */
+    T_EQ(t_sh("%s rm -q 'file://%s/mdb/obj'", bin, dir), 0);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/obj", g.url), 404);
+    T_EQ(t_sh("test -e '%s/%s'", dir, rk), 0);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb", g.url), 204);
+    T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
+    gw_stop(&g);
+}

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: Apache-2.0
+/* T_LABELS unit */
+/*
+ * The S3 gateway's object metadata record (src/server/s3/metarec.c,
+ * docs/gateway.md "Object metadata"): what a request may store (names
+ * lower-cased and joined, the 2 KiB limit to the byte, control characters
+ * refused), the record's exact text and its round trip, every way a record
+ * read back is refused as a whole, and every allocation failure handled
+ * without a leak.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "railio.h"
+#include "server/s3/meta.h"
+#include "t.h"
+
+static const char example[] = "railio-s3-meta 1\n"
+                              "key data/logs/run%201.csv\n"
+                              "size 12000000\n"
+                              "generation 5f0c2b7e9d41a3c8\n"
+                              "etag 3b5d3c7d207e37dceeedd301e35e2e58\n"
+                              "s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n"
+                              "header content-type text/csv\n"
+                              "header cache-control no-store\n"
+                              "meta owner alice\n"
+                              "meta note 50%25%20done\n"
+                              "end\n";
+
+static struct gw_meta *example_meta(void)
+{
+    struct gw_meta *m = rio__gw_meta_new();
+
+    T_NOTNULL(m);
+    m->size = 12000000;
+    m->generation = 0x5f0c2b7e9d41a3c8ull;
+    snprintf(m->etag, sizeof(m->etag), "3b5d3c7d207e37dceeedd301e35e2e58");
+    snprintf(m->s3etag, sizeof(m->s3etag), "70fe10dcfca09e53ba51ef0dc576f7e0-3");
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CACHE_CONTROL, "no-store"));
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/csv"));
+    T_OK(rio__gw_meta_add_user(m, "Owner", "alice"));
+    T_OK(rio__gw_meta_add_user(m, "note", "50% done"));
+    return m;
+}
+
+TEST(encode_is_the_documented_text)
+{
+    struct gw_meta *m = example_meta(), *back = NULL;
+    char *text = NULL, *key = NULL;
+    size_t len = 0;
+
+    T_OK(rio__gw_meta_encode(m, "data/logs/run 1.csv", &text, &len));
+    T_EQ(len, strlen(example));
+    T_STREQ(text, example);
+    T_OK(rio__gw_meta_parse(text, len, &back, &key, NULL));
+    T_STREQ(key, "data/logs/run 1.csv");
+    T_EQ(back->size, 12000000u);
+    T_EQ(back->generation, 0x5f0c2b7e9d41a3c8ull);
+    T_STREQ(back->etag, m->etag);
+    T_STREQ(back->s3etag, m->s3etag);
+    T_STREQ(back->hdr[GW_MH_CONTENT_TYPE], "text/csv");
+    T_STREQ(back->hdr[GW_MH_CACHE_CONTROL], "no-store");
+    T_NULL(back->hdr[GW_MH_EXPIRES]);
+    T_EQ(back->nuser, 2u);
+    T_STREQ(back->user[0].name, "owner");
+    T_STREQ(back->user[1].value, "50% done");
+    T_EQ(back->user_bytes, m->user_bytes);
+    rio__free(text);
+    rio__free(key);
+    rio__gw_meta_free(back);
+    rio__gw_meta_free(m);
+    T_EQ(rio__alloc_outstanding(), 0);
+}
+
+TEST(unknown_identity_and_no_etag)
+{
+    struct gw_meta *m = rio__gw_meta_new(), *back = NULL;
+    char *text = NULL;
+    size_t len = 0;
+
+    T_NOTNULL(m);
+    T_OK(rio__gw_meta_encode(m, "b/k", &text, &len));
+    T_STREQ(text, "railio-s3-meta 1\nkey b/k\nsize 0\ngeneration -\netag -\ns3-etag -\nend\n");
+    T_OK(rio__gw_meta_parse(text, len, &back, NULL, NULL));
+    T_EQ(back->generation, 0u);
+    T_STREQ(back->etag, "");
+    T_STREQ(back->s3etag, "");
+    rio__free(text);
+    rio__gw_meta_free(back);
+    rio__gw_meta_free(m);
+}
+
+TEST(user_metadata_limits)
+{
+    struct gw_meta *m = rio__gw_meta_new();
+    char v[GW_META_USER_MAX + 2];
+
+    T_NOTNULL(m);
+    /* The same name twice: both values, joined as HTTP does, counted once more. */
+    T_OK(rio__gw_meta_add_user(m, "Color", "blue"));
+    T_OK(rio__gw_meta_add_user(m, "COLOR", "red"));
+    T_EQ(m->nuser, 1u);
+    T_STREQ(m->user[0].name, "color");
+    T_STREQ(m->user[0].value, "blue,red");
+    T_EQ(m->user_bytes, 5u + 8u);
+    /* Up to 2048 bytes of names and values, not one more. */
+    memset(v, 'v', sizeof(v));
+    v[GW_META_USER_MAX - 13 - 1] = '\0'; /* "x" + this = 2048 in all */
+    T_OK(rio__gw_meta_add_user(m, "x", v));
+    T_EQ(m->user_bytes, (size_t)GW_META_USER_MAX);
+    T_ERR(rio__gw_meta_add_user(m, "y", ""), GW_META_ETOOLARGE);
+    T_ERR(rio__gw_meta_add_user(m, "color", "g"), GW_META_ETOOLARGE);
+    v[GW_META_USER_MAX + 1] = '\0';
+    T_ERR(rio__gw_meta_add_user(m, "z", v), GW_META_ETOOLARGE);
+    T_EQ(m->user_bytes, (size_t)GW_META_USER_MAX);
+    rio__gw_meta_free(m);
+
+    m = rio__gw_meta_new();
+    T_NOTNULL(m);
+    /* Names are HTTP tokens; values have no control character but tab. */
+    T_ERR(rio__gw_meta_add_user(m, "", "v"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a b", "v"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a:b", "v"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a\xc3\xa9", "v"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a", "x\r\nSet-Cookie: y"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a", "x\ny"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_add_user(m, "a", "x\x7fy"), GW_META_EBADVALUE);
+    T_OK(rio__gw_meta_add_user(m, "a", "x\ty \xc3\xa9"));
+    T_OK(rio__gw_meta_add_user(m, "b!#$%&'*+-.^_`|~9", ""));
+    T_EQ(m->nuser, 2u);
+    T_ERR(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/\x01"), GW_META_EBADVALUE);
+    T_ERR(rio__gw_meta_set_hdr(m, GW_MH__COUNT, "x"), GW_META_EBADVALUE);
+    memset(v, 'c', sizeof(v));
+    v[GW_META_VALUE_MAX] = '\0';
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_DISPOSITION, v));
+    v[GW_META_VALUE_MAX] = 'c';
+    v[GW_META_VALUE_MAX + 1] = '\0';
+    T_ERR(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_DISPOSITION, v), GW_META_EBADVALUE);
+    rio__gw_meta_free(m);
+    T_EQ(rio__alloc_outstanding(), 0);
+}
+
+TEST(defaults_need_no_record)
+{
+    struct gw_meta *m = rio__gw_meta_new();
+
+    T_NOTNULL(m);
+    T_TRUE(rio__gw_meta_is_default(NULL, "abc"));
+    T_TRUE(rio__gw_meta_is_default(m, "abc"));
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, GW_META_DEFAULT_TYPE));
+    T_TRUE(rio__gw_meta_is_default(m, "abc"));
+    snprintf(m->s3etag, sizeof(m->s3etag), "abc");
+    T_TRUE(rio__gw_meta_is_default(m, "abc")); /* the backend's etag anyway */
+    T_FALSE(rio__gw_meta_is_default(m, "abd"));
+    m->s3etag[0] = '\0';
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/plain"));
+    T_FALSE(rio__gw_meta_is_default(m, "abc"));
+    rio__gw_meta_free(m);
+    m = rio__gw_meta_new();
+    T_NOTNULL(m);
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_EXPIRES, "0"));
+    T_FALSE(rio__gw_meta_is_default(m, ""));
+    rio__gw_meta_free(m);
+    m = rio__gw_meta_new();
+    T_NOTNULL(m);
+    T_OK(rio__gw_meta_add_user(m, "a", ""));
+    T_FALSE(rio__gw_meta_is_default(m, ""));
+    rio__gw_meta_free(m);
+}
+
+/* The example with line `from` replaced by `to` ("" drops it). */
+static char *edited(const char *from, const char *to)
+{
+    const char *at = strstr(example, from);
+    char *s;
+
+    T_NOTNULL(at);
+    s = malloc(sizeof(example) + strlen(to));
+    T_NOTNULL(s);
+    snprintf(s, sizeof(example) + strlen(to), "%.*s%s%s", (int)(at - example), example, to,
+             at + strlen(from));
+    return s;
+}
+
+TEST(bad_records_refused_whole)
+{
+    static const struct {
+        const char *from, *to;
+    } bad[] = {
+        {"railio-s3-meta 1\n", "railio-s3-meta 2\n"},
+        {"railio-s3-meta 1\n", "railio-s3-meta 1 \n"},
+        {"key data/logs/run%201.csv\n", ""},
+        {"key data/logs/run%201.csv\n", "key \n"},
+        {"key data/logs/run%201.csv\n", "key a b\n"},
+        {"key data/logs/run%201.csv\n", "key a%00b\n"},
+        {"key data/logs/run%201.csv\n", "key a%2\n"},
+        {"key data/logs/run%201.csv\n", "key a%zz\n"},
+        {"key data/logs/run%201.csv\n", "key a\xc3\xa9\n"},
+        {"size 12000000\n", "size 012000000\n"},
+        {"size 12000000\n", "size 18446744073709551616\n"},
+        {"size 12000000\n", "size -1\n"},
+        {"size 12000000\n", "size \n"},
+        {"generation 5f0c2b7e9d41a3c8\n", "generation 0000000000000000\n"},
+        {"generation 5f0c2b7e9d41a3c8\n", "generation 5F0C2B7E9D41A3C8\n"},
+        {"generation 5f0c2b7e9d41a3c8\n", "generation 5f0c2b7e9d41a3c\n"},
+        {"etag 3b5d3c7d207e37dceeedd301e35e2e58\n", "etag 3B5D\n"},
+        {"etag 3b5d3c7d207e37dceeedd301e35e2e58\n",
+         "etag 3b5d3c7d207e37dceeedd301e35e2e583b5d3c7d207e37dceeedd301e35e2e58\n"},
+        {"s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n", "s3-etag \"x\"\n"},
+        {"s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n", ""},
+        {"header content-type text/csv\n", "header content-type text/csv\nheader content-type x\n"},
+        {"header content-type text/csv\n", "header x-other text/csv\n"},
+        {"header content-type text/csv\n", "header content-type text/%0Acsv\n"},
+        {"header content-type text/csv\n", "header content-type\n"},
+        {"meta owner alice\n", "meta Owner alice\n"},
+        {"meta owner alice\n", "meta note again\n"},
+        {"meta owner alice\n", "meta own%3Aer alice\n"},
+        {"meta owner alice\n", "meta owner al%0Dice\n"},
+        {"meta owner alice\n", "meta owner\n"},
+        {"meta owner alice\n", "other owner alice\n"},
+        {"end\n", ""},
+        {"end\n", "end"},
+        {"end\n", "end\n\n"},
+        {"end\n", "end\nmeta a b\n"},
+        {"end\n", "END\n"},
+    };
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *s = edited(bad[i].from, bad[i].to), *key = (char *)"x";
+        struct gw_meta *m = (struct gw_meta *)1;
+        const char *why = NULL;
+        int ret = rio__gw_meta_parse(s, strlen(s), &m, &key, &why);
+        if (ret != RIO_EPROTO)
+            T_FAIL("record %zu (\"%s\" for \"%s\") parsed: %d", i, bad[i].to, bad[i].from, ret);
+        T_NULL(m);
+        T_NULL(key);
+        T_NOTNULL(why);
+        free(s);
+    }
+    /* 2049 bytes of user metadata in a record: refused. */
+    {
+        char *rec = malloc(8192), v[2100];
+        struct gw_meta *m = NULL;
+        memset(v, 'v', sizeof(v));
+        v[2047] = '\0';
+        snprintf(rec, 8192,
+                 "railio-s3-meta 1\nkey b/k\nsize 0\ngeneration -\netag -\ns3-etag -\n"
+                 "meta ab %s\nend\n",
+                 v);
+        T_ERR(rio__gw_meta_parse(rec, strlen(rec), &m, NULL, NULL), RIO_EPROTO);
+        T_NULL(m);
+        v[2046] = '\0';
+        snprintf(rec, 8192,
+                 "railio-s3-meta 1\nkey b/k\nsize 0\ngeneration -\netag -\ns3-etag -\n"
+                 "meta ab %s\nend\n",
+                 v);
+        T_OK(rio__gw_meta_parse(rec, strlen(rec), &m, NULL, NULL));
+        T_EQ(m->user_bytes, 2048u);
+        rio__gw_meta_free(m);
+        free(rec);
+    }
+    /* Longer than a record may be: refused before a byte is looked at. */
+    {
+        char *big = malloc(GW_META_REC_MAX + 1);
+        struct gw_meta *m = NULL;
+        memcpy(big, example, strlen(example));
+        memset(big + strlen(example), 'x', GW_META_REC_MAX + 1 - strlen(example));
+        T_ERR(rio__gw_meta_parse(big, GW_META_REC_MAX + 1, &m, NULL, NULL), RIO_EPROTO);
+        T_NULL(m);
+        free(big);
+    }
+    T_EQ(rio__alloc_outstanding(), 0);
+}
+
+TEST(copy_content_leaves_identity)
+{
+    struct gw_meta *src = example_meta(), *dst = rio__gw_meta_new();
+
+    T_NOTNULL(dst);
+    T_OK(rio__gw_meta_copy_content(dst, src));
+    T_EQ(dst->size, 0u);
+    T_STREQ(dst->s3etag, "");
+    T_STREQ(dst->hdr[GW_MH_CONTENT_TYPE], "text/csv");
+    T_EQ(dst->nuser, 2u);
+    T_EQ(dst->user_bytes, src->user_bytes);
+    rio__gw_meta_free(dst);
+    rio__gw_meta_free(src);
+}
+
+TEST(every_allocation_failure)
+{
+    int64_t before = rio__alloc_outstanding();
+    int ok = 0;
+
+    for (uint64_t n = 1; n < 200 && !ok; n++) {
+        struct gw_meta *m = NULL, *src = NULL;
+        char *text = NULL, *key = NULL;
+        size_t len = 0;
+        int ret;
+
+        rio__alloc_fail_nth(n);
+        ret = rio__gw_meta_parse(example, strlen(example), &m, &key, NULL);
+        rio__alloc_fail_nth(0);
+        if (ret < 0) {
+            T_ERR(ret, -ENOMEM);
+            T_NULL(m);
+            T_NULL(key);
+            T_EQ(rio__alloc_outstanding(), before);
+            continue;
+        }
+        src = m;
+        m = rio__gw_meta_new();
+        T_NOTNULL(m);
+        rio__alloc_fail_nth(n);
+        ret = rio__gw_meta_copy_content(m, src);
+        if (ret == 0)
+            ret = rio__gw_meta_encode(m, key, &text, &len);
+        rio__alloc_fail_nth(0);
+        if (ret < 0)
+            T_ERR(ret, -ENOMEM);
+        else
+            ok = 1;
+        rio__free(text);
+        rio__free(key);
+        rio__gw_meta_free(m);
+        rio__gw_meta_free(src);
+        T_EQ(rio__alloc_outstanding(), before);
+    }
+    T_TRUE(ok);
+}
