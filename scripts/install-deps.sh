@@ -36,7 +36,10 @@ TEST_PACKAGES=(
     fio      # file:// bench ceiling
     curl     # s3 tests: SigV4 cross-checks with the curl CLI
     python3  # s3 tests: tests/harness/s3fault.py
-    awscli   # s3 bench ceiling (railio bench s3://, aws s3 cp)
+    awscli   # s3 bench ceiling (railio bench s3://, aws s3 cp); gateway tests
+    s3cmd    # gateway tests: tests/integration/test_gw_clients
+    rclone   # gateway tests: tests/integration/test_gw_clients
+    python3-boto3 # gateway tests: test_gw_clients (boto3)
     ceph-mon # rados tests: tests/harness/ceph.sh (single-host cluster)
     ceph-osd
     ceph-common
