@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS net */
 /* T_TIMEOUT 180 */
 /*

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /* T_LABELS unit */
 /*
  * The S3 gateway's object metadata record (src/server/s3/metarec.c,

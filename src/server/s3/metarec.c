@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The gateway's object metadata record (meta.h; its format in
  * docs/gateway.md, "Object metadata"): built from request headers, encoded

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Object metadata for the S3 operations (docs/gateway.md, "Object
  * metadata"): the record of object BUCKET/KEY is the backend object
