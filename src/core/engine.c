@@ -866,15 +866,43 @@ out:
 
 /* ------------------------------------------------------------- timers */
 
+/*
+ * How long a request with work may go without any healthy path before it
+ * fails RIO_ENOPATH: the retries of one chunk, each a full op timeout, and
+ * the longest cooldown before the last probe. Attempts alone do not bound
+ * this: while any path is probing, a failed chunk moves without spending
+ * one, and with several paths probing out of step one always is (a dead
+ * Ceph cluster held a 4-path PUT for 256 s at the defaults).
+ */
+static uint64_t stall_window_ns(const struct rio_client *c)
+{
+    return ((uint64_t)c->o.retry_attempts * c->o.op_timeout_ms + c->o.cooldown_cap_ms) * 1000000ull;
+}
+
+static bool any_path_healthy(const struct rio_client *c)
+{
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].state == PATH_HEALTHY)
+            return true;
+    return false;
+}
+
 static void check_timers_locked(struct rio_client *c, uint64_t now)
 {
+    bool healthy = any_path_healthy(c);
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
+        if (healthy || (r->inflight_ops == 0 && rio_list_empty(&r->rq)))
+            r->stall_ns = 0;
+        else if (!r->stall_ns)
+            r->stall_ns = now;
         if (r->call->cancel && atomic_load(&r->call->cancel->fired))
             req_decide_locked(c, r, RIO_ECANCELED);
         else if (now >= r->deadline_ns)
             req_decide_locked(c, r, RIO_EDEADLINE);
+        else if (r->stall_ns && now - r->stall_ns >= stall_window_ns(c))
+            req_decide_locked(c, r, RIO_ENOPATH);
     }
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *p = &c->paths[i];

@@ -197,6 +197,9 @@ struct rio__req {
     bool fenced;  /* decided and nothing in flight */
     bool active;  /* on the client's active list */
     uint64_t deadline_ns;
+    /* engine: since when r has had work out or waiting and no path of the
+     * client was healthy (0: not stalled); see stall_window_ns (engine.c) */
+    uint64_t stall_ns;
     struct rio_list_node anode; /* on the client's active list */
     /* pipelined opens and commits (a batch's PUTs), under mu */
     bool opening;               /* its upload is being opened (PUT) or it is being looked

@@ -117,6 +117,45 @@ TEST(disconnect_one_path_degrades)
     eu_close(&e);
 }
 
+/* Every path stalls (a dead cluster: ops never answer, only the op timeout
+ * ends them) and the paths probe out of step: the call fails RIO_ENOPATH
+ * once no path has been healthy for retries x op_timeout + cooldown_cap,
+ * not after each chunk spent its attempts one probe at a time (the old rule:
+ * a failed chunk moves without spending one while any path is probing, so
+ * a 4-path PUT to a dead Ceph cluster took 256 s: about retries^2 op
+ * timeouts). The deadline is 5x the window and half the old rule's time:
+ * hitting it (RIO_EDEADLINE) is the failure. */
+TEST(all_paths_stalled_fail_within_the_stall_window)
+{
+    struct eu e;
+    struct rio_stats st;
+    struct rio_call call = {.deadline_ms = 5000, .stats = &st};
+    const size_t n = 16 * EU_MIB;
+
+    eu_start_put_o(&e, "mock://allstall?paths=4", n, 7, e.o.chunk_size = 1024 * 1024,
+                   e.o.retry_attempts = 10, e.o.op_timeout_ms = 100, e.o.cooldown_base_ms = 7,
+                   e.o.cooldown_cap_ms = 60);
+    eu_fault(e.c, "stall");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint64_t took;
+    int64_t ret = eu_get_ms(e.c, "o", dst, n, &call, &took);
+    eu_stats_print("get", &st);
+    fprintf(stderr, "  all paths stalled: %s after %" PRIu64 " ms (window 1060 ms)\n",
+            rio_errname((int)ret), took);
+    T_EQ(ret, RIO_ENOPATH);
+    T_GE(took, 1060u); /* the window, counted from the first timeout */
+    for (size_t i = 0; i < n; i++)
+        if (dst[i]) {
+            T_FAIL("byte %zu of a failed GET was written", i);
+            break;
+        }
+    eu_idle(e.c);
+    rio_mock_faults_clear(e.c);
+    eu_get_check(e.c, "o", n, 7, NULL);
+    free(dst);
+    eu_close(&e);
+}
+
 /* Every path down for good: a clean RIO_ENOPATH / RIO_ERETRIES within a
  * bounded time, well before the deadline. */
 TEST(all_paths_down_fails_cleanly)
