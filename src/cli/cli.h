@@ -181,6 +181,8 @@ struct rio_cli_cmd {
 int rio_cli_bench(int argc, char **argv);
 int rio_cli_demo(int argc, char **argv);
 int rio_cli_objects(const char *cmd, int argc, char **argv);
+/* railio fsck rados://POOL (fsck.c). */
+int rio_cli_fsck(const char *cmd, int argc, char **argv);
 int rio_cli_demo_cmd(const char *cmd, int argc, char **argv);
 int rio_cli_serve(int argc, char **argv);
 

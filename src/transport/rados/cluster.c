@@ -427,6 +427,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     ret = rio__rados_pool_get(t, u->authority);
     if (ret < 0)
         goto err_close;
+    t->url_pool = ret;
     if (t->nwpools == 0)
         t->nwpools = 1;
     if ((s = rio__url_param(u, "max_object"))) {
@@ -480,4 +481,5 @@ const struct rio_transport_ops rio__rados_ops = {
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .list = rio__rados_list,
     .exists = rio__rados_exists,
+    .fsck = rio__rados_fsck,
 };

@@ -33,7 +33,8 @@
  * open/close), data.c (chunk ops: submit, reap, cancel), cache.c (placement
  * cache), commit.c (head read, build and swap; put_commit), meta.c (lookup,
  * put_open, put_abort, remove, chunk removal), list.c (list and exists:
- * head summaries read in parallel), head.c (the head's text format, no
+ * head summaries read in parallel), fsck.c (the sweep of orphan chunk
+ * objects), head.c (the head's text format, no
  * librados).
  *
  * Locks: t->mu guards the op pool, the done queue and the counters; t->cache_mu
@@ -143,6 +144,7 @@ struct rados_transport {
     struct rpool pools[MAX_POOLS];
     _Atomic unsigned npools;
     unsigned nwpools; /* pools a PUT spreads over: pools[0..nwpools) */
+    int url_pool;     /* the URL's pool (where heads live) in pools[] */
 
     pthread_mutex_t cache_mu;
     struct centry *cbuckets[CACHE_BUCKETS];
@@ -191,6 +193,14 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 
 /* meta.c */
+struct rm_item {
+    int pool;      /* transport pool index */
+    unsigned path; /* connection to send it on */
+    uint64_t index;
+    int ret;
+};
+uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
+                                  struct rm_item *items, size_t n);
 void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
                                    const struct rio__rados_head *h);
 void rio__rados_upload_free(struct rupload *up);
@@ -205,5 +215,9 @@ int rio__rados_remove(struct rio_transport *tt, const char *key);
 int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
                     struct rio_list_page *out);
 int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
+
+/* fsck.c */
+int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
+                    struct rio_fsck_report *out);
 
 #endif

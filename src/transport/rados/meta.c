@@ -51,20 +51,14 @@ static uint64_t new_generation(struct rados_transport *t)
 
 /* ---------------------------------------------------- chunk removal (sync) */
 
-struct rm_item {
-    int pool;      /* transport pool index */
-    unsigned path; /* connection to send it on */
-    uint64_t index;
-    int ret;
-};
-
 /*
  * Remove chunk objects of (key, gen), each on its own path, REMOVE_WINDOW
  * at a time; retry those that fail (other than "already gone") until the
- * abort deadline. Returns how many could not be removed.
+ * abort deadline. Returns how many could not be removed; each item's ret
+ * is 0 once it is gone, else the last error.
  */
-static uint64_t remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
-                              struct rm_item *items, size_t n)
+uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
+                                  struct rm_item *items, size_t n)
 {
     uint64_t deadline = rio__now_ns() + t->abort_ns, removed = 0, failed = 0;
     char name[NAME_MAX_LEN];
@@ -144,7 +138,7 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
         items[n].index = i;
         n++;
     }
-    remove_chunks(t, key, h->generation, items, n);
+    rio__rados_remove_chunks(t, key, h->generation, items, n);
     rio__free(items);
 }
 
@@ -297,7 +291,7 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
                     items[n].index = i;
                     n++;
                 }
-        remove_chunks(t, up->key, up->generation, items, n);
+        rio__rados_remove_chunks(t, up->key, up->generation, items, n);
         rio__free(items);
     } else if (n) {
         /* No memory for the batch: one at a time. */
@@ -308,7 +302,7 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
                     one.pool = up->pools[i % up->npools];
                     one.path = p;
                     one.index = i;
-                    remove_chunks(t, up->key, up->generation, &one, 1);
+                    rio__rados_remove_chunks(t, up->key, up->generation, &one, 1);
                 }
     }
     rio__rados_upload_free(up);

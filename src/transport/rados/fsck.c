@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: rio_fsck, the sweep of orphan chunk objects (docs/rados.md
+ * "Orphans and fsck"). A chunk object KEY.G.I is an orphan when the head
+ * KEY does not name generation G: an upload that was killed, one that lost
+ * a race and whose cleanup failed, a replaced or deleted generation whose
+ * removal failed. An upload in progress looks the same, so:
+ *
+ *   1. every head's generation is read (xattr rio.gen) before any chunk is
+ *      listed; a head that cannot be read keeps every chunk of its key;
+ *   2. the chunks no head names are grouped by generation and stat'ed; a
+ *      generation is young, and kept whole, while its newest chunk was
+ *      written within the grace: an upload that goes on writing never
+ *      loses a chunk, however long it runs;
+ *   3. just before a generation goes, its key's head is read again: a head
+ *      committed meanwhile keeps it.
+ *
+ * Memory: one record per head (its key) and one per orphan (its name).
+ * Round trips: aio, REMOVE_WINDOW in flight (getxattr, stat, remove).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/internal.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/internal.h"
+
+#define GEN_HEX 16u
+#define SUFFIX_LEN (2u * (1u + GEN_HEX)) /* ".GGGGGGGGGGGGGGGG.IIIIIIIIIIIIIIII" */
+
+struct fhead {
+    char *key;
+    size_t keylen;
+    uint64_t gen; /* 0: the head could not be read (err): its chunks stay */
+    int err;
+};
+
+struct fchunk {
+    char *name; /* the object's name; the key is its first keylen bytes */
+    size_t keylen;
+    uint64_t gen, index, size;
+    time_t mtime;
+    int pool; /* transport pool index */
+    int err;  /* stat: 0, -ENOENT (gone meanwhile) or the error */
+};
+
+struct fscan {
+    struct rados_transport *t;
+    const struct rio_fsck_args *a;
+    struct rio_fsck_report *r;
+    struct fhead *heads;
+    size_t nheads, capheads;
+    struct fchunk *c;
+    size_t n, cap;
+};
+
+/* Room for one more element in *p (of *cap, elem bytes each): 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    size_t ncap;
+    void *q;
+
+    if (n < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 256;
+    if (ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    q = rio__realloc(*p, ncap * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = ncap;
+    return 0;
+}
+
+/* Exactly 16 lower-case hex digits (as railio writes them) into *out. */
+static bool hex16(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < GEN_HEX; i++) {
+        char ch = s[i];
+        if (ch >= '0' && ch <= '9')
+            v = v << 4 | (uint64_t)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            v = v << 4 | (uint64_t)(ch - 'a' + 10);
+        else
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Keys in byte order, a shorter one first when it is a prefix. */
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static int head_cmp(const void *x, const void *y)
+{
+    const struct fhead *a = x, *b = y;
+    return key_cmp(a->key, a->keylen, b->key, b->keylen);
+}
+
+static const struct fhead *head_find(const struct fscan *s, const char *key, size_t keylen)
+{
+    struct fhead probe = {.key = (char *)key, .keylen = keylen};
+    return bsearch(&probe, s->heads, s->nheads, sizeof(*s->heads), head_cmp);
+}
+
+/* By key, generation, pool, index: a generation's chunks side by side. */
+static int chunk_cmp(const void *x, const void *y)
+{
+    const struct fchunk *a = x, *b = y;
+    int c = key_cmp(a->name, a->keylen, b->name, b->keylen);
+
+    if (c)
+        return c;
+    if (a->gen != b->gen)
+        return a->gen < b->gen ? -1 : 1;
+    if (a->pool != b->pool)
+        return a->pool < b->pool ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* The generation in a head's rio.gen value (r bytes read, or an error):
+ * > 0, 0 when the object is no railio head (or is gone), < 0 on error. */
+static int64_t gen_of(int r, const char *buf, uint64_t *gen)
+{
+    if (r == -ENOENT || r == -ENODATA)
+        return 0;
+    if (r < 0)
+        return r;
+    *gen = 0;
+    if (r != (int)GEN_HEX || !hex16(buf, gen) || *gen == 0)
+        return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------- the heads */
+
+/* Read rio.gen of names[0..n) in parallel and keep the heads (the names'
+ * ownership passes to s->heads or is freed). */
+static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
+{
+    rados_completion_t comp[REMOVE_WINDOW];
+    char buf[REMOVE_WINDOW][GEN_HEX + 1];
+    int sent[REMOVE_WINDOW];
+    int ret = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        sent[i] = rados_aio_create_completion2(NULL, NULL, &comp[i]);
+        if (sent[i] == 0) {
+            sent[i] = rados_aio_getxattr(s->t->head_io, names[i], comp[i], RIO_RADOS_GEN_XATTR,
+                                         buf[i], sizeof(buf[i]));
+            if (sent[i] < 0)
+                rados_aio_release(comp[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int r = sent[i];
+        uint64_t gen = 0;
+        if (r == 0) {
+            rados_aio_wait_for_complete(comp[i]);
+            r = rados_aio_get_return_value(comp[i]);
+            rados_aio_release(comp[i]);
+        }
+        int64_t k = gen_of(r, buf[i], &gen);
+        if (k == 0 || ret < 0) {
+            rio__free(names[i]); /* no head: its chunks, if any, are orphans */
+            continue;
+        }
+        ret = grow((void **)&s->heads, &s->capheads, s->nheads, sizeof(*s->heads));
+        if (ret < 0) {
+            rio__free(names[i]);
+            continue;
+        }
+        s->heads[s->nheads++] = (struct fhead){.key = names[i],
+                                               .keylen = lens[i],
+                                               .gen = k > 0 ? gen : 0,
+                                               .err = k < 0 ? rio__rados_xlate((int)k) : 0};
+        if (k > 0)
+            s->r->heads++;
+    }
+    return ret;
+}
+
+/* Every object of the URL's pool (namespace "") whose rio.gen is a
+ * generation: the heads, sorted by key. A listing that fails fails the
+ * whole check: a head it missed would lose its chunks. */
+static int heads_scan(struct fscan *s)
+{
+    rados_list_ctx_t ctx;
+    char *names[REMOVE_WINDOW];
+    size_t lens[REMOVE_WINDOW], n = 0;
+    int ret;
+
+    ret = rados_nobjects_list_open(s->t->head_io, &ctx);
+    if (ret < 0)
+        return rio__rados_xlate(ret);
+    for (;;) {
+        const char *entry, *loc, *ns;
+        size_t elen = 0, llen = 0, nslen = 0;
+        ret = rados_nobjects_list_next2(ctx, &entry, &loc, &ns, &elen, &llen, &nslen);
+        if (ret == -ENOENT) {
+            ret = 0;
+            break;
+        }
+        if (ret < 0) {
+            ret = rio__rados_xlate(ret);
+            rio__detail("listing the heads of the pool failed: %s", rio_errname(ret));
+            break;
+        }
+        if (elen == 0 || elen > RIO_KEY_MAX || memchr(entry, '\0', elen) || llen > 0)
+            continue; /* not a key: no head */
+        names[n] = rio__malloc(elen + 1);
+        if (!names[n]) {
+            ret = -ENOMEM;
+            break;
+        }
+        memcpy(names[n], entry, elen);
+        names[n][elen] = '\0';
+        lens[n++] = elen;
+        if (n == REMOVE_WINDOW) {
+            ret = heads_flush(s, names, lens, n);
+            n = 0;
+            if (ret < 0)
+                break;
+        }
+    }
+    if (ret < 0)
+        for (size_t i = 0; i < n; i++)
+            rio__free(names[i]);
+    else
+        ret = heads_flush(s, names, lens, n);
+    rados_nobjects_list_close(ctx);
+    if (ret == 0)
+        qsort(s->heads, s->nheads, sizeof(*s->heads), head_cmp);
+    return ret;
+}
+
+/* ------------------------------------------------------------ the chunks */
+
+static void report(struct fscan *s, const struct fchunk *c, int verdict, int err)
+{
+    struct rio_fsck_item it;
+    char key[RIO_KEY_MAX + 1];
+
+    switch (verdict) {
+    case RIO_FSCK_REMOVED:
+    case RIO_FSCK_WOULD_REMOVE:
+        s->r->removed++;
+        s->r->bytes_freed += c->size;
+        break;
+    case RIO_FSCK_YOUNG:
+        s->r->young++;
+        break;
+    case RIO_FSCK_RACED:
+        s->r->raced++;
+        break;
+    default:
+        s->r->errors++;
+        break;
+    }
+    s->r->orphans++;
+    if (!s->a->each)
+        return;
+    memcpy(key, c->name, c->keylen);
+    key[c->keylen] = '\0';
+    it = (struct rio_fsck_item){.where = s->t->pools[c->pool].name,
+                                .name = c->name,
+                                .key = key,
+                                .generation = c->gen,
+                                .bytes = c->size,
+                                .mtime_ns = (int64_t)c->mtime * 1000000000LL,
+                                .verdict = verdict,
+                                .err = err};
+    s->a->each(s->a->arg, &it);
+}
+
+/* One listed name of the chunk namespace: counted, and kept as a candidate
+ * when no head names its generation. */
+static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
+{
+    struct fchunk c = {.pool = pool};
+    const struct fhead *h;
+
+    if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
+        name[len - SUFFIX_LEN] != '.' || name[len - SUFFIX_LEN / 2] != '.' ||
+        !hex16(name + len - SUFFIX_LEN + 1, &c.gen) ||
+        !hex16(name + len - SUFFIX_LEN / 2 + 1, &c.index) || c.gen == 0) {
+        s->r->foreign++; /* not a name railio writes: never touched */
+        return 0;
+    }
+    s->r->chunks++;
+    c.keylen = len - SUFFIX_LEN;
+    h = head_find(s, name, c.keylen);
+    if (h && h->gen == c.gen)
+        return 0; /* the head's own */
+    c.name = rio__malloc(len + 1);
+    if (!c.name)
+        return -ENOMEM;
+    memcpy(c.name, name, len);
+    c.name[len] = '\0';
+    if (h && h->gen == 0) { /* its head could not be read: kept */
+        report(s, &c, RIO_FSCK_FAILED, h->err);
+        rio__free(c.name);
+        return 0;
+    }
+    if (grow((void **)&s->c, &s->cap, s->n, sizeof(*s->c)) < 0) {
+        rio__free(c.name);
+        return -ENOMEM;
+    }
+    s->c[s->n++] = c;
+    return 0;
+}
+
+static int chunks_scan(struct fscan *s, int pool)
+{
+    rados_list_ctx_t ctx;
+    int ret;
+
+    ret = rados_nobjects_list_open(s->t->pools[pool].io[0], &ctx);
+    if (ret < 0)
+        return rio__rados_xlate(ret);
+    for (;;) {
+        const char *entry, *loc, *ns;
+        size_t elen = 0, llen = 0, nslen = 0;
+        ret = rados_nobjects_list_next2(ctx, &entry, &loc, &ns, &elen, &llen, &nslen);
+        if (ret == -ENOENT) {
+            ret = 0;
+            break;
+        }
+        if (ret < 0) {
+            ret = rio__rados_xlate(ret);
+            rio__detail("listing the chunk objects of pool '%s' failed: %s", s->t->pools[pool].name,
+                        rio_errname(ret));
+            break;
+        }
+        if (llen > 0) {
+            s->r->foreign++; /* a locator: not railio's */
+            continue;
+        }
+        ret = chunk_seen(s, pool, entry, elen);
+        if (ret < 0)
+            break;
+    }
+    rados_nobjects_list_close(ctx);
+    return ret;
+}
+
+/* Size and mtime of every candidate, REMOVE_WINDOW at a time. */
+static void chunks_stat(struct fscan *s)
+{
+    rados_completion_t comp[REMOVE_WINDOW];
+    int sent[REMOVE_WINDOW];
+
+    for (size_t b = 0; b < s->n; b += REMOVE_WINDOW) {
+        size_t k = s->n - b < REMOVE_WINDOW ? s->n - b : REMOVE_WINDOW;
+        for (size_t j = 0; j < k; j++) {
+            struct fchunk *c = &s->c[b + j];
+            sent[j] = rados_aio_create_completion2(NULL, NULL, &comp[j]);
+            if (sent[j] == 0) {
+                sent[j] = rados_aio_stat(s->t->pools[c->pool].io[0], c->name, comp[j], &c->size,
+                                         &c->mtime);
+                if (sent[j] < 0)
+                    rados_aio_release(comp[j]);
+            }
+        }
+        for (size_t j = 0; j < k; j++) {
+            int r = sent[j];
+            if (r == 0) {
+                rados_aio_wait_for_complete(comp[j]);
+                r = rados_aio_get_return_value(comp[j]);
+                rados_aio_release(comp[j]);
+            }
+            s->c[b + j].err = r < 0 ? (r == -ENOENT ? r : rio__rados_xlate(r)) : 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------- the generations */
+
+/* 1 when key's head names gen now, 0 when it does not (or there is none),
+ * < 0 when it cannot be read. */
+static int head_names(struct fscan *s, const char *key, uint64_t gen)
+{
+    char buf[GEN_HEX + 1];
+    uint64_t now_gen = 0;
+    int r = rados_getxattr(s->t->head_io, key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf));
+    int64_t k = gen_of(r, buf, &now_gen);
+
+    if (k < 0)
+        return rio__rados_xlate((int)k);
+    return k > 0 && now_gen == gen;
+}
+
+/* The chunks c[0..n) of one (key, generation), every one stat'ed. */
+static void generation_sweep(struct fscan *s, struct fchunk *c, size_t n, int64_t now_ns)
+{
+    const struct rio_fsck_args *a = s->a;
+    char key[RIO_KEY_MAX + 1];
+    time_t newest = 0;
+    int err = 0, ret;
+    size_t live = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].err == -ENOENT)
+            continue; /* removed meanwhile (its writer's cleanup): not an orphan */
+        live++;
+        if (c[i].err < 0 && !err)
+            err = c[i].err;
+        if (c[i].mtime > newest)
+            newest = c[i].mtime;
+    }
+    if (!live)
+        return;
+    /* mtime has whole seconds: a chunk of mtime T was written before T + 1.
+     * A grace of 0 protects nothing, not even what was written this second. */
+    int64_t written_ns = ((int64_t)newest + 1) * 1000000000LL;
+    int verdict = RIO_FSCK_FAILED;
+    if (err == 0 && a->grace_ns &&
+        (now_ns < written_ns || (uint64_t)(now_ns - written_ns) < a->grace_ns))
+        verdict = RIO_FSCK_YOUNG;
+    if (err == 0 && verdict != RIO_FSCK_YOUNG) {
+        memcpy(key, c[0].name, c[0].keylen);
+        key[c[0].keylen] = '\0';
+        ret = head_names(s, key, c[0].gen);
+        if (ret < 0)
+            err = ret;
+        else if (ret > 0)
+            verdict = RIO_FSCK_RACED;
+        else
+            verdict = (a->flags & RIO_FSCK_DRY_RUN) ? RIO_FSCK_WOULD_REMOVE : RIO_FSCK_REMOVED;
+    }
+    struct rm_item *items = NULL;
+    if (verdict == RIO_FSCK_REMOVED) {
+        items = rio__calloc(live, sizeof(*items));
+        if (!items) {
+            err = -ENOMEM;
+            verdict = RIO_FSCK_FAILED;
+        } else {
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (c[i].err != -ENOENT)
+                    items[k++] =
+                        (struct rm_item){.pool = c[i].pool, .path = 0, .index = c[i].index};
+            rio__rados_remove_chunks(s->t, key, c[0].gen, items, live);
+        }
+    }
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (c[i].err == -ENOENT)
+            continue;
+        if (items && items[k].ret < 0)
+            report(s, &c[i], RIO_FSCK_FAILED, rio__rados_xlate(items[k].ret));
+        else
+            report(s, &c[i], verdict, verdict == RIO_FSCK_FAILED ? (c[i].err ? c[i].err : err) : 0);
+        k++;
+    }
+    rio__free(items);
+}
+
+int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
+                    struct rio_fsck_report *out)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct fscan s = {.t = t, .a = a, .r = out};
+    struct timespec ts;
+    int pools[MAX_HEAD_POOLS + 1], npools = 0, ret;
+
+    /* The URL's pool, then each pool PUTs spread over (pools=). */
+    pools[npools++] = t->url_pool;
+    for (unsigned i = 0; i < t->nwpools; i++)
+        if ((int)i != t->url_pool)
+            pools[npools++] = (int)i;
+
+    ret = heads_scan(&s);
+    for (int i = 0; ret == 0 && i < npools; i++)
+        ret = chunks_scan(&s, pools[i]);
+    if (ret < 0)
+        goto out;
+    chunks_stat(&s);
+    qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    for (size_t i = 0, j; i < s.n; i = j) {
+        for (j = i + 1; j < s.n && s.c[j].gen == s.c[i].gen &&
+                        key_cmp(s.c[j].name, s.c[j].keylen, s.c[i].name, s.c[i].keylen) == 0;
+             j++)
+            ;
+        generation_sweep(&s, s.c + i, j - i, now_ns);
+    }
+out:
+    for (size_t i = 0; i < s.nheads; i++)
+        rio__free(s.heads[i].key);
+    rio__free(s.heads);
+    for (size_t i = 0; i < s.n; i++)
+        rio__free(s.c[i].name);
+    rio__free(s.c);
+    return ret;
+}
