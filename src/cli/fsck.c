@@ -54,8 +54,9 @@ static void fsck_item(void *arg, const struct rio_fsck_item *it)
         rio_cli_json_kstr(stdout, "key", it->key);
         rio_cli_json_kgen(stdout, "generation", it->generation);
         rio_cli_json_ku64(stdout, "bytes", it->bytes);
-        rio_cli_json_ku64(stdout, "mtime",
-                          it->mtime_ns > 0 ? (uint64_t)it->mtime_ns / 1000000000u : 0);
+        char t[64];
+        rio_cli_fmt_time(t, sizeof(t), it->mtime_ns, true);
+        rio_cli_json_kstr(stdout, "mtime", t);
         if (it->err)
             rio_cli_json_kstr(stdout, "error", rio_errname(it->err));
         rio_cli_json_end(stdout);
@@ -91,7 +92,7 @@ static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, b
 
     if (cl->json) {
         rio_cli_json_begin(stdout, "fsck_summary");
-        rio_cli_json_kstr(stdout, "dry_run", dry ? "yes" : "no");
+        rio_cli_json_kstr(stdout, "mode", dry ? "dry-run" : "remove");
         rio_cli_json_kstr(stdout, "grace", grace);
         rio_cli_json_ku64(stdout, "heads", r->heads);
         rio_cli_json_ku64(stdout, "chunks", r->chunks);

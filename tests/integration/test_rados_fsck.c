@@ -60,11 +60,13 @@ static int fsck_run(char *out, size_t cap, const char *args)
     T_LT(snprintf(cmd, sizeof(cmd), "RIO_CEPH_CONF='%s' '%s/railio' %s >'%s' 2>&1", t_ceph_conf(),
                   bdir, args, out),
          (int)sizeof(cmd));
+    uint64_t t0 = t_now_ms();
     int st = system(cmd);
     T_TRUE(WIFEXITED(st));
     size_t n;
     char *text = (char *)t_slurp(out, &n);
-    fprintf(stderr, "$ railio %s -> %d\n%.*s", args, WEXITSTATUS(st), (int)n, text);
+    fprintf(stderr, "$ railio %s -> %d (%" PRIu64 " ms)\n%.*s", args, WEXITSTATUS(st),
+            t_now_ms() - t0, (int)n, text);
     free(text);
     return WEXITSTATUS(st);
 }
