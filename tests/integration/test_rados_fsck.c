@@ -8,8 +8,9 @@
  * ones fresh) keeps every chunk and commits afterwards; objects that are no
  * chunk of railio's stay; every committed object reads back byte-exact; a
  * second fsck finds nothing. A head committed while fsck runs keeps its
- * generation (the head is read again before a generation goes). Other
- * schemes are refused.
+ * generation (the head is read again before a generation goes); a commit
+ * after a stall finds its chunks gone and fails cleanly. Other schemes are
+ * refused.
  */
 /* T_TIMEOUT 120 */
 /* T_LABELS net;ceph */
@@ -287,6 +288,74 @@ TEST(fsck_keeps_a_generation_committed_meanwhile)
     T_EQ(r.heads, 1u);
     T_EQ(r.chunks, 2u);
     T_EQ(r.orphans, 0u);
+    rio_client_destroy(c);
+}
+
+/* Remove every chunk object of pool whose name starts with prefix (what a
+ * fsck with too short a grace does to a stalled upload); how many. */
+static unsigned remove_chunks_of(const char *pool, const char *prefix)
+{
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    rados_list_ctx_t lc;
+    const char *entry;
+    char names[16][256];
+    unsigned n = 0;
+
+    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
+    rados_ioctx_set_namespace(io, RIO_RADOS_CHUNK_NS);
+    T_EQ(rados_nobjects_list_open(io, &lc), 0);
+    while (n < 16 && rados_nobjects_list_next(lc, &entry, NULL, NULL) == 0)
+        if (strncmp(entry, prefix, strlen(prefix)) == 0)
+            snprintf(names[n++], sizeof(names[0]), "%s", entry);
+    rados_nobjects_list_close(lc);
+    for (unsigned i = 0; i < n; i++)
+        T_EQ(rados_remove(io, names[i]), 0);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    return n;
+}
+
+/*
+ * An upload whose source stalls longer than stall_check checks at commit
+ * that its chunks are all still there: one whose chunks are intact commits;
+ * one whose first chunks were removed while it stalled fails with
+ * RIO_EGENERATION, publishes nothing and leaves no chunk. The stall is in
+ * the middle (the last chunk lands just before the commit).
+ */
+TEST(commit_after_a_stall_checks_its_chunks)
+{
+    struct rio_options o;
+    const size_t n = 3 * RU_MIB + 9, first = 2 * RU_MIB + 3;
+    struct rio_writer *kept, *lost;
+    struct rio_desc d;
+
+    t_ceph_conf();
+    ru_opts(&o, RU_MIB, 4);
+    struct rio_client *c = ru_client("rio3", "stall_check=1s", &o);
+    uint8_t *src = ru_pattern(n, 50);
+    T_OK(rio_writer_open(c, "stall/kept", RIO_SIZE_UNKNOWN, 0, NULL, &kept));
+    T_OK(rio_writer_open(c, "stall/lost", RIO_SIZE_UNKNOWN, 0, NULL, &lost));
+    T_OK(rio_writer_write(kept, src, first));
+    T_OK(rio_writer_write(lost, src, first));
+    uint64_t t0 = t_now_ms();
+    while (ru_chunks("rio3", "stall/kept.") < 2 || ru_chunks("rio3", "stall/lost.") < 2) {
+        if (t_now_ms() - t0 > 20000)
+            T_FAIL("the writers' first chunks did not land");
+        t_sleep_ms(10);
+    }
+    T_EQ(remove_chunks_of("rio3", "stall/lost."), 2u);
+    t_sleep_ms(1300);
+    T_OK(rio_writer_write(kept, src + first, n - first));
+    T_OK(rio_writer_close(kept, NULL));
+    t_get_check(c, "stall/kept", n, 50);
+    T_OK(rio_writer_write(lost, src + first, n - first));
+    T_ERR(rio_writer_close(lost, NULL), RIO_EGENERATION);
+    T_TRUE(strstr(rio_error_detail(), "is gone") != NULL);
+    T_ERR(rio_stat(c, "stall/lost", &d), RIO_ENOTFOUND);
+    T_EQ(ru_chunks("rio3", "stall/lost."), 0u);
+    free(src);
+    ru_idle(c);
     rio_client_destroy(c);
 }
 

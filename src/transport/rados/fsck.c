@@ -45,12 +45,9 @@ struct fhead {
 };
 
 struct fchunk {
-    char *name; /* the object's name; the key is its first keylen bytes */
+    struct rstat st; /* first (rio__rados_stat_many); the key: st.name's first keylen bytes */
     size_t keylen;
-    uint64_t gen, index, size;
-    time_t mtime;
-    int pool; /* transport pool index */
-    int err;  /* stat: 0, -ENOENT (gone meanwhile) or the error */
+    uint64_t gen, index;
 };
 
 struct fscan {
@@ -123,14 +120,14 @@ static const struct fhead *head_find(const struct fscan *s, const char *key, siz
 static int chunk_cmp(const void *x, const void *y)
 {
     const struct fchunk *a = x, *b = y;
-    int c = key_cmp(a->name, a->keylen, b->name, b->keylen);
+    int c = key_cmp(a->st.name, a->keylen, b->st.name, b->keylen);
 
     if (c)
         return c;
     if (a->gen != b->gen)
         return a->gen < b->gen ? -1 : 1;
-    if (a->pool != b->pool)
-        return a->pool < b->pool ? -1 : 1;
+    if (a->st.pool != b->st.pool)
+        return a->st.pool < b->st.pool ? -1 : 1;
     return (a->index > b->index) - (a->index < b->index);
 }
 
@@ -261,7 +258,7 @@ static void report(struct fscan *s, const struct fchunk *c, int verdict, int err
     case RIO_FSCK_REMOVED:
     case RIO_FSCK_WOULD_REMOVE:
         s->r->removed++;
-        s->r->bytes_freed += c->size;
+        s->r->bytes_freed += c->st.size;
         break;
     case RIO_FSCK_YOUNG:
         s->r->young++;
@@ -276,14 +273,14 @@ static void report(struct fscan *s, const struct fchunk *c, int verdict, int err
     s->r->orphans++;
     if (!s->a->each)
         return;
-    memcpy(key, c->name, c->keylen);
+    memcpy(key, c->st.name, c->keylen);
     key[c->keylen] = '\0';
-    it = (struct rio_fsck_item){.where = s->t->pools[c->pool].name,
-                                .name = c->name,
+    it = (struct rio_fsck_item){.where = s->t->pools[c->st.pool].name,
+                                .name = c->st.name,
                                 .key = key,
                                 .generation = c->gen,
-                                .bytes = c->size,
-                                .mtime_ns = (int64_t)c->mtime * 1000000000LL,
+                                .bytes = c->st.size,
+                                .mtime_ns = (int64_t)c->st.mtime * 1000000000LL,
                                 .verdict = verdict,
                                 .err = err};
     s->a->each(s->a->arg, &it);
@@ -293,7 +290,7 @@ static void report(struct fscan *s, const struct fchunk *c, int verdict, int err
  * when no head names its generation. */
 static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
 {
-    struct fchunk c = {.pool = pool};
+    struct fchunk c = {.st.pool = pool};
     const struct fhead *h;
 
     if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
@@ -308,18 +305,18 @@ static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
     h = head_find(s, name, c.keylen);
     if (h && h->gen == c.gen)
         return 0; /* the head's own */
-    c.name = rio__malloc(len + 1);
-    if (!c.name)
+    c.st.name = rio__malloc(len + 1);
+    if (!c.st.name)
         return -ENOMEM;
-    memcpy(c.name, name, len);
-    c.name[len] = '\0';
+    memcpy(c.st.name, name, len);
+    c.st.name[len] = '\0';
     if (h && h->gen == 0) { /* its head could not be read: kept */
         report(s, &c, RIO_FSCK_FAILED, h->err);
-        rio__free(c.name);
+        rio__free(c.st.name);
         return 0;
     }
     if (grow((void **)&s->c, &s->cap, s->n, sizeof(*s->c)) < 0) {
-        rio__free(c.name);
+        rio__free(c.st.name);
         return -ENOMEM;
     }
     s->c[s->n++] = c;
@@ -360,32 +357,35 @@ static int chunks_scan(struct fscan *s, int pool)
     return ret;
 }
 
-/* Size and mtime of every candidate, REMOVE_WINDOW at a time. */
-static void chunks_stat(struct fscan *s)
+/* Size and mtime of n objects, REMOVE_WINDOW at a time; each begins a
+ * record of stride bytes from base. Each one's err: 0, -ENOENT (gone) or
+ * the error. */
+void rio__rados_stat_many(struct rados_transport *t, void *base, size_t n, size_t stride)
 {
     rados_completion_t comp[REMOVE_WINDOW];
     int sent[REMOVE_WINDOW];
 
-    for (size_t b = 0; b < s->n; b += REMOVE_WINDOW) {
-        size_t k = s->n - b < REMOVE_WINDOW ? s->n - b : REMOVE_WINDOW;
+    for (size_t b = 0; b < n; b += REMOVE_WINDOW) {
+        size_t k = n - b < REMOVE_WINDOW ? n - b : REMOVE_WINDOW;
         for (size_t j = 0; j < k; j++) {
-            struct fchunk *c = &s->c[b + j];
+            struct rstat *c = (struct rstat *)((char *)base + (b + j) * stride);
             sent[j] = rados_aio_create_completion2(NULL, NULL, &comp[j]);
             if (sent[j] == 0) {
-                sent[j] = rados_aio_stat(s->t->pools[c->pool].io[0], c->name, comp[j], &c->size,
-                                         &c->mtime);
+                sent[j] =
+                    rados_aio_stat(t->pools[c->pool].io[0], c->name, comp[j], &c->size, &c->mtime);
                 if (sent[j] < 0)
                     rados_aio_release(comp[j]);
             }
         }
         for (size_t j = 0; j < k; j++) {
+            struct rstat *c = (struct rstat *)((char *)base + (b + j) * stride);
             int r = sent[j];
             if (r == 0) {
                 rados_aio_wait_for_complete(comp[j]);
                 r = rados_aio_get_return_value(comp[j]);
                 rados_aio_release(comp[j]);
             }
-            s->c[b + j].err = r < 0 ? (r == -ENOENT ? r : rio__rados_xlate(r)) : 0;
+            c->err = r < 0 ? (r == -ENOENT ? r : rio__rados_xlate(r)) : 0;
         }
     }
 }
@@ -416,13 +416,13 @@ static void generation_sweep(struct fscan *s, struct fchunk *c, size_t n, int64_
     size_t live = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (c[i].err == -ENOENT)
+        if (c[i].st.err == -ENOENT)
             continue; /* removed meanwhile (its writer's cleanup): not an orphan */
         live++;
-        if (c[i].err < 0 && !err)
-            err = c[i].err;
-        if (c[i].mtime > newest)
-            newest = c[i].mtime;
+        if (c[i].st.err < 0 && !err)
+            err = c[i].st.err;
+        if (c[i].st.mtime > newest)
+            newest = c[i].st.mtime;
     }
     if (!live)
         return;
@@ -434,7 +434,7 @@ static void generation_sweep(struct fscan *s, struct fchunk *c, size_t n, int64_
         (now_ns < written_ns || (uint64_t)(now_ns - written_ns) < a->grace_ns))
         verdict = RIO_FSCK_YOUNG;
     if (err == 0 && verdict != RIO_FSCK_YOUNG) {
-        memcpy(key, c[0].name, c[0].keylen);
+        memcpy(key, c[0].st.name, c[0].keylen);
         key[c[0].keylen] = '\0';
         ret = head_names(s, key, c[0].gen);
         if (ret < 0)
@@ -453,19 +453,20 @@ static void generation_sweep(struct fscan *s, struct fchunk *c, size_t n, int64_
         } else {
             size_t k = 0;
             for (size_t i = 0; i < n; i++)
-                if (c[i].err != -ENOENT)
+                if (c[i].st.err != -ENOENT)
                     items[k++] =
-                        (struct rm_item){.pool = c[i].pool, .path = 0, .index = c[i].index};
+                        (struct rm_item){.pool = c[i].st.pool, .path = 0, .index = c[i].index};
             rio__rados_remove_chunks(s->t, key, c[0].gen, items, live);
         }
     }
     for (size_t i = 0, k = 0; i < n; i++) {
-        if (c[i].err == -ENOENT)
+        if (c[i].st.err == -ENOENT)
             continue;
         if (items && items[k].ret < 0)
             report(s, &c[i], RIO_FSCK_FAILED, rio__rados_xlate(items[k].ret));
         else
-            report(s, &c[i], verdict, verdict == RIO_FSCK_FAILED ? (c[i].err ? c[i].err : err) : 0);
+            report(s, &c[i], verdict,
+                   verdict == RIO_FSCK_FAILED ? (c[i].st.err ? c[i].st.err : err) : 0);
         k++;
     }
     rio__free(items);
@@ -490,13 +491,13 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
         ret = chunks_scan(&s, pools[i]);
     if (ret < 0)
         goto out;
-    chunks_stat(&s);
+    rio__rados_stat_many(t, s.c, s.n, sizeof(*s.c));
     qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
     for (size_t i = 0, j; i < s.n; i = j) {
         for (j = i + 1; j < s.n && s.c[j].gen == s.c[i].gen &&
-                        key_cmp(s.c[j].name, s.c[j].keylen, s.c[i].name, s.c[i].keylen) == 0;
+                        key_cmp(s.c[j].st.name, s.c[j].keylen, s.c[i].st.name, s.c[i].keylen) == 0;
              j++)
             ;
         generation_sweep(&s, s.c + i, j - i, now_ns);
@@ -506,7 +507,7 @@ out:
         rio__free(s.heads[i].key);
     rio__free(s.heads);
     for (size_t i = 0; i < s.n; i++)
-        rio__free(s.c[i].name);
+        rio__free(s.c[i].st.name);
     rio__free(s.c);
     return ret;
 }

@@ -49,6 +49,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <rados/librados.h>
 
@@ -86,6 +87,9 @@ struct rpool {
 
 struct rupload {
     uint64_t magic;
+    /* Under t->mu: when a WRITE of it last landed (put_open at first), and
+     * the longest time it went without one (the commit's stall check). */
+    uint64_t last_write_ns, max_gap_ns;
     char *key;
     uint64_t generation;
     uint64_t size, chunk_size, nchunks; /* streaming: size and nchunks set at commit */
@@ -134,6 +138,7 @@ struct rados_transport {
     rados_ioctx_t head_io;     /* path 0, the URL's pool, namespace "" */
     uint64_t max_object;
     uint64_t abort_ns;
+    uint64_t stall_check_ns; /* a commit after this long without a WRITE checks its chunks */
     uint64_t gen_state;
     int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
     int fail_err;
@@ -217,6 +222,14 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
 int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
 
 /* fsck.c */
+struct rstat {
+    char *name;
+    int pool; /* transport pool index */
+    uint64_t size;
+    time_t mtime;
+    int err; /* 0, -ENOENT (gone) or the error */
+};
+void rio__rados_stat_many(struct rados_transport *t, void *base, size_t n, size_t stride);
 int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
                     struct rio_fsck_report *out);
 

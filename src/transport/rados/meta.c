@@ -239,6 +239,7 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
         goto err;
     up->chunk_size = chunk_size;
     up->short_index = NO_INDEX;
+    up->last_write_ns = rio__now_ns();
     if (size == RIO_SIZE_UNKNOWN) {
         /* Streaming: the per-chunk arrays grow as chunks are submitted;
          * size and count come with the commit. */
