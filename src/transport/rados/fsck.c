@@ -113,6 +113,8 @@ static int head_cmp(const void *x, const void *y)
 static const struct fhead *head_find(const struct fscan *s, const char *key, size_t keylen)
 {
     struct fhead probe = {.key = (char *)key, .keylen = keylen};
+    if (!s->nheads)
+        return NULL;
     return bsearch(&probe, s->heads, s->nheads, sizeof(*s->heads), head_cmp);
 }
 
@@ -242,7 +244,7 @@ static int heads_scan(struct fscan *s)
     else
         ret = heads_flush(s, names, lens, n);
     rados_nobjects_list_close(ctx);
-    if (ret == 0)
+    if (ret == 0 && s->nheads > 1)
         qsort(s->heads, s->nheads, sizeof(*s->heads), head_cmp);
     return ret;
 }
@@ -492,7 +494,8 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
     if (ret < 0)
         goto out;
     rio__rados_stat_many(t, s.c, s.n, sizeof(*s.c));
-    qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
+    if (s.n > 1)
+        qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
     for (size_t i = 0, j; i < s.n; i = j) {
