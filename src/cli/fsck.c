@@ -144,6 +144,15 @@ int rio_cli_fsck(const char *cmd, int argc, char **argv)
     const char *url = cl.pos[0];
     if (strncmp(url, "rados://", 8) != 0)
         return rio_cli_usage_error(&cl, "only rados:// URLs have chunk objects to check");
+    /* Below the writers' stall_check (default 60 s), an upload that stalls
+     * longer than the grace loses chunks without its commit noticing. */
+    if (grace && !dry && a.grace_ns == 0 && !cl.quiet && !cl.json)
+        fprintf(stderr, "railio fsck: --grace 0: uploads in progress lose their chunks\n");
+    else if (grace && !dry && a.grace_ns < 60ull * 1000000000ull && !cl.quiet && !cl.json)
+        fprintf(stderr,
+                "railio fsck: a grace under 60 s: an upload that stalls longer than %s loses "
+                "its chunks (docs/rados.md, \"Orphans and fsck\")\n",
+                grace);
 
     struct rio_client *c;
     char *key = NULL;

@@ -199,6 +199,7 @@ TEST(fsck_removes_exactly_the_orphans)
     /* --grace 3s: the orphans go, the live upload (newest chunk fresh) stays. */
     T_EQ(fsck_run(out, sizeof(out), "fsck --grace 3s -v rados://rio?pools=rio,rio2"), 0);
     T_EQ(lines_with(out, "removed rio", NULL), orphans);
+    T_EQ(lines_with(out, "railio fsck: a grace under 60 s", NULL), 1u);
     T_EQ(lines_with(out, "young rio", "live/obj."), live_chunks);
     snprintf(name, sizeof(name), "%" PRIu64 " orphans: %" PRIu64 " removed", orphans + live_chunks,
              orphans);
