@@ -25,7 +25,6 @@ TEST(rados_not_built)
 
 #define T_CEPH_ARGS "--osds 1 --pool rio --pool rio2 --pool rio3"
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rados_util.h"
@@ -48,41 +47,6 @@ static void raw_put(const char *pool, const char *ns, const char *name, size_t n
 static uint64_t chunks_both(const char *prefix)
 {
     return ru_chunks("rio", prefix) + ru_chunks("rio2", prefix);
-}
-
-/* Run `railio ARGS` with the cluster's conf, stdout and stderr into out (the
- * cluster's directory); its exit status. */
-static int fsck_run(char *out, size_t cap, const char *args)
-{
-    char cmd[4096];
-    const char *bdir = getenv("T_BUILD_DIR");
-
-    snprintf(out, cap, "%s/fsck-out", t_ceph_dir());
-    T_LT(snprintf(cmd, sizeof(cmd), "RIO_CEPH_CONF='%s' '%s/railio' %s >'%s' 2>&1", t_ceph_conf(),
-                  bdir, args, out),
-         (int)sizeof(cmd));
-    uint64_t t0 = t_now_ms();
-    int st = system(cmd);
-    T_TRUE(WIFEXITED(st));
-    size_t n;
-    char *text = (char *)t_slurp(out, &n);
-    fprintf(stderr, "$ railio %s -> %d (%" PRIu64 " ms)\n%.*s", args, WEXITSTATUS(st),
-            t_now_ms() - t0, (int)n, text);
-    free(text);
-    return WEXITSTATUS(st);
-}
-
-/* How many lines of file hold every one of the (NULL-terminated) strings. */
-static unsigned lines_with(const char *file, const char *a, const char *b)
-{
-    size_t n;
-    char *text = (char *)t_slurp(file, &n), *save = NULL;
-    unsigned k = 0;
-
-    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-        k += strstr(l, a) && (!b || strstr(l, b));
-    free(text);
-    return k;
 }
 
 /* Kill -9 a `railio put ... -` once 3 full chunks of its stream landed. */
@@ -182,28 +146,28 @@ TEST(fsck_removes_exactly_the_orphans)
 
     /* --dry-run --grace 0: every orphan, the live upload's too, would go;
      * nothing goes. */
-    T_EQ(
-        fsck_run(out, sizeof(out), "fsck --dry-run --grace 0 -v --json rados://rio?pools=rio,rio2"),
-        0);
-    T_EQ(lines_with(out, "\"type\":\"fsck_chunk\"", "\"verdict\":\"would-remove\""),
+    T_EQ(ru_railio(out, sizeof(out),
+                   "fsck --dry-run --grace 0 -v --json rados://rio?pools=rio,rio2"),
+         0);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_chunk\"", "\"verdict\":\"would-remove\""),
          orphans + live_chunks);
-    T_EQ(lines_with(out, "\"verdict\":\"would-remove\"", "\"key\":\"live/obj\""), live_chunks);
+    T_EQ(ru_lines_with(out, "\"verdict\":\"would-remove\"", "\"key\":\"live/obj\""), live_chunks);
     snprintf(name, sizeof(name), "\"orphans\":%" PRIu64 ",", orphans + live_chunks);
-    T_EQ(lines_with(out, "\"type\":\"fsck_summary\"", name), 1u);
-    T_EQ(lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":4,"), 1u);
-    T_EQ(lines_with(out, "\"type\":\"fsck_summary\"", "\"foreign\":3}"), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", name), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":4,"), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"foreign\":3}"), 1u);
     T_EQ(chunks_both("killed."), killed);
     T_EQ(chunks_both("gone/"), 3u);
     T_EQ(chunks_both("live/obj."), live_chunks);
 
     /* --grace 3s: the orphans go, the live upload (newest chunk fresh) stays. */
-    T_EQ(fsck_run(out, sizeof(out), "fsck --grace 3s -v rados://rio?pools=rio,rio2"), 0);
-    T_EQ(lines_with(out, "removed rio", NULL), orphans);
-    T_EQ(lines_with(out, "railio fsck: a grace under 60 s", NULL), 1u);
-    T_EQ(lines_with(out, "young rio", "live/obj."), live_chunks);
+    T_EQ(ru_railio(out, sizeof(out), "fsck --grace 3s -v rados://rio?pools=rio,rio2"), 0);
+    T_EQ(ru_lines_with(out, "removed rio", NULL), orphans);
+    T_EQ(ru_lines_with(out, "railio fsck: a grace under 60 s", NULL), 1u);
+    T_EQ(ru_lines_with(out, "young rio", "live/obj."), live_chunks);
     snprintf(name, sizeof(name), "%" PRIu64 " orphans: %" PRIu64 " removed", orphans + live_chunks,
              orphans);
-    T_EQ(lines_with(out, "fsck: 4 heads, ", name), 1u);
+    T_EQ(ru_lines_with(out, "fsck: 4 heads, ", name), 1u);
     T_EQ(chunks_both("killed."), 0u);
     T_EQ(chunks_both("gone/"), 0u);
     T_EQ(chunks_both("obj/"), committed);
@@ -224,9 +188,9 @@ TEST(fsck_removes_exactly_the_orphans)
     free(live);
 
     /* A second fsck, no grace: nothing left to find. */
-    T_EQ(fsck_run(out, sizeof(out), "fsck --grace 0 --json rados://rio?pools=rio,rio2"), 0);
-    T_EQ(lines_with(out, "\"type\":\"fsck_summary\"", "\"orphans\":0,"), 1u);
-    T_EQ(lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":5,"), 1u);
+    T_EQ(ru_railio(out, sizeof(out), "fsck --grace 0 --json rados://rio?pools=rio,rio2"), 0);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"orphans\":0,"), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":5,"), 1u);
     T_EQ(chunks_both("obj/"), committed);
     ru_idle(c);
     rio_client_destroy(c);
@@ -372,11 +336,11 @@ TEST(fsck_refuses_other_schemes)
     if (!getenv("T_BUILD_DIR"))
         T_SKIP("T_BUILD_DIR not set (run through ctest)");
     t_ceph_conf();
-    T_EQ(fsck_run(out, sizeof(out), "fsck file:///tmp"), 2);
-    T_EQ(lines_with(out, "only rados:// URLs have chunk objects to check", NULL), 1u);
-    T_EQ(fsck_run(out, sizeof(out), "fsck --grace 10 rados://rio"), 2);
-    T_EQ(fsck_run(out, sizeof(out), "fsck rados://rio/some/key"), 2);
-    T_EQ(fsck_run(out, sizeof(out), "fsck rados://no-such-pool"), 3);
+    T_EQ(ru_railio(out, sizeof(out), "fsck file:///tmp"), 2);
+    T_EQ(ru_lines_with(out, "only rados:// URLs have chunk objects to check", NULL), 1u);
+    T_EQ(ru_railio(out, sizeof(out), "fsck --grace 10 rados://rio"), 2);
+    T_EQ(ru_railio(out, sizeof(out), "fsck rados://rio/some/key"), 2);
+    T_EQ(ru_railio(out, sizeof(out), "fsck rados://no-such-pool"), 3);
     T_OK(rio_client_new("mock://fsck", NULL, &c));
     T_ERR(rio_fsck(c, &a, &r), RIO_ENOTSUP);
     a.reserved[0] = 1;
