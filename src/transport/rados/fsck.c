@@ -13,7 +13,8 @@
  *      written within the grace: an upload that goes on writing never
  *      loses a chunk, however long it runs;
  *   3. just before a generation goes, its key's head is read again: a head
- *      committed meanwhile keeps it.
+ *      committed meanwhile keeps it. Generations go REMOVE_WINDOW at a
+ *      time: their heads read in parallel, then their chunks removed.
  *
  * Memory: one record per head (its key) and one per orphan (its name).
  * Round trips: aio, REMOVE_WINDOW in flight (getxattr, stat, remove).
@@ -394,82 +395,121 @@ void rio__rados_stat_many(struct rados_transport *t, void *base, size_t n, size_
 
 /* ------------------------------------------------------- the generations */
 
-/* 1 when key's head names gen now, 0 when it does not (or there is none),
- * < 0 when it cannot be read. */
-static int head_names(struct fscan *s, const char *key, uint64_t gen)
-{
+/* One (key, generation) of candidates, judged with others in a batch. */
+struct fgen {
+    struct fchunk *c; /* its chunks, c[0..n) */
+    size_t n, live;   /* live: not gone meanwhile */
+    char *key;        /* NUL-terminated, for the head read */
+    int verdict;      /* 0 until judged */
+    int err;
+    int sent;
+    rados_completion_t comp;
     char buf[GEN_HEX + 1];
-    uint64_t now_gen = 0;
-    int r = rados_getxattr(s->t->head_io, key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf));
-    int64_t k = gen_of(r, buf, &now_gen);
+};
 
-    if (k < 0)
-        return rio__rados_xlate((int)k);
-    return k > 0 && now_gen == gen;
-}
-
-/* The chunks c[0..n) of one (key, generation), every one stat'ed. */
-static void generation_sweep(struct fscan *s, struct fchunk *c, size_t n, int64_t now_ns)
+/* Without a round trip: gone, failed to stat, or young. */
+static void gen_judge(const struct fscan *s, struct fgen *g, int64_t now_ns)
 {
-    const struct rio_fsck_args *a = s->a;
-    char key[RIO_KEY_MAX + 1];
     time_t newest = 0;
-    int err = 0, ret;
-    size_t live = 0;
 
-    for (size_t i = 0; i < n; i++) {
-        if (c[i].st.err == -ENOENT)
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->c[i].st.err == -ENOENT)
             continue; /* removed meanwhile (its writer's cleanup): not an orphan */
-        live++;
-        if (c[i].st.err < 0 && !err)
-            err = c[i].st.err;
-        if (c[i].st.mtime > newest)
-            newest = c[i].st.mtime;
+        g->live++;
+        if (g->c[i].st.err < 0 && !g->err)
+            g->err = g->c[i].st.err;
+        if (g->c[i].st.mtime > newest)
+            newest = g->c[i].st.mtime;
     }
-    if (!live)
-        return;
     /* mtime has whole seconds: a chunk of mtime T was written before T + 1.
      * A grace of 0 protects nothing, not even what was written this second. */
     int64_t written_ns = ((int64_t)newest + 1) * 1000000000LL;
-    int verdict = RIO_FSCK_FAILED;
-    if (err == 0 && a->grace_ns &&
-        (now_ns < written_ns || (uint64_t)(now_ns - written_ns) < a->grace_ns))
-        verdict = RIO_FSCK_YOUNG;
-    if (err == 0 && verdict != RIO_FSCK_YOUNG) {
-        memcpy(key, c[0].st.name, c[0].keylen);
-        key[c[0].keylen] = '\0';
-        ret = head_names(s, key, c[0].gen);
-        if (ret < 0)
-            err = ret;
-        else if (ret > 0)
-            verdict = RIO_FSCK_RACED;
-        else
-            verdict = (a->flags & RIO_FSCK_DRY_RUN) ? RIO_FSCK_WOULD_REMOVE : RIO_FSCK_REMOVED;
-    }
+    if (g->err)
+        g->verdict = RIO_FSCK_FAILED;
+    else if (s->a->grace_ns &&
+             (now_ns < written_ns || (uint64_t)(now_ns - written_ns) < s->a->grace_ns))
+        g->verdict = RIO_FSCK_YOUNG;
+}
+
+/* The generations g[0..ng): judged, the heads of the old ones read again
+ * (in parallel), their chunks removed (REMOVE_WINDOW in flight across
+ * generations), each chunk reported. */
+static void sweep_batch(struct fscan *s, struct fgen *g, size_t ng, int64_t now_ns)
+{
     struct rm_item *items = NULL;
-    if (verdict == RIO_FSCK_REMOVED) {
-        items = rio__calloc(live, sizeof(*items));
-        if (!items) {
-            err = -ENOMEM;
-            verdict = RIO_FSCK_FAILED;
-        } else {
-            size_t k = 0;
-            for (size_t i = 0; i < n; i++)
-                if (c[i].st.err != -ENOENT)
-                    items[k++] =
-                        (struct rm_item){.pool = c[i].st.pool, .path = 0, .index = c[i].index};
-            rio__rados_remove_chunks(s->t, key, c[0].gen, items, live);
+    size_t nitems = 0;
+
+    for (size_t i = 0; i < ng; i++) {
+        gen_judge(s, &g[i], now_ns);
+        if (!g[i].live || g[i].verdict)
+            continue;
+        g[i].key = rio__malloc(g[i].c[0].keylen + 1);
+        g[i].sent = g[i].key ? rados_aio_create_completion2(NULL, NULL, &g[i].comp) : -ENOMEM;
+        if (g[i].sent == 0) {
+            memcpy(g[i].key, g[i].c[0].st.name, g[i].c[0].keylen);
+            g[i].key[g[i].c[0].keylen] = '\0';
+            g[i].sent = rados_aio_getxattr(s->t->head_io, g[i].key, g[i].comp, RIO_RADOS_GEN_XATTR,
+                                           g[i].buf, sizeof(g[i].buf));
+            if (g[i].sent < 0)
+                rados_aio_release(g[i].comp);
+        }
+        if (g[i].sent < 0) {
+            g[i].verdict = RIO_FSCK_FAILED;
+            g[i].err = rio__rados_xlate(g[i].sent);
         }
     }
-    for (size_t i = 0, k = 0; i < n; i++) {
-        if (c[i].st.err == -ENOENT)
+    for (size_t i = 0; i < ng; i++) {
+        if (!g[i].live || g[i].verdict)
             continue;
-        if (items && items[k].ret < 0)
-            report(s, &c[i], RIO_FSCK_FAILED, rio__rados_xlate(items[k].ret));
-        else
-            report(s, &c[i], verdict,
-                   verdict == RIO_FSCK_FAILED ? (c[i].st.err ? c[i].st.err : err) : 0);
-        k++;
+        rados_aio_wait_for_complete(g[i].comp);
+        int r = rados_aio_get_return_value(g[i].comp);
+        rados_aio_release(g[i].comp);
+        uint64_t head_gen = 0;
+        int64_t k = gen_of(r, g[i].buf, &head_gen);
+        if (k < 0) {
+            g[i].verdict = RIO_FSCK_FAILED;
+            g[i].err = rio__rados_xlate((int)k);
+        } else if (k > 0 && head_gen == g[i].c[0].gen) {
+            g[i].verdict = RIO_FSCK_RACED; /* committed meanwhile */
+        } else if (s->a->flags & RIO_FSCK_DRY_RUN) {
+            g[i].verdict = RIO_FSCK_WOULD_REMOVE;
+        } else {
+            g[i].verdict = RIO_FSCK_REMOVED;
+            nitems += g[i].live;
+        }
+    }
+    if (nitems) {
+        items = rio__calloc(nitems, sizeof(*items));
+        nitems = 0;
+        for (size_t i = 0; i < ng; i++) {
+            if (g[i].verdict != RIO_FSCK_REMOVED)
+                continue;
+            if (!items) {
+                g[i].verdict = RIO_FSCK_FAILED;
+                g[i].err = -ENOMEM;
+                continue;
+            }
+            for (size_t j = 0; j < g[i].n; j++)
+                if (g[i].c[j].st.err != -ENOENT)
+                    items[nitems++] =
+                        (struct rm_item){.name = g[i].c[j].st.name, .pool = g[i].c[j].st.pool};
+        }
+        if (items)
+            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems);
+    }
+    nitems = 0;
+    for (size_t i = 0; i < ng; i++) {
+        for (size_t j = 0; j < g[i].n; j++) {
+            struct fchunk *c = &g[i].c[j];
+            if (c->st.err == -ENOENT)
+                continue;
+            if (g[i].verdict == RIO_FSCK_REMOVED && items[nitems++].ret < 0)
+                report(s, c, RIO_FSCK_FAILED, rio__rados_xlate(items[nitems - 1].ret));
+            else
+                report(s, c, g[i].verdict,
+                       g[i].verdict == RIO_FSCK_FAILED ? (c->st.err ? c->st.err : g[i].err) : 0);
+        }
+        rio__free(g[i].key);
     }
     rio__free(items);
 }
@@ -498,12 +538,18 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
         qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    struct fgen g[REMOVE_WINDOW];
+    size_t ng = 0;
     for (size_t i = 0, j; i < s.n; i = j) {
         for (j = i + 1; j < s.n && s.c[j].gen == s.c[i].gen &&
                         key_cmp(s.c[j].st.name, s.c[j].keylen, s.c[i].st.name, s.c[i].keylen) == 0;
              j++)
             ;
-        generation_sweep(&s, s.c + i, j - i, now_ns);
+        g[ng++] = (struct fgen){.c = s.c + i, .n = j - i};
+        if (ng == REMOVE_WINDOW || j == s.n) {
+            sweep_batch(&s, g, ng, now_ns);
+            ng = 0;
+        }
     }
 out:
     for (size_t i = 0; i < s.nheads; i++)

@@ -199,8 +199,9 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
 
 /* meta.c */
 struct rm_item {
-    int pool;      /* transport pool index */
-    unsigned path; /* connection to send it on */
+    const char *name; /* the object, or NULL: the chunk of (key, gen, index) */
+    int pool;         /* transport pool index */
+    unsigned path;    /* connection to send it on */
     uint64_t index;
     int ret;
 };

@@ -52,8 +52,9 @@ static uint64_t new_generation(struct rados_transport *t)
 /* ---------------------------------------------------- chunk removal (sync) */
 
 /*
- * Remove chunk objects of (key, gen), each on its own path, REMOVE_WINDOW
- * at a time; retry those that fail (other than "already gone") until the
+ * Remove chunk objects of (key, gen) (or each item's own name, when set:
+ * then key and gen are unused), each on its own path, REMOVE_WINDOW at a
+ * time; retry those that fail (other than "already gone") until the
  * abort deadline. Returns how many could not be removed; each item's ret
  * is 0 once it is gone, else the last error.
  */
@@ -75,12 +76,16 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
             for (; i < n && k < REMOVE_WINDOW; i++) {
                 if (items[i].ret != 1 && !(items[i].ret < 0))
                     continue;
-                rio__rados_chunk_name(name, sizeof(name), key, gen, items[i].index);
+                const char *nm = items[i].name;
+                if (!nm) {
+                    rio__rados_chunk_name(name, sizeof(name), key, gen, items[i].index);
+                    nm = name;
+                }
                 if (rados_aio_create_completion2(NULL, NULL, &comp[k]) < 0) {
                     items[i].ret = -ENOMEM;
                     continue;
                 }
-                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], name, comp[k]);
+                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], nm, comp[k]);
                 if (r < 0) {
                     rados_aio_release(comp[k]);
                     items[i].ret = r;
@@ -296,7 +301,7 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
         rio__free(items);
     } else if (n) {
         /* No memory for the batch: one at a time. */
-        struct rm_item one;
+        struct rm_item one = {0};
         for (uint64_t i = 0; i < up->hi; i++)
             for (unsigned p = 0; p < t->base.npaths; p++)
                 if (up->paths_tried[i] & (1u << p)) {
