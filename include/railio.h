@@ -461,6 +461,75 @@ void rio_list_page_cleanup(struct rio_list_page *p);
 int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, uint8_t *exists,
                      unsigned *prefix_hits, const struct rio_call *call);
 
+/* ------------------------------------------------------------------ fsck */
+
+/** rio_fsck_args.flags: find and report, remove nothing. */
+#define RIO_FSCK_DRY_RUN 0x1u
+/** rio_fsck_args.flags: grace_ns is set (0 included); without it the grace
+ * is RIO_FSCK_GRACE_DEFAULT_NS. */
+#define RIO_FSCK_GRACE 0x2u
+/** The default grace: one hour. */
+#define RIO_FSCK_GRACE_DEFAULT_NS (3600ull * 1000000000ull)
+
+/** What became of one orphan (rio_fsck_item.verdict). */
+enum rio_fsck_verdict {
+    RIO_FSCK_REMOVED = 1,      /* removed */
+    RIO_FSCK_WOULD_REMOVE = 2, /* RIO_FSCK_DRY_RUN: would have been removed */
+    RIO_FSCK_YOUNG = 3,        /* kept: its upload wrote within the grace */
+    RIO_FSCK_RACED = 4,        /* kept: a head committed it meanwhile */
+    RIO_FSCK_FAILED = 5,       /* kept: examining or removing it failed (err) */
+};
+
+/** One stored piece no object refers to, as rio_fsck_args.each sees it. */
+struct rio_fsck_item {
+    const char *where;   /* where it is stored (rados://: the pool) */
+    const char *name;    /* its name there (rados://: the chunk object's) */
+    const char *key;     /* the key it was written for */
+    uint64_t generation; /* the generation it was written for */
+    uint64_t bytes;      /* its size */
+    int64_t mtime_ns;    /* last written, ns since the epoch (whole seconds) */
+    int verdict;         /* enum rio_fsck_verdict */
+    int err;             /* RIO_FSCK_FAILED: why */
+};
+
+/** How to check. Zero-initialise (ABI rules above). */
+struct rio_fsck_args {
+    unsigned flags;    /* RIO_FSCK_DRY_RUN, RIO_FSCK_GRACE */
+    uint64_t grace_ns; /* with RIO_FSCK_GRACE: leave alone an upload that wrote within it */
+    /* Optional: called once per orphan, in the calling thread, with its
+     * verdict; the item is valid during the call only. */
+    void (*each)(void *arg, const struct rio_fsck_item *it);
+    void *arg;
+    uint64_t reserved[4]; /* must be zero */
+};
+
+/** What a check found. Zero-initialise (ABI rules above). */
+struct rio_fsck_report {
+    uint64_t heads;       /* objects (heads) read */
+    uint64_t chunks;      /* stored pieces examined */
+    uint64_t orphans;     /* pieces no head refers to: the five below */
+    uint64_t removed;     /* removed (RIO_FSCK_DRY_RUN: would be) */
+    uint64_t bytes_freed; /* their bytes */
+    uint64_t young;       /* kept: their upload wrote within the grace */
+    uint64_t raced;       /* kept: a head committed them meanwhile */
+    uint64_t errors;      /* kept: examining or removing them failed */
+    uint64_t foreign;     /* other objects where pieces live: never touched */
+    uint64_t reserved[7];
+};
+
+/**
+ * Find and remove what failed or interrupted uploads left behind: stored
+ * pieces no object refers to (rados://: chunk objects of no head's
+ * generation; docs/rados.md "Orphans and fsck"). A piece of an upload that
+ * wrote within the grace is left alone, so uploads in progress never lose
+ * one; each generation's head is read again just before its pieces go. out
+ * (zeroed first) gets the counts, a->each each orphan. Blocks for a scan of
+ * the whole store; thread-safe like every call. Returns 0 (some pieces may
+ * still have failed: out->errors), or an error: RIO_ENOTSUP for a backend
+ * whose objects leave nothing to check (every one but rados://).
+ */
+int rio_fsck(struct rio_client *c, const struct rio_fsck_args *a, struct rio_fsck_report *out);
+
 /* ----------------------------------------------------------- streaming */
 
 struct rio_reader;

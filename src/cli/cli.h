@@ -181,6 +181,8 @@ struct rio_cli_cmd {
 int rio_cli_bench(int argc, char **argv);
 int rio_cli_demo(int argc, char **argv);
 int rio_cli_objects(const char *cmd, int argc, char **argv);
+/* railio fsck rados://POOL (fsck.c). */
+int rio_cli_fsck(const char *cmd, int argc, char **argv);
 int rio_cli_demo_cmd(const char *cmd, int argc, char **argv);
 int rio_cli_serve(int argc, char **argv);
 
@@ -215,6 +217,9 @@ const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 char *rio_cli_ctl_mask(char *s);
 /* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
 int rio_cli_write_all(int fd, const void *p, size_t n);
+/* ns since the epoch as "2026-01-02T03:04:05.123456789Z" (iso) or
+ * "2026-01-02 03:04:05" (human); "" (iso) or "-" when ns <= 0. */
+void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso);
 /* Monotonic time in seconds. */
 double rio_cli_now_s(void);
 /* Median of v[0..n) (sorted in place); 0 when n == 0. */

@@ -24,24 +24,6 @@ static const char ls_usage[] =
     "  Human output: size, modified time (UTC) and key per line; --json: one object per\n"
     "  line. --page-size N asks the backend for at most N entries per page.\n";
 
-/* "2026-01-02T03:04:05.123456789Z" (iso) or "2026-01-02 03:04:05" (human). */
-static void fmt_time(char *out, size_t cap, int64_t ns, bool iso)
-{
-    if (ns <= 0) {
-        snprintf(out, cap, "%s", iso ? "" : "-");
-        return;
-    }
-    time_t s = (time_t)(ns / 1000000000);
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    char day[40];
-    strftime(day, sizeof(day), iso ? "%Y-%m-%dT%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
-    if (iso)
-        snprintf(out, cap, "%s.%09lldZ", day, (long long)(ns % 1000000000));
-    else
-        snprintf(out, cap, "%s", day);
-}
-
 /* The key and a newline; on a terminal, control bytes (a hostile key's
  * escape sequences) as '?', as ls(1) does. --json keeps every byte. */
 static void put_key(const char *k)
@@ -65,7 +47,7 @@ static void ls_print(const struct rio_entry *e, bool json)
             rio_cli_json_ku64(stdout, "size", e->size);
             if (e->generation)
                 rio_cli_json_kgen(stdout, "generation", e->generation);
-            fmt_time(t, sizeof(t), e->mtime_ns, true);
+            rio_cli_fmt_time(t, sizeof(t), e->mtime_ns, true);
             if (*t)
                 rio_cli_json_kstr(stdout, "mtime", t);
             if (e->etag[0])
@@ -79,7 +61,7 @@ static void ls_print(const struct rio_entry *e, bool json)
         put_key(e->key);
         return;
     }
-    fmt_time(t, sizeof(t), e->mtime_ns, false);
+    rio_cli_fmt_time(t, sizeof(t), e->mtime_ns, false);
     printf("%12llu  %19s  ", (unsigned long long)e->size, t);
     put_key(e->key);
 }

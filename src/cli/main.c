@@ -96,6 +96,8 @@ static const struct rio_cli_cmd cmds[] = {
     {"ls", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS,
      "ls [-r] URL[/PREFIX]...    list keys (-r: everything beneath; wildcards: * ? [...])"},
     {"cat", rio_cli_tree_cmd, RIO_CLI_CMD_SIGNALS, "cat URL/KEY...             objects to stdout"},
+    {"fsck", rio_cli_fsck, 0,
+     "fsck rados://POOL          remove chunks no head refers to (--dry-run, --grace)"},
     {"bench", run_bench, 0, "bench TARGET ...           measure against a reference (--help)"},
     {"demo", rio_cli_demo_cmd, 0,
      "demo [mock]                railiod on loopback / the mock model"},

@@ -335,3 +335,20 @@ int rio_cli_write_all(int fd, const void *buf, size_t n)
     }
     return 0;
 }
+
+void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso)
+{
+    if (ns <= 0) {
+        snprintf(out, cap, "%s", iso ? "" : "-");
+        return;
+    }
+    time_t s = (time_t)(ns / 1000000000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char day[40];
+    strftime(day, sizeof(day), iso ? "%Y-%m-%dT%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+    if (iso)
+        snprintf(out, cap, "%s.%09lldZ", day, (long long)(ns % 1000000000));
+    else
+        snprintf(out, cap, "%s", day);
+}

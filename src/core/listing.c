@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * rio_list and rio_exists_batch: the engine's side of listing and batch
- * existence (include/railio.h). Both run through the engine's metadata
- * retry (meta.c): one classifier, retry_attempts, backoff, the call's
- * deadline and cancel token.
+ * rio_list, rio_exists_batch and rio_fsck: the engine's side of listing,
+ * batch existence and the sweep of orphans (include/railio.h). rio_fsck is
+ * the backend's alone (its layout decides what an orphan is): the engine
+ * checks the arguments, applies the default grace and hands it over. Both run through the engine's
+ * metadata retry (meta.c): one classifier, retry_attempts, backoff, the call's deadline and cancel
+ * token.
  *
  * What a transport lists is hostile input like a descriptor (DESIGN.md,
  * invariant 9): every page is checked before the caller sees it (count,
@@ -467,5 +469,34 @@ int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, 
 out:
     if (out != exists)
         rio__free(out);
+    return ret;
+}
+
+int rio_fsck(struct rio_client *c, const struct rio_fsck_args *a, struct rio_fsck_report *out)
+{
+    struct rio_fsck_args args;
+
+    rio__detail_clear();
+    if (!c || !a || !out)
+        return RIO_EINVAL;
+    memset(out, 0, sizeof(*out));
+    for (size_t i = 0; i < sizeof(a->reserved) / sizeof(a->reserved[0]); i++)
+        if (a->reserved[i]) {
+            rio__detail("rio_fsck: reserved[%zu] is not zero", i);
+            return RIO_EINVAL;
+        }
+    if (a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE)) {
+        rio__detail("rio_fsck: unknown flags 0x%x",
+                    a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE));
+        return RIO_EINVAL;
+    }
+    args = *a;
+    if (!(args.flags & RIO_FSCK_GRACE))
+        args.grace_ns = RIO_FSCK_GRACE_DEFAULT_NS;
+    args.flags |= RIO_FSCK_GRACE;
+    int ret = rio__t_fsck(c->t, &args, out);
+    if (ret == RIO_ENOTSUP)
+        rio__detail("this backend stores nothing an interrupted upload could leave behind; "
+                    "only rados:// has chunk objects to check");
     return ret;
 }

@@ -825,6 +825,14 @@ static int fault_exists(struct rio_transport *tt, const char *const *keys, unsig
     return ret < 0 ? ret : rio__t_exists(t->inner, keys, n, out);
 }
 
+/* fsck passes through unfaulted: it is one long maintenance call, not an
+ * op the engine retries, and the filter's faults model transfers. */
+static int fault_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
+                      struct rio_fsck_report *out)
+{
+    return rio__t_fsck(((struct fault_transport *)tt)->inner, a, out);
+}
+
 static double fault_path_cap(struct rio_transport *tt, unsigned path)
 {
     return rio__t_path_cap(((struct fault_transport *)tt)->inner, path);
@@ -914,7 +922,8 @@ static int parse_rules(struct fault_transport *t, const char *s)
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .put_open = fault_put_open, .put_commit = fault_put_commit,        \
         .put_abort = fault_put_abort, .remove = fault_remove, .list = fault_list,                  \
-        .exists = fault_exists, .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                \
+        .exists = fault_exists, .fsck = fault_fsck, .path_cap = fault_path_cap,                    \
+        .cpu_ns = fault_cpu_ns,                                                                    \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

@@ -227,6 +227,14 @@ struct rio_transport_ops {
      * RIO_LIST_PAGE_MAX (the engine splits larger sets). */
     int (*list)(struct rio_transport *t, const struct rio_list_args *a, struct rio_list_page *out);
     int (*exists)(struct rio_transport *t, const char *const *keys, unsigned n, uint8_t *out);
+    /* Optional (NULL: RIO_ENOTSUP): rio_fsck, the backend's own sweep of
+     * what failed uploads left (a backend whose layout can leave pieces no
+     * object refers to). Metadata as above, but one long call (a scan of
+     * the store) that the engine never retries; a->flags only the public
+     * ones and a->grace_ns set (the engine applied the default); out
+     * zeroed. Calls a->each in the calling thread. */
+    int (*fsck)(struct rio_transport *t, const struct rio_fsck_args *a,
+                struct rio_fsck_report *out);
 
     /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
      * CPU time of threads the transport owns. Both non-blocking. */
@@ -393,6 +401,14 @@ static inline int rio__t_exists(struct rio_transport *t, const char *const *keys
 {
     const struct rio_transport_ops *ops = rio__t_ops(t);
     return ops->exists ? ops->exists(t, keys, n, out) : RIO_ENOTSUP;
+}
+
+/* Metadata as above, one long call. RIO_ENOTSUP without an fsck op. */
+static inline int rio__t_fsck(struct rio_transport *t, const struct rio_fsck_args *a,
+                              struct rio_fsck_report *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->fsck ? ops->fsck(t, a, out) : RIO_ENOTSUP;
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */

@@ -5,6 +5,8 @@
 #endif
 #include "rados_util.h"
 
+#include <sys/wait.h>
+
 void ru_url(char *out, size_t cap, const char *pool, const char *extra)
 {
     snprintf(out, cap, "rados://%s?conf=%s%s%s", pool, t_ceph_conf(), extra && *extra ? "&" : "",
@@ -112,4 +114,38 @@ char *ru_head(const char *pool, const char *key, size_t *len)
     rados_ioctx_destroy(io);
     rados_shutdown(cl);
     return b;
+}
+
+int ru_railio(char *out, size_t cap, const char *args)
+{
+    char cmd[4096];
+    const char *bdir = getenv("T_BUILD_DIR");
+
+    if (!bdir)
+        T_SKIP("T_BUILD_DIR not set (run through ctest)");
+    snprintf(out, cap, "%s/railio-out", t_ceph_dir());
+    T_LT(snprintf(cmd, sizeof(cmd), "RIO_CEPH_CONF='%s' '%s/railio' %s >'%s' 2>&1", t_ceph_conf(),
+                  bdir, args, out),
+         (int)sizeof(cmd));
+    uint64_t t0 = t_now_ms();
+    int st = system(cmd);
+    T_TRUE(WIFEXITED(st));
+    size_t n;
+    char *text = (char *)t_slurp(out, &n);
+    fprintf(stderr, "$ railio %s -> %d (%" PRIu64 " ms)\n%.*s", args, WEXITSTATUS(st),
+            t_now_ms() - t0, (int)n, text);
+    free(text);
+    return WEXITSTATUS(st);
+}
+
+unsigned ru_lines_with(const char *file, const char *a, const char *b)
+{
+    size_t n;
+    char *text = (char *)t_slurp(file, &n), *save = NULL;
+    unsigned k = 0;
+
+    for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        k += strstr(l, a) && (!b || strstr(l, b));
+    free(text);
+    return k;
 }

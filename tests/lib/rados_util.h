@@ -55,6 +55,13 @@ uint64_t ru_objects(const char *pool, const char *prefix);
 #define ru_md5 t_md5_hex
 #define ru_pattern t_pattern_buf
 
+/* Run `$T_BUILD_DIR/railio ARGS` (a shell fragment) with the cluster's
+ * conf, stdout and stderr into out (a file in the cluster's directory; its
+ * path), echoed on stderr with the time it took; the exit status. */
+int ru_railio(char *out, size_t cap, const char *args);
+/* How many lines of file hold a, and b when not NULL. */
+unsigned ru_lines_with(const char *file, const char *a, const char *b);
+
 /* The head object of key, raw. *len bytes, malloc'd. */
 char *ru_head(const char *pool, const char *key, size_t *len);
 

@@ -314,6 +314,9 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     abort_s = pp.op_timeout_s * 3 > 10 ? pp.op_timeout_s * 3 : 10;
     if ((s = rio__url_param(u, "abort_timeout")) && opt_s("abort_timeout", s, &abort_s) < 0)
         return RIO_EINVAL;
+    uint64_t stall_s = 60;
+    if ((s = rio__url_param(u, "stall_check")) && opt_s("stall_check", s, &stall_s) < 0)
+        return RIO_EINVAL;
     if ((s = rio__url_param(u, "inject_socket_failures"))) {
         if (rio__opt_uint("inject_socket_failures", s, 0, INT_MAX, &v) < 0)
             return RIO_EINVAL;
@@ -340,6 +343,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     t->base.npaths = npaths;
     t->nconns = nconns;
     t->abort_ns = abort_s * 1000000000ull;
+    t->stall_check_ns = stall_s * 1000000000ull;
     t->fail_chunk = -1;
     t->rng = o && o->seed ? o->seed : 0x7261646f73ull;
     t->gen_state = rio__now_ns() ^ (uint64_t)(uintptr_t)t;
@@ -427,6 +431,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     ret = rio__rados_pool_get(t, u->authority);
     if (ret < 0)
         goto err_close;
+    t->url_pool = ret;
     if (t->nwpools == 0)
         t->nwpools = 1;
     if ((s = rio__url_param(u, "max_object"))) {
@@ -468,9 +473,9 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 /* rt_open reads them; docs/rados.md lists them. */
 static const char *const rados_url_options[] = {
-    "conf",       "id",         "keyring", "timeout", "abort_timeout", "inject_socket_failures",
-    "fail_chunk", "fail_error", "shuffle", "pools",   "max_object",    "list_scan",
-    "conns",      NULL,
+    "conf",       "id",          "keyring", "timeout", "abort_timeout", "inject_socket_failures",
+    "fail_chunk", "fail_error",  "shuffle", "pools",   "max_object",    "list_scan",
+    "conns",      "stall_check", NULL,
 };
 
 const struct rio_transport_ops rio__rados_ops = {
@@ -480,4 +485,5 @@ const struct rio_transport_ops rio__rados_ops = {
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .list = rio__rados_list,
     .exists = rio__rados_exists,
+    .fsck = rio__rados_fsck,
 };

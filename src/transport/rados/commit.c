@@ -18,6 +18,8 @@
 #include <rados/librados.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
+#include "core/internal.h"
 #include "railio.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
@@ -191,6 +193,51 @@ static int stream_close(struct rupload *up, const struct rio_desc *d)
     return 0;
 }
 
+/*
+ * An upload that went stall_check without a chunk landing (its source
+ * stalled), at any point or before this commit, may have lost its chunks to
+ * a `railio fsck` whose grace is shorter than the stall: before publishing,
+ * check that every chunk is still there, so that the head does not name a
+ * chunk that is gone (docs/rados.md "Orphans and fsck"). Costs a PUT
+ * nothing unless it stalled that long. Called after the fence.
+ */
+static int stall_check(struct rados_transport *t, struct rupload *up)
+{
+    struct rstat st[REMOVE_WINDOW];
+    char *names;
+    int ret = 0;
+
+    uint64_t gap = rio__now_ns() - up->last_write_ns;
+    if (up->max_gap_ns > gap)
+        gap = up->max_gap_ns;
+    if (!up->nchunks || gap < t->stall_check_ns)
+        return 0;
+    names = rio__malloc((size_t)REMOVE_WINDOW * NAME_MAX_LEN);
+    if (!names)
+        return -ENOMEM;
+    for (uint64_t b = 0; b < up->nchunks && ret == 0; b += REMOVE_WINDOW) {
+        size_t k = up->nchunks - b < REMOVE_WINDOW ? (size_t)(up->nchunks - b) : REMOVE_WINDOW;
+        for (size_t j = 0; j < k; j++) {
+            st[j].name = names + j * NAME_MAX_LEN;
+            st[j].pool = up->pools[(b + j) % up->npools];
+            rio__rados_chunk_name(st[j].name, NAME_MAX_LEN, up->key, up->generation, b + j);
+        }
+        rio__rados_stat_many(t, st, k, sizeof(*st));
+        for (size_t j = 0; j < k && ret == 0; j++) {
+            if (st[j].err == -ENOENT) {
+                rio__detail("chunk %" PRIu64 " of this upload is gone: it went %" PRIu64
+                            " s without a write (railio fsck with a shorter --grace?)",
+                            b + j, gap / 1000000000u);
+                ret = RIO_EGENERATION;
+            } else if (st[j].err < 0) {
+                ret = st[j].err;
+            }
+        }
+    }
+    rio__free(names);
+    return ret;
+}
+
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
@@ -218,6 +265,9 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     for (uint64_t i = 0; i < up->nchunks; i++)
         if (!up->done[i])
             goto err; /* a chunk never landed: nothing to publish */
+    ret = stall_check(t, up);
+    if (ret < 0)
+        goto err;
     ret = head_build(t, up, d, &buf, &len);
     if (ret < 0)
         goto err;

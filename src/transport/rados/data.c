@@ -233,6 +233,10 @@ static void op_finish(struct rados_transport *t, struct rop *op)
     pthread_mutex_lock(&t->mu);
     if (up && res == (int64_t)io->len) {
         up->done[io->index] = 1;
+        uint64_t now = rio__now_ns();
+        if (now - up->last_write_ns > up->max_gap_ns)
+            up->max_gap_ns = now - up->last_write_ns;
+        up->last_write_ns = now;
         if (io->index + 1 < up->max_done)
             reordered = true;
         else

@@ -33,7 +33,8 @@
  * open/close), data.c (chunk ops: submit, reap, cancel), cache.c (placement
  * cache), commit.c (head read, build and swap; put_commit), meta.c (lookup,
  * put_open, put_abort, remove, chunk removal), list.c (list and exists:
- * head summaries read in parallel), head.c (the head's text format, no
+ * head summaries read in parallel), fsck.c (the sweep of orphan chunk
+ * objects), head.c (the head's text format, no
  * librados).
  *
  * Locks: t->mu guards the op pool, the done queue and the counters; t->cache_mu
@@ -48,6 +49,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <rados/librados.h>
 
@@ -85,6 +87,9 @@ struct rpool {
 
 struct rupload {
     uint64_t magic;
+    /* Under t->mu: when a WRITE of it last landed (put_open at first), and
+     * the longest time it went without one (the commit's stall check). */
+    uint64_t last_write_ns, max_gap_ns;
     char *key;
     uint64_t generation;
     uint64_t size, chunk_size, nchunks; /* streaming: size and nchunks set at commit */
@@ -133,6 +138,7 @@ struct rados_transport {
     rados_ioctx_t head_io;     /* path 0, the URL's pool, namespace "" */
     uint64_t max_object;
     uint64_t abort_ns;
+    uint64_t stall_check_ns; /* a commit after this long without a WRITE checks its chunks */
     uint64_t gen_state;
     int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
     int fail_err;
@@ -143,6 +149,7 @@ struct rados_transport {
     struct rpool pools[MAX_POOLS];
     _Atomic unsigned npools;
     unsigned nwpools; /* pools a PUT spreads over: pools[0..nwpools) */
+    int url_pool;     /* the URL's pool (where heads live) in pools[] */
 
     pthread_mutex_t cache_mu;
     struct centry *cbuckets[CACHE_BUCKETS];
@@ -191,6 +198,15 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 
 /* meta.c */
+struct rm_item {
+    const char *name; /* the object, or NULL: the chunk of (key, gen, index) */
+    int pool;         /* transport pool index */
+    unsigned path;    /* connection to send it on */
+    uint64_t index;
+    int ret;
+};
+uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
+                                  struct rm_item *items, size_t n);
 void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
                                    const struct rio__rados_head *h);
 void rio__rados_upload_free(struct rupload *up);
@@ -205,5 +221,17 @@ int rio__rados_remove(struct rio_transport *tt, const char *key);
 int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
                     struct rio_list_page *out);
 int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);
+
+/* fsck.c */
+struct rstat {
+    char *name;
+    int pool; /* transport pool index */
+    uint64_t size;
+    time_t mtime;
+    int err; /* 0, -ENOENT (gone) or the error */
+};
+void rio__rados_stat_many(struct rados_transport *t, void *base, size_t n, size_t stride);
+int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
+                    struct rio_fsck_report *out);
 
 #endif

@@ -51,20 +51,15 @@ static uint64_t new_generation(struct rados_transport *t)
 
 /* ---------------------------------------------------- chunk removal (sync) */
 
-struct rm_item {
-    int pool;      /* transport pool index */
-    unsigned path; /* connection to send it on */
-    uint64_t index;
-    int ret;
-};
-
 /*
- * Remove chunk objects of (key, gen), each on its own path, REMOVE_WINDOW
- * at a time; retry those that fail (other than "already gone") until the
- * abort deadline. Returns how many could not be removed.
+ * Remove chunk objects of (key, gen) (or each item's own name, when set:
+ * then key and gen are unused), each on its own path, REMOVE_WINDOW at a
+ * time; retry those that fail (other than "already gone") until the
+ * abort deadline. Returns how many could not be removed; each item's ret
+ * is 0 once it is gone, else the last error.
  */
-static uint64_t remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
-                              struct rm_item *items, size_t n)
+uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
+                                  struct rm_item *items, size_t n)
 {
     uint64_t deadline = rio__now_ns() + t->abort_ns, removed = 0, failed = 0;
     char name[NAME_MAX_LEN];
@@ -81,12 +76,16 @@ static uint64_t remove_chunks(struct rados_transport *t, const char *key, uint64
             for (; i < n && k < REMOVE_WINDOW; i++) {
                 if (items[i].ret != 1 && !(items[i].ret < 0))
                     continue;
-                rio__rados_chunk_name(name, sizeof(name), key, gen, items[i].index);
+                const char *nm = items[i].name;
+                if (!nm) {
+                    rio__rados_chunk_name(name, sizeof(name), key, gen, items[i].index);
+                    nm = name;
+                }
                 if (rados_aio_create_completion2(NULL, NULL, &comp[k]) < 0) {
                     items[i].ret = -ENOMEM;
                     continue;
                 }
-                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], name, comp[k]);
+                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], nm, comp[k]);
                 if (r < 0) {
                     rados_aio_release(comp[k]);
                     items[i].ret = r;
@@ -144,7 +143,7 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
         items[n].index = i;
         n++;
     }
-    remove_chunks(t, key, h->generation, items, n);
+    rio__rados_remove_chunks(t, key, h->generation, items, n);
     rio__free(items);
 }
 
@@ -245,6 +244,7 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
         goto err;
     up->chunk_size = chunk_size;
     up->short_index = NO_INDEX;
+    up->last_write_ns = rio__now_ns();
     if (size == RIO_SIZE_UNKNOWN) {
         /* Streaming: the per-chunk arrays grow as chunks are submitted;
          * size and count come with the commit. */
@@ -297,18 +297,18 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
                     items[n].index = i;
                     n++;
                 }
-        remove_chunks(t, up->key, up->generation, items, n);
+        rio__rados_remove_chunks(t, up->key, up->generation, items, n);
         rio__free(items);
     } else if (n) {
         /* No memory for the batch: one at a time. */
-        struct rm_item one;
+        struct rm_item one = {0};
         for (uint64_t i = 0; i < up->hi; i++)
             for (unsigned p = 0; p < t->base.npaths; p++)
                 if (up->paths_tried[i] & (1u << p)) {
                     one.pool = up->pools[i % up->npools];
                     one.path = p;
                     one.index = i;
-                    remove_chunks(t, up->key, up->generation, &one, 1);
+                    rio__rados_remove_chunks(t, up->key, up->generation, &one, 1);
                 }
     }
     rio__rados_upload_free(up);

@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: rio_fsck, the sweep of orphan chunk objects (docs/rados.md
+ * "Orphans and fsck"). A chunk object KEY.G.I is an orphan when the head
+ * KEY does not name generation G: an upload that was killed, one that lost
+ * a race and whose cleanup failed, a replaced or deleted generation whose
+ * removal failed. An upload in progress looks the same, so:
+ *
+ *   1. every head's generation is read (xattr rio.gen) before any chunk is
+ *      listed; a head that cannot be read keeps every chunk of its key;
+ *   2. the chunks no head names are grouped by generation and stat'ed; a
+ *      generation is young, and kept whole, while its newest chunk was
+ *      written within the grace: an upload that goes on writing never
+ *      loses a chunk, however long it runs;
+ *   3. just before a generation goes, its key's head is read again: a head
+ *      committed meanwhile keeps it. Generations go REMOVE_WINDOW at a
+ *      time: their heads read in parallel, then their chunks removed.
+ *
+ * Memory: one record per head (its key) and one per orphan (its name).
+ * Round trips: aio, REMOVE_WINDOW in flight (getxattr, stat, remove).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/internal.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/internal.h"
+
+#define GEN_HEX 16u
+#define SUFFIX_LEN (2u * (1u + GEN_HEX)) /* ".GGGGGGGGGGGGGGGG.IIIIIIIIIIIIIIII" */
+
+struct fhead {
+    char *key;
+    size_t keylen;
+    uint64_t gen; /* 0: the head could not be read (err): its chunks stay */
+    int err;
+};
+
+struct fchunk {
+    struct rstat st; /* first (rio__rados_stat_many); the key: st.name's first keylen bytes */
+    size_t keylen;
+    uint64_t gen, index;
+};
+
+struct fscan {
+    struct rados_transport *t;
+    const struct rio_fsck_args *a;
+    struct rio_fsck_report *r;
+    struct fhead *heads;
+    size_t nheads, capheads;
+    struct fchunk *c;
+    size_t n, cap;
+};
+
+/* Room for one more element in *p (of *cap, elem bytes each): 0 or -ENOMEM. */
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    size_t ncap;
+    void *q;
+
+    if (n < *cap)
+        return 0;
+    ncap = *cap ? *cap * 2 : 256;
+    if (ncap > SIZE_MAX / elem)
+        return -ENOMEM;
+    q = rio__realloc(*p, ncap * elem);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = ncap;
+    return 0;
+}
+
+/* Exactly 16 lower-case hex digits (as railio writes them) into *out. */
+static bool hex16(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < GEN_HEX; i++) {
+        char ch = s[i];
+        if (ch >= '0' && ch <= '9')
+            v = v << 4 | (uint64_t)(ch - '0');
+        else if (ch >= 'a' && ch <= 'f')
+            v = v << 4 | (uint64_t)(ch - 'a' + 10);
+        else
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Keys in byte order, a shorter one first when it is a prefix. */
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static int head_cmp(const void *x, const void *y)
+{
+    const struct fhead *a = x, *b = y;
+    return key_cmp(a->key, a->keylen, b->key, b->keylen);
+}
+
+static const struct fhead *head_find(const struct fscan *s, const char *key, size_t keylen)
+{
+    struct fhead probe = {.key = (char *)key, .keylen = keylen};
+    if (!s->nheads)
+        return NULL;
+    return bsearch(&probe, s->heads, s->nheads, sizeof(*s->heads), head_cmp);
+}
+
+/* By key, generation, pool, index: a generation's chunks side by side. */
+static int chunk_cmp(const void *x, const void *y)
+{
+    const struct fchunk *a = x, *b = y;
+    int c = key_cmp(a->st.name, a->keylen, b->st.name, b->keylen);
+
+    if (c)
+        return c;
+    if (a->gen != b->gen)
+        return a->gen < b->gen ? -1 : 1;
+    if (a->st.pool != b->st.pool)
+        return a->st.pool < b->st.pool ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* The generation in a head's rio.gen value (r bytes read, or an error):
+ * > 0, 0 when the object is no railio head (or is gone), < 0 on error. */
+static int64_t gen_of(int r, const char *buf, uint64_t *gen)
+{
+    if (r == -ENOENT || r == -ENODATA)
+        return 0;
+    if (r < 0)
+        return r;
+    *gen = 0;
+    if (r != (int)GEN_HEX || !hex16(buf, gen) || *gen == 0)
+        return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------- the heads */
+
+/* Read rio.gen of names[0..n) in parallel and keep the heads (the names'
+ * ownership passes to s->heads or is freed). */
+static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
+{
+    rados_completion_t comp[REMOVE_WINDOW];
+    char buf[REMOVE_WINDOW][GEN_HEX + 1];
+    int sent[REMOVE_WINDOW];
+    int ret = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        sent[i] = rados_aio_create_completion2(NULL, NULL, &comp[i]);
+        if (sent[i] == 0) {
+            sent[i] = rados_aio_getxattr(s->t->head_io, names[i], comp[i], RIO_RADOS_GEN_XATTR,
+                                         buf[i], sizeof(buf[i]));
+            if (sent[i] < 0)
+                rados_aio_release(comp[i]);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int r = sent[i];
+        uint64_t gen = 0;
+        if (r == 0) {
+            rados_aio_wait_for_complete(comp[i]);
+            r = rados_aio_get_return_value(comp[i]);
+            rados_aio_release(comp[i]);
+        }
+        int64_t k = gen_of(r, buf[i], &gen);
+        if (k == 0 || ret < 0) {
+            rio__free(names[i]); /* no head: its chunks, if any, are orphans */
+            continue;
+        }
+        ret = grow((void **)&s->heads, &s->capheads, s->nheads, sizeof(*s->heads));
+        if (ret < 0) {
+            rio__free(names[i]);
+            continue;
+        }
+        s->heads[s->nheads++] = (struct fhead){.key = names[i],
+                                               .keylen = lens[i],
+                                               .gen = k > 0 ? gen : 0,
+                                               .err = k < 0 ? rio__rados_xlate((int)k) : 0};
+        if (k > 0)
+            s->r->heads++;
+    }
+    return ret;
+}
+
+/* Every object of the URL's pool (namespace "") whose rio.gen is a
+ * generation: the heads, sorted by key. A listing that fails fails the
+ * whole check: a head it missed would lose its chunks. */
+static int heads_scan(struct fscan *s)
+{
+    rados_list_ctx_t ctx;
+    char *names[REMOVE_WINDOW];
+    size_t lens[REMOVE_WINDOW], n = 0;
+    int ret;
+
+    ret = rados_nobjects_list_open(s->t->head_io, &ctx);
+    if (ret < 0)
+        return rio__rados_xlate(ret);
+    for (;;) {
+        const char *entry, *loc, *ns;
+        size_t elen = 0, llen = 0, nslen = 0;
+        ret = rados_nobjects_list_next2(ctx, &entry, &loc, &ns, &elen, &llen, &nslen);
+        if (ret == -ENOENT) {
+            ret = 0;
+            break;
+        }
+        if (ret < 0) {
+            ret = rio__rados_xlate(ret);
+            rio__detail("listing the heads of the pool failed: %s", rio_errname(ret));
+            break;
+        }
+        if (elen == 0 || elen > RIO_KEY_MAX || memchr(entry, '\0', elen) || llen > 0)
+            continue; /* not a key: no head */
+        names[n] = rio__malloc(elen + 1);
+        if (!names[n]) {
+            ret = -ENOMEM;
+            break;
+        }
+        memcpy(names[n], entry, elen);
+        names[n][elen] = '\0';
+        lens[n++] = elen;
+        if (n == REMOVE_WINDOW) {
+            ret = heads_flush(s, names, lens, n);
+            n = 0;
+            if (ret < 0)
+                break;
+        }
+    }
+    if (ret < 0)
+        for (size_t i = 0; i < n; i++)
+            rio__free(names[i]);
+    else
+        ret = heads_flush(s, names, lens, n);
+    rados_nobjects_list_close(ctx);
+    if (ret == 0 && s->nheads > 1)
+        qsort(s->heads, s->nheads, sizeof(*s->heads), head_cmp);
+    return ret;
+}
+
+/* ------------------------------------------------------------ the chunks */
+
+static void report(struct fscan *s, const struct fchunk *c, int verdict, int err)
+{
+    struct rio_fsck_item it;
+    char key[RIO_KEY_MAX + 1];
+
+    switch (verdict) {
+    case RIO_FSCK_REMOVED:
+    case RIO_FSCK_WOULD_REMOVE:
+        s->r->removed++;
+        s->r->bytes_freed += c->st.size;
+        break;
+    case RIO_FSCK_YOUNG:
+        s->r->young++;
+        break;
+    case RIO_FSCK_RACED:
+        s->r->raced++;
+        break;
+    default:
+        s->r->errors++;
+        break;
+    }
+    s->r->orphans++;
+    if (!s->a->each)
+        return;
+    memcpy(key, c->st.name, c->keylen);
+    key[c->keylen] = '\0';
+    it = (struct rio_fsck_item){.where = s->t->pools[c->st.pool].name,
+                                .name = c->st.name,
+                                .key = key,
+                                .generation = c->gen,
+                                .bytes = c->st.size,
+                                .mtime_ns = (int64_t)c->st.mtime * 1000000000LL,
+                                .verdict = verdict,
+                                .err = err};
+    s->a->each(s->a->arg, &it);
+}
+
+/* One listed name of the chunk namespace: counted, and kept as a candidate
+ * when no head names its generation. */
+static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
+{
+    struct fchunk c = {.st.pool = pool};
+    const struct fhead *h;
+
+    if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
+        name[len - SUFFIX_LEN] != '.' || name[len - SUFFIX_LEN / 2] != '.' ||
+        !hex16(name + len - SUFFIX_LEN + 1, &c.gen) ||
+        !hex16(name + len - SUFFIX_LEN / 2 + 1, &c.index) || c.gen == 0) {
+        s->r->foreign++; /* not a name railio writes: never touched */
+        return 0;
+    }
+    s->r->chunks++;
+    c.keylen = len - SUFFIX_LEN;
+    h = head_find(s, name, c.keylen);
+    if (h && h->gen == c.gen)
+        return 0; /* the head's own */
+    c.st.name = rio__malloc(len + 1);
+    if (!c.st.name)
+        return -ENOMEM;
+    memcpy(c.st.name, name, len);
+    c.st.name[len] = '\0';
+    if (h && h->gen == 0) { /* its head could not be read: kept */
+        report(s, &c, RIO_FSCK_FAILED, h->err);
+        rio__free(c.st.name);
+        return 0;
+    }
+    if (grow((void **)&s->c, &s->cap, s->n, sizeof(*s->c)) < 0) {
+        rio__free(c.st.name);
+        return -ENOMEM;
+    }
+    s->c[s->n++] = c;
+    return 0;
+}
+
+static int chunks_scan(struct fscan *s, int pool)
+{
+    rados_list_ctx_t ctx;
+    int ret;
+
+    ret = rados_nobjects_list_open(s->t->pools[pool].io[0], &ctx);
+    if (ret < 0)
+        return rio__rados_xlate(ret);
+    for (;;) {
+        const char *entry, *loc, *ns;
+        size_t elen = 0, llen = 0, nslen = 0;
+        ret = rados_nobjects_list_next2(ctx, &entry, &loc, &ns, &elen, &llen, &nslen);
+        if (ret == -ENOENT) {
+            ret = 0;
+            break;
+        }
+        if (ret < 0) {
+            ret = rio__rados_xlate(ret);
+            rio__detail("listing the chunk objects of pool '%s' failed: %s", s->t->pools[pool].name,
+                        rio_errname(ret));
+            break;
+        }
+        if (llen > 0) {
+            s->r->foreign++; /* a locator: not railio's */
+            continue;
+        }
+        ret = chunk_seen(s, pool, entry, elen);
+        if (ret < 0)
+            break;
+    }
+    rados_nobjects_list_close(ctx);
+    return ret;
+}
+
+/* Size and mtime of n objects, REMOVE_WINDOW at a time; each begins a
+ * record of stride bytes from base. Each one's err: 0, -ENOENT (gone) or
+ * the error. */
+void rio__rados_stat_many(struct rados_transport *t, void *base, size_t n, size_t stride)
+{
+    rados_completion_t comp[REMOVE_WINDOW];
+    int sent[REMOVE_WINDOW];
+
+    for (size_t b = 0; b < n; b += REMOVE_WINDOW) {
+        size_t k = n - b < REMOVE_WINDOW ? n - b : REMOVE_WINDOW;
+        for (size_t j = 0; j < k; j++) {
+            struct rstat *c = (struct rstat *)((char *)base + (b + j) * stride);
+            sent[j] = rados_aio_create_completion2(NULL, NULL, &comp[j]);
+            if (sent[j] == 0) {
+                sent[j] =
+                    rados_aio_stat(t->pools[c->pool].io[0], c->name, comp[j], &c->size, &c->mtime);
+                if (sent[j] < 0)
+                    rados_aio_release(comp[j]);
+            }
+        }
+        for (size_t j = 0; j < k; j++) {
+            struct rstat *c = (struct rstat *)((char *)base + (b + j) * stride);
+            int r = sent[j];
+            if (r == 0) {
+                rados_aio_wait_for_complete(comp[j]);
+                r = rados_aio_get_return_value(comp[j]);
+                rados_aio_release(comp[j]);
+            }
+            c->err = r < 0 ? (r == -ENOENT ? r : rio__rados_xlate(r)) : 0;
+        }
+    }
+}
+
+/* ------------------------------------------------------- the generations */
+
+/* One (key, generation) of candidates, judged with others in a batch. */
+struct fgen {
+    struct fchunk *c; /* its chunks, c[0..n) */
+    size_t n, live;   /* live: not gone meanwhile */
+    char *key;        /* NUL-terminated, for the head read */
+    int verdict;      /* 0 until judged */
+    int err;
+    int sent;
+    rados_completion_t comp;
+    char buf[GEN_HEX + 1];
+};
+
+/* Without a round trip: gone, failed to stat, or young. */
+static void gen_judge(const struct fscan *s, struct fgen *g, int64_t now_ns)
+{
+    time_t newest = 0;
+
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->c[i].st.err == -ENOENT)
+            continue; /* removed meanwhile (its writer's cleanup): not an orphan */
+        g->live++;
+        if (g->c[i].st.err < 0 && !g->err)
+            g->err = g->c[i].st.err;
+        if (g->c[i].st.mtime > newest)
+            newest = g->c[i].st.mtime;
+    }
+    /* mtime has whole seconds: a chunk of mtime T was written before T + 1.
+     * A grace of 0 protects nothing, not even what was written this second. */
+    int64_t written_ns = ((int64_t)newest + 1) * 1000000000LL;
+    if (g->err)
+        g->verdict = RIO_FSCK_FAILED;
+    else if (s->a->grace_ns &&
+             (now_ns < written_ns || (uint64_t)(now_ns - written_ns) < s->a->grace_ns))
+        g->verdict = RIO_FSCK_YOUNG;
+}
+
+/* The generations g[0..ng): judged, the heads of the old ones read again
+ * (in parallel), their chunks removed (REMOVE_WINDOW in flight across
+ * generations), each chunk reported. */
+static void sweep_batch(struct fscan *s, struct fgen *g, size_t ng, int64_t now_ns)
+{
+    struct rm_item *items = NULL;
+    size_t nitems = 0;
+
+    for (size_t i = 0; i < ng; i++) {
+        gen_judge(s, &g[i], now_ns);
+        if (!g[i].live || g[i].verdict)
+            continue;
+        g[i].key = rio__malloc(g[i].c[0].keylen + 1);
+        g[i].sent = g[i].key ? rados_aio_create_completion2(NULL, NULL, &g[i].comp) : -ENOMEM;
+        if (g[i].sent == 0) {
+            memcpy(g[i].key, g[i].c[0].st.name, g[i].c[0].keylen);
+            g[i].key[g[i].c[0].keylen] = '\0';
+            g[i].sent = rados_aio_getxattr(s->t->head_io, g[i].key, g[i].comp, RIO_RADOS_GEN_XATTR,
+                                           g[i].buf, sizeof(g[i].buf));
+            if (g[i].sent < 0)
+                rados_aio_release(g[i].comp);
+        }
+        if (g[i].sent < 0) {
+            g[i].verdict = RIO_FSCK_FAILED;
+            g[i].err = rio__rados_xlate(g[i].sent);
+        }
+    }
+    for (size_t i = 0; i < ng; i++) {
+        if (!g[i].live || g[i].verdict)
+            continue;
+        rados_aio_wait_for_complete(g[i].comp);
+        int r = rados_aio_get_return_value(g[i].comp);
+        rados_aio_release(g[i].comp);
+        uint64_t head_gen = 0;
+        int64_t k = gen_of(r, g[i].buf, &head_gen);
+        if (k < 0) {
+            g[i].verdict = RIO_FSCK_FAILED;
+            g[i].err = rio__rados_xlate((int)k);
+        } else if (k > 0 && head_gen == g[i].c[0].gen) {
+            g[i].verdict = RIO_FSCK_RACED; /* committed meanwhile */
+        } else if (s->a->flags & RIO_FSCK_DRY_RUN) {
+            g[i].verdict = RIO_FSCK_WOULD_REMOVE;
+        } else {
+            g[i].verdict = RIO_FSCK_REMOVED;
+            nitems += g[i].live;
+        }
+    }
+    if (nitems) {
+        items = rio__calloc(nitems, sizeof(*items));
+        nitems = 0;
+        for (size_t i = 0; i < ng; i++) {
+            if (g[i].verdict != RIO_FSCK_REMOVED)
+                continue;
+            if (!items) {
+                g[i].verdict = RIO_FSCK_FAILED;
+                g[i].err = -ENOMEM;
+                continue;
+            }
+            for (size_t j = 0; j < g[i].n; j++)
+                if (g[i].c[j].st.err != -ENOENT)
+                    items[nitems++] =
+                        (struct rm_item){.name = g[i].c[j].st.name, .pool = g[i].c[j].st.pool};
+        }
+        if (items)
+            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems);
+    }
+    nitems = 0;
+    for (size_t i = 0; i < ng; i++) {
+        for (size_t j = 0; j < g[i].n; j++) {
+            struct fchunk *c = &g[i].c[j];
+            if (c->st.err == -ENOENT)
+                continue;
+            if (g[i].verdict == RIO_FSCK_REMOVED && items[nitems++].ret < 0)
+                report(s, c, RIO_FSCK_FAILED, rio__rados_xlate(items[nitems - 1].ret));
+            else
+                report(s, c, g[i].verdict,
+                       g[i].verdict == RIO_FSCK_FAILED ? (c->st.err ? c->st.err : g[i].err) : 0);
+        }
+        rio__free(g[i].key);
+    }
+    rio__free(items);
+}
+
+int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
+                    struct rio_fsck_report *out)
+{
+    struct rados_transport *t = (struct rados_transport *)tt;
+    struct fscan s = {.t = t, .a = a, .r = out};
+    struct timespec ts;
+    int pools[MAX_HEAD_POOLS + 1], npools = 0, ret;
+
+    /* The URL's pool, then each pool PUTs spread over (pools=). */
+    pools[npools++] = t->url_pool;
+    for (unsigned i = 0; i < t->nwpools; i++)
+        if ((int)i != t->url_pool)
+            pools[npools++] = (int)i;
+
+    ret = heads_scan(&s);
+    for (int i = 0; ret == 0 && i < npools; i++)
+        ret = chunks_scan(&s, pools[i]);
+    if (ret < 0)
+        goto out;
+    rio__rados_stat_many(t, s.c, s.n, sizeof(*s.c));
+    if (s.n > 1)
+        qsort(s.c, s.n, sizeof(*s.c), chunk_cmp);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    struct fgen g[REMOVE_WINDOW];
+    size_t ng = 0;
+    for (size_t i = 0, j; i < s.n; i = j) {
+        for (j = i + 1; j < s.n && s.c[j].gen == s.c[i].gen &&
+                        key_cmp(s.c[j].st.name, s.c[j].keylen, s.c[i].st.name, s.c[i].keylen) == 0;
+             j++)
+            ;
+        g[ng++] = (struct fgen){.c = s.c + i, .n = j - i};
+        if (ng == REMOVE_WINDOW || j == s.n) {
+            sweep_batch(&s, g, ng, now_ns);
+            ng = 0;
+        }
+    }
+out:
+    for (size_t i = 0; i < s.nheads; i++)
+        rio__free(s.heads[i].key);
+    rio__free(s.heads);
+    for (size_t i = 0; i < s.n; i++)
+        rio__free(s.c[i].st.name);
+    rio__free(s.c);
+    return ret;
+}
