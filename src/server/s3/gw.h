@@ -163,6 +163,8 @@ void rio__gw_put_data(struct gw_req *r, const void *p, size_t n);
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r);
 void rio__gw_put_cleanup(struct gw_req *r);
 
+struct rio_entry;
+
 /* multipart.c: uploads under ".rio-mpu/BUCKET/UPLOADID" (the key) and
  * their parts ".rio-mpu/BUCKET/UPLOADID/NNNNN" on the backend. */
 #define GW_MPU_PREFIX ".rio-mpu/"
@@ -174,6 +176,12 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r);
+/* Every backend key under prefix, in pages; fn(arg, entry) for each until
+ * one returns non-zero. 0, fn's value or a listing error. */
+int rio__gw_each_key(const char *prefix, unsigned flags,
+                     int (*fn)(void *arg, const struct rio_entry *e), void *arg);
+/* An rio__gw_each_key fn: delete the entry (not a directory), errors ignored. */
+int rio__gw_drop_entry(void *arg, const struct rio_entry *e);
 
 /* objmeta.c: object metadata records ".rio-meta/BUCKET/<SHA-256 of KEY>"
  * (meta.h, docs/gateway.md "Object metadata"). */

@@ -186,9 +186,8 @@ int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_put_open(c, r);
 }
 
-/* Every key under prefix, in pages; fn(arg, entry) for each. 0 or an error. */
-static int each_key(const char *prefix, unsigned flags,
-                    int (*fn)(void *arg, const struct rio_entry *e), void *arg)
+int rio__gw_each_key(const char *prefix, unsigned flags,
+                     int (*fn)(void *arg, const struct rio_entry *e), void *arg)
 {
     char token[RIO_LIST_TOKEN_MAX + 1] = "";
     int ret = 0;
@@ -212,7 +211,7 @@ static int each_key(const char *prefix, unsigned flags,
     return ret;
 }
 
-static int drop_one(void *arg, const struct rio_entry *e)
+int rio__gw_drop_entry(void *arg, const struct rio_entry *e)
 {
     (void)arg;
     if (!(e->flags & RIO_ENTRY_DIR))
@@ -226,7 +225,7 @@ static void drop_upload(const struct gw_req *r, const char *id)
     char k[160];
 
     snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
-    each_key(k, 0, drop_one, NULL);
+    rio__gw_each_key(k, 0, rio__gw_drop_entry, NULL);
     upload_key(r, id, k, sizeof(k));
     rio_delete(rio__gw_client(), k);
 }
@@ -284,7 +283,7 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
                        "<IsTruncated>false</IsTruncated>",
                        GW_MPU_PARTS_MAX);
     snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
-    ret = each_key(k, 0, part_entry, &x);
+    ret = rio__gw_each_key(k, 0, part_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);
         return rio__gw_rio_error(c, r, ret, "list parts");
@@ -339,7 +338,7 @@ int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
     rio__gw_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
     xml_elem(&b, "Bucket", r->bucket);
     rio__gw_buf_printf(&b, "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
-    ret = each_key(prefix, RIO_LIST_DELIM, upload_entry, &x);
+    ret = rio__gw_each_key(prefix, RIO_LIST_DELIM, upload_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);
         return rio__gw_rio_error(c, r, ret, "list uploads");

@@ -272,24 +272,10 @@ void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n)
 
 void rio__gw_meta_drop_bucket(const char *bucket)
 {
-    char prefix[GW_META_KEY_MAX], token[RIO_LIST_TOKEN_MAX + 1] = "";
+    char prefix[GW_META_KEY_MAX];
 
     snprintf(prefix, sizeof(prefix), GW_META_PREFIX "%s/", bucket);
-    do {
-        struct rio_list_args a;
-        struct rio_list_page p;
-        memset(&a, 0, sizeof(a));
-        memset(&p, 0, sizeof(p));
-        a.prefix = prefix;
-        a.token = token;
-        if (rio_list(rio__gw_client(), &a, &p, NULL) < 0)
-            return;
-        for (unsigned i = 0; i < p.n; i++)
-            if (!(p.entries[i].flags & RIO_ENTRY_DIR))
-                rio_delete(rio__gw_client(), p.entries[i].key);
-        snprintf(token, sizeof(token), "%s", p.next_token);
-        rio_list_page_cleanup(&p);
-    } while (token[0]);
+    rio__gw_each_key(prefix, 0, rio__gw_drop_entry, NULL);
 }
 
 const char *rio__gw_meta_etag(const struct gw_meta *m, const char *etag)
