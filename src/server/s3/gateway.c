@@ -795,6 +795,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
         }
     }
     g.anonymous = cfg->anonymous;
+    rio__gw_head_ttl(cfg->head_cache_ns);
     if (!g.keys && !g.anonymous)
         SRV_WARN("s3: neither --s3-keys nor --s3-anonymous: every request will be refused");
     g.backend = rio__strdup(cfg->backend);
@@ -840,6 +841,7 @@ void rio__s3_gw_stop(void)
     g.backend = NULL;
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
+    rio__gw_head_clear();
 }
 
 size_t rio__s3_gw_metrics(char *buf, size_t cap)
@@ -895,6 +897,15 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap)
         rio__gw_buf_printf(&b, "railiod_s3_request_seconds_count{op=\"%s\"} %llu\n", op_names[op],
                            (unsigned long long)cum);
     }
+    uint64_t hits, misses;
+    rio__gw_head_counts(&hits, &misses);
+    rio__gw_buf_printf(&b,
+                       "# HELP railiod_s3_head_cache_total GET lookups answered by the head "
+                       "cache (hit) or the backend (miss).\n"
+                       "# TYPE railiod_s3_head_cache_total counter\n"
+                       "railiod_s3_head_cache_total{result=\"hit\"} %llu\n"
+                       "railiod_s3_head_cache_total{result=\"miss\"} %llu\n",
+                       (unsigned long long)hits, (unsigned long long)misses);
     n = b.oom ? 0 : b.len;
     if (n >= cap)
         n = cap - 1;
