@@ -427,9 +427,9 @@ TEST(stat_mtime_and_range_reader)
     T_EQ(p.n, 1u);
     T_EQ(p.entries[0].mtime_ns, mt);
     rio_list_page_cleanup(&p);
+    rio_desc_cleanup(&d);
     T_ERR(rio_stat_mtime(c, "mt/none", &d, &mt), RIO_ENOTFOUND);
     T_EQ(mt, 0);
-    rio_desc_cleanup(&d);
 
     T_OK(rio_stat_mtime(c, "mt/key", &d, &mt));
     T_OK(rio_reader_open_desc(c, &d, CH - 7, 2 * CH, 0, NULL, &rd));
