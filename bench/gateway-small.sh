@@ -9,12 +9,14 @@
 # ticks, so only means over many requests mean anything) and in context
 # switches of the daemon's threads.
 #   bench/gateway-small.sh [--builds "DIR..."] [--clients 16] [--n 20]
-#                          [--rounds 2] [--kib 64]
+#                          [--rounds 2] [--kib 64] [--keepalive]
 # --builds: build directories, one gateway each (default: ./build); the
 # same directory twice compares a build with itself (the noise).
+# --keepalive: each client's GETs are one curl process on one connection
+# (by default, as bench/gateway.sh: one process and connection a request).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILDS=$ROOT/build CLIENTS=16 N=20 ROUNDS=2 KIB=64
+BUILDS=$ROOT/build CLIENTS=16 N=20 ROUNDS=2 KIB=64 KEEPALIVE=0
 while [ $# -gt 0 ]; do
     case $1 in
     --builds) BUILDS=$2; shift 2 ;;
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
     --n) N=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --kib) KIB=$2; shift 2 ;;
+    --keepalive) KEEPALIVE=1; shift ;;
     *) echo "bench/gateway-small.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -69,6 +72,12 @@ load() { # endpoint index, PUT or GET
     t0=$(date +%s.%N)
     for c in $(seq "$CLIENTS"); do
         (
+            if [ "$dir" = GET ] && [ "$KEEPALIVE" = 1 ]; then
+                args=()
+                for j in $(seq "$N"); do args+=(-o /dev/null "$url/small$i/s$c-$j"); done
+                curl -sf "${SIGV4[@]}" -w '%{time_total}\n' "${args[@]}" > "$DIR/lat.$c"
+                exit 0
+            fi
             for j in $(seq "$N"); do
                 if [ "$dir" = PUT ]; then
                     curl -sf "${SIGV4[@]}" -T "$DIR/small" -o /dev/null -w '%{time_total}\n' \
