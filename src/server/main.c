@@ -97,8 +97,9 @@ static void usage(FILE *f)
            "                            server, over railio:// on its first listener)\n"
            "  --s3-keys F               access keys and secrets of the gateway's users\n"
            "  --s3-anonymous            let unsigned requests in (off by default)\n"
-           "  --s3-head-cache DURATION  how long the gateway keeps a descriptor it read, a\n"
-           "                            hint each GET verifies (default 1s; 0: off)\n"
+           "  --s3-head-cache DURATION  rados:// backends: how long the gateway keeps a\n"
+           "                            descriptor it read, a hint each GET verifies\n"
+           "                            (default 1s; 0: off)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");

@@ -165,6 +165,36 @@ TEST(objects_file)
     objects(url);
 }
 
+/* The head cache is for rados:// only: over file:// (whose cache of open
+ * files keeps a replaced or removed generation readable a while) a GET
+ * through one gateway after another replaced or deleted the object serves
+ * the new bytes or 404, even with --s3-head-cache given, and never a hit. */
+TEST(head_cache_off_on_file)
+{
+    static const char *const hour[] = {"--s3-head-cache", "1h", NULL};
+    struct gw a, b;
+    char url[256];
+    const char *dir = t_scratch_dir("gw-hc-file");
+
+    snprintf(url, sizeof(url), "file://%s", dir);
+    gw_start(&a, url, hour);
+    gw_start(&b, url, NULL);
+    gw_file(&a, "v1", 300 * 1024 + 1, 51);
+    gw_file(&a, "v2", 200 * 1024 + 2, 52);
+    T_EQ(gw_curl(&a, "o", "-X PUT %s/hcf", a.url), 200);
+    T_EQ(gw_curl(&a, "o", "-T %s %s/hcf/k", gw_path(&a, "v1"), a.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/hcf/k", a.url), 200);
+    T_TRUE(gw_same(&a, "got", "v1"));
+    T_EQ(gw_curl(&b, "o", "-T %s %s/hcf/k", gw_path(&a, "v2"), b.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/hcf/k", a.url), 200);
+    T_TRUE(gw_same(&a, "got", "v2"));
+    T_EQ(gw_curl(&b, "o", "-X DELETE %s/hcf/k", b.url), 204);
+    T_EQ(gw_curl(&a, "got", "%s/hcf/k", a.url), 404);
+    T_EQ(srv_scrape(&a.e, "railiod_s3_head_cache_total{result=\"hit\"}"), 0);
+    gw_stop(&b);
+    gw_stop(&a);
+}
+
 /* ListObjects V1 and V2 on the server's own store. */
 TEST(listing)
 {

@@ -795,7 +795,18 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
         }
     }
     g.anonymous = cfg->anonymous;
-    rio__gw_head_ttl(cfg->head_cache_ns);
+    /* The head cache rests on rados://'s layout: a replaced or removed
+     * generation's chunk objects are gone before the PUT or DELETE is
+     * acknowledged, so a stale entry fails its first read. Elsewhere an old
+     * generation may stay readable a while (file://'s cache of open files),
+     * so the cache is off. */
+    if (strncmp(cfg->backend, "rados://", 8) == 0) {
+        rio__gw_head_ttl(cfg->head_cache_ns);
+    } else {
+        if (cfg->head_cache_ns && cfg->head_cache_ns != UINT64_MAX)
+            SRV_WARN("s3: --s3-head-cache is for rados:// backends only: off");
+        rio__gw_head_ttl(0);
+    }
     if (!g.keys && !g.anonymous)
         SRV_WARN("s3: neither --s3-keys nor --s3-anonymous: every request will be refused");
     g.backend = rio__strdup(cfg->backend);

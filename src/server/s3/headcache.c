@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The gateway's head cache (docs/gateway.md, "GET and the head cache"): the
- * descriptors and last-modified times of recently read objects, so that the
- * ranged GETs of one object (the aws CLI's and railio's parallel parts) do
- * not each read its head again. Small and bounded: HC_SLOTS slots, direct
- * mapped by a hash of the key (a key evicts whatever held its slot), none
- * for objects of more than HC_CHUNKS_MAX chunks, each entry good for
- * HC_TTL_NS at most.
+ * The gateway's head cache (docs/gateway.md, "GET and the head cache"), on
+ * rados:// backends only (gateway.c): the descriptors and last-modified
+ * times of recently read or written objects, so that the ranged GETs of one
+ * object (the aws CLI's and railio's parallel parts) do not each read its
+ * head again. Small and bounded: HC_SLOTS slots, direct mapped by a hash of
+ * the key (a key evicts whatever held its slot), none for objects of more
+ * than HC_CHUNKS_MAX chunks, each entry good for --s3-head-cache at most.
  *
  * An entry is a hint, never the answer: a GET served from it still reads
  * the generation it names, chunk by chunk, each verified against the
@@ -17,7 +17,7 @@
  * object has no chunk to fail on, so it is never cached. The TTL bounds
  * what a replacing PUT whose chunk removal failed (and left the old chunks
  * in place) could still serve: the old, whole, verified version, for at
- * most HC_TTL_NS.
+ * most that long.
  */
 #include <errno.h>
 #include <pthread.h>
