@@ -344,9 +344,13 @@ TEST(protocol_and_metrics)
               "grep -q 'Re-using existing connection'",
               g.url, g.url),
          0);
-    /* One log line per request: the key's length, not the key. */
-    for (int i = 0; i < 50 && !srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 "
-                                                   "status=200 in=3145728 out=0 ms=");
+    /* One log line per request: the key's length, not the key. A request's
+     * line is written once its answer is sent, which the client may see
+     * first: wait for the last GET's too. */
+    for (int i = 0; i < 50 && (!srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 "
+                                                    "status=200 in=3145728 out=0 ms=") ||
+                               srv_log_count(&g.e, "s3 GET GetObject bucket=bkt keylen=3 "
+                                                   "status=200 in=0 out=3145728 ms=") < 2);
          i++)
         t_sleep_ms(20);
     T_EQ(srv_log_count(&g.e, "s3 PUT PutObject bucket=bkt keylen=3 status=200 in=3145728 out=0 "
