@@ -370,6 +370,12 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
 
 /** Descriptor of key. The caller calls rio_desc_cleanup(out). */
 int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out);
+/**
+ * rio_stat, and the object's last-modified time (ns since the epoch) in
+ * *mtime_ns (if not NULL) where the backend gives it in the same round trip
+ * (rados://); 0 where it cannot (rio_list's entries may say).
+ */
+int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns);
 
 /** Remove key. Returns 0, or RIO_ENOTFOUND. */
 int rio_delete(struct rio_client *c, const char *key);
@@ -554,6 +560,22 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
  */
 int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
                        const struct rio_call *call, struct rio_reader **out);
+/**
+ * A reader of the range [offset, offset + length) of the object d describes
+ * (length past the end: to the end; offset beyond the size: RIO_EINVAL),
+ * made from d instead of a lookup: d is what rio_stat or rio_reader_desc
+ * gave (the caller's; read during the call only), checked again here.
+ * Only the chunks holding the range are fetched, each verified whole, and
+ * rio_reader_read returns 0 after the range's last byte. The reads name
+ * d->generation, so a key replaced or removed since d was read fails
+ * RIO_EGENERATION (or the backend's not-found) instead of handing out
+ * another generation's bytes; with d->generation 0 (a backend that keeps
+ * none) key d->key is looked up as by rio_reader_open_at. With
+ * call->expect_generation set and different from d's: RIO_EGENERATION.
+ */
+int rio_reader_open_desc(struct rio_client *c, const struct rio_desc *d, uint64_t offset,
+                         uint64_t length, unsigned prefetch, const struct rio_call *call,
+                         struct rio_reader **out);
 /**
  * Copy up to n bytes of the object, in order, into buf. Blocks until bytes are
  * ready. Returns the count, 0 at the end of the object, or an error (then every

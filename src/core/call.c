@@ -104,10 +104,10 @@ uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt,
  * the call with RIO_EPROTO and a line on stderr that names the field.
  */
 static int client_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                         struct rio_desc *out)
+                         struct rio_desc *out, int64_t *mtime_ns)
 {
     char why[192];
-    int ret = rio__meta_lookup(c, m, key, out);
+    int ret = rio__meta_lookup(c, m, key, out, mtime_ns);
     if (ret < 0)
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));
@@ -118,6 +118,27 @@ static int client_lookup(struct rio_client *c, const struct rio__meta *m, const 
         memset(out, 0, sizeof(*out));
     }
     return ret;
+}
+
+/* A descriptor the caller holds (rio_reader_open_desc): checked like a
+ * lookup's, copied with its checksum list, no round trip. */
+static int desc_given(const struct rio_desc *d, const char *key, struct rio_desc *out)
+{
+    char why[192];
+    int ret = rio__desc_check(d, key, why, sizeof(why));
+    if (ret < 0) {
+        rio__detail("descriptor given: %s", why);
+        return RIO_EINVAL;
+    }
+    *out = *d;
+    out->xxh = NULL;
+    if (d->xxh && d->nchunks) {
+        out->xxh = rio__malloc((size_t)d->nchunks * sizeof(*out->xxh));
+        if (!out->xxh)
+            return -ENOMEM;
+        memcpy(out->xxh, d->xxh, (size_t)d->nchunks * sizeof(*out->xxh));
+    }
+    return 0;
 }
 
 void rio__get_plan_drop(struct rio_client *c, struct rio__get_plan *g)
@@ -137,7 +158,8 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     struct rio__meta m;
     memset(g, 0, sizeof(*g));
     rio__meta_for_call(&m, call);
-    int ret = client_lookup(c, &m, r->key, &g->desc);
+    int ret = r->given && r->given->generation ? desc_given(r->given, r->key, &g->desc)
+                                               : client_lookup(c, &m, r->key, &g->desc, NULL);
     if (ret < 0)
         goto err;
     ret = RIO_EGENERATION;
@@ -179,6 +201,7 @@ void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__ge
     r->generation = g->desc.generation;
     r->chunk_size = g->chunk_size;
     r->nchunks = g->nchunks;
+    r->end = g->nchunks; /* a reader of a range lowers it */
     r->xxh = r->desc.xxh;
     r->chunks = g->chunks;
     if (g->staging) {
@@ -227,19 +250,23 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
     rio__get_publish(call, r, &g);
     if (r->prefetch) {
         /* A reader at an offset starts at the chunk holding it (verified
-         * whole); at the very end nothing is left to fetch. */
+         * whole), and one of a range ends with the chunk holding its last
+         * byte; at the very end, or for an empty range, nothing is left to
+         * fetch. */
         if (r->read_from > r->size)
             return RIO_EINVAL;
         r->first = r->read_from == r->size ? r->nchunks : r->read_from / r->chunk_size;
-        if (r->first && r->first == r->nchunks) {
+        if (r->read_len < r->size - r->read_from)
+            r->end = r->read_len ? (r->read_from + r->read_len - 1) / r->chunk_size + 1 : r->first;
+        if ((r->first && r->first == r->nchunks) || (r->nchunks && r->end == r->first)) {
             r->decided = true;
             r->fenced = true;
         }
     }
-    if (r->prefetch && r->nchunks > r->first) {
+    if (r->prefetch && r->end > r->first) {
         /* A reader: chunks land in a ring of prefetch slots. */
-        if (r->prefetch > r->nchunks - r->first)
-            r->prefetch = (unsigned)(r->nchunks - r->first);
+        if (r->prefetch > r->end - r->first)
+            r->prefetch = (unsigned)(r->end - r->first);
         /* The ring counts against the client's budget: fewer slots when
          * chunks are large (one at least). */
         uint64_t fit = c->o.budget_bytes / r->chunk_size;
@@ -248,6 +275,11 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
         size_t ring;
         if (__builtin_mul_overflow((size_t)r->prefetch, r->chunk_size, &ring))
             return RIO_ETOOBIG;
+        /* One slot (a small object, or a range in one chunk): the size of
+         * that chunk, not a whole chunk_size, so a 64 KiB GET does not take
+         * (and fault in) megabytes. */
+        if (r->prefetch == 1 && r->size - r->first * r->chunk_size < ring)
+            ring = (size_t)(r->size - r->first * r->chunk_size);
         r->ring = rio__stage_get(c, ring, &r->staging_cap);
         if (!r->ring)
             return -ENOMEM;
@@ -255,8 +287,11 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
         r->data = NULL;
         for (uint64_t i = 0; i < r->first; i++)
             r->chunks[i].state = CH_DONE;
-        r->done = r->first;
+        for (uint64_t i = r->end; i < r->nchunks; i++)
+            r->chunks[i].state = CH_DONE;
+        r->done = r->first + (r->nchunks - r->end);
         r->next_new = r->first;
+        /* The window never passes end: chunks after the range never go out. */
         atomic_store(&r->window, r->first + r->prefetch);
     }
     return 0;
@@ -601,7 +636,7 @@ int rio__call_start(struct rio_client *c, struct rio__call *call, const struct r
         r->deadline_ns = r->ring && !(opt && opt->deadline_ms)
                              ? UINT64_MAX
                              : rio__call_deadline_of(c, opt, call->t0);
-        total += r->nchunks - r->first;
+        total += (r->ring ? r->end : r->nchunks) - r->first;
         call->progress_total += r->size - rio__req_skipped(r);
     }
     if (total) {
@@ -858,16 +893,26 @@ static int meta_for_key(struct rio_client *c, const char *key, struct rio__meta 
 
 int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
 {
+    return rio_stat_mtime(c, key, out, NULL);
+}
+
+int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns)
+{
     struct rio__meta m;
 
     rio__detail_clear();
+    if (mtime_ns)
+        *mtime_ns = 0;
     if (!c || !out)
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
-    return client_lookup(c, &m, key, out);
+    ret = client_lookup(c, &m, key, out, mtime_ns);
+    if (ret < 0 && mtime_ns)
+        *mtime_ns = 0;
+    return ret;
 }
 
 int rio_delete(struct rio_client *c, const char *key)

@@ -324,8 +324,9 @@ static uint64_t remaining_unassigned_locked(struct rio_client *c)
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
-        if (r->next_new < r->nchunks)
-            b += r->size - r->next_new * r->chunk_size;
+        uint64_t end = r->ring ? r->end : r->nchunks;
+        if (r->next_new < end)
+            b += (end < r->nchunks ? end * r->chunk_size : r->size) - r->next_new * r->chunk_size;
         rio_list_each (ch, &r->rq, struct rio__chunk, qnode)
             b += ch_len(r, ch);
     }
@@ -459,8 +460,8 @@ static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
     if (r->next_new < r->nchunks) {
         if (r->type == RIO_OP_PUT && r->next_new >= atomic_load(&r->hashed))
             return NULL;
-        if (r->ring && r->next_new >= atomic_load(&r->window))
-            return NULL;
+        if (r->ring && (r->next_new >= atomic_load(&r->window) || r->next_new >= r->end))
+            return NULL; /* a reader: past its window, or past its range */
         return &r->chunks[r->next_new++];
     }
     return NULL;

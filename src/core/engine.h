@@ -150,8 +150,15 @@ struct rio__req {
     uint8_t *ring;
     unsigned prefetch;
     /* A reader opened at an offset (read_from, set before the lookup):
-     * chunks below first are never fetched and count as done. */
-    uint64_t read_from, first;
+     * chunks below first are never fetched and count as done. A reader of
+     * a range (read_len, set before the lookup; UINT64_MAX: to the end):
+     * chunks from end on are never fetched either and count as done; end
+     * is nchunks for every other GET. */
+    uint64_t read_from, first, read_len, end;
+    /* A reader given its descriptor (rio_reader_open_desc): the plan is
+     * made from it instead of a lookup; the caller's, valid during the
+     * open only. */
+    const struct rio_desc *given;
     _Atomic uint64_t window;
     uint64_t size, chunk_size, nchunks;
     /* PUT: a part of a streaming writer's upload: its chunk k is the
@@ -211,11 +218,16 @@ struct rio__req {
     struct rio_list_node cnode; /* on the call's ready list */
 };
 
-/* A reader opened at an offset: the bytes of the chunks it never fetches. */
+/* A reader opened at an offset or of a range: the bytes of the chunks it
+ * never fetches. */
 static inline uint64_t rio__req_skipped(const struct rio__req *r)
 {
     uint64_t b = r->first * r->chunk_size;
-    return b < r->size ? b : r->size;
+    if (b > r->size)
+        b = r->size;
+    if (r->type == RIO_OP_GET && r->end < r->nchunks)
+        b += r->size - r->end * r->chunk_size;
+    return b;
 }
 
 struct rio__call {
@@ -405,8 +417,10 @@ void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);
 /* Bounds of a metadata call with no call options (rio_stat, rio_delete):
  * the client's deadline from now. */
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c);
+/* A lookup; mtime_ns not NULL: the object's last-modified time too, where
+ * the transport gives it in the same round trip (else 0). */
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                     struct rio_desc *out);
+                     struct rio_desc *out, int64_t *mtime_ns);
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);

@@ -135,6 +135,7 @@ struct meta_op {
     int kind;
     const char *key;
     struct rio_desc *out;                  /* lookup */
+    int64_t *mtime_ns;                     /* lookup: NULL, or the mtime wanted */
     uint64_t size, chunk_size;             /* put_open */
     void **upload;                         /* put_open */
     const struct rio_list_args *list_args; /* list */
@@ -148,6 +149,8 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
 {
     switch (op->kind) {
     case META_LOOKUP:
+        if (op->mtime_ns)
+            return rio__t_lookup_mtime(c->t, op->key, op->out, op->mtime_ns);
         return rio__t_lookup(c->t, op->key, op->out);
     case META_PUT_OPEN:
         return rio__t_put_open(c->t, op->key, op->size, op->chunk_size, op->upload);
@@ -186,9 +189,9 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
 }
 
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                     struct rio_desc *out)
+                     struct rio_desc *out, int64_t *mtime_ns)
 {
-    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out};
+    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out, .mtime_ns = mtime_ns};
     return meta_run(c, m, &op);
 }
 

@@ -43,6 +43,7 @@ struct rio_reader {
     struct rio_stats *stats;
     uint64_t next;  /* chunk being consumed */
     uint64_t pos;   /* bytes of it already handed out */
+    uint64_t stop;  /* the range's end: no byte from here on is handed out */
     uint64_t t_out; /* when the caller last left rio_reader_read; 0: in the library */
     int err;
 };
@@ -61,17 +62,16 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     return rio_reader_open_at(c, key, 0, prefetch, opt, out);
 }
 
-int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+/* A reader of [offset, offset + length) of key (length UINT64_MAX: to the
+ * end), planned from d when given, else from a lookup. */
+static int reader_open(struct rio_client *c, const char *key, const struct rio_desc *d,
+                       uint64_t offset, uint64_t length, unsigned prefetch,
                        const struct rio_call *opt, struct rio_reader **out)
 {
     struct rio_reader *rd;
     struct rio__call *call;
     int ret;
 
-    rio__detail_clear();
-    if (!c || !out)
-        return RIO_EINVAL;
-    *out = NULL;
     rd = rio__calloc(1, sizeof(*rd));
     if (!rd)
         return -ENOMEM;
@@ -82,7 +82,10 @@ int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, u
     struct rio__req *r = &call->reqs[0];
     r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
     r->read_from = offset;
+    r->read_len = length;
+    r->given = d;
     ret = rio__req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
+    r->given = NULL;
     if (ret < 0)
         goto err_call;
     ret = rio__call_start(c, call, opt);
@@ -95,6 +98,7 @@ int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, u
      * whole; its bytes before offset are never handed out. */
     rd->next = r->first;
     rd->pos = r->first < r->nchunks ? offset - r->first * r->chunk_size : 0;
+    rd->stop = length < r->size - offset ? offset + length : r->size;
     rd->stats = opt ? opt->stats : NULL;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
@@ -109,6 +113,27 @@ err_rd:
     return ret;
 }
 
+int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, unsigned prefetch,
+                       const struct rio_call *opt, struct rio_reader **out)
+{
+    rio__detail_clear();
+    if (!c || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    return reader_open(c, key, NULL, offset, UINT64_MAX, prefetch, opt, out);
+}
+
+int rio_reader_open_desc(struct rio_client *c, const struct rio_desc *d, uint64_t offset,
+                         uint64_t length, unsigned prefetch, const struct rio_call *opt,
+                         struct rio_reader **out)
+{
+    rio__detail_clear();
+    if (!c || !d || !out || !memchr(d->key, '\0', sizeof(d->key)))
+        return RIO_EINVAL;
+    *out = NULL;
+    return reader_open(c, d->key, d, offset, length, prefetch, opt, out);
+}
+
 const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
 {
     return rd && rd->r ? &rd->r->desc : NULL;
@@ -121,7 +146,7 @@ static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
     struct rio__req *r = rd->r;
     if (rd->err)
         return rd->err;
-    if (rd->next >= r->nchunks)
+    if (rd->next >= r->end || rd->next * r->chunk_size + rd->pos >= rd->stop)
         return 0;
     struct rio__chunk *ch = &r->chunks[rd->next];
     pthread_mutex_lock(&rd->c->mu);
@@ -136,7 +161,7 @@ static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
         return rd->err;
     }
     uint64_t off = rd->next * r->chunk_size;
-    uint64_t clen = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+    uint64_t clen = rd->stop - off < r->chunk_size ? rd->stop - off : r->chunk_size;
     *p = r->ring + (rd->next % r->prefetch) * r->chunk_size + rd->pos;
     *n = (size_t)(clen - rd->pos);
     return 1;
@@ -181,7 +206,8 @@ static int reader_end(struct rio_reader *rd, int err)
 {
     struct rio_client *c = rd->c;
     struct rio__req *r = rd->r;
-    bool complete = rd->next >= r->nchunks && !rd->err;
+    bool complete =
+        !rd->err && (rd->next >= r->end || rd->next * r->chunk_size + rd->pos >= rd->stop);
     reader_back(rd);
     stream_unlink(c, &rd->st);
     if (!complete)

@@ -97,6 +97,9 @@ static void usage(FILE *f)
            "                            server, over railio:// on its first listener)\n"
            "  --s3-keys F               access keys and secrets of the gateway's users\n"
            "  --s3-anonymous            let unsigned requests in (off by default)\n"
+           "  --s3-head-cache DURATION  rados:// backends: how long the gateway keeps a\n"
+           "                            descriptor it read, a hint each GET verifies\n"
+           "                            (default 1s; 0: off)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -271,6 +274,7 @@ enum {
     OPT_S3_BACKEND,
     OPT_S3_KEYS,
     OPT_S3_ANON,
+    OPT_S3_HEAD_CACHE,
 };
 
 static const struct option long_opts[] = {
@@ -309,6 +313,7 @@ static const struct option long_opts[] = {
     {"s3-backend", required_argument, NULL, OPT_S3_BACKEND},
     {"s3-keys", required_argument, NULL, OPT_S3_KEYS},
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANON},
+    {"s3-head-cache", required_argument, NULL, OPT_S3_HEAD_CACHE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -322,6 +327,7 @@ struct args {
     const char *tls_cert, *tls_key;
     const char *s3_listen, *s3_backend, *s3_keys;
     int s3_anonymous;
+    uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -444,6 +450,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     cfg->handshake_timeout_ns = 5 * SEC;
     cfg->auth_fail_burst = 10;
     a->listen = "127.0.0.1:7070";
+    a->s3_head_cache_ns = UINT64_MAX;
     *done = 0;
 
     optind = 1;
@@ -479,6 +486,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_S3_ANON:
             a->s3_anonymous = 1;
             break;
+        case OPT_S3_HEAD_CACHE:
+            if (rio__parse_duration_ns(optarg, &a->s3_head_cache_ns) < 0 ||
+                a->s3_head_cache_ns > 3600 * SEC)
+                return bad_value(name, optarg);
+            break;
         case OPT_VERSION:
             printf("railiod %d.%d.%d (protocol %d)\n", RIO_VERSION_MAJOR, RIO_VERSION_MINOR,
                    RIO_VERSION_PATCH, RIO_PROTO_VERSION);
@@ -504,8 +516,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         usage(stderr);
         return 2;
     }
-    if ((a->s3_backend || a->s3_keys || a->s3_anonymous) && !a->s3_listen) {
-        fprintf(stderr, "railiod: --s3-backend, --s3-keys and --s3-anonymous need --s3-listen\n");
+    if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_head_cache_ns != UINT64_MAX) &&
+        !a->s3_listen) {
+        fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous and --s3-head-cache "
+                        "need --s3-listen\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -775,8 +789,10 @@ static int serve(struct rio_srv *srv, int sfd)
 static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_listener *l)
 {
 #if RIO_HAVE_MHD
-    struct rio_s3_gw_config gc = {
-        .backend = a->s3_backend, .keys = a->s3_keys, .anonymous = a->s3_anonymous};
+    struct rio_s3_gw_config gc = {.backend = a->s3_backend,
+                                  .keys = a->s3_keys,
+                                  .anonymous = a->s3_anonymous,
+                                  .head_cache_ns = a->s3_head_cache_ns};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

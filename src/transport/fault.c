@@ -916,14 +916,23 @@ static int parse_rules(struct fault_transport *t, const char *s)
     return 0;
 }
 
+static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct rio_desc *out,
+                              int64_t *mtime_ns)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    int ret = meta_fault(t, RIO_MOCK_OP_LOOKUP);
+
+    return ret < 0 ? ret : rio__t_lookup_mtime(t->inner, key, out, mtime_ns);
+}
+
 #define FAULT_OPS(c)                                                                               \
     {                                                                                              \
         .scheme = "fault", .caps = (c), .open = fault_open, .close = fault_close,                  \
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
-        .lookup = fault_lookup, .put_open = fault_put_open, .put_commit = fault_put_commit,        \
-        .put_abort = fault_put_abort, .remove = fault_remove, .list = fault_list,                  \
-        .exists = fault_exists, .fsck = fault_fsck, .path_cap = fault_path_cap,                    \
-        .cpu_ns = fault_cpu_ns,                                                                    \
+        .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
+        .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
+        .list = fault_list, .exists = fault_exists, .fsck = fault_fsck,                            \
+        .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                                        \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

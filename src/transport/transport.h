@@ -195,6 +195,11 @@ struct rio_transport_ops {
      * is retried only with RIO_CAP_COMMIT_RETRY (above); put_abort has no
      * result and is never retried (the target reclaims what it leaves). */
     int (*lookup)(struct rio_transport *t, const char *key, struct rio_desc *out);
+    /* Optional: lookup, and the object's last-modified time (ns since the
+     * epoch) in *mtime_ns where the backend gives it in the same round
+     * trip (0 where it cannot say). NULL: lookup, and 0. */
+    int (*lookup_mtime)(struct rio_transport *t, const char *key, struct rio_desc *out,
+                        int64_t *mtime_ns);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
@@ -355,6 +360,15 @@ static inline void rio__t_cancel(struct rio_transport *t, struct rio_io *io)
 static inline int rio__t_lookup(struct rio_transport *t, const char *key, struct rio_desc *out)
 {
     return rio__t_ops(t)->lookup(t, key, out);
+}
+
+static inline int rio__t_lookup_mtime(struct rio_transport *t, const char *key,
+                                      struct rio_desc *out, int64_t *mtime_ns)
+{
+    *mtime_ns = 0;
+    if (!rio__t_ops(t)->lookup_mtime)
+        return rio__t_ops(t)->lookup(t, key, out);
+    return rio__t_ops(t)->lookup_mtime(t, key, out, mtime_ns);
 }
 
 static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint64_t size,

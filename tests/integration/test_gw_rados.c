@@ -8,7 +8,8 @@
  * every byte compared; a bucket made through one is seen by the other;
  * concurrent PUTs of one key through both leave one whole version; a
  * gateway killed in the middle of a PUT leaves nothing visible; metadata and
- * the multipart ETag written through one are what the other answers.
+ * the multipart ETag written through one are what the other answers; the
+ * head cache of one never serves what the other replaced or deleted.
  */
 #include "t.h"
 
@@ -123,6 +124,55 @@ TEST(two_gateways_one_pool)
     T_EQ(gw_curl(&a, "o", "-I %s/cbk/d/obj", a.url), 404);
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk", a.url), 204);
     T_EQ(gw_curl(&b, "o", "-I %s/cbk", b.url), 404);
+    gw_stop(&b);
+    gw_stop(&a);
+}
+
+/* The head cache is a hint, never the answer: gateway a keeps (for an hour
+ * here) the descriptors it wrote and read, gateway b replaces and deletes
+ * the objects behind its back; every GET through a still serves the bytes
+ * of the object as it is now, whole or a range, and a deleted one is 404. */
+TEST(head_cache_never_stale)
+{
+    static const char *const hour[] = {"--s3-head-cache", "1h", NULL};
+    struct gw a, b;
+    char url[1024];
+
+    gw_need();
+    ru_url(url, sizeof(url), "rio", NULL);
+    gw_start(&a, url, hour);
+    gw_start(&b, url, NULL);
+    gw_file(&a, "v1", 9 * 1024 * 1024 + 5, 41);
+    gw_file(&a, "v2", 5 * 1024 * 1024 + 7, 42);
+    gw_file(&a, "v3", 70 * 1024, 43);
+    T_EQ(gw_curl(&a, "o", "-X PUT %s/hcb", a.url), 200);
+
+    /* Written through a: its descriptor cached there; read back. */
+    T_EQ(gw_curl(&a, "o", "-T %s %s/hcb/k", gw_path(&a, "v1"), a.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 200);
+    T_TRUE(gw_same(&a, "got", "v1"));
+    T_GE(srv_scrape(&a.e, "railiod_s3_head_cache_total{result=\"hit\"}"), 1);
+    /* Replaced through b: a serves the new bytes, whole and a range. */
+    T_EQ(gw_curl(&b, "o", "-T %s %s/hcb/k", gw_path(&a, "v2"), b.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 200);
+    T_TRUE(gw_same(&a, "got", "v2"));
+    T_EQ(gw_curl(&b, "o", "-T %s %s/hcb/k", gw_path(&a, "v1"), b.url), 200);
+    T_EQ(gw_curl(&a, "r", "-r 4194300-4194400 %s/hcb/k", a.url), 206);
+    T_EQ(t_sh("tail -c +4194301 %s | head -c 101 | cmp -s - %s", gw_path(&a, "v1"),
+              gw_path(&a, "r")),
+         0);
+    /* A smaller one (one chunk) behind a range a has cached. */
+    T_EQ(gw_curl(&b, "o", "-T %s %s/hcb/k", gw_path(&a, "v3"), b.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 200);
+    T_TRUE(gw_same(&a, "got", "v3"));
+    T_EQ(gw_curl(&a, "o", "-I %s/hcb/k", a.url), 200);
+    T_TRUE(gw_has(&a, "o.h", "Content-Length: 71680"));
+    /* Deleted through b, cached in a: 404 NoSuchKey. */
+    T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 200);
+    T_EQ(gw_curl(&b, "o", "-X DELETE %s/hcb/k", b.url), 204);
+    T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 404);
+    T_TRUE(gw_has(&a, "got", "NoSuchKey"));
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/hcb", a.url), 204);
     gw_stop(&b);
     gw_stop(&a);
 }

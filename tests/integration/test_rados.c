@@ -400,6 +400,58 @@ TEST(read_of_replaced_generation_fails)
     rio_client_destroy(c);
 }
 
+/* rio_stat_mtime gives the head object's mtime (the listing's, in the same
+ * op as the head), and a reader made from that descriptor reads a range of
+ * the generation it names: after the key is replaced, RIO_EGENERATION. */
+TEST(stat_mtime_and_range_reader)
+{
+    struct rio_options o;
+    size_t n = 5 * CH + 3;
+    uint8_t *a = ru_pattern(n, 13), *b = ru_pattern(n, 14), *dst = malloc(n);
+    struct rio_list_args la = {.prefix = "mt/"};
+    struct rio_list_page p;
+    struct rio_reader *rd;
+    struct rio_desc d;
+    int64_t mt = -1;
+
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    int64_t before = (int64_t)time(NULL) - 1;
+    T_OK(rio_put(c, "mt/key", a, n, NULL, NULL));
+    T_OK(rio_stat_mtime(c, "mt/key", &d, &mt));
+    T_EQ(d.size, (uint64_t)n);
+    T_GE(mt / 1000000000, before);
+    T_LE(mt / 1000000000, (int64_t)time(NULL) + 1);
+    memset(&p, 0, sizeof(p));
+    T_OK(rio_list(c, &la, &p, NULL));
+    T_EQ(p.n, 1u);
+    T_EQ(p.entries[0].mtime_ns, mt);
+    rio_list_page_cleanup(&p);
+    rio_desc_cleanup(&d);
+    T_ERR(rio_stat_mtime(c, "mt/none", &d, &mt), RIO_ENOTFOUND);
+    T_EQ(mt, 0);
+
+    T_OK(rio_stat_mtime(c, "mt/key", &d, &mt));
+    T_OK(rio_reader_open_desc(c, &d, CH - 7, 2 * CH, 0, NULL, &rd));
+    size_t got = 0;
+    for (int64_t k; (k = rio_reader_read(rd, dst + got, n - got)) > 0;)
+        got += (size_t)k;
+    T_EQ(got, (size_t)(2 * CH));
+    T_EQ(rio_reader_close(rd), 0);
+    T_MEMEQ(dst, a + CH - 7, 2 * CH);
+    T_OK(rio_put(c, "mt/key", b, n, NULL, NULL)); /* replaced: d is stale */
+    T_OK(rio_reader_open_desc(c, &d, 0, n, 0, NULL, &rd));
+    T_ERR(rio_reader_read(rd, dst, n), RIO_EGENERATION);
+    rio_reader_close(rd);
+    rio_desc_cleanup(&d);
+    T_OK(rio_delete(c, "mt/key"));
+    free(a);
+    free(b);
+    free(dst);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
 /*
  * Client-side socket failures (ms_inject_socket_failures: librados shuts a
  * socket on about one read in N): every PUT and GET ends byte-exact or in a

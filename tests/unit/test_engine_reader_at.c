@@ -168,3 +168,92 @@ TEST(reader_at_verifies_first_chunk)
     free(dst);
     eu_close(&e);
 }
+
+/* A reader of a range made from a descriptor (rio_reader_open_desc): no
+ * lookup of its own, exactly the range's bytes, only the chunks holding
+ * them fetched, and 0 after its last byte. */
+TEST(reader_desc_range_fetches_only_its_chunks)
+{
+    struct eu e;
+    const size_t n = 10 * EU_CHUNK + 777;
+    const struct {
+        uint64_t off, len;
+    } rg[] = {
+        {0, 1},
+        {5, EU_CHUNK - 5},                /* ends on a chunk boundary */
+        {EU_CHUNK - 1, 2},                /* spans two chunks */
+        {3 * EU_CHUNK + 5, 4 * EU_CHUNK}, /* spans five */
+        {n - 10, 10},                     /* the last bytes */
+        {n - 10, UINT64_MAX},             /* past the end: to the end */
+        {2 * EU_CHUNK, 0},                /* empty */
+        {0, n},                           /* the whole object */
+    };
+    uint8_t *src = eu_start_put(&e, "mock://rd1?paths=3&rate=400M,200M,50M", n, 31);
+    uint8_t *dst = malloc(n + 1);
+    struct rio_desc d;
+    struct rio_mock_counters k0, k1;
+    T_NOTNULL(dst);
+    T_OK(rio_stat(e.c, "o", &d));
+    for (unsigned i = 0; i < sizeof(rg) / sizeof(rg[0]); i++) {
+        struct rio_reader *rd;
+        uint64_t off = rg[i].off, len = rg[i].len < n - off ? rg[i].len : n - off;
+        rio_mock_counters(e.c, &k0);
+        T_OK(rio_reader_open_desc(e.c, &d, off, rg[i].len, 2, &e.call, &rd));
+        T_EQ(drain(rd, dst, n + 1), (int64_t)len);
+        T_EQ(rio_reader_read(rd, dst, 10), 0); /* the end stays the end */
+        T_EQ(rio_reader_close(rd), 0);
+        T_MEMEQ(dst, src + off, len);
+        rio_mock_counters(e.c, &k1);
+        T_EQ(k1.lookups, k0.lookups); /* the descriptor given: no lookup */
+        /* fetched: the chunks holding [off, off + len), each whole */
+        uint64_t first = off / EU_CHUNK * EU_CHUNK;
+        uint64_t end = len ? ((off + len - 1) / EU_CHUNK + 1) * EU_CHUNK : first;
+        if (end > n)
+            end = n;
+        T_EQ(e.st.bytes, end - first);
+        T_EQ(path_bytes(&e.st), end - first);
+        eu_idle(e.c);
+    }
+    rio_desc_cleanup(&d);
+    free(dst);
+    eu_close(&e);
+}
+
+/* A descriptor gone stale (the key replaced, or removed) never hands out
+ * another generation's bytes: RIO_EGENERATION or not found, before any
+ * byte. A descriptor that contradicts itself is refused. */
+TEST(reader_desc_stale_or_bad_refused)
+{
+    struct eu e;
+    const size_t n = 4 * EU_CHUNK + 3;
+    eu_start_put(&e, "mock://rd2?paths=2", n, 32);
+    struct rio_desc d;
+    struct rio_reader *rd;
+    uint8_t b[16];
+    int64_t mt = -1;
+    T_OK(rio_stat_mtime(e.c, "o", &d, &mt)); /* mock:// keeps no mtime */
+    T_EQ(mt, 0);
+    T_EQ(d.size, (uint64_t)n);
+    struct rio_call other = {.expect_generation = d.generation + 1};
+    T_ERR(rio_reader_open_desc(e.c, &d, 0, 10, 0, &other, &rd), RIO_EGENERATION);
+    T_NULL(rd);
+    T_ERR(rio_reader_open_desc(e.c, &d, n + 1, 10, 0, NULL, &rd), RIO_EINVAL);
+    T_NULL(rd);
+    struct rio_desc bad = d;
+    bad.nchunks = d.nchunks + 1;
+    T_ERR(rio_reader_open_desc(e.c, &bad, 0, 10, 0, NULL, &rd), RIO_EINVAL);
+    T_ERR(rio_reader_open_desc(e.c, NULL, 0, 10, 0, NULL, &rd), RIO_EINVAL);
+
+    free(eu_put_pattern(e.c, "o", n, 33, NULL)); /* replaced */
+    T_OK(rio_reader_open_desc(e.c, &d, EU_CHUNK + 1, 100, 0, NULL, &rd));
+    T_ERR(rio_reader_read(rd, b, sizeof(b)), RIO_EGENERATION);
+    T_ERR(rio_reader_close(rd), RIO_EGENERATION);
+    T_OK(rio_delete(e.c, "o")); /* removed */
+    T_OK(rio_reader_open_desc(e.c, &d, 0, 100, 0, NULL, &rd));
+    int64_t r = rio_reader_read(rd, b, sizeof(b));
+    T_TRUE(r == RIO_ENOTFOUND || r == RIO_EGENERATION);
+    rio_reader_close(rd);
+    rio_desc_cleanup(&d);
+    eu_idle(e.c);
+    eu_close(&e);
+}

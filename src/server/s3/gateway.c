@@ -796,6 +796,18 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
         }
     }
     g.anonymous = cfg->anonymous;
+    /* The head cache rests on rados://'s layout: a replaced or removed
+     * generation's chunk objects are gone before the PUT or DELETE is
+     * acknowledged, so a stale entry fails its first read. Elsewhere an old
+     * generation may stay readable a while (file://'s cache of open files),
+     * so the cache is off. */
+    if (strncmp(cfg->backend, "rados://", 8) == 0) {
+        rio__gw_head_ttl(cfg->head_cache_ns);
+    } else {
+        if (cfg->head_cache_ns && cfg->head_cache_ns != UINT64_MAX)
+            SRV_WARN("s3: --s3-head-cache is for rados:// backends only: off");
+        rio__gw_head_ttl(0);
+    }
     if (!g.keys && !g.anonymous)
         SRV_WARN("s3: neither --s3-keys nor --s3-anonymous: every request will be refused");
     g.backend = rio__strdup(cfg->backend);
@@ -841,6 +853,7 @@ void rio__s3_gw_stop(void)
     g.backend = NULL;
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
+    rio__gw_head_clear();
 }
 
 size_t rio__s3_gw_metrics(char *buf, size_t cap)
@@ -896,6 +909,15 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap)
         rio__gw_buf_printf(&b, "railiod_s3_request_seconds_count{op=\"%s\"} %llu\n", op_names[op],
                            (unsigned long long)cum);
     }
+    uint64_t hits, misses;
+    rio__gw_head_counts(&hits, &misses);
+    rio__gw_buf_printf(&b,
+                       "# HELP railiod_s3_head_cache_total GET lookups answered by the head "
+                       "cache (hit) or the backend (miss).\n"
+                       "# TYPE railiod_s3_head_cache_total counter\n"
+                       "railiod_s3_head_cache_total{result=\"hit\"} %llu\n"
+                       "railiod_s3_head_cache_total{result=\"miss\"} %llu\n",
+                       (unsigned long long)hits, (unsigned long long)misses);
     n = b.oom ? 0 : b.len;
     if (n >= cap)
         n = cap - 1;

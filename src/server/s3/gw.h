@@ -26,11 +26,12 @@ struct rio_writer;
 
 /* What railiod's options give the gateway (main.c). */
 struct rio_s3_gw_config {
-    int listen_fd;       /* a bound, listening socket (taken) */
-    const char *backend; /* a railio URL */
-    const char *keys;    /* --s3-keys file, or NULL */
-    int anonymous;       /* --s3-anonymous: unsigned requests are allowed */
-    int lazy;            /* open the backend's client at the first request */
+    int listen_fd;          /* a bound, listening socket (taken) */
+    const char *backend;    /* a railio URL */
+    const char *keys;       /* --s3-keys file, or NULL */
+    int anonymous;          /* --s3-anonymous: unsigned requests are allowed */
+    int lazy;               /* open the backend's client at the first request */
+    uint64_t head_cache_ns; /* --s3-head-cache: 0 off, UINT64_MAX the default */
 };
 
 /* Start the gateway; 0 or an error (logged). */
@@ -243,5 +244,16 @@ int rio__gw_valid_bucket(const char *name);
 /* The XML text of every <tag>...</tag> in body, unescaped, called in order. */
 int rio__gw_xml_each(const char *body, size_t n, const char *tag,
                      int (*fn)(void *arg, const char *text), void *arg);
+
+/* headcache.c: recently read descriptors, a hint a GET verifies by reading
+ * (docs/gateway.md). get: 1 with a copy in *d (rio_desc_cleanup) and the
+ * mtime, 0 on a miss; put: keep a copy (objects a read can prove stale
+ * only); drop: forget key; clear: forget all (at stop). Thread-safe. */
+int rio__gw_head_get(const char *key, struct rio_desc *d, int64_t *mtime_ns);
+void rio__gw_head_put(const char *key, const struct rio_desc *d, int64_t mtime_ns);
+void rio__gw_head_drop(const char *key);
+void rio__gw_head_clear(void);
+void rio__gw_head_ttl(uint64_t ns); /* at start: 0 off, UINT64_MAX the default */
+void rio__gw_head_counts(uint64_t *hits, uint64_t *misses);
 
 #endif

@@ -24,6 +24,7 @@
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define GET_BLOCK (256u * 1024u)
+#define GET_FIRST (64u * 1024u) /* read before a GET answers */
 #define COPY_BLOCK (1u << 20)
 #define DELETE_MAX 1000u
 #define BUCKETS_MAX 10000u
@@ -375,6 +376,8 @@ struct get_state {
     struct rio_reader *rd;
     struct gw_req *r;
     uint64_t left;
+    char *first; /* the range's first bytes, read before the answer */
+    size_t flen, fpos;
 };
 
 static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -389,7 +392,13 @@ static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     if (max > st->left)
         max = (size_t)st->left;
-    n = rio_reader_read(st->rd, buf, max);
+    if (st->fpos < st->flen) {
+        n = (int64_t)(st->flen - st->fpos < max ? st->flen - st->fpos : max);
+        memcpy(buf, st->first + st->fpos, (size_t)n);
+        st->fpos += (size_t)n;
+    } else {
+        n = rio_reader_read(st->rd, buf, max);
+    }
     if (n <= 0) {
         SRV_WARN("s3: GET cut off: %s", n < 0 ? rio_strerror((int)n) : "the object ended early");
         return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -405,6 +414,7 @@ static void get_free(void *cls)
 
     if (st->rd)
         rio_reader_close(st->rd);
+    rio__free(st->first);
     rio__free(st);
 }
 
@@ -431,6 +441,40 @@ static int etag_in(const char *list, const char *etag)
             p++;
     }
     return 0;
+}
+
+#define GET_GO (-1000) /* the preconditions hold: serve the object */
+
+/* If-Match, If-Unmodified-Since (412), If-None-Match, If-Modified-Since
+ * (304) against the object's etag and mtime (s): GET_GO, or the answer
+ * queued. */
+static int get_conditions(struct MHD_Connection *c, struct gw_req *r, const char *etag,
+                          int64_t mtime, const char *date)
+{
+    const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
+    const char *ims = rio__gw_header(c, "If-Modified-Since");
+    const char *ius = rio__gw_header(c, "If-Unmodified-Since");
+    struct MHD_Response *resp;
+
+    if (im && !etag_in(im, etag))
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+    if (!im && ius) {
+        int64_t t = rio__gw_parse_http_date(ius);
+        if (t >= 0 && mtime > t)
+            return rio__gw_error(c, r, 412, "PreconditionFailed",
+                                 "At least one of the pre-conditions you specified did not hold");
+    }
+    if ((inm && etag_in(inm, etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
+                                        mtime <= rio__gw_parse_http_date(ims))) {
+        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        if (resp) {
+            etag_hdr(resp, etag);
+            MHD_add_response_header(resp, "Last-Modified", date);
+        }
+        return rio__gw_send(c, r, 304, resp);
+    }
+    return GET_GO;
 }
 
 /* Range "bytes=a-b", "bytes=a-", "bytes=-n" of an object of size: 1 with
@@ -483,62 +527,123 @@ static int parse_range(const char *h, uint64_t size, uint64_t *off, uint64_t *le
     return 1;
 }
 
+/* Look the object up: from the head cache when cached_ok, else from the
+ * backend (and into the cache). 0, or the backend's error. */
+static int get_lookup(const struct gw_req *r, int cached_ok, struct rio_desc *d, int64_t *mtime)
+{
+    int ret;
+
+    if (cached_ok && rio__gw_head_get(r->bkey, d, mtime))
+        return 0;
+    memset(d, 0, sizeof(*d));
+    ret = rio_stat_mtime(rio__gw_client(), r->bkey, d, mtime);
+    if (ret < 0) {
+        rio_desc_cleanup(d);
+        return ret;
+    }
+    if (!*mtime) /* the backend's lookup does not say: its listing may */
+        *mtime = key_mtime(r->bkey);
+    rio__gw_head_put(r->bkey, d, *mtime);
+    return 0;
+}
+
+/* Open a reader on [off, off + len) of the generation d names, only the
+ * chunks of the range, and read its first bytes before anything is
+ * answered: a generation replaced or removed since d was read fails here
+ * (RIO_EGENERATION), while the GET can still look again. */
+static int get_open(struct get_state *st, const struct rio_desc *d, uint64_t off, uint64_t len)
+{
+    int ret;
+
+    st->flen = len < GET_FIRST ? (size_t)len : GET_FIRST;
+    st->first = rio__malloc(st->flen);
+    if (!st->first)
+        return -ENOMEM;
+    ret = rio_reader_open_desc(rio__gw_client(), d, off, len, 0, NULL, &st->rd);
+    for (size_t got = 0; ret == 0 && got < st->flen;) {
+        int64_t n = rio_reader_read(st->rd, st->first + got, st->flen - got);
+        if (n <= 0)
+            ret = n < 0 ? (int)n : RIO_EPROTO;
+        else
+            got += (size_t)n;
+    }
+    if (ret < 0) {
+        rio_reader_close(st->rd);
+        st->rd = NULL;
+        rio__free(st->first);
+        st->first = NULL;
+    }
+    return ret;
+}
+
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 {
     struct rio_desc d;
     struct MHD_Response *resp;
     struct get_state *st = NULL;
-    const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
-    const char *ims = rio__gw_header(c, "If-Modified-Since");
-    const char *ius = rio__gw_header(c, "If-Unmodified-Since");
-    const char *etag;
+    const char *etag = "";
     char date[30], cr[96];
-    uint64_t off = 0, len;
+    uint64_t off, len;
     int64_t mtime;
-    int ret, rg, status = 200;
+    int ret, rg, status;
+    /* Preconditions are answered from the backend's head, never a cached one. */
+    int conditional = rio__gw_header(c, "If-Match") || rio__gw_header(c, "If-None-Match") ||
+                      rio__gw_header(c, "If-Modified-Since") ||
+                      rio__gw_header(c, "If-Unmodified-Since");
 
-    memset(&d, 0, sizeof(d));
-    ret = rio_stat(rio__gw_client(), r->bkey, &d);
-    if (ret < 0) {
+    for (int tries = 0;; tries++) {
+        ret = get_lookup(r, !head && !conditional && tries == 0, &d, &mtime);
+        if (ret < 0) {
+            if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
+                return rio__gw_error(c, r, 404, "NoSuchBucket",
+                                     "The specified bucket does not exist.");
+            return rio__gw_rio_error(c, r, ret, "lookup");
+        }
+        mtime /= 1000000000;
+        rio__gw_http_date(mtime, date);
+        /* The record of this version (the multipart ETag, content headers,
+         * x-amz-meta-*): the conditions compare with its ETag. */
+        rio__gw_meta_free(r->meta);
+        r->meta = rio__gw_meta_load(r->bucket, r->key, &d);
+        etag = rio__gw_meta_etag(r->meta, d.etag);
+        ret = get_conditions(c, r, etag, mtime, date);
+        if (ret != GET_GO) {
+            rio_desc_cleanup(&d);
+            return ret;
+        }
+        off = 0;
+        len = d.size;
+        status = 200;
+        rg = parse_range(rio__gw_header(c, "Range"), d.size, &off, &len);
+        if (rg < 0) {
+            rio_desc_cleanup(&d);
+            return rio__gw_error(c, r, 416, "InvalidRange",
+                                 "The requested range is not satisfiable");
+        }
+        if (rg > 0) {
+            status = 206;
+            snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
+                     (unsigned long long)(off + len - 1), (unsigned long long)d.size);
+        }
+        if (head || len == 0)
+            break;
+        st = rio__calloc(1, sizeof(*st));
+        if (!st) {
+            rio_desc_cleanup(&d);
+            return MHD_NO;
+        }
+        ret = get_open(st, &d, off, len);
+        if (ret == 0)
+            break;
+        rio__free(st);
+        st = NULL;
         rio_desc_cleanup(&d);
-        if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
-            return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-        return rio__gw_rio_error(c, r, ret, "lookup");
+        rio__gw_head_drop(r->bkey);
+        /* Replaced or removed since it was read (or cached): once more. */
+        if (tries > 0 || (ret != RIO_EGENERATION && ret != RIO_ENOTFOUND))
+            return rio__gw_rio_error(c, r, ret, "open");
     }
     rio_desc_cleanup(&d); /* frees only its checksum list */
-    r->meta = rio__gw_meta_load(r->bucket, r->key, &d);
-    etag = rio__gw_meta_etag(r->meta, d.etag);
-    mtime = key_mtime(r->bkey) / 1000000000;
-    rio__gw_http_date(mtime, date);
-    len = d.size;
-    if (im && !etag_in(im, etag))
-        return rio__gw_error(c, r, 412, "PreconditionFailed",
-                             "At least one of the pre-conditions you specified did not hold");
-    if (!im && ius) {
-        int64_t t = rio__gw_parse_http_date(ius);
-        if (t >= 0 && mtime > t)
-            return rio__gw_error(c, r, 412, "PreconditionFailed",
-                                 "At least one of the pre-conditions you specified did not hold");
-    }
-    if ((inm && etag_in(inm, etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
-                                        mtime <= rio__gw_parse_http_date(ims))) {
-        resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
-        if (resp) {
-            etag_hdr(resp, etag);
-            MHD_add_response_header(resp, "Last-Modified", date);
-        }
-        return rio__gw_send(c, r, 304, resp);
-    }
-    rg = parse_range(rio__gw_header(c, "Range"), d.size, &off, &len);
-    if (rg < 0) {
-        int e = rio__gw_error(c, r, 416, "InvalidRange", "The requested range is not satisfiable");
-        return e;
-    }
-    if (rg > 0) {
-        status = 206;
-        snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)off,
-                 (unsigned long long)(off + len - 1), (unsigned long long)d.size);
-    }
     if (head) {
         /* No body: a response of the object's length whose reader is
          * never called. */
@@ -549,17 +654,6 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     } else if (len == 0) {
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     } else {
-        struct rio_call call;
-        memset(&call, 0, sizeof(call));
-        call.expect_generation = d.generation; /* the version just checked, or nothing */
-        st = rio__calloc(1, sizeof(*st));
-        if (!st)
-            return MHD_NO;
-        ret = rio_reader_open_at(rio__gw_client(), r->bkey, off, 0, &call, &st->rd);
-        if (ret < 0) {
-            rio__free(st);
-            return rio__gw_rio_error(c, r, ret, "open");
-        }
         st->r = r;
         st->left = len;
         resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
@@ -818,6 +912,10 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
                                  "The body did not match its declared length.");
         return rio__gw_rio_error(c, r, ret, "commit");
     }
+    /* The head just written, for the GETs that follow (a hint they verify:
+     * headcache.c); its time is taken after the commit, so never before
+     * the backend's own. */
+    rio__gw_head_put(r->bkey, &d, (int64_t)time(NULL) * 1000000000);
     rio_desc_cleanup(&d);
     if (r->op == GW_OP_PUT_OBJECT) {
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);

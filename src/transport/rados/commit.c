@@ -54,12 +54,39 @@ static int head_err(int ret)
     return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
 }
 
+/* Read up to cap bytes of object key, and (mtime not NULL) its
+ * modification time, in one round trip. The count read, or -errno. */
+static int head_read_op(struct rados_transport *t, const char *key, char *b, size_t cap,
+                        time_t *mtime)
+{
+    rados_read_op_t op;
+    size_t got = 0;
+    uint64_t osize;
+    int rv_read = 0, rv_stat = 0, ret;
+
+    if (!mtime)
+        return rados_read(t->head_io, key, b, cap, 0);
+    op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    rados_read_op_stat(op, &osize, mtime, &rv_stat);
+    rados_read_op_read(op, 0, cap, b, &got, &rv_read);
+    ret = rados_read_op_operate(op, t->head_io, key, 0);
+    rados_release_read_op(op);
+    if (ret == 0)
+        ret = rv_stat < 0 ? rv_stat : rv_read < 0 ? rv_read : 0;
+    if (ret < 0)
+        return ret;
+    return got > cap ? -EIO : (int)got;
+}
+
 /*
- * Read key's head. Returns 0 with *buf, *len (rio__malloc'd), RIO_ENOTFOUND,
- * or an error. A head replaced while it is read shows as a size change: read
- * again.
+ * Read key's head (and mtime, when not NULL). Returns 0 with *buf, *len
+ * (rio__malloc'd), RIO_ENOTFOUND, or an error. A head replaced while it is
+ * read shows as a size change: read again.
  */
-static int head_read_raw(struct rados_transport *t, const char *key, char **buf, size_t *len)
+static int head_read_raw(struct rados_transport *t, const char *key, char **buf, size_t *len,
+                         time_t *mtime)
 {
     size_t cap = HEAD_READ0;
     char *b = NULL;
@@ -70,7 +97,7 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
         b = rio__malloc(cap);
         if (!b)
             return -ENOMEM;
-        ret = rados_read(t->head_io, key, b, cap, 0);
+        ret = head_read_op(t, key, b, cap, mtime);
         if (ret < 0) {
             ret = head_err(ret);
             break;
@@ -81,8 +108,8 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
             return 0;
         }
         uint64_t size;
-        time_t mtime;
-        ret = rados_stat(t->head_io, key, &size, &mtime);
+        time_t mt;
+        ret = rados_stat(t->head_io, key, &size, &mt);
         if (ret < 0) {
             ret = head_err(ret);
             break;
@@ -98,14 +125,16 @@ static int head_read_raw(struct rados_transport *t, const char *key, char **buf,
     return ret;
 }
 
-/* Read and parse key's head. RIO_EPROTO: an object that is not a head. */
-int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h)
+/* Read and parse key's head (and its mtime when not NULL). RIO_EPROTO: an
+ * object that is not a head. */
+int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h,
+                         time_t *mtime)
 {
     char *buf = NULL;
     size_t len = 0;
     int ret;
 
-    ret = head_read_raw(t, key, &buf, &len);
+    ret = head_read_raw(t, key, &buf, &len, mtime);
     if (ret < 0)
         return ret;
     ret = rio__rados_head_parse(buf, len, key, h);
@@ -130,7 +159,7 @@ static int head_swap(struct rados_transport *t, const char *key, const char *buf
     for (int tries = 0; tries < COMMIT_TRIES; tries++) {
         bool guarded = false;
         *had_old = false;
-        ret = rio__rados_head_read(t, key, old);
+        ret = rio__rados_head_read(t, key, old, NULL);
         if (ret == 0) {
             *had_old = true;
             guarded = true;

@@ -194,7 +194,8 @@ void rio__rados_wake(struct rio_transport *tt);
 void rio__rados_cancel(struct rio_transport *tt, struct rio_io *io);
 
 /* commit.c */
-int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h);
+int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h,
+                         time_t *mtime);
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 
 /* meta.c */
@@ -212,6 +213,8 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
 void rio__rados_upload_free(struct rupload *up);
 void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up);
 int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
+int rio__rados_lookup_mtime(struct rio_transport *tt, const char *key, struct rio_desc *out,
+                            int64_t *mtime_ns);
 int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size,
                         uint64_t chunk_size, void **upload);
 void rio__rados_put_abort(struct rio_transport *tt, void *upload);

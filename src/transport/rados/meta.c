@@ -149,9 +149,9 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
 
 /* ------------------------------------------------------------- metadata */
 
-int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+/* A lookup; with mtime, the head's modification time read in the same op. */
+static int lookup(struct rados_transport *t, const char *key, struct rio_desc *out, time_t *mtime)
 {
-    struct rados_transport *t = (struct rados_transport *)tt;
     struct rio__rados_head h;
     struct centry *e;
     size_t keylen;
@@ -162,7 +162,7 @@ int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc
     ret = rio__key_len(key, &keylen);
     if (ret < 0)
         return ret;
-    ret = rio__rados_head_read(t, key, &h);
+    ret = rio__rados_head_read(t, key, &h, mtime);
     if (ret < 0)
         return ret;
 
@@ -207,6 +207,21 @@ err_entry:
     rio__rados_centry_free(e);
 err_head:
     rio__rados_head_cleanup(&h);
+    return ret;
+}
+
+int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    return lookup((struct rados_transport *)tt, key, out, NULL);
+}
+
+int rio__rados_lookup_mtime(struct rio_transport *tt, const char *key, struct rio_desc *out,
+                            int64_t *mtime_ns)
+{
+    time_t mt = 0;
+    int ret = lookup((struct rados_transport *)tt, key, out, &mt);
+
+    *mtime_ns = ret == 0 && mt > 0 ? (int64_t)mt * 1000000000 : 0;
     return ret;
 }
 
@@ -335,7 +350,7 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
     if (ret < 0)
         return ret;
     for (int tries = 0; tries < COMMIT_TRIES; tries++) {
-        ret = rio__rados_head_read(t, key, &h);
+        ret = rio__rados_head_read(t, key, &h, NULL);
         if (ret == RIO_EPROTO) {
             /* Not a head: remove the object itself. */
             ret = rados_remove(t->head_io, key);

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * The gateway's head cache (docs/gateway.md, "GET and the head cache"), on
+ * rados:// backends only (gateway.c): the descriptors and last-modified
+ * times of recently read or written objects, so that the ranged GETs of one
+ * object (the aws CLI's and railio's parallel parts) do not each read its
+ * head again. Small and bounded: HC_SLOTS slots, direct mapped by a hash of
+ * the key (a key evicts whatever held its slot), none for objects of more
+ * than HC_CHUNKS_MAX chunks, each entry good for --s3-head-cache at most.
+ *
+ * An entry is a hint, never the answer: a GET served from it still reads
+ * the generation it names, chunk by chunk, each verified against the
+ * entry's checksums. A key replaced or removed since (through any gateway)
+ * has had that generation's chunks removed before its PUT or DELETE was
+ * acknowledged, so the read fails RIO_EGENERATION before any byte is sent
+ * and the GET drops the entry and looks the key up again (ops.c). An empty
+ * object has no chunk to fail on, so it is never cached. The TTL bounds
+ * what a replacing PUT whose chunk removal failed (and left the old chunks
+ * in place) could still serve: the old, whole, verified version, for at
+ * most that long.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "railio.h"
+#include "server/s3/gw.h"
+
+#define HC_SLOTS 256u
+#define HC_CHUNKS_MAX 4096u     /* 32 KiB of checksums: at most 8 MiB in all */
+#define HC_TTL_NS 1000000000ull /* the default of --s3-head-cache */
+
+struct hc_slot {
+    char *key; /* NULL: empty */
+    struct rio_desc d;
+    int64_t mtime_ns;
+    uint64_t expires_ns;
+};
+
+static pthread_mutex_t hc_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct hc_slot hc[HC_SLOTS]; /* under hc_mu */
+static _Atomic uint64_t hc_hits, hc_misses;
+static _Atomic uint64_t hc_ttl_ns = HC_TTL_NS; /* 0: off */
+
+void rio__gw_head_ttl(uint64_t ns)
+{
+    atomic_store(&hc_ttl_ns, ns == UINT64_MAX ? HC_TTL_NS : ns);
+}
+
+static struct hc_slot *slot_of(const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return &hc[(h ^ (h >> 29)) % HC_SLOTS];
+}
+
+static void slot_clear_locked(struct hc_slot *s)
+{
+    rio__free(s->key);
+    rio_desc_cleanup(&s->d);
+    memset(s, 0, sizeof(*s));
+}
+
+/* A copy of d with its own checksum list; -ENOMEM. */
+static int desc_copy(struct rio_desc *out, const struct rio_desc *d)
+{
+    *out = *d;
+    out->xxh = NULL;
+    if (!d->xxh)
+        return 0;
+    out->xxh = rio__malloc((size_t)d->nchunks * sizeof(*d->xxh));
+    if (!out->xxh)
+        return -ENOMEM;
+    memcpy(out->xxh, d->xxh, (size_t)d->nchunks * sizeof(*d->xxh));
+    return 0;
+}
+
+int rio__gw_head_get(const char *key, struct rio_desc *d, int64_t *mtime_ns)
+{
+    struct hc_slot *s = slot_of(key);
+    int hit = 0;
+
+    pthread_mutex_lock(&hc_mu);
+    if (s->key && strcmp(s->key, key) == 0) {
+        if (rio__now_ns() >= s->expires_ns)
+            slot_clear_locked(s);
+        else if (desc_copy(d, &s->d) == 0) {
+            *mtime_ns = s->mtime_ns;
+            hit = 1;
+        }
+    }
+    pthread_mutex_unlock(&hc_mu);
+    atomic_fetch_add(hit ? &hc_hits : &hc_misses, 1);
+    return hit;
+}
+
+void rio__gw_head_put(const char *key, const struct rio_desc *d, int64_t mtime_ns)
+{
+    struct hc_slot *s = slot_of(key), n;
+
+    /* Only what a read can prove stale: a generation to name, chunks that
+     * go when it goes, checksums to verify them by. */
+    uint64_t ttl = atomic_load(&hc_ttl_ns);
+    if (!ttl || !d->generation || !d->size || !d->xxh || d->nchunks > HC_CHUNKS_MAX)
+        return;
+    memset(&n, 0, sizeof(n));
+    n.key = rio__strdup(key);
+    if (!n.key || desc_copy(&n.d, d) < 0) {
+        rio__free(n.key);
+        return;
+    }
+    n.mtime_ns = mtime_ns;
+    n.expires_ns = rio__now_ns() + ttl;
+    pthread_mutex_lock(&hc_mu);
+    slot_clear_locked(s);
+    *s = n;
+    pthread_mutex_unlock(&hc_mu);
+}
+
+void rio__gw_head_drop(const char *key)
+{
+    struct hc_slot *s = slot_of(key);
+
+    pthread_mutex_lock(&hc_mu);
+    if (s->key && strcmp(s->key, key) == 0)
+        slot_clear_locked(s);
+    pthread_mutex_unlock(&hc_mu);
+}
+
+void rio__gw_head_clear(void)
+{
+    pthread_mutex_lock(&hc_mu);
+    for (unsigned i = 0; i < HC_SLOTS; i++)
+        slot_clear_locked(&hc[i]);
+    pthread_mutex_unlock(&hc_mu);
+}
+
+void rio__gw_head_counts(uint64_t *hits, uint64_t *misses)
+{
+    *hits = atomic_load(&hc_hits);
+    *misses = atomic_load(&hc_misses);
+}
