@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The gateway's head cache (docs/gateway.md, "GET and the head cache"), on
  * rados:// backends only (gateway.c): the descriptors and last-modified
