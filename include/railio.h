@@ -272,6 +272,36 @@ struct rio_stats {
     uint64_t reserved[11]; /* zeroed by the library (ABI rules above) */
 };
 
+/*
+ * What kind of failure an error is, for a program that tells its user: the
+ * railio CLI's exit statuses and the Python binding's exception classes both
+ * come from rio_error_kind. Values are fixed forever; new kinds may be added.
+ */
+enum rio_error_kind {
+    RIO_KIND_OK = 0,          /* 0: no failure */
+    RIO_KIND_OTHER = 1,       /* any other failure: server, I/O, throttled, ... */
+    RIO_KIND_URL = 2,         /* RIO_EURL: malformed or unsupported URL */
+    RIO_KIND_INVALID = 3,     /* RIO_EINVAL, -EINVAL: a bad argument or option */
+    RIO_KIND_NOTFOUND = 4,    /* no such object, bucket, pool, store root, file */
+    RIO_KIND_ACCESS = 5,      /* access denied, authentication, no credentials */
+    RIO_KIND_UNREACHABLE = 6, /* refused, reset, DNS, TLS, version, no path left */
+    RIO_KIND_TIMEOUT = 7,     /* RIO_EDEADLINE, -ETIMEDOUT */
+    RIO_KIND_VERIFY = 8,      /* checksum mismatch, malformed answer, short object */
+    RIO_KIND_NOSPACE = 9,     /* out of space, over quota, file too big */
+    RIO_KIND_UNKNOWN = 10,    /* RIO_EUNKNOWN: the change may or may not be done */
+    RIO_KIND_CANCELED = 11,   /* RIO_ECANCELED */
+    RIO_KIND_GENERATION = 12, /* RIO_EGENERATION */
+};
+
+/**
+ * The kind of err (a call's return value), an enum rio_error_kind. st, when
+ * not NULL, is the failed call's stats: RIO_ERETRIES and RIO_ENOPATH are then
+ * classed by the retry class with the most failed attempts (checksum or
+ * short: RIO_KIND_VERIFY; server, throttle or fatal: RIO_KIND_OTHER; none or
+ * a path class: RIO_KIND_UNREACHABLE). Pure: any thread, never blocks.
+ */
+int rio_error_kind(int err, const struct rio_stats *st);
+
 /* -------------------------------------------------------------- descriptor */
 
 #define RIO_KEY_MAX 1024

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Error codes: names and messages for RIO_E* and -errno, the inverse mapping
- * used by fault specs and the CLI, and the retry classes the engine keys its
- * decisions and stats on. rio_verdict_name lives with the verdict, in stats.c.
+ * used by fault specs and the CLI, the retry classes the engine keys its
+ * decisions and stats on, and the kind of failure (rio_error_kind) the CLI's
+ * exit statuses and the Python binding's exceptions come from. rio_verdict_name lives with the
+ * verdict, in stats.c.
  *
  * Everything here returns static strings and is safe from any thread: no
  * strerror() (its buffer is shared) and no locale. errno values outside our
@@ -268,6 +270,93 @@ const char *rio_class_name(int cls)
     if (cls < 0 || cls >= RIO_CLASS__COUNT)
         return "?";
     return names[cls];
+}
+
+/* The kind of err alone: docs/cli.md's exit status table, with timeouts
+ * and the argument errors told apart (the CLI folds them back). */
+static int err_kind(int err)
+{
+    switch (err) {
+    case 0:
+        return RIO_KIND_OK;
+    case RIO_EURL:
+        return RIO_KIND_URL;
+    case RIO_EINVAL:
+    case -EINVAL:
+        return RIO_KIND_INVALID;
+    case -ENOENT:
+    case -ENOTDIR:
+    case RIO_ENOTFOUND:
+    case RIO_ENOCONTAINER:
+        return RIO_KIND_NOTFOUND;
+    case -EACCES:
+    case -EPERM:
+    case -EROFS:
+    case RIO_EAUTH:
+    case RIO_ENOCREDS:
+        return RIO_KIND_ACCESS;
+    case RIO_ENOPATH:
+    case RIO_ERETRIES:
+    case RIO_EDNS:
+    case RIO_ETLS:
+    case RIO_ETLSVERIFY:
+    case RIO_EVERSION:
+    case -ECONNREFUSED:
+    case -ECONNRESET:
+    case -ECONNABORTED:
+    case -EHOSTUNREACH:
+    case -ENETUNREACH:
+    case -ENETDOWN:
+    case -EHOSTDOWN:
+        return RIO_KIND_UNREACHABLE;
+    case RIO_EDEADLINE:
+    case -ETIMEDOUT:
+        return RIO_KIND_TIMEOUT;
+    case RIO_ECHECKSUM:
+    case RIO_EPROTO:
+    case RIO_ESHORT:
+        return RIO_KIND_VERIFY;
+    case -ENOSPC:
+    case -EDQUOT:
+    case -EFBIG:
+        return RIO_KIND_NOSPACE;
+    case RIO_EUNKNOWN:
+        return RIO_KIND_UNKNOWN;
+    case RIO_ECANCELED:
+        return RIO_KIND_CANCELED;
+    case RIO_EGENERATION:
+        return RIO_KIND_GENERATION;
+    default:
+        return RIO_KIND_OTHER;
+    }
+}
+
+int rio_error_kind(int err, const struct rio_stats *st)
+{
+    int top = -1;
+    uint64_t most = 0;
+
+    if (!st || (err != RIO_ERETRIES && err != RIO_ENOPATH))
+        return err_kind(err);
+    /* Retries exhausted (or no path left) because chunks kept failing their
+     * checksum is a verification failure; because the server kept failing,
+     * a plain failure, not an unreachable target. Ties: the first class. */
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        if (st->retries[k] > most) {
+            most = st->retries[k];
+            top = k;
+        }
+    switch (top) {
+    case RIO_CLASS_CHECKSUM:
+    case RIO_CLASS_SHORT:
+        return RIO_KIND_VERIFY;
+    case RIO_CLASS_SERVER:
+    case RIO_CLASS_THROTTLE:
+    case RIO_CLASS_FATAL:
+        return RIO_KIND_OTHER;
+    default:
+        return err_kind(err);
+    }
 }
 
 /* rio_error_detail: one buffer per thread, written by the call that failed. */

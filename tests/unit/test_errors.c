@@ -162,6 +162,128 @@ TEST(class_predicates_and_names)
     T_EQ(rio__class_is_retryable(RIO_CLASS__COUNT), 0);
 }
 
+/* rio_error_kind: every RIO_E* code (the table must name each one: a new
+ * code fails here until its kind is decided) and the errnos docs/cli.md's
+ * exit status table names. */
+TEST(error_kinds)
+{
+    static const struct {
+        int err, kind;
+    } map[] = {
+        {0, RIO_KIND_OK},
+        {RIO_EINVAL, RIO_KIND_INVALID},
+        {RIO_EURL, RIO_KIND_URL},
+        {RIO_ECHECKSUM, RIO_KIND_VERIFY},
+        {RIO_EGENERATION, RIO_KIND_GENERATION},
+        {RIO_ERETRIES, RIO_KIND_UNREACHABLE},
+        {RIO_EDEADLINE, RIO_KIND_TIMEOUT},
+        {RIO_EBUSY, RIO_KIND_OTHER},
+        {RIO_ENOPATH, RIO_KIND_UNREACHABLE},
+        {RIO_ESHORT, RIO_KIND_VERIFY},
+        {RIO_ENOTFOUND, RIO_KIND_NOTFOUND},
+        {RIO_ETOOBIG, RIO_KIND_OTHER},
+        {RIO_ECANCELED, RIO_KIND_CANCELED},
+        {RIO_EPROTO, RIO_KIND_VERIFY},
+        {RIO_ESERVER, RIO_KIND_OTHER},
+        {RIO_ETHROTTLE, RIO_KIND_OTHER},
+        {RIO_EDNS, RIO_KIND_UNREACHABLE},
+        {RIO_ENOTSUP, RIO_KIND_OTHER},
+        {RIO_ECLOSED, RIO_KIND_OTHER},
+        {RIO_EUNKNOWN, RIO_KIND_UNKNOWN},
+        {RIO_ENOUPLOAD, RIO_KIND_OTHER},
+        {RIO_EVERSION, RIO_KIND_UNREACHABLE},
+        {RIO_EAUTH, RIO_KIND_ACCESS},
+        {RIO_ETLS, RIO_KIND_UNREACHABLE},
+        {RIO_ETLSVERIFY, RIO_KIND_UNREACHABLE},
+        {RIO_ENOCONTAINER, RIO_KIND_NOTFOUND},
+        {RIO_ENOCREDS, RIO_KIND_ACCESS},
+        {-EINVAL, RIO_KIND_INVALID},
+        {-ENOENT, RIO_KIND_NOTFOUND},
+        {-ENOTDIR, RIO_KIND_NOTFOUND},
+        {-EACCES, RIO_KIND_ACCESS},
+        {-EPERM, RIO_KIND_ACCESS},
+        {-EROFS, RIO_KIND_ACCESS},
+        {-ECONNREFUSED, RIO_KIND_UNREACHABLE},
+        {-ECONNRESET, RIO_KIND_UNREACHABLE},
+        {-ECONNABORTED, RIO_KIND_UNREACHABLE},
+        {-EHOSTUNREACH, RIO_KIND_UNREACHABLE},
+        {-ENETUNREACH, RIO_KIND_UNREACHABLE},
+        {-ENETDOWN, RIO_KIND_UNREACHABLE},
+        {-EHOSTDOWN, RIO_KIND_UNREACHABLE},
+        {-ETIMEDOUT, RIO_KIND_TIMEOUT},
+        {-ENOSPC, RIO_KIND_NOSPACE},
+        {-EDQUOT, RIO_KIND_NOSPACE},
+        {-EFBIG, RIO_KIND_NOSPACE},
+        {-EIO, RIO_KIND_OTHER},
+        {-ENOMEM, RIO_KIND_OTHER},
+        {-EPIPE, RIO_KIND_OTHER},
+        {-ECANCELED, RIO_KIND_OTHER},
+        {-EPROTO, RIO_KIND_OTHER},
+        {-99999, RIO_KIND_OTHER},
+        {1, RIO_KIND_OTHER}, /* not a code: like any unknown one */
+    };
+    static const int codes[] = {
+#define CODE(name, value, msg) name,
+        RIO_ERRNO_LIST(CODE)
+#undef CODE
+    };
+    struct rio_stats st = {0};
+    size_t i, j;
+
+    for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
+        T_EQ(rio_error_kind(map[i].err, NULL), map[i].kind);
+        /* Stats change nothing for a code other than RIO_ERETRIES/ENOPATH. */
+        st.retries[RIO_CLASS_CHECKSUM] = 5;
+        if (map[i].err != RIO_ERETRIES && map[i].err != RIO_ENOPATH)
+            T_EQ(rio_error_kind(map[i].err, &st), map[i].kind);
+        st.retries[RIO_CLASS_CHECKSUM] = 0;
+    }
+    for (j = 0; j < sizeof(codes) / sizeof(codes[0]); j++) {
+        for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+            if (map[i].err == codes[j])
+                break;
+        if (i == sizeof(map) / sizeof(map[0]))
+            T_FAIL("%s has no kind in this test's table", rio_errname(codes[j]));
+    }
+}
+
+/* RIO_ERETRIES and RIO_ENOPATH with the call's stats: the retry class with
+ * the most failed attempts decides (docs/cli.md: exit 5, 6 or 1). */
+TEST(error_kinds_by_retries)
+{
+    static const int want[RIO_CLASS__COUNT] = {
+        [RIO_CLASS_RESET] = RIO_KIND_UNREACHABLE,   [RIO_CLASS_REFUSED] = RIO_KIND_UNREACHABLE,
+        [RIO_CLASS_TIMEOUT] = RIO_KIND_UNREACHABLE, [RIO_CLASS_UNREACH] = RIO_KIND_UNREACHABLE,
+        [RIO_CLASS_DNS] = RIO_KIND_UNREACHABLE,     [RIO_CLASS_SHORT] = RIO_KIND_VERIFY,
+        [RIO_CLASS_CHECKSUM] = RIO_KIND_VERIFY,     [RIO_CLASS_SERVER] = RIO_KIND_OTHER,
+        [RIO_CLASS_THROTTLE] = RIO_KIND_OTHER,      [RIO_CLASS_FATAL] = RIO_KIND_OTHER,
+    };
+    const int errs[] = {RIO_ERETRIES, RIO_ENOPATH};
+    struct rio_stats st;
+
+    for (size_t e = 0; e < 2; e++) {
+        memset(&st, 0, sizeof(st));
+        T_EQ(rio_error_kind(errs[e], &st), RIO_KIND_UNREACHABLE); /* no retries */
+        for (int c = 0; c < RIO_CLASS__COUNT; c++) {
+            memset(&st, 0, sizeof(st));
+            st.retries[c] = 2;
+            st.retries_total = 2;
+            T_EQ(rio_error_kind(errs[e], &st), want[c]);
+            /* A class with fewer attempts does not decide. */
+            st.retries[(c + 1) % RIO_CLASS__COUNT] = 1;
+            T_EQ(rio_error_kind(errs[e], &st), want[c]);
+        }
+        /* Mostly checksum, some resets: verification failed. */
+        memset(&st, 0, sizeof(st));
+        st.retries[RIO_CLASS_RESET] = 3;
+        st.retries[RIO_CLASS_CHECKSUM] = 4;
+        T_EQ(rio_error_kind(errs[e], &st), RIO_KIND_VERIFY);
+        /* A tie goes to the first class: reset before checksum. */
+        st.retries[RIO_CLASS_RESET] = 4;
+        T_EQ(rio_error_kind(errs[e], &st), RIO_KIND_UNREACHABLE);
+    }
+}
+
 /* Names of unknown codes come from a per-thread buffer: threads must never
  * see each other's number. */
 static void *unknown_names(void *arg)
