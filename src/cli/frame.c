@@ -24,80 +24,44 @@
 
 static volatile sig_atomic_t interrupted_sig;
 
-int rio_cli_exit_code(int err)
+/* The exit status of a kind of failure (rio_error_kind, the library's one
+ * table): timeouts are unreachable, a bad argument other than the URL (that
+ * got this far) a plain failure. */
+static int exit_of_kind(int kind)
 {
-    switch (err) {
-    case 0:
+    switch (kind) {
+    case RIO_KIND_OK:
         return RIO_CLI_EXIT_OK;
-    case RIO_ECANCELED:
-        return interrupted_sig ? 128 + interrupted_sig : RIO_CLI_EXIT_FAIL;
-    case RIO_EURL:
+    case RIO_KIND_URL:
         return RIO_CLI_EXIT_USAGE;
-    case -ENOENT:
-    case -ENOTDIR:
-    case RIO_ENOTFOUND:
-    case RIO_ENOCONTAINER:
+    case RIO_KIND_NOTFOUND:
         return RIO_CLI_EXIT_NOTFOUND;
-    case -EACCES:
-    case -EPERM:
-    case -EROFS:
-    case RIO_EAUTH:
-    case RIO_ENOCREDS:
+    case RIO_KIND_ACCESS:
         return RIO_CLI_EXIT_ACCESS;
-    case RIO_ENOPATH:
-    case RIO_EDNS:
-    case RIO_EDEADLINE:
-    case RIO_ERETRIES:
-    case RIO_ETLS:
-    case RIO_ETLSVERIFY:
-    case RIO_EVERSION:
-    case -ECONNREFUSED:
-    case -ECONNRESET:
-    case -ECONNABORTED:
-    case -EHOSTUNREACH:
-    case -ENETUNREACH:
-    case -ENETDOWN:
-    case -EHOSTDOWN:
-    case -ETIMEDOUT:
+    case RIO_KIND_UNREACHABLE:
+    case RIO_KIND_TIMEOUT:
         return RIO_CLI_EXIT_UNREACHABLE;
-    case RIO_ECHECKSUM:
-    case RIO_EPROTO:
-    case RIO_ESHORT:
+    case RIO_KIND_VERIFY:
         return RIO_CLI_EXIT_VERIFY;
-    case -ENOSPC:
-    case -EDQUOT:
-    case -EFBIG:
+    case RIO_KIND_NOSPACE:
         return RIO_CLI_EXIT_NOSPACE;
-    case RIO_EUNKNOWN:
+    case RIO_KIND_UNKNOWN:
         return RIO_CLI_EXIT_UNKNOWN;
+    case RIO_KIND_CANCELED:
+        return interrupted_sig ? 128 + interrupted_sig : RIO_CLI_EXIT_FAIL;
     default:
         return RIO_CLI_EXIT_FAIL;
     }
 }
 
+int rio_cli_exit_code(int err)
+{
+    return exit_of_kind(rio_error_kind(err, NULL));
+}
+
 int rio_cli_exit_code_st(int err, const struct rio_stats *st)
 {
-    int top = -1;
-    uint64_t most = 0;
-
-    if (!st || (err != RIO_ERETRIES && err != RIO_ENOPATH))
-        return rio_cli_exit_code(err);
-    for (int k = 0; k < RIO_CLASS__COUNT; k++)
-        if (st->retries[k] > most) {
-            most = st->retries[k];
-            top = k;
-        }
-    switch (top) {
-    case RIO_CLASS_CHECKSUM:
-    case RIO_CLASS_SHORT:
-        return RIO_CLI_EXIT_VERIFY;
-    case RIO_CLASS_SERVER:
-    case RIO_CLASS_THROTTLE:
-    case RIO_CLASS_FATAL:
-        return RIO_CLI_EXIT_FAIL;
-    default:
-        return rio_cli_exit_code(err);
-    }
+    return exit_of_kind(rio_error_kind(err, st));
 }
 
 /* --------------------------------------------------------------- parsing */
