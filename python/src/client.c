@@ -19,87 +19,34 @@ static PyObject *Err_Error, *Err_NotFound, *Err_AccessDenied, *Err_Timeout, *Err
     *Err_VerifyError, *Err_NoSpace, *Err_OutcomeUnknown, *Err_Cancelled, *Err_InvalidArgument,
     *Err_GenerationChanged, *Err_BatchError;
 
-/* The class of err: the CLI's exit classes (src/cli/frame.c,
- * rio_cli_exit_code), with timeouts split from the unreachable class. */
-static PyObject *exc_class(int err)
+/* The class of err: its kind from the library (rio_error_kind, which the
+ * CLI's exit statuses come from too), with st the failed call's stats. */
+static PyObject *exc_class(int err, const struct rio_stats *st)
 {
-    switch (err) {
-    case RIO_ENOTFOUND:
-    case RIO_ENOCONTAINER:
-    case -ENOENT:
-    case -ENOTDIR:
+    switch (rio_error_kind(err, st)) {
+    case RIO_KIND_NOTFOUND:
         return Err_NotFound;
-    case -EACCES:
-    case -EPERM:
-    case -EROFS:
-    case RIO_EAUTH:
-    case RIO_ENOCREDS:
+    case RIO_KIND_ACCESS:
         return Err_AccessDenied;
-    case RIO_EDEADLINE:
-    case -ETIMEDOUT:
+    case RIO_KIND_TIMEOUT:
         return Err_Timeout;
-    case RIO_ENOPATH:
-    case RIO_EDNS:
-    case RIO_ERETRIES:
-    case RIO_ETLS:
-    case RIO_ETLSVERIFY:
-    case RIO_EVERSION:
-    case -ECONNREFUSED:
-    case -ECONNRESET:
-    case -ECONNABORTED:
-    case -EHOSTUNREACH:
-    case -ENETUNREACH:
-    case -ENETDOWN:
-    case -EHOSTDOWN:
+    case RIO_KIND_UNREACHABLE:
         return Err_Unavailable;
-    case RIO_ECHECKSUM:
-    case RIO_EPROTO:
-    case RIO_ESHORT:
+    case RIO_KIND_VERIFY:
         return Err_VerifyError;
-    case -ENOSPC:
-    case -EDQUOT:
-    case -EFBIG:
+    case RIO_KIND_NOSPACE:
         return Err_NoSpace;
-    case RIO_EUNKNOWN:
+    case RIO_KIND_UNKNOWN:
         return Err_OutcomeUnknown;
-    case RIO_ECANCELED:
+    case RIO_KIND_CANCELED:
         return Err_Cancelled;
-    case RIO_EINVAL:
-    case RIO_EURL:
-    case -EINVAL:
+    case RIO_KIND_URL:
+    case RIO_KIND_INVALID:
         return Err_InvalidArgument;
-    case RIO_EGENERATION:
+    case RIO_KIND_GENERATION:
         return Err_GenerationChanged;
     default:
         return Err_Error;
-    }
-}
-
-/* As rio_cli_exit_code_st: retries exhausted (or no path left) because
- * chunks kept failing their checksum is a verification failure, because
- * the server kept failing it is a plain Error, not an unreachable target. */
-static PyObject *exc_class_st(int err, const struct rio_stats *st)
-{
-    int top = -1;
-    uint64_t most = 0;
-
-    if (!st || (err != RIO_ERETRIES && err != RIO_ENOPATH))
-        return exc_class(err);
-    for (int k = 0; k < RIO_CLASS__COUNT; k++)
-        if (st->retries[k] > most) {
-            most = st->retries[k];
-            top = k;
-        }
-    switch (top) {
-    case RIO_CLASS_CHECKSUM:
-    case RIO_CLASS_SHORT:
-        return Err_VerifyError;
-    case RIO_CLASS_SERVER:
-    case RIO_CLASS_THROTTLE:
-    case RIO_CLASS_FATAL:
-        return Err_Error;
-    default:
-        return exc_class(err);
     }
 }
 
@@ -147,7 +94,7 @@ static PyObject *error_new(int err, const char *what, const char *detail,
         msg = PyUnicode_FromFormat("%s: %s", what, rio_strerror(err));
     if (!msg)
         return NULL;
-    e = PyObject_CallOneArg(exc_class_st(err, st), msg);
+    e = PyObject_CallOneArg(exc_class(err, st), msg);
     Py_DECREF(msg);
     if (e && error_attrs(e, err, detail) < 0)
         Py_CLEAR(e);
