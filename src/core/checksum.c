@@ -304,6 +304,26 @@ out:
     return ret;
 }
 
+int rio__md5_peek(const struct rio_md5 *m, uint8_t out[16])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_MD_CTX *cp;
+    int ret = 0;
+
+    if (!m->ctx)
+        return -EINVAL;
+    cp = EVP_MD_CTX_new();
+    if (!cp)
+        return -ENOMEM;
+    if (EVP_MD_CTX_copy_ex(cp, m->ctx) != 1 || EVP_DigestFinal_ex(cp, md, &len) != 1 || len != 16)
+        ret = -EIO;
+    else
+        memcpy(out, md, 16);
+    EVP_MD_CTX_free(cp);
+    return ret;
+}
+
 void rio__md5_cleanup(struct rio_md5 *m)
 {
     if (!m)

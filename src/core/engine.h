@@ -589,5 +589,11 @@ unsigned rio__pipeline_work(const struct rio__call *call, const struct rio_desc 
 /* The client is being destroyed: end a reader or writer now (stream.c). */
 void rio__reader_invalidate(struct rio_reader *rd);
 void rio__writer_invalidate(struct rio_writer *w);
+/* Make rio_writer_close compare the stream's MD5 (a writer with etag=md5,
+ * before any byte is written) with want before it commits: on a mismatch
+ * nothing is published, *bad is set and close returns RIO_ECHECKSUM. Spares
+ * a caller that must check a claimed MD5 (S3's Content-MD5) a second pass
+ * over the bytes. 0, or RIO_ENOTSUP when the writer computes no MD5. */
+int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *bad);
 
 #endif

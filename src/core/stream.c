@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
@@ -325,6 +327,9 @@ struct rio_writer {
     uint64_t xxh_cap;
     struct rio_md5 md5;
     bool want_md5;
+    bool expect_md5; /* close checks the MD5 against md5_want first */
+    uint8_t md5_want[16];
+    bool *md5_bad; /* set when that check fails */
     unsigned nslots;
     struct wslot *slots;
     int err;
@@ -652,6 +657,14 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
     uint64_t gen;
     struct rio__meta m;
     writer_meta(w, &m);
+    if (ret == 0 && w->expect_md5) {
+        uint8_t got[16];
+        ret = rio__md5_peek(&w->md5, got);
+        if (ret == 0 && CRYPTO_memcmp(got, w->md5_want, sizeof(got)) != 0) {
+            *w->md5_bad = true;
+            ret = RIO_ECHECKSUM;
+        }
+    }
     if (ret == 0)
         ret = rio__commit_upload(w->c, &m, w->key, w->upload, w->total, w->chunk_size, w->nchunks,
                                  w->xxh, w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
@@ -662,6 +675,17 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
     writer_stats(w);
     writer_free(w);
     return ret;
+}
+
+int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *bad)
+{
+    if (!w || !w->c || !w->want_md5 || w->total)
+        return RIO_ENOTSUP;
+    memcpy(w->md5_want, want, sizeof(w->md5_want));
+    w->md5_bad = bad;
+    *bad = false;
+    w->expect_md5 = true;
+    return 0;
 }
 
 void rio_writer_abort(struct rio_writer *w)

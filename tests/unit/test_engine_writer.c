@@ -7,6 +7,7 @@
  * and stream MD5 as rio_put of the same bytes, and on any error or abort
  * leaves the previous generation (or nothing) behind. Also the etag=none knob.
  */
+#include "core/engine.h"
 #include "engine_util.h"
 
 /* Write n pattern bytes through w in pieces of step bytes. */
@@ -245,6 +246,48 @@ TEST(etag_none)
 
     struct rio_client *c;
     T_EQ(rio_client_new("mock://et2?etag=sha1", NULL, &c), RIO_EINVAL);
+}
+
+/* rio__writer_expect_md5 (the S3 gateway's Content-MD5): close compares the
+ * stream's MD5 before it commits; a wrong one publishes nothing and keeps the
+ * old generation, the right one commits; a writer without MD5 refuses it. */
+TEST(writer_expect_md5)
+{
+    struct eu e;
+    const size_t n = 3 * EU_CHUNK + 7;
+    uint8_t want[16] = {0};
+    struct rio_md5 m;
+    struct rio_writer *w;
+    bool bad = false;
+
+    eu_start_put(&e, "mock://em1?paths=2&etag=md5", n, 5);
+    uint8_t *src = eu_pattern_buf(n, 6);
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(rio__writer_expect_md5(w, want, &bad));
+    T_OK(write_pattern(w, src, n, 70000));
+    T_EQ(rio_writer_close(w, NULL), RIO_ECHECKSUM);
+    T_TRUE(bad);
+    eu_get_check(e.c, "o", n, 5, NULL);
+
+    T_OK(rio__md5_init(&m));
+    T_OK(rio__md5_update(&m, src, n));
+    T_OK(rio__md5_peek(&m, want));
+    rio__md5_cleanup(&m);
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_OK(rio__writer_expect_md5(w, want, &bad));
+    T_OK(write_pattern(w, src, n, 70000));
+    T_OK(rio_writer_close(w, NULL));
+    T_FALSE(bad);
+    eu_get_check(e.c, "o", n, 6, NULL);
+    eu_idle(e.c);
+    eu_close(&e);
+
+    eu_start(&e, "mock://em2?etag=fast");
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_EQ(rio__writer_expect_md5(w, want, &bad), RIO_ENOTSUP);
+    rio_writer_abort(w);
+    eu_close(&e);
+    free(src);
 }
 
 /* One streamed PUT of n bytes in 3 slots; the error of open, write or close. */

@@ -153,6 +153,14 @@ int rio__s3_check_expect(struct rio_s3_check *c, const char *value, const char *
     return 0;
 }
 
+int rio__s3_check_md5_want(const struct rio_s3_check *c, uint8_t out[16])
+{
+    if (c->algo != RIO__S3_MD5 || !c->have_want)
+        return -1;
+    memcpy(out, c->want, 16);
+    return 0;
+}
+
 int rio_s3_check_new(const char *name, const char *value, struct rio_s3_check **out,
                      const char **s3_code)
 {

@@ -24,7 +24,9 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/engine.h"
 #include "railio.h"
+#include "server/s3/auth.h"
 #include "server/s3/gw.h"
 #include "server/server.h"
 
@@ -404,6 +406,20 @@ int rio__gw_checks_done(struct gw_req *r)
         }
     }
     return 0;
+}
+
+void rio__gw_checks_to_writer(struct gw_req *r)
+{
+    uint8_t want[16];
+
+    for (unsigned i = 0; i < r->nck; i++) {
+        if (rio__s3_check_md5_want(r->ck[i], want) < 0 ||
+            rio__writer_expect_md5(r->w, want, &r->md5_bad) < 0)
+            continue;
+        rio_s3_check_free(r->ck[i]);
+        r->ck[i] = r->ck[--r->nck];
+        return; /* one Content-MD5 header */
+    }
 }
 
 static void checks_free(struct gw_req *r)

@@ -9,6 +9,7 @@
 #ifndef RIO_SERVER_S3_GW_H
 #define RIO_SERVER_S3_GW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +100,7 @@ struct gw_req {
     uint64_t got;      /* payload bytes so far */
     struct rio_s3_check *ck[GW_CHECKS];
     unsigned nck;
+    bool md5_bad; /* the writer checks Content-MD5 (rio__gw_checks_to_writer) */
     struct rio_s3_chunked *chunked;
     unsigned char *dec; /* aws-chunked: decoded payload */
     /* An error met while the body was still coming: sent at its end. */
@@ -140,6 +142,9 @@ void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fm
 void rio__gw_checks_update(struct gw_req *r, const void *p, size_t n);
 /* Every body check passed: 0; else -1 with the error recorded. */
 int rio__gw_checks_done(struct gw_req *r);
+/* Hand a Content-MD5 check to the fresh writer r->w, which hashes the bytes
+ * for the ETag anyway and compares before it commits (r->md5_bad). */
+void rio__gw_checks_to_writer(struct gw_req *r);
 
 /* ops.c */
 int rio__gw_bucket_exists(const char *bucket); /* 1, 0 or an error */

@@ -838,6 +838,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
                                  "This backend needs the object's size: send Content-Length.");
         return rio__gw_rio_error(c, r, ret, "open");
     }
+    rio__gw_checks_to_writer(r);
     return MHD_YES;
 }
 
@@ -907,6 +908,9 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     rio__gw_put_cleanup(r);
     if (ret < 0) {
         rio_desc_cleanup(&d);
+        if (r->md5_bad) /* nothing is published */
+            return rio__gw_error(c, r, 400, "BadDigest",
+                                 "A digest you specified did not match what we received.");
         if (ret == RIO_EINVAL)
             return rio__gw_error(c, r, 400, "IncompleteBody",
                                  "The body did not match its declared length.");
