@@ -910,119 +910,130 @@ static const char *const names_key_buf[] = {"key", "buffer"};
 static const char *const names_keys[] = {"keys"};
 static const char *const names_keys_bufs[] = {"keys", "buffers"};
 
+/* One object's call: its arguments (key, a buffer for put and get_into,
+ * then cancel= and stats=), the client entered and the rio_call set up. */
+struct one_call {
+    const char *fn;
+    PyObject *a[MAX_POS + 2];
+    PyObject *stats_arg;
+    const char *key;
+    Py_buffer view;
+    int has_view;
+    struct rio_client *c;
+    RioCancel *cx;
+    struct rio_stats st;
+    struct rio_call call;
+};
+
+/* buf: -1 no buffer argument, 0 a readable one, 1 a writable one. 0, or -1
+ * with the exception set and nothing held. */
+static int one_begin(RioClient *self, struct one_call *o, const char *fn, int buf,
+                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t npos = buf < 0 ? 1 : 2;
+
+    memset(o, 0, sizeof(*o));
+    o->fn = fn;
+    if (parse_args(fn, buf < 0 ? names_key : names_key_buf, npos, args, nargs, kwnames, o->a) < 0)
+        return -1;
+    o->key = rio_py_key(o->a[0], "key");
+    if (!o->key)
+        return -1;
+    if (buf >= 0) {
+        if (rio_py_buffer(o->a[1], &o->view, buf, "buffer") < 0)
+            return -1;
+        o->has_view = 1;
+    }
+    o->c = call_enter(self, o->a[npos], &o->cx);
+    if (!o->c) {
+        if (o->has_view)
+            PyBuffer_Release(&o->view);
+        return -1;
+    }
+    o->stats_arg = o->a[npos + 1];
+    o->call.cancel = o->cx->cx;
+    o->call.stats = want_stats(self, o->stats_arg) ? &o->st : NULL;
+    return 0;
+}
+
+/* After the call returned r: the exception for a failure, the stats for a
+ * success. 1 when the caller may build its result, else 0 (exception set). */
+static int one_result(RioClient *self, struct one_call *o, int64_t r)
+{
+    if (r < 0) {
+        call_failed(self, (int)r, o->fn, o->key, o->call.stats, o->stats_arg);
+        return 0;
+    }
+    return !o->call.stats || rio_py_call_stats(self, &o->st, o->stats_arg) == 0;
+}
+
+static void one_end(RioClient *self, struct one_call *o)
+{
+    rio_py_call_end(self, o->cx);
+    if (o->has_view)
+        PyBuffer_Release(&o->view);
+}
+
 static PyObject *Client_put(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames)
 {
-    PyObject *a[MAX_POS + 2], *ret = NULL;
-    struct rio_client *c;
-    struct rio_stats st;
+    struct one_call o;
     struct rio_desc desc;
-    struct rio_call call;
-    RioCancel *cx;
-    Py_buffer view;
-    const char *key;
+    PyObject *ret = NULL;
     int r;
 
-    if (parse_args("put", names_key_buf, 2, args, nargs, kwnames, a) < 0)
+    if (one_begin(self, &o, "put", 0, args, nargs, kwnames) < 0)
         return NULL;
-    key = rio_py_key(a[0], "key");
-    if (!key || rio_py_buffer(a[1], &view, 0, "buffer") < 0)
-        return NULL;
-    c = call_enter(self, a[2], &cx);
-    if (!c)
-        goto out_view;
-    memset(&call, 0, sizeof(call));
     memset(&desc, 0, sizeof(desc));
-    call.cancel = cx->cx;
-    call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
-    r = rio_put(c, key, view.buf, (size_t)view.len, &call, &desc);
+    r = rio_put(o.c, o.key, o.view.buf, (size_t)o.view.len, &o.call, &desc);
     Py_END_ALLOW_THREADS;
-    if (r < 0) {
-        call_failed(self, (int)r, "put", key, call.stats, a[3]);
-    } else if (!call.stats || rio_py_call_stats(self, &st, a[3]) == 0) {
+    if (one_result(self, &o, r))
         ret = desc_dict(&desc);
-    }
     rio_desc_cleanup(&desc);
-    rio_py_call_end(self, cx);
-out_view:
-    PyBuffer_Release(&view);
+    one_end(self, &o);
     return ret;
 }
 
 static PyObject *Client_get_into(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames)
 {
-    PyObject *a[MAX_POS + 2], *ret = NULL;
-    struct rio_client *c;
-    struct rio_stats st;
-    struct rio_call call;
-    RioCancel *cx;
-    Py_buffer view;
-    const char *key;
+    struct one_call o;
+    PyObject *ret = NULL;
     int64_t r;
 
-    if (parse_args("get_into", names_key_buf, 2, args, nargs, kwnames, a) < 0)
+    if (one_begin(self, &o, "get_into", 1, args, nargs, kwnames) < 0)
         return NULL;
-    key = rio_py_key(a[0], "key");
-    if (!key || rio_py_buffer(a[1], &view, 1, "buffer") < 0)
-        return NULL;
-    c = call_enter(self, a[2], &cx);
-    if (!c)
-        goto out_view;
-    memset(&call, 0, sizeof(call));
-    call.cancel = cx->cx;
-    call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
-    r = rio_get(c, key, view.buf, (size_t)view.len, &call);
+    r = rio_get(o.c, o.key, o.view.buf, (size_t)o.view.len, &o.call);
     Py_END_ALLOW_THREADS;
-    if (r < 0) {
-        call_failed(self, (int)r, "get_into", key, call.stats, a[3]);
-    } else if (!call.stats || rio_py_call_stats(self, &st, a[3]) == 0) {
+    if (one_result(self, &o, r))
         ret = PyLong_FromLongLong(r);
-    }
-    rio_py_call_end(self, cx);
-out_view:
-    PyBuffer_Release(&view);
+    one_end(self, &o);
     return ret;
 }
 
 static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames)
 {
-    PyObject *a[MAX_POS + 2], *ret = NULL;
-    struct rio_client *c;
-    struct rio_stats st;
-    struct rio_call call;
-    RioCancel *cx;
-    const char *key;
+    struct one_call o;
+    PyObject *ret = NULL;
     void *buf = NULL;
     int64_t r;
 
-    if (parse_args("get", names_key, 1, args, nargs, kwnames, a) < 0)
+    if (one_begin(self, &o, "get", -1, args, nargs, kwnames) < 0)
         return NULL;
-    key = rio_py_key(a[0], "key");
-    if (!key)
-        return NULL;
-    c = call_enter(self, a[1], &cx);
-    if (!c)
-        return NULL;
-    memset(&call, 0, sizeof(call));
-    call.cancel = cx->cx;
-    call.stats = want_stats(self, a[2]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;
-    r = rio_get_alloc(c, key, &buf, &call);
+    r = rio_get_alloc(o.c, o.key, &buf, &o.call);
     Py_END_ALLOW_THREADS;
-    if (r < 0) {
-        call_failed(self, (int)r, "get", key, call.stats, a[2]);
-    } else if (!call.stats || rio_py_call_stats(self, &st, a[2]) == 0) {
+    if (one_result(self, &o, r)) {
         if (r > PY_SSIZE_T_MAX)
             PyErr_SetString(PyExc_OverflowError, "get: object too large for bytes");
         else
             ret = PyBytes_FromStringAndSize(buf, (Py_ssize_t)r);
     }
     free(buf);
-    rio_py_call_end(self, cx);
+    one_end(self, &o);
     return ret;
 }
 
