@@ -23,6 +23,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +60,9 @@ struct fscan {
     size_t nheads, capheads;
     struct fchunk *c;
     size_t n, cap;
+    /* heads_scan: names listed, their rio.gen not read yet */
+    char *hnames[REMOVE_WINDOW];
+    size_t hlens[REMOVE_WINDOW], hn;
 };
 
 /* Room for one more element in *p (of *cap, elem bytes each): 0 or -ENOMEM. */
@@ -196,17 +200,17 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
     return ret;
 }
 
-/* Every object of the URL's pool (namespace "") whose rio.gen is a
- * generation: the heads, sorted by key. A listing that fails fails the
- * whole check: a head it missed would lose its chunks. */
-static int heads_scan(struct fscan *s)
+/* Every object io lists (name, locator length): fn(s, pool, ...) for each
+ * until one fails. A listing that fails fails the whole check (what: the
+ * objects, for the message): a head it missed would lose its chunks. */
+static int each_object(struct fscan *s, rados_ioctx_t io, int pool, const char *what,
+                       int (*fn)(struct fscan *s, int pool, const char *name, size_t len,
+                                 size_t loclen))
 {
     rados_list_ctx_t ctx;
-    char *names[REMOVE_WINDOW];
-    size_t lens[REMOVE_WINDOW], n = 0;
     int ret;
 
-    ret = rados_nobjects_list_open(s->t->head_io, &ctx);
+    ret = rados_nobjects_list_open(io, &ctx);
     if (ret < 0)
         return rio__rados_xlate(ret);
     for (;;) {
@@ -219,32 +223,50 @@ static int heads_scan(struct fscan *s)
         }
         if (ret < 0) {
             ret = rio__rados_xlate(ret);
-            rio__detail("listing the heads of the pool failed: %s", rio_errname(ret));
+            rio__detail("listing %s failed: %s", what, rio_errname(ret));
             break;
         }
-        if (elen == 0 || elen > RIO_KEY_MAX || memchr(entry, '\0', elen) || llen > 0)
-            continue; /* not a key: no head */
-        names[n] = rio__malloc(elen + 1);
-        if (!names[n]) {
-            ret = -ENOMEM;
+        ret = fn(s, pool, entry, elen, llen);
+        if (ret < 0)
             break;
-        }
-        memcpy(names[n], entry, elen);
-        names[n][elen] = '\0';
-        lens[n++] = elen;
-        if (n == REMOVE_WINDOW) {
-            ret = heads_flush(s, names, lens, n);
-            n = 0;
-            if (ret < 0)
-                break;
-        }
     }
+    rados_nobjects_list_close(ctx);
+    return ret;
+}
+
+/* One listed name of the heads' namespace: batched for heads_flush. */
+static int head_seen(struct fscan *s, int pool, const char *name, size_t len, size_t loclen)
+{
+    (void)pool;
+    if (len == 0 || len > RIO_KEY_MAX || memchr(name, '\0', len) || loclen > 0)
+        return 0; /* not a key: no head */
+    char *k = rio__malloc(len + 1);
+    if (!k)
+        return -ENOMEM;
+    memcpy(k, name, len);
+    k[len] = '\0';
+    s->hnames[s->hn] = k;
+    s->hlens[s->hn++] = len;
+    if (s->hn < REMOVE_WINDOW)
+        return 0;
+    size_t n = s->hn;
+    s->hn = 0;
+    return heads_flush(s, s->hnames, s->hlens, n);
+}
+
+/* Every object of the URL's pool (namespace "") whose rio.gen is a
+ * generation: the heads, sorted by key. */
+static int heads_scan(struct fscan *s)
+{
+    int ret = each_object(s, s->t->head_io, 0, "the heads of the pool", head_seen);
+    size_t n = s->hn;
+
+    s->hn = 0;
     if (ret < 0)
         for (size_t i = 0; i < n; i++)
-            rio__free(names[i]);
+            rio__free(s->hnames[i]);
     else
-        ret = heads_flush(s, names, lens, n);
-    rados_nobjects_list_close(ctx);
+        ret = heads_flush(s, s->hnames, s->hlens, n);
     if (ret == 0 && s->nheads > 1)
         qsort(s->heads, s->nheads, sizeof(*s->heads), head_cmp);
     return ret;
@@ -326,38 +348,23 @@ static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
     return 0;
 }
 
+/* A listed object of the chunk namespace: one with a locator is not
+ * railio's. */
+static int chunk_listed(struct fscan *s, int pool, const char *name, size_t len, size_t loclen)
+{
+    if (loclen > 0) {
+        s->r->foreign++;
+        return 0;
+    }
+    return chunk_seen(s, pool, name, len);
+}
+
 static int chunks_scan(struct fscan *s, int pool)
 {
-    rados_list_ctx_t ctx;
-    int ret;
+    char what[160];
 
-    ret = rados_nobjects_list_open(s->t->pools[pool].io[0], &ctx);
-    if (ret < 0)
-        return rio__rados_xlate(ret);
-    for (;;) {
-        const char *entry, *loc, *ns;
-        size_t elen = 0, llen = 0, nslen = 0;
-        ret = rados_nobjects_list_next2(ctx, &entry, &loc, &ns, &elen, &llen, &nslen);
-        if (ret == -ENOENT) {
-            ret = 0;
-            break;
-        }
-        if (ret < 0) {
-            ret = rio__rados_xlate(ret);
-            rio__detail("listing the chunk objects of pool '%s' failed: %s", s->t->pools[pool].name,
-                        rio_errname(ret));
-            break;
-        }
-        if (llen > 0) {
-            s->r->foreign++; /* a locator: not railio's */
-            continue;
-        }
-        ret = chunk_seen(s, pool, entry, elen);
-        if (ret < 0)
-            break;
-    }
-    rados_nobjects_list_close(ctx);
-    return ret;
+    snprintf(what, sizeof(what), "the chunk objects of pool '%s'", s->t->pools[pool].name);
+    return each_object(s, s->t->pools[pool].io[0], pool, what, chunk_listed);
 }
 
 /* Size and mtime of n objects, REMOVE_WINDOW at a time; each begins a
