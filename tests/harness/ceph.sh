@@ -4,8 +4,7 @@
 # 1 monitor, 1..3 memstore OSDs, optional radosgw (S3) and mgr, every file in
 # one directory the caller names, every daemon detached with setsid and its
 # PID recorded, every wait a poll with a timeout. docs/rados.md ("The test
-# cluster") tells how the tests use it; ../shared/notes/ceph-and-s3.md has the
-# facts each step rests on.
+# cluster") tells how the tests use it and the facts each step rests on.
 #
 #   ceph.sh start DIR [options]    start a cluster in DIR (created; must be empty)
 #   ceph.sh stop DIR               kill every daemon started in DIR (by PID), remove DIR
