@@ -51,7 +51,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,41s/^# \{0,1\}//p' "$SELF"
+    sed -n '2,42s/^# \{0,1\}//p' "$SELF"
 }
 
 # Every ceph CLI call gets a timeout: without a mgr some commands hang.
