@@ -168,4 +168,19 @@ static inline int gw_same(struct gw *g, const char *a, const char *b)
     return t_sh("cmp -s '%s' '%s'", gw_path(g, a), gw_path(g, b)) == 0;
 }
 
+/* The record key of bucket/key: ".rio-meta/BUCKET/<SHA-256 of KEY>". */
+static inline void gw_record_key(struct gw *g, const char *bucket, const char *key, char *out,
+                                 size_t cap)
+{
+    size_t n = 0;
+    char *h;
+
+    T_EQ(t_sh("printf %%s '%s' | sha256sum | cut -c1-64 > %s", key, gw_path(g, "sha")), 0);
+    h = (char *)t_slurp(gw_path(g, "sha"), &n);
+    T_TRUE(h != NULL);
+    T_EQ(n, 65u);
+    snprintf(out, cap, ".rio-meta/%s/%.64s", bucket, h);
+    free(h);
+}
+
 #endif

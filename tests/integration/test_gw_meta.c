@@ -15,20 +15,6 @@
  */
 #include "gw_util.h"
 
-/* The record key of bucket/key: ".rio-meta/BUCKET/<SHA-256 of KEY>". */
-static void record_key(struct gw *g, const char *bucket, const char *key, char *out, size_t cap)
-{
-    size_t n = 0;
-    char *h;
-
-    T_EQ(t_sh("printf %%s '%s' | sha256sum | cut -c1-64 > %s", key, gw_path(g, "sha")), 0);
-    h = (char *)t_slurp(gw_path(g, "sha"), &n);
-    T_TRUE(h != NULL);
-    T_EQ(n, 65u);
-    snprintf(out, cap, ".rio-meta/%s/%.64s", bucket, h);
-    free(h);
-}
-
 static void metadata(const char *backend, const char *dir)
 {
     struct gw g;
@@ -69,9 +55,9 @@ static void metadata(const char *backend, const char *dir)
     T_TRUE(gw_has(&g, "o.h", "Content-Type: binary/octet-stream\r\n"));
     T_FALSE(gw_has(&g, "o.h", "x-amz-meta-"));
     if (dir) {
-        record_key(&g, "mdb", "plain", rk, sizeof(rk));
+        gw_record_key(&g, "mdb", "plain", rk, sizeof(rk));
         T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
-        record_key(&g, "mdb", "k1", rk, sizeof(rk));
+        gw_record_key(&g, "mdb", "k1", rk, sizeof(rk));
         T_EQ(t_sh("test -e '%s/%s'", dir, rk), 0);
     }
 
@@ -151,7 +137,7 @@ static void metadata(const char *backend, const char *dir)
      * key starts without metadata. */
     T_EQ(gw_curl(&g, "o", "-X DELETE %s/mdb/c2", g.url), 204);
     if (dir) {
-        record_key(&g, "mdb", "c2", rk, sizeof(rk));
+        gw_record_key(&g, "mdb", "c2", rk, sizeof(rk));
         T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
     }
     t_write_file(gw_path(&g, "del.xml"), "<Delete><Object><Key>full</Key></Object></Delete>", 50);
@@ -160,7 +146,7 @@ static void metadata(const char *backend, const char *dir)
          200);
     T_TRUE(gw_has(&g, "o", "<Deleted><Key>full</Key></Deleted>"));
     if (dir) {
-        record_key(&g, "mdb", "full", rk, sizeof(rk));
+        gw_record_key(&g, "mdb", "full", rk, sizeof(rk));
         T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
     }
     T_EQ(gw_curl(&g, "o", "-T %s %s/mdb/full", gw_path(&g, "src"), g.url), 200);
@@ -238,7 +224,7 @@ TEST(bad_records)
         free(m);
     }
     T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-x: 1' %s/mdb/obj", gw_path(&g, "src"), g.url), 200);
-    record_key(&g, "mdb", "obj", rk, sizeof(rk));
+    gw_record_key(&g, "mdb", "obj", rk, sizeof(rk));
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         t_write_file(gw_path(&g, "rec"), bad[i].text, strlen(bad[i].text));
         T_EQ(t_sh("%s put -q 'file://%s/%s' %s", bin, dir, rk, gw_path(&g, "rec")), 0);

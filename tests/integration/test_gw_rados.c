@@ -9,7 +9,9 @@
  * concurrent PUTs of one key through both leave one whole version; a
  * gateway killed in the middle of a PUT leaves nothing visible; metadata and
  * the multipart ETag written through one are what the other answers; the
- * head cache of one never serves what the other replaced or deleted.
+ * head cache of one never serves what the other replaced or deleted; the
+ * metadata records it keeps with the heads (and "no record") are what a
+ * cached GET or HEAD answers, and every write through it replaces them.
  */
 #include "t.h"
 
@@ -173,6 +175,90 @@ TEST(head_cache_never_stale)
     T_EQ(gw_curl(&a, "got", "%s/hcb/k", a.url), 404);
     T_TRUE(gw_has(&a, "got", "NoSuchKey"));
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/hcb", a.url), 204);
+    gw_stop(&b);
+    gw_stop(&a);
+}
+
+/* The records of cached objects come from the head cache (an hour here):
+ * a record removed behind gateway a's back still shows through a (not
+ * through b, which reads the backend), and one written behind its back for
+ * an object a cached without a record does not; every write through a
+ * (PUT with and without metadata, CopyObject, DeleteObject) shows at once. */
+TEST(meta_cache)
+{
+    static const char *const hour[] = {"--s3-head-cache", "1h", NULL};
+    struct gw a, b;
+    struct rio_options o;
+    struct rio_client *c;
+    struct rio_desc d;
+    char url[1024], rk[256], rec[512];
+    double hits;
+
+    gw_need();
+    ru_url(url, sizeof(url), "rio", NULL);
+    gw_start(&a, url, hour);
+    gw_start(&b, url, NULL);
+    ru_opts(&o, 4 * RU_MIB, 4);
+    c = ru_client("rio", NULL, &o);
+    gw_file(&a, "src", 70 * 1024, 51);
+    T_EQ(gw_curl(&a, "o", "-X PUT %s/mcb", a.url), 200);
+
+    /* PUT with metadata through a: head and record cached there. */
+    T_EQ(gw_curl(&a, "o", "-T %s -H 'x-amz-meta-v: 1' %s/mcb/k", gw_path(&a, "src"), a.url), 200);
+    hits = srv_scrape(&a.e, "railiod_s3_meta_cache_total{result=\"hit\"}");
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/k", a.url), 200);
+    T_TRUE(gw_has(&a, "o.h", "x-amz-meta-v: 1\r\n"));
+    T_EQ(srv_scrape(&a.e, "railiod_s3_meta_cache_total{result=\"hit\"}"), hits + 1);
+    /* The record removed behind a's back: a still answers it, b does not. */
+    gw_record_key(&a, "mcb", "k", rk, sizeof(rk));
+    T_OK(rio_delete(c, rk));
+    T_EQ(gw_curl(&a, "got", "%s/mcb/k", a.url), 200);
+    T_TRUE(gw_has(&a, "got.h", "x-amz-meta-v: 1\r\n"));
+    T_TRUE(gw_same(&a, "got", "src"));
+    T_EQ(gw_curl(&b, "o", "-I %s/mcb/k", b.url), 200);
+    T_FALSE(gw_has(&b, "o.h", "x-amz-meta-v"));
+    /* Writes through a replace what it answers at once. */
+    T_EQ(gw_curl(&a, "o", "-T %s -H 'x-amz-meta-v: 2' %s/mcb/k", gw_path(&a, "src"), a.url), 200);
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/k", a.url), 200);
+    T_TRUE(gw_has(&a, "o.h", "x-amz-meta-v: 2\r\n"));
+    T_EQ(gw_curl(&a, "o", "-T %s %s/mcb/k", gw_path(&a, "src"), a.url), 200);
+    T_EQ(gw_curl(&a, "got", "%s/mcb/k", a.url), 200);
+    T_FALSE(gw_has(&a, "got.h", "x-amz-meta-v"));
+    T_EQ(gw_curl(&a, "o", "-T %s -H 'x-amz-meta-v: 3' %s/mcb/k3", gw_path(&a, "src"), a.url), 200);
+    T_EQ(gw_curl(&a, "o", "-X PUT -H 'x-amz-copy-source: /mcb/k3' %s/mcb/k", a.url), 200);
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/k", a.url), 200);
+    T_TRUE(gw_has(&a, "o.h", "x-amz-meta-v: 3\r\n"));
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/mcb/k", a.url), 204);
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/k", a.url), 404);
+    T_EQ(gw_curl(&a, "got", "%s/mcb/k", a.url), 404);
+
+    /* No record is cached too: a record written behind a's back for the
+     * object a cached without one shows through b only. */
+    T_EQ(gw_curl(&a, "o", "-T %s %s/mcb/p", gw_path(&a, "src"), a.url), 200);
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/p", a.url), 200);
+    T_FALSE(gw_has(&a, "o.h", "x-amz-meta-w"));
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_stat(c, "mcb/p", &d));
+    snprintf(rec, sizeof(rec),
+             "railio-s3-meta 1\nkey mcb/p\nsize %llu\ngeneration %016llx\netag %s\n"
+             "s3-etag -\nmeta w behind\nend\n",
+             (unsigned long long)d.size, (unsigned long long)d.generation, d.etag);
+    rio_desc_cleanup(&d);
+    gw_record_key(&a, "mcb", "p", rk, sizeof(rk));
+    T_OK(rio_put(c, rk, rec, strlen(rec), NULL, NULL));
+    T_EQ(gw_curl(&b, "o", "-I %s/mcb/p", b.url), 200);
+    T_TRUE(gw_has(&b, "o.h", "x-amz-meta-w: behind\r\n"));
+    T_EQ(gw_curl(&a, "o", "-I %s/mcb/p", a.url), 200);
+    T_FALSE(gw_has(&a, "o.h", "x-amz-meta-w"));
+    T_EQ(gw_curl(&a, "got", "%s/mcb/p", a.url), 200);
+    T_FALSE(gw_has(&a, "got.h", "x-amz-meta-w"));
+    T_TRUE(gw_same(&a, "got", "src"));
+
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/mcb/p", a.url), 204);
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/mcb/k3", a.url), 204);
+    T_EQ(gw_curl(&a, "o", "-X DELETE %s/mcb", a.url), 204);
+    ru_idle(c);
+    rio_client_destroy(c);
     gw_stop(&b);
     gw_stop(&a);
 }

@@ -925,15 +925,22 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap)
         rio__gw_buf_printf(&b, "railiod_s3_request_seconds_count{op=\"%s\"} %llu\n", op_names[op],
                            (unsigned long long)cum);
     }
-    uint64_t hits, misses;
+    uint64_t hits, misses, mhits, mmisses;
     rio__gw_head_counts(&hits, &misses);
+    rio__gw_head_meta_counts(&mhits, &mmisses);
     rio__gw_buf_printf(&b,
                        "# HELP railiod_s3_head_cache_total GET lookups answered by the head "
                        "cache (hit) or the backend (miss).\n"
                        "# TYPE railiod_s3_head_cache_total counter\n"
                        "railiod_s3_head_cache_total{result=\"hit\"} %llu\n"
-                       "railiod_s3_head_cache_total{result=\"miss\"} %llu\n",
-                       (unsigned long long)hits, (unsigned long long)misses);
+                       "railiod_s3_head_cache_total{result=\"miss\"} %llu\n"
+                       "# HELP railiod_s3_meta_cache_total GET and HEAD metadata records "
+                       "answered by the head cache (hit) or read from the backend (miss).\n"
+                       "# TYPE railiod_s3_meta_cache_total counter\n"
+                       "railiod_s3_meta_cache_total{result=\"hit\"} %llu\n"
+                       "railiod_s3_meta_cache_total{result=\"miss\"} %llu\n",
+                       (unsigned long long)hits, (unsigned long long)misses,
+                       (unsigned long long)mhits, (unsigned long long)mmisses);
     n = b.oom ? 0 : b.len;
     if (n >= cap)
         n = cap - 1;

@@ -202,8 +202,10 @@ int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct
 int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
                        const struct rio_desc *d);
 /* The record of BUCKET/KEY if it describes the object d, else NULL (none,
- * malformed: logged, or another version's). */
-struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d);
+ * malformed: logged, or another version's). *sure (when not NULL): 1 when
+ * the answer is what the backend holds, 0 after a failure to read it. */
+struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d,
+                                  int *sure);
 /* Parse a record read from what (a key, for the log); NULL (logged) when it
  * is not one. *rec_bkey (when not NULL): the backend key it names. */
 struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_t n,
@@ -251,14 +253,28 @@ int rio__gw_xml_each(const char *body, size_t n, const char *tag,
                      int (*fn)(void *arg, const char *text), void *arg);
 
 /* headcache.c: recently read descriptors, a hint a GET verifies by reading
- * (docs/gateway.md). get: 1 with a copy in *d (rio_desc_cleanup) and the
- * mtime, 0 on a miss; put: keep a copy (objects a read can prove stale
- * only); drop: forget key; clear: forget all (at stop). Thread-safe. */
+ * (docs/gateway.md), and the metadata records of their generations.
+ * get: 1 with a copy in *d (rio_desc_cleanup) and the mtime, 0 on a miss;
+ * put: a lookup's answer, keep a copy (objects a read can prove stale only;
+ * a live entry of the same generation stays as it is); wrote: the object d
+ * just committed through this gateway, whose record is m (NULL: none);
+ * drop: forget key (after a write of it); clear: forget all (at stop).
+ * Records: epoch is taken before a lookup; meta: 1 with *m a copy of the
+ * record of the object d (NULL: it has none), 0 when not cached; set_meta:
+ * keep m (NULL: none) as the record of d, unless the entry was written or
+ * dropped since epoch. Thread-safe. */
 int rio__gw_head_get(const char *key, struct rio_desc *d, int64_t *mtime_ns);
 void rio__gw_head_put(const char *key, const struct rio_desc *d, int64_t mtime_ns);
+void rio__gw_head_wrote(const char *key, const struct rio_desc *d, int64_t mtime_ns,
+                        const struct gw_meta *m);
 void rio__gw_head_drop(const char *key);
 void rio__gw_head_clear(void);
+uint64_t rio__gw_head_epoch(const char *key);
+int rio__gw_head_meta(const char *key, const struct rio_desc *d, struct gw_meta **m);
+void rio__gw_head_set_meta(const char *key, const struct rio_desc *d, const struct gw_meta *m,
+                           uint64_t epoch);
 void rio__gw_head_ttl(uint64_t ns); /* at start: 0 off, UINT64_MAX the default */
 void rio__gw_head_counts(uint64_t *hits, uint64_t *misses);
+void rio__gw_head_meta_counts(uint64_t *hits, uint64_t *misses); /* records */
 
 #endif

@@ -80,6 +80,8 @@ int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag);
 /** Copy the content headers and user metadata of src into dst (not the
  * identity nor the ETag). 0 or -ENOMEM. */
 int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src);
+/** A copy of m, identity and ETag too; NULL when out of memory. */
+struct gw_meta *rio__gw_meta_dup(const struct gw_meta *m);
 
 /**
  * Encode m as a record naming backend key bkey: *out is a new NUL-terminated

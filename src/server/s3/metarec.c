@@ -171,6 +171,23 @@ int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src)
     return ret;
 }
 
+struct gw_meta *rio__gw_meta_dup(const struct gw_meta *m)
+{
+    struct gw_meta *d = rio__gw_meta_new();
+
+    if (!d)
+        return NULL;
+    d->size = m->size;
+    d->generation = m->generation;
+    memcpy(d->etag, m->etag, sizeof(d->etag));
+    memcpy(d->s3etag, m->s3etag, sizeof(d->s3etag));
+    if (rio__gw_meta_copy_content(d, m) < 0) {
+        rio__gw_meta_free(d);
+        return NULL;
+    }
+    return d;
+}
+
 /* ------------------------------------------------------------ encoding */
 
 struct out {

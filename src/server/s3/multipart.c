@@ -571,6 +571,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "complete: metadata");
     r->bytes_out = 0;

@@ -157,13 +157,15 @@ static int describes(const struct gw_meta *m, const char *rec_bkey, const char *
            (!m->generation || !generation || m->generation == generation);
 }
 
-struct gw_meta *rio__gw_meta_parse_logged(const char *mkey, const char *p, size_t n,
-                                          char **rec_bkey)
+/* rio__gw_meta_parse_logged, and its error in *err. */
+static struct gw_meta *parse_logged(const char *mkey, const char *p, size_t n, char **rec_bkey,
+                                    int *err)
 {
     struct gw_meta *m = NULL;
     const char *why = NULL;
     int ret = rio__gw_meta_parse(p, n, &m, rec_bkey, &why);
 
+    *err = ret;
     if (ret < 0) {
         SRV_WARN("s3: metadata record %s ignored: %s", mkey,
                  ret == -ENOMEM ? "out of memory"
@@ -172,6 +174,14 @@ struct gw_meta *rio__gw_meta_parse_logged(const char *mkey, const char *p, size_
         return NULL;
     }
     return m;
+}
+
+struct gw_meta *rio__gw_meta_parse_logged(const char *mkey, const char *p, size_t n,
+                                          char **rec_bkey)
+{
+    int err;
+
+    return parse_logged(mkey, p, n, rec_bkey, &err);
 }
 
 int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
@@ -206,13 +216,17 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
     return ret;
 }
 
-struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d)
+struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d,
+                                  int *sure)
 {
     char mkey[GW_META_KEY_MAX], bkey[RIO_KEY_MAX + 1];
     char *buf, *rec_bkey = NULL;
     struct gw_meta *m = NULL;
     int64_t n;
+    int err = 0;
 
+    if (sure)
+        *sure = 0;
     if (rio__gw_meta_key(bucket, key, mkey) < 0)
         return NULL;
     buf = rio__malloc(GW_META_REC_MAX);
@@ -220,9 +234,13 @@ struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const str
         return NULL;
     n = rio_get(rio__gw_client(), mkey, buf, GW_META_REC_MAX, NULL);
     if (n >= 0)
-        m = rio__gw_meta_parse_logged(mkey, buf, (size_t)n, &rec_bkey);
+        m = parse_logged(mkey, buf, (size_t)n, &rec_bkey, &err);
     else if (n != RIO_ENOTFOUND)
         SRV_WARN("s3: metadata record %s ignored: %s", mkey, rio_strerror((int)n));
+    /* The answer is what the backend holds (a record, none, one refused),
+     * not a failure to read it or to parse it for want of memory. */
+    if (sure)
+        *sure = (n >= 0 || n == RIO_ENOTFOUND) && err != -ENOMEM;
     rio__free(buf);
     snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
     if (m && !describes(m, rec_bkey, bkey, d->size, d->generation, d->etag)) {

@@ -547,6 +547,22 @@ static int get_lookup(const struct gw_req *r, int cached_ok, struct rio_desc *d,
     return 0;
 }
 
+/* The record of the object d (NULL: none or not to use): from the head
+ * cache, else read, and kept there unless a write of the key through this
+ * gateway came since epoch (taken before the lookup). */
+static struct gw_meta *get_meta(const struct gw_req *r, const struct rio_desc *d, uint64_t epoch)
+{
+    struct gw_meta *m;
+    int sure;
+
+    if (rio__gw_head_meta(r->bkey, d, &m))
+        return m;
+    m = rio__gw_meta_load(r->bucket, r->key, d, &sure);
+    if (sure)
+        rio__gw_head_set_meta(r->bkey, d, m, epoch);
+    return m;
+}
+
 /* Open a reader on [off, off + len) of the generation d names, only the
  * chunks of the range, and read its first bytes before anything is
  * answered: a generation replaced or removed since d was read fails here
@@ -592,6 +608,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
                       rio__gw_header(c, "If-Unmodified-Since");
 
     for (int tries = 0;; tries++) {
+        uint64_t epoch = rio__gw_head_epoch(r->bkey);
         ret = get_lookup(r, !head && !conditional && tries == 0, &d, &mtime);
         if (ret < 0) {
             if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
@@ -604,7 +621,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         /* The record of this version (the multipart ETag, content headers,
          * x-amz-meta-*): the conditions compare with its ETag. */
         rio__gw_meta_free(r->meta);
-        r->meta = rio__gw_meta_load(r->bucket, r->key, &d);
+        r->meta = get_meta(r, &d, epoch);
         etag = rio__gw_meta_etag(r->meta, d.etag);
         ret = get_conditions(c, r, etag, mtime, date);
         if (ret != GET_GO) {
@@ -685,6 +702,7 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_rio_error(c, r, ret, "delete");
     rio__gw_meta_drop(r->bucket,
                       r->key); /* after the object: a record left alone describes nothing */
+    rio__gw_head_drop(r->bkey);
     return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
 }
 
@@ -711,6 +729,8 @@ static int del_one(void *arg, const char *key)
         ret = RIO_EINVAL;
     else
         ret = rio_delete(rio__gw_client(), bkey);
+    if (ret == 0)
+        rio__gw_head_drop(bkey);
     if ((ret == 0 || ret == RIO_ENOTFOUND) &&
         rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0)
         x->nm++;
@@ -916,16 +936,21 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
                                  "The body did not match its declared length.");
         return rio__gw_rio_error(c, r, ret, "commit");
     }
-    /* The head just written, for the GETs that follow (a hint they verify:
-     * headcache.c); its time is taken after the commit, so never before
-     * the backend's own. */
-    rio__gw_head_put(r->bkey, &d, (int64_t)time(NULL) * 1000000000);
-    rio_desc_cleanup(&d);
     if (r->op == GW_OP_PUT_OBJECT) {
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
-        if (ret < 0)
+        if (ret < 0) {
+            rio__gw_head_drop(r->bkey);
+            rio_desc_cleanup(&d);
             return rio__gw_rio_error(c, r, ret, "metadata");
+        }
     }
+    /* The head just written and its record, for the GETs that follow (a
+     * hint they verify: headcache.c); its time is taken after the commit,
+     * so never before the backend's own. */
+    rio__gw_head_wrote(
+        r->bkey, &d, (int64_t)time(NULL) * 1000000000,
+        r->op == GW_OP_PUT_OBJECT && !rio__gw_meta_is_default(r->meta, d.etag) ? r->meta : NULL);
+    rio_desc_cleanup(&d);
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (resp)
         etag_hdr(resp, d.etag);
@@ -1008,7 +1033,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
             return rio__gw_error(c, r, 400, "InvalidRequest",
                                  "This copy request is illegal because it is trying to copy an "
                                  "object to itself without changing the object's metadata.");
-        sm = rio__gw_meta_load(sbucket, sbkey + strlen(sbucket) + 1, &d);
+        sm = rio__gw_meta_load(sbucket, sbkey + strlen(sbucket) + 1, &d, NULL);
         r->meta = rio__gw_meta_new();
         ret = r->meta && sm ? rio__gw_meta_copy_content(r->meta, sm) : r->meta ? 0 : -ENOMEM;
         rio__gw_meta_free(sm);
@@ -1048,6 +1073,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy commit");
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
+    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy metadata");
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
