@@ -834,6 +834,9 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     if (!cfg->lazy && (ret = open_client()) < 0)
         goto err;
     g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
+    /* Without it, GETs read the record after the lookup instead of beside it. */
+    if (rio__gw_meta_fetch_pool_start() < 0)
+        SRV_WARN("s3: no threads for metadata record reads: each after its lookup");
     g.d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler,
         NULL, MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
@@ -847,6 +850,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     }
     return 0;
 err:
+    rio__gw_meta_fetch_pool_stop();
     rio_client_destroy(g.client);
     g.client = NULL;
     rio__free(g.backend);
@@ -863,6 +867,7 @@ void rio__s3_gw_stop(void)
         return;
     MHD_stop_daemon(g.d);
     g.d = NULL;
+    rio__gw_meta_fetch_pool_stop(); /* idle: every request took its fetch back */
     rio_client_destroy(g.client);
     g.client = NULL;
     rio__free(g.backend);

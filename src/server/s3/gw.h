@@ -206,6 +206,18 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
  * the answer is what the backend holds, 0 after a failure to read it. */
 struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d,
                                   int *sure);
+/* A record read started before the object's lookup, so that both round
+ * trips run at once: start (post: on the fetch pool, else when asked; NULL
+ * when out of memory), then end (the record if it describes d, as
+ * rio__gw_meta_load; frees f) or cancel (frees f). NULL f: end gives NULL,
+ * not sure. The pool: started and stopped with the gateway. */
+struct gw_meta_fetch;
+struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *key, int post);
+struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d,
+                                       int *sure);
+void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f);
+int rio__gw_meta_fetch_pool_start(void);
+void rio__gw_meta_fetch_pool_stop(void);
 /* Parse a record read from what (a key, for the log); NULL (logged) when it
  * is not one. *rec_bkey (when not NULL): the backend key it names. */
 struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_t n,
@@ -270,6 +282,7 @@ void rio__gw_head_wrote(const char *key, const struct rio_desc *d, int64_t mtime
 void rio__gw_head_drop(const char *key);
 void rio__gw_head_clear(void);
 uint64_t rio__gw_head_epoch(const char *key);
+int rio__gw_head_meta_known(const char *key); /* a live entry of key holds its record */
 int rio__gw_head_meta(const char *key, const struct rio_desc *d, struct gw_meta **m);
 void rio__gw_head_set_meta(const char *key, const struct rio_desc *d, const struct gw_meta *m,
                            uint64_t epoch);

@@ -207,6 +207,20 @@ uint64_t rio__gw_head_epoch(const char *key)
     return e;
 }
 
+int rio__gw_head_meta_known(const char *key)
+{
+    struct hc_slot *s;
+    int known;
+
+    if (!atomic_load(&hc_ttl_ns))
+        return 0;
+    pthread_mutex_lock(&hc_mu);
+    s = live_locked(key);
+    known = s && s->meta_known;
+    pthread_mutex_unlock(&hc_mu);
+    return known;
+}
+
 int rio__gw_head_meta(const char *key, const struct rio_desc *d, struct gw_meta **m)
 {
     struct hc_slot *s;

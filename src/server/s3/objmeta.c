@@ -17,11 +17,14 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/engine.h"
 #include "railio.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
@@ -216,40 +219,137 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
     return ret;
 }
 
-struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d,
-                                  int *sure)
+/* Record reads started before the object's lookup, so that both round
+ * trips run at once (rio__gw_meta_fetch_start). The fetch is run once, by
+ * whichever comes first: a thread of this pool, or the request's own thread
+ * when it asks for the answer (so a busy pool never delays a GET more than
+ * reading the record after the lookup would). */
+#define FETCH_THREADS 16u
+
+static struct rio__pool fetch_pool;
+static bool fetch_pool_on;
+
+struct gw_meta_fetch {
+    struct rio__job job;
+    atomic_bool claimed;
+    bool posted;
+    char mkey[GW_META_KEY_MAX];
+    char bkey[RIO_KEY_MAX + 1];
+    char *buf;
+    int64_t n; /* rio_get's answer */
+};
+
+int rio__gw_meta_fetch_pool_start(void)
 {
-    char mkey[GW_META_KEY_MAX], bkey[RIO_KEY_MAX + 1];
-    char *buf, *rec_bkey = NULL;
+    int ret = rio__pool_start(&fetch_pool, FETCH_THREADS, "s3-meta");
+
+    fetch_pool_on = ret == 0;
+    return ret;
+}
+
+void rio__gw_meta_fetch_pool_stop(void)
+{
+    if (fetch_pool_on)
+        rio__pool_stop(&fetch_pool);
+    fetch_pool_on = false;
+}
+
+static void fetch_run(void *arg)
+{
+    struct gw_meta_fetch *f = arg;
+
+    if (atomic_exchange(&f->claimed, true))
+        return;
+    f->n = rio_get(rio__gw_client(), f->mkey, f->buf, GW_META_REC_MAX, NULL);
+}
+
+struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *key, int post)
+{
+    struct gw_meta_fetch *f = rio__calloc(1, sizeof(*f));
+
+    if (!f)
+        return NULL;
+    f->buf = rio__malloc(GW_META_REC_MAX);
+    if (!f->buf || rio__gw_meta_key(bucket, key, f->mkey) < 0 ||
+        snprintf(f->bkey, sizeof(f->bkey), "%s/%s", bucket, key) >= (int)sizeof(f->bkey)) {
+        rio__free(f->buf);
+        rio__free(f);
+        return NULL;
+    }
+    atomic_init(&f->claimed, false);
+    if (post && fetch_pool_on) {
+        rio__pool_share(&fetch_pool, &f->job, 1, fetch_run, f);
+        f->posted = true;
+    }
+    return f;
+}
+
+/* Wait for f (or run it here), then nothing of it runs any more. */
+static void fetch_wait(struct gw_meta_fetch *f)
+{
+    fetch_run(f);
+    if (f->posted)
+        rio__pool_reclaim(&fetch_pool, &f->job);
+}
+
+void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f)
+{
+    if (!f)
+        return;
+    atomic_store(&f->claimed, true); /* not started: never will */
+    if (f->posted)
+        rio__pool_reclaim(&fetch_pool, &f->job);
+    rio__free(f->buf);
+    rio__free(f);
+}
+
+struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d, int *sure)
+{
+    char *rec_bkey = NULL;
     struct gw_meta *m = NULL;
-    int64_t n;
     int err = 0;
 
     if (sure)
         *sure = 0;
-    if (rio__gw_meta_key(bucket, key, mkey) < 0)
+    if (!f)
         return NULL;
-    buf = rio__malloc(GW_META_REC_MAX);
-    if (!buf)
-        return NULL;
-    n = rio_get(rio__gw_client(), mkey, buf, GW_META_REC_MAX, NULL);
-    if (n >= 0)
-        m = parse_logged(mkey, buf, (size_t)n, &rec_bkey, &err);
-    else if (n != RIO_ENOTFOUND)
-        SRV_WARN("s3: metadata record %s ignored: %s", mkey, rio_strerror((int)n));
-    /* The answer is what the backend holds (a record, none, one refused),
-     * not a failure to read it or to parse it for want of memory. */
-    if (sure)
-        *sure = (n >= 0 || n == RIO_ENOTFOUND) && err != -ENOMEM;
-    rio__free(buf);
-    snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
-    if (m && !describes(m, rec_bkey, bkey, d->size, d->generation, d->etag)) {
-        SRV_DEBUG("s3: metadata record %s describes another version: ignored", mkey);
+    fetch_wait(f);
+    for (int again = f->posted;; again = 0) {
+        if (f->n >= 0)
+            m = parse_logged(f->mkey, f->buf, (size_t)f->n, &rec_bkey, &err);
+        else if (f->n != RIO_ENOTFOUND)
+            SRV_WARN("s3: metadata record %s ignored: %s", f->mkey, rio_strerror((int)f->n));
+        /* The answer is what the backend holds (a record, none, one
+         * refused), not a failure to read it or to parse it for want of
+         * memory. */
+        if (sure)
+            *sure = (f->n >= 0 || f->n == RIO_ENOTFOUND) && err != -ENOMEM;
+        if (!m || describes(m, rec_bkey, f->bkey, d->size, d->generation, d->etag))
+            break;
         rio__gw_meta_free(m);
         m = NULL;
+        rio__free(rec_bkey);
+        rec_bkey = NULL;
+        if (!again) {
+            SRV_DEBUG("s3: metadata record %s describes another version: ignored", f->mkey);
+            break;
+        }
+        /* Read before the lookup, it may be the previous version's, written
+         * again since: once more, after the lookup. */
+        f->n = rio_get(rio__gw_client(), f->mkey, f->buf, GW_META_REC_MAX, NULL);
     }
     rio__free(rec_bkey);
+    rio__free(f->buf);
+    rio__free(f);
     return m;
+}
+
+struct gw_meta *rio__gw_meta_load(const char *bucket, const char *key, const struct rio_desc *d,
+                                  int *sure)
+{
+    if (sure)
+        *sure = 0;
+    return rio__gw_meta_fetch_end(rio__gw_meta_fetch_start(bucket, key, 0), d, sure);
 }
 
 void rio__gw_meta_drop(const char *bucket, const char *key)

@@ -548,16 +548,20 @@ static int get_lookup(const struct gw_req *r, int cached_ok, struct rio_desc *d,
 }
 
 /* The record of the object d (NULL: none or not to use): from the head
- * cache, else read, and kept there unless a write of the key through this
- * gateway came since epoch (taken before the lookup). */
-static struct gw_meta *get_meta(const struct gw_req *r, const struct rio_desc *d, uint64_t epoch)
+ * cache, else from f (the read started with the lookup) or read now, and
+ * kept in the cache unless a write of the key through this gateway came
+ * since epoch (taken before the lookup). Takes f. */
+static struct gw_meta *get_meta(const struct gw_req *r, const struct rio_desc *d, uint64_t epoch,
+                                struct gw_meta_fetch *f)
 {
     struct gw_meta *m;
     int sure;
 
-    if (rio__gw_head_meta(r->bkey, d, &m))
+    if (rio__gw_head_meta(r->bkey, d, &m)) {
+        rio__gw_meta_fetch_cancel(f);
         return m;
-    m = rio__gw_meta_load(r->bucket, r->key, d, &sure);
+    }
+    m = f ? rio__gw_meta_fetch_end(f, d, &sure) : rio__gw_meta_load(r->bucket, r->key, d, &sure);
     if (sure)
         rio__gw_head_set_meta(r->bkey, d, m, epoch);
     return m;
@@ -609,7 +613,14 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 
     for (int tries = 0;; tries++) {
         uint64_t epoch = rio__gw_head_epoch(r->bkey);
+        /* The record's read runs beside the lookup, unless the cache holds
+         * it (for the generation the lookup will most likely find). */
+        struct gw_meta_fetch *mf = rio__gw_head_meta_known(r->bkey)
+                                       ? NULL
+                                       : rio__gw_meta_fetch_start(r->bucket, r->key, 1);
         ret = get_lookup(r, !head && !conditional && tries == 0, &d, &mtime);
+        if (ret < 0)
+            rio__gw_meta_fetch_cancel(mf);
         if (ret < 0) {
             if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
                 return rio__gw_error(c, r, 404, "NoSuchBucket",
@@ -621,7 +632,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         /* The record of this version (the multipart ETag, content headers,
          * x-amz-meta-*): the conditions compare with its ETag. */
         rio__gw_meta_free(r->meta);
-        r->meta = get_meta(r, &d, epoch);
+        r->meta = get_meta(r, &d, epoch, mf);
         etag = rio__gw_meta_etag(r->meta, d.etag);
         ret = get_conditions(c, r, etag, mtime, date);
         if (ret != GET_GO) {
