@@ -25,6 +25,7 @@
 #define XML_HEAD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define GET_BLOCK (256u * 1024u)
 #define GET_FIRST (64u * 1024u) /* read before a GET answers */
+#define HEAD_BLOCK 4096u        /* a HEAD's response buffer: never filled */
 #define COPY_BLOCK (1u << 20)
 #define DELETE_MAX 1000u
 #define BUCKETS_MAX 10000u
@@ -674,13 +675,25 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     rio_desc_cleanup(&d); /* frees only its checksum list */
     if (head) {
         /* No body: a response of the object's length whose reader is
-         * never called. */
+         * never called (so its buffer, allocated with it, stays small). */
         st = rio__calloc(1, sizeof(*st));
         if (!st)
             return MHD_NO;
-        resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
+        resp = MHD_create_response_from_callback(len, HEAD_BLOCK, get_cb, st, get_free);
     } else if (len == 0) {
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    } else if (st->flen == len) {
+        /* The whole range was read before answering (a small object): one
+         * buffer, so headers and body leave in one send, and no block of
+         * GET_BLOCK bytes is allocated for the callback. */
+        char *body = st->first;
+        st->first = NULL;
+        get_free(st);
+        st = NULL;
+        r->bytes_out += len;
+        resp = MHD_create_response_from_buffer_with_free_callback(len, body, rio__free);
+        if (!resp)
+            rio__free(body);
     } else {
         st->r = r;
         st->left = len;
