@@ -9,14 +9,16 @@
 # ticks, so only means over many requests mean anything) and in context
 # switches of the daemon's threads.
 #   bench/gateway-small.sh [--builds "DIR..."] [--clients 16] [--n 20]
-#                          [--rounds 2] [--kib 64] [--keepalive]
+#                          [--rounds 2] [--kib 64] [--keepalive] [--head-cache D]
 # --builds: build directories, one gateway each (default: ./build); the
 # same directory twice compares a build with itself (the noise).
 # --keepalive: each client's GETs are one curl process on one connection
 # (by default, as bench/gateway.sh: one process and connection a request).
+# --head-cache: the gateways' --s3-head-cache (default theirs, 1s: a GET
+# rarely finds the PUT's entry; 1m: most GETs do, slots permitting).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILDS=$ROOT/build CLIENTS=16 N=20 ROUNDS=2 KIB=64 KEEPALIVE=0
+BUILDS=$ROOT/build CLIENTS=16 N=20 ROUNDS=2 KIB=64 KEEPALIVE=0 HC=()
 while [ $# -gt 0 ]; do
     case $1 in
     --builds) BUILDS=$2; shift 2 ;;
@@ -25,6 +27,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS=$2; shift 2 ;;
     --kib) KIB=$2; shift 2 ;;
     --keepalive) KEEPALIVE=1; shift ;;
+    --head-cache) HC=(--s3-head-cache "$2"); shift 2 ;;
     *) echo "bench/gateway-small.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -52,7 +55,7 @@ for b in $BUILDS; do
     k=$((k + 1))
     [ -x "$b/railiod" ] || { echo "bench/gateway-small.sh: $b/railiod not built" >&2; exit 1; }
     RIO_MODULE_DIR=$b/modules "$b/railiod" --listen 127.0.0.1:0 --port-file "$DIR/ports$k" \
-        --log-level warn --s3-listen 127.0.0.1:0 --s3-keys "$DIR/keys" \
+        --log-level warn --s3-listen 127.0.0.1:0 --s3-keys "$DIR/keys" ${HC[@]+"${HC[@]}"} \
         --s3-backend "rados://rio?conf=$DIR/ceph/ceph.conf" 2> "$DIR/railiod$k.log" &
     GWS+=($!)
     for _ in $(seq 100); do [ -s "$DIR/ports$k" ] && grep -q s3= "$DIR/ports$k" && break; sleep 0.1; done
