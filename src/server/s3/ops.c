@@ -753,7 +753,7 @@ static int del_one(void *arg, const char *key)
         ret = RIO_EINVAL;
     else
         ret = rio_delete(rio__gw_client(), bkey);
-    if (ret == 0)
+    if (ret == 0 || ret == RIO_ENOTFOUND)
         rio__gw_head_drop(bkey);
     if ((ret == 0 || ret == RIO_ENOTFOUND) &&
         rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0)
