@@ -98,8 +98,9 @@ static void usage(FILE *f)
            "  --s3-keys F               access keys and secrets of the gateway's users\n"
            "  --s3-anonymous            let unsigned requests in (off by default)\n"
            "  --s3-head-cache DURATION  rados:// backends: how long the gateway keeps a\n"
-           "                            descriptor it read, a hint each GET verifies\n"
-           "                            (default 1s; 0: off)\n"
+           "                            descriptor it read (and the object's metadata\n"
+           "                            record), a hint each GET verifies (default 1s;\n"
+           "                            0: off)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
