@@ -620,9 +620,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
                                        ? NULL
                                        : rio__gw_meta_fetch_start(r->bucket, r->key, 1);
         ret = get_lookup(r, !head && !conditional && tries == 0, &d, &mtime);
-        if (ret < 0)
-            rio__gw_meta_fetch_cancel(mf);
         if (ret < 0) {
+            rio__gw_meta_fetch_cancel(mf);
             if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
                 return rio__gw_error(c, r, 404, "NoSuchBucket",
                                      "The specified bucket does not exist.");
