@@ -31,7 +31,7 @@ static struct t_case **cases_tail = &cases_head;
 /* The test running in this process (the child, or the harness with T_NOFORK). */
 static const struct t_case *current;
 static int leak_check_on;
-static void (*fail_hook)(const char *test);
+static void (*fail_hooks[4])(const char *test);
 
 void t__register(struct t_case *c)
 {
@@ -50,7 +50,16 @@ uint64_t t_now_ms(void)
 
 void t_on_fail(void (*fn)(const char *test))
 {
-    fail_hook = fn;
+    size_t i;
+
+    for (i = 0; i < sizeof(fail_hooks) / sizeof(fail_hooks[0]); i++) {
+        if (!fail_hooks[i]) {
+            fail_hooks[i] = fn;
+            return;
+        }
+    }
+    fprintf(stderr, "t_on_fail: more than %zu hooks\n", i);
+    abort();
 }
 
 void t_leak_check(int on)
@@ -489,9 +498,10 @@ int main(int argc, char **argv)
             failed++;
             printf("FAIL %s: %s (%" PRIu64 " ms)\n", c->name, why[0] ? why : "assertion failed",
                    t_now_ms() - t0);
-            if (fail_hook) {
+            for (i = 0; i < (int)(sizeof(fail_hooks) / sizeof(fail_hooks[0])) && fail_hooks[i];
+                 i++) {
                 fflush(NULL);
-                fail_hook(c->name);
+                fail_hooks[i](c->name);
             }
             break;
         }

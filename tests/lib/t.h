@@ -195,8 +195,9 @@ uint64_t t_now_ms(void);
 
 /* fn runs in the runner process after a test failed (an assertion, a crash,
  * its timeout), with the test's name: a helper that owns a peer says what
- * state the peer is in (ceph_env.c shows the Ceph cluster). One hook; NULL
- * removes it. Not with T_NOFORK, where the first failure ends the run. */
+ * state the peer is in (ceph_env.c shows the Ceph cluster). Up to 4 hooks,
+ * run in the order added; set them from a constructor or before the tests
+ * run. Not with T_NOFORK, where the first failure ends the run. */
 void t_on_fail(void (*fn)(const char *test));
 
 #endif
