@@ -575,7 +575,13 @@ cmd_diag() {
     done
     {
         echo "==== $PROG diag $DIR: $(date -u '+%F %T') UTC${why:+: $why}"
-        echo "load: $(cat /proc/loadavg); $(grep -E '^MemAvailable' /proc/meminfo | tr -s ' ')"
+        echo "load: $(cat /proc/loadavg); $(grep -E '^(MemAvailable|SwapFree)' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+        # Pressure stall information: the share of the last 10/60/300 s in
+        # which tasks waited for a CPU, memory or I/O (a starved or
+        # swapping machine, against a stuck daemon).
+        for f in cpu memory io; do
+            [ -r "/proc/pressure/$f" ] && echo "pressure $f: $(head -n 1 "/proc/pressure/$f")"
+        done
         df -h "$DIR" 2>/dev/null | tail -n 1 | awk '{print "disk: " $4 " free of " $2 " (" $5 " used) on " $6}'
         for f in "$DIR"/pids/*; do
             [ -f "$f" ] || continue
@@ -583,7 +589,7 @@ cmd_diag() {
             pid=$(cat "$f")
             if pid_alive "$pid"; then
                 st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
-                echo "$name: pid $pid alive (state $st)"
+                echo "$name: pid $pid alive (state $st, $(grep -E '^VmRSS' "/proc/$pid/status" 2>/dev/null | tr -s ' \t' ' '))"
             else
                 echo "$name: pid $pid NOT RUNNING"
                 if [ -s "$DIR/log/$name.out" ]; then
