@@ -28,14 +28,14 @@
 #   --mgr               also start a mgr (off by default: librados and radosgw
 #                       do not need it)
 #   --owner PID         stop the cluster by itself when process PID exits (a
-#                       watchdog; it prints `diag` to its stderr, the caller's,
-#                       and keeps the logs as stop --keep does, to the --keep
-#                       directory)
-#   --keep DEST         where the watchdog keeps the logs when the owner died
-#   --diag-at EPOCH     the watchdog prints `diag` once at this time (seconds
-#                       since 1970) if the owner is still alive: a test due to
-#                       be killed (ctest's timeout) says what the cluster was
-#                       doing while its output is still read
+#                       watchdog)
+#   --keep DEST         with --owner: if PID exits leaving the cluster up (it
+#                       was killed), first write `diag` to DEST/diag.txt and
+#                       keep the logs there as stop --keep does
+#   --diag-at EPOCH     with --owner: the watchdog prints `diag` to start's
+#                       stderr once at this time (seconds since 1970) if PID
+#                       is still alive: a test about to be killed by ctest's
+#                       timeout shows the cluster while its output is still read
 #   --timeout SEC       give up starting after SEC seconds (default 60)
 #
 # What start leaves in DIR:
