@@ -7,7 +7,11 @@
 # cluster") tells how the tests use it and the facts each step rests on.
 #
 #   ceph.sh start DIR [options]    start a cluster in DIR (created; must be empty)
-#   ceph.sh stop DIR               kill every daemon started in DIR (by PID), remove DIR
+#   ceph.sh stop DIR [--keep DEST] kill every daemon started in DIR (by PID), remove DIR;
+#                                  with --keep, first copy the log tails to DEST
+#   ceph.sh diag DIR [WHY]         print the cluster's state (ceph -s, health, OSD tree,
+#                                  the daemons' own view through their admin sockets)
+#                                  and the tails of its logs; bounded in time and size
 #   ceph.sh kill-osd DIR N [SIG]   send SIG (default KILL) to osd.N
 #   ceph.sh cli DIR ARGS...        run `ceph ARGS...` against the cluster (with a timeout)
 #
@@ -23,7 +27,15 @@
 #                       keys go to DIR/s3.env (see below)
 #   --mgr               also start a mgr (off by default: librados and radosgw
 #                       do not need it)
-#   --owner PID         stop the cluster by itself when process PID exits
+#   --owner PID         stop the cluster by itself when process PID exits (a
+#                       watchdog)
+#   --keep DEST         with --owner: if PID exits leaving the cluster up (it
+#                       was killed), first write `diag` to DEST/diag.txt and
+#                       keep the logs there as stop --keep does
+#   --diag-at EPOCH     with --owner: the watchdog prints `diag` to start's
+#                       stderr once at this time (seconds since 1970) if PID
+#                       is still alive: a test about to be killed by ctest's
+#                       timeout shows the cluster while its output is still read
 #   --timeout SEC       give up starting after SEC seconds (default 60)
 #
 # What start leaves in DIR:
@@ -51,7 +63,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,42s/^# \{0,1\}//p' "$SELF"
+    sed -n '2,/^# Exit 77/s/^# \{0,1\}//p' "$SELF"
 }
 
 # Every ceph CLI call gets a timeout: without a mgr some commands hang.
@@ -188,6 +200,21 @@ kill_all() {
 
 # ------------------------------------------------------------------ start
 
+# SIZE (N, NK, NM, NG, NT: powers of 1024, as Ceph reads memstore device
+# bytes) in bytes.
+size_bytes() {
+    local n u
+    [[ "$1" =~ ^([0-9]+)([KMGT]?)(i?B?)$ ]] || return 1
+    n=${BASH_REMATCH[1]} u=${BASH_REMATCH[2]}
+    case "$u" in
+    K) n=$((n << 10)) ;;
+    M) n=$((n << 20)) ;;
+    G) n=$((n << 30)) ;;
+    T) n=$((n << 40)) ;;
+    esac
+    echo "$n"
+}
+
 write_conf() {
     local max_object_line=""
     [ -n "$MAX_OBJECT" ] && max_object_line="osd max object size = $MAX_OBJECT"
@@ -243,6 +270,15 @@ keyring = $DIR/mon.keyring
 osd data = $DIR/osd.\$id
 keyring = $DIR/osd.\$id/keyring
 osd heartbeat interval = 1
+# Fullness from the PGs' own byte counts, not from memstore's statfs: seen
+# under load (test_rados, ASan, two CPU hogs), memstore's used-bytes counter
+# went below zero (perf dump: stat_bytes_used 18446744073709527671, i.e.
+# -23945), the OSD read that as full ("full status failsafe engaged, dropping
+# updates, now -2147483648% full"), the monitor flagged every pool full and
+# every write waited forever: PUTs ended in RIO_EDEADLINE or RIO_ENOPATH,
+# reads and the monitor kept answering. Ceph's own test option; the capacity
+# is still --memstore, and a really full OSD still stops writes.
+fake statfs for testing = $MEMSTORE_BYTES
 
 [mgr]
 mgr data = $DIR/mgr.\$id
@@ -390,15 +426,23 @@ EOF
 }
 
 start_watchdog() {
-    # Its own session too, so it outlives the caller's process group; it only
-    # waits for the owner, then runs stop.
-    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; RIO_CEPH_WATCHDOG=1 "$2" stop "$3"' \
-        ceph-watchdog "$OWNER" "$SELF" "$DIR" </dev/null >/dev/null 2>&1 &
+    # Its own session too, so it outlives the caller's process group. With
+    # --diag-at it keeps the caller's stderr (a test's output) to print diag
+    # there; otherwise nothing, so that `$(ceph.sh start ...)` does not wait
+    # for it.
+    local args=("$SELF" watch "$DIR" "$OWNER" --diag-at "$DIAG_AT")
+    [ -n "$KEEP" ] && args+=(--keep "$KEEP")
+    if [ "$DIAG_AT" != 0 ]; then
+        setsid bash "${args[@]}" </dev/null >/dev/null &
+    else
+        setsid bash "${args[@]}" </dev/null >/dev/null 2>&1 &
+    fi
     echo $! >"$DIR/pids/watchdog"
 }
 
 cmd_start() {
     NOSDS=1 POOL_SIZE=1 MEMSTORE=8G MAX_OBJECT="" RGW_PORT=0 WITH_MGR=0 OWNER="" TIMEOUT=60
+    KEEP="" DIAG_AT=0
     POOLS=()
     while [ $# -gt 0 ]; do
         case "$1" in
@@ -411,6 +455,8 @@ cmd_start() {
         --mgr) WITH_MGR=1 ;;
         --owner) OWNER=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
+        --keep) KEEP=$2; shift ;;
+        --diag-at) DIAG_AT=$2; shift ;;
         *) die "start: unknown option '$1' (ceph.sh --help)" ;;
         esac
         shift
@@ -419,6 +465,9 @@ cmd_start() {
     [[ "$POOL_SIZE" =~ ^[1-3]$ ]] && [ "$POOL_SIZE" -le "$NOSDS" ] ||
         die "--pool-size must be 1..OSDs"
     [[ "$RGW_PORT" =~ ^[0-9]+$ ]] || die "--rgw needs a port number"
+    [[ "$DIAG_AT" =~ ^[0-9]+$ ]] || die "--diag-at needs a time in seconds since 1970"
+    MEMSTORE_BYTES=$(size_bytes "$MEMSTORE") && [ "$MEMSTORE_BYTES" -gt 0 ] ||
+        die "--memstore needs a size (8G, 512M, 1073741824)"
     [ ${#POOLS[@]} -gt 0 ] || POOLS=(rio)
 
     local t0 bin
@@ -471,6 +520,8 @@ cmd_start() {
 }
 
 cmd_stop() {
+    local keep=""
+    [ "${1:-}" = --keep ] && { keep=${2:?stop: --keep needs a directory}; }
     [ -d "$DIR" ] || return 0
     DIR=$(readlink -f "$DIR")
     [ -f "$DIR/.rio-ceph-harness" ] || die "stop: $DIR was not made by $PROG; not touching it"
@@ -478,7 +529,157 @@ cmd_stop() {
     if [ "${RIO_CEPH_WATCHDOG:-}" != 1 ] && pid=$(our_pid watchdog 2>/dev/null); then
         kill -KILL "$pid" 2>/dev/null || true
     fi
+    [ -n "$keep" ] && keep_logs "$keep"
     rm -rf "$DIR"
+}
+
+# ------------------------------------------------------------------ diagnosis
+
+# Bounds: each ceph command's time (the monitor may be what is stuck; they
+# run side by side), the lines shown of each log, the bytes kept of each.
+DIAG_CLI_S=8
+DIAG_LOG_LINES=50
+KEEP_LOG_BYTES=$((2 * 1024 * 1024))
+
+# diag_run FILE TITLE HEAD CMD...: CMD's output, its first HEAD lines, to FILE.
+diag_run() {
+    local out=$1 title=$2 head=$3 st=0
+    shift 3
+    {
+        echo "---- $title"
+        timeout "$DIAG_CLI_S" "$@" </dev/null >"$out.raw" 2>&1 || st=$?
+        head -n "$head" "$out.raw"
+        [ "$(wc -l <"$out.raw")" -le "$head" ] || echo "[... first $head lines]"
+        [ "$st" = 0 ] || echo "[exit $st$([ "$st" = 124 ] && echo ": no answer in $DIAG_CLI_S s")]"
+        rm -f "$out.raw"
+    } >"$out" 2>&1
+}
+
+# diag [WHY]: what a stalled test needs to say about the cluster.
+cmd_diag() {
+    local why=${1:-} tmp f name pid st n=0 cli asok
+    DIR=$(readlink -f "$DIR")
+    [ -f "$DIR/.rio-ceph-harness" ] || die "diag: $DIR was not made by $PROG"
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/rio-ceph-diag.XXXXXX")
+    cli=(ceph --conf "$DIR/ceph.conf" --connect-timeout 5)
+    # The logs first: the commands below add to the monitor's (audit lines,
+    # left out here with the monitor's own command log).
+    for f in "$DIR"/log/mon.*.log "$DIR"/log/osd.*.log "$DIR"/log/client.rgw.*.log \
+        "$DIR"/log/cluster.log; do
+        [ -s "$f" ] || continue
+        n=$DIAG_LOG_LINES
+        [ "$(basename "$f")" = cluster.log ] && n=20
+        {
+            echo "---- $f (last $n lines, routine lines left out)"
+            grep -v -e 'log_channel(audit)' -e 'handle_command mon_command' \
+                -e 'set_statfs fake total' "$f" | tail -n "$n"
+        } >>"$tmp/90"
+    done
+    find "$DIR/crash" -mindepth 1 -maxdepth 1 -printf 'crash report: %f\n' 2>/dev/null >>"$tmp/90" || true
+    diag_run "$tmp/10" "ceph -s" 40 "${cli[@]}" -s &
+    diag_run "$tmp/11" "ceph health detail" 30 "${cli[@]}" health detail &
+    diag_run "$tmp/12" "ceph osd tree" 20 "${cli[@]}" osd tree &
+    diag_run "$tmp/13" "ceph osd dump" 30 "${cli[@]}" osd dump &
+    n=0
+    for asok in "$DIR"/run/mon.*.asok "$DIR"/run/osd.*.asok; do
+        [ -S "$asok" ] || continue
+        name=$(basename "$asok" .asok)
+        n=$((n + 1))
+        case "$name" in
+        mon.*)
+            diag_run "$tmp/2${n}a" "$name (admin socket): mon_status" 8 \
+                ceph --admin-daemon "$asok" mon_status &
+            diag_run "$tmp/2${n}b" "$name (admin socket): ops" 30 \
+                ceph --admin-daemon "$asok" ops &
+            ;;
+        osd.*)
+            diag_run "$tmp/2${n}a" "$name (admin socket): status" 15 \
+                ceph --admin-daemon "$asok" status &
+            diag_run "$tmp/2${n}b" "$name (admin socket): dump_ops_in_flight" 40 \
+                ceph --admin-daemon "$asok" dump_ops_in_flight &
+            diag_run "$tmp/2${n}c" "$name (admin socket): capacity as the OSD counts it" 5 \
+                sh -c "ceph --admin-daemon '$asok' perf dump | grep -E '\"stat_bytes'" &
+            ;;
+        esac
+    done
+    {
+        echo "==== $PROG diag $DIR: $(date -u '+%F %T') UTC${why:+: $why}"
+        echo "load: $(cat /proc/loadavg); $(grep -E '^(MemAvailable|SwapFree)' /proc/meminfo | tr -s ' ' | tr '\n' ' ')"
+        # Pressure stall information: the share of the last 10/60/300 s in
+        # which tasks waited for a CPU, memory or I/O (a starved or
+        # swapping machine, against a stuck daemon).
+        for f in cpu memory io; do
+            [ -r "/proc/pressure/$f" ] && echo "pressure $f: $(head -n 1 "/proc/pressure/$f")"
+        done
+        df -h "$DIR" 2>/dev/null | tail -n 1 | awk '{print "disk: " $4 " free of " $2 " (" $5 " used) on " $6}'
+        for f in "$DIR"/pids/*; do
+            [ -f "$f" ] || continue
+            name=$(basename "$f")
+            pid=$(cat "$f")
+            if pid_alive "$pid"; then
+                st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)
+                echo "$name: pid $pid alive (state $st, $(grep -E '^VmRSS' "/proc/$pid/status" 2>/dev/null | tr -s ' \t' ' '))"
+            else
+                echo "$name: pid $pid NOT RUNNING"
+                if [ -s "$DIR/log/$name.out" ]; then
+                    tail -n 10 "$DIR/log/$name.out" | sed 's/^/    /'
+                fi
+            fi
+        done
+    } >"$tmp/00"
+    wait
+    cat "$tmp"/[0-9]*
+    echo "==== end of $PROG diag"
+    rm -rf "$tmp"
+}
+
+# keep_logs DEST: the tail of every log (KEEP_LOG_BYTES each), the config
+# and crash reports, for a failed test to be looked at after DIR is gone.
+keep_logs() {
+    local dest=$1 f
+    mkdir -p "$dest/log" || return 0
+    for f in "$DIR"/log/*; do
+        [ -f "$f" ] && tail -c "$KEEP_LOG_BYTES" "$f" >"$dest/log/$(basename "$f")"
+    done
+    cp "$DIR/ceph.conf" "$dest/" 2>/dev/null || true
+    [ -d "$DIR/crash" ] && cp -r "$DIR/crash" "$dest/" 2>/dev/null
+    return 0
+}
+
+# watch DIR OWNER [--diag-at EPOCH] [--keep DEST]: the watchdog (start --owner).
+cmd_watch() {
+    local owner=$1 diag_at=0 keep="" shown=0
+    shift
+    while [ $# -gt 0 ]; do
+        case "$1" in
+        --diag-at) diag_at=$2; shift ;;
+        --keep) keep=$2; shift ;;
+        *) die "watch: unknown option '$1'" ;;
+        esac
+        shift
+    done
+    export RIO_CEPH_WATCHDOG=1
+    # The reader of our stderr (ctest) may be gone: a write must not kill us
+    # before the cluster is stopped.
+    trap '' PIPE
+    while kill -0 "$owner" 2>/dev/null; do
+        if [ "$diag_at" != 0 ] && [ "$shown" = 0 ] && [ "$(date +%s)" -ge "$diag_at" ]; then
+            shown=1
+            cmd_diag "process $owner is still running near its time limit" >&2 || true
+        fi
+        sleep 1 >/dev/null 2>&1
+    done
+    exec 2>/dev/null
+    [ -d "$DIR" ] || return 0
+    if [ -n "$keep" ]; then
+        if mkdir -p "$keep"; then
+            cmd_diag "process $owner exited (killed?) without stopping the cluster" \
+                >"$keep/diag.txt" 2>&1 || true
+        fi
+        cmd_stop --keep "$keep"
+    else
+        cmd_stop
+    fi
 }
 
 cmd_kill_osd() {
@@ -489,7 +690,7 @@ cmd_kill_osd() {
 }
 
 case "${1:-}" in
-start | stop | kill-osd | cli)
+start | stop | kill-osd | cli | diag | watch)
     cmd=$1
     shift
     [ $# -ge 1 ] || die "$cmd: DIR missing"
@@ -497,7 +698,9 @@ start | stop | kill-osd | cli)
     shift
     case "$cmd" in
     start) cmd_start "$@" ;;
-    stop) cmd_stop ;;
+    stop) cmd_stop "$@" ;;
+    diag) cmd_diag "$@" ;;
+    watch) cmd_watch "$@" ;;
     kill-osd)
         [ $# -ge 1 ] || die "kill-osd: N missing"
         cmd_kill_osd "$@"

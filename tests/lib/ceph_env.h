@@ -20,6 +20,15 @@
  *   reuse them;
  * - if the harness process dies without running atexit (killed by ctest's
  *   timeout), ceph.sh's watchdog sees the owner gone and stops the cluster.
+ * When something goes wrong (docs/rados.md, "The test cluster"):
+ * - after a test fails, the harness process prints `ceph.sh diag` (ceph -s,
+ *   health, OSD tree, the daemons' admin sockets, log tails; the first three
+ *   failures) and, at exit, keeps the log tails in
+ *   $T_BUILD_DIR/ceph-logs/PROGRAM[-BACKEND]-PID;
+ * - with T_CTEST_TIMEOUT set (CMake sets it to the test's TIMEOUT), the
+ *   watchdog prints diag into the test's output 20 s before ctest would
+ *   kill the program, and if the owner dies with the cluster up, writes
+ *   diag.txt and the log tails to that same directory.
  * A cluster that failed to start is not retried by later tests (they fail at
  * once). Exit 77 from ceph.sh (Ceph not installed) skips the test.
  */
@@ -54,6 +63,11 @@ const char *t_ceph_dir(void);
 /* The cluster's ceph.conf; starts the cluster on first use. Fails or skips
  * the calling test when it cannot. */
 const char *t_ceph_conf(void);
+
+/* Print the cluster's state to stderr (ceph.sh diag; bounded in time and
+ * size) with why in its header, if a cluster was started. For a test that
+ * wants it before it fails (a failed test gets it anyway, after). */
+void t_ceph_diag(const char *why);
 
 /* Run a ceph.sh verb against the cluster ("kill-osd 1", "cli osd down 1").
  * Returns the exit status. */

@@ -31,6 +31,7 @@ static struct t_case **cases_tail = &cases_head;
 /* The test running in this process (the child, or the harness with T_NOFORK). */
 static const struct t_case *current;
 static int leak_check_on;
+static void (*fail_hooks[4])(const char *test);
 
 void t__register(struct t_case *c)
 {
@@ -45,6 +46,20 @@ uint64_t t_now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void t_on_fail(void (*fn)(const char *test))
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(fail_hooks) / sizeof(fail_hooks[0]); i++) {
+        if (!fail_hooks[i]) {
+            fail_hooks[i] = fn;
+            return;
+        }
+    }
+    fprintf(stderr, "t_on_fail: more than %zu hooks\n", i);
+    abort();
 }
 
 void t_leak_check(int on)
@@ -483,6 +498,11 @@ int main(int argc, char **argv)
             failed++;
             printf("FAIL %s: %s (%" PRIu64 " ms)\n", c->name, why[0] ? why : "assertion failed",
                    t_now_ms() - t0);
+            for (i = 0; i < (int)(sizeof(fail_hooks) / sizeof(fail_hooks[0])) && fail_hooks[i];
+                 i++) {
+                fflush(NULL);
+                fail_hooks[i](c->name);
+            }
             break;
         }
     }

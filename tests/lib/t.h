@@ -193,4 +193,11 @@ void t_leak_check(int on);
 /* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
 uint64_t t_now_ms(void);
 
+/* fn runs in the runner process after a test failed (an assertion, a crash,
+ * its timeout), with the test's name: a helper that owns a peer says what
+ * state the peer is in (ceph_env.c shows the Ceph cluster). Up to 4 hooks,
+ * run in the order added; set them from a constructor or before the tests
+ * run. Not with T_NOFORK, where the first failure ends the run. */
+void t_on_fail(void (*fn)(const char *test));
+
 #endif

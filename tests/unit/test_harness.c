@@ -3,6 +3,7 @@
  * and skip exit codes, and the pattern helpers every data test relies on. */
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -126,6 +127,59 @@ static void skipping(int k)
 TEST(skip_exits_77)
 {
     T_EQ(child_exit(skipping, 0), T_EXIT_SKIP);
+}
+
+/* The failure hook: a run of this program by itself (T_HARNESS_DEMO=1) with
+ * one failing test; the hook prints in the runner process. */
+static void demo_hook(const char *test)
+{
+    printf("hook after %s in %d\n", test, (int)getpid());
+}
+
+__attribute__((constructor)) static void demo_init(void)
+{
+    if (getenv("T_HARNESS_DEMO"))
+        t_on_fail(demo_hook);
+}
+
+TEST(fails_in_the_demo_run)
+{
+    if (getenv("T_HARNESS_DEMO"))
+        T_FAIL("demo failure in %d", (int)getpid());
+}
+
+TEST(fail_hook_runs_in_the_runner_after_a_failure)
+{
+    char cmd[256], *out;
+    const char *f, *h;
+    FILE *p;
+    size_t n = 0;
+    int child = 0, runner = 0;
+
+    snprintf(cmd, sizeof(cmd),
+             "T_HARNESS_DEMO=1 /proc/%d/exe fails_in_the_demo_run 2>&1; echo rc=$?", (int)getpid());
+    out = calloc(1, 4096);
+    T_NOTNULL(out);
+    p = popen(cmd, "r");
+    T_NOTNULL(p);
+    while (n < 4095 && fgets(out + n, (int)(4096 - n), p))
+        n = strlen(out);
+    T_EQ(pclose(p), 0);
+    /* The failure, then the hook, in the demo's runner process (not in the
+     * forked test that failed), and the run fails. */
+    f = strstr(out, "demo failure in ");
+    h = strstr(out, "hook after fails_in_the_demo_run in ");
+    T_NOTNULL(f);
+    T_NOTNULL(h);
+    T_TRUE(f < h);
+    T_TRUE(strstr(out, "FAIL fails_in_the_demo_run") != NULL);
+    T_TRUE(strstr(out, "rc=1") != NULL);
+    child = atoi(f + strlen("demo failure in "));
+    runner = atoi(h + strlen("hook after fails_in_the_demo_run in "));
+    T_GT(child, 0);
+    T_GT(runner, 0);
+    T_NE(child, runner);
+    free(out);
 }
 
 TEST(pattern_helpers)
