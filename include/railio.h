@@ -172,7 +172,12 @@ struct rio_options {
      * system store); see docs/protocol.md, TLS. Other schemes ignore it.
      * Aligned: it takes the first reserved word, not etag's padding. */
     int tls __attribute__((aligned(8)));
-    uint32_t reserved32;  /* must be zero (ABI rules above) */
+    /* RIO_ADAPT / adapt=on|off: 1 on (default), -1 off. On, the engine
+     * starts each call class (GET, PUT) of the client on one path at depth
+     * 1 and adds paths, then depth, while goodput grows, up to paths and
+     * depth (then ceilings); off, it uses them all from the start
+     * (docs/tuning.md, "Adaptive concurrency"). */
+    int adapt;
     uint64_t reserved[7]; /* must be zero (ABI rules above) */
 };
 
@@ -188,6 +193,14 @@ enum rio_verdict {
     RIO_VERDICT_SOFTWARE = 3, /* client CPU: a thread saturated (hashing, copies, engine) */
     RIO_VERDICT_SINK = 4,     /* a stream's consumer: the destination took the time */
     RIO_VERDICT_SOURCE = 5,   /* a stream's producer: the source took the time */
+};
+
+/* rio_stats.adapt_state: what the adaptive concurrency did (option adapt). */
+enum rio_adapt_state {
+    RIO_ADAPT_OFF = 0,     /* adapt=off: every path at full depth */
+    RIO_ADAPT_GROWING = 1, /* still adding paths or depth while goodput grows */
+    RIO_ADAPT_SETTLED = 2, /* the next step up did not add goodput: held here */
+    RIO_ADAPT_CEILING = 3, /* every step added goodput: at the configured paths and depth */
 };
 
 /* Retry/error classes; index into rio_stats.retries. */
@@ -269,7 +282,17 @@ struct rio_stats {
      * the source). 0 for other calls. */
     uint64_t sink_ns;
     uint64_t source_ns;
-    uint64_t reserved[11]; /* zeroed by the library (ABI rules above) */
+    /* Adaptive concurrency (option adapt, on by default): where the engine
+     * stood for this call's class (its first request's, GET or PUT) when
+     * the call ended: the paths it used and the depth of each (0, 0: adapt
+     * off), its state (enum rio_adapt_state) and, when settled below the
+     * ceiling, how the next step up's goodput compared with this one's, in
+     * percent (-3: 3 % less). verdict_text says the same in words. */
+    uint32_t adapt_paths;
+    uint32_t adapt_depth;
+    int32_t adapt_state;
+    int32_t adapt_next_pct;
+    uint64_t reserved[9]; /* zeroed by the library (ABI rules above) */
 };
 
 /*

@@ -100,28 +100,296 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
     d->sample_bytes = d->bytes_total;
 }
 
-/* The ops path p may have in flight: the client's depth, within the most ops
- * a path of the transport holds (transport.h, max_depth), halved (at least 1)
- * while its transport reports it degraded. */
-static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p)
+/* ------------------------------------------------ adaptive concurrency */
+
+/*
+ * Adaptive concurrency (option adapt, on by default; docs/internals/engine.md,
+ * "Adaptive concurrency"). Each call class (0 GET, 1 PUT) of a client stands
+ * on a ladder of limits: 1, 2, 4 ... paths at depth 1 up to every path, then
+ * depth 2, 4 ... up to the configured depth (the ceilings). It starts at the
+ * bottom (or where the client's other class stands) and climbs one step per
+ * window while the step adds goodput (paths that scale near linearly: to
+ * every path at once); when a step does not add ADAPT_MARGIN, it steps back
+ * and holds, and tries the step up again every ADAPT_REPROBE windows (a
+ * server that got faster, a path that came back).
+ *
+ * Goodput is measured over wall time, so the client's own time between ops
+ * counts: per path, the bytes of its completions in the window after its
+ * first one, over the time from its first to its last; the class's goodput
+ * is the sum over its paths. A window ends once every path of the level has
+ * completed two ops, the class one op more than the level has slots
+ * (ADAPT_WIN_MIN_OPS at least) and ADAPT_WIN_MIN_NS have passed; or after
+ * ADAPT_WIN_MAX_X times that many ops (a path that has not completed two by
+ * then adds nothing). It ends without a verdict while the class has no work
+ * waiting (a call's tail, a reader waiting for its consumer, the time
+ * between calls) and when a path fails (a path cooling down says nothing
+ * about how many paths the target wants). The state lives in the client,
+ * under mu like the paths, so a sequence of calls converges.
+ */
+#define ADAPT_MARGIN 0.08
+#define ADAPT_WIN_MIN_OPS 3u
+#define ADAPT_WIN_MIN_NS 5000000ull
+#define ADAPT_REPROBE 32u
+#define ADAPT_WIN_MAX_X 4u
+/* A step up in paths that gives this share of its paths' ratio in goodput
+ * (2 paths: 1.7x one's) goes straight on to every path. */
+#define ADAPT_LINEAR 0.85
+
+static bool adapt_on(const struct rio_client *c)
+{
+    return c->o.adapt > 0;
+}
+
+/* The client's depth within the most ops a path of the transport holds
+ * (transport.h, max_depth). */
+static unsigned depth_ceiling(const struct rio_client *c)
 {
     unsigned m = c->t->max_depth;
-    uint64_t d = m && m < c->o.depth ? m : c->o.depth;
+    return m && m < c->o.depth ? m : c->o.depth;
+}
 
+/* The paths and depth of ladder level l; false when l is past the top. */
+static bool adapt_ladder(const struct rio_client *c, unsigned l, unsigned *paths, unsigned *depth)
+{
+    unsigned p = 1, d = 1, pmax = c->npaths ? c->npaths : 1, dmax = depth_ceiling(c);
+
+    for (; l && p < pmax; l--)
+        p = p * 2 < pmax ? p * 2 : pmax;
+    for (; l && d < dmax; l--)
+        d = d * 2 < dmax ? d * 2 : dmax;
+    *paths = p;
+    *depth = d;
+    return l == 0;
+}
+
+static unsigned adapt_top(const struct rio_client *c)
+{
+    unsigned l = 0, p, d;
+    while (adapt_ladder(c, l + 1, &p, &d))
+        l++;
+    return l;
+}
+
+/* A new window at the current level: earlier samples no longer count. */
+static void adapt_window(struct rio__adapt *st, uint64_t now)
+{
+    st->win_t0 = now;
+    st->n = 0;
+    memset(st->p, 0, sizeof(st->p));
+}
+
+static void adapt_set_level(struct rio_client *c, struct rio__adapt *st, unsigned l, uint64_t now)
+{
+    st->level = l;
+    adapt_ladder(c, l, &st->paths, &st->depth);
+    adapt_window(st, now);
+}
+
+/* Class dir has work for the first time: it starts where the client's
+ * other class stands (the same paths to the same target), else at the
+ * bottom, and climbs from there. */
+static void adapt_start_locked(struct rio_client *c, int dir, uint64_t now)
+{
+    struct rio__adapt *st = &c->adapt[dir], *other = &c->adapt[!dir];
+
+    st->started = true;
+    st->state = RIO_ADAPT_GROWING;
+    st->g_below = 0;
+    adapt_set_level(c, st, other->started ? other->level : 0, now);
+}
+
+/* A path failed: the window in progress says nothing about concurrency. */
+static void adapt_discard_locked(struct rio_client *c, uint64_t now)
+{
+    for (int d = 0; d < 2; d++)
+        if (c->adapt[d].started)
+            adapt_window(&c->adapt[d], now);
+}
+
+/* The paths class dir may use now, as a bit mask: the first paths, in
+ * order, of those not cooling down, as many as its level allows (a path
+ * that fails hands its place to the next). Every path when adapt is off. */
+static uint32_t adapt_mask(const struct rio_client *c, int dir)
+{
+    uint32_t all = c->npaths >= 32 ? UINT32_MAX : (1u << c->npaths) - 1, m = 0;
+    const struct rio__adapt *st = &c->adapt[dir];
+
+    if (!adapt_on(c) || !st->started || st->paths >= c->npaths)
+        return all;
+    for (unsigned i = 0, k = 0; i < c->npaths && k < st->paths; i++)
+        if (c->paths[i].state != PATH_COOLING) {
+            m |= 1u << i;
+            k++;
+        }
+    return m;
+}
+
+/* The ops path p may have in flight for class dir (-1: any class): the
+ * depth ceiling, within the class's level, halved (at least 1) while its
+ * transport reports it degraded. */
+static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p, int dir)
+{
+    uint64_t d = depth_ceiling(c);
+
+    if (dir >= 0 && adapt_on(c) && c->adapt[dir].started && c->adapt[dir].depth < d)
+        d = c->adapt[dir].depth;
     if (!p->degraded)
         return d;
     return d > 1 ? d / 2 : 1;
+}
+
+/* The level with every path at depth 1: the top of the paths. */
+static unsigned adapt_paths_top(const struct rio_client *c)
+{
+    unsigned l = 0, p = 1;
+    while (p < c->npaths) {
+        p = p * 2 < c->npaths ? p * 2 : c->npaths;
+        l++;
+    }
+    return l;
+}
+
+/* Climb from the current level to level l. */
+static void adapt_up(struct rio_client *c, struct rio__adapt *st, unsigned l, double g,
+                     uint64_t now)
+{
+    st->from = st->level;
+    st->g_below = g;
+    adapt_set_level(c, st, l, now);
+}
+
+static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, double g, uint64_t now)
+{
+    if (st->state == RIO_ADAPT_GROWING) {
+        if (st->g_below == 0 || g >= st->g_below * (1 + ADAPT_MARGIN)) {
+            unsigned top = adapt_top(c), ptop = adapt_paths_top(c), fp, fd;
+            if (st->level >= top) {
+                st->state = RIO_ADAPT_CEILING;
+                st->g_held = g;
+                st->held = 0;
+                adapt_window(st, now);
+                return;
+            }
+            /* Paths that scale near linearly (independent rails) are
+             * taken all at once: a doubling per window costs a window at
+             * each step, on every call of a client that starts cold. */
+            adapt_ladder(c, st->from, &fp, &fd);
+            if (st->g_below > 0 && st->level < ptop && st->paths > fp &&
+                g >= st->g_below * ADAPT_LINEAR * st->paths / fp) {
+                adapt_up(c, st, ptop, g, now);
+                return;
+            }
+            adapt_up(c, st, st->level + 1, g, now);
+            return;
+        }
+        /* This step did not pay: back to where it came from, and hold. */
+        double pct = (g / st->g_below - 1) * 100;
+        st->next_pct = (int)(pct < 0 ? pct - 0.5 : pct + 0.5);
+        st->state = RIO_ADAPT_SETTLED;
+        st->g_held = st->g_below;
+        st->held = 0;
+        st->tried = st->level;
+        adapt_set_level(c, st, st->from, now);
+        return;
+    }
+    st->g_held = 0.7 * st->g_held + 0.3 * g;
+    if (++st->held >= ADAPT_REPROBE && st->level < adapt_top(c)) {
+        /* Try the step up again against what this level does now. */
+        st->state = RIO_ADAPT_GROWING;
+        adapt_up(c, st, st->level + 1, st->g_held, now);
+        return;
+    }
+    adapt_window(st, now);
+}
+
+/* Whether class dir has work not yet sent that may go: while it has none
+ * (a call's tail, a reader waiting for its consumer, between calls) fewer
+ * ops are in flight than its level allows, so goodput says nothing of it. */
+static bool adapt_has_work(struct rio_client *c, int dir)
+{
+    rio_list_each (r, &c->active, struct rio__req, anode) {
+        if ((r->type == RIO_OP_PUT) != dir || r->decided || r->opening)
+            continue;
+        if (!rio_list_empty(&r->rq))
+            return true;
+        uint64_t end = r->ring ? r->end : r->nchunks;
+        if (r->next_new < end && (!r->ring || r->next_new < atomic_load(&r->window)))
+            return true;
+    }
+    return false;
+}
+
+/* An op of class dir moved len bytes on path pi. */
+static void adapt_sample_locked(struct rio_client *c, int dir, unsigned pi, uint64_t len,
+                                uint64_t now)
+{
+    struct rio__adapt *st = &c->adapt[dir];
+
+    if (!adapt_on(c) || !st->started)
+        return;
+    if (!adapt_has_work(c, dir)) {
+        adapt_window(st, now);
+        return;
+    }
+    uint32_t mask = adapt_mask(c, dir);
+    if (!(mask >> pi & 1))
+        return; /* a path of an earlier, wider level ending its ops */
+    if (st->p[pi].n++ == 0)
+        st->p[pi].t_first = now;
+    else
+        st->p[pi].bytes += (double)len;
+    st->p[pi].t_last = now;
+    uint64_t want = (uint64_t)st->paths * st->depth + 1;
+    want = want < ADAPT_WIN_MIN_OPS ? ADAPT_WIN_MIN_OPS : want;
+    if (++st->n < want || now - st->win_t0 < ADAPT_WIN_MIN_NS)
+        return;
+    double g = 0;
+    bool all = true;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        if (st->p[i].n < 2) {
+            all = false;
+            continue;
+        }
+        g += st->p[i].bytes * 1e9 / (double)(st->p[i].t_last - st->p[i].t_first + 1);
+    }
+    if (!all && st->n < ADAPT_WIN_MAX_X * want)
+        return;
+    adapt_decide_locked(c, st, g, now);
+}
+
+void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st,
+                             unsigned *up_paths, unsigned *up_depth)
+{
+    const struct rio__adapt *a = &c->adapt[dir];
+
+    *up_paths = *up_depth = 0;
+    st->adapt_paths = st->adapt_depth = 0;
+    st->adapt_next_pct = 0;
+    st->adapt_state = RIO_ADAPT_OFF;
+    if (!adapt_on(c))
+        return;
+    st->adapt_state = a->started ? a->state : RIO_ADAPT_GROWING;
+    if (!a->started)
+        return;
+    st->adapt_paths = a->paths;
+    st->adapt_depth = a->depth;
+    if (a->state == RIO_ADAPT_SETTLED) {
+        st->adapt_next_pct = a->next_pct;
+        adapt_ladder(c, a->tried, up_paths, up_depth);
+    }
 }
 
 /* Whether path i may take one more op in direction dir. */
 static bool path_usable(struct rio_client *c, unsigned i, int dir)
 {
     struct rio__path *p = &c->paths[i];
-    if (p->state == PATH_COOLING)
+    if (p->state == PATH_COOLING || !(adapt_mask(c, dir) >> i & 1))
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
-    if (p->inflight_ops >= path_depth(c, p))
+    if (p->inflight_ops >= path_depth(c, p, dir))
         return false;
     /* Until a path has shown its rate it carries one op: a slow path must
      * not swallow a deep window of chunks before we know it is slow. */
@@ -247,6 +515,7 @@ static void path_fail_locked(struct rio_client *c, unsigned pi, int cls, int err
     p->fails++;
     p->state = PATH_COOLING;
     p->until_ns = now + cooldown_ns(c, p->fails);
+    adapt_discard_locked(c, now);
     rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
         if (a->cancelled)
             continue;
@@ -358,6 +627,8 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
 {
     struct rio__path *p = &c->paths[pi];
     double avail[RIO_MAX_PATHS], cost[RIO_MAX_PATHS];
+    /* Paths the class may not use now (adapt) count as cooling ones. */
+    uint32_t mask = adapt_mask(c, dir);
 
     /* With nothing in flight no completion would come to wake us: take it. */
     if (c->inflight_ops == 0)
@@ -366,7 +637,7 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
     double fastest = 0;
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *q = &c->paths[i];
-        if (q->state == PATH_COOLING)
+        if (q->state == PATH_COOLING || !(mask >> i & 1))
             continue;
         if (q->dir[dir].rate_bps == 0)
             unmeasured = true;
@@ -383,7 +654,7 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
     for (unsigned i = 0; i < c->npaths; i++) {
         struct rio__path *q = &c->paths[i];
         double rate = q->dir[dir].rate_bps ? q->dir[dir].rate_bps : fastest;
-        if (q->state == PATH_COOLING) {
+        if (q->state == PATH_COOLING || !(mask >> i & 1)) {
             avail[i] = -1;
             continue;
         }
@@ -435,11 +706,12 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
  * still unassigned (the healthy paths have work while the probe is out). With
  * no healthy path the probe is the only way forward.
  */
-static bool probe_may_take(struct rio_client *c, uint64_t len)
+static bool probe_may_take(struct rio_client *c, int dir, uint64_t len)
 {
     uint64_t healthy = 0;
+    uint32_t mask = adapt_mask(c, dir);
     for (unsigned i = 0; i < c->npaths; i++)
-        if (c->paths[i].state == PATH_HEALTHY)
+        if (c->paths[i].state == PATH_HEALTHY && (mask >> i & 1))
             healthy++;
     if (healthy == 0)
         return true;
@@ -498,9 +770,10 @@ static bool split_tail_locked(struct rio_client *c, struct rio__req *r, struct r
 
     if (ch->parent || !req_splits(c, r, ch))
         return false;
+    uint32_t mask = adapt_mask(c, 0); /* a GET's: the paths it may use */
     for (unsigned i = 0; i < c->npaths; i++) {
         double rate = c->paths[i].dir[0].rate_bps;
-        if (c->paths[i].state != PATH_HEALTHY || rate <= 0)
+        if (c->paths[i].state != PATH_HEALTHY || rate <= 0 || !(mask >> i & 1))
             continue;
         live++;
         rmin = rmin == 0 || rate < rmin ? rate : rmin;
@@ -605,7 +878,11 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
     rio_list_each (r, &c->active, struct rio__req, anode) {
         int dir = r->type == RIO_OP_PUT;
-        if (r->decided || r->opening || !path_usable(c, pi, dir))
+        if (r->decided || r->opening)
+            continue;
+        if (adapt_on(c) && !c->adapt[dir].started)
+            adapt_start_locked(c, dir, now);
+        if (!path_usable(c, pi, dir))
             continue;
         struct rio__chunk *ch = req_pick(r, now);
         if (!ch)
@@ -628,7 +905,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             req_unpick(r, ch);
             return 0;
         }
-        if (c->paths[pi].state == PATH_PROBING && !probe_may_take(c, len)) {
+        if (c->paths[pi].state == PATH_PROBING && !probe_may_take(c, dir, len)) {
             req_unpick(r, ch);
             return 0;
         }
@@ -703,7 +980,7 @@ static void schedule_locked(struct rio_client *c, uint64_t now)
         for (unsigned k = 0; k < c->npaths; k++) {
             unsigned pi = (c->rr + k) % c->npaths;
             struct rio__path *p = &c->paths[pi];
-            if (p->state == PATH_COOLING || p->inflight_ops >= path_depth(c, p) ||
+            if (p->state == PATH_COOLING || p->inflight_ops >= path_depth(c, p, -1) ||
                 (p->state == PATH_PROBING && p->inflight_ops > 0))
                 continue;
             int ret = dispatch_one_locked(c, pi, now);
@@ -822,6 +1099,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
         d->bytes_total += a->io.len;
         path_rate_sample(d, now);
+        adapt_sample_locked(c, io_dir(a->io.kind), a->path, a->io.len, now);
         if (p->state == PATH_PROBING) {
             p->state = PATH_HEALTHY;
             p->fails = 0;

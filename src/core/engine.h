@@ -137,6 +137,34 @@ struct rio__attempt {
 
 struct rio__call;
 
+/*
+ * Adaptive concurrency (engine.c, adapt_*; docs/internals/engine.md): per
+ * call class (0 GET, 1 PUT) of a client, the level it stands at on a
+ * ladder of (paths, depth) limits within the configured ones, and the
+ * goodput samples of the current window. Under mu.
+ */
+struct rio__adapt {
+    bool started;          /* the class has had work: its level is set */
+    unsigned level;        /* on the ladder (engine.c, adapt_ladder) */
+    unsigned paths, depth; /* the limits of level */
+    int state;             /* enum rio_adapt_state */
+    unsigned tried;        /* settled: the level above it tried last */
+    int next_pct;          /* settled: that level's goodput against this one's, percent */
+    uint64_t win_t0;       /* when the window began (a new level, a path failed) */
+    uint64_t n;            /* ops of the class completed in the window */
+    /* per path, in the window: ops completed, the first and the last one's
+     * time, and the bytes of all but the first */
+    struct {
+        uint32_t n;
+        uint64_t t_first, t_last;
+        double bytes;
+    } p[RIO_MAX_PATHS];
+    unsigned from;  /* growing: the level it came from */
+    double g_below; /* growing: goodput of that level, bytes/s (0: none) */
+    double g_held;  /* settled: the held level's goodput, smoothed */
+    unsigned held;  /* settled: windows since the last probe up */
+};
+
 struct rio__req {
     struct rio__call *call;
     int type; /* RIO_OP_GET / RIO_OP_PUT */
@@ -323,8 +351,9 @@ struct rio_client {
     uint64_t inflight_ops, inflight_bytes;
     struct rio__attempt *free_attempts;
     uint64_t rng;
-    unsigned rr;      /* round-robin cursor over paths */
-    bool path_events; /* some path has an ev_state to apply */
+    unsigned rr;                /* round-robin cursor over paths */
+    bool path_events;           /* some path has an ev_state to apply */
+    struct rio__adapt adapt[2]; /* per call class: 0 GET, 1 PUT (option adapt) */
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio_list streams;      /* under mu: open readers and writers, by node */
@@ -434,6 +463,12 @@ int rio__meta_exists(struct rio_client *c, const struct rio__meta *m, const char
  * has RIO_CAP_COMMIT_RETRY (transport.h). */
 int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
                          struct rio_desc *d);
+
+/* Where the adaptive concurrency of class dir (0 GET, 1 PUT) stands, into
+ * st's adapt_ fields, and the level above it (its paths and depth; 0 when
+ * none) for the words of the verdict (engine.c; under mu). */
+void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st,
+                             unsigned *up_paths, unsigned *up_depth);
 
 /* Fill stats from a finished call (stats.c). */
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st);

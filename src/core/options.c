@@ -229,6 +229,7 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
     knob_ms(k, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms, DEF_COOLDOWN_CAP_MS, 0);
     knob_bool(k, "verify", "RIO_VERIFY", &o->verify);
     knob_bool(k, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
+    knob_bool(k, "adapt", "RIO_ADAPT", &o->adapt);
     knob_size(k, "seed", "RIO_SEED", &o->seed, 0);
     if (!o->etag) {
         const char *v = knob(k, "etag", "RIO_ETAG");
@@ -262,6 +263,8 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "etag", "RIO_ETAG", NULL, "must be 2 (fast), 1 (md5) or -1 (none)");
     if (o->tls != 1 && o->tls != -1)
         return bad(k, "tls", "RIO_TLS", NULL, "must be 1 (on) or -1 (off)");
+    if (o->adapt != 1 && o->adapt != -1)
+        return bad(k, "adapt", "RIO_ADAPT", NULL, "must be 1 (on) or -1 (off)");
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
     if (o->retry_attempts < 1)
@@ -300,7 +303,8 @@ const char *const rio__core_url_options[] = {
     "chunk",       "paths",         "depth",        "budget",      "request_budget",
     "budget_mode", "retries",       "backoff_base", "backoff_cap", "deadline",
     "op_timeout",  "cooldown_base", "cooldown_cap", "verify",      "retry_checksum",
-    "seed",        "etag",          "tls",          "faults",      NULL,
+    "seed",        "etag",          "tls",          "adapt",       "faults",
+    NULL,
 };
 
 /*
@@ -326,6 +330,7 @@ const char *const rio__known_env[] = {
     "RIO_SEED",
     "RIO_ETAG",
     "RIO_TLS",
+    "RIO_ADAPT",
     "RIO_TLS_CA",
     "RIO_TOKEN_FILE",
     "RIO_CEPH_CONF",

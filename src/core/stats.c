@@ -205,6 +205,38 @@ void rio__stats_verdict(struct rio_stats *st)
     }
 }
 
+static const char *plural(unsigned n, const char *one, const char *many)
+{
+    return n == 1 ? one : many;
+}
+
+/* Where the adaptive concurrency stood, and why, after the verdict's own
+ * words (cut short when they leave no room: the adapt_ fields hold it). */
+static void adapt_words(struct rio_stats *st, const char *cls, unsigned up_paths, unsigned up_depth)
+{
+    size_t o = strlen(st->verdict_text), cap = sizeof(st->verdict_text);
+    char *w = st->verdict_text + o;
+
+    if (!st->adapt_paths || o + 2 >= cap)
+        return;
+    int n = snprintf(w, cap - o, "%sadapt %s: %u %s x depth %u", o ? "; " : "", cls,
+                     st->adapt_paths, plural(st->adapt_paths, "path", "paths"), st->adapt_depth);
+    if (n < 0 || (size_t)n >= cap - o)
+        return;
+    w += n;
+    o += (size_t)n;
+    if (st->adapt_state == RIO_ADAPT_SETTLED && up_paths) {
+        int pct = st->adapt_next_pct;
+        snprintf(w, cap - o, ", settled: %u %s x depth %u gave %d%% %s", up_paths,
+                 plural(up_paths, "path", "paths"), up_depth, pct < 0 ? -pct : pct,
+                 pct < 0 ? "less" : "more");
+    } else if (st->adapt_state == RIO_ADAPT_CEILING) {
+        snprintf(w, cap - o, ", the ceiling: every step up added goodput");
+    } else {
+        snprintf(w, cap - o, ", still climbing");
+    }
+}
+
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st)
 {
     uint64_t now = rio__now_ns();
@@ -228,6 +260,9 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
         p->cap_mbps = rio__t_path_cap(c->t, i) / 1e6;
         p->state = c->paths[i].state;
     }
+    int dir = call->nreq && call->reqs[0].type == RIO_OP_PUT;
+    unsigned up_paths, up_depth;
+    rio__adapt_stats_locked(c, dir, st, &up_paths, &up_depth);
     pthread_mutex_unlock(&c->mu);
     for (int k = 0; k < RIO_CLASS__COUNT; k++) {
         st->retries[k] = call->retries[k];
@@ -267,4 +302,5 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
         st->cpu_wait_ns = w > call->t0_run_delay ? w - call->t0_run_delay : 0;
     }
     rio__stats_verdict(st);
+    adapt_words(st, dir ? "PUT" : "GET", up_paths, up_depth);
 }

@@ -102,16 +102,19 @@ TEST(growable_structs_keep_their_size)
     T_EQ(sizeof(struct rio_options), 152);
     T_EQ(sizeof(struct rio_call), 112);
     T_EQ(sizeof(struct rio_stats), 1616);
-    /* tls (4 bytes) and reserved32 took the first reserved word */
+    /* tls (4 bytes) and adapt (4 bytes, once reserved32) took the first
+     * reserved word */
     T_EQ(sizeof(((struct rio_options *)0)->reserved), 56);
+    T_EQ(offsetof(struct rio_options, tls) + 4, offsetof(struct rio_options, adapt));
     T_EQ(offsetof(struct rio_options, tls) + 8, offsetof(struct rio_options, reserved));
     T_EQ(sizeof(((struct rio_call *)0)->reserved), 64);
     /* verify_bytes and verify_cpu_ns, then sink_ns and source_ns took two
-     * reserved words each */
-    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 88);
+     * reserved words each; the four adapt_ fields (4 bytes each) two more */
+    T_EQ(sizeof(((struct rio_stats *)0)->reserved), 72);
     T_EQ(offsetof(struct rio_stats, replans) + 8, offsetof(struct rio_stats, verify_bytes));
     T_EQ(offsetof(struct rio_stats, verify_cpu_ns) + 8, offsetof(struct rio_stats, sink_ns));
-    T_EQ(offsetof(struct rio_stats, source_ns) + 8, offsetof(struct rio_stats, reserved));
+    T_EQ(offsetof(struct rio_stats, source_ns) + 8, offsetof(struct rio_stats, adapt_paths));
+    T_EQ(offsetof(struct rio_stats, adapt_paths) + 16, offsetof(struct rio_stats, reserved));
 }
 
 TEST(mock_only_never_loads_librados)
