@@ -14,6 +14,10 @@
  *          (default 0). Suffixes as sizes: 125M = 125 MiB/s, 125MB = 125e6.
  *   lat    per-op round-trip latency (default 0): "200us", "1ms"
  *   disk   shared storage service rate in bytes/s, 0 = unlimited (default)
+ *   contend  with disk: each op the service holds beyond the first divides
+ *          its rate by 1 + contend more (default 0): a CPU-bound server whose
+ *          total rate falls as more connections share it (contend=1: two ops
+ *          at once move half of what one does)
  *   depth_cap  ops a path holds (default 1024): the engine keeps at most that
  *          many in flight on a path; beyond it submit returns -EAGAIN
  * Clients opened with the same NAME share one store (like one server).

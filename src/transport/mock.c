@@ -418,6 +418,8 @@ struct mock_transport {
     uint64_t sleep_until; /* the mock thread's wake-up time while it sleeps, else 0 */
     struct mock_path path[RIO_MAX_PATHS];
     double disk_rate;
+    double contend; /* the service's rate is disk_rate / (1 + contend x (ops held - 1)) */
+    uint64_t held;  /* ops submitted and not yet reaped, over every path */
     uint64_t disk_free_ns;
     unsigned depth_cap;
     struct mock_op **heap; /* in-flight ops by (finish_ns, seq) */
@@ -676,8 +678,14 @@ static void schedule_locked(struct mock_transport *t, struct mock_path *p, struc
     uint64_t len = op->io->len, ready = now;
 
     if (t->disk_rate > 0) {
+        /* A service that spends more per byte the more ops it holds at once
+         * (a CPU-bound server: more connections, more overhead), when
+         * contend is set; this op is held already. */
+        double rate = t->disk_rate;
+        if (t->contend > 0 && t->held > 1)
+            rate /= 1 + t->contend * (double)(t->held - 1);
         op->disk_start = now > t->disk_free_ns ? now : t->disk_free_ns;
-        op->disk_end = op->disk_start + xfer_ns(len, t->disk_rate);
+        op->disk_end = op->disk_start + xfer_ns(len, rate);
         t->disk_free_ns = op->disk_end;
         ready = op->disk_end;
         op->svc_ns = ready - now;
@@ -747,6 +755,8 @@ static int mock_submit(struct rio_transport *tt, struct rio_io *io)
         t->ctr.ops_read++;
 
     ret = check_op_locked(t, op);
+    p->held++;
+    t->held++;
     if (ret < 0) {
         op->action = ACT_FAIL;
         op->res = ret;
@@ -755,7 +765,6 @@ static int mock_submit(struct rio_transport *tt, struct rio_io *io)
         op->action = ACT_SERVE;
         schedule_locked(t, p, op, now);
     }
-    p->held++;
     t->ctr.inflight++;
     io->tpriv = op;
     heap_push(t, op);
@@ -826,6 +835,7 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
         io->svc_ns = op->svc_ns;
         io->tpriv = NULL;
         t->path[io->path].held--;
+        t->held--;
         t->ctr.inflight--;
         if (op->up) {
             struct mock_upload *up;
@@ -1138,6 +1148,15 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
         if (rio__opt_size("disk", s, 0, UINT64_MAX, 0, &v) < 0)
             return RIO_EINVAL;
         t->disk_rate = (double)v;
+    }
+    if ((s = rio__url_param(u, "contend"))) {
+        char *end;
+        double f = strtod(s, &end);
+        if (end == s || *end || !(f >= 0 && f <= 100)) {
+            fprintf(stderr, "railio: contend=%s: expected a number from 0 to 100\n", s);
+            return RIO_EINVAL;
+        }
+        t->contend = f;
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
     t->copy_bps = MOCK_COPY_BPS0;
@@ -1603,7 +1622,7 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 }
 
 /* parse_config reads them (paths is the core's). */
-static const char *const mock_url_options[] = {"rate", "lat", "disk", "depth_cap", NULL};
+static const char *const mock_url_options[] = {"rate", "lat", "disk", "contend", "depth_cap", NULL};
 
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",

@@ -48,6 +48,7 @@ static void hetero(size_t n, uint64_t chunk)
         T_SKIP("goodput is not measurable under ThreadSanitizer");
     eu_begin(&e);
     e.o.chunk_size = chunk;
+    e.o.adapt = -1; /* the scheduler over every path (test_engine_adapt: the climb) */
     eu_open(&e, "mock://hetero?paths=4&rate=125MB,125MB,62MB,31MB", &e.o);
     uint8_t *src = eu_pattern_buf(n, 1);
     uint8_t *dst = eu_fill_buf(n, 0xA5);
@@ -113,7 +114,7 @@ TEST(slow_path_does_not_hold_tail)
 
     if (EU_TSAN)
         T_SKIP("timing is not measurable under ThreadSanitizer");
-    eu_start(&e, "mock://tail?paths=2&rate=200M,2M");
+    eu_start_o(&e, "mock://tail?paths=2&rate=200M,2M", e.o.adapt = -1);
     uint8_t *src = eu_pattern_buf(n, 61);
     T_OK(rio_mock_set_path(e.c, 1, 0, 0)); /* PUT at full speed */
     T_OK(rio_mock_set_path(e.c, 0, 0, 0));

@@ -93,7 +93,8 @@ TEST(reader_close_mid_stream_leaves_nothing)
     struct rio_reader *rd;
     struct rio_mock_counters mc;
 
-    uint8_t *src = eu_start_put(&e, "mock://rd3?paths=2", n, 9);
+    /* adapt=off: both paths from the first op (this tests the fence). */
+    uint8_t *src = eu_start_put(&e, "mock://rd3?paths=2&adapt=off", n, 9);
     eu_fault(e.c, "stall:op=read:chunk=3");
     eu_fault(e.c, "late:op=read:chunk=4:delay=50");
     T_OK(rio_reader_open(e.c, "o", 8, NULL, &rd));

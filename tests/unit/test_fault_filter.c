@@ -585,6 +585,7 @@ TEST(inner_path_events_reach_the_engine)
     o.chunk_size = CS;
     o.cooldown_base_ms = 600000; /* only an UP report ends it */
     o.cooldown_cap_ms = 600000;
+    o.adapt = -1; /* both paths from the first op: the report is what is tested */
     T_OK(rio_client_new("mock://ffpe?paths=2&rate=400M&lat=200us", &o, &c));
     T_EQ(rio_put(c, "pe", src, SIZE, NULL, NULL), 0);
     struct rio_transport *inner = rio__fault_inner(rio__client_transport(c));

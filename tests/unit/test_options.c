@@ -133,3 +133,32 @@ TEST(bools_any_case)
     refused("mock://o?verify=maybe", "verify", "RIO_VERIFY");
     refused("mock://o?tls=2", "tls", "RIO_TLS");
 }
+
+/* adapt: on by default, off from the URL or the environment, the struct
+ * first; a bad value names itself. */
+TEST(adapt_option)
+{
+    struct rio_options o;
+    char why[256];
+
+    unsetenv("RIO_ADAPT");
+    T_OK(check("mock://o", &o, why, sizeof(why)));
+    T_EQ(o.adapt, 1);
+    T_OK(check("mock://o?adapt=OFF", &o, why, sizeof(why)));
+    T_EQ(o.adapt, -1);
+    setenv("RIO_ADAPT", "no", 1);
+    T_OK(check("mock://o", &o, why, sizeof(why)));
+    T_EQ(o.adapt, -1);
+    T_OK(check("mock://o?adapt=on", &o, why, sizeof(why)));
+    T_EQ(o.adapt, 1);
+    unsetenv("RIO_ADAPT");
+    refused("mock://o?adapt=sometimes", "adapt", "RIO_ADAPT");
+    struct rio_options in;
+    rio_options_init(&in);
+    in.adapt = 3;
+    struct rio_url u;
+    T_OK(rio__url_parse("mock://o", &u));
+    T_ERR(rio__options_check(&in, &u, &o, why, sizeof(why)), RIO_EINVAL);
+    T_TRUE(strstr(why, "adapt") != NULL);
+    rio__url_cleanup(&u);
+}

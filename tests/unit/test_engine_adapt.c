@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS unit */
+/*
+ * Adaptive concurrency (issue 16 item 2, option adapt): each call class
+ * starts on one path at depth 1 and climbs while goodput grows, within the
+ * configured paths and depth.
+ *
+ * - A target whose total rate falls as it holds more ops at once (the
+ *   mock's contend=, a model of a CPU-bound server): the default settles on
+ *   one path at depth 1, says so in the stats and the verdict, and moves
+ *   the data faster than the fixed ceiling (adapt=off) on the same target.
+ * - Independent rails, where goodput scales: every path is reached.
+ * - A path that fails while the engine climbs does not count as "goodput
+ *   fell": every path is still reached.
+ * - adapt=off: every path at full depth from the first call, as before.
+ *
+ * Decisions are made on 2x differences (a step up halves the contended
+ * target's rate, doubles the rails'), so a loaded machine does not turn
+ * them; no assertion bounds a time.
+ */
+#include <string.h>
+
+#include "engine_util.h"
+
+#define CHUNK (256 * EU_KIB)
+#define N (4 * EU_MIB) /* 16 chunks */
+#define GETS_MAX 12    /* calls before the class must have settled */
+
+/* GET key until the GET class has left its climb (settled or at its
+ * ceiling); the last call's stats are in e->st. */
+static void get_until_settled(struct eu *e, uint64_t seed)
+{
+    for (int i = 0; i < GETS_MAX; i++) {
+        eu_get_check(e->c, "o", N, seed, &e->call);
+        if (e->st.adapt_state != RIO_ADAPT_GROWING)
+            return;
+    }
+    T_FAIL("the GET class still climbs after %d calls (%u paths x depth %u)", GETS_MAX,
+           e->st.adapt_paths, e->st.adapt_depth);
+}
+
+static unsigned paths_used(const struct rio_stats *st)
+{
+    unsigned n = 0;
+    for (unsigned i = 0; i < st->npaths; i++)
+        n += st->path[i].bytes > 0;
+    return n;
+}
+
+/* Four paths to one service of 40 MB/s that halves with a second op held:
+ * the engine settles on one path at depth 1, and the fixed ceiling (four
+ * paths x depth 2, eight ops at once) is slower on the same store. */
+TEST(adapt_settles_below_the_ceiling_on_a_contended_target)
+{
+    const char *url = "mock://adapt-contend?paths=4&disk=40MB&contend=1";
+    struct eu e, off;
+
+    eu_start_put_o(&e, url, N, 71, e.o.chunk_size = CHUNK, e.o.depth = 2);
+    get_until_settled(&e, 71);
+    T_EQ(e.st.adapt_state, RIO_ADAPT_SETTLED);
+    T_EQ(e.st.adapt_paths, 1u);
+    T_EQ(e.st.adapt_depth, 1u);
+    T_LT(e.st.adapt_next_pct, -20); /* two paths moved half */
+    T_TRUE(strstr(e.st.verdict_text, "adapt GET: 1 path x depth 1, settled: 2 paths x depth 1 "
+                                     "gave") != NULL);
+
+    /* Settled: the next call runs on one path from its start. */
+    eu_get_check(e.c, "o", N, 71, &e.call);
+    T_EQ(e.st.adapt_paths, 1u);
+    uint64_t adapt_ns = e.st.elapsed_ns;
+
+    eu_begin(&off);
+    off.o.chunk_size = CHUNK;
+    off.o.depth = 2;
+    off.o.adapt = -1;
+    eu_open(&off, url, &off.o); /* the same store: the same object */
+    eu_get_check(off.c, "o", N, 71, &off.call);
+    T_EQ(off.st.adapt_state, RIO_ADAPT_OFF);
+    T_EQ(paths_used(&off.st), 4u);
+    /* Eight ops at once move 40 / 8 MB/s where one moves 40: adapt is the
+     * faster by far (a ratio, not a time bound). */
+    T_LT(adapt_ns, off.st.elapsed_ns);
+    eu_close(&off);
+    eu_close(&e);
+}
+
+/* Four rails of 40 MB/s each: two paths move twice what one does, so the
+ * engine goes on to every path. */
+TEST(adapt_reaches_every_path_on_independent_rails)
+{
+    struct eu e;
+
+    eu_start_put_o(&e, "mock://adapt-rails?paths=4&rate=40MB", N, 72, e.o.chunk_size = CHUNK,
+                   e.o.depth = 2);
+    get_until_settled(&e, 72);
+    T_EQ(e.st.adapt_paths, 4u);
+    T_TRUE(e.st.adapt_depth >= 1 && e.st.adapt_depth <= 2);
+    eu_get_check(e.c, "o", N, 72, &e.call);
+    T_EQ(e.st.adapt_paths, 4u);
+    T_EQ(paths_used(&e.st), 4u);
+    eu_close(&e);
+}
+
+/* A path that resets while the engine climbs cools down; the window it
+ * spoiled is dropped, not read as "more paths gave less". */
+TEST(adapt_path_failure_is_not_less_goodput)
+{
+    struct eu e;
+
+    eu_start_put_o(&e, "mock://adapt-fail?paths=4&rate=40MB", N, 73, e.o.chunk_size = CHUNK,
+                   e.o.depth = 2);
+    eu_fault(e.c, "disconnect:op=read:path=1:bytes=0:count=2:down=30");
+    get_until_settled(&e, 73);
+    T_GE(eu_faults_fired(e.c), 1u);
+    T_EQ(e.st.adapt_paths, 4u);
+    eu_close(&e);
+}
+
+/* adapt=off (URL): every path, at full depth, from the first call. */
+TEST(adapt_off_uses_every_path_at_once)
+{
+    struct eu e;
+
+    eu_start_put_o(&e, "mock://adapt-off?paths=4&rate=40MB&adapt=off", N, 74,
+                   e.o.chunk_size = CHUNK, e.o.depth = 2);
+    eu_get_check(e.c, "o", N, 74, &e.call);
+    T_EQ(e.st.adapt_state, RIO_ADAPT_OFF);
+    T_EQ(e.st.adapt_paths, 0u);
+    T_EQ(paths_used(&e.st), 4u);
+    uint64_t peak = 0;
+    for (unsigned i = 0; i < e.st.npaths; i++)
+        peak = e.st.path[i].peak_depth > peak ? e.st.path[i].peak_depth : peak;
+    T_EQ(peak, 2u);
+    T_TRUE(strstr(e.st.verdict_text, "adapt") == NULL);
+    eu_close(&e);
+}
+
+/* The default is on: the first call of a fresh client starts on one path. */
+TEST(adapt_default_on_starts_low)
+{
+    struct eu e;
+
+    eu_start_o(&e, "mock://adapt-default?paths=4&rate=40MB", e.o.chunk_size = CHUNK, e.o.depth = 2);
+    eu_keep(&e, eu_put_pattern(e.c, "o", N, 75, &e.call));
+    T_NE(e.st.adapt_state, RIO_ADAPT_OFF);
+    T_TRUE(e.st.adapt_paths >= 1);
+    T_TRUE(strstr(e.st.verdict_text, "adapt PUT: ") != NULL);
+    eu_close(&e);
+}
