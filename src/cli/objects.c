@@ -86,7 +86,14 @@ void rio_cli_json_stats(FILE *f, const struct rio_stats *st)
                 (unsigned long long)st->path[i].busy_ns, (unsigned long long)st->path[i].ops,
                 (unsigned long long)st->path[i].errors, st->path[i].rate_mbps, st->path[i].cap_mbps,
                 (unsigned long long)st->path[i].peak_depth);
-    fprintf(f, "],\"verdict\":\"%s\",\"verdict_text\":", rio_verdict_name(st->verdict));
+    static const char *const adapt_state[] = {"off", "growing", "settled", "ceiling"};
+    fprintf(f,
+            "],\"adapt\":{\"state\":\"%s\",\"paths\":%u,\"depth\":%u,\"next_pct\":%d},"
+            "\"verdict\":\"%s\",\"verdict_text\":",
+            st->adapt_state >= 0 && st->adapt_state <= RIO_ADAPT_CEILING
+                ? adapt_state[st->adapt_state]
+                : "?",
+            st->adapt_paths, st->adapt_depth, st->adapt_next_pct, rio_verdict_name(st->verdict));
     rio_cli_json_str(f, st->verdict_text);
     fputc('}', f);
 }

@@ -29,6 +29,7 @@ static void opts(struct rio_options *o, unsigned queues, unsigned depth)
     o->chunk_size = CH;
     o->paths = queues;
     o->depth = depth;
+    o->adapt = -1; /* every queue from the first op: the faults name queues */
 }
 
 /* Write the pattern object "obj" through a clean client. */

@@ -133,6 +133,7 @@ TEST(works_with_what_it_got_then_grows_back)
     tu_opts(&o);
     o.cooldown_base_ms = 600000;
     o.cooldown_cap_ms = 600000;
+    o.adapt = -1; /* every path from the first op: which ones have a connection is tested */
     tu_url(url, sizeof(url), &e, "conns=4&dial_backoff=20ms&dial_backoff_cap=200ms");
     tu_open(&u, url, &o);
 
@@ -212,6 +213,7 @@ TEST(no_connection_at_all_fails_cleanly_then_recovers)
     srv_start(&e, args);
     tu_opts(&o);
     o.deadline_ms = 5000;
+    o.adapt = -1; /* every path from the first op: which ones have a connection is tested */
     tu_url(url, sizeof(url), &e, "conns=2&dial_backoff=20ms&dial_backoff_cap=200ms");
     tu_open(&u, url, &o);
     tu_put(u.c, "min/obj", G_SIZE, 7);
