@@ -251,6 +251,9 @@ static int bench_mock(int argc, char **argv)
     }
     add_row(&rows[n++], "heterogeneous", 4, "125MB,125MB,62MB,31MB", 125 + 125 + 62 + 31, "");
     add_row(&rows[n++], "storage 200MB/s", 4, "125MB", 500, "disk=200MB");
+    /* A CPU-bound server (the mock's contend=): each op it holds beyond one
+     * costs it half an op's rate more; the fewer ops at once, the faster. */
+    add_row(&rows[n++], "contended 200MB/s", 4, "125MB", 500, "disk=200MB&contend=0.5");
     add_row(&rows[n++], "unlimited rails", 4, "0", 0, "");
 
     uint8_t *src, *dst;

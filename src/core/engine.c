@@ -255,6 +255,7 @@ static void adapt_up(struct rio_client *c, struct rio__adapt *st, unsigned l, do
 {
     st->from = st->level;
     st->g_below = g;
+    st->g_doubt = 0;
     adapt_set_level(c, st, l, now);
 }
 
@@ -282,7 +283,24 @@ static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, dou
             adapt_up(c, st, st->level + 1, g, now);
             return;
         }
-        /* This step did not pay: back to where it came from, and hold. */
+        /* This step did not pay. Once may be noise (a machine whose
+         * CPUs are shared delays a window's ops at random): a second
+         * window decides, with the better of the two. Stepping back
+         * wrongly costs goodput until the next probe; staying a window
+         * longer on a step that does not pay costs one window. */
+        if (st->g_doubt == 0) {
+            st->g_doubt = g;
+            adapt_window(st, now);
+            return;
+        }
+        if (st->g_doubt > g)
+            g = st->g_doubt;
+        st->g_doubt = 0;
+        if (g >= st->g_below * (1 + ADAPT_MARGIN)) {
+            adapt_decide_locked(c, st, g, now);
+            return;
+        }
+        /* Back to where it came from, and hold. */
         double pct = (g / st->g_below - 1) * 100;
         st->next_pct = (int)(pct < 0 ? pct - 0.5 : pct + 0.5);
         st->state = RIO_ADAPT_SETTLED;

@@ -163,6 +163,9 @@ struct rio__adapt {
     double g_below; /* growing: goodput of that level, bytes/s (0: none) */
     double g_held;  /* settled: the held level's goodput, smoothed */
     unsigned held;  /* settled: windows since the last probe up */
+    /* growing: the goodput of a first window of this level that did not
+     * pay (0: none); a second window decides */
+    double g_doubt;
 };
 
 struct rio__req {
