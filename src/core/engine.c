@@ -109,9 +109,11 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
  * depth 2, 4 ... up to the configured depth (the ceilings). It starts at the
  * bottom (or where the client's other class stands) and climbs one step per
  * window while the step adds goodput (paths that scale near linearly: to
- * every path at once); when a step does not add ADAPT_MARGIN, it steps back
- * and holds, and tries the step up again every ADAPT_REPROBE windows (a
- * server that got faster, a path that came back).
+ * every path at once); when a step does not add ADAPT_MARGIN (twice), it
+ * steps back and holds. Every ADAPT_REPROBE windows it tries a step again,
+ * up and down in turn: up pays when the target got faster or a path came
+ * back; down holds when the level below moves about as much (fewer
+ * connections cost the target less).
  *
  * Goodput is measured over wall time, so the client's own time between ops
  * counts: per path, the bytes of its completions in the window after its
@@ -128,9 +130,12 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
  */
 #define ADAPT_MARGIN 0.08
 #define ADAPT_WIN_MIN_OPS 3u
-#define ADAPT_WIN_MIN_NS 5000000ull
+#define ADAPT_WIN_MIN_NS 20000000ull
 #define ADAPT_REPROBE 32u
 #define ADAPT_WIN_MAX_X 4u
+/* Settled: a window below this share of the held level's goodput tries the
+ * step below at once. */
+#define ADAPT_FELL 0.6
 /* A step up in paths that gives this share of its paths' ratio in goodput
  * (2 paths: 1.7x one's) goes straight on to every path. */
 #define ADAPT_LINEAR 0.85
@@ -181,6 +186,7 @@ static void adapt_window(struct rio__adapt *st, uint64_t now)
 static void adapt_set_level(struct rio_client *c, struct rio__adapt *st, unsigned l, uint64_t now)
 {
     st->level = l;
+    st->level_t0 = now;
     adapt_ladder(c, l, &st->paths, &st->depth);
     adapt_window(st, now);
 }
@@ -195,6 +201,8 @@ static void adapt_start_locked(struct rio_client *c, int dir, uint64_t now)
     st->started = true;
     st->state = RIO_ADAPT_GROWING;
     st->g_below = 0;
+    st->g_doubt = 0;
+    st->down = false;
     adapt_set_level(c, st, other->started ? other->level : 0, now);
 }
 
@@ -202,8 +210,10 @@ static void adapt_start_locked(struct rio_client *c, int dir, uint64_t now)
 static void adapt_discard_locked(struct rio_client *c, uint64_t now)
 {
     for (int d = 0; d < 2; d++)
-        if (c->adapt[d].started)
+        if (c->adapt[d].started) {
+            c->adapt[d].level_t0 = now;
             adapt_window(&c->adapt[d], now);
+        }
 }
 
 /* The paths class dir may use now, as a bit mask: the first paths, in
@@ -261,6 +271,30 @@ static void adapt_up(struct rio_client *c, struct rio__adapt *st, unsigned l, do
 
 static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, double g, uint64_t now)
 {
+    if (st->down) {
+        /* The step below moves more: go on down. About as much (within
+         * half the margin): fewer paths or less depth cost the target and
+         * the client less, so hold there. Less: back up. */
+        st->held = 0;
+        if (g >= st->g_below * (1 + ADAPT_MARGIN) && st->level > 0) {
+            st->from = st->level;
+            st->g_below = g;
+            adapt_set_level(c, st, st->level - 1, now);
+            return;
+        }
+        st->down = false;
+        if (g >= st->g_below * (1 - ADAPT_MARGIN / 2)) {
+            double pct = (st->g_below / g - 1) * 100;
+            st->next_pct = (int)(pct < 0 ? pct - 0.5 : pct + 0.5);
+            st->state = RIO_ADAPT_SETTLED;
+            st->tried = st->from;
+            st->g_held = g;
+            adapt_window(st, now);
+            return;
+        }
+        adapt_set_level(c, st, st->from, now);
+        return;
+    }
     if (st->state == RIO_ADAPT_GROWING) {
         if (st->g_below == 0 || g >= st->g_below * (1 + ADAPT_MARGIN)) {
             unsigned top = adapt_top(c), ptop = adapt_paths_top(c), fp, fd;
@@ -310,12 +344,34 @@ static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, dou
         adapt_set_level(c, st, st->from, now);
         return;
     }
-    st->g_held = 0.7 * st->g_held + 0.3 * g;
-    if (++st->held >= ADAPT_REPROBE && st->level < adapt_top(c)) {
-        /* Try the step up again against what this level does now. */
-        st->state = RIO_ADAPT_GROWING;
-        adapt_up(c, st, st->level + 1, st->g_held, now);
-        return;
+    /* The held level moves far less than it did, two windows in a row (a
+     * server that got busier or slower, not a window that waited for a
+     * CPU): see at once whether fewer do better. */
+    st->falls = g < st->g_held * ADAPT_FELL ? st->falls + 1 : 0;
+    bool fell = st->falls >= 2 && st->level > 0;
+    if (fell)
+        st->falls = 0;
+    st->g_held = fell ? g : 0.7 * st->g_held + 0.3 * g;
+    if (++st->held >= ADAPT_REPROBE || fell) {
+        /* Try a step against what this level does now, up and down in
+         * turn: up, a server that got faster or a path that came back;
+         * down, a target that no longer needs as many. */
+        st->held = 0;
+        bool up = st->level<adapt_top(c), dn = st->level> 0;
+        if (up && !fell && (!dn || st->probes++ % 2 == 0)) {
+            st->state = RIO_ADAPT_GROWING;
+            adapt_up(c, st, st->level + 1, st->g_held, now);
+            return;
+        }
+        if (dn) {
+            if (!up)
+                st->probes++;
+            st->down = true;
+            st->from = st->level;
+            st->g_below = st->g_held;
+            adapt_set_level(c, st, st->level - 1, now);
+            return;
+        }
     }
     adapt_window(st, now);
 }
@@ -337,13 +393,16 @@ static bool adapt_has_work(struct rio_client *c, int dir)
     return false;
 }
 
-/* An op of class dir moved len bytes on path pi. */
+/* An op of class dir sent at t0 moved len bytes on path pi. */
 static void adapt_sample_locked(struct rio_client *c, int dir, unsigned pi, uint64_t len,
-                                uint64_t now)
+                                uint64_t t0, uint64_t now)
 {
     struct rio__adapt *st = &c->adapt[dir];
 
-    if (!adapt_on(c) || !st->started)
+    /* An op sent before the level began ran (part of its time) at the
+     * level before: a step down would still see the queue the wider level
+     * built at the target. */
+    if (!adapt_on(c) || !st->started || t0 < st->level_t0)
         return;
     if (!adapt_has_work(c, dir)) {
         adapt_window(st, now);
@@ -1117,7 +1176,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
         d->bytes_total += a->io.len;
         path_rate_sample(d, now);
-        adapt_sample_locked(c, io_dir(a->io.kind), a->path, a->io.len, now);
+        adapt_sample_locked(c, io_dir(a->io.kind), a->path, a->io.len, a->submit_ns, now);
         if (p->state == PATH_PROBING) {
             p->state = PATH_HEALTHY;
             p->fails = 0;

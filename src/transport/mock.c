@@ -875,6 +875,19 @@ static void mock_wake(struct rio_transport *tt)
 
 /* --- the mock thread --- */
 
+int rio__mock_set_service(struct rio_transport *tt, double disk_bps, double contend)
+{
+    struct mock_transport *t = mock_cast(tt);
+
+    if (!t || !(disk_bps >= 0) || !(contend >= 0))
+        return RIO_EINVAL;
+    pthread_mutex_lock(&t->mu);
+    t->disk_rate = disk_bps;
+    t->contend = contend;
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
 /* The fault filter's GENCHANGE (transport/mock.h). */
 int rio__mock_genchange(struct rio_transport *tt, const char *key, uint64_t gen)
 {

@@ -20,6 +20,9 @@ extern const struct rio_transport_ops rio__mock_ops;
 /* Whether t is a mock transport (not through a filter). */
 int rio__mock_is(const struct rio_transport *t);
 int rio__mock_set_path(struct rio_transport *t, unsigned path, double rate_bps, uint64_t lat_ns);
+/* The shared storage service's rate (disk=, bytes/s, 0 unlimited) and its
+ * contention (contend=) from now on. */
+int rio__mock_set_service(struct rio_transport *t, double disk_bps, double contend);
 /* The mock's counters; the filter's fields (ops, faults, inflight) are its
  * own here: rio_mock_counters overlays the filter's. */
 void rio__mock_counters(struct rio_transport *t, struct rio_mock_counters *out);

@@ -20,7 +20,9 @@
  */
 #include <string.h>
 
+#include "core/internal.h"
 #include "engine_util.h"
+#include "transport/mock.h"
 
 #define CHUNK (256 * EU_KIB)
 #define N (4 * EU_MIB) /* 16 chunks */
@@ -113,6 +115,41 @@ TEST(adapt_path_failure_is_not_less_goodput)
     get_until_settled(&e, 73);
     T_GE(eu_faults_fired(e.c), 1u);
     T_EQ(e.st.adapt_paths, 4u);
+    eu_close(&e);
+}
+
+/* The target changes under a settled client: four independent rails climbed
+ * to every path, then the service behind them becomes contended (each op
+ * held beyond one divides its rate more). Goodput at the held level falls, the
+ * step below is tried at once, and the engine goes down while fewer do
+ * better, to one path. */
+TEST(adapt_goes_down_when_the_target_wants_fewer)
+{
+    struct eu e;
+
+    /* 64 chunks a call: a window at 4 x 2 needs 9 completions while work
+     * still waits, which a call of 16 never gives at that level. */
+    eu_start_put_o(&e, "mock://adapt-down?paths=4&rate=40MB", N, 76, e.o.chunk_size = 64 * EU_KIB,
+                   e.o.depth = 2);
+    get_until_settled(&e, 76);
+    T_EQ(e.st.adapt_paths, 4u);
+    /* The links no longer limit (each op would overlap the service):
+     * one op moves 40 MB/s, two 20. */
+    for (unsigned p = 0; p < 4; p++)
+        T_OK(rio_mock_set_path(e.c, p, 0, 0));
+    T_OK(rio__mock_set_service(rio__client_transport(e.c), 40e6, 1));
+    int i;
+    for (i = 0; i < GETS_MAX; i++) {
+        eu_get_check(e.c, "o", N, 76, &e.call);
+        if (e.st.adapt_paths == 1 && e.st.adapt_state == RIO_ADAPT_SETTLED)
+            break;
+    }
+    if (i == GETS_MAX)
+        T_FAIL("still on %u paths x depth %u (state %d) after %d calls on the contended "
+               "service",
+               e.st.adapt_paths, e.st.adapt_depth, e.st.adapt_state, GETS_MAX);
+    T_EQ(e.st.adapt_depth, 1u);
+    T_LT(e.st.adapt_next_pct, 0); /* the step up (2 paths) moves less */
     eu_close(&e);
 }
 
