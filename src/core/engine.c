@@ -125,7 +125,8 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
  * then adds nothing). It ends without a verdict while the class has no work
  * waiting (a call's tail, a reader waiting for its consumer, the time
  * between calls) and when a path fails (a path cooling down says nothing
- * about how many paths the target wants). The state lives in the client,
+ * about how many paths the target wants); while a path is down or probed
+ * the class may use every path (adapt_mask). The state lives in the client,
  * under mu like the paths, so a sequence of calls converges.
  */
 #define ADAPT_MARGIN 0.08
@@ -226,6 +227,13 @@ static uint32_t adapt_mask(const struct rio_client *c, int dir)
 
     if (!adapt_on(c) || !st->started || st->paths >= c->npaths)
         return all;
+    /* While a path is down or being probed, every path: a failure is
+     * handled as without adapt (chunks move to every live path, a dead
+     * target runs out of healthy paths at once and the stall window
+     * starts), not by handing paths one at a time to the next in line. */
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].state != PATH_HEALTHY)
+            return all;
     for (unsigned i = 0, k = 0; i < c->npaths && k < st->paths; i++)
         if (c->paths[i].state != PATH_COOLING) {
             m |= 1u << i;

@@ -451,6 +451,7 @@ TEST(depth_8_costs_a_single_op_nothing)
     tu_open(&u1, url, &o);
     tu_opts(&o);
     o.depth = 8;
+    o.adapt = -1; /* depth 8 from the first op: its slots are what is counted */
     tu_open(&u8, url, &o);
     tu_put(u1.c, "depth/one", TU_CHUNK, 7);
     tu_put(u1.c, "depth/many", 32 * TU_CHUNK, 8);
@@ -514,7 +515,8 @@ TEST(conns_per_rail_are_paths)
     struct rio_stats st;
     const size_t n = 8 * TU_MIB;
 
-    tu_env_start(&x, NULL, "conns=4");
+    /* adapt=off: every connection from the first op, each a path */
+    tu_env_start(&x, NULL, "conns=4&adapt=off");
     put_get_paths(x.u.c, "conns/obj", n, 9, 4, &st);
     uint64_t sum = 0;
     for (unsigned i = 0; i < 4; i++) {
@@ -548,6 +550,7 @@ static void tail_split_against(const char *const *args)
     tu_opts(&o);
     o.chunk_size = ch;
     o.depth = 2;
+    o.adapt = -1; /* every connection: the split over them is tested */
     tu_open(&u, url, &o);
     tu_put(u.c, "tail/obj", n, 61);
     uint8_t *b = malloc(n);

@@ -17,7 +17,8 @@ TEST(aggregate_four_paths)
     const size_t n = 8 * EU_MIB;
     unsigned used;
 
-    eu_start(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M");
+    /* adapt=off: every path from the first op (test_engine_adapt: the climb) */
+    eu_start(&e, "mock://agg4?paths=4&rate=400M,400M,400M,400M&adapt=off");
     uint8_t *src = eu_keep(&e, eu_put_pattern(e.c, "obj", n, 1, &pc));
     eu_idle(e.c);
     T_EQ(pst.bytes, n);
@@ -141,7 +142,7 @@ TEST(planning_spreads_chunks)
     const size_t n = 8 * EU_MIB;
     const uint64_t nch = n / EU_CHUNK;
 
-    eu_start(&e, "mock://spread?paths=4&rate=100M&lat=100us");
+    eu_start(&e, "mock://spread?paths=4&rate=100M&lat=100us&adapt=off");
     eu_keep(&e, eu_put_pattern(e.c, "s", n, 3, &e.call));
     for (unsigned i = 0; i < 4; i++)
         T_GE(e.st.path[i].ops * 100, nch * 15);

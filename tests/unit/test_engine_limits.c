@@ -20,7 +20,8 @@ TEST(depth_clamped_to_transport_max_depth)
     struct eu e;
     const size_t n = 4 * EU_MIB;
 
-    eu_start_o(&e, "mock://limits?paths=2&depth_cap=2&rate=400M", e.o.depth = 8);
+    /* adapt=off: the full depth from the first call (the clamp is tested) */
+    eu_start_o(&e, "mock://limits?paths=2&depth_cap=2&rate=400M&adapt=off", e.o.depth = 8);
     T_EQ(rio__client_transport(e.c)->max_depth, 2u);
     eu_keep(&e, eu_put_pattern(e.c, "o", n, 3, &e.call));
     for (unsigned i = 0; i < 2; i++)
