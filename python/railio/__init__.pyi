@@ -38,6 +38,12 @@ class CpuStats(TypedDict):
     transport_s: float
     caller_s: float
 
+class AdaptStats(TypedDict):
+    state: str  # "off", "growing", "settled", "ceiling"
+    paths: int
+    depth: int
+    next_pct: int
+
 class Stats(TypedDict):
     bytes: int
     elapsed_s: float
@@ -53,6 +59,7 @@ class Stats(TypedDict):
     hash_s: float
     verify_s: float
     cpu: CpuStats
+    adapt: AdaptStats
 
 class Desc(TypedDict):
     key: str

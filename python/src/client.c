@@ -243,6 +243,19 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st)
         put_item(sub, "caller_s", NS_S(st->caller_cpu_ns)) < 0)
         goto err_d;
 
+    /* Where the adaptive concurrency stood for the call's class. */
+    static const char *const adapt_state[] = {"off", "growing", "settled", "ceiling"};
+    int as = st->adapt_state;
+    sub = PyDict_New();
+    if (put_item(d, "adapt", sub) < 0 ||
+        put_item(sub, "state",
+                 PyUnicode_FromString(as >= 0 && as <= RIO_ADAPT_CEILING ? adapt_state[as] : "?")) <
+            0 ||
+        put_item(sub, "paths", PyLong_FromUnsignedLong(st->adapt_paths)) < 0 ||
+        put_item(sub, "depth", PyLong_FromUnsignedLong(st->adapt_depth)) < 0 ||
+        put_item(sub, "next_pct", PyLong_FromLong(st->adapt_next_pct)) < 0)
+        goto err_d;
+
     unsigned np = st->npaths < RIO_MAX_PATHS ? st->npaths : RIO_MAX_PATHS;
     paths = PyList_New(np);
     if (put_item(d, "paths", paths) < 0)

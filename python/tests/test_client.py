@@ -609,6 +609,8 @@ def test_stats(any_client):
     assert got["bytes"] == len(PAYLOAD) and got["elapsed_s"] > 0
     assert set(got["latency"]) == {"p50_s", "p95_s", "p99_s", "max_s"}
     assert set(got["cpu"]) == {"engine_s", "transport_s", "caller_s"}
+    assert got["adapt"]["state"] in ("growing", "settled", "ceiling")  # on by default
+    assert got["adapt"]["paths"] >= 1 and got["adapt"]["depth"] >= 1
     assert "checksum" in got["retries_by_class"]
     assert sum(p["bytes"] for p in got["paths"]) == len(PAYLOAD)
     assert set(got["paths"][0]) == {"bytes", "ops", "errors", "rate_mbps", "peak_depth", "state"}

@@ -466,11 +466,12 @@ void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st
     }
 }
 
-/* Whether path i may take one more op in direction dir. */
-static bool path_usable(struct rio_client *c, unsigned i, int dir)
+/* Whether path i may take one more op in direction dir; mask: the paths
+ * the class may use (adapt_mask). */
+static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask)
 {
     struct rio__path *p = &c->paths[i];
-    if (p->state == PATH_COOLING || !(adapt_mask(c, dir) >> i & 1))
+    if (p->state == PATH_COOLING || !(mask >> i & 1))
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
@@ -961,13 +962,23 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
  * is full (stop dispatching). */
 static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
+    /* Each class's paths, once per pass: the walk below may visit
+     * thousands of requests (a batch), and nothing it does before it
+     * returns changes them. */
+    uint32_t mask[2] = {0, 0};
+    bool masked[2] = {false, false};
+
     rio_list_each (r, &c->active, struct rio__req, anode) {
         int dir = r->type == RIO_OP_PUT;
         if (r->decided || r->opening)
             continue;
-        if (adapt_on(c) && !c->adapt[dir].started)
-            adapt_start_locked(c, dir, now);
-        if (!path_usable(c, pi, dir))
+        if (!masked[dir]) {
+            if (adapt_on(c) && !c->adapt[dir].started)
+                adapt_start_locked(c, dir, now);
+            mask[dir] = adapt_mask(c, dir);
+            masked[dir] = true;
+        }
+        if (!path_usable(c, pi, dir, mask[dir]))
             continue;
         struct rio__chunk *ch = req_pick(r, now);
         if (!ch)

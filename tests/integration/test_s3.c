@@ -56,8 +56,10 @@ static struct rio_client *rgw_start(struct rio_options *o, int64_t *alloc0, unsi
     *alloc0 = rio__alloc_outstanding();
     su_opts(o, CH, depth);
     o->etag = RIO_ETAG_MD5; /* the descriptors these tests check carry the MD5 */
-    if (paths)
+    if (paths) {
         o->paths = paths;
+        o->adapt = -1; /* every path from the first op: the paths are tested */
+    }
     return rgw_client(o, NULL);
 }
 

@@ -33,7 +33,7 @@ TEST(down_cools_at_once_up_ends_the_cooldown)
     /* Longer than the test: only an UP report can end this cooldown. */
     e.o.cooldown_base_ms = 600000;
     e.o.cooldown_cap_ms = 600000;
-    eu_open(&e, "mock://pe?paths=2&rate=400M&lat=200us", &e.o);
+    eu_open(&e, "mock://pe?paths=2&rate=400M&lat=200us&adapt=off", &e.o);
     free(eu_put_pattern(e.c, "pe", PE_SIZE, 3, NULL));
     eu_idle(e.c);
     struct rio_transport *t = rio__client_transport(e.c);
@@ -68,7 +68,7 @@ TEST(degraded_gets_half_the_depth_until_up)
 
     eu_begin(&e);
     e.o.depth = PE_DEPTH;
-    eu_open(&e, "mock://pe?paths=2&rate=2G&lat=2ms", &e.o);
+    eu_open(&e, "mock://pe?paths=2&rate=2G&lat=2ms&adapt=off", &e.o);
     free(eu_put_pattern(e.c, "pe", PE_SIZE, 3, NULL));
     eu_idle(e.c);
     struct rio_transport *t = rio__client_transport(e.c);
