@@ -155,6 +155,7 @@ TEST(big_64m_queues)
             struct rio_call call = {.stats = &st};
             opts(&o, qs[i], 4);
             o.chunk_size = EU_MIB;
+            o.adapt = -1; /* every queue from the first op: the queues are counted */
             eu_open(&e, fu_url("?direct=%d&sync=0", direct), &o);
             T_OK(rio_put(e.c, "big", src, n, NULL, NULL));
             memset(dst, 0, n);
