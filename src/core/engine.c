@@ -134,8 +134,9 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
 #define ADAPT_WIN_MIN_NS 20000000ull
 #define ADAPT_REPROBE 32u
 #define ADAPT_WIN_MAX_X 4u
-/* Settled: a window below this share of the held level's goodput tries the
- * step below at once. */
+#define ADAPT_SHORT_CALLS 3u
+/* Settled: two windows in a row below this share of the held level's
+ * goodput try the step below at once. */
 #define ADAPT_FELL 0.6
 /* A step up in paths that gives this share of its paths' ratio in goodput
  * (2 paths: 1.7x one's) goes straight on to every path. */
@@ -188,6 +189,7 @@ static void adapt_set_level(struct rio_client *c, struct rio__adapt *st, unsigne
 {
     st->level = l;
     st->level_t0 = now;
+    st->short_calls = 0;
     adapt_ladder(c, l, &st->paths, &st->depth);
     adapt_window(st, now);
 }
@@ -401,9 +403,9 @@ static bool adapt_has_work(struct rio_client *c, int dir)
     return false;
 }
 
-/* An op of class dir sent at t0 moved len bytes on path pi. */
-static void adapt_sample_locked(struct rio_client *c, int dir, unsigned pi, uint64_t len,
-                                uint64_t t0, uint64_t now)
+/* An op of class dir, of call, sent at t0 moved len bytes on path pi. */
+static void adapt_sample_locked(struct rio_client *c, int dir, const struct rio__call *call,
+                                unsigned pi, uint64_t len, uint64_t t0, uint64_t now)
 {
     struct rio__adapt *st = &c->adapt[dir];
 
@@ -413,6 +415,20 @@ static void adapt_sample_locked(struct rio_client *c, int dir, unsigned pi, uint
     if (!adapt_on(c) || !st->started || t0 < st->level_t0)
         return;
     if (!adapt_has_work(c, dir)) {
+        /* Calls too small to fill a window at this level (a few chunks
+         * each) can never say whether it pays: after ADAPT_SHORT_CALLS of
+         * them in a row the class climbs unmeasured, as far as its calls
+         * keep it from measuring, up to the ceiling: as without adapt. */
+        bool next = call->t0 != st->short_t0;
+        st->short_t0 = call->t0;
+        if (next && st->state == RIO_ADAPT_GROWING && ++st->short_calls >= ADAPT_SHORT_CALLS &&
+            st->level < adapt_top(c)) {
+            st->g_below = 0;
+            st->g_doubt = 0;
+            st->from = st->level;
+            adapt_set_level(c, st, st->level + 1, now);
+            return;
+        }
         adapt_window(st, now);
         return;
     }
@@ -1195,7 +1211,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
         d->bytes_total += a->io.len;
         path_rate_sample(d, now);
-        adapt_sample_locked(c, io_dir(a->io.kind), a->path, a->io.len, a->submit_ns, now);
+        adapt_sample_locked(c, io_dir(a->io.kind), r->call, a->path, a->io.len, a->submit_ns, now);
         if (p->state == PATH_PROBING) {
             p->state = PATH_HEALTHY;
             p->fails = 0;

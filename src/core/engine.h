@@ -166,10 +166,12 @@ struct rio__adapt {
     /* growing: the goodput of a first window of this level that did not
      * pay (0: none); a second window decides */
     double g_doubt;
-    uint64_t level_t0; /* the level began (or a path failed): ops sent before do not count */
-    bool down;         /* settled or at the ceiling: trying the step below */
-    unsigned falls;    /* settled: windows in a row far below the held goodput */
-    unsigned probes;   /* tries of the step up or down so far, to alternate */
+    uint64_t level_t0;    /* the level began (or a path failed): ops sent before do not count */
+    bool down;            /* settled or at the ceiling: trying the step below */
+    unsigned falls;       /* settled: windows in a row far below the held goodput */
+    unsigned short_calls; /* growing: calls in a row that ended before a window did */
+    uint64_t short_t0;    /* the last of them, by its start time */
+    unsigned probes;      /* tries of the step up or down so far, to alternate */
 };
 
 struct rio__req {

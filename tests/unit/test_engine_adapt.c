@@ -181,6 +181,24 @@ TEST(adapt_goes_down_when_the_target_wants_fewer)
     eu_close(&e);
 }
 
+/* Calls of two chunks never fill a window (the second chunk is out before
+ * the first lands): the class climbs unmeasured, a level per three calls,
+ * so small calls end up with the configured paths as without adapt. */
+TEST(adapt_small_calls_climb_unmeasured)
+{
+    struct eu e;
+    const size_t n = 2 * CHUNK;
+
+    eu_start_put_o(&e, "mock://adapt-small?paths=4&rate=40MB", n, 77, e.o.chunk_size = CHUNK,
+                   e.o.depth = 2);
+    for (int i = 0; i < 20; i++)
+        eu_get_check(e.c, "o", n, 77, &e.call);
+    T_EQ(e.st.adapt_paths, 4u);
+    T_EQ(e.st.adapt_depth, 2u);
+    T_EQ(paths_used(&e.st), 4u); /* the two chunks, split over every path */
+    eu_close(&e);
+}
+
 /* adapt=off (URL): every path, at full depth, from the first call. */
 TEST(adapt_off_uses_every_path_at_once)
 {
