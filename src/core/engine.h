@@ -162,7 +162,7 @@ struct rio__adapt {
     unsigned from;  /* growing: the level it came from */
     double g_below; /* growing: goodput of that level, bytes/s (0: none) */
     double g_held;  /* settled: the held level's goodput, smoothed */
-    unsigned held;  /* settled: windows since the last probe up */
+    unsigned held;  /* settled: windows since the last probe, up or down */
     /* growing: the goodput of a first window of this level that did not
      * pay (0: none); a second window decides */
     double g_doubt;
