@@ -502,7 +502,7 @@ static void sweep_batch(struct fscan *s, struct fgen *g, size_t ng, int64_t now_
                         (struct rm_item){.name = g[i].c[j].st.name, .pool = g[i].c[j].st.pool};
         }
         if (items)
-            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems);
+            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems, NULL);
     }
     nitems = 0;
     for (size_t i = 0; i < ng; i++) {
