@@ -91,24 +91,6 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
-/* Exactly 16 lower-case hex digits (as railio writes them) into *out. */
-static bool hex16(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < GEN_HEX; i++) {
-        char ch = s[i];
-        if (ch >= '0' && ch <= '9')
-            v = v << 4 | (uint64_t)(ch - '0');
-        else if (ch >= 'a' && ch <= 'f')
-            v = v << 4 | (uint64_t)(ch - 'a' + 10);
-        else
-            return false;
-    }
-    *out = v;
-    return true;
-}
-
 /* Keys in byte order, a shorter one first when it is a prefix. */
 static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
@@ -154,7 +136,7 @@ static int64_t gen_of(int r, const char *buf, uint64_t *gen)
     if (r < 0)
         return r;
     *gen = 0;
-    if (r != (int)GEN_HEX || !hex16(buf, gen) || *gen == 0)
+    if (r != (int)GEN_HEX || !rio__rados_hex16(buf, gen) || *gen == 0)
         return 0;
     return 1;
 }

@@ -24,8 +24,7 @@ int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t gener
     return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
-/* Exactly 16 lower-case hex digits. */
-static bool hex16(const char *s, uint64_t *out)
+bool rio__rados_hex16(const char *s, uint64_t *out)
 {
     uint64_t v = 0;
 
@@ -49,8 +48,8 @@ int rio__rados_chunk_name_split(const char *name, size_t len, size_t *keylen, ui
 {
     if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
         name[len - SUFFIX_LEN] != '.' || name[len - SUFFIX_LEN / 2] != '.' ||
-        !hex16(name + len - SUFFIX_LEN + 1, gen) ||
-        !hex16(name + len - SUFFIX_LEN / 2 + 1, index) || *gen == 0)
+        !rio__rados_hex16(name + len - SUFFIX_LEN + 1, gen) ||
+        !rio__rados_hex16(name + len - SUFFIX_LEN / 2 + 1, index) || *gen == 0)
         return RIO_EPROTO;
     *keylen = len - SUFFIX_LEN;
     return 0;
@@ -95,23 +94,7 @@ static int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
 /* Exactly 16 lower-case hex digits. */
 static int parse_hex16(const char *s, size_t len, uint64_t *out)
 {
-    uint64_t v = 0;
-
-    if (len != 16)
-        return RIO_EPROTO;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else
-            return RIO_EPROTO;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 0;
+    return len == 16 && rio__rados_hex16(s, out) ? 0 : RIO_EPROTO;
 }
 
 /* Percent-encoding of names in the head: bytes <= 0x20, '%' and >= 0x7f as %XX. */

@@ -5,6 +5,7 @@
 #ifndef RIO_TRANSPORT_RADOS_HEAD_H
 #define RIO_TRANSPORT_RADOS_HEAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,10 @@ struct rio__rados_head {
  * name for version 2, the derived one for version 1. Its length or -1. */
 int rio__rados_head_chunk_name(const struct rio__rados_head *h, const char *key, uint64_t i,
                                char *out, size_t cap);
+
+/* Exactly 16 lower-case hex digits at s (as railio writes a generation or
+ * an index) into *out. */
+bool rio__rados_hex16(const char *s, uint64_t *out);
 
 /*
  * Whether name[0..len) is a chunk object name "KEY.G.I" (KEY 1..RIO_KEY_MAX
