@@ -48,6 +48,7 @@
 #include "transport/transport.h"
 
 #define COMPOSE_SRCS_MAX 10000u
+#define SRC_READ (16u << 10) /* a source's head read at once; a larger one again whole */
 
 /* The sources' heads, and the composed head being built from them. */
 struct compose {
@@ -140,6 +141,56 @@ static int compose_build(struct rados_transport *t, struct compose *c)
     return 0;
 }
 
+/* Step 1: the sources' heads, REMOVE_WINDOW reads in flight (a head larger
+ * than SRC_READ read again on its own), each checked against the
+ * generation expected (gens[i], 0: any). */
+static int read_sources(struct rados_transport *t, struct compose *c, const uint64_t *gens)
+{
+    rados_completion_t comp[REMOVE_WINDOW];
+    char *buf = rio__malloc((size_t)REMOVE_WINDOW * SRC_READ);
+    int ret = 0;
+
+    if (!buf)
+        return -ENOMEM;
+    for (unsigned b = 0; b < c->n && ret == 0; b += REMOVE_WINDOW) {
+        unsigned k = c->n - b < REMOVE_WINDOW ? c->n - b : REMOVE_WINDOW, sent = 0;
+        for (; sent < k; sent++) {
+            int r = rados_aio_create_completion2(NULL, NULL, &comp[sent]);
+            if (r == 0) {
+                r = rados_aio_read(t->head_io, c->keys[b + sent], comp[sent],
+                                   buf + (size_t)sent * SRC_READ, SRC_READ, 0);
+                if (r < 0)
+                    rados_aio_release(comp[sent]);
+            }
+            if (r < 0) {
+                ret = rio__rados_xlate(r);
+                break;
+            }
+        }
+        for (unsigned j = 0; j < sent; j++) {
+            rados_aio_wait_for_complete(comp[j]);
+            int r = rados_aio_get_return_value(comp[j]);
+            rados_aio_release(comp[j]);
+            struct rio__rados_head *h = &c->src[b + j];
+            if (ret < 0)
+                continue;
+            if (r == -ENOENT)
+                ret = RIO_ENOTFOUND;
+            else if (r < 0)
+                ret = rio__rados_xlate(r);
+            else if ((unsigned)r >= SRC_READ)
+                ret = rio__rados_head_read(t, c->keys[b + j], h, NULL);
+            else
+                ret =
+                    rio__rados_head_parse(buf + (size_t)j * SRC_READ, (size_t)r, c->keys[b + j], h);
+            if (ret == 0 && gens && gens[b + j] && h->generation != gens[b + j])
+                ret = RIO_EGENERATION;
+        }
+    }
+    rio__free(buf);
+    return ret;
+}
+
 /* Step 2: lend every chunk of h to its generation, REMOVE_WINDOW write ops
  * in flight: 0, RIO_EGENERATION when one is gone, or the error. */
 static int lend(struct rados_transport *t, struct compose *c)
@@ -189,21 +240,44 @@ static int lend(struct rados_transport *t, struct compose *c)
     return ret;
 }
 
-/* Step 4: remove source i's head if it still is the generation composed
- * (head only: its chunks are the new object's now). Best effort: a source
- * replaced meanwhile is its new writer's. */
-static void drop_source(struct rados_transport *t, const char *key, uint64_t gen)
+/* Step 4: remove each source's head if it still is the generation composed
+ * (heads only: their chunks are the new object's now), REMOVE_WINDOW at a
+ * time. Best effort: a source replaced meanwhile is its new writer's, and
+ * one left behind takes none of the lent chunks with it. */
+static void drop_sources(struct rados_transport *t, const struct compose *c)
 {
+    rados_completion_t comp[REMOVE_WINDOW];
+    rados_write_op_t op[REMOVE_WINDOW];
     char hex[17];
-    rados_write_op_t op = rados_create_write_op();
 
-    if (!op)
-        return;
-    snprintf(hex, sizeof(hex), "%016" PRIx64, gen);
-    rados_write_op_cmpxattr(op, RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, hex, 16);
-    rados_write_op_remove(op);
-    rados_write_op_operate(op, t->head_io, key, NULL, 0);
-    rados_release_write_op(op);
+    for (unsigned b = 0; b < c->n; b += REMOVE_WINDOW) {
+        unsigned k = c->n - b < REMOVE_WINDOW ? c->n - b : REMOVE_WINDOW, sent = 0;
+        for (unsigned j = 0; j < k; j++) {
+            op[sent] = rados_create_write_op();
+            if (!op[sent])
+                continue;
+            if (rados_aio_create_completion2(NULL, NULL, &comp[sent]) < 0) {
+                rados_release_write_op(op[sent]);
+                continue;
+            }
+            snprintf(hex, sizeof(hex), "%016" PRIx64, c->src[b + j].generation);
+            rados_write_op_cmpxattr(op[sent], RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, hex,
+                                    16);
+            rados_write_op_remove(op[sent]);
+            if (rados_aio_write_op_operate(op[sent], t->head_io, comp[sent], c->keys[b + j], NULL,
+                                           0) < 0) {
+                rados_aio_release(comp[sent]);
+                rados_release_write_op(op[sent]);
+                continue;
+            }
+            sent++;
+        }
+        for (unsigned j = 0; j < sent; j++) {
+            rados_aio_wait_for_complete(comp[j]);
+            rados_aio_release(comp[j]);
+            rados_release_write_op(op[j]);
+        }
+    }
 }
 
 int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
@@ -231,16 +305,10 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
     c.src = rio__calloc(n, sizeof(*c.src));
     if (!c.src)
         return -ENOMEM;
-    for (; c.n < n; c.n++) {
-        ret = rio__rados_head_read(t, srcs[c.n], &c.src[c.n], NULL);
-        if (ret < 0)
-            goto out;
-        if (gens && gens[c.n] && c.src[c.n].generation != gens[c.n]) {
-            c.n++;
-            ret = RIO_EGENERATION;
-            goto out;
-        }
-    }
+    c.n = n; /* zeroed heads clean up as nothing */
+    ret = read_sources(t, &c, gens);
+    if (ret < 0)
+        goto out;
     ret = compose_build(t, &c);
     if (ret < 0)
         goto out;
@@ -261,8 +329,7 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
         rio__rados_head_cleanup(&old);
     }
     if (!(flags & RIO_COMPOSE_KEEP_SOURCES))
-        for (unsigned i = 0; i < n; i++)
-            drop_source(t, srcs[i], c.src[i].generation);
+        drop_sources(t, &c);
     memset(out, 0, sizeof(*out));
     memcpy(out->key, dst, keylen + 1);
     out->generation = c.h.generation;
