@@ -141,6 +141,29 @@ static int compose_build(struct rados_transport *t, struct compose *c)
     return 0;
 }
 
+/* Send write op to object name of io with a new completion in *comp;
+ * on failure nothing is in flight (op stays the caller's). */
+static int op_send(rados_ioctx_t io, const char *name, rados_write_op_t op,
+                   rados_completion_t *comp)
+{
+    int r = rados_aio_create_completion2(NULL, NULL, comp);
+
+    if (r == 0 && (r = rados_aio_write_op_operate(op, io, *comp, name, NULL, 0)) < 0)
+        rados_aio_release(*comp);
+    return r;
+}
+
+/* Wait for comp and release it (and op, when set): the op's result. */
+static int op_wait(rados_completion_t comp, rados_write_op_t op)
+{
+    rados_aio_wait_for_complete(comp);
+    int r = rados_aio_get_return_value(comp);
+    rados_aio_release(comp);
+    if (op)
+        rados_release_write_op(op);
+    return r;
+}
+
 /* Step 1: the sources' heads, REMOVE_WINDOW reads in flight (a head larger
  * than SRC_READ read again on its own), each checked against the
  * generation expected (gens[i], 0: any). */
@@ -168,9 +191,7 @@ static int read_sources(struct rados_transport *t, struct compose *c, const uint
             }
         }
         for (unsigned j = 0; j < sent; j++) {
-            rados_aio_wait_for_complete(comp[j]);
-            int r = rados_aio_get_return_value(comp[j]);
-            rados_aio_release(comp[j]);
+            int r = op_wait(comp[j], NULL);
             struct rio__rados_head *h = &c->src[b + j];
             if (ret < 0)
                 continue;
@@ -208,13 +229,11 @@ static int lend(struct rados_transport *t, struct compose *c)
             uint64_t i = b + sent;
             int r = -ENOMEM;
             op[sent] = rados_create_write_op();
-            if (op[sent] && (r = rados_aio_create_completion2(NULL, NULL, &comp[sent])) == 0) {
+            if (op[sent]) {
                 rados_write_op_assert_exists(op[sent]);
                 rados_write_op_setxattr(op[sent], RIO_RADOS_OWNER_XATTR, owner, 16);
-                r = rados_aio_write_op_operate(op[sent], t->pools[c->map[c->h.chunk_pool[i]]].io[0],
-                                               comp[sent], c->h.names[i], NULL, 0);
-                if (r < 0)
-                    rados_aio_release(comp[sent]);
+                r = op_send(t->pools[c->map[c->h.chunk_pool[i]]].io[0], c->h.names[i], op[sent],
+                            &comp[sent]);
             }
             if (r < 0) {
                 if (op[sent])
@@ -224,10 +243,7 @@ static int lend(struct rados_transport *t, struct compose *c)
             }
         }
         for (size_t j = 0; j < sent; j++) {
-            rados_aio_wait_for_complete(comp[j]);
-            int r = rados_aio_get_return_value(comp[j]);
-            rados_aio_release(comp[j]);
-            rados_release_write_op(op[j]);
+            int r = op_wait(comp[j], op[j]);
             if (r == -ENOENT && ret == 0) {
                 rio__detail("chunk %s is gone: its object was replaced or removed meanwhile",
                             c->h.names[b + j]);
@@ -256,27 +272,17 @@ static void drop_sources(struct rados_transport *t, const struct compose *c)
             op[sent] = rados_create_write_op();
             if (!op[sent])
                 continue;
-            if (rados_aio_create_completion2(NULL, NULL, &comp[sent]) < 0) {
-                rados_release_write_op(op[sent]);
-                continue;
-            }
             snprintf(hex, sizeof(hex), "%016" PRIx64, c->src[b + j].generation);
             rados_write_op_cmpxattr(op[sent], RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, hex,
                                     16);
             rados_write_op_remove(op[sent]);
-            if (rados_aio_write_op_operate(op[sent], t->head_io, comp[sent], c->keys[b + j], NULL,
-                                           0) < 0) {
-                rados_aio_release(comp[sent]);
+            if (op_send(t->head_io, c->keys[b + j], op[sent], &comp[sent]) < 0)
                 rados_release_write_op(op[sent]);
-                continue;
-            }
-            sent++;
+            else
+                sent++;
         }
-        for (unsigned j = 0; j < sent; j++) {
-            rados_aio_wait_for_complete(comp[j]);
-            rados_aio_release(comp[j]);
-            rados_release_write_op(op[j]);
-        }
+        for (unsigned j = 0; j < sent; j++)
+            op_wait(comp[j], op[j]);
     }
 }
 
