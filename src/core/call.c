@@ -925,3 +925,30 @@ int rio_delete(struct rio_client *c, const char *key)
     int ret = meta_for_key(c, key, &m);
     return ret < 0 ? ret : rio__meta_remove(c, &m, key);
 }
+
+int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
+                 const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out)
+{
+    char why[128];
+    int ret;
+
+    rio__detail_clear();
+    if (!c || !srcs || !out || n == 0)
+        return RIO_EINVAL;
+    ret = rio__key_check(dst);
+    for (unsigned i = 0; i < n && ret == 0; i++)
+        ret = rio__key_check(srcs[i]);
+    if (ret < 0)
+        return ret;
+    memset(out, 0, sizeof(*out));
+    ret = rio__t_compose(c->t, dst, srcs, gens, n, flags, out);
+    if (ret < 0)
+        return ret;
+    /* A transport's descriptor is checked once before anyone sizes from it. */
+    if (rio__desc_check(out, dst, why, sizeof(why)) < 0) {
+        rio__detail("compose: the backend's descriptor is malformed: %s", why);
+        rio_desc_cleanup(out);
+        return RIO_EPROTO;
+    }
+    return 0;
+}

@@ -49,6 +49,17 @@ int rio__err_from_name(const char *name);
  */
 int rio__desc_check(const struct rio_desc *d, const char *key, char *why, size_t cap);
 
+/*
+ * Make dst the concatenation of the objects srcs[0..n) without copying
+ * their bytes, where the backend can (transport.h, compose: rados://);
+ * RIO_ENOTSUP where it cannot (the caller copies instead), with nothing
+ * changed. gens (may be NULL) holds the generation each source must have,
+ * 0 for any. On success *out is dst's descriptor (rio_desc_cleanup), its
+ * etag "". Blocking, thread-safe, never retried.
+ */
+int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
+                 const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
+
 /* splitmix64 step: deterministic pseudo-random numbers from a state. */
 static inline uint64_t rio__rand(uint64_t *state)
 {

@@ -833,6 +833,14 @@ static int fault_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
     return rio__t_fsck(((struct fault_transport *)tt)->inner, a, out);
 }
 
+/* compose passes through unfaulted: one metadata call the engine never
+ * retries; the filter's faults model transfers. */
+static int fault_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
+                         const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out)
+{
+    return rio__t_compose(((struct fault_transport *)tt)->inner, dst, srcs, gens, n, flags, out);
+}
+
 static double fault_path_cap(struct rio_transport *tt, unsigned path)
 {
     return rio__t_path_cap(((struct fault_transport *)tt)->inner, path);
@@ -931,7 +939,7 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
-        .list = fault_list, .exists = fault_exists, .fsck = fault_fsck,                            \
+        .list = fault_list, .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,  \
         .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                                        \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)

@@ -12,9 +12,15 @@ struct rio_transport;
 
 /* The RADOS namespace every chunk object lives in (heads live in ""). */
 #define RIO_RADOS_CHUNK_NS "rio.chunk"
-/* The head's first line, and the xattr holding its generation (16 hex digits). */
+/* The head's first line (version 1: chunk names derived from the key and
+ * generation; version 2, composed objects only: chunk names listed), and
+ * the xattr holding its generation (16 hex digits). */
 #define RIO_RADOS_HEAD_MAGIC "railio-rados-head 1"
+#define RIO_RADOS_HEAD_MAGIC2 "railio-rados-head 2"
 #define RIO_RADOS_GEN_XATTR "rio.gen"
+/* A chunk object's xattr naming the composed object's generation (16 hex
+ * digits) it was lent to: only that object's removal may remove it. */
+#define RIO_RADOS_OWNER_XATTR "rio.owner"
 /* A head larger than this is refused as malformed. */
 #define RIO_RADOS_HEAD_MAX (64u << 20)
 

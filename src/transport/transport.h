@@ -77,6 +77,10 @@ struct rio_io {
 #define RIO_CAP_RANGE_READ 0x40u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
+/* compose's flags: leave the sources' heads (tests: a crash between the
+ * commit and their removal). */
+#define RIO_COMPOSE_KEEP_SOURCES 0x1u
+
 struct rio_transport;
 
 /*
@@ -240,6 +244,22 @@ struct rio_transport_ops {
      * zeroed. Calls a->each in the calling thread. */
     int (*fsck)(struct rio_transport *t, const struct rio_fsck_args *a,
                 struct rio_fsck_report *out);
+
+    /* Optional (NULL: RIO_ENOTSUP): make dst the concatenation of the
+     * objects srcs[0..n) without copying their bytes (rados://: a head
+     * that lists the sources' chunks). gens, when not NULL, holds the
+     * generation each source must have (0: any), else RIO_EGENERATION.
+     * RIO_ENOTSUP when the layout cannot take these sources as they are
+     * (rados://: chunk sizes differ, or a source but the last is not a
+     * whole number of chunks): nothing changed, the caller copies instead.
+     * On success dst is published atomically, as by put_commit (readers
+     * see the old object or the new one); the sources are removed unless
+     * flags has RIO_COMPOSE_KEEP_SOURCES; *out is dst's descriptor (key,
+     * generation, size, geometry, xxh; etag "" as no MD5 was taken).
+     * A crash leaves the sources whole or dst whole. Metadata as above,
+     * but never retried by the engine. */
+    int (*compose)(struct rio_transport *t, const char *dst, const char *const *srcs,
+                   const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
 
     /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
      * CPU time of threads the transport owns. Both non-blocking. */
@@ -423,6 +443,15 @@ static inline int rio__t_fsck(struct rio_transport *t, const struct rio_fsck_arg
 {
     const struct rio_transport_ops *ops = rio__t_ops(t);
     return ops->fsck ? ops->fsck(t, a, out) : RIO_ENOTSUP;
+}
+
+/* Metadata as above, never retried. RIO_ENOTSUP without a compose op. */
+static inline int rio__t_compose(struct rio_transport *t, const char *dst, const char *const *srcs,
+                                 const uint64_t *gens, unsigned n, unsigned flags,
+                                 struct rio_desc *out)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->compose ? ops->compose(t, dst, srcs, gens, n, flags, out) : RIO_ENOTSUP;
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */

@@ -9,9 +9,10 @@
  * Input: byte 0 is the key's length k, the next k bytes the key (cut at a
  * NUL), the rest the head text. A head the parser accepts must be
  * consistent: chunk count from size and chunk size, pool indices in range,
- * every list allocated as long as its count, and the writer's text for it
- * (rio__rados_head_format) parses back to the same head; the checks abort
- * otherwise.
+ * every list allocated as long as its count, every name a version 2 head
+ * lists a chunk name (KEY.G.I, bounded, no NUL), and the writer's text for
+ * it (rio__rados_head_format) parses back to the same head; the checks
+ * abort otherwise. Seeds of both versions.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -47,6 +48,9 @@ static void round_trip(const char *key, const struct rio__rados_head *h)
             CHECK(strcmp(b.pools[i], h->pools[i]) == 0);
         for (uint64_t i = 0; i < b.nchunks; i++)
             CHECK(b.chunk_pool[i] == h->chunk_pool[i] && b.xxh[i] == h->xxh[i]);
+        CHECK((b.names == NULL) == (h->names == NULL));
+        for (uint64_t i = 0; b.names && i < b.nchunks; i++)
+            CHECK(strcmp(b.names[i], h->names[i]) == 0);
         rio__rados_head_cleanup(&b);
     }
     rio__free(text);
@@ -83,6 +87,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint64_t i = 0; i < h.nchunks; i++) {
             CHECK(h.chunk_pool[i] < h.npools);
             sum += h.xxh[i]; /* every entry readable */
+            if (h.names) {
+                size_t nl = strlen(h.names[i]), kl;
+                uint64_t g, x;
+                CHECK(nl < RIO_RADOS_NAME_MAX);
+                CHECK(rio__rados_chunk_name_split(h.names[i], nl, &kl, &g, &x) == 0);
+                CHECK(kl >= 1 && kl <= RIO_KEY_MAX && g != 0);
+            }
         }
         (void)sum;
         round_trip(key, &h);
@@ -94,8 +105,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* A well-formed head of key, as the writer makes it, after the key prefix. */
 static size_t make_head(uint8_t *out, size_t cap, const char *key, uint64_t size, uint64_t chunk,
-                        unsigned npools, const char *etag)
+                        unsigned npools, const char *etag, int version)
 {
+    static char nbuf[64][96];
+    static char *np[64];
     static char names[RIO_RADOS_MAX_HEAD_POOLS][16];
     uint64_t nch = size / chunk + (size % chunk != 0);
     struct rio__rados_head h = {
@@ -118,6 +131,17 @@ static size_t make_head(uint8_t *out, size_t cap, const char *key, uint64_t size
     CHECK(!nch || h.xxh);
     for (uint64_t i = 0; i < nch; i++)
         h.xxh[i] = i * 0x9e3779b97f4a7c15ull;
+    if (version == 2 && nch) {
+        /* A composed object: chunks of other keys (parts), odd bytes too. */
+        CHECK(nch <= 64);
+        for (uint64_t i = 0; i < nch; i++) {
+            snprintf(nbuf[i], sizeof(nbuf[i]), ".rio-mpu/b/%s p%%/%05u.%016" PRIx64 ".%016" PRIx64,
+                     key, (unsigned)(i / 2 + 1), (uint64_t)(0xabcdef0123456789ull + i / 2),
+                     (uint64_t)(i % 2));
+            np[i] = nbuf[i];
+        }
+        h.names = np;
+    }
     CHECK(rio__rados_head_format(key, &h, &text, &n) == 0);
     free(h.xxh);
     CHECK(1 + kl + n <= cap);
@@ -136,14 +160,18 @@ void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
         uint64_t size, chunk;
         unsigned npools;
         const char *etag;
+        int version;
     } s[] = {
-        {"obj", 0, 4194304, 1, "-"},
-        {"obj", 10, 4, 1, "0123456789abcdef0123456789abcdef"},
-        {"model/layer 0%", 4194304 * 3 + 1, 4194304, 3, "-"},
-        {"k", 100, 1, 16, "ffffffffffffffffffffffffffffffff"},
+        {"obj", 0, 4194304, 1, "-", 1},
+        {"obj", 10, 4, 1, "0123456789abcdef0123456789abcdef", 1},
+        {"model/layer 0%", 4194304 * 3 + 1, 4194304, 3, "-", 1},
+        {"k", 100, 1, 16, "ffffffffffffffffffffffffffffffff", 1},
+        {"composed", 4194304 * 5 + 9, 4194304, 2, "-", 2},
+        {"b/big file", 40, 1, 3, "-", 2},
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
-        size_t n = make_head(b, sizeof(b), s[i].key, s[i].size, s[i].chunk, s[i].npools, s[i].etag);
+        size_t n = make_head(b, sizeof(b), s[i].key, s[i].size, s[i].chunk, s[i].npools, s[i].etag,
+                             s[i].version);
         /* Parsed as valid: the seed is right. */
         char key[256];
         struct rio__rados_head h;

@@ -162,6 +162,16 @@ static inline void gw_file(struct gw *g, const char *name, size_t n, uint64_t se
     free(b);
 }
 
+/* Is scratch file got the n bytes of scratch file src from offset off on? */
+static inline int gw_range_is(struct gw *g, const char *got, const char *src, uint64_t off,
+                              uint64_t n)
+{
+    char s[256];
+    snprintf(s, sizeof(s), "%s", gw_path(g, src));
+    return t_sh("tail -c +%llu '%s' | head -c %llu | cmp -s - '%s'", (unsigned long long)off + 1, s,
+                (unsigned long long)n, gw_path(g, got)) == 0;
+}
+
 /* Are scratch files a and b the same bytes? */
 static inline int gw_same(struct gw *g, const char *a, const char *b)
 {

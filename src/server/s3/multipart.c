@@ -3,9 +3,11 @@
  * Multipart uploads (docs/gateway.md): an upload is the backend object
  * ".rio-mpu/BUCKET/ID" holding its key, each part an object of its own,
  * ".rio-mpu/BUCKET/ID/NNNNN", streamed in like a PutObject (its ETag the
- * part's MD5). Complete streams the parts in order through the engine's
- * reader into one writer (the object appears whole, at once), then drops
- * the parts; Abort drops them. The ETag Complete answers is S3's: the MD5
+ * part's MD5). Complete composes the parts into the object without a copy
+ * where the backend can (rados://: a head that lists the parts' chunks),
+ * else streams them in order through the engine's reader into one writer
+ * (either way the object appears whole, at once), then drops what is left
+ * of the upload; Abort drops it. The ETag Complete answers is S3's: the MD5
  * of the parts' MD5s and "-N".
  */
 #ifndef _GNU_SOURCE
@@ -20,6 +22,7 @@
 #include <sys/random.h>
 
 #include "core/alloc.h"
+#include "core/internal.h"
 #include "railio.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
@@ -465,6 +468,31 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
     return 0;
 }
 
+/* The parts, in order, composed into r's key without a copy where the
+ * backend can (rados://: the object's head lists the parts' chunks); *out
+ * its descriptor. RIO_ENOTSUP where it cannot: nothing changed. */
+static int compose(struct gw_req *r, const char *id, const struct part *p, unsigned n,
+                   struct rio_desc *out)
+{
+    char *names = rio__malloc((size_t)n * 160);
+    const char **keys = rio__malloc((size_t)n * sizeof(*keys));
+    uint64_t *gens = rio__malloc((size_t)n * sizeof(*gens));
+    int ret = -ENOMEM;
+
+    if (names && keys && gens) {
+        for (unsigned i = 0; i < n; i++) {
+            keys[i] = names + (size_t)i * 160;
+            part_key(r, id, p[i].num, names + (size_t)i * 160, 160);
+            gens[i] = p[i].generation; /* the part whose ETag was checked */
+        }
+        ret = rio__compose(rio__gw_client(), r->bkey, keys, gens, n, 0, out);
+    }
+    rio__free(gens);
+    rio__free(keys);
+    rio__free(names);
+    return ret;
+}
+
 /* Stream the parts, in order, into one writer of r's key. 0 or an error. */
 static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
                   uint64_t total, struct rio_desc *out)
@@ -558,7 +586,9 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
     }
     memset(&d, 0, sizeof(d));
-    ret = concat(r, id, x.p, x.n, total, &d);
+    ret = compose(r, id, x.p, x.n, &d);
+    if (ret == RIO_ENOTSUP) /* other backends, parts of uneven geometry */
+        ret = concat(r, id, x.p, x.n, total, &d);
     rio__free(x.p);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "complete");
@@ -571,6 +601,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+    rio_desc_cleanup(&d);
     rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "complete: metadata");

@@ -7,6 +7,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -27,6 +28,8 @@ void rio__rados_centry_free(struct centry *e)
     if (!e)
         return;
     rio__free(e->chunk_pool);
+    rio__free(e->names);
+    rio__free(e->name_buf);
     rio__free(e);
 }
 
@@ -68,20 +71,27 @@ void rio__rados_cache_put(struct rados_transport *t, struct centry *e)
     rio__rados_centry_free(victim);
 }
 
-/* Transport pool index of chunk index of (key, gen), or -1 if not cached. */
+/* Transport pool index of chunk index of (key, gen), or -1 if not cached;
+ * its object name in name (cap bytes) when the head lists it (version 2),
+ * else name[0] = '\0' (the derived name). */
 int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_t gen,
-                             uint64_t index)
+                             uint64_t index, char *name, size_t cap)
 {
     size_t keylen = strlen(key);
     uint64_t h = rio__rados_hash_key(key, keylen, gen);
     struct centry *e;
     int pi = -1;
 
+    name[0] = '\0';
     pthread_mutex_lock(&t->cache_mu);
     e = *cache_slot_locked(t, key, keylen, gen, h);
     if (e && index < e->nchunks) {
         unsigned hp = e->chunk_pool ? e->chunk_pool[index] : (unsigned)(index % e->npools);
         pi = e->map[hp];
+        if (e->names && snprintf(name, cap, "%s", e->names[index]) >= (int)cap) {
+            name[0] = '\0';
+            pi = -1;
+        }
         if (&e->lru != t->lru.head) {
             rio_list_remove(&t->lru, &e->lru);
             rio_list_push_front(&t->lru, &e->lru);

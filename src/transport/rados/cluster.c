@@ -487,4 +487,5 @@ const struct rio_transport_ops rio__rados_ops = {
     .list = rio__rados_list,
     .exists = rio__rados_exists,
     .fsck = rio__rados_fsck,
+    .compose = rio__rados_compose,
 };

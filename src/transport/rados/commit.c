@@ -149,8 +149,8 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
  * between, the op fails and we read again: each writer learns exactly which
  * generation it replaced, and no chunk object is orphaned by a race.
  */
-static int head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                     uint64_t gen, struct rio__rados_head *old, bool *had_old)
+int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
+                         uint64_t gen, struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
     int ret = 0;
@@ -300,14 +300,14 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     ret = head_build(t, up, d, &buf, &len);
     if (ret < 0)
         goto err;
-    ret = head_swap(t, up->key, buf, len, up->generation, &old, &had_old);
+    ret = rio__rados_head_swap(t, up->key, buf, len, up->generation, &old, &had_old);
     rio__free(buf);
     if (ret < 0)
         goto err;
     d->generation = up->generation;
     if (had_old) {
         if (old.generation != up->generation)
-            rio__rados_remove_head_chunks(t, up->key, &old);
+            rio__rados_remove_head_chunks(t, up->key, &old, NULL);
         rio__rados_head_cleanup(&old);
     }
     rio__rados_upload_free(up);

@@ -148,10 +148,15 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
         if (rio__rados_chunk_name(name, sizeof(name), up->key, up->generation, io->index) < 0)
             return RIO_EINVAL;
     } else if (io->kind == RIO_IO_READ) {
-        pi = rio__rados_cache_pool_of(t, io->key, io->generation, io->index);
-        if (pi < 0) /* not cached: this transport's own placement */
+        /* A composed object's chunks have the names its head lists: the
+         * cache has them. Not cached: this transport's own placement and
+         * the derived name (a composed object's READ then finds nothing,
+         * RIO_EGENERATION, and the engine looks it up again). */
+        pi = rio__rados_cache_pool_of(t, io->key, io->generation, io->index, name, sizeof(name));
+        if (pi < 0)
             pi = (int)(io->index % t->nwpools);
-        if (rio__rados_chunk_name(name, sizeof(name), io->key, io->generation, io->index) < 0)
+        if (!name[0] &&
+            rio__rados_chunk_name(name, sizeof(name), io->key, io->generation, io->index) < 0)
             return RIO_EINVAL;
     } else {
         return RIO_EINVAL;

@@ -7,7 +7,10 @@
  * removal failed. An upload in progress looks the same, so:
  *
  *   1. every head's generation is read (xattr rio.gen) before any chunk is
- *      listed; a head that cannot be read keeps every chunk of its key;
+ *      listed; a head that cannot be read keeps every chunk of its key; a
+ *      version 2 head (a composed object) is read whole, and every chunk
+ *      it lists is live, whatever key its name carries (a composed
+ *      object's chunks keep the names they were written under);
  *   2. the chunks no head names are grouped by generation and stat'ed; a
  *      generation is young, and kept whole, while its newest chunk was
  *      written within the grace: an upload that goes on writing never
@@ -37,7 +40,7 @@
 #include "transport/rados/internal.h"
 
 #define GEN_HEX 16u
-#define SUFFIX_LEN (2u * (1u + GEN_HEX)) /* ".GGGGGGGGGGGGGGGG.IIIIIIIIIIIIIIII" */
+#define MAGIC_LEN (sizeof(RIO_RADOS_HEAD_MAGIC2 "\n") - 1)
 
 struct fhead {
     char *key;
@@ -58,6 +61,10 @@ struct fscan {
     struct rio_fsck_report *r;
     struct fhead *heads;
     size_t nheads, capheads;
+    /* The chunk names version 2 heads list (sorted after the scan): live
+     * whatever key their name carries. */
+    char **live;
+    size_t nlive, caplive;
     struct fchunk *c;
     size_t n, cap;
     /* heads_scan: names listed, their rio.gen not read yet */
@@ -82,24 +89,6 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
     *p = q;
     *cap = ncap;
     return 0;
-}
-
-/* Exactly 16 lower-case hex digits (as railio writes them) into *out. */
-static bool hex16(const char *s, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    for (unsigned i = 0; i < GEN_HEX; i++) {
-        char ch = s[i];
-        if (ch >= '0' && ch <= '9')
-            v = v << 4 | (uint64_t)(ch - '0');
-        else if (ch >= 'a' && ch <= 'f')
-            v = v << 4 | (uint64_t)(ch - 'a' + 10);
-        else
-            return false;
-    }
-    *out = v;
-    return true;
 }
 
 /* Keys in byte order, a shorter one first when it is a prefix. */
@@ -147,22 +136,55 @@ static int64_t gen_of(int r, const char *buf, uint64_t *gen)
     if (r < 0)
         return r;
     *gen = 0;
-    if (r != (int)GEN_HEX || !hex16(buf, gen) || *gen == 0)
+    if (r != (int)GEN_HEX || !rio__rados_hex16(buf, gen) || *gen == 0)
         return 0;
     return 1;
 }
 
 /* ------------------------------------------------------------- the heads */
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A version 2 head (a composed object): its chunk names are live. A head
+ * that cannot be read fails the check (which chunks it keeps is not
+ * known); one gone meanwhile names nothing. Its generation in *gen. */
+static int head_v2(struct fscan *s, const char *key, uint64_t *gen)
+{
+    struct rio__rados_head h;
+    int ret = rio__rados_head_read(s->t, key, &h, NULL);
+
+    if (ret == RIO_ENOTFOUND || ret == RIO_EPROTO)
+        return 0;
+    if (ret < 0) {
+        rio__detail("reading the head of '%s' failed: %s", key, rio_errname(ret));
+        return ret;
+    }
+    *gen = h.generation;
+    for (uint64_t i = 0; i < h.nchunks && h.names && ret == 0; i++) {
+        ret = grow((void **)&s->live, &s->caplive, s->nlive, sizeof(*s->live));
+        if (ret == 0 && !(s->live[s->nlive] = rio__strdup(h.names[i])))
+            ret = -ENOMEM;
+        if (ret == 0)
+            s->nlive++;
+    }
+    rio__rados_head_cleanup(&h);
+    return ret;
+}
+
 /* Read rio.gen of names[0..n) in parallel and keep the heads (the names'
  * ownership passes to s->heads or is freed). */
 static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
 {
-    rados_completion_t comp[REMOVE_WINDOW];
-    char buf[REMOVE_WINDOW][GEN_HEX + 1];
-    int sent[REMOVE_WINDOW];
+    rados_completion_t comp[REMOVE_WINDOW], mcomp[REMOVE_WINDOW];
+    char buf[REMOVE_WINDOW][GEN_HEX + 1], magic[REMOVE_WINDOW][MAGIC_LEN];
+    int sent[REMOVE_WINDOW], msent[REMOVE_WINDOW];
     int ret = 0;
 
+    /* Each head's rio.gen, and its first line: a version 2 head is read
+     * whole for the chunks it lists. */
     for (size_t i = 0; i < n; i++) {
         sent[i] = rados_aio_create_completion2(NULL, NULL, &comp[i]);
         if (sent[i] == 0) {
@@ -171,16 +193,32 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
             if (sent[i] < 0)
                 rados_aio_release(comp[i]);
         }
+        msent[i] = rados_aio_create_completion2(NULL, NULL, &mcomp[i]);
+        if (msent[i] == 0) {
+            msent[i] = rados_aio_read(s->t->head_io, names[i], mcomp[i], magic[i], MAGIC_LEN, 0);
+            if (msent[i] < 0)
+                rados_aio_release(mcomp[i]);
+        }
     }
     for (size_t i = 0; i < n; i++) {
-        int r = sent[i];
+        int r = sent[i], mr = msent[i];
         uint64_t gen = 0;
         if (r == 0) {
             rados_aio_wait_for_complete(comp[i]);
             r = rados_aio_get_return_value(comp[i]);
             rados_aio_release(comp[i]);
         }
+        if (mr == 0) {
+            rados_aio_wait_for_complete(mcomp[i]);
+            mr = rados_aio_get_return_value(mcomp[i]);
+            rados_aio_release(mcomp[i]);
+        }
         int64_t k = gen_of(r, buf[i], &gen);
+        if (k > 0 && ret == 0 && mr < 0 && mr != -ENOENT)
+            k = mr; /* its first line unknown: keep every chunk of its key */
+        if (k > 0 && ret == 0 && mr == (int)MAGIC_LEN &&
+            memcmp(magic[i], RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0)
+            ret = head_v2(s, names[i], &gen);
         if (k == 0 || ret < 0) {
             rio__free(names[i]); /* no head: its chunks, if any, are orphans */
             continue;
@@ -269,6 +307,8 @@ static int heads_scan(struct fscan *s)
         ret = heads_flush(s, s->hnames, s->hlens, n);
     if (ret == 0 && s->nheads > 1)
         qsort(s->heads, s->nheads, sizeof(*s->heads), head_cmp);
+    if (ret == 0 && s->nlive > 1)
+        qsort(s->live, s->nlive, sizeof(*s->live), name_cmp);
     return ret;
 }
 
@@ -318,15 +358,11 @@ static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
     struct fchunk c = {.st.pool = pool};
     const struct fhead *h;
 
-    if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
-        name[len - SUFFIX_LEN] != '.' || name[len - SUFFIX_LEN / 2] != '.' ||
-        !hex16(name + len - SUFFIX_LEN + 1, &c.gen) ||
-        !hex16(name + len - SUFFIX_LEN / 2 + 1, &c.index) || c.gen == 0) {
+    if (rio__rados_chunk_name_split(name, len, &c.keylen, &c.gen, &c.index) < 0) {
         s->r->foreign++; /* not a name railio writes: never touched */
         return 0;
     }
     s->r->chunks++;
-    c.keylen = len - SUFFIX_LEN;
     h = head_find(s, name, c.keylen);
     if (h && h->gen == c.gen)
         return 0; /* the head's own */
@@ -335,6 +371,10 @@ static int chunk_seen(struct fscan *s, int pool, const char *name, size_t len)
         return -ENOMEM;
     memcpy(c.st.name, name, len);
     c.st.name[len] = '\0';
+    if (s->nlive && bsearch(&c.st.name, s->live, s->nlive, sizeof(*s->live), name_cmp)) {
+        rio__free(c.st.name); /* a composed object's */
+        return 0;
+    }
     if (h && h->gen == 0) { /* its head could not be read: kept */
         report(s, &c, RIO_FSCK_FAILED, h->err);
         rio__free(c.st.name);
@@ -502,7 +542,7 @@ static void sweep_batch(struct fscan *s, struct fgen *g, size_t ng, int64_t now_
                         (struct rm_item){.name = g[i].c[j].st.name, .pool = g[i].c[j].st.pool};
         }
         if (items)
-            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems);
+            rio__rados_remove_chunks(s->t, NULL, 0, items, nitems, NULL);
     }
     nitems = 0;
     for (size_t i = 0; i < ng; i++) {
@@ -565,5 +605,8 @@ out:
     for (size_t i = 0; i < s.n; i++)
         rio__free(s.c[i].st.name);
     rio__free(s.c);
+    for (size_t i = 0; i < s.nlive; i++)
+        rio__free(s.live[i]);
+    rio__free(s.live);
     return ret;
 }

@@ -24,6 +24,49 @@ int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t gener
     return n < 0 || (size_t)n >= cap ? -1 : n;
 }
 
+bool rio__rados_hex16(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < 16; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9')
+            v = v << 4 | (uint64_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v << 4 | (uint64_t)(c - 'a' + 10);
+        else
+            return false;
+    }
+    *out = v;
+    return true;
+}
+
+#define SUFFIX_LEN 34u /* ".GGGGGGGGGGGGGGGG.IIIIIIIIIIIIIIII" */
+
+int rio__rados_chunk_name_split(const char *name, size_t len, size_t *keylen, uint64_t *gen,
+                                uint64_t *index)
+{
+    if (len < SUFFIX_LEN + 1 || len - SUFFIX_LEN > RIO_KEY_MAX || memchr(name, '\0', len) ||
+        name[len - SUFFIX_LEN] != '.' || name[len - SUFFIX_LEN / 2] != '.' ||
+        !rio__rados_hex16(name + len - SUFFIX_LEN + 1, gen) ||
+        !rio__rados_hex16(name + len - SUFFIX_LEN / 2 + 1, index) || *gen == 0)
+        return RIO_EPROTO;
+    *keylen = len - SUFFIX_LEN;
+    return 0;
+}
+
+int rio__rados_head_chunk_name(const struct rio__rados_head *h, const char *key, uint64_t i,
+                               char *out, size_t cap)
+{
+    if (!h->names)
+        return rio__rados_chunk_name(out, cap, key, h->generation, i);
+    size_t n = strlen(h->names[i]);
+    if (n >= cap)
+        return -1;
+    memcpy(out, h->names[i], n + 1);
+    return (int)n;
+}
+
 static uint64_t nchunks_of(uint64_t size, uint64_t chunk_size)
 {
     return size / chunk_size + (size % chunk_size != 0);
@@ -51,23 +94,7 @@ static int parse_u64(const char *s, size_t len, uint64_t max, uint64_t *out)
 /* Exactly 16 lower-case hex digits. */
 static int parse_hex16(const char *s, size_t len, uint64_t *out)
 {
-    uint64_t v = 0;
-
-    if (len != 16)
-        return RIO_EPROTO;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else
-            return RIO_EPROTO;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 0;
+    return len == 16 && rio__rados_hex16(s, out) ? 0 : RIO_EPROTO;
 }
 
 /* Percent-encoding of names in the head: bytes <= 0x20, '%' and >= 0x7f as %XX. */
@@ -132,6 +159,8 @@ void rio__rados_head_cleanup(struct rio__rados_head *h)
         rio__free(h->pools[i]);
     rio__free(h->chunk_pool);
     rio__free(h->xxh);
+    rio__free(h->names);
+    rio__free(h->name_buf);
     memset(h, 0, sizeof(*h));
 }
 
@@ -182,22 +211,23 @@ static bool field(const char *line, size_t len, const char *name, const char **v
 }
 
 /*
- * Parse a head. Every field is checked: the magic, the key (must be key),
- * counts consistent with size and chunk size, chunk lines in source order
- * naming the derived object names, pool indices in range, the "end" line last.
- */
-/*
  * The head's fixed lines, magic to etag: the summary a listing needs. *pp
- * moves past them.
+ * moves past them; *version is 1 or 2.
  */
-static int parse_top(const char **pp, const char *end, const char *key, struct rio__rados_head *h)
+static int parse_top(const char **pp, const char *end, const char *key, struct rio__rados_head *h,
+                     int *version)
 {
     const char *line, *v;
     size_t ll, vl;
     char tmp[RIO_RADOS_NAME_MAX + 1];
 
-    if (!next_line(pp, end, &line, &ll) || ll != strlen(RIO_RADOS_HEAD_MAGIC) ||
-        memcmp(line, RIO_RADOS_HEAD_MAGIC, ll) != 0)
+    if (!next_line(pp, end, &line, &ll) || ll != strlen(RIO_RADOS_HEAD_MAGIC))
+        return RIO_EPROTO;
+    if (memcmp(line, RIO_RADOS_HEAD_MAGIC, ll) == 0)
+        *version = 1;
+    else if (memcmp(line, RIO_RADOS_HEAD_MAGIC2, ll) == 0)
+        *version = 2;
+    else
         return RIO_EPROTO;
     if (!next_line(pp, end, &line, &ll) || !field(line, ll, "key", &v, &vl) ||
         pct_decode(v, vl, tmp, sizeof(tmp)) < 0 || strcmp(tmp, key) != 0)
@@ -234,9 +264,10 @@ static int parse_top(const char **pp, const char *end, const char *key, struct r
 int rio__rados_head_summary(const char *buf, size_t len, const char *key, struct rio__rados_head *h)
 {
     const char *p = buf;
+    int version;
 
     memset(h, 0, sizeof(*h));
-    return parse_top(&p, buf + len, key, h);
+    return parse_top(&p, buf + len, key, h, &version);
 }
 
 int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct rio__rados_head *h)
@@ -244,11 +275,12 @@ int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct r
     const char *p = buf, *end = buf + len, *line, *v, *w;
     size_t ll, vl, wl;
     char tmp[RIO_RADOS_NAME_MAX + 1], want[RIO_RADOS_NAME_MAX];
+    size_t blob = 0, blob_cap = 0;
     uint64_t u;
-    int ret;
+    int version, ret;
 
     memset(h, 0, sizeof(*h));
-    ret = parse_top(&p, end, key, h);
+    ret = parse_top(&p, end, key, h, &version);
     if (ret < 0)
         return ret;
     ret = RIO_EPROTO;
@@ -284,6 +316,15 @@ int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct r
         h->xxh = rio__malloc((size_t)h->nchunks * sizeof(uint64_t));
         if (!h->chunk_pool || !h->xxh)
             goto err;
+        if (version == 2) {
+            /* Every decoded name is shorter than its line, NUL included:
+             * the rest of the text holds them all. */
+            h->names = rio__malloc((size_t)h->nchunks * sizeof(char *));
+            blob_cap = (size_t)(end - p);
+            h->name_buf = rio__malloc(blob_cap);
+            if (!h->names || !h->name_buf)
+                goto err;
+        }
         ret = RIO_EPROTO;
     }
     for (uint64_t i = 0; i < h->nchunks; i++) {
@@ -296,10 +337,25 @@ int rio__rados_head_parse(const char *buf, size_t len, const char *key, struct r
         h->chunk_pool[i] = (uint8_t)u;
         if (!next_word(&v, &vl, &w, &wl) || parse_hex16(w, wl, &h->xxh[i]) < 0)
             goto err;
-        if (memchr(v, ' ', vl) || pct_decode(v, vl, tmp, sizeof(tmp)) < 0 ||
-            rio__rados_chunk_name(want, sizeof(want), key, h->generation, i) < 0 ||
-            strcmp(tmp, want) != 0)
+        int n;
+        if (memchr(v, ' ', vl) || (n = pct_decode(v, vl, tmp, sizeof(tmp))) < 0)
             goto err;
+        if (version == 1) {
+            if (rio__rados_chunk_name(want, sizeof(want), key, h->generation, i) < 0 ||
+                strcmp(tmp, want) != 0)
+                goto err;
+        } else {
+            /* Any chunk name (its own key, generation and index), as hostile
+             * as the rest: bounded, no NUL, in the chunk name's form. */
+            size_t kl;
+            uint64_t g, x;
+            if (rio__rados_chunk_name_split(tmp, (size_t)n, &kl, &g, &x) < 0 ||
+                blob_cap - blob < (size_t)n + 1)
+                goto err;
+            h->names[i] = h->name_buf + blob;
+            memcpy(h->names[i], tmp, (size_t)n + 1);
+            blob += (size_t)n + 1;
+        }
     }
     if (!next_line(&p, end, &line, &ll) || ll != 3 || memcmp(line, "end", 3) != 0 || p != end)
         goto err;
@@ -323,16 +379,21 @@ int rio__rados_head_format(const char *key, const struct rio__rados_head *h, cha
     cap = 256 + kenc;
     for (unsigned i = 0; i < h->npools; i++)
         cap += 16 + rio__rados_pct_len(h->pools[i]);
-    if (h->nchunks > (SIZE_MAX - cap) / (kenc + 100))
-        return -ENOMEM;
-    cap += (size_t)h->nchunks * (kenc + 100);
+    if (h->names) {
+        for (uint64_t i = 0; i < h->nchunks && cap <= RIO_RADOS_HEAD_MAX; i++)
+            cap += 64 + rio__rados_pct_len(h->names[i]);
+    } else {
+        if (h->nchunks > (SIZE_MAX - cap) / (kenc + 100))
+            return -ENOMEM;
+        cap += (size_t)h->nchunks * (kenc + 100);
+    }
     if (cap > RIO_RADOS_HEAD_MAX)
         return RIO_EINVAL; /* too many chunks for one head: use larger chunks */
     buf = rio__malloc(cap);
     if (!buf)
         return -ENOMEM;
     p = buf;
-    p += sprintf(p, "%s\nkey ", RIO_RADOS_HEAD_MAGIC);
+    p += sprintf(p, "%s\nkey ", h->names ? RIO_RADOS_HEAD_MAGIC2 : RIO_RADOS_HEAD_MAGIC);
     p = rio__rados_pct_put(p, key);
     p += sprintf(p,
                  "\ngeneration %016" PRIx64 "\nsize %" PRIu64 "\nchunk_size %" PRIu64
@@ -347,8 +408,9 @@ int rio__rados_head_format(const char *key, const struct rio__rados_head *h, cha
     for (uint64_t i = 0; i < h->nchunks; i++) {
         unsigned pi = h->chunk_pool ? h->chunk_pool[i] : (unsigned)(i % h->npools);
         p += sprintf(p, "chunk %" PRIu64 " %u %016" PRIx64 " ", i, pi, h->xxh[i]);
-        rio__rados_chunk_name(name, sizeof(name), key, h->generation, i);
-        p = rio__rados_pct_put(p, name);
+        if (!h->names)
+            rio__rados_chunk_name(name, sizeof(name), key, h->generation, i);
+        p = rio__rados_pct_put(p, h->names ? h->names[i] : name);
         *p++ = '\n';
     }
     p += sprintf(p, "end\n");

@@ -32,7 +32,8 @@
  * Files (docs/internals/rados.md): cluster.c (options, connections, pools,
  * open/close), data.c (chunk ops: submit, reap, cancel), cache.c (placement
  * cache), commit.c (head read, build and swap; put_commit), meta.c (lookup,
- * put_open, put_abort, remove, chunk removal), list.c (list and exists:
+ * put_open, put_abort, remove, chunk removal), compose.c (an object
+ * made of other objects' chunks: head version 2), list.c (list and exists:
  * head summaries read in parallel), fsck.c (the sweep of orphan chunk
  * objects), head.c (the head's text format, no
  * librados).
@@ -127,6 +128,8 @@ struct centry {
     unsigned npools;
     uint8_t map[MAX_HEAD_POOLS]; /* head pool index -> transport pool index */
     uint8_t *chunk_pool;         /* per chunk head pool index; NULL: chunk i in i % npools */
+    char **names;                /* version 2 heads: per chunk object name (in name_buf) */
+    char *name_buf;
     size_t keylen;
     char key[];
 };
@@ -184,7 +187,7 @@ uint64_t rio__rados_hash_key(const char *key, size_t len, uint64_t gen);
 void rio__rados_centry_free(struct centry *e);
 void rio__rados_cache_put(struct rados_transport *t, struct centry *e);
 int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_t gen,
-                             uint64_t index);
+                             uint64_t index, char *name, size_t cap);
 void rio__rados_cache_clear(struct rados_transport *t);
 
 /* data.c */
@@ -198,6 +201,13 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
                          time_t *mtime);
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 
+int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
+                         uint64_t gen, struct rio__rados_head *old, bool *had_old);
+
+/* compose.c */
+int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
+                       const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
+
 /* meta.c */
 struct rm_item {
     const char *name; /* the object, or NULL: the chunk of (key, gen, index) */
@@ -207,9 +217,11 @@ struct rm_item {
     int ret;
 };
 uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
-                                  struct rm_item *items, size_t n);
+                                  struct rm_item *items, size_t n, const char *owner);
 void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
-                                   const struct rio__rados_head *h);
+                                   const struct rio__rados_head *h,
+                                   const struct rio__rados_head *keep);
+uint64_t rio__rados_new_generation(struct rados_transport *t);
 void rio__rados_upload_free(struct rupload *up);
 void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up);
 int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);

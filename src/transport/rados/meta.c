@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -35,7 +36,7 @@ static void sleep_ms(unsigned ms)
 
 /* A generation nobody else will pick: random bits mixed with this client's
  * cluster-wide instance id and a counter. Never 0 ("any"). */
-static uint64_t new_generation(struct rados_transport *t)
+uint64_t rio__rados_new_generation(struct rados_transport *t)
 {
     uint64_t r = 0, g;
 
@@ -55,15 +56,20 @@ static uint64_t new_generation(struct rados_transport *t)
  * Remove chunk objects of (key, gen) (or each item's own name, when set:
  * then key and gen are unused), each on its own path, REMOVE_WINDOW at a
  * time; retry those that fail (other than "already gone") until the
- * abort deadline. Returns how many could not be removed; each item's ret
- * is 0 once it is gone, else the last error.
+ * abort deadline. owner (NULL: none) guards each removal with a compare
+ * on the chunk's rio.owner xattr: "" removes only a chunk no composed
+ * object borrowed, 16 hex digits only one lent to that generation; a
+ * chunk that fails the compare is someone else's and stays (done, not
+ * removed). Returns how many could not be removed; each item's ret is 0
+ * once it is gone or kept, else the last error.
  */
 uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
-                                  struct rm_item *items, size_t n)
+                                  struct rm_item *items, size_t n, const char *owner)
 {
     uint64_t deadline = rio__now_ns() + t->abort_ns, removed = 0, failed = 0;
     char name[NAME_MAX_LEN];
     rados_completion_t comp[REMOVE_WINDOW];
+    rados_write_op_t wop[REMOVE_WINDOW];
     size_t idx[REMOVE_WINDOW];
     unsigned backoff = 20;
 
@@ -85,9 +91,27 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
                     items[i].ret = -ENOMEM;
                     continue;
                 }
-                int r = rados_aio_remove(t->pools[items[i].pool].io[items[i].path], nm, comp[k]);
+                rados_ioctx_t io = t->pools[items[i].pool].io[items[i].path];
+                int r;
+                wop[k] = NULL;
+                if (owner) {
+                    wop[k] = rados_create_write_op();
+                    if (!wop[k]) {
+                        rados_aio_release(comp[k]);
+                        items[i].ret = -ENOMEM;
+                        continue;
+                    }
+                    rados_write_op_cmpxattr(wop[k], RIO_RADOS_OWNER_XATTR, LIBRADOS_CMPXATTR_OP_EQ,
+                                            owner, strlen(owner));
+                    rados_write_op_remove(wop[k]);
+                    r = rados_aio_write_op_operate(wop[k], io, comp[k], nm, NULL, 0);
+                } else {
+                    r = rados_aio_remove(io, nm, comp[k]);
+                }
                 if (r < 0) {
                     rados_aio_release(comp[k]);
+                    if (wop[k])
+                        rados_release_write_op(wop[k]);
                     items[i].ret = r;
                     continue;
                 }
@@ -97,9 +121,12 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
                 rados_aio_wait_for_complete(comp[j]);
                 int r = rados_aio_get_return_value(comp[j]);
                 rados_aio_release(comp[j]);
+                if (wop[j])
+                    rados_release_write_op(wop[j]);
                 if (r == 0 || r == -ENOENT)
                     removed++; /* gone, whoever removed it */
-                items[idx[j]].ret = r == 0 || r == -ENOENT ? 0 : r;
+                /* ECANCELED: the guard's compare failed: not ours to remove. */
+                items[idx[j]].ret = r == 0 || r == -ENOENT || r == -ECANCELED ? 0 : r;
             }
         }
         for (i = 0; i < n; i++)
@@ -119,32 +146,64 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
     return failed;
 }
 
-/* Remove every chunk a head names (after the head itself is gone or replaced). */
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * Remove every chunk a head names (after the head itself is gone or
+ * replaced), except those the head that replaced it lists too (keep, of
+ * key, may be NULL). A version 1 head's chunks go only if no composed
+ * object borrowed them, a version 2 head's only if they were lent to it
+ * (the rio.owner guard).
+ */
 void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
-                                   const struct rio__rados_head *h)
+                                   const struct rio__rados_head *h,
+                                   const struct rio__rados_head *keep)
 {
     struct rm_item *items;
     int map[MAX_HEAD_POOLS];
+    char owner[17], **kept = NULL;
 
+    (void)key;
     if (!h->nchunks || h->nchunks > SIZE_MAX / sizeof(*items))
         return;
     for (unsigned i = 0; i < h->npools; i++)
         map[i] = rio__rados_pool_get(t, h->pools[i]);
+    if (h->names && keep && keep->names) {
+        /* Two composed heads share chunks only when both came from the
+         * same sources: sorted, so each lookup is a search. */
+        kept = rio__malloc((size_t)keep->nchunks * sizeof(*kept));
+        if (!kept)
+            return; /* left to fsck rather than risk the new head's chunks */
+        memcpy(kept, keep->names, (size_t)keep->nchunks * sizeof(*kept));
+        qsort(kept, (size_t)keep->nchunks, sizeof(*kept), name_cmp);
+    }
     items = rio__calloc((size_t)h->nchunks, sizeof(*items));
-    if (!items)
+    if (!items) {
+        rio__free(kept);
         return;
+    }
     size_t n = 0;
     for (uint64_t i = 0; i < h->nchunks; i++) {
         int pi = map[h->chunk_pool[i]];
         if (pi < 0)
             continue; /* the pool itself is gone */
+        if (kept && bsearch(&h->names[i], kept, (size_t)keep->nchunks, sizeof(*kept), name_cmp))
+            continue; /* the new head's too */
+        items[n].name = h->names ? h->names[i] : NULL;
         items[n].pool = pi;
         items[n].path = 0;
         items[n].index = i;
         n++;
     }
-    rio__rados_remove_chunks(t, key, h->generation, items, n);
+    owner[0] = '\0';
+    if (h->names)
+        snprintf(owner, sizeof(owner), "%016" PRIx64, h->generation);
+    rio__rados_remove_chunks(t, key, h->generation, items, n, owner);
     rio__free(items);
+    rio__free(kept);
 }
 
 /* ------------------------------------------------------------- metadata */
@@ -182,6 +241,10 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
             goto err_entry;
         e->map[i] = (uint8_t)ret;
     }
+    e->names = h.names;
+    e->name_buf = h.name_buf;
+    h.names = NULL;
+    h.name_buf = NULL;
     for (uint64_t i = 0; i < h.nchunks; i++) {
         if (h.chunk_pool[i] != i % h.npools) {
             /* Not the usual round robin: keep the head's choice per chunk. */
@@ -280,7 +343,7 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
     up->npools = t->nwpools;
     for (unsigned i = 0; i < t->nwpools; i++)
         up->pools[i] = (uint8_t)i;
-    up->generation = new_generation(t);
+    up->generation = rio__rados_new_generation(t);
     up->magic = UPLOAD_MAGIC;
     *upload = up;
     return 0;
@@ -312,7 +375,7 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
                     items[n].index = i;
                     n++;
                 }
-        rio__rados_remove_chunks(t, up->key, up->generation, items, n);
+        rio__rados_remove_chunks(t, up->key, up->generation, items, n, NULL);
         rio__free(items);
     } else if (n) {
         /* No memory for the batch: one at a time. */
@@ -323,7 +386,7 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
                     one.pool = up->pools[i % up->npools];
                     one.path = p;
                     one.index = i;
-                    rio__rados_remove_chunks(t, up->key, up->generation, &one, 1);
+                    rio__rados_remove_chunks(t, up->key, up->generation, &one, 1, NULL);
                 }
     }
     rio__rados_upload_free(up);
@@ -369,7 +432,7 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
         ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
         rados_release_write_op(op);
         if (ret == 0) {
-            rio__rados_remove_head_chunks(t, key, &h);
+            rio__rados_remove_head_chunks(t, key, &h, NULL);
             rio__rados_head_cleanup(&h);
             return 0;
         }
