@@ -73,9 +73,10 @@
  *
  * Locks: t->mu guards the submit and cancel queues, the slot free list, each
  * connection's slot count and window, and the counters. m->ctl_mu guards a
- * member's control connection. Everything else on the data side belongs to
- * the thread running reap. t->mu is never held across a system call that
- * waits, nor across complete().
+ * member's queue of control requests; the caller leading a round owns the
+ * control connection itself while it sends and reads (control.c). Everything else on the data side
+ * belongs to the thread running reap. t->mu is never held across a system call that waits, nor
+ * across complete().
  *
  * Files (src/transport/tcp/), one concern each:
  *
@@ -188,6 +189,8 @@ struct tcp_rail {
     int last_err;
 };
 
+struct ctl_wait;
+
 struct tcp_member {
     char name[TCP_NAME_MAX + 1]; /* as written in the URL: the ring hashes it */
     size_t name_len;
@@ -201,10 +204,13 @@ struct tcp_member {
 
     pthread_mutex_t ctl_mu;
     /* under ctl_mu */
-    int ctl_fd;
-    struct rio__tls ctl_tls; /* tls=on: the control connection's TLS */
+    struct ctl_wait *ctl_qh, *ctl_qt; /* requests waiting for a round (control.c) */
+    bool ctl_leading;                 /* a caller is running rounds */
     uint32_t ctl_max_body;
-    uint32_t ctl_caps;              /* RIO_PROTO_CAP_* the server said it has */
+    uint32_t ctl_caps; /* RIO_PROTO_CAP_* the server said it has */
+    /* the leading caller's (ctl_leading set), or under ctl_mu when none leads */
+    int ctl_fd;
+    struct rio__tls ctl_tls;        /* tls=on: the control connection's TLS */
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
     bool ctl_failed;                /* its last exchange (or dial) failed */
 };
