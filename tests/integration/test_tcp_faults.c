@@ -44,6 +44,8 @@ struct fake {
     _Atomic int dup_reads;     /* READ answered twice */
     _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
     _Atomic int stall_lookups; /* LOOKUP never answered; the connection hangs */
+    _Atomic int hold_lookups;  /* LOOKUP answered only after release */
+    int batch_lookups;         /* > 1: LOOKUPs answered in groups of this many, last first */
     _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
     _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
     _Atomic int lookups;
@@ -74,7 +76,9 @@ struct fconn {
     int fd;
     uint8_t snonce[RIO_PROTO_NONCE_LEN], cnonce[RIO_PROTO_NONCE_LEN];
     struct rio_proto_sess sess;
-    int v1; /* answer in version 1 framing */
+    int v1;            /* answer in version 1 framing */
+    uint64_t held[64]; /* batch_lookups: ids read, not answered yet */
+    int nheld;
 };
 
 static int f_read(int fd, void *p, size_t n)
@@ -275,6 +279,18 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     d.nchunks = F_SIZE / F_CHUNK;
     memset(d.etag, '0', sizeof(d.etag));
     int n = rio__proto_enc_desc(&d, c->f->xxh, out, sizeof(out));
+    if (atomic_fetch_sub(&c->f->hold_lookups, 1) > 0) {
+        f_wait_release(c->f);
+    } else if (c->f->batch_lookups > 1) {
+        /* Pipelined requests: read a group, answer it in reverse order. */
+        c->held[c->nheld++] = id;
+        if (c->nheld < c->f->batch_lookups)
+            return 0;
+        while (c->nheld > 0)
+            if (f_respond(c, RIO_OP_LOOKUP, c->held[--c->nheld], 0, out, (size_t)n) < 0)
+                return -1;
+        return 0;
+    }
     return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
@@ -724,6 +740,68 @@ TEST(damaged_or_stalled_lookup_is_retried)
     T_EQ(tu_tcp(x.u.c).ctl_retries, 2u);
     T_LE(t_now_ms() - t0, 300u + 1000u);
     fx_stop(&x);
+}
+
+struct lookup_thread {
+    pthread_t th;
+    struct rio_transport *t;
+    struct rio_desc d;
+    int ret;
+};
+
+static void *lookup_main(void *p)
+{
+    struct lookup_thread *l = p;
+    l->ret = rio__tcp_ops.lookup(l->t, "obj", &l->d);
+    return NULL;
+}
+
+/*
+ * Metadata calls that overlap share a round on the control connection: while
+ * one LOOKUP's answer is held, four more callers queue; once it comes, the
+ * next round sends all four in one write, and the server (which answers them
+ * in reverse order, as pipelining allows) sees them pipelined on one
+ * connection. Each caller gets its own answer.
+ */
+TEST(overlapping_metadata_calls_share_a_round)
+{
+    struct fake f = {.hold_lookups = 1, .batch_lookups = 4};
+    struct lookup_thread first, more[4];
+    struct raw w;
+
+    fake_start(&f);
+    raw_open_at(&w, &f, NULL);
+    first.t = w.t;
+    T_EQ(pthread_create(&first.th, NULL, lookup_main, &first), 0);
+    while (atomic_load(&f.lookups) < 1)
+        usleep(1000);
+    for (int i = 0; i < 4; i++) {
+        more[i].t = w.t;
+        T_EQ(pthread_create(&more[i].th, NULL, lookup_main, &more[i]), 0);
+    }
+    while (raw_ctr(&w).ctl_queued < 4)
+        usleep(1000);
+    atomic_store(&f.release, 1);
+    T_EQ(pthread_join(first.th, NULL), 0);
+    T_OK(first.ret);
+    T_EQ(first.d.generation, (uint64_t)F_GEN);
+    rio_desc_cleanup(&first.d);
+    for (int i = 0; i < 4; i++) {
+        T_EQ(pthread_join(more[i].th, NULL), 0);
+        T_OK(more[i].ret);
+        T_EQ(more[i].d.generation, (uint64_t)F_GEN);
+        T_EQ(more[i].d.nchunks, (uint64_t)(F_SIZE / F_CHUNK));
+        rio_desc_cleanup(&more[i].d);
+    }
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.ctl_rounds, 2u);
+    T_EQ(k.ctl_requests, 5u);
+    T_EQ(k.ctl_round_peak, 4u);
+    T_EQ(k.ctl_queued, 0u);
+    T_EQ(k.ctl_retries, 0u);
+    T_EQ(atomic_load(&f.lookups), 5);
+    raw_close(&w);
+    fake_stop(&f);
 }
 
 /*

@@ -496,8 +496,15 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
         w->sent = true;
         nsent++;
     }
-    if (ret == 0 && nsent)
+    if (ret == 0 && nsent) {
         ret = blk_send(m->ctl_fd, &m->ctl_tls, iov, (int)niov, deadline);
+        pthread_mutex_lock(&t->mu);
+        t->ctr.ctl_rounds++;
+        t->ctr.ctl_requests += nsent;
+        if (nsent > t->ctr.ctl_round_peak)
+            t->ctr.ctl_round_peak = nsent;
+        pthread_mutex_unlock(&t->mu);
+    }
     for (unsigned got = 0; ret == 0 && got < nsent; got++) {
         uint8_t hb[RIO_PROTO_HDR_LEN];
         struct rio_proto_hdr h;
@@ -628,4 +635,17 @@ int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struc
                       struct rio_proto_hdr *h, uint8_t **body)
 {
     return rio__tcp_ctl_call_sent(t, m, rq, h, body, NULL);
+}
+
+uint64_t rio__tcp_ctl_queued(struct tcp_transport *t)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < t->nmembers; i++) {
+        struct tcp_member *m = &t->members[i];
+        pthread_mutex_lock(&m->ctl_mu);
+        for (const struct ctl_wait *w = m->ctl_qh; w; w = w->next)
+            n++;
+        pthread_mutex_unlock(&m->ctl_mu);
+    }
+    return n;
 }

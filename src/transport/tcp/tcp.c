@@ -218,6 +218,7 @@ int rio__tcp_counters(struct rio_transport *tt, struct rio__tcp_counters *out)
     pthread_mutex_lock(&t->mu);
     *out = t->ctr;
     pthread_mutex_unlock(&t->mu);
+    out->ctl_queued = rio__tcp_ctl_queued(t);
     out->bytes_in = atomic_load_explicit(&t->bytes_in, memory_order_relaxed);
     out->bytes_out = atomic_load_explicit(&t->bytes_out, memory_order_relaxed);
     return 0;

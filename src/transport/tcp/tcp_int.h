@@ -502,6 +502,7 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
                            struct rio_proto_hdr *h, uint8_t **body, bool *sent);
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                       struct rio_proto_hdr *h, uint8_t **body);
+uint64_t rio__tcp_ctl_queued(struct tcp_transport *t);
 
 /* metadata.c */
 int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
