@@ -144,16 +144,76 @@ static int blk_recv(int fd, struct rio__tls *tls, void *buf, size_t n, uint64_t 
     return blk_io(fd, tls, &one, 1, false, deadline);
 }
 
+/*
+ * A blocking connection's reader: what one recv brought beyond the bytes
+ * asked for stays in buf for the next read, so a round's answers, which
+ * arrive back to back, cost one recv for several of them rather than two
+ * each. cap 0: no buffer, every read straight from the socket. A large
+ * read (a LOOKUP's checksum list) goes straight into its destination once
+ * the buffered bytes are used.
+ */
+struct blk_rd {
+    int fd;
+    struct rio__tls *tls;
+    uint8_t *buf;
+    size_t cap, off, len;
+};
+
+/* One recv of whatever is there (at most cap bytes) into the empty buffer. */
+static int rd_fill(struct blk_rd *rd, uint64_t deadline)
+{
+    struct rio__tls_sigguard g;
+    int ret = 0;
+
+    if (rd->tls->ssl)
+        rio__tls_sig_block(&g);
+    for (;;) {
+        ssize_t r = rio__tcp_io_recv(rd->fd, rd->tls, rd->buf, rd->cap);
+        if (r > 0) {
+            rd->off = 0;
+            rd->len = (size_t)r;
+            break;
+        }
+        ret = r == 0 ? -ECONNRESET : blk_io_again(rd->fd, rd->tls, r, POLLIN, deadline);
+        if (ret < 0)
+            break;
+    }
+    if (rd->tls->ssl)
+        rio__tls_sig_restore(&g);
+    return ret;
+}
+
+static int rd_read(struct blk_rd *rd, void *dst, size_t n, uint64_t deadline)
+{
+    uint8_t *p = dst;
+
+    while (n > 0) {
+        if (rd->off < rd->len) {
+            size_t k = rd->len - rd->off < n ? rd->len - rd->off : n;
+            memcpy(p, rd->buf + rd->off, k);
+            rd->off += k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        if (n >= rd->cap)
+            return blk_recv(rd->fd, rd->tls, p, n, deadline);
+        int ret = rd_fill(rd, deadline);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
 /* Read a frame's header into h (and its bytes into hb). Any error leaves
  * the connection unusable. */
-static int blk_recv_hdr(struct tcp_transport *t, const struct tcp_member *m, int fd,
-                        struct rio__tls *tls, uint8_t hb[RIO_PROTO_HDR_LEN],
-                        struct rio_proto_hdr *h, uint64_t deadline)
+static int blk_recv_hdr(struct tcp_transport *t, const struct tcp_member *m, struct blk_rd *rd,
+                        uint8_t hb[RIO_PROTO_HDR_LEN], struct rio_proto_hdr *h, uint64_t deadline)
 {
     int ret;
 
     memset(hb, 0, RIO_PROTO_HDR_LEN);
-    ret = blk_recv(fd, tls, hb, RIO_PROTO_HDR_LEN, deadline);
+    ret = rd_read(rd, hb, RIO_PROTO_HDR_LEN, deadline);
     if (ret == -EPROTO)
         return RIO_EPROTO; /* a TLS record failed its check */
     if (ret < 0)
@@ -172,7 +232,7 @@ static int blk_recv_hdr(struct tcp_transport *t, const struct tcp_member *m, int
  * *body (rio__malloc, NULL when empty), its tag checked. Any error leaves
  * the connection unusable.
  */
-static int blk_recv_body(int fd, struct rio__tls *tls, struct rio_proto_sess *sess,
+static int blk_recv_body(struct blk_rd *rd, struct rio_proto_sess *sess,
                          const uint8_t hb[RIO_PROTO_HDR_LEN], uint8_t op, uint64_t id, uint64_t cap,
                          struct rio_proto_hdr *h, uint8_t **body, uint64_t deadline)
 {
@@ -186,7 +246,7 @@ static int blk_recv_body(int fd, struct rio__tls *tls, struct rio_proto_sess *se
     *body = rio__malloc(h->body_len);
     if (!*body)
         return -ENOMEM;
-    ret = blk_recv(fd, tls, *body, h->body_len, deadline);
+    ret = rd_read(rd, *body, h->body_len, deadline);
     if (ret == -EPROTO)
         ret = RIO_EPROTO;
     if (ret == 0 && rio__proto_rx_check(sess, hb, *body, ctl, *body + ctl) < 0)
@@ -206,14 +266,15 @@ static int blk_recv_frame(struct tcp_transport *t, const struct tcp_member *m, i
                           uint64_t id, uint64_t cap, struct rio_proto_hdr *h, uint8_t **body,
                           uint64_t deadline)
 {
+    struct blk_rd rd = {.fd = fd, .tls = tls};
     uint8_t hb[RIO_PROTO_HDR_LEN];
     int ret;
 
     *body = NULL;
-    ret = blk_recv_hdr(t, m, fd, tls, hb, h, deadline);
+    ret = blk_recv_hdr(t, m, &rd, hb, h, deadline);
     if (ret < 0)
         return ret;
-    return blk_recv_body(fd, tls, sess, hb, op, id, cap, h, body, deadline);
+    return blk_recv_body(&rd, sess, hb, op, id, cap, h, body, deadline);
 }
 
 /* One request and its answer on a blocking connection. */
@@ -350,6 +411,7 @@ int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, stru
  * exchange it always made.
  */
 #define CTL_ROUND_MAX 32u
+#define CTL_RBUF 4096u /* a round's answers are read through this much */
 
 /* A caller's request while it waits (on the caller's stack). */
 struct ctl_wait {
@@ -360,7 +422,11 @@ struct ctl_wait {
     struct rio_proto_hdr h;
     uint8_t *body;
     int ret;
-    bool done, sent;
+    /* The caller reads done, under ctl_mu only; the leader sets it there
+     * once the round decided the request (over). Everything else is the
+     * leader's while the request is in its round. */
+    bool done;
+    bool over, sent;
     bool again; /* sent once more already, after a reused connection failed */
     bool answered;
 };
@@ -404,7 +470,7 @@ static void ctl_fail_round(struct ctl_wait **ws, unsigned n, int err, bool fresh
 {
     for (unsigned i = 0; i < n; i++) {
         struct ctl_wait *w = ws[i];
-        if (w->done || w->answered)
+        if (w->over || w->answered)
             continue;
         rio__free(w->body);
         w->body = NULL;
@@ -413,7 +479,7 @@ static void ctl_fail_round(struct ctl_wait **ws, unsigned n, int err, bool fresh
             continue;
         }
         w->ret = err;
-        w->done = true;
+        w->over = true;
     }
 }
 
@@ -429,7 +495,7 @@ static struct ctl_wait *ctl_match(struct ctl_wait **ws, unsigned n, uint64_t id)
 /*
  * Run one round of n requests on m's control connection (dialled when
  * needed), ctl_mu not held: the leader owns the connection. Each request
- * ends done (its answer or its error in the waiter), or marked again.
+ * ends over (its answer or its error in the waiter), or marked again.
  * *dialled: the member's greeting facts in *hi are new.
  */
 static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_wait **ws,
@@ -476,7 +542,7 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
         const struct ctl_req *rq = w->rq;
         if ((caps & rq->need_cap) != rq->need_cap) {
             w->ret = RIO_ENOTSUP; /* an older server: it would drop the connection */
-            w->done = true;
+            w->over = true;
             continue;
         }
         w->id = next_id(t);
@@ -505,10 +571,12 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
             t->ctr.ctl_round_peak = nsent;
         pthread_mutex_unlock(&t->mu);
     }
+    uint8_t rbuf[CTL_RBUF];
+    struct blk_rd rd = {.fd = m->ctl_fd, .tls = &m->ctl_tls, .buf = rbuf, .cap = sizeof(rbuf)};
     for (unsigned got = 0; ret == 0 && got < nsent; got++) {
         uint8_t hb[RIO_PROTO_HDR_LEN];
         struct rio_proto_hdr h;
-        ret = blk_recv_hdr(t, m, m->ctl_fd, &m->ctl_tls, hb, &h, deadline);
+        ret = blk_recv_hdr(t, m, &rd, hb, &h, deadline);
         if (ret < 0)
             break;
         struct ctl_wait *w = ctl_match(ws, n, h.id);
@@ -516,8 +584,8 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
             ret = RIO_EPROTO; /* an answer to nothing asked, or a second one */
             break;
         }
-        ret = blk_recv_body(m->ctl_fd, &m->ctl_tls, &m->ctl_sess, hb, w->rq->op, w->id,
-                            w->rq->resp_cap, &h, &w->body, deadline);
+        ret = blk_recv_body(&rd, &m->ctl_sess, hb, w->rq->op, w->id, w->rq->resp_cap, &h, &w->body,
+                            deadline);
         if (ret == 0 && h.status == 0 && w->rq->check && w->rq->check(w->body, h.body_len) < 0)
             ret = RIO_EPROTO;
         if (ret < 0)
@@ -528,7 +596,13 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
     }
     for (unsigned i = 0; i < n; i++)
         if (ws[i]->answered)
-            ws[i]->done = true;
+            ws[i]->over = true;
+    if (ret == 0 && rd.off < rd.len) {
+        /* Bytes after the last answer: nothing was asked, so the stream
+         * is not to be trusted; every request has its answer already. */
+        rio__tcp_ctl_close_locked(m);
+        return;
+    }
     if (ret == 0)
         return;
     /* Whatever went wrong, this stream cannot be trusted any more. */
@@ -561,7 +635,8 @@ static void ctl_lead_locked(struct tcp_transport *t, struct tcp_member *m, struc
         /* Requeued in their order, ahead of what came meanwhile. */
         for (unsigned i = n; i-- > 0;) {
             struct ctl_wait *w = ws[i];
-            if (w->done) {
+            if (w->over) {
+                w->done = true;
                 if (w != own)
                     pthread_cond_signal(&w->cv);
                 continue;
