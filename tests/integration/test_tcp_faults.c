@@ -45,6 +45,8 @@ struct fake {
     _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
     _Atomic int stall_lookups; /* LOOKUP never answered; the connection hangs */
     _Atomic int hold_lookups;  /* LOOKUP answered only after release */
+    _Atomic int commits;       /* PUT_COMMITs seen (each answered generation 1000 + n) */
+    _Atomic int bad_commit_at; /* that PUT_COMMIT (commits' count) answered with garbage */
     int batch_lookups;         /* > 1: LOOKUPs answered in groups of this many, last first */
     _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
     _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
@@ -323,6 +325,19 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
     case RIO_OP_PUT_ABORT:
         ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
         break;
+    case RIO_OP_PUT_COMMIT: {
+        uint8_t out[8];
+        int n = atomic_fetch_add(&f->commits, 1) + 1;
+        if (n == atomic_load(&f->bad_commit_at)) {
+            uint8_t junk[RIO_PROTO_HDR_LEN];
+            memset(junk, 0xa5, sizeof(junk));
+            ret = f_write(c->fd, junk, sizeof(junk));
+            break;
+        }
+        rio__le64_put(out, 1000u + (uint64_t)n);
+        ret = f_respond(c, h->opcode, h->id, 0, out, sizeof(out));
+        break;
+    }
     default:
         ret = f_respond(c, h->opcode, h->id, RIO_ENOTSUP, NULL, 0);
         break;
@@ -851,6 +866,64 @@ TEST(many_overlapping_metadata_calls_each_get_their_answer)
     T_LE(k.ctl_rounds, k.ctl_requests);
     T_EQ(k.ctl_queued, 0u);
     T_EQ(k.ctl_retries, 0u);
+    raw_close(&w);
+    fake_stop(&f);
+}
+
+/* n empty uploads opened on w, and their descriptors. */
+static void open_uploads(struct raw *w, void **ups, struct rio_desc *ds, struct rio_desc **dp,
+                         unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        T_OK(rio__tcp_ops.put_open(w->t, "obj", 0, F_CHUNK, &ups[i]));
+        memset(&ds[i], 0, sizeof(ds[i]));
+        ds[i].chunk_size = F_CHUNK;
+        dp[i] = &ds[i];
+    }
+}
+
+/*
+ * A call worker's ready PUTs commit together: put_commit_many sends the
+ * commits of one member in one round and its caller waits once. When the
+ * round breaks (a damaged answer to the second), the first keeps its
+ * answer and each of the others is asked again alone on a fresh
+ * connection (the commit is idempotent by upload id), as put_commit does
+ * for a lost answer: every commit gets its generation.
+ */
+TEST(commits_ready_together_share_a_round)
+{
+    struct fake f = {0};
+    void *ups[6];
+    struct rio_desc ds[6], *dp[6];
+    int rets[6];
+    struct raw w;
+
+    fake_start(&f);
+    raw_open_at(&w, &f, NULL);
+    open_uploads(&w, ups, ds, dp, 6);
+    uint64_t rounds0 = raw_ctr(&w).ctl_rounds;
+    rio__tcp_ops.put_commit_many(w.t, ups, dp, rets, 6);
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.ctl_rounds - rounds0, 1u);
+    T_EQ(k.ctl_round_peak, 6u);
+    for (int i = 0; i < 6; i++) {
+        T_EQ(rets[i], 0);
+        T_GT(ds[i].generation, 1000u);
+    }
+    T_EQ(atomic_load(&f.commits), 6);
+    T_EQ(k.ctl_retries, 0u);
+
+    open_uploads(&w, ups, ds, dp, 4);
+    atomic_store(&f.commits, 0);
+    atomic_store(&f.bad_commit_at, 2);
+    rio__tcp_ops.put_commit_many(w.t, ups, dp, rets, 4);
+    for (int i = 0; i < 4; i++) {
+        T_EQ(rets[i], 0);
+        T_GT(ds[i].generation, 1000u);
+    }
+    T_EQ(ds[0].generation, 1001u); /* answered in the round that broke */
+    k = raw_ctr(&w);
+    T_EQ(k.ctl_retries, 1u); /* one fresh connection for the three asked again */
     raw_close(&w);
     fake_stop(&f);
 }

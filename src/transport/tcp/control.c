@@ -417,7 +417,7 @@ int rio__tcp_ctl_dial_locked(struct tcp_transport *t, struct tcp_member *m, stru
 struct ctl_wait {
     struct ctl_wait *next;
     const struct ctl_req *rq;
-    pthread_cond_t cv; /* done, or the caller is to lead the next round */
+    pthread_cond_t *cv; /* done, or the caller is to lead the next round */
     uint64_t id;
     struct rio_proto_hdr h;
     uint8_t *body;
@@ -638,7 +638,7 @@ static void ctl_lead_locked(struct tcp_transport *t, struct tcp_member *m, struc
             if (w->over) {
                 w->done = true;
                 if (w != own)
-                    pthread_cond_signal(&w->cv);
+                    pthread_cond_signal(w->cv);
                 continue;
             }
             w->sent = w->answered = false;
@@ -647,7 +647,7 @@ static void ctl_lead_locked(struct tcp_transport *t, struct tcp_member *m, struc
     }
     m->ctl_leading = false;
     if (m->ctl_qh)
-        pthread_cond_signal(&m->ctl_qh->cv);
+        pthread_cond_signal(m->ctl_qh->cv);
 }
 
 /*
@@ -675,35 +675,73 @@ static void ctl_lead_locked(struct tcp_transport *t, struct tcp_member *m, struc
 int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                            struct rio_proto_hdr *h, uint8_t **body, bool *sent)
 {
-    struct ctl_wait w;
+    struct ctl_many one = {.rq = rq};
     int ret;
 
     *body = NULL;
     if (sent)
         *sent = false;
-    if (rq->niov > 3 || rq->body_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
-        return RIO_EINVAL;
-    memset(&w, 0, sizeof(w));
-    w.rq = rq;
-    ret = -pthread_cond_init(&w.cv, NULL);
+    ret = rio__tcp_ctl_call_many(t, m, &one, 1);
     if (ret < 0)
         return ret;
-    pthread_mutex_lock(&m->ctl_mu);
-    ctl_enqueue_locked(m, &w, false);
-    while (!w.done) {
-        if (!m->ctl_leading)
-            ctl_lead_locked(t, m, &w);
-        else
-            pthread_cond_wait(&w.cv, &m->ctl_mu);
-    }
-    pthread_mutex_unlock(&m->ctl_mu);
-    pthread_cond_destroy(&w.cv);
     if (sent)
-        *sent = w.sent || w.again;
-    *h = w.h;
-    *body = w.body;
-    ret = w.ret;
-    return ret == RIO_EPROTO ? -EPROTO : ret;
+        *sent = one.sent;
+    *h = one.h;
+    *body = one.body;
+    return one.ret;
+}
+
+/*
+ * Several requests to m at once, from one caller: queued together, so that
+ * they go in as few rounds as the queue allows, and the caller waits (wakes)
+ * once for all of them rather than once each. Each item gets what
+ * rio__tcp_ctl_call_sent would give it (h, body, ret, sent). Returns 0, or
+ * an error that left every item unsent (bad request, out of memory).
+ */
+int rio__tcp_ctl_call_many(struct tcp_transport *t, struct tcp_member *m, struct ctl_many *it,
+                           unsigned n)
+{
+    struct ctl_wait *w;
+    pthread_cond_t cv;
+    int ret;
+
+    for (unsigned i = 0; i < n; i++) {
+        it[i].body = NULL;
+        it[i].sent = false;
+        if (it[i].rq->niov > 3 || it[i].rq->body_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
+            return RIO_EINVAL;
+    }
+    w = rio__calloc(n, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    ret = -pthread_cond_init(&cv, NULL);
+    if (ret < 0) {
+        rio__free(w);
+        return ret;
+    }
+    pthread_mutex_lock(&m->ctl_mu);
+    for (unsigned i = 0; i < n; i++) {
+        w[i].rq = it[i].rq;
+        w[i].cv = &cv; /* any of them done, or the lead to take: one wake-up */
+        ctl_enqueue_locked(m, &w[i], false);
+    }
+    for (unsigned i = 0; i < n; i++)
+        while (!w[i].done) {
+            if (!m->ctl_leading)
+                ctl_lead_locked(t, m, &w[i]);
+            else
+                pthread_cond_wait(&cv, &m->ctl_mu);
+        }
+    pthread_mutex_unlock(&m->ctl_mu);
+    pthread_cond_destroy(&cv);
+    for (unsigned i = 0; i < n; i++) {
+        it[i].sent = w[i].sent || w[i].again;
+        it[i].h = w[i].h;
+        it[i].body = w[i].body;
+        it[i].ret = w[i].ret == RIO_EPROTO ? -EPROTO : w[i].ret;
+    }
+    rio__free(w);
+    return 0;
 }
 
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,

@@ -262,4 +262,5 @@ const struct rio_transport_ops rio__tcp_ops = {
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
+    .put_commit_many = rio__tcp_put_commit_many,
 };

@@ -503,12 +503,24 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                       struct rio_proto_hdr *h, uint8_t **body);
 uint64_t rio__tcp_ctl_queued(struct tcp_transport *t);
+/* One request of rio__tcp_ctl_call_many and what came of it. */
+struct ctl_many {
+    const struct ctl_req *rq;
+    struct rio_proto_hdr h;
+    uint8_t *body; /* the caller frees */
+    int ret;
+    bool sent;
+};
+int rio__tcp_ctl_call_many(struct tcp_transport *t, struct tcp_member *m, struct ctl_many *it,
+                           unsigned n);
 
 /* metadata.c */
 int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
+                              int *rets, unsigned n);
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload);
 int rio__tcp_remove(struct rio_transport *tt, const char *key);
 
