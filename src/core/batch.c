@@ -108,35 +108,51 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
  * A call worker (rio_batch), the caller among them once it is done hashing:
  * prepares the deferred requests in order (the engine sends what is
  * prepared), at most call->ahead_max of them held at once, and commits each
- * PUT as soon as it is fenced and hashed, while the batch's other requests
- * still move; so a batch of small durable objects overlaps its opens and
- * commits (creates, fsyncs, renames, round trips) with its transfers
- * instead of running them before the first and after the last one.
- * Committing comes first: it is what frees the window.
+ * PUT as soon as it is fenced and hashed (the ones ready together in one
+ * go: rio__req_commit_many), while the batch's other requests still move; so a batch of small
+ * durable objects overlaps its opens and commits (creates, fsyncs, renames, round trips) with its
+ * transfers instead of running them before the first and after the last one. Committing comes
+ * first: it is what frees the window.
  */
+#define COMMITS_AT_ONCE 16u
+
 void rio__call_worker_loop(struct rio_client *c, struct rio__call *call)
 {
+    struct rio__req *took[COMMITS_AT_ONCE], *due[COMMITS_AT_ONCE];
+    void *abandoned[COMMITS_AT_ONCE];
+    bool was_due[COMMITS_AT_ONCE];
+
     pthread_mutex_lock(&c->mu);
     for (;;) {
-        struct rio__req *r =
-            rio_list_entry(rio_list_pop_front(&call->ready), struct rio__req, cnode);
-        if (r) {
-            bool due = rio__commit_due(r);
-            void *abandoned = NULL;
-            if (!due && r->type == RIO_OP_PUT) {
-                abandoned = r->upload; /* failed: its temporary goes now */
+        /* Every request ready now (up to COMMITS_AT_ONCE): their commits
+         * go together, and this thread wakes once for them. */
+        unsigned n = 0, ndue = 0, nab = 0;
+        struct rio__req *r;
+        while (n < COMMITS_AT_ONCE &&
+               (r = rio_list_entry(rio_list_pop_front(&call->ready), struct rio__req, cnode))) {
+            was_due[n] = rio__commit_due(r);
+            took[n++] = r;
+            if (was_due[n - 1]) {
+                due[ndue++] = r;
+            } else if (r->type == RIO_OP_PUT && r->upload) {
+                abandoned[nab++] = r->upload; /* failed: its temporary goes now */
                 r->upload = NULL;
             }
+        }
+        if (n) {
             pthread_mutex_unlock(&c->mu);
-            if (due)
-                r->result = rio__req_commit(c, r, NULL);
-            if (abandoned)
-                rio__t_put_abort(c->t, abandoned);
+            if (ndue)
+                rio__req_commit_many(c, due, ndue);
+            for (unsigned i = 0; i < nab; i++)
+                rio__t_put_abort(c->t, abandoned[i]);
             pthread_mutex_lock(&c->mu);
-            r->committed = due;
-            if (r->ahead) {
-                r->ahead = false; /* the window's slot: this thread takes it next */
-                call->ahead--;
+            for (unsigned i = 0; i < n; i++) {
+                r = took[i];
+                r->committed = was_due[i];
+                if (r->ahead) {
+                    r->ahead = false; /* the window's slot: this thread takes it next */
+                    call->ahead--;
+                }
             }
             continue;
         }

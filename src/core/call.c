@@ -516,6 +516,25 @@ static void hash_puts(struct rio_client *c, struct rio__call *call)
  * commit: once the new generation is published the call must report
  * success. Sets *gen; out_desc (if any) gets a copy of the descriptor.
  */
+/* The descriptor a commit publishes (xxh borrowed): geometry, xxh3 list,
+ * and the etag (the stream MD5 when md5 is not NULL, else the fast one
+ * where the client makes it). */
+static int commit_desc(struct rio_client *c, const char *key, uint64_t size, uint64_t chunk_size,
+                       uint64_t nchunks, uint64_t *xxh, struct rio_md5 *md5, struct rio_desc *d)
+{
+    memset(d, 0, sizeof(*d));
+    memcpy(d->key, key, strlen(key) + 1);
+    d->size = size;
+    d->chunk_size = chunk_size;
+    d->nchunks = nchunks;
+    d->xxh = xxh;
+    if (md5)
+        return rio__md5_final(md5, d->etag);
+    if (rio__etag_mode(c) == RIO_ETAG_FAST)
+        rio__etag_fast(xxh, nchunks, size, chunk_size, d->etag);
+    return 0;
+}
+
 int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const char *key,
                        void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
                        uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen, struct rio_desc *out_desc)
@@ -524,17 +543,7 @@ int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const ch
     uint64_t *copy = NULL;
     int ret;
 
-    memset(&d, 0, sizeof(d));
-    memcpy(d.key, key, strlen(key) + 1);
-    d.size = size;
-    d.chunk_size = chunk_size;
-    d.nchunks = nchunks;
-    d.xxh = xxh;
-    ret = 0;
-    if (md5)
-        ret = rio__md5_final(md5, d.etag);
-    else if (rio__etag_mode(c) == RIO_ETAG_FAST)
-        rio__etag_fast(xxh, nchunks, size, chunk_size, d.etag);
+    ret = commit_desc(c, key, size, chunk_size, nchunks, xxh, md5, &d);
     if (ret == 0 && out_desc && nchunks) {
         copy = rio__malloc(nchunks * sizeof(uint64_t));
         if (copy)
@@ -557,6 +566,58 @@ int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const ch
         out_desc->xxh = copy;
     }
     return 0;
+}
+
+/*
+ * rio__req_commit of n requests of one call, no descriptor wanted: their
+ * first tries go together (rio__meta_put_commit_many: one exchange with
+ * the server where the transport can, and one wait), so a call worker
+ * that finds several PUTs ready commits them in one go. Sets each result.
+ */
+void rio__req_commit_many(struct rio_client *c, struct rio__req **rs, unsigned n)
+{
+    struct rio_desc *ds = rio__calloc(n, sizeof(*ds));
+    struct rio_desc **dp = rio__calloc(n, sizeof(*dp));
+    void **ups = rio__calloc(n, sizeof(*ups));
+    int *rets = rio__calloc(n, sizeof(*rets));
+    unsigned *map = rio__calloc(n, sizeof(*map));
+    struct rio__meta m;
+    unsigned k = 0;
+
+    if (n == 1 || !ds || !dp || !ups || !rets || !map) {
+        for (unsigned i = 0; i < n; i++)
+            rs[i]->result = rio__req_commit(c, rs[i], NULL);
+        goto out;
+    }
+    rio__meta_for_call(&m, rs[0]->call);
+    for (unsigned i = 0; i < n; i++) {
+        struct rio__req *r = rs[i];
+        void *up = r->upload;
+        r->upload = NULL;
+        int ret = commit_desc(c, r->key, r->size, r->chunk_size, r->nchunks, r->xxh,
+                              r->want_md5 ? &r->md5 : NULL, &ds[k]);
+        if (ret < 0) {
+            rio__t_put_abort(c->t, up);
+            r->result = ret;
+            continue;
+        }
+        ups[k] = up;
+        dp[k] = &ds[k];
+        map[k++] = i;
+    }
+    rio__meta_put_commit_many(c, &m, ups, dp, rets, k);
+    for (unsigned j = 0; j < k; j++) {
+        struct rio__req *r = rs[map[j]];
+        r->result = rets[j] < 0 ? rets[j] : 0;
+        if (rets[j] >= 0)
+            r->generation = ds[j].generation;
+    }
+out:
+    rio__free(ds);
+    rio__free(dp);
+    rio__free(ups);
+    rio__free(rets);
+    rio__free(map);
 }
 
 int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)

@@ -472,6 +472,8 @@ int rio__meta_exists(struct rio_client *c, const struct rio__meta *m, const char
  * has RIO_CAP_COMMIT_RETRY (transport.h). */
 int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
                          struct rio_desc *d);
+void rio__meta_put_commit_many(struct rio_client *c, const struct rio__meta *m, void **uploads,
+                               struct rio_desc **ds, int *rets, unsigned n);
 
 /* Where the adaptive concurrency of class dir (0 GET, 1 PUT) stands, into
  * st's adapt_ fields, and the level above it (its paths and depth; 0 when
@@ -600,6 +602,8 @@ int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const ch
                        void *upload, uint64_t size, uint64_t chunk_size, uint64_t nchunks,
                        uint64_t *xxh, struct rio_md5 *md5, uint64_t *gen,
                        struct rio_desc *out_desc);
+/* Commit n PUTs of one call at once where the transport can (call.c). */
+void rio__req_commit_many(struct rio_client *c, struct rio__req **rs, unsigned n);
 /* Commit PUT request r (its upload, its hashes). */
 int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc);
 /* Whether r is a PUT that succeeded so far, so it is to be committed. */

@@ -231,24 +231,22 @@ int rio__meta_exists(struct rio_client *c, const struct rio__meta *m, const char
  * upload as it was (RIO_CAP_COMMIT_RETRY): elsewhere put_commit consumes the
  * upload whatever it returns, so there is nothing left to commit twice. The
  * deadline and cancel are not checked before the first try: the chunks are
- * all in, and the call has already paid for them.
+ * all in, and the call has already paid for them. commit_again: after a
+ * try returned ret, count it and, while the rules allow, try again; the
+ * commit's result.
  */
-int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
-                         struct rio_desc *d)
+static int commit_again(struct rio_client *c, const struct rio__meta *m, void *upload,
+                        struct rio_desc *d, int ret)
 {
     unsigned tries = 0, throttles = 0;
-    int ret;
 
+    if (ret >= 0)
+        return ret;
     if (!rio__t_has_cap(c->t, RIO_CAP_COMMIT_RETRY)) {
-        ret = rio__t_put_commit(c->t, upload, d);
-        if (ret < 0)
-            meta_count(c, m, ret);
+        meta_count(c, m, ret);
         return ret;
     }
     for (;;) {
-        ret = rio__t_put_commit(c->t, upload, d);
-        if (ret >= 0)
-            return ret;
         int cls = rio__err_class(ret);
         ret = meta_failed(c, m, ret, &tries, &throttles);
         if (ret < 0) {
@@ -262,5 +260,24 @@ int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *
             rio__t_put_abort(c->t, upload);
             return ret;
         }
+        ret = rio__t_put_commit(c->t, upload, d);
+        if (ret >= 0)
+            return ret;
     }
+}
+
+int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
+                         struct rio_desc *d)
+{
+    return commit_again(c, m, upload, d, rio__t_put_commit(c->t, upload, d));
+}
+
+/* rio__meta_put_commit of n uploads: their first tries at once (one
+ * exchange where the transport can), then each one's further tries alone. */
+void rio__meta_put_commit_many(struct rio_client *c, const struct rio__meta *m, void **uploads,
+                               struct rio_desc **ds, int *rets, unsigned n)
+{
+    rio__t_put_commit_many(c->t, uploads, ds, rets, n);
+    for (unsigned i = 0; i < n; i++)
+        rets[i] = commit_again(c, m, uploads[i], ds[i], rets[i]);
 }

@@ -38,7 +38,13 @@ struct rio__tcp_counters {
      * a request on a reused connection found closed, a commit asked again
      * by upload id, a greeting redone) dials a fresh one. */
     uint64_t poisoned;    /* data connections closed for a protocol violation */
-    uint64_t ctl_retries; /* requests sent on a fresh control connection after a failed one */
+    uint64_t ctl_retries; /* fresh control connections dialled after a failed exchange */
+    /* Metadata calls that overlap share rounds on the control connection:
+     * one write of every queued request, their answers read back to back. */
+    uint64_t ctl_rounds;     /* rounds sent */
+    uint64_t ctl_requests;   /* requests sent in them */
+    uint64_t ctl_round_peak; /* most requests in one round */
+    uint64_t ctl_queued;     /* requests waiting for a round now (every member) */
     /* Path state. A failed dial reports its path down to the engine
      * (rio__t_path_event), which cools it and moves its chunks; a path's
      * ops only travel on its own connection. A dial the server cuts while

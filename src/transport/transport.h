@@ -210,6 +210,13 @@ struct rio_transport_ops {
      * etag; sets d->generation. Consumes the upload on success and failure.
      * Called once every chunk op of the upload has completed. */
     int (*put_commit)(struct rio_transport *t, void *upload, struct rio_desc *d);
+    /* Optional (NULL: put_commit of each): n put_commits at once, rets[i]
+     * what put_commit would return for uploads[i] and ds[i] (same rules:
+     * each consumed unless its result is of a retryable class with
+     * RIO_CAP_COMMIT_RETRY), so that the transport can send them together
+     * and its caller waits once. */
+    void (*put_commit_many)(struct rio_transport *t, void **uploads, struct rio_desc **ds,
+                            int *rets, unsigned n);
     /* Drop an upload; nothing of it stays visible or stored. Called once
      * every chunk op of the upload has completed (or none was submitted). */
     void (*put_abort)(struct rio_transport *t, void *upload);
@@ -401,6 +408,19 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
 static inline int rio__t_put_commit(struct rio_transport *t, void *upload, struct rio_desc *d)
 {
     return rio__t_ops(t)->put_commit(t, upload, d);
+}
+
+/* put_commit of each of n uploads (rets[i] its result), at once where the
+ * transport can. Once no chunk op of any of them is in flight. */
+static inline void rio__t_put_commit_many(struct rio_transport *t, void **uploads,
+                                          struct rio_desc **ds, int *rets, unsigned n)
+{
+    if (rio__t_ops(t)->put_commit_many) {
+        rio__t_ops(t)->put_commit_many(t, uploads, ds, rets, n);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        rets[i] = rio__t_ops(t)->put_commit(t, uploads[i], ds[i]);
 }
 
 /* Once no chunk op of upload is in flight; consumes upload. */

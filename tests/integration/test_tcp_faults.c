@@ -44,6 +44,10 @@ struct fake {
     _Atomic int dup_reads;     /* READ answered twice */
     _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
     _Atomic int stall_lookups; /* LOOKUP never answered; the connection hangs */
+    _Atomic int hold_lookups;  /* LOOKUP answered only after release */
+    _Atomic int commits;       /* PUT_COMMITs seen (each answered generation 1000 + n) */
+    _Atomic int bad_commit_at; /* that PUT_COMMIT (commits' count) answered with garbage */
+    int batch_lookups;         /* > 1: LOOKUPs answered in groups of this many, last first */
     _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
     _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
     _Atomic int lookups;
@@ -74,7 +78,9 @@ struct fconn {
     int fd;
     uint8_t snonce[RIO_PROTO_NONCE_LEN], cnonce[RIO_PROTO_NONCE_LEN];
     struct rio_proto_sess sess;
-    int v1; /* answer in version 1 framing */
+    int v1;            /* answer in version 1 framing */
+    uint64_t held[64]; /* batch_lookups: ids read, not answered yet */
+    int nheld;
 };
 
 static int f_read(int fd, void *p, size_t n)
@@ -275,6 +281,18 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     d.nchunks = F_SIZE / F_CHUNK;
     memset(d.etag, '0', sizeof(d.etag));
     int n = rio__proto_enc_desc(&d, c->f->xxh, out, sizeof(out));
+    if (atomic_fetch_sub(&c->f->hold_lookups, 1) > 0) {
+        f_wait_release(c->f);
+    } else if (c->f->batch_lookups > 1) {
+        /* Pipelined requests: read a group, answer it in reverse order. */
+        c->held[c->nheld++] = id;
+        if (c->nheld < c->f->batch_lookups)
+            return 0;
+        while (c->nheld > 0)
+            if (f_respond(c, RIO_OP_LOOKUP, c->held[--c->nheld], 0, out, (size_t)n) < 0)
+                return -1;
+        return 0;
+    }
     return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
@@ -307,6 +325,19 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
     case RIO_OP_PUT_ABORT:
         ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
         break;
+    case RIO_OP_PUT_COMMIT: {
+        uint8_t out[8];
+        int n = atomic_fetch_add(&f->commits, 1) + 1;
+        if (n == atomic_load(&f->bad_commit_at)) {
+            uint8_t junk[RIO_PROTO_HDR_LEN];
+            memset(junk, 0xa5, sizeof(junk));
+            ret = f_write(c->fd, junk, sizeof(junk));
+            break;
+        }
+        rio__le64_put(out, 1000u + (uint64_t)n);
+        ret = f_respond(c, h->opcode, h->id, 0, out, sizeof(out));
+        break;
+    }
     default:
         ret = f_respond(c, h->opcode, h->id, RIO_ENOTSUP, NULL, 0);
         break;
@@ -377,6 +408,10 @@ static void *f_accept_main(void *p)
         int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
         if (fd < 0)
             continue;
+        /* Answers go out in pieces (header, body, tag): no Nagle delay
+         * between them, as railiod writes an answer at once. */
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         struct fconn *c = calloc(1, sizeof(*c));
         c->f = f;
         c->fd = fd;
@@ -724,6 +759,173 @@ TEST(damaged_or_stalled_lookup_is_retried)
     T_EQ(tu_tcp(x.u.c).ctl_retries, 2u);
     T_LE(t_now_ms() - t0, 300u + 1000u);
     fx_stop(&x);
+}
+
+struct lookup_thread {
+    pthread_t th;
+    struct rio_transport *t;
+    struct rio_desc d;
+    int ret;
+};
+
+static void *lookup_main(void *p)
+{
+    struct lookup_thread *l = p;
+    l->ret = rio__tcp_ops.lookup(l->t, "obj", &l->d);
+    return NULL;
+}
+
+/*
+ * Metadata calls that overlap share a round on the control connection: while
+ * one LOOKUP's answer is held, four more callers queue; once it comes, the
+ * next round sends all four in one write, and the server (which answers them
+ * in reverse order, as pipelining allows) sees them pipelined on one
+ * connection. Each caller gets its own answer.
+ */
+TEST(overlapping_metadata_calls_share_a_round)
+{
+    struct fake f = {.hold_lookups = 1, .batch_lookups = 4};
+    struct lookup_thread first, more[4];
+    struct raw w;
+
+    fake_start(&f);
+    raw_open_at(&w, &f, NULL);
+    first.t = w.t;
+    T_EQ(pthread_create(&first.th, NULL, lookup_main, &first), 0);
+    while (atomic_load(&f.lookups) < 1)
+        usleep(1000);
+    for (int i = 0; i < 4; i++) {
+        more[i].t = w.t;
+        T_EQ(pthread_create(&more[i].th, NULL, lookup_main, &more[i]), 0);
+    }
+    while (raw_ctr(&w).ctl_queued < 4)
+        usleep(1000);
+    atomic_store(&f.release, 1);
+    T_EQ(pthread_join(first.th, NULL), 0);
+    T_OK(first.ret);
+    T_EQ(first.d.generation, (uint64_t)F_GEN);
+    rio_desc_cleanup(&first.d);
+    for (int i = 0; i < 4; i++) {
+        T_EQ(pthread_join(more[i].th, NULL), 0);
+        T_OK(more[i].ret);
+        T_EQ(more[i].d.generation, (uint64_t)F_GEN);
+        T_EQ(more[i].d.nchunks, (uint64_t)(F_SIZE / F_CHUNK));
+        rio_desc_cleanup(&more[i].d);
+    }
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.ctl_rounds, 2u);
+    T_EQ(k.ctl_requests, 5u);
+    T_EQ(k.ctl_round_peak, 4u);
+    T_EQ(k.ctl_queued, 0u);
+    T_EQ(k.ctl_retries, 0u);
+    T_EQ(atomic_load(&f.lookups), 5);
+    raw_close(&w);
+    fake_stop(&f);
+}
+
+struct lookup_loop {
+    pthread_t th;
+    struct rio_transport *t;
+    int n, ok;
+};
+
+static void *lookup_loop_main(void *p)
+{
+    struct lookup_loop *l = p;
+    for (int i = 0; i < l->n; i++) {
+        struct rio_desc d;
+        if (rio__tcp_ops.lookup(l->t, "obj", &d) == 0 && d.generation == F_GEN)
+            l->ok++;
+        rio_desc_cleanup(&d);
+    }
+    return NULL;
+}
+
+/* Many callers at once, each call in whatever round it lands: every one
+ * gets its answer, none is lost or answered twice, and every request was
+ * sent exactly once (no failure: no round sent anything again). */
+TEST(many_overlapping_metadata_calls_each_get_their_answer)
+{
+    struct fake f = {0};
+    struct lookup_loop l[8];
+    struct raw w;
+
+    fake_start(&f);
+    raw_open_at(&w, &f, NULL);
+    for (int i = 0; i < 8; i++) {
+        l[i] = (struct lookup_loop){.t = w.t, .n = 1000};
+        T_EQ(pthread_create(&l[i].th, NULL, lookup_loop_main, &l[i]), 0);
+    }
+    for (int i = 0; i < 8; i++) {
+        T_EQ(pthread_join(l[i].th, NULL), 0);
+        T_EQ(l[i].ok, 1000);
+    }
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.ctl_requests, 8u * 1000u);
+    T_EQ(atomic_load(&f.lookups), 8 * 1000);
+    T_LE(k.ctl_rounds, k.ctl_requests);
+    T_EQ(k.ctl_queued, 0u);
+    T_EQ(k.ctl_retries, 0u);
+    raw_close(&w);
+    fake_stop(&f);
+}
+
+/* n empty uploads opened on w, and their descriptors. */
+static void open_uploads(struct raw *w, void **ups, struct rio_desc *ds, struct rio_desc **dp,
+                         unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        T_OK(rio__tcp_ops.put_open(w->t, "obj", 0, F_CHUNK, &ups[i]));
+        memset(&ds[i], 0, sizeof(ds[i]));
+        ds[i].chunk_size = F_CHUNK;
+        dp[i] = &ds[i];
+    }
+}
+
+/*
+ * A call worker's ready PUTs commit together: put_commit_many sends the
+ * commits of one member in one round and its caller waits once. When the
+ * round breaks (a damaged answer to the second), the first keeps its
+ * answer and each of the others is asked again alone on a fresh
+ * connection (the commit is idempotent by upload id), as put_commit does
+ * for a lost answer: every commit gets its generation.
+ */
+TEST(commits_ready_together_share_a_round)
+{
+    struct fake f = {0};
+    void *ups[6];
+    struct rio_desc ds[6], *dp[6];
+    int rets[6];
+    struct raw w;
+
+    fake_start(&f);
+    raw_open_at(&w, &f, NULL);
+    open_uploads(&w, ups, ds, dp, 6);
+    uint64_t rounds0 = raw_ctr(&w).ctl_rounds;
+    rio__tcp_ops.put_commit_many(w.t, ups, dp, rets, 6);
+    struct rio__tcp_counters k = raw_ctr(&w);
+    T_EQ(k.ctl_rounds - rounds0, 1u);
+    T_EQ(k.ctl_round_peak, 6u);
+    for (int i = 0; i < 6; i++) {
+        T_EQ(rets[i], 0);
+        T_GT(ds[i].generation, 1000u);
+    }
+    T_EQ(atomic_load(&f.commits), 6);
+    T_EQ(k.ctl_retries, 0u);
+
+    open_uploads(&w, ups, ds, dp, 4);
+    atomic_store(&f.commits, 0);
+    atomic_store(&f.bad_commit_at, 2);
+    rio__tcp_ops.put_commit_many(w.t, ups, dp, rets, 4);
+    for (int i = 0; i < 4; i++) {
+        T_EQ(rets[i], 0);
+        T_GT(ds[i].generation, 1000u);
+    }
+    T_EQ(ds[0].generation, 1001u); /* answered in the round that broke */
+    k = raw_ctr(&w);
+    T_EQ(k.ctl_retries, 1u); /* one fresh connection for the three asked again */
+    raw_close(&w);
+    fake_stop(&f);
 }
 
 /*

@@ -182,21 +182,15 @@ static void upload_free(struct tcp_upload *up)
     rio__free(up);
 }
 
-int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+/* A commit's request body for up and d, in *b (rio__malloc) and its
+ * length; an error when d does not match the upload (nothing sent). */
+static int commit_body(struct tcp_upload *up, struct rio_desc *d, uint8_t **b, int *len)
 {
-    struct tcp_transport *t = (struct tcp_transport *)tt;
-    struct tcp_upload *up = upload;
     struct rio_proto_put_commit pc;
-    struct rio_proto_put_commit_resp r;
-    struct iovec iov;
-    struct rio_proto_hdr h;
-    uint8_t *b = NULL, *body = NULL;
     size_t blen;
-    int n, ret;
+    int n;
 
-    if (!up || up->magic != UPLOAD_MAGIC)
-        return RIO_EINVAL;
-    ret = RIO_EINVAL;
+    *b = NULL;
     if (d && up->size == RIO_SIZE_UNKNOWN && d->size != RIO_SIZE_UNKNOWN &&
         d->chunk_size == up->chunk_size &&
         d->nchunks == (d->size ? (d->size - 1) / up->chunk_size + 1 : 0)) {
@@ -207,28 +201,93 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
     }
     if (!d || (up->nchunks && !d->xxh) || d->nchunks != up->nchunks || d->size != up->size ||
         d->chunk_size != up->chunk_size || up->nchunks > (SIZE_MAX - 48) / 8)
-        goto abort;
+        return RIO_EINVAL;
     blen = 48 + (size_t)up->nchunks * 8;
-    ret = -ENOMEM;
-    b = rio__malloc(blen);
-    if (!b)
-        goto abort;
+    *b = rio__malloc(blen);
+    if (!*b)
+        return -ENOMEM;
     memset(&pc, 0, sizeof(pc));
     pc.upload_id = up->id;
     pc.nchunks = up->nchunks;
     /* An unknown etag travels as zeros. */
     memset(pc.etag, 0, sizeof(pc.etag));
     memcpy(pc.etag, d->etag, strnlen(d->etag, sizeof(pc.etag)));
-    n = rio__proto_enc_put_commit(&pc, d->xxh, b, blen);
-    ret = RIO_EINVAL;
-    if (n < 0)
-        goto abort;
+    n = rio__proto_enc_put_commit(&pc, d->xxh, *b, blen);
+    if (n < 0) {
+        rio__free(*b);
+        *b = NULL;
+        return RIO_EINVAL;
+    }
+    *len = n;
+    return 0;
+}
+
+static struct ctl_req commit_req(const struct tcp_transport *t, struct iovec *iov, uint8_t *b,
+                                 int n)
+{
     struct ctl_req rq =
-        rio__tcp_body_req(RIO_OP_PUT_COMMIT, &iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+        rio__tcp_body_req(RIO_OP_PUT_COMMIT, iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
     /* The commit is idempotent by upload id (docs/protocol.md): the server
      * remembers which generation an upload became. */
     rq.idempotent = true;
     rq.check = check_commit_resp;
+    return rq;
+}
+
+/* What a commit's exchange (ret, h, body: freed here) means for up and d;
+ * asked: an earlier try had reached the server. Consumes up unless the
+ * result is of a retryable class. */
+static int commit_result(struct tcp_upload *up, struct rio_desc *d, int ret, bool sent, bool asked,
+                         const struct rio_proto_hdr *h, uint8_t *body)
+{
+    struct rio_proto_put_commit_resp r;
+
+    if (ret < 0) {
+        /* The commit reached the server and what became of it cannot be
+         * learnt: it may have been applied, and only the caller can decide
+         * (RIO_EUNKNOWN). That is the case when the question asked again
+         * got no answer either, or when an earlier try had reached the
+         * server and this one got no answer. Only a first loss whose
+         * question again could not even connect is left to the engine's
+         * next try (the upload stays); a try that never reached the server
+         * returns its dial's error, and the engine may try again. */
+        if (asked || (up->commit_sent && sent))
+            ret = RIO_EUNKNOWN;
+    } else if (h->status == RIO_ENOTFOUND || h->status == -ENOENT) {
+        ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
+    } else if (h->status != 0) {
+        ret = wire_status(h->status); /* RIO_ETHROTTLE: still being applied, ask later */
+    } else if (rio__proto_dec_put_commit_resp(body, h->body_len, &r) < 0) {
+        ret = RIO_EPROTO;
+    } else {
+        d->generation = r.generation;
+    }
+    rio__free(body);
+    /* A retryable class leaves the upload to the engine, which commits it
+     * again or aborts it (RIO_CAP_COMMIT_RETRY); anything else consumes it. */
+    if (ret < 0 && rio__class_is_retryable(rio__err_class(ret)))
+        return ret;
+    upload_free(up);
+    return ret;
+}
+
+int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_upload *up = upload;
+    struct iovec iov;
+    struct rio_proto_hdr h;
+    uint8_t *b = NULL, *body = NULL;
+    int n, ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC)
+        return RIO_EINVAL;
+    ret = commit_body(up, d, &b, &n);
+    if (ret < 0) {
+        t->base.ops->put_abort(tt, up);
+        return ret;
+    }
+    struct ctl_req rq = commit_req(t, &iov, b, n);
     struct tcp_member *m = &t->members[up->member];
     bool sent = false, asked = up->commit_sent; /* an earlier try reached the server */
     ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
@@ -243,39 +302,88 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
         ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
     }
     rio__free(b);
-    if (ret < 0) {
-        /* The commit reached the server and what became of it cannot be
-         * learnt: it may have been applied, and only the caller can decide
-         * (RIO_EUNKNOWN). That is the case when the question asked again
-         * got no answer either, or when an earlier try had reached the
-         * server and this one got no answer. Only a first loss whose
-         * question again could not even connect is left to the engine's
-         * next try (the upload stays); a try that never reached the server
-         * returns its dial's error, and the engine may try again. */
-        if (asked || (up->commit_sent && sent))
-            ret = RIO_EUNKNOWN;
-        goto out;
+    return commit_result(up, d, ret, sent, asked, &h, body);
+}
+
+/*
+ * put_commit of n uploads at once (core/meta.c: a call worker commits the
+ * PUTs that are ready together): the requests of each member go in one
+ * rio__tcp_ctl_call_many, so they share rounds and their caller wakes once.
+ * Each result is what put_commit returns for it; one whose answer was lost
+ * goes through put_commit (its question asked again there).
+ */
+void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
+                              int *rets, unsigned n)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_many_commit {
+        struct iovec iov;
+        struct ctl_req rq;
+        uint8_t *b;
+        bool asked;
+    } *mc = rio__calloc(n, sizeof(*mc));
+    struct ctl_many *it = rio__calloc(n, sizeof(*it));
+    unsigned *idx = rio__calloc(n, sizeof(*idx));
+
+    if (!mc || !it || !idx) {
+        rio__free(mc);
+        rio__free(it);
+        rio__free(idx);
+        for (unsigned i = 0; i < n; i++)
+            rets[i] = rio__tcp_put_commit(tt, uploads[i], ds[i]);
+        return;
     }
-    if (h.status == RIO_ENOTFOUND || h.status == -ENOENT)
-        ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
-    else if (h.status != 0)
-        ret = wire_status(h.status); /* RIO_ETHROTTLE: still being applied, ask later */
-    else if (rio__proto_dec_put_commit_resp(body, h.body_len, &r) < 0)
-        ret = RIO_EPROTO;
-    else
-        d->generation = r.generation;
-    rio__free(body);
-out:
-    /* A retryable class leaves the upload to the engine, which commits it
-     * again or aborts it (RIO_CAP_COMMIT_RETRY); anything else consumes it. */
-    if (ret < 0 && rio__class_is_retryable(rio__err_class(ret)))
-        return ret;
-    upload_free(up);
-    return ret;
-abort:
-    rio__free(b);
-    t->base.ops->put_abort(tt, up);
-    return ret;
+    for (unsigned i = 0; i < n; i++) {
+        struct tcp_upload *up = uploads[i];
+        int len;
+        rets[i] = RIO_EINVAL;
+        if (!up || up->magic != UPLOAD_MAGIC)
+            continue;
+        rets[i] = commit_body(up, ds[i], &mc[i].b, &len);
+        if (rets[i] < 0) {
+            t->base.ops->put_abort(tt, up);
+            uploads[i] = NULL;
+            continue;
+        }
+        mc[i].rq = commit_req(t, &mc[i].iov, mc[i].b, len);
+        mc[i].asked = up->commit_sent;
+        rets[i] = 1; /* to send */
+    }
+    for (unsigned mi = 0; mi < t->nmembers; mi++) {
+        unsigned k = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (rets[i] == 1 && ((struct tcp_upload *)uploads[i])->member == mi) {
+                it[k].rq = &mc[i].rq;
+                idx[k++] = i;
+            }
+        if (!k)
+            continue;
+        int ret = rio__tcp_ctl_call_many(t, &t->members[mi], it, k);
+        for (unsigned j = 0; j < k; j++) {
+            unsigned i = idx[j];
+            struct tcp_upload *up = uploads[i];
+            if (ret < 0) {
+                rets[i] = rio__tcp_put_commit(tt, up, ds[i]);
+            } else if (it[j].ret < 0 && it[j].sent && !mc[i].asked) {
+                /* Its answer was lost: asked once more, as put_commit does. */
+                struct rio_proto_hdr h;
+                uint8_t *body = NULL;
+                bool sent = false;
+                rio__free(it[j].body);
+                up->commit_sent = true;
+                int r = rio__tcp_ctl_call_sent(t, &t->members[mi], &mc[i].rq, &h, &body, &sent);
+                rets[i] = commit_result(up, ds[i], r, sent, false, &h, body);
+            } else {
+                rets[i] = commit_result(up, ds[i], it[j].ret, it[j].sent, mc[i].asked, &it[j].h,
+                                        it[j].body);
+            }
+        }
+    }
+    for (unsigned i = 0; i < n; i++)
+        rio__free(mc[i].b);
+    rio__free(mc);
+    rio__free(it);
+    rio__free(idx);
 }
 
 /*

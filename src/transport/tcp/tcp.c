@@ -218,6 +218,7 @@ int rio__tcp_counters(struct rio_transport *tt, struct rio__tcp_counters *out)
     pthread_mutex_lock(&t->mu);
     *out = t->ctr;
     pthread_mutex_unlock(&t->mu);
+    out->ctl_queued = rio__tcp_ctl_queued(t);
     out->bytes_in = atomic_load_explicit(&t->bytes_in, memory_order_relaxed);
     out->bytes_out = atomic_load_explicit(&t->bytes_out, memory_order_relaxed);
     return 0;
@@ -261,4 +262,5 @@ const struct rio_transport_ops rio__tcp_ops = {
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
+    .put_commit_many = rio__tcp_put_commit_many,
 };

@@ -73,9 +73,10 @@
  *
  * Locks: t->mu guards the submit and cancel queues, the slot free list, each
  * connection's slot count and window, and the counters. m->ctl_mu guards a
- * member's control connection. Everything else on the data side belongs to
- * the thread running reap. t->mu is never held across a system call that
- * waits, nor across complete().
+ * member's queue of control requests; the caller leading a round owns the
+ * control connection itself while it sends and reads (control.c). Everything else on the data side
+ * belongs to the thread running reap. t->mu is never held across a system call that waits, nor
+ * across complete().
  *
  * Files (src/transport/tcp/), one concern each:
  *
@@ -188,6 +189,8 @@ struct tcp_rail {
     int last_err;
 };
 
+struct ctl_wait;
+
 struct tcp_member {
     char name[TCP_NAME_MAX + 1]; /* as written in the URL: the ring hashes it */
     size_t name_len;
@@ -201,10 +204,13 @@ struct tcp_member {
 
     pthread_mutex_t ctl_mu;
     /* under ctl_mu */
-    int ctl_fd;
-    struct rio__tls ctl_tls; /* tls=on: the control connection's TLS */
+    struct ctl_wait *ctl_qh, *ctl_qt; /* requests waiting for a round (control.c) */
+    bool ctl_leading;                 /* a caller is running rounds */
     uint32_t ctl_max_body;
-    uint32_t ctl_caps;              /* RIO_PROTO_CAP_* the server said it has */
+    uint32_t ctl_caps; /* RIO_PROTO_CAP_* the server said it has */
+    /* the leading caller's (ctl_leading set), or under ctl_mu when none leads */
+    int ctl_fd;
+    struct rio__tls ctl_tls;        /* tls=on: the control connection's TLS */
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
     bool ctl_failed;                /* its last exchange (or dial) failed */
 };
@@ -496,12 +502,25 @@ int rio__tcp_ctl_call_sent(struct tcp_transport *t, struct tcp_member *m, const 
                            struct rio_proto_hdr *h, uint8_t **body, bool *sent);
 int rio__tcp_ctl_call(struct tcp_transport *t, struct tcp_member *m, const struct ctl_req *rq,
                       struct rio_proto_hdr *h, uint8_t **body);
+uint64_t rio__tcp_ctl_queued(struct tcp_transport *t);
+/* One request of rio__tcp_ctl_call_many and what came of it. */
+struct ctl_many {
+    const struct ctl_req *rq;
+    struct rio_proto_hdr h;
+    uint8_t *body; /* the caller frees */
+    int ret;
+    bool sent;
+};
+int rio__tcp_ctl_call_many(struct tcp_transport *t, struct tcp_member *m, struct ctl_many *it,
+                           unsigned n);
 
 /* metadata.c */
 int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
+                              int *rets, unsigned n);
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload);
 int rio__tcp_remove(struct rio_transport *tt, const char *key);
 
