@@ -588,6 +588,9 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
                          const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer);
 int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
                          size_t len, bool defer);
+/* The bounds on a chunk size (option chunk). */
+#define RIO__CHUNK_MIN 4096ull
+#define RIO__CHUNK_MAX (1ull << 30)
 /* A PUT's chunk size for len bytes under the target's part rules. */
 uint64_t rio__put_chunk_size(struct rio_client *c, uint64_t len);
 /* The etag a PUT on c gets (enum rio_etag): what option etag asks for,
@@ -643,5 +646,12 @@ void rio__writer_invalidate(struct rio_writer *w);
  * a caller that must check a claimed MD5 (S3's Content-MD5) a second pass
  * over the bytes. 0, or RIO_ENOTSUP when the writer computes no MD5. */
 int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *bad);
+/* rio_writer_open with chunks of chunk_size bytes rather than the client's
+ * (the S3 gateway writes a part as one chunk so that Complete can compose
+ * it). size must be known; chunk_size within the engine's bounds (option
+ * chunk: 4 KiB to 1 GiB) and the target's part rules, else RIO_EINVAL. */
+int rio__writer_open_chunk(struct rio_client *c, const char *key, uint64_t size,
+                           uint64_t chunk_size, unsigned slots, const struct rio_call *opt,
+                           struct rio_writer **out);
 
 #endif

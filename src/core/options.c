@@ -28,8 +28,8 @@
 #define DEF_COOLDOWN_BASE_MS 100u
 #define DEF_COOLDOWN_CAP_MS 5000u
 
-#define MIN_CHUNK 4096ull
-#define MAX_CHUNK (1ull << 30)
+#define MIN_CHUNK RIO__CHUNK_MIN
+#define MAX_CHUNK RIO__CHUNK_MAX
 #define MAX_DEPTH 1024u
 
 void rio_options_init(struct rio_options *o)

@@ -504,8 +504,10 @@ static void writer_free(struct rio_writer *w)
     rio__free(w);
 }
 
-int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsigned slots,
-                    const struct rio_call *opt, struct rio_writer **out)
+/* rio_writer_open with chunk size cs (0: the client's, under the target's
+ * part rules). */
+static int writer_open(struct rio_client *c, const char *key, uint64_t size, uint64_t cs,
+                       unsigned slots, const struct rio_call *opt, struct rio_writer **out)
 {
     struct rio_writer *w;
     int ret;
@@ -524,7 +526,7 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
         return -ENOMEM;
     w->c = c;
     w->declared = size;
-    w->chunk_size = rio__put_chunk_size(c, size);
+    w->chunk_size = cs ? cs : rio__put_chunk_size(c, size);
     w->nslots = slots ? slots : c->o.depth * c->npaths;
     if (w->nslots < 2)
         w->nslots = 2;
@@ -569,6 +571,31 @@ int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsign
 err:
     writer_free(w);
     return ret;
+}
+
+int rio_writer_open(struct rio_client *c, const char *key, uint64_t size, unsigned slots,
+                    const struct rio_call *opt, struct rio_writer **out)
+{
+    return writer_open(c, key, size, 0, slots, opt, out);
+}
+
+int rio__writer_open_chunk(struct rio_client *c, const char *key, uint64_t size,
+                           uint64_t chunk_size, unsigned slots, const struct rio_call *opt,
+                           struct rio_writer **out)
+{
+    if (!c || !out)
+        return RIO_EINVAL;
+    *out = NULL;
+    /* The engine's bounds on a chunk (option chunk), then the target's
+     * part rules: a minimum part size when there is more than one, a
+     * maximum part count. An unknown size could end up past either. */
+    if (size == RIO_SIZE_UNKNOWN || chunk_size < RIO__CHUNK_MIN || chunk_size > RIO__CHUNK_MAX)
+        return RIO_EINVAL;
+    if (size > chunk_size && chunk_size < c->t->put_chunk_min)
+        return RIO_EINVAL;
+    if (c->t->put_chunks_max && size && (size - 1) / chunk_size + 1 > c->t->put_chunks_max)
+        return RIO_EINVAL;
+    return writer_open(c, key, size, chunk_size, slots, opt, out);
 }
 
 int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)

@@ -311,15 +311,20 @@ static void mpu(struct gw *g, struct gw *also, const char *key, const size_t *si
 /* Complete over rados:// composes parts of whole chunks without a copy:
  * the object's head lists the parts' chunks (version 2), no part's head
  * is left, the object reads back byte-exact with S3's multipart ETag, and
- * its delete removes every chunk. Parts that are not whole chunks are
- * copied as before. Two gateways completing one upload at once leave one
- * whole object and nothing fsck must not remove. */
+ * its delete removes every chunk. Parts of 5 MiB (one chunk each) compose,
+ * with a last part smaller than them or (copied onto itself in their chunk
+ * size) larger. Parts of uneven sizes are copied as before. Two gateways completing one upload at
+ * once leave one whole object and nothing fsck must not remove. */
 TEST(complete_composes_parts)
 {
     struct gw a;
     char url[1024];
     const size_t even[] = {8u << 20, 8u << 20, (3u << 20) + 11};
-    const size_t odd[] = {5u << 20, (5u << 20) + 3};
+    const size_t odd[] = {5u << 20, (6u << 20) + 3, 1u << 20};
+    /* 5 MiB parts (railio's, rclone's): each one chunk of its own size. */
+    const size_t five[] = {5u << 20, 5u << 20, 5u << 20, 1u << 20};
+    /* A last part larger than the others' chunk: copied onto itself. */
+    const size_t fivel[] = {5u << 20, 5u << 20, (5u << 20) + 3};
 
     gw_need();
     ru_url(url, sizeof(url), "rio", NULL);
@@ -348,7 +353,30 @@ TEST(complete_composes_parts)
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk/big", a.url), 204);
     T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
 
-    mpu(&a, NULL, "odd", odd, 2);
+    for (int v = 0; v < 2; v++) {
+        mpu(&a, NULL, "five", v ? fivel : five, v ? 3 : 4);
+        h = ru_head("rio", "cbk/five", &len);
+        T_TRUE(len > 20 && memcmp(h, RIO_RADOS_HEAD_MAGIC2 "\n", 20) == 0);
+        nch = 0;
+        T_TRUE(strstr(h, "\nnchunks ") &&
+               sscanf(strstr(h, "\nnchunks "), "\nnchunks %lu", &nch) == 1);
+        T_TRUE(strstr(h, ".rio-mpu/cbk/") != NULL); /* the parts' chunks, not copies */
+        T_TRUE(strstr(h, "\nchunk_size 5242880\n") != NULL);
+        free(h);
+        T_EQ(nch, 4);
+        T_EQ(ru_objects("rio", ".rio-mpu/cbk/"), 0);
+        T_EQ(ru_chunks("rio", "cbk/five."), 0);
+        T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), nch);
+        T_EQ(gw_curl(&a, "got", "%s/cbk/five", a.url), 200);
+        T_TRUE(gw_same(&a, "got", "all"));
+        T_TRUE(gw_has(&a, "got.h", v ? "-3\"" : "-4\""));
+        T_EQ(gw_curl(&a, "r", "-r 10485700-15728650 %s/cbk/five", a.url), 206);
+        T_TRUE(gw_range_is(&a, "r", "all", 10485700, 15728650 - 10485700 + 1));
+        T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk/five", a.url), 204);
+        T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
+    }
+
+    mpu(&a, NULL, "odd", odd, 3);
     h = ru_head("rio", "cbk/odd", &len);
     T_TRUE(len > 20 && memcmp(h, RIO_RADOS_HEAD_MAGIC "\n", 20) == 0);
     free(h);

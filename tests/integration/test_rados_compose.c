@@ -25,6 +25,7 @@ TEST(rados_not_built)
 #define T_CEPH_ARGS "--osds 1 --pool rio --pool rio2"
 #include <pthread.h>
 
+#include "core/engine.h"
 #include "rados_util.h"
 #include "transport/transport.h"
 
@@ -176,6 +177,77 @@ TEST(composed_object_reads_back_and_goes_whole)
     ru_idle(c);
     rio_client_destroy(c);
     rio_client_destroy(c2);
+}
+
+/* Put key with n pattern bytes of seed in chunks of cs bytes. */
+static void put_chunked(struct rio_client *c, const char *key, size_t n, uint64_t cs, uint64_t seed)
+{
+    struct rio_writer *w = NULL;
+    struct rio_desc d;
+    uint8_t *b = ru_pattern(n, seed);
+
+    T_EQ(rio__writer_open_chunk(c, key, n, cs, 0, NULL, &w), 0);
+    T_EQ(rio_writer_write(w, b, n), 0);
+    memset(&d, 0, sizeof(d));
+    T_EQ(rio_writer_close(w, &d), 0);
+    T_EQ(d.chunk_size, cs);
+    rio_desc_cleanup(&d);
+    free(b);
+}
+
+/* A last source of one chunk of its own size, no longer than the others'
+ * chunk, is the object's last chunk (what the S3 gateway writes for a last
+ * part): composed. One of several chunks of another size, or one chunk
+ * longer than the others', is not. */
+TEST(last_source_of_one_chunk_composes)
+{
+    struct rio_client *c = client(NULL);
+    struct rio_writer *w = NULL;
+    const char *keys[] = {"l/p1", "l/p2"};
+    const size_t sizes[] = {2 * CS, CS / 2 + 5};
+    const uint64_t seeds[] = {31, 32};
+    struct rio_desc d;
+    size_t n;
+
+    /* The writer's chunk size override is bounded. */
+    T_EQ(rio__writer_open_chunk(c, "l/x", CS, 1024, 0, NULL, &w), RIO_EINVAL);
+    T_EQ(rio__writer_open_chunk(c, "l/x", RIO_SIZE_UNKNOWN, CS, 0, NULL, &w), RIO_EINVAL);
+    T_EQ(rio__writer_open_chunk(c, "l/x", CS, 2ull << 30, 0, NULL, &w), RIO_EINVAL);
+    T_TRUE(w == NULL);
+
+    put(c, keys[0], sizes[0], seeds[0]);
+    put_chunked(c, keys[1], sizes[1], sizes[1], seeds[1]);
+    uint8_t *want = expect(sizes, seeds, 2, &n);
+    T_EQ(rio__compose(c, "l/obj", keys, NULL, 2, 0, &d), 0);
+    T_EQ(d.size, n);
+    T_EQ(d.nchunks, 3);
+    T_EQ(d.chunk_size, CS);
+    rio_desc_cleanup(&d);
+    head_starts("l/obj", RIO_RADOS_HEAD_MAGIC2 "\n");
+    T_EQ(chunks("l/"), 3);
+    reads_back(c, "l/obj", want, n);
+    free(want);
+
+    /* Alone, any chunk size is its own. */
+    put_chunked(c, "l/q1", CS + 3, CS + 3, 33);
+    const char *k1[] = {"l/q1"};
+    T_EQ(rio__compose(c, "l/one", k1, NULL, 1, 0, &d), 0);
+    T_EQ(d.chunk_size, CS + 3);
+    rio_desc_cleanup(&d);
+
+    /* Last sources that do not end an object of chunk size CS. */
+    put(c, "l/r1", CS, 34);
+    put_chunked(c, "l/r2", CS / 2 + 10, CS / 4, 35); /* 3 chunks of another size */
+    put_chunked(c, "l/r3", CS + 10, CS + 10, 36);    /* one chunk, longer */
+    const char *k2[] = {"l/r1", "l/r2"}, *k3[] = {"l/r1", "l/r3"};
+    T_EQ(rio__compose(c, "l/bad", k2, NULL, 2, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio__compose(c, "l/bad", k3, NULL, 2, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio_stat(c, "l/bad", &d), RIO_ENOTFOUND);
+    const char *del[] = {"l/obj", "l/one", "l/r1", "l/r2", "l/r3"};
+    for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++)
+        T_EQ(rio_delete(c, del[i]), 0);
+    T_EQ(chunks("l/"), 0);
+    rio_client_destroy(c);
 }
 
 TEST(uneven_geometry_is_not_composed)

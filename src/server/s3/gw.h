@@ -174,6 +174,8 @@ struct rio_entry;
 /* multipart.c: uploads under ".rio-mpu/BUCKET/UPLOADID" (the key) and
  * their parts ".rio-mpu/BUCKET/UPLOADID/NNNNN" on the backend. */
 #define GW_MPU_PREFIX ".rio-mpu/"
+/* The largest part UploadPart writes as one chunk (ops.c, part_chunk). */
+#define GW_PART_CHUNK_MAX (16ull << 20)
 #define GW_MPU_PARTS_MAX 10000u
 int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r);
 /* UploadPart: r->bkey becomes the part's key, then rio__gw_put_open. */

@@ -22,6 +22,7 @@
 #include <sys/random.h>
 
 #include "core/alloc.h"
+#include "core/engine.h"
 #include "core/internal.h"
 #include "railio.h"
 #include "server/s3/gw.h"
@@ -355,7 +356,7 @@ int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
 struct part {
     unsigned num;
     char etag[48];
-    uint64_t size, generation;
+    uint64_t size, generation, chunk_size, nchunks;
 };
 
 struct complete_ctx {
@@ -468,10 +469,75 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
     return 0;
 }
 
+/* Copy part key k (generation *gen) onto itself in chunks of cs bytes; *gen
+ * becomes the copy's. 0 or an error (the part as it was). */
+static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
+{
+    struct rio_writer *w = NULL;
+    struct rio_reader *rd = NULL;
+    struct rio_call call;
+    struct rio_desc d;
+    char *buf = rio__malloc(COPY_BLOCK);
+    int ret = buf ? 0 : -ENOMEM;
+
+    memset(&call, 0, sizeof(call));
+    call.expect_generation = *gen;
+    if (ret == 0)
+        ret = rio_reader_open(rio__gw_client(), k, 0, &call, &rd);
+    if (ret == 0)
+        ret = rio__writer_open_chunk(rio__gw_client(), k, size, cs, 0, NULL, &w);
+    while (ret == 0) {
+        int64_t got = rio_reader_read(rd, buf, COPY_BLOCK);
+        if (got <= 0) {
+            ret = (int)got;
+            break;
+        }
+        ret = rio_writer_write(w, buf, (size_t)got);
+    }
+    if (rd) {
+        int rc = rio_reader_close(rd);
+        if (!ret)
+            ret = rc;
+    }
+    rio__free(buf);
+    if (ret < 0) {
+        rio_writer_abort(w);
+        return ret;
+    }
+    memset(&d, 0, sizeof(d));
+    ret = rio_writer_close(w, &d);
+    if (ret == 0)
+        *gen = d.generation;
+    rio_desc_cleanup(&d);
+    return ret;
+}
+
+/* Where every part but the last composes (one chunk size, whole numbers of
+ * chunks: what UploadPart writes for parts of one size) and the last does
+ * not (chunks of another size: a last part smaller than the others but
+ * larger than a chunk of its own size), that part is copied onto itself in
+ * the others' chunk size, so that Complete copies one part rather than the
+ * object. Best effort: an error leaves the parts as they were. */
+static void last_fit(const char *id, struct gw_req *r, struct part *p, unsigned n)
+{
+    struct part *l = &p[n - 1];
+    uint64_t cs = p[0].chunk_size;
+    char k[160];
+
+    if (n < 2 || !cs || l->chunk_size == cs || (l->nchunks <= 1 && l->size <= cs))
+        return;
+    for (unsigned i = 0; i + 1 < n; i++)
+        if (p[i].chunk_size != cs || p[i].size % cs)
+            return;
+    part_key(r, id, l->num, k, sizeof(k));
+    if (rechunk(k, l->size, cs, &l->generation) == 0)
+        l->chunk_size = cs;
+}
+
 /* The parts, in order, composed into r's key without a copy where the
  * backend can (rados://: the object's head lists the parts' chunks); *out
  * its descriptor. RIO_ENOTSUP where it cannot: nothing changed. */
-static int compose(struct gw_req *r, const char *id, const struct part *p, unsigned n,
+static int compose(struct gw_req *r, const char *id, struct part *p, unsigned n,
                    struct rio_desc *out)
 {
     char *names = rio__malloc((size_t)n * 160);
@@ -480,6 +546,8 @@ static int compose(struct gw_req *r, const char *id, const struct part *p, unsig
     int ret = -ENOMEM;
 
     if (names && keys && gens) {
+        if (rio__t_ops(rio__gw_client()->t)->compose)
+            last_fit(id, r, p, n);
         for (unsigned i = 0; i < n; i++) {
             keys[i] = names + (size_t)i * 160;
             part_key(r, id, p[i].num, names + (size_t)i * 160, 160);
@@ -576,6 +644,8 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         }
         x.p[i].size = d.size;
         x.p[i].generation = d.generation;
+        x.p[i].chunk_size = d.chunk_size;
+        x.p[i].nchunks = d.nchunks;
         if (__builtin_add_overflow(total, d.size, &total)) {
             rio__free(x.p);
             return rio__gw_error(c, r, 400, "EntityTooLarge", "The object is too large.");

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/alloc.h"
+#include "core/engine.h"
 #include "railio.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
@@ -849,6 +850,29 @@ static int streaming(const struct gw_req *r)
            r->auth.payload_mode == RIO_S3_PAYLOAD_STREAMING_SIGNED_TRAILER;
 }
 
+/* The chunk size UploadPart writes a part of size P with: P itself (one
+ * chunk) where the client's chunk size would cut it into a partial last
+ * chunk and the backend composes, so that Complete composes parts of any
+ * one size (5 MiB: railio, rclone; 15 MiB: s3cmd) rather than copying them
+ * (docs/gateway.md). A part no larger than the client's chunk is one chunk
+ * anyway, one of a whole number of them needs nothing: 0, the client's.
+ * Bounded by GW_PART_CHUNK_MAX: a GET of the composed object moves chunks
+ * of that size, and its prefetch window (and a writer's slots) are counted
+ * in chunks, so the memory a request holds grows with it (4x the 4 MiB
+ * default at most); larger parts keep the client's chunks (and a Complete
+ * of them copies unless they are a whole number of chunks). */
+static uint64_t part_chunk(const struct gw_req *r)
+{
+    struct rio_client *cl = rio__gw_client();
+    uint64_t p = r->declared, cs;
+
+    if (r->op != GW_OP_UPLOAD_PART || p == UINT64_MAX || p > GW_PART_CHUNK_MAX ||
+        !rio__t_ops(cl->t)->compose)
+        return 0;
+    cs = rio__put_chunk_size(cl, p);
+    return p > cs && p % cs ? p : 0;
+}
+
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
 {
     const char *te = rio__gw_header(c, "Transfer-Encoding");
@@ -874,7 +898,11 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         if (ret < 0 || !r->dec)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
-    ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, NULL, &r->w);
+    uint64_t pc = part_chunk(r);
+    if (pc)
+        ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, NULL, &r->w);
+    else
+        ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, NULL, &r->w);
     if (ret < 0) {
         if (ret == RIO_ENOTSUP && r->declared == UINT64_MAX)
             return rio__gw_error(c, r, 411, "MissingContentLength",

@@ -6,7 +6,8 @@
  * them by name. Possible when the geometry is uniform: every source shares
  * one chunk size and every source but the last is a whole number of
  * chunks, so chunk i of the result covers [i x chunk_size, ...) as in any
- * object. Otherwise RIO_ENOTSUP, nothing changed, and the caller copies.
+ * object; the last may instead be one chunk of its own size, no longer
+ * than the others' chunk size. Otherwise RIO_ENOTSUP, nothing changed, and the caller copies.
  *
  *   1. the sources' heads are read (and checked against the generations
  *      the caller expects);
@@ -84,8 +85,19 @@ static int pool_slot(struct rados_transport *t, struct compose *c, int pi)
     return (int)c->h.npools++;
 }
 
+/* Whether the last source s ends an object of chunk size cs: chunks of cs
+ * (the last of them partial or not), or a single chunk of any chunk size
+ * no longer than cs (then it is exactly the object's last chunk: a part
+ * the S3 gateway wrote as one chunk, docs/gateway.md), or nothing. */
+static bool last_fits(const struct rio__rados_head *s, uint64_t cs)
+{
+    return s->chunk_size == cs || s->nchunks == 0 || (s->nchunks == 1 && s->size <= cs);
+}
+
 /* The new head from the sources: RIO_ENOTSUP when their geometry is not
- * uniform (or the result would not fit one head). */
+ * uniform (or the result would not fit one head). Every source but the
+ * last is a whole number of chunks of the first one's chunk size; the last
+ * fits after them (last_fits). */
 static int compose_build(struct rados_transport *t, struct compose *c)
 {
     struct rio__rados_head *h = &c->h;
@@ -94,7 +106,8 @@ static int compose_build(struct rados_transport *t, struct compose *c)
     h->chunk_size = c->src[0].chunk_size;
     for (unsigned i = 0; i < c->n; i++) {
         const struct rio__rados_head *s = &c->src[i];
-        if (s->chunk_size != h->chunk_size || (i + 1 < c->n && s->size % s->chunk_size != 0))
+        if (i + 1 < c->n ? s->chunk_size != h->chunk_size || s->size % s->chunk_size != 0
+                         : !last_fits(s, h->chunk_size))
             return RIO_ENOTSUP;
         if (__builtin_add_overflow(h->size, s->size, &h->size) || h->size > INT64_MAX)
             return RIO_ENOTSUP;
