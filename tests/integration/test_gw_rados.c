@@ -401,12 +401,15 @@ TEST(complete_composes_parts)
                sscanf(strstr(h, "\nnchunks "), "\nnchunks %lu", &nch) == 1);
         free(h);
         T_EQ(ru_objects("rio", ".rio-mpu/cbk/"), 0);
-        T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), nch);
+        /* Every chunk the head lists is there; when the losing Complete
+         * lent last, its delete leaves them (docs/rados.md), for fsck. */
+        T_GE(ru_chunks("rio", ".rio-mpu/cbk/"), nch);
+        T_TRUE(nch == 5);
         T_EQ(gw_curl(&b, "o", "-X DELETE %s/cbk/race", b.url), 204);
+        char out[1024];
+        T_EQ(ru_railio(out, sizeof(out), "fsck --grace 0 'rados://rio'"), 0);
+        T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
     }
-    char out[1024];
-    T_EQ(ru_railio(out, sizeof(out), "fsck --grace 0 'rados://rio'"), 0);
-    T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
     gw_stop(&b);
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk", a.url), 204);
     T_EQ(ru_chunks("rio", NULL), before);

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,6 +605,48 @@ static int concat(struct gw_req *r, const char *id, const struct part *p, unsign
     return ret;
 }
 
+/* Whether a and b hold the same bytes: the same size and chunk geometry,
+ * and the same chunk checksums (or, where the backend keeps none, the same
+ * whole-stream etag). */
+static bool same_bytes(const struct rio_desc *a, const struct rio_desc *b)
+{
+    if (a->size != b->size || a->chunk_size != b->chunk_size || a->nchunks != b->nchunks)
+        return false;
+    if (a->xxh && b->xxh)
+        return a->nchunks <= SIZE_MAX / sizeof(*a->xxh) &&
+               memcmp(a->xxh, b->xxh, (size_t)a->nchunks * sizeof(*a->xxh)) == 0;
+    return !a->xxh && !b->xxh && a->etag[0] && strcmp(a->etag, b->etag) == 0;
+}
+
+/*
+ * Two gateways completing one upload at once each commit a version of the
+ * same bytes, and the record written last may name the version that lost
+ * (its generation): then GET and HEAD would not find the multipart ETag.
+ * So, once the record is written, while the key's head is another version
+ * of the very same bytes, the record is written again for that version. A
+ * head with other bytes (a PutObject that came after) keeps its own record.
+ * *d becomes the version the record names.
+ */
+static int record_follows_head(struct gw_req *r, struct rio_desc *d)
+{
+    for (int i = 0; i < 4; i++) {
+        struct rio_desc cur;
+        memset(&cur, 0, sizeof(cur));
+        if (rio_stat(rio__gw_client(), r->bkey, &cur) < 0 || !cur.generation ||
+            cur.generation == d->generation || !same_bytes(&cur, d)) {
+            rio_desc_cleanup(&cur);
+            return 0;
+        }
+        SRV_DEBUG("s3: complete: another gateway committed the same bytes: record follows");
+        rio_desc_cleanup(d);
+        *d = cur;
+        int ret = rio__gw_meta_store(r->bucket, r->key, r->meta, d);
+        if (ret < 0)
+            return ret;
+    }
+    return 0;
+}
+
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
@@ -671,6 +715,8 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+    if (ret == 0)
+        ret = record_follows_head(r, &d);
     rio_desc_cleanup(&d);
     rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
