@@ -103,7 +103,7 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
 /* ------------------------------------------------ adaptive concurrency */
 
 /*
- * Adaptive concurrency (option adapt, on by default; docs/internals/engine.md,
+ * Adaptive concurrency (option adapt, off by default; docs/internals/engine.md,
  * "Adaptive concurrency"). Each call class (0 GET, 1 PUT) of a client stands
  * on a ladder of limits: 1, 2, 4 ... paths at depth 1 up to every path, then
  * depth 2, 4 ... up to the configured depth (the ceilings). It starts at the

@@ -6,13 +6,13 @@
  * configured paths and depth.
  *
  * - A target whose total rate falls as it holds more ops at once (the
- *   mock's contend=, a model of a CPU-bound server): the default settles on
+ *   mock's contend=, a model of a CPU-bound server): adapt=on settles on
  *   one path at depth 1, says so in the stats and the verdict, and moves
  *   the data faster than the fixed ceiling (adapt=off) on the same target.
  * - Independent rails, where goodput scales: every path is reached.
  * - A path that fails while the engine climbs does not count as "goodput
  *   fell": every path is still reached.
- * - adapt=off: every path at full depth from the first call, as before.
+ * - adapt=off (the default): every path at full depth from the first call.
  *
  * Decisions are made on 2x differences (a step up halves the contended
  * target's rate, doubles the rails'), so a loaded machine does not turn
@@ -76,7 +76,7 @@ static unsigned paths_used(const struct rio_stats *st)
  * paths x depth 2, eight ops at once) is slower on the same store. */
 TEST(adapt_settles_below_the_ceiling_on_a_contended_target)
 {
-    const char *url = "mock://adapt-contend?paths=4&disk=40MB&contend=1";
+    const char *url = "mock://adapt-contend?paths=4&disk=40MB&contend=1&adapt=on";
     struct eu e, off;
 
     eu_start_put_o(&e, url, N, 71, e.o.chunk_size = CHUNK, e.o.depth = 2);
@@ -116,8 +116,8 @@ TEST(adapt_reaches_every_path_on_independent_rails)
 {
     struct eu e;
 
-    eu_start_put_o(&e, "mock://adapt-rails?paths=4&rate=40MB", N, 72, e.o.chunk_size = CHUNK,
-                   e.o.depth = 2);
+    eu_start_put_o(&e, "mock://adapt-rails?paths=4&rate=40MB&adapt=on", N, 72,
+                   e.o.chunk_size = CHUNK, e.o.depth = 2);
     get_until_settled(&e, 72);
     SKIP_IF_STARVED(e.st.adapt_paths == 4);
     T_EQ(e.st.adapt_paths, 4u);
@@ -134,8 +134,8 @@ TEST(adapt_path_failure_is_not_less_goodput)
 {
     struct eu e;
 
-    eu_start_put_o(&e, "mock://adapt-fail?paths=4&rate=40MB", N, 73, e.o.chunk_size = CHUNK,
-                   e.o.depth = 2);
+    eu_start_put_o(&e, "mock://adapt-fail?paths=4&rate=40MB&adapt=on", N, 73,
+                   e.o.chunk_size = CHUNK, e.o.depth = 2);
     eu_fault(e.c, "disconnect:op=read:path=1:bytes=0:count=2:down=30");
     get_until_settled(&e, 73);
     T_GE(eu_faults_fired(e.c), 1u);
@@ -155,8 +155,8 @@ TEST(adapt_goes_down_when_the_target_wants_fewer)
 
     /* 64 chunks a call: a window at 4 x 2 needs 9 completions while work
      * still waits, which a call of 16 never gives at that level. */
-    eu_start_put_o(&e, "mock://adapt-down?paths=4&rate=40MB", N, 76, e.o.chunk_size = 64 * EU_KIB,
-                   e.o.depth = 2);
+    eu_start_put_o(&e, "mock://adapt-down?paths=4&rate=40MB&adapt=on", N, 76,
+                   e.o.chunk_size = 64 * EU_KIB, e.o.depth = 2);
     get_until_settled(&e, 76);
     SKIP_IF_STARVED(e.st.adapt_paths == 4);
     T_EQ(e.st.adapt_paths, 4u);
@@ -189,8 +189,8 @@ TEST(adapt_small_calls_climb_unmeasured)
     struct eu e;
     const size_t n = 2 * CHUNK;
 
-    eu_start_put_o(&e, "mock://adapt-small?paths=4&rate=40MB", n, 77, e.o.chunk_size = CHUNK,
-                   e.o.depth = 2);
+    eu_start_put_o(&e, "mock://adapt-small?paths=4&rate=40MB&adapt=on", n, 77,
+                   e.o.chunk_size = CHUNK, e.o.depth = 2);
     for (int i = 0; i < 20; i++)
         eu_get_check(e.c, "o", n, 77, &e.call);
     T_EQ(e.st.adapt_paths, 4u);
@@ -218,15 +218,16 @@ TEST(adapt_off_uses_every_path_at_once)
     eu_close(&e);
 }
 
-/* The default is on: the first call of a fresh client starts on one path. */
-TEST(adapt_default_on_starts_low)
+/* The default is off (docs/tuning.md): a fresh client uses every path at
+ * the configured depth from its first op, and the verdict names no adapt. */
+TEST(adapt_default_off)
 {
     struct eu e;
 
     eu_start_o(&e, "mock://adapt-default?paths=4&rate=40MB", e.o.chunk_size = CHUNK, e.o.depth = 2);
     eu_keep(&e, eu_put_pattern(e.c, "o", N, 75, &e.call));
-    T_NE(e.st.adapt_state, RIO_ADAPT_OFF);
-    T_TRUE(e.st.adapt_paths >= 1);
-    T_TRUE(strstr(e.st.verdict_text, "adapt PUT: ") != NULL);
+    T_EQ(e.st.adapt_state, RIO_ADAPT_OFF);
+    T_EQ(paths_used(&e.st), 4u);
+    T_TRUE(strstr(e.st.verdict_text, "adapt") == NULL);
     eu_close(&e);
 }

@@ -143,9 +143,14 @@ TEST(adapt_option)
 
     unsetenv("RIO_ADAPT");
     T_OK(check("mock://o", &o, why, sizeof(why)));
+    T_EQ(o.adapt, -1); /* off unless asked */
+    T_OK(check("mock://o?adapt=ON", &o, why, sizeof(why)));
     T_EQ(o.adapt, 1);
     T_OK(check("mock://o?adapt=OFF", &o, why, sizeof(why)));
     T_EQ(o.adapt, -1);
+    setenv("RIO_ADAPT", "yes", 1);
+    T_OK(check("mock://o", &o, why, sizeof(why)));
+    T_EQ(o.adapt, 1);
     setenv("RIO_ADAPT", "no", 1);
     T_OK(check("mock://o", &o, why, sizeof(why)));
     T_EQ(o.adapt, -1);
