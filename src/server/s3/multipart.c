@@ -471,23 +471,16 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
     return 0;
 }
 
-/* Copy part key k (generation *gen) onto itself in chunks of cs bytes; *gen
- * becomes the copy's. 0 or an error (the part as it was). */
-static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
+/* Append the bytes of key k, generation gen (0: any), to w through buf
+ * (COPY_BLOCK bytes). 0 or an error. */
+static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *buf)
 {
-    struct rio_writer *w = NULL;
     struct rio_reader *rd = NULL;
     struct rio_call call;
-    struct rio_desc d;
-    char *buf = rio__malloc(COPY_BLOCK);
-    int ret = buf ? 0 : -ENOMEM;
 
     memset(&call, 0, sizeof(call));
-    call.expect_generation = *gen;
-    if (ret == 0)
-        ret = rio_reader_open(rio__gw_client(), k, 0, &call, &rd);
-    if (ret == 0)
-        ret = rio__writer_open_chunk(rio__gw_client(), k, size, cs, 0, NULL, &w);
+    call.expect_generation = gen;
+    int ret = rio_reader_open(rio__gw_client(), k, 0, &call, &rd);
     while (ret == 0) {
         int64_t got = rio_reader_read(rd, buf, COPY_BLOCK);
         if (got <= 0) {
@@ -501,6 +494,22 @@ static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
         if (!ret)
             ret = rc;
     }
+    return ret;
+}
+
+/* Copy part key k (generation *gen) onto itself in chunks of cs bytes; *gen
+ * becomes the copy's. 0 or an error (the part as it was). */
+static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
+{
+    struct rio_writer *w = NULL;
+    struct rio_desc d;
+    char *buf = rio__malloc(COPY_BLOCK);
+    int ret = buf ? 0 : -ENOMEM;
+
+    if (ret == 0)
+        ret = rio__writer_open_chunk(rio__gw_client(), k, size, cs, 0, NULL, &w);
+    if (ret == 0)
+        ret = copy_into(w, k, *gen, buf);
     rio__free(buf);
     if (ret < 0) {
         rio_writer_abort(w);
@@ -575,25 +584,9 @@ static int concat(struct gw_req *r, const char *id, const struct part *p, unsign
         return -ENOMEM;
     ret = rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &w);
     for (unsigned i = 0; i < n && ret == 0; i++) {
-        struct rio_reader *rd = NULL;
-        struct rio_call call;
-        memset(&call, 0, sizeof(call));
-        call.expect_generation = p[i].generation; /* the part checked above, or nothing */
         part_key(r, id, p[i].num, k, sizeof(k));
-        ret = rio_reader_open(rio__gw_client(), k, 0, &call, &rd);
-        while (ret == 0) {
-            int64_t got = rio_reader_read(rd, buf, COPY_BLOCK);
-            if (got <= 0) {
-                ret = (int)got;
-                break;
-            }
-            ret = rio_writer_write(w, buf, (size_t)got);
-        }
-        if (rd) {
-            int rc = rio_reader_close(rd);
-            if (!ret)
-                ret = rc;
-        }
+        /* the part checked above, or nothing */
+        ret = copy_into(w, k, p[i].generation, buf);
     }
     rio__free(buf);
     if (ret < 0) {
