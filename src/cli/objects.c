@@ -22,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "core/key.h"
+#include "core/stream.h"
 #include "railio.h"
 
 double rio_cli_verify_gbps_core(const struct rio_stats *st)
@@ -587,19 +588,80 @@ static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 }
 
 /*
+ * get_resumable's destination: each chunk pwritten at its offset as soon as
+ * it is verified, in whatever order chunks verify, with no copy in between.
+ * done is the prefix of the file written whole (what a resume record may
+ * claim); the chunks written above it, out of order, wait in above (a few:
+ * the reader hands none beyond its prefetch window) until the prefix
+ * reaches them.
+ */
+struct chunk_sink {
+    int fd;
+    int err; /* the first write's error */
+    uint64_t size, chunk_size;
+    uint64_t done;
+    uint64_t *above;
+    size_t nabove, cap;
+    struct rio_cli_resume *rs;
+    double saved; /* when the record was last replaced */
+};
+
+static int chunk_write(void *arg, uint64_t off, const void *data, size_t len)
+{
+    struct chunk_sink *k = arg;
+    int ret = pwrite_all(k->fd, data, len, off);
+    if (ret < 0)
+        return k->err = ret;
+    if (off != k->done) {
+        if (k->nabove == k->cap) {
+            size_t ncap = k->cap ? 2 * k->cap : 16;
+            uint64_t *na = realloc(k->above, ncap * sizeof(*na));
+            if (!na)
+                return k->err = -ENOMEM;
+            k->above = na;
+            k->cap = ncap;
+        }
+        k->above[k->nabove++] = off;
+        return 0;
+    }
+    k->done += len;
+    for (size_t i = 0; i < k->nabove;) {
+        if (k->above[i] != k->done) {
+            i++;
+            continue;
+        }
+        uint64_t l = k->size - k->done < k->chunk_size ? k->size - k->done : k->chunk_size;
+        k->done += l;
+        k->above[i] = k->above[--k->nabove];
+        i = 0; /* the next chunk may sit anywhere in the list */
+    }
+    double now = rio_cli_now_s();
+    if (now - k->saved >= RESUME_SAVE_S || k->rs->done == 0) {
+        k->rs->done = k->done;
+        if (rio_cli_resume_save(k->rs) == 0)
+            rio_cli_tmp_register(NULL); /* resumable: a second signal keeps it */
+        k->saved = now;
+    }
+    return 0;
+}
+
+/*
  * A GET to a regular (or missing) FILE that can be resumed: the backend
  * stores the chunk checksums, so bytes kept from an earlier run can be
- * proven again. The bytes go to FILE.railio-tmp, written in order; once a
- * chunk is written, FILE.railio-tmp.resume (rio_cli_resume_*) records the
- * object's generation, size, chunk size and the bytes written, replaced
- * as the transfer goes, so an interrupt (or a kill) leaves a pair a later
- * get of the same URL into the same FILE takes up: it re-verifies the kept
- * chunks against the descriptor and fetches only the rest, from the same
- * generation (rio_reader_open_at with expect_generation). A changed object,
- * a bad record or kept bytes that do not match start over. Until the first
- * record the bytes are registered with the frame (a second signal removes
- * them). Returns 1 when the object cannot be resumed (no checksum list):
- * the caller takes the unnamed-temporary-file way; else the exit status.
+ * proven again. The bytes go to FILE.railio-tmp, each chunk written at its
+ * offset as it verifies (rio__get_chunks, planned from the descriptor the
+ * lookup here returned: one lookup, every read naming its generation);
+ * FILE.railio-tmp.resume (rio_cli_resume_*) records the object's generation,
+ * size, chunk size and the prefix of whole chunks written, replaced as the
+ * transfer goes, so an interrupt (or a kill) leaves a pair a later get of
+ * the same URL into the same FILE takes up: it re-verifies the kept chunks
+ * against the descriptor and fetches only the rest, from the same
+ * generation. A changed object, a bad record or kept bytes that do not
+ * match start over; a write that fails removes both. Until the first record
+ * the bytes are registered with the frame (a second signal removes them).
+ * FILE itself is replaced (rename) only once every chunk was written.
+ * Returns 1 when the object cannot be resumed (no checksum list): the
+ * caller takes the unnamed-temporary-file way; else the exit status.
  */
 static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
                          const char *file)
@@ -608,9 +670,9 @@ static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *u
     struct rio_desc d;
     struct rio_stats st;
     struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
-    struct rio_reader *rd = NULL;
+    struct chunk_sink k = {.fd = -1};
     uint8_t *buf = NULL;
-    uint64_t off = 0, pos = 0;
+    uint64_t off = 0;
     int fd = -1, rc, ret, tries = 0;
     bool have_rec;
 
@@ -632,17 +694,20 @@ again:
             rio_cli_resume_drop(&rs);
         return 1; /* nothing to prove kept bytes with */
     }
-    size_t cap = d.chunk_size < (1u << 20) ? 1u << 20 : (size_t)d.chunk_size;
-    if (!buf && !(buf = malloc(cap))) {
-        rio_desc_cleanup(&d);
-        return rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
-    }
     old = rs;
     off = 0;
     if (!no_resume && have_rec && rio_cli_resume_load(&old) == 0 &&
         old.generation == d.generation && old.size == d.size && old.chunk_size == d.chunk_size &&
-        (fd = rio_cli_resume_open(&rs)) >= 0)
+        (fd = rio_cli_resume_open(&rs)) >= 0) {
+        /* Kept bytes are read back to be proven: a buffer of a chunk. */
+        size_t cap = d.chunk_size < (1u << 20) ? 1u << 20 : (size_t)d.chunk_size;
+        if (!buf && !(buf = malloc(cap))) {
+            close(fd);
+            rio_desc_cleanup(&d);
+            return rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
+        }
         off = rio_cli_resume_prove(fd, &d, old.done, buf, cap);
+    }
     if (!off) {
         /* Start over: whatever was kept is not ours to trust. A
          * FILE.railio-tmp with no record is not ours at all (a user's file,
@@ -672,44 +737,33 @@ again:
     rs.size = d.size;
     rs.chunk_size = d.chunk_size;
     rs.done = off;
+    k = (struct chunk_sink){.fd = fd,
+                            .size = d.size,
+                            .chunk_size = d.chunk_size,
+                            .done = off,
+                            .rs = &rs,
+                            .saved = rio_cli_now_s()};
     struct rio_cli_progress pr;
     call.expect_generation = d.generation;
     rio_cli_progress_start(&pr, cl, &call, "get");
-    ret = rio_reader_open_at(c, key, off, 0, &call, &rd);
-    if (ret == RIO_EGENERATION && !off && ++tries < 5) {
-        /* replaced between the lookup and the open: look again */
-        rio_cli_progress_end(&pr);
-        rio_desc_cleanup(&d);
+    int64_t n = rio__get_chunks(c, &d, off, 0, chunk_write, &k, &call);
+    rio_cli_progress_end(&pr);
+    free(k.above);
+    k.above = NULL;
+    ret = n < 0 ? (int)n : 0;
+    int werr = k.err;
+    if (ret == RIO_EGENERATION && !off && !werr && ++tries < 5) {
+        /* replaced between the lookup and the reads: look again, from
+         * nothing (what was written belongs to the old generation) */
         close(fd);
         fd = -1;
+        rio_cli_resume_drop(&rs);
+        rio_cli_tmp_register(NULL);
+        have_rec = false;
+        rio_desc_cleanup(&d);
         goto again;
     }
-    double saved = rio_cli_now_s();
-    pos = off;
-    int werr = 0;
-    while (ret == 0) {
-        int64_t n = rio_reader_read(rd, buf, cap);
-        if (n <= 0) {
-            ret = (int)n;
-            break;
-        }
-        if ((werr = pwrite_all(fd, buf, (size_t)n, pos)) < 0)
-            break;
-        pos += (uint64_t)n;
-        double now = rio_cli_now_s();
-        if ((pos % d.chunk_size == 0 || pos == d.size) &&
-            (now - saved >= RESUME_SAVE_S || rs.done == 0)) {
-            rs.done = pos;
-            if (rio_cli_resume_save(&rs) == 0)
-                rio_cli_tmp_register(NULL); /* resumable: a second signal keeps it */
-            saved = now;
-        }
-    }
-    int cret = rd ? rio_reader_close(rd) : 0;
-    rio_cli_progress_end(&pr);
-    if (ret == 0 && !werr)
-        ret = cret;
-    if (ret == 0 && !werr) {
+    if (ret == 0) {
         if (close(fd) < 0)
             werr = -errno;
         fd = -1;
@@ -727,9 +781,9 @@ again:
         rc = rio_cli_fail_sys(cl, "writing", file, werr);
         goto out_drop;
     }
-    /* Interrupted or failed: what was written in whole chunks stays for a
-     * later get, unless nothing was. */
-    rs.done = pos == d.size ? pos : pos - pos % d.chunk_size;
+    /* Interrupted or failed: the prefix written in whole chunks stays for
+     * a later get, unless nothing was. */
+    rs.done = k.done;
     rc = rio_cli_fail_st(cl, "reading", url, ret, &st);
     if (rs.done && rio_cli_resume_save(&rs) == 0) {
         rio_cli_tmp_register(NULL);

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/internal.h"
+#include "core/stream.h"
 
 /* ------------------------------------------------------------ streams */
 
@@ -296,6 +297,113 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
     if (ret < 0)
         return ret;
     return cret < 0 ? cret : total;
+}
+
+/* rio__get_chunks: the lowest chunk of the reader's window that is verified
+ * and not handed yet (handed: a flag per ring slot). 1 with *idx set, 0
+ * once every chunk was handed, or the request's error. */
+static int chunks_next(struct rio_reader *rd, const uint8_t *handed, uint64_t *idx)
+{
+    struct rio__req *r = rd->r;
+    struct rio_client *c = rd->c;
+    int ret;
+
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        if (r->decided && r->status < 0) {
+            ret = r->status;
+            break;
+        }
+        if (rd->next >= r->end) {
+            ret = 0;
+            break;
+        }
+        uint64_t w = atomic_load(&r->window), i;
+        if (w > r->end)
+            w = r->end;
+        for (i = rd->next; i < w; i++)
+            if (!handed[i % r->prefetch] && r->chunks[i].state == CH_DONE)
+                break;
+        if (i < w) {
+            *idx = i;
+            ret = 1;
+            break;
+        }
+        if (!rio__call_progress_locked(c, rd->call))
+            pthread_cond_wait(&rd->call->cond, &c->mu);
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (ret < 0)
+        rd->err = ret;
+    return ret;
+}
+
+int64_t rio__get_chunks(struct rio_client *c, const struct rio_desc *d, uint64_t offset,
+                        unsigned prefetch,
+                        int (*cb)(void *arg, uint64_t off, const void *data, size_t len), void *arg,
+                        const struct rio_call *opt)
+{
+    struct rio_reader *rd;
+    uint8_t *handed = NULL;
+    int64_t total = 0;
+    int ret;
+
+    rio__detail_clear();
+    if (!c || !d || !cb || !memchr(d->key, '\0', sizeof(d->key)))
+        return RIO_EINVAL;
+    ret = reader_open(c, d->key, d, offset, UINT64_MAX, prefetch, opt, &rd);
+    if (ret < 0)
+        return ret;
+    rd->t_out = 0; /* the caller's time is its callback's, timed below */
+    struct rio__req *r = rd->r;
+    if (r->end > r->first && !(handed = rio__calloc(r->prefetch, 1))) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    /* Chunks are handed as they verify, so a slow chunk holds back only
+     * the slot it sits in: the window still moves with the lowest chunk
+     * not handed, since chunk i + prefetch lands in chunk i's slot. */
+    uint64_t idx;
+    while ((ret = chunks_next(rd, handed, &idx)) > 0) {
+        uint64_t off = idx * r->chunk_size;
+        uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+        const uint8_t *p = r->ring + (idx % r->prefetch) * r->chunk_size;
+        if (idx == r->first && rd->pos) {
+            /* opened inside this chunk: its bytes before offset are not ours */
+            p += rd->pos;
+            off += rd->pos;
+            len -= rd->pos;
+        }
+        uint64_t t0 = rio__now_ns();
+        int stop = cb(arg, off, p, (size_t)len);
+        rd->call->sink_ns += rio__now_ns() - t0;
+        if (stop) {
+            ret = stop < 0 ? stop : RIO_ECANCELED;
+            break;
+        }
+        total += (int64_t)len;
+        handed[idx % r->prefetch] = 1;
+        if (idx != rd->next)
+            continue;
+        while (rd->next < r->end && handed[rd->next % r->prefetch]) {
+            handed[rd->next % r->prefetch] = 0;
+            rd->next++;
+        }
+        rd->pos = 0;
+        atomic_store(&r->window, rd->next + r->prefetch);
+        rio__engine_kick(c);
+    }
+out:
+    rio__free(handed);
+    if (ret < 0) {
+        int err = ret;
+        if (!rd->err)
+            rd->err = err; /* the close cancels what is left, with this cause */
+        rio_reader_close(rd);
+        return err;
+    }
+    ret = rio_reader_close(rd);
+    return ret < 0 ? ret : total;
 }
 
 /* ------------------------------------------------------------- writer */
