@@ -602,8 +602,8 @@ struct chunk_sink {
     uint64_t done;
     uint64_t *above;
     size_t nabove, cap;
-    struct rio_cli_resume *rs;
-    double saved; /* when the record was last replaced */
+    struct rio_cli_resume *rs; /* NULL: no record kept (an unnamed file) */
+    double saved;              /* when the record was last replaced */
 };
 
 static int chunk_write(void *arg, uint64_t off, const void *data, size_t len)
@@ -612,6 +612,8 @@ static int chunk_write(void *arg, uint64_t off, const void *data, size_t len)
     int ret = pwrite_all(k->fd, data, len, off);
     if (ret < 0)
         return k->err = ret;
+    if (!k->rs)
+        return 0;
     if (off != k->done) {
         if (k->nabove == k->cap) {
             size_t ncap = k->cap ? 2 * k->cap : 16;
@@ -661,10 +663,12 @@ static int chunk_write(void *arg, uint64_t off, const void *data, size_t len)
  * the bytes are registered with the frame (a second signal removes them).
  * FILE itself is replaced (rename) only once every chunk was written.
  * Returns 1 when the object cannot be resumed (no checksum list): the
- * caller takes the unnamed-temporary-file way; else the exit status.
+ * caller takes the unnamed-temporary-file way, with the descriptor looked
+ * up here in *looked where there is one (else *looked is left zeroed);
+ * else the exit status.
  */
 static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
-                         const char *file)
+                         const char *file, struct rio_desc *looked)
 {
     struct rio_cli_resume rs, old;
     struct rio_desc d;
@@ -688,7 +692,7 @@ again:
     }
     if (!d.xxh || !d.size || !d.chunk_size || d.chunk_size > RESUME_CHUNK_MAX ||
         d.nchunks != (d.size - 1) / d.chunk_size + 1) {
-        rio_desc_cleanup(&d);
+        *looked = d;
         free(buf);
         if (have_rec)
             rio_cli_resume_drop(&rs);
@@ -718,7 +722,7 @@ again:
             rio_cli_resume_drop(&rs);
         fd = open(rs.data, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST && !have_rec) {
-            rio_desc_cleanup(&d);
+            *looked = d;
             free(buf);
             return 1;
         }
@@ -801,6 +805,32 @@ out:
 }
 
 /*
+ * The unnamed temporary file's fill, from the descriptor get_resumable
+ * looked up (no second lookup): each chunk pwritten at its offset as it
+ * arrives, in any order (the file is renamed over FILE only after the
+ * last). A key replaced before the reads named its generation is looked up
+ * again and fetched from the start, at most 4 times more, as
+ * rio_get_stream does. *werr: a write's error.
+ */
+static int64_t get_to_tmp(struct rio_client *c, const char *key, struct rio_desc *d, int fd,
+                          int *werr, const struct rio_call *call)
+{
+    for (int tries = 0;; tries++) {
+        struct chunk_sink k = {.fd = fd, .size = d->size, .chunk_size = d->chunk_size};
+        int64_t n = rio__get_chunks(c, d, 0, 0, chunk_write, &k, call);
+        *werr = k.err;
+        if (n != RIO_EGENERATION || k.err || tries >= 4)
+            return n;
+        rio_desc_cleanup(d);
+        int ret = rio_stat(c, key, d);
+        if (ret < 0)
+            return ret;
+        if (ftruncate(fd, 0) < 0)
+            return *werr = -errno;
+    }
+}
+
+/*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
  * FILE that is missing or a regular file: through a temporary file renamed
@@ -817,9 +847,12 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
     struct rio_stats st;
     struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct out_sink o = {.fd = 1};
+    struct rio_desc looked;
     bool tmp = false, anon = false;
     char *file = NULL;
     int rc = get_target(cl, key, dest, &file);
+
+    memset(&looked, 0, sizeof(looked));
 
     if (rc)
         return rc;
@@ -830,7 +863,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         if (missing && missing != ENOENT) {
             ret = -missing;
         } else if ((missing || S_ISREG(lsb.st_mode)) &&
-                   (rc = get_resumable(cl, c, url, key, file)) != 1) {
+                   (rc = get_resumable(cl, c, url, key, file, &looked)) != 1) {
             free(file);
             return rc;
         } else if (missing || S_ISREG(lsb.st_mode)) {
@@ -853,6 +886,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         }
         if (ret < 0) {
             rc = rio_cli_fail_sys(cl, tmp ? "creating a temporary file for" : "opening", file, ret);
+            rio_desc_cleanup(&looked);
             free(file);
             return rc;
         }
@@ -861,8 +895,10 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
     }
     struct rio_cli_progress pr;
     rio_cli_progress_start(&pr, cl, &call, "get");
-    int64_t n = rio_get_stream(c, key, 0, sink_write, &o, &call);
+    int64_t n = tmp && looked.generation ? get_to_tmp(c, key, &looked, o.fd, &o.err, &call)
+                                         : rio_get_stream(c, key, 0, sink_write, &o, &call);
     rio_cli_progress_end(&pr);
+    rio_desc_cleanup(&looked);
     int ret = n < 0 ? (int)n : 0;
     /* The cleanup calls no rio_*: rio_error_detail() still holds the cause. */
     if (tmp) {

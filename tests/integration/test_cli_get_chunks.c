@@ -12,7 +12,9 @@
  *   claims only the prefix of whole chunks written, and the next get keeps
  *   exactly that and ends byte-exact;
  * - interrupted while the first chunk is held and later ones were written:
- *   nothing is kept (no prefix), nothing is left.
+ *   nothing is kept (no prefix), nothing is left;
+ * - the unnamed-temporary-file way (FILE.railio-tmp is someone else's)
+ *   writes at offsets too, and a failed write there leaves the old FILE.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -196,4 +198,27 @@ TEST(interrupted_with_no_prefix_leaves_nothing)
     out_is_old();
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
     T_EQ(get_again(), 0u);
+}
+
+/* A FILE.railio-tmp that is not an interrupted get's (a user's file) sends
+ * the get the unnamed-temporary-file way, which takes the same descriptor
+ * and writes chunks at their offsets too: out of order, byte-exact; a
+ * write that fails leaves the old FILE and the user's file only. */
+TEST(unnamed_way_writes_at_offsets)
+{
+    setup();
+    t_write_file(tmpf, "precious", 8);
+    pid_t pid = start_get("faults=delay:op=read:chunk=0:delay=400&paths=2&depth=4", 0);
+    T_EQ(wait_exit(pid), 0);
+    out_is_obj();
+    t_write_file(out, "old", 3);
+    pid = start_get("paths=1&depth=4", 1 << 20);
+    T_NE(wait_exit(pid), 0);
+    out_is_old();
+    size_t n;
+    uint8_t *kept = t_slurp(tmpf, &n);
+    T_EQ(n, 8u);
+    T_MEMEQ(kept, "precious", 8);
+    free(kept);
+    T_EQ(t_dir_count(dir, "railio-tmp"), 1);
 }
