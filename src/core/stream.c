@@ -398,7 +398,7 @@ out:
     if (ret < 0) {
         int err = ret;
         if (!rd->err)
-            rd->err = err; /* the close cancels what is left, with this cause */
+            rd->err = err; /* the close cancels what is left and answers this */
         rio_reader_close(rd);
         return err;
     }
