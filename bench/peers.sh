@@ -151,12 +151,14 @@ s3op() {
     rclone:*)
         local a="$f" b="rgw:$S3_BUCKET/$key"
         [ "$op" = get ] && a=$b b=$f
-        # AWS_CA_BUNDLE (for https) makes rclone refuse its plain-http transport
+        # AWS_CA_BUNDLE (for https) makes rclone refuse its plain-http transport;
+        # --ignore-times: without it rclone skips a PUT whose size and mtime
+        # match what the bucket holds, and its PUT column timed nothing
         env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null RCLONE_CONFIG_RGW_TYPE=s3 \
             RCLONE_CONFIG_RGW_PROVIDER=Ceph RCLONE_CONFIG_RGW_ENDPOINT="$S3_ENDPOINT" \
             RCLONE_CONFIG_RGW_ACCESS_KEY_ID="$S3_ACCESS_KEY" \
             RCLONE_CONFIG_RGW_SECRET_ACCESS_KEY="$S3_SECRET_KEY" RCLONE_CONFIG_RGW_REGION=us-east-1 \
-            rclone copyto -q "$a" "$b"
+            rclone copyto -q --ignore-times "$a" "$b"
         ;;
     esac
 }
@@ -193,6 +195,9 @@ sec_b() {
             k="peers-$t-$b"
             : >"$TMP/b.$t.put" && : >"$TMP/b.$t.get"
             for r in $(seq 1 "$REPEAT"); do
+                # every tool really uploads: no earlier copy of the key
+                # left for a tool to find and skip
+                s3_absent "$k" || die "$t PUT $(human "$b"): could not remove $k before the PUT"
                 timed "$TMP/op.log" s3op "$t" put "$k" "$TMP/src" >>"$TMP/b.$t.put" ||
                     die "$t PUT $(human "$b"): $(tail -3 "$TMP/op.log")"
                 rm -f "$TMP/dst"
@@ -210,6 +215,15 @@ sec_b() {
             done
         done
     done
+}
+
+# s3_absent KEY: delete KEY and check that HEAD answers 404.
+s3_absent() {
+    local code
+    s3_curl -X DELETE -o /dev/null "$S3_ENDPOINT/$S3_BUCKET/$1" || return 1
+    # --fail makes the 404 an exit status; -w still prints the code
+    code=$(s3_curl -o /dev/null -w '%{http_code}' -I "$S3_ENDPOINT/$S3_BUCKET/$1" 2>/dev/null) || true
+    [ "$code" = 404 ]
 }
 
 # One row of (b): column 1 wall seconds, 2 CPU s/GiB, medians per tool, and

@@ -1049,6 +1049,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             io->dst =
                 r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff + poff;
             io->xxh = r->xxh && !ch->parent ? r->xxh[ch->idx] : 0;
+            io->xxh_valid = false;
         } else {
             io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
@@ -1148,6 +1149,21 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
         req_decide_locked(c, r, 0);
 }
 
+/* a's chunk, landed whole, hashes to h: done if that is its xxh3, else it
+ * failed with RIO_ECHECKSUM (and goes out again). */
+static void chunk_check_locked(struct rio_client *c, struct rio__req *r, struct rio__attempt *a,
+                               uint64_t h, uint64_t now)
+{
+    if (h == r->xxh[a->ch->idx]) {
+        req_chunk_done_locked(c, r, a, now);
+    } else {
+        /* A split chunk that does not match is fetched again whole. */
+        a->ch->npieces = 0;
+        r->call->path_errors[a->path]++;
+        chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, now);
+    }
+}
+
 /* The transport delivered a chunk whole and its checksum is still to be
  * checked; path and counters are settled (handle_completion_locked). Runs on
  * the client's cpu pool, without mu: only this attempt reads the chunk's
@@ -1169,16 +1185,8 @@ static void verify_task(void *arg)
     call->verify_cpu_ns += cpu;
     call->verify_bytes += a->io.len;
     r->verifying--;
-    if (!r->decided) {
-        if (h == r->xxh[a->ch->idx]) {
-            req_chunk_done_locked(c, r, a, now);
-        } else {
-            /* A split chunk that does not match is fetched again whole. */
-            a->ch->npieces = 0;
-            call->path_errors[a->path]++;
-            chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, now);
-        }
-    }
+    if (!r->decided)
+        chunk_check_locked(c, r, a, h, now);
     attempt_put_locked(c, a);
     pthread_mutex_unlock(&c->mu);
     /* The engine dispatches the freed work and fences what is over. */
@@ -1202,6 +1210,8 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         goto out;
     }
     int64_t res = a->io.res;
+    /* The transport's hash of what it wrote covers a whole chunk only. */
+    bool hashed = a->io.xxh_valid && !ch->parent;
     int err = 0;
     if (res < 0)
         err = (int)res;
@@ -1231,6 +1241,13 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
             a->ch = pa;
             a->io.len = req_chunk_len(r, pa->idx);
             a->io.dst = r->data + pa->idx * r->chunk_size;
+        }
+        if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0 && hashed) {
+            /* Hashed as it landed (rio_io.xxh_got): compared here, no
+             * second pass over the chunk. */
+            r->call->verify_bytes += a->io.len;
+            chunk_check_locked(c, r, a, a->io.xxh_got, now);
+            goto out;
         }
         if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0) {
             /* The path delivered; whether the chunk is right is the cpu

@@ -41,6 +41,14 @@ struct rio_io {
     /* out: set by the transport before complete() */
     int64_t res;     /* bytes moved (== len on success), or < 0 error */
     uint64_t svc_ns; /* target's service time for this op, 0 if unknown */
+    /* READ, optional: xxh_got is the xxh3-64 of the len bytes now in dst,
+     * hashed by the transport piece by piece as it wrote them (still in
+     * cache), so the engine compares it with the expected one instead of
+     * reading the chunk again. Set xxh_valid only when the transport itself
+     * wrote every byte of dst, in order, and hashed exactly those; the
+     * engine clears it at each submit and uses it only for whole chunks. */
+    uint64_t xxh_got;
+    bool xxh_valid;
 
     void (*complete)(struct rio_io *io);
     void *engine_priv; /* the engine's */

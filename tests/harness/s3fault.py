@@ -28,6 +28,8 @@ The object is stored under the full key as usual. Kinds:
   norange    206 without Content-Range
   badrange   206 whose Content-Range starts one byte late (body is right)
   overrun    206 with the right Content-Range but 100 bytes too many
+  getflip    206 with the right headers and length, one bit of the body
+             flipped (damaged in flight): only the chunk's xxh3 sees it
   etag       replace the object (new bytes, new ETag) before answering, so
              this and later reads of the old ETag get 412
   put503     PUT (part or object): 503 after reading the body
@@ -328,6 +330,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "badrange":
             h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
             return self.send(206, part, h)
+        if kind == "getflip":
+            h["Content-Range"] = cr
+            bad = bytearray(part)
+            bad[len(bad) // 2] ^= 0x10
+            return self.send(206, bytes(bad), h)
         if kind == "overrun":
             h["Content-Range"] = cr
             extra = part + b"\xEE" * 100

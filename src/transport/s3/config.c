@@ -357,8 +357,10 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     v = getenv("RIO_S3_DEBUG");
     if (v && *v && rio__opt_bool("RIO_S3_DEBUG", v, &t->debug) < 0)
         goto out;
-    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 0, 1024, CURL_MAX_READ_SIZE, RIO_OPT_SIZE_ZERO,
-                  &x) < 0)
+    /* 512 KiB: a 16 KiB buffer (curl's) costs a recv and a body callback
+     * per 16 KiB (docs/s3.md, bufsize); 0 leaves curl's. */
+    if (knob_size(u, "bufsize", "RIO_S3_BUFSIZE", 512 * 1024, 1024, CURL_MAX_READ_SIZE,
+                  RIO_OPT_SIZE_ZERO, &x) < 0)
         goto out;
     t->bufsize = (long)x;
     if (knob_size(u, "upbufsize", "RIO_S3_UPBUFSIZE", 512 * 1024, 16 * 1024, 2 * 1024 * 1024,

@@ -15,6 +15,15 @@
 #include <string.h>
 #include <strings.h>
 
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xxh_x86dispatch.h>
+#define XXH3_UPDATE XXH3_64bits_update_dispatch
+#else
+#define XXH3_UPDATE XXH3_64bits_update
+#endif
+
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/copy.h"
@@ -32,11 +41,14 @@ int rio__s3_op_make(void *e, void *arg)
     op->p = p;
     op->e = curl_easy_init();
     op->md = EVP_MD_CTX_new();
-    if (!op->e || !op->md) {
+    op->xs = XXH3_createState();
+    if (!op->e || !op->md || !op->xs) {
         curl_easy_cleanup(op->e);
         EVP_MD_CTX_free(op->md);
+        XXH3_freeState(op->xs);
         op->e = NULL;
         op->md = NULL;
+        op->xs = NULL;
         return -ENOMEM;
     }
     rio__s3_easy_common(p->t, op->e, p->iface);
@@ -64,8 +76,10 @@ void rio__s3_op_unmake(void *e, void *arg)
         curl_multi_remove_handle(p->m, op->e);
     curl_easy_cleanup(op->e);
     EVP_MD_CTX_free(op->md);
+    XXH3_freeState(op->xs);
     op->e = NULL;
     op->md = NULL;
+    op->xs = NULL;
 }
 
 /*
@@ -135,6 +149,12 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         rio__copy_nt((uint8_t *)io->dst + op->got, p, n);
     else
         memcpy((uint8_t *)io->dst + op->got, p, n);
+    /* The bytes just stored, while they are in cache: the chunk's xxh3
+     * without a second pass (rio_io.xxh_got). */
+    if (op->xxh_stream && XXH3_UPDATE(op->xs, (const uint8_t *)io->dst + op->got, n) != XXH_OK) {
+        op->err = -ENOMEM;
+        return 0;
+    }
     op->got += n;
     return n;
 }
@@ -222,6 +242,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
 
     op->checked = false;
     op->md5_stream = false;
+    op->xxh_stream = false;
     op->md5hex[0] = '\0';
     op->crc = 0;
     op->err = 0;
@@ -235,6 +256,14 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
     rio__s3_hdrs_init(&op->h, op->hbuf, sizeof(op->hbuf));
 
     if (io->kind == RIO_IO_READ) {
+        /* Hashed as stored when the engine will check it (a whole chunk,
+         * expected xxh3 known) and every byte lands through memcpy: not
+         * with discard (nothing stored) nor nt_copy (not in cache). */
+        if (io->xxh && !t->discard && !t->nt_copy) {
+            if (XXH3_64bits_reset(op->xs) != XXH_OK)
+                return -ENOMEM;
+            op->xxh_stream = true;
+        }
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, io->off,
                  io->off + io->len - 1);
         x[nx++] = (struct rio_s3_kv){"range", range};
@@ -342,6 +371,10 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
         if (op->got != io->len) {
             err = RIO_ESHORT;
             goto fail;
+        }
+        if (op->xxh_stream) {
+            io->xxh_got = XXH3_64bits_digest(op->xs);
+            io->xxh_valid = true;
         }
         curl_off_t pre = 0, start = 0;
         if (curl_easy_getinfo(op->e, CURLINFO_PRETRANSFER_TIME_T, &pre) == CURLE_OK &&

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS unit */
+/*
+ * A transport that hashes a READ's bytes as it stores them hands the engine
+ * the chunk's xxh3 (rio_io.xxh_got, xxh_valid: the S3 transport does, from
+ * curl's body callback); the engine compares that instead of reading the
+ * chunk again, and a mismatch is a checksum failure like any other: the
+ * chunk goes again, and the GET fails once the retries are spent. The
+ * hashes come from the mock's submit patched in the test: each READ's
+ * completion is wrapped and given a hash, right or wrong as scripted.
+ */
+#include <stdatomic.h>
+
+#include "core/checksum.h"
+#include "engine_util.h"
+#include "transport/transport.h"
+
+static const struct rio_transport_ops *real;
+static struct rio_transport_ops patched;
+static void (*engine_complete)(struct rio_io *io); /* the engine's, the same for every op */
+static _Atomic int lie_n;                          /* completions still to hash wrongly (-1: all) */
+static _Atomic unsigned hashed;                    /* READ completions given a hash */
+
+static void wrapped_complete(struct rio_io *io)
+{
+    if (io->kind == RIO_IO_READ && io->res == (int64_t)io->len && io->xxh) {
+        /* The bytes in dst are right: only the hash may lie, so a failed
+         * check proves the engine took the transport's word for it. */
+        uint64_t h = rio__xxh3(io->dst, io->len);
+        int n = atomic_load(&lie_n);
+        if (n != 0) {
+            if (n > 0)
+                atomic_fetch_sub(&lie_n, 1);
+            h ^= 1;
+        }
+        io->xxh_got = h;
+        io->xxh_valid = true;
+        atomic_fetch_add(&hashed, 1);
+    }
+    engine_complete(io);
+}
+
+static int f_submit(struct rio_transport *t, struct rio_io *io)
+{
+    T_EQ(io->xxh_valid, false); /* cleared by the engine at each submit */
+    engine_complete = io->complete;
+    io->complete = wrapped_complete;
+    return real->submit(t, io);
+}
+
+static void patch(struct rio_client *c, int lies)
+{
+    struct rio_transport *t = rio__client_transport(c);
+    real = rio__t_ops(t);
+    patched = *real;
+    patched.submit = f_submit;
+    atomic_store(&lie_n, lies);
+    atomic_store(&hashed, 0);
+    rio__t_set_ops(t, &patched);
+}
+
+static void unpatch(struct rio_client *c)
+{
+    rio__t_set_ops(rio__client_transport(c), real);
+}
+
+#define OBJ (16 * EU_CHUNK + 123) /* 17 chunks, the last short */
+#define NCHUNKS 17u
+
+/* Right hashes: the GET is whole, every chunk counted as verified, each
+ * by the transport's hash (one per chunk, no retry). */
+TEST(transport_hash_accepted)
+{
+    struct eu e;
+    uint8_t *src, *dst = malloc(OBJ);
+
+    eu_begin(&e);
+    src = eu_open_put(&e, "mock://hashed1", OBJ, 1);
+    patch(e.c, 0);
+    memset(dst, 0, OBJ);
+    T_EQ(rio_get(e.c, "o", dst, OBJ, &e.call), (int64_t)OBJ);
+    T_OK(memcmp(dst, src, OBJ));
+    T_EQ(atomic_load(&hashed), NCHUNKS);
+    T_EQ(e.st.verify_bytes, (uint64_t)OBJ);
+    T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 0u);
+    unpatch(e.c);
+    eu_close(&e);
+    free(dst);
+}
+
+/* A wrong hash for good bytes: the chunk fails RIO_ECHECKSUM and is read
+ * again (retry is rollback), and the GET still returns the object. */
+TEST(transport_hash_mismatch_retried)
+{
+    struct eu e;
+    uint8_t *src, *dst = malloc(OBJ);
+
+    eu_begin(&e);
+    e.o.retry_attempts = 4;
+    src = eu_open_put(&e, "mock://hashed2", OBJ, 2);
+    patch(e.c, 3);
+    T_EQ(rio_get(e.c, "o", dst, OBJ, &e.call), (int64_t)OBJ);
+    T_OK(memcmp(dst, src, OBJ));
+    T_EQ(e.st.retries[RIO_CLASS_CHECKSUM], 3u);
+    T_EQ(atomic_load(&hashed), NCHUNKS + 3);
+    unpatch(e.c);
+    eu_close(&e);
+    free(dst);
+}
+
+/* Always wrong: the GET fails with the checksum error, never returns. */
+TEST(transport_hash_always_wrong_fails)
+{
+    struct eu e;
+    uint8_t *dst = malloc(OBJ);
+
+    eu_begin(&e);
+    e.o.retry_attempts = 2;
+    eu_open_put(&e, "mock://hashed3", OBJ, 3);
+    patch(e.c, -1);
+    int64_t got = rio_get(e.c, "o", dst, OBJ, &e.call);
+    T_LT(got, 0);
+    T_GT(e.st.retries[RIO_CLASS_CHECKSUM], 0u);
+    unpatch(e.c);
+    eu_close(&e);
+    free(dst);
+}
