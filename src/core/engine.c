@@ -146,8 +146,8 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
  * goodput try the step up at once, then the step below. */
 #define ADAPT_FELL 0.8
 /* A path is stalled when its oldest op in flight has run ADAPT_STALL_X
- * times the path's expected op time plus ADAPT_STALL_NS while another path
- * completed ops. */
+ * times the path's expected op time plus ADAPT_STALL_NS while it completed
+ * nothing and another path completed ops (path_stalled). */
 #define ADAPT_STALL_X 4.0
 #define ADAPT_STALL_NS 20000000ull
 /* A step up in paths that gives this share of its paths' ratio in goodput
@@ -206,9 +206,6 @@ static void adapt_set_level(struct rio_client *c, struct rio__adapt *st, unsigne
     adapt_window(st, now);
 }
 
-/* Class dir has work for the first time: it starts where the client's
- * other class stands (the same paths to the same target), else at the
- * bottom, and climbs from there. */
 /* Grow from level l with nothing below to beat: its first window measures
  * l, the next one the step up. */
 static void adapt_grow_from(struct rio_client *c, struct rio__adapt *st, unsigned l, uint64_t now)
@@ -222,6 +219,9 @@ static void adapt_grow_from(struct rio_client *c, struct rio__adapt *st, unsigne
     adapt_set_level(c, st, l, now);
 }
 
+/* Class dir has work for the first time: it starts where the client's
+ * other class stands (the same paths to the same target), else at the
+ * bottom, and climbs from there (lifted if the client's limits are). */
 static void adapt_start_locked(struct rio_client *c, int dir, uint64_t now)
 {
     struct rio__adapt *st = &c->adapt[dir], *other = &c->adapt[!dir];
