@@ -172,7 +172,7 @@ struct rio_options {
      * system store); see docs/protocol.md, TLS. Other schemes ignore it.
      * Aligned: it takes the first reserved word, not etag's padding. */
     int tls __attribute__((aligned(8)));
-    /* RIO_ADAPT / adapt=on|off: 1 on, -1 off (default). On, the engine
+    /* RIO_ADAPT / adapt=on|off: 1 on (default), -1 off. On, the engine
      * starts each call class (GET, PUT) of the client on one path at depth
      * 1 and adds paths, then depth, while goodput grows, up to paths and
      * depth (then ceilings); off, it uses them all from the start
@@ -282,7 +282,7 @@ struct rio_stats {
      * the source). 0 for other calls. */
     uint64_t sink_ns;
     uint64_t source_ns;
-    /* Adaptive concurrency (option adapt, off by default): where the engine
+    /* Adaptive concurrency (option adapt, on by default): where the engine
      * stood for this call's class (its first request's, GET or PUT) when
      * the call ended: the paths it used and the depth of each (0, 0: adapt
      * off), its state (enum rio_adapt_state) and, when settled below the

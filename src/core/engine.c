@@ -103,7 +103,7 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
 /* ------------------------------------------------ adaptive concurrency */
 
 /*
- * Adaptive concurrency (option adapt, off by default; docs/internals/engine.md,
+ * Adaptive concurrency (option adapt, on by default; docs/internals/engine.md,
  * "Adaptive concurrency"). Each call class (0 GET, 1 PUT) of a client stands
  * on a ladder of limits: 1, 2, 4 ... paths at depth 1 up to every path, then
  * depth 2, 4 ... up to the configured depth (the ceilings). It starts at the
@@ -125,9 +125,16 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
  * then adds nothing). It ends without a verdict while the class has no work
  * waiting (a call's tail, a reader waiting for its consumer, the time
  * between calls) and when a path fails (a path cooling down says nothing
- * about how many paths the target wants); while a path is down or probed
- * the class may use every path (adapt_mask). The state lives in the client,
- * under mu like the paths, so a sequence of calls converges.
+ * about how many paths the target wants). While a path is down, probed or
+ * stalled (path_stalled) the limits are lifted (adapt_lift_locked): every
+ * class may use every path at the configured depth, so the survivors carry
+ * the work as without adapt, and no window is measured; once every path is
+ * healthy again each class climbs again from the level it held. A settled
+ * class whose goodput falls below ADAPT_FELL of what it held, two windows
+ * in a row, tries the step up first (a path that came back, a target that
+ * got slower per connection), and if that does not pay the step below.
+ * The state lives in the client, under mu like the paths, so a sequence of
+ * calls converges.
  */
 #define ADAPT_MARGIN 0.08
 #define ADAPT_WIN_MIN_OPS 3u
@@ -136,8 +143,13 @@ static void path_rate_sample(struct rio__path_dir *d, uint64_t now)
 #define ADAPT_WIN_MAX_X 4u
 #define ADAPT_SHORT_CALLS 3u
 /* Settled: two windows in a row below this share of the held level's
- * goodput try the step below at once. */
-#define ADAPT_FELL 0.6
+ * goodput try the step up at once, then the step below. */
+#define ADAPT_FELL 0.8
+/* A path is stalled when its oldest op in flight has run ADAPT_STALL_X
+ * times the path's expected op time plus ADAPT_STALL_NS while it completed
+ * nothing and another path completed ops (path_stalled). */
+#define ADAPT_STALL_X 4.0
+#define ADAPT_STALL_NS 20000000ull
 /* A step up in paths that gives this share of its paths' ratio in goodput
  * (2 paths: 1.7x one's) goes straight on to every path. */
 #define ADAPT_LINEAR 0.85
@@ -194,19 +206,29 @@ static void adapt_set_level(struct rio_client *c, struct rio__adapt *st, unsigne
     adapt_window(st, now);
 }
 
+/* Grow from level l with nothing below to beat: its first window measures
+ * l, the next one the step up. */
+static void adapt_grow_from(struct rio_client *c, struct rio__adapt *st, unsigned l, uint64_t now)
+{
+    st->state = RIO_ADAPT_GROWING;
+    st->g_below = 0;
+    st->g_doubt = 0;
+    st->down = false;
+    st->fall_up = false;
+    st->falls = 0;
+    adapt_set_level(c, st, l, now);
+}
+
 /* Class dir has work for the first time: it starts where the client's
  * other class stands (the same paths to the same target), else at the
- * bottom, and climbs from there. */
+ * bottom, and climbs from there (lifted if the client's limits are). */
 static void adapt_start_locked(struct rio_client *c, int dir, uint64_t now)
 {
     struct rio__adapt *st = &c->adapt[dir], *other = &c->adapt[!dir];
 
     st->started = true;
-    st->state = RIO_ADAPT_GROWING;
-    st->g_below = 0;
-    st->g_doubt = 0;
-    st->down = false;
-    adapt_set_level(c, st, other->started ? other->level : 0, now);
+    st->lifted = c->adapt_lift != RIO__LIFT_NONE;
+    adapt_grow_from(c, st, other->started ? other->level : 0, now);
 }
 
 /* A path failed: the window in progress says nothing about concurrency. */
@@ -227,7 +249,7 @@ static uint32_t adapt_mask(const struct rio_client *c, int dir)
     uint32_t all = c->npaths >= 32 ? UINT32_MAX : (1u << c->npaths) - 1, m = 0;
     const struct rio__adapt *st = &c->adapt[dir];
 
-    if (!adapt_on(c) || !st->started || st->paths >= c->npaths)
+    if (!adapt_on(c) || !st->started || st->paths >= c->npaths || c->adapt_lift)
         return all;
     /* While a path is down or being probed, every path: a failure is
      * handled as without adapt (chunks move to every live path, a dead
@@ -251,7 +273,8 @@ static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p
 {
     uint64_t d = depth_ceiling(c);
 
-    if (dir >= 0 && adapt_on(c) && c->adapt[dir].started && c->adapt[dir].depth < d)
+    if (dir >= 0 && adapt_on(c) && c->adapt[dir].started && !c->adapt_lift &&
+        c->adapt[dir].depth < d)
         d = c->adapt[dir].depth;
     if (!p->degraded)
         return d;
@@ -307,6 +330,7 @@ static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, dou
     }
     if (st->state == RIO_ADAPT_GROWING) {
         if (st->g_below == 0 || g >= st->g_below * (1 + ADAPT_MARGIN)) {
+            st->fall_up = false;
             unsigned top = adapt_top(c), ptop = adapt_paths_top(c), fp, fd;
             if (st->level >= top) {
                 st->state = RIO_ADAPT_CEILING;
@@ -351,30 +375,43 @@ static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, dou
         st->g_held = st->g_below;
         st->held = 0;
         st->tried = st->level;
+        if (st->fall_up && st->from > 0) {
+            /* A fall sent it up, and up does not pay: the step below the
+             * level it fell on, as a settled class's probe down. */
+            st->fall_up = false;
+            st->down = true;
+            adapt_set_level(c, st, st->from - 1, now);
+            return;
+        }
+        st->fall_up = false;
         adapt_set_level(c, st, st->from, now);
         return;
     }
     /* The held level moves far less than it did, two windows in a row (a
-     * server that got busier or slower, not a window that waited for a
-     * CPU): see at once whether fewer do better. */
+     * server that got busier or slower, a rail that slowed down, not a
+     * window that waited for a CPU): see at once whether more do better
+     * (the survivors of a slow rail want more depth), then fewer. */
+    bool up = st->level<adapt_top(c), dn = st->level> 0;
     st->falls = g < st->g_held * ADAPT_FELL ? st->falls + 1 : 0;
-    bool fell = st->falls >= 2 && st->level > 0;
+    bool fell = st->falls >= 2 && (up || dn);
     if (fell)
         st->falls = 0;
     st->g_held = fell ? g : 0.7 * st->g_held + 0.3 * g;
     if (++st->held >= ADAPT_REPROBE || fell) {
         /* Try a step against what this level does now, up and down in
          * turn: up, a server that got faster or a path that came back;
-         * down, a target that no longer needs as many. */
+         * down, a target that no longer needs as many. After a fall, up
+         * first, and down when up does not pay (fall_up). */
         st->held = 0;
-        bool up = st->level<adapt_top(c), dn = st->level> 0;
-        if (up && !fell && (!dn || st->probes++ % 2 == 0)) {
+        bool go_up = up && (fell || !dn || st->probes++ % 2 == 0);
+        if (go_up) {
             st->state = RIO_ADAPT_GROWING;
             adapt_up(c, st, st->level + 1, st->g_held, now);
+            st->fall_up = fell;
             return;
         }
         if (dn) {
-            if (!up)
+            if (!up && !fell)
                 st->probes++;
             st->down = true;
             st->from = st->level;
@@ -412,7 +449,7 @@ static void adapt_sample_locked(struct rio_client *c, int dir, const struct rio_
     /* An op sent before the level began ran (part of its time) at the
      * level before: a step down would still see the queue the wider level
      * built at the target. */
-    if (!adapt_on(c) || !st->started || t0 < st->level_t0)
+    if (!adapt_on(c) || !st->started || t0 < st->level_t0 || c->adapt_lift)
         return;
     if (!adapt_has_work(c, dir)) {
         /* Calls too small to fill a window at this level (a few chunks
@@ -460,6 +497,91 @@ static void adapt_sample_locked(struct rio_client *c, int dir, const struct rio_
     adapt_decide_locked(c, st, g, now);
 }
 
+/*
+ * Whether path i is stalled: its oldest op in flight has run past
+ * ADAPT_STALL_X times the op time the path shows (its recent op time, or
+ * the op's bytes at its rate, the longer) plus ADAPT_STALL_NS, the path has
+ * completed nothing since, and another path has. One slow op on a path
+ * whose other ops complete (a PUT the server holds while a retry claims its
+ * chunk) is not a stalled path. A path that browns out keeps its rate
+ * estimate until its op ends (the watchdog or the op timeout, a second or
+ * more), so this says it first; another path's completion since keeps a
+ * client that waited for a CPU (nothing completes anywhere) from counting
+ * as a stall.
+ */
+static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
+{
+    struct rio__path *p = &c->paths[i];
+    uint64_t due = UINT64_MAX;
+
+    rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
+        if (a->cancelled)
+            continue;
+        const struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
+        double exp = d->op_ns;
+        if (d->rate_bps > 0 && (double)a->io.len * 1e9 / d->rate_bps > exp)
+            exp = (double)a->io.len * 1e9 / d->rate_bps;
+        if (exp <= 0)
+            continue; /* nothing known of the path yet */
+        uint64_t t = a->submit_ns + (uint64_t)(ADAPT_STALL_X * exp) + ADAPT_STALL_NS;
+        if (t < due)
+            due = t;
+    }
+    if (due == UINT64_MAX || now < due || p->last_done_ns > due)
+        return false; /* not late yet, or one slow op on a path that moves */
+    for (unsigned j = 0; j < c->npaths; j++)
+        if (j != i && c->paths[j].last_done_ns > due)
+            return true;
+    return false;
+}
+
+/*
+ * Lift or restore the limits of every class (engine loop, after the
+ * timers). While a path is down, probed or stalled the limits are the
+ * ceilings: the survivors get the work at full depth, as without adapt (a
+ * class held at depth 1 on four rails moved 0.77 of the three survivors'
+ * sum when the fourth browned out), and goodput is not measured. When every
+ * path is healthy again, each class that was lifted climbs again from the
+ * level it held: the step up is measured against it at once.
+ */
+static void adapt_lift_locked(struct rio_client *c, uint64_t now)
+{
+    int why = RIO__LIFT_NONE;
+    unsigned pi = 0;
+
+    if (!adapt_on(c))
+        return;
+    for (unsigned i = 0; i < c->npaths; i++) {
+        struct rio__path *p = &c->paths[i];
+        p->stalled = p->state == PATH_HEALTHY && path_stalled(c, i, now);
+        if (why)
+            continue;
+        if (p->state == PATH_COOLING)
+            why = RIO__LIFT_DOWN;
+        else if (p->state == PATH_PROBING)
+            why = RIO__LIFT_PROBED;
+        else if (p->stalled)
+            why = RIO__LIFT_STALLED;
+        pi = i;
+    }
+    c->adapt_lift = why;
+    if (why)
+        c->adapt_lift_path = pi;
+    for (int d = 0; d < 2; d++) {
+        struct rio__adapt *st = &c->adapt[d];
+        if (!st->started)
+            continue;
+        if (why) {
+            st->lifted = true;
+            continue;
+        }
+        if (!st->lifted)
+            continue;
+        st->lifted = false;
+        adapt_grow_from(c, st, st->level, now);
+    }
+}
+
 void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st,
                              unsigned *up_paths, unsigned *up_depth)
 {
@@ -476,6 +598,11 @@ void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st
         return;
     st->adapt_paths = a->paths;
     st->adapt_depth = a->depth;
+    if (c->adapt_lift) {
+        /* Lifted: every path at the configured depth (the verdict says why). */
+        st->adapt_paths = c->npaths;
+        st->adapt_depth = depth_ceiling(c);
+    }
     if (a->state == RIO_ADAPT_SETTLED) {
         st->adapt_next_pct = a->next_pct;
         adapt_ladder(c, a->tried, up_paths, up_depth);
@@ -487,7 +614,7 @@ void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st
 static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask)
 {
     struct rio__path *p = &c->paths[i];
-    if (p->state == PATH_COOLING || !(mask >> i & 1))
+    if (p->state == PATH_COOLING || !(mask >> i & 1) || p->stalled)
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
@@ -1221,6 +1348,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
         d->bytes_total += a->io.len;
         path_rate_sample(d, now);
+        double op = (double)(now - a->submit_ns);
+        d->op_ns = d->op_ns == 0 ? op : 0.7 * d->op_ns + 0.3 * op;
+        p->last_done_ns = now;
+        p->stalled = false;
         adapt_sample_locked(c, io_dir(a->io.kind), r->call, a->path, a->io.len, a->submit_ns, now);
         if (p->state == PATH_PROBING) {
             p->state = PATH_HEALTHY;
@@ -1442,6 +1573,7 @@ static void *engine_main(void *arg)
         }
         path_events_locked(c, now);
         check_timers_locked(c, now);
+        adapt_lift_locked(c, now);
         schedule_locked(c, now);
         reap_finished_locked(c);
         if (c->stop && rio_list_empty(&c->active) && c->inflight_ops == 0 && !c->dead_calls)

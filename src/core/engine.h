@@ -93,7 +93,13 @@ struct rio__path {
         uint64_t bytes_total;
         uint64_t sample_bytes, sample_busy_ns; /* markers for the next rate sample */
         double rate_bps;                       /* delivered rate, EWMA over busy time; 0 unknown */
+        double op_ns; /* an op's time from submit to completion, EWMA; 0 unknown */
     } dir[2];
+    uint64_t last_done_ns; /* the last op that completed whole on it */
+    /* adapt: its oldest op in flight is far past its expected time while
+     * another path completes ops (engine.c, path_stalled); it takes no new
+     * op until that one ends */
+    bool stalled;
     bool degraded; /* the transport said RIO_PATH_DEGRADED: half the depth */
     /* The last state the transport reported and not yet applied (0 none),
      * and its error: set by rio__t_path_event from any thread, applied by
@@ -172,6 +178,8 @@ struct rio__adapt {
     unsigned short_calls; /* growing: calls in a row that ended before a window did */
     uint64_t short_t0;    /* the last of them, by its start time */
     unsigned probes;      /* tries of the step up or down so far, to alternate */
+    bool fall_up;         /* growing: the step up a fall tried; not paying, try the step below */
+    bool lifted;          /* its limits are lifted (rio_client.adapt_lift); re-climb after */
 };
 
 struct rio__req {
@@ -363,6 +371,11 @@ struct rio_client {
     unsigned rr;                /* round-robin cursor over paths */
     bool path_events;           /* some path has an ev_state to apply */
     struct rio__adapt adapt[2]; /* per call class: 0 GET, 1 PUT (option adapt) */
+    /* adapt: why every class's limits are lifted to the ceilings now (0:
+     * they are not; enum rio__lift; engine.c, adapt_lift_locked), and the
+     * path that is why */
+    int adapt_lift;
+    unsigned adapt_lift_path;
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio_list streams;      /* under mu: open readers and writers, by node */
@@ -474,6 +487,14 @@ int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *
                          struct rio_desc *d);
 void rio__meta_put_commit_many(struct rio_client *c, const struct rio__meta *m, void **uploads,
                                struct rio_desc **ds, int *rets, unsigned n);
+
+/* Why adapt lifted every class's limits to the ceilings (rio_client.adapt_lift). */
+enum rio__lift {
+    RIO__LIFT_NONE = 0,
+    RIO__LIFT_DOWN,    /* a path is down (cooling) */
+    RIO__LIFT_PROBED,  /* a path is being probed after its cooldown */
+    RIO__LIFT_STALLED, /* a path's oldest op is far past its expected time */
+};
 
 /* Where the adaptive concurrency of class dir (0 GET, 1 PUT) stands, into
  * st's adapt_ fields, and the level above it (its paths and depth; 0 when

@@ -172,13 +172,13 @@ static void knob_ms(struct knobs *k, const char *param, const char *env, uint32_
     *dst = ms == 0 && zero == ZERO_NONE ? RIO_DEADLINE_NONE : ms;
 }
 
-static void knob_bool_def(struct knobs *k, const char *param, const char *env, int *dst, int def)
+static void knob_bool(struct knobs *k, const char *param, const char *env, int *dst)
 {
     if (*dst)
         return;
     const char *v = knob(k, param, env);
     if (!v) {
-        *dst = def;
+        *dst = 1;
         return;
     }
     bool b;
@@ -186,12 +186,6 @@ static void knob_bool_def(struct knobs *k, const char *param, const char *env, i
         *dst = b ? 1 : -1;
     else
         bad(k, param, env, v, "not on or off");
-}
-
-/* An on|off knob that is on unless set. */
-static void knob_bool(struct knobs *k, const char *param, const char *env, int *dst)
-{
-    knob_bool_def(k, param, env, dst, 1);
 }
 
 int rio__options_check(const struct rio_options *in, const struct rio_url *u, struct rio_options *o,
@@ -235,10 +229,10 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
     knob_ms(k, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", &o->cooldown_cap_ms, DEF_COOLDOWN_CAP_MS, 0);
     knob_bool(k, "verify", "RIO_VERIFY", &o->verify);
     knob_bool(k, "retry_checksum", "RIO_RETRY_CHECKSUM", &o->retry_checksum);
-    /* Off unless asked: on rails that browned out, a class settled at depth
-     * 1 moved 0.77 of the survivors' sum where the test wants 0.8
-     * (docs/tuning.md, "Adaptive concurrency"). */
-    knob_bool_def(k, "adapt", "RIO_ADAPT", &o->adapt, -1);
+    /* On unless asked off (docs/tuning.md, "Adaptive concurrency"): a path
+     * down, probed or stalled lifts the limits to the ceilings, so a class
+     * held low does not leave the survivors of a brownout idle. */
+    knob_bool(k, "adapt", "RIO_ADAPT", &o->adapt);
     knob_size(k, "seed", "RIO_SEED", &o->seed, 0);
     if (!o->etag) {
         const char *v = knob(k, "etag", "RIO_ETAG");

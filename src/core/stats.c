@@ -212,8 +212,10 @@ static const char *plural(unsigned n, const char *one, const char *many)
 
 /* Where the adaptive concurrency stood, and why, after the verdict's own
  * words (cut short when they leave no room: the adapt_ fields hold it). */
-static void adapt_words(struct rio_stats *st, const char *cls, unsigned up_paths, unsigned up_depth)
+static void adapt_words(struct rio_stats *st, const char *cls, unsigned up_paths, unsigned up_depth,
+                        int lift, unsigned lift_path)
 {
+    static const char *const lift_why[] = {"", "is down", "is being probed", "stalled"};
     size_t o = strlen(st->verdict_text), cap = sizeof(st->verdict_text);
     char *w = st->verdict_text + o;
 
@@ -225,7 +227,9 @@ static void adapt_words(struct rio_stats *st, const char *cls, unsigned up_paths
         return;
     w += n;
     o += (size_t)n;
-    if (st->adapt_state == RIO_ADAPT_SETTLED && up_paths) {
+    if (lift > RIO__LIFT_NONE && lift <= RIO__LIFT_STALLED) {
+        snprintf(w, cap - o, ", lifted to the ceiling while path %u %s", lift_path, lift_why[lift]);
+    } else if (st->adapt_state == RIO_ADAPT_SETTLED && up_paths) {
         int pct = st->adapt_next_pct;
         snprintf(w, cap - o, ", settled: %u %s x depth %u gave %d%% %s", up_paths,
                  plural(up_paths, "path", "paths"), up_depth, pct < 0 ? -pct : pct,
@@ -263,6 +267,8 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
     int dir = call->nreq && call->reqs[0].type == RIO_OP_PUT;
     unsigned up_paths, up_depth;
     rio__adapt_stats_locked(c, dir, st, &up_paths, &up_depth);
+    int lift = st->adapt_paths ? c->adapt_lift : RIO__LIFT_NONE;
+    unsigned lift_path = c->adapt_lift_path;
     pthread_mutex_unlock(&c->mu);
     for (int k = 0; k < RIO_CLASS__COUNT; k++) {
         st->retries[k] = call->retries[k];
@@ -302,5 +308,5 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
         st->cpu_wait_ns = w > call->t0_run_delay ? w - call->t0_run_delay : 0;
     }
     rio__stats_verdict(st);
-    adapt_words(st, dir ? "PUT" : "GET", up_paths, up_depth);
+    adapt_words(st, dir ? "PUT" : "GET", up_paths, up_depth, lift, lift_path);
 }

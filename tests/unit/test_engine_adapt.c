@@ -12,7 +12,13 @@
  * - Independent rails, where goodput scales: every path is reached.
  * - A path that fails while the engine climbs does not count as "goodput
  *   fell": every path is still reached.
- * - adapt=off (the default): every path at full depth from the first call.
+ * - adapt=off: every path at full depth from the first call; on is the
+ *   default.
+ * - A path that browns out under a settled class lifts the limits to the
+ *   ceilings (the survivors at full depth), the verdict says why; a path
+ *   whose op is far late counts as stalled before any timeout; when the path
+ *   heals the class climbs again from the level it held.
+ * - A settled class whose goodput falls tries the step up first.
  *
  * Decisions are made on 2x differences (a step up halves the contended
  * target's rate, doubles the rails'), so a loaded machine does not turn
@@ -20,6 +26,7 @@
  */
 #include <string.h>
 
+#include "core/engine.h"
 #include "core/internal.h"
 #include "engine_util.h"
 #include "transport/mock.h"
@@ -218,16 +225,212 @@ TEST(adapt_off_uses_every_path_at_once)
     eu_close(&e);
 }
 
-/* The default is off (docs/tuning.md): a fresh client uses every path at
- * the configured depth from its first op, and the verdict names no adapt. */
-TEST(adapt_default_off)
+/* The default is on: the first call of a fresh client starts on one path,
+ * and the verdict says where adapt stood. */
+TEST(adapt_default_on_starts_low)
 {
     struct eu e;
 
     eu_start_o(&e, "mock://adapt-default?paths=4&rate=40MB", e.o.chunk_size = CHUNK, e.o.depth = 2);
     eu_keep(&e, eu_put_pattern(e.c, "o", N, 75, &e.call));
-    T_EQ(e.st.adapt_state, RIO_ADAPT_OFF);
-    T_EQ(paths_used(&e.st), 4u);
-    T_TRUE(strstr(e.st.verdict_text, "adapt") == NULL);
+    T_NE(e.st.adapt_state, RIO_ADAPT_OFF);
+    T_TRUE(e.st.adapt_paths >= 1);
+    T_TRUE(strstr(e.st.verdict_text, "adapt PUT: ") != NULL);
+    eu_close(&e);
+}
+
+static uint64_t peak_on(const struct rio_stats *st, unsigned from, unsigned to)
+{
+    uint64_t peak = 0;
+    for (unsigned i = from; i < to && i < st->npaths; i++)
+        peak = st->path[i].peak_depth > peak ? st->path[i].peak_depth : peak;
+    return peak;
+}
+
+/* The GET class's held level (under mu). */
+static void held_level(struct rio_client *c, unsigned *level, unsigned *paths, unsigned *depth)
+{
+    pthread_mutex_lock(&c->mu);
+    *level = c->adapt[0].level;
+    *paths = c->adapt[0].paths;
+    *depth = c->adapt[0].depth;
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Four 40 MB/s rails, depth ceiling 4: the class settles below it (a link
+ * that moves one op at a time gains nothing from depth). Then rail 3 browns
+ * out (1 kB/s: it holds its op and moves nothing): the limits lift to every
+ * path at depth 4, the survivors carry the object at about their sum (as
+ * with adapt=off on the same brownout), and the verdict says why. */
+TEST(adapt_lifts_the_limits_when_a_path_browns_out)
+{
+    const size_t n = 16 * EU_MIB;
+    const char *url = "mock://adapt-brown?paths=4&rate=40MB";
+    struct eu e, off;
+    unsigned level, hp, hd;
+
+    eu_start_put_o(&e, url, n, 78, e.o.chunk_size = CHUNK, e.o.depth = 4, e.o.op_timeout_ms = 400);
+    for (int i = 0; i < GETS_MAX; i++) {
+        eu_get_check(e.c, "o", n, 78, &e.call);
+        if ((double)e.st.cpu_wait_ns >= 0.25 * (double)e.st.elapsed_ns)
+            starved = true;
+        if (e.st.adapt_state != RIO_ADAPT_GROWING)
+            break;
+    }
+    held_level(e.c, &level, &hp, &hd);
+    fprintf(stderr, "held: %u paths x depth %u (%s)\n", hp, hd, e.st.verdict_text);
+
+    T_OK(rio_mock_set_path(e.c, 3, 1000, 0));
+    eu_get_check(e.c, "o", n, 78, &e.call);
+    eu_stats_print("adapt, rail 3 browned out", &e.st);
+    /* At the call's end rail 3 is still stalled, down or probed. */
+    T_EQ(e.st.adapt_paths, 4u);
+    T_EQ(e.st.adapt_depth, 4u);
+    T_TRUE(strstr(e.st.verdict_text, "lifted to the ceiling while path 3") != NULL);
+    /* The survivors went past the depth the class held. */
+    if (hd < 4)
+        T_GT(peak_on(&e.st, 0, 3), (uint64_t)hd);
+    uint64_t adapt_ns = e.st.elapsed_ns, adapt_wait_ns = e.st.cpu_wait_ns;
+
+    eu_begin(&off);
+    off.o.chunk_size = CHUNK;
+    off.o.depth = 4;
+    off.o.op_timeout_ms = 400;
+    off.o.adapt = -1;
+    eu_open(&off, url, &off.o); /* the same store: the same object */
+    eu_get_check(off.c, "o", n, 78, &off.call);
+    T_OK(rio_mock_set_path(off.c, 3, 1000, 0));
+    eu_get_check(off.c, "o", n, 78, &off.call);
+    eu_stats_print("adapt=off, rail 3 browned out", &off.st);
+    if ((double)off.st.cpu_wait_ns >= 0.25 * (double)off.st.elapsed_ns ||
+        (double)adapt_wait_ns >= 0.25 * (double)adapt_ns)
+        starved = true;
+    /* A ratio of two calls on the same rails, not a time bound: the one
+     * that held depth 1 before the lift took 1.3x adapt=off's time. */
+    SKIP_IF_STARVED((double)adapt_ns <= 1.25 * (double)off.st.elapsed_ns);
+    T_LE((double)adapt_ns, 1.25 * (double)off.st.elapsed_ns);
+    eu_close(&off);
+
+    /* Healed: the class climbs again from the level it held. */
+    T_OK(rio_mock_set_path(e.c, 3, 40e6, 0));
+    eu_sleep_ms(150); /* past the cooldown cap (100 ms) */
+    for (int i = 0; i < GETS_MAX; i++) {
+        eu_get_check(e.c, "o", n, 78, &e.call);
+        if (strstr(e.st.verdict_text, "lifted") == NULL && e.st.path[3].bytes > 0)
+            break;
+    }
+    T_GT(e.st.path[3].bytes, 0u);
+    T_TRUE(strstr(e.st.verdict_text, "lifted") == NULL);
+    eu_close(&e);
+}
+
+/* Rail 3's ops complete 500 ms late (delay faults on the ops it holds; no
+ * timeout, no path event): the engine counts the rail as stalled once its
+ * oldest op is 4x its expected time (+ 20 ms) late while the other rails
+ * complete and it does not, lifts the limits, sends rail 3 nothing more
+ * meanwhile; the late ops end the stall (after the rest of the call) and
+ * the class climbs again from the level it held. */
+TEST(adapt_stall_is_seen_before_any_timeout)
+{
+    const size_t n = 16 * EU_MIB;
+    struct eu e;
+    struct t_get_job j;
+    unsigned level, hp, hd;
+
+    if (EU_TSAN)
+        T_SKIP("goodput is not measurable under ThreadSanitizer");
+    eu_start_put_o(&e, "mock://adapt-stall?paths=4&rate=40MB", n, 79, e.o.chunk_size = CHUNK,
+                   e.o.depth = 2);
+    for (int i = 0; i < GETS_MAX; i++) {
+        eu_get_check(e.c, "o", n, 79, &e.call);
+        if (e.st.adapt_state != RIO_ADAPT_GROWING)
+            break;
+    }
+    if (e.st.adapt_state == RIO_ADAPT_GROWING)
+        T_SKIP("the GET class never left its climb (a busy machine)");
+    held_level(e.c, &level, &hp, &hd);
+    if (hp < 4)
+        T_SKIP("held %u paths: rail 3 carries nothing to stall", hp);
+    /* Every op it may hold at once (depth 2): one late op on a rail whose
+     * others complete is a slow op, not a stalled rail. */
+    eu_fault(e.c, "delay:op=read:path=3:count=2:delay=500");
+
+    uint8_t *buf = malloc(n);
+    T_TRUE(buf != NULL);
+    memset(&j, 0, sizeof(j));
+    j.c = e.c;
+    j.key = "o";
+    j.buf = buf;
+    j.cap = n;
+    eu_get_job_start(&j);
+    int seen = RIO__LIFT_NONE;
+    bool stalled = false;
+    uint64_t ops3 = 0;
+    for (int i = 0; i < 2000 && !stalled; i++) {
+        pthread_mutex_lock(&e.c->mu);
+        seen = e.c->adapt_lift;
+        stalled = e.c->paths[3].stalled;
+        ops3 = e.c->paths[3].inflight_ops;
+        pthread_mutex_unlock(&e.c->mu);
+        if (!stalled)
+            eu_sleep_ms(1);
+    }
+    eu_get_job_join(&j);
+    rio_mock_faults_clear(e.c);
+    T_EQ(j.result, (int64_t)n);
+    T_PATTERN(buf, n, 79);
+    free(buf);
+    T_TRUE(stalled);
+    T_EQ(seen, RIO__LIFT_STALLED);
+    T_LE(ops3, 2u); /* what it had when it stalled, no more */
+    /* No timeout and no error: the late op just ended. */
+    T_EQ(j.st.retries_total, 0u);
+    /* The stall ended with the call: not lifted, climbing again from the
+     * level held (its first window measures it, the next one the step up). */
+    pthread_mutex_lock(&e.c->mu);
+    int lift = e.c->adapt_lift, state = e.c->adapt[0].state;
+    unsigned lv = e.c->adapt[0].level;
+    bool lifted = e.c->adapt[0].lifted;
+    pthread_mutex_unlock(&e.c->mu);
+    T_EQ(lift, RIO__LIFT_NONE);
+    T_FALSE(lifted);
+    T_EQ(state, RIO_ADAPT_GROWING);
+    T_EQ(lv, level);
+    for (int i = 0; i < GETS_MAX && e.st.adapt_state == RIO_ADAPT_GROWING; i++)
+        eu_get_check(e.c, "o", n, 79, &e.call);
+    T_NE(e.st.adapt_state, RIO_ADAPT_GROWING);
+    eu_close(&e);
+}
+
+/* Settled on one path of the contended service (40 MB/s, halved per op
+ * held beyond one); then path 0's own link drops to 10 MB/s. The held
+ * level moves a quarter of what it did: the class tries the step up at
+ * once (two paths: path 1's link is free, the service shares 20 MB/s) and
+ * holds two paths, where before a fall only ever tried the step down. */
+TEST(adapt_steps_up_after_goodput_falls)
+{
+    const char *url = "mock://adapt-fall?paths=4&disk=40MB&contend=1";
+    struct eu e;
+
+    eu_start_put_o(&e, url, N, 80, e.o.chunk_size = CHUNK, e.o.depth = 2);
+    get_until_settled(&e, 80);
+    SKIP_IF_STARVED(e.st.adapt_state == RIO_ADAPT_SETTLED && e.st.adapt_paths == 1);
+    if (e.st.adapt_state != RIO_ADAPT_SETTLED || e.st.adapt_paths != 1)
+        T_FAIL("not settled on one path of the contended service: %s", e.st.verdict_text);
+    T_OK(rio_mock_set_path(e.c, 0, 10e6, 0));
+    int i;
+    for (i = 0; i < GETS_MAX; i++) {
+        get_one(&e, 80);
+        if (e.st.adapt_paths == 2 && e.st.adapt_state == RIO_ADAPT_SETTLED)
+            break;
+    }
+    fprintf(stderr, "settled on 2 paths after %d calls\n", i + 1);
+    /* Two falls and the step up's windows fit in the first two calls (five
+     * windows each); a reprobe (every 32 windows) would take six. */
+    SKIP_IF_STARVED(i < 3);
+    if (i >= 3)
+        T_FAIL("still on %u paths x depth %u (state %d) after 3 calls with path 0 slowed",
+               e.st.adapt_paths, e.st.adapt_depth, e.st.adapt_state);
+    T_EQ(e.st.adapt_depth, 1u);
     eu_close(&e);
 }

@@ -143,7 +143,7 @@ TEST(adapt_option)
 
     unsetenv("RIO_ADAPT");
     T_OK(check("mock://o", &o, why, sizeof(why)));
-    T_EQ(o.adapt, -1); /* off unless asked */
+    T_EQ(o.adapt, 1); /* on unless asked off */
     T_OK(check("mock://o?adapt=ON", &o, why, sizeof(why)));
     T_EQ(o.adapt, 1);
     T_OK(check("mock://o?adapt=OFF", &o, why, sizeof(why)));
