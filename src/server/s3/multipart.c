@@ -2,8 +2,9 @@
 /*
  * Multipart uploads (docs/gateway.md): an upload is the backend object
  * ".rio-mpu/BUCKET/ID" holding its key, each part an object of its own,
- * ".rio-mpu/BUCKET/ID/NNNNN", streamed in like a PutObject (its ETag the
- * part's MD5). Complete composes the parts into the object without a copy
+ * ".rio-mpu/BUCKET/ID.p/NNNNN" (not under "ID/": on file:// the marker is
+ * a file and cannot also be a directory), streamed in like a PutObject (its
+ * ETag the part's MD5). Complete composes the parts into the object without a copy
  * where the backend can (rados://: a head that lists the parts' chunks),
  * else streams them in order through the engine's reader into one writer
  * (either way the object appears whole, at once), then drops what is left
@@ -51,7 +52,7 @@ static void upload_key(const struct gw_req *r, const char *id, char *out, size_t
 
 static void part_key(const struct gw_req *r, const char *id, unsigned n, char *out, size_t cap)
 {
-    snprintf(out, cap, GW_MPU_PREFIX "%s/%s/%05u", r->bucket, id, n);
+    snprintf(out, cap, GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR "%05u", r->bucket, id, n);
 }
 
 /* Read upload marker k: its bytes in a new buffer (*out, NUL-terminated),
@@ -230,7 +231,7 @@ static void drop_upload(const struct gw_req *r, const char *id)
 {
     char k[160];
 
-    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
     rio__gw_each_key(k, 0, rio__gw_drop_entry, NULL);
     upload_key(r, id, k, sizeof(k));
     rio_delete(rio__gw_client(), k);
@@ -288,7 +289,7 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
                        "<StorageClass>STANDARD</StorageClass><MaxParts>%u</MaxParts>"
                        "<IsTruncated>false</IsTruncated>",
                        GW_MPU_PARTS_MAX);
-    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
     ret = rio__gw_each_key(k, 0, part_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);

@@ -124,8 +124,7 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
     unsigned seen = 0;
     const size_t plen = strlen(GW_MARKER_PREFIX);
 
-    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\"><Owner><ID>"
-                                    "railio</ID><DisplayName>railio</DisplayName></Owner>"
+    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">" GW_OWNER_XML
                                     "<Buckets>");
     do {
         int ret;
@@ -188,15 +187,27 @@ int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_empty(c, r, 200);
 }
 
-int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
+/* A bucket's configuration that is always the default: the empty element
+ * tag, once the bucket is known to exist. */
+static int bucket_default(struct MHD_Connection *c, struct gw_req *r, const char *tag)
 {
     struct gw_buf b = {0};
     int ret;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    rio__gw_buf_printf(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>\n");
+    rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\"/>\n", tag);
     return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
+{
+    return bucket_default(c, r, "LocationConstraint");
+}
+
+int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r)
+{
+    return bucket_default(c, r, "VersioningConfiguration");
 }
 
 int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
@@ -263,7 +274,8 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *token = v2 ? rio__gw_arg(r, "continuation-token") : NULL;
     const char *after = rio__gw_arg(r, v2 ? "start-after" : "marker");
     const char *mk = rio__gw_arg(r, "max-keys"), *enc = rio__gw_arg(r, "encoding-type");
-    const char *lt = rio__gw_arg(r, "list-type");
+    const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
+    int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2];
     struct rio_list_args a;
     struct rio_list_page p;
@@ -356,8 +368,9 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
             rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
-        rio__gw_buf_printf(&b, "<Size>%llu</Size><StorageClass>STANDARD</StorageClass></Contents>",
-                           (unsigned long long)e->size);
+        rio__gw_buf_printf(&b,
+                           "<Size>%llu</Size>%s<StorageClass>STANDARD</StorageClass></Contents>",
+                           (unsigned long long)e->size, owner ? GW_OWNER_XML : "");
     }
     for (unsigned i = 0; i < p.n; i++) {
         const struct rio_entry *e = &p.entries[i];
@@ -722,7 +735,7 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     ret = rio_delete(rio__gw_client(), r->bkey);
-    if (ret < 0 && ret != RIO_ENOTFOUND)
+    if (ret < 0 && ret != RIO_ENOTFOUND && !rio__gw_path_error(ret))
         return rio__gw_rio_error(c, r, ret, "delete");
     rio__gw_meta_drop(r->bucket,
                       r->key); /* after the object: a record left alone describes nothing */
@@ -751,8 +764,8 @@ static int del_one(void *arg, const char *key)
     }
     if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey))
         ret = RIO_EINVAL;
-    else
-        ret = rio_delete(rio__gw_client(), bkey);
+    else if (rio__gw_path_error(ret = rio_delete(rio__gw_client(), bkey)))
+        ret = RIO_ENOTFOUND; /* file:// and a key it cannot hold: none such */
     if (ret == 0 || ret == RIO_ENOTFOUND)
         rio__gw_head_drop(bkey);
     if ((ret == 0 || ret == RIO_ENOTFOUND) &&
@@ -888,6 +901,10 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "You must provide the Content-Length HTTP header.");
     }
+    if (r->declared != UINT64_MAX ? r->declared > GW_OBJECT_MAX
+                                  : streaming(r) || !te || strcasecmp(te, "chunked") != 0)
+        return rio__gw_error(c, r, 400, "EntityTooLarge",
+                             "Your proposed upload exceeds the maximum allowed object size.");
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
@@ -1022,12 +1039,50 @@ void rio__gw_put_cleanup(struct gw_req *r)
 
 /* ------------------------------------------------------------- COPY */
 
+/* x-amz-copy-source-if-match, -if-none-match, -if-modified-since and
+ * -if-unmodified-since against the source d (bucket sb, backend key sbkey; ETag its
+ * record's when it has one): 0 when they hold (as GET's: If-Match decides
+ * over If-Unmodified-Since, If-None-Match over If-Modified-Since), else
+ * 412 PreconditionFailed queued (*ret), -1. */
+static int copy_conditions(struct MHD_Connection *c, struct gw_req *r, const char *sb,
+                           const char *sbkey, const struct rio_desc *d, int64_t mtime, int *ret)
+{
+    const char *im = rio__gw_header(c, "x-amz-copy-source-if-match");
+    const char *inm = rio__gw_header(c, "x-amz-copy-source-if-none-match");
+    const char *ims = rio__gw_header(c, "x-amz-copy-source-if-modified-since");
+    const char *ius = rio__gw_header(c, "x-amz-copy-source-if-unmodified-since");
+    int64_t t;
+    int fail = 0;
+
+    if (im || inm) {
+        struct gw_meta *m = rio__gw_meta_load(sb, sbkey + strlen(sb) + 1, d, NULL);
+        const char *etag = rio__gw_meta_etag(m, d->etag);
+        fail = (im && !etag_in(im, etag)) || (inm && etag_in(inm, etag));
+        rio__gw_meta_free(m);
+    }
+    if (!fail && (!im && ius) + (!inm && ims)) {
+        if (!mtime) /* the backend's lookup does not say: its listing may */
+            mtime = key_mtime(sbkey);
+        mtime /= 1000000000;
+        if (!im && ius && (t = rio__gw_parse_http_date(ius)) >= 0 && mtime > t)
+            fail = 1;
+        if (!inm && ims && (t = rio__gw_parse_http_date(ims)) >= 0 && mtime <= t)
+            fail = 1;
+    }
+    if (!fail)
+        return 0;
+    *ret = rio__gw_error(c, r, 412, "PreconditionFailed",
+                         "At least one of the pre-conditions you specified did not hold");
+    return -1;
+}
+
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src)
 {
     char *s, *q, *slash, *sb;
     char sbkey[RIO_KEY_MAX + 2], date[32], sbucket[GW_BUCKET_MAX + 1];
     const char *dir = rio__gw_header(c, "x-amz-metadata-directive");
     struct gw_meta *sm;
+    int64_t smtime = 0;
     struct rio_reader *rd = NULL;
     struct rio_writer *w = NULL;
     struct rio_desc d, out;
@@ -1070,10 +1125,12 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (e == 0)
         return rio__gw_error(c, r, 404, "NoSuchBucket", "The source bucket does not exist.");
     memset(&d, 0, sizeof(d));
-    ret = rio_stat(rio__gw_client(), sbkey, &d);
+    ret = rio_stat_mtime(rio__gw_client(), sbkey, &d, &smtime);
     rio_desc_cleanup(&d);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy source");
+    if (copy_conditions(c, r, sbucket, sbkey, &d, smtime, &ret) < 0)
+        return ret;
     /* The metadata: the request's (REPLACE) or the source's (COPY, the
      * default; the new object's ETag is its own MD5, as S3's). */
     if (dir && strcmp(dir, "REPLACE") == 0) {
