@@ -11,8 +11,9 @@
  * a body framed twice (request smuggling: 400, connection closed), an
  * absurd Content-Length, unsigned aws-chunked bodies with a checksum
  * trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), SigV2 (400 InvalidRequest),
- * the Owner element of the listings, and hostile HTTP (huge headers, bad
- * chunk sizes, pipelined requests).
+ * the Owner element of the listings, GetBucketVersioning, GetObject's
+ * response-* parameters, rclone and restic over file://, and hostile HTTP
+ * (huge headers, bad chunk sizes, pipelined requests).
  */
 #include "gw_util.h"
 
@@ -735,4 +736,49 @@ TEST(restic_over_file)
     T_TRUE(gw_has(&g, "out", "no errors were found"));
     T_EQ(t_sh("! grep -q 'status=5' %s", g.e.log), 0);
     gw_stop(&g);
+}
+
+/* GetObject's response-content-type, -disposition, ... (presigned download
+ * links set them): they replace the stored header, one of each, for signed
+ * requests; they used to be taken and ignored. Anonymous: 400, as S3 (a
+ * link to a public object must not serve it as text/html). */
+TEST(response_params)
+{
+    struct gw g;
+    char keys[256];
+    static const char text[] = "AKRESP sk-resp *\n* - rpub\n";
+    const char *args[] = {"--no-anon", "--s3-keys", keys, NULL};
+#define SIGNED "--aws-sigv4 aws:amz:us-east-1:s3 --user AKRESP:sk-resp "
+
+    snprintf(keys, sizeof(keys), "%s/keys", t_scratch_dir("gw-compat-rp"));
+    t_write_file(keys, text, strlen(text));
+    T_EQ(chmod(keys, 0600), 0);
+    gw_start(&g, NULL, args);
+    T_EQ(gw_curl(&g, "o", SIGNED "-X PUT %s/rpub", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 SIGNED "-X PUT -H 'Content-Type: text/plain' "
+                        "-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -d hello %s/rpub/k",
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "got",
+                 SIGNED "'%s/rpub/k?response-content-type=application%%2Fx-over&"
+                        "response-content-disposition=attachment&response-cache-control=no-store'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "got", "hello"));
+    T_EQ(t_sh("test \"$(grep -ci '^content-type:' %s)\" = 1", gw_path(&g, "got.h")), 0);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: application/x-over"));
+    T_TRUE(gw_has(&g, "got.h", "Content-Disposition: attachment"));
+    T_TRUE(gw_has(&g, "got.h", "Cache-Control: no-store"));
+    T_EQ(gw_curl(&g, "got", SIGNED "-I '%s/rpub/k?response-content-type=a%%2Fb'", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: a/b"));
+    T_EQ(gw_curl(&g, "got", SIGNED "'%s/rpub/k'", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/plain"));
+    /* Unsigned (the keys file's "*" line opens rpub): refused, as S3. */
+    T_EQ(gw_curl(&g, "o", "'%s/rpub/k?response-content-type=text%%2Fhtml'", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
+    T_EQ(gw_curl(&g, "got", "%s/rpub/k", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/plain"));
+    gw_stop(&g);
+#undef SIGNED
 }

@@ -611,6 +611,57 @@ static int get_open(struct get_state *st, const struct rio_desc *d, uint64_t off
     return ret;
 }
 
+/* GET and HEAD's response-content-type and the other response-*
+ * parameters: the header they name, instead of the stored one, as S3's.
+ * Signed requests only (S3: 400 for anonymous ones, or a link to a public
+ * object could serve it as text/html). */
+static const char *const resp_params[][2] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"},
+    {"response-content-language", "Content-Language"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-expires", "Expires"},
+};
+#define RESP_PARAMS (sizeof(resp_params) / sizeof(resp_params[0]))
+
+/* 0 when r's response-* parameters may be applied (none, or signed and
+ * without a control character), else the error queued (*ret). */
+static int resp_params_check(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    for (size_t i = 0; i < RESP_PARAMS; i++) {
+        const char *v = rio__gw_arg(r, resp_params[i][0]);
+        if (!v)
+            continue;
+        if (r->auth.anonymous) {
+            *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Request specific response headers cannot be used for "
+                                 "anonymous GET requests.");
+            return -1;
+        }
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+            if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+                *ret = rio__gw_error(c, r, 400, "InvalidArgument",
+                                     "A response-* parameter holds a control character.");
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static void resp_params_apply(struct MHD_Response *resp, const struct gw_req *r)
+{
+    for (size_t i = 0; i < RESP_PARAMS; i++) {
+        const char *v = rio__gw_arg(r, resp_params[i][0]), *old;
+        if (!v)
+            continue;
+        while ((old = MHD_get_response_header(resp, resp_params[i][1])) &&
+               MHD_del_response_header(resp, resp_params[i][1], old) == MHD_YES)
+            ;
+        MHD_add_response_header(resp, resp_params[i][1], v);
+    }
+}
+
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 {
     struct rio_desc d;
@@ -626,6 +677,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
                       rio__gw_header(c, "If-Modified-Since") ||
                       rio__gw_header(c, "If-Unmodified-Since");
 
+    if (resp_params_check(c, r, &ret) < 0)
+        return ret;
     for (int tries = 0;; tries++) {
         uint64_t epoch = rio__gw_head_epoch(r->bkey);
         /* The record's read runs beside the lookup, unless the cache holds
@@ -721,6 +774,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     MHD_add_response_header(resp, "Last-Modified", date);
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
     rio__gw_meta_headers(resp, r->meta);
+    resp_params_apply(resp, r);
     if (status == 206)
         MHD_add_response_header(resp, "Content-Range", cr);
     return rio__gw_send(c, r, status, resp);
