@@ -65,7 +65,7 @@ static const char *const op_names[GW_OP__COUNT] = {
     "UploadPart",           "CompleteMultipartUpload",
     "AbortMultipartUpload", "ListParts",
     "ListMultipartUploads", "GetBucketVersioning",
-    "Other"};
+    "UploadPartCopy",       "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -171,7 +171,7 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
 
 int rio__gw_path_error(int err)
 {
-    return err == -ENOTDIR || err == -EISDIR || err == RIO_EINVAL;
+    return err == -ENOTDIR || err == -EISDIR || err == -ENAMETOOLONG || err == RIO_EINVAL;
 }
 
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what)
@@ -191,6 +191,10 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const
             return rio__gw_error(c, r, 409, "ParentIsObject",
                                  "A parent of this key is an object: this backend keeps keys "
                                  "as paths.");
+        else if (writes && err == -ENAMETOOLONG)
+            return rio__gw_error(c, r, 400, "KeyTooLongError",
+                                 "A segment of this key (between two \"/\") is too long for "
+                                 "a file name on this backend.");
         else if (writes && err == -EISDIR)
             return rio__gw_error(c, r, 409, "ObjectExistsAsDirectory",
                                  "This key is a directory on this backend, which keeps keys "
@@ -546,11 +550,11 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             return *ret = MHD_NO, -1;
         snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
         if (rio__gw_arg(r, "uploadId") || rio__gw_arg(r, "uploads")) {
-            /* Multipart: UploadPartCopy is not implemented. */
             if (!strcmp(r->method, "POST"))
                 r->op = rio__gw_arg(r, "uploads") ? GW_OP_CREATE_MPU : GW_OP_COMPLETE_MPU;
-            else if (!strcmp(r->method, "PUT") && !rio__gw_header(c, "x-amz-copy-source"))
-                r->op = GW_OP_UPLOAD_PART;
+            else if (!strcmp(r->method, "PUT"))
+                r->op = rio__gw_header(c, "x-amz-copy-source") ? GW_OP_UPLOAD_PART_COPY
+                                                               : GW_OP_UPLOAD_PART;
             else if (!strcmp(r->method, "DELETE"))
                 r->op = GW_OP_ABORT_MPU;
             else if (!strcmp(r->method, "GET"))
@@ -618,6 +622,8 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_delete_object(c, r);
     case GW_OP_COPY_OBJECT:
         return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
+    case GW_OP_UPLOAD_PART_COPY:
+        return rio__gw_mpu_part_copy(c, r);
     case GW_OP_DELETE_OBJECTS:
         return rio__gw_delete_objects(c, r);
     case GW_OP_CREATE_MPU:
@@ -685,7 +691,8 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
 static int takes_body(int op)
 {
     return is_put(op) || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
-           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT;
+           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT ||
+           op == GW_OP_UPLOAD_PART_COPY;
 }
 
 /* The request's headers are in: route, authenticate, and either answer

@@ -79,6 +79,7 @@ enum gw_op {
     GW_OP_LIST_PARTS,
     GW_OP_LIST_MPUS,
     GW_OP_BUCKET_VERSIONING,
+    GW_OP_UPLOAD_PART_COPY,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -139,8 +140,8 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
 /* The S3 error for a rio error (NoSuchKey, ...). */
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what);
 /* Is err what file:// answers for a key its tree cannot hold (below an
- * object, a directory of other keys, an empty, "." or ".." segment, a
- * trailing "/")? Such a key does not exist. */
+ * object, a directory of other keys, a segment over 255 bytes, an empty,
+ * "." or ".." segment, a trailing "/")? Such a key does not exist. */
 int rio__gw_path_error(int err);
 const char *rio__gw_header(struct MHD_Connection *c, const char *name);
 /* A query parameter, decoded: its value ("" when it has none), NULL if absent. */
@@ -175,7 +176,11 @@ int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r);
+/* CopyObject, and UploadPartCopy (r->op; r->bkey the part's key, the range
+ * x-amz-copy-source-range, no metadata, a CopyPartResult). */
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src);
+/* UploadPartCopy: the part's checks, then rio__gw_copy_object into it. */
+int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r);
 /* PutObject in three steps: open (headers in), body bytes, close. */
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r);

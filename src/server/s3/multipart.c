@@ -170,27 +170,50 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
-int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
+/* The bucket, the upload and ?partNumber of an UploadPart(Copy): r->bkey
+ * becomes the part's key; 0, else the answer queued (*ret). */
+static int part_target(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
     const char *id = NULL, *pn = rio__gw_arg(r, "partNumber");
     char *end, *k;
     unsigned long n;
-    int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
-        return ret;
+    if (rio__gw_need_bucket(c, r, ret) < 0 || need_upload(c, r, &id, ret, NULL) < 0)
+        return -1;
     errno = 0;
     n = pn && *pn ? strtoul(pn, &end, 10) : 0;
-    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX)
-        return rio__gw_error(c, r, 400, "InvalidArgument",
+    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX) {
+        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
                              "Part number must be an integer between 1 and 10000, inclusive.");
+        return -1;
+    }
     k = rio__malloc(160);
-    if (!k)
-        return MHD_NO;
+    if (!k) {
+        *ret = MHD_NO;
+        return -1;
+    }
     part_key(r, id, (unsigned)n, k, 160);
     rio__free(r->bkey);
     r->bkey = k;
+    return 0;
+}
+
+int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (part_target(c, r, &ret) < 0)
+        return ret;
     return rio__gw_put_open(c, r);
+}
+
+int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (part_target(c, r, &ret) < 0)
+        return ret;
+    return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
 }
 
 int rio__gw_each_key(const char *prefix, unsigned flags,

@@ -1093,6 +1093,30 @@ void rio__gw_put_cleanup(struct gw_req *r)
 
 /* ------------------------------------------------------------- COPY */
 
+/* x-amz-copy-source-range "bytes=FIRST-LAST" of a source of size bytes
+ * into [*off, *off + *len); absent: the whole source. 0, or -1 when
+ * malformed or not within the source. */
+static int copy_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    unsigned long long a, b;
+    char *end;
+
+    if (!h)
+        return 0;
+    if (strncmp(h, "bytes=", 6) != 0 || h[6] < '0' || h[6] > '9')
+        return -1;
+    errno = 0;
+    a = strtoull(h + 6, &end, 10);
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    b = strtoull(end + 1, &end, 10);
+    if (*end || errno || b < a || b >= size)
+        return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 0;
+}
+
 /* x-amz-copy-source-if-match, -if-none-match, -if-modified-since and
  * -if-unmodified-since against the source d (bucket sb, backend key sbkey; ETag its
  * record's when it has one): 0 when they hold (as GET's: If-Match decides
@@ -1143,7 +1167,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     struct rio_call call;
     struct gw_buf b = {0};
     char *buf = NULL;
-    int ret, e;
+    int ret, e, part = r->op == GW_OP_UPLOAD_PART_COPY;
+    uint64_t off = 0, len, left;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
@@ -1185,9 +1210,16 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         return rio__gw_rio_error(c, r, ret, "copy source");
     if (copy_conditions(c, r, sbucket, sbkey, &d, smtime, &ret) < 0)
         return ret;
+    len = d.size;
     /* The metadata: the request's (REPLACE) or the source's (COPY, the
-     * default; the new object's ETag is its own MD5, as S3's). */
-    if (dir && strcmp(dir, "REPLACE") == 0) {
+     * default; the new object's ETag is its own MD5, as S3's). A part has
+     * none, and copies x-amz-copy-source-range or the whole source. */
+    if (part) {
+        if (copy_range(rio__gw_header(c, "x-amz-copy-source-range"), d.size, &off, &len) < 0)
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "x-amz-copy-source-range must be bytes=FIRST-LAST, within the "
+                                 "source object.");
+    } else if (dir && strcmp(dir, "REPLACE") == 0) {
         if (rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
             return ret;
     } else {
@@ -1207,22 +1239,23 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     buf = rio__malloc(COPY_BLOCK);
     if (!buf)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
-    ret = rio_reader_open(rio__gw_client(), sbkey, 0, &call, &rd);
+    ret = rio_reader_open_at(rio__gw_client(), sbkey, off, 0, &call, &rd);
     if (ret == 0)
-        ret = rio_writer_open(rio__gw_client(), r->bkey, d.size, 0, NULL, &w);
-    while (ret == 0) {
-        int64_t n = rio_reader_read(rd, buf, COPY_BLOCK);
+        ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, NULL, &w);
+    for (left = len; ret == 0 && left;) {
+        int64_t n = rio_reader_read(rd, buf, left < COPY_BLOCK ? (size_t)left : COPY_BLOCK);
         if (n <= 0) {
-            ret = (int)n;
+            ret = n < 0 ? (int)n : RIO_EINVAL; /* the source ended early */
             break;
         }
         r->bytes_in += (uint64_t)n;
+        left -= (uint64_t)n;
         ret = rio_writer_write(w, buf, (size_t)n);
     }
     rio__free(buf);
     if (rd) {
         int rc = rio_reader_close(rd);
-        if (!ret)
+        if (!ret && left) /* every byte wanted was read (and verified): closed early */
             ret = rc;
     }
     memset(&out, 0, sizeof(out));
@@ -1234,6 +1267,14 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio_desc_cleanup(&out);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy commit");
+    if (part) { /* the part's ETag: its MD5, as UploadPart's */
+        rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
+        rio__gw_buf_printf(&b,
+                           XML_HEAD "<CopyPartResult xmlns=\"" XMLNS "\"><LastModified>%s"
+                                    "</LastModified><ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
+                           date, out.etag);
+        return rio__gw_send_buf(c, r, 200, &b);
+    }
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
     rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
