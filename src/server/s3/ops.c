@@ -1267,22 +1267,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio_desc_cleanup(&out);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy commit");
-    if (part) { /* the part's ETag: its MD5, as UploadPart's */
-        rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
-        rio__gw_buf_printf(&b,
-                           XML_HEAD "<CopyPartResult xmlns=\"" XMLNS "\"><LastModified>%s"
-                                    "</LastModified><ETag>&quot;%s&quot;</ETag></CopyPartResult>\n",
-                           date, out.etag);
-        return rio__gw_send_buf(c, r, 200, &b);
+    if (!part) { /* a part has no record; its ETag is its MD5, as UploadPart's */
+        ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
+        rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, "copy metadata");
     }
-    ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
-    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
-    if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "copy metadata");
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b,
-                       XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s"
-                                "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
-                       date, out.etag);
+                       XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified><ETag>"
+                                "&quot;%s&quot;</ETag></%s>\n",
+                       part ? "CopyPartResult" : "CopyObjectResult", date, out.etag,
+                       part ? "CopyPartResult" : "CopyObjectResult");
     return rio__gw_send_buf(c, r, 200, &b);
 }
