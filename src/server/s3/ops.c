@@ -1245,7 +1245,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     for (left = len; ret == 0 && left;) {
         int64_t n = rio_reader_read(rd, buf, left < COPY_BLOCK ? (size_t)left : COPY_BLOCK);
         if (n <= 0) {
-            ret = n < 0 ? (int)n : RIO_EINVAL; /* the source ended early */
+            ret = n < 0 ? (int)n : -EIO; /* the source ended early */
             break;
         }
         r->bytes_in += (uint64_t)n;
