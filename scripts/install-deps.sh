@@ -39,6 +39,7 @@ TEST_PACKAGES=(
     awscli   # s3 bench ceiling (railio bench s3://, aws s3 cp); gateway tests
     s3cmd    # gateway tests: tests/integration/test_gw_clients
     rclone   # gateway tests: tests/integration/test_gw_clients
+    restic   # gateway tests: tests/integration/test_gw_compat
     python3-boto3 # gateway tests: test_gw_clients (boto3)
     ceph-mon # rados tests: tests/harness/ceph.sh (single-host cluster)
     ceph-osd

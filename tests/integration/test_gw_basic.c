@@ -281,12 +281,13 @@ TEST(listing)
     T_EQ(gw_curl(&g, "l", "'%s/lst?acl'", g.url), 501);
     T_TRUE(gw_has(&g, "l", "<Code>NotImplemented</Code>"));
     T_EQ(gw_curl(&g, "l", "'%s/lst/b?tagging'", g.url), 501);
-    /* UploadPartCopy */
+    /* UploadPartCopy (test_gw_compat): to an upload that is not there. */
     T_EQ(gw_curl(&g, "l",
                  "-X PUT -H 'x-amz-copy-source: /lst/b' "
                  "'%s/lst/c?uploadId=0123456789abcdef0123456789abcdef&partNumber=1'",
                  g.url),
-         501);
+         404);
+    T_TRUE(gw_has(&g, "l", "<Code>NoSuchUpload</Code>"));
     T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=-1'", g.url), 400);
     gw_stop(&g);
 }

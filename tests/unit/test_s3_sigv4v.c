@@ -713,6 +713,58 @@ TEST(anonymous_access)
     rio_s3_keys_free(ka);
 }
 
+/* Unsigned requests with an aws-chunked body: the unsigned-trailer mode is
+ * decoded (payload mode and trailer set), the signed modes need a
+ * signature, a bad x-amz-trailer is refused; with the keys file's "*" line
+ * (rio_s3_verify) and without keys (rio_s3_anon_payload, --s3-anonymous). */
+TEST(anonymous_aws_chunked)
+{
+    struct rio_s3_keys *ka = keys("GWTESTKEY01 s\n* - public\n");
+    struct rio_s3_auth a;
+    const char *code;
+    struct vec v = {"PUT",
+                    "/public/x",
+                    "",
+                    "",
+                    {{"Host", "h"},
+                     {"x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER"},
+                     {"X-Amz-Trailer", "x-amz-checksum-CRC32"}}};
+    struct rio_s3_req r = req_of(&v);
+
+    T_EQ(verify(ka, &v, T2026, &a, &code), 0);
+    T_EQ(a.anonymous, 1);
+    T_EQ(a.payload_mode, RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER);
+    T_STREQ(a.trailer, "x-amz-checksum-crc32");
+    memset(&a, 0, sizeof(a));
+    T_EQ(rio_s3_anon_payload(&r, &a, &code), 0);
+    T_EQ(a.payload_mode, RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER);
+    T_STREQ(a.trailer, "x-amz-checksum-crc32");
+    /* No trailer announced: the mode still, no trailer to check. */
+    v.h[2] = (struct rio_s3_hdr){"x-other", "1"};
+    r = req_of(&v);
+    memset(&a, 0, sizeof(a));
+    T_EQ(rio_s3_anon_payload(&r, &a, &code), 0);
+    T_STREQ(a.trailer, "");
+    /* A bad trailer name. */
+    v.h[2] = (struct rio_s3_hdr){"x-amz-trailer", "content-md5"};
+    r = req_of(&v);
+    T_LT(rio_s3_anon_payload(&r, &a, &code), 0);
+    T_STREQ(code, "InvalidRequest");
+    /* The signed modes without a signature. */
+    v.h[1] = (struct rio_s3_hdr){"x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"};
+    v.h[2] = (struct rio_s3_hdr){"x-other", "1"};
+    r = req_of(&v);
+    T_EQ(rio_s3_anon_payload(&r, &a, &code), -EACCES);
+    T_STREQ(code, "AccessDenied");
+    expect_refused(ka, &v, T2026, "AccessDenied");
+    /* A plain body (a hex hash or UNSIGNED-PAYLOAD): unsigned, as before. */
+    v.h[1] = (struct rio_s3_hdr){"x-amz-content-sha256", "UNSIGNED-PAYLOAD"};
+    r = req_of(&v);
+    T_EQ(rio_s3_anon_payload(&r, &a, &code), 0);
+    T_EQ(a.payload_mode, RIO_S3_PAYLOAD_UNSIGNED);
+    rio_s3_keys_free(ka);
+}
+
 TEST(canonical_forms)
 {
     struct rio_s3_keys *k = keys(keys_text);

@@ -53,6 +53,7 @@ static struct {
     _Atomic uint64_t next_id;
 } g = {.client_mu = PTHREAD_MUTEX_INITIALIZER};
 
+/* clang-format off */
 static const char *const op_names[GW_OP__COUNT] = {
     "ListBuckets",          "CreateBucket",
     "HeadBucket",           "DeleteBucket",
@@ -63,7 +64,9 @@ static const char *const op_names[GW_OP__COUNT] = {
     "DeleteObjects",        "CreateMultipartUpload",
     "UploadPart",           "CompleteMultipartUpload",
     "AbortMultipartUpload", "ListParts",
-    "ListMultipartUploads", "Other"};
+    "ListMultipartUploads", "GetBucketVersioning",
+    "UploadPartCopy",       "Other"};
+/* clang-format on */
 
 const char *rio__gw_op_name(int op)
 {
@@ -114,6 +117,8 @@ int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct 
     snprintf(id, sizeof(id), "%016llx", (unsigned long long)atomic_fetch_add(&g.next_id, 1));
     MHD_add_response_header(resp, "x-amz-request-id", id);
     MHD_add_response_header(resp, "Server", "railiod");
+    if (r->close)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
     r->done = 1;
     ret = MHD_queue_response(c, (unsigned)status, resp);
@@ -164,11 +169,41 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
     return ret;
 }
 
+int rio__gw_path_error(int err)
+{
+    return err == -ENOTDIR || err == -EISDIR || err == -ENAMETOOLONG || err == RIO_EINVAL;
+}
+
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what)
 {
     char msg[160];
 
     snprintf(msg, sizeof(msg), "%s: %s", what, rio_strerror(err));
+    if (r->key && rio__gw_path_error(err)) {
+        /* file:// and keys its tree cannot hold (S3's flat keys have no
+         * such conflict): a read finds no such key, a write is refused. */
+        int writes = (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_COPY_OBJECT ||
+                      r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU) &&
+                     strcmp(what, "copy source") != 0;
+        if (!writes && (err != RIO_EINVAL || strstr(what, "lookup") || strstr(what, "source")))
+            err = RIO_ENOTFOUND;
+        else if (writes && err == -ENOTDIR)
+            return rio__gw_error(c, r, 409, "ParentIsObject",
+                                 "A parent of this key is an object: this backend keeps keys "
+                                 "as paths.");
+        else if (writes && err == -ENAMETOOLONG)
+            return rio__gw_error(c, r, 400, "KeyTooLongError",
+                                 "A segment of this key (between two \"/\") is too long for "
+                                 "a file name on this backend.");
+        else if (writes && err == -EISDIR)
+            return rio__gw_error(c, r, 409, "ObjectExistsAsDirectory",
+                                 "This key is a directory on this backend, which keeps keys "
+                                 "as paths: other keys are (or were) below it.");
+        else if (writes)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "This backend cannot store this key: an empty, \".\" or \"..\" "
+                                 "segment, or a trailing \"/\".");
+    }
     switch (err) {
     case RIO_ENOTFOUND:
         return r->key ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
@@ -271,7 +306,8 @@ static int known_param(const char *name)
                                      "max-uploads",
                                      "key-marker",
                                      "upload-id-marker",
-                                     "location"};
+                                     "location",
+                                     "versioning"};
     if (strncasecmp(name, "X-Amz-", 6) == 0)
         return 1;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
@@ -302,6 +338,22 @@ static enum MHD_Result hdr_cb(void *cls, enum MHD_ValueKind kind, const char *ke
     return MHD_YES;
 }
 
+/* Signed with Signature Version 2 (an "AWS AK:SIG" Authorization header or a
+ * presigned URL's AWSAccessKeyId and Signature): 400, before routing (the
+ * query's parameters are no subresource). 0, or the answer queued (*ret). */
+static int sigv2(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    const char *authz = rio__gw_header(c, "Authorization");
+
+    if (!(rio__gw_arg(r, "AWSAccessKeyId") && rio__gw_arg(r, "Signature")) &&
+        !(authz && strncmp(authz, "AWS ", 4) == 0))
+        return 0;
+    *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                         "Signature Version 2 is not supported: please use AWS4-HMAC-SHA256 "
+                         "(Signature Version 4).");
+    return -1;
+}
+
 /* 0, or an error response was queued (its MHD result in *ret). */
 static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *path, int *ret)
 {
@@ -314,9 +366,21 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
 
     memset(&r->auth, 0, sizeof(r->auth));
     if (!signed_ && g.anonymous) {
+        const char *p = rio__gw_header(c, "x-amz-content-sha256");
         r->auth.anonymous = 1;
         r->auth.payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
-        return 0;
+        if (!p || strncmp(p, "STREAMING-", 10) != 0)
+            return 0;
+        /* aws-chunked without a signature: the unsigned-trailer mode */
+        MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_cb, &h);
+        q = (struct rio_s3_req){
+            .method = r->method, .path = path, .query = r->query, .nheaders = h.n, .headers = h.h};
+        if (!h.over && rio_s3_anon_payload(&q, &r->auth, &code) == 0)
+            return 0;
+        *ret = rio__gw_error(c, r, h.over ? 400 : rio_s3_status_of(code),
+                             h.over ? "InvalidRequest" : code,
+                             h.over ? "Too many headers." : rio_error_detail());
+        return -1;
     }
     if (!g.keys) {
         *ret = signed_ ? rio__gw_error(c, r, 403, "InvalidAccessKeyId",
@@ -486,11 +550,11 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             return *ret = MHD_NO, -1;
         snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
         if (rio__gw_arg(r, "uploadId") || rio__gw_arg(r, "uploads")) {
-            /* Multipart: UploadPartCopy is not implemented. */
             if (!strcmp(r->method, "POST"))
                 r->op = rio__gw_arg(r, "uploads") ? GW_OP_CREATE_MPU : GW_OP_COMPLETE_MPU;
-            else if (!strcmp(r->method, "PUT") && !rio__gw_header(c, "x-amz-copy-source"))
-                r->op = GW_OP_UPLOAD_PART;
+            else if (!strcmp(r->method, "PUT"))
+                r->op = rio__gw_header(c, "x-amz-copy-source") ? GW_OP_UPLOAD_PART_COPY
+                                                               : GW_OP_UPLOAD_PART;
             else if (!strcmp(r->method, "DELETE"))
                 r->op = GW_OP_ABORT_MPU;
             else if (!strcmp(r->method, "GET"))
@@ -509,7 +573,9 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             r->op = GW_OP_DELETE_OBJECT;
         return 0;
     }
-    if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
+    if (rio__gw_arg(r, "versioning")) /* GET: never enabled; PUT: NotImplemented */
+        r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_VERSIONING : GW_OP_OTHER;
+    else if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
         r->op = GW_OP_LIST_MPUS;
     else if (!strcmp(r->method, "GET"))
         r->op = rio__gw_arg(r, "location")            ? GW_OP_BUCKET_LOCATION
@@ -542,6 +608,8 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_delete_bucket(c, r);
     case GW_OP_BUCKET_LOCATION:
         return rio__gw_bucket_location(c, r);
+    case GW_OP_BUCKET_VERSIONING:
+        return rio__gw_bucket_versioning(c, r);
     case GW_OP_LIST_OBJECTS:
         return rio__gw_list_objects(c, r, 0);
     case GW_OP_LIST_OBJECTS_V2:
@@ -554,6 +622,8 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_delete_object(c, r);
     case GW_OP_COPY_OBJECT:
         return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
+    case GW_OP_UPLOAD_PART_COPY:
+        return rio__gw_mpu_part_copy(c, r);
     case GW_OP_DELETE_OBJECTS:
         return rio__gw_delete_objects(c, r);
     case GW_OP_CREATE_MPU:
@@ -621,7 +691,8 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
 static int takes_body(int op)
 {
     return is_put(op) || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
-           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT;
+           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT ||
+           op == GW_OP_UPLOAD_PART_COPY;
 }
 
 /* The request's headers are in: route, authenticate, and either answer
@@ -646,7 +717,8 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     }
     if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
-    else if (route(c, r, path, &ret) == 0 && authenticate(c, r, path, &ret) == 0) {
+    else if (sigv2(c, r, &ret) == 0 && route(c, r, path, &ret) == 0 &&
+             authenticate(c, r, path, &ret) == 0) {
         if (!takes_body(r->op))
             ret = run_op(c, r);
         else if (!rio__gw_user_may(r, r->bucket))
@@ -668,6 +740,39 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     return ret;
 }
 
+struct framing {
+    unsigned cl, te;
+};
+
+static enum MHD_Result framing_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value)
+{
+    struct framing *f = cls;
+
+    (void)kind;
+    (void)value;
+    f->cl += strcasecmp(key, "Content-Length") == 0;
+    f->te += strcasecmp(key, "Transfer-Encoding") == 0;
+    return MHD_YES;
+}
+
+/* Request smuggling: a body framed twice (Content-Length more than once,
+ * Transfer-Encoding more than once, or both) may end where a proxy in
+ * front thinks it does not. 400 and the connection closed; 0 when sound. */
+static int framing_bad(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    struct framing f = {0, 0};
+
+    MHD_get_connection_values(c, MHD_HEADER_KIND, framing_cb, &f);
+    if (f.cl <= 1 && f.te <= 1 && !(f.cl && f.te))
+        return 0;
+    r->close = 1;
+    *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                         f.cl && f.te ? "Content-Length and Transfer-Encoding together."
+                                      : "Content-Length or Transfer-Encoding sent twice.");
+    return -1;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **req_cls)
@@ -683,6 +788,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         r->started = 1;
         r->method = method;
         r->query = "";
+        int ret;
+        if (framing_bad(c, r, &ret) < 0)
+            return (enum MHD_Result)ret;
         /*
          * A response queued before the request is read whole costs the
          * connection its keep-alive (libmicrohttpd cannot tell where the

@@ -52,6 +52,11 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
+/* A declared body larger than S3's largest object (5 TiB): 400 EntityTooLarge. */
+#define GW_OBJECT_MAX (5ull << 40)
+/* The owner ListBuckets and ListObjects name (V2: with fetch-owner=true): one
+ * for every bucket and object, the gateway keeps no owners. */
+#define GW_OWNER_XML "<Owner><ID>railio</ID><DisplayName>railio</DisplayName></Owner>"
 
 enum gw_op {
     GW_OP_LIST_BUCKETS = 0,
@@ -73,6 +78,8 @@ enum gw_op {
     GW_OP_ABORT_MPU,
     GW_OP_LIST_PARTS,
     GW_OP_LIST_MPUS,
+    GW_OP_BUCKET_VERSIONING,
+    GW_OP_UPLOAD_PART_COPY,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -92,6 +99,7 @@ struct gw_req {
     const char *query; /* raw query (into uri), "" if none */
     uint64_t t0;
     int started, deferred, done, status;
+    int close; /* answer with Connection: close (the request's framing is in doubt) */
     uint64_t bytes_in, bytes_out;
     struct rio_s3_auth auth;
     /* PUT */
@@ -131,6 +139,10 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
                   const char *msg);
 /* The S3 error for a rio error (NoSuchKey, ...). */
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what);
+/* Is err what file:// answers for a key its tree cannot hold (below an
+ * object, a directory of other keys, a segment over 255 bytes, an empty,
+ * "." or ".." segment, a trailing "/")? Such a key does not exist. */
+int rio__gw_path_error(int err);
 const char *rio__gw_header(struct MHD_Connection *c, const char *name);
 /* A query parameter, decoded: its value ("" when it has none), NULL if absent. */
 const char *rio__gw_arg(const struct gw_req *r, const char *name);
@@ -158,10 +170,17 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r);
+/* GetBucketVersioning: never enabled (an empty VersioningConfiguration, as
+ * S3 answers for a bucket whose versioning was never set). */
+int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r);
+/* CopyObject, and UploadPartCopy (r->op; r->bkey the part's key, the range
+ * x-amz-copy-source-range, no metadata, a CopyPartResult). */
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src);
+/* UploadPartCopy: the part's checks, then rio__gw_copy_object into it. */
+int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r);
 /* PutObject in three steps: open (headers in), body bytes, close. */
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r);
@@ -172,8 +191,9 @@ void rio__gw_put_cleanup(struct gw_req *r);
 struct rio_entry;
 
 /* multipart.c: uploads under ".rio-mpu/BUCKET/UPLOADID" (the key) and
- * their parts ".rio-mpu/BUCKET/UPLOADID/NNNNN" on the backend. */
+ * their parts ".rio-mpu/BUCKET/UPLOADID.p/NNNNN" on the backend. */
 #define GW_MPU_PREFIX ".rio-mpu/"
+#define GW_MPU_PARTDIR ".p/"
 /* The largest part UploadPart writes as one chunk (ops.c, part_chunk). */
 #define GW_PART_CHUNK_MAX (16ull << 20)
 #define GW_MPU_PARTS_MAX 10000u

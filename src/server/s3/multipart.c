@@ -2,8 +2,9 @@
 /*
  * Multipart uploads (docs/gateway.md): an upload is the backend object
  * ".rio-mpu/BUCKET/ID" holding its key, each part an object of its own,
- * ".rio-mpu/BUCKET/ID/NNNNN", streamed in like a PutObject (its ETag the
- * part's MD5). Complete composes the parts into the object without a copy
+ * ".rio-mpu/BUCKET/ID.p/NNNNN" (not under "ID/": on file:// the marker is
+ * a file and cannot also be a directory), streamed in like a PutObject (its
+ * ETag the part's MD5). Complete composes the parts into the object without a copy
  * where the backend can (rados://: a head that lists the parts' chunks),
  * else streams them in order through the engine's reader into one writer
  * (either way the object appears whole, at once), then drops what is left
@@ -51,7 +52,7 @@ static void upload_key(const struct gw_req *r, const char *id, char *out, size_t
 
 static void part_key(const struct gw_req *r, const char *id, unsigned n, char *out, size_t cap)
 {
-    snprintf(out, cap, GW_MPU_PREFIX "%s/%s/%05u", r->bucket, id, n);
+    snprintf(out, cap, GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR "%05u", r->bucket, id, n);
 }
 
 /* Read upload marker k: its bytes in a new buffer (*out, NUL-terminated),
@@ -169,27 +170,50 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
-int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
+/* The bucket, the upload and ?partNumber of an UploadPart(Copy): r->bkey
+ * becomes the part's key; 0, else the answer queued (*ret). */
+static int part_target(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
     const char *id = NULL, *pn = rio__gw_arg(r, "partNumber");
     char *end, *k;
     unsigned long n;
-    int ret;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
-        return ret;
+    if (rio__gw_need_bucket(c, r, ret) < 0 || need_upload(c, r, &id, ret, NULL) < 0)
+        return -1;
     errno = 0;
     n = pn && *pn ? strtoul(pn, &end, 10) : 0;
-    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX)
-        return rio__gw_error(c, r, 400, "InvalidArgument",
+    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX) {
+        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
                              "Part number must be an integer between 1 and 10000, inclusive.");
+        return -1;
+    }
     k = rio__malloc(160);
-    if (!k)
-        return MHD_NO;
+    if (!k) {
+        *ret = MHD_NO;
+        return -1;
+    }
     part_key(r, id, (unsigned)n, k, 160);
     rio__free(r->bkey);
     r->bkey = k;
+    return 0;
+}
+
+int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (part_target(c, r, &ret) < 0)
+        return ret;
     return rio__gw_put_open(c, r);
+}
+
+int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (part_target(c, r, &ret) < 0)
+        return ret;
+    return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
 }
 
 int rio__gw_each_key(const char *prefix, unsigned flags,
@@ -230,7 +254,7 @@ static void drop_upload(const struct gw_req *r, const char *id)
 {
     char k[160];
 
-    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
     rio__gw_each_key(k, 0, rio__gw_drop_entry, NULL);
     upload_key(r, id, k, sizeof(k));
     rio_delete(rio__gw_client(), k);
@@ -288,7 +312,7 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
                        "<StorageClass>STANDARD</StorageClass><MaxParts>%u</MaxParts>"
                        "<IsTruncated>false</IsTruncated>",
                        GW_MPU_PARTS_MAX);
-    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s/", r->bucket, id);
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
     ret = rio__gw_each_key(k, 0, part_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);

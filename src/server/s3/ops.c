@@ -124,8 +124,7 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
     unsigned seen = 0;
     const size_t plen = strlen(GW_MARKER_PREFIX);
 
-    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\"><Owner><ID>"
-                                    "railio</ID><DisplayName>railio</DisplayName></Owner>"
+    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">" GW_OWNER_XML
                                     "<Buckets>");
     do {
         int ret;
@@ -188,15 +187,27 @@ int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_empty(c, r, 200);
 }
 
-int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
+/* A bucket's configuration that is always the default: the empty element
+ * tag, once the bucket is known to exist. */
+static int bucket_default(struct MHD_Connection *c, struct gw_req *r, const char *tag)
 {
     struct gw_buf b = {0};
     int ret;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    rio__gw_buf_printf(&b, XML_HEAD "<LocationConstraint xmlns=\"" XMLNS "\"/>\n");
+    rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\"/>\n", tag);
     return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r)
+{
+    return bucket_default(c, r, "LocationConstraint");
+}
+
+int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r)
+{
+    return bucket_default(c, r, "VersioningConfiguration");
 }
 
 int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
@@ -263,7 +274,8 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *token = v2 ? rio__gw_arg(r, "continuation-token") : NULL;
     const char *after = rio__gw_arg(r, v2 ? "start-after" : "marker");
     const char *mk = rio__gw_arg(r, "max-keys"), *enc = rio__gw_arg(r, "encoding-type");
-    const char *lt = rio__gw_arg(r, "list-type");
+    const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
+    int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2];
     struct rio_list_args a;
     struct rio_list_page p;
@@ -356,8 +368,9 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
             rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
-        rio__gw_buf_printf(&b, "<Size>%llu</Size><StorageClass>STANDARD</StorageClass></Contents>",
-                           (unsigned long long)e->size);
+        rio__gw_buf_printf(&b,
+                           "<Size>%llu</Size>%s<StorageClass>STANDARD</StorageClass></Contents>",
+                           (unsigned long long)e->size, owner ? GW_OWNER_XML : "");
     }
     for (unsigned i = 0; i < p.n; i++) {
         const struct rio_entry *e = &p.entries[i];
@@ -598,6 +611,57 @@ static int get_open(struct get_state *st, const struct rio_desc *d, uint64_t off
     return ret;
 }
 
+/* GET and HEAD's response-content-type and the other response-*
+ * parameters: the header they name, instead of the stored one, as S3's.
+ * Signed requests only (S3: 400 for anonymous ones, or a link to a public
+ * object could serve it as text/html). */
+static const char *const resp_params[][2] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"},
+    {"response-content-language", "Content-Language"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-expires", "Expires"},
+};
+#define RESP_PARAMS (sizeof(resp_params) / sizeof(resp_params[0]))
+
+/* 0 when r's response-* parameters may be applied (none, or signed and
+ * without a control character), else the error queued (*ret). */
+static int resp_params_check(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    for (size_t i = 0; i < RESP_PARAMS; i++) {
+        const char *v = rio__gw_arg(r, resp_params[i][0]);
+        if (!v)
+            continue;
+        if (r->auth.anonymous) {
+            *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Request specific response headers cannot be used for "
+                                 "anonymous GET requests.");
+            return -1;
+        }
+        for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+            if ((*p < 0x20 && *p != '\t') || *p == 0x7f) {
+                *ret = rio__gw_error(c, r, 400, "InvalidArgument",
+                                     "A response-* parameter holds a control character.");
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static void resp_params_apply(struct MHD_Response *resp, const struct gw_req *r)
+{
+    for (size_t i = 0; i < RESP_PARAMS; i++) {
+        const char *v = rio__gw_arg(r, resp_params[i][0]), *old;
+        if (!v)
+            continue;
+        while ((old = MHD_get_response_header(resp, resp_params[i][1])) &&
+               MHD_del_response_header(resp, resp_params[i][1], old) == MHD_YES)
+            ;
+        MHD_add_response_header(resp, resp_params[i][1], v);
+    }
+}
+
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 {
     struct rio_desc d;
@@ -613,6 +677,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
                       rio__gw_header(c, "If-Modified-Since") ||
                       rio__gw_header(c, "If-Unmodified-Since");
 
+    if (resp_params_check(c, r, &ret) < 0)
+        return ret;
     for (int tries = 0;; tries++) {
         uint64_t epoch = rio__gw_head_epoch(r->bkey);
         /* The record's read runs beside the lookup, unless the cache holds
@@ -708,6 +774,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     MHD_add_response_header(resp, "Last-Modified", date);
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
     rio__gw_meta_headers(resp, r->meta);
+    resp_params_apply(resp, r);
     if (status == 206)
         MHD_add_response_header(resp, "Content-Range", cr);
     return rio__gw_send(c, r, status, resp);
@@ -722,7 +789,7 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     ret = rio_delete(rio__gw_client(), r->bkey);
-    if (ret < 0 && ret != RIO_ENOTFOUND)
+    if (ret < 0 && ret != RIO_ENOTFOUND && !rio__gw_path_error(ret))
         return rio__gw_rio_error(c, r, ret, "delete");
     rio__gw_meta_drop(r->bucket,
                       r->key); /* after the object: a record left alone describes nothing */
@@ -751,8 +818,8 @@ static int del_one(void *arg, const char *key)
     }
     if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey))
         ret = RIO_EINVAL;
-    else
-        ret = rio_delete(rio__gw_client(), bkey);
+    else if (rio__gw_path_error(ret = rio_delete(rio__gw_client(), bkey)))
+        ret = RIO_ENOTFOUND; /* file:// and a key it cannot hold: none such */
     if (ret == 0 || ret == RIO_ENOTFOUND)
         rio__gw_head_drop(bkey);
     if ((ret == 0 || ret == RIO_ENOTFOUND) &&
@@ -888,6 +955,10 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "You must provide the Content-Length HTTP header.");
     }
+    if (r->declared != UINT64_MAX ? r->declared > GW_OBJECT_MAX
+                                  : streaming(r) || !te || strcasecmp(te, "chunked") != 0)
+        return rio__gw_error(c, r, 400, "EntityTooLarge",
+                             "Your proposed upload exceeds the maximum allowed object size.");
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
@@ -1022,19 +1093,82 @@ void rio__gw_put_cleanup(struct gw_req *r)
 
 /* ------------------------------------------------------------- COPY */
 
+/* x-amz-copy-source-range "bytes=FIRST-LAST" of a source of size bytes
+ * into [*off, *off + *len); absent: the whole source. 0, or -1 when
+ * malformed or not within the source. */
+static int copy_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+    unsigned long long a, b;
+    char *end;
+
+    if (!h)
+        return 0;
+    if (strncmp(h, "bytes=", 6) != 0 || h[6] < '0' || h[6] > '9')
+        return -1;
+    errno = 0;
+    a = strtoull(h + 6, &end, 10);
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    b = strtoull(end + 1, &end, 10);
+    if (*end || errno || b < a || b >= size)
+        return -1;
+    *off = a;
+    *len = b - a + 1;
+    return 0;
+}
+
+/* x-amz-copy-source-if-match, -if-none-match, -if-modified-since and
+ * -if-unmodified-since against the source d (bucket sb, backend key sbkey; ETag its
+ * record's when it has one): 0 when they hold (as GET's: If-Match decides
+ * over If-Unmodified-Since, If-None-Match over If-Modified-Since), else
+ * 412 PreconditionFailed queued (*ret), -1. */
+static int copy_conditions(struct MHD_Connection *c, struct gw_req *r, const char *sb,
+                           const char *sbkey, const struct rio_desc *d, int64_t mtime, int *ret)
+{
+    const char *im = rio__gw_header(c, "x-amz-copy-source-if-match");
+    const char *inm = rio__gw_header(c, "x-amz-copy-source-if-none-match");
+    const char *ims = rio__gw_header(c, "x-amz-copy-source-if-modified-since");
+    const char *ius = rio__gw_header(c, "x-amz-copy-source-if-unmodified-since");
+    int64_t t;
+    int fail = 0;
+
+    if (im || inm) {
+        struct gw_meta *m = rio__gw_meta_load(sb, sbkey + strlen(sb) + 1, d, NULL);
+        const char *etag = rio__gw_meta_etag(m, d->etag);
+        fail = (im && !etag_in(im, etag)) || (inm && etag_in(inm, etag));
+        rio__gw_meta_free(m);
+    }
+    if (!fail && (!im && ius) + (!inm && ims)) {
+        if (!mtime) /* the backend's lookup does not say: its listing may */
+            mtime = key_mtime(sbkey);
+        mtime /= 1000000000;
+        if (!im && ius && (t = rio__gw_parse_http_date(ius)) >= 0 && mtime > t)
+            fail = 1;
+        if (!inm && ims && (t = rio__gw_parse_http_date(ims)) >= 0 && mtime <= t)
+            fail = 1;
+    }
+    if (!fail)
+        return 0;
+    *ret = rio__gw_error(c, r, 412, "PreconditionFailed",
+                         "At least one of the pre-conditions you specified did not hold");
+    return -1;
+}
+
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src)
 {
     char *s, *q, *slash, *sb;
     char sbkey[RIO_KEY_MAX + 2], date[32], sbucket[GW_BUCKET_MAX + 1];
     const char *dir = rio__gw_header(c, "x-amz-metadata-directive");
     struct gw_meta *sm;
+    int64_t smtime = 0;
     struct rio_reader *rd = NULL;
     struct rio_writer *w = NULL;
     struct rio_desc d, out;
     struct rio_call call;
     struct gw_buf b = {0};
     char *buf = NULL;
-    int ret, e;
+    int ret, e, part = r->op == GW_OP_UPLOAD_PART_COPY;
+    uint64_t off = 0, len, left;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
@@ -1070,13 +1204,22 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (e == 0)
         return rio__gw_error(c, r, 404, "NoSuchBucket", "The source bucket does not exist.");
     memset(&d, 0, sizeof(d));
-    ret = rio_stat(rio__gw_client(), sbkey, &d);
+    ret = rio_stat_mtime(rio__gw_client(), sbkey, &d, &smtime);
     rio_desc_cleanup(&d);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy source");
+    if (copy_conditions(c, r, sbucket, sbkey, &d, smtime, &ret) < 0)
+        return ret;
+    len = d.size;
     /* The metadata: the request's (REPLACE) or the source's (COPY, the
-     * default; the new object's ETag is its own MD5, as S3's). */
-    if (dir && strcmp(dir, "REPLACE") == 0) {
+     * default; the new object's ETag is its own MD5, as S3's). A part has
+     * none, and copies x-amz-copy-source-range or the whole source. */
+    if (part) {
+        if (copy_range(rio__gw_header(c, "x-amz-copy-source-range"), d.size, &off, &len) < 0)
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "x-amz-copy-source-range must be bytes=FIRST-LAST, within the "
+                                 "source object.");
+    } else if (dir && strcmp(dir, "REPLACE") == 0) {
         if (rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
             return ret;
     } else {
@@ -1096,22 +1239,23 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     buf = rio__malloc(COPY_BLOCK);
     if (!buf)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
-    ret = rio_reader_open(rio__gw_client(), sbkey, 0, &call, &rd);
+    ret = rio_reader_open_at(rio__gw_client(), sbkey, off, 0, &call, &rd);
     if (ret == 0)
-        ret = rio_writer_open(rio__gw_client(), r->bkey, d.size, 0, NULL, &w);
-    while (ret == 0) {
-        int64_t n = rio_reader_read(rd, buf, COPY_BLOCK);
+        ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, NULL, &w);
+    for (left = len; ret == 0 && left;) {
+        int64_t n = rio_reader_read(rd, buf, left < COPY_BLOCK ? (size_t)left : COPY_BLOCK);
         if (n <= 0) {
-            ret = (int)n;
+            ret = n < 0 ? (int)n : -EIO; /* the source ended early */
             break;
         }
         r->bytes_in += (uint64_t)n;
+        left -= (uint64_t)n;
         ret = rio_writer_write(w, buf, (size_t)n);
     }
     rio__free(buf);
     if (rd) {
         int rc = rio_reader_close(rd);
-        if (!ret)
+        if (!ret && left) /* every byte wanted was read (and verified): closed early */
             ret = rc;
     }
     memset(&out, 0, sizeof(out));
@@ -1123,14 +1267,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio_desc_cleanup(&out);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, "copy commit");
-    ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
-    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
-    if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "copy metadata");
+    if (!part) { /* a part has no record; its ETag is its MD5, as UploadPart's */
+        ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
+        rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, "copy metadata");
+    }
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b,
-                       XML_HEAD "<CopyObjectResult xmlns=\"" XMLNS "\"><LastModified>%s"
-                                "</LastModified><ETag>&quot;%s&quot;</ETag></CopyObjectResult>\n",
-                       date, out.etag);
+                       XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified><ETag>"
+                                "&quot;%s&quot;</ETag></%s>\n",
+                       part ? "CopyPartResult" : "CopyObjectResult", date, out.etag,
+                       part ? "CopyPartResult" : "CopyObjectResult");
     return rio__gw_send_buf(c, r, 200, &b);
 }

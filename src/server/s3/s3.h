@@ -64,6 +64,16 @@ struct rio_s3_auth { /* outcome of verification */
 };
 
 /**
+ * The body of a request accepted without a signature: plain
+ * (RIO_S3_PAYLOAD_UNSIGNED), or aws-chunked with an unsigned checksum
+ * trailer (x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER, what
+ * newer aws CLIs and SDKs send), into out->payload_mode and out->trailer.
+ * 0, or -EINVAL / -EACCES with *s3_code (a signed aws-chunked mode without
+ * a signature, a bad x-amz-trailer).
+ */
+int rio_s3_anon_payload(const struct rio_s3_req *r, struct rio_s3_auth *out, const char **s3_code);
+
+/**
  * Verify a request's SigV4 signature (Authorization header or presigned
  * query), or accept it as anonymous when it carries neither and the key set
  * allows anonymous access. now is the server's clock, unix seconds. A

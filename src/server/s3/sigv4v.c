@@ -503,6 +503,46 @@ static int parse_auth_fields(const char *v, const char **f, size_t *fl)
     return f[0] && f[1] && f[2] ? 0 : -1;
 }
 
+/* x-amz-trailer (once, an x-amz-checksum-* other than MD5) into
+ * out->trailer, lower-case; 0, or -1 when it is not one. */
+static int trailer_of(const struct rio_s3_req *r, struct rio_s3_auth *out)
+{
+    unsigned nt;
+    const char *tr = hdr_find(r, "x-amz-trailer", &nt);
+
+    if (!tr)
+        return 0;
+    while (*tr == ' ')
+        tr++;
+    if (nt > 1 || strlen(tr) >= sizeof(out->trailer) || rio__s3_algo_of(tr) < 0 ||
+        rio__s3_algo_of(tr) == RIO__S3_MD5 || rio__s3_algo_of(tr) == RIO__S3_SHA256HEX)
+        return -1;
+    for (size_t i = 0; tr[i]; i++)
+        out->trailer[i] = (char)((tr[i] >= 'A' && tr[i] <= 'Z') ? tr[i] + 32 : tr[i]);
+    return 0;
+}
+
+int rio_s3_anon_payload(const struct rio_s3_req *r, struct rio_s3_auth *out, const char **s3_code)
+{
+    unsigned nd;
+    const char *payload = hdr_find(r, "x-amz-content-sha256", &nd);
+    int ret = 0;
+
+    out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
+    if (!payload || strncmp(payload, "STREAMING-", 10) != 0)
+        return 0;
+    if (nd > 1)
+        REFUSE("InvalidArgument", -EINVAL, "s3 auth: x-amz-content-sha256 twice");
+    if (strcmp(payload, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") != 0)
+        REFUSE("AccessDenied", -EACCES,
+               "s3 auth: a signed aws-chunked body in a request without a signature");
+    out->payload_mode = RIO_S3_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
+    if (trailer_of(r, out) < 0)
+        REFUSE("InvalidRequest", -EINVAL, "s3 auth: x-amz-trailer is not an x-amz-checksum-*");
+out:
+    return ret;
+}
+
 int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64_t now,
                   struct rio_s3_auth *out, const char **s3_code)
 {
@@ -544,8 +584,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         if (!rio__s3_keys_anon(k))
             REFUSE("AccessDenied", -EACCES, "s3 auth: unsigned request, anonymous access off");
         out->anonymous = 1;
-        out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
-        ret = 0;
+        ret = rio_s3_anon_payload(r, out, s3_code);
         goto out;
     }
 
@@ -653,20 +692,8 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
                "s3 auth: x-amz-content-sha256 is neither a SHA-256 nor a known mode");
     }
 
-    {
-        unsigned nt;
-        const char *tr = hdr_find(r, "x-amz-trailer", &nt);
-        if (tr) {
-            while (*tr == ' ')
-                tr++;
-            if (nt > 1 || strlen(tr) >= sizeof(out->trailer) || rio__s3_algo_of(tr) < 0 ||
-                rio__s3_algo_of(tr) == RIO__S3_MD5 || rio__s3_algo_of(tr) == RIO__S3_SHA256HEX)
-                REFUSE("InvalidRequest", -EINVAL,
-                       "s3 auth: x-amz-trailer is not an x-amz-checksum-*");
-            for (size_t i = 0; tr[i]; i++)
-                out->trailer[i] = (char)((tr[i] >= 'A' && tr[i] <= 'Z') ? tr[i] + 32 : tr[i]);
-        }
-    }
+    if (trailer_of(r, out) < 0)
+        REFUSE("InvalidRequest", -EINVAL, "s3 auth: x-amz-trailer is not an x-amz-checksum-*");
 
     sh = rio__calloc(1, sizeof(*sh));
     if (sh)

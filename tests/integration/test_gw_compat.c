@@ -1,0 +1,933 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 240 */
+/*
+ * What S3 clients and compatibility suites send that the other test_gw_*
+ * files do not (issue 19), over a file:// backend and the server's own
+ * store: multipart uploads over file:// (parts under ".rio-mpu/B/ID.p/",
+ * not below the upload's own object), keys a tree of directories cannot
+ * hold (404, 409 or 400 with S3's XML, never a 500, nothing outside the
+ * bucket's directory), CopyObject's x-amz-copy-source-if-* conditions,
+ * a body framed twice (request smuggling: 400, connection closed), an
+ * absurd Content-Length, unsigned aws-chunked bodies with a checksum
+ * trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), SigV2 (400 InvalidRequest),
+ * the Owner element of the listings, GetBucketVersioning, GetObject's
+ * response-* parameters, rclone and restic over file://, and hostile HTTP
+ * (huge headers, bad chunk sizes, pipelined requests).
+ */
+#include "gw_util.h"
+
+/* A file:// backend in a fresh directory: its URL in url, the directory. */
+static const char *file_backend(char *url, size_t cap)
+{
+    const char *dir = t_scratch_dir("gw-compat");
+    snprintf(url, cap, "file://%s/store", dir);
+    T_EQ(t_sh("mkdir -p %s/store", dir), 0);
+    return dir;
+}
+
+/* gw_start with the server's log in a file (for no_5xx, srv_log_count). */
+static void start_logged(struct gw *g, const char *backend, const char *const *extra)
+{
+    setenv("SRV_LOG_FILE", "1", 1);
+    gw_start(g, backend, extra);
+    unsetenv("SRV_LOG_FILE");
+}
+
+/* 1 when the server (start_logged) answered requests and none with a 5xx. */
+static int no_5xx(struct gw *g)
+{
+    return srv_log_count(&g->e, " s3 ") > 0 && srv_log_count(&g->e, "status=5") == 0;
+}
+
+/* The value of "UploadId" in scratch file name (XML), into id. */
+static void upload_id(struct gw *g, const char *name, char *id, size_t cap)
+{
+    size_t n = 0;
+    char *t;
+
+    T_EQ(t_sh("sed -n 's/.*<UploadId>\\([0-9a-f]*\\)<\\/UploadId>.*/\\1/p' %s | tr -d '\\n' > %s",
+              gw_path(g, name), gw_path(g, "id")),
+         0);
+    t = (char *)t_slurp(gw_path(g, "id"), &n);
+    T_TRUE(t != NULL && n == 32);
+    snprintf(id, cap, "%.*s", (int)n, t);
+    free(t);
+}
+
+/* Multipart over file://: the parts used to be ".rio-mpu/B/ID/NNNNN", below
+ * the upload's own object ".rio-mpu/B/ID", which on file:// is a file: every
+ * UploadPart failed (500, "not a directory"). Parts now live in
+ * ".rio-mpu/B/ID.p/"; never in the bucket's listing. */
+TEST(multipart_over_file)
+{
+    struct gw g;
+    char url[512], id[64], xml[1024];
+    const char *dir = file_backend(url, sizeof(url));
+
+    gw_start(&g, url, NULL);
+    gw_file(&g, "p1", 5 * 1024 * 1024, 1);
+    gw_file(&g, "p2", 5 * 1024 * 1024, 2);
+    gw_file(&g, "p3", 1234, 3);
+    T_EQ(t_sh("cat %s %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "p3"),
+              gw_path(&g, "all")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/mpfile", g.url), 200);
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/mpfile/d/obj?uploads'", g.url), 200);
+    upload_id(&g, "c", id, sizeof(id));
+    for (int i = 1; i <= 3; i++) {
+        T_EQ(gw_curl(&g, "o", "-T %s '%s/mpfile/d/obj?partNumber=%d&uploadId=%s'",
+                     gw_path(&g, i == 1   ? "p1"
+                                 : i == 2 ? "p2"
+                                          : "p3"),
+                     g.url, i, id),
+             200);
+    }
+    T_EQ(t_sh("test -f %s/store/.rio-mpu/mpfile/%s.p/00002", dir, id), 0);
+    T_EQ(gw_curl(&g, "o", "'%s/mpfile/d/obj?uploadId=%s'", g.url, id), 200); /* ListParts */
+    T_TRUE(gw_has(&g, "o", "<PartNumber>3</PartNumber>"));
+    T_TRUE(gw_has(&g, "o", "<Size>1234</Size>"));
+    T_EQ(gw_curl(&g, "o", "'%s/mpfile?uploads'", g.url), 200); /* ListMultipartUploads */
+    T_TRUE(gw_has(&g, "o", id));
+    /* The parts are nowhere in the bucket's listing. */
+    T_EQ(gw_curl(&g, "o", "'%s/mpfile?list-type=2'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
+    /* Complete with the parts' MD5s. */
+    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2 3; do "
+              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
+              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
+              "printf '</CompleteMultipartUpload>' >> done.xml",
+              g.dir),
+         0);
+    snprintf(xml, sizeof(xml), "-X POST --data-binary @%s '%s/mpfile/d/obj?uploadId=%s'",
+             gw_path(&g, "done.xml"), g.url, id);
+    T_EQ(gw_curl(&g, "o", "%s", xml), 200);
+    T_TRUE(gw_has(&g, "o", "-3&quot;</ETag>"));
+    T_EQ(gw_curl(&g, "got", "%s/mpfile/d/obj", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "all"));
+    T_EQ(gw_curl(&g, "o", "'%s/mpfile?list-type=2'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>1</KeyCount>"));
+    T_TRUE(gw_has(&g, "o", "<Size>10486994</Size>"));
+    /* What is left of the upload: no part, no marker. */
+    T_NE(t_sh("test -e %s/store/.rio-mpu/mpfile/%s", dir, id), 0);
+    T_NE(t_sh("test -e %s/store/.rio-mpu/mpfile/%s.p/00001", dir, id), 0);
+    T_EQ(gw_curl(&g, "o", "'%s/mpfile/d/obj?uploadId=%s'", g.url, id), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchUpload</Code>"));
+
+    /* Abort drops the parts. */
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/mpfile/e?uploads'", g.url), 200);
+    upload_id(&g, "c", id, sizeof(id));
+    T_EQ(gw_curl(&g, "o", "-T %s '%s/mpfile/e?partNumber=1&uploadId=%s'", gw_path(&g, "p3"), g.url,
+                 id),
+         200);
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/mpfile/e?uploadId=%s'", g.url, id), 204);
+    T_NE(t_sh("test -e %s/store/.rio-mpu/mpfile/%s.p/00001", dir, id), 0);
+
+    /* The aws CLI's own multipart cp (5 MiB parts), when it is there. */
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        char env[256];
+        snprintf(env, sizeof(env), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
+        T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 5MB\\n"
+                  "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
+                  g.dir),
+             0);
+        gw_file(&g, "big", 12 * 1000 * 1000 + 7, 4);
+        T_EQ(gw_aws(&g, env, "o", "s3 cp big s3://mpfile/big"), 0);
+        T_EQ(gw_aws(&g, env, "o", "s3 cp s3://mpfile/big back"), 0);
+        T_TRUE(gw_same(&g, "back", "big"));
+    }
+    gw_stop(&g);
+}
+
+/* Keys a tree of directories cannot hold, over file://: every answer is
+ * S3's XML with a 4xx, none a 500, and nothing lands outside the bucket's
+ * directory. */
+TEST(folder_keys_over_file)
+{
+    static const struct {
+        const char *key;  /* as sent (curl --path-as-is) */
+        int put, get;     /* statuses of a PUT, then a GET */
+        const char *code; /* the PUT's error code */
+    } cases[] = {
+        {"a", 200, 200, NULL},
+        {"a/b", 409, 404, "ParentIsObject"},   /* a is an object */
+        {"a/b/c", 409, 404, "ParentIsObject"}, /* deeper */
+        {"c/d", 200, 200, NULL},
+        {"c", 409, 404, "ObjectExistsAsDirectory"}, /* c/d exists */
+        {"x/", 400, 404, "InvalidArgument"},        /* a "folder" marker */
+        {"e//f", 400, 404, "InvalidArgument"},
+        {"g/../h", 400, 404, "InvalidArgument"},
+        {"../esc", 400, 404, "InvalidArgument"},
+        {"%2e%2e/esc2", 400, 404, "InvalidArgument"},
+        {"..%2fesc3", 400, 404, "InvalidArgument"},
+        {"./y", 400, 404, "InvalidArgument"},
+        {"z/.", 400, 404, "InvalidArgument"},
+        {"/abs", 400, 404, "InvalidArgument"},
+    };
+    struct gw g;
+    char url[512];
+    const char *dir = file_backend(url, sizeof(url));
+
+    start_logged(&g, url, NULL);
+    gw_file(&g, "body", 100, 5);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/fkeys", g.url), 200);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *k = cases[i].key;
+        fprintf(stderr, "key %s\n", k);
+        T_EQ(gw_curl(&g, "o", "--path-as-is -X PUT --data-binary @%s '%s/fkeys/%s'",
+                     gw_path(&g, "body"), g.url, k),
+             cases[i].put);
+        if (cases[i].code) {
+            char want[96];
+            snprintf(want, sizeof(want), "<Code>%s</Code>", cases[i].code);
+            T_TRUE(gw_has(&g, "o", want));
+            T_TRUE(gw_has(&g, "o.h", "Content-Type: application/xml"));
+        }
+        T_EQ(gw_curl(&g, "o", "--path-as-is '%s/fkeys/%s'", g.url, k), cases[i].get);
+        if (cases[i].get == 404)
+            T_TRUE(gw_has(&g, "o", "<Code>NoSuchKey</Code>"));
+        T_EQ(gw_curl(&g, "", "--path-as-is -I '%s/fkeys/%s'", g.url, k), cases[i].get);
+        /* CopyObject onto it, from a key that exists. */
+        if (cases[i].put != 200)
+            T_EQ(gw_curl(&g, "o",
+                         "--path-as-is -X PUT -H 'x-amz-copy-source: /fkeys/a' '%s/fkeys/%s'",
+                         g.url, k),
+                 cases[i].put);
+    }
+    /* A segment longer than a file name (255 bytes): KeyTooLongError. */
+    {
+        char seg[301];
+        memset(seg, 's', 300);
+        seg[300] = '\0';
+        T_EQ(gw_curl(&g, "o", "-X PUT --data-binary @%s '%s/fkeys/d/%s'", gw_path(&g, "body"),
+                     g.url, seg),
+             400);
+        T_TRUE(gw_has(&g, "o", "<Code>KeyTooLongError</Code>"));
+        T_EQ(gw_curl(&g, "o", "'%s/fkeys/d/%s'", g.url, seg), 404);
+        T_EQ(gw_curl(&g, "o", "-X DELETE '%s/fkeys/d/%s'", g.url, seg), 204);
+    }
+    /* Copy from a key that cannot be: NoSuchKey. */
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /fkeys/c' '%s/fkeys/copy'", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchKey</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /fkeys/e//f' '%s/fkeys/copy'", g.url),
+         404);
+    /* Multipart onto a key below an object: refused at Complete. */
+    T_EQ(gw_curl(&g, "o", "-X POST '%s/fkeys/a/mp?uploads'", g.url), 200);
+    /* Deleting such keys: 204 as for any missing key; DeleteObjects too. */
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/fkeys/c'", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "--path-as-is -X DELETE '%s/fkeys/e//f'", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "--path-as-is -X DELETE '%s/fkeys/x/'", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/fkeys/a/b'", g.url), 204);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<Delete><Object><Key>c</Key></Object><Object><Key>x/"
+                 "</Key></Object><Object><Key>a/b</Key></Object></Delete>' '%s/fkeys?delete'",
+                 g.url),
+         200);
+    T_FALSE(gw_has(&g, "o", "<Error>"));
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>x/</Key></Deleted>"));
+    /* Listings below an object or with such a prefix: empty, not errors. */
+    T_EQ(gw_curl(&g, "o", "'%s/fkeys?list-type=2&prefix=a/b/&delimiter=/'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
+    T_EQ(gw_curl(&g, "o", "'%s/fkeys?list-type=2&prefix=../&delimiter=/'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
+    /* The objects that could be are whole; nothing escaped. */
+    T_EQ(gw_curl(&g, "got", "%s/fkeys/a", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "body"));
+    T_EQ(gw_curl(&g, "got", "%s/fkeys/c/d", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "body"));
+    T_EQ(t_sh("test -z \"$(find %s -name 'esc*')\"", dir), 0);
+    T_EQ(t_sh("test \"$(find %s/store/fkeys -type f | wc -l)\" = 2", dir), 0);
+    T_EQ(no_5xx(&g), 1);
+    gw_stop(&g);
+}
+
+/* x-amz-copy-source-if-*: evaluated against the source (its ETag and
+ * Last-Modified), 412 PreconditionFailed when they do not hold and
+ * nothing copied. */
+TEST(copy_conditions)
+{
+    struct gw g;
+    char url[512], md5[40], h[256];
+    size_t n = 0;
+    char *t;
+    static const char *const past = "Sat, 01 Jan 2000 00:00:00 GMT";
+    static const char *const future = "Sun, 01 Jan 2090 00:00:00 GMT";
+    struct {
+        const char *name, *value;
+        int status;
+    } cases[] = {
+        {"if-match", md5, 200},
+        {"if-match", "\"0123456789abcdef0123456789abcdef\"", 412},
+        {"if-match", "*", 200},
+        {"if-none-match", md5, 412},
+        {"if-none-match", "\"0123456789abcdef0123456789abcdef\"", 200},
+        {"if-modified-since", past, 200},
+        {"if-modified-since", future, 412},
+        {"if-unmodified-since", past, 412},
+        {"if-unmodified-since", future, 200},
+    };
+
+    file_backend(url, sizeof(url));
+    gw_start(&g, url, NULL);
+    gw_file(&g, "src", 70000, 6);
+    T_EQ(t_sh("md5sum %s | cut -c1-32 | tr -d '\\n' > %s", gw_path(&g, "src"), gw_path(&g, "md5")),
+         0);
+    t = (char *)t_slurp(gw_path(&g, "md5"), &n);
+    T_TRUE(t && n == 32);
+    snprintf(md5, sizeof(md5), "\"%.32s\"", t);
+    free(t);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ccond", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/ccond/src", gw_path(&g, "src"), g.url), 200);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fprintf(stderr, "x-amz-copy-source-%s: %s\n", cases[i].name, cases[i].value);
+        T_EQ(gw_curl(&g, "", "-X DELETE %s/ccond/dst", g.url), 204);
+        snprintf(h, sizeof(h), "x-amz-copy-source-%s: %s", cases[i].name, cases[i].value);
+        T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /ccond/src' -H '%s' %s/ccond/dst", h,
+                     g.url),
+             cases[i].status);
+        if (cases[i].status == 412) {
+            T_TRUE(gw_has(&g, "o", "<Code>PreconditionFailed</Code>"));
+            T_EQ(gw_curl(&g, "", "-I %s/ccond/dst", g.url), 404);
+        } else {
+            T_EQ(gw_curl(&g, "got", "%s/ccond/dst", g.url), 200);
+            T_TRUE(gw_same(&g, "got", "src"));
+        }
+    }
+    /* If-Match decides over If-Unmodified-Since, If-None-Match over
+     * If-Modified-Since (as S3 and GET). */
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /ccond/src' -H 'x-amz-copy-source-if-match: %s' "
+                 "-H 'x-amz-copy-source-if-unmodified-since: %s' %s/ccond/dst",
+                 md5, past, g.url),
+         200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /ccond/src' -H 'x-amz-copy-source-if-none-match: "
+                 "\"other\"' -H 'x-amz-copy-source-if-modified-since: %s' %s/ccond/dst",
+                 future, g.url),
+         200);
+    /* A multipart source: its ETag is the "-N" one. */
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/ccond/mp?uploads'", g.url), 200);
+    {
+        char id[64], xml[1024];
+        upload_id(&g, "c", id, sizeof(id));
+        T_EQ(gw_curl(&g, "o", "-T %s '%s/ccond/mp?partNumber=1&uploadId=%s'", gw_path(&g, "src"),
+                     g.url, id),
+             200);
+        snprintf(xml, sizeof(xml),
+                 "-X POST --data-binary '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+                 "<ETag>%s</ETag></Part></CompleteMultipartUpload>' '%s/ccond/mp?uploadId=%s'",
+                 md5, g.url, id);
+        T_EQ(gw_curl(&g, "o", "%s", xml), 200);
+    }
+    T_EQ(gw_curl(&g, "mph", "-I %s/ccond/mp", g.url), 200);
+    T_EQ(t_sh("grep -i '^etag' %s | tr -d '\\r\"' | cut -d' ' -f2 | tr -d '\\n' > %s",
+              gw_path(&g, "mph.h"), gw_path(&g, "mpetag")),
+         0);
+    t = (char *)t_slurp(gw_path(&g, "mpetag"), &n);
+    T_TRUE(t && n > 33 && t[32] == '-');
+    snprintf(h, sizeof(h), "x-amz-copy-source-if-match: \"%.*s\"", (int)n, t);
+    free(t);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /ccond/mp' -H '%s' %s/ccond/dst2", h,
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /ccond/mp' -H 'x-amz-copy-source-if-match: %s' "
+                 "%s/ccond/dst3",
+                 md5, g.url),
+         412);
+    gw_stop(&g);
+}
+
+/* Raw HTTP: tests/integration's python3 helper sends bytes on one
+ * connection and writes what came back (until the server closes it, or
+ * 3 s of silence) and whether it closed. */
+static const char raw_py[] =
+    "import socket, sys\n"
+    "port, name, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]\n"
+    "data = open(name, 'rb').read()\n"
+    "s = socket.create_connection(('127.0.0.1', port)); s.settimeout(3)\n"
+    "try:\n"
+    "    s.sendall(data)\n"
+    "except OSError:\n"
+    "    pass\n"
+    "got, closed = b'', False\n"
+    "try:\n"
+    "    while True:\n"
+    "        b = s.recv(65536)\n"
+    "        if not b:\n"
+    "            closed = True; break\n"
+    "        got += b\n"
+    "except socket.timeout:\n"
+    "    pass\n"
+    "except OSError:\n"
+    "    closed = True\n"
+    "open(out, 'wb').write(got + (b'\\n<CLOSED>\\n' if closed else b'\\n<OPEN>\\n'))\n";
+
+/* Send the bytes of request (n of them) to g raw; the answer in scratch
+ * file "raw". */
+static void raw(struct gw *g, const void *request, size_t n)
+{
+    const char *colon = strrchr(g->s3, ':');
+
+    t_write_file(gw_path(g, "raw.py"), raw_py, strlen(raw_py));
+    t_write_file(gw_path(g, "req"), request, n);
+    T_EQ(t_sh("python3 %s %s %s %s", gw_path(g, "raw.py"), colon + 1, gw_path(g, "req"),
+              gw_path(g, "raw")),
+         0);
+}
+
+#define RAW(g, s) raw((g), (s), sizeof(s) - 1)
+
+/* Count of status lines ("HTTP/1.1 ") in scratch file raw. */
+static int raw_answers(struct gw *g)
+{
+    T_EQ(t_sh("grep -ao 'HTTP/1.1 [0-9][0-9][0-9]' %s | wc -l > %s", gw_path(g, "raw"),
+              gw_path(g, "n")),
+         0);
+    return t_read_int(gw_path(g, "n"));
+}
+
+/* A body framed twice (Content-Length twice, even with one value, or with
+ * Transfer-Encoding, or Transfer-Encoding twice) is how requests are
+ * smuggled past a proxy that reads the other framing: 400, the
+ * connection closed, nothing stored, a request behind it not served. */
+TEST(framing_twice)
+{
+    static const char *const reqs[] = {
+        "PUT /smug/k1 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 5\r\n\r\n"
+        "abcde",
+        "PUT /smug/k2 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+        "PUT /smug/k3 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\nGET /smug/k0 HTTP/1.1\r\nHost: h\r\n\r\n",
+        "PUT /smug/k4 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+        "3\r\n\r\n"
+        "3\r\nabc\r\n0\r\n\r\n",
+        "PUT /smug/k5 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        "GET /smug/k0 HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\nTransfer-Encoding: "
+        "chunked\r\n\r\n"
+        "0\r\n\r\nGET /smug/k0 HTTP/1.1\r\nHost: h\r\n\r\n",
+    };
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/smug", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d k0 %s/smug/k0", g.url), 200);
+    for (size_t i = 0; i < sizeof(reqs) / sizeof(reqs[0]); i++) {
+        fprintf(stderr, "request %zu\n", i);
+        raw(&g, reqs[i], strlen(reqs[i]));
+        T_TRUE(gw_has(&g, "raw", "HTTP/1.1 400 "));
+        T_TRUE(gw_has(&g, "raw", "<Code>InvalidRequest</Code>"));
+        T_TRUE(gw_has(&g, "raw", "Connection: close"));
+        T_TRUE(gw_has(&g, "raw", "<CLOSED>"));
+        T_EQ(raw_answers(&g), 1); /* the request behind it: never read */
+    }
+    for (int i = 1; i <= 5; i++)
+        T_EQ(gw_curl(&g, "", "-I %s/smug/k%d", g.url, i), 404);
+    /* One Content-Length, one Transfer-Encoding: fine, and kept alive. */
+    RAW(&g, "PUT /smug/k6 HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"
+            "PUT /smug/k7 HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\nabc\r\n0\r\n\r\nGET /smug/k7 HTTP/1.1\r\nHost: h\r\n\r\n");
+    T_EQ(raw_answers(&g), 3);
+    T_TRUE(gw_has(&g, "raw", "<OPEN>"));
+    T_EQ(gw_curl(&g, "got", "%s/smug/k6", g.url), 200);
+    T_TRUE(gw_has(&g, "got", "abc"));
+    gw_stop(&g);
+}
+
+/* Hostile HTTP: absurd or malformed lengths and chunk sizes, huge header
+ * blocks, a long target; pipelined requests answered in order. Every
+ * answer a 4xx (never a hang, never a 500), the server alive after. */
+TEST(hostile_http)
+{
+    static const struct {
+        const char *req;
+        const char *status; /* "HTTP/1.1 4xx" */
+    } cases[] = {
+        /* 2^64 - 1 is libmicrohttpd's "unknown size" */
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: 18446744073709551615\r\n\r\nabc",
+         "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: 6000000000000\r\n\r\nabc",
+         "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: 99999999999999999999999\r\n\r\nabc",
+         "HTTP/1.1 413"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: -1\r\n\r\nabc", "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\nabc", "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nContent-Length: 3, 3\r\n\r\nabc", "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+         "chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n",
+         "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "ffffffffffffffffffff\r\nabc\r\n0\r\n\r\n",
+         "HTTP/1.1 4"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nx-amz-decoded-content-length: "
+         "18446744073709551615\r\n"
+         "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Length: 5\r\n\r\n"
+         "0\r\n\r\n",
+         "HTTP/1.1 400"},
+        {"PUT /hostile/a HTTP/1.1\r\nHost: h\r\nx-amz-decoded-content-length: 3\r\n"
+         "x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER\r\nContent-Length: 11\r\n\r\n"
+         "zz\r\nabc\r\n\r\n",
+         "HTTP/1.1 400"},
+    };
+    struct gw g;
+    char *big;
+    size_t n;
+
+    start_logged(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/hostile", g.url), 200);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        fprintf(stderr, "case %zu\n", i);
+        raw(&g, cases[i].req, strlen(cases[i].req));
+        T_TRUE(gw_has(&g, "raw", cases[i].status));
+    }
+    T_EQ(gw_curl(&g, "", "-I %s/hostile/a", g.url), 404);
+    /* A 300 KiB header, 20000 small ones: 431. */
+    n = 300 * 1024;
+    big = malloc(n + 200);
+    T_NOTNULL(big);
+    n = (size_t)snprintf(big, 200, "GET /hostile/a HTTP/1.1\r\nHost: h\r\nX-A: ");
+    memset(big + n, 'a', 300 * 1024);
+    n += 300 * 1024;
+    memcpy(big + n, "\r\n\r\n", 4);
+    raw(&g, big, n + 4);
+    T_TRUE(gw_has(&g, "raw", "HTTP/1.1 431"));
+    n = (size_t)snprintf(big, 200, "GET /hostile/a HTTP/1.1\r\nHost: h\r\n");
+    for (int i = 0; i < 20000; i++, n += 8)
+        memcpy(big + n, "X-A: b\r\n", 8);
+    memcpy(big + n, "\r\n", 2);
+    raw(&g, big, n + 2);
+    T_TRUE(gw_has(&g, "raw", "HTTP/1.1 431"));
+    free(big);
+    /* A target over 8 KiB: 400 InvalidURI. */
+    big = calloc(1, 10000);
+    T_NOTNULL(big);
+    n = (size_t)snprintf(big, 10000, "GET /hostile/");
+    memset(big + n, 'k', 9000);
+    n += 9000;
+    n += (size_t)snprintf(big + n, 10000 - n, " HTTP/1.1\r\nHost: h\r\n\r\n");
+    raw(&g, big, n);
+    T_TRUE(gw_has(&g, "raw", "<Code>InvalidURI</Code>"));
+    free(big);
+    /* Pipelined: PUT, GET, HEAD, GET of a missing key, in order. */
+    RAW(&g, "PUT /hostile/p HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhello"
+            "GET /hostile/p HTTP/1.1\r\nHost: h\r\n\r\n"
+            "HEAD /hostile/p HTTP/1.1\r\nHost: h\r\n\r\n"
+            "GET /hostile/nope HTTP/1.1\r\nHost: h\r\n\r\n");
+    T_EQ(raw_answers(&g), 4);
+    T_EQ(t_sh("grep -ao 'HTTP/1.1 [0-9]*' %s | tr '\\n' ' ' | grep -q '^HTTP/1.1 200 HTTP/1.1 200 "
+              "HTTP/1.1 200 HTTP/1.1 404 $'",
+              gw_path(&g, "raw")),
+         0);
+    T_TRUE(gw_has(&g, "raw", "hello"));
+    T_EQ(no_5xx(&g), 1);
+    T_EQ(gw_curl(&g, "got", "%s/hostile/p", g.url), 200);
+    T_TRUE(gw_has(&g, "got", "hello"));
+    gw_stop(&g);
+}
+
+/* STREAMING-UNSIGNED-PAYLOAD-TRAILER without a signature (what newer aws
+ * CLIs and SDKs send by default over HTTPS): decoded, its trailer checked;
+ * it used to be stored with its chunk framing. Under --s3-anonymous and
+ * under a keys file's "*" line. A signed aws-chunked mode without a
+ * signature: 403. */
+static const char trailer_py[] =
+    "import base64, http.client, struct, sys, zlib\n"
+    "port, bucket = int(sys.argv[1]), sys.argv[2]\n"
+    "creds = sys.argv[3:5]  # ACCESS_KEY SECRET: sign (SigV4) each request\n"
+    "data = bytes(range(256)) * 300 + b'tail'\n"
+    "crc = base64.b64encode(struct.pack('>I', zlib.crc32(data))).decode()\n"
+    "def put(key, trailer, mode='STREAMING-UNSIGNED-PAYLOAD-TRAILER', name='crc32'):\n"
+    "    body = b''\n"
+    "    for i in range(0, len(data), 65536):\n"
+    "        c = data[i:i + 65536]\n"
+    "        body += b'%x\\r\\n' % len(c) + c + b'\\r\\n'\n"
+    "    body += b'0\\r\\n'\n"
+    "    if trailer is not None:\n"
+    "        body += b'x-amz-checksum-' + name.encode() + b':' + trailer.encode() + b'\\r\\n'\n"
+    "    body += b'\\r\\n'\n"
+    "    h = {'x-amz-content-sha256': mode, 'Content-Encoding': 'aws-chunked',\n"
+    "         'x-amz-decoded-content-length': str(len(data)), 'Content-Length': str(len(body))}\n"
+    "    if trailer is not None:\n"
+    "        h['x-amz-trailer'] = 'x-amz-checksum-' + name\n"
+    "    if creds:  # SigV4Auth signs the x-amz-content-sha256 given (S3SigV4Auth would\n"
+    "        # replace it with the body's hash)\n"
+    "        import botocore.auth, botocore.credentials, botocore.awsrequest\n"
+    "        q = botocore.awsrequest.AWSRequest('PUT', 'http://127.0.0.1:%d/%s/%s' % (port,\n"
+    "            bucket, key), data=body, headers=h)\n"
+    "        botocore.auth.SigV4Auth(botocore.credentials.Credentials(*creds), 's3',\n"
+    "            'us-east-1').add_auth(q)\n"
+    "        h = dict(q.headers.items())\n"
+    "    c = http.client.HTTPConnection('127.0.0.1', port)\n"
+    "    c.request('PUT', '/%s/%s' % (bucket, key), body=body, headers=h)\n"
+    "    r = c.getresponse(); text = r.read()\n"
+    "    c.request('GET', '/%s/%s' % (bucket, key)); g = c.getresponse(); got = g.read()\n"
+
+    "    print(key, r.status, g.status, got == data, b'<Code>' in text or r.status == 200)\n"
+    "put('good', crc)\n"
+    "put('bad', 'AAAAAA==')\n"
+    "put('none', None)\n"
+    "put('bogus', crc, name='md5')\n"
+    "if not creds:\n"
+    "    put('signedmode', crc, mode='STREAMING-AWS4-HMAC-SHA256-PAYLOAD')\n";
+
+/* creds: "" (unsigned) or "ACCESS_KEY SECRET" (signed with botocore). */
+static void trailer_checks(struct gw *g, const char *bucket, const char *creds)
+{
+    const char *colon = strrchr(g->s3, ':');
+
+    t_write_file(gw_path(g, "t.py"), trailer_py, strlen(trailer_py));
+    T_EQ(t_sh("python3 %s %s %s %s > %s 2>&1", gw_path(g, "t.py"), colon + 1, bucket, creds,
+              gw_path(g, "out")),
+         0);
+    T_TRUE(gw_has(g, "out", "good 200 200 True True"));
+    T_TRUE(gw_has(g, "out", "bad 400 404 False True"));
+    T_TRUE(gw_has(g, "out", "none 200 200 True True"));
+    T_TRUE(gw_has(g, "out", "bogus 400 404 False True"));
+    if (!*creds)
+        T_TRUE(gw_has(g, "out", "signedmode 403 404 False True"));
+}
+
+TEST(unsigned_trailer_anonymous)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/trailb", g.url), 200);
+    trailer_checks(&g, "trailb", "");
+    gw_stop(&g);
+}
+
+TEST(unsigned_trailer_keys_star_line)
+{
+    struct gw g;
+    char path[256];
+    static const char text[] = "AKCOMPAT sk-compat trailk\n* - trailk\n";
+    const char *args[] = {"--no-anon", "--s3-keys", path, NULL};
+
+    snprintf(path, sizeof(path), "%s/keys", t_scratch_dir("gw-compat-keys"));
+    t_write_file(path, text, strlen(text));
+    T_EQ(chmod(path, 0600), 0);
+    gw_start(&g, NULL, args);
+    T_EQ(gw_curl(&g, "o",
+                 "--aws-sigv4 aws:amz:us-east-1:s3 --user AKCOMPAT:sk-compat -X PUT %s/trailk",
+                 g.url),
+         200);
+    trailer_checks(&g, "trailk", "");
+    /* Signed (SigV4, botocore): the same mode, the same checks (the GETs
+     * unsigned, through the "*" line). */
+    if (t_sh("python3 -c 'import botocore' 2>/dev/null") == 0)
+        trailer_checks(&g, "trailk", "AKCOMPAT sk-compat");
+    gw_stop(&g);
+}
+
+/* SigV2 (a presigned URL's AWSAccessKeyId, Signature and Expires, or an
+ * "AWS AK:SIG" Authorization header): 400 InvalidRequest naming SigV2, not
+ * 501 for an unknown subresource, nor 403, nor (anonymous on) the object. */
+TEST(sigv2_refused)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/sigv2b", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d x %s/sigv2b/k", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/sigv2b/k?AWSAccessKeyId=AK&Signature=c2ln&Expires=4102444800'",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
+    T_TRUE(gw_has(&g, "o", "Signature Version 2 is not supported"));
+    T_EQ(gw_curl(&g, "o", "-H 'Authorization: AWS AK:c2ln' %s/sigv2b/k", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "Signature Version 2 is not supported"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'Authorization: AWS AK:c2ln' -d y %s/sigv2b/k", g.url), 400);
+    T_EQ(gw_curl(&g, "got", "%s/sigv2b/k", g.url), 200);
+    T_TRUE(gw_has(&g, "got", "x"));
+    gw_stop(&g);
+}
+
+/* Owner in ListObjects (V1 always, V2 with fetch-owner=true) and
+ * ListBuckets, as S3 gives it. */
+TEST(list_owner)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/owner", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d x %s/owner/k", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "%s/owner", g.url), 200);
+    T_TRUE(gw_has(&g, "o",
+                  "<Size>1</Size><Owner><ID>railio</ID><DisplayName>railio</DisplayName></Owner>"
+                  "<StorageClass>"));
+    T_EQ(gw_curl(&g, "o", "'%s/owner?list-type=2'", g.url), 200);
+    T_FALSE(gw_has(&g, "o", "<Owner>"));
+    T_EQ(gw_curl(&g, "o", "'%s/owner?list-type=2&fetch-owner=true'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<Owner><ID>railio</ID><DisplayName>railio</DisplayName></Owner>"));
+    T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<Owner><ID>railio</ID><DisplayName>railio</DisplayName></Owner>"));
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        T_EQ(gw_aws(&g, "", "o", "s3api list-objects --bucket owner"), 0);
+        T_TRUE(gw_has(&g, "o", "\"DisplayName\": \"railio\""));
+    }
+    gw_stop(&g);
+}
+
+/* GetBucketVersioning: an empty VersioningConfiguration (never enabled),
+ * as S3 answers; rclone's purge and cleanup ask it and logged an ERROR on
+ * the 501. PutBucketVersioning stays 501. */
+TEST(bucket_versioning)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "'%s/nover?versioning'", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/verb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/verb?versioning'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<VersioningConfiguration xmlns="));
+    T_FALSE(gw_has(&g, "o", "<Status>"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT --data-binary '<VersioningConfiguration><Status>Enabled</Status>"
+                 "</VersioningConfiguration>' '%s/verb?versioning'",
+                 g.url),
+         501);
+    T_EQ(gw_curl(&g, "o", "'%s/verb?versioning'", g.url), 200);
+    T_FALSE(gw_has(&g, "o", "<Status>"));
+    if (t_sh("command -v aws >/dev/null") == 0)
+        T_EQ(gw_aws(&g, "", "o", "s3api get-bucket-versioning --bucket verb"), 0);
+    gw_stop(&g);
+}
+
+/* Clients beyond those of test_gw_clients, signed (SigV4), over
+ * file://: rclone (5 MiB multipart parts, purge without an ERROR) and
+ * restic (a repository: init, backup, check --read-data, restore, forget
+ * --prune). */
+static void start_signed(struct gw *g)
+{
+    static char url[512], keys[256];
+    static const char text[] = "AKCLIENT sk-client *\n";
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+
+    file_backend(url, sizeof(url));
+    snprintf(keys, sizeof(keys), "%s/keys", t_scratch_dir("gw-compat-ck"));
+    t_write_file(keys, text, strlen(text));
+    T_EQ(chmod(keys, 0600), 0);
+    start_logged(g, url, extra);
+}
+
+/* Bounded: a gateway that fails makes rclone retry for minutes. */
+#define RCLONE "timeout 120 rclone --retries 1 --low-level-retries 2 "
+
+TEST(rclone_over_file)
+{
+    struct gw g;
+    char env[768];
+
+    if (t_sh("command -v rclone >/dev/null") != 0)
+        T_SKIP("rclone is not installed");
+    start_signed(&g);
+    snprintf(env, sizeof(env),
+             "env -u AWS_CA_BUNDLE RCLONE_CONFIG=/dev/null RCLONE_CONFIG_GW_TYPE=s3 "
+             "RCLONE_CONFIG_GW_PROVIDER=Other RCLONE_CONFIG_GW_ACCESS_KEY_ID=AKCLIENT "
+             "RCLONE_CONFIG_GW_SECRET_ACCESS_KEY=sk-client RCLONE_CONFIG_GW_ENDPOINT=%s "
+             "RCLONE_CONFIG_GW_FORCE_PATH_STYLE=true RCLONE_CONFIG_GW_CHUNK_SIZE=5M "
+             "RCLONE_CONFIG_GW_UPLOAD_CUTOFF=5M",
+             g.url);
+    T_EQ(t_sh("mkdir -p %s/tree/sub", g.dir), 0);
+    gw_file(&g, "tree/big", 11 * 1024 * 1024 + 3, 61); /* three parts */
+    gw_file(&g, "tree/sub/b", 77, 62);
+    T_EQ(t_sh("cd %s && %s " RCLONE "mkdir gw:rcf > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s " RCLONE "copy tree gw:rcf/t > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s " RCLONE "check tree gw:rcf/t > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s " RCLONE "copy gw:rcf/t back > out 2>&1", g.dir, env), 0);
+    T_TRUE(gw_same(&g, "back/big", "tree/big"));
+    T_TRUE(gw_same(&g, "back/sub/b", "tree/sub/b"));
+    T_EQ(t_sh("cd %s && %s " RCLONE "purge gw:rcf/t > out 2>&1", g.dir, env), 0);
+    T_FALSE(gw_has(&g, "out", "ERROR"));
+    T_EQ(t_sh("cd %s && %s " RCLONE "lsf -R gw:rcf > ls 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("test ! -s %s", gw_path(&g, "ls")), 0);
+    gw_stop(&g);
+}
+
+TEST(restic_over_file)
+{
+    struct gw g;
+    char env[768];
+
+    if (t_sh("command -v restic >/dev/null") != 0)
+        T_SKIP("restic is not installed");
+    start_signed(&g);
+    snprintf(env, sizeof(env),
+             "env -u AWS_CA_BUNDLE AWS_ACCESS_KEY_ID=AKCLIENT AWS_SECRET_ACCESS_KEY=sk-client "
+             "RESTIC_PASSWORD=compat RESTIC_CACHE_DIR=%s/cache "
+             "RESTIC_REPOSITORY=s3:%s/repo",
+             g.dir, g.url);
+    T_EQ(t_sh("mkdir -p %s/src/sub", g.dir), 0);
+    gw_file(&g, "src/a", 3 * 1024 * 1024 + 5, 71);
+    gw_file(&g, "src/sub/b", 4096, 72);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic init > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic backup src > out 2>&1", g.dir, env), 0);
+    gw_file(&g, "src/c", 1000, 73);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic backup src > out 2>&1", g.dir, env), 0);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic check --read-data > out 2>&1", g.dir, env), 0);
+    T_TRUE(gw_has(&g, "out", "no errors were found"));
+    T_EQ(t_sh("cd %s && %s timeout 60 restic restore latest --target rest > out 2>&1", g.dir, env),
+         0);
+    T_EQ(t_sh("diff -r %s/src %s/rest/src", g.dir, g.dir), 0);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic forget --keep-last 1 --prune > out 2>&1", g.dir, env),
+         0);
+    T_EQ(t_sh("cd %s && %s timeout 60 restic check > out 2>&1", g.dir, env), 0);
+    T_TRUE(gw_has(&g, "out", "no errors were found"));
+    T_EQ(no_5xx(&g), 1);
+    gw_stop(&g);
+}
+
+/* GetObject's response-content-type, -disposition, ... (presigned download
+ * links set them): they replace the stored header, one of each, for signed
+ * requests; they used to be taken and ignored. Anonymous: 400, as S3 (a
+ * link to a public object must not serve it as text/html). */
+TEST(response_params)
+{
+    struct gw g;
+    char keys[256];
+    static const char text[] = "AKRESP sk-resp *\n* - rpub\n";
+    const char *args[] = {"--no-anon", "--s3-keys", keys, NULL};
+#define SIGNED "--aws-sigv4 aws:amz:us-east-1:s3 --user AKRESP:sk-resp "
+
+    snprintf(keys, sizeof(keys), "%s/keys", t_scratch_dir("gw-compat-rp"));
+    t_write_file(keys, text, strlen(text));
+    T_EQ(chmod(keys, 0600), 0);
+    gw_start(&g, NULL, args);
+    T_EQ(gw_curl(&g, "o", SIGNED "-X PUT %s/rpub", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 SIGNED "-X PUT -H 'Content-Type: text/plain' "
+                        "-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' -d hello %s/rpub/k",
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "got",
+                 SIGNED "'%s/rpub/k?response-content-type=application%%2Fx-over&"
+                        "response-content-disposition=attachment&response-cache-control=no-store'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "got", "hello"));
+    T_EQ(t_sh("test \"$(grep -ci '^content-type:' %s)\" = 1", gw_path(&g, "got.h")), 0);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: application/x-over"));
+    T_TRUE(gw_has(&g, "got.h", "Content-Disposition: attachment"));
+    T_TRUE(gw_has(&g, "got.h", "Cache-Control: no-store"));
+    T_EQ(gw_curl(&g, "got", SIGNED "-I '%s/rpub/k?response-content-type=a%%2Fb'", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: a/b"));
+    T_EQ(gw_curl(&g, "got", SIGNED "'%s/rpub/k'", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/plain"));
+    /* Unsigned (the keys file's "*" line opens rpub): refused, as S3. */
+    T_EQ(gw_curl(&g, "o", "'%s/rpub/k?response-content-type=text%%2Fhtml'", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
+    T_EQ(gw_curl(&g, "got", "%s/rpub/k", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/plain"));
+    gw_stop(&g);
+#undef SIGNED
+}
+
+/* UploadPartCopy (x-amz-copy-source on an UploadPart, with or without
+ * x-amz-copy-source-range): what boto3's managed copy and `aws s3 cp
+ * s3://... s3://...` send for objects above their multipart threshold;
+ * it was 501. Parts copied from ranges complete into the bytes of those
+ * ranges; a bad range is 400; the copy-source conditions hold here too. */
+TEST(upload_part_copy)
+{
+    struct gw g;
+    char url[512], id[64], e1[40], e2[40], xml[1024];
+    size_t n = 0;
+    char *t;
+
+    file_backend(url, sizeof(url));
+    start_logged(&g, url, NULL);
+    gw_file(&g, "src", 7 * 1024 * 1024 + 9, 81);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/upc", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/upc/src", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/upc/dst?uploads'", g.url), 200);
+    upload_id(&g, "c", id, sizeof(id));
+    T_EQ(gw_curl(&g, "p1",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-range: "
+                 "bytes=0-5242879' '%s/upc/dst?partNumber=1&uploadId=%s'",
+                 g.url, id),
+         200);
+    T_TRUE(gw_has(&g, "p1", "<CopyPartResult"));
+    T_EQ(gw_curl(&g, "p2",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-range: "
+                 "bytes=5242880-7340040' '%s/upc/dst?partNumber=2&uploadId=%s'",
+                 g.url, id),
+         200);
+    T_EQ(t_sh("sed -n 's/.*<ETag>&quot;\\([0-9a-f]*\\)&quot;.*/\\1/p' %s | tr -d '\\n' > %s",
+              gw_path(&g, "p1"), gw_path(&g, "e1")),
+         0);
+    T_EQ(t_sh("sed -n 's/.*<ETag>&quot;\\([0-9a-f]*\\)&quot;.*/\\1/p' %s | tr -d '\\n' > %s",
+              gw_path(&g, "p2"), gw_path(&g, "e2")),
+         0);
+    t = (char *)t_slurp(gw_path(&g, "e1"), &n);
+    T_TRUE(t && n == 32);
+    snprintf(e1, sizeof(e1), "%.32s", t);
+    free(t);
+    t = (char *)t_slurp(gw_path(&g, "e2"), &n);
+    T_TRUE(t && n == 32);
+    snprintf(e2, sizeof(e2), "%.32s", t);
+    free(t);
+    /* A part's ETag is the MD5 of its bytes. */
+    T_EQ(t_sh("test \"$(head -c 5242880 %s | md5sum | cut -c1-32)\" = %s", gw_path(&g, "src"), e1),
+         0);
+    /* Bad ranges, a condition that does not hold, a missing source. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-range: "
+                 "bytes=5-2' '%s/upc/dst?partNumber=3&uploadId=%s'",
+                 g.url, id),
+         400);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-range: "
+                 "bytes=0-7340041' '%s/upc/dst?partNumber=3&uploadId=%s'",
+                 g.url, id),
+         400);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-if-match: "
+                 "\"0123\"' '%s/upc/dst?partNumber=3&uploadId=%s'",
+                 g.url, id),
+         412);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upc/none' '%s/upc/dst?partNumber=3&uploadId=%s'",
+                 g.url, id),
+         404);
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' '%s/upc/dst?partNumber=3&"
+                 "uploadId=0123456789abcdef0123456789abcdef'",
+                 g.url),
+         404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchUpload</Code>"));
+    snprintf(xml, sizeof(xml),
+             "-X POST --data-binary '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+             "<ETag>\"%s\"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>\"%s\"</ETag>"
+             "</Part></CompleteMultipartUpload>' '%s/upc/dst?uploadId=%s'",
+             e1, e2, g.url, id);
+    T_EQ(gw_curl(&g, "o", "%s", xml), 200);
+    T_EQ(gw_curl(&g, "got", "%s/upc/dst", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    /* Without a range: the whole source as one part. */
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/upc/whole?uploads'", g.url), 200);
+    upload_id(&g, "c", id, sizeof(id));
+    T_EQ(gw_curl(&g, "p1",
+                 "-X PUT -H 'x-amz-copy-source: /upc/src' '%s/upc/whole?partNumber=1&uploadId=%s'",
+                 g.url, id),
+         200);
+    T_EQ(gw_curl(&g, "o", "'%s/upc/whole?uploadId=%s'", g.url, id), 200);
+    T_TRUE(gw_has(&g, "o", "<Size>7340041</Size>"));
+    /* The aws CLI's copy between keys above its threshold (5 MB): part copies. */
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        char env[256];
+        snprintf(env, sizeof(env), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
+        T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 5MB\\n"
+                  "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
+                  g.dir),
+             0);
+        T_EQ(gw_aws(&g, env, "o", "s3 cp s3://upc/src s3://upc/awscopy"), 0);
+        T_EQ(gw_curl(&g, "got", "%s/upc/awscopy", g.url), 200);
+        T_TRUE(gw_same(&g, "got", "src"));
+        T_GE(srv_log_count(&g.e, "UploadPartCopy bucket=upc keylen=7 status=200"), 2);
+    }
+    gw_stop(&g);
+}
