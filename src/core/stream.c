@@ -413,6 +413,8 @@ out:
  * k % nslots; when full it is hashed (xxh3), handed to the engine as a call
  * of its own (a "part" request: the object's chunk k, retried and verified
  * like any chunk), then folded into the stream MD5 while it is in flight.
+ * With a declared size, the short last chunk goes as soon as its last byte
+ * is in, before close.
  * A slot is refilled only after its previous chunk's call is fenced, so no
  * attempt can still read the bytes being overwritten. The commit, with the
  * final size, happens at close.
@@ -579,7 +581,10 @@ static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
     w->total += n;
     if (w->declared != RIO_SIZE_UNKNOWN && w->total > w->declared)
         writer_fail(w, RIO_EINVAL); /* more bytes than declared */
-    else if (s->fill == w->chunk_size) {
+    else if (s->fill == w->chunk_size || w->total == w->declared) {
+        /* Full, or the last (short) chunk of a declared size: it goes now,
+         * not at close, so that it is on its way while the caller finishes
+         * (a gateway reads the end of its request, checks its digests). */
         int ret = writer_launch(w, s);
         if (ret < 0)
             writer_fail(w, ret);

@@ -32,6 +32,17 @@ static void objects(const char *backend)
     T_TRUE(gw_has(&g, "o", "InvalidBucketName"));
     T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
     T_TRUE(gw_has(&g, "o", "<Name>bkt1</Name>"));
+    /* A one-chunk PUT (no Expect: 100-continue) checks its bucket while
+     * its body comes in: the same 404, and nothing is written. */
+    gw_file(&g, "small", 1000, 12);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/bkt2/k", gw_path(&g, "small"), g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt2", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "%s/bkt2/k", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchKey</Code>"));
+    T_EQ(gw_curl(&g, "o", "-T %s %s/bkt2/k", gw_path(&g, "small"), g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt2/k", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/bkt2", g.url), 204);
 
     /* PutObject / GetObject: 5 MiB + 3, every byte compared. */
     gw_file(&g, "src", 5 * 1024 * 1024 + 3, 11);

@@ -1160,6 +1160,41 @@ TEST(writer_abort_and_failure_leave_nothing)
     rio_client_destroy(c);
 }
 
+/* The head a PUT replaces is read at put_open, beside its chunk writes, and
+ * is only the commit's guess: another PUT that commits in between (none
+ * there, then one; one there, then another) makes the guess stale, and the
+ * later commit still replaces what is there then and removes its chunks
+ * (none orphaned), never the head it guessed. */
+TEST(put_open_head_guess_may_be_stale)
+{
+    struct rio_options o;
+    size_t na = 3 * CH + 5, nb = 2 * CH;
+    uint8_t *a = ru_pattern(na, 701), *b = ru_pattern(nb, 702), *dst = malloc(na + 1);
+    struct rio_writer *w = NULL;
+
+    T_NOTNULL(dst);
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            T_OK(rio_put(c, "guess/k", b, nb, NULL, NULL));     /* the head A will guess */
+        T_OK(rio_writer_open(c, "guess/k", na, 0, NULL, &w));   /* reads its guess */
+        T_OK(rio_put(c, "guess/k", b + 1, nb - 1, NULL, NULL)); /* commits in between */
+        T_OK(rio_writer_write(w, a, na));
+        T_OK(rio_writer_close(w, NULL));
+        T_EQ(rio_get(c, "guess/k", dst, na + 1, NULL), (int64_t)na);
+        T_MEMEQ(dst, a, na);
+        T_EQ(ru_chunks("rio", "guess/"), 4); /* A's alone */
+        T_OK(rio_delete(c, "guess/k"));
+        T_EQ(ru_chunks("rio", "guess/"), 0);
+    }
+    free(a);
+    free(b);
+    free(dst);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
 /* `railio put rados://POOL/KEY -` streams stdin of unknown length. */
 TEST(cli_put_from_stdin)
 {

@@ -111,6 +111,8 @@ struct gw_req {
     bool md5_bad; /* the writer checks Content-MD5 (rio__gw_checks_to_writer) */
     struct rio_s3_chunked *chunked;
     unsigned char *dec; /* aws-chunked: decoded payload */
+    /* A one-chunk PutObject's bucket check, running (rio__gw_put_open). */
+    struct gw_bucket_check *bcheck;
     /* An error met while the body was still coming: sent at its end. */
     int err_status;
     const char *err_code;
@@ -238,6 +240,14 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
 struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d,
                                        int *sure);
 void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f);
+/* A bucket's existence checked on the same pool while a request goes on
+ * (a one-chunk PutObject's body streams): start (NULL when out of memory:
+ * end then checks here), end (rio__gw_bucket_exists's answer; frees b) or
+ * cancel (frees b). */
+struct gw_bucket_check;
+struct gw_bucket_check *rio__gw_bucket_check_start(const char *bucket);
+int rio__gw_bucket_check_end(struct gw_bucket_check *b, const char *bucket);
+void rio__gw_bucket_check_cancel(struct gw_bucket_check *b);
 int rio__gw_meta_fetch_pool_start(void);
 void rio__gw_meta_fetch_pool_stop(void);
 /* Parse a record read from what (a key, for the log); NULL (logged) when it

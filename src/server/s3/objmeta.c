@@ -284,6 +284,61 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
     return f;
 }
 
+struct gw_bucket_check {
+    struct rio__job job;
+    atomic_bool claimed;
+    bool posted;
+    int ret; /* rio__gw_bucket_exists's answer */
+    char bucket[GW_BUCKET_MAX + 1];
+};
+
+static void bucket_check_run(void *arg)
+{
+    struct gw_bucket_check *b = arg;
+
+    if (atomic_exchange(&b->claimed, true))
+        return;
+    b->ret = rio__gw_bucket_exists(b->bucket);
+}
+
+struct gw_bucket_check *rio__gw_bucket_check_start(const char *bucket)
+{
+    struct gw_bucket_check *b;
+
+    if (!fetch_pool_on || strlen(bucket) > GW_BUCKET_MAX)
+        return NULL;
+    b = rio__calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    strcpy(b->bucket, bucket);
+    atomic_init(&b->claimed, false);
+    rio__pool_share(&fetch_pool, &b->job, 1, bucket_check_run, b);
+    b->posted = true;
+    return b;
+}
+
+void rio__gw_bucket_check_cancel(struct gw_bucket_check *b)
+{
+    if (!b)
+        return;
+    atomic_store(&b->claimed, true); /* not started: never will */
+    rio__pool_reclaim(&fetch_pool, &b->job);
+    rio__free(b);
+}
+
+int rio__gw_bucket_check_end(struct gw_bucket_check *b, const char *bucket)
+{
+    int ret;
+
+    if (!b)
+        return rio__gw_bucket_exists(bucket);
+    bucket_check_run(b); /* not started yet: here */
+    rio__pool_reclaim(&fetch_pool, &b->job);
+    ret = b->ret;
+    rio__free(b);
+    return ret;
+}
+
 /* Wait for f (or run it here), then nothing of it runs any more. */
 static void fetch_wait(struct gw_meta_fetch *f)
 {

@@ -143,14 +143,40 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
 }
 
 /*
+ * The head put_open read beside the chunk writes (up->pre_comp), parsed into
+ * *h: 0, RIO_ENOTFOUND, or -1 when it is of no use (not sent, failed, larger
+ * than its buffer, not a head: the caller reads the head again). Waits for
+ * the read, which has most often landed long before.
+ */
+static int head_pre(struct rupload *up, const char *key, struct rio__rados_head *h)
+{
+    int ret;
+
+    if (!up || !up->pre_comp)
+        return -1;
+    rados_aio_wait_for_complete(up->pre_comp);
+    ret = rados_aio_get_return_value(up->pre_comp);
+    if (ret == -ENOENT)
+        return RIO_ENOTFOUND;
+    if (ret < 0 || (size_t)ret >= HEAD_READ0)
+        return -1;
+    return rio__rados_head_parse(up->pre_buf, (size_t)ret, key, h) == 0 ? 0 : -1;
+}
+
+/*
  * Write the head atomically over whatever head is there now, and report the
  * head it replaced (*old, valid when *had_old). The write op compares the
  * rio.gen xattr with the generation just read, so if another PUT landed in
  * between, the op fails and we read again: each writer learns exactly which
- * generation it replaced, and no chunk object is orphaned by a race.
+ * generation it replaced, and no chunk object is orphaned by a race. pre
+ * (or NULL): an upload whose head read, sent at put_open, is the first
+ * try's guess; a stale guess fails the guard (the head's generation, or
+ * the exclusive create) like a race, and the next try reads afresh. A guess
+ * of "not a head" is never used: that write would go unguarded.
  */
-int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                         uint64_t gen, struct rio__rados_head *old, bool *had_old)
+int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
+                             size_t len, uint64_t gen, struct rupload *pre,
+                             struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
     int ret = 0;
@@ -159,7 +185,9 @@ int rio__rados_head_swap(struct rados_transport *t, const char *key, const char 
     for (int tries = 0; tries < COMMIT_TRIES; tries++) {
         bool guarded = false;
         *had_old = false;
-        ret = rio__rados_head_read(t, key, old, NULL);
+        ret = tries == 0 ? head_pre(pre, key, old) : -1;
+        if (ret == -1)
+            ret = rio__rados_head_read(t, key, old, NULL);
         if (ret == 0) {
             *had_old = true;
             guarded = true;
@@ -194,6 +222,12 @@ int rio__rados_head_swap(struct rados_transport *t, const char *key, const char 
         pthread_mutex_unlock(&t->mu);
     }
     return RIO_ESERVER;
+}
+
+int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
+                         uint64_t gen, struct rio__rados_head *old, bool *had_old)
+{
+    return rio__rados_head_swap_pre(t, key, buf, len, gen, NULL, old, had_old);
 }
 
 /*
@@ -300,7 +334,7 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     ret = head_build(t, up, d, &buf, &len);
     if (ret < 0)
         goto err;
-    ret = rio__rados_head_swap(t, up->key, buf, len, up->generation, &old, &had_old);
+    ret = rio__rados_head_swap_pre(t, up->key, buf, len, up->generation, up, &old, &had_old);
     rio__free(buf);
     if (ret < 0)
         goto err;

@@ -107,6 +107,12 @@ struct rupload {
     uint64_t max_done;     /* highest index completed + 1 (reorder counter) */
     /* Streaming: the one chunk shorter than chunk_size (the last), if seen. */
     uint64_t short_index, short_len;
+    /* The head under the key, read at put_open while the chunks are written
+     * (pre_comp NULL: not sent): the commit's first guess at the head it
+     * replaces, checked by the swap's guard, so that a PUT's commit costs
+     * one round trip instead of two. Freed with the upload. */
+    rados_completion_t pre_comp;
+    char *pre_buf;
 };
 
 struct rop {
@@ -201,6 +207,9 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
                          time_t *mtime);
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 
+int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
+                             size_t len, uint64_t gen, struct rupload *pre,
+                             struct rio__rados_head *old, bool *had_old);
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
                          uint64_t gen, struct rio__rados_head *old, bool *had_old);
 

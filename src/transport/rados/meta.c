@@ -293,6 +293,12 @@ void rio__rados_upload_free(struct rupload *up)
     if (!up)
         return;
     up->magic = 0;
+    if (up->pre_comp) {
+        /* The read writes into pre_buf: it lands before the buffer goes. */
+        rados_aio_wait_for_complete(up->pre_comp);
+        rados_aio_release(up->pre_comp);
+    }
+    rio__free(up->pre_buf);
     rio__free(up->key);
     rio__free(up->paths_tried);
     rio__free(up->done);
@@ -344,6 +350,15 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
     for (unsigned i = 0; i < t->nwpools; i++)
         up->pools[i] = (uint8_t)i;
     up->generation = rio__rados_new_generation(t);
+    /* The head this PUT will replace, read while its chunks are written
+     * (the commit's swap checks the guess). Best effort: without it the
+     * commit reads the head itself. */
+    up->pre_buf = rio__malloc(HEAD_READ0);
+    if (up->pre_buf && rados_aio_create_completion2(NULL, NULL, &up->pre_comp) == 0 &&
+        rados_aio_read(t->head_io, key, up->pre_comp, up->pre_buf, HEAD_READ0, 0) < 0) {
+        rados_aio_release(up->pre_comp);
+        up->pre_comp = NULL;
+    }
     up->magic = UPLOAD_MAGIC;
     *upload = up;
     return 0;
