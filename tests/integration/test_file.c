@@ -330,6 +330,57 @@ TEST(subdirectory_keys)
     eu_close(&e);
 }
 
+/* Entries of the scratch directory, "." and ".." aside. */
+static int dir_entries(void);
+
+/*
+ * A delete removes the directories it leaves empty, up to the root: the
+ * name of one is a key again ("c" after "c/d" went), a directory that
+ * still holds a key stays. An upload open in a directory that a delete
+ * empties and removes (an unnamed file holds no entry in it) still
+ * commits: its directory is made again. Same with named temporaries.
+ */
+TEST(delete_prunes_empty_directories)
+{
+    struct rio_options o;
+    struct rio_writer *w;
+    struct eu e;
+    struct stat st;
+    char p[PATH_MAX];
+    uint8_t *a = eu_pattern_buf(3 * CH, 51);
+
+    fu_mkdir();
+    opts(&o, 1, 2);
+    for (int named = 0; named < 2; named++) {
+        eu_open(&e, fu_url(named ? "?tmpfile=0" : ""), &o);
+        round_trip(e.c, "c/d/e", 100, 1);
+        round_trip(e.c, "c/x", 100, 2);
+        T_OK(rio_delete(e.c, "c/d/e"));
+        snprintf(p, sizeof(p), "%s/c/d", fu_dir);
+        T_EQ(stat(p, &st), -1); /* c/d went */
+        snprintf(p, sizeof(p), "%s/c", fu_dir);
+        T_OK(stat(p, &st)); /* c holds c/x */
+        T_OK(rio_delete(e.c, "c/x"));
+        T_EQ(stat(p, &st), -1);
+        T_EQ(dir_entries(), 0);
+        round_trip(e.c, "c", 100, 3); /* a file where the directory was */
+        T_OK(rio_delete(e.c, "c"));
+
+        /* An upload into q/ while q/'s only key is deleted. */
+        round_trip(e.c, "q/old", 10, 4);
+        T_OK(rio_writer_open(e.c, "q/new", 3 * CH, 2, NULL, &w));
+        T_OK(rio_writer_write(w, a, CH));
+        T_OK(rio_delete(e.c, "q/old"));
+        T_OK(rio_writer_write(w, a + CH, 2 * CH));
+        T_OK(rio_writer_close(w, NULL));
+        eu_get_check(e.c, "q/new", 3 * CH, 51, NULL);
+        T_OK(rio_delete(e.c, "q/new"));
+        T_EQ(dir_entries(), 0);
+        eu_close(&e);
+    }
+    free(a);
+}
+
 /* A listing walks the tree beneath the root in byte order of key, which
  * is not the order of a plain directory walk ("a.b" < "a/x" < "a0": a
  * directory sorts as its name and '/'), a page at a time, each page

@@ -191,8 +191,21 @@ static int publish(struct ftransport *t, struct fupload *up)
         return 0;
     }
     rio__file_fd_path(up->fd, pf);
-    if (linkat(AT_FDCWD, pf, up->dirfd, rio__file_at_name(up, up->final), AT_SYMLINK_FOLLOW) == 0)
-        return 0;
+    for (int tries = 0;; tries++) {
+        if (linkat(AT_FDCWD, pf, up->dirfd, rio__file_at_name(up, up->final), AT_SYMLINK_FOLLOW) ==
+            0)
+            return 0;
+        if (errno != ENOENT || tries >= 4)
+            break;
+        /* An unnamed file keeps no entry in its directory: a delete of the
+         * directory's last key removed it (rio__file_remove). Made again,
+         * beneath the root, and linked there. */
+        ret = rio__file_parent_beneath(t, up->final, true);
+        if (ret < 0)
+            return ret;
+        close(up->dirfd);
+        up->dirfd = ret;
+    }
     if (errno != EEXIST)
         return -errno;
     /* An object is there: a link cannot replace it, a rename can. */
@@ -275,31 +288,45 @@ int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         return 0;
     }
 
-    if (!t->single) {
-        /* The key's directory, beneath the root, made if missing. */
-        ret = rio__file_parent_beneath(t, up->final, true);
-        if (ret < 0)
-            goto err;
-        up->dirfd = ret;
-    }
-    if (atomic_load(&t->tmpfile) && !t->single) {
-        ret = open_anon(t, up);
-        if (ret < 0)
-            goto err;
-    }
-    if (up->fd >= 0)
-        goto created;
-    ret = tmp_name(t, up->final, &up->tmp);
-    if (ret < 0)
-        goto err;
+    /* A delete of the last key in a directory removes the directory
+     * (rio__file_remove): one that happens between making the key's
+     * directory and creating the file in it leaves ENOENT, and the
+     * directory is made again (a few times, then the error stands). */
+    for (int tries = 0;; tries++) {
+        if (!t->single) {
+            /* The key's directory, beneath the root, made if missing. */
+            if (up->dirfd >= 0)
+                close(up->dirfd);
+            up->dirfd = AT_FDCWD;
+            ret = rio__file_parent_beneath(t, up->final, true);
+            if (ret < 0)
+                goto err;
+            up->dirfd = ret;
+        }
+        if (atomic_load(&t->tmpfile) && !t->single) {
+            ret = open_anon(t, up);
+            if (ret == -ENOENT && tries < 4)
+                continue;
+            if (ret < 0)
+                goto err;
+        }
+        if (up->fd >= 0)
+            goto created;
+        if (!up->tmp) {
+            ret = tmp_name(t, up->final, &up->tmp);
+            if (ret < 0)
+                goto err;
+        }
 #define TMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
-    up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
-    if (up->fd < 0 && rio__file_cache_shed(t, -errno))
         up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
+        if (up->fd < 0 && rio__file_cache_shed(t, -errno))
+            up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
 #undef TMP_FLAGS
-    if (up->fd < 0) {
+        if (up->fd >= 0)
+            break;
         ret = -errno;
-        goto err_tmp;
+        if (ret != -ENOENT || tries >= 4)
+            goto err_tmp;
     }
 created:
     if (up->nchunks > 1) {
@@ -469,6 +496,44 @@ void rio__file_put_abort(struct rio_transport *tt, void *upload)
     rio__file_upload_unref(ft(tt), up);
 }
 
+/*
+ * After the delete of path: its directories that the delete left empty go,
+ * deepest first, up to the root (not included), so that a key named like
+ * one of them can be written again ("c" after "c/d" went) and listings
+ * walk no empty directories. rmdir removes only an empty directory: one
+ * that holds anything (another key, a PUT's named temporary file) stays,
+ * and so do those above it. A PUT that made the directory and had not yet
+ * created its file in it finds ENOENT and makes it again (put_open,
+ * publish). Best effort: an error leaves the directory, as before.
+ */
+static void prune_dirs(struct ftransport *t, const char *path)
+{
+    const char *rel = rio__file_rel_of(t, path);
+    char dir[PATH_MAX];
+    size_t n = strlen(rel);
+
+    if (n >= sizeof(dir))
+        return;
+    memcpy(dir, rel, n + 1);
+    for (char *slash = strrchr(dir, '/'); slash; slash = strrchr(dir, '/')) {
+        *slash = '\0'; /* dir: the directory that held the last one removed */
+        char *up = strrchr(dir, '/');
+        int pfd = t->rootfd, r;
+        if (up) {
+            *up = '\0';
+            pfd = rio__file_open_beneath(t, t->rootfd, dir, O_PATH | O_DIRECTORY, 0);
+            *up = '/';
+            if (pfd < 0)
+                return;
+        }
+        r = unlinkat(pfd, up ? up + 1 : dir, AT_REMOVEDIR);
+        if (pfd != t->rootfd)
+            close(pfd);
+        if (r < 0)
+            return;
+    }
+}
+
 int rio__file_remove(struct rio_transport *tt, const char *key)
 {
     struct ftransport *t = ft(tt);
@@ -498,6 +563,8 @@ int rio__file_remove(struct rio_transport *tt, const char *key)
         ret = rio__file_open_err(errno);
     if (dfd >= 0)
         close(dfd);
+    if (ret == 0 && !t->single)
+        prune_dirs(t, path);
     rio__free(path);
     if (ret == 0)
         rio__file_cache_forget(t, rio__file_cache_key(t, key));
