@@ -101,7 +101,7 @@ sec_a() {
         ceil=$(iperf3_mbps)
     fi
     [ -z "$ceil" ] && ceil=-
-    emit "railiod of this build on 127.0.0.1, default options (memory store, no prefault); the client is bench/putget.c (one process, default options), every GET compared byte for byte; CPU is the client's (getrusage, all its threads) per GiB moved; medians of $REPEAT. iperf3 single stream in the same run: $ceil MB/s." ""
+    emit "railiod of this build on 127.0.0.1, default options (memory store, no prefault); the client is bench/putget.c (one process, default options), every GET compared byte for byte; each single-object size first PUT twice and discarded (a fresh server's first two PUTs of a size write into memory it maps and touches for the first time, about 0.3-1 s per GiB of page faults on this VM, which later PUTs of that size do not pay: railiod keeps freed mappings up to an eighth of --memory, or use --prefault); CPU is the client's (getrusage, all its threads) per GiB moved; medians of $REPEAT. iperf3 single stream in the same run: $ceil MB/s." ""
     if have mooncake_master; then
         emit "- Mooncake Store: mooncake_master is installed, but this script has no Mooncake runner yet: no Mooncake column" ""
     else
@@ -113,6 +113,7 @@ sec_a() {
         min=0
         [ "$b" -lt $((64 << 20)) ] && min=$A_MIN
         fits "$b" 0 3 || { emit "| PUT/GET $(human "$b") | skipped: not enough memory | | | |"; continue; }
+        putget "$RAILIO_URL" "$s" 2 1 "$min" >/dev/null # warm-up, discarded (see emit above)
         read -r put put_cpu get get_cpu < <(putget "$RAILIO_URL" "$s" "$REPEAT" 1 "$min")
         check_rates "$s" "$put" "$put_cpu" "$get" "$get_cpu"
         emit "| GET $(human "$b") | $(fmt "$get") | $(fmt "$get_cpu" %.2f) | | $(ratio "$get" "$ceil") |"
@@ -278,7 +279,13 @@ sec_d() {
     emit "" "### (d) \`railio get/put\` of a file against the in-process rate ($MODE)" ""
     b=$(to_bytes "$D_SIZE")
     fits "$b" 2 4 || { emit "- skipped: not enough tmpfs or memory for $(human "$b")"; return 0; }
-    start_railiod 2G
+    # 8x the object: railiod keeps freed mappings of up to an eighth of
+    # --memory for the next PUT (docs/server.md); below that each in-process
+    # PUT of one 512 MiB buffer first-touches fresh memory on the server
+    # (2G gave 262-830 MB/s against 1900-2060), while the CLI's chunked
+    # stream does not, and the ratio compared two servers.
+    start_railiod "$(((b * 8 + (1 << 30) - 1) >> 30))G"
+    putget "$RAILIO_URL" "$D_SIZE" 2 1 0 >/dev/null # warm-up, discarded (as in (a))
     read -r put put_cpu get get_cpu < <(putget "$RAILIO_URL" "$D_SIZE" "$REPEAT" 1 0)
     head -c "$b" /dev/urandom >"$TMP/src"
     : >"$TMP/d.put" && : >"$TMP/d.get"
@@ -309,7 +316,7 @@ sec_d() {
     local mg mp
     mg=$(awk -v w="$wg" -v g="$b" 'BEGIN { printf "%.0f", g / 1e6 / w }')
     mp=$(awk -v w="$wp" -v g="$b" 'BEGIN { printf "%.0f", g / 1e6 / w }')
-    emit "railiod of this build on 127.0.0.1; \`railio get URL FILE\` into tmpfs and \`railio put URL FILE\` from tmpfs, $(human "$b"), timed from outside (process start to exit; CPU of the process), against bench/putget.c's in-process PUT and GET of the same size on the same server; medians of $REPEAT. The sink: fio writing $(human "$b") to a tmpfs file in 4 MiB writes: $fio_mbps MB/s." ""
+    emit "railiod of this build on 127.0.0.1 (--memory 8x the object, so that freed mappings are kept for the next PUT); \`railio get URL FILE\` into tmpfs and \`railio put URL FILE\` from tmpfs, $(human "$b"), timed from outside (process start to exit; CPU of the process), against bench/putget.c's in-process PUT and GET of the same size on the same server; medians of $REPEAT. The sink: fio writing $(human "$b") to a tmpfs file in 4 MiB writes: $fio_mbps MB/s." ""
     emit "| op | CLI MB/s | CLI CPU s/GiB | in-process MB/s | in-process CPU s/GiB | CLI / in-process |" \
         "|---|---:|---:|---:|---:|---:|"
     emit "| get $(human "$b") | $mg | $(fmt "$cg" %.2f) | $(fmt "$get") | $(fmt "$get_cpu" %.2f) | $(ratio "$mg" "$get") |"
