@@ -237,6 +237,13 @@ TEST(folder_keys_over_file)
     T_TRUE(gw_same(&g, "got", "body"));
     T_EQ(t_sh("test -z \"$(find %s -name 'esc*')\"", dir), 0);
     T_EQ(t_sh("test \"$(find %s/store/fkeys -type f | wc -l)\" = 2", dir), 0);
+    /* Once c/d is gone, c is a key again: the delete removed the directory
+     * it emptied (it answered 409 while the empty directory stayed). */
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/fkeys/c/d'", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-X PUT --data-binary @%s '%s/fkeys/c'", gw_path(&g, "body"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "'%s/fkeys/c'", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/fkeys/c'", g.url), 204);
     T_EQ(no_5xx(&g), 1);
     gw_stop(&g);
 }

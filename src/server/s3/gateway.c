@@ -198,7 +198,7 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const
         else if (writes && err == -EISDIR)
             return rio__gw_error(c, r, 409, "ObjectExistsAsDirectory",
                                  "This key is a directory on this backend, which keeps keys "
-                                 "as paths: other keys are (or were) below it.");
+                                 "as paths: other keys are below it.");
         else if (writes)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "This backend cannot store this key: an empty, \".\" or \"..\" "
