@@ -868,6 +868,11 @@ int main(int argc, char **argv)
         rio__srv_data_heap = 1;
         mallopt(M_MMAP_MAX, 0);
         mallopt(M_TRIM_THRESHOLD, -1);
+        /* One arena: the prefault touches the main one, and a worker
+         * thread's own arena would carve uploads from memory never
+         * touched (and hold freed objects where the others cannot reuse
+         * them). */
+        mallopt(M_ARENA_MAX, 1);
     }
     srv->start_ns = rio__now_ns();
     for (unsigned i = 0; i < RIO_SRV_MAX_LISTENERS; i++)

@@ -104,8 +104,9 @@ static uint64_t id_hash(uint64_t id)
 }
 
 /*
- * An object's bytes. Large buffers are 2 MiB-aligned and marked for
- * transparent huge pages: every PUT writes into fresh memory, and first
+ * An object's bytes. Large buffers get a mapping of their own, 2 MiB-aligned
+ * (mmap) and marked for transparent huge pages: every PUT writes into fresh
+ * memory, and first
  * touching it 4 KiB at a time is the largest cost of a PUT where page
  * faults are expensive (docs/server.md has the figures). Where THP is off
  * the advice is ignored.
@@ -127,12 +128,14 @@ uint8_t *rio__srv_data_alloc(uint64_t n)
             madvise(p, (size_t)n, MADV_HUGEPAGE);
         return p;
     }
-    if (n < HUGE_PAGE)
+    if (!rio__srv_data_heap)
         return rio__alloc_aligned(0, (size_t)n);
-    p = rio__alloc_aligned(HUGE_PAGE, (size_t)n);
-    if (p)
-        madvise(p, (size_t)n & ~(size_t)4095, MADV_HUGEPAGE);
-    return p;
+    /* From the heap (--prefault): memory rio__srv_store_prefault touched
+     * already, marked for huge pages there. Not aligned: an aligned block
+     * needs its size plus the alignment, so the hole an evicted object of
+     * the same size leaves would not take it and the heap would grow into
+     * untouched memory instead. */
+    return rio__malloc((size_t)n);
 }
 
 static uint64_t map_len(uint64_t n)
@@ -228,10 +231,11 @@ void rio__srv_data_free(void *p, uint64_t n)
 double rio__srv_store_prefault(uint64_t n)
 {
     uint64_t t0 = rio__now_ns();
-    volatile uint8_t *p = rio__srv_data_alloc(n);
+    volatile uint8_t *p = n > SIZE_MAX / 2 ? NULL : rio__alloc_aligned(HUGE_PAGE, (size_t)n);
 
     if (!p)
         return -ENOMEM;
+    madvise((void *)p, (size_t)n & ~(size_t)4095, MADV_HUGEPAGE);
     for (uint64_t off = 0; off < n; off += 4096)
         p[off] = 0;
     rio__srv_data_free((void *)p, n);
@@ -800,6 +804,18 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
      * the chunks arrive (untouched pages are not resident). Disk tier: an
      * object larger than the memory is not cached, its chunks are staged. */
     if (m->size && m->size + meta <= s->capacity) {
+        if (rio__srv_data_heap && s->evict_lru && !unknown && m->size >= HUGE_PAGE) {
+            /* --prefault: the buffer is carved from the heap at once, so
+             * the room comes first. Evicting only as its chunks are charged
+             * (below) would carve it while the objects it replaces still
+             * hold the heap, which then grows past --memory into memory
+             * never touched: what --prefault is there to avoid. Nothing is
+             * charged here (uploads racing for the same room evict again
+             * as their chunks arrive). */
+            pthread_mutex_lock(&s->mu);
+            (void)reserve_locked(s, m->size + meta);
+            pthread_mutex_unlock(&s->mu);
+        }
         u->data = rio__srv_data_alloc(m->size);
         if (!u->data && !s->disk)
             goto err_nomem;

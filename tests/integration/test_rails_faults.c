@@ -105,6 +105,27 @@ static double fault_rate(struct faulter *f, uint64_t t_end)
     return rl_mbit(b, t_end > f->t_fault_ns ? t_end - f->t_fault_ns : 1);
 }
 
+/* railiod's minor faults and system time (clock ticks) so far: printed
+ * for each PUT, since a server that faults in fresh memory (the store
+ * carving uploads from memory never touched) slows a PUT as much as the
+ * fault itself. */
+static void srv_cost(struct rl *r, unsigned long long *flt, unsigned long long *sys)
+{
+    char path[64], buf[2048];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)r->srv.pid);
+    FILE *f = fopen(path, "r");
+    *flt = *sys = 0;
+    if (!f)
+        return;
+    if (fgets(buf, sizeof(buf), f)) {
+        char *q = strrchr(buf, ')');
+        if (q &&
+            sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %llu %*u %*u %*u %*u %llu", flt, sys) != 2)
+            *flt = *sys = 0;
+    }
+    fclose(f);
+}
+
 static void print_stats(const char *what, const char *how, double ceil, double after,
                         const struct rio_stats *st)
 {
@@ -205,10 +226,15 @@ static double put_with_fault(struct rl *r, struct rio_client *c, const char *how
     memset(st, 0, sizeof(*st));
     memset(&d, 0, sizeof(d));
     fault_start(&f, r, c, how, size, 1);
+    unsigned long long f0, s0, f1, s1;
+    srv_cost(r, &f0, &s0);
     rl_busy_start(busy);
     int ret = rio_put(c, key, src, size, &call, &d);
     uint64_t t_end = now_ns();
     rl_busy_end(busy);
+    srv_cost(r, &f1, &s1);
+    fprintf(stderr, "RAILS-FAULT PUT %s: railiod took %llu minor faults, %.2f s of system time\n",
+            how, f1 - f0, (double)(s1 - s0) / (double)sysconf(_SC_CLK_TCK));
     double after = fault_rate(&f, t_end);
     if (ret < 0) {
         print_stats("PUT (failed)", how, ceil, after, st);

@@ -458,6 +458,38 @@ TEST(memory_bounds_rss_under_churn)
     srv_end_wc(&e, &c);
 }
 
+/* --prefault with large objects and eviction: the store evicts what a new
+ * upload needs before it carves the upload's buffer from the prefaulted
+ * heap, so the buffer reuses what the evicted objects held. Before, the
+ * buffer was carved first (the old objects still held the heap) and the
+ * heap grew past --memory into memory never touched: 12 PUTs of 20 MiB into
+ * --memory 64M reached a peak of about 250 MiB, and each such PUT paid a page
+ * fault per page (on a VM, a first touch of guest memory), which is what
+ * --prefault is there to avoid. */
+TEST(prefault_large_objects_stay_in_the_heap)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "64M", "--prefault", NULL};
+    const uint64_t size = 20u << 20, chunk = 4u << 20;
+    uint8_t *d = malloc(size);
+    struct wc c;
+    char key[16];
+
+    t_fill_pattern(d, size, 11);
+    srv_start_wc(&e, args, &c);
+    uint64_t start = srv_proc_kb(e.pid, "VmRSS");
+    for (int i = 0; i < 12; i++) {
+        snprintf(key, sizeof(key), "big%d", i);
+        put_sized(&c, key, d, size, chunk);
+    }
+    T_TRUE(present(&c, "big11"));
+    T_TRUE(!present(&c, "big0"));
+    fprintf(stderr, "--prefault --memory 64M: RSS at start %llu KiB\n", (unsigned long long)start);
+    kb_below(&e, "VmHWM", "--prefault --memory 64M, 12 PUTs of 20 MiB", start + 16u * 1024u);
+    free(d);
+    srv_end_wc(&e, &c);
+}
+
 /* Chunks that fail their checksum are released, their memory too: eight
  * uploads of 30 MiB whose every chunk is sent with a wrong checksum leave
  * the resident memory near where it started (before, each failed chunk's
