@@ -185,12 +185,20 @@ TEST(works_with_what_it_got_then_grows_back)
     T_EQ(k.conn_failures, 0u);
     T_EQ(metric(&e, "railiod_connections"), 5.0);
     /* Once grown, a call spreads over four connections again, each path's
-     * bytes on its own connection. */
-    k0 = tu_tcp(u.c);
-    get_stats(u.c, "grow/obj", 41, &st);
-    k = tu_tcp(u.c);
-    T_EQ(paths_truthful(&st, &k0, &k), 4u);
-    T_EQ(st.retries_total, 0u);
+     * bytes on its own connection. A path reported up is probed with one
+     * chunk before it takes its share, and the engine applies the report
+     * on its own thread: a call that starts as the last report lands can
+     * miss it (once in a make test under load, three of four paths), so
+     * the spread is asked of one of the next three calls. */
+    unsigned used = 0;
+    for (int i = 0; i < 3 && used < 4; i++) {
+        k0 = tu_tcp(u.c);
+        get_stats(u.c, "grow/obj", 41, &st);
+        k = tu_tcp(u.c);
+        used = paths_truthful(&st, &k0, &k);
+        T_EQ(st.retries_total, 0u);
+    }
+    T_EQ(used, 4u);
     tu_close(&u);
     T_EQ(srv_stop(&e), 0);
 }
