@@ -174,7 +174,8 @@ int rio__gw_path_error(int err)
     return err == -ENOTDIR || err == -EISDIR || err == -ENAMETOOLONG || err == RIO_EINVAL;
 }
 
-int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what)
+int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum gw_access acc,
+                      const char *what)
 {
     char msg[160];
 
@@ -182,24 +183,21 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const
     if (r->key && rio__gw_path_error(err)) {
         /* file:// and keys its tree cannot hold (S3's flat keys have no
          * such conflict): a read finds no such key, a write is refused. */
-        int writes = (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_COPY_OBJECT ||
-                      r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU) &&
-                     strcmp(what, "copy source") != 0;
-        if (!writes && (err != RIO_EINVAL || strstr(what, "lookup") || strstr(what, "source")))
+        if (acc == GW_LOOKUP || (acc == GW_READS && err != RIO_EINVAL))
             err = RIO_ENOTFOUND;
-        else if (writes && err == -ENOTDIR)
+        else if (acc == GW_WRITES && err == -ENOTDIR)
             return rio__gw_error(c, r, 409, "ParentIsObject",
                                  "A parent of this key is an object: this backend keeps keys "
                                  "as paths.");
-        else if (writes && err == -ENAMETOOLONG)
+        else if (acc == GW_WRITES && err == -ENAMETOOLONG)
             return rio__gw_error(c, r, 400, "KeyTooLongError",
                                  "A segment of this key (between two \"/\") is too long for "
                                  "a file name on this backend.");
-        else if (writes && err == -EISDIR)
+        else if (acc == GW_WRITES && err == -EISDIR)
             return rio__gw_error(c, r, 409, "ObjectExistsAsDirectory",
                                  "This key is a directory on this backend, which keeps keys "
                                  "as paths: other keys are below it.");
-        else if (writes)
+        else if (acc == GW_WRITES)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "This backend cannot store this key: an empty, \".\" or \"..\" "
                                  "segment, or a trailing \"/\".");

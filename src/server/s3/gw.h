@@ -139,8 +139,18 @@ int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct 
 int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n);
 int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const char *code,
                   const char *msg);
-/* The S3 error for a rio error (NoSuchKey, ...). */
-int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, const char *what);
+/* What the failed call did with the request's key, for rio__gw_rio_error:
+ * a key the backend cannot hold (rio__gw_path_error) does not exist for a
+ * lookup, and is refused (409 or 400) for a call that stores it. */
+enum gw_access {
+    GW_LOOKUP, /* looked the key (or its upload, its source) up */
+    GW_READS,  /* read or listed: only what cannot be a path is "no such key" */
+    GW_WRITES, /* stores the key: such a key is refused */
+};
+/* The S3 error for a rio error (NoSuchKey, ...); what names the step in the
+ * message. */
+int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum gw_access acc,
+                      const char *what);
 /* Is err what file:// answers for a key its tree cannot hold (below an
  * object, a directory of other keys, a segment over 255 bytes, an empty,
  * "." or ".." segment, a trailing "/")? Such a key does not exist. */

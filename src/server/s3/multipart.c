@@ -102,7 +102,7 @@ static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **
         return -1;
     }
     if (n < 0) {
-        *ret = rio__gw_rio_error(c, r, (int)n, "upload lookup");
+        *ret = rio__gw_rio_error(c, r, (int)n, GW_LOOKUP, "upload lookup");
         return -1;
     }
     if (mp && (size_t)n > klen + 1)
@@ -161,7 +161,7 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     upload_key(r, id, k, sizeof(k));
     ret = put_marker(r, k);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "create upload");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "create upload");
     rio__gw_buf_printf(&b, XML_HEAD "<InitiateMultipartUploadResult xmlns=\"" XMLNS "\">");
     xml_elem(&b, "Bucket", r->bucket);
     xml_elem(&b, "Key", r->key);
@@ -316,7 +316,7 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
     ret = rio__gw_each_key(k, 0, part_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);
-        return rio__gw_rio_error(c, r, ret, "list parts");
+        return rio__gw_rio_error(c, r, ret, GW_READS, "list parts");
     }
     rio__gw_buf_printf(&b, "</ListPartsResult>\n");
     return rio__gw_send_buf(c, r, 200, &b);
@@ -371,7 +371,7 @@ int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
     ret = rio__gw_each_key(prefix, RIO_LIST_DELIM, upload_entry, &x);
     if (ret < 0) {
         rio__gw_buf_free(&b);
-        return rio__gw_rio_error(c, r, ret, "list uploads");
+        return rio__gw_rio_error(c, r, ret, GW_READS, "list uploads");
     }
     rio__gw_buf_printf(&b, "</ListMultipartUploadsResult>\n");
     return rio__gw_send_buf(c, r, 200, &b);
@@ -701,7 +701,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         }
         if (ret < 0) {
             rio__free(x.p);
-            return rio__gw_rio_error(c, r, ret, "part lookup");
+            return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "part lookup");
         }
         x.p[i].size = d.size;
         x.p[i].generation = d.generation;
@@ -722,7 +722,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         ret = concat(r, id, x.p, x.n, total, &d);
     rio__free(x.p);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "complete");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
     /* HEAD, GET and listings present the ETag answered here: the record
      * carries it (with the upload's metadata). Without it the upload stays,
      * so that Complete may be sent again. */
@@ -737,7 +737,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     rio_desc_cleanup(&d);
     rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "complete: metadata");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete: metadata");
     r->bytes_out = 0;
     drop_upload(r, id);
     rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");

@@ -64,7 +64,7 @@ int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret)
     if (e == 0)
         *ret = rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
     else
-        *ret = rio__gw_rio_error(c, r, e, "bucket lookup");
+        *ret = rio__gw_rio_error(c, r, e, GW_LOOKUP, "bucket lookup");
     return -1;
 }
 
@@ -137,7 +137,7 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
         ret = rio_list(rio__gw_client(), &a, &p, NULL);
         if (ret < 0) {
             rio__gw_buf_free(&b);
-            return rio__gw_rio_error(c, r, ret, "list buckets");
+            return rio__gw_rio_error(c, r, ret, GW_READS, "list buckets");
         }
         for (unsigned i = 0; i < p.n && seen < BUCKETS_MAX; i++, seen++) {
             const char *name = p.entries[i].key + plen;
@@ -164,7 +164,7 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
     struct MHD_Response *resp;
 
     if (e < 0)
-        return rio__gw_rio_error(c, r, e, "bucket lookup");
+        return rio__gw_rio_error(c, r, e, GW_LOOKUP, "bucket lookup");
     if (e == 1)
         return rio__gw_error(c, r, 409, "BucketAlreadyOwnedByYou",
                              "Your previous request to create the named bucket succeeded and you "
@@ -172,7 +172,7 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_put(rio__gw_client(), k, "", 0, NULL, NULL);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "create bucket");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     snprintf(loc, sizeof(loc), "/%s", r->bucket);
     if (resp)
@@ -228,7 +228,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
     a.max_keys = 1;
     ret = rio_list(rio__gw_client(), &a, &p, NULL);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "list");
+        return rio__gw_rio_error(c, r, ret, GW_READS, "list");
     /* A page may be empty and still not the last one. */
     ret = p.n > 0 || p.next_token[0];
     rio_list_page_cleanup(&p);
@@ -239,7 +239,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_delete(rio__gw_client(), k);
     if (ret < 0 && ret != RIO_ENOTFOUND)
-        return rio__gw_rio_error(c, r, ret, "delete bucket");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete bucket");
     return rio__gw_send_empty(c, r, 204);
 }
 
@@ -334,7 +334,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     if (max > 0) {
         ret = rio_list(rio__gw_client(), &a, &p, NULL);
         if (ret < 0)
-            return rio__gw_rio_error(c, r, ret, "list");
+            return rio__gw_rio_error(c, r, ret, GW_READS, "list");
         rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
@@ -694,7 +694,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
             if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
                 return rio__gw_error(c, r, 404, "NoSuchBucket",
                                      "The specified bucket does not exist.");
-            return rio__gw_rio_error(c, r, ret, "lookup");
+            return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "lookup");
         }
         mtime /= 1000000000;
         rio__gw_http_date(mtime, date);
@@ -738,7 +738,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         rio__gw_head_drop(r->bkey);
         /* Replaced or removed since it was read (or cached): once more. */
         if (tries > 0 || (ret != RIO_EGENERATION && ret != RIO_ENOTFOUND))
-            return rio__gw_rio_error(c, r, ret, "open");
+            return rio__gw_rio_error(c, r, ret, GW_READS, "open");
     }
     rio_desc_cleanup(&d); /* frees only its checksum list */
     if (head) {
@@ -792,7 +792,7 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     ret = rio_delete(rio__gw_client(), r->bkey);
     if (ret < 0 && ret != RIO_ENOTFOUND && !rio__gw_path_error(ret))
-        return rio__gw_rio_error(c, r, ret, "delete");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete");
     rio__gw_meta_drop(r->bucket,
                       r->key); /* after the object: a record left alone describes nothing */
     rio__gw_head_drop(r->bkey);
@@ -989,7 +989,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         if (ret == RIO_ENOTSUP && r->declared == UINT64_MAX)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "This backend needs the object's size: send Content-Length.");
-        return rio__gw_rio_error(c, r, ret, "open");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "open");
     }
     rio__gw_checks_to_writer(r);
     return MHD_YES;
@@ -1062,7 +1062,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
             rio__gw_put_cleanup(r); /* nothing is published */
             return ret == 0 ? rio__gw_error(c, r, 404, "NoSuchBucket",
                                             "The specified bucket does not exist.")
-                            : rio__gw_rio_error(c, r, ret, "bucket lookup");
+                            : rio__gw_rio_error(c, r, ret, GW_LOOKUP, "bucket lookup");
         }
     }
     memset(&d, 0, sizeof(d));
@@ -1077,14 +1077,14 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         if (ret == RIO_EINVAL)
             return rio__gw_error(c, r, 400, "IncompleteBody",
                                  "The body did not match its declared length.");
-        return rio__gw_rio_error(c, r, ret, "commit");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "commit");
     }
     if (r->op == GW_OP_PUT_OBJECT) {
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
         if (ret < 0) {
             rio__gw_head_drop(r->bkey);
             rio_desc_cleanup(&d);
-            return rio__gw_rio_error(c, r, ret, "metadata");
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "metadata");
         }
     }
     /* The head just written and its record, for the GETs that follow (a
@@ -1230,7 +1230,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     ret = rio_stat_mtime(rio__gw_client(), sbkey, &d, &smtime);
     rio_desc_cleanup(&d);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "copy source");
+        return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "copy source");
     if (copy_conditions(c, r, sbucket, sbkey, &d, smtime, &ret) < 0)
         return ret;
     len = d.size;
@@ -1284,17 +1284,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     memset(&out, 0, sizeof(out));
     if (ret < 0) {
         rio_writer_abort(w);
-        return rio__gw_rio_error(c, r, ret, "copy");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy");
     }
     ret = rio_writer_close(w, &out);
     rio_desc_cleanup(&out);
     if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, "copy commit");
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy commit");
     if (!part) { /* a part has no record; its ETag is its MD5, as UploadPart's */
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
         rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
         if (ret < 0)
-            return rio__gw_rio_error(c, r, ret, "copy metadata");
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy metadata");
     }
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b,
