@@ -18,8 +18,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <xxh_x86dispatch.h>
 #define RIO_XXH3 XXH3_64bits_dispatch
+#define RIO_XXH3_UPDATE XXH3_64bits_update_dispatch
 #else
 #define RIO_XXH3 XXH3_64bits
+#define RIO_XXH3_UPDATE XXH3_64bits_update
 #endif
 
 #include "core/checksum.h"
@@ -33,6 +35,35 @@
 uint64_t rio__xxh3(const void *p, size_t n)
 {
     return RIO_XXH3(p, n);
+}
+
+struct rio_xxh3_stream *rio__xxh3_stream_new(void)
+{
+    XXH3_state_t *st = XXH3_createState(); /* aligned as the state wants */
+
+    if (st)
+        XXH3_64bits_reset(st);
+    return (struct rio_xxh3_stream *)st;
+}
+
+void rio__xxh3_stream_reset(struct rio_xxh3_stream *x)
+{
+    XXH3_64bits_reset((XXH3_state_t *)x);
+}
+
+void rio__xxh3_stream_update(struct rio_xxh3_stream *x, const void *p, size_t n)
+{
+    (void)RIO_XXH3_UPDATE((XXH3_state_t *)x, p, n); /* fails only on NULL */
+}
+
+uint64_t rio__xxh3_stream_digest(const struct rio_xxh3_stream *x)
+{
+    return XXH3_64bits_digest((const XXH3_state_t *)x);
+}
+
+void rio__xxh3_stream_free(struct rio_xxh3_stream *x)
+{
+    XXH3_freeState((XXH3_state_t *)x);
 }
 
 static void hex_of(const uint8_t *b, size_t n, char *out)

@@ -8,6 +8,19 @@
 uint64_t rio__xxh3(const void *p, size_t n);
 
 /*
+ * The same xxh3-64 over bytes that come in pieces (a chunk as its socket
+ * delivers it, hashed while the bytes are in cache): the digest equals
+ * rio__xxh3 of the pieces put together. rio__xxh3_stream_new returns NULL
+ * when out of memory.
+ */
+struct rio_xxh3_stream;
+struct rio_xxh3_stream *rio__xxh3_stream_new(void);
+void rio__xxh3_stream_reset(struct rio_xxh3_stream *x);
+void rio__xxh3_stream_update(struct rio_xxh3_stream *x, const void *p, size_t n);
+uint64_t rio__xxh3_stream_digest(const struct rio_xxh3_stream *x);
+void rio__xxh3_stream_free(struct rio_xxh3_stream *x);
+
+/*
  * The fast etag (option etag=fast): 32 lower-case hex digits and a NUL in
  * hex[33], the xxh3-128 of the object's geometry (size, chunk size, chunk
  * count) and its chunk xxh3 list, all little-endian. No pass over the bytes:

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests: xxh3-64 and the streaming MD5 etag (src/core/checksum.c). */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,42 @@ TEST(xxh3_known_values)
     T_EQ(rio__xxh3("", 0), 0x2D06800538D394C2ull);
     T_EQ(rio__xxh3("abc", 3), 0x78AF5F94892F3950ull);
     T_NE(rio__xxh3("abd", 3), rio__xxh3("abc", 3));
+}
+
+/* The streaming xxh3 (a PUT chunk hashed as railiod receives it) equals
+ * the one-shot hash whatever the pieces: empty, one byte, the sizes around
+ * xxh3's internal block (1 KiB stripes, 256-byte buffer) and whole. Reset
+ * starts over. */
+TEST(xxh3_stream_equals_one_shot)
+{
+    const size_t n = 3u << 20;
+    uint8_t *b = malloc(n);
+    struct rio_xxh3_stream *x = rio__xxh3_stream_new();
+    static const size_t cuts[] = {1, 7, 240, 255, 256, 1024, 1025, 65536, 262144, 3u << 20};
+
+    T_TRUE(b != NULL && x != NULL);
+    t_fill_pattern(b, n, 42);
+    T_EQ(rio__xxh3_stream_digest(x), rio__xxh3("", 0));
+    for (size_t k = 0; k < sizeof(cuts) / sizeof(cuts[0]); k++) {
+        rio__xxh3_stream_reset(x);
+        for (size_t off = 0; off < n;) {
+            size_t m = cuts[k] < n - off ? cuts[k] : n - off;
+            rio__xxh3_stream_update(x, b + off, 0); /* an empty piece changes nothing */
+            rio__xxh3_stream_update(x, b + off, m);
+            off += m;
+        }
+        T_EQ(rio__xxh3_stream_digest(x), rio__xxh3(b, n));
+    }
+    /* Pieces of every size from 1 up, and a one-byte change is seen. */
+    rio__xxh3_stream_reset(x);
+    for (size_t off = 0, m = 1; off < n; off += m, m++)
+        rio__xxh3_stream_update(x, b + off, m < n - off ? m : n - off);
+    T_EQ(rio__xxh3_stream_digest(x), rio__xxh3(b, n));
+    b[n / 2] ^= 1;
+    T_NE(rio__xxh3_stream_digest(x), rio__xxh3(b, n));
+    rio__xxh3_stream_free(x);
+    rio__xxh3_stream_free(NULL);
+    free(b);
 }
 
 static void md5_of(const void *p, size_t n, char hex[33])
