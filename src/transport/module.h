@@ -28,6 +28,7 @@
 #define RIO_MODULE_DIR_ENV "RIO_MODULE_DIR"
 
 struct rio_rados_counters;
+struct rio_xxh3_stream;
 
 /* What the library lends a module. */
 struct rio_module_host {
@@ -67,6 +68,13 @@ struct rio_module_host {
     const char *(*url_redact)(const char *url, char *out, size_t cap);
     /* core/checksum.h: S3's per-part CRC32C */
     uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n);
+    /* core/checksum.h: xxh3 over bytes as they arrive (s3:// GET bodies),
+     * the same implementation as rio__xxh3 */
+    struct rio_xxh3_stream *(*xxh3_stream_new)(void);
+    void (*xxh3_stream_reset)(struct rio_xxh3_stream *x);
+    void (*xxh3_stream_update)(struct rio_xxh3_stream *x, const void *p, size_t n);
+    uint64_t (*xxh3_stream_digest)(const struct rio_xxh3_stream *x);
+    void (*xxh3_stream_free)(struct rio_xxh3_stream *x);
 };
 
 /* What a module gives back. */

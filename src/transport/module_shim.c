@@ -91,6 +91,31 @@ uint32_t rio__crc32c(uint32_t crc, const void *p, size_t n)
     return host->crc32c(crc, p, n);
 }
 
+struct rio_xxh3_stream *rio__xxh3_stream_new(void)
+{
+    return host->xxh3_stream_new();
+}
+
+void rio__xxh3_stream_reset(struct rio_xxh3_stream *x)
+{
+    host->xxh3_stream_reset(x);
+}
+
+void rio__xxh3_stream_update(struct rio_xxh3_stream *x, const void *p, size_t n)
+{
+    host->xxh3_stream_update(x, p, n);
+}
+
+uint64_t rio__xxh3_stream_digest(const struct rio_xxh3_stream *x)
+{
+    return host->xxh3_stream_digest(x);
+}
+
+void rio__xxh3_stream_free(struct rio_xxh3_stream *x)
+{
+    host->xxh3_stream_free(x);
+}
+
 int rio__opt_bool(const char *name, const char *v, bool *out)
 {
     return host->opt_bool(name, v, out);

@@ -15,15 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define XXH_STATIC_LINKING_ONLY
-#include <xxhash.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <xxh_x86dispatch.h>
-#define XXH3_UPDATE XXH3_64bits_update_dispatch
-#else
-#define XXH3_UPDATE XXH3_64bits_update
-#endif
-
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/copy.h"
@@ -41,11 +32,11 @@ int rio__s3_op_make(void *e, void *arg)
     op->p = p;
     op->e = curl_easy_init();
     op->md = EVP_MD_CTX_new();
-    op->xs = XXH3_createState();
+    op->xs = rio__xxh3_stream_new();
     if (!op->e || !op->md || !op->xs) {
         curl_easy_cleanup(op->e);
         EVP_MD_CTX_free(op->md);
-        XXH3_freeState(op->xs);
+        rio__xxh3_stream_free(op->xs);
         op->e = NULL;
         op->md = NULL;
         op->xs = NULL;
@@ -76,7 +67,7 @@ void rio__s3_op_unmake(void *e, void *arg)
         curl_multi_remove_handle(p->m, op->e);
     curl_easy_cleanup(op->e);
     EVP_MD_CTX_free(op->md);
-    XXH3_freeState(op->xs);
+    rio__xxh3_stream_free(op->xs);
     op->e = NULL;
     op->md = NULL;
     op->xs = NULL;
@@ -151,10 +142,8 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         memcpy((uint8_t *)io->dst + op->got, p, n);
     /* The bytes just stored, while they are in cache: the chunk's xxh3
      * without a second pass (rio_io.xxh_got). */
-    if (op->xxh_stream && XXH3_UPDATE(op->xs, (const uint8_t *)io->dst + op->got, n) != XXH_OK) {
-        op->err = -ENOMEM;
-        return 0;
-    }
+    if (op->xxh_stream)
+        rio__xxh3_stream_update(op->xs, (const uint8_t *)io->dst + op->got, n);
     op->got += n;
     return n;
 }
@@ -260,8 +249,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
          * expected xxh3 known) and every byte lands through memcpy: not
          * with discard (nothing stored) nor nt_copy (not in cache). */
         if (io->xxh && !t->discard && !t->nt_copy) {
-            if (XXH3_64bits_reset(op->xs) != XXH_OK)
-                return -ENOMEM;
+            rio__xxh3_stream_reset(op->xs);
             op->xxh_stream = true;
         }
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, io->off,
@@ -373,7 +361,7 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
             goto fail;
         }
         if (op->xxh_stream) {
-            io->xxh_got = XXH3_64bits_digest(op->xs);
+            io->xxh_got = rio__xxh3_stream_digest(op->xs);
             io->xxh_valid = true;
         }
         curl_off_t pre = 0, start = 0;

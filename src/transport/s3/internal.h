@@ -100,16 +100,16 @@ struct s3_op {
     struct rio_io *io;
     CURL *e;
     EVP_MD_CTX *md;
-    void *xs;                /* XXH3_state_t: READ's hash of the bytes stored (xxh_stream) */
-    int state;               /* under t->mu while queued; reap thread once taken */
-    _Atomic bool cancel_req; /* set by cancel (any thread), read by reap */
-    bool on_clist;           /* under t->mu */
-    bool checked;            /* response headers validated (first body byte) */
-    bool md5_stream;         /* WRITE: md is an MD5 fed by op_read */
-    bool xxh_stream;         /* READ: xs hashes each piece stored, in order */
-    char md5hex[33];         /* WRITE: MD5 of the part, "" if not computed */
-    uint32_t crc;            /* WRITE with CK_CRC32C: the part's CRC32C */
-    int err;                 /* an error a callback detected, or 0 */
+    struct rio_xxh3_stream *xs; /* READ's hash of the bytes stored (xxh_stream) */
+    int state;                  /* under t->mu while queued; reap thread once taken */
+    _Atomic bool cancel_req;    /* set by cancel (any thread), read by reap */
+    bool on_clist;              /* under t->mu */
+    bool checked;               /* response headers validated (first body byte) */
+    bool md5_stream;            /* WRITE: md is an MD5 fed by op_read */
+    bool xxh_stream;            /* READ: xs hashes each piece stored, in order */
+    char md5hex[33];            /* WRITE: MD5 of the part, "" if not computed */
+    uint32_t crc;               /* WRITE with CK_CRC32C: the part's CRC32C */
+    int err;                    /* an error a callback detected, or 0 */
     int64_t res;
     uint64_t got; /* READ: body bytes stored; WRITE: bytes sent */
     uint64_t svc_ns;
