@@ -104,12 +104,11 @@ static uint64_t id_hash(uint64_t id)
 }
 
 /*
- * An object's bytes. Large buffers get a mapping of their own, 2 MiB-aligned
- * (mmap) and marked for transparent huge pages: every PUT writes into fresh
- * memory, and first
- * touching it 4 KiB at a time is the largest cost of a PUT where page
+ * An object's bytes. Large buffers get a mapping of their own (mmap),
+ * marked for transparent huge pages: every PUT writes into fresh memory, and
+ * first touching it 4 KiB at a time is the largest cost of a PUT where page
  * faults are expensive (docs/server.md has the figures). Where THP is off
- * the advice is ignored.
+ * the advice is ignored. With --prefault they come from the heap instead.
  */
 uint8_t *rio__srv_data_alloc(uint64_t n)
 {
@@ -231,11 +230,11 @@ void rio__srv_data_free(void *p, uint64_t n)
 double rio__srv_store_prefault(uint64_t n)
 {
     uint64_t t0 = rio__now_ns();
+    /* 2 MiB-aligned and advised for huge pages (rio__alloc_aligned). */
     volatile uint8_t *p = n > SIZE_MAX / 2 ? NULL : rio__alloc_aligned(HUGE_PAGE, (size_t)n);
 
     if (!p)
         return -ENOMEM;
-    madvise((void *)p, (size_t)n & ~(size_t)4095, MADV_HUGEPAGE);
     for (uint64_t off = 0; off < n; off += 4096)
         p[off] = 0;
     rio__srv_data_free((void *)p, n);
