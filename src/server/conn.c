@@ -144,9 +144,9 @@ struct conn {
     uint8_t *want;
     size_t want_len, want_got;
     /* A PUT chunk's xxh3, hashed as its bytes arrive (in cache) rather
-     * than in a second pass once they all have; xs_on while one is. */
+     * than in a second pass once they all have; made at the connection's
+     * first chunk (NULL if that failed: one pass at the end). */
     struct rio_xxh3_stream *xs;
-    int xs_on;
     uint8_t hdrbuf[RIO_PROTO_HDR_LEN];
     struct rio_proto_hdr hdr;
     int in_frame; /* bytes of a request arrived and its response is not queued */
@@ -1135,17 +1135,16 @@ static void chunk_fixed(struct conn *c)
     c->up_index = index;
     c->up_xxh = xxh;
     if (!c->xs)
-        c->xs = rio__xxh3_stream_new(); /* NULL: hashed in one pass at the end */
+        c->xs = rio__xxh3_stream_new();
     if (c->xs)
         rio__xxh3_stream_reset(c->xs);
-    c->xs_on = c->xs != NULL;
     conn_piece(c, RS_CHUNK_DATA, dst, (size_t)len);
 }
 
 static void chunk_data(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
-    uint64_t h = c->xs_on ? rio__xxh3_stream_digest(c->xs) : rio__xxh3(c->want, c->want_len);
+    uint64_t h = c->xs ? rio__xxh3_stream_digest(c->xs) : rio__xxh3(c->want, c->want_len);
     int ok = h == c->up_xxh;
     struct rio_srv_upload *u = c->up;
     int ret;
@@ -1714,7 +1713,7 @@ static void conn_read(struct conn *c)
             c->frame_start = rio__now_ns();
             c->frame_deadline = c->frame_start + c->w->srv->cfg.progress_timeout_ns;
         }
-        if (c->xs_on && c->rstate == RS_CHUNK_DATA)
+        if (c->xs && c->rstate == RS_CHUNK_DATA)
             rio__xxh3_stream_update(c->xs, c->want + c->want_got, (size_t)n);
         c->want_got += (size_t)n;
         if (c->want_got == c->want_len)
