@@ -769,6 +769,87 @@ TEST(batch_fd_bounded)
     free(bufs);
 }
 
+/* Every descriptor the limit allows, held by dup(2); how many. */
+static int hog_fds(int *fds, int max)
+{
+    int n = 0;
+    while (n < max && (fds[n] = dup(2)) >= 0)
+        n++;
+    return n;
+}
+
+struct fd_release {
+    int *fds;
+    int n;
+};
+
+static void *release_later(void *arg)
+{
+    struct fd_release *r = arg;
+    usleep(5000);
+    for (int i = 0; i < r->n; i++)
+        close(r->fds[i]);
+    return NULL;
+}
+
+/* Out of descriptors because something else holds them (another op's
+ * upload, an open on another thread): the open waits for them to come back
+ * rather than failing the GET at once; when they never come back, the GET
+ * fails in bounded time with "too many open files", and nothing is read. */
+TEST(open_waits_for_descriptors_then_fails)
+{
+    enum { MAXFD = 256 };
+    const size_t n = 4096;
+    struct rio_options o;
+    struct eu e;
+    struct rlimit old, lim;
+    int fds[MAXFD];
+    uint8_t *buf = malloc(n);
+    pthread_t th;
+
+    T_NOTNULL(buf);
+    fu_mkdir();
+    opts(&o, 1, 4);
+    eu_open(&e, fu_url("?sync=0"), &o);
+    free(eu_put_pattern(e.c, "a", n, 31, NULL));
+    free(eu_put_pattern(e.c, "b", n, 32, NULL));
+    eu_close(&e);
+    eu_open(&e, fu_url("?sync=0"), &o); /* nothing open yet */
+    T_OK(getrlimit(RLIMIT_NOFILE, &old));
+    lim = old;
+    lim.rlim_cur = 64;
+    T_OK(setrlimit(RLIMIT_NOFILE, &lim));
+
+    /* Freed 5 ms into the GET. */
+    struct fd_release r = {fds, hog_fds(fds, MAXFD)};
+    T_OK(pthread_create(&th, NULL, release_later, &r));
+    int64_t got = rio_get(e.c, "a", buf, n, NULL);
+    T_OK(pthread_join(th, NULL));
+    bool same = got == (int64_t)n && t_check_pattern(buf, n, 31) < 0;
+
+    /* Never freed (and nothing cached left to close). */
+    memset(buf, 0, n);
+    eu_close(&e);
+    eu_open(&e, fu_url("?sync=0"), &o);
+    int held = hog_fds(fds, MAXFD);
+    uint64_t t0 = t_now_ms();
+    int64_t none = rio_get(e.c, "b", buf, n, NULL);
+    uint64_t ms = t_now_ms() - t0;
+    for (int i = 0; i < held; i++)
+        close(fds[i]);
+    T_OK(setrlimit(RLIMIT_NOFILE, &old));
+
+    T_GT(r.n, 0);
+    T_EQ(got, (int64_t)n);
+    T_TRUE(same);
+    T_EQ(none, (int64_t)-EMFILE);
+    T_LT(ms, 5000u);
+    eu_get_check(e.c, "a", n, 31, NULL);
+    eu_get_check(e.c, "b", n, 32, NULL);
+    eu_close(&e);
+    free(buf);
+}
+
 /* `railio bench file://` end to end at a tiny size, as a user runs it:
  * every row measured on both sides (fio when installed), the random rows
  * with their fio-files ceiling, JSON out, nothing left in DIR. */

@@ -3,6 +3,8 @@
  * The cache of open files for READs, keyed by (key, generation): lookup
  * opens a file, the GET's READ ops use it, the LRU closes what is idle.
  */
+#include <time.h>
+
 #include "transport/file/internal.h"
 
 /* ------------------------------------------------------------ file cache */
@@ -56,13 +58,21 @@ void rio__file_close_list(struct rio_list *l)
 
 /* Out of descriptors (EMFILE, ENFILE): close every cached file no READ
  * uses and keep half as many from now on (4 at least), so the open that
- * failed can be tried once more. Whether err was that. */
-bool rio__file_cache_shed(struct ftransport *t, int err)
+ * failed can be tried again. Descriptors the cache does not hold (a READ's
+ * file, an upload, an open on another thread) come back as that work ends,
+ * so from the second try on it waits first: 1, 2, 4 ... 64 ms, then 64 ms
+ * again, about 250 ms over FILE_SHED_TRIES tries. Whether to try again: err was one of
+ * those and tries are left. */
+bool rio__file_cache_shed(struct ftransport *t, int err, unsigned attempt)
 {
     struct rio_list dead = {0};
 
-    if (err != -EMFILE && err != -ENFILE)
+    if ((err != -EMFILE && err != -ENFILE) || attempt >= FILE_SHED_TRIES)
         return false;
+    if (attempt > 0) {
+        unsigned ms = attempt < 7 ? 1u << (attempt - 1) : 64u;
+        nanosleep(&(struct timespec){.tv_nsec = (long)ms * 1000000L}, NULL);
+    }
     pthread_mutex_lock(&t->fmu);
     unsigned half = (unsigned)(t->lru.count / 2);
     if (half < t->cache_max)
@@ -207,6 +217,21 @@ struct ffile *rio__file_cache_insert(struct ftransport *t, struct ffile *f, bool
     return e;
 }
 
+/* Whether a READ holds one of the cached files. */
+static bool files_in_use(struct ftransport *t)
+{
+    bool used = false;
+
+    pthread_mutex_lock(&t->fmu);
+    rio_list_each (f, &t->lru, struct ffile, lru)
+        if (f->refs > 0) {
+            used = true;
+            break;
+        }
+    pthread_mutex_unlock(&t->fmu);
+    return used;
+}
+
 /* The open file a READ of (key, gen) uses, with a reference. */
 int rio__file_get(struct ftransport *t, const char *key, uint64_t gen, struct ffile **out)
 {
@@ -231,10 +256,15 @@ int rio__file_get(struct ftransport *t, const char *key, uint64_t gen, struct ff
         return 0;
     }
     /* Not cached (evicted since the lookup, or never looked up): open it
-     * again. A cached dentry makes this a few microseconds. */
+     * again. A cached dentry makes this a few microseconds. This runs in
+     * submit, under the engine's lock: out of descriptors it sheds and
+     * tries once, without waiting; then, while other READs hold files,
+     * -EAGAIN, and the engine offers the chunk again as those complete. */
     ret = rio__file_open(t, key, &f, &st);
-    if (ret < 0 && rio__file_cache_shed(t, ret))
+    if (ret < 0 && rio__file_cache_shed(t, ret, 0))
         ret = rio__file_open(t, key, &f, &st);
+    if ((ret == -EMFILE || ret == -ENFILE) && files_in_use(t))
+        return -EAGAIN;
     if (ret < 0)
         return ret;
     if (f->gen != gen) {

@@ -114,6 +114,7 @@ extern const struct rio_transport_ops rio__file_ops;
 #define FILE_RING_SLOTS_MAX 8192u
 #define FILE_STEP_MAX (1u << 30)       /* one SQE moves at most 1 GiB (len is 32 bits) */
 #define FILE_CACHE_MAX 128u            /* open files kept for reads (2 fds each), at most */
+#define FILE_SHED_TRIES 10u            /* opens tried again when out of descriptors */
 #define FILE_BOUNCE_DEFAULT (1u << 20) /* bounce buffer size, at least */
 #define FILE_BOUNCE_MAX (64u << 20)
 #define FILE_BOUNCE_SLOTS 64u            /* bounce buffers per ring, at most */
@@ -286,7 +287,7 @@ int rio__file_open_direct(struct ftransport *t, const char *path, int flags, con
 /* cache.c */
 void rio__file_close(struct ffile *f);
 void rio__file_close_list(struct rio_list *l);
-bool rio__file_cache_shed(struct ftransport *t, int err);
+bool rio__file_cache_shed(struct ftransport *t, int err, unsigned attempt);
 void rio__file_cache_forget(struct ftransport *t, const char *key);
 void rio__file_release(struct ftransport *t, struct ffile *f);
 int rio__file_open(struct ftransport *t, const char *key, struct ffile **out, struct stat *st);

@@ -92,7 +92,7 @@ int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     if (rio__key_len(key, &kl) < 0)
         return RIO_EINVAL;
     ret = rio__file_open(t, key, &f, &st);
-    if (ret < 0 && rio__file_cache_shed(t, ret))
+    for (unsigned i = 0; ret < 0 && rio__file_cache_shed(t, ret, i); i++)
         ret = rio__file_open(t, key, &f, &st);
     if (ret < 0)
         return ret;
@@ -161,7 +161,7 @@ static int open_anon(struct ftransport *t, struct fupload *up)
 {
     int fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
 
-    if (fd < 0 && rio__file_cache_shed(t, -errno))
+    for (unsigned i = 0; fd < 0 && rio__file_cache_shed(t, -errno, i); i++)
         fd = openat(up->dirfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
     if (fd < 0) {
         /* EISDIR: a kernel without O_TMPFILE; EOPNOTSUPP: a file system */
@@ -299,6 +299,8 @@ int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
                 close(up->dirfd);
             up->dirfd = AT_FDCWD;
             ret = rio__file_parent_beneath(t, up->final, true);
+            for (unsigned i = 0; ret < 0 && rio__file_cache_shed(t, ret, i); i++)
+                ret = rio__file_parent_beneath(t, up->final, true);
             if (ret < 0)
                 goto err;
             up->dirfd = ret;
@@ -319,7 +321,7 @@ int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         }
 #define TMP_FLAGS (O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC)
         up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
-        if (up->fd < 0 && rio__file_cache_shed(t, -errno))
+        for (unsigned i = 0; up->fd < 0 && rio__file_cache_shed(t, -errno, i); i++)
             up->fd = openat(up->dirfd, rio__file_at_name(up, up->tmp), TMP_FLAGS, 0666);
 #undef TMP_FLAGS
         if (up->fd >= 0)
