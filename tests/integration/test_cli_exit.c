@@ -161,7 +161,7 @@ TEST(exit_access_denied)
     srv_prepare(&e);
     srv_write_token(&e, "right-token", tok, sizeof(tok));
     const char *args[] = {"--memory", "64M", "--auth-token-file", tok, NULL};
-    srv_start(&e, args);
+    srv_start_listen(&e, NULL, args);
     T_EQ(cli_run(NULL, 0, "stat 'railio://%s/k?token=wrong-token' 2>/dev/null", e.addr[0]), 4);
     T_EQ(cli_run(NULL, 0, "stat railio://%s/k 2>/dev/null", e.addr[0]), 4);
     /* The right token gets as far as the key. */

@@ -117,7 +117,6 @@ static void put_interrupted(int sig)
     char url[256], in[128];
     double secs;
     setup();
-    srv_prepare(&e);
     const char *sargs[] = {"--memory", "64M", "--metrics", "127.0.0.1:0", NULL};
     srv_start(&e, sargs);
     snprintf(url, sizeof(url), "railio://%s/k?faults=delay:delay=20000", e.addr[0]);
@@ -185,7 +184,6 @@ TEST(sigint_mid_stdin_put)
     stdin_interrupted(url);
     T_EQ(cli_run(NULL, 0, "stat file://%s/store/k 2>/dev/null", dir), 3);
     struct srv_env e;
-    srv_prepare(&e);
     const char *sargs[] = {"--memory", "64M", NULL};
     srv_start(&e, sargs);
     snprintf(url, sizeof(url), "railio://%s/k", e.addr[0]);

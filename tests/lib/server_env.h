@@ -82,7 +82,9 @@ void srv_binary(char *out, size_t cap);
 /* Write a token file in the server's directory (call after srv_prepare). */
 void srv_write_token(struct srv_env *e, const char *token, char *path, size_t cap);
 
-/* Create the temporary directory (before srv_start, to place files in it). */
+/* Create the temporary directory, to place files in it before
+ * srv_start_listen. Not before srv_start, which prepares e itself (the
+ * first directory would be forgotten, and left behind). */
 void srv_prepare(struct srv_env *e);
 
 /*
@@ -92,6 +94,7 @@ void srv_prepare(struct srv_env *e);
  */
 void srv_start_listen(struct srv_env *e, const char *listen, const char *const *extra);
 
+/* srv_prepare(e), then srv_start_listen(e, NULL, extra). */
 void srv_start(struct srv_env *e, const char *const *extra);
 
 /* Wait up to timeout_ms for the server to exit; its wait status, or -1. */

@@ -22,6 +22,7 @@
 #include "core/alloc.h"
 #include "railio.h"
 #include "t.h"
+#include "tlib.h"
 
 #define T_DEFAULT_TIMEOUT 60
 
@@ -77,11 +78,15 @@ static void vreport(const char *kind, const char *file, int line, const char *fm
 }
 
 /* _exit, not exit: a failed or skipped test may hold memory on purpose, and
- * LeakSanitizer at exit would turn that into a second, misleading report. */
+ * LeakSanitizer at exit would turn that into a second, misleading report.
+ * The t_on_exit hooks run first all the same: they stop the peers the test
+ * started (showing their logs) and remove their directories. */
 static void __attribute__((noreturn))
 report_exit(const char *kind, int code, const char *file, int line, const char *fmt, va_list ap)
 {
     vreport(kind, file, line, fmt, ap);
+    fflush(NULL);
+    t__run_exit_hooks();
     fflush(NULL);
     _exit(code);
 }

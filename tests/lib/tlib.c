@@ -336,7 +336,7 @@ static struct {
     pid_t owner;
 } on_exit_hooks[ON_EXIT_MAX];
 
-static void on_exit_run(void)
+void t__run_exit_hooks(void)
 {
     for (unsigned i = 0; i < ON_EXIT_MAX; i++)
         if (on_exit_hooks[i].fn && on_exit_hooks[i].owner == getpid()) {
@@ -352,7 +352,7 @@ void t_on_exit(void (*fn)(void *), void *arg)
     static int registered;
 
     if (!registered) {
-        atexit(on_exit_run);
+        atexit(t__run_exit_hooks);
         registered = 1;
     }
     for (unsigned i = 0; i < ON_EXIT_MAX; i++)

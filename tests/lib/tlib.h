@@ -101,11 +101,14 @@ void t_proc_kill(pid_t pid);
 /* SIGTERM, wait up to timeout_ms, then SIGKILL: the wait status, or -1
  * when it had to be killed. */
 int t_proc_stop(pid_t pid, unsigned timeout_ms);
-/* Run fn(arg) when the calling process exits normally (not in its forked
- * children, and not after a failed assertion, which _exits: the harness
- * kills the test's process group then); t_on_exit_cancel(arg) drops it. */
+/* Run fn(arg) when the calling process exits, normally or through a failed
+ * or skipped assertion (which runs the hooks, then _exits), not in its
+ * forked children; t_on_exit_cancel(arg) drops it. A test killed by its
+ * timeout runs none: the harness kills its process group then. */
 void t_on_exit(void (*fn)(void *), void *arg);
 void t_on_exit_cancel(void *arg);
+/* Run the hooks registered by this process (each once). */
+void t__run_exit_hooks(void);
 
 /* Remove dir and everything below it (no error when it is gone). */
 void t_rm_tree(const char *dir);
