@@ -45,7 +45,8 @@ int rio__s3_op_make(void *e, void *arg)
     rio__s3_easy_common(p->t, op->e, p->iface);
     curl_easy_setopt(op->e, CURLOPT_PRIVATE, op);
     curl_easy_setopt(op->e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
-    curl_easy_setopt(op->e, CURLOPT_HEADERDATA, &op->rsp);
+    op->hctx = (struct s3_hdr_ctx){&op->rsp, NULL};
+    curl_easy_setopt(op->e, CURLOPT_HEADERDATA, &op->hctx);
     curl_easy_setopt(op->e, CURLOPT_WRITEFUNCTION, op_body);
     curl_easy_setopt(op->e, CURLOPT_WRITEDATA, op);
     curl_easy_setopt(op->e, CURLOPT_READFUNCTION, op_read);

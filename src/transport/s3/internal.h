@@ -93,12 +93,30 @@ struct s3_hdrs {
 
 struct s3_transport;
 
+/* CURLOPT_HEADERDATA of every request: the response the headers fill, and
+ * for a metadata request the socket of its handle's connection, which
+ * acknowledges them at once (rio__s3_on_header); NULL for a data op, whose
+ * connection the multi handle's shared cache chose. */
+struct s3_hdr_ctx {
+    struct s3_rsp *rsp;
+    const int *fd;
+};
+
+/* A metadata request's easy handle (its own connection cache) and the
+ * socket of its connection, -1 when it has none. */
+struct s3_meta_h {
+    CURL *e;
+    struct s3_transport *t;
+    int fd;
+};
+
 struct s3_op {
     struct rio_list_node qnode; /* pending list, done list (first: the pool's while free) */
     struct s3_path *p;
     struct s3_op *cnext; /* cancel list */
     struct rio_io *io;
     CURL *e;
+    struct s3_hdr_ctx hctx; /* {&rsp, NULL} */
     EVP_MD_CTX *md;
     struct rio_xxh3_stream *xs; /* READ's hash of the bytes stored (xxh_stream) */
     int state;                  /* under t->mu while queued; reap thread once taken */
@@ -177,7 +195,7 @@ struct s3_transport {
 
     /* metadata handles, under meta_mu */
     pthread_mutex_t meta_mu;
-    CURL *meta_pool[S3_META_POOL];
+    struct s3_meta_h *meta_pool[S3_META_POOL];
     unsigned nmeta;
 
     /* When a request last found the bucket there (rio__now_ns), so that a
@@ -305,6 +323,7 @@ int rio__s3_req_build(struct s3_transport *t, EVP_MD_CTX *md, const char *method
                       struct s3_hdrs *h);
 void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface);
 size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
+void rio__s3_easy_meta(struct s3_transport *t, struct s3_meta_h *mh, const char *iface);
 
 /* data.c: one chunk READ or WRITE on its easy handle. */
 /* The op pool's hooks (arg: the path): an op's easy handle and digest,

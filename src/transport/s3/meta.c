@@ -149,33 +149,52 @@ static int meta_seek(void *arg, curl_off_t off, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
-static CURL *meta_get(struct s3_transport *t)
+static void meta_free(struct s3_meta_h *mh)
 {
-    CURL *e = NULL;
+    if (!mh)
+        return;
+    curl_easy_cleanup(mh->e); /* closes its connection: meta_close_cb */
+    rio__free(mh);
+}
+
+static struct s3_meta_h *meta_get(struct s3_transport *t)
+{
+    struct s3_meta_h *mh = NULL;
 
     pthread_mutex_lock(&t->meta_mu);
     if (t->nmeta)
-        e = t->meta_pool[--t->nmeta];
+        mh = t->meta_pool[--t->nmeta];
     pthread_mutex_unlock(&t->meta_mu);
-    return e ? e : curl_easy_init();
+    if (mh)
+        return mh;
+    mh = rio__calloc(1, sizeof(*mh));
+    if (!mh)
+        return NULL;
+    mh->fd = -1;
+    mh->e = curl_easy_init();
+    if (!mh->e) {
+        rio__free(mh);
+        return NULL;
+    }
+    return mh;
 }
 
-static void meta_put(struct s3_transport *t, CURL *e)
+static void meta_put(struct s3_transport *t, struct s3_meta_h *mh)
 {
     pthread_mutex_lock(&t->meta_mu);
     if (t->nmeta < S3_META_POOL) {
-        t->meta_pool[t->nmeta++] = e;
-        e = NULL;
+        t->meta_pool[t->nmeta++] = mh;
+        mh = NULL;
     }
     pthread_mutex_unlock(&t->meta_mu);
-    curl_easy_cleanup(e);
+    meta_free(mh);
 }
 
 /* The idle metadata handles (at close). */
 void rio__s3_meta_close(struct s3_transport *t)
 {
     while (t->nmeta)
-        curl_easy_cleanup(t->meta_pool[--t->nmeta]);
+        meta_free(t->meta_pool[--t->nmeta]);
 }
 
 void rio__s3_meta_rsp_cleanup(struct meta_rsp *r)
@@ -255,6 +274,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     struct meta_src src = {q->body, q->blen, 0};
     long oserr = 0;
     CURLcode rc;
+    struct s3_meta_h *mh;
     CURL *e;
     int ret;
 
@@ -280,17 +300,19 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
                             sizeof(url), &h);
     if (ret < 0)
         return ret;
-    e = meta_get(t);
-    if (!e)
+    mh = meta_get(t);
+    if (!mh)
         return -ENOMEM;
+    e = mh->e;
     curl_easy_reset(e);
-    rio__s3_easy_common(t, e, t->path[0].iface);
+    rio__s3_easy_meta(t, mh, t->path[0].iface);
     errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, rio__s3_hdrs_list(&h));
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
-    curl_easy_setopt(e, CURLOPT_HEADERDATA, &r->rsp);
+    struct s3_hdr_ctx hctx = {&r->rsp, &mh->fd}; /* used until curl_easy_perform returns */
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, &hctx);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, meta_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);
     if (t->op_timeout_ms)
@@ -315,7 +337,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     }
     rc = curl_easy_perform(e);
     curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &oserr);
-    meta_put(t, e);
+    meta_put(t, mh);
 
     if (r->rsp.status >= 300 || (r->rsp.status && r->rsp.status < 200)) {
         rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
