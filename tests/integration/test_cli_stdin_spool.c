@@ -34,7 +34,7 @@ TEST(stdin_spooled_with_bounded_memory)
     snprintf(err, sizeof(err), "%s/err", e.dir);
     T_EQ(mkdir(tmpdir, 0700), 0);
     const char *args[] = {"--data-dir", data, "--memory", "64M", NULL};
-    srv_start(&e, args);
+    srv_start_listen(&e, NULL, args);
 
     /* The source, made by a child: this process stays small, since a
      * child started by system() begins its peak RSS at its parent's. */
