@@ -45,7 +45,7 @@ int rio__s3_op_make(void *e, void *arg)
     rio__s3_easy_common(p->t, op->e, p->iface);
     curl_easy_setopt(op->e, CURLOPT_PRIVATE, op);
     curl_easy_setopt(op->e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
-    op->hctx = (struct s3_hdr_ctx){&op->rsp, NULL};
+    op->hctx = (struct s3_hdr_ctx){&op->rsp, NULL, &p->ack_due};
     curl_easy_setopt(op->e, CURLOPT_HEADERDATA, &op->hctx);
     curl_easy_setopt(op->e, CURLOPT_WRITEFUNCTION, op_body);
     curl_easy_setopt(op->e, CURLOPT_WRITEDATA, op);

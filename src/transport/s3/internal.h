@@ -94,12 +94,14 @@ struct s3_hdrs {
 struct s3_transport;
 
 /* CURLOPT_HEADERDATA of every request: the response the headers fill, and
- * for a metadata request the socket of its handle's connection, which
- * acknowledges them at once (rio__s3_on_header); NULL for a data op, whose
- * connection the multi handle's shared cache chose. */
+ * how its connection acknowledges them at once (rio__s3_on_header): for a
+ * metadata request, the socket of its handle's one connection (fd); for a
+ * data op, whose connection the multi's shared cache chose, a flag the reap
+ * loop reads after the socket_action that read the headers (ack_due). */
 struct s3_hdr_ctx {
     struct s3_rsp *rsp;
     const int *fd;
+    bool *ack_due;
 };
 
 /* A metadata request's easy handle (its own connection cache) and the
@@ -116,7 +118,7 @@ struct s3_op {
     struct s3_op *cnext; /* cancel list */
     struct rio_io *io;
     CURL *e;
-    struct s3_hdr_ctx hctx; /* {&rsp, NULL} */
+    struct s3_hdr_ctx hctx; /* {&rsp, NULL, &p->ack_due} */
     EVP_MD_CTX *md;
     struct rio_xxh3_stream *xs; /* READ's hash of the bytes stored (xxh_stream) */
     int state;                  /* under t->mu while queued; reap thread once taken */
@@ -140,12 +142,19 @@ struct s3_op {
     char hbuf[S3_HBUF];
 };
 
+#define S3_PATH_SOCKS 64u /* sockets of a path acknowledged by ack_due (more: not) */
+
 struct s3_path {
     struct s3_transport *t;
     unsigned idx;
     CURLM *m;
     const char *iface; /* CURLOPT_INTERFACE, or NULL */
     uint64_t timer_at; /* reap thread: when curl wants socket_action(TIMEOUT) */
+    bool ack_due;      /* reap thread: a response's headers were read (s3_hdr_ctx) */
+    /* reap thread: the sockets curl polls for this path's transfers (the
+     * socket callback's), each acknowledged when ack_due is set */
+    int socks[S3_PATH_SOCKS];
+    unsigned nsocks;
     /* under t->mu */
     unsigned held;         /* ops submitted and not yet completed */
     struct rio_opool pool; /* of struct s3_op, each with its easy handle */
@@ -323,6 +332,8 @@ int rio__s3_req_build(struct s3_transport *t, EVP_MD_CTX *md, const char *method
                       struct s3_hdrs *h);
 void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface);
 size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
+/* Acknowledge what socket fd received, now (TCP_QUICKACK). */
+void rio__s3_quickack(int fd);
 void rio__s3_easy_meta(struct s3_transport *t, struct s3_meta_h *mh, const char *iface);
 
 /* data.c: one chunk READ or WRITE on its easy handle. */

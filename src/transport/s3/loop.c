@@ -28,16 +28,37 @@ static int sock_cb(CURL *e, curl_socket_t fd, int what, void *userp, void *socke
 
     (void)e;
     (void)socketp;
+    unsigned i = 0;
+    while (i < p->nsocks && p->socks[i] != fd)
+        i++;
     if (what == CURL_POLL_REMOVE) {
+        if (i < p->nsocks)
+            p->socks[i] = p->socks[--p->nsocks];
         epoll_ctl(p->t->epfd, EPOLL_CTL_DEL, fd, NULL);
         return 0;
     }
+    if (i == p->nsocks && p->nsocks < S3_PATH_SOCKS)
+        p->socks[p->nsocks++] = fd;
     memset(&ev, 0, sizeof(ev));
     ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
     ev.data.u64 = (uint64_t)p->idx << 32 | (uint32_t)fd;
     if (epoll_ctl(p->t->epfd, EPOLL_CTL_MOD, fd, &ev) < 0 && errno == ENOENT)
         epoll_ctl(p->t->epfd, EPOLL_CTL_ADD, fd, &ev);
     return 0;
+}
+
+/* After a socket_action: when it read a response's headers (a header
+ * callback set ack_due), every socket the path polls acknowledges what it
+ * received now (rio__s3_on_header says why). curl does not say which
+ * socket a transfer uses; the others have nothing pending or only leave
+ * delayed-ACK mode. */
+static void ack_path(struct s3_path *p)
+{
+    if (!p->ack_due)
+        return;
+    p->ack_due = false;
+    for (unsigned i = 0; i < p->nsocks; i++)
+        rio__s3_quickack(p->socks[i]);
 }
 
 static int timer_cb(CURLM *m, long timeout_ms, void *userp)
@@ -191,6 +212,7 @@ static void run_timers(struct s3_transport *t, struct rio_list *done)
         if (p->timer_at <= now) {
             p->timer_at = NEVER;
             curl_multi_socket_action(p->m, CURL_SOCKET_TIMEOUT, 0, &running);
+            ack_path(p);
             drain_path(t, p, done);
         }
     }
@@ -331,6 +353,7 @@ int rio__s3_reap(struct rio_transport *tt, int timeout_ms)
                         (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                         (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
             curl_multi_socket_action(p->m, fd, flags, &running);
+            ack_path(p);
             drain_path(t, p, &done);
         }
         if (deadline != NEVER && rio__now_ns() >= deadline)

@@ -311,7 +311,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     curl_easy_setopt(e, CURLOPT_URL, url);
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, rio__s3_hdrs_list(&h));
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, rio__s3_on_header);
-    struct s3_hdr_ctx hctx = {&r->rsp, &mh->fd}; /* used until curl_easy_perform returns */
+    struct s3_hdr_ctx hctx = {&r->rsp, &mh->fd, NULL}; /* used until curl_easy_perform returns */
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &hctx);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, meta_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);

@@ -17,6 +17,12 @@
 
 /* --------------------------------------------------------- header callback */
 
+void rio__s3_quickack(int fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+}
+
 /*
  * curl's header callback, one line at a time: each header line into the response. At the blank line
  * that ends them, the connection acknowledges what it received at once (TCP_QUICKACK): a server
@@ -31,10 +37,11 @@ size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg)
     size_t len = sz * nmemb;
 
     rio__s3_rsp_header(h->rsp, p, len);
-    if (h->fd && *h->fd >= 0 && h->rsp->status >= 200 && len <= 2 &&
-        (len == 0 || p[0] == '\r' || p[0] == '\n')) {
-        int one = 1;
-        (void)setsockopt(*h->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+    if (h->rsp->status >= 200 && len <= 2 && (len == 0 || p[0] == '\r' || p[0] == '\n')) {
+        if (h->fd && *h->fd >= 0)
+            rio__s3_quickack(*h->fd);
+        else if (h->ack_due)
+            *h->ack_due = true;
     }
     return len;
 }
