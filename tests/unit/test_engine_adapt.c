@@ -396,7 +396,11 @@ TEST(adapt_stall_is_seen_before_any_timeout)
     /* No timeout and no error: the late op just ended. */
     T_EQ(j.st.retries_total, 0u);
     /* The stall ended with the call: not lifted, climbing again from the
-     * level held (its first window measures it, the next one the step up). */
+     * level held (its first window measures it, the next one the step up).
+     * On a slow machine (ASan under load) the rest of the call outlasts the
+     * 500 ms delay, the late ops end inside it, and that step up can come
+     * before the call ends: the held level or one above it, never a climb
+     * from the bottom. */
     pthread_mutex_lock(&e.c->mu);
     int lift = e.c->adapt_lift, state = e.c->adapt[0].state;
     unsigned lv = e.c->adapt[0].level;
@@ -405,7 +409,10 @@ TEST(adapt_stall_is_seen_before_any_timeout)
     T_EQ(lift, RIO__LIFT_NONE);
     T_FALSE(lifted);
     T_EQ(state, RIO_ADAPT_GROWING);
-    T_EQ(lv, level);
+    if (lv != level)
+        printf("climbed to level %u from the held %u within the call\n", lv, level);
+    T_GE(lv, level);
+    T_LE(lv, level + 1);
     for (int i = 0; i < GETS_MAX && e.st.adapt_state == RIO_ADAPT_GROWING; i++)
         eu_get_check(e.c, "o", n, 79, &e.call);
     T_NE(e.st.adapt_state, RIO_ADAPT_GROWING);
