@@ -61,8 +61,8 @@ void rio__file_close_list(struct rio_list *l)
  * failed can be tried again. Descriptors the cache does not hold (a READ's
  * file, an upload, an open on another thread) come back as that work ends,
  * so from the second try on it waits first: 1, 2, 4 ... 64 ms, then 64 ms
- * again, about 250 ms over FILE_SHED_TRIES tries. Whether to try again: err was one of
- * those and tries are left. */
+ * again, about 250 ms over FILE_SHED_TRIES tries. Whether to try again:
+ * err was one of those and tries are left. */
 bool rio__file_cache_shed(struct ftransport *t, int err, unsigned attempt)
 {
     struct rio_list dead = {0};

@@ -334,7 +334,7 @@ void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface);
 size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg);
 /* Acknowledge what socket fd received, now (TCP_QUICKACK). */
 void rio__s3_quickack(int fd);
-void rio__s3_easy_meta(struct s3_transport *t, struct s3_meta_h *mh, const char *iface);
+void rio__s3_easy_meta(struct s3_meta_h *mh, const char *iface);
 
 /* data.c: one chunk READ or WRITE on its easy handle. */
 /* The op pool's hooks (arg: the path): an op's easy handle and digest,

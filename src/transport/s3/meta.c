@@ -170,6 +170,7 @@ static struct s3_meta_h *meta_get(struct s3_transport *t)
     mh = rio__calloc(1, sizeof(*mh));
     if (!mh)
         return NULL;
+    mh->t = t;
     mh->fd = -1;
     mh->e = curl_easy_init();
     if (!mh->e) {
@@ -305,7 +306,7 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
         return -ENOMEM;
     e = mh->e;
     curl_easy_reset(e);
-    rio__s3_easy_meta(t, mh, t->path[0].iface);
+    rio__s3_easy_meta(mh, t->path[0].iface);
     errbuf[0] = '\0';
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
     curl_easy_setopt(e, CURLOPT_URL, url);

@@ -24,12 +24,13 @@ void rio__s3_quickack(int fd)
 }
 
 /*
- * curl's header callback, one line at a time: each header line into the response. At the blank line
- * that ends them, the connection acknowledges what it received at once (TCP_QUICKACK): a server
- * that writes its headers and a small body separately with Nagle on (radosgw
- * does) holds the body until the headers are acknowledged, and on a kept-alive
- * connection Linux delays that acknowledgement 40 ms, which every small GET
- * on a reused connection (a sidecar after its HEAD, a list page) then waited.
+ * curl's header callback, one line at a time: each header line into the
+ * response. At the blank line that ends them, the connection acknowledges
+ * what it received at once (TCP_QUICKACK): a server that writes its headers
+ * and a small body separately with Nagle on (radosgw does) holds the body
+ * until the headers are acknowledged, and on a kept-alive connection Linux
+ * delays that acknowledgement 40 ms, which every small GET on a reused
+ * connection (a sidecar after its HEAD, a list page) then waited.
  */
 size_t rio__s3_on_header(char *p, size_t sz, size_t nmemb, void *arg)
 {
@@ -194,10 +195,9 @@ static int meta_close_cb(void *arg, curl_socket_t fd)
 }
 
 /* rio__s3_easy_common for a metadata handle, which records its socket. */
-void rio__s3_easy_meta(struct s3_transport *t, struct s3_meta_h *mh, const char *iface)
+void rio__s3_easy_meta(struct s3_meta_h *mh, const char *iface)
 {
-    rio__s3_easy_common(t, mh->e, iface);
-    mh->t = t;
+    rio__s3_easy_common(mh->t, mh->e, iface);
     curl_easy_setopt(mh->e, CURLOPT_SOCKOPTFUNCTION, meta_sockopt_cb);
     curl_easy_setopt(mh->e, CURLOPT_SOCKOPTDATA, mh);
     curl_easy_setopt(mh->e, CURLOPT_CLOSESOCKETFUNCTION, meta_close_cb);
