@@ -1133,3 +1133,98 @@ TEST(stream_put_writer)
     free(src);
     free(dst);
 }
+
+/* ------------------------------------- out of descriptors in submit, bare */
+
+static void fd_complete(struct rio_io *io)
+{
+    (*(int *)io->engine_priv)++;
+}
+
+static void fd_read(struct rio_io *x, const char *key, uint64_t gen, void *dst, size_t n, int *done)
+{
+    memset(x, 0, sizeof(*x));
+    x->kind = RIO_IO_READ;
+    x->key = key;
+    x->generation = gen;
+    x->len = n;
+    x->dst = dst;
+    x->complete = fd_complete;
+    x->engine_priv = done;
+}
+
+/*
+ * A READ opens its file in submit, under the engine's lock, so it never
+ * waits for descriptors there. Out of them while another READ holds its
+ * file: -EAGAIN (the engine offers the chunk again as READs complete), not
+ * a failure; once that READ completed its file is idle, the next try sheds
+ * it and opens, and the bytes are right.
+ */
+TEST(read_out_of_descriptors_answers_eagain)
+{
+    enum { MAXFD = 256 };
+    const size_t n = 4096;
+    const struct rio_transport_ops *ops = rio__transport_find("file");
+    struct rio_transport *t = NULL;
+    struct rio_options o;
+    struct rio_url u;
+    struct rio_desc da, db;
+    struct rlimit old, lim;
+    struct rio_io ra, rb;
+    int fds[MAXFD], done = 0;
+    uint8_t *a = calloc(1, n), *b = calloc(1, n);
+    struct eu e;
+
+    T_NOTNULL(a);
+    T_NOTNULL(b);
+    T_NOTNULL(ops);
+    fu_mkdir();
+    opts(&o, 1, 4);
+    eu_open(&e, fu_url("?sync=0"), &o);
+    free(eu_put_pattern(e.c, "a", n, 41, NULL));
+    free(eu_put_pattern(e.c, "b", n, 42, NULL));
+    T_OK(rio_stat(e.c, "b", &db));
+    uint64_t bgen = db.generation;
+    rio_desc_cleanup(&db);
+    eu_close(&e);
+
+    /* A transport that has looked up only "a": "b" is opened by its READ. */
+    T_OK(rio__url_parse(fu_url("?sync=0"), &u));
+    T_OK(rio__transport_open(ops, &u, &o, &t));
+    ops = t->ops;
+    memset(&da, 0, sizeof(da));
+    T_OK(ops->lookup(t, "a", &da));
+    fd_read(&ra, "a", da.generation, a, n, &done);
+    T_OK(ops->submit(t, &ra)); /* holds a's file until reaped */
+
+    T_OK(getrlimit(RLIMIT_NOFILE, &old));
+    lim = old;
+    lim.rlim_cur = 64;
+    T_OK(setrlimit(RLIMIT_NOFILE, &lim));
+    int held = hog_fds(fds, MAXFD);
+    fd_read(&rb, "b", bgen, b, n, &done);
+    int busy = ops->submit(t, &rb); /* nothing idle to shed: a's READ holds it */
+    uint64_t t0 = t_now_ms();
+    while (done < 1 && t_now_ms() - t0 < 5000)
+        T_GE(ops->reap(t, 100), 0);
+    int again = ops->submit(t, &rb); /* a is idle now: shed, then b opens */
+    while (done < 2 && again == 0 && t_now_ms() - t0 < 5000)
+        T_GE(ops->reap(t, 100), 0);
+    for (int i = 0; i < held; i++)
+        close(fds[i]);
+    T_OK(setrlimit(RLIMIT_NOFILE, &old));
+
+    T_GT(held, 0);
+    T_ERR(busy, -EAGAIN);
+    T_EQ(ra.res, (int64_t)n);
+    T_TRUE(t_check_pattern(a, n, 41) < 0);
+    T_OK(again);
+    T_EQ(done, 2);
+    T_EQ(rb.res, (int64_t)n);
+    T_TRUE(t_check_pattern(b, n, 42) < 0);
+    ops->close(t);
+    rio_desc_cleanup(&da);
+    rio__url_cleanup(&u);
+    free(a);
+    free(b);
+}
