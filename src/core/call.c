@@ -368,6 +368,8 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
     ret = rio__meta_put_open(c, &m, key, len, r->chunk_size, &r->upload);
     if (ret < 0)
         r->upload = NULL;
+    else if (rio__t_has_put_prep(c->t))
+        r->prep_upload = r->upload; /* open before hashing: prepared beside it */
     return ret;
 }
 
@@ -452,7 +454,13 @@ static void hash_run(void *arg)
         uint64_t k = atomic_fetch_add(&r->hash_next, 1);
         if (k >= r->nchunks || atomic_load(&r->stop_hashing))
             break;
-        r->xxh[k] = rio__xxh3(r->data + k * r->chunk_size, chunk_len_of(r, k));
+        const uint8_t *src = r->data + k * r->chunk_size;
+        uint64_t len = chunk_len_of(r, k);
+        r->xxh[k] = rio__xxh3(src, len);
+        /* The transport's own work on the chunk (an S3 part's SHA-256),
+         * here in parallel rather than at submit on the engine thread. */
+        if (r->prep_upload)
+            rio__t_put_prep(c->t, r->prep_upload, r->base + k, src, len);
         if (hash_publish(r, k))
             rio__engine_kick(c);
     }

@@ -229,6 +229,10 @@ struct rio__req {
     _Atomic uint64_t hash_next;
     _Atomic uint8_t *hready;
     _Atomic int stop_hashing;
+    /* PUT: the upload the transport's put_prep takes each chunk to, beside
+     * its xxh3 and before it is marked ready (set by the caller, before
+     * hashing, only for an upload it opened itself; NULL: none). */
+    void *prep_upload;
     struct rio__chunk *chunks;
     int64_t result;      /* set when the call is over */
     int op_index;        /* index in the caller's batch */

@@ -214,6 +214,19 @@ struct rio_transport_ops {
                         int64_t *mtime_ns);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
+    /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
+     * upload needs before it is sent that depends only on the chunk's bytes
+     * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
+     * Content-MD5). The engine calls it on its cpu pool as it hashes each
+     * chunk of a PUT whose upload it opened before hashing, before the
+     * chunk may be submitted, so the sends of earlier chunks go on
+     * meanwhile and the submitting thread does none of it; src is the
+     * caller's bytes, the same the chunk's xxh3 is taken from. Calls for
+     * distinct chunks of one upload run at once on several threads; none
+     * runs after the upload's commit or abort begins. A chunk it skipped
+     * (or with no call at all) gets the work at submit: no result. */
+    void (*put_prep)(struct rio_transport *t, void *upload, uint64_t index, const void *src,
+                     uint64_t len);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
      * etag; sets d->generation. Consumes the upload on success and failure.
      * Called once every chunk op of the upload has completed. */
@@ -410,6 +423,18 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
                                   uint64_t chunk_size, void **upload)
 {
     return rio__t_ops(t)->put_open(t, key, size, chunk_size, upload);
+}
+
+/* Whether the transport does per-chunk work on a PUT's bytes ahead of submit. */
+static inline bool rio__t_has_put_prep(const struct rio_transport *t)
+{
+    return rio__t_ops(t)->put_prep != NULL;
+}
+
+static inline void rio__t_put_prep(struct rio_transport *t, void *upload, uint64_t index,
+                                   const void *src, uint64_t len)
+{
+    rio__t_ops(t)->put_prep(t, upload, index, src, len);
 }
 
 /* Once no chunk op of upload is in flight; consumes upload. */

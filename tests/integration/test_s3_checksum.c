@@ -9,6 +9,8 @@
  */
 /* T_TIMEOUT 240 */
 /* T_LABELS net;ceph */
+#include <stdbool.h>
+
 #include "t.h"
 
 #ifndef RIO_HAVE_CURL
@@ -202,6 +204,45 @@ TEST(corrupted_part_is_refused)
     free(src);
     free(dst);
     su_close(c, alloc0);
+}
+
+/*
+ * A part damaged after the caller's buffer and before the wire (the fault
+ * filter sends a copy with one bit flipped, as a bad copy in the client
+ * would): the part's check is taken from the caller's bytes on the cpu pool
+ * (put_prep), not from what is sent, so the server refuses the damaged part
+ * and the engine sends it again: the object lands byte-exact. Were the
+ * check taken from the copy at submit, the server would store the damage
+ * and only the GET's chunk checksums would find it.
+ */
+TEST(part_damaged_before_the_wire_is_refused)
+{
+    static const struct {
+        const char *bucket, *extra;
+        bool sign;
+    } modes[] = {
+        {"sh3", "checksum=sha256", true},
+        {"ck3", "checksum=crc32c", false},
+        {"ck3", "checksum=md5&content_md5=header", false},
+    };
+    char key[64], extra[160];
+    int64_t alloc0;
+
+    for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        for (unsigned single = 0; single < 2; single++) {
+            snprintf(extra, sizeof(extra), "%s&faults=bitflip:op=write:chunk=%u:count=1",
+                     modes[m].extra, single ? 0u : 3u);
+            struct rio_client *c = modes[m].sign ? signed_client(modes[m].bucket, extra, &alloc0)
+                                                 : fault_client(modes[m].bucket, extra, &alloc0);
+            struct rio_stats st;
+            snprintf(key, sizeof(key), "flip/m%u-%u", m, single);
+            put_get(c, key, single ? 1000 : OBJ, 30 + m, &st);
+            if (st.retries[RIO_CLASS_CHECKSUM] < 1)
+                T_FAIL("%s (%s): the damaged part was stored", modes[m].extra,
+                       single ? "one PutObject" : "multipart");
+            su_close(c, alloc0);
+        }
+    }
 }
 
 /* An unknown value is refused by name. */

@@ -217,6 +217,56 @@ static int sha256_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[65])
     return 0;
 }
 
+/*
+ * put_prep: a part's check taken from the caller's bytes on the engine's
+ * cpu pool, beside the chunk's xxh3 and before the part may be submitted,
+ * so that op_prepare, on the engine thread that drives every transfer,
+ * only signs (docs/s3.md, WRITE). A part of a stream (its record is made
+ * at submit) or one whose digest fails here is checked at submit instead.
+ */
+void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
+                      uint64_t len)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+    const EVP_MD *alg = NULL;
+    struct s3_part *part;
+    unsigned dl = 0;
+    int kind;
+
+    if (!up || up->magic != UPLOAD_MAGIC || up->stream || !src || len == 0 ||
+        (up->mode == UP_MULTI ? index >= up->nparts : index != 0))
+        return;
+    part = rio__s3_part_at(up, index);
+    if (up->ck == CK_SHA256) {
+        alg = EVP_sha256();
+        kind = PRE_SHA256;
+    } else if (up->ck == CK_MD5 && t->content_md5 == MD5_HEADER) {
+        alg = EVP_md5();
+        kind = PRE_MD5;
+    } else if (up->ck == CK_CRC32C) {
+        part->pre_crc = rio__crc32c(0, src, (size_t)len);
+        kind = PRE_CRC32C;
+    } else {
+        return; /* MD5 as it is sent, or no check: nothing to do ahead */
+    }
+    if (alg && EVP_Digest(src, (size_t)len, part->pre_digest, &dl, alg, NULL) != 1)
+        return;
+    part->pre_len = len;
+    part->pre = (uint8_t)kind;
+}
+
+/* put_prep's result for io, if it took the check op_prepare needs. */
+static const struct s3_part *prepped(struct s3_upload *up, const struct rio_io *io, int kind)
+{
+    const struct s3_part *part;
+
+    if (up->stream)
+        return NULL;
+    part = rio__s3_part_at(up, io->index);
+    return part->pre == kind && part->pre_len == io->len ? part : NULL;
+}
+
 /* Set an op's request up on its easy handle (reap thread, no lock held). */
 int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
 {
@@ -272,20 +322,26 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
          * it), or an MD5 (Content-MD5 up front, or computed as it goes and
          * compared with the part's ETag), or none (docs/s3.md, knob
          * checksum). */
+        const struct s3_part *pre;
         if (up->ck == CK_SHA256) {
-            ret = sha256_of(op->md, io->src, (size_t)io->len, sha);
-            if (ret < 0)
+            if ((pre = prepped(up, io, PRE_SHA256)))
+                rio__s3_hex(pre->pre_digest, 32, sha);
+            else if ((ret = sha256_of(op->md, io->src, (size_t)io->len, sha)) < 0)
                 return ret;
             payload = sha;
         } else if (up->ck == CK_CRC32C) {
-            op->crc = rio__crc32c(0, io->src, (size_t)io->len);
+            pre = prepped(up, io, PRE_CRC32C);
+            op->crc = pre ? pre->pre_crc : rio__crc32c(0, io->src, (size_t)io->len);
             rio__s3_crc32c_b64(op->crc, crc64);
             x[nx++] = (struct rio_s3_kv){"x-amz-checksum-crc32c", crc64};
             x[nx++] = (struct rio_s3_kv){"x-amz-sdk-checksum-algorithm", "CRC32C"};
         } else if (up->ck == CK_MD5 && t->content_md5 == MD5_HEADER) {
-            ret = md5_of(op->md, io->src, (size_t)io->len, md5hex, md5b64);
-            if (ret < 0)
+            if ((pre = prepped(up, io, PRE_MD5))) {
+                rio__s3_hex(pre->pre_digest, 16, md5hex);
+                rio__s3_base64(pre->pre_digest, 16, md5b64);
+            } else if ((ret = md5_of(op->md, io->src, (size_t)io->len, md5hex, md5b64)) < 0) {
                 return ret;
+            }
             x[nx++] = (struct rio_s3_kv){"content-md5", md5b64};
             memcpy(op->md5hex, md5hex, sizeof(md5hex));
         }

@@ -223,7 +223,18 @@ struct s3_part {
     uint64_t len; /* bytes sent */
     uint32_t crc; /* CK_CRC32C: what the server checked */
     bool ok;
+    /* Taken by put_prep on the engine's cpu pool from the caller's bytes,
+     * before the part may be submitted (the engine's ordering makes them
+     * visible to op_prepare): the check of pre_len bytes, of kind pre
+     * (PRE_*, 0: none, op_prepare computes it). */
+    uint8_t pre;
+    uint64_t pre_len;
+    uint32_t pre_crc;
+    uint8_t pre_digest[32]; /* PRE_SHA256: SHA-256; PRE_MD5: MD5 (16 bytes) */
 };
+
+/* What put_prep took for a part. */
+enum { PRE_NONE = 0, PRE_SHA256 = 1, PRE_CRC32C = 2, PRE_MD5 = 3 };
 
 struct s3_upload {
     uint64_t magic;
@@ -377,5 +388,7 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
                      void **upload);
 int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 void rio__s3_put_abort(struct rio_transport *tt, void *upload);
+void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
+                      uint64_t len);
 
 #endif

@@ -143,6 +143,7 @@ const struct rio_transport_ops rio__s3_ops = {
     .url_options = s3_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
+    .put_prep = rio__s3_put_prep,
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */
     .list = rio__s3_list,
