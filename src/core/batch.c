@@ -46,6 +46,10 @@ void rio__meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
     rio__pool_reclaim(&c->meta_pool, &job);
 }
 
+/* The largest PUT of a batch whose transport work (put_prep) its worker
+ * does when it opens the upload. */
+#define PREP_ON_OPEN_MAX (8u << 20)
+
 /* Prepare deferred request r on a call worker, mu not held (todo: it has
  * not failed already): open a PUT's upload or look a GET up, then publish
  * the result under mu. One that fails fails alone. */
@@ -62,6 +66,17 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
     if (todo)
         ret = r->type == RIO_OP_PUT ? rio__meta_put_open(c, &m, r->key, r->size, r->chunk_size, &up)
                                     : rio__get_plan(c, call, r, &g);
+    /* A small object's transport work on its bytes (an S3 part's
+     * SHA-256) here, before the engine may send it, rather than at submit
+     * on the engine thread; a larger one's chunks get it at submit, so
+     * that this worker does not hold the object back for it. */
+    if (ret == 0 && todo && r->type == RIO_OP_PUT && up && r->size <= PREP_ON_OPEN_MAX &&
+        rio__t_has_put_prep(c->t))
+        for (uint64_t k = 0; k < r->nchunks; k++) {
+            uint64_t off = k * r->chunk_size;
+            uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+            rio__t_put_prep(c->t, up, r->base + k, r->data + off, len);
+        }
     pthread_mutex_lock(&c->mu);
     r->opening = false;
     /* It failed before or while it was prepared (deadline, cancel): its

@@ -245,6 +245,39 @@ TEST(part_damaged_before_the_wire_is_refused)
     }
 }
 
+/* The same in a batch of small objects, whose uploads the batch's workers
+ * open (and whose checks they take as they open them) while the caller
+ * hashes: the damaged one is refused and sent again, each lands whole. */
+TEST(part_damaged_before_the_wire_is_refused_in_a_batch)
+{
+    enum { N = 6, LEN = 3000 };
+    int64_t alloc0;
+    struct rio_client *c =
+        signed_client("sh4", "checksum=sha256&faults=bitflip:op=write:chunk=0:count=1", &alloc0);
+    struct rio_op ops[N];
+    uint8_t *src[N], *dst = malloc(LEN);
+    char keys[N][32];
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+
+    T_NOTNULL(dst);
+    memset(ops, 0, sizeof(ops));
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "bflip/%u", i);
+        src[i] = su_pattern(LEN, 40 + i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = src[i], .len = LEN};
+    }
+    T_EQ(rio_batch(c, ops, N, &call), N);
+    T_GE(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    for (unsigned i = 0; i < N; i++) {
+        T_EQ(rio_get(c, keys[i], dst, LEN, NULL), (int64_t)LEN);
+        T_MEMEQ(dst, src[i], LEN);
+        free(src[i]);
+    }
+    free(dst);
+    su_close(c, alloc0);
+}
+
 /* An unknown value is refused by name. */
 TEST(checksum_knob_refuses_unknown)
 {
