@@ -515,6 +515,10 @@ static int writer_launch(struct rio_writer *w, struct wslot *s)
 
     uint64_t th = rio__now_ns();
     uint64_t h = rio__xxh3(s->buf, (size_t)s->fill);
+    /* The transport's own work on the chunk (an S3 part's SHA-256), here
+     * rather than at submit on the engine thread. */
+    if (rio__t_has_put_prep(c->t))
+        rio__t_put_prep(c->t, w->upload, idx, s->buf, s->fill);
     uint64_t hash_ns = rio__now_ns() - th;
     ret = rio__call_new(c, 1, &w->opt, &call);
     if (ret < 0)

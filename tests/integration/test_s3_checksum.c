@@ -278,6 +278,34 @@ TEST(part_damaged_before_the_wire_is_refused_in_a_batch)
     su_close(c, alloc0);
 }
 
+/* And in a stream (rio_writer, size unknown): each part's check is taken
+ * as the writer hashes it, so the damaged part is refused too. */
+TEST(part_damaged_before_the_wire_is_refused_in_a_stream)
+{
+    int64_t alloc0;
+    struct rio_client *c =
+        signed_client("sh5", "checksum=sha256&faults=bitflip:op=write:chunk=3:count=1", &alloc0);
+    uint8_t *src = su_pattern(OBJ, 50), *dst = malloc(OBJ);
+    struct rio_writer *w = NULL;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+
+    T_NOTNULL(dst);
+    T_OK(rio_writer_open(c, "sflip", RIO_SIZE_UNKNOWN, 0, &call, &w));
+    for (size_t off = 0; off < OBJ; off += 10000)
+        T_OK(rio_writer_write(w, src + off, OBJ - off < 10000 ? OBJ - off : 10000));
+    T_OK(rio_writer_close(w, &d));
+    T_EQ(d.size, (uint64_t)OBJ);
+    rio_desc_cleanup(&d);
+    T_GE(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_EQ(rio_get(c, "sflip", dst, OBJ, NULL), (int64_t)OBJ);
+    T_MEMEQ(dst, src, OBJ);
+    free(src);
+    free(dst);
+    su_close(c, alloc0);
+}
+
 /* An unknown value is refused by name. */
 TEST(checksum_knob_refuses_unknown)
 {

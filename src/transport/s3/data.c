@@ -221,8 +221,8 @@ static int sha256_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[65])
  * put_prep: a part's check taken from the caller's bytes on the engine's
  * cpu pool, beside the chunk's xxh3 and before the part may be submitted,
  * so that op_prepare, on the engine thread that drives every transfer,
- * only signs (docs/s3.md, WRITE). A part of a stream (its record is made
- * at submit) or one whose digest fails here is checked at submit instead.
+ * only signs (docs/s3.md, WRITE). A part whose digest fails here (or whose
+ * record cannot be made) is checked at submit instead.
  */
 void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
                       uint64_t len)
@@ -234,9 +234,25 @@ void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, co
     unsigned dl = 0;
     int kind;
 
-    if (!up || up->magic != UPLOAD_MAGIC || up->stream || !src || len == 0 ||
-        (up->mode == UP_MULTI ? index >= up->nparts : index != 0))
+    if (!up || up->magic != UPLOAD_MAGIC || !src || len == 0)
         return;
+    if (up->stream) {
+        /* A stream's part record lives in a page made at its first submit
+         * or here (under mu, as submit makes it). */
+        struct s3_part **pg, *page;
+        if (index >= S3_MAX_PARTS || len > up->chunk)
+            return;
+        pthread_mutex_lock(&t->mu);
+        pg = &up->pages[index / S3_PART_PAGE];
+        if (!*pg)
+            *pg = rio__calloc(S3_PART_PAGE, sizeof(**pg));
+        page = *pg;
+        pthread_mutex_unlock(&t->mu);
+        if (!page)
+            return; /* checked at submit */
+    } else if (up->mode == UP_MULTI ? index >= up->nparts : index != 0) {
+        return;
+    }
     part = rio__s3_part_at(up, index);
     if (up->ck == CK_SHA256) {
         alg = EVP_sha256();
@@ -259,12 +275,9 @@ void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, co
 /* put_prep's result for io, if it took the check op_prepare needs. */
 static const struct s3_part *prepped(struct s3_upload *up, const struct rio_io *io, int kind)
 {
-    const struct s3_part *part;
+    const struct s3_part *part = rio__s3_part_at(up, io->index);
 
-    if (up->stream)
-        return NULL;
-    part = rio__s3_part_at(up, io->index);
-    return part->pre == kind && part->pre_len == io->len ? part : NULL;
+    return part && part->pre == kind && part->pre_len == io->len ? part : NULL;
 }
 
 /* Set an op's request up on its easy handle (reap thread, no lock held). */
