@@ -287,11 +287,13 @@ TEST(listing)
     T_TRUE(gw_has(&g, "l", "<NextMarker>x&amp;y&lt;z&gt;</NextMarker>"));
     T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=0'", g.url), 200);
     T_FALSE(gw_has(&g, "l", "<Key>"));
-    /* Other delimiters and subresources: NotImplemented. */
+    /* Other delimiters and subresources: NotImplemented (the unset
+     * configurations a GET may read: test_gw_compat). */
     T_EQ(gw_curl(&g, "l", "'%s/lst?delimiter=x'", g.url), 501);
-    T_EQ(gw_curl(&g, "l", "'%s/lst?acl'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?versions'", g.url), 501);
     T_TRUE(gw_has(&g, "l", "<Code>NotImplemented</Code>"));
-    T_EQ(gw_curl(&g, "l", "'%s/lst/b?tagging'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?torrent'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst/b?tagging'", g.url), 501);
     /* UploadPartCopy (test_gw_compat): to an upload that is not there. */
     T_EQ(gw_curl(&g, "l",
                  "-X PUT -H 'x-amz-copy-source: /lst/b' "

@@ -704,6 +704,72 @@ TEST(bucket_versioning)
     gw_stop(&g);
 }
 
+/*
+ * Subresources the gateway keeps none of: a GET answers what S3 answers
+ * for a configuration never set (s3cmd info and Terraform's bucket refresh
+ * read them and stopped on the 501), for an existing bucket or object only;
+ * setting one is still 501.
+ */
+TEST(bucket_config_never_set)
+{
+    static const struct {
+        const char *q;
+        int status;
+        const char *want;
+    } cases[] = {
+        {"acl", 200, "<Permission>FULL_CONTROL</Permission>"},
+        {"policy", 404, "<Code>NoSuchBucketPolicy</Code>"},
+        {"cors", 404, "<Code>NoSuchCORSConfiguration</Code>"},
+        {"lifecycle", 404, "<Code>NoSuchLifecycleConfiguration</Code>"},
+        {"tagging", 404, "<Code>NoSuchTagSet</Code>"},
+        {"encryption", 404, "<Code>ServerSideEncryptionConfigurationNotFoundError</Code>"},
+        {"website", 404, "<Code>NoSuchWebsiteConfiguration</Code>"},
+        {"replication", 404, "<Code>ReplicationConfigurationNotFoundError</Code>"},
+        {"object-lock", 404, "<Code>ObjectLockConfigurationNotFoundError</Code>"},
+        {"ownershipControls", 404, "<Code>OwnershipControlsNotFoundError</Code>"},
+        {"publicAccessBlock", 404, "<Code>NoSuchPublicAccessBlockConfiguration</Code>"},
+        {"logging", 200, "<BucketLoggingStatus xmlns="},
+        {"notification", 200, "<NotificationConfiguration xmlns="},
+        {"accelerate", 200, "<AccelerateConfiguration xmlns="},
+        {"requestPayment", 200, "<Payer>BucketOwner</Payer>"},
+    };
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "'%s/nocfg?acl'", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/cfg", g.url), 200);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int st = gw_curl(&g, "o", "'%s/cfg?%s'", g.url, cases[i].q);
+        if (st != cases[i].status || !gw_has(&g, "o", cases[i].want))
+            T_FAIL("GET ?%s: %d, want %d with %s", cases[i].q, st, cases[i].status, cases[i].want);
+        /* Setting it is not implemented. */
+        T_EQ(gw_curl(&g, "o", "-X PUT --data-binary '<x/>' '%s/cfg?%s'", g.url, cases[i].q), 501);
+    }
+    /* An object's ACL and tags, once it exists. */
+    T_EQ(gw_curl(&g, "o", "'%s/cfg/k?acl'", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchKey</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d x %s/cfg/k", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/cfg/k?acl'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<Grantee"));
+    T_TRUE(gw_has(&g, "o", "<Permission>FULL_CONTROL</Permission>"));
+    T_EQ(gw_curl(&g, "o", "'%s/cfg/k?tagging'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "<TagSet/>"));
+    T_EQ(gw_curl(&g, "o", "'%s/cfg/k?cors'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d '<Tagging/>' '%s/cfg/k?tagging'", g.url), 501);
+    /* The object itself is untouched by all of it. */
+    T_EQ(gw_curl(&g, "o", "%s/cfg/k", g.url), 200);
+    T_TRUE(gw_has(&g, "o", "x"));
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        T_EQ(gw_aws(&g, "", "o", "s3api get-bucket-acl --bucket cfg"), 0);
+        T_TRUE(gw_has(&g, "o", "FULL_CONTROL"));
+        T_EQ(gw_aws(&g, "", "o", "s3api get-object-tagging --bucket cfg --key k"), 0);
+        T_NE(gw_aws(&g, "", "o", "s3api get-bucket-policy --bucket cfg"), 0);
+        T_TRUE(gw_has(&g, "o", "NoSuchBucketPolicy"));
+    }
+    gw_stop(&g);
+}
+
 /* Clients beyond those of test_gw_clients, signed (SigV4), over
  * file://: rclone (5 MiB multipart parts, purge without an ERROR) and
  * restic (a repository: init, backup, check --read-data, restore, forget

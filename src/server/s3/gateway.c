@@ -65,7 +65,8 @@ static const char *const op_names[GW_OP__COUNT] = {
     "UploadPart",           "CompleteMultipartUpload",
     "AbortMultipartUpload", "ListParts",
     "ListMultipartUploads", "GetBucketVersioning",
-    "UploadPartCopy",       "Other"};
+    "UploadPartCopy",       "GetBucketConfig",
+    "GetObjectConfig",      "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -306,7 +307,7 @@ static int known_param(const char *name)
                                      "upload-id-marker",
                                      "location",
                                      "versioning"};
-    if (strncasecmp(name, "X-Amz-", 6) == 0)
+    if (strncasecmp(name, "X-Amz-", 6) == 0 || rio__gw_is_subresource(name))
         return 1;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         if (strcmp(name, ok[i]) == 0)
@@ -547,6 +548,13 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         if (!r->bkey)
             return *ret = MHD_NO, -1;
         snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
+        int object_ok;
+        if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) {
+            /* GET ?acl, ?tagging; anything else about an object's
+             * configuration: NotImplemented. */
+            r->op = object_ok && !strcmp(r->method, "GET") ? GW_OP_OBJECT_CONFIG : GW_OP_OTHER;
+            return 0;
+        }
         if (rio__gw_arg(r, "uploadId") || rio__gw_arg(r, "uploads")) {
             if (!strcmp(r->method, "POST"))
                 r->op = rio__gw_arg(r, "uploads") ? GW_OP_CREATE_MPU : GW_OP_COMPLETE_MPU;
@@ -571,7 +579,10 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             r->op = GW_OP_DELETE_OBJECT;
         return 0;
     }
-    if (rio__gw_arg(r, "versioning")) /* GET: never enabled; PUT: NotImplemented */
+    int object_ok;
+    if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) /* PUT, DELETE: NotImplemented */
+        r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_CONFIG : GW_OP_OTHER;
+    else if (rio__gw_arg(r, "versioning")) /* GET: never enabled; PUT: NotImplemented */
         r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_VERSIONING : GW_OP_OTHER;
     else if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
         r->op = GW_OP_LIST_MPUS;
@@ -608,6 +619,10 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_bucket_location(c, r);
     case GW_OP_BUCKET_VERSIONING:
         return rio__gw_bucket_versioning(c, r);
+    case GW_OP_BUCKET_CONFIG:
+        return rio__gw_bucket_config(c, r);
+    case GW_OP_OBJECT_CONFIG:
+        return rio__gw_object_config(c, r);
     case GW_OP_LIST_OBJECTS:
         return rio__gw_list_objects(c, r, 0);
     case GW_OP_LIST_OBJECTS_V2:

@@ -80,6 +80,8 @@ enum gw_op {
     GW_OP_LIST_MPUS,
     GW_OP_BUCKET_VERSIONING,
     GW_OP_UPLOAD_PART_COPY,
+    GW_OP_BUCKET_CONFIG, /* GET of a bucket subresource never set (?acl, ?policy, ?cors, ...) */
+    GW_OP_OBJECT_CONFIG, /* GET ?acl or ?tagging of an object */
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -93,6 +95,7 @@ struct gw_req {
     char *uri; /* raw request target, as received */
     const char *method;
     int op;
+    int sub; /* GW_OP_BUCKET_CONFIG, GW_OP_OBJECT_CONFIG: rio__gw_subresource's index */
     char bucket[GW_BUCKET_MAX + 1];
     char *key;         /* decoded object key, NULL for bucket/service requests */
     char *bkey;        /* "BUCKET/KEY" on the backend */
@@ -185,6 +188,18 @@ int rio__gw_bucket_location(struct MHD_Connection *c, struct gw_req *r);
 /* GetBucketVersioning: never enabled (an empty VersioningConfiguration, as
  * S3 answers for a bucket whose versioning was never set). */
 int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r);
+/* The subresource query parameters the gateway answers for a GET though it
+ * keeps none of them (docs/gateway.md): the index of r's first one, or -1;
+ * *object_ok says whether it is one an object has (?acl, ?tagging). */
+int rio__gw_subresource(const struct gw_req *r, int *object_ok);
+/* Whether name is one of them (the router lets them through). */
+int rio__gw_is_subresource(const char *name);
+/* GET of one on a bucket: S3's answer for a configuration never set (404
+ * with its code, or the default document), once the bucket is known. */
+int rio__gw_bucket_config(struct MHD_Connection *c, struct gw_req *r);
+/* GET ?acl (the owner's FULL_CONTROL) or ?tagging (no tags) of an object
+ * that exists. */
+int rio__gw_object_config(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r);

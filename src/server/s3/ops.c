@@ -212,6 +212,117 @@ int rio__gw_bucket_versioning(struct MHD_Connection *c, struct gw_req *r)
     return bucket_default(c, r, "VersioningConfiguration");
 }
 
+/*
+ * Subresources a bucket or object has in S3 that the gateway keeps none of:
+ * a GET answers what S3 answers where the configuration was never set (404
+ * with S3's code, or the default document), so that clients that read them
+ * (s3cmd info, `aws s3api get-bucket-*`, Terraform's bucket refresh) go on
+ * instead of failing on 501; setting one stays 501 NotImplemented.
+ */
+static const struct {
+    const char *name;
+    int object_ok;          /* an object has it too (GET ?acl, ?tagging of a key) */
+    const char *code, *msg; /* 404's; NULL: 200 with body */
+    const char *body;       /* the document's inside, after its opening tag */
+} subs[] = {
+    {"acl", 1, NULL, NULL, "AccessControlPolicy"},
+    {"tagging", 1, "NoSuchTagSet", "The TagSet does not exist.", "Tagging"},
+    {"policy", 0, "NoSuchBucketPolicy", "The bucket policy does not exist.", NULL},
+    {"policyStatus", 0, "NoSuchBucketPolicy", "The bucket policy does not exist.", NULL},
+    {"cors", 0, "NoSuchCORSConfiguration", "The CORS configuration does not exist.", NULL},
+    {"lifecycle", 0, "NoSuchLifecycleConfiguration", "The lifecycle configuration does not exist.",
+     NULL},
+    {"encryption", 0, "ServerSideEncryptionConfigurationNotFoundError",
+     "The server side encryption configuration was not found.", NULL},
+    {"website", 0, "NoSuchWebsiteConfiguration",
+     "The specified bucket does not have a website configuration.", NULL},
+    {"replication", 0, "ReplicationConfigurationNotFoundError",
+     "The replication configuration was not found.", NULL},
+    {"object-lock", 0, "ObjectLockConfigurationNotFoundError",
+     "Object Lock configuration does not exist for this bucket.", NULL},
+    {"ownershipControls", 0, "OwnershipControlsNotFoundError",
+     "The bucket ownership controls were not found.", NULL},
+    {"publicAccessBlock", 0, "NoSuchPublicAccessBlockConfiguration",
+     "The public access block configuration was not found.", NULL},
+    {"logging", 0, NULL, NULL, "BucketLoggingStatus"},
+    {"notification", 0, NULL, NULL, "NotificationConfiguration"},
+    {"accelerate", 0, NULL, NULL, "AccelerateConfiguration"},
+    {"requestPayment", 0, NULL, NULL, "RequestPaymentConfiguration"},
+};
+
+int rio__gw_is_subresource(const char *name)
+{
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (strcmp(name, subs[i].name) == 0)
+            return 1;
+    return 0;
+}
+
+int rio__gw_subresource(const struct gw_req *r, int *object_ok)
+{
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (rio__gw_arg(r, subs[i].name)) {
+            *object_ok = subs[i].object_ok;
+            return (int)i;
+        }
+    return -1;
+}
+
+/* The document of subs[i] (200): an ACL granting the owner everything, no
+ * tags, or a default configuration. */
+static int sub_document(struct MHD_Connection *c, struct gw_req *r, int i)
+{
+    struct gw_buf b = {0};
+    const char *tag = subs[i].body;
+
+    rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\">", tag);
+    if (!strcmp(tag, "AccessControlPolicy"))
+        rio__gw_buf_printf(&b, GW_OWNER_XML
+                           "<AccessControlList><Grant><Grantee "
+                           "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+                           "xsi:type=\"CanonicalUser\"><ID>railio</ID><DisplayName>railio</"
+                           "DisplayName></Grantee><Permission>FULL_CONTROL</Permission></"
+                           "Grant></AccessControlList>");
+    else if (!strcmp(tag, "Tagging"))
+        rio__gw_buf_printf(&b, "<TagSet/>");
+    else if (!strcmp(tag, "RequestPaymentConfiguration"))
+        rio__gw_buf_printf(&b, "<Payer>BucketOwner</Payer>");
+    rio__gw_buf_printf(&b, "</%s>\n", tag);
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_bucket_config(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret, i = r->sub;
+
+    if (i < 0 || (size_t)i >= sizeof(subs) / sizeof(subs[0]))
+        return rio__gw_error(c, r, 501, "NotImplemented", "Not implemented.");
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    /* (A bucket without tags is a 404 NoSuchTagSet; an object without
+     * them an empty TagSet.) */
+    if (subs[i].code)
+        return rio__gw_error(c, r, 404, subs[i].code, subs[i].msg);
+    return sub_document(c, r, i);
+}
+
+int rio__gw_object_config(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct rio_desc d;
+    int ret, i = r->sub;
+
+    if (i < 0 || (size_t)i >= sizeof(subs) / sizeof(subs[0]) || !subs[i].object_ok)
+        return rio__gw_error(c, r, 501, "NotImplemented", "Not implemented.");
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat(rio__gw_client(), r->bkey, &d);
+    rio_desc_cleanup(&d);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "lookup");
+    return sub_document(c, r, i);
+}
+
 int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
 {
     struct rio_list_args a;
