@@ -239,14 +239,11 @@ void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, co
     if (up->stream) {
         /* A stream's part record lives in a page made at its first submit
          * or here (under mu, as submit makes it). */
-        struct s3_part **pg, *page;
+        struct s3_part *page;
         if (index >= S3_MAX_PARTS || len > up->chunk)
             return;
         pthread_mutex_lock(&t->mu);
-        pg = &up->pages[index / S3_PART_PAGE];
-        if (!*pg)
-            *pg = rio__calloc(S3_PART_PAGE, sizeof(**pg));
-        page = *pg;
+        page = rio__s3_part_page_locked(up, index);
         pthread_mutex_unlock(&t->mu);
         if (!page)
             return; /* checked at submit */

@@ -384,6 +384,7 @@ int rio__s3_list(struct rio_transport *tt, const struct rio_list_args *a,
 
 /* upload.c: PUT: put_open, the part records, commit and abort. */
 struct s3_part *rio__s3_part_at(struct s3_upload *up, uint64_t i);
+struct s3_part *rio__s3_part_page_locked(struct s3_upload *up, uint64_t index);
 int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                      void **upload);
 int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);

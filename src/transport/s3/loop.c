@@ -118,8 +118,7 @@ int rio__s3_submit(struct rio_transport *tt, struct rio_io *io)
         return -EAGAIN;
     }
     if (up && up->stream) {
-        struct s3_part **pg = &up->pages[io->index / S3_PART_PAGE];
-        if (!*pg && !(*pg = rio__calloc(S3_PART_PAGE, sizeof(**pg)))) {
+        if (!rio__s3_part_page_locked(up, io->index)) {
             pthread_mutex_unlock(&t->mu);
             return -ENOMEM;
         }

@@ -37,6 +37,17 @@ struct s3_part *rio__s3_part_at(struct s3_upload *up, uint64_t i)
     return &up->parts[up->mode == UP_SINGLE ? 0 : i];
 }
 
+/* A stream's page of part records holding part index (index <
+ * S3_MAX_PARTS), made on first use; NULL out of memory. Under t->mu. */
+struct s3_part *rio__s3_part_page_locked(struct s3_upload *up, uint64_t index)
+{
+    struct s3_part **pg = &up->pages[index / S3_PART_PAGE];
+
+    if (!*pg)
+        *pg = rio__calloc(S3_PART_PAGE, sizeof(**pg));
+    return *pg;
+}
+
 static void random_id(char out[17])
 {
     static _Atomic uint64_t ctr;
