@@ -118,8 +118,10 @@ double rl_mbit(uint64_t bytes, uint64_t ns);
  * rl_busy_start before the call, rl_busy_end after.
  */
 struct rl_busy {
-    uint64_t t0, mach0, own0;
-    double others;
+    uint64_t t0, mach0, own0, busy0, steal0;
+    double others; /* cores of user time taken by other processes */
+    double busy;   /* cores the machine spent on anything (all but idle, iowait) */
+    double steal;  /* cores the hypervisor took from this VM */
 };
 
 void rl_busy_start(struct rl_busy *b);
@@ -128,8 +130,8 @@ void rl_busy_end(struct rl_busy *b);
 
 /* A miss is not railio's to answer for: a sanitized build, a starved call
  * (its threads spent a quarter of it in the run queue), one the engine
- * itself calls software-bound, or other processes took a quarter of a core
- * or more (b may be NULL). */
+ * itself calls software-bound, or other processes (or the hypervisor, as
+ * steal) took a quarter of a core or more (b may be NULL). */
 bool rl_excused(const struct rio_stats *st, const struct rl_busy *b);
 
 void rl__ratio(const char *file, int line, const char *what, double got, double ceil, double need,
