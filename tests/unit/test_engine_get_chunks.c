@@ -82,13 +82,17 @@ TEST(get_chunks_every_byte_once)
 
 /* A chunk held back (its first try fails and is retried) does not hold the
  * chunks after it: they are handed first, the held one at its offset
- * later. */
+ * later. The retry is delayed 500 ms (the first rule that matches an op
+ * fires: the bitflip takes the first read, the delay the second), so the
+ * others are surely back before it (without the delay a fast retry could
+ * come back first: seen once under TSan). */
 TEST(get_chunks_hands_out_of_order)
 {
     struct eu e;
     const size_t n = 16 * EU_CHUNK;
     uint8_t *src = eu_start_put(&e, "mock://gc2?paths=2&depth=4", n, 42);
     eu_fault(e.c, "bitflip:op=read:chunk=0:count=1");
+    eu_fault(e.c, "delay:op=read:chunk=0:count=1:delay=500");
     struct rio_desc d;
     T_OK(rio_stat(e.c, "o", &d));
     struct sink s;
@@ -98,6 +102,7 @@ TEST(get_chunks_hands_out_of_order)
     T_EQ(s.handed, (uint64_t)n);
     T_TRUE(s.out_of_order);
     T_GE(e.st.retries_total, 1u);
+    T_EQ(eu_faults_fired(e.c), 2u);
     free(s.seen);
     rio_desc_cleanup(&d);
     eu_idle(e.c);
