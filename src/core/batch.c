@@ -72,11 +72,9 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
      * that this worker does not hold the object back for it. */
     if (ret == 0 && todo && r->type == RIO_OP_PUT && up && r->size <= PREP_ON_OPEN_MAX &&
         rio__t_has_put_prep(c->t))
-        for (uint64_t k = 0; k < r->nchunks; k++) {
-            uint64_t off = k * r->chunk_size;
-            uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
-            rio__t_put_prep(c->t, up, r->base + k, r->data + off, len);
-        }
+        for (uint64_t k = 0; k < r->nchunks; k++)
+            rio__t_put_prep(c->t, up, r->base + k, r->data + k * r->chunk_size,
+                            rio__req_chunk_len(r, k));
     pthread_mutex_lock(&c->mu);
     r->opening = false;
     /* It failed before or while it was prepared (deadline, cancel): its

@@ -373,12 +373,6 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
     return ret;
 }
 
-static uint64_t chunk_len_of(const struct rio__req *r, uint64_t k)
-{
-    uint64_t off = k * r->chunk_size;
-    return r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
-}
-
 /* The caller is done hashing r (pipelined commits: it may commit once
  * fenced). */
 static void hash_done(struct rio_client *c, struct rio__req *r)
@@ -409,7 +403,7 @@ static void md5_task(void *arg)
     uint64_t t0 = rio__now_ns();
 
     for (uint64_t k = 0; k < r->nchunks && !atomic_load(&r->stop_hashing); k++) {
-        if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, chunk_len_of(r, k)) < 0) {
+        if (rio__md5_update(&r->md5, r->data + k * r->chunk_size, rio__req_chunk_len(r, k)) < 0) {
             /* Its chunks may all be sent already: the result, not only
              * the engine, must say it failed, so it is never committed. */
             r->result = -ENOMEM;
@@ -455,7 +449,7 @@ static void hash_run(void *arg)
         if (k >= r->nchunks || atomic_load(&r->stop_hashing))
             break;
         const uint8_t *src = r->data + k * r->chunk_size;
-        uint64_t len = chunk_len_of(r, k);
+        uint64_t len = rio__req_chunk_len(r, k);
         r->xxh[k] = rio__xxh3(src, len);
         /* The transport's own work on the chunk (an S3 part's SHA-256),
          * here in parallel rather than at submit on the engine thread. */

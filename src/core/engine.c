@@ -803,17 +803,10 @@ static void path_events_locked(struct rio_client *c, uint64_t now)
 
 /* ---------------------------------------------------------- scheduler */
 
-static uint64_t req_chunk_len(const struct rio__req *r, uint64_t idx)
-{
-    uint64_t off = idx * r->chunk_size;
-    uint64_t rem = r->size - off;
-    return rem < r->chunk_size ? rem : r->chunk_size;
-}
-
 /* The bytes one op of ch moves: a piece's range, or the whole chunk. */
 static uint64_t ch_len(const struct rio__req *r, const struct rio__chunk *ch)
 {
-    return ch->parent ? ch->plen : req_chunk_len(r, ch->idx);
+    return ch->parent ? ch->plen : rio__req_chunk_len(r, ch->idx);
 }
 
 static uint64_t remaining_unassigned_locked(struct rio_client *c)
@@ -1370,7 +1363,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
             if (++pa->landed < pa->npieces)
                 goto out;
             a->ch = pa;
-            a->io.len = req_chunk_len(r, pa->idx);
+            a->io.len = rio__req_chunk_len(r, pa->idx);
             a->io.dst = r->data + pa->idx * r->chunk_size;
         }
         if (r->type == RIO_OP_GET && r->xxh && c->o.verify > 0 && hashed) {
@@ -1647,7 +1640,7 @@ int rio__engine_submit(struct rio_client *c, struct rio__call *call)
         uint64_t first = 0;
         for (unsigned i = 0; i < call->nreq; i++)
             if (call->reqs[i].nchunks) {
-                first = req_chunk_len(&call->reqs[i], 0);
+                first = rio__req_chunk_len(&call->reqs[i], 0);
                 break;
             }
         if (c->inflight_bytes + first > c->o.budget_bytes) {

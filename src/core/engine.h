@@ -267,6 +267,13 @@ struct rio__req {
     struct rio_list_node cnode; /* on the call's ready list */
 };
 
+/* The length of chunk k of r: chunk_size, less for the last one. */
+static inline uint64_t rio__req_chunk_len(const struct rio__req *r, uint64_t k)
+{
+    uint64_t off = k * r->chunk_size;
+    return r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+}
+
 /* A reader opened at an offset or of a range: the bytes of the chunks it
  * never fetches. */
 static inline uint64_t rio__req_skipped(const struct rio__req *r)

@@ -366,7 +366,7 @@ int64_t rio__get_chunks(struct rio_client *c, const struct rio_desc *d, uint64_t
     uint64_t idx;
     while ((ret = chunks_next(rd, handed, &idx)) > 0) {
         uint64_t off = idx * r->chunk_size;
-        uint64_t len = r->size - off < r->chunk_size ? r->size - off : r->chunk_size;
+        uint64_t len = rio__req_chunk_len(r, idx);
         const uint8_t *p = r->ring + (idx % r->prefetch) * r->chunk_size;
         if (idx == r->first && rd->pos) {
             /* opened inside this chunk: its bytes before offset are not ours */
