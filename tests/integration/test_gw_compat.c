@@ -1004,3 +1004,186 @@ TEST(upload_part_copy)
     }
     gw_stop(&g);
 }
+
+/*
+ * What the gateway does not do, asked for where going on without it would do
+ * something else, silently: a conditional write (If-None-Match: * as a lock,
+ * If-Match) would replace whatever is there; SSE-C would store the bytes in
+ * the clear; an object lock would not hold. Each is refused before anything
+ * is written, with S3's answer where a store lacks the feature.
+ */
+TEST(writes_it_cannot_honour_refused)
+{
+    struct gw g;
+    char id[64];
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/wcb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d one %s/wcb/k", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'If-None-Match: *' %s/wcb/k", g.url), 501);
+    T_TRUE(gw_has(&g, "o", "<Code>NotImplemented</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'If-None-Match: *' %s/wcb/new", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'If-Match: \"0123\"' %s/wcb/k", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /wcb/k' -H 'If-None-Match: *' %s/wcb/c",
+                 g.url),
+         501);
+    T_EQ(gw_curl(&g, "up", "-X POST '%s/wcb/m?uploads'", g.url), 200);
+    upload_id(&g, "up", id, sizeof(id));
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST -H 'If-None-Match: *' --data-binary '<CompleteMultipartUpload>"
+                 "<Part><PartNumber>1</PartNumber><ETag>x</ETag></Part>"
+                 "</CompleteMultipartUpload>' '%s/wcb/m?uploadId=%s'",
+                 g.url, id),
+         501);
+    /* SSE-C, writing and reading. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -d two -H 'x-amz-server-side-encryption-customer-algorithm: AES256' "
+                 "-H 'x-amz-server-side-encryption-customer-key: "
+                 "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=' %s/wcb/k",
+                 g.url),
+         501);
+    T_TRUE(gw_has(&g, "o", "SSE-C"));
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-server-side-encryption-customer-algorithm: AES256' %s/wcb/k",
+                 g.url),
+         501);
+    /* Object lock, on an object and on a new bucket. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -d two -H 'x-amz-object-lock-mode: COMPLIANCE' "
+                 "-H 'x-amz-object-lock-retain-until-date: 2030-01-01T00:00:00Z' %s/wcb/k",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'x-amz-object-lock-legal-hold: ON' %s/wcb/k", g.url),
+         400);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-bucket-object-lock-enabled: true' %s/wclock", g.url),
+         501);
+    T_EQ(gw_curl(&g, "o", "-I %s/wclock", g.url), 404);
+    /* Nothing of it was written. */
+    T_EQ(gw_curl(&g, "got", "%s/wcb/k", g.url), 200);
+    T_TRUE(t_sh("printf one | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_EQ(gw_curl(&g, "o", "-I %s/wcb/new", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-I %s/wcb/c", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-I %s/wcb/m", g.url), 404);
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        T_NE(gw_aws(&g, "", "o",
+                    "s3api put-object --bucket wcb --key k --body %s --if-none-match '*'",
+                    gw_path(&g, "got")),
+             0);
+        T_TRUE(gw_has(&g, "o", "NotImplemented"));
+    }
+    gw_stop(&g);
+}
+
+/* x-amz-copy-source is split at a literal '?' before its key is decoded, as
+ * S3 does: a key with '?' in it (sent as %3F) is copied, and "x%3FversionId=
+ * null" names that key, not "x". */
+TEST(copy_source_key_with_question_mark)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/cqb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d AAAA '%s/cqb/what%%3F'", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d XXXX '%s/cqb/x'", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d BBBB '%s/cqb/x%%3FversionId%%3Dnull'", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /cqb/what%%3F' %s/cqb/c1", g.url), 200);
+    T_EQ(gw_curl(&g, "got", "%s/cqb/c1", g.url), 200);
+    T_TRUE(t_sh("printf AAAA | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /cqb/x%%3FversionId%%3Dnull' %s/cqb/c2",
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "got", "%s/cqb/c2", g.url), 200);
+    T_TRUE(t_sh("printf BBBB | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /cqb/x?versionId=null' %s/cqb/c3", g.url),
+         200);
+    T_EQ(gw_curl(&g, "got", "%s/cqb/c3", g.url), 200);
+    T_TRUE(t_sh("printf XXXX | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /cqb/x?versionId=abc' %s/cqb/c4", g.url),
+         501);
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        T_EQ(gw_aws(&g, "", "o", "s3 cp 's3://cqb/what?' s3://cqb/c5"), 0);
+        T_EQ(gw_curl(&g, "got", "%s/cqb/c5", g.url), 200);
+        T_TRUE(t_sh("printf AAAA | cmp -s - %s", gw_path(&g, "got")) == 0);
+    }
+    gw_stop(&g);
+}
+
+/* DeleteObjects: a VersionId other than "null" (the only version an
+ * unversioned bucket has) names no version here: that key's <Error> is
+ * NoSuchVersion and the object stays; "null" deletes it. A body that is not
+ * one well-formed Delete of one Object or more deletes nothing
+ * (MalformedXML), a comment hiding an Object included; CompleteMultipartUpload
+ * likewise. */
+TEST(delete_objects_versions_and_malformed_xml)
+{
+    static const char *const bad[] = {
+        "<Delete><Object><Key>a</Key></Object>",
+        "<Delete></Delete>",
+        "<Delete><Object></Object></Delete>",
+        "<Delete><Object><Key>a</Key></Object></DeleteXX>",
+        "<Delete><Object><Key>b</Key></Object><!-- <Object><Key>a</Key></Object> --></Delete>",
+        "<Delete><Object><Key><X>a</X></Key></Object></Delete>",
+        "<Delete><Object><Key>a</Key></Object></Delete><Delete/>",
+    };
+    struct gw g;
+    char id[64];
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/dxb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d a %s/dxb/a", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d b %s/dxb/b", g.url), 200);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int st = gw_curl(&g, "o", "-X POST --data-binary '%s' '%s/dxb?delete'", bad[i], g.url);
+        if (st != 400 || !gw_has(&g, "o", "<Code>MalformedXML</Code>"))
+            T_FAIL("DeleteObjects %s: %d, want 400 MalformedXML", bad[i], st);
+    }
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Delete "
+                 "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>a</Key>"
+                 "<VersionId>3sL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY</VersionId></Object></Delete>' "
+                 "'%s/dxb?delete'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchVersion</Code>"));
+    T_FALSE(gw_has(&g, "o", "<Deleted>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<Delete><Object><Key>a</Key><VersionId>null</VersionId>"
+                 "</Object><Object><Key>b</Key></Object></Delete>' '%s/dxb?delete'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>a</Key></Deleted><Deleted><Key>b</Key></Deleted>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 404);
+    /* CompleteMultipartUpload with a wrong closing tag or none. */
+    T_EQ(gw_curl(&g, "up", "-X POST '%s/dxb/m?uploads'", g.url), 200);
+    upload_id(&g, "up", id, sizeof(id));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/dxb/m?uploadId=%s&partNumber=1'", g.url, id), 200);
+    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
+              gw_path(&g, "o.h"), gw_path(&g, "etag")),
+         0);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary \"<CompleteMultipartUpload><Part><PartNumber>1"
+                 "</PartNumber><ETag>$(cat %s)</ETag></Part></CompleteMultipartUploadXX>\" "
+                 "'%s/dxb/m?uploadId=%s'",
+                 gw_path(&g, "etag"), g.url, id),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MalformedXML</Code>"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary \"<CompleteMultipartUpload><Part><PartNumber>1"
+                 "</PartNumber><ETag>$(cat %s)</ETag></Part>\" '%s/dxb/m?uploadId=%s'",
+                 gw_path(&g, "etag"), g.url, id),
+         400);
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/m", g.url), 404);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary \"<CompleteMultipartUpload><Part><PartNumber>1"
+                 "</PartNumber><ETag>$(cat %s)</ETag></Part></CompleteMultipartUpload>\" "
+                 "'%s/dxb/m?uploadId=%s'",
+                 gw_path(&g, "etag"), g.url, id),
+         200);
+    T_EQ(gw_curl(&g, "got", "%s/dxb/m", g.url), 200);
+    T_TRUE(t_sh("printf part | cmp -s - %s", gw_path(&g, "got")) == 0);
+    gw_stop(&g);
+}

@@ -140,7 +140,7 @@ static void metadata(const char *backend, const char *dir)
         gw_record_key(&g, "mdb", "c2", rk, sizeof(rk));
         T_NE(t_sh("test -e '%s/%s'", dir, rk), 0);
     }
-    t_write_file(gw_path(&g, "del.xml"), "<Delete><Object><Key>full</Key></Object></Delete>", 50);
+    t_write_file(gw_path(&g, "del.xml"), "<Delete><Object><Key>full</Key></Object></Delete>", 49);
     T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/mdb?delete'", gw_path(&g, "del.xml"),
                  g.url),
          200);

@@ -400,9 +400,64 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
         const char *why = rio_error_detail();
         SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
                  why[0] ? ": " : "", why);
-        *ret =
-            rio__gw_error(c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code),
-                          code ? code : "AccessDenied", "The request could not be authenticated.");
+        *ret = rio__gw_error(
+            c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code), code ? code : "AccessDenied",
+            strstr(why, "headers present in the request which were not signed")
+                ? "There were headers present in the request which were not signed."
+                : "The request could not be authenticated.");
+        return -1;
+    }
+    return 0;
+}
+
+/* Headers asking for what the gateway does not do, where going on without
+ * it would do something else than the client asked, silently: a write that
+ * must not replace (If-None-Match: *) or must replace only a known version
+ * (If-Match) would replace whatever is there; an object sent for
+ * encryption with the client's key (SSE-C) would be stored in the clear
+ * and served to anyone allowed to read it; an object lock would not hold.
+ * Refused before the body is read, with what S3 answers where it does not
+ * take the feature. 0, or the answer queued (*ret). */
+static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
+{
+    static const char *const ssec[] = {
+        "x-amz-server-side-encryption-customer-algorithm",
+        "x-amz-server-side-encryption-customer-key",
+        "x-amz-server-side-encryption-customer-key-MD5",
+        "x-amz-copy-source-server-side-encryption-customer-algorithm",
+        "x-amz-copy-source-server-side-encryption-customer-key",
+        "x-amz-copy-source-server-side-encryption-customer-key-MD5"};
+    static const char *const lock[] = {"x-amz-object-lock-mode",
+                                       "x-amz-object-lock-retain-until-date",
+                                       "x-amz-object-lock-legal-hold"};
+    int writes = r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_COPY_OBJECT ||
+                 r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU;
+    const char *v;
+
+    if (r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_COPY_OBJECT || r->op == GW_OP_COMPLETE_MPU) {
+        if (rio__gw_header(c, "If-None-Match") || rio__gw_header(c, "If-Match")) {
+            *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                 "Conditional writes (If-Match, If-None-Match) are not supported: "
+                                 "the object is not written.");
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < sizeof(ssec) / sizeof(ssec[0]); i++)
+        if (rio__gw_header(c, ssec[i])) {
+            *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                 "Server-side encryption with customer-provided keys (SSE-C) is "
+                                 "not supported.");
+            return -1;
+        }
+    for (size_t i = 0; writes && i < sizeof(lock) / sizeof(lock[0]); i++)
+        if (rio__gw_header(c, lock[i])) {
+            *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Bucket is missing Object Lock Configuration.");
+            return -1;
+        }
+    v = rio__gw_header(c, "x-amz-bucket-object-lock-enabled");
+    if (r->op == GW_OP_CREATE_BUCKET && v && strcasecmp(v, "true") == 0) {
+        *ret = rio__gw_error(c, r, 501, "NotImplemented", "Object Lock is not supported.");
         return -1;
     }
     return 0;
@@ -731,7 +786,7 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
     else if (sigv2(c, r, &ret) == 0 && route(c, r, path, &ret) == 0 &&
-             authenticate(c, r, path, &ret) == 0) {
+             authenticate(c, r, path, &ret) == 0 && unsupported(c, r, &ret) == 0) {
         if (!takes_body(r->op))
             ret = run_op(c, r);
         else if (!rio__gw_user_may(r, r->bucket))

@@ -317,9 +317,20 @@ int64_t rio__gw_parse_http_date(const char *s);
 /* Standard base64 decode into out (cap); the length or -1. */
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap);
 int rio__gw_valid_bucket(const char *name);
-/* The XML text of every <tag>...</tag> in body, unescaped, called in order. */
+/* The XML text of every <tag>...</tag> in body, unescaped, called in order
+ * (a nonzero return of fn stops it and is returned; -1 for a tag left open,
+ * an element inside one, or text that cannot be unescaped). */
 int rio__gw_xml_each(const char *body, size_t n, const char *tag,
                      int (*fn)(void *arg, const char *text), void *arg);
+/* The same, each element's content as it is in body (len bytes, escaped,
+ * with any elements inside it). */
+int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
+                         int (*fn)(void *arg, const char *raw, size_t len), void *arg);
+/* 0 when body is one well-formed element named root (an XML declaration
+ * and blanks around it; attributes; references in text that
+ * rio__gw_xml_each unescapes; no comment, DTD, CDATA or processing
+ * instruction; at most 16 deep), else -1: what S3 answers MalformedXML. */
+int rio__gw_xml_wellformed(const char *body, size_t n, const char *root);
 
 /* headcache.c: recently read descriptors, a hint a GET verifies by reading
  * (docs/gateway.md), and the metadata records of their generations.

@@ -423,14 +423,14 @@ static int part_etag_cb(void *arg, const char *text)
     return 0;
 }
 
-static int part_cb(void *arg, const char *text)
+static int part_cb(void *arg, const char *raw, size_t len)
 {
     struct complete_ctx *x = arg;
 
     x->num = 0;
     x->etag[0] = '\0';
-    if (rio__gw_xml_each(text, strlen(text), "PartNumber", part_num_cb, x) < 0 ||
-        rio__gw_xml_each(text, strlen(text), "ETag", part_etag_cb, x) < 0 || !x->num)
+    if (rio__gw_xml_each(raw, len, "PartNumber", part_num_cb, x) < 0 ||
+        rio__gw_xml_each(raw, len, "ETag", part_etag_cb, x) < 0 || !x->num)
         x->bad = 1;
     if (x->bad)
         return 1;
@@ -676,8 +676,8 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 
     if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, &r->meta) < 0)
         return ret;
-    if (!r->buf || rio__gw_xml_each(r->buf, r->blen, "Part", part_cb, &x) < 0 || x.bad ||
-        x.n == 0) {
+    if (!r->buf || rio__gw_xml_wellformed(r->buf, r->blen, "CompleteMultipartUpload") < 0 ||
+        rio__gw_xml_each_raw(r->buf, r->blen, "Part", part_cb, &x) < 0 || x.bad || x.n == 0) {
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "MalformedXML",
                              "The XML you provided was not well-formed or did not validate.");

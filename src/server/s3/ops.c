@@ -955,6 +955,57 @@ static int del_one(void *arg, const char *key)
     return 0;
 }
 
+struct grab {
+    char *text; /* the first one's, to free */
+    unsigned n;
+};
+
+static int grab_cb(void *arg, const char *text)
+{
+    struct grab *g = arg;
+    if (g->n++ == 0 && !(g->text = rio__strdup(text)))
+        return -1;
+    return 0;
+}
+
+/* One <Object> of a DeleteObjects: its Key (once), and its VersionId if
+ * any. There are no versions here: "null" (an unversioned bucket's only
+ * version) names the object, any other id none (NoSuchVersion, and the
+ * object stays). -1: malformed. */
+static int del_object(void *arg, const char *raw, size_t len)
+{
+    struct del_ctx *x = arg;
+    struct grab k = {0}, v = {0};
+    int ret = -1;
+
+    if (rio__gw_xml_each(raw, len, "Key", grab_cb, &k) < 0 || k.n != 1 ||
+        rio__gw_xml_each(raw, len, "VersionId", grab_cb, &v) < 0 || v.n > 1)
+        goto out;
+    if (v.n && strcmp(v.text, "null") != 0) {
+        if (++x->n > DELETE_MAX) {
+            x->over = 1;
+            ret = 1;
+            goto out;
+        }
+        rio__gw_buf_put(x->b, "<Error><Key>", 12);
+        rio__gw_buf_xml(x->b, k.text);
+        rio__gw_buf_put(x->b, "</Key><VersionId>", 17);
+        rio__gw_buf_xml(x->b, v.text);
+        rio__gw_buf_put(x->b,
+                        "</VersionId><Code>NoSuchVersion</Code><Message>The specified "
+                        "version does not exist.</Message></Error>",
+                        strlen("</VersionId><Code>NoSuchVersion</Code><Message>The specified "
+                               "version does not exist.</Message></Error>"));
+        ret = 0;
+        goto out;
+    }
+    ret = del_one(x, k.text);
+out:
+    rio__free(k.text);
+    rio__free(v.text);
+    return ret;
+}
+
 static int quiet_cb(void *arg, const char *text)
 {
     *(int *)arg = strcmp(text, "true") == 0;
@@ -971,14 +1022,16 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (!r->buf)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
-    if (!strstr(r->buf, "<Delete"))
-        return rio__gw_error(c, r, 400, "MalformedXML", "The XML is not a Delete request.");
+    if (rio__gw_xml_wellformed(r->buf, r->blen, "Delete") < 0 || !strstr(r->buf, "<Object>"))
+        return rio__gw_error(c, r, 400, "MalformedXML",
+                             "The XML you provided was not well-formed or did not validate "
+                             "against our published schema (a Delete of one Object or more).");
     x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
     if (!x.mkeys)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
     rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
-    ret = rio__gw_xml_each(r->buf, r->blen, "Key", del_one, &x);
+    ret = rio__gw_xml_each_raw(r->buf, r->blen, "Object", del_object, &x);
     rio__gw_meta_drop_keys(x.mkeys, x.nm); /* after their objects */
     rio__free(x.mkeys);
     if (ret < 0 || x.over) {
@@ -1290,7 +1343,8 @@ static int copy_conditions(struct MHD_Connection *c, struct gw_req *r, const cha
 
 int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *src)
 {
-    char *s, *q, *slash, *sb;
+    char *s, *slash, *sb;
+    const char *q;
     char sbkey[RIO_KEY_MAX + 2], date[32], sbucket[GW_BUCKET_MAX + 1];
     const char *dir = rio__gw_header(c, "x-amz-metadata-directive");
     struct gw_meta *sm;
@@ -1309,17 +1363,15 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "Unknown metadata directive: COPY or REPLACE.");
-    s = rio__gw_unescape(src, strlen(src), 0);
+    /* The query (?versionId=...) is split off at a literal '?' before the
+     * key is decoded, as S3 does: a '?' in a key comes as %3F and stays in
+     * the key (decoded first, "x%3FversionId=null" named "x"). */
+    q = strchr(src, '?');
+    if (q && strcmp(q, "?versionId=null") != 0)
+        return rio__gw_error(c, r, 501, "NotImplemented", "Versions are not supported.");
+    s = rio__gw_unescape(src, q ? (size_t)(q - src) : strlen(src), 0);
     if (!s)
         return rio__gw_error(c, r, 400, "InvalidArgument", "x-amz-copy-source is not valid.");
-    q = strchr(s, '?');
-    if (q) {
-        if (strcmp(q, "?versionId=null") != 0) {
-            rio__free(s);
-            return rio__gw_error(c, r, 501, "NotImplemented", "Versions are not supported.");
-        }
-        *q = '\0';
-    }
     sb = s[0] == '/' ? s + 1 : s;
     slash = strchr(sb, '/');
     if (!slash || !slash[1] || (size_t)(slash - sb) > GW_BUCKET_MAX) {

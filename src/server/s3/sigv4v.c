@@ -749,6 +749,26 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     if (!ok)
         REFUSE("SignatureDoesNotMatch", -EACCES,
                "s3 auth: signature does not match (access key %s)", c.ak);
+    /* Every x-amz-* header of the request is signed, as S3 asks: else
+     * whoever holds a presigned URL (or sits between a client and us)
+     * could add one that changes what the request does, x-amz-copy-source
+     * turning an upload into a copy of another object, x-amz-meta-* adding
+     * metadata. A presigned URL's x-amz-content-sha256 is let through: its
+     * payload is unsigned whatever that header says, and it is not read. */
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const char *hn = r->headers[i].name;
+        unsigned j = 0;
+        if (!hn || strncasecmp(hn, "x-amz-", 6) != 0 ||
+            (presigned && strcasecmp(hn, "x-amz-content-sha256") == 0))
+            continue;
+        while (j < sh->n && strcasecmp(sh->kv[j].k, hn) != 0)
+            j++;
+        if (j == sh->n)
+            REFUSE("AccessDenied", -EACCES,
+                   "s3 auth: There were headers present in the request which were not signed "
+                   "(%.64s): every x-amz-* header must be signed",
+                   hn);
+    }
 
     /* Time after the signature: a stranger learns nothing about our clock. */
     t = parse_amzdate(amzdate);

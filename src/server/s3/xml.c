@@ -283,8 +283,8 @@ static char *xml_text(const char *s, size_t n)
     return out;
 }
 
-int rio__gw_xml_each(const char *body, size_t n, const char *tag,
-                     int (*fn)(void *arg, const char *text), void *arg)
+int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
+                         int (*fn)(void *arg, const char *raw, size_t len), void *arg)
 {
     char open[64], close[64];
     const char *p = body, *end = body + n;
@@ -296,7 +296,6 @@ int rio__gw_xml_each(const char *body, size_t n, const char *tag,
     cl = strlen(close);
     for (;;) {
         const char *a = memmem(p, (size_t)(end - p), open, ol), *b;
-        char *text;
         int ret;
         if (!a)
             return 0;
@@ -304,13 +303,160 @@ int rio__gw_xml_each(const char *body, size_t n, const char *tag,
         b = memmem(a, (size_t)(end - a), close, cl);
         if (!b)
             return -1;
-        text = xml_text(a, (size_t)(b - a));
-        if (!text)
-            return -1;
-        ret = fn(arg, text);
-        rio__free(text);
+        ret = fn(arg, a, (size_t)(b - a));
         if (ret)
             return ret;
         p = b + cl;
     }
+}
+
+struct each_text {
+    int (*fn)(void *arg, const char *text);
+    void *arg;
+};
+
+static int each_text_cb(void *arg, const char *raw, size_t len)
+{
+    struct each_text *x = arg;
+    char *text;
+    int ret;
+
+    /* An element read as text holds text only: "<Key><X>a</X></Key>" is
+     * not the key "<X>a</X>" (its '<' would be escaped), nor is a NUL XML */
+    if (memchr(raw, '<', len) || memchr(raw, '\0', len))
+        return -1;
+    text = xml_text(raw, len);
+    if (!text)
+        return -1;
+    ret = x->fn(x->arg, text);
+    rio__free(text);
+    return ret;
+}
+
+int rio__gw_xml_each(const char *body, size_t n, const char *tag,
+                     int (*fn)(void *arg, const char *text), void *arg)
+{
+    struct each_text x = {fn, arg};
+
+    return rio__gw_xml_each_raw(body, n, tag, each_text_cb, &x);
+}
+
+/* XML name characters as S3's documents use them (ASCII letters, digits,
+ * '-', '_', '.', ':'). */
+static int name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.' || c == ':';
+}
+
+static int blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+#define XML_DEPTH_MAX 16
+
+int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
+{
+    const char *p = body, *end = body + n, *names[XML_DEPTH_MAX];
+    size_t lens[XML_DEPTH_MAX];
+    unsigned depth = 0;
+    int seen_root = 0;
+
+    if (memchr(body, '\0', n))
+        return -1; /* not a character of XML; and would cut a key short */
+    if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        p += 3; /* a UTF-8 byte order mark */
+    while (p < end && blank(*p))
+        p++;
+    if (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) {
+        const char *q = memmem(p, (size_t)(end - p), "?>", 2);
+        if (!q || memchr(p + 1, '<', (size_t)(q - p - 1)) || memchr(p, '>', (size_t)(q - p)))
+            return -1;
+        p = q + 2;
+    }
+    while (p < end) {
+        if (*p != '<') {
+            /* text: inside an element only (blanks around the root), its
+             * references ones the gateway's reader takes */
+            const char *t = p;
+            char *text;
+            while (p < end && *p != '<') {
+                if (!depth && !blank(*p))
+                    return -1;
+                p++;
+            }
+            if (!depth)
+                continue;
+            if (p == end)
+                return -1;
+            if (memchr(t, '&', (size_t)(p - t))) {
+                text = xml_text(t, (size_t)(p - t));
+                if (!text)
+                    return -1;
+                rio__free(text);
+            }
+            continue;
+        }
+        /* A comment, a DTD, CDATA or a processing instruction: none is in
+         * S3's request documents, and a comment could hide an element from
+         * the reader's scan (rio__gw_xml_each), or show one it holds. */
+        if (end - p >= 2 && (p[1] == '!' || p[1] == '?'))
+            return -1;
+        if (end - p >= 2 && p[1] == '/') {
+            const char *a = p + 2, *b = a;
+            while (b < end && name_char(*b))
+                b++;
+            if (!depth || (size_t)(b - a) != lens[depth - 1] ||
+                memcmp(a, names[depth - 1], lens[depth - 1]) != 0)
+                return -1;
+            /* "</Key >" is XML, but no client writes it and the reader's
+             * scan looks for "</Key>" */
+            if (b == end || *b != '>')
+                return -1;
+            depth--;
+            p = b + 1;
+            continue;
+        }
+        {
+            const char *a = p + 1, *b = a;
+            int self = 0;
+            char quote = 0;
+            while (b < end && name_char(*b))
+                b++;
+            if (b == a || (depth == 0 && seen_root))
+                return -1;
+            if (depth == 0 &&
+                (strlen(root) != (size_t)(b - a) || memcmp(a, root, (size_t)(b - a)) != 0))
+                return -1;
+            if (depth == XML_DEPTH_MAX)
+                return -1;
+            names[depth] = a;
+            lens[depth] = (size_t)(b - a);
+            /* attributes (xmlns="..."): up to the '>' outside quotes */
+            for (; b < end; b++) {
+                if (quote) {
+                    if (*b == quote)
+                        quote = 0;
+                    else if (*b == '<')
+                        return -1;
+                    continue;
+                }
+                if (*b == '"' || *b == '\'')
+                    quote = *b;
+                else if (*b == '<')
+                    return -1;
+                else if (*b == '>')
+                    break;
+            }
+            if (b == end)
+                return -1;
+            self = b[-1] == '/' && b - 1 > names[depth] + lens[depth] - 1;
+            seen_root = 1;
+            if (!self)
+                depth++;
+            p = b + 1;
+        }
+    }
+    return seen_root && depth == 0 ? 0 : -1;
 }

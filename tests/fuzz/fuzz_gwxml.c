@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* FUZZ_SOURCES src/server/s3/xml.c src/core/alloc.c */
+/*
+ * libFuzzer target for the S3 gateway's request XML (src/server/s3/xml.c):
+ * the bodies of DeleteObjects and CompleteMultipartUpload, which any client
+ * with a key sends. The first byte picks the root the body must have (Delete
+ * or CompleteMultipartUpload), the rest is the body. rio__gw_xml_wellformed
+ * must never read past the body; a body it accepts must still be accepted
+ * with blanks after it and refused when cut before its last '>' (its root
+ * would be left open), and its elements are then walked as the gateway walks
+ * them (Object, Key, VersionId, Part), which must not read past an element. Seeds:
+ * tests/fuzz/corpus/gwxml/ and the built-in ones below.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "server/s3/gw.h"
+
+#define CHECK FUZZ_CHECK
+
+static int text_cb(void *arg, const char *text)
+{
+    (*(size_t *)arg) += strlen(text) + 1;
+    return 0;
+}
+
+static int object_cb(void *arg, const char *raw, size_t len)
+{
+    size_t *total = arg;
+    (void)rio__gw_xml_each(raw, len, "Key", text_cb, total);
+    (void)rio__gw_xml_each(raw, len, "VersionId", text_cb, total);
+    (void)rio__gw_xml_each(raw, len, "PartNumber", text_cb, total);
+    (void)rio__gw_xml_each(raw, len, "ETag", text_cb, total);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const char *const roots[] = {"Delete", "CompleteMultipartUpload"};
+    const char *root;
+    char *body, *wide;
+    size_t n, total = 0;
+
+    if (size < 1 || size > 1 << 16)
+        return 0;
+    root = roots[data[0] & 1];
+    n = size - 1;
+    body = malloc(n + 1);
+    wide = malloc(n + 4);
+    if (!body || !wide) {
+        free(body);
+        free(wide);
+        return 0;
+    }
+    memcpy(body, data + 1, n);
+    body[n] = '\0';
+    if (rio__gw_xml_wellformed(body, n, root) == 0) {
+        const char *last = NULL;
+        CHECK(memchr(body, '\0', n) == NULL);
+        CHECK(strstr(body, root) != NULL);
+        memcpy(wide, body, n);
+        memcpy(wide + n, " \n", 3);
+        CHECK(rio__gw_xml_wellformed(wide, n + 2, root) == 0);
+        for (size_t i = 0; i < n; i++)
+            if (body[i] == '>')
+                last = body + i;
+        CHECK(last != NULL);
+        CHECK(rio__gw_xml_wellformed(body, (size_t)(last - body), root) < 0);
+        (void)rio__gw_xml_each_raw(body, n, "Object", object_cb, &total);
+        (void)rio__gw_xml_each_raw(body, n, "Part", object_cb, &total);
+    }
+    free(body);
+    free(wide);
+    return 0;
+}
+
+void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
+{
+    static const char *const s[] = {
+        ("\x00<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Delete "
+         "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>a&amp;b</Key></Object>"
+         "<Object><Key>c</Key><VersionId>null</VersionId></Object><Quiet>true</Quiet></Delete>"),
+        ("\x01<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;"
+         "0123456789abcdef0123456789abcdef&quot;</ETag></Part></CompleteMultipartUpload>"),
+        "\x00<Delete><Object><!-- <Key>hidden</Key> --><Key>x</Key></Object></Delete>",
+        "\x01<CompleteMultipartUpload/>",
+        "\x00<Delete><Object><Key>unclosed</Key></Object>",
+        "\x01<CompleteMultipartUpload><Part></CompleteMultipartUploadXX>",
+    };
+    for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+        run((const uint8_t *)s[i], 1 + strlen(s[i] + 1));
+}
