@@ -56,7 +56,8 @@ static void usage(FILE *f)
            "  --memory SIZE             capacity for objects and uploads (default 4G)\n"
            "  --prefault                touch all of --memory at start, so that no PUT pays\n"
            "                            the first touch of fresh memory (RSS = --memory)\n"
-           "  --evict lru|refuse        when full: evict least recently used objects (default)\n"
+           "  --evict lru|refuse        when full: evict least recently used objects (default;\n"
+           "                            refuse with --s3-listen over this server's memory)\n"
            "                            or refuse new uploads with ENOSPC\n"
            "  --ttl DURATION            default object lifetime (default 0 = forever)\n"
            "  --auth-token-file F       require HMAC authentication with the token in F\n"
@@ -327,6 +328,7 @@ struct args {
     const char *log_file;
     const char *tls_cert, *tls_key;
     const char *s3_listen, *s3_backend, *s3_keys;
+    int evict_given; /* --evict was on the command line */
     int s3_anonymous;
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
 };
@@ -459,6 +461,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         const char *name = c >= 256 ? long_opts[c - 256].name : "";
         switch (c) {
         case OPT_EVICT:
+            a->evict_given = 1;
             if (strcmp(optarg, "lru") == 0)
                 cfg->evict_lru = 1;
             else if (strcmp(optarg, "refuse") == 0)
@@ -534,6 +537,13 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         fprintf(stderr, "railiod: --sync needs --data-dir\n");
         return 2;
     }
+    /* The gateway over the server's own memory: an S3 client takes a 200
+     * to mean the object is kept, so what does not fit is refused (507
+     * InsufficientStorage) rather than older objects evicted, unless
+     * --evict lru says this store is a cache. With --data-dir memory is a
+     * cache of the disk, which keeps everything. */
+    if (a->s3_listen && !a->s3_backend && !cfg->data_dir && !a->evict_given)
+        cfg->evict_lru = 0;
     return 0;
 }
 
@@ -1015,6 +1025,9 @@ int main(int argc, char **argv)
     if (a.s3_listen)
         SRV_INFO("s3 on http://%s/ over %s", s3lis.name,
                  a.s3_backend ? a.s3_backend : "this server");
+    if (a.s3_listen && !a.s3_backend && !srv->cfg.data_dir && srv->store.evict_lru)
+        SRV_WARN("--evict lru: objects written through S3 are dropped, oldest first, when "
+                 "--memory is full (the store is a cache); --evict refuse answers 507 instead");
     SRV_INFO("serving: memory=%llu%s evict=%s threads=%u auth=%s tls=%s max_conns=%u "
              "max_depth=%u data_dir=%s sync=%s",
              (unsigned long long)srv->cfg.memory, srv->cfg.prefault ? " (prefaulted)" : "",

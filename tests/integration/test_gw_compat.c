@@ -1187,3 +1187,66 @@ TEST(delete_objects_versions_and_malformed_xml)
     T_TRUE(t_sh("printf part | cmp -s - %s", gw_path(&g, "got")) == 0);
     gw_stop(&g);
 }
+
+/* Over the server's own memory the gateway refuses what does not fit (507
+ * InsufficientStorage) rather than evicting objects it acknowledged: a 200
+ * means kept, to an S3 client. --evict lru, given, makes it a cache again,
+ * with a warning at start. */
+TEST(own_memory_refuses_rather_than_evicts)
+{
+    const char *refuse[] = {"--memory", "16M", NULL};
+    const char *lru[] = {"--memory", "16M", "--evict", "lru", NULL};
+    struct gw g;
+    int st = 0;
+
+    start_logged(&g, NULL, refuse);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/evb", g.url), 200);
+    gw_file(&g, "src", 6000000, 3);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/evb/first", gw_path(&g, "src"), g.url), 200);
+    for (int i = 0; i < 4 && st != 507; i++)
+        st = gw_curl(&g, "o", "-T %s %s/evb/more%d", gw_path(&g, "src"), g.url, i);
+    T_EQ(st, 507);
+    T_TRUE(gw_has(&g, "o", "<Code>InsufficientStorage</Code>"));
+    T_EQ(gw_curl(&g, "got", "%s/evb/first", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_EQ(srv_log_count(&g.e, "objects written through S3 are dropped"), 0);
+    gw_stop(&g);
+
+    start_logged(&g, NULL, lru);
+    for (int i = 0; i < 100 && !srv_log_count(&g.e, "objects written through S3 are dropped"); i++)
+        t_sleep_ms(20); /* logged just after the port file is written */
+    T_GT(srv_log_count(&g.e, "objects written through S3 are dropped"), 0);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/evb", g.url), 200);
+    gw_file(&g, "src", 6000000, 3);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/evb/first", gw_path(&g, "src"), g.url), 200);
+    for (int i = 0; i < 4; i++)
+        T_EQ(gw_curl(&g, "o", "-T %s %s/evb/more%d", gw_path(&g, "src"), g.url, i), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/evb/first", g.url), 404);
+    gw_stop(&g);
+}
+
+/* DeleteBucket takes the bucket's multipart uploads with it, parts and all:
+ * a bucket created again under the name neither lists them nor completes
+ * them. Over file://, where leftovers would be files. */
+TEST(delete_bucket_drops_its_uploads)
+{
+    struct gw g;
+    char url[512], id[64];
+    const char *dir = file_backend(url, sizeof(url));
+
+    gw_start(&g, url, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/rbb", g.url), 200);
+    T_EQ(gw_curl(&g, "up", "-X POST '%s/rbb/m?uploads'", g.url), 200);
+    upload_id(&g, "up", id, sizeof(id));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/rbb/m?uploadId=%s&partNumber=1'", g.url, id), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/rbb?uploads'", g.url), 200);
+    T_TRUE(gw_has(&g, "o", id));
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/rbb", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/rbb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/rbb?uploads'", g.url), 200);
+    T_FALSE(gw_has(&g, "o", id));
+    T_EQ(gw_curl(&g, "o", "'%s/rbb/m?uploadId=%s'", g.url, id), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchUpload</Code>"));
+    T_NE(t_sh("find %s/store -path '*.rio-mpu*' -type f | grep -q .", dir), 0);
+    gw_stop(&g);
+}

@@ -347,6 +347,14 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 409, "BucketNotEmpty",
                              "The bucket you tried to delete is not empty.");
     rio__gw_meta_drop_bucket(r->bucket); /* records a crash or a direct delete left */
+    /* Its multipart uploads go with it, parts and all, as in S3: else they
+     * held their parts' room until aborted, and a bucket created again
+     * under the name listed them and completed them. */
+    {
+        char up[sizeof(GW_MPU_PREFIX) + GW_BUCKET_MAX + 2];
+        snprintf(up, sizeof(up), GW_MPU_PREFIX "%s/", r->bucket);
+        (void)rio__gw_each_key(up, 0, rio__gw_drop_entry, NULL);
+    }
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_delete(rio__gw_client(), k);
     if (ret < 0 && ret != RIO_ENOTFOUND)
