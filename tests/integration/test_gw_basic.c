@@ -293,6 +293,17 @@ TEST(listing)
     T_EQ(gw_curl(&g, "l", "'%s/lst?versions'", g.url), 501);
     T_TRUE(gw_has(&g, "l", "<Code>NotImplemented</Code>"));
     T_EQ(gw_curl(&g, "l", "'%s/lst/b?torrent'", g.url), 501);
+    /* A parameter S3 does not know is ignored on a read (a cache-buster on
+     * a link), refused on a write; S3's own subresources stay 501. */
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?v=2&_=1700000000'", g.url), 200);
+    T_EQ(gw_curl(&g, "l", "-I '%s/lst/b?v=2'", g.url), 200);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?v=2'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<ListBucketResult"));
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?attributes'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?versionId=abc'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "-X PUT -d x '%s/lst/b?v=2'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "-X DELETE '%s/lst/b?v=2'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "-I '%s/lst/b'", g.url), 200);
     T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst/b?tagging'", g.url), 501);
     /* UploadPartCopy (test_gw_compat): to an upload that is not there. */
     T_EQ(gw_curl(&g, "l",

@@ -315,6 +315,40 @@ static int known_param(const char *name)
     return 0;
 }
 
+/* A parameter S3 does not know is ignored on a read (GET, HEAD), as S3
+ * does: a cache-buster (?v=2, ?_=1700000000) on a link to an object. The
+ * subresources S3 has and the gateway does not are never ignored (501), nor
+ * is anything unknown on a write, which could then do something else than
+ * asked. */
+static int ignored_param(const struct gw_req *r, const char *name)
+{
+    static const char *const s3_subs[] = {"versionId",
+                                          "versions",
+                                          "torrent",
+                                          "attributes",
+                                          "restore",
+                                          "select",
+                                          "select-type",
+                                          "retention",
+                                          "legal-hold",
+                                          "analytics",
+                                          "inventory",
+                                          "metrics",
+                                          "intelligent-tiering",
+                                          "session",
+                                          "renameObject",
+                                          "metadataTable",
+                                          "metadataConfiguration",
+                                          "website",
+                                          "policy"};
+    if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof(s3_subs) / sizeof(s3_subs[0]); i++)
+        if (strcmp(name, s3_subs[i]) == 0)
+            return 0;
+    return 1;
+}
+
 struct hdrs {
     struct rio_s3_hdr h[GW_HDR_MAX];
     size_t n;
@@ -556,7 +590,7 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
     size_t blen;
 
     for (unsigned i = 0; i < r->nq; i++)
-        if (!known_param(r->q[i].name)) {
+        if (!known_param(r->q[i].name) && !ignored_param(r, r->q[i].name)) {
             char msg[128];
             snprintf(msg, sizeof(msg), "The gateway does not implement the '%.64s' subresource.",
                      r->q[i].name);
