@@ -30,6 +30,20 @@ static void objects(const char *backend)
     T_EQ(gw_curl(&g, "o", "-I %s/bkt2", g.url), 404);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/Bad_Name", g.url), 400);
     T_TRUE(gw_has(&g, "o", "InvalidBucketName"));
+    /* Names S3 refuses for a new bucket: an IPv4 address, its reserved
+     * prefixes and suffixes; a near miss is fine. */
+    {
+        static const char *const bad[] = {"192.168.1.1", "xn--abc",    "sthree-x",
+                                          "abc-s3alias", "abc--ol-s3", "abc--x-s3"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            if (gw_curl(&g, "o", "-X PUT %s/%s", g.url, bad[i]) != 400 ||
+                !gw_has(&g, "o", "InvalidBucketName"))
+                T_FAIL("CreateBucket %s: not refused InvalidBucketName", bad[i]);
+            T_EQ(gw_curl(&g, "o", "-I %s/%s", g.url, bad[i]), 404);
+        }
+        T_EQ(gw_curl(&g, "o", "-X PUT %s/192.168.1.1.x", g.url), 200);
+        T_EQ(gw_curl(&g, "o", "-X DELETE %s/192.168.1.1.x", g.url), 204);
+    }
     T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
     T_TRUE(gw_has(&g, "o", "<Name>bkt1</Name>"));
     /* A one-chunk PUT (no Expect: 100-continue) checks its bucket while

@@ -157,12 +157,42 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
+/* S3's rules for a new bucket's name beyond its characters (which the
+ * router checked): not an IPv4 address, none of the prefixes and suffixes
+ * S3 keeps for itself. Only at CreateBucket: a bucket that exists is served
+ * whatever its name. */
+static int new_bucket_name_ok(const char *b)
+{
+    static const char *const prefixes[] = {"xn--", "sthree-", "amzn-s3-demo-"};
+    static const char *const suffixes[] = {"-s3alias", "--ol-s3", "--x-s3", ".mrap", "--table-s3"};
+    size_t n = strlen(b);
+    unsigned a, bb, cc, d;
+    char tail;
+
+    if (sscanf(b, "%u.%u.%u.%u%c", &a, &bb, &cc, &d, &tail) == 4)
+        return 0;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(b, prefixes[i], strlen(prefixes[i])) == 0)
+            return 0;
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        size_t l = strlen(suffixes[i]);
+        if (n >= l && strcmp(b + n - l, suffixes[i]) == 0)
+            return 0;
+    }
+    return 1;
+}
+
 int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
 {
     char k[128], loc[80];
-    int e = rio__gw_bucket_exists(r->bucket), ret;
+    int e, ret;
     struct MHD_Response *resp;
 
+    if (!new_bucket_name_ok(r->bucket))
+        return rio__gw_error(c, r, 400, "InvalidBucketName",
+                             "The specified bucket is not valid (an IP address, or a prefix or "
+                             "suffix S3 reserves).");
+    e = rio__gw_bucket_exists(r->bucket);
     if (e < 0)
         return rio__gw_rio_error(c, r, e, GW_LOOKUP, "bucket lookup");
     if (e == 1)
