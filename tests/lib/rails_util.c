@@ -232,30 +232,19 @@ static uint64_t rl__tick_ns(void)
     return 1000000000ull / (uint64_t)(hz > 0 ? hz : 100);
 }
 
-/* User time of the whole machine (user + nice of every CPU). */
-static uint64_t rl__mach_user_ns(void)
-{
-    unsigned long long u = 0, n = 0;
-    FILE *f = fopen("/proc/stat", "r");
-    if (f) {
-        if (fscanf(f, "cpu %llu %llu", &u, &n) != 2)
-            u = n = 0;
-        fclose(f);
-    }
-    return (uint64_t)(u + n) * rl__tick_ns();
-}
-
-/* The machine's CPU time by kind (every CPU): all but idle and iowait, and
- * steal (time the hypervisor gave the vCPUs to someone else). */
-static void rl__mach_cpu_ns(uint64_t *busy, uint64_t *steal)
+/* The machine's CPU time by kind (every CPU), from one read of /proc/stat:
+ * user (user + nice), busy (all but idle and iowait), and steal (time the
+ * hypervisor gave the vCPUs to someone else). */
+static void rl__mach_cpu_ns(uint64_t *user, uint64_t *busy, uint64_t *steal)
 {
     unsigned long long v[8] = {0};
     FILE *f = fopen("/proc/stat", "r");
-    *busy = *steal = 0;
+    *user = *busy = *steal = 0;
     if (!f)
         return;
     if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
                &v[5], &v[6], &v[7]) == 8) {
+        *user = (uint64_t)(v[0] + v[1]) * rl__tick_ns();
         *busy = (uint64_t)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * rl__tick_ns();
         *steal = (uint64_t)v[7] * rl__tick_ns();
     }
@@ -290,18 +279,17 @@ static uint64_t rl__own_user_ns(void)
 void rl_busy_start(struct rl_busy *b)
 {
     b->t0 = t_now_ns();
-    b->mach0 = rl__mach_user_ns();
+    rl__mach_cpu_ns(&b->mach0, &b->busy0, &b->steal0);
     b->own0 = rl__own_user_ns();
-    rl__mach_cpu_ns(&b->busy0, &b->steal0);
     b->others = b->busy = b->steal = 0;
 }
 
 void rl_busy_end(struct rl_busy *b)
 {
     uint64_t dt = t_now_ns() - b->t0;
-    uint64_t mach = rl__mach_user_ns() - b->mach0, own = rl__own_user_ns() - b->own0;
-    uint64_t busy, steal;
-    rl__mach_cpu_ns(&busy, &steal);
+    uint64_t mach, busy, steal, own = rl__own_user_ns() - b->own0;
+    rl__mach_cpu_ns(&mach, &busy, &steal);
+    mach -= b->mach0;
     b->others = dt && mach > own ? (double)(mach - own) / (double)dt : 0;
     b->busy = dt && busy > b->busy0 ? (double)(busy - b->busy0) / (double)dt : 0;
     b->steal = dt && steal > b->steal0 ? (double)(steal - b->steal0) / (double)dt : 0;

@@ -338,9 +338,7 @@ static int ignored_param(const struct gw_req *r, const char *name)
                                           "session",
                                           "renameObject",
                                           "metadataTable",
-                                          "metadataConfiguration",
-                                          "website",
-                                          "policy"};
+                                          "metadataConfiguration"};
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
         return 0;
     for (size_t i = 0; i < sizeof(s3_subs) / sizeof(s3_subs[0]); i++)

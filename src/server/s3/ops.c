@@ -1029,11 +1029,8 @@ static int del_object(void *arg, const char *raw, size_t len)
         rio__gw_buf_xml(x->b, k.text);
         rio__gw_buf_put(x->b, "</Key><VersionId>", 17);
         rio__gw_buf_xml(x->b, v.text);
-        rio__gw_buf_put(x->b,
-                        "</VersionId><Code>NoSuchVersion</Code><Message>The specified "
-                        "version does not exist.</Message></Error>",
-                        strlen("</VersionId><Code>NoSuchVersion</Code><Message>The specified "
-                               "version does not exist.</Message></Error>"));
+        rio__gw_buf_printf(x->b, "</VersionId><Code>NoSuchVersion</Code><Message>The specified "
+                                 "version does not exist.</Message></Error>");
         ret = 0;
         goto out;
     }

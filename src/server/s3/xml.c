@@ -451,7 +451,7 @@ int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
             }
             if (b == end)
                 return -1;
-            self = b[-1] == '/' && b - 1 > names[depth] + lens[depth] - 1;
+            self = b[-1] == '/'; /* after the name: a name holds no '/' */
             seen_root = 1;
             if (!self)
                 depth++;
