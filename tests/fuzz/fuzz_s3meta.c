@@ -51,12 +51,34 @@ static void check(const struct gw_meta *m, const char *key)
         ub += strlen(n) + strlen(m->user[i].value);
     }
     CHECK(ub == m->user_bytes && ub <= GW_META_USER_MAX);
+    /* Part sizes: runs of different sizes, within the bounds, summing to
+     * the object's size; every part found where the runs put it. */
+    {
+        uint64_t sum = 0, off = 0, len = 0;
+        unsigned parts = 0, count = 0;
+        CHECK(m->nruns <= GW_META_RUNS_MAX && (m->nruns == 0) == (m->runs == NULL));
+        for (unsigned i = 0; i < m->nruns; i++) {
+            CHECK(m->runs[i].count >= 1 && (i == 0 || m->runs[i].size != m->runs[i - 1].size));
+            parts += m->runs[i].count;
+            CHECK(parts <= GW_META_PARTS_MAX);
+            sum += (uint64_t)m->runs[i].count * m->runs[i].size;
+        }
+        CHECK(m->nruns == 0 || sum == m->size);
+        if (m->nruns) {
+            CHECK(rio__gw_meta_part(m, parts, &off, &len, &count) == 1 && count == parts);
+            CHECK(off + len == m->size);
+            CHECK(rio__gw_meta_part(m, parts + 1, &off, &len, &count) == 0);
+        }
+    }
 }
 
 static int same(const struct gw_meta *a, const struct gw_meta *b)
 {
     if (a->size != b->size || a->generation != b->generation || strcmp(a->etag, b->etag) ||
         strcmp(a->s3etag, b->s3etag) || a->nuser != b->nuser)
+        return 0;
+    if (a->nruns != b->nruns ||
+        (a->nruns && memcmp(a->runs, b->runs, a->nruns * sizeof(*a->runs)) != 0))
         return 0;
     for (int i = 0; i < GW_MH__COUNT; i++)
         if (!a->hdr[i] != !b->hdr[i] || (a->hdr[i] && strcmp(a->hdr[i], b->hdr[i])))

@@ -350,6 +350,9 @@ TEST(complete_composes_parts)
     T_TRUE(gw_has(&a, "got.h", "-3\""));
     T_EQ(gw_curl(&a, "r", "-r 8388600-8388700 %s/cbk/big", a.url), 206);
     T_TRUE(gw_range_is(&a, "r", "all", 8388600, 101));
+    T_EQ(gw_curl(&a, "r", "'%s/cbk/big?partNumber=3'", a.url), 206); /* a composed part */
+    T_TRUE(gw_range_is(&a, "r", "all", 16u << 20, (3u << 20) + 11));
+    T_TRUE(gw_has(&a, "r.h", "x-amz-mp-parts-count: 3"));
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk/big", a.url), 204);
     T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
 
@@ -383,6 +386,8 @@ TEST(complete_composes_parts)
     T_EQ(ru_chunks("rio", ".rio-mpu/cbk/"), 0);
     T_EQ(gw_curl(&a, "got", "%s/cbk/odd", a.url), 200);
     T_TRUE(gw_same(&a, "got", "all"));
+    T_EQ(gw_curl(&a, "r", "'%s/cbk/odd?partNumber=2'", a.url), 206); /* parts of three sizes */
+    T_TRUE(gw_range_is(&a, "r", "all", 5u << 20, (6u << 20) + 3));
     T_EQ(gw_curl(&a, "o", "-X DELETE %s/cbk/odd", a.url), 204);
 
     /* Two gateways complete one upload at once, three times: the object is

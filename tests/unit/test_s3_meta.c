@@ -24,6 +24,7 @@ static const char example[] = "railio-s3-meta 1\n"
                               "generation 5f0c2b7e9d41a3c8\n"
                               "etag 3b5d3c7d207e37dceeedd301e35e2e58\n"
                               "s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n"
+                              "parts 5000000x2 2000000x1\n"
                               "header content-type text/csv\n"
                               "header cache-control no-store\n"
                               "meta owner alice\n"
@@ -39,6 +40,7 @@ static struct gw_meta *example_meta(void)
     m->generation = 0x5f0c2b7e9d41a3c8ull;
     snprintf(m->etag, sizeof(m->etag), "3b5d3c7d207e37dceeedd301e35e2e58");
     snprintf(m->s3etag, sizeof(m->s3etag), "70fe10dcfca09e53ba51ef0dc576f7e0-3");
+    T_OK(rio__gw_meta_set_parts(m, (const uint64_t[]){5000000, 5000000, 2000000}, 3));
     T_OK(rio__gw_meta_set_hdr(m, GW_MH_CACHE_CONTROL, "no-store"));
     T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/csv"));
     T_OK(rio__gw_meta_add_user(m, "Owner", "alice"));
@@ -61,6 +63,7 @@ TEST(encode_is_the_documented_text)
     T_EQ(back->generation, 0x5f0c2b7e9d41a3c8ull);
     T_STREQ(back->etag, m->etag);
     T_STREQ(back->s3etag, m->s3etag);
+    T_EQ(back->nruns, 2u);
     T_STREQ(back->hdr[GW_MH_CONTENT_TYPE], "text/csv");
     T_STREQ(back->hdr[GW_MH_CACHE_CONTROL], "no-store");
     T_NULL(back->hdr[GW_MH_EXPIRES]);
@@ -211,6 +214,19 @@ TEST(bad_records_refused_whole)
          "etag 3b5d3c7d207e37dceeedd301e35e2e583b5d3c7d207e37dceeedd301e35e2e58\n"},
         {"s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n", "s3-etag \"x\"\n"},
         {"s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n", ""},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x2 2000000x2\n"}, /* not the size */
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x1 5000000x1 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x2 2000000x1 \n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x2  2000000x1\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x2 2000000x0 0x0\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x02 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000*2 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\n", "parts \n"},
+        {"parts 5000000x2 2000000x1\n", "parts 1200x10001\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 5000000x2 2000000x1\nparts 5000000x2 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\n", "parts 9223372036854775808x2 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\nheader content-type text/csv\n",
+         "header content-type text/csv\nparts 5000000x2 2000000x1\n"},
         {"header content-type text/csv\n", "header content-type text/csv\nheader content-type x\n"},
         {"header content-type text/csv\n", "header x-other text/csv\n"},
         {"header content-type text/csv\n", "header content-type text/%0Acsv\n"},
@@ -275,6 +291,71 @@ TEST(bad_records_refused_whole)
     T_EQ(rio__alloc_outstanding(), 0);
 }
 
+/* A multipart object's part sizes: kept as runs, found by number, bounded. */
+TEST(parts_by_number)
+{
+    struct gw_meta *m = example_meta();
+    uint64_t off = 1, len = 1, *sizes;
+    unsigned count = 0;
+    char *text = NULL;
+    size_t tlen = 0;
+
+    T_EQ(rio__gw_meta_part(m, 1, &off, &len, &count), 1);
+    T_EQ(off, 0u);
+    T_EQ(len, 5000000u);
+    T_EQ(count, 3u);
+    T_EQ(rio__gw_meta_part(m, 2, &off, &len, &count), 1);
+    T_EQ(off, 5000000u);
+    T_EQ(rio__gw_meta_part(m, 3, &off, &len, &count), 1);
+    T_EQ(off, 10000000u);
+    T_EQ(len, 2000000u);
+    T_EQ(rio__gw_meta_part(m, 4, &off, &len, &count), 0);
+    T_EQ(rio__gw_meta_part(m, 0, &off, &len, &count), 0);
+    rio__gw_meta_free(m);
+    m = rio__gw_meta_new();
+    T_NOTNULL(m);
+    T_EQ(rio__gw_meta_part(m, 1, &off, &len, &count), -1); /* none recorded */
+    T_EQ(rio__gw_meta_part(NULL, 1, &off, &len, &count), -1);
+    /* 10000 parts of one size: one run; 10001: refused. */
+    sizes = calloc(GW_META_PARTS_MAX + 1, sizeof(*sizes));
+    for (unsigned i = 0; i <= GW_META_PARTS_MAX; i++)
+        sizes[i] = 5u << 20;
+    T_ERR(rio__gw_meta_set_parts(m, sizes, GW_META_PARTS_MAX + 1), RIO_EINVAL);
+    T_ERR(rio__gw_meta_set_parts(m, sizes, 0), RIO_EINVAL);
+    T_OK(rio__gw_meta_set_parts(m, sizes, GW_META_PARTS_MAX));
+    T_EQ(m->nruns, 1u);
+    m->size = (uint64_t)GW_META_PARTS_MAX * (5u << 20);
+    T_EQ(rio__gw_meta_part(m, GW_META_PARTS_MAX, &off, &len, &count), 1);
+    T_EQ(off, m->size - (5u << 20));
+    /* Every part of its own size: more runs than a record keeps, so none
+     * is recorded (partNumber is then refused, never served wrong). */
+    for (unsigned i = 0; i < GW_META_PARTS_MAX; i++)
+        sizes[i] = (5u << 20) + i;
+    T_ERR(rio__gw_meta_set_parts(m, sizes, GW_META_PARTS_MAX), RIO_EINVAL);
+    T_EQ(m->nruns, 1u); /* unchanged */
+    /* The most runs a record keeps still fit it, with room to spare. */
+    for (unsigned i = 0; i < GW_META_RUNS_MAX; i++)
+        sizes[i] = (5ull << 30) - i; /* 5 GiB parts: the longest numbers */
+    T_OK(rio__gw_meta_set_parts(m, sizes, GW_META_RUNS_MAX));
+    m->size = 0;
+    for (unsigned i = 0; i < GW_META_RUNS_MAX; i++)
+        m->size += sizes[i];
+    T_OK(rio__gw_meta_encode(m, "b/k", &text, &tlen));
+    T_TRUE(tlen < GW_META_REC_MAX / 2);
+    {
+        struct gw_meta *back = NULL;
+        T_OK(rio__gw_meta_parse(text, tlen, &back, NULL, NULL));
+        T_EQ(back->nruns, GW_META_RUNS_MAX);
+        T_EQ(rio__gw_meta_part(back, GW_META_RUNS_MAX, &off, &len, &count), 1);
+        T_EQ(off + len, m->size);
+        rio__gw_meta_free(back);
+    }
+    rio__free(text);
+    free(sizes);
+    rio__gw_meta_free(m);
+    T_EQ(rio__alloc_outstanding(), 0);
+}
+
 TEST(copy_content_leaves_identity)
 {
     struct gw_meta *src = example_meta(), *dst = rio__gw_meta_new();
@@ -283,6 +364,7 @@ TEST(copy_content_leaves_identity)
     T_OK(rio__gw_meta_copy_content(dst, src));
     T_EQ(dst->size, 0u);
     T_STREQ(dst->s3etag, "");
+    T_EQ(dst->nruns, 0u); /* a copy is not multipart */
     T_STREQ(dst->hdr[GW_MH_CONTENT_TYPE], "text/csv");
     T_EQ(dst->nuser, 2u);
     T_EQ(dst->user_bytes, src->user_bytes);

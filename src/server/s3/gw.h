@@ -304,6 +304,14 @@ void rio__gw_buf_put(struct gw_buf *b, const char *s, size_t n);
 void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
+/* <tag>s</tag> for a listing: s XML-escaped, and URL-encoded first when url
+ * (encoding-type=url: every byte but unreserved ones and '/'). */
+void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url);
+/* A listing's delimiter (*delim: NULL for none; only "/" is served, else
+ * 501) and encoding-type (*url: "url", else 400): 0, or -1 with the error
+ * queued (*ret). */
+int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, const char **delim, int *url,
+                         int *ret);
 void rio__gw_buf_free(struct gw_buf *b);
 /* Percent-decode n bytes of s into a new string; NULL on a bad escape or a
  * NUL byte. plus: '+' is a space (query strings). */

@@ -21,6 +21,8 @@
 #define GW_META_USER_MAX 2048u      /* S3: x-amz-meta-* names and values, bytes */
 #define GW_META_VALUE_MAX 2048u     /* one stored content header's value */
 #define GW_META_REC_MAX 65536u      /* a record, encoded */
+#define GW_META_RUNS_MAX 1024u      /* runs of equal part sizes a record keeps */
+#define GW_META_PARTS_MAX 10000u    /* S3: parts of a multipart object */
 #define GW_META_PREFIX ".rio-meta/" /* records: ".rio-meta/BUCKET/<SHA-256 of KEY>" */
 #define GW_META_DEFAULT_TYPE "binary/octet-stream"
 
@@ -42,12 +44,22 @@ struct gw_meta_kv {
     char *value;
 };
 
+/* count parts of size bytes each, in a row */
+struct gw_meta_run {
+    uint64_t size;
+    uint32_t count;
+};
+
 struct gw_meta {
     /* The object the record describes: a record whose identity is not the
      * current object's is ignored. generation 0 and etag "" when unknown. */
     uint64_t size, generation;
-    char etag[48];           /* the backend's etag */
-    char s3etag[48];         /* the ETag to present; "" = the backend's */
+    char etag[48];   /* the backend's etag */
+    char s3etag[48]; /* the ETag to present; "" = the backend's */
+    /* A multipart object's part sizes, in order, as runs of one size (none:
+     * not multipart, or not recorded) */
+    struct gw_meta_run *runs;
+    unsigned nruns;
     char *hdr[GW_MH__COUNT]; /* NULL when not stored */
     struct gw_meta_kv *user;
     unsigned nuser, capuser;
@@ -77,6 +89,19 @@ int rio__gw_meta_valid_value(const char *v, size_t max);
 /** 1 when m holds nothing but defaults for an object whose backend etag is
  * etag: no record is needed. NULL is default. */
 int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag);
+/**
+ * Record the sizes of a multipart object's n parts (1..GW_META_PARTS_MAX,
+ * summing to m->size), replacing any. 0, RIO_EINVAL (n out of bounds, or
+ * more than GW_META_RUNS_MAX runs: nothing recorded), -ENOMEM.
+ */
+int rio__gw_meta_set_parts(struct gw_meta *m, const uint64_t *sizes, unsigned n);
+/**
+ * Part pn (1-based) of the multipart object m describes: [*off, *off +
+ * *len), and *count the object's parts. 1, 0 when pn is past the last part,
+ * -1 when m records no parts.
+ */
+int rio__gw_meta_part(const struct gw_meta *m, unsigned pn, uint64_t *off, uint64_t *len,
+                      unsigned *count);
 /** Copy the content headers and user metadata of src into dst (not the
  * identity nor the ETag). 0 or -ENOMEM. */
 int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src);

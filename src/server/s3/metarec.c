@@ -49,6 +49,7 @@ void rio__gw_meta_free(struct gw_meta *m)
         rio__free(m->user[i].value);
     }
     rio__free(m->user);
+    rio__free(m->runs);
     rio__free(m);
 }
 
@@ -159,6 +160,60 @@ int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag)
     return 1;
 }
 
+int rio__gw_meta_set_parts(struct gw_meta *m, const uint64_t *sizes, unsigned n)
+{
+    struct gw_meta_run *runs;
+    unsigned nr = 0;
+
+    if (n == 0 || n > GW_META_PARTS_MAX)
+        return RIO_EINVAL;
+    for (unsigned i = 0; i < n; i++)
+        if (i == 0 || sizes[i] != sizes[i - 1])
+            nr++;
+    if (nr > GW_META_RUNS_MAX)
+        return RIO_EINVAL;
+    runs = rio__calloc(nr, sizeof(*runs));
+    if (!runs)
+        return -ENOMEM;
+    nr = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (i == 0 || sizes[i] != sizes[i - 1])
+            runs[nr++].size = sizes[i];
+        runs[nr - 1].count++;
+    }
+    rio__free(m->runs);
+    m->runs = runs;
+    m->nruns = nr;
+    return 0;
+}
+
+int rio__gw_meta_part(const struct gw_meta *m, unsigned pn, uint64_t *off, uint64_t *len,
+                      unsigned *count)
+{
+    uint64_t o = 0;
+    unsigned n = 0, seen = 0;
+
+    if (!m || !m->nruns)
+        return -1;
+    for (unsigned i = 0; i < m->nruns; i++)
+        n += m->runs[i].count;
+    *count = n;
+    if (pn == 0 || pn > n)
+        return 0;
+    for (unsigned i = 0; i < m->nruns; i++) {
+        const struct gw_meta_run *r = &m->runs[i];
+        if (pn - 1 < seen + r->count) {
+            /* The parser checked that the sizes sum to the object's. */
+            *off = o + (uint64_t)(pn - 1 - seen) * r->size;
+            *len = r->size;
+            return 1;
+        }
+        o += (uint64_t)r->count * r->size;
+        seen += r->count;
+    }
+    return 0;
+}
+
 int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src)
 {
     int ret = 0;
@@ -181,6 +236,15 @@ struct gw_meta *rio__gw_meta_dup(const struct gw_meta *m)
     d->generation = m->generation;
     memcpy(d->etag, m->etag, sizeof(d->etag));
     memcpy(d->s3etag, m->s3etag, sizeof(d->s3etag));
+    if (m->nruns) {
+        d->runs = rio__calloc(m->nruns, sizeof(*d->runs));
+        if (!d->runs) {
+            rio__gw_meta_free(d);
+            return NULL;
+        }
+        memcpy(d->runs, m->runs, m->nruns * sizeof(*d->runs));
+        d->nruns = m->nruns;
+    }
     if (rio__gw_meta_copy_content(d, m) < 0) {
         rio__gw_meta_free(d);
         return NULL;
@@ -265,6 +329,12 @@ int rio__gw_meta_encode(const struct gw_meta *m, const char *bkey, char **out, s
         out_put(&o, "generation -\n", 13);
     out_printf(&o, "etag %s\ns3-etag %s\n", m->etag[0] ? m->etag : "-",
                m->s3etag[0] ? m->s3etag : "-");
+    if (m->nruns) {
+        out_put(&o, "parts", 5);
+        for (unsigned i = 0; i < m->nruns; i++)
+            out_printf(&o, " %llux%u", (unsigned long long)m->runs[i].size, m->runs[i].count);
+        out_put(&o, "\n", 1);
+    }
     for (int i = 0; i < GW_MH__COUNT; i++) {
         if (!m->hdr[i])
             continue;
@@ -411,6 +481,40 @@ static int parse_etag(const char *s, const char *e, char out[48])
     return 0;
 }
 
+/* A parts line's value: runs "SIZExCOUNT" separated by one space, adjacent
+ * runs of different sizes, at most GW_META_RUNS_MAX runs and
+ * GW_META_PARTS_MAX parts, whose sizes sum to size. 0 or -1 (-ENOMEM). */
+static int parse_runs(const char *s, const char *e, uint64_t size, struct gw_meta *m)
+{
+    uint64_t sum = 0;
+    unsigned parts = 0, nr = 1;
+
+    for (const char *q = s; q < e; q++)
+        if (*q == ' ')
+            nr++;
+    if (nr > GW_META_RUNS_MAX)
+        return -1;
+    m->runs = rio__calloc(nr, sizeof(*m->runs));
+    if (!m->runs)
+        return -ENOMEM;
+    for (unsigned i = 0; i < nr; i++) {
+        const char *sp = memchr(s, ' ', (size_t)(e - s)), *end = sp ? sp : e;
+        const char *x = memchr(s, 'x', (size_t)(end - s));
+        uint64_t sz, cnt, bytes;
+        if (!x || parse_u64(s, x, 10, &sz) < 0 || parse_u64(x + 1, end, 10, &cnt) < 0 || cnt == 0 ||
+            cnt > GW_META_PARTS_MAX - parts || (i > 0 && sz == m->runs[i - 1].size) ||
+            __builtin_mul_overflow(sz, cnt, &bytes) || __builtin_add_overflow(sum, bytes, &sum) ||
+            (i + 1 < nr) != (sp != NULL))
+            return -1;
+        m->runs[i].size = sz;
+        m->runs[i].count = (uint32_t)cnt;
+        m->nruns = i + 1;
+        parts += (unsigned)cnt;
+        s = end + 1;
+    }
+    return sum == size ? 0 : -1;
+}
+
 #define BAD(msg)                                                                                   \
     do {                                                                                           \
         in.why = (msg);                                                                            \
@@ -454,9 +558,17 @@ int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bke
     if (next_line(&in, &s, &e) < 0 || field(s, e, "s3-etag", &v) < 0 ||
         parse_etag(v, e, m->s3etag) < 0)
         BAD("a bad s3-etag line");
-    for (;;) {
+    for (int first = 1;; first = 0) {
         if (next_line(&in, &s, &e) < 0)
             BAD("no end line");
+        if (first && field(s, e, "parts", &v) == 0) {
+            int r = parse_runs(v, e, m->size, m);
+            if (r == -ENOMEM)
+                oom = 1;
+            if (r < 0)
+                BAD("a bad parts line");
+            continue;
+        }
         if (e - s == 3 && memcmp(s, "end", 3) == 0)
             break;
         if (field(s, e, "header", &v) == 0) {

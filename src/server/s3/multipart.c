@@ -271,109 +271,296 @@ int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_empty(c, r, 204);
 }
 
+/* A non-negative decimal query parameter (NULL: def), at most cap: 0, or
+ * -1 when it is not one. */
+static int arg_count(const struct gw_req *r, const char *name, unsigned long def, unsigned long cap,
+                     unsigned long *out)
+{
+    const char *v = rio__gw_arg(r, name);
+    char *end;
+
+    *out = def;
+    if (!v)
+        return 0;
+    errno = 0;
+    *out = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end || errno || strlen(v) > 10)
+        return -1;
+    if (*out > cap)
+        *out = cap;
+    return 0;
+}
+
+struct lpart {
+    unsigned num;
+    uint64_t size;
+    int64_t mtime_ns;
+    char etag[48];
+};
+
+/* Every part of an upload, to be sorted: a backend may list in any order
+ * (rados://: the pool's), S3 lists by part number. */
 struct parts_ctx {
-    struct gw_buf *b;
-    unsigned n;
+    struct lpart *p;
+    unsigned n, cap;
 };
 
 static int part_entry(void *arg, const struct rio_entry *e)
 {
     struct parts_ctx *x = arg;
-    const char *slash = strrchr(e->key, '/');
-    char date[32];
+    const char *num = strrchr(e->key, '/');
+    unsigned long v;
 
-    if ((e->flags & RIO_ENTRY_DIR) || !slash)
+    if ((e->flags & RIO_ENTRY_DIR) || !num || strlen(num + 1) != 5 ||
+        strspn(num + 1, "0123456789") != 5)
         return 0;
-    rio__gw_iso_date(e->mtime_ns, date);
-    rio__gw_buf_printf(x->b,
-                       "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
-                       "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
-                       (unsigned)strtoul(slash + 1, NULL, 10), date, e->etag,
-                       (unsigned long long)e->size);
+    v = strtoul(num + 1, NULL, 10);
+    if (v < 1 || v > GW_MPU_PARTS_MAX)
+        return 0;
+    if (x->n == x->cap) {
+        unsigned cap = x->cap ? x->cap * 2 : 64;
+        struct lpart *np;
+        if (x->cap >= GW_MPU_PARTS_MAX)
+            return 0; /* more entries than parts can be: not ours */
+        np = rio__realloc(x->p, (size_t)cap * sizeof(*np));
+        if (!np)
+            return -ENOMEM;
+        x->p = np;
+        x->cap = cap;
+    }
+    x->p[x->n].num = (unsigned)v;
+    x->p[x->n].size = e->size;
+    x->p[x->n].mtime_ns = e->mtime_ns;
+    snprintf(x->p[x->n].etag, sizeof(x->p[x->n].etag), "%s", e->etag);
     x->n++;
     return 0;
 }
 
+static int lpart_cmp(const void *a, const void *b)
+{
+    const struct lpart *pa = a, *pb = b;
+    return (pa->num > pb->num) - (pa->num < pb->num);
+}
+
+/* ListParts: by part number, after part-number-marker, max-parts (1000 at
+ * most) a page, NextPartNumberMarker when truncated. */
 int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
 {
     const char *id = NULL;
     struct gw_buf b = {0};
-    struct parts_ctx x = {.b = &b};
+    struct parts_ctx x = {0};
+    unsigned long max, marker;
+    unsigned shown = 0, last = 0, i;
     char k[160];
     int ret;
 
+    if (arg_count(r, "max-parts", 1000, 1000, &max) < 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "max-parts must be a non-negative integer.");
+    if (arg_count(r, "part-number-marker", 0, GW_MPU_PARTS_MAX, &marker) < 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "part-number-marker must be a non-negative integer.");
     if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, NULL) < 0)
         return ret;
+    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
+    ret = rio__gw_each_key(k, 0, part_entry, &x);
+    if (ret < 0) {
+        rio__free(x.p);
+        return rio__gw_rio_error(c, r, ret, GW_READS, "list parts");
+    }
+    if (x.n)
+        qsort(x.p, x.n, sizeof(*x.p), lpart_cmp);
     rio__gw_buf_printf(&b, XML_HEAD "<ListPartsResult xmlns=\"" XMLNS "\">");
     xml_elem(&b, "Bucket", r->bucket);
     xml_elem(&b, "Key", r->key);
     xml_elem(&b, "UploadId", id);
     rio__gw_buf_printf(&b,
-                       "<StorageClass>STANDARD</StorageClass><MaxParts>%u</MaxParts>"
-                       "<IsTruncated>false</IsTruncated>",
-                       GW_MPU_PARTS_MAX);
-    snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
-    ret = rio__gw_each_key(k, 0, part_entry, &x);
-    if (ret < 0) {
-        rio__gw_buf_free(&b);
-        return rio__gw_rio_error(c, r, ret, GW_READS, "list parts");
+                       GW_OWNER_XML
+                       "<StorageClass>STANDARD</StorageClass>"
+                       "<PartNumberMarker>%lu</PartNumberMarker><MaxParts>%lu</MaxParts>",
+                       marker, max);
+    for (i = 0; i < x.n && x.p[i].num <= marker; i++)
+        ;
+    for (; i < x.n && shown < max; i++, shown++) {
+        char date[32];
+        rio__gw_iso_date(x.p[i].mtime_ns, date);
+        rio__gw_buf_printf(&b,
+                           "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+                           "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
+                           x.p[i].num, date, x.p[i].etag, (unsigned long long)x.p[i].size);
+        last = x.p[i].num;
     }
-    rio__gw_buf_printf(&b, "</ListPartsResult>\n");
+    if (i < x.n && shown)
+        rio__gw_buf_printf(&b, "<NextPartNumberMarker>%u</NextPartNumberMarker>", last);
+    rio__gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListPartsResult>\n",
+                       i < x.n && shown ? "true" : "false");
+    rio__free(x.p);
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
-struct uploads_ctx {
-    struct gw_buf *b;
-    const struct gw_req *r;
-    size_t plen;
-    unsigned n;
+/* An entry of ListMultipartUploads: an upload (key, id) or, with a
+ * delimiter, a common prefix (id ""). Ordered by name, then id, as S3. */
+struct lup {
+    char *name;
+    char id[ID_LEN + 1];
+    int64_t mtime_ns;
 };
+
+/* The max + 1 first entries after the markers, in order (one more than a
+ * page, to know whether it is truncated): whatever the backend's listing
+ * order, memory stays within a page's worth of keys. */
+struct uploads_ctx {
+    const char *prefix, *delim, *kmarker, *idmarker;
+    size_t plen; /* of the markers' backend prefix */
+    struct lup *it;
+    unsigned n, keep;
+};
+
+static int lup_cmp(const char *name, const char *id, const struct lup *b)
+{
+    int c = strcmp(name, b->name);
+    return c ? c : strcmp(id, b->id);
+}
 
 static int upload_entry(void *arg, const struct rio_entry *e)
 {
     struct uploads_ctx *x = arg;
-    const char *id = e->key + x->plen;
-    char *key = NULL, date[32];
+    const char *id = e->key + x->plen, *rest;
+    char *key = NULL, *name;
+    unsigned lo = 0, hi;
     int64_t n;
 
-    if ((e->flags & RIO_ENTRY_DIR) || strlen(e->key) <= x->plen || !valid_id(id) || x->n >= 1000)
+    if ((e->flags & RIO_ENTRY_DIR) || strlen(e->key) <= x->plen || !valid_id(id))
         return 0;
     n = read_marker(e->key, &key); /* the key, up to its NUL */
+    if (n == -ENOMEM)
+        return -ENOMEM;
     if (n < 0)
         return 0; /* completed or aborted meanwhile */
-    rio__gw_iso_date(e->mtime_ns, date);
-    rio__gw_buf_put(x->b, "<Upload>", 8);
-    xml_elem(x->b, "Key", key);
-    xml_elem(x->b, "UploadId", id);
-    rio__gw_buf_printf(x->b,
-                       "<Initiated>%s</Initiated><StorageClass>STANDARD</StorageClass>"
-                       "</Upload>",
-                       date);
-    rio__free(key);
+    if (strncmp(key, x->prefix, strlen(x->prefix)) != 0) {
+        rio__free(key);
+        return 0;
+    }
+    rest = key + strlen(x->prefix);
+    if (x->delim && (rest = strstr(rest, x->delim)) != NULL) {
+        key[rest - key + strlen(x->delim)] = '\0'; /* a common prefix */
+        id = "";
+    }
+    name = key;
+    if (x->kmarker) {
+        int cmp = strcmp(name, x->kmarker);
+        /* After the key marker; at it, after the upload id marker. */
+        if (cmp < 0 || (cmp == 0 && (!*id || !x->idmarker || strcmp(id, x->idmarker) <= 0))) {
+            rio__free(key);
+            return 0;
+        }
+    }
+    /* Where it goes among the entries kept (binary search). */
+    hi = x->n;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        int cmp = lup_cmp(name, id, &x->it[mid]);
+        if (cmp == 0) { /* a common prefix already kept */
+            rio__free(key);
+            return 0;
+        }
+        if (cmp < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (lo >= x->keep) {
+        rio__free(key);
+        return 0;
+    }
+    if (x->n == x->keep)
+        rio__free(x->it[--x->n].name); /* the last falls off */
+    memmove(&x->it[lo + 1], &x->it[lo], (x->n - lo) * sizeof(*x->it));
+    x->it[lo].name = name;
+    snprintf(x->it[lo].id, sizeof(x->it[lo].id), "%s", id);
+    x->it[lo].mtime_ns = e->mtime_ns;
     x->n++;
     return 0;
 }
 
+/* ListMultipartUploads: prefix, delimiter ("/"), key-marker and
+ * upload-id-marker, max-uploads (1000 at most) a page, NextKeyMarker and
+ * NextUploadIdMarker when truncated, encoding-type=url. Every upload's
+ * marker is read to learn its key (uploads are kept by id). */
 int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
 {
+    const char *prefix = rio__gw_arg(r, "prefix"), *kmarker = rio__gw_arg(r, "key-marker");
+    const char *idmarker = rio__gw_arg(r, "upload-id-marker");
     struct gw_buf b = {0};
-    char prefix[160];
-    struct uploads_ctx x = {.b = &b, .r = r};
-    int ret;
+    struct uploads_ctx x = {0};
+    char bp[160];
+    unsigned long max;
+    unsigned shown;
+    int ret, url;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0)
+    if (arg_count(r, "max-uploads", 1000, 1000, &max) < 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "max-uploads must be a non-negative integer.");
+    if (rio__gw_list_options(c, r, &x.delim, &url, &ret) < 0 || rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    snprintf(prefix, sizeof(prefix), GW_MPU_PREFIX "%s/", r->bucket);
-    x.plen = strlen(prefix);
-    rio__gw_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
-    xml_elem(&b, "Bucket", r->bucket);
-    rio__gw_buf_printf(&b, "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>");
-    ret = rio__gw_each_key(prefix, RIO_LIST_DELIM, upload_entry, &x);
+    x.prefix = prefix ? prefix : "";
+    x.kmarker = kmarker && *kmarker ? kmarker : NULL;
+    x.idmarker = idmarker && *idmarker ? idmarker : NULL;
+    x.keep = (unsigned)max + 1;
+    x.it = rio__calloc(x.keep, sizeof(*x.it));
+    if (!x.it)
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    snprintf(bp, sizeof(bp), GW_MPU_PREFIX "%s/", r->bucket);
+    x.plen = strlen(bp);
+    ret = 0;
+    if (max > 0)
+        ret = rio__gw_each_key(bp, RIO_LIST_DELIM, upload_entry, &x);
     if (ret < 0) {
-        rio__gw_buf_free(&b);
+        for (unsigned i = 0; i < x.n; i++)
+            rio__free(x.it[i].name);
+        rio__free(x.it);
         return rio__gw_rio_error(c, r, ret, GW_READS, "list uploads");
     }
+    shown = x.n < max ? x.n : (unsigned)max;
+    rio__gw_buf_printf(&b, XML_HEAD "<ListMultipartUploadsResult xmlns=\"" XMLNS "\">");
+    xml_elem(&b, "Bucket", r->bucket);
+    rio__gw_list_elem(&b, "KeyMarker", x.kmarker ? x.kmarker : "", url);
+    xml_elem(&b, "UploadIdMarker", x.kmarker && x.idmarker ? x.idmarker : "");
+    if (x.n > shown) {
+        rio__gw_list_elem(&b, "NextKeyMarker", x.it[shown - 1].name, url);
+        xml_elem(&b, "NextUploadIdMarker", x.it[shown - 1].id);
+    }
+    rio__gw_list_elem(&b, "Prefix", x.prefix, url);
+    if (x.delim)
+        rio__gw_list_elem(&b, "Delimiter", x.delim, url);
+    if (url)
+        rio__gw_buf_printf(&b, "<EncodingType>url</EncodingType>");
+    rio__gw_buf_printf(&b, "<MaxUploads>%lu</MaxUploads><IsTruncated>%s</IsTruncated>", max,
+                       x.n > shown ? "true" : "false");
+    for (unsigned i = 0; i < shown; i++) {
+        char date[32];
+        if (!x.it[i].id[0])
+            continue;
+        rio__gw_iso_date(x.it[i].mtime_ns, date);
+        rio__gw_buf_put(&b, "<Upload>", 8);
+        rio__gw_list_elem(&b, "Key", x.it[i].name, url);
+        xml_elem(&b, "UploadId", x.it[i].id);
+        rio__gw_buf_printf(&b,
+                           "<Initiator><ID>railio</ID><DisplayName>railio</DisplayName>"
+                           "</Initiator>" GW_OWNER_XML "<StorageClass>STANDARD</StorageClass>"
+                           "<Initiated>%s</Initiated></Upload>",
+                           date);
+    }
+    for (unsigned i = 0; i < shown; i++)
+        if (!x.it[i].id[0]) {
+            rio__gw_buf_put(&b, "<CommonPrefixes>", 16);
+            rio__gw_list_elem(&b, "Prefix", x.it[i].name, url);
+            rio__gw_buf_put(&b, "</CommonPrefixes>", 17);
+        }
     rio__gw_buf_printf(&b, "</ListMultipartUploadsResult>\n");
+    for (unsigned i = 0; i < x.n; i++)
+        rio__free(x.it[i].name);
+    rio__free(x.it);
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
@@ -664,6 +851,39 @@ static int record_follows_head(struct gw_req *r, struct rio_desc *d)
     return 0;
 }
 
+/* Complete's <Location>: the object's URL, http://HOST/BUCKET/KEY with the
+ * request's Host when it is a plain host[:port] (else just the path), the
+ * key percent-encoded but for '/', as S3's. */
+static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b)
+{
+    const char *host = rio__gw_header(c, "Host");
+    char *path = NULL;
+    int n = asprintf(&path, "%s/%s", r->bucket, r->key);
+
+    rio__gw_buf_put(b, "<Location>", 10);
+    if (host && *host && strlen(host) < 256 &&
+        strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
+            strlen(host)) {
+        rio__gw_buf_put(b, "http://", 7);
+        rio__gw_buf_put(b, host, strlen(host));
+    }
+    rio__gw_buf_put(b, "/", 1);
+    if (n >= 0) {
+        /* Unreserved bytes and '/' as they are: nothing to escape for XML. */
+        for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+            if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+                strchr("-_.~/", *p))
+                rio__gw_buf_put(b, (const char *)p, 1);
+            else
+                rio__gw_buf_printf(b, "%%%02X", *p);
+        }
+        free(path);
+    } else {
+        b->oom = 1;
+    }
+    rio__gw_buf_put(b, "</Location>", 11);
+}
+
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
@@ -671,7 +891,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     const char *id = NULL;
     struct gw_buf b = {0};
     char etag[48], k[160];
-    uint64_t total = 0;
+    uint64_t total = 0, *sizes;
     int ret;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, &r->meta) < 0)
@@ -716,6 +936,29 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
     }
+    /* HEAD, GET and listings present the ETag answered here: the record
+     * carries it, the parts' sizes (GET ?partNumber) and the upload's
+     * metadata. Without it the upload stays, so that Complete may be sent
+     * again. */
+    if (!r->meta)
+        r->meta = rio__gw_meta_new();
+    sizes = r->meta ? rio__calloc(x.n, sizeof(*sizes)) : NULL;
+    if (!sizes) {
+        rio__free(x.p);
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
+    for (unsigned i = 0; i < x.n; i++)
+        sizes[i] = x.p[i].size;
+    r->meta->size = total;
+    snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
+    /* More sizes than a record keeps (RIO_EINVAL): none is recorded, and a
+     * GET of a part of this object is refused rather than served wrong. */
+    ret = rio__gw_meta_set_parts(r->meta, sizes, x.n);
+    rio__free(sizes);
+    if (ret == -ENOMEM) {
+        rio__free(x.p);
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
     memset(&d, 0, sizeof(d));
     ret = compose(r, id, x.p, x.n, &d);
     if (ret == RIO_ENOTSUP) /* other backends, parts of uneven geometry */
@@ -723,14 +966,6 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     rio__free(x.p);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
-    /* HEAD, GET and listings present the ETag answered here: the record
-     * carries it (with the upload's metadata). Without it the upload stays,
-     * so that Complete may be sent again. */
-    if (!r->meta)
-        r->meta = rio__gw_meta_new();
-    if (!r->meta)
-        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
-    snprintf(r->meta->s3etag, sizeof(r->meta->s3etag), "%s", etag);
     ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
     if (ret == 0)
         ret = record_follows_head(r, &d);
@@ -741,11 +976,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     r->bytes_out = 0;
     drop_upload(r, id);
     rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
-    rio__gw_buf_put(&b, "<Location>/", 11);
-    rio__gw_buf_xml(&b, r->bucket);
-    rio__gw_buf_put(&b, "/", 1);
-    rio__gw_buf_xml(&b, r->key);
-    rio__gw_buf_put(&b, "</Location>", 11);
+    location(c, r, &b);
     xml_elem(&b, "Bucket", r->bucket);
     xml_elem(&b, "Key", r->key);
     rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);

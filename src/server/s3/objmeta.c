@@ -205,6 +205,13 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
         return 0;
     }
     snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
+    if (m->nruns && m->size != d->size) {
+        /* Part sizes that are not this object's: a record holding them
+         * would be refused whole when read back. */
+        rio__free(m->runs);
+        m->runs = NULL;
+        m->nruns = 0;
+    }
     m->size = d->size;
     m->generation = d->generation;
     snprintf(m->etag, sizeof(m->etag), "%s", d->etag);

@@ -412,19 +412,42 @@ static void list_text(struct gw_buf *b, const char *s, int url)
     }
 }
 
-static void list_elem(struct gw_buf *b, const char *tag, const char *s, int url)
+void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url)
 {
     rio__gw_buf_printf(b, "<%s>", tag);
     list_text(b, s, url);
     rio__gw_buf_printf(b, "</%s>", tag);
 }
 
+int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, const char **delim, int *url,
+                         int *ret)
+{
+    const char *d = rio__gw_arg(r, "delimiter"), *enc = rio__gw_arg(r, "encoding-type");
+
+    *delim = d && *d ? d : NULL;
+    *url = 0;
+    if (*delim && strcmp(*delim, "/") != 0) {
+        *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                             "The gateway lists with the delimiter '/' only.");
+        return -1;
+    }
+    if (enc && *enc) {
+        if (strcmp(enc, "url") != 0) {
+            *ret =
+                rio__gw_error(c, r, 400, "InvalidArgument", "Invalid Encoding Method specified.");
+            return -1;
+        }
+        *url = 1;
+    }
+    return 0;
+}
+
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
 {
-    const char *prefix = rio__gw_arg(r, "prefix"), *delim = rio__gw_arg(r, "delimiter");
+    const char *prefix = rio__gw_arg(r, "prefix"), *delim;
     const char *token = v2 ? rio__gw_arg(r, "continuation-token") : NULL;
     const char *after = rio__gw_arg(r, v2 ? "start-after" : "marker");
-    const char *mk = rio__gw_arg(r, "max-keys"), *enc = rio__gw_arg(r, "encoding-type");
+    const char *mk = rio__gw_arg(r, "max-keys");
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2];
@@ -438,18 +461,10 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     prefix = prefix ? prefix : "";
-    delim = delim && *delim ? delim : NULL;
     if (v2 && strcmp(lt, "2") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument", "list-type must be 2.");
-    if (delim && strcmp(delim, "/") != 0)
-        return rio__gw_error(c, r, 501, "NotImplemented",
-                             "The gateway lists with the delimiter '/' only.");
-    if (enc && *enc) {
-        if (strcmp(enc, "url") != 0)
-            return rio__gw_error(c, r, 400, "InvalidArgument",
-                                 "Invalid Encoding Method specified.");
-        url = 1;
-    }
+    if (rio__gw_list_options(c, r, &delim, &url, &ret) < 0)
+        return ret;
     if (mk) {
         char *end;
         errno = 0;
@@ -487,24 +502,24 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
-    list_elem(&b, "Name", r->bucket, 0);
-    list_elem(&b, "Prefix", prefix, url);
+    rio__gw_list_elem(&b, "Name", r->bucket, 0);
+    rio__gw_list_elem(&b, "Prefix", prefix, url);
     if (v2) {
         rio__gw_buf_printf(&b, "<KeyCount>%u</KeyCount>", p.n);
         if (token && *token)
-            list_elem(&b, "ContinuationToken", token, 0);
+            rio__gw_list_elem(&b, "ContinuationToken", token, 0);
         if (p.next_token[0])
-            list_elem(&b, "NextContinuationToken", p.next_token, 0);
+            rio__gw_list_elem(&b, "NextContinuationToken", p.next_token, 0);
         if (after && *after)
-            list_elem(&b, "StartAfter", after, url);
+            rio__gw_list_elem(&b, "StartAfter", after, url);
     } else {
-        list_elem(&b, "Marker", after ? after : "", url);
+        rio__gw_list_elem(&b, "Marker", after ? after : "", url);
         if (p.next_token[0] && p.n)
-            list_elem(&b, "NextMarker", p.entries[p.n - 1].key + blen, url);
+            rio__gw_list_elem(&b, "NextMarker", p.entries[p.n - 1].key + blen, url);
     }
     rio__gw_buf_printf(&b, "<MaxKeys>%lu</MaxKeys>", max);
     if (delim)
-        list_elem(&b, "Delimiter", delim, url);
+        rio__gw_list_elem(&b, "Delimiter", delim, url);
     if (url)
         rio__gw_buf_printf(&b, "<EncodingType>url</EncodingType>");
     rio__gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>", p.next_token[0] ? "true" : "false");
@@ -515,7 +530,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
             continue;
         rio__gw_iso_date(e->mtime_ns, date);
         rio__gw_buf_put(&b, "<Contents>", 10);
-        list_elem(&b, "Key", e->key + blen, url);
+        rio__gw_list_elem(&b, "Key", e->key + blen, url);
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
             rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
@@ -528,7 +543,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (strlen(e->key) < blen || !(e->flags & RIO_ENTRY_DIR))
             continue;
         rio__gw_buf_put(&b, "<CommonPrefixes>", 16);
-        list_elem(&b, "Prefix", e->key + blen, url);
+        rio__gw_list_elem(&b, "Prefix", e->key + blen, url);
         rio__gw_buf_put(&b, "</CommonPrefixes>", 17);
     }
     rio__gw_buf_printf(&b, "</ListBucketResult>\n");
@@ -813,6 +828,26 @@ static void resp_params_apply(struct MHD_Response *resp, const struct gw_req *r)
     }
 }
 
+/* GET and HEAD ?partNumber=N: part N's bytes of the object d, which m
+ * (NULL: none) describes. 1 with [*off, *off + *len) and *count the
+ * object's parts (0 for an object not uploaded in parts, which is its one
+ * part, as S3 answers), 0 when there is no part N, -1 when the object was
+ * uploaded in parts whose sizes were not recorded. */
+static int part_of(const struct gw_meta *m, const struct rio_desc *d, unsigned pn, uint64_t *off,
+                   uint64_t *len, unsigned *count)
+{
+    int ret = rio__gw_meta_part(m, pn, off, len, count);
+
+    if (ret >= 0)
+        return ret;
+    *count = 0;
+    if (m && strchr(m->s3etag, '-'))
+        return -1;
+    *off = 0;
+    *len = d->size;
+    return pn == 1;
+}
+
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 {
     struct rio_desc d;
@@ -820,8 +855,10 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     struct get_state *st = NULL;
     const char *etag = "";
     char date[30], cr[96];
+    const char *pns = rio__gw_arg(r, "partNumber");
     uint64_t off, len;
     int64_t mtime;
+    unsigned pn = 0, parts = 0;
     int ret, rg, status;
     /* Preconditions are answered from the backend's head, never a cached one. */
     int conditional = rio__gw_header(c, "If-Match") || rio__gw_header(c, "If-None-Match") ||
@@ -830,6 +867,19 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 
     if (resp_params_check(c, r, &ret) < 0)
         return ret;
+    if (pns) {
+        char *end;
+        unsigned long v = strtoul(pns, &end, 10);
+        if (*pns < '0' || *pns > '9' || *end || v < 1 || v > GW_MPU_PARTS_MAX)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "Part number must be an integer between 1 and 10000, "
+                                 "inclusive");
+        if (rio__gw_header(c, "Range"))
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Cannot specify both Range header and partNumber query "
+                                 "parameter");
+        pn = (unsigned)v;
+    }
     for (int tries = 0;; tries++) {
         uint64_t epoch = rio__gw_head_epoch(r->bkey);
         /* The record's read runs beside the lookup, unless the cache holds
@@ -860,7 +910,24 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         off = 0;
         len = d.size;
         status = 200;
-        rg = parse_range(rio__gw_header(c, "Range"), d.size, &off, &len);
+        if (pn) {
+            rg = part_of(r->meta, &d, pn, &off, &len, &parts);
+            if (rg < 0) {
+                rio_desc_cleanup(&d);
+                return rio__gw_error(c, r, 501, "NotImplemented",
+                                     "The sizes of this object's parts were not recorded "
+                                     "(completed by an earlier gateway, or of more than 1024 "
+                                     "sizes): read it by Range.");
+            }
+            if (rg == 0) {
+                rio_desc_cleanup(&d);
+                return rio__gw_error(c, r, 416, "InvalidPartNumber",
+                                     "The requested partnumber is not satisfiable");
+            }
+            rg = len > 0;
+        } else {
+            rg = parse_range(rio__gw_header(c, "Range"), d.size, &off, &len);
+        }
         if (rg < 0) {
             rio_desc_cleanup(&d);
             return rio__gw_error(c, r, 416, "InvalidRange",
@@ -928,6 +995,11 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     resp_params_apply(resp, r);
     if (status == 206)
         MHD_add_response_header(resp, "Content-Range", cr);
+    if (parts) {
+        char pc[16];
+        snprintf(pc, sizeof(pc), "%u", parts);
+        MHD_add_response_header(resp, "x-amz-mp-parts-count", pc);
+    }
     return rio__gw_send(c, r, status, resp);
 }
 
