@@ -178,6 +178,26 @@ TEST(multipart)
     T_FALSE(gw_has(&g, "o", id));
     T_EQ(aws(&g, "o", "s3api list-parts --bucket mpb --key k --upload-id %s", id), 255);
     T_TRUE(gw_has(&g, "o", "NoSuchUpload"));
+    /* Complete sent again (a client's retry after a lost answer): the same
+     * answer while the key holds the object those parts made; another list
+     * of parts, or once the object is replaced, NoSuchUpload. */
+    T_EQ(aws(&g, "o",
+             "s3api complete-multipart-upload --bucket mpb --key k --upload-id %s "
+             "--multipart-upload file://parts.json",
+             id),
+         0);
+    T_TRUE(gw_has(&g, "o", "-2\\\""));
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/mpb/k?uploadId=%s'", gw_path(&g, "c.xml"),
+                 g.url, id),
+         404);
+    T_TRUE(gw_has(&g, "o", "NoSuchUpload"));
+    T_EQ(aws(&g, "o", "s3 cp p2 s3://mpb/k"), 0);
+    T_EQ(aws(&g, "o",
+             "s3api complete-multipart-upload --bucket mpb --key k --upload-id %s "
+             "--multipart-upload file://parts.json",
+             id),
+         255);
+    T_TRUE(gw_has(&g, "o", "NoSuchUpload"));
 
     /* Abort */
     T_EQ(aws(&g, "c", "s3api create-multipart-upload --bucket mpb --key a"), 0);

@@ -78,8 +78,19 @@ static int64_t read_marker(const char *k, char **out)
 /* The upload named by ?uploadId exists and is r's key: 0, else an error
  * response queued (*ret). *mp (when not NULL): the upload's metadata, NULL
  * when it has none (or a record that does not parse: logged). */
+static int need_upload_or_gone(struct MHD_Connection *c, struct gw_req *r, const char **idp,
+                               int *ret, struct gw_meta **mp, int *gone);
+
 static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **idp, int *ret,
                        struct gw_meta **mp)
+{
+    return need_upload_or_gone(c, r, idp, ret, mp, NULL);
+}
+
+/* need_upload, but when gone is not NULL an upload id of the right form
+ * whose upload is not there sets *gone and queues nothing. */
+static int need_upload_or_gone(struct MHD_Connection *c, struct gw_req *r, const char **idp,
+                               int *ret, struct gw_meta **mp, int *gone)
 {
     const char *id = rio__gw_arg(r, "uploadId");
     char k[160], *buf = NULL;
@@ -95,6 +106,10 @@ static int need_upload(struct MHD_Connection *c, struct gw_req *r, const char **
     upload_key(r, id, k, sizeof(k));
     n = read_marker(k, &buf);
     klen = n >= 0 ? strnlen(buf, (size_t)n) : 0;
+    if (n == RIO_ENOTFOUND && gone) {
+        *gone = 1;
+        return -1;
+    }
     if (n == RIO_ENOTFOUND ||
         (n >= 0 && (klen != strlen(r->key) || memcmp(buf, r->key, klen) != 0))) {
         rio__free(buf);
@@ -884,23 +899,69 @@ static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw
     rio__gw_buf_put(b, "</Location>", 11);
 }
 
+/* Complete's answer: the object's URL, bucket, key and ETag. */
+static int complete_answer(struct MHD_Connection *c, struct gw_req *r, const char *etag)
+{
+    struct gw_buf b = {0};
+
+    rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
+    location(c, r, &b);
+    xml_elem(&b, "Bucket", r->bucket);
+    xml_elem(&b, "Key", r->key);
+    rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+/* A Complete of an upload that is not there: a client's retry of a
+ * Complete that succeeded (its answer lost to a timeout or a dropped
+ * connection) is answered as the first was, when the key holds the object
+ * those parts made: its record's ETag is the one the list of parts gives
+ * (the MD5 of their MD5s, "-N"), so it holds those bytes. Else
+ * NoSuchUpload. */
+static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct complete_ctx *x)
+{
+    struct rio_desc d;
+    struct gw_meta *m = NULL;
+    char etag[48];
+    int sure = 0, same = 0;
+
+    memset(&d, 0, sizeof(d));
+    if (mpu_etag(x->p, x->n, etag) == 0 && rio_stat(rio__gw_client(), r->bkey, &d) == 0) {
+        m = rio__gw_meta_load(r->bucket, r->key, &d, &sure);
+        same = m && strcmp(m->s3etag, etag) == 0;
+        rio__gw_meta_free(m);
+    }
+    rio_desc_cleanup(&d);
+    if (!same)
+        return rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
+    SRV_DEBUG("s3: complete: the upload is gone and the key holds its object: a retry");
+    return complete_answer(c, r, etag);
+}
+
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
     struct rio_desc d;
     const char *id = NULL;
-    struct gw_buf b = {0};
     char etag[48], k[160];
     uint64_t total = 0, *sizes;
-    int ret;
+    int ret, gone = 0;
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0 || need_upload(c, r, &id, &ret, &r->meta) < 0)
-        return ret;
+    if (rio__gw_need_bucket(c, r, &ret) < 0 ||
+        need_upload_or_gone(c, r, &id, &ret, &r->meta, &gone) < 0) {
+        if (!gone)
+            return ret;
+    }
     if (!r->buf || rio__gw_xml_wellformed(r->buf, r->blen, "CompleteMultipartUpload") < 0 ||
         rio__gw_xml_each_raw(r->buf, r->blen, "Part", part_cb, &x) < 0 || x.bad || x.n == 0) {
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "MalformedXML",
                              "The XML you provided was not well-formed or did not validate.");
+    }
+    if (gone) {
+        ret = complete_again(c, r, &x);
+        rio__free(x.p);
+        return ret;
     }
     for (unsigned i = 1; i < x.n; i++)
         if (x.p[i].num <= x.p[i - 1].num) {
@@ -975,10 +1036,5 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete: metadata");
     r->bytes_out = 0;
     drop_upload(r, id);
-    rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
-    location(c, r, &b);
-    xml_elem(&b, "Bucket", r->bucket);
-    xml_elem(&b, "Key", r->key);
-    rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
-    return rio__gw_send_buf(c, r, 200, &b);
+    return complete_answer(c, r, etag);
 }
