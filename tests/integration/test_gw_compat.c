@@ -55,6 +55,61 @@ static void upload_id(struct gw *g, const char *name, char *id, size_t cap)
     free(t);
 }
 
+/* A Complete that must copy its parts (file://: nothing composes) and
+ * takes longer than a client's read timeout: the gateway answers 200 at
+ * once and sends spaces while it copies, then the result (S3's way); an
+ * error met after the 200 comes as an <Error> body, with the upload kept
+ * for another Complete. Reads are slowed (0.5 s each) so that the copy
+ * takes seconds; the client gives up after 2 s below a byte a second. */
+TEST(long_complete_sends_spaces)
+{
+    struct gw g;
+    char url[512], id[64];
+    const char *dir = file_backend(url, sizeof(url));
+
+    /* The write of chunk 8 fails once, no room: only the object has one
+     * (33 MiB in 4 MiB chunks; the parts have 5 and 4). */
+    strcat(url, "?faults=delay:op=read:delay=500;error:op=write:chunk=8:error=ENOSPC:count=1");
+    gw_start(&g, url, NULL);
+    gw_file(&g, "p1", 20 * 1024 * 1024, 1);
+    gw_file(&g, "p2", 13 * 1024 * 1024 + 5, 2);
+    T_EQ(t_sh("cat %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "all")), 0);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/slow", g.url), 200);
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/slow/big?uploads'", g.url), 200);
+    upload_id(&g, "c", id, sizeof(id));
+    for (int i = 1; i <= 2; i++)
+        T_EQ(gw_curl(&g, "o", "-T %s '%s/slow/big?partNumber=%d&uploadId=%s'",
+                     gw_path(&g, i == 1 ? "p1" : "p2"), g.url, i, id),
+             200);
+    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2; do "
+              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
+              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
+              "printf '</CompleteMultipartUpload>' >> done.xml",
+              g.dir),
+         0);
+    /* The commit fails after the 200: an <Error>, the object not there. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --speed-limit 1 --speed-time 2 --data-binary @%s "
+                 "'%s/slow/big?uploadId=%s'",
+                 gw_path(&g, "done.xml"), g.url, id),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Error><Code>InsufficientStorage</Code>"));
+    T_FALSE(gw_has(&g, "o", "CompleteMultipartUploadResult"));
+    T_EQ(gw_curl(&g, "o", "-I %s/slow/big", g.url), 404);
+    /* Again: spaces while it copies (curl's --speed-time counts the bytes
+     * that keep coming), then the result. */
+    T_EQ(gw_curl(&g, "o", "-X POST -y 2 -Y 1 --data-binary @%s '%s/slow/big?uploadId=%s'",
+                 gw_path(&g, "done.xml"), g.url, id),
+         200);
+    T_TRUE(gw_has(&g, "o", "?>\n ")); /* a space a second */
+    T_TRUE(gw_has(&g, "o", " <CompleteMultipartUploadResult"));
+    T_TRUE(gw_has(&g, "o", "-2&quot;</ETag>"));
+    T_EQ(gw_curl(&g, "got", "%s/slow/big", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "all"));
+    T_NE(t_sh("test -e %s/store/.rio-mpu/slow/%s", dir, id), 0);
+    gw_stop(&g);
+}
+
 /* Multipart over file://: the parts used to be ".rio-mpu/B/ID/NNNNN", below
  * the upload's own object ".rio-mpu/B/ID", which on file:// is a file: every
  * UploadPart failed (500, "not a directory"). Parts now live in

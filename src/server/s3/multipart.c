@@ -25,6 +25,7 @@
 #include <sys/random.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/engine.h"
 #include "core/internal.h"
 #include "railio.h"
@@ -899,17 +900,226 @@ static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw
     rio__gw_buf_put(b, "</Location>", 11);
 }
 
-/* Complete's answer: the object's URL, bucket, key and ETag. */
+/* Complete's result element (after the XML declaration): the object's
+ * URL, bucket, key and ETag. */
+static void complete_result(struct MHD_Connection *c, const struct gw_req *r, const char *etag,
+                            struct gw_buf *b)
+{
+    rio__gw_buf_printf(b, "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
+    location(c, r, b);
+    xml_elem(b, "Bucket", r->bucket);
+    xml_elem(b, "Key", r->key);
+    rio__gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+}
+
 static int complete_answer(struct MHD_Connection *c, struct gw_req *r, const char *etag)
 {
     struct gw_buf b = {0};
 
-    rio__gw_buf_printf(&b, XML_HEAD "<CompleteMultipartUploadResult xmlns=\"" XMLNS "\">");
-    location(c, r, &b);
-    xml_elem(&b, "Bucket", r->bucket);
-    xml_elem(&b, "Key", r->key);
-    rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+    rio__gw_buf_put(&b, XML_HEAD, strlen(XML_HEAD));
+    complete_result(c, r, etag, &b);
     return rio__gw_send_buf(c, r, 200, &b);
+}
+
+/* Does r's key hold the object of the multipart ETag etag (its record's
+ * ETag, which the list of parts determines: so the same bytes)? */
+static bool key_holds(const struct gw_req *r, const char *etag)
+{
+    struct rio_desc d;
+    struct gw_meta *m;
+    int sure = 0;
+    bool same = false;
+
+    memset(&d, 0, sizeof(d));
+    if (rio_stat(rio__gw_client(), r->bkey, &d) == 0) {
+        m = rio__gw_meta_load(r->bucket, r->key, &d, &sure);
+        same = m && strcmp(m->s3etag, etag) == 0;
+        rio__gw_meta_free(m);
+    }
+    rio_desc_cleanup(&d);
+    return same;
+}
+
+/* What Complete does once the object is written (*d, cleaned up here): its
+ * record (the ETag, the parts' sizes, the upload's metadata; without it
+ * the upload stays, so that Complete may be sent again), then the upload
+ * dropped. 0 or an error. */
+static int complete_finish(struct gw_req *r, const char *id, struct rio_desc *d)
+{
+    int ret = rio__gw_meta_store(r->bucket, r->key, r->meta, d);
+
+    if (ret == 0)
+        ret = record_follows_head(r, d);
+    rio_desc_cleanup(d);
+    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
+    if (ret == 0)
+        drop_upload(r, id);
+    return ret;
+}
+
+/* A Complete that copies many bytes (SLOW_COMPLETE and more: the parts
+ * could not be composed) answers 200 at once and copies inside the
+ * response's callback, a slice at a time, sending a space after each
+ * slice, as S3 does: a client's read timeout (60 s for the aws CLI and
+ * boto3) never fires while the gateway works, however large the object.
+ * The outcome comes last, after the XML declaration and the spaces: the
+ * result, or an <Error> (clients read a 200 Complete's body for one). A
+ * connection cut in the middle aborts the writer: the upload stays. */
+#define SLOW_COMPLETE (32ull << 20)
+#define SLICE_NS 1000000000ull
+
+struct slow_complete {
+    struct gw_req *r; /* alive while the callback runs */
+    char id[ID_LEN + 1], etag[48];
+    struct part *p;
+    unsigned n, i;
+    struct rio_writer *w;
+    struct rio_reader *rd;
+    char *buf;
+    struct gw_buf out, result; /* to send; the result element, built up front */
+    size_t opos;
+    int finished;
+};
+
+static void slow_free(void *cls)
+{
+    struct slow_complete *s = cls;
+
+    if (s->rd)
+        rio_reader_close(s->rd);
+    if (s->w)
+        rio_writer_abort(s->w);
+    rio__free(s->p);
+    rio__free(s->buf);
+    rio__gw_buf_free(&s->out);
+    rio__gw_buf_free(&s->result);
+    rio__free(s);
+}
+
+/* Copy for one slice: 0 when more is left, 1 when every part is in the
+ * writer, or an error. */
+static int slow_slice(struct slow_complete *s)
+{
+    uint64_t t0 = rio__now_ns();
+    char k[160];
+    int ret = 0;
+
+    while (ret == 0 && rio__now_ns() - t0 < SLICE_NS) {
+        int64_t got;
+        if (!s->rd) {
+            struct rio_call call;
+            if (s->i == s->n)
+                return 1;
+            memset(&call, 0, sizeof(call));
+            call.expect_generation = s->p[s->i].generation; /* the part checked */
+            part_key(s->r, s->id, s->p[s->i].num, k, sizeof(k));
+            ret = rio_reader_open(rio__gw_client(), k, 0, &call, &s->rd);
+            continue;
+        }
+        got = rio_reader_read(s->rd, s->buf, COPY_BLOCK);
+        if (got < 0) {
+            ret = (int)got;
+        } else if (got == 0) {
+            ret = rio_reader_close(s->rd);
+            s->rd = NULL;
+            s->i++;
+        } else {
+            ret = rio_writer_write(s->w, s->buf, (size_t)got);
+        }
+    }
+    return ret;
+}
+
+static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct slow_complete *s = cls;
+    struct gw_req *r = s->r;
+    struct rio_desc d;
+    int ret;
+
+    (void)pos;
+    if (s->opos < s->out.len) {
+        size_t n = s->out.len - s->opos < max ? s->out.len - s->opos : max;
+        memcpy(buf, s->out.p + s->opos, n);
+        s->opos += n;
+        r->bytes_out += n;
+        return (ssize_t)n;
+    }
+    if (s->finished)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    ret = slow_slice(s);
+    if (ret == 0) {
+        buf[0] = ' ';
+        return 1;
+    }
+    s->finished = 1;
+    s->out.len = 0;
+    s->opos = 0;
+    if (ret == 1) {
+        memset(&d, 0, sizeof(d));
+        ret = rio_writer_close(s->w, &d);
+        s->w = NULL;
+        ret = ret == 0 ? complete_finish(r, s->id, &d) : (rio_desc_cleanup(&d), ret);
+    }
+    /* Another Complete of this upload (a client's retry) may have made the
+     * object and dropped the parts under this one. */
+    if (ret < 0 && key_holds(r, s->etag))
+        ret = 0;
+    if (ret < 0) {
+        SRV_WARN("s3: complete (after its 200): %s", rio_strerror(ret));
+        r->status = 500; /* for the log line and the metrics */
+        rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>complete: ",
+                           ret == -ENOSPC || ret == -EFBIG            ? "InsufficientStorage"
+                           : ret == RIO_ETHROTTLE || ret == RIO_EBUSY ? "SlowDown"
+                                                                      : "InternalError");
+        rio__gw_buf_xml(&s->out, rio_strerror(ret));
+        rio__gw_buf_printf(&s->out, "</Message></Error>\n");
+    } else {
+        rio__gw_buf_put(&s->out, s->result.p, s->result.len);
+    }
+    if (s->out.oom)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    return slow_cb(cls, pos, buf, max);
+}
+
+/* Answer 200 now and concatenate the parts in the response (above). Takes
+ * *pp. */
+static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char *id,
+                         struct part **pp, unsigned n, uint64_t total, const char *etag)
+{
+    struct slow_complete *s = rio__calloc(1, sizeof(*s));
+    struct MHD_Response *resp;
+    int ret;
+
+    if (!s) {
+        rio__free(*pp);
+        *pp = NULL;
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
+    s->r = r;
+    s->p = *pp;
+    *pp = NULL;
+    s->n = n;
+    snprintf(s->id, sizeof(s->id), "%s", id);
+    snprintf(s->etag, sizeof(s->etag), "%s", etag);
+    s->buf = rio__malloc(COPY_BLOCK);
+    rio__gw_buf_put(&s->out, XML_HEAD, strlen(XML_HEAD));
+    complete_result(c, r, etag, &s->result);
+    ret = s->buf && !s->out.oom && !s->result.oom ? 0 : -ENOMEM;
+    if (ret == 0)
+        ret = rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &s->w);
+    if (ret < 0) {
+        slow_free(s);
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
+    }
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024, slow_cb, s, slow_free);
+    if (!resp) {
+        slow_free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    r->bytes_out = 0;
+    return rio__gw_send(c, r, 200, resp);
 }
 
 /* A Complete of an upload that is not there: a client's retry of a
@@ -920,19 +1130,9 @@ static int complete_answer(struct MHD_Connection *c, struct gw_req *r, const cha
  * NoSuchUpload. */
 static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct complete_ctx *x)
 {
-    struct rio_desc d;
-    struct gw_meta *m = NULL;
     char etag[48];
-    int sure = 0, same = 0;
 
-    memset(&d, 0, sizeof(d));
-    if (mpu_etag(x->p, x->n, etag) == 0 && rio_stat(rio__gw_client(), r->bkey, &d) == 0) {
-        m = rio__gw_meta_load(r->bucket, r->key, &d, &sure);
-        same = m && strcmp(m->s3etag, etag) == 0;
-        rio__gw_meta_free(m);
-    }
-    rio_desc_cleanup(&d);
-    if (!same)
+    if (mpu_etag(x->p, x->n, etag) < 0 || !key_holds(r, etag))
         return rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
     SRV_DEBUG("s3: complete: the upload is gone and the key holds its object: a retry");
     return complete_answer(c, r, etag);
@@ -1022,19 +1222,17 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     }
     memset(&d, 0, sizeof(d));
     ret = compose(r, id, x.p, x.n, &d);
+    if (ret == RIO_ENOTSUP && total >= SLOW_COMPLETE)
+        return slow_complete(c, r, id, &x.p, x.n, total, etag);
     if (ret == RIO_ENOTSUP) /* other backends, parts of uneven geometry */
         ret = concat(r, id, x.p, x.n, total, &d);
     rio__free(x.p);
+    if (ret == 0)
+        ret = complete_finish(r, id, &d);
+    if (ret < 0 && key_holds(r, etag)) /* a retry's Complete made it meanwhile */
+        ret = 0;
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
-    ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
-    if (ret == 0)
-        ret = record_follows_head(r, &d);
-    rio_desc_cleanup(&d);
-    rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
-    if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete: metadata");
     r->bytes_out = 0;
-    drop_upload(r, id);
     return complete_answer(c, r, etag);
 }
