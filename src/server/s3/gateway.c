@@ -434,9 +434,7 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
                  why[0] ? ": " : "", why);
         *ret = rio__gw_error(
             c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code), code ? code : "AccessDenied",
-            strstr(why, "headers present in the request which were not signed")
-                ? "There were headers present in the request which were not signed."
-                : "The request could not be authenticated.");
+            r->auth.message ? r->auth.message : "The request could not be authenticated.");
         return -1;
     }
     return 0;

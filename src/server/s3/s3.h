@@ -61,6 +61,9 @@ struct rio_s3_auth { /* outcome of verification */
     /* for the _TRAILER modes: the x-amz-trailer header, lower-case
      * ("x-amz-checksum-crc32"), "" if none */
     char trailer[40];
+    /* on refusal: the message to give the client (static text), or NULL
+     * for the code's usual one */
+    const char *message;
 };
 
 /**
@@ -86,7 +89,9 @@ int rio_s3_anon_payload(const struct rio_s3_req *r, struct rio_s3_auth *out, con
  * "AuthorizationHeaderMalformed", "AuthorizationQueryParametersError",
  * "RequestTimeTooSkewed", "InvalidRequest" (bad x-amz-trailer, path too long),
  * "InvalidArgument" (x-amz-content-sha256 not a known value),
- * "NotImplemented" (-ENOTSUP: an aws-chunked mode not supported). A short reason
+ * "NotImplemented" (-ENOTSUP: an aws-chunked mode not supported), and
+ * out->message S3's own message where it has one for the case (else NULL;
+ * the rest of *out is cleared). A short reason
  * for the log is in rio__detail (no secret, no signature). -ENOMEM with
  * "InternalError". Thread-safe on a shared key set.
  */

@@ -763,11 +763,13 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
             continue;
         while (j < sh->n && strcasecmp(sh->kv[j].k, hn) != 0)
             j++;
-        if (j == sh->n)
+        if (j == sh->n) {
+            out->message = "There were headers present in the request which were not signed.";
             REFUSE("AccessDenied", -EACCES,
                    "s3 auth: There were headers present in the request which were not signed "
                    "(%.64s): every x-amz-* header must be signed",
                    hn);
+        }
     }
 
     /* Time after the signature: a stranger learns nothing about our clock. */
@@ -789,8 +791,11 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     ret = 0;
 out:
     OPENSSL_cleanse(key, sizeof(key));
-    if (ret < 0)
+    if (ret < 0) {
+        const char *msg = out->message;
         OPENSSL_cleanse(out, sizeof(*out));
+        out->message = msg;
+    }
     if (m)
         EVP_MD_CTX_free(m);
     rio__free(uri);
