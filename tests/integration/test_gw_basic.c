@@ -292,6 +292,27 @@ TEST(listing)
         free(t);
     }
     T_EQ(seen, 7u);
+    /* A token is its listing's: with another prefix, or bytes that are no
+     * token, 400 rather than the listing started over. */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&max-keys=1'", g.url), 200);
+    T_EQ(t_sh("sed -n 's|.*<NextContinuationToken>\\([^<]*\\)</NextContinuationToken>.*|\\1|p' "
+              "%s | python3 -c 'import html,urllib.parse,sys; "
+              "print(urllib.parse.quote(html.unescape(sys.stdin.read().strip())), "
+              "end=\"\")' > %s",
+              gw_path(&g, "l"), gw_path(&g, "tok")),
+         0);
+    {
+        size_t n = 0;
+        char *t = (char *)t_slurp(gw_path(&g, "tok"), &n);
+        snprintf(cont, sizeof(cont), "%.*s", (int)n, t);
+        free(t);
+    }
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token=%s'", g.url, cont), 200);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&prefix=a/&continuation-token=%s'", g.url, cont),
+         400);
+    T_TRUE(gw_has(&g, "l", "The continuation token provided is incorrect."));
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token=garbage'", g.url), 400);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token=%.16s'", g.url, cont), 400);
     /* V1 with marker and max-keys */
     T_EQ(gw_curl(&g, "l", "'%s/lst?marker=b&max-keys=2'", g.url), 200);
     T_TRUE(gw_has(&g, "l", "<Key>c d</Key>"));

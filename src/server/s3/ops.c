@@ -10,6 +10,7 @@
 #endif
 #include <errno.h>
 #include <microhttpd.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,6 +443,34 @@ int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, const char 
     return 0;
 }
 
+/* ListObjectsV2's continuation tokens: the backend's own token after 16
+ * hex digits that name the listing it belongs to (the first 8 bytes of a
+ * SHA-256 of the bucket, the prefix and the delimiter), so that a token of
+ * another listing, or bytes that are no token, are refused (400, as S3)
+ * rather than silently starting the listing over. Not a secret: the
+ * backend takes any token a client forges, as it must. */
+#define TOKEN_TAG 16
+
+static void token_tag(const char *bucket, const char *prefix, const char *delim,
+                      char out[TOKEN_TAG + 1])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+
+    memset(md, 0, sizeof(md));
+    if (m && EVP_DigestInit_ex(m, EVP_sha256(), NULL)) {
+        EVP_DigestUpdate(m, "railio-list-token", 18);
+        EVP_DigestUpdate(m, bucket, strlen(bucket) + 1);
+        EVP_DigestUpdate(m, prefix, strlen(prefix) + 1);
+        EVP_DigestUpdate(m, delim ? delim : "", delim ? strlen(delim) + 1 : 1);
+        EVP_DigestFinal_ex(m, md, &n);
+    }
+    EVP_MD_CTX_free(m);
+    for (int i = 0; i < TOKEN_TAG / 2; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
 {
     const char *prefix = rio__gw_arg(r, "prefix"), *delim;
@@ -450,7 +479,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *mk = rio__gw_arg(r, "max-keys");
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
-    char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2];
+    char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2], tag[TOKEN_TAG + 1];
     struct rio_list_args a;
     struct rio_list_page p;
     struct gw_buf b = {0};
@@ -482,11 +511,13 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     a.prefix = fprefix;
     a.max_keys = (unsigned)max;
     a.flags = delim ? RIO_LIST_DELIM : 0;
+    token_tag(r->bucket, prefix, delim, tag);
     if (token && *token) {
-        if (strlen(token) > RIO_LIST_TOKEN_MAX)
+        if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
+            memcmp(token, tag, TOKEN_TAG) != 0)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
-        a.token = token;
+        a.token = token + TOKEN_TAG;
     } else if (after && *after) {
         /* After a common prefix "d/", every key under it is skipped. */
         int skip_dir = delim && after[strlen(after) - 1] == '/';
@@ -508,8 +539,12 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         rio__gw_buf_printf(&b, "<KeyCount>%u</KeyCount>", p.n);
         if (token && *token)
             rio__gw_list_elem(&b, "ContinuationToken", token, 0);
-        if (p.next_token[0])
-            rio__gw_list_elem(&b, "NextContinuationToken", p.next_token, 0);
+        if (p.next_token[0]) {
+            rio__gw_buf_put(&b, "<NextContinuationToken>", 23);
+            rio__gw_buf_put(&b, tag, TOKEN_TAG);
+            rio__gw_buf_xml(&b, p.next_token);
+            rio__gw_buf_put(&b, "</NextContinuationToken>", 24);
+        }
         if (after && *after)
             rio__gw_list_elem(&b, "StartAfter", after, url);
     } else {
