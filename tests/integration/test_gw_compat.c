@@ -96,10 +96,27 @@ TEST(long_complete_sends_spaces)
     T_TRUE(gw_has(&g, "o", "<Error><Code>InsufficientStorage</Code>"));
     T_FALSE(gw_has(&g, "o", "CompleteMultipartUploadResult"));
     T_EQ(gw_curl(&g, "o", "-I %s/slow/big", g.url), 404);
-    /* Again: spaces while it copies (curl's --speed-time counts the bytes
-     * that keep coming), then the result. */
-    T_EQ(gw_curl(&g, "o", "-X POST -y 2 -Y 1 --data-binary @%s '%s/slow/big?uploadId=%s'",
+    /* The object's checksum (FULL_OBJECT CRC32), wrong: checked on the
+     * bytes as they are copied, an <Error> after the 200, nothing
+     * published. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST -H 'x-amz-checksum-crc32: AAAAAA==' --data-binary @%s "
+                 "'%s/slow/big?uploadId=%s'",
                  gw_path(&g, "done.xml"), g.url, id),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Error><Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/slow/big", g.url), 404);
+    /* Again, with the right one: spaces while it copies (curl's
+     * --speed-time counts the bytes that keep coming), then the result. */
+    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
+              "c = zlib.crc32(open(sys.argv[1], \"rb\").read()); "
+              "print(base64.b64encode(c.to_bytes(4, \"big\")).decode(), end=\"\")' %s > %s",
+              gw_path(&g, "all"), gw_path(&g, "crc")),
+         0);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST -y 2 -Y 1 -H \"x-amz-checksum-crc32: $(cat %s)\" "
+                 "--data-binary @%s '%s/slow/big?uploadId=%s'",
+                 gw_path(&g, "crc"), gw_path(&g, "done.xml"), g.url, id),
          200);
     T_TRUE(gw_has(&g, "o", "?>\n ")); /* a space a second */
     T_TRUE(gw_has(&g, "o", " <CompleteMultipartUploadResult"));

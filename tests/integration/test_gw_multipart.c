@@ -221,6 +221,80 @@ TEST(multipart)
     gw_stop(&g);
 }
 
+/* A Complete may carry the object's own checksum (x-amz-checksum-crc32 of
+ * the whole object, S3's FULL_OBJECT type) and its size
+ * (x-amz-mp-object-size): both are checked, on the bytes as the parts are
+ * joined; a mismatch publishes nothing and keeps the upload. They are the
+ * object's, not the XML body's (they were checked against the body: always
+ * BadDigest). A composite checksum ("-N") cannot be checked: 501. */
+TEST(complete_checks_the_object_checksum)
+{
+    struct gw g;
+    char id[64], xml[1024];
+
+    gw_start(&g, NULL, NULL);
+    gw_file(&g, "p1", 5 * 1024 * 1024, 1);
+    gw_file(&g, "p2", 1000, 2);
+    T_EQ(t_sh("cat %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "p12")), 0);
+    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
+              "c = zlib.crc32(open(sys.argv[1], \"rb\").read()); "
+              "print(base64.b64encode(c.to_bytes(4, \"big\")).decode(), end=\"\")' %s > %s",
+              gw_path(&g, "p12"), gw_path(&g, "crc")),
+         0);
+    char crc[64];
+    {
+        size_t n = 0;
+        char *t = (char *)t_slurp(gw_path(&g, "crc"), &n);
+        snprintf(crc, sizeof(crc), "%.*s", (int)n, t);
+        free(t);
+    }
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ckb", g.url), 200);
+    T_EQ(gw_curl(&g, "c", "-X POST '%s/ckb/k?uploads'", g.url), 200);
+    T_EQ(t_sh("sed -n 's/.*<UploadId>\\([0-9a-f]*\\)<\\/UploadId>.*/\\1/p' %s | tr -d '\\n' > %s",
+              gw_path(&g, "c"), gw_path(&g, "id")),
+         0);
+    {
+        size_t n = 0;
+        char *t = (char *)t_slurp(gw_path(&g, "id"), &n);
+        T_EQ(n, 32u);
+        snprintf(id, sizeof(id), "%.*s", (int)n, t);
+        free(t);
+    }
+    for (int i = 1; i <= 2; i++)
+        T_EQ(gw_curl(&g, "o", "-T %s '%s/ckb/k?partNumber=%d&uploadId=%s'",
+                     gw_path(&g, i == 1 ? "p1" : "p2"), g.url, i, id),
+             200);
+    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2; do "
+              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
+              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
+              "printf '</CompleteMultipartUpload>' >> done.xml",
+              g.dir),
+         0);
+    snprintf(xml, sizeof(xml), "-X POST --data-binary @%s '%s/ckb/k?uploadId=%s'",
+             gw_path(&g, "done.xml"), g.url, id);
+    /* Wrong: BadDigest, nothing published, the upload kept. */
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-crc32: AAAAAA==' %s", xml), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/ckb/k", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-mp-object-size: 5243881' %s", xml), 400);
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-crc32: %s-2' %s", crc, xml), 501);
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-type: COMPOSITE' -H 'x-amz-checksum-crc32: %s' %s",
+                 crc, xml),
+         501);
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-type: OTHER' %s", xml), 400);
+    T_EQ(gw_curl(&g, "o", "-I %s/ckb/k", g.url), 404);
+    /* Right: the object, whole. */
+    T_EQ(gw_curl(&g, "o",
+                 "-H 'x-amz-checksum-type: FULL_OBJECT' -H 'x-amz-checksum-crc32: %s' "
+                 "-H 'x-amz-mp-object-size: 5243880' %s",
+                 crc, xml),
+         200);
+    T_TRUE(gw_has(&g, "o", "-2&quot;</ETag>"));
+    T_EQ(gw_curl(&g, "got", "%s/ckb/k", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "p12"));
+    gw_stop(&g);
+}
+
 /* ListMultipartUploads and ListParts page as S3's (boto3's paginators, the
  * markers, prefix and delimiter), in order whatever the backend's listing
  * order; aborting what a prefix lists leaves the other uploads alone. */

@@ -519,6 +519,10 @@ static int checks_init(struct MHD_Connection *c, struct gw_req *r, int *ret)
 
     for (size_t i = 0; i <= sizeof(names) / sizeof(names[0]); i++) {
         const char *name = i < sizeof(names) / sizeof(names[0]) ? names[i] : "x-amz-content-sha256";
+        /* On a Complete the x-amz-checksum-* headers are the object's, not
+         * its XML's (multipart.c checks them) */
+        if (r->op == GW_OP_COMPLETE_MPU && i > 0 && i < sizeof(names) / sizeof(names[0]))
+            continue;
         const char *v = i < sizeof(names) / sizeof(names[0])            ? rio__gw_header(c, name)
                         : r->auth.payload_mode == RIO_S3_PAYLOAD_SIGNED ? r->auth.payload_sha256
                                                                         : NULL;

@@ -700,7 +700,8 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
 
 /* Append the bytes of key k, generation gen (0: any), to w through buf
  * (COPY_BLOCK bytes). 0 or an error. */
-static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *buf)
+static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *buf,
+                     struct rio_s3_check *ck)
 {
     struct rio_reader *rd = NULL;
     struct rio_call call;
@@ -714,6 +715,8 @@ static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *bu
             ret = (int)got;
             break;
         }
+        if (ck)
+            rio_s3_check_update(ck, buf, (size_t)got);
         ret = rio_writer_write(w, buf, (size_t)got);
     }
     if (rd) {
@@ -736,7 +739,7 @@ static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
     if (ret == 0)
         ret = rio__writer_open_chunk(rio__gw_client(), k, size, cs, 0, NULL, &w);
     if (ret == 0)
-        ret = copy_into(w, k, *gen, buf);
+        ret = copy_into(w, k, *gen, buf, NULL);
     rio__free(buf);
     if (ret < 0) {
         rio_writer_abort(w);
@@ -799,12 +802,18 @@ static int compose(struct gw_req *r, const char *id, struct part *p, unsigned n,
     return ret;
 }
 
-/* Stream the parts, in order, into one writer of r's key. 0 or an error. */
+/* Stream the parts, in order, into one writer of r's key, and through ck
+ * (the object's checksum, NULL for none) before the commit. 0, an error,
+ * or GW_CK_MISMATCH. */
+#define GW_CK_MISMATCH (-EBADMSG)
+#define CK_MISMATCH_MSG                                                                            \
+    "The object's checksum you specified (x-amz-checksum-*) did not match what the parts hold."
 static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
-                  uint64_t total, struct rio_desc *out)
+                  uint64_t total, struct rio_s3_check *ck, struct rio_desc *out)
 {
     struct rio_writer *w = NULL;
     char *buf = rio__malloc(COPY_BLOCK), k[160];
+    const char *code = NULL;
     int ret;
 
     if (!buf)
@@ -813,9 +822,11 @@ static int concat(struct gw_req *r, const char *id, const struct part *p, unsign
     for (unsigned i = 0; i < n && ret == 0; i++) {
         part_key(r, id, p[i].num, k, sizeof(k));
         /* the part checked above, or nothing */
-        ret = copy_into(w, k, p[i].generation, buf);
+        ret = copy_into(w, k, p[i].generation, buf, ck);
     }
     rio__free(buf);
+    if (ret == 0 && ck && rio_s3_check_done(ck, &code) < 0)
+        ret = GW_CK_MISMATCH;
     if (ret < 0) {
         rio_writer_abort(w);
         return ret;
@@ -979,6 +990,7 @@ struct slow_complete {
     struct gw_buf out, result; /* to send; the result element, built up front */
     size_t opos;
     int finished;
+    struct rio_s3_check *ck; /* the object's checksum, or NULL */
 };
 
 static void slow_free(void *cls)
@@ -991,6 +1003,7 @@ static void slow_free(void *cls)
         rio_writer_abort(s->w);
     rio__free(s->p);
     rio__free(s->buf);
+    rio_s3_check_free(s->ck);
     rio__gw_buf_free(&s->out);
     rio__gw_buf_free(&s->result);
     rio__free(s);
@@ -1024,6 +1037,8 @@ static int slow_slice(struct slow_complete *s)
             s->rd = NULL;
             s->i++;
         } else {
+            if (s->ck)
+                rio_s3_check_update(s->ck, s->buf, (size_t)got);
             ret = rio_writer_write(s->w, s->buf, (size_t)got);
         }
     }
@@ -1035,6 +1050,7 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     struct slow_complete *s = cls;
     struct gw_req *r = s->r;
     struct rio_desc d;
+    const char *code = NULL;
     int ret;
 
     (void)pos;
@@ -1055,6 +1071,8 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     s->finished = 1;
     s->out.len = 0;
     s->opos = 0;
+    if (ret == 1 && s->ck && rio_s3_check_done(s->ck, &code) < 0)
+        ret = GW_CK_MISMATCH; /* the writer is aborted, the upload stays */
     if (ret == 1) {
         memset(&d, 0, sizeof(d));
         ret = rio_writer_close(s->w, &d);
@@ -1063,9 +1081,13 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     }
     /* Another Complete of this upload (a client's retry) may have made the
      * object and dropped the parts under this one. */
-    if (ret < 0 && key_holds(r, s->etag))
+    if (ret < 0 && ret != GW_CK_MISMATCH && key_holds(r, s->etag))
         ret = 0;
-    if (ret < 0) {
+    if (ret == GW_CK_MISMATCH) {
+        r->status = 400;
+        rio__gw_buf_printf(&s->out, "<Error><Code>BadDigest</Code><Message>" CK_MISMATCH_MSG
+                                    "</Message></Error>\n");
+    } else if (ret < 0) {
         SRV_WARN("s3: complete (after its 200): %s", rio_strerror(ret));
         r->status = 500; /* for the log line and the metrics */
         rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>complete: ",
@@ -1085,7 +1107,8 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
 /* Answer 200 now and concatenate the parts in the response (above). Takes
  * *pp. */
 static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char *id,
-                         struct part **pp, unsigned n, uint64_t total, const char *etag)
+                         struct part **pp, unsigned n, uint64_t total, const char *etag,
+                         struct rio_s3_check **ckp)
 {
     struct slow_complete *s = rio__calloc(1, sizeof(*s));
     struct MHD_Response *resp;
@@ -1096,6 +1119,8 @@ static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char 
         *pp = NULL;
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
+    s->ck = *ckp;
+    *ckp = NULL;
     s->r = r;
     s->p = *pp;
     *pp = NULL;
@@ -1138,11 +1163,75 @@ static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct com
     return complete_answer(c, r, etag);
 }
 
+/* The object's checksum a Complete may carry (x-amz-checksum-CRC32, CRC32C,
+ * CRC64NVME of the whole object: S3's FULL_OBJECT type), to be checked on
+ * the bytes as the parts are copied (*out; NULL when none is sent). A
+ * composite one (the checksum of the parts' checksums, "-N") cannot be
+ * checked, for the gateway keeps no part checksums: 501 rather than taken
+ * unchecked. 0, or -1 with the answer queued (*ret). */
+static int object_check(struct MHD_Connection *c, struct gw_req *r, struct rio_s3_check **out,
+                        int *ret)
+{
+    static const char *const names[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                        "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
+                                        "x-amz-checksum-sha256"};
+    const char *type = rio__gw_header(c, "x-amz-checksum-type"), *name = NULL, *v = NULL;
+    const char *code = NULL;
+    size_t at = 0;
+    int err;
+
+    *out = NULL;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        const char *h = rio__gw_header(c, names[i]);
+        if (!h)
+            continue;
+        if (v) {
+            *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Expecting a single x-amz-checksum- header. Multiple checksum "
+                                 "Types are not allowed.");
+            return -1;
+        }
+        name = names[i];
+        v = h;
+        at = i;
+    }
+    if (type && strcasecmp(type, "FULL_OBJECT") != 0 && strcasecmp(type, "COMPOSITE") != 0) {
+        *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                             "Value for x-amz-checksum-type header is invalid.");
+        return -1;
+    }
+    if (!v)
+        return 0;
+    if (strchr(v, '-') || (type && strcasecmp(type, "COMPOSITE") == 0)) {
+        *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                             "The gateway keeps no part checksums, so it cannot check a "
+                             "composite checksum of the object (x-amz-checksum-* of the parts' "
+                             "checksums); each part was checked as it came with its own.");
+        return -1;
+    }
+    if (at >= 3) {
+        *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                             "The FULL_OBJECT checksum type is not supported for SHA-1 or "
+                             "SHA-256.");
+        return -1;
+    }
+    err = rio_s3_check_new(name, v, out, &code);
+    if (err < 0) {
+        *ret = err == -ENOMEM ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                              : rio__gw_error(c, r, 400, code ? code : "InvalidRequest",
+                                              "The object's x-amz-checksum-* is not valid.");
+        return -1;
+    }
+    return 0;
+}
+
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
     struct rio_desc d;
     const char *id = NULL;
+    struct rio_s3_check *ck = NULL;
+    const char *mos = rio__gw_header(c, "x-amz-mp-object-size");
     char etag[48], k[160];
     uint64_t total = 0, *sizes;
     int ret, gone = 0;
@@ -1197,6 +1286,17 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
     }
+    if (mos) { /* the object's size, as the client counts it */
+        char *end;
+        errno = 0;
+        unsigned long long want = strtoull(mos, &end, 10);
+        if (*mos < '0' || *mos > '9' || *end || errno || want != total) {
+            rio__free(x.p);
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "The x-amz-mp-object-size header is not the total size of the "
+                                 "parts listed.");
+        }
+    }
     /* HEAD, GET and listings present the ETag answered here: the record
      * carries it, the parts' sizes (GET ?partNumber) and the upload's
      * metadata. Without it the upload stays, so that Complete may be sent
@@ -1220,13 +1320,21 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         rio__free(x.p);
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
+    if (object_check(c, r, &ck, &ret) < 0) {
+        rio__free(x.p);
+        return ret;
+    }
     memset(&d, 0, sizeof(d));
-    ret = compose(r, id, x.p, x.n, &d);
+    /* The object's own checksum is checked on its bytes: they are copied. */
+    ret = ck ? RIO_ENOTSUP : compose(r, id, x.p, x.n, &d);
     if (ret == RIO_ENOTSUP && total >= SLOW_COMPLETE)
-        return slow_complete(c, r, id, &x.p, x.n, total, etag);
+        return slow_complete(c, r, id, &x.p, x.n, total, etag, &ck);
     if (ret == RIO_ENOTSUP) /* other backends, parts of uneven geometry */
-        ret = concat(r, id, x.p, x.n, total, &d);
+        ret = concat(r, id, x.p, x.n, total, ck, &d);
     rio__free(x.p);
+    rio_s3_check_free(ck);
+    if (ret == GW_CK_MISMATCH)
+        return rio__gw_error(c, r, 400, "BadDigest", CK_MISMATCH_MSG);
     if (ret == 0)
         ret = complete_finish(r, id, &d);
     if (ret < 0 && key_holds(r, etag)) /* a retry's Complete made it meanwhile */
