@@ -102,6 +102,8 @@ static void usage(FILE *f)
            "                            descriptor it read (and the object's metadata\n"
            "                            record), a hint each GET verifies (default 1s;\n"
            "                            0: off)\n"
+           "  --s3-domain NAME          also serve virtual-hosted style: a request to\n"
+           "                            BUCKET.NAME is for BUCKET\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -277,6 +279,7 @@ enum {
     OPT_S3_KEYS,
     OPT_S3_ANON,
     OPT_S3_HEAD_CACHE,
+    OPT_S3_DOMAIN,
 };
 
 static const struct option long_opts[] = {
@@ -316,6 +319,7 @@ static const struct option long_opts[] = {
     {"s3-keys", required_argument, NULL, OPT_S3_KEYS},
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANON},
     {"s3-head-cache", required_argument, NULL, OPT_S3_HEAD_CACHE},
+    {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -327,7 +331,7 @@ struct args {
     const char *token_file;
     const char *log_file;
     const char *tls_cert, *tls_key;
-    const char *s3_listen, *s3_backend, *s3_keys;
+    const char *s3_listen, *s3_backend, *s3_keys, *s3_domain;
     int evict_given; /* --evict was on the command line */
     int s3_anonymous;
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
@@ -490,6 +494,14 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         case OPT_S3_ANON:
             a->s3_anonymous = 1;
             break;
+        case OPT_S3_DOMAIN:
+            /* A DNS name: labels of [a-z0-9-], dots between them. */
+            if (!*optarg || strlen(optarg) > 253 || optarg[0] == '.' ||
+                optarg[strlen(optarg) - 1] == '.' || strstr(optarg, "..") ||
+                strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(optarg))
+                return bad_value(name, optarg);
+            a->s3_domain = optarg;
+            break;
         case OPT_S3_HEAD_CACHE:
             if (rio__parse_duration_ns(optarg, &a->s3_head_cache_ns) < 0 ||
                 a->s3_head_cache_ns > 3600 * SEC)
@@ -520,10 +532,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         usage(stderr);
         return 2;
     }
-    if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_head_cache_ns != UINT64_MAX) &&
+    if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
+         a->s3_head_cache_ns != UINT64_MAX) &&
         !a->s3_listen) {
-        fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous and --s3-head-cache "
-                        "need --s3-listen\n");
+        fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain and "
+                        "--s3-head-cache need --s3-listen\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -803,7 +816,8 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
     struct rio_s3_gw_config gc = {.backend = a->s3_backend,
                                   .keys = a->s3_keys,
                                   .anonymous = a->s3_anonymous,
-                                  .head_cache_ns = a->s3_head_cache_ns};
+                                  .head_cache_ns = a->s3_head_cache_ns,
+                                  .domain = a->s3_domain};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

@@ -399,3 +399,88 @@ TEST(keys_file_others_can_read)
         free(text);
     }
 }
+
+/* Virtual-hosted style (--s3-domain): a request to BUCKET.DOMAIN is for
+ * BUCKET, signed over the path it was sent with; the same objects as path
+ * style. curl reaches the names through --connect-to, boto3
+ * (addressing_style virtual) through a getaddrinfo that maps *.s3.test to
+ * loopback. */
+static const char vhost_py[] =
+    "import socket, sys, urllib.request\n"
+    "real = socket.getaddrinfo\n"
+    "def fake(host, *a, **k):\n"
+    "    return real('127.0.0.1' if str(host).endswith('s3.test') else host, *a, **k)\n"
+    "socket.getaddrinfo = fake\n"
+    "import boto3, botocore\n"
+    "from botocore.config import Config\n"
+    "from boto3.s3.transfer import TransferConfig\n"
+    "ep, ak, sk, d = sys.argv[1:5]\n"
+    "c = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,\n"
+    "    region_name='us-east-1', config=Config(signature_version='s3v4',\n"
+    "    s3={'addressing_style': 'virtual'}, retries={'max_attempts': 1}))\n"
+    "body = open(d + '/src', 'rb').read()\n"
+    "c.put_object(Bucket='bkt', Key='v/one', Body=body)\n"
+    "assert c.get_object(Bucket='bkt', Key='v/one')['Body'].read() == body\n"
+    "keys = [o['Key'] for o in c.list_objects_v2(Bucket='bkt', Prefix='v/')['Contents']]\n"
+    "assert keys == ['v/one'], keys\n"
+    "u = c.generate_presigned_url('get_object', Params={'Bucket': 'bkt', 'Key': 'v/one'})\n"
+    "assert '//bkt.s3.test:' in u, u\n"
+    "assert urllib.request.urlopen(u).read() == body, 'presigned'\n"
+    "t = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)\n"
+    "c.upload_file(d + '/big', 'bkt', 'v/big', Config=t)\n"
+    "c.download_file('bkt', 'v/big', d + '/bigback', Config=t)\n"
+    "assert open(d + '/bigback', 'rb').read() == open(d + '/big', 'rb').read(), 'big'\n"
+    "print('vhost ok')\n";
+
+TEST(virtual_hosted_style)
+{
+    struct gw g;
+    const char *args[] = {"--no-anon", "--s3-keys", keys_file(), "--s3-domain", "s3.test", NULL};
+    char to[320], port[16], bin[512];
+
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("%s --s3-listen 127.0.0.1:0 --s3-domain 'S3..test' 2>&1 | "
+              "grep -q \"invalid value 'S3..test' for --s3-domain\"",
+              bin),
+         0);
+    gw_start(&g, NULL, args);
+    snprintf(port, sizeof(port), "%s", strrchr(g.s3, ':') + 1);
+    /* curl: the names to loopback, the Host header as the name. */
+    snprintf(to, sizeof(to),
+             "--connect-to bkt.s3.test:%s:127.0.0.1:%s --connect-to BKT.S3.TEST:%s:"
+             "127.0.0.1:%s --connect-to other.s3.test:%s:127.0.0.1:%s",
+             port, port, port, port, port, port);
+    gw_file(&g, "src", 300001, 11);
+    gw_file(&g, "big", 11 * 1024 * 1024 + 3, 12);
+    T_EQ(
+        gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s -X PUT http://bkt.s3.test:%s/", to, port),
+        200);
+    T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s -T %s 'http://bkt.s3.test:%s/d/o%%201'",
+                 to, gw_path(&g, "src"), port),
+         200);
+    /* The same object in path style, and through a Host in capitals. */
+    T_EQ(gw_curl(&g, "got", SIGV4 "--user '" AK ":" SK "' '%s/bkt/d/o%%201'", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_EQ(gw_curl(&g, "got", SIGV4 "--user '" AK ":" SK "' %s 'http://BKT.S3.TEST:%s/d/o%%201'", to,
+                 port),
+         200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s 'http://bkt.s3.test:%s/?list-type=2'",
+                 to, port),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Key>d/o 1</Key>"));
+    /* A bucket the user may not use, by name. */
+    T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s http://other.s3.test:%s/x", to, port),
+         403);
+    T_TRUE(gw_has(&g, "o", "<Code>AccessDenied</Code>"));
+    if (t_sh("python3 -c 'import boto3' 2>/dev/null") == 0) {
+        char ep[64];
+        snprintf(ep, sizeof(ep), "http://s3.test:%s", port);
+        t_write_file(gw_path(&g, "v.py"), vhost_py, strlen(vhost_py));
+        T_EQ(t_sh("python3 %s %s " AK " '" SK "' %s > %s 2>&1 || { cat %s >&2; exit 1; }",
+                  gw_path(&g, "v.py"), ep, g.dir, gw_path(&g, "v.out"), gw_path(&g, "v.out")),
+             0);
+        T_TRUE(gw_has(&g, "v.out", "vhost ok"));
+    }
+    gw_stop(&g);
+}

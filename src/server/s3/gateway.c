@@ -46,6 +46,7 @@ static struct {
     int ordered;
     pthread_mutex_t client_mu;
     char *backend;                         /* for a client opened at the first request */
+    char *domain;                          /* --s3-domain, or NULL */
     _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
@@ -797,11 +798,39 @@ static int takes_body(int op)
            op == GW_OP_UPLOAD_PART_COPY;
 }
 
+/* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]
+ * is for BUCKET, its path the key. 1 with *out the path it would have in
+ * path style ("/BUCKET" then the path: a new string), 0 for a path-style
+ * request (any other Host, D itself, an IP address), -ENOMEM. */
+static int vhost_path(struct MHD_Connection *c, const char *path, char **out)
+{
+    const char *host = rio__gw_header(c, "Host");
+    size_t hl, dl, bl;
+    char *p;
+
+    *out = NULL;
+    if (!g.domain || !host || host[0] == '[')
+        return 0;
+    hl = strcspn(host, ":");
+    dl = strlen(g.domain);
+    if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, g.domain, dl) != 0)
+        return 0;
+    bl = hl - dl - 1;
+    *out = p = rio__malloc(1 + bl + strlen(path) + 1);
+    if (!p)
+        return -ENOMEM;
+    p[0] = '/';
+    for (size_t i = 0; i < bl; i++) /* host names are case-blind, bucket names lower-case */
+        p[1 + i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] - 'A' + 'a' : host[i]);
+    strcpy(p + 1 + bl, path);
+    return 1;
+}
+
 /* The request's headers are in: route, authenticate, and either answer
  * (operations without a body) or get ready for the body. */
 static int begin(struct MHD_Connection *c, struct gw_req *r)
 {
-    char *path, *q;
+    char *path, *q, *vpath = NULL;
     int ret = MHD_NO;
 
     if (open_client() < 0) /* taking its lock orders this thread after the open */
@@ -817,9 +846,14 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
         *q = '\0';
         r->query = strchr(r->uri, '?') + 1;
     }
-    if (parse_query(r) < 0)
+    r->vhost = path[0] == '/' ? vhost_path(c, path, &vpath) : 0;
+    /* Routed by the path in path style; signed over the path as sent. */
+    if (r->vhost < 0) {
+        r->vhost = 0;
+        ret = rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
-    else if (sigv2(c, r, &ret) == 0 && route(c, r, path, &ret) == 0 &&
+    else if (sigv2(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0 &&
              authenticate(c, r, path, &ret) == 0 && unsupported(c, r, &ret) == 0) {
         if (!takes_body(r->op))
             ret = run_op(c, r);
@@ -838,6 +872,7 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
         else
             ret = MHD_YES;
     }
+    rio__free(vpath);
     rio__free(path);
     return ret;
 }
@@ -1100,7 +1135,8 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     if (!g.keys && !g.anonymous)
         SRV_WARN("s3: neither --s3-keys nor --s3-anonymous: every request will be refused");
     g.backend = rio__strdup(cfg->backend);
-    if (!g.backend) {
+    g.domain = cfg->domain ? rio__strdup(cfg->domain) : NULL;
+    if (!g.backend || (cfg->domain && !g.domain)) {
         ret = -ENOMEM;
         goto err;
     }
@@ -1130,6 +1166,8 @@ err:
     g.client = NULL;
     rio__free(g.backend);
     g.backend = NULL;
+    rio__free(g.domain);
+    g.domain = NULL;
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
     close(cfg->listen_fd);
@@ -1147,6 +1185,8 @@ void rio__s3_gw_stop(void)
     g.client = NULL;
     rio__free(g.backend);
     g.backend = NULL;
+    rio__free(g.domain);
+    g.domain = NULL;
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
     rio__gw_head_clear();

@@ -33,6 +33,7 @@ struct rio_s3_gw_config {
     int anonymous;          /* --s3-anonymous: unsigned requests are allowed */
     int lazy;               /* open the backend's client at the first request */
     uint64_t head_cache_ns; /* --s3-head-cache: 0 off, UINT64_MAX the default */
+    const char *domain;     /* --s3-domain: BUCKET.domain is bucket BUCKET; NULL: path style only */
 };
 
 /* Start the gateway; 0 or an error (logged). */
@@ -103,6 +104,7 @@ struct gw_req {
     uint64_t t0;
     int started, deferred, done, status;
     int close; /* answer with Connection: close (the request's framing is in doubt) */
+    int vhost; /* the bucket came from the Host header (virtual-hosted style) */
     uint64_t bytes_in, bytes_out;
     struct rio_s3_auth auth;
     /* PUT */

@@ -885,7 +885,8 @@ static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw
 {
     const char *host = rio__gw_header(c, "Host");
     char *path = NULL;
-    int n = asprintf(&path, "%s/%s", r->bucket, r->key);
+    /* Virtual-hosted style: the bucket is in the host name already. */
+    int n = r->vhost ? asprintf(&path, "%s", r->key) : asprintf(&path, "%s/%s", r->bucket, r->key);
 
     rio__gw_buf_put(b, "<Location>", 10);
     if (host && *host && strlen(host) < 256 &&
