@@ -49,7 +49,7 @@
 #   pids/       one file per daemon (mon.a, osd.N, rgw, mgr.x, watchdog)
 #   log/        daemon logs
 # On success start prints "ceph.sh: up in S s: conf DIR/ceph.conf" and, with
-# --rgw, the s3.env lines. On failure it prints why, the tail of the logs,
+# --rgw, the S3 endpoint and the path of s3.env (not the keys). On failure it prints why, the tail of the logs,
 # stops what it started and exits non-zero (DIR is kept for inspection).
 # Exit 77: the Ceph packages are missing (scripts/install-deps.sh installs them).
 set -euo pipefail
@@ -515,7 +515,8 @@ cmd_start() {
 
     printf 'CEPH_CONF=%s\nRIO_CEPH_CONF=%s\n' "$DIR/ceph.conf" "$DIR/ceph.conf" >"$DIR/env"
     echo "$PROG: up in $(awk -v ms=$(($(now_ms) - t0)) 'BEGIN{printf "%.1f", ms/1000}') s: conf $DIR/ceph.conf"
-    [ "$RGW_PORT" != 0 ] && cat "$DIR/s3.env"
+    # The endpoint, not the keys: they stay in the file (never in a log).
+    [ "$RGW_PORT" != 0 ] && echo "$PROG: S3 on http://127.0.0.1:$RGW_PORT, keys in $DIR/s3.env"
     return 0
 }
 
