@@ -469,6 +469,11 @@ TEST(virtual_hosted_style)
                  to, port),
          200);
     T_TRUE(gw_has(&g, "o", "<Key>d/o 1</Key>"));
+    /* A name no bucket has ('/' would move the request elsewhere). */
+    T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' -H 'Host: x/bkt.s3.test:%s' %s/d", port,
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidBucketName</Code>"));
     /* A bucket the user may not use, by name. */
     T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":" SK "' %s http://other.s3.test:%s/x", to, port),
          403);

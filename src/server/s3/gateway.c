@@ -801,7 +801,9 @@ static int takes_body(int op)
 /* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]
  * is for BUCKET, its path the key. 1 with *out the path it would have in
  * path style ("/BUCKET" then the path: a new string), 0 for a path-style
- * request (any other Host, D itself, an IP address), -ENOMEM. */
+ * request (any other Host, D itself, an IP address), RIO_EINVAL when the
+ * name before D holds what no bucket name holds (a '/' would otherwise
+ * move the request to another bucket), -ENOMEM. */
 static int vhost_path(struct MHD_Connection *c, const char *path, char **out)
 {
     const char *host = rio__gw_header(c, "Host");
@@ -816,6 +818,9 @@ static int vhost_path(struct MHD_Connection *c, const char *path, char **out)
     if (hl <= dl + 1 || host[hl - dl - 1] != '.' || strncasecmp(host + hl - dl, g.domain, dl) != 0)
         return 0;
     bl = hl - dl - 1;
+    for (size_t i = 0; i < bl; i++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", host[i]))
+            return RIO_EINVAL;
     *out = p = rio__malloc(1 + bl + strlen(path) + 1);
     if (!p)
         return -ENOMEM;
@@ -849,8 +854,10 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     r->vhost = path[0] == '/' ? vhost_path(c, path, &vpath) : 0;
     /* Routed by the path in path style; signed over the path as sent. */
     if (r->vhost < 0) {
+        ret = r->vhost == RIO_EINVAL ? rio__gw_error(c, r, 400, "InvalidBucketName",
+                                                     "The specified bucket is not valid.")
+                                     : rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
         r->vhost = 0;
-        ret = rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
     else if (sigv2(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0 &&

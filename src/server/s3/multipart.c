@@ -462,7 +462,12 @@ static int upload_entry(void *arg, const struct rio_entry *e)
         key[rest - key + strlen(x->delim)] = '\0'; /* a common prefix */
         id = "";
     }
-    name = key;
+    /* The marker's buffer holds room for a whole record: keep only the name. */
+    name = rio__strdup(key);
+    rio__free(key);
+    if (!name)
+        return -ENOMEM;
+    key = name;
     if (x->kmarker) {
         int cmp = strcmp(name, x->kmarker);
         /* After the key marker; at it, after the upload id marker. */
