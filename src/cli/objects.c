@@ -308,6 +308,25 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     return put_done(cl, url, key, ret, &d, &st);
 }
 
+/* A PUT of a mapped file: a file cut shorter while it is read (truncated
+ * by another process) raises SIGBUS on the first page past its new end, in
+ * whichever thread reads it. Rather than dying with "Bus error", say what
+ * happened and exit: nothing is committed, since every byte is read before
+ * the commit (the server drops an upload whose client went away). The
+ * message is made before the PUT starts: a handler may only write(2). */
+static char sigbus_msg[PATH_MAX + 160];
+static size_t sigbus_len;
+
+static void on_sigbus(int sig)
+{
+    ssize_t r;
+
+    (void)sig;
+    r = write(2, sigbus_msg, sigbus_len);
+    (void)r;
+    _exit(RIO_CLI_EXIT_FAIL);
+}
+
 static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
                    const char *file)
 {
@@ -370,14 +389,30 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
     struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
     struct rio_desc d;
     struct rio_cli_progress pr;
+    struct sigaction sa, old;
     memset(&d, 0, sizeof(d));
+    if (mapped) {
+        int n = snprintf(sigbus_msg, sizeof(sigbus_msg),
+                         "railio: reading %.*s: the file was cut shorter while it was being read "
+                         "(SIGBUS); nothing was written\n",
+                         PATH_MAX, file);
+        sigbus_len = n < 0                            ? 0
+                     : (size_t)n < sizeof(sigbus_msg) ? (size_t)n
+                                                      : sizeof(sigbus_msg) - 1;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_sigbus;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGBUS, &sa, &old);
+    }
     rio_cli_progress_start(&pr, cl, &call, "put");
     ret = rio_put(c, key, buf, len, &call, &d);
     rio_cli_progress_end(&pr);
-    if (mapped)
+    if (mapped) {
+        sigaction(SIGBUS, &old, NULL);
         munmap(buf, len);
-    else
+    } else {
         free(buf);
+    }
     return put_done(cl, url, key, ret, &d, &st);
 }
 
