@@ -8,9 +8,12 @@
  * must never read past the body; a body it accepts must still be accepted
  * with blanks after it and refused when cut before its last '>' (its root
  * would be left open), and its elements are then walked as the gateway walks
- * them (Object, Key, VersionId, Part), which must not read past an element. Seeds:
+ * them (Object, Key, VersionId, Part), which must not read past an element.
+ * The same bytes are also parsed as a count (rio__gw_parse_count). Seeds:
  * tests/fuzz/corpus/gwxml/ and the built-in ones below.
  */
+#include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +58,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     memcpy(body, data + 1, n);
     body[n] = '\0';
+    /* The same bytes as a count (rio__gw_parse_count: partNumber, max-parts,
+     * x-amz-mp-object-size, ...): taken only when all digits, within max,
+     * and then strtoull's value. */
+    for (int i = 0; i < 2; i++) {
+        uint64_t v = 0, max = i ? UINT64_MAX : 10000;
+        size_t len = strlen(body); /* up to a NUL, as a header's value */
+        if (rio__gw_parse_count(body, max, &v) == 0) {
+            errno = 0;
+            CHECK(len > 0 && strspn(body, "0123456789") == len && v <= max);
+            CHECK(strtoull(body, NULL, 10) == v && errno == 0);
+        } else if (len > 0 && len < 20 && strspn(body, "0123456789") == len) {
+            CHECK(i == 0 && strtoull(body, NULL, 10) > max);
+        }
+    }
     if (rio__gw_xml_wellformed(body, n, root) == 0) {
         const char *last = NULL;
         CHECK(memchr(body, '\0', n) == NULL);
@@ -87,6 +104,16 @@ void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
         "\x01<CompleteMultipartUpload/>",
         "\x00<Delete><Object><Key>unclosed</Key></Object>",
         "\x01<CompleteMultipartUpload><Part></CompleteMultipartUploadXX>",
+        "\x00"
+        "10000",
+        "\x00"
+        "10001",
+        "\x00"
+        "18446744073709551615",
+        "\x00"
+        "18446744073709551616",
+        "\x00"
+        "+5",
     };
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++)
         run((const uint8_t *)s[i], 1 + strlen(s[i] + 1));

@@ -193,4 +193,60 @@ static inline void gw_record_key(struct gw *g, const char *bucket, const char *k
     free(h);
 }
 
+/* The text of scratch file name (at most cap - 1 bytes) into out. */
+static inline void gw_slurp_str(struct gw *g, const char *name, char *out, size_t cap)
+{
+    size_t n = 0;
+    char *t = (char *)t_slurp(gw_path(g, name), &n);
+
+    T_TRUE(t != NULL);
+    snprintf(out, cap, "%.*s", (int)n, t);
+    free(t);
+}
+
+/* The <UploadId> (32 hex digits) of scratch file name, an XML answer, into id. */
+static inline void gw_upload_id(struct gw *g, const char *name, char *id, size_t cap)
+{
+    T_EQ(t_sh("sed -n 's/.*<UploadId>\\([0-9a-f]*\\)<\\/UploadId>.*/\\1/p' %s | tr -d '\\n' > %s",
+              gw_path(g, name), gw_path(g, "id")),
+         0);
+    gw_slurp_str(g, "id", id, cap);
+    T_EQ(strlen(id), 32u);
+}
+
+/* A multipart upload of bucket/key (curl) of scratch files p1 .. pN as
+ * parts 1 .. n; its id into id; scratch file done.xml the Complete that
+ * lists them with their MD5s. */
+static inline void gw_mpu_parts(struct gw *g, const char *bucket, const char *key, unsigned n,
+                                char *id, size_t cap)
+{
+    T_EQ(gw_curl(g, "c", "-X POST '%s/%s/%s?uploads'", g->url, bucket, key), 200);
+    gw_upload_id(g, "c", id, cap);
+    for (unsigned i = 1; i <= n; i++) {
+        char part[16];
+        snprintf(part, sizeof(part), "p%u", i);
+        T_EQ(gw_curl(g, "o", "-T %s '%s/%s/%s?partNumber=%u&uploadId=%s'", gw_path(g, part), g->url,
+                     bucket, key, i, id),
+             200);
+    }
+    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in $(seq 1 %u); "
+              "do printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
+              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
+              "printf '</CompleteMultipartUpload>' >> done.xml",
+              g->dir, n),
+         0);
+}
+
+/* S3's x-amz-checksum-crc32 of scratch file name (base64 of the big-endian
+ * CRC-32) into out. */
+static inline void gw_crc32_b64(struct gw *g, const char *name, char *out, size_t cap)
+{
+    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
+              "c = zlib.crc32(open(sys.argv[1], \"rb\").read()); "
+              "print(base64.b64encode(c.to_bytes(4, \"big\")).decode(), end=\"\")' %s > %s",
+              gw_path(g, name), gw_path(g, "crc")),
+         0);
+    gw_slurp_str(g, "crc", out, cap);
+}
+
 #endif

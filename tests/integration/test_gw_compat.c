@@ -40,21 +40,6 @@ static int no_5xx(struct gw *g)
     return srv_log_count(&g->e, " s3 ") > 0 && srv_log_count(&g->e, "status=5") == 0;
 }
 
-/* The value of "UploadId" in scratch file name (XML), into id. */
-static void upload_id(struct gw *g, const char *name, char *id, size_t cap)
-{
-    size_t n = 0;
-    char *t;
-
-    T_EQ(t_sh("sed -n 's/.*<UploadId>\\([0-9a-f]*\\)<\\/UploadId>.*/\\1/p' %s | tr -d '\\n' > %s",
-              gw_path(g, name), gw_path(g, "id")),
-         0);
-    t = (char *)t_slurp(gw_path(g, "id"), &n);
-    T_TRUE(t != NULL && n == 32);
-    snprintf(id, cap, "%.*s", (int)n, t);
-    free(t);
-}
-
 /* A Complete that must copy its parts (file://: nothing composes) and
  * takes longer than a client's read timeout: the gateway answers 200 at
  * once and sends spaces while it copies, then the result (S3's way); an
@@ -75,18 +60,7 @@ TEST(long_complete_sends_spaces)
     gw_file(&g, "p2", 13 * 1024 * 1024 + 5, 2);
     T_EQ(t_sh("cat %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "all")), 0);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/slow", g.url), 200);
-    T_EQ(gw_curl(&g, "c", "-X POST '%s/slow/big?uploads'", g.url), 200);
-    upload_id(&g, "c", id, sizeof(id));
-    for (int i = 1; i <= 2; i++)
-        T_EQ(gw_curl(&g, "o", "-T %s '%s/slow/big?partNumber=%d&uploadId=%s'",
-                     gw_path(&g, i == 1 ? "p1" : "p2"), g.url, i, id),
-             200);
-    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2; do "
-              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
-              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
-              "printf '</CompleteMultipartUpload>' >> done.xml",
-              g.dir),
-         0);
+    gw_mpu_parts(&g, "slow", "big", 2, id, sizeof(id));
     /* The commit fails after the 200: an <Error>, the object not there. */
     T_EQ(gw_curl(&g, "o",
                  "-X POST --speed-limit 1 --speed-time 2 --data-binary @%s "
@@ -108,15 +82,12 @@ TEST(long_complete_sends_spaces)
     T_EQ(gw_curl(&g, "o", "-I %s/slow/big", g.url), 404);
     /* Again, with the right one: spaces while it copies (curl's
      * --speed-time counts the bytes that keep coming), then the result. */
-    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
-              "c = zlib.crc32(open(sys.argv[1], \"rb\").read()); "
-              "print(base64.b64encode(c.to_bytes(4, \"big\")).decode(), end=\"\")' %s > %s",
-              gw_path(&g, "all"), gw_path(&g, "crc")),
-         0);
+    char crc[64];
+    gw_crc32_b64(&g, "all", crc, sizeof(crc));
     T_EQ(gw_curl(&g, "o",
-                 "-X POST -y 2 -Y 1 -H \"x-amz-checksum-crc32: $(cat %s)\" "
-                 "--data-binary @%s '%s/slow/big?uploadId=%s'",
-                 gw_path(&g, "crc"), gw_path(&g, "done.xml"), g.url, id),
+                 "-X POST -y 2 -Y 1 -H 'x-amz-checksum-crc32: %s' --data-binary @%s "
+                 "'%s/slow/big?uploadId=%s'",
+                 crc, gw_path(&g, "done.xml"), g.url, id),
          200);
     T_TRUE(gw_has(&g, "o", "?>\n ")); /* a space a second */
     T_TRUE(gw_has(&g, "o", " <CompleteMultipartUploadResult"));
@@ -145,16 +116,7 @@ TEST(multipart_over_file)
               gw_path(&g, "all")),
          0);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/mpfile", g.url), 200);
-    T_EQ(gw_curl(&g, "c", "-X POST '%s/mpfile/d/obj?uploads'", g.url), 200);
-    upload_id(&g, "c", id, sizeof(id));
-    for (int i = 1; i <= 3; i++) {
-        T_EQ(gw_curl(&g, "o", "-T %s '%s/mpfile/d/obj?partNumber=%d&uploadId=%s'",
-                     gw_path(&g, i == 1   ? "p1"
-                                 : i == 2 ? "p2"
-                                          : "p3"),
-                     g.url, i, id),
-             200);
-    }
+    gw_mpu_parts(&g, "mpfile", "d/obj", 3, id, sizeof(id)); /* done.xml: their MD5s */
     T_EQ(t_sh("test -f %s/store/.rio-mpu/mpfile/%s.p/00002", dir, id), 0);
     T_EQ(gw_curl(&g, "o", "'%s/mpfile/d/obj?uploadId=%s'", g.url, id), 200); /* ListParts */
     T_TRUE(gw_has(&g, "o", "<PartNumber>3</PartNumber>"));
@@ -165,12 +127,6 @@ TEST(multipart_over_file)
     T_EQ(gw_curl(&g, "o", "'%s/mpfile?list-type=2'", g.url), 200);
     T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
     /* Complete with the parts' MD5s. */
-    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2 3; do "
-              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
-              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
-              "printf '</CompleteMultipartUpload>' >> done.xml",
-              g.dir),
-         0);
     snprintf(xml, sizeof(xml), "-X POST --data-binary @%s '%s/mpfile/d/obj?uploadId=%s'",
              gw_path(&g, "done.xml"), g.url, id);
     T_EQ(gw_curl(&g, "o", "%s", xml), 200);
@@ -188,7 +144,7 @@ TEST(multipart_over_file)
 
     /* Abort drops the parts. */
     T_EQ(gw_curl(&g, "c", "-X POST '%s/mpfile/e?uploads'", g.url), 200);
-    upload_id(&g, "c", id, sizeof(id));
+    gw_upload_id(&g, "c", id, sizeof(id));
     T_EQ(gw_curl(&g, "o", "-T %s '%s/mpfile/e?partNumber=1&uploadId=%s'", gw_path(&g, "p3"), g.url,
                  id),
          200);
@@ -388,7 +344,7 @@ TEST(copy_conditions)
     T_EQ(gw_curl(&g, "c", "-X POST '%s/ccond/mp?uploads'", g.url), 200);
     {
         char id[64], xml[1024];
-        upload_id(&g, "c", id, sizeof(id));
+        gw_upload_id(&g, "c", id, sizeof(id));
         T_EQ(gw_curl(&g, "o", "-T %s '%s/ccond/mp?partNumber=1&uploadId=%s'", gw_path(&g, "src"),
                      g.url, id),
              200);
@@ -989,7 +945,7 @@ TEST(upload_part_copy)
     T_EQ(gw_curl(&g, "o", "-X PUT %s/upc", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-T %s %s/upc/src", gw_path(&g, "src"), g.url), 200);
     T_EQ(gw_curl(&g, "c", "-X POST '%s/upc/dst?uploads'", g.url), 200);
-    upload_id(&g, "c", id, sizeof(id));
+    gw_upload_id(&g, "c", id, sizeof(id));
     T_EQ(gw_curl(&g, "p1",
                  "-X PUT -H 'x-amz-copy-source: /upc/src' -H 'x-amz-copy-source-range: "
                  "bytes=0-5242879' '%s/upc/dst?partNumber=1&uploadId=%s'",
@@ -1054,7 +1010,7 @@ TEST(upload_part_copy)
     T_TRUE(gw_same(&g, "got", "src"));
     /* Without a range: the whole source as one part. */
     T_EQ(gw_curl(&g, "c", "-X POST '%s/upc/whole?uploads'", g.url), 200);
-    upload_id(&g, "c", id, sizeof(id));
+    gw_upload_id(&g, "c", id, sizeof(id));
     T_EQ(gw_curl(&g, "p1",
                  "-X PUT -H 'x-amz-copy-source: /upc/src' '%s/upc/whole?partNumber=1&uploadId=%s'",
                  g.url, id),
@@ -1100,7 +1056,7 @@ TEST(writes_it_cannot_honour_refused)
                  g.url),
          501);
     T_EQ(gw_curl(&g, "up", "-X POST '%s/wcb/m?uploads'", g.url), 200);
-    upload_id(&g, "up", id, sizeof(id));
+    gw_upload_id(&g, "up", id, sizeof(id));
     T_EQ(gw_curl(&g, "o",
                  "-X POST -H 'If-None-Match: *' --data-binary '<CompleteMultipartUpload>"
                  "<Part><PartNumber>1</PartNumber><ETag>x</ETag></Part>"
@@ -1231,7 +1187,7 @@ TEST(delete_objects_versions_and_malformed_xml)
     T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 404);
     /* CompleteMultipartUpload with a wrong closing tag or none. */
     T_EQ(gw_curl(&g, "up", "-X POST '%s/dxb/m?uploads'", g.url), 200);
-    upload_id(&g, "up", id, sizeof(id));
+    gw_upload_id(&g, "up", id, sizeof(id));
     T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/dxb/m?uploadId=%s&partNumber=1'", g.url, id), 200);
     T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
               gw_path(&g, "o.h"), gw_path(&g, "etag")),
@@ -1309,7 +1265,7 @@ TEST(delete_bucket_drops_its_uploads)
     gw_start(&g, url, NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/rbb", g.url), 200);
     T_EQ(gw_curl(&g, "up", "-X POST '%s/rbb/m?uploads'", g.url), 200);
-    upload_id(&g, "up", id, sizeof(id));
+    gw_upload_id(&g, "up", id, sizeof(id));
     T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/rbb/m?uploadId=%s&partNumber=1'", g.url, id), 200);
     T_EQ(gw_curl(&g, "o", "'%s/rbb?uploads'", g.url), 200);
     T_TRUE(gw_has(&g, "o", id));

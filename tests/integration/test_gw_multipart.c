@@ -236,40 +236,10 @@ TEST(complete_checks_the_object_checksum)
     gw_file(&g, "p1", 5 * 1024 * 1024, 1);
     gw_file(&g, "p2", 1000, 2);
     T_EQ(t_sh("cat %s %s > %s", gw_path(&g, "p1"), gw_path(&g, "p2"), gw_path(&g, "p12")), 0);
-    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
-              "c = zlib.crc32(open(sys.argv[1], \"rb\").read()); "
-              "print(base64.b64encode(c.to_bytes(4, \"big\")).decode(), end=\"\")' %s > %s",
-              gw_path(&g, "p12"), gw_path(&g, "crc")),
-         0);
     char crc[64];
-    {
-        size_t n = 0;
-        char *t = (char *)t_slurp(gw_path(&g, "crc"), &n);
-        snprintf(crc, sizeof(crc), "%.*s", (int)n, t);
-        free(t);
-    }
+    gw_crc32_b64(&g, "p12", crc, sizeof(crc));
     T_EQ(gw_curl(&g, "o", "-X PUT %s/ckb", g.url), 200);
-    T_EQ(gw_curl(&g, "c", "-X POST '%s/ckb/k?uploads'", g.url), 200);
-    T_EQ(t_sh("sed -n 's/.*<UploadId>\\([0-9a-f]*\\)<\\/UploadId>.*/\\1/p' %s | tr -d '\\n' > %s",
-              gw_path(&g, "c"), gw_path(&g, "id")),
-         0);
-    {
-        size_t n = 0;
-        char *t = (char *)t_slurp(gw_path(&g, "id"), &n);
-        T_EQ(n, 32u);
-        snprintf(id, sizeof(id), "%.*s", (int)n, t);
-        free(t);
-    }
-    for (int i = 1; i <= 2; i++)
-        T_EQ(gw_curl(&g, "o", "-T %s '%s/ckb/k?partNumber=%d&uploadId=%s'",
-                     gw_path(&g, i == 1 ? "p1" : "p2"), g.url, i, id),
-             200);
-    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in 1 2; do "
-              "printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
-              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
-              "printf '</CompleteMultipartUpload>' >> done.xml",
-              g.dir),
-         0);
+    gw_mpu_parts(&g, "ckb", "k", 2, id, sizeof(id));
     snprintf(xml, sizeof(xml), "-X POST --data-binary @%s '%s/ckb/k?uploadId=%s'",
              gw_path(&g, "done.xml"), g.url, id);
     /* Wrong: BadDigest, nothing published, the upload kept. */

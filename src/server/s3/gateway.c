@@ -180,6 +180,7 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum 
                       const char *what)
 {
     char msg[160];
+    int status;
 
     snprintf(msg, sizeof(msg), "%s: %s", what, rio_strerror(err));
     if (r->key && rio__gw_path_error(err)) {
@@ -204,24 +205,36 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum 
                                  "This backend cannot store this key: an empty, \".\" or \"..\" "
                                  "segment, or a trailing \"/\".");
     }
-    switch (err) {
-    case RIO_ENOTFOUND:
+    if (err == RIO_ENOTFOUND)
         return r->key ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
                       : rio__gw_error(c, r, 404, "NoSuchBucket",
                                       "The specified bucket does not exist.");
+    const char *code = rio__gw_code_of(err, &status);
+    if (status == 500)
+        SRV_WARN("s3: %s: %s", what, rio_strerror(err));
+    return rio__gw_error(c, r, status, code, msg);
+}
+
+const char *rio__gw_code_of(int err, int *status)
+{
+    switch (err) {
     case -ENOSPC:
     case -EFBIG:
-        return rio__gw_error(c, r, 507, "InsufficientStorage", msg);
+        *status = 507;
+        return "InsufficientStorage";
     case RIO_ETHROTTLE:
     case RIO_EBUSY:
-        return rio__gw_error(c, r, 503, "SlowDown", msg);
+        *status = 503;
+        return "SlowDown";
     case RIO_ENOTSUP:
-        return rio__gw_error(c, r, 501, "NotImplemented", msg);
+        *status = 501;
+        return "NotImplemented";
     case -EACCES:
-        return rio__gw_error(c, r, 403, "AccessDenied", msg);
+        *status = 403;
+        return "AccessDenied";
     default:
-        SRV_WARN("s3: %s: %s", what, rio_strerror(err));
-        return rio__gw_error(c, r, 500, "InternalError", msg);
+        *status = 500;
+        return "InternalError";
     }
 }
 

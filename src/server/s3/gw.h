@@ -152,6 +152,9 @@ enum gw_access {
     GW_READS,  /* read or listed: only what cannot be a path is "no such key" */
     GW_WRITES, /* stores the key: such a key is refused */
 };
+/* The S3 code and *status of a rio error that names no key (not
+ * RIO_ENOTFOUND): InsufficientStorage, SlowDown, ..., else InternalError. */
+const char *rio__gw_code_of(int err, int *status);
 /* The S3 error for a rio error (NoSuchKey, ...); what names the step in the
  * message. */
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum gw_access acc,
@@ -306,8 +309,11 @@ void rio__gw_buf_put(struct gw_buf *b, const char *s, size_t n);
 void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
-/* <tag>s</tag> for a listing: s XML-escaped, and URL-encoded first when url
- * (encoding-type=url: every byte but unreserved ones and '/'). */
+/* Text of a listing: s XML-escaped, or URL-encoded when url
+ * (encoding-type=url: every byte but unreserved ones and '/', which leaves
+ * nothing to escape for XML). */
+void rio__gw_list_text(struct gw_buf *b, const char *s, int url);
+/* <tag>rio__gw_list_text</tag> */
 void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url);
 /* A listing's delimiter (*delim: NULL for none; only "/" is served, else
  * 501) and encoding-type (*url: "url", else 400): 0, or -1 with the error
@@ -327,6 +333,9 @@ int64_t rio__gw_parse_http_date(const char *s);
 /* Standard base64 decode into out (cap); the length or -1. */
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap);
 int rio__gw_valid_bucket(const char *name);
+/* A count in a query parameter or header: decimal digits only (no sign, no
+ * blank), at most max. 0 with *out, or -1. */
+int rio__gw_parse_count(const char *s, uint64_t max, uint64_t *out);
 /* The XML text of every <tag>...</tag> in body, unescaped, called in order
  * (a nonzero return of fn stops it and is returned; -1 for a tag left open,
  * an element inside one, or text that cannot be unescaped). */

@@ -287,23 +287,20 @@ int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r)
     return rio__gw_send_empty(c, r, 204);
 }
 
-/* A non-negative decimal query parameter (NULL: def), at most cap: 0, or
- * -1 when it is not one. */
+/* A count query parameter (NULL: def), up to 10 digits, above cap taken as
+ * cap: 0, or -1 when it is not one. */
 static int arg_count(const struct gw_req *r, const char *name, unsigned long def, unsigned long cap,
                      unsigned long *out)
 {
     const char *v = rio__gw_arg(r, name);
-    char *end;
+    uint64_t n;
 
     *out = def;
     if (!v)
         return 0;
-    errno = 0;
-    *out = strtoul(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end || errno || strlen(v) > 10)
+    if (rio__gw_parse_count(v, 9999999999ull, &n) < 0)
         return -1;
-    if (*out > cap)
-        *out = cap;
+    *out = n > cap ? cap : (unsigned long)n;
     return 0;
 }
 
@@ -705,8 +702,7 @@ static int mpu_etag(const struct part *p, unsigned n, char out[48])
 
 /* Append the bytes of key k, generation gen (0: any), to w through buf
  * (COPY_BLOCK bytes). 0 or an error. */
-static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *buf,
-                     struct rio_s3_check *ck)
+static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *buf)
 {
     struct rio_reader *rd = NULL;
     struct rio_call call;
@@ -720,8 +716,6 @@ static int copy_into(struct rio_writer *w, const char *k, uint64_t gen, char *bu
             ret = (int)got;
             break;
         }
-        if (ck)
-            rio_s3_check_update(ck, buf, (size_t)got);
         ret = rio_writer_write(w, buf, (size_t)got);
     }
     if (rd) {
@@ -744,7 +738,7 @@ static int rechunk(const char *k, uint64_t size, uint64_t cs, uint64_t *gen)
     if (ret == 0)
         ret = rio__writer_open_chunk(rio__gw_client(), k, size, cs, 0, NULL, &w);
     if (ret == 0)
-        ret = copy_into(w, k, *gen, buf, NULL);
+        ret = copy_into(w, k, *gen, buf);
     rio__free(buf);
     if (ret < 0) {
         rio_writer_abort(w);
@@ -807,37 +801,113 @@ static int compose(struct gw_req *r, const char *id, struct part *p, unsigned n,
     return ret;
 }
 
-/* Stream the parts, in order, into one writer of r's key, and through ck
- * (the object's checksum, NULL for none) before the commit. 0, an error,
- * or GW_CK_MISMATCH. */
+/* The parts of an upload, in order, copied into one writer of r's key and
+ * through ck (the object's checksum, NULL for none) before the commit: by
+ * concat at once, by a long Complete a slice at a time. */
 #define GW_CK_MISMATCH (-EBADMSG)
 #define CK_MISMATCH_MSG                                                                            \
     "The object's checksum you specified (x-amz-checksum-*) did not match what the parts hold."
+
+struct copier {
+    struct gw_req *r;
+    char id[ID_LEN + 1];
+    const struct part *p;
+    unsigned n, i; /* the parts, the one being copied */
+    struct rio_writer *w;
+    struct rio_reader *rd; /* of part i, once open */
+    char *buf;             /* COPY_BLOCK bytes */
+    struct rio_s3_check *ck;
+};
+
+/* Open the writer of total bytes and the buffer; takes ck (also on error,
+ * when copier_release frees it). 0 or an error. */
+static int copier_open(struct copier *cp, struct gw_req *r, const char *id, const struct part *p,
+                       unsigned n, uint64_t total, struct rio_s3_check *ck)
+{
+    memset(cp, 0, sizeof(*cp));
+    cp->r = r;
+    snprintf(cp->id, sizeof(cp->id), "%s", id);
+    cp->p = p;
+    cp->n = n;
+    cp->ck = ck;
+    cp->buf = rio__malloc(COPY_BLOCK);
+    if (!cp->buf)
+        return -ENOMEM;
+    return rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &cp->w);
+}
+
+/* Copy until every part is in the writer (1, once ck, if any, holds;
+ * GW_CK_MISMATCH when it does not) or until deadline_ns passes (0; a
+ * deadline of 0: none). Or an error. */
+static int copier_run(struct copier *cp, uint64_t deadline_ns)
+{
+    const char *code = NULL;
+    char k[160];
+    int ret = 0;
+
+    while (ret == 0 && (!deadline_ns || rio__now_ns() < deadline_ns)) {
+        int64_t got;
+        if (!cp->rd) {
+            struct rio_call call;
+            if (cp->i == cp->n)
+                return cp->ck && rio_s3_check_done(cp->ck, &code) < 0 ? GW_CK_MISMATCH : 1;
+            memset(&call, 0, sizeof(call));
+            call.expect_generation = cp->p[cp->i].generation; /* the part checked, or nothing */
+            part_key(cp->r, cp->id, cp->p[cp->i].num, k, sizeof(k));
+            ret = rio_reader_open(rio__gw_client(), k, 0, &call, &cp->rd);
+            continue;
+        }
+        got = rio_reader_read(cp->rd, cp->buf, COPY_BLOCK);
+        if (got < 0) {
+            ret = (int)got;
+        } else if (got == 0) {
+            ret = rio_reader_close(cp->rd);
+            cp->rd = NULL;
+            cp->i++;
+        } else {
+            if (cp->ck)
+                rio_s3_check_update(cp->ck, cp->buf, (size_t)got);
+            ret = rio_writer_write(cp->w, cp->buf, (size_t)got);
+        }
+    }
+    return ret;
+}
+
+/* Commit what copier_run copied whole: 0 with *out the object (its
+ * checksum list freed), or an error. */
+static int copier_commit(struct copier *cp, struct rio_desc *out)
+{
+    int ret = rio_writer_close(cp->w, out);
+
+    cp->w = NULL;
+    rio_desc_cleanup(out);
+    return ret;
+}
+
+/* Drop what is held: a writer not committed is aborted (the upload stays). */
+static void copier_release(struct copier *cp)
+{
+    if (cp->rd)
+        rio_reader_close(cp->rd);
+    if (cp->w)
+        rio_writer_abort(cp->w);
+    rio__free(cp->buf);
+    rio_s3_check_free(cp->ck);
+    memset(cp, 0, sizeof(*cp));
+}
+
+/* Copy the parts at once. Takes ck. 0, an error, or GW_CK_MISMATCH. */
 static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
                   uint64_t total, struct rio_s3_check *ck, struct rio_desc *out)
 {
-    struct rio_writer *w = NULL;
-    char *buf = rio__malloc(COPY_BLOCK), k[160];
-    const char *code = NULL;
-    int ret;
+    struct copier cp;
+    int ret = copier_open(&cp, r, id, p, n, total, ck);
 
-    if (!buf)
-        return -ENOMEM;
-    ret = rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &w);
-    for (unsigned i = 0; i < n && ret == 0; i++) {
-        part_key(r, id, p[i].num, k, sizeof(k));
-        /* the part checked above, or nothing */
-        ret = copy_into(w, k, p[i].generation, buf, ck);
-    }
-    rio__free(buf);
-    if (ret == 0 && ck && rio_s3_check_done(ck, &code) < 0)
-        ret = GW_CK_MISMATCH;
-    if (ret < 0) {
-        rio_writer_abort(w);
-        return ret;
-    }
-    ret = rio_writer_close(w, out);
-    rio_desc_cleanup(out);
+    if (ret == 0)
+        ret = copier_run(&cp, 0);
+    if (ret == 1)
+        ret = copier_commit(&cp, out);
+    copier_release(&cp);
     return ret;
 }
 
@@ -889,9 +959,6 @@ static int record_follows_head(struct gw_req *r, struct rio_desc *d)
 static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b)
 {
     const char *host = rio__gw_header(c, "Host");
-    char *path = NULL;
-    /* Virtual-hosted style: the bucket is in the host name already. */
-    int n = r->vhost ? asprintf(&path, "%s", r->key) : asprintf(&path, "%s/%s", r->bucket, r->key);
 
     rio__gw_buf_put(b, "<Location>", 10);
     if (host && *host && strlen(host) < 256 &&
@@ -901,19 +968,11 @@ static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw
         rio__gw_buf_put(b, host, strlen(host));
     }
     rio__gw_buf_put(b, "/", 1);
-    if (n >= 0) {
-        /* Unreserved bytes and '/' as they are: nothing to escape for XML. */
-        for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-            if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                strchr("-_.~/", *p))
-                rio__gw_buf_put(b, (const char *)p, 1);
-            else
-                rio__gw_buf_printf(b, "%%%02X", *p);
-        }
-        free(path);
-    } else {
-        b->oom = 1;
+    if (!r->vhost) { /* virtual-hosted style: the bucket is in the host name */
+        rio__gw_list_text(b, r->bucket, 1);
+        rio__gw_buf_put(b, "/", 1);
     }
+    rio__gw_list_text(b, r->key, 1);
     rio__gw_buf_put(b, "</Location>", 11);
 }
 
@@ -986,77 +1045,30 @@ static int complete_finish(struct gw_req *r, const char *id, struct rio_desc *d)
 #define SLICE_NS 1000000000ull
 
 struct slow_complete {
-    struct gw_req *r; /* alive while the callback runs */
-    char id[ID_LEN + 1], etag[48];
-    struct part *p;
-    unsigned n, i;
-    struct rio_writer *w;
-    struct rio_reader *rd;
-    char *buf;
+    struct copier cp;
+    struct part *p; /* the parts cp copies */
+    char etag[48];
     struct gw_buf out, result; /* to send; the result element, built up front */
     size_t opos;
     int finished;
-    struct rio_s3_check *ck; /* the object's checksum, or NULL */
 };
 
 static void slow_free(void *cls)
 {
     struct slow_complete *s = cls;
 
-    if (s->rd)
-        rio_reader_close(s->rd);
-    if (s->w)
-        rio_writer_abort(s->w);
+    copier_release(&s->cp);
     rio__free(s->p);
-    rio__free(s->buf);
-    rio_s3_check_free(s->ck);
     rio__gw_buf_free(&s->out);
     rio__gw_buf_free(&s->result);
     rio__free(s);
 }
 
-/* Copy for one slice: 0 when more is left, 1 when every part is in the
- * writer, or an error. */
-static int slow_slice(struct slow_complete *s)
-{
-    uint64_t t0 = rio__now_ns();
-    char k[160];
-    int ret = 0;
-
-    while (ret == 0 && rio__now_ns() - t0 < SLICE_NS) {
-        int64_t got;
-        if (!s->rd) {
-            struct rio_call call;
-            if (s->i == s->n)
-                return 1;
-            memset(&call, 0, sizeof(call));
-            call.expect_generation = s->p[s->i].generation; /* the part checked */
-            part_key(s->r, s->id, s->p[s->i].num, k, sizeof(k));
-            ret = rio_reader_open(rio__gw_client(), k, 0, &call, &s->rd);
-            continue;
-        }
-        got = rio_reader_read(s->rd, s->buf, COPY_BLOCK);
-        if (got < 0) {
-            ret = (int)got;
-        } else if (got == 0) {
-            ret = rio_reader_close(s->rd);
-            s->rd = NULL;
-            s->i++;
-        } else {
-            if (s->ck)
-                rio_s3_check_update(s->ck, s->buf, (size_t)got);
-            ret = rio_writer_write(s->w, s->buf, (size_t)got);
-        }
-    }
-    return ret;
-}
-
 static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct slow_complete *s = cls;
-    struct gw_req *r = s->r;
+    struct gw_req *r = s->cp.r; /* alive while the callback runs */
     struct rio_desc d;
-    const char *code = NULL;
     int ret;
 
     (void)pos;
@@ -1069,7 +1081,7 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     }
     if (s->finished)
         return MHD_CONTENT_READER_END_OF_STREAM;
-    ret = slow_slice(s);
+    ret = copier_run(&s->cp, rio__now_ns() + SLICE_NS);
     if (ret == 0) {
         buf[0] = ' ';
         return 1;
@@ -1077,30 +1089,26 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     s->finished = 1;
     s->out.len = 0;
     s->opos = 0;
-    if (ret == 1 && s->ck && rio_s3_check_done(s->ck, &code) < 0)
-        ret = GW_CK_MISMATCH; /* the writer is aborted, the upload stays */
     if (ret == 1) {
         memset(&d, 0, sizeof(d));
-        ret = rio_writer_close(s->w, &d);
-        s->w = NULL;
-        ret = ret == 0 ? complete_finish(r, s->id, &d) : (rio_desc_cleanup(&d), ret);
+        ret = copier_commit(&s->cp, &d);
+        if (ret == 0)
+            ret = complete_finish(r, s->cp.id, &d);
     }
     /* Another Complete of this upload (a client's retry) may have made the
      * object and dropped the parts under this one. */
     if (ret < 0 && ret != GW_CK_MISMATCH && key_holds(r, s->etag))
         ret = 0;
-    if (ret == GW_CK_MISMATCH) {
-        r->status = 400;
-        rio__gw_buf_printf(&s->out, "<Error><Code>BadDigest</Code><Message>" CK_MISMATCH_MSG
-                                    "</Message></Error>\n");
-    } else if (ret < 0) {
-        SRV_WARN("s3: complete (after its 200): %s", rio_strerror(ret));
-        r->status = 500; /* for the log line and the metrics */
-        rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>complete: ",
-                           ret == -ENOSPC || ret == -EFBIG            ? "InsufficientStorage"
-                           : ret == RIO_ETHROTTLE || ret == RIO_EBUSY ? "SlowDown"
-                                                                      : "InternalError");
-        rio__gw_buf_xml(&s->out, rio_strerror(ret));
+    if (ret < 0) {
+        int status;
+        const char *code = ret == GW_CK_MISMATCH ? "BadDigest" : rio__gw_code_of(ret, &status);
+        if (ret == GW_CK_MISMATCH)
+            status = 400;
+        else
+            SRV_WARN("s3: complete (after its 200): %s", rio_strerror(ret));
+        r->status = status; /* for the log line and the metrics */
+        rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>", code);
+        rio__gw_buf_xml(&s->out, ret == GW_CK_MISMATCH ? CK_MISMATCH_MSG : rio_strerror(ret));
         rio__gw_buf_printf(&s->out, "</Message></Error>\n");
     } else {
         rio__gw_buf_put(&s->out, s->result.p, s->result.len);
@@ -1111,7 +1119,7 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
 }
 
 /* Answer 200 now and concatenate the parts in the response (above). Takes
- * *pp. */
+ * *pp and *ckp. */
 static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char *id,
                          struct part **pp, unsigned n, uint64_t total, const char *etag,
                          struct rio_s3_check **ckp)
@@ -1123,22 +1131,19 @@ static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char 
     if (!s) {
         rio__free(*pp);
         *pp = NULL;
+        rio_s3_check_free(*ckp);
+        *ckp = NULL;
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
-    s->ck = *ckp;
-    *ckp = NULL;
-    s->r = r;
     s->p = *pp;
     *pp = NULL;
-    s->n = n;
-    snprintf(s->id, sizeof(s->id), "%s", id);
     snprintf(s->etag, sizeof(s->etag), "%s", etag);
-    s->buf = rio__malloc(COPY_BLOCK);
+    ret = copier_open(&s->cp, r, id, s->p, n, total, *ckp);
+    *ckp = NULL;
     rio__gw_buf_put(&s->out, XML_HEAD, strlen(XML_HEAD));
     complete_result(c, r, etag, &s->result);
-    ret = s->buf && !s->out.oom && !s->result.oom ? 0 : -ENOMEM;
-    if (ret == 0)
-        ret = rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &s->w);
+    if (ret == 0 && (s->out.oom || s->result.oom))
+        ret = -ENOMEM;
     if (ret < 0) {
         slow_free(s);
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
@@ -1293,10 +1298,8 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
     }
     if (mos) { /* the object's size, as the client counts it */
-        char *end;
-        errno = 0;
-        unsigned long long want = strtoull(mos, &end, 10);
-        if (*mos < '0' || *mos > '9' || *end || errno || want != total) {
+        uint64_t want;
+        if (rio__gw_parse_count(mos, UINT64_MAX, &want) < 0 || want != total) {
             rio__free(x.p);
             return rio__gw_error(c, r, 400, "InvalidRequest",
                                  "The x-amz-mp-object-size header is not the total size of the "
@@ -1335,10 +1338,9 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     ret = ck ? RIO_ENOTSUP : compose(r, id, x.p, x.n, &d);
     if (ret == RIO_ENOTSUP && total >= SLOW_COMPLETE)
         return slow_complete(c, r, id, &x.p, x.n, total, etag, &ck);
-    if (ret == RIO_ENOTSUP) /* other backends, parts of uneven geometry */
-        ret = concat(r, id, x.p, x.n, total, ck, &d);
+    if (ret == RIO_ENOTSUP)                           /* other backends, parts of uneven geometry */
+        ret = concat(r, id, x.p, x.n, total, ck, &d); /* takes ck (NULL when composed) */
     rio__free(x.p);
-    rio_s3_check_free(ck);
     if (ret == GW_CK_MISMATCH)
         return rio__gw_error(c, r, 400, "BadDigest", CK_MISMATCH_MSG);
     if (ret == 0)

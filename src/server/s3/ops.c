@@ -397,7 +397,7 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
 
 /* Key text for a listing: XML-escaped, and URL-encoded first with
  * encoding-type=url (every byte but unreserved ones and '/'). */
-static void list_text(struct gw_buf *b, const char *s, int url)
+void rio__gw_list_text(struct gw_buf *b, const char *s, int url)
 {
     if (!url) {
         rio__gw_buf_xml(b, s);
@@ -416,7 +416,7 @@ static void list_text(struct gw_buf *b, const char *s, int url)
 void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url)
 {
     rio__gw_buf_printf(b, "<%s>", tag);
-    list_text(b, s, url);
+    rio__gw_list_text(b, s, url);
     rio__gw_buf_printf(b, "</%s>", tag);
 }
 
@@ -903,9 +903,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
     if (resp_params_check(c, r, &ret) < 0)
         return ret;
     if (pns) {
-        char *end;
-        unsigned long v = strtoul(pns, &end, 10);
-        if (*pns < '0' || *pns > '9' || *end || v < 1 || v > GW_MPU_PARTS_MAX)
+        uint64_t v;
+        if (rio__gw_parse_count(pns, GW_MPU_PARTS_MAX, &v) < 0 || v < 1)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "Part number must be an integer between 1 and 10000, "
                                  "inclusive");

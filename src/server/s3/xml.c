@@ -215,6 +215,22 @@ int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap)
     return (int)o;
 }
 
+int rio__gw_parse_count(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || (uint64_t)(*s - '0') > max ||
+            v > (max - (uint64_t)(*s - '0')) / 10)
+            return -1;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    *out = v;
+    return 0;
+}
+
 int rio__gw_valid_bucket(const char *name)
 {
     size_t n = strlen(name);
