@@ -348,6 +348,12 @@ TEST(listing)
          404);
     T_TRUE(gw_has(&g, "l", "<Code>NoSuchUpload</Code>"));
     T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=-1'", g.url), 400);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=%%2B1'", g.url), 400);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=%%201'", g.url), 400);
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=4294967297'", g.url), 400);
+    T_TRUE(gw_has(&g, "l", "<Code>InvalidArgument</Code>"));
+    T_EQ(gw_curl(&g, "l", "'%s/lst?max-keys=1'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<MaxKeys>1</MaxKeys>"));
     gw_stop(&g);
 }
 

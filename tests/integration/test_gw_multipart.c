@@ -207,6 +207,15 @@ TEST(multipart)
              "--body p2",
              id),
          0);
+    /* A part number is digits alone: not signed, spaced or out of range. */
+    static const char *const badpn[] = {"%2B2", "%202",  "2%20", "-2",
+                                        "0",    "10001", "",     "99999999999999999999"};
+    for (size_t i = 0; i < sizeof(badpn) / sizeof(badpn[0]); i++) {
+        T_EQ(gw_curl(&g, "o", "-X PUT -T %s '%s/mpb/a?uploadId=%s&partNumber=%s'",
+                     gw_path(&g, "p2"), g.url, id, badpn[i]),
+             400);
+        T_TRUE(gw_has(&g, "o", "InvalidArgument"));
+    }
     T_EQ(aws(&g, "o", "s3api abort-multipart-upload --bucket mpb --key a --upload-id %s", id), 0);
     T_EQ(aws(&g, "o",
              "s3api upload-part --bucket mpb --key a --upload-id %s --part-number 2 "

@@ -191,14 +191,12 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
 static int part_target(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
     const char *id = NULL, *pn = rio__gw_arg(r, "partNumber");
-    char *end, *k;
-    unsigned long n;
+    char *k;
+    uint64_t n;
 
     if (rio__gw_need_bucket(c, r, ret) < 0 || need_upload(c, r, &id, ret, NULL) < 0)
         return -1;
-    errno = 0;
-    n = pn && *pn ? strtoul(pn, &end, 10) : 0;
-    if (!pn || !*pn || *end || errno || n < 1 || n > GW_MPU_PARTS_MAX) {
+    if (rio__gw_parse_count(pn, GW_MPU_PARTS_MAX, &n) < 0 || n < 1) {
         *ret = rio__gw_error(c, r, 400, "InvalidArgument",
                              "Part number must be an integer between 1 and 10000, inclusive.");
         return -1;
@@ -601,12 +599,9 @@ struct complete_ctx {
 static int part_num_cb(void *arg, const char *text)
 {
     struct complete_ctx *x = arg;
-    char *end;
-    unsigned long v;
+    uint64_t v = 0;
 
-    errno = 0;
-    v = strtoul(text, &end, 10);
-    if (!*text || *end || errno || v < 1 || v > GW_MPU_PARTS_MAX)
+    if (rio__gw_parse_count(text, GW_MPU_PARTS_MAX, &v) < 0 || v < 1)
         x->bad = 1;
     x->num = (unsigned)v;
     return 0;

@@ -495,12 +495,11 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     if (rio__gw_list_options(c, r, &delim, &url, &ret) < 0)
         return ret;
     if (mk) {
-        char *end;
-        errno = 0;
-        max = strtoul(mk, &end, 10);
-        if (!*mk || *end || errno || mk[0] == '-')
+        uint64_t v;
+        if (rio__gw_parse_count(mk, INT32_MAX, &v) < 0)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "max-keys must be a non-negative integer.");
+        max = v;
         if (max > 1000)
             max = 1000;
     }
