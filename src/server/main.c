@@ -104,6 +104,9 @@ static void usage(FILE *f)
            "                            0: off)\n"
            "  --s3-domain NAME          also serve virtual-hosted style: a request to\n"
            "                            BUCKET.NAME is for BUCKET\n"
+           "  --s3-min-part-size SIZE   the least size of a multipart upload's parts but\n"
+           "                            the last, checked at Complete (default 5M, S3's;\n"
+           "                            0: any)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -280,6 +283,7 @@ enum {
     OPT_S3_ANON,
     OPT_S3_HEAD_CACHE,
     OPT_S3_DOMAIN,
+    OPT_S3_MIN_PART,
 };
 
 static const struct option long_opts[] = {
@@ -320,6 +324,7 @@ static const struct option long_opts[] = {
     {"s3-anonymous", no_argument, NULL, OPT_S3_ANON},
     {"s3-head-cache", required_argument, NULL, OPT_S3_HEAD_CACHE},
     {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
+    {"s3-min-part-size", required_argument, NULL, OPT_S3_MIN_PART},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -335,6 +340,7 @@ struct args {
     int evict_given; /* --evict was on the command line */
     int s3_anonymous;
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
+    uint64_t s3_min_part;      /* UINT64_MAX: not given */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -458,6 +464,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     cfg->auth_fail_burst = 10;
     a->listen = "127.0.0.1:7070";
     a->s3_head_cache_ns = UINT64_MAX;
+    a->s3_min_part = UINT64_MAX;
     *done = 0;
 
     optind = 1;
@@ -502,6 +509,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 return bad_value(name, optarg);
             a->s3_domain = optarg;
             break;
+        case OPT_S3_MIN_PART:
+            if (rio__parse_size(optarg, &a->s3_min_part) < 0 || a->s3_min_part > (5ull << 30))
+                return bad_value(name, optarg);
+            break;
         case OPT_S3_HEAD_CACHE:
             if (rio__parse_duration_ns(optarg, &a->s3_head_cache_ns) < 0 ||
                 a->s3_head_cache_ns > 3600 * SEC)
@@ -533,10 +544,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         return 2;
     }
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
-         a->s3_head_cache_ns != UINT64_MAX) &&
+         a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX) &&
         !a->s3_listen) {
-        fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain and "
-                        "--s3-head-cache need --s3-listen\n");
+        fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
+                        "--s3-head-cache and --s3-min-part-size need --s3-listen\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -817,7 +828,8 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
                                   .keys = a->s3_keys,
                                   .anonymous = a->s3_anonymous,
                                   .head_cache_ns = a->s3_head_cache_ns,
-                                  .domain = a->s3_domain};
+                                  .domain = a->s3_domain,
+                                  .min_part = a->s3_min_part};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

@@ -214,6 +214,18 @@ static inline void gw_upload_id(struct gw *g, const char *name, char *id, size_t
     T_EQ(strlen(id), 32u);
 }
 
+/* done.xml: the Complete body listing scratch files p1..pN as parts 1..n,
+ * each with its MD5 as ETag. */
+static inline void gw_mpu_xml(struct gw *g, unsigned n)
+{
+    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in $(seq 1 %u); "
+              "do printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
+              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
+              "printf '</CompleteMultipartUpload>' >> done.xml",
+              g->dir, n),
+         0);
+}
+
 /* A multipart upload of bucket/key (curl) of scratch files p1 .. pN as
  * parts 1 .. n; its id into id; scratch file done.xml the Complete that
  * lists them with their MD5s. */
@@ -229,12 +241,7 @@ static inline void gw_mpu_parts(struct gw *g, const char *bucket, const char *ke
                      bucket, key, i, id),
              200);
     }
-    T_EQ(t_sh("cd %s && printf '<CompleteMultipartUpload>' > done.xml && for i in $(seq 1 %u); "
-              "do printf '<Part><PartNumber>%%s</PartNumber><ETag>\"%%s\"</ETag></Part>' $i "
-              "$(md5sum p$i | cut -c1-32) >> done.xml; done && "
-              "printf '</CompleteMultipartUpload>' >> done.xml",
-              g->dir, n),
-         0);
+    gw_mpu_xml(g, n);
 }
 
 /* S3's x-amz-checksum-crc32 of scratch file name (base64 of the big-endian

@@ -47,6 +47,7 @@ static struct {
     pthread_mutex_t client_mu;
     char *backend;                         /* for a client opened at the first request */
     char *domain;                          /* --s3-domain, or NULL */
+    uint64_t min_part;                     /* --s3-min-part-size */
     _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
@@ -78,6 +79,11 @@ const char *rio__gw_op_name(int op)
 struct rio_client *rio__gw_client(void)
 {
     return g.client;
+}
+
+uint64_t rio__gw_min_part(void)
+{
+    return g.min_part;
 }
 
 int rio__gw_ordered(void)
@@ -1163,6 +1169,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     if (!cfg->lazy && (ret = open_client()) < 0)
         goto err;
     g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
+    g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
     slice = gw_slice_short(&sched_old);
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)

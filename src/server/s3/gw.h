@@ -34,6 +34,7 @@ struct rio_s3_gw_config {
     int lazy;               /* open the backend's client at the first request */
     uint64_t head_cache_ns; /* --s3-head-cache: 0 off, UINT64_MAX the default */
     const char *domain;     /* --s3-domain: BUCKET.domain is bucket BUCKET; NULL: path style only */
+    uint64_t min_part;      /* --s3-min-part-size: UINT64_MAX the default (GW_MIN_PART) */
 };
 
 /* Start the gateway; 0 or an error (logged). */
@@ -138,6 +139,8 @@ struct gw_req {
 /* gateway.c: for the operations */
 struct rio_client *rio__gw_client(void);
 int rio__gw_ordered(void); /* the backend lists in key order */
+/* The least size of a multipart object's parts but the last (Complete). */
+uint64_t rio__gw_min_part(void);
 int rio__gw_user_may(const struct gw_req *r, const char *bucket);
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
 int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp);
@@ -229,6 +232,7 @@ struct rio_entry;
 /* The largest part UploadPart writes as one chunk (ops.c, part_chunk). */
 #define GW_PART_CHUNK_MAX (16ull << 20)
 #define GW_MPU_PARTS_MAX 10000u
+#define GW_MIN_PART (5ull << 20) /* S3's least part size, all parts but the last */
 int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r);
 /* UploadPart: r->bkey becomes the part's key, then rio__gw_put_open. */
 int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <inttypes.h>
 #include <microhttpd.h>
 #include <openssl/evp.h>
 #include <stdbool.h>
@@ -1288,6 +1289,18 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 400, "EntityTooLarge", "The object is too large.");
         }
     }
+    /* S3's rule, which its clients size parts by: every part but the last
+     * at least 5 MiB (--s3-min-part-size). The upload stays. */
+    for (unsigned i = 0; i + 1 < x.n; i++)
+        if (x.p[i].size < rio__gw_min_part()) {
+            char msg[160];
+            snprintf(msg, sizeof(msg),
+                     "Part %u is %" PRIu64 " bytes: each part but the last must be at least "
+                     "%" PRIu64 " bytes.",
+                     x.p[i].num, x.p[i].size, rio__gw_min_part());
+            rio__free(x.p);
+            return rio__gw_error(c, r, 400, "EntityTooSmall", msg);
+        }
     if (mpu_etag(x.p, x.n, etag) < 0) {
         rio__free(x.p);
         return rio__gw_error(c, r, 400, "InvalidPart", "A part's ETag is not an MD5.");
