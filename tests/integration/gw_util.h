@@ -214,6 +214,21 @@ static inline void gw_upload_id(struct gw *g, const char *name, char *id, size_t
     T_EQ(strlen(id), 32u);
 }
 
+/* Start a gateway over the server's own store (anonymous) and run the
+ * boto3 script (its argument the gateway's URL): it must exit 0 and print
+ * ok. Skips when boto3 is not installed. */
+static inline void gw_boto3(struct gw *g, const char *script, const char *ok)
+{
+    if (t_sh("python3 -c 'import boto3' 2>/dev/null") != 0)
+        T_SKIP("boto3 is not installed");
+    gw_start(g, NULL, NULL);
+    t_write_file(gw_path(g, "t.py"), script, strlen(script));
+    T_EQ(t_sh("python3 %s %s > %s 2>&1 || { cat %s >&2; exit 1; }", gw_path(g, "t.py"), g->url,
+              gw_path(g, "out"), gw_path(g, "out")),
+         0);
+    T_TRUE(gw_has(g, "out", ok));
+}
+
 /* done.xml: the Complete body listing scratch files p1..pN as parts 1..n,
  * each with its MD5 as ETag. */
 static inline void gw_mpu_xml(struct gw *g, unsigned n)

@@ -25,6 +25,7 @@ static const char example[] = "railio-s3-meta 1\n"
                               "etag 3b5d3c7d207e37dceeedd301e35e2e58\n"
                               "s3-etag 70fe10dcfca09e53ba51ef0dc576f7e0-3\n"
                               "parts 5000000x2 2000000x1\n"
+                              "checksum crc32c ZRkWlA==-3\n"
                               "header content-type text/csv\n"
                               "header cache-control no-store\n"
                               "meta owner alice\n"
@@ -43,6 +44,7 @@ static struct gw_meta *example_meta(void)
     T_OK(rio__gw_meta_set_parts(m, (const uint64_t[]){5000000, 5000000, 2000000}, 3));
     T_OK(rio__gw_meta_set_hdr(m, GW_MH_CACHE_CONTROL, "no-store"));
     T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/csv"));
+    T_OK(rio__gw_meta_set_checksum(m, "CRC32C", "ZRkWlA==-3"));
     T_OK(rio__gw_meta_add_user(m, "Owner", "alice"));
     T_OK(rio__gw_meta_add_user(m, "note", "50% done"));
     return m;
@@ -64,6 +66,8 @@ TEST(encode_is_the_documented_text)
     T_STREQ(back->etag, m->etag);
     T_STREQ(back->s3etag, m->s3etag);
     T_EQ(back->nruns, 2u);
+    T_STREQ(back->ck_algo, "crc32c");
+    T_STREQ(back->ck_value, "ZRkWlA==-3");
     T_STREQ(back->hdr[GW_MH_CONTENT_TYPE], "text/csv");
     T_STREQ(back->hdr[GW_MH_CACHE_CONTROL], "no-store");
     T_NULL(back->hdr[GW_MH_EXPIRES]);
@@ -225,8 +229,23 @@ TEST(bad_records_refused_whole)
         {"parts 5000000x2 2000000x1\n", "parts 1200x10001\n"},
         {"parts 5000000x2 2000000x1\n", "parts 5000000x2 2000000x1\nparts 5000000x2 2000000x1\n"},
         {"parts 5000000x2 2000000x1\n", "parts 9223372036854775808x2 2000000x1\n"},
-        {"parts 5000000x2 2000000x1\nheader content-type text/csv\n",
-         "header content-type text/csv\nparts 5000000x2 2000000x1\n"},
+        {"parts 5000000x2 2000000x1\nchecksum crc32c ZRkWlA==-3\n",
+         "checksum crc32c ZRkWlA==-3\nparts 5000000x2 2000000x1\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA=-3\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlAA=\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRk.lA==\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA==-0\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA==-03\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA==-10001\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA==-\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA==-3x\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum CRC32C ZRkWlA==\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum md5 ZRkWlA==\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc64nvme AAAAAAAAAAA=-2\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c \n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c ZRkWlA== x\n"},
+        {"checksum crc32c ZRkWlA==-3\n", "checksum crc32c -\nchecksum crc32c -\n"},
         {"header content-type text/csv\n", "header content-type text/csv\nheader content-type x\n"},
         {"header content-type text/csv\n", "header x-other text/csv\n"},
         {"header content-type text/csv\n", "header content-type text/%0Acsv\n"},
@@ -289,6 +308,35 @@ TEST(bad_records_refused_whole)
         free(big);
     }
     T_EQ(rio__alloc_outstanding(), 0);
+}
+
+/* An object's checksum: S3's algorithms, the base64 of their digest's
+ * length, "-N" for a composite one; anything else leaves the record as it
+ * was. A checksum makes a record needed. */
+TEST(checksum_values)
+{
+    struct gw_meta *m = rio__gw_meta_new();
+
+    T_NOTNULL(m);
+    T_OK(rio__gw_meta_set_checksum(m, "sha256", "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="));
+    T_OK(rio__gw_meta_set_checksum(m, "sha1", "2jmj7l5rSw0yVb/vlWAYkK/YBwk=-10000"));
+    T_OK(rio__gw_meta_set_checksum(m, "crc64nvme", "AAAAAAAAAAA="));
+    T_OK(rio__gw_meta_set_checksum(m, "Crc32", "")); /* the algorithm alone */
+    T_STREQ(m->ck_algo, "crc32");
+    T_STREQ(m->ck_value, "");
+    T_FALSE(rio__gw_meta_is_default(m, ""));
+    T_ERR(rio__gw_meta_set_checksum(m, "crc64nvme", "AAAAAAAAAAA=-2"), RIO_EINVAL);
+    T_ERR(rio__gw_meta_set_checksum(m, "md5", "1B2M2Y8AsgTpgAmY7PhCfg=="), RIO_EINVAL);
+    T_ERR(rio__gw_meta_set_checksum(m, "crc32", "AAAAAAA="), RIO_EINVAL); /* 5 bytes */
+    T_ERR(rio__gw_meta_set_checksum(m, "sha256", "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU"),
+          RIO_EINVAL);
+    T_ERR(rio__gw_meta_set_checksum(m, "sha1", "2jmj7l5rSw0yVb/vlWAYkK/YBwk=-100000"), RIO_EINVAL);
+    T_ERR(rio__gw_meta_set_checksum(m, "crc32", "AAAAAA==-1-2"), RIO_EINVAL);
+    T_STREQ(m->ck_algo, "crc32");
+    T_STREQ(m->ck_value, "");
+    T_EQ(rio__gw_ck_len("CRC64NVME"), 8u);
+    T_EQ(rio__gw_ck_len("crc3"), 0u);
+    rio__gw_meta_free(m);
 }
 
 /* A multipart object's part sizes: kept as runs, found by number, bounded. */

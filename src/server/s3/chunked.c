@@ -48,6 +48,7 @@ struct rio_s3_chunked {
     char amz_date[17];
     char scope[128];
     char trailer[40];
+    char tvalue[64];         /* the trailer checksum's value, once checked */
     EVP_MD_CTX *m;           /* HMACs */
     EVP_MD_CTX *data;        /* this chunk's SHA-256 */
     struct rio_s3_check *ck; /* the trailer's checksum over the whole payload */
@@ -229,7 +230,16 @@ static const char *trailer_line(struct rio_s3_chunked *d)
     d->cl += (size_t)w;
     if (rio__s3_check_expect(d->ck, v, &code) < 0 || rio_s3_check_done(d->ck, &code) < 0)
         return code;
+    snprintf(d->tvalue, sizeof(d->tvalue), "%s", v);
     return NULL;
+}
+
+const char *rio_s3_chunked_trailer(const struct rio_s3_chunked *d, const char **value)
+{
+    if (!d || !d->trailer_seen || !d->tvalue[0])
+        return NULL;
+    *value = d->tvalue;
+    return d->trailer;
 }
 
 ssize_t rio_s3_chunked_feed(struct rio_s3_chunked *d, const void *in, size_t n, size_t *consumed,

@@ -134,14 +134,23 @@ int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct 
     return ret;
 }
 
-int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n)
+int rio__gw_send_xml_with(struct MHD_Connection *c, struct gw_req *r, int status, char *xml,
+                          size_t n, const char *const *hdrs)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(n, xml, MHD_RESPMEM_MUST_COPY);
 
     r->bytes_out += n;
-    if (resp)
+    if (resp) {
         MHD_add_response_header(resp, "Content-Type", "application/xml");
+        for (; hdrs && hdrs[0]; hdrs += 2)
+            MHD_add_response_header(resp, hdrs[0], hdrs[1]);
+    }
     return rio__gw_send(c, r, status, resp);
+}
+
+int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n)
+{
+    return rio__gw_send_xml_with(c, r, status, xml, n, NULL);
 }
 
 int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const char *code,

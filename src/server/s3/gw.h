@@ -145,6 +145,9 @@ int rio__gw_user_may(const struct gw_req *r, const char *bucket);
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
 int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp);
 int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n);
+/* As rio__gw_send_xml, with headers hdrs (name, value, ..., NULL). */
+int rio__gw_send_xml_with(struct MHD_Connection *c, struct gw_req *r, int status, char *xml,
+                          size_t n, const char *const *hdrs);
 int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const char *code,
                   const char *msg);
 /* What the failed call did with the request's key, for rio__gw_rio_error:
@@ -188,6 +191,9 @@ int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret);
 int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status);
 /* Send b's XML (or InternalError when it ran out of memory); frees b. */
 int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b);
+/* As rio__gw_send_buf, with headers hdrs (name, value, ..., NULL). */
+int rio__gw_send_buf_with(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b,
+                          const char *const *hdrs);
 int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r);
@@ -229,6 +235,11 @@ struct rio_entry;
  * their parts ".rio-mpu/BUCKET/UPLOADID.p/NNNNN" on the backend. */
 #define GW_MPU_PREFIX ".rio-mpu/"
 #define GW_MPU_PARTDIR ".p/"
+#define GW_MPU_CKSUFFIX ".ck" /* a part's checksum: ".rio-mpu/B/ID.p/NNNNN.ck" */
+/* Keep the checksum (algo, base64 value) part part_bkey (whose backend etag
+ * is etag) matched, beside it; 0 or an error. */
+int rio__gw_part_checksum_store(const char *part_bkey, const char *etag, const char *algo,
+                                const char *value);
 /* The largest part UploadPart writes as one chunk (ops.c, part_chunk). */
 #define GW_PART_CHUNK_MAX (16ull << 20)
 #define GW_MPU_PARTS_MAX 10000u
@@ -299,6 +310,17 @@ const char *rio__gw_meta_etag(const struct gw_meta *m, const char *etag);
 /* Content-Type (the default without a record), the stored content headers
  * and x-amz-meta-* of m (NULL: the defaults). */
 void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m);
+/* A whole object's answer to a request with x-amz-checksum-mode: ENABLED:
+ * the checksum m records (x-amz-checksum-ALGO and x-amz-checksum-type),
+ * when it records one. */
+void rio__gw_checksum_headers(struct MHD_Connection *c, struct MHD_Response *resp,
+                              const struct gw_meta *m);
+/* The x-amz-checksum-* the request's body carried and matched (a header,
+ * else the aws-chunked trailer): its algorithm ("crc32", ...) and base64
+ * value copied into algo and value; 1, or 0 when none. Call once the body
+ * is checked, before the decoder is freed. */
+int rio__gw_sent_checksum(struct MHD_Connection *c, const struct gw_req *r, char algo[12],
+                          char value[64]);
 /* A listing page of bucket: each entry's etag becomes its record's ETag. */
 void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p);
 void rio__gw_meta_free(struct gw_meta *m);

@@ -25,6 +25,7 @@
 #define GW_META_PARTS_MAX 10000u    /* S3: parts of a multipart object */
 #define GW_META_PREFIX ".rio-meta/" /* records: ".rio-meta/BUCKET/<SHA-256 of KEY>" */
 #define GW_META_DEFAULT_TYPE "binary/octet-stream"
+#define GW_META_CK_MAX 56u /* a checksum's value: base64 of a SHA-256 (44) and "-10000" */
 
 /* The stored content headers, in record order. */
 enum gw_meta_hdr {
@@ -60,6 +61,14 @@ struct gw_meta {
      * not multipart, or not recorded) */
     struct gw_meta_run *runs;
     unsigned nruns;
+    /* The object's S3 checksum, checked on its way in (S3's
+     * x-amz-checksum-ALGO and -type): ck_algo "crc32", "crc32c",
+     * "crc64nvme", "sha1" or "sha256" ("" none), ck_value its base64, and
+     * for a composite one (the checksum of the parts' checksums) "-N". An
+     * upload's record may carry the algorithm alone (CreateMultipartUpload's
+     * x-amz-checksum-algorithm). */
+    char ck_algo[12];
+    char ck_value[GW_META_CK_MAX];
     char *hdr[GW_MH__COUNT]; /* NULL when not stored */
     struct gw_meta_kv *user;
     unsigned nuser, capuser;
@@ -102,6 +111,18 @@ int rio__gw_meta_set_parts(struct gw_meta *m, const uint64_t *sizes, unsigned n)
  */
 int rio__gw_meta_part(const struct gw_meta *m, unsigned pn, uint64_t *off, uint64_t *len,
                       unsigned *count);
+/**
+ * The digest length in bytes of S3 checksum algorithm algo ("crc32", ...,
+ * any case), 0 when it is none of S3's.
+ */
+size_t rio__gw_ck_len(const char *algo);
+/**
+ * Record the object's checksum: algo (any case, stored lower-case) and value,
+ * the base64 of an algo digest, optionally followed by "-N" (1..10000, a
+ * composite one; not for crc64nvme); value "" records the algorithm alone.
+ * 0, or RIO_EINVAL (nothing recorded).
+ */
+int rio__gw_meta_set_checksum(struct gw_meta *m, const char *algo, const char *value);
 /** Copy the content headers and user metadata of src into dst (not the
  * identity nor the ETag). 0 or -ENOMEM. */
 int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src);

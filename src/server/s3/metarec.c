@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "railio.h"
@@ -152,12 +153,71 @@ int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag)
 {
     if (!m)
         return 1;
-    if (m->nuser || (m->s3etag[0] && strcmp(m->s3etag, etag) != 0))
+    if (m->nuser || (m->s3etag[0] && strcmp(m->s3etag, etag) != 0) || m->ck_algo[0])
         return 0;
     for (int i = 0; i < GW_MH__COUNT; i++)
         if (m->hdr[i] && (i != GW_MH_CONTENT_TYPE || strcmp(m->hdr[i], GW_META_DEFAULT_TYPE) != 0))
             return 0;
     return 1;
+}
+
+size_t rio__gw_ck_len(const char *algo)
+{
+    static const struct {
+        const char *name;
+        size_t len;
+    } algos[] = {{"crc32", 4}, {"crc32c", 4}, {"crc64nvme", 8}, {"sha1", 20}, {"sha256", 32}};
+
+    for (size_t i = 0; i < sizeof(algos) / sizeof(algos[0]); i++)
+        if (strcasecmp(algo, algos[i].name) == 0)
+            return algos[i].len;
+    return 0;
+}
+
+/* n bytes at s are the base64 of len bytes (padded, standard alphabet). */
+static int is_b64_of(const char *s, size_t n, size_t len)
+{
+    size_t pad = (3 - len % 3) % 3, want = 4 * ((len + 2) / 3);
+
+    if (n != want)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int ok = i >= n - pad ? ch == '='
+                              : (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+                                    (ch >= '0' && ch <= '9') || ch == '+' || ch == '/';
+        if (!ok)
+            return 0;
+    }
+    return 1;
+}
+
+int rio__gw_meta_set_checksum(struct gw_meta *m, const char *algo, const char *value)
+{
+    size_t len = rio__gw_ck_len(algo), vn = strlen(value);
+    const char *dash = strchr(value, '-');
+    size_t b = dash ? (size_t)(dash - value) : vn;
+
+    if (!len || vn >= GW_META_CK_MAX || (vn && !is_b64_of(value, b, len)))
+        return RIO_EINVAL;
+    if (dash) {
+        unsigned long n = 0;
+        const char *q = dash + 1;
+        if (strcasecmp(algo, "crc64nvme") == 0 || !*q || *q == '0' || strlen(q) > 5)
+            return RIO_EINVAL;
+        for (; *q; q++) {
+            if (*q < '0' || *q > '9')
+                return RIO_EINVAL;
+            n = n * 10 + (unsigned long)(*q - '0');
+        }
+        if (n > GW_META_PARTS_MAX)
+            return RIO_EINVAL;
+    }
+    for (size_t i = 0; algo[i]; i++)
+        m->ck_algo[i] = (char)(algo[i] >= 'A' && algo[i] <= 'Z' ? algo[i] - 'A' + 'a' : algo[i]);
+    m->ck_algo[strlen(algo)] = '\0';
+    memcpy(m->ck_value, value, vn + 1);
+    return 0;
 }
 
 int rio__gw_meta_set_parts(struct gw_meta *m, const uint64_t *sizes, unsigned n)
@@ -236,6 +296,8 @@ struct gw_meta *rio__gw_meta_dup(const struct gw_meta *m)
     d->generation = m->generation;
     memcpy(d->etag, m->etag, sizeof(d->etag));
     memcpy(d->s3etag, m->s3etag, sizeof(d->s3etag));
+    memcpy(d->ck_algo, m->ck_algo, sizeof(d->ck_algo));
+    memcpy(d->ck_value, m->ck_value, sizeof(d->ck_value));
     if (m->nruns) {
         d->runs = rio__calloc(m->nruns, sizeof(*d->runs));
         if (!d->runs) {
@@ -335,6 +397,8 @@ int rio__gw_meta_encode(const struct gw_meta *m, const char *bkey, char **out, s
             out_printf(&o, " %llux%u", (unsigned long long)m->runs[i].size, m->runs[i].count);
         out_put(&o, "\n", 1);
     }
+    if (m->ck_algo[0])
+        out_printf(&o, "checksum %s %s\n", m->ck_algo, m->ck_value[0] ? m->ck_value : "-");
     for (int i = 0; i < GW_MH__COUNT; i++) {
         if (!m->hdr[i])
             continue;
@@ -571,6 +635,23 @@ int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bke
         }
         if (e - s == 3 && memcmp(s, "end", 3) == 0)
             break;
+        if (field(s, e, "checksum", &v) == 0) {
+            /* "checksum ALGO VALUE" (VALUE "-": the algorithm alone), once */
+            const char *sp = memchr(v, ' ', (size_t)(e - v));
+            char algo[12], val[GW_META_CK_MAX];
+            size_t an = sp ? (size_t)(sp - v) : 0, vn = sp ? (size_t)(e - sp - 1) : 0;
+            if (m->ck_algo[0] || !an || an >= sizeof(algo) || !vn || vn >= sizeof(val) ||
+                memchr(sp + 1, '\0', vn))
+                BAD("a bad checksum line");
+            memcpy(algo, v, an);
+            algo[an] = '\0';
+            memcpy(val, sp + 1, vn);
+            val[vn] = '\0';
+            if (strspn(algo, "abcdefghijklmnopqrstuvwxyz0123456789") != an ||
+                rio__gw_meta_set_checksum(m, algo, strcmp(val, "-") == 0 ? "" : val) < 0)
+                BAD("a bad checksum line");
+            continue;
+        }
         if (field(s, e, "header", &v) == 0) {
             const char *sp = memchr(v, ' ', (size_t)(e - v));
             int h = -1, r;

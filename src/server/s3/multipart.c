@@ -23,13 +23,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 
 #include "core/alloc.h"
+#include "core/checksum.h"
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/internal.h"
 #include "railio.h"
+#include "server/s3/auth.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
 #include "server/server.h"
@@ -167,10 +170,24 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     unsigned char rnd[ID_LEN / 2];
     char id[ID_LEN + 1], k[160];
     struct gw_buf b = {0};
+    /* The algorithm the parts will carry checksums of (the client sends
+     * them; Complete builds the composite one when all do) */
+    const char *algo = rio__gw_header(c, "x-amz-checksum-algorithm");
+    const char *type = rio__gw_header(c, "x-amz-checksum-type");
     int ret;
 
+    if (algo && !rio__gw_ck_len(algo))
+        return rio__gw_error(c, r, 400, "InvalidRequest",
+                             "Checksum algorithm provided is unsupported. Please try again with "
+                             "any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
+    if (type &&
+        (!algo || (strcasecmp(type, "COMPOSITE") != 0 && strcasecmp(type, "FULL_OBJECT") != 0)))
+        return rio__gw_error(c, r, 400, "InvalidRequest",
+                             "Value for x-amz-checksum-type header is invalid.");
     if (rio__gw_need_bucket(c, r, &ret) < 0 || rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
         return ret;
+    if (algo) /* the upload's record keeps it, for Complete */
+        rio__gw_meta_set_checksum(r->meta, algo, "");
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return rio__gw_error(c, r, 500, "InternalError", "No randomness for the upload id.");
     for (size_t i = 0; i < sizeof(rnd); i++)
@@ -184,7 +201,12 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
     xml_elem(&b, "Key", r->key);
     xml_elem(&b, "UploadId", id);
     rio__gw_buf_printf(&b, "</InitiateMultipartUploadResult>\n");
-    return rio__gw_send_buf(c, r, 200, &b);
+    const char *const hdrs[] = {"x-amz-checksum-algorithm", algo, "x-amz-checksum-type",
+                                type                                     ? type
+                                : algo && !strcasecmp(algo, "crc64nvme") ? "FULL_OBJECT"
+                                                                         : "COMPOSITE",
+                                NULL};
+    return rio__gw_send_buf_with(c, r, 200, &b, algo ? hdrs : NULL);
 }
 
 /* The bucket, the upload and ?partNumber of an UploadPart(Copy): r->bkey
@@ -220,6 +242,57 @@ int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
     if (part_target(c, r, &ret) < 0)
         return ret;
     return rio__gw_put_open(c, r);
+}
+
+/* A part's checksum, ".rio-mpu/B/ID.p/NNNNN.ck": "ETAG ALGO VALUE\n", ETAG
+ * the part's MD5 when it was written. A part written again without a
+ * checksum leaves it: read back, it counts only while ETAG is still the
+ * part's (then the bytes are the same). Abort and Complete drop it with the
+ * parts (their prefix); ListParts does not list it (not five digits). */
+int rio__gw_part_checksum_store(const char *part_bkey, const char *etag, const char *algo,
+                                const char *value)
+{
+    char k[192], rec[160];
+    int n = snprintf(rec, sizeof(rec), "%s %s %s\n", etag, algo, value);
+
+    if (n < 0 || (size_t)n >= sizeof(rec) ||
+        snprintf(k, sizeof(k), "%s" GW_MPU_CKSUFFIX, part_bkey) >= (int)sizeof(k))
+        return RIO_EINVAL;
+    return rio_put(rio__gw_client(), k, rec, (size_t)n, NULL, NULL);
+}
+
+/* The checksum kept for part num of upload id, whose ETag Complete found
+ * to be etag: 1 with *algo and *value (NUL-terminated), 0 when none counts
+ * (none kept, another version's, or bytes this code did not write), or an
+ * error. */
+static int part_checksum_load(const struct gw_req *r, const char *id, unsigned num,
+                              const char *etag, char algo[12], char value[48])
+{
+    char k[192], rec[161], *sp1, *sp2, *nl;
+    struct gw_meta m;
+    int64_t n;
+
+    part_key(r, id, num, k, sizeof(k));
+    strcat(k, GW_MPU_CKSUFFIX);
+    n = rio_get(rio__gw_client(), k, rec, sizeof(rec) - 1, NULL);
+    if (n == RIO_ENOTFOUND)
+        return 0;
+    if (n < 0)
+        return (int)n;
+    rec[n] = '\0';
+    sp1 = strchr(rec, ' ');
+    sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    nl = sp2 ? strchr(sp2 + 1, '\n') : NULL;
+    if (!nl || nl[1] || (size_t)(sp1 - rec) != strlen(etag) || memcmp(rec, etag, strlen(etag)) != 0)
+        return 0;
+    *sp2 = *nl = '\0';
+    memset(&m, 0, sizeof(m));
+    if (strlen(sp1 + 1) >= 12 || strlen(sp2 + 1) >= 48 || strchr(sp2 + 1, '-') ||
+        rio__gw_meta_set_checksum(&m, sp1 + 1, sp2 + 1) < 0)
+        return 0;
+    memcpy(algo, m.ck_algo, 12);
+    memcpy(value, m.ck_value, 48);
+    return 1;
 }
 
 int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r)
@@ -587,6 +660,7 @@ struct part {
     unsigned num;
     char etag[48];
     uint64_t size, generation, chunk_size, nchunks;
+    char ck_algo[12], ck_value[48]; /* the list's <ChecksumALGO> for it ("": none) */
 };
 
 struct complete_ctx {
@@ -595,6 +669,8 @@ struct complete_ctx {
     int bad;
     unsigned num;
     char etag[48];
+    char ck_algo[12], ck_value[48];
+    const char *algo; /* of the element being read */
 };
 
 static int part_num_cb(void *arg, const char *text)
@@ -624,15 +700,41 @@ static int part_etag_cb(void *arg, const char *text)
     return 0;
 }
 
+/* A part's <ChecksumCRC32> (and the others): at most one, of a sane length
+ * (its value is compared with what the part carried, not trusted). */
+static int part_ck_cb(void *arg, const char *text)
+{
+    struct complete_ctx *x = arg;
+
+    if (x->ck_algo[0] || !*text || strlen(text) >= sizeof(x->ck_value))
+        x->bad = 1;
+    else {
+        snprintf(x->ck_algo, sizeof(x->ck_algo), "%s", x->algo);
+        snprintf(x->ck_value, sizeof(x->ck_value), "%s", text);
+    }
+    return 0;
+}
+
 static int part_cb(void *arg, const char *raw, size_t len)
 {
+    static const char *const cks[][2] = {{"ChecksumCRC32", "crc32"},
+                                         {"ChecksumCRC32C", "crc32c"},
+                                         {"ChecksumCRC64NVME", "crc64nvme"},
+                                         {"ChecksumSHA1", "sha1"},
+                                         {"ChecksumSHA256", "sha256"}};
     struct complete_ctx *x = arg;
 
     x->num = 0;
     x->etag[0] = '\0';
+    x->ck_algo[0] = '\0';
     if (rio__gw_xml_each(raw, len, "PartNumber", part_num_cb, x) < 0 ||
         rio__gw_xml_each(raw, len, "ETag", part_etag_cb, x) < 0 || !x->num)
         x->bad = 1;
+    for (size_t i = 0; i < sizeof(cks) / sizeof(cks[0]) && !x->bad; i++) {
+        x->algo = cks[i][1];
+        if (rio__gw_xml_each(raw, len, cks[i][0], part_ck_cb, x) < 0)
+            x->bad = 1;
+    }
     if (x->bad)
         return 1;
     if (x->n == x->cap) {
@@ -652,6 +754,8 @@ static int part_cb(void *arg, const char *raw, size_t len)
     }
     x->p[x->n].num = x->num;
     snprintf(x->p[x->n].etag, sizeof(x->p[x->n].etag), "%s", x->etag);
+    memcpy(x->p[x->n].ck_algo, x->ck_algo, sizeof(x->ck_algo));
+    memcpy(x->p[x->n].ck_value, x->ck_value, sizeof(x->ck_value));
     x->n++;
     return 0;
 }
@@ -981,7 +1085,16 @@ static void complete_result(struct MHD_Connection *c, const struct gw_req *r, co
     location(c, r, b);
     xml_elem(b, "Bucket", r->bucket);
     xml_elem(b, "Key", r->key);
-    rio__gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>\n", etag);
+    rio__gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag>", etag);
+    if (r->meta && r->meta->ck_algo[0] && r->meta->ck_value[0]) {
+        char el[24];
+        snprintf(el, sizeof(el), "Checksum%s", r->meta->ck_algo);
+        for (char *q = el + 8; *q; q++)
+            *q = (char)(*q >= 'a' && *q <= 'z' ? *q - 'a' + 'A' : *q);
+        xml_elem(b, el, r->meta->ck_value);
+        xml_elem(b, "ChecksumType", strchr(r->meta->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT");
+    }
+    rio__gw_buf_printf(b, "</CompleteMultipartUploadResult>\n");
 }
 
 static int complete_answer(struct MHD_Connection *c, struct gw_req *r, const char *etag)
@@ -1170,14 +1283,15 @@ static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct com
     return complete_answer(c, r, etag);
 }
 
-/* The object's checksum a Complete may carry (x-amz-checksum-CRC32, CRC32C,
- * CRC64NVME of the whole object: S3's FULL_OBJECT type), to be checked on
- * the bytes as the parts are copied (*out; NULL when none is sent). A
- * composite one (the checksum of the parts' checksums, "-N") cannot be
- * checked, for the gateway keeps no part checksums: 501 rather than taken
- * unchecked. 0, or -1 with the answer queued (*ret). */
+/* The object's checksum a Complete may carry: x-amz-checksum-CRC32, CRC32C,
+ * CRC64NVME of the whole object (S3's FULL_OBJECT type), to be checked on
+ * the bytes as the parts are copied (*out), or a composite one (the
+ * checksum of the parts' checksums, "-N", or x-amz-checksum-type:
+ * COMPOSITE), checked against the parts' (*out NULL). Either way algo and
+ * value are what was sent ("" when nothing was). 0, or -1 with the answer
+ * queued (*ret). */
 static int object_check(struct MHD_Connection *c, struct gw_req *r, struct rio_s3_check **out,
-                        int *ret)
+                        char algo[12], char value[64], int *ret)
 {
     static const char *const names[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
                                         "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
@@ -1188,6 +1302,7 @@ static int object_check(struct MHD_Connection *c, struct gw_req *r, struct rio_s
     int err;
 
     *out = NULL;
+    algo[0] = value[0] = '\0';
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         const char *h = rio__gw_header(c, names[i]);
         if (!h)
@@ -1209,13 +1324,15 @@ static int object_check(struct MHD_Connection *c, struct gw_req *r, struct rio_s
     }
     if (!v)
         return 0;
-    if (strchr(v, '-') || (type && strcasecmp(type, "COMPOSITE") == 0)) {
-        *ret = rio__gw_error(c, r, 501, "NotImplemented",
-                             "The gateway keeps no part checksums, so it cannot check a "
-                             "composite checksum of the object (x-amz-checksum-* of the parts' "
-                             "checksums); each part was checked as it came with its own.");
+    if (strlen(v) >= 64) {
+        *ret = rio__gw_error(c, r, 400, "InvalidRequest",
+                             "The object's x-amz-checksum-* is not valid.");
         return -1;
     }
+    snprintf(algo, 12, "%s", name + strlen("x-amz-checksum-"));
+    snprintf(value, 64, "%s", v);
+    if (strchr(v, '-') || (type && strcasecmp(type, "COMPOSITE") == 0))
+        return 0; /* checked against the parts' */
     if (at >= 3) {
         *ret = rio__gw_error(c, r, 400, "InvalidRequest",
                              "The FULL_OBJECT checksum type is not supported for SHA-1 or "
@@ -1232,6 +1349,104 @@ static int object_check(struct MHD_Connection *c, struct gw_req *r, struct rio_s
     return 0;
 }
 
+/* S3's composite checksum of the n parts p (each with its checksum in
+ * ck_algo, ck_value, one algorithm): that algorithm over their digests one
+ * after the other, in base64, then "-n", into out. 0, or -1. */
+static int composite_of(const struct part *p, unsigned n, char out[GW_META_CK_MAX])
+{
+    const char *algo = p[0].ck_algo;
+    size_t dl = rio__gw_ck_len(algo);
+    unsigned char *all = dl ? rio__malloc((size_t)n * dl) : NULL, d[32];
+    char b64[48];
+    int ok = all != NULL;
+
+    for (unsigned i = 0; ok && i < n; i++)
+        ok = strcmp(p[i].ck_algo, algo) == 0 &&
+             rio__gw_b64dec(p[i].ck_value, all + (size_t)i * dl, dl) == (int)dl;
+    if (ok && (!strcmp(algo, "crc32") || !strcmp(algo, "crc32c"))) {
+        uint32_t v = !strcmp(algo, "crc32") ? rio__s3_crc32(0, all, (size_t)n * dl)
+                                            : rio__crc32c(0, all, (size_t)n * dl);
+        d[0] = (unsigned char)(v >> 24);
+        d[1] = (unsigned char)(v >> 16);
+        d[2] = (unsigned char)(v >> 8);
+        d[3] = (unsigned char)v;
+    } else if (ok && (!strcmp(algo, "sha1") || !strcmp(algo, "sha256"))) {
+        ok = EVP_Digest(all, (size_t)n * dl, d, NULL,
+                        !strcmp(algo, "sha1") ? EVP_sha1() : EVP_sha256(), NULL) == 1;
+    } else {
+        ok = 0; /* crc64nvme has no composite form */
+    }
+    rio__free(all);
+    if (!ok)
+        return -1;
+    EVP_EncodeBlock((unsigned char *)b64, d, (int)dl);
+    snprintf(out, GW_META_CK_MAX, "%s-%u", b64, n);
+    return 0;
+}
+
+/* The parts' checksums, when the list names any, a composite one was sent
+ * (sent_algo, sent_value) or the upload was created with an algorithm: each part's <ChecksumALGO>
+ * must be the one it carried (else 400 InvalidPart); a composite one sent must be the parts' (else
+ * 400 BadDigest, or InvalidRequest when they carry none of its algorithm). When every part carried
+ * one of one algorithm that has a composite form, the object's composite checksum goes into r->meta
+ * (a full-object one, checked on the copy, goes there instead). 0, or -1 with the answer queued
+ * (*ret). */
+static int parts_checksums(struct MHD_Connection *c, struct gw_req *r, const char *id,
+                           struct part *p, unsigned n, const char *sent_algo,
+                           const char *sent_value, int full, int *ret)
+{
+    char algo[12], value[48], comp[GW_META_CK_MAX], msg[160];
+    int want = (sent_algo[0] && !full) || (r->meta && r->meta->ck_algo[0]), all = 1;
+
+    for (unsigned i = 0; i < n && !want; i++)
+        want = p[i].ck_algo[0] != '\0';
+    if (!want)
+        return 0;
+    for (unsigned i = 0; i < n; i++) {
+        int got = part_checksum_load(r, id, p[i].num, p[i].etag, algo, value);
+        if (got < 0) {
+            *ret = rio__gw_rio_error(c, r, got, GW_LOOKUP, "part checksum");
+            return -1;
+        }
+        if (p[i].ck_algo[0] &&
+            (!got || strcasecmp(p[i].ck_algo, algo) != 0 || strcmp(p[i].ck_value, value) != 0)) {
+            snprintf(msg, sizeof(msg),
+                     "Part %u's Checksum%s in the list is not the checksum the part carried.",
+                     p[i].num, p[i].ck_algo);
+            *ret = rio__gw_error(c, r, 400, "InvalidPart", msg);
+            return -1;
+        }
+        if (got) {
+            memcpy(p[i].ck_algo, algo, sizeof(algo));
+            memcpy(p[i].ck_value, value, sizeof(value));
+        } else {
+            all = 0;
+        }
+    }
+    all = all && composite_of(p, n, comp) == 0;
+    if (sent_algo[0] && !full) {
+        const char *dash = strchr(sent_value, '-');
+        size_t bl = dash ? (size_t)(dash - sent_value) : strlen(sent_value);
+        if (!all || strcasecmp(p[0].ck_algo, sent_algo) != 0) {
+            snprintf(msg, sizeof(msg),
+                     "The parts did not all carry an x-amz-checksum-%s: the composite checksum "
+                     "cannot be checked.",
+                     sent_algo);
+            *ret = rio__gw_error(c, r, 400, "InvalidRequest", msg);
+            return -1;
+        }
+        if (strncmp(comp, sent_value, bl) != 0 || comp[bl] != '-' ||
+            (dash && strcmp(comp + bl, dash) != 0)) {
+            *ret = rio__gw_error(c, r, 400, "BadDigest",
+                                 "The composite checksum you specified did not match the parts'.");
+            return -1;
+        }
+    }
+    if (all && !full && r->meta)
+        rio__gw_meta_set_checksum(r->meta, p[0].ck_algo, comp);
+    return 0;
+}
+
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
 {
     struct complete_ctx x = {0};
@@ -1239,7 +1454,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     const char *id = NULL;
     struct rio_s3_check *ck = NULL;
     const char *mos = rio__gw_header(c, "x-amz-mp-object-size");
-    char etag[48], k[160];
+    char etag[48], k[160], ck_algo[12], ck_value[64];
     uint64_t total = 0, *sizes;
     int ret, gone = 0;
 
@@ -1337,10 +1552,14 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         rio__free(x.p);
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
-    if (object_check(c, r, &ck, &ret) < 0) {
+    if (object_check(c, r, &ck, ck_algo, ck_value, &ret) < 0 ||
+        parts_checksums(c, r, id, x.p, x.n, ck_algo, ck_value, ck != NULL, &ret) < 0) {
+        rio_s3_check_free(ck);
         rio__free(x.p);
         return ret;
     }
+    if (ck) /* kept once the copy has matched it */
+        rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
     memset(&d, 0, sizeof(d));
     /* The object's own checksum is checked on its bytes: they are copied. */
     ret = ck ? RIO_ENOTSUP : compose(r, id, x.p, x.n, &d);

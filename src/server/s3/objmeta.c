@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "core/engine.h"
@@ -478,6 +479,43 @@ void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m)
         snprintf(name, sizeof(name), "x-amz-meta-%s", m->user[i].name);
         MHD_add_response_header(resp, name, m->user[i].value);
     }
+}
+
+void rio__gw_checksum_headers(struct MHD_Connection *c, struct MHD_Response *resp,
+                              const struct gw_meta *m)
+{
+    const char *mode = rio__gw_header(c, "x-amz-checksum-mode");
+    char name[40];
+
+    if (!mode || strcasecmp(mode, "ENABLED") != 0 || !m || !m->ck_algo[0] || !m->ck_value[0])
+        return;
+    snprintf(name, sizeof(name), "x-amz-checksum-%s", m->ck_algo);
+    MHD_add_response_header(resp, name, m->ck_value);
+    MHD_add_response_header(resp, "x-amz-checksum-type",
+                            strchr(m->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT");
+}
+
+int rio__gw_sent_checksum(struct MHD_Connection *c, const struct gw_req *r, char algo[12],
+                          char value[64])
+{
+    static const char *const names[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                        "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
+                                        "x-amz-checksum-sha256"};
+    const char *name = NULL, *v = NULL;
+
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !name; i++)
+        if ((v = rio__gw_header(c, names[i])) != NULL)
+            name = names[i];
+    if (!name) {
+        name = rio_s3_chunked_trailer(r->chunked, &v);
+        if (!name || strncasecmp(name, "x-amz-checksum-", 15) != 0)
+            return 0;
+    }
+    if (strlen(name + 15) >= 12 || strlen(v) >= 64)
+        return 0;
+    snprintf(algo, 12, "%s", name + 15);
+    snprintf(value, 64, "%s", v);
+    return 1;
 }
 
 /* ------------------------------------------------------------- listings */

@@ -85,12 +85,18 @@ int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status)
                         MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
 }
 
-int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b)
+int rio__gw_send_buf_with(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b,
+                          const char *const *hdrs)
 {
     int ret = b->oom ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
-                     : rio__gw_send_xml(c, r, status, b->p, b->len);
+                     : rio__gw_send_xml_with(c, r, status, b->p, b->len, hdrs);
     rio__gw_buf_free(b);
     return ret;
+}
+
+int rio__gw_send_buf(struct MHD_Connection *c, struct gw_req *r, int status, struct gw_buf *b)
+{
+    return rio__gw_send_buf_with(c, r, status, b, NULL);
 }
 
 /* The last-modified time of a backend key from its listing entry, ns since
@@ -1033,6 +1039,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         snprintf(pc, sizeof(pc), "%u", parts);
         MHD_add_response_header(resp, "x-amz-mp-parts-count", pc);
     }
+    if (status == 200 && !pn)
+        rio__gw_checksum_headers(c, resp, r->meta);
     return rio__gw_send(c, r, status, resp);
 }
 
@@ -1344,7 +1352,8 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
 {
     struct rio_desc d;
     struct MHD_Response *resp;
-    int ret;
+    char ck_algo[12], ck_value[64];
+    int ret, ck = 0;
 
     if (r->chunked && !r->err_status && !rio_s3_chunked_done(r->chunked))
         rio__gw_fail(r, 400, "IncompleteBody",
@@ -1353,8 +1362,8 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_fail(r, 400, "IncompleteBody",
                      "You did not provide the number of bytes specified by the Content-Length "
                      "HTTP header.");
-    if (!r->err_status)
-        rio__gw_checks_done(r);
+    if (!r->err_status && rio__gw_checks_done(r) == 0)
+        ck = rio__gw_sent_checksum(c, r, ck_algo, ck_value);
     if (r->err_status) {
         rio__gw_put_cleanup(r); /* nothing is published */
         return rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
@@ -1383,6 +1392,18 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
                                  "The body did not match its declared length.");
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "commit");
     }
+    /* The checksum the body matched is kept: the object's in its record
+     * (GET and HEAD give it back), a part's beside the part (Complete
+     * builds the composite one from them). */
+    if (ck && r->op == GW_OP_PUT_OBJECT)
+        rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
+    if (ck && r->op == GW_OP_UPLOAD_PART) {
+        ret = rio__gw_part_checksum_store(r->bkey, d.etag, ck_algo, ck_value);
+        if (ret < 0) {
+            rio_desc_cleanup(&d);
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
+        }
+    }
     if (r->op == GW_OP_PUT_OBJECT) {
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
         if (ret < 0) {
@@ -1401,6 +1422,11 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (resp)
         etag_hdr(resp, d.etag);
+    if (resp && ck) {
+        char name[40];
+        snprintf(name, sizeof(name), "x-amz-checksum-%s", ck_algo);
+        MHD_add_response_header(resp, name, ck_value);
+    }
     return rio__gw_send(c, r, 200, resp);
 }
 

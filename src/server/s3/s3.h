@@ -134,6 +134,10 @@ int rio_s3_chunked_done(const struct rio_s3_chunked *d);
 /** Payload bytes decoded so far (to compare with x-amz-decoded-content-length). */
 uint64_t rio_s3_chunked_total(const struct rio_s3_chunked *d);
 void rio_s3_chunked_free(struct rio_s3_chunked *d);
+/* The trailer checksum the body carried and that matched it: its name
+ * ("x-amz-checksum-crc32", ...) and *value (base64); NULL when none. Valid
+ * until rio_s3_chunked_free. */
+const char *rio_s3_chunked_trailer(const struct rio_s3_chunked *d, const char **value);
 
 /*
  * A body checked as it streams, against what a header claims: the signed
