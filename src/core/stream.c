@@ -440,6 +440,9 @@ struct rio_writer {
     bool expect_md5; /* close checks the MD5 against md5_want first */
     uint8_t md5_want[16];
     bool *md5_bad; /* set when that check fails */
+    /* called by close with the MD5 before the commit (rio__writer_before_commit) */
+    void (*before_commit)(void *arg, const char md5hex[33], uint64_t size);
+    void *before_arg;
     unsigned nslots;
     struct wslot *slots;
     int err;
@@ -809,6 +812,15 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
             ret = RIO_ECHECKSUM;
         }
     }
+    if (ret == 0 && w->before_commit) {
+        uint8_t md[16];
+        char hex[33];
+        ret = rio__md5_peek(&w->md5, md);
+        for (int i = 0; ret == 0 && i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", md[i]);
+        if (ret == 0)
+            w->before_commit(w->before_arg, hex, w->total);
+    }
     if (ret == 0)
         ret = rio__commit_upload(w->c, &m, w->key, w->upload, w->total, w->chunk_size, w->nchunks,
                                  w->xxh, w->want_md5 ? &w->md5 : NULL, &gen, out_desc);
@@ -829,6 +841,17 @@ int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *b
     w->md5_bad = bad;
     *bad = false;
     w->expect_md5 = true;
+    return 0;
+}
+
+int rio__writer_before_commit(struct rio_writer *w,
+                              void (*fn)(void *arg, const char md5hex[33], uint64_t size),
+                              void *arg)
+{
+    if (!w || !w->c || !w->want_md5)
+        return RIO_ENOTSUP;
+    w->before_commit = fn;
+    w->before_arg = arg;
     return 0;
 }
 

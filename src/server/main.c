@@ -104,6 +104,10 @@ static void usage(FILE *f)
            "                            0: off)\n"
            "  --s3-domain NAME          also serve virtual-hosted style: a request to\n"
            "                            BUCKET.NAME is for BUCKET\n"
+           "  --s3-checksums keep|check PutObject's x-amz-checksum-*: checked and kept\n"
+           "                            for GET and HEAD (keep, the default: one record\n"
+           "                            write more per PUT that sends one), or checked\n"
+           "                            only\n"
            "  --s3-min-part-size SIZE   the least size of a multipart upload's parts but\n"
            "                            the last, checked at Complete (default 5M, S3's;\n"
            "                            0: any)\n"
@@ -284,6 +288,7 @@ enum {
     OPT_S3_HEAD_CACHE,
     OPT_S3_DOMAIN,
     OPT_S3_MIN_PART,
+    OPT_S3_CHECKSUMS,
 };
 
 static const struct option long_opts[] = {
@@ -325,6 +330,7 @@ static const struct option long_opts[] = {
     {"s3-head-cache", required_argument, NULL, OPT_S3_HEAD_CACHE},
     {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
     {"s3-min-part-size", required_argument, NULL, OPT_S3_MIN_PART},
+    {"s3-checksums", required_argument, NULL, OPT_S3_CHECKSUMS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -341,6 +347,7 @@ struct args {
     int s3_anonymous;
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
     uint64_t s3_min_part;      /* UINT64_MAX: not given */
+    int s3_checksums;          /* -1 not given, 1 keep, 0 check only */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -465,6 +472,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     a->listen = "127.0.0.1:7070";
     a->s3_head_cache_ns = UINT64_MAX;
     a->s3_min_part = UINT64_MAX;
+    a->s3_checksums = -1;
     *done = 0;
 
     optind = 1;
@@ -509,6 +517,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 return bad_value(name, optarg);
             a->s3_domain = optarg;
             break;
+        case OPT_S3_CHECKSUMS:
+            if (strcmp(optarg, "keep") != 0 && strcmp(optarg, "check") != 0)
+                return bad_value(name, optarg);
+            a->s3_checksums = strcmp(optarg, "keep") == 0;
+            break;
         case OPT_S3_MIN_PART:
             if (rio__parse_size(optarg, &a->s3_min_part) < 0 || a->s3_min_part > (5ull << 30))
                 return bad_value(name, optarg);
@@ -544,10 +557,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
         return 2;
     }
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
-         a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX) &&
+         a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX ||
+         a->s3_checksums >= 0) &&
         !a->s3_listen) {
         fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
-                        "--s3-head-cache and --s3-min-part-size need --s3-listen\n");
+                        "--s3-head-cache, --s3-min-part-size and --s3-checksums need "
+                        "--s3-listen\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -829,7 +844,8 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
                                   .anonymous = a->s3_anonymous,
                                   .head_cache_ns = a->s3_head_cache_ns,
                                   .domain = a->s3_domain,
-                                  .min_part = a->s3_min_part};
+                                  .min_part = a->s3_min_part,
+                                  .check_only = a->s3_checksums == 0};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

@@ -349,7 +349,7 @@ TEST(parts_under_the_least_size)
 TEST(checksums_kept)
 {
     struct gw g;
-    char id[64], ck1[64];
+    char id[64], ck1[64], bin[512];
     static const char script[] =
         "import base64, hashlib, io, os, sys, zlib\n"
         "import boto3, botocore\n"
@@ -378,6 +378,12 @@ TEST(checksums_kept)
         "data\n"
         "r = s3.get_object(Bucket='ckb', Key='a', ChecksumMode='ENABLED', Range='bytes=0-9')\n"
         "assert 'ChecksumCRC32' not in r and r['Body'].read() == data[:10], r\n"
+        "r = s3.put_object(Bucket='ckb', Key='u', Body=data, ChecksumAlgorithm='CRC32',\n"
+        "                  Metadata={'owner': 'alice'}, ContentType='text/csv')\n"
+        "r = s3.head_object(Bucket='ckb', Key='u', ChecksumMode='ENABLED')\n"
+        "assert r.get('ChecksumCRC32') == b64(crc(data)) and r['Metadata'] == {'owner': 'alice'}, "
+        "r\n"
+        "assert r['ContentType'] == 'text/csv', r\n"
         "r = s3.put_object(Bucket='ckb', Key='s', Body=data, ChecksumAlgorithm='SHA256')\n"
         "r = s3.head_object(Bucket='ckb', Key='s', ChecksumMode='ENABLED')\n"
         "assert r.get('ChecksumSHA256') == b64(sha(data)), r\n"
@@ -403,6 +409,13 @@ TEST(checksums_kept)
         "r = s3.head_object(Bucket='ckb', Key='m', ChecksumMode='ENABLED')\n"
         "assert r.get('ChecksumSHA256') == comp, r\n"
         "assert hdr(r, 'x-amz-checksum-type') == 'COMPOSITE', r\n"
+        "# a copy keeps a whole-object checksum (same bytes), not a composite one\n"
+        "s3.copy_object(Bucket='ckb', Key='a2', CopySource={'Bucket': 'ckb', 'Key': 'a'})\n"
+        "r = s3.head_object(Bucket='ckb', Key='a2', ChecksumMode='ENABLED')\n"
+        "assert r.get('ChecksumCRC32') == b64(crc(data)), r\n"
+        "s3.copy_object(Bucket='ckb', Key='m2', CopySource={'Bucket': 'ckb', 'Key': 'm'})\n"
+        "r = s3.head_object(Bucket='ckb', Key='m2', ChecksumMode='ENABLED')\n"
+        "assert 'ChecksumSHA256' not in r, r\n"
         "# the list names no checksums: the upload's algorithm is enough\n"
         "up = s3.create_multipart_upload(Bucket='ckb', Key='n', ChecksumAlgorithm='CRC32')\n"
         "kw = dict(Bucket='ckb', Key='n', UploadId=up['UploadId'])\n"
@@ -464,6 +477,30 @@ TEST(checksums_kept)
          400);
     T_TRUE(gw_has(&g, "o", "InvalidRequest"));
     gw_stop(&g);
+
+    /* --s3-checksums check: checked (a wrong one refused), answered, not
+     * kept. */
+    static const char *const check[] = {"--s3-checksums", "check", NULL};
+    gw_start(&g, NULL, check);
+    gw_file(&g, "p1", 1000, 1);
+    gw_crc32_b64(&g, "p1", ck1, sizeof(ck1));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ckb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: AAAAAA==' %s/ckb/c", gw_path(&g, "p1"),
+                 g.url),
+         400);
+    T_EQ(gw_curl(&g, "o", "-D %s -T %s -H 'x-amz-checksum-crc32: %s' %s/ckb/c", gw_path(&g, "h"),
+                 gw_path(&g, "p1"), ck1, g.url),
+         200);
+    T_TRUE(gw_has(&g, "h", ck1));
+    T_EQ(gw_curl(&g, "o", "-I -D %s -H 'x-amz-checksum-mode: ENABLED' %s/ckb/c", gw_path(&g, "h"),
+                 g.url),
+         200);
+    T_FALSE(gw_has(&g, "h", "x-amz-checksum"));
+    gw_stop(&g);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("%s --s3-listen 127.0.0.1:0 --s3-checksums maybe 2>&1 | grep -q 's3-checksums'", bin),
+         0);
+    T_EQ(t_sh("%s --s3-checksums check 2>&1 | grep -q 'need --s3-listen'", bin), 0);
 }
 
 /* ListMultipartUploads and ListParts page as S3's (boto3's paginators, the

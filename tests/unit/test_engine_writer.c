@@ -332,6 +332,73 @@ TEST(writer_expect_md5)
     free(src);
 }
 
+/* What rio__writer_before_commit's hook saw, and whether the object was
+ * already visible then. */
+struct before {
+    struct rio_client *c;
+    char md5[33];
+    uint64_t size;
+    int calls, visible;
+};
+
+static void before_hook(void *arg, const char md5hex[33], uint64_t size)
+{
+    struct before *b = arg;
+    struct rio_desc d;
+
+    memcpy(b->md5, md5hex, 33);
+    b->size = size;
+    b->calls++;
+    memset(&d, 0, sizeof(d));
+    b->visible = rio_stat(b->c, "o", &d) == 0 && d.size == size;
+    rio_desc_cleanup(&d);
+}
+
+/* rio__writer_before_commit (the S3 gateway writes a record beside the
+ * commit): close calls the hook once, with the stream's MD5 (the etag it
+ * then commits) and size, before the object is visible; not when the write
+ * fails first (fewer bytes than declared); a writer without MD5 refuses. */
+TEST(writer_before_commit)
+{
+    struct eu e;
+    const size_t n = 2 * EU_CHUNK + 11;
+    struct before b = {0};
+    struct rio_writer *w;
+    struct rio_desc d;
+
+    eu_start(&e, "mock://bc1?paths=2&etag=md5");
+    uint8_t *src = eu_pattern_buf(n, 8);
+    b.c = e.c;
+    T_OK(rio_writer_open(e.c, "o", n, 2, NULL, &w));
+    T_OK(rio__writer_before_commit(w, before_hook, &b));
+    T_OK(write_pattern(w, src, n, 50000));
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_writer_close(w, &d));
+    T_EQ(b.calls, 1);
+    T_EQ(b.size, (uint64_t)n);
+    T_FALSE(b.visible);
+    T_STREQ(b.md5, d.etag);
+    rio_desc_cleanup(&d);
+    eu_get_check(e.c, "o", n, 8, NULL);
+
+    b.calls = 0;
+    T_OK(rio_writer_open(e.c, "o", n + 1, 2, NULL, &w));
+    T_OK(rio__writer_before_commit(w, before_hook, &b));
+    T_OK(write_pattern(w, src, n, 50000));
+    T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
+    T_EQ(b.calls, 0);
+    eu_get_check(e.c, "o", n, 8, NULL);
+    eu_idle(e.c);
+    eu_close(&e);
+
+    eu_start(&e, "mock://bc2?etag=fast");
+    T_OK(rio_writer_open(e.c, "o", RIO_SIZE_UNKNOWN, 2, NULL, &w));
+    T_EQ(rio__writer_before_commit(w, before_hook, &b), RIO_ENOTSUP);
+    rio_writer_abort(w);
+    eu_close(&e);
+    free(src);
+}
+
 /* One streamed PUT of n bytes in 3 slots; the error of open, write or close. */
 static int stream_once(struct rio_client *c, const uint8_t *src, size_t n)
 {

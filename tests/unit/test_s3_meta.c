@@ -325,6 +325,12 @@ TEST(checksum_values)
     T_STREQ(m->ck_algo, "crc32");
     T_STREQ(m->ck_value, "");
     T_FALSE(rio__gw_meta_is_default(m, ""));
+    T_TRUE(rio__gw_meta_bytes_only(m)); /* a checksum alone */
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, GW_META_DEFAULT_TYPE));
+    T_TRUE(rio__gw_meta_bytes_only(m));
+    T_OK(rio__gw_meta_set_hdr(m, GW_MH_CONTENT_TYPE, "text/plain"));
+    T_FALSE(rio__gw_meta_bytes_only(m));
+    T_FALSE(rio__gw_meta_bytes_only(NULL));
     T_ERR(rio__gw_meta_set_checksum(m, "crc64nvme", "AAAAAAAAAAA=-2"), RIO_EINVAL);
     T_ERR(rio__gw_meta_set_checksum(m, "md5", "1B2M2Y8AsgTpgAmY7PhCfg=="), RIO_EINVAL);
     T_ERR(rio__gw_meta_set_checksum(m, "crc32", "AAAAAAA="), RIO_EINVAL); /* 5 bytes */

@@ -48,6 +48,7 @@ static struct {
     char *backend;                         /* for a client opened at the first request */
     char *domain;                          /* --s3-domain, or NULL */
     uint64_t min_part;                     /* --s3-min-part-size */
+    int check_only;                        /* --s3-checksums check */
     _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
@@ -79,6 +80,11 @@ const char *rio__gw_op_name(int op)
 struct rio_client *rio__gw_client(void)
 {
     return g.client;
+}
+
+int rio__gw_keep_checksums(void)
+{
+    return !g.check_only;
 }
 
 uint64_t rio__gw_min_part(void)
@@ -1179,6 +1185,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
         goto err;
     g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
     g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
+    g.check_only = cfg->check_only;
     slice = gw_slice_short(&sched_old);
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)

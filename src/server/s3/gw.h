@@ -35,6 +35,7 @@ struct rio_s3_gw_config {
     uint64_t head_cache_ns; /* --s3-head-cache: 0 off, UINT64_MAX the default */
     const char *domain;     /* --s3-domain: BUCKET.domain is bucket BUCKET; NULL: path style only */
     uint64_t min_part;      /* --s3-min-part-size: UINT64_MAX the default (GW_MIN_PART) */
+    int check_only;         /* --s3-checksums check: PutObject's checksums are not kept */
 };
 
 /* Start the gateway; 0 or an error (logged). */
@@ -141,6 +142,8 @@ struct rio_client *rio__gw_client(void);
 int rio__gw_ordered(void); /* the backend lists in key order */
 /* The least size of a multipart object's parts but the last (Complete). */
 uint64_t rio__gw_min_part(void);
+/* PutObject keeps the checksum it checked (--s3-checksums keep). */
+int rio__gw_keep_checksums(void);
 int rio__gw_user_may(const struct gw_req *r, const char *bucket);
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
 int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp);
@@ -303,6 +306,16 @@ struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_
 void rio__gw_meta_drop(const char *bucket, const char *key);
 /* Remove the records named mkeys[0..n) that exist (best effort, logged). */
 void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
+/* A record that depends on the object's bytes alone (its checksum, no other
+ * metadata: rio__gw_meta_bytes_only) written beside the object's commit:
+ * m's identity becomes size and etag (the MD5), generation unknown (a
+ * later PUT of the same bytes has the same checksum), and a pool thread
+ * writes it. End waits for it (cancel: drops it if not started) and gives
+ * its result (-ENOMEM when start could not allocate). */
+struct gw_meta_put;
+struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key, struct gw_meta *m,
+                                             uint64_t size, const char *etag);
+int rio__gw_meta_store_end(struct gw_meta_put *p, int cancel);
 /* Remove every record of a bucket (best effort). */
 void rio__gw_meta_drop_bucket(const char *bucket);
 /* The ETag to present: the record's, else the backend's etag. */

@@ -98,6 +98,9 @@ int rio__gw_meta_valid_value(const char *v, size_t max);
 /** 1 when m holds nothing but defaults for an object whose backend etag is
  * etag: no record is needed. NULL is default. */
 int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag);
+/** 1 when m holds a checksum and nothing else but defaults: a record that
+ * depends on the object's bytes alone. */
+int rio__gw_meta_bytes_only(const struct gw_meta *m);
 /**
  * Record the sizes of a multipart object's n parts (1..GW_META_PARTS_MAX,
  * summing to m->size), replacing any. 0, RIO_EINVAL (n out of bounds, or

@@ -220,6 +220,17 @@ int rio__gw_meta_set_checksum(struct gw_meta *m, const char *algo, const char *v
     return 0;
 }
 
+int rio__gw_meta_bytes_only(const struct gw_meta *m)
+{
+    struct gw_meta d;
+
+    if (!m || !m->ck_algo[0] || m->nruns || m->s3etag[0])
+        return 0;
+    d = *m;
+    d.ck_algo[0] = '\0';
+    return rio__gw_meta_is_default(&d, "");
+}
+
 int rio__gw_meta_set_parts(struct gw_meta *m, const uint64_t *sizes, unsigned n)
 {
     struct gw_meta_run *runs;

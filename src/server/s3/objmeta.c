@@ -292,6 +292,69 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
     return f;
 }
 
+/* A record written beside the object's commit (rio__gw_meta_store_start). */
+struct gw_meta_put {
+    struct rio__job job;
+    atomic_bool claimed;
+    bool posted;
+    char mkey[GW_META_KEY_MAX];
+    char *rec;
+    size_t len;
+    int ret;
+};
+
+static void put_run(void *arg)
+{
+    struct gw_meta_put *p = arg;
+
+    if (atomic_exchange(&p->claimed, true))
+        return;
+    p->ret = rio_put(rio__gw_client(), p->mkey, p->rec, p->len, NULL, NULL);
+}
+
+struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key, struct gw_meta *m,
+                                             uint64_t size, const char *etag)
+{
+    struct gw_meta_put *p = rio__calloc(1, sizeof(*p));
+    char bkey[RIO_KEY_MAX + 1];
+
+    if (!p)
+        return NULL;
+    snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
+    m->size = size;
+    m->generation = 0; /* not known before the commit: the size and MD5 name the bytes */
+    snprintf(m->etag, sizeof(m->etag), "%s", etag);
+    atomic_init(&p->claimed, false);
+    p->ret = rio__gw_meta_key(bucket, key, p->mkey);
+    if (p->ret == 0)
+        p->ret = rio__gw_meta_encode(m, bkey, &p->rec, &p->len);
+    if (p->ret == 0 && fetch_pool_on) {
+        rio__pool_share(&fetch_pool, &p->job, 1, put_run, p);
+        p->posted = true;
+    }
+    return p;
+}
+
+int rio__gw_meta_store_end(struct gw_meta_put *p, int cancel)
+{
+    int ret;
+
+    if (!p)
+        return -ENOMEM;
+    if (cancel)
+        atomic_store(&p->claimed, true); /* not started: never will */
+    if (p->ret == 0)
+        put_run(p);
+    if (p->posted)
+        rio__pool_reclaim(&fetch_pool, &p->job);
+    ret = p->ret;
+    if (ret < 0)
+        SRV_WARN("s3: metadata record %s not written: %s", p->mkey, rio_strerror(ret));
+    rio__free(p->rec);
+    rio__free(p);
+    return ret;
+}
+
 struct gw_bucket_check {
     struct rio__job job;
     atomic_bool claimed;

@@ -1348,8 +1348,24 @@ void rio__gw_put_data(struct gw_req *r, const void *p, size_t n)
     }
 }
 
+struct beside {
+    struct gw_req *r;
+    struct gw_meta_put *put;
+};
+
+/* rio__writer_before_commit's hook: the record of a checksum (which the
+ * bytes alone decide) goes to the backend while the object commits. */
+static void record_beside(void *arg, const char md5hex[33], uint64_t size)
+{
+    struct beside *b = arg;
+
+    b->put = rio__gw_meta_store_start(b->r->bucket, b->r->key, b->r->meta, size, md5hex);
+}
+
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
 {
+    struct beside bs = {r, NULL};
+    int beside = 0;
     struct rio_desc d;
     struct MHD_Response *resp;
     char ck_algo[12], ck_value[64];
@@ -1378,10 +1394,27 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
                             : rio__gw_rio_error(c, r, ret, GW_LOOKUP, "bucket lookup");
         }
     }
+    /* The checksum the body matched is kept: the object's in its record
+     * (GET and HEAD give it back), a part's beside the part (Complete
+     * builds the composite one from them). A record of the checksum alone
+     * is written beside the commit, not after it. */
+    if (ck && r->op == GW_OP_PUT_OBJECT && rio__gw_keep_checksums()) {
+        rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
+        beside = rio__gw_meta_bytes_only(r->meta) &&
+                 rio__writer_before_commit(r->w, record_beside, &bs) == 0;
+    }
     memset(&d, 0, sizeof(d));
     ret = rio_writer_close(r->w, &d);
     r->w = NULL;
     rio__gw_put_cleanup(r);
+    if (bs.put || (beside && ret == 0)) { /* NULL put after the commit: out of memory */
+        int mret = rio__gw_meta_store_end(bs.put, ret < 0);
+        if (ret == 0 && mret < 0) {
+            rio__gw_head_drop(r->bkey);
+            rio_desc_cleanup(&d);
+            return rio__gw_rio_error(c, r, mret, GW_WRITES, "metadata");
+        }
+    }
     if (ret < 0) {
         rio_desc_cleanup(&d);
         if (r->md5_bad) /* nothing is published */
@@ -1392,11 +1425,6 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
                                  "The body did not match its declared length.");
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "commit");
     }
-    /* The checksum the body matched is kept: the object's in its record
-     * (GET and HEAD give it back), a part's beside the part (Complete
-     * builds the composite one from them). */
-    if (ck && r->op == GW_OP_PUT_OBJECT)
-        rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
     if (ck && r->op == GW_OP_UPLOAD_PART) {
         ret = rio__gw_part_checksum_store(r->bkey, d.etag, ck_algo, ck_value);
         if (ret < 0) {
@@ -1404,7 +1432,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
         }
     }
-    if (r->op == GW_OP_PUT_OBJECT) {
+    if (r->op == GW_OP_PUT_OBJECT && !beside) {
         ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
         if (ret < 0) {
             rio__gw_head_drop(r->bkey);
@@ -1582,6 +1610,10 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         sm = rio__gw_meta_load(sbucket, sbkey + strlen(sbucket) + 1, &d, NULL);
         r->meta = rio__gw_meta_new();
         ret = r->meta && sm ? rio__gw_meta_copy_content(r->meta, sm) : r->meta ? 0 : -ENOMEM;
+        /* The same bytes: the source's whole-object checksum holds for the
+         * copy (a composite one, of parts the copy does not have, does not) */
+        if (ret == 0 && sm && sm->ck_value[0] && !strchr(sm->ck_value, '-'))
+            rio__gw_meta_set_checksum(r->meta, sm->ck_algo, sm->ck_value);
         rio__gw_meta_free(sm);
         if (ret < 0)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
