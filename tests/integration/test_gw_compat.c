@@ -1036,8 +1036,9 @@ TEST(upload_part_copy)
 /*
  * What the gateway does not do, asked for where going on without it would do
  * something else, silently: a conditional write (If-None-Match: * as a lock,
- * If-Match) would replace whatever is there; SSE-C would store the bytes in
- * the clear; an object lock would not hold. Each is refused before anything
+ * If-Match) would replace whatever is there, a conditional delete delete
+ * it; SSE-C would store the bytes in the clear; an object lock would not
+ * hold. Each is refused before anything
  * is written, with S3's answer where a store lacks the feature.
  */
 TEST(writes_it_cannot_honour_refused)
@@ -1063,6 +1064,30 @@ TEST(writes_it_cannot_honour_refused)
                  "</CompleteMultipartUpload>' '%s/wcb/m?uploadId=%s'",
                  g.url, id),
          501);
+    /* Conditional deletes: the object stays (deleting it anyway was data
+     * loss for a client that meant "only if it is still the one I saw"). */
+    T_EQ(gw_curl(&g, "o", "-X DELETE -H 'If-Match: \"0123\"' %s/wcb/k", g.url), 501);
+    T_TRUE(gw_has(&g, "o", "<Code>NotImplemented</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X DELETE -H 'x-amz-if-match-size: 3' %s/wcb/k", g.url), 501);
+    T_EQ(gw_curl(&g, "o",
+                 "-X DELETE -H 'x-amz-if-match-last-modified-time: Wed, 01 Jan 2025 00:00:00 GMT' "
+                 "%s/wcb/k",
+                 g.url),
+         501);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d one %s/wcb/k2", g.url), 200);
+    static const char *const cond[] = {"<ETag>\"0123\"</ETag>",
+                                       "<LastModifiedTime>2025-01-01T00:00:00Z</LastModifiedTime>",
+                                       "<Size>3</Size>"};
+    for (size_t i = 0; i < sizeof(cond) / sizeof(cond[0]); i++) {
+        T_EQ(gw_curl(&g, "o",
+                     "-X POST --data-binary '<Delete><Object><Key>k2</Key></Object>"
+                     "<Object><Key>k</Key>%s</Object></Delete>' '%s/wcb?delete'",
+                     cond[i], g.url),
+             501);
+        T_TRUE(gw_has(&g, "o", "nothing was deleted"));
+        T_EQ(gw_curl(&g, "o", "-I %s/wcb/k2", g.url), 200); /* not even the unconditional one */
+    }
+    T_EQ(gw_curl(&g, "o", "-X DELETE %s/wcb/k2", g.url), 204);
     /* SSE-C, writing and reading. */
     T_EQ(gw_curl(&g, "o",
                  "-X PUT -d two -H 'x-amz-server-side-encryption-customer-algorithm: AES256' "
@@ -1098,6 +1123,10 @@ TEST(writes_it_cannot_honour_refused)
                     gw_path(&g, "got")),
              0);
         T_TRUE(gw_has(&g, "o", "NotImplemented"));
+        T_NE(gw_aws(&g, "", "o", "s3api delete-object --bucket wcb --key k --if-match '\"0123\"'"),
+             0);
+        T_TRUE(gw_has(&g, "o", "NotImplemented"));
+        T_EQ(gw_curl(&g, "o", "-I %s/wcb/k", g.url), 200);
     }
     gw_stop(&g);
 }
