@@ -30,11 +30,12 @@ static void objects(const char *backend)
     T_EQ(gw_curl(&g, "o", "-I %s/bkt2", g.url), 404);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/Bad_Name", g.url), 400);
     T_TRUE(gw_has(&g, "o", "InvalidBucketName"));
-    /* Names S3 refuses for a new bucket: an IPv4 address, its reserved
-     * prefixes and suffixes; a near miss is fine. */
+    /* Names S3 refuses for a new bucket: an IPv4 address, a DNS label
+     * beginning or ending with '-', its reserved prefixes and suffixes; a
+     * near miss is fine. */
     {
-        static const char *const bad[] = {"192.168.1.1", "xn--abc",    "sthree-x",
-                                          "abc-s3alias", "abc--ol-s3", "abc--x-s3"};
+        static const char *const bad[] = {"192.168.1.1", "xn--abc",   "sthree-x", "abc-s3alias",
+                                          "abc--ol-s3",  "abc--x-s3", "foo-.bar", "foo.-bar"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             if (gw_curl(&g, "o", "-X PUT %s/%s", g.url, bad[i]) != 400 ||
                 !gw_has(&g, "o", "InvalidBucketName"))
@@ -43,6 +44,8 @@ static void objects(const char *backend)
         }
         T_EQ(gw_curl(&g, "o", "-X PUT %s/192.168.1.1.x", g.url), 200);
         T_EQ(gw_curl(&g, "o", "-X DELETE %s/192.168.1.1.x", g.url), 204);
+        T_EQ(gw_curl(&g, "o", "-X PUT %s/foo-x.bar", g.url), 200);
+        T_EQ(gw_curl(&g, "o", "-X DELETE %s/foo-x.bar", g.url), 204);
     }
     T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
     T_TRUE(gw_has(&g, "o", "<Name>bkt1</Name>"));

@@ -165,9 +165,10 @@ int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
 }
 
 /* S3's rules for a new bucket's name beyond its characters (which the
- * router checked): not an IPv4 address, none of the prefixes and suffixes
- * S3 keeps for itself. Only at CreateBucket: a bucket that exists is served
- * whatever its name. */
+ * router checked): not an IPv4 address, no label of the DNS name it is in
+ * virtual-hosted style beginning or ending with '-' ("a-.b", "a.-b"), none
+ * of the prefixes and suffixes S3 keeps for itself. Only at CreateBucket: a bucket that exists is
+ * served whatever its name. */
 static int new_bucket_name_ok(const char *b)
 {
     static const char *const prefixes[] = {"xn--", "sthree-", "amzn-s3-demo-"};
@@ -177,6 +178,8 @@ static int new_bucket_name_ok(const char *b)
     char tail;
 
     if (sscanf(b, "%u.%u.%u.%u%c", &a, &bb, &cc, &d, &tail) == 4)
+        return 0;
+    if (strstr(b, "-.") || strstr(b, ".-"))
         return 0;
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (strncmp(b, prefixes[i], strlen(prefixes[i])) == 0)
