@@ -21,8 +21,24 @@ static void objects(const char *backend)
 
     gw_start(&g, backend, NULL);
     /* Buckets */
-    T_EQ(gw_curl(&g, "o", "%s/nob/k", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-i %s/nob/k", g.url), 404);
     T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    {
+        /* The error names its request, as the x-amz-request-id header and
+         * the log line do (what a user quotes to an operator). */
+        size_t n;
+        char *text = (char *)t_slurp(gw_path(&g, "o"), &n), id[17] = "", body[17] = "";
+        const char *h = text ? strcasestr(text, "x-amz-request-id: ") : NULL;
+        const char *e = text ? strstr(text, "<RequestId>") : NULL;
+        T_TRUE(h && e);
+        if (h && e) {
+            memcpy(id, h + 18, 16);
+            memcpy(body, e + 11, 16);
+            T_TRUE(strspn(id, "0123456789abcdef") == 16);
+            T_STREQ(id, body);
+        }
+        free(text);
+    }
     T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt1", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/bkt1", g.url), 409);
     T_TRUE(gw_has(&g, "o", "BucketAlreadyOwnedByYou"));
@@ -438,6 +454,20 @@ TEST(protocol_and_metrics)
                              "out=3145728 ms="),
          2u);
     T_EQ(srv_log_count(&g.e, "/big"), 0u);
+    {
+        /* Each request's line ends with its x-amz-request-id. */
+        size_t n;
+        char *log = (char *)t_slurp(g.e.log, &n), *p = log;
+        unsigned lines = 0;
+        while ((p = strstr(p, " keylen=3 status=200 "))) {
+            char *eol = strchr(p, '\n'), *id = strstr(p, " id=");
+            T_TRUE(eol && id && id < eol && strspn(id + 4, "0123456789abcdef") == 16);
+            lines++;
+            p = eol ? eol : p + 1;
+        }
+        T_EQ(lines, 3u);
+        free(log);
+    }
     /* Metrics. */
     T_EQ(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"PutObject\",status=\"2xx\"}"), 1);
     T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"GetObject\",status=\"2xx\"}"), 2);

@@ -121,15 +121,21 @@ const char *rio__gw_arg(const struct gw_req *r, const char *name)
     return NULL;
 }
 
+const char *rio__gw_request_id(struct gw_req *r)
+{
+    if (!r->id[0])
+        snprintf(r->id, sizeof(r->id), "%016llx",
+                 (unsigned long long)atomic_fetch_add(&g.next_id, 1));
+    return r->id;
+}
+
 int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp)
 {
-    char id[24];
     enum MHD_Result ret;
 
     if (!resp)
         return MHD_NO;
-    snprintf(id, sizeof(id), "%016llx", (unsigned long long)atomic_fetch_add(&g.next_id, 1));
-    MHD_add_response_header(resp, "x-amz-request-id", id);
+    MHD_add_response_header(resp, "x-amz-request-id", rio__gw_request_id(r));
     MHD_add_response_header(resp, "Server", "railiod");
     if (r->close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -181,7 +187,7 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
         rio__gw_buf_xml(&b, r->key);
         rio__gw_buf_put(&b, "</Key>", 6);
     }
-    rio__gw_buf_put(&b, "</Error>\n", 9);
+    rio__gw_buf_printf(&b, "<RequestId>%s</RequestId></Error>\n", rio__gw_request_id(r));
     if (b.oom) {
         rio__gw_buf_free(&b);
         return MHD_NO;
@@ -1054,10 +1060,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
         atomic_fetch_add(&g.lat[op][b], 1);
         atomic_fetch_add(&g.lat_us_sum[op], ns / 1000);
         /* The key's length, not the key: keys may be private. */
-        SRV_INFO("s3 %s %s bucket=%s keylen=%zu status=%d in=%llu out=%llu ms=%.1f%s",
+        SRV_INFO("s3 %s %s bucket=%s keylen=%zu status=%d in=%llu out=%llu ms=%.1f id=%s%s",
                  r->method ? r->method : "?", rio__gw_op_name(op), r->bucket[0] ? r->bucket : "-",
                  r->key ? strlen(r->key) : 0, r->status, (unsigned long long)r->bytes_in,
-                 (unsigned long long)r->bytes_out, (double)ns / 1e6,
+                 (unsigned long long)r->bytes_out, (double)ns / 1e6, rio__gw_request_id(r),
                  why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut off)");
     }
     if (is_put(r->op))

@@ -104,6 +104,7 @@ struct gw_req {
     char *bkey;        /* "BUCKET/KEY" on the backend */
     const char *query; /* raw query (into uri), "" if none */
     uint64_t t0;
+    char id[17]; /* x-amz-request-id, "" until rio__gw_request_id */
     int started, deferred, done, status;
     int close; /* answer with Connection: close (the request's framing is in doubt) */
     int vhost; /* the bucket came from the Host header (virtual-hosted style) */
@@ -146,6 +147,9 @@ uint64_t rio__gw_min_part(void);
 int rio__gw_keep_checksums(void);
 int rio__gw_user_may(const struct gw_req *r, const char *bucket);
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
+/* The request's id (x-amz-request-id, an error's <RequestId>): 16 hex
+ * digits, one per request, given on first use. */
+const char *rio__gw_request_id(struct gw_req *r);
 int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct MHD_Response *resp);
 int rio__gw_send_xml(struct MHD_Connection *c, struct gw_req *r, int status, char *xml, size_t n);
 /* As rio__gw_send_xml, with headers hdrs (name, value, ..., NULL). */

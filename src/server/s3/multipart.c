@@ -1218,7 +1218,8 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
         r->status = status; /* for the log line and the metrics */
         rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>", code);
         rio__gw_buf_xml(&s->out, ret == GW_CK_MISMATCH ? CK_MISMATCH_MSG : rio_strerror(ret));
-        rio__gw_buf_printf(&s->out, "</Message></Error>\n");
+        rio__gw_buf_printf(&s->out, "</Message><RequestId>%s</RequestId></Error>\n",
+                           rio__gw_request_id(r));
     } else {
         rio__gw_buf_put(&s->out, s->result.p, s->result.len);
     }
