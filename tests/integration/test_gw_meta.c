@@ -72,6 +72,17 @@ static void metadata(const char *backend, const char *dir)
          200);
     T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
     T_FALSE(gw_has(&g, "o.h", "Content-Encoding"));
+    /* The other codings as they came, spaces and all. */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: deflate, gzip' %s/mdb/ce",
+                 gw_path(&g, "src"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Encoding: deflate, gzip\r\n"));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'Content-Encoding: deflate, aws-chunked,gzip ' %s/mdb/ce",
+                 gw_path(&g, "src"), g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/mdb/ce", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "Content-Encoding: deflate,gzip\r\n"));
 
     /* 2 KiB of names and values at most: 2048 is fine, 2049 refused. */
     memset(big, 'v', sizeof(big));

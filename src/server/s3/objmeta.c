@@ -62,7 +62,9 @@ struct from_req {
 };
 
 /* Content-Encoding without "aws-chunked", which names the request's framing
- * (the gateway decodes it), not the object's: S3 does not store it either. */
+ * (the gateway decodes it), not the object's: S3 does not store it either.
+ * The other codings stay as sent, spaces after commas and all ("deflate,
+ * gzip" is given back as it came). */
 static int content_encoding(struct gw_meta *m, const char *value)
 {
     char out[GW_META_VALUE_MAX + 1];
@@ -72,20 +74,18 @@ static int content_encoding(struct gw_meta *m, const char *value)
     if (strlen(value) > GW_META_VALUE_MAX)
         return GW_META_EBADVALUE;
     while (*p) {
-        size_t n;
-        while (*p == ' ' || *p == '\t' || *p == ',')
-            p++;
-        n = strcspn(p, ",");
-        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-            n--;
-        if (n && !(n == 11 && strncasecmp(p, "aws-chunked", 11) == 0)) {
+        size_t n = strcspn(p, ","), lead = strspn(p, " \t"), len = n;
+        while (len > lead && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        if (len > lead && !(len - lead == 11 && strncasecmp(p + lead, "aws-chunked", 11) == 0)) {
+            size_t from = o ? 0 : lead; /* the first coding kept starts the value */
             if (o)
                 out[o++] = ',';
-            memcpy(out + o, p, n);
-            o += n;
+            memcpy(out + o, p + from, len - from);
+            o += len - from;
         }
         p += n;
-        while (*p && *p != ',')
+        if (*p == ',')
             p++;
     }
     out[o] = '\0';
