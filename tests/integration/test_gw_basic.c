@@ -332,6 +332,11 @@ TEST(listing)
     T_TRUE(gw_has(&g, "l", "The continuation token provided is incorrect."));
     T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token=garbage'", g.url), 400);
     T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token=%.16s'", g.url, cont), 400);
+    /* An empty token lists from the start and is echoed, empty (boto3's
+     * ContinuationToken=''). */
+    T_EQ(gw_curl(&g, "l", "'%s/lst?list-type=2&continuation-token='", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<ContinuationToken></ContinuationToken>"));
+    T_TRUE(gw_has(&g, "l", "<Key>b</Key>"));
     /* V1 with marker and max-keys */
     T_EQ(gw_curl(&g, "l", "'%s/lst?marker=b&max-keys=2'", g.url), 200);
     T_TRUE(gw_has(&g, "l", "<Key>c d</Key>"));

@@ -545,7 +545,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     rio__gw_list_elem(&b, "Prefix", prefix, url);
     if (v2) {
         rio__gw_buf_printf(&b, "<KeyCount>%u</KeyCount>", p.n);
-        if (token && *token)
+        if (token) /* an empty one too: it was sent (and listed from the start) */
             rio__gw_list_elem(&b, "ContinuationToken", token, 0);
         if (p.next_token[0]) {
             rio__gw_buf_put(&b, "<NextContinuationToken>", 23);
