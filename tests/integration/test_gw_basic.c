@@ -65,6 +65,40 @@ static void objects(const char *backend)
     }
     T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
     T_TRUE(gw_has(&g, "o", "<Name>bkt1</Name>"));
+    /* ListBuckets in name order, a page at a time (max-buckets,
+     * continuation-token, prefix), on every backend. */
+    {
+        static const char *const more[] = {"bkt-c", "bkt-a", "bkt-b"};
+        size_t n;
+        char *t;
+        for (size_t i = 0; i < 3; i++)
+            T_EQ(gw_curl(&g, "o", "-X PUT %s/%s", g.url, more[i]), 200);
+        T_EQ(gw_curl(&g, "o", "%s/", g.url), 200);
+        t = (char *)t_slurp(gw_path(&g, "o"), &n);
+        T_TRUE(strstr(t, "<Name>bkt-a</Name>") < strstr(t, "<Name>bkt-b</Name>") &&
+               strstr(t, "<Name>bkt-b</Name>") < strstr(t, "<Name>bkt-c</Name>") &&
+               strstr(t, "<Name>bkt-c</Name>") < strstr(t, "<Name>bkt1</Name>"));
+        T_FALSE(strstr(t, "ContinuationToken") != NULL);
+        free(t);
+        T_EQ(gw_curl(&g, "o", "'%s/?max-buckets=2'", g.url), 200);
+        T_TRUE(gw_has(&g, "o", "<Name>bkt-a</Name>") && gw_has(&g, "o", "<Name>bkt-b</Name>"));
+        T_FALSE(gw_has(&g, "o", "<Name>bkt-c</Name>"));
+        T_TRUE(gw_has(&g, "o", "<ContinuationToken>bkt-b</ContinuationToken>"));
+        T_EQ(gw_curl(&g, "o", "'%s/?max-buckets=2&continuation-token=bkt-b'", g.url), 200);
+        T_TRUE(gw_has(&g, "o", "<Name>bkt-c</Name>") && gw_has(&g, "o", "<Name>bkt1</Name>"));
+        T_FALSE(gw_has(&g, "o", "<Name>bkt-b</Name>"));
+        T_FALSE(gw_has(&g, "o", "ContinuationToken"));
+        T_EQ(gw_curl(&g, "o", "'%s/?prefix=bkt-&max-buckets=3'", g.url), 200);
+        T_TRUE(gw_has(&g, "o", "<Name>bkt-c</Name>") && gw_has(&g, "o", "<Prefix>bkt-</Prefix>"));
+        T_FALSE(gw_has(&g, "o", "<Name>bkt1</Name>"));
+        T_FALSE(gw_has(&g, "o", "ContinuationToken")); /* bkt1 is not under the prefix */
+        T_EQ(gw_curl(&g, "o", "'%s/?max-buckets=0'", g.url), 400);
+        T_TRUE(gw_has(&g, "o", "max-buckets"));
+        T_EQ(gw_curl(&g, "o", "'%s/?max-buckets=10001'", g.url), 400);
+        T_EQ(gw_curl(&g, "o", "'%s/?continuation-token=Bad_Token'", g.url), 400);
+        for (size_t i = 0; i < 3; i++)
+            T_EQ(gw_curl(&g, "o", "-X DELETE %s/%s", g.url, more[i]), 204);
+    }
     /* A one-chunk PUT (no Expect: 100-continue) checks its bucket while
      * its body comes in: the same 404, and nothing is written. */
     gw_file(&g, "small", 1000, 12);

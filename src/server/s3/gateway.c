@@ -347,7 +347,8 @@ static int known_param(const char *name)
                                      "key-marker",
                                      "upload-id-marker",
                                      "location",
-                                     "versioning"};
+                                     "versioning",
+                                     "max-buckets"};
     if (strncasecmp(name, "X-Amz-", 6) == 0 || rio__gw_is_subresource(name))
         return 1;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)

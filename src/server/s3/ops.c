@@ -124,43 +124,115 @@ static int64_t key_mtime(const char *bkey)
 
 /* ------------------------------------------------------------- buckets */
 
-int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
-{
-    struct gw_buf b = {0};
-    struct rio_list_args a;
-    struct rio_list_page p;
-    char token[RIO_LIST_TOKEN_MAX + 1] = "";
-    unsigned seen = 0;
-    const size_t plen = strlen(GW_MARKER_PREFIX);
+struct bucket_ent {
+    char name[GW_BUCKET_MAX + 1];
+    int64_t mtime_ns;
+};
 
-    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">" GW_OWNER_XML
-                                    "<Buckets>");
+static int bucket_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct bucket_ent *)a)->name, ((const struct bucket_ent *)b)->name);
+}
+
+/* The buckets r's user may see, sorted by name (S3's order, on every
+ * backend: rados:// lists in the pool's), at most BUCKETS_MAX: *out
+ * (malloc'd), *n. 0, or a RIO_E* code. */
+static int buckets_read(struct gw_req *r, struct bucket_ent **out, unsigned *n)
+{
+    struct bucket_ent *v = NULL;
+    unsigned cap = 0, k = 0;
+    char token[RIO_LIST_TOKEN_MAX + 1] = "";
+    const size_t plen = strlen(GW_MARKER_PREFIX);
+    int ret = 0;
+
     do {
-        int ret;
+        struct rio_list_args a;
+        struct rio_list_page p;
         memset(&a, 0, sizeof(a));
         memset(&p, 0, sizeof(p));
         a.prefix = GW_MARKER_PREFIX;
         a.token = token;
         ret = rio_list(rio__gw_client(), &a, &p, NULL);
-        if (ret < 0) {
-            rio__gw_buf_free(&b);
-            return rio__gw_rio_error(c, r, ret, GW_READS, "list buckets");
-        }
-        for (unsigned i = 0; i < p.n && seen < BUCKETS_MAX; i++, seen++) {
+        if (ret < 0)
+            break;
+        for (unsigned i = 0; i < p.n && k < BUCKETS_MAX; i++) {
             const char *name = p.entries[i].key + plen;
-            char date[32];
             if (strlen(p.entries[i].key) <= plen || !rio__gw_valid_bucket(name) ||
                 !rio__gw_user_may(r, name))
                 continue;
-            rio__gw_iso_date(p.entries[i].mtime_ns, date);
-            rio__gw_buf_put(&b, "<Bucket><Name>", 14);
-            rio__gw_buf_xml(&b, name);
-            rio__gw_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", date);
+            if (k == cap) {
+                unsigned ncap = cap ? cap * 2 : 64;
+                struct bucket_ent *nv = rio__realloc(v, (size_t)ncap * sizeof(*v));
+                if (!nv) {
+                    ret = -ENOMEM;
+                    break;
+                }
+                v = nv;
+                cap = ncap;
+            }
+            snprintf(v[k].name, sizeof(v[k].name), "%s", name);
+            v[k++].mtime_ns = p.entries[i].mtime_ns;
         }
         snprintf(token, sizeof(token), "%s", p.next_token);
         rio_list_page_cleanup(&p);
-    } while (token[0] && seen < BUCKETS_MAX);
-    rio__gw_buf_printf(&b, "</Buckets></ListAllMyBucketsResult>\n");
+    } while (ret == 0 && token[0] && k < BUCKETS_MAX);
+    if (ret < 0) {
+        rio__free(v);
+        return ret;
+    }
+    if (k)
+        qsort(v, k, sizeof(*v), bucket_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
+/* ListBuckets: every bucket the user may see, or a page of them
+ * (max-buckets, continuation-token: the last name of the page before;
+ * prefix), as S3 since 2024. */
+int rio__gw_list_buckets(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *mb = rio__gw_arg(r, "max-buckets"), *after = rio__gw_arg(r, "continuation-token");
+    const char *prefix = rio__gw_arg(r, "prefix");
+    struct bucket_ent *v = NULL;
+    struct gw_buf b = {0};
+    uint64_t max = BUCKETS_MAX;
+    unsigned n = 0, shown = 0, i = 0;
+    int ret;
+
+    if (mb && (rio__gw_parse_count(mb, BUCKETS_MAX, &max) < 0 || max == 0))
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "max-buckets must be an integer from 1 to 10000.");
+    if (after && *after && !rio__gw_valid_bucket(after))
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "The continuation token provided is incorrect.");
+    ret = buckets_read(r, &v, &n);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_READS, "list buckets");
+    rio__gw_buf_printf(&b, XML_HEAD "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">" GW_OWNER_XML
+                                    "<Buckets>");
+    if (after && *after)
+        while (i < n && strcmp(v[i].name, after) <= 0)
+            i++;
+    for (; i < n; i++) {
+        char date[32];
+        if (prefix && strncmp(v[i].name, prefix, strlen(prefix)) != 0)
+            continue;
+        if (shown == max)
+            break;
+        rio__gw_iso_date(v[i].mtime_ns, date);
+        rio__gw_buf_put(&b, "<Bucket><Name>", 14);
+        rio__gw_buf_xml(&b, v[i].name);
+        rio__gw_buf_printf(&b, "</Name><CreationDate>%s</CreationDate></Bucket>", date);
+        shown++;
+    }
+    rio__gw_buf_printf(&b, "</Buckets>");
+    if (i < n && shown) /* more after this page */
+        rio__gw_list_elem(&b, "ContinuationToken", v[i - 1].name, 0);
+    if (prefix)
+        rio__gw_list_elem(&b, "Prefix", prefix, 0);
+    rio__gw_buf_printf(&b, "</ListAllMyBucketsResult>\n");
+    rio__free(v);
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
