@@ -264,6 +264,12 @@ TEST(complete_checks_the_object_checksum)
                  crc, xml),
          400);
     T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-type: OTHER' %s", xml), 400);
+    T_EQ(gw_curl(&g, "o", "-H 'x-amz-checksum-sha256: bad' %s", xml), 400);
+    T_TRUE(gw_has(&g, "o", "did not all carry an x-amz-checksum-sha256"));
+    T_EQ(gw_curl(&g, "o",
+                 "-H 'x-amz-checksum-type: FULL_OBJECT' -H 'x-amz-checksum-sha256: bad' %s", xml),
+         400);
+    T_TRUE(gw_has(&g, "o", "not supported for SHA-1 or SHA-256"));
     T_EQ(gw_curl(&g, "o", "-I %s/ckb/k", g.url), 404);
     /* Right: the object, whole. */
     T_EQ(gw_curl(&g, "o",
@@ -403,6 +409,10 @@ TEST(checksums_kept)
         "comp = b64(sha(sha(p1) + sha(p2))) + '-2'\n"
         "assert code(s3.complete_multipart_upload, MultipartUpload={'Parts': parts},\n"
         "            ChecksumSHA256=b64(sha(b'y')) + '-2', **kw) == 'BadDigest'\n"
+        "# SHA-256 is composite only: without -N it is the composite too\n"
+        "for v in ('bad', b64(sha(b'y'))):\n"
+        "    assert code(s3.complete_multipart_upload, MultipartUpload={'Parts': parts},\n"
+        "                ChecksumSHA256=v, **kw) == 'BadDigest', v\n"
         "r = s3.complete_multipart_upload(MultipartUpload={'Parts': parts}, ChecksumSHA256=comp,\n"
         "                                 **kw)\n"
         "assert r.get('ChecksumSHA256') == comp, r\n"
