@@ -1557,8 +1557,8 @@ void rio__gw_put_cleanup(struct gw_req *r)
 /* ------------------------------------------------------------- COPY */
 
 /* x-amz-copy-source-range "bytes=FIRST-LAST" of a source of size bytes
- * into [*off, *off + *len); absent: the whole source. 0, or -1 when
- * malformed or not within the source. */
+ * into [*off, *off + *len); absent: the whole source. 0, -1 when
+ * malformed, -2 when not within the source. */
 static int copy_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
 {
     unsigned long long a, b;
@@ -1573,8 +1573,10 @@ static int copy_range(const char *h, uint64_t size, uint64_t *off, uint64_t *len
     if (*end != '-' || end[1] < '0' || end[1] > '9')
         return -1;
     b = strtoull(end + 1, &end, 10);
-    if (*end || errno || b < a || b >= size)
+    if (*end || errno || b < a)
         return -1;
+    if (b >= size)
+        return -2;
     *off = a;
     *len = b - a + 1;
     return 0;
@@ -1677,10 +1679,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
      * default; the new object's ETag is its own MD5, as S3's). A part has
      * none, and copies x-amz-copy-source-range or the whole source. */
     if (part) {
-        if (copy_range(rio__gw_header(c, "x-amz-copy-source-range"), d.size, &off, &len) < 0)
-            return rio__gw_error(c, r, 400, "InvalidRequest",
-                                 "x-amz-copy-source-range must be bytes=FIRST-LAST, within the "
-                                 "source object.");
+        int rr = copy_range(rio__gw_header(c, "x-amz-copy-source-range"), d.size, &off, &len);
+        if (rr == -1)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "x-amz-copy-source-range must be bytes=FIRST-LAST.");
+        if (rr < 0) {
+            char msg[96];
+            snprintf(msg, sizeof(msg),
+                     "Range specified is not valid for source object of size: %llu",
+                     (unsigned long long)d.size);
+            return rio__gw_error(c, r, 400, "InvalidArgument", msg);
+        }
     } else if (dir && strcmp(dir, "REPLACE") == 0) {
         if (rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
             return ret;
