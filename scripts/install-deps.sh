@@ -40,6 +40,7 @@ TEST_PACKAGES=(
     s3cmd    # gateway tests: tests/integration/test_gw_clients
     rclone   # gateway tests: tests/integration/test_gw_clients
     restic   # gateway tests: tests/integration/test_gw_compat
+    s3fs     # gateway tests: test_gw_clients (the bucket mounted with s3fs-fuse)
     python3-boto3 # gateway tests: test_gw_clients (boto3)
     ceph-mon # rados tests: tests/harness/ceph.sh (single-host cluster)
     ceph-osd

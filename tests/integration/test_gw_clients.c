@@ -7,7 +7,8 @@
  * back) and boto3 (put/get, its multipart upload_file and download_file,
  * listing, DeleteObjects, a presigned GET; Metadata and ContentType on
  * put_object, upload_file, copy_object with MetadataDirective and their
- * multipart ETag in head_object and the listing); every byte compared.
+ * multipart ETag in head_object and the listing) and s3fs-fuse (the bucket
+ * mounted and used as a file system); every byte compared.
  */
 #include "gw_util.h"
 
@@ -162,5 +163,87 @@ TEST(boto3)
               g.url, AK, SK, g.dir, gw_path(&g, "out"), gw_path(&g, "out")),
          0);
     T_TRUE(gw_has(&g, "out", "boto3 ok"));
+    gw_stop(&g);
+}
+
+/*
+ * s3fs-fuse: the gateway's bucket mounted as a file system and used as one
+ * (files and directories made, renamed: CopyObject then DeleteObject;
+ * chmod and touch: CopyObject with REPLACE metadata; a symbolic link; an
+ * append, a truncate and a write in the middle of a file: the object put
+ * again, multipart above s3fs's 10 MiB parts), then mounted again and read
+ * back: every byte, mode and link target as written. Needs root and
+ * /dev/fuse; each step under a timeout, the mount always undone.
+ */
+static void s3fs_unmount(void *arg)
+{
+    t_sh("mountpoint -q %s && umount -l %s", (const char *)arg, (const char *)arg);
+}
+
+TEST(s3fs)
+{
+    struct gw g;
+    static char mnt[256]; /* for the exit hook */
+    char keys[256], opts[768];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+    int rc;
+
+    if (t_sh("command -v s3fs >/dev/null") != 0)
+        T_SKIP("s3fs is not installed");
+    if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+        T_SKIP("s3fs needs root and /dev/fuse");
+    keys_file(keys, sizeof(keys));
+    gw_start(&g, NULL, extra);
+    T_EQ(gw_curl(&g, "o", "-X PUT --aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' %s/fsb", AK, SK,
+                 g.url),
+         200);
+    T_EQ(t_sh("printf '%%s:%%s\\n' %s '%s' > %s/pw && chmod 600 %s/pw && mkdir %s/mnt", AK, SK,
+              g.dir, g.dir, g.dir),
+         0);
+    snprintf(mnt, sizeof(mnt), "%s/mnt", g.dir);
+    snprintf(opts, sizeof(opts),
+             "-o passwd_file=%s/pw -o url=%s -o use_path_request_style -o sigv4 "
+             "-o endpoint=us-east-1 -o dbglevel=warn -o logfile=%s/s3fs.log",
+             g.dir, g.url, g.dir);
+    gw_file(&g, "big", 25 * 1024 * 1024 + 11, 71);
+    t_on_exit(s3fs_unmount, mnt); /* a failed step leaves no mount behind */
+    rc = t_sh("timeout 20 s3fs fsb %s %s && for i in $(seq 50); do "
+              "mountpoint -q %s && exit 0; sleep 0.1; done; exit 1",
+              mnt, opts, mnt);
+    if (rc != 0)
+        T_SKIP("s3fs could not mount here (FUSE not usable)");
+    rc = t_sh("cd %s && timeout 60 sh -e -c '"
+              "echo hello > a.txt; mkdir -p d/e; echo x > d/e/b; cp ../big big; cp big big2; "
+              "mv a.txt c.txt; echo more >> c.txt; chmod 640 c.txt; touch -d 2020-01-02 c.txt; "
+              "ln -s c.txt link; truncate -s 1000000 big2; "
+              "printf zz | dd of=big bs=1 seek=5000000 conv=notrunc 2>/dev/null; "
+              "mv d/e/b d/e/b2; sync' > %s/fs.out 2>&1",
+              mnt, g.dir);
+    T_EQ(rc, 0);
+    T_EQ(t_sh("timeout 20 umount %s", mnt), 0);
+    /* Mounted again: what the gateway holds, not s3fs's cache. */
+    T_EQ(t_sh("timeout 20 s3fs fsb %s %s && for i in $(seq 50); do "
+              "mountpoint -q %s && exit 0; sleep 0.1; done; exit 1",
+              mnt, opts, mnt),
+         0);
+    T_EQ(t_sh("cd %s && timeout 40 sh -e -c '"
+              "test \"$(cat c.txt)\" = \"$(printf \"hello\\nmore\")\"; "
+              "test $(stat -c %%a c.txt) = 640; "
+              "test $(date -u -r c.txt +%%Y-%%m-%%d) = 2020-01-02 || "
+              "test $(date -r c.txt +%%Y-%%m-%%d) = 2020-01-02; "
+              "test \"$(readlink link)\" = c.txt; test ! -e a.txt; "
+              "test \"$(cat d/e/b2)\" = x; test ! -e d/e/b; "
+              "test $(stat -c %%s big2) = 1000000; cmp -s big2 ../big -n 1000000; "
+              "cp ../big ../want; printf zz | dd of=../want bs=1 seek=5000000 conv=notrunc "
+              "2>/dev/null; cmp big ../want; "
+              "rm -r d big big2 c.txt link; test -z \"$(ls -A)\"' > %s/fs2.out 2>&1",
+              mnt, g.dir),
+         0);
+    T_EQ(t_sh("timeout 20 umount %s", mnt), 0);
+    /* Through the S3 API: nothing left in the bucket. */
+    T_EQ(gw_curl(&g, "o", "--aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' '%s/fsb?list-type=2'", AK,
+                 SK, g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
     gw_stop(&g);
 }
