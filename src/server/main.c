@@ -111,6 +111,9 @@ static void usage(FILE *f)
            "  --s3-min-part-size SIZE   the least size of a multipart upload's parts but\n"
            "                            the last, checked at Complete (default 5M, S3's;\n"
            "                            0: any)\n"
+           "  --s3-sigv2 on|off         take Signature Version 2 requests and presigned\n"
+           "                            URLs (on, the default: the aws CLI v1's s3 presign\n"
+           "                            and s3cmd's signurl make them), or refuse them\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -289,6 +292,7 @@ enum {
     OPT_S3_DOMAIN,
     OPT_S3_MIN_PART,
     OPT_S3_CHECKSUMS,
+    OPT_S3_SIGV2,
 };
 
 static const struct option long_opts[] = {
@@ -331,6 +335,7 @@ static const struct option long_opts[] = {
     {"s3-domain", required_argument, NULL, OPT_S3_DOMAIN},
     {"s3-min-part-size", required_argument, NULL, OPT_S3_MIN_PART},
     {"s3-checksums", required_argument, NULL, OPT_S3_CHECKSUMS},
+    {"s3-sigv2", required_argument, NULL, OPT_S3_SIGV2},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -348,6 +353,7 @@ struct args {
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
     uint64_t s3_min_part;      /* UINT64_MAX: not given */
     int s3_checksums;          /* -1 not given, 1 keep, 0 check only */
+    int s3_sigv2;              /* -1 not given, 1 on, 0 off */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -473,6 +479,7 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     a->s3_head_cache_ns = UINT64_MAX;
     a->s3_min_part = UINT64_MAX;
     a->s3_checksums = -1;
+    a->s3_sigv2 = -1;
     *done = 0;
 
     optind = 1;
@@ -522,6 +529,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
                 return bad_value(name, optarg);
             a->s3_checksums = strcmp(optarg, "keep") == 0;
             break;
+        case OPT_S3_SIGV2:
+            if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+                return bad_value(name, optarg);
+            a->s3_sigv2 = strcmp(optarg, "on") == 0;
+            break;
         case OPT_S3_MIN_PART:
             if (rio__parse_size(optarg, &a->s3_min_part) < 0 || a->s3_min_part > (5ull << 30))
                 return bad_value(name, optarg);
@@ -558,11 +570,11 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     }
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
          a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX ||
-         a->s3_checksums >= 0) &&
+         a->s3_checksums >= 0 || a->s3_sigv2 >= 0) &&
         !a->s3_listen) {
         fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
-                        "--s3-head-cache, --s3-min-part-size and --s3-checksums need "
-                        "--s3-listen\n");
+                        "--s3-head-cache, --s3-min-part-size, --s3-checksums and --s3-sigv2 "
+                        "need --s3-listen\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -845,7 +857,8 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
                                   .head_cache_ns = a->s3_head_cache_ns,
                                   .domain = a->s3_domain,
                                   .min_part = a->s3_min_part,
-                                  .check_only = a->s3_checksums == 0};
+                                  .check_only = a->s3_checksums == 0,
+                                  .no_sigv2 = a->s3_sigv2 == 0};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

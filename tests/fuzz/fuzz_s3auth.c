@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* clang-format off */
-/* FUZZ_SOURCES src/server/s3/sigv4v.c src/server/s3/keys.c src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c src/core/errors.c src/core/checksum.c */
+/* FUZZ_SOURCES src/server/s3/sigv4v.c src/server/s3/sigv2v.c src/server/s3/keys.c src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c src/core/errors.c src/core/checksum.c */
 /* FUZZ_PKGS zlib */
 /* clang-format on */
 /*
- * libFuzzer target for the S3 gateway's request verification
- * (src/server/s3/sigv4v.c) and --s3-keys parsing (keys.c). The input is
+ * libFuzzer target for the S3 gateway's request verification, SigV4
+ * (src/server/s3/sigv4v.c) and SigV2 (sigv2v.c, when the input is signed
+ * so), and --s3-keys parsing (keys.c). The input is
  * cut at '\n' into: the Authorization header, the query, the path,
  * x-amz-date, x-amz-content-sha256, a Range header and x-amz-trailer (a
  * missing or empty field is a header not sent); every field is its own
@@ -89,6 +90,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(memchr(a.trailer, '\0', sizeof(a.trailer)) != NULL);
     }
 
+    if (rio_s3_is_v2(&r)) {
+        code = NULL;
+        ret = rio_s3_verify_v2(keys, &r, r.path, NOW, &a, &code);
+        if (ret < 0) {
+            FUZZ_CHECK(code != NULL);
+            FUZZ_CHECK(a.access_key[0] == '\0');
+        } else {
+            FUZZ_CHECK(ret == 0);
+            FUZZ_CHECK(strcmp(a.access_key, "AKIAIOSFODNN7EXAMPLE") == 0);
+            FUZZ_CHECK(a.payload_mode == RIO_S3_PAYLOAD_UNSIGNED);
+        }
+    }
+
     ret = rio__s3_keys_parse((const char *)data, size, &k2, &line, &why);
     FUZZ_CHECK(ret == 0 || why != NULL);
     rio_s3_keys_free(k2);
@@ -119,6 +133,11 @@ void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
         CRED ",SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-trailer,Signature=00\n\n/"
              "\n20130524T000000Z\nSTREAMING-UNSIGNED-PAYLOAD-TRAILER\n\nx-amz-checksum-crc32\n",
         "\n\n/pub/x\n",
+        /* SigV2: a header (dated by x-amz-date) and a presigned URL */
+        "AWS AKIAIOSFODNN7EXAMPLE:+rB4ADkP0V1KOCpQK+wVbPqnJlo=\n\n/johnsmith/photos/puppy.jpg\n"
+        "Tue, 27 Mar 2007 19:36:42 +0000\n",
+        "\nuploadId=1&AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires=1369440000&Signature="
+        "lAxpX3Xzp5PogPe%2BFXjlGpQ2oN8%3D\n/johnsmith/photos/puppy.jpg\n",
         "AK s\nAK2 s2 a,b\n* - pub\n# c\n",
     };
     for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++)

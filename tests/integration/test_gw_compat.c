@@ -10,7 +10,8 @@
  * bucket's directory), CopyObject's x-amz-copy-source-if-* conditions,
  * a body framed twice (request smuggling: 400, connection closed), an
  * absurd Content-Length, unsigned aws-chunked bodies with a checksum
- * trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), SigV2 (400 InvalidRequest),
+ * trailer (STREAMING-UNSIGNED-PAYLOAD-TRAILER), SigV2 (boto3, the aws CLI's
+ * presign, s3cmd; refused with --s3-sigv2 off),
  * the Owner element of the listings, GetBucketVersioning, GetObject's
  * response-* parameters, rclone and restic over file://, and hostile HTTP
  * (huge headers, bad chunk sizes, pipelined requests).
@@ -657,27 +658,156 @@ TEST(unsigned_trailer_keys_star_line)
     gw_stop(&g);
 }
 
-/* SigV2 (a presigned URL's AWSAccessKeyId, Signature and Expires, or an
- * "AWS AK:SIG" Authorization header): 400 InvalidRequest naming SigV2, not
- * 501 for an unknown subresource, nor 403, nor (anonymous on) the object. */
-TEST(sigv2_refused)
+/*
+ * SigV2 (HMAC-SHA1: an "AWS AK:SIG" Authorization header, or a presigned
+ * URL's AWSAccessKeyId, Signature and Expires), what the aws CLI v1's `s3
+ * presign`, s3cmd's `signurl` and `--signature-v2` and botocore's 's3'
+ * signer send: verified, and refused when wrong, tampered with or expired,
+ * or with --s3-sigv2 off.
+ */
+#define V2AK "AKSIGV2"
+#define V2SK "v2-secret/0123+x"
+
+static const char sigv2_script[] =
+    "import boto3, sys, time, urllib.request, urllib.error\n"
+    "from botocore.config import Config\n"
+    "url, d = sys.argv[1:3]\n"
+    "def client(sk='" V2SK "'):\n"
+    "    return boto3.client('s3', endpoint_url=url, aws_access_key_id='" V2AK "',\n"
+    "        aws_secret_access_key=sk, region_name='us-east-1',\n"
+    "        config=Config(signature_version='s3', s3={'addressing_style': 'path'}))\n"
+    "s3 = client()\n"
+    "data = open(d + '/f', 'rb').read()\n"
+    "s3.create_bucket(Bucket='v2b')\n"
+    "s3.put_object(Bucket='v2b', Key='k one+', Body=data, ContentType='text/csv',\n"
+    "    Metadata={'run': 'r1'})\n"
+    "h = s3.head_object(Bucket='v2b', Key='k one+')\n"
+    "assert h['Metadata'] == {'run': 'r1'} and h['ContentType'] == 'text/csv', h\n"
+    "assert s3.get_object(Bucket='v2b', Key='k one+')['Body'].read() == data\n"
+    "r = s3.get_object(Bucket='v2b', Key='k one+', ResponseContentType='a/b', Range='bytes=0-9')\n"
+    "assert r['ContentType'] == 'a/b' and r['Body'].read() == data[:10], r\n"
+    "assert [o['Key'] for o in s3.list_objects(Bucket='v2b', Prefix='k')['Contents']] == \\\n"
+    "    ['k one+']\n"
+    "up = s3.create_multipart_upload(Bucket='v2b', Key='m')['UploadId']\n"
+    "e = s3.upload_part(Bucket='v2b', Key='m', UploadId=up, PartNumber=1, Body=data)['ETag']\n"
+    "s3.complete_multipart_upload(Bucket='v2b', Key='m', UploadId=up,\n"
+    "    MultipartUpload={'Parts': [{'PartNumber': 1, 'ETag': e}]})\n"
+    "assert s3.get_object(Bucket='v2b', Key='m')['Body'].read() == data\n"
+    "s3.copy_object(Bucket='v2b', Key='c', CopySource='v2b/m')\n"
+    "u = s3.generate_presigned_url('get_object', Params={'Bucket': 'v2b', 'Key': 'k one+'},\n"
+    "    ExpiresIn=300)\n"
+    "assert 'AWSAccessKeyId=' in u and 'Signature=' in u, u\n"
+    "assert urllib.request.urlopen(u).read() == data, 'presigned GET'\n"
+    "p = s3.generate_presigned_url('put_object', Params={'Bucket': 'v2b', 'Key': 'p',\n"
+    "    'ContentType': 'text/plain'}, ExpiresIn=300)\n"
+    "urllib.request.urlopen(urllib.request.Request(p, data=b'put!', method='PUT',\n"
+    "    headers={'Content-Type': 'text/plain'}))\n"
+    "assert s3.get_object(Bucket='v2b', Key='p')['Body'].read() == b'put!'\n"
+    "def refused(u, why, method='GET', body=None):\n"
+    "    try:\n"
+    "        urllib.request.urlopen(urllib.request.Request(u, data=body, method=method))\n"
+    "    except urllib.error.HTTPError as x:\n"
+    "        t = x.read().decode()\n"
+    "        assert x.code == 403 and why in t, (x.code, t)\n"
+    "        return\n"
+    "    raise AssertionError('taken: ' + u)\n"
+    "refused(u.replace('/k%20one%2B', '/c'), 'SignatureDoesNotMatch')\n"
+    "refused(p.replace('/p?', '/q?'), 'SignatureDoesNotMatch', 'PUT', b'x')\n"
+    "refused(p, 'SignatureDoesNotMatch', 'PUT', b'x')  # urllib's own Content-Type\n"
+    "x = s3.generate_presigned_url('get_object', Params={'Bucket': 'v2b', 'Key': 'm'},\n"
+    "    ExpiresIn=1)\n"
+    "time.sleep(2.5)\n"
+    "refused(x, 'Request has expired')\n"
+    "try:\n"
+    "    client('wrong').get_object(Bucket='v2b', Key='m')\n"
+    "    raise AssertionError('a wrong secret was taken')\n"
+    "except s3.exceptions.ClientError as x:\n"
+    "    assert x.response['Error']['Code'] == 'SignatureDoesNotMatch', x.response\n"
+    "r = s3.delete_objects(Bucket='v2b', Delete={'Objects': [{'Key': 'c'}, {'Key': 'p'}]})\n"
+    "assert len(r['Deleted']) == 2, r\n"
+    "print('sigv2 ok')\n";
+
+TEST(sigv2)
 {
     struct gw g;
+    char keys[256], env[256];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+    const char *off[] = {"--no-anon", "--s3-keys", keys, "--s3-sigv2", "off", NULL};
+    static const char text[] = V2AK " " V2SK " *\n";
 
-    gw_start(&g, NULL, NULL);
-    T_EQ(gw_curl(&g, "o", "-X PUT %s/sigv2b", g.url), 200);
-    T_EQ(gw_curl(&g, "o", "-X PUT -d x %s/sigv2b/k", g.url), 200);
-    T_EQ(gw_curl(&g, "o", "'%s/sigv2b/k?AWSAccessKeyId=AK&Signature=c2ln&Expires=4102444800'",
+    snprintf(keys, sizeof(keys), "%s/keys", t_scratch_dir("gwv2keys"));
+    t_write_file(keys, text, strlen(text));
+    T_EQ(chmod(keys, 0600), 0);
+    start_logged(&g, NULL, extra);
+    gw_file(&g, "f", 300 * 1024 + 5, 91);
+    if (t_sh("python3 -c 'import boto3' 2>/dev/null") == 0) {
+        t_write_file(gw_path(&g, "t.py"), sigv2_script, strlen(sigv2_script));
+        T_EQ(t_sh("python3 %s %s %s > %s 2>&1 || { cat %s >&2; exit 1; }", gw_path(&g, "t.py"),
+                  g.url, g.dir, gw_path(&g, "out"), gw_path(&g, "out")),
+             0);
+        T_TRUE(gw_has(&g, "out", "sigv2 ok"));
+    } else {
+        T_EQ(gw_curl(&g, "o", "--aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' -X PUT %s/v2b", V2AK,
+                     V2SK, g.url),
+             200);
+    }
+    snprintf(env, sizeof(env), "AWS_ACCESS_KEY_ID=%s AWS_SECRET_ACCESS_KEY='%s'", V2AK, V2SK);
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        /* The aws CLI v1 presigns with SigV2 for an endpoint of its own. */
+        T_EQ(gw_aws(&g, env, "o", "s3 cp f s3://v2b/cli"), 0);
+        T_EQ(gw_aws(&g, env, "url", "s3 presign s3://v2b/cli --expires-in 300"), 0);
+        T_EQ(t_sh("curl -sf -o %s \"$(cat %s)\"", gw_path(&g, "got"), gw_path(&g, "url")), 0);
+        T_TRUE(gw_same(&g, "got", "f"));
+    }
+    if (t_sh("command -v s3cmd >/dev/null") == 0) {
+        T_EQ(t_sh("printf '[default]\\naccess_key = %s\\nsecret_key = %s\\nhost_base = %s\\n"
+                  "host_bucket = %s\\nuse_https = False\\nsignature_v2 = True\\n' > %s/s3cfg",
+                  V2AK, V2SK, g.s3, g.s3, g.dir),
+             0);
+#define S3CMD "cd %s && s3cmd -c s3cfg --no-progress "
+        T_EQ(t_sh(S3CMD "put f s3://v2b/cmd > out 2>&1", g.dir), 0);
+        T_EQ(t_sh(S3CMD "get --force s3://v2b/cmd got2 > out 2>&1", g.dir), 0);
+        T_TRUE(gw_same(&g, "got2", "f"));
+        T_EQ(t_sh(S3CMD "ls s3://v2b/ > ls 2>&1", g.dir), 0);
+        T_TRUE(gw_has(&g, "ls", "s3://v2b/cmd"));
+        T_EQ(t_sh(S3CMD "signurl s3://v2b/cmd +300 > surl 2>&1", g.dir), 0);
+        T_EQ(t_sh("curl -sf -o %s \"$(cat %s)\"", gw_path(&g, "got3"), gw_path(&g, "surl")), 0);
+        T_TRUE(gw_same(&g, "got3", "f"));
+#undef S3CMD
+    }
+    /* Raw: a wrong signature, an unknown key, a date far off. */
+    T_EQ(gw_curl(&g, "o",
+                 "-H 'Date: %s' -H 'Authorization: AWS " V2AK ":AAAAAAAAAAAAAAAAAAAAAAAAAAA=' "
+                 "%s/v2b/m",
+                 "Wed, 02 Dec 2026 08:00:00 GMT", g.url),
+         403);
+    T_TRUE(gw_has(&g, "o", "<Code>SignatureDoesNotMatch</Code>") ||
+           gw_has(&g, "o", "<Code>RequestTimeTooSkewed</Code>"));
+    T_EQ(gw_curl(&g, "o", "-H 'Authorization: AWS NOSUCH:AAAAAAAAAAAAAAAAAAAAAAAAAAA=' %s/v2b/m",
                  g.url),
+         403);
+    T_EQ(gw_curl(&g, "o", "'%s/v2b/m?AWSAccessKeyId=" V2AK "&Signature=c2ln&Expires=4102444800'",
+                 g.url),
+         403);
+    T_TRUE(gw_has(&g, "o", "<Code>SignatureDoesNotMatch</Code>"));
+    T_TRUE(no_5xx(&g));
+    gw_stop(&g);
+
+    /* --s3-sigv2 off: 400 naming the option, nothing done. */
+    start_logged(&g, NULL, off);
+    T_EQ(gw_curl(&g, "o", "'%s/v2b/k?AWSAccessKeyId=AK&Signature=c2ln&Expires=4102444800'", g.url),
          400);
     T_TRUE(gw_has(&g, "o", "<Code>InvalidRequest</Code>"));
-    T_TRUE(gw_has(&g, "o", "Signature Version 2 is not supported"));
-    T_EQ(gw_curl(&g, "o", "-H 'Authorization: AWS AK:c2ln' %s/sigv2b/k", g.url), 400);
-    T_TRUE(gw_has(&g, "o", "Signature Version 2 is not supported"));
-    T_EQ(gw_curl(&g, "o", "-X PUT -H 'Authorization: AWS AK:c2ln' -d y %s/sigv2b/k", g.url), 400);
-    T_EQ(gw_curl(&g, "got", "%s/sigv2b/k", g.url), 200);
-    T_TRUE(gw_has(&g, "got", "x"));
+    T_TRUE(gw_has(&g, "o", "--s3-sigv2 off"));
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'Authorization: AWS AK:c2ln' -d y %s/v2b", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "--s3-sigv2 off"));
     gw_stop(&g);
+    {
+        char bin[512];
+        srv_binary(bin, sizeof(bin));
+        T_EQ(t_sh("%s --s3-listen 127.0.0.1:0 --s3-sigv2 maybe 2>&1 | grep -q 's3-sigv2'", bin), 0);
+        T_EQ(t_sh("%s --s3-sigv2 off 2>&1 | grep -q 'need --s3-listen'", bin), 0);
+    }
 }
 
 /* Owner in ListObjects (V1 always, V2 with fetch-owner=true) and

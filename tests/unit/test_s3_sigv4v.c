@@ -15,43 +15,17 @@
 
 #include "core/internal.h"
 #include "railio.h"
+#include "s3auth_vec.h"
 #include "server/s3/auth.h"
 #include "t.h"
 #include "transport/s3/sign.h"
 
 #define T2013 1369353600 /* 20130524T000000Z */
 #define T2026 1796198400 /* 20261202T080000Z, the botocore vectors' clock */
-#define MAXH 16
-
-struct vec {
-    const char *method, *path, *query, *body;
-    struct rio_s3_hdr h[MAXH];
-};
-
 static const char keys_text[] = "# test users\n"
                                 "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
                                 "GWTESTKEY01 gw/test+secret=01 bkt,other\n"
                                 "OTHERKEY othersecret *\n";
-
-static struct rio_s3_keys *keys(const char *text)
-{
-    struct rio_s3_keys *k = NULL;
-    unsigned line;
-    const char *why;
-
-    T_EQ(rio__s3_keys_parse(text, strlen(text), &k, &line, &why), 0);
-    T_NOTNULL(k);
-    return k;
-}
-
-static struct rio_s3_req req_of(const struct vec *v)
-{
-    struct rio_s3_req r = {v->method, v->path, v->query, 0, v->h};
-
-    while (r.nheaders < MAXH && v->h[r.nheaders].name)
-        r.nheaders++;
-    return r;
-}
 
 /* Verify v at now: the return value, and *code into code. */
 static int verify(const struct rio_s3_keys *k, const struct vec *v, int64_t now,
@@ -83,21 +57,6 @@ static void expect_refused(const struct rio_s3_keys *k, const struct vec *v, int
     T_NOTNULL(code);
     T_STREQ(code, want);
     T_STREQ(a.access_key, ""); /* nothing of a refused request is kept */
-}
-
-/* v with header name's value replaced (or added). */
-static struct vec with_header(const struct vec *v, const char *name, const char *value)
-{
-    struct vec c = *v;
-    int i;
-
-    for (i = 0; i < MAXH && c.h[i].name; i++)
-        if (strcasecmp(c.h[i].name, name) == 0)
-            break;
-    T_LT(i, MAXH - 1);
-    c.h[i].name = name;
-    c.h[i].value = value;
-    return c;
 }
 
 #define AWS_CRED                                                                                   \
@@ -382,7 +341,7 @@ static const struct vec curl_reqs[] = {
 
 TEST(curl_aws_sigv4_requests_verify)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     const char *code;
     struct vec v;
@@ -406,7 +365,7 @@ TEST(curl_aws_sigv4_requests_verify)
 
 TEST(aws_examples_verify)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     const char *code;
 
@@ -426,7 +385,7 @@ TEST(aws_examples_verify)
 
 TEST(aws_put_body_hash_checked_as_it_streams)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     struct rio_s3_check *c;
     const char *code, *body = aws_put.body;
@@ -454,7 +413,7 @@ TEST(aws_put_body_hash_checked_as_it_streams)
 
 TEST(aws_presigned_url)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     const char *code;
     struct vec v = aws_presigned;
@@ -501,7 +460,7 @@ TEST(aws_presigned_url)
 
 TEST(aws_chunked_seed_signature)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     const char *code;
 
@@ -515,7 +474,7 @@ TEST(aws_chunked_seed_signature)
 
 TEST(botocore_requests_verify)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct rio_s3_auth a;
     struct rio_s3_check *c;
     const char *code;
@@ -545,7 +504,7 @@ TEST(botocore_requests_verify)
 
 TEST(tampered_requests_refused)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct vec v;
 
     for (size_t i = 0; i < NBOTO; i++) {
@@ -600,9 +559,9 @@ TEST(tampered_requests_refused)
 TEST(wrong_secret_and_unknown_key)
 {
     struct rio_s3_keys *k =
-        keys("GWTESTKEY01 gw/test+secret=02\nAKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/"
-             "bPxRfiCYEXAMPLEKEZ\n");
-    struct rio_s3_keys *k2 = keys("SOMEONEELSE secret\n");
+        keys_of("GWTESTKEY01 gw/test+secret=02\nAKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/"
+                "bPxRfiCYEXAMPLEKEZ\n");
+    struct rio_s3_keys *k2 = keys_of("SOMEONEELSE secret\n");
 
     for (size_t i = 0; i < NBOTO; i++) {
         expect_refused(k, &boto[i], T2026, "SignatureDoesNotMatch");
@@ -620,7 +579,7 @@ TEST(wrong_secret_and_unknown_key)
 
 TEST(malformed_authorization)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     static const struct {
         const char *auth, *code;
     } bad[] = {
@@ -695,8 +654,8 @@ TEST(malformed_authorization)
 
 TEST(anonymous_access)
 {
-    struct rio_s3_keys *k = keys(keys_text);
-    struct rio_s3_keys *ka = keys("GWTESTKEY01 s\n* - public,www\n");
+    struct rio_s3_keys *k = keys_of(keys_text);
+    struct rio_s3_keys *ka = keys_of("GWTESTKEY01 s\n* - public,www\n");
     struct rio_s3_auth a;
     const char *code;
     struct vec v = {"GET", "/public/x", "", "", {{"Host", "h"}}};
@@ -719,7 +678,7 @@ TEST(anonymous_access)
  * (rio_s3_verify) and without keys (rio_s3_anon_payload, --s3-anonymous). */
 TEST(anonymous_aws_chunked)
 {
-    struct rio_s3_keys *ka = keys("GWTESTKEY01 s\n* - public\n");
+    struct rio_s3_keys *ka = keys_of("GWTESTKEY01 s\n* - public\n");
     struct rio_s3_auth a;
     const char *code;
     struct vec v = {"PUT",
@@ -767,7 +726,7 @@ TEST(anonymous_aws_chunked)
 
 TEST(canonical_forms)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct vec v;
 
     /* The query's parameter order on the wire does not matter: it is sorted. */
@@ -801,7 +760,7 @@ TEST(canonical_forms)
 
 TEST(bounds)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     static char longq[20000], longp[20000];
     struct vec v;
 
@@ -826,7 +785,7 @@ TEST(bounds)
 
 TEST(trailer_header_and_unsupported_modes)
 {
-    struct rio_s3_keys *k = keys(keys_text);
+    struct rio_s3_keys *k = keys_of(keys_text);
     struct vec v = with_header(&aws_list, "x-amz-trailer", "x-amz-checksum-md4");
 
     expect_refused(k, &v, T2013, "InvalidRequest");

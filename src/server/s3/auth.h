@@ -13,6 +13,20 @@
 #define RIO_S3_KEYS_MAX_FILE (RIO_S3_KEYS_MAX_LINE * (RIO_S3_KEYS_MAX_USERS + 100))
 #define RIO_S3_SECRET_MAX 256
 
+/* A verifier's refusal (sigv4v.c, sigv2v.c): the S3 code into *s3_code, a
+ * reason for the log (rio__detail), err into ret, then to the function's
+ * out label. */
+#define REFUSE(code, err, ...)                                                                     \
+    do {                                                                                           \
+        *s3_code = (code);                                                                         \
+        rio__detail(__VA_ARGS__);                                                                  \
+        ret = (err);                                                                               \
+        goto out;                                                                                  \
+    } while (0)
+
+/* The first header of r named name (any case), or NULL; *count (when not
+ * NULL) how many there are (sigv4v.c; also SigV2's). */
+const char *rio__s3_hdr_find(const struct rio_s3_req *r, const char *name, unsigned *count);
 /* The secret of access_key, or NULL when there is no such user. */
 const char *rio__s3_keys_secret(const struct rio_s3_keys *k, const char *access_key);
 /* 1 when the file allows anonymous requests to some bucket. */

@@ -49,6 +49,7 @@ static struct {
     char *domain;                          /* --s3-domain, or NULL */
     uint64_t min_part;                     /* --s3-min-part-size */
     int check_only;                        /* --s3-checksums check */
+    int no_sigv2;                          /* --s3-sigv2 off */
     _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
@@ -321,34 +322,17 @@ static int parse_query(struct gw_req *r)
  * (subresources like ?acl, ?uploads, ?tagging are NotImplemented). */
 static int known_param(const char *name)
 {
-    static const char *const ok[] = {"list-type",
-                                     "prefix",
-                                     "delimiter",
-                                     "continuation-token",
-                                     "max-keys",
-                                     "start-after",
-                                     "marker",
-                                     "encoding-type",
-                                     "fetch-owner",
-                                     "x-id",
-                                     "response-content-type",
-                                     "response-content-disposition",
-                                     "response-cache-control",
-                                     "response-content-encoding",
-                                     "response-content-language",
-                                     "response-expires",
-                                     "delete",
-                                     "uploads",
-                                     "uploadId",
-                                     "partNumber",
-                                     "max-parts",
-                                     "part-number-marker",
-                                     "max-uploads",
-                                     "key-marker",
-                                     "upload-id-marker",
-                                     "location",
-                                     "versioning",
-                                     "max-buckets"};
+    static const char *const ok[] = {
+        "list-type", "prefix", "delimiter", "continuation-token", "max-keys", "start-after",
+        "marker", "encoding-type", "fetch-owner", "x-id", "response-content-type",
+        "response-content-disposition", "response-cache-control", "response-content-encoding",
+        "response-content-language", "response-expires", "delete", "uploads", "uploadId",
+        "partNumber", "max-parts", "part-number-marker", "max-uploads", "key-marker",
+        "upload-id-marker", "location", "versioning", "max-buckets", "AWSAccessKeyId", "Signature",
+        "Expires",
+        /* botocore's SigV2 presigned URL repeats the
+         * headers it signed; the headers count */
+        "content-type", "content-md5"};
     if (strncasecmp(name, "X-Amz-", 6) == 0 || rio__gw_is_subresource(name))
         return 1;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
@@ -412,26 +396,38 @@ static enum MHD_Result hdr_cb(void *cls, enum MHD_ValueKind kind, const char *ke
 }
 
 /* Signed with Signature Version 2 (an "AWS AK:SIG" Authorization header or a
- * presigned URL's AWSAccessKeyId and Signature): 400, before routing (the
- * query's parameters are no subresource). 0, or the answer queued (*ret). */
-static int sigv2(struct MHD_Connection *c, struct gw_req *r, int *ret)
+ * presigned URL's AWSAccessKeyId and Signature) while --s3-sigv2 off: 400,
+ * before routing (the query's parameters are no subresource). 0, or the
+ * answer queued (*ret). */
+static int sigv2_off(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
+    struct rio_s3_req q = {.method = r->method, .path = "", .query = r->query};
+    struct rio_s3_hdr h[1];
     const char *authz = rio__gw_header(c, "Authorization");
 
-    if (!(rio__gw_arg(r, "AWSAccessKeyId") && rio__gw_arg(r, "Signature")) &&
-        !(authz && strncmp(authz, "AWS ", 4) == 0))
+    if (!g.no_sigv2)
+        return 0;
+    if (authz) {
+        h[0] = (struct rio_s3_hdr){"Authorization", authz};
+        q.headers = h;
+        q.nheaders = 1;
+    }
+    if (!rio_s3_is_v2(&q))
         return 0;
     *ret = rio__gw_error(c, r, 400, "InvalidRequest",
-                         "Signature Version 2 is not supported: please use AWS4-HMAC-SHA256 "
-                         "(Signature Version 4).");
+                         "Signature Version 2 is turned off here (railiod --s3-sigv2 off): please "
+                         "use AWS4-HMAC-SHA256 (Signature Version 4).");
     return -1;
 }
 
 /* 0, or an error response was queued (its MHD result in *ret). */
-static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *path, int *ret)
+static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *path,
+                        const char *v2path, int *ret)
 {
     const char *authz = rio__gw_header(c, "Authorization");
-    int signed_ = authz || rio__gw_arg(r, "X-Amz-Signature") || rio__gw_arg(r, "X-Amz-Credential");
+    int signed_ = authz || rio__gw_arg(r, "X-Amz-Signature") ||
+                  rio__gw_arg(r, "X-Amz-Credential") || rio__gw_arg(r, "AWSAccessKeyId") ||
+                  rio__gw_arg(r, "Signature");
     struct hdrs h = {.n = 0};
     struct rio_s3_req q;
     const char *code = NULL;
@@ -469,7 +465,9 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
     }
     q = (struct rio_s3_req){
         .method = r->method, .path = path, .query = r->query, .nheaders = h.n, .headers = h.h};
-    err = rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
+    err = rio_s3_is_v2(&q)
+              ? rio_s3_verify_v2(g.keys, &q, v2path, (int64_t)time(NULL), &r->auth, &code)
+              : rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
     if (err < 0) {
         const char *why = rio_error_detail();
         SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
@@ -913,8 +911,9 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
         r->vhost = 0;
     } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
-    else if (sigv2(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0 &&
-             authenticate(c, r, path, &ret) == 0 && unsupported(c, r, &ret) == 0) {
+    else if (sigv2_off(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0 &&
+             authenticate(c, r, path, vpath ? vpath : path, &ret) == 0 &&
+             unsupported(c, r, &ret) == 0) {
         if (!takes_body(r->op))
             ret = run_op(c, r);
         else if (!rio__gw_user_may(r, r->bucket))
@@ -1205,6 +1204,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
     g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
     g.check_only = cfg->check_only;
+    g.no_sigv2 = cfg->no_sigv2;
     slice = gw_slice_short(&sched_old);
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)

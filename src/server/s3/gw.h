@@ -36,6 +36,7 @@ struct rio_s3_gw_config {
     const char *domain;     /* --s3-domain: BUCKET.domain is bucket BUCKET; NULL: path style only */
     uint64_t min_part;      /* --s3-min-part-size: UINT64_MAX the default (GW_MIN_PART) */
     int check_only;         /* --s3-checksums check: PutObject's checksums are not kept */
+    int no_sigv2;           /* --s3-sigv2 off: Signature Version 2 is refused */
 };
 
 /* Start the gateway; 0 or an error (logged). */

@@ -98,6 +98,21 @@ int rio_s3_anon_payload(const struct rio_s3_req *r, struct rio_s3_auth *out, con
 int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64_t now,
                   struct rio_s3_auth *out, const char **s3_code);
 
+/** 1 when r is signed with Signature Version 2: an "Authorization: AWS
+ * AK:SIGNATURE" header, or AWSAccessKeyId and Signature in the query. */
+int rio_s3_is_v2(const struct rio_s3_req *r);
+/**
+ * Verify a Signature Version 2 request (HMAC-SHA1; sigv2v.c): the
+ * Authorization header (its Date or x-amz-date within 15 minutes of now) or
+ * a presigned URL (AWSAccessKeyId, Signature, Expires, not past). path is
+ * the resource as S3 signs it: the path as sent, "/BUCKET" before it in
+ * virtual-hosted style. The body is unsigned (out->payload_mode
+ * RIO_S3_PAYLOAD_UNSIGNED); aws-chunked bodies are refused. Returns as
+ * rio_s3_verify.
+ */
+int rio_s3_verify_v2(const struct rio_s3_keys *k, const struct rio_s3_req *r, const char *path,
+                     int64_t now, struct rio_s3_auth *out, const char **s3_code);
+
 /** The HTTP status S3 answers with each code this interface returns
  * (403 for the authentication failures, 400 for malformed requests and
  * body mismatches, 501 NotImplemented, 500 InternalError; 403 if unknown). */

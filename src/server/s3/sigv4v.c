@@ -40,15 +40,6 @@
 #define SKEW_S 900        /* RequestTimeTooSkewed beyond this */
 #define PRESIGN_MAX_S 604800
 
-/* Why a request is refused: the S3 code, the errno and a reason for the log. */
-#define REFUSE(code, err, ...)                                                                     \
-    do {                                                                                           \
-        *s3_code = (code);                                                                         \
-        rio__detail(__VA_ARGS__);                                                                  \
-        ret = (err);                                                                               \
-        goto out;                                                                                  \
-    } while (0)
-
 struct cred {
     char ak[128];
     char date[9];
@@ -126,8 +117,7 @@ static int date_to_amz(const char *v, char out[17])
     return 0;
 }
 
-/* The first header named name (any case), or NULL; *count how many there are. */
-static const char *hdr_find(const struct rio_s3_req *r, const char *name, unsigned *count)
+const char *rio__s3_hdr_find(const struct rio_s3_req *r, const char *name, unsigned *count)
 {
     const char *v = NULL;
     unsigned c = 0;
@@ -508,7 +498,7 @@ static int parse_auth_fields(const char *v, const char **f, size_t *fl)
 static int trailer_of(const struct rio_s3_req *r, struct rio_s3_auth *out)
 {
     unsigned nt;
-    const char *tr = hdr_find(r, "x-amz-trailer", &nt);
+    const char *tr = rio__s3_hdr_find(r, "x-amz-trailer", &nt);
 
     if (!tr)
         return 0;
@@ -525,7 +515,7 @@ static int trailer_of(const struct rio_s3_req *r, struct rio_s3_auth *out)
 int rio_s3_anon_payload(const struct rio_s3_req *r, struct rio_s3_auth *out, const char **s3_code)
 {
     unsigned nd;
-    const char *payload = hdr_find(r, "x-amz-content-sha256", &nd);
+    const char *payload = rio__s3_hdr_find(r, "x-amz-content-sha256", &nd);
     int ret = 0;
 
     out->payload_mode = RIO_S3_PAYLOAD_UNSIGNED;
@@ -572,7 +562,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     if (ret < 0)
         REFUSE("AuthorizationQueryParametersError", -EINVAL,
                "s3 auth: query too long, too many parameters or an X-Amz- parameter twice");
-    auth = hdr_find(r, "authorization", &nauth);
+    auth = rio__s3_hdr_find(r, "authorization", &nauth);
     presigned = q.algo || q.credential || q.signature;
     if (auth && presigned)
         REFUSE("InvalidArgument", -EINVAL,
@@ -644,18 +634,18 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         memcpy(sig, f[2], 64);
         sig[64] = '\0';
         sigp = sig;
-        amzp = hdr_find(r, "x-amz-date", &nd);
+        amzp = rio__s3_hdr_find(r, "x-amz-date", &nd);
         if (amzp) {
             if (nd > 1 || strlen(amzp) >= sizeof(amzdate) || parse_amzdate(amzp) < 0)
                 REFUSE("AccessDenied", -EACCES, "s3 auth: x-amz-date is not YYYYMMDDTHHMMSSZ");
             strcpy(amzdate, amzp);
         } else {
-            const char *d = hdr_find(r, "date", &nd);
+            const char *d = rio__s3_hdr_find(r, "date", &nd);
             if (!d || nd > 1 || date_to_amz(d, amzdate))
                 REFUSE("AccessDenied", -EACCES,
                        "s3 auth: no valid x-amz-date or Date header (SigV4 needs one)");
         }
-        payload = hdr_find(r, "x-amz-content-sha256", &nd);
+        payload = rio__s3_hdr_find(r, "x-amz-content-sha256", &nd);
         /* S3 asks for x-amz-content-sha256; curl --aws-sigv4 (before 8.x)
          * does not send it and signs the empty payload's hash. Such a
          * request is taken with its body unsigned, as UNSIGNED-PAYLOAD is. */
@@ -709,7 +699,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     if (!sh->has_host)
         REFUSE(presigned ? "AuthorizationQueryParametersError" : "AuthorizationHeaderMalformed",
                -EINVAL, "s3 auth: host is not a signed header");
-    if (!presigned && !(hdr_find(r, "x-amz-date", NULL) ? sh->has_amzdate : sh->has_date))
+    if (!presigned && !(rio__s3_hdr_find(r, "x-amz-date", NULL) ? sh->has_amzdate : sh->has_date))
         REFUSE("AuthorizationHeaderMalformed", -EINVAL,
                "s3 auth: the request's date header is not signed");
     if (strlen(sigp) != 64 || !is_lower_hex64(sigp))
