@@ -461,6 +461,11 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
 /** rio_list_args.flags: stop each key at the first '/' after the prefix and
  * return each such common prefix once, as an entry with RIO_ENTRY_DIR. */
 #define RIO_LIST_DELIM 0x1u
+/** rio_list_args.flags: pages in byte order of key on every backend. Most
+ * list so anyway; rados:// (pool order otherwise) then scans every name
+ * under the prefix for each page and reads the heads of that page's keys
+ * only (docs/rados.md, "Listing"). */
+#define RIO_LIST_SORTED 0x2u
 /** rio_entry.flags: a common prefix (the key ends in '/'); only key is set. */
 #define RIO_ENTRY_DIR 0x1u
 /** The longest continuation token (without its NUL). */
@@ -474,7 +479,7 @@ struct rio_list_args {
     const char *token;       /* the previous page's next_token; NULL or "" = first page */
     const char *start_after; /* first page only: keys after this one in byte order */
     unsigned max_keys;       /* entries per page: 0 = 1000, clamped to RIO_LIST_PAGE_MAX */
-    unsigned flags;          /* RIO_LIST_DELIM */
+    unsigned flags;          /* RIO_LIST_DELIM, RIO_LIST_SORTED */
     uint64_t reserved[4];    /* must be zero */
 };
 

@@ -53,8 +53,9 @@ static int list_args_check(const struct rio_list_args *a, size_t *plen)
             return RIO_EINVAL;
         }
     }
-    if (a->flags & ~RIO_LIST_DELIM) {
-        rio__detail("rio_list_args.flags: unknown bits 0x%x", a->flags & ~RIO_LIST_DELIM);
+    if (a->flags & ~(RIO_LIST_DELIM | RIO_LIST_SORTED)) {
+        rio__detail("rio_list_args.flags: unknown bits 0x%x",
+                    a->flags & ~(RIO_LIST_DELIM | RIO_LIST_SORTED));
         return RIO_EINVAL;
     }
     *plen = a->prefix ? strnlen(a->prefix, RIO_KEY_MAX + 1) : 0;
@@ -337,6 +338,10 @@ int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_lis
 
     bool unordered = rio__t_has_cap(c->t, RIO_CAP_LIST_UNORDERED);
     bool own_delim = rio__t_has_cap(c->t, RIO_CAP_LIST_DELIM);
+    if (!unordered)
+        ta.flags &= ~RIO_LIST_SORTED; /* in byte order anyway */
+    else if (ta.flags & RIO_LIST_SORTED)
+        unordered = false; /* the transport sorts: its pages are checked for order */
     w = (struct page_want){.prefix = ta.prefix,
                            .plen = plen,
                            .max_keys = ta.max_keys,

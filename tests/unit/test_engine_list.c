@@ -113,6 +113,10 @@ TEST(args_checked)
     a.flags = 0x80;
     T_ERR(rio_list(e.c, &a, &p, NULL), RIO_EINVAL);
     T_TRUE(strstr(rio_error_detail(), "flags") != NULL);
+    /* RIO_LIST_SORTED: taken; a listing in byte order already (mock) is one */
+    a.flags = RIO_LIST_SORTED | RIO_LIST_DELIM;
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    rio_list_page_cleanup(&p);
     a.flags = 0;
     memset(big, 'a', RIO_LIST_TOKEN_MAX + 1);
     big[RIO_LIST_TOKEN_MAX + 1] = '\0';

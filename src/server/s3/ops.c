@@ -18,7 +18,6 @@
 
 #include "core/alloc.h"
 #include "core/engine.h"
-#include "core/url.h"
 #include "railio.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
@@ -553,105 +552,6 @@ static void token_tag(const char *bucket, const char *prefix, const char *delim,
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-/* A sorted page over a backend that lists in its own order (rados://: the
- * pool's hash order): S3 lists in byte order of key, and clients rely on it
- * (`aws s3 sync --delete` walks the local tree and the listing side by
- * side: a key out of order looks absent, and is deleted). Every backend
- * page is read; the max + 1 smallest entries after a->start_after (keys,
- * or common prefixes, each once) are kept in order, so memory stays one
- * page's worth whatever the bucket holds. Each page of the result costs a
- * scan of the whole listing. out gets at most max entries, *more whether
- * there are others after them. 0 or an error. */
-static int list_sorted(const struct rio_list_args *a0, unsigned max, struct rio_list_page *out,
-                       int *more)
-{
-    struct rio_list_args a = *a0;
-    struct rio_entry *sel = rio__calloc((size_t)max + 1, sizeof(*sel));
-    char token[RIO_LIST_TOKEN_MAX + 1] = "";
-    unsigned n = 0;
-    int ret = 0;
-
-    memset(out, 0, sizeof(*out));
-    *more = 0;
-    if (!sel)
-        return -ENOMEM;
-    a.max_keys = 1000;
-    do {
-        struct rio_list_page p;
-        memset(&p, 0, sizeof(p));
-        a.token = token[0] ? token : NULL;
-        ret = rio_list(rio__gw_client(), &a, &p, NULL);
-        if (ret < 0)
-            break;
-        for (unsigned i = 0; i < p.n; i++) {
-            const struct rio_entry *e = &p.entries[i];
-            unsigned lo = 0, hi = n;
-            int c = 1;
-            if (a0->start_after && strcmp(e->key, a0->start_after) <= 0)
-                continue;
-            if (n == max + 1 && strcmp(e->key, sel[n - 1].key) >= 0)
-                continue; /* after every entry kept, and there are enough */
-            while (lo < hi) {
-                unsigned mid = (lo + hi) / 2;
-                c = strcmp(e->key, sel[mid].key);
-                if (c == 0)
-                    break;
-                if (c < 0)
-                    hi = mid;
-                else
-                    lo = mid + 1;
-            }
-            if (c == 0 && lo < hi)
-                continue; /* a common prefix already kept */
-            if (n == max + 1)
-                n--; /* the largest goes */
-            memmove(&sel[lo + 1], &sel[lo], (size_t)(n - lo) * sizeof(*sel));
-            sel[lo] = *e;
-            n++;
-        }
-        snprintf(token, sizeof(token), "%s", p.next_token);
-        rio_list_page_cleanup(&p);
-    } while (token[0]);
-    if (ret < 0) {
-        rio__free(sel);
-        return ret;
-    }
-    *more = n > max;
-    out->entries = sel;
-    out->n = n > max ? max : n;
-    return 0;
-}
-
-/* A sorted listing's V2 token: "s" and the hex of the page's last backend
- * key (or common prefix); from a token, that key into key (cap bytes). */
-static void sorted_token(const char *key, char *out, size_t cap)
-{
-    size_t o = 0;
-
-    out[o++] = 's';
-    for (const unsigned char *k = (const unsigned char *)key; *k && o + 3 <= cap; k++) {
-        out[o++] = "0123456789abcdef"[*k >> 4];
-        out[o++] = "0123456789abcdef"[*k & 15];
-    }
-    out[o] = '\0';
-}
-
-static int sorted_token_key(const char *t, char *key, size_t cap)
-{
-    size_t n = strlen(t), k = 0;
-
-    if (t[0] != 's' || n < 3 || (n - 1) % 2 || (n - 1) / 2 >= cap)
-        return -1;
-    for (size_t i = 1; i < n; i += 2) {
-        int hi = rio__hex_digit(t[i]), lo = rio__hex_digit(t[i + 1]);
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-            return -1;
-        key[k++] = (char)(hi << 4 | lo);
-    }
-    key[k] = '\0';
-    return 0;
-}
-
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
 {
     const char *prefix = rio__gw_arg(r, "prefix"), *delim;
@@ -661,13 +561,12 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2], tag[TOKEN_TAG + 1];
-    char stok[2 * RIO_KEY_MAX + 2];
     struct rio_list_args a;
     struct rio_list_page p;
     struct gw_buf b = {0};
     size_t blen = strlen(r->bucket) + 1;
     unsigned long max = 1000;
-    int url = 0, ret, more = 0, sorted = !rio__gw_ordered();
+    int url = 0, ret, more = 0;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
@@ -691,20 +590,17 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     memset(&p, 0, sizeof(p));
     a.prefix = fprefix;
     a.max_keys = (unsigned)max;
-    a.flags = delim ? RIO_LIST_DELIM : 0;
+    /* In byte order on every backend, as S3's: clients rely on it (`aws s3
+     * sync --delete` walks the local tree and the listing side by side: a
+     * key out of order looks absent, and is deleted). */
+    a.flags = (delim ? RIO_LIST_DELIM : 0) | RIO_LIST_SORTED;
     token_tag(r->bucket, prefix, delim, tag);
     if (token && *token) {
-        if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + sizeof(stok) - 1 ||
-            memcmp(token, tag, TOKEN_TAG) != 0 ||
-            (sorted ? sorted_token_key(token + TOKEN_TAG, fafter, sizeof(fafter)) < 0 ||
-                          strncmp(fafter, fprefix, strlen(fprefix)) != 0
-                    : strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX))
+        if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
+            memcmp(token, tag, TOKEN_TAG) != 0)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
-        if (sorted)
-            a.start_after = fafter; /* the last entry of the page before */
-        else
-            a.token = token + TOKEN_TAG;
+        a.token = token + TOKEN_TAG;
     } else if (after && *after) {
         /* After a common prefix "d/", every key under it is skipped. */
         int skip_dir = delim && after[strlen(after) - 1] == '/';
@@ -714,14 +610,13 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         a.start_after = fafter;
     }
     if (max > 0) {
-        ret = sorted ? list_sorted(&a, (unsigned)max, &p, &more)
-                     : rio_list(rio__gw_client(), &a, &p, NULL);
+        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        if (ret == RIO_EINVAL && token && *token)
+            return rio__gw_error(c, r, 400, "InvalidArgument",
+                                 "The continuation token provided is incorrect.");
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, GW_READS, "list");
-        if (!sorted)
-            more = p.next_token[0] != '\0';
-        else if (more)
-            sorted_token(p.entries[p.n - 1].key, stok, sizeof(stok));
+        more = p.next_token[0] != '\0';
         rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
@@ -734,7 +629,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (more) {
             rio__gw_buf_put(&b, "<NextContinuationToken>", 23);
             rio__gw_buf_put(&b, tag, TOKEN_TAG);
-            rio__gw_buf_xml(&b, sorted ? stok : p.next_token);
+            rio__gw_buf_xml(&b, p.next_token);
             rio__gw_buf_put(&b, "</NextContinuationToken>", 24);
         }
         if (after && *after)

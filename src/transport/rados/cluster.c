@@ -257,6 +257,7 @@ static void rt_close(struct rio_transport *tt)
         rados_aio_release(op->comp);
     rio__opool_destroy(&t->pool);
     rio__rados_cache_clear(t);
+    rio__rados_snaps_clear(t);
     pthread_cond_destroy(&t->cv);
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->cache_mu);

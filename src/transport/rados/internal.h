@@ -140,6 +140,18 @@ struct centry {
     char key[];
 };
 
+/* A sorted listing's names (list.c): every name under prefix, rolled up
+ * into common prefixes with delim, sorted, each once. */
+#define LIST_SNAPS 4
+struct lsnap {
+    char prefix[RIO_KEY_MAX + 1];
+    bool delim;
+    uint64_t at; /* rio__now_ns when scanned */
+    size_t n;
+    char **names; /* into arena */
+    char *arena;
+};
+
 struct rados_transport {
     struct rio_transport base; /* first: the engine's handle */
     rados_t cl[RIO_MAX_PATHS]; /* per path; cl[p] == cl[p % nconns] */
@@ -161,6 +173,7 @@ struct rados_transport {
     int url_pool;     /* the URL's pool (where heads live) in pools[] */
 
     pthread_mutex_t cache_mu;
+    struct lsnap *snaps[LIST_SNAPS]; /* under cache_mu */
     struct centry *cbuckets[CACHE_BUCKETS];
     struct rio_list lru; /* of struct centry, most recent first; count: entries cached */
 
@@ -195,6 +208,8 @@ void rio__rados_cache_put(struct rados_transport *t, struct centry *e);
 int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_t gen,
                              uint64_t index, char *name, size_t cap);
 void rio__rados_cache_clear(struct rados_transport *t);
+/* Free the sorted listings' snapshots (list.c). */
+void rio__rados_snaps_clear(struct rados_transport *t);
 
 /* data.c */
 int rio__rados_submit(struct rio_transport *tt, struct rio_io *io);

@@ -36,6 +36,7 @@
 #include <rados/librados.h>
 
 #include "core/alloc.h"
+#include "core/clock.h"
 #include "core/internal.h"
 #include "core/key.h"
 #include "railio.h"
@@ -352,6 +353,16 @@ static bool dir_seen(const struct lscan *s, const char *key, size_t len)
     return false;
 }
 
+/* The entry of a key whose head r read. */
+static void entry_of(struct rio_entry *e, const struct hread *r)
+{
+    strcpy(e->key, r->key);
+    e->size = r->h.size;
+    e->generation = r->h.generation;
+    e->mtime_ns = (int64_t)r->mtime * 1000000000;
+    memcpy(e->etag, r->h.etag, sizeof(e->etag));
+}
+
 /* Take the candidates of one listing call: read their heads, add entries. */
 static int take(struct lscan *s, const rados_object_list_item *items, unsigned from, unsigned n)
 {
@@ -387,13 +398,430 @@ static int take(struct lscan *s, const rados_object_list_item *items, unsigned f
             e->flags = RIO_ENTRY_DIR;
             continue;
         }
-        strcpy(e->key, r->key);
-        e->size = r->h.size;
-        e->generation = r->h.generation;
-        e->mtime_ns = (int64_t)r->mtime * 1000000000;
-        memcpy(e->etag, r->h.etag, sizeof(e->etag));
+        entry_of(e, r);
     }
     return 0;
+}
+
+/* ------------------------------------------------------- sorted listing */
+
+/*
+ * RIO_LIST_SORTED: a page in byte order of key, as every other backend
+ * gives. Each page scans the names of the whole pool under the prefix (no
+ * head read: a name costs a few bytes of a rados_object_list reply) and
+ * keeps the max + 1 smallest after start_after (common prefixes once, with
+ * RIO_LIST_DELIM) in order, in max + 1 slots whatever the pool holds; then
+ * it reads the heads of that page's keys only. A name that is no head of
+ * its key (foreign, or removed since) is dropped, so a page may hold fewer
+ * than max entries. The token is "s1-" and the page's last name in hex,
+ * or "s2-" and the name itself when its hex would not fit.
+ */
+static int sorted_token_parse(const char *tok, char *sa)
+{
+    size_t len = strnlen(tok, RIO_LIST_TOKEN_MAX + 1);
+
+    if (len > 3 && memcmp(tok, "s2-", 3) == 0 && len - 3 <= RIO_KEY_MAX) {
+        memcpy(sa, tok + 3, len - 3 + 1);
+        return 0;
+    }
+    if (len > 3 && memcmp(tok, "s1-", 3) == 0 && (len - 3) % 2 == 0) {
+        for (size_t j = 0; j < (len - 3) / 2; j++) {
+            int hi = hexval(tok[3 + 2 * j]), lo = hexval(tok[4 + 2 * j]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                goto bad;
+            sa[j] = (char)(hi << 4 | lo);
+        }
+        sa[(len - 3) / 2] = '\0';
+        return 0;
+    }
+bad:
+    rio__detail("rados:// sorted list token: not a token this listing gave (expected s1-HEX)");
+    return RIO_EINVAL;
+}
+
+/* 0, or -1 when key is too long for a token (over RIO_LIST_TOKEN_MAX - 3). */
+static int sorted_token_format(const char *key, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(key);
+
+    if (3 + n > RIO_LIST_TOKEN_MAX)
+        return -1;
+    if (3 + 2 * n > RIO_LIST_TOKEN_MAX) {
+        memcpy(out, "s2-", 3);
+        memcpy(out + 3, key, n + 1);
+        return 0;
+    }
+    memcpy(out, "s1-", 3);
+    for (size_t i = 0; i < n; i++) {
+        out[3 + 2 * i] = hex[(unsigned char)key[i] >> 4];
+        out[4 + 2 * i] = hex[(unsigned char)key[i] & 15];
+    }
+    out[3 + 2 * n] = '\0';
+    return 0;
+}
+
+struct sname {
+    char key[RIO_KEY_MAX + 1];
+    bool dir;
+};
+
+/* Keep name (len bytes; a common prefix when dir) among the n smallest
+ * (at most cap, sorted, each once). */
+static void sorted_keep(struct sname *v, unsigned *n, unsigned cap, const char *name, size_t len,
+                        bool dir)
+{
+    unsigned lo = 0, hi = *n;
+    char k[RIO_KEY_MAX + 1];
+
+    memcpy(k, name, len);
+    k[len] = '\0';
+    if (*n == cap && strcmp(k, v[*n - 1].key) >= 0)
+        return;
+    while (lo < hi) {
+        unsigned mid = (lo + hi) / 2;
+        int c = strcmp(k, v[mid].key);
+        if (c == 0)
+            return; /* a common prefix kept already */
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    if (*n == cap)
+        (*n)--;
+    memmove(&v[lo + 1], &v[lo], (size_t)(*n - lo) * sizeof(*v));
+    memcpy(v[lo].key, k, len + 1);
+    v[lo].dir = dir;
+    (*n)++;
+}
+
+#define SNAP_BYTES_MAX (32u << 20)        /* names one snapshot may hold */
+#define SNAP_TTL_NS (60ull * 1000000000u) /* a snapshot serves later pages this long */
+
+static void snap_free(struct lsnap *sn)
+{
+    if (!sn)
+        return;
+    rio__free(sn->names);
+    rio__free(sn->arena);
+    rio__free(sn);
+}
+
+void rio__rados_snaps_clear(struct rados_transport *t)
+{
+    for (unsigned i = 0; i < LIST_SNAPS; i++) {
+        snap_free(t->snaps[i]);
+        t->snaps[i] = NULL;
+    }
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Names collected by a scan, to become a snapshot; abandoned (over) past
+ * SNAP_BYTES_MAX. */
+struct collect {
+    char *arena;
+    size_t len, cap;
+    size_t *offs;
+    size_t n, ncap;
+    bool over;
+};
+
+static void collect_add(struct collect *c, const char *name, size_t len)
+{
+    if (c->over)
+        return;
+    if (c->len + len + 1 > SNAP_BYTES_MAX) {
+        c->over = true;
+        return;
+    }
+    if (c->len + len + 1 > c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 1u << 16;
+        while (ncap < c->len + len + 1)
+            ncap *= 2;
+        char *na = rio__realloc(c->arena, ncap);
+        if (!na) {
+            c->over = true;
+            return;
+        }
+        c->arena = na;
+        c->cap = ncap;
+    }
+    if (c->n == c->ncap) {
+        size_t ncap = c->ncap ? c->ncap * 2 : 1024;
+        size_t *no = rio__realloc(c->offs, ncap * sizeof(*no));
+        if (!no) {
+            c->over = true;
+            return;
+        }
+        c->offs = no;
+        c->ncap = ncap;
+    }
+    c->offs[c->n++] = c->len;
+    memcpy(c->arena + c->len, name, len);
+    c->arena[c->len + len] = '\0';
+    c->len += len + 1;
+}
+
+/* The collected names sorted, each once, as a snapshot (c is taken); NULL
+ * when out of memory or over. */
+static struct lsnap *collect_snap(struct collect *c, const struct lscan *s)
+{
+    struct lsnap *sn = NULL;
+    char **names = NULL;
+    size_t k = 0;
+
+    if (!c->over)
+        names = rio__malloc((c->n ? c->n : 1) * sizeof(*names));
+    if (names)
+        sn = rio__calloc(1, sizeof(*sn));
+    if (!sn) {
+        rio__free(names);
+        rio__free(c->arena);
+        rio__free(c->offs);
+        return NULL;
+    }
+    for (size_t i = 0; i < c->n; i++)
+        names[i] = c->arena + c->offs[i];
+    qsort(names, c->n, sizeof(*names), name_cmp);
+    for (size_t i = 0; i < c->n; i++)
+        if (!k || strcmp(names[k - 1], names[i]) != 0)
+            names[k++] = names[i];
+    rio__free(c->offs);
+    memcpy(sn->prefix, s->prefix, s->plen + 1);
+    sn->delim = (s->a->flags & RIO_LIST_DELIM) != 0;
+    sn->at = rio__now_ns();
+    sn->n = k;
+    sn->names = names;
+    sn->arena = c->arena;
+    return sn;
+}
+
+static bool is_dir(const struct lscan *s, const char *name)
+{
+    return (s->a->flags & RIO_LIST_DELIM) && strchr(name + s->plen, '/') != NULL;
+}
+
+/* The page's names from a snapshot: up to cap after s->sa (and the common
+ * prefix a caller's start_after lies under, first). */
+static void snap_page(const struct lsnap *sn, const struct lscan *s, bool from_token,
+                      struct sname *v, unsigned *n, unsigned cap)
+{
+    size_t lo = 0, hi = sn->n;
+
+    while (s->sa && lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(sn->names[mid], s->sa) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (s->sa && !from_token && lo && is_dir(s, sn->names[lo - 1]) &&
+        strncmp(s->sa, sn->names[lo - 1], strlen(sn->names[lo - 1])) == 0)
+        lo--;
+    *n = 0;
+    for (size_t i = lo; i < sn->n && *n < cap; i++) {
+        snprintf(v[*n].key, sizeof(v[*n].key), "%s", sn->names[i]);
+        v[*n].dir = is_dir(s, sn->names[i]);
+        (*n)++;
+    }
+}
+
+/* A later page of a listing whose names are in a fresh snapshot: true with
+ * the page's names in v. */
+static bool snap_take(struct rados_transport *t, const struct lscan *s, struct sname *v,
+                      unsigned *n, unsigned cap)
+{
+    bool hit = false;
+    uint64_t now = rio__now_ns();
+
+    pthread_mutex_lock(&t->cache_mu);
+    for (unsigned i = 0; i < LIST_SNAPS && !hit; i++) {
+        struct lsnap *sn = t->snaps[i];
+        if (!sn || now - sn->at > SNAP_TTL_NS ||
+            sn->delim != ((s->a->flags & RIO_LIST_DELIM) != 0) ||
+            strcmp(sn->prefix, s->prefix) != 0)
+            continue;
+        snap_page(sn, s, true, v, n, cap);
+        hit = true;
+    }
+    pthread_mutex_unlock(&t->cache_mu);
+    return hit;
+}
+
+/* Keep sn for the listing's later pages: in place of one of the same
+ * listing, or of the oldest. */
+static void snap_publish(struct rados_transport *t, struct lsnap *sn)
+{
+    struct lsnap *old;
+    unsigned at = 0;
+
+    pthread_mutex_lock(&t->cache_mu);
+    for (unsigned i = 0; i < LIST_SNAPS; i++) {
+        struct lsnap *o = t->snaps[i];
+        if (!o || (o->delim == sn->delim && strcmp(o->prefix, sn->prefix) == 0)) {
+            at = i;
+            break;
+        }
+        if (o->at < t->snaps[at]->at)
+            at = i;
+    }
+    old = t->snaps[at];
+    t->snaps[at] = sn;
+    pthread_mutex_unlock(&t->cache_mu);
+    snap_free(old);
+}
+
+static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_list_page *out)
+{
+    rados_ioctx_t io = t->head_io;
+    rados_object_list_item *items = NULL;
+    rados_object_list_cursor cur = NULL, end = NULL;
+    struct sname *v = NULL;
+    struct collect col = {0};
+    char sa[RIO_KEY_MAX + 1];
+    unsigned n = 0, cap = s->max + 1, nk = 0;
+    bool from_token = s->a->token && *s->a->token;
+    int ret = 0;
+
+    if (from_token) {
+        ret = sorted_token_parse(s->a->token, sa);
+        if (ret < 0)
+            return ret;
+        s->sa = sa;
+    } else if (s->a->start_after && *s->a->start_after) {
+        snprintf(sa, sizeof(sa), "%s", s->a->start_after);
+        s->sa = sa;
+    }
+    ret = -ENOMEM;
+    v = rio__calloc(cap, sizeof(*v));
+    s->ents = rio__calloc(s->max, sizeof(*s->ents));
+    s->r = rio__calloc(LIST_BATCH, sizeof(*s->r));
+    if (!v || !s->ents || !s->r)
+        goto out;
+    /* A later page: from the snapshot of the listing's first page, when
+     * this transport made it less than SNAP_TTL_NS ago; else a scan. */
+    if (!(from_token && snap_take(t, s, v, &n, cap))) {
+        items = rio__calloc(LIST_BATCH, sizeof(*items));
+        cur = rados_object_list_begin(io);
+        end = rados_object_list_end(io);
+        if (!items || !cur || !end)
+            goto out;
+        while (!rados_object_list_is_end(io, cur)) {
+            rados_object_list_cursor next = rados_object_list_begin(io);
+            ret = -ENOMEM;
+            if (!next)
+                goto out;
+            ret = rados_object_list(io, cur, end, LIST_BATCH, NULL, 0, items, &next);
+            if (ret < 0) {
+                rados_object_list_cursor_free(io, next);
+                ret = rio__rados_xlate(ret);
+                goto out;
+            }
+            for (unsigned i = 0; i < (unsigned)ret; i++) {
+                const rados_object_list_item *it = &items[i];
+                if (it->oid_length == 0 || it->oid_length > RIO_KEY_MAX ||
+                    memchr(it->oid, '\0', it->oid_length) || it->oid_length < s->plen ||
+                    memcmp(it->oid, s->prefix, s->plen) != 0)
+                    continue;
+                const char *slash = (s->a->flags & RIO_LIST_DELIM)
+                                        ? memchr(it->oid + s->plen, '/', it->oid_length - s->plen)
+                                        : NULL;
+                size_t len = slash ? (size_t)(slash - it->oid) + 1 : it->oid_length;
+                collect_add(&col, it->oid, len); /* every name: the snapshot */
+                if (!candidate(s, it))
+                    continue;
+                /* A common prefix not after start_after: shown only where a
+                 * caller's start_after lies under it (it comes first then,
+                 * as in byte-order listings), never again after a token. */
+                if (slash && s->sa) {
+                    size_t sl = strlen(s->sa), m = sl < len ? sl : len;
+                    int c = memcmp(it->oid, s->sa, m);
+                    if ((c < 0 || (c == 0 && len <= sl)) && (from_token || c != 0))
+                        continue;
+                }
+                sorted_keep(v, &n, cap, it->oid, len, slash != NULL);
+            }
+            rados_object_list_free((size_t)ret, items);
+            rados_object_list_cursor_free(io, cur);
+            cur = next;
+        }
+        struct lsnap *sn = collect_snap(&col, s);
+        memset(&col, 0, sizeof(col));
+        if (sn)
+            snap_publish(t, sn);
+    }
+    out->next_token[0] = '\0';
+    if (n > s->max) {
+        /* The page ends at its last name a token can hold (all but names
+         * of over 1021 bytes): shorter, never skipping one. */
+        n = s->max;
+        while (n && sorted_token_format(v[n - 1].key, out->next_token) < 0)
+            n--;
+        if (!n) {
+            rio__detail("rados:// sorted list: a page of names too long for a token");
+            ret = RIO_EINVAL;
+            goto out;
+        }
+    }
+    /* The heads of the page's keys, LIST_BATCH at a time. */
+    for (unsigned i = 0; i < n;) {
+        unsigned m = 0, from = i;
+        for (; i < n && m < LIST_BATCH; i++) {
+            if (v[i].dir)
+                continue;
+            memset(&s->r[m], 0, sizeof(s->r[m]));
+            s->r[m++].key = v[i].key;
+        }
+        ret = heads_read(t, s->r, m);
+        if (ret < 0)
+            goto out;
+        m = 0;
+        for (unsigned j = from; j < i; j++) {
+            struct rio_entry *e = &s->ents[nk];
+            if (v[j].dir) {
+                memset(e, 0, sizeof(*e));
+                strcpy(e->key, v[j].key);
+                e->flags = RIO_ENTRY_DIR;
+                nk++;
+                continue;
+            }
+            struct hread *r = &s->r[m++];
+            if (r->ret == RIO_ENOTFOUND || r->ret == RIO_EPROTO)
+                continue; /* removed since, or not railio's */
+            if (r->ret < 0) {
+                ret = r->ret;
+                goto out;
+            }
+            memset(e, 0, sizeof(*e));
+            entry_of(e, r);
+            nk++;
+        }
+    }
+    out->entries = s->ents;
+    out->n = nk;
+    s->ents = NULL;
+    ret = 0;
+out:
+    if (cur)
+        rados_object_list_cursor_free(io, cur);
+    if (end)
+        rados_object_list_cursor_free(io, end);
+    rio__free(s->ents);
+    s->ents = NULL;
+    rio__free(items);
+    rio__free(s->r);
+    s->r = NULL;
+    rio__free(v);
+    rio__free(col.arena);
+    rio__free(col.offs);
+    if (ret < 0)
+        memset(out, 0, sizeof(*out));
+    return ret;
 }
 
 int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
@@ -419,6 +847,8 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     s.plen = strnlen(s.prefix, RIO_KEY_MAX + 1);
     if (s.plen > RIO_KEY_MAX)
         return RIO_EINVAL;
+    if (a->flags & RIO_LIST_SORTED)
+        return list_sorted(t, &s, out);
     if (a->token && *a->token) {
         ret = token_parse(a->token, &tk);
         if (ret < 0)
