@@ -802,6 +802,19 @@ TEST(sigv2)
     T_EQ(gw_curl(&g, "o", "-X PUT -H 'Authorization: AWS AK:c2ln' -d y %s/v2b", g.url), 400);
     T_TRUE(gw_has(&g, "o", "--s3-sigv2 off"));
     gw_stop(&g);
+
+    /* Anonymous access on: a SigV2 request is still a signed one, never
+     * served as an unsigned request when its signature is no good. */
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/v2anon", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d secret %s/v2anon/k", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/v2anon/k?AWSAccessKeyId=AK&Signature=c2ln&Expires=4102444800'",
+                 g.url),
+         403);
+    T_FALSE(gw_has(&g, "o", "secret"));
+    T_EQ(gw_curl(&g, "o", "-X DELETE -H 'Authorization: AWS AK:c2ln' %s/v2anon/k", g.url), 403);
+    T_EQ(gw_curl(&g, "o", "%s/v2anon/k", g.url), 200);
+    gw_stop(&g);
     {
         char bin[512];
         srv_binary(bin, sizeof(bin));
