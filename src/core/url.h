@@ -19,6 +19,37 @@ static inline int rio__hex_digit(char c)
     return -1;
 }
 
+/* s (n bytes) in lower-case hex into out (2n + 1 bytes, NUL-ended). */
+static inline void rio__hex_encode(const char *s, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hex[(unsigned char)s[i] >> 4];
+        out[2 * i + 1] = hex[(unsigned char)s[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* The n hex digits at hex (n even) as a string into out (n / 2 + 1 bytes,
+ * NUL-ended): 0, or -1 for an odd n, a digit that is not one or a NUL byte
+ * among them. Lower-case only, as rio__hex_encode writes. */
+static inline int rio__hex_decode_str(const char *hex, size_t n, char *out)
+{
+    if (n % 2)
+        return -1;
+    for (size_t i = 0; i < n / 2; i++) {
+        int hi = hex[2 * i] >= 'A' && hex[2 * i] <= 'F' ? -1 : rio__hex_digit(hex[2 * i]);
+        int lo =
+            hex[2 * i + 1] >= 'A' && hex[2 * i + 1] <= 'F' ? -1 : rio__hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return -1;
+        out[i] = (char)(hi << 4 | lo);
+    }
+    out[n / 2] = '\0';
+    return 0;
+}
+
 #define RIO_URL_MAX_PARAMS 32
 
 struct rio_url {

@@ -359,11 +359,13 @@ void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
 void rio__gw_list_text(struct gw_buf *b, const char *s, int url);
 /* <tag>rio__gw_list_text</tag> */
 void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url);
-/* A listing's delimiter (*delim: NULL for none; only "/" is served, else
- * 501) and encoding-type (*url: "url", else 400): 0, or -1 with the error
- * queued (*ret). */
-int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, const char **delim, int *url,
-                         int *ret);
+/* A listing's delimiter (*delim: NULL for none; any one when any_delim,
+ * else only "/", others 501; at most GW_DELIM_MAX bytes, else 400) and
+ * encoding-type (*url: "url", else 400): 0, or -1 with the error queued
+ * (*ret). */
+#define GW_DELIM_MAX 64
+int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, int any_delim,
+                         const char **delim, int *url, int *ret);
 void rio__gw_buf_free(struct gw_buf *b);
 /* Percent-decode n bytes of s into a new string; NULL on a bad escape or a
  * NUL byte. plus: '+' is a space (query strings). */

@@ -591,7 +591,8 @@ int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
     if (arg_count(r, "max-uploads", 1000, 1000, &max) < 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "max-uploads must be a non-negative integer.");
-    if (rio__gw_list_options(c, r, &x.delim, &url, &ret) < 0 || rio__gw_need_bucket(c, r, &ret) < 0)
+    if (rio__gw_list_options(c, r, 0, &x.delim, &url, &ret) < 0 ||
+        rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     x.prefix = prefix ? prefix : "";
     x.kmarker = kmarker && *kmarker ? kmarker : NULL;

@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/engine.h"
+#include "core/url.h"
 #include "railio.h"
 #include "server/s3/gw.h"
 #include "server/s3/meta.h"
@@ -501,14 +502,18 @@ void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url
     rio__gw_buf_printf(b, "</%s>", tag);
 }
 
-int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, const char **delim, int *url,
-                         int *ret)
+int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, int any_delim,
+                         const char **delim, int *url, int *ret)
 {
     const char *d = rio__gw_arg(r, "delimiter"), *enc = rio__gw_arg(r, "encoding-type");
 
     *delim = d && *d ? d : NULL;
     *url = 0;
-    if (*delim && strcmp(*delim, "/") != 0) {
+    if (*delim && strlen(*delim) > GW_DELIM_MAX) {
+        *ret = rio__gw_error(c, r, 400, "InvalidArgument", "The delimiter is too long.");
+        return -1;
+    }
+    if (*delim && !any_delim && strcmp(*delim, "/") != 0) {
         *ret = rio__gw_error(c, r, 501, "NotImplemented",
                              "The gateway lists with the delimiter '/' only.");
         return -1;
@@ -552,6 +557,115 @@ static void token_tag(const char *bucket, const char *prefix, const char *delim,
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
+/*
+ * A listing folded at a delimiter other than '/' (the backends fold at '/'
+ * only): keys in byte order (RIO_LIST_SORTED), each holding delim after the
+ * prefix folded into its common prefix (through the delimiter), once; past
+ * a common prefix the listing starts again after every key under it
+ * (start_after the prefix and 0xff, a byte no UTF-8 key holds). At most max
+ * entries after `after` (a backend key, or NULL) into out, *more whether
+ * there are others. 0 or an error.
+ */
+static int list_folded(const char *fprefix, const char *delim, const char *after, unsigned max,
+                       struct rio_list_page *out, int *more)
+{
+    struct rio_entry *e = rio__calloc((size_t)max + 1, sizeof(*e));
+    char start[RIO_KEY_MAX + 2], token[RIO_LIST_TOKEN_MAX + 1] = "";
+    size_t plen = strlen(fprefix), dl = strlen(delim);
+    unsigned n = 0;
+    int ret = 0, have_start = after != NULL;
+
+    memset(out, 0, sizeof(*out));
+    *more = 0;
+    if (!e)
+        return -ENOMEM;
+    if (after)
+        snprintf(start, sizeof(start), "%s", after);
+    while (n < max + 1) {
+        struct rio_list_args a = {.prefix = fprefix, .max_keys = 1000, .flags = RIO_LIST_SORTED};
+        struct rio_list_page p;
+        int restart = 0;
+        memset(&p, 0, sizeof(p));
+        if (token[0])
+            a.token = token;
+        else if (have_start)
+            a.start_after = start;
+        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        if (ret < 0)
+            break;
+        for (unsigned i = 0; i < p.n && n < max + 1; i++) {
+            const char *k = p.entries[i].key, *d = strstr(k + plen, delim);
+            size_t cl = d ? (size_t)(d - k) + dl : 0;
+            if (!d) {
+                e[n++] = p.entries[i];
+                continue;
+            }
+            memset(&e[n], 0, sizeof(e[n]));
+            memcpy(e[n].key, k, cl);
+            e[n].key[cl] = '\0';
+            e[n++].flags = RIO_ENTRY_DIR;
+            if (cl < RIO_KEY_MAX) { /* else no key is longer: none under it */
+                memcpy(start, k, cl);
+                start[cl] = '\xff';
+                start[cl + 1] = '\0';
+                have_start = 1;
+                token[0] = '\0';
+                restart = 1;
+                break;
+            }
+        }
+        if (!restart)
+            snprintf(token, sizeof(token), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+        if (!restart && !token[0])
+            break;
+    }
+    if (ret < 0) {
+        rio__free(e);
+        return ret;
+    }
+    *more = n > max;
+    out->entries = e;
+    out->n = n > max ? max : n;
+    return 0;
+}
+
+/* A folded listing's V2 token (after the tag): "f" and the hex of the
+ * page's last entry (a key or a common prefix, without the bucket), or "g"
+ * and the entry itself where the hex would not fit. */
+static void folded_token(const char *rel, char *out, size_t cap)
+{
+    size_t n = strlen(rel);
+
+    if (1 + 2 * n > RIO_LIST_TOKEN_MAX) {
+        snprintf(out, cap, "g%s", rel);
+        return;
+    }
+    out[0] = 'f';
+    rio__hex_encode(rel, n, out + 1);
+}
+
+static int folded_token_parse(const char *t, char *rel, size_t cap)
+{
+    size_t n = strlen(t);
+
+    if (t[0] == 'g' && n > 1 && n - 1 < cap) {
+        memcpy(rel, t + 1, n);
+        return 0;
+    }
+    if (t[0] != 'f' || n < 3 || (n - 1) / 2 >= cap)
+        return -1;
+    return rio__hex_decode_str(t + 1, n - 1, rel);
+}
+
+/* Does s end with the delimiter? (A marker that does names a common
+ * prefix: the keys under it are passed too.) */
+static int ends_with(const char *s, const char *delim)
+{
+    size_t sl = strlen(s), dl = delim ? strlen(delim) : 0;
+    return dl && sl >= dl && strcmp(s + sl - dl, delim) == 0;
+}
+
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
 {
     const char *prefix = rio__gw_arg(r, "prefix"), *delim;
@@ -561,20 +675,22 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2], tag[TOKEN_TAG + 1];
+    char ftok[2 * RIO_KEY_MAX + 2] = "";
     struct rio_list_args a;
     struct rio_list_page p;
     struct gw_buf b = {0};
     size_t blen = strlen(r->bucket) + 1;
     unsigned long max = 1000;
-    int url = 0, ret, more = 0;
+    int url = 0, ret, more = 0, other = 0;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     prefix = prefix ? prefix : "";
     if (v2 && strcmp(lt, "2") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument", "list-type must be 2.");
-    if (rio__gw_list_options(c, r, &delim, &url, &ret) < 0)
+    if (rio__gw_list_options(c, r, 1, &delim, &url, &ret) < 0)
         return ret;
+    other = delim && strcmp(delim, "/") != 0;
     if (mk) {
         uint64_t v;
         if (rio__gw_parse_count(mk, INT32_MAX, &v) < 0)
@@ -593,30 +709,41 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     /* In byte order on every backend, as S3's: clients rely on it (`aws s3
      * sync --delete` walks the local tree and the listing side by side: a
      * key out of order looks absent, and is deleted). */
-    a.flags = (delim ? RIO_LIST_DELIM : 0) | RIO_LIST_SORTED;
+    a.flags = (delim && !other ? RIO_LIST_DELIM : 0) | RIO_LIST_SORTED;
     token_tag(r->bucket, prefix, delim, tag);
     if (token && *token) {
+        char rel[RIO_KEY_MAX + 1];
         if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
-            memcmp(token, tag, TOKEN_TAG) != 0)
+            memcmp(token, tag, TOKEN_TAG) != 0 ||
+            (other && (folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
+                       snprintf(fafter, sizeof(fafter), "%s/%s%s", r->bucket, rel,
+                                ends_with(rel, delim) ? "\xff" : "") >= (int)sizeof(fafter) - 1)))
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
-        a.token = token + TOKEN_TAG;
+        if (other)
+            a.start_after = fafter;
+        else
+            a.token = token + TOKEN_TAG;
     } else if (after && *after) {
         /* After a common prefix "d/", every key under it is skipped. */
-        int skip_dir = delim && after[strlen(after) - 1] == '/';
+        int skip_dir = ends_with(after, delim);
         if (snprintf(fafter, sizeof(fafter), "%s/%s%s", r->bucket, after, skip_dir ? "\xff" : "") >=
-            (int)sizeof(fafter))
+            (int)sizeof(fafter) - 1)
             return rio__gw_error(c, r, 400, "InvalidArgument", "The marker is too long.");
         a.start_after = fafter;
     }
     if (max > 0) {
-        ret = rio_list(rio__gw_client(), &a, &p, NULL);
+        ret = other ? list_folded(fprefix, delim, a.start_after, (unsigned)max, &p, &more)
+                    : rio_list(rio__gw_client(), &a, &p, NULL);
         if (ret == RIO_EINVAL && token && *token)
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, GW_READS, "list");
-        more = p.next_token[0] != '\0';
+        if (!other)
+            more = p.next_token[0] != '\0';
+        else if (more)
+            folded_token(p.entries[p.n - 1].key + blen, ftok, sizeof(ftok));
         rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
@@ -629,7 +756,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (more) {
             rio__gw_buf_put(&b, "<NextContinuationToken>", 23);
             rio__gw_buf_put(&b, tag, TOKEN_TAG);
-            rio__gw_buf_xml(&b, p.next_token);
+            rio__gw_buf_xml(&b, other ? ftok : p.next_token);
             rio__gw_buf_put(&b, "</NextContinuationToken>", 24);
         }
         if (after && *after)

@@ -39,6 +39,7 @@
 #include "core/clock.h"
 #include "core/internal.h"
 #include "core/key.h"
+#include "core/url.h"
 #include "railio.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
@@ -269,15 +270,8 @@ static int token_parse(const char *s, struct ltok *tk)
         return 0;
     i++; /* '-' then start_after in hex */
     size_t hl = len - i;
-    if (hl == 0 || hl % 2 || hl / 2 > TOKEN_SA_MAX)
+    if (hl == 0 || hl / 2 > TOKEN_SA_MAX || rio__hex_decode_str(s + i, hl, tk->sa) < 0)
         goto bad;
-    for (size_t j = 0; j < hl / 2; j++) {
-        int hi = hexval(s[i + 2 * j]), lo = hexval(s[i + 2 * j + 1]);
-        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-            goto bad;
-        tk->sa[j] = (char)(hi << 4 | lo);
-    }
-    tk->sa[hl / 2] = '\0';
     tk->has_sa = true;
     return 0;
 bad:
@@ -287,17 +281,11 @@ bad:
 
 static void token_format(const struct ltok *tk, char *out)
 {
-    static const char hex[] = "0123456789abcdef";
     int n = snprintf(out, RIO_LIST_TOKEN_MAX + 1, "r1-%08" PRIx64 "-%u", tk->pos, tk->ties);
 
     if (tk->has_sa) {
-        char *p = out + n;
-        *p++ = '-';
-        for (const char *s = tk->sa; *s; s++) {
-            *p++ = hex[(unsigned char)*s >> 4];
-            *p++ = hex[(unsigned char)*s & 15];
-        }
-        *p = '\0';
+        out[n] = '-';
+        rio__hex_encode(tk->sa, strlen(tk->sa), out + n + 1);
     }
 }
 
@@ -424,17 +412,8 @@ static int sorted_token_parse(const char *tok, char *sa)
         memcpy(sa, tok + 3, len - 3 + 1);
         return 0;
     }
-    if (len > 3 && memcmp(tok, "s1-", 3) == 0 && (len - 3) % 2 == 0) {
-        for (size_t j = 0; j < (len - 3) / 2; j++) {
-            int hi = hexval(tok[3 + 2 * j]), lo = hexval(tok[4 + 2 * j]);
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
-                goto bad;
-            sa[j] = (char)(hi << 4 | lo);
-        }
-        sa[(len - 3) / 2] = '\0';
+    if (len > 3 && memcmp(tok, "s1-", 3) == 0 && rio__hex_decode_str(tok + 3, len - 3, sa) == 0)
         return 0;
-    }
-bad:
     rio__detail("rados:// sorted list token: not a token this listing gave (expected s1-HEX)");
     return RIO_EINVAL;
 }
@@ -442,7 +421,6 @@ bad:
 /* 0, or -1 when key is too long for a token (over RIO_LIST_TOKEN_MAX - 3). */
 static int sorted_token_format(const char *key, char *out)
 {
-    static const char hex[] = "0123456789abcdef";
     size_t n = strlen(key);
 
     if (3 + n > RIO_LIST_TOKEN_MAX)
@@ -453,11 +431,7 @@ static int sorted_token_format(const char *key, char *out)
         return 0;
     }
     memcpy(out, "s1-", 3);
-    for (size_t i = 0; i < n; i++) {
-        out[3 + 2 * i] = hex[(unsigned char)key[i] >> 4];
-        out[4 + 2 * i] = hex[(unsigned char)key[i] & 15];
-    }
-    out[3 + 2 * n] = '\0';
+    rio__hex_encode(key, n, out + 3);
     return 0;
 }
 
