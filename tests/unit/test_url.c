@@ -476,3 +476,29 @@ TEST(opt_size_range_and_refusal)
     refused_says(bad_size_step,
                  "railio: bounce=5000: expected a size (e.g. 64K, 1M) in steps of 4096");
 }
+
+/* The hex of list tokens (rados:// and the gateway's): a round trip of
+ * every byte but NUL; odd lengths, upper case, non-digits and an encoded
+ * NUL refused. */
+TEST(hex_encode_decode)
+{
+    char s[256], hex[2 * 255 + 1], back[256];
+
+    for (int i = 0; i < 255; i++)
+        s[i] = (char)(i + 1);
+    s[255] = '\0';
+    rio__hex_encode(s, 255, hex);
+    T_EQ(strlen(hex), 510u);
+    T_EQ(memcmp(hex, "0102030405", 10), 0);
+    T_EQ(rio__hex_decode_str(hex, 510, back), 0);
+    T_STREQ(back, s);
+    T_EQ(rio__hex_decode_str("", 0, back), 0);
+    T_STREQ(back, "");
+    T_EQ(rio__hex_decode_str("616", 3, back), -1);
+    T_EQ(rio__hex_decode_str("6A", 2, back), -1);
+    T_EQ(rio__hex_decode_str("6g", 2, back), -1);
+    T_EQ(rio__hex_decode_str("6100", 4, back), -1);
+    T_EQ(rio__hex_decode_str("61 2", 4, back), -1);
+    T_EQ(rio__hex_decode_str("6162", 4, back), 0);
+    T_STREQ(back, "ab");
+}
