@@ -30,4 +30,16 @@ static inline int rio__key_len(const char *key, size_t *len)
     return rio__key_len_ok(*len) ? 0 : RIO_EINVAL;
 }
 
+/* The key to list after so as to skip every key under common prefix cp
+ * (clen bytes, at most RIO_KEY_MAX): cp padded with 0xff to RIO_KEY_MAX
+ * bytes into dst (RIO_KEY_MAX + 1), the greatest key that starts with cp,
+ * so the next key in byte order is past them all (keys may hold any byte
+ * but NUL: 0xff after cp is no end of them). */
+static inline void rio__key_skip_past(char *dst, const char *cp, size_t clen)
+{
+    memmove(dst, cp, clen);
+    memset(dst + clen, 0xff, RIO_KEY_MAX - clen);
+    dst[RIO_KEY_MAX] = '\0';
+}
+
 #endif

@@ -30,6 +30,7 @@
 #include "core/clock.h"
 #include "core/engine.h"
 #include "core/internal.h"
+#include "core/key.h"
 #include "railio.h"
 
 #define LIST_DEFAULT_KEYS 1000u
@@ -178,18 +179,6 @@ static size_t delim_len(const char *key, size_t plen)
 }
 
 /*
- * The key to list after so as to skip every key under common prefix cp
- * (clen bytes): cp padded with 0xff to RIO_KEY_MAX bytes, the greatest key
- * that starts with cp, so the next key in byte order is past them all.
- */
-static void skip_past(char *dst, const char *cp, size_t clen)
-{
-    memcpy(dst, cp, clen);
-    memset(dst + clen, 0xff, RIO_KEY_MAX - clen);
-    dst[RIO_KEY_MAX] = '\0';
-}
-
-/*
  * RIO_LIST_DELIM for a transport without it: pages of plain keys in byte
  * order, each key below a '/' after the prefix folded into its common
  * prefix, until the page has max_keys entries or the listing ends. Each
@@ -231,7 +220,7 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
             goto err_entries;
         }
         if (cl == tlen) {
-            skip_past(cursor, a->token, tlen);
+            rio__key_skip_past(cursor, a->token, tlen);
             memcpy(last_cp, a->token, tlen + 1);
         } else {
             memcpy(cursor, a->token, tlen + 1);
@@ -264,7 +253,7 @@ static int list_delim(struct rio_client *c, const struct rio__meta *m,
             /* Go on after every key under its common prefix, not through
              * them (a transport that answered more of them than it was
              * asked to skip is skipped past too). */
-            skip_past(cursor, k, cl);
+            rio__key_skip_past(cursor, k, cl);
             if (last_cp[0] && strncmp(k, last_cp, cl) == 0 && last_cp[cl] == '\0')
                 continue;
             struct rio_entry *e = &out->entries[out->n++];

@@ -432,6 +432,17 @@ TEST(listing)
                     free(w);
                 }
     }
+    /* Keys may hold any byte but NUL: a common prefix is passed whatever
+     * bytes follow it under it (0xff too), so it shows once. */
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lsx", g.url), 200);
+    {
+        static const char *const odd[] = {"a-b", "a-%FF%01", "a-%FF%FF%02", "c"};
+        for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
+            T_EQ(gw_curl(&g, "o", "-X PUT -d x '%s/lsx/%s'", g.url, odd[i]), 200);
+    }
+    T_EQ(gw_curl(&g, "l", "'%s/lsx?delimiter=-&encoding-type=url'", g.url), 200);
+    T_EQ(t_sh("test $(grep -o '<Prefix>a-</Prefix>' %s | wc -l) = 1", gw_path(&g, "l")), 0);
+    T_TRUE(gw_has(&g, "l", "<Key>c</Key>"));
     /* A marker or start-after that is a common prefix passes the keys
      * under it. */
     T_EQ(gw_curl(&g, "l", "'%s/lst?delimiter=b&marker=a/b'", g.url), 200);

@@ -18,6 +18,7 @@
 
 #include "core/alloc.h"
 #include "core/engine.h"
+#include "core/key.h"
 #include "core/url.h"
 #include "railio.h"
 #include "server/s3/gw.h"
@@ -562,7 +563,7 @@ static void token_tag(const char *bucket, const char *prefix, const char *delim,
  * only): keys in byte order (RIO_LIST_SORTED), each holding delim after the
  * prefix folded into its common prefix (through the delimiter), once; past
  * a common prefix the listing starts again after every key under it
- * (start_after the prefix and 0xff, a byte no UTF-8 key holds). At most max
+ * (start_after the greatest key under it, rio__key_skip_past). At most max
  * entries after `after` (a backend key, or NULL) into out, *more whether
  * there are others. 0 or an error.
  */
@@ -605,9 +606,7 @@ static int list_folded(const char *fprefix, const char *delim, const char *after
             e[n].key[cl] = '\0';
             e[n++].flags = RIO_ENTRY_DIR;
             if (cl < RIO_KEY_MAX) { /* else no key is longer: none under it */
-                memcpy(start, k, cl);
-                start[cl] = '\xff';
-                start[cl + 1] = '\0';
+                rio__key_skip_past(start, k, cl);
                 have_start = 1;
                 token[0] = '\0';
                 restart = 1;
@@ -658,12 +657,22 @@ static int folded_token_parse(const char *t, char *rel, size_t cap)
     return rio__hex_decode_str(t + 1, n - 1, rel);
 }
 
-/* Does s end with the delimiter? (A marker that does names a common
- * prefix: the keys under it are passed too.) */
-static int ends_with(const char *s, const char *delim)
+/* Where a listing of bucket starts after `after` (a marker, start-after or
+ * a folded token's entry) into out (RIO_KEY_MAX + 1): "BUCKET/after", or,
+ * when after ends with the delimiter (it names a common prefix), past every
+ * key under it. 0, or -1 when too long. */
+static int list_after(const char *bucket, const char *after, const char *delim, char *out)
 {
-    size_t sl = strlen(s), dl = delim ? strlen(delim) : 0;
-    return dl && sl >= dl && strcmp(s + sl - dl, delim) == 0;
+    size_t bl = strlen(bucket), al = strlen(after), dl = delim ? strlen(delim) : 0;
+
+    if (bl + 1 + al > RIO_KEY_MAX)
+        return -1;
+    memcpy(out, bucket, bl);
+    out[bl] = '/';
+    memcpy(out + bl + 1, after, al + 1);
+    if (dl && al >= dl && strcmp(after + al - dl, delim) == 0 && bl + 1 + al < RIO_KEY_MAX)
+        rio__key_skip_past(out, out, bl + 1 + al);
+    return 0;
 }
 
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
@@ -674,7 +683,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     const char *mk = rio__gw_arg(r, "max-keys");
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
-    char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 2], tag[TOKEN_TAG + 1];
+    char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 1], tag[TOKEN_TAG + 1];
     char ftok[2 * RIO_KEY_MAX + 2] = "";
     struct rio_list_args a;
     struct rio_list_page p;
@@ -716,8 +725,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
             memcmp(token, tag, TOKEN_TAG) != 0 ||
             (other && (folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
-                       snprintf(fafter, sizeof(fafter), "%s/%s%s", r->bucket, rel,
-                                ends_with(rel, delim) ? "\xff" : "") >= (int)sizeof(fafter) - 1)))
+                       list_after(r->bucket, rel, delim, fafter) < 0)))
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
         if (other)
@@ -725,10 +733,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         else
             a.token = token + TOKEN_TAG;
     } else if (after && *after) {
-        /* After a common prefix "d/", every key under it is skipped. */
-        int skip_dir = ends_with(after, delim);
-        if (snprintf(fafter, sizeof(fafter), "%s/%s%s", r->bucket, after, skip_dir ? "\xff" : "") >=
-            (int)sizeof(fafter) - 1)
+        if (list_after(r->bucket, after, delim, fafter) < 0)
             return rio__gw_error(c, r, 400, "InvalidArgument", "The marker is too long.");
         a.start_after = fafter;
     }
