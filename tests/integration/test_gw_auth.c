@@ -430,6 +430,17 @@ static const char vhost_py[] =
     "c.upload_file(d + '/big', 'bkt', 'v/big', Config=t)\n"
     "c.download_file('bkt', 'v/big', d + '/bigback', Config=t)\n"
     "assert open(d + '/bigback', 'rb').read() == open(d + '/big', 'rb').read(), 'big'\n"
+    "# SigV2 in virtual-hosted style: the resource is /BUCKET and the path\n"
+    "c2 = boto3.client('s3', endpoint_url=ep, aws_access_key_id=ak, aws_secret_access_key=sk,\n"
+    "    region_name='us-east-1', config=Config(signature_version='s3',\n"
+    "    s3={'addressing_style': 'virtual'}, retries={'max_attempts': 1}))\n"
+    "c2.put_object(Bucket='bkt', Key='v/two', Body=body)\n"
+    "assert c2.get_object(Bucket='bkt', Key='v/two')['Body'].read() == body\n"
+    "keys = [o['Key'] for o in c2.list_objects(Bucket='bkt', Prefix='v/t')['Contents']]\n"
+    "assert keys == ['v/two'], keys\n"
+    "u = c2.generate_presigned_url('get_object', Params={'Bucket': 'bkt', 'Key': 'v/two'})\n"
+    "assert '//bkt.s3.test:' in u and 'Signature=' in u, u\n"
+    "assert urllib.request.urlopen(u).read() == body, 'presigned v2'\n"
     "print('vhost ok')\n";
 
 TEST(virtual_hosted_style)
