@@ -24,6 +24,12 @@
         goto out;                                                                                  \
     } while (0)
 
+/* Percent-decode s[0..n) into out (at least n bytes); '+' is a space when
+ * plus_space (a query, as curl and S3 read it). A '%' without two hex
+ * digits stays as it is. Returns the decoded length (sigv4v.c; also
+ * SigV2's). */
+size_t rio__s3_pct_decode(const char *s, size_t n, int plus_space, char *out);
+
 /* The first header of r named name (any case), or NULL; *count (when not
  * NULL) how many there are (sigv4v.c; also SigV2's). */
 const char *rio__s3_hdr_find(const struct rio_s3_req *r, const char *name, unsigned *count);

@@ -36,7 +36,6 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
-#include "core/url.h"
 #include "railio.h"
 #include "server/s3/auth.h"
 
@@ -108,20 +107,10 @@ struct query {
  * stays '+' (base64 signatures hold it). -1 on a NUL in it. */
 static int decode(const char *s, size_t n, char *out)
 {
-    size_t o = 0;
+    size_t o = rio__s3_pct_decode(s, n, 0, out);
 
-    for (size_t i = 0; i < n; i++) {
-        int hi, lo;
-        if (s[i] == '%' && i + 2 < n && (hi = rio__hex_digit(s[i + 1])) >= 0 &&
-            (lo = rio__hex_digit(s[i + 2])) >= 0) {
-            out[o] = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            out[o] = s[i];
-        }
-        if (out[o++] == '\0')
-            return -1;
-    }
+    if (memchr(out, '\0', o))
+        return -1;
     out[o] = '\0';
     return 0;
 }

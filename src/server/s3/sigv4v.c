@@ -47,10 +47,7 @@ struct cred {
     char scope[128];
 };
 
-/* Percent-decode s[0..n) into out (at least n bytes); '+' is a space when
- * plus_space (a query, as curl and S3 read it). A '%' without two hex
- * digits stays as it is. Returns the decoded length. */
-static size_t pct_decode(const char *s, size_t n, int plus_space, char *out)
+size_t rio__s3_pct_decode(const char *s, size_t n, int plus_space, char *out)
 {
     size_t o = 0;
 
@@ -268,14 +265,14 @@ static int query_parse(const char *raw, struct query *q)
         }
         if (q->n == MAX_QPARAMS)
             goto err_inval;
-        dn = pct_decode(raw + i, nl, 1, tmp);
+        dn = rio__s3_pct_decode(raw + i, nl, 1, tmp);
         slot = presign_slot(q, tmp, dn);
         q->p[q->n].name = q->buf + o;
         w = rio__s3_uri_encode(tmp, dn, 0, q->buf + o, cap - o);
         if (w < 0)
             goto err_inval;
         o += (size_t)w + 1;
-        dv = eq ? pct_decode(eq + 1, l - nl - 1, 1, tmp) : 0;
+        dv = eq ? rio__s3_pct_decode(eq + 1, l - nl - 1, 1, tmp) : 0;
         q->p[q->n].value = q->buf + o;
         w = rio__s3_uri_encode(tmp, dv, 0, q->buf + o, cap - o);
         if (w < 0)
@@ -432,7 +429,7 @@ static int canon_uri(const char *path, char **enc)
         *enc = NULL;
         return -ENOMEM;
     }
-    dl = pct_decode(path, pl, 0, dec);
+    dl = rio__s3_pct_decode(path, pl, 0, dec);
     if (dl == 0) {
         strcpy(*enc, "/");
     } else if (rio__s3_uri_encode(dec, dl, 1, *enc, 3 * pl + 2) < 0) {

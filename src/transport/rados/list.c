@@ -302,13 +302,18 @@ struct lscan {
     char (*keys)[RIO_KEY_MAX + 1];
 };
 
+/* Whether the listed name can be a key under the listing's prefix. */
+static bool under_prefix(const struct lscan *s, const rados_object_list_item *it)
+{
+    return it->oid_length && it->oid_length <= RIO_KEY_MAX &&
+           !memchr(it->oid, '\0', it->oid_length) && it->oid_length >= s->plen &&
+           memcmp(it->oid, s->prefix, s->plen) == 0;
+}
+
 /* Whether the listed name is a key this listing shows (before its head). */
 static bool candidate(const struct lscan *s, const rados_object_list_item *it)
 {
-    if (it->oid_length == 0 || it->oid_length > RIO_KEY_MAX ||
-        memchr(it->oid, '\0', it->oid_length))
-        return false;
-    if (it->oid_length < s->plen || memcmp(it->oid, s->prefix, s->plen) != 0)
+    if (!under_prefix(s, it))
         return false;
     if (s->sa) {
         size_t sl = strlen(s->sa), m = sl < it->oid_length ? sl : it->oid_length;
@@ -698,9 +703,7 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
             }
             for (unsigned i = 0; i < (unsigned)ret; i++) {
                 const rados_object_list_item *it = &items[i];
-                if (it->oid_length == 0 || it->oid_length > RIO_KEY_MAX ||
-                    memchr(it->oid, '\0', it->oid_length) || it->oid_length < s->plen ||
-                    memcmp(it->oid, s->prefix, s->plen) != 0)
+                if (!under_prefix(s, it))
                     continue;
                 const char *slash = (s->a->flags & RIO_LIST_DELIM)
                                         ? memchr(it->oid + s->plen, '/', it->oid_length - s->plen)
