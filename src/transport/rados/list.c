@@ -475,7 +475,7 @@ static void sorted_keep(struct sname *v, unsigned *n, unsigned cap, const char *
     (*n)++;
 }
 
-#define SNAP_BYTES_MAX (32u << 20)        /* names one snapshot may hold */
+#define SNAP_BYTES_MAX (32u << 20)        /* what one snapshot may hold, names and all */
 #define SNAP_TTL_NS (60ull * 1000000000u) /* a snapshot serves later pages this long */
 
 static void snap_free(struct lsnap *sn)
@@ -514,7 +514,8 @@ static void collect_add(struct collect *c, const char *name, size_t len)
 {
     if (c->over)
         return;
-    if (c->len + len + 1 > SNAP_BYTES_MAX) {
+    /* the names, their offsets and (in the snapshot) their pointers */
+    if (c->len + len + 1 + (c->n + 1) * (sizeof(size_t) + sizeof(char *)) > SNAP_BYTES_MAX) {
         c->over = true;
         return;
     }
