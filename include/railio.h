@@ -124,6 +124,14 @@ enum rio_etag {
 
 /* Per-call flags (struct rio_call.flags). */
 #define RIO_ATOMIC 0x1u /* GET: stage, copy to the caller's buffer only on success */
+/* PUT (rio_put, a batch's PUTs, a writer, rio_put_stream): publish only if
+ * the key holds no object at the commit, else RIO_EGENERATION and nothing
+ * is published. Decided atomically with the publish, so of several
+ * concurrent PUTs of an absent key exactly one succeeds. Backends that
+ * cannot decide it atomically (s3://, railiod with --disk) refuse the
+ * call with RIO_ENOTSUP before any chunk is sent. Not with
+ * expect_generation. */
+#define RIO_IF_ABSENT 0x2u
 
 #define RIO_MAX_PATHS 16
 
@@ -351,11 +359,17 @@ struct rio_cancel;
 
 /** Per-call settings; NULL means all defaults. */
 struct rio_call {
-    unsigned flags;             /* RIO_ATOMIC */
-    uint32_t deadline_ms;       /* 0 = client default, RIO_DEADLINE_NONE = none */
-    uint64_t expect_generation; /* GET: fail with RIO_EGENERATION unless it matches; 0 = any */
-    struct rio_stats *stats;    /* filled on return (success or error) if not NULL */
-    struct rio_cancel *cancel;  /* fire it from any thread to cancel the call */
+    unsigned flags;       /* RIO_ATOMIC, RIO_IF_ABSENT; other bits: RIO_EINVAL */
+    uint32_t deadline_ms; /* 0 = client default, RIO_DEADLINE_NONE = none */
+    /* GET: fail with RIO_EGENERATION unless it matches; 0 = any. A single
+     * PUT (rio_put, a writer, rio_put_stream): publish only if the key's
+     * object is still this generation at the commit, else RIO_EGENERATION
+     * (another one, or none) and nothing is published; decided as
+     * RIO_IF_ABSENT is (file:// takes RIO_IF_ABSENT only: RIO_ENOTSUP). A
+     * batch's PUTs ignore it (its GETs take it). */
+    uint64_t expect_generation;
+    struct rio_stats *stats;   /* filled on return (success or error) if not NULL */
+    struct rio_cancel *cancel; /* fire it from any thread to cancel the call */
     /*
      * Progress, if set: called with the bytes of verified/acknowledged chunks
      * so far and the call's total, at most every 100 ms, from a thread of

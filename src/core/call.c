@@ -32,9 +32,24 @@ int rio__key_check(const char *key)
     return 0;
 }
 
+int rio__call_check(const struct rio_call *opt)
+{
+    if (!opt)
+        return 0;
+    if (opt->flags & ~(RIO_ATOMIC | RIO_IF_ABSENT)) {
+        rio__detail("call flags 0x%x: unknown bits 0x%x (known: RIO_ATOMIC, RIO_IF_ABSENT)",
+                    opt->flags, opt->flags & ~(RIO_ATOMIC | RIO_IF_ABSENT));
+        return RIO_EINVAL;
+    }
+    return 0;
+}
+
 int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
                   struct rio__call **out)
 {
+    int ret = rio__call_check(opt);
+    if (ret < 0)
+        return ret;
     struct rio__call *call = rio__calloc(1, sizeof(*call));
     if (!call)
         return -ENOMEM;
@@ -59,6 +74,7 @@ int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *op
     call->deadline_ms = opt && opt->deadline_ms ? opt->deadline_ms : c->o.deadline_ms;
     if (opt) {
         call->flags = opt->flags;
+        call->put_if = opt->flags & RIO_IF_ABSENT ? RIO__PUT_IF_ABSENT : 0;
         call->cancel = rio__cancel_ref(opt->cancel);
         call->want_stats = opt->stats != NULL;
         call->progress = opt->progress;
@@ -847,9 +863,15 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
         return RIO_EINVAL;
     if (opt && opt->stats)
         memset(opt->stats, 0, sizeof(*opt->stats));
+    if (type == RIO_OP_PUT && opt && opt->expect_generation && (opt->flags & RIO_IF_ABSENT)) {
+        rio__detail("a PUT takes RIO_IF_ABSENT or expect_generation, not both");
+        return RIO_EINVAL;
+    }
     ret = rio__call_new(c, 1, opt, &call);
     if (ret < 0)
         return ret;
+    if (type == RIO_OP_PUT && opt && opt->expect_generation)
+        call->put_if = opt->expect_generation;
     rio__call_mark_start(c, call, len);
     struct rio__req *r = &call->reqs[0];
     ret = type == RIO_OP_PUT ? rio__req_prepare_put(c, r, key, src, len, false)

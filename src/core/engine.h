@@ -296,6 +296,10 @@ struct rio__call {
     pthread_cond_t md5_cond; /* a PUT's MD5 task ended (md5_running) */
     struct rio_cancel *cancel;
     unsigned flags;
+    /* Its PUTs commit only if the key's object is then this generation
+     * (RIO__PUT_IF_ABSENT: none; 0: unconditional): RIO_IF_ABSENT, or a
+     * single PUT's expect_generation. */
+    uint64_t put_if;
     uint64_t t0, t0_cpu_engine, t0_cpu_transport, t0_cpu_caller, t0_run_delay;
     uint32_t deadline_ms; /* the call's, or the client's default */
     uint64_t deadline_ns; /* t0 + deadline_ms (UINT64_MAX: none); bounds metadata */
@@ -473,6 +477,7 @@ struct rio__meta {
     uint64_t deadline_ns;      /* UINT64_MAX: none */
     struct rio_cancel *cancel; /* may be NULL */
     struct rio__call *call;    /* failed tries counted here; may be NULL */
+    uint64_t put_if;           /* put_open: the commit's condition (rio__call.put_if) */
 };
 /* Bounds of a call's metadata: its deadline and cancel token. */
 void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);
@@ -562,8 +567,10 @@ unsigned rio__meta_threads(const struct rio_client *c);
 
 /* RIO_EINVAL unless key is 1..RIO_KEY_MAX bytes. */
 int rio__key_check(const char *key);
-/* A call of nreq zeroed requests with opt's flags, token, stats and
- * progress; its deadline is set by rio__call_mark_start. */
+/* RIO_EINVAL (and a detail) when opt has flags this library does not know. */
+int rio__call_check(const struct rio_call *opt);
+/* A call of nreq zeroed requests with opt's flags (checked), token, stats
+ * and progress; its deadline is set by rio__call_mark_start. */
 int rio__call_new(struct rio_client *c, unsigned nreq, const struct rio_call *opt,
                   struct rio__call **out);
 /* The call starts now: t0, CPU clocks, path busy marks, the deadline. */

@@ -26,6 +26,7 @@ void rio__meta_for_call(struct rio__meta *m, struct rio__call *call)
     m->deadline_ns = call->deadline_ns;
     m->cancel = call->cancel;
     m->call = call;
+    m->put_if = call->put_if;
 }
 
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
@@ -34,6 +35,7 @@ void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
     m->deadline_ns = ms == RIO_DEADLINE_NONE ? UINT64_MAX : rio__now_ns() + ms * 1000000ull;
     m->cancel = NULL;
     m->call = NULL;
+    m->put_if = 0;
 }
 
 static bool meta_cancelled(const struct rio__meta *m)
@@ -203,7 +205,21 @@ int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const ch
                          .size = size,
                          .chunk_size = chunk_size,
                          .upload = upload};
-    return meta_run(c, m, &op);
+    /* A conditional PUT goes only where the commit can decide it. */
+    if (m->put_if && !rio__t_has_put_expect(c->t)) {
+        rio__detail("this backend cannot publish on a condition (RIO_IF_ABSENT, a PUT's "
+                    "expect_generation): nothing was sent");
+        return RIO_ENOTSUP;
+    }
+    int ret = meta_run(c, m, &op);
+    if (ret < 0 || !m->put_if)
+        return ret;
+    ret = rio__t_put_expect(c->t, *upload, m->put_if);
+    if (ret < 0) {
+        rio__t_put_abort(c->t, *upload);
+        *upload = NULL;
+    }
+    return ret;
 }
 
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key)

@@ -437,6 +437,7 @@ struct rio_writer {
     uint64_t xxh_cap;
     struct rio_md5 md5;
     bool want_md5;
+    uint64_t put_if; /* the commit's condition (rio__call.put_if) */
     bool expect_md5; /* close checks the MD5 against md5_want first */
     uint8_t md5_want[16];
     bool *md5_bad; /* set when that check fails */
@@ -461,6 +462,7 @@ static void writer_meta(const struct rio_writer *w, struct rio__meta *m)
     m->deadline_ns = w->deadline_ns;
     m->cancel = w->opt.cancel;
     m->call = w->acc;
+    m->put_if = w->put_if;
 }
 
 /* The caller is back in the writer: its time away was its producer's. */
@@ -639,6 +641,13 @@ static int writer_open(struct rio_client *c, const char *key, uint64_t size, uin
     ret = rio__key_check(key);
     if (ret < 0)
         return ret;
+    ret = rio__call_check(opt);
+    if (ret < 0)
+        return ret;
+    if (opt && opt->expect_generation && (opt->flags & RIO_IF_ABSENT)) {
+        rio__detail("a PUT takes RIO_IF_ABSENT or expect_generation, not both");
+        return RIO_EINVAL;
+    }
     if (size == RIO_SIZE_UNKNOWN && !rio__t_has_cap(c->t, RIO_CAP_STREAM_PUT))
         return RIO_ENOTSUP;
     w = rio__calloc(1, sizeof(*w));
@@ -650,8 +659,10 @@ static int writer_open(struct rio_client *c, const char *key, uint64_t size, uin
     w->nslots = slots ? slots : c->o.depth * c->npaths;
     if (w->nslots < 2)
         w->nslots = 2;
-    if (opt)
+    if (opt) {
         w->opt = *opt;
+        w->put_if = opt->flags & RIO_IF_ABSENT ? RIO__PUT_IF_ABSENT : opt->expect_generation;
+    }
     rio__cancel_ref(w->opt.cancel); /* writer_launch reads it until close */
     w->stats = w->opt.stats;
     w->opt.stats = NULL; /* the parts' figures are merged into acc */

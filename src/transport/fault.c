@@ -784,6 +784,14 @@ static int fault_put_commit(struct rio_transport *tt, void *upload, struct rio_d
     return rio__t_put_commit(t->inner, upload, d);
 }
 
+/* Passes through (the condition is the inner commit's to decide); over a
+ * backend that cannot, the engine aborts the upload it just opened. */
+static int fault_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    return rio__t_has_put_expect(t->inner) ? rio__t_put_expect(t->inner, upload, gen) : RIO_ENOTSUP;
+}
+
 /* Passes through: the work is on the caller's bytes, before any fault
  * (a flipped copy of a WRITE is then refused where the server checks). */
 static void fault_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
@@ -949,9 +957,9 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
-        .put_prep = fault_put_prep, .list = fault_list, .exists = fault_exists,                    \
-        .fsck = fault_fsck, .compose = fault_compose, .path_cap = fault_path_cap,                  \
-        .cpu_ns = fault_cpu_ns,                                                                    \
+        .put_prep = fault_put_prep, .put_expect = fault_put_expect, .list = fault_list,            \
+        .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,                      \
+        .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                                        \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

@@ -124,6 +124,7 @@ struct mock_upload {
     bool stream;
     uint64_t ncap;
     uint8_t **parts;
+    uint64_t put_if; /* put_expect's condition (0: none), decided at the swap */
 };
 
 static pthread_mutex_t g_stores_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1480,6 +1481,11 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
             ret = RIO_EPROTO;
         else if (up->rx[i].xxh != d->xxh[i])
             ret = RIO_ECHECKSUM;
+    if (ret == 0 && up->put_if) {
+        const struct mock_obj *cur = *store_slot_locked(s, o->key, o->keylen, o->hash);
+        if (up->put_if == RIO__PUT_IF_ABSENT ? cur != NULL : !cur || cur->generation != up->put_if)
+            ret = RIO_EGENERATION;
+    }
     if (ret == 0) {
         o->data = up->data;
         up->data = NULL;
@@ -1495,6 +1501,16 @@ static int mock_put_commit(struct rio_transport *tt, void *upload, struct rio_de
 out:
     upload_unref(up);
     return ret;
+}
+
+static int mock_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct mock_upload *up = upload;
+    (void)tt;
+    if (!up || up->magic != UPLOAD_MAGIC || !gen)
+        return RIO_EINVAL;
+    up->put_if = gen;
+    return 0;
 }
 
 static void mock_put_abort(struct rio_transport *tt, void *upload)
@@ -1642,6 +1658,7 @@ const struct rio_transport_ops rio__mock_ops = {
     .url_options = mock_url_options,
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
+    .put_expect = mock_put_expect,
     .list = mock_list,
     .exists = mock_exists,
     .path_cap = mock_path_cap,

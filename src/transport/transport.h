@@ -85,6 +85,10 @@ struct rio_io {
 #define RIO_CAP_RANGE_READ 0x40u
 /* RIO_SIZE_UNKNOWN is public: include/railio.h. */
 
+/* put_expect's gen: publish only if the key holds no object (generations
+ * are counters from 1 and never reach it). */
+#define RIO__PUT_IF_ABSENT UINT64_MAX
+
 /* compose's flags: leave the sources' heads (tests: a crash between the
  * commit and their removal). */
 #define RIO_COMPOSE_KEEP_SOURCES 0x1u
@@ -227,6 +231,20 @@ struct rio_transport_ops {
      * (or with no call at all) gets the work at submit: no result. */
     void (*put_prep)(struct rio_transport *t, void *upload, uint64_t index, const void *src,
                      uint64_t len);
+    /* Optional (NULL: the backend cannot; the engine refuses such a PUT
+     * with RIO_ENOTSUP before opening it): make the upload's commit
+     * conditional. The engine calls it right after put_open, before any
+     * chunk. gen RIO__PUT_IF_ABSENT: publish only if the key holds no
+     * object; another value: only if the key's object has that
+     * generation. Decided atomically with the publish (two conditional
+     * commits of a key never both succeed on the same state); when it
+     * does not hold put_commit publishes nothing and returns
+     * RIO_EGENERATION (whatever the key holds, or nothing), never a
+     * retryable class. A commit retried
+     * after one that took effect (RIO_CAP_COMMIT_RETRY) returns what the
+     * first returned, not a failed condition. Non-blocking; 0 or an error
+     * (then the engine aborts the upload). */
+    int (*put_expect)(struct rio_transport *t, void *upload, uint64_t gen);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
      * etag; sets d->generation. Consumes the upload on success and failure.
      * Called once every chunk op of the upload has completed. */
@@ -429,6 +447,17 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
 static inline bool rio__t_has_put_prep(const struct rio_transport *t)
 {
     return rio__t_ops(t)->put_prep != NULL;
+}
+
+/* The engine, after put_open (meta.c); put_expect's rules above. */
+static inline bool rio__t_has_put_expect(const struct rio_transport *t)
+{
+    return rio__t_ops(t)->put_expect != NULL;
+}
+
+static inline int rio__t_put_expect(struct rio_transport *t, void *upload, uint64_t gen)
+{
+    return rio__t_ops(t)->put_expect(t, upload, gen);
 }
 
 static inline void rio__t_put_prep(struct rio_transport *t, void *upload, uint64_t index,

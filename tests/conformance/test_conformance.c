@@ -313,6 +313,124 @@ TEST(generation_change)
     conf_close(&k);
 }
 
+/* ------------------------------------------------------------ conditional PUTs */
+
+struct cond_racer {
+    struct rio_client *c;
+    const char *key;
+    uint64_t n;
+    int ret;
+};
+
+static void *cond_race_main(void *arg)
+{
+    struct cond_racer *r = arg;
+    uint8_t *b = t_pattern_buf(r->n, size_seed(r->n));
+    struct rio_call call = {.flags = RIO_IF_ABSENT};
+    r->ret = rio_put(r->c, r->key, b, r->n, &call, NULL);
+    free(b);
+    return NULL;
+}
+
+/* RIO_IF_ABSENT and a PUT's expect_generation: where the backend decides
+ * them (mock://) a PUT that does not meet its condition fails
+ * (RIO_EGENERATION) and leaves the object as it was, through rio_put and
+ * a writer; of four racing RIO_IF_ABSENT PUTs of an absent key exactly one
+ * wins. Elsewhere such a PUT is RIO_ENOTSUP and writes nothing. Flags the library does
+ * not know, or both conditions, are RIO_EINVAL. */
+TEST(conditional_put)
+{
+    struct conf k;
+    char key[128];
+    uint64_t g1 = 0, g2 = 0, n1, n2;
+    struct rio_writer *w = NULL;
+    struct rio_desc d;
+    conf_open(&k, "cond", NULL);
+    int absent_ok = !strcmp(be->name, "mock");
+    int gen_ok = absent_ok;
+    n1 = 2 * k.chunk + 5;
+    n2 = k.chunk + 77;
+    conf_key(&k, key, sizeof(key), "obj");
+    uint8_t *b1 = t_pattern_buf(n1, size_seed(n1)), *b2 = t_pattern_buf(n2, size_seed(n2));
+    struct rio_call absent = {.flags = RIO_IF_ABSENT};
+
+    struct rio_call bad = {.flags = 0x80};
+    T_ERR(rio_put(k.c, key, b1, n1, &bad, NULL), RIO_EINVAL);
+    T_ERR(rio_get(k.c, key, b1, n1, &bad), RIO_EINVAL);
+    struct rio_call both = {.flags = RIO_IF_ABSENT, .expect_generation = 5};
+    T_ERR(rio_put(k.c, key, b1, n1, &both, NULL), RIO_EINVAL);
+    T_ERR(rio_writer_open(k.c, key, n1, 0, &both, &w), RIO_EINVAL);
+    memset(&d, 0, sizeof(d));
+    T_ERR(rio_stat(k.c, key, &d), RIO_ENOTFOUND);
+
+    if (!absent_ok) {
+        T_ERR(rio_put(k.c, key, b1, n1, &absent, NULL), RIO_ENOTSUP);
+        T_ERR(rio_writer_open(k.c, key, n1, 0, &absent, &w), RIO_ENOTSUP);
+        struct rio_call on_gen = {.expect_generation = 1};
+        T_ERR(rio_put(k.c, key, b1, n1, &on_gen, NULL), RIO_ENOTSUP);
+        T_ERR(rio_stat(k.c, key, &d), RIO_ENOTFOUND);
+        free(b1);
+        free(b2);
+        conf_close(&k);
+        return;
+    }
+    /* Absent: written. Present: refused, through rio_put and a writer. */
+    t__put_pattern(k.c, key, n1, size_seed(n1), &absent, 0, &g1, __FILE__, __LINE__);
+    T_ERR(rio_put(k.c, key, b2, n2, &absent, NULL), RIO_EGENERATION);
+    T_OK(rio_writer_open(k.c, key, n2, 0, &absent, &w));
+    T_OK(rio_writer_write(w, b2, n2));
+    T_ERR(rio_writer_close(w, NULL), RIO_EGENERATION);
+    T_OK(rio_stat(k.c, key, &d));
+    T_EQ(d.generation, g1);
+    rio_desc_cleanup(&d);
+    t_get_check(k.c, key, n1, size_seed(n1));
+
+    struct rio_call on_g1 = {.expect_generation = g1};
+    if (gen_ok) {
+        /* On the generation it holds: written; on one it no longer holds,
+         * or on a key gone: refused. */
+        t__put_pattern(k.c, key, n2, size_seed(n2), &on_g1, 0, &g2, __FILE__, __LINE__);
+        T_NE(g2, g1);
+        T_ERR(rio_put(k.c, key, b1, n1, &on_g1, NULL), RIO_EGENERATION);
+        T_OK(rio_writer_open(k.c, key, n1, 0, &on_g1, &w));
+        T_OK(rio_writer_write(w, b1, n1));
+        T_ERR(rio_writer_close(w, NULL), RIO_EGENERATION);
+        t_get_check(k.c, key, n2, size_seed(n2));
+        T_OK(rio_delete(k.c, key));
+        struct rio_call on_g2 = {.expect_generation = g2};
+        T_ERR(rio_put(k.c, key, b1, n1, &on_g2, NULL), RIO_EGENERATION);
+        T_ERR(rio_stat(k.c, key, &d), RIO_ENOTFOUND);
+    } else {
+        T_ERR(rio_put(k.c, key, b2, n2, &on_g1, NULL), RIO_ENOTSUP);
+        t_get_check(k.c, key, n1, size_seed(n1));
+        T_OK(rio_delete(k.c, key));
+    }
+
+    /* Four at once on an absent key: one wins, its bytes whole. */
+    struct cond_racer rc[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        rc[i] = (struct cond_racer){.c = k.c, .key = key, .n = n1 + (uint64_t)i};
+        T_EQ(pthread_create(&th[i], NULL, cond_race_main, &rc[i]), 0);
+    }
+    int won = -1, wins = 0;
+    for (int i = 0; i < 4; i++) {
+        T_EQ(pthread_join(th[i], NULL), 0);
+        if (rc[i].ret == 0) {
+            won = i;
+            wins++;
+        } else {
+            T_EQ(rc[i].ret, RIO_EGENERATION);
+        }
+    }
+    T_EQ(wins, 1);
+    t_get_check(k.c, key, rc[won].n, size_seed(rc[won].n));
+    T_OK(rio_delete(k.c, key));
+    free(b1);
+    free(b2);
+    conf_close(&k);
+}
+
 /* A read from an offset (rio_reader_open_at): the bytes from it on, byte-exact,
  * at 0, inside a chunk, on a chunk boundary, at the size; past the size
  * refused; only the chunks from the one holding the offset fetched; a
