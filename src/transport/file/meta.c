@@ -176,15 +176,19 @@ static int open_anon(struct ftransport *t, struct fupload *up)
     return 0;
 }
 
-/* Give the upload its name, DIR/KEY, replacing what is there atomically. */
+/* Give the upload its name, DIR/KEY, replacing what is there atomically
+ * (up->if_absent: only where nothing is: -EEXIST otherwise, by the link or
+ * a rename that does not replace, so two such publishes never both win). */
 static int publish(struct ftransport *t, struct fupload *up)
 {
     char pf[FD_PATH_LEN], *tmp;
     int ret;
 
     if (!up->anon) {
-        if (renameat(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
-                     rio__file_at_name(up, up->final)) < 0)
+        if (up->if_absent ? renameat2(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
+                                      rio__file_at_name(up, up->final), RENAME_NOREPLACE) < 0
+                          : renameat(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
+                                     rio__file_at_name(up, up->final)) < 0)
             return -errno;
         rio__free(up->tmp);
         up->tmp = NULL; /* published: nothing to unlink any more */
@@ -206,7 +210,7 @@ static int publish(struct ftransport *t, struct fupload *up)
         close(up->dirfd);
         up->dirfd = ret;
     }
-    if (errno != EEXIST)
+    if (errno != EEXIST || up->if_absent)
         return -errno;
     /* An object is there: a link cannot replace it, a rename can. */
     ret = tmp_name(t, up->final, &tmp);
@@ -456,6 +460,8 @@ int rio__file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
     sync_ns += rio__now_ns() - ts;
     if (!up->inplace) {
         ret = publish(t, up);
+        if (ret == -EEXIST && up->if_absent)
+            ret = RIO_EGENERATION; /* the key holds an object: not replaced */
         if (ret < 0)
             goto out;
         if (t->sync) {
@@ -482,6 +488,27 @@ out:
         unlinkat(up->dirfd, rio__file_at_name(up, up->tmp), 0);
     rio__file_upload_unref(t, up);
     return ret;
+}
+
+/* RIO_IF_ABSENT only: the name is given by a link or a rename that does
+ * not replace. A given generation would need the check and the rename in
+ * one step, which a directory cannot give (RIO_ENOTSUP); so would a block
+ * device written in place. */
+int rio__file_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct fupload *up = upload;
+    (void)tt;
+    if (!up || up->magic != UPLOAD_MAGIC || !gen)
+        return RIO_EINVAL;
+    if (gen != RIO__PUT_IF_ABSENT || up->inplace) {
+        rio__detail("file://: %s", up->inplace ? "a block device written in place cannot publish "
+                                                 "on a condition"
+                                               : "a PUT on a generation (expect_generation) is "
+                                                 "not supported; RIO_IF_ABSENT is");
+        return RIO_ENOTSUP;
+    }
+    up->if_absent = true;
+    return 0;
 }
 
 void rio__file_put_abort(struct rio_transport *tt, void *upload)
