@@ -179,6 +179,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
                              struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
+    uint64_t put_if = pre ? pre->put_if : 0;
     int ret = 0;
 
     snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
@@ -186,14 +187,33 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         bool guarded = false;
         *had_old = false;
         ret = tries == 0 ? head_pre(pre, key, old) : -1;
+        bool guessed = ret != -1;
+    again:
         if (ret == -1)
             ret = rio__rados_head_read(t, key, old, NULL);
+        if (ret != 0 && ret != RIO_ENOTFOUND && ret != RIO_EPROTO)
+            return ret;
+        /* The condition is checked against the head read, and the write
+         * below is guarded on that same head (its generation, or its
+         * absence): it holds at the swap or the swap fails and goes again.
+         * A guess from put_open is read again before it refuses. */
+        bool refused = put_if && (ret == RIO_ENOTFOUND ? put_if != RIO__PUT_IF_ABSENT
+                                                       : put_if == RIO__PUT_IF_ABSENT || ret != 0 ||
+                                                             old->generation != put_if);
+        if (refused) {
+            if (ret == 0)
+                rio__rados_head_cleanup(old);
+            if (guessed) {
+                guessed = false;
+                ret = -1;
+                goto again;
+            }
+            return RIO_EGENERATION;
+        }
         if (ret == 0) {
             *had_old = true;
             guarded = true;
             snprintf(oldhex, sizeof(oldhex), "%016" PRIx64, old->generation);
-        } else if (ret != RIO_ENOTFOUND && ret != RIO_EPROTO) {
-            return ret;
         }
         rados_write_op_t op = rados_create_write_op();
         if (!op) {
@@ -299,6 +319,16 @@ static int stall_check(struct rados_transport *t, struct rupload *up)
     }
     rio__free(names);
     return ret;
+}
+
+int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct rupload *up = upload;
+    (void)tt;
+    if (!up || up->magic != UPLOAD_MAGIC || !gen)
+        return RIO_EINVAL;
+    up->put_if = gen;
+    return 0;
 }
 
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d)

@@ -113,6 +113,9 @@ struct rupload {
      * one round trip instead of two. Freed with the upload. */
     rados_completion_t pre_comp;
     char *pre_buf;
+    /* put_expect's condition (0: none): checked against the head the
+     * commit's guarded swap replaces (rio__rados_head_swap_pre). */
+    uint64_t put_if;
 };
 
 struct rop {
@@ -221,6 +224,7 @@ void rio__rados_cancel(struct rio_transport *tt, struct rio_io *io);
 int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio__rados_head *h,
                          time_t *mtime);
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
                              size_t len, uint64_t gen, struct rupload *pre,
