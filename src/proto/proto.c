@@ -742,6 +742,8 @@ int rio__proto_enc_put_commit(const struct rio_proto_put_commit *m, const uint64
     w_le(&w, m->nchunks, 8);
     w_bytes(&w, m->etag, 32);
     w_xxh_list(&w, m->nchunks, xxh);
+    if (m->if_gen)
+        w_le(&w, m->if_gen, 8);
     return w_done(&w);
 }
 
@@ -754,6 +756,12 @@ int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_
         return RIO_EPROTO;
     if (r_xxh_list(&r, m->nchunks, &m->xxh) < 0)
         return RIO_EPROTO;
+    m->if_gen = 0;
+    if (!r.err && r.len - r.off == 8) {
+        m->if_gen = r_le(&r, 8);
+        if (!m->if_gen)
+            return RIO_EPROTO; /* a condition of none is no condition: malformed */
+    }
     return r_done(&r);
 }
 

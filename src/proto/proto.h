@@ -84,6 +84,10 @@ enum rio_proto_op {
 #define RIO_PROTO_CAP_LIST 0x1u
 #define RIO_PROTO_CAP_EXISTS 0x2u
 #define RIO_PROTO_CAP_STREAM_PUT 0x4u /* PUT_OPEN of size RIO_PROTO_SIZE_UNKNOWN */
+/* PUT_COMMIT with a condition after its list (docs/protocol.md). */
+#define RIO_PROTO_CAP_COND_COMMIT 0x8u
+/* PUT_COMMIT's condition: publish only if the key holds no object. */
+#define RIO_PROTO_IF_ABSENT UINT64_MAX
 /* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
 #define RIO_PROTO_SIZE_UNKNOWN UINT64_MAX
 
@@ -202,6 +206,9 @@ struct rio_proto_put_commit {
     uint64_t nchunks;
     char etag[32];
     const uint8_t *xxh; /* nchunks x u64 LE, borrowed */
+    /* 0: none; else the commit's condition, sent after the list: the
+     * key's object must have this generation (RIO_PROTO_IF_ABSENT: none). */
+    uint64_t if_gen;
 };
 struct rio_proto_put_commit_resp {
     uint64_t generation;

@@ -87,6 +87,7 @@ enum {
     RS_CHUNK_DATA,
     RS_COMMIT_FIXED,
     RS_COMMIT_LIST,
+    RS_COMMIT_COND,
     RS_COMMIT_TAG,
     RS_DISCARD,
 };
@@ -165,6 +166,8 @@ struct conn {
     uint64_t up_index, up_xxh, up_seq;
     uint64_t commit_i, commit_n;
     int commit_missing, commit_bad;
+    bool commit_cond;   /* its condition follows the list (not read yet) */
+    uint64_t commit_if; /* the condition read (0: none) */
     char etag[32];
     uint64_t discard_left;
     int discard_status;
@@ -741,8 +744,11 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
     c->authed = 0;
     r.version = RIO_PROTO_VERSION;
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS;
+    /* The disk tier sizes files up front, and publishes from its commit
+     * threads: a condition there would have to hold across the file's
+     * write, so it takes none. */
     if (!srv->disk)
-        r.caps |= RIO_PROTO_CAP_STREAM_PUT; /* the disk tier sizes files up front */
+        r.caps |= RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_COND_COMMIT;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -1262,6 +1268,13 @@ static void commit_finish(struct conn *c)
         conn_status(c, ret);
         return;
     }
+    if (srv->disk && c->commit_if) {
+        /* Not offered by this server's HELLO (above). */
+        rio__srv_upload_unref(c->up);
+        c->up = NULL;
+        conn_status(c, RIO_ENOTSUP);
+        return;
+    }
     if (srv->disk) {
         /* Disk tier: the object becomes visible, and the commit is answered,
          * only once its file is complete (and with --sync durable). That
@@ -1274,7 +1287,7 @@ static void commit_finish(struct conn *c)
             j->nchunks = c->up->nchunks;
         }
         ret = j ? rio__srv_store_commit_take(&srv->store, c->up, c->up_seq, c->etag,
-                                             c->commit_missing, c->commit_bad, &o, &df)
+                                             c->commit_missing, c->commit_bad, 0, &o, &df)
                 : -ENOMEM;
         rio__srv_upload_unref(c->up);
         c->up = NULL;
@@ -1290,7 +1303,7 @@ static void commit_finish(struct conn *c)
         return;
     } else {
         ret = rio__srv_store_commit(&srv->store, c->up, c->up_seq, c->etag, c->commit_missing,
-                                    c->commit_bad, &gen);
+                                    c->commit_bad, c->commit_if, &gen);
         rio__srv_upload_unref(c->up);
         c->up = NULL;
     }
@@ -1307,7 +1320,9 @@ static void commit_next_batch(struct conn *c)
     uint64_t left = c->commit_n - c->commit_i;
     size_t n = left * RIO_PROTO_XXH_LEN < RIO_PROTO_CTRL_MAX ? (size_t)left * RIO_PROTO_XXH_LEN
                                                              : RIO_PROTO_CTRL_MAX;
-    if (n == 0)
+    if (n == 0 && c->commit_cond)
+        conn_piece(c, RS_COMMIT_COND, c->ctrl, 8);
+    else if (n == 0)
         conn_piece(c, RS_COMMIT_TAG, c->ctrl, RIO_PROTO_TAG_LEN);
     else
         conn_piece(c, RS_COMMIT_LIST, c->ctrl, n);
@@ -1322,9 +1337,16 @@ static void commit_fixed(struct conn *c)
     struct rio_srv_upload *u;
     uint64_t seq = 0;
 
+    /* The list, and a condition after it where the body is one entry
+     * longer (a server without a disk tier offers it in HELLO). */
+    c->commit_cond = false;
+    c->commit_if = 0;
     if (list / RIO_PROTO_XXH_LEN != n) {
-        conn_reject(c, "commit list length");
-        return;
+        if (srv->disk || list < RIO_PROTO_XXH_LEN || list / RIO_PROTO_XXH_LEN - 1 != n) {
+            conn_reject(c, "commit list length");
+            return;
+        }
+        c->commit_cond = true;
     }
     rio__proto_rx_update(&c->sess, c->ctrl, RIO_PROTO_COMMIT_FIXED);
     /* Nothing takes effect before the frame's tag checked out: a refusal
@@ -1366,6 +1388,19 @@ static void commit_list(struct conn *c)
                                 &c->commit_missing, &c->commit_bad);
     c->commit_i += cnt;
     commit_next_batch(c);
+}
+
+/* The condition after the list: a generation, or RIO_PROTO_IF_ABSENT. */
+static void commit_cond(struct conn *c)
+{
+    rio__proto_rx_update(&c->sess, c->ctrl, 8);
+    c->commit_cond = false;
+    c->commit_if = rio__proto_u64(c->ctrl);
+    if (!c->commit_if) {
+        conn_reject(c, "PUT_COMMIT condition 0");
+        return;
+    }
+    conn_piece(c, RS_COMMIT_TAG, c->ctrl, RIO_PROTO_TAG_LEN);
 }
 
 static void commit_tag(struct conn *c)
@@ -1537,6 +1572,9 @@ static void conn_step(struct conn *c)
         return;
     case RS_COMMIT_LIST:
         commit_list(c);
+        return;
+    case RS_COMMIT_COND:
+        commit_cond(c);
         return;
     case RS_COMMIT_TAG:
         commit_tag(c);

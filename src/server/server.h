@@ -253,9 +253,13 @@ void rio__srv_upload_compare(struct rio_srv_store *s, struct rio_srv_upload *u, 
 int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t n);
 /* Publish u (all chunks compared). Returns 0 and the new generation, or
  * RIO_ENOTFOUND, RIO_EINVAL (missing chunk), RIO_ECHECKSUM (list differs or
- * a chunk changed since seq). Does not drop the caller's reference. */
+ * a chunk changed since seq). if_gen (0: none): publish only if the key's
+ * object has that generation (RIO_PROTO_IF_ABSENT: only if it has none),
+ * else RIO_EGENERATION and the upload is dropped. Does not drop the
+ * caller's reference. */
 int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                          const char etag[32], int missing, int bad, uint64_t *generation);
+                          const char etag[32], int missing, int bad, uint64_t if_gen,
+                          uint64_t *generation);
 /*
  * The two halves of rio__srv_store_commit, for the disk tier: take checks u
  * like commit and turns it into an unpublished object *out (generation
@@ -264,8 +268,8 @@ int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uin
  * releases an object that will not be published. Both consume the ref.
  */
 int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                               const char etag[32], int missing, int bad, struct rio_srv_obj **out,
-                               struct rio_srv_dfile **df);
+                               const char etag[32], int missing, int bad, uint64_t if_gen,
+                               struct rio_srv_obj **out, struct rio_srv_dfile **df);
 void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o);
 void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
 /* next_gen = max(next_gen, gen): generations stay above recovered ones. */

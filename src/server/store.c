@@ -1207,9 +1207,29 @@ static void committing_unlink_locked(struct rio_srv_store *s, struct rio_srv_obj
     o->committing = 0;
 }
 
+/* Whether the condition if_gen (rio__srv_store_commit) holds for the key
+ * of u now: 0, or RIO_EGENERATION. A version of the key still being
+ * committed (taken, not yet published or dropped) is newer than any the
+ * caller can have seen: the condition fails on it, so that of two
+ * conditional commits of a key the second never passes on a state the
+ * first is about to change. */
+static int commit_cond_locked(struct rio_srv_store *s, const struct rio_srv_upload *u,
+                              uint64_t if_gen)
+{
+    rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
+        if (o->key_len == u->key_len && memcmp(o->key, u->key, u->key_len) == 0)
+            return RIO_EGENERATION;
+    const struct rio_srv_obj *cur = *obj_slot_locked(s, u->key, u->key_len);
+    if (cur && obj_expired(cur, rio__now_ns()))
+        cur = NULL; /* gone for every reader already */
+    if (if_gen == RIO_PROTO_IF_ABSENT)
+        return cur ? RIO_EGENERATION : 0;
+    return cur && cur->generation == if_gen ? 0 : RIO_EGENERATION;
+}
+
 int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                               const char etag[32], int missing, int bad, struct rio_srv_obj **out,
-                               struct rio_srv_dfile **df)
+                               const char etag[32], int missing, int bad, uint64_t if_gen,
+                               struct rio_srv_obj **out, struct rio_srv_dfile **df)
 {
     struct rio_srv_obj *o;
     uint8_t *uncached = NULL;
@@ -1231,6 +1251,11 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
     }
     if (bad || u->seq != seq) {
         ret = RIO_ECHECKSUM;
+        goto out;
+    }
+    if (if_gen && (ret = commit_cond_locked(s, u, if_gen)) < 0) {
+        /* Refused for good: its chunks go now, not at the reclaim. */
+        upload_remove_locked(s, upload_slot_locked(s, u->id));
         goto out;
     }
     atomic_init(&o->refs, 1);
@@ -1352,10 +1377,11 @@ uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
 }
 
 int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
-                          const char etag[32], int missing, int bad, uint64_t *generation)
+                          const char etag[32], int missing, int bad, uint64_t if_gen,
+                          uint64_t *generation)
 {
     struct rio_srv_obj *o = NULL;
-    int ret = rio__srv_store_commit_take(s, u, seq, etag, missing, bad, &o, NULL);
+    int ret = rio__srv_store_commit_take(s, u, seq, etag, missing, bad, if_gen, &o, NULL);
 
     if (ret < 0)
         return ret;

@@ -263,6 +263,86 @@ TEST(generations_and_bounds)
     srv_end_wc(&e, &c2);
 }
 
+/* Open, send and commit key (size bytes of data) with the condition
+ * if_gen when with_cond: the commit's status; *gen the new generation;
+ * *id the upload's id. */
+static int cput(struct wc *c, const char *key, const uint8_t *data, uint64_t size, int with_cond,
+                uint64_t if_gen, uint64_t *gen, uint64_t *id)
+{
+    char etag[33];
+    uint64_t n = wc_nchunks(size, CHUNK), *xxh = wc_xxh_list(data, size, CHUNK);
+
+    T_EQ(wc_put_open(c, key, size, CHUNK, 0, id), 0);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t off = i * CHUNK, len = size - off < CHUNK ? size - off : CHUNK;
+        T_EQ(wc_put_chunk(c, *id, i, xxh[i], data + off, len), 0);
+    }
+    wc_etag(data, size, etag);
+    int st = wc_put_commit_if(c, *id, n, xxh, etag, with_cond, if_gen, gen);
+    free(xxh);
+    return st;
+}
+
+/* PUT_COMMIT's condition (HELLO caps bit 3): IF_ABSENT and a generation,
+ * met and not met (RIO_EGENERATION, nothing published, the upload gone);
+ * a commit asked again after it applied answers its generation, not a
+ * failed condition; a condition of 0 closes the connection. */
+TEST(conditional_commits)
+{
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_hello_resp hr;
+    uint8_t *keep, *a = pattern(3 * CHUNK + 9, 1), *b = pattern(CHUNK, 2);
+    uint64_t g1 = 0, g2 = 0, g = 0, id = 0, id1 = 0;
+    const uint64_t na = 3 * CHUNK + 9;
+
+    srv_prepare(&e);
+    srv_start(&e, NULL);
+    wc_connect(&c, e.addr[0]);
+    T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
+    free(keep);
+    T_EQ(cput(&c, "k", a, na, 1, RIO_PROTO_IF_ABSENT, &g1, &id1), 0);
+    check_desc(&c, "k", g1, a, na, CHUNK);
+    /* Asked again (an answer lost): the generation it became, though the
+     * key is no longer absent. */
+    {
+        uint64_t *xxh = wc_xxh_list(a, na, CHUNK);
+        char etag[33];
+        wc_etag(a, na, etag);
+        T_EQ(
+            wc_put_commit_if(&c, id1, wc_nchunks(na, CHUNK), xxh, etag, 1, RIO_PROTO_IF_ABSENT, &g),
+            0);
+        T_EQ(g, g1);
+        free(xxh);
+    }
+    T_EQ(cput(&c, "k", b, CHUNK, 1, RIO_PROTO_IF_ABSENT, &g, &id), RIO_EGENERATION);
+    check_desc(&c, "k", g1, a, na, CHUNK);
+    /* The refused upload is gone: a commit of it again finds none. */
+    {
+        uint64_t *xxh = wc_xxh_list(b, CHUNK, CHUNK);
+        char etag[33];
+        wc_etag(b, CHUNK, etag);
+        T_EQ(wc_put_commit_if(&c, id, 1, xxh, etag, 0, 0, &g), RIO_ENOTFOUND);
+        free(xxh);
+    }
+    T_EQ(cput(&c, "k", b, CHUNK, 1, g1 + 1000, &g, &id), RIO_EGENERATION);
+    T_EQ(cput(&c, "k", b, CHUNK, 1, g1, &g2, &id), 0);
+    T_GT(g2, g1);
+    check_desc(&c, "k", g2, b, CHUNK, CHUNK);
+    T_EQ(cput(&c, "k", a, na, 1, g1, &g, &id), RIO_EGENERATION);
+    T_EQ(wc_delete(&c, "k"), 0);
+    T_EQ(cput(&c, "k", a, na, 1, g2, &g, &id), RIO_EGENERATION);
+    T_EQ(cput(&c, "k", a, na, 1, RIO_PROTO_IF_ABSENT, &g, &id), 0);
+    read_back(&c, "k", g, a, na, CHUNK);
+    /* A condition of 0 is malformed: the connection closes. */
+    int st = cput(&c, "z", b, CHUNK, 1, 0, &g, &id);
+    T_TRUE(st == RIO_ECLOSED || st == -ECONNRESET);
+    free(a);
+    free(b);
+    srv_end_wc(&e, &c);
+}
+
 /* A PUT replacing the object while a large READ of the old one is being
  * sent: the reader gets every byte of the old generation. */
 TEST(replace_during_send)

@@ -110,6 +110,43 @@ TEST(round_trips_and_restart)
 }
 
 /* A memory cache smaller than the data: evicted objects are read from disk. */
+/* The disk tier takes no conditional commit (its publish runs after the
+ * file's write, on a commit thread): HELLO does not offer it, a client's
+ * RIO_IF_ABSENT PUT is RIO_ENOTSUP with nothing written, and a commit that
+ * carries one anyway closes the connection. */
+TEST(no_conditional_commits)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_hello_resp hr;
+    struct rio_client *cl;
+    struct rio_desc d;
+    uint8_t *keep, b[4096];
+    char url[160];
+    uint64_t id = 0, gen = 0, xxh;
+
+    start(&e, dir, 0, "64M");
+    wc_connect(&c, e.addr[0]);
+    T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
+    T_FALSE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
+    free(keep);
+    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
+    T_OK(rio_client_new(url, NULL, &cl));
+    memset(b, 7, sizeof(b));
+    struct rio_call absent = {.flags = RIO_IF_ABSENT};
+    T_ERR(rio_put(cl, "k", b, sizeof(b), &absent, NULL), RIO_ENOTSUP);
+    T_ERR(rio_stat(cl, "k", &d), RIO_ENOTFOUND);
+    rio_client_destroy(cl);
+    xxh = rio__xxh3(b, sizeof(b));
+    T_EQ(wc_put_open(&c, "k", sizeof(b), sizeof(b), 0, &id), 0);
+    T_EQ(wc_put_chunk(&c, id, 0, xxh, b, sizeof(b)), 0);
+    int st = wc_put_commit_if(&c, id, 1, &xxh, "00000000000000000000000000000000", 1,
+                              RIO_PROTO_IF_ABSENT, &gen);
+    T_TRUE(st == RIO_ECLOSED || st == -ECONNRESET);
+    srv_end_wc(&e, &c);
+}
+
 TEST(memory_is_a_cache)
 {
     const char *dir = disk_dir_make();

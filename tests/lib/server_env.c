@@ -558,17 +558,23 @@ int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, co
     return wc_call(c, RIO_OP_PUT_CHUNK, fixed, sizeof(fixed), data, len, NULL, NULL);
 }
 
-int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
-                  const char *etag, uint64_t *gen)
+int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
+                     const char *etag, int with_cond, uint64_t if_gen, uint64_t *gen)
 {
     struct rio_proto_put_commit m = {.upload_id = upload, .nchunks = nchunks};
     struct rio_proto_put_commit_resp r;
-    size_t cap = 48 + 8 * (size_t)nchunks;
+    size_t cap = 48 + 8 * (size_t)nchunks + 8;
     uint8_t *out = malloc(cap), *body = NULL;
     uint32_t blen = 0;
     int n, st;
     memcpy(m.etag, etag, 32);
     n = rio__proto_enc_put_commit(&m, xxh, out, cap);
+    if (with_cond && n >= 0) {
+        /* Written here, not by the encoder: 0 too (a malformed one). */
+        for (int i = 0; i < 8; i++)
+            out[n + i] = (uint8_t)(if_gen >> (8 * i));
+        n += 8;
+    }
     st = wc_request(c, RIO_OP_PUT_COMMIT, "PUT_COMMIT", out, n, &body, &blen);
     free(out);
     if (st == 0 && rio__proto_dec_put_commit_resp(body, blen, &r) < 0)
@@ -577,6 +583,12 @@ int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_
         *gen = r.generation;
     free(body);
     return st;
+}
+
+int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
+                  const char *etag, uint64_t *gen)
+{
+    return wc_put_commit_if(c, upload, nchunks, xxh, etag, 0, 0, gen);
 }
 
 void wc_etag(const void *data, size_t n, char etag[33])

@@ -185,6 +185,11 @@ int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, co
 int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
                   const char *etag, uint64_t *gen);
 
+/* PUT_COMMIT with, when with_cond, the condition if_gen after the list
+ * (sent as given, 0 included: docs/protocol.md). */
+int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
+                     const char *etag, int with_cond, uint64_t if_gen, uint64_t *gen);
+
 void wc_etag(const void *data, size_t n, char etag[33]);
 
 uint64_t wc_nchunks(uint64_t size, uint64_t chunk);

@@ -202,13 +202,14 @@ static int commit_body(struct tcp_upload *up, struct rio_desc *d, uint8_t **b, i
     if (!d || (up->nchunks && !d->xxh) || d->nchunks != up->nchunks || d->size != up->size ||
         d->chunk_size != up->chunk_size || up->nchunks > (SIZE_MAX - 48) / 8)
         return RIO_EINVAL;
-    blen = 48 + (size_t)up->nchunks * 8;
+    blen = 48 + (size_t)up->nchunks * 8 + (up->put_if ? 8 : 0);
     *b = rio__malloc(blen);
     if (!*b)
         return -ENOMEM;
     memset(&pc, 0, sizeof(pc));
     pc.upload_id = up->id;
     pc.nchunks = up->nchunks;
+    pc.if_gen = up->put_if;
     /* An unknown etag travels as zeros. */
     memset(pc.etag, 0, sizeof(pc.etag));
     memcpy(pc.etag, d->etag, strnlen(d->etag, sizeof(pc.etag)));
@@ -222,8 +223,8 @@ static int commit_body(struct tcp_upload *up, struct rio_desc *d, uint8_t **b, i
     return 0;
 }
 
-static struct ctl_req commit_req(const struct tcp_transport *t, struct iovec *iov, uint8_t *b,
-                                 int n)
+static struct ctl_req commit_req(const struct tcp_transport *t, const struct tcp_upload *up,
+                                 struct iovec *iov, uint8_t *b, int n)
 {
     struct ctl_req rq =
         rio__tcp_body_req(RIO_OP_PUT_COMMIT, iov, b, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
@@ -231,7 +232,34 @@ static struct ctl_req commit_req(const struct tcp_transport *t, struct iovec *io
      * remembers which generation an upload became. */
     rq.idempotent = true;
     rq.check = check_commit_resp;
+    /* A condition goes only to a server that said it takes one (put_expect
+     * checked; a server restarted since as an older one: RIO_ENOTSUP). */
+    if (up->put_if)
+        rq.need_cap = RIO_PROTO_CAP_COND_COMMIT;
     return rq;
+}
+
+/* put_expect: only with a server whose HELLO said it decides conditions
+ * (railiod without a disk tier). Asked once the upload is open, so the
+ * member's control connection has its HELLO. */
+int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    struct tcp_upload *up = upload;
+
+    if (!up || up->magic != UPLOAD_MAGIC || !gen)
+        return RIO_EINVAL;
+    struct tcp_member *m = &t->members[up->member];
+    pthread_mutex_lock(&m->ctl_mu);
+    uint32_t caps = m->ctl_caps;
+    pthread_mutex_unlock(&m->ctl_mu);
+    if (!(caps & RIO_PROTO_CAP_COND_COMMIT)) {
+        rio__detail("railio://: this server does not take conditional commits (a server with "
+                    "--disk, or an older one)");
+        return RIO_ENOTSUP;
+    }
+    up->put_if = gen;
+    return 0;
 }
 
 /* What a commit's exchange (ret, h, body: freed here) means for up and d;
@@ -287,7 +315,7 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
         t->base.ops->put_abort(tt, up);
         return ret;
     }
-    struct ctl_req rq = commit_req(t, &iov, b, n);
+    struct ctl_req rq = commit_req(t, up, &iov, b, n);
     struct tcp_member *m = &t->members[up->member];
     bool sent = false, asked = up->commit_sent; /* an earlier try reached the server */
     ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
@@ -345,7 +373,7 @@ void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct r
             uploads[i] = NULL;
             continue;
         }
-        mc[i].rq = commit_req(t, &mc[i].iov, mc[i].b, len);
+        mc[i].rq = commit_req(t, up, &mc[i].iov, mc[i].b, len);
         mc[i].asked = up->commit_sent;
         rets[i] = 1; /* to send */
     }

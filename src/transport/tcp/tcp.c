@@ -260,6 +260,7 @@ const struct rio_transport_ops rio__tcp_ops = {
     .caps = RIO_CAP_ETAG | RIO_CAP_COMMIT_RETRY | RIO_CAP_LIST_DELIM | RIO_CAP_STREAM_PUT |
             RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
+    .put_expect = rio__tcp_put_expect,
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
     .put_commit_many = rio__tcp_put_commit_many,

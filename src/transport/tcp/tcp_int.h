@@ -321,6 +321,7 @@ struct tcp_upload {
     uint64_t id;
     uint64_t size, chunk_size, nchunks; /* size RIO_SIZE_UNKNOWN: nchunks comes at commit */
     bool commit_sent;                   /* a commit request for it reached the server */
+    uint64_t put_if;                    /* put_expect's condition (0: none) */
 };
 
 struct tcp_transport {
@@ -519,6 +520,7 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
 int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
                               int *rets, unsigned n);
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload);
