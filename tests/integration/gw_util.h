@@ -178,6 +178,26 @@ static inline int gw_same(struct gw *g, const char *a, const char *b)
     return t_sh("cmp -s '%s' '%s'", gw_path(g, a), gw_path(g, b)) == 0;
 }
 
+/* Eight PUTs of bucket/key at once, each `If-None-Match: *` with body
+ * "racerI", odd I through url_a and even through url_b: exactly one is
+ * 200, the other seven 412 (checked), and the key holds the winner's body
+ * (checked through url_b). */
+static inline void gw_race_if_none_match(struct gw *g, const char *url_a, const char *url_b,
+                                         const char *bk)
+{
+    T_EQ(t_sh("cd %s && for i in 1 2 3 4 5 6 7 8; do u=%s; [ $((i %% 2)) = 0 ] && u=%s; "
+              "curl -s -o /dev/null -w '%%{http_code}\\n' -X PUT -d racer$i "
+              "-H 'If-None-Match: *' $u/%s > st$i & done; wait; "
+              "cat st? | sort | uniq -c | tr -s ' ' > counts; grep -l 200 st? | tr -dc 0-9 > won",
+              g->dir, url_a, url_b, bk),
+         0);
+    T_TRUE(gw_has(g, "counts", " 1 200\n"));
+    T_TRUE(gw_has(g, "counts", " 7 412\n"));
+    T_EQ(t_sh("cd %s && curl -sf -o winner %s/%s && printf racer$(cat won) | cmp -s - winner",
+              g->dir, url_b, bk),
+         0);
+}
+
 /* The record key of bucket/key: ".rio-meta/BUCKET/<SHA-256 of KEY>". */
 static inline void gw_record_key(struct gw *g, const char *bucket, const char *key, char *out,
                                  size_t cap)

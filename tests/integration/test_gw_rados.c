@@ -135,6 +135,40 @@ TEST(two_gateways_one_pool)
  * here) the descriptors it wrote and read, gateway b replaces and deletes
  * the objects behind its back; every GET through a still serves the bytes
  * of the object as it is now, whole or a range, and a deleted one is 404. */
+/* Conditional PutObject through two gateways over one pool: the condition
+ * is the RADOS head's guarded swap, so of eight If-None-Match PUTs of a new
+ * key, four through each gateway, exactly one is 200 (and its body is the
+ * object), and an If-Match on an ETag one gateway saw fails once the other
+ * replaced the object. */
+TEST(conditional_puts_two_gateways)
+{
+    struct gw a, b;
+    char url[1024];
+
+    gw_need();
+    ru_url(url, sizeof(url), "rio", NULL);
+    gw_start(&a, url, NULL);
+    gw_start(&b, url, NULL);
+    T_EQ(gw_curl(&a, "o", "-X PUT %s/cnd", a.url), 200);
+    gw_race_if_none_match(&a, a.url, b.url, "cnd/race");
+    /* If-Match on the ETag a saw, after b replaced it: refused. */
+    T_EQ(gw_curl(&a, "o", "-X PUT -d one %s/cnd/k", a.url), 200);
+    T_EQ(gw_curl(&b, "o",
+                 "-X PUT -d two -H 'If-Match: \"f97c5d29941bfb1b2fdab0874906ab82\"' "
+                 "%s/cnd/k",
+                 b.url),
+         200);
+    T_EQ(gw_curl(&a, "o",
+                 "-X PUT -d three -H 'If-Match: \"f97c5d29941bfb1b2fdab0874906ab82\"' "
+                 "%s/cnd/k",
+                 a.url),
+         412);
+    T_EQ(gw_curl(&a, "got", "%s/cnd/k", a.url), 200);
+    T_TRUE(t_sh("printf two | cmp -s - %s", gw_path(&a, "got")) == 0);
+    gw_stop(&a);
+    gw_stop(&b);
+}
+
 TEST(head_cache_never_stale)
 {
     static const char *const hour[] = {"--s3-head-cache", "1h", NULL};

@@ -118,6 +118,10 @@ struct gw_req {
     struct rio_s3_check *ck[GW_CHECKS];
     unsigned nck;
     bool md5_bad; /* the writer checks Content-MD5 (rio__gw_checks_to_writer) */
+    /* A conditional PutObject (If-None-Match: *, If-Match): its writer
+     * commits only on the condition (rio_call RIO_IF_ABSENT or
+     * expect_generation); a commit it refused is 412. */
+    bool put_cond;
     struct rio_s3_chunked *chunked;
     unsigned char *dec; /* aws-chunked: decoded payload */
     /* A one-chunk PutObject's bucket check, running (rio__gw_put_open). */

@@ -1475,9 +1475,65 @@ static uint64_t part_chunk(const struct gw_req *r)
     return p > cs && p % cs ? p : 0;
 }
 
+/* A PutObject's If-None-Match (only "*": the key must hold no object) and
+ * If-Match (the key's object must have one of these ETags: its generation
+ * then becomes the commit's condition), as S3 has them since 2024. The
+ * backend decides them with the commit, so a write between this check and
+ * the commit fails it too. 0 with *call set (flags, expect_generation;
+ * untouched without either header), or -1 with the answer queued (*ret). */
+static int put_conditions(struct MHD_Connection *c, struct gw_req *r, struct rio_call *call,
+                          int *ret)
+{
+    const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
+    struct rio_desc d;
+    int64_t mtime;
+
+    if (!im && !inm)
+        return 0;
+    if (im && inm) {
+        *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                             "If-Match and If-None-Match together on a write are not supported: "
+                             "the object is not written.");
+        return -1;
+    }
+    r->put_cond = true;
+    if (inm) {
+        while (*inm == ' ')
+            inm++;
+        if (inm[0] != '*' || inm[1 + strspn(inm + 1, " ")] != '\0') {
+            *ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                 "If-None-Match on a write takes only '*': the object is not "
+                                 "written.");
+            return -1;
+        }
+        call->flags |= RIO_IF_ABSENT;
+        return 0;
+    }
+    uint64_t epoch = rio__gw_head_epoch(r->bkey);
+    int lr = get_lookup(r, 0, &d, &mtime);
+    if (lr < 0) {
+        *ret = lr == RIO_ENOTFOUND
+                   ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
+                   : rio__gw_rio_error(c, r, lr, GW_LOOKUP, "lookup");
+        return -1;
+    }
+    struct gw_meta *m = get_meta(r, &d, epoch, NULL);
+    int match = etag_in(im, rio__gw_meta_etag(m, d.etag));
+    rio__gw_meta_free(m);
+    call->expect_generation = d.generation;
+    rio_desc_cleanup(&d);
+    if (!match) {
+        *ret = rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+        return -1;
+    }
+    return 0;
+}
+
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
 {
     const char *te = rio__gw_header(c, "Transfer-Encoding");
+    struct rio_call call;
     int ret;
 
     r->declared = UINT64_MAX;
@@ -1507,6 +1563,9 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
         return ret;
+    memset(&call, 0, sizeof(call));
+    if (r->op == GW_OP_PUT_OBJECT && put_conditions(c, r, &call, &ret) < 0)
+        return ret;
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
         r->dec = ret < 0 ? NULL : rio__malloc(GW_CONN_DECODE);
@@ -1514,11 +1573,16 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
     uint64_t pc = part_chunk(r);
+    const struct rio_call *cp = r->put_cond ? &call : NULL;
     if (pc)
-        ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, NULL, &r->w);
+        ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, cp, &r->w);
     else
-        ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, NULL, &r->w);
+        ret = rio_writer_open(rio__gw_client(), r->bkey, r->declared, 0, cp, &r->w);
     if (ret < 0) {
+        if (ret == RIO_ENOTSUP && r->put_cond)
+            return rio__gw_error(c, r, 501, "NotImplemented",
+                                 "This gateway's backend cannot write on a condition (If-Match, "
+                                 "If-None-Match): the object is not written.");
         if (ret == RIO_ENOTSUP && r->declared == UINT64_MAX)
             return rio__gw_error(c, r, 411, "MissingContentLength",
                                  "This backend needs the object's size: send Content-Length.");
@@ -1644,6 +1708,9 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         if (ret == RIO_EINVAL)
             return rio__gw_error(c, r, 400, "IncompleteBody",
                                  "The body did not match its declared length.");
+        if (r->put_cond && ret == RIO_EGENERATION) /* nothing is published */
+            return rio__gw_error(c, r, 412, "PreconditionFailed",
+                                 "At least one of the pre-conditions you specified did not hold");
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "commit");
     }
     if (ck && r->op == GW_OP_UPLOAD_PART) {
