@@ -193,7 +193,8 @@ class Client:
     ) -> None: ...
     def put(
         self, key: _Key, buffer: ReadableBuffer | Any, *, cancel: Cancel | None = None,
-        stats: dict[str, Any] | None = None,
+        stats: dict[str, Any] | None = None, if_absent: bool = False,
+        if_generation: int | None = None,
     ) -> Desc: ...
     def get(
         self, key: _Key, *, cancel: Cancel | None = None, stats: dict[str, Any] | None = None

@@ -622,10 +622,17 @@ enum { MAX_POS = 3 };
  * the keyword-only cancel= and stats=. out: npos objects, then cancel and
  * stats (NULL when not given). All borrowed.
  */
-static int parse_args(const char *fn, const char *const *names, Py_ssize_t npos,
-                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+/* parse_args, and keyword-only arguments of its own (extra[0..nextra):
+ * their names; xout: the values, NULL when absent). */
+static int parse_args_ex(const char *fn, const char *const *names, Py_ssize_t npos,
+                         PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                         PyObject **out, const char *const *extra, unsigned nextra,
+                         PyObject **xout)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+
+    for (unsigned i = 0; i < nextra; i++)
+        xout[i] = NULL;
 
     if (nargs > npos) {
         PyErr_Format(PyExc_TypeError, "%s() takes %zd positional arguments but %zd were given", fn,
@@ -647,6 +654,20 @@ static int parse_args(const char *fn, const char *const *names, Py_ssize_t npos,
                 if (PyUnicode_CompareWithASCIIString(k, names[i]) == 0)
                     slot = i;
         if (slot < 0) {
+            unsigned x = 0;
+            while (x < nextra && PyUnicode_CompareWithASCIIString(k, extra[x]) != 0)
+                x++;
+            if (x < nextra) {
+                if (xout[x]) {
+                    PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%U'", fn,
+                                 k);
+                    return -1;
+                }
+                xout[x] = args[nargs + j];
+                continue;
+            }
+        }
+        if (slot < 0) {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, k);
             return -1;
         }
@@ -667,6 +688,12 @@ static int parse_args(const char *fn, const char *const *names, Py_ssize_t npos,
         return -1;
     }
     return 0;
+}
+
+static int parse_args(const char *fn, const char *const *names, Py_ssize_t npos,
+                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    return parse_args_ex(fn, names, npos, args, nargs, kwnames, out, NULL, 0, NULL);
 }
 
 static PyObject *desc_dict(const struct rio_desc *d)
@@ -938,16 +965,57 @@ struct one_call {
     struct rio_call call;
 };
 
-/* buf: -1 no buffer argument, 0 a readable one, 1 a writable one. 0, or -1
- * with the exception set and nothing held. */
+/* put's conditions: if_absent=True (RIO_IF_ABSENT), if_generation=G (the
+ * PUT's expect_generation); into o->call. 0, or -1 with the exception set. */
+static const char *const names_put_cond[] = {"if_absent", "if_generation"};
+
+static int put_conditions(struct one_call *o, PyObject *const *x)
+{
+    if (x[0] && x[0] != Py_None) {
+        int t = PyObject_IsTrue(x[0]);
+        if (t < 0)
+            return -1;
+        if (t)
+            o->call.flags |= RIO_IF_ABSENT;
+    }
+    if (x[1] && x[1] != Py_None) {
+        if (!PyLong_Check(x[1])) {
+            PyErr_Format(PyExc_TypeError, "put(): if_generation must be an int, not %.100s",
+                         Py_TYPE(x[1])->tp_name);
+            return -1;
+        }
+        unsigned long long g = PyLong_AsUnsignedLongLong(x[1]);
+        if (g == (unsigned long long)-1 && PyErr_Occurred())
+            return -1;
+        if (g == 0) {
+            PyErr_SetString(PyExc_ValueError, "put(): if_generation must be above 0");
+            return -1;
+        }
+        if (o->call.flags & RIO_IF_ABSENT) {
+            PyErr_SetString(PyExc_ValueError,
+                            "put(): if_absent and if_generation cannot both be given");
+            return -1;
+        }
+        o->call.expect_generation = g;
+    }
+    return 0;
+}
+
+/* buf: -1 no buffer argument, 0 a readable one (put: it also takes
+ * if_absent= and if_generation=), 1 a writable one. 0, or -1 with the
+ * exception set and nothing held. */
 static int one_begin(RioClient *self, struct one_call *o, const char *fn, int buf,
                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Py_ssize_t npos = buf < 0 ? 1 : 2;
+    PyObject *x[2];
 
     memset(o, 0, sizeof(*o));
     o->fn = fn;
-    if (parse_args(fn, buf < 0 ? names_key : names_key_buf, npos, args, nargs, kwnames, o->a) < 0)
+    if (parse_args_ex(fn, buf < 0 ? names_key : names_key_buf, npos, args, nargs, kwnames, o->a,
+                      names_put_cond, buf == 0 ? 2 : 0, x) < 0)
+        return -1;
+    if (buf == 0 && put_conditions(o, x) < 0)
         return -1;
     o->key = rio_py_key(o->a[0], "key");
     if (!o->key)

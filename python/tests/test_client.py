@@ -67,6 +67,31 @@ def test_put_from_every_buffer_kind(any_client, kind):
     assert any_client.stat("src/" + kind)["size"] == len(want)
 
 
+def test_put_conditions(any_client):
+    """if_absent and if_generation: met, written; not met, GenerationChanged
+    and the object as it was; bad values refused before anything is sent."""
+    c = any_client
+    d1 = c.put("cond/k", b"one" * 30000, if_absent=True)
+    with pytest.raises(railio.GenerationChanged):
+        c.put("cond/k", b"two", if_absent=True)
+    assert c.get("cond/k") == b"one" * 30000
+    d2 = c.put("cond/k", b"two", if_generation=d1["generation"])
+    assert d2["generation"] != d1["generation"]
+    with pytest.raises(railio.GenerationChanged):
+        c.put("cond/k", b"three", if_generation=d1["generation"])
+    assert c.get("cond/k") == b"two"
+    with pytest.raises(ValueError):
+        c.put("cond/k", b"x", if_absent=True, if_generation=d2["generation"])
+    with pytest.raises(ValueError):
+        c.put("cond/k", b"x", if_generation=0)
+    with pytest.raises(TypeError):
+        c.put("cond/k", b"x", if_generation="1")
+    with pytest.raises(TypeError):
+        c.put("cond/k", b"x", if_present=True)
+    assert c.put("cond/k", b"x", if_absent=False)["size"] == 1
+    c.delete("cond/k")
+
+
 @pytest.mark.parametrize("kind", ["bytearray", "memoryview", "mmap", "numpy", "torch"])
 def test_get_into_every_writable_kind(any_client, kind):
     n = len(PAYLOAD)
