@@ -39,6 +39,7 @@
 #define RIO_CLI_EXIT_NOSPACE 7     /* out of space or over quota */
 #define RIO_CLI_EXIT_UNKNOWN 8     /* outcome unknown: the change may or may not be done */
 #define RIO_CLI_EXIT_OUTPUT 9      /* writing stdout failed (/dev/full, EIO) */
+#define RIO_CLI_EXIT_CHANGED 10    /* not the object asked for: put --if-absent, --if-generation */
 /* The exit status for err (-errno or RIO_E*; 0 gives 0). RIO_ECANCELED after
  * a signal gives 128 + the signal. */
 int rio_cli_exit_code(int err);
@@ -106,6 +107,9 @@ int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *wh
 /* rio_cli_fail for a transfer: the exit status from rio_cli_exit_code_st. */
 int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *what, int err,
                     const struct rio_stats *st);
+/* rio_cli_fail with the verb's own detail (why) instead of the library's. */
+int rio_cli_fail_why(const struct rio_cli *cl, const char *doing, const char *what, int err,
+                     const char *why);
 
 /* Split "SCHEME://AUTHORITY/KEY[?query]" into the client URL
  * ("SCHEME://AUTHORITY[?query]") and KEY. file:///DIR/NAME: the store is

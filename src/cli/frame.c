@@ -47,6 +47,8 @@ static int exit_of_kind(int kind)
         return RIO_CLI_EXIT_NOSPACE;
     case RIO_KIND_UNKNOWN:
         return RIO_CLI_EXIT_UNKNOWN;
+    case RIO_KIND_GENERATION:
+        return RIO_CLI_EXIT_CHANGED;
     case RIO_KIND_CANCELED:
         return interrupted_sig ? 128 + interrupted_sig : RIO_CLI_EXIT_FAIL;
     default:
@@ -292,6 +294,12 @@ int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *wha
                     const struct rio_stats *st)
 {
     return fail(cl, doing, what, err, rio_error_detail(), rio_cli_exit_code_st(err, st));
+}
+
+int rio_cli_fail_why(const struct rio_cli *cl, const char *doing, const char *what, int err,
+                     const char *why)
+{
+    return fail(cl, doing, what, err, why, rio_cli_exit_code(err));
 }
 
 int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *what, int err)

@@ -201,10 +201,28 @@ static void json_desc(FILE *f, const struct rio_desc *d, const char *key)
     rio_cli_json_kstr(f, "etag", d->etag);
 }
 
+/* put --if-absent, --if-generation G (parsed in rio_cli_objects): the
+ * PUT's condition, into call. */
+static int put_if_absent;
+static uint64_t put_if_gen;
+
+static void put_condition(struct rio_call *call)
+{
+    if (put_if_absent)
+        call->flags |= RIO_IF_ABSENT;
+    call->expect_generation = put_if_gen;
+}
+
 /* A PUT's outcome; the exit status. */
 static int put_done(const struct rio_cli *cl, const char *url, const char *key, int ret,
                     struct rio_desc *d, const struct rio_stats *st)
 {
+    if (ret == RIO_EGENERATION && (put_if_absent || put_if_gen))
+        return rio_cli_fail_why(cl, "writing", url, ret,
+                                put_if_absent
+                                    ? "--if-absent: the key holds an object; nothing written"
+                                    : "--if-generation: the key's object is another "
+                                      "generation, or there is none; nothing written");
     if (ret < 0)
         return rio_cli_fail_st(cl, "writing", url, ret, st);
     if (cl->json) {
@@ -298,6 +316,7 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     struct rio_desc d;
     struct fd_src fs = {.fd = fd};
     memset(&d, 0, sizeof(d));
+    put_condition(&call);
     rio_cli_progress_start(&fs.pr, cl, NULL, "put");
     int ret = rio_put_stream(c, key, size, 0, fd_fill, &fs, &call, &d);
     rio_cli_progress_end(&fs.pr);
@@ -404,6 +423,7 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
         sigemptyset(&sa.sa_mask);
         sigaction(SIGBUS, &sa, &old);
     }
+    put_condition(&call);
     rio_cli_progress_start(&pr, cl, &call, "put");
     ret = rio_put(c, key, buf, len, &call, &d);
     rio_cli_progress_end(&pr);
@@ -1079,9 +1099,11 @@ static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *
 }
 
 static const char put_usage[] =
-    "usage: railio put [-q] [-v] [--json] URL/KEY FILE|-\n"
+    "usage: railio put [-q] [-v] [--json] [--if-absent | --if-generation G] URL/KEY FILE|-\n"
     "Store FILE (or stdin, streamed where the backend allows) under KEY. A KEY\n"
     "ending in '/' (or none) takes FILE's name.\n"
+    "      --if-absent        only if KEY holds no object (else exit 10, nothing written)\n"
+    "      --if-generation G  only if KEY's object is generation G (else exit 10)\n"
     "  -q, --quiet     no progress line, no stats\n"
     "  -v, --verbose   full stats, the verdict, error details\n"
     "      --json      one JSON object on stdout (docs/cli.md)\n"
@@ -1172,10 +1194,30 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
     bool put = !strcmp(cmd, "put"), get = !strcmp(cmd, "get");
     int min = put || !strcmp(cmd, "cp") ? 2 : 1, max = put || get || !strcmp(cmd, "cp") ? 2 : 1;
     const struct rio_cli_opt get_opts[] = {{"--no-resume", 0, NULL, &no_resume, NULL}, {0}};
-    int rc = rio_cli_parse(&cl, cmd, usage, get ? get_opts : NULL, min, max, argc, argv);
+    const char *if_gen = NULL;
+    const struct rio_cli_opt put_opts[] = {{"--if-absent", 0, NULL, &put_if_absent, NULL},
+                                           {"--if-generation", 0, "G", NULL, &if_gen},
+                                           {0}};
+    int rc = rio_cli_parse(&cl, cmd, usage,
+                           get   ? get_opts
+                           : put ? put_opts
+                                 : NULL,
+                           min, max, argc, argv);
 
     if (rc >= 0)
         return rc;
+    if (if_gen) {
+        char *end = (char *)(uintptr_t)if_gen;
+        errno = 0;
+        put_if_gen = if_gen[0] >= '0' && if_gen[0] <= '9' ? strtoull(if_gen, &end, 10) : 0;
+        if (!put_if_gen || errno || *end)
+            return rio_cli_usage_error(&cl,
+                                       "--if-generation '%s' is not a generation (a number "
+                                       "above 0, as stat prints it)",
+                                       if_gen);
+        if (put_if_absent)
+            return rio_cli_usage_error(&cl, "--if-absent and --if-generation exclude each other");
+    }
     /* Object bytes on stdout (get URL -, cp URL -): JSON, errors included,
      * goes to stderr from the start. */
     cl.data_stdout = (get || !strcmp(cmd, "cp")) && cl.npos == 2 && !strcmp(cl.pos[1], "-");

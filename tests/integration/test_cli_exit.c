@@ -208,6 +208,59 @@ TEST(exit_outcome_unknown)
          8);
 }
 
+/* 10: put --if-absent over a key that holds an object, --if-generation over
+ * one that is another generation: nothing written, the object as it was;
+ * from a file and from stdin; the generation stat prints is the one that
+ * works. Over a backend that cannot decide it (file:// for a generation)
+ * 1, RIO_ENOTSUP named. */
+TEST(exit_changed)
+{
+    struct srv_env e;
+    char out[4096];
+
+    setup();
+    T_EQ(cli_run(NULL, 0, "put -q --if-absent file://%s/store/obj %s/in.bin 2>/dev/null", dir, dir),
+         10);
+    T_EQ(t_sh("printf x | %s put -q --if-absent file://%s/store/obj - 2>%s/err", cli_bin(), dir,
+              dir),
+         10);
+    T_EQ(t_sh("grep -q -- '--if-absent: the key holds an object' %s/err", dir), 0);
+    T_EQ(cli_run(NULL, 0, "get -q file://%s/store/obj %s/back.bin", dir, dir), 0);
+    T_EQ(t_sh("cmp -s %s/in.bin %s/back.bin", dir, dir), 0);
+    T_EQ(cli_run(NULL, 0, "put -q --if-absent file://%s/store/new %s/in.bin", dir, dir), 0);
+    T_EQ(cli_run(out, sizeof(out), "put -q --if-generation 5 file://%s/store/new %s/in.bin 2>&1",
+                 dir, dir),
+         1);
+    T_NOTNULL(strstr(out, "RIO_ENOTSUP"));
+    T_EQ(cli_run(NULL, 0,
+                 "put -q --if-absent --if-generation 5 file://%s/store/x %s/in.bin "
+                 "2>/dev/null",
+                 dir, dir),
+         2);
+    T_EQ(cli_run(NULL, 0, "put -q --if-generation 0 file://%s/store/x %s/in.bin 2>/dev/null", dir,
+                 dir),
+         2);
+
+    srv_prepare(&e);
+    const char *args[] = {"--memory", "64M", NULL};
+    srv_start_listen(&e, NULL, args);
+    T_EQ(cli_run(NULL, 0, "put -q --if-absent railio://%s/k %s/in.bin", e.addr[0], dir), 0);
+    T_EQ(cli_run(out, sizeof(out),
+                 "stat --json railio://%s/k | sed 's/.*\"generation\":\"\\([0-9]*\\)\".*/\\1/'",
+                 e.addr[0]),
+         0);
+    out[strcspn(out, "\n")] = '\0';
+    T_EQ(t_sh("printf two | %s put -q --if-generation %s railio://%s/k -", cli_bin(), out,
+              e.addr[0]),
+         0);
+    T_EQ(t_sh("printf three | %s put -q --if-generation %s railio://%s/k - 2>/dev/null", cli_bin(),
+              out, e.addr[0]),
+         10);
+    T_EQ(cli_run(out, sizeof(out), "get -q railio://%s/k -", e.addr[0]), 0);
+    T_EQ(strcmp(out, "two"), 0);
+    T_EQ(srv_stop(&e), 0);
+}
+
 /* 9: stdout could not be written: a command that "worked" still fails. */
 TEST(exit_stdout_write_error)
 {
