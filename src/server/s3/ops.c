@@ -1682,10 +1682,13 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     /* The checksum the body matched is kept: the object's in its record
      * (GET and HEAD give it back), a part's beside the part (Complete
      * builds the composite one from them). A record of the checksum alone
-     * is written beside the commit, not after it. */
+     * is written beside the commit, not after it; but not for a
+     * conditional PUT, whose commit may well be refused: the record of the
+     * key would then describe an object that was never published, and
+     * the one that stays would have lost its own. */
     if (ck && r->op == GW_OP_PUT_OBJECT && rio__gw_keep_checksums()) {
         rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
-        beside = rio__gw_meta_bytes_only(r->meta) &&
+        beside = !r->put_cond && rio__gw_meta_bytes_only(r->meta) &&
                  rio__writer_before_commit(r->w, record_beside, &bs) == 0;
     }
     memset(&d, 0, sizeof(d));
