@@ -427,6 +427,17 @@ TEST(conditional_put)
     }
     T_EQ(wins, 1);
     t_get_check(k.c, key, rc[won].n, size_seed(rc[won].n));
+    /* A batch's PUTs, each decided alone. */
+    char key2[128];
+    conf_key(&k, key2, sizeof(key2), "obj2");
+    struct rio_op ops[2] = {{.type = RIO_OP_PUT, .key = key, .buf = b1, .len = n1},
+                            {.type = RIO_OP_PUT, .key = key2, .buf = b2, .len = n2}};
+    T_EQ(rio_batch(k.c, ops, 2, &absent), 1);
+    T_EQ(ops[0].result, RIO_EGENERATION);
+    T_EQ(ops[1].result, 0);
+    t_get_check(k.c, key, rc[won].n, size_seed(rc[won].n));
+    t_get_check(k.c, key2, n2, size_seed(n2));
+    T_OK(rio_delete(k.c, key2));
     T_OK(rio_delete(k.c, key));
     free(b1);
     free(b2);
