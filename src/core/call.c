@@ -1012,7 +1012,8 @@ int rio_delete(struct rio_client *c, const char *key)
 }
 
 int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
-                 const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out)
+                 const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                 struct rio_desc *out)
 {
     char why[128];
     int ret;
@@ -1026,7 +1027,7 @@ int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
-    ret = rio__t_compose(c->t, dst, srcs, gens, n, flags, out);
+    ret = rio__t_compose(c->t, dst, srcs, gens, n, flags, dst_if, out);
     if (ret < 0)
         return ret;
     /* A transport's descriptor is checked once before anyone sizes from it. */

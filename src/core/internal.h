@@ -54,11 +54,14 @@ int rio__desc_check(const struct rio_desc *d, const char *key, char *why, size_t
  * their bytes, where the backend can (transport.h, compose: rados://);
  * RIO_ENOTSUP where it cannot (the caller copies instead), with nothing
  * changed. gens (may be NULL) holds the generation each source must have,
- * 0 for any. On success *out is dst's descriptor (rio_desc_cleanup), its
- * etag "". Blocking, thread-safe, never retried.
+ * 0 for any; dst_if a condition on dst (0: none; RIO__PUT_IF_ABSENT, or
+ * the generation dst must have: else RIO_EGENERATION, nothing changed).
+ * On success *out is dst's descriptor (rio_desc_cleanup), its etag "".
+ * Blocking, thread-safe, never retried.
  */
 int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
-                 const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
+                 const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                 struct rio_desc *out);
 
 /* splitmix64 step: deterministic pseudo-random numbers from a state. */
 static inline uint64_t rio__rand(uint64_t *state)

@@ -854,9 +854,11 @@ static int fault_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
 /* compose passes through unfaulted: one metadata call the engine never
  * retries; the filter's faults model transfers. */
 static int fault_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
-                         const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out)
+                         const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                         struct rio_desc *out)
 {
-    return rio__t_compose(((struct fault_transport *)tt)->inner, dst, srcs, gens, n, flags, out);
+    return rio__t_compose(((struct fault_transport *)tt)->inner, dst, srcs, gens, n, flags, dst_if,
+                          out);
 }
 
 static double fault_path_cap(struct rio_transport *tt, unsigned path)

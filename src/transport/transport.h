@@ -294,7 +294,9 @@ struct rio_transport_ops {
     /* Optional (NULL: RIO_ENOTSUP): make dst the concatenation of the
      * objects srcs[0..n) without copying their bytes (rados://: a head
      * that lists the sources' chunks). gens, when not NULL, holds the
-     * generation each source must have (0: any), else RIO_EGENERATION.
+     * generation each source must have (0: any), else RIO_EGENERATION;
+     * dst_if (0: none) a condition on dst as put_expect's gen is, decided
+     * with the publish the same way (RIO_EGENERATION, nothing changed).
      * RIO_ENOTSUP when the layout cannot take these sources as they are
      * (rados://: chunk sizes differ, or a source but the last is not a
      * whole number of chunks): nothing changed, the caller copies instead.
@@ -305,7 +307,8 @@ struct rio_transport_ops {
      * A crash leaves the sources whole or dst whole. Metadata as above,
      * but never retried by the engine. */
     int (*compose)(struct rio_transport *t, const char *dst, const char *const *srcs,
-                   const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
+                   const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                   struct rio_desc *out);
 
     /* Optional (may be NULL): a path's known cap in bytes/s (0 unknown), and
      * CPU time of threads the transport owns. Both non-blocking. */
@@ -529,11 +532,11 @@ static inline int rio__t_fsck(struct rio_transport *t, const struct rio_fsck_arg
 
 /* Metadata as above, never retried. RIO_ENOTSUP without a compose op. */
 static inline int rio__t_compose(struct rio_transport *t, const char *dst, const char *const *srcs,
-                                 const uint64_t *gens, unsigned n, unsigned flags,
+                                 const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
                                  struct rio_desc *out)
 {
     const struct rio_transport_ops *ops = rio__t_ops(t);
-    return ops->compose ? ops->compose(t, dst, srcs, gens, n, flags, out) : RIO_ENOTSUP;
+    return ops->compose ? ops->compose(t, dst, srcs, gens, n, flags, dst_if, out) : RIO_ENOTSUP;
 }
 
 /* Any thread; never blocks. 0 when unknown or not implemented. */

@@ -131,7 +131,7 @@ TEST(composed_object_reads_back_and_goes_whole)
     put(c, keys[2], sizes[2], seeds[2]);
     uint8_t *want = expect(sizes, seeds, 3, &n);
     T_EQ(chunks("a/"), 7);
-    T_EQ(rio__compose(c, "a/obj", keys, NULL, 3, 0, &d), 0);
+    T_EQ(rio__compose(c, "a/obj", keys, NULL, 3, 0, 0, &d), 0);
     T_EQ(d.size, n);
     T_EQ(d.nchunks, 7);
     T_EQ(d.chunk_size, CS);
@@ -159,13 +159,13 @@ TEST(composed_object_reads_back_and_goes_whole)
     /* A composed object over a composed object: the old one's chunks go. */
     put(c, keys[0], sizes[0], seeds[0]);
     put(c, keys[1], sizes[1], seeds[1]);
-    T_EQ(rio__compose(c, "a/obj", keys, NULL, 2, 0, &d), 0);
+    T_EQ(rio__compose(c, "a/obj", keys, NULL, 2, 0, 0, &d), 0);
     rio_desc_cleanup(&d);
     T_EQ(chunks("a/obj."), 0);
     put(c, "a/q1", CS, 15);
     put(c, "a/q2", 5, 16);
     const char *qk[] = {"a/q1", "a/q2"};
-    T_EQ(rio__compose(c, "a/obj", qk, NULL, 2, 0, &d), 0);
+    T_EQ(rio__compose(c, "a/obj", qk, NULL, 2, 0, 0, &d), 0);
     rio_desc_cleanup(&d);
     T_EQ(chunks("a/p"), 0);
     T_EQ(chunks("a/q"), 2);
@@ -199,6 +199,46 @@ static void put_chunked(struct rio_client *c, const char *key, size_t n, uint64_
  * chunk, is the object's last chunk (what the S3 gateway writes for a last
  * part): composed. One of several chunks of another size, or one chunk
  * longer than the others', is not. */
+/* A condition on the composed object (the gateway's conditional Complete):
+ * absent or a generation, refused (RIO_EGENERATION) with the object and
+ * the sources as they were and nothing lent, met and composed. */
+TEST(conditional_compose)
+{
+    struct rio_client *c = client(NULL);
+    const char *keys[] = {"c/p1", "c/p2"};
+    const size_t sizes[] = {2 * CS, CS + 9};
+    const uint64_t seeds[] = {21, 22};
+    struct rio_desc d, cur;
+    size_t n;
+
+    put(c, keys[0], sizes[0], seeds[0]);
+    put(c, keys[1], sizes[1], seeds[1]);
+    put(c, "c/obj", CS + 1, 23);
+    T_EQ(rio_stat(c, "c/obj", &cur), 0);
+    uint8_t *want = expect(sizes, seeds, 2, &n);
+    T_EQ(rio__compose(c, "c/obj", keys, NULL, 2, 0, RIO__PUT_IF_ABSENT, &d), RIO_EGENERATION);
+    T_EQ(rio__compose(c, "c/obj", keys, NULL, 2, 0, cur.generation + 1, &d), RIO_EGENERATION);
+    T_EQ(ru_objects("rio", "c/p"), 2); /* the sources' heads */
+    uint8_t *old = ru_pattern(CS + 1, 23);
+    reads_back(c, "c/obj", old, CS + 1);
+    free(old);
+    T_EQ(rio__compose(c, "c/obj", keys, NULL, 2, 0, cur.generation, &d), 0);
+    rio_desc_cleanup(&d);
+    reads_back(c, "c/obj", want, n);
+    T_EQ(rio_delete(c, "c/obj"), 0);
+    put(c, keys[0], sizes[0], seeds[0]);
+    put(c, keys[1], sizes[1], seeds[1]);
+    T_EQ(rio__compose(c, "c/obj", keys, NULL, 2, 0, cur.generation, &d), RIO_EGENERATION);
+    T_EQ(rio__compose(c, "c/obj", keys, NULL, 2, 0, RIO__PUT_IF_ABSENT, &d), 0);
+    rio_desc_cleanup(&d);
+    reads_back(c, "c/obj", want, n);
+    T_EQ(rio_delete(c, "c/obj"), 0);
+    T_EQ(chunks("c/"), 0);
+    rio_desc_cleanup(&cur);
+    free(want);
+    rio_client_destroy(c);
+}
+
 TEST(last_source_of_one_chunk_composes)
 {
     struct rio_client *c = client(NULL);
@@ -218,7 +258,7 @@ TEST(last_source_of_one_chunk_composes)
     put(c, keys[0], sizes[0], seeds[0]);
     put_chunked(c, keys[1], sizes[1], sizes[1], seeds[1]);
     uint8_t *want = expect(sizes, seeds, 2, &n);
-    T_EQ(rio__compose(c, "l/obj", keys, NULL, 2, 0, &d), 0);
+    T_EQ(rio__compose(c, "l/obj", keys, NULL, 2, 0, 0, &d), 0);
     T_EQ(d.size, n);
     T_EQ(d.nchunks, 3);
     T_EQ(d.chunk_size, CS);
@@ -231,7 +271,7 @@ TEST(last_source_of_one_chunk_composes)
     /* Alone, any chunk size is its own. */
     put_chunked(c, "l/q1", CS + 3, CS + 3, 33);
     const char *k1[] = {"l/q1"};
-    T_EQ(rio__compose(c, "l/one", k1, NULL, 1, 0, &d), 0);
+    T_EQ(rio__compose(c, "l/one", k1, NULL, 1, 0, 0, &d), 0);
     T_EQ(d.chunk_size, CS + 3);
     rio_desc_cleanup(&d);
 
@@ -240,8 +280,8 @@ TEST(last_source_of_one_chunk_composes)
     put_chunked(c, "l/r2", CS / 2 + 10, CS / 4, 35); /* 3 chunks of another size */
     put_chunked(c, "l/r3", CS + 10, CS + 10, 36);    /* one chunk, longer */
     const char *k2[] = {"l/r1", "l/r2"}, *k3[] = {"l/r1", "l/r3"};
-    T_EQ(rio__compose(c, "l/bad", k2, NULL, 2, 0, &d), RIO_ENOTSUP);
-    T_EQ(rio__compose(c, "l/bad", k3, NULL, 2, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio__compose(c, "l/bad", k2, NULL, 2, 0, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio__compose(c, "l/bad", k3, NULL, 2, 0, 0, &d), RIO_ENOTSUP);
     T_EQ(rio_stat(c, "l/bad", &d), RIO_ENOTFOUND);
     const char *del[] = {"l/obj", "l/one", "l/r1", "l/r2", "l/r3"};
     for (size_t i = 0; i < sizeof(del) / sizeof(del[0]); i++)
@@ -259,7 +299,7 @@ TEST(uneven_geometry_is_not_composed)
     put(c, "u/p1", CS + CS / 2, 21); /* not a whole number of chunks */
     put(c, "u/p2", CS, 22);
     const char *k[] = {"u/p1", "u/p2"};
-    T_EQ(rio__compose(c, "u/obj", k, NULL, 2, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio__compose(c, "u/obj", k, NULL, 2, 0, 0, &d), RIO_ENOTSUP);
     T_EQ(rio_stat(c, "u/obj", &d), RIO_ENOTFOUND);
     T_EQ(ru_objects("rio", "u/p"), 2);
     /* Chunk sizes that differ. */
@@ -267,13 +307,13 @@ TEST(uneven_geometry_is_not_composed)
     struct rio_client *c2 = ru_client("rio", NULL, &o);
     put(c2, "u/p3", 2 * CS, 23);
     const char *k2[] = {"u/p2", "u/p3"};
-    T_EQ(rio__compose(c, "u/obj", k2, NULL, 2, 0, &d), RIO_ENOTSUP);
+    T_EQ(rio__compose(c, "u/obj", k2, NULL, 2, 0, 0, &d), RIO_ENOTSUP);
     /* A source missing, a generation that is not the one expected, dst a source. */
     const char *k3[] = {"u/p2", "u/none"};
-    T_EQ(rio__compose(c, "u/obj", k3, NULL, 2, 0, &d), RIO_ENOTFOUND);
+    T_EQ(rio__compose(c, "u/obj", k3, NULL, 2, 0, 0, &d), RIO_ENOTFOUND);
     const uint64_t gens[] = {1};
-    T_EQ(rio__compose(c, "u/obj", k + 1, gens, 1, 0, &d), RIO_EGENERATION);
-    T_EQ(rio__compose(c, "u/p2", k + 1, NULL, 1, 0, &d), RIO_EINVAL);
+    T_EQ(rio__compose(c, "u/obj", k + 1, gens, 1, 0, 0, &d), RIO_EGENERATION);
+    T_EQ(rio__compose(c, "u/p2", k + 1, NULL, 1, 0, 0, &d), RIO_EINVAL);
     T_EQ(ru_objects("rio", "u/p"), 3);
     T_EQ(chunks("u/"), 4);
     for (int i = 1; i <= 3; i++) {
@@ -301,11 +341,11 @@ TEST(sources_left_behind_take_nothing)
     put(c, keys[0], sizes[0], seeds[0]);
     put(c, keys[1], sizes[1], seeds[1]);
     uint8_t *want = expect(sizes, seeds, 2, &n);
-    T_EQ(rio__compose(c, "k/obj", keys, NULL, 2, RIO_COMPOSE_KEEP_SOURCES, &d), 0);
+    T_EQ(rio__compose(c, "k/obj", keys, NULL, 2, RIO_COMPOSE_KEEP_SOURCES, 0, &d), 0);
     rio_desc_cleanup(&d);
     T_EQ(ru_objects("rio", "k/p"), 2);
     /* Composed again (the Complete sent again): the same chunks. */
-    T_EQ(rio__compose(c, "k/obj", keys, NULL, 2, RIO_COMPOSE_KEEP_SOURCES, &d), 0);
+    T_EQ(rio__compose(c, "k/obj", keys, NULL, 2, RIO_COMPOSE_KEEP_SOURCES, 0, &d), 0);
     rio_desc_cleanup(&d);
     T_EQ(chunks("k/"), 3);
     reads_back(c, "k/obj", want, n);
@@ -332,7 +372,7 @@ static void *race(void *arg)
     struct rio_client *c = client(NULL);
     struct rio_desc d;
 
-    x->ret = rio__compose(c, "r/obj", x->keys, NULL, 3, 0, &d);
+    x->ret = rio__compose(c, "r/obj", x->keys, NULL, 3, 0, 0, &d);
     if (x->ret == 0)
         rio_desc_cleanup(&d);
     rio_client_destroy(c);
@@ -399,7 +439,7 @@ TEST(fsck_removes_leftovers_keeps_composed)
     put(c, keys[0], sizes[0], seeds[0]);
     put(c, keys[1], sizes[1], seeds[1]);
     uint8_t *want = expect(sizes, seeds, 2, &n);
-    T_EQ(rio__compose(c, "f/obj", keys, NULL, 2, 0, &d), 0);
+    T_EQ(rio__compose(c, "f/obj", keys, NULL, 2, 0, 0, &d), 0);
     rio_desc_cleanup(&d);
     put(c, "f/ab/p1", 2 * CS, 53);
     put(c, "f/ab/p2", CS, 54);

@@ -175,11 +175,10 @@ static int head_pre(struct rupload *up, const char *key, struct rio__rados_head 
  * of "not a head" is never used: that write would go unguarded.
  */
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
-                             size_t len, uint64_t gen, struct rupload *pre,
+                             size_t len, uint64_t gen, struct rupload *pre, uint64_t put_if,
                              struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
-    uint64_t put_if = pre ? pre->put_if : 0;
     int ret = 0;
 
     snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
@@ -245,9 +244,27 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
 }
 
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                         uint64_t gen, struct rio__rados_head *old, bool *had_old)
+                         uint64_t gen, uint64_t put_if, struct rio__rados_head *old, bool *had_old)
 {
-    return rio__rados_head_swap_pre(t, key, buf, len, gen, NULL, old, had_old);
+    return rio__rados_head_swap_pre(t, key, buf, len, gen, NULL, put_if, old, had_old);
+}
+
+int rio__rados_cond_check(struct rados_transport *t, const char *key, uint64_t put_if)
+{
+    struct rio__rados_head h;
+    int ret;
+
+    if (!put_if)
+        return 0;
+    ret = rio__rados_head_read(t, key, &h, NULL);
+    if (ret == 0) {
+        ret = put_if != RIO__PUT_IF_ABSENT && h.generation == put_if ? 0 : RIO_EGENERATION;
+        rio__rados_head_cleanup(&h);
+        return ret;
+    }
+    if (ret == RIO_ENOTFOUND)
+        return put_if == RIO__PUT_IF_ABSENT ? 0 : RIO_EGENERATION;
+    return ret == RIO_EPROTO ? RIO_EGENERATION : ret;
 }
 
 /*
@@ -364,7 +381,8 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     ret = head_build(t, up, d, &buf, &len);
     if (ret < 0)
         goto err;
-    ret = rio__rados_head_swap_pre(t, up->key, buf, len, up->generation, up, &old, &had_old);
+    ret = rio__rados_head_swap_pre(t, up->key, buf, len, up->generation, up, up->put_if, &old,
+                                   &had_old);
     rio__free(buf);
     if (ret < 0)
         goto err;

@@ -16,7 +16,10 @@
  *      makes its mtime new, so a `railio fsck` running meanwhile finds it
  *      young. A chunk already removed fails the compose (RIO_EGENERATION);
  *   3. the head goes in as any commit does (head-last, compare on rio.gen):
- *      the linearization point;
+ *      the linearization point; a condition on dst (dst_if: absent, or a
+ *      generation) is checked there as a PUT's is (commit.c), and once
+ *      before step 2 so that a compose it refuses lends nothing but in a
+ *      race (what a refused one lent: as a failed compose's, below);
  *   4. the sources' heads are removed (compare on rio.gen, head only).
  *
  * Ownership: a chunk with no rio.owner belongs to the head its name is
@@ -300,7 +303,8 @@ static void drop_sources(struct rados_transport *t, const struct compose *c)
 }
 
 int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
-                       const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out)
+                       const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                       struct rio_desc *out)
 {
     struct rados_transport *t = (struct rados_transport *)tt;
     struct compose c = {.keys = srcs};
@@ -331,6 +335,11 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
     ret = compose_build(t, &c);
     if (ret < 0)
         goto out;
+    /* A condition on dst that does not hold now fails before any chunk is
+     * lent; the swap (step 3) decides it for good. */
+    ret = rio__rados_cond_check(t, dst, dst_if);
+    if (ret < 0)
+        goto out;
     c.h.generation = rio__rados_new_generation(t);
     ret = lend(t, &c);
     if (ret < 0)
@@ -338,7 +347,7 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
     ret = rio__rados_head_format(dst, &c.h, &buf, &len);
     if (ret < 0)
         goto out;
-    ret = rio__rados_head_swap(t, dst, buf, len, c.h.generation, &old, &had_old);
+    ret = rio__rados_head_swap(t, dst, buf, len, c.h.generation, dst_if, &old, &had_old);
     rio__free(buf);
     if (ret < 0)
         goto out;

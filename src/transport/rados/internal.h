@@ -227,14 +227,19 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
 int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
-                             size_t len, uint64_t gen, struct rupload *pre,
+                             size_t len, uint64_t gen, struct rupload *pre, uint64_t put_if,
                              struct rio__rados_head *old, bool *had_old);
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                         uint64_t gen, struct rio__rados_head *old, bool *had_old);
+                         uint64_t gen, uint64_t put_if, struct rio__rados_head *old, bool *had_old);
+/* Whether put_if (put_expect's condition; 0: none) holds for the head
+ * under key now: 0, RIO_EGENERATION, or an error reading it. A check
+ * before work that the swap's own check makes safe to skip. */
+int rio__rados_cond_check(struct rados_transport *t, const char *key, uint64_t put_if);
 
 /* compose.c */
 int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,
-                       const uint64_t *gens, unsigned n, unsigned flags, struct rio_desc *out);
+                       const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
+                       struct rio_desc *out);
 
 /* meta.c */
 struct rm_item {
