@@ -481,8 +481,8 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
 }
 
 /* Headers asking for what the gateway does not do, where going on without
- * it would do something else than the client asked, silently: a copy or a
- * Complete that must not replace (If-None-Match: *) or must replace only a
+ * it would do something else than the client asked, silently: a copy that
+ * must not replace (If-None-Match: *) or must replace only a
  * known version (If-Match) would replace whatever is there; an object sent for
  * encryption with the client's key (SSE-C) would be stored in the clear
  * and served to anyone allowed to read it; an object lock would not hold.
@@ -504,12 +504,14 @@ static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
                  r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU;
     const char *v;
 
-    /* PutObject's are decided with its commit (ops.c, put_conditions). */
-    if (r->op == GW_OP_COPY_OBJECT || r->op == GW_OP_COMPLETE_MPU) {
+    /* PutObject's and Complete's are decided with their commit
+     * (rio__gw_write_conditions). */
+    if (r->op == GW_OP_COPY_OBJECT) {
         if (rio__gw_header(c, "If-None-Match") || rio__gw_header(c, "If-Match")) {
             *ret = rio__gw_error(c, r, 501, "NotImplemented",
                                  "Conditional writes (If-Match, If-None-Match) are supported on "
-                                 "PutObject only: the object is not written.");
+                                 "PutObject and CompleteMultipartUpload, not on CopyObject: the "
+                                 "object is not written.");
             return -1;
         }
     }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "core/checksum.h"
+#include "railio.h"
 #include "server/s3/s3.h"
 
 struct MHD_Connection;
@@ -118,10 +119,11 @@ struct gw_req {
     struct rio_s3_check *ck[GW_CHECKS];
     unsigned nck;
     bool md5_bad; /* the writer checks Content-MD5 (rio__gw_checks_to_writer) */
-    /* A conditional PutObject (If-None-Match: *, If-Match): its writer
-     * commits only on the condition (rio_call RIO_IF_ABSENT or
-     * expect_generation); a commit it refused is 412. */
+    /* A conditional PutObject or Complete (If-None-Match: *, If-Match):
+     * its commit is made only on cond (RIO_IF_ABSENT or expect_generation:
+     * rio__gw_write_conditions); a commit it refused is 412. */
     bool put_cond;
+    struct rio_call cond;
     struct rio_s3_chunked *chunked;
     unsigned char *dec; /* aws-chunked: decoded payload */
     /* A one-chunk PutObject's bucket check, running (rio__gw_put_open). */
@@ -237,6 +239,14 @@ int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r);
 /* PutObject in three steps: open (headers in), body bytes, close. */
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r);
+/* A write's If-None-Match (only "*": the key must hold no object) and
+ * If-Match (the key's object must have one of these ETags: its generation
+ * then becomes the commit's condition), as S3 has them for PutObject and
+ * CompleteMultipartUpload since 2024. The backend decides them with the
+ * commit, so a write between this check and the commit fails it too. 0
+ * with r->cond and r->put_cond set (untouched without either header), or
+ * -1 with the answer queued (*ret): 404, 412, 501. */
+int rio__gw_write_conditions(struct MHD_Connection *c, struct gw_req *r, int *ret);
 void rio__gw_put_data(struct gw_req *r, const void *p, size_t n);
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r);
 void rio__gw_put_cleanup(struct gw_req *r);

@@ -894,7 +894,11 @@ static int compose(struct gw_req *r, const char *id, struct part *p, unsigned n,
             part_key(r, id, p[i].num, names + (size_t)i * 160, 160);
             gens[i] = p[i].generation; /* the part whose ETag was checked */
         }
-        ret = rio__compose(rio__gw_client(), r->bkey, keys, gens, n, 0, out);
+        /* A conditional Complete's condition on the key, as its writer's. */
+        uint64_t dst_if = !r->put_cond                    ? 0
+                          : r->cond.flags & RIO_IF_ABSENT ? RIO__PUT_IF_ABSENT
+                                                          : r->cond.expect_generation;
+        ret = rio__compose(rio__gw_client(), r->bkey, keys, gens, n, 0, dst_if, out);
     }
     rio__free(gens);
     rio__free(keys);
@@ -934,7 +938,8 @@ static int copier_open(struct copier *cp, struct gw_req *r, const char *id, cons
     cp->buf = rio__malloc(COPY_BLOCK);
     if (!cp->buf)
         return -ENOMEM;
-    return rio_writer_open(rio__gw_client(), r->bkey, total, 0, NULL, &cp->w);
+    return rio_writer_open(rio__gw_client(), r->bkey, total, 0, r->put_cond ? &r->cond : NULL,
+                           &cp->w);
 }
 
 /* Copy until every part is in the writer (1, once ck, if any, holds;
@@ -1211,14 +1216,22 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
         ret = 0;
     if (ret < 0) {
         int status;
-        const char *code = ret == GW_CK_MISMATCH ? "BadDigest" : rio__gw_code_of(ret, &status);
+        bool refused = r->put_cond && ret == RIO_EGENERATION; /* the condition */
+        const char *code = ret == GW_CK_MISMATCH ? "BadDigest"
+                           : refused             ? "PreconditionFailed"
+                                                 : rio__gw_code_of(ret, &status);
         if (ret == GW_CK_MISMATCH)
             status = 400;
+        else if (refused)
+            status = 412;
         else
             SRV_WARN("s3: complete (after its 200): %s", rio_strerror(ret));
         r->status = status; /* for the log line and the metrics */
         rio__gw_buf_printf(&s->out, "<Error><Code>%s</Code><Message>", code);
-        rio__gw_buf_xml(&s->out, ret == GW_CK_MISMATCH ? CK_MISMATCH_MSG : rio_strerror(ret));
+        rio__gw_buf_xml(&s->out, ret == GW_CK_MISMATCH ? CK_MISMATCH_MSG
+                                 : refused ? "At least one of the pre-conditions you specified "
+                                             "did not hold"
+                                           : rio_strerror(ret));
         rio__gw_buf_printf(&s->out, "</Message><RequestId>%s</RequestId></Error>\n",
                            rio__gw_request_id(r));
     } else {
@@ -1565,6 +1578,13 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     }
     if (ck) /* kept once the copy has matched it */
         rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
+    /* If-None-Match, If-Match: the commit's condition (the upload stays
+     * when it does not hold). */
+    if (rio__gw_write_conditions(c, r, &ret) < 0) {
+        rio_s3_check_free(ck);
+        rio__free(x.p);
+        return ret;
+    }
     memset(&d, 0, sizeof(d));
     /* The object's own checksum is checked on its bytes: they are copied. */
     ret = ck ? RIO_ENOTSUP : compose(r, id, x.p, x.n, &d);
@@ -1579,6 +1599,9 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         ret = complete_finish(r, id, &d);
     if (ret < 0 && key_holds(r, etag)) /* a retry's Complete made it meanwhile */
         ret = 0;
+    if (ret == RIO_EGENERATION && r->put_cond) /* nothing published, the upload stays */
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "complete");
     r->bytes_out = 0;

@@ -1475,15 +1475,9 @@ static uint64_t part_chunk(const struct gw_req *r)
     return p > cs && p % cs ? p : 0;
 }
 
-/* A PutObject's If-None-Match (only "*": the key must hold no object) and
- * If-Match (the key's object must have one of these ETags: its generation
- * then becomes the commit's condition), as S3 has them since 2024. The
- * backend decides them with the commit, so a write between this check and
- * the commit fails it too. 0 with *call set (flags, expect_generation;
- * untouched without either header), or -1 with the answer queued (*ret). */
-static int put_conditions(struct MHD_Connection *c, struct gw_req *r, struct rio_call *call,
-                          int *ret)
+int rio__gw_write_conditions(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
+    struct rio_call *call = &r->cond;
     const char *im = rio__gw_header(c, "If-Match"), *inm = rio__gw_header(c, "If-None-Match");
     struct rio_desc d;
     int64_t mtime;
@@ -1533,7 +1527,6 @@ static int put_conditions(struct MHD_Connection *c, struct gw_req *r, struct rio
 int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
 {
     const char *te = rio__gw_header(c, "Transfer-Encoding");
-    struct rio_call call;
     int ret;
 
     r->declared = UINT64_MAX;
@@ -1563,8 +1556,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
         return ret;
-    memset(&call, 0, sizeof(call));
-    if (r->op == GW_OP_PUT_OBJECT && put_conditions(c, r, &call, &ret) < 0)
+    if (r->op == GW_OP_PUT_OBJECT && rio__gw_write_conditions(c, r, &ret) < 0)
         return ret;
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
@@ -1573,7 +1565,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
     uint64_t pc = part_chunk(r);
-    const struct rio_call *cp = r->put_cond ? &call : NULL;
+    const struct rio_call *cp = r->put_cond ? &r->cond : NULL;
     if (pc)
         ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, cp, &r->w);
     else
