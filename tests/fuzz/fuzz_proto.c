@@ -173,7 +173,7 @@ static void body(int mode, const uint8_t *b, size_t len)
     case M_PUT_COMMIT: {
         struct rio_proto_put_commit m;
         if (rio__proto_dec_put_commit(b, len, &m) == 0) {
-            CHECK(48 + m.nchunks * 8 == len);
+            CHECK(48 + m.nchunks * 8 + (m.if_gen ? 8 : 0) == len); /* the condition: 8 more */
             uint64_t *x = xxh_array(m.xxh, m.nchunks);
             if (len <= sizeof(enc_buf))
                 same(rio__proto_enc_put_commit(&m, x, enc_buf, sizeof(enc_buf)), b, len);
@@ -434,6 +434,8 @@ static size_t make_seeds(struct seed *s)
     ADD(M_PUT_CHUNK, rio__proto_enc_put_chunk_fixed(&pc, s[n].b + 1, sizeof(s[n].b) - 1) + 4);
     struct rio_proto_put_commit pm = {.upload_id = 1, .nchunks = 3};
     memset(pm.etag, 'b', 32);
+    ADD(M_PUT_COMMIT, rio__proto_enc_put_commit(&pm, xxh, s[n].b + 1, sizeof(s[n].b) - 1));
+    pm.if_gen = RIO_PROTO_IF_ABSENT; /* a conditional commit */
     ADD(M_PUT_COMMIT, rio__proto_enc_put_commit(&pm, xxh, s[n].b + 1, sizeof(s[n].b) - 1));
     struct rio_proto_put_commit_resp cr = {.generation = 5};
     ADD(M_PUT_COMMIT_RESP, rio__proto_enc_put_commit_resp(&cr, s[n].b + 1, sizeof(s[n].b) - 1));
