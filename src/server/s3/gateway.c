@@ -481,10 +481,9 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
 }
 
 /* Headers asking for what the gateway does not do, where going on without
- * it would do something else than the client asked, silently: a copy that
- * must not replace (If-None-Match: *) or must replace only a
- * known version (If-Match) would replace whatever is there; an object sent for
- * encryption with the client's key (SSE-C) would be stored in the clear
+ * it would do something else than the client asked, silently (a write's
+ * If-None-Match and If-Match it does: rio__gw_write_conditions): an object
+ * sent for encryption with the client's key (SSE-C) would be stored in the clear
  * and served to anyone allowed to read it; an object lock would not hold.
  * Refused before the body is read, with what S3 answers where it does not
  * take the feature. 0, or the answer queued (*ret). */
@@ -504,17 +503,6 @@ static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
                  r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU;
     const char *v;
 
-    /* PutObject's and Complete's are decided with their commit
-     * (rio__gw_write_conditions). */
-    if (r->op == GW_OP_COPY_OBJECT) {
-        if (rio__gw_header(c, "If-None-Match") || rio__gw_header(c, "If-Match")) {
-            *ret = rio__gw_error(c, r, 501, "NotImplemented",
-                                 "Conditional writes (If-Match, If-None-Match) are supported on "
-                                 "PutObject and CompleteMultipartUpload, not on CopyObject: the "
-                                 "object is not written.");
-            return -1;
-        }
-    }
     /* A conditional delete taken as a plain one would delete an object the
      * client meant to keep: S3's DeleteObject conditions are refused (the
      * engine cannot delete a given generation only, so a check then a

@@ -1910,6 +1910,9 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         if (ret < 0)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
+    /* If-None-Match, If-Match: on the destination, its commit's condition. */
+    if (!part && rio__gw_write_conditions(c, r, &ret) < 0)
+        return ret;
     memset(&call, 0, sizeof(call));
     call.expect_generation = d.generation;
     buf = rio__malloc(COPY_BLOCK);
@@ -1917,7 +1920,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     ret = rio_reader_open_at(rio__gw_client(), sbkey, off, 0, &call, &rd);
     if (ret == 0)
-        ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, NULL, &w);
+        ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, r->put_cond ? &r->cond : NULL, &w);
     for (left = len; ret == 0 && left;) {
         int64_t n = rio_reader_read(rd, buf, left < COPY_BLOCK ? (size_t)left : COPY_BLOCK);
         if (n <= 0) {
@@ -1937,10 +1940,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     memset(&out, 0, sizeof(out));
     if (ret < 0) {
         rio_writer_abort(w);
+        if (ret == RIO_ENOTSUP && r->put_cond)
+            return rio__gw_error(c, r, 501, "NotImplemented",
+                                 "This gateway's backend cannot write on a condition (If-Match, "
+                                 "If-None-Match): the object is not written.");
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy");
     }
     ret = rio_writer_close(w, &out);
     rio_desc_cleanup(&out);
+    if (ret == RIO_EGENERATION && r->put_cond) /* nothing is published */
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy commit");
     if (!part) { /* a part has no record; its ETag is its MD5, as UploadPart's */
