@@ -447,6 +447,14 @@ int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, 
 /** Remove key. Returns 0, or RIO_ENOTFOUND. */
 int rio_delete(struct rio_client *c, const char *key);
 
+/**
+ * Remove key only if its object is generation (not 0): RIO_EGENERATION when
+ * it is another, RIO_ENOTFOUND when there is none; decided by the backend
+ * with the removal, as a conditional PUT is (mock://, rados://, railio://
+ * without a disk tier; elsewhere RIO_ENOTSUP, nothing removed).
+ */
+int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation);
+
 enum rio_op_type { RIO_OP_GET = 1, RIO_OP_PUT = 2 };
 
 /** One op of a batch. result: bytes (GET), 0 (PUT) or an error. */

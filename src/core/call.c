@@ -1011,6 +1011,23 @@ int rio_delete(struct rio_client *c, const char *key)
     return ret < 0 ? ret : rio__meta_remove(c, &m, key);
 }
 
+int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation)
+{
+    struct rio__meta m;
+
+    rio__detail_clear();
+    if (!c || !generation)
+        return RIO_EINVAL;
+    int ret = meta_for_key(c, key, &m);
+    if (ret < 0)
+        return ret;
+    if (!rio__t_has_remove_if(c->t)) {
+        rio__detail("this backend cannot remove on a condition (rio_delete_if): nothing removed");
+        return RIO_ENOTSUP;
+    }
+    return rio__meta_remove_if(c, &m, key, generation);
+}
+
 int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,
                  const uint64_t *gens, unsigned n, unsigned flags, uint64_t dst_if,
                  struct rio_desc *out)

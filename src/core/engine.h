@@ -491,6 +491,8 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);
+int rio__meta_remove_if(struct rio_client *c, const struct rio__meta *m, const char *key,
+                        uint64_t gen);
 /* One page (out emptied before each try; empty on error). Unchecked: the
  * caller checks it (listing.c). */
 int rio__meta_list(struct rio_client *c, const struct rio__meta *m, const struct rio_list_args *a,

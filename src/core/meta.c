@@ -131,7 +131,7 @@ static int meta_may_try(const struct rio__meta *m)
 }
 
 /* One metadata op and its arguments, so one loop retries them all. */
-enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE, META_LIST, META_EXISTS };
+enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE, META_REMOVE_IF, META_LIST, META_EXISTS };
 
 struct meta_op {
     int kind;
@@ -145,6 +145,7 @@ struct meta_op {
     const char *const *keys;               /* exists */
     unsigned nkeys;                        /* exists */
     uint8_t *exists;                       /* exists */
+    uint64_t gen;                          /* remove_if */
 };
 
 static int meta_once(struct rio_client *c, const struct meta_op *op)
@@ -167,6 +168,8 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
     }
     case META_EXISTS:
         return rio__t_exists(c->t, op->keys, op->nkeys, op->exists);
+    case META_REMOVE_IF:
+        return rio__t_remove_if(c->t, op->key, op->gen);
     default:
         return rio__t_remove(c->t, op->key);
     }
@@ -225,6 +228,13 @@ int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const ch
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key)
 {
     struct meta_op op = {.kind = META_REMOVE, .key = key};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_remove_if(struct rio_client *c, const struct rio__meta *m, const char *key,
+                        uint64_t gen)
+{
+    struct meta_op op = {.kind = META_REMOVE_IF, .key = key, .gen = gen};
     return meta_run(c, m, &op);
 }
 

@@ -556,6 +556,28 @@ int rio__proto_dec_key(const uint8_t *body, size_t len, struct rio_proto_key *m)
     return r_done(&r);
 }
 
+int rio__proto_enc_delete(const struct rio_proto_delete *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_key(&w, m->key, m->key_len);
+    if (m->if_gen)
+        w_le(&w, m->if_gen, 8);
+    return w_done(&w);
+}
+
+int rio__proto_dec_delete(const uint8_t *body, size_t len, struct rio_proto_delete *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+    m->key = r_key(&r, &m->key_len);
+    m->if_gen = 0;
+    if (!r.err && r.len - r.off == 8) {
+        m->if_gen = r_le(&r, 8);
+        if (!m->if_gen)
+            return RIO_EPROTO; /* a generation of 0 names none: malformed */
+    }
+    return r_done(&r);
+}
+
 /* ---------------------------------------------------------- descriptor */
 
 /* A geometry a reader can trust: chunk count matches size and chunk size. */

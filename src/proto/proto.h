@@ -86,6 +86,8 @@ enum rio_proto_op {
 #define RIO_PROTO_CAP_STREAM_PUT 0x4u /* PUT_OPEN of size RIO_PROTO_SIZE_UNKNOWN */
 /* PUT_COMMIT with a condition after its list (docs/protocol.md). */
 #define RIO_PROTO_CAP_COND_COMMIT 0x8u
+/* DELETE with a generation after its key (docs/protocol.md). */
+#define RIO_PROTO_CAP_COND_DELETE 0x10u
 /* PUT_COMMIT's condition: publish only if the key holds no object. */
 #define RIO_PROTO_IF_ABSENT UINT64_MAX
 /* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
@@ -174,6 +176,14 @@ struct rio_proto_auth_resp {
 struct rio_proto_key {
     const char *key;
     uint16_t key_len;
+};
+
+/* DELETE: the key, and (if_gen not 0, a server with
+ * RIO_PROTO_CAP_COND_DELETE) the generation it must hold, after it. */
+struct rio_proto_delete {
+    const char *key;
+    uint16_t key_len;
+    uint64_t if_gen;
 };
 
 /* LOOKUP response (also the body of PUT_COMMIT's request, minus the key). */
@@ -286,6 +296,7 @@ int rio__proto_enc_hello_resp(const struct rio_proto_hello_resp *m, uint8_t *out
 int rio__proto_enc_auth(const struct rio_proto_auth *m, uint8_t *out, size_t cap);
 int rio__proto_enc_auth_resp(const struct rio_proto_auth_resp *m, uint8_t *out, size_t cap);
 int rio__proto_enc_key(const struct rio_proto_key *m, uint8_t *out, size_t cap);
+int rio__proto_enc_delete(const struct rio_proto_delete *m, uint8_t *out, size_t cap);
 /* Fixed fields, then the checksum list (nchunks x 8 bytes) from xxh (host
  * order uint64_t array here, unlike the decoded view). */
 int rio__proto_enc_desc(const struct rio_proto_desc *m, const uint64_t *xxh, uint8_t *out,
@@ -324,6 +335,7 @@ int rio__proto_dec_hello_resp(const uint8_t *body, size_t len, struct rio_proto_
 int rio__proto_dec_auth(const uint8_t *body, size_t len, struct rio_proto_auth *m);
 int rio__proto_dec_auth_resp(const uint8_t *body, size_t len, struct rio_proto_auth_resp *m);
 int rio__proto_dec_key(const uint8_t *body, size_t len, struct rio_proto_key *m);
+int rio__proto_dec_delete(const uint8_t *body, size_t len, struct rio_proto_delete *m);
 int rio__proto_dec_desc(const uint8_t *body, size_t len, struct rio_proto_desc *m);
 int rio__proto_dec_put_open(const uint8_t *body, size_t len, struct rio_proto_put_open *m);
 int rio__proto_dec_put_open_resp(const uint8_t *body, size_t len,

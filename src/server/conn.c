@@ -748,7 +748,7 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
      * threads: a condition there would have to hold across the file's
      * write, so it takes none. */
     if (!srv->disk)
-        r.caps |= RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_COND_COMMIT;
+        r.caps |= RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_COND_COMMIT | RIO_PROTO_CAP_COND_DELETE;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -978,14 +978,16 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
 static void do_delete(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_srv *srv = c->w->srv;
-    struct rio_proto_key k;
+    struct rio_proto_delete k;
 
-    if (rio__proto_dec_key(body, len, &k) < 0) {
+    /* A generation after the key: offered only without a disk tier (its
+     * tombstones are written by the disk's own path). */
+    if (rio__proto_dec_delete(body, len, &k) < 0 || (k.if_gen && srv->disk)) {
         conn_bad_body(c);
         return;
     }
     conn_status(c, srv->disk ? rio__srv_disk_delete(srv->disk, k.key, k.key_len)
-                             : rio__srv_store_delete(&srv->store, k.key, k.key_len));
+                             : rio__srv_store_delete(&srv->store, k.key, k.key_len, k.if_gen));
 }
 
 /* PUT_ABORT: the upload goes; nobody commits it any more. */

@@ -1167,7 +1167,7 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
         }
         dirty = 1;
     }
-    r1 = rio__srv_store_delete(d->store, key, klen);
+    r1 = rio__srv_store_delete(d->store, key, klen, 0);
     pthread_mutex_lock(&d->mu);
     slot = slot_locked(d, key, klen);
     e = *slot;

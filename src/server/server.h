@@ -187,8 +187,9 @@ void rio__srv_obj_unref(struct rio_srv_obj *o);
 struct rio_srv_obj **rio__srv_obj_slot(struct rio_srv_obj **tab, size_t mask, const char *key,
                                        uint16_t klen);
 void rio__srv_obj_grow(struct rio_srv_obj ***tab, size_t *mask, size_t nobj);
-/* 0 or RIO_ENOTFOUND. */
-int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen);
+/* 0 or RIO_ENOTFOUND; gen not 0: only that generation, else
+ * RIO_EGENERATION and the object left. */
+int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen, uint64_t gen);
 
 /* Object memory: its own mapping for large buffers (freed with the same
  * size), from the heap when rio__srv_data_heap (--prefault) is set. */

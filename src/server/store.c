@@ -498,7 +498,7 @@ void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l)
     pthread_mutex_unlock(&s->mu);
 }
 
-int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen)
+int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen, uint64_t gen)
 {
     struct rio_srv_obj **slot;
     int ret = 0;
@@ -507,6 +507,8 @@ int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t kle
     slot = obj_slot_locked(s, key, klen);
     if (!*slot) {
         ret = RIO_ENOTFOUND;
+    } else if (gen && !obj_expired(*slot, rio__now_ns()) && (*slot)->generation != gen) {
+        ret = RIO_EGENERATION; /* another version: left */
     } else {
         if (obj_expired(*slot, rio__now_ns())) {
             ret = RIO_ENOTFOUND;

@@ -816,6 +816,16 @@ static int fault_remove(struct rio_transport *tt, const char *key)
     return ret < 0 ? ret : rio__t_remove(t->inner, key);
 }
 
+/* Faults as remove; over an inner transport without it, RIO_ENOTSUP. */
+static int fault_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    if (!rio__t_has_remove_if(t->inner))
+        return RIO_ENOTSUP;
+    int ret = meta_fault(t, RIO_MOCK_OP_REMOVE);
+    return ret < 0 ? ret : rio__t_remove_if(t->inner, key, gen);
+}
+
 /* Listing and existence pass through and fault like the other metadata;
  * an inner transport without them answers RIO_ENOTSUP unfaulted, as it
  * would without the filter (the engine then lists nothing, or looks the
@@ -959,8 +969,8 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
-        .put_prep = fault_put_prep, .put_expect = fault_put_expect, .list = fault_list,            \
-        .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,                      \
+        .put_prep = fault_put_prep, .put_expect = fault_put_expect, .remove_if = fault_remove_if,  \
+        .list = fault_list, .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,  \
         .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                                        \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)

@@ -1526,9 +1526,9 @@ static void mock_put_abort(struct rio_transport *tt, void *upload)
     }
 }
 
-static int mock_remove(struct rio_transport *tt, const char *key)
+/* Remove key's object, only if it is generation gen (0: any). */
+static int remove_gen(struct mock_transport *t, const char *key, uint64_t gen)
 {
-    struct mock_transport *t = (struct mock_transport *)tt;
     struct mock_store *s = t->store;
     struct mock_obj **pp, *o;
     size_t keylen;
@@ -1540,7 +1540,10 @@ static int mock_remove(struct rio_transport *tt, const char *key)
     pthread_mutex_lock(&s->mu);
     pp = store_slot_locked(s, key, keylen, key_hash(key, keylen));
     o = *pp;
-    if (o) {
+    if (o && gen && o->generation != gen) {
+        o = NULL;
+        ret = RIO_EGENERATION;
+    } else if (o) {
         *pp = o->next;
         o->next = NULL;
         s->nobjs--;
@@ -1552,6 +1555,16 @@ static int mock_remove(struct rio_transport *tt, const char *key)
     pthread_mutex_unlock(&s->mu);
     obj_free(o);
     return ret;
+}
+
+static int mock_remove(struct rio_transport *tt, const char *key)
+{
+    return remove_gen((struct mock_transport *)tt, key, 0);
+}
+
+static int mock_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    return gen ? remove_gen((struct mock_transport *)tt, key, gen) : RIO_EINVAL;
 }
 
 /* --- listing: the store's keys in byte order --- */
@@ -1659,6 +1672,7 @@ const struct rio_transport_ops rio__mock_ops = {
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(mock_open, mock_close, mock),
     .put_expect = mock_put_expect,
+    .remove_if = mock_remove_if,
     .list = mock_list,
     .exists = mock_exists,
     .path_cap = mock_path_cap,

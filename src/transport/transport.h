@@ -260,6 +260,11 @@ struct rio_transport_ops {
      * every chunk op of the upload has completed (or none was submitted). */
     void (*put_abort)(struct rio_transport *t, void *upload);
     int (*remove)(struct rio_transport *t, const char *key);
+    /* Optional (NULL: rio_delete_if is RIO_ENOTSUP): remove key only if its
+     * object is generation gen (not 0), decided with the removal itself
+     * (RIO_EGENERATION when another, RIO_ENOTFOUND when none). Metadata as
+     * remove: a try that may have taken effect is RIO_EUNKNOWN. */
+    int (*remove_if)(struct rio_transport *t, const char *key, uint64_t gen);
 
     /* Listing and batch existence: metadata ops as above (one try each, the
      * engine retries; thread-safe, may block). Optional: NULL list means the
@@ -497,6 +502,16 @@ static inline void rio__t_put_abort(struct rio_transport *t, void *upload)
 static inline int rio__t_remove(struct rio_transport *t, const char *key)
 {
     return rio__t_ops(t)->remove(t, key);
+}
+
+static inline bool rio__t_has_remove_if(const struct rio_transport *t)
+{
+    return rio__t_ops(t)->remove_if != NULL;
+}
+
+static inline int rio__t_remove_if(struct rio_transport *t, const char *key, uint64_t gen)
+{
+    return rio__t_ops(t)->remove_if(t, key, gen);
 }
 
 /* Metadata as above. RIO_ENOTSUP when the backend has no list op. The

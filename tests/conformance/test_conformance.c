@@ -444,6 +444,40 @@ TEST(conditional_put)
     conf_close(&k);
 }
 
+/* rio_delete_if: where the backend decides it (mock://, railio://, rados://) a
+ * generation the key no longer holds is RIO_EGENERATION with the object
+ * left whole, the one it holds removes it, none is RIO_ENOTFOUND;
+ * elsewhere RIO_ENOTSUP with the object left. Generation 0 is RIO_EINVAL. */
+TEST(conditional_delete)
+{
+    struct conf k;
+    char key[128];
+    uint64_t g1 = 0, g2 = 0, n = 0;
+    struct rio_desc d;
+
+    conf_open(&k, "cdel", NULL);
+    int ok = !strcmp(be->name, "mock") || !strcmp(be->name, "rados") || !strcmp(be->name, "railio");
+    n = k.chunk + 3;
+    conf_key(&k, key, sizeof(key), "obj");
+    t__put_pattern(k.c, key, n, size_seed(n), NULL, 0, &g1, __FILE__, __LINE__);
+    t__put_pattern(k.c, key, n, size_seed(n), NULL, 0, &g2, __FILE__, __LINE__);
+    T_ERR(rio_delete_if(k.c, key, 0), RIO_EINVAL);
+    if (!ok) {
+        T_ERR(rio_delete_if(k.c, key, g2), RIO_ENOTSUP);
+        t_get_check(k.c, key, n, size_seed(n));
+        T_OK(rio_delete(k.c, key));
+        conf_close(&k);
+        return;
+    }
+    T_ERR(rio_delete_if(k.c, key, g1), RIO_EGENERATION);
+    t_get_check(k.c, key, n, size_seed(n));
+    T_OK(rio_delete_if(k.c, key, g2));
+    memset(&d, 0, sizeof(d));
+    T_ERR(rio_stat(k.c, key, &d), RIO_ENOTFOUND);
+    T_ERR(rio_delete_if(k.c, key, g2), RIO_ENOTFOUND);
+    conf_close(&k);
+}
+
 /* A read from an offset (rio_reader_open_at): the bytes from it on, byte-exact,
  * at 0, inside a chunk, on a chunk boundary, at the size; past the size
  * refused; only the chunks from the one holding the offset fetched; a

@@ -65,6 +65,7 @@ enum {
     M_LIST_RESP,
     M_EXISTS,
     M_EXISTS_RESP,
+    M_DELETE,
     M__COUNT
 };
 
@@ -116,6 +117,10 @@ static void body(int mode, const uint8_t *b, size_t len)
         break;
     case M_KEY:
         ROUND_TRIP(key, CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
+                   CHECK(memchr(m.key, 0, m.key_len) == NULL));
+        break;
+    case M_DELETE:
+        ROUND_TRIP(delete, CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
                    CHECK(memchr(m.key, 0, m.key_len) == NULL));
         break;
     case M_PUT_OPEN:
@@ -241,7 +246,7 @@ static const struct {
     {RIO_OP_HELLO, M_HELLO, M_HELLO_RESP},
     {RIO_OP_AUTH, M_AUTH, M_AUTH_RESP},
     {RIO_OP_LOOKUP, M_KEY, M_DESC},
-    {RIO_OP_DELETE, M_KEY, M_PING},
+    {RIO_OP_DELETE, M_DELETE, M_PING},
     {RIO_OP_PUT_OPEN, M_PUT_OPEN, M_PUT_OPEN_RESP},
     {RIO_OP_PUT_CHUNK, M_PUT_CHUNK, M_PING},
     {RIO_OP_PUT_COMMIT, M_PUT_COMMIT, M_PUT_COMMIT_RESP},
@@ -425,6 +430,8 @@ static size_t make_seeds(struct seed *s)
     ADD(M_AUTH, rio__proto_enc_auth(&au, s[n].b + 1, sizeof(s[n].b) - 1));
     struct rio_proto_key ke = {.key = "some/key", .key_len = 8};
     ADD(M_KEY, rio__proto_enc_key(&ke, s[n].b + 1, sizeof(s[n].b) - 1));
+    struct rio_proto_delete dl = {.key = "some/key", .key_len = 8, .if_gen = 7};
+    ADD(M_DELETE, rio__proto_enc_delete(&dl, s[n].b + 1, sizeof(s[n].b) - 1));
     struct rio_proto_desc de = {.generation = 9, .size = 10, .chunk_size = 4, .nchunks = 3};
     memset(de.etag, 'a', 32);
     ADD(M_DESC, rio__proto_enc_desc(&de, xxh, s[n].b + 1, sizeof(s[n].b) - 1));

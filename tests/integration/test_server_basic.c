@@ -286,7 +286,8 @@ static int cput(struct wc *c, const char *key, const uint8_t *data, uint64_t siz
 /* PUT_COMMIT's condition (HELLO caps bit 3): IF_ABSENT and a generation,
  * met and not met (RIO_EGENERATION, nothing published, the upload gone);
  * a commit asked again after it applied answers its generation, not a
- * failed condition; a condition of 0 closes the connection. */
+ * failed condition; a condition of 0 closes the connection. DELETE's
+ * generation (bit 4): another generation left, its own removed. */
 TEST(conditional_commits)
 {
     struct srv_env e;
@@ -335,6 +336,12 @@ TEST(conditional_commits)
     T_EQ(cput(&c, "k", a, na, 1, g2, &g, &id), RIO_EGENERATION);
     T_EQ(cput(&c, "k", a, na, 1, RIO_PROTO_IF_ABSENT, &g, &id), 0);
     read_back(&c, "k", g, a, na, CHUNK);
+    /* DELETE with a generation (caps bit 4): another is left, its own goes. */
+    T_TRUE(hr.caps & RIO_PROTO_CAP_COND_DELETE);
+    T_EQ(wc_delete_if(&c, "k", g2), RIO_EGENERATION);
+    read_back(&c, "k", g, a, na, CHUNK);
+    T_EQ(wc_delete_if(&c, "k", g), 0);
+    T_EQ(wc_delete_if(&c, "k", g), RIO_ENOTFOUND);
     /* A condition of 0 is malformed: the connection closes. */
     int st = cput(&c, "z", b, CHUNK, 1, 0, &g, &id);
     T_TRUE(st == RIO_ECLOSED || st == -ECONNRESET);

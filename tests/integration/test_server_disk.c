@@ -109,11 +109,11 @@ TEST(round_trips_and_restart)
     srv_end_wc(&e, &c);
 }
 
-/* A memory cache smaller than the data: evicted objects are read from disk. */
 /* The disk tier takes no conditional commit (its publish runs after the
- * file's write, on a commit thread): HELLO does not offer it, a client's
- * RIO_IF_ABSENT PUT is RIO_ENOTSUP with nothing written, and a commit that
- * carries one anyway closes the connection. */
+ * file's write, on a commit thread) nor a conditional DELETE: HELLO offers
+ * neither, a client's RIO_IF_ABSENT PUT is RIO_ENOTSUP with nothing
+ * written, its rio_delete_if RIO_ENOTSUP with the object left, and a
+ * commit that carries a condition anyway closes the connection. */
 TEST(no_conditional_commits)
 {
     const char *dir = disk_dir_make();
@@ -130,6 +130,7 @@ TEST(no_conditional_commits)
     wc_connect(&c, e.addr[0]);
     T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
     T_FALSE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
+    T_FALSE(hr.caps & RIO_PROTO_CAP_COND_DELETE);
     free(keep);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
     T_OK(rio_client_new(url, NULL, &cl));
@@ -137,6 +138,12 @@ TEST(no_conditional_commits)
     struct rio_call absent = {.flags = RIO_IF_ABSENT};
     T_ERR(rio_put(cl, "k", b, sizeof(b), &absent, NULL), RIO_ENOTSUP);
     T_ERR(rio_stat(cl, "k", &d), RIO_ENOTFOUND);
+    T_OK(rio_put(cl, "k", b, sizeof(b), NULL, &d));
+    T_ERR(rio_delete_if(cl, "k", d.generation), RIO_ENOTSUP);
+    rio_desc_cleanup(&d);
+    T_OK(rio_stat(cl, "k", &d));
+    rio_desc_cleanup(&d);
+    T_OK(rio_delete(cl, "k"));
     rio_client_destroy(cl);
     xxh = rio__xxh3(b, sizeof(b));
     T_EQ(wc_put_open(&c, "k", sizeof(b), sizeof(b), 0, &id), 0);
@@ -147,6 +154,7 @@ TEST(no_conditional_commits)
     srv_end_wc(&e, &c);
 }
 
+/* A memory cache smaller than the data: evicted objects are read from disk. */
 TEST(memory_is_a_cache)
 {
     const char *dir = disk_dir_make();

@@ -689,6 +689,18 @@ int wc_delete(struct wc *c, const char *key)
     return wc_request(c, RIO_OP_DELETE, "DELETE", out, n, NULL, NULL);
 }
 
+int wc_delete_if(struct wc *c, const char *key, uint64_t gen)
+{
+    uint8_t out[2048];
+    int n = 0;
+    struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
+    n = rio__proto_enc_key(&m, out, sizeof(out));
+    /* Written here, not by the encoder: 0 too (a malformed one). */
+    for (int i = 0; n >= 0 && i < 8; i++)
+        out[n + i] = (uint8_t)(gen >> (8 * i));
+    return wc_request(c, RIO_OP_DELETE, "DELETE", out, n < 0 ? n : n + 8, NULL, NULL);
+}
+
 int wc_ping(struct wc *c)
 {
     return wc_call(c, RIO_OP_PING, NULL, 0, NULL, 0, NULL, NULL);

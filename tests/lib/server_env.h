@@ -185,6 +185,9 @@ int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, co
 int wc_put_commit(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,
                   const char *etag, uint64_t *gen);
 
+/* DELETE of key with the generation gen after it (sent as given, 0 too). */
+int wc_delete_if(struct wc *c, const char *key, uint64_t gen);
+
 /* PUT_COMMIT with, when with_cond, the condition if_gen after the list
  * (sent as given, 0 included: docs/protocol.md). */
 int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,

@@ -485,6 +485,7 @@ const struct rio_transport_ops rio__rados_ops = {
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_LIST_UNORDERED | RIO_CAP_LIST_DELIM,
     RIO_TRANSPORT_OPS(rt_open, rt_close, rio__rados),
     .put_expect = rio__rados_put_expect,
+    .remove_if = rio__rados_remove_if,
     .lookup_mtime = rio__rados_lookup_mtime,
     .list = rio__rados_list,
     .exists = rio__rados_exists,

@@ -225,6 +225,7 @@ int rio__rados_head_read(struct rados_transport *t, const char *key, struct rio_
                          time_t *mtime);
 int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
+int rio__rados_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
                              size_t len, uint64_t gen, struct rupload *pre, uint64_t put_if,

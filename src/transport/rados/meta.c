@@ -416,9 +416,11 @@ void rio__rados_put_abort(struct rio_transport *tt, void *upload)
         rio__rados_upload_discard(t, up);
 }
 
-int rio__rados_remove(struct rio_transport *tt, const char *key)
+/* Remove key's head (and its chunks), only if it is generation gen (0:
+ * any): the removal compares the head's generation with the one read, so a
+ * head replaced in between is read again, and gen is checked on it. */
+static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
 {
-    struct rados_transport *t = (struct rados_transport *)tt;
     struct rio__rados_head h;
     char hex[17];
     size_t keylen;
@@ -430,12 +432,18 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
     for (int tries = 0; tries < COMMIT_TRIES; tries++) {
         ret = rio__rados_head_read(t, key, &h, NULL);
         if (ret == RIO_EPROTO) {
+            if (gen) /* not a head: of no generation */
+                return RIO_EGENERATION;
             /* Not a head: remove the object itself. */
             ret = rados_remove(t->head_io, key);
             return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
         }
         if (ret < 0)
             return ret;
+        if (gen && h.generation != gen) {
+            rio__rados_head_cleanup(&h);
+            return RIO_EGENERATION;
+        }
         rados_write_op_t op = rados_create_write_op();
         if (!op) {
             rio__rados_head_cleanup(&h);
@@ -456,4 +464,14 @@ int rio__rados_remove(struct rio_transport *tt, const char *key)
             return rio__rados_xlate(ret);
     }
     return RIO_ESERVER;
+}
+
+int rio__rados_remove(struct rio_transport *tt, const char *key)
+{
+    return remove_gen((struct rados_transport *)tt, key, 0);
+}
+
+int rio__rados_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    return gen ? remove_gen((struct rados_transport *)tt, key, gen) : RIO_EINVAL;
 }

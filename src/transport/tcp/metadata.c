@@ -446,23 +446,42 @@ void rio__tcp_put_abort(struct rio_transport *tt, void *upload)
     upload_free(up);
 }
 
-int rio__tcp_remove(struct rio_transport *tt, const char *key)
+/* DELETE of key, only of generation gen when not 0 (a server with
+ * RIO_PROTO_CAP_COND_DELETE). */
+static int remove_gen(struct tcp_transport *t, const char *key, uint64_t gen)
 {
-    struct tcp_transport *t = (struct tcp_transport *)tt;
-    uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
+    uint8_t kb[2 + RIO_KEY_MAX + 8], *body = NULL;
     struct iovec iov;
     struct rio_proto_hdr h;
     size_t klen;
     int n, ret;
 
-    n = key_body(key, kb, sizeof(kb), &klen);
+    ret = rio__key_len(key, &klen);
+    if (ret < 0)
+        return ret;
+    struct rio_proto_delete dm = {.key = key, .key_len = (uint16_t)klen, .if_gen = gen};
+    n = rio__proto_enc_delete(&dm, kb, sizeof(kb));
     if (n < 0)
-        return n;
+        return RIO_EINVAL;
+    struct tcp_member *m = &t->members[rio__tcp_owner_of(t, key, klen)];
+    if (gen) {
+        pthread_mutex_lock(&m->ctl_mu);
+        uint32_t caps = m->ctl_caps;
+        pthread_mutex_unlock(&m->ctl_mu);
+        /* Known only once the member's control connection said HELLO: an
+         * unknown one is asked by need_cap below, before the request goes. */
+        if (caps && !(caps & RIO_PROTO_CAP_COND_DELETE)) {
+            rio__detail("railio://: this server does not remove on a condition (a server with "
+                        "--disk, or an older one)");
+            return RIO_ENOTSUP;
+        }
+    }
     struct ctl_req rq =
         rio__tcp_body_req(RIO_OP_DELETE, &iov, kb, n, RIO_PROTO_CTRL_MAX, t->o.op_timeout_ms);
+    if (gen)
+        rq.need_cap = RIO_PROTO_CAP_COND_DELETE;
     bool sent = false;
-    ret = rio__tcp_ctl_call_sent(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body,
-                                 &sent);
+    ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
     /* A DELETE is never repeated: a second one would say "no such object"
      * for a delete that worked, or remove what a PUT wrote in between. So
      * once its request reached the server, no answer is an unknown outcome
@@ -472,4 +491,14 @@ int rio__tcp_remove(struct rio_transport *tt, const char *key)
         return sent ? RIO_EUNKNOWN : ret;
     rio__free(body);
     return h.status ? wire_status(h.status) : 0;
+}
+
+int rio__tcp_remove(struct rio_transport *tt, const char *key)
+{
+    return remove_gen((struct tcp_transport *)tt, key, 0);
+}
+
+int rio__tcp_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    return gen ? remove_gen((struct tcp_transport *)tt, key, gen) : RIO_EINVAL;
 }

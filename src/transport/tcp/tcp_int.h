@@ -521,6 +521,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
+int rio__tcp_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
                               int *rets, unsigned n);
 void rio__tcp_put_abort(struct rio_transport *tt, void *upload);
