@@ -135,7 +135,7 @@ TEST(two_gateways_one_pool)
  * here) the descriptors it wrote and read, gateway b replaces and deletes
  * the objects behind its back; every GET through a still serves the bytes
  * of the object as it is now, whole or a range, and a deleted one is 404. */
-/* Conditional PutObject through two gateways over one pool: the condition
+/* Conditional writes and deletes through two gateways over one pool: the condition
  * is the RADOS head's guarded swap, so of eight If-None-Match PUTs of a new
  * key, four through each gateway, exactly one is 200 (and its body is the
  * object), and an If-Match on an ETag one gateway saw fails once the other
@@ -168,6 +168,17 @@ TEST(conditional_puts_two_gateways)
     /* CompleteMultipartUpload: over rados:// the parts composed, the
      * condition decided by the composed head's swap. */
     gw_conditional_completes(&a, "cnd");
+    /* DeleteObject's If-Match on the ETag a saw, after b replaced it: the
+     * object stays; on the one it holds: gone through both. */
+    T_EQ(gw_curl(&a, "o", "-X PUT -d one %s/cnd/d", a.url), 200);
+    T_EQ(gw_curl(&b, "o", "-X PUT -d two %s/cnd/d", b.url), 200);
+    T_EQ(gw_curl(&a, "o", "-X DELETE -H 'If-Match: \"f97c5d29941bfb1b2fdab0874906ab82\"' %s/cnd/d",
+                 a.url),
+         412);
+    T_EQ(gw_curl(&b, "o", "-X DELETE -H 'If-Match: \"b8a9f715dbb64fd5c56e7783c6820a61\"' %s/cnd/d",
+                 b.url),
+         204);
+    T_EQ(gw_curl(&a, "o", "-I %s/cnd/d", a.url), 404);
     gw_stop(&a);
     gw_stop(&b);
 }

@@ -503,18 +503,6 @@ static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
                  r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU;
     const char *v;
 
-    /* A conditional delete taken as a plain one would delete an object the
-     * client meant to keep: S3's DeleteObject conditions are refused (the
-     * engine cannot delete a given generation only, so a check then a
-     * delete could still drop an object written in between). */
-    if (r->op == GW_OP_DELETE_OBJECT &&
-        (rio__gw_header(c, "If-Match") || rio__gw_header(c, "x-amz-if-match-last-modified-time") ||
-         rio__gw_header(c, "x-amz-if-match-size"))) {
-        *ret = rio__gw_error(c, r, 501, "NotImplemented",
-                             "Conditional deletes (If-Match, x-amz-if-match-last-modified-time, "
-                             "x-amz-if-match-size) are not supported: the object is not deleted.");
-        return -1;
-    }
     for (size_t i = 0; i < sizeof(ssec) / sizeof(ssec[0]); i++)
         if (rio__gw_header(c, ssec[i])) {
             *ret = rio__gw_error(c, r, 501, "NotImplemented",

@@ -1260,13 +1260,76 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 
 /* ------------------------------------------------------------- DELETE */
 
+/* DeleteObject's conditions (S3, 2025): If-Match (the object's ETag),
+ * x-amz-if-match-size, x-amz-if-match-last-modified-time, all of those
+ * sent, on the object a fresh lookup finds; its generation into *gen (0:
+ * no condition) for a removal that compares it again. 0, or -1 with the
+ * answer queued (*ret): 404 when there is no object, 412 when one does not
+ * hold, 400 for a malformed size or date. */
+static int delete_conditions(struct MHD_Connection *c, struct gw_req *r, uint64_t *gen, int *ret)
+{
+    const char *im = rio__gw_header(c, "If-Match");
+    const char *sz = rio__gw_header(c, "x-amz-if-match-size");
+    const char *lm = rio__gw_header(c, "x-amz-if-match-last-modified-time");
+    uint64_t want_size = 0;
+    int64_t want_time = -1, mtime;
+    struct rio_desc d;
+
+    *gen = 0;
+    if (!im && !sz && !lm)
+        return 0;
+    if (sz && rio__gw_parse_count(sz, UINT64_MAX, &want_size) < 0) {
+        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
+                             "x-amz-if-match-size is not a size in bytes.");
+        return -1;
+    }
+    if (lm && (want_time = rio__gw_parse_http_date(lm)) < 0) {
+        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
+                             "x-amz-if-match-last-modified-time is not an HTTP date.");
+        return -1;
+    }
+    uint64_t epoch = rio__gw_head_epoch(r->bkey);
+    int lr = get_lookup(r, 0, &d, &mtime);
+    if (lr < 0) {
+        *ret = lr == RIO_ENOTFOUND
+                   ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
+                   : rio__gw_rio_error(c, r, lr, GW_LOOKUP, "lookup");
+        return -1;
+    }
+    struct gw_meta *m = im ? get_meta(r, &d, epoch, NULL) : NULL;
+    int hold = (!im || etag_in(im, rio__gw_meta_etag(m, d.etag))) && (!sz || d.size == want_size) &&
+               (!lm || mtime / 1000000000 == want_time);
+    rio__gw_meta_free(m);
+    *gen = d.generation;
+    rio_desc_cleanup(&d);
+    if (!hold) {
+        *ret = rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+        return -1;
+    }
+    return 0;
+}
+
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
 {
+    uint64_t gen;
     int ret;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    ret = rio_delete(rio__gw_client(), r->bkey);
+    if (delete_conditions(c, r, &gen, &ret) < 0)
+        return ret;
+    ret =
+        gen ? rio_delete_if(rio__gw_client(), r->bkey, gen) : rio_delete(rio__gw_client(), r->bkey);
+    if (gen && ret == RIO_EGENERATION) /* replaced since the lookup: left */
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+    if (gen && ret == RIO_ENOTSUP)
+        return rio__gw_error(c, r, 501, "NotImplemented",
+                             "This gateway's backend cannot delete on a condition (If-Match, "
+                             "x-amz-if-match-*): the object is not deleted.");
+    if (gen && ret == RIO_ENOTFOUND)
+        return rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.");
     if (ret < 0 && ret != RIO_ENOTFOUND && !rio__gw_path_error(ret))
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete");
     rio__gw_meta_drop(r->bucket,
