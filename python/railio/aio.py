@@ -167,9 +167,9 @@ class Client:
         """The key's descriptor dict; NotFound if absent."""
         return await self._run(self._sync.stat, (key,), {}, None)
 
-    async def delete(self, key):
-        """Remove key; NotFound if absent."""
-        return await self._run(self._sync.delete, (key,), {}, None)
+    async def delete(self, key, **kw):
+        """Remove key; NotFound if absent (if_generation= as railio.Client.delete)."""
+        return await self._run(self._sync.delete, (key,), kw, None)
 
     def list(self, prefix="", **kw):
         """An async iterator of railio.Entry under prefix (options as

@@ -1399,21 +1399,46 @@ static PyObject *Client_stat(RioClient *self, PyObject *keyobj)
     return ret;
 }
 
-static PyObject *Client_delete(RioClient *self, PyObject *keyobj)
+static PyObject *Client_delete(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
 {
+    static const char *const names_if_gen[] = {"if_generation"};
     struct rio_client *c;
     const char *key;
     RioCancel *cx;
+    PyObject *a[1 + 2], *x[1];
+    unsigned long long gen = 0;
     int r;
 
-    key = rio_py_key(keyobj, "key");
+    /* delete(key, *, if_generation=None): cancel= and stats= are not taken. */
+    if (parse_args_ex("delete", names_key, 1, args, nargs, kwnames, a, names_if_gen, 1, x) < 0)
+        return NULL;
+    if (a[1] || a[2]) {
+        PyErr_SetString(PyExc_TypeError, "delete() takes no cancel or stats");
+        return NULL;
+    }
+    if (x[0] && x[0] != Py_None) {
+        if (!PyLong_Check(x[0])) {
+            PyErr_Format(PyExc_TypeError, "delete(): if_generation must be an int, not %.100s",
+                         Py_TYPE(x[0])->tp_name);
+            return NULL;
+        }
+        gen = PyLong_AsUnsignedLongLong(x[0]);
+        if (gen == (unsigned long long)-1 && PyErr_Occurred())
+            return NULL;
+        if (gen == 0) {
+            PyErr_SetString(PyExc_ValueError, "delete(): if_generation must be above 0");
+            return NULL;
+        }
+    }
+    key = rio_py_key(a[0], "key");
     if (!key)
         return NULL;
     c = call_enter(self, NULL, &cx);
     if (!c)
         return NULL;
     Py_BEGIN_ALLOW_THREADS;
-    r = rio_delete(c, key);
+    r = gen ? rio_delete_if(c, key, gen) : rio_delete(c, key);
     Py_END_ALLOW_THREADS;
     if (r < 0) {
         char what[256];
@@ -1577,8 +1602,9 @@ static PyMethodDef Client_methods[] = {
      "How many keys exist in a row from keys[0] (the KV-cache prefix-hit count)."},
     {"stat", (PyCFunction)Client_stat, METH_O,
      "stat(key) -> dict\n--\n\nThe descriptor of key (as put's); NotFound if absent."},
-    {"delete", (PyCFunction)Client_delete, METH_O,
-     "delete(key) -> None\n--\n\nRemove key; NotFound if absent."},
+    {"delete", (PyCFunction)(void (*)(void))Client_delete, FASTKW,
+     "delete(key, *, if_generation=None) -> None\n--\n\nRemove key; NotFound if absent. With "
+     "if_generation, only if key's object is that generation (else GenerationChanged)."},
     {"list", (PyCFunction)(void (*)(void))Client_list, METH_VARARGS | METH_KEYWORDS,
      "list(prefix='', *, recursive=True, start_after=None, page_size=1000, cancel=None)\n--\n\n"
      "Iterate over the keys under prefix (railio.Entry objects)."},

@@ -88,8 +88,16 @@ def test_put_conditions(any_client):
         c.put("cond/k", b"x", if_generation="1")
     with pytest.raises(TypeError):
         c.put("cond/k", b"x", if_present=True)
-    assert c.put("cond/k", b"x", if_absent=False)["size"] == 1
-    c.delete("cond/k")
+    d3 = c.put("cond/k", b"x", if_absent=False)
+    assert d3["size"] == 1
+    with pytest.raises(railio.GenerationChanged):
+        c.delete("cond/k", if_generation=d2["generation"])
+    assert c.get("cond/k") == b"x"
+    with pytest.raises(ValueError):
+        c.delete("cond/k", if_generation=0)
+    c.delete("cond/k", if_generation=d3["generation"])
+    with pytest.raises(railio.NotFound):
+        c.delete("cond/k", if_generation=d3["generation"])
 
 
 @pytest.mark.parametrize("kind", ["bytearray", "memoryview", "mmap", "numpy", "torch"])
