@@ -9,7 +9,9 @@
  * with blanks after it and refused when cut before its last '>' (its root
  * would be left open), and its elements are then walked as the gateway walks
  * them (Object, Key, VersionId, Part), which must not read past an element.
- * The same bytes are also parsed as a count (rio__gw_parse_count). Seeds:
+ * The same bytes are also parsed as a count (rio__gw_parse_count) and as
+ * a date (rio__gw_parse_date: a DeleteObjects' LastModifiedTime, a
+ * conditional delete's header). Seeds:
  * tests/fuzz/corpus/gwxml/ and the built-in ones below.
  */
 #include <errno.h>
@@ -35,6 +37,8 @@ static int object_cb(void *arg, const char *raw, size_t len)
     (void)rio__gw_xml_each(raw, len, "VersionId", text_cb, total);
     (void)rio__gw_xml_each(raw, len, "PartNumber", text_cb, total);
     (void)rio__gw_xml_each(raw, len, "ETag", text_cb, total);
+    (void)rio__gw_xml_each(raw, len, "Size", text_cb, total);
+    (void)rio__gw_xml_each(raw, len, "LastModifiedTime", text_cb, total);
     return 0;
 }
 
@@ -72,6 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(i == 0 && strtoull(body, NULL, 10) > max);
         }
     }
+    /* As a date (an HTTP date or ISO 8601): it reads only up to the NUL. */
+    (void)rio__gw_parse_date(body);
     if (rio__gw_xml_wellformed(body, n, root) == 0) {
         const char *last = NULL;
         CHECK(memchr(body, '\0', n) == NULL);

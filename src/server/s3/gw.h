@@ -390,6 +390,10 @@ void rio__gw_http_date(int64_t sec, char out[30]);
 void rio__gw_iso_date(int64_t ns, char out[32]);
 /* Parse an HTTP date (IMF-fixdate, RFC 850, asctime); -1 if none. */
 int64_t rio__gw_parse_http_date(const char *s);
+/* An HTTP date, or ISO 8601 in UTC as S3 writes timestamps
+ * ("2026-12-02T08:00:00Z", with or without ".mmm"): unix seconds, -1 if
+ * neither. */
+int64_t rio__gw_parse_date(const char *s);
 /* Standard base64 decode into out (cap); the length or -1. */
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap);
 int rio__gw_valid_bucket(const char *name);

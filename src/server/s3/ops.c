@@ -1260,67 +1260,83 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 
 /* ------------------------------------------------------------- DELETE */
 
-/* DeleteObject's conditions (S3, 2025): If-Match (the object's ETag),
- * x-amz-if-match-size, x-amz-if-match-last-modified-time, all of those
- * sent, on the object a fresh lookup finds; its generation into *gen (0:
- * no condition) for a removal that compares it again. 0, or -1 with the
- * answer queued (*ret): 404 when there is no object, 412 when one does not
- * hold, 400 for a malformed size or date. */
-static int delete_conditions(struct MHD_Connection *c, struct gw_req *r, uint64_t *gen, int *ret)
+/* A delete's conditions (S3, 2025), as strings as sent (NULL: absent):
+ * the ETag (a list as If-Match's, or '*'), the size in bytes, the last
+ * modification time (an HTTP date or ISO 8601). */
+struct del_cond {
+    const char *etag, *size, *time;
+};
+
+#define DEL_COND_FAILED (-2000) /* a condition does not hold: 412 */
+#define DEL_COND_BAD (-2001)    /* a size or a time that is none: 400 */
+
+/* Check dc on the object bucket/key (bkey on the backend) a fresh lookup
+ * finds: 0 with *gen its generation (0 when dc names no condition), for a
+ * removal that compares it again (rio_delete_if); RIO_ENOTFOUND when there
+ * is none, DEL_COND_FAILED, DEL_COND_BAD, or the lookup's error. */
+static int del_cond_check(const char *bucket, const char *key, const char *bkey,
+                          const struct del_cond *dc, uint64_t *gen)
 {
-    const char *im = rio__gw_header(c, "If-Match");
-    const char *sz = rio__gw_header(c, "x-amz-if-match-size");
-    const char *lm = rio__gw_header(c, "x-amz-if-match-last-modified-time");
     uint64_t want_size = 0;
-    int64_t want_time = -1, mtime;
+    int64_t want_time = -1, mtime = 0;
     struct rio_desc d;
+    int ret;
 
     *gen = 0;
-    if (!im && !sz && !lm)
+    if (!dc->etag && !dc->size && !dc->time)
         return 0;
-    if (sz && rio__gw_parse_count(sz, UINT64_MAX, &want_size) < 0) {
-        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
-                             "x-amz-if-match-size is not a size in bytes.");
-        return -1;
+    if ((dc->size && rio__gw_parse_count(dc->size, UINT64_MAX, &want_size) < 0) ||
+        (dc->time && (want_time = rio__gw_parse_date(dc->time)) < 0))
+        return DEL_COND_BAD;
+    memset(&d, 0, sizeof(d));
+    ret = rio_stat_mtime(rio__gw_client(), bkey, &d, &mtime);
+    if (ret < 0) {
+        rio_desc_cleanup(&d);
+        return ret;
     }
-    if (lm && (want_time = rio__gw_parse_http_date(lm)) < 0) {
-        *ret = rio__gw_error(c, r, 400, "InvalidArgument",
-                             "x-amz-if-match-last-modified-time is not an HTTP date.");
-        return -1;
-    }
-    uint64_t epoch = rio__gw_head_epoch(r->bkey);
-    int lr = get_lookup(r, 0, &d, &mtime);
-    if (lr < 0) {
-        *ret = lr == RIO_ENOTFOUND
-                   ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")
-                   : rio__gw_rio_error(c, r, lr, GW_LOOKUP, "lookup");
-        return -1;
-    }
-    struct gw_meta *m = im ? get_meta(r, &d, epoch, NULL) : NULL;
-    int hold = (!im || etag_in(im, rio__gw_meta_etag(m, d.etag))) && (!sz || d.size == want_size) &&
-               (!lm || mtime / 1000000000 == want_time);
+    if (dc->time && !mtime) /* the backend's lookup does not say: its listing may */
+        mtime = key_mtime(bkey);
+    struct gw_meta *m = dc->etag ? rio__gw_meta_load(bucket, key, &d, NULL) : NULL;
+    int hold = (!dc->etag || etag_in(dc->etag, rio__gw_meta_etag(m, d.etag))) &&
+               (!dc->size || d.size == want_size) && (!dc->time || mtime / 1000000000 == want_time);
     rio__gw_meta_free(m);
     *gen = d.generation;
     rio_desc_cleanup(&d);
-    if (!hold) {
-        *ret = rio__gw_error(c, r, 412, "PreconditionFailed",
-                             "At least one of the pre-conditions you specified did not hold");
-        return -1;
-    }
-    return 0;
+    return hold ? 0 : DEL_COND_FAILED;
+}
+
+/* Remove bkey, only the generation gen when not 0: the backend's result,
+ * RIO_ENOTSUP where it cannot remove one generation only. */
+static int del_gen(const char *bkey, uint64_t gen)
+{
+    return gen ? rio_delete_if(rio__gw_client(), bkey, gen) : rio_delete(rio__gw_client(), bkey);
 }
 
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
 {
+    /* If-Match, x-amz-if-match-size, x-amz-if-match-last-modified-time:
+     * checked on a fresh lookup, and the removal compares the generation
+     * that lookup saw, so an object written in between is left. */
+    struct del_cond dc = {rio__gw_header(c, "If-Match"), rio__gw_header(c, "x-amz-if-match-size"),
+                          rio__gw_header(c, "x-amz-if-match-last-modified-time")};
     uint64_t gen;
     int ret;
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    if (delete_conditions(c, r, &gen, &ret) < 0)
-        return ret;
-    ret =
-        gen ? rio_delete_if(rio__gw_client(), r->bkey, gen) : rio_delete(rio__gw_client(), r->bkey);
+    ret = del_cond_check(r->bucket, r->key, r->bkey, &dc, &gen);
+    if (ret == DEL_COND_BAD)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "x-amz-if-match-size or x-amz-if-match-last-modified-time is not a "
+                             "size or a date.");
+    if (ret == DEL_COND_FAILED)
+        return rio__gw_error(c, r, 412, "PreconditionFailed",
+                             "At least one of the pre-conditions you specified did not hold");
+    if (ret == RIO_ENOTFOUND)
+        return rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.");
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "lookup");
+    ret = del_gen(r->bkey, gen);
     if (gen && ret == RIO_EGENERATION) /* replaced since the lookup: left */
         return rio__gw_error(c, r, 412, "PreconditionFailed",
                              "At least one of the pre-conditions you specified did not hold");
@@ -1347,10 +1363,14 @@ struct del_ctx {
     unsigned nm;
 };
 
-static int del_one(void *arg, const char *key)
+/* One key of a DeleteObjects, on its conditions dc (its <ETag>, <Size>,
+ * <LastModifiedTime>: as DeleteObject's headers); its <Deleted> or
+ * <Error> into the answer. */
+static int del_one(void *arg, const char *key, const struct del_cond *dc)
 {
     struct del_ctx *x = arg;
     char bkey[RIO_KEY_MAX + 1];
+    uint64_t gen = 0;
     int ret;
 
     if (++x->n > DELETE_MAX) {
@@ -1359,8 +1379,27 @@ static int del_one(void *arg, const char *key)
     }
     if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey))
         ret = RIO_EINVAL;
-    else if (rio__gw_path_error(ret = rio_delete(rio__gw_client(), bkey)))
+    else if ((ret = del_cond_check(x->r->bucket, key, bkey, dc, &gen)) < 0)
+        ; /* not deleted: the condition's answer below */
+    else if (rio__gw_path_error(ret = del_gen(bkey, gen)) && !gen)
         ret = RIO_ENOTFOUND; /* file:// and a key it cannot hold: none such */
+    bool cond = dc->etag || dc->size || dc->time;
+    if (cond && (ret == RIO_ENOTFOUND || ret == RIO_EGENERATION || ret == DEL_COND_FAILED ||
+                 ret == DEL_COND_BAD || ret == RIO_ENOTSUP)) {
+        /* A condition that did not hold, or could not be decided: the
+         * object is left (for RIO_EGENERATION: replaced since the check). */
+        const char *code = ret == RIO_ENOTFOUND  ? "NoSuchKey"
+                           : ret == DEL_COND_BAD ? "InvalidArgument"
+                           : ret == RIO_ENOTSUP  ? "NotImplemented"
+                                                 : "PreconditionFailed";
+        rio__gw_buf_put(x->b, "<Error><Key>", 12);
+        rio__gw_buf_xml(x->b, key);
+        rio__gw_buf_printf(x->b, "</Key><Code>%s</Code><Message>%s</Message></Error>", code,
+                           ret == RIO_ENOTSUP ? "This gateway's backend cannot delete on a "
+                                                "condition: the object is not deleted."
+                                              : "The object is not deleted.");
+        return 0;
+    }
     if (ret == 0 || ret == RIO_ENOTFOUND)
         rio__gw_head_drop(bkey);
     if ((ret == 0 || ret == RIO_ENOTFOUND) &&
@@ -1403,11 +1442,14 @@ static int grab_cb(void *arg, const char *text)
 static int del_object(void *arg, const char *raw, size_t len)
 {
     struct del_ctx *x = arg;
-    struct grab k = {0}, v = {0};
+    struct grab k = {0}, v = {0}, e = {0}, sz = {0}, lm = {0};
     int ret = -1;
 
     if (rio__gw_xml_each(raw, len, "Key", grab_cb, &k) < 0 || k.n != 1 ||
-        rio__gw_xml_each(raw, len, "VersionId", grab_cb, &v) < 0 || v.n > 1)
+        rio__gw_xml_each(raw, len, "VersionId", grab_cb, &v) < 0 || v.n > 1 ||
+        rio__gw_xml_each(raw, len, "ETag", grab_cb, &e) < 0 || e.n > 1 ||
+        rio__gw_xml_each(raw, len, "Size", grab_cb, &sz) < 0 || sz.n > 1 ||
+        rio__gw_xml_each(raw, len, "LastModifiedTime", grab_cb, &lm) < 0 || lm.n > 1)
         goto out;
     if (v.n && strcmp(v.text, "null") != 0) {
         if (++x->n > DELETE_MAX) {
@@ -1424,10 +1466,13 @@ static int del_object(void *arg, const char *raw, size_t len)
         ret = 0;
         goto out;
     }
-    ret = del_one(x, k.text);
+    ret = del_one(x, k.text, &(struct del_cond){.etag = e.text, .size = sz.text, .time = lm.text});
 out:
     rio__free(k.text);
     rio__free(v.text);
+    rio__free(e.text);
+    rio__free(sz.text);
+    rio__free(lm.text);
     return ret;
 }
 
@@ -1451,13 +1496,6 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "MalformedXML",
                              "The XML you provided was not well-formed or did not validate "
                              "against our published schema (a Delete of one Object or more).");
-    /* An Object's ETag, LastModifiedTime or Size makes its delete
-     * conditional (S3, 2025): refused before any key goes, as DeleteObject's
-     * If-Match is (gateway.c). */
-    if (strstr(r->buf, "<ETag") || strstr(r->buf, "<LastModifiedTime") || strstr(r->buf, "<Size"))
-        return rio__gw_error(c, r, 501, "NotImplemented",
-                             "Conditional deletes (ETag, LastModifiedTime or Size in an Object) "
-                             "are not supported: nothing was deleted.");
     x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
     if (!x.mkeys)
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");

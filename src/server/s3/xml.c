@@ -190,6 +190,29 @@ int64_t rio__gw_parse_http_date(const char *s)
     return -1;
 }
 
+int64_t rio__gw_parse_date(const char *s)
+{
+    int64_t t = rio__gw_parse_http_date(s);
+    struct tm tm;
+    const char *end;
+
+    if (t >= 0)
+        return t;
+    memset(&tm, 0, sizeof(tm));
+    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (!end)
+        return -1;
+    if (*end == '.') { /* fractions of a second: 1 to 9 digits */
+        size_t n = strspn(end + 1, "0123456789");
+        if (n < 1 || n > 9)
+            return -1;
+        end += 1 + n;
+    }
+    if (strcmp(end, "Z") != 0)
+        return -1;
+    return (int64_t)timegm(&tm);
+}
+
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap)
 {
     static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
