@@ -18,10 +18,13 @@
 
 static const char rm_usage[] =
     "usage: railio rm [-r] [-q] [-v] [--json] [--jobs N] [--page-size N] URL/KEY...\n"
+    "       railio rm [-q] [-v] [--json] --if-generation G URL/KEY\n"
     "  Remove each KEY. With -r, URL/PREFIX removes every key beneath PREFIX/ (and the\n"
     "  key PREFIX itself). The last path element may hold wildcards (* ? [...]): the\n"
     "  keys one level under it that match (with -r: and everything beneath them).\n"
-    "  Failures are reported per key; a summary line ends the run unless -q.\n";
+    "  Failures are reported per key; a summary line ends the run unless -q.\n"
+    "  --if-generation G removes KEY only if its object is generation G (as stat\n"
+    "  prints it; else exit 10, nothing removed).\n";
 
 struct rm_run {
     const struct rio_cli_tree_opts *o;
@@ -36,7 +39,7 @@ static void rm_key(void *arg, size_t i)
 {
     struct rm_run *r = arg;
     const char *key = r->keys[i];
-    int ret = rio_delete(r->c, key);
+    int ret = r->o->if_gen ? rio_delete_if(r->c, key, r->o->if_gen) : rio_delete(r->c, key);
     pthread_mutex_lock(&r->mu);
     if (ret < 0) {
         r->failed++;
@@ -106,7 +109,11 @@ static void rm_one(struct rm_run *r, const char *arg)
     }
     int ret = 0;
     size_t pl = strlen(t.path);
-    if (!t.glob && !o->recursive) {
+    if (o->if_gen && t.glob) {
+        fprintf(stderr, "railio rm: --if-generation names one key, not a wildcard\n");
+        r->failed++;
+        r->first_rc = r->first_rc ? r->first_rc : RIO_CLI_EXIT_USAGE;
+    } else if (!t.glob && !o->recursive) {
         if (!pl) {
             fprintf(stderr, "railio rm: '%s' names no key (use -r for a whole store)\n", arg);
             r->failed++;

@@ -377,18 +377,37 @@ int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_c
                             const char *usage, int min_pos)
 {
     int rec = 0;
-    const char *page = NULL, *jobs = NULL;
+    const char *page = NULL, *jobs = NULL, *gen = NULL;
     const struct rio_cli_opt opts[] = {
         {"--recursive", 'r', NULL, &rec, NULL},
         {"--page-size", 0, "N", NULL, &page},
         {"--jobs", 'j', "N", NULL, &jobs},
+        /* rm's alone (the last entry, cut for the others) */
+        {"--if-generation", 0, "G", NULL, &gen},
         {NULL, 0, NULL, NULL, NULL},
     };
+    struct rio_cli_opt mine[sizeof(opts) / sizeof(opts[0])];
+    memcpy(mine, opts, sizeof(opts));
+    if (strcmp(cmd, "rm") != 0)
+        memset(&mine[3], 0, sizeof(mine[3]));
     memset(o, 0, sizeof(*o));
     o->jobs = 8;
-    int rc = rio_cli_parse(&o->cl, cmd, usage, opts, min_pos, -1, argc, argv);
+    int rc = rio_cli_parse(&o->cl, cmd, usage, mine, min_pos, -1, argc, argv);
     if (rc >= 0)
         return rc;
+    if (gen) {
+        char *end = (char *)(uintptr_t)gen;
+        errno = 0;
+        o->if_gen = gen[0] >= '0' && gen[0] <= '9' ? strtoull(gen, &end, 10) : 0;
+        if (!o->if_gen || errno || *end)
+            return rio_cli_usage_error(&o->cl,
+                                       "--if-generation '%s' is not a generation (a "
+                                       "number above 0, as stat prints it)",
+                                       gen);
+        if (rec > 0 || o->cl.npos != 1)
+            return rio_cli_usage_error(&o->cl, "--if-generation names one key: one operand, "
+                                               "no -r");
+    }
     o->recursive = rec > 0;
     o->json = o->cl.json;
     o->quiet = o->cl.quiet;

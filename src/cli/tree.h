@@ -104,12 +104,14 @@ struct rio_cli_tree_opts {
     bool verbose;       /* -v: each key as it is done */
     unsigned page_size; /* --page-size N: entries per listing page (1..10000) */
     unsigned jobs;      /* --jobs N: objects in flight at once (1..64) */
+    uint64_t if_gen;    /* rm --if-generation G: that generation only (0: any) */
     char **pos;         /* the operands (cl.pos) */
     int npos;
 };
 
-/* rio_cli_parse with -r/--recursive, --page-size N and -j/--jobs N: -1 to
- * go on, else the exit status (0 after --help, 2 after a usage mistake). */
+/* rio_cli_parse with -r/--recursive, --page-size N and -j/--jobs N (and
+ * for rm --if-generation G): -1 to go on, else the exit status (0 after
+ * --help, 2 after a usage mistake). */
 int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
                             const char *usage, int min_pos);
 /* rio_cli_fail: "railio CMD: WHAT: message (NAME)[: detail]" on stderr, or

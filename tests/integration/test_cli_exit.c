@@ -208,15 +208,16 @@ TEST(exit_outcome_unknown)
          8);
 }
 
-/* 10: put --if-absent over a key that holds an object, --if-generation over
- * one that is another generation: nothing written, the object as it was;
+/* 10: put --if-absent over a key that holds an object, put or rm
+ * --if-generation over one that is another generation: nothing written or
+ * removed, the object as it was;
  * from a file and from stdin; the generation stat prints is the one that
  * works. Over a backend that cannot decide it (file:// for a generation)
  * 1, RIO_ENOTSUP named. */
 TEST(exit_changed)
 {
     struct srv_env e;
-    char out[4096];
+    char out[4096], gen[64];
 
     setup();
     T_EQ(cli_run(NULL, 0, "put -q --if-absent file://%s/store/obj %s/in.bin 2>/dev/null", dir, dir),
@@ -258,6 +259,17 @@ TEST(exit_changed)
          10);
     T_EQ(cli_run(out, sizeof(out), "get -q railio://%s/k -", e.addr[0]), 0);
     T_EQ(strcmp(out, "two"), 0);
+    /* rm --if-generation: another generation is 10 and left; its own goes. */
+    T_EQ(cli_run(gen, sizeof(gen),
+                 "stat --json railio://%s/k | sed 's/.*\"generation\":\"\\([0-9]*\\)\".*/\\1/'",
+                 e.addr[0]),
+         0);
+    gen[strcspn(gen, "\n")] = '\0';
+    T_EQ(cli_run(NULL, 0, "rm -q --if-generation 5 railio://%s/k 2>/dev/null", e.addr[0]), 10);
+    T_EQ(cli_run(NULL, 0, "rm -q --if-generation %s -r railio://%s/k 2>/dev/null", gen, e.addr[0]),
+         2);
+    T_EQ(cli_run(NULL, 0, "rm -q --if-generation %s railio://%s/k", gen, e.addr[0]), 0);
+    T_EQ(cli_run(NULL, 0, "stat railio://%s/k 2>/dev/null", e.addr[0]), 3);
     T_EQ(srv_stop(&e), 0);
 }
 
