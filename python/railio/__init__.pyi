@@ -206,6 +206,7 @@ class Client:
     def batch_put(
         self, keys: Iterable[_Key], buffers: Iterable[ReadableBuffer | Any], *,
         cancel: Cancel | None = None, stats: dict[str, Any] | None = None,
+        if_absent: bool = False,
     ) -> list[int]: ...
     def batch_get_into(
         self, keys: Iterable[_Key], buffers: Iterable[WriteableBuffer | Any], *,

@@ -1194,9 +1194,15 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
     struct rio_call call;
     Py_ssize_t n, got = 0;
     RioCancel *cx;
-    int r;
+    PyObject *x[1];
+    int r, if_absent = 0;
 
-    if (parse_args(fn, names_keys_bufs, 2, args, nargs, kwnames, a) < 0)
+    /* batch_put also takes if_absent= (RIO_IF_ABSENT on each PUT). */
+    static const char *const names_if_absent[] = {"if_absent"};
+    if (parse_args_ex(fn, names_keys_bufs, 2, args, nargs, kwnames, a, names_if_absent,
+                      type == RIO_OP_PUT ? 1 : 0, x) < 0)
+        return NULL;
+    if (type == RIO_OP_PUT && x[0] && x[0] != Py_None && (if_absent = PyObject_IsTrue(x[0])) < 0)
         return NULL;
     keys = seq_arg(a[0], "keys");
     if (!keys)
@@ -1239,6 +1245,7 @@ static PyObject *batch(RioClient *self, const char *fn, int type, PyObject *cons
     if (!c)
         goto out;
     memset(&call, 0, sizeof(call));
+    call.flags = if_absent ? RIO_IF_ABSENT : 0;
     call.cancel = cx->cx;
     call.stats = want_stats(self, a[3]) ? &st : NULL;
     Py_BEGIN_ALLOW_THREADS;

@@ -98,6 +98,19 @@ def test_put_conditions(any_client):
     c.delete("cond/k", if_generation=d3["generation"])
     with pytest.raises(railio.NotFound):
         c.delete("cond/k", if_generation=d3["generation"])
+    # A batch of PUTs if absent: the key written first is left, the other
+    # written; BatchError says which.
+    c.put("cond/b0", b"first")
+    with pytest.raises(railio.BatchError) as ei:
+        c.batch_put(["cond/b0", "cond/b1"], [b"second", b"new"], if_absent=True)
+    assert isinstance(ei.value.results[0], railio.GenerationChanged)
+    assert ei.value.results[1] == 0
+    assert c.get("cond/b0") == b"first" and c.get("cond/b1") == b"new"
+    assert c.batch_put(["cond/b2"], [b"x"], if_absent=True) == [0]
+    with pytest.raises(TypeError):
+        c.batch_get_into(["cond/b2"], [bytearray(1)], if_absent=True)
+    for k in ("cond/b0", "cond/b1", "cond/b2"):
+        c.delete(k)
 
 
 @pytest.mark.parametrize("kind", ["bytearray", "memoryview", "mmap", "numpy", "torch"])
