@@ -965,6 +965,25 @@ struct one_call {
     struct rio_call call;
 };
 
+/* An if_generation= argument of fn: an int above 0 into *g; -1 with the
+ * exception set (TypeError, ValueError, OverflowError) otherwise. */
+static int generation_arg(const char *fn, PyObject *v, unsigned long long *g)
+{
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "%s(): if_generation must be an int, not %.100s", fn,
+                     Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *g = PyLong_AsUnsignedLongLong(v);
+    if (*g == (unsigned long long)-1 && PyErr_Occurred())
+        return -1;
+    if (*g == 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): if_generation must be above 0", fn);
+        return -1;
+    }
+    return 0;
+}
+
 /* put's conditions: if_absent=True (RIO_IF_ABSENT), if_generation=G (the
  * PUT's expect_generation); into o->call. 0, or -1 with the exception set. */
 static const char *const names_put_cond[] = {"if_absent", "if_generation"};
@@ -979,18 +998,9 @@ static int put_conditions(struct one_call *o, PyObject *const *x)
             o->call.flags |= RIO_IF_ABSENT;
     }
     if (x[1] && x[1] != Py_None) {
-        if (!PyLong_Check(x[1])) {
-            PyErr_Format(PyExc_TypeError, "put(): if_generation must be an int, not %.100s",
-                         Py_TYPE(x[1])->tp_name);
+        unsigned long long g;
+        if (generation_arg("put", x[1], &g) < 0)
             return -1;
-        }
-        unsigned long long g = PyLong_AsUnsignedLongLong(x[1]);
-        if (g == (unsigned long long)-1 && PyErr_Occurred())
-            return -1;
-        if (g == 0) {
-            PyErr_SetString(PyExc_ValueError, "put(): if_generation must be above 0");
-            return -1;
-        }
         if (o->call.flags & RIO_IF_ABSENT) {
             PyErr_SetString(PyExc_ValueError,
                             "put(): if_absent and if_generation cannot both be given");
@@ -1424,20 +1434,8 @@ static PyObject *Client_delete(RioClient *self, PyObject *const *args, Py_ssize_
         PyErr_SetString(PyExc_TypeError, "delete() takes no cancel or stats");
         return NULL;
     }
-    if (x[0] && x[0] != Py_None) {
-        if (!PyLong_Check(x[0])) {
-            PyErr_Format(PyExc_TypeError, "delete(): if_generation must be an int, not %.100s",
-                         Py_TYPE(x[0])->tp_name);
-            return NULL;
-        }
-        gen = PyLong_AsUnsignedLongLong(x[0]);
-        if (gen == (unsigned long long)-1 && PyErr_Occurred())
-            return NULL;
-        if (gen == 0) {
-            PyErr_SetString(PyExc_ValueError, "delete(): if_generation must be above 0");
-            return NULL;
-        }
-    }
+    if (x[0] && x[0] != Py_None && generation_arg("delete", x[0], &gen) < 0)
+        return NULL;
     key = rio_py_key(a[0], "key");
     if (!key)
         return NULL;

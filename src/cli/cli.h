@@ -88,6 +88,9 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
                   const struct rio_cli_opt *opts, int min_pos, int max_pos, int argc, char **argv);
 /* A usage mistake found after parsing ("railio VERB: MESSAGE" + usage on
  * stderr): RIO_CLI_EXIT_USAGE. */
+/* --if-generation's value s: a number above 0 into *gen, or the usage
+ * error (RIO_CLI_EXIT_USAGE, the message printed). 0 when taken. */
+int rio_cli_parse_generation(const struct rio_cli *cl, const char *s, uint64_t *gen);
 int rio_cli_usage_error(const struct rio_cli *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

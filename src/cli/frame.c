@@ -296,6 +296,20 @@ int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *wha
     return fail(cl, doing, what, err, rio_error_detail(), rio_cli_exit_code_st(err, st));
 }
 
+int rio_cli_parse_generation(const struct rio_cli *cl, const char *s, uint64_t *gen)
+{
+    char *end = (char *)(uintptr_t)s;
+
+    errno = 0;
+    *gen = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
+    if (!*gen || errno || *end)
+        return rio_cli_usage_error(cl,
+                                   "--if-generation '%s' is not a generation (a number above "
+                                   "0, as stat prints it)",
+                                   s);
+    return 0;
+}
+
 int rio_cli_fail_why(const struct rio_cli *cl, const char *doing, const char *what, int err,
                      const char *why)
 {

@@ -1207,14 +1207,8 @@ int rio_cli_objects(const char *cmd, int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (if_gen) {
-        char *end = (char *)(uintptr_t)if_gen;
-        errno = 0;
-        put_if_gen = if_gen[0] >= '0' && if_gen[0] <= '9' ? strtoull(if_gen, &end, 10) : 0;
-        if (!put_if_gen || errno || *end)
-            return rio_cli_usage_error(&cl,
-                                       "--if-generation '%s' is not a generation (a number "
-                                       "above 0, as stat prints it)",
-                                       if_gen);
+        if (rio_cli_parse_generation(&cl, if_gen, &put_if_gen))
+            return RIO_CLI_EXIT_USAGE;
         if (put_if_absent)
             return rio_cli_usage_error(&cl, "--if-absent and --if-generation exclude each other");
     }

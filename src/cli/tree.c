@@ -396,14 +396,8 @@ int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_c
     if (rc >= 0)
         return rc;
     if (gen) {
-        char *end = (char *)(uintptr_t)gen;
-        errno = 0;
-        o->if_gen = gen[0] >= '0' && gen[0] <= '9' ? strtoull(gen, &end, 10) : 0;
-        if (!o->if_gen || errno || *end)
-            return rio_cli_usage_error(&o->cl,
-                                       "--if-generation '%s' is not a generation (a "
-                                       "number above 0, as stat prints it)",
-                                       gen);
+        if (rio_cli_parse_generation(&o->cl, gen, &o->if_gen))
+            return RIO_CLI_EXIT_USAGE;
         if (rec > 0 || o->cl.npos != 1)
             return rio_cli_usage_error(&o->cl, "--if-generation names one key: one operand, "
                                                "no -r");

@@ -5,6 +5,7 @@
 #endif
 #include "server_env.h"
 #include "core/checksum.h"
+#include "core/le.h"
 #include "proto/proto.h"
 #include "railio.h"
 #include "t.h"
@@ -571,8 +572,7 @@ int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint
     n = rio__proto_enc_put_commit(&m, xxh, out, cap);
     if (with_cond && n >= 0) {
         /* Written here, not by the encoder: 0 too (a malformed one). */
-        for (int i = 0; i < 8; i++)
-            out[n + i] = (uint8_t)(if_gen >> (8 * i));
+        rio__le64_put(out + n, if_gen);
         n += 8;
     }
     st = wc_request(c, RIO_OP_PUT_COMMIT, "PUT_COMMIT", out, n, &body, &blen);
@@ -696,8 +696,8 @@ int wc_delete_if(struct wc *c, const char *key, uint64_t gen)
     struct rio_proto_key m = {.key = key, .key_len = (uint16_t)strlen(key)};
     n = rio__proto_enc_key(&m, out, sizeof(out));
     /* Written here, not by the encoder: 0 too (a malformed one). */
-    for (int i = 0; n >= 0 && i < 8; i++)
-        out[n + i] = (uint8_t)(gen >> (8 * i));
+    if (n >= 0)
+        rio__le64_put(out + n, gen);
     return wc_request(c, RIO_OP_DELETE, "DELETE", out, n < 0 ? n : n + 8, NULL, NULL);
 }
 

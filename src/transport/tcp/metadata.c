@@ -239,6 +239,15 @@ static struct ctl_req commit_req(const struct tcp_transport *t, const struct tcp
     return rq;
 }
 
+/* The caps m's server said in its last HELLO (0 before any). */
+static uint32_t member_caps(struct tcp_member *m)
+{
+    pthread_mutex_lock(&m->ctl_mu);
+    uint32_t caps = m->ctl_caps;
+    pthread_mutex_unlock(&m->ctl_mu);
+    return caps;
+}
+
 /* put_expect: only with a server whose HELLO said it decides conditions
  * (railiod without a disk tier). Asked once the upload is open, so the
  * member's control connection has its HELLO. */
@@ -249,11 +258,7 @@ int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
 
     if (!up || up->magic != UPLOAD_MAGIC || !gen)
         return RIO_EINVAL;
-    struct tcp_member *m = &t->members[up->member];
-    pthread_mutex_lock(&m->ctl_mu);
-    uint32_t caps = m->ctl_caps;
-    pthread_mutex_unlock(&m->ctl_mu);
-    if (!(caps & RIO_PROTO_CAP_COND_COMMIT)) {
+    if (!(member_caps(&t->members[up->member]) & RIO_PROTO_CAP_COND_COMMIT)) {
         rio__detail("railio://: this server does not take conditional commits (a server with "
                     "--disk, or an older one)");
         return RIO_ENOTSUP;
@@ -465,9 +470,7 @@ static int remove_gen(struct tcp_transport *t, const char *key, uint64_t gen)
         return RIO_EINVAL;
     struct tcp_member *m = &t->members[rio__tcp_owner_of(t, key, klen)];
     if (gen) {
-        pthread_mutex_lock(&m->ctl_mu);
-        uint32_t caps = m->ctl_caps;
-        pthread_mutex_unlock(&m->ctl_mu);
+        uint32_t caps = member_caps(m);
         /* Known only once the member's control connection said HELLO: an
          * unknown one is asked by need_cap below, before the request goes. */
         if (caps && !(caps & RIO_PROTO_CAP_COND_DELETE)) {
