@@ -57,7 +57,9 @@ enum rio_mock_fault_kind {
     RIO_MOCK_GENCHANGE,
     RIO_MOCK_DELAY,      /* add delay_ms to this op's completion */
     RIO_MOCK_META_ERROR, /* fail a metadata call (op: lookup, put_open, put_commit, remove; 0 =
-                            any) with `error`; a failed put_commit aborts its upload */
+                            any) with `error`, delay_ms after it was made (0: at once, as
+                            a server that times out would); a failed put_commit aborts its
+                            upload */
     /* Breaks the contract, for tests that must show they would catch a
      * transport without a fence: stall; when cancelled, complete at once
      * (-ECANCELED) and write 0xDD into dst delay_ms later, after the engine

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -266,12 +267,23 @@ static int meta_fault(struct fault_transport *t, int op)
     struct match m;
     int ret = 0;
 
+    uint32_t delay_ms = 0;
+
     pthread_mutex_lock(&t->mu);
     match_locked(t, op, -1, -1, &m);
     match_commit_locked(t, &m);
-    if (m.rule >= 0)
+    if (m.rule >= 0) {
         ret = fault_error(&t->rules[m.rule].f);
+        delay_ms = t->rules[m.rule].f.delay_ms;
+    }
     pthread_mutex_unlock(&t->mu);
+    if (delay_ms) {
+        /* The error comes late, as from a server that gave up on it; the
+         * call's other ops go on meanwhile. */
+        struct timespec ts = {delay_ms / 1000, (long)(delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
     return ret;
 }
 

@@ -561,7 +561,14 @@ TEST(metadata_errors)
         add_fault(&f.x, "meta_error:op=remove:error=EIO:count=1");
         T_ERR(f.x.ops->remove(f.x.t, "k"), -EIO);
         T_OK(f.x.ops->remove(f.x.t, "k"));
-        T_EQ(counters(&f.x).faults_fired, 4u);
+        /* delay=: the error comes that late. */
+        add_fault(&f.x, "meta_error:op=lookup:error=EIO:count=1:delay=60");
+        {
+            uint64_t t0 = rio__now_ns();
+            T_ERR(f.x.ops->lookup(f.x.t, "k", &d), -EIO);
+            T_GE(rio__now_ns() - t0, 60000000u);
+        }
+        T_EQ(counters(&f.x).faults_fired, 5u);
         ff_close(&f);
     }
 }
