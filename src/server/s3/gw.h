@@ -128,6 +128,9 @@ struct gw_req {
     unsigned char *dec; /* aws-chunked: decoded payload */
     /* A one-chunk PutObject's bucket check, running (rio__gw_put_open). */
     struct gw_bucket_check *bcheck;
+    /* A PutObject that may write its checksum's record beside the commit:
+     * the key's record as it was, read while the body streams in. */
+    struct gw_meta_fetch *prior;
     /* An error met while the body was still coming: sent at its end. */
     int err_status;
     const char *err_code;
@@ -307,6 +310,9 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
 struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d,
                                        int *sure);
 void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f);
+/* Whether the fetch found that no record exists (1; 0 for a record, of any
+ * version, or an answer other than "not found"); frees f (NULL: 0). */
+int rio__gw_meta_fetch_absent(struct gw_meta_fetch *f);
 /* A bucket's existence checked on the same pool while a request goes on
  * (a one-chunk PutObject's body streams): start (NULL when out of memory:
  * end then checks here), end (rio__gw_bucket_exists's answer; frees b) or
@@ -347,6 +353,9 @@ void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m);
  * when it records one. */
 void rio__gw_checksum_headers(struct MHD_Connection *c, struct MHD_Response *resp,
                               const struct gw_meta *m);
+/* Whether the request says its body carries an x-amz-checksum-* (the
+ * header, or x-amz-trailer naming one): 1 or 0. */
+int rio__gw_checksum_coming(struct MHD_Connection *c);
 /* The x-amz-checksum-* the request's body carried and matched (a header,
  * else the aws-chunked trailer): its algorithm ("crc32", ...) and base64
  * value copied into algo and value; 1, or 0 when none. Call once the body

@@ -429,6 +429,19 @@ void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f)
     rio__free(f);
 }
 
+int rio__gw_meta_fetch_absent(struct gw_meta_fetch *f)
+{
+    int absent;
+
+    if (!f)
+        return 0;
+    fetch_wait(f);
+    absent = f->n == RIO_ENOTFOUND;
+    rio__free(f->buf);
+    rio__free(f);
+    return absent;
+}
+
 struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d, int *sure)
 {
     char *rec_bkey = NULL;
@@ -558,17 +571,26 @@ void rio__gw_checksum_headers(struct MHD_Connection *c, struct MHD_Response *res
                             strchr(m->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT");
 }
 
+static const char *const ck_names[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
+                                       "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
+                                       "x-amz-checksum-sha256"};
+
+int rio__gw_checksum_coming(struct MHD_Connection *c)
+{
+    for (size_t i = 0; i < sizeof(ck_names) / sizeof(ck_names[0]); i++)
+        if (rio__gw_header(c, ck_names[i]))
+            return 1;
+    return rio__gw_header(c, "x-amz-trailer") != NULL;
+}
+
 int rio__gw_sent_checksum(struct MHD_Connection *c, const struct gw_req *r, char algo[12],
                           char value[64])
 {
-    static const char *const names[] = {"x-amz-checksum-crc32", "x-amz-checksum-crc32c",
-                                        "x-amz-checksum-crc64nvme", "x-amz-checksum-sha1",
-                                        "x-amz-checksum-sha256"};
     const char *name = NULL, *v = NULL;
 
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !name; i++)
-        if ((v = rio__gw_header(c, names[i])) != NULL)
-            name = names[i];
+    for (size_t i = 0; i < sizeof(ck_names) / sizeof(ck_names[0]) && !name; i++)
+        if ((v = rio__gw_header(c, ck_names[i])) != NULL)
+            name = ck_names[i];
     if (!name) {
         name = rio_s3_chunked_trailer(r->chunked, &v);
         if (!name || strncasecmp(name, "x-amz-checksum-", 15) != 0)

@@ -1659,6 +1659,14 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_write_conditions(c, r, &ret) < 0)
         return ret;
+    /* A record of the checksum alone may go beside the commit (put_close),
+     * but only over a key that has no record: should the commit fail, the
+     * record written would be what the key's object (which stays) reads
+     * with, and one it had (its headers, its metadata, a multipart ETag)
+     * would be lost. Whether it has one is read while the body comes. */
+    if (r->op == GW_OP_PUT_OBJECT && !r->put_cond && rio__gw_keep_checksums() &&
+        rio__gw_meta_is_default(r->meta, "") && rio__gw_checksum_coming(c))
+        r->prior = rio__gw_meta_fetch_start(r->bucket, r->key, 1);
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
         r->dec = ret < 0 ? NULL : rio__malloc(GW_CONN_DECODE);
@@ -1775,14 +1783,16 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     /* The checksum the body matched is kept: the object's in its record
      * (GET and HEAD give it back), a part's beside the part (Complete
      * builds the composite one from them). A record of the checksum alone
-     * is written beside the commit, not after it; but not for a
-     * conditional PUT, whose commit may well be refused: the record of the
-     * key would then describe an object that was never published, and
-     * the one that stays would have lost its own. */
+     * is written beside the commit, not after it, where the key had no
+     * record (r->prior): a commit that fails (or a conditional PUT's,
+     * refused) must not leave the object that stays without its own. */
     if (ck && r->op == GW_OP_PUT_OBJECT && rio__gw_keep_checksums()) {
         rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
-        beside = !r->put_cond && rio__gw_meta_bytes_only(r->meta) &&
-                 rio__writer_before_commit(r->w, record_beside, &bs) == 0;
+        if (r->prior && rio__gw_meta_bytes_only(r->meta)) {
+            beside = rio__gw_meta_fetch_absent(r->prior) &&
+                     rio__writer_before_commit(r->w, record_beside, &bs) == 0;
+            r->prior = NULL;
+        }
     }
     memset(&d, 0, sizeof(d));
     ret = rio_writer_close(r->w, &d);
@@ -1846,6 +1856,8 @@ void rio__gw_put_cleanup(struct gw_req *r)
 {
     rio__gw_bucket_check_cancel(r->bcheck);
     r->bcheck = NULL;
+    rio__gw_meta_fetch_cancel(r->prior);
+    r->prior = NULL;
     if (r->w) {
         rio_writer_abort(r->w); /* nothing of it is published */
         r->w = NULL;
