@@ -22,6 +22,7 @@
 #include "core/url.h"
 #include "railio.h"
 #include "server/s3/gw.h"
+#include "server/s3/listtoken.h"
 #include "server/s3/meta.h"
 #include "server/server.h"
 
@@ -629,34 +630,6 @@ static int list_folded(const char *fprefix, const char *delim, const char *after
     return 0;
 }
 
-/* A folded listing's V2 token (after the tag): "f" and the hex of the
- * page's last entry (a key or a common prefix, without the bucket), or "g"
- * and the entry itself where the hex would not fit. */
-static void folded_token(const char *rel, char *out, size_t cap)
-{
-    size_t n = strlen(rel);
-
-    if (1 + 2 * n > RIO_LIST_TOKEN_MAX) {
-        snprintf(out, cap, "g%s", rel);
-        return;
-    }
-    out[0] = 'f';
-    rio__hex_encode(rel, n, out + 1);
-}
-
-static int folded_token_parse(const char *t, char *rel, size_t cap)
-{
-    size_t n = strlen(t);
-
-    if (t[0] == 'g' && n > 1 && n - 1 < cap) {
-        memcpy(rel, t + 1, n);
-        return 0;
-    }
-    if (t[0] != 'f' || n < 3 || (n - 1) / 2 >= cap)
-        return -1;
-    return rio__hex_decode_str(t + 1, n - 1, rel);
-}
-
 /* Where a listing of bucket starts after `after` (a marker, start-after or
  * a folded token's entry) into out (RIO_KEY_MAX + 1): "BUCKET/after", or,
  * when after ends with the delimiter (it names a common prefix), past every
@@ -724,7 +697,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         char rel[RIO_KEY_MAX + 1];
         if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
             memcmp(token, tag, TOKEN_TAG) != 0 ||
-            (other && (folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
+            (other && (rio__gw_folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
                        list_after(r->bucket, rel, delim, fafter) < 0)))
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
@@ -748,7 +721,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (!other)
             more = p.next_token[0] != '\0';
         else if (more)
-            folded_token(p.entries[p.n - 1].key + blen, ftok, sizeof(ftok));
+            rio__gw_folded_token(p.entries[p.n - 1].key + blen, ftok, sizeof(ftok));
         rio__gw_meta_list_etags(r->bucket, &p);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");

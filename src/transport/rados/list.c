@@ -44,13 +44,12 @@
 #include "transport/rados.h"
 #include "transport/rados/head.h"
 #include "transport/rados/internal.h"
+#include "transport/rados/token.h"
 #include "transport/transport.h"
 
 #define LIST_BATCH 256u    /* objects asked of one rados_object_list call */
-#define LIST_TIES_MAX 64u  /* objects at one 32-bit hash a token may skip */
 #define LIST_CALLS_MAX 64u /* rados_object_list calls per page */
 #define HEADS_WINDOW 64u   /* head reads in flight at once */
-#define TOKEN_SA_MAX ((RIO_LIST_TOKEN_MAX - 32u) / 2u) /* start_after bytes a token holds */
 
 /* ------------------------------------------------------- head summaries */
 
@@ -223,72 +222,6 @@ static int cursor_pos(rados_ioctx_t io, rados_object_list_cursor c, uint64_t *ou
     return 0;
 }
 
-/* ---------------------------------------------------------------- tokens */
-
-struct ltok {
-    uint64_t pos;  /* bit-reversed hash position */
-    unsigned ties; /* objects at exactly pos already passed */
-    char sa[TOKEN_SA_MAX + 1];
-    bool has_sa;
-};
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* A caller's token: hostile. Exactly the format list_token writes. */
-static int token_parse(const char *s, struct ltok *tk)
-{
-    size_t len = strnlen(s, RIO_LIST_TOKEN_MAX + 1), i;
-    uint64_t v = 0;
-
-    memset(tk, 0, sizeof(*tk));
-    if (len > RIO_LIST_TOKEN_MAX || len < 13 || memcmp(s, "r1-", 3) != 0 || s[11] != '-')
-        goto bad;
-    for (i = 3; i < 11; i++) {
-        int d = hexval(s[i]);
-        if (d < 0)
-            goto bad;
-        v = v << 4 | (unsigned)d;
-    }
-    tk->pos = v;
-    v = 0;
-    for (i = 12; i < len && s[i] != '-'; i++) {
-        if (s[i] < '0' || s[i] > '9' || i - 12 >= 3)
-            goto bad;
-        v = v * 10 + (unsigned)(s[i] - '0');
-    }
-    if (i == 12 || v > LIST_TIES_MAX || (s[12] == '0' && i > 13))
-        goto bad;
-    tk->ties = (unsigned)v;
-    if (i == len)
-        return 0;
-    i++; /* '-' then start_after in hex */
-    size_t hl = len - i;
-    if (hl == 0 || hl / 2 > TOKEN_SA_MAX || rio__hex_decode_str(s + i, hl, tk->sa) < 0)
-        goto bad;
-    tk->has_sa = true;
-    return 0;
-bad:
-    rio__detail("rados:// list token: not a token this listing gave (expected r1-HASH-TIES[-HEX])");
-    return RIO_EINVAL;
-}
-
-static void token_format(const struct ltok *tk, char *out)
-{
-    int n = snprintf(out, RIO_LIST_TOKEN_MAX + 1, "r1-%08" PRIx64 "-%u", tk->pos, tk->ties);
-
-    if (tk->has_sa) {
-        out[n] = '-';
-        rio__hex_encode(tk->sa, strlen(tk->sa), out + n + 1);
-    }
-}
-
 /* ------------------------------------------------------------------ list */
 
 struct lscan {
@@ -409,37 +342,6 @@ static int take(struct lscan *s, const rados_object_list_item *items, unsigned f
  * than max entries. The token is "s1-" and the page's last name in hex,
  * or "s2-" and the name itself when its hex would not fit.
  */
-static int sorted_token_parse(const char *tok, char *sa)
-{
-    size_t len = strnlen(tok, RIO_LIST_TOKEN_MAX + 1);
-
-    if (len > 3 && memcmp(tok, "s2-", 3) == 0 && len - 3 <= RIO_KEY_MAX) {
-        memcpy(sa, tok + 3, len - 3 + 1);
-        return 0;
-    }
-    if (len > 3 && memcmp(tok, "s1-", 3) == 0 && rio__hex_decode_str(tok + 3, len - 3, sa) == 0)
-        return 0;
-    rio__detail("rados:// sorted list token: not a token this listing gave (expected s1-HEX)");
-    return RIO_EINVAL;
-}
-
-/* 0, or -1 when key is too long for a token (over RIO_LIST_TOKEN_MAX - 3). */
-static int sorted_token_format(const char *key, char *out)
-{
-    size_t n = strlen(key);
-
-    if (3 + n > RIO_LIST_TOKEN_MAX)
-        return -1;
-    if (3 + 2 * n > RIO_LIST_TOKEN_MAX) {
-        memcpy(out, "s2-", 3);
-        memcpy(out + 3, key, n + 1);
-        return 0;
-    }
-    memcpy(out, "s1-", 3);
-    rio__hex_encode(key, n, out + 3);
-    return 0;
-}
-
 struct sname {
     char key[RIO_KEY_MAX + 1];
     bool dir;
@@ -669,7 +571,7 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
     int ret = 0;
 
     if (from_token) {
-        ret = sorted_token_parse(s->a->token, sa);
+        ret = rio__rados_stok_parse(s->a->token, sa);
         if (ret < 0)
             return ret;
         s->sa = sa;
@@ -738,7 +640,7 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
         /* The page ends at its last name a token can hold (all but names
          * of over 1021 bytes): shorter, never skipping one. */
         n = s->max;
-        while (n && sorted_token_format(v[n - 1].key, out->next_token) < 0)
+        while (n && rio__rados_stok_format(v[n - 1].key, out->next_token) < 0)
             n--;
         if (!n) {
             rio__detail("rados:// sorted list: a page of names too long for a token");
@@ -810,7 +712,7 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     rados_object_list_item *items = NULL;
     rados_object_list_cursor cur = NULL, end = NULL;
     struct lscan s = {.t = t, .a = a};
-    struct ltok tk;
+    struct rio__rados_ltok tk;
     unsigned skip, scanned = 0, calls = 0;
     bool done = false;
     int ret;
@@ -828,17 +730,17 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     if (a->flags & RIO_LIST_SORTED)
         return list_sorted(t, &s, out);
     if (a->token && *a->token) {
-        ret = token_parse(a->token, &tk);
+        ret = rio__rados_ltok_parse(a->token, &tk);
         if (ret < 0)
             return ret;
     } else {
         memset(&tk, 0, sizeof(tk));
         if (a->start_after && *a->start_after) {
             size_t sl = strnlen(a->start_after, RIO_KEY_MAX + 1);
-            if (sl > TOKEN_SA_MAX) {
+            if (sl > RIO_RADOS_TOKEN_SA_MAX) {
                 rio__detail("rados:// lists in hash order and carries start_after in its "
                             "tokens: at most %u bytes",
-                            TOKEN_SA_MAX);
+                            RIO_RADOS_TOKEN_SA_MAX);
                 return RIO_EINVAL;
             }
             memcpy(tk.sa, a->start_after, sl + 1);
@@ -850,7 +752,7 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
 
     ret = -ENOMEM;
     s.ents = rio__calloc(s.max, sizeof(*s.ents)); /* the contract: rio__ allocator */
-    items = rio__calloc(LIST_BATCH + LIST_TIES_MAX, sizeof(*items));
+    items = rio__calloc(LIST_BATCH + RIO_RADOS_TIES_MAX, sizeof(*items));
     s.r = rio__calloc(LIST_BATCH, sizeof(*s.r));
     s.keys = rio__malloc(LIST_BATCH * sizeof(*s.keys));
     end = rados_object_list_end(io);
@@ -901,7 +803,8 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
         if (ret < 0)
             goto out;
         nx = rados_object_list_begin(io);
-        ret = nx ? rados_object_list(io, at, cur, LIST_TIES_MAX + 1, NULL, 0, items, &nx) : -ENOMEM;
+        ret = nx ? rados_object_list(io, at, cur, RIO_RADOS_TIES_MAX + 1, NULL, 0, items, &nx)
+                 : -ENOMEM;
         rados_object_list_cursor_free(io, at);
         if (nx)
             rados_object_list_cursor_free(io, nx);
@@ -910,13 +813,14 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
             goto out;
         }
         rados_object_list_free((size_t)ret, items);
-        if ((unsigned)ret > LIST_TIES_MAX) {
-            rio__detail("rados:// list: more than %u objects share one 32-bit hash", LIST_TIES_MAX);
+        if ((unsigned)ret > RIO_RADOS_TIES_MAX) {
+            rio__detail("rados:// list: more than %u objects share one 32-bit hash",
+                        RIO_RADOS_TIES_MAX);
             ret = RIO_EPROTO;
             goto out;
         }
         tk.ties = (unsigned)ret;
-        token_format(&tk, out->next_token);
+        rio__rados_ltok_format(&tk, out->next_token);
     }
     out->entries = s.ents;
     out->n = s.n;
