@@ -271,17 +271,22 @@ TEST(bad_records)
 /*
  * A PutObject whose commit fails leaves the object that stays as it was,
  * its record included. The record of a checksum alone is written beside
- * the commit only over a key that has no record: written beside this
- * commit, it would have replaced the old object's (its headers and
- * metadata then lost). The backend's 4th commit fails: 1 the bucket's
- * marker, 2 and 3 the first object and its record.
+ * the commit; the key's record as it was is read while the body comes in
+ * and put back when the commit fails (else the old object would read with
+ * the new record and lose its headers and metadata). The backend's 4th
+ * commit fails, 300 ms after it was made: 1 the bucket's marker, 2 and 3
+ * the first object and its record, 4 the failing PUT's object; the 4th
+ * chunk write (the record written beside it) is held 100 ms, so that the
+ * record lands after the commit was made and before it failed.
  */
 TEST(failed_put_keeps_record)
 {
     struct gw g;
 
+    setenv("SRV_LOG_FILE", "1", 1);
     gw_start(&g,
-             "mock://?faults=meta_error:op=put_commit:error=RIO_EUNKNOWN:skip=3:count=1:delay=300",
+             "mock://?faults=meta_error:op=put_commit:error=RIO_EUNKNOWN:skip=3:count=1:"
+             "delay=300;delay:op=write:skip=3:count=1:delay=100",
              NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/fbk", g.url), 200);
     t_write_file(gw_path(&g, "old"), "hello\n", 6);
@@ -299,6 +304,7 @@ TEST(failed_put_keeps_record)
     T_TRUE(gw_has(&g, "got.h", "Content-Type: text/x-old\r\n"));
     T_TRUE(gw_has(&g, "got.h", "x-amz-meta-v: 1\r\n"));
     T_TRUE(gw_has(&g, "got.h", "x-amz-checksum-crc32: NjowIA==\r\n"));
+    T_EQ(srv_log_count(&g.e, "put back after a failed PUT"), 1u);
 
     /* The fault spent, the same PUT lands; its checksum is kept (written
      * after the commit, over a key with a record) and nothing of the old
@@ -317,6 +323,28 @@ TEST(failed_put_keeps_record)
                  g.url),
          200);
     T_EQ(gw_curl(&g, "got", "-I -H 'x-amz-checksum-mode: ENABLED' %s/fbk/k2", g.url), 200);
+    T_TRUE(gw_has(&g, "got.h", "x-amz-checksum-crc32: NjowIA==\r\n"));
+    gw_stop(&g);
+
+    /* A key without a record: the record written beside a commit that
+     * failed is removed (it names bytes never published). Commit 2 (the
+     * object's) fails; chunk write 2 (the record's) is held. */
+    gw_start(&g,
+             "mock://?faults=meta_error:op=put_commit:error=RIO_EUNKNOWN:skip=1:count=1:"
+             "delay=300;delay:op=write:skip=1:count=1:delay=100",
+             NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/fbk", g.url), 200);
+    t_write_file(gw_path(&g, "old"), "hello\n", 6);
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: NjowIA==' %s/fbk/k", gw_path(&g, "old"),
+                 g.url),
+         500);
+    T_EQ(gw_curl(&g, "o", "-I %s/fbk/k", g.url), 404);
+    T_EQ(srv_log_count(&g.e, "of a failed PUT removed"), 1u);
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: NjowIA==' %s/fbk/k", gw_path(&g, "old"),
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "got", "-H 'x-amz-checksum-mode: ENABLED' %s/fbk/k", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "old"));
     T_TRUE(gw_has(&g, "got.h", "x-amz-checksum-crc32: NjowIA==\r\n"));
     gw_stop(&g);
 }

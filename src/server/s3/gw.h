@@ -310,9 +310,10 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
 struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d,
                                        int *sure);
 void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f);
-/* Whether the fetch found that no record exists (1; 0 for a record, of any
- * version, or an answer other than "not found"); frees f (NULL: 0). */
-int rio__gw_meta_fetch_absent(struct gw_meta_fetch *f);
+/* What the fetch read, whatever version it describes: 1 and the record's
+ * bytes (*rec, the caller's to free, *len of them), 0 when the key has no
+ * record, or an error (the answer unknown); frees f (NULL: -ENOMEM). */
+int rio__gw_meta_fetch_take(struct gw_meta_fetch *f, char **rec, size_t *len);
 /* A bucket's existence checked on the same pool while a request goes on
  * (a one-chunk PutObject's body streams): start (NULL when out of memory:
  * end then checks here), end (rio__gw_bucket_exists's answer; frees b) or
@@ -335,12 +336,17 @@ void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
  * metadata: rio__gw_meta_bytes_only) written beside the object's commit:
  * m's identity becomes size and etag (the MD5), generation unknown (a
  * later PUT of the same bytes has the same checksum), and a pool thread
- * writes it. End waits for it (cancel: drops it if not started) and gives
- * its result (-ENOMEM when start could not allocate). */
+ * writes it. prior (taken over, freed): the key's record before, prior_len
+ * bytes, or NULL when it had none. End waits for it and gives its result
+ * (-ENOMEM when start could not allocate); failed: the object's commit
+ * failed, so the record is not written if not started, and if it was,
+ * the key's record goes back to prior (or, with none, the new one goes),
+ * unless another writer wrote it since. */
 struct gw_meta_put;
 struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key, struct gw_meta *m,
-                                             uint64_t size, const char *etag);
-int rio__gw_meta_store_end(struct gw_meta_put *p, int cancel);
+                                             uint64_t size, const char *etag, char *prior,
+                                             size_t prior_len);
+int rio__gw_meta_store_end(struct gw_meta_put *p, int failed);
 /* Remove every record of a bucket (best effort). */
 void rio__gw_meta_drop_bucket(const char *bucket);
 /* The ETag to present: the record's, else the backend's etag. */

@@ -296,30 +296,43 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
 struct gw_meta_put {
     struct rio__job job;
     atomic_bool claimed;
-    bool posted;
+    bool posted, wrote;
     char mkey[GW_META_KEY_MAX];
     char *rec;
     size_t len;
+    char *prior; /* the key's record before (NULL: it had none) */
+    size_t prior_len;
+    uint64_t gen; /* the written record's generation (0: unknown) */
     int ret;
 };
 
 static void put_run(void *arg)
 {
     struct gw_meta_put *p = arg;
+    struct rio_desc d;
 
     if (atomic_exchange(&p->claimed, true))
         return;
-    p->ret = rio_put(rio__gw_client(), p->mkey, p->rec, p->len, NULL, NULL);
+    memset(&d, 0, sizeof(d));
+    p->ret = rio_put(rio__gw_client(), p->mkey, p->rec, p->len, NULL, &d);
+    p->wrote = p->ret == 0;
+    p->gen = p->ret == 0 ? d.generation : 0;
+    rio_desc_cleanup(&d);
 }
 
 struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key, struct gw_meta *m,
-                                             uint64_t size, const char *etag)
+                                             uint64_t size, const char *etag, char *prior,
+                                             size_t prior_len)
 {
     struct gw_meta_put *p = rio__calloc(1, sizeof(*p));
     char bkey[RIO_KEY_MAX + 1];
 
-    if (!p)
+    if (!p) {
+        rio__free(prior);
         return NULL;
+    }
+    p->prior = prior;
+    p->prior_len = prior_len;
     snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
     m->size = size;
     m->generation = 0; /* not known before the commit: the size and MD5 name the bytes */
@@ -335,13 +348,46 @@ struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key
     return p;
 }
 
-int rio__gw_meta_store_end(struct gw_meta_put *p, int cancel)
+/* The object's commit failed after p's record was written: the key's
+ * record goes back to what it was, unless another writer has written it
+ * since (the put or the removal is conditional on the generation p wrote,
+ * where the backend can decide that). */
+static void store_undo(struct gw_meta_put *p)
+{
+    struct rio_call call;
+    int ret;
+
+    memset(&call, 0, sizeof(call));
+    call.expect_generation = p->gen;
+    if (!p->prior) {
+        /* It had none: the one written names bytes never published (by
+         * size and MD5), which no object of the key has; removed all the
+         * same where that is safe. */
+        ret = p->gen ? rio_delete_if(rio__gw_client(), p->mkey, p->gen) : RIO_ENOTSUP;
+        if (ret == 0)
+            SRV_INFO("s3: metadata record %s of a failed PUT removed", p->mkey);
+        else if (ret != RIO_ENOTSUP && ret != RIO_EGENERATION && ret != RIO_ENOTFOUND)
+            SRV_WARN("s3: metadata record %s of a failed PUT left: %s", p->mkey, rio_strerror(ret));
+        return;
+    }
+    ret = p->gen ? rio_put(rio__gw_client(), p->mkey, p->prior, p->prior_len, &call, NULL)
+                 : RIO_ENOTSUP;
+    if (ret == RIO_ENOTSUP) /* the backend cannot decide it: put back as it was */
+        ret = rio_put(rio__gw_client(), p->mkey, p->prior, p->prior_len, NULL, NULL);
+    if (ret == 0)
+        SRV_INFO("s3: metadata record %s put back after a failed PUT", p->mkey);
+    else if (ret != RIO_EGENERATION)
+        SRV_WARN("s3: metadata record %s not put back after a failed PUT: %s", p->mkey,
+                 rio_strerror(ret));
+}
+
+int rio__gw_meta_store_end(struct gw_meta_put *p, int failed)
 {
     int ret;
 
     if (!p)
         return -ENOMEM;
-    if (cancel)
+    if (failed)
         atomic_store(&p->claimed, true); /* not started: never will */
     if (p->ret == 0)
         put_run(p);
@@ -350,7 +396,10 @@ int rio__gw_meta_store_end(struct gw_meta_put *p, int cancel)
     ret = p->ret;
     if (ret < 0)
         SRV_WARN("s3: metadata record %s not written: %s", p->mkey, rio_strerror(ret));
+    if (failed && p->wrote)
+        store_undo(p);
     rio__free(p->rec);
+    rio__free(p->prior);
     rio__free(p);
     return ret;
 }
@@ -429,17 +478,26 @@ void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f)
     rio__free(f);
 }
 
-int rio__gw_meta_fetch_absent(struct gw_meta_fetch *f)
+int rio__gw_meta_fetch_take(struct gw_meta_fetch *f, char **rec, size_t *len)
 {
-    int absent;
+    int ret;
 
+    *rec = NULL;
+    *len = 0;
     if (!f)
-        return 0;
+        return -ENOMEM;
     fetch_wait(f);
-    absent = f->n == RIO_ENOTFOUND;
+    if (f->n >= 0) {
+        *rec = f->buf;
+        *len = (size_t)f->n;
+        f->buf = NULL;
+        ret = 1;
+    } else {
+        ret = f->n == RIO_ENOTFOUND ? 0 : (int)f->n;
+    }
     rio__free(f->buf);
     rio__free(f);
-    return absent;
+    return ret;
 }
 
 struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio_desc *d, int *sure)

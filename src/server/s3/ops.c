@@ -1632,11 +1632,11 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (r->op == GW_OP_PUT_OBJECT && rio__gw_write_conditions(c, r, &ret) < 0)
         return ret;
-    /* A record of the checksum alone may go beside the commit (put_close),
-     * but only over a key that has no record: should the commit fail, the
-     * record written would be what the key's object (which stays) reads
-     * with, and one it had (its headers, its metadata, a multipart ETag)
-     * would be lost. Whether it has one is read while the body comes. */
+    /* A record of the checksum alone may go beside the commit (put_close)
+     * once the key's record as it was is known: should the commit fail, it
+     * is put back, or the object that stays would read with the new one
+     * and lose its own (its headers, its metadata, a multipart ETag). It
+     * is read while the body comes. */
     if (r->op == GW_OP_PUT_OBJECT && !r->put_cond && rio__gw_keep_checksums() &&
         rio__gw_meta_is_default(r->meta, "") && rio__gw_checksum_coming(c))
         r->prior = rio__gw_meta_fetch_start(r->bucket, r->key, 1);
@@ -1710,6 +1710,8 @@ void rio__gw_put_data(struct gw_req *r, const void *p, size_t n)
 struct beside {
     struct gw_req *r;
     struct gw_meta_put *put;
+    char *prior; /* the key's record before (NULL: none), until the hook takes it */
+    size_t prior_len;
 };
 
 /* rio__writer_before_commit's hook: the record of a checksum (which the
@@ -1718,12 +1720,14 @@ static void record_beside(void *arg, const char md5hex[33], uint64_t size)
 {
     struct beside *b = arg;
 
-    b->put = rio__gw_meta_store_start(b->r->bucket, b->r->key, b->r->meta, size, md5hex);
+    b->put = rio__gw_meta_store_start(b->r->bucket, b->r->key, b->r->meta, size, md5hex, b->prior,
+                                      b->prior_len);
+    b->prior = NULL;
 }
 
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
 {
-    struct beside bs = {r, NULL};
+    struct beside bs = {r, NULL, NULL, 0};
     int beside = 0;
     struct rio_desc d;
     struct MHD_Response *resp;
@@ -1756,13 +1760,14 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     /* The checksum the body matched is kept: the object's in its record
      * (GET and HEAD give it back), a part's beside the part (Complete
      * builds the composite one from them). A record of the checksum alone
-     * is written beside the commit, not after it, where the key had no
-     * record (r->prior): a commit that fails (or a conditional PUT's,
-     * refused) must not leave the object that stays without its own. */
+     * is written beside the commit, not after it, once the key's record
+     * as it was is known (r->prior): a commit that fails (or a
+     * conditional PUT's, refused) puts it back, so the object that stays
+     * keeps its own. */
     if (ck && r->op == GW_OP_PUT_OBJECT && rio__gw_keep_checksums()) {
         rio__gw_meta_set_checksum(r->meta, ck_algo, ck_value);
         if (r->prior && rio__gw_meta_bytes_only(r->meta)) {
-            beside = rio__gw_meta_fetch_absent(r->prior) &&
+            beside = rio__gw_meta_fetch_take(r->prior, &bs.prior, &bs.prior_len) >= 0 &&
                      rio__writer_before_commit(r->w, record_beside, &bs) == 0;
             r->prior = NULL;
         }
@@ -1771,6 +1776,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     ret = rio_writer_close(r->w, &d);
     r->w = NULL;
     rio__gw_put_cleanup(r);
+    rio__free(bs.prior);                  /* the hook did not run */
     if (bs.put || (beside && ret == 0)) { /* NULL put after the commit: out of memory */
         int mret = rio__gw_meta_store_end(bs.put, ret < 0);
         if (ret == 0 && mret < 0) {
