@@ -1131,6 +1131,29 @@ static bool key_holds(const struct gw_req *r, const char *etag)
     return same;
 }
 
+/* A Complete that failed (ret) made by another Complete of the same upload
+ * (a client's retry) meanwhile: the key holds the object of its list of
+ * parts. Not when this one's condition was refused while its upload is
+ * still there (a refused Complete keeps it; one of the same upload that
+ * succeeded drops it): the object then came from another upload of the
+ * same bytes, and the condition did not hold for this one. */
+static bool made_by_retry(const struct gw_req *r, const char *id, int ret, const char *etag)
+{
+    char ukey[RIO_KEY_MAX + 1];
+    struct rio_desc d;
+    bool upload_left;
+
+    if (ret == GW_CK_MISMATCH || !key_holds(r, etag))
+        return false;
+    if (!(r->put_cond && ret == RIO_EGENERATION))
+        return true;
+    upload_key(r, id, ukey, sizeof(ukey));
+    memset(&d, 0, sizeof(d));
+    upload_left = rio_stat(rio__gw_client(), ukey, &d) != RIO_ENOTFOUND;
+    rio_desc_cleanup(&d);
+    return !upload_left;
+}
+
 /* What Complete does once the object is written (*d, cleaned up here): its
  * record (the ETag, the parts' sizes, the upload's metadata; without it
  * the upload stays, so that Complete may be sent again), then the upload
@@ -1212,7 +1235,7 @@ static ssize_t slow_cb(void *cls, uint64_t pos, char *buf, size_t max)
     }
     /* Another Complete of this upload (a client's retry) may have made the
      * object and dropped the parts under this one. */
-    if (ret < 0 && ret != GW_CK_MISMATCH && key_holds(r, s->etag))
+    if (ret < 0 && made_by_retry(r, s->cp.id, ret, s->etag))
         ret = 0;
     if (ret < 0) {
         int status;
@@ -1597,7 +1620,7 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 400, "BadDigest", CK_MISMATCH_MSG);
     if (ret == 0)
         ret = complete_finish(r, id, &d);
-    if (ret < 0 && key_holds(r, etag)) /* a retry's Complete made it meanwhile */
+    if (ret < 0 && made_by_retry(r, id, ret, etag)) /* a retry's Complete made it meanwhile */
         ret = 0;
     if (ret == RIO_EGENERATION && r->put_cond) /* nothing published, the upload stays */
         return rio__gw_error(c, r, 412, "PreconditionFailed",
