@@ -354,6 +354,7 @@ const char *const rio__known_env[] = {
     "RIO_S3_MIN_PART",
     "RIO_TEST_UNSAFE_FAULTS",
     "RIO_S3_UNSIGNED",
+    "RIO_S3_CONDITIONAL",
     NULL,
 };
 

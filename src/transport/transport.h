@@ -242,8 +242,11 @@ struct rio_transport_ops {
      * RIO_EGENERATION (whatever the key holds, or nothing), never a
      * retryable class. A commit retried
      * after one that took effect (RIO_CAP_COMMIT_RETRY) returns what the
-     * first returned, not a failed condition. Non-blocking; 0 or an error
-     * (then the engine aborts the upload). */
+     * first returned, not a failed condition. Called where put_open is (a
+     * worker thread): at most one metadata request (s3:// may ask the
+     * key's ETag); 0 or an error (then the engine aborts the upload). A
+     * transport whose publish is a WRITE (s3://'s single PutObject) may
+     * refuse the condition there instead, with the same code. */
     int (*put_expect)(struct rio_transport *t, void *upload, uint64_t gen);
     /* Publish the upload atomically; d carries size, chunk geometry, xxh and
      * etag; sets d->generation. Consumes the upload on success and failure.

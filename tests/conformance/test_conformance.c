@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The transport contract, once, against any backend: the same cases run on
- * mock://, file://, railio://, s3:// and rados://. ctest runs this program
+ * mock://, file://, railio://, s3:// (against radosgw, and as s3gw against
+ * railiod's own S3 gateway) and rados://. ctest runs this program
  * once a backend (conformance/<backend>), naming it in T_CONF_BACKEND; by
  * hand: `T_CONF_BACKEND=file build/tests/conformance/test_conformance`.
  *
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../integration/gw_util.h"
 #include "core/checksum.h"
 #include "core/url.h"
 #include "railio_mock.h"
@@ -122,6 +124,36 @@ static void s3_leftovers(const char *prefix)
     T_EQ(su_curl_count(s3_endpoint, path, "<Key>"), 0u);
 }
 
+/* s3:// against railiod's own S3 gateway (over its memory store), which
+ * decides If-None-Match and If-Match: conditional=on. */
+static char gw_endpoint[96];
+
+static void s3gw_setup(char *base, size_t cap, char *params, size_t pcap)
+{
+    static const char *const args[] = {"--s3-listen", "127.0.0.1:0", "--s3-anonymous", NULL};
+
+    gw_need();
+    srv_start(&srv, args);
+    T_TRUE(srv.s3[0] != '\0');
+    snprintf(gw_endpoint, sizeof(gw_endpoint), "http://%s", srv.s3);
+    T_EQ(t_sh("curl -sf -X PUT %s/" S3_BUCKET " >/dev/null", gw_endpoint), 0);
+    snprintf(base, cap, "s3://" S3_BUCKET);
+    snprintf(params, pcap, "endpoint=%s&unsigned=1&conditional=on", gw_endpoint);
+}
+
+/* Unsigned requests: the gateway takes them (--s3-anonymous). */
+static void s3gw_leftovers(const char *prefix)
+{
+    T_EQ(t_sh("curl -sf '%s/" S3_BUCKET "?uploads=' > /dev/null && "
+              "! curl -s '%s/" S3_BUCKET "?uploads=' | grep -q '<Upload>'",
+              gw_endpoint, gw_endpoint),
+         0);
+    T_EQ(t_sh("curl -sf '%s/" S3_BUCKET "?prefix=%s' > /dev/null && "
+              "! curl -s '%s/" S3_BUCKET "?prefix=%s' | grep -q '<Key>'",
+              gw_endpoint, prefix, gw_endpoint, prefix),
+         0);
+}
+
 #ifdef RIO_HAVE_RADOS
 static void rados_setup(char *base, size_t cap, char *params, size_t pcap)
 {
@@ -141,6 +173,7 @@ static const struct backend backends[] = {
     {"file", "file", 64 * T_KIB, T_PROFILE_ENGINE, file_setup, file_leftovers},
     {"railio", "railio", 64 * T_KIB, T_PROFILE_TCP, railio_setup, NULL},
     {"s3", "s3", 5 * T_MIB, T_PROFILE_S3, s3_setup, s3_leftovers},
+    {"s3gw", "s3", 5 * T_MIB, T_PROFILE_S3, s3gw_setup, s3gw_leftovers},
 #ifdef RIO_HAVE_RADOS
     {"rados", "rados", 64 * T_KIB, T_PROFILE_RADOS, rados_setup, rados_leftovers},
 #endif
@@ -333,12 +366,14 @@ static void *cond_race_main(void *arg)
 }
 
 /* RIO_IF_ABSENT and a PUT's expect_generation: where the backend decides
- * them (mock://, railio://, rados://: both; file://: RIO_IF_ABSENT) a PUT
- * that does not meet its condition fails (RIO_EGENERATION) and leaves the
- * object as it was, through rio_put and a writer; of four racing
- * RIO_IF_ABSENT PUTs of an absent key exactly one wins. Elsewhere (s3://)
- * such a PUT is RIO_ENOTSUP and writes nothing. Flags the library does
- * not know, or both conditions, are RIO_EINVAL. */
+ * them (mock://, railio://, rados://, and s3:// with conditional=on
+ * against a server that decides them, railiod's gateway here: both;
+ * file://: RIO_IF_ABSENT) a PUT that does not meet its condition fails
+ * (RIO_EGENERATION) and leaves the object as it was, through rio_put and a
+ * writer; of four racing RIO_IF_ABSENT PUTs of an absent key exactly one
+ * wins. Elsewhere (s3:// by default against radosgw) such a PUT is
+ * RIO_ENOTSUP and writes nothing. Flags the library does not know, or both
+ * conditions, are RIO_EINVAL. */
 TEST(conditional_put)
 {
     struct conf k;
@@ -579,7 +614,7 @@ TEST(publish_atomic_under_readers)
     char key[128];
     struct race r;
     pthread_t th[2];
-    unsigned versions = strcmp(be->name, "s3") == 0 ? 4 : 12;
+    unsigned versions = strcmp(be->scheme, "s3") == 0 ? 4 : 12;
 
     /* The readers' chunks take 5 ms more: PUTs land in the middle of GETs. */
     conf_open(&k, "race", "faults=delay:op=read:delay=5ms");
@@ -793,7 +828,7 @@ TEST(fault_classes)
     conf_open(&k, "faults", "faults=");
     conf_key(&k, key, sizeof(key), "obj");
     rio_client_destroy(k.c);
-    k.o.op_timeout_ms = strcmp(be->name, "s3") == 0 ? 3000 : 1000;
+    k.o.op_timeout_ms = strcmp(be->scheme, "s3") == 0 ? 3000 : 1000;
     k.o.retry_attempts = 4;
     {
         char url[4096];
@@ -1080,7 +1115,7 @@ TEST(key_rule_same_everywhere)
     }
     rio__t_close(t);
     rio__url_cleanup(&u);
-    if (strcmp(be->name, "s3") != 0 && strcmp(be->name, "rados") != 0) {
+    if (strcmp(be->scheme, "s3") != 0 && strcmp(be->name, "rados") != 0) {
         /* "keys/" then components of 200 bytes: RIO_KEY_MAX in all */
         size_t n = (size_t)snprintf(max, sizeof(max), "%s/", k.prefix);
         for (; n < RIO_KEY_MAX; n++)

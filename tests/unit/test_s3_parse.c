@@ -447,3 +447,18 @@ TEST(awsini_bounds)
     /* The file bound. */
     T_ERR(rio__awsini_parse("", RIO_AWSINI_FILE_MAX + 1, "default", false, &a), RIO_EPROTO);
 }
+
+/* An S3 error answer as a railio error: the ones a conditional PUT meets
+ * (412 refused, 409 ConditionalRequestConflict retried), and neighbours
+ * that must stay as they are. */
+TEST(http_status_classes)
+{
+    T_EQ(rio__s3_map_http(412, "PreconditionFailed"), RIO_EGENERATION);
+    T_EQ(rio__s3_map_http(409, "ConditionalRequestConflict"), RIO_ESERVER);
+    T_EQ(rio__s3_map_http(409, "OperationAborted"), RIO_ESERVER);
+    T_EQ(rio__s3_map_http(409, "BucketAlreadyExists"), -EEXIST);
+    T_EQ(rio__s3_map_http(404, "NoSuchKey"), RIO_ENOTFOUND);
+    T_EQ(rio__s3_map_http(404, "NoSuchBucket"), RIO_ENOCONTAINER);
+    T_EQ(rio__s3_map_http(503, "SlowDown"), RIO_ETHROTTLE);
+    T_EQ(rio__s3_map_http(200, ""), 0);
+}

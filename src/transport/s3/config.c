@@ -350,6 +350,20 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->content_md5 = MD5_VERIFY;
     /* S3's ETag is an MD5: the engine's fast etag is never stored as one. */
     t->base.etag_md5_only = true;
+    /* Whether the server decides If-None-Match and If-Match on PutObject and
+     * CompleteMultipartUpload: AWS S3 does (auto, for its endpoints); some
+     * servers ignore them on the Complete and would overwrite silently. */
+    if ((v = knob(u, "conditional", "RIO_S3_CONDITIONAL", &name)) && strcasecmp(v, "auto") != 0) {
+        if (rio__opt_bool(name, v, &t->conditional) < 0)
+            goto out;
+    } else {
+        size_t hl = t->host ? strlen(t->host) : 0;
+        const char *colon = t->host ? strrchr(t->host, ':') : NULL;
+        if (colon && !strchr(colon, ']'))
+            hl = (size_t)(colon - t->host);
+        t->conditional = t->scheme == SCHEME_S3 && hl > 14 &&
+                         (strncasecmp(t->host + hl - 14, ".amazonaws.com", 14) == 0);
+    }
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)

@@ -368,6 +368,11 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
             if (op->md5hex[0])
                 x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-md5", op->md5hex};
             x[nx++] = (struct rio_s3_kv){"x-amz-meta-railio-xxh", xxh};
+            /* This PutObject publishes: put_expect's condition is its. */
+            if (up->cond_hdr) {
+                x[nx++] = (struct rio_s3_kv){up->cond_hdr, up->cond_val};
+                up->cond_sends++;
+            }
         } else {
             snprintf(pnum, sizeof(pnum), "%" PRIu64, io->index + 1);
             q[nq++] = (struct rio_s3_kv){"partNumber", pnum};
@@ -409,6 +414,16 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
         err = rio__s3_map_http(r->status, code);
         if (!err)
             err = RIO_EPROTO;
+        if (io->kind == RIO_IO_WRITE && ((struct s3_upload *)io->upload)->cond_hdr) {
+            /* If-Match over a key that holds nothing: S3's 404. */
+            if (err == RIO_ENOTFOUND && !strcmp(code, "NoSuchKey"))
+                err = RIO_EGENERATION;
+            /* Refused after an earlier try of it whose answer was lost:
+             * maybe by that very try's object, so whether this PUT was
+             * published is not known here. */
+            if (err == RIO_EGENERATION && ((struct s3_upload *)io->upload)->cond_sends > 1)
+                err = RIO_EUNKNOWN;
+        }
         goto fail;
     }
     if (rc != CURLE_OK) {

@@ -181,6 +181,7 @@ struct s3_transport {
     bool sign;
     bool discard;
     bool nt_copy;         /* non-temporal stores into the destination (knob nt_copy) */
+    bool conditional;     /* the server decides If-None-Match / If-Match on writes (knob) */
     int content_md5;      /* MD5_* */
     _Atomic int checksum; /* CK_*: CK_AUTO until put_open probed the server */
     bool dns_shuffle;
@@ -260,6 +261,14 @@ struct s3_upload {
     /* A commit that failed retryably may have left the sidecar: put_abort
      * deletes it. */
     bool sidecar_put;
+    /* put_expect's condition, on the request that publishes (the one
+     * PutObject, or the Complete): cond_hdr "if-none-match" or "if-match"
+     * (NULL: none), cond_val "*" or the ETag of the generation expected. */
+    const char *cond_hdr;
+    char cond_val[RIO_S3_ETAG_MAX];
+    /* UP_SINGLE with a condition: PutObjects sent (the reap thread's); a
+     * refusal of a second one may answer the first, which landed. */
+    unsigned cond_sends;
 };
 
 /* ---------------------------------------------------- metadata requests */
@@ -388,6 +397,9 @@ struct s3_part *rio__s3_part_page_locked(struct s3_upload *up, uint64_t index);
 int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                      void **upload);
 int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
+/* put_expect: RIO_ENOTSUP unless knob conditional says the server decides
+ * the conditions (docs/s3.md, "Conditional writes"). */
+int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 void rio__s3_put_abort(struct rio_transport *tt, void *upload);
 void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
                       uint64_t len);

@@ -23,6 +23,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/internal.h"
 #include "core/key.h"
 #include "transport/s3/internal.h"
 
@@ -258,6 +259,53 @@ err:
     return ret;
 }
 
+/*
+ * A condition on the request that publishes: If-None-Match: * for
+ * RIO__PUT_IF_ABSENT, else If-Match: the ETag of generation gen (from the
+ * generations this transport saw, else one HEAD: a key that holds another
+ * generation, or none, refuses at once). Only where the server is known to
+ * decide both on PutObject and CompleteMultipartUpload (knob conditional):
+ * one that ignores them would publish anyway.
+ */
+int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+    struct s3_gen g;
+    char id[24];
+    bool sc;
+    int ret;
+
+    if (!up || up->magic != UPLOAD_MAGIC || !gen)
+        return RIO_EINVAL;
+    if (!t->conditional) {
+        rio__detail("s3: this server is not known to decide If-None-Match and If-Match on "
+                    "uploads (conditional=on says it does): nothing was sent");
+        return RIO_ENOTSUP;
+    }
+    if (gen == RIO__PUT_IF_ABSENT) {
+        up->cond_hdr = "if-none-match";
+        snprintf(up->cond_val, sizeof(up->cond_val), "*");
+        return 0;
+    }
+    if (!rio__s3_gen_get(t, gen, &g)) {
+        ret = rio__s3_head_id(t, up->key, id, &sc, &g);
+        if (ret == RIO_ENOTFOUND)
+            return RIO_EGENERATION;
+        if (ret < 0)
+            return ret;
+        if (g.gen != gen)
+            return RIO_EGENERATION;
+    }
+    if (g.lastmod || !g.etag[0]) {
+        rio__detail("s3: the object has no ETag to match (If-Match): nothing was sent");
+        return RIO_ENOTSUP;
+    }
+    up->cond_hdr = "if-match";
+    rio__s3_copy_str(up->cond_val, sizeof(up->cond_val), g.etag, strlen(g.etag));
+    return 0;
+}
+
 static void abort_multi(struct s3_transport *t, struct s3_upload *up)
 {
     struct meta_req q = {.method = "DELETE", .key = up->key};
@@ -305,7 +353,21 @@ static int commit_single(struct s3_transport *t, struct s3_upload *up, struct ri
         q.x[q.nx++] =
             (struct rio_s3_kv){"x-amz-meta-railio-md5", "d41d8cd98f00b204e9800998ecf8427e"};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-xxh", ""};
+        if (up->cond_hdr)
+            q.x[q.nx++] = (struct rio_s3_kv){up->cond_hdr, up->cond_val};
         ret = rio__s3_meta_do(t, &q, &r);
+        if (ret == RIO_ENOTFOUND && up->cond_hdr) /* If-Match over nothing */
+            ret = RIO_EGENERATION;
+        if (ret == RIO_EGENERATION && up->cond_hdr) {
+            /* Refused, or an earlier try of this very PUT (a lost answer
+             * the request layer sent again) landed: the object says. */
+            char id0[24];
+            bool sc0;
+            if (rio__s3_head_id(t, up->key, id0, &sc0, &g) == 0 && !strcmp(id0, up->id)) {
+                rio__s3_copy_str(r.rsp.etag, sizeof(r.rsp.etag), g.etag, strlen(g.etag));
+                ret = 0;
+            }
+        }
         if (ret == 0 && !r.rsp.etag[0])
             ret = RIO_EPROTO;
         if (ret == 0)
@@ -435,10 +497,19 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
             .method = "POST", .key = up->key, .body = xml, .blen = xlen, .once = true};
         q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
         q.x[q.nx++] = (struct rio_s3_kv){"content-type", "application/xml"};
+        if (up->cond_hdr)
+            q.x[q.nx++] = (struct rio_s3_kv){up->cond_hdr, up->cond_val};
         ret = rio__s3_meta_do(t, &q, &r);
         answered = r.answered;
         if (ret == 0)
             rio__s3_xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
+        if (ret == RIO_ENOTFOUND && up->cond_hdr) {
+            /* If-Match over a key that holds nothing (not the upload gone) */
+            char code[32];
+            rio__s3_xml_text(r.body.p, r.body.len, "Code", code, sizeof(code));
+            if (!strcmp(code, "NoSuchKey"))
+                ret = RIO_EGENERATION;
+        }
         rio__s3_meta_rsp_cleanup(&r);
     }
     /*

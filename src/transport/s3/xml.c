@@ -92,7 +92,11 @@ int rio__s3_map_http(long status, const char *code)
     case 405:
         return RIO_ENOTSUP;
     case 409:
-        return !strcmp(code, "OperationAborted") ? RIO_ESERVER : -EEXIST;
+        /* ConditionalRequestConflict: another conditional write of the key
+         * was under way; S3 says to try again. */
+        return !strcmp(code, "OperationAborted") || !strcmp(code, "ConditionalRequestConflict")
+                   ? RIO_ESERVER
+                   : -EEXIST;
     case 400:
         return !strcmp(code, "EntityTooSmall") || !strcmp(code, "EntityTooLarge") ||
                        !strcmp(code, "InvalidArgument") || !strcmp(code, "KeyTooLongError")
