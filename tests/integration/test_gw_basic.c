@@ -461,7 +461,7 @@ TEST(listing)
     T_EQ(gw_curl(&g, "l", "-I '%s/lst/b?v=2'", g.url), 200);
     T_EQ(gw_curl(&g, "l", "'%s/lst?v=2'", g.url), 200);
     T_TRUE(gw_has(&g, "l", "<ListBucketResult"));
-    T_EQ(gw_curl(&g, "l", "'%s/lst/b?attributes'", g.url), 501);
+    T_EQ(gw_curl(&g, "l", "'%s/lst/b?retention'", g.url), 501);
     T_EQ(gw_curl(&g, "l", "'%s/lst/b?versionId=abc'", g.url), 501);
     T_EQ(gw_curl(&g, "l", "-X PUT -d x '%s/lst/b?v=2'", g.url), 501);
     T_EQ(gw_curl(&g, "l", "-X DELETE '%s/lst/b?v=2'", g.url), 501);

@@ -1296,6 +1296,93 @@ TEST(conditional_puts)
 }
 
 /*
+ * GetObjectAttributes: what x-amz-object-attributes names, and only that:
+ * the ETag (unquoted), the kept checksum and its type, StorageClass,
+ * ObjectSize; ObjectParts for a multipart object (the count, and the
+ * parts' sizes paged by x-amz-max-parts and x-amz-part-number-marker). A
+ * missing or unknown attribute 400, a missing key 404. The aws CLI's
+ * s3api get-object-attributes reads it.
+ */
+TEST(object_attributes)
+{
+    struct gw g;
+    char id[64], crc[64];
+    const char *all = "-H 'x-amz-object-attributes: ETag,Checksum,ObjectParts,StorageClass,"
+                      "ObjectSize'";
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/oab", g.url), 200);
+    gw_file(&g, "one", 1000, 61);
+    gw_crc32_b64(&g, "one", crc, sizeof(crc));
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: %s' %s/oab/one", gw_path(&g, "one"), crc,
+                 g.url),
+         200);
+    T_EQ(t_sh("md5sum %s | cut -c1-32 | tr -d '\\n' > %s", gw_path(&g, "one"), gw_path(&g, "md5")),
+         0);
+    char md5[40], want[160];
+    gw_slurp_str(&g, "md5", md5, sizeof(md5));
+    T_EQ(gw_curl(&g, "a", "%s '%s/oab/one?attributes'", all, g.url), 200);
+    snprintf(want, sizeof(want), "<ETag>%s</ETag>", md5);
+    T_TRUE(gw_has(&g, "a", want));
+    snprintf(want, sizeof(want),
+             "<Checksum><ChecksumCRC32>%s</ChecksumCRC32><ChecksumType>FULL_OBJECT</ChecksumType>"
+             "</Checksum>",
+             crc);
+    T_TRUE(gw_has(&g, "a", want));
+    T_TRUE(gw_has(&g, "a", "<StorageClass>STANDARD</StorageClass><ObjectSize>1000</ObjectSize>"));
+    T_FALSE(gw_has(&g, "a", "<ObjectParts>"));
+    T_TRUE(gw_has(&g, "a.h", "Last-Modified: "));
+    /* Only what was asked. */
+    T_EQ(
+        gw_curl(&g, "a", "-H 'x-amz-object-attributes: ObjectSize' '%s/oab/one?attributes'", g.url),
+        200);
+    T_TRUE(gw_has(&g, "a", "<ObjectSize>1000</ObjectSize>"));
+    T_FALSE(gw_has(&g, "a", "<ETag>"));
+    T_EQ(gw_curl(&g, "a", "'%s/oab/one?attributes'", g.url), 400);
+    T_TRUE(gw_has(&g, "a", "<Code>InvalidArgument</Code>"));
+    T_EQ(gw_curl(&g, "a", "-H 'x-amz-object-attributes: ETag,Colour' '%s/oab/one?attributes'",
+                 g.url),
+         400);
+    T_EQ(gw_curl(&g, "a", "%s '%s/oab/none?attributes'", all, g.url), 404);
+    T_TRUE(gw_has(&g, "a", "<Code>NoSuchKey</Code>"));
+
+    /* A multipart object of three parts: 5 MiB, 5 MiB, 1000 bytes. */
+    gw_file(&g, "p1", 5u << 20, 62);
+    gw_file(&g, "p2", 5u << 20, 63);
+    gw_file(&g, "p3", 1000, 64);
+    gw_mpu_parts(&g, "oab", "mp", 3, id, sizeof(id));
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/oab/mp?uploadId=%s'",
+                 gw_path(&g, "done.xml"), g.url, id),
+         200);
+    T_EQ(gw_curl(&g, "a", "%s '%s/oab/mp?attributes'", all, g.url), 200);
+    T_TRUE(gw_has(&g, "a", "-3</ETag>"));
+    T_TRUE(gw_has(&g, "a", "<PartsCount>3</PartsCount>"));
+    T_TRUE(gw_has(&g, "a", "<Part><PartNumber>3</PartNumber><Size>1000</Size></Part>"));
+    T_TRUE(gw_has(&g, "a", "<IsTruncated>false</IsTruncated>"));
+    T_TRUE(gw_has(&g, "a", "<ObjectSize>10486760</ObjectSize>"));
+    T_EQ(gw_curl(&g, "a",
+                 "%s -H 'x-amz-max-parts: 1' -H 'x-amz-part-number-marker: 1' "
+                 "'%s/oab/mp?attributes'",
+                 all, g.url),
+         200);
+    T_TRUE(gw_has(&g, "a", "<Part><PartNumber>2</PartNumber><Size>5242880</Size></Part>"));
+    T_FALSE(gw_has(&g, "a", "<PartNumber>1</PartNumber>"));
+    T_FALSE(gw_has(&g, "a", "<PartNumber>3</PartNumber>"));
+    T_TRUE(gw_has(&g, "a", "<IsTruncated>true</IsTruncated>"));
+    T_TRUE(gw_has(&g, "a", "<NextPartNumberMarker>2</NextPartNumberMarker>"));
+    if (t_sh("command -v aws >/dev/null && aws s3api get-object-attributes help >/dev/null 2>&1") ==
+        0) {
+        T_EQ(gw_aws(&g, "", "o",
+                    "s3api get-object-attributes --bucket oab --key mp --object-attributes "
+                    "ObjectSize ObjectParts"),
+             0);
+        T_TRUE(gw_has(&g, "o", "10486760"));
+        T_TRUE(gw_has(&g, "o", "\"TotalPartsCount\": 3") || gw_has(&g, "o", "\"PartsCount\": 3"));
+    }
+    gw_stop(&g);
+}
+
+/*
  * DeleteObject with If-Match, x-amz-if-match-size and
  * x-amz-if-match-last-modified-time (S3, 2025): each that does not hold is
  * 412 with the object left; all that hold delete it; on a key with nothing

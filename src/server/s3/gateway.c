@@ -70,7 +70,8 @@ static const char *const op_names[GW_OP__COUNT] = {
     "AbortMultipartUpload", "ListParts",
     "ListMultipartUploads", "GetBucketVersioning",
     "UploadPartCopy",       "GetBucketConfig",
-    "GetObjectConfig",      "Other"};
+    "GetObjectConfig",      "GetObjectAttributes",
+    "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -329,7 +330,7 @@ static int known_param(const char *name)
         "response-content-language", "response-expires", "delete", "uploads", "uploadId",
         "partNumber", "max-parts", "part-number-marker", "max-uploads", "key-marker",
         "upload-id-marker", "location", "versioning", "max-buckets", "AWSAccessKeyId", "Signature",
-        "Expires",
+        "Expires", "attributes",
         /* botocore's SigV2 presigned URL repeats the
          * headers it signed; the headers count */
         "content-type", "content-md5"};
@@ -348,23 +349,11 @@ static int known_param(const char *name)
  * asked. */
 static int ignored_param(const struct gw_req *r, const char *name)
 {
-    static const char *const s3_subs[] = {"versionId",
-                                          "versions",
-                                          "torrent",
-                                          "attributes",
-                                          "restore",
-                                          "select",
-                                          "select-type",
-                                          "retention",
-                                          "legal-hold",
-                                          "analytics",
-                                          "inventory",
-                                          "metrics",
-                                          "intelligent-tiering",
-                                          "session",
-                                          "renameObject",
-                                          "metadataTable",
-                                          "metadataConfiguration"};
+    static const char *const s3_subs[] = {
+        "versionId", "versions",     "torrent",       "restore",
+        "select",    "select-type",  "retention",     "legal-hold",
+        "analytics", "inventory",    "metrics",       "intelligent-tiering",
+        "session",   "renameObject", "metadataTable", "metadataConfiguration"};
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
         return 0;
     for (size_t i = 0; i < sizeof(s3_subs) / sizeof(s3_subs[0]); i++)
@@ -690,7 +679,7 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             return 0;
         }
         if (!strcmp(r->method, "GET"))
-            r->op = GW_OP_GET_OBJECT;
+            r->op = rio__gw_arg(r, "attributes") ? GW_OP_GET_ATTRIBUTES : GW_OP_GET_OBJECT;
         else if (!strcmp(r->method, "HEAD"))
             r->op = GW_OP_HEAD_OBJECT;
         else if (!strcmp(r->method, "PUT"))
@@ -751,6 +740,8 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_get_object(c, r, 0);
     case GW_OP_HEAD_OBJECT:
         return rio__gw_get_object(c, r, 1);
+    case GW_OP_GET_ATTRIBUTES:
+        return rio__gw_get_attributes(c, r);
     case GW_OP_DELETE_OBJECT:
         return rio__gw_delete_object(c, r);
     case GW_OP_COPY_OBJECT:

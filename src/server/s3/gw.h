@@ -87,6 +87,7 @@ enum gw_op {
     GW_OP_UPLOAD_PART_COPY,
     GW_OP_BUCKET_CONFIG, /* GET of a bucket subresource never set (?acl, ?policy, ?cors, ...) */
     GW_OP_OBJECT_CONFIG, /* GET ?acl or ?tagging of an object */
+    GW_OP_GET_ATTRIBUTES,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -233,6 +234,8 @@ int rio__gw_bucket_config(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_object_config(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
+/* GetObjectAttributes (GET ?attributes, x-amz-object-attributes). */
+int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r);
 /* CopyObject, and UploadPartCopy (r->op; r->bkey the part's key, the range
  * x-amz-copy-source-range, no metadata, a CopyPartResult). */

@@ -1075,6 +1075,151 @@ static int part_of(const struct gw_meta *m, const struct rio_desc *d, unsigned p
     return pn == 1;
 }
 
+/* GetObjectAttributes' names (x-amz-object-attributes), in its order. */
+enum { ATTR_ETAG = 1, ATTR_CHECKSUM = 2, ATTR_PARTS = 4, ATTR_CLASS = 8, ATTR_SIZE = 16 };
+
+/* The attributes a comma-separated list names: a mask, 0 when it is empty,
+ * -1 when it names something else. */
+static int attr_mask(const char *v)
+{
+    static const struct {
+        const char *name;
+        int bit;
+    } names[] = {{"ETag", ATTR_ETAG},
+                 {"Checksum", ATTR_CHECKSUM},
+                 {"ObjectParts", ATTR_PARTS},
+                 {"StorageClass", ATTR_CLASS},
+                 {"ObjectSize", ATTR_SIZE}};
+    int mask = 0;
+
+    while (*v) {
+        size_t n;
+        int bit = 0;
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        n = strcspn(v, ", \t");
+        if (!n)
+            break;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strlen(names[i].name) == n && strncmp(v, names[i].name, n) == 0)
+                bit = names[i].bit;
+        if (!bit)
+            return -1;
+        mask |= bit;
+        v += n;
+    }
+    return mask;
+}
+
+/* Its S3 element name: "crc32c" -> "ChecksumCRC32C". */
+static void ck_elem(const char *algo, char out[24])
+{
+    size_t i;
+
+    memcpy(out, "Checksum", 8);
+    for (i = 0; algo[i] && i < 12; i++)
+        out[8 + i] = (char)(algo[i] >= 'a' && algo[i] <= 'z' ? algo[i] - 'a' + 'A' : algo[i]);
+    out[8 + i] = '\0';
+}
+
+/*
+ * GetObjectAttributes: what x-amz-object-attributes asks of ETag (the one
+ * GET presents, without quotes, as S3), Checksum (the kept one and its
+ * type), ObjectParts (a multipart object's count, and its parts' sizes
+ * where recorded, from x-amz-part-number-marker, at most x-amz-max-parts),
+ * StorageClass (STANDARD) and ObjectSize. Last-Modified as GET's.
+ */
+int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
+{
+    const char *want = rio__gw_header(c, "x-amz-object-attributes");
+    const char *mp = rio__gw_header(c, "x-amz-max-parts");
+    const char *pm = rio__gw_header(c, "x-amz-part-number-marker");
+    uint64_t maxp = 1000, marker = 0;
+    struct gw_buf b = {0};
+    struct rio_desc d;
+    char date[30], elem[24];
+    int64_t mtime;
+    int mask, ret;
+
+    mask = want ? attr_mask(want) : 0;
+    if (mask == 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "The x-amz-object-attributes header specifying the attributes to be "
+                             "retrieved is either missing or empty");
+    if (mask < 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument", "Invalid attribute name specified.");
+    if ((mp && rio__gw_parse_count(mp, INT32_MAX, &maxp) < 0) ||
+        (pm && rio__gw_parse_count(pm, INT32_MAX, &marker) < 0))
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "x-amz-max-parts and x-amz-part-number-marker must be non-negative "
+                             "integers.");
+    if (maxp > 1000)
+        maxp = 1000;
+    uint64_t epoch = rio__gw_head_epoch(r->bkey);
+    ret = get_lookup(r, 0, &d, &mtime);
+    if (ret < 0) {
+        if (ret == RIO_ENOTFOUND && rio__gw_bucket_exists(r->bucket) == 0)
+            return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+        return rio__gw_rio_error(c, r, ret, GW_LOOKUP, "lookup");
+    }
+    rio__gw_http_date(mtime / 1000000000, date);
+    rio__gw_meta_free(r->meta);
+    r->meta = get_meta(r, &d, epoch, NULL);
+    const struct gw_meta *m = r->meta;
+    const char *etag = rio__gw_meta_etag(m, d.etag), *dash = strchr(etag, '-');
+
+    rio__gw_buf_printf(&b, XML_HEAD "<GetObjectAttributesResponse xmlns=\"" XMLNS "\">");
+    if (mask & ATTR_ETAG)
+        rio__gw_list_elem(&b, "ETag", etag, 0);
+    if ((mask & ATTR_CHECKSUM) && m && m->ck_algo[0] && m->ck_value[0]) {
+        ck_elem(m->ck_algo, elem);
+        rio__gw_buf_put(&b, "<Checksum>", 10);
+        rio__gw_list_elem(&b, elem, m->ck_value, 0);
+        rio__gw_list_elem(&b, "ChecksumType",
+                          strchr(m->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT", 0);
+        rio__gw_buf_put(&b, "</Checksum>", 11);
+    }
+    if ((mask & ATTR_PARTS) && dash) {
+        unsigned count = 0, pn;
+        uint64_t off, len;
+        int sized = rio__gw_meta_part(m, 1, &off, &len, &count) >= 0;
+        if (!sized) {
+            uint64_t v = 0;
+            count = rio__gw_parse_count(dash + 1, GW_MPU_PARTS_MAX, &v) == 0 ? (unsigned)v : 0;
+        }
+        rio__gw_buf_put(&b, "<ObjectParts>", 13);
+        rio__gw_buf_printf(&b, "<PartsCount>%u</PartsCount>", count);
+        if (sized) {
+            uint64_t last = marker;
+            rio__gw_buf_printf(&b,
+                               "<PartNumberMarker>%llu</PartNumberMarker><MaxParts>%llu</MaxParts>",
+                               (unsigned long long)marker, (unsigned long long)maxp);
+            for (pn = (unsigned)(marker < count ? marker + 1 : count + 1);
+                 pn <= count && pn - marker <= maxp; pn++) {
+                unsigned n;
+                rio__gw_meta_part(m, pn, &off, &len, &n);
+                rio__gw_buf_printf(&b, "<Part><PartNumber>%u</PartNumber><Size>%llu</Size></Part>",
+                                   pn, (unsigned long long)len);
+                last = pn;
+            }
+            rio__gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated>",
+                               last < count ? "true" : "false");
+            if (last < count)
+                rio__gw_buf_printf(&b, "<NextPartNumberMarker>%llu</NextPartNumberMarker>",
+                                   (unsigned long long)last);
+        }
+        rio__gw_buf_put(&b, "</ObjectParts>", 14);
+    }
+    if (mask & ATTR_CLASS)
+        rio__gw_buf_put(&b, "<StorageClass>STANDARD</StorageClass>", 37);
+    if (mask & ATTR_SIZE)
+        rio__gw_buf_printf(&b, "<ObjectSize>%llu</ObjectSize>", (unsigned long long)d.size);
+    rio__gw_buf_put(&b, "</GetObjectAttributesResponse>", 30);
+    rio_desc_cleanup(&d);
+    const char *hdrs[] = {"Last-Modified", date, NULL};
+    return rio__gw_send_buf_with(c, r, 200, &b, hdrs);
+}
+
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
 {
     struct rio_desc d;
