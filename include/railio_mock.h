@@ -55,7 +55,8 @@ enum rio_mock_fault_kind {
     /* replace the object (new generation, other bytes) before serving this
      * READ; mock:// only (the filter asks the mock's store), RIO_EINVAL elsewhere */
     RIO_MOCK_GENCHANGE,
-    RIO_MOCK_DELAY,      /* add delay_ms to this op's completion */
+    RIO_MOCK_DELAY,      /* add delay_ms to this op's completion; with a metadata op
+                            (op=put_commit, ...): the call is made delay_ms late */
     RIO_MOCK_META_ERROR, /* fail a metadata call (op: lookup, put_open, put_commit, remove; 0 =
                             any) with `error`, delay_ms after it was made (0: at once, as
                             a server that times out would); a failed put_commit aborts its
@@ -104,7 +105,7 @@ struct rio_mock_fault {
 /**
  * Parse one spec: "KIND[:key=value]..." with KIND disconnect, short, bitflip,
  * stall, error, late, genchange, delay, meta_error or unfenced, and keys
- * op=read|write (meta_error: lookup|put_open|put_commit|remove|list|exists),
+ * op=read|write (meta_error, and delay: lookup|put_open|put_commit|remove|list|exists),
  * path, chunk,
  * count, skip, bytes, error (errno name or RIO_E* name or number), delay,
  * down, p. Examples: "disconnect:path=1:bytes=65536:down=0",

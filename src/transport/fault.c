@@ -221,7 +221,7 @@ static void match_locked(struct fault_transport *t, int op, int path, int64_t ch
         const struct fault_rule *r = &t->rules[i];
         const struct rio_mock_fault *f = &r->f;
 
-        if ((f->kind == RIO_MOCK_META_ERROR) != rio__fault_meta_op(op))
+        if (rio__fault_meta_rule(f->kind, f->op) != rio__fault_meta_op(op))
             continue;
         if (f->op && f->op != op)
             continue;
@@ -273,7 +273,9 @@ static int meta_fault(struct fault_transport *t, int op)
     match_locked(t, op, -1, -1, &m);
     match_commit_locked(t, &m);
     if (m.rule >= 0) {
-        ret = fault_error(&t->rules[m.rule].f);
+        /* delay: the call goes on after it; meta_error: fails after it */
+        if (t->rules[m.rule].f.kind == RIO_MOCK_META_ERROR)
+            ret = fault_error(&t->rules[m.rule].f);
         delay_ms = t->rules[m.rule].f.delay_ms;
     }
     pthread_mutex_unlock(&t->mu);

@@ -52,6 +52,13 @@ static inline bool rio__fault_meta_op(int op)
 {
     return op >= RIO_MOCK_OP_LOOKUP && op <= RIO_MOCK_OP_EXISTS;
 }
+
+/* Whether a rule of kind and op is about metadata calls: meta_error, or a
+ * delay naming one of them (op=put_commit, ...). */
+static inline bool rio__fault_meta_rule(int kind, int op)
+{
+    return kind == RIO_MOCK_META_ERROR || (kind == RIO_MOCK_DELAY && rio__fault_meta_op(op));
+}
 /* Whether the unsafe kinds (unfenced: it writes into the caller's buffer
  * after the op completed) may be added: only when the environment has
  * RIO_TEST_UNSAFE_FAULTS=1, which the tests that need them set. */

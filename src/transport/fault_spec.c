@@ -44,8 +44,10 @@ int rio__fault_spec_check(const struct rio_mock_fault *f)
 {
     if (!f || f->kind < RIO_MOCK_DISCONNECT || f->kind > RIO_MOCK_UNFENCED)
         return RIO_EINVAL;
-    if (f->kind == RIO_MOCK_META_ERROR
-            ? f->op != 0 && !rio__fault_meta_op(f->op)
+    if (f->kind == RIO_MOCK_META_ERROR ? f->op != 0 && !rio__fault_meta_op(f->op)
+        : f->kind == RIO_MOCK_DELAY
+            ? f->op != 0 && f->op != RIO_MOCK_OP_READ && f->op != RIO_MOCK_OP_WRITE &&
+                  !rio__fault_meta_op(f->op)
             : f->op != 0 && f->op != RIO_MOCK_OP_READ && f->op != RIO_MOCK_OP_WRITE)
         return RIO_EINVAL;
     if (f->path < -1 || f->path >= RIO_MAX_PATHS || f->chunk < -1)
