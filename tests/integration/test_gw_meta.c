@@ -348,3 +348,33 @@ TEST(failed_put_keeps_record)
     T_TRUE(gw_has(&g, "got.h", "x-amz-checksum-crc32: NjowIA==\r\n"));
     gw_stop(&g);
 }
+
+/*
+ * Two PutObjects of one key with metadata, the first one's record landing
+ * after the second one's (its commit of the record held 400 ms): the
+ * object that stays (the second) keeps its own record. A record is written
+ * on the condition that the key's record is still the one read before the
+ * object's commit; when another writer wrote it since, it is written only
+ * if the key's object is still this PUT's. The backend's 3rd commit (the
+ * first PUT's record: 1 the bucket's marker, 2 its object) is held.
+ */
+TEST(late_record_never_replaces_newer)
+{
+    struct gw g;
+
+    gw_start(&g, "mock://?faults=delay:op=put_commit:skip=2:count=1:delay=400", NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lrb", g.url), 200);
+    T_EQ(t_sh("cd %s && (curl -s -m 30 -o a.out -w '%%{http_code}' -X PUT -d first "
+              "-H 'Content-Type: text/x-first' -H 'x-amz-meta-who: first' %s/lrb/k > a.code &) "
+              "&& sleep 0.15 && "
+              "curl -s -m 30 -o b.out -w '%%{http_code}' -X PUT -d second "
+              "-H 'Content-Type: text/x-second' -H 'x-amz-meta-who: second' %s/lrb/k > b.code "
+              "&& sleep 0.6 && test \"$(cat a.code)\" = 200 && test \"$(cat b.code)\" = 200",
+              g.dir, g.url, g.url),
+         0);
+    T_EQ(gw_curl(&g, "got", "%s/lrb/k", g.url), 200);
+    T_TRUE(t_sh("printf second | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/x-second\r\n"));
+    T_TRUE(gw_has(&g, "got.h", "x-amz-meta-who: second\r\n"));
+    gw_stop(&g);
+}

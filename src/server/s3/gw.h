@@ -132,6 +132,9 @@ struct gw_req {
     /* A PutObject that may write its checksum's record beside the commit:
      * the key's record as it was, read while the body streams in. */
     struct gw_meta_fetch *prior;
+    /* A PutObject whose record will follow the commit: the generation of
+     * the key's record as it was, read while the body streams in. */
+    struct gw_meta_gen *prior_gen;
     /* An error met while the body was still coming: sent at its end. */
     int err_status;
     const char *err_code;
@@ -294,10 +297,22 @@ int rio__gw_meta_key(const char *bucket, const char *key, char out[GW_META_KEY_M
  * with the error response queued (*ret): MetadataTooLarge, InvalidArgument. */
 int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct gw_meta **out,
                               int *ret);
+/* The generation of BUCKET/KEY's record, read on the fetch pool while a
+ * PutObject's body comes in: start (NULL when out of memory), then end (0
+ * and *gen, 0 when there is no record; or an error; frees p) or cancel. */
+struct gw_meta_gen;
+struct gw_meta_gen *rio__gw_meta_gen_start(const char *bucket, const char *key);
+int rio__gw_meta_gen_end(struct gw_meta_gen *p, uint64_t *gen);
+void rio__gw_meta_gen_cancel(struct gw_meta_gen *p);
 /* Write m as the record of BUCKET/KEY, the object d (just committed): no
- * write when m is all defaults. 0 or an error (logged). */
-int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
-                       const struct rio_desc *d);
+ * write when m is all defaults. On the condition that the key's record is
+ * still the one it was before the commit (prior's, taken; NULL: read now),
+ * where the backend decides conditions: when another writer wrote it
+ * since, m is written only while the key's object is still d (a PUT that
+ * lost the race to the key leaves the winner's record). 0 or an error
+ * (logged). */
+int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta_gen *prior,
+                       struct gw_meta *m, const struct rio_desc *d);
 /* The record of BUCKET/KEY if it describes the object d, else NULL (none,
  * malformed: logged, or another version's). *sure (when not NULL): 1 when
  * the answer is what the backend holds, 0 after a failure to read it. */

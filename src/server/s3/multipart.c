@@ -1052,7 +1052,7 @@ static int record_follows_head(struct gw_req *r, struct rio_desc *d)
         SRV_DEBUG("s3: complete: another gateway committed the same bytes: record follows");
         rio_desc_cleanup(d);
         *d = cur;
-        int ret = rio__gw_meta_store(r->bucket, r->key, r->meta, d);
+        int ret = rio__gw_meta_store(r->bucket, r->key, NULL, r->meta, d);
         if (ret < 0)
             return ret;
     }
@@ -1160,7 +1160,7 @@ static bool made_by_retry(const struct gw_req *r, const char *id, int ret, const
  * dropped. 0 or an error. */
 static int complete_finish(struct gw_req *r, const char *id, struct rio_desc *d)
 {
-    int ret = rio__gw_meta_store(r->bucket, r->key, r->meta, d);
+    int ret = rio__gw_meta_store(r->bucket, r->key, NULL, r->meta, d);
 
     if (ret == 0)
         ret = record_follows_head(r, d);

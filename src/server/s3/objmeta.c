@@ -188,15 +188,69 @@ struct gw_meta *rio__gw_meta_parse_logged(const char *mkey, const char *p, size_
     return parse_logged(mkey, p, n, rec_bkey, &err);
 }
 
-int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
-                       const struct rio_desc *d)
+/* Conditional writes of records beyond this many refusals in a row give up
+ * (others keep writing the key's record, each for its own object). */
+#define STORE_TRIES 8
+
+/* rec as the record mkey of object bkey, generation gen (see
+ * rio__gw_meta_store); have/prior: the record's generation read before the
+ * commit (0: none). */
+static int store_cas(const char *mkey, const char *bkey, uint64_t gen, const char *rec, size_t len,
+                     int have, uint64_t prior)
+{
+    struct rio_client *c = rio__gw_client();
+    struct rio_desc d;
+    int ret = 0;
+
+    if (!gen) /* a backend without generations: the last writer's */
+        return rio_put(c, mkey, rec, len, NULL, NULL);
+    for (int tries = 0; tries < STORE_TRIES; tries++) {
+        struct rio_call call;
+        uint64_t rg = prior;
+        if (!have || tries > 0) {
+            memset(&d, 0, sizeof(d));
+            ret = rio_stat(c, mkey, &d);
+            rg = ret == 0 ? d.generation : 0;
+            rio_desc_cleanup(&d);
+            if (ret < 0 && ret != RIO_ENOTFOUND)
+                return ret;
+        }
+        memset(&call, 0, sizeof(call));
+        if (rg)
+            call.expect_generation = rg;
+        else
+            call.flags = RIO_IF_ABSENT;
+        ret = rio_put(c, mkey, rec, len, &call, NULL);
+        if (ret == RIO_ENOTSUP) /* the backend cannot decide it: as it was */
+            return rio_put(c, mkey, rec, len, NULL, NULL);
+        if (ret != RIO_EGENERATION)
+            return ret;
+        /* Written since by another: ours only while the object is. */
+        memset(&d, 0, sizeof(d));
+        ret = rio_stat(c, bkey, &d);
+        uint64_t now = ret == 0 ? d.generation : 0;
+        rio_desc_cleanup(&d);
+        if (ret < 0 && ret != RIO_ENOTFOUND)
+            return ret;
+        if (now != gen) {
+            SRV_DEBUG("s3: metadata record %s: the object was written again since: left", mkey);
+            return 0;
+        }
+    }
+    return ret;
+}
+
+int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta_gen *prior,
+                       struct gw_meta *m, const struct rio_desc *d)
 {
     char mkey[GW_META_KEY_MAX], bkey[RIO_KEY_MAX + 1];
     char *rec = NULL;
     size_t len = 0;
-    int ret;
+    uint64_t pg = 0;
+    int have = 0, ret;
 
     if (rio__gw_meta_is_default(m, d->etag)) {
+        rio__gw_meta_gen_cancel(prior);
         /* Nothing to keep: an object without a record reads back the same.
          * A record of an earlier version never matches this one's
          * generation; a backend without generations can only tell by
@@ -205,6 +259,8 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
             rio__gw_meta_drop(bucket, key);
         return 0;
     }
+    if (prior)
+        have = rio__gw_meta_gen_end(prior, &pg) == 0;
     snprintf(bkey, sizeof(bkey), "%s/%s", bucket, key);
     if (m->nruns && m->size != d->size) {
         /* Part sizes that are not this object's: a record holding them
@@ -220,7 +276,7 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta *m,
     if (ret == 0)
         ret = rio__gw_meta_encode(m, bkey, &rec, &len);
     if (ret == 0)
-        ret = rio_put(rio__gw_client(), mkey, rec, len, NULL, NULL);
+        ret = store_cas(mkey, bkey, d->generation, rec, len, have, pg);
     rio__free(rec);
     if (ret < 0)
         SRV_WARN("s3: metadata record %s not written: %s", mkey, rio_strerror(ret));
@@ -476,6 +532,75 @@ void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f)
         rio__pool_reclaim(&fetch_pool, &f->job);
     rio__free(f->buf);
     rio__free(f);
+}
+
+/* A record's generation read on the fetch pool (rio__gw_meta_gen_start). */
+struct gw_meta_gen {
+    struct rio__job job;
+    atomic_bool claimed;
+    bool posted;
+    char mkey[GW_META_KEY_MAX];
+    uint64_t gen;
+    int ret;
+};
+
+static void gen_run(void *arg)
+{
+    struct gw_meta_gen *p = arg;
+    struct rio_desc d;
+
+    if (atomic_exchange(&p->claimed, true))
+        return;
+    memset(&d, 0, sizeof(d));
+    p->ret = rio_stat(rio__gw_client(), p->mkey, &d);
+    p->gen = p->ret == 0 ? d.generation : 0;
+    if (p->ret == RIO_ENOTFOUND)
+        p->ret = 0;
+    rio_desc_cleanup(&d);
+}
+
+struct gw_meta_gen *rio__gw_meta_gen_start(const char *bucket, const char *key)
+{
+    struct gw_meta_gen *p = rio__calloc(1, sizeof(*p));
+
+    if (!p)
+        return NULL;
+    atomic_init(&p->claimed, false);
+    if (rio__gw_meta_key(bucket, key, p->mkey) < 0) {
+        rio__free(p);
+        return NULL;
+    }
+    if (fetch_pool_on) {
+        rio__pool_share(&fetch_pool, &p->job, 1, gen_run, p);
+        p->posted = true;
+    }
+    return p;
+}
+
+int rio__gw_meta_gen_end(struct gw_meta_gen *p, uint64_t *gen)
+{
+    int ret;
+
+    *gen = 0;
+    if (!p)
+        return -ENOMEM;
+    gen_run(p); /* not started yet: here */
+    if (p->posted)
+        rio__pool_reclaim(&fetch_pool, &p->job);
+    ret = p->ret;
+    *gen = p->gen;
+    rio__free(p);
+    return ret;
+}
+
+void rio__gw_meta_gen_cancel(struct gw_meta_gen *p)
+{
+    if (!p)
+        return;
+    atomic_store(&p->claimed, true); /* not started: never will */
+    if (p->posted)
+        rio__pool_reclaim(&fetch_pool, &p->job);
+    rio__free(p);
 }
 
 int rio__gw_meta_fetch_take(struct gw_meta_fetch *f, char **rec, size_t *len)

@@ -1785,6 +1785,12 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
     if (r->op == GW_OP_PUT_OBJECT && !r->put_cond && rio__gw_keep_checksums() &&
         rio__gw_meta_is_default(r->meta, "") && rio__gw_checksum_coming(c))
         r->prior = rio__gw_meta_fetch_start(r->bucket, r->key, 1);
+    /* A record written after the commit is written on the condition that
+     * the key's is still the one read now (rio__gw_meta_store). */
+    else if (r->op == GW_OP_PUT_OBJECT &&
+             (!rio__gw_meta_is_default(r->meta, "") ||
+              (rio__gw_keep_checksums() && rio__gw_checksum_coming(c))))
+        r->prior_gen = rio__gw_meta_gen_start(r->bucket, r->key);
     if (streaming(r)) {
         ret = rio_s3_chunked_new(&r->auth, &r->chunked);
         r->dec = ret < 0 ? NULL : rio__malloc(GW_CONN_DECODE);
@@ -1920,8 +1926,14 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     memset(&d, 0, sizeof(d));
     ret = rio_writer_close(r->w, &d);
     r->w = NULL;
+    struct gw_meta_gen *prior_gen = r->prior_gen; /* for the record, after the commit */
+    r->prior_gen = NULL;
     rio__gw_put_cleanup(r);
-    rio__free(bs.prior);                  /* the hook did not run */
+    rio__free(bs.prior); /* the hook did not run */
+    if (ret < 0 || r->op != GW_OP_PUT_OBJECT || beside) {
+        rio__gw_meta_gen_cancel(prior_gen);
+        prior_gen = NULL;
+    }
     if (bs.put || (beside && ret == 0)) { /* NULL put after the commit: out of memory */
         int mret = rio__gw_meta_store_end(bs.put, ret < 0);
         if (ret == 0 && mret < 0) {
@@ -1951,7 +1963,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         }
     }
     if (r->op == GW_OP_PUT_OBJECT && !beside) {
-        ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &d);
+        ret = rio__gw_meta_store(r->bucket, r->key, prior_gen, r->meta, &d);
         if (ret < 0) {
             rio__gw_head_drop(r->bkey);
             rio_desc_cleanup(&d);
@@ -1982,6 +1994,8 @@ void rio__gw_put_cleanup(struct gw_req *r)
     r->bcheck = NULL;
     rio__gw_meta_fetch_cancel(r->prior);
     r->prior = NULL;
+    rio__gw_meta_gen_cancel(r->prior_gen);
+    r->prior_gen = NULL;
     if (r->w) {
         rio_writer_abort(r->w); /* nothing of it is published */
         r->w = NULL;
@@ -2191,7 +2205,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy commit");
     if (!part) { /* a part has no record; its ETag is its MD5, as UploadPart's */
-        ret = rio__gw_meta_store(r->bucket, r->key, r->meta, &out);
+        ret = rio__gw_meta_store(r->bucket, r->key, NULL, r->meta, &out);
         rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy metadata");
