@@ -18,11 +18,13 @@
 #include "cli/tree.h"
 
 static const char ls_usage[] =
-    "usage: railio ls [-r] [--json] [--page-size N] URL[/PREFIX]...\n"
+    "usage: railio ls [-r] [--json] [--page-size N] [--unsorted] URL[/PREFIX]...\n"
     "  List one level under PREFIX (common prefixes end in '/'), or with -r every key\n"
-    "  beneath it. The last path element may hold wildcards: * ? [...].\n"
+    "  beneath it, in byte order of key. The last path element may hold wildcards: * ? [...].\n"
     "  Human output: size, modified time (UTC) and key per line; --json: one object per\n"
-    "  line. --page-size N asks the backend for at most N entries per page.\n";
+    "  line. --page-size N asks the backend for at most N entries per page. --unsorted:\n"
+    "  the backend's own order, cheaper on rados:// (the pool's order: no scan of every\n"
+    "  name under PREFIX for each page).\n";
 
 /* The key and a newline; on a terminal, control bytes (a hostile key's
  * escape sequences) as '?', as ls(1) does. --json keeps every byte. */
@@ -77,6 +79,7 @@ static int ls_one(const struct rio_cli_tree_opts *o, const char *arg, bool *stop
                                .prefix = t.prefix,
                                .pattern = t.glob ? t.path : NULL,
                                .recursive = o->recursive,
+                               .sorted = !o->unsorted,
                                .max_keys = o->page_size};
     const struct rio_entry *e;
     int ret;
@@ -188,7 +191,7 @@ static int cat_one(const struct rio_cli_tree_opts *o, const char *arg, bool *sto
     if (!t.glob) {
         rc = cat_key(o, c, t.path, stop);
     } else {
-        struct rio_cli_lister l = {.c = c, .prefix = t.prefix, .pattern = t.path};
+        struct rio_cli_lister l = {.c = c, .prefix = t.prefix, .pattern = t.path, .sorted = true};
         const struct rio_entry *e;
         int ret;
         while ((ret = rio_cli_lister_next(&l, &e)) > 0) {

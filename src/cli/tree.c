@@ -281,7 +281,8 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
         a.prefix = l->prefix;
         a.token = l->started ? l->token : NULL;
         a.max_keys = l->max_keys;
-        a.flags = l->recursive || l->fold ? 0 : RIO_LIST_DELIM;
+        a.flags =
+            (l->recursive || l->fold ? 0 : RIO_LIST_DELIM) | (l->sorted ? RIO_LIST_SORTED : 0);
         struct rio_list_page next;
         memset(&next, 0, sizeof(next));
         struct rio_call call = {.cancel = rio_cli_cancel_token()};
@@ -376,20 +377,20 @@ static int opt_uint(const struct rio_cli *cl, const char *name, const char *v, u
 int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_cli_tree_opts *o,
                             const char *usage, int min_pos)
 {
-    int rec = 0;
+    int rec = 0, unsorted = 0;
     const char *page = NULL, *jobs = NULL, *gen = NULL;
-    const struct rio_cli_opt opts[] = {
+    struct rio_cli_opt mine[5] = {
         {"--recursive", 'r', NULL, &rec, NULL},
         {"--page-size", 0, "N", NULL, &page},
         {"--jobs", 'j', "N", NULL, &jobs},
-        /* rm's alone (the last entry, cut for the others) */
-        {"--if-generation", 0, "G", NULL, &gen},
+        {NULL, 0, NULL, NULL, NULL},
         {NULL, 0, NULL, NULL, NULL},
     };
-    struct rio_cli_opt mine[sizeof(opts) / sizeof(opts[0])];
-    memcpy(mine, opts, sizeof(opts));
-    if (strcmp(cmd, "rm") != 0)
-        memset(&mine[3], 0, sizeof(mine[3]));
+    /* rm's and ls's own */
+    if (strcmp(cmd, "rm") == 0)
+        mine[3] = (struct rio_cli_opt){"--if-generation", 0, "G", NULL, &gen};
+    else if (strcmp(cmd, "ls") == 0)
+        mine[3] = (struct rio_cli_opt){"--unsorted", 0, NULL, &unsorted, NULL};
     memset(o, 0, sizeof(*o));
     o->jobs = 8;
     int rc = rio_cli_parse(&o->cl, cmd, usage, mine, min_pos, -1, argc, argv);
@@ -403,6 +404,7 @@ int rio_cli_tree_opts_parse(const char *cmd, int argc, char **argv, struct rio_c
                                                "no -r");
     }
     o->recursive = rec > 0;
+    o->unsorted = unsorted > 0;
     o->json = o->cl.json;
     o->quiet = o->cl.quiet;
     o->verbose = o->cl.verbose;

@@ -73,6 +73,7 @@ struct rio_cli_lister {
     const char *prefix;  /* what to list */
     const char *pattern; /* NULL, or only entries whose last element matches */
     bool recursive;      /* false: one level (RIO_LIST_DELIM) */
+    bool sorted;         /* byte order of key on every backend (RIO_LIST_SORTED) */
     unsigned max_keys;   /* per page; 0 = the library's default */
     uint64_t pages;      /* out: pages fetched so far */
     uint64_t matched;    /* out: entries handed out so far */
@@ -99,6 +100,7 @@ void rio_cli_pool_run(unsigned jobs, size_t n, void (*fn)(void *arg, size_t i), 
 struct rio_cli_tree_opts {
     struct rio_cli cl;  /* the frame's parse: messages, --json, -q, -v */
     bool recursive;     /* -r, --recursive */
+    bool unsorted;      /* ls --unsorted: the backend's own order (rados://: the pool's) */
     bool json;          /* --json */
     bool quiet;         /* -q: errors only */
     bool verbose;       /* -v: each key as it is done */

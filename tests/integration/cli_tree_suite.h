@@ -217,6 +217,11 @@ static inline void tb_ls_10000(const struct tb *b)
     snprintf(e, sizeof(e), "%s/err", b->tmp);
     /* The binary says how many pages it fetched: at least ten of 1000. */
     T_EQ(t_sh("grep -Eq 'ls: 10000 entries in (1[0-9]|[2-9][0-9]|[0-9]{3,}) pages' %s", e), 0);
+    /* In byte order of key on every backend (rados:// lists in the pool's
+     * order unless asked); --unsorted: the backend's own, every key once. */
+    T_EQ(t_sh("awk '{print $NF}' %s | LC_ALL=C sort -c", o), 0);
+    T_EQ(tb_cli(b, "ls -r --unsorted '%s'", tb_url(b, u, sizeof(u), "ls10k/")), 0);
+    T_EQ(t_sh("awk '{print $NF}' %s | LC_ALL=C sort -u | wc -l | grep -qx 10000", o), 0);
     /* --json: one object per line, the same count. */
     T_EQ(tb_cli(b, "ls -r --json --page-size 999 '%s'", tb_url(b, u, sizeof(u), "ls10k/")), 0);
     T_EQ(tb_lines(o), 10000u);
