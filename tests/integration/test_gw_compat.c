@@ -1383,6 +1383,68 @@ TEST(object_attributes)
 }
 
 /*
+ * Buckets are never versioned, and the gateway says so in S3's terms, so
+ * that tools that walk versions work: ListObjectVersions lists every
+ * object as its one version "null" (IsLatest), paged by key-marker and
+ * version-id-marker, with a delimiter's common prefixes; versionId=null
+ * names the object on GET, HEAD and DELETE, any other id none (404
+ * NoSuchVersion); ?versions on an object, ?versionId on a PUT, and
+ * ?attributes on anything but an object's GET are 501. The aws CLI's
+ * s3api list-object-versions reads it.
+ */
+TEST(object_versions)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ovb", g.url), 200);
+    for (int i = 0; i < 5; i++)
+        T_EQ(gw_curl(&g, "o", "-X PUT -d v%d %s/ovb/d/k%d", i, g.url, i), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d top %s/ovb/top", g.url), 200);
+    T_EQ(gw_curl(&g, "l", "'%s/ovb?versions&max-keys=2'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<ListVersionsResult"));
+    T_TRUE(gw_has(&g, "l",
+                  "<Version><Key>d/k0</Key><VersionId>null</VersionId>"
+                  "<IsLatest>true</IsLatest>"));
+    T_TRUE(gw_has(&g, "l", "<Key>d/k1</Key>"));
+    T_FALSE(gw_has(&g, "l", "<Key>d/k2</Key>"));
+    T_TRUE(gw_has(&g, "l", "<IsTruncated>true</IsTruncated>"));
+    T_TRUE(gw_has(&g, "l",
+                  "<NextKeyMarker>d/k1</NextKeyMarker>"
+                  "<NextVersionIdMarker>null</NextVersionIdMarker>"));
+    T_EQ(gw_curl(&g, "l", "'%s/ovb?versions&key-marker=d/k1&version-id-marker=null'", g.url), 200);
+    T_FALSE(gw_has(&g, "l", "<Key>d/k1</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Key>d/k2</Key>"));
+    T_TRUE(gw_has(&g, "l", "<Key>top</Key>"));
+    T_TRUE(gw_has(&g, "l", "<IsTruncated>false</IsTruncated>"));
+    T_EQ(gw_curl(&g, "l", "'%s/ovb?versions&delimiter=/'", g.url), 200);
+    T_TRUE(gw_has(&g, "l", "<CommonPrefixes><Prefix>d/</Prefix></CommonPrefixes>"));
+    T_FALSE(gw_has(&g, "l", "<Key>d/k0</Key>"));
+    T_EQ(gw_curl(&g, "l", "'%s/ovb?versions&version-id-marker=null'", g.url), 400);
+    T_EQ(gw_curl(&g, "l", "'%s/ovb?versions&key-marker=top&version-id-marker=abc'", g.url), 400);
+    /* versionId=null is the object; another id none. */
+    T_EQ(gw_curl(&g, "got", "'%s/ovb/top?versionId=null'", g.url), 200);
+    T_TRUE(t_sh("printf top | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_EQ(gw_curl(&g, "o", "'%s/ovb/top?versionId=3HL4kqtJlcpXroDTDmJ'", g.url), 404);
+    T_TRUE(gw_has(&g, "o", "<Code>NoSuchVersion</Code>"));
+    T_EQ(gw_curl(&g, "o", "-I '%s/ovb/top?versionId=3HL4kqtJlcpXroDTDmJ'", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/ovb/top?versionId=3HL4kqtJlcpXroDTDmJ'", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-I %s/ovb/top", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d x '%s/ovb/top?versionId=null'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "'%s/ovb/top?versions'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d x '%s/ovb/top?attributes'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X PUT '%s/ovb?versions'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/ovb/top?versionId=null'", g.url), 204);
+    T_EQ(gw_curl(&g, "o", "-I %s/ovb/top", g.url), 404);
+    if (t_sh("command -v aws >/dev/null") == 0) {
+        T_EQ(gw_aws(&g, "", "o", "s3api list-object-versions --bucket ovb --prefix d/"), 0);
+        T_TRUE(gw_has(&g, "o", "\"VersionId\": \"null\""));
+        T_TRUE(gw_has(&g, "o", "d/k4"));
+    }
+    gw_stop(&g);
+}
+
+/*
  * DeleteObject with If-Match, x-amz-if-match-size and
  * x-amz-if-match-last-modified-time (S3, 2025): each that does not hold is
  * 412 with the object left; all that hold delete it; on a key with nothing

@@ -71,7 +71,7 @@ static const char *const op_names[GW_OP__COUNT] = {
     "ListMultipartUploads", "GetBucketVersioning",
     "UploadPartCopy",       "GetBucketConfig",
     "GetObjectConfig",      "GetObjectAttributes",
-    "Other"};
+    "ListObjectVersions",   "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -330,7 +330,7 @@ static int known_param(const char *name)
         "response-content-language", "response-expires", "delete", "uploads", "uploadId",
         "partNumber", "max-parts", "part-number-marker", "max-uploads", "key-marker",
         "upload-id-marker", "location", "versioning", "max-buckets", "AWSAccessKeyId", "Signature",
-        "Expires", "attributes",
+        "Expires", "attributes", "versions", "version-id-marker", "versionId",
         /* botocore's SigV2 presigned URL repeats the
          * headers it signed; the headers count */
         "content-type", "content-md5"};
@@ -349,11 +349,13 @@ static int known_param(const char *name)
  * asked. */
 static int ignored_param(const struct gw_req *r, const char *name)
 {
-    static const char *const s3_subs[] = {
-        "versionId", "versions",     "torrent",       "restore",
-        "select",    "select-type",  "retention",     "legal-hold",
-        "analytics", "inventory",    "metrics",       "intelligent-tiering",
-        "session",   "renameObject", "metadataTable", "metadataConfiguration"};
+    static const char *const s3_subs[] = {"torrent",       "restore",
+                                          "select",        "select-type",
+                                          "retention",     "legal-hold",
+                                          "analytics",     "inventory",
+                                          "metrics",       "intelligent-tiering",
+                                          "session",       "renameObject",
+                                          "metadataTable", "metadataConfiguration"};
     if (strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
         return 0;
     for (size_t i = 0; i < sizeof(s3_subs) / sizeof(s3_subs[0]); i++)
@@ -624,6 +626,31 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
     bucket = path + 1;
     slash = strchr(bucket, '/');
     blen = slash ? (size_t)(slash - bucket) : strlen(bucket);
+    /* ?attributes is an object's GET, ?versions a bucket's, ?versionId an
+     * object's GET, HEAD or DELETE: with anything else they are no operation
+     * the gateway has. Buckets are never versioned: versionId "null" (the
+     * only version of an object) names the object, any other none. */
+    {
+        int object = slash && slash[1], get = !strcmp(r->method, "GET");
+        int vid_ok = object && (get || !strcmp(r->method, "HEAD") || !strcmp(r->method, "DELETE"));
+        const char *vid = rio__gw_arg(r, "versionId");
+        const char *sub = rio__gw_arg(r, "attributes") && !(object && get) ? "attributes"
+                          : rio__gw_arg(r, "versions") && (object || !get) ? "versions"
+                          : vid && !vid_ok                                 ? "versionId"
+                                                                           : NULL;
+        if (!sub && vid && strcmp(vid, "null") != 0) {
+            *ret =
+                rio__gw_error(c, r, 404, "NoSuchVersion", "The specified version does not exist.");
+            return -1;
+        }
+        if (sub) {
+            char msg[128];
+            snprintf(msg, sizeof(msg), "The gateway does not implement the '%s' subresource here.",
+                     sub);
+            *ret = rio__gw_error(c, r, 501, "NotImplemented", msg);
+            return -1;
+        }
+    }
     if (blen == 0) {
         r->op = strcmp(r->method, "GET") == 0 ? GW_OP_LIST_BUCKETS : GW_OP_OTHER;
         return 0;
@@ -695,6 +722,8 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_VERSIONING : GW_OP_OTHER;
     else if (!strcmp(r->method, "GET") && rio__gw_arg(r, "uploads"))
         r->op = GW_OP_LIST_MPUS;
+    else if (!strcmp(r->method, "GET") && rio__gw_arg(r, "versions"))
+        r->op = GW_OP_LIST_VERSIONS;
     else if (!strcmp(r->method, "GET"))
         r->op = rio__gw_arg(r, "location")            ? GW_OP_BUCKET_LOCATION
                 : rio__gw_arg(r, "list-type") != NULL ? GW_OP_LIST_OBJECTS_V2
@@ -733,9 +762,11 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
     case GW_OP_OBJECT_CONFIG:
         return rio__gw_object_config(c, r);
     case GW_OP_LIST_OBJECTS:
-        return rio__gw_list_objects(c, r, 0);
+        return rio__gw_list_objects(c, r, GW_LIST_V1);
     case GW_OP_LIST_OBJECTS_V2:
-        return rio__gw_list_objects(c, r, 1);
+        return rio__gw_list_objects(c, r, GW_LIST_V2);
+    case GW_OP_LIST_VERSIONS:
+        return rio__gw_list_objects(c, r, GW_LIST_VERSIONS);
     case GW_OP_GET_OBJECT:
         return rio__gw_get_object(c, r, 0);
     case GW_OP_HEAD_OBJECT:

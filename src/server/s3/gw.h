@@ -88,6 +88,7 @@ enum gw_op {
     GW_OP_BUCKET_CONFIG, /* GET of a bucket subresource never set (?acl, ?policy, ?cors, ...) */
     GW_OP_OBJECT_CONFIG, /* GET ?acl or ?tagging of an object */
     GW_OP_GET_ATTRIBUTES,
+    GW_OP_LIST_VERSIONS, /* ListObjectVersions: every object its one version, "null" */
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -235,7 +236,11 @@ int rio__gw_bucket_config(struct MHD_Connection *c, struct gw_req *r);
 /* GET ?acl (the owner's FULL_CONTROL) or ?tagging (no tags) of an object
  * that exists. */
 int rio__gw_object_config(struct MHD_Connection *c, struct gw_req *r);
-int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2);
+/* ListObjects (mode GW_LIST_V1), ListObjectsV2 (GW_LIST_V2) and
+ * ListObjectVersions (GW_LIST_VERSIONS: an unversioned bucket's, every
+ * object its one version "null"). */
+enum { GW_LIST_V1 = 0, GW_LIST_V2 = 1, GW_LIST_VERSIONS = 2 };
+int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode);
 int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head);
 /* GetObjectAttributes (GET ?attributes, x-amz-object-attributes). */
 int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r);

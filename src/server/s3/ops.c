@@ -648,11 +648,13 @@ static int list_after(const char *bucket, const char *after, const char *delim, 
     return 0;
 }
 
-int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
+int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
 {
+    int v2 = mode == GW_LIST_V2, vers = mode == GW_LIST_VERSIONS;
     const char *prefix = rio__gw_arg(r, "prefix"), *delim;
     const char *token = v2 ? rio__gw_arg(r, "continuation-token") : NULL;
-    const char *after = rio__gw_arg(r, v2 ? "start-after" : "marker");
+    const char *after = rio__gw_arg(r, v2 ? "start-after" : vers ? "key-marker" : "marker");
+    const char *vmark = vers ? rio__gw_arg(r, "version-id-marker") : NULL;
     const char *mk = rio__gw_arg(r, "max-keys");
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
@@ -670,6 +672,13 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
     prefix = prefix ? prefix : "";
     if (v2 && strcmp(lt, "2") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument", "list-type must be 2.");
+    /* Every object has one version, "null": a version-id-marker names it
+     * (the listing goes on after key-marker's object) or nothing. */
+    if (vmark && *vmark && !(after && *after))
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "A version-id marker cannot be specified without a key marker.");
+    if (vmark && *vmark && strcmp(vmark, "null") != 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument", "Invalid version id specified");
     if (rio__gw_list_options(c, r, 1, &delim, &url, &ret) < 0)
         return ret;
     other = delim && strcmp(delim, "/") != 0;
@@ -724,10 +733,20 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
             rio__gw_folded_token(p.entries[p.n - 1].key + blen, ftok, sizeof(ftok));
         rio__gw_meta_list_etags(r->bucket, &p);
     }
-    rio__gw_buf_printf(&b, XML_HEAD "<ListBucketResult xmlns=\"" XMLNS "\">");
+    rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\">",
+                       vers ? "ListVersionsResult" : "ListBucketResult");
     rio__gw_list_elem(&b, "Name", r->bucket, 0);
     rio__gw_list_elem(&b, "Prefix", prefix, url);
-    if (v2) {
+    if (vers) {
+        rio__gw_list_elem(&b, "KeyMarker", after ? after : "", url);
+        rio__gw_list_elem(&b, "VersionIdMarker", vmark ? vmark : "", 0);
+        if (more && p.n) {
+            const struct rio_entry *e = &p.entries[p.n - 1];
+            rio__gw_list_elem(&b, "NextKeyMarker", e->key + blen, url);
+            if (!(e->flags & RIO_ENTRY_DIR))
+                rio__gw_list_elem(&b, "NextVersionIdMarker", "null", 0);
+        }
+    } else if (v2) {
         rio__gw_buf_printf(&b, "<KeyCount>%u</KeyCount>", p.n);
         if (token) /* an empty one too: it was sent (and listed from the start) */
             rio__gw_list_elem(&b, "ContinuationToken", token, 0);
@@ -756,14 +775,16 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         if (strlen(e->key) < blen || (e->flags & RIO_ENTRY_DIR))
             continue;
         rio__gw_iso_date(e->mtime_ns, date);
-        rio__gw_buf_put(&b, "<Contents>", 10);
+        rio__gw_buf_put(&b, vers ? "<Version>" : "<Contents>", vers ? 9 : 10);
         rio__gw_list_elem(&b, "Key", e->key + blen, url);
+        if (vers)
+            rio__gw_buf_put(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>", 52);
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
             rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
-        rio__gw_buf_printf(&b,
-                           "<Size>%llu</Size>%s<StorageClass>STANDARD</StorageClass></Contents>",
-                           (unsigned long long)e->size, owner ? GW_OWNER_XML : "");
+        rio__gw_buf_printf(&b, "<Size>%llu</Size>%s<StorageClass>STANDARD</StorageClass>%s",
+                           (unsigned long long)e->size, owner ? GW_OWNER_XML : "",
+                           vers ? "</Version>" : "</Contents>");
     }
     for (unsigned i = 0; i < p.n; i++) {
         const struct rio_entry *e = &p.entries[i];
@@ -773,7 +794,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int v2)
         rio__gw_list_elem(&b, "Prefix", e->key + blen, url);
         rio__gw_buf_put(&b, "</CommonPrefixes>", 17);
     }
-    rio__gw_buf_printf(&b, "</ListBucketResult>\n");
+    rio__gw_buf_printf(&b, "</%s>\n", vers ? "ListVersionsResult" : "ListBucketResult");
     rio_list_page_cleanup(&p);
     return rio__gw_send_buf(c, r, 200, &b);
 }
