@@ -378,3 +378,31 @@ TEST(late_record_never_replaces_newer)
     T_TRUE(gw_has(&g, "got.h", "x-amz-meta-who: second\r\n"));
     gw_stop(&g);
 }
+
+/*
+ * A DeleteObject and a PutObject of one key at once, the delete's removal
+ * of the old record landing after the new object's record was written
+ * (the backend's 2nd removal is held 400 ms: 1 the delete's object, 2 its
+ * record): the new object keeps its record. The delete removes the record
+ * only while it is the one it read before the object went.
+ */
+TEST(late_delete_never_drops_new_record)
+{
+    struct gw g;
+
+    gw_start(&g, "mock://?faults=delay:op=remove:skip=1:count=1:delay=400", NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ldb", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d old -H 'Content-Type: text/x-old' %s/ldb/k", g.url), 200);
+    T_EQ(t_sh("cd %s && (curl -s -m 30 -o a.out -w '%%{http_code}' -X DELETE %s/ldb/k > a.code &) "
+              "&& sleep 0.15 && "
+              "curl -s -m 30 -o b.out -w '%%{http_code}' -X PUT -d new "
+              "-H 'Content-Type: text/x-new' -H 'x-amz-meta-who: new' %s/ldb/k > b.code "
+              "&& sleep 0.6 && test \"$(cat a.code)\" = 204 && test \"$(cat b.code)\" = 200",
+              g.dir, g.url, g.url),
+         0);
+    T_EQ(gw_curl(&g, "got", "%s/ldb/k", g.url), 200);
+    T_TRUE(t_sh("printf new | cmp -s - %s", gw_path(&g, "got")) == 0);
+    T_TRUE(gw_has(&g, "got.h", "Content-Type: text/x-new\r\n"));
+    T_TRUE(gw_has(&g, "got.h", "x-amz-meta-who: new\r\n"));
+    gw_stop(&g);
+}

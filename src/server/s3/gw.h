@@ -353,6 +353,9 @@ struct gw_meta *rio__gw_meta_parse_logged(const char *what, const char *p, size_
                                           char **rec_bkey);
 /* Remove the record of BUCKET/KEY (best effort, logged). */
 void rio__gw_meta_drop(const char *bucket, const char *key);
+/* The same, only while it is generation gen (another writer's record
+ * written since stays; a backend that cannot decide it: removed). */
+void rio__gw_meta_drop_if(const char *bucket, const char *key, uint64_t gen);
 /* Remove the records named mkeys[0..n) that exist (best effort, logged). */
 void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
 /* A record that depends on the object's bytes alone (its checksum, no other

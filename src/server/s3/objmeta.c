@@ -686,6 +686,22 @@ void rio__gw_meta_drop(const char *bucket, const char *key)
         SRV_WARN("s3: metadata record %s not removed: %s", mkey, rio_strerror(ret));
 }
 
+void rio__gw_meta_drop_if(const char *bucket, const char *key, uint64_t gen)
+{
+    char mkey[GW_META_KEY_MAX];
+    int ret;
+
+    if (rio__gw_meta_key(bucket, key, mkey) < 0)
+        return;
+    ret = rio_delete_if(rio__gw_client(), mkey, gen);
+    if (ret == RIO_ENOTSUP)
+        ret = rio_delete(rio__gw_client(), mkey);
+    if (ret == RIO_EGENERATION)
+        SRV_DEBUG("s3: metadata record %s written again since: left", mkey);
+    else if (ret < 0 && ret != RIO_ENOTFOUND)
+        SRV_WARN("s3: metadata record %s not removed: %s", mkey, rio_strerror(ret));
+}
+
 void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n)
 {
     const char **keys = n ? rio__calloc(n, sizeof(*keys)) : NULL;

@@ -1460,9 +1460,17 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
                           rio__gw_header(c, "x-amz-if-match-last-modified-time")};
     uint64_t gen;
     int ret;
+    /* The record as it was before the object goes, read beside the
+     * bucket's check: only that one is removed after it (a PutObject's
+     * record written meanwhile stays). */
+    struct gw_meta_gen *rec = rio__gw_meta_gen_start(r->bucket, r->key);
 
-    if (rio__gw_need_bucket(c, r, &ret) < 0)
+    if (rio__gw_need_bucket(c, r, &ret) < 0) {
+        rio__gw_meta_gen_cancel(rec);
         return ret;
+    }
+    uint64_t rgen = 0;
+    int rhave = rio__gw_meta_gen_end(rec, &rgen) == 0;
     ret = del_cond_check(r->bucket, r->key, r->bkey, &dc, &gen);
     if (ret == DEL_COND_BAD)
         return rio__gw_error(c, r, 400, "InvalidArgument",
@@ -1487,8 +1495,11 @@ int rio__gw_delete_object(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.");
     if (ret < 0 && ret != RIO_ENOTFOUND && !rio__gw_path_error(ret))
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete");
-    rio__gw_meta_drop(r->bucket,
-                      r->key); /* after the object: a record left alone describes nothing */
+    /* after the object: a record left alone describes nothing */
+    if (!rhave)
+        rio__gw_meta_drop(r->bucket, r->key);
+    else if (rgen)
+        rio__gw_meta_drop_if(r->bucket, r->key, rgen);
     rio__gw_head_drop(r->bkey);
     return rio__gw_send_empty(c, r, 204); /* deleting a missing key succeeds, as in S3 */
 }
