@@ -349,6 +349,21 @@ TEST(failed_put_keeps_record)
     gw_stop(&g);
 }
 
+/* curl ARGS1 (its "%s" the gateway's URL) in the background, 150 ms later
+ * curl ARGS2, and both answered as expected within 750 ms of the first. */
+static void race(struct gw *g, const char *args1, int code1, const char *args2, int code2)
+{
+    char a1[512], a2[512];
+
+    snprintf(a1, sizeof(a1), args1, g->url);
+    snprintf(a2, sizeof(a2), args2, g->url);
+    T_EQ(t_sh("cd %s && (curl -s -m 30 -o a.out -w '%%{http_code}' %s > a.code &) && sleep 0.15 "
+              "&& curl -s -m 30 -o b.out -w '%%{http_code}' %s > b.code && sleep 0.6 && "
+              "test \"$(cat a.code)\" = %d && test \"$(cat b.code)\" = %d",
+              g->dir, a1, a2, code1, code2),
+         0);
+}
+
 /*
  * Two PutObjects of one key with metadata, the first one's record landing
  * after the second one's (its commit of the record held 400 ms): the
@@ -364,14 +379,13 @@ TEST(late_record_never_replaces_newer)
 
     gw_start(&g, "mock://?faults=delay:op=put_commit:skip=2:count=1:delay=400", NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/lrb", g.url), 200);
-    T_EQ(t_sh("cd %s && (curl -s -m 30 -o a.out -w '%%{http_code}' -X PUT -d first "
-              "-H 'Content-Type: text/x-first' -H 'x-amz-meta-who: first' %s/lrb/k > a.code &) "
-              "&& sleep 0.15 && "
-              "curl -s -m 30 -o b.out -w '%%{http_code}' -X PUT -d second "
-              "-H 'Content-Type: text/x-second' -H 'x-amz-meta-who: second' %s/lrb/k > b.code "
-              "&& sleep 0.6 && test \"$(cat a.code)\" = 200 && test \"$(cat b.code)\" = 200",
-              g.dir, g.url, g.url),
-         0);
+    race(&g,
+         "-X PUT -d first -H 'Content-Type: text/x-first' -H 'x-amz-meta-who: first' "
+         "%s/lrb/k",
+         200,
+         "-X PUT -d second -H 'Content-Type: text/x-second' -H 'x-amz-meta-who: second' "
+         "%s/lrb/k",
+         200);
     T_EQ(gw_curl(&g, "got", "%s/lrb/k", g.url), 200);
     T_TRUE(t_sh("printf second | cmp -s - %s", gw_path(&g, "got")) == 0);
     T_TRUE(gw_has(&g, "got.h", "Content-Type: text/x-second\r\n"));
@@ -393,13 +407,8 @@ TEST(late_delete_never_drops_new_record)
     gw_start(&g, "mock://?faults=delay:op=remove:skip=1:count=1:delay=400", NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/ldb", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d old -H 'Content-Type: text/x-old' %s/ldb/k", g.url), 200);
-    T_EQ(t_sh("cd %s && (curl -s -m 30 -o a.out -w '%%{http_code}' -X DELETE %s/ldb/k > a.code &) "
-              "&& sleep 0.15 && "
-              "curl -s -m 30 -o b.out -w '%%{http_code}' -X PUT -d new "
-              "-H 'Content-Type: text/x-new' -H 'x-amz-meta-who: new' %s/ldb/k > b.code "
-              "&& sleep 0.6 && test \"$(cat a.code)\" = 204 && test \"$(cat b.code)\" = 200",
-              g.dir, g.url, g.url),
-         0);
+    race(&g, "-X DELETE %s/ldb/k", 204,
+         "-X PUT -d new -H 'Content-Type: text/x-new' -H 'x-amz-meta-who: new' %s/ldb/k", 200);
     T_EQ(gw_curl(&g, "got", "%s/ldb/k", g.url), 200);
     T_TRUE(t_sh("printf new | cmp -s - %s", gw_path(&g, "got")) == 0);
     T_TRUE(gw_has(&g, "got.h", "Content-Type: text/x-new\r\n"));
