@@ -304,16 +304,22 @@ TEST(generation_replaced_mid_get)
     struct rio_options o;
     struct tu r, w;
     char url[256];
-    const size_t n = 16 * TU_MIB;
+    const size_t n = 2 * TU_MIB;
 
     start(&e);
     tu_opts(&o);
-    /* 4 KiB chunks at depth 1: thousands of round trips, a GET that lasts. */
+    /* Objects of 4 KiB chunks read at depth 1, each chunk held 1 ms more:
+     * 512 round trips, a GET of half a second at least however fast the
+     * machine, so that the replacement lands in its middle even when the
+     * writer waits for a CPU (a GET of 256 chunks without the hold once
+     * ended first here). */
     o.chunk_size = 4096;
     o.depth = 1;
-    tu_url(url, sizeof(url), &e, NULL);
+    tu_url(url, sizeof(url), &e, "faults=delay:op=read:delay=1ms");
     tu_open(&r, url, &o);
+    tu_url(url, sizeof(url), &e, NULL);
     tu_opts(&o);
+    o.chunk_size = 4096;
     tu_open(&w, url, &o);
     for (int pinned = 0; pinned < 2; pinned++) {
         uint64_t g1 = tu_put(w.c, "gen/obj", n, 1);
