@@ -414,6 +414,9 @@ void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
 void rio__gw_list_text(struct gw_buf *b, const char *s, int url);
 /* <tag>rio__gw_list_text</tag> */
 void rio__gw_list_elem(struct gw_buf *b, const char *tag, const char *s, int url);
+/* m's kept checksum as S3's elements, <ChecksumALGO> and <ChecksumType>
+ * (Complete's answer, GetObjectAttributes): 1, or 0 when m has none. */
+int rio__gw_checksum_xml(struct gw_buf *b, const struct gw_meta *m);
 /* A listing's delimiter (*delim: NULL for none; any one when any_delim,
  * else only "/", others 501; at most GW_DELIM_MAX bytes, else 400) and
  * encoding-type (*url: "url", else 400): 0, or -1 with the error queued

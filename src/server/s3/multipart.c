@@ -1092,14 +1092,7 @@ static void complete_result(struct MHD_Connection *c, const struct gw_req *r, co
     xml_elem(b, "Bucket", r->bucket);
     xml_elem(b, "Key", r->key);
     rio__gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag>", etag);
-    if (r->meta && r->meta->ck_algo[0] && r->meta->ck_value[0]) {
-        char el[24];
-        snprintf(el, sizeof(el), "Checksum%s", r->meta->ck_algo);
-        for (char *q = el + 8; *q; q++)
-            *q = (char)(*q >= 'a' && *q <= 'z' ? *q - 'a' + 'A' : *q);
-        xml_elem(b, el, r->meta->ck_value);
-        xml_elem(b, "ChecksumType", strchr(r->meta->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT");
-    }
+    rio__gw_checksum_xml(b, r->meta);
     rio__gw_buf_printf(b, "</CompleteMultipartUploadResult>\n");
 }
 

@@ -293,10 +293,48 @@ int rio__gw_meta_store(const char *bucket, const char *key, struct gw_meta_gen *
 static struct rio__pool fetch_pool;
 static bool fetch_pool_on;
 
-struct gw_meta_fetch {
+/* A job of the fetch pool that runs exactly once: on a pool thread, or in
+ * its owner's when the owner wants the answer first. */
+struct once {
     struct rio__job job;
     atomic_bool claimed;
     bool posted;
+};
+
+/* fn(arg) posted when post and the pool runs (else it runs at once_wait). */
+static void once_post(struct once *o, int post, void (*fn)(void *), void *arg)
+{
+    atomic_init(&o->claimed, false);
+    o->posted = post && fetch_pool_on;
+    if (o->posted)
+        rio__pool_share(&fetch_pool, &o->job, 1, fn, arg);
+}
+
+/* A job's first words: whether this caller is the one to run it. */
+static bool once_claim(struct once *o)
+{
+    return !atomic_exchange(&o->claimed, true);
+}
+
+/* fn(arg) here unless it ran or runs elsewhere; then nothing of it runs
+ * any more. */
+static void once_wait(struct once *o, void (*fn)(void *), void *arg)
+{
+    fn(arg);
+    if (o->posted)
+        rio__pool_reclaim(&fetch_pool, &o->job);
+}
+
+/* Never run if not started; then nothing of it runs any more. */
+static void once_cancel(struct once *o)
+{
+    atomic_store(&o->claimed, true);
+    if (o->posted)
+        rio__pool_reclaim(&fetch_pool, &o->job);
+}
+
+struct gw_meta_fetch {
+    struct once once;
     char mkey[GW_META_KEY_MAX];
     char bkey[RIO_KEY_MAX + 1];
     char *buf;
@@ -322,7 +360,7 @@ static void fetch_run(void *arg)
 {
     struct gw_meta_fetch *f = arg;
 
-    if (atomic_exchange(&f->claimed, true))
+    if (!once_claim(&f->once))
         return;
     f->n = rio_get(rio__gw_client(), f->mkey, f->buf, GW_META_REC_MAX, NULL);
 }
@@ -340,19 +378,14 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
         rio__free(f);
         return NULL;
     }
-    atomic_init(&f->claimed, false);
-    if (post && fetch_pool_on) {
-        rio__pool_share(&fetch_pool, &f->job, 1, fetch_run, f);
-        f->posted = true;
-    }
+    once_post(&f->once, post, fetch_run, f);
     return f;
 }
 
 /* A record written beside the object's commit (rio__gw_meta_store_start). */
 struct gw_meta_put {
-    struct rio__job job;
-    atomic_bool claimed;
-    bool posted, wrote;
+    struct once once;
+    bool wrote;
     char mkey[GW_META_KEY_MAX];
     char *rec;
     size_t len;
@@ -367,7 +400,7 @@ static void put_run(void *arg)
     struct gw_meta_put *p = arg;
     struct rio_desc d;
 
-    if (atomic_exchange(&p->claimed, true))
+    if (!once_claim(&p->once))
         return;
     memset(&d, 0, sizeof(d));
     p->ret = rio_put(rio__gw_client(), p->mkey, p->rec, p->len, NULL, &d);
@@ -393,14 +426,10 @@ struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key
     m->size = size;
     m->generation = 0; /* not known before the commit: the size and MD5 name the bytes */
     snprintf(m->etag, sizeof(m->etag), "%s", etag);
-    atomic_init(&p->claimed, false);
     p->ret = rio__gw_meta_key(bucket, key, p->mkey);
     if (p->ret == 0)
         p->ret = rio__gw_meta_encode(m, bkey, &p->rec, &p->len);
-    if (p->ret == 0 && fetch_pool_on) {
-        rio__pool_share(&fetch_pool, &p->job, 1, put_run, p);
-        p->posted = true;
-    }
+    once_post(&p->once, p->ret == 0, put_run, p);
     return p;
 }
 
@@ -444,11 +473,9 @@ int rio__gw_meta_store_end(struct gw_meta_put *p, int failed)
     if (!p)
         return -ENOMEM;
     if (failed)
-        atomic_store(&p->claimed, true); /* not started: never will */
-    if (p->ret == 0)
-        put_run(p);
-    if (p->posted)
-        rio__pool_reclaim(&fetch_pool, &p->job);
+        once_cancel(&p->once); /* not started: never will */
+    else if (p->ret == 0)
+        once_wait(&p->once, put_run, p);
     ret = p->ret;
     if (ret < 0)
         SRV_WARN("s3: metadata record %s not written: %s", p->mkey, rio_strerror(ret));
@@ -461,9 +488,7 @@ int rio__gw_meta_store_end(struct gw_meta_put *p, int failed)
 }
 
 struct gw_bucket_check {
-    struct rio__job job;
-    atomic_bool claimed;
-    bool posted;
+    struct once once;
     int ret; /* rio__gw_bucket_exists's answer */
     char bucket[GW_BUCKET_MAX + 1];
 };
@@ -472,7 +497,7 @@ static void bucket_check_run(void *arg)
 {
     struct gw_bucket_check *b = arg;
 
-    if (atomic_exchange(&b->claimed, true))
+    if (!once_claim(&b->once))
         return;
     b->ret = rio__gw_bucket_exists(b->bucket);
 }
@@ -487,9 +512,7 @@ struct gw_bucket_check *rio__gw_bucket_check_start(const char *bucket)
     if (!b)
         return NULL;
     strcpy(b->bucket, bucket);
-    atomic_init(&b->claimed, false);
-    rio__pool_share(&fetch_pool, &b->job, 1, bucket_check_run, b);
-    b->posted = true;
+    once_post(&b->once, 1, bucket_check_run, b);
     return b;
 }
 
@@ -497,8 +520,7 @@ void rio__gw_bucket_check_cancel(struct gw_bucket_check *b)
 {
     if (!b)
         return;
-    atomic_store(&b->claimed, true); /* not started: never will */
-    rio__pool_reclaim(&fetch_pool, &b->job);
+    once_cancel(&b->once);
     rio__free(b);
 }
 
@@ -508,8 +530,7 @@ int rio__gw_bucket_check_end(struct gw_bucket_check *b, const char *bucket)
 
     if (!b)
         return rio__gw_bucket_exists(bucket);
-    bucket_check_run(b); /* not started yet: here */
-    rio__pool_reclaim(&fetch_pool, &b->job);
+    once_wait(&b->once, bucket_check_run, b);
     ret = b->ret;
     rio__free(b);
     return ret;
@@ -518,27 +539,21 @@ int rio__gw_bucket_check_end(struct gw_bucket_check *b, const char *bucket)
 /* Wait for f (or run it here), then nothing of it runs any more. */
 static void fetch_wait(struct gw_meta_fetch *f)
 {
-    fetch_run(f);
-    if (f->posted)
-        rio__pool_reclaim(&fetch_pool, &f->job);
+    once_wait(&f->once, fetch_run, f);
 }
 
 void rio__gw_meta_fetch_cancel(struct gw_meta_fetch *f)
 {
     if (!f)
         return;
-    atomic_store(&f->claimed, true); /* not started: never will */
-    if (f->posted)
-        rio__pool_reclaim(&fetch_pool, &f->job);
+    once_cancel(&f->once);
     rio__free(f->buf);
     rio__free(f);
 }
 
 /* A record's generation read on the fetch pool (rio__gw_meta_gen_start). */
 struct gw_meta_gen {
-    struct rio__job job;
-    atomic_bool claimed;
-    bool posted;
+    struct once once;
     char mkey[GW_META_KEY_MAX];
     uint64_t gen;
     int ret;
@@ -549,7 +564,7 @@ static void gen_run(void *arg)
     struct gw_meta_gen *p = arg;
     struct rio_desc d;
 
-    if (atomic_exchange(&p->claimed, true))
+    if (!once_claim(&p->once))
         return;
     memset(&d, 0, sizeof(d));
     p->ret = rio_stat(rio__gw_client(), p->mkey, &d);
@@ -565,15 +580,11 @@ struct gw_meta_gen *rio__gw_meta_gen_start(const char *bucket, const char *key)
 
     if (!p)
         return NULL;
-    atomic_init(&p->claimed, false);
     if (rio__gw_meta_key(bucket, key, p->mkey) < 0) {
         rio__free(p);
         return NULL;
     }
-    if (fetch_pool_on) {
-        rio__pool_share(&fetch_pool, &p->job, 1, gen_run, p);
-        p->posted = true;
-    }
+    once_post(&p->once, 1, gen_run, p);
     return p;
 }
 
@@ -584,9 +595,7 @@ int rio__gw_meta_gen_end(struct gw_meta_gen *p, uint64_t *gen)
     *gen = 0;
     if (!p)
         return -ENOMEM;
-    gen_run(p); /* not started yet: here */
-    if (p->posted)
-        rio__pool_reclaim(&fetch_pool, &p->job);
+    once_wait(&p->once, gen_run, p);
     ret = p->ret;
     *gen = p->gen;
     rio__free(p);
@@ -597,9 +606,7 @@ void rio__gw_meta_gen_cancel(struct gw_meta_gen *p)
 {
     if (!p)
         return;
-    atomic_store(&p->claimed, true); /* not started: never will */
-    if (p->posted)
-        rio__pool_reclaim(&fetch_pool, &p->job);
+    once_cancel(&p->once);
     rio__free(p);
 }
 
@@ -636,7 +643,7 @@ struct gw_meta *rio__gw_meta_fetch_end(struct gw_meta_fetch *f, const struct rio
     if (!f)
         return NULL;
     fetch_wait(f);
-    for (int again = f->posted;; again = 0) {
+    for (int again = f->once.posted;; again = 0) {
         if (f->n >= 0)
             m = parse_logged(f->mkey, f->buf, (size_t)f->n, &rec_bkey, &err);
         else if (f->n != RIO_ENOTFOUND)

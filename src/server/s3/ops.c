@@ -1132,15 +1132,18 @@ static int attr_mask(const char *v)
     return mask;
 }
 
-/* Its S3 element name: "crc32c" -> "ChecksumCRC32C". */
-static void ck_elem(const char *algo, char out[24])
+int rio__gw_checksum_xml(struct gw_buf *b, const struct gw_meta *m)
 {
-    size_t i;
+    char el[24];
 
-    memcpy(out, "Checksum", 8);
-    for (i = 0; algo[i] && i < 12; i++)
-        out[8 + i] = (char)(algo[i] >= 'a' && algo[i] <= 'z' ? algo[i] - 'a' + 'A' : algo[i]);
-    out[8 + i] = '\0';
+    if (!m || !m->ck_algo[0] || !m->ck_value[0])
+        return 0;
+    snprintf(el, sizeof(el), "Checksum%s", m->ck_algo);
+    for (char *q = el + 8; *q; q++)
+        *q = (char)(*q >= 'a' && *q <= 'z' ? *q - 'a' + 'A' : *q);
+    rio__gw_list_elem(b, el, m->ck_value, 0);
+    rio__gw_list_elem(b, "ChecksumType", strchr(m->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT", 0);
+    return 1;
 }
 
 /*
@@ -1158,7 +1161,7 @@ int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
     uint64_t maxp = 1000, marker = 0;
     struct gw_buf b = {0};
     struct rio_desc d;
-    char date[30], elem[24];
+    char date[30];
     int64_t mtime;
     int mask, ret;
 
@@ -1193,11 +1196,8 @@ int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
     if (mask & ATTR_ETAG)
         rio__gw_list_elem(&b, "ETag", etag, 0);
     if ((mask & ATTR_CHECKSUM) && m && m->ck_algo[0] && m->ck_value[0]) {
-        ck_elem(m->ck_algo, elem);
         rio__gw_buf_put(&b, "<Checksum>", 10);
-        rio__gw_list_elem(&b, elem, m->ck_value, 0);
-        rio__gw_list_elem(&b, "ChecksumType",
-                          strchr(m->ck_value, '-') ? "COMPOSITE" : "FULL_OBJECT", 0);
+        rio__gw_checksum_xml(&b, m);
         rio__gw_buf_put(&b, "</Checksum>", 11);
     }
     if ((mask & ATTR_PARTS) && dash) {
