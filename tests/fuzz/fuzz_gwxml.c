@@ -78,6 +78,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* As a date (an HTTP date or ISO 8601): it reads only up to the NUL. */
     (void)rio__gw_parse_date(body);
+    /* As x-amz-object-attributes: a mask of the five names, each taken
+     * only whole (so the names' letters alone never make one up). */
+    {
+        int mask = rio__gw_attr_mask(body);
+        CHECK(mask >= -1 && mask < 32);
+        if (mask > 0)
+            CHECK(strspn(body, "ETagChecksumObjectPartsStorageClassSize, \t") == strlen(body));
+        if (mask == 0)
+            CHECK(strspn(body, ", \t") == strlen(body));
+    }
     if (rio__gw_xml_wellformed(body, n, root) == 0) {
         const char *last = NULL;
         CHECK(memchr(body, '\0', n) == NULL);

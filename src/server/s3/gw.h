@@ -444,6 +444,17 @@ int rio__gw_valid_bucket(const char *name);
 /* A count in a query parameter or header: decimal digits only (no sign, no
  * blank), at most max. 0 with *out, or -1. */
 int rio__gw_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* GetObjectAttributes' names (x-amz-object-attributes): the mask of a
+ * comma-separated list of them (spaces and tabs around), 0 when it names
+ * none, -1 when it names anything else. */
+enum {
+    GW_ATTR_ETAG = 1,
+    GW_ATTR_CHECKSUM = 2,
+    GW_ATTR_PARTS = 4,
+    GW_ATTR_CLASS = 8,
+    GW_ATTR_SIZE = 16
+};
+int rio__gw_attr_mask(const char *v);
 /* The XML text of every <tag>...</tag> in body, unescaped, called in order
  * (a nonzero return of fn stops it and is returned; -1 for a tag left open,
  * an element inside one, or text that cannot be unescaped). */

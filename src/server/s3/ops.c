@@ -1096,42 +1096,6 @@ static int part_of(const struct gw_meta *m, const struct rio_desc *d, unsigned p
     return pn == 1;
 }
 
-/* GetObjectAttributes' names (x-amz-object-attributes), in its order. */
-enum { ATTR_ETAG = 1, ATTR_CHECKSUM = 2, ATTR_PARTS = 4, ATTR_CLASS = 8, ATTR_SIZE = 16 };
-
-/* The attributes a comma-separated list names: a mask, 0 when it is empty,
- * -1 when it names something else. */
-static int attr_mask(const char *v)
-{
-    static const struct {
-        const char *name;
-        int bit;
-    } names[] = {{"ETag", ATTR_ETAG},
-                 {"Checksum", ATTR_CHECKSUM},
-                 {"ObjectParts", ATTR_PARTS},
-                 {"StorageClass", ATTR_CLASS},
-                 {"ObjectSize", ATTR_SIZE}};
-    int mask = 0;
-
-    while (*v) {
-        size_t n;
-        int bit = 0;
-        while (*v == ' ' || *v == '\t' || *v == ',')
-            v++;
-        n = strcspn(v, ", \t");
-        if (!n)
-            break;
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-            if (strlen(names[i].name) == n && strncmp(v, names[i].name, n) == 0)
-                bit = names[i].bit;
-        if (!bit)
-            return -1;
-        mask |= bit;
-        v += n;
-    }
-    return mask;
-}
-
 int rio__gw_checksum_xml(struct gw_buf *b, const struct gw_meta *m)
 {
     char el[24];
@@ -1165,7 +1129,7 @@ int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
     int64_t mtime;
     int mask, ret;
 
-    mask = want ? attr_mask(want) : 0;
+    mask = want ? rio__gw_attr_mask(want) : 0;
     if (mask == 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "The x-amz-object-attributes header specifying the attributes to be "
@@ -1193,14 +1157,14 @@ int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
     const char *etag = rio__gw_meta_etag(m, d.etag), *dash = strchr(etag, '-');
 
     rio__gw_buf_printf(&b, XML_HEAD "<GetObjectAttributesResponse xmlns=\"" XMLNS "\">");
-    if (mask & ATTR_ETAG)
+    if (mask & GW_ATTR_ETAG)
         rio__gw_list_elem(&b, "ETag", etag, 0);
-    if ((mask & ATTR_CHECKSUM) && m && m->ck_algo[0] && m->ck_value[0]) {
+    if ((mask & GW_ATTR_CHECKSUM) && m && m->ck_algo[0] && m->ck_value[0]) {
         rio__gw_buf_put(&b, "<Checksum>", 10);
         rio__gw_checksum_xml(&b, m);
         rio__gw_buf_put(&b, "</Checksum>", 11);
     }
-    if ((mask & ATTR_PARTS) && dash) {
+    if ((mask & GW_ATTR_PARTS) && dash) {
         unsigned count = 0, pn;
         uint64_t off, len;
         int sized = rio__gw_meta_part(m, 1, &off, &len, &count) >= 0;
@@ -1231,9 +1195,9 @@ int rio__gw_get_attributes(struct MHD_Connection *c, struct gw_req *r)
         }
         rio__gw_buf_put(&b, "</ObjectParts>", 14);
     }
-    if (mask & ATTR_CLASS)
+    if (mask & GW_ATTR_CLASS)
         rio__gw_buf_put(&b, "<StorageClass>STANDARD</StorageClass>", 37);
-    if (mask & ATTR_SIZE)
+    if (mask & GW_ATTR_SIZE)
         rio__gw_buf_printf(&b, "<ObjectSize>%llu</ObjectSize>", (unsigned long long)d.size);
     rio__gw_buf_put(&b, "</GetObjectAttributesResponse>", 30);
     rio_desc_cleanup(&d);

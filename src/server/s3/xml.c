@@ -238,6 +238,37 @@ int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap)
     return (int)o;
 }
 
+int rio__gw_attr_mask(const char *v)
+{
+    static const struct {
+        const char *name;
+        int bit;
+    } names[] = {{"ETag", GW_ATTR_ETAG},
+                 {"Checksum", GW_ATTR_CHECKSUM},
+                 {"ObjectParts", GW_ATTR_PARTS},
+                 {"StorageClass", GW_ATTR_CLASS},
+                 {"ObjectSize", GW_ATTR_SIZE}};
+    int mask = 0;
+
+    while (*v) {
+        size_t n;
+        int bit = 0;
+        while (*v == ' ' || *v == '\t' || *v == ',')
+            v++;
+        n = strcspn(v, ", \t");
+        if (!n)
+            break;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+            if (strlen(names[i].name) == n && strncmp(v, names[i].name, n) == 0)
+                bit = names[i].bit;
+        if (!bit)
+            return -1;
+        mask |= bit;
+        v += n;
+    }
+    return mask;
+}
+
 int rio__gw_parse_count(const char *s, uint64_t max, uint64_t *out)
 {
     uint64_t v = 0;
