@@ -554,6 +554,11 @@ int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, 
 /** rio_fsck_args.flags: grace_ns is set (0 included); without it the grace
  * is RIO_FSCK_GRACE_DEFAULT_NS. */
 #define RIO_FSCK_GRACE 0x2u
+/** rio_fsck_args.flags: rados://: give the pool a key index if it has none
+ * (listings then read pages of names from it instead of scanning the pool:
+ * docs/rados.md "The key index"). A pool with one has it checked on every
+ * fsck, with or without this flag. */
+#define RIO_FSCK_INDEX 0x4u
 /** The default grace: one hour. */
 #define RIO_FSCK_GRACE_DEFAULT_NS (3600ull * 1000000000ull)
 
@@ -600,7 +605,11 @@ struct rio_fsck_report {
     uint64_t raced;       /* kept: a head committed them meanwhile */
     uint64_t errors;      /* kept: examining or removing them failed */
     uint64_t foreign;     /* other objects where pieces live: never touched */
-    uint64_t reserved[7];
+    /* rados:// with a key index: its entries read, the heads that had none
+     * (given one; dry run: would be), the entries of no head swept (dry
+     * run: would be), 1 when this call built it (RIO_FSCK_INDEX). */
+    uint64_t index_entries, index_added, index_removed, index_built;
+    uint64_t reserved[3];
 };
 
 /**

@@ -14,13 +14,18 @@
 #include "railio.h"
 
 static const char fsck_usage[] =
-    "usage: railio fsck [-q] [-v] [--json] [--dry-run] [--grace DURATION] rados://POOL[?opts]\n"
+    "usage: railio fsck [-q] [-v] [--json] [--dry-run] [--grace DURATION] [--index]\n"
+    "                   rados://POOL[?opts]\n"
     "  Find the chunk objects no head refers to (left by uploads that were killed, that\n"
     "  lost a race, or whose cleanup failed) and remove them. A generation whose newest\n"
     "  chunk was written within the grace may be an upload still running: it is kept.\n"
     "  --dry-run          remove nothing; count (and with -v name) what would go\n"
     "  --grace DURATION   how long an upload may go without writing a chunk: 30s, 10m,\n"
     "                     1h (the default), 0 (none: uploads in progress lose chunks)\n"
+    "  --index            give the pool a key index if it has none (listings read pages\n"
+    "                     of names from it instead of scanning the pool); a pool with\n"
+    "                     one has it checked by every fsck: heads without an entry get\n"
+    "                     one, entries of no head older than the grace (10m at least) go\n"
     "  -v                 one line per orphan: removed, would remove, young, raced, failed\n";
 
 static const char *verdict_name(int v)
@@ -103,6 +108,10 @@ static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, b
         rio_cli_json_ku64(stdout, "raced", r->raced);
         rio_cli_json_ku64(stdout, "errors", r->errors);
         rio_cli_json_ku64(stdout, "foreign", r->foreign);
+        rio_cli_json_ku64(stdout, "index_entries", r->index_entries);
+        rio_cli_json_ku64(stdout, dry ? "index_would_add" : "index_added", r->index_added);
+        rio_cli_json_ku64(stdout, dry ? "index_would_remove" : "index_removed", r->index_removed);
+        rio_cli_json_ku64(stdout, "index_built", r->index_built);
         rio_cli_json_end(stdout);
         return;
     }
@@ -116,14 +125,21 @@ static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, b
            dry ? "would be removed" : "removed", freed, (unsigned long long)r->young, grace,
            (unsigned long long)r->raced, (unsigned long long)r->errors,
            (unsigned long long)r->foreign);
+    if (r->index_entries || r->index_added || r->index_removed || r->index_built)
+        printf("fsck: key index%s: %llu entries read, %llu heads without one %s, %llu entries "
+               "of no head %s\n",
+               r->index_built ? " built" : "", (unsigned long long)r->index_entries,
+               (unsigned long long)r->index_added, dry ? "(would be given one)" : "given one",
+               (unsigned long long)r->index_removed, dry ? "would be removed" : "removed");
 }
 
 int rio_cli_fsck(const char *cmd, int argc, char **argv)
 {
-    int dry = 0;
+    int dry = 0, index = 0;
     const char *grace = NULL;
     const struct rio_cli_opt opts[] = {
         {"--dry-run", 0, NULL, &dry, NULL},
+        {"--index", 0, NULL, &index, NULL},
         {"--grace", 0, "DURATION", NULL, &grace},
         {0},
     };
@@ -135,6 +151,8 @@ int rio_cli_fsck(const char *cmd, int argc, char **argv)
     struct rio_fsck_args a = {.each = fsck_item, .arg = &cl};
     if (dry)
         a.flags |= RIO_FSCK_DRY_RUN;
+    if (index)
+        a.flags |= RIO_FSCK_INDEX;
     if (grace) {
         if (parse_grace(grace, &a.grace_ns) < 0)
             return rio_cli_usage_error(&cl, "--grace '%s' is not a duration (30s, 10m, 1h, 0)",

@@ -479,9 +479,9 @@ int rio_fsck(struct rio_client *c, const struct rio_fsck_args *a, struct rio_fsc
             rio__detail("rio_fsck: reserved[%zu] is not zero", i);
             return RIO_EINVAL;
         }
-    if (a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE)) {
+    if (a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE | RIO_FSCK_INDEX)) {
         rio__detail("rio_fsck: unknown flags 0x%x",
-                    a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE));
+                    a->flags & ~(RIO_FSCK_DRY_RUN | RIO_FSCK_GRACE | RIO_FSCK_INDEX));
         return RIO_EINVAL;
     }
     args = *a;

@@ -25,15 +25,16 @@ struct rio_transport;
 #define RIO_RADOS_HEAD_MAX (64u << 20)
 
 struct rio_rados_counters {
-    uint64_t submitted;      /* chunk ops handed to librados */
-    uint64_t completed;      /* chunk ops completed through reap */
-    uint64_t inflight_ops;   /* submitted and not yet completed */
-    uint64_t inflight_bytes; /* their bytes */
-    uint64_t reordered;      /* WRITE completions that overtook an earlier chunk */
-    uint64_t removed;        /* chunk removals confirmed (removed, or found gone) */
-    uint64_t remove_failed;  /* chunk removals that never succeeded (left behind) */
-    uint64_t commits_raced;  /* head commits that lost a race and retried */
-    uint64_t conns;          /* cluster connections the paths share */
+    uint64_t submitted;        /* chunk ops handed to librados */
+    uint64_t completed;        /* chunk ops completed through reap */
+    uint64_t inflight_ops;     /* submitted and not yet completed */
+    uint64_t inflight_bytes;   /* their bytes */
+    uint64_t reordered;        /* WRITE completions that overtook an earlier chunk */
+    uint64_t removed;          /* chunk removals confirmed (removed, or found gone) */
+    uint64_t remove_failed;    /* chunk removals that never succeeded (left behind) */
+    uint64_t commits_raced;    /* head commits that lost a race and retried */
+    uint64_t conns;            /* cluster connections the paths share */
+    uint64_t list_index_pages; /* listing pages whose names came from the key index */
 };
 
 /* Snapshot of a rados transport's counters (zeros if t is not one). */

@@ -155,7 +155,7 @@ TEST(fsck_removes_exactly_the_orphans)
     snprintf(name, sizeof(name), "\"orphans\":%" PRIu64 ",", orphans + live_chunks);
     T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", name), 1u);
     T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":4,"), 1u);
-    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"foreign\":3}"), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"foreign\":3,\"index_entries\":0,"), 1u);
     T_EQ(chunks_both("killed."), killed);
     T_EQ(chunks_both("gone/"), 3u);
     T_EQ(chunks_both("live/obj."), live_chunks);

@@ -247,6 +247,8 @@ static void rt_close(struct rio_transport *tt)
     }
     if (t->head_io)
         rados_ioctx_destroy(t->head_io);
+    if (t->idx_io)
+        rados_ioctx_destroy(t->idx_io);
     for (unsigned p = 0; p < t->nconns; p++) /* cl[nconns..] are aliases */
         if (t->cl[p])
             rados_shutdown(t->cl[p]);
@@ -364,6 +366,13 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     ret = RIO_EINVAL;
     if ((s = rio__url_param(u, "shuffle")) && rio__opt_bool("shuffle", s, &t->shuffle) < 0)
         goto err_free;
+    t->idx_recheck_ns = IDX_RECHECK_NS;
+    if ((s = rio__url_param(u, "index_recheck"))) {
+        uint32_t ms;
+        if (rio__opt_ms("index_recheck", s, &ms) < 0 || ms == 0 || ms > 600000)
+            goto err_free;
+        t->idx_recheck_ns = (uint64_t)ms * 1000000u;
+    }
     t->list_scan = LIST_SCAN_MAX;
     if ((s = rio__url_param(u, "list_scan"))) {
         if (rio__opt_uint("list_scan", s, 1, 1000000, &v) < 0)
@@ -410,6 +419,13 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
         ret = pool_err(u->authority, ret);
         goto err_close;
     }
+    ret = rados_ioctx_create(t->cl[0], u->authority, &t->idx_io);
+    if (ret < 0) {
+        t->idx_io = NULL;
+        ret = pool_err(u->authority, ret);
+        goto err_close;
+    }
+    rados_ioctx_set_namespace(t->idx_io, RIO_RADOS_IDX_NS);
     if ((s = rio__url_param(u, "pools")) && *s) {
         /* PUTs spread chunks over these pools, which take the first entries
          * of the pool table in the order given; the URL's pool holds heads. */
@@ -474,9 +490,14 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
 
 /* rt_open reads them; docs/rados.md lists them. */
 static const char *const rados_url_options[] = {
-    "conf",       "id",          "keyring", "timeout", "abort_timeout", "inject_socket_failures",
-    "fail_chunk", "fail_error",  "shuffle", "pools",   "max_object",    "list_scan",
-    "conns",      "stall_check", NULL,
+    "conf",          "id",
+    "keyring",       "timeout",
+    "abort_timeout", "inject_socket_failures",
+    "fail_chunk",    "fail_error",
+    "shuffle",       "pools",
+    "max_object",    "list_scan",
+    "conns",         "stall_check",
+    "index_recheck", NULL,
 };
 
 const struct rio_transport_ops rio__rados_ops = {

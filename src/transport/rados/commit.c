@@ -163,6 +163,15 @@ static int head_pre(struct rupload *up, const char *key, struct rio__rados_head 
     return rio__rados_head_parse(up->pre_buf, (size_t)ret, key, h) == 0 ? 0 : -1;
 }
 
+/* A swap that will not happen: gen will never be a head, its index entry
+ * (if written) goes. */
+static void idx_refused(struct rados_transport *t, const char *key, uint64_t gen, bool *wrote)
+{
+    if (*wrote)
+        rio__rados_idx_drop(t, key, gen);
+    *wrote = false;
+}
+
 /*
  * Write the head atomically over whatever head is there now, and report the
  * head it replaced (*old, valid when *had_old). The write op compares the
@@ -179,6 +188,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
                              struct rio__rados_head *old, bool *had_old)
 {
     char newhex[17], oldhex[17];
+    bool wrote_here = false, *wrote = pre ? &pre->idx_put : &wrote_here;
     int ret = 0;
 
     snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
@@ -190,8 +200,10 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
     again:
         if (ret == -1)
             ret = rio__rados_head_read(t, key, old, NULL);
-        if (ret != 0 && ret != RIO_ENOTFOUND && ret != RIO_EPROTO)
+        if (ret != 0 && ret != RIO_ENOTFOUND && ret != RIO_EPROTO) {
+            idx_refused(t, key, gen, wrote);
             return ret;
+        }
         /* The condition is checked against the head read, and the write
          * below is guarded on that same head (its generation, or its
          * absence): it holds at the swap or the swap fails and goes again.
@@ -207,6 +219,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
                 ret = -1;
                 goto again;
             }
+            idx_refused(t, key, gen, wrote);
             return RIO_EGENERATION;
         }
         if (ret == 0) {
@@ -214,11 +227,15 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
             guarded = true;
             snprintf(oldhex, sizeof(oldhex), "%016" PRIx64, old->generation);
         }
-        rados_write_op_t op = rados_create_write_op();
+        /* The key index holds the head before it is one (index.c). */
+        int iret = rio__rados_idx_ensure(t, key, gen, pre, wrote);
+        rados_write_op_t op = iret == 0 ? rados_create_write_op() : NULL;
         if (!op) {
             if (*had_old)
                 rio__rados_head_cleanup(old);
-            return -ENOMEM;
+            *had_old = false;
+            idx_refused(t, key, gen, wrote);
+            return iret < 0 ? iret : -ENOMEM;
         }
         if (guarded)
             rados_write_op_cmpxattr(op, RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, oldhex, 16);
@@ -230,16 +247,21 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
         rados_release_write_op(op);
         if (ret == 0)
-            return 0;
+            return 0; /* the caller drops the replaced one's entry */
         if (*had_old)
             rio__rados_head_cleanup(old);
         *had_old = false;
-        if (ret != -ECANCELED && ret != -EEXIST && ret != -ENOENT && ret != -ENODATA)
+        if (ret != -ECANCELED && ret != -EEXIST && ret != -ENOENT && ret != -ENODATA) {
+            /* The swap may have landed: its entry stays. */
+            if (pre)
+                pre->swap_tried = true;
             return rio__rados_xlate(ret);
+        }
         pthread_mutex_lock(&t->mu);
         t->ctr.commits_raced++;
         pthread_mutex_unlock(&t->mu);
     }
+    idx_refused(t, key, gen, wrote);
     return RIO_ESERVER;
 }
 
@@ -388,8 +410,12 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
         goto err;
     d->generation = up->generation;
     if (had_old) {
-        if (old.generation != up->generation)
+        if (old.generation != up->generation) {
+            struct ridx_drop dp;
+            rio__rados_idx_drop_send(t, up->key, old.generation, &dp);
             rio__rados_remove_head_chunks(t, up->key, &old, NULL);
+            rio__rados_idx_drop_wait(&dp);
+        }
         rio__rados_head_cleanup(&old);
     }
     rio__rados_upload_free(up);

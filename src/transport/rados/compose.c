@@ -280,10 +280,13 @@ static void drop_sources(struct rados_transport *t, const struct compose *c)
 {
     rados_completion_t comp[REMOVE_WINDOW];
     rados_write_op_t op[REMOVE_WINDOW];
+    const char *keys[REMOVE_WINDOW];
+    uint64_t gens[REMOVE_WINDOW];
+    unsigned at[REMOVE_WINDOW];
     char hex[17];
 
     for (unsigned b = 0; b < c->n; b += REMOVE_WINDOW) {
-        unsigned k = c->n - b < REMOVE_WINDOW ? c->n - b : REMOVE_WINDOW, sent = 0;
+        unsigned k = c->n - b < REMOVE_WINDOW ? c->n - b : REMOVE_WINDOW, sent = 0, nd = 0;
         for (unsigned j = 0; j < k; j++) {
             op[sent] = rados_create_write_op();
             if (!op[sent])
@@ -295,10 +298,18 @@ static void drop_sources(struct rados_transport *t, const struct compose *c)
             if (op_send(t->head_io, c->keys[b + j], op[sent], &comp[sent]) < 0)
                 rados_release_write_op(op[sent]);
             else
-                sent++;
+                at[sent++] = b + j;
         }
-        for (unsigned j = 0; j < sent; j++)
-            op_wait(comp[j], op[j]);
+        for (unsigned j = 0; j < sent; j++) {
+            int r = op_wait(comp[j], op[j]);
+            /* That generation is no head now (removed, or another there):
+             * its index entry goes. Any other outcome keeps it. */
+            if (r == 0 || r == -ENOENT || r == -ECANCELED || r == -ENODATA) {
+                keys[nd] = c->keys[at[j]];
+                gens[nd++] = c->src[at[j]].generation;
+            }
+        }
+        rio__rados_idx_drop_many(t, keys, gens, nd);
     }
 }
 
@@ -352,8 +363,12 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
     if (ret < 0)
         goto out;
     if (had_old) {
-        if (old.generation != c.h.generation)
+        if (old.generation != c.h.generation) {
+            struct ridx_drop dp;
+            rio__rados_idx_drop_send(t, dst, old.generation, &dp);
             rio__rados_remove_head_chunks(t, dst, &old, &c.h);
+            rio__rados_idx_drop_wait(&dp);
+        }
         rio__rados_head_cleanup(&old);
     }
     if (!(flags & RIO_COMPOSE_KEEP_SOURCES))

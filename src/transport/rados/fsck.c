@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -561,6 +562,215 @@ static void sweep_batch(struct fscan *s, struct fgen *g, size_t ng, int64_t now_
     rio__free(items);
 }
 
+/* ------------------------------------------------------- the key index */
+
+struct ientry {
+    char *key;
+    size_t keylen;
+    uint64_t gen;
+    char val[16];
+    size_t vlen;
+};
+
+struct iwalk {
+    struct ientry *e;
+    size_t n, cap;
+    char last[RIO_KEY_MAX + 1]; /* the shard's last entry read: its key, generation */
+    uint64_t last_gen;
+    bool fresh; /* this read added one */
+};
+
+static int iwalk_each(void *arg, const char *name, size_t len, const char *val, size_t vlen)
+{
+    struct iwalk *w = arg;
+    size_t kl;
+    uint64_t gen;
+    int ret;
+
+    if (rio__rados_idx_entry_split(name, len, &kl, &gen) < 0)
+        return 0; /* not ours: left alone */
+    int c = key_cmp(name, kl, w->last, strlen(w->last));
+    if (c < 0 || (c == 0 && gen <= w->last_gen))
+        return 0; /* read before: the page began at this key again */
+    ret = grow((void **)&w->e, &w->cap, w->n, sizeof(*w->e));
+    if (ret < 0)
+        return ret;
+    char *k = rio__malloc(kl + 1);
+    if (!k)
+        return -ENOMEM;
+    memcpy(k, name, kl);
+    k[kl] = '\0';
+    struct ientry *e = &w->e[w->n++];
+    *e = (struct ientry){.key = k, .keylen = kl, .gen = gen, .vlen = vlen < 16 ? vlen : 16};
+    memcpy(e->val, val, e->vlen);
+    memcpy(w->last, k, kl + 1);
+    w->last_gen = gen;
+    w->fresh = true;
+    return 0;
+}
+
+static int ientry_cmp(const void *x, const void *y)
+{
+    const struct ientry *a = x, *b = y;
+    int c = key_cmp(a->key, a->keylen, b->key, b->keylen);
+    return c ? c : (a->gen > b->gen) - (a->gen < b->gen);
+}
+
+/* Every entry of the index's shards, sorted by key and generation. */
+static int index_read_all(struct fscan *s, unsigned shards, struct iwalk *w)
+{
+    char after[RIO_KEY_MAX + 2];
+
+    for (unsigned sh = 0; sh < shards; sh++) {
+        w->last[0] = '\0';
+        w->last_gen = 0;
+        after[0] = '\0';
+        for (;;) {
+            bool more = false;
+            w->fresh = false;
+            /* From the last key read (its generations come again and are
+             * passed over): an omap name holds a NUL, start_after not. */
+            int ret = rio__rados_idx_read(s->t, sh, after, "", 1000, iwalk_each, w, &more);
+            if (ret < 0)
+                return ret;
+            if (!more)
+                break;
+            if (w->fresh)
+                snprintf(after, sizeof(after), "%s", w->last);
+            else /* a page of one key's generations only: past that key */
+                snprintf(after, sizeof(after), "%s\x01", w->last);
+        }
+    }
+    if (w->n > 1)
+        qsort(w->e, w->n, sizeof(*w->e), ientry_cmp);
+    return 0;
+}
+
+static bool ientry_has(const struct iwalk *w, const char *key, size_t keylen, uint64_t gen)
+{
+    struct ientry probe = {.key = (char *)key, .keylen = keylen, .gen = gen};
+    return w->n && bsearch(&probe, w->e, w->n, sizeof(*w->e), ientry_cmp);
+}
+
+/*
+ * The index against the heads just read: a head without its entry gets
+ * one (a pool indexed while writers that had not seen the marker yet
+ * wrote, or an entry someone removed); an entry whose generation is no
+ * head, older than the grace (at least IDX_GC_MIN_NS), is removed once
+ * its key's head is read again and still is not it, on a compare of its
+ * value (a commit renewing it keeps it).
+ */
+static int index_check(struct fscan *s, unsigned shards, int64_t now_ns)
+{
+    struct iwalk w = {0};
+    bool dry = s->a->flags & RIO_FSCK_DRY_RUN;
+    uint64_t grace = s->a->flags & RIO_FSCK_GRACE ? s->a->grace_ns : RIO_FSCK_GRACE_DEFAULT_NS;
+    int ret, first = 0;
+
+    if (grace < IDX_GC_MIN_NS)
+        grace = IDX_GC_MIN_NS;
+    ret = index_read_all(s, shards, &w);
+    if (ret < 0)
+        goto out;
+    s->r->index_entries = w.n;
+    for (size_t i = 0; i < s->nheads; i++) {
+        const struct fhead *h = &s->heads[i];
+        if (!h->gen || ientry_has(&w, h->key, h->keylen, h->gen))
+            continue;
+        int r = dry ? 0 : rio__rados_idx_put_now(s->t, shards, h->key, h->gen);
+        if (r < 0) {
+            s->r->errors++;
+            first = first ? first : r;
+        } else {
+            s->r->index_added++;
+        }
+    }
+    for (size_t i = 0; i < w.n; i++) {
+        const struct ientry *e = &w.e[i];
+        const struct fhead *h = head_find(s, e->key, e->keylen);
+        uint64_t at = 0;
+        if (h && (h->gen == e->gen || !h->gen))
+            continue; /* its head, or a head that could not be read */
+        if (e->vlen == 16 && rio__rados_hex16(e->val, &at) && now_ns > 0 &&
+            (uint64_t)now_ns < at + grace)
+            continue; /* young: its PUT may still commit */
+        /* Its key's head now: committed since the scan keeps it. */
+        char buf[GEN_HEX + 1];
+        uint64_t gen = 0;
+        int64_t k =
+            gen_of(rados_getxattr(s->t->head_io, e->key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf)),
+                   buf, &gen);
+        if (k < 0) {
+            s->r->errors++;
+            continue;
+        }
+        if (k > 0 && gen == e->gen)
+            continue;
+        int r = dry ? 0 : rio__rados_idx_rm_if(s->t, shards, e->key, e->gen, e->val, e->vlen);
+        if (r == RIO_EGENERATION)
+            continue;
+        if (r < 0) {
+            s->r->errors++;
+            first = first ? first : r;
+            continue;
+        }
+        s->r->index_removed++;
+    }
+    ret = first;
+out:
+    for (size_t i = 0; i < w.n; i++)
+        rio__free(w.e[i].key);
+    rio__free(w.e);
+    return ret;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * RIO_FSCK_INDEX on a pool without an index: write its marker
+ * ("building"), then wait until every writer has read it (two of their
+ * re-reads, and a commit's longest swap) before the heads are walked, so
+ * that a head committed by a writer that did not know yet is among those
+ * walked. A marker still "building" (an fsck stopped before its end) waits
+ * only what is left of that since it was written.
+ */
+static int index_begin(struct fscan *s, unsigned *shards, bool *ready)
+{
+    struct rados_transport *t = s->t;
+    uint64_t wait = 2 * t->idx_recheck_ns + t->abort_ns;
+    int ret;
+
+    pthread_mutex_lock(&t->cache_mu);
+    t->idx_checked_ns = 0;
+    pthread_mutex_unlock(&t->cache_mu);
+    ret = rio__rados_idx_state(t, shards, ready);
+    if (ret < 0 || *ready || !(s->a->flags & RIO_FSCK_INDEX) || (s->a->flags & RIO_FSCK_DRY_RUN))
+        return ret;
+    if (!*shards) {
+        ret = rio__rados_idx_marker_write(t, RIO_RADOS_IDX_SHARDS_DEF, false, true);
+        if (ret < 0)
+            return ret;
+        ret = rio__rados_idx_state(t, shards, ready);
+        if (ret < 0 || !*shards || *ready)
+            return ret < 0 ? ret : 0;
+    }
+    uint64_t size;
+    time_t mt;
+    ret = rados_stat(t->idx_io, RIO_RADOS_IDX_MARKER, &size, &mt);
+    if (ret < 0)
+        return rio__rados_xlate(ret);
+    time_t now = time(NULL);
+    uint64_t age = now > mt ? (uint64_t)(now - mt) * 1000000000u : 0;
+    if (age < wait + 1000000000u) /* mtime has whole seconds */
+        sleep_ns(wait + 1000000000u - age);
+    return 0;
+}
+
 int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
                     struct rio_fsck_report *out)
 {
@@ -575,7 +785,11 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
         if ((int)i != t->url_pool)
             pools[npools++] = (int)i;
 
-    ret = heads_scan(&s);
+    unsigned shards = 0;
+    bool ready = false;
+    ret = index_begin(&s, &shards, &ready);
+    if (ret == 0)
+        ret = heads_scan(&s);
     for (int i = 0; ret == 0 && i < npools; i++)
         ret = chunks_scan(&s, pools[i]);
     if (ret < 0)
@@ -596,6 +810,15 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
         if (ng == REMOVE_WINDOW || j == s.n) {
             sweep_batch(&s, g, ng, now_ns);
             ng = 0;
+        }
+    }
+    if (shards) {
+        ret = index_check(&s, shards, now_ns);
+        /* Built: listings may use it (each transport within its recheck). */
+        if (ret == 0 && !ready && (a->flags & RIO_FSCK_INDEX) && !(a->flags & RIO_FSCK_DRY_RUN)) {
+            ret = rio__rados_idx_marker_write(t, shards, true, false);
+            if (ret == 0)
+                out->index_built = 1;
         }
     }
 out:

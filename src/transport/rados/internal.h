@@ -35,7 +35,8 @@
  * put_open, put_abort, remove, chunk removal), compose.c (an object
  * made of other objects' chunks: head version 2), list.c (list and exists:
  * head summaries read in parallel), fsck.c (the sweep of orphan chunk
- * objects), head.c (the head's text format, no
+ * objects, and the key index's check), index.c (the pool's key index:
+ * marker, entries, what writers keep), head.c (the head's text format, no
  * librados).
  *
  * Locks: t->mu guards the op pool, the done queue and the counters; t->cache_mu
@@ -116,6 +117,14 @@ struct rupload {
     /* put_expect's condition (0: none): checked against the head the
      * commit's guarded swap replaces (rio__rados_head_swap_pre). */
     uint64_t put_if;
+    /* The key index's entry (index.c), sent at put_open beside the chunks
+     * when the pool has an index (idx_comp NULL: not in flight); idx_sent:
+     * an entry may exist, for the discard to take out; swap_tried: the
+     * commit went as far as the swap, whose outcome may be unknown. */
+    rados_completion_t idx_comp;
+    rados_write_op_t idx_op;
+    uint64_t idx_at_ns;
+    bool idx_sent, idx_put, swap_tried;
 };
 
 struct rop {
@@ -166,8 +175,13 @@ struct rados_transport {
     uint64_t gen_state;
     int64_t fail_chunk; /* test knob: WRITEs of this chunk report fail_err; -1 off */
     int fail_err;
-    bool shuffle;       /* test knob: deliver completions in a shuffled order */
-    unsigned list_scan; /* list: objects examined per page */
+    bool shuffle;         /* test knob: deliver completions in a shuffled order */
+    unsigned list_scan;   /* list: objects examined per page */
+    rados_ioctx_t idx_io; /* path 0, the URL's pool, namespace RIO_RADOS_IDX_NS */
+    /* The key index's marker as last read (index.c), under cache_mu. */
+    unsigned idx_shards; /* 0: the pool has no index */
+    bool idx_ready;
+    uint64_t idx_checked_ns, idx_recheck_ns;
 
     pthread_mutex_t pools_mu;
     struct rpool pools[MAX_POOLS];
@@ -236,6 +250,61 @@ int rio__rados_head_swap(struct rados_transport *t, const char *key, const char 
  * under key now: 0, RIO_EGENERATION, or an error reading it. A check
  * before work that the swap's own check makes safe to skip. */
 int rio__rados_cond_check(struct rados_transport *t, const char *key, uint64_t put_if);
+
+/* index.c (docs/rados.md "The key index") */
+#define RIO_RADOS_IDX_NS "rio.index"
+#define RIO_RADOS_IDX_MARKER "index"
+#define RIO_RADOS_IDX_SHARDS_MAX 4096u
+#define RIO_RADOS_IDX_SHARDS_DEF 8u
+#define IDX_RECHECK_NS (10ull * 1000000000ull) /* writers re-read the marker */
+#define IDX_REFRESH_NS (30ull * 1000000000ull) /* a commit renews an older entry */
+#define IDX_GC_MIN_NS (600ull * 1000000000ull) /* fsck sweeps no younger entry */
+unsigned rio__rados_idx_shard(const char *key, size_t len, unsigned shards);
+int rio__rados_idx_marker_parse(const char *buf, size_t len, unsigned *shards, bool *ready);
+/* Write the marker (create: only if there is none; 1 when there was). */
+int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool ready,
+                                bool create);
+/* The marker, re-read when older than idx_recheck_ns: *shards 0 when the
+ * pool has no index; an error when it cannot be read or is not ours. */
+int rio__rados_idx_state(struct rados_transport *t, unsigned *shards, bool *ready);
+/* An entry's omap name for (key, gen) into out (RIO_KEY_MAX + 18 bytes):
+ * its length. split: the reverse, RIO_EPROTO for a name not so made. */
+int rio__rados_idx_entry_name(char *out, const char *key, size_t keylen, uint64_t gen);
+int rio__rados_idx_entry_split(const char *name, size_t len, size_t *keylen, uint64_t *gen);
+/* put_open: send up's entry when the pool has an index (best effort). */
+void rio__rados_idx_open(struct rados_transport *t, struct rupload *up);
+/* Wait for put_open's entry write, if in flight (*ret: its result). */
+void rio__rados_idx_open_wait(struct rupload *up, int *ret);
+/* Before a swap publishes head gen of key: its entry is in the index
+ * (put_open's, up may be NULL, or written now); *wrote once it is. */
+int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t gen,
+                          struct rupload *up, bool *wrote);
+/* Take out the entries of generations that can no longer be heads (best
+ * effort: what stays is skipped by listings and swept by fsck). */
+void rio__rados_idx_drop(struct rados_transport *t, const char *key, uint64_t gen);
+void rio__rados_idx_drop_many(struct rados_transport *t, const char *const *keys,
+                              const uint64_t *gens, size_t n);
+/* The same, sent (aio) before other work and waited for after it. */
+struct ridx_drop {
+    rados_completion_t comp;
+    rados_write_op_t op;
+};
+void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64_t gen,
+                              struct ridx_drop *p);
+void rio__rados_idx_drop_wait(struct ridx_drop *p);
+/* Read up to max entries of shard after start_after under prefix, in
+ * order, each through each (a negative return stops and is returned). */
+typedef int (*rio__rados_idx_each_fn)(void *arg, const char *name, size_t len, const char *val,
+                                      size_t vlen);
+int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *start_after,
+                        const char *prefix, unsigned max, rio__rados_idx_each_fn each, void *arg,
+                        bool *more);
+int rio__rados_idx_put_now(struct rados_transport *t, unsigned shards, const char *key,
+                           uint64_t gen);
+/* Remove (key, gen)'s entry if its value is still val: RIO_EGENERATION
+ * when it was renewed or is gone. */
+int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
+                         const char *val, size_t vlen);
 
 /* compose.c */
 int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *const *srcs,

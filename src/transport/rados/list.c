@@ -24,6 +24,7 @@
  * examined (the URL's list_scan, default LIST_SCAN_MAX) and LIST_CALLS_MAX listing round trips; a
  * page that reaches a bound before max_keys ends short, with a token.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
@@ -233,6 +234,7 @@ struct lscan {
     unsigned n, max;
     struct hread *r; /* LIST_BATCH candidates of one call */
     char (*keys)[RIO_KEY_MAX + 1];
+    unsigned shards; /* the pool's key index is ready: its shards (list_sorted) */
 };
 
 /* Whether the listed name can be a key under the listing's prefix. */
@@ -412,34 +414,24 @@ struct collect {
     bool over;
 };
 
-static void collect_add(struct collect *c, const char *name, size_t len)
+/* Append name (len bytes) to c: 0, or -ENOMEM. */
+static int collect_push(struct collect *c, const char *name, size_t len)
 {
-    if (c->over)
-        return;
-    /* the names, their offsets and (in the snapshot) their pointers */
-    if (c->len + len + 1 + (c->n + 1) * (sizeof(size_t) + sizeof(char *)) > SNAP_BYTES_MAX) {
-        c->over = true;
-        return;
-    }
     if (c->len + len + 1 > c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 1u << 16;
         while (ncap < c->len + len + 1)
             ncap *= 2;
         char *na = rio__realloc(c->arena, ncap);
-        if (!na) {
-            c->over = true;
-            return;
-        }
+        if (!na)
+            return -ENOMEM;
         c->arena = na;
         c->cap = ncap;
     }
     if (c->n == c->ncap) {
         size_t ncap = c->ncap ? c->ncap * 2 : 1024;
         size_t *no = rio__realloc(c->offs, ncap * sizeof(*no));
-        if (!no) {
-            c->over = true;
-            return;
-        }
+        if (!no)
+            return -ENOMEM;
         c->offs = no;
         c->ncap = ncap;
     }
@@ -447,6 +439,17 @@ static void collect_add(struct collect *c, const char *name, size_t len)
     memcpy(c->arena + c->len, name, len);
     c->arena[c->len + len] = '\0';
     c->len += len + 1;
+    return 0;
+}
+
+static void collect_add(struct collect *c, const char *name, size_t len)
+{
+    if (c->over)
+        return;
+    /* the names, their offsets and (in the snapshot) their pointers */
+    if (c->len + len + 1 + (c->n + 1) * (sizeof(size_t) + sizeof(char *)) > SNAP_BYTES_MAX ||
+        collect_push(c, name, len) < 0)
+        c->over = true;
 }
 
 /* The collected names sorted, each once, as a snapshot (c is taken); NULL
@@ -558,6 +561,182 @@ static void snap_publish(struct rados_transport *t, struct lsnap *sn)
     snap_free(old);
 }
 
+/* ------------------------------------------------- from the key index */
+
+#define IDX_ROUNDS 64u /* index reads (one per shard each) per page */
+
+/* One round's entries: keys (as C strings in an arena) from every shard. */
+struct iround {
+    struct collect c;
+    size_t last; /* the entry the current shard added last + 1 (0: none) */
+};
+
+static int iround_each(void *arg, const char *name, size_t nlen, const char *val, size_t vlen)
+{
+    struct iround *r = arg;
+    size_t kl;
+    uint64_t gen;
+    (void)val;
+    (void)vlen;
+
+    if (rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0)
+        return 0; /* not an entry railio writes: not a key */
+    int ret = collect_push(&r->c, name, kl);
+    if (ret == 0)
+        r->last = r->c.n;
+    return ret;
+}
+
+static const char *ikey(const struct iround *r, size_t i)
+{
+    return r->c.arena + r->c.offs[i];
+}
+
+static int icmp(const void *a, const void *b, void *arg)
+{
+    const char *arena = arg;
+    return strcmp(arena + *(const size_t *)a, arena + *(const size_t *)b);
+}
+
+/* Whether key starts with the first clen bytes of cp. */
+static bool under(const char *key, const char *cp, size_t clen)
+{
+    return clen && strncmp(key, cp, clen) == 0;
+}
+
+/*
+ * The names of a sorted page from the key index (shards of it): the first
+ * cap names after s->sa under the prefix, folded into common prefixes with
+ * RIO_LIST_DELIM, into v[0..*n). Each round reads up to cap entries of
+ * every shard after the position and takes, in order, those no shard with
+ * more to read could still precede. *more: the rounds ran out before the
+ * index did and before cap names, with resume (a key) where to go on.
+ */
+static int idx_names(struct rados_transport *t, unsigned shards, const struct lscan *s,
+                     bool from_token, struct sname *v, unsigned *n, unsigned cap, bool *more,
+                     char *resume)
+{
+    struct iround r = {0};
+    char *after = rio__malloc(RIO_KEY_MAX + 2), *bound = rio__malloc(RIO_KEY_MAX + 1);
+    char skip[RIO_KEY_MAX + 1];
+    size_t skiplen = 0, sl = s->sa ? strlen(s->sa) : 0;
+    bool *smore = rio__calloc(shards, sizeof(bool));
+    size_t *slast = rio__calloc(shards, sizeof(size_t));
+    int ret = -ENOMEM;
+
+    *n = 0;
+    *more = false;
+    resume[0] = '\0';
+    if (!after || !bound || !smore || !slast)
+        goto out;
+    after[0] = '\0';
+    if (s->sa)
+        snprintf(after, RIO_KEY_MAX + 2, "%s\x01", s->sa);
+    if (s->sa && from_token && (s->a->flags & RIO_LIST_DELIM) && sl > s->plen) {
+        /* After a token, every key under the common prefix sa is under
+         * (or is) was shown already: start past them all. */
+        const char *slash = memchr(s->sa + s->plen, '/', sl - s->plen);
+        if (slash) {
+            rio__key_skip_past(skip, s->sa, (size_t)(slash - s->sa) + 1);
+            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", skip);
+        }
+    }
+    for (unsigned round = 0;; round++) {
+        if (round == IDX_ROUNDS) {
+            *more = true;
+            break;
+        }
+        r.c.n = r.c.len = 0;
+        bool any_more = false;
+        bound[0] = '\0';
+        for (unsigned sh = 0; sh < shards; sh++) {
+            r.last = 0;
+            ret = rio__rados_idx_read(t, sh, after, s->prefix, cap, iround_each, &r, &smore[sh]);
+            if (ret < 0)
+                goto out;
+            slast[sh] = r.last;
+            if (smore[sh] && r.last) {
+                /* That shard may hold keys before any it did not send:
+                 * nothing after its last one is taken this round. */
+                const char *lk = ikey(&r, r.last - 1);
+                if (!any_more || strcmp(lk, bound) < 0)
+                    snprintf(bound, RIO_KEY_MAX + 1, "%s", lk);
+                any_more = true;
+            }
+        }
+        size_t *ord = rio__malloc((r.c.n ? r.c.n : 1) * sizeof(*ord));
+        ret = -ENOMEM;
+        if (!ord)
+            goto out;
+        for (size_t i = 0; i < r.c.n; i++)
+            ord[i] = r.c.offs[i];
+        qsort_r(ord, r.c.n, sizeof(*ord), icmp, r.c.arena);
+        const char *prev = NULL, *last = NULL;
+        bool full = false;
+        for (size_t i = 0; i < r.c.n && !full; i++) {
+            const char *k = r.c.arena + ord[i];
+            if (prev && strcmp(k, prev) == 0)
+                continue; /* another generation of the same key */
+            prev = k;
+            if (any_more && strcmp(k, bound) > 0)
+                break;
+            last = k;
+            if (under(k, skip, skiplen))
+                continue;
+            skiplen = 0;
+            size_t kl = strlen(k);
+            const char *slash = (s->a->flags & RIO_LIST_DELIM) && kl > s->plen
+                                    ? memchr(k + s->plen, '/', kl - s->plen)
+                                    : NULL;
+            if (slash) {
+                size_t len = (size_t)(slash - k) + 1;
+                memcpy(skip, k, len);
+                skip[len] = '\0';
+                skiplen = len;
+                if (s->sa) { /* as the scan: a common prefix not after sa */
+                    size_t m = sl < len ? sl : len;
+                    int c = memcmp(k, s->sa, m);
+                    if ((c < 0 || (c == 0 && len <= sl)) && (from_token || c != 0))
+                        continue;
+                }
+                memcpy(v[*n].key, k, len);
+                v[*n].key[len] = '\0';
+                v[*n].dir = true;
+            } else {
+                memcpy(v[*n].key, k, kl + 1);
+                v[*n].dir = false;
+            }
+            if (++*n == cap)
+                full = true;
+        }
+        if (last)
+            snprintf(resume, RIO_KEY_MAX + 1, "%s", last);
+        rio__free(ord);
+        if (full || !any_more)
+            break;
+        /* The next round starts past what this one took (and past every
+         * key under the common prefix it stopped in). */
+        if (skiplen) {
+            char past[RIO_KEY_MAX + 1];
+            rio__key_skip_past(past, skip, skiplen);
+            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", past);
+        } else if (last) {
+            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", last);
+        } else {
+            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", bound);
+        }
+    }
+    ret = 0;
+out:
+    rio__free(r.c.arena);
+    rio__free(r.c.offs);
+    rio__free(after);
+    rio__free(bound);
+    rio__free(smore);
+    rio__free(slast);
+    return ret;
+}
+
 static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_list_page *out)
 {
     rados_ioctx_t io = t->head_io;
@@ -585,9 +764,19 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
     s->r = rio__calloc(LIST_BATCH, sizeof(*s->r));
     if (!v || !s->ents || !s->r)
         goto out;
-    /* A later page: from the snapshot of the listing's first page, when
-     * this transport made it less than SNAP_TTL_NS ago; else a scan. */
-    if (!(from_token && snap_take(t, s, v, &n, cap))) {
+    bool more = false;
+    char resume[RIO_KEY_MAX + 1];
+    if (s->shards) {
+        /* The pool's key index: a page's names, not the pool's. */
+        ret = idx_names(t, s->shards, s, from_token, v, &n, cap, &more, resume);
+        if (ret < 0)
+            goto out;
+        pthread_mutex_lock(&t->mu);
+        t->ctr.list_index_pages++;
+        pthread_mutex_unlock(&t->mu);
+    } else if (!(from_token && snap_take(t, s, v, &n, cap))) {
+        /* A later page: from the snapshot of the listing's first page, when
+         * this transport made it less than SNAP_TTL_NS ago; else a scan. */
         items = rio__calloc(LIST_BATCH, sizeof(*items));
         cur = rados_object_list_begin(io);
         end = rados_object_list_end(io);
@@ -636,7 +825,16 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
             snap_publish(t, sn);
     }
     out->next_token[0] = '\0';
-    if (n > s->max) {
+    if (more && n <= s->max) {
+        /* The index's rounds ran out: a shorter page, on from its last
+         * name (or, with none, the last key passed over). */
+        const char *at = n ? v[n - 1].key : resume;
+        if (!*at || rio__rados_stok_format(at, out->next_token) < 0) {
+            rio__detail("rados:// list: no progress through the key index");
+            ret = RIO_EPROTO;
+            goto out;
+        }
+    } else if (n > s->max) {
         /* The page ends at its last name a token can hold (all but names
          * of over 1021 bytes): shorter, never skipping one. */
         n = s->max;
@@ -727,7 +925,18 @@ int rio__rados_list(struct rio_transport *tt, const struct rio_list_args *a,
     s.plen = strnlen(s.prefix, RIO_KEY_MAX + 1);
     if (s.plen > RIO_KEY_MAX)
         return RIO_EINVAL;
-    if (a->flags & RIO_LIST_SORTED)
+    /* A pool whose key index is ready lists from it, in byte order, sorted
+     * asked or not (a hash-order listing begun before goes on in that
+     * order: its tokens are "r1-"). */
+    if (!(a->token && strncmp(a->token, "r1-", 3) == 0)) {
+        bool ready;
+        ret = rio__rados_idx_state(t, &s.shards, &ready);
+        if (ret < 0)
+            return ret;
+        if (!ready)
+            s.shards = 0;
+    }
+    if ((a->flags & RIO_LIST_SORTED) || s.shards)
         return list_sorted(t, &s, out);
     if (a->token && *a->token) {
         ret = rio__rados_ltok_parse(a->token, &tk);

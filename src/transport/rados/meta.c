@@ -293,6 +293,7 @@ void rio__rados_upload_free(struct rupload *up)
     if (!up)
         return;
     up->magic = 0;
+    rio__rados_idx_open_wait(up, NULL);
     if (up->pre_comp) {
         /* The read writes into pre_buf: it lands before the buffer goes. */
         rados_aio_wait_for_complete(up->pre_comp);
@@ -359,6 +360,9 @@ int rio__rados_put_open(struct rio_transport *tt, const char *key, uint64_t size
         rados_aio_release(up->pre_comp);
         up->pre_comp = NULL;
     }
+    /* Its entry in the pool's key index, if it has one: beside the chunks,
+     * so that the commit finds it there (index.c). */
+    rio__rados_idx_open(t, up);
     up->magic = UPLOAD_MAGIC;
     *upload = up;
     return 0;
@@ -376,6 +380,12 @@ void rio__rados_upload_discard(struct rados_transport *t, struct rupload *up)
     struct rm_item *items = NULL;
     size_t n = 0;
 
+    /* Its index entry: a generation that never became a head and never
+     * will (unless a swap went out whose outcome is unknown: then its
+     * entry stays, for fsck to judge). */
+    rio__rados_idx_open_wait(up, NULL);
+    if ((up->idx_sent || up->idx_put) && !up->swap_tried)
+        rio__rados_idx_drop(t, up->key, up->generation);
     for (uint64_t i = 0; i < up->hi; i++)
         n += (size_t)__builtin_popcount(up->paths_tried[i]);
     if (n)
@@ -455,7 +465,10 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
         ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
         rados_release_write_op(op);
         if (ret == 0) {
+            struct ridx_drop dp;
+            rio__rados_idx_drop_send(t, key, h.generation, &dp);
             rio__rados_remove_head_chunks(t, key, &h, NULL);
+            rio__rados_idx_drop_wait(&dp);
             rio__rados_head_cleanup(&h);
             return 0;
         }

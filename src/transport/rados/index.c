@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * rados://: the pool's key index (docs/rados.md "The key index"). A pool
+ * without one lists by scanning every name in it; once `railio fsck --index`
+ * built one, a listing reads a page of names from it instead, in byte order,
+ * whatever the pool holds.
+ *
+ * Layout, in the URL's pool, namespace "rio.index":
+ *
+ *   marker  object "index": "railio-index 1\nshards N\nstate S\n", S
+ *           "building" (writers keep it, listings do not use it yet) or
+ *           "ready" (listings use it).
+ *   shards  objects "shard.I", I in 0..N-1: omap entries, one per
+ *           generation of a key that is or may become a head, named
+ *           KEY NUL GGGGGGGGGGGGGGGG (the generation, 16 lower-case hex
+ *           digits), valued with the time it was written (16 hex digits,
+ *           ns since the epoch). KEY goes to shard fnv1a64(KEY) mod N.
+ *
+ * The one rule: every head has its entry (the index holds at least the
+ * heads). So a writer puts (KEY, G) before the swap that publishes head G
+ * (a PUT sends it beside its chunks at put_open), and takes it out only
+ * when G can no longer become a head: after G was replaced or removed, or
+ * when the swap was refused. A crash leaves an entry too many, never one
+ * too few: a listing reads the head of each key it takes from the index
+ * and skips those that are gone, and fsck removes entries that no head
+ * names once they are older than its grace (at least IDX_GC_MIN), each on
+ * a compare of its value, which a PUT's commit rewrites when its entry is
+ * older than IDX_REFRESH_NS: a slow PUT's entry is never removed under it.
+ *
+ * Writers re-read the marker every idx_recheck_ns (URL option
+ * index_recheck, 10 s), so `fsck --index` writes the marker, waits for
+ * every writer to have seen it, then walks the heads and adds what is
+ * missing, then marks the index ready.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rados/librados.h>
+
+#include "core/alloc.h"
+#include "core/clock.h"
+#include "core/internal.h"
+#include "core/key.h"
+#include "railio.h"
+#include "transport/rados.h"
+#include "transport/rados/internal.h"
+
+#define MARKER_MAX 128u
+
+/* ------------------------------------------------------------- the marker */
+
+unsigned rio__rados_idx_shard(const char *key, size_t len, unsigned shards)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
+    return (unsigned)(h % shards);
+}
+
+int rio__rados_idx_marker_parse(const char *buf, size_t len, unsigned *shards, bool *ready)
+{
+    char tmp[MARKER_MAX + 1], state[16];
+    unsigned n;
+    int used = 0;
+
+    if (len >= sizeof(tmp) || memchr(buf, '\0', len))
+        return RIO_EPROTO;
+    memcpy(tmp, buf, len);
+    tmp[len] = '\0';
+    if (sscanf(tmp, "railio-index 1\nshards %5u\nstate %15[a-z]\n%n", &n, state, &used) != 2 ||
+        (size_t)used != len || n < 1 || n > RIO_RADOS_IDX_SHARDS_MAX)
+        return RIO_EPROTO;
+    /* sscanf's whitespace matches any run: the text must be exactly ours. */
+    char back[MARKER_MAX];
+    if (strcmp(state, "ready") != 0 && strcmp(state, "building") != 0)
+        return RIO_EPROTO;
+    int bl = snprintf(back, sizeof(back), "railio-index 1\nshards %u\nstate %s\n", n, state);
+    if (bl < 0 || (size_t)bl != len || memcmp(back, buf, len) != 0)
+        return RIO_EPROTO;
+    *shards = n;
+    *ready = state[0] == 'r';
+    return 0;
+}
+
+int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool ready, bool create)
+{
+    char buf[MARKER_MAX];
+    int len = snprintf(buf, sizeof(buf), "railio-index 1\nshards %u\nstate %s\n", shards,
+                       ready ? "ready" : "building");
+    rados_write_op_t op = rados_create_write_op();
+    int ret;
+
+    if (!op)
+        return -ENOMEM;
+    if (create)
+        rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
+    rados_write_op_write_full(op, buf, (size_t)len);
+    ret = rados_write_op_operate(op, t->idx_io, RIO_RADOS_IDX_MARKER, NULL, 0);
+    rados_release_write_op(op);
+    if (ret == 0) {
+        pthread_mutex_lock(&t->cache_mu);
+        t->idx_checked_ns = 0; /* read it again */
+        pthread_mutex_unlock(&t->cache_mu);
+    }
+    return ret == -EEXIST ? 1 : ret < 0 ? rio__rados_xlate(ret) : 0;
+}
+
+int rio__rados_idx_state(struct rados_transport *t, unsigned *shards, bool *ready)
+{
+    char buf[MARKER_MAX];
+    uint64_t now = rio__now_ns();
+    unsigned n = 0;
+    bool r = false;
+    int ret;
+
+    pthread_mutex_lock(&t->cache_mu);
+    if (t->idx_checked_ns && now - t->idx_checked_ns < t->idx_recheck_ns) {
+        *shards = t->idx_shards;
+        *ready = t->idx_ready;
+        pthread_mutex_unlock(&t->cache_mu);
+        return 0;
+    }
+    pthread_mutex_unlock(&t->cache_mu);
+    ret = rados_read(t->idx_io, RIO_RADOS_IDX_MARKER, buf, sizeof(buf), 0);
+    if (ret == -ENOENT) {
+        ret = 0;
+    } else if (ret < 0) {
+        rio__detail("rados:// could not read the key index's marker (%s)", strerror(-ret));
+        return rio__rados_xlate(ret);
+    } else {
+        ret = rio__rados_idx_marker_parse(buf, (size_t)ret, &n, &r);
+        if (ret < 0) {
+            /* Not ours to guess at: keeping an index we cannot read could
+             * leave a head out of it. Writes and listings refuse. */
+            rio__detail("rados:// pool %s: the key index's marker (namespace %s, object %s) is "
+                        "not one this railio reads (made by a newer one, or damaged)",
+                        t->pools[t->url_pool].name, RIO_RADOS_IDX_NS, RIO_RADOS_IDX_MARKER);
+            return ret;
+        }
+    }
+    pthread_mutex_lock(&t->cache_mu);
+    t->idx_shards = n;
+    t->idx_ready = r;
+    t->idx_checked_ns = now ? now : 1;
+    pthread_mutex_unlock(&t->cache_mu);
+    *shards = n;
+    *ready = r;
+    return 0;
+}
+
+/* ------------------------------------------------------------ the entries */
+
+int rio__rados_idx_entry_name(char *out, const char *key, size_t keylen, uint64_t gen)
+{
+    memcpy(out, key, keylen);
+    out[keylen] = '\0';
+    snprintf(out + keylen + 1, 17, "%016" PRIx64, gen);
+    return (int)(keylen + 17);
+}
+
+int rio__rados_idx_entry_split(const char *name, size_t len, size_t *keylen, uint64_t *gen)
+{
+    const char *nul = len ? memchr(name, '\0', len) : NULL;
+
+    if (!nul)
+        return RIO_EPROTO;
+    size_t kl = (size_t)(nul - name);
+    if (!rio__key_len_ok(kl) || len != kl + 17 || !rio__rados_hex16(nul + 1, gen) || !*gen)
+        return RIO_EPROTO;
+    *keylen = kl;
+    return 0;
+}
+
+static void shard_name(char *out, size_t cap, unsigned i)
+{
+    snprintf(out, cap, "shard.%u", i);
+}
+
+static void stamp(char out[17])
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    snprintf(out, 17, "%016" PRIx64, ns);
+}
+
+/* A write op setting (key, gen)'s entry, sent with comp (NULL: waited for
+ * here). The op is released by the caller after the wait. */
+static int put_op(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
+                  rados_write_op_t *opp, rados_completion_t comp)
+{
+    char ename[RIO_KEY_MAX + 18], val[17], sname[24];
+    size_t keylen;
+    int ret = rio__key_len(key, &keylen);
+
+    if (ret < 0)
+        return ret;
+    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
+    const char *k = ename, *v = val;
+    size_t vlen = 16;
+    stamp(val);
+    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    rados_write_op_omap_set2(op, &k, &v, &elen, &vlen, 1);
+    if (comp) {
+        ret = rados_aio_write_op_operate(op, t->idx_io, comp, sname, NULL, 0);
+        if (ret < 0) {
+            rados_release_write_op(op);
+            return rio__rados_xlate(ret);
+        }
+        *opp = op;
+        return 0;
+    }
+    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    rados_release_write_op(op);
+    if (ret < 0) {
+        rio__detail("rados:// could not write the key index's entry of a key (%s)", strerror(-ret));
+        return rio__rados_xlate(ret);
+    }
+    return 0;
+}
+
+void rio__rados_idx_open(struct rados_transport *t, struct rupload *up)
+{
+    unsigned shards;
+    bool ready;
+
+    if (rio__rados_idx_state(t, &shards, &ready) < 0 || !shards)
+        return; /* the commit decides again */
+    if (rados_aio_create_completion2(NULL, NULL, &up->idx_comp) < 0) {
+        up->idx_comp = NULL;
+        return;
+    }
+    up->idx_sent = true;
+    up->idx_at_ns = rio__now_ns();
+    if (put_op(t, shards, up->key, up->generation, &up->idx_op, up->idx_comp) < 0) {
+        rados_aio_release(up->idx_comp);
+        up->idx_comp = NULL;
+    }
+}
+
+void rio__rados_idx_open_wait(struct rupload *up, int *ret)
+{
+    if (!up || !up->idx_comp)
+        return;
+    rados_aio_wait_for_complete(up->idx_comp);
+    if (ret)
+        *ret = rados_aio_get_return_value(up->idx_comp);
+    rados_aio_release(up->idx_comp);
+    rados_release_write_op(up->idx_op);
+    up->idx_comp = NULL;
+    up->idx_op = NULL;
+}
+
+int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t gen,
+                          struct rupload *up, bool *wrote)
+{
+    unsigned shards;
+    bool ready;
+    int ret = rio__rados_idx_state(t, &shards, &ready);
+
+    if (ret < 0 || !shards)
+        return ret;
+    if (*wrote)
+        return 0;
+    if (up && up->idx_comp) {
+        int r = -1;
+        rio__rados_idx_open_wait(up, &r);
+        if (r == 0 && rio__now_ns() - up->idx_at_ns < IDX_REFRESH_NS) {
+            *wrote = true;
+            return 0;
+        }
+    }
+    /* Not sent at put_open (no index then, or it failed), or long ago:
+     * (again) now, which also renews it against fsck's sweep. */
+    ret = put_op(t, shards, key, gen, NULL, NULL);
+    if (ret == 0)
+        *wrote = true;
+    return ret;
+}
+
+void rio__rados_idx_drop_many(struct rados_transport *t, const char *const *keys,
+                              const uint64_t *gens, size_t n)
+{
+    unsigned shards;
+    bool ready;
+    char sname[24];
+
+    if (!n || rio__rados_idx_state(t, &shards, &ready) < 0 || !shards)
+        return;
+    for (size_t b = 0; b < n; b += REMOVE_WINDOW) {
+        size_t k = n - b < REMOVE_WINDOW ? n - b : REMOVE_WINDOW, sent = 0;
+        rados_completion_t comp[REMOVE_WINDOW];
+        rados_write_op_t op[REMOVE_WINDOW];
+        for (size_t j = 0; j < k; j++) {
+            char ename[RIO_KEY_MAX + 18];
+            size_t keylen;
+            if (rio__key_len(keys[b + j], &keylen) < 0 || !gens[b + j])
+                continue;
+            size_t elen =
+                (size_t)rio__rados_idx_entry_name(ename, keys[b + j], keylen, gens[b + j]);
+            const char *e = ename;
+            shard_name(sname, sizeof(sname), rio__rados_idx_shard(keys[b + j], keylen, shards));
+            op[sent] = rados_create_write_op();
+            if (!op[sent])
+                continue;
+            rados_write_op_omap_rm_keys2(op[sent], &e, &elen, 1);
+            if (rados_aio_create_completion2(NULL, NULL, &comp[sent]) < 0) {
+                rados_release_write_op(op[sent]);
+                continue;
+            }
+            if (rados_aio_write_op_operate(op[sent], t->idx_io, comp[sent], sname, NULL, 0) < 0) {
+                rados_aio_release(comp[sent]);
+                rados_release_write_op(op[sent]);
+                continue;
+            }
+            sent++;
+        }
+        /* Best effort: an entry left is skipped by listings (its head is
+         * gone or another generation) and swept by fsck. */
+        for (size_t j = 0; j < sent; j++) {
+            rados_aio_wait_for_complete(comp[j]);
+            rados_aio_release(comp[j]);
+            rados_release_write_op(op[j]);
+        }
+    }
+}
+
+void rio__rados_idx_drop(struct rados_transport *t, const char *key, uint64_t gen)
+{
+    rio__rados_idx_drop_many(t, &key, &gen, 1);
+}
+
+void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64_t gen,
+                              struct ridx_drop *p)
+{
+    unsigned shards;
+    bool ready;
+    char ename[RIO_KEY_MAX + 18], sname[24];
+    size_t keylen;
+
+    memset(p, 0, sizeof(*p));
+    if (!gen || rio__key_len(key, &keylen) < 0 || rio__rados_idx_state(t, &shards, &ready) < 0 ||
+        !shards)
+        return;
+    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
+    const char *e = ename;
+    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    p->op = rados_create_write_op();
+    if (!p->op)
+        return;
+    rados_write_op_omap_rm_keys2(p->op, &e, &elen, 1);
+    if (rados_aio_create_completion2(NULL, NULL, &p->comp) < 0) {
+        p->comp = NULL;
+    } else if (rados_aio_write_op_operate(p->op, t->idx_io, p->comp, sname, NULL, 0) < 0) {
+        rados_aio_release(p->comp);
+        p->comp = NULL;
+    }
+    if (!p->comp) {
+        rados_release_write_op(p->op);
+        p->op = NULL;
+    }
+}
+
+void rio__rados_idx_drop_wait(struct ridx_drop *p)
+{
+    if (!p->comp)
+        return;
+    rados_aio_wait_for_complete(p->comp);
+    rados_aio_release(p->comp);
+    rados_release_write_op(p->op);
+    p->comp = NULL;
+    p->op = NULL;
+}
+
+/* --------------------------------------------------------------- reading */
+
+int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *start_after,
+                        const char *prefix, unsigned max, rio__rados_idx_each_fn each, void *arg,
+                        bool *more)
+{
+    char sname[24];
+    rados_omap_iter_t it = NULL;
+    unsigned char pmore = 0;
+    int rv = 0, ret;
+
+    shard_name(sname, sizeof(sname), shard);
+    rados_read_op_t op = rados_create_read_op();
+    if (!op)
+        return -ENOMEM;
+    rados_read_op_omap_get_vals2(op, start_after, prefix, max, &it, &pmore, &rv);
+    ret = rados_read_op_operate(op, t->idx_io, sname, 0);
+    if (ret == 0 && rv < 0)
+        ret = rv;
+    if (ret == -ENOENT) { /* a shard nothing was written to yet */
+        ret = 0;
+        pmore = 0;
+    } else if (ret < 0) {
+        rio__detail("rados:// could not read the key index (%s)", strerror(-ret));
+        ret = rio__rados_xlate(ret);
+    } else {
+        for (;;) {
+            char *k = NULL, *v = NULL;
+            size_t kl = 0, vl = 0;
+            if (rados_omap_get_next2(it, &k, &v, &kl, &vl) < 0 || !k)
+                break;
+            ret = each(arg, k, kl, v, vl);
+            if (ret < 0)
+                break;
+        }
+    }
+    if (it)
+        rados_omap_get_end(it);
+    rados_release_read_op(op);
+    *more = pmore != 0;
+    return ret;
+}
+
+int rio__rados_idx_put_now(struct rados_transport *t, unsigned shards, const char *key,
+                           uint64_t gen)
+{
+    return put_op(t, shards, key, gen, NULL, NULL);
+}
+
+int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
+                         const char *val, size_t vlen)
+{
+    char ename[RIO_KEY_MAX + 18], sname[24];
+    size_t keylen;
+    int ret = rio__key_len(key, &keylen);
+
+    if (ret < 0)
+        return ret;
+    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
+    const char *e = ename;
+    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    int prv = 0;
+    rados_write_op_omap_cmp2(op, ename, LIBRADOS_CMPXATTR_OP_EQ, val, elen, vlen, &prv);
+    rados_write_op_omap_rm_keys2(op, &e, &elen, 1);
+    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    rados_release_write_op(op);
+    if (ret == -ECANCELED || ret == -ENOENT)
+        return RIO_EGENERATION; /* renewed or gone meanwhile */
+    return ret < 0 ? rio__rados_xlate(ret) : 0;
+}
