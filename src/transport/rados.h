@@ -35,6 +35,7 @@ struct rio_rados_counters {
     uint64_t commits_raced;    /* head commits that lost a race and retried */
     uint64_t conns;            /* cluster connections the paths share */
     uint64_t list_index_pages; /* listing pages whose names came from the key index */
+    uint64_t list_heads_read;  /* heads a listing read (a committed index entry spares one) */
 };
 
 /* Snapshot of a rados transport's counters (zeros if t is not one). */

@@ -103,20 +103,19 @@ static unsigned entries_of(const char *pool, const char *key)
     return n;
 }
 
-/* Set an entry (key, gen) valued with time at_ns, as a writer would. */
-static void raw_entry(const char *pool, const char *key, uint64_t gen, uint64_t at_ns)
+/* Set an entry (key, gen) valued val. */
+static void raw_val(const char *pool, const char *key, uint64_t gen, const char *val)
 {
     rados_t cl = ru_admin();
     rados_ioctx_t io;
-    char ename[RIO_KEY_MAX + 18], val[17], sname[32];
+    char ename[RIO_KEY_MAX + 18], sname[32];
     size_t kl = strlen(key);
 
     T_EQ(rados_ioctx_create(cl, pool, &io), 0);
     rados_ioctx_set_namespace(io, IDX_NS);
     memcpy(ename, key, kl + 1);
     snprintf(ename + kl + 1, 17, "%016" PRIx64, gen);
-    size_t elen = kl + 17, vlen = 16;
-    snprintf(val, sizeof(val), "%016" PRIx64, at_ns);
+    size_t elen = kl + 17, vlen = strlen(val);
     snprintf(sname, sizeof(sname), "shard.%u", shard_of(key));
     const char *k = ename, *v = val;
     rados_write_op_t op = rados_create_write_op();
@@ -127,11 +126,55 @@ static void raw_entry(const char *pool, const char *key, uint64_t gen, uint64_t 
     rados_shutdown(cl);
 }
 
-static uint64_t index_pages(struct rio_client *c)
+/* Set an entry (key, gen) valued with time at_ns, as a writer does
+ * before its commit. */
+static void raw_entry(const char *pool, const char *key, uint64_t gen, uint64_t at_ns)
+{
+    char val[17];
+    snprintf(val, sizeof(val), "%016" PRIx64, at_ns);
+    raw_val(pool, key, gen, val);
+}
+
+static struct rio_rados_counters ctrs(struct rio_client *c)
 {
     struct rio_rados_counters rc;
     rio__rados_counters(rio__client_transport(c), &rc);
-    return rc.list_index_pages;
+    return rc;
+}
+
+/* The value of key's one entry (a static buffer), "" when it has none. */
+static const char *entry_val(const char *pool, const char *key)
+{
+    static char val[256];
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    char sname[32];
+
+    val[0] = '\0';
+    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
+    rados_ioctx_set_namespace(io, IDX_NS);
+    snprintf(sname, sizeof(sname), "shard.%u", shard_of(key));
+    rados_read_op_t op = rados_create_read_op();
+    rados_omap_iter_t it = NULL;
+    unsigned char more = 0;
+    int rv = 0;
+    rados_read_op_omap_get_vals2(op, "", key, 1000, &it, &more, &rv);
+    if (rados_read_op_operate(op, io, sname, 0) == 0) {
+        char *k, *v;
+        size_t kl, vl;
+        while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k)
+            if (kl == strlen(key) + 17 && memcmp(k, key, strlen(key) + 1) == 0 &&
+                vl < sizeof(val)) {
+                memcpy(val, v, vl);
+                val[vl] = '\0';
+            }
+    }
+    if (it)
+        rados_omap_get_end(it);
+    rados_release_read_op(op);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    return val;
 }
 
 /* Every entry of a listing, as "D:" or "K:" lines with size and etag. */
@@ -232,7 +275,7 @@ TEST(listings_from_the_index_equal_the_scan)
                                            "m/c/0001", "k\x01", "nothing", "L"};
     static const char *const afters[] = {NULL, "k", "k/a", "k/a/b", "m/b/", "m/b/00099", "zzz"};
     static const unsigned sizes[] = {1, 2, 3, 7, 1000};
-    uint64_t before = index_pages(ix);
+    uint64_t before = ctrs(ix).list_index_pages, heads_before = ctrs(ix).list_heads_read;
     unsigned cases = 0;
     for (size_t p = 0; p < sizeof(prefixes) / sizeof(prefixes[0]); p++)
         for (size_t s = 0; s < sizeof(afters) / sizeof(afters[0]); s++)
@@ -255,7 +298,29 @@ TEST(listings_from_the_index_equal_the_scan)
                     free(want);
                     cases++;
                 }
-    T_GT(index_pages(ix), before + cases);
+    T_GT(ctrs(ix).list_index_pages, before + cases);
+    /* Every entry fsck wrote says its head's size, etag, mtime: no page
+     * read a head (each scan read its page's). */
+    T_EQ(ctrs(ix).list_heads_read, heads_before);
+    T_GT(ctrs(sc).list_heads_read, 316u);
+    /* What an entry says is what a lookup says: size, generation, etag,
+     * mtime. */
+    {
+        struct rio_list_page p;
+        T_OK(rio_list(ix, &(struct rio_list_args){.flags = RIO_LIST_SORTED}, &p, NULL));
+        T_EQ(p.n, 316u);
+        for (unsigned i = 0; i < p.n; i++) {
+            struct rio_desc d;
+            int64_t mt;
+            T_OK(rio_stat_mtime(ix, p.entries[i].key, &d, &mt));
+            T_EQ(p.entries[i].size, d.size);
+            T_EQ(p.entries[i].generation, d.generation);
+            T_STREQ(p.entries[i].etag, d.etag);
+            T_EQ(p.entries[i].mtime_ns, mt);
+            rio_desc_cleanup(&d);
+        }
+        rio_list_page_cleanup(&p);
+    }
 
     /* Unsorted asked: the index gives byte order all the same. */
     struct rio_list_args a = {.prefix = "m/", .max_keys = 50};
@@ -284,6 +349,14 @@ TEST(writers_keep_every_head_indexed)
     rio_desc_cleanup(&d);
     T_EQ(entries_of("iy", "a"), 1u);
     T_EQ(entries_of("iy", "b"), 1u);
+    /* Once published, the entry says so (the mark is sent, not waited for:
+     * a client's close waits for its marks). */
+    rio_client_destroy(c);
+    c = ix_client("iy");
+    char want[128];
+    snprintf(want, sizeof(want), " c %u ", 300u * 1024u);
+    T_TRUE(strstr(entry_val("iy", "b"), want) != NULL);
+    T_TRUE(strstr(entry_val("iy", "a"), " c 1000 ") != NULL);
     /* Overwrite: the replaced generation's entry goes. */
     T_OK(rio_put(c, "a", buf, 2000, NULL, NULL));
     T_EQ(entries_of("iy", "a"), 1u);
@@ -374,6 +447,31 @@ TEST(entries_of_no_head_skipped_then_swept)
     r = fsck(c, RIO_FSCK_DRY_RUN);
     T_EQ(r.index_entries, 2u);
     T_EQ(r.index_removed, 0u);
+    /* A committed entry is believed without its head (that is what spares
+     * a listing the head reads): one left by a DELETE killed between the
+     * head and its entry is listed until fsck sweeps it. */
+    char cval[128];
+    snprintf(cval, sizeof(cval), "%016" PRIx64 " c 7 1700000000 ghostetag",
+             (uint64_t)(now - 3600ull * 1000000000u));
+    raw_val("iz", "ghost", 0x5555, cval);
+    got = listing(c, (struct rio_list_args){.flags = RIO_LIST_SORTED}, &pages);
+    T_TRUE(strstr(got, "K:ghost:7:ghostetag\n") != NULL);
+    free(got);
+    r = fsck(c, 0);
+    T_EQ(r.index_removed, 1u);
+    got = listing(c, (struct rio_list_args){.flags = RIO_LIST_SORTED}, &pages);
+    T_TRUE(strstr(got, "ghost") == NULL);
+    free(got);
+    /* The live head's entry, not marked (its writer's mark lost): fsck
+     * marks it from the head. */
+    struct rio_desc d;
+    T_OK(rio_stat(c, "live", &d));
+    raw_entry("iz", "live", d.generation, now);
+    T_TRUE(strstr(entry_val("iz", "live"), " c ") == NULL);
+    r = fsck(c, 0);
+    T_EQ(r.index_added, 0u);
+    T_TRUE(strstr(entry_val("iz", "live"), " c 1 ") != NULL);
+    rio_desc_cleanup(&d);
     /* A head whose entry someone removed gets it back. */
     rados_t cl = ru_admin();
     rados_ioctx_t io;

@@ -245,6 +245,7 @@ static void rt_close(struct rio_transport *tt)
                 rados_ioctx_destroy(t->pools[i].io[p]);
         rio__free(t->pools[i].name);
     }
+    rio__rados_idx_marks_wait(t);
     if (t->head_io)
         rados_ioctx_destroy(t->head_io);
     if (t->idx_io)

@@ -184,11 +184,12 @@ static void idx_refused(struct rados_transport *t, const char *key, uint64_t gen
  * of "not a head" is never used: that write would go unguarded.
  */
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
-                             size_t len, uint64_t gen, struct rupload *pre, uint64_t put_if,
-                             struct rio__rados_head *old, bool *had_old)
+                             size_t len, const struct rio__rados_head *sum, struct rupload *pre,
+                             uint64_t put_if, struct rio__rados_head *old, bool *had_old)
 {
-    char newhex[17], oldhex[17];
+    char newhex[17], oldhex[17], ival[RIO_RADOS_IDX_VAL_MAX];
     bool wrote_here = false, *wrote = pre ? &pre->idx_put : &wrote_here;
+    uint64_t gen = sum->generation;
     int ret = 0;
 
     snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
@@ -228,7 +229,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
             snprintf(oldhex, sizeof(oldhex), "%016" PRIx64, old->generation);
         }
         /* The key index holds the head before it is one (index.c). */
-        int iret = rio__rados_idx_ensure(t, key, gen, pre, wrote);
+        int iret = rio__rados_idx_ensure(t, key, gen, pre, wrote, ival);
         rados_write_op_t op = iret == 0 ? rados_create_write_op() : NULL;
         if (!op) {
             if (*had_old)
@@ -244,10 +245,17 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         /* else: an object that is not a head sits under the key: overwrite it. */
         rados_write_op_write_full(op, buf, len);
         rados_write_op_setxattr(op, RIO_RADOS_GEN_XATTR, newhex, 16);
-        ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
+        /* The head's mtime is this client's clock, as the index entry's
+         * (so a listing from the index says what a lookup says). */
+        time_t mtime = time(NULL);
+        ret = rados_write_op_operate(op, t->head_io, key, &mtime, 0);
         rados_release_write_op(op);
-        if (ret == 0)
-            return 0; /* the caller drops the replaced one's entry */
+        if (ret == 0) {
+            /* The caller drops the replaced one's entry. */
+            if (*wrote)
+                rio__rados_idx_mark(t, key, gen, ival, sum->size, (int64_t)mtime, sum->etag);
+            return 0;
+        }
         if (*had_old)
             rio__rados_head_cleanup(old);
         *had_old = false;
@@ -266,9 +274,10 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
 }
 
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                         uint64_t gen, uint64_t put_if, struct rio__rados_head *old, bool *had_old)
+                         const struct rio__rados_head *sum, uint64_t put_if,
+                         struct rio__rados_head *old, bool *had_old)
 {
-    return rio__rados_head_swap_pre(t, key, buf, len, gen, NULL, put_if, old, had_old);
+    return rio__rados_head_swap_pre(t, key, buf, len, sum, NULL, put_if, old, had_old);
 }
 
 int rio__rados_cond_check(struct rados_transport *t, const char *key, uint64_t put_if)
@@ -403,8 +412,10 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
     ret = head_build(t, up, d, &buf, &len);
     if (ret < 0)
         goto err;
-    ret = rio__rados_head_swap_pre(t, up->key, buf, len, up->generation, up, up->put_if, &old,
-                                   &had_old);
+    struct rio__rados_head sum = {.generation = up->generation, .size = up->size};
+    memcpy(sum.etag, d->etag, sizeof(sum.etag));
+    sum.etag[sizeof(sum.etag) - 1] = '\0';
+    ret = rio__rados_head_swap_pre(t, up->key, buf, len, &sum, up, up->put_if, &old, &had_old);
     rio__free(buf);
     if (ret < 0)
         goto err;

@@ -358,7 +358,7 @@ int rio__rados_compose(struct rio_transport *tt, const char *dst, const char *co
     ret = rio__rados_head_format(dst, &c.h, &buf, &len);
     if (ret < 0)
         goto out;
-    ret = rio__rados_head_swap(t, dst, buf, len, c.h.generation, dst_if, &old, &had_old);
+    ret = rio__rados_head_swap(t, dst, buf, len, &c.h, dst_if, &old, &had_old);
     rio__free(buf);
     if (ret < 0)
         goto out;

@@ -38,6 +38,7 @@
 #include "core/internal.h"
 #include "railio.h"
 #include "transport/rados.h"
+#include "transport/rados/head.h"
 #include "transport/rados/internal.h"
 
 #define GEN_HEX 16u
@@ -568,7 +569,7 @@ struct ientry {
     char *key;
     size_t keylen;
     uint64_t gen;
-    char val[16];
+    char val[RIO_RADOS_IDX_VAL_MAX];
     size_t vlen;
 };
 
@@ -601,7 +602,9 @@ static int iwalk_each(void *arg, const char *name, size_t len, const char *val, 
     memcpy(k, name, kl);
     k[kl] = '\0';
     struct ientry *e = &w->e[w->n++];
-    *e = (struct ientry){.key = k, .keylen = kl, .gen = gen, .vlen = vlen < 16 ? vlen : 16};
+    *e = (struct ientry){.key = k, .keylen = kl, .gen = gen};
+    e->vlen =
+        vlen < sizeof(e->val) ? vlen : sizeof(e->val); /* longer: not ours, compares unequal */
     memcpy(e->val, val, e->vlen);
     memcpy(w->last, k, kl + 1);
     w->last_gen = gen;
@@ -646,10 +649,55 @@ static int index_read_all(struct fscan *s, unsigned shards, struct iwalk *w)
     return 0;
 }
 
-static bool ientry_has(const struct iwalk *w, const char *key, size_t keylen, uint64_t gen)
+static const struct ientry *ientry_find(const struct iwalk *w, const char *key, size_t keylen,
+                                        uint64_t gen)
 {
     struct ientry probe = {.key = (char *)key, .keylen = keylen, .gen = gen};
-    return w->n && bsearch(&probe, w->e, w->n, sizeof(*w->e), ientry_cmp);
+    return w->n ? bsearch(&probe, w->e, w->n, sizeof(*w->e), ientry_cmp) : NULL;
+}
+
+/* What a committed entry of head h says: its size and etag (its first
+ * bytes) and mtime, read now; RIO_ENOTFOUND when it is no longer h. */
+static int head_ival(struct fscan *s, const struct fhead *h, struct rio__rados_ival *iv)
+{
+    char *buf = rio__malloc(RIO_RADOS_HEAD_TOP);
+    struct rio__rados_head sum;
+    uint64_t size = 0;
+    time_t mtime = 0;
+    size_t got = 0;
+    int rv_stat = 0, rv_read = 0, ret;
+
+    if (!buf)
+        return -ENOMEM;
+    rados_read_op_t op = rados_create_read_op();
+    if (!op) {
+        rio__free(buf);
+        return -ENOMEM;
+    }
+    rados_read_op_stat(op, &size, &mtime, &rv_stat);
+    rados_read_op_read(op, 0, RIO_RADOS_HEAD_TOP, buf, &got, &rv_read);
+    ret = rados_read_op_operate(op, s->t->head_io, h->key, 0);
+    rados_release_read_op(op);
+    if (ret == 0)
+        ret = rv_stat < 0 ? rv_stat : rv_read;
+    if (ret < 0) {
+        rio__free(buf);
+        return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
+    }
+    ret = rio__rados_head_summary(buf, got, h->key, &sum);
+    rio__free(buf);
+    if (ret < 0 || sum.generation != h->gen)
+        return RIO_ENOTFOUND;
+    memset(iv, 0, sizeof(*iv));
+    iv->committed = true;
+    iv->size = sum.size;
+    iv->mtime_s = (int64_t)mtime;
+    memcpy(iv->etag, sum.etag, sizeof(iv->etag));
+    iv->etag[sizeof(iv->etag) - 1] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    iv->at_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
 }
 
 /*
@@ -675,25 +723,56 @@ static int index_check(struct fscan *s, unsigned shards, int64_t now_ns)
     s->r->index_entries = w.n;
     for (size_t i = 0; i < s->nheads; i++) {
         const struct fhead *h = &s->heads[i];
-        if (!h->gen || ientry_has(&w, h->key, h->keylen, h->gen))
+        if (!h->gen)
             continue;
-        int r = dry ? 0 : rio__rados_idx_put_now(s->t, shards, h->key, h->gen);
+        const struct ientry *e = ientry_find(&w, h->key, h->keylen, h->gen);
+        struct rio__rados_ival iv;
+        if (e && rio__rados_ival_parse(e->val, e->vlen, &iv) == 0 && iv.committed)
+            continue;
+        /* No entry, or one that does not say its head was published (the
+         * writer's mark was lost): one that says so, with what listings
+         * show, read from the head now. */
+        if (dry) {
+            s->r->index_added += !e;
+            continue;
+        }
+        int r = head_ival(s, h, &iv);
+        if (r == 0)
+            r = rio__rados_idx_set(s->t, shards, h->key, h->gen, &iv, e ? e->val : NULL,
+                                   e ? e->vlen : 0);
+        if (r == 0 && !e) {
+            /* Set with no compare: should the head have changed since it
+             * was read (a writer that dropped no entry of it, there being
+             * none), the entry would outlive it: take it out again. */
+            char buf[GEN_HEX + 1], val[RIO_RADOS_IDX_VAL_MAX];
+            uint64_t now_gen = 0;
+            int64_t k =
+                gen_of(rados_getxattr(s->t->head_io, h->key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf)),
+                       buf, &now_gen);
+            int vl = rio__rados_ival_format(&iv, val);
+            if (k >= 0 && !(k > 0 && now_gen == h->gen) && vl > 0) {
+                rio__rados_idx_rm_if(s->t, shards, h->key, h->gen, val, (size_t)vl);
+                continue;
+            }
+        }
+        if (r == RIO_EGENERATION || r == RIO_ENOTFOUND)
+            continue; /* changed meanwhile: its writer's */
         if (r < 0) {
             s->r->errors++;
             first = first ? first : r;
-        } else {
+        } else if (!e) {
             s->r->index_added++;
         }
     }
     for (size_t i = 0; i < w.n; i++) {
         const struct ientry *e = &w.e[i];
         const struct fhead *h = head_find(s, e->key, e->keylen);
-        uint64_t at = 0;
+        struct rio__rados_ival iv;
         if (h && (h->gen == e->gen || !h->gen))
             continue; /* its head, or a head that could not be read */
-        if (e->vlen == 16 && rio__rados_hex16(e->val, &at) && now_ns > 0 &&
-            (uint64_t)now_ns < at + grace)
-            continue; /* young: its PUT may still commit */
+        if (rio__rados_ival_parse(e->val, e->vlen, &iv) == 0 && now_ns > 0 &&
+            (uint64_t)now_ns < iv.at_ns + grace)
+            continue; /* young: its PUT may still commit (a bad value is old) */
         /* Its key's head now: committed since the scan keeps it. */
         char buf[GEN_HEX + 1];
         uint64_t gen = 0;

@@ -51,8 +51,7 @@
 #include "railio.h"
 #include "transport/rados.h"
 #include "transport/rados/internal.h"
-
-#define MARKER_MAX 128u
+#include "transport/rados/itext.h"
 
 /* ------------------------------------------------------------- the marker */
 
@@ -64,36 +63,10 @@ unsigned rio__rados_idx_shard(const char *key, size_t len, unsigned shards)
     return (unsigned)(h % shards);
 }
 
-int rio__rados_idx_marker_parse(const char *buf, size_t len, unsigned *shards, bool *ready)
-{
-    char tmp[MARKER_MAX + 1], state[16];
-    unsigned n;
-    int used = 0;
-
-    if (len >= sizeof(tmp) || memchr(buf, '\0', len))
-        return RIO_EPROTO;
-    memcpy(tmp, buf, len);
-    tmp[len] = '\0';
-    if (sscanf(tmp, "railio-index 1\nshards %5u\nstate %15[a-z]\n%n", &n, state, &used) != 2 ||
-        (size_t)used != len || n < 1 || n > RIO_RADOS_IDX_SHARDS_MAX)
-        return RIO_EPROTO;
-    /* sscanf's whitespace matches any run: the text must be exactly ours. */
-    char back[MARKER_MAX];
-    if (strcmp(state, "ready") != 0 && strcmp(state, "building") != 0)
-        return RIO_EPROTO;
-    int bl = snprintf(back, sizeof(back), "railio-index 1\nshards %u\nstate %s\n", n, state);
-    if (bl < 0 || (size_t)bl != len || memcmp(back, buf, len) != 0)
-        return RIO_EPROTO;
-    *shards = n;
-    *ready = state[0] == 'r';
-    return 0;
-}
-
 int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool ready, bool create)
 {
-    char buf[MARKER_MAX];
-    int len = snprintf(buf, sizeof(buf), "railio-index 1\nshards %u\nstate %s\n", shards,
-                       ready ? "ready" : "building");
+    char buf[RIO_RADOS_IDX_MARKER_MAX];
+    int len = rio__rados_idx_marker_format(buf, sizeof(buf), shards, ready);
     rados_write_op_t op = rados_create_write_op();
     int ret;
 
@@ -114,7 +87,7 @@ int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool
 
 int rio__rados_idx_state(struct rados_transport *t, unsigned *shards, bool *ready)
 {
-    char buf[MARKER_MAX];
+    char buf[RIO_RADOS_IDX_MARKER_MAX];
     uint64_t now = rio__now_ns();
     unsigned n = 0;
     bool r = false;
@@ -157,46 +130,25 @@ int rio__rados_idx_state(struct rados_transport *t, unsigned *shards, bool *read
 
 /* ------------------------------------------------------------ the entries */
 
-int rio__rados_idx_entry_name(char *out, const char *key, size_t keylen, uint64_t gen)
-{
-    memcpy(out, key, keylen);
-    out[keylen] = '\0';
-    snprintf(out + keylen + 1, 17, "%016" PRIx64, gen);
-    return (int)(keylen + 17);
-}
-
-int rio__rados_idx_entry_split(const char *name, size_t len, size_t *keylen, uint64_t *gen)
-{
-    const char *nul = len ? memchr(name, '\0', len) : NULL;
-
-    if (!nul)
-        return RIO_EPROTO;
-    size_t kl = (size_t)(nul - name);
-    if (!rio__key_len_ok(kl) || len != kl + 17 || !rio__rados_hex16(nul + 1, gen) || !*gen)
-        return RIO_EPROTO;
-    *keylen = kl;
-    return 0;
-}
-
 static void shard_name(char *out, size_t cap, unsigned i)
 {
     snprintf(out, cap, "shard.%u", i);
 }
 
-static void stamp(char out[17])
+static uint64_t wall_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    snprintf(out, 17, "%016" PRIx64, ns);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* A write op setting (key, gen)'s entry, sent with comp (NULL: waited for
- * here). The op is released by the caller after the wait. */
+/* A write op setting (key, gen)'s entry, not committed, sent with comp
+ * (NULL: waited for here); its value into val (17 bytes). The op is
+ * released by the caller after the wait. */
 static int put_op(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
-                  rados_write_op_t *opp, rados_completion_t comp)
+                  rados_write_op_t *opp, rados_completion_t comp, char *val)
 {
-    char ename[RIO_KEY_MAX + 18], val[17], sname[24];
+    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
     size_t keylen;
     int ret = rio__key_len(key, &keylen);
 
@@ -204,8 +156,8 @@ static int put_op(struct rados_transport *t, unsigned shards, const char *key, u
         return ret;
     size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
     const char *k = ename, *v = val;
-    size_t vlen = 16;
-    stamp(val);
+    struct rio__rados_ival iv = {.at_ns = wall_ns()};
+    size_t vlen = (size_t)rio__rados_ival_format(&iv, val);
     shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
     rados_write_op_t op = rados_create_write_op();
     if (!op)
@@ -242,7 +194,7 @@ void rio__rados_idx_open(struct rados_transport *t, struct rupload *up)
     }
     up->idx_sent = true;
     up->idx_at_ns = rio__now_ns();
-    if (put_op(t, shards, up->key, up->generation, &up->idx_op, up->idx_comp) < 0) {
+    if (put_op(t, shards, up->key, up->generation, &up->idx_op, up->idx_comp, up->idx_val) < 0) {
         rados_aio_release(up->idx_comp);
         up->idx_comp = NULL;
     }
@@ -262,7 +214,7 @@ void rio__rados_idx_open_wait(struct rupload *up, int *ret)
 }
 
 int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t gen,
-                          struct rupload *up, bool *wrote)
+                          struct rupload *up, bool *wrote, char *val)
 {
     unsigned shards;
     bool ready;
@@ -276,13 +228,14 @@ int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t g
         int r = -1;
         rio__rados_idx_open_wait(up, &r);
         if (r == 0 && rio__now_ns() - up->idx_at_ns < IDX_REFRESH_NS) {
+            memcpy(val, up->idx_val, 17);
             *wrote = true;
             return 0;
         }
     }
     /* Not sent at put_open (no index then, or it failed), or long ago:
      * (again) now, which also renews it against fsck's sweep. */
-    ret = put_op(t, shards, key, gen, NULL, NULL);
+    ret = put_op(t, shards, key, gen, NULL, NULL, val);
     if (ret == 0)
         *wrote = true;
     return ret;
@@ -302,7 +255,7 @@ void rio__rados_idx_drop_many(struct rados_transport *t, const char *const *keys
         rados_completion_t comp[REMOVE_WINDOW];
         rados_write_op_t op[REMOVE_WINDOW];
         for (size_t j = 0; j < k; j++) {
-            char ename[RIO_KEY_MAX + 18];
+            char ename[RIO_RADOS_IDX_NAME_MAX];
             size_t keylen;
             if (rio__key_len(keys[b + j], &keylen) < 0 || !gens[b + j])
                 continue;
@@ -345,7 +298,7 @@ void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64
 {
     unsigned shards;
     bool ready;
-    char ename[RIO_KEY_MAX + 18], sname[24];
+    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
     size_t keylen;
 
     memset(p, 0, sizeof(*p));
@@ -425,16 +378,117 @@ int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *s
     return ret;
 }
 
-int rio__rados_idx_put_now(struct rados_transport *t, unsigned shards, const char *key,
-                           uint64_t gen)
+int rio__rados_idx_set(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
+                       const struct rio__rados_ival *iv, const char *was, size_t waslen)
 {
-    return put_op(t, shards, key, gen, NULL, NULL);
+    char ename[RIO_RADOS_IDX_NAME_MAX], val[RIO_RADOS_IDX_VAL_MAX], sname[24];
+    size_t keylen;
+    int vl = rio__rados_ival_format(iv, val), ret = rio__key_len(key, &keylen);
+
+    if (ret < 0 || vl < 0)
+        return ret < 0 ? ret : RIO_EINVAL;
+    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen), vlen = (size_t)vl;
+    const char *k = ename, *v = val;
+    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    rados_write_op_t op = rados_create_write_op();
+    if (!op)
+        return -ENOMEM;
+    if (was)
+        rados_write_op_omap_cmp2(op, ename, LIBRADOS_CMPXATTR_OP_EQ, was, elen, waslen, NULL);
+    rados_write_op_omap_set2(op, &k, &v, &elen, &vlen, 1);
+    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    rados_release_write_op(op);
+    if (was && (ret == -ECANCELED || ret == -ENOENT))
+        return RIO_EGENERATION;
+    return ret < 0 ? rio__rados_xlate(ret) : 0;
+}
+
+/* ------------------------------------------------------------ committed */
+
+static void mark_release(struct rmark *m)
+{
+    rados_aio_wait_for_complete(m->comp);
+    rados_aio_release(m->comp);
+    rados_release_write_op(m->op);
+}
+
+/* Release the marks that completed; under t->mu (never waits: librados'
+ * threads take t->mu to deliver chunk completions). */
+static void marks_reap(struct rados_transport *t)
+{
+    unsigned k = 0;
+    for (unsigned i = 0; i < t->nmarks; i++) {
+        if (rados_aio_is_complete(t->marks[i].comp))
+            mark_release(&t->marks[i]);
+        else
+            t->marks[k++] = t->marks[i];
+    }
+    t->nmarks = k;
+}
+
+void rio__rados_idx_marks_wait(struct rados_transport *t)
+{
+    for (unsigned i = 0; i < t->nmarks; i++) /* at close: nobody else */
+        mark_release(&t->marks[i]);
+    t->nmarks = 0;
+}
+
+void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t gen,
+                         const char *pending, uint64_t size, int64_t mtime_s, const char *etag)
+{
+    char ename[RIO_RADOS_IDX_NAME_MAX], val[RIO_RADOS_IDX_VAL_MAX], sname[24];
+    struct rio__rados_ival iv = {
+        .at_ns = wall_ns(), .committed = true, .size = size, .mtime_s = mtime_s};
+    unsigned shards;
+    bool ready;
+    size_t keylen;
+
+    snprintf(iv.etag, sizeof(iv.etag), "%s", etag ? etag : "");
+    int vl = rio__rados_ival_format(&iv, val);
+    if (vl < 0 || rio__key_len(key, &keylen) < 0 || rio__rados_idx_state(t, &shards, &ready) < 0 ||
+        !shards)
+        return; /* the entry stays as written: listings read its head */
+    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen), vlen = (size_t)vl;
+    const char *k = ename, *v = val;
+    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    struct rmark m;
+    m.op = rados_create_write_op();
+    if (!m.op)
+        return;
+    /* Only over the entry as this writer wrote it: one dropped meanwhile
+     * (the object replaced or removed already) is not written again. */
+    rados_write_op_omap_cmp2(m.op, ename, LIBRADOS_CMPXATTR_OP_EQ, pending, elen, strlen(pending),
+                             NULL);
+    rados_write_op_omap_set2(m.op, &k, &v, &elen, &vlen, 1);
+    if (rados_aio_create_completion2(NULL, NULL, &m.comp) < 0) {
+        rados_release_write_op(m.op);
+        return;
+    }
+    if (rados_aio_write_op_operate(m.op, t->idx_io, m.comp, sname, NULL, 0) < 0) {
+        rados_aio_release(m.comp);
+        rados_release_write_op(m.op);
+        return;
+    }
+    /* Nobody waits for it: released once complete (at the latest when
+     * IDX_MARKS are in flight, or at close). */
+    struct rmark oldest = {0};
+    pthread_mutex_lock(&t->mu);
+    marks_reap(t);
+    if (t->nmarks == IDX_MARKS) {
+        oldest = t->marks[0];
+        memmove(&t->marks[0], &t->marks[1], (IDX_MARKS - 1) * sizeof(t->marks[0]));
+        t->nmarks--;
+    }
+    t->marks[t->nmarks++] = m;
+    pthread_mutex_unlock(&t->mu);
+    if (oldest.comp)
+        mark_release(&oldest); /* waited for outside the lock */
 }
 
 int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
                          const char *val, size_t vlen)
 {
-    char ename[RIO_KEY_MAX + 18], sname[24];
+    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
     size_t keylen;
     int ret = rio__key_len(key, &keylen);
 

@@ -61,6 +61,7 @@
 #include "transport/opool.h"
 #include "transport/rados.h"
 #include "transport/rados/head.h"
+#include "transport/rados/itext.h"
 #include "transport/transport.h"
 
 #define MAX_POOLS 32 /* pools one transport knows (configured + seen in heads) */
@@ -77,6 +78,7 @@
 #define SHUFFLE_WAIT_NS 20000000ull
 #define DEF_PATHS 4u        /* paths when the options give none (over one connection) */
 #define LIST_SCAN_MAX 8192u /* list: objects examined per page (list_scan=) */
+#define IDX_MARKS 256u      /* key index: committed marks in flight, unwaited */
 
 extern const struct rio_transport_ops rio__rados_ops;
 
@@ -124,6 +126,7 @@ struct rupload {
     rados_completion_t idx_comp;
     rados_write_op_t idx_op;
     uint64_t idx_at_ns;
+    char idx_val[RIO_RADOS_IDX_VAL_MAX]; /* the entry's value as written */
     bool idx_sent, idx_put, swap_tried;
 };
 
@@ -182,6 +185,12 @@ struct rados_transport {
     unsigned idx_shards; /* 0: the pool has no index */
     bool idx_ready;
     uint64_t idx_checked_ns, idx_recheck_ns;
+    /* Under mu: the committed marks in flight (index.c), nobody waiting. */
+    struct rmark {
+        rados_completion_t comp;
+        rados_write_op_t op;
+    } marks[IDX_MARKS];
+    unsigned nmarks;
 
     pthread_mutex_t pools_mu;
     struct rpool pools[MAX_POOLS];
@@ -241,11 +250,13 @@ int rio__rados_put_commit(struct rio_transport *tt, void *upload, struct rio_des
 int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 int rio__rados_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
+/* sum: the new head's size and etag, for the key index's entry. */
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
-                             size_t len, uint64_t gen, struct rupload *pre, uint64_t put_if,
-                             struct rio__rados_head *old, bool *had_old);
+                             size_t len, const struct rio__rados_head *sum, struct rupload *pre,
+                             uint64_t put_if, struct rio__rados_head *old, bool *had_old);
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,
-                         uint64_t gen, uint64_t put_if, struct rio__rados_head *old, bool *had_old);
+                         const struct rio__rados_head *sum, uint64_t put_if,
+                         struct rio__rados_head *old, bool *had_old);
 /* Whether put_if (put_expect's condition; 0: none) holds for the head
  * under key now: 0, RIO_EGENERATION, or an error reading it. A check
  * before work that the swap's own check makes safe to skip. */
@@ -254,31 +265,32 @@ int rio__rados_cond_check(struct rados_transport *t, const char *key, uint64_t p
 /* index.c (docs/rados.md "The key index") */
 #define RIO_RADOS_IDX_NS "rio.index"
 #define RIO_RADOS_IDX_MARKER "index"
-#define RIO_RADOS_IDX_SHARDS_MAX 4096u
 #define RIO_RADOS_IDX_SHARDS_DEF 8u
 #define IDX_RECHECK_NS (10ull * 1000000000ull) /* writers re-read the marker */
 #define IDX_REFRESH_NS (30ull * 1000000000ull) /* a commit renews an older entry */
 #define IDX_GC_MIN_NS (600ull * 1000000000ull) /* fsck sweeps no younger entry */
 unsigned rio__rados_idx_shard(const char *key, size_t len, unsigned shards);
-int rio__rados_idx_marker_parse(const char *buf, size_t len, unsigned *shards, bool *ready);
 /* Write the marker (create: only if there is none; 1 when there was). */
 int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool ready,
                                 bool create);
 /* The marker, re-read when older than idx_recheck_ns: *shards 0 when the
  * pool has no index; an error when it cannot be read or is not ours. */
 int rio__rados_idx_state(struct rados_transport *t, unsigned *shards, bool *ready);
-/* An entry's omap name for (key, gen) into out (RIO_KEY_MAX + 18 bytes):
- * its length. split: the reverse, RIO_EPROTO for a name not so made. */
-int rio__rados_idx_entry_name(char *out, const char *key, size_t keylen, uint64_t gen);
-int rio__rados_idx_entry_split(const char *name, size_t len, size_t *keylen, uint64_t *gen);
 /* put_open: send up's entry when the pool has an index (best effort). */
 void rio__rados_idx_open(struct rados_transport *t, struct rupload *up);
 /* Wait for put_open's entry write, if in flight (*ret: its result). */
 void rio__rados_idx_open_wait(struct rupload *up, int *ret);
 /* Before a swap publishes head gen of key: its entry is in the index
- * (put_open's, up may be NULL, or written now); *wrote once it is. */
+ * (put_open's, up may be NULL, or written now); *wrote once it is, val
+ * (RIO_RADOS_IDX_VAL_MAX bytes) its value. */
 int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t gen,
-                          struct rupload *up, bool *wrote);
+                          struct rupload *up, bool *wrote, char *val);
+/* After the swap published it: the entry (still pending, as val) says so,
+ * with what a listing shows (sent, not waited for). */
+void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t gen,
+                         const char *pending, uint64_t size, int64_t mtime_s, const char *etag);
+/* At close: every mark sent has landed. */
+void rio__rados_idx_marks_wait(struct rados_transport *t);
 /* Take out the entries of generations that can no longer be heads (best
  * effort: what stays is skipped by listings and swept by fsck). */
 void rio__rados_idx_drop(struct rados_transport *t, const char *key, uint64_t gen);
@@ -299,8 +311,10 @@ typedef int (*rio__rados_idx_each_fn)(void *arg, const char *name, size_t len, c
 int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *start_after,
                         const char *prefix, unsigned max, rio__rados_idx_each_fn each, void *arg,
                         bool *more);
-int rio__rados_idx_put_now(struct rados_transport *t, unsigned shards, const char *key,
-                           uint64_t gen);
+/* Set (key, gen)'s entry to iv; was (not NULL): only while its value is
+ * still was (RIO_EGENERATION when not). */
+int rio__rados_idx_set(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
+                       const struct rio__rados_ival *iv, const char *was, size_t waslen);
 /* Remove (key, gen)'s entry if its value is still val: RIO_EGENERATION
  * when it was renewed or is gone. */
 int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,

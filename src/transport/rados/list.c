@@ -114,6 +114,9 @@ static void hread_wait(struct hread *r)
 /* Read the heads of r[0..n) in parallel, HEADS_WINDOW at a time. */
 static int heads_read(struct rados_transport *t, struct hread *r, unsigned n)
 {
+    pthread_mutex_lock(&t->mu);
+    t->ctr.list_heads_read += n;
+    pthread_mutex_unlock(&t->mu);
     char *bufs = NULL;
 
     if (!n)
@@ -347,6 +350,11 @@ static int take(struct lscan *s, const rados_object_list_item *items, unsigned f
 struct sname {
     char key[RIO_KEY_MAX + 1];
     bool dir;
+    /* From the key index: its one entry says it is committed, with what
+     * the listing shows (no head read). */
+    bool known;
+    struct rio__rados_ival iv;
+    uint64_t gen;
 };
 
 /* Keep name (len bytes; a common prefix when dir) among the n smallest
@@ -376,6 +384,7 @@ static void sorted_keep(struct sname *v, unsigned *n, unsigned cap, const char *
     memmove(&v[lo + 1], &v[lo], (size_t)(*n - lo) * sizeof(*v));
     memcpy(v[lo].key, k, len + 1);
     v[lo].dir = dir;
+    v[lo].known = false;
     (*n)++;
 }
 
@@ -512,6 +521,7 @@ static void snap_page(const struct lsnap *sn, const struct lscan *s, bool from_t
     for (size_t i = lo; i < sn->n && *n < cap; i++) {
         snprintf(v[*n].key, sizeof(v[*n].key), "%s", sn->names[i]);
         v[*n].dir = is_dir(s, sn->names[i]);
+        v[*n].known = false;
         (*n)++;
     }
 }
@@ -568,6 +578,11 @@ static void snap_publish(struct rados_transport *t, struct lsnap *sn)
 /* One round's entries: keys (as C strings in an arena) from every shard. */
 struct iround {
     struct collect c;
+    struct ient {
+        uint64_t gen;
+        struct rio__rados_ival iv; /* committed false: not (or not a value of ours) */
+    } * e;                         /* per entry of c */
+    size_t ecap;
     size_t last; /* the entry the current shard added last + 1 (0: none) */
 };
 
@@ -576,15 +591,26 @@ static int iround_each(void *arg, const char *name, size_t nlen, const char *val
     struct iround *r = arg;
     size_t kl;
     uint64_t gen;
-    (void)val;
-    (void)vlen;
 
     if (rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0)
         return 0; /* not an entry railio writes: not a key */
+    if (r->c.n == r->ecap) {
+        size_t ncap = r->ecap ? r->ecap * 2 : 1024;
+        struct ient *ne = rio__realloc(r->e, ncap * sizeof(*ne));
+        if (!ne)
+            return -ENOMEM;
+        r->e = ne;
+        r->ecap = ncap;
+    }
     int ret = collect_push(&r->c, name, kl);
-    if (ret == 0)
-        r->last = r->c.n;
-    return ret;
+    if (ret < 0)
+        return ret;
+    struct ient *e = &r->e[r->c.n - 1];
+    e->gen = gen;
+    if (rio__rados_ival_parse(val, vlen, &e->iv) < 0)
+        e->iv.committed = false; /* read its head */
+    r->last = r->c.n;
+    return 0;
 }
 
 static const char *ikey(const struct iround *r, size_t i)
@@ -594,8 +620,8 @@ static const char *ikey(const struct iround *r, size_t i)
 
 static int icmp(const void *a, const void *b, void *arg)
 {
-    const char *arena = arg;
-    return strcmp(arena + *(const size_t *)a, arena + *(const size_t *)b);
+    const struct collect *c = arg;
+    return strcmp(c->arena + c->offs[*(const size_t *)a], c->arena + c->offs[*(const size_t *)b]);
 }
 
 /* Whether key starts with the first clen bytes of cp. */
@@ -669,15 +695,17 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
         if (!ord)
             goto out;
         for (size_t i = 0; i < r.c.n; i++)
-            ord[i] = r.c.offs[i];
-        qsort_r(ord, r.c.n, sizeof(*ord), icmp, r.c.arena);
-        const char *prev = NULL, *last = NULL;
+            ord[i] = i;
+        qsort_r(ord, r.c.n, sizeof(*ord), icmp, &r.c);
+        const char *last = NULL;
         bool full = false;
-        for (size_t i = 0; i < r.c.n && !full; i++) {
-            const char *k = r.c.arena + ord[i];
-            if (prev && strcmp(k, prev) == 0)
-                continue; /* another generation of the same key */
-            prev = k;
+        for (size_t i = 0, j; i < r.c.n && !full; i = j) {
+            const char *k = ikey(&r, ord[i]);
+            /* Its entries: one generation each. Exactly one, committed:
+             * what it says is the head's (docs/rados.md). */
+            for (j = i + 1; j < r.c.n && strcmp(ikey(&r, ord[j]), k) == 0; j++)
+                ;
+            const struct ient *one = j == i + 1 && r.e[ord[i]].iv.committed ? &r.e[ord[i]] : NULL;
             if (any_more && strcmp(k, bound) > 0)
                 break;
             last = k;
@@ -706,6 +734,11 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
                 memcpy(v[*n].key, k, kl + 1);
                 v[*n].dir = false;
             }
+            v[*n].known = one && !v[*n].dir;
+            if (v[*n].known) {
+                v[*n].iv = one->iv;
+                v[*n].gen = one->gen;
+            }
             if (++*n == cap)
                 full = true;
         }
@@ -730,6 +763,7 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
 out:
     rio__free(r.c.arena);
     rio__free(r.c.offs);
+    rio__free(r.e);
     rio__free(after);
     rio__free(bound);
     rio__free(smore);
@@ -850,7 +884,7 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
     for (unsigned i = 0; i < n;) {
         unsigned m = 0, from = i;
         for (; i < n && m < LIST_BATCH; i++) {
-            if (v[i].dir)
+            if (v[i].dir || v[i].known)
                 continue;
             memset(&s->r[m], 0, sizeof(s->r[m]));
             s->r[m++].key = v[i].key;
@@ -865,6 +899,16 @@ static int list_sorted(struct rados_transport *t, struct lscan *s, struct rio_li
                 memset(e, 0, sizeof(*e));
                 strcpy(e->key, v[j].key);
                 e->flags = RIO_ENTRY_DIR;
+                nk++;
+                continue;
+            }
+            if (v[j].known) { /* from its index entry */
+                memset(e, 0, sizeof(*e));
+                strcpy(e->key, v[j].key);
+                e->size = v[j].iv.size;
+                e->generation = v[j].gen;
+                e->mtime_ns = v[j].iv.mtime_s * 1000000000;
+                memcpy(e->etag, v[j].iv.etag, sizeof(e->etag));
                 nk++;
                 continue;
             }
