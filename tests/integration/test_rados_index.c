@@ -22,7 +22,8 @@ TEST(rados_not_built)
 }
 #else
 
-#define T_CEPH_ARGS "--osds 1 --pool ix --pool sc --pool iy --pool iz --pool iw --pool iu --pool iv"
+#define T_CEPH_ARGS                                                                                \
+    "--osds 1 --pool ix --pool sc --pool iy --pool iz --pool iw --pool iu --pool iv --pool it"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -490,6 +491,57 @@ TEST(entries_of_no_head_skipped_then_swept)
     r = fsck(c, 0);
     T_EQ(r.index_added, 1u);
     T_EQ(entries_of("iz", "live"), 1u);
+    rio_client_destroy(c);
+}
+
+TEST(exists_from_the_index)
+{
+    struct rio_client *c = indexed_client("it");
+    char key[32];
+    for (unsigned i = 0; i < 200; i++) {
+        snprintf(key, sizeof(key), "e/%04u", i);
+        T_OK(rio_put(c, key, key, strlen(key), NULL, NULL));
+    }
+    rio_client_destroy(c); /* its marks landed */
+    c = ix_client("it");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    /* e/0000's entry as a PUT in flight leaves it (not committed): its
+     * head is read; "pending" has such an entry and no head; "e/00" is a
+     * prefix of keys but none itself; "ghost" a committed entry of no head
+     * (believed, as a listing believes it). */
+    struct rio_desc d;
+    T_OK(rio_stat(c, "e/0000", &d));
+    raw_entry("it", "e/0000", d.generation, now);
+    rio_desc_cleanup(&d);
+    raw_entry("it", "pending", 0x77, now);
+    char cval[128];
+    snprintf(cval, sizeof(cval), "%016" PRIx64 " c 1 1700000000 x", (uint64_t)now);
+    raw_val("it", "ghost", 0x88, cval);
+    const char *keys[400];
+    char names[400][32];
+    uint8_t want[400], got[400];
+    unsigned n = 0;
+    for (unsigned i = 0; i < 390; i++, n++) {
+        snprintf(names[n], sizeof(names[n]), "e/%04u", i);
+        keys[n] = names[n];
+        want[n] = i < 200;
+    }
+    static const char *const extra[] = {"pending", "e/00", "ghost", "e/0000x", "zzz"};
+    static const uint8_t extra_want[] = {0, 0, 1, 0, 0};
+    for (unsigned i = 0; i < 5; i++, n++) {
+        keys[n] = extra[i];
+        want[n] = extra_want[i];
+    }
+    uint64_t heads0 = ctrs(c).list_heads_read;
+    unsigned prefix = 0;
+    T_EQ(rio_exists_batch(c, keys, n, got, &prefix, NULL), 201);
+    for (unsigned i = 0; i < n; i++)
+        if (got[i] != want[i])
+            T_FAIL("%s: %u, not %u", keys[i], got[i], want[i]);
+    T_EQ(prefix, 200u);
+    T_EQ(ctrs(c).list_heads_read - heads0, 2u); /* e/0000 and pending only */
     rio_client_destroy(c);
 }
 

@@ -581,9 +581,11 @@ struct iwalk {
     bool fresh; /* this read added one */
 };
 
-static int iwalk_each(void *arg, const char *name, size_t len, const char *val, size_t vlen)
+static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, const char *val,
+                      size_t vlen)
 {
     struct iwalk *w = arg;
+    (void)shard;
     size_t kl;
     uint64_t gen;
     int ret;
@@ -633,7 +635,7 @@ static int index_read_all(struct fscan *s, unsigned shards, struct iwalk *w)
             w->fresh = false;
             /* From the last key read (its generations come again and are
              * passed over): an omap name holds a NUL, start_after not. */
-            int ret = rio__rados_idx_read(s->t, sh, after, "", 1000, iwalk_each, w, &more);
+            int ret = rio__rados_idx_read_many(s->t, sh, 1, after, "", 1000, iwalk_each, w, &more);
             if (ret < 0)
                 return ret;
             if (!more)

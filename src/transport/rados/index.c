@@ -337,44 +337,194 @@ void rio__rados_idx_drop_wait(struct ridx_drop *p)
 
 /* --------------------------------------------------------------- reading */
 
-int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *start_after,
-                        const char *prefix, unsigned max, rio__rados_idx_each_fn each, void *arg,
-                        bool *more)
+int rio__rados_idx_read_many(struct rados_transport *t, unsigned first, unsigned count,
+                             const char *start_after, const char *prefix, unsigned max,
+                             rio__rados_idx_each_fn each, void *arg, bool *more)
 {
+    struct sread {
+        rados_read_op_t op;
+        rados_completion_t comp;
+        rados_omap_iter_t it;
+        unsigned char pmore;
+        int rv, ret;
+    } *r = rio__calloc(count, sizeof(*r));
     char sname[24];
-    rados_omap_iter_t it = NULL;
-    unsigned char pmore = 0;
-    int rv = 0, ret;
+    int ret = 0;
 
-    shard_name(sname, sizeof(sname), shard);
-    rados_read_op_t op = rados_create_read_op();
-    if (!op)
+    if (!r)
         return -ENOMEM;
-    rados_read_op_omap_get_vals2(op, start_after, prefix, max, &it, &pmore, &rv);
-    ret = rados_read_op_operate(op, t->idx_io, sname, 0);
-    if (ret == 0 && rv < 0)
-        ret = rv;
-    if (ret == -ENOENT) { /* a shard nothing was written to yet */
-        ret = 0;
-        pmore = 0;
-    } else if (ret < 0) {
-        rio__detail("rados:// could not read the key index (%s)", strerror(-ret));
-        ret = rio__rados_xlate(ret);
-    } else {
+    /* Every shard's read in flight at once, then each shard's entries in
+     * shard order. */
+    for (unsigned i = 0; i < count; i++) {
+        r[i].ret = -ENOMEM;
+        shard_name(sname, sizeof(sname), first + i);
+        r[i].op = rados_create_read_op();
+        if (!r[i].op)
+            continue;
+        rados_read_op_omap_get_vals2(r[i].op, start_after, prefix, max, &r[i].it, &r[i].pmore,
+                                     &r[i].rv);
+        if (rados_aio_create_completion2(NULL, NULL, &r[i].comp) < 0) {
+            r[i].comp = NULL;
+            continue;
+        }
+        r[i].ret = rados_aio_read_op_operate(r[i].op, t->idx_io, r[i].comp, sname, 0);
+        if (r[i].ret < 0) {
+            rados_aio_release(r[i].comp);
+            r[i].comp = NULL;
+        }
+    }
+    for (unsigned i = 0; i < count; i++) {
+        if (r[i].comp) {
+            rados_aio_wait_for_complete(r[i].comp);
+            r[i].ret = rados_aio_get_return_value(r[i].comp);
+            rados_aio_release(r[i].comp);
+            if (r[i].ret == 0 && r[i].rv < 0)
+                r[i].ret = r[i].rv;
+        }
+        more[i] = false;
+        if (r[i].ret == -ENOENT) /* a shard nothing was written to yet */
+            continue;
+        if (r[i].ret < 0 && ret == 0) {
+            rio__detail("rados:// could not read the key index (%s)", strerror(-r[i].ret));
+            ret = r[i].ret == -ENOMEM ? -ENOMEM : rio__rados_xlate(r[i].ret);
+        }
+        if (r[i].ret < 0 || ret < 0)
+            continue;
+        more[i] = r[i].pmore != 0;
         for (;;) {
             char *k = NULL, *v = NULL;
             size_t kl = 0, vl = 0;
-            if (rados_omap_get_next2(it, &k, &v, &kl, &vl) < 0 || !k)
+            if (rados_omap_get_next2(r[i].it, &k, &v, &kl, &vl) < 0 || !k)
                 break;
-            ret = each(arg, k, kl, v, vl);
+            ret = each(arg, first + i, k, kl, v, vl);
             if (ret < 0)
                 break;
         }
     }
-    if (it)
-        rados_omap_get_end(it);
-    rados_release_read_op(op);
-    *more = pmore != 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (r[i].it)
+            rados_omap_get_end(r[i].it);
+        if (r[i].op)
+            rados_release_read_op(r[i].op);
+    }
+    rio__free(r);
+    return ret;
+}
+
+#define EXISTS_PER_OP 64u /* keys asked of one shard in one read op */
+
+int rio__rados_idx_exists(struct rados_transport *t, unsigned shards, const char *const *keys,
+                          unsigned n, uint8_t *out)
+{
+    struct q {
+        rados_omap_iter_t it;
+        unsigned char pmore;
+        int rv;
+    } *q = rio__calloc(n ? n : 1, sizeof(*q));
+    unsigned *order = rio__malloc((n ? n : 1) * sizeof(*order));
+    unsigned nops = 0, *first = NULL;
+    rados_read_op_t *ops = NULL;
+    rados_completion_t *comps = NULL;
+    char sname[24];
+    int ret = -ENOMEM;
+
+    if (!q || !order)
+        goto out;
+    /* The keys grouped by shard: a read op asks one shard about up to
+     * EXISTS_PER_OP of them, each its first two entries under the key
+     * after the key itself (its entries, KEY NUL GEN, sort first). */
+    unsigned k = 0;
+    for (unsigned sh = 0; sh < shards; sh++)
+        for (unsigned i = 0; i < n; i++)
+            if (rio__rados_idx_shard(keys[i], strlen(keys[i]), shards) == sh)
+                order[k++] = i;
+    unsigned maxops = n / EXISTS_PER_OP + shards + 1;
+    ops = rio__calloc(maxops, sizeof(*ops));
+    comps = rio__calloc(maxops, sizeof(*comps));
+    first = rio__calloc(maxops + 1, sizeof(*first));
+    if (!ops || !comps || !first)
+        goto out;
+    for (unsigned i = 0; i < n;) {
+        unsigned sh = rio__rados_idx_shard(keys[order[i]], strlen(keys[order[i]]), shards), m = 0;
+        rados_read_op_t op = rados_create_read_op();
+        if (!op)
+            goto wait;
+        first[nops] = i;
+        for (; i < n && m < EXISTS_PER_OP &&
+               rio__rados_idx_shard(keys[order[i]], strlen(keys[order[i]]), shards) == sh;
+             i++, m++) {
+            struct q *x = &q[order[i]];
+            rados_read_op_omap_get_vals2(op, keys[order[i]], keys[order[i]], 2, &x->it, &x->pmore,
+                                         &x->rv);
+        }
+        first[nops + 1] = i;
+        ops[nops] = op;
+        shard_name(sname, sizeof(sname), sh);
+        if (rados_aio_create_completion2(NULL, NULL, &comps[nops]) < 0) {
+            comps[nops] = NULL;
+            nops++;
+            goto wait;
+        }
+        if (rados_aio_read_op_operate(op, t->idx_io, comps[nops], sname, 0) < 0) {
+            rados_aio_release(comps[nops]);
+            comps[nops] = NULL;
+            nops++;
+            goto wait;
+        }
+        nops++;
+    }
+    ret = 0;
+wait:
+    for (unsigned o = 0; o < nops; o++) {
+        int r = -EIO;
+        if (comps[o]) {
+            rados_aio_wait_for_complete(comps[o]);
+            r = rados_aio_get_return_value(comps[o]);
+            rados_aio_release(comps[o]);
+        }
+        for (unsigned j = first[o]; ret == 0 && j < first[o + 1]; j++) {
+            unsigned i = order[j];
+            size_t kl = strlen(keys[i]);
+            out[i] = 2;         /* read its head */
+            if (r == -ENOENT) { /* a shard nobody wrote to: no entry */
+                out[i] = 0;
+                continue;
+            }
+            if (r < 0 || q[i].rv < 0)
+                continue;
+            unsigned found = 0;
+            bool committed = false;
+            for (;;) {
+                char *en = NULL, *v = NULL;
+                size_t el = 0, vl = 0;
+                struct rio__rados_ival iv;
+                if (rados_omap_get_next2(q[i].it, &en, &v, &el, &vl) < 0 || !en)
+                    break;
+                if (el != kl + 17 || memcmp(en, keys[i], kl) != 0 || en[kl] != '\0')
+                    break; /* past the key's entries */
+                found++;
+                committed = rio__rados_ival_parse(v, vl, &iv) == 0 && iv.committed;
+            }
+            if (!found)
+                out[i] = 0; /* no entry: no head (the index holds every head) */
+            else if (found == 1 && committed)
+                out[i] = 1; /* believed, as a listing believes it */
+        }
+        for (unsigned j = first[o]; j < first[o + 1]; j++)
+            if (q[order[j]].it)
+                rados_omap_get_end(q[order[j]].it);
+        rados_release_read_op(ops[o]);
+    }
+    if (ret < 0)
+        for (unsigned i = 0; i < n; i++)
+            out[i] = 2;
+    ret = 0;
+out:
+    rio__free(q);
+    rio__free(order);
+    rio__free(ops);
+    rio__free(comps);
+    rio__free(first);
     return ret;
 }
 

@@ -304,13 +304,19 @@ struct ridx_drop {
 void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64_t gen,
                               struct ridx_drop *p);
 void rio__rados_idx_drop_wait(struct ridx_drop *p);
-/* Read up to max entries of shard after start_after under prefix, in
- * order, each through each (a negative return stops and is returned). */
-typedef int (*rio__rados_idx_each_fn)(void *arg, const char *name, size_t len, const char *val,
-                                      size_t vlen);
-int rio__rados_idx_read(struct rados_transport *t, unsigned shard, const char *start_after,
-                        const char *prefix, unsigned max, rio__rados_idx_each_fn each, void *arg,
-                        bool *more);
+/* Read up to max entries after start_after under prefix of each of the
+ * shards first..first+count-1 (all in flight at once), each shard's in
+ * order, through each (a negative return stops and is returned); more[i]:
+ * shard first+i has more. */
+typedef int (*rio__rados_idx_each_fn)(void *arg, unsigned shard, const char *name, size_t len,
+                                      const char *val, size_t vlen);
+int rio__rados_idx_read_many(struct rados_transport *t, unsigned first, unsigned count,
+                             const char *start_after, const char *prefix, unsigned max,
+                             rio__rados_idx_each_fn each, void *arg, bool *more);
+/* Which of keys[0..n) exist, from the index: out[i] 1 (its one entry,
+ * committed), 0 (no entry, so no head), 2 (not known: read its head). */
+int rio__rados_idx_exists(struct rados_transport *t, unsigned shards, const char *const *keys,
+                          unsigned n, uint8_t *out);
 /* Set (key, gen)'s entry to iv; was (not NULL): only while its value is
  * still was (RIO_EGENERATION when not). */
 int rio__rados_idx_set(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,

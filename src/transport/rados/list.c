@@ -154,18 +154,43 @@ int rio__rados_exists(struct rio_transport *tt, const char *const *keys, unsigne
             return ret;
     if (!n)
         return 0;
-    r = rio__calloc(n, sizeof(*r));
+    /* A pool whose key index is ready answers from it; the keys it cannot
+     * answer for (a PUT in flight, an entry not marked) have their heads
+     * read. */
+    unsigned shards;
+    bool ready;
+    ret = rio__rados_idx_state(t, &shards, &ready);
+    if (ret < 0)
+        return ret;
+    if (shards && ready)
+        ret = rio__rados_idx_exists(t, shards, keys, n, out);
+    else
+        memset(out, 2, n);
+    if (ret < 0)
+        return ret;
+    unsigned m = 0;
+    for (unsigned i = 0; i < n; i++)
+        m += out[i] == 2;
+    if (!m)
+        return 0;
+    r = rio__calloc(m, sizeof(*r));
     if (!r)
         return -ENOMEM;
+    m = 0;
     for (unsigned i = 0; i < n; i++)
-        r[i].key = keys[i];
-    ret = heads_read(t, r, n);
+        if (out[i] == 2)
+            r[m++].key = keys[i];
+    ret = heads_read(t, r, m);
+    m = 0;
     for (unsigned i = 0; ret == 0 && i < n; i++) {
+        if (out[i] != 2)
+            continue;
+        struct hread *h = &r[m++];
         /* Not a head (a foreign object) is no railio object: absent. */
-        if (r[i].ret == 0 || r[i].ret == RIO_ENOTFOUND || r[i].ret == RIO_EPROTO)
-            out[i] = r[i].ret == 0;
+        if (h->ret == 0 || h->ret == RIO_ENOTFOUND || h->ret == RIO_EPROTO)
+            out[i] = h->ret == 0;
         else
-            ret = r[i].ret;
+            ret = h->ret;
     }
     rio__free(r);
     return ret;
@@ -583,10 +608,11 @@ struct iround {
         struct rio__rados_ival iv; /* committed false: not (or not a value of ours) */
     } * e;                         /* per entry of c */
     size_t ecap;
-    size_t last; /* the entry the current shard added last + 1 (0: none) */
+    size_t *slast; /* per shard: the entry it added last + 1 (0: none) */
 };
 
-static int iround_each(void *arg, const char *name, size_t nlen, const char *val, size_t vlen)
+static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen, const char *val,
+                       size_t vlen)
 {
     struct iround *r = arg;
     size_t kl;
@@ -609,7 +635,7 @@ static int iround_each(void *arg, const char *name, size_t nlen, const char *val
     e->gen = gen;
     if (rio__rados_ival_parse(val, vlen, &e->iv) < 0)
         e->iv.committed = false; /* read its head */
-    r->last = r->c.n;
+    r->slast[shard] = r->c.n;
     return 0;
 }
 
@@ -655,6 +681,7 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
     resume[0] = '\0';
     if (!after || !bound || !smore || !slast)
         goto out;
+    r.slast = slast;
     after[0] = '\0';
     if (s->sa)
         snprintf(after, RIO_KEY_MAX + 2, "%s\x01", s->sa);
@@ -675,16 +702,22 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
         r.c.n = r.c.len = 0;
         bool any_more = false;
         bound[0] = '\0';
+        memset(slast, 0, shards * sizeof(*slast));
+        /* Keys spread evenly over the shards: twice a shard's share of
+         * what is left to fill, and a margin, most often make the page in
+         * one round (a short shard bounds the round; the next reads on). */
+        unsigned want = (cap - *n) * 2 / shards + 32;
+        if (want > cap)
+            want = cap;
+        ret =
+            rio__rados_idx_read_many(t, 0, shards, after, s->prefix, want, iround_each, &r, smore);
+        if (ret < 0)
+            goto out;
         for (unsigned sh = 0; sh < shards; sh++) {
-            r.last = 0;
-            ret = rio__rados_idx_read(t, sh, after, s->prefix, cap, iround_each, &r, &smore[sh]);
-            if (ret < 0)
-                goto out;
-            slast[sh] = r.last;
-            if (smore[sh] && r.last) {
+            if (smore[sh] && slast[sh]) {
                 /* That shard may hold keys before any it did not send:
                  * nothing after its last one is taken this round. */
-                const char *lk = ikey(&r, r.last - 1);
+                const char *lk = ikey(&r, slast[sh] - 1);
                 if (!any_more || strcmp(lk, bound) < 0)
                     snprintf(bound, RIO_KEY_MAX + 1, "%s", lk);
                 any_more = true;
