@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -702,6 +703,120 @@ static int head_ival(struct fscan *s, const struct fhead *h, struct rio__rados_i
     return 0;
 }
 
+/* What index_mark_all's workers count. */
+struct mcount {
+    uint64_t added, errors;
+    int first;
+};
+
+/* What they share. */
+struct imark {
+    struct fscan *s;
+    unsigned shards;
+    const struct iwalk *w;
+    bool dry;
+    _Atomic size_t next;
+    pthread_mutex_t mu;
+    struct mcount sum; /* under mu */
+};
+
+/* Head h's entry: there and committed, or written so now; counted in c. */
+static void mark_one(const struct imark *im, struct mcount *m, const struct fhead *h)
+{
+    struct fscan *s = im->s;
+    unsigned shards = im->shards;
+    const struct iwalk *w = im->w;
+    bool dry = im->dry;
+
+    const struct ientry *e = ientry_find(w, h->key, h->keylen, h->gen);
+    struct rio__rados_ival iv;
+    if (e && rio__rados_ival_parse(e->val, e->vlen, &iv) == 0 && iv.committed)
+        return;
+    /* No entry, or one that does not say its head was published (the
+     * writer's mark was lost): one that says so, with what listings
+     * show, read from the head now. */
+    if (dry) {
+        m->added += !e;
+        return;
+    }
+    int r = head_ival(s, h, &iv);
+    if (r == 0)
+        r = rio__rados_idx_set(s->t, shards, h->key, h->gen, &iv, e ? e->val : NULL,
+                               e ? e->vlen : 0);
+    if (r == 0 && !e) {
+        /* Set with no compare: should the head have changed since it
+         * was read (a writer that dropped no entry of it, there being
+         * none), the entry would outlive it: take it out again. */
+        char buf[GEN_HEX + 1], val[RIO_RADOS_IDX_VAL_MAX];
+        uint64_t now_gen = 0;
+        int64_t k =
+            gen_of(rados_getxattr(s->t->head_io, h->key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf)),
+                   buf, &now_gen);
+        int vl = rio__rados_ival_format(&iv, val);
+        if (k >= 0 && !(k > 0 && now_gen == h->gen) && vl > 0) {
+            rio__rados_idx_rm_if(s->t, shards, h->key, h->gen, val, (size_t)vl);
+            return;
+        }
+    }
+    if (r == RIO_EGENERATION || r == RIO_ENOTFOUND)
+        return; /* changed meanwhile: its writer's */
+    if (r < 0) {
+        m->errors++;
+        m->first = m->first ? m->first : r;
+    } else if (!e) {
+        m->added++;
+    }
+}
+
+static void *mark_run(void *arg)
+{
+    struct imark *im = arg;
+    struct mcount m = {0};
+
+    for (;;) {
+        size_t i = atomic_fetch_add(&im->next, 1);
+        if (i >= im->s->nheads)
+            break;
+        if (im->s->heads[i].gen)
+            mark_one(im, &m, &im->s->heads[i]);
+    }
+    pthread_mutex_lock(&im->mu);
+    im->sum.added += m.added;
+    im->sum.errors += m.errors;
+    if (!im->sum.first)
+        im->sum.first = m.first;
+    pthread_mutex_unlock(&im->mu);
+    return NULL;
+}
+
+#define MARK_THREADS 8 /* heads read and entries written at once */
+
+/* Every head's entry, there and committed: MARK_THREADS workers (one
+ * head read and one or two entry ops each per head missing one). */
+static int index_mark_all(struct fscan *s, unsigned shards, const struct iwalk *w, bool dry,
+                          int *first)
+{
+    struct imark m = {.s = s, .shards = shards, .w = w, .dry = dry};
+    pthread_t th[MARK_THREADS];
+    unsigned nt = 0;
+
+    if (pthread_mutex_init(&m.mu, NULL) != 0)
+        return -ENOMEM;
+    for (; nt < MARK_THREADS && s->nheads > 64 * nt; nt++)
+        if (pthread_create(&th[nt], NULL, mark_run, &m) != 0)
+            break;
+    if (!nt)
+        mark_run(&m);
+    for (unsigned i = 0; i < nt; i++)
+        pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&m.mu);
+    s->r->index_added += m.sum.added;
+    s->r->errors += m.sum.errors;
+    if (!*first)
+        *first = m.sum.first;
+    return 0;
+}
+
 /*
  * The index against the heads just read: a head without its entry gets
  * one (a pool indexed while writers that had not seen the marker yet
@@ -723,49 +838,9 @@ static int index_check(struct fscan *s, unsigned shards, int64_t now_ns)
     if (ret < 0)
         goto out;
     s->r->index_entries = w.n;
-    for (size_t i = 0; i < s->nheads; i++) {
-        const struct fhead *h = &s->heads[i];
-        if (!h->gen)
-            continue;
-        const struct ientry *e = ientry_find(&w, h->key, h->keylen, h->gen);
-        struct rio__rados_ival iv;
-        if (e && rio__rados_ival_parse(e->val, e->vlen, &iv) == 0 && iv.committed)
-            continue;
-        /* No entry, or one that does not say its head was published (the
-         * writer's mark was lost): one that says so, with what listings
-         * show, read from the head now. */
-        if (dry) {
-            s->r->index_added += !e;
-            continue;
-        }
-        int r = head_ival(s, h, &iv);
-        if (r == 0)
-            r = rio__rados_idx_set(s->t, shards, h->key, h->gen, &iv, e ? e->val : NULL,
-                                   e ? e->vlen : 0);
-        if (r == 0 && !e) {
-            /* Set with no compare: should the head have changed since it
-             * was read (a writer that dropped no entry of it, there being
-             * none), the entry would outlive it: take it out again. */
-            char buf[GEN_HEX + 1], val[RIO_RADOS_IDX_VAL_MAX];
-            uint64_t now_gen = 0;
-            int64_t k =
-                gen_of(rados_getxattr(s->t->head_io, h->key, RIO_RADOS_GEN_XATTR, buf, sizeof(buf)),
-                       buf, &now_gen);
-            int vl = rio__rados_ival_format(&iv, val);
-            if (k >= 0 && !(k > 0 && now_gen == h->gen) && vl > 0) {
-                rio__rados_idx_rm_if(s->t, shards, h->key, h->gen, val, (size_t)vl);
-                continue;
-            }
-        }
-        if (r == RIO_EGENERATION || r == RIO_ENOTFOUND)
-            continue; /* changed meanwhile: its writer's */
-        if (r < 0) {
-            s->r->errors++;
-            first = first ? first : r;
-        } else if (!e) {
-            s->r->index_added++;
-        }
-    }
+    ret = index_mark_all(s, shards, &w, dry, &first);
+    if (ret < 0)
+        goto out;
     for (size_t i = 0; i < w.n; i++) {
         const struct ientry *e = &w.e[i];
         const struct fhead *h = head_find(s, e->key, e->keylen);

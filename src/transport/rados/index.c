@@ -14,18 +14,24 @@
  *           generation of a key that is or may become a head, named
  *           KEY NUL GGGGGGGGGGGGGGGG (the generation, 16 lower-case hex
  *           digits), valued with the time it was written (16 hex digits,
- *           ns since the epoch). KEY goes to shard fnv1a64(KEY) mod N.
+ *           ns since the epoch) and, once that generation was published,
+ *           " c SIZE MTIME ETAG" (itext.h). KEY goes to shard
+ *           fnv1a64(KEY) mod N.
  *
  * The one rule: every head has its entry (the index holds at least the
  * heads). So a writer puts (KEY, G) before the swap that publishes head G
  * (a PUT sends it beside its chunks at put_open), and takes it out only
  * when G can no longer become a head: after G was replaced or removed, or
- * when the swap was refused. A crash leaves an entry too many, never one
- * too few: a listing reads the head of each key it takes from the index
- * and skips those that are gone, and fsck removes entries that no head
- * names once they are older than its grace (at least IDX_GC_MIN), each on
- * a compare of its value, which a PUT's commit rewrites when its entry is
- * older than IDX_REFRESH_NS: a slow PUT's entry is never removed under it.
+ * when the swap was refused. After the swap it marks the entry committed
+ * (not waited for). A crash leaves an entry too many, never one too few.
+ * A listing believes a key's entry when it is the key's only one and
+ * committed (no other generation can be the head then, but for a removal
+ * that left its entry: a crashed DELETE, `rados rm`), and reads the heads
+ * of the others, skipping those that are gone; fsck removes entries that
+ * no head names once they are older than its grace (at least
+ * IDX_GC_MIN_NS), each on a compare of its value, which a PUT's commit
+ * rewrites when its entry is older than IDX_REFRESH_NS: a slow PUT's entry
+ * is never removed under it.
  *
  * Writers re-read the marker every idx_recheck_ns (URL option
  * index_recheck, 10 s), so `fsck --index` writes the marker, waits for
