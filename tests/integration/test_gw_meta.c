@@ -429,3 +429,28 @@ TEST(late_delete_never_drops_new_record)
         reads_own(&g, "ldb/k", "new", "new");
     gw_stop(&g);
 }
+
+/*
+ * The same through DeleteObjects, whose records go after all its objects:
+ * k1's object goes, k2's removal is held 400 ms, and a PutObject of k1
+ * with metadata lands meanwhile: k1's new record stays (only the record
+ * read before k1's object went is removed).
+ */
+TEST(late_delete_objects_never_drops_new_record)
+{
+    struct gw g;
+
+    gw_start(&g, "mock://?faults=delay:op=remove:skip=1:count=1:delay=400", NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ldm", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d old -H 'Content-Type: text/x-old' %s/ldm/k1", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d old -H 'Content-Type: text/x-old' %s/ldm/k2", g.url), 200);
+    race(&g,
+         "-X POST --data-binary '<Delete><Object><Key>k1</Key></Object><Object><Key>k2</Key>"
+         "</Object></Delete>' '%s/ldm?delete'",
+         200, "-X PUT -d new -H 'Content-Type: text/x-new' -H 'x-amz-meta-who: new' %s/ldm/k1",
+         200);
+    T_TRUE(t_sh("grep -q '<Deleted><Key>k2</Key></Deleted>' %s/a.out", g.dir) == 0);
+    if (gw_curl(&g, "o", "-I %s/ldm/k1", g.url) != 404)
+        reads_own(&g, "ldm/k1", "new", "new");
+    gw_stop(&g);
+}

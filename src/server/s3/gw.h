@@ -356,8 +356,12 @@ void rio__gw_meta_drop(const char *bucket, const char *key);
 /* The same, only while it is generation gen (another writer's record
  * written since stays; a backend that cannot decide it: removed). */
 void rio__gw_meta_drop_if(const char *bucket, const char *key, uint64_t gen);
-/* Remove the records named mkeys[0..n) that exist (best effort, logged). */
-void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n);
+/* Remove the records named mkeys[0..n), each only while it is generation
+ * gens[i] (read before its object went), or whatever it is when have[i]
+ * is 0 (it could not be read) or the backend cannot decide it (best
+ * effort, logged). */
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], const uint64_t *gens,
+                            const uint8_t *have, unsigned n);
 /* A record that depends on the object's bytes alone (its checksum, no other
  * metadata: rio__gw_meta_bytes_only) written beside the object's commit:
  * m's identity becomes size and etag (the MD5), generation unknown (a

@@ -709,28 +709,18 @@ void rio__gw_meta_drop_if(const char *bucket, const char *key, uint64_t gen)
         SRV_WARN("s3: metadata record %s not removed: %s", mkey, rio_strerror(ret));
 }
 
-void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], unsigned n)
+void rio__gw_meta_drop_keys(char (*mkeys)[GW_META_KEY_MAX], const uint64_t *gens,
+                            const uint8_t *have, unsigned n)
 {
-    const char **keys = n ? rio__calloc(n, sizeof(*keys)) : NULL;
-    uint8_t *exists = n ? rio__calloc(n, 1) : NULL;
-    int found = -1;
-
-    if (keys && exists) {
-        for (unsigned i = 0; i < n; i++)
-            keys[i] = mkeys[i];
-        /* One question for all; most objects have no record. */
-        found = rio_exists_batch(rio__gw_client(), keys, n, exists, NULL, NULL);
-    }
-    for (unsigned i = 0; i < n && found != 0; i++) {
-        int ret;
-        if (found > 0 && !exists[i])
-            continue;
-        ret = rio_delete(rio__gw_client(), mkeys[i]);
-        if (ret < 0 && ret != RIO_ENOTFOUND)
+    for (unsigned i = 0; i < n; i++) {
+        int ret = have[i] ? rio_delete_if(rio__gw_client(), mkeys[i], gens[i]) : RIO_ENOTSUP;
+        if (ret == RIO_ENOTSUP) /* no generation read, or a backend without conditions */
+            ret = rio_delete(rio__gw_client(), mkeys[i]);
+        if (ret == RIO_EGENERATION)
+            SRV_DEBUG("s3: metadata record %s written again since: left", mkeys[i]);
+        else if (ret < 0 && ret != RIO_ENOTFOUND)
             SRV_WARN("s3: metadata record %s not removed: %s", mkeys[i], rio_strerror(ret));
     }
-    rio__free(exists);
-    rio__free(keys);
 }
 
 void rio__gw_meta_drop_bucket(const char *bucket)

@@ -1474,6 +1474,8 @@ struct del_ctx {
     unsigned n;
     int quiet, over;
     char (*mkeys)[GW_META_KEY_MAX]; /* the records of the keys deleted, dropped at the end */
+    uint64_t *mgens;                /* each one's generation read before its object went */
+    uint8_t *mhave;                 /* 0: it could not be read */
     unsigned nm;
 };
 
@@ -1491,12 +1493,23 @@ static int del_one(void *arg, const char *key, const struct del_cond *dc)
         x->over = 1;
         return 1;
     }
-    if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey))
+    /* The key's record as it was before its object goes, read beside the
+     * condition's check: only that one is removed at the end (a PutObject
+     * of the key meanwhile keeps its own), as DeleteObject does. */
+    struct gw_meta_gen *rec = NULL;
+    uint64_t rgen = 0;
+    int rhave = 0;
+    if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey)) {
         ret = RIO_EINVAL;
-    else if ((ret = del_cond_check(x->r->bucket, key, bkey, dc, &gen)) < 0)
-        ; /* not deleted: the condition's answer below */
-    else if (rio__gw_path_error(ret = del_gen(bkey, gen)) && !gen)
-        ret = RIO_ENOTFOUND; /* file:// and a key it cannot hold: none such */
+    } else {
+        rec = rio__gw_meta_gen_start(x->r->bucket, key);
+        ret = del_cond_check(x->r->bucket, key, bkey, dc, &gen);
+        rhave = rio__gw_meta_gen_end(rec, &rgen) == 0;
+        if (ret < 0)
+            ; /* not deleted: the condition's answer below */
+        else if (rio__gw_path_error(ret = del_gen(bkey, gen)) && !gen)
+            ret = RIO_ENOTFOUND; /* file:// and a key it cannot hold: none such */
+    }
     bool cond = dc->etag || dc->size || dc->time;
     if (cond && (ret == RIO_ENOTFOUND || ret == RIO_EGENERATION || ret == DEL_COND_FAILED ||
                  ret == DEL_COND_BAD || ret == RIO_ENOTSUP)) {
@@ -1516,9 +1529,11 @@ static int del_one(void *arg, const char *key, const struct del_cond *dc)
     }
     if (ret == 0 || ret == RIO_ENOTFOUND)
         rio__gw_head_drop(bkey);
-    if ((ret == 0 || ret == RIO_ENOTFOUND) &&
-        rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0)
-        x->nm++;
+    if ((ret == 0 || ret == RIO_ENOTFOUND) && (!rhave || rgen) &&
+        rio__gw_meta_key(x->r->bucket, key, x->mkeys[x->nm]) == 0) {
+        x->mgens[x->nm] = rgen;
+        x->mhave[x->nm++] = (uint8_t)rhave;
+    }
     if (ret == 0 || ret == RIO_ENOTFOUND) {
         if (!x->quiet) {
             rio__gw_buf_put(x->b, "<Deleted><Key>", 14);
@@ -1611,13 +1626,21 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
                              "The XML you provided was not well-formed or did not validate "
                              "against our published schema (a Delete of one Object or more).");
     x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
-    if (!x.mkeys)
+    x.mgens = rio__calloc(DELETE_MAX, sizeof(*x.mgens));
+    x.mhave = rio__calloc(DELETE_MAX, 1);
+    if (!x.mkeys || !x.mgens || !x.mhave) {
+        rio__free(x.mkeys);
+        rio__free(x.mgens);
+        rio__free(x.mhave);
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
     rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
     ret = rio__gw_xml_each_raw(r->buf, r->blen, "Object", del_object, &x);
-    rio__gw_meta_drop_keys(x.mkeys, x.nm); /* after their objects */
+    rio__gw_meta_drop_keys(x.mkeys, x.mgens, x.mhave, x.nm); /* after their objects */
     rio__free(x.mkeys);
+    rio__free(x.mgens);
+    rio__free(x.mhave);
     if (ret < 0 || x.over) {
         rio__gw_buf_free(&b);
         return rio__gw_error(c, r, 400, "MalformedXML",
