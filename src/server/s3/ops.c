@@ -1477,6 +1477,10 @@ struct del_ctx {
     uint64_t *mgens;                /* each one's generation read before its object went */
     uint8_t *mhave;                 /* 0: it could not be read */
     unsigned nm;
+    /* Each <Object>'s record generation, asked of the fetch pool for all
+     * of them before the first object goes (NULL: none asked). */
+    struct gw_meta_gen **recs;
+    unsigned nrecs;
 };
 
 /* One key of a DeleteObjects, on its conditions dc (its <ETag>, <Size>,
@@ -1502,7 +1506,12 @@ static int del_one(void *arg, const char *key, const struct del_cond *dc)
     if (!*key || snprintf(bkey, sizeof(bkey), "%s/%s", x->r->bucket, key) >= (int)sizeof(bkey)) {
         ret = RIO_EINVAL;
     } else {
-        rec = rio__gw_meta_gen_start(x->r->bucket, key);
+        if (x->recs && x->n <= x->nrecs) { /* asked ahead */
+            rec = x->recs[x->n - 1];
+            x->recs[x->n - 1] = NULL;
+        }
+        if (!rec)
+            rec = rio__gw_meta_gen_start(x->r->bucket, key);
         ret = del_cond_check(x->r->bucket, key, bkey, dc, &gen);
         rhave = rio__gw_meta_gen_end(rec, &rgen) == 0;
         if (ret < 0)
@@ -1605,6 +1614,27 @@ out:
     return ret;
 }
 
+/* The first pass over the <Object>s: each one that names a key (and no
+ * version but null) has its record's generation asked of the fetch pool,
+ * so that the records of up to 1000 keys are read 16 at a time rather than
+ * one before each object's removal. */
+static int pre_object(void *arg, const char *raw, size_t len)
+{
+    struct del_ctx *x = arg;
+    struct grab k = {0}, v = {0};
+
+    if (x->nrecs == DELETE_MAX)
+        return 1;
+    if (rio__gw_xml_each(raw, len, "Key", grab_cb, &k) == 0 && k.n == 1 && *k.text &&
+        rio__gw_xml_each(raw, len, "VersionId", grab_cb, &v) == 0 &&
+        (!v.n || (v.n == 1 && strcmp(v.text, "null") == 0)))
+        x->recs[x->nrecs] = rio__gw_meta_gen_start(x->r->bucket, k.text);
+    x->nrecs++;
+    rio__free(k.text);
+    rio__free(v.text);
+    return 0;
+}
+
 static int quiet_cb(void *arg, const char *text)
 {
     *(int *)arg = strcmp(text, "true") == 0;
@@ -1636,7 +1666,13 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
     }
     rio__gw_xml_each(r->buf, r->blen, "Quiet", quiet_cb, &x.quiet);
     rio__gw_buf_printf(&b, XML_HEAD "<DeleteResult xmlns=\"" XMLNS "\">");
+    x.recs = rio__calloc(DELETE_MAX, sizeof(*x.recs));
+    if (x.recs) /* else one at a time */
+        rio__gw_xml_each_raw(r->buf, r->blen, "Object", pre_object, &x);
     ret = rio__gw_xml_each_raw(r->buf, r->blen, "Object", del_object, &x);
+    for (unsigned i = 0; x.recs && i < x.nrecs; i++) /* those not taken */
+        rio__gw_meta_gen_cancel(x.recs[i]);
+    rio__free(x.recs);
     rio__gw_meta_drop_keys(x.mkeys, x.mgens, x.mhave, x.nm); /* after their objects */
     rio__free(x.mkeys);
     rio__free(x.mgens);
