@@ -606,6 +606,7 @@ struct iround {
     struct ient {
         uint64_t gen;
         struct rio__rados_ival iv; /* committed false: not (or not a value of ours) */
+        bool junk;                 /* a name railio does not write: only a place */
     } * e;                         /* per entry of c */
     size_t ecap;
     size_t *slast; /* per shard: the entry it added last + 1 (0: none) */
@@ -618,8 +619,18 @@ static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen,
     size_t kl;
     uint64_t gen;
 
-    if (rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0)
-        return 0; /* not an entry railio writes: not a key */
+    bool junk = rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0;
+    if (junk) {
+        /* Not an entry railio writes: no key, but where the shard's read
+         * got to (the round's bound must not pass it: a shard of such
+         * names would hide its keys after them). Its bytes up to a NUL,
+         * at most a key's length: at or before its place. */
+        const char *nul = memchr(name, '\0', nlen);
+        kl = nul ? (size_t)(nul - name) : nlen;
+        if (kl > RIO_KEY_MAX)
+            kl = RIO_KEY_MAX;
+        gen = 0;
+    }
     if (r->c.n == r->ecap) {
         size_t ncap = r->ecap ? r->ecap * 2 : 1024;
         struct ient *ne = rio__realloc(r->e, ncap * sizeof(*ne));
@@ -633,7 +644,8 @@ static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen,
         return ret;
     struct ient *e = &r->e[r->c.n - 1];
     e->gen = gen;
-    if (rio__rados_ival_parse(val, vlen, &e->iv) < 0)
+    e->junk = junk;
+    if (junk || rio__rados_ival_parse(val, vlen, &e->iv) < 0)
         e->iv.committed = false; /* read its head */
     r->slast[shard] = r->c.n;
     return 0;
@@ -736,12 +748,15 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
             const char *k = ikey(&r, ord[i]);
             /* Its entries: one generation each. Exactly one, committed:
              * what it says is the head's (docs/rados.md). */
-            for (j = i + 1; j < r.c.n && strcmp(ikey(&r, ord[j]), k) == 0; j++)
-                ;
+            unsigned real = 0;
+            for (j = i; j < r.c.n && strcmp(ikey(&r, ord[j]), k) == 0; j++)
+                real += !r.e[ord[j]].junk;
             const struct ient *one = j == i + 1 && r.e[ord[i]].iv.committed ? &r.e[ord[i]] : NULL;
             if (any_more && strcmp(k, bound) > 0)
                 break;
             last = k;
+            if (!real)
+                continue; /* only names not ours: no key */
             if (under(k, skip, skiplen))
                 continue;
             skiplen = 0;
