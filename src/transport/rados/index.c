@@ -498,22 +498,31 @@ wait:
             }
             if (r < 0 || q[i].rv < 0)
                 continue;
-            unsigned found = 0;
-            bool committed = false;
+            unsigned found = 0, other = 0;
+            bool committed = false, past = false;
             for (;;) {
                 char *en = NULL, *v = NULL;
                 size_t el = 0, vl = 0;
                 struct rio__rados_ival iv;
+                size_t ekl;
+                uint64_t eg;
                 if (rados_omap_get_next2(q[i].it, &en, &v, &el, &vl) < 0 || !en)
                     break;
-                if (el != kl + 17 || memcmp(en, keys[i], kl) != 0 || en[kl] != '\0')
-                    break; /* past the key's entries */
+                if (el <= kl || memcmp(en, keys[i], kl) != 0 || en[kl] != '\0') {
+                    past = true; /* another key's: the key's names sort first */
+                    break;
+                }
+                if (rio__rados_idx_entry_split(en, el, &ekl, &eg) < 0) {
+                    other++; /* KEY NUL and not ours: decide on the head */
+                    continue;
+                }
                 found++;
                 committed = rio__rados_ival_parse(v, vl, &iv) == 0 && iv.committed;
             }
-            if (!found)
+            bool all = past || !q[i].pmore; /* every name of the key was read */
+            if (!found && !other && all)
                 out[i] = 0; /* no entry: no head (the index holds every head) */
-            else if (found == 1 && committed)
+            else if (found == 1 && !other && committed && all)
                 out[i] = 1; /* believed, as a listing believes it */
         }
         for (unsigned j = first[o]; j < first[o + 1]; j++)
