@@ -547,6 +547,10 @@ TEST(listings_page)
         "got = uploads(Delimiter='/', PaginationConfig={'PageSize': 2})\n"
         "assert got == ([x for x in want if '/' not in x[0]], ['a/', 'b/', 'd/']), got\n"
         "assert uploads(Prefix='d/', Delimiter='/') == ([], ['d/e/']), uploads(Prefix='d/')\n"
+        "got = uploads(Delimiter='/x/', PaginationConfig={'PageSize': 2})\n"
+        "assert got == ([x for x in want if '/x/' not in x[0]], ['b/x/']), got\n"
+        "got = uploads(Prefix='d', Delimiter='e')\n"
+        "assert got == ([], ['d/e']), got\n"
         "r = s3.list_multipart_uploads(Bucket='pgb', KeyMarker='a/3')\n"
         "assert r['Uploads'][0]['Key'] == 'a/4', r\n"
         "u3 = sorted(ids['a/3'])\n"
@@ -575,6 +579,9 @@ TEST(listings_page)
     gw_boto3(&g, script, "listings ok");
     /* Bad paging parameters are refused, not ignored. */
     T_EQ(gw_curl(&g, "o", "'%s/pgb?uploads&max-uploads=-1'", g.url), 400);
-    T_EQ(gw_curl(&g, "o", "'%s/pgb?uploads&delimiter=x'", g.url), 501);
+    T_EQ(gw_curl(&g, "o", "'%s/pgb?uploads&delimiter=x'", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "'%s/pgb?uploads&delimiter=%s'", g.url,
+                 "0123456789012345678901234567890123456789012345678901234567890123456789"),
+         400); /* longer than GW_DELIM_MAX */
     gw_stop(&g);
 }

@@ -573,7 +573,8 @@ static int upload_entry(void *arg, const struct rio_entry *e)
     return 0;
 }
 
-/* ListMultipartUploads: prefix, delimiter ("/"), key-marker and
+/* ListMultipartUploads: prefix, delimiter (any string: the keys are
+ * folded here, each upload's read anyway), key-marker and
  * upload-id-marker, max-uploads (1000 at most) a page, NextKeyMarker and
  * NextUploadIdMarker when truncated, encoding-type=url. Every upload's
  * marker is read to learn its key (uploads are kept by id). */
@@ -591,7 +592,7 @@ int rio__gw_mpu_list_uploads(struct MHD_Connection *c, struct gw_req *r)
     if (arg_count(r, "max-uploads", 1000, 1000, &max) < 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "max-uploads must be a non-negative integer.");
-    if (rio__gw_list_options(c, r, 0, &x.delim, &url, &ret) < 0 ||
+    if (rio__gw_list_options(c, r, 1, &x.delim, &url, &ret) < 0 ||
         rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
     x.prefix = prefix ? prefix : "";
