@@ -70,13 +70,17 @@ static struct rio_client *indexed_client(const char *pool)
     return c;
 }
 
-/* The index's entries of key (all shards), by librados. */
-static unsigned entries_of(const char *pool, const char *key)
+/* The index's entries of key (every shard: one in another than the key's
+ * counts too), by librados; the last one's value into val (cap bytes, ""
+ * when none), when val is not NULL. */
+static unsigned key_entries(const char *pool, const char *key, char *val, size_t cap)
 {
     rados_t cl = ru_admin();
     rados_ioctx_t io;
     unsigned n = 0;
 
+    if (val)
+        val[0] = '\0';
     T_EQ(rados_ioctx_create(cl, pool, &io), 0);
     rados_ioctx_set_namespace(io, IDX_NS);
     for (unsigned sh = 0; sh < IDX_SHARDS; sh++) {
@@ -87,13 +91,18 @@ static unsigned entries_of(const char *pool, const char *key)
         unsigned char more = 0;
         int rv = 0;
         rados_read_op_omap_get_vals2(op, "", key, 1000, &it, &more, &rv);
-        int r = rados_read_op_operate(op, io, name, 0);
-        if (r == 0) {
+        if (rados_read_op_operate(op, io, name, 0) == 0) {
             char *k, *v;
             size_t kl, vl;
-            while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k)
-                if (kl == strlen(key) + 17 && memcmp(k, key, strlen(key) + 1) == 0)
-                    n++;
+            while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k) {
+                if (kl != strlen(key) + 17 || memcmp(k, key, strlen(key) + 1) != 0)
+                    continue;
+                n++;
+                if (val && vl < cap) {
+                    memcpy(val, v, vl);
+                    val[vl] = '\0';
+                }
+            }
         }
         if (it)
             rados_omap_get_end(it);
@@ -102,6 +111,19 @@ static unsigned entries_of(const char *pool, const char *key)
     rados_ioctx_destroy(io);
     rados_shutdown(cl);
     return n;
+}
+
+static unsigned entries_of(const char *pool, const char *key)
+{
+    return key_entries(pool, key, NULL, 0);
+}
+
+/* The value of key's entry (a static buffer), "" when it has none. */
+static const char *entry_val(const char *pool, const char *key)
+{
+    static char val[256];
+    key_entries(pool, key, val, sizeof(val));
+    return val;
 }
 
 /* Set an entry (key, gen) valued val. */
@@ -163,41 +185,6 @@ static struct rio_rados_counters ctrs(struct rio_client *c)
     struct rio_rados_counters rc;
     rio__rados_counters(rio__client_transport(c), &rc);
     return rc;
-}
-
-/* The value of key's one entry (a static buffer), "" when it has none. */
-static const char *entry_val(const char *pool, const char *key)
-{
-    static char val[256];
-    rados_t cl = ru_admin();
-    rados_ioctx_t io;
-    char sname[32];
-
-    val[0] = '\0';
-    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
-    rados_ioctx_set_namespace(io, IDX_NS);
-    snprintf(sname, sizeof(sname), "shard.%u", shard_of(key));
-    rados_read_op_t op = rados_create_read_op();
-    rados_omap_iter_t it = NULL;
-    unsigned char more = 0;
-    int rv = 0;
-    rados_read_op_omap_get_vals2(op, "", key, 1000, &it, &more, &rv);
-    if (rados_read_op_operate(op, io, sname, 0) == 0) {
-        char *k, *v;
-        size_t kl, vl;
-        while (rados_omap_get_next2(it, &k, &v, &kl, &vl) == 0 && k)
-            if (kl == strlen(key) + 17 && memcmp(k, key, strlen(key) + 1) == 0 &&
-                vl < sizeof(val)) {
-                memcpy(val, v, vl);
-                val[vl] = '\0';
-            }
-    }
-    if (it)
-        rados_omap_get_end(it);
-    rados_release_read_op(op);
-    rados_ioctx_destroy(io);
-    rados_shutdown(cl);
-    return val;
 }
 
 /* Every entry of a listing, as "D:" or "K:" lines with size and etag. */

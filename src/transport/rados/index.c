@@ -141,6 +141,25 @@ static void shard_name(char *out, size_t cap, unsigned i)
     snprintf(out, cap, "shard.%u", i);
 }
 
+/* Where (key, gen)'s entry lives: its omap name and its shard's object. */
+struct ewhere {
+    char ename[RIO_RADOS_IDX_NAME_MAX];
+    size_t elen;
+    char sname[24];
+};
+
+static int entry_where(const char *key, uint64_t gen, unsigned shards, struct ewhere *w)
+{
+    size_t keylen;
+    int ret = rio__key_len(key, &keylen);
+
+    if (ret < 0)
+        return ret;
+    w->elen = (size_t)rio__rados_idx_entry_name(w->ename, key, keylen, gen);
+    shard_name(w->sname, sizeof(w->sname), rio__rados_idx_shard(key, keylen, shards));
+    return 0;
+}
+
 static uint64_t wall_ns(void)
 {
     struct timespec ts;
@@ -154,23 +173,20 @@ static uint64_t wall_ns(void)
 static int put_op(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
                   rados_write_op_t *opp, rados_completion_t comp, char *val)
 {
-    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
-    size_t keylen;
-    int ret = rio__key_len(key, &keylen);
+    struct ewhere w;
+    int ret = entry_where(key, gen, shards, &w);
 
     if (ret < 0)
         return ret;
-    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
-    const char *k = ename, *v = val;
+    const char *k = w.ename, *v = val;
     struct rio__rados_ival iv = {.at_ns = wall_ns()};
     size_t vlen = (size_t)rio__rados_ival_format(&iv, val);
-    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
     rados_write_op_t op = rados_create_write_op();
     if (!op)
         return -ENOMEM;
-    rados_write_op_omap_set2(op, &k, &v, &elen, &vlen, 1);
+    rados_write_op_omap_set2(op, &k, &v, &w.elen, &vlen, 1);
     if (comp) {
-        ret = rados_aio_write_op_operate(op, t->idx_io, comp, sname, NULL, 0);
+        ret = rados_aio_write_op_operate(op, t->idx_io, comp, w.sname, NULL, 0);
         if (ret < 0) {
             rados_release_write_op(op);
             return rio__rados_xlate(ret);
@@ -178,7 +194,7 @@ static int put_op(struct rados_transport *t, unsigned shards, const char *key, u
         *opp = op;
         return 0;
     }
-    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
     rados_release_write_op(op);
     if (ret < 0) {
         rio__detail("rados:// could not write the key index's entry of a key (%s)", strerror(-ret));
@@ -250,47 +266,16 @@ int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t g
 void rio__rados_idx_drop_many(struct rados_transport *t, const char *const *keys,
                               const uint64_t *gens, size_t n)
 {
-    unsigned shards;
-    bool ready;
-    char sname[24];
+    struct ridx_drop d[REMOVE_WINDOW];
 
-    if (!n || rio__rados_idx_state(t, &shards, &ready) < 0 || !shards)
-        return;
+    /* Best effort: an entry left is skipped by listings (its head is gone
+     * or another generation) and swept by fsck. */
     for (size_t b = 0; b < n; b += REMOVE_WINDOW) {
-        size_t k = n - b < REMOVE_WINDOW ? n - b : REMOVE_WINDOW, sent = 0;
-        rados_completion_t comp[REMOVE_WINDOW];
-        rados_write_op_t op[REMOVE_WINDOW];
-        for (size_t j = 0; j < k; j++) {
-            char ename[RIO_RADOS_IDX_NAME_MAX];
-            size_t keylen;
-            if (rio__key_len(keys[b + j], &keylen) < 0 || !gens[b + j])
-                continue;
-            size_t elen =
-                (size_t)rio__rados_idx_entry_name(ename, keys[b + j], keylen, gens[b + j]);
-            const char *e = ename;
-            shard_name(sname, sizeof(sname), rio__rados_idx_shard(keys[b + j], keylen, shards));
-            op[sent] = rados_create_write_op();
-            if (!op[sent])
-                continue;
-            rados_write_op_omap_rm_keys2(op[sent], &e, &elen, 1);
-            if (rados_aio_create_completion2(NULL, NULL, &comp[sent]) < 0) {
-                rados_release_write_op(op[sent]);
-                continue;
-            }
-            if (rados_aio_write_op_operate(op[sent], t->idx_io, comp[sent], sname, NULL, 0) < 0) {
-                rados_aio_release(comp[sent]);
-                rados_release_write_op(op[sent]);
-                continue;
-            }
-            sent++;
-        }
-        /* Best effort: an entry left is skipped by listings (its head is
-         * gone or another generation) and swept by fsck. */
-        for (size_t j = 0; j < sent; j++) {
-            rados_aio_wait_for_complete(comp[j]);
-            rados_aio_release(comp[j]);
-            rados_release_write_op(op[j]);
-        }
+        size_t k = n - b < REMOVE_WINDOW ? n - b : REMOVE_WINDOW;
+        for (size_t j = 0; j < k; j++)
+            rio__rados_idx_drop_send(t, keys[b + j], gens[b + j], &d[j]);
+        for (size_t j = 0; j < k; j++)
+            rio__rados_idx_drop_wait(&d[j]);
     }
 }
 
@@ -304,23 +289,20 @@ void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64
 {
     unsigned shards;
     bool ready;
-    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
-    size_t keylen;
+    struct ewhere w;
 
     memset(p, 0, sizeof(*p));
-    if (!gen || rio__key_len(key, &keylen) < 0 || rio__rados_idx_state(t, &shards, &ready) < 0 ||
-        !shards)
+    if (!gen || rio__rados_idx_state(t, &shards, &ready) < 0 || !shards ||
+        entry_where(key, gen, shards, &w) < 0)
         return;
-    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
-    const char *e = ename;
-    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    const char *e = w.ename;
     p->op = rados_create_write_op();
     if (!p->op)
         return;
-    rados_write_op_omap_rm_keys2(p->op, &e, &elen, 1);
+    rados_write_op_omap_rm_keys2(p->op, &e, &w.elen, 1);
     if (rados_aio_create_completion2(NULL, NULL, &p->comp) < 0) {
         p->comp = NULL;
-    } else if (rados_aio_write_op_operate(p->op, t->idx_io, p->comp, sname, NULL, 0) < 0) {
+    } else if (rados_aio_write_op_operate(p->op, t->idx_io, p->comp, w.sname, NULL, 0) < 0) {
         rados_aio_release(p->comp);
         p->comp = NULL;
     }
@@ -543,25 +525,37 @@ out:
     return ret;
 }
 
+/* A write op setting w's entry to iv's value, only while its value is
+ * was[0..waslen) when was is not NULL; NULL when it cannot be made. */
+static rados_write_op_t set_op(const struct ewhere *w, const struct rio__rados_ival *iv,
+                               const char *was, size_t waslen)
+{
+    char val[RIO_RADOS_IDX_VAL_MAX];
+    int vl = rio__rados_ival_format(iv, val);
+    rados_write_op_t op = vl < 0 ? NULL : rados_create_write_op();
+
+    if (!op)
+        return NULL;
+    const char *k = w->ename, *v = val;
+    size_t vlen = (size_t)vl;
+    if (was)
+        rados_write_op_omap_cmp2(op, w->ename, LIBRADOS_CMPXATTR_OP_EQ, was, w->elen, waslen, NULL);
+    rados_write_op_omap_set2(op, &k, &v, &w->elen, &vlen, 1); /* the op copies them */
+    return op;
+}
+
 int rio__rados_idx_set(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
                        const struct rio__rados_ival *iv, const char *was, size_t waslen)
 {
-    char ename[RIO_RADOS_IDX_NAME_MAX], val[RIO_RADOS_IDX_VAL_MAX], sname[24];
-    size_t keylen;
-    int vl = rio__rados_ival_format(iv, val), ret = rio__key_len(key, &keylen);
+    struct ewhere w;
+    int ret = entry_where(key, gen, shards, &w);
 
-    if (ret < 0 || vl < 0)
-        return ret < 0 ? ret : RIO_EINVAL;
-    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen), vlen = (size_t)vl;
-    const char *k = ename, *v = val;
-    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
-    rados_write_op_t op = rados_create_write_op();
+    if (ret < 0)
+        return ret;
+    rados_write_op_t op = set_op(&w, iv, was, waslen);
     if (!op)
         return -ENOMEM;
-    if (was)
-        rados_write_op_omap_cmp2(op, ename, LIBRADOS_CMPXATTR_OP_EQ, was, elen, waslen, NULL);
-    rados_write_op_omap_set2(op, &k, &v, &elen, &vlen, 1);
-    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
     rados_release_write_op(op);
     if (was && (ret == -ECANCELED || ret == -ENOENT))
         return RIO_EGENERATION;
@@ -601,35 +595,27 @@ void rio__rados_idx_marks_wait(struct rados_transport *t)
 void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t gen,
                          const char *pending, uint64_t size, int64_t mtime_s, const char *etag)
 {
-    char ename[RIO_RADOS_IDX_NAME_MAX], val[RIO_RADOS_IDX_VAL_MAX], sname[24];
     struct rio__rados_ival iv = {
         .at_ns = wall_ns(), .committed = true, .size = size, .mtime_s = mtime_s};
     unsigned shards;
     bool ready;
-    size_t keylen;
+    struct ewhere w;
 
     snprintf(iv.etag, sizeof(iv.etag), "%s", etag ? etag : "");
-    int vl = rio__rados_ival_format(&iv, val);
-    if (vl < 0 || rio__key_len(key, &keylen) < 0 || rio__rados_idx_state(t, &shards, &ready) < 0 ||
-        !shards)
+    if (rio__rados_idx_state(t, &shards, &ready) < 0 || !shards ||
+        entry_where(key, gen, shards, &w) < 0)
         return; /* the entry stays as written: listings read its head */
-    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen), vlen = (size_t)vl;
-    const char *k = ename, *v = val;
-    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
     struct rmark m;
-    m.op = rados_create_write_op();
-    if (!m.op)
-        return;
     /* Only over the entry as this writer wrote it: one dropped meanwhile
      * (the object replaced or removed already) is not written again. */
-    rados_write_op_omap_cmp2(m.op, ename, LIBRADOS_CMPXATTR_OP_EQ, pending, elen, strlen(pending),
-                             NULL);
-    rados_write_op_omap_set2(m.op, &k, &v, &elen, &vlen, 1);
+    m.op = set_op(&w, &iv, pending, strlen(pending));
+    if (!m.op)
+        return;
     if (rados_aio_create_completion2(NULL, NULL, &m.comp) < 0) {
         rados_release_write_op(m.op);
         return;
     }
-    if (rados_aio_write_op_operate(m.op, t->idx_io, m.comp, sname, NULL, 0) < 0) {
+    if (rados_aio_write_op_operate(m.op, t->idx_io, m.comp, w.sname, NULL, 0) < 0) {
         rados_aio_release(m.comp);
         rados_release_write_op(m.op);
         return;
@@ -653,22 +639,18 @@ void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t ge
 int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char *key, uint64_t gen,
                          const char *val, size_t vlen)
 {
-    char ename[RIO_RADOS_IDX_NAME_MAX], sname[24];
-    size_t keylen;
-    int ret = rio__key_len(key, &keylen);
+    struct ewhere w;
+    int ret = entry_where(key, gen, shards, &w);
 
     if (ret < 0)
         return ret;
-    size_t elen = (size_t)rio__rados_idx_entry_name(ename, key, keylen, gen);
-    const char *e = ename;
-    shard_name(sname, sizeof(sname), rio__rados_idx_shard(key, keylen, shards));
+    const char *e = w.ename;
     rados_write_op_t op = rados_create_write_op();
     if (!op)
         return -ENOMEM;
-    int prv = 0;
-    rados_write_op_omap_cmp2(op, ename, LIBRADOS_CMPXATTR_OP_EQ, val, elen, vlen, &prv);
-    rados_write_op_omap_rm_keys2(op, &e, &elen, 1);
-    ret = rados_write_op_operate(op, t->idx_io, sname, NULL, 0);
+    rados_write_op_omap_cmp2(op, w.ename, LIBRADOS_CMPXATTR_OP_EQ, val, w.elen, vlen, NULL);
+    rados_write_op_omap_rm_keys2(op, &e, &w.elen, 1);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
     rados_release_write_op(op);
     if (ret == -ECANCELED || ret == -ENOENT)
         return RIO_EGENERATION; /* renewed or gone meanwhile */
