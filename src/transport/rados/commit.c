@@ -164,12 +164,15 @@ static int head_pre(struct rupload *up, const char *key, struct rio__rados_head 
 }
 
 /* A swap that will not happen: gen will never be a head, its index entry
- * (if written) goes. */
-static void idx_refused(struct rados_transport *t, const char *key, uint64_t gen, bool *wrote)
+ * (if written) goes, here, and not again at the upload's discard. */
+static void idx_refused(struct rados_transport *t, const char *key, uint64_t gen, bool *wrote,
+                        struct rupload *pre)
 {
     if (*wrote)
         rio__rados_idx_drop(t, key, gen);
     *wrote = false;
+    if (pre && !pre->idx_comp)
+        pre->idx_sent = false; /* put_open's landed: dropped above, or never written */
 }
 
 /*
@@ -202,7 +205,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         if (ret == -1)
             ret = rio__rados_head_read(t, key, old, NULL);
         if (ret != 0 && ret != RIO_ENOTFOUND && ret != RIO_EPROTO) {
-            idx_refused(t, key, gen, wrote);
+            idx_refused(t, key, gen, wrote, pre);
             return ret;
         }
         /* The condition is checked against the head read, and the write
@@ -220,7 +223,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
                 ret = -1;
                 goto again;
             }
-            idx_refused(t, key, gen, wrote);
+            idx_refused(t, key, gen, wrote, pre);
             return RIO_EGENERATION;
         }
         if (ret == 0) {
@@ -235,7 +238,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
             if (*had_old)
                 rio__rados_head_cleanup(old);
             *had_old = false;
-            idx_refused(t, key, gen, wrote);
+            idx_refused(t, key, gen, wrote, pre);
             return iret < 0 ? iret : -ENOMEM;
         }
         if (guarded)
@@ -269,7 +272,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         t->ctr.commits_raced++;
         pthread_mutex_unlock(&t->mu);
     }
-    idx_refused(t, key, gen, wrote);
+    idx_refused(t, key, gen, wrote, pre);
     return RIO_ESERVER;
 }
 

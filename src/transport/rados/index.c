@@ -249,10 +249,11 @@ int rio__rados_idx_ensure(struct rados_transport *t, const char *key, uint64_t g
     if (up && up->idx_comp) {
         int r = -1;
         rio__rados_idx_open_wait(up, &r);
-        if (r == 0 && rio__now_ns() - up->idx_at_ns < IDX_REFRESH_NS) {
+        if (r == 0) { /* it is there (a failed renewal below still drops it) */
             memcpy(val, up->idx_val, 17);
             *wrote = true;
-            return 0;
+            if (rio__now_ns() - up->idx_at_ns < IDX_REFRESH_NS)
+                return 0;
         }
     }
     /* Not sent at put_open (no index then, or it failed), or long ago:
