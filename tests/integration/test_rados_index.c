@@ -482,6 +482,35 @@ TEST(entries_of_no_head_skipped_then_swept)
     T_EQ(r.index_added, 0u);
     T_TRUE(strstr(entry_val("iz", "live"), " c 1 ") != NULL);
     rio_desc_cleanup(&d);
+    /* A shard whose first page of names holds no entry (anyone with write
+     * access to the pool can write such names): fsck walks past them, and
+     * finds the same entries. */
+    rados_t cl2 = ru_admin();
+    rados_ioctx_t io2;
+    T_EQ(rados_ioctx_create(cl2, "iz", &io2), 0);
+    rados_ioctx_set_namespace(io2, IDX_NS);
+    for (unsigned sh = 0; sh < IDX_SHARDS; sh++) {
+        static char names[1100][16];
+        const char *ks[1100], *vs[1100];
+        size_t kls[1100], vls[1100];
+        for (unsigned i = 0; i < 1100; i++) {
+            kls[i] = (size_t)snprintf(names[i], sizeof(names[i]), "!j%05u", i);
+            ks[i] = names[i];
+            vs[i] = "x";
+            vls[i] = 1;
+        }
+        char sname[32];
+        snprintf(sname, sizeof(sname), "shard.%u", sh);
+        rados_write_op_t op = rados_create_write_op();
+        rados_write_op_omap_set2(op, ks, vs, kls, vls, 1100);
+        T_EQ(rados_write_op_operate(op, io2, sname, NULL, 0), 0);
+        rados_release_write_op(op);
+    }
+    rados_ioctx_destroy(io2);
+    rados_shutdown(cl2);
+    r = fsck(c, RIO_FSCK_DRY_RUN);
+    T_EQ(r.index_entries, 2u);
+    T_EQ(r.index_added, 0u);
     /* A head whose entry someone removed gets it back. */
     rados_t cl = ru_admin();
     rados_ioctx_t io;

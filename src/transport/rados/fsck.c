@@ -579,7 +579,9 @@ struct iwalk {
     size_t n, cap;
     char last[RIO_KEY_MAX + 1]; /* the shard's last entry read: its key, generation */
     uint64_t last_gen;
-    bool fresh; /* this read added one */
+    /* The last name read, railio's or not, up to its NUL (at most a key's
+     * length): where the shard's walk got to. */
+    char raw[RIO_KEY_MAX + 1];
 };
 
 static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, const char *val,
@@ -591,6 +593,12 @@ static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, c
     uint64_t gen;
     int ret;
 
+    const char *nul = memchr(name, '\0', len);
+    size_t rl = nul ? (size_t)(nul - name) : len;
+    if (rl > RIO_KEY_MAX)
+        rl = RIO_KEY_MAX;
+    memcpy(w->raw, name, rl);
+    w->raw[rl] = '\0';
     if (rio__rados_idx_entry_split(name, len, &kl, &gen) < 0)
         return 0; /* not ours: left alone */
     int c = key_cmp(name, kl, w->last, strlen(w->last));
@@ -611,7 +619,6 @@ static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, c
     memcpy(e->val, val, e->vlen);
     memcpy(w->last, k, kl + 1);
     w->last_gen = gen;
-    w->fresh = true;
     return 0;
 }
 
@@ -633,18 +640,20 @@ static int index_read_all(struct fscan *s, unsigned shards, struct iwalk *w)
         after[0] = '\0';
         for (;;) {
             bool more = false;
-            w->fresh = false;
-            /* From the last key read (its generations come again and are
-             * passed over): an omap name holds a NUL, start_after not. */
+            /* From the last name read, up to its NUL (an omap name holds
+             * one, start_after not: that key's names come again, and its
+             * entries read before are passed over); past every name of
+             * that key when that is no step forward (a page of one key's
+             * names only, or of names that are no entry). */
             int ret = rio__rados_idx_read_many(s->t, sh, 1, after, "", 1000, iwalk_each, w, &more);
             if (ret < 0)
                 return ret;
             if (!more)
                 break;
-            if (w->fresh)
-                snprintf(after, sizeof(after), "%s", w->last);
-            else /* a page of one key's generations only: past that key */
-                snprintf(after, sizeof(after), "%s\x01", w->last);
+            if (strcmp(w->raw, after) > 0)
+                snprintf(after, sizeof(after), "%s", w->raw);
+            else
+                snprintf(after, sizeof(after), "%s\x01", w->raw);
         }
     }
     if (w->n > 1)
