@@ -33,6 +33,16 @@ size_t rio__s3_pct_decode(const char *s, size_t n, int plus_space, char *out);
 /* The first header of r named name (any case), or NULL; *count (when not
  * NULL) how many there are (sigv4v.c; also SigV2's). */
 const char *rio__s3_hdr_find(const struct rio_s3_req *r, const char *name, unsigned *count);
+/* A SigV4 credential scope, "AK/YYYYMMDD/REGION/s3/aws4_request" (n
+ * bytes, from the network), into c: 0, or -1 when it is not that
+ * (sigv4v.c; also POST forms' x-amz-credential). */
+struct rio__s3_cred {
+    char ak[128];
+    char date[9];
+    char region[64];
+    char scope[128];
+};
+int rio__s3_cred_parse(const char *s, size_t n, struct rio__s3_cred *c);
 /* The secret of access_key, or NULL when there is no such user. */
 const char *rio__s3_keys_secret(const struct rio_s3_keys *k, const char *access_key);
 /* 1 when the file allows anonymous requests to some bucket. */

@@ -122,6 +122,68 @@ int rio_s3_status_of(const char *s3_code);
 int rio_s3_user_may(const struct rio_s3_keys *k, const char *access_key, const char *bucket);
 
 /*
+ * POST Object, S3's browser-based upload (postform.c): a POST to a bucket
+ * whose multipart/form-data body carries the key, the other fields, a
+ * policy and its signature, and the file last. The form is read as it
+ * streams: the fields before the file kept (bounded below), the file's
+ * bytes handed on as they come; fields after the file are ignored, as S3
+ * ignores them.
+ */
+#define RIO_S3_FORM_FIELDS_MAX 64      /* fields before the file */
+#define RIO_S3_FORM_VALUE_MAX 20480    /* bytes of one field's value (S3's policy: 20 KB) */
+#define RIO_S3_FORM_FIELDS_BYTES 65536 /* the fields' names and values together */
+#define RIO_S3_FORM_NAME_MAX 1024      /* a part's name, filename or Content-Type */
+struct rio_s3_form;
+struct rio_s3_form_cb {
+    void *arg;
+    /* The part named "file" begins: every field before it is in
+     * (rio_s3_form_field). filename and content_type "" when not given. A
+     * negative return stops the form with that error. */
+    int (*file_begin)(void *arg, const char *filename, const char *content_type);
+    /* The file's bytes, in order; a negative return stops the form. */
+    int (*file_data)(void *arg, const void *p, size_t n);
+};
+/** A form for a request of this Content-Type (multipart/form-data with a
+ * boundary of 1 to 70 characters, else RIO_EINVAL); cb may be NULL.
+ * 0, -ENOMEM. */
+int rio_s3_form_new(const char *content_type, const struct rio_s3_form_cb *cb,
+                    struct rio_s3_form **out);
+/** Feed the next n bytes of the body: 0, RIO_EINVAL with *why when the
+ * form is malformed or exceeds a bound, or a callback's error; an error
+ * sticks. */
+int rio_s3_form_feed(struct rio_s3_form *f, const void *in, size_t n, const char **why);
+/** 1 once the file part has ended at its delimiter. */
+int rio_s3_form_done(const struct rio_s3_form *f);
+/** 1 once the file part has begun. */
+int rio_s3_form_file_seen(const struct rio_s3_form *f);
+/** The value of the field name (any case) before the file, or NULL. */
+const char *rio_s3_form_field(const struct rio_s3_form *f, const char *name);
+unsigned rio_s3_form_nfields(const struct rio_s3_form *f);
+/** Field i's name (lower-case) and *value; NULL past the last. */
+const char *rio_s3_form_field_at(const struct rio_s3_form *f, unsigned i, const char **value);
+void rio_s3_form_free(struct rio_s3_form *f);
+
+struct rio_s3_post_auth {
+    char access_key[128];      /* the user whose signature matched */
+    int anonymous;             /* the form carries no signature */
+    uint64_t len_min, len_max; /* the policy's content-length-range (0, UINT64_MAX: none) */
+};
+/**
+ * Authenticate a POST form whose fields are in (at file_begin): the
+ * signature over its policy (SigV4: x-amz-algorithm, x-amz-credential,
+ * x-amz-date, x-amz-signature; SigV2, when sigv2: AWSAccessKeyId and
+ * signature), the policy's expiration against now (unix seconds) and each
+ * of its conditions (bucket is the request's), and that every field but
+ * policy, the signature fields, file and x-ignore-* is named by a
+ * condition. A form without signature fields is anonymous (its policy, if
+ * any, still checked). 0 and *out; or RIO_EINVAL / -EACCES / -ENOMEM with
+ * *s3_code and S3's message in msg (no secret in it).
+ */
+int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f, const char *bucket,
+                       int64_t now, int sigv2, struct rio_s3_post_auth *out, const char **s3_code,
+                       char *msg, size_t msgcap);
+
+/*
  * aws-chunked body decoder: feed the raw body, get the payload; verifies
  * each chunk's signature, chained from the seed signature. Payload bytes of
  * a chunk are handed out as they arrive, before that chunk's signature (at

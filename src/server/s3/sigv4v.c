@@ -40,13 +40,6 @@
 #define SKEW_S 900        /* RequestTimeTooSkewed beyond this */
 #define PRESIGN_MAX_S 604800
 
-struct cred {
-    char ak[128];
-    char date[9];
-    char region[64];
-    char scope[128];
-};
-
 size_t rio__s3_pct_decode(const char *s, size_t n, int plus_space, char *out)
 {
     size_t o = 0;
@@ -132,8 +125,7 @@ const char *rio__s3_hdr_find(const struct rio_s3_req *r, const char *name, unsig
     return v;
 }
 
-/* "AK/YYYYMMDD/REGION/s3/aws4_request" (n bytes) into c. 0 or -1. */
-static int parse_cred(const char *s, size_t n, struct cred *c)
+int rio__s3_cred_parse(const char *s, size_t n, struct rio__s3_cred *c)
 {
     const char *p[5];
     size_t l[5];
@@ -535,7 +527,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
 {
     struct query q;
     struct signed_hdrs *sh = NULL;
-    struct cred c;
+    struct rio__s3_cred c;
     EVP_MD_CTX *m = NULL;
     const char *auth, *secret, *payload, *sigp = NULL, *amzp;
     char amzdate[17], sig[65], list[RIO_S3_MAX_SIGNED * 64], names[RIO_S3_MAX_SIGNED * 64];
@@ -582,7 +574,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
         if (strcmp(q.algo, ALGO) != 0)
             REFUSE("AuthorizationQueryParametersError", -EINVAL,
                    "s3 auth: X-Amz-Algorithm is not " ALGO);
-        if (parse_cred(q.credential, strlen(q.credential), &c))
+        if (rio__s3_cred_parse(q.credential, strlen(q.credential), &c))
             REFUSE("AuthorizationQueryParametersError", -EINVAL,
                    "s3 auth: malformed X-Amz-Credential");
         {
@@ -619,7 +611,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
             REFUSE(
                 "AuthorizationHeaderMalformed", -EINVAL,
                 "s3 auth: Authorization needs Credential, SignedHeaders and Signature once each");
-        if (parse_cred(f[0], fl[0], &c))
+        if (rio__s3_cred_parse(f[0], fl[0], &c))
             REFUSE("AuthorizationHeaderMalformed", -EINVAL,
                    "s3 auth: malformed Credential (AK/YYYYMMDD/REGION/s3/aws4_request)");
         if (fl[1] >= sizeof(list))
