@@ -92,6 +92,15 @@ static inline void gw_stop(struct gw *g)
 static inline int gw_aws(struct gw *g, const char *env, const char *out, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* A --s3-keys file holding text (mode 0600, as railiod wants it) in a
+ * scratch directory of its own, its path into path. */
+static inline void gw_keys_file(char *path, size_t cap, const char *text)
+{
+    snprintf(path, cap, "%s/keys", t_scratch_dir("gwkeys"));
+    t_write_file(path, text, strlen(text));
+    T_EQ(chmod(path, 0600), 0);
+}
+
 /* Path of a scratch file. */
 static inline const char *gw_path(struct gw *g, const char *name)
 {
@@ -152,6 +161,21 @@ static inline int gw_has(struct gw *g, const char *name, const char *needle)
     ret = strstr(text, needle) != NULL;
     free(text);
     return ret;
+}
+
+/* Run the Python script text (written to the scratch file t.py) as
+ * `python3 t.py URL AK SK DIR` against g, its output in scratch file out,
+ * shown when it fails; it must exit 0 and print ok_line. */
+static inline void gw_python(struct gw *g, const char *text, const char *ak, const char *sk,
+                             const char *ok_line)
+{
+    const char *py = gw_path(g, "t.py"), *out = gw_path(g, "out");
+
+    t_write_file(py, text, strlen(text));
+    T_EQ(t_sh("python3 %s %s %s '%s' %s > %s 2>&1 || { cat %s >&2; exit 1; }", py, g->url, ak, sk,
+              g->dir, out, out),
+         0);
+    T_TRUE(gw_has(g, "out", ok_line));
 }
 
 /* Write n bytes of pattern seed to scratch file name. */

@@ -15,15 +15,6 @@
 #define AK "AKCLIENTS1"
 #define SK "clients-secret/0123456789"
 
-static void keys_file(char *path, size_t cap)
-{
-    const char *text = AK " " SK " *\n";
-
-    snprintf(path, cap, "%s/keys", t_scratch_dir("gwckeys"));
-    t_write_file(path, text, strlen(text));
-    T_EQ(chmod(path, 0600), 0);
-}
-
 TEST(s3cmd)
 {
     struct gw g;
@@ -32,7 +23,7 @@ TEST(s3cmd)
 
     if (t_sh("command -v s3cmd >/dev/null") != 0)
         T_SKIP("s3cmd is not installed");
-    keys_file(keys, sizeof(keys));
+    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
     gw_start(&g, NULL, extra);
     T_EQ(t_sh("printf '[default]\\naccess_key = %s\\nsecret_key = %s\\nhost_base = %s\\n"
               "host_bucket = %s\\nuse_https = False\\nsignature_v2 = False\\n"
@@ -65,7 +56,7 @@ TEST(rclone)
 
     if (t_sh("command -v rclone >/dev/null") != 0)
         T_SKIP("rclone is not installed");
-    keys_file(keys, sizeof(keys));
+    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
     gw_start(&g, NULL, extra);
     /* An AWS_CA_BUNDLE in the environment makes rclone's S3 SDK fail over http. */
     snprintf(env, sizeof(env),
@@ -154,15 +145,11 @@ TEST(boto3)
 
     if (t_sh("python3 -c 'import boto3' 2>/dev/null") != 0)
         T_SKIP("boto3 is not installed");
-    keys_file(keys, sizeof(keys));
+    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
     gw_start(&g, NULL, extra);
     gw_file(&g, "f", 1024 * 1024 + 7, 61);
     gw_file(&g, "big", 12 * 1024 * 1024 + 5, 62);
-    t_write_file(gw_path(&g, "t.py"), script, strlen(script));
-    T_EQ(t_sh("python3 %s %s %s '%s' %s > %s 2>&1 || { cat %s >&2; exit 1; }", gw_path(&g, "t.py"),
-              g.url, AK, SK, g.dir, gw_path(&g, "out"), gw_path(&g, "out")),
-         0);
-    T_TRUE(gw_has(&g, "out", "boto3 ok"));
+    gw_python(&g, script, AK, SK, "boto3 ok");
     gw_stop(&g);
 }
 
@@ -192,7 +179,7 @@ TEST(s3fs)
         T_SKIP("s3fs is not installed");
     if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
         T_SKIP("s3fs needs root and /dev/fuse");
-    keys_file(keys, sizeof(keys));
+    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
     gw_start(&g, NULL, extra);
     T_EQ(gw_curl(&g, "o", "-X PUT --aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' %s/fsb", AK, SK,
                  g.url),

@@ -10,7 +10,8 @@
  * head-object, ranged and partNumber get-object, put-object with
  * Content-MD5, list-objects-v2 with a delimiter, copy-object,
  * delete-objects, the multipart calls one by one across both gateways),
- * s3cmd, rclone, boto3 and curl --aws-sigv4; a wrong secret, an unknown
+ * s3cmd, rclone, boto3 (and a form of its generate_presigned_post, POSTed
+ * by curl: a POST upload) and curl --aws-sigv4; a wrong secret, an unknown
  * key, an expired presigned URL and a body that is not the signed one are
  * refused with S3's codes. The same clients over the server's own store:
  * test_gw_aws.c, test_gw_clients.c, test_gw_auth.c.
@@ -92,6 +93,19 @@ static const char boto_py[] =
     "cb.upload_file(d + '/big', 'rcb', 'boto/big', Config=t)\n"
     "ca.download_file('rcb', 'boto/big', d + '/boto_big', Config=t)\n"
     "assert open(d + '/boto_big', 'rb').read() == open(d + '/big', 'rb').read()\n"
+    "import subprocess\n"
+    "pp = ca.generate_presigned_post('rcb', 'boto/form/${filename}',\n"
+    "    Fields={'x-amz-meta-via': 'form'}, Conditions=[{'x-amz-meta-via': 'form'},\n"
+    "    ['content-length-range', 1, 64 << 20]], ExpiresIn=60)\n"
+    "args = ['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}']\n"
+    "for k, v in pp['fields'].items():\n"
+    "    args += ['--form-string', k + '=' + v]\n"
+    "args += ['-F', 'file=@' + d + '/big', pp['url']]\n"
+    "st = subprocess.run(args, capture_output=True, text=True, check=True).stdout\n"
+    "assert st == '204', st\n"
+    "fo = cb.get_object(Bucket='rcb', Key='boto/form/big')\n"
+    "assert fo['Body'].read() == open(d + '/big', 'rb').read() and fo['Metadata'] == {'via': "
+    "'form'}\n"
     "url = cb.generate_presigned_url('get_object', Params={'Bucket': 'rcb', 'Key': 'boto/one'},\n"
     "    ExpiresIn=60)\n"
     "assert urllib.request.urlopen(url).read() == body, 'presigned'\n"
@@ -117,8 +131,8 @@ static const char boto_py[] =
     "except urllib.error.HTTPError as e:\n"
     "    print('expired', e.code)\n"
     "r = cb.delete_objects(Bucket='rcb', Delete={'Objects': [{'Key': 'boto/one'},\n"
-    "    {'Key': 'boto/big'}]})\n"
-    "assert len(r['Deleted']) == 2, r\n"
+    "    {'Key': 'boto/big'}, {'Key': 'boto/form/big'}]})\n"
+    "assert len(r['Deleted']) == 3, r\n"
     "assert 'Contents' not in ca.list_objects_v2(Bucket='rcb', Prefix='boto/'), 'deleted'\n"
     "print('boto3 ok')\n";
 

@@ -71,7 +71,8 @@ static const char *const op_names[GW_OP__COUNT] = {
     "ListMultipartUploads", "GetBucketVersioning",
     "UploadPartCopy",       "GetBucketConfig",
     "GetObjectConfig",      "GetObjectAttributes",
-    "ListObjectVersions",   "Other"};
+    "ListObjectVersions",   "PostObject",
+    "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -97,6 +98,16 @@ uint64_t rio__gw_min_part(void)
 int rio__gw_ordered(void)
 {
     return g.ordered;
+}
+
+const struct rio_s3_keys *rio__gw_keys(void)
+{
+    return g.keys;
+}
+
+int rio__gw_sigv2(void)
+{
+    return !g.no_sigv2;
 }
 
 int rio__gw_user_may(const struct gw_req *r, const char *bucket)
@@ -736,6 +747,8 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         r->op = GW_OP_DELETE_BUCKET;
     else if (!strcmp(r->method, "POST") && rio__gw_arg(r, "delete"))
         r->op = GW_OP_DELETE_OBJECTS;
+    else if (!strcmp(r->method, "POST") && r->nq == 0)
+        r->op = GW_OP_POST_OBJECT; /* an HTML form's upload: post.c */
     return 0;
 }
 
@@ -815,6 +828,10 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
         rio__gw_put_data(r, p, n); /* checks the payload itself (aws-chunked decoded) */
         return;
     }
+    if (r->op == GW_OP_POST_OBJECT) {
+        rio__gw_post_data(r, p, n); /* the form, its file into a writer */
+        return;
+    }
     rio__gw_checks_update(r, p, n);
     if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU) {
         if (r->blen + n > GW_POST_BODY_MAX) {
@@ -845,9 +862,9 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
 /* Operations answered once the body is in (the others at once). */
 static int takes_body(int op)
 {
-    return is_put(op) || op == GW_OP_DELETE_OBJECTS || op == GW_OP_CREATE_BUCKET ||
-           op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU || op == GW_OP_COPY_OBJECT ||
-           op == GW_OP_UPLOAD_PART_COPY;
+    return is_put(op) || op == GW_OP_POST_OBJECT || op == GW_OP_DELETE_OBJECTS ||
+           op == GW_OP_CREATE_BUCKET || op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU ||
+           op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY;
 }
 
 /* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]
@@ -912,25 +929,30 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
         r->vhost = 0;
     } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
-    else if (sigv2_off(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0 &&
-             authenticate(c, r, path, vpath ? vpath : path, &ret) == 0 &&
-             unsupported(c, r, &ret) == 0) {
-        if (!takes_body(r->op))
-            ret = run_op(c, r);
-        else if (!rio__gw_user_may(r, r->bucket))
-            ret = rio__gw_error(c, r, 403, "AccessDenied", "Access to this bucket is not allowed.");
-        else if (checks_init(c, r, &ret) < 0)
-            ; /* answered */
-        else if (r->op == GW_OP_PUT_OBJECT)
-            ret = rio__gw_put_open(c, r);
-        else if (r->op == GW_OP_UPLOAD_PART)
-            ret = rio__gw_mpu_part_open(c, r); /* MHD_YES without a response: 100, body */
-        else if (r->auth.payload_mode != RIO_S3_PAYLOAD_UNSIGNED &&
-                 r->auth.payload_mode != RIO_S3_PAYLOAD_SIGNED)
-            ret = rio__gw_error(c, r, 501, "NotImplemented",
-                                "aws-chunked bodies are taken by PutObject only.");
-        else
-            ret = MHD_YES;
+    else if (sigv2_off(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0) {
+        if (r->op == GW_OP_POST_OBJECT) { /* signed in its form: post.c decides */
+            if (unsupported(c, r, &ret) == 0)
+                ret = rio__gw_post_open(c, r);
+        } else if (authenticate(c, r, path, vpath ? vpath : path, &ret) == 0 &&
+                   unsupported(c, r, &ret) == 0) {
+            if (!takes_body(r->op))
+                ret = run_op(c, r);
+            else if (!rio__gw_user_may(r, r->bucket))
+                ret = rio__gw_error(c, r, 403, "AccessDenied",
+                                    "Access to this bucket is not allowed.");
+            else if (checks_init(c, r, &ret) < 0)
+                ; /* answered */
+            else if (r->op == GW_OP_PUT_OBJECT)
+                ret = rio__gw_put_open(c, r);
+            else if (r->op == GW_OP_UPLOAD_PART)
+                ret = rio__gw_mpu_part_open(c, r); /* MHD_YES without a response: 100, body */
+            else if (r->auth.payload_mode != RIO_S3_PAYLOAD_UNSIGNED &&
+                     r->auth.payload_mode != RIO_S3_PAYLOAD_SIGNED)
+                ret = rio__gw_error(c, r, 501, "NotImplemented",
+                                    "aws-chunked bodies are taken by PutObject only.");
+            else
+                ret = MHD_YES;
+        }
     }
     rio__free(vpath);
     rio__free(path);
@@ -1021,6 +1043,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     /* The whole body is in. */
+    if (r->op == GW_OP_POST_OBJECT)
+        return (enum MHD_Result)rio__gw_post_close(c, r);
     if (!is_put(r->op) && !r->err_status)
         rio__gw_checks_done(r);
     if (r->err_status) {
@@ -1069,6 +1093,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     }
     if (is_put(r->op))
         rio__gw_put_cleanup(r);
+    rio__gw_post_free(r);
     checks_free(r);
     rio__gw_meta_free(r->meta);
     rio__free(r->uri);

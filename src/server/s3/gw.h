@@ -89,6 +89,7 @@ enum gw_op {
     GW_OP_OBJECT_CONFIG, /* GET ?acl or ?tagging of an object */
     GW_OP_GET_ATTRIBUTES,
     GW_OP_LIST_VERSIONS, /* ListObjectVersions: every object its one version, "null" */
+    GW_OP_POST_OBJECT,   /* an HTML form's upload (post.c) */
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -151,6 +152,8 @@ struct gw_req {
     size_t blen;
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
+    /* POST Object: the form and what it asked (post.c) */
+    struct gw_post *post;
 };
 
 /* gateway.c: for the operations */
@@ -161,6 +164,8 @@ uint64_t rio__gw_min_part(void);
 /* PutObject keeps the checksum it checked (--s3-checksums keep). */
 int rio__gw_keep_checksums(void);
 int rio__gw_user_may(const struct gw_req *r, const char *bucket);
+const struct rio_s3_keys *rio__gw_keys(void); /* --s3-keys, NULL when none */
+int rio__gw_sigv2(void);                      /* Signature Version 2 taken (--s3-sigv2 on) */
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
 /* The request's id (x-amz-request-id, an error's <RequestId>): 16 hex
  * digits, one per request, given on first use. */
@@ -264,6 +269,20 @@ int rio__gw_write_conditions(struct MHD_Connection *c, struct gw_req *r, int *re
 void rio__gw_put_data(struct gw_req *r, const void *p, size_t n);
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r);
 void rio__gw_put_cleanup(struct gw_req *r);
+/* post.c: POST Object. open once the headers are in (MHD_YES, or the error
+ * queued); data for each piece of the body; close at its end (commits
+ * through rio__gw_put_close, which answers with rio__gw_post_answer);
+ * free when the request ends. */
+struct gw_post;
+int rio__gw_post_open(struct MHD_Connection *c, struct gw_req *r);
+void rio__gw_post_data(struct gw_req *r, const void *p, size_t n);
+int rio__gw_post_close(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_post_answer(struct MHD_Connection *c, struct gw_req *r, const char *etag);
+void rio__gw_post_free(struct gw_req *r);
+/* The object's URL, http://HOST/BUCKET/KEY with the request's Host when it
+ * is a plain host[:port] (else just the path), the key percent-encoded but
+ * for '/', as S3's (multipart.c: Complete's Location). */
+void rio__gw_object_url(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b);
 
 struct rio_entry;
 
@@ -302,6 +321,10 @@ int rio__gw_meta_key(const char *bucket, const char *key, char out[GW_META_KEY_M
  * with the error response queued (*ret): MetadataTooLarge, InvalidArgument. */
 int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct gw_meta **out,
                               int *ret);
+/* One header (or POST form field) into m when it is metadata: x-amz-meta-*,
+ * Content-Type and the other content headers; others are ignored. 0, or
+ * GW_META_E* / -ENOMEM. */
+int rio__gw_meta_from_pair(struct gw_meta *m, const char *name, const char *value);
 /* The generation of BUCKET/KEY's record, read on the fetch pool while a
  * PutObject's body comes in: start (NULL when out of memory), then end (0
  * and *gen, 0 when there is no record; or an error; frees p) or cancel. */

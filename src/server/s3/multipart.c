@@ -1060,14 +1060,10 @@ static int record_follows_head(struct gw_req *r, struct rio_desc *d)
     return 0;
 }
 
-/* Complete's <Location>: the object's URL, http://HOST/BUCKET/KEY with the
- * request's Host when it is a plain host[:port] (else just the path), the
- * key percent-encoded but for '/', as S3's. */
-static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b)
+void rio__gw_object_url(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b)
 {
     const char *host = rio__gw_header(c, "Host");
 
-    rio__gw_buf_put(b, "<Location>", 10);
     if (host && *host && strlen(host) < 256 &&
         strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]") ==
             strlen(host)) {
@@ -1080,6 +1076,13 @@ static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw
         rio__gw_buf_put(b, "/", 1);
     }
     rio__gw_list_text(b, r->key, 1);
+}
+
+/* Complete's <Location>: the object's URL. */
+static void location(struct MHD_Connection *c, const struct gw_req *r, struct gw_buf *b)
+{
+    rio__gw_buf_put(b, "<Location>", 10);
+    rio__gw_object_url(c, r, b);
     rio__gw_buf_put(b, "</Location>", 11);
 }
 

@@ -92,27 +92,30 @@ static int content_encoding(struct gw_meta *m, const char *value)
     return o ? rio__gw_meta_set_hdr(m, GW_MH_CONTENT_ENCODING, out) : 0;
 }
 
+int rio__gw_meta_from_pair(struct gw_meta *m, const char *name, const char *value)
+{
+    static const char pre[] = "x-amz-meta-";
+
+    if (strncasecmp(name, pre, sizeof(pre) - 1) == 0)
+        return rio__gw_meta_add_user(m, name + sizeof(pre) - 1, value);
+    if (strcasecmp(name, "Content-Encoding") == 0)
+        return content_encoding(m, value);
+    for (int i = 0; i < GW_MH__COUNT; i++)
+        if (strcasecmp(name, rio__gw_meta_hdr_names[i]) == 0)
+            return rio__gw_meta_set_hdr(m, i, value);
+    return 0;
+}
+
 static enum MHD_Result hdr_each(void *cls, enum MHD_ValueKind kind, const char *name,
                                 const char *value)
 {
     struct from_req *x = cls;
-    static const char pre[] = "x-amz-meta-";
-    int ret = 0;
+    int ret;
 
     (void)kind;
     if (x->err || !name)
         return MHD_YES;
-    if (!value)
-        value = "";
-    if (strncasecmp(name, pre, sizeof(pre) - 1) == 0) {
-        ret = rio__gw_meta_add_user(x->m, name + sizeof(pre) - 1, value);
-    } else if (strcasecmp(name, "Content-Encoding") == 0) {
-        ret = content_encoding(x->m, value);
-    } else {
-        for (int i = 0; i < GW_MH__COUNT; i++)
-            if (strcasecmp(name, rio__gw_meta_hdr_names[i]) == 0)
-                ret = rio__gw_meta_set_hdr(x->m, i, value);
-    }
+    ret = rio__gw_meta_from_pair(x->m, name, value ? value : "");
     if (ret < 0) {
         x->err = ret;
         x->name = name;

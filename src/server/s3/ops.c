@@ -1931,6 +1931,12 @@ static void record_beside(void *arg, const char md5hex[33], uint64_t size)
     b->prior = NULL;
 }
 
+/* A whole object's write (PutObject, POST Object), not a part's. */
+static int object_put(const struct gw_req *r)
+{
+    return r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_POST_OBJECT;
+}
+
 int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
 {
     struct beside bs = {r, NULL, NULL, 0};
@@ -1947,7 +1953,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_fail(r, 400, "IncompleteBody",
                      "You did not provide the number of bytes specified by the Content-Length "
                      "HTTP header.");
-    if (!r->err_status && rio__gw_checks_done(r) == 0)
+    if (!r->err_status && rio__gw_checks_done(r) == 0 && r->op != GW_OP_POST_OBJECT)
         ck = rio__gw_sent_checksum(c, r, ck_algo, ck_value);
     if (r->err_status) {
         rio__gw_put_cleanup(r); /* nothing is published */
@@ -1985,7 +1991,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     r->prior_gen = NULL;
     rio__gw_put_cleanup(r);
     rio__free(bs.prior); /* the hook did not run */
-    if (ret < 0 || r->op != GW_OP_PUT_OBJECT || beside) {
+    if (ret < 0 || !object_put(r) || beside) {
         rio__gw_meta_gen_cancel(prior_gen);
         prior_gen = NULL;
     }
@@ -2017,7 +2023,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
         }
     }
-    if (r->op == GW_OP_PUT_OBJECT && !beside) {
+    if (object_put(r) && !beside) {
         ret = rio__gw_meta_store(r->bucket, r->key, prior_gen, r->meta, &d);
         if (ret < 0) {
             rio__gw_head_drop(r->bkey);
@@ -2028,10 +2034,11 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
     /* The head just written and its record, for the GETs that follow (a
      * hint they verify: headcache.c); its time is taken after the commit,
      * so never before the backend's own. */
-    rio__gw_head_wrote(
-        r->bkey, &d, (int64_t)time(NULL) * 1000000000,
-        r->op == GW_OP_PUT_OBJECT && !rio__gw_meta_is_default(r->meta, d.etag) ? r->meta : NULL);
+    rio__gw_head_wrote(r->bkey, &d, (int64_t)time(NULL) * 1000000000,
+                       object_put(r) && !rio__gw_meta_is_default(r->meta, d.etag) ? r->meta : NULL);
     rio_desc_cleanup(&d);
+    if (r->op == GW_OP_POST_OBJECT)
+        return rio__gw_post_answer(c, r, d.etag);
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (resp)
         etag_hdr(resp, d.etag);
