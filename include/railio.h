@@ -365,7 +365,7 @@ struct rio_call {
      * PUT (rio_put, a writer, rio_put_stream): publish only if the key's
      * object is still this generation at the commit, else RIO_EGENERATION
      * (another one, or none) and nothing is published; decided as
-     * RIO_IF_ABSENT is (file:// takes RIO_IF_ABSENT only: RIO_ENOTSUP). A
+     * RIO_IF_ABSENT is (file://: under a lock on the file it replaces). A
      * batch's PUTs ignore it (its GETs take it). */
     uint64_t expect_generation;
     struct rio_stats *stats;   /* filled on return (success or error) if not NULL */
@@ -450,8 +450,8 @@ int rio_delete(struct rio_client *c, const char *key);
 /**
  * Remove key only if its object is generation (not 0): RIO_EGENERATION when
  * it is another, RIO_ENOTFOUND when there is none; decided by the backend
- * with the removal, as a conditional PUT is (mock://, rados://, railio://
- * without a disk tier; elsewhere RIO_ENOTSUP, nothing removed).
+ * with the removal, as a conditional PUT is (mock://, rados://, file://,
+ * railio:// without a disk tier; elsewhere RIO_ENOTSUP, nothing removed).
  */
 int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation);
 

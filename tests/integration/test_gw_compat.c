@@ -27,6 +27,17 @@ static const char *file_backend(char *url, size_t cap)
     return dir;
 }
 
+/* fn over the server's own store, then over file:// (where conditions are
+ * decided under the lock of the file replaced or removed). */
+static void on_store_and_file(void (*fn)(const char *backend))
+{
+    char url[256];
+
+    fn(NULL);
+    file_backend(url, sizeof(url));
+    fn(url);
+}
+
 /* gw_start with the server's log in a file (for no_5xx, srv_log_count). */
 static void start_logged(struct gw *g, const char *backend, const char *const *extra)
 {
@@ -1204,12 +1215,12 @@ TEST(upload_part_copy)
  * races two gateways over one pool. The aws CLI's --if-none-match and
  * --if-match when it has them.
  */
-TEST(conditional_puts)
+static void conditional_puts_on(const char *backend)
 {
     struct gw g;
     char etag[64];
 
-    gw_start(&g, NULL, NULL);
+    gw_start(&g, backend, NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/cpb", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d one -H 'If-None-Match: *' %s/cpb/k", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'If-None-Match: *' %s/cpb/k", g.url), 412);
@@ -1293,6 +1304,11 @@ TEST(conditional_puts)
         }
     }
     gw_stop(&g);
+}
+
+TEST(conditional_puts)
+{
+    on_store_and_file(conditional_puts_on);
 }
 
 /*
@@ -1453,12 +1469,12 @@ TEST(object_versions)
  * the check saw (rio_delete_if), so an object written in between is not
  * deleted. The aws CLI's --if-match when it has it.
  */
-TEST(conditional_deletes)
+static void conditional_deletes_on(const char *backend)
 {
     struct gw g;
     char lm[64];
 
-    gw_start(&g, NULL, NULL);
+    gw_start(&g, backend, NULL);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/cdb", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d one %s/cdb/k", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X DELETE -H 'If-Match: \"0123\"' %s/cdb/k", g.url), 412);
@@ -1535,6 +1551,11 @@ TEST(conditional_deletes)
         T_EQ(gw_curl(&g, "o", "-I %s/cdb/a", g.url), 404);
     }
     gw_stop(&g);
+}
+
+TEST(conditional_deletes)
+{
+    on_store_and_file(conditional_deletes_on);
 }
 
 /*

@@ -124,6 +124,7 @@ const struct rio_transport_ops rio__file_ops = {
     .caps = RIO_CAP_ETAG | RIO_CAP_STREAM_PUT | RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(file_open_t, file_close_t, rio__file), /* no path_cap, no cpu_ns */
     .put_expect = rio__file_put_expect,
+    .remove_if = rio__file_remove_if,
     .list = rio__file_list,
     .exists = rio__file_exists,
 };

@@ -153,10 +153,11 @@ struct fupload {
     int fd, dfd;
     uint32_t unit, mem;
     bool stage;
-    bool inplace;   /* a block device written in place: no temporary file */
-    bool if_absent; /* put_expect RIO__PUT_IF_ABSENT: publish never replaces */
-    bool stream;    /* size unknown until commit (RIO_SIZE_UNKNOWN at put_open) */
-    bool anon;      /* an O_TMPFILE: no name until the commit links it */
+    bool inplace;    /* a block device written in place: no temporary file */
+    bool if_absent;  /* put_expect RIO__PUT_IF_ABSENT: publish never replaces */
+    uint64_t if_gen; /* put_expect of a generation: publish replaces only that one */
+    bool stream;     /* size unknown until commit (RIO_SIZE_UNKNOWN at put_open) */
+    bool anon;       /* an O_TMPFILE: no name until the commit links it */
     uint64_t size, chunk_size, nchunks;
     uint64_t limit; /* a write may not end past this offset */
     /* under t->fmu */
@@ -315,6 +316,7 @@ int rio__file_put_commit(struct rio_transport *tt, void *upload, struct rio_desc
 int rio__file_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 void rio__file_put_abort(struct rio_transport *tt, void *upload);
 int rio__file_remove(struct rio_transport *tt, const char *key);
+int rio__file_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
 /* list.c */
 int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,

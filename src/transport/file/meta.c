@@ -7,6 +7,8 @@
 #include "transport/file/internal.h"
 #include "transport/file/rec.h"
 
+#include <sys/file.h> /* flock; after internal.h, which defines _GNU_SOURCE */
+
 /* ----------------------------------------------------------- xattr record */
 
 /* Store d's record (rec.h) on fd, whose mtime is mtime_ns. */
@@ -176,19 +178,64 @@ static int open_anon(struct ftransport *t, struct fupload *up)
     return 0;
 }
 
-/* Give the upload its name, DIR/KEY, replacing what is there atomically
- * (up->if_absent: only where nothing is: -EEXIST otherwise, by the link or
- * a rename that does not replace, so two such publishes never both win). */
-static int publish(struct ftransport *t, struct fupload *up)
+/*
+ * Replacing or removing a name: every writer and delete that replaces or
+ * removes an object holds a lock on the object's own file while it does
+ * (flock, exclusive), taken on the file the name points at and checked to
+ * be still there once held. So a PUT or a delete on a generation decides
+ * against the very file it replaces or removes: nothing can replace it
+ * between the check and the rename or unlink, whichever process does.
+ * Readers take no lock (a READ checks its generation). 0 with *lk the
+ * locked file, -ENOENT when the name holds nothing, or -errno.
+ */
+static int name_lock(int dirfd, const char *name, int *lk)
 {
-    char pf[FD_PATH_LEN], *tmp;
+    struct stat a, b;
+
+    for (;;) {
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (flock(fd, LOCK_EX) < 0 || fstat(fd, &a) < 0) {
+            int e = -errno;
+            close(fd);
+            return e;
+        }
+        if (fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
+            a.st_dev == b.st_dev) {
+            *lk = fd;
+            return 0;
+        }
+        int e = errno;
+        close(fd); /* replaced or removed while we waited: the name again */
+        if (e == ENOENT)
+            continue;
+    }
+}
+
+/* The generation of the locked file lk: 0, or -errno. */
+static int gen_of_fd(int lk, uint64_t *gen)
+{
+    struct stat st;
+    uint64_t size;
+
+    if (fstat(lk, &st) < 0 || rio__file_fd_size(lk, &st, &size) < 0)
+        return -errno;
+    *gen = rio__file_gen_of(&st, size);
+    return 0;
+}
+
+/* The upload's name where there is none: a rename that does not replace,
+ * or the unnamed file's link; -EEXIST where an object is. A file system
+ * without RENAME_NOREPLACE: -EINVAL. */
+static int place_new(struct ftransport *t, struct fupload *up)
+{
+    char pf[FD_PATH_LEN];
     int ret;
 
     if (!up->anon) {
-        if (up->if_absent ? renameat2(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
-                                      rio__file_at_name(up, up->final), RENAME_NOREPLACE) < 0
-                          : renameat(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
-                                     rio__file_at_name(up, up->final)) < 0)
+        if (renameat2(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
+                      rio__file_at_name(up, up->final), RENAME_NOREPLACE) < 0)
             return -errno;
         rio__free(up->tmp);
         up->tmp = NULL; /* published: nothing to unlink any more */
@@ -200,7 +247,7 @@ static int publish(struct ftransport *t, struct fupload *up)
             0)
             return 0;
         if (errno != ENOENT || tries >= 4)
-            break;
+            return -errno;
         /* An unnamed file keeps no entry in its directory: a delete of the
          * directory's last key removed it (rio__file_remove). Made again,
          * beneath the root, and linked there. */
@@ -210,9 +257,24 @@ static int publish(struct ftransport *t, struct fupload *up)
         close(up->dirfd);
         up->dirfd = ret;
     }
-    if (errno != EEXIST || up->if_absent)
-        return -errno;
-    /* An object is there: a link cannot replace it, a rename can. */
+}
+
+/* The upload's name over the object there, atomically: a rename (of the
+ * unnamed file, first linked under a temporary name). */
+static int place_over(struct ftransport *t, struct fupload *up)
+{
+    char pf[FD_PATH_LEN], *tmp;
+    int ret = 0;
+
+    if (!up->anon) {
+        if (renameat(up->dirfd, rio__file_at_name(up, up->tmp), up->dirfd,
+                     rio__file_at_name(up, up->final)) < 0)
+            return -errno;
+        rio__free(up->tmp);
+        up->tmp = NULL;
+        return 0;
+    }
+    rio__file_fd_path(up->fd, pf);
     ret = tmp_name(t, up->final, &tmp);
     if (ret < 0)
         return ret;
@@ -225,6 +287,49 @@ static int publish(struct ftransport *t, struct fupload *up)
     }
     rio__free(tmp);
     return ret;
+}
+
+/* Give the upload its name, DIR/KEY, atomically: where nothing is, by a
+ * link or a rename that does not replace (so of two RIO_IF_ABSENT
+ * publishes one wins: -EEXIST for the other); over an object, under that
+ * object's lock (name_lock), and with up->if_gen only while it is that
+ * generation (RIO_EGENERATION otherwise, also where nothing is). */
+static int publish(struct ftransport *t, struct fupload *up)
+{
+    const char *name = rio__file_at_name(up, up->final);
+    uint64_t gen = 0;
+    int lk = -1, ret;
+
+    if (!up->if_gen) {
+        ret = place_new(t, up);
+        if (ret != -EEXIST && ret != -EINVAL)
+            return ret;
+        if (up->if_absent)
+            return ret;
+    }
+    for (;;) {
+        ret = name_lock(up->dirfd, name, &lk);
+        if (ret == -ENOENT) {
+            if (up->if_gen)
+                return RIO_EGENERATION;
+            ret = place_new(t, up); /* the object went meanwhile */
+            if (ret == -EINVAL)     /* no RENAME_NOREPLACE here */
+                return place_over(t, up);
+            if (ret != -EEXIST)
+                return ret;
+            continue;
+        }
+        if (ret < 0 && up->if_gen)
+            return ret == -ELOOP ? RIO_EGENERATION : ret; /* a symbolic link is no object */
+        if (ret < 0) /* no file to lock (a symbolic link, replaced itself): as before */
+            return place_over(t, up);
+        if (up->if_gen && ((ret = gen_of_fd(lk, &gen)) < 0 || gen != up->if_gen))
+            ret = ret < 0 ? ret : RIO_EGENERATION;
+        else
+            ret = place_over(t, up);
+        close(lk); /* the lock goes with it */
+        return ret;
+    }
 }
 
 int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
@@ -490,24 +595,24 @@ out:
     return ret;
 }
 
-/* RIO_IF_ABSENT only: the name is given by a link or a rename that does
- * not replace. A given generation would need the check and the rename in
- * one step, which a directory cannot give (RIO_ENOTSUP); so would a block
- * device written in place. */
+/* RIO_IF_ABSENT: the name is given by a link or a rename that does not
+ * replace. A generation: the rename is made under the lock of the file it
+ * replaces, once that is seen to be the generation (publish). A block
+ * device written in place has no rename to make it on: RIO_ENOTSUP. */
 int rio__file_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
 {
     struct fupload *up = upload;
     (void)tt;
     if (!up || up->magic != UPLOAD_MAGIC || !gen)
         return RIO_EINVAL;
-    if (gen != RIO__PUT_IF_ABSENT || up->inplace) {
-        rio__detail("file://: %s", up->inplace ? "a block device written in place cannot publish "
-                                                 "on a condition"
-                                               : "a PUT on a generation (expect_generation) is "
-                                                 "not supported; RIO_IF_ABSENT is");
+    if (up->inplace) {
+        rio__detail("file://: a block device written in place cannot publish on a condition");
         return RIO_ENOTSUP;
     }
-    up->if_absent = true;
+    if (gen == RIO__PUT_IF_ABSENT)
+        up->if_absent = true;
+    else
+        up->if_gen = gen;
     return 0;
 }
 
@@ -563,12 +668,13 @@ static void prune_dirs(struct ftransport *t, const char *path)
     }
 }
 
-int rio__file_remove(struct rio_transport *tt, const char *key)
+/* Remove key, only while it is generation gen when gen is not 0: under the
+ * file's lock (name_lock), as a publish replaces it. */
+static int remove_gen(struct ftransport *t, const char *key, uint64_t gen)
 {
-    struct ftransport *t = ft(tt);
     struct stat st;
     char *path;
-    int ret;
+    int ret, lk = -1;
 
     ret = rio__file_key_path(t, key, &path);
     if (ret < 0)
@@ -588,8 +694,17 @@ int rio__file_remove(struct rio_transport *tt, const char *key)
         ret = -EISDIR;
     else if (S_ISBLK(st.st_mode))
         ret = RIO_ENOTSUP;
-    else if (unlinkat(dfd, name, 0) < 0)
-        ret = rio__file_open_err(errno);
+    else if ((ret = name_lock(dfd, name, &lk)) < 0 && (gen || ret == -ENOENT))
+        ret = rio__file_open_err(-ret); /* a name that cannot be opened: removed unlocked */
+    else {
+        uint64_t g = 0;
+        if (gen && (ret = gen_of_fd(lk, &g)) == 0 && g != gen)
+            ret = RIO_EGENERATION;
+        else if (ret >= 0 || !gen)
+            ret = unlinkat(dfd, name, 0) < 0 ? rio__file_open_err(errno) : 0;
+    }
+    if (lk >= 0)
+        close(lk);
     if (dfd >= 0)
         close(dfd);
     if (ret == 0 && !t->single)
@@ -598,4 +713,14 @@ int rio__file_remove(struct rio_transport *tt, const char *key)
     if (ret == 0)
         rio__file_cache_forget(t, rio__file_cache_key(t, key));
     return ret;
+}
+
+int rio__file_remove(struct rio_transport *tt, const char *key)
+{
+    return remove_gen(ft(tt), key, 0);
+}
+
+int rio__file_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    return gen ? remove_gen(ft(tt), key, gen) : RIO_EINVAL;
 }
