@@ -11,8 +11,10 @@
 
 #include "transport/file/file.h"
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -379,6 +381,62 @@ TEST(delete_prunes_empty_directories)
         eu_close(&e);
     }
     free(a);
+}
+
+/* A replacing PUT and a delete take a lock on the object's file (the one a
+ * PUT on a generation decides under: docs/file.md "Conditional writes"):
+ * with another open file holding it for 300 ms, each waits for it, then
+ * goes on. Both with unnamed and named
+ * uploads. */
+struct holder {
+    int fd;
+};
+
+static void *unlock_later(void *arg)
+{
+    struct holder *h = arg;
+    usleep(300 * 1000);
+    flock(h->fd, LOCK_UN);
+    return NULL;
+}
+
+static uint64_t held_for(struct rio_client *c, const char *key, int put)
+{
+    struct holder h = {open(fu_path(key), O_RDONLY)};
+    pthread_t th;
+    uint64_t t0;
+
+    T_GE(h.fd, 0);
+    T_EQ(flock(h.fd, LOCK_EX), 0);
+    T_EQ(pthread_create(&th, NULL, unlock_later, &h), 0);
+    t0 = t_now_ns();
+    if (put)
+        free(eu_put_pattern(c, key, 100, 62, NULL));
+    else
+        T_OK(rio_delete(c, key));
+    uint64_t ns = t_now_ns() - t0;
+    T_EQ(pthread_join(th, NULL), 0);
+    close(h.fd);
+    return ns;
+}
+
+TEST(replace_and_delete_wait_for_the_files_lock)
+{
+    struct rio_options o;
+    struct eu e;
+
+    fu_mkdir();
+    opts(&o, 1, 2);
+    for (int named = 0; named < 2; named++) {
+        eu_open(&e, fu_url(named ? "?tmpfile=0" : ""), &o);
+        free(eu_put_pattern(e.c, "lk", 100, 61, NULL));
+        T_GE(held_for(e.c, "lk", 1), 250 * 1000 * 1000ull);
+        eu_get_check(e.c, "lk", 100, 62, NULL);
+        T_GE(held_for(e.c, "lk", 0), 250 * 1000 * 1000ull);
+        struct rio_desc d;
+        T_ERR(rio_stat(e.c, "lk", &d), RIO_ENOTFOUND);
+        eu_close(&e);
+    }
 }
 
 /* A listing walks the tree beneath the root in byte order of key, which

@@ -188,28 +188,51 @@ static int open_anon(struct ftransport *t, struct fupload *up)
  * Readers take no lock (a READ checks its generation). 0 with *lk the
  * locked file, -ENOENT when the name holds nothing, or -errno.
  */
+#define LOCK_WAIT_NS (30ull * 1000000000ull) /* then -EBUSY: a lock railio did not take */
+
+/* flock(fd, LOCK_EX), waiting at most LOCK_WAIT_NS: railio holds one only
+ * across a rename or an unlink, so a longer wait is someone else's lock
+ * (flock(1) on an object's file), and the commit fails rather than hang. */
+static int lock_wait(int fd, const char *name)
+{
+    uint64_t t0 = rio__now_ns();
+    useconds_t nap = 50;
+
+    while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return -errno;
+        if (rio__now_ns() - t0 > LOCK_WAIT_NS) {
+            rio__detail("file://: %s is locked (flock) by another process for over 30 s", name);
+            return -EBUSY;
+        }
+        usleep(nap);
+        nap = nap < 10000 ? nap * 2 : nap;
+    }
+    return 0;
+}
+
 static int name_lock(int dirfd, const char *name, int *lk)
 {
     struct stat a, b;
 
     for (;;) {
-        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), ret;
         if (fd < 0)
             return -errno;
-        if (flock(fd, LOCK_EX) < 0 || fstat(fd, &a) < 0) {
-            int e = -errno;
+        if ((ret = lock_wait(fd, name)) < 0 || (ret = fstat(fd, &a) < 0 ? -errno : 0) < 0) {
             close(fd);
-            return e;
+            return ret;
         }
-        if (fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 && a.st_ino == b.st_ino &&
-            a.st_dev == b.st_dev) {
+        int sr = fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW);
+        if (sr == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
             *lk = fd;
             return 0;
         }
-        int e = errno;
-        close(fd); /* replaced or removed while we waited: the name again */
-        if (e == ENOENT)
-            continue;
+        ret = sr < 0 ? errno : 0;
+        close(fd);
+        if (ret && ret != ENOENT)
+            return -ret; /* the name could not be looked at */
+        /* replaced or removed while we waited: the name again */
     }
 }
 
