@@ -31,40 +31,14 @@ for t in aws curl python3; do
     command -v $t >/dev/null || { echo "bench/gateway.sh: $t not installed" >&2; exit 1; }
 done
 [ -x "$BUILD/railiod" ] || { echo "bench/gateway.sh: $BUILD/railiod not built" >&2; exit 1; }
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rio-gw-bench.XXXXXX")
-GWPID=
-cleanup() {
-    [ -n "$GWPID" ] && kill "$GWPID" 2>/dev/null && wait "$GWPID" 2>/dev/null
-    bash "$ROOT/tests/harness/ceph.sh" stop "$DIR/ceph" >/dev/null 2>&1 || true
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-RGWPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-bash "$ROOT/tests/harness/ceph.sh" start "$DIR/ceph" --pool rio --memstore 24G --rgw "$RGWPORT" \
-    --owner $$ >&2
-# shellcheck disable=SC1091
-. "$DIR/ceph/s3.env"
-# The gateway serves radosgw's user too: the same keys for both.
-printf '%s %s *\n' "$S3_ACCESS_KEY" "$S3_SECRET_KEY" > "$DIR/keys"
-chmod 600 "$DIR/keys"
-"$BUILD/railiod" --listen 127.0.0.1:0 --port-file "$DIR/ports" --log-level warn \
-    --s3-listen 127.0.0.1:0 --s3-keys "$DIR/keys" \
-    --s3-backend "rados://rio?conf=$DIR/ceph/ceph.conf" 2> "$DIR/railiod.log" &
-GWPID=$!
-for _ in $(seq 100); do [ -s "$DIR/ports" ] && grep -q s3= "$DIR/ports" && break; sleep 0.1; done
-GW=http://$(sed -n 's/^s3=//p' "$DIR/ports")
+# shellcheck source=bench/gw_lib.sh
+. "$ROOT/bench/gw_lib.sh"
+gw_bench_start gw 24G
 if [ "$INDEX" = 1 ]; then
-    "$BUILD/railio" fsck -q --index "rados://rio?conf=$DIR/ceph/ceph.conf" >&2
+    "$BUILD/railio" fsck -q --index "$POOL" >&2
     sleep 11 # the gateway reads the marker again within 10 s
     echo "(the gateway's pool has a key index)"
 fi
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-export AWS_DEFAULT_REGION=us-east-1 AWS_SHARED_CREDENTIALS_FILE=/dev/null
-export AWS_CONFIG_FILE=$DIR/awscfg
-printf '[default]\ns3 =\n    addressing_style = path\n' > "$AWS_CONFIG_FILE"
-# UNSIGNED-PAYLOAD: radosgw refuses curl's signature without x-amz-content-sha256.
-SIGV4=(--aws-sigv4 aws:amz:us-east-1:s3 --user "$S3_ACCESS_KEY:$S3_SECRET_KEY"
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
 
 now() { date +%s.%N; }
 rate() { python3 -c "import sys; print(f'{$1/1e6/($3-$2):.0f}')"; }

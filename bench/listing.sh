@@ -30,33 +30,9 @@ done
 $PY -c 'import boto3' 2>/dev/null || { echo "bench/listing.sh: python3-boto3 not installed" >&2; exit 1; }
 [ -x "$BUILD/railiod" ] && [ -x "$BUILD/railio" ] ||
     { echo "bench/listing.sh: $BUILD/railiod and railio not built" >&2; exit 1; }
-DIR=$(mktemp -d "${TMPDIR:-/tmp}/rio-list-bench.XXXXXX")
-GWPID=
-cleanup() {
-    [ -n "$GWPID" ] && kill "$GWPID" 2>/dev/null && wait "$GWPID" 2>/dev/null
-    bash "$ROOT/tests/harness/ceph.sh" stop "$DIR/ceph" >/dev/null 2>&1 || true
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-RGWPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-bash "$ROOT/tests/harness/ceph.sh" start "$DIR/ceph" --pool rio --memstore 8G --rgw "$RGWPORT" \
-    --owner $$ >&2
-# shellcheck disable=SC1091
-. "$DIR/ceph/s3.env"
-printf '%s %s *\n' "$S3_ACCESS_KEY" "$S3_SECRET_KEY" > "$DIR/keys"
-chmod 600 "$DIR/keys"
-POOL="rados://rio?conf=$DIR/ceph/ceph.conf"
-"$BUILD/railiod" --listen 127.0.0.1:0 --port-file "$DIR/ports" --log-level warn \
-    --s3-listen 127.0.0.1:0 --s3-keys "$DIR/keys" --s3-backend "$POOL" 2> "$DIR/railiod.log" &
-GWPID=$!
-for _ in $(seq 100); do [ -s "$DIR/ports" ] && grep -q s3= "$DIR/ports" && break; sleep 0.1; done
-GW=http://$(sed -n 's/^s3=//p' "$DIR/ports")
-export AWS_ACCESS_KEY_ID=$S3_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$S3_SECRET_KEY
-export AWS_DEFAULT_REGION=us-east-1 AWS_SHARED_CREDENTIALS_FILE=/dev/null
-export AWS_CONFIG_FILE=$DIR/awscfg
-printf '[default]\ns3 =\n    addressing_style = path\n' > "$AWS_CONFIG_FILE"
-SIGV4=(--aws-sigv4 aws:amz:us-east-1:s3 --user "$S3_ACCESS_KEY:$S3_SECRET_KEY"
-    -H "x-amz-content-sha256: UNSIGNED-PAYLOAD")
+# shellcheck source=bench/gw_lib.sh
+. "$ROOT/bench/gw_lib.sh"
+gw_bench_start list 8G
 
 # N objects in bucket "list" (d00/ .. d49/, 100 keys each when N=5000) and
 # M in bucket "other", 16 threads of boto3.
