@@ -609,7 +609,10 @@ struct rio_fsck_report {
      * (given one; dry run: would be), the entries of no head swept (dry
      * run: would be), 1 when this call built it (RIO_FSCK_INDEX). */
     uint64_t index_entries, index_added, index_removed, index_built;
-    uint64_t reserved[3];
+    /* rados://: the pool's key index when the call ends: 0 none, 1 being
+     * built (an fsck --index stopped before its end), 2 ready. */
+    uint64_t index_state;
+    uint64_t reserved[2];
 };
 
 /**

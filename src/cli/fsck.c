@@ -90,7 +90,9 @@ static int parse_grace(const char *s, uint64_t *ns)
     return rio__parse_duration_ns(s, ns) < 0 ? -1 : 0;
 }
 
-static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, bool dry,
+static const char *const index_states[] = {"none", "building", "ready"};
+
+static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, bool dry, bool index,
                     const char *grace)
 {
     char freed[32];
@@ -112,6 +114,7 @@ static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, b
         rio_cli_json_ku64(stdout, dry ? "index_would_add" : "index_added", r->index_added);
         rio_cli_json_ku64(stdout, dry ? "index_would_remove" : "index_removed", r->index_removed);
         rio_cli_json_ku64(stdout, "index_built", r->index_built);
+        rio_cli_json_kstr(stdout, "index", index_states[r->index_state < 3 ? r->index_state : 0]);
         rio_cli_json_end(stdout);
         return;
     }
@@ -131,6 +134,13 @@ static void summary(const struct rio_cli *cl, const struct rio_fsck_report *r, b
                r->index_built ? " built" : "", (unsigned long long)r->index_entries,
                (unsigned long long)r->index_added, dry ? "(would be given one)" : "given one",
                (unsigned long long)r->index_removed, dry ? "would be removed" : "removed");
+    if (index && dry && r->index_state == 0)
+        printf("fsck: key index: none; --index without --dry-run builds one (each of the %llu "
+               "heads given its entry)\n",
+               (unsigned long long)r->heads);
+    else if (r->index_state == 1 && !r->index_built)
+        printf("fsck: key index: still being built (an fsck --index stopped before its end): "
+               "run fsck --index again\n");
 }
 
 int rio_cli_fsck(const char *cmd, int argc, char **argv)
@@ -191,7 +201,7 @@ int rio_cli_fsck(const char *cmd, int argc, char **argv)
         return rc;
     }
     rio_client_destroy(c);
-    summary(&cl, &r, dry, grace ? grace : "1h");
+    summary(&cl, &r, dry, index, grace ? grace : "1h");
     if (r.errors) {
         if (!cl.json)
             fprintf(stderr, "railio fsck: %llu orphans could not be examined or removed%s\n",

@@ -156,6 +156,14 @@ TEST(fsck_removes_exactly_the_orphans)
     T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", name), 1u);
     T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"heads\":4,"), 1u);
     T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"foreign\":3,\"index_entries\":0,"), 1u);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"index\":\"none\""), 1u);
+    /* --dry-run --index on a pool without a key index says so (it used to
+     * say nothing of the index), and builds nothing. */
+    T_EQ(ru_railio(out, sizeof(out), "fsck --dry-run --index rados://rio?pools=rio,rio2"), 0);
+    T_EQ(ru_lines_with(out, "fsck: key index: none; --index without --dry-run builds one", NULL),
+         1u);
+    T_EQ(ru_railio(out, sizeof(out), "fsck --dry-run --json rados://rio?pools=rio,rio2"), 0);
+    T_EQ(ru_lines_with(out, "\"type\":\"fsck_summary\"", "\"index\":\"none\""), 1u);
     T_EQ(chunks_both("killed."), killed);
     T_EQ(chunks_both("gone/"), 3u);
     T_EQ(chunks_both("live/obj."), live_chunks);

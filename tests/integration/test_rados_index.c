@@ -260,8 +260,10 @@ TEST(listings_from_the_index_equal_the_scan)
     struct rio_fsck_report r = fsck(ix, RIO_FSCK_DRY_RUN | RIO_FSCK_INDEX);
     T_EQ(r.index_built, 0u);
     T_EQ(r.index_entries, 0u);
+    T_EQ(r.index_state, 0u); /* none: the CLI says so, and that --index builds one */
     r = fsck(ix, RIO_FSCK_INDEX);
     T_EQ(r.index_built, 1u);
+    T_EQ(r.index_state, 2u);
     T_EQ(r.index_added, 316u); /* every head, none before */
     T_EQ(r.index_removed, 0u);
     r = fsck(ix, 0);

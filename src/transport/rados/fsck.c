@@ -985,6 +985,7 @@ int rio__rados_fsck(struct rio_transport *tt, const struct rio_fsck_args *a,
             if (ret == 0)
                 out->index_built = 1;
         }
+        out->index_state = ready || out->index_built ? 2 : 1;
     }
 out:
     for (size_t i = 0; i < s.nheads; i++)
