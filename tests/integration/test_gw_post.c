@@ -178,3 +178,26 @@ TEST(anonymous_forms_and_malformed_bodies)
     T_TRUE(gw_has(&g, "r", "<Code>NoSuchBucket</Code>"));
     gw_stop(&g);
 }
+
+/* Over file://, keys its tree cannot hold are refused as a PutObject's
+ * are (409 ParentIsObject, 400 InvalidArgument), not a 500; the others
+ * land as files. */
+TEST(keys_a_file_tree_cannot_hold)
+{
+    struct gw g;
+    char url[256];
+    const char *dir = t_scratch_dir("gw-post-file");
+
+    snprintf(url, sizeof(url), "file://%s/store", dir);
+    T_EQ(t_sh("mkdir -p %s/store", dir), 0);
+    gw_start(&g, url, NULL);
+    gw_file(&g, "f", 5000, 74);
+    T_EQ(gw_curl(&g, "", "-X PUT %s/fpb", g.url), 200);
+    T_EQ(gw_curl(&g, "r", "-F key=x -F 'file=@%s' %s/fpb", gw_path(&g, "f"), g.url), 204);
+    T_EQ(t_sh("cmp -s %s %s/store/fpb/x", gw_path(&g, "f"), dir), 0);
+    T_EQ(gw_curl(&g, "r", "-F key=x/y -F 'file=@%s' %s/fpb", gw_path(&g, "f"), g.url), 409);
+    T_TRUE(gw_has(&g, "r", "<Code>ParentIsObject</Code>"));
+    T_EQ(gw_curl(&g, "r", "-F key=a/../b -F 'file=@%s' %s/fpb", gw_path(&g, "f"), g.url), 400);
+    T_TRUE(gw_has(&g, "r", "<Code>InvalidArgument</Code>"));
+    gw_stop(&g);
+}

@@ -216,10 +216,38 @@ int rio__gw_path_error(int err)
     return err == -ENOTDIR || err == -EISDIR || err == -ENAMETOOLONG || err == RIO_EINVAL;
 }
 
+int rio__gw_write_path_error(int err, const char **code, const char **msg)
+{
+    if (!rio__gw_path_error(err))
+        return 0;
+    switch (err) {
+    case -ENOTDIR:
+        *code = "ParentIsObject";
+        *msg = "A parent of this key is an object: this backend keeps keys as paths.";
+        return 409;
+    case -ENAMETOOLONG:
+        *code = "KeyTooLongError";
+        *msg = "A segment of this key (between two \"/\") is too long for a file name on this "
+               "backend.";
+        return 400;
+    case -EISDIR:
+        *code = "ObjectExistsAsDirectory";
+        *msg = "This key is a directory on this backend, which keeps keys as paths: other keys "
+               "are below it.";
+        return 409;
+    default:
+        *code = "InvalidArgument";
+        *msg = "This backend cannot store this key: an empty, \".\" or \"..\" segment, or a "
+               "trailing \"/\".";
+        return 400;
+    }
+}
+
 int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum gw_access acc,
                       const char *what)
 {
     char msg[160];
+    const char *pcode, *pmsg;
     int status;
 
     snprintf(msg, sizeof(msg), "%s: %s", what, rio_strerror(err));
@@ -228,22 +256,8 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum 
          * such conflict): a read finds no such key, a write is refused. */
         if (acc == GW_LOOKUP || (acc == GW_READS && err != RIO_EINVAL))
             err = RIO_ENOTFOUND;
-        else if (acc == GW_WRITES && err == -ENOTDIR)
-            return rio__gw_error(c, r, 409, "ParentIsObject",
-                                 "A parent of this key is an object: this backend keeps keys "
-                                 "as paths.");
-        else if (acc == GW_WRITES && err == -ENAMETOOLONG)
-            return rio__gw_error(c, r, 400, "KeyTooLongError",
-                                 "A segment of this key (between two \"/\") is too long for "
-                                 "a file name on this backend.");
-        else if (acc == GW_WRITES && err == -EISDIR)
-            return rio__gw_error(c, r, 409, "ObjectExistsAsDirectory",
-                                 "This key is a directory on this backend, which keeps keys "
-                                 "as paths: other keys are below it.");
-        else if (acc == GW_WRITES)
-            return rio__gw_error(c, r, 400, "InvalidArgument",
-                                 "This backend cannot store this key: an empty, \".\" or \"..\" "
-                                 "segment, or a trailing \"/\".");
+        else if (acc == GW_WRITES && (status = rio__gw_write_path_error(err, &pcode, &pmsg)))
+            return rio__gw_error(c, r, status, pcode, pmsg);
     }
     if (err == RIO_ENOTFOUND)
         return r->key ? rio__gw_error(c, r, 404, "NoSuchKey", "The specified key does not exist.")

@@ -196,6 +196,10 @@ int rio__gw_rio_error(struct MHD_Connection *c, struct gw_req *r, int err, enum 
  * object, a directory of other keys, a segment over 255 bytes, an empty,
  * "." or ".." segment, a trailing "/")? Such a key does not exist. */
 int rio__gw_path_error(int err);
+/* A write's refusal of such a key: S3's status (409 ParentIsObject,
+ * ObjectExistsAsDirectory; 400 KeyTooLongError, InvalidArgument), *code
+ * and *msg; 0 when err is no such error. */
+int rio__gw_write_path_error(int err, const char **code, const char **msg);
 const char *rio__gw_header(struct MHD_Connection *c, const char *name);
 /* A query parameter, decoded: its value ("" when it has none), NULL if absent. */
 const char *rio__gw_arg(const struct gw_req *r, const char *name);

@@ -200,10 +200,13 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     ret = rio_writer_open(rio__gw_client(), r->bkey, UINT64_MAX, 0, NULL, &r->w);
     if (ret < 0) {
         r->w = NULL;
+        const char *pcode, *pmsg;
         if (ret == RIO_ENOTSUP)
             rio__gw_fail(r, 501, "NotImplemented",
                          "This gateway's backend needs an object's size before its bytes; a "
                          "POST upload's is known only at its end.");
+        else if ((status = rio__gw_write_path_error(ret, &pcode, &pmsg)) != 0)
+            rio__gw_fail(r, status, pcode, "%s", pmsg); /* file:// and a key it cannot hold */
         else {
             const char *c = rio__gw_code_of(ret, &status);
             rio__gw_fail(r, status, c, "open: %s", rio_strerror(ret));
