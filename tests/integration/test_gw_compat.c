@@ -1081,6 +1081,66 @@ TEST(response_params)
 #undef SIGNED
 }
 
+/* UploadPartCopy into an upload created with x-amz-checksum-algorithm:
+ * the copied part gets its checksum, computed on the bytes copied (S3
+ * answers it in CopyPartResult and keeps it), so Complete gives the object
+ * its composite checksum, as with parts uploaded with theirs. It had none
+ * (found with the AWS SDK for JavaScript v3's UploadPartCopy). */
+TEST(upload_part_copy_checksum)
+{
+    struct gw g;
+    char url[512], id[64], c1[16], c2[16], comp[24], xml[1024], want[96];
+
+    file_backend(url, sizeof(url));
+    gw_start(&g, url, NULL);
+    gw_file(&g, "src", 7 * 1024 * 1024 + 9, 82);
+    T_EQ(t_sh("head -c 5242880 %s > %s && tail -c +5242881 %s > %s", gw_path(&g, "src"),
+              gw_path(&g, "a"), gw_path(&g, "src"), gw_path(&g, "b")),
+         0);
+    gw_crc32_b64(&g, "a", c1, sizeof(c1));
+    gw_crc32_b64(&g, "b", c2, sizeof(c2));
+    /* S3's composite: the CRC-32 of the parts' CRC-32s, then -2. */
+    T_EQ(t_sh("python3 -c 'import base64,sys,zlib; "
+              "d = b\"\".join(base64.b64decode(x) for x in sys.argv[1:]); "
+              "print(base64.b64encode(zlib.crc32(d).to_bytes(4, \"big\")).decode(), end=\"\")' "
+              "%s %s > %s",
+              c1, c2, gw_path(&g, "comp")),
+         0);
+    gw_slurp_str(&g, "comp", comp, sizeof(comp));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/upk", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/upk/src", gw_path(&g, "src"), g.url), 200);
+    T_EQ(gw_curl(&g, "c", "-X POST -H 'x-amz-checksum-algorithm: CRC32' '%s/upk/dst?uploads'",
+                 g.url),
+         200);
+    gw_upload_id(&g, "c", id, sizeof(id));
+    const char *ranges[2] = {"0-5242879", "5242880-7340040"}, *crcs[2] = {c1, c2};
+    for (int i = 0; i < 2; i++) {
+        T_EQ(gw_curl(&g, "p",
+                     "-X PUT -H 'x-amz-copy-source: /upk/src' -H 'x-amz-copy-source-range: "
+                     "bytes=%s' '%s/upk/dst?partNumber=%d&uploadId=%s'",
+                     ranges[i], g.url, i + 1, id),
+             200);
+        snprintf(want, sizeof(want), "<ChecksumCRC32>%s</ChecksumCRC32>", crcs[i]);
+        T_TRUE(gw_has(&g, "p", want));
+    }
+    snprintf(xml, sizeof(xml),
+             "-X POST --data-binary '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber>"
+             "<ETag>\"'$(md5sum %s | cut -c1-32)'\"</ETag><ChecksumCRC32>%s</ChecksumCRC32></Part>"
+             "<Part><PartNumber>2</PartNumber><ETag>\"'$(md5sum %s | cut -c1-32)'\"</ETag>"
+             "<ChecksumCRC32>%s</ChecksumCRC32></Part></CompleteMultipartUpload>' "
+             "'%s/upk/dst?uploadId=%s'",
+             gw_path(&g, "a"), c1, gw_path(&g, "b"), c2, g.url, id);
+    T_EQ(gw_curl(&g, "o", "%s", xml), 200);
+    snprintf(want, sizeof(want), "<ChecksumCRC32>%s-2</ChecksumCRC32>", comp);
+    T_TRUE(gw_has(&g, "o", want));
+    T_EQ(gw_curl(&g, "h", "-I -H 'x-amz-checksum-mode: ENABLED' %s/upk/dst", g.url), 200);
+    snprintf(want, sizeof(want), "x-amz-checksum-crc32: %s-2", comp);
+    T_TRUE(gw_has(&g, "h.h", want));
+    T_EQ(gw_curl(&g, "got", "%s/upk/dst", g.url), 200);
+    T_TRUE(gw_same(&g, "got", "src"));
+    gw_stop(&g);
+}
+
 /* UploadPartCopy (x-amz-copy-source on an UploadPart, with or without
  * x-amz-copy-source-range): what boto3's managed copy and `aws s3 cp
  * s3://... s3://...` send for objects above their multipart threshold;

@@ -219,27 +219,46 @@ int rio_s3_check_update(struct rio_s3_check *c, const void *p, size_t n)
     return 0;
 }
 
-int rio_s3_check_done(struct rio_s3_check *c, const char **s3_code)
+/* The digest of what was fed into got (c->wantlen bytes): 0, or -EIO. */
+static int final(struct rio_s3_check *c, uint8_t got[EVP_MAX_MD_SIZE])
 {
-    uint8_t got[EVP_MAX_MD_SIZE];
     unsigned len = 0;
 
-    *s3_code = NULL;
-    if (!c->have_want) {
-        *s3_code = "InvalidRequest";
-        return -EINVAL;
-    }
     if (c->md) {
-        if (EVP_DigestFinal_ex(c->md, got, &len) != 1 || len != c->wantlen) {
-            *s3_code = "InternalError";
+        if (EVP_DigestFinal_ex(c->md, got, &len) != 1 || len != c->wantlen)
             return -EIO;
-        }
     } else if (c->algo == RIO__S3_CRC64NVME) {
         for (int i = 0; i < 8; i++)
             got[i] = (uint8_t)(c->crc64 >> (56 - 8 * i));
     } else {
         for (int i = 0; i < 4; i++)
             got[i] = (uint8_t)(c->crc32 >> (24 - 8 * i));
+    }
+    return 0;
+}
+
+int rio_s3_check_digest(struct rio_s3_check *c, char *out, size_t cap)
+{
+    uint8_t got[EVP_MAX_MD_SIZE];
+
+    if (c->algo == RIO__S3_SHA256HEX || cap < 4 * ((c->wantlen + 2) / 3) + 1 || final(c, got) < 0)
+        return -EIO;
+    EVP_EncodeBlock((unsigned char *)out, got, (int)c->wantlen);
+    return 0;
+}
+
+int rio_s3_check_done(struct rio_s3_check *c, const char **s3_code)
+{
+    uint8_t got[EVP_MAX_MD_SIZE];
+
+    *s3_code = NULL;
+    if (!c->have_want) {
+        *s3_code = "InvalidRequest";
+        return -EINVAL;
+    }
+    if (final(c, got) < 0) {
+        *s3_code = "InternalError";
+        return -EIO;
     }
     if (CRYPTO_memcmp(got, c->want, c->wantlen) != 0) {
         *s3_code = c->algo == RIO__S3_SHA256HEX ? "XAmzContentSHA256Mismatch" : "BadDigest";

@@ -152,6 +152,9 @@ struct gw_req {
     size_t blen;
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
+    /* UploadPartCopy into an upload created with this checksum algorithm
+     * ("" none): the copy computes the part's checksum */
+    char copy_ck_algo[12];
     /* POST Object: the form and what it asked (post.c) */
     struct gw_post *post;
 };

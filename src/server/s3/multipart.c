@@ -211,13 +211,13 @@ int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r)
 
 /* The bucket, the upload and ?partNumber of an UploadPart(Copy): r->bkey
  * becomes the part's key; 0, else the answer queued (*ret). */
-static int part_target(struct MHD_Connection *c, struct gw_req *r, int *ret)
+static int part_target(struct MHD_Connection *c, struct gw_req *r, int *ret, struct gw_meta **mp)
 {
     const char *id = NULL, *pn = rio__gw_arg(r, "partNumber");
     char *k;
     uint64_t n;
 
-    if (rio__gw_need_bucket(c, r, ret) < 0 || need_upload(c, r, &id, ret, NULL) < 0)
+    if (rio__gw_need_bucket(c, r, ret) < 0 || need_upload(c, r, &id, ret, mp) < 0)
         return -1;
     if (rio__gw_parse_count(pn, GW_MPU_PARTS_MAX, &n) < 0 || n < 1) {
         *ret = rio__gw_error(c, r, 400, "InvalidArgument",
@@ -239,7 +239,7 @@ int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
 {
     int ret;
 
-    if (part_target(c, r, &ret) < 0)
+    if (part_target(c, r, &ret, NULL) < 0)
         return ret;
     return rio__gw_put_open(c, r);
 }
@@ -297,10 +297,20 @@ static int part_checksum_load(const struct gw_req *r, const char *id, unsigned n
 
 int rio__gw_mpu_part_copy(struct MHD_Connection *c, struct gw_req *r)
 {
+    struct gw_meta *m = NULL;
     int ret;
 
-    if (part_target(c, r, &ret) < 0)
+    if (part_target(c, r, &ret, &m) < 0)
         return ret;
+    /* An upload created with an algorithm: the copied part gets its
+     * checksum as S3 gives it one, so that Complete can build the
+     * composite one (rio__gw_copy_object computes it). */
+    if (m && m->ck_algo[0]) {
+        snprintf(r->copy_ck_algo, sizeof(r->copy_ck_algo), "%s", m->ck_algo);
+        for (char *q = r->copy_ck_algo; *q; q++)
+            *q = (char)(*q >= 'A' && *q <= 'Z' ? *q - 'A' + 'a' : *q);
+    }
+    rio__gw_meta_free(m);
     return rio__gw_copy_object(c, r, rio__gw_header(c, "x-amz-copy-source"));
 }
 

@@ -2228,9 +2228,19 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         return ret;
     memset(&call, 0, sizeof(call));
     call.expect_generation = d.generation;
+    struct rio_s3_check *ck = NULL;
+    char ck_name[40], ck_value[64] = "";
+    if (part && r->copy_ck_algo[0]) {
+        const char *code;
+        snprintf(ck_name, sizeof(ck_name), "x-amz-checksum-%s", r->copy_ck_algo);
+        if (rio_s3_check_new(ck_name, NULL, &ck, &code) < 0)
+            return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
     buf = rio__malloc(COPY_BLOCK);
-    if (!buf)
+    if (!buf) {
+        rio_s3_check_free(ck);
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
     ret = rio_reader_open_at(rio__gw_client(), sbkey, off, 0, &call, &rd);
     if (ret == 0)
         ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, r->put_cond ? &r->cond : NULL, &w);
@@ -2242,9 +2252,15 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         }
         r->bytes_in += (uint64_t)n;
         left -= (uint64_t)n;
-        ret = rio_writer_write(w, buf, (size_t)n);
+        if (ck && rio_s3_check_update(ck, buf, (size_t)n) < 0)
+            ret = -EIO;
+        else
+            ret = rio_writer_write(w, buf, (size_t)n);
     }
     rio__free(buf);
+    if (ck && ret == 0 && rio_s3_check_digest(ck, ck_value, sizeof(ck_value)) < 0)
+        ret = -EIO;
+    rio_s3_check_free(ck);
     if (rd) {
         int rc = rio_reader_close(rd);
         if (!ret && left) /* every byte wanted was read (and verified): closed early */
@@ -2271,12 +2287,23 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         rio__gw_head_drop(r->bkey); /* after the record: the next GET reads both */
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "copy metadata");
+    } else if (ck_value[0]) { /* kept beside the part, as an UploadPart's */
+        ret = rio__gw_part_checksum_store(r->bkey, out.etag, r->copy_ck_algo, ck_value);
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
     }
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b,
                        XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified><ETag>"
-                                "&quot;%s&quot;</ETag></%s>\n",
-                       part ? "CopyPartResult" : "CopyObjectResult", date, out.etag,
-                       part ? "CopyPartResult" : "CopyObjectResult");
+                                "&quot;%s&quot;</ETag>",
+                       part ? "CopyPartResult" : "CopyObjectResult", date, out.etag);
+    if (ck_value[0]) { /* <ChecksumCRC32> and the others, as S3's CopyPartResult */
+        char el[24];
+        snprintf(el, sizeof(el), "Checksum%s", r->copy_ck_algo);
+        for (char *u = el + 8; *u; u++)
+            *u = (char)(*u >= 'a' && *u <= 'z' ? *u - 'a' + 'A' : *u);
+        rio__gw_list_elem(&b, el, ck_value, 0);
+    }
+    rio__gw_buf_printf(&b, "</%s>\n", part ? "CopyPartResult" : "CopyObjectResult");
     return rio__gw_send_buf(c, r, 200, &b);
 }

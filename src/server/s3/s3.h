@@ -233,6 +233,10 @@ int rio_s3_check_update(struct rio_s3_check *c, const void *p, size_t n);
 /** 0 when the bytes fed match, else -EINVAL and *s3_code
  * "XAmzContentSHA256Mismatch" (the payload hash) or "BadDigest" (the others). */
 int rio_s3_check_done(struct rio_s3_check *c, const char **s3_code);
+/** Instead of rio_s3_check_done, for a check made with value NULL: the
+ * base64 digest of the bytes fed into out (cap: 45 bytes hold any), as
+ * S3 answers it; 0, or -EIO (also for x-amz-content-sha256). */
+int rio_s3_check_digest(struct rio_s3_check *c, char *out, size_t cap);
 void rio_s3_check_free(struct rio_s3_check *c);
 
 #endif
