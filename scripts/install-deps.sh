@@ -10,6 +10,12 @@
 #   --check   list what is missing; exit 1 if anything is
 #   --list    print the set's packages, one a line, and exit
 #
+# With the test set, where Node.js 20 or newer and npm are on the PATH, the
+# npm packages of the gateway's JavaScript tests (the AWS SDK for
+# JavaScript v3, the MinIO SDK: tests/integration/test_gw_js.c) go into
+# $RIO_NPM_DIR (default ~/.cache/railio/npm) when missing; without Node.js
+# those tests skip. A failed npm install warns and does not fail.
+#
 # Idempotent: asks dpkg first and only runs apt-get for missing packages.
 # Runs apt-get directly as root, through sudo otherwise.
 set -euo pipefail
@@ -90,6 +96,29 @@ installed() {
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" = "installed" ]
 }
 
+NPM_PEERS=(@aws-sdk/client-s3 @aws-sdk/lib-storage @aws-sdk/s3-request-presigner minio)
+npm_peers() {
+    local dir=${RIO_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/railio/npm} major missing_npm=0
+    [ "$set_name" != build ] && [ "$check" -eq 0 ] || return 0
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "install-deps: no Node.js with npm: the JavaScript SDK gateway tests will skip" >&2
+        return 0
+    fi
+    major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+    if [ "$major" -lt 20 ]; then
+        echo "install-deps: Node.js $major (the AWS SDK needs 20): its gateway tests will skip" >&2
+        return 0
+    fi
+    for p in "${NPM_PEERS[@]}"; do
+        [ -f "$dir/node_modules/$p/package.json" ] || missing_npm=1
+    done
+    [ "$missing_npm" -eq 1 ] || return 0
+    echo "install-deps: npm install ${NPM_PEERS[*]} into $dir"
+    mkdir -p "$dir"
+    npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "${NPM_PEERS[@]}" >&2 ||
+        echo "install-deps: npm install failed: the JavaScript SDK gateway tests will skip" >&2
+}
+
 if ! command -v dpkg-query >/dev/null 2>&1; then
     echo "install-deps: dpkg-query not found: this script supports Debian and its derivatives" >&2
     exit 1
@@ -101,6 +130,7 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
+    npm_peers
     exit 0
 fi
 
@@ -131,3 +161,4 @@ if [ "${#still[@]}" -ne 0 ]; then
     echo "install-deps: still missing after apt-get: ${still[*]}" >&2
     exit 1
 fi
+npm_peers
