@@ -97,22 +97,30 @@ installed() {
 }
 
 NPM_PEERS=(@aws-sdk/client-s3 @aws-sdk/lib-storage @aws-sdk/s3-request-presigner minio)
+# The npm peers (above): with --check, 1 when Node.js 20+ and npm are here
+# and one is missing; else installed when missing (a failure only warns).
 npm_peers() {
     local dir=${RIO_NPM_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/railio/npm} major missing_npm=0
-    [ "$set_name" != build ] && [ "$check" -eq 0 ] || return 0
+    [ "$set_name" != build ] || return 0
     if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-        echo "install-deps: no Node.js with npm: the JavaScript SDK gateway tests will skip" >&2
+        [ "$check" -eq 1 ] ||
+            echo "install-deps: no Node.js with npm: the JavaScript SDK gateway tests will skip" >&2
         return 0
     fi
     major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
     if [ "$major" -lt 20 ]; then
-        echo "install-deps: Node.js $major (the AWS SDK needs 20): its gateway tests will skip" >&2
+        [ "$check" -eq 1 ] ||
+            echo "install-deps: Node.js $major (the AWS SDK needs 20): its gateway tests will skip" >&2
         return 0
     fi
     for p in "${NPM_PEERS[@]}"; do
         [ -f "$dir/node_modules/$p/package.json" ] || missing_npm=1
     done
     [ "$missing_npm" -eq 1 ] || return 0
+    if [ "$check" -eq 1 ]; then
+        echo "install-deps: missing npm packages in $dir: ${NPM_PEERS[*]}" >&2
+        return 1
+    fi
     echo "install-deps: npm install ${NPM_PEERS[*]} into $dir"
     mkdir -p "$dir"
     npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "${NPM_PEERS[@]}" >&2 ||
@@ -130,12 +138,13 @@ for p in "${PACKAGES[@]}"; do
 done
 
 if [ "${#missing[@]}" -eq 0 ]; then
-    npm_peers
-    exit 0
+    npm_peers # with --check: its status
+    exit $?
 fi
 
 if [ "$check" -eq 1 ]; then
     echo "install-deps: missing packages: ${missing[*]}" >&2
+    npm_peers || true
     exit 1
 fi
 
