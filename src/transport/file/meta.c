@@ -344,6 +344,8 @@ static int publish(struct ftransport *t, struct fupload *up)
         }
         if (ret < 0 && up->if_gen)
             return ret == -ELOOP ? RIO_EGENERATION : ret; /* a symbolic link is no object */
+        if (ret == -EBUSY) /* another program's lock: not waited for longer */
+            return ret;
         if (ret < 0) /* no file to lock (a symbolic link, replaced itself): as before */
             return place_over(t, up);
         if (up->if_gen && ((ret = gen_of_fd(lk, &gen)) < 0 || gen != up->if_gen))
@@ -717,7 +719,7 @@ static int remove_gen(struct ftransport *t, const char *key, uint64_t gen)
         ret = -EISDIR;
     else if (S_ISBLK(st.st_mode))
         ret = RIO_ENOTSUP;
-    else if ((ret = name_lock(dfd, name, &lk)) < 0 && (gen || ret == -ENOENT))
+    else if ((ret = name_lock(dfd, name, &lk)) < 0 && (gen || ret == -ENOENT || ret == -EBUSY))
         ret = rio__file_open_err(-ret); /* a name that cannot be opened: removed unlocked */
     else {
         uint64_t g = 0;
