@@ -173,6 +173,32 @@ TEST(anonymous_forms_and_malformed_bodies)
          400);
     T_TRUE(gw_has(&g, "r", "<Code>IncompleteBody</Code>"));
     T_EQ(gw_curl(&g, "", "-I %s/anonb/cut", g.url), 404);
+    /* Digest fields: checked before the commit (BadDigest, nothing
+     * published), an x-amz-checksum-* one kept and given back. */
+    char crc[16], want[64];
+    gw_crc32_b64(&g, "f", crc, sizeof(crc));
+    T_EQ(gw_curl(&g, "r", "-F key=ck/good -F x-amz-checksum-crc32=%s -F 'file=@%s' %s/anonb", crc,
+                 gw_path(&g, "f"), g.url),
+         204);
+    T_EQ(gw_curl(&g, "h", "-I -H 'x-amz-checksum-mode: ENABLED' %s/anonb/ck/good", g.url), 200);
+    snprintf(want, sizeof(want), "x-amz-checksum-crc32: %s", crc);
+    T_TRUE(gw_has(&g, "h.h", want));
+    T_EQ(gw_curl(&g, "r", "-F key=ck/bad -F x-amz-checksum-crc32=AAAAAA== -F 'file=@%s' %s/anonb",
+                 gw_path(&g, "f"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "r", "<Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "r",
+                 "-F key=ck/md5 -F Content-MD5=AAAAAAAAAAAAAAAAAAAAAA== -F 'file=@%s' %s/anonb",
+                 gw_path(&g, "f"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "r", "<Code>BadDigest</Code>"));
+    T_EQ(gw_curl(&g, "r", "-F key=ck/junk -F x-amz-checksum-crc32=abc -F 'file=@%s' %s/anonb",
+                 gw_path(&g, "f"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "r", "<Code>InvalidDigest</Code>"));
+    T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/bad", g.url), 404);
+    T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/md5", g.url), 404);
+    T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/junk", g.url), 404);
     /* into a bucket that does not exist */
     T_EQ(gw_curl(&g, "r", "-F key=k -F 'file=@%s' %s/nobucket", gw_path(&g, "f"), g.url), 404);
     T_TRUE(gw_has(&g, "r", "<Code>NoSuchBucket</Code>"));

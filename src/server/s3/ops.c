@@ -1953,6 +1953,7 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_fail(r, 400, "IncompleteBody",
                      "You did not provide the number of bytes specified by the Content-Length "
                      "HTTP header.");
+    /* (A POST's digest fields are checks too; its checksum is in r->meta.) */
     if (!r->err_status && rio__gw_checks_done(r) == 0 && r->op != GW_OP_POST_OBJECT)
         ck = rio__gw_sent_checksum(c, r, ck_algo, ck_value);
     if (r->err_status) {

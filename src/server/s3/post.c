@@ -37,7 +37,41 @@ struct gw_post {
     struct rio_s3_post_auth pa;
     int status;     /* success_action_status: 200, 201 or 204 */
     char *redirect; /* success_action_redirect (or redirect), checked */
+    /* The x-amz-checksum-* field the file is checked against (kept as a
+     * PutObject's header's is), "" none */
+    char ck_algo[12], ck_value[64];
 };
+
+static const char *const ck_fields[] = {"content-md5",           "x-amz-checksum-crc32",
+                                        "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+                                        "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
+
+/* The digest fields of the form (Content-MD5, x-amz-checksum-*): each a
+ * check the file's bytes must pass before the commit, as a PutObject's
+ * headers are (bodycheck.c); the x-amz-checksum-* one is kept. */
+static int checks_of(struct gw_req *r, struct gw_post *p)
+{
+    for (size_t i = 0; i < sizeof(ck_fields) / sizeof(ck_fields[0]); i++) {
+        const char *v = rio_s3_form_field(p->form, ck_fields[i]), *code = NULL;
+        if (!v || r->nck == GW_CHECKS)
+            continue;
+        int err = rio_s3_check_new(ck_fields[i], v, &r->ck[r->nck], &code);
+        if (err < 0) {
+            rio__gw_fail(r, err == -ENOMEM ? 500 : 400,
+                         err == -ENOMEM ? "InternalError"
+                         : code         ? code
+                                        : "InvalidDigest",
+                         "The form's %s field is not a valid digest.", ck_fields[i]);
+            return -1;
+        }
+        r->nck++;
+        if (i > 0 && !p->ck_algo[0] && strlen(v) < sizeof(p->ck_value)) {
+            snprintf(p->ck_algo, sizeof(p->ck_algo), "%s", ck_fields[i] + 15);
+            snprintf(p->ck_value, sizeof(p->ck_value), "%s", v);
+        }
+    }
+    return 0;
+}
 
 /* A field that names what the gateway does not do, where going on would
  * do something else than asked (as PutObject's headers: gateway.c). */
@@ -140,7 +174,7 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
                                      : "Access to this bucket is not allowed.");
         return -1;
     }
-    if (unsupported_field(r, p->form) < 0)
+    if (unsupported_field(r, p->form) < 0 || checks_of(r, p) < 0)
         return -1;
     r->key = key_of(rio_s3_form_field(p->form, "key"), filename);
     if (!r->key) {
@@ -194,7 +228,7 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     }
     /* The record follows the commit on the condition that the key's is
      * still the one read now (as PutObject's). */
-    if (!rio__gw_meta_is_default(r->meta, ""))
+    if (!rio__gw_meta_is_default(r->meta, "") || (p->ck_algo[0] && rio__gw_keep_checksums()))
         r->prior_gen = rio__gw_meta_gen_start(r->bucket, r->key);
     r->declared = UINT64_MAX; /* the file's size is known at its end */
     ret = rio_writer_open(rio__gw_client(), r->bkey, UINT64_MAX, 0, NULL, &r->w);
@@ -235,6 +269,7 @@ static int file_data(void *arg, const void *buf, size_t n)
         return -1;
     }
     r->got += n;
+    rio__gw_checks_update(r, buf, n);
     ret = rio_writer_write(r->w, buf, n);
     if (ret < 0) {
         const char *c = rio__gw_code_of(ret, &status);
@@ -294,6 +329,10 @@ int rio__gw_post_close(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_fail(r, 400, "EntityTooSmall",
                      "Your proposed upload is smaller than the minimum allowed size (the "
                      "policy's content-length-range).");
+    /* The digest fields are checked by the commit (rio__gw_put_close:
+     * BadDigest, nothing published); the checksum is kept only if it holds. */
+    if (!r->err_status && p->ck_algo[0] && rio__gw_keep_checksums())
+        rio__gw_meta_set_checksum(r->meta, p->ck_algo, p->ck_value);
     if (r->err_status) {
         rio__gw_put_cleanup(r); /* nothing is published */
         return rio__gw_error(c, r, r->err_status, r->err_code, r->err_msg);
