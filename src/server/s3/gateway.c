@@ -503,30 +503,36 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
  * and served to anyone allowed to read it; an object lock would not hold.
  * Refused before the body is read, with what S3 answers where it does not
  * take the feature. 0, or the answer queued (*ret). */
+const char *const rio__gw_ssec_names[GW_SSEC_NAMES] = {
+    "x-amz-server-side-encryption-customer-algorithm",
+    "x-amz-server-side-encryption-customer-key",
+    "x-amz-server-side-encryption-customer-key-MD5",
+    "x-amz-copy-source-server-side-encryption-customer-algorithm",
+    "x-amz-copy-source-server-side-encryption-customer-key",
+    "x-amz-copy-source-server-side-encryption-customer-key-MD5"};
+const char *const rio__gw_lock_names[GW_LOCK_NAMES] = {"x-amz-object-lock-mode",
+                                                       "x-amz-object-lock-retain-until-date",
+                                                       "x-amz-object-lock-legal-hold"};
+const char *const rio__gw_digest_names[GW_DIGEST_NAMES] = {
+    "content-md5",           "x-amz-checksum-crc32",
+    "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
+    "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
+
 static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
-    static const char *const ssec[] = {
-        "x-amz-server-side-encryption-customer-algorithm",
-        "x-amz-server-side-encryption-customer-key",
-        "x-amz-server-side-encryption-customer-key-MD5",
-        "x-amz-copy-source-server-side-encryption-customer-algorithm",
-        "x-amz-copy-source-server-side-encryption-customer-key",
-        "x-amz-copy-source-server-side-encryption-customer-key-MD5"};
-    static const char *const lock[] = {"x-amz-object-lock-mode",
-                                       "x-amz-object-lock-retain-until-date",
-                                       "x-amz-object-lock-legal-hold"};
+    const char *const *ssec = rio__gw_ssec_names, *const *lock = rio__gw_lock_names;
     int writes = r->op == GW_OP_PUT_OBJECT || r->op == GW_OP_COPY_OBJECT ||
                  r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_CREATE_MPU;
     const char *v;
 
-    for (size_t i = 0; i < sizeof(ssec) / sizeof(ssec[0]); i++)
+    for (size_t i = 0; i < GW_SSEC_NAMES; i++)
         if (rio__gw_header(c, ssec[i])) {
             *ret = rio__gw_error(c, r, 501, "NotImplemented",
                                  "Server-side encryption with customer-provided keys (SSE-C) is "
                                  "not supported.");
             return -1;
         }
-    for (size_t i = 0; writes && i < sizeof(lock) / sizeof(lock[0]); i++)
+    for (size_t i = 0; writes && i < GW_LOCK_NAMES; i++)
         if (rio__gw_header(c, lock[i])) {
             *ret = rio__gw_error(c, r, 400, "InvalidRequest",
                                  "Bucket is missing Object Lock Configuration.");
@@ -559,18 +565,16 @@ void rio__gw_fail(struct gw_req *r, int status, const char *code, const char *fm
  * response queued (*ret). */
 static int checks_init(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
-    static const char *const names[] = {"content-md5",           "x-amz-checksum-crc32",
-                                        "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
-                                        "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
+    const char *const *names = rio__gw_digest_names;
     const char *code = NULL;
 
-    for (size_t i = 0; i <= sizeof(names) / sizeof(names[0]); i++) {
-        const char *name = i < sizeof(names) / sizeof(names[0]) ? names[i] : "x-amz-content-sha256";
+    for (size_t i = 0; i <= GW_DIGEST_NAMES; i++) {
+        const char *name = i < GW_DIGEST_NAMES ? names[i] : "x-amz-content-sha256";
         /* On a Complete the x-amz-checksum-* headers are the object's, not
          * its XML's (multipart.c checks them) */
-        if (r->op == GW_OP_COMPLETE_MPU && i > 0 && i < sizeof(names) / sizeof(names[0]))
+        if (r->op == GW_OP_COMPLETE_MPU && i > 0 && i < GW_DIGEST_NAMES)
             continue;
-        const char *v = i < sizeof(names) / sizeof(names[0])            ? rio__gw_header(c, name)
+        const char *v = i < GW_DIGEST_NAMES                             ? rio__gw_header(c, name)
                         : r->auth.payload_mode == RIO_S3_PAYLOAD_SIGNED ? r->auth.payload_sha256
                                                                         : NULL;
         int err;

@@ -168,7 +168,17 @@ uint64_t rio__gw_min_part(void);
 int rio__gw_keep_checksums(void);
 int rio__gw_user_may(const struct gw_req *r, const char *bucket);
 const struct rio_s3_keys *rio__gw_keys(void); /* --s3-keys, NULL when none */
-int rio__gw_sigv2(void);                      /* Signature Version 2 taken (--s3-sigv2 on) */
+/* What a write is refused with (SSE-C: the first 3 for the object itself,
+ * then its copy source's; object lock), and the body digests it checks
+ * (Content-MD5 first, then x-amz-checksum-*): header names, which POST
+ * forms take as field names too (post.c). */
+#define GW_SSEC_NAMES 6
+#define GW_LOCK_NAMES 3
+#define GW_DIGEST_NAMES 6
+extern const char *const rio__gw_ssec_names[GW_SSEC_NAMES];
+extern const char *const rio__gw_lock_names[GW_LOCK_NAMES];
+extern const char *const rio__gw_digest_names[GW_DIGEST_NAMES];
+int rio__gw_sigv2(void); /* Signature Version 2 taken (--s3-sigv2 on) */
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */
 /* The request's id (x-amz-request-id, an error's <RequestId>): 16 hex
  * digits, one per request, given on first use. */

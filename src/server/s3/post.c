@@ -42,16 +42,14 @@ struct gw_post {
     char ck_algo[12], ck_value[64];
 };
 
-static const char *const ck_fields[] = {"content-md5",           "x-amz-checksum-crc32",
-                                        "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
-                                        "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
-
 /* The digest fields of the form (Content-MD5, x-amz-checksum-*): each a
  * check the file's bytes must pass before the commit, as a PutObject's
  * headers are (bodycheck.c); the x-amz-checksum-* one is kept. */
 static int checks_of(struct gw_req *r, struct gw_post *p)
 {
-    for (size_t i = 0; i < sizeof(ck_fields) / sizeof(ck_fields[0]); i++) {
+    const char *const *ck_fields = rio__gw_digest_names;
+
+    for (size_t i = 0; i < GW_DIGEST_NAMES; i++) {
         const char *v = rio_s3_form_field(p->form, ck_fields[i]), *code = NULL;
         if (!v || r->nck == GW_CHECKS)
             continue;
@@ -77,22 +75,15 @@ static int checks_of(struct gw_req *r, struct gw_post *p)
  * do something else than asked (as PutObject's headers: gateway.c). */
 static int unsupported_field(struct gw_req *r, const struct rio_s3_form *f)
 {
-    static const char *const ssec[] = {"x-amz-server-side-encryption-customer-algorithm",
-                                       "x-amz-server-side-encryption-customer-key",
-                                       "x-amz-server-side-encryption-customer-key-md5"};
-    static const char *const lock[] = {"x-amz-object-lock-mode",
-                                       "x-amz-object-lock-retain-until-date",
-                                       "x-amz-object-lock-legal-hold"};
-
-    for (size_t i = 0; i < sizeof(ssec) / sizeof(ssec[0]); i++)
-        if (rio_s3_form_field(f, ssec[i])) {
+    for (size_t i = 0; i < 3; i++) /* the object's own SSE-C fields (any case) */
+        if (rio_s3_form_field(f, rio__gw_ssec_names[i])) {
             rio__gw_fail(r, 501, "NotImplemented",
                          "Server-side encryption with customer-provided keys (SSE-C) is not "
                          "supported.");
             return -1;
         }
-    for (size_t i = 0; i < sizeof(lock) / sizeof(lock[0]); i++)
-        if (rio_s3_form_field(f, lock[i])) {
+    for (size_t i = 0; i < GW_LOCK_NAMES; i++)
+        if (rio_s3_form_field(f, rio__gw_lock_names[i])) {
             rio__gw_fail(r, 400, "InvalidRequest", "Bucket is missing Object Lock Configuration.");
             return -1;
         }
