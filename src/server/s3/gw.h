@@ -513,6 +513,36 @@ int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
  * rio__gw_xml_each unescapes; no comment, DTD, CDATA or processing
  * instruction; at most 16 deep), else -1: what S3 answers MalformedXML. */
 int rio__gw_xml_wellformed(const char *body, size_t n, const char *root);
+/* For a body rio__gw_xml_wellformed accepted: the root element's content
+ * (*inner, *len bytes; empty for <Root/>). 0, or -1. */
+int rio__gw_xml_root(const char *body, size_t n, const char **inner, size_t *len);
+/* Each element directly inside raw (the content of a well-formed element),
+ * in order: its name (nlen bytes) and content (ilen bytes, escaped, with
+ * any elements inside it). A nonzero return of fn stops it and is
+ * returned; -1 for text beside the elements (blanks aside). */
+int rio__gw_xml_children(const char *raw, size_t n,
+                         int (*fn)(void *arg, const char *name, size_t nlen, const char *inner,
+                                   size_t ilen),
+                         void *arg);
+/* An element's content as text: unescaped, a new string in *out
+ * (rio__free). 0; -1 when it holds an element, a NUL or a reference the
+ * reader does not take; -ENOMEM. */
+int rio__gw_xml_text(const char *raw, size_t len, char **out);
+
+/* corsgw.c: a bucket's CORS configuration (cors.h). cors_headers adds
+ * to resp the headers of the rule that lets r's Origin use r's method, if
+ * any (a request naming a bucket; not the preflight, which answers them
+ * itself); cors_drop removes a bucket's configuration (DeleteBucket, and
+ * CreateBucket: one a racing PutBucketCors left); cors_clear empties the
+ * cache (at stop). */
+int rio__gw_put_bucket_cors(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_get_bucket_cors(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_delete_bucket_cors(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_preflight(struct MHD_Connection *c, struct gw_req *r);
+void rio__gw_cors_headers(struct MHD_Connection *c, const struct gw_req *r,
+                          struct MHD_Response *resp);
+int rio__gw_cors_drop(const char *bucket);
+void rio__gw_cors_clear(void);
 
 /* headcache.c: recently read descriptors, a hint a GET verifies by reading
  * (docs/gateway.md), and the metadata records of their generations.

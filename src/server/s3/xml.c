@@ -7,6 +7,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,13 +302,15 @@ int rio__gw_valid_bucket(const char *name)
     return strstr(name, "..") == NULL;
 }
 
-/* Unescape the five XML entities and numeric references of text[0..n). */
-static char *xml_text(const char *s, size_t n)
+/* Unescape the five XML entities and numeric references of text[0..n)
+ * into *res: 0, -1 for a reference the reader does not take, -ENOMEM. */
+static int xml_unescape(const char *s, size_t n, char **res)
 {
     char *out = rio__malloc(n + 1), *o = out;
 
+    *res = NULL;
     if (!out)
-        return NULL;
+        return -ENOMEM;
     for (size_t i = 0; i < n;) {
         static const struct {
             const char *ent;
@@ -346,11 +349,19 @@ static char *xml_text(const char *s, size_t n)
         }
         if (!done) {
             rio__free(out);
-            return NULL;
+            return -1;
         }
     }
     *o = '\0';
-    return out;
+    *res = out;
+    return 0;
+}
+
+static char *xml_text(const char *s, size_t n)
+{
+    char *out;
+
+    return xml_unescape(s, n, &out) == 0 ? out : NULL;
 }
 
 int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
@@ -385,18 +396,23 @@ struct each_text {
     void *arg;
 };
 
+int rio__gw_xml_text(const char *raw, size_t len, char **out)
+{
+    *out = NULL;
+    /* An element read as text holds text only: "<Key><X>a</X></Key>" is
+     * not the key "<X>a</X>" (its '<' would be escaped), nor is a NUL XML */
+    if (memchr(raw, '<', len) || memchr(raw, '\0', len))
+        return -1;
+    return xml_unescape(raw, len, out);
+}
+
 static int each_text_cb(void *arg, const char *raw, size_t len)
 {
     struct each_text *x = arg;
     char *text;
     int ret;
 
-    /* An element read as text holds text only: "<Key><X>a</X></Key>" is
-     * not the key "<X>a</X>" (its '<' would be escaped), nor is a NUL XML */
-    if (memchr(raw, '<', len) || memchr(raw, '\0', len))
-        return -1;
-    text = xml_text(raw, len);
-    if (!text)
+    if (rio__gw_xml_text(raw, len, &text) < 0)
         return -1;
     ret = x->fn(x->arg, text);
     rio__free(text);
@@ -529,4 +545,115 @@ int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
         }
     }
     return seen_root && depth == 0 ? 0 : -1;
+}
+
+/* The end of the start tag at p ('<'): the '>' outside quotes, NULL when
+ * there is none before end. */
+static const char *tag_end(const char *p, const char *end)
+{
+    char quote = 0;
+
+    for (; p < end; p++) {
+        if (quote) {
+            if (*p == quote)
+                quote = 0;
+        } else if (*p == '"' || *p == '\'') {
+            quote = *p;
+        } else if (*p == '>') {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+int rio__gw_xml_root(const char *body, size_t n, const char **inner, size_t *len)
+{
+    const char *p = body, *end = body + n, *gt, *close;
+
+    if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
+        p += 3;
+    while (p < end && blank(*p))
+        p++;
+    if (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) {
+        const char *q = memmem(p, (size_t)(end - p), "?>", 2);
+        if (!q)
+            return -1;
+        p = q + 2;
+        while (p < end && blank(*p))
+            p++;
+    }
+    if (p == end || *p != '<' || !(gt = tag_end(p, end)))
+        return -1;
+    if (gt[-1] == '/') { /* <Root/> */
+        *inner = gt + 1;
+        *len = 0;
+        return 0;
+    }
+    /* well-formed (rio__gw_xml_wellformed): the last tag closes the root */
+    for (close = end - 1; close > gt && !(close[0] == '<' && close[1] == '/'); close--)
+        ;
+    if (close <= gt)
+        return -1;
+    *inner = gt + 1;
+    *len = (size_t)(close - (gt + 1));
+    return 0;
+}
+
+int rio__gw_xml_children(const char *raw, size_t n,
+                         int (*fn)(void *arg, const char *name, size_t nlen, const char *inner,
+                                   size_t ilen),
+                         void *arg)
+{
+    const char *p = raw, *end = raw + n;
+
+    for (;;) {
+        const char *name, *gt, *q, *inner;
+        size_t nlen;
+        unsigned depth = 1;
+        int ret;
+
+        while (p < end && blank(*p))
+            p++;
+        if (p == end)
+            return 0;
+        if (*p != '<' || end - p < 2 || p[1] == '/' || p[1] == '!' || p[1] == '?')
+            return -1; /* text beside elements, or a stray tag */
+        name = p + 1;
+        for (q = name; q < end && name_char(*q); q++)
+            ;
+        nlen = (size_t)(q - name);
+        if (!nlen || !(gt = tag_end(q, end)))
+            return -1;
+        inner = gt + 1;
+        if (gt[-1] == '/') { /* <Name/> */
+            ret = fn(arg, name, nlen, inner, 0);
+            if (ret)
+                return ret;
+            p = inner;
+            continue;
+        }
+        /* its matching close tag: count the elements opened inside it */
+        for (q = inner; depth; q++) {
+            const char *t = memchr(q, '<', (size_t)(end - q)), *e;
+            if (!t || end - t < 2)
+                return -1;
+            if (t[1] == '/') {
+                e = memchr(t, '>', (size_t)(end - t));
+                if (!e)
+                    return -1;
+                if (--depth == 0) {
+                    ret = fn(arg, name, nlen, inner, (size_t)(t - inner));
+                    if (ret)
+                        return ret;
+                }
+            } else {
+                e = tag_end(t, end);
+                if (!e)
+                    return -1;
+                depth += e[-1] != '/';
+            }
+            q = e;
+        }
+        p = q;
+    }
 }
