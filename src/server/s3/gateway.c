@@ -72,6 +72,8 @@ static const char *const op_names[GW_OP__COUNT] = {
     "UploadPartCopy",       "GetBucketConfig",
     "GetObjectConfig",      "GetObjectAttributes",
     "ListObjectVersions",   "PostObject",
+    "PutBucketCors",        "GetBucketCors",
+    "DeleteBucketCors",     "PreflightRequest",
     "Other"};
 /* clang-format on */
 
@@ -150,6 +152,7 @@ int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct 
         return MHD_NO;
     MHD_add_response_header(resp, "x-amz-request-id", rio__gw_request_id(r));
     MHD_add_response_header(resp, "Server", "railiod");
+    rio__gw_cors_headers(c, r, resp); /* from a browser: its bucket's CORS rule */
     if (r->close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     r->status = status;
@@ -639,8 +642,10 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
 {
     char *slash, *bucket;
     size_t blen;
+    /* A preflight carries the query of the request it asks about. */
+    int preflight = !strcmp(r->method, "OPTIONS");
 
-    for (unsigned i = 0; i < r->nq; i++)
+    for (unsigned i = 0; i < r->nq && !preflight; i++)
         if (!known_param(r->q[i].name) && !ignored_param(r, r->q[i].name)) {
             char msg[128];
             snprintf(msg, sizeof(msg), "The gateway does not implement the '%.64s' subresource.",
@@ -659,7 +664,7 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
      * object's GET, HEAD or DELETE: with anything else they are no operation
      * the gateway has. Buckets are never versioned: versionId "null" (the
      * only version of an object) names the object, any other none. */
-    {
+    if (!preflight) {
         int object = slash && slash[1], get = !strcmp(r->method, "GET");
         int vid_ok = object && (get || !strcmp(r->method, "HEAD") || !strcmp(r->method, "DELETE"));
         const char *vid = rio__gw_arg(r, "versionId");
@@ -681,7 +686,9 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         }
     }
     if (blen == 0) {
-        r->op = strcmp(r->method, "GET") == 0 ? GW_OP_LIST_BUCKETS : GW_OP_OTHER;
+        r->op = preflight                       ? GW_OP_PREFLIGHT
+                : strcmp(r->method, "GET") == 0 ? GW_OP_LIST_BUCKETS
+                                                : GW_OP_OTHER;
         return 0;
     }
     {
@@ -713,6 +720,10 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         if (!r->bkey)
             return *ret = MHD_NO, -1;
         snprintf(r->bkey, klen + 1, "%s/%s", r->bucket, r->key);
+        if (preflight) {
+            r->op = GW_OP_PREFLIGHT;
+            return 0;
+        }
         int object_ok;
         if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) {
             /* GET ?acl, ?tagging; anything else about an object's
@@ -745,7 +756,14 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
         return 0;
     }
     int object_ok;
-    if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) /* PUT, DELETE: NotImplemented */
+    if (preflight)
+        r->op = GW_OP_PREFLIGHT;
+    else if (rio__gw_arg(r, "cors"))
+        r->op = !strcmp(r->method, "GET")      ? GW_OP_GET_CORS
+                : !strcmp(r->method, "PUT")    ? GW_OP_PUT_CORS
+                : !strcmp(r->method, "DELETE") ? GW_OP_DELETE_CORS
+                                               : GW_OP_OTHER;
+    else if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) /* PUT, DELETE: 501 */
         r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_CONFIG : GW_OP_OTHER;
     else if (rio__gw_arg(r, "versioning")) /* GET: never enabled; PUT: NotImplemented */
         r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_VERSIONING : GW_OP_OTHER;
@@ -790,6 +808,12 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_bucket_versioning(c, r);
     case GW_OP_BUCKET_CONFIG:
         return rio__gw_bucket_config(c, r);
+    case GW_OP_PUT_CORS:
+        return rio__gw_put_bucket_cors(c, r);
+    case GW_OP_GET_CORS:
+        return rio__gw_get_bucket_cors(c, r);
+    case GW_OP_DELETE_CORS:
+        return rio__gw_delete_bucket_cors(c, r);
     case GW_OP_OBJECT_CONFIG:
         return rio__gw_object_config(c, r);
     case GW_OP_LIST_OBJECTS:
@@ -851,7 +875,7 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
         return;
     }
     rio__gw_checks_update(r, p, n);
-    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU) {
+    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_PUT_CORS) {
         if (r->blen + n > GW_POST_BODY_MAX) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
@@ -882,7 +906,7 @@ static int takes_body(int op)
 {
     return is_put(op) || op == GW_OP_POST_OBJECT || op == GW_OP_DELETE_OBJECTS ||
            op == GW_OP_CREATE_BUCKET || op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU ||
-           op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY;
+           op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY || op == GW_OP_PUT_CORS;
 }
 
 /* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]
@@ -948,7 +972,9 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
     else if (sigv2_off(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0) {
-        if (r->op == GW_OP_POST_OBJECT) { /* signed in its form: post.c decides */
+        if (r->op == GW_OP_PREFLIGHT) { /* never signed: the bucket's rules decide */
+            ret = rio__gw_preflight(c, r);
+        } else if (r->op == GW_OP_POST_OBJECT) { /* signed in its form: post.c decides */
             if (unsupported(c, r, &ret) == 0)
                 ret = rio__gw_post_open(c, r);
         } else if (authenticate(c, r, path, vpath ? vpath : path, &ret) == 0 &&
@@ -1296,6 +1322,7 @@ void rio__s3_gw_stop(void)
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
     rio__gw_head_clear();
+    rio__gw_cors_clear();
 }
 
 size_t rio__s3_gw_metrics(char *buf, size_t cap)

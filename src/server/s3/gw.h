@@ -90,6 +90,10 @@ enum gw_op {
     GW_OP_GET_ATTRIBUTES,
     GW_OP_LIST_VERSIONS, /* ListObjectVersions: every object its one version, "null" */
     GW_OP_POST_OBJECT,   /* an HTML form's upload (post.c) */
+    GW_OP_PUT_CORS,      /* a bucket's CORS configuration (corsgw.c) */
+    GW_OP_GET_CORS,
+    GW_OP_DELETE_CORS,
+    GW_OP_PREFLIGHT, /* OPTIONS: a browser's CORS preflight, not signed */
     GW_OP_OTHER,
     GW_OP__COUNT
 };

@@ -284,6 +284,11 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_error(c, r, 409, "BucketAlreadyOwnedByYou",
                              "Your previous request to create the named bucket succeeded and you "
                              "already own it.");
+    /* A CORS configuration a PutBucketCors racing the last DeleteBucket
+     * of the name left: not the new bucket's. */
+    ret = rio__gw_cors_drop(r->bucket);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_put(rio__gw_client(), k, "", 0, NULL, NULL);
     if (ret < 0)
@@ -470,6 +475,9 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
         snprintf(up, sizeof(up), GW_MPU_PREFIX "%s/", r->bucket);
         (void)rio__gw_each_key(up, 0, rio__gw_drop_entry, NULL);
     }
+    ret = rio__gw_cors_drop(r->bucket); /* before the marker: never one left without it */
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete bucket");
     marker_key(r->bucket, k, sizeof(k));
     ret = rio_delete(rio__gw_client(), k);
     if (ret < 0 && ret != RIO_ENOTFOUND)
