@@ -138,6 +138,8 @@ static const char boto_py[] =
 
 TEST(clients_through_two_gateways)
 {
+    static const char cors_json[] = "{\"CORSRules\": [{\"AllowedOrigins\": [\"https://app.test\"], "
+                                    "\"AllowedMethods\": [\"PUT\"]}]}";
     struct gw a, b;
     char url[1024], keys[256], cmd[1024], id[64];
     const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
@@ -208,6 +210,24 @@ TEST(clients_through_two_gateways)
     T_EQ(aws(&a, "", "o", "s3api copy-object --bucket rcb --key c/f1 --copy-source rcb/x/f1"), 0);
     T_EQ(aws(&b, "", "o", "s3 cp s3://rcb/c/f1 back2"), 0);
     T_TRUE(gw_same(&a, "back2", "f1"));
+    /* A bucket's CORS rules set through a apply through b, and deleted
+     * through b no longer through a. */
+    t_write_file(gw_path(&a, "cors.json"), cors_json, strlen(cors_json));
+    T_EQ(aws(&a, "", "o",
+             "s3api put-bucket-cors --bucket rcb --cors-configuration file://cors.json"),
+         0);
+    T_EQ(gw_curl(&b, "o",
+                 "-X OPTIONS -H 'Origin: https://app.test' -H 'Access-Control-Request-Method: PUT' "
+                 "%s/rcb/x/f1",
+                 b.url),
+         200);
+    T_TRUE(gw_has(&a, "o.h", "Access-Control-Allow-Origin: https://app.test"));
+    T_EQ(aws(&b, "", "o", "s3api delete-bucket-cors --bucket rcb"), 0);
+    T_EQ(gw_curl(&a, "o",
+                 "-X OPTIONS -H 'Origin: https://app.test' -H 'Access-Control-Request-Method: PUT' "
+                 "%s/rcb/x/f1",
+                 a.url),
+         403);
     /* Multipart one call at a time, every other call through the other. */
     create_upload(&a, "m/k", id, sizeof(id));
     T_EQ(t_sh("head -c 5242880 %s > %s && tail -c +5242881 %s > %s", gw_path(&a, "f1"),
