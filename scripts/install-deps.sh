@@ -47,6 +47,7 @@ TEST_PACKAGES=(
     rclone   # gateway tests: tests/integration/test_gw_clients
     restic   # gateway tests: tests/integration/test_gw_compat
     s3fs     # gateway tests: test_gw_clients (the bucket mounted with s3fs-fuse)
+    s3backer # gateway tests: test_gw_clients (the bucket as a block device)
     chromium-headless-shell # gateway tests: test_gw_cors (a browser on another origin)
     python3-boto3 # gateway tests: test_gw_clients (boto3)
     ceph-mon # rados tests: tests/harness/ceph.sh (single-host cluster)

@@ -7,8 +7,9 @@
  * back) and boto3 (put/get, its multipart upload_file and download_file,
  * listing, DeleteObjects, a presigned GET; Metadata and ContentType on
  * put_object, upload_file, copy_object with MetadataDirective and their
- * multipart ETag in head_object and the listing) and s3fs-fuse (the bucket
- * mounted and used as a file system); every byte compared.
+ * multipart ETag in head_object and the listing), s3fs-fuse (the bucket
+ * mounted and used as a file system) and s3backer (the bucket as a block
+ * device); every byte compared.
  */
 #include "gw_util.h"
 
@@ -167,33 +168,44 @@ static void s3fs_unmount(void *arg)
     t_sh("mountpoint -q %s && umount -l %s", (const char *)arg, (const char *)arg);
 }
 
+/* A FUSE client's gateway (program prog, which needs root and
+ * /dev/fuse): --s3-keys with one user, bucket made, the user's
+ * "AK:SECRET" in scratch file pw, an empty mount point (its path into mnt,
+ * unmounted when the test ends whatever happens). */
+static void fuse_start(struct gw *g, const char *prog, const char *bucket, char *mnt, size_t cap)
+{
+    static char keys[256];
+    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+
+    if (t_sh("command -v %s >/dev/null", prog) != 0)
+        T_SKIP("%s is not installed", prog);
+    if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
+        T_SKIP("%s needs root and /dev/fuse", prog);
+    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
+    gw_start(g, NULL, extra);
+    T_EQ(gw_curl(g, "o", "-X PUT --aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' %s/%s", AK, SK, g->url,
+                 bucket),
+         200);
+    T_EQ(t_sh("printf '%%s:%%s\\n' %s '%s' > %s/pw && chmod 600 %s/pw && mkdir %s/mnt", AK, SK,
+              g->dir, g->dir, g->dir),
+         0);
+    snprintf(mnt, cap, "%s/mnt", g->dir);
+    t_on_exit(s3fs_unmount, mnt); /* a failed step leaves no mount behind */
+}
+
 TEST(s3fs)
 {
     struct gw g;
     static char mnt[256]; /* for the exit hook */
-    char keys[256], opts[768];
-    const char *extra[] = {"--no-anon", "--s3-keys", keys, NULL};
+    char opts[768];
     int rc;
 
-    if (t_sh("command -v s3fs >/dev/null") != 0)
-        T_SKIP("s3fs is not installed");
-    if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0)
-        T_SKIP("s3fs needs root and /dev/fuse");
-    gw_keys_file(keys, sizeof(keys), AK " " SK " *\n");
-    gw_start(&g, NULL, extra);
-    T_EQ(gw_curl(&g, "o", "-X PUT --aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' %s/fsb", AK, SK,
-                 g.url),
-         200);
-    T_EQ(t_sh("printf '%%s:%%s\\n' %s '%s' > %s/pw && chmod 600 %s/pw && mkdir %s/mnt", AK, SK,
-              g.dir, g.dir, g.dir),
-         0);
-    snprintf(mnt, sizeof(mnt), "%s/mnt", g.dir);
+    fuse_start(&g, "s3fs", "fsb", mnt, sizeof(mnt));
     snprintf(opts, sizeof(opts),
              "-o passwd_file=%s/pw -o url=%s -o use_path_request_style -o sigv4 "
              "-o endpoint=us-east-1 -o dbglevel=warn -o logfile=%s/s3fs.log",
              g.dir, g.url, g.dir);
     gw_file(&g, "big", 25 * 1024 * 1024 + 11, 71);
-    t_on_exit(s3fs_unmount, mnt); /* a failed step leaves no mount behind */
     rc = t_sh("timeout 20 s3fs fsb %s %s && for i in $(seq 50); do "
               "mountpoint -q %s && exit 0; sleep 0.1; done; exit 1",
               mnt, opts, mnt);
@@ -232,5 +244,65 @@ TEST(s3fs)
                  SK, g.url),
          200);
     T_TRUE(gw_has(&g, "o", "<KeyCount>0</KeyCount>"));
+    gw_stop(&g);
+}
+
+/*
+ * s3backer: the gateway's bucket as a block device of 16 MiB in 128 KiB
+ * blocks, each block an object (PUT with Content-MD5, GET, HEAD; a block
+ * written all zeros is DELETEd; its mount token written and removed; the
+ * blocks listed at mount). Writes at unaligned offsets, a block zeroed,
+ * unmounted (every block flushed), mounted again by a new process: the
+ * device reads back byte for byte what the same writes make of a local
+ * file. Needs root and /dev/fuse.
+ */
+TEST(s3backer)
+{
+    struct gw g;
+    static char mnt[256]; /* for the exit hook */
+    char opts[512];
+    const char *writes = "dd if=big of=%s bs=4096 seek=300 conv=notrunc 2>/dev/null && "
+                         "printf zz | dd of=%s bs=1 seek=5000001 conv=notrunc 2>/dev/null && "
+                         "dd if=/dev/zero of=%s bs=128k seek=12 count=1 conv=notrunc 2>/dev/null";
+    char cmd[1024];
+    int rc;
+
+    fuse_start(&g, "s3backer", "blk", mnt, sizeof(mnt));
+    snprintf(opts, sizeof(opts),
+             "--accessFile=%s/pw --baseURL=%s/ --authVersion=aws4 --blockSize=128k "
+             "--size=16M --listBlocks",
+             g.dir, g.url);
+    gw_file(&g, "big", 3 * 1024 * 1024 + 5, 81);
+    rc = t_sh("timeout 20 s3backer %s blk %s > %s/s3b.log 2>&1 && for i in $(seq 50); do "
+              "test -e %s/file && exit 0; sleep 0.1; done; exit 1",
+              opts, mnt, g.dir, mnt);
+    if (rc != 0)
+        T_SKIP("s3backer could not mount here (FUSE not usable)");
+    /* the same writes on the device and on a local file */
+    T_EQ(t_sh("cd %s && truncate -s 16M want", g.dir), 0);
+    snprintf(cmd, sizeof(cmd), writes, "want", "want", "want");
+    T_EQ(t_sh("cd %s && %s", g.dir, cmd), 0);
+    snprintf(cmd, sizeof(cmd), writes, "mnt/file", "mnt/file", "mnt/file");
+    T_EQ(t_sh("cd %s && timeout 60 sh -c '%s' && sync", g.dir, cmd), 0);
+    /* unmounted: every block flushed before s3backer exits */
+    T_EQ(t_sh("timeout 30 umount %s && for i in $(seq 300); do pgrep -x s3backer >/dev/null || "
+              "exit 0; sleep 0.1; done; exit 1",
+              mnt),
+         0);
+    /* 3 MiB from byte 1228800 on: blocks 9 to 33 but 12, all zeros; and
+     * block 38 ("zz"); the mount token gone */
+    T_EQ(gw_curl(&g, "o", "--aws-sigv4 aws:amz:us-east-1:s3 -u '%s:%s' '%s/blk?list-type=2'", AK,
+                 SK, g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<KeyCount>25</KeyCount>"));
+    T_EQ(t_sh("timeout 20 s3backer %s blk %s > %s/s3b2.log 2>&1 && for i in $(seq 50); do "
+              "test -e %s/file && exit 0; sleep 0.1; done; exit 1",
+              opts, mnt, g.dir, mnt),
+         0);
+    T_EQ(t_sh("cd %s && timeout 60 cmp mnt/file want", g.dir), 0);
+    T_EQ(t_sh("timeout 30 umount %s && for i in $(seq 300); do pgrep -x s3backer >/dev/null || "
+              "exit 0; sleep 0.1; done; exit 1",
+              mnt),
+         0);
     gw_stop(&g);
 }
