@@ -486,6 +486,10 @@ int64_t rio__gw_parse_http_date(const char *s);
  * ("2026-12-02T08:00:00Z", with or without ".mmm"): unix seconds, -1 if
  * neither. */
 int64_t rio__gw_parse_date(const char *s);
+/* ISO 8601 in UTC, exactly "YYYY-MM-DDTHH:MM:SSZ" or with a fraction of 1
+ * to 9 digits before the Z (a POST policy's expiration, a DeleteObjects'
+ * LastModifiedTime): unix seconds, -1 if not. */
+int64_t rio__gw_parse_iso(const char *s);
 /* Standard base64 decode into out (cap); the length or -1. */
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap);
 int rio__gw_valid_bucket(const char *name);

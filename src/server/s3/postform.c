@@ -37,6 +37,7 @@
 #include "core/url.h"
 #include "railio.h"
 #include "server/s3/auth.h"
+#include "server/s3/gw.h"
 #include "transport/s3/sign.h"
 
 #define BOUNDARY_MAX 70 /* RFC 2046 */
@@ -700,40 +701,6 @@ static int juint(struct json *j, uint64_t *v)
     return ok ? 0 : -1;
 }
 
-/* "2026-12-05T12:00:00Z" or with a fraction ("...:00.000Z"). */
-static int64_t iso8601(const char *s)
-{
-    struct tm tm;
-    int n = 0;
-
-    memset(&tm, 0, sizeof(tm));
-    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-               &tm.tm_min, &tm.tm_sec, &n) != 6 ||
-        n != 19)
-        return -1;
-    for (int i = 0; i < 19; i++)
-        if ((i == 4 || i == 7)     ? s[i] != '-'
-            : i == 10              ? s[i] != 'T'
-            : (i == 13 || i == 16) ? s[i] != ':'
-                                   : (s[i] < '0' || s[i] > '9'))
-            return -1;
-    s += 19;
-    if (*s == '.') {
-        size_t k = strspn(s + 1, "0123456789");
-        if (k < 1 || k > 9)
-            return -1;
-        s += 1 + k;
-    }
-    if (strcmp(s, "Z") != 0)
-        return -1;
-    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
-        tm.tm_min > 59 || tm.tm_sec > 60)
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    return (int64_t)timegm(&tm);
-}
-
 static void policy_free(struct policy *pol)
 {
     for (unsigned i = 0; i < pol->n; i++) {
@@ -824,7 +791,7 @@ static int policy_parse(const char *text, size_t n, struct policy *pol, const ch
             rio__free(k);
             if (jstring(&j, &v) < 0)
                 goto bad;
-            pol->expiration = iso8601(v);
+            pol->expiration = rio__gw_parse_iso(v);
             rio__free(v);
             if (pol->expiration < 0) {
                 *why = "Invalid Policy: Invalid 'expiration' value.";

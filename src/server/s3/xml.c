@@ -191,27 +191,44 @@ int64_t rio__gw_parse_http_date(const char *s)
     return -1;
 }
 
+int64_t rio__gw_parse_iso(const char *s)
+{
+    struct tm tm;
+    int n = 0;
+
+    memset(&tm, 0, sizeof(tm));
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+               &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+        n != 19)
+        return -1;
+    for (int i = 0; i < 19; i++)
+        if ((i == 4 || i == 7)     ? s[i] != '-'
+            : i == 10              ? s[i] != 'T'
+            : (i == 13 || i == 16) ? s[i] != ':'
+                                   : (s[i] < '0' || s[i] > '9'))
+            return -1;
+    s += 19;
+    if (*s == '.') {
+        size_t k = strspn(s + 1, "0123456789");
+        if (k < 1 || k > 9)
+            return -1;
+        s += 1 + k;
+    }
+    if (strcmp(s, "Z") != 0)
+        return -1;
+    if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+        tm.tm_min > 59 || tm.tm_sec > 60)
+        return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return (int64_t)timegm(&tm);
+}
+
 int64_t rio__gw_parse_date(const char *s)
 {
     int64_t t = rio__gw_parse_http_date(s);
-    struct tm tm;
-    const char *end;
 
-    if (t >= 0)
-        return t;
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (!end)
-        return -1;
-    if (*end == '.') { /* fractions of a second: 1 to 9 digits */
-        size_t n = strspn(end + 1, "0123456789");
-        if (n < 1 || n > 9)
-            return -1;
-        end += 1 + n;
-    }
-    if (strcmp(end, "Z") != 0)
-        return -1;
-    return (int64_t)timegm(&tm);
+    return t >= 0 ? t : rio__gw_parse_iso(s);
 }
 
 int rio__gw_b64dec(const char *s, unsigned char *out, size_t cap)
