@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/server/s3/xml.c src/core/alloc.c */
+/* FUZZ_SOURCES src/server/s3/xml.c src/server/s3/tagxml.c src/server/s3/metarec.c src/core/alloc.c
+ */
 /*
  * libFuzzer target for the S3 gateway's request XML (src/server/s3/xml.c):
  * the bodies of DeleteObjects and CompleteMultipartUpload, which any client
- * with a key sends. The first byte picks the root the body must have (Delete
- * or CompleteMultipartUpload), the rest is the body. rio__gw_xml_wellformed
+ * with a key sends. The first byte picks the root the body must have (Delete,
+ * CompleteMultipartUpload or Tagging), the rest is the body. rio__gw_xml_wellformed
  * must never read past the body; a body it accepts must still be accepted
  * with blanks after it and refused when cut before its last '>' (its root
  * would be left open), and its elements are then walked as the gateway walks
  * them (Object, Key, VersionId, Part), which must not read past an element.
+ * A Tagging body is read as PutObjectTagging reads it: tags it takes are
+ * at most 10, each one S3 takes, and their document reads back the same.
  * The same bytes are also parsed as a count (rio__gw_parse_count) and as
  * a date (rio__gw_parse_date: a DeleteObjects' LastModifiedTime, a
  * conditional delete's header). Seeds:
@@ -20,7 +23,9 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "railio.h"
 #include "server/s3/gw.h"
+#include "server/s3/meta.h"
 
 #define CHECK FUZZ_CHECK
 
@@ -42,16 +47,47 @@ static int object_cb(void *arg, const char *raw, size_t len)
     return 0;
 }
 
+static void tagging(const char *body, size_t n)
+{
+    struct gw_meta *m = rio__gw_meta_new(), *m2 = rio__gw_meta_new(), *m3 = rio__gw_meta_new();
+    struct gw_buf b = {0};
+    const char *code, *why;
+    int ret;
+
+    if (!m || !m2 || !m3)
+        goto out;
+    ret = rio__gw_tags_from_xml(body, n, m, &code, &why);
+    CHECK(ret == 0 || ret == RIO_EINVAL || ret == -ENOMEM);
+    if (ret < 0) {
+        CHECK(m->ntags == 0);
+        goto out;
+    }
+    CHECK(m->ntags <= GW_META_TAGS_MAX);
+    for (unsigned i = 0; i < m->ntags; i++) /* each one S3 takes, keys once */
+        CHECK(rio__gw_meta_add_tag(m3, m->tags[i].name, m->tags[i].value, &why) == 0);
+    rio__gw_tags_xml(m, &b);
+    CHECK(!b.oom);
+    CHECK(rio__gw_tags_from_xml(b.p, b.len, m2, &code, &why) == 0 && m2->ntags == m->ntags);
+    for (unsigned i = 0; i < m->ntags; i++)
+        CHECK(!strcmp(m->tags[i].name, m2->tags[i].name) &&
+              !strcmp(m->tags[i].value, m2->tags[i].value));
+out:
+    rio__gw_buf_free(&b);
+    rio__gw_meta_free(m);
+    rio__gw_meta_free(m2);
+    rio__gw_meta_free(m3);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const roots[] = {"Delete", "CompleteMultipartUpload"};
+    static const char *const roots[] = {"Delete", "CompleteMultipartUpload", "Tagging"};
     const char *root;
     char *body, *wide;
     size_t n, total = 0;
 
     if (size < 1 || size > 1 << 16)
         return 0;
-    root = roots[data[0] & 1];
+    root = roots[data[0] % 3];
     n = size - 1;
     body = malloc(n + 1);
     wide = malloc(n + 4);
@@ -103,6 +139,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)rio__gw_xml_each_raw(body, n, "Object", object_cb, &total);
         (void)rio__gw_xml_each_raw(body, n, "Part", object_cb, &total);
     }
+    if (data[0] % 3 == 2)
+        tagging(body, n);
     free(body);
     free(wide);
     return 0;
@@ -118,6 +156,9 @@ void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
          "0123456789abcdef0123456789abcdef&quot;</ETag></Part></CompleteMultipartUpload>"),
         "\x00<Delete><Object><!-- <Key>hidden</Key> --><Key>x</Key></Object></Delete>",
         "\x01<CompleteMultipartUpload/>",
+        "\x02<Tagging xmlns=\"x\"><TagSet><Tag><Key>a b</Key><Value>c:d</Value></Tag><Tag><Key>e"
+        "</Key><Value/></Tag></TagSet></Tagging>",
+        "\x02<Tagging><TagSet/></Tagging>",
         "\x00<Delete><Object><Key>unclosed</Key></Object>",
         "\x01<CompleteMultipartUpload><Part></CompleteMultipartUploadXX>",
         "\x00"

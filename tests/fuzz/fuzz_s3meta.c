@@ -8,7 +8,7 @@
  * the parser accepts must hold only what the gateway would have stored (its
  * key within RIO_KEY_MAX, every value without a control character, user
  * metadata within 2 KiB, lower-case names each once, etags short and
- * terminated), and the writer's text for it (rio__gw_meta_encode) parses
+ * terminated, at most 10 tags S3 takes), and the writer's text for it (rio__gw_meta_encode) parses
  * back to the same record; the checks abort otherwise.
  * Seeds: tests/fuzz/corpus/s3meta/.
  */
@@ -51,6 +51,15 @@ static void check(const struct gw_meta *m, const char *key)
         ub += strlen(n) + strlen(m->user[i].value);
     }
     CHECK(ub == m->user_bytes && ub <= GW_META_USER_MAX);
+    /* Tags: at most 10, each one S3 takes, keys once */
+    CHECK(m->ntags <= GW_META_TAGS_MAX);
+    {
+        struct gw_meta *t = rio__gw_meta_new();
+        const char *why;
+        for (unsigned i = 0; t && i < m->ntags; i++)
+            CHECK(rio__gw_meta_add_tag(t, m->tags[i].name, m->tags[i].value, &why) == 0);
+        rio__gw_meta_free(t);
+    }
     /* Part sizes: runs of different sizes, within the bounds, summing to
      * the object's size; every part found where the runs put it. */
     {
@@ -85,6 +94,11 @@ static int same(const struct gw_meta *a, const struct gw_meta *b)
             return 0;
     for (unsigned i = 0; i < a->nuser; i++)
         if (strcmp(a->user[i].name, b->user[i].name) || strcmp(a->user[i].value, b->user[i].value))
+            return 0;
+    if (a->ntags != b->ntags)
+        return 0;
+    for (unsigned i = 0; i < a->ntags; i++)
+        if (strcmp(a->tags[i].name, b->tags[i].name) || strcmp(a->tags[i].value, b->tags[i].value))
             return 0;
     return 1;
 }

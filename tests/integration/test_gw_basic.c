@@ -466,7 +466,10 @@ TEST(listing)
     T_EQ(gw_curl(&g, "l", "-X PUT -d x '%s/lst/b?v=2'", g.url), 501);
     T_EQ(gw_curl(&g, "l", "-X DELETE '%s/lst/b?v=2'", g.url), 501);
     T_EQ(gw_curl(&g, "l", "-I '%s/lst/b'", g.url), 200);
-    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst/b?tagging'", g.url), 501);
+    /* tags are kept (test_gw_tagging): this is no Tagging document */
+    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst/b?tagging'", g.url), 400);
+    T_TRUE(gw_has(&g, "l", "MalformedXML"));
+    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst?tagging'", g.url), 501); /* a bucket's */
     /* UploadPartCopy (test_gw_compat): to an upload that is not there. */
     T_EQ(gw_curl(&g, "l",
                  "-X PUT -H 'x-amz-copy-source: /lst/b' "

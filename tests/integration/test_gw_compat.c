@@ -938,9 +938,11 @@ TEST(bucket_config_never_set)
     T_TRUE(gw_has(&g, "o", "<Grantee"));
     T_TRUE(gw_has(&g, "o", "<Permission>FULL_CONTROL</Permission>"));
     T_EQ(gw_curl(&g, "o", "'%s/cfg/k?tagging'", g.url), 200);
-    T_TRUE(gw_has(&g, "o", "<TagSet/>"));
+    T_TRUE(gw_has(&g, "o", "<TagSet></TagSet>"));
     T_EQ(gw_curl(&g, "o", "'%s/cfg/k?cors'", g.url), 501);
-    T_EQ(gw_curl(&g, "o", "-X PUT -d '<Tagging/>' '%s/cfg/k?tagging'", g.url), 501);
+    /* an object's tags are kept (test_gw_tagging): this is no Tagging */
+    T_EQ(gw_curl(&g, "o", "-X PUT -d '<Tagging/>' '%s/cfg/k?tagging'", g.url), 400);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d '<Tagging/>' '%s/cfg/k?retention'", g.url), 501);
     /* The object itself is untouched by all of it. */
     T_EQ(gw_curl(&g, "o", "%s/cfg/k", g.url), 200);
     T_TRUE(gw_has(&g, "o", "x"));

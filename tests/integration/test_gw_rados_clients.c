@@ -228,6 +228,13 @@ TEST(clients_through_two_gateways)
                  "%s/rcb/x/f1",
                  a.url),
          403);
+    /* Tags put through a are read through b. */
+    T_EQ(aws(&a, "", "o",
+             "s3api put-object-tagging --bucket rcb --key x/f1 --tagging "
+             "'TagSet=[{Key=k,Value=v}]'"),
+         0);
+    T_EQ(aws(&b, "", "o", "s3api get-object-tagging --bucket rcb --key x/f1 --output text"), 0);
+    T_TRUE(gw_has(&a, "o", "k\tv"));
     /* Multipart one call at a time, every other call through the other. */
     create_upload(&a, "m/k", id, sizeof(id));
     T_EQ(t_sh("head -c 5242880 %s > %s && tail -c +5242881 %s > %s", gw_path(&a, "f1"),

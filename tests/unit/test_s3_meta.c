@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "railio.h"
+#include "server/s3/gw.h"
 #include "server/s3/meta.h"
 #include "t.h"
 
@@ -426,6 +427,193 @@ TEST(copy_content_leaves_identity)
     rio__gw_meta_free(src);
 }
 
+/* Tags: what S3 takes (count, lengths in characters, characters, "aws:",
+ * keys once), the x-amz-tagging header's form, the Tagging document, and
+ * the record: version 2 exactly when it holds tags, refused whole for any
+ * tag S3 would not take. */
+TEST(tags)
+{
+    struct gw_meta *m = rio__gw_meta_new(), *back = NULL;
+    const char *why = NULL, *code = NULL;
+    char key[600], *text = NULL, *k2 = NULL;
+    size_t len = 0;
+    static const struct {
+        const char *key, *value;
+        int ret;
+    } add[] = {
+        {"project", "railio", 0},
+        {"a b+c-d=e.f_g:h/i@j", "", 0},
+        {"\xc3\xbc\xe6\x97\xa5", "\xf0\x9f\x98\x80 ok", 0}, /* ü日, 😀: UTF-8 */
+        {"", "x", RIO_EINVAL},
+        {"aws:created", "x", RIO_EINVAL},
+        {"AWS:x", "x", RIO_EINVAL},
+        {"project", "again", RIO_EINVAL},
+        {"a<b", "x", RIO_EINVAL},
+        {"k", "a\tb", RIO_EINVAL},
+        {"k", "a,b", RIO_EINVAL},
+        {"k", "\xc3", RIO_EINVAL},     /* cut short */
+        {"k", "\xc0\xaf", RIO_EINVAL}, /* overlong */
+        {"k", "\xf8\x88\x80\x80\x80", RIO_EINVAL},
+    };
+
+    T_NOTNULL(m);
+    for (size_t i = 0; i < sizeof(add) / sizeof(add[0]); i++) {
+        int ret = rio__gw_meta_add_tag(m, add[i].key, add[i].value, &why);
+        if (ret != add[i].ret)
+            T_FAIL("tag %zu (%s): %d, not %d", i, add[i].key, ret, add[i].ret);
+    }
+    T_EQ(m->ntags, 3u);
+    /* 128 characters of key (of two bytes each here), 256 of value */
+    memset(key, 0, sizeof(key));
+    for (int i = 0; i < 128; i++)
+        memcpy(key + 2 * i, "\xc3\xa9", 2);
+    T_OK(rio__gw_meta_add_tag(m, key, "", &why));
+    memcpy(key + 256, "e", 2);
+    T_ERR(rio__gw_meta_add_tag(m, key, "", &why), RIO_EINVAL);
+    memset(key, 'v', 257);
+    key[257] = '\0';
+    T_ERR(rio__gw_meta_add_tag(m, "k", key, &why), RIO_EINVAL);
+    key[256] = '\0';
+    T_OK(rio__gw_meta_add_tag(m, "k", key, &why));
+    for (int i = 0; m->ntags < GW_META_TAGS_MAX; i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "t%d", i);
+        T_OK(rio__gw_meta_add_tag(m, k, "1", &why));
+    }
+    T_ERR(rio__gw_meta_add_tag(m, "one-more", "1", &why), -E2BIG);
+    T_STREQ(why, "Object tags cannot be greater than 10");
+    T_EQ(strcmp(rio__gw_tag_code(-E2BIG, why), "BadRequest"), 0);
+    T_FALSE(rio__gw_meta_is_default(m, ""));
+
+    /* the record: version 2, read back the same */
+    m->size = 1;
+    snprintf(m->etag, sizeof(m->etag), "00");
+    T_OK(rio__gw_meta_encode(m, "b/k", &text, &len));
+    T_EQ(strncmp(text, "railio-s3-meta 2\n", 17), 0);
+    T_NOTNULL(strstr(text, "\ntag a%20b+c-d=e.f_g:h/i@j \n"));
+    T_OK(rio__gw_meta_parse(text, len, &back, &k2, NULL));
+    T_EQ(back->ntags, m->ntags);
+    for (unsigned i = 0; i < m->ntags; i++) {
+        T_STREQ(back->tags[i].name, m->tags[i].name);
+        T_STREQ(back->tags[i].value, m->tags[i].value);
+    }
+    rio__gw_meta_free(back);
+    rio__free(k2);
+    rio__free(text);
+
+    /* the header: URL-encoded pairs, '+' a blank; replaces what was */
+    T_OK(rio__gw_meta_tags_from_query(m, "k1=v1&k%202=a+b&empty=&bare", &why));
+    T_EQ(m->ntags, 4u);
+    T_STREQ(m->tags[1].name, "k 2");
+    T_STREQ(m->tags[1].value, "a b");
+    T_STREQ(m->tags[2].value, "");
+    T_STREQ(m->tags[3].name, "bare");
+    T_OK(rio__gw_meta_tags_from_query(m, "", &why));
+    T_EQ(m->ntags, 0u);
+    T_ERR(rio__gw_meta_tags_from_query(m, "a=%zz", &why), RIO_EINVAL);
+    T_EQ(strcmp(rio__gw_tag_code(RIO_EINVAL, why), "InvalidArgument"), 0);
+    T_ERR(rio__gw_meta_tags_from_query(m, "a=%00", &why), RIO_EINVAL);
+    T_ERR(rio__gw_meta_tags_from_query(m, "a=1&a=2", &why), RIO_EINVAL);
+    T_EQ(strcmp(rio__gw_tag_code(RIO_EINVAL, why), "InvalidTag"), 0);
+    T_ERR(rio__gw_meta_tags_from_query(m, "aws:x=1", &why), RIO_EINVAL);
+    T_ERR(rio__gw_meta_tags_from_query(m, "a=1&b=2&c=3&d=4&e=5&f=6&g=7&h=8&i=9&j=10&k=11", &why),
+          -E2BIG);
+    T_EQ(m->ntags, 0u); /* a refused header leaves none */
+
+    /* the document */
+    {
+        static const char good[] =
+            "<?xml version=\"1.0\"?><Tagging xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+            "<TagSet><Tag><Key>a&#43;b</Key><Value>1</Value></Tag>"
+            "<Tag><Value/><Key>empty</Key></Tag></TagSet></Tagging>";
+        static const struct {
+            const char *xml, *code;
+        } bad[] = {
+            {"<Tagging/>", "MalformedXML"},
+            {"<Tagging><TagSet/><TagSet/></Tagging>", "MalformedXML"},
+            {"<Tagging><TagSet><Tag><Key>a</Key></Tag></TagSet></Tagging>", "MalformedXML"},
+            {"<Tagging><TagSet><Tag><Key>a</Key><Key>b</Key><Value/></Tag></TagSet></Tagging>",
+             "MalformedXML"},
+            {"<Tagging><TagSet><Tag><Key>a</Key><Value/><X/></Tag></TagSet></Tagging>",
+             "MalformedXML"},
+            {"<Tagging><TagSet><Tag><Key>a</Key><Value><b/></Value></Tag></TagSet></Tagging>",
+             "MalformedXML"},
+            {"<Tagging><TagSet>x</TagSet></Tagging>", "MalformedXML"},
+            {"<Tags><TagSet/></Tags>", "MalformedXML"},
+            {"<Tagging><TagSet><Tag><Key>aws:x</Key><Value/></Tag></TagSet></Tagging>",
+             "InvalidTag"},
+            {"<Tagging><TagSet><Tag><Key>a</Key><Value/></Tag><Tag><Key>a</Key><Value/></Tag>"
+             "</TagSet></Tagging>",
+             "InvalidTag"},
+        };
+        struct gw_buf b = {0};
+        T_OK(rio__gw_tags_from_xml(good, strlen(good), m, &code, &why));
+        T_EQ(m->ntags, 2u);
+        T_STREQ(m->tags[0].name, "a+b");
+        T_STREQ(m->tags[1].value, "");
+        rio__gw_tags_xml(m, &b);
+        T_NOTNULL(strstr(b.p, "<TagSet><Tag><Key>a+b</Key><Value>1</Value></Tag><Tag><Key>"
+                              "empty</Key><Value></Value></Tag></TagSet>"));
+        rio__gw_buf_free(&b);
+        T_OK(rio__gw_tags_from_xml("<Tagging><TagSet/></Tagging>", 28, m, &code, &why));
+        T_EQ(m->ntags, 0u);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            int ret = rio__gw_tags_from_xml(bad[i].xml, strlen(bad[i].xml), m, &code, &why);
+            if (ret != RIO_EINVAL || strcmp(code, bad[i].code) != 0)
+                T_FAIL("%s: %d %s", bad[i].xml, ret, code);
+            T_EQ(m->ntags, 0u);
+        }
+        {
+            char eleven[1024] = "<Tagging><TagSet>";
+            for (int i = 0; i < 11; i++)
+                snprintf(eleven + strlen(eleven), sizeof(eleven) - strlen(eleven),
+                         "<Tag><Key>k%d</Key><Value>v</Value></Tag>", i);
+            strcat(eleven, "</TagSet></Tagging>");
+            T_ERR(rio__gw_tags_from_xml(eleven, strlen(eleven), m, &code, &why), RIO_EINVAL);
+            T_STREQ(code, "BadRequest");
+        }
+    }
+    rio__gw_meta_free(m);
+}
+
+/* Records with tags that S3 would not take, or tags where none may be. */
+TEST(bad_tag_records_refused_whole)
+{
+    static const char *const bad[] = {
+        "railio-s3-meta 1\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a 1\nend\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\nend\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag aws:a 1\nend\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a 1\ntag a 2\n"
+        "end\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a%3C 1\nend\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a\nend\n",
+        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag  1\nend\n",
+    };
+    char eleven[1024];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct gw_meta *m = (void *)1;
+        if (rio__gw_meta_parse(bad[i], strlen(bad[i]), &m, NULL, NULL) != RIO_EPROTO)
+            T_FAIL("taken: %s", bad[i]);
+        T_NULL(m);
+    }
+    snprintf(eleven, sizeof(eleven),
+             "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\n");
+    for (int i = 0; i < 11; i++)
+        snprintf(eleven + strlen(eleven), sizeof(eleven) - strlen(eleven), "tag k%d v\n", i);
+    strcat(eleven, "end\n");
+    {
+        struct gw_meta *m = NULL;
+        T_ERR(rio__gw_meta_parse(eleven, strlen(eleven), &m, NULL, NULL), RIO_EPROTO);
+        /* ten are taken */
+        char *last = strstr(eleven, "tag k10 v\n");
+        memmove(last, last + 10, strlen(last + 10) + 1);
+        T_OK(rio__gw_meta_parse(eleven, strlen(eleven), &m, NULL, NULL));
+        T_EQ(m->ntags, 10u);
+        rio__gw_meta_free(m);
+    }
+}
+
 TEST(every_allocation_failure)
 {
     int64_t before = rio__alloc_outstanding();
@@ -463,6 +651,42 @@ TEST(every_allocation_failure)
         rio__free(key);
         rio__gw_meta_free(m);
         rio__gw_meta_free(src);
+        T_EQ(rio__alloc_outstanding(), before);
+    }
+    T_TRUE(ok);
+}
+
+TEST(every_allocation_failure_of_tags)
+{
+    static const char rec[] = "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\n"
+                              "s3-etag -\ntag a%20b 1\ntag c \nend\n";
+    static const char doc[] =
+        "<Tagging><TagSet><Tag><Key>k</Key><Value>v</Value></Tag></TagSet></Tagging>";
+    int64_t before = rio__alloc_outstanding();
+    int ok = 0;
+
+    for (uint64_t n = 1; n < 100 && !ok; n++) {
+        struct gw_meta *m = NULL, *d = NULL;
+        const char *why = NULL, *code = NULL;
+        int ret;
+
+        rio__alloc_fail_nth(n);
+        ret = rio__gw_meta_parse(rec, strlen(rec), &m, NULL, NULL);
+        if (ret == 0)
+            ret = rio__gw_meta_tags_from_query(m, "x=1&y=2", &why);
+        if (ret == 0)
+            ret = rio__gw_tags_from_xml(doc, strlen(doc), m, &code, &why);
+        if (ret == 0)
+            ret = (d = rio__gw_meta_dup(m)) ? 0 : -ENOMEM;
+        rio__alloc_fail_nth(0);
+        if (ret < 0) {
+            T_ERR(ret, -ENOMEM);
+        } else {
+            T_EQ(d->ntags, 1u);
+            ok = 1;
+        }
+        rio__gw_meta_free(m);
+        rio__gw_meta_free(d);
         T_EQ(rio__alloc_outstanding(), before);
     }
     T_TRUE(ok);

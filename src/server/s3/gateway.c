@@ -74,7 +74,8 @@ static const char *const op_names[GW_OP__COUNT] = {
     "ListObjectVersions",   "PostObject",
     "PutBucketCors",        "GetBucketCors",
     "DeleteBucketCors",     "PreflightRequest",
-    "Other"};
+    "PutObjectTagging",     "GetObjectTagging",
+    "DeleteObjectTagging",  "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -725,6 +726,13 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
             return 0;
         }
         int object_ok;
+        if (rio__gw_arg(r, "tagging")) {
+            r->op = !strcmp(r->method, "GET")      ? GW_OP_GET_TAGGING
+                    : !strcmp(r->method, "PUT")    ? GW_OP_PUT_TAGGING
+                    : !strcmp(r->method, "DELETE") ? GW_OP_DELETE_TAGGING
+                                                   : GW_OP_OTHER;
+            return 0;
+        }
         if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) {
             /* GET ?acl, ?tagging; anything else about an object's
              * configuration: NotImplemented. */
@@ -814,6 +822,12 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_get_bucket_cors(c, r);
     case GW_OP_DELETE_CORS:
         return rio__gw_delete_bucket_cors(c, r);
+    case GW_OP_PUT_TAGGING:
+        return rio__gw_put_tagging(c, r);
+    case GW_OP_GET_TAGGING:
+        return rio__gw_get_tagging(c, r);
+    case GW_OP_DELETE_TAGGING:
+        return rio__gw_delete_tagging(c, r);
     case GW_OP_OBJECT_CONFIG:
         return rio__gw_object_config(c, r);
     case GW_OP_LIST_OBJECTS:
@@ -875,7 +889,8 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
         return;
     }
     rio__gw_checks_update(r, p, n);
-    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_PUT_CORS) {
+    if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_PUT_CORS ||
+        r->op == GW_OP_PUT_TAGGING) {
         if (r->blen + n > GW_POST_BODY_MAX) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
@@ -906,7 +921,8 @@ static int takes_body(int op)
 {
     return is_put(op) || op == GW_OP_POST_OBJECT || op == GW_OP_DELETE_OBJECTS ||
            op == GW_OP_CREATE_BUCKET || op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU ||
-           op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY || op == GW_OP_PUT_CORS;
+           op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY || op == GW_OP_PUT_CORS ||
+           op == GW_OP_PUT_TAGGING;
 }
 
 /* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]

@@ -93,7 +93,10 @@ enum gw_op {
     GW_OP_PUT_CORS,      /* a bucket's CORS configuration (corsgw.c) */
     GW_OP_GET_CORS,
     GW_OP_DELETE_CORS,
-    GW_OP_PREFLIGHT, /* OPTIONS: a browser's CORS preflight, not signed */
+    GW_OP_PREFLIGHT,   /* OPTIONS: a browser's CORS preflight, not signed */
+    GW_OP_PUT_TAGGING, /* an object's tags (tagging.c) */
+    GW_OP_GET_TAGGING,
+    GW_OP_DELETE_TAGGING,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -536,6 +539,23 @@ int rio__gw_xml_children(const char *raw, size_t n,
  * (rio__free). 0; -1 when it holds an element, a NUL or a reference the
  * reader does not take; -ENOMEM. */
 int rio__gw_xml_text(const char *raw, size_t len, char **out);
+
+/* tagxml.c: an object's tags as S3's Tagging document. from_xml replaces
+ * m's tags with a PutObjectTagging body's: 0, RIO_EINVAL with S3's *code
+ * ("MalformedXML", "InvalidTag", "BadRequest": more than 10) and *why
+ * (static text), -ENOMEM; m then has none. tags_xml: the document of m's
+ * (NULL: none), appended to b. */
+int rio__gw_tags_from_xml(const char *xml, size_t n, struct gw_meta *m, const char **code,
+                          const char **why);
+void rio__gw_tags_xml(const struct gw_meta *m, struct gw_buf *b);
+
+/* tagging.c: PutObjectTagging, GetObjectTagging, DeleteObjectTagging.
+ * tag_code (tagxml.c): S3's code for rio__gw_meta_tags_from_query's or
+ * rio__gw_meta_add_tag's error err with its why. */
+const char *rio__gw_tag_code(int err, const char *why);
+int rio__gw_put_tagging(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_get_tagging(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_delete_tagging(struct MHD_Connection *c, struct gw_req *r);
 
 /* corsgw.c: a bucket's CORS configuration (cors.h). cors_headers adds
  * to resp the headers of the rule that lets r's Origin use r's method, if

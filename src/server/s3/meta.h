@@ -25,7 +25,10 @@
 #define GW_META_PARTS_MAX 10000u    /* S3: parts of a multipart object */
 #define GW_META_PREFIX ".rio-meta/" /* records: ".rio-meta/BUCKET/<SHA-256 of KEY>" */
 #define GW_META_DEFAULT_TYPE "binary/octet-stream"
-#define GW_META_CK_MAX 56u /* a checksum's value: base64 of a SHA-256 (44) and "-10000" */
+#define GW_META_CK_MAX 56u         /* a checksum's value: base64 of a SHA-256 (44) and "-10000" */
+#define GW_META_TAGS_MAX 10u       /* S3: tags of an object */
+#define GW_META_TAG_KEY_MAX 128u   /* S3: a tag's key, characters */
+#define GW_META_TAG_VALUE_MAX 256u /* S3: a tag's value, characters */
 
 /* The stored content headers, in record order. */
 enum gw_meta_hdr {
@@ -73,6 +76,12 @@ struct gw_meta {
     struct gw_meta_kv *user;
     unsigned nuser, capuser;
     size_t user_bytes; /* names + values */
+    /* The object's tags (S3 tagging), in the order given; keys once each.
+     * A record with tags is written as version 2 ("railio-s3-meta 2"),
+     * which gateways before tagging refuse: they serve such objects with
+     * the defaults, and read every other record as before. */
+    struct gw_meta_kv tags[GW_META_TAGS_MAX];
+    unsigned ntags;
 };
 
 /* Errors of the setters besides -ENOMEM. */
@@ -126,6 +135,23 @@ size_t rio__gw_ck_len(const char *algo);
  * 0, or RIO_EINVAL (nothing recorded).
  */
 int rio__gw_meta_set_checksum(struct gw_meta *m, const char *algo, const char *value);
+/**
+ * Add a tag: key of 1 to 128 characters, value of 0 to 256 (UTF-8; letters,
+ * digits, blanks and "+-=._:/@", as S3 takes them), not starting with
+ * "aws:", a key not yet there. 0; RIO_EINVAL (*why: what is wrong, static
+ * text); -E2BIG (already GW_META_TAGS_MAX); -ENOMEM.
+ */
+int rio__gw_meta_add_tag(struct gw_meta *m, const char *key, const char *value, const char **why);
+/** Drop m's tags. */
+void rio__gw_meta_clear_tags(struct gw_meta *m);
+/** Replace m's tags with src's. 0 or -ENOMEM (m then has none). */
+int rio__gw_meta_copy_tags(struct gw_meta *m, const struct gw_meta *src);
+/**
+ * m's tags from an x-amz-tagging header: "K1=V1&K2=V2", URL-encoded ('+'
+ * a blank). Replaces any. As rio__gw_meta_add_tag, and RIO_EINVAL for
+ * text that is not such a list (a bad escape, a key twice).
+ */
+int rio__gw_meta_tags_from_query(struct gw_meta *m, const char *q, const char **why);
 /** Copy the content headers and user metadata of src into dst (not the
  * identity nor the ETag). 0 or -ENOMEM. */
 int rio__gw_meta_copy_content(struct gw_meta *dst, const struct gw_meta *src);

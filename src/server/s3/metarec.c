@@ -22,6 +22,7 @@
 #include "server/s3/meta.h"
 
 #define MAGIC "railio-s3-meta 1"
+#define MAGIC2 "railio-s3-meta 2" /* with tag lines */
 
 const char *const rio__gw_meta_hdr_names[GW_MH__COUNT] = {
     "Content-Type",     "Content-Encoding", "Content-Disposition",
@@ -51,7 +52,163 @@ void rio__gw_meta_free(struct gw_meta *m)
     }
     rio__free(m->user);
     rio__free(m->runs);
+    rio__gw_meta_clear_tags(m);
     rio__free(m);
+}
+
+void rio__gw_meta_clear_tags(struct gw_meta *m)
+{
+    for (unsigned i = 0; i < m->ntags; i++) {
+        rio__free(m->tags[i].name);
+        rio__free(m->tags[i].value);
+    }
+    m->ntags = 0;
+}
+
+/* Characters (UTF-8 sequences) of a tag's key or value, at most max of
+ * them: -1 when it holds a byte S3 refuses (a control character, one of
+ * the ASCII signs it does not list, broken UTF-8), else the count. */
+static long tag_chars(const char *s, size_t max)
+{
+    long n = 0;
+
+    while (*s) {
+        unsigned char ch = (unsigned char)*s;
+        size_t len = ch < 0x80             ? 1
+                     : (ch & 0xe0) == 0xc0 ? 2
+                     : (ch & 0xf0) == 0xe0 ? 3
+                     : (ch & 0xf8) == 0xf0 ? 4
+                                           : 0;
+        if (!len || (ch >= 0x80 && ch < 0xc2) || ch > 0xf4)
+            return -1;
+        if (len == 1 && !((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                          (ch >= '0' && ch <= '9') || strchr(" +-=._:/@", ch)))
+            return -1;
+        for (size_t i = 1; i < len; i++)
+            if (((unsigned char)s[i] & 0xc0) != 0x80)
+                return -1;
+        s += len;
+        if ((size_t)++n > max)
+            return -1;
+    }
+    return n;
+}
+
+int rio__gw_meta_add_tag(struct gw_meta *m, const char *key, const char *value, const char **why)
+{
+    long kn = tag_chars(key, GW_META_TAG_KEY_MAX), vn = tag_chars(value, GW_META_TAG_VALUE_MAX);
+    char *k, *v;
+
+    if (kn < 1) {
+        *why = "The TagKey you have provided is invalid (1 to 128 letters, digits, blanks or "
+               "+-=._:/@).";
+        return RIO_EINVAL;
+    }
+    if (vn < 0) {
+        *why = "The TagValue you have provided is invalid (up to 256 letters, digits, blanks or "
+               "+-=._:/@).";
+        return RIO_EINVAL;
+    }
+    if (strncasecmp(key, "aws:", 4) == 0) {
+        *why = "Your TagKey cannot be prefixed with aws:";
+        return RIO_EINVAL;
+    }
+    for (unsigned i = 0; i < m->ntags; i++)
+        if (strcmp(m->tags[i].name, key) == 0) {
+            *why = "Cannot provide multiple Tags with the same key";
+            return RIO_EINVAL;
+        }
+    if (m->ntags == GW_META_TAGS_MAX) {
+        *why = "Object tags cannot be greater than 10";
+        return -E2BIG;
+    }
+    k = rio__strdup(key);
+    v = rio__strdup(value);
+    if (!k || !v) {
+        rio__free(k);
+        rio__free(v);
+        return -ENOMEM;
+    }
+    m->tags[m->ntags].name = k;
+    m->tags[m->ntags].value = v;
+    m->ntags++;
+    return 0;
+}
+
+int rio__gw_meta_copy_tags(struct gw_meta *m, const struct gw_meta *src)
+{
+    const char *why;
+
+    rio__gw_meta_clear_tags(m);
+    for (unsigned i = 0; src && i < src->ntags; i++) {
+        int ret = rio__gw_meta_add_tag(m, src->tags[i].name, src->tags[i].value, &why);
+        if (ret < 0) {
+            rio__gw_meta_clear_tags(m);
+            return -ENOMEM; /* src's were valid */
+        }
+    }
+    return 0;
+}
+
+static int hexv(char c);
+
+/* [s, e) of a query, '+' a blank and %XX a byte (never NUL): a new string,
+ * NULL for a bad escape (*oom on no memory). */
+static char *query_dec(const char *s, const char *e, int *oom)
+{
+    char *d = rio__malloc((size_t)(e - s) + 1), *o = d;
+
+    if (!d) {
+        *oom = 1;
+        return NULL;
+    }
+    for (; s < e; s++) {
+        if (*s == '+') {
+            *o++ = ' ';
+        } else if (*s == '%') {
+            int hi = e - s > 2 ? hexv(s[1]) : -1, lo = e - s > 2 ? hexv(s[2]) : -1;
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                rio__free(d);
+                return NULL;
+            }
+            *o++ = (char)(hi * 16 + lo);
+            s += 2;
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    return d;
+}
+
+int rio__gw_meta_tags_from_query(struct gw_meta *m, const char *q, const char **why)
+{
+    const char *p = q;
+    int ret = 0;
+
+    rio__gw_meta_clear_tags(m);
+    while (*p && ret == 0) {
+        const char *amp = strchr(p, '&'), *end = amp ? amp : p + strlen(p);
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        int oom = 0;
+        char *k = query_dec(p, eq ? eq : end, &oom);
+        char *v = k ? query_dec(eq ? eq + 1 : end, end, &oom) : NULL;
+        if (oom)
+            ret = -ENOMEM;
+        else if (!k || !v) {
+            *why = "The header 'x-amz-tagging' shall be encoded as UTF-8 then URLEncoded URL "
+                   "query parameters without tag name duplicates.";
+            ret = RIO_EINVAL;
+        } else {
+            ret = rio__gw_meta_add_tag(m, k, v, why);
+        }
+        rio__free(k);
+        rio__free(v);
+        p = amp ? amp + 1 : end;
+    }
+    if (ret < 0)
+        rio__gw_meta_clear_tags(m);
+    return ret;
 }
 
 int rio__gw_meta_valid_value(const char *v, size_t max)
@@ -153,7 +310,7 @@ int rio__gw_meta_is_default(const struct gw_meta *m, const char *etag)
 {
     if (!m)
         return 1;
-    if (m->nuser || (m->s3etag[0] && strcmp(m->s3etag, etag) != 0) || m->ck_algo[0])
+    if (m->nuser || m->ntags || (m->s3etag[0] && strcmp(m->s3etag, etag) != 0) || m->ck_algo[0])
         return 0;
     for (int i = 0; i < GW_MH__COUNT; i++)
         if (m->hdr[i] && (i != GW_MH_CONTENT_TYPE || strcmp(m->hdr[i], GW_META_DEFAULT_TYPE) != 0))
@@ -318,7 +475,7 @@ struct gw_meta *rio__gw_meta_dup(const struct gw_meta *m)
         memcpy(d->runs, m->runs, m->nruns * sizeof(*d->runs));
         d->nruns = m->nruns;
     }
-    if (rio__gw_meta_copy_content(d, m) < 0) {
+    if (rio__gw_meta_copy_content(d, m) < 0 || rio__gw_meta_copy_tags(d, m) < 0) {
         rio__gw_meta_free(d);
         return NULL;
     }
@@ -393,7 +550,7 @@ int rio__gw_meta_encode(const struct gw_meta *m, const char *bkey, char **out, s
 {
     struct out o = {0};
 
-    out_put(&o, MAGIC "\nkey ", strlen(MAGIC) + 5);
+    out_put(&o, m->ntags ? MAGIC2 "\nkey " : MAGIC "\nkey ", strlen(MAGIC) + 5);
     out_pct(&o, bkey);
     out_printf(&o, "\nsize %llu\n", (unsigned long long)m->size);
     if (m->generation)
@@ -422,6 +579,13 @@ int rio__gw_meta_encode(const struct gw_meta *m, const char *bkey, char **out, s
         out_pct(&o, m->user[i].name);
         out_put(&o, " ", 1);
         out_pct(&o, m->user[i].value);
+        out_put(&o, "\n", 1);
+    }
+    for (unsigned i = 0; i < m->ntags; i++) {
+        out_put(&o, "tag ", 4);
+        out_pct(&o, m->tags[i].name);
+        out_put(&o, " ", 1);
+        out_pct(&o, m->tags[i].value);
         out_put(&o, "\n", 1);
     }
     out_put(&o, "end\n", 4);
@@ -602,7 +766,7 @@ int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bke
     struct gw_meta *m = NULL;
     const char *s, *e, *v;
     char *key = NULL;
-    int oom = 0, ret = RIO_EPROTO;
+    int oom = 0, ret = RIO_EPROTO, v2;
 
     *out = NULL;
     if (bkey)
@@ -613,8 +777,9 @@ int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bke
     if (!m)
         return -ENOMEM;
     if (next_line(&in, &s, &e) < 0 || (size_t)(e - s) != strlen(MAGIC) ||
-        memcmp(s, MAGIC, strlen(MAGIC)) != 0)
-        BAD("not a railio-s3-meta 1 record");
+        (memcmp(s, MAGIC, strlen(MAGIC)) != 0 && memcmp(s, MAGIC2, strlen(MAGIC2)) != 0))
+        BAD("not a railio-s3-meta 1 or 2 record");
+    v2 = s[strlen(MAGIC) - 1] == '2';
     if (next_line(&in, &s, &e) < 0 || field(s, e, "key", &v) < 0)
         BAD("no key line");
     key = pct_dec(v, e, RIO_KEY_MAX, &oom);
@@ -702,10 +867,24 @@ int rio__gw_meta_parse(const char *p, size_t n, struct gw_meta **out, char **bke
                 oom = 1;
             if (r < 0)
                 BAD("a bad meta line");
+        } else if (v2 && field(s, e, "tag", &v) == 0) {
+            /* "tag KEY VALUE", each as S3 takes it, keys once, at most 10 */
+            const char *sp = memchr(v, ' ', (size_t)(e - v)), *w;
+            char *name = sp ? pct_dec(v, sp, 4 * GW_META_TAG_KEY_MAX, &oom) : NULL;
+            char *val = name ? pct_dec(sp + 1, e, 4 * GW_META_TAG_VALUE_MAX, &oom) : NULL;
+            int r = name && val ? rio__gw_meta_add_tag(m, name, val, &w) : RIO_EINVAL;
+            rio__free(name);
+            rio__free(val);
+            if (r == -ENOMEM)
+                oom = 1;
+            if (r < 0)
+                BAD("a bad tag line");
         } else {
             BAD("an unknown line");
         }
     }
+    if (v2 && !m->ntags)
+        BAD("a version 2 record without a tag");
     if (in.p != in.end)
         BAD("bytes after the end line");
     *out = m;

@@ -59,6 +59,7 @@ struct from_req {
     struct gw_meta *m;
     int err;          /* the first error */
     const char *name; /* the header it came from */
+    const char *why;  /* x-amz-tagging's: what is wrong with it */
 };
 
 /* Content-Encoding without "aws-chunked", which names the request's framing
@@ -115,7 +116,10 @@ static enum MHD_Result hdr_each(void *cls, enum MHD_ValueKind kind, const char *
     (void)kind;
     if (x->err || !name)
         return MHD_YES;
-    ret = rio__gw_meta_from_pair(x->m, name, value ? value : "");
+    if (strcasecmp(name, "x-amz-tagging") == 0) /* the object's tags */
+        ret = rio__gw_meta_tags_from_query(x->m, value ? value : "", &x->why);
+    else
+        ret = rio__gw_meta_from_pair(x->m, name, value ? value : "");
     if (ret < 0) {
         x->err = ret;
         x->name = name;
@@ -136,6 +140,11 @@ int rio__gw_meta_from_request(struct MHD_Connection *c, struct gw_req *r, struct
         return -1;
     }
     MHD_get_connection_values(c, MHD_HEADER_KIND, hdr_each, &x);
+    if (x.why && x.err != -ENOMEM) { /* x-amz-tagging */
+        rio__gw_meta_free(x.m);
+        *ret = rio__gw_error(c, r, 400, rio__gw_tag_code(x.err, x.why), x.why);
+        return -1;
+    }
     if (x.err == GW_META_ETOOLARGE) {
         rio__gw_meta_free(x.m);
         *ret = rio__gw_error(c, r, 400, "MetadataTooLarge",
@@ -753,6 +762,10 @@ void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m)
     for (unsigned i = 0; i < m->nuser; i++) {
         snprintf(name, sizeof(name), "x-amz-meta-%s", m->user[i].name);
         MHD_add_response_header(resp, name, m->user[i].value);
+    }
+    if (m->ntags) {
+        snprintf(name, sizeof(name), "%u", m->ntags);
+        MHD_add_response_header(resp, "x-amz-tagging-count", name);
     }
 }
 

@@ -2148,7 +2148,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     const char *q;
     char sbkey[RIO_KEY_MAX + 2], date[32], sbucket[GW_BUCKET_MAX + 1];
     const char *dir = rio__gw_header(c, "x-amz-metadata-directive");
-    struct gw_meta *sm;
+    const char *tdir = rio__gw_header(c, "x-amz-tagging-directive");
+    struct gw_meta *sm = NULL;
     int64_t smtime = 0;
     struct rio_reader *rd = NULL;
     struct rio_writer *w = NULL;
@@ -2164,6 +2165,9 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (dir && strcmp(dir, "COPY") != 0 && strcmp(dir, "REPLACE") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "Unknown metadata directive: COPY or REPLACE.");
+    if (tdir && strcmp(tdir, "COPY") != 0 && strcmp(tdir, "REPLACE") != 0)
+        return rio__gw_error(c, r, 400, "InvalidArgument",
+                             "Unknown tagging directive: COPY or REPLACE.");
     /* The query (?versionId=...) is split off at a literal '?' before the
      * key is decoded, as S3 does: a '?' in a key comes as %3F and stays in
      * the key (decoded first, "x%3FversionId=null" named "x"). */
@@ -2214,8 +2218,16 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
             return rio__gw_error(c, r, 400, "InvalidArgument", msg);
         }
     } else if (dir && strcmp(dir, "REPLACE") == 0) {
+        /* the request's headers, its x-amz-tagging among them */
         if (rio__gw_meta_from_request(c, r, &r->meta, &ret) < 0)
             return ret;
+        if (!tdir || strcmp(tdir, "REPLACE") != 0) { /* the source's tags */
+            sm = rio__gw_meta_load(sbucket, sbkey + strlen(sbucket) + 1, &d, NULL);
+            ret = rio__gw_meta_copy_tags(r->meta, sm);
+            rio__gw_meta_free(sm);
+            if (ret < 0)
+                return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+        }
     } else {
         if (strcmp(sbkey, r->bkey) == 0)
             return rio__gw_error(c, r, 400, "InvalidRequest",
@@ -2228,9 +2240,20 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
          * copy (a composite one, of parts the copy does not have, does not) */
         if (ret == 0 && sm && sm->ck_value[0] && !strchr(sm->ck_value, '-'))
             rio__gw_meta_set_checksum(r->meta, sm->ck_algo, sm->ck_value);
+        /* the tags: the source's, or the request's x-amz-tagging */
+        if (ret == 0 && (!tdir || strcmp(tdir, "REPLACE") != 0))
+            ret = rio__gw_meta_copy_tags(r->meta, sm);
         rio__gw_meta_free(sm);
         if (ret < 0)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+        if (tdir && strcmp(tdir, "REPLACE") == 0) {
+            const char *t = rio__gw_header(c, "x-amz-tagging"), *why = NULL;
+            ret = rio__gw_meta_tags_from_query(r->meta, t ? t : "", &why);
+            if (ret == -ENOMEM)
+                return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+            if (ret < 0)
+                return rio__gw_error(c, r, 400, rio__gw_tag_code(ret, why), why);
+        }
     }
     /* If-None-Match, If-Match: on the destination, its commit's condition. */
     if (!part && rio__gw_write_conditions(c, r, &ret) < 0)

@@ -206,6 +206,14 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
             return -1;
         }
     }
+    fvalue = rio_s3_form_field(p->form, "tagging"); /* a Tagging document */
+    if (fvalue && (ret = rio__gw_tags_from_xml(fvalue, strlen(fvalue), m, &code, &fname)) < 0) {
+        if (ret == -ENOMEM)
+            rio__gw_fail(r, 500, "InternalError", "Out of memory.");
+        else
+            rio__gw_fail(r, 400, code, "%s", fname);
+        return -1;
+    }
     st = rio_s3_form_field(p->form, "success_action_status");
     p->status = st && !strcmp(st, "200") ? 200 : st && !strcmp(st, "201") ? 201 : 204;
     p->redirect = redirect_of(p->form);
