@@ -6,7 +6,9 @@
  * use: the AWS SDK for JavaScript v3 (@aws-sdk/client-s3 with lib-storage's
  * Upload and the presigner: tests/integration/js/sdk.mjs, some fifty calls,
  * its 2025 checksum defaults, conditional writes, multipart with
- * UploadPartCopy and a composite CRC32, presigned GET and PUT) and the
+ * UploadPartCopy and a composite CRC32, presigned GET and PUT, object
+ * tags (Upload's tags, PutObject's Tagging, the tagging calls), a
+ * bucket's CORS rules and a preflight by fetch) and the
  * MinIO SDK (js/minio.mjs: its own multipart, listings, presigned URLs and
  * a POST upload), each against a gateway over file:// with keys, every
  * byte compared by the scripts. The npm packages are installed by

@@ -8,7 +8,9 @@ import { S3Client, CreateBucketCommand, HeadBucketCommand, ListBucketsCommand,
   CreateMultipartUploadCommand, UploadPartCommand, CompleteMultipartUploadCommand,
   AbortMultipartUploadCommand, ListPartsCommand, ListMultipartUploadsCommand,
   DeleteBucketCommand, GetObjectAttributesCommand, UploadPartCopyCommand,
-  paginateListObjectsV2, GetBucketLocationCommand, GetBucketVersioningCommand } from "@aws-sdk/client-s3";
+  paginateListObjectsV2, GetBucketLocationCommand, GetBucketVersioningCommand,
+  GetObjectTaggingCommand, PutObjectTaggingCommand, DeleteObjectTaggingCommand,
+  PutBucketCorsCommand, GetBucketCorsCommand } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import crypto from "node:crypto";
@@ -62,6 +64,39 @@ await step("lib-storage multipart stream", async () => {
   const r = await new Upload({ client: s3, partSize: 5 * 1024 * 1024, params: { Bucket: B, Key: "m/bigs.bin", Body: Readable.from([big]) } }).done();
   const g = await body(await s3.send(new GetObjectCommand({ Bucket: B, Key: "m/bigs.bin" })));
   if (!g.equals(big)) throw new Error("bytes differ"); return r.ETag; });
+await step("lib-storage multipart with tags", async () => {
+  // Upload puts the tags with PutObjectTagging once the object is complete
+  await new Upload({ client: s3, partSize: 5 * 1024 * 1024, tags: [{ Key: "team", Value: "ml" }, { Key: "tier", Value: "hot" }],
+    params: { Bucket: B, Key: "m/tagged.bin", Body: big } }).done();
+  const t = await s3.send(new GetObjectTaggingCommand({ Bucket: B, Key: "m/tagged.bin" }));
+  const h = await s3.send(new GetObjectCommand({ Bucket: B, Key: "m/tagged.bin", Range: "bytes=0-0" }));
+  if (JSON.stringify(t.TagSet) !== '[{"Key":"team","Value":"ml"},{"Key":"tier","Value":"hot"}]' || h.TagCount !== 2)
+    throw new Error(`tags ${JSON.stringify(t.TagSet)} count ${h.TagCount}`);
+  return JSON.stringify(t.TagSet); });
+await step("PutObject Tagging, PutObjectTagging, DeleteObjectTagging", async () => {
+  await s3.send(new PutObjectCommand({ Bucket: B, Key: "t/x", Body: "x", Tagging: "a=1&b=two%20words" }));
+  const a = await s3.send(new GetObjectTaggingCommand({ Bucket: B, Key: "t/x" }));
+  await s3.send(new PutObjectTaggingCommand({ Bucket: B, Key: "t/x", Tagging: { TagSet: [{ Key: "c", Value: "3" }] } }));
+  const b = await s3.send(new GetObjectTaggingCommand({ Bucket: B, Key: "t/x" }));
+  await s3.send(new DeleteObjectTaggingCommand({ Bucket: B, Key: "t/x" }));
+  const c = await s3.send(new GetObjectTaggingCommand({ Bucket: B, Key: "t/x" }));
+  const got = [a, b, c].map(r => JSON.stringify(r.TagSet)).join(" ");
+  if (got !== '[{"Key":"a","Value":"1"},{"Key":"b","Value":"two words"}] [{"Key":"c","Value":"3"}] []')
+    throw new Error(got);
+  return got; });
+await expectErr("PutObjectTagging aws: prefix", "InvalidTag", () => s3.send(new PutObjectTaggingCommand({ Bucket: B, Key: "t/x",
+  Tagging: { TagSet: [{ Key: "aws:x", Value: "1" }] } })));
+await step("PutBucketCors, GetBucketCors", async () => {
+  const rules = [{ AllowedOrigins: ["https://app.test"], AllowedMethods: ["GET", "PUT"], AllowedHeaders: ["*"], ExposeHeaders: ["ETag"], MaxAgeSeconds: 60 }];
+  await s3.send(new PutBucketCorsCommand({ Bucket: B, CORSConfiguration: { CORSRules: rules } }));
+  const r = await s3.send(new GetBucketCorsCommand({ Bucket: B }));
+  const pre = await fetch(`${ep}/${B}/t/x`, { method: "OPTIONS", headers: { Origin: "https://app.test", "Access-Control-Request-Method": "PUT" } });
+  const g = r.CORSRules[0], want = rules[0];
+  if (r.CORSRules.length !== 1 || ["AllowedOrigins", "AllowedMethods", "AllowedHeaders", "ExposeHeaders", "MaxAgeSeconds"]
+        .some(f => JSON.stringify(g[f]) !== JSON.stringify(want[f])) ||
+      pre.status !== 200 || pre.headers.get("access-control-allow-origin") !== "https://app.test")
+    throw new Error(`${JSON.stringify(r.CORSRules)} ${pre.status}`);
+  return pre.status; });
 await step("HeadObject big with checksum", () => s3.send(new HeadObjectCommand({ Bucket: B, Key: "m/big.bin", ChecksumMode: "ENABLED" }))
   .then(r => `${r.ContentLength} ${r.ETag} ${r.ContentType} crc32=${r.ChecksumCRC32} type=${r.ChecksumType} parts=${r.PartsCount}`));
 await step("HeadObject PartNumber", () => s3.send(new HeadObjectCommand({ Bucket: B, Key: "m/big.bin", PartNumber: 2 }))
