@@ -583,8 +583,8 @@ TEST(bad_tag_records_refused_whole)
         "railio-s3-meta 1\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a 1\nend\n",
         "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\nend\n",
         "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag aws:a 1\nend\n",
-        "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a 1\ntag a 2\n"
-        "end\n",
+        ("railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a 1\ntag a 2\n"
+         "end\n"),
         "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a%3C 1\nend\n",
         "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag a\nend\n",
         "railio-s3-meta 2\nkey b/k\nsize 1\ngeneration -\netag -\ns3-etag -\ntag  1\nend\n",
