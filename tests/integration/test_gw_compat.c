@@ -1090,6 +1090,7 @@ TEST(response_params)
  * answers it in CopyPartResult and keeps it), so Complete gives the object
  * its composite checksum, as with parts uploaded with theirs. It had none
  * (found with the AWS SDK for JavaScript v3's UploadPartCopy). */
+/* (and CopyObject's x-amz-checksum-algorithm) */
 TEST(upload_part_copy_checksum)
 {
     struct gw g;
@@ -1142,6 +1143,30 @@ TEST(upload_part_copy_checksum)
     T_TRUE(gw_has(&g, "h.h", want));
     T_EQ(gw_curl(&g, "got", "%s/upk/dst", g.url), 200);
     T_TRUE(gw_same(&g, "got", "src"));
+    /* CopyObject with x-amz-checksum-algorithm: the copy's own checksum,
+     * of the whole object, in place of the source's composite one */
+    gw_crc32_b64(&g, "src", c1, sizeof(c1));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upk/dst' -H 'x-amz-checksum-algorithm: CRC32' "
+                 "%s/upk/whole",
+                 g.url),
+         200);
+    snprintf(want, sizeof(want), "<ChecksumCRC32>%s</ChecksumCRC32>", c1);
+    T_TRUE(gw_has(&g, "o", want));
+    T_EQ(gw_curl(&g, "h", "-I -H 'x-amz-checksum-mode: ENABLED' %s/upk/whole", g.url), 200);
+    snprintf(want, sizeof(want), "x-amz-checksum-crc32: %s\r", c1);
+    T_TRUE(gw_has(&g, "h.h", want));
+    T_TRUE(gw_has(&g, "h.h", "x-amz-checksum-type: FULL_OBJECT"));
+    /* without it, a composite checksum is not the copy's: none */
+    T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-copy-source: /upk/dst' %s/upk/plain", g.url), 200);
+    T_FALSE(gw_has(&g, "o", "<ChecksumCRC32>"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-copy-source: /upk/dst' -H 'x-amz-checksum-algorithm: MD5' "
+                 "%s/upk/bad",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "InvalidRequest"));
+    T_EQ(gw_curl(&g, "o", "%s/upk/bad", g.url), 404);
     gw_stop(&g);
 }
 

@@ -2168,6 +2168,17 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     if (tdir && strcmp(tdir, "COPY") != 0 && strcmp(tdir, "REPLACE") != 0)
         return rio__gw_error(c, r, 400, "InvalidArgument",
                              "Unknown tagging directive: COPY or REPLACE.");
+    if (!part) { /* the copy's own checksum, worked out as it streams */
+        const char *calgo = rio__gw_header(c, "x-amz-checksum-algorithm");
+        if (calgo && !rio__gw_ck_len(calgo))
+            return rio__gw_error(c, r, 400, "InvalidRequest",
+                                 "Checksum algorithm provided is unsupported. Please try again "
+                                 "with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, "
+                                 "SHA256]");
+        for (size_t i = 0; calgo && calgo[i] && i + 1 < sizeof(r->copy_ck_algo); i++)
+            r->copy_ck_algo[i] = (char)(calgo[i] >= 'A' && calgo[i] <= 'Z' ? calgo[i] - 'A' + 'a'
+                                                                           : calgo[i]);
+    }
     /* The query (?versionId=...) is split off at a literal '?' before the
      * key is decoded, as S3 does: a '?' in a key comes as %3F and stays in
      * the key (decoded first, "x%3FversionId=null" named "x"). */
@@ -2262,7 +2273,7 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     call.expect_generation = d.generation;
     struct rio_s3_check *ck = NULL;
     char ck_name[40], ck_value[64] = "";
-    if (part && r->copy_ck_algo[0]) {
+    if (r->copy_ck_algo[0]) {
         const char *code;
         snprintf(ck_name, sizeof(ck_name), "x-amz-checksum-%s", r->copy_ck_algo);
         if (rio_s3_check_new(ck_name, NULL, &ck, &code) < 0)
@@ -2292,6 +2303,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     rio__free(buf);
     if (ck && ret == 0 && rio_s3_check_digest(ck, ck_value, sizeof(ck_value)) < 0)
         ret = -EIO;
+    if (ck && ret == 0 && !part && r->meta) /* the copy's, whatever the source had */
+        ret = rio__gw_meta_set_checksum(r->meta, r->copy_ck_algo, ck_value) < 0 ? -EIO : 0;
     rio_s3_check_free(ck);
     if (rd) {
         int rc = rio_reader_close(rd);
