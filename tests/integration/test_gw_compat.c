@@ -1866,3 +1866,34 @@ TEST(delete_bucket_drops_its_uploads)
     T_NE(t_sh("find %s/store -path '*.rio-mpu*' -type f | grep -q .", dir), 0);
     gw_stop(&g);
 }
+
+/* ListObjects (V1 and V2) name the checksum an object keeps, as S3 does
+ * since 2022 (ChecksumAlgorithm) and 2025 (ChecksumType); an object
+ * without one none. */
+TEST(list_checksum_algorithm)
+{
+    struct gw g;
+    char url[512], crc[16];
+
+    file_backend(url, sizeof(url));
+    gw_start(&g, url, NULL);
+    gw_file(&g, "f", 70000, 83);
+    gw_crc32_b64(&g, "f", crc, sizeof(crc));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lck", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: %s' %s/lck/with", gw_path(&g, "f"), crc,
+                 g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-T %s %s/lck/without", gw_path(&g, "f"), g.url), 200);
+    for (int v2 = 0; v2 < 2; v2++) {
+        T_EQ(gw_curl(&g, "l", "'%s/lck%s'", g.url, v2 ? "?list-type=2" : ""), 200);
+        T_TRUE(gw_has(&g, "l", "<Key>with</Key><LastModified>") &&
+               gw_has(&g, "l",
+                      "</ETag><ChecksumAlgorithm>CRC32</ChecksumAlgorithm><ChecksumType>FULL_OBJECT"
+                      "</ChecksumType><Size>70000</Size>"));
+        T_EQ(t_sh("grep -o '<Contents>.*</Contents>' %s | grep -o '<ChecksumAlgorithm>' | wc -l | "
+                  "grep -qx 1",
+                  gw_path(&g, "l")),
+             0);
+    }
+    gw_stop(&g);
+}

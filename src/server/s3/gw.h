@@ -446,7 +446,14 @@ int rio__gw_checksum_coming(struct MHD_Connection *c);
 int rio__gw_sent_checksum(struct MHD_Connection *c, const struct gw_req *r, char algo[12],
                           char value[64]);
 /* A listing page of bucket: each entry's etag becomes its record's ETag. */
-void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p);
+/* And, when ck is not NULL (p->n of them), each entry's checksum
+ * algorithm ("" none) and whether the checksum is composite, from the
+ * same records (ListObjects' ChecksumAlgorithm and ChecksumType). */
+struct gw_list_ck {
+    char algo[12];
+    bool composite;
+};
+void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p, struct gw_list_ck *ck);
 void rio__gw_meta_free(struct gw_meta *m);
 
 /* xml.c */

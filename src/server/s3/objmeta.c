@@ -819,7 +819,7 @@ int rio__gw_sent_checksum(struct MHD_Connection *c, const struct gw_req *r, char
 
 /* The S3 ETag of every entry of one batch whose record exists. */
 static void list_batch(const char *bucket, struct rio_entry **es, char (*mkeys)[GW_META_KEY_MAX],
-                       unsigned n, char *bufs)
+                       unsigned n, char *bufs, const struct rio_list_page *p, struct gw_list_ck *ck)
 {
     struct rio_op ops[LIST_BATCH];
     size_t blen = strlen(bucket) + 1;
@@ -854,15 +854,21 @@ static void list_batch(const char *bucket, struct rio_entry **es, char (*mkeys)[
             if (!gen)
                 gen = ~m->generation; /* cannot tell: not this record's */
         }
-        if (m && m->s3etag[0] && describes(m, rec_bkey, e->key, e->size, gen, e->etag) &&
-            strlen(e->key) > blen)
-            snprintf(e->etag, sizeof(e->etag), "%s", m->s3etag);
+        if (m && describes(m, rec_bkey, e->key, e->size, gen, e->etag) && strlen(e->key) > blen) {
+            if (m->s3etag[0])
+                snprintf(e->etag, sizeof(e->etag), "%s", m->s3etag);
+            if (ck && m->ck_value[0]) {
+                struct gw_list_ck *k = &ck[e - p->entries];
+                snprintf(k->algo, sizeof(k->algo), "%s", m->ck_algo);
+                k->composite = strchr(m->ck_value, '-') != NULL;
+            }
+        }
         rio__gw_meta_free(m);
         rio__free(rec_bkey);
     }
 }
 
-void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p)
+void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p, struct gw_list_ck *ck)
 {
     size_t blen = strlen(bucket) + 1;
     const char **keys = NULL;
@@ -903,10 +909,10 @@ void rio__gw_meta_list_etags(const char *bucket, struct rio_list_page *p)
         batch[nb % LIST_BATCH] = &p->entries[idx[i]];
         nb++;
         if (nb % LIST_BATCH == 0)
-            list_batch(bucket, batch, mkeys + nb - LIST_BATCH, LIST_BATCH, bufs);
+            list_batch(bucket, batch, mkeys + nb - LIST_BATCH, LIST_BATCH, bufs, p, ck);
     }
     if (nb % LIST_BATCH)
-        list_batch(bucket, batch, mkeys + nb - nb % LIST_BATCH, nb % LIST_BATCH, bufs);
+        list_batch(bucket, batch, mkeys + nb - nb % LIST_BATCH, nb % LIST_BATCH, bufs, p, ck);
 out:
     rio__free(bufs);
     rio__free(idx);

@@ -670,6 +670,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
     char ftok[2 * RIO_KEY_MAX + 2] = "";
     struct rio_list_args a;
     struct rio_list_page p;
+    struct gw_list_ck *ck = NULL; /* each entry's checksum, from its record */
     struct gw_buf b = {0};
     size_t blen = strlen(r->bucket) + 1;
     unsigned long max = 1000;
@@ -739,7 +740,8 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
             more = p.next_token[0] != '\0';
         else if (more)
             rio__gw_folded_token(p.entries[p.n - 1].key + blen, ftok, sizeof(ftok));
-        rio__gw_meta_list_etags(r->bucket, &p);
+        ck = p.n ? rio__calloc(p.n, sizeof(*ck)) : NULL; /* NULL: none listed */
+        rio__gw_meta_list_etags(r->bucket, &p, ck);
     }
     rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\">",
                        vers ? "ListVersionsResult" : "ListBucketResult");
@@ -790,6 +792,16 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
             rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
+        if (ck && ck[i].algo[0]) { /* S3's names: CRC32, CRC64NVME, ... */
+            char up[12];
+            for (size_t k = 0; k < sizeof(up); k++)
+                up[k] = (char)(ck[i].algo[k] >= 'a' && ck[i].algo[k] <= 'z' ? ck[i].algo[k] - 32
+                                                                            : ck[i].algo[k]);
+            rio__gw_buf_printf(&b,
+                               "<ChecksumAlgorithm>%s</ChecksumAlgorithm><ChecksumType>%s"
+                               "</ChecksumType>",
+                               up, ck[i].composite ? "COMPOSITE" : "FULL_OBJECT");
+        }
         rio__gw_buf_printf(&b, "<Size>%llu</Size>%s<StorageClass>STANDARD</StorageClass>%s",
                            (unsigned long long)e->size, owner ? GW_OWNER_XML : "",
                            vers ? "</Version>" : "</Contents>");
@@ -804,6 +816,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
     }
     rio__gw_buf_printf(&b, "</%s>\n", vers ? "ListVersionsResult" : "ListBucketResult");
     rio_list_page_cleanup(&p);
+    rio__free(ck);
     return rio__gw_send_buf(c, r, 200, &b);
 }
 
@@ -2176,8 +2189,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
                                  "with any of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, "
                                  "SHA256]");
         for (size_t i = 0; calgo && calgo[i] && i + 1 < sizeof(r->copy_ck_algo); i++)
-            r->copy_ck_algo[i] = (char)(calgo[i] >= 'A' && calgo[i] <= 'Z' ? calgo[i] - 'A' + 'a'
-                                                                           : calgo[i]);
+            r->copy_ck_algo[i] =
+                (char)(calgo[i] >= 'A' && calgo[i] <= 'Z' ? calgo[i] - 'A' + 'a' : calgo[i]);
     }
     /* The query (?versionId=...) is split off at a literal '?' before the
      * key is decoded, as S3 does: a '?' in a key comes as %3F and stays in
