@@ -114,6 +114,9 @@ static void usage(FILE *f)
            "  --s3-sigv2 on|off         take Signature Version 2 requests and presigned\n"
            "                            URLs (on, the default: the aws CLI v1's s3 presign\n"
            "                            and s3cmd's signurl make them), or refuse them\n"
+           "  --s3-tls-cert F           serve the S3 API over HTTPS only, with the\n"
+           "                            certificate chain in F (PEM)\n"
+           "  --s3-tls-key F            the private key of --s3-tls-cert (PEM)\n"
            "  --version, --help\n"
            "\n"
            "Durations: 250ms, 2s, 5m, 1h (a bare number is milliseconds). Sizes: 4G, 64M, 4096.\n");
@@ -293,6 +296,8 @@ enum {
     OPT_S3_MIN_PART,
     OPT_S3_CHECKSUMS,
     OPT_S3_SIGV2,
+    OPT_S3_TLS_CERT,
+    OPT_S3_TLS_KEY,
 };
 
 static const struct option long_opts[] = {
@@ -336,6 +341,8 @@ static const struct option long_opts[] = {
     {"s3-min-part-size", required_argument, NULL, OPT_S3_MIN_PART},
     {"s3-checksums", required_argument, NULL, OPT_S3_CHECKSUMS},
     {"s3-sigv2", required_argument, NULL, OPT_S3_SIGV2},
+    {"s3-tls-cert", required_argument, NULL, OPT_S3_TLS_CERT},
+    {"s3-tls-key", required_argument, NULL, OPT_S3_TLS_KEY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -348,6 +355,7 @@ struct args {
     const char *log_file;
     const char *tls_cert, *tls_key;
     const char *s3_listen, *s3_backend, *s3_keys, *s3_domain;
+    const char *s3_tls_cert, *s3_tls_key;
     int evict_given; /* --evict was on the command line */
     int s3_anonymous;
     uint64_t s3_head_cache_ns; /* UINT64_MAX: not given */
@@ -432,6 +440,8 @@ static const struct {
     {OPT_S3_LISTEN, offsetof(struct args, s3_listen)},
     {OPT_S3_BACKEND, offsetof(struct args, s3_backend)},
     {OPT_S3_KEYS, offsetof(struct args, s3_keys)},
+    {OPT_S3_TLS_CERT, offsetof(struct args, s3_tls_cert)},
+    {OPT_S3_TLS_KEY, offsetof(struct args, s3_tls_key)},
 };
 
 /* Option id's value into a: whether it was one of those. */
@@ -570,11 +580,15 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     }
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
          a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX ||
-         a->s3_checksums >= 0 || a->s3_sigv2 >= 0) &&
+         a->s3_checksums >= 0 || a->s3_sigv2 >= 0 || a->s3_tls_cert || a->s3_tls_key) &&
         !a->s3_listen) {
         fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
-                        "--s3-head-cache, --s3-min-part-size, --s3-checksums and --s3-sigv2 "
-                        "need --s3-listen\n");
+                        "--s3-head-cache, --s3-min-part-size, --s3-checksums, --s3-sigv2, "
+                        "--s3-tls-cert and --s3-tls-key need --s3-listen\n");
+        return 2;
+    }
+    if (!a->s3_tls_cert != !a->s3_tls_key) {
+        fprintf(stderr, "railiod: --s3-tls-cert and --s3-tls-key go together\n");
         return 2;
     }
 #if !RIO_HAVE_MHD
@@ -858,7 +872,9 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
                                   .domain = a->s3_domain,
                                   .min_part = a->s3_min_part,
                                   .check_only = a->s3_checksums == 0,
-                                  .no_sigv2 = a->s3_sigv2 == 0};
+                                  .no_sigv2 = a->s3_sigv2 == 0,
+                                  .tls_cert = a->s3_tls_cert,
+                                  .tls_key = a->s3_tls_key};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {
@@ -1078,7 +1094,7 @@ int main(int argc, char **argv)
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
     if (a.s3_listen)
-        SRV_INFO("s3 on http://%s/ over %s", s3lis.name,
+        SRV_INFO("s3 on %s://%s/ over %s", a.s3_tls_cert ? "https" : "http", s3lis.name,
                  a.s3_backend ? a.s3_backend : "this server");
     if (a.s3_listen && !a.s3_backend && !srv->cfg.data_dir && srv->store.evict_lru)
         SRV_WARN("--evict lru: objects written through S3 are dropped, oldest first, when "

@@ -14,76 +14,24 @@
 #include <sys/stat.h>
 
 #include "mitm_env.h"
+#include "pki_util.h"
 #include "tcp_util.h"
 
 #define BIG (64u * 1024u * 1024u)
 
-struct pki {
-    char ca[256], cert[256], key[256], other_ca[256];
-};
-
-static void sh(const char *cmd)
-{
-    int r = system(cmd);
-    if (r != 0)
-        T_FAIL("%s: exit %d", cmd, r);
-}
-
-/* A CA, a server certificate it signs, and a second CA that signs nothing. */
-static void make_pki(const char *dir, struct pki *p)
-{
-    char cmd[2048];
-
-    if (system("openssl version >/dev/null 2>&1") != 0)
-        T_SKIP("no openssl command (Debian package openssl) to make certificates");
-    snprintf(p->ca, sizeof(p->ca), "%s/ca.pem", dir);
-    snprintf(p->cert, sizeof(p->cert), "%s/srv.pem", dir);
-    snprintf(p->key, sizeof(p->key), "%s/srv.key", dir);
-    snprintf(p->other_ca, sizeof(p->other_ca), "%s/other-ca.pem", dir);
-    snprintf(cmd, sizeof(cmd),
-             "cd %s && "
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-             "-keyout ca.key -out ca.pem -days 2 -subj /CN=railio-test-ca "
-             "-addext basicConstraints=critical,CA:TRUE 2>/dev/null && "
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-             "-keyout other-ca.key -out other-ca.pem -days 2 -subj /CN=railio-other-ca "
-             "-addext basicConstraints=critical,CA:TRUE 2>/dev/null && "
-             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-             "-keyout srv.key -out srv.csr -subj /CN=localhost 2>/dev/null && "
-             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' "
-             "> srv.ext && "
-             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-             "-out srv.pem -days 2 -extfile srv.ext 2>/dev/null",
-             dir);
-    sh(cmd);
-}
-
-/* The files make_pki left in dir (srv_stop then removes the directory). */
-static void pki_remove(const char *dir)
-{
-    static const char *const files[] = {"ca.key",       "ca.pem",       "ca.srl",
-                                        "other-ca.key", "other-ca.pem", "srv.key",
-                                        "srv.csr",      "srv.ext",      "srv.pem"};
-    char path[256];
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
-        unlink(path);
-    }
-}
-
 /* Stop a server start_tls started, its certificates gone first. */
 static int stop_tls(struct srv_env *e)
 {
-    pki_remove(e->dir);
+    t_pki_remove(e->dir);
     return srv_stop(e);
 }
 
 /* A TLS server with two listeners (two paths). */
-static void start_tls(struct srv_env *e, struct pki *p)
+static void start_tls(struct srv_env *e, struct t_pki *p)
 {
     setenv("SRV_LOG_FILE", "1", 1);
     srv_prepare(e);
-    make_pki(e->dir, p);
+    t_make_pki(e->dir, p);
     const char *args[] = {"--tls-cert",         p->cert, "--tls-key", p->key, "--memory", "512M",
                           "--progress-timeout", "2s",    NULL};
     srv_start_listen(e, "127.0.0.1:0,127.0.0.1:0", args);
@@ -112,7 +60,7 @@ __attribute__((format(printf, 2, 3))) static void expect_open_fails(int want, co
 TEST(put_get_64m_two_paths)
 {
     struct srv_env e;
-    struct pki p;
+    struct t_pki p;
     struct rio_options o;
     struct tu u;
     char url[1024];
@@ -151,7 +99,7 @@ TEST(put_get_64m_two_paths)
 TEST(plain_client_fails_clearly)
 {
     struct srv_env e;
-    struct pki p;
+    struct t_pki p;
 
     start_tls(&e, &p);
     expect_open_fails(RIO_ETLS, "railio://%s", e.addr[0]);
@@ -189,7 +137,7 @@ static void via(const char *url, const struct rio_options *o, int put)
 TEST(wrong_ca_wrong_name_and_verify_off)
 {
     struct srv_env e;
-    struct pki p;
+    struct t_pki p;
     struct rio_options o;
     char url[1024];
 
@@ -231,7 +179,7 @@ TEST(wrong_ca_wrong_name_and_verify_off)
 TEST(flipped_record_is_retried)
 {
     struct srv_env e;
-    struct pki p;
+    struct t_pki p;
     char url[1024];
     const size_t n = 4u * TU_CHUNK + 1000;
     uint8_t *data = tu_pattern(n, 0xf11b);

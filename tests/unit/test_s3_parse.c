@@ -378,6 +378,7 @@ TEST(awsini_config_file)
                                "[profile  dev ]\n"
                                "region=us-west-2\n"
                                "endpoint_url = http://127.0.0.1:7480\n"
+                               "ca_bundle = /etc/railio/ca.pem\n"
                                "[dev]\n"
                                "region = not-a-config-profile\n"
                                "[profile default]\n"
@@ -387,9 +388,11 @@ TEST(awsini_config_file)
     T_OK(ini(text, "dev", true, &a));
     T_STREQ(a.region, "us-west-2");
     T_STREQ(a.endpoint_url, "http://127.0.0.1:7480");
+    T_STREQ(a.ca_bundle, "/etc/railio/ca.pem");
     T_OK(ini(text, "default", true, &a));
     T_STREQ(a.region, "eu-west-3");
     T_STREQ(a.endpoint_url, "http://default.invalid");
+    T_STREQ(a.ca_bundle, "");
     T_ERR(ini("[dev]\nregion = x\n", "dev", true, &a), RIO_ENOTFOUND);
     T_ERR(ini("", "default", true, &a), RIO_ENOTFOUND);
 }

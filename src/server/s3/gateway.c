@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
 #include "core/alloc.h"
 #include "core/clock.h"
 #include "core/engine.h"
+#include "proto/tls.h"
 #include "railio.h"
 #include "server/s3/auth.h"
 #include "server/s3/gw.h"
@@ -45,11 +48,13 @@ static struct {
     int anonymous;
     int ordered;
     pthread_mutex_t client_mu;
-    char *backend;                         /* for a client opened at the first request */
-    char *domain;                          /* --s3-domain, or NULL */
-    uint64_t min_part;                     /* --s3-min-part-size */
-    int check_only;                        /* --s3-checksums check */
-    int no_sigv2;                          /* --s3-sigv2 off */
+    char *backend;            /* for a client opened at the first request */
+    char *domain;             /* --s3-domain, or NULL */
+    uint64_t min_part;        /* --s3-min-part-size */
+    int check_only;           /* --s3-checksums check */
+    int no_sigv2;             /* --s3-sigv2 off */
+    char *tls_cert, *tls_key; /* --s3-tls-cert, --s3-tls-key: their PEM text */
+    size_t tls_key_len;
     _Atomic uint64_t req[GW_OP__COUNT][6]; /* by status class 1xx..5xx, [0] other */
     _Atomic uint64_t bytes_in[GW_OP__COUNT], bytes_out[GW_OP__COUNT];
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
@@ -1248,6 +1253,98 @@ static void gw_slice_restore(int set, struct gw_sched_attr *old)
 #endif
 }
 
+#define GW_PEM_MAX (1u << 20) /* a certificate chain or a key file */
+
+/* The whole of PEM file path (--s3-tls-cert or -key: opt), a regular file
+ * of at most GW_PEM_MAX bytes, into a new string (*len bytes). 0 or an
+ * error (logged, naming the file, never its bytes). */
+static int pem_read(const char *path, const char *opt, char **out, size_t *len)
+{
+    struct stat st;
+    char *p = NULL;
+    size_t n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+
+    if (fd < 0) {
+        ret = -errno;
+        SRV_ERR("%s %s: %s", opt, path, strerror(-ret));
+        return ret;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+        st.st_size > (off_t)GW_PEM_MAX) {
+        SRV_ERR("%s %s: not a regular file of 1 byte to 1 MiB", opt, path);
+        ret = RIO_EINVAL;
+        goto out;
+    }
+    p = rio__malloc((size_t)st.st_size + 1);
+    if (!p) {
+        ret = -ENOMEM;
+        goto out;
+    }
+    while (n < (size_t)st.st_size) {
+        ssize_t r = read(fd, p + n, (size_t)st.st_size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            ret = r < 0 ? -errno : RIO_EINVAL;
+            SRV_ERR("%s %s: %s", opt, path, r < 0 ? strerror(errno) : "shorter than it was");
+            goto out;
+        }
+        n += (size_t)r;
+    }
+    p[n] = '\0';
+    *out = p;
+    *len = n;
+    p = NULL;
+out:
+    if (p) {
+        explicit_bzero(p, (size_t)st.st_size + 1);
+        rio__free(p);
+    }
+    close(fd);
+    return ret;
+}
+
+static void tls_free(void)
+{
+    if (g.tls_key) {
+        explicit_bzero(g.tls_key, g.tls_key_len);
+        rio__free(g.tls_key);
+    }
+    rio__free(g.tls_cert);
+    g.tls_key = g.tls_cert = NULL;
+    g.tls_key_len = 0;
+}
+
+/* --s3-tls-cert and --s3-tls-key: checked with OpenSSL first (the chain
+ * loads, the key loads and is the certificate's: an error that says
+ * which), then read for libmicrohttpd's TLS (GnuTLS). 0 or an error
+ * (logged). */
+static int tls_load(const struct rio_s3_gw_config *cfg)
+{
+    char why[256];
+    size_t clen;
+    SSL_CTX *ctx;
+    int ret;
+
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        SRV_ERR("--s3-tls-cert: this libmicrohttpd was built without TLS");
+        return RIO_ENOTSUP;
+    }
+    ctx = rio__tls_server_ctx(cfg->tls_cert, cfg->tls_key, why, sizeof(why));
+    if (!ctx) {
+        SRV_ERR("--s3-tls-cert/--s3-tls-key: %s", why);
+        return RIO_EINVAL;
+    }
+    rio__tls_ctx_free(ctx);
+    ret = pem_read(cfg->tls_cert, "--s3-tls-cert", &g.tls_cert, &clen);
+    if (ret == 0)
+        ret = pem_read(cfg->tls_key, "--s3-tls-key", &g.tls_key, &g.tls_key_len);
+    if (ret < 0)
+        tls_free();
+    return ret;
+}
+
 int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
 {
     struct gw_sched_attr sched_old;
@@ -1287,6 +1384,8 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     }
     if (!cfg->lazy && (ret = open_client()) < 0)
         goto err;
+    if (cfg->tls_cert && (ret = tls_load(cfg)) < 0)
+        goto err;
     g.ordered = strncmp(cfg->backend, "rados://", 8) != 0;
     g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
     g.check_only = cfg->check_only;
@@ -1295,15 +1394,26 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)
         SRV_WARN("s3: no threads for metadata record reads: each after its lookup");
-    g.d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, handler,
-        NULL, MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd, MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)GW_CONNS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONN_MEMORY, MHD_OPTION_END);
+    struct MHD_OptionItem tls[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, g.tls_cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, g.tls_key},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!g.tls_cert)
+        tls[0].option = MHD_OPTION_END;
+    g.d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                               (g.tls_cert ? MHD_USE_TLS : 0),
+                           0, NULL, NULL, handler, NULL, MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd,
+                           MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
+                           completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_CONNS,
+                           MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S,
+                           MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONN_MEMORY,
+                           MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     gw_slice_restore(slice, &sched_old);
     if (!g.d) {
-        SRV_ERR("s3: libmicrohttpd did not start");
+        SRV_ERR(g.tls_cert ? "s3: libmicrohttpd did not start (its TLS library refused "
+                             "--s3-tls-cert or --s3-tls-key?)"
+                           : "s3: libmicrohttpd did not start");
         ret = RIO_EINVAL;
         goto err;
     }
@@ -1318,6 +1428,7 @@ err:
     g.domain = NULL;
     rio_s3_keys_free(g.keys);
     g.keys = NULL;
+    tls_free();
     close(cfg->listen_fd);
     return ret;
 }
@@ -1339,6 +1450,7 @@ void rio__s3_gw_stop(void)
     g.keys = NULL;
     rio__gw_head_clear();
     rio__gw_cors_clear();
+    tls_free();
 }
 
 size_t rio__s3_gw_metrics(char *buf, size_t cap)

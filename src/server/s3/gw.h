@@ -38,6 +38,8 @@ struct rio_s3_gw_config {
     uint64_t min_part;      /* --s3-min-part-size: UINT64_MAX the default (GW_MIN_PART) */
     int check_only;         /* --s3-checksums check: PutObject's checksums are not kept */
     int no_sigv2;           /* --s3-sigv2 off: Signature Version 2 is refused */
+    const char *tls_cert;   /* --s3-tls-cert: serve HTTPS with this chain (PEM), or NULL */
+    const char *tls_key;    /* --s3-tls-key: its private key (PEM) */
 };
 
 /* Start the gateway; 0 or an error (logged). */

@@ -134,6 +134,7 @@ int rio__awsini_parse(const char *buf, size_t len, const char *profile, bool con
             {"aws_session_token", out->token, sizeof(out->token)},
             {"region", out->region, sizeof(out->region)},
             {"endpoint_url", out->endpoint_url, sizeof(out->endpoint_url)},
+            {"ca_bundle", out->ca_bundle, sizeof(out->ca_bundle)},
         };
         for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
             if (strcmp(name, fields[i].name) == 0 &&

@@ -7,10 +7,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/internal.h"
@@ -181,6 +184,39 @@ static int addressing(struct s3_transport *t, const struct rio_url *u)
     return ret;
 }
 
+/* The CA certificates TLS trusts: ca_bundle=, AWS_CA_BUNDLE, the profile's
+ * ca_bundle (s3://, already in t->ca_bundle), else the system's. The file
+ * must be there and readable now (an error naming where it came from, not
+ * a failed handshake at the first request). 0, RIO_EINVAL, -ENOMEM. */
+static int ca_bundle(struct s3_transport *t, const struct rio_url *u)
+{
+    const char *name, *v = knob(u, "ca_bundle", "AWS_CA_BUNDLE", &name);
+    struct stat st;
+    int fd;
+
+    if (v) {
+        char *c = rio__strdup(v);
+        if (!c)
+            return -ENOMEM;
+        rio__free(t->ca_bundle);
+        t->ca_bundle = c;
+    } else {
+        name = "the profile's ca_bundle";
+    }
+    if (!t->ca_bundle)
+        return 0;
+    fd = open(t->ca_bundle, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        rio__detail("%s %.200s: %s", name, t->ca_bundle,
+                    fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return RIO_EINVAL;
+    }
+    close(fd);
+    return 0;
+}
+
 /*
  * s3://: the AWS profile, region, endpoint, addressing and credentials.
  * Region: region=, AWS_REGION, AWS_DEFAULT_REGION, the profile's region,
@@ -237,6 +273,10 @@ static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **e
     ret = knob_bool(u, "unsigned", "RIO_S3_UNSIGNED", false, &anon);
     if (ret < 0)
         goto out;
+    if (pf->conf.ca_bundle[0] && !(t->ca_bundle = rio__strdup(pf->conf.ca_bundle))) {
+        ret = -ENOMEM; /* the profile's; ca_bundle= and AWS_CA_BUNDLE come first */
+        goto out;
+    }
     ret = rio__s3_creds_pick(t, pf, anon);
 out:
     rio__s3_profile_clear(pf);
@@ -364,6 +404,8 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->conditional = t->scheme == SCHEME_S3 && hl > 14 &&
                          (strncasecmp(t->host + hl - 14, ".amazonaws.com", 14) == 0);
     }
+    if (ca_bundle(t, u) < 0)
+        goto out;
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)

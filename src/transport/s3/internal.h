@@ -177,6 +177,7 @@ struct s3_transport {
     bool vhost;     /* virtual-hosted: the bucket is in host and endpoint */
     char *prefix;   /* key prefix, "" or ending in '/' */
     char *access_key, *secret_key, *token, *region;
+    char *ca_bundle; /* the CA certificates TLS trusts (CURLOPT_CAINFO), NULL: the system's */
     char *rails_buf; /* the ?rails= list, cut in place */
     bool sign;
     bool discard;

@@ -98,6 +98,7 @@ struct rio_awsini {
     char token[4096];        /* aws_session_token */
     char region[64];         /* region */
     char endpoint_url[1024]; /* endpoint_url (top level, not a service's) */
+    char ca_bundle[1024];    /* ca_bundle: the CA certificates to trust (PEM) */
     bool found;              /* the profile's section is in the file */
     unsigned bad_line;       /* the line refused (RIO_EPROTO), from 1 */
 };

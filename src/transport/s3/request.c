@@ -232,4 +232,6 @@ void rio__s3_easy_common(struct s3_transport *t, CURL *e, const char *iface)
         curl_easy_setopt(e, CURLOPT_DNS_SHUFFLE_ADDRESSES, 1L);
     if (iface)
         curl_easy_setopt(e, CURLOPT_INTERFACE, iface);
+    if (t->ca_bundle)
+        curl_easy_setopt(e, CURLOPT_CAINFO, t->ca_bundle);
 }

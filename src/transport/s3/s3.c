@@ -49,6 +49,7 @@ static void s3_free(struct s3_transport *t)
         rio__free(t->token);
     }
     rio__free(t->region);
+    rio__free(t->ca_bundle);
     rio__free(t->rails_buf);
     rio__free(t->gens);
     rio__free(t);
@@ -133,7 +134,7 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
  * but endpoint and region (the URL is the endpoint; nothing is signed). */
 #define S3_HTTP_URL_OPTIONS                                                                        \
     "rails", "content_md5", "checksum", "nt_copy", "discard", "dns_shuffle", "bufsize",            \
-        "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part"
+        "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part", "ca_bundle"
 static const char *const s3_url_options[] = {"endpoint",          "region",     "profile",
                                              "unsigned",          "addressing", "conditional",
                                              S3_HTTP_URL_OPTIONS, NULL};
