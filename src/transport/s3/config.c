@@ -404,8 +404,13 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         t->conditional = t->scheme == SCHEME_S3 && hl > 14 &&
                          (strncasecmp(t->host + hl - 14, ".amazonaws.com", 14) == 0);
     }
-    if (ca_bundle(t, u) < 0)
-        goto out;
+    {
+        int cr = ca_bundle(t, u);
+        if (cr < 0) {
+            ret = cr; /* -ENOMEM, or RIO_EINVAL */
+            goto out;
+        }
+    }
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
