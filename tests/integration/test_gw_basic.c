@@ -469,7 +469,7 @@ TEST(listing)
     /* tags are kept (test_gw_tagging): this is no Tagging document */
     T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst/b?tagging'", g.url), 400);
     T_TRUE(gw_has(&g, "l", "MalformedXML"));
-    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst?tagging'", g.url), 501); /* a bucket's */
+    T_EQ(gw_curl(&g, "l", "-X PUT -d '<Tagging/>' '%s/lst?tagging'", g.url), 400); /* a bucket's */
     /* UploadPartCopy (test_gw_compat): to an upload that is not there. */
     T_EQ(gw_curl(&g, "l",
                  "-X PUT -H 'x-amz-copy-source: /lst/b' "

@@ -10,7 +10,8 @@
  * the other); CopyObject's x-amz-tagging-directive (the source's tags by
  * default, with either metadata directive); x-amz-tagging-count on GET and
  * HEAD; every refusal with S3's code and the object's tags left as they
- * were; the aws CLI's s3api calls.
+ * were; a bucket's own tags (up to 50, gone with the bucket); the aws
+ * CLI's s3api calls.
  */
 #include <stdio.h>
 #include <string.h>
@@ -133,6 +134,27 @@ static const char script[] =
     "args += ['-F', 'file=@' + d + '/big', p['url']]\n"
     "assert subprocess.run(args, capture_output=True, text=True).stdout == '204'\n"
     "assert tags('posted') == [{'Key': 'form', 'Value': 'yes'}]\n"
+    "# a bucket's own tags: up to 50, kept apart from its objects'\n"
+    "refused(404, 'NoSuchTagSet', s3.get_bucket_tagging, Bucket='tagb')\n"
+    "bt = [{'Key': 'b%d' % i, 'Value': 'v %d' % i} for i in range(50)]\n"
+    "s3.put_bucket_tagging(Bucket='tagb', Tagging={'TagSet': bt})\n"
+    "assert s3.get_bucket_tagging(Bucket='tagb')['TagSet'] == bt\n"
+    "refused(400, 'BadRequest', s3.put_bucket_tagging, Bucket='tagb',\n"
+    "    Tagging={'TagSet': bt + [{'Key': 'one-more', 'Value': ''}]})\n"
+    "refused(400, 'InvalidTag', s3.put_bucket_tagging, Bucket='tagb',\n"
+    "    Tagging={'TagSet': [{'Key': 'aws:x', 'Value': ''}]})\n"
+    "assert s3.get_bucket_tagging(Bucket='tagb')['TagSet'] == bt\n"
+    "assert tags('only') == []\n"
+    "refused(403, 'AccessDenied', other.get_bucket_tagging, Bucket='tagb')\n"
+    "refused(404, 'NoSuchBucket', s3.put_bucket_tagging, Bucket='nobkt', Tagging={'TagSet': bt})\n"
+    "s3.delete_bucket_tagging(Bucket='tagb')\n"
+    "refused(404, 'NoSuchTagSet', s3.get_bucket_tagging, Bucket='tagb')\n"
+    "# gone with its bucket: a bucket made again under the name has none\n"
+    "s3.create_bucket(Bucket='tagb2')\n"
+    "s3.put_bucket_tagging(Bucket='tagb2', Tagging={'TagSet': bt[:2]})\n"
+    "s3.delete_bucket(Bucket='tagb2')\n"
+    "s3.create_bucket(Bucket='tagb2')\n"
+    "refused(404, 'NoSuchTagSet', s3.get_bucket_tagging, Bucket='tagb2')\n"
     "print('tags ok')\n";
 
 static void run(const char *backend)
@@ -167,6 +189,12 @@ static void run(const char *backend)
     T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"GetObjectTagging\",status=\"2xx\"}"), 10);
     T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"DeleteObjectTagging\",status=\"2xx\"}"),
          2);
+    T_EQ(gw_aws(&g, env, "o",
+                "s3api put-bucket-tagging --bucket tagb --tagging 'TagSet=[{Key=cost,Value=ml}]'"),
+         0);
+    T_EQ(gw_aws(&g, env, "o", "s3api get-bucket-tagging --bucket tagb --output text"), 0);
+    T_TRUE(gw_has(&g, "o", "cost\tml"));
+    T_GE(srv_scrape(&g.e, "railiod_s3_requests_total{op=\"PutBucketTagging\",status=\"2xx\"}"), 3);
     gw_stop(&g);
 }
 

@@ -482,6 +482,19 @@ TEST(tags)
     }
     T_ERR(rio__gw_meta_add_tag(m, "one-more", "1", &why), -E2BIG);
     T_STREQ(why, "Object tags cannot be greater than 10");
+    {
+        struct gw_meta *bm = rio__gw_meta_new(); /* a bucket's: 50 */
+        T_NOTNULL(bm);
+        bm->tags_max = GW_BUCKET_TAGS_MAX;
+        for (int i = 0; i < 50; i++) {
+            char k[16];
+            snprintf(k, sizeof(k), "b%d", i);
+            T_OK(rio__gw_meta_add_tag(bm, k, "v", &why));
+        }
+        T_ERR(rio__gw_meta_add_tag(bm, "b50", "v", &why), -E2BIG);
+        T_STREQ(why, "Bucket tags cannot be greater than 50");
+        rio__gw_meta_free(bm);
+    }
     T_EQ(strcmp(rio__gw_tag_code(-E2BIG, why), "BadRequest"), 0);
     T_FALSE(rio__gw_meta_is_default(m, ""));
 

@@ -68,30 +68,67 @@ void rio__gw_cors_clear(void)
     pthread_mutex_unlock(&cache.mu);
 }
 
+int rio__gw_bucket_rec_get(const char *prefix, const char *bucket, size_t max, char **out,
+                           size_t *len)
+{
+    char k[GW_BUCKET_REC_KEY_MAX];
+    char *buf;
+    int64_t n;
+
+    *out = NULL;
+    *len = 0;
+    if (snprintf(k, sizeof(k), "%s%s", prefix, bucket) >= (int)sizeof(k))
+        return RIO_EINVAL;
+    buf = rio__malloc(max + 1);
+    if (!buf)
+        return -ENOMEM;
+    n = rio_get(rio__gw_client(), k, buf, max, NULL);
+    if (n < 0) {
+        rio__free(buf);
+        return n == RIO_ENOTFOUND ? 0 : (int)n;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = (size_t)n;
+    return 1;
+}
+
+int rio__gw_bucket_rec_put(const char *prefix, const char *bucket, const char *rec, size_t len)
+{
+    char k[GW_BUCKET_REC_KEY_MAX];
+
+    if (snprintf(k, sizeof(k), "%s%s", prefix, bucket) >= (int)sizeof(k))
+        return RIO_EINVAL;
+    return rio_put(rio__gw_client(), k, rec, len, NULL, NULL);
+}
+
+int rio__gw_bucket_rec_drop(const char *prefix, const char *bucket)
+{
+    char k[GW_BUCKET_REC_KEY_MAX];
+    int ret;
+
+    if (snprintf(k, sizeof(k), "%s%s", prefix, bucket) >= (int)sizeof(k))
+        return RIO_EINVAL;
+    ret = rio_delete(rio__gw_client(), k);
+    return ret == RIO_ENOTFOUND ? 0 : ret;
+}
+
 /* Read bucket's configuration from the backend: 0 with *out (NULL when it
  * has none, or its record is not one this code writes: logged), or a
  * RIO_E* code of the read. */
 static int cors_read(const char *bucket, struct gw_cors **out)
 {
     char k[sizeof(GW_CORS_PREFIX) + GW_BUCKET_MAX + 1];
-    char *buf = rio__malloc(GW_CORS_REC_MAX);
-    int64_t n;
+    char *buf;
+    size_t n;
     int ret;
 
     *out = NULL;
-    if (!buf)
-        return -ENOMEM;
     rec_key(bucket, k, sizeof(k));
-    n = rio_get(rio__gw_client(), k, buf, GW_CORS_REC_MAX, NULL);
-    if (n == RIO_ENOTFOUND) {
-        rio__free(buf);
-        return 0;
-    }
-    if (n < 0) {
-        rio__free(buf);
-        return (int)n;
-    }
-    ret = rio__gw_cors_parse_record(buf, (size_t)n, out);
+    ret = rio__gw_bucket_rec_get(GW_CORS_PREFIX, bucket, GW_CORS_REC_MAX, &buf, &n);
+    if (ret <= 0)
+        return ret;
+    ret = rio__gw_cors_parse_record(buf, n, out);
     rio__free(buf);
     if (ret == -ENOMEM)
         return ret;
@@ -219,7 +256,7 @@ int rio__gw_preflight(struct MHD_Connection *c, struct gw_req *r)
 
 int rio__gw_put_bucket_cors(struct MHD_Connection *c, struct gw_req *r)
 {
-    char k[sizeof(GW_CORS_PREFIX) + GW_BUCKET_MAX + 1], msg[160];
+    char msg[160];
     struct gw_cors *cfg = NULL;
     struct gw_buf b = {0};
     const char *code = NULL;
@@ -240,8 +277,7 @@ int rio__gw_put_bucket_cors(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_buf_free(&b);
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
-    rec_key(r->bucket, k, sizeof(k));
-    ret = rio_put(rio__gw_client(), k, b.p, b.len, NULL, NULL);
+    ret = rio__gw_bucket_rec_put(GW_CORS_PREFIX, r->bucket, b.p, b.len);
     rio__gw_buf_free(&b);
     cache_drop(r->bucket);
     if (ret < 0)
@@ -249,7 +285,7 @@ int rio__gw_put_bucket_cors(struct MHD_Connection *c, struct gw_req *r)
     /* A DeleteBucket between the bucket's lookup and this write would
      * leave the record behind, for a bucket made again under the name. */
     if (rio__gw_bucket_exists(r->bucket) == 0) {
-        (void)rio_delete(rio__gw_client(), k);
+        (void)rio__gw_cors_drop(r->bucket);
         return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
     }
     return rio__gw_send_empty(c, r, 200);
@@ -278,13 +314,10 @@ int rio__gw_get_bucket_cors(struct MHD_Connection *c, struct gw_req *r)
 
 int rio__gw_cors_drop(const char *bucket)
 {
-    char k[sizeof(GW_CORS_PREFIX) + GW_BUCKET_MAX + 1];
-    int ret;
+    int ret = rio__gw_bucket_rec_drop(GW_CORS_PREFIX, bucket);
 
-    rec_key(bucket, k, sizeof(k));
-    ret = rio_delete(rio__gw_client(), k);
     cache_drop(bucket);
-    return ret == RIO_ENOTFOUND ? 0 : ret;
+    return ret;
 }
 
 int rio__gw_delete_bucket_cors(struct MHD_Connection *c, struct gw_req *r)

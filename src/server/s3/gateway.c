@@ -80,7 +80,9 @@ static const char *const op_names[GW_OP__COUNT] = {
     "PutBucketCors",        "GetBucketCors",
     "DeleteBucketCors",     "PreflightRequest",
     "PutObjectTagging",     "GetObjectTagging",
-    "DeleteObjectTagging",  "Other"};
+    "DeleteObjectTagging",  "PutBucketTagging",
+    "GetBucketTagging",     "DeleteBucketTagging",
+    "Other"};
 /* clang-format on */
 
 const char *rio__gw_op_name(int op)
@@ -776,6 +778,11 @@ static int route(struct MHD_Connection *c, struct gw_req *r, char *path, int *re
                 : !strcmp(r->method, "PUT")    ? GW_OP_PUT_CORS
                 : !strcmp(r->method, "DELETE") ? GW_OP_DELETE_CORS
                                                : GW_OP_OTHER;
+    else if (rio__gw_arg(r, "tagging"))
+        r->op = !strcmp(r->method, "GET")      ? GW_OP_GET_BTAGGING
+                : !strcmp(r->method, "PUT")    ? GW_OP_PUT_BTAGGING
+                : !strcmp(r->method, "DELETE") ? GW_OP_DELETE_BTAGGING
+                                               : GW_OP_OTHER;
     else if ((r->sub = rio__gw_subresource(r, &object_ok)) >= 0) /* PUT, DELETE: 501 */
         r->op = !strcmp(r->method, "GET") ? GW_OP_BUCKET_CONFIG : GW_OP_OTHER;
     else if (rio__gw_arg(r, "versioning")) /* GET: never enabled; PUT: NotImplemented */
@@ -833,6 +840,12 @@ static int run_op(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_get_tagging(c, r);
     case GW_OP_DELETE_TAGGING:
         return rio__gw_delete_tagging(c, r);
+    case GW_OP_PUT_BTAGGING:
+        return rio__gw_put_bucket_tagging(c, r);
+    case GW_OP_GET_BTAGGING:
+        return rio__gw_get_bucket_tagging(c, r);
+    case GW_OP_DELETE_BTAGGING:
+        return rio__gw_delete_bucket_tagging(c, r);
     case GW_OP_OBJECT_CONFIG:
         return rio__gw_object_config(c, r);
     case GW_OP_LIST_OBJECTS:
@@ -895,7 +908,7 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
     }
     rio__gw_checks_update(r, p, n);
     if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_PUT_CORS ||
-        r->op == GW_OP_PUT_TAGGING) {
+        r->op == GW_OP_PUT_TAGGING || r->op == GW_OP_PUT_BTAGGING) {
         if (r->blen + n > GW_POST_BODY_MAX) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
@@ -927,7 +940,7 @@ static int takes_body(int op)
     return is_put(op) || op == GW_OP_POST_OBJECT || op == GW_OP_DELETE_OBJECTS ||
            op == GW_OP_CREATE_BUCKET || op == GW_OP_CREATE_MPU || op == GW_OP_COMPLETE_MPU ||
            op == GW_OP_COPY_OBJECT || op == GW_OP_UPLOAD_PART_COPY || op == GW_OP_PUT_CORS ||
-           op == GW_OP_PUT_TAGGING;
+           op == GW_OP_PUT_TAGGING || op == GW_OP_PUT_BTAGGING;
 }
 
 /* Virtual-hosted style (--s3-domain D): a request to Host BUCKET.D[:PORT]

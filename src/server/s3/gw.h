@@ -99,6 +99,9 @@ enum gw_op {
     GW_OP_PUT_TAGGING, /* an object's tags (tagging.c) */
     GW_OP_GET_TAGGING,
     GW_OP_DELETE_TAGGING,
+    GW_OP_PUT_BTAGGING, /* a bucket's tags (tagging.c) */
+    GW_OP_GET_BTAGGING,
+    GW_OP_DELETE_BTAGGING,
     GW_OP_OTHER,
     GW_OP__COUNT
 };
@@ -557,6 +560,24 @@ int rio__gw_xml_text(const char *raw, size_t len, char **out);
 int rio__gw_tags_from_xml(const char *xml, size_t n, struct gw_meta *m, const char **code,
                           const char **why);
 void rio__gw_tags_xml(const struct gw_meta *m, struct gw_buf *b);
+
+/* A bucket's own records (its CORS rules, its tags): the backend object
+ * PREFIX + BUCKET. get: 1 with the record's bytes (*out, NUL-terminated,
+ * rio__free; at most max: more is an error of the read), 0 when there is
+ * none, or an error; put: write it; drop: remove it (0 when none). */
+#define GW_BUCKET_REC_KEY_MAX 128
+int rio__gw_bucket_rec_get(const char *prefix, const char *bucket, size_t max, char **out,
+                           size_t *len);
+int rio__gw_bucket_rec_put(const char *prefix, const char *bucket, const char *rec, size_t len);
+int rio__gw_bucket_rec_drop(const char *prefix, const char *bucket);
+
+/* tagging.c: a bucket's tags (PutBucketTagging, GetBucketTagging,
+ * DeleteBucketTagging; btags_drop removes them: DeleteBucket, CreateBucket,
+ * as rio__gw_cors_drop). */
+int rio__gw_put_bucket_tagging(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_get_bucket_tagging(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_delete_bucket_tagging(struct MHD_Connection *c, struct gw_req *r);
+int rio__gw_btags_drop(const char *bucket);
 
 /* tagging.c: PutObjectTagging, GetObjectTagging, DeleteObjectTagging.
  * tag_code (tagxml.c): S3's code for rio__gw_meta_tags_from_query's or

@@ -27,6 +27,7 @@
 #define GW_META_DEFAULT_TYPE "binary/octet-stream"
 #define GW_META_CK_MAX 56u         /* a checksum's value: base64 of a SHA-256 (44) and "-10000" */
 #define GW_META_TAGS_MAX 10u       /* S3: tags of an object */
+#define GW_BUCKET_TAGS_MAX 50u     /* S3: tags of a bucket */
 #define GW_META_TAG_KEY_MAX 128u   /* S3: a tag's key, characters */
 #define GW_META_TAG_VALUE_MAX 256u /* S3: a tag's value, characters */
 
@@ -80,8 +81,9 @@ struct gw_meta {
      * A record with tags is written as version 2 ("railio-s3-meta 2"),
      * which gateways before tagging refuse: they serve such objects with
      * the defaults, and read every other record as before. */
-    struct gw_meta_kv tags[GW_META_TAGS_MAX];
-    unsigned ntags;
+    struct gw_meta_kv *tags;
+    unsigned ntags, captags;
+    unsigned tags_max; /* how many add_tag takes: 0 is GW_META_TAGS_MAX (an object's) */
 };
 
 /* Errors of the setters besides -ENOMEM. */
@@ -142,7 +144,7 @@ int rio__gw_meta_set_checksum(struct gw_meta *m, const char *algo, const char *v
  * text); -E2BIG (already GW_META_TAGS_MAX); -ENOMEM.
  */
 int rio__gw_meta_add_tag(struct gw_meta *m, const char *key, const char *value, const char **why);
-/** Drop m's tags. */
+/** Drop m's tags (their room too). */
 void rio__gw_meta_clear_tags(struct gw_meta *m);
 /** Replace m's tags with src's. 0 or -ENOMEM (m then has none). */
 int rio__gw_meta_copy_tags(struct gw_meta *m, const struct gw_meta *src);

@@ -62,7 +62,9 @@ void rio__gw_meta_clear_tags(struct gw_meta *m)
         rio__free(m->tags[i].name);
         rio__free(m->tags[i].value);
     }
-    m->ntags = 0;
+    rio__free(m->tags);
+    m->tags = NULL;
+    m->ntags = m->captags = 0;
 }
 
 /* Characters (UTF-8 sequences) of a tag's key or value, at most max of
@@ -118,9 +120,18 @@ int rio__gw_meta_add_tag(struct gw_meta *m, const char *key, const char *value, 
             *why = "Cannot provide multiple Tags with the same key";
             return RIO_EINVAL;
         }
-    if (m->ntags == GW_META_TAGS_MAX) {
-        *why = "Object tags cannot be greater than 10";
+    if (m->ntags == (m->tags_max ? m->tags_max : GW_META_TAGS_MAX)) {
+        *why = m->tags_max == GW_BUCKET_TAGS_MAX ? "Bucket tags cannot be greater than 50"
+                                                 : "Object tags cannot be greater than 10";
         return -E2BIG;
+    }
+    if (m->ntags == m->captags) {
+        unsigned cap = m->captags ? 2 * m->captags : 4;
+        struct gw_meta_kv *nt = rio__realloc(m->tags, (size_t)cap * sizeof(*nt));
+        if (!nt)
+            return -ENOMEM;
+        m->tags = nt;
+        m->captags = cap;
     }
     k = rio__strdup(key);
     v = rio__strdup(value);

@@ -287,6 +287,8 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
     /* A CORS configuration a PutBucketCors racing the last DeleteBucket
      * of the name left: not the new bucket's. */
     ret = rio__gw_cors_drop(r->bucket);
+    if (ret == 0)
+        ret = rio__gw_btags_drop(r->bucket);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
     marker_key(r->bucket, k, sizeof(k));
@@ -476,6 +478,8 @@ int rio__gw_delete_bucket(struct MHD_Connection *c, struct gw_req *r)
         (void)rio__gw_each_key(up, 0, rio__gw_drop_entry, NULL);
     }
     ret = rio__gw_cors_drop(r->bucket); /* before the marker: never one left without it */
+    if (ret == 0)
+        ret = rio__gw_btags_drop(r->bucket);
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "delete bucket");
     marker_key(r->bucket, k, sizeof(k));

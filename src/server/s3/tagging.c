@@ -126,3 +126,124 @@ int rio__gw_delete_tagging(struct MHD_Connection *c, struct gw_req *r)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "tags");
     return rio__gw_send_empty(c, r, 204);
 }
+
+/* ------------------------------------------------------- a bucket's tags */
+
+/* ".rio-btags/BUCKET": a line GW_BTAGS_MAGIC, then the Tagging document as
+ * GetBucketTagging answers it. */
+#define GW_BTAGS_PREFIX ".rio-btags/"
+#define GW_BTAGS_MAGIC "railio-s3-bucket-tags 1\n"
+#define GW_BTAGS_REC_MAX (64u * 1024u)
+
+/* A new record of up to 50 tags, empty. NULL when out of memory. */
+static struct gw_meta *btags_new(void)
+{
+    struct gw_meta *m = rio__gw_meta_new();
+
+    if (m)
+        m->tags_max = GW_BUCKET_TAGS_MAX;
+    return m;
+}
+
+/* The bucket's tags into m (none when it has no record, or one this code
+ * did not write: logged). 0 or an error of the read. */
+static int btags_read(const char *bucket, struct gw_meta *m)
+{
+    const size_t ml = strlen(GW_BTAGS_MAGIC);
+    const char *code, *why;
+    char *rec;
+    size_t n;
+    int ret = rio__gw_bucket_rec_get(GW_BTAGS_PREFIX, bucket, GW_BTAGS_REC_MAX, &rec, &n);
+
+    if (ret <= 0)
+        return ret;
+    ret = n >= ml && memcmp(rec, GW_BTAGS_MAGIC, ml) == 0
+              ? rio__gw_tags_from_xml(rec + ml, n - ml, m, &code, &why)
+              : RIO_EPROTO;
+    rio__free(rec);
+    if (ret == -ENOMEM)
+        return ret;
+    if (ret < 0)
+        SRV_WARN("s3: " GW_BTAGS_PREFIX "%s on the backend is not a tag record this gateway "
+                 "writes: ignored",
+                 bucket);
+    return 0;
+}
+
+int rio__gw_get_bucket_tagging(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_meta *m;
+    struct gw_buf b = {0};
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (!(m = btags_new()))
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    ret = btags_read(r->bucket, m);
+    if (ret < 0 || !m->ntags) {
+        rio__gw_meta_free(m);
+        return ret < 0 ? rio__gw_rio_error(c, r, ret, GW_READS, "bucket tags")
+                       : rio__gw_error(c, r, 404, "NoSuchTagSet", "The TagSet does not exist.");
+    }
+    rio__gw_tags_xml(m, &b);
+    rio__gw_meta_free(m);
+    return rio__gw_send_buf(c, r, 200, &b);
+}
+
+int rio__gw_put_bucket_tagging(struct MHD_Connection *c, struct gw_req *r)
+{
+    struct gw_meta *m;
+    struct gw_buf b = {0};
+    const char *code, *why;
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    if (!(m = btags_new()))
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    ret = rio__gw_tags_from_xml(r->buf ? r->buf : "", r->blen, m, &code, &why);
+    if (ret < 0) {
+        rio__gw_meta_free(m);
+        return ret == -ENOMEM ? rio__gw_error(c, r, 500, "InternalError", "Out of memory.")
+                              : rio__gw_error(c, r, 400, code, why);
+    }
+    if (m->ntags) { /* an empty TagSet: none, as DeleteBucketTagging */
+        rio__gw_buf_put(&b, GW_BTAGS_MAGIC, strlen(GW_BTAGS_MAGIC));
+        rio__gw_tags_xml(m, &b);
+    }
+    rio__gw_meta_free(m);
+    if (b.oom) {
+        rio__gw_buf_free(&b);
+        return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
+    }
+    ret = b.len ? rio__gw_bucket_rec_put(GW_BTAGS_PREFIX, r->bucket, b.p, b.len)
+                : rio__gw_btags_drop(r->bucket);
+    rio__gw_buf_free(&b);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "bucket tags");
+    /* A DeleteBucket between the bucket's lookup and this write would
+     * leave the record behind, for a bucket made again under the name. */
+    if (rio__gw_bucket_exists(r->bucket) == 0) {
+        (void)rio__gw_btags_drop(r->bucket);
+        return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
+    }
+    return rio__gw_send_empty(c, r, 204);
+}
+
+int rio__gw_btags_drop(const char *bucket)
+{
+    return rio__gw_bucket_rec_drop(GW_BTAGS_PREFIX, bucket);
+}
+
+int rio__gw_delete_bucket_tagging(struct MHD_Connection *c, struct gw_req *r)
+{
+    int ret;
+
+    if (rio__gw_need_bucket(c, r, &ret) < 0)
+        return ret;
+    ret = rio__gw_btags_drop(r->bucket);
+    if (ret < 0)
+        return rio__gw_rio_error(c, r, ret, GW_WRITES, "bucket tags");
+    return rio__gw_send_empty(c, r, 204);
+}
