@@ -845,11 +845,12 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
     stale = index_insert(d, e);
     if (stale)
         unlink_gen(d, o->key, o->key_len, stale);
-    /* Cached when it was received into memory; otherwise read from disk. */
+    /* Cached when it was received into memory; otherwise read from disk,
+     * and the version it replaced no longer served from memory. */
     if (o->data)
         rio__srv_store_publish(d->store, o);
     else
-        rio__srv_store_drop(d->store, o);
+        rio__srv_store_published_uncached(d->store, o);
     pthread_mutex_unlock(kl);
     atomic_fetch_add(&d->writes, 1);
     atomic_fetch_add(&d->write_ns, rio__now_ns() - t0);

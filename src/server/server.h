@@ -273,6 +273,11 @@ int rio__srv_store_commit_take(struct rio_srv_store *s, struct rio_srv_upload *u
                                struct rio_srv_obj **out, struct rio_srv_dfile **df);
 void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o);
 void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
+/* o was published on the disk tier without its bytes in memory (an empty
+ * object, or one too large to cache): released as drop does, and an older
+ * generation of its key cached in memory goes too, so that lookups find
+ * o's on disk instead of serving the version it replaced. */
+void rio__srv_store_published_uncached(struct rio_srv_store *s, struct rio_srv_obj *o);
 /* next_gen = max(next_gen, gen): generations stay above recovered ones. */
 void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen);
 /* ------------------------------------------------ commits.c: idempotent commits */

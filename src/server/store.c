@@ -1342,6 +1342,20 @@ void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o)
     rio__srv_obj_unref(o);
 }
 
+void rio__srv_store_published_uncached(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    struct rio_srv_obj **slot;
+
+    pthread_mutex_lock(&s->mu);
+    committing_unlink_locked(s, o);
+    s->used -= o->charge;
+    slot = obj_slot_locked(s, o->key, o->key_len);
+    if (*slot && (*slot)->generation < o->generation)
+        obj_remove_locked(s, slot);
+    pthread_mutex_unlock(&s->mu);
+    rio__srv_obj_unref(o);
+}
+
 void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen)
 {
     pthread_mutex_lock(&s->mu);

@@ -7,9 +7,11 @@
  * above the old ones, READs served from disk when the memory cache evicted
  * the object, DELETE surviving a restart, partial files discarded, and
  * corrupt records (a flipped metadata byte, a truncated or flipped data
- * file) detected, logged, counted and never served.
+ * file) detected, logged, counted and never served; an overwrite too large
+ * to cache, or empty, hiding the cached version it replaced.
  */
 #include "server_disk_util.h"
+#include "tlib.h"
 
 #define MAXSZ (300u * 1024u)
 
@@ -330,4 +332,50 @@ TEST(generations_continue_above_records)
     free(f);
     free(x);
     free(d);
+}
+
+/* An overwrite published without its bytes in memory (one too large for
+ * the cache, an empty one) hides the version it replaced, which memory
+ * still held: every later lookup and READ is the new one (they served the
+ * old bytes, acknowledged overwrite and all, until a restart). */
+TEST(uncached_overwrite_hides_the_cached_version)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct rio_client *c;
+    struct rio_desc d, got;
+    char url[128];
+    size_t big = 12u * 1024u * 1024u; /* over --memory 8M: never cached */
+    uint8_t *small = t_pattern_buf(1000, 1), *large = t_pattern_buf(big, 2);
+    uint8_t *buf = malloc(big);
+    int64_t n;
+
+    start(&e, dir, 0, "8M");
+    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
+    T_OK(rio_client_new(url, NULL, &c));
+    for (int round = 0; round < 2; round++) {
+        T_OK(rio_put(c, "k", small, 1000, NULL, NULL));
+        T_EQ(rio_get(c, "k", buf, big, NULL), 1000); /* cached in memory */
+        T_EQ(memcmp(buf, small, 1000), 0);
+        memset(&d, 0, sizeof(d));
+        if (round == 0)
+            T_OK(rio_put(c, "k", large, big, NULL, &d));
+        else
+            T_OK(rio_put(c, "k", "", 0, NULL, &d));
+        memset(&got, 0, sizeof(got));
+        T_OK(rio_stat(c, "k", &got));
+        T_EQ(got.generation, d.generation);
+        T_EQ(got.size, round == 0 ? (uint64_t)big : 0u);
+        n = rio_get(c, "k", buf, big, NULL);
+        T_EQ(n, round == 0 ? (int64_t)big : 0);
+        if (round == 0)
+            T_EQ(memcmp(buf, large, big), 0);
+        rio_desc_cleanup(&d);
+        rio_desc_cleanup(&got);
+    }
+    rio_client_destroy(c);
+    free(small);
+    free(large);
+    free(buf);
+    T_EQ(srv_stop(&e), 0);
 }
