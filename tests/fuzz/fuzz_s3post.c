@@ -50,7 +50,7 @@ static void verify(const struct rio_s3_form *f)
     struct rio_s3_post_auth a;
     const char *code = NULL;
     char msg[256];
-    int r = rio_s3_post_verify(NULL, f, "bkt", 1764892800, 1, &a, &code, msg, sizeof(msg));
+    int r = rio_s3_post_verify(NULL, f, "bkt", NULL, 1764892800, 1, &a, &code, msg, sizeof(msg));
 
     if (r == 0)
         FUZZ_CHECK(a.len_min <= a.len_max);

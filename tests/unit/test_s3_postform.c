@@ -439,7 +439,7 @@ static struct rio_s3_form *v4_form(const char *policy, const char *secret, const
 static int verify(struct rio_s3_keys *k, struct rio_s3_form *f, const char *bucket, int sigv2,
                   struct rio_s3_post_auth *a, const char **code, char *msg)
 {
-    int r = rio_s3_post_verify(k, f, bucket, NOW, sigv2, a, code, msg, 256);
+    int r = rio_s3_post_verify(k, f, bucket, NULL, NOW, sigv2, a, code, msg, 256);
     rio_s3_form_free(f);
     return r;
 }

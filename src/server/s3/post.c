@@ -147,7 +147,14 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     int ret, status;
 
     (void)content_type; /* S3 takes the Content-Type field, not the part's */
-    ret = rio_s3_post_verify(rio__gw_keys(), p->form, r->bucket, (int64_t)time(NULL),
+    /* The key with ${filename} replaced: what the policy's $key conditions
+     * hold for, and the object's name. */
+    fvalue = rio_s3_form_field(p->form, "key");
+    if (fvalue && !(r->key = key_of(fvalue, filename))) {
+        rio__gw_fail(r, 500, "InternalError", "Out of memory.");
+        return -1;
+    }
+    ret = rio_s3_post_verify(rio__gw_keys(), p->form, r->bucket, r->key, (int64_t)time(NULL),
                              rio__gw_sigv2(), &p->pa, &code, msg, sizeof(msg));
     if (ret < 0) {
         status = ret == -ENOMEM                               ? 500
@@ -167,11 +174,6 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     }
     if (unsupported_field(r, p->form) < 0 || checks_of(r, p) < 0)
         return -1;
-    r->key = key_of(rio_s3_form_field(p->form, "key"), filename);
-    if (!r->key) {
-        rio__gw_fail(r, 500, "InternalError", "Out of memory.");
-        return -1;
-    }
     if (!r->key[0]) {
         rio__gw_fail(r, 400, "InvalidArgument", "User key must have a length greater than 0.");
         return -1;

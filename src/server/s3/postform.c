@@ -937,8 +937,8 @@ static int hex_lower64(const char *s)
 }
 
 int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f, const char *bucket,
-                       int64_t now, int sigv2, struct rio_s3_post_auth *out, const char **s3_code,
-                       char *msg, size_t msgcap)
+                       const char *key, int64_t now, int sigv2, struct rio_s3_post_auth *out,
+                       const char **s3_code, char *msg, size_t msgcap)
 {
     const char *policy = rio_s3_form_field(f, "policy");
     const char *v4sig = rio_s3_form_field(f, "x-amz-signature");
@@ -967,7 +967,7 @@ int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f,
         const char *algo = rio_s3_form_field(f, "x-amz-algorithm");
         const char *date = rio_s3_form_field(f, "x-amz-date");
         struct rio__s3_cred c;
-        uint8_t key[32];
+        uint8_t skey[32];
         char want[65];
         if (!algo || !cred || !date || !v4sig)
             POST_REFUSE("InvalidArgument", RIO_EINVAL,
@@ -993,12 +993,12 @@ int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f,
         m = EVP_MD_CTX_new();
         if (!m)
             POST_REFUSE("InternalError", -ENOMEM, "Out of memory.");
-        if (rio__s3_signing_key(m, secret, c.date, c.region, "s3", key) < 0 ||
-            rio__s3_sign_sts(m, key, policy, want) < 0) {
-            OPENSSL_cleanse(key, sizeof(key));
+        if (rio__s3_signing_key(m, secret, c.date, c.region, "s3", skey) < 0 ||
+            rio__s3_sign_sts(m, skey, policy, want) < 0) {
+            OPENSSL_cleanse(skey, sizeof(skey));
             POST_REFUSE("InternalError", -ENOMEM, "The signature could not be computed.");
         }
-        OPENSSL_cleanse(key, sizeof(key));
+        OPENSSL_cleanse(skey, sizeof(skey));
         if (!hex_lower64(v4sig) || CRYPTO_memcmp(want, v4sig, 64) != 0)
             POST_REFUSE("SignatureDoesNotMatch", -EACCES,
                         "The request signature we calculated does not match the signature you "
@@ -1058,7 +1058,9 @@ int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f,
             out->len_max = c->max < out->len_max ? c->max : out->len_max;
             continue;
         }
-        value = strcmp(c->name, "bucket") == 0 ? bucket : rio_s3_form_field(f, c->name);
+        value = strcmp(c->name, "bucket") == 0       ? bucket
+                : strcmp(c->name, "key") == 0 && key ? key
+                                                     : rio_s3_form_field(f, c->name);
         for (unsigned fi = 0; fi < rio_s3_form_nfields(f); fi++) {
             const char *fv, *fn = rio_s3_form_field_at(f, fi, &fv);
             if (strcmp(fn, c->name) == 0)

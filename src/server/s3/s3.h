@@ -176,12 +176,14 @@ struct rio_s3_post_auth {
  * of its conditions (bucket is the request's), and that every field but
  * policy, the signature fields, file and x-ignore-* is named by a
  * condition. A form without signature fields is anonymous (its policy, if
- * any, still checked). 0 and *out; or RIO_EINVAL / -EACCES / -ENOMEM with
+ * any, still checked). key: the key field with ${filename} replaced by the
+ * file's name, what $key conditions are checked against, as S3 does (NULL:
+ * the field as sent). 0 and *out; or RIO_EINVAL / -EACCES / -ENOMEM with
  * *s3_code and S3's message in msg (no secret in it).
  */
 int rio_s3_post_verify(const struct rio_s3_keys *k, const struct rio_s3_form *f, const char *bucket,
-                       int64_t now, int sigv2, struct rio_s3_post_auth *out, const char **s3_code,
-                       char *msg, size_t msgcap);
+                       const char *key, int64_t now, int sigv2, struct rio_s3_post_auth *out,
+                       const char **s3_code, char *msg, size_t msgcap);
 
 /*
  * aws-chunked body decoder: feed the raw body, get the payload; verifies
