@@ -44,7 +44,7 @@ TEST(two_gateways_one_pool)
 
     T_EQ(gw_curl(&a, "o", "-X PUT %s/cbk", a.url), 200);
     T_EQ(gw_curl(&b, "o", "-I %s/cbk", b.url), 200);
-    T_EQ(gw_curl(&b, "o", "-X PUT %s/cbk", b.url), 409);
+    T_EQ(gw_curl(&b, "o", "-X PUT %s/cbk", b.url), 200); /* it exists: as it was */
     T_EQ(gw_curl(&a, "o", "-T %s %s/cbk/d/obj", gw_path(&a, "src"), a.url), 200);
     T_EQ(t_sh("md5sum %s | cut -c1-32 > %s", gw_path(&a, "src"), gw_path(&a, "md5")), 0);
     T_EQ(t_sh("grep -qi \"etag: \\\"$(cat %s)\\\"\" %s", gw_path(&a, "md5"), gw_path(&a, "o.h")),

@@ -280,21 +280,22 @@ int rio__gw_create_bucket(struct MHD_Connection *c, struct gw_req *r)
     e = rio__gw_bucket_exists(r->bucket);
     if (e < 0)
         return rio__gw_rio_error(c, r, e, GW_LOOKUP, "bucket lookup");
-    if (e == 1)
-        return rio__gw_error(c, r, 409, "BucketAlreadyOwnedByYou",
-                             "Your previous request to create the named bucket succeeded and you "
-                             "already own it.");
-    /* A CORS configuration a PutBucketCors racing the last DeleteBucket
-     * of the name left: not the new bucket's. */
-    ret = rio__gw_cors_drop(r->bucket);
-    if (ret == 0)
-        ret = rio__gw_btags_drop(r->bucket);
-    if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
-    marker_key(r->bucket, k, sizeof(k));
-    ret = rio_put(rio__gw_client(), k, "", 0, NULL, NULL);
-    if (ret < 0)
-        return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
+    /* A bucket that exists, for a user who may use it: 200, the bucket
+     * left as it is, as S3 answers in us-east-1, the gateway's region (and
+     * radosgw); other regions of S3 answer 409 BucketAlreadyOwnedByYou. */
+    if (e == 0) {
+        /* A CORS configuration a PutBucketCors racing the last DeleteBucket
+         * of the name left: not the new bucket's. */
+        ret = rio__gw_cors_drop(r->bucket);
+        if (ret == 0)
+            ret = rio__gw_btags_drop(r->bucket);
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
+        marker_key(r->bucket, k, sizeof(k));
+        ret = rio_put(rio__gw_client(), k, "", 0, NULL, NULL);
+        if (ret < 0)
+            return rio__gw_rio_error(c, r, ret, GW_WRITES, "create bucket");
+    }
     resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     snprintf(loc, sizeof(loc), "/%s", r->bucket);
     if (resp)
