@@ -761,7 +761,9 @@ void rio__gw_meta_headers(struct MHD_Response *resp, const struct gw_meta *m)
             MHD_add_response_header(resp, rio__gw_meta_hdr_names[i], m->hdr[i]);
     for (unsigned i = 0; i < m->nuser; i++) {
         snprintf(name, sizeof(name), "x-amz-meta-%s", m->user[i].name);
-        MHD_add_response_header(resp, name, m->user[i].value);
+        /* libmicrohttpd takes no empty value: one blank, which a client
+         * reads as the empty value (RFC 9110 trims it) */
+        MHD_add_response_header(resp, name, m->user[i].value[0] ? m->user[i].value : " ");
     }
     if (m->ntags) {
         snprintf(name, sizeof(name), "%u", m->ntags);
