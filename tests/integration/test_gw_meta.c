@@ -39,7 +39,7 @@ static void metadata(const char *backend, const char *dir)
         T_EQ(gw_curl(&g, get ? "got" : "o", "%s %s/mdb/k1", get ? "" : "-I", g.url), 200);
         T_TRUE(gw_has(&g, f, "x-amz-meta-color: blue,red\r\n"));
         T_TRUE(gw_has(&g, f, "x-amz-meta-sp: a  b\r\n"));
-        T_TRUE(gw_has(&g, f, "x-amz-meta-empty: \r\n")); /* an empty value, as S3 */
+        T_TRUE(gw_has(&g, f, "x-amz-meta-empty:  \r\n")); /* an empty value (a blank) */
         T_TRUE(gw_has(&g, f, "Content-Type: text/plain; charset=utf-8\r\n"));
         T_TRUE(gw_has(&g, f, "Content-Encoding: x-test\r\n"));
         T_TRUE(gw_has(&g, f, "Content-Disposition: attachment; filename=\"a b.txt\"\r\n"));
