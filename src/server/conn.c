@@ -744,11 +744,12 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
     c->authed = 0;
     r.version = RIO_PROTO_VERSION;
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS;
-    /* The disk tier sizes files up front, and publishes from its commit
-     * threads: a condition there would have to hold across the file's
-     * write, so it takes none. */
+    /* The disk tier sizes files up front (no PUT of unknown size); its
+     * commit threads decide a commit's condition under the key's lock,
+     * just before the file is published, as a conditional delete's. */
+    r.caps |= RIO_PROTO_CAP_COND_COMMIT | RIO_PROTO_CAP_COND_DELETE;
     if (!srv->disk)
-        r.caps |= RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_COND_COMMIT | RIO_PROTO_CAP_COND_DELETE;
+        r.caps |= RIO_PROTO_CAP_STREAM_PUT;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -980,13 +981,11 @@ static void do_delete(struct conn *c, const uint8_t *body, size_t len)
     struct rio_srv *srv = c->w->srv;
     struct rio_proto_delete k;
 
-    /* A generation after the key: offered only without a disk tier (its
-     * tombstones are written by the disk's own path). */
-    if (rio__proto_dec_delete(body, len, &k) < 0 || (k.if_gen && srv->disk)) {
+    if (rio__proto_dec_delete(body, len, &k) < 0) {
         conn_bad_body(c);
         return;
     }
-    conn_status(c, srv->disk ? rio__srv_disk_delete(srv->disk, k.key, k.key_len)
+    conn_status(c, srv->disk ? rio__srv_disk_delete(srv->disk, k.key, k.key_len, k.if_gen)
                              : rio__srv_store_delete(&srv->store, k.key, k.key_len, k.if_gen));
 }
 
@@ -1270,13 +1269,6 @@ static void commit_finish(struct conn *c)
         conn_status(c, ret);
         return;
     }
-    if (srv->disk && c->commit_if) {
-        /* Not offered by this server's HELLO (above). */
-        rio__srv_upload_unref(c->up);
-        c->up = NULL;
-        conn_status(c, RIO_ENOTSUP);
-        return;
-    }
     if (srv->disk) {
         /* Disk tier: the object becomes visible, and the commit is answered,
          * only once its file is complete (and with --sync durable). That
@@ -1300,6 +1292,7 @@ static void commit_finish(struct conn *c)
         }
         j->base.o = o;
         j->base.df = df;
+        j->base.if_gen = c->commit_if; /* decided by the commit thread */
         cjob_start(c, j);
         rio__srv_disk_submit(srv->disk, &j->base);
         return;
@@ -1340,11 +1333,11 @@ static void commit_fixed(struct conn *c)
     uint64_t seq = 0;
 
     /* The list, and a condition after it where the body is one entry
-     * longer (a server without a disk tier offers it in HELLO). */
+     * longer (offered in HELLO). */
     c->commit_cond = false;
     c->commit_if = 0;
     if (list / RIO_PROTO_XXH_LEN != n) {
-        if (srv->disk || list < RIO_PROTO_XXH_LEN || list / RIO_PROTO_XXH_LEN - 1 != n) {
+        if (list < RIO_PROTO_XXH_LEN || list / RIO_PROTO_XXH_LEN - 1 != n) {
             conn_reject(c, "commit list length");
             return;
         }

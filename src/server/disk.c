@@ -756,6 +756,20 @@ static void test_hold(struct rio_srv_disk *d, const struct rio_srv_obj *o)
         usleep(2000);
 }
 
+/* The generation of key's object on disk (0: none). Under the key's lock
+ * it stays so: every commit and delete of the key holds that lock. */
+static uint64_t current_gen(struct rio_srv_disk *d, const char *key, uint16_t klen)
+{
+    struct rio_srv_obj *e;
+    uint64_t g;
+
+    pthread_mutex_lock(&d->mu);
+    e = *slot_locked(d, key, klen);
+    g = e ? e->generation : 0;
+    pthread_mutex_unlock(&d->mu);
+    return g;
+}
+
 void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
 {
     struct rio_srv_obj *o = j->o, *e = NULL;
@@ -806,15 +820,27 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
     pthread_mutex_lock(kl);
     tomb = tomb_gen(d, o->key, o->key_len);
     if (tomb > o->open_gen) {
-        /* A DELETE came after this upload opened: it wins. */
+        /* A DELETE came after this upload opened: it wins (a conditional
+         * commit is told: the key changed under it). */
         SRV_DEBUG("disk: commit of generation %llu superseded by a delete at %llu",
                   (unsigned long long)o->generation, (unsigned long long)tomb);
         atomic_fetch_add(&d->superseded, 1);
         rio__srv_dfile_discard(f);
         rio__srv_store_drop(d->store, o);
         pthread_mutex_unlock(kl);
-        j->status = 0;
+        j->status = j->if_gen ? RIO_EGENERATION : 0;
         return;
+    }
+    if (j->if_gen) {
+        uint64_t cur = current_gen(d, o->key, o->key_len);
+        if ((j->if_gen == RIO_PROTO_IF_ABSENT ? cur != 0 : cur != j->if_gen) ||
+            rio__srv_store_committing_before(d->store, o)) {
+            rio__srv_dfile_discard(f);
+            rio__srv_store_drop(d->store, o);
+            pthread_mutex_unlock(kl);
+            j->status = RIO_EGENERATION;
+            return;
+        }
     }
     if (renameat(d->dirfd, f->tmp, d->dirfd, fin) < 0) {
         ret = -errno;
@@ -1126,7 +1152,7 @@ err:
 
 /* ---------------------------------------------------------------- delete */
 
-int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
+int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t if_gen)
 {
     pthread_mutex_t *kl = key_lock(d, key, klen);
     struct rio_srv_obj **slot, *e;
@@ -1135,6 +1161,13 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen)
     int ret = 0, r1, dirty = 0;
 
     pthread_mutex_lock(kl);
+    if (if_gen) { /* every commit and delete of the key holds kl: this is it */
+        uint64_t cur = current_gen(d, key, klen);
+        if (cur != if_gen) {
+            pthread_mutex_unlock(kl);
+            return cur ? RIO_EGENERATION : RIO_ENOTFOUND;
+        }
+    }
     /* Every upload opened before this point loses to this DELETE; if one
      * of them can still commit, a tombstone says so. */
     gen = rio__srv_store_tick(d->store);

@@ -278,6 +278,11 @@ void rio__srv_store_drop(struct rio_srv_store *s, struct rio_srv_obj *o);
  * generation of its key cached in memory goes too, so that lookups find
  * o's on disk instead of serving the version it replaced. */
 void rio__srv_store_published_uncached(struct rio_srv_store *s, struct rio_srv_obj *o);
+/* Whether a commit of o's key taken before o (a lower generation) is still
+ * under way: a conditional commit fails on it, as the memory store's does
+ * (rio__srv_store_commit), so that it never passes on a state that commit
+ * is about to change. */
+int rio__srv_store_committing_before(struct rio_srv_store *s, const struct rio_srv_obj *o);
 /* next_gen = max(next_gen, gen): generations stay above recovered ones. */
 void rio__srv_store_gen_floor(struct rio_srv_store *s, uint64_t gen);
 /* ------------------------------------------------ commits.c: idempotent commits */
@@ -438,6 +443,10 @@ struct rio_srv_commit {
     struct rio_srv_dfile *df;
     int status;
     uint64_t generation;
+    /* The commit's condition (0: none): the key's object is this generation,
+     * or RIO_PROTO_IF_ABSENT: it has none; checked under the key's lock just
+     * before the file is published, RIO_EGENERATION otherwise. */
+    uint64_t if_gen;
     void (*done)(struct rio_srv_commit *j);
     /* A READ instead (rio__srv_disk_read_submit): e (a referenced index
      * entry, consumed), the range; buf and skip as rio__srv_disk_read. */
@@ -469,7 +478,10 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
 /* DELETE key from the memory store, the index and the disk (durably with
  * --sync), leaving a tombstone while an upload opened before it can still
  * commit. 0, RIO_ENOTFOUND or -errno. */
-int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen);
+/* if_gen (0: none): remove only while the key's object is that generation
+ * (RIO_EGENERATION when another, RIO_ENOTFOUND when none), decided under
+ * the key's lock with the removal. */
+int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t if_gen);
 /* Drop the tombstones no upload can lose to any more (periodic). */
 void rio__srv_disk_reclaim(struct rio_srv_disk *d);
 void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st);

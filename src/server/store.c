@@ -1374,6 +1374,21 @@ uint64_t rio__srv_store_tick(struct rio_srv_store *s)
     return g;
 }
 
+int rio__srv_store_committing_before(struct rio_srv_store *s, const struct rio_srv_obj *o)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&s->mu);
+    rio_list_each (x, &s->committing, struct rio_srv_obj, cnode)
+        if (x != o && x->generation < o->generation && x->key_len == o->key_len &&
+            memcmp(x->key, o->key, o->key_len) == 0) {
+            found = 1;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
 uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
 {
     uint64_t m;

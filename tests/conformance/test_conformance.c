@@ -104,6 +104,20 @@ static void railio_setup(char *base, size_t cap, char *params, size_t pcap)
     (void)pcap;
 }
 
+/* railio-disk: railiod with its disk tier (--data-dir), whose commit
+ * threads decide conditions. */
+static void railio_disk_setup(char *base, size_t cap, char *params, size_t pcap)
+{
+    static char dir[256];
+    const char *args[] = {"--data-dir", dir, NULL};
+
+    snprintf(dir, sizeof(dir), "%s", t_scratch_dir("confdisk"));
+    srv_start(&srv, args);
+    snprintf(base, cap, "railio://%s", srv.addr[0]);
+    params[0] = '\0';
+    (void)pcap;
+}
+
 #define S3_BUCKET "conformance"
 static const char *s3_endpoint;
 
@@ -199,6 +213,7 @@ static const struct backend backends[] = {
     {"mock", "mock", 64 * T_KIB, T_PROFILE_ENGINE, mock_setup, NULL},
     {"file", "file", 64 * T_KIB, T_PROFILE_ENGINE, file_setup, file_leftovers},
     {"railio", "railio", 64 * T_KIB, T_PROFILE_TCP, railio_setup, NULL},
+    {"railio-disk", "railio", 64 * T_KIB, T_PROFILE_TCP, railio_disk_setup, NULL},
     {"s3", "s3", 5 * T_MIB, T_PROFILE_S3, s3_setup, s3_leftovers},
     {"s3gw", "s3", 5 * T_MIB, T_PROFILE_S3, s3gw_setup, s3gw_leftovers},
 #ifdef RIO_HAVE_RADOS
@@ -518,7 +533,7 @@ TEST(conditional_delete)
 
     conf_open(&k, "cdel", NULL);
     int ok = !strcmp(be->name, "mock") || !strcmp(be->scheme, "rados") ||
-             !strcmp(be->name, "railio") || !strcmp(be->name, "file");
+             !strcmp(be->scheme, "railio") || !strcmp(be->name, "file");
     n = k.chunk + 3;
     conf_key(&k, key, sizeof(key), "obj");
     t__put_pattern(k.c, key, n, size_seed(n), NULL, 0, &g1, __FILE__, __LINE__);

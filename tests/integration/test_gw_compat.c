@@ -38,6 +38,24 @@ static void on_store_and_file(void (*fn)(const char *backend))
     fn(url);
 }
 
+/* "the server's own store with its disk tier" for the *_on tests */
+#define DATA_DIR_STORE "(--data-dir)"
+
+/* gw_start over backend, or over the server's own store with --data-dir
+ * (DATA_DIR_STORE). */
+static void start_on(struct gw *g, const char *backend)
+{
+    static char dir[256];
+    const char *extra[] = {"--data-dir", dir, NULL};
+
+    if (!backend || strcmp(backend, DATA_DIR_STORE) != 0) {
+        gw_start(g, backend, NULL);
+        return;
+    }
+    snprintf(dir, sizeof(dir), "%s", t_scratch_dir("gwdisk"));
+    gw_start(g, NULL, extra);
+}
+
 /* gw_start with the server's log in a file (for no_5xx, srv_log_count). */
 static void start_logged(struct gw *g, const char *backend, const char *const *extra)
 {
@@ -1309,7 +1327,7 @@ static void conditional_puts_on(const char *backend)
     struct gw g;
     char etag[64];
 
-    gw_start(&g, backend, NULL);
+    start_on(&g, backend);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/cpb", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d one -H 'If-None-Match: *' %s/cpb/k", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'If-None-Match: *' %s/cpb/k", g.url), 412);
@@ -1398,6 +1416,7 @@ static void conditional_puts_on(const char *backend)
 TEST(conditional_puts)
 {
     on_store_and_file(conditional_puts_on);
+    conditional_puts_on(DATA_DIR_STORE); /* railiod's disk tier decides them too */
 }
 
 /*
@@ -1563,7 +1582,7 @@ static void conditional_deletes_on(const char *backend)
     struct gw g;
     char lm[64];
 
-    gw_start(&g, backend, NULL);
+    start_on(&g, backend);
     T_EQ(gw_curl(&g, "o", "-X PUT %s/cdb", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X PUT -d one %s/cdb/k", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-X DELETE -H 'If-Match: \"0123\"' %s/cdb/k", g.url), 412);
@@ -1645,6 +1664,7 @@ static void conditional_deletes_on(const char *backend)
 TEST(conditional_deletes)
 {
     on_store_and_file(conditional_deletes_on);
+    conditional_deletes_on(DATA_DIR_STORE);
 }
 
 /*

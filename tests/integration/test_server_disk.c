@@ -111,49 +111,78 @@ TEST(round_trips_and_restart)
     srv_end_wc(&e, &c);
 }
 
-/* The disk tier takes no conditional commit (its publish runs after the
- * file's write, on a commit thread) nor a conditional DELETE: HELLO offers
- * neither, a client's RIO_IF_ABSENT PUT is RIO_ENOTSUP with nothing
- * written, its rio_delete_if RIO_ENOTSUP with the object left, and a
- * commit that carries a condition anyway closes the connection. */
-TEST(no_conditional_commits)
+/* The disk tier decides a conditional commit on its commit thread, under
+ * the key's lock, just before the file is published, and a conditional
+ * DELETE under the same lock: HELLO offers both (not a PUT of unknown
+ * size); RIO_IF_ABSENT and a generation hold or fail with RIO_EGENERATION
+ * and nothing written (the refused one's file gone); a generation recovered
+ * at restart is the one conditions compare with. */
+TEST(conditional_commits)
 {
     const char *dir = disk_dir_make();
     struct srv_env e;
     struct wc c;
     struct rio_proto_hello_resp hr;
     struct rio_client *cl;
-    struct rio_desc d;
+    struct rio_desc d, d2;
     uint8_t *keep, b[4096];
     char url[160];
     uint64_t id = 0, gen = 0, xxh;
 
-    start(&e, dir, 0, "64M");
+    start(&e, dir, 1, "64M");
     wc_connect(&c, e.addr[0]);
     T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
-    T_FALSE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
-    T_FALSE(hr.caps & RIO_PROTO_CAP_COND_DELETE);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_COND_DELETE);
+    T_FALSE(hr.caps & RIO_PROTO_CAP_STREAM_PUT);
     free(keep);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
     T_OK(rio_client_new(url, NULL, &cl));
     memset(b, 7, sizeof(b));
     struct rio_call absent = {.flags = RIO_IF_ABSENT};
-    T_ERR(rio_put(cl, "k", b, sizeof(b), &absent, NULL), RIO_ENOTSUP);
-    T_ERR(rio_stat(cl, "k", &d), RIO_ENOTFOUND);
-    T_OK(rio_put(cl, "k", b, sizeof(b), NULL, &d));
-    T_ERR(rio_delete_if(cl, "k", d.generation), RIO_ENOTSUP);
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_put(cl, "k", b, sizeof(b), &absent, &d));
+    T_ERR(rio_put(cl, "k", b, 100, &absent, NULL), RIO_EGENERATION);
+    struct rio_call on = {.expect_generation = d.generation};
+    T_ERR(rio_put(cl, "k", b, 100, &(struct rio_call){.expect_generation = d.generation + 1}, NULL),
+          RIO_EGENERATION);
+    memset(&d2, 0, sizeof(d2));
+    T_OK(rio_stat(cl, "k", &d2));
+    T_EQ(d2.generation, d.generation); /* nothing refused was written */
+    T_EQ(d2.size, (uint64_t)sizeof(b));
+    rio_desc_cleanup(&d2);
+    T_OK(rio_put(cl, "k", b, 200, &on, &d2)); /* on its generation: replaced */
+    uint64_t last = d2.generation;
+    rio_desc_cleanup(&d2);
+    T_ERR(rio_delete_if(cl, "k", d.generation), RIO_EGENERATION);
+    T_ERR(rio_delete_if(cl, "missing", d.generation), RIO_ENOTFOUND);
     rio_desc_cleanup(&d);
-    T_OK(rio_stat(cl, "k", &d));
-    rio_desc_cleanup(&d);
-    T_OK(rio_delete(cl, "k"));
+    T_EQ(disk_dir_count(dir, "o-", NULL, 0), 1u); /* the refused PUTs left no file */
     rio_client_destroy(cl);
+    /* The wire: a commit whose condition does not hold is answered, the
+     * connection kept. */
     xxh = rio__xxh3(b, sizeof(b));
     T_EQ(wc_put_open(&c, "k", sizeof(b), sizeof(b), 0, &id), 0);
     T_EQ(wc_put_chunk(&c, id, 0, xxh, b, sizeof(b)), 0);
-    int st = wc_put_commit_if(&c, id, 1, &xxh, "00000000000000000000000000000000", 1,
-                              RIO_PROTO_IF_ABSENT, &gen);
-    T_TRUE(st == RIO_ECLOSED || st == -ECONNRESET);
+    T_EQ(wc_put_commit_if(&c, id, 1, &xxh, "00000000000000000000000000000000", 1,
+                          RIO_PROTO_IF_ABSENT, &gen),
+         RIO_EGENERATION);
     srv_end_wc(&e, &c);
+    /* After a restart, the generation read back is the one that counts. */
+    start(&e, dir, 1, "64M");
+    snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
+    T_OK(rio_client_new(url, NULL, &cl));
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_stat(cl, "k", &d));
+    T_EQ(d.generation, last);
+    T_ERR(rio_delete_if(cl, "k", d.generation + 1), RIO_EGENERATION);
+    T_OK(rio_delete_if(cl, "k", d.generation));
+    memset(&d2, 0, sizeof(d2));
+    T_ERR(rio_stat(cl, "k", &d2), RIO_ENOTFOUND);
+    rio_desc_cleanup(&d);
+    rio_desc_cleanup(&d2);
+    rio_client_destroy(cl);
+    T_EQ(srv_stop(&e), 0);
 }
 
 /* A memory cache smaller than the data: evicted objects are read from disk. */
