@@ -41,11 +41,6 @@ static struct {
     } e[GW_CORS_CACHE];
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static void rec_key(const char *bucket, char *out, size_t cap)
-{
-    snprintf(out, cap, GW_CORS_PREFIX "%s", bucket);
-}
-
 /* Forget bucket's entry. */
 static void cache_drop(const char *bucket)
 {
@@ -96,10 +91,19 @@ int rio__gw_bucket_rec_get(const char *prefix, const char *bucket, size_t max, c
 int rio__gw_bucket_rec_put(const char *prefix, const char *bucket, const char *rec, size_t len)
 {
     char k[GW_BUCKET_REC_KEY_MAX];
+    int ret;
 
     if (snprintf(k, sizeof(k), "%s%s", prefix, bucket) >= (int)sizeof(k))
         return RIO_EINVAL;
-    return rio_put(rio__gw_client(), k, rec, len, NULL, NULL);
+    ret = rio_put(rio__gw_client(), k, rec, len, NULL, NULL);
+    /* A DeleteBucket between the caller's lookup of the bucket and this
+     * write would leave the record behind, for a bucket made again under
+     * the name. */
+    if (ret == 0 && rio__gw_bucket_exists(bucket) == 0) {
+        (void)rio_delete(rio__gw_client(), k);
+        return RIO_ENOTFOUND;
+    }
+    return ret;
 }
 
 int rio__gw_bucket_rec_drop(const char *prefix, const char *bucket)
@@ -118,13 +122,11 @@ int rio__gw_bucket_rec_drop(const char *prefix, const char *bucket)
  * RIO_E* code of the read. */
 static int cors_read(const char *bucket, struct gw_cors **out)
 {
-    char k[sizeof(GW_CORS_PREFIX) + GW_BUCKET_MAX + 1];
     char *buf;
     size_t n;
     int ret;
 
     *out = NULL;
-    rec_key(bucket, k, sizeof(k));
     ret = rio__gw_bucket_rec_get(GW_CORS_PREFIX, bucket, GW_CORS_REC_MAX, &buf, &n);
     if (ret <= 0)
         return ret;
@@ -133,7 +135,9 @@ static int cors_read(const char *bucket, struct gw_cors **out)
     if (ret == -ENOMEM)
         return ret;
     if (ret < 0) /* not ours, or damaged: no CORS for it rather than a guess */
-        SRV_WARN("s3: %s on the backend is not a CORS record this gateway writes: ignored", k);
+        SRV_WARN("s3: " GW_CORS_PREFIX "%s on the backend is not a CORS record this gateway "
+                 "writes: ignored",
+                 bucket);
     return 0;
 }
 
@@ -280,14 +284,10 @@ int rio__gw_put_bucket_cors(struct MHD_Connection *c, struct gw_req *r)
     ret = rio__gw_bucket_rec_put(GW_CORS_PREFIX, r->bucket, b.p, b.len);
     rio__gw_buf_free(&b);
     cache_drop(r->bucket);
+    if (ret == RIO_ENOTFOUND) /* the bucket went meanwhile */
+        return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "put CORS configuration");
-    /* A DeleteBucket between the bucket's lookup and this write would
-     * leave the record behind, for a bucket made again under the name. */
-    if (rio__gw_bucket_exists(r->bucket) == 0) {
-        (void)rio__gw_cors_drop(r->bucket);
-        return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-    }
     return rio__gw_send_empty(c, r, 200);
 }
 

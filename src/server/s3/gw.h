@@ -564,7 +564,9 @@ void rio__gw_tags_xml(const struct gw_meta *m, struct gw_buf *b);
 /* A bucket's own records (its CORS rules, its tags): the backend object
  * PREFIX + BUCKET. get: 1 with the record's bytes (*out, NUL-terminated,
  * rio__free; at most max: more is an error of the read), 0 when there is
- * none, or an error; put: write it; drop: remove it (0 when none). */
+ * none, or an error; put: write it, then RIO_ENOTFOUND (the record removed
+ * again) when the bucket is gone by then, so that none is left for a
+ * bucket made again under the name; drop: remove it (0 when none). */
 #define GW_BUCKET_REC_KEY_MAX 128
 int rio__gw_bucket_rec_get(const char *prefix, const char *bucket, size_t max, char **out,
                            size_t *len);

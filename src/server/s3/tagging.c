@@ -220,14 +220,10 @@ int rio__gw_put_bucket_tagging(struct MHD_Connection *c, struct gw_req *r)
     ret = b.len ? rio__gw_bucket_rec_put(GW_BTAGS_PREFIX, r->bucket, b.p, b.len)
                 : rio__gw_btags_drop(r->bucket);
     rio__gw_buf_free(&b);
+    if (ret == RIO_ENOTFOUND) /* the bucket went meanwhile (a drop never says it) */
+        return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
     if (ret < 0)
         return rio__gw_rio_error(c, r, ret, GW_WRITES, "bucket tags");
-    /* A DeleteBucket between the bucket's lookup and this write would
-     * leave the record behind, for a bucket made again under the name. */
-    if (rio__gw_bucket_exists(r->bucket) == 0) {
-        (void)rio__gw_btags_drop(r->bucket);
-        return rio__gw_error(c, r, 404, "NoSuchBucket", "The specified bucket does not exist.");
-    }
     return rio__gw_send_empty(c, r, 204);
 }
 
