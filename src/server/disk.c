@@ -760,13 +760,10 @@ static void test_hold(struct rio_srv_disk *d, const struct rio_srv_obj *o)
  * it stays so: every commit and delete of the key holds that lock. */
 static uint64_t current_gen(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
-    struct rio_srv_obj *e;
-    uint64_t g;
+    struct rio_srv_obj *e = rio__srv_disk_get(d, key, klen);
+    uint64_t g = e ? e->generation : 0;
 
-    pthread_mutex_lock(&d->mu);
-    e = *slot_locked(d, key, klen);
-    g = e ? e->generation : 0;
-    pthread_mutex_unlock(&d->mu);
+    ent_unref(e);
     return g;
 }
 
