@@ -651,7 +651,12 @@ int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, 
         ret = RIO_ENOTFOUND;
         goto out;
     }
-    if (n > u->nchunks || u->top > n || (u->short_set && u->short_index + 1 != n)) {
+    /* Every chunk below n must be in, and none still arriving: the
+     * buffer is cut to the size below, which a chunk being written into it
+     * (a commit sent while another connection still sends a chunk) must
+     * not see. */
+    if (n > u->nchunks || u->top > n || u->ndone != n ||
+        (u->short_set && u->short_index + 1 != n)) {
         ret = RIO_EINVAL;
         goto out;
     }

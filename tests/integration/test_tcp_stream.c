@@ -218,6 +218,52 @@ TEST(unknown_size_disk_tier_refused)
     T_EQ(system(cmd), 0);
 }
 
+/* A commit of an upload of unknown size sent while one of its chunks is
+ * still arriving on another connection is refused and changes nothing:
+ * the commit cuts the upload's buffer to the size it names, and before
+ * this check a small object's buffer was copied and the old one unmapped
+ * under the chunk still being received into it. The chunk then arrives
+ * whole, and a commit after it succeeds. */
+TEST(unknown_size_commit_while_a_chunk_arrives)
+{
+    struct srv_env e;
+    struct wc a, b;
+    const char *args[] = {"--memory", "64M", NULL};
+    struct rio_proto_hdr h;
+    struct rio_proto_desc d;
+    uint8_t data[1000], got[1000], *body = NULL, *keep = NULL;
+    uint64_t up = 0, gen = 0, xxh;
+    char etag[33];
+
+    for (unsigned i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 + 3);
+    xxh = rio__xxh3(data, sizeof(data));
+    wc_etag(data, sizeof(data), etag);
+    srv_start_wc(&e, args, &a);
+    wc_open(&b, e.addr[0]);
+    T_EQ(wc_put_open(&a, "t/race", RIO_PROTO_SIZE_UNKNOWN, 1u << 20, 0, &up), 0);
+    /* Half of chunk 0 (its last, short) on a, then the commit on b. */
+    T_EQ(wc_chunk_head(&a, up, 0, xxh, sizeof(data)), 0);
+    T_EQ(wc_send_raw(&a, data, 500), 0);
+    usleep(200 * 1000);
+    T_EQ(wc_put_commit(&b, up, 1, &xxh, etag, &gen), RIO_EINVAL);
+    /* The rest of the chunk: stored, acknowledged. */
+    T_EQ(wc_send_raw(&a, data + 500, sizeof(data) - 500), 0);
+    T_EQ(wc_recv(&a, &h, &body), 0);
+    T_EQ(h.opcode, RIO_OP_PUT_CHUNK);
+    T_EQ(h.status, 0);
+    free(body);
+    T_EQ(wc_put_commit(&b, up, 1, &xxh, etag, &gen), 0);
+    T_EQ(wc_lookup(&b, "t/race", &d, &keep), 0);
+    T_EQ(d.size, (uint64_t)sizeof(data));
+    T_EQ(d.generation, gen);
+    free(keep);
+    T_EQ(wc_read(&b, "t/race", gen, 0, sizeof(got), got), 0);
+    T_MEMEQ(got, data, sizeof(data));
+    wc_close(&b);
+    srv_end_wc(&e, &a);
+}
+
 /* Tiny chunks cannot make an upload of unknown size allocate per-chunk
  * arrays for millions of chunks: its bound keeps its metadata within the
  * share of uploads without data (--memory / 64). */
