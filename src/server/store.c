@@ -589,6 +589,15 @@ static uint64_t chunk_len(const struct rio_srv_upload *u, uint64_t index)
     return rem < u->chunk_size ? rem : u->chunk_size;
 }
 
+/* The bytes chunk index of u holds when it came: for an upload of unknown
+ * size, until its commit, every chunk is whole but the short one. */
+static uint64_t held_len(const struct rio_srv_upload *u, uint64_t index)
+{
+    if (u->unknown && u->short_set && index == u->short_index)
+        return u->short_len;
+    return chunk_len(u, index);
+}
+
 /* A chunk of an upload of unknown size: below the bound, whole but for
  * one, the last (nothing after it). 0, -EFBIG or RIO_EPROTO. */
 static int unknown_chunk_ok_locked(struct rio_srv_upload *u, uint64_t index, uint64_t len)
@@ -1089,16 +1098,16 @@ static void chunk_uncharge_locked(struct rio_srv_store *s, struct rio_srv_upload
         return;
     if (u->data) {
         uintptr_t a = (uintptr_t)(u->data + index * u->chunk_size);
-        uintptr_t z = a + chunk_len(u, index);
+        uintptr_t z = a + held_len(u, index);
         a = (a + 4095) & ~(uintptr_t)4095;
         z &= ~(uintptr_t)4095;
         if (z > a)
             madvise((void *)a, z - a, MADV_DONTNEED);
     }
     u->charged[index] = 0;
-    u->charge -= chunk_len(u, index);
+    u->charge -= held_len(u, index);
     if (!u->dead)
-        s->used -= chunk_len(u, index);
+        s->used -= held_len(u, index);
 }
 
 /* Unlink chunk index's staging buffer from u (NULL when it has none). */

@@ -264,6 +264,35 @@ TEST(unknown_size_commit_while_a_chunk_arrives)
     srv_end_wc(&e, &a);
 }
 
+/* A chunk of an upload of unknown size refused for its checksum gives
+ * back what it was charged: the short last one too (it gave back a whole
+ * chunk's worth, so a client sending bad short chunks drove the server's
+ * count of its memory down, past zero into a wrapped figure that refused
+ * every PUT after it). */
+TEST(unknown_size_bad_short_chunk_uncharged)
+{
+    struct srv_env e;
+    struct wc w;
+    const char *args[] = {"--memory", "64M", "--metrics", "127.0.0.1:0", NULL};
+    uint8_t data[1000];
+    uint64_t up = 0, gen = 0, xxh;
+    char etag[33];
+
+    memset(data, 0x3c, sizeof(data));
+    xxh = rio__xxh3(data, sizeof(data));
+    wc_etag(data, sizeof(data), etag);
+    srv_start_wc(&e, args, &w);
+    T_EQ(wc_put_open(&w, "t/bad", RIO_PROTO_SIZE_UNKNOWN, 1u << 20, 0, &up), 0);
+    double used = srv_scrape(&e, "railiod_used_bytes");
+    for (int i = 0; i < 3; i++)
+        T_EQ(wc_put_chunk(&w, up, 0, xxh ^ 1, data, sizeof(data)), RIO_ECHECKSUM);
+    T_EQ(srv_scrape(&e, "railiod_used_bytes"), used);
+    T_EQ(wc_put_chunk(&w, up, 0, xxh, data, sizeof(data)), 0);
+    T_EQ(wc_put_commit(&w, up, 1, &xxh, etag, &gen), 0);
+    T_EQ(srv_scrape(&e, "railiod_used_bytes") < 64.0 * 1024 * 1024, 1);
+    srv_end_wc(&e, &w);
+}
+
 /* Tiny chunks cannot make an upload of unknown size allocate per-chunk
  * arrays for millions of chunks: its bound keeps its metadata within the
  * share of uploads without data (--memory / 64). */
