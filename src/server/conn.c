@@ -743,13 +743,16 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
     c->hello = 1;
     c->authed = 0;
     r.version = RIO_PROTO_VERSION;
-    r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS;
-    /* The disk tier sizes files up front (no PUT of unknown size); its
-     * commit threads decide a commit's condition under the key's lock,
-     * just before the file is published, as a conditional delete's. */
-    r.caps |= RIO_PROTO_CAP_COND_COMMIT | RIO_PROTO_CAP_COND_DELETE;
-    if (!srv->disk)
-        r.caps |= RIO_PROTO_CAP_STREAM_PUT;
+    /* The disk tier's commit threads decide a commit's condition under the
+     * key's lock, just before the file is published, as a conditional
+     * delete's; a PUT of unknown size gets a file laid out for the most
+     * chunks it may hold. */
+    r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS | RIO_PROTO_CAP_COND_COMMIT |
+             RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT;
+    /* Tests only: a server that takes no upload of unknown size, as
+     * railiod's disk tier was (the CLI's spooling of stdin is for it). */
+    if (srv->test_no_stream)
+        r.caps &= ~(uint32_t)RIO_PROTO_CAP_STREAM_PUT;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;

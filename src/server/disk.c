@@ -5,7 +5,10 @@
  * One file per object version in the data directory, named by the key's
  * xxh3 and the generation: "o-KEYHASH-GEN" (16 hex digits each). The file is
  * a header, zero padding up to data_off (a multiple of 4096), then the
- * object's bytes. The header (little endian):
+ * object's bytes. data_off is the header's length rounded up, or, for a
+ * PUT of unknown size, what RIO_SRV_DISK_STREAM_CHUNKS checksums would
+ * take (the file is laid out before the count is known; what the header
+ * does not use is a hole). The header (little endian):
  *
  *     0   magic "RIOOBJ1\n"          8
  *     8   header_len (u32)           bytes of the header, checksum included
@@ -772,7 +775,7 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
     struct rio_srv_obj *o = j->o, *e = NULL;
     struct rio_srv_dfile *f = j->df;
     uint64_t hlen = rio__srv_disk_header_len(o->key_len, o->nchunks, d->max_chunks);
-    uint64_t t0 = rio__now_ns(), stale, tomb;
+    uint64_t t0 = rio__now_ns(), stale, tomb, data_off = 0;
     pthread_mutex_t *kl = key_lock(d, o->key, o->key_len);
     char fin[NAME_LEN];
     uint8_t *hdr = NULL;
@@ -780,11 +783,12 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
 
     j->generation = o->generation;
     obj_name(fin, "o", key_hash(o->key, o->key_len), o->generation, "");
-    if (!hlen || rio__srv_disk_round_up(hlen) != f->data_off) {
+    if (!hlen || rio__srv_disk_round_up(hlen) > f->data_off) {
         ret = RIO_EINVAL;
         goto err;
     }
-    hdr = rio__calloc(1, (size_t)f->data_off);
+    data_off = f->data_off;
+    hdr = rio__calloc(1, (size_t)rio__srv_disk_round_up(hlen));
     if (!hdr) {
         ret = -ENOMEM;
         goto err;
@@ -802,8 +806,12 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
                                       .xxh = o->xxh,
                                   });
 
-    /* The data is in the file already (each chunk as it arrived). */
-    ret = pwrite_all(f->fd, hdr, f->data_off, 0);
+    /* The data is in the file already (each chunk as it arrived); the
+     * file ends where the data does (an object of unknown size laid out
+     * for more chunks, or empty, would otherwise end elsewhere). */
+    ret = pwrite_all(f->fd, hdr, rio__srv_disk_round_up(hlen), 0);
+    if (!ret && ftruncate(f->fd, (off_t)(data_off + o->size)) < 0)
+        ret = -errno;
     if (!ret && d->sync && fsync(f->fd) < 0)
         ret = -errno;
     if (close(f->fd) < 0 && !ret)
@@ -856,7 +864,7 @@ void rio__srv_disk_commit(struct rio_srv_disk *d, struct rio_srv_commit *j)
     rio__free(f);
     f = NULL;
     e = ent_new(o->key, o->key_len, o->generation, o->size, o->chunk_size, o->nchunks, o->etag,
-                o->xxh, rio__srv_disk_round_up(hlen));
+                o->xxh, data_off);
     if (e)
         e->mtime_ns = o->mtime_ns;
     if (!e) {

@@ -86,6 +86,13 @@ uint64_t rio__srv_disk_round_up(uint64_t v)
     return (v + RIO_SRV_DISK_ALIGN - 1) / RIO_SRV_DISK_ALIGN * RIO_SRV_DISK_ALIGN;
 }
 
+uint64_t rio__srv_disk_data_off_max(uint64_t key_len, uint64_t nchunks)
+{
+    if (nchunks < RIO_SRV_DISK_STREAM_CHUNKS)
+        nchunks = RIO_SRV_DISK_STREAM_CHUNKS;
+    return rio__srv_disk_round_up(RIO_SRV_DISK_HDR_FIXED + key_len + nchunks * 8 + 8);
+}
+
 int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_size,
                                uint64_t max_chunks, struct rio_srv_disk_rec *r)
 {
@@ -121,7 +128,9 @@ int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_s
     }
     /* The checksum holds: the rest is the writer's word, but check anyway. */
     if (r->chunk_size == 0 || (r->size ? (r->size - 1) / r->chunk_size + 1 : 0) != r->nchunks ||
-        r->data_off != rio__srv_disk_round_up(hlen) || r->size > UINT64_MAX - r->data_off) {
+        r->data_off % RIO_SRV_DISK_ALIGN || r->data_off < rio__srv_disk_round_up(hlen) ||
+        r->data_off > rio__srv_disk_data_off_max(r->key_len, r->nchunks) ||
+        r->size > UINT64_MAX - r->data_off) {
         r->why = "bad geometry";
         return RIO_ECHECKSUM;
     }

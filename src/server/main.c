@@ -1021,6 +1021,10 @@ int main(int argc, char **argv)
                      (unsigned long long)srv->cfg.memory, sec);
         }
     }
+    /* Tests only (docs/server.md, "Tests"): a server that offers no PUT of
+     * unknown size, as railiod's disk tier was before it took them. */
+    const char *no_stream = getenv("RAILIOD_TEST_NO_STREAM_PUT");
+    srv->test_no_stream = no_stream && strcmp(no_stream, "1") == 0;
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,

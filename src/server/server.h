@@ -378,11 +378,19 @@ struct rio_srv_disk_stats {
 #define RIO_SRV_DISK_HDR_FIXED 88u
 #define RIO_SRV_DISK_TOMB_FIXED 24u
 #define RIO_SRV_DISK_ALIGN 4096u
+/* The most chunks a PUT of unknown size may hold on the disk tier: its
+ * file's header is laid out for that many before the data (the part the
+ * object does not use stays a hole), so data_off may be larger than its
+ * header needs, up to what this many chunks' checksums take. */
+#define RIO_SRV_DISK_STREAM_CHUNKS 65536u
 
 /* An object file's header length (0 when key_len or nchunks is out of
  * bounds), and data_off for it. */
 uint64_t rio__srv_disk_header_len(uint64_t key_len, uint64_t nchunks, uint64_t max_chunks);
 uint64_t rio__srv_disk_round_up(uint64_t v);
+/* The largest data_off a file of nchunks may have: a PUT of unknown size
+ * laid out for RIO_SRV_DISK_STREAM_CHUNKS. */
+uint64_t rio__srv_disk_data_off_max(uint64_t key_len, uint64_t nchunks);
 
 /* One record of the data directory as parsed (pointers into the buffer). */
 struct rio_srv_disk_rec {
@@ -595,6 +603,7 @@ struct rio_srv {
     SSL_CTX *tls; /* --tls-cert: every data listener speaks TLS only */
     struct rio_srv_store store;
     struct rio_srv_disk *disk; /* NULL: memory only */
+    int test_no_stream;        /* RAILIOD_TEST_NO_STREAM_PUT=1: HELLO offers no stream PUT */
     struct rio_srv_metrics m;
     struct rio_srv_listener lis[RIO_SRV_MAX_LISTENERS];
     unsigned nlis;

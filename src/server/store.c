@@ -604,8 +604,10 @@ static int unknown_chunk_ok_locked(struct rio_srv_upload *u, uint64_t index, uin
 {
     if (index >= u->nchunks) {
         SRV_INFO("put refused: an upload of unknown size reached %llu chunks of %llu bytes, the "
-                 "most this server takes (--memory, --max-chunks)",
-                 (unsigned long long)u->nchunks, (unsigned long long)u->chunk_size);
+                 "most this server takes (bound by --memory and --max-body; with --data-dir at "
+                 "most %u chunks)",
+                 (unsigned long long)u->nchunks, (unsigned long long)u->chunk_size,
+                 RIO_SRV_DISK_STREAM_CHUNKS);
         return -EFBIG;
     }
     if (len == 0 || len > u->chunk_size)
@@ -673,8 +675,8 @@ int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, 
     old = u->size;
     /* Nothing writes into it now: every chunk below n is in (the commit's
      * client waited for them), none above was claimed. */
-    uint8_t *d = data_shrink(u->data, old, size);
-    if (size && !d) {
+    uint8_t *d = u->data ? data_shrink(u->data, old, size) : NULL;
+    if (size && u->data && !d) {
         ret = -ENOMEM;
         goto out;
     }
@@ -732,8 +734,9 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
 }
 
 /* The most chunks an upload of unknown size may hold: what the capacity
- * takes (with each chunk's metadata), at most max_chunks and at most what
- * the metadata share of uploads without data allows. */
+ * takes (with each chunk's metadata; the disk tier: RIO_SRV_DISK_STREAM_CHUNKS,
+ * its file's header is laid out for that many), at most max_chunks and at
+ * most what the metadata share of uploads without data allows. */
 static uint64_t unknown_nchunks(const struct rio_srv_store *s, uint64_t chunk, uint16_t key_len)
 {
     uint64_t fixed = key_len + sizeof(struct rio_srv_upload) + sizeof(struct rio_srv_obj);
@@ -741,7 +744,7 @@ static uint64_t unknown_nchunks(const struct rio_srv_store *s, uint64_t chunk, u
 
     if (s->capacity <= fixed)
         return 0;
-    n = (s->capacity - fixed) / (chunk + 18);
+    n = s->disk ? RIO_SRV_DISK_STREAM_CHUNKS : (s->capacity - fixed) / (chunk + 18);
     /* Its metadata, charged from the open, must fit what uploads without
      * a chunk may hold: tiny chunks give a smaller bound, never a huge
      * allocation of per-chunk arrays. */
@@ -763,14 +766,10 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     if (m->chunk_size == 0 || !rio__key_len_ok(m->key_len))
         return RIO_EINVAL;
     if (unknown) {
-        /* The disk tier sizes an object's file from its chunk count. */
-        if (s->disk) {
-            SRV_INFO("put refused: an upload of unknown size (the disk tier takes known sizes "
-                     "only)");
-            return RIO_ENOTSUP;
-        }
         /* Opened for the most it may hold: its memory is mapped, not
-         * resident, and charged chunk by chunk as for any upload. */
+         * resident, and charged chunk by chunk as for any upload (the disk
+         * tier: cached only when that much fits the memory; its file's
+         * header has room for that many chunks). */
         nchunks = unknown_nchunks(s, m->chunk_size, m->key_len);
         if (nchunks == 0)
             return -EFBIG;
@@ -963,7 +962,8 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
      * allocated before the lock is taken (and freed if not used). */
     pthread_mutex_lock(&s->mu);
     u = *upload_slot_locked(s, id);
-    int stage = u && (!u->data || u->uncache) && index < u->nchunks && len == chunk_len(u, index);
+    int stage = u && (!u->data || u->uncache) && index < u->nchunks &&
+                (u->unknown ? len && len <= u->chunk_size : len == chunk_len(u, index));
     pthread_mutex_unlock(&s->mu);
     if (stage) {
         st = rio__calloc(1, sizeof(*st));
@@ -1127,17 +1127,19 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
 {
     struct rio_srv_stage *st;
     struct rio_srv_dfile *df;
+    uint64_t len;
     int ret, werr = 0;
 
     pthread_mutex_lock(&s->mu);
     st = stage_take_locked(u, index);
     df = u->df;
+    len = held_len(u, index);
     pthread_mutex_unlock(&s->mu);
     /* Disk tier: a verified chunk goes to the upload's file now (the chunk
      * is WRITING, so no commit can take the file meanwhile). */
     if (ok && df) {
         const uint8_t *src = st ? st->buf : u->data + index * u->chunk_size;
-        werr = rio__srv_dfile_write(df, index * u->chunk_size, src, chunk_len(u, index));
+        werr = rio__srv_dfile_write(df, index * u->chunk_size, src, len);
         if (werr < 0)
             ok = 0;
     }

@@ -334,6 +334,65 @@ TEST(roundtrip_edge_sizes)
     conf_close(&k);
 }
 
+/* ------------------------------------------------------------ streams of unknown size */
+
+/* A writer of unknown size (RIO_SIZE_UNKNOWN, what `railio put` of a pipe and
+ * the S3 gateway's chunked and POST uploads open), fed in pieces of an odd
+ * length: the object is the bytes written, at 0, 1, chunk-1, chunk, chunk+1
+ * and several chunks with a short last one; an aborted one leaves nothing
+ * (the closing check) and the key as it was. */
+TEST(stream_unknown_size)
+{
+    struct conf k;
+
+    conf_open(&k, "stream", NULL);
+    const uint64_t ch = k.chunk;
+    const uint64_t sizes[] = {0, 1, ch - 1, ch, ch + 1, 3 * ch + ch / 2};
+    const size_t piece_len = (size_t)(ch / 3 + 7);
+    uint8_t *piece = t_fill_buf(piece_len, 0);
+    char key[128];
+
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint64_t n = sizes[i];
+        struct rio_writer *w = NULL;
+        struct rio_desc d;
+
+        conf_key(&k, key, sizeof(key), "");
+        snprintf(key + strlen(key), sizeof(key) - strlen(key), "%llu", (unsigned long long)n);
+        T_OK(rio_writer_open(k.c, key, RIO_SIZE_UNKNOWN, 0, NULL, &w));
+        for (uint64_t off = 0; off < n;) {
+            size_t m = n - off < piece_len ? (size_t)(n - off) : piece_len;
+            t_fill_pattern_at(piece, m, size_seed(n), off);
+            T_OK(rio_writer_write(w, piece, m));
+            off += m;
+        }
+        memset(&d, 0, sizeof(d));
+        T_OK(rio_writer_close(w, &d));
+        T_EQ(d.size, n);
+        rio_desc_cleanup(&d);
+        memset(&d, 0, sizeof(d));
+        T_OK(rio_stat(k.c, key, &d));
+        T_EQ(d.size, n);
+        rio_desc_cleanup(&d);
+        t__get_check(k.c, key, n, size_seed(n), NULL, __FILE__, __LINE__);
+        if (i + 1 < sizeof(sizes) / sizeof(sizes[0]))
+            T_OK(rio_delete(k.c, key));
+    }
+    /* Aborted over the last one, after more than a chunk went: the object
+     * stays as it was. */
+    const uint64_t last = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+    struct rio_writer *w = NULL;
+    T_OK(rio_writer_open(k.c, key, RIO_SIZE_UNKNOWN, 0, NULL, &w));
+    memset(piece, 0xa5, piece_len);
+    for (int j = 0; j < 4; j++)
+        T_OK(rio_writer_write(w, piece, piece_len));
+    rio_writer_abort(w);
+    t__get_check(k.c, key, last, size_seed(last), NULL, __FILE__, __LINE__);
+    T_OK(rio_delete(k.c, key));
+    conf_close(&k);
+    free(piece);
+}
+
 /* ------------------------------------------------------------ stat and delete */
 
 TEST(stat_delete_missing)

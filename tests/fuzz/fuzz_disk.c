@@ -85,7 +85,10 @@ static void object(const uint8_t *buf, size_t n, uint64_t file_size)
     check(r.nchunks <= MAX_CHUNKS && r.xxh + 8 * r.nchunks + 8 == end, "lengths add up");
     check(r.chunk_size > 0 && (r.size ? (r.size - 1) / r.chunk_size + 1 : 0) == r.nchunks,
           "geometry");
-    check(r.data_off == rio__srv_disk_round_up(r.header_len) && r.data_off + r.size == file_size,
+    check(r.data_off % RIO_SRV_DISK_ALIGN == 0 &&
+              r.data_off >= rio__srv_disk_round_up(r.header_len) &&
+              r.data_off <= rio__srv_disk_data_off_max(r.key_len, r.nchunks) &&
+              r.data_off + r.size == file_size,
           "data offset and size");
     check(rio__xxh3(buf, (size_t)r.header_len - 8) == rio__le64_get(end - 8), "header checksum");
     touch(r.key, r.key_len);

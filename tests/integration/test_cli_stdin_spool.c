@@ -2,8 +2,10 @@
 /* T_LABELS file;net */
 /* T_TIMEOUT 120 */
 /*
- * `railio put railio://... -` to a railiod whose disk tier (--data-dir)
- * takes no upload of unknown size: the CLI spools stdin to an unnamed
+ * `railio put railio://... -` to a railiod that takes no upload of unknown
+ * size (its disk tier before 2026-12-05; here a railiod started with
+ * RAILIOD_TEST_NO_STREAM_PUT=1, which leaves it out of HELLO's
+ * capabilities): the CLI spools stdin to an unnamed
  * temporary file in $TMPDIR and PUTs that with its size, so its memory
  * stays bounded (it used to read all of stdin into memory) and nothing is
  * left in $TMPDIR. 64 MiB through a pipe, the CLI's peak RSS under 48 MiB,
@@ -34,7 +36,9 @@ TEST(stdin_spooled_with_bounded_memory)
     snprintf(err, sizeof(err), "%s/err", e.dir);
     T_EQ(mkdir(tmpdir, 0700), 0);
     const char *args[] = {"--data-dir", data, "--memory", "64M", NULL};
+    setenv("RAILIOD_TEST_NO_STREAM_PUT", "1", 1);
     srv_start_listen(&e, NULL, args);
+    unsetenv("RAILIOD_TEST_NO_STREAM_PUT");
 
     /* The source, made by a child: this process stays small, since a
      * child started by system() begins its peak RSS at its parent's. */

@@ -8,8 +8,11 @@
  * the object, DELETE surviving a restart, partial files discarded, and
  * corrupt records (a flipped metadata byte, a truncated or flipped data
  * file) detected, logged, counted and never served; an overwrite too large
- * to cache, or empty, hiding the cached version it replaced.
+ * to cache, or empty, hiding the cached version it replaced; PUTs of
+ * unknown size, cached or not, in files with room for their bound.
  */
+#include <sys/stat.h>
+
 #include "server_disk_util.h"
 #include "tlib.h"
 
@@ -113,7 +116,7 @@ TEST(round_trips_and_restart)
 
 /* The disk tier decides a conditional commit on its commit thread, under
  * the key's lock, just before the file is published, and a conditional
- * DELETE under the same lock: HELLO offers both (not a PUT of unknown
+ * DELETE under the same lock: HELLO offers both (and PUTs of unknown
  * size); RIO_IF_ABSENT and a generation hold or fail with RIO_EGENERATION
  * and nothing written (the refused one's file gone); a generation recovered
  * at restart is the one conditions compare with. */
@@ -134,7 +137,7 @@ TEST(conditional_commits)
     T_EQ(wc_hello_ex(&c, NULL, &hr, &keep), 0);
     T_TRUE(hr.caps & RIO_PROTO_CAP_COND_COMMIT);
     T_TRUE(hr.caps & RIO_PROTO_CAP_COND_DELETE);
-    T_FALSE(hr.caps & RIO_PROTO_CAP_STREAM_PUT);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_STREAM_PUT);
     free(keep);
     snprintf(url, sizeof(url), "railio://%s", e.addr[0]);
     T_OK(rio_client_new(url, NULL, &cl));
@@ -407,4 +410,93 @@ TEST(uncached_overwrite_hides_the_cached_version)
     free(large);
     free(buf);
     T_EQ(srv_stop(&e), 0);
+}
+
+/* An upload of unknown size over the wire: opened so, its chunks (whole,
+ * the last one short), committed with their count. Its generation. */
+static uint64_t put_stream(struct wc *c, const char *key, const uint8_t *p, uint64_t n,
+                           uint64_t chunk)
+{
+    uint64_t up = 0, gen = 0, nch = wc_nchunks(n, chunk);
+    uint64_t *xxh = wc_xxh_list(p, n, chunk);
+    char etag[33];
+
+    wc_etag(p, n, etag);
+    T_EQ(wc_put_open(c, key, RIO_PROTO_SIZE_UNKNOWN, chunk, 0, &up), 0);
+    for (uint64_t i = 0; i < nch; i++) {
+        uint64_t len = n - i * chunk < chunk ? n - i * chunk : chunk;
+        T_EQ(wc_put_chunk(c, up, i, xxh[i], p + i * chunk, len), 0);
+    }
+    T_EQ(wc_put_commit(c, up, nch, xxh, etag, &gen), 0);
+    free(xxh);
+    return gen;
+}
+
+/* PUTs of unknown size (a pipe's `railio put`, the S3 gateway's chunked
+ * and POST uploads) on the disk tier: refused with RIO_ENOTSUP before. Each
+ * object's file is laid out for the most chunks such a PUT may hold
+ * (RIO_SRV_DISK_STREAM_CHUNKS) and ends where its data does; the part of
+ * the header it does not use is a hole, so a small object takes a few
+ * pages of disk, not half a MiB. Cached (small chunks: the bound fits the
+ * memory) and staged (it does not), every size read back byte-exact, and
+ * again after a restart, nothing counted corrupt. */
+TEST(streams_of_unknown_size)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc c;
+    struct stat st;
+    char key[64], path[512];
+    const uint64_t chunks[] = {512, 64u * 1024u}; /* bound 32 MiB: cached; 4 GiB: staged */
+    const uint64_t sizes[] = {0, 1, 3 * 64u * 1024u + 17};
+    uint64_t gens[2][3];
+    uint8_t *src = t_pattern_buf(sizes[2], 5), *got = NULL;
+
+    start(&e, dir, 1, "64M");
+    wc_open(&c, e.addr[0]);
+    /* One byte: a file of the bound's layout, mostly hole. */
+    uint64_t g = put_stream(&c, "one", src, 1, 512);
+    T_EQ(disk_dir_count(dir, "o-", path, sizeof(path)), 1u);
+    T_EQ(stat(path, &st), 0);
+    /* Its data starts at a multiple of 4096 past the room for the bound's
+     * checksums (8 bytes each; 58254 chunks at --memory 64M: what the
+     * metadata share of uploads without data allows), 1 byte of data. */
+    T_EQ(((uint64_t)st.st_size - 1) % 4096u, 0u);
+    T_GT((uint64_t)st.st_size, 58254u * 8u);
+    T_LT((uint64_t)st.st_blocks * 512u, 64u * 1024u);
+    for (unsigned i = 0; i < 2; i++)
+        for (unsigned j = 0; j < 3; j++) {
+            snprintf(key, sizeof(key), "s/%u/%u", i, j);
+            gens[i][j] = put_stream(&c, key, src, sizes[j], chunks[i]);
+        }
+    for (int round = 0; round < 2; round++) {
+        struct rio_proto_desc d;
+        for (unsigned i = 0; i < 2; i++)
+            for (unsigned j = 0; j < 3; j++) {
+                snprintf(key, sizeof(key), "s/%u/%u", i, j);
+                T_EQ(dv_get(&c, key, &got, &d), 0);
+                T_EQ(d.size, sizes[j]);
+                T_EQ(d.generation, gens[i][j]);
+                T_EQ(d.chunk_size, chunks[i]);
+                if (sizes[j])
+                    T_MEMEQ(got, src, sizes[j]);
+                free(got);
+                got = NULL;
+            }
+        T_EQ(dv_get(&c, "one", &got, &d), 0);
+        T_EQ(d.size, 1u);
+        T_EQ(d.generation, g);
+        T_EQ(got[0], src[0]);
+        free(got);
+        got = NULL;
+        srv_end_wc(&e, &c);
+        start(&e, dir, 1, "64M");
+        if (round == 0) {
+            T_EQ(srv_scrape(&e, "railiod_disk_recovered_objects"), 7.0);
+            T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
+        }
+        wc_open(&c, e.addr[0]);
+    }
+    srv_end_wc(&e, &c);
+    free(src);
 }

@@ -203,8 +203,10 @@ TEST(unknown_size_bounded_by_server)
     tu_env_stop(&x);
 }
 
-/* The disk tier takes known sizes only: a clear RIO_ENOTSUP. */
-TEST(unknown_size_disk_tier_refused)
+/* The disk tier takes uploads of unknown size too (HELLO offers it): a
+ * small one and one of several chunks with a short last one, read back
+ * byte-exact. (test_server_disk: the files, their holes, a restart.) */
+TEST(unknown_size_disk_tier)
 {
     struct tu_env x;
     char dir[] = "/tmp/rio-stream-XXXXXX", cmd[128];
@@ -212,7 +214,10 @@ TEST(unknown_size_disk_tier_refused)
     const char *args[] = {"--data-dir", dir, NULL};
 
     tu_env_start(&x, args, NULL);
-    T_EQ(put_unknown(x.u.c, "d/u", 100, 1, 2), RIO_ENOTSUP);
+    T_EQ(put_unknown(x.u.c, "d/u", 100, 1, 2), 0);
+    tu_get_check(x.u.c, "d/u", 100, 1, 0);
+    T_EQ(put_unknown(x.u.c, "d/big", 9 * TU_MIB + 5, 2, 2), 0);
+    tu_get_check(x.u.c, "d/big", 9 * TU_MIB + 5, 2, 0);
     tu_env_stop(&x);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     T_EQ(system(cmd), 0);
