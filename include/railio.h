@@ -451,7 +451,8 @@ int rio_delete(struct rio_client *c, const char *key);
  * Remove key only if its object is generation (not 0): RIO_EGENERATION when
  * it is another, RIO_ENOTFOUND when there is none; decided by the backend
  * with the removal, as a conditional PUT is (mock://, rados://, file://,
- * railio://; elsewhere RIO_ENOTSUP, nothing removed).
+ * railio://, s3:// where the server decides If-Match on DELETE: AWS's
+ * endpoints or ?conditional=on; elsewhere RIO_ENOTSUP, nothing removed).
  */
 int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation);
 

@@ -383,10 +383,16 @@ void rio__s3_meta_rsp_cleanup(struct meta_rsp *r);
 int rio__s3_meta_do(struct s3_transport *t, const struct meta_req *q, struct meta_rsp *r);
 void rio__s3_meta_close(struct s3_transport *t);
 void rio__s3_delete_key(struct s3_transport *t, const char *key);
+/* key's generation gen for an If-Match, by one HEAD (id and *sidecar as
+ * rio__s3_head_id): 0 with *g its ETag, RIO_ENOTFOUND, RIO_EGENERATION (it
+ * holds another), RIO_ENOTSUP (no ETag to match), or the HEAD's error. */
+int rio__s3_match_etag(struct s3_transport *t, const char *key, uint64_t gen, char id[24],
+                       bool *sidecar, struct s3_gen *g);
 int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *sidecar,
                     struct s3_gen *g);
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 int rio__s3_remove(struct rio_transport *tt, const char *key);
+int rio__s3_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
 /* list.c: the optional op list (ListObjectsV2). */
 int rio__s3_list(struct rio_transport *tt, const struct rio_list_args *a,

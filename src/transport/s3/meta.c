@@ -418,6 +418,22 @@ int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *
     return ret;
 }
 
+int rio__s3_match_etag(struct s3_transport *t, const char *key, uint64_t gen, char id[24],
+                       bool *sidecar, struct s3_gen *g)
+{
+    int ret = rio__s3_head_id(t, key, id, sidecar, g);
+
+    if (ret < 0)
+        return ret;
+    if (g->gen != gen)
+        return RIO_EGENERATION;
+    if (g->lastmod || !g->etag[0]) {
+        rio__detail("s3: the object has no ETag to match (If-Match): nothing was sent");
+        return RIO_ENOTSUP;
+    }
+    return 0;
+}
+
 /* A size and chunk the engine accepts (core/desc.c): only then can a chunk
  * checksum list be missing rather than the whole descriptor wrong. */
 static bool sane_geometry(uint64_t size, uint64_t chunk)
@@ -584,6 +600,62 @@ int rio__s3_remove(struct rio_transport *tt, const char *key)
      * that was there): the key gone now is this remove done. */
     if (ret < 0 && !answered && rio__s3_head_id(t, key, id2, &sidecar2, NULL) == RIO_ENOTFOUND)
         ret = 0;
+    if (ret < 0)
+        return ret;
+    if (sidecar && id[0] && rio__s3_sidecar_key(key, id, skey, sizeof(skey)) == 0)
+        rio__s3_delete_key(t, skey);
+    return 0;
+}
+
+/*
+ * rio_delete_if: one HEAD finds the key's generation (RIO_ENOTFOUND when
+ * there is none, RIO_EGENERATION when it holds another), then DELETE with
+ * If-Match: its ETag, which the server decides with the delete (S3 since
+ * 2025, railiod's gateway): a PUT between the two is left whole (412:
+ * RIO_EGENERATION). Only where the server is known to decide it (knob
+ * conditional), as for conditional PUTs: one that ignores If-Match would
+ * delete whatever is there.
+ */
+int rio__s3_remove_if(struct rio_transport *tt, const char *key, uint64_t gen)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    char id[24], id2[24], skey[RIO_KEY_MAX + 1];
+    struct meta_req q = {.method = "DELETE", .key = key};
+    struct meta_rsp r = {0};
+    struct s3_gen g = {0}, g2 = {0};
+    bool sidecar = false, sidecar2, answered;
+    size_t klen;
+    int ret;
+
+    if (t->scheme != SCHEME_S3)
+        return RIO_ENOTSUP;
+    if (rio__key_len(key, &klen) < 0 || !gen)
+        return RIO_EINVAL;
+    if (!t->conditional) {
+        rio__detail("s3: this server is not known to decide If-Match on DELETE "
+                    "(conditional=on says it does): nothing was sent");
+        return RIO_ENOTSUP;
+    }
+    ret = rio__s3_match_etag(t, key, gen, id, &sidecar, &g);
+    if (ret < 0)
+        return ret;
+    q.x[q.nx++] = (struct rio_s3_kv){"if-match", g.etag};
+    ret = rio__s3_meta_do(t, &q, &r);
+    answered = r.answered;
+    rio__s3_meta_rsp_cleanup(&r);
+    /* A key gone since the HEAD (404) was removed by another: not this
+     * generation's removal, but nothing of it is left either. */
+    if (ret == RIO_ENOTFOUND)
+        return RIO_ENOTFOUND;
+    /* The answer lost: done when the key is gone or holds another object
+     * (the delete took it first); else unknown. */
+    if (ret < 0 && !answered) {
+        int h = rio__s3_head_id(t, key, id2, &sidecar2, &g2);
+        if (h == RIO_ENOTFOUND)
+            ret = 0;
+        else if (h == 0 && g2.gen == gen)
+            ret = RIO_EUNKNOWN;
+    }
     if (ret < 0)
         return ret;
     if (sidecar && id[0] && rio__s3_sidecar_key(key, id, skey, sizeof(skey)) == 0)

@@ -147,6 +147,7 @@ const struct rio_transport_ops rio__s3_ops = {
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
     .put_expect = rio__s3_put_expect,
     .put_prep = rio__s3_put_prep,
+    .remove_if = rio__s3_remove_if,
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */
     .list = rio__s3_list,

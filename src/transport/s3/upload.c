@@ -259,6 +259,13 @@ err:
     return ret;
 }
 
+static int set_if_match(struct s3_upload *up, const struct s3_gen *g)
+{
+    up->cond_hdr = "if-match";
+    rio__s3_copy_str(up->cond_val, sizeof(up->cond_val), g->etag, strlen(g->etag));
+    return 0;
+}
+
 /*
  * A condition on the request that publishes: If-None-Match: * for
  * RIO__PUT_IF_ABSENT, else If-Match: the ETag of generation gen (from the
@@ -289,21 +296,14 @@ int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
         return 0;
     }
     if (!rio__s3_gen_get(t, gen, &g)) {
-        ret = rio__s3_head_id(t, up->key, id, &sc, &g);
-        if (ret == RIO_ENOTFOUND)
-            return RIO_EGENERATION;
-        if (ret < 0)
-            return ret;
-        if (g.gen != gen)
-            return RIO_EGENERATION;
+        ret = rio__s3_match_etag(t, up->key, gen, id, &sc, &g);
+        return ret == RIO_ENOTFOUND ? RIO_EGENERATION : ret < 0 ? ret : set_if_match(up, &g);
     }
     if (g.lastmod || !g.etag[0]) {
         rio__detail("s3: the object has no ETag to match (If-Match): nothing was sent");
         return RIO_ENOTSUP;
     }
-    up->cond_hdr = "if-match";
-    rio__s3_copy_str(up->cond_val, sizeof(up->cond_val), g.etag, strlen(g.etag));
-    return 0;
+    return set_if_match(up, &g);
 }
 
 static void abort_multi(struct s3_transport *t, struct s3_upload *up)
