@@ -1775,6 +1775,35 @@ TEST(delete_objects_versions_and_malformed_xml)
     }
     T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 200);
+    /* A malformed <Object> after good ones, and 1001 of them: refused
+     * before anything is deleted (the first ones went before the 400). */
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<Delete><Object><Key>a</Key></Object><Object><Key>b"
+                 "</Key></Object><Object><Key>c</Key><Key>x</Key></Object></Delete>' "
+                 "'%s/dxb?delete'",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MalformedXML</Code>"));
+    T_EQ(t_sh("(printf '<Delete><Object><Key>a</Key></Object><Object><Key>b</Key></Object>'; "
+              "for i in $(seq 999); do printf '<Object><Key>k%%d</Key></Object>' $i; done; "
+              "printf '</Delete>') > %s",
+              gw_path(&g, "many.xml")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/dxb?delete'", gw_path(&g, "many.xml"),
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "At most 1000 keys"));
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 200);
+    /* An <Object> with an attribute is one (it was skipped: the key stayed). */
+    T_EQ(gw_curl(&g, "o", "-X PUT -d c %s/dxb/c", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<Delete><Object id=\"1\"><Key>c</Key></Object></Delete>' "
+                 "'%s/dxb?delete'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>c</Key></Deleted>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/c", g.url), 404);
     T_EQ(gw_curl(&g, "o",
                  "-X POST --data-binary '<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Delete "
                  "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Object><Key>a</Key>"
@@ -1821,6 +1850,33 @@ TEST(delete_objects_versions_and_malformed_xml)
          200);
     T_EQ(gw_curl(&g, "got", "%s/dxb/m", g.url), 200);
     T_TRUE(t_sh("printf part | cmp -s - %s", gw_path(&g, "got")) == 0);
+    /* A <Part> with an attribute is a part: it was skipped, and the object
+     * completed without it (200, ETag -1). */
+    gw_file(&g, "p1", 5 * 1024 * 1024, 31);
+    T_EQ(gw_curl(&g, "up", "-X POST '%s/dxb/m2?uploads'", g.url), 200);
+    gw_upload_id(&g, "up", id, sizeof(id));
+    char e1[64], e2[64];
+    T_EQ(gw_curl(&g, "o", "-X PUT --data-binary @%s '%s/dxb/m2?uploadId=%s&partNumber=1'",
+                 gw_path(&g, "p1"), g.url, id),
+         200);
+    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
+              gw_path(&g, "o.h"), gw_path(&g, "e1")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d tail '%s/dxb/m2?uploadId=%s&partNumber=2'", g.url, id), 200);
+    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
+              gw_path(&g, "o.h"), gw_path(&g, "e2")),
+         0);
+    snprintf(e1, sizeof(e1), "$(cat %s)", gw_path(&g, "e1"));
+    snprintf(e2, sizeof(e2), "$(cat %s)", gw_path(&g, "e2"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary \"<CompleteMultipartUpload><Part><PartNumber>1"
+                 "</PartNumber><ETag>%s</ETag></Part><Part a='x'><PartNumber>2</PartNumber>"
+                 "<ETag>%s</ETag></Part></CompleteMultipartUpload>\" '%s/dxb/m2?uploadId=%s'",
+                 e1, e2, g.url, id),
+         200);
+    T_TRUE(gw_has(&g, "o", "-2&quot;</ETag>"));
+    T_EQ(gw_curl(&g, "got", "%s/dxb/m2", g.url), 200);
+    T_EQ(t_sh("(cat %s; printf tail) | cmp -s - %s", gw_path(&g, "p1"), gw_path(&g, "got")), 0);
     gw_stop(&g);
 }
 

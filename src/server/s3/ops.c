@@ -1603,17 +1603,50 @@ static int grab_cb(void *arg, const char *text)
  * any. There are no versions here: "null" (an unversioned bucket's only
  * version) names the object, any other id none (NoSuchVersion, and the
  * object stays). -1: malformed. */
+static int object_fields(const char *raw, size_t len, struct grab *k, struct grab *v,
+                         struct grab *e, struct grab *sz, struct grab *lm)
+{
+    return rio__gw_xml_each(raw, len, "Key", grab_cb, k) < 0 || k->n != 1 ||
+                   rio__gw_xml_each(raw, len, "VersionId", grab_cb, v) < 0 || v->n > 1 ||
+                   rio__gw_xml_each(raw, len, "ETag", grab_cb, e) < 0 || e->n > 1 ||
+                   rio__gw_xml_each(raw, len, "Size", grab_cb, sz) < 0 || sz->n > 1 ||
+                   rio__gw_xml_each(raw, len, "LastModifiedTime", grab_cb, lm) < 0 || lm->n > 1
+               ? -1
+               : 0;
+}
+
+static void grabs_free(struct grab *k, struct grab *v, struct grab *e, struct grab *sz,
+                       struct grab *lm)
+{
+    rio__free(k->text);
+    rio__free(v->text);
+    rio__free(e->text);
+    rio__free(sz->text);
+    rio__free(lm->text);
+}
+
+/* The pass before any removal: every <Object> well-formed, at most
+ * DELETE_MAX of them, or the request is refused with nothing deleted (as
+ * S3: deleting the first ones and then answering 400 told the client its
+ * request failed while objects were gone). */
+static int check_object(void *arg, const char *raw, size_t len)
+{
+    struct grab k = {0}, v = {0}, e = {0}, sz = {0}, lm = {0};
+    int ret = object_fields(raw, len, &k, &v, &e, &sz, &lm);
+
+    grabs_free(&k, &v, &e, &sz, &lm);
+    if (ret == 0 && ++*(unsigned *)arg > DELETE_MAX)
+        ret = 1;
+    return ret;
+}
+
 static int del_object(void *arg, const char *raw, size_t len)
 {
     struct del_ctx *x = arg;
     struct grab k = {0}, v = {0}, e = {0}, sz = {0}, lm = {0};
     int ret = -1;
 
-    if (rio__gw_xml_each(raw, len, "Key", grab_cb, &k) < 0 || k.n != 1 ||
-        rio__gw_xml_each(raw, len, "VersionId", grab_cb, &v) < 0 || v.n > 1 ||
-        rio__gw_xml_each(raw, len, "ETag", grab_cb, &e) < 0 || e.n > 1 ||
-        rio__gw_xml_each(raw, len, "Size", grab_cb, &sz) < 0 || sz.n > 1 ||
-        rio__gw_xml_each(raw, len, "LastModifiedTime", grab_cb, &lm) < 0 || lm.n > 1)
+    if (object_fields(raw, len, &k, &v, &e, &sz, &lm) < 0)
         goto out;
     if (v.n && strcmp(v.text, "null") != 0) {
         if (++x->n > DELETE_MAX) {
@@ -1632,11 +1665,7 @@ static int del_object(void *arg, const char *raw, size_t len)
     }
     ret = del_one(x, k.text, &(struct del_cond){.etag = e.text, .size = sz.text, .time = lm.text});
 out:
-    rio__free(k.text);
-    rio__free(v.text);
-    rio__free(e.text);
-    rio__free(sz.text);
-    rio__free(lm.text);
+    grabs_free(&k, &v, &e, &sz, &lm);
     return ret;
 }
 
@@ -1677,10 +1706,18 @@ int rio__gw_delete_objects(struct MHD_Connection *c, struct gw_req *r)
         return ret;
     if (!r->buf)
         return rio__gw_error(c, r, 400, "MalformedXML", "The request body is empty.");
-    if (rio__gw_xml_wellformed(r->buf, r->blen, "Delete") < 0 || !strstr(r->buf, "<Object>"))
+    unsigned nobj = 0;
+    ret = rio__gw_xml_wellformed(r->buf, r->blen, "Delete") < 0
+              ? -1
+              : rio__gw_xml_each_raw(r->buf, r->blen, "Object", check_object, &nobj);
+    if (ret == 0 && nobj == 0)
         return rio__gw_error(c, r, 400, "MalformedXML",
                              "The XML you provided was not well-formed or did not validate "
                              "against our published schema (a Delete of one Object or more).");
+    if (ret)
+        return rio__gw_error(c, r, 400, "MalformedXML",
+                             ret > 0 ? "At most 1000 keys per request."
+                                     : "The XML you provided was not well-formed.");
     x.mkeys = rio__calloc(DELETE_MAX, sizeof(*x.mkeys));
     x.mgens = rio__calloc(DELETE_MAX, sizeof(*x.mgens));
     x.mhave = rio__calloc(DELETE_MAX, 1);

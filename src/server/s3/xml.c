@@ -381,6 +381,9 @@ static char *xml_text(const char *s, size_t n)
     return xml_unescape(s, n, &out) == 0 ? out : NULL;
 }
 
+static const char *tag_end(const char *p, const char *end);
+static int blank(char c);
+
 int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
                          int (*fn)(void *arg, const char *raw, size_t len), void *arg)
 {
@@ -388,16 +391,36 @@ int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
     const char *p = body, *end = body + n;
     size_t ol, cl;
 
-    snprintf(open, sizeof(open), "<%s>", tag);
+    /* "<TAG" then '>', or attributes (what the well-formedness check
+     * takes, so an element with one is never skipped: a Complete's <Part
+     * a="x"> dropped that part from the object), or "/>" (empty). */
+    snprintf(open, sizeof(open), "<%s", tag);
     snprintf(close, sizeof(close), "</%s>", tag);
     ol = strlen(open);
     cl = strlen(close);
     for (;;) {
-        const char *a = memmem(p, (size_t)(end - p), open, ol), *b;
+        const char *a = memmem(p, (size_t)(end - p), open, ol), *b, *gt;
         int ret;
         if (!a)
             return 0;
         a += ol;
+        if (a == end)
+            return -1;
+        if (*a != '>' && *a != '/' && !blank(*a)) {
+            p = a; /* a longer name: "<PartNumber" for "Part" */
+            continue;
+        }
+        gt = *a == '>' ? a : tag_end(a, end);
+        if (!gt)
+            return -1;
+        if (gt[-1] == '/') { /* <TAG/>, <TAG a="x"/>: empty */
+            ret = fn(arg, gt + 1, 0);
+            if (ret)
+                return ret;
+            p = gt + 1;
+            continue;
+        }
+        a = gt + 1;
         b = memmem(a, (size_t)(end - a), close, cl);
         if (!b)
             return -1;
