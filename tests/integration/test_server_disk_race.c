@@ -15,7 +15,9 @@
  *   server is killed while the commit is still held; a PUT opened after the
  *   DELETE is visible; the tombstone is reclaimed once no older upload can
  *   commit;
- * - recovery honours a tombstone file and quarantines a corrupt one.
+ * - recovery honours a tombstone file and quarantines a corrupt one;
+ * - a cached commit that lands after a newer one (an empty object, which
+ *   the hold lets through) is not what the key serves.
  */
 #include "server_disk_util.h"
 
@@ -306,4 +308,49 @@ TEST(recovery_honours_tombstones)
     /* Generations continue above the tombstones too. */
     T_GT(put_version(&c, "gone", 1, 2), g3);
     srv_end_wc(&e, &c);
+}
+
+/* Two PUTs of one key: the older, cached in memory, held at its commit;
+ * the newer, empty (not held, not cached), committed meanwhile. When the
+ * older commit lands, the disk index keeps the newer one and removes the
+ * older file, and the older was still published in memory: every LOOKUP
+ * and READ served it (an acknowledged newer version hidden) until it was
+ * evicted or the server restarted. Now the key serves the newer one,
+ * before and after a restart. */
+TEST(older_cached_commit_landing_late_is_not_served)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc a, b;
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL, byte;
+    uint64_t ga = 0, gb;
+
+    setup();
+    start(&e, dir);
+    wc_open(&a, e.addr[0]);
+    wc_open(&b, e.addr[0]);
+    hold_set(1);
+    uint64_t id = put_until_commit(&a, "hold/k", 3, 1);
+    hold_wait_reached();
+    gb = wc_put(&b, "hold/k", NULL, 0, CHUNK);
+    hold_set(0);
+    T_EQ(commit_answer(&a, id, &ga), 0); /* ordered before the newer one */
+    T_LT(ga, gb);
+    for (int round = 0; round < 2; round++) {
+        T_EQ(wc_lookup(&b, "hold/k", &d, &keep), 0);
+        free(keep);
+        keep = NULL;
+        T_EQ(d.generation, gb);
+        T_EQ(d.size, 0u);
+        T_EQ(wc_read(&b, "hold/k", 0, 0, 1, &byte), RIO_EPROTO); /* past the end of nothing */
+        T_EQ(disk_dir_count(dir, "o-", NULL, 0), 1u);
+        wc_close(&a);
+        srv_end_wc(&e, &b);
+        if (round == 0) {
+            start(&e, dir);
+            wc_open(&a, e.addr[0]);
+            wc_open(&b, e.addr[0]);
+        }
+    }
 }
