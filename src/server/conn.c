@@ -15,7 +15,9 @@
  * reference, so replacing the object never frees bytes being sent.
  *
  * Backpressure: the worker stops reading a connection at a frame boundary
- * while it has max_depth responses queued or max_inflight_bytes of them.
+ * while it has max_depth responses queued (with jobs running) or
+ * max_inflight_bytes of them (with the bytes of the disk READs running,
+ * whose buffers are allocated before their answers queue).
  * A watchdog tick cuts a peer whose frame (in either direction) does not
  * complete within progress_timeout + size / min_rate, and closes idle ones.
  *
@@ -175,6 +177,7 @@ struct conn {
 
     /* PUT_COMMITs on the commit threads */
     struct rio_list jobs; /* of struct cjob, by cnode; count: commits running */
+    uint64_t job_bytes;   /* the bytes of the disk READs among them */
 
     /* write side */
     struct resp *oh, *ot;
@@ -508,6 +511,7 @@ static void conn_kill(struct conn *c, const char *why)
         rio_container_of(n, struct cjob, cnode)->c = NULL;
         atomic_fetch_sub(&srv->m.inflight_requests, 1);
     }
+    c->job_bytes = 0;
     while (c->oh) {
         struct resp *r = c->oh;
         c->oh = r->next;
@@ -968,6 +972,7 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         j->have_xxh = have_xxh;
         j->xxh = rio__proto_u64(fixed);
         cjob_start(c, j);
+        c->job_bytes += m.len; /* its buffer: backpressure (conn_should_pause) */
         rio__srv_disk_read_submit(c->w->srv->disk, &j->base);
         return;
     }
@@ -1250,6 +1255,8 @@ static void worker_commits(struct rio_srv_worker *w)
         rev = (struct cjob *)j->base.next;
         if (c) {
             rio_list_remove(&c->jobs, &j->cnode);
+            if (j->base.read)
+                c->job_bytes -= j->base.len;
             if (!c->dead && cjob_answer(c, j) == 0)
                 conn_flush(c);
         }
@@ -1709,7 +1716,11 @@ static int conn_should_pause(const struct conn *c)
         return 1;
     if (c->nout + c->jobs.count >= srv->cfg.max_depth)
         return 1;
-    return c->nout && c->out_bytes >= srv->cfg.max_inflight_bytes;
+    /* Disk READs hold their buffers from the moment they are read, not
+     * from when their answers queue: a peer that pipelines READs and never
+     * reads the answers held 64 x 1 GiB of them (at least one thing
+     * outstanding is always let through). */
+    return (c->nout || c->jobs.count) && c->out_bytes + c->job_bytes >= srv->cfg.max_inflight_bytes;
 }
 
 static void conn_read(struct conn *c)

@@ -324,3 +324,47 @@ TEST(disk_small_read_off_the_event_loop)
     wc_close(&c);
     srv_end_wc(&e, &p);
 }
+
+/* Disk READs pipelined by a peer that never reads the answers: each holds
+ * a buffer of its range from the moment it is read, and they counted only
+ * against --max-depth (64), not --max-inflight-bytes, so 24 READs of a
+ * 64 MiB object on disk took the server from a few MiB to 1.5 GiB under
+ * --memory 32M. Now the bytes of the READs running count as queued
+ * answers do: the server stops reading the connection at
+ * --max-inflight-bytes (64M here) and stays near it. */
+TEST(disk_reads_bounded_by_inflight_bytes)
+{
+    const char *dir = disk_dir_make();
+    const char *args[] = {"--data-dir",           dir,   "--memory", "32M",
+                          "--max-inflight-bytes", "64M", NULL};
+    const uint64_t size = 64ull << 20, chunk = 8ull << 20;
+    struct srv_env e;
+    struct wc w, r;
+    uint8_t *data = malloc(size);
+
+    t_fill_pattern(data, size, 91);
+    srv_start_wc(&e, args, &w);
+    wc_put(&w, "big", data, size, chunk);
+    free(data);
+    T_OK(wc_try_connect_ex(&r, e.addr[0], 60, 4096));
+    wc_hello(&r, NULL);
+    uint64_t rss0 = srv_proc_kb(e.pid, "VmRSS"), peak = rss0;
+    for (unsigned i = 0; i < 24; i++) {
+        struct rio_proto_read m = {.off = 0, .len = (uint32_t)size, .key = "big", .key_len = 3};
+        uint8_t b[64];
+        int n = rio__proto_enc_read(&m, b, sizeof(b));
+        T_OK(wc_send2(&r, RIO_OP_READ, 100 + i, b, (size_t)n, NULL, 0));
+    }
+    for (int t = 0; t < 30; t++) {
+        usleep(100 * 1000);
+        uint64_t v = srv_proc_kb(e.pid, "VmRSS");
+        peak = v > peak ? v : peak;
+    }
+    printf("server RSS %llu KiB before, %llu KiB at most with 24 READs of 64 MiB unread\n",
+           (unsigned long long)rss0, (unsigned long long)peak);
+    /* --memory, --max-inflight-bytes, one READ more, and slack */
+    T_LT(peak, rss0 + (32u + 64u + 64u + 64u) * 1024u);
+    T_EQ(wc_ping(&w), 0); /* the server serves on */
+    wc_close(&r);
+    srv_end_wc(&e, &w);
+}
