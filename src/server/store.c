@@ -618,8 +618,11 @@ static int unknown_chunk_ok_locked(struct rio_srv_upload *u, uint64_t index, uin
             (index < u->short_index && len != u->chunk_size))
             return RIO_EPROTO;
     } else if (len < u->chunk_size) {
-        if (index + 1 < u->top)
-            return RIO_EPROTO; /* a whole chunk came after it */
+        /* A whole chunk came after it, or at it (this index sent whole
+         * before: a "retry" of it shorter would have made it the short
+         * last chunk, and the object's size disagree with its checksum). */
+        if (index < u->top)
+            return RIO_EPROTO;
         u->short_set = 1;
         u->short_index = index;
         u->short_len = len;

@@ -298,6 +298,40 @@ TEST(unknown_size_bad_short_chunk_uncharged)
     srv_end_wc(&e, &w);
 }
 
+/* A chunk of an upload of unknown size sent again shorter, with the
+ * checksum it had whole: refused (RIO_EPROTO). It was taken as a retry
+ * (answered 0) after marking the chunk the short last one, so the commit
+ * made an object of 1 MiB + 10 bytes whose last chunk's checksum covered
+ * 1 MiB: every READ of it RIO_ECHECKSUM. */
+TEST(unknown_size_whole_chunk_resent_short)
+{
+    struct srv_env e;
+    struct wc w;
+    const char *args[] = {"--memory", "64M", NULL};
+    const uint64_t ch = 1u << 20;
+    uint8_t *data = t_pattern_buf(2 * ch, 17), got[10];
+    uint64_t up = 0, gen = 0, x[2] = {rio__xxh3(data, ch), rio__xxh3(data + ch, ch)};
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL;
+    char etag[33];
+
+    wc_etag(data, 2 * ch, etag);
+    srv_start_wc(&e, args, &w);
+    T_EQ(wc_put_open(&w, "u", RIO_PROTO_SIZE_UNKNOWN, ch, 0, &up), 0);
+    T_EQ(wc_put_chunk(&w, up, 0, x[0], data, ch), 0);
+    T_EQ(wc_put_chunk(&w, up, 1, x[1], data + ch, ch), 0);
+    T_EQ(wc_put_chunk(&w, up, 1, x[1], data + ch, 10), RIO_EPROTO);
+    T_EQ(wc_put_chunk(&w, up, 0, x[0], data, 10), RIO_EPROTO);
+    T_EQ(wc_put_commit(&w, up, 2, x, etag, &gen), 0);
+    T_EQ(wc_lookup(&w, "u", &d, &keep), 0);
+    free(keep);
+    T_EQ(d.size, 2 * ch);
+    T_EQ(wc_read(&w, "u", gen, ch, sizeof(got), got), 0);
+    T_MEMEQ(got, data + ch, sizeof(got));
+    free(data);
+    srv_end_wc(&e, &w);
+}
+
 /* Tiny chunks cannot make an upload of unknown size allocate per-chunk
  * arrays for millions of chunks: its bound keeps its metadata within the
  * share of uploads without data (--memory / 64). */
