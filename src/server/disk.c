@@ -1174,17 +1174,21 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen,
     int ret = 0, r1, dirty = 0;
 
     pthread_mutex_lock(kl);
-    if (if_gen) { /* every commit and delete of the key holds kl: this is it */
-        uint64_t cur = current_gen(d, key, klen);
-        if (cur != if_gen) {
-            pthread_mutex_unlock(kl);
-            return cur ? RIO_EGENERATION : RIO_ENOTFOUND;
-        }
+    /* every commit and delete of the key holds kl: this is it */
+    uint64_t cur = current_gen(d, key, klen);
+    if (if_gen && cur != if_gen) {
+        pthread_mutex_unlock(kl);
+        return cur ? RIO_EGENERATION : RIO_ENOTFOUND;
     }
     /* Every upload opened before this point loses to this DELETE; if one
-     * of them can still commit, a tombstone says so. */
+     * of them can still commit, a tombstone says so. Not for a key that
+     * holds nothing: that DELETE removes nothing an upload could bring
+     * back, and such DELETEs (cheap, RIO_ENOTFOUND) each left a tombstone
+     * file and its memory for as long as any older upload stayed open. An
+     * upload of the key that commits after it creates the key, as in
+     * memory. */
     gen = rio__srv_store_tick(d->store);
-    if (rio__srv_store_min_open(d->store) < gen) {
+    if (cur && rio__srv_store_min_open(d->store) < gen) {
         ret = tomb_write(d, key, klen, gen);
         if (ret < 0) {
             pthread_mutex_unlock(kl);

@@ -500,3 +500,46 @@ TEST(streams_of_unknown_size)
     srv_end_wc(&e, &c);
     free(src);
 }
+
+/* DELETEs of keys that hold nothing, while an older upload stays open:
+ * each wrote a tombstone file (and kept its memory) until that upload
+ * ended, so a client holding one upload open could fill the directory
+ * and the memory with DELETEs answered RIO_ENOTFOUND. Now they leave
+ * nothing; the open upload commits afterwards and its key is there. A
+ * DELETE of a key that holds an object still leaves its tombstone. */
+TEST(deletes_of_absent_keys_leave_no_tombstones)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc c;
+    char key[64];
+    uint8_t b[10] = "0123456789";
+    uint64_t up = 0, gen = 0, xxh = rio__xxh3(b, sizeof(b));
+    char etag[33];
+
+    wc_etag(b, sizeof(b), etag);
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    T_EQ(wc_put_open(&c, "never/0", sizeof(b), sizeof(b), 0, &up), 0); /* kept open */
+    for (unsigned i = 0; i < 2000; i++) {
+        snprintf(key, sizeof(key), "never/%u", i);
+        T_EQ(wc_delete(&c, key), RIO_ENOTFOUND);
+    }
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 0u);
+    T_EQ(wc_put_chunk(&c, up, 0, xxh, b, sizeof(b)), 0);
+    T_EQ(wc_put_commit(&c, up, 1, &xxh, etag, &gen), 0);
+    uint8_t got[10];
+    T_EQ(wc_read(&c, "never/0", gen, 0, sizeof(got), got), 0);
+    T_MEMEQ(got, b, sizeof(b));
+    /* An object's DELETE with an older upload open: its tombstone. */
+    T_EQ(wc_put_open(&c, "never/0", sizeof(b), sizeof(b), 0, &up), 0);
+    T_EQ(wc_delete(&c, "never/0"), 0);
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 1u);
+    T_EQ(wc_put_chunk(&c, up, 0, xxh, b, sizeof(b)), 0);
+    T_EQ(wc_put_commit(&c, up, 1, &xxh, etag, &gen), 0); /* loses to the DELETE */
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL;
+    T_EQ(wc_lookup(&c, "never/0", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+    srv_end_wc(&e, &c);
+}
