@@ -114,6 +114,9 @@ static void usage(FILE *f)
            "  --s3-sigv2 on|off         take Signature Version 2 requests and presigned\n"
            "                            URLs (on, the default: the aws CLI v1's s3 presign\n"
            "                            and s3cmd's signurl make them), or refuse them\n"
+           "  --s3-max-conns N          the gateway's connections at once (default 1024)\n"
+           "  --s3-max-conns-per-ip N   of them from one client address (default 256;\n"
+           "                            0: no limit, behind a proxy)\n"
            "  --s3-tls-cert F           serve the S3 API over HTTPS only, with the\n"
            "                            certificate chain in F (PEM)\n"
            "  --s3-tls-key F            the private key of --s3-tls-cert (PEM)\n"
@@ -298,6 +301,8 @@ enum {
     OPT_S3_SIGV2,
     OPT_S3_TLS_CERT,
     OPT_S3_TLS_KEY,
+    OPT_S3_MAX_CONNS,
+    OPT_S3_MAX_CONNS_IP,
 };
 
 static const struct option long_opts[] = {
@@ -343,6 +348,8 @@ static const struct option long_opts[] = {
     {"s3-sigv2", required_argument, NULL, OPT_S3_SIGV2},
     {"s3-tls-cert", required_argument, NULL, OPT_S3_TLS_CERT},
     {"s3-tls-key", required_argument, NULL, OPT_S3_TLS_KEY},
+    {"s3-max-conns", required_argument, NULL, OPT_S3_MAX_CONNS},
+    {"s3-max-conns-per-ip", required_argument, NULL, OPT_S3_MAX_CONNS_IP},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -362,6 +369,8 @@ struct args {
     uint64_t s3_min_part;      /* UINT64_MAX: not given */
     int s3_checksums;          /* -1 not given, 1 keep, 0 check only */
     int s3_sigv2;              /* -1 not given, 1 on, 0 off */
+    uint64_t s3_max_conns;     /* UINT64_MAX: not given */
+    uint64_t s3_max_conns_ip;  /* UINT64_MAX: not given */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -490,6 +499,8 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     a->s3_min_part = UINT64_MAX;
     a->s3_checksums = -1;
     a->s3_sigv2 = -1;
+    a->s3_max_conns = UINT64_MAX;
+    a->s3_max_conns_ip = UINT64_MAX;
     *done = 0;
 
     optind = 1;
@@ -548,6 +559,14 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             if (rio__parse_size(optarg, &a->s3_min_part) < 0 || a->s3_min_part > (5ull << 30))
                 return bad_value(name, optarg);
             break;
+        case OPT_S3_MAX_CONNS:
+            if (rio__parse_uint(optarg, 65536, &a->s3_max_conns) < 0 || a->s3_max_conns == 0)
+                return bad_value(name, optarg);
+            break;
+        case OPT_S3_MAX_CONNS_IP:
+            if (rio__parse_uint(optarg, 65536, &a->s3_max_conns_ip) < 0)
+                return bad_value(name, optarg);
+            break;
         case OPT_S3_HEAD_CACHE:
             if (rio__parse_duration_ns(optarg, &a->s3_head_cache_ns) < 0 ||
                 a->s3_head_cache_ns > 3600 * SEC)
@@ -580,11 +599,13 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     }
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
          a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX ||
-         a->s3_checksums >= 0 || a->s3_sigv2 >= 0 || a->s3_tls_cert || a->s3_tls_key) &&
+         a->s3_checksums >= 0 || a->s3_sigv2 >= 0 || a->s3_tls_cert || a->s3_tls_key ||
+         a->s3_max_conns != UINT64_MAX || a->s3_max_conns_ip != UINT64_MAX) &&
         !a->s3_listen) {
         fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
                         "--s3-head-cache, --s3-min-part-size, --s3-checksums, --s3-sigv2, "
-                        "--s3-tls-cert and --s3-tls-key need --s3-listen\n");
+                        "--s3-tls-cert, --s3-tls-key, --s3-max-conns and --s3-max-conns-per-ip "
+                        "need --s3-listen\n");
         return 2;
     }
     if (!a->s3_tls_cert != !a->s3_tls_key) {
@@ -865,16 +886,19 @@ static int serve(struct rio_srv *srv, int sfd)
 static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_listener *l)
 {
 #if RIO_HAVE_MHD
-    struct rio_s3_gw_config gc = {.backend = a->s3_backend,
-                                  .keys = a->s3_keys,
-                                  .anonymous = a->s3_anonymous,
-                                  .head_cache_ns = a->s3_head_cache_ns,
-                                  .domain = a->s3_domain,
-                                  .min_part = a->s3_min_part,
-                                  .check_only = a->s3_checksums == 0,
-                                  .no_sigv2 = a->s3_sigv2 == 0,
-                                  .tls_cert = a->s3_tls_cert,
-                                  .tls_key = a->s3_tls_key};
+    struct rio_s3_gw_config gc = {
+        .backend = a->s3_backend,
+        .keys = a->s3_keys,
+        .anonymous = a->s3_anonymous,
+        .head_cache_ns = a->s3_head_cache_ns,
+        .domain = a->s3_domain,
+        .min_part = a->s3_min_part,
+        .check_only = a->s3_checksums == 0,
+        .no_sigv2 = a->s3_sigv2 == 0,
+        .tls_cert = a->s3_tls_cert,
+        .tls_key = a->s3_tls_key,
+        .max_conns = a->s3_max_conns == UINT64_MAX ? 1024u : (unsigned)a->s3_max_conns,
+        .max_conns_ip = a->s3_max_conns_ip == UINT64_MAX ? 256u : (unsigned)a->s3_max_conns_ip};
     char url[512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

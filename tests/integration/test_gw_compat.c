@@ -1973,3 +1973,61 @@ TEST(list_checksum_algorithm)
     }
     gw_stop(&g);
 }
+
+/* n connections from 127.0.0.1 that each send half a request and hold it
+ * (the fds in fds[]); how many the gateway kept open after a moment. */
+static unsigned hold_half_requests(const struct gw *g, int *fds, unsigned n)
+{
+    const char *colon = strrchr(g->url, ':');
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    static const char half[] = "GET /b/k HTTP/1.1\r\nHost: x\r\n";
+    unsigned kept = 0;
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    for (unsigned i = 0; i < n; i++) {
+        fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        T_GE(fds[i], 0);
+        T_EQ(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+        T_EQ(send(fds[i], half, sizeof(half) - 1, MSG_NOSIGNAL), (ssize_t)(sizeof(half) - 1));
+    }
+    usleep(500 * 1000);
+    for (unsigned i = 0; i < n; i++) {
+        char b;
+        ssize_t r = recv(fds[i], &b, 1, MSG_DONTWAIT);
+        kept += r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK); /* still open, silent */
+    }
+    return kept;
+}
+
+/* 256 connections from one address that send half a request and wait took
+ * every connection the gateway had (256, no limit per address): every
+ * other client got nothing for as long as they were held (120 s each, more
+ * with a byte now and then). Now one address holds at most
+ * --s3-max-conns-per-ip (default 256 of --s3-max-conns 1024): a client from
+ * another address is served meanwhile, and, with the limits lowered, the
+ * holder's own next connection is closed. */
+TEST(one_address_cannot_hold_every_connection)
+{
+    const char *small[] = {"--s3-max-conns", "64", "--s3-max-conns-per-ip", "16", NULL};
+    static int fds[300];
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "", "-X PUT %s/held", g.url), 200);
+    T_EQ(hold_half_requests(&g, fds, 300), 256u);
+    T_EQ(gw_curl(&g, "", "-m 10 --interface 127.0.0.2 -I %s/held", g.url), 200);
+    for (unsigned i = 0; i < 300; i++)
+        close(fds[i]);
+    gw_stop(&g);
+
+    gw_start(&g, NULL, small);
+    T_EQ(gw_curl(&g, "", "-X PUT %s/held", g.url), 200);
+    T_EQ(hold_half_requests(&g, fds, 40), 16u);
+    T_EQ(gw_curl(&g, "", "-m 10 --interface 127.0.0.2 -I %s/held", g.url), 200);
+    T_NE(gw_curl(&g, "", "-m 10 -I %s/held", g.url), 200); /* its 17th */
+    for (unsigned i = 0; i < 40; i++)
+        close(fds[i]);
+    usleep(300 * 1000);
+    T_EQ(gw_curl(&g, "", "-m 10 -I %s/held", g.url), 200);
+    gw_stop(&g);
+}

@@ -34,7 +34,6 @@
 #include "server/s3/gw.h"
 #include "server/server.h"
 
-#define GW_CONNS 256
 #define GW_CONN_TIMEOUT_S 120
 #define GW_CONN_MEMORY (256u * 1024u)
 #define NLAT 8
@@ -1418,7 +1417,8 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
                                (g.tls_cert ? MHD_USE_TLS : 0),
                            0, NULL, NULL, handler, NULL, MHD_OPTION_LISTEN_SOCKET, cfg->listen_fd,
                            MHD_OPTION_URI_LOG_CALLBACK, uri_log, NULL, MHD_OPTION_NOTIFY_COMPLETED,
-                           completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned)GW_CONNS,
+                           completed, NULL, MHD_OPTION_CONNECTION_LIMIT, cfg->max_conns,
+                           MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->max_conns_ip,
                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S,
                            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)GW_CONN_MEMORY,
                            MHD_OPTION_ARRAY, tls, MHD_OPTION_END);

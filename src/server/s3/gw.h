@@ -40,6 +40,8 @@ struct rio_s3_gw_config {
     int no_sigv2;           /* --s3-sigv2 off: Signature Version 2 is refused */
     const char *tls_cert;   /* --s3-tls-cert: serve HTTPS with this chain (PEM), or NULL */
     const char *tls_key;    /* --s3-tls-key: its private key (PEM) */
+    unsigned max_conns;     /* --s3-max-conns: connections at once */
+    unsigned max_conns_ip;  /* --s3-max-conns-per-ip: of them from one address (0: any) */
 };
 
 /* Start the gateway; 0 or an error (logged). */
