@@ -121,7 +121,8 @@ struct rio_srv_upload {
     uint64_t meta;    /* what the upload is charged from its open */
     uint64_t warm;    /* bytes of a reused mapping not charged yet */
     uint8_t *charged; /* nchunks: 1 when that chunk's bytes are in charge */
-    int started;      /* a chunk was claimed (its meta left unstarted_meta) */
+    int started;      /* a chunk was claimed */
+    int meta_out;     /* its meta left unstarted_meta: it received as many bytes */
     /* Opened with RIO_PROTO_SIZE_UNKNOWN: size and nchunks are the most it
      * may hold (the bound) until its commit says how many chunks it has;
      * every chunk is chunk_size bytes but one, the last, which may be

@@ -12,9 +12,9 @@
  * that sends nothing evicts nothing and holds no room. The charge is released
  * when its object (or the upload) leaves the store; the bytes of a replaced
  * object still being sent are freed when the last sender drops its
- * reference. The metadata that uploads still waiting for their first chunk
- * hold is bounded (UNSTARTED_SHARE of the capacity), and so are the uploads
- * each client address has open (--max-uploads-per-client).
+ * reference. The metadata that uploads hold until they received as many
+ * bytes as it takes is bounded (UNSTARTED_SHARE of the capacity), and so
+ * are the uploads each client address has open (--max-uploads-per-client).
  *
  * Object memory: large buffers are mapped on their own (mmap) and unmapped
  * when freed, so resident memory follows what the store holds instead of a
@@ -54,8 +54,11 @@
 #define HUGE_PAGE (2u << 20)
 /* Buffers at least this large get a mapping of their own. */
 #define MMAP_MIN (64u << 10)
-/* Uploads that have not received a chunk hold at most this share of the
- * capacity in metadata (1/UNSTARTED_SHARE); more opens are throttled. */
+/* Uploads that have not received as many bytes as their metadata takes
+ * hold at most this share of the capacity in metadata (1/UNSTARTED_SHARE);
+ * more opens are throttled. (Leaving it at the first chunk let a client
+ * open uploads of a million 1-byte chunks, send one byte each, and fill
+ * the memory with their metadata.) */
 #define UNSTARTED_SHARE 64u
 /* Freed mappings kept for reuse: at most 1/MAP_CACHE_SHARE of the capacity,
  * in at most MAP_CACHE_SLOTS mappings. */
@@ -575,7 +578,7 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     s->used -= u->charge;
     s->warm -= u->warm;
     u->warm = 0;
-    if (!u->started)
+    if (!u->meta_out)
         s->unstarted_meta -= u->meta;
     client_put_locked(s, u->client);
     u->client = NULL;
@@ -693,7 +696,7 @@ int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, 
         uint64_t delta = u->meta - meta;
         s->used -= delta;
         u->charge -= delta;
-        if (!u->started)
+        if (!u->meta_out)
             s->unstarted_meta -= delta;
         u->meta = meta;
     }
@@ -841,8 +844,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     pthread_mutex_lock(&s->mu);
     ret = 0;
     if (s->unstarted_meta + meta > s->capacity / UNSTARTED_SHARE + 4096) {
-        SRV_INFO("put refused: uploads waiting for their first chunk hold %llu bytes of metadata "
-                 "(limit: 1/%u of --memory)",
+        SRV_INFO("put refused: uploads that received fewer bytes than their metadata takes hold "
+                 "%llu bytes of metadata (limit: 1/%u of --memory)",
                  (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
         ret = RIO_ETHROTTLE;
     } else if (!s->evict_lru && !s->disk && !unknown &&
@@ -1052,10 +1055,7 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
         u->charge += len;
         u->charged[index] = 1;
     }
-    if (!u->started) {
-        u->started = 1;
-        s->unstarted_meta -= u->meta;
-    }
+    u->started = 1;
     if (u->data && !u->uncache) {
         *dst = u->data + index * u->chunk_size;
     } else {
@@ -1153,6 +1153,10 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
         u->state[index] = RIO_SRV_CHUNK_DONE;
         rio__le64_put(u->xxh + 8 * index, xxh);
         u->ndone++;
+        if (!u->meta_out && u->ndone * u->chunk_size >= u->meta) {
+            u->meta_out = 1; /* its data outweighs its metadata now */
+            s->unstarted_meta -= u->meta;
+        }
     } else {
         u->state[index] = RIO_SRV_CHUNK_EMPTY;
         chunk_uncharge_locked(s, u, index);

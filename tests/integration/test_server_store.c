@@ -564,3 +564,56 @@ TEST(freed_memory_is_reused)
     free(d);
     srv_end_wc(&e, &c);
 }
+
+/* One client opened uploads of 58,000 one-byte chunks (about 1 MiB of
+ * metadata each) and sent one byte to each: the first chunk took an
+ * upload's metadata out of the share of --memory that uploads without data
+ * may hold, so 64 of them (about 64 bytes sent) filled a 64M server,
+ * evicting an acknowledged object (lru) or refusing every other client's
+ * PUT (refuse). Now an upload's metadata stays in that share until it has
+ * received as many bytes: the opens past it are throttled, and the other
+ * client's object and PUT are untouched. */
+TEST(thin_uploads_cannot_fill_memory_with_metadata)
+{
+    static uint8_t obj[8u << 20];
+    const char *modes[] = {"lru", "refuse"};
+
+    memset(obj, 0x5a, sizeof(obj));
+    for (int m = 0; m < 2; m++) {
+        const char *args[] = {"--memory",  "64M",         "--evict", modes[m],
+                              "--metrics", "127.0.0.1:0", NULL};
+        struct srv_env e;
+        struct wc v, atk[2];
+        uint8_t b = 'x';
+        uint64_t xb = rio__xxh3(&b, 1), up, gen = 0, x0 = rio__xxh3(obj, 1u << 20);
+        unsigned opened = 0;
+        char key[32], etag[33];
+
+        srv_start_wc(&e, args, &v);
+        uint64_t g = wc_put(&v, "victim", obj, sizeof(obj), 1u << 20);
+        wc_open(&atk[0], e.addr[0]);
+        wc_open(&atk[1], e.addr[0]);
+        for (unsigned i = 0; i < 120; i++) {
+            snprintf(key, sizeof(key), "atk/%u", i);
+            up = 0;
+            if (wc_put_open(&atk[i % 2], key, 58000, 1, 0, &up) != 0)
+                continue;
+            opened++;
+            T_EQ(wc_put_chunk(&atk[i % 2], up, 0, xb, &b, 1), 0);
+        }
+        T_LE(opened, 2u);
+        T_LT(srv_scrape(&e, "railiod_used_bytes"), 16.0 * 1024 * 1024);
+        struct rio_proto_desc d;
+        uint8_t *keep = NULL;
+        T_EQ(wc_lookup(&v, "victim", &d, &keep), 0);
+        free(keep);
+        T_EQ(d.generation, g);
+        wc_etag(obj, 1u << 20, etag);
+        up = 0;
+        T_EQ(wc_put_open(&v, "victim2", 1u << 20, 1u << 20, 0, &up), 0);
+        T_EQ(wc_put_chunk(&v, up, 0, x0, obj, 1u << 20), 0);
+        T_EQ(wc_put_commit(&v, up, 1, &x0, etag, &gen), 0);
+        wc_close_all(atk, 2);
+        srv_end_wc(&e, &v);
+    }
+}
