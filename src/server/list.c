@@ -3,12 +3,19 @@
  * LIST and EXISTS (docs/protocol.md). A LIST page is chosen in one pass
  * over an object table (the memory store's, or the disk tier's index) under
  * that table's lock: the max_keys + 1 smallest keys after the cursor are
- * kept in a sorted array (the extra one says whether the page is the last),
- * then encoded while the lock still keeps the objects' keys alive. The
- * array and the answer are allocated before the lock, both bounded by
+ * kept (the extra one says whether the page is the last), then encoded
+ * while the lock still keeps the objects' keys alive. Candidates are
+ * appended to a buffer of twice that; when it fills it is sorted, common
+ * prefixes met twice dropped, and cut to max_keys + 1, whose largest key
+ * then turns away every later key not below it with one comparison. (A
+ * sorted array kept by insertion cost a binary search per object and a
+ * move of up to 10,000 entries per key taken: 0.85 s under the lock for a
+ * page of 10,000 among a million objects, against 0.17 s for the walk.)
+ * The buffer and the answer are allocated before the lock, both bounded by
  * RIO_PROTO_LIST_MAX_KEYS and RIO_PROTO_LIST_RESP_MAX whatever was asked.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -26,7 +33,7 @@ int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *
     l->m = *m;
     l->max = max;
     l->now = rio__now_ns();
-    l->sel = rio__malloc(((size_t)max + 1) * sizeof(*l->sel));
+    l->sel = rio__malloc(2 * ((size_t)max + 1) * sizeof(*l->sel));
     /* What max entries can take, at most RIO_PROTO_LIST_RESP_MAX. */
     size_t cap = RIO_PROTO_LIST_FIXED + (size_t)max * (RIO_PROTO_ENTRY_FIXED + RIO_KEY_MAX);
     l->cap = cap < RIO_PROTO_LIST_RESP_MAX ? cap : RIO_PROTO_LIST_RESP_MAX;
@@ -54,6 +61,26 @@ static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
+static int sel_cmp(const void *a, const void *b)
+{
+    const struct rio_srv_list_sel *x = a, *y = b;
+    return key_cmp(x->key, x->len, y->key, y->len);
+}
+
+/* Sort the candidates, drop repeats (a common prefix offered by each of
+ * its keys), keep the max + 1 smallest; the largest kept bounds the rest. */
+static void prune_locked(struct rio_srv_lister *l)
+{
+    unsigned k = 0;
+
+    qsort(l->sel, l->n, sizeof(*l->sel), sel_cmp);
+    for (unsigned i = 0; i < l->n && k <= l->max; i++)
+        if (k == 0 || sel_cmp(&l->sel[k - 1], &l->sel[i]) != 0)
+            l->sel[k++] = l->sel[i];
+    l->n = k;
+    l->bounded = k == l->max + 1;
+}
+
 static void offer_locked(struct rio_srv_lister *l, const struct rio_srv_obj *o)
 {
     const struct rio_proto_list *m = &l->m;
@@ -75,26 +102,18 @@ static void offer_locked(struct rio_srv_lister *l, const struct rio_srv_obj *o)
     }
     if (key_cmp(o->key, len, m->after, m->after_len) <= 0)
         return;
-    /* Where it goes in the sorted selection. */
-    unsigned lo = 0, hi = l->n;
-    while (lo < hi) {
-        unsigned mid = lo + (hi - lo) / 2;
-        int c = key_cmp(l->sel[mid].key, l->sel[mid].len, o->key, len);
-        if (c == 0)
-            return; /* a common prefix already selected */
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    /* Not below the largest of max + 1 kept keys: not on this page (equal:
+     * that common prefix is kept already). */
+    if (l->bounded) {
+        const struct rio_srv_list_sel *top = &l->sel[l->max];
+        if (key_cmp(o->key, len, top->key, top->len) >= 0)
+            return;
     }
-    if (lo > l->max)
-        return; /* after every selected key, and the selection is full */
-    unsigned n = l->n <= l->max ? l->n : l->max; /* the last one drops when full */
-    memmove(&l->sel[lo + 1], &l->sel[lo], (size_t)(n - lo) * sizeof(*l->sel));
-    l->sel[lo].key = o->key;
-    l->sel[lo].len = (uint16_t)len;
-    l->sel[lo].o = dir ? NULL : o;
-    l->n = n + 1;
+    l->sel[l->n].key = o->key;
+    l->sel[l->n].len = (uint16_t)len;
+    l->sel[l->n].o = dir ? NULL : o;
+    if (++l->n == 2 * (l->max + 1))
+        prune_locked(l);
 }
 
 static void encode_locked(struct rio_srv_lister *l)
@@ -102,6 +121,7 @@ static void encode_locked(struct rio_srv_lister *l)
     size_t off = RIO_PROTO_LIST_FIXED;
     uint32_t n = 0;
 
+    prune_locked(l);
     for (; n < l->n && n < l->max; n++) {
         const struct rio_srv_list_sel *s = &l->sel[n];
         struct rio_proto_entry e = {.key = s->key, .key_len = s->len};

@@ -338,8 +338,9 @@ struct rio_srv_lister {
     struct rio_proto_list m; /* borrowed strings: the request's body */
     unsigned max;            /* entries per page, clamped */
     uint64_t now;
-    struct rio_srv_list_sel *sel;
+    struct rio_srv_list_sel *sel; /* 2 x (max + 1) candidates */
     unsigned n;
+    int bounded;  /* sel[max] is the largest key the page may hold */
     uint8_t *out; /* the answer's control part, cap bytes */
     size_t cap, out_len;
 };
