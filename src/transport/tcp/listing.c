@@ -4,7 +4,9 @@
  * EXISTS), on each member's control connection. A ring of several members
  * holds each key on one of them: a LIST page asks every member for a page
  * after the same cursor and merges them (the smallest max_keys keys win,
- * the others come again on the next page); EXISTS sends each member one
+ * the others come again on the next page; a member's page that says more
+ * keys follow vouches only for keys up to its last one, so the merged page
+ * ends there: past it that member's next keys would be skipped); EXISTS sends each member one
  * request with the keys it owns, so a batch costs one round trip per
  * member (per RIO_PROTO_EXISTS_MAX bytes of keys), not one per key.
  */
@@ -104,6 +106,30 @@ int rio__tcp_list(struct rio_transport *tt, const struct rio_list_args *a,
     }
     if (total > max)
         total = max;
+    /* The smallest last key of the members whose page was cut (by
+     * max_keys, or by the answer's byte cap, before max_keys): the merged
+     * page holds nothing after it. */
+    const char *lim = NULL;
+    size_t lim_len = 0;
+    for (unsigned mi = 0; mi < t->nmembers; mi++) {
+        struct rio_proto_entry last;
+        size_t off = 0;
+        if (!(pg[mi].r.flags & RIO_PROTO_LIST_TRUNCATED))
+            continue;
+        if (pg[mi].r.n == 0) {
+            ret = RIO_EPROTO; /* "more" with nothing to continue from */
+            goto out;
+        }
+        for (uint32_t k = 0; k < pg[mi].r.n; k++)
+            if (rio__proto_list_entry(&pg[mi].r, &off, &last) < 0) {
+                ret = RIO_EPROTO;
+                goto out;
+            }
+        if (!lim || key_cmp(last.key, last.key_len, lim, lim_len) < 0) {
+            lim = last.key;
+            lim_len = last.key_len;
+        }
+    }
     if (total) {
         out->entries = rio__calloc(total, sizeof(*out->entries));
         if (!out->entries) {
@@ -121,7 +147,7 @@ int rio__tcp_list(struct rio_transport *tt, const struct rio_list_args *a,
                                              best->cur.key_len) < 0))
                 best = p;
         }
-        if (!best)
+        if (!best || (lim && key_cmp(best->cur.key, best->cur.key_len, lim, lim_len) > 0))
             break;
         const struct rio_proto_entry *e = &best->cur;
         /* A server answers only what was asked: keys under the prefix,
