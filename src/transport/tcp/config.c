@@ -61,7 +61,9 @@ static int split_hostport(const char *s, size_t len, const char *defport, char h
     return 0;
 }
 
-static int resolve(const char *host, const char *port, struct tcp_addr *a)
+/* numeric: an address only, never a name to look up (what a server
+ * announces). */
+static int resolve_ex(const char *host, const char *port, struct tcp_addr *a, bool numeric)
 {
     struct addrinfo hints, *res = NULL;
     int r;
@@ -69,7 +71,7 @@ static int resolve(const char *host, const char *port, struct tcp_addr *a)
     memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
+    hints.ai_flags = AI_NUMERICSERV | (numeric ? AI_NUMERICHOST : 0);
     r = getaddrinfo(host, port, &hints, &res);
     if (r != 0 || !res)
         return r == EAI_MEMORY ? -ENOMEM : RIO_EDNS;
@@ -82,6 +84,11 @@ static int resolve(const char *host, const char *port, struct tcp_addr *a)
     a->len = res->ai_addrlen;
     freeaddrinfo(res);
     return 0;
+}
+
+static int resolve(const char *host, const char *port, struct tcp_addr *a)
+{
+    return resolve_ex(host, port, a, false);
 }
 
 unsigned rio__tcp_owner_of(const struct tcp_transport *t, const char *key, size_t klen)
@@ -106,7 +113,10 @@ unsigned rio__tcp_owner_of(const struct tcp_transport *t, const char *key, size_
 }
 
 /* The rail for announced address text ("host:port"); a wildcard host means
- * the member's own host. */
+ * the member's own host. A server announces its listeners' addresses
+ * (docs/protocol.md, HELLO): a name is refused, never looked up (up to 16
+ * lookups a connection, none bounded by connect_timeout, of names a
+ * server chose). */
 int rio__tcp_rail_from_text(const struct tcp_member *m, const char *text, struct tcp_rail *r)
 {
     char host[TCP_HOST_MAX], port[TCP_PORT_MAX];
@@ -117,7 +127,7 @@ int rio__tcp_rail_from_text(const struct tcp_member *m, const char *text, struct
     if (!strcmp(host, "0.0.0.0") || !strcmp(host, "::") || !strcmp(host, "*"))
         snprintf(host, sizeof(host), "%s", m->host);
     memset(r, 0, sizeof(*r));
-    ret = resolve(host, port, &r->dst);
+    ret = resolve_ex(host, port, &r->dst, host != m->host && strcmp(host, m->host) != 0);
     if (ret < 0)
         return ret;
     snprintf(r->text, sizeof(r->text), "%s", text);
