@@ -109,7 +109,7 @@ TEST(secrets_never_in_option_errors)
 
 /* The cause behind a runtime error reaches the CLI's line: an S3 PUT to an
  * endpoint that refuses connections says so per path, not only "no
- * healthy path left", and still shows no password. */
+ * healthy path left", and still shows no secret key. */
 TEST(cause_in_the_error_line)
 {
     char err[8192], in[] = "/tmp/rio-secrets-in-XXXXXX";
@@ -121,13 +121,61 @@ TEST(cause_in_the_error_line)
     T_EQ(write(fd, "hello", 5), 5);
     close(fd);
     setenv("AWS_ACCESS_KEY_ID", "ak", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "sk", 1);
-    T_NE(run_err(err, sizeof(err),
-                 "put 's3://b/obj?endpoint=http://ak:PaSsW0rd@127.0.0.1:%d&retries=2' %s",
+    setenv("AWS_SECRET_ACCESS_KEY", "PaSsW0rd", 1);
+    T_NE(run_err(err, sizeof(err), "put 's3://b/obj?endpoint=http://127.0.0.1:%d&retries=2' %s",
                  cli_dead_port(), in),
          0);
     fprintf(stderr, "%s", err);
     T_NULL(strstr(err, "PaSsW0rd"));
     T_NOTNULL(strstr(err, "connection refused (ECONNREFUSED)"));
     unlink(in);
+}
+
+/* An http:// URL's user:password@ is curl's Basic auth, nothing more: it
+ * went into the Host header of every request (servers and proxies log it)
+ * and into the error's detail ("http host alice:PaSsW0rd@..."). Now the
+ * server sees Host: 127.0.0.1:PORT and an Authorization: Basic header,
+ * and no message shows the password. An s3:// endpoint's user:password@
+ * (signed, sent as the Host of every request) is refused, nothing sent. */
+TEST(http_userinfo_stays_out_of_host_and_messages)
+{
+    char err[8192], dir[] = "/tmp/rio-userinfo-XXXXXX", cmd[2048], path[512];
+
+    if (!rio_has_scheme("http") || !rio_has_scheme("s3"))
+        T_SKIP("http:// or s3:// is not built");
+    T_NOTNULL(mkdtemp(dir));
+    snprintf(cmd, sizeof(cmd),
+             "cd %s && /usr/bin/python3 -c '\n"
+             "import http.server, socketserver\n"
+             "class H(http.server.BaseHTTPRequestHandler):\n"
+             "    def answer(self):\n"
+             "        open(\"seen\", \"a\").write(\"%%s|%%s\\n\" %% (self.headers.get(\"Host\"),\n"
+             "            self.headers.get(\"Authorization\", \"\")))\n"
+             "        self.send_response(403); self.send_header(\"Content-Length\", \"0\")\n"
+             "        self.end_headers()\n"
+             "    do_GET = do_HEAD = do_PUT = answer\n"
+             "    def log_message(self, *a): pass\n"
+             "s = socketserver.TCPServer((\"127.0.0.1\", 0), H)\n"
+             "open(\"port.tmp\", \"w\").write(str(s.server_address[1]))\n"
+             "__import__(\"os\").rename(\"port.tmp\", \"port\")\n"
+             "s.serve_forever()' > /dev/null 2>&1 & echo $! > %s/pid",
+             dir, dir);
+    T_EQ(system(cmd), 0);
+    snprintf(path, sizeof(path), "%s/port", dir);
+    for (int i = 0; i < 500 && access(path, F_OK) != 0; i++)
+        usleep(10000);
+    int port = t_read_int(path);
+    T_GT(port, 0);
+    T_NE(run_err(err, sizeof(err), "stat 'http://alice:PaSsW0rd@127.0.0.1:%d/obj'", port), 0);
+    check(err);
+    T_EQ(t_sh("grep -q '^127.0.0.1:%d|Basic ' %s/seen", port, dir), 0);
+    T_NE(t_sh("grep -q PaSsW0rd %s/seen", dir), 0);
+    T_EQ(t_sh("wc -l < %s/seen > %s/n1", dir, dir), 0);
+    T_NE(run_err(err, sizeof(err), "stat 's3://b/obj?endpoint=http://ak:PaSsW0rd@127.0.0.1:%d'",
+                 port),
+         0);
+    check(err);
+    T_NOTNULL(strstr(err, "an s3 endpoint takes no user:password@"));
+    T_EQ(t_sh("wc -l < %s/seen | cmp -s - %s/n1", dir, dir), 0); /* nothing sent */
+    T_EQ(t_sh("kill $(cat %s/pid); rm -rf %s", dir, dir), 0);
 }

@@ -77,10 +77,14 @@ static int knob_ms(const struct rio_url *u, const char *param, const char *env, 
 }
 
 /* Split "http://host:port/path" into the endpoint (no trailing '/') and
- * the Host header; the path part becomes a prefix of every key. */
+ * the Host header; the path part becomes a prefix of every key. An
+ * http(s):// URL's user:password@ stays in the endpoint curl is given (its
+ * Basic auth) and out of the host, which is sent as the Host header and
+ * named in messages; an s3:// endpoint takes none (SigV4 signs; a password
+ * there was sent in every Host header). */
 static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_out)
 {
-    const char *hs, *he;
+    const char *hs, *he, *at;
     size_t l;
 
     if (strncasecmp(ep, "http://", 7) == 0)
@@ -92,6 +96,17 @@ static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_ou
     he = hs + strcspn(hs, "/?#");
     if (he == hs || *he == '?' || *he == '#')
         return RIO_EURL;
+    at = memrchr(hs, '@', (size_t)(he - hs));
+    if (at && t->scheme == SCHEME_S3) {
+        rio__detail("an s3 endpoint takes no user:password@ (the credentials sign each "
+                    "request: docs/s3.md)");
+        return RIO_EURL;
+    }
+    if (at) {
+        hs = at + 1;
+        if (hs == he)
+            return RIO_EURL;
+    }
     t->host = rio__malloc((size_t)(he - hs) + 1);
     t->endpoint = rio__malloc((size_t)(he - ep) + 1);
     if (!t->host || !t->endpoint)
@@ -107,6 +122,17 @@ static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_ou
         return -ENOMEM;
     memcpy(*path_out, he, l + 1);
     return 0;
+}
+
+/* ep's authority holds a user:password@ (parse_endpoint said why it
+ * refused it). */
+static bool at_in(const char *ep)
+{
+    const char *hs = strstr(ep, "://");
+    if (!hs)
+        return false;
+    hs += 3;
+    return memchr(hs, '@', strcspn(hs, "/?#")) != NULL;
 }
 
 static int set_prefix(struct s3_transport *t, const char *a, const char *b)
@@ -263,8 +289,11 @@ static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **e
         ep = aws_ep;
     }
     ret = parse_endpoint(t, ep, ep_path);
-    if (ret == RIO_EURL)
-        rio__detail("s3 endpoint %.200s: expected http://HOST[:PORT][/PATH] or https://...", ep);
+    if (ret == RIO_EURL && !at_in(ep)) {
+        char shown[256];
+        rio__detail("s3 endpoint %.200s: expected http://HOST[:PORT][/PATH] or https://...",
+                    rio__url_redact(ep, shown, sizeof(shown)));
+    }
     if (ret < 0)
         goto out;
     ret = addressing(t, u);
