@@ -182,6 +182,7 @@ void rio_client_destroy(struct rio_client *c)
     rio__t_close(c->t);
     rio__engine_free_attempts(c);
     rio__stage_drain(c);
+    rio__free(c->toks);
     pthread_mutex_destroy(&c->mu);
     rio__url_cleanup(&c->url);
     rio__free(c);

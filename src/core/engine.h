@@ -413,6 +413,12 @@ struct rio_client {
         size_t cap;
     } stage[RIO__STAGE_SLOTS];
     uint64_t stage_bytes;
+
+    /* under mu: the last key of each of the last pages of a listing in
+     * byte order, by the hash of the token that continues after it
+     * (listing.c): a page asked for with one of them must begin after
+     * that key. NULL until the first such page. */
+    struct rio__tok_mem *toks;
 };
 
 /* Take a staging buffer of at least n bytes (reused or new); NULL on ENOMEM. */

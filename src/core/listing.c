@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -296,6 +297,98 @@ err_cursor:
     return ret;
 }
 
+/* Pages of a listing in byte order whose tokens the client remembers:
+ * the token a transport hands back is its own (S3's continuation token),
+ * so without it the engine could not tell a server that sends the same
+ * pages again, by tokens that go round in a circle, from one that goes on;
+ * `railio ls -r` against such a server listed one key 57,000 times in
+ * 10 s and never ended. */
+#define TOK_MEM 16u
+
+struct rio__tok_mem {
+    unsigned next;
+    struct {
+        uint64_t h; /* 0: empty */
+        char last[RIO_KEY_MAX + 1];
+    } e[TOK_MEM];
+};
+
+static uint64_t tok_hash(const char *tok)
+{
+    uint64_t h = rio__xxh3(tok, strlen(tok));
+    return h ? h : 1;
+}
+
+/* The last key of the page token continues (into last), or false. */
+static bool tok_recall(struct rio_client *c, const char *tok, char *last)
+{
+    uint64_t h = tok_hash(tok);
+    bool found = false;
+
+    pthread_mutex_lock(&c->mu);
+    for (unsigned i = 0; c->toks && i < TOK_MEM && !found; i++)
+        if (c->toks->e[i].h == h) {
+            memcpy(last, c->toks->e[i].last, sizeof(c->toks->e[i].last));
+            found = true;
+        }
+    pthread_mutex_unlock(&c->mu);
+    return found;
+}
+
+static void tok_remember(struct rio_client *c, const struct rio_list_page *p)
+{
+    struct rio__tok_mem *fresh = NULL;
+
+    if (!p->next_token[0] || !p->n)
+        return;
+    if (!c->toks)
+        fresh = rio__calloc(1, sizeof(*fresh));
+    pthread_mutex_lock(&c->mu);
+    if (!c->toks) {
+        c->toks = fresh;
+        fresh = NULL;
+    }
+    if (c->toks) {
+        unsigned i = c->toks->next++ % TOK_MEM;
+        c->toks->e[i].h = tok_hash(p->next_token);
+        snprintf(c->toks->e[i].last, sizeof(c->toks->e[i].last), "%s", p->entries[p->n - 1].key);
+    }
+    pthread_mutex_unlock(&c->mu);
+    rio__free(fresh);
+}
+
+/* A page in byte order after a token of this client's: it begins after the
+ * last key of the page that token came with. */
+static int list_page_after(struct rio_client *c, const struct rio__meta *m,
+                           const struct rio_list_args *ta, const struct page_want *w,
+                           struct rio_list_page *out)
+{
+    char *last = NULL;
+    int ret;
+
+    if (w->ordered && ta->token) {
+        last = rio__malloc(RIO_KEY_MAX + 1);
+        if (!last)
+            return -ENOMEM;
+        if (!tok_recall(c, ta->token, last)) {
+            rio__free(last);
+            last = NULL;
+        }
+    }
+    ret = list_page(c, m, ta, w, out);
+    if (ret == 0 && last && out->n && strcmp(out->entries[0].key, last) <= 0) {
+        rio__detail("%s list: the page after a token begins with a key at or before the last "
+                    "one of the page that gave the token (the listing went back)",
+                    c->url.scheme);
+        rio_list_page_cleanup(out);
+        ret = RIO_EPROTO;
+    }
+    if (ret == 0 && w->ordered)
+        tok_remember(c, out);
+    rio__free(last);
+    return ret;
+}
+
 int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_list_page *out,
              const struct rio_call *call)
 {
@@ -339,7 +432,7 @@ int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_lis
                            .ordered = !unordered};
     meta_bounds(c, call, &m);
     if (!(ta.flags & RIO_LIST_DELIM) || own_delim)
-        return list_page(c, &m, &ta, &w, out);
+        return list_page_after(c, &m, &ta, &w, out);
     if (!rio__t_ops(c->t)->list)
         return RIO_ENOTSUP;
     if (unordered) {

@@ -613,6 +613,11 @@ TEST(alloc_fail_sweep)
 
     eu_start(&e, "mock://lalloc");
     put_list(e.c, keys);
+    /* The client's memory of listing tokens is taken at its first page
+     * with one, and kept until it closes. */
+    struct rio_list_page w;
+    T_OK(rio_list(e.c, &(struct rio_list_args){.prefix = "s/", .max_keys = 1}, &w, NULL));
+    rio_list_page_cleanup(&w);
     const int64_t base = rio__alloc_outstanding();
     for (n = 1; n < 1000; n++) {
         struct rio_list_args a = {.prefix = "s/", .max_keys = 2, .flags = RIO_LIST_DELIM};
@@ -692,6 +697,50 @@ TEST(delim_by_backend)
     lie = LIE_DIR;
     T_ERR(rio_list(e.c, &a, &p, NULL), RIO_EPROTO);
     T_TRUE(strstr(rio_error_detail(), "does not end in '/'") != NULL);
+    unpatch(e.c);
+    eu_close(&e);
+}
+
+/* A transport whose tokens go round in a circle ("" -> T1 -> T2 -> T1 ...),
+ * each page the same key: each page on its own is well formed, so every
+ * caller that pages until the token runs out (railio ls -r, rm -r, cp -r,
+ * the Python iterator, the S3 gateway's loops) went on for ever (a lying
+ * S3 server: 57,000 pages in 10 s). A page after a token this client
+ * handed out must begin after the last key of the page that came with it:
+ * the second page is RIO_EPROTO. */
+static int circling_list(struct rio_transport *t, const struct rio_list_args *a,
+                         struct rio_list_page *out)
+{
+    (void)t;
+    memset(out, 0, sizeof(*out));
+    out->entries = rio__calloc(1, sizeof(*out->entries));
+    if (!out->entries)
+        return -ENOMEM;
+    out->n = 1;
+    strcpy(out->entries[0].key, "c/a");
+    strcpy(out->next_token, a->token && strcmp(a->token, "T1") == 0 ? "T2" : "T1");
+    return 0;
+}
+
+TEST(circling_tokens_refused)
+{
+    struct eu e;
+    struct rio_list_args a = {.prefix = "c/", .max_keys = 10};
+    struct rio_list_page p;
+    char tok[RIO_LIST_TOKEN_MAX + 1];
+
+    eu_start(&e, "mock://lcircle");
+    patch(e.c, &patched);
+    patched.list = circling_list;
+    patch_apply(e.c);
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_STREQ(p.next_token, "T1");
+    snprintf(tok, sizeof(tok), "%s", p.next_token);
+    rio_list_page_cleanup(&p);
+    a.token = tok;
+    T_ERR(rio_list(e.c, &a, &p, NULL), RIO_EPROTO);
+    T_NOTNULL(strstr(rio_error_detail(), "the listing went back"));
+    T_NULL(p.entries);
     unpatch(e.c);
     eu_close(&e);
 }
