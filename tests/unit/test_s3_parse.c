@@ -80,6 +80,22 @@ TEST(content_range)
 }
 
 /* What sidecar.c writes it reads back; a damaged or foreign one is refused. */
+/* A sidecar's name from an object's metadata id: only the 16 hex digits
+ * railio writes (the id is whoever wrote the object's choice; "/../../x"
+ * made rm send DELETE KEY.railio-/../../x). */
+TEST(sidecar_key_from_a_hostile_id)
+{
+    char k[RIO_KEY_MAX + 1];
+
+    T_OK(rio__s3_sidecar_key("a/k", "0123456789abcdef", k, sizeof(k)));
+    T_STREQ(k, "a/k.railio-0123456789abcdef");
+    T_ERR(rio__s3_sidecar_key("a/k", "/../../victim", k, sizeof(k)), RIO_EPROTO);
+    T_ERR(rio__s3_sidecar_key("a/k", "0123456789abcde", k, sizeof(k)), RIO_EPROTO);
+    T_ERR(rio__s3_sidecar_key("a/k", "0123456789abcdef0", k, sizeof(k)), RIO_EPROTO);
+    T_ERR(rio__s3_sidecar_key("a/k", "0123456789abcde/", k, sizeof(k)), RIO_EPROTO);
+    T_ERR(rio__s3_sidecar_key("a/k", "", k, sizeof(k)), RIO_EPROTO);
+}
+
 TEST(sidecar_round_trip)
 {
     const uint64_t xxh[4] = {1, 0xfedcba9876543210ull, 0, UINT64_MAX};

@@ -20,6 +20,13 @@
 
 int rio__s3_sidecar_key(const char *key, const char *id, char *out, size_t cap)
 {
+    /* The id comes from the object's metadata (x-amz-meta-railio-id), which
+     * whoever wrote the object chose: only the 16 hex digits railio writes
+     * name a sidecar. "/../../victim" made `rm` send DELETE
+     * KEY.railio-/../../victim, which a server or proxy that folds dot
+     * segments takes for another key or a bucket. */
+    if (strlen(id) != 16 || !rio__s3_is_hex(id, 16))
+        return RIO_EPROTO;
     int w = snprintf(out, cap, "%s%s%s", key, S3_SIDECAR_SUFFIX, id);
     return w < 0 || (size_t)w >= cap || (size_t)w > RIO_KEY_MAX ? RIO_EINVAL : 0;
 }
