@@ -25,7 +25,7 @@ int rio__proto_token_read(const char *path, uint8_t **out, size_t *len, int *loo
 
     *why = NULL;
     *loose = 0;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: never waited on */
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) == 0 && (st.st_mode & 077))

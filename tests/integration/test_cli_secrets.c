@@ -179,3 +179,22 @@ TEST(http_userinfo_stays_out_of_host_and_messages)
     T_EQ(t_sh("wc -l < %s/seen | cmp -s - %s/n1", dir, dir), 0); /* nothing sent */
     T_EQ(t_sh("kill $(cat %s/pid); rm -rf %s", dir, dir), 0);
 }
+
+/* A FIFO given as ?token_file= (or planted where it points) was waited on
+ * for ever by the open; now it is read without waiting: no token in it,
+ * and the command fails at once naming the file. */
+TEST(fifo_token_file_not_waited_on)
+{
+    char err[8192], dir[] = "/tmp/rio-tokfifo-XXXXXX", fifo[256];
+
+    T_NOTNULL(mkdtemp(dir));
+    snprintf(fifo, sizeof(fifo), "%s/tok", dir);
+    T_OK(mkfifo(fifo, 0600));
+    uint64_t t0 = t_now_ms();
+    int rc = run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/k?token_file=%s'",
+                     cli_dead_port(), fifo);
+    T_NE(rc, 0);
+    T_LT(t_now_ms() - t0, 10000u);
+    T_NOTNULL(strstr(err, "token_file"));
+    T_EQ(t_sh("rm -rf %s", dir), 0);
+}

@@ -1492,4 +1492,34 @@ TEST(refused_connection_fails_in_bounded_time)
     su_close(c, alloc0);
 }
 
+/* A FIFO where the AWS credentials file, the config file or the CA bundle
+ * should be (someone else's planted file, a misconfigured mount): the open
+ * waited for a writer for ever. Now each is refused at once as "not a
+ * regular file", naming the file, with nothing sent. */
+TEST(fifo_for_a_settings_file_refused)
+{
+    const char *dir = t_scratch_dir("rio-s3-fifo");
+    char fifo[600], home[600], url[256];
+    struct rio_client *c = NULL;
+    static const char *const vars[] = {"AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE",
+                                       "AWS_CA_BUNDLE"};
+
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    T_OK(mkfifo(fifo, 0600));
+    snprintf(home, sizeof(home), "%s/home", dir);
+    T_OK(mkdir(home, 0700));
+    setenv("HOME", home, 1);
+    setenv("AWS_ACCESS_KEY_ID", "ak", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "sk", 1);
+    snprintf(url, sizeof(url), "s3://b?endpoint=https://127.0.0.1:1");
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        setenv(vars[i], fifo, 1);
+        uint64_t t0 = t_now_ms();
+        T_ERR(rio_client_new(url, NULL, &c), RIO_EINVAL);
+        T_LT(t_now_ms() - t0, 5000u);
+        T_NOTNULL(strstr(rio_error_detail(), "not a regular file"));
+        T_NOTNULL(strstr(rio_error_detail(), fifo));
+        unsetenv(vars[i]);
+    }
+}
 #endif

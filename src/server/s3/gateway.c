@@ -1275,7 +1275,7 @@ static int pem_read(const char *path, const char *opt, char **out, size_t *len)
     struct stat st;
     char *p = NULL;
     size_t n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), ret = 0; /* a FIFO: not waited on */
 
     if (fd < 0) {
         ret = -errno;

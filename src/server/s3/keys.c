@@ -269,7 +269,7 @@ int rio_s3_keys_load(const char *path, struct rio_s3_keys **out)
     const char *why = NULL;
     int fd, ret;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK); /* a FIFO: not waited on */
     if (fd < 0) {
         ret = -errno;
         rio__detail("--s3-keys %s: cannot open it", path);

@@ -231,7 +231,7 @@ static int ca_bundle(struct s3_transport *t, const struct rio_url *u)
     }
     if (!t->ca_bundle)
         return 0;
-    fd = open(t->ca_bundle, O_RDONLY | O_CLOEXEC);
+    fd = open(t->ca_bundle, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: refused, not waited on */
     if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         rio__detail("%s %.200s: %s", name, t->ca_bundle,
                     fd < 0 ? strerror(errno) : "not a regular file");

@@ -55,7 +55,9 @@ static int read_ini(const char *path, const char *profile, bool config, struct r
     int fd, ret;
 
     *found = false;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO there is refused below, not waited on for ever
+     * (a plain file reads the same). */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 1;
