@@ -12,10 +12,13 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -65,6 +68,20 @@ static SSL_CTX *ctx_common(const SSL_METHOD *m, char *why, size_t whylen)
     return ctx;
 }
 
+/* path names a regular file (checked without waiting: OpenSSL opens the
+ * files it loads itself, and a FIFO there would have it wait for a writer
+ * for ever). */
+static bool regular_file(const char *path)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 SSL_CTX *rio__tls_client_ctx(const char *ca_file, bool verify, char *why, size_t whylen)
 {
     SSL_CTX *ctx;
@@ -74,8 +91,9 @@ SSL_CTX *rio__tls_client_ctx(const char *ca_file, bool verify, char *why, size_t
         return NULL;
     if (verify) {
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-        if (ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1
-                    : SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        if (ca_file
+                ? !regular_file(ca_file) || SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1
+                : SSL_CTX_set_default_verify_paths(ctx) != 1) {
             why_set(why, whylen, "TLS: cannot load the CA bundle %s",
                     ca_file ? ca_file : "(system)");
             SSL_CTX_free(ctx);
@@ -97,6 +115,11 @@ SSL_CTX *rio__tls_server_ctx(const char *cert_file, const char *key_file, char *
     /* No session tickets: nothing arrives on a client's idle connection
      * after the handshake (the client takes stray bytes for a dead one). */
     (void)SSL_CTX_set_num_tickets(ctx, 0);
+    if (!regular_file(cert_file) || !regular_file(key_file)) {
+        why_set(why, whylen, "TLS: %s is not a regular file",
+                regular_file(cert_file) ? key_file : cert_file);
+        goto err;
+    }
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
         why_set(why, whylen, "TLS: cannot load the certificate %s", cert_file);
         goto err;

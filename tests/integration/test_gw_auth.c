@@ -500,3 +500,34 @@ TEST(virtual_hosted_style)
     }
     gw_stop(&g);
 }
+
+/* A FIFO given as --s3-keys (or planted where the file should be): railiod
+ * waited at start for a writer for ever; now it refuses it at once as not
+ * a regular file, and so for --s3-tls-cert and --tls-cert (which OpenSSL
+ * opened itself: SIGTERM did not end that wait either). */
+TEST(keys_file_fifo_refused_at_start)
+{
+    char bin[512], fifo[600], log[640];
+    const char *dir = t_scratch_dir("gw-fifo");
+
+    gw_need();
+    srv_binary(bin, sizeof(bin));
+    snprintf(fifo, sizeof(fifo), "%s/keys", dir);
+    snprintf(log, sizeof(log), "%s/log", dir);
+    T_OK(mkfifo(fifo, 0600));
+    T_EQ(t_sh("timeout -s KILL 20 %s --listen 127.0.0.1:0 --memory 64M --s3-listen "
+              "127.0.0.1:0 --s3-keys %s > %s 2>&1",
+              bin, fifo, log),
+         1);
+    T_EQ(t_sh("grep -q 'regular file' %s", log), 0);
+    T_EQ(t_sh("timeout -s KILL 20 %s --listen 127.0.0.1:0 --memory 64M --s3-listen "
+              "127.0.0.1:0 --s3-anonymous --s3-tls-cert %s --s3-tls-key %s > %s 2>&1",
+              bin, fifo, fifo, log),
+         1);
+    T_EQ(t_sh("grep -q 'regular file' %s", log), 0);
+    T_EQ(t_sh("timeout -s KILL 20 %s --listen 127.0.0.1:0 --memory 64M --tls-cert %s "
+              "--tls-key %s > %s 2>&1",
+              bin, fifo, fifo, log),
+         1);
+    T_EQ(t_sh("grep -q 'regular file' %s", log), 0);
+}
