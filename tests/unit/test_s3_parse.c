@@ -96,6 +96,30 @@ TEST(sidecar_key_from_a_hostile_id)
     T_ERR(rio__s3_sidecar_key("a/k", "", k, sizeof(k)), RIO_EPROTO);
 }
 
+/* A lying HEAD's geometry (chunk 1, size 2^60: n = 2^60) made n * 16 wrap
+ * to 0, the length of an empty list: taken, then 2^63 bytes asked of
+ * malloc (ENOMEM where the answer is a protocol error); the sidecar's n *
+ * 17 the same way. */
+TEST(xxh_list_count_does_not_wrap)
+{
+    uint64_t *x = NULL;
+
+    T_ERR(rio__s3_parse_xxh_list("", 1ull << 60, &x), RIO_EPROTO);
+    T_ERR(rio__s3_parse_xxh_list("0000000000000001", (1ull << 60) + 1, &x), RIO_EPROTO);
+    T_NULL(x);
+    T_OK(rio__s3_parse_xxh_list("0000000000000001", 1, &x));
+    T_EQ(x[0], 1u);
+    rio__free(x);
+}
+
+/* Server text shown to people (errors, RIO_S3_DEBUG): printable ASCII. */
+TEST(server_text_made_printable)
+{
+    char s[] = "ok\x1b[31mred\nFAKE LINE\x7f\xc3\xa9";
+    rio__s3_printable(s);
+    T_STREQ(s, "ok?[31mred?FAKE LINE???");
+}
+
 TEST(sidecar_round_trip)
 {
     const uint64_t xxh[4] = {1, 0xfedcba9876543210ull, 0, UINT64_MAX};

@@ -86,6 +86,8 @@ void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *u
         return;
     rio__s3_xml_text(body, blen, "Code", code, sizeof(code));
     rio__s3_xml_text(body, blen, "Message", msg, sizeof(msg));
+    rio__s3_printable(code); /* a server's ESC or newline forged log lines */
+    rio__s3_printable(msg);
     /* Without its query (a presigned one holds a signature), and with any
      * user:password@ of the endpoint masked. */
     char shown[1024];

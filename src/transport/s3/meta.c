@@ -211,14 +211,6 @@ void rio__s3_meta_rsp_cleanup(struct meta_rsp *r)
  * taken as a missing key without asking about the bucket again. */
 #define S3_BUCKET_SEEN_NS (5ull * 1000000000ull)
 
-/* Server text for rio_error_detail: bounded, printable ASCII only. */
-static void detail_text(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-            *s = '?';
-}
-
 /* rio_error_detail for a failed request: the bucket (or host), the
  * request, and what the server said (its <Code> and <Message>) or curl's
  * message. Never the query string (it may carry an upload id) nor any
@@ -232,8 +224,8 @@ static void meta_detail(struct s3_transport *t, const struct meta_req *q, const 
 
     rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
     rio__s3_xml_text(r->body.p, r->body.len, "Message", msg, sizeof(msg));
-    detail_text(code);
-    detail_text(msg);
+    rio__s3_printable(code);
+    rio__s3_printable(msg);
     if (r->err == RIO_ENOCONTAINER)
         rio__detail("%s %s: no such bucket (%s %s: HTTP %ld%s%s%s%s)", what, name, q->method,
                     q->key ? "object" : "bucket", r->rsp.status, code[0] ? " " : "", code,

@@ -36,6 +36,9 @@ struct s3_rsp {
 };
 
 /* text.c */
+/* Server text shown to people: every byte outside printable ASCII (a
+ * newline, an escape sequence) becomes '?'. */
+void rio__s3_printable(char *s);
 
 /* ceil(size / chunk); chunk > 0. */
 uint64_t rio__s3_nchunks(uint64_t size, uint64_t chunk);

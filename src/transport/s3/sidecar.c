@@ -70,7 +70,9 @@ int rio__s3_parse_xxh_list(const char *s, uint64_t n, uint64_t **out)
     *out = NULL;
     if (n == 0)
         return 0;
-    if (strlen(s) != n * 16 || n > SIZE_MAX / sizeof(*x))
+    /* n from the object's HEAD (size / chunk): n * 16 must not wrap to the
+     * list's length (chunk 1, size 2^60 made it 0 == strlen("")). */
+    if (n > strlen(s) / 16 || strlen(s) != n * 16 || n > SIZE_MAX / sizeof(*x))
         return RIO_EPROTO;
     x = rio__malloc((size_t)n * sizeof(*x));
     if (!x)
@@ -120,7 +122,7 @@ int rio__s3_sidecar_parse(const char *b, size_t len, const char *id, uint64_t si
     if (strcmp(sid, id) || ssize != size || schunk != chunk || n != rio__s3_nchunks(size, chunk) ||
         (strcmp(smd5, "-") != 0 && (strlen(smd5) != 32 || !rio__s3_is_hex(smd5, 32))))
         return RIO_EPROTO;
-    if ((size_t)(end - b + 1 - off) != n * 17)
+    if (n > len / 17 || (size_t)(end - b + 1 - off) != n * 17)
         return RIO_EPROTO;
     if (n) {
         x = rio__malloc((size_t)n * sizeof(*x));

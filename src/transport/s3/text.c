@@ -45,3 +45,10 @@ void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n)
     memcpy(dst, src, n);
     dst[n] = '\0';
 }
+
+void rio__s3_printable(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+            *s = '?';
+}
