@@ -1153,8 +1153,12 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
         u->state[index] = RIO_SRV_CHUNK_DONE;
         rio__le64_put(u->xxh + 8 * index, xxh);
         u->ndone++;
-        if (!u->meta_out && u->ndone * u->chunk_size >= u->meta) {
-            u->meta_out = 1; /* its data outweighs its metadata now */
+        /* Its data outweighs its metadata now. (Not once it is dead: its
+         * removal gave the metadata back, and a chunk still arriving then
+         * took it out a second time, wrapping the count: every open after
+         * it RIO_ETHROTTLE.) */
+        if (!u->meta_out && !u->dead && u->ndone * u->chunk_size >= u->meta) {
+            u->meta_out = 1;
             s->unstarted_meta -= u->meta;
         }
     } else {
