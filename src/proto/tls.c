@@ -115,9 +115,11 @@ SSL_CTX *rio__tls_server_ctx(const char *cert_file, const char *key_file, char *
     /* No session tickets: nothing arrives on a client's idle connection
      * after the handshake (the client takes stray bytes for a dead one). */
     (void)SSL_CTX_set_num_tickets(ctx, 0);
-    if (!regular_file(cert_file) || !regular_file(key_file)) {
-        why_set(why, whylen, "TLS: %s is not a regular file",
-                regular_file(cert_file) ? key_file : cert_file);
+    const char *odd = !regular_file(cert_file)  ? cert_file
+                      : !regular_file(key_file) ? key_file
+                                                : NULL;
+    if (odd) {
+        why_set(why, whylen, "TLS: %s is not a regular file", odd);
         goto err;
     }
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {

@@ -1750,6 +1750,14 @@ TEST(copy_source_key_with_question_mark)
  * one well-formed Delete of one Object or more deletes nothing
  * (MalformedXML), a comment hiding an Object included; CompleteMultipartUpload
  * likewise. */
+/* The ETag of the last answer "o" (its headers, o.h) into file name, bare. */
+static void etag_to(struct gw *g, const char *name)
+{
+    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
+              gw_path(g, "o.h"), gw_path(g, name)),
+         0);
+}
+
 TEST(delete_objects_versions_and_malformed_xml)
 {
     static const char *const bad[] = {
@@ -1826,9 +1834,7 @@ TEST(delete_objects_versions_and_malformed_xml)
     T_EQ(gw_curl(&g, "up", "-X POST '%s/dxb/m?uploads'", g.url), 200);
     gw_upload_id(&g, "up", id, sizeof(id));
     T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/dxb/m?uploadId=%s&partNumber=1'", g.url, id), 200);
-    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
-              gw_path(&g, "o.h"), gw_path(&g, "etag")),
-         0);
+    etag_to(&g, "etag");
     T_EQ(gw_curl(&g, "o",
                  "-X POST --data-binary \"<CompleteMultipartUpload><Part><PartNumber>1"
                  "</PartNumber><ETag>$(cat %s)</ETag></Part></CompleteMultipartUploadXX>\" "
@@ -1859,13 +1865,9 @@ TEST(delete_objects_versions_and_malformed_xml)
     T_EQ(gw_curl(&g, "o", "-X PUT --data-binary @%s '%s/dxb/m2?uploadId=%s&partNumber=1'",
                  gw_path(&g, "p1"), g.url, id),
          200);
-    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
-              gw_path(&g, "o.h"), gw_path(&g, "e1")),
-         0);
+    etag_to(&g, "e1");
     T_EQ(gw_curl(&g, "o", "-X PUT -d tail '%s/dxb/m2?uploadId=%s&partNumber=2'", g.url, id), 200);
-    T_EQ(t_sh("sed -n 's/^[Ee][Tt]ag: *\"\\([0-9a-f]*\\)\".*/\\1/p' %s | tr -d '\\r\\n' > %s",
-              gw_path(&g, "o.h"), gw_path(&g, "e2")),
-         0);
+    etag_to(&g, "e2");
     snprintf(e1, sizeof(e1), "$(cat %s)", gw_path(&g, "e1"));
     snprintf(e2, sizeof(e2), "$(cat %s)", gw_path(&g, "e2"));
     T_EQ(gw_curl(&g, "o",
