@@ -523,6 +523,147 @@ TEST(list_byte_order_paged)
     eu_close(&e);
 }
 
+/* Every key of a listing of prefix in pages of max, in order, joined by
+ * '\n'; between the first page and the second, between(arg) runs. */
+static char *list_all(struct rio_client *c, const char *prefix, unsigned max,
+                      void (*between)(void *), void *arg)
+{
+    struct rio_list_args a = {.prefix = prefix, .max_keys = max};
+    struct rio_list_page p;
+    char token[RIO_LIST_TOKEN_MAX + 1] = "";
+    size_t len = 0, pages = 0;
+    char *all = calloc(1, 1);
+
+    for (;;) {
+        a.token = token;
+        T_OK(rio_list(c, &a, &p, NULL));
+        T_LE(p.n, max);
+        for (unsigned i = 0; i < p.n; i++) {
+            size_t kl = strlen(p.entries[i].key);
+            all = realloc(all, len + kl + 2);
+            memcpy(all + len, p.entries[i].key, kl);
+            all[len + kl] = '\n';
+            len += kl + 1;
+            all[len] = '\0';
+        }
+        memcpy(token, p.next_token, sizeof(token));
+        rio_list_page_cleanup(&p);
+        if (!token[0])
+            break;
+        if (pages++ == 0 && between)
+            between(arg);
+    }
+    return all;
+}
+
+static void touch(const char *name)
+{
+    int fd = open(fu_path(name), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    T_GE(fd, 0);
+    close(fd);
+}
+
+static void change_big(void *arg)
+{
+    (void)arg;
+    touch("big/f02000x");
+    T_EQ(unlink(fu_path("big/f01500")), 0);
+    touch("big/sub/s00700x");
+    T_EQ(unlink(fu_path("big/sub/s00100")), 0);
+}
+
+/* A large directory's sorted entries serve the next pages of a listing
+ * while the directory is as it was read (a flat directory of 300,000
+ * files was read and sorted again for every page); a page after a file
+ * came or went sees it, in the directory and in one beneath it, and a
+ * page that resumes inside a subdirectory, or lists a prefix, starts
+ * where its keys begin. */
+TEST(list_large_directory_pages_see_changes)
+{
+    struct rio_options o;
+    struct eu e;
+    char name[64];
+
+    fu_mkdir();
+    T_EQ(mkdir(fu_path("big"), 0755), 0);
+    T_EQ(mkdir(fu_path("big/sub"), 0755), 0);
+    for (int i = 0; i < 3000; i++) {
+        snprintf(name, sizeof(name), "big/f%05d", i);
+        touch(name);
+    }
+    for (int i = 0; i < 1500; i++) {
+        snprintf(name, sizeof(name), "big/sub/s%05d", i);
+        touch(name);
+    }
+    touch("big/t"); /* after "big/sub/": the walk comes back up */
+    touch("a");
+    /* Quiet for more than a second: the directories' lists may be kept. */
+    usleep(1200 * 1000);
+    opts(&o, 1, 2);
+    eu_open(&e, fu_url(""), &o);
+    static const unsigned maxes[] = {1, 333, 1000};
+    for (size_t m = 0; m < sizeof(maxes) / sizeof(maxes[0]); m++) {
+        char *got = list_all(e.c, "", maxes[m], NULL, NULL);
+        size_t n = 0;
+        for (char *q = got; *q; q++)
+            n += *q == '\n';
+        T_EQ(n, 4502u);
+        T_TRUE(strncmp(got, "a\nbig/f00000\nbig/f00001\n", 24) == 0);
+        T_TRUE(strstr(got, "\nbig/f02999\nbig/sub/s00000\n") != NULL);
+        T_TRUE(strstr(got, "\nbig/sub/s01499\nbig/t\n") != NULL);
+        free(got);
+    }
+    /* Once the lists are kept (the listings above), a change between
+     * pages is seen by the next page. */
+    char *got = list_all(e.c, "big/", 500, change_big, NULL);
+    T_TRUE(strstr(got, "\nbig/f02000\nbig/f02000x\nbig/f02001\n") != NULL);
+    T_TRUE(strstr(got, "\nbig/f01499\nbig/f01501\n") != NULL);
+    T_TRUE(strstr(got, "\nbig/sub/s00700\nbig/sub/s00700x\nbig/sub/s00701\n") != NULL);
+    T_TRUE(strstr(got, "\nbig/sub/s00099\nbig/sub/s00101\n") != NULL);
+    free(got);
+    /* Resuming inside the subdirectory and with a start key between. */
+    struct rio_list_args a = {.start_after = "big/sub/s01000", .max_keys = 2};
+    struct rio_list_page p;
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 2u);
+    T_STREQ(p.entries[0].key, "big/sub/s01001");
+    T_STREQ(p.entries[1].key, "big/sub/s01002");
+    rio_list_page_cleanup(&p);
+    a = (struct rio_list_args){.start_after = "big/sub/s01499", .max_keys = 2};
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 1u);
+    T_STREQ(p.entries[0].key, "big/t");
+    rio_list_page_cleanup(&p);
+    a = (struct rio_list_args){.start_after = "big/sub", .max_keys = 1};
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 1u);
+    T_STREQ(p.entries[0].key, "big/sub/s00000");
+    rio_list_page_cleanup(&p);
+    /* A prefix starts the walk where its keys begin. */
+    static const struct {
+        const char *prefix, *first;
+        unsigned n;
+    } pre[] = {{"big/f0299", "big/f02990", 10},   {"big/sub/s0149", "big/sub/s01490", 10},
+               {"big/s", "big/sub/s00000", 1000}, {"big/t", "big/t", 1},
+               {"big/sub/s00100", "", 0},         {"big/u", "", 0}};
+    for (size_t i = 0; i < sizeof(pre) / sizeof(pre[0]); i++) {
+        a = (struct rio_list_args){.prefix = pre[i].prefix};
+        T_OK(rio_list(e.c, &a, &p, NULL));
+        T_EQ(p.n, pre[i].n);
+        if (p.n)
+            T_STREQ(p.entries[0].key, pre[i].first);
+        for (unsigned j = 0; j < p.n; j++)
+            T_TRUE(strncmp(p.entries[j].key, pre[i].prefix, strlen(pre[i].prefix)) == 0);
+        rio_list_page_cleanup(&p);
+    }
+    a = (struct rio_list_args){.start_after = "big/f01499zz", .max_keys = 1};
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    T_EQ(p.n, 1u);
+    T_STREQ(p.entries[0].key, "big/f01501");
+    rio_list_page_cleanup(&p);
+    eu_close(&e);
+}
+
 /* ?single=1: one file, whatever the key. */
 TEST(single_file)
 {

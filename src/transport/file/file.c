@@ -103,6 +103,7 @@ static void file_close_t(struct rio_transport *tt)
         rio__file_ring_destroy(&t->rings[i]);
     }
     rio__file_close_list(&t->lru);
+    rio__file_list_cache_drop(t);
     close_fd(t->cq_efd);
     close_fd(t->wake_efd);
     pthread_mutex_destroy(&t->fmu);

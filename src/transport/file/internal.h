@@ -214,6 +214,8 @@ struct fmeta {
     uint64_t lookups, lookup_ns, put_opens, put_open_ns, commits, commit_ns, commit_sync_ns;
 };
 
+#define RIO_FILE_LIST_CACHE 8 /* directories whose sorted entries a transport keeps */
+
 struct ftransport {
     struct rio_transport base;
     char *root;              /* absolute, no trailing '/' (except "/") */
@@ -236,6 +238,8 @@ struct ftransport {
     /* under fmu */
     struct rio_list lru; /* of struct ffile: the open-file cache, under fmu */
     unsigned cache_max;  /* FILE_CACHE_MAX, less under a low RLIMIT_NOFILE */
+    struct dlist *list_cache[RIO_FILE_LIST_CACHE]; /* list.c: large directories' entries */
+    uint64_t list_clock;                           /* list.c: of their last use */
     uint64_t rng;
 };
 
@@ -319,6 +323,8 @@ int rio__file_remove(struct rio_transport *tt, const char *key);
 int rio__file_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
 /* list.c */
+struct dlist;
+void rio__file_list_cache_drop(struct ftransport *t);
 int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
                    struct rio_list_page *out);
 int rio__file_exists(struct rio_transport *tt, const char *const *keys, unsigned n, uint8_t *out);

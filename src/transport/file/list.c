@@ -28,15 +28,53 @@ struct walk {
     char key[RIO_KEY_MAX + 2];
 };
 
-/* One directory entry: its name as it sorts (a directory's ends in '/'). */
+/* One directory entry: its name as it sorts (a directory's ends in '/'),
+ * at off in its list's names. */
 struct dent {
-    char *name;
+    size_t off;
     bool dir;
 };
 
-static int dent_cmp(const void *a, const void *b)
+/*
+ * A directory's entries worth a look, sorted, and what the directory was
+ * when they were read. A large one stays in the transport's cache and
+ * serves the next pages of the same listing while the directory's mtime
+ * and ctime say it has not changed: without it every page of a flat
+ * directory read and sorted the whole of it again (300,000 files listed
+ * in 64 s; docs/bench.md). A list is trusted again only if the directory
+ * had last changed at least LIST_QUIET_NS before it was read: a change
+ * made in the same clock tick as an earlier one may leave both
+ * timestamps as they were (git's "racy" index entries), one made a second
+ * later cannot. The cache holds the lists of RIO_FILE_LIST_CACHE
+ * directories, so that a walk through a tree does not push its large
+ * parent out.
+ */
+struct dlist {
+    unsigned refs; /* under fmu */
+    uint64_t used; /* under fmu: the transport's list_clock when last taken */
+    dev_t dev;
+    ino_t ino;
+    struct timespec mtime, ctime;
+    uint64_t read_ns; /* CLOCK_REALTIME when it was read */
+    size_t n, bytes;
+    struct dent *v;
+    char *names;
+};
+
+#define LIST_QUIET_NS 1000000000ull            /* a directory unchanged this long before its read */
+#define LIST_CACHE_MIN 1024                    /* entries: smaller directories are read again */
+#define LIST_CACHE_BYTES (64u << 20)           /* the most one cached list holds */
+#define LIST_CACHE_AGE_NS (60 * 1000000000ull) /* and the longest it serves */
+
+static const char *dent_name(const struct dlist *l, size_t i)
 {
-    return strcmp(((const struct dent *)a)->name, ((const struct dent *)b)->name);
+    return l->names + l->v[i].off;
+}
+
+static int dent_cmp(const void *a, const void *b, void *names)
+{
+    return strcmp((const char *)names + ((const struct dent *)a)->off,
+                  (const char *)names + ((const struct dent *)b)->off);
 }
 
 static bool skip_name(const char *name)
@@ -45,29 +83,185 @@ static bool skip_name(const char *name)
            strstr(name, ".railio-tmp") != NULL;
 }
 
-static void dents_free(struct dent *v, size_t n)
+static void dlist_free(struct dlist *l)
 {
-    for (size_t i = 0; i < n; i++)
-        rio__free(v[i].name);
-    rio__free(v);
+    if (!l)
+        return;
+    rio__free(l->v);
+    rio__free(l->names);
+    rio__free(l);
 }
 
-/* The entries of the directory dirfd (taken: closed by closedir) worth a
- * look: regular files and directories, not symbolic links. */
-static int dents_read(int dirfd, struct dent **out, size_t *nout)
+/* Drop a reference to l (taken from the cache or made by dlist_read). */
+static void dlist_put(struct ftransport *t, struct dlist *l)
 {
-    struct dent *v = NULL;
-    size_t n = 0, cap = 0;
+    bool last;
+
+    if (!l)
+        return;
+    pthread_mutex_lock(&t->fmu);
+    last = --l->refs == 0;
+    pthread_mutex_unlock(&t->fmu);
+    if (last)
+        dlist_free(l);
+}
+
+void rio__file_list_cache_drop(struct ftransport *t)
+{
+    for (unsigned i = 0; i < RIO_FILE_LIST_CACHE; i++) {
+        dlist_put(t, t->list_cache[i]);
+        t->list_cache[i] = NULL;
+    }
+}
+
+static bool same_ts(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* The cached list of the directory st describes, if one may serve. */
+static struct dlist *dlist_cached(struct ftransport *t, const struct stat *st, uint64_t now)
+{
+    struct dlist *l = NULL;
+
+    pthread_mutex_lock(&t->fmu);
+    for (unsigned i = 0; i < RIO_FILE_LIST_CACHE && !l; i++) {
+        struct dlist *c = t->list_cache[i];
+        if (c && c->dev == st->st_dev && c->ino == st->st_ino && same_ts(&c->mtime, &st->st_mtim) &&
+            same_ts(&c->ctime, &st->st_ctim) && now >= c->read_ns &&
+            now - c->read_ns < LIST_CACHE_AGE_NS) {
+            l = c;
+            l->refs++;
+            l->used = ++t->list_clock;
+        }
+    }
+    pthread_mutex_unlock(&t->fmu);
+    return l;
+}
+
+/* Keep l (one reference is the caller's) in the cache, if it may serve
+ * later pages: in the slot of an older list of the same directory, else
+ * in the one used longest ago, others dropped while the cache holds more
+ * than LIST_CACHE_BYTES. */
+static void dlist_keep(struct ftransport *t, struct dlist *l)
+{
+    struct dlist *old[RIO_FILE_LIST_CACHE] = {0};
+    uint64_t m = ts_ns(&l->mtime), c = ts_ns(&l->ctime);
+    unsigned slot = 0, nold = 0;
+    size_t bytes = l->bytes;
+
+    if (l->n < LIST_CACHE_MIN || l->bytes > LIST_CACHE_BYTES || l->read_ns < LIST_QUIET_NS ||
+        m > l->read_ns - LIST_QUIET_NS || c > l->read_ns - LIST_QUIET_NS)
+        return;
+    pthread_mutex_lock(&t->fmu);
+    uint64_t best = 0;
+    for (unsigned i = 0; i < RIO_FILE_LIST_CACHE; i++) {
+        const struct dlist *e = t->list_cache[i];
+        if (e && e->dev == l->dev && e->ino == l->ino) {
+            slot = i; /* an older list of the same directory */
+            break;
+        }
+        /* else an empty slot, else the one used longest ago */
+        uint64_t rank = e ? UINT64_MAX - e->used : UINT64_MAX;
+        if (i == 0 || rank > best) {
+            slot = i;
+            best = rank;
+        }
+    }
+    old[nold++] = t->list_cache[slot];
+    t->list_cache[slot] = l;
+    l->refs++;
+    l->used = ++t->list_clock;
+    for (unsigned i = 0; i < RIO_FILE_LIST_CACHE; i++)
+        if (i != slot && t->list_cache[i])
+            bytes += t->list_cache[i]->bytes;
+    while (bytes > LIST_CACHE_BYTES) { /* the least recently used go first */
+        unsigned v = slot;
+        for (unsigned i = 0; i < RIO_FILE_LIST_CACHE; i++)
+            if (i != slot && t->list_cache[i] &&
+                (v == slot || t->list_cache[i]->used < t->list_cache[v]->used))
+                v = i;
+        bytes -= t->list_cache[v]->bytes;
+        old[nold++] = t->list_cache[v];
+        t->list_cache[v] = NULL;
+    }
+    for (unsigned i = 0; i < nold; i++)
+        if (old[i] && --old[i]->refs > 0)
+            old[i] = NULL;
+    pthread_mutex_unlock(&t->fmu);
+    for (unsigned i = 0; i < nold; i++)
+        dlist_free(old[i]);
+}
+
+static int dlist_add(struct dlist *l, size_t *cap, size_t *ncap, const char *name, bool dir)
+{
+    size_t len = strlen(name);
+
+    if (l->n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        struct dent *nv = rio__realloc(l->v, nc * sizeof(*l->v));
+        if (!nv)
+            return -ENOMEM;
+        l->v = nv;
+        *cap = nc;
+    }
+    if (*ncap - l->bytes < len + 2) {
+        size_t nc = *ncap ? *ncap : 4096;
+        while (nc - l->bytes < len + 2)
+            nc *= 2;
+        char *nn = rio__realloc(l->names, nc);
+        if (!nn)
+            return -ENOMEM;
+        l->names = nn;
+        *ncap = nc;
+    }
+    memcpy(l->names + l->bytes, name, len);
+    l->names[l->bytes + len] = dir ? '/' : '\0';
+    l->names[l->bytes + len + 1] = '\0';
+    l->v[l->n].off = l->bytes;
+    l->v[l->n].dir = dir;
+    l->n++;
+    l->bytes += len + 2;
+    return 0;
+}
+
+/* The entries of the directory dirfd (st its stat) worth a look: regular
+ * files and directories, not symbolic links; from the cache where it may
+ * serve. */
+static int dlist_get(struct ftransport *t, int dirfd, const struct stat *st, struct dlist **out)
+{
+    struct timespec now;
+    struct dlist *l;
     struct dirent *de;
-    int fd = dup(dirfd);
+    size_t cap = 0, ncap = 0;
+    int ret = 0, fd;
     DIR *d;
 
-    if (fd < 0)
-        return -errno;
+    clock_gettime(CLOCK_REALTIME, &now);
+    l = dlist_cached(t, st, ts_ns(&now));
+    if (l) {
+        *out = l;
+        return 0;
+    }
+    l = rio__calloc(1, sizeof(*l));
+    if (!l)
+        return -ENOMEM;
+    l->refs = 1;
+    l->dev = st->st_dev;
+    l->ino = st->st_ino;
+    l->mtime = st->st_mtim;
+    l->ctime = st->st_ctim;
+    l->read_ns = ts_ns(&now);
+    fd = dup(dirfd);
+    if (fd < 0) {
+        ret = -errno;
+        goto err;
+    }
     d = fdopendir(fd);
     if (!d) {
+        ret = -errno;
         close(fd);
-        return -errno;
+        goto err;
     }
     errno = 0;
     while ((de = readdir(d))) {
@@ -77,50 +271,58 @@ static int dents_read(int dirfd, struct dent **out, size_t *nout)
         if (de->d_type == DT_DIR || de->d_type == DT_REG) {
             dir = de->d_type == DT_DIR;
         } else if (de->d_type == DT_UNKNOWN) {
-            struct stat st;
-            if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            struct stat est;
+            if (fstatat(dirfd, de->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0)
                 continue; /* gone meanwhile */
-            if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+            if (!S_ISDIR(est.st_mode) && !S_ISREG(est.st_mode))
                 continue;
-            dir = S_ISDIR(st.st_mode);
+            dir = S_ISDIR(est.st_mode);
         } else {
             continue; /* links, devices, sockets, fifos */
         }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct dent *nv = rio__realloc(v, nc * sizeof(*v));
-            if (!nv)
-                goto err_nomem;
-            v = nv;
-            cap = nc;
-        }
-        size_t l = strlen(de->d_name);
-        v[n].name = rio__malloc(l + 2);
-        if (!v[n].name)
-            goto err_nomem;
-        memcpy(v[n].name, de->d_name, l);
-        v[n].name[l] = dir ? '/' : '\0';
-        v[n].name[l + 1] = '\0';
-        v[n].dir = dir;
-        n++;
+        ret = dlist_add(l, &cap, &ncap, de->d_name, dir);
+        if (ret < 0)
+            break;
         errno = 0;
     }
-    if (errno) {
-        int e = errno;
-        closedir(d);
-        dents_free(v, n);
-        return -e;
-    }
+    if (!ret && errno)
+        ret = -errno;
     closedir(d);
-    if (n > 1) /* v is NULL in an empty directory: qsort's pointer must not be */
-        qsort(v, n, sizeof(*v), dent_cmp);
-    *out = v;
-    *nout = n;
+    if (ret < 0)
+        goto err;
+    if (l->n > 1) /* v is NULL in an empty directory: qsort's pointer must not be */
+        qsort_r(l->v, l->n, sizeof(*l->v), dent_cmp, l->names);
+    dlist_keep(t, l);
+    *out = l;
     return 0;
-err_nomem:
-    closedir(d);
-    dents_free(v, n);
-    return -ENOMEM;
+err:
+    dlist_free(l);
+    return ret;
+}
+
+/* The first entry of l, a directory whose keys start with key[0..base),
+ * that can hold a key at or after bound (the cursor or the prefix): the
+ * keys of the entries before it (a directory's, every key beneath it)
+ * sort before bound and do not start with it. */
+static size_t dlist_from(const struct dlist *l, const char *key, size_t base, const char *bound)
+{
+    if (strncmp(bound, key, base) != 0)
+        return 0; /* outside: dir_wanted put the whole directory after it or in the prefix */
+    const char *rem = bound + base;
+    const char *slash = strchr(rem, '/');
+    size_t clen = slash ? (size_t)(slash - rem) + 1 : strlen(rem);
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const char *nm = dent_name(l, mid);
+        size_t nlen = strlen(nm);
+        int c = memcmp(nm, rem, nlen < clen ? nlen : clen);
+        if (c < 0 || (c == 0 && nlen < clen))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* Whether any key under directory key k (klen bytes, ending in '/') can be
@@ -180,37 +382,45 @@ out:
 }
 
 /* Walk directory dirfd, whose keys start with w->key[0..base). */
-static int walk_dir(struct walk *w, int dirfd, size_t base)
+static int walk_dir(struct ftransport *t, struct walk *w, int dirfd, size_t base)
 {
-    struct dent *v = NULL;
-    size_t n = 0;
-    int ret = dents_read(dirfd, &v, &n);
+    struct dlist *l = NULL;
+    struct stat st;
+    int ret;
 
+    if (fstat(dirfd, &st) < 0)
+        return -errno;
+    ret = dlist_get(t, dirfd, &st, &l);
     if (ret < 0)
         return ret;
-    for (size_t i = 0; i < n && !w->more; i++) {
-        size_t l = strlen(v[i].name); /* with the '/' of a directory */
+    size_t from = dlist_from(l, w->key, base, w->sp.after);
+    size_t pfrom = dlist_from(l, w->key, base, w->sp.prefix);
+    for (size_t i = from > pfrom ? from : pfrom; i < l->n && !w->more; i++) {
+        const char *nm = dent_name(l, i);
+        size_t len = strlen(nm); /* with the '/' of a directory */
         /* A directory's keys are at least one byte longer than its name. */
-        if (base + l + (v[i].dir ? 1 : 0) > RIO_KEY_MAX)
+        if (base + len + (l->v[i].dir ? 1 : 0) > RIO_KEY_MAX)
             continue;
-        memcpy(w->key + base, v[i].name, l + 1);
-        if (!v[i].dir) {
-            ret = walk_file(w, dirfd, v[i].name, base + l);
-        } else if (dir_wanted(w, w->key, base + l)) {
-            v[i].name[l - 1] = '\0';
-            int fd = openat(dirfd, v[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        memcpy(w->key + base, nm, len + 1);
+        if (!l->v[i].dir) {
+            ret = walk_file(w, dirfd, nm, base + len);
+        } else if (dir_wanted(w, w->key, base + len)) {
+            char name[NAME_MAX + 2];
+            memcpy(name, nm, len - 1);
+            name[len - 1] = '\0';
+            int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0) {
                 /* Gone, or replaced by a link, meanwhile: nothing of it. */
                 ret = errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
             } else {
-                ret = walk_dir(w, fd, base + l);
+                ret = walk_dir(t, w, fd, base + len);
                 close(fd);
             }
         }
         if (ret < 0)
             break;
     }
-    dents_free(v, n);
+    dlist_put(t, l);
     return ret;
 }
 
@@ -238,7 +448,7 @@ int rio__file_list(struct rio_transport *tt, const struct rio_list_args *a,
         ret = fd == -ENOENT ? RIO_ENOCONTAINER : fd;
         goto err_entries;
     }
-    ret = walk_dir(w, fd, 0);
+    ret = walk_dir(t, w, fd, 0);
     close(fd);
     if (ret < 0)
         goto err_entries;
