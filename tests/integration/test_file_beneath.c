@@ -147,6 +147,37 @@ static void escapes_refused(bool openat2)
     T_EQ(unlink(fu_path("root/sub/.real.railio-tmp-0123456789abcdef")), 0);
     T_EQ(unlink(fu_path("root/sub/real.railio-tmp.4242")), 0);
 
+    /* Only those names are temporary files: a key with ".railio-tmp"
+     * elsewhere in it is an object like any other, listed (a listing that
+     * hid it lost it from every tree copy), and a key that names a
+     * temporary file, which no listing would show, is refused. */
+    static const char *const objs[] = {"data.railio-tmp.csv",
+                                       "d.railio-tmp-x/k",
+                                       ".a.railio-tmp-0123456789abcdeF",
+                                       "a.railio-tmp.12x",
+                                       ".railio-tmp-0123456789abcdef",
+                                       "sub/x.railio-tmp.resumes"};
+    static const char *const tmps[] = {
+        "x.railio-tmp",    "d.railio-tmp/k",      "sub/.a.railio-tmp-0123456789abcdef",
+        "y.railio-tmp.77", "x.railio-tmp.resume", "x.railio-tmp.resume.new"};
+    const unsigned nobj = sizeof(objs) / sizeof(objs[0]);
+    for (unsigned i = 0; i < nobj; i++)
+        T_OK(rio_put(e.c, objs[i], "o", 1, NULL, NULL));
+    for (unsigned i = 0; i < sizeof(tmps) / sizeof(tmps[0]); i++) {
+        T_ERR(rio_put(e.c, tmps[i], "t", 1, NULL, NULL), RIO_EINVAL);
+        T_TRUE(strstr(rio_error_detail(), "temporary") != NULL);
+    }
+    T_OK(rio_list(e.c, &(struct rio_list_args){0}, &lp, NULL));
+    T_EQ(lp.n, nobj + 1); /* and "fin" */
+    unsigned seen = 0;
+    for (unsigned i = 0; i < lp.n; i++)
+        for (unsigned j = 0; j < nobj; j++)
+            seen += strcmp(lp.entries[i].key, objs[j]) == 0;
+    T_EQ(seen, nobj);
+    rio_list_page_cleanup(&lp);
+    for (unsigned i = 0; i < nobj; i++)
+        T_OK(rio_delete(e.c, objs[i]));
+
     /* Plain keys and new subdirectories still work. */
     T_OK(rio_put(e.c, "new/dir/obj", "hello", 5, NULL, NULL));
     T_EQ(rio_get(e.c, "new/dir/obj", buf, sizeof(buf), NULL), 5);

@@ -322,6 +322,8 @@ void rio__file_put_abort(struct rio_transport *tt, void *upload);
 int rio__file_remove(struct rio_transport *tt, const char *key);
 int rio__file_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
+bool rio__file_tmp_name(const char *name, size_t len);
+
 /* list.c */
 struct dlist;
 void rio__file_list_cache_drop(struct ftransport *t);

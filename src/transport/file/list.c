@@ -13,8 +13,8 @@
  * Nothing leads out of the root: the root is opened beneath itself, every
  * directory below it with O_NOFOLLOW from its parent, and symbolic links
  * are neither followed nor listed. The transport's temporary files (and
- * the CLI's partial downloads: names with ".railio-tmp") are not objects
- * and are not listed.
+ * the CLI's partial downloads: rio__file_tmp_name) are not objects and
+ * are not listed; keys cannot name them.
  */
 #include "transport/file/internal.h"
 
@@ -80,7 +80,7 @@ static int dent_cmp(const void *a, const void *b, void *names)
 static bool skip_name(const char *name)
 {
     return (name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]))) ||
-           strstr(name, ".railio-tmp") != NULL;
+           rio__file_tmp_name(name, strlen(name));
 }
 
 static void dlist_free(struct dlist *l)

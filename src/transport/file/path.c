@@ -8,7 +8,40 @@
 
 /* ------------------------------------------------------------- paths, keys */
 
-/* Directory mode: 1..RIO_KEY_MAX bytes, relative, no "", "." or ".." component. */
+static bool ends_with(const char *s, size_t l, const char *suf)
+{
+    size_t n = strlen(suf);
+    return l >= n && memcmp(s + l - n, suf, n) == 0;
+}
+
+/* Whether name (l bytes) is one of railio's temporary files: an upload's
+ * or a download's ".NAME.railio-tmp-<16 hex digits>", a resumable
+ * download's "FILE.railio-tmp" and its record "FILE.railio-tmp.resume"
+ * (".new" while it is replaced), earlier versions' "FILE.railio-tmp.PID". */
+bool rio__file_tmp_name(const char *name, size_t l)
+{
+    static const char tag[] = ".railio-tmp-";
+    const size_t tl = sizeof(tag) - 1;
+
+    if (ends_with(name, l, ".railio-tmp") || ends_with(name, l, ".railio-tmp.resume") ||
+        ends_with(name, l, ".railio-tmp.resume.new"))
+        return true;
+    size_t d = l; /* earlier CLIs' partial downloads: "FILE.railio-tmp.PID" */
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    if (d < l && ends_with(name, d, ".railio-tmp."))
+        return true;
+    if (l < 1 + tl + 16 || name[0] != '.' || memcmp(name + l - 16 - tl, tag, tl) != 0)
+        return false;
+    for (size_t i = l - 16; i < l; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* Directory mode: 1..RIO_KEY_MAX bytes, relative, no "", "." or ".."
+ * component, and none that is a temporary file's name (listings skip
+ * them: an object under one could never be listed). */
 static int key_check(const char *key)
 {
     size_t n;
@@ -23,6 +56,14 @@ static int key_check(const char *key)
             return RIO_EINVAL;
         if (l > NAME_MAX)
             return -ENAMETOOLONG;
+        if (rio__file_tmp_name(p, l)) {
+            rio__detail(
+                "file://: a key may not have a component named as railio's temporary "
+                "files (\".railio-tmp\", \".railio-tmp.resume\" or \".railio-tmp.\" and digits "
+                "at its end, or "
+                "\".NAME.railio-tmp-\" and 16 hex digits): such files are never listed");
+            return RIO_EINVAL;
+        }
         if (!e)
             break;
         p = e + 1;
