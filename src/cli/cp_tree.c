@@ -44,6 +44,8 @@ struct cp_item {
     char *src; /* a key, or a local path */
     char *rel; /* the path below the source, kept below the destination */
     uint64_t size;
+    dev_t dev; /* a local file: what the walk found */
+    ino_t ino;
 };
 
 struct cp_run {
@@ -119,7 +121,10 @@ static void cp_put(void *arg, size_t i)
         cp_fail(r, it->src, ret);
         return;
     }
-    int fd = open(it->src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* What is read is the file the walk found: a name replaced since (a
+     * directory of the path swapped for a link, the file for a FIFO) is
+     * refused, not read (a FIFO without O_NONBLOCK blocked the open). */
+    int fd = open(it->src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) < 0) {
         ret = -errno;
@@ -128,6 +133,15 @@ static void cp_put(void *arg, size_t i)
         cp_fail(r, it->src, ret);
         return;
     }
+    if (!S_ISREG(sb.st_mode) || sb.st_dev != it->dev || sb.st_ino != it->ino) {
+        close(fd);
+        char what[PATH_MAX + 64];
+        snprintf(what, sizeof(what), "%s (not the file the walk found: replaced meanwhile)",
+                 it->src);
+        cp_fail(r, what, -ESTALE);
+        return;
+    }
+    (void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     struct rio_desc d;
     memset(&d, 0, sizeof(d));
     struct rio_call call = {.cancel = rio_cli_cancel_token()};
@@ -180,6 +194,8 @@ static int walk_one(const char *path, const struct stat *sb, int type, struct FT
     it->src = strdup(path);
     it->rel = it->src ? it->src + walk.root_len : NULL;
     it->size = (uint64_t)sb->st_size;
+    it->dev = sb->st_dev;
+    it->ino = sb->st_ino;
     if (!it->src)
         return -1;
     while (*it->rel == '/')

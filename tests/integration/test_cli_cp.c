@@ -64,3 +64,57 @@ TEST(cp_between_files_and_stores)
     T_EQ(run("rm -rf %s", dir), 0);
     free(src);
 }
+
+/* `railio cp -r DIR URL` reads the files its walk found and nothing else:
+ * a directory of the tree swapped for a link to another (a user's private
+ * one) while the copy runs, or a file swapped for a FIFO, is refused by
+ * name, not copied (the secret's bytes were uploaded) and not waited on
+ * (the FIFO's open blocked the copy for good). The first object's commit
+ * is held back a second; the swap happens once cp has the first file
+ * open (any process holding it: $! is timeout's), so the walk is over. */
+static int cp_with_swap(const char *dir, const char *swap, char *err, size_t cap)
+{
+    T_EQ(run("rm -rf %s/src %s/dst %s/src.old %s/err; mkdir -p %s/src/sub %s/dst; "
+             "printf real1 > %s/src/sub/f1; printf real2 > %s/src/sub/f2",
+             dir, dir, dir, dir, dir, dir, dir, dir),
+         0);
+    int rc =
+        run("timeout -s KILL 30 %s cp -r --jobs 1 %s/src "
+            "'file://%s/dst?faults=delay:op=put_commit:delay=1000:count=1' 2>%s/err & pid=$!; "
+            "for i in $(seq 1 1000); do ls -l /proc/[0-9]*/fd 2>/dev/null | grep -q %s/src/sub/f "
+            "&& break; sleep 0.01; done; %s; wait $pid",
+            cli_bin(), dir, dir, dir, dir, swap);
+    size_t n = 0;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/err", dir);
+    char *e = (char *)read_file(path, &n);
+    snprintf(err, cap, "%.*s", (int)n, e);
+    free(e);
+    return rc;
+}
+
+TEST(cp_tree_reads_only_what_the_walk_found)
+{
+    char dir[] = "/tmp/rio-cp-XXXXXX", err[4096], cmd[1024];
+    T_NOTNULL(mkdtemp(dir));
+    T_EQ(run("mkdir -p %s/secret && printf secret1 > %s/secret/f1 && "
+             "printf secret2 > %s/secret/f2",
+             dir, dir, dir),
+         0);
+
+    snprintf(cmd, sizeof(cmd), "mv %s/src/sub %s/src.old && ln -s %s/secret %s/src/sub", dir, dir,
+             dir, dir);
+    T_EQ(cp_with_swap(dir, cmd, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "replaced meanwhile"));
+    T_NE(run("grep -rqs secret %s/dst", dir), 0); /* nothing of the secret copied */
+    T_EQ(run("cat %s/dst/sub/f1 %s/dst/sub/f2 2>/dev/null | grep -q real", dir, dir), 0);
+
+    /* The file that was opened second, replaced by a FIFO. */
+    snprintf(cmd, sizeof(cmd),
+             "for f in f1 f2; do ls -l /proc/[0-9]*/fd 2>/dev/null | grep -q %s/src/sub/$f || "
+             "{ rm %s/src/sub/$f && mkfifo %s/src/sub/$f; }; done",
+             dir, dir, dir);
+    T_EQ(cp_with_swap(dir, cmd, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "replaced meanwhile"));
+    T_EQ(run("rm -rf %s", dir), 0);
+}
