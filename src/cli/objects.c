@@ -717,11 +717,15 @@ static int chunk_write(void *arg, uint64_t off, const void *data, size_t len)
  * match start over; a write that fails removes both. Until the first record
  * the bytes are registered with the frame (a second signal removes them).
  * FILE itself is replaced (rename) only once every chunk was written.
- * Returns 1 when the object cannot be resumed (no checksum list): the
- * caller takes the unnamed-temporary-file way, with the descriptor looked
- * up here in *looked where there is one (else *looked is left zeroed);
- * else the exit status.
+ * Returns GET_UNNAMED when the object cannot be resumed (no checksum
+ * list): the caller takes the unnamed-temporary-file way, with the
+ * descriptor looked up here in *looked where there is one (else *looked
+ * is left zeroed); else the exit status (a failure's is 1: it must not be
+ * taken for "the other way", which fetched the object again after saying
+ * it failed and left the pair behind the new FILE).
  */
+#define GET_UNNAMED (-1)
+
 static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
                          const char *file, struct rio_desc *looked)
 {
@@ -737,13 +741,13 @@ static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *u
 
     memset(&st, 0, sizeof(st));
     if (rio_cli_resume_init(&rs, file, url) < 0)
-        return 1;
+        return GET_UNNAMED;
     have_rec = access(rs.rec, F_OK) == 0;
 again:
     memset(&d, 0, sizeof(d));
     if (rio_stat(c, key, &d) < 0) {
         free(buf);
-        return 1; /* the other way says what failed; a record stays for later */
+        return GET_UNNAMED; /* the other way says what failed; a record stays for later */
     }
     if (!d.xxh || !d.size || !d.chunk_size || d.chunk_size > RESUME_CHUNK_MAX ||
         d.nchunks != (d.size - 1) / d.chunk_size + 1) {
@@ -751,7 +755,7 @@ again:
         free(buf);
         if (have_rec)
             rio_cli_resume_drop(&rs);
-        return 1; /* nothing to prove kept bytes with */
+        return GET_UNNAMED; /* nothing to prove kept bytes with */
     }
     old = rs;
     off = 0;
@@ -779,7 +783,7 @@ again:
         if (fd < 0 && errno == EEXIST && !have_rec) {
             *looked = d;
             free(buf);
-            return 1;
+            return GET_UNNAMED;
         }
         if (fd < 0) {
             rc = rio_cli_fail_sys(cl, "creating a temporary file for", file, -errno);
@@ -918,7 +922,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         if (missing && missing != ENOENT) {
             ret = -missing;
         } else if ((missing || S_ISREG(lsb.st_mode)) &&
-                   (rc = get_resumable(cl, c, url, key, file, &looked)) != 1) {
+                   (rc = get_resumable(cl, c, url, key, file, &looked)) != GET_UNNAMED) {
             free(file);
             return rc;
         } else if (missing || S_ISREG(lsb.st_mode)) {

@@ -263,3 +263,29 @@ TEST(sigterm_get_resumes)
     killed_get(SIGTERM);
     again_keeps("", KEPT);
 }
+
+/* A get whose read fails fails: out.bin is as it was and the chunks
+ * written are kept for the next get. (The failure's exit status, 1, was
+ * taken for "cannot be resumed": the object was fetched again the other
+ * way, the get said it failed and exited 0, the pair stayed beside the
+ * new out.bin.) */
+TEST(failed_get_fails_and_keeps_its_chunks)
+{
+    char err[4096];
+    setup();
+    t_write_file(out, "old", 3);
+    int rc = cli_run(err, sizeof(err),
+                     "get '%s?faults=error:op=read:skip=10:error=EIO:count=1&paths=1&depth=1' %s "
+                     "2>&1",
+                     store, out);
+    T_NE(rc, 0);
+    T_NOTNULL(strstr(err, "EIO"));
+    size_t got;
+    uint8_t *b = t_slurp(out, &got);
+    T_EQ(got, 3u);
+    T_MEMEQ(b, "old", 3);
+    free(b);
+    T_EQ(file_size(tmpf), (off_t)KEPT);
+    T_GE(file_size(rec), 1);
+    again_keeps("", KEPT);
+}
