@@ -527,6 +527,20 @@ static int tmp_create(const char *file, bool *anon)
     return -EEXIST;
 }
 
+/* Before the temporary file fd replaces FILE: give it FILE's permission
+ * bits (and, when root, its owner and group), as cp(1) and curl, which
+ * write into the existing file, leave them; a private FILE stays private.
+ * A FILE that is missing or not a regular file changes nothing. */
+static void keep_mode(int fd, const char *file)
+{
+    struct stat sb;
+    if (lstat(file, &sb) < 0 || !S_ISREG(sb.st_mode))
+        return;
+    if (geteuid() == 0)
+        (void)!fchown(fd, sb.st_uid, sb.st_gid);
+    (void)!fchmod(fd, sb.st_mode & 0777);
+}
+
 /* Name the unnamed temporary file fd: a link under a random name. */
 static int tmp_link(int fd, const char *file)
 {
@@ -827,6 +841,7 @@ again:
         goto again;
     }
     if (ret == 0) {
+        keep_mode(fd, file);
         if (close(fd) < 0)
             werr = -errno;
         fd = -1;
@@ -961,6 +976,8 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
     int ret = n < 0 ? (int)n : 0;
     /* The cleanup calls no rio_*: rio_error_detail() still holds the cause. */
     if (tmp) {
+        if (ret == 0)
+            keep_mode(o.fd, file);
         if (ret == 0 && anon)
             ret = tmp_link(o.fd, file);
         if (close(o.fd) < 0 && ret == 0)

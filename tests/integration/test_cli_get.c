@@ -289,3 +289,43 @@ TEST(planted_symlink_in_sticky_dir_refused)
     check_obj(pathf("victim"));
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
+
+/* A get over an existing file keeps its permission bits (and, as root,
+ * its owner): a private file stayed 0600 under cp(1) and curl but became
+ * 0644 (and root's) under `railio get`, whose temporary file replaces it.
+ * Both ways: the resumable one (an object with checksums) and the unnamed
+ * temporary file (a plain file in the store has none). */
+TEST(replaced_file_keeps_mode_and_owner)
+{
+    setup();
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd), "cp %s/in.bin %s/store/plain", dir, dir);
+    T_EQ(system(cmd), 0);
+    static const char *const keys[] = {"obj", "plain"};
+    for (int i = 0; i < 2; i++) {
+        const char *out = pathf("private-%d", i);
+        cli_write_file(out, "secret", 6);
+        T_EQ(chmod(out, 0640), 0);
+        bool root = geteuid() == 0;
+        if (root)
+            T_EQ(chown(out, 4321, 4322), 0);
+        snprintf(cmd, sizeof(cmd), "%s get -q file://%s/store/%s %s", cli_bin(), dir, keys[i], out);
+        T_EQ(system(cmd), 0);
+        check_obj(out);
+        struct stat sb;
+        T_EQ(stat(out, &sb), 0);
+        T_EQ(sb.st_mode & 07777, 0640u);
+        if (root) {
+            T_EQ(sb.st_uid, 4321u);
+            T_EQ(sb.st_gid, 4322u);
+        }
+    }
+    /* A new file: the umask's mode, as before. */
+    const char *fresh = pathf("fresh");
+    snprintf(cmd, sizeof(cmd), "umask 022; %s get -q file://%s/store/obj %s", cli_bin(), dir,
+             fresh);
+    T_EQ(system(cmd), 0);
+    struct stat sb;
+    T_EQ(stat(fresh, &sb), 0);
+    T_EQ(sb.st_mode & 07777, 0644u);
+}
