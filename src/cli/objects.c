@@ -469,7 +469,8 @@ static void tmp_set_named(bool on)
     rio_cli_tmp_register(on ? tmp_name : NULL);
 }
 
-/* "DIR/.BASE.railio-tmp-<16 random hex digits>" for file into tmp_name. */
+/* "DIR/.BASE.railio-tmp-<16 random hex digits>" for file into tmp_name
+ * (BASE: at most 200 bytes of file's name, which may be NAME_MAX long). */
 static int random_tmp_name(const char *file)
 {
     uint64_t r;
@@ -477,8 +478,8 @@ static int random_tmp_name(const char *file)
         return -errno;
     const char *slash = strrchr(file, '/');
     int dl = slash ? (int)(slash - file + 1) : 0;
-    int n = snprintf(tmp_name, sizeof(tmp_name), "%.*s.%s.railio-tmp-%016llx", dl, file, file + dl,
-                     (unsigned long long)r);
+    int n = snprintf(tmp_name, sizeof(tmp_name), "%.*s.%.200s.railio-tmp-%016llx", dl, file,
+                     file + dl, (unsigned long long)r);
     return n < 0 || (size_t)n >= sizeof(tmp_name) ? -ENAMETOOLONG : 0;
 }
 

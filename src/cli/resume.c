@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,11 @@ static uint64_t fnv1a(const void *p, size_t n)
 int rio_cli_resume_init(struct rio_cli_resume *rs, const char *file, const char *url)
 {
     memset(rs, 0, sizeof(*rs));
+    /* A name too long for FILE.railio-tmp.resume.new is not resumable
+     * (the get takes the unnamed temporary file). */
+    const char *base = strrchr(file, '/');
+    if (strlen(base ? base + 1 : file) + strlen(".railio-tmp.resume.new") > NAME_MAX)
+        return -ENAMETOOLONG;
     int n = snprintf(rs->data, sizeof(rs->data), "%s.railio-tmp", file);
     int m = snprintf(rs->rec, sizeof(rs->rec), "%s.railio-tmp.resume", file);
     if (n < 0 || (size_t)n >= sizeof(rs->data) || m < 0 || (size_t)m >= sizeof(rs->rec))

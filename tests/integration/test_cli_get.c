@@ -329,3 +329,22 @@ TEST(replaced_file_keeps_mode_and_owner)
     T_EQ(stat(fresh, &sb), 0);
     T_EQ(sb.st_mode & 07777, 0644u);
 }
+
+/* A FILE whose name is as long as a name may be (250 bytes here) is
+ * written, over a missing or an existing file: the temporary names were
+ * built from the whole name and went past NAME_MAX. */
+TEST(get_into_a_long_file_name)
+{
+    setup();
+    char name[251], cmd[8192];
+    memset(name, 'L', 250);
+    name[250] = '\0';
+    const char *out = pathf("%s", name);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof(cmd), "%s get -q file://%s/store/obj %s", cli_bin(), dir, out);
+        T_EQ(system(cmd), 0);
+        check_obj(out);
+    }
+    snprintf(cmd, sizeof(cmd), "ls -a %s | grep -c railio-tmp", dir);
+    T_NE(system(cmd), 0); /* no temporary file left */
+}

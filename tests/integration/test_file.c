@@ -664,6 +664,33 @@ TEST(list_large_directory_pages_see_changes)
     eu_close(&e);
 }
 
+/* A key whose last component is as long as a file name may be (255
+ * bytes) is written and replaced, with O_TMPFILE and with named
+ * temporary files: the temporary name was built from the whole name
+ * and went past NAME_MAX, so such an object could never be replaced. */
+TEST(long_last_component_replaced)
+{
+    struct rio_options o;
+    struct eu e;
+    char key[300];
+
+    fu_mkdir();
+    opts(&o, 1, 2);
+    memcpy(key, "dir/", 4);
+    memset(key + 4, 'L', NAME_MAX);
+    key[4 + NAME_MAX] = '\0';
+    for (int named = 0; named < 2; named++) {
+        eu_open(&e, fu_url(named ? "?tmpfile=0" : ""), &o);
+        for (int i = 0; i < 3; i++) {
+            free(eu_put_pattern(e.c, key, 5000, 70 + i, NULL));
+            eu_get_check(e.c, key, 5000, 70 + i, NULL);
+        }
+        T_OK(rio_delete(e.c, key));
+        eu_close(&e);
+    }
+    T_EQ(fu_tmp_files(), 0);
+}
+
 /* ?single=1: one file, whatever the key. */
 TEST(single_file)
 {

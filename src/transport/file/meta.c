@@ -115,7 +115,8 @@ int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     return 0;
 }
 
-/* "DIR/.NAME.railio-tmp-XXXXXXXXXXXXXXXX" next to final. */
+/* "DIR/.NAME.railio-tmp-XXXXXXXXXXXXXXXX" next to final (NAME: the first
+ * 200 bytes of final's). */
 static int tmp_name(struct ftransport *t, const char *final, char **out)
 {
     const char *slash = strrchr(final, '/');
@@ -130,13 +131,14 @@ static int tmp_name(struct ftransport *t, const char *final, char **out)
         rnd = rio__rand(&t->rng);
         pthread_mutex_unlock(&t->fmu);
     }
-    if (strlen(base) + 30 > NAME_MAX)
-        return -ENAMETOOLONG;
-    n = dl + strlen(base) + 40;
+    /* At most 200 bytes of the name: a key's last component may be as
+     * long as NAME_MAX, and an object must be replaceable all the same. */
+    n = dl + 240;
     p = rio__malloc(n);
     if (!p)
         return -ENOMEM;
-    snprintf(p, n, "%.*s/.%s.railio-tmp-%016llx", (int)dl, final, base, (unsigned long long)rnd);
+    snprintf(p, n, "%.*s/.%.200s.railio-tmp-%016llx", (int)dl, final, base,
+             (unsigned long long)rnd);
     *out = p;
     return 0;
 }
