@@ -206,6 +206,24 @@ static int walk_one(const char *path, const struct stat *sb, int type, struct FT
 
 static int cp_from_dir(struct cp_run *r, const char *dir)
 {
+    /* The directory named on the command line is walked even when it is
+     * named through a symbolic link (as "DIR/."; links beneath it are not
+     * followed): the walk took the link for an entry to skip, copied
+     * nothing and exited 0. */
+    char top[PATH_MAX];
+    struct stat lsb, sb;
+    size_t dl = strlen(dir);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--; /* "LINK/" is the link too */
+    if (dl + 3 <= sizeof(top)) {
+        memcpy(top, dir, dl);
+        top[dl] = '\0';
+        if (lstat(top, &lsb) == 0 && S_ISLNK(lsb.st_mode) && stat(top, &sb) == 0 &&
+            S_ISDIR(sb.st_mode)) {
+            memcpy(top + dl, "/.", 3);
+            dir = top;
+        }
+    }
     memset(&walk, 0, sizeof(walk));
     walk.root_len = strlen(dir);
     if (nftw(dir, walk_one, 32, FTW_PHYS) != 0) {

@@ -118,3 +118,24 @@ TEST(cp_tree_reads_only_what_the_walk_found)
     T_NOTNULL(strstr(err, "replaced meanwhile"));
     T_EQ(run("rm -rf %s", dir), 0);
 }
+
+/* `railio cp -r LINK URL`, LINK a symbolic link to a directory named on
+ * the command line, copies the directory (links beneath it are still not
+ * followed): the walk took LINK for an entry to skip and copied nothing,
+ * exit 0. */
+TEST(cp_tree_from_a_linked_directory)
+{
+    char dir[] = "/tmp/rio-cp-XXXXXX";
+    T_NOTNULL(mkdtemp(dir));
+    T_EQ(run("mkdir -p %s/real/sub && printf one > %s/real/sub/f && printf two > %s/real/g && "
+             "ln -s %s/real %s/link && ln -s /etc/hostname %s/real/inner",
+             dir, dir, dir, dir, dir, dir),
+         0);
+    static const char *const forms[] = {"link", "link/"};
+    for (int i = 0; i < 2; i++) {
+        T_EQ(run("%s cp -r -q %s/%s file://%s/dst%d", cli_bin(), dir, forms[i], dir, i), 0);
+        T_EQ(run("test \"$(cat %s/dst%d/sub/f %s/dst%d/g)\" = onetwo", dir, i, dir, i), 0);
+        T_EQ(run("test $(find %s/dst%d -type f | wc -l) = 2", dir, i), 0); /* not inner */
+    }
+    T_EQ(run("rm -rf %s", dir), 0);
+}
