@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------- exceptions */
 
@@ -436,6 +437,15 @@ void rio_py_call_end(RioClient *self, RioCancel *cx)
 
 struct rio_client *rio_py_client(RioClient *self)
 {
+    if (self->c && self->pid != getpid()) {
+        /* The library's threads did not come along: a call would wait
+         * for them for good. */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "railio.Client was created in another process (this one was forked "
+                        "from it): create a new Client here (for torch DataLoader workers: "
+                        "in worker_init_fn or on first use)");
+        return NULL;
+    }
     if (!self->c || self->closing) {
         PyErr_SetString(PyExc_ValueError, self->c ? "railio.Client is closing (close() was "
                                                     "called with calls in progress)"
@@ -465,35 +475,77 @@ static struct rio_client *call_enter(RioClient *self, PyObject *cancel_arg, RioC
 
 /* ---------------------------------------------------------------- buffers */
 
-/* torch, if the program imported it (a tensor cannot exist otherwise). */
-static int is_torch_tensor(PyObject *obj)
+/* torch.Tensor, if the program imported torch (a tensor cannot exist
+ * otherwise): 1 with a new reference, 0 without torch. */
+static int torch_tensor_type(PyObject **cls)
 {
     static PyObject *name;
-    PyObject *torch, *cls;
-    int r;
+    PyObject *torch;
 
+    *cls = NULL;
     if (!name && !(name = PyUnicode_InternFromString("torch")))
         return -1;
     torch = PyImport_GetModule(name);
     if (!torch)
         return PyErr_Occurred() ? -1 : 0;
-    cls = PyObject_GetAttrString(torch, "Tensor");
+    *cls = PyObject_GetAttrString(torch, "Tensor");
     Py_DECREF(torch);
-    if (!cls) {
+    if (!*cls || !PyType_Check(*cls)) {
+        Py_CLEAR(*cls);
         PyErr_Clear();
         return 0;
     }
-    r = PyObject_IsInstance(obj, cls);
-    Py_DECREF(cls);
+    return 1;
+}
+
+/* Whether t.<method>() is true; -1 with the exception set. A method the
+ * tensor does not have (an older torch) is false. */
+static int tensor_flag(PyObject *t, const char *method)
+{
+    PyObject *v;
+    int r;
+
+    if (!PyObject_HasAttrString(t, method))
+        return 0;
+    v = PyObject_CallMethod(t, method, NULL);
+    if (!v)
+        return -1;
+    r = PyObject_IsTrue(v);
+    Py_DECREF(v);
     return r;
 }
 
+/* t's storage object (untyped_storage() in torch 2, _storage() in 1.13,
+ * storage() before), a new reference; NULL with the exception set. */
+static PyObject *tensor_storage(PyObject *t)
+{
+    static const char *const names[] = {"untyped_storage", "_storage", "storage"};
+
+    for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (PyObject_HasAttrString(t, names[i]))
+            return PyObject_CallMethod(t, names[i], NULL);
+    PyErr_SetString(PyExc_TypeError, "this torch tensor has no storage() method");
+    return NULL;
+}
+
+/*
+ * A CPU tensor's bytes: its data_ptr() for numel() x element_size() bytes,
+ * the buffer holding the tensor and its storage object, so that the
+ * memory stays alive while the call runs even if t is given other storage
+ * meanwhile (set_() from another thread). A tensor with bytes but no
+ * memory behind them (a wrapper subclass: data_ptr() 0, which sent the C
+ * stack) and a lazy conjugate or negative view (whose bytes are not its
+ * values) are refused. Resizing a tensor while a call uses it is the
+ * caller's race, as with any memory handed to C (docs/python.md): torch
+ * has no way to forbid it short of tensor.numpy(), which makes the
+ * storage non-resizable for good.
+ */
 static int tensor_buffer(PyObject *t, Py_buffer *view, int writable, const char *what)
 {
-    PyObject *dev = NULL, *dtype = NULL, *v = NULL;
+    PyObject *dev = NULL, *dtype = NULL, *v = NULL, *st = NULL, *hold = NULL;
     void *ptr;
     Py_ssize_t numel, esize;
-    int ret = -1;
+    int ret = -1, r;
 
     dev = PyObject_GetAttrString(t, "device");
     if (!dev)
@@ -508,17 +560,22 @@ static int tensor_buffer(PyObject *t, Py_buffer *view, int writable, const char 
                      what, dev);
         goto out;
     }
-    v = PyObject_CallMethod(t, "is_contiguous", NULL);
-    if (!v)
-        goto out;
-    if (!PyObject_IsTrue(v)) {
-        PyErr_Format(PyExc_BufferError,
-                     "%s is not contiguous (a torch tensor view with strides): pass "
-                     "tensor.contiguous()",
-                     what);
+    if ((r = tensor_flag(t, "is_contiguous")) <= 0) {
+        if (r == 0)
+            PyErr_Format(PyExc_BufferError,
+                         "%s is not contiguous (a torch tensor view with strides): pass "
+                         "tensor.contiguous()",
+                         what);
         goto out;
     }
-    Py_CLEAR(v);
+    if ((r = tensor_flag(t, "is_conj")) != 0 || (r = tensor_flag(t, "is_neg")) != 0) {
+        if (r > 0)
+            PyErr_Format(PyExc_BufferError,
+                         "%s is a lazy conjugate or negative view, whose bytes are not its "
+                         "values: pass tensor.resolve_conj().resolve_neg()",
+                         what);
+        goto out;
+    }
     v = PyObject_CallMethod(t, "numel", NULL);
     if (!v || (numel = PyLong_AsSsize_t(v)) < 0)
         goto out;
@@ -537,11 +594,26 @@ static int tensor_buffer(PyObject *t, Py_buffer *view, int writable, const char 
     ptr = PyLong_AsVoidPtr(v);
     if (!ptr && PyErr_Occurred())
         goto out;
+    if (!ptr && numel * esize > 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a torch tensor of %zd bytes with no memory behind them "
+                     "(data_ptr() is 0: a wrapper subclass?)",
+                     what, numel * esize);
+        goto out;
+    }
+    st = tensor_storage(t);
+    if (!st)
+        goto out;
     if (!ptr)
         ptr = view; /* an empty tensor: any address, no byte is touched */
-    ret = PyBuffer_FillInfo(view, t, ptr, numel * esize, 0,
+    hold = PyTuple_Pack(2, t, st);
+    if (!hold)
+        goto out;
+    ret = PyBuffer_FillInfo(view, hold, ptr, numel * esize, 0,
                             writable ? PyBUF_WRITABLE | PyBUF_SIMPLE : PyBUF_SIMPLE);
 out:
+    Py_XDECREF(hold);
+    Py_XDECREF(st);
     Py_XDECREF(v);
     Py_XDECREF(dtype);
     Py_XDECREF(dev);
@@ -577,11 +649,17 @@ int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what
         }
         return 0;
     }
-    r = is_torch_tensor(obj);
+    PyObject *cls;
+    r = torch_tensor_type(&cls);
     if (r < 0)
         return -1;
-    if (r)
+    /* A type check, not isinstance(): an object cannot claim to be a
+     * tensor through __class__. */
+    if (r && PyObject_TypeCheck(obj, (PyTypeObject *)cls)) {
+        Py_DECREF(cls);
         return tensor_buffer(obj, view, writable, what);
+    }
+    Py_XDECREF(cls);
     PyErr_Format(PyExc_TypeError,
                  "%s must be a buffer (bytes, bytearray, memoryview, mmap, numpy array) or a "
                  "CPU torch tensor, not %.100s",
@@ -591,7 +669,7 @@ int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what
 
 /* ------------------------------------------------------------ arguments */
 
-const char *rio_py_key(PyObject *obj, const char *what)
+const char *rio_py_text(PyObject *obj, const char *what)
 {
     const char *s;
     Py_ssize_t n;
@@ -610,6 +688,23 @@ const char *rio_py_key(PyObject *obj, const char *what)
     }
     if ((size_t)n != strlen(s)) {
         PyErr_Format(Err_InvalidArgument, "%s holds a NUL character", what);
+        return NULL;
+    }
+    return s;
+}
+
+const char *rio_py_key(PyObject *obj, const char *what)
+{
+    const char *s = rio_py_text(obj, what);
+    size_t n;
+
+    if (!s)
+        return NULL;
+    n = strlen(s);
+
+    if (n == 0 || n > RIO_KEY_MAX) {
+        PyErr_Format(Err_InvalidArgument, "%s must be 1 to %d bytes, not %zu", what,
+                     (int)RIO_KEY_MAX, n);
         return NULL;
     }
     return s;
@@ -696,11 +791,23 @@ static int parse_args(const char *fn, const char *const *names, Py_ssize_t npos,
     return parse_args_ex(fn, names, npos, args, nargs, kwnames, out, NULL, 0, NULL);
 }
 
+PyObject *rio_py_key_obj(const char *key)
+{
+    size_t n = strnlen(key, RIO_KEY_MAX + 1);
+    PyObject *s = PyUnicode_DecodeUTF8(key, (Py_ssize_t)n, "strict");
+
+    if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+        return s;
+    PyErr_Clear();
+    return PyBytes_FromStringAndSize(key, (Py_ssize_t)n);
+}
+
 static PyObject *desc_dict(const struct rio_desc *d)
 {
+    /* The key as a listing gives it (bytes when it is not UTF-8: a
+     * surrogate-escaped str could not be passed back). */
     return Py_BuildValue(
-        "{s:N,s:K,s:K,s:s,s:K,s:K}", "key",
-        PyUnicode_DecodeUTF8(d->key, (Py_ssize_t)strnlen(d->key, RIO_KEY_MAX), "surrogateescape"),
+        "{s:N,s:K,s:K,s:s,s:K,s:K}", "key", rio_py_key_obj(d->key),
         "size", (unsigned long long)d->size, "generation", (unsigned long long)d->generation,
         "etag", d->etag, "chunk_size", (unsigned long long)d->chunk_size, "nchunks",
         (unsigned long long)d->nchunks);
@@ -876,6 +983,8 @@ static int Client_init(RioClient *self, PyObject *args, PyObject *kw)
     }
     Py_DECREF(full);
     self->c = c;
+    self->pid = getpid();
+    self->closing = 0;
     Py_SETREF(self->url, Py_NewRef(url));
     return 0;
 err_full:
@@ -885,8 +994,10 @@ err_full:
 
 static void Client_dealloc(RioClient *self)
 {
-    /* A call holds a reference on the client: none runs here. */
-    if (self->c) {
+    /* A call holds a reference on the client: none runs here. In a
+     * forked child the client is left as it is: its threads are the
+     * parent's, and joining them would wait for nothing (or crash). */
+    if (self->c && self->pid == getpid()) {
         struct rio_client *c = self->c;
 
         self->c = NULL;
@@ -1489,6 +1600,10 @@ static PyObject *Client_close(RioClient *self, PyObject *unused)
     (void)unused;
     if (!c)
         Py_RETURN_NONE;
+    if (self->pid != getpid()) {
+        self->c = NULL; /* forked: the parent's, never destroyed here */
+        Py_RETURN_NONE;
+    }
     if (self->busy > 0) {
         Py_ssize_t busy = self->busy;
 

@@ -10,6 +10,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <sys/types.h>
 
 #include <railio.h>
 
@@ -32,6 +33,7 @@ typedef struct {
     struct rio_stats *last_st; /* the last call's stats (valid if has_last_st) */
     int has_last_st;
     int no_stats; /* Client.collect_stats = False: only calls given stats= collect */
+    pid_t pid;    /* the process that created c: a forked child may not use it */
     int closing;  /* close() was refused with calls in progress: no new call
                    * begins (rio_py_client fails), so the next close() can
                    * succeed once they have returned */
@@ -61,10 +63,16 @@ int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *sta
 /* NULL with ValueError set if the client is closed or closing. */
 struct rio_client *rio_py_client(RioClient *self);
 
-/* A key argument (str, encoded UTF-8, or bytes) as a C string borrowed from
- * obj, or NULL with TypeError (not str/bytes) or InvalidArgument (a NUL
- * inside) set; what names the argument in the message. */
+/* A key argument (str, encoded UTF-8, or bytes) as a C string borrowed
+ * from obj, or NULL with TypeError (not str/bytes) or InvalidArgument (a
+ * NUL inside, not 1..RIO_KEY_MAX bytes) set; what names the argument in
+ * the message. */
 const char *rio_py_key(PyObject *obj, const char *what);
+/* The same for a prefix or a start key: any length, "" allowed. */
+const char *rio_py_text(PyObject *obj, const char *what);
+/* A key as Python gets it: str when it is UTF-8, else bytes (a new
+ * reference, NULL with an exception set). */
+PyObject *rio_py_key_obj(const char *key);
 
 /* Per-call cancel plumbing (client.c), with the GIL held: begin returns a
  * new reference to the token the call must use (the caller's Cancel, then

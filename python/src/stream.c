@@ -50,17 +50,6 @@ static PyObject *bad_arg(const char *fmt, ...)
 }
 
 /* A key from the library: str, or bytes when it is not valid UTF-8. */
-static PyObject *key_obj(const char *key)
-{
-    size_t n = strnlen(key, RIO_KEY_MAX + 1);
-    PyObject *s = PyUnicode_DecodeUTF8(key, (Py_ssize_t)n, "strict");
-
-    if (s || !PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-        return s;
-    PyErr_Clear();
-    return PyBytes_FromStringAndSize(key, (Py_ssize_t)n);
-}
-
 /* "open 'key'" (the key cut to a readable length) for rio_py_raise's message. */
 static void what_key(char *buf, size_t cap, const char *call, const char *key)
 {
@@ -70,7 +59,7 @@ static void what_key(char *buf, size_t cap, const char *call, const char *key)
 /* The desc dict of put/stat: {key, size, generation, etag, chunk_size, nchunks}. */
 static PyObject *desc_dict(const struct rio_desc *d)
 {
-    PyObject *key = key_obj(d->key);
+    PyObject *key = rio_py_key_obj(d->key);
 
     if (!key)
         return NULL;
@@ -162,7 +151,7 @@ static PyObject *entry_new(const struct rio_entry *e)
 
     if (!o)
         return NULL;
-    v[0] = key_obj(e->key);
+    v[0] = rio_py_key_obj(e->key);
     v[1] = PyLong_FromUnsignedLongLong(dir ? 0 : e->size);
     /* Unknown is '' and 0 as in the library (and stat's desc), never None. */
     v[2] = PyUnicode_FromStringAndSize(e->etag,
@@ -312,9 +301,9 @@ PyObject *rio_py_list(RioClient *self, PyObject *args, PyObject *kw)
         return NULL;
     if (!rio_py_client(self))
         return NULL;
-    if (prefix_obj && prefix_obj != Py_None && !(prefix = rio_py_key(prefix_obj, "prefix")))
+    if (prefix_obj && prefix_obj != Py_None && !(prefix = rio_py_text(prefix_obj, "prefix")))
         return NULL;
-    if (start_obj != Py_None && !(start_after = rio_py_key(start_obj, "start_after")))
+    if (start_obj != Py_None && !(start_after = rio_py_text(start_obj, "start_after")))
         return NULL;
     if (page_size < 1 || page_size > (Py_ssize_t)RIO_LIST_PAGE_MAX) {
         return bad_arg("page_size must be 1..%u, not %zd", RIO_LIST_PAGE_MAX, page_size);
@@ -502,8 +491,14 @@ static PyObject *reader_readinto(RioReader *self, PyObject *arg)
 
     if (!stream_usable(&self->s, self->rd, "reader"))
         return NULL;
-    if (rio_py_buffer(arg, &view, 1, "b") < 0)
+    /* In use from here: taking the buffer may run Python code (a tensor's
+     * methods) that lets another thread in, which must find it busy, not
+     * read beside this call or close the reader under it. */
+    self->s.active = true;
+    if (rio_py_buffer(arg, &view, 1, "b") < 0) {
+        self->s.active = false;
         return NULL;
+    }
     r = reader_fill(self, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     if (r < 0)
@@ -706,9 +701,11 @@ static PyObject *writer_write(RioWriter *self, PyObject *arg)
 
     if (!stream_usable(&self->s, self->w, "writer"))
         return NULL;
-    if (rio_py_buffer(arg, &view, 0, "b") < 0)
+    self->s.active = true; /* before the buffer: as in reader_readinto */
+    if (rio_py_buffer(arg, &view, 0, "b") < 0) {
+        self->s.active = false;
         return NULL;
-    self->s.active = true;
+    }
     Py_BEGIN_ALLOW_THREADS;
     ret = rio_writer_write(self->w, view.buf, (size_t)view.len);
     Py_END_ALLOW_THREADS;

@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What a careless or hostile caller of the Python API meets: tensors whose
+memory is swapped while a call uses it, tensors with no CPU
+memory, lazy views whose bytes are not their values, keys out of bounds
+or not UTF-8, a Reader or Writer entered from two
+threads, a client used in a forked child. Each was a crash, wrong data or
+a hang before it was refused."""
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import railio
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - Debian's python3-torch is in install-deps.sh
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="python3-torch is not installed")
+
+
+@needs_torch
+def test_tensor_storage_swapped_during_a_call(mock_url):
+    """The memory a call lands in or sends from stays alive: set_() from
+    another thread gives the tensor other storage, the call keeps the old
+    one (it was freed under the call)."""
+    n = 16 << 20
+    with railio.Client(mock_url, paths=1, chunk="64K", rate="100M") as c:
+        data = os.urandom(n)
+        c.put("k", data)
+        # Nothing else refers to the memory given (16 MiB: freeing it
+        # unmaps it, and a write into it faulted).
+        t = torch.zeros(n, dtype=torch.uint8)
+
+        def swap():
+            time.sleep(0.03)
+            t.set_(torch.empty(0, dtype=torch.uint8))
+
+        th = threading.Thread(target=swap)
+        th.start()
+        assert c.get_into("k", t) == n
+        th.join()
+        assert t.numel() == 0
+        u = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        t = u
+        th = threading.Thread(target=swap)
+        th.start()
+        c.put("p", u)
+        th.join()
+        assert c.get("p") == data
+        # The storage stays resizable (tensor.numpy() would have pinned it).
+        t.resize_(2 * n)
+
+
+@needs_torch
+def test_tensor_without_cpu_memory_refused(client):
+    class Wrapper(torch.Tensor):  # the mechanism of DTensor / FakeTensor
+        @staticmethod
+        def __new__(cls, n):
+            return torch.Tensor._make_wrapper_subclass(cls, (n,), dtype=torch.uint8,
+                                                       device="cpu")
+
+        __torch_function__ = torch._C._disabled_torch_function_impl
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            raise NotImplementedError(str(func))
+
+    client.put("k", b"A" * 65536)
+    with pytest.raises(TypeError, match="no memory behind"):
+        client.get_into("k", Wrapper(65536))  # wrote 64 KiB over the C stack
+    with pytest.raises(TypeError, match="no memory behind"):
+        client.put("leak", Wrapper(512))  # stored 512 bytes of the stack
+    assert not client.exists("leak")
+
+    class Liar:  # isinstance() says tensor, the type does not
+        __class__ = property(lambda self: torch.Tensor)
+
+        def data_ptr(self):
+            return 0x10000
+
+        def is_contiguous(self):
+            return True
+
+    with pytest.raises(TypeError, match="must be a buffer"):
+        client.get_into("k", Liar())
+
+
+@needs_torch
+def test_lazy_views_refused_fortran_order_as_memory(client):
+    v = torch.tensor([1 + 2j, 3 - 4j], dtype=torch.complex64).conj()
+    with pytest.raises(BufferError, match="resolve_conj"):
+        client.put("c", v)
+    client.put("c", v.resolve_conj())
+    got = torch.frombuffer(bytearray(client.get("c")), dtype=torch.complex64)
+    assert got.tolist() == [1 - 2j, 3 + 4j]
+    with pytest.raises(BufferError, match="resolve_conj"):
+        client.put("n", torch.tensor([1.0, 2.0])._neg_view())
+    # A Fortran-order array is taken as its memory, as a tensor is.
+    a = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    client.put("f", a.T)
+    assert client.get("f") == a.T.tobytes(order="A")
+    back = np.zeros((4, 3), dtype=np.uint8, order="F")
+    client.get_into("f", back)
+    assert (back == a.T).all()
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(10, dtype=torch.bfloat16),
+    lambda: torch.ones(5, dtype=torch.bool),
+    lambda: torch.tensor(3.5),
+    lambda: torch.empty(0),
+    lambda: torch.arange(6.0).reshape(2, 3),
+    lambda: torch.ones(4, requires_grad=True),
+], ids=["bfloat16", "bool", "0-dim", "empty", "2-d", "requires_grad"])
+def test_tensor_kinds_round_trip(client, make):
+    x = make()
+    client.put("x", x)
+    assert len(client.get("x")) == x.numel() * x.element_size()
+    y = torch.zeros_like(x.detach())
+    assert client.get_into("x", y) == x.numel() * x.element_size()
+    assert torch.equal(y, x.detach())
+
+
+def test_keys_of_1_to_1024_bytes_and_bytes_keys_round_trip(client):
+    with pytest.raises(railio.InvalidArgument, match="1 to 1024 bytes"):
+        client.put("", b"v")
+    with pytest.raises(railio.InvalidArgument, match="1 to 1024 bytes"):
+        client.put("k" * 1025, b"v")
+    client.put("k" * 1024, b"v")
+    # A key that is not UTF-8 (another tool's object) is bytes both ways:
+    # put()'s descriptor gave a surrogate-escaped str that no call took.
+    d = client.put(b"bin\xff\xfe", b"v")
+    assert d["key"] == b"bin\xff\xfe"
+    assert client.get(d["key"]) == b"v"
+    assert client.stat(d["key"])["key"] == d["key"]
+    assert [e.key for e in client.list(prefix=b"bin")] == [d["key"]]
+    assert client.put("é", b"w")["key"] == "é"
+
+
+@needs_torch
+@pytest.mark.parametrize("kind", ["reader", "writer"])
+def test_stream_entered_by_two_threads_is_busy(mock_url, kind):
+    """Taking a tensor's buffer runs its Python methods, which let another
+    thread in: that thread finds the stream in use; it read or wrote beside
+    the first call and close() freed the stream under it."""
+    class Slow(torch.Tensor):
+        def is_contiguous(self, *a, **k):
+            time.sleep(0.5)
+            return super().is_contiguous(*a, **k)
+
+    with railio.Client(mock_url, paths=1, chunk="1M") as c:
+        c.put("k", bytes(8 << 20))
+        s = c.open("k", "rb") if kind == "reader" else c.open("w", "wb", size=8 << 20)
+        big = torch.zeros(4 << 20, dtype=torch.uint8).as_subclass(Slow)
+        first = []
+        op = s.readinto if kind == "reader" else s.write
+        th = threading.Thread(target=lambda: first.append(op(big)))
+        th.start()
+        time.sleep(0.1)  # the first call is inside is_contiguous()
+        with pytest.raises(RuntimeError, match="in use"):
+            op(bytearray(1 << 20))
+        with pytest.raises(RuntimeError, match="in use"):
+            s.close()
+        th.join()
+        assert first == [4 << 20]
+        if kind == "writer":
+            s.write(bytes(4 << 20))
+        s.close()
+        if kind == "writer":
+            assert c.stat("w")["size"] == 8 << 20
+
+
+FORK_CHILD = r"""
+import os, signal, sys
+import railio
+c = railio.Client(sys.argv[1])
+c.put("k", b"parent")
+how = sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)
+    if how == "use":
+        try:
+            c.get("k")
+            os._exit(3)
+        except RuntimeError as e:
+            os._exit(0 if "forked" in str(e) else 4)
+    if how == "close":
+        c.close()
+        os._exit(0)
+    sys.exit(0)  # the interpreter's exit deallocates the client
+_, status = os.waitpid(pid, 0)
+assert c.get("k") == b"parent"  # the parent's client is untouched
+c.close()
+sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+@pytest.mark.parametrize("how", ["use", "close", "exit"])
+def test_client_in_a_forked_child(mock_url, how):
+    """A forked child has none of the client's threads: using it raises
+    at once (it hung for good), and the child exits cleanly whether it
+    closes it or leaves it to the interpreter's exit (a segfault joining
+    threads that are not there)."""
+    r = subprocess.run([sys.executable, "-c", FORK_CHILD, mock_url, how], timeout=60,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+
+
+def test_client_reopened_after_a_refused_close(mock_url):
+    c = railio.Client(mock_url, paths=1, chunk="64K", rate="20M")
+    c.put("k", bytes(8 << 20))
+    done = []
+
+    def get():
+        try:
+            c.get("k")
+        except railio.Cancelled:
+            pass
+        done.append(1)
+
+    th = threading.Thread(target=get)
+    th.start()
+    time.sleep(0.1)
+    with pytest.raises(RuntimeError, match="in progress"):
+        c.close()
+    th.join()
+    c.close()
+    c.__init__(mock_url + "-2")
+    c.put("k2", b"v")  # "railio.Client is closing" for good
+    assert c.get("k2") == b"v"
+    c.close()
