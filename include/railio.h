@@ -12,6 +12,9 @@
  * RIO_E* code below -10000); rio_get returns int64_t so it can carry byte
  * counts above 2 GiB. A client may be used by several threads at once; every
  * call blocks until it is finished and nothing of it is still in flight.
+ * A client belongs to the process that made it: its threads do not survive
+ * fork(), so a child must neither use nor destroy an inherited client (it
+ * makes its own; the Python binding refuses such calls).
  */
 #ifndef RAILIO_H
 #define RAILIO_H
