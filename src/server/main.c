@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -899,7 +900,7 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
         .tls_key = a->s3_tls_key,
         .max_conns = a->s3_max_conns == UINT64_MAX ? 1024u : (unsigned)a->s3_max_conns,
         .max_conns_ip = a->s3_max_conns_ip == UINT64_MAX ? 256u : (unsigned)a->s3_max_conns_ip};
-    char url[512], host[RIO_PROTO_ADDR_MAX + 1];
+    char url[3 * PATH_MAX + 512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {
         /* This server over railio://, on its first listener (a wildcard one
@@ -916,8 +917,30 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
                      srv->lis[0].addr.ss_family == AF_INET6 ? "[::1]" : "127.0.0.1", port);
             name = host;
         }
+        /* The token file's path percent-encoded: a '&', '%', '#' or '?'
+         * in it was read as URL syntax (every S3 request then failed). */
+        char tf[3 * PATH_MAX + 1] = "";
+        if (a->token_file) {
+            static const char hex[] = "0123456789ABCDEF";
+            size_t o = 0;
+            for (const unsigned char *p = (const unsigned char *)a->token_file; *p; p++) {
+                if (o + 4 > sizeof(tf)) {
+                    SRV_ERR("--auth-token-file: the path is too long");
+                    return -1;
+                }
+                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || strchr("/-._~", *p)) {
+                    tf[o++] = (char)*p;
+                } else {
+                    tf[o++] = '%';
+                    tf[o++] = hex[*p >> 4];
+                    tf[o++] = hex[*p & 15];
+                }
+            }
+            tf[o] = '\0';
+        }
         if (snprintf(url, sizeof(url), "railio://%s%s%s", name, a->token_file ? "?token_file=" : "",
-                     a->token_file ? a->token_file : "") >= (int)sizeof(url)) {
+                     tf) >= (int)sizeof(url)) {
             SRV_ERR("--s3-listen: the default backend's URL is too long");
             return -1;
         }
@@ -1121,9 +1144,11 @@ int main(int argc, char **argv)
         SRV_INFO("listening on %s (rail %u)", srv->lis[i].name, i);
     if (a.metrics)
         SRV_INFO("metrics on http://%s/metrics", mlis.name);
-    if (a.s3_listen)
+    if (a.s3_listen) {
+        char red[1024]; /* the backend's secrets (token=, a password) never logged */
         SRV_INFO("s3 on %s://%s/ over %s", a.s3_tls_cert ? "https" : "http", s3lis.name,
-                 a.s3_backend ? a.s3_backend : "this server");
+                 a.s3_backend ? rio__url_redact(a.s3_backend, red, sizeof(red)) : "this server");
+    }
     if (a.s3_listen && !a.s3_backend && !srv->cfg.data_dir && srv->store.evict_lru)
         SRV_WARN("--evict lru: objects written through S3 are dropped, oldest first, when "
                  "--memory is full (the store is a cache); --evict refuse answers 507 instead");
