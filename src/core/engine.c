@@ -720,7 +720,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
     unsigned n;
     if (cls == RIO_CLASS_THROTTLE) {
         n = ++ch->throttles;
-        if (n >= 4 * c->o.retry_attempts) {
+        if (n >= 4ull * c->o.retry_attempts) {
             req_decide_locked(c, r, RIO_ERETRIES);
             return;
         }
@@ -1408,7 +1408,13 @@ out:
  */
 static uint64_t stall_window_ns(const struct rio_client *c)
 {
-    return ((uint64_t)c->o.retry_attempts * c->o.op_timeout_ms + c->o.cooldown_cap_ms) * 1000000ull;
+    uint64_t ms, ns;
+    /* Saturating: an op timeout of years must not wrap to a short window. */
+    if (__builtin_mul_overflow((uint64_t)c->o.retry_attempts, c->o.op_timeout_ms, &ms) ||
+        __builtin_add_overflow(ms, c->o.cooldown_cap_ms, &ms) ||
+        __builtin_mul_overflow(ms, 1000000ull, &ns))
+        return UINT64_MAX;
+    return ns;
 }
 
 static bool any_path_healthy(const struct rio_client *c)

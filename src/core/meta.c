@@ -103,7 +103,7 @@ static int meta_failed(struct rio_client *c, const struct rio__meta *m, int err,
         return err;
     if (cls == RIO_CLASS_THROTTLE) {
         n = ++*throttles;
-        if (n >= 4 * c->o.retry_attempts)
+        if (n >= 4ull * c->o.retry_attempts)
             return meta_spent(err, n);
     } else {
         n = ++*tries;

@@ -31,6 +31,7 @@
 #define MIN_CHUNK RIO__CHUNK_MIN
 #define MAX_CHUNK RIO__CHUNK_MAX
 #define MAX_DEPTH 1024u
+#define MAX_RETRIES 1000u /* attempts per chunk (a throttled one: four times as many) */
 
 void rio_options_init(struct rio_options *o)
 {
@@ -122,19 +123,26 @@ static void knob_size(struct knobs *k, const char *param, const char *env, uint6
     knob_size_rule(k, param, env, dst, def, "not a size (e.g. 4M, 1GiB)");
 }
 
-static void knob_u32(struct knobs *k, const char *param, const char *env, uint32_t *dst,
-                     uint32_t def)
+/* A count: digits only (a size's "4M" or "1.0" is no count), at most max
+ * (checked by the caller's rule where it says more). */
+static void knob_count(struct knobs *k, const char *param, const char *env, uint32_t *dst,
+                       uint32_t def, uint32_t max)
 {
-    uint64_t v = *dst;
-    int err = k->err;
-    knob_size_rule(k, param, env, &v, def, "not a whole number");
-    if (k->err && !err)
+    if (*dst)
         return;
-    if (v > UINT32_MAX) {
-        bad(k, param, env, NULL, "too large");
+    const char *v = knob(k, param, env);
+    uint64_t x;
+    if (!v) {
+        *dst = def;
         return;
     }
-    *dst = (uint32_t)v;
+    if (rio__parse_uint(v, max, &x) < 0) {
+        char rule[64];
+        snprintf(rule, sizeof(rule), "not a whole number from 0 to %u", (unsigned)max);
+        bad(k, param, env, v, rule);
+        return;
+    }
+    *dst = (uint32_t)x;
 }
 
 /*
@@ -203,10 +211,10 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
 
     knob_size(k, "chunk", "RIO_CHUNK_SIZE", &o->chunk_size, DEF_CHUNK);
     v32 = o->paths;
-    knob_u32(k, "paths", "RIO_PATHS", &v32, 0);
+    knob_count(k, "paths", "RIO_PATHS", &v32, 0, RIO_MAX_PATHS);
     o->paths = v32;
     v32 = o->depth;
-    knob_u32(k, "depth", "RIO_DEPTH", &v32, DEF_DEPTH);
+    knob_count(k, "depth", "RIO_DEPTH", &v32, DEF_DEPTH, MAX_DEPTH);
     o->depth = v32;
     knob_size(k, "budget", "RIO_BUDGET", &o->budget_bytes, DEF_BUDGET);
     knob_size(k, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget, o->budget_bytes);
@@ -218,7 +226,7 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
             bad(k, "budget_mode", "RIO_BUDGET_MODE", v, "not wait or fail");
     }
     v32 = o->retry_attempts;
-    knob_u32(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
+    knob_count(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES, MAX_RETRIES);
     o->retry_attempts = v32;
     knob_ms(k, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms, DEF_BACKOFF_BASE_MS, 0);
     knob_ms(k, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms, DEF_BACKOFF_CAP_MS, 0);
@@ -270,8 +278,8 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "adapt", "RIO_ADAPT", NULL, "must be 1 (on) or -1 (off)");
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
-    if (o->retry_attempts < 1)
-        return bad(k, "retries", "RIO_RETRIES", NULL, "must be 1 or more");
+    if (o->retry_attempts < 1 || o->retry_attempts > MAX_RETRIES)
+        return bad(k, "retries", "RIO_RETRIES", NULL, "must be 1 to 1000");
     if (o->backoff_base_ms > o->backoff_cap_ms)
         return bad(k, "backoff_base", "RIO_BACKOFF_BASE_MS", NULL, "must not exceed backoff_cap");
     if (o->cooldown_base_ms > o->cooldown_cap_ms)

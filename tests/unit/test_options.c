@@ -116,6 +116,28 @@ TEST(bad_option_named)
     refused("mock://b?etag=sha1", "etag", "RIO_ETAG");
 }
 
+/* Counts are whole numbers in their range: retries=1G was taken, and
+ * the engine's 4 x retries for a throttled chunk wrapped (2^30 retries
+ * failed at the first throttle); a size's "4K" or "1.0" is no count. */
+TEST(counts_bounded_and_plain)
+{
+    struct rio_options o;
+    char why[256];
+    refused("mock://b?retries=1G", "retries", "RIO_RETRIES");
+    refused("mock://b?retries=1073741824", "retries", "RIO_RETRIES");
+    refused("mock://b?retries=1001", "retries", "RIO_RETRIES");
+    refused("mock://b?retries=0", "retries", "RIO_RETRIES");
+    refused("mock://b?depth=4K", "depth", "RIO_DEPTH");
+    refused("mock://b?depth=1.0", "depth", "RIO_DEPTH");
+    refused("mock://b?depth=1025", "depth", "RIO_DEPTH");
+    refused("mock://b?paths=4M", "paths", "RIO_PATHS");
+    refused("mock://b?paths=17", "paths", "RIO_PATHS");
+    T_OK(check("mock://b?retries=1000&depth=1024&paths=16", &o, why, sizeof(why)));
+    T_EQ(o.retry_attempts, 1000u);
+    T_EQ(o.depth, 1024u);
+    T_EQ(o.paths, 16u);
+}
+
 /* One boolean syntax everywhere: verify=ON and tls=Off were refused here
  * while sync=ON was accepted by file://; a bad one names itself. */
 TEST(bools_any_case)
