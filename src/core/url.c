@@ -480,6 +480,49 @@ bool rio__name_in(const char *name, const char *const *list)
 
 /* ------------------------------------------------------------ secrets */
 
+/* Edit distance of a[0..na) and b[0..nb), both under 64 bytes, a swap of
+ * two neighbours counting as one edit (optimal string alignment). */
+static unsigned edit_distance(const char *a, size_t na, const char *b, size_t nb)
+{
+    unsigned d[3][64]; /* rows i-2, i-1, i */
+
+    for (size_t j = 0; j <= nb; j++)
+        d[0][j] = (unsigned)j;
+    for (size_t i = 1; i <= na; i++) {
+        unsigned *cur = d[i % 3], *prev = d[(i + 2) % 3], *pp = d[(i + 1) % 3];
+        cur[0] = (unsigned)i;
+        for (size_t j = 1; j <= nb; j++) {
+            unsigned best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < best)
+                best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best)
+                best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                pp[j - 2] + 1 < best)
+                best = pp[j - 2] + 1;
+            cur[j] = best;
+        }
+    }
+    return d[na % 3][nb];
+}
+
+/* Whether a part of low (split at '_' and '-') is a secret word mistyped:
+ * "tokne=" is refused as an unknown option, and its value is the token. */
+static bool near_secret_word(const char *low)
+{
+    static const char *const words[] = {"token", "secret", "password", "passwd"};
+
+    for (const char *p = low; *p;) {
+        size_t l = strcspn(p, "_-");
+        for (size_t i = 0; l && l < 64 && i < sizeof(words) / sizeof(words[0]); i++)
+            if (edit_distance(p, l, words[i], strlen(words[i])) <= 1)
+                return true;
+        p += l;
+        p += *p != '\0';
+    }
+    return false;
+}
+
 bool rio__secret_name(const char *name, size_t n)
 {
     static const char *const words[] = {"token", "secret", "password", "passwd", "key"};
@@ -497,7 +540,7 @@ bool rio__secret_name(const char *name, size_t n)
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         if (strstr(low, words[i]))
             return true;
-    return false;
+    return near_secret_word(low);
 }
 
 /* Append n bytes of s to out[cap] at *o, as many as fit. */

@@ -65,6 +65,97 @@ TEST(secret_names)
     T_FALSE(rio__secret_name("keyring", 7));
     T_FALSE(rio__secret_name("token_file", 10));
     T_FALSE(rio__secret_name("depth", 5));
+    /* A secret word mistyped: "tokne=" is refused as unknown, and the
+     * message quoting it showed the token. */
+    static const char *const typos[] = {"tokne",   "tokem",   "toke",    "secert",
+                                        "pasword", "passwrd", "s3_tokn", "auth-tokne"};
+    for (size_t i = 0; i < sizeof(typos) / sizeof(typos[0]); i++)
+        if (!rio__secret_name(typos[i], strlen(typos[i])))
+            T_FAIL("%s is not taken for a secret", typos[i]);
+    /* and no option that holds none: every name the library and its
+     * transports take, but the token itself */
+    static const char *const plain[] = {"chunk",
+                                        "paths",
+                                        "depth",
+                                        "budget",
+                                        "request_budget",
+                                        "budget_mode",
+                                        "retries",
+                                        "backoff_base",
+                                        "backoff_cap",
+                                        "deadline",
+                                        "op_timeout",
+                                        "cooldown_base",
+                                        "cooldown_cap",
+                                        "verify",
+                                        "retry_checksum",
+                                        "seed",
+                                        "etag",
+                                        "tls",
+                                        "adapt",
+                                        "faults",
+                                        "rate",
+                                        "lat",
+                                        "disk",
+                                        "contend",
+                                        "depth_cap",
+                                        "queues",
+                                        "direct",
+                                        "sync",
+                                        "single",
+                                        "inplace",
+                                        "tmpfile",
+                                        "bounce",
+                                        "stage",
+                                        "conf",
+                                        "id",
+                                        "keyring",
+                                        "timeout",
+                                        "abort_timeout",
+                                        "inject_socket_failures",
+                                        "fail_chunk",
+                                        "fail_error",
+                                        "shuffle",
+                                        "pools",
+                                        "max_object",
+                                        "list_scan",
+                                        "conns",
+                                        "stall_check",
+                                        "index_recheck",
+                                        "endpoint",
+                                        "region",
+                                        "profile",
+                                        "unsigned",
+                                        "addressing",
+                                        "conditional",
+                                        "rails",
+                                        "connect_timeout",
+                                        "user_timeout",
+                                        "progress_timeout",
+                                        "ttl",
+                                        "dial_backoff",
+                                        "dial_backoff_cap",
+                                        "cancel_grace",
+                                        "keepalive",
+                                        "tls_verify",
+                                        "tls_ca",
+                                        "tls_name",
+                                        "token_file",
+                                        "content_md5",
+                                        "checksum",
+                                        "nt_copy",
+                                        "discard",
+                                        "dns_shuffle",
+                                        "bufsize",
+                                        "upbufsize",
+                                        "rcvbuf",
+                                        "stall",
+                                        "min_speed",
+                                        "min_part",
+                                        "ca_bundle"};
+    for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
+        if (rio__secret_name(plain[i], strlen(plain[i])))
+            T_FAIL("%s is taken for a secret", plain[i]);
 }
 
 TEST(refused_secret_option_hides_its_value)
