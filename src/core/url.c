@@ -336,9 +336,7 @@ int rio__parse_tristate(const char *s, const char *third, int *out)
 /* The one line a refused option writes to stderr, "railio: name=value:
  * expected ...", also this thread's rio_error_detail(); a secret's value
  * is not shown. */
-static int refuse(const char *name, const char *v, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int refuse(const char *name, const char *v, const char *fmt, ...)
+int rio__opt_refuse(const char *name, const char *v, const char *fmt, ...)
 {
     char rule[192];
     va_list ap;
@@ -357,14 +355,14 @@ int rio__opt_bool(const char *name, const char *v, bool *out)
 {
     if (rio__parse_bool(v, out) == 0)
         return 0;
-    return refuse(name, v, "expected on or off");
+    return rio__opt_refuse(name, v, "expected on or off");
 }
 
 int rio__opt_tristate(const char *name, const char *v, const char *third, int *out)
 {
     if (rio__parse_tristate(v, third, out) == 0)
         return 0;
-    return refuse(name, v, "expected on, off or %s", third);
+    return rio__opt_refuse(name, v, "expected on, off or %s", third);
 }
 
 int rio__url_bool(const struct rio_url *u, const char *name, bool *out)
@@ -383,7 +381,7 @@ int rio__opt_ms(const char *name, const char *v, uint32_t *out)
 {
     if (rio__parse_ms(v, out) == 0)
         return 0;
-    return refuse(name, v, "expected a duration (e.g. 250ms, 2s) under 49 days");
+    return rio__opt_refuse(name, v, "expected a duration (e.g. 250ms, 2s) under 49 days");
 }
 
 int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, unsigned flags,
@@ -399,11 +397,13 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
         return 0;
     }
     if (min)
-        return refuse(name, v, "expected %sa size (e.g. 64K, 1M)%s from %" PRIu64 " to %" PRIu64,
-                      zero, step, min, max);
+        return rio__opt_refuse(name, v,
+                               "expected %sa size (e.g. 64K, 1M)%s from %" PRIu64 " to %" PRIu64,
+                               zero, step, min, max);
     if (max != UINT64_MAX)
-        return refuse(name, v, "expected a size (e.g. 64K, 1M)%s up to %" PRIu64, step, max);
-    return refuse(name, v, "expected a size (e.g. 64K, 1M)%s", step);
+        return rio__opt_refuse(name, v, "expected a size (e.g. 64K, 1M)%s up to %" PRIu64, step,
+                               max);
+    return rio__opt_refuse(name, v, "expected a size (e.g. 64K, 1M)%s", step);
 }
 
 int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out)
@@ -414,7 +414,8 @@ int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, u
         *out = x;
         return 0;
     }
-    return refuse(name, v, "expected a whole number from %" PRIu64 " to %" PRIu64, min, max);
+    return rio__opt_refuse(name, v, "expected a whole number from %" PRIu64 " to %" PRIu64, min,
+                           max);
 }
 
 /* ------------------------------------------------------------ names */
@@ -480,32 +481,6 @@ bool rio__name_in(const char *name, const char *const *list)
 
 /* ------------------------------------------------------------ secrets */
 
-/* Edit distance of a[0..na) and b[0..nb), both under 64 bytes, a swap of
- * two neighbours counting as one edit (optimal string alignment). */
-static unsigned edit_distance(const char *a, size_t na, const char *b, size_t nb)
-{
-    unsigned d[3][64]; /* rows i-2, i-1, i */
-
-    for (size_t j = 0; j <= nb; j++)
-        d[0][j] = (unsigned)j;
-    for (size_t i = 1; i <= na; i++) {
-        unsigned *cur = d[i % 3], *prev = d[(i + 2) % 3], *pp = d[(i + 1) % 3];
-        cur[0] = (unsigned)i;
-        for (size_t j = 1; j <= nb; j++) {
-            unsigned best = prev[j - 1] + (a[i - 1] != b[j - 1]);
-            if (prev[j] + 1 < best)
-                best = prev[j] + 1;
-            if (cur[j - 1] + 1 < best)
-                best = cur[j - 1] + 1;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                pp[j - 2] + 1 < best)
-                best = pp[j - 2] + 1;
-            cur[j] = best;
-        }
-    }
-    return d[na % 3][nb];
-}
-
 /* Whether a part of low (split at '_' and '-') is a secret word mistyped:
  * "tokne=" is refused as an unknown option, and its value is the token. */
 static bool near_secret_word(const char *low)
@@ -514,9 +489,14 @@ static bool near_secret_word(const char *low)
 
     for (const char *p = low; *p;) {
         size_t l = strcspn(p, "_-");
-        for (size_t i = 0; l && l < 64 && i < sizeof(words) / sizeof(words[0]); i++)
-            if (edit_distance(p, l, words[i], strlen(words[i])) <= 1)
-                return true;
+        char part[64];
+        if (l < sizeof(part)) {
+            memcpy(part, p, l);
+            part[l] = '\0';
+            for (size_t i = 0; l && i < sizeof(words) / sizeof(words[0]); i++)
+                if (name_distance(part, words[i]) <= 1)
+                    return true;
+        }
         p += l;
         p += *p != '\0';
     }

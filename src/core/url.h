@@ -114,6 +114,11 @@ int rio__opt_size(const char *name, const char *v, uint64_t min, uint64_t max, u
                   uint64_t *out);
 /* A count option name=v (digits only) from min to max; a refusal names
  * it, e.g. "railio: conns=0: expected a whole number from 1 to 16". */
+/* Refuse option name's value v (NULL: none given; hidden when the name is
+ * a secret's) with the rule fmt says: said on stderr ("railio: name=v:
+ * rule") and in rio_error_detail(). Returns RIO_EINVAL. */
+int rio__opt_refuse(const char *name, const char *v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int rio__opt_uint(const char *name, const char *v, uint64_t min, uint64_t max, uint64_t *out);
 
 /*

@@ -9,7 +9,10 @@
  * (refused_option_names_itself); rados:// max_object= is read after the
  * cluster connects (test_rados).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "railio.h"
 #include "t.h"
@@ -64,4 +67,26 @@ TEST(tcp_count_option_refused_names_itself)
                      "railio: conns=0: expected a whole number from 1 to ");
     t_client_refused("railio://127.0.0.1:1?conns=lots", &o,
                      "railio: conns=lots: expected a whole number");
+    /* Each of these said only "invalid argument" (the token file's reason,
+     * computed, was dropped). */
+    char path[256], url[512];
+    snprintf(path, sizeof(path), "%s/empty-token", t_scratch_dir("railio-opt"));
+    t_write_file(path, "", 0);
+    snprintf(url, sizeof(url), "railio://127.0.0.1:1?token_file=%s", path);
+    t_client_refused(url, &o, "railio: token_file=");
+    t_client_refused(url, &o, ": empty");
+    struct rio_client *c = NULL;
+    T_ERR(rio_client_new("railio://127.0.0.1:1?token_file=/nonexistent/tok", &o, &c), -ENOENT);
+    T_NOTNULL(strstr(rio_error_detail(), "token_file=/nonexistent/tok: No such file"));
+    t_client_refused("railio://127.0.0.1:1?token=", &o, "railio: token=***: must be 1 to ");
+    t_client_refused("railio://127.0.0.1:1?token=SECRET&token_file=/x", &o, "not both");
+    t_client_refused("railio://127.0.0.1:1?connect_timeout=0", &o,
+                     "railio: connect_timeout=0: must be more than 0");
+    t_client_refused("railio://127.0.0.1:1?cancel_grace=0", &o,
+                     "railio: cancel_grace=0: must be more than 0");
+    t_client_refused("railio://127.0.0.1:1?dial_backoff=5s&dial_backoff_cap=1s", &o,
+                     "railio: dial_backoff=5s: 5000 ms must not exceed dial_backoff_cap");
+    setenv("RIO_TOKEN_FILE", path, 1);
+    t_client_refused("railio://127.0.0.1:1", &o, "railio: RIO_TOKEN_FILE=");
+    unsetenv("RIO_TOKEN_FILE");
 }

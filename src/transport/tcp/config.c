@@ -3,6 +3,7 @@
  * URL, members, rails and options: the authority's members and their ring,
  * ?rails= and rails paired by subnet, and the transport's query options.
  */
+#include "core/internal.h"
 #include "transport/tcp/tcp_int.h"
 
 /*
@@ -330,8 +331,9 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
     if (ca && !*ca)
         ca = NULL;
     if ((s = rio__url_param(u, "tls_name")) && *s) {
-        if (strlen(s) > 255)
-            return RIO_EINVAL;
+        if (strlen(s) > 255) {
+            return rio__opt_refuse("tls_name", s, "longer than 255 bytes (a host name)");
+        }
         t->tls_name = rio__malloc(strlen(s) + 1);
         if (!t->tls_name)
             return -ENOMEM;
@@ -361,8 +363,10 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
     }
     t->connect_ms = TCP_DEF_CONNECT_MS;
     if ((s = rio__url_param(u, "connect_timeout")) &&
-        (rio__opt_ms("connect_timeout", s, &t->connect_ms) < 0 || t->connect_ms == 0))
+        rio__opt_ms("connect_timeout", s, &t->connect_ms) < 0)
         return RIO_EINVAL;
+    if (t->connect_ms == 0)
+        return rio__opt_refuse("connect_timeout", s, "must be more than 0");
     t->user_timeout_ms = TCP_DEF_USER_TIMEOUT_MS;
     if ((s = rio__url_param(u, "user_timeout")) &&
         rio__opt_ms("user_timeout", s, &t->user_timeout_ms) < 0)
@@ -382,11 +386,15 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
         rio__opt_ms("dial_backoff_cap", s, &t->backoff_cap_ms) < 0)
         return RIO_EINVAL;
     if (t->backoff_ms > t->backoff_cap_ms)
-        return RIO_EINVAL;
+        return rio__opt_refuse("dial_backoff", rio__url_param(u, "dial_backoff"),
+                               "%llu ms must not exceed dial_backoff_cap (%llu ms)",
+                               (unsigned long long)t->backoff_ms,
+                               (unsigned long long)t->backoff_cap_ms);
     t->grace_ms = TCP_DEF_CANCEL_GRACE_MS;
-    if ((s = rio__url_param(u, "cancel_grace")) &&
-        (rio__opt_ms("cancel_grace", s, &t->grace_ms) < 0 || !t->grace_ms))
+    if ((s = rio__url_param(u, "cancel_grace")) && rio__opt_ms("cancel_grace", s, &t->grace_ms) < 0)
         return RIO_EINVAL;
+    if (!t->grace_ms)
+        return rio__opt_refuse("cancel_grace", s, "must be more than 0");
     t->keepalive = true;
     if ((s = rio__url_param(u, "keepalive")) && rio__opt_bool("keepalive", s, &t->keepalive) < 0)
         return RIO_EINVAL;
@@ -398,11 +406,13 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
     if (!tok && !tokf)
         tokf = getenv("RIO_TOKEN_FILE");
     if (tok && tokf)
-        return RIO_EINVAL;
+        return rio__opt_refuse("token", tok,
+                               "give token= or token_file= (or RIO_TOKEN_FILE), "
+                               "not both");
     if (tok) {
         size_t n = strlen(tok);
         if (n == 0 || n > TCP_TOKEN_MAX)
-            return RIO_EINVAL;
+            return rio__opt_refuse("token", tok, "must be 1 to %u bytes", (unsigned)TCP_TOKEN_MAX);
         t->token = rio__malloc(n);
         if (!t->token)
             return -ENOMEM;
@@ -412,8 +422,11 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
         const char *why;
         int loose;
         ret = rio__proto_token_read(tokf, &t->token, &t->token_len, &loose, &why);
-        if (ret < 0)
+        if (ret < 0) {
+            rio__opt_refuse(rio__url_param(u, "token_file") ? "token_file" : "RIO_TOKEN_FILE", tokf,
+                            "%s", why ? why : strerror(-ret));
             return ret;
+        }
     }
     return 0;
 }
