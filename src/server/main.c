@@ -224,8 +224,13 @@ err_errno:
 static void tune_socket(int fd, const struct rio_srv_config *cfg)
 {
     int one = 1;
-    unsigned prog_ms = (unsigned)(cfg->progress_timeout_ns / 1000000ull);
-    int idle = (int)(cfg->progress_timeout_ns / SEC / 2);
+    /* Clamped to what the socket options hold (TCP_USER_TIMEOUT: an
+     * unsigned of ms; TCP_KEEPIDLE: at most 32767 s): a longer timeout was
+     * truncated, to 1 ms for 2^32 + 1 ms, and the keepalive refused. */
+    uint64_t ms = cfg->progress_timeout_ns / 1000000ull,
+             half_s = cfg->progress_timeout_ns / SEC / 2;
+    unsigned prog_ms = ms > UINT32_MAX ? UINT32_MAX : (unsigned)ms;
+    int idle = half_s > 32767 ? 32767 : (int)half_s;
     int intvl = 1, cnt = 3;
 
     if (idle < 1)
@@ -377,6 +382,9 @@ struct args {
 /* The numeric options: parsed as a count, a size or a duration, range
  * checked, and stored in their field of struct rio_srv_config. */
 enum num_kind { NUM_UINT, NUM_SIZE, NUM_DURATION };
+/* The longest duration an option takes: 100 years, so that now + it
+ * cannot wrap (a --ttl near 2^64 ns expired every object at once). */
+#define DUR_MAX (100ull * 365 * 24 * 3600 * SEC)
 static const struct num_opt {
     int id;
     enum num_kind kind;
@@ -389,21 +397,21 @@ static const struct num_opt {
             sizeof(((struct rio_srv_config *)0)->field)                                            \
     }
     NUM(OPT_MEMORY, NUM_SIZE, 1, UINT64_MAX, memory),
-    NUM(OPT_TTL, NUM_DURATION, 0, UINT64_MAX, ttl_ns),
+    NUM(OPT_TTL, NUM_DURATION, 0, DUR_MAX, ttl_ns),
     NUM(OPT_THREADS, NUM_UINT, 1, 256, threads),
     NUM(OPT_MAX_CONNS, NUM_UINT, 1, 1000000, max_conns),
     NUM(OPT_MAX_INFLIGHT, NUM_SIZE, 1, UINT64_MAX, max_inflight_bytes),
     NUM(OPT_MAX_DEPTH, NUM_UINT, 1, 65536, max_depth),
     NUM(OPT_MAX_BODY, NUM_SIZE, RIO_PROTO_CTRL_MAX, RIO_PROTO_BODY_CAP, max_body),
-    NUM(OPT_IDLE, NUM_DURATION, 0, UINT64_MAX, idle_timeout_ns),
-    NUM(OPT_PROGRESS, NUM_DURATION, 1000000, UINT64_MAX, progress_timeout_ns),
+    NUM(OPT_IDLE, NUM_DURATION, 0, DUR_MAX, idle_timeout_ns),
+    NUM(OPT_PROGRESS, NUM_DURATION, 1000000, DUR_MAX, progress_timeout_ns),
     NUM(OPT_MIN_RATE, NUM_SIZE, 1, UINT64_MAX, min_rate),
-    NUM(OPT_UPLOAD, NUM_DURATION, 1, UINT64_MAX, upload_timeout_ns),
-    NUM(OPT_DRAIN, NUM_DURATION, 0, UINT64_MAX, drain_timeout_ns),
+    NUM(OPT_UPLOAD, NUM_DURATION, 1, DUR_MAX, upload_timeout_ns),
+    NUM(OPT_DRAIN, NUM_DURATION, 0, DUR_MAX, drain_timeout_ns),
     NUM(OPT_UP_CONN, NUM_UINT, 1, 256, max_uploads_conn),
     NUM(OPT_UP_CLIENT, NUM_UINT, 0, 1000000, max_uploads_client),
     NUM(OPT_HANDSHAKES, NUM_UINT, 1, 1000000, max_handshakes),
-    NUM(OPT_HS_TIMEOUT, NUM_DURATION, 0, UINT64_MAX, handshake_timeout_ns),
+    NUM(OPT_HS_TIMEOUT, NUM_DURATION, 0, DUR_MAX, handshake_timeout_ns),
     NUM(OPT_AUTH_FAIL, NUM_UINT, 1, 1000000, auth_fail_burst),
 #undef NUM
 };
@@ -421,8 +429,16 @@ static int num_opt_set(struct rio_srv_config *cfg, int id, const char *v)
         ret = n->kind == NUM_UINT   ? rio__parse_uint(v, n->max, &x)
               : n->kind == NUM_SIZE ? rio__parse_size(v, &x)
                                     : rio__parse_duration_ns(v, &x);
-        if (ret < 0 || x < n->min || x > n->max)
+        if (ret < 0)
             return -1;
+        if (x < n->min || x > n->max) {
+            if (n->kind == NUM_DURATION && x > n->max && n->max == DUR_MAX)
+                fprintf(stderr, "railiod: at most 100 years (876000h)\n");
+            else if (n->kind != NUM_DURATION)
+                fprintf(stderr, "railiod: from %llu to %llu\n", (unsigned long long)n->min,
+                        (unsigned long long)n->max);
+            return -1;
+        }
         if (n->width == 4) {
             uint32_t x32 = (uint32_t)x;
             memcpy((char *)cfg + n->off, &x32, 4);

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "server_env.h"
+#include "tlib.h"
 
 #define MIB (1u << 20)
 
@@ -294,4 +295,39 @@ TEST(concurrent_clients_overlapping_keys)
     }
     T_GT(ok, 0u);
     T_EQ(srv_stop(&e), 0);
+}
+
+/* Durations near the top of their range: --ttl and the other durations
+ * stop at 100 years (a --ttl of 5124095h wrapped now + ttl: every object
+ * expired as it was written), and a --progress-timeout past what the
+ * socket options hold is clamped, not truncated (2^32 + 1 ms became a
+ * TCP_USER_TIMEOUT of 1 ms). */
+TEST(long_durations_bounded)
+{
+    char bin[512];
+    srv_binary(bin, sizeof(bin));
+    T_EQ(
+        t_sh("timeout -s KILL 10 %s --ttl 5124095h --listen 127.0.0.1:0 2>&1 | grep -q '100 years'",
+             bin),
+        0);
+    T_EQ(t_sh("timeout -s KILL 10 %s --ttl 5124095h --listen 127.0.0.1:0 >/dev/null 2>&1", bin), 2);
+
+    struct srv_env e;
+    struct wc w;
+    const char *args[] = {"--ttl", "876000h", "--progress-timeout", "4294967297", NULL};
+    uint8_t data[4096];
+    t_fill_pattern(data, sizeof(data), 5);
+    srv_start_wc(&e, args, &w);
+    uint64_t gen = wc_put(&w, "k", data, sizeof(data), 4096);
+    T_GT(gen, 0u);
+    usleep(50 * 1000); /* a 1 ms user timeout would have cut a quiet connection by now */
+    uint8_t got[4096];
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL;
+    T_EQ(wc_lookup(&w, "k", &d, &keep), 0);
+    free(keep);
+    T_EQ(wc_read(&w, "k", gen, 0, sizeof(got), got), 0);
+    T_MEMEQ(got, data, sizeof(data));
+    srv_stop(&e);
+    wc_close(&w);
 }
