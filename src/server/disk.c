@@ -324,6 +324,35 @@ static void tomb_unlink_file(struct rio_srv_disk *d, const char *key, uint16_t k
     unlink_named(d, "d", key, klen, gen);
 }
 
+/* Open record file name for reading: only a regular file, never through
+ * a symbolic link, never waiting on a FIFO (a FIFO planted under a record's
+ * name hung start-up, and every READ thread that opened it). The fd, or
+ * -errno with *why (when not NULL) saying what the name held instead. */
+static int rec_open(struct rio_srv_disk *d, const char *name, struct stat *st, const char **why)
+{
+    struct stat sb;
+    int fd = openat(d->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+    if (why)
+        *why = NULL;
+    if (fd < 0) {
+        int e = errno;
+        if (why && e == ELOOP)
+            *why = "a symbolic link, not a record";
+        return -e;
+    }
+    if (!st)
+        st = &sb;
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+        int e = S_ISREG(st->st_mode) ? errno : EINVAL;
+        if (why && e == EINVAL)
+            *why = S_ISDIR(st->st_mode) ? "a directory, not a record" : "not a regular file";
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
 /* Write key's tombstone file for gen (fsynced with --sync; the directory
  * is the caller's). 0 or -errno. */
 static int tomb_write(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t gen)
@@ -335,7 +364,12 @@ static int tomb_write(struct rio_srv_disk *d, const char *key, uint16_t klen, ui
 
     n = rio__srv_disk_enc_tomb(buf, key, klen, gen);
     obj_name(name, "d", key_hash(key, klen), gen, "");
-    fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* A new file, never through whatever the name holds (a symbolic link
+     * planted there had the tombstone written over its target, outside
+     * the directory): what is there is removed first. */
+    fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == EEXIST && unlinkat(d->dirfd, name, 0) == 0)
+        fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
     ret = pwrite_all(fd, buf, n, 0);
@@ -373,15 +407,14 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     int fd, ret;
 
     *out = NULL;
-    fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC);
+    fd = rec_open(d, name, &st, &why);
     if (fd < 0) {
-        SRV_WARN("disk: open %s/%s: %s", d->dir, name, strerror(errno));
-        return -errno;
-    }
-    if (fstat(fd, &st) < 0) {
-        ret = -errno;
-        close(fd);
-        return ret;
+        if (why) {
+            quarantine(d, name, why);
+            return RIO_ECHECKSUM;
+        }
+        SRV_ERR("disk: open %s/%s: %s; not served", d->dir, name, strerror(-fd));
+        return fd;
     }
     ret = pread_all(fd, fixed, HDR_FIXED, 0);
     if (ret == -EIO) {
@@ -443,13 +476,23 @@ static int recover_tomb(struct rio_srv_disk *d, const char *name, uint64_t name_
     int fd;
 
     *out = NULL;
-    fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
+    fd = rec_open(d, name, NULL, &why);
+    if (fd < 0) {
+        if (why) {
+            quarantine(d, name, why);
+            return RIO_ECHECKSUM;
+        }
+        SRV_ERR("disk: open %s/%s: %s; ignored", d->dir, name, strerror(-fd));
+        return fd;
+    }
     n = pread(fd, buf, sizeof(buf), 0);
+    if (n < 0) {
+        int e = errno;
+        close(fd);
+        SRV_ERR("disk: read %s/%s: %s; ignored", d->dir, name, strerror(e));
+        return -e;
+    }
     close(fd);
-    if (n < 0)
-        return -errno;
     if (rio__srv_disk_parse_tomb(buf, (size_t)n, &r) < 0)
         why = r.why;
     else if (r.generation != name_gen || key_hash(r.key, r.key_len) != name_kh)
@@ -504,8 +547,14 @@ static bool rec_name(const char *n, char pfx, unsigned long long *kh, unsigned l
 {
     int used = 0;
 
-    return n[0] == pfx && sscanf(n + 1, "-%16llx-%16llx%n", kh, gen, &used) == 2 &&
-           n[1 + used] == '\0' && strlen(n) == 35;
+    /* Exactly the digits obj_name writes: another spelling of the same
+     * key and generation ("O-81AF..." or "+"/"0x" forms) must not pass for
+     * a second copy, whose recovery unlinked the real one. */
+    static const char hex[] = "0123456789abcdef";
+    if (strlen(n) != 35 || n[0] != pfx || n[1] != '-' || n[18] != '-' || strspn(n + 2, hex) != 16 ||
+        strspn(n + 19, hex) != 16)
+        return false;
+    return sscanf(n + 1, "-%16llx-%16llx%n", kh, gen, &used) == 2 && n[1 + used] == '\0';
 }
 
 static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
@@ -1082,6 +1131,7 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
     char name[NAME_LEN];
     struct rio_srv_obj *b;
     uint64_t first, last, a, z;
+    const char *why;
     int fd, ret;
 
     *out = NULL;
@@ -1118,10 +1168,14 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
         return -ENOMEM;
     }
     obj_name(name, "o", key_hash(e->key, e->key_len), e->generation, "");
-    fd = openat(d->dirfd, name, O_RDONLY | O_CLOEXEC);
+    fd = rec_open(d, name, NULL, &why);
     if (fd < 0) {
-        ret = -errno;
-        if (ret == -ENOENT) {
+        ret = fd;
+        if (why) { /* replaced by something that is no record */
+            atomic_fetch_add(&d->corrupt, 1);
+            SRV_ERR("disk: record %s/%s is %s; not served", d->dir, name, why);
+            ret = -EIO;
+        } else if (ret == -ENOENT) {
             /* Replaced or deleted since the lookup. */
             struct rio_srv_obj *now = rio__srv_disk_get(d, e->key, e->key_len);
             ret = now ? RIO_EGENERATION : RIO_ENOTFOUND;

@@ -543,3 +543,91 @@ TEST(deletes_of_absent_keys_leave_no_tombstones)
     free(keep);
     srv_end_wc(&e, &c);
 }
+
+/* What someone else planted in the directory under records' names: a FIFO
+ * (start-up hung on it for good, and so did every READ thread that met
+ * one), a symbolic link to a record outside (served), a second spelling of
+ * a record's name in capitals (its recovery unlinked the real record), and
+ * links under the names of tombstones to come (a DELETE wrote its
+ * tombstone through one, over a file outside the directory). None is
+ * followed or waited on; the real records are served. */
+TEST(planted_names_neither_followed_nor_waited_on)
+{
+    const char *dir = disk_dir_make();
+    char outside[512], path[512], other[600], cmd[2048];
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL, *buf = NULL;
+    uint64_t g[4];
+
+    snprintf(outside, sizeof(outside), "%s.outside", dir);
+    T_EQ(mkdir(outside, 0755), 0);
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    g[0] = put_version(&c, "a", 0, 1, 16384);
+    g[1] = put_version(&c, "fifo", 1, 1, 16384);
+    g[2] = put_version(&c, "link", 2, 1, 16384);
+    g[3] = put_version(&c, "b", 1, 2, 16384);
+    srv_end_wc(&e, &c);
+
+    file_of(dir, g[1], path, sizeof(path));
+    T_EQ(unlink(path), 0);
+    T_EQ(mkfifo(path, 0644), 0);
+    file_of(dir, g[2], path, sizeof(path));
+    snprintf(other, sizeof(other), "%s/rec", outside);
+    T_EQ(rename(path, other), 0);
+    T_EQ(symlink(other, path), 0);
+    file_of(dir, g[0], path, sizeof(path));
+    const char *base = strrchr(path, '/') + 1;
+    snprintf(cmd, sizeof(cmd), "cp %s \"%s/$(echo %s | tr a-f A-F)\"", path, dir, base);
+    T_EQ(t_sh("%s", cmd), 0);
+
+    start(&e, dir, 0, "64M"); /* hung in open() on the FIFO */
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 2.0);
+    wc_open(&c, e.addr[0]);
+    expect_version(&c, "a", 0, 1, g[0]);
+    T_EQ(wc_lookup(&c, "fifo", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+    T_EQ(wc_lookup(&c, "link", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+
+    /* At run time: a record replaced by a FIFO (b was recovered, not
+     * read: it is not in memory) is an error, at once. */
+    uint64_t gb = g[3];
+    file_of(dir, gb, path, sizeof(path));
+    T_EQ(unlink(path), 0);
+    T_EQ(mkfifo(path, 0644), 0);
+    T_EQ(dv_get(&c, "b", &buf, &d), -EIO);
+    T_NULL(buf);
+    expect_version(&c, "a", 0, 1, g[0]);
+
+    /* Links under the names the next tombstones of "a" may take (the
+     * generations after a probe's), and an upload opened before the
+     * DELETE, still open, so that the DELETE writes a tombstone. */
+    snprintf(other, sizeof(other), "%s/victim", outside);
+    write_file(other, "precious", 8);
+    uint8_t b1[100] = {0};
+    uint64_t up;
+    T_EQ(wc_put_open(&c, "pending", sizeof(b1), sizeof(b1), 0, &up), 0);
+    uint64_t gp = put_version(&c, "probe", 3, 1, 16384);
+    file_of(dir, g[0], path, sizeof(path));
+    char kh[17];
+    memcpy(kh, strrchr(path, '/') + 3, 16);
+    kh[16] = '\0';
+    for (uint64_t i = 1; i <= 64; i++) {
+        char name[600];
+        snprintf(name, sizeof(name), "%s/d-%s-%016llx", dir, kh, (unsigned long long)(gp + i));
+        T_EQ(symlink(other, name), 0);
+    }
+    T_EQ(wc_delete(&c, "a"), 0);
+    T_EQ(wc_lookup(&c, "a", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+    size_t n;
+    uint8_t *v = t_slurp(other, &n);
+    T_EQ(n, 8u);
+    T_MEMEQ(v, "precious", 8);
+    free(v);
+    srv_end_wc(&e, &c);
+    T_EQ(t_sh("rm -rf %s", outside), 0);
+}
