@@ -61,6 +61,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -662,6 +663,19 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     if (d->dirfd < 0) {
         ret = -errno;
         SRV_ERR("data dir %s: %s", dir, strerror(errno));
+        goto err;
+    }
+    /* One railiod per directory, for as long as it runs: a second one's
+     * recovery removed the first's uploads in progress, and their indexes
+     * drifted apart (objects listed that every GET refused). */
+    if (flock(d->dirfd, LOCK_EX | LOCK_NB) < 0) {
+        ret = -errno;
+        if (errno == EWOULDBLOCK)
+            SRV_ERR("data dir %s: another railiod serves it (the directory is locked)", dir);
+        else
+            SRV_ERR("data dir %s: lock: %s", dir, strerror(errno));
+        close(d->dirfd);
+        d->dirfd = -1;
         goto err;
     }
     pthread_mutex_init(&d->mu, NULL);

@@ -631,3 +631,32 @@ TEST(planted_names_neither_followed_nor_waited_on)
     srv_end_wc(&e, &c);
     T_EQ(t_sh("rm -rf %s", outside), 0);
 }
+
+/* One railiod per data directory: a second one on the same directory
+ * refuses to start, saying why (it started, removed the first one's
+ * uploads in progress, and the two indexes drifted apart). The first one
+ * keeps serving; once it is gone the directory is free again. */
+TEST(second_server_on_the_directory_refused)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e, e2;
+    struct wc c;
+    char bin[512];
+
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    uint64_t g = put_version(&c, "k", 0, 1, 16384);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+              "grep -q 'another railiod serves it'",
+              bin, dir),
+         0);
+    T_EQ(t_sh("timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1", bin, dir),
+         1);
+    expect_version(&c, "k", 0, 1, g);
+    srv_end_wc(&e, &c);
+    start(&e2, dir, 0, "64M");
+    wc_open(&c, e2.addr[0]);
+    expect_version(&c, "k", 0, 1, g);
+    srv_end_wc(&e2, &c);
+}
