@@ -10,6 +10,7 @@
 
 #include "core/checksum.h"
 #include "core/key.h"
+#include "proto/proto.h"
 #include "server/server.h"
 
 #include "railio.h"
@@ -93,6 +94,20 @@ uint64_t rio__srv_disk_data_off_max(uint64_t key_len, uint64_t nchunks)
     return rio__srv_disk_round_up(RIO_SRV_DISK_HDR_FIXED + key_len + nchunks * 8 + 8);
 }
 
+/* Why a record's or tombstone's key and generation cannot be railiod's, or
+ * NULL: a key with a NUL byte (no protocol request names it: it broke
+ * every LIST and could not be deleted), a generation of 0 or within 2^40
+ * of the end of its range (the next PUT's wrapped to 1, and an
+ * acknowledged PUT of that key was lost behind the forged one). */
+static const char *rec_fields_why(const char *key, size_t key_len, uint64_t gen)
+{
+    if (memchr(key, '\0', key_len))
+        return "key holds a NUL byte";
+    if (gen == 0 || gen > RIO_SRV_DISK_GEN_MAX)
+        return "generation out of range";
+    return NULL;
+}
+
 int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_size,
                                uint64_t max_chunks, struct rio_srv_disk_rec *r)
 {
@@ -141,7 +156,12 @@ int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_s
     r->etag = (const char *)buf + 56;
     r->key = (const char *)buf + RIO_SRV_DISK_HDR_FIXED;
     r->xxh = buf + RIO_SRV_DISK_HDR_FIXED + r->key_len;
-    return 0;
+    /* Only what railiod itself could have written (the checksum is no
+     * seal: anyone who can write the file can compute it). */
+    r->why = rec_fields_why(r->key, r->key_len, r->generation);
+    if (!r->why && r->chunk_size > RIO_PROTO_BODY_CAP)
+        r->why = "chunk size larger than a chunk the protocol carries";
+    return r->why ? RIO_ECHECKSUM : 0;
 }
 
 int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_rec *r)
@@ -159,5 +179,6 @@ int rio__srv_disk_parse_tomb(const uint8_t *buf, size_t n, struct rio_srv_disk_r
         return RIO_ECHECKSUM;
     r->generation = rd64(buf + 16);
     r->key = (const char *)buf + RIO_SRV_DISK_TOMB_FIXED;
-    return 0;
+    r->why = rec_fields_why(r->key, r->key_len, r->generation);
+    return r->why ? RIO_ECHECKSUM : 0;
 }

@@ -384,6 +384,10 @@ struct rio_srv_disk_stats {
  * file's header is laid out for that many before the data (the part the
  * object does not use stays a hole), so data_off may be larger than its
  * header needs, up to what this many chunks' checksums take. */
+/* The highest generation a record may hold: 2^40 below the end of the
+ * range (generations are nanoseconds of the wall clock and more, so this
+ * is centuries away; only a forged record gets there). */
+#define RIO_SRV_DISK_GEN_MAX (UINT64_MAX - (1ull << 40))
 #define RIO_SRV_DISK_STREAM_CHUNKS 65536u
 
 /* An object file's header length (0 when key_len or nchunks is out of

@@ -319,19 +319,19 @@ static void le64_at(uint8_t *p, uint64_t v)
  * generation far above the clock: recovered and served as is, and new PUTs
  * get generations above it, so they do not depend on the clock alone.
  */
-TEST(generations_continue_above_records)
+/* Write a record by hand (the layout of docs/server.md and disk.c) for
+ * key (klen bytes) at gen, of version seq of value k, in chunks of chunk:
+ * checksums right, so that only what it says can be wrong. */
+static void forge(const char *dir, const char *key, uint64_t klen, uint64_t gen, uint64_t chunk,
+                  unsigned k, uint64_t seq)
 {
-    const char *dir = disk_dir_make();
-    const uint64_t gen = 0x7000000000000000ull, chunk = 4096;
-    const char *key = "forged";
-    uint64_t n, klen = strlen(key);
-    uint8_t *d = dv_make(9, 3, MAXSZ, &n);
-    uint64_t nch = wc_nchunks(n, chunk), *x = wc_xxh_list(d, n, chunk);
+    uint64_t n;
+    uint8_t *d = dv_make(k, seq, MAXSZ, &n);
+    uint64_t nch = chunk > n ? 1 : wc_nchunks(n, chunk);
+    uint64_t *x = wc_xxh_list(d, n, chunk > n ? n : chunk);
     uint64_t hlen = 88 + klen + nch * 8 + 8, off = (hlen + 4095) / 4096 * 4096;
     uint8_t *f = calloc(1, off + n);
     char etag[33], path[512];
-    struct srv_env e;
-    struct wc c;
 
     wc_etag(d, n, etag);
     memcpy(f, "RIOOBJ1\n", 8);
@@ -352,7 +352,20 @@ TEST(generations_continue_above_records)
     snprintf(path, sizeof(path), "%s/o-%016llx-%016llx", dir,
              (unsigned long long)rio__xxh3(key, klen), (unsigned long long)gen);
     write_file(path, f, off + n);
+    free(f);
+    free(x);
+    free(d);
+}
 
+TEST(generations_continue_above_records)
+{
+    const char *dir = disk_dir_make();
+    const uint64_t gen = 0x7000000000000000ull;
+    const char *key = "forged";
+    struct srv_env e;
+    struct wc c;
+
+    forge(dir, key, strlen(key), gen, 4096, 9, 3);
     start(&e, dir, 1, "64M");
     T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
     wc_open(&c, e.addr[0]);
@@ -361,9 +374,38 @@ TEST(generations_continue_above_records)
     T_GT(put_version(&c, key, 9, 4, 4096), gen);
     expect_version(&c, key, 9, 4, 0);
     srv_end_wc(&e, &c);
-    free(f);
-    free(x);
-    free(d);
+}
+
+/* Records whose checksums hold but which railiod cannot have written are
+ * quarantined: a generation at the end of its range (the next PUT's
+ * wrapped to 1 and a later acknowledged PUT of that key was lost behind
+ * it), a key with a NUL byte (every LIST failed, for every key), a chunk
+ * larger than the protocol carries (every GET a bare protocol error). */
+TEST(records_railiod_cannot_have_written_quarantined)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_desc d;
+    uint8_t *keep = NULL;
+
+    forge(dir, "genmax", 6, UINT64_MAX, 4096, 1, 1);
+    forge(dir, "nul\0key", 7, 0x7000000000000000ull, 4096, 2, 1);
+    forge(dir, "huge", 4, 0x7000000000000001ull, 1ull << 63, 3, 1);
+    forge(dir, "fine", 4, 0x7000000000000002ull, 4096, 4, 1);
+    start(&e, dir, 0, "64M");
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 3.0);
+    wc_open(&c, e.addr[0]);
+    expect_version(&c, "fine", 4, 1, 0x7000000000000002ull);
+    T_EQ(wc_lookup(&c, "genmax", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+    T_EQ(wc_lookup(&c, "huge", &d, &keep), RIO_ENOTFOUND);
+    free(keep);
+    uint64_t g = put_version(&c, "genmax", 1, 2, 4096);
+    T_GT(g, 0x7000000000000002ull);
+    expect_version(&c, "genmax", 1, 2, g);
+    T_GT(put_version(&c, "other", 5, 1, 4096), g);
+    srv_end_wc(&e, &c);
 }
 
 /* An overwrite published without its bytes in memory (one too large for
