@@ -345,5 +345,19 @@ TEST(addressing_chosen_at_open)
         ops->close(tt);
         rio__url_cleanup(&u);
     }
+    /* addressing=virtual with an IP address for the endpoint is refused
+     * at open, saying why ("bkt.127.0.0.1" went to the DNS resolver, and
+     * the endpoint named was never reached). */
+    static const char *const ip[] = {
+        "s3://my-bucket?endpoint=http://127.0.0.1:7480&addressing=virtual",
+        "s3://my-bucket?endpoint=http://[::1]:7480&addressing=virtual"};
+    for (size_t i = 0; i < 2; i++) {
+        struct rio_url u;
+        struct rio_transport *tt = NULL;
+        T_OK(rio__url_parse(ip[i], &u));
+        T_ERR(ops->open(&u, NULL, &tt), RIO_EINVAL);
+        T_NOTNULL(strstr(rio_error_detail(), "is an IP address"));
+        rio__url_cleanup(&u);
+    }
 }
 #endif

@@ -6,6 +6,7 @@
  * (docs/s3.md lists them).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -172,6 +173,24 @@ static bool region_ok(const char *r)
     return true;
 }
 
+/* Whether host (an endpoint's authority: "h", "h:port", "[v6]:port") is an
+ * IP address, which no bucket name can be put in front of. */
+static bool host_is_ip(const char *host)
+{
+    char h[64];
+    unsigned char a[16];
+    size_t n;
+
+    if (host[0] == '[')
+        return true;
+    n = strcspn(host, ":");
+    if (n >= sizeof(h))
+        return false;
+    memcpy(h, host, n);
+    h[n] = '\0';
+    return inet_pton(AF_INET, h, a) == 1;
+}
+
 /* addressing=auto|path|virtual: virtual-hosted for an AWS endpoint and a
  * bucket that can be a DNS label (auto), path style for anything else. */
 static int addressing(struct s3_transport *t, const struct rio_url *u)
@@ -187,6 +206,14 @@ static int addressing(struct s3_transport *t, const struct rio_url *u)
     } else if (!strcmp(v, "path")) {
         t->vhost = false;
     } else if (!strcmp(v, "virtual")) {
+        if (host_is_ip(t->host)) {
+            /* "bkt.127.0.0.1" went to the DNS resolver, and the endpoint
+             * named was never reached. */
+            rio__detail("addressing=virtual: the endpoint %s is an IP address, which cannot "
+                        "carry the bucket in its name: use addressing=path (or auto)",
+                        t->host);
+            return RIO_EINVAL;
+        }
         if (!dns) {
             rio__detail("addressing=virtual: bucket %s cannot be a host name (3 to 63 of a-z 0-9 - "
                         "%s)",
