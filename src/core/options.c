@@ -373,6 +373,14 @@ int rio__url_options_known(const struct rio_url *u, const char *scheme,
 
     for (unsigned i = 0; i < u->nparams; i++) {
         const char *name = u->pkey[i];
+        for (unsigned j = 0; j < i; j++)
+            if (!strcmp(u->pkey[j], name)) {
+                /* The first one was taken and the others were dropped
+                 * without a word (chunk=4M&chunk=8M ran in 4 MiB chunks). */
+                fprintf(stderr, "railio: URL option '%.64s' given twice\n", name);
+                rio__detail("URL option '%.64s' given twice", name);
+                return RIO_EINVAL;
+            }
         if (rio__name_in(name, rio__core_url_options) || rio__name_in(name, transport))
             continue;
         const char *near = rio__closest_name(name, lists, 2);

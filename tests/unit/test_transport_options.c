@@ -30,6 +30,10 @@ TEST(mock_size_option_refused_names_itself)
                      "railio: faults=: \"short:bytes=lots\" is not a fault rule");
     t_client_refused("mock://opt?depth_cap=0", &o,
                      "railio: depth_cap=0: expected a whole number from 1 to ");
+    /* An option given twice: the first was taken, the others dropped
+     * without a word. */
+    t_client_refused("mock://opt?chunk=4M&chunk=8M", &o, "railio: URL option 'chunk' given twice");
+    t_client_refused("mock://opt?rate=1G&paths=1&rate=2G", &o, "URL option 'rate' given twice");
     struct rio_client *c = NULL;
     T_OK(rio_client_new("mock://opt?paths=2&rate=1G,500M&disk=2G&depth_cap=8", &o, &c));
     t_close(c, -1);
