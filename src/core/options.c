@@ -86,6 +86,15 @@ static int bad(struct knobs *k, const char *param, const char *env, const char *
     return RIO_EINVAL;
 }
 
+/* Whether the URL or the environment gave knob param a value. */
+static bool knob_set(const struct knobs *k, const char *param)
+{
+    for (unsigned i = 0; i < k->nsrc; i++)
+        if (!strcmp(k->src[i].param, param))
+            return true;
+    return false;
+}
+
 /* Look a knob up in the URL (?name=) and then the environment (RIO_NAME). */
 static const char *knob(struct knobs *k, const char *param, const char *env)
 {
@@ -280,11 +289,20 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
     if (o->retry_attempts < 1 || o->retry_attempts > MAX_RETRIES)
         return bad(k, "retries", "RIO_RETRIES", NULL, "must be 1 to 1000");
+    /* Of a base above its cap, the one the user set is named (both, or
+     * neither: the base): RIO_BACKOFF_CAP_MS=0 was blamed on backoff_base. */
     if (o->backoff_base_ms > o->backoff_cap_ms)
-        return bad(k, "backoff_base", "RIO_BACKOFF_BASE_MS", NULL, "must not exceed backoff_cap");
+        return knob_set(k, "backoff_cap") && !knob_set(k, "backoff_base")
+                   ? bad(k, "backoff_cap", "RIO_BACKOFF_CAP_MS", NULL,
+                         "must not be below backoff_base")
+                   : bad(k, "backoff_base", "RIO_BACKOFF_BASE_MS", NULL,
+                         "must not exceed backoff_cap");
     if (o->cooldown_base_ms > o->cooldown_cap_ms)
-        return bad(k, "cooldown_base", "RIO_COOLDOWN_BASE_MS", NULL,
-                   "must not exceed cooldown_cap");
+        return knob_set(k, "cooldown_cap") && !knob_set(k, "cooldown_base")
+                   ? bad(k, "cooldown_cap", "RIO_COOLDOWN_CAP_MS", NULL,
+                         "must not be below cooldown_base")
+                   : bad(k, "cooldown_base", "RIO_COOLDOWN_BASE_MS", NULL,
+                         "must not exceed cooldown_cap");
     if (o->budget_bytes == 0)
         return bad(k, "budget", "RIO_BUDGET", NULL, "must be more than 0");
     if (o->request_budget == 0)

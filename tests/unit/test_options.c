@@ -114,6 +114,10 @@ TEST(bad_option_named)
     refused("mock://b?depth=0", "depth", "RIO_DEPTH");
     refused("mock://b?budget_mode=yolo", "budget_mode", "RIO_BUDGET_MODE");
     refused("mock://b?etag=sha1", "etag", "RIO_ETAG");
+    /* A cap set below the default base names the cap, the one set. */
+    refused("mock://b?backoff_cap=0", "backoff_cap", "RIO_BACKOFF_CAP_MS");
+    refused("mock://b?cooldown_cap=1ms", "cooldown_cap", "RIO_COOLDOWN_CAP_MS");
+    refused("mock://b?backoff_base=1h", "backoff_base", "RIO_BACKOFF_BASE_MS");
 }
 
 /* Counts are whole numbers in their range: retries=1G was taken, and
