@@ -530,8 +530,23 @@ static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned de
         o.budget_bytes = 256ull << 20;
     o.deadline_ms = 600000;
     o.op_timeout_ms = 60000;
-    snprintf(url, sizeof(url), "file://%s/railio-bench%s%sdirect=%d", c->dir, c->params,
-             *c->params ? "&" : "?", c->direct);
+    /* The URL's options but its direct=, which c->direct decided (an
+     * option given twice is refused). */
+    char params[1024] = "";
+    size_t pl = 0;
+    for (const char *p = *c->params ? c->params + 1 : ""; *p;) {
+        size_t l = strcspn(p, "&");
+        if (!(l >= 7 && !strncmp(p, "direct=", 7)) && pl + l + 2 < sizeof(params)) {
+            char sep = pl ? '&' : '?';
+            params[pl++] = sep;
+            memcpy(params + pl, p, l);
+            pl += l;
+            params[pl] = '\0';
+        }
+        p += l + (p[l] == '&');
+    }
+    snprintf(url, sizeof(url), "file://%s/railio-bench%s%sdirect=%d", c->dir, params,
+             pl ? "&" : "?", c->direct);
     return rio_client_new(url, &o, out);
 }
 

@@ -132,10 +132,10 @@ static void knob_size(struct knobs *k, const char *param, const char *env, uint6
     knob_size_rule(k, param, env, dst, def, "not a size (e.g. 4M, 1GiB)");
 }
 
-/* A count: digits only (a size's "4M" or "1.0" is no count), at most max
- * (checked by the caller's rule where it says more). */
+/* A count: digits only (a size's "4M" or "1.0" is no count), up to
+ * UINT32_MAX; its range is the caller's rule (rio__options_check). */
 static void knob_count(struct knobs *k, const char *param, const char *env, uint32_t *dst,
-                       uint32_t def, uint32_t max)
+                       uint32_t def)
 {
     if (*dst)
         return;
@@ -145,10 +145,8 @@ static void knob_count(struct knobs *k, const char *param, const char *env, uint
         *dst = def;
         return;
     }
-    if (rio__parse_uint(v, max, &x) < 0) {
-        char rule[64];
-        snprintf(rule, sizeof(rule), "not a whole number from 0 to %u", (unsigned)max);
-        bad(k, param, env, v, rule);
+    if (rio__parse_uint(v, UINT32_MAX, &x) < 0) {
+        bad(k, param, env, v, "not a whole number");
         return;
     }
     *dst = (uint32_t)x;
@@ -220,10 +218,10 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
 
     knob_size(k, "chunk", "RIO_CHUNK_SIZE", &o->chunk_size, DEF_CHUNK);
     v32 = o->paths;
-    knob_count(k, "paths", "RIO_PATHS", &v32, 0, RIO_MAX_PATHS);
+    knob_count(k, "paths", "RIO_PATHS", &v32, 0);
     o->paths = v32;
     v32 = o->depth;
-    knob_count(k, "depth", "RIO_DEPTH", &v32, DEF_DEPTH, MAX_DEPTH);
+    knob_count(k, "depth", "RIO_DEPTH", &v32, DEF_DEPTH);
     o->depth = v32;
     knob_size(k, "budget", "RIO_BUDGET", &o->budget_bytes, DEF_BUDGET);
     knob_size(k, "request_budget", "RIO_REQUEST_BUDGET", &o->request_budget, o->budget_bytes);
@@ -235,7 +233,7 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
             bad(k, "budget_mode", "RIO_BUDGET_MODE", v, "not wait or fail");
     }
     v32 = o->retry_attempts;
-    knob_count(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES, MAX_RETRIES);
+    knob_count(k, "retries", "RIO_RETRIES", &v32, DEF_RETRIES);
     o->retry_attempts = v32;
     knob_ms(k, "backoff_base", "RIO_BACKOFF_BASE_MS", &o->backoff_base_ms, DEF_BACKOFF_BASE_MS, 0);
     knob_ms(k, "backoff_cap", "RIO_BACKOFF_CAP_MS", &o->backoff_cap_ms, DEF_BACKOFF_CAP_MS, 0);

@@ -44,8 +44,12 @@ static struct rio_client *fault_client(const struct rio_options *o, const char *
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
     unsetenv("AWS_SESSION_TOKEN");
-    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&min_part=0&stall=1s%s%s",
-             su_fault_port(), extra && *extra ? "&" : "", extra ? extra : "");
+    /* An extra stall= replaces the 1 s (an option given twice is refused;
+     * it was first-wins, and "stall=30s" ran with 1 s). */
+    bool own_stall = extra && (!strncmp(extra, "stall=", 6) || strstr(extra, "&stall="));
+    snprintf(url, sizeof(url), "s3://fb?endpoint=http://127.0.0.1:%d&min_part=0%s%s%s",
+             su_fault_port(), own_stall ? "" : "&stall=1s", extra && *extra ? "&" : "",
+             extra ? extra : "");
     return su_client(url, o);
 }
 
