@@ -344,12 +344,16 @@ static int rec_open(struct rio_srv_disk *d, const char *name, struct stat *st, c
     }
     if (!st)
         st = &sb;
-    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
-        int e = S_ISREG(st->st_mode) ? errno : EINVAL;
-        if (why && e == EINVAL)
-            *why = S_ISDIR(st->st_mode) ? "a directory, not a record" : "not a regular file";
+    if (fstat(fd, st) < 0) {
+        int e = errno;
         close(fd);
         return -e;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        if (why)
+            *why = S_ISDIR(st->st_mode) ? "a directory, not a record" : "not a regular file";
+        close(fd);
+        return -EINVAL;
     }
     return fd;
 }
@@ -423,7 +427,7 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
         goto bad;
     }
     if (ret < 0)
-        goto out;
+        goto out_err;
     ret = rio__srv_disk_parse_record(fixed, HDR_FIXED, (uint64_t)st.st_size, d->max_chunks, &r);
     if (ret < 0) {
         why = r.why;
@@ -440,7 +444,7 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
         goto bad;
     }
     if (ret < 0)
-        goto out;
+        goto out_err;
     ret = rio__srv_disk_parse_record(hdr, (size_t)r.header_len, (uint64_t)st.st_size, d->max_chunks,
                                      &r);
     if (ret != 0) {
@@ -460,6 +464,9 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
 bad:
     quarantine(d, name, why);
     ret = RIO_ECHECKSUM;
+    goto out;
+out_err: /* not served, and said: a read error is no silent skip */
+    SRV_ERR("disk: read %s/%s: %s; not served", d->dir, name, strerror(-ret));
 out:
     rio__free(hdr);
     close(fd);
