@@ -519,7 +519,7 @@ static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned de
                        struct rio_client **out)
 {
     struct rio_options o;
-    char url[4400];
+    char url[4096 + 1024 + 64];
 
     rio_options_init(&o);
     o.chunk_size = bs;
@@ -545,8 +545,10 @@ static int client_open(const struct cfg *c, uint64_t bs, unsigned q, unsigned de
         }
         p += l + (p[l] == '&');
     }
-    snprintf(url, sizeof(url), "file://%s/railio-bench%s%sdirect=%d", c->dir, params,
-             pl ? "&" : "?", c->direct);
+    int n = snprintf(url, sizeof(url), "file://%s/railio-bench%s%sdirect=%d", c->dir, params,
+                     pl ? "&" : "?", c->direct);
+    if (n < 0 || (size_t)n >= sizeof(url))
+        return -ENAMETOOLONG;
     return rio_client_new(url, &o, out);
 }
 
