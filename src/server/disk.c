@@ -1197,9 +1197,18 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
             SRV_ERR("disk: record %s/%s is %s; not served", d->dir, name, why);
             ret = -EIO;
         } else if (ret == -ENOENT) {
-            /* Replaced or deleted since the lookup. */
+            /* Replaced or deleted since the lookup (a commit indexes its
+             * file before the old one goes, a DELETE unindexes before it
+             * unlinks). Still indexed at this generation, the file was
+             * removed behind railiod's back: said as such, not as a new
+             * generation that does not exist. */
             struct rio_srv_obj *now = rio__srv_disk_get(d, e->key, e->key_len);
-            ret = now ? RIO_EGENERATION : RIO_ENOTFOUND;
+            ret = !now ? RIO_ENOTFOUND : now->generation != e->generation ? RIO_EGENERATION : -EIO;
+            if (ret == -EIO) {
+                atomic_fetch_add(&d->corrupt, 1);
+                SRV_ERR("disk: record %s/%s is gone (removed outside railiod); not served", d->dir,
+                        name);
+            }
             ent_unref(now);
         }
         goto err;

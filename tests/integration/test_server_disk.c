@@ -644,6 +644,12 @@ TEST(planted_names_neither_followed_nor_waited_on)
     T_NULL(buf);
     expect_version(&c, "a", 0, 1, g[0]);
 
+    /* A record removed behind the server's back is an error that says
+     * so (it answered RIO_EGENERATION: "changed during the operation"). */
+    T_EQ(unlink(path), 0);
+    T_EQ(dv_get(&c, "b", &buf, &d), -EIO);
+    T_NULL(buf);
+
     /* Links under the names the next tombstones of "a" may take (the
      * generations after a probe's), and an upload opened before the
      * DELETE, still open, so that the DELETE writes a tombstone. */
