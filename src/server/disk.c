@@ -401,6 +401,23 @@ static void quarantine(struct rio_srv_disk *d, const char *name, const char *why
         SRV_WARN("disk: rename %s: %s", name, strerror(errno));
 }
 
+/* rec_open at start-up: what a record's name holds that is no record is
+ * quarantined (RIO_ECHECKSUM), another failure logged (-errno). */
+static int rec_open_recovering(struct rio_srv_disk *d, const char *name, struct stat *st)
+{
+    const char *why;
+    int fd = rec_open(d, name, st, &why);
+
+    if (fd >= 0)
+        return fd;
+    if (why) {
+        quarantine(d, name, why);
+        return RIO_ECHECKSUM;
+    }
+    SRV_ERR("disk: open %s/%s: %s; not served", d->dir, name, strerror(-fd));
+    return fd;
+}
+
 /* Parse and check one object file; 0 and *out, or a reason (logged). */
 static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_kh,
                        uint64_t name_gen, struct rio_srv_obj **out)
@@ -412,15 +429,9 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     int fd, ret;
 
     *out = NULL;
-    fd = rec_open(d, name, &st, &why);
-    if (fd < 0) {
-        if (why) {
-            quarantine(d, name, why);
-            return RIO_ECHECKSUM;
-        }
-        SRV_ERR("disk: open %s/%s: %s; not served", d->dir, name, strerror(-fd));
+    fd = rec_open_recovering(d, name, &st);
+    if (fd < 0)
         return fd;
-    }
     ret = pread_all(fd, fixed, HDR_FIXED, 0);
     if (ret == -EIO) {
         why = "shorter than a header";
@@ -484,15 +495,9 @@ static int recover_tomb(struct rio_srv_disk *d, const char *name, uint64_t name_
     int fd;
 
     *out = NULL;
-    fd = rec_open(d, name, NULL, &why);
-    if (fd < 0) {
-        if (why) {
-            quarantine(d, name, why);
-            return RIO_ECHECKSUM;
-        }
-        SRV_ERR("disk: open %s/%s: %s; ignored", d->dir, name, strerror(-fd));
+    fd = rec_open_recovering(d, name, NULL);
+    if (fd < 0)
         return fd;
-    }
     n = pread(fd, buf, sizeof(buf), 0);
     if (n < 0) {
         int e = errno;
@@ -553,8 +558,6 @@ static void recover_tombs(struct rio_srv_disk *d)
 /* A record's file name: PFX-KEYHASH-GENERATION, both 16 hex digits. */
 static bool rec_name(const char *n, char pfx, unsigned long long *kh, unsigned long long *gen)
 {
-    int used = 0;
-
     /* Exactly the digits obj_name writes: another spelling of the same
      * key and generation ("O-81AF..." or "+"/"0x" forms) must not pass for
      * a second copy, whose recovery unlinked the real one. */
@@ -562,7 +565,9 @@ static bool rec_name(const char *n, char pfx, unsigned long long *kh, unsigned l
     if (strlen(n) != 35 || n[0] != pfx || n[1] != '-' || n[18] != '-' || strspn(n + 2, hex) != 16 ||
         strspn(n + 19, hex) != 16)
         return false;
-    return sscanf(n + 1, "-%16llx-%16llx%n", kh, gen, &used) == 2 && n[1 + used] == '\0';
+    *kh = strtoull(n + 2, NULL, 16);
+    *gen = strtoull(n + 19, NULL, 16);
+    return true;
 }
 
 static int recover(struct rio_srv_disk *d, uint64_t *max_gen)

@@ -63,7 +63,7 @@ struct dlist {
 
 #define LIST_QUIET_NS 1000000000ull            /* a directory unchanged this long before its read */
 #define LIST_CACHE_MIN 1024                    /* entries: smaller directories are read again */
-#define LIST_CACHE_BYTES (64u << 20)           /* the most one cached list holds */
+#define LIST_CACHE_BYTES (64u << 20)           /* the most the kept lists hold, together */
 #define LIST_CACHE_AGE_NS (60 * 1000000000ull) /* and the longest it serves */
 
 static const char *dent_name(const struct dlist *l, size_t i)
