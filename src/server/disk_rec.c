@@ -135,13 +135,9 @@ int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_s
         return RIO_ECHECKSUM;
     }
     r->header_len = hlen;
-    if (avail < hlen)
-        return 1; /* read header_len bytes, then again */
-    if (rio__xxh3(buf, (size_t)hlen - 8) != rd64(buf + hlen - 8)) {
-        r->why = "header checksum mismatch";
-        return RIO_ECHECKSUM;
-    }
-    /* The checksum holds: the rest is the writer's word, but check anyway. */
+    /* The geometry is checked from the fixed part, before the caller
+     * allocates and reads header_len bytes: a sparse file whose header
+     * claims the most chunks but whose size says otherwise costs nothing. */
     if (r->chunk_size == 0 || (r->size ? (r->size - 1) / r->chunk_size + 1 : 0) != r->nchunks ||
         r->data_off % RIO_SRV_DISK_ALIGN || r->data_off < rio__srv_disk_round_up(hlen) ||
         r->data_off > rio__srv_disk_data_off_max(r->key_len, r->nchunks) ||
@@ -151,6 +147,12 @@ int rio__srv_disk_parse_record(const uint8_t *buf, size_t avail, uint64_t file_s
     }
     if (file_size != r->data_off + r->size) {
         r->why = file_size < r->data_off + r->size ? "data truncated" : "trailing bytes";
+        return RIO_ECHECKSUM;
+    }
+    if (avail < hlen)
+        return 1; /* read header_len bytes, then again */
+    if (rio__xxh3(buf, (size_t)hlen - 8) != rd64(buf + hlen - 8)) {
+        r->why = "header checksum mismatch";
         return RIO_ECHECKSUM;
     }
     r->etag = (const char *)buf + 56;

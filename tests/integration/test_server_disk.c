@@ -408,6 +408,46 @@ TEST(records_railiod_cannot_have_written_quarantined)
     srv_end_wc(&e, &c);
 }
 
+/* A sparse record whose fixed header claims millions of chunks while its
+ * size says none is refused for its geometry before its header is read:
+ * start-up read and hashed every such file's 32 MiB of holes (and
+ * allocated as much) only to find its checksum wrong. */
+TEST(sparse_record_refused_before_its_header_is_read)
+{
+    const char *dir = disk_dir_make();
+    const uint64_t nch = 4u << 20, gen = 0x7000000000000000ull;
+    const uint64_t hlen = 88 + 4 + nch * 8 + 8, off = (hlen + 4095) / 4096 * 4096;
+    uint8_t f[96] = {0};
+    char path[512];
+    struct srv_env e;
+    struct wc c;
+
+    memcpy(f, "RIOOBJ1\n", 8);
+    for (int i = 0; i < 4; i++)
+        f[8 + i] = (uint8_t)(hlen >> (8 * i));
+    f[12] = 4;
+    le64_at(f + 16, gen);
+    le64_at(f + 24, 0); /* size 0: no chunk at all */
+    le64_at(f + 32, 4096);
+    le64_at(f + 40, nch);
+    le64_at(f + 48, off);
+    memcpy(f + 88, "hole", 4);
+    snprintf(path, sizeof(path), "%s/o-%016llx-%016llx", dir,
+             (unsigned long long)rio__xxh3("hole", 4), (unsigned long long)gen);
+    write_file(path, f, sizeof(f));
+    T_EQ(truncate(path, (off_t)off), 0); /* the rest a hole */
+    forge(dir, "fine", 4, gen + 1, 4096, 4, 1);
+    setenv("SRV_LOG_FILE", "1", 1);
+    start(&e, dir, 0, "64M");
+    unsetenv("SRV_LOG_FILE");
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 1.0);
+    T_EQ(srv_log_count(&e, "bad geometry"), 1u);
+    T_EQ(srv_log_count(&e, "checksum mismatch"), 0u);
+    wc_open(&c, e.addr[0]);
+    expect_version(&c, "fine", 4, 1, gen + 1);
+    srv_end_wc(&e, &c);
+}
+
 /* An overwrite published without its bytes in memory (one too large for
  * the cache, an empty one) hides the version it replaced, which memory
  * still held: every later lookup and READ is the new one (they served the
