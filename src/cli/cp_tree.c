@@ -335,8 +335,8 @@ static void cp_get(void *arg, size_t i)
     int ret = n < 0 ? (int)n : 0;
     if (close(fd) < 0 && ret == 0)
         ret = -errno;
-    if (ret == 0 && renameat(dfd, tmp, dfd, name) < 0)
-        ret = -errno;
+    if (ret == 0)
+        ret = rio_cli_replace(dfd, tmp, name);
     if (ret < 0)
         unlinkat(dfd, tmp, 0);
     close(dfd);

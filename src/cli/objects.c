@@ -807,7 +807,9 @@ again:
         rio_cli_tmp_register(rs.data);
     }
     have_rec = true; /* from here on, the pair is ours */
-    if (ftruncate(fd, (off_t)off) < 0) {
+    /* Not a new file (off 0): on ext4 a truncate to 0 makes the close
+     * write the whole file out before it returns (auto_da_alloc). */
+    if (off && ftruncate(fd, (off_t)off) < 0) {
         rc = rio_cli_fail_sys(cl, "writing", rs.data, -errno);
         goto out_drop;
     }
@@ -846,8 +848,8 @@ again:
         if (close(fd) < 0)
             werr = -errno;
         fd = -1;
-        if (!werr && rename(rs.data, file) < 0)
-            werr = -errno;
+        if (!werr)
+            werr = rio_cli_replace(AT_FDCWD, rs.data, file);
         if (!werr) {
             unlink(rs.rec);
             rio_cli_tmp_register(NULL);
@@ -983,8 +985,8 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
             ret = tmp_link(o.fd, file);
         if (close(o.fd) < 0 && ret == 0)
             ret = -errno;
-        if (ret == 0 && rename(tmp_name, file) < 0)
-            ret = -errno;
+        if (ret == 0)
+            ret = rio_cli_replace(AT_FDCWD, tmp_name, file);
         if (ret < 0 && tmp_named)
             unlink(tmp_name);
         tmp_set_named(false);

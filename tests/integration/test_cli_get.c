@@ -309,9 +309,19 @@ TEST(replaced_file_keeps_mode_and_owner)
         bool root = geteuid() == 0;
         if (root)
             T_EQ(chown(out, 4321, 4322), 0);
+        /* A second name of the old file: replaced, never written in place. */
+        const char *old = pathf("old-%d", i);
+        T_EQ(link(out, old), 0);
         snprintf(cmd, sizeof(cmd), "%s get -q file://%s/store/%s %s", cli_bin(), dir, keys[i], out);
         T_EQ(system(cmd), 0);
         check_obj(out);
+        char kept[16] = {0};
+        FILE *f = fopen(old, "rb");
+        T_NOTNULL(f);
+        T_EQ(fread(kept, 1, sizeof(kept), f), 6u);
+        fclose(f);
+        T_STREQ(kept, "secret");
+        T_EQ(t_dir_count(dir, "railio-tmp"), 0);
         struct stat sb;
         T_EQ(stat(out, &sb), 0);
         T_EQ(sb.st_mode & 07777, 0640u);
