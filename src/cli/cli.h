@@ -224,9 +224,6 @@ const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 char *rio_cli_ctl_mask(char *s);
 /* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
 int rio_cli_write_all(int fd, const void *p, size_t n);
-/* renameat over a regular file without making the file system write the
- * new one out first (util.c): 0 or -errno. */
-int rio_cli_replace(int dfd, const char *from, const char *to);
 /* ns since the epoch as "2026-01-02T03:04:05.123456789Z" (iso) or
  * "2026-01-02 03:04:05" (human); "" (iso) or "-" when ns <= 0. */
 void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso);

@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "cli/tree.h"
+#include "core/fsname.h"
 
 static const char cp_usage[] =
     "usage: railio cp -r [-q] [-v] [--json] [--jobs N] [--page-size N] SRC DST\n"
@@ -336,7 +337,7 @@ static void cp_get(void *arg, size_t i)
     if (close(fd) < 0 && ret == 0)
         ret = -errno;
     if (ret == 0)
-        ret = rio_cli_replace(dfd, tmp, name);
+        ret = rio__replace_at(dfd, tmp, name);
     if (ret < 0)
         unlinkat(dfd, tmp, 0);
     close(dfd);

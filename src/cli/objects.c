@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/fsname.h"
 #include "core/key.h"
 #include "core/stream.h"
 #include "railio.h"
@@ -849,7 +850,7 @@ again:
             werr = -errno;
         fd = -1;
         if (!werr)
-            werr = rio_cli_replace(AT_FDCWD, rs.data, file);
+            werr = rio__replace_at(AT_FDCWD, rs.data, file);
         if (!werr) {
             unlink(rs.rec);
             rio_cli_tmp_register(NULL);
@@ -986,7 +987,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         if (close(o.fd) < 0 && ret == 0)
             ret = -errno;
         if (ret == 0)
-            ret = rio_cli_replace(AT_FDCWD, tmp_name, file);
+            ret = rio__replace_at(AT_FDCWD, tmp_name, file);
         if (ret < 0 && tmp_named)
             unlink(tmp_name);
         tmp_set_named(false);

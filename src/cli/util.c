@@ -1,8 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the CLI's subcommands. */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* renameat2 */
-#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -339,35 +336,6 @@ int rio_cli_write_all(int fd, const void *buf, size_t n)
         n -= (size_t)w;
     }
     return 0;
-}
-
-/*
- * Replace the regular file at dfd/to with dfd/from by exchanging the two
- * names (renameat2 RENAME_EXCHANGE), then remove from, which names the old
- * file by then. A plain rename over an existing file makes ext4 (its
- * auto_da_alloc default) write the whole new file out before the rename
- * returns: `railio get` of 1 GiB over an existing file took 4.5-4.9 s here
- * against 1.3 s to a new name. An exchange does not, and FILE is replaced
- * at once all the same: it names the old bytes or the new, never neither.
- * A missing to, or one that is not a regular file (a symbolic link is
- * replaced, not followed), or a file system without exchanges: rename.
- */
-int rio_cli_replace(int dfd, const char *from, const char *to)
-{
-    struct stat st;
-
-    if (fstatat(dfd, to, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
-        if (renameat2(dfd, from, dfd, to, RENAME_EXCHANGE) == 0) {
-            /* from names what was to: unless it was swapped for a
-             * directory meanwhile (then left as it is), it goes. */
-            if (unlinkat(dfd, from, 0) < 0 && errno != ENOENT && errno != EISDIR)
-                return -errno;
-            return 0;
-        }
-        if (errno != EINVAL && errno != ENOSYS && errno != ENOENT)
-            return -errno;
-    }
-    return renameat(dfd, from, dfd, to) < 0 ? -errno : 0;
 }
 
 void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso)

@@ -691,6 +691,40 @@ TEST(long_last_component_replaced)
     T_EQ(fu_tmp_files(), 0);
 }
 
+/* An overwrite replaces the object's file (its names exchanged with the
+ * upload's, the old file then removed): a second name of the old file
+ * keeps the old bytes, and no temporary name is left, named or unnamed
+ * upload, synced or not. */
+TEST(overwrite_replaces_the_file)
+{
+    struct rio_options o;
+    struct eu e;
+    const size_t n = 3 * CH + 5;
+
+    fu_mkdir();
+    opts(&o, 1, 2);
+    for (int v = 0; v < 4; v++) {
+        eu_open(&e, fu_url("?tmpfile=%d&sync=%d", v & 1, v >> 1), &o);
+        uint8_t *old = eu_put_pattern(e.c, "over", n, 80 + v, NULL);
+        char *from = strdup(fu_path("over")), *to = strdup(fu_path("old"));
+        unlink(to);
+        T_EQ(link(from, to), 0);
+        free(from);
+        free(to);
+        free(eu_put_pattern(e.c, "over", n, 90 + v, NULL));
+        eu_get_check(e.c, "over", n, 90 + v, NULL);
+        size_t fn;
+        uint8_t *kept = fu_slurp(fu_path("old"), &fn);
+        T_EQ(fn, n);
+        T_MEMEQ(kept, old, n);
+        free(kept);
+        free(old);
+        T_EQ(fu_tmp_files(), 0);
+        eu_close(&e);
+    }
+    unlink(fu_path("old"));
+}
+
 /* ?single=1: one file, whatever the key. */
 TEST(single_file)
 {
