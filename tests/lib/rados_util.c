@@ -22,6 +22,46 @@ struct rio_client *ru_client_at(const char *file, int line, const char *pool, co
     return t__client_new(url, o, file, line);
 }
 
+unsigned ru_idx_shard(const char *key, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
+    return (unsigned)(h % RU_IDX_SHARDS);
+}
+
+void ru_idx_set(const char *pool, int shard, const char *name, size_t nlen, const char *val)
+{
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    size_t vlen = strlen(val);
+
+    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
+    rados_ioctx_set_namespace(io, RU_IDX_NS);
+    for (unsigned sh = 0; sh < RU_IDX_SHARDS; sh++) {
+        if (shard >= 0 && sh != (unsigned)shard)
+            continue;
+        char sname[32];
+        snprintf(sname, sizeof(sname), "shard.%u", sh);
+        rados_write_op_t op = rados_create_write_op();
+        rados_write_op_omap_set2(op, &name, &val, &nlen, &vlen, 1);
+        T_EQ(rados_write_op_operate(op, io, sname, NULL, 0), 0);
+        rados_release_write_op(op);
+    }
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+}
+
+void ru_idx_entry(const char *pool, const char *key, uint64_t gen, const char *val)
+{
+    char ename[RIO_KEY_MAX + 18];
+    size_t kl = strlen(key);
+
+    memcpy(ename, key, kl + 1);
+    snprintf(ename + kl + 1, 17, "%016" PRIx64, gen);
+    ru_idx_set(pool, (int)ru_idx_shard(key, kl), ename, kl + 17, val);
+}
+
 rados_t ru_admin(void)
 {
     rados_t cl;

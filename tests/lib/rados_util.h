@@ -62,6 +62,17 @@ int ru_railio(char *out, size_t cap, const char *args);
 /* How many lines of file hold a, and b when not NULL. */
 unsigned ru_lines_with(const char *file, const char *a, const char *b);
 
+/* The key index's layout (docs/rados.md "The key index"). */
+#define RU_IDX_NS "rio.index"
+#define RU_IDX_SHARDS 8u
+/* The shard of key (FNV-1a of its bytes). */
+unsigned ru_idx_shard(const char *key, size_t len);
+/* Set omap name[0..nlen) to val in shard (every shard when shard < 0) of
+ * pool's index: what anyone with write access to the pool can write. */
+void ru_idx_set(const char *pool, int shard, const char *name, size_t nlen, const char *val);
+/* Set the entry of (key, gen) to val, in key's shard. */
+void ru_idx_entry(const char *pool, const char *key, uint64_t gen, const char *val);
+
 /* The head object of key, raw. *len bytes, malloc'd. */
 char *ru_head(const char *pool, const char *key, size_t *len);
 

@@ -473,6 +473,10 @@ void rio__gw_buf_put(struct gw_buf *b, const char *s, size_t n);
 void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void rio__gw_buf_xml(struct gw_buf *b, const char *s); /* escaped text */
+/* <ETag>&quot;etag&quot;</ETag>, etag escaped: it comes from the backend
+ * (a listing's entry, a part's record), which is no trusted source of
+ * markup. */
+void rio__gw_buf_etag(struct gw_buf *b, const char *etag);
 /* Text of a listing: s XML-escaped, or URL-encoded when url
  * (encoding-type=url: every byte but unreserved ones and '/', which leaves
  * nothing to escape for XML). */

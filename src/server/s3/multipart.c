@@ -479,10 +479,10 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
     for (; i < x.n && shown < max; i++, shown++) {
         char date[32];
         rio__gw_iso_date(x.p[i].mtime_ns, date);
-        rio__gw_buf_printf(&b,
-                           "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
-                           "<ETag>&quot;%s&quot;</ETag><Size>%llu</Size></Part>",
-                           x.p[i].num, date, x.p[i].etag, (unsigned long long)x.p[i].size);
+        rio__gw_buf_printf(&b, "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>",
+                           x.p[i].num, date);
+        rio__gw_buf_etag(&b, x.p[i].etag);
+        rio__gw_buf_printf(&b, "<Size>%llu</Size></Part>", (unsigned long long)x.p[i].size);
         last = x.p[i].num;
     }
     if (i < x.n && shown)
@@ -1105,7 +1105,7 @@ static void complete_result(struct MHD_Connection *c, const struct gw_req *r, co
     location(c, r, b);
     xml_elem(b, "Bucket", r->bucket);
     xml_elem(b, "Key", r->key);
-    rio__gw_buf_printf(b, "<ETag>&quot;%s&quot;</ETag>", etag);
+    rio__gw_buf_etag(b, etag);
     rio__gw_checksum_xml(b, r->meta);
     rio__gw_buf_printf(b, "</CompleteMultipartUploadResult>\n");
 }

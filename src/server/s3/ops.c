@@ -796,7 +796,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
             rio__gw_buf_put(&b, "<VersionId>null</VersionId><IsLatest>true</IsLatest>", 52);
         rio__gw_buf_printf(&b, "<LastModified>%s</LastModified>", date);
         if (e->etag[0])
-            rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", e->etag);
+            rio__gw_buf_etag(&b, e->etag);
         if (ck && ck[i].algo[0]) { /* S3's names: CRC32, CRC64NVME, ... */
             char up[12];
             for (size_t k = 0; k < sizeof(up); k++)
@@ -2393,10 +2393,9 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
     }
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
-    rio__gw_buf_printf(&b,
-                       XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified><ETag>"
-                                "&quot;%s&quot;</ETag>",
-                       part ? "CopyPartResult" : "CopyObjectResult", date, out.etag);
+    rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>",
+                       part ? "CopyPartResult" : "CopyObjectResult", date);
+    rio__gw_buf_etag(&b, out.etag);
     if (ck_value[0]) { /* <ChecksumCRC32> and the others, as S3's CopyPartResult */
         char el[24];
         snprintf(el, sizeof(el), "Checksum%s", r->copy_ck_algo);

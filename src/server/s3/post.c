@@ -382,7 +382,8 @@ int rio__gw_post_answer(struct MHD_Connection *c, struct gw_req *r, const char *
         rio__gw_buf_put(&b, "</Location>", 11);
         rio__gw_list_elem(&b, "Bucket", r->bucket, 0);
         rio__gw_list_elem(&b, "Key", r->key, 0);
-        rio__gw_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></PostResponse>", etag);
+        rio__gw_buf_etag(&b, etag);
+        rio__gw_buf_put(&b, "</PostResponse>", 15);
     }
     if (url.oom || b.oom) {
         rio__gw_buf_free(&url);

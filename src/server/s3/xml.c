@@ -55,6 +55,13 @@ void rio__gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     rio__gw_buf_put(b, tmp, (size_t)n);
 }
 
+void rio__gw_buf_etag(struct gw_buf *b, const char *etag)
+{
+    rio__gw_buf_put(b, "<ETag>&quot;", 12);
+    rio__gw_buf_xml(b, etag);
+    rio__gw_buf_put(b, "&quot;</ETag>", 13);
+}
+
 void rio__gw_buf_xml(struct gw_buf *b, const char *s)
 {
     const char *run = s;
