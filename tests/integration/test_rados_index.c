@@ -35,14 +35,6 @@ TEST(rados_not_built)
 #define IDX_MARKER "index"
 #define IDX_SHARDS 8u
 
-static unsigned shard_of(const char *key)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    return (unsigned)(h % IDX_SHARDS);
-}
-
 #define FAST "index_recheck=50ms&abort_timeout=2&timeout=1"
 
 static struct rio_client *ix_client(const char *pool)
@@ -127,48 +119,12 @@ static const char *entry_val(const char *pool, const char *key)
 }
 
 /* Set an entry (key, gen) valued val. */
-static void raw_val(const char *pool, const char *key, uint64_t gen, const char *val)
-{
-    rados_t cl = ru_admin();
-    rados_ioctx_t io;
-    char ename[RIO_KEY_MAX + 18], sname[32];
-    size_t kl = strlen(key);
-
-    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
-    rados_ioctx_set_namespace(io, IDX_NS);
-    memcpy(ename, key, kl + 1);
-    snprintf(ename + kl + 1, 17, "%016" PRIx64, gen);
-    size_t elen = kl + 17, vlen = strlen(val);
-    snprintf(sname, sizeof(sname), "shard.%u", shard_of(key));
-    const char *k = ename, *v = val;
-    rados_write_op_t op = rados_create_write_op();
-    rados_write_op_omap_set2(op, &k, &v, &elen, &vlen, 1);
-    T_EQ(rados_write_op_operate(op, io, sname, NULL, 0), 0);
-    rados_release_write_op(op);
-    rados_ioctx_destroy(io);
-    rados_shutdown(cl);
-}
+#define raw_val ru_idx_entry
 
 /* Set omap name[0..len) to "x" in every shard: no entry railio writes. */
 static void raw_junk(const char *pool, const char *name, size_t len)
 {
-    rados_t cl = ru_admin();
-    rados_ioctx_t io;
-    const char *v = "x";
-    size_t vlen = 1;
-
-    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
-    rados_ioctx_set_namespace(io, IDX_NS);
-    for (unsigned sh = 0; sh < IDX_SHARDS; sh++) {
-        char sname[32];
-        snprintf(sname, sizeof(sname), "shard.%u", sh);
-        rados_write_op_t op = rados_create_write_op();
-        rados_write_op_omap_set2(op, &name, &v, &len, &vlen, 1);
-        T_EQ(rados_write_op_operate(op, io, sname, NULL, 0), 0);
-        rados_release_write_op(op);
-    }
-    rados_ioctx_destroy(io);
-    rados_shutdown(cl);
+    ru_idx_set(pool, -1, name, len, "x");
 }
 
 /* Set an entry (key, gen) valued with time at_ns, as a writer does
@@ -498,6 +454,27 @@ TEST(entries_of_no_head_skipped_then_swept)
         for (unsigned i = 0; i < 1100; i++) {
             kls[i] = (size_t)snprintf(names[i], sizeof(names[i]), "!j%05u", i);
             ks[i] = names[i];
+            vs[i] = "x";
+            vls[i] = 1;
+        }
+        char sname[32];
+        snprintf(sname, sizeof(sname), "shard.%u", sh);
+        rados_write_op_t op = rados_create_write_op();
+        rados_write_op_omap_set2(op, ks, vs, kls, vls, 1100);
+        T_EQ(rados_write_op_operate(op, io2, sname, NULL, 0), 0);
+        rados_release_write_op(op);
+    }
+    /* More than a page of names longer than a key that share their first
+     * RIO_KEY_MAX bytes: the walk steps past them (it read the same page
+     * again for ever). */
+    for (unsigned sh = 0; sh < IDX_SHARDS; sh += 3) {
+        static char longn[1100][RIO_KEY_MAX + 8];
+        const char *ks[1100], *vs[1100];
+        size_t kls[1100], vls[1100];
+        for (unsigned i = 0; i < 1100; i++) {
+            memset(longn[i], 'a', RIO_KEY_MAX);
+            kls[i] = RIO_KEY_MAX + (size_t)snprintf(longn[i] + RIO_KEY_MAX, 8, "b%05u", i);
+            ks[i] = longn[i];
             vs[i] = "x";
             vls[i] = 1;
         }

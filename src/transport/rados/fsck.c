@@ -582,6 +582,7 @@ struct iwalk {
     /* The last name read, railio's or not, up to its NUL (at most a key's
      * length): where the shard's walk got to. */
     char raw[RIO_KEY_MAX + 1];
+    bool raw_cut; /* raw is the first RIO_KEY_MAX bytes of a longer name */
 };
 
 static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, const char *val,
@@ -595,7 +596,8 @@ static int iwalk_each(void *arg, unsigned shard, const char *name, size_t len, c
 
     const char *nul = memchr(name, '\0', len);
     size_t rl = nul ? (size_t)(nul - name) : len;
-    if (rl > RIO_KEY_MAX)
+    w->raw_cut = rl > RIO_KEY_MAX;
+    if (w->raw_cut)
         rl = RIO_KEY_MAX;
     memcpy(w->raw, name, rl);
     w->raw[rl] = '\0';
@@ -650,10 +652,26 @@ static int index_read_all(struct fscan *s, unsigned shards, struct iwalk *w)
                 return ret;
             if (!more)
                 break;
-            if (strcmp(w->raw, after) > 0)
+            if (strcmp(w->raw, after) > 0) {
                 snprintf(after, sizeof(after), "%s", w->raw);
-            else
+            } else if (w->raw_cut) {
+                /* A page of names longer than a key that share their first
+                 * RIO_KEY_MAX bytes (no entry's: railio's hold a NUL
+                 * within): past every name that begins so, the prefix's
+                 * successor (its last byte below 0xff raised, what
+                 * follows dropped). raw + "\x01" was no step past them,
+                 * and the walk never ended. */
+                size_t n = strlen(w->raw);
+                while (n && (unsigned char)w->raw[n - 1] == 0xff)
+                    n--;
+                if (!n)
+                    break; /* nothing sorts after them */
+                memcpy(after, w->raw, n);
+                after[n - 1] = (char)((unsigned char)after[n - 1] + 1);
+                after[n] = '\0';
+            } else {
                 snprintf(after, sizeof(after), "%s\x01", w->raw);
+            }
         }
     }
     if (w->n > 1)
