@@ -347,6 +347,54 @@ TEST(commit_after_a_stall_checks_its_chunks)
 
 /* Other schemes have no chunk objects: refused before anything is opened;
  * through the library, RIO_ENOTSUP. A pool that does not exist: not found. */
+/* Set (val) or remove (NULL) rio.gen of key's head, as anyone who can
+ * write the pool can. */
+static void head_gen_xattr(const char *pool, const char *key, const char *val)
+{
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+
+    T_EQ(rados_ioctx_create(cl, pool, &io), 0);
+    if (val)
+        T_EQ(rados_setxattr(io, key, RIO_RADOS_GEN_XATTR, val, strlen(val)), 0);
+    else
+        T_EQ(rados_rmxattr(io, key, RIO_RADOS_GEN_XATTR), 0);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+}
+
+/* A head whose rio.gen is missing or names another generation than its
+ * text (what GET reads): fsck keeps the key's chunks and counts errors
+ * (it removed the chunks GET served, and the object was lost); an
+ * overwrite or a delete fails with RIO_EPROTO naming rio.gen (it tried 64
+ * times and said "server error (retryable)"). */
+TEST(head_gen_xattr_disagreeing_keeps_the_chunks)
+{
+    struct rio_options o;
+    struct rio_fsck_report r;
+    struct rio_fsck_args a = {.flags = RIO_FSCK_GRACE, .grace_ns = 0};
+
+    t_ceph_conf();
+    ru_opts(&o, RU_MIB, 4);
+    struct rio_client *c = ru_client("rio3", "", &o);
+    for (int v = 0; v < 2; v++) {
+        const char *key = v ? "victim-other" : "victim-none";
+        t_put_pattern(c, key, 3 * RU_MIB, 40 + v);
+        head_gen_xattr("rio3", key, v ? "00000000000000bb" : NULL);
+        T_OK(rio_fsck(c, &a, &r));
+        T_EQ(r.removed, 0u);
+        T_GE(r.errors, 3u);
+        T_EQ(ru_chunks("rio3", key), 3u);
+        t_get_check(c, key, 3 * RU_MIB, 40 + v);
+        T_ERR(rio_delete(c, key), RIO_EPROTO);
+        T_TRUE(strstr(rio_error_detail(), "rio.gen") != NULL);
+        uint8_t x = 1;
+        T_ERR(rio_put(c, key, &x, 1, NULL, NULL), RIO_EPROTO);
+        t_get_check(c, key, 3 * RU_MIB, 40 + v);
+    }
+    rio_client_destroy(c);
+}
+
 TEST(fsck_refuses_other_schemes)
 {
     char out[1024];

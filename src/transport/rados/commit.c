@@ -163,6 +163,23 @@ static int head_pre(struct rupload *up, const char *key, struct rio__rados_head 
     return rio__rados_head_parse(up->pre_buf, (size_t)ret, key, h) == 0 ? 0 : -1;
 }
 
+int rio__rados_gen_stuck(struct rados_transport *t, const char *key, uint64_t text_gen)
+{
+    char buf[17] = {0};
+    uint64_t g = 0;
+    int r = rados_getxattr(t->head_io, key, RIO_RADOS_GEN_XATTR, buf, 16);
+
+    if (r == 16 && rio__rados_hex16(buf, &g) && g == text_gen)
+        return RIO_ESERVER; /* they agree now: raced that often */
+    if (r < 0 && r != -ENODATA)
+        return RIO_ESERVER; /* gone, or unreadable: nothing proven */
+    rio__detail("the head of '%s' says generation %016" PRIx64 " but its rio.gen xattr %s: not "
+                "railio's doing, and no try can pass (remove the head object, or set rio.gen "
+                "to the generation its text says)",
+                key, text_gen, r < 0 ? "is missing" : "says another");
+    return RIO_EPROTO;
+}
+
 /* A swap that will not happen: gen will never be a head, its index entry
  * (if written) goes, here, and not again at the upload's discard. */
 static void idx_refused(struct rados_transport *t, const char *key, uint64_t gen, bool *wrote,
@@ -192,7 +209,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
 {
     char newhex[17], oldhex[17], ival[RIO_RADOS_IDX_VAL_MAX];
     bool wrote_here = false, *wrote = pre ? &pre->idx_put : &wrote_here;
-    uint64_t gen = sum->generation;
+    uint64_t gen = sum->generation, text_gen = 0;
     int ret = 0;
 
     snprintf(newhex, sizeof(newhex), "%016" PRIx64, gen);
@@ -229,6 +246,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         if (ret == 0) {
             *had_old = true;
             guarded = true;
+            text_gen = old->generation;
             snprintf(oldhex, sizeof(oldhex), "%016" PRIx64, old->generation);
         }
         /* The key index holds the head before it is one (index.c). */
@@ -273,7 +291,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         pthread_mutex_unlock(&t->mu);
     }
     idx_refused(t, key, gen, wrote, pre);
-    return RIO_ESERVER;
+    return text_gen ? rio__rados_gen_stuck(t, key, text_gen) : RIO_ESERVER;
 }
 
 int rio__rados_head_swap(struct rados_transport *t, const char *key, const char *buf, size_t len,

@@ -73,6 +73,7 @@ struct fscan {
     /* heads_scan: names listed, their rio.gen not read yet */
     char *hnames[REMOVE_WINDOW];
     size_t hlens[REMOVE_WINDOW], hn;
+    char *tops; /* REMOVE_WINDOW x RIO_RADOS_HEAD_TOP: each head's first bytes */
 };
 
 /* Room for one more element in *p (of *cap, elem bytes each): 0 or -ENOMEM. */
@@ -182,12 +183,19 @@ static int head_v2(struct fscan *s, const char *key, uint64_t *gen)
 static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
 {
     rados_completion_t comp[REMOVE_WINDOW], mcomp[REMOVE_WINDOW];
-    char buf[REMOVE_WINDOW][GEN_HEX + 1], magic[REMOVE_WINDOW][MAGIC_LEN];
+    char buf[REMOVE_WINDOW][GEN_HEX + 1];
     int sent[REMOVE_WINDOW], msent[REMOVE_WINDOW];
     int ret = 0;
 
-    /* Each head's rio.gen, and its first line: a version 2 head is read
-     * whole for the chunks it lists. */
+    if (!s->tops && !(s->tops = rio__malloc((size_t)REMOVE_WINDOW * RIO_RADOS_HEAD_TOP))) {
+        for (size_t i = 0; i < n; i++)
+            rio__free(names[i]);
+        return -ENOMEM;
+    }
+
+    /* Each head's rio.gen, and its first lines (the generation its text
+     * says, what a GET believes): a version 2 head is read whole for the
+     * chunks it lists. */
     for (size_t i = 0; i < n; i++) {
         sent[i] = rados_aio_create_completion2(NULL, NULL, &comp[i]);
         if (sent[i] == 0) {
@@ -198,7 +206,8 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
         }
         msent[i] = rados_aio_create_completion2(NULL, NULL, &mcomp[i]);
         if (msent[i] == 0) {
-            msent[i] = rados_aio_read(s->t->head_io, names[i], mcomp[i], magic[i], MAGIC_LEN, 0);
+            msent[i] = rados_aio_read(s->t->head_io, names[i], mcomp[i],
+                                      s->tops + i * RIO_RADOS_HEAD_TOP, RIO_RADOS_HEAD_TOP, 0);
             if (msent[i] < 0)
                 rados_aio_release(mcomp[i]);
         }
@@ -216,11 +225,27 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
             mr = rados_aio_get_return_value(mcomp[i]);
             rados_aio_release(mcomp[i]);
         }
+        const char *top = s->tops + i * RIO_RADOS_HEAD_TOP;
+        struct rio__rados_head sum;
+        int herr = 0;
         int64_t k = gen_of(r, buf[i], &gen);
         if (k > 0 && ret == 0 && mr < 0 && mr != -ENOENT)
             k = mr; /* its first line unknown: keep every chunk of its key */
-        if (k > 0 && ret == 0 && mr == (int)MAGIC_LEN &&
-            memcmp(magic[i], RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0)
+        if (k >= 0 && mr > 0 && rio__rados_head_summary(top, (size_t)mr, names[i], &sum) == 0 &&
+            (k == 0 || sum.generation != gen)) {
+            /* A head whose text (what GET and lookups read) names another
+             * generation than its rio.gen, or has none: not railio's
+             * doing. Which chunks are live is not known: every chunk of
+             * its key is kept, and counted an error (the text's chunks
+             * were removed, and the object GET served was lost). */
+            rio__detail("the head of '%s' says generation %016" PRIx64
+                        " but its rio.gen xattr %s: kept, not railio's doing",
+                        names[i], sum.generation, k ? "says another" : "is missing");
+            k = -1;
+            herr = RIO_EPROTO;
+        }
+        if (k > 0 && ret == 0 && mr >= (int)MAGIC_LEN &&
+            memcmp(top, RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0)
             ret = head_v2(s, names[i], &gen);
         if (k == 0 || ret < 0) {
             rio__free(names[i]); /* no head: its chunks, if any, are orphans */
@@ -234,7 +259,9 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
         s->heads[s->nheads++] = (struct fhead){.key = names[i],
                                                .keylen = lens[i],
                                                .gen = k > 0 ? gen : 0,
-                                               .err = k < 0 ? rio__rados_xlate((int)k) : 0};
+                                               .err = herr    ? herr
+                                                      : k < 0 ? rio__rados_xlate((int)k)
+                                                              : 0};
         if (k > 0)
             s->r->heads++;
     }
@@ -1015,5 +1042,6 @@ out:
     for (size_t i = 0; i < s.nlive; i++)
         rio__free(s.live[i]);
     rio__free(s.live);
+    rio__free(s.tops);
     return ret;
 }

@@ -251,6 +251,11 @@ int rio__rados_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 int rio__rados_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 
 /* sum: the new head's size and etag, for the key index's entry. */
+/* After COMMIT_TRIES guarded swaps or removes of key refused on rio.gen,
+ * the head's text last naming text_gen: RIO_EPROTO, said, when rio.gen is
+ * missing or says another generation (no try can ever pass), else
+ * RIO_ESERVER (raced that often). */
+int rio__rados_gen_stuck(struct rados_transport *t, const char *key, uint64_t text_gen);
 int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const char *buf,
                              size_t len, const struct rio__rados_head *sum, struct rupload *pre,
                              uint64_t put_if, struct rio__rados_head *old, bool *had_old);

@@ -433,6 +433,7 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
 {
     struct rio__rados_head h;
     char hex[17];
+    uint64_t text_gen = 0;
     size_t keylen;
     int ret;
 
@@ -472,11 +473,12 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
             rio__rados_head_cleanup(&h);
             return 0;
         }
+        text_gen = h.generation;
         rio__rados_head_cleanup(&h);
         if (ret != -ECANCELED && ret != -ENOENT && ret != -ENODATA)
             return rio__rados_xlate(ret);
     }
-    return RIO_ESERVER;
+    return text_gen ? rio__rados_gen_stuck(t, key, text_gen) : RIO_ESERVER;
 }
 
 int rio__rados_remove(struct rio_transport *tt, const char *key)
