@@ -685,7 +685,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
         } else if (r->status < 0) {
             r->result = r->status;
             if (r->status == RIO_ENOPATH || r->status == RIO_ERETRIES)
-                rio__engine_path_detail(c);
+                rio__engine_path_detail(c, r->last_err);
         } else if (r->type == RIO_OP_PUT) {
             if (!parallel && !r->committed)
                 r->result = rio__req_commit(c, r, out_desc);

@@ -1871,16 +1871,23 @@ void rio__stage_drain(struct rio_client *c)
 
 /*
  * rio_error_detail() for a request that ended without a path to finish it
- * (RIO_ENOPATH, RIO_ERETRIES): the last error of each path that had one,
- * "path 0: connection refused (ECONNREFUSED); path 1: ...". Caller's thread,
- * mu not held.
+ * (RIO_ENOPATH, RIO_ERETRIES): the request's last failure (a chunk that
+ * kept failing its checksum or came short says so: the paths themselves
+ * may have none), then the last error of each path that had one, "last
+ * try: checksum mismatch (RIO_ECHECKSUM); path 0: connection refused
+ * (ECONNREFUSED); path 1: ...". Caller's thread, mu not held.
  */
-void rio__engine_path_detail(struct rio_client *c)
+void rio__engine_path_detail(struct rio_client *c, int last_err)
 {
     char buf[480];
     size_t o = 0;
 
     buf[0] = '\0';
+    if (last_err) {
+        int n = snprintf(buf, sizeof(buf), "last try: %s (%s)", rio_strerror(last_err),
+                         rio_errname(last_err));
+        o = n > 0 ? (size_t)n : 0;
+    }
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < c->npaths && o < sizeof(buf); i++) {
         int err = c->paths[i].last_err;

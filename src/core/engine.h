@@ -539,7 +539,7 @@ uint64_t rio__proc_run_delay_ns(void);
 uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
 
 /* Set rio_error_detail() to each path's last error (engine.c). */
-void rio__engine_path_detail(struct rio_client *c);
+void rio__engine_path_detail(struct rio_client *c, int last_err);
 
 /* Resolve options: struct, then URL parameters, then RIO_* environment, then
  * defaults (options.c). */

@@ -413,6 +413,14 @@ TEST(error_class_server_spends_attempts)
     T_LT(took, 1000u);
     T_EQ(e.st.retries[RIO_CLASS_SERVER], 3u);
     eu_idle(e.c);
+    /* The detail says what the last try failed of (it named only the
+     * paths, which had no error of their own: "retries exhausted"). */
+    T_TRUE(strstr(rio_error_detail(), "last try: ") != NULL);
+    T_TRUE(strstr(rio_error_detail(), "RIO_ESERVER") != NULL);
+    eu_refault(e.c, "bitflip:op=read:chunk=2:count=10");
+    T_ERR(rio_get(e.c, "o", dst, n, &e.call), RIO_ERETRIES);
+    T_TRUE(strstr(rio_error_detail(), "RIO_ECHECKSUM") != NULL);
+    eu_idle(e.c);
 
     /* Throttling is retryable too, with four times the patience: 8
      * throttles of one chunk pass where 3 server errors fail, and 12 fail. */
