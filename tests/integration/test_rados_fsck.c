@@ -395,6 +395,43 @@ TEST(head_gen_xattr_disagreeing_keeps_the_chunks)
     rio_client_destroy(c);
 }
 
+/* A head whose chunk_size no RADOS read returns (5 GiB; one chunk of a
+ * 1 MiB object): RIO_EPROTO that says so (it was librados's EDOM,
+ * "numerical argument out of domain"). */
+TEST(head_chunk_size_past_a_read_refused)
+{
+    struct rio_options o;
+    size_t len;
+
+    t_ceph_conf();
+    ru_opts(&o, RU_MIB, 4);
+    struct rio_client *c = ru_client("rio3", "", &o);
+    t_put_pattern(c, "bigchunk", RU_MIB, 50);
+    char *h = ru_head("rio3", "bigchunk", &len);
+    char *at = strstr(h, "\nchunk_size 1048576\n");
+    T_NOTNULL(at);
+    size_t head = (size_t)(at - h), tail = len - head - strlen("\nchunk_size 1048576\n");
+    char *n = malloc(len + 16);
+    memcpy(n, h, head);
+    int k = sprintf(n + head, "\nchunk_size 5368709120\n");
+    memcpy(n + head + (size_t)k, at + strlen("\nchunk_size 1048576\n"), tail);
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    T_EQ(rados_ioctx_create(cl, "rio3", &io), 0);
+    T_EQ(rados_write_full(io, "bigchunk", n, head + (size_t)k + tail), 0);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    free(n);
+    free(h);
+    rio_client_destroy(c);
+    c = ru_client("rio3", "", &o); /* no cached head */
+    uint8_t *dst = malloc(RU_MIB);
+    T_ERR(rio_get(c, "bigchunk", dst, RU_MIB, NULL), RIO_EPROTO);
+    T_TRUE(strstr(rio_error_detail(), "chunk_size 5368709120") != NULL);
+    free(dst);
+    rio_client_destroy(c);
+}
+
 TEST(fsck_refuses_other_schemes)
 {
     char out[1024];

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -224,6 +225,15 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
     ret = rio__rados_head_read(t, key, &h, mtime);
     if (ret < 0)
         return ret;
+    if (h.chunk_size > INT_MAX) {
+        /* One read of librados returns at most INT_MAX bytes: no chunk
+         * of this head could be read (librados said EDOM). */
+        rio__detail("the head of '%s' says chunk_size %" PRIu64 ", more than one RADOS read "
+                    "returns (%d): not a head railio wrote",
+                    key, h.chunk_size, INT_MAX);
+        rio__rados_head_cleanup(&h);
+        return RIO_EPROTO;
+    }
 
     ret = -ENOMEM;
     e = rio__calloc(1, sizeof(*e) + keylen + 1);
