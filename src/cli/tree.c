@@ -287,8 +287,12 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
         memset(&next, 0, sizeof(next));
         struct rio_call call = {.cancel = rio_cli_cancel_token()};
         int ret = rio_list(l->c, &a, &next, &call);
-        if (ret == RIO_ENOTSUP && !l->started && a.flags) {
-            l->fold = true; /* no RIO_LIST_DELIM here: fold the full listing */
+        if (ret == RIO_ENOTSUP && !l->started && (a.flags & RIO_LIST_DELIM)) {
+            /* No RIO_LIST_DELIM here: fold the full listing. Once: a
+             * backend that lists nothing at all (http://, file:// with
+             * single=1) refused the next try too, which came here again
+             * for ever at full CPU. */
+            l->fold = true;
             continue;
         }
         if (ret < 0)

@@ -303,6 +303,20 @@ TEST(exit_other)
          1);
 }
 
+/* 1, at once: a backend that lists nothing (file:// with single=1; so
+ * http://) makes ls, ls -r and a cat of a pattern fail with RIO_ENOTSUP.
+ * They asked again for ever at full CPU. */
+TEST(listing_unsupported_fails)
+{
+    setup();
+    static const char *const cmds[] = {"ls", "ls -r", "cat"};
+    for (int i = 0; i < 3; i++)
+        T_EQ(t_sh("timeout -s KILL 20 %s %s 'file://%s/one/x/%s?single=1' >/dev/null "
+                  "2>%s/err; test $? = 1 && grep -q RIO_ENOTSUP %s/err",
+                  cli_bin(), cmds[i], dir, i == 2 ? "m*" : "", dir, dir),
+             0);
+}
+
 /* 1, not a crash: a file cut shorter while `railio put` reads it (it is
  * mapped: the first page past the new end raises SIGBUS) is said by name,
  * and nothing is written. Writes are slowed so that the cut lands in the
