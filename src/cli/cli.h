@@ -224,6 +224,11 @@ const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 char *rio_cli_ctl_mask(char *s);
 /* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
 int rio_cli_write_all(int fd, const void *p, size_t n);
+/* The client's deadline (deadline=, RIO_DEADLINE_MS), 0 for none: for the
+ * calls that read a stream, which the library bounds only by a deadline
+ * given per call (a reader lives as long as its consumer reads), while a
+ * command's user asked for the whole request to be bounded. */
+uint32_t rio_cli_deadline(struct rio_client *c);
 /* ns since the epoch as "2026-01-02T03:04:05.123456789Z" (iso) or
  * "2026-01-02 03:04:05" (human); "" (iso) or "-" when ns <= 0. */
 void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso);

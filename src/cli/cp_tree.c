@@ -331,7 +331,8 @@ static void cp_get(void *arg, size_t i)
         cp_fail(r, it->rel, e);
         return;
     }
-    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    struct rio_call call = {.cancel = rio_cli_cancel_token(),
+                            .deadline_ms = rio_cli_deadline(r->sc)};
     int64_t n = rio_get_stream(r->sc, it->src, CP_SLOTS, sink_fd, &fd, &call);
     int ret = n < 0 ? (int)n : 0;
     if (close(fd) < 0 && ret == 0)
@@ -374,7 +375,8 @@ static void cp_url(void *arg, size_t i)
         return;
     }
     struct rio_reader *rd;
-    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    struct rio_call call = {.cancel = rio_cli_cancel_token(),
+                            .deadline_ms = rio_cli_deadline(r->sc)};
     ret = rio_reader_open(r->sc, it->src, CP_SLOTS, &call, &rd);
     if (ret < 0) {
         cp_fail(r, it->src, ret);

@@ -167,7 +167,7 @@ static int cat_key(const struct rio_cli_tree_opts *o, struct rio_client *c, cons
                    bool *stop)
 {
     struct cat_out co = {0};
-    struct rio_call call = {.cancel = rio_cli_cancel_token()};
+    struct rio_call call = {.cancel = rio_cli_cancel_token(), .deadline_ms = rio_cli_deadline(c)};
     int64_t n = rio_get_stream(c, key, 0, cat_write, &co, &call);
     if (co.err) {
         fprintf(stderr, "railio cat: writing stdout: %s\n", strerror(-co.err));

@@ -748,7 +748,8 @@ static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *u
     struct rio_cli_resume rs, old;
     struct rio_desc d;
     struct rio_stats st;
-    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
+    struct rio_call call = {
+        .stats = &st, .cancel = rio_cli_cancel_token(), .deadline_ms = rio_cli_deadline(c)};
     struct chunk_sink k = {.fd = -1};
     uint8_t *buf = NULL;
     uint64_t off = 0;
@@ -923,7 +924,8 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
                    const char *dest)
 {
     struct rio_stats st;
-    struct rio_call call = {.stats = &st, .cancel = rio_cli_cancel_token()};
+    struct rio_call call = {
+        .stats = &st, .cancel = rio_cli_cancel_token(), .deadline_ms = rio_cli_deadline(c)};
     struct out_sink o = {.fd = 1};
     struct rio_desc looked;
     bool tmp = false, anon = false;
@@ -1080,7 +1082,8 @@ static int cp_urls(const struct rio_cli *cl, struct rio_client *sc, const char *
 {
     struct rio_stats gst, pst;
     struct rio_cancel *cx = rio_cli_cancel_token();
-    struct rio_call gcall = {.stats = &gst, .cancel = cx}, pcall = {.stats = &pst, .cancel = cx};
+    struct rio_call gcall = {.stats = &gst, .cancel = cx, .deadline_ms = rio_cli_deadline(sc)},
+                    pcall = {.stats = &pst, .cancel = cx};
     struct rio_desc d;
     struct rio_reader *rd;
     char shown[1024], shown2[1024];

@@ -321,6 +321,14 @@ int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned ca
     return k;
 }
 
+uint32_t rio_cli_deadline(struct rio_client *c)
+{
+    struct rio_options o;
+
+    rio_client_options(c, &o);
+    return o.deadline_ms == RIO_DEADLINE_NONE ? 0 : o.deadline_ms;
+}
+
 int rio_cli_write_all(int fd, const void *buf, size_t n)
 {
     const uint8_t *p = buf;

@@ -208,6 +208,37 @@ TEST(exit_outcome_unknown)
          8);
 }
 
+/* 5: a deadline (deadline=, RIO_DEADLINE_MS) bounds get, get -, cat and
+ * cp: reads that stream were bounded only by a deadline given per call,
+ * so a get with deadline=50ms ran its 200 ms reads to the end and exit 0. */
+TEST(exit_deadline_bounds_reads)
+{
+    setup();
+    static const char *const cmds[] = {"get %s/out.bin", "get -", "cat", "cp %s/cp.bin"};
+    for (int i = 0; i < 4; i++) {
+        char sub[1100];
+        snprintf(sub, sizeof(sub), cmds[i], dir);
+        char *at = strchr(sub, ' ');
+        T_EQ(cli_run(NULL, 0,
+                     "%.*s 'file://%s/store/obj?deadline=50ms&faults=delay:op=read:delay=200' "
+                     "%s >/dev/null 2>%s/err",
+                     at ? (int)(at - sub) : (int)strlen(sub), sub, dir, at ? at + 1 : "", dir),
+             5);
+        T_EQ(t_sh("grep -q RIO_EDEADLINE %s/err", dir), 0);
+    }
+    T_EQ(cli_run(NULL, 0,
+                 "get 'file://%s/store/obj?faults=delay:op=read:delay=200' %s/out.bin 2>/dev/null",
+                 dir, dir),
+         0);
+    T_EQ(cli_run(NULL, 0,
+                 "get 'file://%s/store/obj?faults=delay:op=read:delay=200' - >/dev/null 2>&1", dir),
+         0);
+    T_EQ(t_sh("RIO_DEADLINE_MS=50 %s get 'file://%s/store/obj?faults=delay:op=read:delay=200' "
+              "%s/out.bin 2>/dev/null; test $? = 5",
+              cli_bin(), dir, dir),
+         0);
+}
+
 /* 10: put --if-absent over a key that holds an object, put or rm
  * --if-generation over one that is another generation: nothing written or
  * removed, the object as it was;
