@@ -51,8 +51,9 @@ static void usage(FILE *f)
            "\n"
            "The railio object server: an in-memory store served over the railio:// protocol.\n"
            "\n"
-           "  --listen ADDR:PORT[,ADDR:PORT...]  one listener per rail (default 127.0.0.1:7070;\n"
-           "                                     port 0 picks a free port, see --port-file)\n"
+           "  --listen ADDR:PORT[,ADDR:PORT...]  one listener per rail (default 127.0.0.1:7070,\n"
+           "                                     none with --s3-backend; port 0 picks a free\n"
+           "                                     port, see --port-file)\n"
            "  --port-file F             write the bound addresses to F once serving\n"
            "  --memory SIZE             capacity for objects and uploads (default 4G)\n"
            "  --prefault                touch all of --memory at start, so that no PUT pays\n"
@@ -511,7 +512,6 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     cfg->max_handshakes = 128;
     cfg->handshake_timeout_ns = 5 * SEC;
     cfg->auth_fail_burst = 10;
-    a->listen = "127.0.0.1:7070";
     a->s3_head_cache_ns = UINT64_MAX;
     a->s3_min_part = UINT64_MAX;
     a->s3_checksums = -1;
@@ -647,6 +647,14 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
      * cache of the disk, which keeps everything. */
     if (a->s3_listen && !a->s3_backend && !cfg->data_dir && !a->evict_given)
         cfg->evict_lru = 0;
+    /* The data listener's default, unless a gateway over another backend
+     * alone was asked for: `--s3-listen --s3-backend URL` without
+     * `--listen` opened 127.0.0.1:7070 too, a railio:// listener nobody
+     * asked for (without a token: open to every local user), which also
+     * failed the start where 7070 was taken. A gateway over this server's
+     * own store reaches it through its first listener. */
+    if (!a->listen && !(a->s3_listen && a->s3_backend))
+        a->listen = "127.0.0.1:7070";
     return 0;
 }
 
@@ -1117,7 +1125,7 @@ int main(int argc, char **argv)
         srv->store.default_ttl_ns = 0;
         srv->store.no_ttl = 1;
     }
-    if (open_listeners(srv, a.listen) < 0) {
+    if (a.listen && open_listeners(srv, a.listen) < 0) {
         ret = 1;
         goto out_listeners;
     }

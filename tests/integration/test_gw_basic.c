@@ -257,6 +257,36 @@ TEST(objects_file)
     objects(url);
 }
 
+/* A gateway over another backend opens no railio:// listener unless
+ * --listen asks: it opened 127.0.0.1:7070 (tokenless, to every local user)
+ * and failed to start where that port was taken. Over its own store it
+ * keeps the listener it reaches that store through. */
+TEST(gateway_over_a_backend_has_no_data_listener)
+{
+    char bin[512];
+    const char *dir = t_scratch_dir("gw-nolisten");
+
+    gw_need();
+    srv_binary(bin, sizeof(bin));
+    /* 127.0.0.1:7070 taken: the start must not need it. */
+    T_EQ(
+        t_sh(
+            "python3 -c 'import socket,time,sys; s=socket.socket(); "
+            "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); "
+            "s.bind((\"127.0.0.1\", 7070)); s.listen(); open(sys.argv[1], \"w\").close(); "
+            "time.sleep(30)' %s/held 2>/dev/null & echo $! > %s/py.pid; "
+            "mkdir -p %s/store; for i in $(seq 100); do [ -e %s/held ] && break; sleep 0.05; done; "
+            "timeout -s KILL 20 %s --s3-listen 127.0.0.1:0 --s3-backend file://%s/store "
+            "--s3-anonymous --port-file %s/ports --log-level warn 2>%s/log & pid=$!; "
+            "for i in $(seq 100); do [ -s %s/ports ] && break; sleep 0.05; done; "
+            "test -s %s/ports && l=$(head -1 %s/ports) && "
+            "curl -sf -X PUT http://$(sed -n 's/^s3=//p' %s/ports)/bkt -o /dev/null; c=$?; "
+            "kill $pid; wait $pid; kill $(cat %s/py.pid) 2>/dev/null; "
+            "test $c = 0 && test -z \"$l\"",
+            dir, dir, dir, dir, bin, dir, dir, dir, dir, dir, dir, dir, dir),
+        0);
+}
+
 /* The head cache is for rados:// only: over file:// (whose cache of open
  * files keeps a replaced or removed generation readable a while) a GET
  * through one gateway after another replaced or deleted the object serves
