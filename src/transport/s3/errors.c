@@ -58,6 +58,22 @@ int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp)
     case CURLE_HTTP2_STREAM:
     case CURLE_SSL_CONNECT_ERROR:
         return -ECONNRESET;
+    /* The server's certificate not trusted (or not the pinned key): as
+     * railio:// says it, never a protocol error ("verification failed"
+     * is about bytes). A client certificate or CA file it cannot use:
+     * TLS set up wrong here. */
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        return RIO_ETLSVERIFY;
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_CRL_BADFILE:
+        return RIO_ETLS;
     case CURLE_WEIRD_SERVER_REPLY:
     case CURLE_HTTP_RETURNED_ERROR:
         return RIO_ESERVER;
