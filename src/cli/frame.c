@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -323,6 +324,26 @@ int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *wh
 
 /* ------------------------------------------------------------------ URLs */
 
+/* Whether the query q ("?..." or NULL) says single= with a true word:
+ * file:// then is one file, the whole path, whatever the key. */
+static bool query_single(const char *q)
+{
+    static const char *const yes[] = {"1", "on", "true", "yes"};
+
+    for (const char *p = q; p && *p; p = strchr(p + 1, '&')) {
+        const char *s = p + 1;
+        if (strncmp(s, "single=", 7) != 0)
+            continue;
+        s += 7;
+        size_t n = strcspn(s, "&");
+        for (unsigned i = 0; i < 4; i++)
+            if (n == strlen(yes[i]) && !strncasecmp(s, yes[i], n))
+                return true;
+        return false;
+    }
+    return false;
+}
+
 int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char **key)
 {
     bool optional = flags & RIO_CLI_KEY_OPTIONAL;
@@ -343,8 +364,26 @@ int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char *
         for (const char *c = slash; c < end; c++)
             if (*c == '/')
                 last = c;
-        if (last == slash)
+        if (last == slash && !query_single(q))
             return RIO_EURL; /* file:///NAME: no directory */
+        if (query_single(q) && last + 1 < end) {
+            /* file:///PATH?single=1: PATH is the store's one file (it may
+             * not exist yet); the key is its name, and any would do. It
+             * was split like a directory's name: the directory opened as
+             * the single file, refused (RIO_EINVAL). */
+            size_t kl = (size_t)(end - last - 1);
+            if (!rio__key_len_ok(kl))
+                return RIO_EINVAL;
+            *key = strndup(last + 1, kl);
+            *client_url = strdup(arg);
+            if (!*key || !*client_url) {
+                free(*key);
+                free(*client_url);
+                *key = *client_url = NULL;
+                return -ENOMEM;
+            }
+            return 0;
+        }
         slash = last;
     }
     size_t klen = slash < end ? (size_t)(end - slash - 1) : 0;

@@ -340,6 +340,26 @@ TEST(replaced_file_keeps_mode_and_owner)
     T_EQ(sb.st_mode & 07777, 0644u);
 }
 
+/* file:///PATH?single=1 names the store's one file, PATH, as docs/file.md
+ * says (it may not exist yet): put, stat, get and rm through the CLI. The
+ * CLI split PATH's last name off as a key and opened the directory as the
+ * single file (RIO_EINVAL). */
+TEST(single_file_url)
+{
+    setup();
+    char cmd[8192];
+    snprintf(cmd, sizeof(cmd),
+             "%s put -q 'file://%s/single.img?single=1' %s && "
+             "%s stat 'file://%s/single.img?single=1' >/dev/null && "
+             "%s get -q 'file://%s/single.img?single=1' %s/back-1 && "
+             "cmp -s %s/in.bin %s/single.img && "
+             "%s rm -q 'file://%s/single.img?single=1' && test ! -e %s/single.img",
+             cli_bin(), dir, pathf("in.bin"), cli_bin(), dir, cli_bin(), dir, dir, dir, dir,
+             cli_bin(), dir, dir);
+    T_EQ(system(cmd), 0);
+    check_obj(pathf("back-1"));
+}
+
 /* A FILE whose name is as long as a name may be (250 bytes here) is
  * written, over a missing or an existing file: the temporary names were
  * built from the whole name and went past NAME_MAX. */
