@@ -151,8 +151,8 @@ enum rio_etag {
  * (RIO_DEADLINE_MS=0 or none), or RIO_DEADLINE_NONE in the struct, means no
  * deadline; an op_timeout of 0 is refused (there is always one). A bad
  * option, or a URL option neither the client nor the URL's transport knows,
- * makes rio_client_new return RIO_EINVAL and write one line naming it to
- * stderr (the same text in rio_error_detail()).
+ * makes rio_client_new return RIO_EINVAL with rio_error_detail() naming it
+ * (the library writes no error of its own to stderr: the caller says it).
  */
 struct rio_options {
     uint64_t chunk_size;       /* RIO_CHUNK_SIZE, default 4 MiB */

@@ -175,7 +175,7 @@ static int run_row(const struct row *rw, uint64_t size, uint64_t chunk, unsigned
     rio_options_init(&o);
     o.chunk_size = chunk;
     o.depth = depth;
-    ret = rio_client_new(url, &o, &c);
+    ret = rio_cli_bench_open(url, &o, &c);
     if (ret < 0)
         goto out;
     ret = rio_put(c, "bench-object", src, size, NULL, NULL);

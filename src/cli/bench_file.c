@@ -173,8 +173,10 @@ static int split_url(struct cfg *c)
         if (ret == 0 && (v = rio__url_param(&u, "sync")))
             ret = rio__opt_bool("sync", v, &c->sync);
         rio__url_cleanup(&u);
-        if (ret < 0)
-            return -1;
+        if (ret < 0) {
+            fprintf(stderr, "railio bench: %s\n", rio_error_detail());
+            return -2; /* said */
+        }
         c->direct = direct != 0;
     }
     return 0;
@@ -186,7 +188,10 @@ static int parse_args(struct cfg *c, int argc, char **argv)
     if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))
         return -1;
     c->url = argv[0];
-    if (split_url(c) < 0) {
+    int sr = split_url(c);
+    if (sr == -2)
+        return -1;
+    if (sr < 0) {
         fprintf(stderr, "railio bench: expected file:///DIR, got '%s'\n", argv[0]);
         return -1;
     }

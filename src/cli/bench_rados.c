@@ -512,7 +512,7 @@ static int open_client(const struct cfg *c, unsigned conc, bool nomd5, struct ri
     }
     snprintf(url, sizeof(url), "rados://%s%s%s%s", c->pool, c->params,
              nomd5 ? (c->params[0] ? "&" : "?") : "", nomd5 ? "etag=none" : "");
-    return rio_client_new(url, &o, out);
+    return rio_cli_bench_open(url, &o, out);
 }
 
 static void fail(struct row *rw, int err, const char *what)

@@ -192,7 +192,7 @@ static int open_client(const struct cfg *c, unsigned depth, bool discard, struct
                  c->params[0] ? "&" : "?");
     else
         snprintf(url, sizeof(url), "s3://%s%s", c->bucket, c->params);
-    return rio_client_new(url, &o, out);
+    return rio_cli_bench_open(url, &o, out);
 }
 
 static void run_row(const struct cfg *c, const uint8_t *src, uint8_t *dst, struct row *rw)

@@ -644,7 +644,7 @@ int rio_cli_bench_tcp(const char *url_in, int argc, char **argv)
                 rio_options_init(&o);
                 o.chunk_size = chunk;
                 o.budget_bytes = max_mem;
-                int ret = rio_client_new(url, &o, &s.c);
+                int ret = rio_cli_bench_open(url, &o, &s.c);
                 if (ret == 0 && !s.put)
                     ret = ensure_objects(s.c, &s, nobj, &have, tmp);
                 if (ret == 0)

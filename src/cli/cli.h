@@ -229,6 +229,9 @@ int rio_cli_write_all(int fd, const void *p, size_t n);
  * given per call (a reader lives as long as its consumer reads), while a
  * command's user asked for the whole request to be bounded. */
 uint32_t rio_cli_deadline(struct rio_client *c);
+/* rio_client_new for a bench's rows: a URL refused (RIO_EINVAL, RIO_EURL)
+ * says why once on stderr (the rows show only the error's name). */
+int rio_cli_bench_open(const char *url, const struct rio_options *o, struct rio_client **out);
 /* ns since the epoch as "2026-01-02T03:04:05.123456789Z" (iso) or
  * "2026-01-02 03:04:05" (human); "" (iso) or "-" when ns <= 0. */
 void rio_cli_fmt_time(char *out, size_t cap, int64_t ns, bool iso);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -319,6 +320,17 @@ int rio_cli_parse_counts(const char *s, unsigned *out, unsigned max, unsigned ca
     for (int j = 0; j < k; j++)
         out[j] = v[j] > cap ? cap : (unsigned)v[j];
     return k;
+}
+
+int rio_cli_bench_open(const char *url, const struct rio_options *o, struct rio_client **out)
+{
+    static _Atomic int said;
+    int ret = rio_client_new(url, o, out);
+
+    if ((ret == RIO_EINVAL || ret == RIO_EURL) && rio_error_detail()[0] &&
+        !atomic_exchange(&said, 1))
+        fprintf(stderr, "railio bench: %s\n", rio_error_detail());
+    return ret;
 }
 
 uint32_t rio_cli_deadline(struct rio_client *c)

@@ -128,7 +128,6 @@ static int client_lookup(struct rio_client *c, const struct rio__meta *m, const 
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));
     if (ret < 0) {
-        fprintf(stderr, "railio: %s server descriptor: %s\n", c->url.scheme, why);
         rio__detail("%s server descriptor: %s", c->url.scheme, why);
         rio_desc_cleanup(out);
         memset(out, 0, sizeof(*out));

@@ -316,7 +316,6 @@ int rio__options_resolve(const struct rio_options *in, const struct rio_url *u,
     char why[256];
     int ret = rio__options_check(in, u, o, why, sizeof(why));
     if (ret < 0) {
-        fprintf(stderr, "railio: %s\n", why);
         rio__detail("%s", why);
     }
     return ret;
@@ -393,7 +392,6 @@ int rio__url_options_known(const struct rio_url *u, const char *scheme,
             if (!strcmp(u->pkey[j], name)) {
                 /* The first one was taken and the others were dropped
                  * without a word (chunk=4M&chunk=8M ran in 4 MiB chunks). */
-                fprintf(stderr, "railio: URL option '%.64s' given twice\n", name);
                 rio__detail("URL option '%.64s' given twice", name);
                 return RIO_EINVAL;
             }
@@ -406,7 +404,6 @@ int rio__url_options_known(const struct rio_url *u, const char *scheme,
                      near);
         else
             snprintf(why, sizeof(why), "unknown URL option '%.64s' for %s://", name, scheme);
-        fprintf(stderr, "railio: %s\n", why);
         rio__detail("%s", why);
         return RIO_EINVAL;
     }

@@ -346,7 +346,6 @@ int rio__opt_refuse(const char *name, const char *v, const char *fmt, ...)
     va_end(ap);
     if (!v || rio__secret_name(name, strlen(name)))
         v = v ? "***" : "";
-    fprintf(stderr, "railio: %s=%.128s: %s\n", name, v, rule);
     rio__detail("%s=%.128s: %s", name, v, rule);
     return RIO_EINVAL;
 }

@@ -944,8 +944,7 @@ static int parse_rules(struct fault_transport *t, const char *s)
         int ret;
 
         if (l >= sizeof(spec)) {
-            fprintf(stderr, "railio: faults=: a rule longer than %u bytes\n",
-                    RIO_FAULT_SPEC_MAX - 1);
+            rio__detail("faults=: a rule longer than %u bytes", RIO_FAULT_SPEC_MAX - 1);
             return RIO_EINVAL;
         }
         if (l > 0) {
@@ -953,8 +952,7 @@ static int parse_rules(struct fault_transport *t, const char *s)
             spec[l] = '\0';
             ret = rio_mock_fault_parse(spec, &f);
             if (ret < 0) {
-                fprintf(stderr,
-                        "railio: faults=: \"%s\" is not a fault rule (kind:key=value:...)\n", spec);
+                rio__detail("faults=: \"%s\" is not a fault rule (kind:key=value:...)", spec);
                 return ret;
             }
             ret = rule_add_locked(t, &f);

@@ -1143,10 +1143,9 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
 
     if ((s = rio__url_param(u, "rate"))) {
         if (parse_list(s, t->base.npaths, vals, rio__parse_size) < 0) {
-            fprintf(stderr,
-                    "railio: rate=%s: expected a size per second, or one per path "
-                    "(e.g. 1G or 1G,500M)\n",
-                    s);
+            rio__detail("rate=%s: expected a size per second, or one per path "
+                        "(e.g. 1G or 1G,500M)",
+                        s);
             return RIO_EINVAL;
         }
         for (i = 0; i < t->base.npaths; i++)
@@ -1167,7 +1166,7 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
         char *end;
         double f = strtod(s, &end);
         if (end == s || *end || !(f >= 0 && f <= 100)) {
-            fprintf(stderr, "railio: contend=%s: expected a number from 0 to 100\n", s);
+            rio__detail("contend=%s: expected a number from 0 to 100", s);
             return RIO_EINVAL;
         }
         t->contend = f;

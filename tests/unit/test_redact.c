@@ -176,6 +176,6 @@ TEST(refused_secret_option_hides_its_value)
     close(fd);
     unlink(path);
     T_NULL(strstr(buf, "SECRETVALUE"));
-    T_NOTNULL(strstr(buf, "tls_key=***"));
+    T_NOTNULL(strstr(rio_error_detail(), "tls_key=***"));
     T_NULL(strstr(rio_error_detail(), "SECRETVALUE"));
 }

@@ -58,7 +58,9 @@ TEST(unknown_option_named_with_closest)
 
     T_ERR(with_stderr(err, sizeof(err), open_url, "mock://u?path=4"), RIO_EINVAL);
     T_STREQ(rio_error_detail(), "unknown URL option 'path' (did you mean 'paths'?)");
-    T_NOTNULL(strstr(err, "railio: unknown URL option 'path' (did you mean 'paths'?)\n"));
+    /* Said once, by the caller (the CLI, an exception): the library
+     * wrote it to stderr as well. */
+    T_NULL(strstr(err, "unknown URL option"));
     /* A transport's own option, misspelt. */
     T_ERR(with_stderr(err, sizeof(err), open_url, "mock://u?rat=1G"), RIO_EINVAL);
     T_STREQ(rio_error_detail(), "unknown URL option 'rat' (did you mean 'rate'?)");
@@ -107,7 +109,7 @@ TEST(bad_variable_named_with_its_value)
     setenv("RIO_DEPTH", "-1", 1);
     T_ERR(with_stderr(err, sizeof(err), env_open, NULL), RIO_EINVAL);
     T_STREQ(rio_error_detail(), "RIO_DEPTH=-1: not a whole number (option depth)");
-    T_NOTNULL(strstr(err, "railio: RIO_DEPTH=-1: not a whole number (option depth)\n"));
+    T_NULL(strstr(err, "RIO_DEPTH=-1"));
     setenv("RIO_DEPTH", "5000", 1);
     T_ERR(with_stderr(err, sizeof(err), env_open, NULL), RIO_EINVAL);
     T_STREQ(rio_error_detail(), "RIO_DEPTH=5000: must be 1 to 1024 (option depth)");

@@ -276,7 +276,7 @@ static int opt_s(const char *name, const char *v, uint64_t *out_s)
     if (rio__opt_ms(name, v, &ms) < 0)
         return RIO_EINVAL;
     if (!ms) {
-        fprintf(stderr, "railio: %s=%s: expected a duration above 0\n", name, v);
+        rio__detail("%s=%s: expected a duration above 0", name, v);
         return RIO_EINVAL;
     }
     *out_s = (ms + 999u) / 1000u;

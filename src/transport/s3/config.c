@@ -70,7 +70,7 @@ static int knob_ms(const struct rio_url *u, const char *param, const char *env, 
     if (rio__opt_ms(name, v, &ms) < 0)
         return RIO_EINVAL;
     if (ms == 0) {
-        fprintf(stderr, "railio: %s=%s: expected a duration above 0\n", name, v);
+        rio__detail("%s=%s: expected a duration above 0", name, v);
         return RIO_EINVAL;
     }
     *out_ms = ms;
@@ -393,9 +393,8 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
             if (comma)
                 *comma = '\0';
             if (!*s || nrails == RIO_MAX_PATHS) {
-                fprintf(stderr,
-                        "railio: rails=%s: expected 1 to %d interface names, comma-separated\n", v,
-                        RIO_MAX_PATHS);
+                rio__detail("rails=%s: expected 1 to %d interface names, comma-separated", v,
+                            RIO_MAX_PATHS);
                 goto out;
             }
             rails[nrails++] = s;
@@ -438,7 +437,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
         else if (!strcasecmp(v, "none"))
             t->checksum = CK_NONE;
         else {
-            fprintf(stderr, "railio: %s=%s: expected auto, crc32c, sha256, md5 or none\n", name, v);
+            rio__detail("%s=%s: expected auto, crc32c, sha256, md5 or none", name, v);
             goto out;
         }
     }

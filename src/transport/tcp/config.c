@@ -343,7 +343,7 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
         return 0;
     t->tls_ctx = rio__tls_client_ctx(ca, verify, why, sizeof(why));
     if (!t->tls_ctx) {
-        fprintf(stderr, "railio: %s\n", why);
+        rio__detail("%s", why);
         return RIO_ETLS;
     }
     return 0;
