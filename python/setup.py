@@ -5,8 +5,11 @@ Where the library comes from, in this order:
 - RAILIO_BUILD_DIR (an in-tree CMake build directory): the headers from
   ../include, librailio.so from that directory, with an rpath to it so the
   extension loads it without LD_LIBRARY_PATH;
-- ../build when it holds librailio.so (a source checkout after `make`);
-- pkg-config railio (an installed library: `make install`).
+- pkg-config railio (an installed library: `make install`);
+- ../build when it holds librailio.so (a source checkout after `make`).
+An installed library comes before ../build: a package installed against the
+build tree would load librailio.so from there, and break once it went.
+Which one was taken is printed.
 
 Works offline with Debian's python3-setuptools and python3-dev:
 `pip install --no-build-isolation ./python` or, in place,
@@ -83,16 +86,21 @@ def _pkg_config():
 def _library():
     env = os.environ.get("RAILIO_BUILD_DIR")
     if env:
+        print("setup.py: librailio of the build directory %s (RAILIO_BUILD_DIR)" % env,
+              file=sys.stderr)
         return _in_tree(env)
+    cfg = _pkg_config()
+    if cfg is not None:
+        print("setup.py: the installed librailio (pkg-config railio)", file=sys.stderr)
+        return cfg
     default = os.path.join(TOP, "build")
     if os.path.exists(os.path.join(default, "librailio.so")) and \
             os.path.exists(os.path.join(TOP, "include", "railio.h")):
+        print("setup.py: librailio of the build directory %s (none installed)" % default,
+              file=sys.stderr)
         return _in_tree(default)
-    cfg = _pkg_config()
-    if cfg is None:
-        sys.exit("setup.py: librailio not found: set RAILIO_BUILD_DIR to a build directory, "
-                 "or install railio so that `pkg-config railio` finds it")
-    return cfg
+    sys.exit("setup.py: librailio not found: set RAILIO_BUILD_DIR to a build directory, "
+             "or install railio so that `pkg-config railio` finds it")
 
 
 cfg = _library()

@@ -18,13 +18,13 @@
 #include "cli/tree.h"
 
 static const char ls_usage[] =
-    "usage: railio ls [-r] [--json] [--page-size N] [--unsorted] URL[/PREFIX]...\n"
+    "usage: railio ls [-r] [-v] [--json] [--page-size N] [--unsorted] URL[/PREFIX]...\n"
     "  List one level under PREFIX (common prefixes end in '/'), or with -r every key\n"
     "  beneath it, in byte order of key. The last path element may hold wildcards: * ? [...].\n"
     "  Human output: size, modified time (UTC) and key per line; --json: one object per\n"
     "  line. --page-size N asks the backend for at most N entries per page. --unsorted:\n"
     "  the backend's own order, cheaper on rados:// (the pool's order: no scan of every\n"
-    "  name under PREFIX for each page).\n";
+    "  name under PREFIX for each page). -v: how many entries and pages, on stderr.\n";
 
 /* The key and a newline; on a terminal, control bytes (a hostile key's
  * escape sequences) as '?', as ls(1) does. --json keeps every byte. */

@@ -117,7 +117,8 @@ static void usage(FILE *f)
                "before or after the arguments, and RIO_* environment variables.\n"
                "Exit status: 0 ok, 1 failed, 2 usage, 3 not found, 4 access denied,\n"
                "5 unreachable or timed out, 6 verification failed, 7 out of space,\n"
-               "8 outcome unknown, 9 writing stdout failed, 128+N killed by signal N.\n"
+               "8 outcome unknown, 9 writing stdout failed, 10 the object changed (a condition\n"
+               "did not hold), 128+N killed by signal N.\n"
                "See railio(1) and docs/cli.md.\n");
 }
 
