@@ -608,9 +608,12 @@ out:
             fprintf(stdout, ",\"seconds\":%.3f", el);
             rio_cli_json_end(stdout);
         } else if (!o->quiet)
-            fprintf(stderr, "cp: %llu objects, %llu bytes in %.2f s (%.1f MB/s), %llu failed\n",
+            /* The walk's own failure (a listing refused) is no object's:
+             * "0 failed" beside exit 1 read as a contradiction. */
+            fprintf(stderr, "cp: %llu objects, %llu bytes in %.2f s (%.1f MB/s), %llu failed%s\n",
                     (unsigned long long)r->done, (unsigned long long)r->bytes, el,
-                    el > 0 ? (double)r->bytes / el / 1e6 : 0.0, (unsigned long long)r->failed);
+                    el > 0 ? (double)r->bytes / el / 1e6 : 0.0, (unsigned long long)r->failed,
+                    ret < 0 ? ", the walk stopped (above)" : "");
         rc = r->first_err ? rio_cli_tree_exit(r->first_err) : 0;
     }
     if (r->ddir >= 0)

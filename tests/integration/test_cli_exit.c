@@ -346,6 +346,12 @@ TEST(listing_unsupported_fails)
                   "2>%s/err; test $? = 1 && grep -q RIO_ENOTSUP %s/err",
                   cli_bin(), cmds[i], dir, i == 2 ? "m*" : "", dir, dir),
              0);
+    /* cp -r of it: the summary says the walk stopped (it said "0 failed"
+     * beside exit 1). */
+    T_EQ(t_sh("timeout -s KILL 20 %s cp -r 'file://%s/one/x/?single=1' %s/cpd 2>%s/err; "
+              "test $? = 1 && grep -q 'the walk stopped' %s/err",
+              cli_bin(), dir, dir, dir, dir),
+         0);
 }
 
 /* 1, not a crash: a file cut shorter while `railio put` reads it (it is
