@@ -212,13 +212,20 @@ int rio__tcp_hs_on_hello(const struct tcp_transport *t, const struct rio_proto_h
         return RIO_EPROTO;
     if (r.version != RIO_PROTO_VERSION)
         return RIO_EVERSION;
-    /* Without the token we cannot answer the challenge: a clear refusal. */
-    if (r.auth_required && !t->token)
+    /* Without the token we cannot answer the challenge: a clear refusal,
+     * that says what is missing (a bare "permission denied" did not). */
+    if (r.auth_required && !t->token) {
+        rio__detail("the server asks for a token: give token_file= (or RIO_TOKEN_FILE) or "
+                    "token=");
         return -EACCES;
+    }
     /* With it, a server that does not ask for it cannot prove it holds it:
      * an impostor (or a proxy that rewrote the HELLO) gets nothing. */
-    if (!r.auth_required && t->token)
+    if (!r.auth_required && t->token) {
+        rio__detail("a token was given but the server asks for none: not trusted (an "
+                    "impostor, or the server runs without --auth-token-file)");
         return RIO_EAUTH;
+    }
     memset(hi, 0, sizeof(*hi));
     hi->auth_required = r.auth_required;
     hi->max_body = r.max_body;
