@@ -97,7 +97,9 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     c->rng = c->seed;
     ops = rio__transport_find(c->url.scheme);
     if (!ops) {
-        ret = RIO_EURL;
+        /* A scheme of a module that did not load is no bad URL (a usage
+         * error, exit 2 in the CLI): this build or install lacks it. */
+        ret = rio__transport_module_scheme(c->url.scheme) ? RIO_ENOTSUP : RIO_EURL;
         goto err_url;
     }
     ret = rio__url_options_known(&c->url, c->url.scheme, ops->url_options);

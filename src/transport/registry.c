@@ -54,17 +54,18 @@ struct module_slot {
     const char *package;
     int tried; /* under modules_mu */
     const struct rio_module *mod;
+    char why[640]; /* why it did not load: every failed open's rio_error_detail() */
 };
 
 /* clang-format off */
 static struct module_slot modules[] = {
 #ifdef RIO_HAVE_CURL
-    {"s3 http https", "railio-s3.so", "libcurl4", 0, NULL},
+    {"s3 http https", "railio-s3.so", "libcurl4", 0, NULL, ""},
 #endif
 #ifdef RIO_HAVE_RADOS
-    {"rados", "railio-rados.so", "librados2", 0, NULL},
+    {"rados", "railio-rados.so", "librados2", 0, NULL, ""},
 #endif
-    {NULL, NULL, NULL, 0, NULL},
+    {NULL, NULL, NULL, 0, NULL, ""},
 };
 /* clang-format on */
 static pthread_mutex_t modules_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -164,23 +165,29 @@ static void module_load(struct module_slot *m, const char *scheme)
     void *h;
 
     if (module_find(m, path, where, sizeof(where)) < 0) {
-        fprintf(stderr,
-                "railio: %s:// is served by the module %s, found in none of: %s (install "
-                "railio's %s module, or set %s)\n",
-                scheme, m->file, where, scheme, RIO_MODULE_DIR_ENV);
+        /* A long list of places is cut: what comes first says enough. */
+        if (snprintf(m->why, sizeof(m->why),
+                     "%s:// is served by the module %s, found in none of: %s (install "
+                     "railio's %s module, or set %s)",
+                     scheme, m->file, where, scheme, RIO_MODULE_DIR_ENV) >= (int)sizeof(m->why))
+            m->why[sizeof(m->why) - 2] = '.';
         return;
     }
     h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        fprintf(stderr, "railio: %s:// needs the Debian package %s (apt-get install %s): %s\n",
-                scheme, m->package, m->package, dlerror());
+        if (snprintf(m->why, sizeof(m->why),
+                     "%s:// needs the Debian package %s (apt-get install %s): %s", scheme,
+                     m->package, m->package, dlerror()) >= (int)sizeof(m->why))
+            m->why[sizeof(m->why) - 2] = '.';
         return;
     }
     entry = (rio_module_entry_fn)(uintptr_t)dlsym(h, RIO_MODULE_ENTRY);
     mod = entry ? entry(&module_host) : NULL;
     if (!mod || mod->abi != RIO_MODULE_ABI || mod->size != sizeof(*mod)) {
-        fprintf(stderr, "railio: %s is not a module of railio %s (rebuild or reinstall it)\n", path,
-                RIO_VERSION_STRING);
+        if (snprintf(m->why, sizeof(m->why),
+                     "%s is not a module of railio %s (rebuild or reinstall it)", path,
+                     RIO_VERSION_STRING) >= (int)sizeof(m->why))
+            m->why[sizeof(m->why) - 2] = '.';
         dlclose(h);
         return;
     }
@@ -216,8 +223,15 @@ const struct rio_module *rio__module_for(const char *scheme)
         module_load(m, scheme);
     }
     mod = m->mod;
+    if (!mod && m->why[0])
+        rio__detail("%s", m->why);
     pthread_mutex_unlock(&modules_mu);
     return mod;
+}
+
+bool rio__transport_module_scheme(const char *scheme)
+{
+    return scheme && module_slot(scheme) != NULL;
 }
 
 const struct rio_transport_ops *rio__transport_find(const char *scheme)

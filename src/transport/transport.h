@@ -351,6 +351,10 @@ struct rio_transport {
 
 /* Find the ops for url's scheme; NULL if none is built in. */
 const struct rio_transport_ops *rio__transport_find(const char *scheme);
+/* Whether scheme is served by a module (s3, http, https, rados in a build
+ * that has them): one that did not load makes rio_client_new RIO_ENOTSUP
+ * with the reason in rio_error_detail(), not RIO_EURL. */
+bool rio__transport_module_scheme(const char *scheme);
 
 /* Open url with ops, and stack the fault filter (transport/fault.h) over it
  * when url carries `faults=` or is mock://. What rio__t_open runs. */

@@ -36,9 +36,13 @@ static int maps_has(const char *lib)
 
 #if defined(RIO_HAVE_RADOS) || defined(RIO_HAVE_CURL)
 /* What rio_client_new(url) says on stderr (it must fail with RIO_EURL). */
+/* rio_client_new(url) fails with RIO_ENOTSUP (this build lacks the
+ * scheme's module: no usage error) and says why in rio_error_detail(),
+ * copied to msg, every time; nothing on stderr (the CLI prints the detail:
+ * it was said twice). */
 static void client_new_stderr(const char *url, char *msg, size_t cap)
 {
-    char path[] = "/tmp/rio-abi-err-XXXXXX";
+    char path[] = "/tmp/rio-abi-err-XXXXXX", err[256];
     struct rio_client *c = NULL;
     int fd = mkstemp(path), saved = dup(2);
     ssize_t n;
@@ -46,14 +50,16 @@ static void client_new_stderr(const char *url, char *msg, size_t cap)
     T_GE(fd, 0);
     T_GE(saved, 0);
     T_EQ(dup2(fd, 2), 2);
-    T_ERR(rio_client_new(url, NULL, &c), RIO_EURL);
+    T_ERR(rio_client_new(url, NULL, &c), RIO_ENOTSUP);
+    snprintf(msg, cap, "%s", rio_error_detail());
     T_EQ(dup2(saved, 2), 2);
     close(saved);
     T_NULL(c);
-    n = pread(fd, msg, cap - 1, 0);
+    n = pread(fd, err, sizeof(err) - 1, 0);
     close(fd);
     unlink(path);
-    msg[n > 0 ? n : 0] = '\0';
+    err[n > 0 ? n : 0] = '\0';
+    T_STREQ(err, "");
 }
 #endif
 
@@ -199,7 +205,7 @@ TEST(missing_module_is_a_clear_error)
     T_NOTNULL(strstr(msg, "/nonexistent/railio-modules"));
     T_NOTNULL(strstr(msg, "RIO_MODULE_DIR"));
     client_new_stderr("rados://pool", msg, sizeof(msg));
-    T_STREQ(msg, ""); /* said once */
+    T_NOTNULL(strstr(msg, "railio-rados.so")); /* each time */
 #endif
 }
 
@@ -230,7 +236,7 @@ TEST(unloadable_module_names_the_package)
     client_new_stderr("https://example.org/x", msg, sizeof(msg));
     T_NOTNULL(strstr(msg, "https:// needs the Debian package libcurl4 (apt-get install libcurl4)"));
     client_new_stderr("s3://bucket/x?endpoint=http://127.0.0.1:1", msg, sizeof(msg));
-    T_STREQ(msg, ""); /* said once per module */
+    T_NOTNULL(strstr(msg, "needs the Debian package libcurl4")); /* each open */
     for (unsigned i = 0; i < 2; i++) {
         snprintf(file, sizeof(file), "%s/%s", dir, mods[i]);
         unlink(file);
