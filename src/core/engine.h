@@ -698,6 +698,13 @@ int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *b
  * caller can start what depends on the object's MD5 and size (the S3
  * gateway's metadata record) beside the commit. 0, or RIO_ENOTSUP when the
  * writer computes no MD5. */
+/* No stream MD5 for this writer (before any byte is written), whatever
+ * the client's etag option: its object's etag is then the one the client
+ * gives an object without one. For a copy whose etag comes from elsewhere
+ * (the S3 gateway's multipart Complete: its ETag is the parts'), one pass
+ * over every byte on one core less. 0, or RIO_EINVAL once bytes were
+ * written. */
+int rio__writer_no_md5(struct rio_writer *w);
 int rio__writer_before_commit(struct rio_writer *w,
                               void (*fn)(void *arg, const char md5hex[33], uint64_t size),
                               void *arg);

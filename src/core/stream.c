@@ -855,6 +855,17 @@ int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *b
     return 0;
 }
 
+int rio__writer_no_md5(struct rio_writer *w)
+{
+    if (!w || !w->c || w->total || w->expect_md5 || w->before_commit)
+        return RIO_EINVAL;
+    if (w->want_md5) {
+        rio__md5_cleanup(&w->md5);
+        w->want_md5 = false;
+    }
+    return 0;
+}
+
 int rio__writer_before_commit(struct rio_writer *w,
                               void (*fn)(void *arg, const char md5hex[33], uint64_t size),
                               void *arg)

@@ -332,6 +332,49 @@ TEST(writer_expect_md5)
     free(src);
 }
 
+/* rio__writer_no_md5: a writer of an etag=md5 client computes no stream
+ * MD5 (the gateway's multipart Complete, whose ETag is the parts'): the
+ * object is the same, its etag the empty one; refused once bytes were
+ * written, and by a writer that promised an MD5 check. */
+TEST(writer_no_md5)
+{
+    struct eu e;
+    const size_t n = 3 * EU_CHUNK + 7;
+    struct rio_writer *w;
+    struct rio_desc d;
+    uint8_t want[16] = {0};
+    bool bad;
+
+    eu_start(&e, "mock://nm1?paths=2&etag=md5");
+    uint8_t *src = eu_pattern_buf(n, 8);
+    T_OK(rio_writer_open(e.c, "o", n, 2, NULL, &w));
+    T_OK(rio__writer_no_md5(w));
+    T_OK(write_pattern(w, src, n, 70000));
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_writer_close(w, &d));
+    T_STREQ(d.etag, "");
+    rio_desc_cleanup(&d);
+    eu_get_check(e.c, "o", n, 8, NULL);
+    /* The same client's other writers keep their MD5. */
+    T_OK(rio_writer_open(e.c, "p", n, 2, NULL, &w));
+    T_OK(write_pattern(w, src, n, 70000));
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_writer_close(w, &d));
+    T_EQ(strlen(d.etag), 32u);
+    rio_desc_cleanup(&d);
+    T_OK(rio_writer_open(e.c, "q", n, 2, NULL, &w));
+    T_OK(write_pattern(w, src, 100, 100));
+    T_EQ(rio__writer_no_md5(w), RIO_EINVAL);
+    rio_writer_abort(w);
+    T_OK(rio_writer_open(e.c, "q", n, 2, NULL, &w));
+    T_OK(rio__writer_expect_md5(w, want, &bad));
+    T_EQ(rio__writer_no_md5(w), RIO_EINVAL);
+    rio_writer_abort(w);
+    eu_idle(e.c);
+    eu_close(&e);
+    free(src);
+}
+
 /* What rio__writer_before_commit's hook saw, and whether the object was
  * already visible then. */
 struct before {

@@ -949,8 +949,14 @@ static int copier_open(struct copier *cp, struct gw_req *r, const char *id, cons
     cp->buf = rio__malloc(COPY_BLOCK);
     if (!cp->buf)
         return -ENOMEM;
-    return rio_writer_open(rio__gw_client(), r->bkey, total, 0, r->put_cond ? &r->cond : NULL,
-                           &cp->w);
+    int ret =
+        rio_writer_open(rio__gw_client(), r->bkey, total, 0, r->put_cond ? &r->cond : NULL, &cp->w);
+    /* The object's ETag is the parts' (its record's), not the MD5 of its
+     * bytes: that pass over every byte (one core, 256 MiB in ~0.4 s here)
+     * bought nothing. */
+    if (ret == 0)
+        ret = rio__writer_no_md5(cp->w);
+    return ret;
 }
 
 /* Copy until every part is in the writer (1, once ck, if any, holds;
