@@ -442,8 +442,11 @@ int rio_cli_tree_open(const char *cmd, const struct rio_cli_tree_opts *o, const 
     if (ret < 0) {
         if (ret != RIO_EURL && ret != RIO_EINVAL)
             return rio_cli_fail_sys(&o->cl, NULL, arg, ret);
-        rio_cli_fail_sys(&o->cl, NULL, arg, ret);
-        return rio_cli_usage_error(&o->cl, "%s", *why ? why : "expected SCHEME://AUTHORITY/KEY");
+        /* One line that names the argument and why (it was two: the
+         * error's name, then the reason), then the usage. */
+        char shown[1024];
+        return rio_cli_usage_error(&o->cl, "%s: %s", rio_cli_url_safe(arg, shown, sizeof(shown)),
+                                   *why ? why : "expected SCHEME://AUTHORITY/KEY");
     }
     ret = rio_client_new(t->client_url, NULL, c);
     if (ret < 0) {

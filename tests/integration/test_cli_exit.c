@@ -118,6 +118,11 @@ TEST(exit_usage)
     T_EQ(cli_run(out, sizeof(out), "stat mock://lab/%s 2>&1 | tail -1", longkey), 0);
     T_NOTNULL(strstr(out, "the key is longer than 1024 bytes"));
     T_EQ(cli_run(NULL, 0, "stat mock://lab/%s 2>/dev/null", longkey), 2);
+    /* A wildcard before the last element: one line with the argument and
+     * the reason, then the usage (it was two error lines). */
+    T_EQ(cli_run(out, sizeof(out), "ls 'file://%s/st*/x' 2>&1 | head -1", dir), 0);
+    T_NOTNULL(strstr(out, "/st*/x: wildcards are allowed in the last path element only"));
+    T_EQ(cli_run(NULL, 0, "ls 'file://%s/st*/x' 2>/dev/null", dir), 2);
 }
 
 /* 3: no such object; no such directory to write into (said before any
