@@ -1641,7 +1641,14 @@ static ssize_t conn_tls_recv(struct conn *c, uint8_t *dst, size_t n)
         char why[256];
         r = rio__tls_handshake(&c->tls, why, sizeof(why));
         if (r == RIO_ETLS || r == RIO_ETLSVERIFY) {
-            SRV_INFO("TLS handshake failed peer=%s: %s (a client without tls=on?)", c->peer, why);
+            /* A plain client was caught before (conn_tls_plain_peer): this
+             * one speaks TLS. An alert about the certificate is its
+             * refusal of ours ("a client without tls=on?" misled). */
+            bool cert = strstr(why, "unknown ca") || strstr(why, "certificate");
+            SRV_INFO("TLS handshake failed peer=%s: %s%s", c->peer, why,
+                     cert ? " (the client does not trust this server's certificate: its tls_ca= "
+                            "must name the CA that signed it)"
+                          : "");
             return r;
         }
         if (r < 0 && r != -EAGAIN)

@@ -142,8 +142,13 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     char url[1024];
 
     start_tls(&e, &p);
-    /* Signed by another CA. */
+    /* Signed by another CA: the server's log says the client does not
+     * trust its certificate (it guessed a client without tls=on). */
     expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.other_ca);
+    for (int i = 0; i < 100 && !srv_log_count(&e, "does not trust this server"); i++)
+        t_sleep_ms(20);
+    T_GE(srv_log_count(&e, "does not trust this server's certificate"), 1u);
+    T_EQ(srv_log_count(&e, "without tls=on"), 0u);
     /* The system store does not know the test CA. */
     expect_open_fails(RIO_ETLSVERIFY, "railio://%s?tls=on", e.addr[0]);
     /* The right CA, the wrong name. */
