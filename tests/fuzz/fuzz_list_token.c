@@ -16,7 +16,9 @@
  * - s1/s2: a name of at most RIO_KEY_MAX bytes without a NUL, and the
  *   token formatted from it parses back to the same name;
  * - folded: an entry that fits its buffer, and the token formatted from it
- *   parses back to the same entry.
+ *   parses back to the same entry;
+ * - wrapped (ListObjectsV2's backend token): wraps back to the same bytes,
+ *   all printable ASCII.
  * Seeds: tests/fuzz/corpus/list_token/.
  */
 #include <stdlib.h>
@@ -31,7 +33,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char again[2 * RIO_LIST_TOKEN_MAX + 8], sa[RIO_KEY_MAX + 1], sa2[RIO_KEY_MAX + 1];
+    static char again[RIO_GW_TOKEN_WRAPPED(4 * RIO_LIST_TOKEN_MAX) + 8], sa[RIO_KEY_MAX + 1],
+        sa2[RIO_KEY_MAX + 1], btok[4 * RIO_LIST_TOKEN_MAX + 1];
     static char rel[RIO_KEY_MAX + 1], rel2[RIO_KEY_MAX + 1];
     struct rio__rados_ltok tk;
     char *tok;
@@ -46,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tok[n] = '\0';
     n = strlen(tok);
 
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0:
         if (rio__rados_ltok_parse(tok, &tk) == 0) {
             CHECK(n <= RIO_LIST_TOKEN_MAX);
@@ -67,6 +70,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 CHECK(3 + l > RIO_LIST_TOKEN_MAX);
             }
+        }
+        break;
+    case 3:
+        /* The gateway's wrapped backend token: unwrapped, it wraps back
+         * to the same bytes (one spelling), and what it wraps is printable
+         * ASCII only, so no XML parser refuses it. */
+        if (rio__gw_token_unwrap(tok, btok, sizeof(btok)) == 0) {
+            rio__gw_token_wrap(btok, again);
+            CHECK(strcmp(again, tok) == 0);
+            for (const char *p = again; *p; p++)
+                CHECK(*p >= '!' && *p <= '~');
         }
         break;
     default:

@@ -549,7 +549,9 @@ int rio__gw_list_options(struct MHD_Connection *c, struct gw_req *r, int any_del
  * SHA-256 of the bucket, the prefix and the delimiter), so that a token of
  * another listing, or bytes that are no token, are refused (400, as S3)
  * rather than silently starting the listing over. Not a secret: the
- * backend takes any token a client forges, as it must. */
+ * backend takes any token a client forges, as it must. The backend's token
+ * (a key, often) is wrapped (rio__gw_token_wrap): XML carries no control
+ * character. */
 #define TOKEN_TAG 16
 
 static void token_tag(const char *bucket, const char *prefix, const char *delim,
@@ -672,7 +674,8 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
     const char *lt = rio__gw_arg(r, "list-type"), *fo = rio__gw_arg(r, "fetch-owner");
     int owner = !v2 || (fo && strcmp(fo, "true") == 0); /* as S3 */
     char fprefix[RIO_KEY_MAX + 1], fafter[RIO_KEY_MAX + 1], tag[TOKEN_TAG + 1];
-    char ftok[2 * RIO_KEY_MAX + 2] = "";
+    char ftok[RIO_GW_TOKEN_WRAPPED(RIO_KEY_MAX) + 2 * RIO_KEY_MAX + 2] = "";
+    char btok[RIO_LIST_TOKEN_MAX + 1], wtok[RIO_GW_TOKEN_WRAPPED(RIO_LIST_TOKEN_MAX)];
     struct rio_list_args a;
     struct rio_list_page p;
     struct gw_list_ck *ck = NULL; /* each entry's checksum, from its record */
@@ -718,16 +721,18 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
     token_tag(r->bucket, prefix, delim, tag);
     if (token && *token) {
         char rel[RIO_KEY_MAX + 1];
-        if (strlen(token) <= TOKEN_TAG || strlen(token) > TOKEN_TAG + RIO_LIST_TOKEN_MAX ||
+        if (strlen(token) <= TOKEN_TAG ||
+            strlen(token) >= TOKEN_TAG + RIO_GW_TOKEN_WRAPPED(RIO_LIST_TOKEN_MAX) ||
             memcmp(token, tag, TOKEN_TAG) != 0 ||
             (other && (rio__gw_folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
-                       list_after(r->bucket, rel, delim, fafter) < 0)))
+                       list_after(r->bucket, rel, delim, fafter) < 0)) ||
+            (!other && rio__gw_token_unwrap(token + TOKEN_TAG, btok, sizeof(btok)) < 0))
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
         if (other)
             a.start_after = fafter;
         else
-            a.token = token + TOKEN_TAG;
+            a.token = btok;
     } else if (after && *after) {
         if (list_after(r->bucket, after, delim, fafter) < 0)
             return rio__gw_error(c, r, 400, "InvalidArgument", "The marker is too long.");
@@ -768,7 +773,9 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
         if (more) {
             rio__gw_buf_put(&b, "<NextContinuationToken>", 23);
             rio__gw_buf_put(&b, tag, TOKEN_TAG);
-            rio__gw_buf_xml(&b, other ? ftok : p.next_token);
+            if (!other)
+                rio__gw_token_wrap(p.next_token, wtok);
+            rio__gw_buf_xml(&b, other ? ftok : wtok);
             rio__gw_buf_put(&b, "</NextContinuationToken>", 24);
         }
         if (after && *after)
