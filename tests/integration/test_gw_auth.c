@@ -177,6 +177,7 @@ TEST(boto3_signed_and_presigned)
     t_sleep_ms(2100);
     T_EQ(gw_curl(&g, "o", "\"$(cat %s)\"", gw_path(&g, "url_expired")), 403);
     T_TRUE(gw_has(&g, "o", "<Code>AccessDenied</Code>"));
+    T_TRUE(gw_has(&g, "o", "<Message>Request has expired</Message>")); /* S3's */
     /* Presigned PUT. */
     T_EQ(gw_curl(&g, "o", "-T %s \"$(cat %s)\"", gw_path(&g, "src"), gw_path(&g, "url_put")), 200);
     T_EQ(gw_curl(&g, "got", SIGV4 "--user '" AK ":" SK "' %s/bkt/pre/put", g.url), 200);

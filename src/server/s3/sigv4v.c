@@ -756,8 +756,10 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     if (presigned) {
         if (t - now > SKEW_S)
             REFUSE("AccessDenied", -EACCES, "s3 auth: presigned URL not yet valid");
-        if (now > t + expires)
+        if (now > t + expires) {
+            out->message = "Request has expired"; /* S3's words, as SigV2's */
             REFUSE("AccessDenied", -EACCES, "s3 auth: Request has expired");
+        }
     } else if (t - now > SKEW_S || now - t > SKEW_S) {
         REFUSE("RequestTimeTooSkewed", -EACCES,
                "s3 auth: request time too far from the server's (more than 15 minutes)");
