@@ -27,7 +27,7 @@ static void metadata(const char *backend, const char *dir)
     /* PutObject with everything S3 stores; HEAD and GET give it back. */
     T_EQ(gw_curl(&g, "o",
                  "-T %s -H 'x-amz-meta-Color: blue' -H 'x-amz-meta-color: red' "
-                 "-H 'x-amz-meta-sp: a  b' -H 'x-amz-meta-empty;' "
+                 "-H 'x-amz-meta-sp: a  b' -H 'x-amz-meta-empty;' -H 'x-amz-meta-ws: v1  ' "
                  "-H 'Content-Type: text/plain; charset=utf-8' -H 'Content-Encoding: x-test' "
                  "-H 'Content-Disposition: attachment; filename=\"a b.txt\"' "
                  "-H 'Content-Language: de' -H 'Cache-Control: max-age=60' "
@@ -39,6 +39,7 @@ static void metadata(const char *backend, const char *dir)
         T_EQ(gw_curl(&g, get ? "got" : "o", "%s %s/mdb/k1", get ? "" : "-I", g.url), 200);
         T_TRUE(gw_has(&g, f, "x-amz-meta-color: blue,red\r\n"));
         T_TRUE(gw_has(&g, f, "x-amz-meta-sp: a  b\r\n"));
+        T_TRUE(gw_has(&g, f, "x-amz-meta-ws: v1\r\n"));   /* the blanks around a value: none */
         T_TRUE(gw_has(&g, f, "x-amz-meta-empty:  \r\n")); /* an empty value (a blank) */
         T_TRUE(gw_has(&g, f, "Content-Type: text/plain; charset=utf-8\r\n"));
         T_TRUE(gw_has(&g, f, "Content-Encoding: x-test\r\n"));

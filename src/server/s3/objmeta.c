@@ -93,7 +93,33 @@ static int content_encoding(struct gw_meta *m, const char *value)
     return o ? rio__gw_meta_set_hdr(m, GW_MH_CONTENT_ENCODING, out) : 0;
 }
 
+static int meta_from_pair(struct gw_meta *m, const char *name, const char *value);
+
+/* A field's value without the blanks around it (RFC 9110 5.5: they are no
+ * part of it): the server kept a trailing blank and answered it back,
+ * where S3 answers "v1" for "v1  " (compatibility probe). */
 int rio__gw_meta_from_pair(struct gw_meta *m, const char *name, const char *value)
+{
+    size_t n;
+
+    while (*value == ' ' || *value == '\t')
+        value++;
+    n = strlen(value);
+    if (!n || (value[n - 1] != ' ' && value[n - 1] != '\t'))
+        return meta_from_pair(m, name, value);
+    while (n && (value[n - 1] == ' ' || value[n - 1] == '\t'))
+        n--;
+    char *v = rio__malloc(n + 1);
+    if (!v)
+        return -ENOMEM;
+    memcpy(v, value, n);
+    v[n] = '\0';
+    int ret = meta_from_pair(m, name, v);
+    rio__free(v);
+    return ret;
+}
+
+static int meta_from_pair(struct gw_meta *m, const char *name, const char *value)
 {
     static const char pre[] = "x-amz-meta-";
 
