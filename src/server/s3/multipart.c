@@ -485,8 +485,9 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
         rio__gw_buf_printf(&b, "<Size>%llu</Size></Part>", (unsigned long long)x.p[i].size);
         last = x.p[i].num;
     }
-    if (i < x.n && shown)
-        rio__gw_buf_printf(&b, "<NextPartNumberMarker>%u</NextPartNumberMarker>", last);
+    /* Always, as S3's: the last part shown (the marker when none was). */
+    rio__gw_buf_printf(&b, "<NextPartNumberMarker>%lu</NextPartNumberMarker>",
+                       shown ? (unsigned long)last : marker);
     rio__gw_buf_printf(&b, "<IsTruncated>%s</IsTruncated></ListPartsResult>\n",
                        i < x.n && shown ? "true" : "false");
     rio__free(x.p);

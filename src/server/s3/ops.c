@@ -309,7 +309,14 @@ int rio__gw_head_bucket(struct MHD_Connection *c, struct gw_req *r)
 
     if (rio__gw_need_bucket(c, r, &ret) < 0)
         return ret;
-    return rio__gw_send_empty(c, r, 200);
+    /* S3 names the bucket's region on every HeadBucket: SDKs read it to
+     * find where a bucket lives. The gateway's is us-east-1 (as its
+     * GetBucketLocation's empty constraint says). */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (resp)
+        MHD_add_response_header(resp, "x-amz-bucket-region", "us-east-1");
+    return rio__gw_send(c, r, 200, resp);
 }
 
 /* A bucket's configuration that is always the default: the empty element
