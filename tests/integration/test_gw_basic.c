@@ -23,6 +23,7 @@ static void objects(const char *backend)
     /* Buckets */
     T_EQ(gw_curl(&g, "o", "-i %s/nob/k", g.url), 404);
     T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
+    T_TRUE(gw_has(&g, "o", "<Resource>/nob/k</Resource>")); /* as S3's */
     {
         /* The error names its request, as the x-amz-request-id header and
          * the log line do (what a user quotes to an operator). */

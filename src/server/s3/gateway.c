@@ -210,6 +210,15 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
         rio__gw_buf_xml(&b, r->key);
         rio__gw_buf_put(&b, "</Key>", 6);
     }
+    if (r->bucket[0]) { /* S3's Resource: the path of what the request named */
+        rio__gw_buf_put(&b, "<Resource>/", 11);
+        rio__gw_buf_xml(&b, r->bucket);
+        if (r->key) {
+            rio__gw_buf_put(&b, "/", 1);
+            rio__gw_buf_xml(&b, r->key);
+        }
+        rio__gw_buf_put(&b, "</Resource>", 11);
+    }
     rio__gw_buf_printf(&b, "<RequestId>%s</RequestId></Error>\n", rio__gw_request_id(r));
     if (b.oom) {
         rio__gw_buf_free(&b);
