@@ -37,7 +37,10 @@ done
 gw_bench_start gw 24G
 # GETs land in tmpfs where there is one: a file replaced on this VM's disk
 # measured the disk's write-back, not the gateway (railio get of 1 GiB at
-# 307 MB/s against curl's 757 there, 2026-12-05).
+# 307 MB/s against curl's 757 there, 2026-12-05). Each client's GET writes
+# a new file (the previous client's is removed before it): one replacing a
+# file holds both until it is done, and on this VM memory touched for the
+# first time in a while is slow (docs/bench.md, "This VM's fresh memory").
 BACK=$DIR
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     BACK=$(mktemp -d /dev/shm/rio-gw-back.XXXXXX)
@@ -62,15 +65,18 @@ for ep in radosgw gateway; do
         f=$DIR/obj.$mib
         [ -f "$f" ] || head -c $((mib << 20)) /dev/urandom > "$f"
         bytes=$((mib << 20))
+        rm -f "$BACK/back"
         t0=$(now); aws --endpoint-url "$url" s3 cp --only-show-errors "$f" "s3://bench/a$mib"; t1=$(now)
         aws --endpoint-url "$url" s3 cp --only-show-errors "s3://bench/a$mib" "$BACK/back"; t2=$(now)
         cmp -s "$f" "$BACK/back" || echo "$ep aws $mib: bytes differ" >&2
         echo "| $ep | aws s3 cp | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
+        rm -f "$BACK/back"
         t0=$(now); curl -sf "${SIGV4[@]}" -T "$f" "$url/bench/c$mib" -o /dev/null; t1=$(now)
         curl -sf "${SIGV4[@]}" "$url/bench/c$mib" -o "$BACK/back"; t2=$(now)
         cmp -s "$f" "$BACK/back" || echo "$ep curl $mib: bytes differ" >&2
         echo "| $ep | curl | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
         if [ -x "$BUILD/railio" ]; then
+            rm -f "$BACK/back"
             t0=$(now)
             if RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" put "s3://bench/r$mib" "$f" >/dev/null 2>&1; then
                 t1=$(now)
