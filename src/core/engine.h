@@ -693,11 +693,6 @@ void rio__writer_invalidate(struct rio_writer *w);
  * a caller that must check a claimed MD5 (S3's Content-MD5) a second pass
  * over the bytes. 0, or RIO_ENOTSUP when the writer computes no MD5. */
 int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *bad);
-/* Make rio_writer_close call fn(arg, MD5, size) once every byte is written
- * and checked, just before it commits (and not when it fails before): a
- * caller can start what depends on the object's MD5 and size (the S3
- * gateway's metadata record) beside the commit. 0, or RIO_ENOTSUP when the
- * writer computes no MD5. */
 /* No stream MD5 for this writer (before any byte is written), whatever
  * the client's etag option: its object's etag is then the one the client
  * gives an object without one. For a copy whose etag comes from elsewhere
@@ -705,6 +700,11 @@ int rio__writer_expect_md5(struct rio_writer *w, const uint8_t want[16], bool *b
  * over every byte on one core less. 0, or RIO_EINVAL once bytes were
  * written. */
 int rio__writer_no_md5(struct rio_writer *w);
+/* Make rio_writer_close call fn(arg, MD5, size) once every byte is written
+ * and checked, just before it commits (and not when it fails before): a
+ * caller can start what depends on the object's MD5 and size (the S3
+ * gateway's metadata record) beside the commit. 0, or RIO_ENOTSUP when the
+ * writer computes no MD5. */
 int rio__writer_before_commit(struct rio_writer *w,
                               void (*fn)(void *arg, const char md5hex[33], uint64_t size),
                               void *arg);
