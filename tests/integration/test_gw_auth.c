@@ -83,6 +83,7 @@ TEST(curl_sigv4_users_and_refusals)
 
     T_EQ(gw_curl(&g, "o", SIGV4 "--user '" AK ":wrong' %s/bkt/a%%20b", g.url), 403);
     T_TRUE(gw_has(&g, "o", "<Code>SignatureDoesNotMatch</Code>"));
+    T_TRUE(gw_has(&g, "o", "The request signature we calculated does not match")); /* S3's */
     T_EQ(gw_curl(&g, "o", SIGV4 "--user 'NOSUCHKEY:" SK "' %s/bkt/a%%20b", g.url), 403);
     T_TRUE(gw_has(&g, "o", "<Code>InvalidAccessKeyId</Code>"));
     T_EQ(gw_curl(&g, "o", "%s/bkt/a%%20b", g.url), 403);

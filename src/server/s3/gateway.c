@@ -505,11 +505,28 @@ static int authenticate(struct MHD_Connection *c, struct gw_req *r, const char *
               : rio_s3_verify(g.keys, &q, (int64_t)time(NULL), &r->auth, &code);
     if (err < 0) {
         const char *why = rio_error_detail();
+        /* S3's own words for its codes (what clients and their users
+         * search for); the reason itself stays in the log. */
+        static const struct {
+            const char *code, *msg;
+        } s3msg[] = {
+            {"SignatureDoesNotMatch", "The request signature we calculated does not match the "
+                                      "signature you provided. Check your key and signing "
+                                      "method."},
+            {"InvalidAccessKeyId",
+             "The AWS Access Key Id you provided does not exist in our records."},
+            {"RequestTimeTooSkewed",
+             "The difference between the request time and the current time is too large."},
+        };
+        const char *msg = r->auth.message;
+        for (size_t i = 0; !msg && code && i < sizeof(s3msg) / sizeof(s3msg[0]); i++)
+            if (strcmp(code, s3msg[i].code) == 0)
+                msg = s3msg[i].msg;
         SRV_INFO("s3: %s refused: %s%s%s", r->method, code ? code : "AccessDenied",
                  why[0] ? ": " : "", why);
-        *ret = rio__gw_error(
-            c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code), code ? code : "AccessDenied",
-            r->auth.message ? r->auth.message : "The request could not be authenticated.");
+        *ret = rio__gw_error(c, r, err == -ENOMEM ? 500 : rio_s3_status_of(code),
+                             code ? code : "AccessDenied",
+                             msg ? msg : "The request could not be authenticated.");
         return -1;
     }
     return 0;
