@@ -24,6 +24,8 @@ static void objects(const char *backend)
     T_EQ(gw_curl(&g, "o", "-i %s/nob/k", g.url), 404);
     T_TRUE(gw_has(&g, "o", "<Code>NoSuchBucket</Code>"));
     T_TRUE(gw_has(&g, "o", "<Resource>/nob/k</Resource>")); /* as S3's */
+    T_TRUE(gw_has(&g, "o", "</RequestId><HostId>"));
+    T_TRUE(gw_has(&g, "o", "x-amz-id-2: "));
     {
         /* The error names its request, as the x-amz-request-id header and
          * the log line do (what a user quotes to an operator). */

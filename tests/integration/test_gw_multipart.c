@@ -572,6 +572,7 @@ TEST(listings_page)
         "r = s3.list_parts(Bucket='pgb', Key='c', UploadId=up, PartNumberMarker=10)\n"
         "assert [x['PartNumber'] for x in r['Parts']] == [11, 12] and not r['IsTruncated'], r\n"
         "assert r.get('NextPartNumberMarker') == 12, r  # the last page too, as S3's\n"
+        "assert r['Initiator']['ID'] == 'railio', r\n"
         "assert s3.head_bucket(Bucket='pgb')['ResponseMetadata']['HTTPHeaders']\\\n"
         "    .get('x-amz-bucket-region') == 'us-east-1'\n"
         "for k, u in uploads(Prefix='a/')[0]:\n"

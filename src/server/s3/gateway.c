@@ -158,6 +158,9 @@ int rio__gw_send(struct MHD_Connection *c, struct gw_req *r, int status, struct 
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, "x-amz-request-id", rio__gw_request_id(r));
+    /* S3's second request id (HostId in its error XML): the same here,
+     * one server answering. */
+    MHD_add_response_header(resp, "x-amz-id-2", rio__gw_request_id(r));
     MHD_add_response_header(resp, "Server", "railiod");
     rio__gw_cors_headers(c, r, resp); /* from a browser: its bucket's CORS rule */
     if (r->close)
@@ -219,7 +222,8 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
         }
         rio__gw_buf_put(&b, "</Resource>", 11);
     }
-    rio__gw_buf_printf(&b, "<RequestId>%s</RequestId></Error>\n", rio__gw_request_id(r));
+    rio__gw_buf_printf(&b, "<RequestId>%s</RequestId><HostId>%s</HostId></Error>\n",
+                       rio__gw_request_id(r), rio__gw_request_id(r));
     if (b.oom) {
         rio__gw_buf_free(&b);
         return MHD_NO;

@@ -469,11 +469,12 @@ int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r)
     xml_elem(&b, "Bucket", r->bucket);
     xml_elem(&b, "Key", r->key);
     xml_elem(&b, "UploadId", id);
-    rio__gw_buf_printf(&b,
-                       GW_OWNER_XML
-                       "<StorageClass>STANDARD</StorageClass>"
-                       "<PartNumberMarker>%lu</PartNumberMarker><MaxParts>%lu</MaxParts>",
-                       marker, max);
+    rio__gw_buf_printf(
+        &b,
+        "<Initiator><ID>railio</ID><DisplayName>railio</DisplayName></Initiator>" GW_OWNER_XML
+        "<StorageClass>STANDARD</StorageClass>"
+        "<PartNumberMarker>%lu</PartNumberMarker><MaxParts>%lu</MaxParts>",
+        marker, max);
     for (i = 0; i < x.n && x.p[i].num <= marker; i++)
         ;
     for (; i < x.n && shown < max; i++, shown++) {
