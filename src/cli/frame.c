@@ -15,11 +15,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/key.h"
+#include "core/url.h"
 
 /* ------------------------------------------------------------ exit statuses */
 
@@ -324,24 +324,21 @@ int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *wh
 
 /* ------------------------------------------------------------------ URLs */
 
-/* Whether the query q ("?..." or NULL) says single= with a true word:
- * file:// then is one file, the whole path, whatever the key. */
-static bool query_single(const char *q)
+/* Whether URL arg says single= with a true word, read as the file
+ * transport reads it: file:// then is one file, the whole path, whatever
+ * the key. A bad value is the transport's to refuse, at open. */
+static bool url_single(const char *arg)
 {
-    static const char *const yes[] = {"1", "on", "true", "yes"};
+    struct rio_url u;
+    bool single = false;
 
-    for (const char *p = q; p && *p; p = strchr(p + 1, '&')) {
-        const char *s = p + 1;
-        if (strncmp(s, "single=", 7) != 0)
-            continue;
-        s += 7;
-        size_t n = strcspn(s, "&");
-        for (unsigned i = 0; i < 4; i++)
-            if (n == strlen(yes[i]) && !strncasecmp(s, yes[i], n))
-                return true;
+    if (rio__url_parse(arg, &u) < 0)
         return false;
-    }
-    return false;
+    const char *v = rio__url_param(&u, "single");
+    if (v && rio__opt_bool("single", v, &single) < 0)
+        single = false;
+    rio__url_cleanup(&u);
+    return single;
 }
 
 int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char **key)
@@ -364,9 +361,10 @@ int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char *
         for (const char *c = slash; c < end; c++)
             if (*c == '/')
                 last = c;
-        if (last == slash && !query_single(q))
+        bool single = url_single(arg);
+        if (last == slash && !single)
             return RIO_EURL; /* file:///NAME: no directory */
-        if (query_single(q) && last + 1 < end) {
+        if (single && last + 1 < end) {
             /* file:///PATH?single=1: PATH is the store's one file (it may
              * not exist yet); the key is its name, and any would do. It
              * was split like a directory's name: the directory opened as

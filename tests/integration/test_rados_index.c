@@ -383,6 +383,29 @@ TEST(writers_keep_every_head_indexed)
     rio_client_destroy(c);
 }
 
+/* 1,100 omap names that are no entry (more than a page) into shard sh:
+ * pad 'a's, then lead and a counter. */
+static void junk_page(rados_ioctx_t io, unsigned sh, size_t pad, const char *lead)
+{
+    static char names[1100][RIO_KEY_MAX + 16];
+    const char *ks[1100], *vs[1100];
+    size_t kls[1100], vls[1100];
+    char sname[32];
+
+    for (unsigned i = 0; i < 1100; i++) {
+        memset(names[i], 'a', pad);
+        kls[i] = pad + (size_t)snprintf(names[i] + pad, 16, "%s%05u", lead, i);
+        ks[i] = names[i];
+        vs[i] = "x";
+        vls[i] = 1;
+    }
+    snprintf(sname, sizeof(sname), "shard.%u", sh);
+    rados_write_op_t op = rados_create_write_op();
+    rados_write_op_omap_set2(op, ks, vs, kls, vls, 1100);
+    T_EQ(rados_write_op_operate(op, io, sname, NULL, 0), 0);
+    rados_release_write_op(op);
+}
+
 TEST(entries_of_no_head_skipped_then_swept)
 {
     struct rio_client *c = indexed_client("iz");
@@ -447,44 +470,13 @@ TEST(entries_of_no_head_skipped_then_swept)
     rados_ioctx_t io2;
     T_EQ(rados_ioctx_create(cl2, "iz", &io2), 0);
     rados_ioctx_set_namespace(io2, IDX_NS);
-    for (unsigned sh = 0; sh < IDX_SHARDS; sh++) {
-        static char names[1100][16];
-        const char *ks[1100], *vs[1100];
-        size_t kls[1100], vls[1100];
-        for (unsigned i = 0; i < 1100; i++) {
-            kls[i] = (size_t)snprintf(names[i], sizeof(names[i]), "!j%05u", i);
-            ks[i] = names[i];
-            vs[i] = "x";
-            vls[i] = 1;
-        }
-        char sname[32];
-        snprintf(sname, sizeof(sname), "shard.%u", sh);
-        rados_write_op_t op = rados_create_write_op();
-        rados_write_op_omap_set2(op, ks, vs, kls, vls, 1100);
-        T_EQ(rados_write_op_operate(op, io2, sname, NULL, 0), 0);
-        rados_release_write_op(op);
-    }
+    for (unsigned sh = 0; sh < IDX_SHARDS; sh++)
+        junk_page(io2, sh, 0, "!j");
     /* More than a page of names longer than a key that share their first
      * RIO_KEY_MAX bytes: the walk steps past them (it read the same page
      * again for ever). */
-    for (unsigned sh = 0; sh < IDX_SHARDS; sh += 3) {
-        static char longn[1100][RIO_KEY_MAX + 8];
-        const char *ks[1100], *vs[1100];
-        size_t kls[1100], vls[1100];
-        for (unsigned i = 0; i < 1100; i++) {
-            memset(longn[i], 'a', RIO_KEY_MAX);
-            kls[i] = RIO_KEY_MAX + (size_t)snprintf(longn[i] + RIO_KEY_MAX, 8, "b%05u", i);
-            ks[i] = longn[i];
-            vs[i] = "x";
-            vls[i] = 1;
-        }
-        char sname[32];
-        snprintf(sname, sizeof(sname), "shard.%u", sh);
-        rados_write_op_t op = rados_create_write_op();
-        rados_write_op_omap_set2(op, ks, vs, kls, vls, 1100);
-        T_EQ(rados_write_op_operate(op, io2, sname, NULL, 0), 0);
-        rados_release_write_op(op);
-    }
+    for (unsigned sh = 0; sh < IDX_SHARDS; sh += 3)
+        junk_page(io2, sh, RIO_KEY_MAX, "b");
     rados_ioctx_destroy(io2);
     rados_shutdown(cl2);
     r = fsck(c, RIO_FSCK_DRY_RUN);
