@@ -7,7 +7,13 @@
  * LOG_BURST lines per LOG_WINDOW; more in the same window are counted, not
  * written, and when the window has passed one line says how many there were
  * with the text of the last one ("repeated N times, last: ..."). A flood
- * (failed auth, refused connections) so costs a few lines a second.
+ * (failed auth, refused connections) so costs a few lines a second. The
+ * S3 gateway's line per request (rio__srv_log_every) is not limited: a
+ * request id a user quotes must find its line.
+ *
+ * Bytes a peer chose reach the text (an HTTP method, a header): every
+ * control byte is written as \xNN, so a line cannot be split, and
+ * terminal escapes cannot act on whoever reads the log.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -73,15 +79,22 @@ static void log_write(int level, const char *text)
                  ts.tv_nsec / 1000000, level_names[level]);
     if (n < 0)
         return;
-    len = strlen(text);
-    if (len > sizeof(line) - (size_t)n - 1)
-        len = sizeof(line) - (size_t)n - 1;
-    memcpy(line + n, text, len);
-    len += (size_t)n;
-    /* One event, one line: no embedded newlines. */
-    for (size_t i = 0; i < len; i++)
-        if (line[i] == '\n' || line[i] == '\r')
-            line[i] = ' ';
+    len = (size_t)n;
+    /* One event, one line, and no control byte as itself. */
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            if (len + 1 > sizeof(line) - 1)
+                break;
+            line[len++] = (char)*p;
+            continue;
+        }
+        if (len + 4 > sizeof(line) - 1)
+            break;
+        line[len++] = '\\';
+        line[len++] = 'x';
+        line[len++] = "0123456789abcdef"[*p >> 4];
+        line[len++] = "0123456789abcdef"[*p & 15];
+    }
     line[len++] = '\n';
     if (write(STDERR_FILENO, line, len) < 0) {
         /* Nowhere left to report it. */
@@ -118,6 +131,25 @@ void rio__srv_log_flush(int all)
     }
 }
 
+/* The message's text into text (LINE_MAX_LEN), its level made valid. */
+static int log_text(char *text, int level, const char *fmt, va_list ap)
+{
+    if (vsnprintf(text, LINE_MAX_LEN, fmt, ap) < 0)
+        text[0] = '\0';
+    return level < 0 || level > RIO_SRV_LOG_DEBUG ? RIO_SRV_LOG_ERROR : level;
+}
+
+void rio__srv_log_every(int level, const char *fmt, ...)
+{
+    char text[LINE_MAX_LEN];
+    va_list ap;
+
+    va_start(ap, fmt);
+    level = log_text(text, level, fmt, ap);
+    va_end(ap);
+    log_write(level, text);
+}
+
 void rio__srv_log(int level, const char *fmt, ...)
 {
     char text[LINE_MAX_LEN];
@@ -127,11 +159,8 @@ void rio__srv_log(int level, const char *fmt, ...)
     int have_report = 0, drop = 0;
     va_list ap;
 
-    if (level < 0 || level > RIO_SRV_LOG_DEBUG)
-        level = RIO_SRV_LOG_ERROR;
     va_start(ap, fmt);
-    if (vsnprintf(text, sizeof(text), fmt, ap) < 0)
-        text[0] = '\0';
+    level = log_text(text, level, fmt, ap);
     va_end(ap);
 
     pthread_mutex_lock(&log_mu);

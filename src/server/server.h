@@ -30,6 +30,8 @@ extern int rio__srv_log_level;
 /* One line to stderr: "TIME LEVEL message". Thread-safe (one write(2)).
  * At most 20 lines a second per call site (log.c). */
 void rio__srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same without the rate limit: the S3 gateway's line per request. */
+void rio__srv_log_every(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Messages a rate limit held back: write their "repeated N times" lines
  * once their window has passed (called periodically), or all of them now
  * (at exit). */
@@ -46,6 +48,11 @@ int rio__srv_log_parse(const char *s);
 #define SRV_WARN(...) SRV_LOG(RIO_SRV_LOG_WARN, __VA_ARGS__)
 #define SRV_INFO(...) SRV_LOG(RIO_SRV_LOG_INFO, __VA_ARGS__)
 #define SRV_DEBUG(...) SRV_LOG(RIO_SRV_LOG_DEBUG, __VA_ARGS__)
+#define SRV_ACCESS(...)                                                                            \
+    do {                                                                                           \
+        if (RIO_SRV_LOG_INFO <= rio__srv_log_level)                                                \
+            rio__srv_log_every(RIO_SRV_LOG_INFO, __VA_ARGS__);                                     \
+    } while (0)
 
 /* ----------------------------------------------------------------- store */
 

@@ -592,6 +592,30 @@ TEST(hostile_http)
     gw_stop(&g);
 }
 
+/* The log: a terminal escape a client put in the method is written as
+ * \x1b (it cleared the screen of whoever tailed the log), and every
+ * request has its line, however many come in a second (the rate limit
+ * of other messages dropped all but 20 a second). */
+TEST(log_lines_escaped_and_one_per_request)
+{
+    struct gw g;
+
+    start_logged(&g, NULL, NULL);
+    RAW(&g, "P\x1b[2J\x1b[HUT /logb/k HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n");
+    T_GE(raw_answers(&g), 1);
+    T_EQ(t_sh("grep -q \"$(printf '\\033')\" %s", g.e.log), 1);
+    T_GE(srv_log_count(&g.e, "P\\x1b[2J\\x1b[HUT"), 1u);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/logb", g.url), 200);
+    /* 60 HEADs on one connection (curl's URL range), well within a second. */
+    T_EQ(t_sh("curl -s -I -o /dev/null '%s/logb/k[1-60]'", g.url), 0);
+    /* The last line is written as its answer completes: a moment. */
+    for (int i = 0; i < 100 && srv_log_count(&g.e, "keylen=3 status=404") < 51u; i++)
+        t_sleep_ms(20);
+    T_EQ(srv_log_count(&g.e, "HEAD HeadObject bucket=logb keylen="), 60u);
+    T_EQ(srv_log_count(&g.e, "repeated "), 0u);
+    gw_stop(&g);
+}
+
 /* STREAMING-UNSIGNED-PAYLOAD-TRAILER without a signature (what newer aws
  * CLIs and SDKs send by default over HTTPS): decoded, its trailer checked;
  * it used to be stored with its chunk framing. Under --s3-anonymous and

@@ -1192,11 +1192,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
         atomic_fetch_add(&g.lat[op][b], 1);
         atomic_fetch_add(&g.lat_us_sum[op], ns / 1000);
         /* The key's length, not the key: keys may be private. */
-        SRV_INFO("s3 %s %s bucket=%s keylen=%zu status=%d in=%llu out=%llu ms=%.1f id=%s%s",
-                 r->method ? r->method : "?", rio__gw_op_name(op), r->bucket[0] ? r->bucket : "-",
-                 r->key ? strlen(r->key) : 0, r->status, (unsigned long long)r->bytes_in,
-                 (unsigned long long)r->bytes_out, (double)ns / 1e6, rio__gw_request_id(r),
-                 why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut off)");
+        SRV_ACCESS("s3 %s %s bucket=%s keylen=%zu status=%d in=%llu out=%llu ms=%.1f id=%s%s",
+                   r->method ? r->method : "?", rio__gw_op_name(op), r->bucket[0] ? r->bucket : "-",
+                   r->key ? strlen(r->key) : 0, r->status, (unsigned long long)r->bytes_in,
+                   (unsigned long long)r->bytes_out, (double)ns / 1e6, rio__gw_request_id(r),
+                   why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (cut off)");
     }
     if (is_put(r->op))
         rio__gw_put_cleanup(r);
