@@ -80,6 +80,10 @@ static uint64_t pct(const uint64_t *v, uint64_t n, double p)
 #define CPU_WAIT 0.25
 /* Busy paths below this share of their known caps are not what limits. */
 #define CAP_SHARE 0.8
+/* ... and the client's handling of each op is what limits them only when
+ * its threads used at least this share of a core: below it an op's time
+ * went to waiting (round trips, the peer), not to the client. */
+#define CPU_OPS 0.5
 /* A stream's consumer or producer that took more than this share of the
  * call took more of it than the caller spent in the library (waiting for
  * the transfer, copying) and is the limit, whatever else was slow. */
@@ -171,6 +175,17 @@ void rio__stats_verdict(struct rio_stats *st)
                  "machine is busy); paths busy %.0f%%",
                  st->cpu_wait_ns / 1e6, el / 1e6, busy * 100);
     } else if (busy >= BUSY_SAT && known_cap == used && cap_sum > 0 &&
+               rate_sum < CAP_SHARE * cap_sum && cpu_e + cpu_t + cpu_c < CPU_OPS) {
+        /* Busy paths moving well below what their links carry while the
+         * client's threads mostly slept: each op waited on a round trip
+         * (a 50 ms link was called "per-op handling" here). */
+        st->verdict = RIO_VERDICT_NETWORK;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "latency-bound: paths busy %.0f%% yet moving %.0f%% of their caps, client "
+                 "threads at %.0f%% of a core (p50 chunk %.2f ms); raise depth or chunk size",
+                 busy * 100, 100 * rate_sum / cap_sum, (cpu_e + cpu_t + cpu_c) * 100,
+                 st->lat_p50_ns / 1e6);
+    } else if (busy >= BUSY_SAT && known_cap == used && cap_sum > 0 &&
                rate_sum < CAP_SHARE * cap_sum) {
         /* Busy paths moving well below what their links carry: an op's time
          * goes to handling around the bytes (the transport, the engine,
@@ -217,28 +232,36 @@ static void adapt_words(struct rio_stats *st, const char *cls, unsigned up_paths
 {
     static const char *const lift_why[] = {"", "is down", "is being probed", "stalled"};
     size_t o = strlen(st->verdict_text), cap = sizeof(st->verdict_text);
-    char *w = st->verdict_text + o;
+    char words[sizeof(st->verdict_text)];
+    char *w = words;
 
-    if (!st->adapt_paths || o + 2 >= cap)
+    if (!st->adapt_paths)
         return;
-    int n = snprintf(w, cap - o, "%sadapt %s: %u %s x depth %u", o ? "; " : "", cls,
+    /* Built aside, then added whole where it fits (else its first part
+     * alone, else nothing): a clause cut mid-word read as nonsense. */
+    int n = snprintf(w, sizeof(words), "%sadapt %s: %u %s x depth %u", o ? "; " : "", cls,
                      st->adapt_paths, plural(st->adapt_paths, "path", "paths"), st->adapt_depth);
-    if (n < 0 || (size_t)n >= cap - o)
+    if (n < 0 || o + (size_t)n >= cap)
         return;
+    size_t head = (size_t)n, left = sizeof(words) - head;
     w += n;
-    o += (size_t)n;
     if (lift > RIO__LIFT_NONE && lift <= RIO__LIFT_STALLED) {
-        snprintf(w, cap - o, ", lifted to the ceiling while path %u %s", lift_path, lift_why[lift]);
+        snprintf(w, left, ", lifted to the ceiling while path %u %s", lift_path, lift_why[lift]);
     } else if (st->adapt_state == RIO_ADAPT_SETTLED && up_paths) {
         int pct = st->adapt_next_pct;
-        snprintf(w, cap - o, ", settled: %u %s x depth %u gave %d%% %s", up_paths,
+        snprintf(w, left, ", settled: %u %s x depth %u gave %d%% %s", up_paths,
                  plural(up_paths, "path", "paths"), up_depth, pct < 0 ? -pct : pct,
                  pct < 0 ? "less" : "more");
     } else if (st->adapt_state == RIO_ADAPT_CEILING) {
-        snprintf(w, cap - o, ", the ceiling: every step up added goodput");
+        snprintf(w, left, ", the ceiling: every step up added goodput");
     } else {
-        snprintf(w, cap - o, ", still climbing");
+        snprintf(w, left, ", still climbing");
     }
+    size_t all = strlen(words);
+    if (o + all >= cap)
+        all = head;
+    memcpy(st->verdict_text + o, words, all);
+    st->verdict_text[o + all] = '\0';
 }
 
 void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_stats *st)

@@ -4,6 +4,7 @@
  * Stats of a call and the bottleneck verdict: the figures add up, and the
  * verdict names the part that bounded the transfer in the mock's model.
  */
+#include <ctype.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -192,6 +193,38 @@ TEST(verdict_network)
     eu_close(&e);
 }
 
+/* A link of 50 ms round trips: the path is busy the whole call and moves
+ * a few percent of its cap while the client's threads sleep. That is
+ * latency (network), not "per-op handling" (software), which the verdict
+ * said. A PUT that the adaptive concurrency climbs on: its clause in the
+ * text is whole (it was cut mid-word at the text's 192 bytes). */
+TEST(verdict_latency_not_software)
+{
+    static const char *const ends[] = {"goodput", "climbing", "more",   "less",
+                                       "down",    "probed",   "stalled"};
+    struct eu e;
+
+    run_for_verdict(&e, "mock://vlat?paths=1&rate=1G&lat=50ms", 4);
+    if (e.st.verdict == RIO_VERDICT_SOFTWARE &&
+        (double)e.st.cpu_wait_ns >= 0.25 * (double)e.st.elapsed_ns)
+        T_SKIP("machine too busy: threads waited %.1f ms for a CPU in a %.1f ms call",
+               e.st.cpu_wait_ns / 1e6, e.st.elapsed_ns / 1e6);
+    expect_verdict(&e.st, RIO_VERDICT_NETWORK, "network");
+    T_NOTNULL(strstr(e.st.verdict_text, "latency-bound"));
+    free(eu_put_pattern(e.c, "big", 4 * EU_MIB, 5, &e.call));
+    eu_stats_print("put", &e.st);
+    const char *a = strstr(e.st.verdict_text, "adapt PUT: ");
+    if (a) {
+        size_t n = strlen(a);
+        int whole = isdigit((unsigned char)a[n - 1]); /* "x depth N" alone */
+        for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+            if (n >= strlen(ends[i]) && strcmp(a + n - strlen(ends[i]), ends[i]) == 0)
+                whole = 1;
+        T_TRUE(whole);
+    }
+    eu_close(&e);
+}
+
 /* The verdict function itself, on hand-made figures. */
 TEST(verdict_rules)
 {
@@ -221,6 +254,22 @@ TEST(verdict_rules)
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_NETWORK);
     T_GT(strlen(st.verdict_text), 0u);
+
+    /* Busy below its cap: the client's handling when its threads used
+     * most of a core, else the round trips. */
+    st.path[0].rate_mbps = 14;
+    st.path[0].cap_mbps = 100;
+    st.transport_cpu_ns = 600000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
+    T_NOTNULL(strstr(st.verdict_text, "per-op handling"));
+    st.transport_cpu_ns = 100000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+    T_NOTNULL(strstr(st.verdict_text, "latency-bound"));
+    st.transport_cpu_ns = 0;
+    st.path[0].rate_mbps = 0;
+    st.path[0].cap_mbps = 0;
 
     /* Paths busy all the time at their cap are the limit, even when the
      * machine is busy and threads waited for a CPU: the wait did not slow a
