@@ -221,7 +221,14 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st)
                                  (Py_ssize_t)strnlen(st->verdict_text, sizeof(st->verdict_text)),
                                  "replace")) < 0 ||
         put_item(d, "hash_s", NS_S(st->hash_ns)) < 0 ||
-        put_item(d, "verify_s", NS_S(st->verify_ns)) < 0)
+        put_item(d, "verify_s", NS_S(st->verify_ns)) < 0 ||
+        put_item(d, "copy_s", NS_S(st->copy_ns)) < 0 ||
+        /* What a sink or source verdict and a storage one stand on. */
+        put_item(d, "sink_s", NS_S(st->sink_ns)) < 0 ||
+        put_item(d, "source_s", NS_S(st->source_ns)) < 0 ||
+        put_item(d, "op_s", NS_S(st->op_ns)) < 0 ||
+        put_item(d, "service_s", NS_S(st->svc_ns)) < 0 ||
+        put_item(d, "peak_inflight_bytes", U64(st->peak_inflight_bytes)) < 0)
         goto err_d;
 
     sub = PyDict_New();
@@ -241,7 +248,8 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st)
     sub = PyDict_New();
     if (put_item(d, "cpu", sub) < 0 || put_item(sub, "engine_s", NS_S(st->engine_cpu_ns)) < 0 ||
         put_item(sub, "transport_s", NS_S(st->transport_cpu_ns)) < 0 ||
-        put_item(sub, "caller_s", NS_S(st->caller_cpu_ns)) < 0)
+        put_item(sub, "caller_s", NS_S(st->caller_cpu_ns)) < 0 ||
+        put_item(sub, "run_queue_wait_s", NS_S(st->cpu_wait_ns)) < 0)
         goto err_d;
 
     /* Where the adaptive concurrency stood for the call's class. */
@@ -270,7 +278,9 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st)
         PyList_SET_ITEM(paths, i, sub);
         if (put_item(sub, "bytes", U64(p->bytes)) < 0 || put_item(sub, "ops", U64(p->ops)) < 0 ||
             put_item(sub, "errors", U64(p->errors)) < 0 ||
+            put_item(sub, "busy_s", NS_S(p->busy_ns)) < 0 ||
             put_item(sub, "rate_mbps", PyFloat_FromDouble(p->rate_mbps)) < 0 ||
+            put_item(sub, "cap_mbps", PyFloat_FromDouble(p->cap_mbps)) < 0 ||
             put_item(sub, "peak_depth", U64(p->peak_depth)) < 0 ||
             put_item(sub, "state", PyUnicode_FromString(path_state_name(p->state))) < 0)
             goto err_d;

@@ -650,16 +650,18 @@ def test_stats(any_client):
     any_client.get_into("k", bytearray(len(PAYLOAD)), stats=got)
     for k in ("bytes", "elapsed_s", "goodput_mbps", "chunks", "retries", "retries_by_class",
               "replans", "latency", "paths", "verdict", "verdict_text", "hash_s", "verify_s",
-              "cpu"):
+              "cpu", "copy_s", "sink_s", "source_s", "op_s", "service_s", "peak_inflight_bytes"):
         assert k in got, k
     assert got["bytes"] == len(PAYLOAD) and got["elapsed_s"] > 0
     assert set(got["latency"]) == {"p50_s", "p95_s", "p99_s", "max_s"}
-    assert set(got["cpu"]) == {"engine_s", "transport_s", "caller_s"}
+    assert set(got["cpu"]) == {"engine_s", "transport_s", "caller_s", "run_queue_wait_s"}
+    assert got["op_s"] > 0 and got["peak_inflight_bytes"] > 0
     assert got["adapt"]["state"] in ("growing", "settled", "ceiling")  # on by default
     assert got["adapt"]["paths"] >= 1 and got["adapt"]["depth"] >= 1
     assert "checksum" in got["retries_by_class"]
     assert sum(p["bytes"] for p in got["paths"]) == len(PAYLOAD)
-    assert set(got["paths"][0]) == {"bytes", "ops", "errors", "rate_mbps", "peak_depth", "state"}
+    assert set(got["paths"][0]) == {"bytes", "ops", "errors", "busy_s", "rate_mbps", "cap_mbps",
+                                    "peak_depth", "state"}
     assert got["paths"][0]["state"] in ("healthy", "cooling", "probing")
     assert isinstance(got["verdict"], str)
     assert any_client.last_stats == got

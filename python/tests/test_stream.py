@@ -173,6 +173,8 @@ def test_reader_readinto_small_pieces_byte_exact(railiod, big):
         assert total == BIG and h.hexdigest() == want
         assert stats["bytes"] == BIG
         assert c.last_stats["bytes"] == BIG
+        # the loop's own time (the sha256) is the destination's: sink_s
+        assert 0 < stats["sink_s"] <= stats["elapsed_s"]
 
 
 def _rss():
