@@ -142,6 +142,16 @@ const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
     return rd && rd->r ? &rd->r->desc : NULL;
 }
 
+/* The stream's request failed with status (its last attempt's error
+ * last_err): the caller's error, with its detail where no path could
+ * finish it, as a whole-object call's (finish_reqs). mu not held. */
+static int reader_failed(struct rio_reader *rd, int status, int last_err)
+{
+    if (status == RIO_ENOPATH || status == RIO_ERETRIES)
+        rio__engine_path_detail(rd->c, last_err);
+    return rd->err = status;
+}
+
 /* Wait until the chunk under the cursor is verified; point at its unread
  * bytes. Returns 1 with the bytes set, 0 at the end, or an error. */
 static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
@@ -157,12 +167,10 @@ static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
         if (!rio__call_progress_locked(rd->c, rd->call))
             pthread_cond_wait(&rd->call->cond, &rd->c->mu);
     bool ok = ch->state == CH_DONE;
-    int status = r->status;
+    int status = r->status, last_err = r->last_err;
     pthread_mutex_unlock(&rd->c->mu);
-    if (!ok) {
-        rd->err = status < 0 ? status : RIO_EPROTO;
-        return rd->err;
-    }
+    if (!ok)
+        return reader_failed(rd, status < 0 ? status : RIO_EPROTO, last_err);
     uint64_t off = rd->next * r->chunk_size;
     uint64_t clen = rd->stop - off < r->chunk_size ? rd->stop - off : r->chunk_size;
     *p = r->ring + (rd->next % r->prefetch) * r->chunk_size + rd->pos;
@@ -306,12 +314,13 @@ static int chunks_next(struct rio_reader *rd, const uint8_t *handed, uint64_t *i
 {
     struct rio__req *r = rd->r;
     struct rio_client *c = rd->c;
-    int ret;
+    int ret, last_err = 0;
 
     pthread_mutex_lock(&c->mu);
     for (;;) {
         if (r->decided && r->status < 0) {
             ret = r->status;
+            last_err = r->last_err;
             break;
         }
         if (rd->next >= r->end) {
@@ -334,7 +343,7 @@ static int chunks_next(struct rio_reader *rd, const uint8_t *handed, uint64_t *i
     }
     pthread_mutex_unlock(&c->mu);
     if (ret < 0)
-        rd->err = ret;
+        reader_failed(rd, ret, last_err);
     return ret;
 }
 
@@ -488,6 +497,8 @@ static void writer_reap(struct rio_writer *w, struct wslot *s)
     rio__engine_wait(c, s->call);
     struct rio__req *r = &s->call->reqs[0];
     r->result = r->status < 0 ? r->status : (int64_t)r->size;
+    if (r->status < 0 && !w->err && (r->status == RIO_ENOPATH || r->status == RIO_ERETRIES))
+        rio__engine_path_detail(c, r->last_err); /* as a whole-object call's */
     if (r->status < 0)
         writer_fail(w, r->status);
     if (w->acc && rio__call_merge(w->acc, s->call) < 0)

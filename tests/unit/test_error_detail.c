@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/stream.h"
 #include "engine_util.h"
 #include "tlib.h"
 #include "transport/mock.h"
@@ -43,6 +44,64 @@ TEST(no_path_left_names_each_path_cause)
     T_ERR(rio_stat(e.c, "missing", &desc), RIO_ENOTFOUND);
     T_STREQ(rio_error_detail(), "");
     free(dst);
+    eu_close(&e);
+}
+
+static int sink_cb(void *arg, const void *data, size_t len)
+{
+    (void)arg, (void)data, (void)len;
+    return 0;
+}
+
+static int chunk_cb(void *arg, uint64_t off, const void *data, size_t len)
+{
+    (void)arg, (void)off, (void)data, (void)len;
+    return 0;
+}
+
+/* The detail names the problem; "path N: CAUSE" is what it must carry. */
+static void expect_path_causes(int64_t ret, const char *what)
+{
+    const char *d = rio_error_detail();
+    fprintf(stderr, "  %s: %s: %s\n", what, rio_errname((int)ret), d);
+    T_TRUE(ret == RIO_ENOPATH || ret == RIO_ERETRIES);
+    T_NOTNULL(strstr(d, "path 0: connection refused (ECONNREFUSED)"));
+}
+
+/* The streams say the same as a whole-object call: a GET stream, the
+ * CLI's chunk reader (railio get into a file) and a writer that ran out of
+ * paths said only "no healthy path left" (rails review). */
+TEST(streams_name_each_path_cause)
+{
+    struct eu e;
+    const size_t n = 1 * EU_MIB;
+    struct rio_desc d;
+
+    eu_start_put_o(&e, "mock://nopath2?paths=2", n, 3, e.o.retry_attempts = 2,
+                   e.o.cooldown_base_ms = 5, e.o.cooldown_cap_ms = 20);
+    T_OK(rio_stat(e.c, "o", &d));
+    eu_fault(e.c, "error:op=read:error=ECONNREFUSED");
+    expect_path_causes(rio_get_stream(e.c, "o", 0, sink_cb, NULL, NULL), "stream");
+    eu_idle(e.c);
+    rio_mock_heal(e.c);
+    eu_sleep_ms(50);
+    expect_path_causes(rio__get_chunks(e.c, &d, 0, 0, chunk_cb, NULL, NULL), "chunks");
+    eu_idle(e.c);
+    rio_mock_faults_clear(e.c);
+    rio_mock_heal(e.c);
+    eu_sleep_ms(50);
+    eu_fault(e.c, "error:op=write:error=ECONNREFUSED");
+    struct rio_writer *w;
+    uint8_t *src = eu_fill_buf(n, 1);
+    T_OK(rio_writer_open(e.c, "w", n, 0, NULL, &w));
+    int ret = rio_writer_write(w, src, n);
+    if (ret == 0)
+        ret = rio_writer_close(w, NULL);
+    else
+        rio_writer_abort(w);
+    expect_path_causes(ret, "writer");
+    free(src);
+    rio_desc_cleanup(&d);
     eu_close(&e);
 }
 
