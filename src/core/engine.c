@@ -809,13 +809,23 @@ static uint64_t ch_len(const struct rio__req *r, const struct rio__chunk *ch)
     return ch->parent ? ch->plen : rio__req_chunk_len(r, ch->idx);
 }
 
+/* The bytes not yet handed to a path that may go now: a reader's only up
+ * to its window. The chunks past it wait for the consumer, and the window
+ * moves only as its lowest chunk lands: a chunk a slow path takes because
+ * the whole rest of the object would leave it one sits at the window's
+ * head while the fast paths run out of window (three rails, one at 2 % of
+ * the others' rate: 14x the fast paths' time). */
 static uint64_t remaining_unassigned_locked(struct rio_client *c)
 {
     uint64_t b = 0;
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
-        uint64_t end = r->ring ? r->end : r->nchunks;
+        uint64_t end = r->nchunks;
+        if (r->ring) {
+            uint64_t w = atomic_load(&r->window);
+            end = w < r->end ? w : r->end;
+        }
         if (r->next_new < end)
             b += (end < r->nchunks ? end * r->chunk_size : r->size) - r->next_new * r->chunk_size;
         rio_list_each (ch, &r->rq, struct rio__chunk, qnode)
@@ -852,9 +862,22 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
     /* Paths the class may not use now (adapt) count as cooling ones. */
     uint32_t mask = adapt_mask(c, dir);
 
-    /* With nothing in flight no completion would come to wake us: take it. */
-    if (c->inflight_ops == 0)
+    /* With nothing in flight no completion would come to wake us: take it,
+     * unless an idle healthy path at more than twice this one's rate may
+     * (the pass visits every path, and the fastest takes it). A slow path
+     * first in the pass took a chunk whenever every op had just ended: at
+     * depth 1 on three rails, one at 1 % of the others, every few dozen
+     * chunks, each holding a reader's window for the slow op's time. */
+    if (c->inflight_ops == 0) {
+        double mine = p->dir[dir].rate_bps;
+        for (unsigned i = 0; i < c->npaths && mine > 0; i++) {
+            const struct rio__path *q = &c->paths[i];
+            if (i != pi && q->state == PATH_HEALTHY && (mask >> i & 1) && !q->stalled &&
+                q->dir[dir].rate_bps > 2 * mine)
+                return false;
+        }
         return true;
+    }
     bool unmeasured = false;
     double fastest = 0;
     for (unsigned i = 0; i < c->npaths; i++) {
