@@ -243,11 +243,17 @@ static void adapt_discard_locked(struct rio_client *c, uint64_t now)
 
 /* The paths class dir may use now, as a bit mask: the first paths, in
  * order, of those not cooling down, as many as its level allows (a path
- * that fails hands its place to the next). Every path when adapt is off. */
+ * that fails hands its place to the next), a path measured at under
+ * ADAPT_SLOW of the fastest one's rate only after every other: by index
+ * alone, the 2-path level of three 1 gbit rails with rail 1 at 20 mbit was
+ * rails 0 and 1, which moved no more than rail 0, so the class settled on
+ * one path and rail 2 never carried a byte. Every path when adapt is off. */
+#define ADAPT_SLOW 0.25
 static uint32_t adapt_mask(const struct rio_client *c, int dir)
 {
     uint32_t all = c->npaths >= 32 ? UINT32_MAX : (1u << c->npaths) - 1, m = 0;
     const struct rio__adapt *st = &c->adapt[dir];
+    double fastest = 0;
 
     if (!adapt_on(c) || !st->started || st->paths >= c->npaths || c->adapt_lift)
         return all;
@@ -258,8 +264,15 @@ static uint32_t adapt_mask(const struct rio_client *c, int dir)
     for (unsigned i = 0; i < c->npaths; i++)
         if (c->paths[i].state != PATH_HEALTHY)
             return all;
-    for (unsigned i = 0, k = 0; i < c->npaths && k < st->paths; i++)
-        if (c->paths[i].state != PATH_COOLING) {
+    for (unsigned i = 0; i < c->npaths; i++)
+        if (c->paths[i].dir[dir].rate_bps > fastest)
+            fastest = c->paths[i].dir[dir].rate_bps;
+    unsigned k = 0;
+    for (int slow = 0; slow < 2; slow++)
+        for (unsigned i = 0; i < c->npaths && k < st->paths; i++) {
+            double r = c->paths[i].dir[dir].rate_bps;
+            if (c->paths[i].state == PATH_COOLING || (r > 0 && r < ADAPT_SLOW * fastest) != slow)
+                continue;
             m |= 1u << i;
             k++;
         }
