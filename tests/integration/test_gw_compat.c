@@ -132,6 +132,77 @@ TEST(long_complete_sends_spaces)
  * the upload's own object ".rio-mpu/B/ID", which on file:// is a file: every
  * UploadPart failed (500, "not a directory"). Parts now live in
  * ".rio-mpu/B/ID.p/"; never in the bucket's listing. */
+/* An UploadPart whose body is still coming in when Abort (or Complete)
+ * runs: the part committed after Abort listed the parts, so it stayed for
+ * ever, reachable by nothing (ListParts, Abort: NoSuchUpload; fsck: a live
+ * head). It is answered 404 NoSuchUpload and dropped (gateways review). */
+static const char slow_part_py[] =
+    "import socket, sys, os, time\n"
+    "port, path, n, d = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]\n"
+    "s = socket.create_connection(('127.0.0.1', port)); s.settimeout(20)\n"
+    "s.sendall(('PUT %s HTTP/1.1\\r\\nHost: h\\r\\nContent-Length: %d\\r\\n\\r\\n'"
+    " % (path, n)).encode() + b'a' * (n // 2))\n"
+    "open(d + '/sent', 'w').close()\n"
+    "while not os.path.exists(d + '/go'):\n"
+    "    time.sleep(0.02)\n"
+    "s.sendall(b'b' * (n - n // 2))\n"
+    "got = b''\n"
+    "while b'\\r\\n\\r\\n' not in got or len(got) < 40:\n"
+    "    b = s.recv(65536)\n"
+    "    if not b: break\n"
+    "    got += b\n"
+    "    if b'</Error>' in got or (b'200 OK' in got and b'\\r\\n\\r\\n' in got): break\n"
+    "open(d + '/answer', 'wb').write(got)\n";
+
+static void part_racing(const char *what)
+{
+    struct gw g;
+    char url[512], id[64], path[256];
+    const char *dir = file_backend(url, sizeof(url));
+    const char *colon;
+
+    gw_start(&g, url, NULL);
+    colon = strrchr(g.s3, ':');
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/race", g.url), 200);
+    gw_file(&g, "p1", 1000, 1);
+    gw_mpu_parts(&g, "race", "obj", 1, id, sizeof(id)); /* part 1, and done.xml */
+    t_write_file(gw_path(&g, "slow.py"), slow_part_py, strlen(slow_part_py));
+    snprintf(path, sizeof(path), "/race/obj?partNumber=2&uploadId=%s", id);
+    T_EQ(t_sh("python3 %s %s '%s' %d %s > %s 2>&1 &", gw_path(&g, "slow.py"), colon + 1, path,
+              6 << 20, g.dir, gw_path(&g, "py.log")),
+         0);
+    for (int i = 0; i < 500 && t_sh("test -f %s/sent", g.dir) != 0; i++)
+        t_sleep_ms(20);
+    T_EQ(t_sh("test -f %s/sent", g.dir), 0);
+    t_sleep_ms(200); /* the first half is in the writer */
+    if (strcmp(what, "abort") == 0) {
+        T_EQ(gw_curl(&g, "o", "-X DELETE '%s/race/obj?uploadId=%s'", g.url, id), 204);
+    } else {
+        T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/race/obj?uploadId=%s'",
+                     gw_path(&g, "done.xml"), g.url, id),
+             200);
+        T_TRUE(gw_has(&g, "o", "<CompleteMultipartUploadResult"));
+    }
+    T_EQ(t_sh("touch %s/go", g.dir), 0);
+    for (int i = 0; i < 500 && t_sh("test -f %s/answer", g.dir) != 0; i++)
+        t_sleep_ms(20);
+    T_TRUE(gw_has(&g, "answer", "404"));
+    T_TRUE(gw_has(&g, "answer", "<Code>NoSuchUpload</Code>"));
+    /* Nothing of the upload is left in the backend. */
+    T_EQ(t_sh("test -z \"$(find %s/store/.rio-mpu -type f 2>/dev/null)\"", dir), 0);
+    gw_stop(&g);
+}
+
+TEST(part_racing_abort_is_dropped)
+{
+    part_racing("abort");
+}
+
+TEST(part_racing_complete_is_dropped)
+{
+    part_racing("complete");
+}
+
 TEST(multipart_over_file)
 {
     struct gw g;

@@ -333,6 +333,11 @@ int rio__gw_part_checksum_store(const char *part_bkey, const char *etag, const c
 int rio__gw_mpu_create(struct MHD_Connection *c, struct gw_req *r);
 /* UploadPart: r->bkey becomes the part's key, then rio__gw_put_open. */
 int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r);
+/* After an UploadPart(Copy)'s commit: 0 while its upload is still there;
+ * RIO_ENOTFOUND when an Abort or Complete took it meanwhile (the part, and
+ * its checksum, are dropped: nothing would ever reach them), another error
+ * when it cannot be told. */
+int rio__gw_mpu_part_landed(const struct gw_req *r);
 int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r);
 int rio__gw_mpu_list_parts(struct MHD_Connection *c, struct gw_req *r);

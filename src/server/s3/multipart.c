@@ -347,15 +347,44 @@ int rio__gw_drop_entry(void *arg, const struct rio_entry *e)
     return 0;
 }
 
-/* Drop an upload's parts, then its marker. */
+/* Drop an upload's parts, then its marker (a crash in between leaves the
+ * upload listed, for another Abort), then the parts again: an UploadPart
+ * that committed after the first sweep and found the marker still there
+ * (rio__gw_mpu_part_landed) is in the second; one that finds it gone drops
+ * its part itself. Before, a part committed while Abort or Complete ran
+ * stayed for ever, reachable by nothing (gateways review). */
 static void drop_upload(const struct gw_req *r, const char *id)
 {
-    char k[160];
+    char k[160], m[160];
 
     snprintf(k, sizeof(k), GW_MPU_PREFIX "%s/%s" GW_MPU_PARTDIR, r->bucket, id);
     rio__gw_each_key(k, 0, rio__gw_drop_entry, NULL);
+    upload_key(r, id, m, sizeof(m));
+    rio_delete(rio__gw_client(), m);
+    rio__gw_each_key(k, 0, rio__gw_drop_entry, NULL);
+}
+
+int rio__gw_mpu_part_landed(const struct gw_req *r)
+{
+    const char *id = rio__gw_arg(r, "uploadId");
+    char k[192];
+    struct rio_desc d;
+    int ret;
+
+    if (!valid_id(id))
+        return RIO_ENOTFOUND;
     upload_key(r, id, k, sizeof(k));
-    rio_delete(rio__gw_client(), k);
+    ret = rio_stat(rio__gw_client(), k, &d);
+    if (ret == 0) {
+        rio_desc_cleanup(&d);
+        return 0;
+    }
+    if (ret != RIO_ENOTFOUND)
+        return ret;
+    rio_delete(rio__gw_client(), r->bkey);
+    if (snprintf(k, sizeof(k), "%s" GW_MPU_CKSUFFIX, r->bkey) < (int)sizeof(k))
+        rio_delete(rio__gw_client(), k);
+    return RIO_ENOTFOUND;
 }
 
 int rio__gw_mpu_abort(struct MHD_Connection *c, struct gw_req *r)

@@ -72,6 +72,22 @@ int rio__gw_need_bucket(struct MHD_Connection *c, struct gw_req *r, int *ret)
     return -1;
 }
 
+/* An UploadPart(Copy) committed: 1 with *answer queued when its upload
+ * went meanwhile (an Abort or Complete: 404 NoSuchUpload, the part
+ * dropped, as S3 says a part racing them may fail) or that cannot be told;
+ * else 0. */
+static int part_gone(struct MHD_Connection *c, struct gw_req *r, int *answer)
+{
+    int ret = rio__gw_mpu_part_landed(r);
+
+    if (ret == 0)
+        return 0;
+    *answer = ret == RIO_ENOTFOUND
+                  ? rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.")
+                  : rio__gw_rio_error(c, r, ret, GW_LOOKUP, "upload lookup");
+    return 1;
+}
+
 static void etag_hdr(struct MHD_Response *resp, const char *etag)
 {
     char q[52];
@@ -2101,6 +2117,10 @@ int rio__gw_put_close(struct MHD_Connection *c, struct gw_req *r)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
         }
     }
+    if (r->op == GW_OP_UPLOAD_PART && part_gone(c, r, &ret)) {
+        rio_desc_cleanup(&d);
+        return ret;
+    }
     if (object_put(r) && !beside) {
         ret = rio__gw_meta_store(r->bucket, r->key, prior_gen, r->meta, &d);
         if (ret < 0) {
@@ -2406,6 +2426,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         if (ret < 0)
             return rio__gw_rio_error(c, r, ret, GW_WRITES, "part checksum");
     }
+    if (part && part_gone(c, r, &ret))
+        return ret;
     rio__gw_iso_date((int64_t)time(NULL) * 1000000000, date);
     rio__gw_buf_printf(&b, XML_HEAD "<%s xmlns=\"" XMLNS "\"><LastModified>%s</LastModified>",
                        part ? "CopyPartResult" : "CopyObjectResult", date);
