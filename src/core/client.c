@@ -97,9 +97,17 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     c->rng = c->seed;
     ops = rio__transport_find(c->url.scheme);
     if (!ops) {
-        /* A scheme of a module that did not load is no bad URL (a usage
-         * error, exit 2 in the CLI): this build or install lacks it. */
-        ret = rio__transport_module_scheme(c->url.scheme) ? RIO_ENOTSUP : RIO_EURL;
+        /* A scheme of a module that did not load, or of a backend this
+         * build left out, is no bad URL (a usage error, exit 2 in the
+         * CLI): this build or install lacks it. */
+        const char *why = rio__transport_left_out(c->url.scheme);
+        ret = RIO_EURL;
+        if (why) {
+            rio__detail("%s:// is not in this build: %s", c->url.scheme, why);
+            ret = RIO_ENOTSUP;
+        } else if (rio__transport_module_scheme(c->url.scheme)) {
+            ret = RIO_ENOTSUP;
+        }
         goto err_url;
     }
     ret = rio__url_options_known(&c->url, c->url.scheme, ops->url_options);

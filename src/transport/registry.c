@@ -33,6 +33,16 @@
 extern const struct rio_transport_ops rio__tcp_ops; /* railio://, no external library */
 #ifdef RIO_HAVE_URING
 extern const struct rio_transport_ops rio__file_ops;
+#else
+#include "transport/file/file.h"
+
+/* Built without liburing: no client is a file:// one (the CLI's bench and
+ * the tests call it). */
+int rio_file_counters(struct rio_client *c, struct rio_file_counters *out)
+{
+    (void)c, (void)out;
+    return RIO_EINVAL;
+}
 #endif
 
 /* One entry a line, each behind its build option. */
@@ -194,18 +204,51 @@ static void module_load(struct module_slot *m, const char *scheme)
     m->mod = mod; /* never closed: its code may run until the process ends */
 }
 
-static struct module_slot *module_slot(const char *scheme)
+/* Whether scheme is one of the space-separated words of list. */
+static bool scheme_in(const char *list, const char *scheme)
 {
     size_t n = strlen(scheme);
-    struct module_slot *m;
-    const char *p;
 
     if (n == 0 || strchr(scheme, ' '))
-        return NULL;
-    for (m = modules; m->schemes; m++)
-        for (p = m->schemes; (p = strstr(p, scheme)); p += n)
-            if ((p == m->schemes || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
-                return m;
+        return false;
+    for (const char *p = list; (p = strstr(p, scheme)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static struct module_slot *module_slot(const char *scheme)
+{
+    for (struct module_slot *m = modules; m->schemes; m++)
+        if (scheme_in(m->schemes, scheme))
+            return m;
+    return NULL;
+}
+
+/* The backends this build left out, and what would bring each in: their
+ * URLs are not malformed, this build cannot serve them. */
+/* clang-format off */
+static const struct {
+    const char *schemes, *why;
+} left_out[] = {
+#ifndef RIO_HAVE_URING
+    {"file", "built without liburing (RIO_WITH_URING; Debian's liburing-dev)"},
+#endif
+#ifndef RIO_HAVE_CURL
+    {"s3 http https", "built without libcurl (RIO_WITH_CURL; Debian's libcurl4-openssl-dev)"},
+#endif
+#ifndef RIO_HAVE_RADOS
+    {"rados", "built without librados (RIO_WITH_RADOS; Debian's librados-dev)"},
+#endif
+    {NULL, NULL},
+};
+/* clang-format on */
+
+const char *rio__transport_left_out(const char *scheme)
+{
+    for (size_t i = 0; scheme && left_out[i].schemes; i++)
+        if (scheme_in(left_out[i].schemes, scheme))
+            return left_out[i].why;
     return NULL;
 }
 

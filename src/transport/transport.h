@@ -355,6 +355,9 @@ const struct rio_transport_ops *rio__transport_find(const char *scheme);
  * that has them): one that did not load makes rio_client_new RIO_ENOTSUP
  * with the reason in rio_error_detail(), not RIO_EURL. */
 bool rio__transport_module_scheme(const char *scheme);
+/* Why this build has no backend for scheme (a backend its build options
+ * left out: "built without liburing (...)"), or NULL. */
+const char *rio__transport_left_out(const char *scheme);
 
 /* Open url with ops, and stack the fault filter (transport/fault.h) over it
  * when url carries `faults=` or is mock://. What rio__t_open runs. */

@@ -29,6 +29,7 @@
 
 #include "../integration/gw_util.h"
 #include "core/checksum.h"
+#include "core/internal.h"
 #include "core/url.h"
 #include "railio_mock.h"
 #include "s3_util.h"

@@ -210,7 +210,6 @@ TEST(no_such_bucket_is_enocontainer)
     T_ERR(rio_delete(c, "no/such/key"), RIO_ENOTFOUND);
     su_close(c, alloc0);
 }
-#endif
 
 /* rio_exists_batch on s3:// (no exists op: the engine's HEADs in
  * parallel): which of 200 keys exist, the run of hits from the first, the
@@ -253,3 +252,4 @@ TEST(exists_batch_heads)
     T_ERR(rio_exists_batch(c, keys, 4, ex, &hits, NULL), RIO_ENOCONTAINER);
     su_close(c, alloc0);
 }
+#endif

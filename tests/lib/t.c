@@ -464,6 +464,12 @@ int main(int argc, char **argv)
             printf("%s\n", c->name);
         return 0;
     }
+    /* ctest's T_LEFT_OUT (CMakeLists.txt): this file's tests need a
+     * backend the build left out. */
+    if (getenv("T_LEFT_OUT") && *getenv("T_LEFT_OUT")) {
+        printf("SKIP every test: needs %s\n", getenv("T_LEFT_OUT"));
+        return T_EXIT_SKIP;
+    }
     for (i = 1; i < argc; i++) {
         if (!find_case(argv[i])) {
             fprintf(stderr, "%s: no test named '%s' (--list shows them)\n", argv[0], argv[i]);

@@ -286,7 +286,8 @@ TEST(env_literals_are_known)
 
 TEST(docs_options_are_known)
 {
-    T_GT(check_doc("file.md", "file"), 5u);
+    if (rio__transport_find("file")) /* built with liburing */
+        T_GT(check_doc("file.md", "file"), 5u);
     T_GT(check_doc("tuning.md", "railio"), 10u);
     T_GT(check_doc("protocol.md", "railio"), 3u);
     if (rio__transport_find("s3"))
