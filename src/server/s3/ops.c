@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "core/engine.h"
@@ -87,6 +88,10 @@ static int part_gone(struct MHD_Connection *c, struct gw_req *r, int *answer)
                   : rio__gw_rio_error(c, r, ret, GW_LOOKUP, "upload lookup");
     return 1;
 }
+
+/* Lookups of a GET whose object keeps being replaced before its read
+ * opens (RIO_EGENERATION) before 503 SlowDown. */
+#define GW_GET_TRIES 5
 
 static void etag_hdr(struct MHD_Response *resp, const char *etag)
 {
@@ -1364,9 +1369,19 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         st = NULL;
         rio_desc_cleanup(&d);
         rio__gw_head_drop(r->bkey);
-        /* Replaced or removed since it was read (or cached): once more. */
-        if (tries > 0 || (ret != RIO_EGENERATION && ret != RIO_ENOTFOUND))
+        /* Replaced or removed since it was read (or cached): again, a few
+         * times (each lookup sees the newest version), then 503 SlowDown,
+         * which clients retry: a key overwritten without pause got 500
+         * InternalError once two replaces fell between a lookup and its
+         * open (gateways review). */
+        if (ret != RIO_EGENERATION && ret != RIO_ENOTFOUND)
             return rio__gw_rio_error(c, r, ret, GW_READS, "open");
+        if (tries + 1 >= GW_GET_TRIES)
+            return rio__gw_error(c, r, 503, "SlowDown",
+                                 "The object was replaced while it was being read, again and "
+                                 "again; please try again.");
+        if (tries)
+            usleep(1000u << tries); /* 2, 4 ms ...: let a burst of writes pass */
     }
     rio_desc_cleanup(&d); /* frees only its checksum list */
     if (head) {
