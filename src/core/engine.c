@@ -522,6 +522,31 @@ static void adapt_sample_locked(struct rio_client *c, int dir, const struct rio_
  * client that waited for a CPU (nothing completes anywhere) from counting
  * as a stall.
  */
+/* The op time path p shows for attempt a: its recent op time, or the op's
+ * bytes at its rate, the longer; 0 when nothing is known of the path. */
+static double attempt_expect(const struct rio__path *p, const struct rio__attempt *a)
+{
+    const struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
+    double exp = d->op_ns;
+
+    if (d->rate_bps > 0 && (double)a->io.len * 1e9 / d->rate_bps > exp)
+        exp = (double)a->io.len * 1e9 / d->rate_bps;
+    return exp;
+}
+
+/* When an op expected to take exp ns, sent at submit_ns, is late:
+ * ADAPT_STALL_X times exp plus ADAPT_STALL_NS; never (UINT64_MAX) for an
+ * exp of 0 (nothing known). */
+static uint64_t late_at(uint64_t submit_ns, double exp)
+{
+    return exp > 0 ? submit_ns + (uint64_t)(ADAPT_STALL_X * exp) + ADAPT_STALL_NS : UINT64_MAX;
+}
+
+static uint64_t attempt_due(const struct rio__path *p, const struct rio__attempt *a)
+{
+    return late_at(a->submit_ns, attempt_expect(p, a));
+}
+
 static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
 {
     struct rio__path *p = &c->paths[i];
@@ -530,13 +555,7 @@ static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
     rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
         if (a->cancelled)
             continue;
-        const struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
-        double exp = d->op_ns;
-        if (d->rate_bps > 0 && (double)a->io.len * 1e9 / d->rate_bps > exp)
-            exp = (double)a->io.len * 1e9 / d->rate_bps;
-        if (exp <= 0)
-            continue; /* nothing known of the path yet */
-        uint64_t t = a->submit_ns + (uint64_t)(ADAPT_STALL_X * exp) + ADAPT_STALL_NS;
+        uint64_t t = attempt_due(p, a);
         if (t < due)
             due = t;
     }
@@ -544,6 +563,42 @@ static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
         return false; /* not late yet, or one slow op on a path that moves */
     for (unsigned j = 0; j < c->npaths; j++)
         if (j != i && c->paths[j].last_done_ns > due)
+            return true;
+    return false;
+}
+
+/*
+ * A probe (the chunk a path that failed is given once its cooldown ends)
+ * late by what the path showed before (attempt_due) while another path
+ * completed an op since it was sent: the path fails again at once, as its
+ * op timeout would fail it later. A rail browned out to 200 kbit held each
+ * probe for the whole op timeout, and a reader's window waited behind it
+ * (three probes of 10 s in a 256 MiB GET the two other rails move in 2 s).
+ * Only probes: a healthy path's slow op waits for the op timeout, so a
+ * client that waited for a CPU does not fail paths that were fine.
+ */
+/* When probe a on path i is late: by the path's own op time, or, for a
+ * path that failed before it showed one (a fresh client's first op on a
+ * rail already browned out), by the slowest op time another path shows. */
+static uint64_t probe_due(const struct rio_client *c, unsigned i, const struct rio__attempt *a)
+{
+    double exp = attempt_expect(&c->paths[i], a);
+
+    if (exp <= 0)
+        for (unsigned j = 0; j < c->npaths; j++) {
+            double e = j != i ? attempt_expect(&c->paths[j], a) : 0;
+            if (e > exp)
+                exp = e;
+        }
+    return late_at(a->submit_ns, exp);
+}
+
+static bool probe_late(struct rio_client *c, unsigned i, const struct rio__attempt *a, uint64_t now)
+{
+    if (c->paths[i].state != PATH_PROBING || now < probe_due(c, i, a))
+        return false;
+    for (unsigned j = 0; j < c->npaths; j++)
+        if (j != i && c->paths[j].last_done_ns > a->submit_ns)
             return true;
     return false;
 }
@@ -1483,7 +1538,16 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
         if (p->state == PATH_COOLING && now >= p->until_ns)
             p->state = PATH_PROBING;
         rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
-            if (a->cancelled || now < a->timeout_ns)
+            if (a->cancelled)
+                continue;
+            if (probe_late(c, i, a, now)) {
+                /* Its chunk goes back to the others as the path's failure
+                 * moves it, not counted against the chunk's tries. */
+                a->req->call->path_errors[i]++;
+                path_fail_locked(c, i, RIO_CLASS_TIMEOUT, -ETIMEDOUT, now);
+                break; /* every attempt of the path was cancelled */
+            }
+            if (now < a->timeout_ns)
                 continue;
             /* No completion within the op timeout: the path is stalled or
              * browned out. */
@@ -1524,8 +1588,14 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
         if (p->state == PATH_COOLING)
             t = min_u64(t, p->until_ns);
         rio_list_each (a, &p->attempts, struct rio__attempt, pnode)
-            if (!a->cancelled)
+            if (!a->cancelled) {
                 t = min_u64(t, a->timeout_ns);
+                /* probe_late; once past, another path's completion
+                 * wakes the loop (a past time here would spin it). */
+                uint64_t due = p->state == PATH_PROBING ? probe_due(c, i, a) : UINT64_MAX;
+                if (due > now)
+                    t = min_u64(t, due);
+            }
     }
     return t;
 }

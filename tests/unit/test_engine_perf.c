@@ -210,3 +210,61 @@ TEST(adapt_climbs_past_a_slow_path)
     slow_path(0, 1);
     slow_path(0, 0);
 }
+
+/*
+ * A path that browns out (a rail at 8 KB/s after a GET measured it at 20
+ * MB/s) fails its ops at the op timeout; each probe after its cooldown
+ * took a chunk and held it for the whole op timeout too, while a reader's
+ * window waited behind it (rails review: three timeouts of 10 s in a 256
+ * MiB GET the other rails move in 2 s). A late probe fails the path at
+ * once: the stream takes about one op timeout, not one per probe. Both
+ * for a path measured before it browned out, and for a fresh client's
+ * (each `railio get`), where the probe is judged by the other paths' op
+ * time (30.5 s to 11.1 s on three 1 gbit rails, one at 200 kbit).
+ */
+static void browned_out(int measured)
+{
+    const char *url = "mock://brown?paths=3&rate=20M";
+    struct eu e, f;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 32 * EU_MIB;
+
+    if (EU_TSAN)
+        T_SKIP("timing is not measurable under ThreadSanitizer");
+    eu_start_o(&e, url, e.o.adapt = -1, e.o.op_timeout_ms = 500, e.o.cooldown_base_ms = 50,
+               e.o.cooldown_cap_ms = 200);
+    uint8_t *src = eu_pattern_buf(n, 64);
+    T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
+    uint8_t *dst = eu_fill_buf(n, 0);
+    uint8_t *at = dst;
+    if (measured) {
+        T_EQ(rio_get_stream(e.c, "o", 0, stream_sink, &at, &call), (int64_t)n);
+        f.c = e.c;
+    } else {
+        eu_begin(&f);
+        f.o = e.o;
+        eu_open(&f, url, &f.o); /* a fresh client of the same store */
+    }
+    T_OK(rio_mock_set_path(f.c, 1, 8000, 0));
+    at = dst;
+    T_EQ(rio_get_stream(f.c, "o", 0, stream_sink, &at, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    eu_stats_print(measured ? "stream, path 1 browned out" : "fresh client, path 1 browned out",
+                   &st);
+    if (!measured)
+        eu_close(&f);
+    /* 32 MiB over two paths at 20 MiB/s: 0.8 s, and the first op timeout
+     * 0.5 s: 1.47 s; each probe held to its timeout: 3.2 s. */
+    SKIP_IF_STARVED(&st, st.elapsed_ns / 1000000 <= 2200);
+    T_LE(st.elapsed_ns / 1000000, 2200u);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
+
+TEST(browned_out_path_probes_fail_fast)
+{
+    browned_out(1);
+    browned_out(0);
+}
