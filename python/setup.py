@@ -69,13 +69,20 @@ def _pkg_config():
             cfg["include_dirs"].append(f[2:])
         else:
             cfg["extra_compile_args"].append(f)
+    # A staged install (PKG_CONFIG_SYSROOT_DIR=/tmp/pkg, as a packager
+    # builds): pkg-config puts the sysroot before each path, but the library
+    # will be loaded from the path without it, so that is what decides.
+    sysroot = os.environ.get("PKG_CONFIG_SYSROOT_DIR", "").rstrip("/")
     for f in shlex.split(libs):
         if f.startswith("-L"):
             cfg["library_dirs"].append(f[2:])
             # a prefix outside the loader's default path (e.g. make install
             # PREFIX=/opt/railio): load that library without LD_LIBRARY_PATH
-            if not f[2:].startswith(("/usr/lib", "/lib")):
-                cfg["runtime_library_dirs"].append(f[2:])
+            where = f[2:]
+            if sysroot and where.startswith(sysroot + "/"):
+                where = where[len(sysroot):]
+            if not where.startswith(("/usr/lib", "/lib")):
+                cfg["runtime_library_dirs"].append(where)
         elif f.startswith("-l"):
             cfg["libraries"].append(f[2:])
         else:
