@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # railio: the verbs people expect, over the CMake presets (CMakePresets.json).
 #
 #   make / make build   configure (preset "default", build/) if needed, then build
