@@ -268,3 +268,38 @@ TEST(browned_out_path_probes_fail_fast)
     browned_out(1);
     browned_out(0);
 }
+
+/*
+ * A probe is late only by what the paths show now: every path ran 6x
+ * slower than when they were measured, and path 1 lost its connection
+ * once. Judged by its own rate from before, each probe of path 1 was late
+ * while the others (slow, but completing) moved on, so it carried nothing
+ * more in the call (review: 4.2 s against 2.6 s).
+ */
+TEST(probe_judged_by_the_paths_now)
+{
+    struct eu e;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = 24 * EU_MIB;
+
+    if (EU_TSAN)
+        T_SKIP("timing is not measurable under ThreadSanitizer");
+    eu_start_o(&e, "mock://slowall?paths=3&rate=20M", e.o.chunk_size = EU_MIB, e.o.depth = 1,
+               e.o.adapt = -1, e.o.op_timeout_ms = 3000, e.o.cooldown_base_ms = 50,
+               e.o.cooldown_cap_ms = 200);
+    uint8_t *src = eu_pattern_buf(n, 65);
+    T_OK(rio_put(e.c, "o", src, n, NULL, NULL));
+    uint8_t *dst = eu_fill_buf(n, 0);
+    T_EQ(rio_get(e.c, "o", dst, n, NULL), (int64_t)n); /* measures every path */
+    for (unsigned i = 0; i < 3; i++)
+        T_OK(rio_mock_set_path(e.c, i, 20.0 * EU_MIB / 6, 0));
+    eu_fault(e.c, "disconnect:path=1:bytes=0:down=100:count=1");
+    T_EQ(rio_get(e.c, "o", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    eu_stats_print("get, every path 6x slower, path 1 lost once", &st);
+    T_GE(st.path[1].bytes, (uint64_t)n / 8);
+    free(src);
+    free(dst);
+    eu_close(&e);
+}
