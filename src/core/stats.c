@@ -212,11 +212,27 @@ void rio__stats_verdict(struct rio_stats *st)
                  "at %.1f MB/s",
                  busy * 100, at_cap, used, slow_i, slowest);
     } else {
+        /* Idle paths: waiting for round trips, or for a path that failed
+         * (its chunks held until its op timeout, a reader's window behind
+         * them: a browned-out rail read as "raise depth"). */
+        unsigned fp = 0;
+        uint64_t ferr = 0;
+        for (unsigned i = 0; i < st->npaths; i++)
+            if (st->path[i].errors > ferr) {
+                ferr = st->path[i].errors;
+                fp = i;
+            }
         st->verdict = RIO_VERDICT_NETWORK;
-        snprintf(st->verdict_text, sizeof(st->verdict_text),
-                 "latency-bound: paths idle %.0f%% of the time (p50 chunk %.2f ms); raise "
-                 "depth or chunk size",
-                 (1 - busy) * 100, st->lat_p50_ns / 1e6);
+        if (ferr)
+            snprintf(st->verdict_text, sizeof(st->verdict_text),
+                     "path %u failed %llu %s (down, timed out or browned out) while the paths "
+                     "idled %.0f%% of the time, waiting for the chunks it held",
+                     fp, (unsigned long long)ferr, ferr == 1 ? "op" : "ops", (1 - busy) * 100);
+        else
+            snprintf(st->verdict_text, sizeof(st->verdict_text),
+                     "latency-bound: paths idle %.0f%% of the time (p50 chunk %.2f ms); raise "
+                     "depth or chunk size",
+                     (1 - busy) * 100, st->lat_p50_ns / 1e6);
     }
 }
 

@@ -271,6 +271,19 @@ TEST(verdict_rules)
     st.path[0].rate_mbps = 0;
     st.path[0].cap_mbps = 0;
 
+    /* Idle paths behind one that failed: that path, not "raise depth". */
+    st.npaths = 2;
+    st.path[0].busy_ns = 300000000;
+    st.path[1].errors = 3;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+    T_NOTNULL(strstr(st.verdict_text, "path 1 failed 3 ops"));
+    st.path[1].errors = 0;
+    rio__stats_verdict(&st);
+    T_NOTNULL(strstr(st.verdict_text, "latency-bound"));
+    st.npaths = 1;
+    st.path[0].busy_ns = 950000000;
+
     /* Paths busy all the time at their cap are the limit, even when the
      * machine is busy and threads waited for a CPU: the wait did not slow a
      * transfer the links could not have carried faster. */
