@@ -199,7 +199,7 @@ void rio_options_init(struct rio_options *o);
 
 enum rio_verdict {
     RIO_VERDICT_NONE = 0,     /* too little data to say */
-    RIO_VERDICT_NETWORK = 1,  /* paths at their cap, the slowest path, or latency-bound */
+    RIO_VERDICT_NETWORK = 1,  /* paths at their cap, the slowest or a failed path, latency-bound */
     RIO_VERDICT_STORAGE = 2,  /* time spent in the target's service (server/disk) */
     RIO_VERDICT_SOFTWARE = 3, /* client CPU: a thread saturated (hashing, copies, engine) */
     RIO_VERDICT_SINK = 4,     /* a stream's consumer: the destination took the time */
