@@ -510,18 +510,6 @@ static void adapt_sample_locked(struct rio_client *c, int dir, const struct rio_
     adapt_decide_locked(c, st, g, now);
 }
 
-/*
- * Whether path i is stalled: its oldest op in flight has run past
- * ADAPT_STALL_X times the op time the path shows (its recent op time, or
- * the op's bytes at its rate, the longer) plus ADAPT_STALL_NS, the path has
- * completed nothing since, and another path has. One slow op on a path
- * whose other ops complete (a PUT the server holds while a retry claims its
- * chunk) is not a stalled path. A path that browns out keeps its rate
- * estimate until its op ends (the watchdog or the op timeout, a second or
- * more), so this says it first; another path's completion since keeps a
- * client that waited for a CPU (nothing completes anywhere) from counting
- * as a stall.
- */
 /* The op time path p shows for attempt a: its recent op time, or the op's
  * bytes at its rate, the longer; 0 when nothing is known of the path. */
 static double attempt_expect(const struct rio__path *p, const struct rio__attempt *a)
@@ -547,6 +535,18 @@ static uint64_t attempt_due(const struct rio__path *p, const struct rio__attempt
     return late_at(a->submit_ns, attempt_expect(p, a));
 }
 
+/*
+ * Whether path i is stalled: its oldest op in flight has run past
+ * ADAPT_STALL_X times the op time the path shows (its recent op time, or
+ * the op's bytes at its rate, the longer) plus ADAPT_STALL_NS, the path has
+ * completed nothing since, and another path has. One slow op on a path
+ * whose other ops complete (a PUT the server holds while a retry claims its
+ * chunk) is not a stalled path. A path that browns out keeps its rate
+ * estimate until its op ends (the watchdog or the op timeout, a second or
+ * more), so this says it first; another path's completion since keeps a
+ * client that waited for a CPU (nothing completes anywhere) from counting
+ * as a stall.
+ */
 static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
 {
     struct rio__path *p = &c->paths[i];
@@ -567,16 +567,6 @@ static bool path_stalled(struct rio_client *c, unsigned i, uint64_t now)
     return false;
 }
 
-/*
- * A probe (the chunk a path that failed is given once its cooldown ends)
- * late by what the path showed before (attempt_due) while another path
- * completed an op since it was sent: the path fails again at once, as its
- * op timeout would fail it later. A rail browned out to 200 kbit held each
- * probe for the whole op timeout, and a reader's window waited behind it
- * (three probes of 10 s in a 256 MiB GET the two other rails move in 2 s).
- * Only probes: a healthy path's slow op waits for the op timeout, so a
- * client that waited for a CPU does not fail paths that were fine.
- */
 /* When probe a on path i is late: by the longest of the op time the path
  * showed before it failed and the op times the healthy paths show now. The
  * path's own may be a path that never showed one (a fresh client's first
@@ -598,6 +588,15 @@ static uint64_t probe_due(const struct rio_client *c, unsigned i, const struct r
     return late_at(a->submit_ns, exp);
 }
 
+/*
+ * A probe (the chunk a path that failed is given once its cooldown ends)
+ * late (probe_due) while another path completed an op since it was sent:
+ * the path fails again at once, as its op timeout would fail it later. A rail browned out to 200 kbit held each
+ * probe for the whole op timeout, and a reader's window waited behind it
+ * (three probes of 10 s in a 256 MiB GET the two other rails move in 2 s).
+ * Only probes: a healthy path's slow op waits for the op timeout, so a
+ * client that waited for a CPU does not fail paths that were fine.
+ */
 static bool probe_late(struct rio_client *c, unsigned i, const struct rio__attempt *a, uint64_t now)
 {
     if (c->paths[i].state != PATH_PROBING || now < probe_due(c, i, a))
