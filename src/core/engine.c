@@ -591,11 +591,11 @@ static uint64_t probe_due(const struct rio_client *c, unsigned i, const struct r
 /*
  * A probe (the chunk a path that failed is given once its cooldown ends)
  * late (probe_due) while another path completed an op since it was sent:
- * the path fails again at once, as its op timeout would fail it later. A rail browned out to 200 kbit held each
- * probe for the whole op timeout, and a reader's window waited behind it
- * (three probes of 10 s in a 256 MiB GET the two other rails move in 2 s).
- * Only probes: a healthy path's slow op waits for the op timeout, so a
- * client that waited for a CPU does not fail paths that were fine.
+ * the path fails again at once, as its op timeout would fail it later. A rail browned out to 200
+ * kbit held each probe for the whole op timeout, and a reader's window waited behind it (three
+ * probes of 10 s in a 256 MiB GET the two other rails move in 2 s). Only probes: a healthy path's
+ * slow op waits for the op timeout, so a client that waited for a CPU does not fail paths that were
+ * fine.
  */
 static bool probe_late(struct rio_client *c, unsigned i, const struct rio__attempt *a, uint64_t now)
 {

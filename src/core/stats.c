@@ -225,8 +225,8 @@ void rio__stats_verdict(struct rio_stats *st)
         st->verdict = RIO_VERDICT_NETWORK;
         if (ferr)
             snprintf(st->verdict_text, sizeof(st->verdict_text),
-                     "path %u failed %llu %s (down, timed out or browned out) while the paths "
-                     "idled %.0f%% of the time, waiting for the chunks it held",
+                     "path %u failed %llu %s (down, timed out or browned out); paths idle "
+                     "%.0f%%, waiting for its chunks",
                      fp, (unsigned long long)ferr, ferr == 1 ? "op" : "ops", (1 - busy) * 100);
         else
             snprintf(st->verdict_text, sizeof(st->verdict_text),
