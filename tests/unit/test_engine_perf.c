@@ -154,8 +154,8 @@ static int stream_sink(void *arg, const void *data, size_t len)
 }
 
 /*
- * A stream (railio get into a file, a reader) over three paths, the middle
- * one a hundred times slower: the fast two carry the object. A chunk the
+ * A stream (railio get into a file, a reader) over three paths, one of
+ * them (slow) a hundred times slower: the fast two carry the object. A chunk the
  * slow path took sat at the head of the reader's window while the fast
  * paths ran out of window and idled (adapt off: 2.3x the fast time on 3 x
  * 1 Gbit rails, one at 20 Mbit); with adapt on, a window that ran dry

@@ -249,14 +249,21 @@ int rio__gw_mpu_part_open(struct MHD_Connection *c, struct gw_req *r)
  * checksum leaves it: read back, it counts only while ETAG is still the
  * part's (then the bytes are the same). Abort and Complete drop it with the
  * parts (their prefix); ListParts does not list it (not five digits). */
+/* The key of the checksum kept beside part_bkey: 0, or -1 when it does
+ * not fit out. */
+static int part_ck_key(const char *part_bkey, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s" GW_MPU_CKSUFFIX, part_bkey);
+    return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 int rio__gw_part_checksum_store(const char *part_bkey, const char *etag, const char *algo,
                                 const char *value)
 {
     char k[192], rec[160];
     int n = snprintf(rec, sizeof(rec), "%s %s %s\n", etag, algo, value);
 
-    if (n < 0 || (size_t)n >= sizeof(rec) ||
-        snprintf(k, sizeof(k), "%s" GW_MPU_CKSUFFIX, part_bkey) >= (int)sizeof(k))
+    if (n < 0 || (size_t)n >= sizeof(rec) || part_ck_key(part_bkey, k, sizeof(k)) < 0)
         return RIO_EINVAL;
     return rio_put(rio__gw_client(), k, rec, (size_t)n, NULL, NULL);
 }
@@ -382,7 +389,7 @@ int rio__gw_mpu_part_landed(const struct gw_req *r)
     if (ret != RIO_ENOTFOUND)
         return ret;
     rio_delete(rio__gw_client(), r->bkey);
-    if (snprintf(k, sizeof(k), "%s" GW_MPU_CKSUFFIX, r->bkey) < (int)sizeof(k))
+    if (part_ck_key(r->bkey, k, sizeof(k)) == 0)
         rio_delete(rio__gw_client(), k);
     return RIO_ENOTFOUND;
 }
