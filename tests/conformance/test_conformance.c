@@ -229,6 +229,11 @@ __attribute__((constructor)) static void conf_pick(void)
 {
     const char *name = getenv("T_CONF_BACKEND");
 
+    /* railiod's log (railio, railio-disk, s3gw) in a file, shown after a
+     * failed case's message (srv_at_exit): on stderr, every case's log came
+     * first, and a CI excerpt of the head of the output showed the first
+     * case's log and not the failure. */
+    setenv("SRV_LOG_FILE", "1", 0);
     if (!name || !*name)
         name = "mock";
     for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
