@@ -423,6 +423,7 @@ struct gw_meta_fetch *rio__gw_meta_fetch_start(const char *bucket, const char *k
 /* A record written beside the object's commit (rio__gw_meta_store_start). */
 struct gw_meta_put {
     struct once once;
+    bool run; /* put_run is due (posted, or to run at store_end) */
     bool wrote;
     char mkey[GW_META_KEY_MAX];
     char *rec;
@@ -467,7 +468,8 @@ struct gw_meta_put *rio__gw_meta_store_start(const char *bucket, const char *key
     p->ret = rio__gw_meta_key(bucket, key, p->mkey);
     if (p->ret == 0)
         p->ret = rio__gw_meta_encode(m, bkey, &p->rec, &p->len);
-    once_post(&p->once, p->ret == 0, put_run, p);
+    p->run = p->ret == 0;
+    once_post(&p->once, p->run, put_run, p);
     return p;
 }
 
@@ -510,9 +512,12 @@ int rio__gw_meta_store_end(struct gw_meta_put *p, int failed)
 
     if (!p)
         return -ENOMEM;
+    /* Not p->ret: a pool thread running put_run writes it. Read before
+     * the job was taken back, a failed write's answer skipped the wait,
+     * and p was freed under the thread still writing it (TSan). */
     if (failed)
         once_cancel(&p->once); /* not started: never will */
-    else if (p->ret == 0)
+    else if (p->run)
         once_wait(&p->once, put_run, p);
     ret = p->ret;
     if (ret < 0)
