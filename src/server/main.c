@@ -1191,6 +1191,12 @@ int main(int argc, char **argv)
     if (a.port_file)
         unlink(a.port_file);
 out_workers:
+    /* /metrics renders the gateway's counters and head cache: it stops
+     * before them (TSan: a scrape during the stop read what the stop was
+     * clearing). */
+    if (mfd_ok)
+        rio__srv_metrics_stop();
+    mfd_ok = 0;
 #if RIO_HAVE_MHD
     /* The gateway is a client of the workers (its default backend): first. */
     rio__s3_gw_stop();
