@@ -23,6 +23,7 @@
 #endif
 #include <ftw.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -761,8 +762,8 @@ struct race {
     struct rio_client *c;
     const char *key;
     uint64_t cap;
-    volatile int done;
-    unsigned whole, notfound, changed;
+    atomic_int done;
+    atomic_uint whole, notfound, changed; /* both readers count */
 };
 
 static void *race_reader(void *arg)
@@ -771,7 +772,7 @@ static void *race_reader(void *arg)
     uint8_t *b = t_fill_buf(r->cap, 0x5a);
     int published = 0;
 
-    while (!r->done || !published) {
+    while (!atomic_load(&r->done) || !published) {
         struct rio_call call = {.flags = RIO_ATOMIC};
         int64_t got;
 
@@ -820,7 +821,7 @@ TEST(publish_atomic_under_readers)
         uint64_t n = 2 * k.chunk + (v % 3) * k.chunk + 101 * v + 1;
         t_put_pattern(w.c, key, n, size_seed(n));
     }
-    r.done = 1;
+    atomic_store(&r.done, 1);
     for (unsigned i = 0; i < 2; i++)
         T_EQ(pthread_join(th[i], NULL), 0);
     fprintf(stderr, "  %u whole versions read, %u not yet published, %u generation changes\n",
