@@ -269,7 +269,7 @@ int rio__rados_head_swap_pre(struct rados_transport *t, const char *key, const c
         /* The head's mtime is this client's clock, as the index entry's
          * (so a listing from the index says what a lookup says). */
         time_t mtime = time(NULL);
-        ret = rados_write_op_operate(op, t->head_io, key, &mtime, 0);
+        ret = rados_write_op_operate(op, t->head_io, key, &mtime, WOP_FLAGS);
         rados_release_write_op(op);
         if (ret == 0) {
             /* The caller drops the replaced one's entry. */

@@ -164,7 +164,7 @@ static int op_send(rados_ioctx_t io, const char *name, rados_write_op_t op,
 {
     int r = rados_aio_create_completion2(NULL, NULL, comp);
 
-    if (r == 0 && (r = rados_aio_write_op_operate(op, io, *comp, name, NULL, 0)) < 0)
+    if (r == 0 && (r = rados_aio_write_op_operate(op, io, *comp, name, NULL, WOP_FLAGS)) < 0)
         rados_aio_release(*comp);
     return r;
 }

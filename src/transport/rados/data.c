@@ -45,6 +45,13 @@ static struct rop *op_get(struct rados_transport *t)
     return op;
 }
 
+static void op_release_wop(struct rop *op)
+{
+    if (op->wop)
+        rados_release_write_op(op->wop);
+    op->wop = NULL;
+}
+
 static void op_put_locked(struct rados_transport *t, struct rop *op)
 {
     rio__opool_put(&t->pool, op);
@@ -192,12 +199,19 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
     pthread_mutex_unlock(&t->mu);
     rados_ioctx_t ioctx = t->pools[pi].io[io->path];
     if (up) {
-        ret = rados_aio_write_full(ioctx, name, op->comp, io->src, (size_t)io->len);
+        op->wop = rados_create_write_op();
+        if (op->wop) {
+            rados_write_op_write_full(op->wop, io->src, (size_t)io->len);
+            ret = rados_aio_write_op_operate(op->wop, ioctx, op->comp, name, NULL, WOP_FLAGS);
+        } else {
+            ret = -ENOMEM;
+        }
     } else {
         ret = rados_aio_read(ioctx, name, op->comp, io->dst, (size_t)io->len, 0);
     }
     if (ret < 0) {
         rados_aio_release(op->comp);
+        op_release_wop(op);
         pthread_mutex_lock(&t->mu);
         t->ctr.submitted--;
         t->ctr.inflight_ops--;
@@ -224,6 +238,7 @@ static void op_finish(struct rados_transport *t, struct rop *op)
     int64_t res;
 
     rados_aio_release(op->comp);
+    op_release_wop(op);
     if (op->forced && ret >= 0)
         ret = op->forced;
     res = xlate_io(io->kind, ret);

@@ -81,7 +81,7 @@ int rio__rados_idx_marker_write(struct rados_transport *t, unsigned shards, bool
     if (create)
         rados_write_op_create(op, LIBRADOS_CREATE_EXCLUSIVE, NULL);
     rados_write_op_write_full(op, buf, (size_t)len);
-    ret = rados_write_op_operate(op, t->idx_io, RIO_RADOS_IDX_MARKER, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, RIO_RADOS_IDX_MARKER, NULL, WOP_FLAGS);
     rados_release_write_op(op);
     if (ret == 0) {
         pthread_mutex_lock(&t->cache_mu);
@@ -186,7 +186,7 @@ static int put_op(struct rados_transport *t, unsigned shards, const char *key, u
         return -ENOMEM;
     rados_write_op_omap_set2(op, &k, &v, &w.elen, &vlen, 1);
     if (comp) {
-        ret = rados_aio_write_op_operate(op, t->idx_io, comp, w.sname, NULL, 0);
+        ret = rados_aio_write_op_operate(op, t->idx_io, comp, w.sname, NULL, WOP_FLAGS);
         if (ret < 0) {
             rados_release_write_op(op);
             return rio__rados_xlate(ret);
@@ -194,7 +194,7 @@ static int put_op(struct rados_transport *t, unsigned shards, const char *key, u
         *opp = op;
         return 0;
     }
-    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, WOP_FLAGS);
     rados_release_write_op(op);
     if (ret < 0) {
         rio__detail("rados:// could not write the key index's entry of a key (%s)", strerror(-ret));
@@ -303,7 +303,8 @@ void rio__rados_idx_drop_send(struct rados_transport *t, const char *key, uint64
     rados_write_op_omap_rm_keys2(p->op, &e, &w.elen, 1);
     if (rados_aio_create_completion2(NULL, NULL, &p->comp) < 0) {
         p->comp = NULL;
-    } else if (rados_aio_write_op_operate(p->op, t->idx_io, p->comp, w.sname, NULL, 0) < 0) {
+    } else if (rados_aio_write_op_operate(p->op, t->idx_io, p->comp, w.sname, NULL, WOP_FLAGS) <
+               0) {
         rados_aio_release(p->comp);
         p->comp = NULL;
     }
@@ -556,7 +557,7 @@ int rio__rados_idx_set(struct rados_transport *t, unsigned shards, const char *k
     rados_write_op_t op = set_op(&w, iv, was, waslen);
     if (!op)
         return -ENOMEM;
-    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, WOP_FLAGS);
     rados_release_write_op(op);
     if (was && (ret == -ECANCELED || ret == -ENOENT))
         return RIO_EGENERATION;
@@ -616,7 +617,7 @@ void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t ge
         rados_release_write_op(m.op);
         return;
     }
-    if (rados_aio_write_op_operate(m.op, t->idx_io, m.comp, w.sname, NULL, 0) < 0) {
+    if (rados_aio_write_op_operate(m.op, t->idx_io, m.comp, w.sname, NULL, WOP_FLAGS) < 0) {
         rados_aio_release(m.comp);
         rados_release_write_op(m.op);
         return;
@@ -651,7 +652,7 @@ int rio__rados_idx_rm_if(struct rados_transport *t, unsigned shards, const char 
         return -ENOMEM;
     rados_write_op_omap_cmp2(op, w.ename, LIBRADOS_CMPXATTR_OP_EQ, val, w.elen, vlen, NULL);
     rados_write_op_omap_rm_keys2(op, &e, &w.elen, 1);
-    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, 0);
+    ret = rados_write_op_operate(op, t->idx_io, w.sname, NULL, WOP_FLAGS);
     rados_release_write_op(op);
     if (ret == -ECANCELED || ret == -ENOENT)
         return RIO_EGENERATION; /* renewed or gone meanwhile */

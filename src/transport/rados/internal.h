@@ -72,6 +72,12 @@
 #define HEAD_READ0 (64u << 10)
 #define COMMIT_TRIES 64
 #define REMOVE_WINDOW 64 /* aio removes in flight at once */
+/* Every write and removal this transport sends: to a cluster or pool
+ * marked full, librados otherwise holds a write until its op timeout (a
+ * PUT ended after minutes as "timed out", and no removal could free space);
+ * with it a write fails at once with -ENOSPC (-EDQUOT over a quota) and a
+ * removal goes through. */
+#define WOP_FLAGS LIBRADOS_OPERATION_FULL_TRY
 #define NAME_MAX_LEN RIO_RADOS_NAME_MAX
 #define UPLOAD_MAGIC 0x7261646f7375706cull
 #define SHUFFLE_HOLD 4u /* shuffle knob: completions held before delivery */
@@ -134,6 +140,7 @@ struct rop {
     struct rio_io *io;
     struct rados_transport *t;
     rados_completion_t comp;
+    rados_write_op_t wop; /* a WRITE's, released with comp */
     struct rupload *up;
     int forced; /* fail_chunk: the error to report instead of the result */
     bool cancelled;
@@ -343,6 +350,7 @@ struct rm_item {
     unsigned path;    /* connection to send it on */
     uint64_t index;
     int ret;
+    bool final; /* ret is an error trying again cannot mend (EPERM) */
 };
 uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
                                   struct rm_item *items, size_t n, const char *owner);

@@ -64,6 +64,14 @@ uint64_t rio__rados_new_generation(struct rados_transport *t)
  * removed). Returns how many could not be removed; each item's ret is 0
  * once it is gone or kept, else the last error.
  */
+/* A removal's error that trying again until the abort deadline cannot
+ * mend: a user without the caps to remove (EPERM) was held 30 s on each
+ * failed PUT's cleanup (review). */
+static bool remove_final(int r)
+{
+    return r < 0 && !rio__class_is_retryable(rio__err_class(rio__rados_xlate(r)));
+}
+
 uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, uint64_t gen,
                                   struct rm_item *items, size_t n, const char *owner)
 {
@@ -74,14 +82,16 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
     size_t idx[REMOVE_WINDOW];
     unsigned backoff = 20;
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         items[i].ret = 1; /* pending */
+        items[i].final = false;
+    }
     for (;;) {
         size_t k = 0, i = 0, pending = 0;
         while (i < n) {
             k = 0;
             for (; i < n && k < REMOVE_WINDOW; i++) {
-                if (items[i].ret != 1 && !(items[i].ret < 0))
+                if (items[i].ret != 1 && !(items[i].ret < 0 && !items[i].final))
                     continue;
                 const char *nm = items[i].name;
                 if (!nm) {
@@ -94,26 +104,22 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
                 }
                 rados_ioctx_t io = t->pools[items[i].pool].io[items[i].path];
                 int r;
-                wop[k] = NULL;
-                if (owner) {
-                    wop[k] = rados_create_write_op();
-                    if (!wop[k]) {
-                        rados_aio_release(comp[k]);
-                        items[i].ret = -ENOMEM;
-                        continue;
-                    }
+                wop[k] = rados_create_write_op();
+                if (!wop[k]) {
+                    rados_aio_release(comp[k]);
+                    items[i].ret = -ENOMEM;
+                    continue;
+                }
+                if (owner)
                     rados_write_op_cmpxattr(wop[k], RIO_RADOS_OWNER_XATTR, LIBRADOS_CMPXATTR_OP_EQ,
                                             owner, strlen(owner));
-                    rados_write_op_remove(wop[k]);
-                    r = rados_aio_write_op_operate(wop[k], io, comp[k], nm, NULL, 0);
-                } else {
-                    r = rados_aio_remove(io, nm, comp[k]);
-                }
+                rados_write_op_remove(wop[k]);
+                r = rados_aio_write_op_operate(wop[k], io, comp[k], nm, NULL, WOP_FLAGS);
                 if (r < 0) {
                     rados_aio_release(comp[k]);
-                    if (wop[k])
-                        rados_release_write_op(wop[k]);
+                    rados_release_write_op(wop[k]);
                     items[i].ret = r;
+                    items[i].final = remove_final(r);
                     continue;
                 }
                 idx[k++] = i;
@@ -122,19 +128,20 @@ uint64_t rio__rados_remove_chunks(struct rados_transport *t, const char *key, ui
                 rados_aio_wait_for_complete(comp[j]);
                 int r = rados_aio_get_return_value(comp[j]);
                 rados_aio_release(comp[j]);
-                if (wop[j])
-                    rados_release_write_op(wop[j]);
+                rados_release_write_op(wop[j]);
                 if (r == 0 || r == -ENOENT)
                     removed++; /* gone, whoever removed it */
                 /* ECANCELED: the guard's compare failed: not ours to remove. */
                 items[idx[j]].ret = r == 0 || r == -ENOENT || r == -ECANCELED ? 0 : r;
+                items[idx[j]].final = remove_final(r);
             }
         }
         for (i = 0; i < n; i++)
-            if (items[i].ret < 0)
+            if (items[i].ret < 0 && !items[i].final)
                 pending++;
         if (!pending || rio__now_ns() >= deadline) {
-            failed = pending;
+            for (i = 0; i < n; i++)
+                failed += items[i].ret < 0;
             break;
         }
         sleep_ms(backoff);
@@ -456,7 +463,12 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
             if (gen) /* not a head: of no generation */
                 return RIO_EGENERATION;
             /* Not a head: remove the object itself. */
-            ret = rados_remove(t->head_io, key);
+            rados_write_op_t rop = rados_create_write_op();
+            if (!rop)
+                return -ENOMEM;
+            rados_write_op_remove(rop);
+            ret = rados_write_op_operate(rop, t->head_io, key, NULL, WOP_FLAGS);
+            rados_release_write_op(rop);
             return ret == -ENOENT ? RIO_ENOTFOUND : rio__rados_xlate(ret);
         }
         if (ret < 0)
@@ -473,7 +485,7 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
         snprintf(hex, sizeof(hex), "%016" PRIx64, h.generation);
         rados_write_op_cmpxattr(op, RIO_RADOS_GEN_XATTR, LIBRADOS_CMPXATTR_OP_EQ, hex, 16);
         rados_write_op_remove(op);
-        ret = rados_write_op_operate(op, t->head_io, key, NULL, 0);
+        ret = rados_write_op_operate(op, t->head_io, key, NULL, WOP_FLAGS);
         rados_release_write_op(op);
         if (ret == 0) {
             struct ridx_drop dp;
