@@ -303,6 +303,43 @@ double rio_cli_xxh3_mbps(size_t n);
  * writes into out). */
 void rio_cli_human(char *out, size_t n, double bytes);
 
+/* ------------------------------------------------------------ tmpfile */
+
+/*
+ * The temporary file a download writes before it replaces FILE (tmpfile.c):
+ * unnamed (O_TMPFILE) where the file system has it, so that whatever ends
+ * the process leaves nothing, and named ".BASE.railio-tmp-<16 hex digits>"
+ * beside FILE only for the rename once complete; where O_TMPFILE is
+ * refused, named from the start. FILE and the name are relative to dfd
+ * (AT_FDCWD: paths). With reg the name, while it exists, is the one a
+ * second signal removes (rio_cli_tmp_register: one at a time, so one
+ * thread's).
+ */
+struct rio_cli_tmpfile {
+    int dfd;
+    int fd;     /* write the bytes here; -1 once committed or aborted */
+    bool anon;  /* unnamed until the commit */
+    bool named; /* name is on disk, ours */
+    bool reg;
+    char name[4096];
+};
+/* Open t for file: the fd (also t->fd), or -errno. */
+int rio_cli_tmpfile_open(struct rio_cli_tmpfile *t, int dfd, const char *file, bool reg);
+/* Close t and put it in file's place (rio__replace_at): 0, or -errno with
+ * the temporary removed. */
+int rio_cli_tmpfile_commit(struct rio_cli_tmpfile *t, const char *file);
+/* Close t and remove what it named. */
+void rio_cli_tmpfile_abort(struct rio_cli_tmpfile *t);
+/* Whether name (a file name, no '/') is a temporary's: ".BASE.railio-tmp-"
+ * and 16 lower-case hex digits. */
+bool rio_cli_tmp_name(const char *name);
+/* Whether tmp is a temporary's name for the file named name (its BASE is
+ * name, or name's first 200 bytes for a longer name). */
+bool rio_cli_tmp_name_of(const char *tmp, const char *name);
+/* The directory part of file ("." for a bare name) into dir: 0 or
+ * -ENAMETOOLONG. */
+int rio_cli_dir_part(const char *file, char *dir, size_t cap);
+
 /* ------------------------------------------------------------- resume */
 
 /* An interrupted `railio get URL FILE` (resume.c): the bytes in

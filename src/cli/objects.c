@@ -452,82 +452,12 @@ static int sink_write(void *arg, const void *data, size_t len)
 }
 
 /*
- * A GET to a regular FILE writes a temporary file in FILE's directory and
- * renames it over FILE once every chunk arrived verified. The temporary file
- * is unnamed (O_TMPFILE: the kernel removes it whatever kills the process)
- * until the commit links it under a random name and renames that over FILE;
- * where the file system has no O_TMPFILE it is created under a random name
- * with O_CREAT | O_EXCL | O_NOFOLLOW. While it has a name it is registered
- * with the frame: a signal cancels the GET, which removes it; a second
- * signal removes it before the process dies.
+ * A GET to a regular FILE writes a temporary file in FILE's directory
+ * (rio_cli_tmpfile: unnamed where the file system allows) and renames it
+ * over FILE once every chunk arrived verified. While it has a name it is
+ * registered with the frame: a signal cancels the GET, which removes it; a
+ * second signal removes it before the process dies.
  */
-static char tmp_name[PATH_MAX];
-static bool tmp_named;
-
-static void tmp_set_named(bool on)
-{
-    tmp_named = on;
-    rio_cli_tmp_register(on ? tmp_name : NULL);
-}
-
-/* "DIR/.BASE.railio-tmp-<16 random hex digits>" for file into tmp_name
- * (BASE: at most 200 bytes of file's name, which may be NAME_MAX long). */
-static int random_tmp_name(const char *file)
-{
-    uint64_t r;
-    if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-        return -errno;
-    const char *slash = strrchr(file, '/');
-    int dl = slash ? (int)(slash - file + 1) : 0;
-    int n = snprintf(tmp_name, sizeof(tmp_name), "%.*s.%.200s.railio-tmp-%016llx", dl, file,
-                     file + dl, (unsigned long long)r);
-    return n < 0 || (size_t)n >= sizeof(tmp_name) ? -ENAMETOOLONG : 0;
-}
-
-/* The directory part of file ("." for a bare name), for O_TMPFILE. */
-static int dir_part(const char *file, char *dir, size_t cap)
-{
-    const char *slash = strrchr(file, '/');
-    size_t dl = slash ? (size_t)(slash - file) : 1;
-    if (slash && dl == 0)
-        dl = 1; /* "/name" */
-    if (dl >= cap)
-        return -ENAMETOOLONG;
-    memcpy(dir, slash ? file : ".", dl);
-    dir[dl] = '\0';
-    return 0;
-}
-
-/* A fresh temporary file next to file: an fd, *anon when unnamed. */
-static int tmp_create(const char *file, bool *anon)
-{
-    char dir[PATH_MAX];
-    int ret = dir_part(file, dir, sizeof(dir));
-    if (ret < 0)
-        return ret;
-    int fd = open(dir, O_WRONLY | O_TMPFILE | O_CLOEXEC, 0644);
-    if (fd >= 0 && access("/proc/self/fd", X_OK) == 0) {
-        *anon = true;
-        return fd;
-    }
-    if (fd >= 0)
-        close(fd); /* no /proc to link it by */
-    else if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-        return -errno;
-    *anon = false;
-    for (int i = 0; i < 16; i++) {
-        if ((ret = random_tmp_name(file)) < 0)
-            return ret;
-        tmp_set_named(true);
-        fd = open(tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0)
-            return fd;
-        tmp_set_named(false);
-        if (errno != EEXIST)
-            return -errno;
-    }
-    return -EEXIST;
-}
 
 /* Before the temporary file fd replaces FILE: give it FILE's permission
  * bits (and, when root, its owner and group), as cp(1) and curl, which
@@ -543,25 +473,6 @@ static void keep_mode(int fd, const char *file)
     (void)!fchmod(fd, sb.st_mode & 0777);
 }
 
-/* Name the unnamed temporary file fd: a link under a random name. */
-static int tmp_link(int fd, const char *file)
-{
-    char pf[64];
-    snprintf(pf, sizeof(pf), "/proc/self/fd/%d", fd);
-    for (int i = 0; i < 16; i++) {
-        int ret = random_tmp_name(file);
-        if (ret < 0)
-            return ret;
-        tmp_set_named(true);
-        if (linkat(AT_FDCWD, pf, AT_FDCWD, tmp_name, AT_SYMLINK_FOLLOW) == 0)
-            return 0;
-        tmp_set_named(false);
-        if (errno != EEXIST)
-            return -errno;
-    }
-    return -EEXIST;
-}
-
 /*
  * Whether writing through file (lstat as lsb: a symbolic link, a FIFO, a
  * device) is refused: the kernel's protected_symlinks / protected_fifos
@@ -575,7 +486,7 @@ static int planted(const char *file, const struct stat *lsb)
 {
     char dir[PATH_MAX];
     struct stat dsb;
-    int ret = dir_part(file, dir, sizeof(dir));
+    int ret = rio_cli_dir_part(file, dir, sizeof(dir));
     if (ret < 0)
         return ret;
     if (stat(dir, &dsb) < 0)
@@ -928,7 +839,8 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
         .stats = &st, .cancel = rio_cli_cancel_token(), .deadline_ms = rio_cli_deadline(c)};
     struct out_sink o = {.fd = 1};
     struct rio_desc looked;
-    bool tmp = false, anon = false;
+    struct rio_cli_tmpfile t;
+    bool tmp = false;
     char *file = NULL;
     int rc = get_target(cl, key, dest, &file);
 
@@ -948,7 +860,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
             return rc;
         } else if (missing || S_ISREG(lsb.st_mode)) {
             tmp = true;
-            o.fd = tmp_create(file, &anon);
+            o.fd = rio_cli_tmpfile_open(&t, AT_FDCWD, file, true);
             ret = o.fd < 0 ? o.fd : 0;
         } else if ((ret = planted(file, &lsb)) < 0) {
             fprintf(stderr,
@@ -982,17 +894,12 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
     int ret = n < 0 ? (int)n : 0;
     /* The cleanup calls no rio_*: rio_error_detail() still holds the cause. */
     if (tmp) {
-        if (ret == 0)
+        if (ret == 0) {
             keep_mode(o.fd, file);
-        if (ret == 0 && anon)
-            ret = tmp_link(o.fd, file);
-        if (close(o.fd) < 0 && ret == 0)
-            ret = -errno;
-        if (ret == 0)
-            ret = rio__replace_at(AT_FDCWD, tmp_name, file);
-        if (ret < 0 && tmp_named)
-            unlink(tmp_name);
-        tmp_set_named(false);
+            ret = rio_cli_tmpfile_commit(&t, file);
+        } else {
+            rio_cli_tmpfile_abort(&t);
+        }
     } else if (o.fd != 1 && close(o.fd) < 0 && ret == 0) {
         ret = -errno;
     }
