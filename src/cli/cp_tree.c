@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -20,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -49,15 +50,26 @@ struct cp_item {
     ino_t ino;
 };
 
+/* A temporary file an earlier run left in a destination directory. */
+struct cp_stale {
+    char *dir;  /* the directory below DST ("" for DST itself) */
+    char *name; /* ".NAME.railio-tmp-<16 hex digits>" */
+};
+
 struct cp_run {
     const struct rio_cli_tree_opts *o;
     struct rio_client *sc, *dc; /* NULL for a local side */
     const char *dprefix;        /* destination key prefix ("" or ending in '/') */
     int ddir;                   /* destination directory fd (local) */
     struct cp_item *items;
+    struct timespec t0; /* when the run started (CLOCK_REALTIME) */
     pthread_mutex_t mu;
+    /* Under mu: */
     uint64_t done, failed, bytes;
     int first_err;
+    struct rio_cli_seen seen; /* the destination directories read for stale temporaries */
+    struct cp_stale *stale;
+    size_t nstale, stale_cap;
 };
 
 static void cp_fail(struct cp_run *r, const char *what, int err)
@@ -161,13 +173,12 @@ static struct {
     struct cp_item *v;
     size_t n, cap;
     size_t root_len;
-    uint64_t skipped;
+    uint64_t skipped, tmps;
     int err;
 } walk;
 
 static int walk_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
-    (void)ftw;
     if (type == FTW_DNR || type == FTW_NS) {
         fprintf(stderr, "railio cp: cannot read '%s': %s\n", path, strerror(errno));
         walk.err = -EACCES;
@@ -181,6 +192,10 @@ static int walk_one(const char *path, const struct stat *sb, int type, struct FT
         return 0;
     if (!S_ISREG(sb->st_mode)) {
         walk.skipped++; /* a device, a FIFO, a socket: not an object */
+        return 0;
+    }
+    if (rio_cli_tmp_name(path + ftw->base)) {
+        walk.tmps++; /* a download's temporary file, left by a killed get or cp -r */
         return 0;
     }
     if (walk.n == walk.cap) {
@@ -246,6 +261,11 @@ static int cp_from_dir(struct cp_run *r, const char *dir)
                 "railio cp: %llu entries that are not regular files (links, FIFOs, devices) "
                 "skipped\n",
                 (unsigned long long)walk.skipped);
+    if (walk.tmps && !r->o->quiet)
+        fprintf(stderr,
+                "railio cp: %llu temporary files of interrupted downloads "
+                "(.NAME.railio-tmp-<16 hex digits>) skipped\n",
+                (unsigned long long)walk.tmps);
     if (walk.err && !r->first_err)
         r->first_err = walk.err;
     return 0;
@@ -303,44 +323,118 @@ static int sink_fd(void *arg, const void *data, size_t len)
     return rio_cli_write_all(*(int *)arg, data, len);
 }
 
+/* Note dfd's (the destination directory dir's) temporary files that are
+ * older than the run, under r->mu. One of another run still writing is
+ * newer: it stays. */
+static void stale_scan(struct cp_run *r, int dfd, const char *dir)
+{
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat sb;
+        if (!rio_cli_tmp_name(e->d_name) || fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !S_ISREG(sb.st_mode) || sb.st_mtim.tv_sec > r->t0.tv_sec ||
+            (sb.st_mtim.tv_sec == r->t0.tv_sec && sb.st_mtim.tv_nsec >= r->t0.tv_nsec))
+            continue;
+        if (r->nstale == r->stale_cap) {
+            size_t nc = r->stale_cap ? r->stale_cap * 2 : 16;
+            struct cp_stale *nv = realloc(r->stale, nc * sizeof(*nv));
+            if (!nv)
+                break;
+            r->stale = nv;
+            r->stale_cap = nc;
+        }
+        struct cp_stale *st = &r->stale[r->nstale];
+        st->dir = strdup(dir);
+        st->name = strdup(e->d_name);
+        if (!st->dir || !st->name) {
+            free(st->dir);
+            free(st->name);
+            break;
+        }
+        r->nstale++;
+    }
+    closedir(d);
+}
+
 /*
- * One object into DST/rel: written to a fresh ".NAME.railio-tmp-RANDOM"
- * beside it and renamed over it once every chunk arrived verified, so a
- * failure leaves no partial file under the object's name.
+ * Before name is written in dfd (rel's directory): remove the temporary
+ * files an earlier run (killed, on a file system without O_TMPFILE) left
+ * for that name, and only those. Each destination directory is read once
+ * a run, before the run writes into it.
+ */
+static void stale_sweep(struct cp_run *r, int dfd, const char *rel, const char *name)
+{
+    char dir[RIO_KEY_MAX + 1];
+    size_t dl = name > rel ? (size_t)(name - rel - 1) : 0;
+    memcpy(dir, rel, dl);
+    dir[dl] = '\0';
+    pthread_mutex_lock(&r->mu);
+    if (rio_cli_seen_add(&r->seen, dir) == 1)
+        stale_scan(r, dfd, dir);
+    for (size_t i = 0; i < r->nstale;) {
+        struct cp_stale *st = &r->stale[i];
+        if (strcmp(st->dir, dir) || !rio_cli_tmp_name_of(st->name, name)) {
+            i++;
+            continue;
+        }
+        unlinkat(dfd, st->name, 0);
+        free(st->dir);
+        free(st->name);
+        *st = r->stale[--r->nstale];
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void stale_cleanup(struct cp_run *r)
+{
+    rio_cli_seen_cleanup(&r->seen);
+    for (size_t i = 0; i < r->nstale; i++) {
+        free(r->stale[i].dir);
+        free(r->stale[i].name);
+    }
+    free(r->stale);
+}
+
+/*
+ * One object into DST/rel: written to a temporary file beside it
+ * (rio_cli_tmpfile: unnamed where the file system allows, so that even a
+ * kill -9 leaves nothing) and renamed over it once every chunk arrived
+ * verified, so a failure leaves no partial file under the object's name.
  */
 static void cp_get(void *arg, size_t i)
 {
     struct cp_run *r = arg;
     const struct cp_item *it = &r->items[i];
-    char rel[RIO_KEY_MAX + 1], tmp[NAME_MAX + 64];
+    char rel[RIO_KEY_MAX + 1];
     const char *name = NULL;
+    struct rio_cli_tmpfile t;
     snprintf(rel, sizeof(rel), "%s", it->rel);
     int dfd = open_parent(r->ddir, rel, &name);
     if (dfd < 0) {
         cp_fail(r, it->rel, dfd);
         return;
     }
-    uint64_t rnd = 0;
-    if (getrandom(&rnd, sizeof(rnd), 0) < 0)
-        rnd = (uint64_t)getpid() ^ (uint64_t)i;
-    snprintf(tmp, sizeof(tmp), ".%.200s.railio-tmp-%016llx", name, (unsigned long long)rnd);
-    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    stale_sweep(r, dfd, rel, name);
+    int fd = rio_cli_tmpfile_open(&t, dfd, name, false);
     if (fd < 0) {
-        int e = -errno;
         close(dfd);
-        cp_fail(r, it->rel, e);
+        cp_fail(r, it->rel, fd);
         return;
     }
     struct rio_call call = {.cancel = rio_cli_cancel_token(),
                             .deadline_ms = rio_cli_deadline(r->sc)};
     int64_t n = rio_get_stream(r->sc, it->src, CP_SLOTS, sink_fd, &fd, &call);
     int ret = n < 0 ? (int)n : 0;
-    if (close(fd) < 0 && ret == 0)
-        ret = -errno;
     if (ret == 0)
-        ret = rio__replace_at(dfd, tmp, name);
-    if (ret < 0)
-        unlinkat(dfd, tmp, 0);
+        ret = rio_cli_tmpfile_commit(&t, name);
+    else
+        rio_cli_tmpfile_abort(&t);
     close(dfd);
     if (ret < 0)
         cp_fail(r, it->src, ret);
@@ -622,6 +716,7 @@ out:
     rio_client_destroy(r->dc);
     rio_cli_target_cleanup(&st);
     rio_cli_target_cleanup(&dt);
+    stale_cleanup(r);
     free(dprefix);
     free(tree);
     return rc;
@@ -638,6 +733,7 @@ int rio_cli_cp_tree(int argc, char **argv)
         return 2;
     }
     struct cp_run r = {.o = &o, .ddir = -1, .dprefix = "", .mu = PTHREAD_MUTEX_INITIALIZER};
+    clock_gettime(CLOCK_REALTIME, &r.t0);
     return cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
 }
 

@@ -182,8 +182,7 @@ static bool pattern_keeps(const char *pattern, const char *key)
     return rio_cli_glob_match(pattern, elem, false);
 }
 
-/* A set of strings (the common prefixes already shown): open addressing,
- * FNV-1a, grown at half full. */
+/* struct rio_cli_seen (tree.h): FNV-1a of s. */
 static uint64_t fnv(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
@@ -192,8 +191,7 @@ static uint64_t fnv(const char *s)
     return h;
 }
 
-/* 1 when s was added, 0 when it was there, -ENOMEM. */
-static int seen_add(struct rio_cli_seen *set, const char *s)
+int rio_cli_seen_add(struct rio_cli_seen *set, const char *s)
 {
     if (2 * (set->n + 1) > set->cap) {
         size_t nc = set->cap ? set->cap * 2 : 64;
@@ -223,6 +221,14 @@ static int seen_add(struct rio_cli_seen *set, const char *s)
     return 1;
 }
 
+void rio_cli_seen_cleanup(struct rio_cli_seen *set)
+{
+    for (size_t i = 0; i < set->cap; i++)
+        free(set->v[i]);
+    free(set->v);
+    memset(set, 0, sizeof(*set));
+}
+
 /*
  * One level of a backend that lists in its own order (rados://): the
  * library cannot fold keys into common prefixes there, so the lister does,
@@ -240,7 +246,7 @@ static int fold(struct rio_cli_lister *l, const struct rio_entry *x, const struc
     memset(&l->dir, 0, sizeof(l->dir));
     memcpy(l->dir.key, x->key, (size_t)(slash - x->key) + 1);
     l->dir.flags = RIO_ENTRY_DIR;
-    int ret = seen_add(&l->seen, l->dir.key);
+    int ret = rio_cli_seen_add(&l->seen, l->dir.key);
     *e = ret > 0 ? &l->dir : NULL;
     return ret < 0 ? ret : 0;
 }
@@ -262,7 +268,7 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
                 /* A backend that folds each page on its own (one listing
                  * in its own order, rados://) may name a prefix on several
                  * pages: show it once. */
-                int ret = seen_add(&l->seen, x->key);
+                int ret = rio_cli_seen_add(&l->seen, x->key);
                 if (ret < 0)
                     return ret;
                 if (ret == 0)
@@ -316,10 +322,7 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
 void rio_cli_lister_cleanup(struct rio_cli_lister *l)
 {
     rio_list_page_cleanup(&l->page);
-    for (size_t i = 0; i < l->seen.cap; i++)
-        free(l->seen.v[i]);
-    free(l->seen.v);
-    memset(&l->seen, 0, sizeof(l->seen));
+    rio_cli_seen_cleanup(&l->seen);
 }
 
 /* --------------------------------------------------------------- pool */

@@ -61,11 +61,16 @@ int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target 
                          const char **why);
 void rio_cli_target_cleanup(struct rio_cli_target *t);
 
-/* Strings seen (the lister's folded common prefixes). */
+/* A set of strings (the lister's folded common prefixes, the directories
+ * cp -r read): open addressing, FNV-1a, grown at half full. */
 struct rio_cli_seen {
     char **v;
     size_t n, cap;
 };
+/* 1 when s was added, 0 when it was there, -ENOMEM. */
+int rio_cli_seen_add(struct rio_cli_seen *set, const char *s);
+/* Free the strings and the table; set is empty again. */
+void rio_cli_seen_cleanup(struct rio_cli_seen *set);
 
 /* Every entry under a prefix, page by page (never one giant page). */
 struct rio_cli_lister {

@@ -92,3 +92,47 @@ TEST(railiod_cp_refuses_escaping_keys)
     T_EQ(t_sh("test $(stat -c %%s %s/in/dst/good) -eq 8", b.tmp), 0);
     railiod_end();
 }
+
+/* cp -r never uploads a download's temporary file (.NAME.railio-tmp-<16
+ * hex digits>, left by a killed get or cp -r), and a cp -r into a
+ * directory removes the stale temporaries of the files it writes there:
+ * those older than the run, of exactly those names. */
+TEST(railiod_cp_tree_skips_and_sweeps_stale_temporaries)
+{
+    struct tb b;
+    char u[2048];
+    railiod_tb(&b);
+    T_EQ(t_sh("mkdir -p %s/in/sub && head -c 3000 /dev/urandom > %s/in/a && printf bb > "
+              "%s/in/sub/b && printf junk > %s/in/.a.railio-tmp-0123456789abcdef && "
+              "printf junk > %s/in/sub/.b.railio-tmp-00000000000000ff && "
+              "printf mine > %s/in/.a.railio-tmp-0123",
+              b.tmp, b.tmp, b.tmp, b.tmp, b.tmp, b.tmp),
+         0);
+    T_EQ(tb_cli(&b, "cp -r %s/in '%s'", b.tmp, tb_url(&b, u, sizeof(u), "up")), 0);
+    T_TRUE(tb_exists(&b, "up/a"));
+    T_TRUE(tb_exists(&b, "up/sub/b"));
+    T_TRUE(tb_exists(&b, "up/.a.railio-tmp-0123")); /* not the pattern: a file of the user's */
+    T_FALSE(tb_exists(&b, "up/.a.railio-tmp-0123456789abcdef"));
+    T_FALSE(tb_exists(&b, "up/sub/.b.railio-tmp-00000000000000ff"));
+    T_EQ(t_sh("grep -q '2 temporary files of interrupted downloads' %s/err", b.tmp), 0);
+
+    /* Stale: .a's and sub/.b's (an hour old) go; .c's (c is not written)
+     * and a newer .a one (another run's, still writing) stay. */
+    T_EQ(t_sh("mkdir -p %s/dl/sub && cd %s/dl && printf s > .a.railio-tmp-deadbeefdeadbeef && "
+              "printf s > sub/.b.railio-tmp-deadbeefdeadbeef && "
+              "printf s > .c.railio-tmp-deadbeefdeadbeef && "
+              "printf s > .a.railio-tmp-1111111111111111 && "
+              "touch -d '1 hour ago' .a.railio-tmp-deadbeefdeadbeef "
+              "sub/.b.railio-tmp-deadbeefdeadbeef .c.railio-tmp-deadbeefdeadbeef && "
+              "touch -d '1 hour' .a.railio-tmp-1111111111111111",
+              b.tmp, b.tmp),
+         0);
+    T_EQ(tb_cli(&b, "cp -r '%s' %s/dl", tb_url(&b, u, sizeof(u), "up"), b.tmp), 0);
+    T_EQ(t_sh("cd %s/dl && cmp a ../in/a && cmp sub/b ../in/sub/b && "
+              "test ! -e .a.railio-tmp-deadbeefdeadbeef && "
+              "test ! -e sub/.b.railio-tmp-deadbeefdeadbeef && "
+              "test -e .c.railio-tmp-deadbeefdeadbeef && test -e .a.railio-tmp-1111111111111111",
+              b.tmp),
+         0);
+    railiod_end();
+}
