@@ -733,8 +733,8 @@ int rio_writer_write(struct rio_writer *w, const void *buf, size_t n);
 /**
  * Send what is left, wait for every chunk, then publish the object atomically
  * (or, after any error, drop every chunk that landed). Frees w. Returns 0 or
- * the error; RIO_EINVAL when a declared size was not met. out_desc as for
- * rio_put.
+ * the error; RIO_EINVAL when a declared size was not met (rio_error_detail:
+ * "N bytes declared, the source gave M"). out_desc as for rio_put.
  */
 int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc);
 /** Stop the stream, drop every chunk that landed, free w. Accepts NULL. */

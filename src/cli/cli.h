@@ -222,6 +222,11 @@ const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
 /* Each control byte of s as '?' (a key from the command line or a listing
  * may hold an escape sequence that repaints or retitles the terminal). */
 char *rio_cli_ctl_mask(char *s);
+/* Why a PUT of a file failed whose read gave got bytes, not the size
+ * declared when it started (another process truncated or appended to it):
+ * "the file changed size while it was being read (...); nothing was
+ * written", into out. */
+const char *rio_cli_size_changed(char *out, size_t cap, uint64_t declared, uint64_t got);
 /* write(2) all n bytes of p to fd (EINTR retried): 0 or -errno. */
 int rio_cli_write_all(int fd, const void *p, size_t n);
 /* The client's deadline (deadline=, RIO_DEADLINE_MS), 0 for none: for the

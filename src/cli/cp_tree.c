@@ -72,14 +72,24 @@ struct cp_run {
     size_t nstale, stale_cap;
 };
 
-static void cp_fail(struct cp_run *r, const char *what, int err)
+/* An object failed: said (with the verb's own why when not NULL) and counted. */
+static void cp_fail_why(struct cp_run *r, const char *doing, const char *what, int err,
+                        const char *why)
 {
     pthread_mutex_lock(&r->mu);
     r->failed++;
     if (!r->first_err)
         r->first_err = err;
-    rio_cli_tree_error("cp", r->o, what, err);
+    if (why)
+        rio_cli_fail_why(&r->o->cl, doing, what, err, why);
+    else
+        rio_cli_tree_error("cp", r->o, what, err);
     pthread_mutex_unlock(&r->mu);
+}
+
+static void cp_fail(struct cp_run *r, const char *what, int err)
+{
+    cp_fail_why(r, NULL, what, err, NULL);
 }
 
 static void cp_ok(struct cp_run *r, const struct cp_item *it, uint64_t n)
@@ -112,13 +122,21 @@ static int dst_key(const struct cp_run *r, const char *rel, char *out)
 
 /* ---------------------------------------------------- local -> URL */
 
+/* A local file's bytes for rio_put_stream. */
+struct file_src {
+    int fd;
+    uint64_t got; /* bytes read */
+};
+
 static int64_t fd_fill(void *arg, void *buf, size_t cap)
 {
-    int fd = *(int *)arg;
+    struct file_src *fs = arg;
     for (;;) {
-        ssize_t n = read(fd, buf, cap);
-        if (n >= 0)
+        ssize_t n = read(fs->fd, buf, cap);
+        if (n >= 0) {
+            fs->got += (uint64_t)n;
             return n;
+        }
         if (errno != EINTR)
             return -errno;
     }
@@ -158,8 +176,16 @@ static void cp_put(void *arg, size_t i)
     struct rio_desc d;
     memset(&d, 0, sizeof(d));
     struct rio_call call = {.cancel = rio_cli_cancel_token()};
-    ret = rio_put_stream(r->dc, key, (uint64_t)sb.st_size, CP_SLOTS, fd_fill, &fd, &call, &d);
+    struct file_src fs = {.fd = fd};
+    ret = rio_put_stream(r->dc, key, (uint64_t)sb.st_size, CP_SLOTS, fd_fill, &fs, &call, &d);
     close(fd);
+    if (ret == RIO_EINVAL && fs.got != (uint64_t)sb.st_size) {
+        /* Truncated or appended to while it was read: the file is named. */
+        char why[256];
+        cp_fail_why(r, "reading", it->src, ret,
+                    rio_cli_size_changed(why, sizeof(why), (uint64_t)sb.st_size, fs.got));
+        return;
+    }
     if (ret < 0) {
         cp_fail(r, key, ret);
         return;

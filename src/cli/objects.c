@@ -141,6 +141,7 @@ static int read_all(int fd, uint8_t **out, size_t *len)
  * dropped). */
 struct fd_src {
     int fd;
+    uint64_t got; /* bytes read */
     struct rio_cli_progress pr;
 };
 
@@ -153,6 +154,7 @@ static int64_t fd_fill(void *arg, void *buf, size_t cap)
     for (;;) {
         ssize_t r = read(fs->fd, buf, cap);
         if (r >= 0) {
+            fs->got += (uint64_t)r;
             rio_cli_progress_feed(&fs->pr, (uint64_t)r, RIO_SIZE_UNKNOWN);
             return r;
         }
@@ -324,6 +326,16 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     if (ret == RIO_ENOTSUP) {
         *unsupported = true;
         return 1;
+    }
+    if (ret == RIO_EINVAL && size != RIO_SIZE_UNKNOWN && fs.got != size) {
+        /* A file on stdin that another process truncated or appended to:
+         * it is the file that is named, not the key. */
+        char path[PATH_MAX], why[256];
+        ssize_t n = readlink("/proc/self/fd/0", path, sizeof(path) - 1);
+        snprintf(path + (n > 0 ? n : 0), sizeof(path) - (n > 0 ? (size_t)n : 0), "%s",
+                 n > 0 ? "" : "stdin");
+        return rio_cli_fail_why(cl, "reading", path, ret,
+                                rio_cli_size_changed(why, sizeof(why), size, fs.got));
     }
     return put_done(cl, url, key, ret, &d, &st);
 }

@@ -339,6 +339,16 @@ uint32_t rio_cli_deadline(struct rio_client *c)
     return o.deadline_ms == RIO_DEADLINE_NONE ? 0 : o.deadline_ms;
 }
 
+const char *rio_cli_size_changed(char *out, size_t cap, uint64_t declared, uint64_t got)
+{
+    snprintf(out, cap,
+             "the file changed size while it was being read (%llu bytes declared, %s%llu "
+             "read); nothing was written",
+             (unsigned long long)declared, got > declared ? "at least " : "",
+             (unsigned long long)got);
+    return out;
+}
+
 int rio_cli_write_all(int fd, const void *buf, size_t n)
 {
     const uint8_t *p = buf;

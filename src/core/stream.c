@@ -456,6 +456,7 @@ struct rio_writer {
     unsigned nslots;
     struct wslot *slots;
     int err;
+    bool size_bad;       /* err is the source's size, not the one declared */
     struct rio_call opt; /* per part: deadline set from the stream's */
     uint64_t t0, deadline_ns;
     uint64_t t_out;     /* when the caller last left rio_writer_write; 0: in the library */
@@ -486,6 +487,27 @@ static void writer_fail(struct rio_writer *w, int err)
 {
     if (!w->err)
         w->err = err;
+}
+
+/* The detail of a size other than the one declared: both figures. */
+static void writer_size_detail(const struct rio_writer *w)
+{
+    if (w->total > w->declared)
+        rio__detail("%llu bytes declared, the source gave more (%llu so far)",
+                    (unsigned long long)w->declared, (unsigned long long)w->total);
+    else
+        rio__detail("%llu bytes declared, the source gave %llu", (unsigned long long)w->declared,
+                    (unsigned long long)w->total);
+}
+
+/* The source gave another size than the one declared: RIO_EINVAL. */
+static void writer_size_fail(struct rio_writer *w)
+{
+    if (w->err)
+        return;
+    w->size_bad = true;
+    writer_fail(w, RIO_EINVAL);
+    writer_size_detail(w);
 }
 
 /* Fence slot s's chunk and fold its outcome in. */
@@ -600,7 +622,7 @@ static int writer_added(struct rio_writer *w, struct wslot *s, uint64_t n)
     s->fill += n;
     w->total += n;
     if (w->declared != RIO_SIZE_UNKNOWN && w->total > w->declared)
-        writer_fail(w, RIO_EINVAL); /* more bytes than declared */
+        writer_size_fail(w); /* more bytes than declared */
     else if (s->fill == w->chunk_size || w->total == w->declared) {
         /* Full, or the last (short) chunk of a declared size: it goes now,
          * not at close, so that it is on its way while the caller finishes
@@ -814,8 +836,8 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
     writer_back(w);
     stream_unlink(w->c, &w->st);
     struct wslot *s = &w->slots[w->nchunks % w->nslots];
-    if (!w->err && w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
-        writer_fail(w, RIO_EINVAL); /* fewer bytes than declared */
+    if (w->declared != RIO_SIZE_UNKNOWN && w->total != w->declared)
+        writer_size_fail(w); /* fewer bytes than declared */
     if (!w->err && s->fill && !s->call) {
         int ret = writer_launch(w, s);
         if (ret < 0)
@@ -850,6 +872,8 @@ int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
         rio__t_put_abort(w->c->t, w->upload);
     w->upload = NULL;
     w->err = ret;
+    if (ret == RIO_EINVAL && w->size_bad)
+        writer_size_detail(w); /* again: this call cleared what the write said */
     writer_stats(w);
     writer_free(w);
     return ret;

@@ -382,6 +382,45 @@ TEST(put_of_a_file_cut_short)
     T_EQ(cli_run(NULL, 0, "stat file://%s/store/cut 2>/dev/null", dir), 3);
 }
 
+/* A file that another process truncates or appends to while `put URL -
+ * < FILE` or `cp -r DIR URL` reads it (the size was declared when the PUT
+ * began): exit 1, the file named with both sizes (it was the key and a
+ * bare RIO_EINVAL, --json's detail ""), and nothing published. Writes are
+ * slowed so that the change lands in the middle of the PUT. */
+TEST(put_of_a_file_that_changes_size)
+{
+    static const char *const change[] = {"truncate -s 1000", "head -c 1048576 /dev/zero >>"};
+    char out[4096];
+    setup();
+    T_EQ(t_sh("mkdir -p %s/tr", dir), 0);
+    for (int i = 0; i < 4; i++) {
+        bool tree = i >= 2;
+        const char *f = tree ? "tr/big.bin" : "big.bin";
+        T_EQ(t_sh("head -c 67108864 /dev/zero > %s/%s", dir, f), 0);
+        if (tree)
+            T_EQ(cli_run(out, sizeof(out),
+                         "cp -r %s/tr 'file://%s/store/tr?faults=delay:op=write:delay=300' 2>&1 "
+                         "& sleep 0.5; %s %s/%s; wait $!",
+                         dir, dir, change[i % 2], dir, f),
+                 1);
+        else
+            T_EQ(cli_run(out, sizeof(out),
+                         "put %s'file://%s/store/chg?faults=delay:op=write:delay=300' - < "
+                         "%s/%s 2>&1 & sleep 0.5; %s %s/%s; wait $!",
+                         i ? "" : "--json -v ", dir, dir, f, change[i % 2], dir, f),
+                 1);
+        fprintf(stderr, "%s\n", out);
+        T_NOTNULL(strstr(out, f));
+        T_NOTNULL(strstr(out, "changed size while it was being read (67108864 bytes declared, "));
+        T_NOTNULL(strstr(out, i % 2 ? "at least " : " read); nothing was written"));
+        T_NULL(strstr(out, "store/"));
+        if (i == 0)
+            T_NOTNULL(strstr(out, "\"detail\":\"the file changed size"));
+    }
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/chg 2>/dev/null", dir), 3);
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/tr/big.bin 2>/dev/null", dir), 3);
+}
+
 /* get and cp into an existing directory write DIR/<last key element>. */
 TEST(get_into_directory)
 {

@@ -260,6 +260,37 @@ TEST(put_stream_source)
     eu_close(&e);
 }
 
+/* A declared size the source does not keep to (a file that shrinks or
+ * grows while it is read): RIO_EINVAL with a detail that says both
+ * figures, from rio_put_stream and from rio_writer_close; nothing is
+ * published. */
+TEST(put_stream_size_mismatch_detail)
+{
+    struct eu e;
+    const size_t n = 2 * EU_CHUNK + 7;
+    char want[128];
+
+    uint8_t *src = eu_start_src(&e, "mock://wr7s?paths=2", n + EU_CHUNK, 8);
+    struct t_piece_src shorter = {.p = src, .n = n - 100, .step = 12345};
+    T_EQ(rio_put_stream(e.c, "obj", n, 3, t_piece_fill, &shorter, NULL, NULL), RIO_EINVAL);
+    snprintf(want, sizeof(want), "%zu bytes declared, the source gave %zu", n, n - 100);
+    T_STREQ(rio_error_detail(), want);
+    struct t_piece_src longer = {.p = src, .n = n + EU_CHUNK, .step = 12345};
+    T_EQ(rio_put_stream(e.c, "obj", n, 3, t_piece_fill, &longer, NULL, NULL), RIO_EINVAL);
+    snprintf(want, sizeof(want), "%zu bytes declared, the source gave more (", n);
+    T_TRUE(strncmp(rio_error_detail(), want, strlen(want)) == 0);
+    struct rio_writer *w;
+    T_OK(rio_writer_open(e.c, "obj", n, 2, NULL, &w));
+    T_OK(write_pattern(w, src, 10, 10));
+    T_EQ(rio_writer_close(w, NULL), RIO_EINVAL);
+    snprintf(want, sizeof(want), "%zu bytes declared, the source gave 10", n);
+    T_STREQ(rio_error_detail(), want);
+    struct rio_desc d;
+    T_EQ(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
+    eu_idle(e.c);
+    eu_close(&e);
+}
+
 /* etag=none skips the stream MD5: the object and its xxh3 list are the same,
  * the etag is empty. Bad values are refused. */
 TEST(etag_none)
