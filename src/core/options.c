@@ -132,6 +132,21 @@ static void knob_size(struct knobs *k, const char *param, const char *env, uint6
     knob_size_rule(k, param, env, dst, def, "not a size (e.g. 4M, 1GiB)");
 }
 
+/* A 64-bit integer (seed): digits only, a size's unit is no part of it. */
+static void knob_u64(struct knobs *k, const char *param, const char *env, uint64_t *dst,
+                     uint64_t def)
+{
+    if (*dst)
+        return;
+    const char *v = knob(k, param, env);
+    if (!v) {
+        *dst = def;
+        return;
+    }
+    if (rio__parse_uint(v, UINT64_MAX, dst) < 0)
+        bad(k, param, env, v, "not an integer (0 to 18446744073709551615)");
+}
+
 /* A count: digits only (a size's "4M" or "1.0" is no count), up to
  * UINT32_MAX; its range is the caller's rule (rio__options_check). */
 static void knob_count(struct knobs *k, const char *param, const char *env, uint32_t *dst,
@@ -248,7 +263,7 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
      * down, probed or stalled lifts the limits to the ceilings, so a class
      * held low does not leave the survivors of a brownout idle. */
     knob_bool(k, "adapt", "RIO_ADAPT", &o->adapt);
-    knob_size(k, "seed", "RIO_SEED", &o->seed, 0);
+    knob_u64(k, "seed", "RIO_SEED", &o->seed, 0);
     if (!o->etag) {
         const char *v = knob(k, "etag", "RIO_ETAG");
         if (!v || !strcmp(v, "fast"))

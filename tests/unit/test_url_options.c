@@ -121,6 +121,19 @@ TEST(bad_variable_named_with_its_value)
     T_ERR(with_stderr(err, sizeof(err), env_open, NULL), RIO_EINVAL);
     T_NOTNULL(strstr(rio_error_detail(), "RIO_DEADLINE_MS=soon: not a duration"));
     unsetenv("RIO_DEADLINE_MS");
+    /* A seed is an integer, not a size. */
+    setenv("RIO_SEED", "abc", 1);
+    T_ERR(with_stderr(err, sizeof(err), env_open, NULL), RIO_EINVAL);
+    T_STREQ(rio_error_detail(),
+            "RIO_SEED=abc: not an integer (0 to 18446744073709551615) (option seed)");
+    setenv("RIO_SEED", "4M", 1);
+    T_ERR(with_stderr(err, sizeof(err), env_open, NULL), RIO_EINVAL);
+    setenv("RIO_SEED", "18446744073709551615", 1);
+    T_OK(with_stderr(err, sizeof(err), env_open, NULL));
+    unsetenv("RIO_SEED");
+    T_ERR(with_stderr(err, sizeof(err), open_url, "mock://e?seed=1.5"), RIO_EINVAL);
+    T_STREQ(rio_error_detail(),
+            "seed=1.5: not an integer (0 to 18446744073709551615) (URL option; or RIO_SEED)");
     /* A transport's own option refused: the detail says it too. */
     T_ERR(with_stderr(err, sizeof(err), open_url, "mock://e?depth_cap=0"), RIO_EINVAL);
     T_NOTNULL(strstr(rio_error_detail(), "depth_cap=0: expected a whole number"));
