@@ -45,7 +45,13 @@ static void rm_key(void *arg, size_t i)
         r->failed++;
         if (!r->first_rc)
             r->first_rc = rio_cli_tree_exit(ret);
-        rio_cli_tree_error("rm", r->o, key, ret);
+        if (ret == RIO_EGENERATION && r->o->if_gen)
+            /* Not a change during the removal: the condition was not met. */
+            rio_cli_fail_why(&r->o->cl, NULL, key, ret,
+                             "--if-generation: the key's object is another generation; nothing "
+                             "removed");
+        else
+            rio_cli_tree_error("rm", r->o, key, ret);
     } else {
         r->removed++;
         if (r->o->json) {

@@ -316,6 +316,12 @@ TEST(exit_changed)
          0);
     gen[strcspn(gen, "\n")] = '\0';
     T_EQ(cli_run(NULL, 0, "rm -q --if-generation 5 railio://%s/k 2>/dev/null", e.addr[0]), 10);
+    /* Said as put says it: the condition, not a change during the removal. */
+    T_EQ(cli_run(out, sizeof(out), "rm -q --if-generation 5 railio://%s/k 2>&1", e.addr[0]), 10);
+    T_NOTNULL(strstr(out, "--if-generation: the key's object is another generation; nothing "
+                          "removed"));
+    T_EQ(cli_run(out, sizeof(out), "rm --json --if-generation 5 railio://%s/k", e.addr[0]), 10);
+    T_NOTNULL(strstr(out, "\"detail\":\"--if-generation: the key's object is another"));
     T_EQ(cli_run(NULL, 0, "rm -q --if-generation %s -r railio://%s/k 2>/dev/null", gen, e.addr[0]),
          2);
     T_EQ(cli_run(NULL, 0, "rm -q --if-generation %s railio://%s/k", gen, e.addr[0]), 0);
