@@ -122,6 +122,10 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
 {
     int npos = 0, help = 0;
     bool options = true;
+    /* The last option that took the next argument as its value: when
+     * operands are then missing, it may have taken one (ls --page-size URL). */
+    char took_opt[64] = "";
+    const char *took = NULL, *took_kind = NULL;
 
     memset(cl, 0, sizeof(*cl));
     cl->cmd = cmd;
@@ -150,6 +154,11 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
                 if (!eq && i + 1 >= argc)
                     return rio_cli_usage_error(cl, "option '%s' needs a value (%s)", o->name,
                                                o->value);
+                if (!eq) {
+                    snprintf(took_opt, sizeof(took_opt), "%s", o->name);
+                    took = argv[i + 1];
+                    took_kind = o->value;
+                }
                 *o->arg = eq ? eq : argv[++i];
                 continue;
             }
@@ -173,11 +182,14 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
         for (const char *c = a + 1; *c; c++) {
             const struct rio_cli_opt *o = find_short(opts, *c);
             if (o && o->value) {
-                if (c[1])
+                if (c[1]) {
                     *o->arg = c + 1;
-                else if (i + 1 < argc)
+                } else if (i + 1 < argc) {
+                    snprintf(took_opt, sizeof(took_opt), "-%c", *c);
+                    took = argv[i + 1];
+                    took_kind = o->value;
                     *o->arg = argv[++i];
-                else
+                } else
                     return rio_cli_usage_error(cl, "option '-%c' needs a value (%s)", *c, o->value);
                 break;
             }
@@ -195,6 +207,15 @@ int rio_cli_parse(struct rio_cli *cl, const char *cmd, const char *usage,
     }
     cl->npos = npos;
     cl->pos = argv;
+    if (npos < min_pos && took && strstr(took, "://")) {
+        char shown[1024];
+        return rio_cli_usage_error(cl,
+                                   "option '%s' needs a value (%s): it took '%s', which left "
+                                   "%s",
+                                   took_opt, took_kind,
+                                   rio_cli_url_safe(took, shown, sizeof(shown)),
+                                   npos ? "too few arguments" : "no URL");
+    }
     if (npos < min_pos)
         return rio_cli_usage_error(cl, npos ? "too few arguments" : "missing arguments");
     if (max_pos >= 0 && npos > max_pos)

@@ -123,6 +123,16 @@ TEST(exit_usage)
     T_EQ(cli_run(out, sizeof(out), "ls 'file://%s/st*/x' 2>&1 | head -1", dir), 0);
     T_NOTNULL(strstr(out, "/st*/x: wildcards are allowed in the last path element only"));
     T_EQ(cli_run(NULL, 0, "ls 'file://%s/st*/x' 2>/dev/null", dir), 2);
+    /* An option that took the URL as its value is named (it was "missing
+     * arguments"), its value shown without secrets. */
+    T_EQ(cli_run(out, sizeof(out), "ls --page-size 'file://u:pw@/%s/store/' 2>&1 | head -1", dir),
+         0);
+    T_NOTNULL(strstr(out, "railio ls: option '--page-size' needs a value (N): it took 'file://"));
+    T_NULL(strstr(out, "pw@"));
+    T_EQ(cli_run(NULL, 0, "ls --page-size file://%s/store/ 2>/dev/null", dir), 2);
+    T_EQ(cli_run(out, sizeof(out), "cp -r file://%s/store/ --jobs %s/d2 2>&1 | head -1", dir, dir),
+         0);
+    T_NOTNULL(strstr(out, "railio cp: too few arguments"));
 }
 
 /* 3: no such object; no such directory to write into (said before any
