@@ -425,9 +425,9 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
     memset(&d, 0, sizeof(d));
     if (mapped) {
         int n = snprintf(sigbus_msg, sizeof(sigbus_msg),
-                         "railio: reading %.*s: the file was cut shorter while it was being read "
-                         "(SIGBUS); nothing was written\n",
-                         PATH_MAX, file);
+                         "railio %s: reading %.*s: the file was cut shorter while it was being "
+                         "read (SIGBUS); nothing was written\n",
+                         cl->cmd, PATH_MAX, file);
         sigbus_len = n < 0                            ? 0
                      : (size_t)n < sizeof(sigbus_msg) ? (size_t)n
                                                       : sizeof(sigbus_msg) - 1;
