@@ -107,6 +107,23 @@ TEST(secrets_never_in_option_errors)
     check(err);
 }
 
+/* railio:// has no user information: user:password@ (or user@) is
+ * refused as a malformed URL (exit 2) with a detail that says so (it was
+ * none, or a DNS failure for "user@host"), the password never shown. */
+TEST(railio_userinfo_refused_with_a_reason)
+{
+    char err[8192];
+    int port = cli_dead_port();
+
+    T_EQ(run_err(err, sizeof(err), "stat 'railio://u:PaSsW0rd@127.0.0.1:%d/obj'", port), 2);
+    check(err);
+    T_NOTNULL(strstr(err, "(RIO_EURL): railio:// URLs take no user information"));
+    T_EQ(run_err(err, sizeof(err), "--json stat 'railio://u:PaSsW0rd@127.0.0.1:%d/obj'", port), 2);
+    T_NULL(strstr(err, "PaSsW0rd"));
+    T_EQ(run_err(err, sizeof(err), "stat 'railio://u@127.0.0.1:%d/obj'", port), 2);
+    T_NOTNULL(strstr(err, "railio:// URLs take no user information"));
+}
+
 /* The cause behind a runtime error reaches the CLI's line: an S3 PUT to an
  * endpoint that refuses connections says so per path, not only "no
  * healthy path left", and still shows no secret key. */

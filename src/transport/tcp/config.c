@@ -268,6 +268,12 @@ int rio__tcp_parse_members(struct tcp_transport *t, const char *auth)
 
         if (t->nmembers == TCP_MAX_MEMBERS || len == 0 || len > TCP_NAME_MAX)
             return RIO_EURL;
+        if (memchr(p, '@', len)) {
+            /* Not a host: what is before the '@' (a password?) is not echoed. */
+            rio__detail("railio:// URLs take no user information (user[:password]@ before the "
+                        "host); a server's token goes in token= or token_file=");
+            return RIO_EURL;
+        }
         m = &t->members[t->nmembers];
         memcpy(m->name, p, len);
         m->name[len] = '\0';
