@@ -188,6 +188,25 @@ TEST(exit_access_denied)
     T_EQ(srv_stop(&e), 0);
 }
 
+/* 5 for a TLS client against a plain railiod, and the cause said once: it
+ * was a "railio: TLS: ..." line from the library and then the CLI's error
+ * line with the same cause as its detail. */
+TEST(exit_tls_said_once)
+{
+    struct srv_env e;
+    srv_start(&e, NULL);
+    T_EQ(
+        t_sh("RIO_TLS=on %s stat railio://%s/k 2>%s/err; test $? = 5", cli_bin(), e.addr[0], e.dir),
+        0);
+    T_EQ(t_sh("cat %s/err >&2; grep -c 'does the server speak TLS' %s/err | grep -qx 1", e.dir,
+              e.dir),
+         0);
+    T_EQ(t_sh("grep -q '^railio stat: opening railio://.*(RIO_ETLS): TLS: handshake failed' %s/err",
+              e.dir),
+         0);
+    T_EQ(srv_stop(&e), 0);
+}
+
 /* 5: unreachable: nothing listens. */
 TEST(exit_unreachable)
 {

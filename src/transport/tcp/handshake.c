@@ -91,13 +91,21 @@ short rio__tcp_io_wants(const struct rio__tls *tls, short plain)
 }
 
 /* One line on stderr for the first TLS failure of a client: the reason
- * (a certificate that failed verification, a peer that speaks no TLS). */
+ * (a certificate that failed verification, a peer that speaks no TLS).
+ * During open's greeting it is held instead: an open that fails hands it
+ * to the caller as rio_error_detail() (printed as well, the CLI said it
+ * twice); one that succeeds through another member says it then. */
 void rio__tcp_tls_say(struct tcp_transport *t, const char *host, const char *why)
 {
-    if (!atomic_exchange(&t->tls_said, true))
-        fprintf(stderr, "railio: %s (server %s)\n", why, host);
     /* The cause for the caller, when this runs in its thread (at open). */
     rio__detail("%s (server %s)", why, host);
+    if (t->greeting) {
+        if (!t->tls_held[0])
+            snprintf(t->tls_held, sizeof(t->tls_held), "%s (server %s)", why, host);
+        return;
+    }
+    if (!atomic_exchange(&t->tls_said, true))
+        fprintf(stderr, "railio: %s (server %s)\n", why, host);
 }
 
 const char *rio__tcp_tls_name_of(const struct tcp_transport *t, const struct tcp_member *m)

@@ -155,9 +155,13 @@ static int tcp_open(const struct rio_url *u, const struct rio_options *o,
         ret = -errno;
         goto err;
     }
+    t->greeting = true;
     ret = greet_members(t, rails != NULL);
+    t->greeting = false;
     if (ret < 0)
-        goto err;
+        goto err; /* a TLS failure is the caller's detail: not printed too */
+    if (t->tls_held[0] && !atomic_exchange(&t->tls_said, true))
+        fprintf(stderr, "railio: %s\n", t->tls_held); /* a member left out */
 
     for (unsigned i = 0; i < t->nmembers; i++)
         if (t->members[i].nrails > maxr)

@@ -341,6 +341,12 @@ struct tcp_transport {
     SSL_CTX *tls_ctx;      /* tls=on: every connection is TLS */
     char *tls_name;        /* tls_name=: the name verified instead of the URL host */
     _Atomic bool tls_said; /* one line on stderr per client for a TLS failure */
+    /* Open's greeting of the members (the caller's thread, before any loop
+     * thread): a TLS failure then is the caller's detail when the open
+     * fails, and said on stderr only once the open succeeded without that
+     * member (tls_held). */
+    bool greeting;
+    char tls_held[320];
     int epfd, evfd;
     uint8_t *discard; /* loop: lazily, for tombstones' bodies */
     _Atomic uint64_t next_id;
