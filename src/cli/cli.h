@@ -114,8 +114,13 @@ int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *wha
 int rio_cli_fail_why(const struct rio_cli *cl, const char *doing, const char *what, int err,
                      const char *why);
 
+/* Where a URL's options begin: the first '?' followed by NAME= (NAME:
+ * letters, digits, '_', '-', '.'), so that '?' elsewhere stays part of the
+ * path (a key "a?b", a wildcard "dir/?.bin"); NULL when there are none. */
+const char *rio_cli_query_start(const char *s);
 /* Split "SCHEME://AUTHORITY/KEY[?query]" into the client URL
- * ("SCHEME://AUTHORITY[?query]") and KEY. file:///DIR/NAME: the store is
+ * ("SCHEME://AUTHORITY[?query]") and KEY, the query starting where
+ * rio_cli_query_start says (a key may hold '?'). file:///DIR/NAME: the store is
  * DIR, the key NAME (the last path element). With RIO_CLI_KEY_OPTIONAL
  * (a prefix: ls, rm -r) "SCHEME://AUTHORITY" and "SCHEME://AUTHORITY/" give
  * an empty key, and file:///DIR/ the store DIR and "". 0, RIO_EURL,

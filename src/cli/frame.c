@@ -368,7 +368,7 @@ int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char *
     const char *p = strstr(arg, "://");
     if (!p || p == arg)
         return RIO_EURL;
-    const char *q = strchr(p + 3, '?');
+    const char *q = rio_cli_query_start(p + 3);
     const char *end = q ? q : arg + strlen(arg);
     const char *slash = memchr(p + 3, '/', (size_t)(end - (p + 3)));
     if (!slash) {

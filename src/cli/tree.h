@@ -52,10 +52,6 @@ struct rio_cli_target {
     bool glob;        /* path has a wildcard (in its last element only) */
 };
 
-/* Where a URL's options begin: the first '?' followed by NAME= (NAME:
- * letters, digits, '_', '-', '.'), so that '?' stays a wildcard elsewhere ("dir/?.bin"); NULL when
- * there are none. */
-const char *rio_cli_query_start(const char *s);
 /* 0, or an error after which t holds nothing; *why says what was wrong. */
 int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target *t,
                          const char **why);
