@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,7 +24,9 @@
 
 /* ------------------------------------------------------------ exit statuses */
 
-static volatile sig_atomic_t interrupted_sig;
+/* Set by the signal watcher thread, read by the verb's: an atomic (a
+ * volatile sig_atomic_t orders nothing between threads; TSan). */
+static atomic_int interrupted_sig;
 
 /* The exit status of a kind of failure (rio_error_kind, the library's one
  * table): timeouts are unreachable, a bad argument other than the URL (that
