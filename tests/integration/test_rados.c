@@ -1754,6 +1754,19 @@ TEST(open_errors_name_what_is_missing)
     snprintf(url, sizeof(url), "rados://rio?conf=%s&keyring=/nonexistent/keyring", conf);
     open_refused(url, RIO_ENOCREDS, "no keyring for client.admin", "/nonexistent/keyring", NULL);
 
+    /* A user the keyring has no key for, and a key the cluster does not
+     * know: the monitors refuse both alike, the first is told apart (both
+     * said "its key is not the cluster's"). */
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&id=bob", conf);
+    open_refused(url, -EACCES, "holds no key for client.bob", NULL);
+    snprintf(path, sizeof(path), "%s/wrong.keyring", t_ceph_dir());
+    f = fopen(path, "w");
+    T_NOTNULL(f);
+    fputs("[client.admin]\n\tkey = AQBx4TNpAAAAABAAnoiqpfJxz5S2tHp2hXQN7A==\n", f);
+    fclose(f);
+    snprintf(url, sizeof(url), "rados://rio?conf=%s&keyring=%s&timeout=5s", conf, path);
+    open_refused(url, -EACCES, "is not the cluster's, or the user has no 'mon' caps", NULL);
+
     /* Port 9 on loopback: nothing answers there. */
     conf_with_mons(path, sizeof(path), "mon host = [v2:127.0.0.1:9]");
     snprintf(url, sizeof(url), "rados://rio?conf=%s&timeout=1s", path);

@@ -161,6 +161,43 @@ static int conf_read(rados_t cl, const char *conf)
     return ret;
 }
 
+/* Whether a file the keyring setting (a list: ',', ';' or ' ') names,
+ * among those that can be read, has a "[client.ID]" section: 1 yes, 0 no,
+ * -1 when none could be read (then nothing is known). Each file is read
+ * only up to KEYRING_SCAN bytes. */
+#define KEYRING_SCAN (1u << 20)
+static int keyring_has(const char *keyring, const char *id)
+{
+    char list[512], want[160], line[512];
+    int seen = -1;
+
+    snprintf(list, sizeof(list), "%s", keyring);
+    if (snprintf(want, sizeof(want), "[client.%s]", id) >= (int)sizeof(want))
+        return -1;
+    for (char *save = NULL, *path = strtok_r(list, ",; ", &save); path;
+         path = strtok_r(NULL, ",; ", &save)) {
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        if (seen < 0)
+            seen = 0;
+        size_t read = 0;
+        while (read < KEYRING_SCAN && fgets(line, sizeof(line), f)) {
+            read += strlen(line);
+            char *b = line + strspn(line, " \t");
+            b[strcspn(b, " \t\r\n")] = '\0';
+            if (!strcmp(b, want)) {
+                seen = 1;
+                break;
+            }
+        }
+        fclose(f);
+        if (seen == 1)
+            break;
+    }
+    return seen;
+}
+
 /* rados_connect failed with ret: say what is missing, keyring or monitor. */
 static int connect_err(rados_t cl, const struct rados_params *pp, int ret)
 {
@@ -183,8 +220,16 @@ static int connect_err(rados_t cl, const struct rados_params *pp, int ret)
         return -ETIMEDOUT;
     case -EACCES:
     case -EPERM:
-        rio__detail("the monitors refused client.%s: its key in '%s' is not the cluster's", pp->id,
-                    keyring);
+        /* The monitors say the same of a wrong key and of a user without
+         * mon caps; a keyring without the user's key is told apart here. */
+        if (keyring_has(keyring, pp->id) == 0)
+            rio__detail("the monitors refused client.%s: '%s' holds no key for client.%s "
+                        "(keyring= names the file that does)",
+                        pp->id, keyring, pp->id);
+        else
+            rio__detail("the monitors refused client.%s: its key in '%s' is not the cluster's, "
+                        "or the user has no 'mon' caps (ceph auth get client.%s)",
+                        pp->id, keyring, pp->id);
         return -EACCES;
     default:
         rio__detail("connecting as client.%s to the monitors (%s): %s", pp->id,
