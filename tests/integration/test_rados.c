@@ -681,8 +681,10 @@ TEST(bad_urls_and_foreign_objects)
         T_OK(rados_write_full(io, "foreign/x", junk[i], strlen(junk[i])));
         struct rio_desc s;
         T_ERR(rio_stat(c, "foreign/x", &s), RIO_EPROTO);
+        T_NOTNULL(strstr(rio_error_detail(), "'foreign/x' in pool 'rio' is not a head"));
         uint8_t b[8];
         T_ERR(rio_get(c, "foreign/x", b, sizeof(b), NULL), RIO_EPROTO);
+        T_NOTNULL(strstr(rio_error_detail(), "'foreign/x' in pool 'rio' is not a head"));
     }
     T_OK(rio_delete(c, "foreign/x"));
     T_ERR(rio_delete(c, "foreign/x"), RIO_ENOTFOUND);

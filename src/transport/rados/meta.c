@@ -230,6 +230,10 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
     if (ret < 0)
         return ret;
     ret = rio__rados_head_read(t, key, &h, mtime);
+    if (ret == RIO_EPROTO)
+        rio__detail("the object '%s' in pool '%s' is not a head railio wrote (it does not parse "
+                    "as one: written by another tool, or damaged); rados:// reads nothing of it",
+                    key, t->pools[t->url_pool].name);
     if (ret < 0)
         return ret;
     if (h.chunk_size > INT_MAX) {
