@@ -773,6 +773,11 @@ bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
             break;
         if (!strcmp(a, "--recursive") || (a[0] == '-' && a[1] != '-' && strchr(a, 'r')))
             return true; /* -r, or bundled: -rq */
+        /* rm --if-generation is the tree's (one key or several): its
+         * "=G" form left one operand, and the one-key rm knows no such
+         * option. */
+        if (!strcmp(cmd, "rm") && !strncmp(a, "--if-generation", 15) && (!a[15] || a[15] == '='))
+            return true;
         if (a[0] == '-' && a[1])
             continue;
         npos++;
