@@ -400,6 +400,64 @@ TEST(read_of_replaced_generation_fails)
     rio_client_destroy(c);
 }
 
+/* A chunk object of the generation the head still names is gone (removed
+ * by hand, or by an fsck with too short a grace): the GET says the object
+ * is damaged (-EIO, the detail naming the chunk) instead of reporting a
+ * changed generation (RIO_EGENERATION), which the library and its callers
+ * look up again and retry, for ever. A PUT that replaces the object mends
+ * it, and a replaced generation is still looked up again. */
+TEST(missing_chunk_is_damage_not_a_change)
+{
+    struct rio_options o;
+    size_t n = 4 * CH + 9;
+    uint8_t *a = ru_pattern(n, 21), *b = ru_pattern(n, 22), *dst = malloc(n);
+    char name[128];
+    struct rio_desc d1, d2;
+    rados_ioctx_t io;
+
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o);
+    T_OK(rio_put(c, "dmg/key", a, n, NULL, &d1));
+    T_EQ(ru_chunks("rio", "dmg/"), 5);
+    T_OK(rio__rados_chunk_name(name, sizeof(name), "dmg/key", d1.generation, 1));
+    T_EQ(rados_ioctx_create(ru_admin(), "rio", &io), 0);
+    rados_ioctx_set_namespace(io, RIO_RADOS_CHUNK_NS);
+    T_EQ(rados_remove(io, name), 0);
+    rados_ioctx_destroy(io);
+
+    uint64_t t0 = rio__now_ns();
+    T_ERR(rio_get(c, "dmg/key", dst, n, NULL), -EIO);
+    T_LT(rio__now_ns() - t0, 3000000000ull);
+    T_NOTNULL(strstr(rio_error_detail(), "chunk 1 of 'dmg/key'"));
+    T_NOTNULL(strstr(rio_error_detail(), name));
+    T_NOTNULL(strstr(rio_error_detail(), "in pool rio"));
+    T_NOTNULL(strstr(rio_error_detail(), "the object is damaged"));
+
+    /* Every way of reading goes through the lookup, which now says so. */
+    void *p = NULL;
+    T_ERR(rio_get_alloc(c, "dmg/key", &p, NULL), -EIO);
+    T_NULL(p);
+    struct rio_reader *rd = NULL;
+    T_ERR(rio_reader_open(c, "dmg/key", 0, NULL, &rd), -EIO);
+    struct rio_op op = {.type = RIO_OP_GET, .key = "dmg/key", .buf = dst, .len = n};
+    T_EQ(rio_batch(c, &op, 1, NULL), 0);
+    T_EQ(op.result, -EIO);
+
+    /* A new PUT replaces the damaged generation: read back as ever. */
+    T_OK(rio_put(c, "dmg/key", b, n, NULL, &d2));
+    T_EQ(rio_get(c, "dmg/key", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, b, n);
+    T_OK(rio_delete(c, "dmg/key"));
+    T_EQ(ru_chunks("rio", "dmg/"), 0);
+    rio_desc_cleanup(&d1);
+    rio_desc_cleanup(&d2);
+    free(a);
+    free(b);
+    free(dst);
+    ru_idle(c);
+    rio_client_destroy(c);
+}
+
 /* rio_stat_mtime gives the head object's mtime (the listing's, in the same
  * op as the head), and a reader made from that descriptor reads a range of
  * the generation it names: after the key is replaced, RIO_EGENERATION. */

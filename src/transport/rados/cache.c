@@ -6,6 +6,7 @@
  * t->cache_mu.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -99,6 +100,75 @@ int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_
     }
     pthread_mutex_unlock(&t->cache_mu);
     return pi;
+}
+
+/* ------------------------------------------------- chunks found missing */
+
+static bool missing_of_key_locked(const struct rmissing *m, const char *key, size_t keylen)
+{
+    return m->used && m->keylen == keylen && memcmp(m->key, key, keylen) == 0;
+}
+
+void rio__rados_missing_note(struct rados_transport *t, const char *key, uint64_t gen,
+                             uint64_t index)
+{
+    size_t keylen = strlen(key);
+    struct rmissing *m;
+
+    if (keylen > RIO_KEY_MAX)
+        return;
+    pthread_mutex_lock(&t->cache_mu);
+    for (unsigned i = 0; i < MISSING_MAX; i++) {
+        m = &t->missing[i];
+        if (missing_of_key_locked(m, key, keylen) && m->generation == gen && m->index == index)
+            goto out;
+    }
+    /* Full: the oldest record goes; a miss forgotten costs only the
+     * retries it would have saved. */
+    m = &t->missing[t->missing_next++ % MISSING_MAX];
+    m->used = true;
+    m->generation = gen;
+    m->index = index;
+    m->keylen = keylen;
+    memcpy(m->key, key, keylen + 1);
+out:
+    pthread_mutex_unlock(&t->cache_mu);
+}
+
+int rio__rados_missing_find(struct rados_transport *t, const char *key, uint64_t gen,
+                            uint64_t *index)
+{
+    size_t keylen = strlen(key);
+    int found = 0;
+
+    pthread_mutex_lock(&t->cache_mu);
+    for (unsigned i = 0; i < MISSING_MAX; i++) {
+        struct rmissing *m = &t->missing[i];
+        if (!missing_of_key_locked(m, key, keylen))
+            continue;
+        if (m->generation != gen) {
+            m->used = false;
+        } else if (!found) {
+            *index = m->index;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&t->cache_mu);
+    return found;
+}
+
+void rio__rados_missing_forget(struct rados_transport *t, const char *key, uint64_t gen,
+                               uint64_t index)
+{
+    size_t keylen = strlen(key);
+
+    pthread_mutex_lock(&t->cache_mu);
+    for (unsigned i = 0; i < MISSING_MAX; i++) {
+        struct rmissing *m = &t->missing[i];
+        if (missing_of_key_locked(m, key, keylen) && m->generation == gen && m->index == index)
+            m->used = false;
+    }
+    pthread_mutex_unlock(&t->cache_mu);
 }
 
 void rio__rados_cache_clear(struct rados_transport *t)

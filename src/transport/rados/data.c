@@ -136,6 +136,7 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
     char name[NAME_MAX_LEN];
     struct rupload *up = NULL;
     struct rop *op;
+    bool placed = false;
     int pi, ret;
 
     if (!io || io->path >= t->base.npaths || io->len == 0 || !io->key)
@@ -160,6 +161,7 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
          * the derived name (a composed object's READ then finds nothing,
          * RIO_EGENERATION, and the engine looks it up again). */
         pi = rio__rados_cache_pool_of(t, io->key, io->generation, io->index, name, sizeof(name));
+        placed = pi >= 0;
         if (pi < 0)
             pi = (int)(io->index % t->nwpools);
         if (!name[0] &&
@@ -177,6 +179,7 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
     op->io = io;
     op->t = t;
     op->up = up;
+    op->placed = placed;
     io->tpriv = op;
     if (up && (int64_t)io->index == t->fail_chunk)
         op->forced = t->fail_err;
@@ -242,6 +245,10 @@ static void op_finish(struct rados_transport *t, struct rop *op)
     if (op->forced && ret >= 0)
         ret = op->forced;
     res = xlate_io(io->kind, ret);
+    /* Gone although the head named it: its generation was replaced (the
+     * usual case), or the object is damaged. The next lookup tells which. */
+    if (io->kind == RIO_IO_READ && ret == -ENOENT && op->placed)
+        rio__rados_missing_note(t, io->key, io->generation, io->index);
     if (io->kind == RIO_IO_WRITE && res == 0)
         res = (int64_t)io->len; /* write_full returns 0 on success */
     else if (io->kind == RIO_IO_READ && res >= 0 && (uint64_t)res != io->len)

@@ -85,6 +85,7 @@
 #define DEF_PATHS 4u        /* paths when the options give none (over one connection) */
 #define LIST_SCAN_MAX 8192u /* list: objects examined per page (list_scan=) */
 #define IDX_MARKS 256u      /* key index: committed marks in flight, unwaited */
+#define MISSING_MAX 16u     /* chunk READs that found nothing, remembered (a ring) */
 
 extern const struct rio_transport_ops rio__rados_ops;
 
@@ -144,6 +145,7 @@ struct rop {
     struct rupload *up;
     int forced; /* fail_chunk: the error to report instead of the result */
     bool cancelled;
+    bool placed;                /* a READ whose object the head's placement named (the cache's) */
     uint64_t t_done;            /* shuffle knob: when it completed */
     struct rop *next;           /* shuffle knob's held list */
     struct rio_list_node dnode; /* on the done queue */
@@ -160,6 +162,16 @@ struct centry {
     char *name_buf;
     size_t keylen;
     char key[];
+};
+
+/* A chunk READ that found nothing although the head it was read from
+ * named its object (cache.c): the next lookup of key that finds generation
+ * still under it checks whether that object is really gone. */
+struct rmissing {
+    bool used;
+    uint64_t generation, index;
+    size_t keylen;
+    char key[RIO_KEY_MAX + 1];
 };
 
 /* A sorted listing's names (list.c): every name under prefix, rolled up
@@ -209,6 +221,8 @@ struct rados_transport {
     struct lsnap *snaps[LIST_SNAPS]; /* under cache_mu */
     struct centry *cbuckets[CACHE_BUCKETS];
     struct rio_list lru; /* of struct centry, most recent first; count: entries cached */
+    struct rmissing missing[MISSING_MAX]; /* under cache_mu */
+    unsigned missing_next;                /* under cache_mu: the ring's next slot */
 
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -241,6 +255,16 @@ void rio__rados_cache_put(struct rados_transport *t, struct centry *e);
 int rio__rados_cache_pool_of(struct rados_transport *t, const char *key, uint64_t gen,
                              uint64_t index, char *name, size_t cap);
 void rio__rados_cache_clear(struct rados_transport *t);
+/* A READ of chunk index of (key, gen), whose object the head named, found
+ * nothing (engine thread: takes cache_mu only). */
+void rio__rados_missing_note(struct rados_transport *t, const char *key, uint64_t gen,
+                             uint64_t index);
+/* 1 and *index when a READ of (key, gen) found nothing, else 0; forgets
+ * key's records of other generations (replaced: the misses were that). */
+int rio__rados_missing_find(struct rados_transport *t, const char *key, uint64_t gen,
+                            uint64_t *index);
+void rio__rados_missing_forget(struct rados_transport *t, const char *key, uint64_t gen,
+                               uint64_t index);
 /* Free the sorted listings' snapshots (list.c). */
 void rio__rados_snaps_clear(struct rados_transport *t);
 

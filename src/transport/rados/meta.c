@@ -216,6 +216,45 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
 
 /* ------------------------------------------------------------- metadata */
 
+/*
+ * A READ of this head's generation found a chunk object missing (data.c):
+ * usually a PUT replaced the head meanwhile, and then the head read now
+ * names another generation. This one names the same: a chunk object of the
+ * generation it names is gone (removed by hand, or by an fsck with too
+ * short a grace), which no re-lookup mends. Say so, with -EIO, rather than
+ * RIO_EGENERATION, which callers retry. The object there after all: the
+ * record goes; its stat failing otherwise: the READs that follow tell.
+ */
+static int chunk_damage_check(struct rados_transport *t, const char *key, const struct centry *e)
+{
+    char derived[NAME_MAX_LEN];
+    const char *name;
+    uint64_t index, size;
+    time_t mt;
+    int ret;
+
+    if (!rio__rados_missing_find(t, key, e->generation, &index))
+        return 0;
+    if (index >= e->nchunks) {
+        rio__rados_missing_forget(t, key, e->generation, index);
+        return 0;
+    }
+    int pi = e->map[e->chunk_pool ? e->chunk_pool[index] : (unsigned)(index % e->npools)];
+    name = e->names ? e->names[index] : derived;
+    if (!e->names && rio__rados_chunk_name(derived, sizeof(derived), key, e->generation, index) < 0)
+        return 0;
+    ret = rados_stat(t->pools[pi].io[0], name, &size, &mt);
+    if (ret != -ENOENT) {
+        if (ret == 0)
+            rio__rados_missing_forget(t, key, e->generation, index);
+        return 0;
+    }
+    rio__detail("rados://: chunk %" PRIu64 " of '%s' generation %016" PRIx64
+                " (object %s in pool %s) is missing: the object is damaged",
+                index, key, e->generation, name, t->pools[pi].name);
+    return -EIO;
+}
+
 /* A lookup; with mtime, the head's modification time read in the same op. */
 static int lookup(struct rados_transport *t, const char *key, struct rio_desc *out, time_t *mtime)
 {
@@ -274,6 +313,9 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
             break;
         }
     }
+    ret = chunk_damage_check(t, key, e);
+    if (ret < 0)
+        goto err_entry;
 
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, keylen + 1);
