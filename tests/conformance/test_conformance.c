@@ -536,9 +536,17 @@ TEST(conditional_put)
         t__put_pattern(k.c, key, n2, size_seed(n2), &on_g1, 0, &g2, __FILE__, __LINE__);
         T_NE(g2, g1);
         T_ERR(rio_put(k.c, key, b1, n1, &on_g1, NULL), RIO_EGENERATION);
-        T_OK(rio_writer_open(k.c, key, n1, 0, &on_g1, &w));
-        T_OK(rio_writer_write(w, b1, n1));
-        T_ERR(rio_writer_close(w, NULL), RIO_EGENERATION);
+        /* Refused at the close, or at the open: s3:// matches a generation
+         * by the ETag it kept for it, and one its table (a cache) no
+         * longer holds is asked with one HEAD at the open, which already
+         * sees another generation (CI and a loaded run here). */
+        int wret = rio_writer_open(k.c, key, n1, 0, &on_g1, &w);
+        if (wret == 0) {
+            T_OK(rio_writer_write(w, b1, n1));
+            T_ERR(rio_writer_close(w, NULL), RIO_EGENERATION);
+        } else {
+            T_ERR(wret, RIO_EGENERATION);
+        }
         t_get_check(k.c, key, n2, size_seed(n2));
         T_OK(rio_delete(k.c, key));
         struct rio_call on_g2 = {.expect_generation = g2};
