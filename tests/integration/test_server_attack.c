@@ -8,6 +8,10 @@
  * and the log does not grow with a flood; a 1-byte READ of an object on
  * disk is served without reading its 64 MiB chunk on the event loop.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "server_disk_util.h"
 #include "tlib.h"
 
@@ -370,4 +374,113 @@ TEST(disk_reads_bounded_by_inflight_bytes)
     T_EQ(wc_ping(&w), 0); /* the server serves on */
     wc_close(&r);
     srv_end_wc(&e, &w);
+}
+
+/* n HEADs on one keep-alive connection to the S3 gateway at addr, each
+ * answered (404: no such bucket) within 5 s; the count answered. */
+static int s3_heads(const char *addr, int n)
+{
+    char host[128], rsp[4096];
+    snprintf(host, sizeof(host), "%s", addr);
+    char *colon = strrchr(host, ':');
+    T_NOTNULL(colon);
+    *colon = '\0';
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(colon + 1))};
+    T_EQ(inet_pton(AF_INET, host, &sa.sin_addr), 1);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    T_TRUE(fd >= 0);
+    struct timeval tv = {.tv_sec = 5};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    T_EQ(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    int i;
+    for (i = 0; i < n; i++) {
+        char req[128];
+        int len = snprintf(req, sizeof(req), "HEAD /nobucket/k%d HTTP/1.1\r\nHost: x\r\n\r\n", i);
+        if (write(fd, req, (size_t)len) != len)
+            break;
+        size_t got = 0;
+        while (got < sizeof(rsp) - 1) {
+            ssize_t r = read(fd, rsp + got, sizeof(rsp) - 1 - got);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+            rsp[got] = '\0';
+            if (strstr(rsp, "\r\n\r\n"))
+                break;
+        }
+        if (!got || !strstr(rsp, "\r\n\r\n") || strncmp(rsp, "HTTP/1.1 404", 12) != 0)
+            break;
+    }
+    close(fd);
+    return i;
+}
+
+/*
+ * A log nobody reads (stderr a pipe whose reader stopped: a stalled
+ * journal, `railiod | sleep`) must not stop the server. Before, once the
+ * pipe was full every thread that logged blocked in write(2): the S3
+ * gateway's request threads on their line per request, a worker on its
+ * next line, then the main thread on "signal 15: draining", so requests
+ * went unanswered and SIGTERM no longer stopped it (review). Now lines that
+ * find no room are counted and the server goes on.
+ */
+TEST(unread_log_does_not_stop_the_server)
+{
+    char bin[512], dir[256], pf[300], text[512], url[600];
+    int p[2];
+    int st = 0;
+
+    srv_binary(bin, sizeof(bin));
+    if (t_sh("%s --s3-listen 127.0.0.1:0 --sync 2>&1 | grep -q 'built without the S3 gateway'",
+             bin) == 0)
+        T_SKIP("railiod built without libmicrohttpd (no --s3-listen)");
+    t_mkdtemp(dir, sizeof(dir), "railiod-log");
+    snprintf(pf, sizeof(pf), "%s/ports", dir);
+    T_EQ(pipe(p), 0);
+    pid_t pid = fork();
+    T_TRUE(pid >= 0);
+    if (pid == 0) {
+        dup2(p[1], STDERR_FILENO);
+        close(p[0]);
+        close(p[1]);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--port-file", pf, "--s3-listen", "127.0.0.1:0",
+              "--s3-anonymous", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]); /* p[0] stays open and is never read */
+    T_EQ(t_wait_file(pid, pf, 30000, text, sizeof(text), &st), 0);
+    char *s3 = strstr(text, "s3=");
+    T_NOTNULL(s3);
+    s3 += 3;
+    s3[strcspn(s3, "\n")] = '\0';
+    text[strcspn(text, "\n")] = '\0';
+    /* One access line per request (about 130 bytes): 2000 of them are
+     * four times what a pipe holds. */
+    int n = s3_heads(s3, 2000);
+    if (n != 2000) {
+        kill(pid, SIGKILL);
+        T_FAIL("the gateway answered %d of 2000 requests with its log unread", n);
+    }
+    snprintf(url, sizeof(url), "railio://%s", text);
+    struct rio_options o;
+    t_opts(&o, T_PROFILE_TCP);
+    o.deadline_ms = 10000;
+    struct rio_client *c = t_client_new(url, &o);
+    struct rio_desc d;
+    int ret = rio_stat(c, "missing", &d);
+    rio_client_destroy(c);
+    if (ret != RIO_ENOTFOUND) {
+        kill(pid, SIGKILL);
+        T_FAIL("a lookup with the log unread: %s", rio_errname(ret));
+    }
+    T_EQ(kill(pid, SIGTERM), 0);
+    st = t_proc_wait(pid, 10000);
+    if (st == -1) {
+        kill(pid, SIGKILL);
+        T_FAIL("SIGTERM did not stop railiod within 10 s with its log unread");
+    }
+    T_TRUE(WIFEXITED(st));
+    T_EQ(WEXITSTATUS(st), 0);
+    close(p[0]);
+    t_rm_tree(dir);
 }

@@ -41,10 +41,31 @@ void srv_dump_log(const struct srv_env *e)
     fclose(f);
 }
 
+/* railiod writes its log from a thread of its own, a moment after the
+ * event (docs/server.md, "Logs"): wait until the file has stopped growing
+ * for 30 ms (at most 2 s) so a line logged before the answer a test just
+ * got is in it. */
+static void srv__log_settle(const struct srv_env *e)
+{
+    struct stat a, b;
+    unsigned stable = 0;
+
+    if (stat(e->log, &a) != 0)
+        return;
+    for (int i = 0; i < 200 && stable < 3; i++) {
+        usleep(10000);
+        if (stat(e->log, &b) != 0)
+            return;
+        stable = b.st_size == a.st_size ? stable + 1 : 0;
+        a = b;
+    }
+}
+
 unsigned srv_log_count(const struct srv_env *e, const char *needle)
 {
     char line[2048];
     unsigned n = 0;
+    srv__log_settle(e);
     FILE *f = fopen(e->log, "r");
     if (!f)
         return 0;
