@@ -690,6 +690,22 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
         d->dirfd = -1;
         goto err;
     }
+    /* Writable by this user: a directory it may only read (one moved from
+     * root to a service user) started, said it served, and refused every
+     * PUT (review). The probe has a partial upload's name: a crash before
+     * its removal leaves what recovery discards. */
+    static const char probe[] = "t-0000000000000000-0000000000000000.tmp";
+    int pfd = openat(d->dirfd, probe, O_CREAT | O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (pfd < 0) {
+        ret = -errno;
+        SRV_ERR("data dir %s: not writable by this user (uid %u): %s", dir, (unsigned)geteuid(),
+                strerror(errno));
+        close(d->dirfd);
+        d->dirfd = -1;
+        goto err;
+    }
+    close(pfd);
+    unlinkat(d->dirfd, probe, 0);
     pthread_mutex_init(&d->mu, NULL);
     for (unsigned i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_init(&d->keylock[i], NULL);

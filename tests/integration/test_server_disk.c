@@ -748,3 +748,27 @@ TEST(second_server_on_the_directory_refused)
     expect_version(&c, "k", 0, 1, g);
     srv_end_wc(&e2, &c);
 }
+
+/* A data directory this user may not write (root's, the server started
+ * as a service user): railiod refuses to start and says so. It started,
+ * logged that it served, and refused every PUT with EACCES (review). */
+TEST(data_dir_not_writable_refused)
+{
+    const char *dir = disk_dir_make();
+    char bin[512];
+
+    if (geteuid() != 0 || t_sh("command -v setpriv >/dev/null") != 0)
+        T_SKIP("needs root and setpriv(1) to run railiod as another user");
+    T_EQ(chmod(dir, 0755), 0);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("timeout -s KILL 20 setpriv --reuid=65534 --regid=65534 --clear-groups %s "
+              "--listen 127.0.0.1:0 --data-dir %s 2>&1 | grep -q 'not writable by this user'",
+              bin, dir),
+         0);
+    T_EQ(t_sh("timeout -s KILL 20 setpriv --reuid=65534 --regid=65534 --clear-groups %s "
+              "--listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1",
+              bin, dir),
+         1);
+    /* Nothing of the probe is left. */
+    T_EQ(t_sh("[ -z \"$(ls -A %s)\" ]", dir), 0);
+}
