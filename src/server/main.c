@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -172,7 +173,7 @@ static int split_hostport(const char *spec, char *buf, size_t cap, const char **
     return 0;
 }
 
-static int open_listener(const char *spec, struct rio_srv_listener *l)
+static int open_listener(const char *opt, const char *spec, struct rio_srv_listener *l)
 {
     struct addrinfo hints = {0}, *ai = NULL;
     const char *host, *port;
@@ -193,7 +194,7 @@ static int open_listener(const char *spec, struct rio_srv_listener *l)
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
     ret = getaddrinfo(host, port, &hints, &ai);
     if (ret != 0) {
-        SRV_ERR("listen address '%s': %s", spec, gai_strerror(ret));
+        SRV_ERR("%s: listen address '%s': %s", opt, spec, gai_strerror(ret));
         return RIO_EINVAL;
     }
     fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -215,11 +216,40 @@ static int open_listener(const char *spec, struct rio_srv_listener *l)
     return 0;
 err_errno:
     ret = -errno;
-    SRV_ERR("listen on %s: %s", spec, strerror(errno));
+    SRV_ERR("%s: listen on %s: %s", opt, spec, strerror(errno));
     if (fd >= 0)
         close(fd);
     freeaddrinfo(ai);
     return ret;
+}
+
+/*
+ * Descriptors for --max-conns connections and FD_RESERVE more (listeners,
+ * the data directory's files, the S3 gateway's connections, the log): the
+ * soft limit goes up toward the hard one. A soft limit of 1024 (a common
+ * default, and --max-conns's) let idle connections take every descriptor:
+ * accept failed with EMFILE and a new client waited for --handshake-timeout
+ * before --max-handshakes could make room for it (review). Below even the
+ * hard limit: said once at start.
+ */
+#define FD_RESERVE 1024u
+static void fd_limit(uint64_t max_conns)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)max_conns + FD_RESERVE;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+        return;
+    rlim_t cur = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+    if (rl.rlim_cur > cur && setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        rl.rlim_cur = cur;
+    if (rl.rlim_cur < want)
+        SRV_WARN("open files limit %llu (hard %llu) is below the %llu that --max-conns %llu "
+                 "needs: connections past it wait; raise it (ulimit -n, LimitNOFILE=) or lower "
+                 "--max-conns",
+                 (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+                 (unsigned long long)want, (unsigned long long)max_conns);
 }
 
 static void tune_socket(int fd, const struct rio_srv_config *cfg)
@@ -435,9 +465,11 @@ static int num_opt_set(struct rio_srv_config *cfg, int id, const char *v)
         if (x < n->min || x > n->max) {
             if (n->kind == NUM_DURATION && x > n->max && n->max == DUR_MAX)
                 fprintf(stderr, "railiod: at most 100 years (876000h)\n");
+            else if (n->kind != NUM_DURATION && x < n->min)
+                fprintf(stderr, "railiod: the least it takes is %llu\n",
+                        (unsigned long long)n->min);
             else if (n->kind != NUM_DURATION)
-                fprintf(stderr, "railiod: from %llu to %llu\n", (unsigned long long)n->min,
-                        (unsigned long long)n->max);
+                fprintf(stderr, "railiod: the most it takes is %llu\n", (unsigned long long)n->max);
             return -1;
         }
         if (n->width == 4) {
@@ -689,7 +721,7 @@ static int open_listeners(struct rio_srv *srv, const char *list)
             ret = RIO_EINVAL;
             break;
         }
-        ret = open_listener(tok, &srv->lis[srv->nlis]);
+        ret = open_listener("--listen", tok, &srv->lis[srv->nlis]);
         if (ret < 0)
             break;
         srv->lis[srv->nlis].index = (int)srv->nlis;
@@ -971,7 +1003,7 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
         gc.backend = url;
         gc.lazy = 1; /* this server accepts once it serves */
     }
-    if (open_listener(a->s3_listen, l) < 0)
+    if (open_listener("--s3-listen", a->s3_listen, l) < 0)
         return -1;
     gc.listen_fd = l->fd;
     if (rio__s3_gw_start(&gc) < 0)
@@ -1068,6 +1100,7 @@ int main(int argc, char **argv)
             goto out_token;
         }
     }
+    fd_limit(srv->cfg.max_conns);
     /* The largest upload's checksum list must fit a LOOKUP/COMMIT body. */
     ret = rio__srv_store_init(&srv->store, srv->cfg.memory, srv->cfg.evict_lru, srv->cfg.ttl_ns,
                               srv->cfg.upload_timeout_ns, (srv->cfg.max_body - 64) / 8);
@@ -1130,7 +1163,7 @@ int main(int argc, char **argv)
         goto out_listeners;
     }
     if (a.metrics) {
-        if (open_listener(a.metrics, &mlis) < 0) {
+        if (open_listener("--metrics", a.metrics, &mlis) < 0) {
             ret = 1;
             goto out_listeners;
         }

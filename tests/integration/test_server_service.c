@@ -7,8 +7,12 @@
  * the server; a listen or metrics port outside
  * 0..65535 is refused at start (it used to bind the port modulo 65536).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 
 #include "server_env.h"
 
@@ -70,6 +74,70 @@ TEST(port_out_of_range_is_refused)
     T_NOTNULL(strstr(err, "port '65536'"));
     T_EQ(run_railiod(sign, err, sizeof(err)), 1);
     T_NOTNULL(strstr(err, "0..65535"));
+}
+
+/* A start-up error names the option at fault: a --metrics port in use
+ * said only "listen on 127.0.0.1:P: Address already in use", which of
+ * the listeners unsaid; a value under an option's least said the range
+ * "from 1 to 18446744073709551615" (review). */
+TEST(startup_errors_name_the_option)
+{
+    char err[4096], addr[64];
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t sl = sizeof(sa);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    T_TRUE(fd >= 0);
+    T_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    T_EQ(listen(fd, 1), 0);
+    T_EQ(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%u", ntohs(sa.sin_port));
+    const char *busy[] = {"--listen", "127.0.0.1:0", "--metrics", addr, "--memory", "16M", NULL};
+    T_EQ(run_railiod(busy, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "--metrics: listen on"));
+    T_NOTNULL(strstr(err, "Address already in use"));
+    const char *busy2[] = {"--listen", addr, "--memory", "16M", NULL};
+    T_EQ(run_railiod(busy2, err, sizeof(err)), 1);
+    T_NOTNULL(strstr(err, "--listen: listen on"));
+    close(fd);
+    const char *zero[] = {"--listen", "127.0.0.1:0", "--memory", "0", NULL};
+    T_EQ(run_railiod(zero, err, sizeof(err)), 2);
+    T_NOTNULL(strstr(err, "the least it takes is 1"));
+    T_NULL(strstr(err, "18446744073709551615"));
+}
+
+/* A soft open-files limit under what --max-conns needs is raised toward
+ * the hard one, and one line says so when even the hard one is short
+ * (idle connections took every descriptor: new clients waited, review). */
+TEST(open_files_limit_raised_for_max_conns)
+{
+    struct srv_env e;
+    char limits[64], line[256];
+    struct rlimit rl = {.rlim_cur = 64, .rlim_max = 4096};
+    const char *args[] = {"--max-conns", "1000", NULL};
+
+    T_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0); /* the server inherits it */
+    srv_start(&e, args);
+    snprintf(limits, sizeof(limits), "/proc/%d/limits", (int)e.pid);
+    FILE *f = fopen(limits, "r");
+    T_NOTNULL(f);
+    unsigned long long soft = 0, hard = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Max open files %llu %llu", &soft, &hard) == 2)
+            break;
+    fclose(f);
+    T_EQ(soft, 2024u); /* --max-conns 1000 + 1024 */
+    T_EQ(hard, 4096u);
+    T_EQ(srv_stop(&e), 0);
+
+    rl.rlim_max = 200;
+    T_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+    setenv("SRV_LOG_FILE", "1", 1);
+    srv_start(&e, args);
+    T_EQ(srv_log_count(&e, "open files limit 200 (hard 200) is below the 2024 that --max-conns "
+                           "1000 needs"),
+         1u);
+    T_EQ(srv_stop(&e), 0);
 }
 
 /* 1 if file holds needle. */
