@@ -120,8 +120,10 @@ static void *lq_main(void *arg)
     for (;;) {
         while (!lq.len && !lq.dropped)
             pthread_cond_wait(&lq.more, &lq.mu);
-        uint64_t lost = lq.dropped;
-        lq.dropped = 0;
+        /* The count of lost lines once the queue is empty: where they
+         * were lost, and never inside a line the ring's end cut in two. */
+        uint64_t lost = lq.len ? 0 : lq.dropped;
+        lq.dropped -= lost;
         size_t n = lq.len < LOG_QUEUE - lq.head ? lq.len : LOG_QUEUE - lq.head;
         const char *p = lq.buf + lq.head;
         lq.writing = true;
