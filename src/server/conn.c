@@ -70,6 +70,12 @@
 /* Bulk bytes are received straight into their destination when at least
  * this much is wanted and nothing is buffered. */
 #define DIRECT_MIN (16u * 1024u)
+/* While a large body arrives straight into its buffer, the socket's
+ * receive low-water mark (SO_RCVLOWAT) is up to this many of its bytes, so
+ * epoll wakes the worker once per LOWAT_MAX rather than once per segment
+ * the sender pushes: on loopback every wake-up is the sender's cost too
+ * (it runs the receive path in its own system call), docs/bench.md. */
+#define LOWAT_MAX (512u * 1024u)
 #define SCRATCH_SIZE (64u * 1024u)
 /* Bytes taken from one socket per readiness event before others get a turn. */
 #define READ_BUDGET (8u << 20)
@@ -133,6 +139,7 @@ struct conn {
     int dead;
     int closing; /* answer what is queued, then close */
     int rd_eof;  /* the peer closed its side */
+    int lowat;   /* SO_RCVLOWAT as last set, 0: the default (1) */
     int pending; /* on the pending list */
     uint32_t ev; /* epoll mask registered */
     char peer[64];
@@ -1730,6 +1737,28 @@ static int conn_should_pause(const struct conn *c)
     return (c->nout || c->jobs.count) && c->out_bytes + c->job_bytes >= srv->cfg.max_inflight_bytes;
 }
 
+/*
+ * Before the worker waits on c again: the socket's receive low-water mark
+ * (SO_RCVLOWAT) is up to LOWAT_MAX bytes of the large body now arriving
+ * straight into its buffer, else the default. It is never above what the
+ * frame still owes (the peer sends those bytes without waiting for us, so
+ * the mark is reached), or epoll would wait for bytes that are not coming:
+ * whatever ended the read (no data, the budget, a pause at a frame's end),
+ * it is set again here. A failure keeps the default: wake-ups only.
+ */
+static void conn_lowat(struct conn *c)
+{
+    size_t owed = c->want_len - c->want_got;
+    int v = 0;
+    if (!c->tls.ssl && c->rpos == c->rend && owed >= DIRECT_MIN)
+        v = (int)(owed < LOWAT_MAX ? owed : LOWAT_MAX);
+    if (v == c->lowat)
+        return;
+    int set = v ? v : 1;
+    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)
+        c->lowat = v;
+}
+
 static void conn_read(struct conn *c)
 {
     size_t budget = READ_BUDGET;
@@ -1780,8 +1809,10 @@ static void conn_read(struct conn *c)
             budget -= (size_t)n;
         }
     }
-    if (!c->dead)
+    if (!c->dead) {
+        conn_lowat(c);
         conn_flush(c);
+    }
 }
 
 /* ---------------------------------------------------------------- writes */

@@ -74,3 +74,46 @@ TEST(slow_rail_holds_back_no_fast_one)
     T_TRUE(rl_server_alive(&r));
     rl_down(&r);
 }
+
+/*
+ * A large answer over a slow link, against the receive low-water mark.
+ * Both ends wake for a large body's data only once per 512 KiB of it
+ * (SO_RCVLOWAT); on a rail at 3 Mbit/s those bytes take 1.4 s, longer than
+ * the transport's progress watchdog (1 s here), and bytes that arrive
+ * under the mark wake nobody. The watchdog must see them (the socket's
+ * queue grows): a GET of a 1 MiB chunk must not be cut for making no
+ * progress. (Not a PUT: its chunk leaves for the socket's send buffer at
+ * once, so its progress is its answer, and a progress_timeout under the
+ * chunk's time at the link's rate cuts it, as docs/tuning.md says.)
+ */
+TEST(slow_link_large_chunk_is_not_cut)
+{
+    const size_t n = 1u << 20;
+    struct rl r;
+    struct rio_options o;
+    struct tu u;
+    char url[512];
+
+    rl_up(&r, 1, "1gbit");
+    rl_server(&r, NULL);
+    rl_opts(&o);
+    o.chunk_size = n;
+    o.op_timeout_ms = 20000;
+    rl_url(url, sizeof(url), NULL);
+    tu_open(&u, url, &o);
+    uint8_t *src = rl_pattern(n, 0x3b);
+    T_OK(rio_put(u.c, "o", src, n, NULL, NULL));
+    rl_rate(&r, 0, "3mbit");
+    uint8_t *dst = rl_buf(n);
+    uint64_t t0 = t_now_ms();
+    T_EQ(rio_get(u.c, "o", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    /* 2.8 s at the rail's rate: it took that long, so the rate held. */
+    T_GE(t_now_ms() - t0, 2000u);
+    T_EQ(tu_tcp(u.c).watchdog_trips, 0u);
+    tu_close(&u);
+    free(src);
+    free(dst);
+    T_TRUE(rl_server_alive(&r));
+    rl_down(&r);
+}

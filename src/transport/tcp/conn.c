@@ -61,6 +61,7 @@ static void conn_close_fd(struct tcp_transport *t, struct tcp_conn *cn)
     cn->rx_hdr_got = 0;
     cn->rx_slot = NULL;
     cn->rx_len = cn->rx_got = 0;
+    cn->lowat = cn->lowat_seen = 0;
     cn->hs_len = cn->hs_off = 0;
     rio__free(cn->ctrl);
     cn->ctrl = NULL;
@@ -674,7 +675,7 @@ static int conn_on_eof(struct tcp_transport *t, struct tcp_conn *cn)
 }
 
 /* Read what cn has, up to a budget. Returns as conn_on_header. */
-static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
+static int conn_read_some(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     uint64_t budget = TCP_RECV_BUDGET;
 
@@ -741,6 +742,35 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
             return ret;
         if (cn->state == C_CLOSED)
             return 1;
+    }
+    return 0;
+}
+
+/*
+ * Read what cn has; then, before the loop waits on cn again, its receive
+ * low-water mark (SO_RCVLOWAT): up to TCP_LOWAT_MAX bytes of a large READ
+ * answer arriving straight into its destination, so the loop wakes once
+ * per that many bytes, not once per segment the server pushes (on
+ * loopback each wake-up is the server's CPU too), else the default. Never
+ * above what the answer still owes (the server sends it without waiting,
+ * so the mark is reached), or epoll would wait for bytes that are not
+ * coming; set again whatever ended the read (no data, the budget). Plain
+ * TCP only; a failure keeps the default: wake-ups only. The watchdog
+ * sees bytes arriving under the mark (lowat_moved, loop.c).
+ */
+static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
+{
+    int ret = conn_read_some(t, cn, now);
+    if (ret != 0 || cn->fd < 0 || cn->state != C_READY)
+        return ret;
+    uint64_t owed = cn->rx_mode == RX_DST ? cn->rx_len - cn->rx_got : 0;
+    int v = !cn->tls.ssl && owed >= TCP_LOWAT_MIN ? (int)min_u64(owed, TCP_LOWAT_MAX) : 0;
+    if (v != cn->lowat) {
+        int set = v ? v : 1;
+        if (setsockopt(cn->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0) {
+            cn->lowat = v;
+            cn->lowat_seen = 0;
+        }
     }
     return 0;
 }

@@ -181,6 +181,18 @@ static uint64_t tomb_due(const struct tcp_conn *cn)
     return due;
 }
 
+/* Under a receive low-water mark bytes arrive without waking the loop: a
+ * connection whose socket holds more than when last looked has made
+ * progress (a slow link still delivering a large answer). */
+static bool lowat_moved(struct tcp_conn *cn)
+{
+    int avail = 0;
+    if (!cn->lowat || ioctl(cn->fd, FIONREAD, &avail) < 0 || avail <= cn->lowat_seen)
+        return false;
+    cn->lowat_seen = avail;
+    return true;
+}
+
 /* Kick every connection with work, run its timers; the next timer's time. */
 static uint64_t service(struct tcp_transport *t, uint64_t now)
 {
@@ -231,6 +243,9 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
             }
             if (!progress_ns || (!cn->sq.count && !cn->wq.count))
                 break;
+            if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns &&
+                lowat_moved(cn))
+                cn->last_progress_ns = now;
             if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns) {
                 rio__tcp_ctr_add(t, &t->ctr.watchdog_trips, 1);
                 rio__tcp_conn_fail(t, cn, -ETIMEDOUT);

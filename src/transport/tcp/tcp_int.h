@@ -118,6 +118,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -159,6 +160,10 @@
 #define TCP_IOV_MAX 64
 #define TCP_SEND_BATCH (16u << 20)  /* bytes offered to one sendmsg */
 #define TCP_RECV_BUDGET (16u << 20) /* bytes read from one connection per event */
+/* A READ answer's data owing at least TCP_LOWAT_MIN bytes wakes the loop
+ * once per TCP_LOWAT_MAX of them (SO_RCVLOWAT, conn.c). */
+#define TCP_LOWAT_MIN (16u << 10)
+#define TCP_LOWAT_MAX (512u << 10)
 #define TCP_DISCARD_LEN (64u << 10)
 #define TCP_EVENTS 64
 #define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + 22 + RIO_KEY_MAX + RIO_PROTO_TAG_LEN)
@@ -280,6 +285,12 @@ struct tcp_conn {
     bool out_blocked;
     uint64_t deadline_ns; /* the dial and handshake end by then */
     uint64_t last_progress_ns;
+    /* SO_RCVLOWAT as last set (0: the default, 1), while a large READ
+     * answer arrives straight into its destination; lowat_seen: the
+     * socket's queue (FIONREAD) when the watchdog last looked, since bytes
+     * below the mark arrive without a wake-up. */
+    int lowat;
+    int lowat_seen;
     uint64_t hs_id;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
     uint32_t max_body, max_depth;
