@@ -1833,6 +1833,22 @@ TEST(writes_it_cannot_honour_refused)
     T_EQ(gw_curl(&g, "o", "-X PUT -H 'x-amz-bucket-object-lock-enabled: true' %s/wclock", g.url),
          501);
     T_EQ(gw_curl(&g, "o", "-I %s/wclock", g.url), 404);
+    /* A storage class S3 does not have (S3's answer); one it has is taken
+     * and stored as the gateway's one class. */
+    T_EQ(gw_curl(&g, "o", "-X PUT -d two -H 'x-amz-storage-class: CHEAP' %s/wcb/k", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidStorageClass</Code>"));
+    T_EQ(gw_curl(&g, "o",
+                 "-X PUT -H 'x-amz-storage-class: standard' -H 'x-amz-copy-source: /wcb/k' "
+                 "%s/wcb/k2",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidStorageClass</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X POST -H 'x-amz-storage-class: X' '%s/wcb/k3?uploads'", g.url), 400);
+    T_TRUE(gw_has(&g, "o", "<Code>InvalidStorageClass</Code>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/wcb/k2", g.url), 404);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d ia -H 'x-amz-storage-class: STANDARD_IA' %s/wcb/ia", g.url),
+         200);
+    T_EQ(gw_curl(&g, "o", "-I %s/wcb/ia", g.url), 200);
     /* Nothing of it was written. */
     T_EQ(gw_curl(&g, "got", "%s/wcb/k", g.url), 200);
     T_TRUE(t_sh("printf one | cmp -s - %s", gw_path(&g, "got")) == 0);

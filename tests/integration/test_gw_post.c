@@ -208,6 +208,16 @@ TEST(anonymous_forms_and_malformed_bodies)
     T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/bad", g.url), 404);
     T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/md5", g.url), 404);
     T_EQ(gw_curl(&g, "", "-I %s/anonb/ck/junk", g.url), 404);
+    /* A storage class S3 has is taken (and stored as STANDARD); one it
+     * has not is refused as S3 refuses it, nothing published. */
+    T_EQ(gw_curl(&g, "r", "-F key=sc/ia -F x-amz-storage-class=STANDARD_IA -F 'file=@%s' %s/anonb",
+                 gw_path(&g, "f"), g.url),
+         204);
+    T_EQ(gw_curl(&g, "r", "-F key=sc/bad -F x-amz-storage-class=CHEAP -F 'file=@%s' %s/anonb",
+                 gw_path(&g, "f"), g.url),
+         400);
+    T_TRUE(gw_has(&g, "r", "<Code>InvalidStorageClass</Code>"));
+    T_EQ(gw_curl(&g, "", "-I %s/anonb/sc/bad", g.url), 404);
     /* into a bucket that does not exist */
     T_EQ(gw_curl(&g, "r", "-F key=k -F 'file=@%s' %s/nobucket", gw_path(&g, "f"), g.url), 404);
     T_TRUE(gw_has(&g, "r", "<Code>NoSuchBucket</Code>"));

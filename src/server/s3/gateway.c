@@ -558,6 +558,18 @@ const char *const rio__gw_digest_names[GW_DIGEST_NAMES] = {
     "x-amz-checksum-crc32c", "x-amz-checksum-crc64nvme",
     "x-amz-checksum-sha1",   "x-amz-checksum-sha256"};
 
+bool rio__gw_storage_class_ok(const char *v)
+{
+    static const char *const names[] = {
+        "STANDARD",       "REDUCED_REDUNDANCY", "STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING",
+        "GLACIER",        "DEEP_ARCHIVE",       "OUTPOSTS",    "GLACIER_IR", "SNOW",
+        "EXPRESS_ONEZONE"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(v, names[i]) == 0)
+            return true;
+    return false;
+}
+
 static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
 {
     const char *const *ssec = rio__gw_ssec_names, *const *lock = rio__gw_lock_names;
@@ -578,6 +590,14 @@ static int unsupported(struct MHD_Connection *c, struct gw_req *r, int *ret)
                                  "Bucket is missing Object Lock Configuration.");
             return -1;
         }
+    /* A storage class S3 does not have is refused as S3 refuses it; one
+     * it has is taken, and the object stored as every other (STANDARD). */
+    v = writes ? rio__gw_header(c, "x-amz-storage-class") : NULL;
+    if (v && !rio__gw_storage_class_ok(v)) {
+        *ret = rio__gw_error(c, r, 400, "InvalidStorageClass",
+                             "The storage class you specified is not valid.");
+        return -1;
+    }
     v = rio__gw_header(c, "x-amz-bucket-object-lock-enabled");
     if (r->op == GW_OP_CREATE_BUCKET && v && strcasecmp(v, "true") == 0) {
         *ret = rio__gw_error(c, r, 501, "NotImplemented", "Object Lock is not supported.");

@@ -191,6 +191,10 @@ const struct rio_s3_keys *rio__gw_keys(void); /* --s3-keys, NULL when none */
 #define GW_DIGEST_NAMES 6
 extern const char *const rio__gw_ssec_names[GW_SSEC_NAMES];
 extern const char *const rio__gw_lock_names[GW_LOCK_NAMES];
+/* x-amz-storage-class (a header, or a POST form's field): one of S3's
+ * storage class names (accepted, and stored as the gateway's one class,
+ * STANDARD), else false: 400 InvalidStorageClass. */
+bool rio__gw_storage_class_ok(const char *v);
 extern const char *const rio__gw_digest_names[GW_DIGEST_NAMES];
 int rio__gw_sigv2(void); /* Signature Version 2 taken (--s3-sigv2 on) */
 /* Queue resp with the common headers; frees resp; MHD_YES/MHD_NO. */

@@ -87,6 +87,12 @@ static int unsupported_field(struct gw_req *r, const struct rio_s3_form *f)
             rio__gw_fail(r, 400, "InvalidRequest", "Bucket is missing Object Lock Configuration.");
             return -1;
         }
+    const char *v = rio_s3_form_field(f, "x-amz-storage-class");
+    if (v && !rio__gw_storage_class_ok(v)) {
+        rio__gw_fail(r, 400, "InvalidStorageClass",
+                     "The storage class you specified is not valid.");
+        return -1;
+    }
     return 0;
 }
 
