@@ -1739,19 +1739,22 @@ static int conn_should_pause(const struct conn *c)
 
 /*
  * Before the worker waits on c again: the socket's receive low-water mark
- * (SO_RCVLOWAT) is up to LOWAT_MAX bytes of the large body now arriving
- * straight into its buffer, else the default. It is never above what the
- * frame still owes (the peer sends those bytes without waiting for us, so
- * the mark is reached), or epoll would wait for bytes that are not coming:
- * whatever ended the read (no data, the budget, a pause at a frame's end),
- * it is set again here. A failure keeps the default: wake-ups only.
+ * (SO_RCVLOWAT) is half of what the large body now arriving straight into
+ * its buffer still owes, at most LOWAT_MAX, else the default. It is never
+ * above what the frame still owes (the peer sends those bytes without
+ * waiting for us, so the mark is reached), or epoll would wait for bytes
+ * that are not coming; half, so that a peer that stalls in the middle of
+ * a body still has all but a small tail of what it sent taken in (and its
+ * frame deadline is what cuts it). Whatever ended the read (no data, the
+ * budget, a pause at a frame's end), it is set again here. A failure
+ * keeps the default: wake-ups only.
  */
 static void conn_lowat(struct conn *c)
 {
     size_t owed = c->want_len - c->want_got;
     int v = 0;
     if (!c->tls.ssl && c->rpos == c->rend && owed >= DIRECT_MIN)
-        v = (int)(owed < LOWAT_MAX ? owed : LOWAT_MAX);
+        v = (int)(owed / 2 < LOWAT_MAX ? owed / 2 : LOWAT_MAX);
     if (v == c->lowat)
         return;
     int set = v ? v : 1;
