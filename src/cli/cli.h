@@ -369,6 +369,11 @@ int rio_cli_resume_load(struct rio_cli_resume *rs);
 int rio_cli_resume_save(const struct rio_cli_resume *rs);
 /* Remove the record and the bytes. */
 void rio_cli_resume_drop(const struct rio_cli_resume *rs);
+/* Whether path is part of an interrupted get's pair: a record
+ * (NAME.railio-tmp.resume, or its NAME.railio-tmp.resume.new being
+ * written), or kept bytes NAME.railio-tmp that have their record beside
+ * them (without one, NAME.railio-tmp is not ours: a user's file). */
+bool rio_cli_resume_name(const char *path);
 /* Open the kept bytes read-write (a regular file of ours, one link): fd or -errno. */
 int rio_cli_resume_open(const struct rio_cli_resume *rs);
 /* How many bytes from the start of fd, up to upto, are whole chunks whose

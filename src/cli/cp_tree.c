@@ -220,8 +220,10 @@ static int walk_one(const char *path, const struct stat *sb, int type, struct FT
         walk.skipped++; /* a device, a FIFO, a socket: not an object */
         return 0;
     }
-    if (rio_cli_tmp_name(path + ftw->base)) {
-        walk.tmps++; /* a download's temporary file, left by a killed get or cp -r */
+    if (rio_cli_tmp_name(path + ftw->base) || rio_cli_resume_name(path)) {
+        /* a download's temporary file, left by a killed cp -r, or an
+         * interrupted get's kept bytes and record (a later get resumes) */
+        walk.tmps++;
         return 0;
     }
     if (walk.n == walk.cap) {
@@ -290,7 +292,8 @@ static int cp_from_dir(struct cp_run *r, const char *dir)
     if (walk.tmps && !r->o->quiet)
         fprintf(stderr,
                 "railio cp: %llu temporary files of interrupted downloads "
-                "(.NAME.railio-tmp-<16 hex digits>) skipped\n",
+                "(.NAME.railio-tmp-<16 hex digits>; NAME.railio-tmp with its "
+                "NAME.railio-tmp.resume) skipped\n",
                 (unsigned long long)walk.tmps);
     if (walk.err && !r->first_err)
         r->first_err = walk.err;

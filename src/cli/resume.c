@@ -160,3 +160,23 @@ uint64_t rio_cli_resume_prove(int fd, const struct rio_desc *d, uint64_t upto, u
     }
     return ok;
 }
+
+static bool ends_with(const char *s, size_t n, const char *suffix)
+{
+    size_t l = strlen(suffix);
+    return n > l && memcmp(s + n - l, suffix, l) == 0;
+}
+
+bool rio_cli_resume_name(const char *path)
+{
+    size_t n = strlen(path);
+    char rec[PATH_MAX];
+
+    if (ends_with(path, n, ".railio-tmp.resume") || ends_with(path, n, ".railio-tmp.resume.new"))
+        return true;
+    if (!ends_with(path, n, ".railio-tmp"))
+        return false;
+    if (snprintf(rec, sizeof(rec), "%s.resume", path) >= (int)sizeof(rec))
+        return false;
+    return access(rec, F_OK) == 0;
+}

@@ -94,7 +94,8 @@ TEST(railiod_cp_refuses_escaping_keys)
 }
 
 /* cp -r never uploads a download's temporary file (.NAME.railio-tmp-<16
- * hex digits>, left by a killed get or cp -r), and a cp -r into a
+ * hex digits>, left by a killed get or cp -r, or an interrupted get's
+ * NAME.railio-tmp and NAME.railio-tmp.resume), and a cp -r into a
  * directory removes the stale temporaries of the files it writes there:
  * those older than the run, of exactly those names. */
 TEST(railiod_cp_tree_skips_and_sweeps_stale_temporaries)
@@ -108,13 +109,24 @@ TEST(railiod_cp_tree_skips_and_sweeps_stale_temporaries)
               "printf mine > %s/in/.a.railio-tmp-0123",
               b.tmp, b.tmp, b.tmp, b.tmp, b.tmp, b.tmp),
          0);
+    /* An interrupted get's pair (its kept bytes and its record, and a
+     * record being replaced), and a NAME.railio-tmp without a record: a
+     * file of the user's. */
+    T_EQ(t_sh("cd %s/in && printf part > g.railio-tmp && printf rec > g.railio-tmp.resume && "
+              "printf new > sub/h.railio-tmp.resume.new && printf mine > u.railio-tmp",
+              b.tmp),
+         0);
     T_EQ(tb_cli(&b, "cp -r %s/in '%s'", b.tmp, tb_url(&b, u, sizeof(u), "up")), 0);
     T_TRUE(tb_exists(&b, "up/a"));
     T_TRUE(tb_exists(&b, "up/sub/b"));
     T_TRUE(tb_exists(&b, "up/.a.railio-tmp-0123")); /* not the pattern: a file of the user's */
     T_FALSE(tb_exists(&b, "up/.a.railio-tmp-0123456789abcdef"));
     T_FALSE(tb_exists(&b, "up/sub/.b.railio-tmp-00000000000000ff"));
-    T_EQ(t_sh("grep -q '2 temporary files of interrupted downloads' %s/err", b.tmp), 0);
+    T_FALSE(tb_exists(&b, "up/g.railio-tmp"));
+    T_FALSE(tb_exists(&b, "up/g.railio-tmp.resume"));
+    T_FALSE(tb_exists(&b, "up/sub/h.railio-tmp.resume.new"));
+    T_TRUE(tb_exists(&b, "up/u.railio-tmp"));
+    T_EQ(t_sh("grep -q '5 temporary files of interrupted downloads' %s/err", b.tmp), 0);
 
     /* Stale: .a's and sub/.b's (an hour old) go; .c's (c is not written)
      * and a newer .a one (another run's, still writing) stay. */
