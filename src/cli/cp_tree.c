@@ -650,14 +650,11 @@ static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double 
         goto out;
     }
     if (durl) {
-        if ((rc = rio_cli_tree_open("cp", o, dst, RIO_CLI_TARGET_DIR | RIO_CLI_TARGET_MKDIR, &dt,
-                                    &r->dc)))
+        /* The destination is a prefix as written: '?' and '*' are its own. */
+        if ((rc = rio_cli_tree_open(
+                 "cp", o, dst, RIO_CLI_TARGET_DIR | RIO_CLI_TARGET_MKDIR | RIO_CLI_TARGET_LITERAL,
+                 &dt, &r->dc)))
             goto out;
-        if (dt.glob) {
-            fprintf(stderr, "railio cp: no wildcards in the destination\n");
-            rc = 2;
-            goto out;
-        }
         size_t pl = strlen(dt.path);
         if (asprintf(&dprefix, "%s%s", dt.path, pl && dt.path[pl - 1] != '/' ? "/" : "") < 0) {
             dprefix = NULL;
@@ -766,6 +763,21 @@ int rio_cli_cp_tree(int argc, char **argv)
     return cp_run_it(&r, o.pos[0], o.pos[1], rio_cli_now_s());
 }
 
+/* Whether path quotes a wildcard character ('a\?b', 'a\*', 'a\\b'): a
+ * pattern naming one key, which the tree's verbs take with its quoting
+ * off (tree.c); a backslash before anything else stays part of the key,
+ * as the single-object verbs take it. */
+static bool glob_quoted(const char *path)
+{
+    for (const char *p = path; *p; p++)
+        if (*p == '\\' && p[1]) {
+            if (strchr("*?[\\", p[1]))
+                return true;
+            p++;
+        }
+    return false;
+}
+
 bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
 {
     int npos = 0;
@@ -785,13 +797,15 @@ bool rio_cli_tree_wants(const char *cmd, int argc, char **argv)
             continue;
         npos++;
         const char *sep = strstr(a, "://");
-        if (!sep)
+        /* cp's destination is never a pattern: a '?' in its key is the
+         * key's ('cp URL/a URL/b?c' copies one object to "b?c"). */
+        if (!sep || (!strcmp(cmd, "cp") && npos > 1))
             continue;
         const char *q = rio_cli_query_start(sep + 3);
         char path[RIO_KEY_MAX + 256];
         snprintf(path, sizeof(path), "%.*s", q ? (int)(q - sep - 3) : (int)strlen(sep + 3),
                  sep + 3);
-        if (rio_cli_glob_first(path))
+        if (rio_cli_glob_first(path) || glob_quoted(path))
             glob = true;
     }
     return glob || (!strcmp(cmd, "rm") && npos > 1);

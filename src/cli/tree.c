@@ -90,7 +90,7 @@ static int target_split(const char *arg, unsigned flags, char **curl, char **pat
         dir = strndup(slash, (size_t)(end - slash));
         if (!dir)
             return -ENOMEM;
-        const char *w = rio_cli_glob_first(dir);
+        const char *w = flags & RIO_CLI_TARGET_LITERAL ? NULL : rio_cli_glob_first(dir);
         bool glob = w != NULL;
         if (w && strchr(w, '/')) {
             free(dir);
@@ -144,7 +144,7 @@ int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target 
     int ret = target_split(arg, flags, &t->client_url, &t->path, why);
     if (ret < 0)
         return ret;
-    const char *w = rio_cli_glob_first(t->path);
+    const char *w = flags & RIO_CLI_TARGET_LITERAL ? NULL : rio_cli_glob_first(t->path);
     if (w && strchr(w, '/')) {
         *why = "wildcards are allowed in the last path element only";
         rio_cli_target_cleanup(t);
@@ -157,7 +157,16 @@ int rio_cli_target_parse(const char *arg, unsigned flags, struct rio_cli_target 
         rio_cli_target_cleanup(t);
         return -ENOMEM;
     }
+    if (flags & RIO_CLI_TARGET_LITERAL) {
+        memcpy(t->prefix, t->path, n);
+        return 0;
+    }
     rio_cli_glob_prefix(t->path, t->prefix, n);
+    /* Without a wildcard the path names one key (or a prefix): its `\`
+     * quoting taken off ('a\?b' is the key "a?b", as the pattern 'a[?]b'
+     * is), not a key with a backslash in it. */
+    if (!t->glob)
+        memcpy(t->path, t->prefix, strlen(t->prefix) + 1);
     return 0;
 }
 

@@ -40,9 +40,12 @@ bool rio_cli_glob_match(const char *pat, const char *s, bool slash);
 /* ------------------------------------------------------------ targets */
 
 /* target_parse flags: a file:// path that is a directory is the store root
- * (TARGET_DIR), created when missing (TARGET_MKDIR). */
+ * (TARGET_DIR), created when missing (TARGET_MKDIR); TARGET_LITERAL below. */
 #define RIO_CLI_TARGET_DIR 0x1u
 #define RIO_CLI_TARGET_MKDIR 0x2u
+/* The path is a key or prefix as written, never a pattern: '?', '*', '['
+ * and '\\' are its own characters (cp's destination). */
+#define RIO_CLI_TARGET_LITERAL 0x4u
 
 /* SCHEME://AUTHORITY/PATH[?options] as a client and a key path. */
 struct rio_cli_target {

@@ -169,6 +169,24 @@ TEST(railiod_key_with_a_question_mark)
     T_EQ(tb_cli(&b, "rm -q '%s'", tb_url(&b, u, sizeof(u), "q/a[?]b")), 0);
     T_FALSE(tb_exists(&b, "q/a?b"));
     T_TRUE(tb_exists(&b, "q/axb"));
+    /* '\?' quotes the wildcard as "[?]" does: the key alone (rm looked
+     * for the key "a\?b", backslash kept, and found none). */
+    T_EQ(tb_cli(&b, "put -q '%s' %s/f", tb_url(&b, u, sizeof(u), "q/a?b"), b.tmp), 0);
+    T_EQ(tb_cli(&b, "rm -q '%s'", tb_url(&b, u, sizeof(u), "q/a\\?b")), 0);
+    T_FALSE(tb_exists(&b, "q/a?b"));
+    T_TRUE(tb_exists(&b, "q/axb"));
+    /* cp's destination is never a pattern: a '?' in it is the key's (cp
+     * refused "several objects need -r" for one object, and a prefix
+     * with '?' in a tree copy's destination). */
+    char u2[2048];
+    T_EQ(tb_cli(&b, "cp -q '%s' '%s'", tb_url(&b, u, sizeof(u), "q/axb"),
+                tb_url(&b, u2, sizeof(u2), "q/c?d")),
+         0);
+    T_TRUE(tb_exists(&b, "q/c?d"));
+    T_EQ(tb_cli(&b, "cp -q '%s' '%s'", tb_url(&b, u, sizeof(u), "q/ax*"),
+                tb_url(&b, u2, sizeof(u2), "r/x?y/")),
+         0);
+    T_TRUE(tb_exists(&b, "r/x?y/axb"));
     T_EQ(tb_cli(&b, "put -q '%s' %s/f", tb_url(&b, u, sizeof(u), "q/x?b=1"), b.tmp), 2);
     T_EQ(t_sh("grep -q \"unknown URL option 'b'\" %s/err", b.tmp), 0);
     railiod_end();
