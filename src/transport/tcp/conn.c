@@ -767,12 +767,13 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
         return ret;
     uint64_t owed = cn->rx_mode == RX_DST ? cn->rx_len - cn->rx_got : 0;
     int v = !cn->tls.ssl && owed >= TCP_LOWAT_MIN ? (int)min_u64(owed / 2, TCP_LOWAT_MAX) : 0;
+    /* What the socket held when the watchdog last looked is gone: it was
+     * read (this read made progress, and the watchdog counts from it). */
+    cn->lowat_seen = 0;
     if (v != cn->lowat) {
         int set = v ? v : 1;
-        if (setsockopt(cn->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0) {
+        if (setsockopt(cn->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)
             cn->lowat = v;
-            cn->lowat_seen = 0;
-        }
     }
     return 0;
 }
