@@ -62,6 +62,7 @@ static void conn_close_fd(struct tcp_transport *t, struct tcp_conn *cn)
     cn->rx_slot = NULL;
     cn->rx_len = cn->rx_got = 0;
     cn->lowat = cn->lowat_seen = 0;
+    cn->lowat_look_ns = 0;
     cn->hs_len = cn->hs_off = 0;
     rio__free(cn->ctrl);
     cn->ctrl = NULL;
@@ -770,6 +771,7 @@ static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
     /* What the socket held when the watchdog last looked is gone: it was
      * read (this read made progress, and the watchdog counts from it). */
     cn->lowat_seen = 0;
+    cn->lowat_look_ns = now;
     if (v != cn->lowat) {
         int set = v ? v : 1;
         if (setsockopt(cn->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)

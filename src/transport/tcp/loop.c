@@ -182,8 +182,8 @@ static uint64_t tomb_due(const struct tcp_conn *cn)
 }
 
 /* Under a receive low-water mark bytes arrive without waking the loop: a
- * connection whose socket holds more than when last looked has made
- * progress (a slow link still delivering a large answer). */
+ * connection whose socket holds more than at the last look (or read) has
+ * made progress (a slow link still delivering a large answer). */
 static bool lowat_moved(struct tcp_conn *cn)
 {
     int avail = 0;
@@ -243,9 +243,21 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
             }
             if (!progress_ns || (!cn->sq.count && !cn->wq.count))
                 break;
-            if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns &&
-                lowat_moved(cn))
-                cn->last_progress_ns = now;
+            if (cn->lowat) {
+                /* Under a receive low-water mark bytes arrive unseen: the
+                 * socket's queue is looked at every quarter of the
+                 * watchdog's time, and bytes found are dated to the look
+                 * (at most a quarter late: a rail that browns out after a
+                 * burst is cut within 1.25 times the watchdog's time, as
+                 * when every segment woke the loop). */
+                uint64_t step = progress_ns / 4 ? progress_ns / 4 : 1;
+                if (now >= cn->lowat_look_ns + step) {
+                    if (lowat_moved(cn))
+                        cn->last_progress_ns = now;
+                    cn->lowat_look_ns = now;
+                }
+                next = min_u64(next, cn->lowat_look_ns + step);
+            }
             if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns) {
                 rio__tcp_ctr_add(t, &t->ctr.watchdog_trips, 1);
                 rio__tcp_conn_fail(t, cn, -ETIMEDOUT);

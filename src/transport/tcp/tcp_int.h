@@ -291,6 +291,7 @@ struct tcp_conn {
      * below the mark arrive without a wake-up. */
     int lowat;
     int lowat_seen;
+    uint64_t lowat_look_ns; /* the watchdog's last look (or the last read) */
     uint64_t hs_id;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
     uint32_t max_body, max_depth;
