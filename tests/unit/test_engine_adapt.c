@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* T_LABELS unit */
+/* T_LABELS unit;alone */
 /*
  * Adaptive concurrency (issue 16 item 2, option adapt): each call class
  * starts on one path at depth 1 and climbs while goodput grows, within the
