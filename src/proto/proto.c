@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <openssl/core_names.h>
@@ -1054,4 +1055,17 @@ int rio__proto_dec_exists_resp(const uint8_t *body, size_t len, struct rio_proto
     if (m->bits && (m->n % 8) && (m->bits[m->n / 8] >> (m->n % 8)))
         return RIO_EPROTO;
     return r_done(&r);
+}
+
+void rio__proto_rcvlowat(int fd, int *cur, uint64_t owed)
+{
+    uint64_t half = owed / 2;
+    int v = owed >= RIO_PROTO_LOWAT_MIN
+                ? (int)(half < RIO_PROTO_LOWAT_MAX ? half : RIO_PROTO_LOWAT_MAX)
+                : 0;
+    if (v == *cur)
+        return;
+    int set = v ? v : 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)
+        *cur = v;
 }

@@ -429,6 +429,27 @@ int rio__proto_rx_end(struct rio_proto_sess *s, const uint8_t tag[RIO_PROTO_TAG_
 int rio__proto_rx_check(struct rio_proto_sess *s, const uint8_t hdr[RIO_PROTO_HDR_LEN],
                         const void *ctl, size_t ctl_len, const uint8_t tag[RIO_PROTO_TAG_LEN]);
 
+/*
+ * How both ends receive a large body (a PUT_CHUNK's data on railiod, a
+ * READ answer's on the client) straight into its destination: before
+ * waiting on the socket again, its receive low-water mark (SO_RCVLOWAT) is
+ * half of what the body still owes, at most RIO_PROTO_LOWAT_MAX, when that
+ * is RIO_PROTO_LOWAT_MIN or more; else the default. So epoll wakes the
+ * reader once per that many bytes, not once per segment the sender pushes
+ * (on loopback each wake-up is the sender's CPU too: docs/bench.md,
+ * "Wake-ups per chunk"). Never above what the body still owes, which the
+ * peer sends without waiting for an answer, so the mark is reached; half
+ * of it, so that of a body a peer stops sending in the middle all but a
+ * small tail is taken in. owed: the bytes the body still owes, 0 where no
+ * mark applies (TLS, bytes already buffered, no large body); *cur: the
+ * mark as last set (0: the default), changed only where setsockopt took
+ * the new one (a failure keeps the default: wake-ups only). Called
+ * whenever a read ends, whatever ended it.
+ */
+#define RIO_PROTO_LOWAT_MIN (16u << 10)
+#define RIO_PROTO_LOWAT_MAX (512u << 10)
+void rio__proto_rcvlowat(int fd, int *cur, uint64_t owed);
+
 /* HMACs of the authentication exchange (OpenSSL HMAC-SHA256). */
 int rio__proto_auth_mac(const uint8_t *token, size_t token_len, const char *label,
                         const uint8_t a[RIO_PROTO_NONCE_LEN], const uint8_t b[RIO_PROTO_NONCE_LEN],

@@ -70,12 +70,6 @@
 /* Bulk bytes are received straight into their destination when at least
  * this much is wanted and nothing is buffered. */
 #define DIRECT_MIN (16u * 1024u)
-/* While a large body arrives straight into its buffer, the socket's
- * receive low-water mark (SO_RCVLOWAT) is up to this many of its bytes, so
- * epoll wakes the worker once per LOWAT_MAX rather than once per segment
- * the sender pushes: on loopback every wake-up is the sender's cost too
- * (it runs the receive path in its own system call), docs/bench.md. */
-#define LOWAT_MAX (512u * 1024u)
 #define SCRATCH_SIZE (64u * 1024u)
 /* Bytes taken from one socket per readiness event before others get a turn. */
 #define READ_BUDGET (8u << 20)
@@ -1738,28 +1732,17 @@ static int conn_should_pause(const struct conn *c)
 }
 
 /*
- * Before the worker waits on c again: the socket's receive low-water mark
- * (SO_RCVLOWAT) is half of what the large body now arriving straight into
- * its buffer still owes, at most LOWAT_MAX, else the default. It is never
- * above what the frame still owes (the peer sends those bytes without
- * waiting for us, so the mark is reached), or epoll would wait for bytes
- * that are not coming; half, so that a peer that stalls in the middle of
- * a body still has all but a small tail of what it sent taken in (and its
- * frame deadline is what cuts it). Whatever ended the read (no data, the
- * budget, a pause at a frame's end), it is set again here. A failure
- * keeps the default: wake-ups only.
+ * Before the worker waits on c again: the receive low-water mark for the
+ * large body now arriving straight into its buffer (rio__proto_rcvlowat),
+ * whatever ended the read (no data, the budget, a pause at a frame's end,
+ * where the header is owed and the mark is the default). Not with TLS, nor
+ * with bytes in the read buffer. A peer that stalls in the middle of a
+ * body is cut by its frame deadline, as before.
  */
 static void conn_lowat(struct conn *c)
 {
     size_t owed = c->want_len - c->want_got;
-    int v = 0;
-    if (!c->tls.ssl && c->rpos == c->rend && owed >= DIRECT_MIN)
-        v = (int)(owed / 2 < LOWAT_MAX ? owed / 2 : LOWAT_MAX);
-    if (v == c->lowat)
-        return;
-    int set = v ? v : 1;
-    if (setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)
-        c->lowat = v;
+    rio__proto_rcvlowat(c->fd, &c->lowat, !c->tls.ssl && c->rpos == c->rend ? owed : 0);
 }
 
 static void conn_read(struct conn *c)

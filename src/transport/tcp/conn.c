@@ -748,35 +748,23 @@ static int conn_read_some(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
 }
 
 /*
- * Read what cn has; then, before the loop waits on cn again, its receive
- * low-water mark (SO_RCVLOWAT): half of what a large READ answer arriving
- * straight into its destination still owes, at most TCP_LOWAT_MAX, so the
- * loop wakes once per that many bytes, not once per segment the server
- * pushes (on loopback each wake-up is the server's CPU too), else the
- * default. Never above what the answer still owes (the server sends it
- * without waiting, so the mark is reached), or epoll would wait for bytes
- * that are not coming; half of it, so that a server that stalls in the
- * middle of an answer still has all but a small tail of what it sent
- * taken in; set again whatever ended the read (no data, the budget). Plain
- * TCP only; a failure keeps the default: wake-ups only. The watchdog
- * sees bytes arriving under the mark (lowat_moved, loop.c).
+ * Read what cn has; then, before the loop waits on cn again, the receive
+ * low-water mark for a READ answer's data arriving straight into its
+ * destination (rio__proto_rcvlowat), whatever ended the read (no data, the
+ * budget). Plain TCP only. The watchdog sees bytes arriving under the mark
+ * (lowat_moved, loop.c).
  */
 static int conn_read(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     int ret = conn_read_some(t, cn, now);
     if (ret != 0 || cn->fd < 0 || cn->state != C_READY)
         return ret;
-    uint64_t owed = cn->rx_mode == RX_DST ? cn->rx_len - cn->rx_got : 0;
-    int v = !cn->tls.ssl && owed >= TCP_LOWAT_MIN ? (int)min_u64(owed / 2, TCP_LOWAT_MAX) : 0;
+    uint64_t owed = cn->rx_mode == RX_DST && !cn->tls.ssl ? cn->rx_len - cn->rx_got : 0;
     /* What the socket held when the watchdog last looked is gone: it was
      * read (this read made progress, and the watchdog counts from it). */
     cn->lowat_seen = 0;
     cn->lowat_look_ns = now;
-    if (v != cn->lowat) {
-        int set = v ? v : 1;
-        if (setsockopt(cn->fd, SOL_SOCKET, SO_RCVLOWAT, &set, sizeof(set)) == 0)
-            cn->lowat = v;
-    }
+    rio__proto_rcvlowat(cn->fd, &cn->lowat, owed);
     return 0;
 }
 

@@ -160,10 +160,6 @@
 #define TCP_IOV_MAX 64
 #define TCP_SEND_BATCH (16u << 20)  /* bytes offered to one sendmsg */
 #define TCP_RECV_BUDGET (16u << 20) /* bytes read from one connection per event */
-/* A READ answer's data owing at least TCP_LOWAT_MIN bytes wakes the loop
- * once per TCP_LOWAT_MAX of them (SO_RCVLOWAT, conn.c). */
-#define TCP_LOWAT_MIN (16u << 10)
-#define TCP_LOWAT_MAX (512u << 10)
 #define TCP_DISCARD_LEN (64u << 10)
 #define TCP_EVENTS 64
 #define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + 22 + RIO_KEY_MAX + RIO_PROTO_TAG_LEN)
