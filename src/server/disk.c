@@ -111,6 +111,7 @@ struct rio_srv_disk {
     pthread_mutex_t keylock[KEY_LOCKS];
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
+    struct rio_srv_index index; /* tab's entries in key order */
     uint64_t bytes;
     struct tomb *tombs[TOMB_BUCKETS];
     uint64_t ntombs;
@@ -220,6 +221,7 @@ static uint64_t index_insert(struct rio_srv_disk *d, struct rio_srv_obj *e)
     if (old) {
         *slot = old->hnext;
         old->hnext = NULL;
+        rio__srv_index_remove(&d->index, old);
         d->nobj--;
         d->bytes -= old->size;
         stale = old->generation;
@@ -227,6 +229,7 @@ static uint64_t index_insert(struct rio_srv_disk *d, struct rio_srv_obj *e)
     }
     e->hnext = *slot;
     *slot = e;
+    rio__srv_index_insert(&d->index, e);
     d->nobj++;
     d->bytes += e->size;
     rio__srv_obj_grow(&d->tab, &d->tab_mask, d->nobj);
@@ -534,6 +537,7 @@ static void recover_tombs(struct rio_srv_disk *d)
                 continue;
             *slot = e->hnext;
             e->hnext = NULL;
+            rio__srv_index_remove(&d->index, e);
             d->nobj--;
             d->bytes -= e->size;
             atomic_fetch_sub(&d->recovered, 1);
@@ -662,6 +666,7 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     d->tab_mask = 1023;
     d->dir = rio__strdup(dir);
     d->tab = rio__calloc(d->tab_mask + 1, sizeof(*d->tab));
+    rio__srv_index_init(&d->index);
     if (!d->dir || !d->tab) {
         ret = -ENOMEM;
         goto err;
@@ -1163,7 +1168,7 @@ struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, u
 void rio__srv_disk_list(struct rio_srv_disk *d, struct rio_srv_lister *l)
 {
     pthread_mutex_lock(&d->mu);
-    rio__srv_list_table_locked(l, d->tab, d->tab_mask);
+    rio__srv_list_index_locked(l, &d->index);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -1330,6 +1335,7 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen,
     if (e) {
         *slot = e->hnext;
         e->hnext = NULL;
+        rio__srv_index_remove(&d->index, e);
         d->nobj--;
         d->bytes -= e->size;
     }

@@ -80,12 +80,34 @@ struct rio_srv_obj {
     int64_t mtime_ns;   /* when it was committed, CLOCK_REALTIME (LIST's modified time) */
     /* Store lock (the disk index's lock for disk index entries): */
     struct rio_srv_obj *hnext;
+    struct rio_srv_obj *ileft, *iright; /* the key-ordered index (list.c) */
+    uint32_t iprio;
     struct rio_list_node lru_node; /* on the store's lru */
     /* Store lock: on the store's committing list between commit_take and
      * publish/drop (tombstones stay while an older upload can commit). */
     struct rio_list_node cnode;
     int committing;
 };
+
+/*
+ * The objects of a table (the store's, the disk index's) in byte order of
+ * key, beside its hash chains and under the same lock, so that a LIST page
+ * costs a search per entry, not a walk of every object (list.c). A treap:
+ * each object gets a random priority when it goes in, so its depth stays
+ * about 2 ln n (expected) whatever the keys and their order.
+ */
+struct rio_srv_index {
+    struct rio_srv_obj *root;
+    uint64_t rng;
+};
+void rio__srv_index_init(struct rio_srv_index *x);
+/* o's key must not be in the index already (a table holds one object per key). */
+void rio__srv_index_insert(struct rio_srv_index *x, struct rio_srv_obj *o);
+/* o must be in the index. */
+void rio__srv_index_remove(struct rio_srv_index *x, struct rio_srv_obj *o);
+/* The object with the smallest key above key (strict) or not below it, or NULL. */
+const struct rio_srv_obj *rio__srv_index_first(const struct rio_srv_index *x, const char *key,
+                                               size_t len, int strict);
 
 struct rio_srv_dfile;
 struct rio_srv_stage;
@@ -162,7 +184,8 @@ struct rio_srv_store {
     uint64_t unstarted_meta;      /* metadata of uploads without a chunk yet */
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
-    struct rio_list lru; /* of objects, by lru_node: head is the most recently used */
+    struct rio_srv_index index; /* tab's objects in key order */
+    struct rio_list lru;        /* of objects, by lru_node: head is the most recently used */
     struct rio_srv_upload **utab;
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;
@@ -345,19 +368,18 @@ struct rio_srv_lister {
     struct rio_proto_list m; /* borrowed strings: the request's body */
     unsigned max;            /* entries per page, clamped */
     uint64_t now;
-    struct rio_srv_list_sel *sel; /* 2 x (max + 1) candidates */
+    struct rio_srv_list_sel *sel; /* max + 1 entries, in order */
     unsigned n;
-    int bounded;  /* sel[max] is the largest key the page may hold */
+    char *next;   /* RIO_KEY_MAX bytes: the first key past a common prefix */
     uint8_t *out; /* the answer's control part, cap bytes */
     size_t cap, out_len;
 };
 /* Clamp and allocate (before any lock). 0 or -ENOMEM. */
 int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *m);
 void rio__srv_lister_cleanup(struct rio_srv_lister *l);
-/* Under the lock of an object table (tab, mask + 1 chains by hnext): choose
- * the page among its objects and encode it into out (out_len). */
-void rio__srv_list_table_locked(struct rio_srv_lister *l, struct rio_srv_obj *const *tab,
-                                size_t mask);
+/* Under the lock of an object table: choose the page among the objects of
+ * its index and encode it into out (out_len). */
+void rio__srv_list_index_locked(struct rio_srv_lister *l, const struct rio_srv_index *x);
 /* One page of the memory store's published objects (never an upload). */
 void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l);
 

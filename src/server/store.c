@@ -255,6 +255,7 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
     memset(s, 0, sizeof(*s));
     s->tab_mask = 1023;
     s->tab = rio__calloc(s->tab_mask + 1, sizeof(*s->tab));
+    rio__srv_index_init(&s->index);
     if (!s->tab)
         return -ENOMEM;
     s->utab_mask = UPLOAD_BUCKETS - 1;
@@ -433,6 +434,7 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
 
     *slot = o->hnext;
     o->hnext = NULL;
+    rio__srv_index_remove(&s->index, o);
     rio_list_remove(&s->lru, &o->lru_node);
     s->nobj--;
     s->used -= o->charge;
@@ -497,7 +499,7 @@ struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key,
 void rio__srv_store_list(struct rio_srv_store *s, struct rio_srv_lister *l)
 {
     pthread_mutex_lock(&s->mu);
-    rio__srv_list_table_locked(l, s->tab, s->tab_mask);
+    rio__srv_list_index_locked(l, &s->index);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -1353,6 +1355,7 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     slot = obj_slot_locked(s, o->key, o->key_len);
     o->hnext = *slot;
     *slot = o;
+    rio__srv_index_insert(&s->index, o);
     rio_list_push_front(&s->lru, &o->lru_node);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
