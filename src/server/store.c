@@ -131,7 +131,10 @@ uint8_t *rio__srv_data_alloc(uint64_t n)
         return p;
     }
     if (!rio__srv_data_heap)
-        return rio__alloc_aligned(0, (size_t)n);
+        /* Page-aligned, but not a buffer smaller than a page: its
+         * alignment would cost a page per object, which the object's
+         * charge does not count (a million 1-byte objects held 4 GiB). */
+        return rio__alloc_aligned(n >= 4096 ? 0 : 64, (size_t)n);
     /* From the heap (--prefault): memory rio__srv_store_prefault touched
      * already, marked for huge pages there. Not aligned: an aligned block
      * needs its size plus the alignment, so the hole an evicted object of
