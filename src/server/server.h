@@ -82,6 +82,7 @@ struct rio_srv_obj {
     struct rio_srv_obj *hnext;
     struct rio_srv_obj *ileft, *iright; /* the key-ordered index (list.c) */
     uint32_t iprio;
+    size_t eslot; /* memory store, with an expiry: its place in the expiry heap + 1 */
     struct rio_list_node lru_node; /* on the store's lru */
     /* Store lock: on the store's committing list between commit_take and
      * publish/drop (tombstones stay while an older upload can commit). */
@@ -185,7 +186,11 @@ struct rio_srv_store {
     struct rio_srv_obj **tab;
     size_t tab_mask, nobj;
     struct rio_srv_index index; /* tab's objects in key order */
-    struct rio_list lru;        /* of objects, by lru_node: head is the most recently used */
+    /* tab's objects that expire, a binary min-heap by expiry_ns: the sweep
+     * takes what expired from its top instead of looking at every object. */
+    struct rio_srv_obj **eheap;
+    size_t eheap_n, eheap_cap;
+    struct rio_list lru; /* of objects, by lru_node: head is the most recently used */
     struct rio_srv_upload **utab;
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;

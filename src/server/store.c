@@ -376,6 +376,7 @@ void rio__srv_store_cleanup(struct rio_srv_store *s)
             rio__free(cl);
         }
     rio__free(s->tab);
+    rio__free(s->eheap);
     rio__free(s->utab);
     rio__srv_commits_free(s->commits);
     rio__free(s->ctab);
@@ -430,6 +431,76 @@ static struct rio_srv_obj **obj_slot_locked(struct rio_srv_store *s, const char 
     return rio__srv_obj_slot(s->tab, s->tab_mask, key, klen);
 }
 
+/* The expiry heap (store.mu): objects with an expiry, the soonest on top. */
+static void eheap_set(struct rio_srv_store *s, size_t i, struct rio_srv_obj *o)
+{
+    s->eheap[i] = o;
+    o->eslot = i + 1;
+}
+
+static void eheap_up(struct rio_srv_store *s, size_t i)
+{
+    struct rio_srv_obj *o = s->eheap[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (s->eheap[p]->expiry_ns <= o->expiry_ns)
+            break;
+        eheap_set(s, i, s->eheap[p]);
+        i = p;
+    }
+    eheap_set(s, i, o);
+}
+
+static void eheap_down(struct rio_srv_store *s, size_t i)
+{
+    struct rio_srv_obj *o = s->eheap[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= s->eheap_n)
+            break;
+        if (c + 1 < s->eheap_n && s->eheap[c + 1]->expiry_ns < s->eheap[c]->expiry_ns)
+            c++;
+        if (o->expiry_ns <= s->eheap[c]->expiry_ns)
+            break;
+        eheap_set(s, i, s->eheap[c]);
+        i = c;
+    }
+    eheap_set(s, i, o);
+}
+
+/* 0, or -ENOMEM: then o is not in the heap and expires only when it is
+ * next looked up (or listed, which skips it). */
+static int eheap_push_locked(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    if (s->eheap_n == s->eheap_cap) {
+        size_t cap = s->eheap_cap ? 2 * s->eheap_cap : 1024;
+        struct rio_srv_obj **h = rio__realloc(s->eheap, cap * sizeof(*h));
+        if (!h)
+            return -ENOMEM;
+        s->eheap = h;
+        s->eheap_cap = cap;
+    }
+    s->eheap[s->eheap_n] = o;
+    eheap_up(s, s->eheap_n++);
+    return 0;
+}
+
+static void eheap_remove_locked(struct rio_srv_store *s, struct rio_srv_obj *o)
+{
+    size_t i = o->eslot - 1;
+    struct rio_srv_obj *last = s->eheap[--s->eheap_n];
+
+    o->eslot = 0;
+    if (last == o)
+        return;
+    s->eheap[i] = last;
+    last->eslot = i + 1;
+    if (i > 0 && s->eheap[(i - 1) / 2]->expiry_ns > last->expiry_ns)
+        eheap_up(s, i);
+    else
+        eheap_down(s, i);
+}
+
 /* Take o out of the map and the LRU, release its charge and the map's ref. */
 static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot)
 {
@@ -438,6 +509,8 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
     *slot = o->hnext;
     o->hnext = NULL;
     rio__srv_index_remove(&s->index, o);
+    if (o->eslot)
+        eheap_remove_locked(s, o);
     rio_list_remove(&s->lru, &o->lru_node);
     s->nobj--;
     s->used -= o->charge;
@@ -1359,6 +1432,10 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     o->hnext = *slot;
     *slot = o;
     rio__srv_index_insert(&s->index, o);
+    if (o->expiry_ns && eheap_push_locked(s, o) < 0)
+        SRV_WARN("no memory for the expiry heap: the object under a key of %u bytes "
+                 "expires when next looked up",
+                 o->key_len);
     rio_list_push_front(&s->lru, &o->lru_node);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
@@ -1472,12 +1549,16 @@ int rio__srv_store_abort(struct rio_srv_store *s, uint64_t id)
 void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now)
 {
     pthread_mutex_lock(&s->mu);
-    for (struct rio_srv_obj *o = lru_oldest(s), *p; o; o = p) {
-        p = rio_list_entry(o->lru_node.prev, struct rio_srv_obj, lru_node);
-        if (obj_expired(o, now)) {
-            obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
-            s->expirations++;
+    /* What expired, soonest first: never a walk of every object (a million
+     * objects took 0.1 s under the lock, every 250 ms). */
+    while (s->eheap_n && obj_expired(s->eheap[0], now)) {
+        struct rio_srv_obj *o = s->eheap[0], **slot = obj_slot_locked(s, o->key, o->key_len);
+        if (*slot != o) { /* cannot be: every object in the heap is in the map */
+            eheap_remove_locked(s, o);
+            continue;
         }
+        obj_remove_locked(s, slot);
+        s->expirations++;
     }
     for (size_t i = 0; i <= s->utab_mask && s->nup; i++) {
         struct rio_srv_upload **pp = &s->utab[i];
