@@ -14,7 +14,9 @@
  *   build/listscale railio://127.0.0.1:7070 [COUNT] [RUNS]
  *
  * The objects stay (list them again with `railio ls`); COUNT defaults to
- * 1048576, RUNS to 2000.
+ * 1048576, RUNS to 2000. Against a server whose --memory holds fewer
+ * objects (--memory 32M holds about 65,000), the fill times PUTs into a
+ * full store, each evicting the least recently used object.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -176,8 +178,10 @@ int main(int argc, char **argv)
     t = now_s();
     long n = list_all(c, &pages);
     printf("list: %ld keys in %u pages, %.2f s\n", n, pages, now_s() - t);
-    if (n != (long)count)
+    if (n < 0)
         return 1;
+    if (n < (long)count) /* a server whose --memory holds fewer evicted the rest */
+        printf("(%ld of the %u objects evicted)\n", (long)count - n, count);
     if (latency(c, runs, "alone") || stalls(c))
         return 1;
     pthread_create(&th, NULL, lister, NULL);
