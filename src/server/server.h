@@ -104,7 +104,7 @@ struct rio_srv_index {
 void rio__srv_index_init(struct rio_srv_index *x);
 /* o's key must not be in the index already (a table holds one object per key). */
 void rio__srv_index_insert(struct rio_srv_index *x, struct rio_srv_obj *o);
-/* o must be in the index. */
+/* Takes o out of the index; an object not in it is left alone. */
 void rio__srv_index_remove(struct rio_srv_index *x, struct rio_srv_obj *o);
 /* The object with the smallest key above key (strict) or not below it, or NULL. */
 const struct rio_srv_obj *rio__srv_index_first(const struct rio_srv_index *x, const char *key,
@@ -190,6 +190,7 @@ struct rio_srv_store {
      * takes what expired from its top instead of looking at every object. */
     struct rio_srv_obj **eheap;
     size_t eheap_n, eheap_cap;
+    size_t eheap_missed; /* objects that expire but are not in it (no memory) */
     struct rio_list lru; /* of objects, by lru_node: head is the most recently used */
     struct rio_srv_upload **utab;
     size_t utab_mask, nup;

@@ -511,6 +511,8 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
     rio__srv_index_remove(&s->index, o);
     if (o->eslot)
         eheap_remove_locked(s, o);
+    else if (o->expiry_ns)
+        s->eheap_missed--;
     rio_list_remove(&s->lru, &o->lru_node);
     s->nobj--;
     s->used -= o->charge;
@@ -788,6 +790,14 @@ out:
  * on every sweep and on every reservation of a full store). */
 static void drop_expired_locked(struct rio_srv_store *s, uint64_t now)
 {
+    /* Objects the heap had no memory for: the walk, while there are any. */
+    for (struct rio_srv_obj *o = s->eheap_missed ? lru_oldest(s) : NULL, *p; o; o = p) {
+        p = rio_list_entry(o->lru_node.prev, struct rio_srv_obj, lru_node);
+        if (!o->eslot && obj_expired(o, now)) {
+            obj_remove_locked(s, obj_slot_locked(s, o->key, o->key_len));
+            s->expirations++;
+        }
+    }
     while (s->eheap_n && obj_expired(s->eheap[0], now)) {
         struct rio_srv_obj *o = s->eheap[0], **slot = obj_slot_locked(s, o->key, o->key_len);
         if (*slot != o) { /* cannot be: every object in the heap is in the map */
@@ -1440,10 +1450,13 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     o->hnext = *slot;
     *slot = o;
     rio__srv_index_insert(&s->index, o);
-    if (o->expiry_ns && eheap_push_locked(s, o) < 0)
-        SRV_WARN("no memory for the expiry heap: the object under a key of %u bytes "
-                 "expires when next looked up",
+    if (o->expiry_ns && eheap_push_locked(s, o) < 0) {
+        /* Found by a walk of every object until it goes. */
+        s->eheap_missed++;
+        SRV_WARN("no memory for the expiry heap: expired objects are looked for in every "
+                 "object until the one under a key of %u bytes is gone",
                  o->key_len);
+    }
     rio_list_push_front(&s->lru, &o->lru_node);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
