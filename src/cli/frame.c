@@ -461,8 +461,12 @@ int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, stru
 
 static struct rio_cancel *cancel_token;
 static int cancel_pipe[2] = {-1, -1}; /* readable once a signal came */
+/* The file a second signal removes: set by the verb's thread, read by the
+ * watcher's, under tmp_mu (the watcher holds it to the end, so the path
+ * cannot change while it is removed). */
+static pthread_mutex_t tmp_mu = PTHREAD_MUTEX_INITIALIZER;
 static char tmp_path[4096];
-static volatile sig_atomic_t tmp_set;
+static int tmp_set;
 
 struct rio_cancel *rio_cli_cancel_token(void)
 {
@@ -495,11 +499,13 @@ int rio_cli_interrupted(void)
 
 void rio_cli_tmp_register(const char *path)
 {
+    pthread_mutex_lock(&tmp_mu);
     tmp_set = 0;
     if (path && strlen(path) < sizeof(tmp_path)) {
         strcpy(tmp_path, path);
         tmp_set = 1;
     }
+    pthread_mutex_unlock(&tmp_mu);
 }
 
 static void *watcher(void *arg)
@@ -516,7 +522,9 @@ static void *watcher(void *arg)
                 continue; /* a full pipe is readable already */
             continue;
         }
-        /* A second signal: no more waiting. */
+        /* A second signal: no more waiting. The lock is never released:
+         * the process ends here. */
+        pthread_mutex_lock(&tmp_mu);
         if (tmp_set)
             unlink(tmp_path);
         signal(sig, SIG_DFL);
