@@ -9,8 +9,8 @@
  * lock still keeps the objects' keys alive. A page of k entries costs
  * about k searches of 2 ln n nodes, whatever the table holds. (Before the
  * index, each page walked every object: 0.17-0.2 s under the lock per page
- * among a million objects, so `railio ls` of a million keys took 210 s in
- * pages of 1000, and the PUTs and GETs beside it waited up to 0.75 s.)
+ * among a million objects, so `railio ls` of a million keys took 187-218 s
+ * in pages of 1000, and the PUTs and GETs beside it waited up to a second.)
  * The selection and the answer are allocated before the lock, bounded by
  * RIO_PROTO_LIST_MAX_KEYS and RIO_PROTO_LIST_RESP_MAX whatever was asked.
  */

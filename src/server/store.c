@@ -468,8 +468,8 @@ static void eheap_down(struct rio_srv_store *s, size_t i)
     eheap_set(s, i, o);
 }
 
-/* 0, or -ENOMEM: then o is not in the heap and expires only when it is
- * next looked up (or listed, which skips it). */
+/* 0, or -ENOMEM: then o is not in the heap, and the caller counts it in
+ * eheap_missed (drop_expired_locked then walks every object). */
 static int eheap_push_locked(struct rio_srv_store *s, struct rio_srv_obj *o)
 {
     if (s->eheap_n == s->eheap_cap) {
