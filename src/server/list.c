@@ -136,12 +136,11 @@ int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *
     l->max = max;
     l->now = rio__now_ns();
     l->sel = rio__malloc(((size_t)max + 1) * sizeof(*l->sel));
-    l->next = rio__malloc(RIO_KEY_MAX);
     /* What max entries can take, at most RIO_PROTO_LIST_RESP_MAX. */
     size_t cap = RIO_PROTO_LIST_FIXED + (size_t)max * (RIO_PROTO_ENTRY_FIXED + RIO_KEY_MAX);
     l->cap = cap < RIO_PROTO_LIST_RESP_MAX ? cap : RIO_PROTO_LIST_RESP_MAX;
     l->out = rio__malloc(l->cap);
-    if (!l->sel || !l->next || !l->out) {
+    if (!l->sel || !l->out) {
         rio__srv_lister_cleanup(l);
         return -ENOMEM;
     }
@@ -151,10 +150,8 @@ int rio__srv_lister_init(struct rio_srv_lister *l, const struct rio_proto_list *
 void rio__srv_lister_cleanup(struct rio_srv_lister *l)
 {
     rio__free(l->sel);
-    rio__free(l->next);
     rio__free(l->out);
     l->sel = NULL;
-    l->next = NULL;
     l->out = NULL;
 }
 

@@ -20,6 +20,7 @@
 #include "core/list.h"
 #include "proto/proto.h"
 #include "proto/tls.h"
+#include "railio.h" /* RIO_KEY_MAX */
 
 /* ------------------------------------------------------------------ logs */
 
@@ -376,8 +377,8 @@ struct rio_srv_lister {
     uint64_t now;
     struct rio_srv_list_sel *sel; /* max + 1 entries, in order */
     unsigned n;
-    char *next;   /* RIO_KEY_MAX bytes: the first key past a common prefix */
-    uint8_t *out; /* the answer's control part, cap bytes */
+    char next[RIO_KEY_MAX]; /* the first key past a common prefix */
+    uint8_t *out;           /* the answer's control part, cap bytes */
     size_t cap, out_len;
 };
 /* Clamp and allocate (before any lock). 0 or -ENOMEM. */
