@@ -109,8 +109,8 @@ struct rio_srv_disk {
     pthread_mutex_t mu; /* the index and the tombstones */
     /* A commit's rename and publication, and a DELETE, of one key. */
     pthread_mutex_t keylock[KEY_LOCKS];
-    struct rio_srv_obj **tab;
-    size_t tab_mask, nobj;
+    struct rio_srv_otab tab;
+    size_t nobj;
     struct rio_srv_index index; /* tab's entries in key order */
     uint64_t bytes;
     struct tomb *tombs[TOMB_BUCKETS];
@@ -196,7 +196,7 @@ static void ent_unref(struct rio_srv_obj *e)
 
 static struct rio_srv_obj **slot_locked(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
-    return rio__srv_obj_slot(d->tab, d->tab_mask, key, klen);
+    return rio__srv_otab_slot(&d->tab, key, klen);
 }
 
 /*
@@ -232,7 +232,7 @@ static uint64_t index_insert(struct rio_srv_disk *d, struct rio_srv_obj *e)
     rio__srv_index_insert(&d->index, e);
     d->nobj++;
     d->bytes += e->size;
-    rio__srv_obj_grow(&d->tab, &d->tab_mask, d->nobj);
+    rio__srv_otab_grow(&d->tab, d->nobj);
     pthread_mutex_unlock(&d->mu);
     ent_unref(old);
     return stale;
@@ -663,11 +663,9 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     d->store = store;
     d->hold = getenv("RAILIOD_TEST_COMMIT_HOLD");
     d->max_chunks = max_chunks;
-    d->tab_mask = 1023;
     d->dir = rio__strdup(dir);
-    d->tab = rio__calloc(d->tab_mask + 1, sizeof(*d->tab));
     rio__srv_index_init(&d->index);
-    if (!d->dir || !d->tab) {
+    if (!d->dir || rio__srv_otab_init(&d->tab, 1024) < 0) {
         ret = -ENOMEM;
         goto err;
     }
@@ -739,10 +737,16 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
 err:
     if (d->dirfd >= 0)
         close(d->dirfd);
-    rio__free(d->tab);
+    rio__srv_otab_cleanup(&d->tab);
     rio__free(d->dir);
     rio__free(d);
     return ret;
+}
+
+static void ent_unref_each(struct rio_srv_obj *e, void *arg)
+{
+    (void)arg;
+    ent_unref(e);
 }
 
 void rio__srv_disk_close(struct rio_srv_disk *d)
@@ -756,13 +760,7 @@ void rio__srv_disk_close(struct rio_srv_disk *d)
             d->tombs[b] = t->next;
             rio__free(t);
         }
-    for (size_t i = 0; i <= d->tab_mask; i++) {
-        struct rio_srv_obj *e = d->tab[i], *n;
-        for (; e; e = n) {
-            n = e->hnext;
-            ent_unref(e);
-        }
-    }
+    rio__srv_otab_each(&d->tab, ent_unref_each, NULL);
     pthread_mutex_destroy(&d->mu);
     for (unsigned i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_destroy(&d->keylock[i]);
@@ -771,7 +769,7 @@ void rio__srv_disk_close(struct rio_srv_disk *d)
     pthread_mutex_destroy(&d->rmu);
     pthread_cond_destroy(&d->rcv);
     close(d->dirfd);
-    rio__free(d->tab);
+    rio__srv_otab_cleanup(&d->tab);
     rio__free(d->dir);
     rio__free(d);
 }

@@ -172,6 +172,29 @@ struct rio_srv_upload {
     struct rio_srv_upload *hnext;
 };
 
+/* An object table (otab.c), the store's and the disk index's: buckets of
+ * hnext chains by the key's hash. While a doubling is in progress the old
+ * buckets from mig on still hold their chains (moved a few at a time). */
+struct rio_srv_otab {
+    struct rio_srv_obj **tab, **old;
+    size_t mask, old_mask, mig;
+};
+
+/* nbuckets a power of two; 0 or -ENOMEM. Cleanup frees the buckets, not the
+ * objects (rio__srv_otab_each first). */
+int rio__srv_otab_init(struct rio_srv_otab *t, size_t nbuckets);
+void rio__srv_otab_cleanup(struct rio_srv_otab *t);
+/* The slot holding key, or the empty one ending its chain: valid until the
+ * next rio__srv_otab_grow. */
+struct rio_srv_obj **rio__srv_otab_slot(struct rio_srv_otab *t, const char *key, uint16_t klen);
+/* After an insert (nobj: the objects now in it): move a few buckets of a
+ * doubling in progress, or start one when the chains grow long (kept as is
+ * when memory is short). */
+void rio__srv_otab_grow(struct rio_srv_otab *t, size_t nobj);
+/* fn on every object, which it may free (the table is not used after). */
+void rio__srv_otab_each(struct rio_srv_otab *t, void (*fn)(struct rio_srv_obj *o, void *arg),
+                        void *arg);
+
 struct rio_srv_store_stats {
     uint64_t objects, bytes, used, capacity, uploads;
     uint64_t evictions, expirations, reclaimed;
@@ -184,8 +207,8 @@ struct rio_srv_store {
     pthread_mutex_t mu;
     struct rio_srv_client **ctab; /* uploads open per client address */
     uint64_t unstarted_meta;      /* metadata of uploads without a chunk yet */
-    struct rio_srv_obj **tab;
-    size_t tab_mask, nobj;
+    struct rio_srv_otab tab;
+    size_t nobj;
     struct rio_srv_index index; /* tab's objects in key order */
     /* tab's objects that expire, a binary min-heap by expiry_ns: the sweep
      * takes what expired from its top instead of looking at every object. */
@@ -219,12 +242,6 @@ void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *s
 struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
                                        int touch);
 void rio__srv_obj_unref(struct rio_srv_obj *o);
-/* An object table (store.c): the slot of key (or the empty one ending its
- * chain), and doubling the buckets when chains grow long (kept as is when
- * memory is short). */
-struct rio_srv_obj **rio__srv_obj_slot(struct rio_srv_obj **tab, size_t mask, const char *key,
-                                       uint16_t klen);
-void rio__srv_obj_grow(struct rio_srv_obj ***tab, size_t *mask, size_t nobj);
 /* 0 or RIO_ENOTFOUND; gen not 0: only that generation, else
  * RIO_EGENERATION and the object left. */
 int rio__srv_store_delete(struct rio_srv_store *s, const char *key, uint16_t klen, uint64_t gen);

@@ -93,11 +93,6 @@ struct rio_srv_stage {
     uint8_t *buf;
 };
 
-static uint64_t key_hash(const char *key, uint16_t klen)
-{
-    return rio__xxh3(key, klen);
-}
-
 static uint64_t id_hash(uint64_t id)
 {
     id ^= id >> 33;
@@ -256,10 +251,8 @@ int rio__srv_store_init(struct rio_srv_store *s, uint64_t capacity, int evict_lr
     uint64_t rnd = 0;
 
     memset(s, 0, sizeof(*s));
-    s->tab_mask = 1023;
-    s->tab = rio__calloc(s->tab_mask + 1, sizeof(*s->tab));
     rio__srv_index_init(&s->index);
-    if (!s->tab)
+    if (rio__srv_otab_init(&s->tab, 1024) < 0)
         return -ENOMEM;
     s->utab_mask = UPLOAD_BUCKETS - 1;
     s->utab = rio__calloc(UPLOAD_BUCKETS, sizeof(*s->utab));
@@ -296,7 +289,7 @@ err_utab:
     rio__free(s->ctab);
     rio__free(s->utab);
 err_tab:
-    rio__free(s->tab);
+    rio__srv_otab_cleanup(&s->tab);
     return -ENOMEM;
 }
 
@@ -352,15 +345,15 @@ void rio__srv_upload_unref(struct rio_srv_upload *u)
         upload_free(u);
 }
 
+static void obj_unref_each(struct rio_srv_obj *o, void *arg)
+{
+    (void)arg;
+    rio__srv_obj_unref(o);
+}
+
 void rio__srv_store_cleanup(struct rio_srv_store *s)
 {
-    for (size_t i = 0; i <= s->tab_mask; i++) {
-        struct rio_srv_obj *o = s->tab[i], *n;
-        for (; o; o = n) {
-            n = o->hnext;
-            rio__srv_obj_unref(o);
-        }
-    }
+    rio__srv_otab_each(&s->tab, obj_unref_each, NULL);
     for (size_t i = 0; i <= s->utab_mask; i++) {
         struct rio_srv_upload *u = s->utab[i], *n;
         for (; u; u = n) {
@@ -375,7 +368,7 @@ void rio__srv_store_cleanup(struct rio_srv_store *s)
             s->ctab[i] = cl->next;
             rio__free(cl);
         }
-    rio__free(s->tab);
+    rio__srv_otab_cleanup(&s->tab);
     rio__free(s->eheap);
     rio__free(s->utab);
     rio__srv_commits_free(s->commits);
@@ -414,21 +407,9 @@ static struct rio_srv_obj *lru_oldest(struct rio_srv_store *s)
     return rio_list_entry(s->lru.tail, struct rio_srv_obj, lru_node);
 }
 
-/* An object table (the store's, the disk index's): buckets of hnext chains
- * by the key's hash. The slot holding key, or the empty one ending its chain. */
-struct rio_srv_obj **rio__srv_obj_slot(struct rio_srv_obj **tab, size_t mask, const char *key,
-                                       uint16_t klen)
-{
-    struct rio_srv_obj **pp = &tab[key_hash(key, klen) & mask];
-    for (; *pp; pp = &(*pp)->hnext)
-        if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
-            break;
-    return pp;
-}
-
 static struct rio_srv_obj **obj_slot_locked(struct rio_srv_store *s, const char *key, uint16_t klen)
 {
-    return rio__srv_obj_slot(s->tab, s->tab_mask, key, klen);
+    return rio__srv_otab_slot(&s->tab, key, klen);
 }
 
 /* The expiry heap (store.mu): objects with an expiry, the soonest on top. */
@@ -523,32 +504,6 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
 static int obj_expired(const struct rio_srv_obj *o, uint64_t now)
 {
     return o->expiry_ns && now >= o->expiry_ns;
-}
-
-/* Double the bucket array when the chains grow long; on allocation failure
- * the table simply stays as it is. */
-void rio__srv_obj_grow(struct rio_srv_obj ***tab, size_t *mask, size_t nobj)
-{
-    size_t nsize = (*mask + 1) * 2;
-    struct rio_srv_obj **nt;
-
-    if (nobj < 2 * (*mask + 1) || nsize > ((size_t)1 << 28))
-        return;
-    nt = rio__calloc(nsize, sizeof(*nt));
-    if (!nt)
-        return;
-    for (size_t i = 0; i <= *mask; i++) {
-        struct rio_srv_obj *o = (*tab)[i], *n;
-        for (; o; o = n) {
-            n = o->hnext;
-            size_t b = key_hash(o->key, o->key_len) & (nsize - 1);
-            o->hnext = nt[b];
-            nt[b] = o;
-        }
-    }
-    rio__free(*tab);
-    *tab = nt;
-    *mask = nsize - 1;
 }
 
 struct rio_srv_obj *rio__srv_store_get(struct rio_srv_store *s, const char *key, uint16_t klen,
@@ -1460,7 +1415,7 @@ void rio__srv_store_publish(struct rio_srv_store *s, struct rio_srv_obj *o)
     rio_list_push_front(&s->lru, &o->lru_node);
     s->nobj++;
     s->bytes += o->size; /* o->charge is in used since the upload opened */
-    rio__srv_obj_grow(&s->tab, &s->tab_mask, s->nobj);
+    rio__srv_otab_grow(&s->tab, s->nobj);
     pthread_mutex_unlock(&s->mu);
 }
 
