@@ -326,10 +326,11 @@ TEST(head_cache_off_on_file)
 static const char walk_script[] =
     "import sys, urllib.request, urllib.parse, xml.etree.ElementTree as ET\n"
     "url, v2, n, delim = sys.argv[1], sys.argv[2] == '2', sys.argv[3], sys.argv[4]\n"
+    "prefix = sys.argv[5] if len(sys.argv) > 5 else ''\n"
     "ns = '{http://s3.amazonaws.com/doc/2006-03-01/}'\n"
     "got, tok, pages = [], None, 0\n"
     "while True:\n"
-    "    q = {'max-keys': n, 'delimiter': delim}\n"
+    "    q = {'max-keys': n, 'delimiter': delim, 'prefix': prefix}\n"
     "    if v2:\n"
     "        q['list-type'] = '2'\n"
     "        if tok: q['continuation-token'] = tok\n"
@@ -467,6 +468,39 @@ TEST(listing)
                         w[wn - 1] = '\0';
                     if (strcmp(w, d[i].want) != 0)
                         T_FAIL("delimiter '%s', V%d, %d a page: %s", d[i].delim, v, n, w);
+                    free(w);
+                }
+    }
+    /* A key that ends with the delimiter where it overlaps the prefix
+     * ("d/" under prefix "d/") is a key, not a common prefix: a page that
+     * ends with it goes on with the keys after it (they were skipped as if
+     * folded into it, and the listing ended there). */
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lsd", g.url), 200);
+    {
+        static const char *const k[] = {"d/",   "d/1", "d//2", "d/e/3", "ab",
+                                        "ab/1", "abb", "-",    "--",    "-a"};
+        static const struct {
+            const char *prefix, *delim, *want;
+        } d[] = {
+            {"d/", "/", "d/|P:d//|d/1|P:d/e/"},
+            {"a", "ab", "ab|ab/1|abb"},
+            {"-", "-", "-|P:--|-a"},
+        };
+        for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+            T_EQ(gw_curl(&g, "o", "-X PUT -d x '%s/lsd/%s'", g.url, k[i]), 200);
+        for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+            for (int v = 1; v <= 2; v++)
+                for (int n = 1; n <= 2; n++) {
+                    T_EQ(t_sh("python3 %s %s/lsd %d %d '%s' '%s' > %s 2>&1", gw_path(&g, "walk.py"),
+                              g.url, v, n, d[i].delim, d[i].prefix, gw_path(&g, "w")),
+                         0);
+                    size_t wn = 0;
+                    char *w = (char *)t_slurp(gw_path(&g, "w"), &wn);
+                    if (wn && w[wn - 1] == '\n')
+                        w[wn - 1] = '\0';
+                    if (strcmp(w, d[i].want) != 0)
+                        T_FAIL("prefix '%s', delimiter '%s', V%d, %d a page: %s", d[i].prefix,
+                               d[i].delim, v, n, w);
                     free(w);
                 }
     }

@@ -673,20 +673,27 @@ static int list_folded(const char *fprefix, const char *delim, const char *after
     return 0;
 }
 
-/* Where a listing of bucket starts after `after` (a marker, start-after or
- * a folded token's entry) into out (RIO_KEY_MAX + 1): "BUCKET/after", or,
- * when after ends with the delimiter (it names a common prefix), past every
- * key under it. 0, or -1 when too long. */
-static int list_after(const char *bucket, const char *after, const char *delim, char *out)
+/* Where a listing of bucket under prefix starts after `after` (a marker,
+ * start-after or a folded token's entry) into out (RIO_KEY_MAX + 1):
+ * "BUCKET/after", or, when after names a common prefix (it starts with the
+ * prefix and ends with the delimiter, wholly after the prefix), past every
+ * key under it. A key that ends with the delimiter only where it overlaps
+ * the prefix (key "d/" under prefix "d/", key "ab" under prefix "a" with
+ * delimiter "ab") is listed as a key and folds nothing: the keys after it
+ * are listed, not skipped. 0, or -1 when too long. */
+static int list_after(const char *bucket, const char *prefix, const char *after, const char *delim,
+                      char *out)
 {
     size_t bl = strlen(bucket), al = strlen(after), dl = delim ? strlen(delim) : 0;
+    size_t pl = strlen(prefix);
 
     if (bl + 1 + al > RIO_KEY_MAX)
         return -1;
     memcpy(out, bucket, bl);
     out[bl] = '/';
     memcpy(out + bl + 1, after, al + 1);
-    if (dl && al >= dl && strcmp(after + al - dl, delim) == 0 && bl + 1 + al < RIO_KEY_MAX)
+    if (dl && al >= pl + dl && strncmp(after, prefix, pl) == 0 &&
+        strcmp(after + al - dl, delim) == 0 && bl + 1 + al < RIO_KEY_MAX)
         rio__key_skip_past(out, out, bl + 1 + al);
     return 0;
 }
@@ -753,7 +760,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
             strlen(token) >= TOKEN_TAG + RIO_GW_TOKEN_WRAPPED(RIO_LIST_TOKEN_MAX) ||
             memcmp(token, tag, TOKEN_TAG) != 0 ||
             (other && (rio__gw_folded_token_parse(token + TOKEN_TAG, rel, sizeof(rel)) < 0 ||
-                       list_after(r->bucket, rel, delim, fafter) < 0)) ||
+                       list_after(r->bucket, prefix, rel, delim, fafter) < 0)) ||
             (!other && rio__gw_token_unwrap(token + TOKEN_TAG, btok, sizeof(btok)) < 0))
             return rio__gw_error(c, r, 400, "InvalidArgument",
                                  "The continuation token provided is incorrect.");
@@ -762,7 +769,7 @@ int rio__gw_list_objects(struct MHD_Connection *c, struct gw_req *r, int mode)
         else
             a.token = btok;
     } else if (after && *after) {
-        if (list_after(r->bucket, after, delim, fafter) < 0)
+        if (list_after(r->bucket, prefix, after, delim, fafter) < 0)
             return rio__gw_error(c, r, 400, "InvalidArgument", "The marker is too long.");
         a.start_after = fafter;
     }
