@@ -157,6 +157,10 @@ static void objects(const char *backend)
     T_EQ(gw_curl(&g, "c", "-H 'If-None-Match: \"%s\"' %s/bkt1/dir/obj%%20one", md5, g.url), 304);
     T_EQ(gw_curl(&g, "c", "-H 'If-Match: \"%s\"' -r 0-9 %s/bkt1/dir/obj%%20one", md5, g.url), 206);
     T_EQ(gw_curl(&g, "c", "-H 'If-Match: \"0123\"' %s/bkt1/dir/obj%%20one", g.url), 412);
+    /* If-Match compares strongly: a weak tag never matches (RFC 9110);
+     * If-None-Match weakly. */
+    T_EQ(gw_curl(&g, "c", "-H 'If-Match: W/\"%s\"' %s/bkt1/dir/obj%%20one", md5, g.url), 412);
+    T_EQ(gw_curl(&g, "c", "-H 'If-None-Match: W/\"%s\"' %s/bkt1/dir/obj%%20one", md5, g.url), 304);
     T_TRUE(gw_has(&g, "c", "<Code>PreconditionFailed</Code>"));
     T_EQ(gw_curl(&g, "c",
                  "-H 'If-Modified-Since: Fri, 01 Jan 2100 00:00:00 GMT' "

@@ -915,23 +915,28 @@ static void get_free(void *cls)
     rio__free(st);
 }
 
-/* Does an If-Match / If-None-Match list name etag? */
-static int etag_in(const char *list, const char *etag)
+/* Does an If-Match / If-None-Match list name etag? strong: If-Match's
+ * comparison (RFC 9110 8.8.3.2), where a weak tag (W/"...") never matches;
+ * If-None-Match compares weakly. */
+static int etag_in(const char *list, const char *etag, int strong)
 {
     const char *p = list;
 
     while (*p) {
         size_t n;
+        int weak = 0;
         while (*p == ' ' || *p == ',')
             p++;
         if (*p == '*')
             return 1;
-        if (strncmp(p, "W/", 2) == 0)
+        if (strncmp(p, "W/", 2) == 0) {
             p += 2;
+            weak = 1;
+        }
         if (*p == '"')
             p++;
         n = strcspn(p, "\",");
-        if (n == strlen(etag) && n && strncmp(p, etag, n) == 0)
+        if (n == strlen(etag) && n && strncmp(p, etag, n) == 0 && !(strong && weak))
             return 1;
         p += n;
         if (*p == '"')
@@ -953,7 +958,7 @@ static int get_conditions(struct MHD_Connection *c, struct gw_req *r, const char
     const char *ius = rio__gw_header(c, "If-Unmodified-Since");
     struct MHD_Response *resp;
 
-    if (im && !etag_in(im, etag))
+    if (im && !etag_in(im, etag, 1))
         return rio__gw_error(c, r, 412, "PreconditionFailed",
                              "At least one of the pre-conditions you specified did not hold");
     if (!im && ius) {
@@ -962,8 +967,8 @@ static int get_conditions(struct MHD_Connection *c, struct gw_req *r, const char
             return rio__gw_error(c, r, 412, "PreconditionFailed",
                                  "At least one of the pre-conditions you specified did not hold");
     }
-    if ((inm && etag_in(inm, etag)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
-                                        mtime <= rio__gw_parse_http_date(ims))) {
+    if ((inm && etag_in(inm, etag, 0)) || (!inm && ims && rio__gw_parse_http_date(ims) >= 0 &&
+                                           mtime <= rio__gw_parse_http_date(ims))) {
         resp = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
         if (resp) {
             etag_hdr(resp, etag);
@@ -1478,7 +1483,7 @@ static int del_cond_check(const char *bucket, const char *key, const char *bkey,
     if (dc->time && !mtime) /* the backend's lookup does not say: its listing may */
         mtime = key_mtime(bkey);
     struct gw_meta *m = dc->etag ? rio__gw_meta_load(bucket, key, &d, NULL) : NULL;
-    int hold = (!dc->etag || etag_in(dc->etag, rio__gw_meta_etag(m, d.etag))) &&
+    int hold = (!dc->etag || etag_in(dc->etag, rio__gw_meta_etag(m, d.etag), 1)) &&
                (!dc->size || d.size == want_size) && (!dc->time || mtime / 1000000000 == want_time);
     rio__gw_meta_free(m);
     *gen = d.generation;
@@ -1901,7 +1906,7 @@ int rio__gw_write_conditions(struct MHD_Connection *c, struct gw_req *r, int *re
         return -1;
     }
     struct gw_meta *m = get_meta(r, &d, epoch, NULL);
-    int match = etag_in(im, rio__gw_meta_etag(m, d.etag));
+    int match = etag_in(im, rio__gw_meta_etag(m, d.etag), 1);
     rio__gw_meta_free(m);
     call->expect_generation = d.generation;
     rio_desc_cleanup(&d);
@@ -2234,7 +2239,7 @@ static int copy_conditions(struct MHD_Connection *c, struct gw_req *r, const cha
     if (im || inm) {
         struct gw_meta *m = rio__gw_meta_load(sb, sbkey + strlen(sb) + 1, d, NULL);
         const char *etag = rio__gw_meta_etag(m, d->etag);
-        fail = (im && !etag_in(im, etag)) || (inm && etag_in(inm, etag));
+        fail = (im && !etag_in(im, etag, 1)) || (inm && etag_in(inm, etag, 0));
         rio__gw_meta_free(m);
     }
     if (!fail && (!im && ius) + (!inm && ims)) {
