@@ -475,6 +475,7 @@ TEST(checksums_kept)
                  gw_path(&g, "done.xml"), g.url, id),
          400);
     T_TRUE(gw_has(&g, "o", "<Code>InvalidPart</Code>"));
+    T_TRUE(gw_has(&g, "o", "s ChecksumCRC32 in the list"));
     /* Without the stale checksum it completes, with no checksum of its own
      * (part 1 carried none). */
     gw_mpu_xml(&g, 2);

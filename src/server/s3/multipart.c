@@ -14,6 +14,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
@@ -1502,9 +1503,12 @@ static int parts_checksums(struct MHD_Connection *c, struct gw_req *r, const cha
         }
         if (p[i].ck_algo[0] &&
             (!got || strcasecmp(p[i].ck_algo, algo) != 0 || strcmp(p[i].ck_value, value) != 0)) {
+            char up[sizeof(p[i].ck_algo)];
+            for (size_t k = 0; k < sizeof(up); k++)
+                up[k] = (char)toupper((unsigned char)p[i].ck_algo[k]);
             snprintf(msg, sizeof(msg),
                      "Part %u's Checksum%s in the list is not the checksum the part carried.",
-                     p[i].num, p[i].ck_algo);
+                     p[i].num, up);
             *ret = rio__gw_error(c, r, 400, "InvalidPart", msg);
             return -1;
         }
