@@ -1165,11 +1165,12 @@ static int complete_answer(struct MHD_Connection *c, struct gw_req *r, const cha
 }
 
 /* Does r's key hold the object of the multipart ETag etag (its record's
- * ETag, which the list of parts determines: so the same bytes)? */
-static bool key_holds(const struct gw_req *r, const char *etag)
+ * ETag, which the list of parts determines: so the same bytes)? keep: when
+ * it does, its record is handed back there (NULL: freed). */
+static bool key_holds(const struct gw_req *r, const char *etag, struct gw_meta **keep)
 {
     struct rio_desc d;
-    struct gw_meta *m;
+    struct gw_meta *m = NULL;
     int sure = 0;
     bool same = false;
 
@@ -1177,9 +1178,12 @@ static bool key_holds(const struct gw_req *r, const char *etag)
     if (rio_stat(rio__gw_client(), r->bkey, &d) == 0) {
         m = rio__gw_meta_load(r->bucket, r->key, &d, &sure);
         same = m && strcmp(m->s3etag, etag) == 0;
-        rio__gw_meta_free(m);
     }
     rio_desc_cleanup(&d);
+    if (same && keep)
+        *keep = m;
+    else
+        rio__gw_meta_free(m);
     return same;
 }
 
@@ -1195,7 +1199,7 @@ static bool made_by_retry(const struct gw_req *r, const char *id, int ret, const
     struct rio_desc d;
     bool upload_left;
 
-    if (ret == GW_CK_MISMATCH || !key_holds(r, etag))
+    if (ret == GW_CK_MISMATCH || !key_holds(r, etag, NULL))
         return false;
     if (!(r->put_cond && ret == RIO_EGENERATION))
         return true;
@@ -1365,11 +1369,15 @@ static int slow_complete(struct MHD_Connection *c, struct gw_req *r, const char 
  * NoSuchUpload. */
 static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct complete_ctx *x)
 {
+    struct gw_meta *m = NULL;
     char etag[48];
 
-    if (mpu_etag(x->p, x->n, etag) < 0 || !key_holds(r, etag))
+    if (mpu_etag(x->p, x->n, etag) < 0 || !key_holds(r, etag, &m))
         return rio__gw_error(c, r, 404, "NoSuchUpload", "The specified upload does not exist.");
     SRV_DEBUG("s3: complete: the upload is gone and the key holds its object: a retry");
+    /* The object's record answers its checksum, as the first answer did. */
+    rio__gw_meta_free(r->meta);
+    r->meta = m;
     return complete_answer(c, r, etag);
 }
 
