@@ -120,10 +120,11 @@ uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt,
  * the call with RIO_EPROTO and a line on stderr that names the field.
  */
 static int client_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                         struct rio_desc *out, int64_t *mtime_ns)
+                         uint64_t max_size, struct rio_desc *out, int64_t *mtime_ns)
 {
     char why[192];
-    int ret = rio__meta_lookup(c, m, key, out, mtime_ns);
+    int ret = max_size == UINT64_MAX ? rio__meta_lookup(c, m, key, out, mtime_ns)
+                                     : rio__meta_lookup_within(c, m, key, max_size, out);
     if (ret < 0)
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));
@@ -173,8 +174,13 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     struct rio__meta m;
     memset(g, 0, sizeof(*g));
     rio__meta_for_call(&m, call);
-    int ret = r->given && r->given->generation ? desc_given(r->given, r->key, &g->desc)
-                                               : client_lookup(c, &m, r->key, &g->desc, NULL);
+    /* A GET into a buffer takes no object larger than it: the lookup need
+     * not take in the checksum list of one (a server's answer may carry
+     * millions), which is refused below anyway. */
+    uint64_t max_size = r->prefetch ? UINT64_MAX : r->get_cap;
+    int ret = r->given && r->given->generation
+                  ? desc_given(r->given, r->key, &g->desc)
+                  : client_lookup(c, &m, r->key, max_size, &g->desc, NULL);
     if (ret < 0)
         goto err;
     ret = RIO_EGENERATION;
@@ -993,7 +999,7 @@ int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, 
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
-    ret = client_lookup(c, &m, key, out, mtime_ns);
+    ret = client_lookup(c, &m, key, UINT64_MAX, out, mtime_ns);
     if (ret < 0 && mtime_ns)
         *mtime_ns = 0;
     return ret;

@@ -138,6 +138,7 @@ struct meta_op {
     const char *key;
     struct rio_desc *out;                  /* lookup */
     int64_t *mtime_ns;                     /* lookup: NULL, or the mtime wanted */
+    uint64_t max_size;                     /* lookup: the largest object taken whole */
     uint64_t size, chunk_size;             /* put_open */
     void **upload;                         /* put_open */
     const struct rio_list_args *list_args; /* list */
@@ -154,6 +155,8 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
     case META_LOOKUP:
         if (op->mtime_ns)
             return rio__t_lookup_mtime(c->t, op->key, op->out, op->mtime_ns);
+        if (op->max_size != UINT64_MAX)
+            return rio__t_lookup_within(c->t, op->key, op->max_size, op->out);
         return rio__t_lookup(c->t, op->key, op->out);
     case META_PUT_OPEN:
         return rio__t_put_open(c->t, op->key, op->size, op->chunk_size, op->upload);
@@ -196,7 +199,15 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
                      struct rio_desc *out, int64_t *mtime_ns)
 {
-    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out, .mtime_ns = mtime_ns};
+    struct meta_op op = {
+        .kind = META_LOOKUP, .key = key, .out = out, .mtime_ns = mtime_ns, .max_size = UINT64_MAX};
+    return meta_run(c, m, &op);
+}
+
+int rio__meta_lookup_within(struct rio_client *c, const struct rio__meta *m, const char *key,
+                            uint64_t max_size, struct rio_desc *out)
+{
+    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out, .max_size = max_size};
     return meta_run(c, m, &op);
 }
 

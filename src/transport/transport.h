@@ -216,6 +216,14 @@ struct rio_transport_ops {
      * trip (0 where it cannot say). NULL: lookup, and 0. */
     int (*lookup_mtime)(struct rio_transport *t, const char *key, struct rio_desc *out,
                         int64_t *mtime_ns);
+    /* Optional: lookup for a caller that takes no object larger than
+     * max_size bytes (a GET into a buffer of that capacity). The descriptor
+     * of a larger object may come without its checksum list (xxh NULL,
+     * every other field set): the caller only refuses it (RIO_ETOOBIG). So
+     * a list of up to millions of checksums a server sends is not held
+     * where nothing would read it. NULL: lookup. */
+    int (*lookup_within)(struct rio_transport *t, const char *key, uint64_t max_size,
+                         struct rio_desc *out);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
@@ -453,6 +461,14 @@ static inline int rio__t_lookup_mtime(struct rio_transport *t, const char *key,
     if (!rio__t_ops(t)->lookup_mtime)
         return rio__t_ops(t)->lookup(t, key, out);
     return rio__t_ops(t)->lookup_mtime(t, key, out, mtime_ns);
+}
+
+static inline int rio__t_lookup_within(struct rio_transport *t, const char *key, uint64_t max_size,
+                                       struct rio_desc *out)
+{
+    if (!rio__t_ops(t)->lookup_within)
+        return rio__t_ops(t)->lookup(t, key, out);
+    return rio__t_ops(t)->lookup_within(t, key, max_size, out);
 }
 
 static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint64_t size,

@@ -18,6 +18,7 @@
 #endif
 #include <poll.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 
 #include "core/engine.h"
 #include "tcp_util.h"
@@ -27,6 +28,11 @@
 #define F_GEN 77u
 #define F_SEED 0xfa11
 #define TCP_DESC_FIXED_T 64 /* LOOKUP answer: generation, size, chunk, count, etag */
+#define F_HUGE_N (1u << 23) /* TCP_LOOKUP_MAX_CHUNKS */
+#define F_HUGE_CHUNK 4096u
+#define F_HUGE_LEN (TCP_DESC_FIXED_T + 8ull * F_HUGE_N)
+/* The huge descriptor's checksum of chunk i. */
+#define F_HUGE_XXH(i) (0x9e3779b97f4a7c15ull * ((uint64_t)(i) + 1))
 
 struct fake {
     int lfd;
@@ -49,7 +55,13 @@ struct fake {
     _Atomic int bad_commit_at; /* that PUT_COMMIT (commits' count) answered with garbage */
     int batch_lookups;         /* > 1: LOOKUPs answered in groups of this many, last first */
     _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
-    _Atomic uint64_t gen;      /* the object's generation (F_GEN at start) */
+    /* LOOKUP of "big": the largest descriptor the client takes (F_HUGE_N
+     * chunks of 4 KiB, 64 MiB of checksums); huge_flips of them with a byte
+     * of the list flipped after the tag was made. Set before fake_start. */
+    int huge;
+    _Atomic int huge_flips;
+    uint8_t *huge_body;
+    _Atomic uint64_t gen; /* the object's generation (F_GEN at start) */
     _Atomic int lookups;
     _Atomic int bad_deletes; /* DELETE answered with 32 bytes of garbage */
     _Atomic int deletes;
@@ -260,6 +272,31 @@ static int f_auth(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
     return rio__proto_sess_key(&c->sess, (const uint8_t *)f->token, tl, c->cnonce, c->snonce, 1);
 }
 
+/* The huge descriptor, as it is or (huge_flips) with a byte of its list
+ * flipped on the wire, under the tag of the right one. */
+static int f_respond_huge(struct fconn *c, uint64_t id)
+{
+    const uint8_t *b = c->f->huge_body;
+    size_t at = F_HUGE_LEN - 12345;
+
+    if (atomic_fetch_sub(&c->f->huge_flips, 1) <= 0)
+        return f_respond(c, RIO_OP_LOOKUP, id, 0, b, F_HUGE_LEN);
+    struct rio_proto_hdr h = {.version = RIO_PROTO_VERSION,
+                              .opcode = RIO_OP_LOOKUP,
+                              .flags = RIO_PF_RESPONSE,
+                              .id = id,
+                              .body_len = (uint32_t)(F_HUGE_LEN + RIO_PROTO_TAG_LEN)};
+    uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN], bad = b[at] ^ 0x10;
+    struct iovec parts[2] = {{hb, sizeof(hb)}, {(void *)b, F_HUGE_LEN}};
+    rio__proto_hdr_encode(&h, hb);
+    uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
+    if (rio__proto_seal(&c->sess, seq, parts, 2, tag) < 0 || f_write(c->fd, hb, sizeof(hb)) < 0 ||
+        f_write(c->fd, b, at) < 0 || f_write(c->fd, &bad, 1) < 0 ||
+        f_write(c->fd, b + at + 1, F_HUGE_LEN - at - 1) < 0)
+        return -1;
+    return f_write(c->fd, tag, sizeof(tag));
+}
+
 static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
 {
     struct rio_proto_key k;
@@ -269,6 +306,8 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     if (rio__proto_dec_key(body, len, &k) < 0)
         return -1;
     atomic_fetch_add(&c->f->lookups, 1);
+    if (c->f->huge_body && k.key_len == 3 && !memcmp(k.key, "big", 3))
+        return f_respond_huge(c, id);
     if (k.key_len != 3 || memcmp(k.key, "obj", 3))
         return f_respond(c, RIO_OP_LOOKUP, id, RIO_ENOTFOUND, NULL, 0);
     if (atomic_fetch_sub(&c->f->bad_lookups, 1) > 0) {
@@ -444,6 +483,21 @@ static void fake_start(struct fake *f)
     f->data = tu_pattern(F_SIZE, F_SEED);
     for (unsigned i = 0; i < F_SIZE / F_CHUNK; i++)
         f->xxh[i] = rio__xxh3(f->data + (size_t)i * F_CHUNK, F_CHUNK);
+    if (f->huge) {
+        struct rio_proto_desc d = {.generation = F_GEN,
+                                   .size = (uint64_t)F_HUGE_N * F_HUGE_CHUNK,
+                                   .chunk_size = F_HUGE_CHUNK,
+                                   .nchunks = F_HUGE_N};
+        uint64_t *xxh = malloc(F_HUGE_N * sizeof(*xxh));
+        f->huge_body = malloc(F_HUGE_LEN);
+        T_NOTNULL(xxh);
+        T_NOTNULL(f->huge_body);
+        memset(d.etag, '0', sizeof(d.etag));
+        for (uint64_t i = 0; i < F_HUGE_N; i++)
+            xxh[i] = F_HUGE_XXH(i);
+        T_EQ(rio__proto_enc_desc(&d, xxh, f->huge_body, F_HUGE_LEN), (int)F_HUGE_LEN);
+        free(xxh);
+    }
     f->lfd = t_listen_loopback(f->addr, sizeof(f->addr));
     T_EQ(pthread_create(&f->acc, NULL, f_accept_main, f), 0);
 }
@@ -488,6 +542,7 @@ static void fake_stop(struct fake *f)
     }
     pthread_mutex_destroy(&f->mu);
     free(f->data);
+    free(f->huge_body);
 }
 
 /* --------------------------------------------------- the raw transport */
@@ -766,6 +821,85 @@ TEST(damaged_or_stalled_lookup_is_retried)
     T_EQ(tu_tcp(x.u.c).ctl_retries, 2u);
     T_LE(t_now_ms() - t0, 300u + 1000u);
     fx_stop(&x);
+}
+
+/* The process's peak resident size so far, in KiB. */
+static uint64_t peak_rss_kib(void)
+{
+    struct rusage ru;
+    T_EQ(getrusage(RUSAGE_SELF, &ru), 0);
+    return (uint64_t)ru.ru_maxrss;
+}
+
+/*
+ * A LOOKUP answer may carry 2^23 checksums (64 MiB): a server that answers
+ * every lookup so could make a client hold that much, twice over, for each
+ * small GET (and a batch runs dozens at once), only to refuse the object
+ * as larger than the buffer. A GET into a buffer keeps no more of the list
+ * than an object that fits it could have: the rest is read into the frame
+ * check and dropped, and the GET fails as too big without the process
+ * growing by a list's worth. The control connection stays in step (no new
+ * dial), and a list damaged in the part not kept still fails its check.
+ */
+TEST(huge_lookup_for_a_small_get_is_not_held)
+{
+    for (int keyed = 0; keyed < 2; keyed++) {
+        struct fx x = {.f = {.huge = 1, .token = keyed ? "tok" : NULL}};
+        struct rio_op ops[16];
+        uint8_t small[16][4096];
+
+        fx_start(&x, keyed ? "token=tok" : NULL);
+        fx_get(&x, NULL);
+        uint64_t rss0 = peak_rss_kib();
+        for (int i = 0; i < 3; i++)
+            T_ERR(rio_get(x.u.c, "big", small[0], sizeof(small[0]), NULL), RIO_ETOOBIG);
+        for (unsigned i = 0; i < 16; i++)
+            ops[i] = (struct rio_op){
+                .type = RIO_OP_GET, .key = "big", .buf = small[i], .len = sizeof(small[i])};
+        T_EQ(rio_batch(x.u.c, ops, 16, NULL), 0);
+        for (unsigned i = 0; i < 16; i++)
+            T_EQ(ops[i].result, (int64_t)RIO_ETOOBIG);
+        T_LT(peak_rss_kib() - rss0, 16u * 1024u);
+        T_EQ(tu_tcp(x.u.c).ctl_retries, 0u);
+
+        /* The part of the list dropped still goes through the check. */
+        atomic_store(&x.f.huge_flips, 1);
+        T_ERR(rio_get(x.u.c, "big", small[0], sizeof(small[0]), NULL), RIO_ETOOBIG);
+        T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
+        fx_get(&x, NULL);
+        fx_stop(&x);
+    }
+}
+
+/* The largest list still arrives whole where the caller asked for all of
+ * it (a lookup, a stat), in order, each checksum right. */
+TEST(huge_lookup_list_arrives_whole)
+{
+    struct rx x = {.f = {.huge = 1}};
+    struct rio_desc d;
+
+    rx_start(&x, NULL);
+    T_EQ(rio__tcp_ops.lookup(x.w.t, "big", &d), 0);
+    T_EQ(d.nchunks, (uint64_t)F_HUGE_N);
+    T_EQ(d.size, (uint64_t)F_HUGE_N * F_HUGE_CHUNK);
+    T_NOTNULL(d.xxh);
+    for (uint64_t i = 0; i < F_HUGE_N; i += 4099)
+        T_EQ(d.xxh[i], F_HUGE_XXH(i));
+    T_EQ(d.xxh[F_HUGE_N - 1], F_HUGE_XXH(F_HUGE_N - 1));
+    rio_desc_cleanup(&d);
+    /* Within a bound it is over: the descriptor, without the list. */
+    T_EQ(rio__tcp_ops.lookup_within(x.w.t, "big", 1u << 20, &d), 0);
+    T_EQ(d.nchunks, (uint64_t)F_HUGE_N);
+    T_EQ(d.generation, (uint64_t)F_GEN);
+    T_NULL(d.xxh);
+    rio_desc_cleanup(&d);
+    /* Within a bound it fits: whole. */
+    T_EQ(rio__tcp_ops.lookup_within(x.w.t, "obj", F_SIZE, &d), 0);
+    T_EQ(d.nchunks, (uint64_t)(F_SIZE / F_CHUNK));
+    T_NOTNULL(d.xxh);
+    T_EQ(d.xxh[3], x.f.xxh[3]);
+    rio_desc_cleanup(&d);
+    rx_stop(&x);
 }
 
 struct lookup_thread {

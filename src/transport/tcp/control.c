@@ -226,15 +226,44 @@ static int blk_recv_hdr(struct tcp_transport *t, const struct tcp_member *m, str
     return ret < 0 ? RIO_EPROTO : 0;
 }
 
+/* The control part of a frame past the kept bytes (n of them), then its
+ * tag: read through a small buffer into the frame check, never stored. */
+static int blk_recv_skip(struct blk_rd *rd, struct rio_proto_sess *sess,
+                         const uint8_t hb[RIO_PROTO_HDR_LEN], const uint8_t *kept, size_t nkept,
+                         uint64_t n, uint64_t deadline)
+{
+    uint8_t buf[16384], tag[RIO_PROTO_TAG_LEN];
+    int ret;
+
+    if (rio__proto_rx_begin(sess, hb) < 0)
+        return RIO_EPROTO;
+    rio__proto_rx_update(sess, kept, nkept);
+    while (n > 0) {
+        size_t k = n < sizeof(buf) ? (size_t)n : sizeof(buf);
+        ret = rd_read(rd, buf, k, deadline);
+        if (ret < 0)
+            return ret == -EPROTO ? RIO_EPROTO : ret;
+        rio__proto_rx_update(sess, buf, k);
+        n -= k;
+    }
+    ret = rd_read(rd, tag, sizeof(tag), deadline);
+    if (ret < 0)
+        return ret == -EPROTO ? RIO_EPROTO : ret;
+    return rio__proto_rx_end(sess, tag) < 0 ? RIO_EPROTO : 0;
+}
+
 /*
  * The rest of the answer to (op, id) whose header blk_recv_hdr read: its
  * body, at most cap bytes (RIO_PROTO_CTRL_MAX for an error status), into
- * *body (rio__malloc, NULL when empty), its tag checked. Any error leaves
- * the connection unusable.
+ * *body (rio__malloc, NULL when empty), its tag checked; keep not 0: of a
+ * successful answer's control part only the first keep bytes (ctl_req).
+ * *ctl_len: the whole control part. Any error leaves the connection
+ * unusable.
  */
 static int blk_recv_body(struct blk_rd *rd, struct rio_proto_sess *sess,
                          const uint8_t hb[RIO_PROTO_HDR_LEN], uint8_t op, uint64_t id, uint64_t cap,
-                         struct rio_proto_hdr *h, uint8_t **body, uint64_t deadline)
+                         uint64_t keep, struct rio_proto_hdr *h, uint8_t **body, uint64_t *ctl_len,
+                         uint64_t deadline)
 {
     uint32_t ctl, data;
     int ret;
@@ -243,6 +272,24 @@ static int blk_recv_body(struct blk_rd *rd, struct rio_proto_sess *sess,
     if (rio__tcp_resp_check(h, op, id) < 0 || rio__proto_layout(h, &ctl, &data) < 0 || data != 0 ||
         ctl > cap)
         return RIO_EPROTO;
+    *ctl_len = ctl;
+    if (keep && h->status == 0 && ctl > keep) {
+        *body = rio__malloc((size_t)keep);
+        if (!*body)
+            return -ENOMEM;
+        ret = rd_read(rd, *body, (size_t)keep, deadline);
+        if (ret == -EPROTO)
+            ret = RIO_EPROTO;
+        if (ret == 0)
+            ret = blk_recv_skip(rd, sess, hb, *body, (size_t)keep, ctl - keep, deadline);
+        if (ret < 0) {
+            rio__free(*body);
+            *body = NULL;
+            return ret;
+        }
+        h->body_len = (uint32_t)keep;
+        return 0;
+    }
     *body = rio__malloc(h->body_len);
     if (!*body)
         return -ENOMEM;
@@ -268,13 +315,14 @@ static int blk_recv_frame(struct tcp_transport *t, const struct tcp_member *m, i
 {
     struct blk_rd rd = {.fd = fd, .tls = tls};
     uint8_t hb[RIO_PROTO_HDR_LEN];
+    uint64_t ctl_len;
     int ret;
 
     *body = NULL;
     ret = blk_recv_hdr(t, m, &rd, hb, h, deadline);
     if (ret < 0)
         return ret;
-    return blk_recv_body(&rd, sess, hb, op, id, cap, h, body, deadline);
+    return blk_recv_body(&rd, sess, hb, op, id, cap, 0, h, body, &ctl_len, deadline);
 }
 
 /* One request and its answer on a blocking connection. */
@@ -421,6 +469,7 @@ struct ctl_wait {
     uint64_t id;
     struct rio_proto_hdr h;
     uint8_t *body;
+    uint64_t ctl_len;
     int ret;
     /* The caller reads done, under ctl_mu only; the leader sets it there
      * once the round decided the request (over). Everything else is the
@@ -584,9 +633,11 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
             ret = RIO_EPROTO; /* an answer to nothing asked, or a second one */
             break;
         }
-        ret = blk_recv_body(&rd, &m->ctl_sess, hb, w->rq->op, w->id, w->rq->resp_cap, &h, &w->body,
-                            deadline);
-        if (ret == 0 && h.status == 0 && w->rq->check && w->rq->check(w->body, h.body_len) < 0)
+        ret = blk_recv_body(&rd, &m->ctl_sess, hb, w->rq->op, w->id, w->rq->resp_cap, w->rq->keep,
+                            &h, &w->body, &w->ctl_len, deadline);
+        /* A body cut to its kept bytes is the caller's to decode. */
+        if (ret == 0 && h.status == 0 && w->rq->check && w->ctl_len == h.body_len &&
+            w->rq->check(w->body, h.body_len) < 0)
             ret = RIO_EPROTO;
         if (ret < 0)
             break;
@@ -738,6 +789,7 @@ int rio__tcp_ctl_call_many(struct tcp_transport *t, struct tcp_member *m, struct
         it[i].sent = w[i].sent || w[i].again;
         it[i].h = w[i].h;
         it[i].body = w[i].body;
+        it[i].ctl_len = w[i].ctl_len;
         it[i].ret = w[i].ret == RIO_EPROTO ? -EPROTO : w[i].ret;
     }
     rio__free(w);

@@ -3,6 +3,8 @@
  * The metadata ops (lookup, put_open, put_commit, put_abort, remove), each
  * one request on the owner's control connection (control.c).
  */
+#include <inttypes.h>
+
 #include "core/internal.h"
 #include "transport/tcp/tcp_int.h"
 
@@ -51,13 +53,49 @@ static int check_commit_resp(const uint8_t *body, size_t len)
     return rio__proto_dec_put_commit_resp(body, len, &r);
 }
 
-int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+/*
+ * The fixed fields of a LOOKUP answer whose checksum list was not kept
+ * (ctl_len bytes in all): checked as rio__proto_dec_desc checks a whole one,
+ * so that nothing of the answer is taken on trust. 0 or RIO_EPROTO.
+ */
+static int desc_fixed(const uint8_t *body, size_t len, uint64_t ctl_len, struct rio_proto_desc *d)
+{
+    if (len < TCP_DESC_FIXED || ctl_len < TCP_DESC_FIXED)
+        return RIO_EPROTO;
+    d->generation = rio__proto_u64(body);
+    d->size = rio__proto_u64(body + 8);
+    d->chunk_size = rio__proto_u64(body + 16);
+    d->nchunks = rio__proto_u64(body + 24);
+    memcpy(d->etag, body + 32, sizeof(d->etag));
+    d->xxh = NULL;
+    if (d->generation == 0 || (ctl_len - TCP_DESC_FIXED) / 8 != d->nchunks ||
+        (ctl_len - TCP_DESC_FIXED) % 8 != 0)
+        return RIO_EPROTO;
+    if (d->size == 0)
+        return d->nchunks == 0 ? 0 : RIO_EPROTO;
+    if (d->chunk_size == 0 || d->chunk_size > TCP_CHUNK_MAX ||
+        d->nchunks != (d->size - 1) / d->chunk_size + 1)
+        return RIO_EPROTO;
+    return 0;
+}
+
+/*
+ * A LOOKUP answer carries one checksum per chunk: up to
+ * TCP_LOOKUP_MAX_CHUNKS of them (64 MiB), whatever the object. A caller
+ * that takes no object over max_size (a GET into a buffer) needs at most
+ * one checksum per RIO__DESC_CHUNK_MIN bytes of it (the engine refuses
+ * smaller chunks): only that much of the answer is kept, the rest read
+ * into the frame check and dropped, and the descriptor of a larger object
+ * comes without its list (transport.h). The list that is kept becomes the
+ * descriptor's in the buffer it arrived in, not a copy.
+ */
+int rio__tcp_lookup_within(struct rio_transport *tt, const char *key, uint64_t max_size,
+                           struct rio_desc *out)
 {
     struct tcp_transport *t = (struct tcp_transport *)tt;
-    uint8_t kb[2 + RIO_KEY_MAX], *body = NULL;
+    uint8_t kb[2 + RIO_KEY_MAX];
     struct rio_proto_desc d;
     struct iovec iov;
-    struct rio_proto_hdr h;
     uint64_t *xxh = NULL;
     size_t klen;
     int n, ret;
@@ -72,23 +110,34 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
                           t->o.op_timeout_ms);
     rq.idempotent = true;
     rq.check = check_desc;
-    ret = rio__tcp_ctl_call(t, &t->members[rio__tcp_owner_of(t, key, klen)], &rq, &h, &body);
+    if (max_size / RIO__DESC_CHUNK_MIN < TCP_LOOKUP_MAX_CHUNKS)
+        rq.keep = TCP_DESC_FIXED + 8 * ((max_size + RIO__DESC_CHUNK_MIN - 1) / RIO__DESC_CHUNK_MIN);
+    struct ctl_many it = {.rq = &rq};
+    ret = rio__tcp_ctl_call_many(t, &t->members[rio__tcp_owner_of(t, key, klen)], &it, 1);
     if (ret < 0)
         return ret;
-    if (h.status != 0) {
-        ret = wire_status(h.status);
+    ret = it.ret;
+    if (ret < 0)
+        goto out;
+    if (it.h.status != 0) {
+        ret = wire_status(it.h.status);
         goto out;
     }
     ret = RIO_EPROTO;
-    if (rio__proto_dec_desc(body, h.body_len, &d) < 0)
-        goto out;
-    if (d.nchunks) {
-        ret = -ENOMEM;
-        xxh = rio__malloc((size_t)d.nchunks * sizeof(*xxh));
-        if (!xxh)
+    if (it.ctl_len != it.h.body_len) {
+        /* The list was cut: only an object larger than the caller takes
+         * may have a list that long (or one of chunks the engine refuses:
+         * no use for it either). */
+        if (desc_fixed(it.body, it.h.body_len, it.ctl_len, &d) < 0)
             goto out;
-        for (uint64_t i = 0; i < d.nchunks; i++)
-            xxh[i] = rio__proto_u64(d.xxh + 8 * i);
+        if (d.size <= max_size) {
+            rio__detail("railio:// server descriptor: %" PRIu64 " chunks of %" PRIu64
+                        " bytes (under the smallest chunk size taken)",
+                        d.nchunks, d.chunk_size);
+            goto out;
+        }
+    } else if (rio__proto_dec_desc(it.body, it.h.body_len, &d) < 0) {
+        goto out;
     }
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, klen + 1);
@@ -96,12 +145,29 @@ int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *
     out->size = d.size;
     out->chunk_size = d.chunk_size;
     out->nchunks = d.nchunks;
-    out->xxh = xxh;
     rio__tcp_etag_out(out->etag, d.etag);
+    if (d.xxh && d.nchunks) {
+        /* In place: entry i moves from byte 64 + 8i to byte 8i, so each is
+         * read before anything overwrites it; the fixed fields were
+         * copied out above. Then the buffer is cut to the list. */
+        xxh = (uint64_t *)(void *)it.body;
+        for (uint64_t i = 0; i < d.nchunks; i++)
+            xxh[i] = rio__proto_u64(it.body + TCP_DESC_FIXED + 8 * i);
+        void *small = rio__realloc(it.body, (size_t)d.nchunks * sizeof(*xxh));
+        if (small)
+            xxh = small;
+        it.body = NULL;
+    }
+    out->xxh = xxh;
     ret = 0;
 out:
-    rio__free(body);
+    rio__free(it.body);
     return ret;
+}
+
+int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
+{
+    return rio__tcp_lookup_within(tt, key, UINT64_MAX, out);
 }
 
 int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,

@@ -266,6 +266,7 @@ const struct rio_transport_ops rio__tcp_ops = {
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .put_expect = rio__tcp_put_expect,
     .remove_if = rio__tcp_remove_if,
+    .lookup_within = rio__tcp_lookup_within,
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
     .put_commit_many = rio__tcp_put_commit_many,

@@ -445,6 +445,10 @@ struct ctl_req {
     int niov;
     size_t body_len;
     uint64_t resp_cap; /* largest successful answer body accepted */
+    /* Not 0: of a successful answer's control part only its first keep
+     * bytes are stored; the rest is read and goes into the frame check,
+     * never into memory (ctl_many.ctl_len says how long it was). */
+    uint64_t keep;
     uint32_t timeout_ms;
     bool idempotent;   /* a reused connection found closed: once more on a fresh one */
     bool no_dial;      /* only on an open connection */
@@ -522,7 +526,8 @@ uint64_t rio__tcp_ctl_queued(struct tcp_transport *t);
 struct ctl_many {
     const struct ctl_req *rq;
     struct rio_proto_hdr h;
-    uint8_t *body; /* the caller frees */
+    uint8_t *body;    /* the caller frees */
+    uint64_t ctl_len; /* the answer's whole control part (h.body_len: what body holds) */
     int ret;
     bool sent;
 };
@@ -531,6 +536,8 @@ int rio__tcp_ctl_call_many(struct tcp_transport *t, struct tcp_member *m, struct
 
 /* metadata.c */
 int rio__tcp_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
+int rio__tcp_lookup_within(struct rio_transport *tt, const char *key, uint64_t max_size,
+                           struct rio_desc *out);
 int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size,
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
