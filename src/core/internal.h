@@ -28,6 +28,16 @@ int rio__class_is_retryable(int cls);
 void rio__detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rio__detail_clear(void);
 
+/*
+ * The deadline (rio__now_ns() clock; UINT64_MAX: none) of the metadata try
+ * this thread is running: core/meta.c sets it around each try of a lookup,
+ * an upload open, a remove, a list page and an existence batch. A
+ * transport whose own timeout for the try would run past it stops there
+ * (a timeout, which the engine then reports as RIO_EDEADLINE), so that a
+ * server that never answers holds a call no longer than its deadline.
+ */
+uint64_t rio__meta_deadline_ns(void);
+
 /* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
 int rio__err_from_name(const char *name);
 

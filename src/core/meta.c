@@ -178,6 +178,15 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
     }
 }
 
+/* The deadline of this thread's metadata try (internal.h): per thread,
+ * since the transport ops take none of their own. */
+static __thread uint64_t try_deadline_ns = UINT64_MAX;
+
+uint64_t rio__meta_deadline_ns(void)
+{
+    return try_deadline_ns;
+}
+
 static int meta_run(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
 {
     unsigned tries = 0, throttles = 0;
@@ -187,7 +196,9 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
         ret = meta_may_try(m);
         if (ret < 0)
             return ret;
+        try_deadline_ns = m->deadline_ns;
         ret = meta_once(c, op);
+        try_deadline_ns = UINT64_MAX;
         if (ret >= 0)
             return ret;
         ret = meta_failed(c, m, ret, &tries, &throttles);

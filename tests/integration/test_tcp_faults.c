@@ -902,6 +902,24 @@ TEST(huge_lookup_list_arrives_whole)
     rx_stop(&x);
 }
 
+/* A server that never answers a LOOKUP held a GET with a 300 ms deadline
+ * for the whole op timeout (5 s here): the control connection's try knew
+ * only the op timeout. Now the try ends at the call's deadline. */
+TEST(stalled_lookup_ends_at_the_call_deadline)
+{
+    struct fx x = {.f = {.stall_lookups = 1}, .op_timeout_ms = 5000};
+    struct rio_call call = {.deadline_ms = 300};
+
+    fx_start(&x, NULL);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &call), RIO_EDEADLINE);
+    T_LE(t_now_ms() - t0, 1500u);
+    /* Without a deadline the op timeout bounds the try, as before; the
+     * next one goes on a fresh connection. */
+    fx_get(&x, NULL);
+    fx_stop(&x);
+}
+
 struct lookup_thread {
     pthread_t th;
     struct rio_transport *t;

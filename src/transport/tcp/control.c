@@ -557,6 +557,13 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
     bool fresh = false;
     unsigned niov = 0, nsent = 0;
     int ret = 0;
+    /* The round waits for its latest caller's deadline at most: no caller
+     * is cut before its own, and a caller alone (or a batch, whose
+     * requests share one) ends at its deadline, not its op timeout. */
+    uint64_t until = 0;
+    for (unsigned i = 0; i < n; i++)
+        if (ws[i]->rq->deadline_ns > until)
+            until = ws[i]->rq->deadline_ns;
 
     if (m->ctl_fd >= 0 && ctl_stale_locked(m))
         rio__tcp_ctl_close_locked(m);
@@ -568,6 +575,16 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
         uint32_t dial_ms = t->connect_ms;
         if (rq0->dial_ms && rq0->dial_ms < dial_ms)
             dial_ms = rq0->dial_ms;
+        uint64_t now = rio__now_ns();
+        if (until != UINT64_MAX) {
+            uint64_t left_ms = until > now ? (until - now + NS_PER_MS - 1) / NS_PER_MS : 0;
+            if (left_ms == 0) {
+                ctl_fail_round(ws, n, -ETIMEDOUT, true);
+                return;
+            }
+            if (left_ms < dial_ms)
+                dial_ms = (uint32_t)left_ms;
+        }
         if (m->ctl_failed) {
             /* The member's last exchange failed: these requests go again
              * (or in its place) on a fresh connection. */
@@ -586,6 +603,8 @@ static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_
         caps = hi->caps;
     }
     uint64_t deadline = rio__now_ns() + (uint64_t)rq0->timeout_ms * NS_PER_MS;
+    if (until < deadline)
+        deadline = until;
     for (unsigned i = 0; i < n; i++) {
         struct ctl_wait *w = ws[i];
         const struct ctl_req *rq = w->rq;

@@ -129,6 +129,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/clock.h"
+#include "core/internal.h"
 #include "core/key.h"
 #include "core/list.h"
 #include "core/url.h"
@@ -450,6 +451,10 @@ struct ctl_req {
      * never into memory (ctl_many.ctl_len says how long it was). */
     uint64_t keep;
     uint32_t timeout_ms;
+    /* The caller's deadline (rio__meta_deadline_ns; UINT64_MAX: none): its
+     * round (dial included) ends by then at the latest, unless another
+     * request of the round has a later one (control.c). */
+    uint64_t deadline_ns;
     bool idempotent;   /* a reused connection found closed: once more on a fresh one */
     bool no_dial;      /* only on an open connection */
     uint32_t need_cap; /* RIO_PROTO_CAP_* the server must have, else RIO_ENOTSUP */
@@ -511,7 +516,8 @@ static inline struct ctl_req rio__tcp_body_req(uint8_t op, struct iovec *iov, vo
                             .niov = 1,
                             .body_len = (size_t)n,
                             .resp_cap = resp_cap,
-                            .timeout_ms = timeout_ms};
+                            .timeout_ms = timeout_ms,
+                            .deadline_ns = rio__meta_deadline_ns()};
 }
 
 /* control.c */
