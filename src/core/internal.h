@@ -37,6 +37,12 @@ void rio__detail_clear(void);
  * server that never answers holds a call no longer than its deadline.
  */
 uint64_t rio__meta_deadline_ns(void);
+/* The cancel token of that try (NULL: none), and whether a token fired:
+ * a transport that waits on a server may stop when it does (soon after,
+ * RIO_ECANCELED), as the engine's own waits do. */
+struct rio_cancel;
+const struct rio_cancel *rio__meta_cancel(void);
+int rio__cancel_fired(const struct rio_cancel *cx);
 
 /* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
 int rio__err_from_name(const char *name);

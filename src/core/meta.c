@@ -178,13 +178,25 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
     }
 }
 
-/* The deadline of this thread's metadata try (internal.h): per thread,
- * since the transport ops take none of their own. */
+/* The deadline and cancel token of this thread's metadata try
+ * (internal.h): per thread, since the transport ops take none of their
+ * own. */
 static __thread uint64_t try_deadline_ns = UINT64_MAX;
+static __thread const struct rio_cancel *try_cancel;
 
 uint64_t rio__meta_deadline_ns(void)
 {
     return try_deadline_ns;
+}
+
+const struct rio_cancel *rio__meta_cancel(void)
+{
+    return try_cancel;
+}
+
+int rio__cancel_fired(const struct rio_cancel *cx)
+{
+    return cx && atomic_load(&((struct rio_cancel *)cx)->fired);
 }
 
 static int meta_run(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
@@ -197,8 +209,10 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
         if (ret < 0)
             return ret;
         try_deadline_ns = m->deadline_ns;
+        try_cancel = m->cancel;
         ret = meta_once(c, op);
         try_deadline_ns = UINT64_MAX;
+        try_cancel = NULL;
         if (ret >= 0)
             return ret;
         ret = meta_failed(c, m, ret, &tries, &throttles);

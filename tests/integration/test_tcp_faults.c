@@ -920,6 +920,34 @@ TEST(stalled_lookup_ends_at_the_call_deadline)
     fx_stop(&x);
 }
 
+static void *fire_main(void *p)
+{
+    usleep(200000);
+    rio_cancel_fire(p);
+    return NULL;
+}
+
+/* And its cancel token: the GET blocked in that LOOKUP ended only at the
+ * op timeout, not within a few ms of the token firing. */
+TEST(stalled_lookup_ends_at_the_call_cancel)
+{
+    struct fx x = {.f = {.stall_lookups = 1}, .op_timeout_ms = 5000};
+    struct rio_cancel *cx;
+    pthread_t th;
+
+    fx_start(&x, NULL);
+    T_OK(rio_cancel_new(&cx));
+    struct rio_call call = {.cancel = cx};
+    T_EQ(pthread_create(&th, NULL, fire_main, cx), 0);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &call), RIO_ECANCELED);
+    T_LE(t_now_ms() - t0, 1500u);
+    pthread_join(th, NULL);
+    rio_cancel_destroy(cx);
+    fx_get(&x, NULL);
+    fx_stop(&x);
+}
+
 struct lookup_thread {
     pthread_t th;
     struct rio_transport *t;

@@ -8,6 +8,16 @@
 
 static int wait_fd(int fd, short events, uint64_t deadline);
 
+/* The round this thread leads (ctl_round sets it while it runs): its
+ * waits end too once the cancel tokens of all its unanswered requests
+ * fired, looked at every CTL_CANCEL_SLICE_MS. */
+struct ctl_wait;
+static __thread struct ctl_wait *const *round_ws;
+static __thread unsigned round_n;
+static bool round_cancellable(void);
+static bool round_cancelled(void);
+#define CTL_CANCEL_SLICE_MS 10u
+
 /* TLS on a connected fd, handshake done by deadline (control connections). */
 static int blk_tls(struct tcp_transport *t, const struct tcp_member *m, int fd,
                    struct rio__tls *tls, uint64_t deadline)
@@ -32,11 +42,17 @@ static int blk_tls(struct tcp_transport *t, const struct tcp_member *m, int fd,
 
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
+    bool watch = round_cancellable();
+
     for (;;) {
+        if (watch && round_cancelled())
+            return RIO_ECANCELED;
         uint64_t now = rio__now_ns();
         if (now >= deadline)
             return -ETIMEDOUT;
         uint64_t ms = (deadline - now + NS_PER_MS - 1) / NS_PER_MS;
+        if (watch && ms > CTL_CANCEL_SLICE_MS)
+            ms = CTL_CANCEL_SLICE_MS;
         struct pollfd p = {.fd = fd, .events = events};
         int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
         if (r < 0) {
@@ -532,6 +548,34 @@ static void ctl_fail_round(struct ctl_wait **ws, unsigned n, int err, bool fresh
     }
 }
 
+/* Every unanswered request of the round this thread leads has a cancel
+ * token (else the round cannot end early: it looks at none). */
+static bool round_cancellable(void)
+{
+    bool any = false;
+
+    for (unsigned i = 0; i < round_n; i++) {
+        const struct ctl_wait *w = round_ws[i];
+        if (w->over || w->answered)
+            continue;
+        if (!w->rq->cancel)
+            return false;
+        any = true;
+    }
+    return any;
+}
+
+/* ... and every one of those tokens fired. */
+static bool round_cancelled(void)
+{
+    for (unsigned i = 0; i < round_n; i++) {
+        const struct ctl_wait *w = round_ws[i];
+        if (!w->over && !w->answered && !rio__cancel_fired(w->rq->cancel))
+            return false;
+    }
+    return true;
+}
+
 /* The waiter of the round that id answers, or NULL. */
 static struct ctl_wait *ctl_match(struct ctl_wait **ws, unsigned n, uint64_t id)
 {
@@ -547,8 +591,21 @@ static struct ctl_wait *ctl_match(struct ctl_wait **ws, unsigned n, uint64_t id)
  * ends over (its answer or its error in the waiter), or marked again.
  * *dialled: the member's greeting facts in *hi are new.
  */
+static void ctl_round_run(struct tcp_transport *t, struct tcp_member *m, struct ctl_wait **ws,
+                          unsigned n, struct hs_info *hi, bool *dialled);
+
 static void ctl_round(struct tcp_transport *t, struct tcp_member *m, struct ctl_wait **ws,
                       unsigned n, struct hs_info *hi, bool *dialled)
+{
+    round_ws = ws;
+    round_n = n;
+    ctl_round_run(t, m, ws, n, hi, dialled);
+    round_ws = NULL;
+    round_n = 0;
+}
+
+static void ctl_round_run(struct tcp_transport *t, struct tcp_member *m, struct ctl_wait **ws,
+                          unsigned n, struct hs_info *hi, bool *dialled)
 {
     struct iovec iov[CTL_ROUND_MAX * 5];
     uint8_t hdr[CTL_ROUND_MAX][RIO_PROTO_HDR_LEN], tag[CTL_ROUND_MAX][RIO_PROTO_TAG_LEN];

@@ -455,6 +455,9 @@ struct ctl_req {
      * round (dial included) ends by then at the latest, unless another
      * request of the round has a later one (control.c). */
     uint64_t deadline_ns;
+    /* The caller's cancel token (rio__meta_cancel; NULL: none): its round
+     * ends soon after the tokens of all its unanswered requests fired. */
+    const struct rio_cancel *cancel;
     bool idempotent;   /* a reused connection found closed: once more on a fresh one */
     bool no_dial;      /* only on an open connection */
     uint32_t need_cap; /* RIO_PROTO_CAP_* the server must have, else RIO_ENOTSUP */
@@ -517,7 +520,8 @@ static inline struct ctl_req rio__tcp_body_req(uint8_t op, struct iovec *iov, vo
                             .body_len = (size_t)n,
                             .resp_cap = resp_cap,
                             .timeout_ms = timeout_ms,
-                            .deadline_ns = rio__meta_deadline_ns()};
+                            .deadline_ns = rio__meta_deadline_ns(),
+                            .cancel = rio__meta_cancel()};
 }
 
 /* control.c */
