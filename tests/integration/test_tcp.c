@@ -595,6 +595,42 @@ TEST(tail_split_reads_ranges_inside_chunks)
 }
 
 /* Three servers form a ring: each key lives on its rendezvous owner only. */
+/*
+ * A PUT_CHUNK's body is its 24 fixed bytes, its 16-byte tag and its data:
+ * under a --max-body that takes the chunk and its fixed bytes but not the
+ * tag, the client opened the upload and sent chunks the server cut the
+ * connection on, again and again, until the retries ran out. Now it
+ * refuses such a chunk size at once (-EMSGSIZE); 16 bytes more and the PUT
+ * goes through.
+ */
+TEST(chunk_that_cannot_fit_max_body_is_refused_at_once)
+{
+    const size_t ch = 64u * 1024u;
+    for (int room = 0; room < 2; room++) {
+        char mb[32];
+        snprintf(mb, sizeof(mb), "%zu", ch + 24 + (room ? 16 : 8));
+        const char *args[] = {"--max-body", mb, NULL};
+        struct srv_env e;
+        struct rio_options o;
+        struct tu u;
+        char url[256];
+
+        srv_start(&e, args);
+        tu_url(url, sizeof(url), &e, NULL);
+        tu_opts(&o);
+        o.chunk_size = ch;
+        tu_open(&u, url, &o);
+        uint8_t *b = t_pattern_buf(4 * ch, 5);
+        uint64_t t0 = t_now_ms();
+        T_ERR(rio_put(u.c, "mb/obj", b, 4 * ch, NULL, NULL), room ? 0 : -EMSGSIZE);
+        if (!room)
+            T_LE(t_now_ms() - t0, 1000u);
+        free(b);
+        tu_close(&u);
+        T_EQ(srv_stop(&e), 0);
+    }
+}
+
 TEST(ring_of_three_members)
 {
     struct srv_env e[3];

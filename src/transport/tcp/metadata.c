@@ -231,7 +231,7 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
     pthread_mutex_lock(&m->ctl_mu);
     uint32_t max_body = m->ctl_max_body;
     pthread_mutex_unlock(&m->ctl_mu);
-    if (max_body && size && chunk_size + TCP_PUT_FIXED > max_body) {
+    if (max_body && size && chunk_size + TCP_PUT_FIXED + RIO_PROTO_TAG_LEN > max_body) {
         t->base.ops->put_abort(&t->base, up);
         return -EMSGSIZE;
     }
