@@ -53,8 +53,13 @@ struct fake {
     _Atomic int hold_lookups;  /* LOOKUP answered only after release */
     _Atomic int commits;       /* PUT_COMMITs seen (each answered generation 1000 + n) */
     _Atomic int bad_commit_at; /* that PUT_COMMIT (commits' count) answered with garbage */
-    int batch_lookups;         /* > 1: LOOKUPs answered in groups of this many, last first */
-    _Atomic int bump_reads;    /* READ: the key gets a new generation first (a PUT won) */
+    /* PUT_COMMITs from that count on: the first never answered (a disk
+     * tier still writing), every later one RIO_ETHROTTLE ("still being
+     * applied", the answer to a commit asked again meanwhile). */
+    _Atomic int pending_commit_at;
+    int pending_throttles;  /* > 0: only that many RIO_ETHROTTLE, then the generation */
+    int batch_lookups;      /* > 1: LOOKUPs answered in groups of this many, last first */
+    _Atomic int bump_reads; /* READ: the key gets a new generation first (a PUT won) */
     /* LOOKUP of "big": the largest descriptor the client takes (F_HUGE_N
      * chunks of 4 KiB, 64 MiB of checksums); huge_flips of them with a byte
      * of the list flipped after the tag was made. Set before fake_start. */
@@ -374,6 +379,17 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
     case RIO_OP_PUT_COMMIT: {
         uint8_t out[8];
         int n = atomic_fetch_add(&f->commits, 1) + 1;
+        int pend = atomic_load(&f->pending_commit_at);
+        if (pend && n == pend) {
+            while (!atomic_load(&f->stop))
+                usleep(1000);
+            ret = -1;
+            break;
+        }
+        if (pend && n > pend && (!f->pending_throttles || n <= pend + f->pending_throttles)) {
+            ret = f_respond(c, h->opcode, h->id, RIO_ETHROTTLE, NULL, 0);
+            break;
+        }
         if (n == atomic_load(&f->bad_commit_at)) {
             uint8_t junk[RIO_PROTO_HDR_LEN];
             memset(junk, 0xa5, sizeof(junk));
@@ -1113,6 +1129,48 @@ TEST(commits_ready_together_share_a_round)
     T_EQ(k.ctl_retries, 1u); /* one fresh connection for the three asked again */
     raw_close(&w);
     fake_stop(&f);
+}
+
+/*
+ * A commit whose answer did not come within the op timeout, and which the
+ * server, asked again, says it is still applying (RIO_ETHROTTLE: a disk
+ * tier writing a large object): it may well be published. The PUT used to
+ * give up with RIO_ETHROTTLE (or RIO_EDEADLINE), which says nothing was
+ * published; the outcome is unknown (RIO_EUNKNOWN), and the server is not
+ * asked without end.
+ */
+TEST(commit_still_being_applied_is_an_unknown_outcome)
+{
+    struct fx x = {.f = {.pending_commit_at = 1}, .op_timeout_ms = 300};
+
+    fx_start(&x, NULL);
+    memset(x.b, 7, F_SIZE);
+    uint64_t t0 = t_now_ms();
+    T_ERR(rio_put(x.u.c, "obj", x.b, F_SIZE, NULL, NULL), RIO_EUNKNOWN);
+    T_LE(t_now_ms() - t0, 15000u);
+    T_GE(atomic_load(&x.f.commits), 2);
+    fx_stop(&x);
+
+    /* One that settles while it is asked again: the PUT succeeds, with
+     * the generation the server gave the commit. */
+    struct fx y = {.f = {.pending_commit_at = 1, .pending_throttles = 3}, .op_timeout_ms = 300};
+    struct rio_desc d;
+    fx_start(&y, NULL);
+    memset(y.b, 7, F_SIZE);
+    T_OK(rio_put(y.u.c, "obj", y.b, F_SIZE, NULL, &d));
+    T_EQ(d.generation, 1005u);
+    rio_desc_cleanup(&d);
+    fx_stop(&y);
+
+    /* A batch's commits go out together (put_commit_many): the same. */
+    struct fx z = {.f = {.pending_commit_at = 1}, .op_timeout_ms = 300};
+    struct rio_call call = {.deadline_ms = 2000};
+    fx_start(&z, NULL);
+    memset(z.b, 7, F_SIZE);
+    struct rio_op op = {.type = RIO_OP_PUT, .key = "obj", .buf = z.b, .len = F_SIZE};
+    T_EQ(rio_batch(z.u.c, &op, 1, &call), 0);
+    T_EQ(op.result, (int64_t)RIO_EUNKNOWN);
+    fx_stop(&z);
 }
 
 /*

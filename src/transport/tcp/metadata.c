@@ -4,6 +4,7 @@
  * one request on the owner's control connection (control.c).
  */
 #include <inttypes.h>
+#include <time.h>
 
 #include "core/internal.h"
 #include "transport/tcp/tcp_int.h"
@@ -355,7 +356,7 @@ static int commit_result(struct tcp_upload *up, struct rio_desc *d, int ret, boo
     } else if (h->status == RIO_ENOTFOUND || h->status == -ENOENT) {
         ret = RIO_ENOUPLOAD; /* reclaimed, aborted or never there: not committed */
     } else if (h->status != 0) {
-        ret = wire_status(h->status); /* RIO_ETHROTTLE: still being applied, ask later */
+        ret = wire_status(h->status); /* RIO_ETHROTTLE to a first commit: busy, ask later */
     } else if (rio__proto_dec_put_commit_resp(body, h->body_len, &r) < 0) {
         ret = RIO_EPROTO;
     } else {
@@ -367,6 +368,45 @@ static int commit_result(struct tcp_upload *up, struct rio_desc *d, int ret, boo
     if (ret < 0 && rio__class_is_retryable(rio__err_class(ret)))
         return ret;
     upload_free(up);
+    return ret;
+}
+
+/*
+ * A commit asked again after its answer was lost may find the server still
+ * applying it (RIO_ETHROTTLE: its disk tier writes the object): it may
+ * well be published, so it is not left to the engine as a retryable
+ * failure, which says nothing was published and ends in an abort once the
+ * engine's tries run out. It is asked again here, after a backoff, until
+ * it settles (its generation, or "no such upload" when it failed), within
+ * the op timeout times the retry count (the span the server remembers a
+ * commit for, docs/protocol.md); still pending then, RIO_EUNKNOWN.
+ */
+static int commit_settle(struct tcp_transport *t, struct tcp_member *m, struct tcp_upload *up,
+                         const struct ctl_req *rq, int ret, struct rio_proto_hdr *h, uint8_t **body,
+                         bool *sent, bool *asked)
+{
+    unsigned tries = t->o.retry_attempts ? t->o.retry_attempts : 1;
+    uint64_t until = rio__now_ns() + (uint64_t)t->o.op_timeout_ms * tries * NS_PER_MS;
+    uint64_t wait_ms = 10;
+
+    while (ret == 0 && h->status == RIO_ETHROTTLE && up->commit_sent) {
+        uint64_t now = rio__now_ns();
+        if (now >= until) {
+            rio__detail("railio://: the server was still applying the commit after %u ms",
+                        t->o.op_timeout_ms * tries);
+            return RIO_EUNKNOWN; /* commit_result: asked, no answer */
+        }
+        uint64_t ns = min_u64(wait_ms * NS_PER_MS, until - now);
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+                              .tv_nsec = (long)(ns % 1000000000ull)};
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+        wait_ms = wait_ms < 1000 ? wait_ms * 2 : 1000;
+        rio__free(*body);
+        *body = NULL;
+        *asked = true;
+        ret = rio__tcp_ctl_call_sent(t, m, rq, h, body, sent);
+    }
     return ret;
 }
 
@@ -400,6 +440,7 @@ int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc 
         up->commit_sent = true;
         ret = rio__tcp_ctl_call_sent(t, m, &rq, &h, &body, &sent);
     }
+    ret = commit_settle(t, m, up, &rq, ret, &h, &body, &sent, &asked);
     rio__free(b);
     return commit_result(up, d, ret, sent, asked, &h, body);
 }
@@ -467,11 +508,12 @@ void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct r
                 /* Its answer was lost: asked once more, as put_commit does. */
                 struct rio_proto_hdr h;
                 uint8_t *body = NULL;
-                bool sent = false;
+                bool sent = false, asked = false;
                 rio__free(it[j].body);
                 up->commit_sent = true;
                 int r = rio__tcp_ctl_call_sent(t, &t->members[mi], &mc[i].rq, &h, &body, &sent);
-                rets[i] = commit_result(up, ds[i], r, sent, false, &h, body);
+                r = commit_settle(t, &t->members[mi], up, &mc[i].rq, r, &h, &body, &sent, &asked);
+                rets[i] = commit_result(up, ds[i], r, sent, asked, &h, body);
             } else {
                 rets[i] = commit_result(up, ds[i], it[j].ret, it[j].sent, mc[i].asked, &it[j].h,
                                         it[j].body);
