@@ -224,9 +224,14 @@ void rio_cli_json_str(FILE *f, const char *s);
  * a password in user:password@ replaced by "***" (a message or a log never
  * shows a secret); out, truncated to cap. */
 const char *rio_cli_url_safe(const char *url, char *out, size_t cap);
-/* Each control byte of s as '?' (a key from the command line or a listing
- * may hold an escape sequence that repaints or retitles the terminal). */
+/* Each byte of a control character of s (rio_cli_ctl_len) as '?' (a key
+ * from the command line or a listing may hold an escape sequence that
+ * repaints or retitles the terminal). */
 char *rio_cli_ctl_mask(char *s);
+/* The bytes of a control character at s (a C0 one or DEL: 1; a C1 one,
+ * U+0080 to U+009F, in UTF-8: 2), or 0. A terminal acts on C1 controls as
+ * on ESC sequences (0xc2 0x9b is CSI). */
+size_t rio_cli_ctl_len(const unsigned char *s);
 /* Why a PUT of a file failed whose read gave got bytes, not the size
  * declared when it started (another process truncated or appended to it):
  * "the file changed size while it was being read (...); nothing was

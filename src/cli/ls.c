@@ -26,15 +26,24 @@ static const char ls_usage[] =
     "  the backend's own order, cheaper on rados:// (the pool's order: no scan of every\n"
     "  name under PREFIX for each page). -v: how many entries and pages, on stderr.\n";
 
-/* The key and a newline; on a terminal, control bytes (a hostile key's
- * escape sequences) as '?', as ls(1) does. --json keeps every byte. */
+/* The key and a newline; on a terminal, the bytes of control characters
+ * (a hostile key's escape sequences, C0 and C1) as '?', as ls(1) does.
+ * --json keeps every byte. */
 static void put_key(const char *k)
 {
     static int tty = -1;
+    const unsigned char *p = (const unsigned char *)k;
     if (tty < 0)
         tty = isatty(1);
-    for (; *k; k++)
-        putchar(tty && ((unsigned char)*k < 0x20 || *k == 0x7f) ? '?' : *k);
+    while (*p) {
+        size_t n = tty ? rio_cli_ctl_len(p) : 0;
+        if (!n) {
+            putchar(*p++);
+            continue;
+        }
+        for (; n; n--, p++)
+            putchar('?');
+    }
     putchar('\n');
 }
 

@@ -137,11 +137,26 @@ double rio_cli_now_s(void)
 }
 
 /* The library's redaction (core/url.h): one list of what is a secret. */
+size_t rio_cli_ctl_len(const unsigned char *s)
+{
+    if (*s && (*s < 0x20 || *s == 0x7f))
+        return 1;
+    return s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f ? 2 : 0;
+}
+
 char *rio_cli_ctl_mask(char *s)
 {
-    for (char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = '?';
+    unsigned char *p = (unsigned char *)s;
+
+    while (*p) {
+        size_t n = rio_cli_ctl_len(p);
+        if (!n) {
+            p++;
+            continue;
+        }
+        memset(p, '?', n);
+        p += n;
+    }
     return s;
 }
 

@@ -150,6 +150,32 @@ TEST(exit_not_found)
     T_NULL(strchr(out, '\033'));
     T_NULL(strchr(out, '\007'));
     T_NOTNULL(strstr(out, "z?]0;x?"));
+    /* And a C1 control in UTF-8 (U+009B, CSI: what ESC [ does). */
+    T_EQ(cli_run(out, sizeof(out), "stat \"file://%s/store/y$(printf '\302\233')2J\" 2>&1", dir),
+         3);
+    T_NULL(strstr(out, "\302\233"));
+    T_NOTNULL(strstr(out, "y??2J"));
+    /* ls on a terminal (script(1) gives it one): a listed key's C0 and C1
+     * controls as '?' too. */
+    T_EQ(cli_run(NULL, 0, "put -q \"file://%s/store/t$(printf '\033[2J\302\233')k\" %s/in.bin", dir,
+                 dir),
+         0);
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "script -qec '%s ls file://%s/store/' /dev/null > %s/tty.out",
+             cli_bin(), dir, dir);
+    if (system("command -v script >/dev/null") == 0) {
+        T_EQ(system(cmd), 0);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/tty.out", dir);
+        FILE *f = fopen(path, "rb");
+        T_NOTNULL(f);
+        size_t n = fread(out, 1, sizeof(out) - 1, f);
+        fclose(f);
+        out[n] = '\0';
+        T_NULL(strchr(out, '\033'));
+        T_NULL(strstr(out, "\302\233"));
+        T_NOTNULL(strstr(out, "t?[2J??k"));
+    }
     /* So does the cause's detail (here naming a bad variable's value). */
     T_EQ(setenv("RIO_DEPTH", "\033]0;x\007", 1), 0);
     T_EQ(cli_run(out, sizeof(out), "stat file://%s/store/obj 2>&1 | tail -1", dir), 0);
