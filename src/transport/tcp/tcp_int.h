@@ -412,20 +412,45 @@ static inline struct tcp_slot *sl_pop(struct rio_list *l)
 }
 
 /*
- * A status from the wire as a return code: -errno and RIO_E* pass, -ENOENT
- * is RIO_ENOTFOUND, anything else (positive, out of range) is RIO_EPROTO.
+ * A status from the wire as a return code: the codes a server answers
+ * (docs/protocol.md, "Status codes") pass, -ENOENT is RIO_ENOTFOUND, a
+ * positive one is RIO_EPROTO, and any other, RIO_ESERVER: a code the engine
+ * reads for its own decisions (RIO_EUNKNOWN "the commit may or may not be
+ * done", RIO_ECANCELED, RIO_EDEADLINE, -ETIMEDOUT or -ECONNRESET "this path
+ * failed") is the client's to say, never the server's.
  */
 static inline int wire_status(int32_t s)
 {
     if (s >= 0)
         return RIO_EPROTO;
-    if (s == -ENOENT)
+    switch (s) {
+    case -ENOENT:
         return RIO_ENOTFOUND;
-    if (s >= -4095)
+    case RIO_EPROTO:
+    case RIO_ENOTFOUND:
+    case RIO_EGENERATION:
+    case RIO_ECHECKSUM:
+    case RIO_EINVAL:
+    case RIO_ETHROTTLE:
+    case RIO_ENOTSUP:
+    case RIO_ESERVER:
+    case -EACCES:
+    case -EPERM:
+    case -ENOSPC:
+    case -EDQUOT:
+    case -EFBIG:
+    case -ENOMEM:
+    case -EIO:
+    case -EROFS:
+    case -EMSGSIZE:
+    case -ENAMETOOLONG:
+    case -EINVAL:
+    case -EAGAIN:
         return s;
-    if (s <= RIO_EINVAL && s > -11000)
-        return s;
-    return RIO_EPROTO;
+    default:
+        rio__detail("railio:// server answered status %d, which no server sends", (int)s);
+        return RIO_ESERVER;
+    }
 }
 
 static inline uint64_t next_id(struct tcp_transport *t)
