@@ -855,11 +855,12 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
     return ret;
 }
 
-/* One try of a single-key PUT (type RIO_OP_PUT: src) or GET (dst): its
- * result, or the error of preparing or running it. */
+/* One try of a single-key PUT (type RIO_OP_PUT: src) or GET (dst; given:
+ * its descriptor, planned from instead of a lookup, or NULL): its result,
+ * or the error of preparing or running it. */
 static int64_t single_once(struct rio_client *c, int type, const char *key, const void *src,
                            void *dst, size_t len, const struct rio_call *opt,
-                           struct rio_desc *out_desc)
+                           struct rio_desc *out_desc, const struct rio_desc *given)
 {
     struct rio__call *call;
     int ret;
@@ -879,9 +880,11 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
         call->put_if = opt->expect_generation;
     rio__call_mark_start(c, call, len);
     struct rio__req *r = &call->reqs[0];
+    r->given = given;
     ret = type == RIO_OP_PUT ? rio__req_prepare_put(c, r, key, src, len, false)
                              : rio__req_prepare_get(c, call, r, key, dst, len,
                                                     opt ? opt->expect_generation : 0, false);
+    r->given = NULL;
     if (ret < 0)
         goto err_call;
     ret = rio__call_run(c, call, opt, out_desc);
@@ -899,13 +902,13 @@ err_call:
 static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
                     const struct rio_call *opt, struct rio_desc *out_desc)
 {
-    return (int)single_once(c, RIO_OP_PUT, key, buf, NULL, len, opt, out_desc);
+    return (int)single_once(c, RIO_OP_PUT, key, buf, NULL, len, opt, out_desc, NULL);
 }
 
 static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
                         const struct rio_call *opt)
 {
-    return single_once(c, RIO_OP_GET, key, NULL, buf, cap, opt, NULL);
+    return single_once(c, RIO_OP_GET, key, NULL, buf, cap, opt, NULL, NULL);
 }
 
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
@@ -940,7 +943,6 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
     ret = rio_stat(c, key, &d);
     if (ret < 0)
         return ret;
-    rio_desc_cleanup(&d);
     /* The buffer is the caller's (free(3)), not the library's pool. A large
      * one is 2 MiB-aligned with huge pages advised: the transport's first
      * touch of it then faults once per 2 MiB, not once per 4 KiB. */
@@ -953,8 +955,10 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
     } else {
         buf = malloc(d.size ? d.size : 1);
     }
-    if (!buf)
+    if (!buf) {
+        rio_desc_cleanup(&d);
         return -ENOMEM;
+    }
     struct rio_call local;
     if (opt)
         local = *opt;
@@ -962,7 +966,11 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
         memset(&local, 0, sizeof(local));
     if (!local.expect_generation)
         local.expect_generation = d.generation;
-    ret = get_once(c, key, buf, d.size, &local);
+    /* Planned from the stat's descriptor (its checksums): one lookup, not
+     * a second one for the GET. A generation replaced meanwhile fails the
+     * READs (RIO_EGENERATION) and the call is planned again. */
+    ret = single_once(c, RIO_OP_GET, key, NULL, buf, d.size, &local, NULL, &d);
+    rio_desc_cleanup(&d);
     if (ret < 0) {
         free(buf);
         return ret;

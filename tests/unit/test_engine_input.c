@@ -167,6 +167,22 @@ TEST(edge_sizes)
     T_EQ(rio_get_alloc(e.c, "empty", &p, NULL), 0);
     T_NOTNULL(p);
     free(p);
+    /* rio_get_alloc looks the object up once (its size, then the GET
+     * planned from that descriptor), not twice, and verifies every chunk. */
+    enum { LEN = 3 * EU_CHUNK + 5 };
+    static uint8_t src[LEN];
+    t_fill_pattern(src, LEN, 44);
+    T_OK(rio_put(e.c, "alloc", src, LEN, NULL, NULL));
+    struct rio_mock_counters k0, k1;
+    struct rio_stats st;
+    struct rio_call sc = {.stats = &st};
+    rio_mock_counters(e.c, &k0);
+    T_EQ(rio_get_alloc(e.c, "alloc", &p, &sc), (int64_t)LEN);
+    rio_mock_counters(e.c, &k1);
+    T_EQ(k1.lookups - k0.lookups, 1u);
+    T_MEMEQ(p, src, LEN);
+    T_EQ(st.chunks, 4u);
+    free(p);
     eu_close(&e);
 }
 
