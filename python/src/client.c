@@ -630,15 +630,52 @@ out:
     return ret;
 }
 
+/*
+ * Whether a buffer's items hold Python objects: struct code 'O' anywhere
+ * in its format (numpy's dtype=object, ctypes' py_object arrays, a
+ * structured dtype with an object field), field names (":name:") aside.
+ * Their bytes are PyObject pointers: a PUT would publish addresses and a
+ * GET would write the object's bytes over them, pointers the interpreter
+ * then follows.
+ */
+static int format_holds_objects(const char *fmt)
+{
+    for (const char *p = fmt; p && *p; p++) {
+        if (*p == ':') {
+            p = strchr(p + 1, ':');
+            if (!p)
+                return 0;
+        } else if (*p == 'O') {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what)
 {
     int r;
 
     if (PyObject_CheckBuffer(obj)) {
-        if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES) < 0) {
-            /* e.g. a numpy array with negative strides refusing STRIDES */
+        /* With its format, to refuse Python objects; an exporter that
+         * cannot name its items (numpy's datetime64) holds plain bytes
+         * and is taken without one. */
+        if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES | PyBUF_FORMAT) < 0) {
             PyErr_Clear();
-            PyErr_Format(PyExc_BufferError, "%s is not contiguous: pass a contiguous buffer", what);
+            if (PyObject_GetBuffer(obj, view, PyBUF_STRIDES) < 0) {
+                /* e.g. a numpy array with negative strides refusing STRIDES */
+                PyErr_Clear();
+                PyErr_Format(PyExc_BufferError, "%s is not contiguous: pass a contiguous buffer",
+                             what);
+                return -1;
+            }
+        }
+        if (format_holds_objects(view->format)) {
+            PyErr_Format(PyExc_TypeError,
+                         "%s holds Python objects (format '%.40s'), whose bytes are pointers: "
+                         "pass a buffer of plain data (not a numpy dtype=object array)",
+                         what, view->format);
+            PyBuffer_Release(view);
             return -1;
         }
         if (!PyBuffer_IsContiguous(view, 'A')) {

@@ -238,3 +238,33 @@ def test_client_reopened_after_a_refused_close(mock_url):
     c.put("k2", b"v")  # "railio.Client is closing" for good
     assert c.get("k2") == b"v"
     c.close()
+
+
+def test_buffers_of_python_objects_refused(client):
+    """A numpy dtype=object array (or ctypes py_object array, or a field
+    of objects) exports its PyObject pointers as its bytes: put() published
+    the process's addresses and get_into() wrote the object's bytes over
+    the pointers (a server's bytes the interpreter then dereferenced)."""
+    import ctypes
+
+    objs = np.array([object(), "x", 3], dtype=object)
+    # The array's own pointer bytes: were the GET let through, it would
+    # write back the same pointers, so the test fails without crashing.
+    same = ctypes.string_at(objs.ctypes.data, objs.nbytes)
+    client.put("ptrs", same)
+    for buf in [objs, np.zeros(2, [("a", "O"), ("b", "i4")]), (ctypes.py_object * 2)()]:
+        with pytest.raises(TypeError, match="holds Python objects"):
+            client.put("o", buf)
+        with pytest.raises(TypeError, match="holds Python objects"):
+            client.get_into("ptrs", buf)
+        with pytest.raises(TypeError, match=r"buffers\[1\] holds Python objects"):
+            client.batch_put(["a", "b"], [b"x", buf])
+    with client.open("ptrs", "rb") as r, pytest.raises(TypeError, match="holds Python objects"):
+        r.readinto(objs)
+    with client.open("w", "wb") as w, pytest.raises(TypeError, match="holds Python objects"):
+        w.write(objs)
+    assert not client.exists("o")
+    # Plain data whose format names a field "O..." or has no format at all.
+    client.put("f", np.zeros(2, [("Obj", "<i4")]))
+    client.put("t", np.zeros(3, "M8[s]"))
+    assert client.get_into("t", np.ones(3, "M8[s]")) == 24
