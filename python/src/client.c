@@ -445,7 +445,7 @@ void rio_py_call_end(RioClient *self, RioCancel *cx)
     Py_DECREF(cx);
 }
 
-struct rio_client *rio_py_client(RioClient *self)
+int rio_py_forked(RioClient *self)
 {
     if (self->c && self->pid != getpid()) {
         /* The library's threads did not come along: a call would wait
@@ -454,8 +454,15 @@ struct rio_client *rio_py_client(RioClient *self)
                         "railio.Client was created in another process (this one was forked "
                         "from it): create a new Client here (for torch DataLoader workers: "
                         "in worker_init_fn or on first use)");
-        return NULL;
+        return 1;
     }
+    return 0;
+}
+
+struct rio_client *rio_py_client(RioClient *self)
+{
+    if (rio_py_forked(self))
+        return NULL;
     if (!self->c || self->closing) {
         PyErr_SetString(PyExc_ValueError, self->c ? "railio.Client is closing (close() was "
                                                     "called with calls in progress)"

@@ -60,8 +60,13 @@ PyObject *rio_py_stats_dict(const struct rio_stats *st);
  * with an exception set. */
 int rio_py_call_stats(RioClient *self, const struct rio_stats *st, PyObject *stats_arg);
 
-/* NULL with ValueError set if the client is closed or closing. */
+/* NULL with ValueError set if the client is closed or closing, or with
+ * RuntimeError set if rio_py_forked. */
 struct rio_client *rio_py_client(RioClient *self);
+/* 1 with RuntimeError set if self is open and was created in another
+ * process (this one was forked from it): its library objects, and its
+ * readers' and writers', may not be touched here; else 0. */
+int rio_py_forked(RioClient *self);
 
 /* A key argument (str, encoded UTF-8, or bytes) as a C string borrowed
  * from obj, or NULL with TypeError (not str/bytes) or InvalidArgument (a

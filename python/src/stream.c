@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <structmember.h>
 
@@ -418,8 +419,18 @@ static PyObject *stream_raise(RioStream *s, int64_t err, const char *call)
     return rio_py_raise((int)err, what);
 }
 
-/* 1 if a method may use the stream now (open, and no other thread in it);
- * else 0 with RuntimeError or ValueError set. */
+/* Whether this process was forked from the one that opened the stream:
+ * the library's reader or writer belongs to the parent, whose threads fill
+ * and drain it, so no rio_* call may touch it here (reading or closing it
+ * waited for them for good). */
+static bool stream_forked(const RioStream *s)
+{
+    return s->client->pid != getpid();
+}
+
+/* 1 if a method may use the stream now (open, in the process that opened
+ * it, and no other thread in it); else 0 with RuntimeError or ValueError
+ * set. */
 static int stream_usable(RioStream *s, bool open, const char *what)
 {
     if (s->active) {
@@ -428,6 +439,13 @@ static int stream_usable(RioStream *s, bool open, const char *what)
     }
     if (!open) {
         closed_error();
+        return 0;
+    }
+    if (stream_forked(s)) {
+        PyErr_Format(PyExc_RuntimeError,
+                     "this railio.%s was opened in another process (this one was forked from "
+                     "it): open it again on a Client created here",
+                     what[0] == 'r' ? "Reader" : "Writer");
         return 0;
     }
     return 1;
@@ -448,9 +466,11 @@ static void reader_finish(RioReader *self)
     if (!rd)
         return;
     self->rd = NULL;
-    Py_BEGIN_ALLOW_THREADS;
-    (void)rio_reader_close(rd); /* RIO_ECANCELED when closed early; read errors were raised */
-    Py_END_ALLOW_THREADS;
+    if (!stream_forked(&self->s)) { /* a forked child leaves the parent's reader alone */
+        Py_BEGIN_ALLOW_THREADS;
+        (void)rio_reader_close(rd); /* RIO_ECANCELED when closed early; read errors were raised */
+        Py_END_ALLOW_THREADS;
+    }
     stream_end(&self->s);
 }
 
@@ -685,9 +705,11 @@ static void writer_dealloc(RioWriter *self)
 
     if (w) { /* never closed: nothing is published */
         self->w = NULL;
-        Py_BEGIN_ALLOW_THREADS;
-        rio_writer_abort(w);
-        Py_END_ALLOW_THREADS;
+        if (!stream_forked(&self->s)) { /* a forked child leaves the parent's writer alone */
+            Py_BEGIN_ALLOW_THREADS;
+            rio_writer_abort(w);
+            Py_END_ALLOW_THREADS;
+        }
         stream_end(&self->s);
     }
     Py_XDECREF(self->desc);
@@ -726,6 +748,8 @@ static PyObject *writer_close(RioWriter *self, PyObject *Py_UNUSED(ignored))
         return in_use_error("writer");
     if (!w) /* closed already: the same result again */
         return self->desc ? Py_NewRef(self->desc) : Py_NewRef(Py_None);
+    if (!stream_usable(&self->s, true, "writer"))
+        return NULL; /* forked: only the parent can publish it */
     memset(&d, 0, sizeof(d));
     self->w = NULL;
     self->s.active = true;
@@ -754,9 +778,11 @@ static PyObject *writer_abort(RioWriter *self, PyObject *Py_UNUSED(ignored))
         Py_RETURN_NONE;
     self->w = NULL;
     self->aborted = true;
-    Py_BEGIN_ALLOW_THREADS;
-    rio_writer_abort(w);
-    Py_END_ALLOW_THREADS;
+    if (!stream_forked(&self->s)) { /* a forked child drops only its handle */
+        Py_BEGIN_ALLOW_THREADS;
+        rio_writer_abort(w);
+        Py_END_ALLOW_THREADS;
+    }
     stream_end(&self->s);
     Py_RETURN_NONE;
 }

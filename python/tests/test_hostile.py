@@ -268,3 +268,58 @@ def test_buffers_of_python_objects_refused(client):
     client.put("f", np.zeros(2, [("Obj", "<i4")]))
     client.put("t", np.zeros(3, "M8[s]"))
     assert client.get_into("t", np.ones(3, "M8[s]")) == 24
+
+
+FORK_STREAMS = r"""
+import os, signal, sys
+import railio
+c = railio.Client(sys.argv[1], paths=1, chunk="64K")
+c.put("k", bytes(range(256)) * (4 << 12))
+r = c.open("k", "rb", prefetch=4)
+head = r.read(10)
+w = c.open("w", "wb")
+w.write(b"x" * 100000)
+how = sys.argv[2]
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)
+    if how == "use":
+        for call in (lambda: r.read(10), lambda: r.readinto(bytearray(10)),
+                     lambda: w.write(b"y"), w.close):
+            try:
+                call()
+                os._exit(3)
+            except RuntimeError as e:
+                if "forked" not in str(e):
+                    os._exit(4)
+        w.abort()
+        r.close()
+        os._exit(0)
+    if how == "close":
+        r.close()
+        w.abort()
+        os._exit(0)
+    sys.exit(0)  # the interpreter's exit deallocates both
+_, status = os.waitpid(pid, 0)
+# The parent's streams are untouched: the rest of the object, the upload.
+assert head + r.read() == bytes(range(256)) * (4 << 12)
+r.close()
+w.write(b"z")
+assert w.close()["size"] == 100001
+assert c.get("w") == b"x" * 100000 + b"z"
+c.close()
+sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+@pytest.mark.parametrize("how", ["use", "close", "exit"])
+def test_streams_in_a_forked_child(mock_url, how):
+    """A Reader or Writer open across fork() is the parent's: in the child
+    reading or writing raises at once (it went on with the parent's
+    prefetched chunks, then would wait for its threads), and closing it or
+    the interpreter's exit leaves the library's stream alone (the child
+    hung for good at exit, in rio_reader_close)."""
+    r = subprocess.run([sys.executable, "-c", FORK_STREAMS, mock_url, how], timeout=60,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
