@@ -730,8 +730,19 @@ const char *rio_py_text(PyObject *obj, const char *what)
 
     if (PyUnicode_Check(obj)) {
         s = PyUnicode_AsUTF8AndSize(obj, &n);
-        if (!s)
+        if (!s) {
+            /* A lone surrogate (a name decoded with surrogateescape): no
+             * UTF-8 spells it; the caller's key is its bytes. Said as the
+             * other key rules are, naming which argument broke it. */
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+                return NULL;
+            PyErr_Clear();
+            PyErr_Format(Err_InvalidArgument,
+                         "%s is not valid UTF-8 text (it holds a lone surrogate): pass it as "
+                         "bytes (os.fsencode(name))",
+                         what);
             return NULL;
+        }
     } else if (PyBytes_Check(obj)) {
         s = PyBytes_AS_STRING(obj);
         n = PyBytes_GET_SIZE(obj);

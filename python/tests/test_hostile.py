@@ -142,6 +142,14 @@ def test_keys_of_1_to_1024_bytes_and_bytes_keys_round_trip(client):
     assert client.stat(d["key"])["key"] == d["key"]
     assert [e.key for e in client.list(prefix=b"bin")] == [d["key"]]
     assert client.put("é", b"w")["key"] == "é"
+    # A str no UTF-8 spells (a surrogate-escaped file name) broke no rule
+    # the API names: it raised UnicodeEncodeError, not naming keys[i].
+    with pytest.raises(railio.InvalidArgument, match="key is not valid UTF-8"):
+        client.put("bin\udcff", b"v")
+    with pytest.raises(railio.InvalidArgument, match=r"keys\[1\] is not valid UTF-8"):
+        client.batch_exists(["k", "bin\udcff"])
+    with pytest.raises(railio.InvalidArgument, match="prefix is not valid UTF-8"):
+        client.list("\udcff")
 
 
 @needs_torch
