@@ -577,6 +577,24 @@ static int tensor_buffer(PyObject *t, Py_buffer *view, int writable, const char 
                      what, dev);
         goto out;
     }
+    /* A sparse or MKL-DNN tensor has no one block of memory (torch's own
+     * RuntimeError from is_contiguous() or data_ptr() said less): refused
+     * as other tensors with no memory behind their bytes are. */
+    Py_CLEAR(dtype);
+    dtype = PyObject_GetAttrString(t, "layout");
+    if (!dtype)
+        goto out;
+    v = PyObject_Str(dtype);
+    if (!v)
+        goto out;
+    if (PyUnicode_CompareWithASCIIString(v, "torch.strided") != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "%s is a torch tensor of layout %U, with no memory behind its values as "
+                     "one block: pass tensor.to_dense()",
+                     what, v);
+        goto out;
+    }
+    Py_CLEAR(v);
     if ((r = tensor_flag(t, "is_contiguous")) <= 0) {
         if (r == 0)
             PyErr_Format(PyExc_BufferError,

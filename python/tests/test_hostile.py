@@ -77,6 +77,15 @@ def test_tensor_without_cpu_memory_refused(client):
     with pytest.raises(TypeError, match="no memory behind"):
         client.put("leak", Wrapper(512))  # stored 512 bytes of the stack
     assert not client.exists("leak")
+    # Sparse and MKL-DNN tensors have no one block of memory either (torch's
+    # RuntimeError "doesn't have storage" came through).
+    sparse = torch.sparse_coo_tensor(torch.tensor([[0, 1]]), torch.tensor([1.0, 2.0]), (4,))
+    for t in [sparse, torch.ones(4).to_mkldnn()]:
+        with pytest.raises(TypeError, match="layout torch.(sparse_coo|_mkldnn)"):
+            client.put("leak", t)
+        with pytest.raises(TypeError, match="to_dense"):
+            client.get_into("k", t)
+    assert not client.exists("leak")
 
     class Liar:  # isinstance() says tensor, the type does not
         __class__ = property(lambda self: torch.Tensor)
