@@ -379,7 +379,11 @@ struct rio_call {
      * the call (the caller's, or a worker of its batch), one call at a time
      * and never after the call returned, without the client's lock: a slow
      * callback delays only its own call's reports, not the transfer nor
-     * other calls. It must not call rio_* functions on its own call.
+     * other calls. A single-object call (rio_put, rio_get, rio_get_alloc)
+     * also reports every 100 ms while no chunk lands, with the same
+     * figures, so the callback runs while a transfer stalls too (a place
+     * to fire the call's cancel token). It must not call rio_* functions
+     * on its own call.
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;

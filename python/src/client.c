@@ -1090,6 +1090,7 @@ static void Client_dealloc(RioClient *self)
     }
     Py_XDECREF(self->url);
     Py_XDECREF(self->all);
+    Py_XDECREF(self->main_cx);
     Py_XDECREF(self->inflight);
     Py_XDECREF(self->last_stats);
     PyMem_Free(self->last_st);
@@ -1148,6 +1149,9 @@ static const char *const names_keys_bufs[] = {"keys", "buffers"};
  * then cancel= and stats=), the client entered and the rio_call set up. */
 struct one_call {
     const char *fn;
+    /* A signal's exception (KeyboardInterrupt) taken while the call ran:
+     * raised when it returns (intr_progress). */
+    PyObject *intr_type, *intr_value, *intr_tb;
     PyObject *a[MAX_POS + 2];
     PyObject *stats_arg;
     const char *key;
@@ -1205,6 +1209,55 @@ static int put_conditions(struct one_call *o, PyObject *const *x)
     return 0;
 }
 
+/* The main thread's ident (the module is imported there): Python runs
+ * signal handlers on that thread only. */
+static unsigned long main_ident;
+
+/*
+ * The progress callback of a main-thread call (put, get, get_into without
+ * cancel=): runs in the calling thread, which released the GIL, every
+ * 100 ms while the call waits (also when nothing moves). It takes the GIL
+ * and runs Python's pending signal handlers: a Ctrl-C's KeyboardInterrupt
+ * (or any exception a handler raises) is kept and the call's own token
+ * fired, so the call returns within a few milliseconds and the exception
+ * is raised then. Without it a Ctrl-C waited for the whole transfer, or
+ * for the deadline of a stalled one.
+ */
+static void intr_progress(void *arg, uint64_t done, uint64_t total)
+{
+    struct one_call *o = arg;
+    PyGILState_STATE g;
+
+    (void)done;
+    (void)total;
+    if (o->intr_type)
+        return;
+    g = PyGILState_Ensure();
+    if (PyErr_CheckSignals() < 0) {
+        PyErr_Fetch(&o->intr_type, &o->intr_value, &o->intr_tb);
+        cancel_fire(o->cx);
+    }
+    PyGILState_Release(g);
+}
+
+/* The main thread's own token for a call given no cancel= (a borrowed
+ * reference: self keeps it), or NULL when the call is not on the main
+ * thread or no token could be made (it then runs on the shared one). */
+static PyObject *main_token(RioClient *self)
+{
+    if (PyThread_get_thread_ident() != main_ident)
+        return NULL;
+    if (!self->main_cx || ((RioCancel *)self->main_cx)->fired) {
+        PyObject *fresh = PyObject_CallNoArgs((PyObject *)&RioCancel_Type);
+        if (!fresh) {
+            PyErr_Clear();
+            return NULL;
+        }
+        Py_XSETREF(self->main_cx, fresh);
+    }
+    return self->main_cx;
+}
+
 /* buf: -1 no buffer argument, 0 a readable one (put: it also takes
  * if_absent= and if_generation=), 1 a writable one. 0, or -1 with the
  * exception set and nothing held. */
@@ -1229,7 +1282,10 @@ static int one_begin(RioClient *self, struct one_call *o, const char *fn, int bu
             return -1;
         o->has_view = 1;
     }
-    o->c = call_enter(self, o->a[npos], &o->cx);
+    PyObject *cancel_arg = o->a[npos], *own = NULL;
+    if (!cancel_arg || cancel_arg == Py_None)
+        cancel_arg = own = main_token(self);
+    o->c = call_enter(self, cancel_arg, &o->cx);
     if (!o->c) {
         if (o->has_view)
             PyBuffer_Release(&o->view);
@@ -1237,6 +1293,10 @@ static int one_begin(RioClient *self, struct one_call *o, const char *fn, int bu
     }
     o->stats_arg = o->a[npos + 1];
     o->call.cancel = o->cx->cx;
+    if (own) {
+        o->call.progress = intr_progress;
+        o->call.progress_arg = o;
+    }
     o->call.stats = want_stats(self, o->stats_arg) ? &o->st : NULL;
     return 0;
 }
@@ -1245,6 +1305,12 @@ static int one_begin(RioClient *self, struct one_call *o, const char *fn, int bu
  * success. 1 when the caller may build its result, else 0 (exception set). */
 static int one_result(RioClient *self, struct one_call *o, int64_t r)
 {
+    if (o->intr_type) {
+        /* Interrupted: the signal's exception, whatever the call did. */
+        PyErr_Restore(o->intr_type, o->intr_value, o->intr_tb);
+        o->intr_type = o->intr_value = o->intr_tb = NULL;
+        return 0;
+    }
     if (r < 0) {
         call_failed(self, (int)r, o->fn, o->key, o->call.stats, o->stats_arg);
         return 0;
@@ -1254,6 +1320,9 @@ static int one_result(RioClient *self, struct one_call *o, int64_t r)
 
 static void one_end(RioClient *self, struct one_call *o)
 {
+    Py_XDECREF(o->intr_type);
+    Py_XDECREF(o->intr_value);
+    Py_XDECREF(o->intr_tb);
     rio_py_call_end(self, o->cx);
     if (o->has_view)
         PyBuffer_Release(&o->view);
@@ -1947,6 +2016,7 @@ PyMODINIT_FUNC PyInit__railio(void)
 
     if (PyType_Ready(&RioCancel_Type) < 0 || PyType_Ready(&RioClient_Type) < 0)
         return NULL;
+    main_ident = PyThread_get_thread_ident();
     m = PyModule_Create(&mod_def);
     if (!m)
         return NULL;

@@ -25,6 +25,10 @@ typedef struct {
                                 * Client.cancel() fires it and puts a fresh one here */
     PyObject *inflight;        /* caller-given Cancel objects of calls in progress: a dict
                                 * {Cancel: number of calls using it} */
+    PyObject *main_cx;         /* RioCancel or NULL: the token of the main thread's
+                                * put, get and get_into given no cancel=, its own so
+                                * that a Ctrl-C cancels that call only (counted in
+                                * inflight while one runs; replaced once fired) */
     PyObject *last_stats;      /* dict of the last call's stats, or NULL: built from
                                 * last_st when Client.last_stats is first read */
     Py_ssize_t busy;           /* calls in progress: close() with busy > 0 fires

@@ -340,3 +340,32 @@ def test_streams_in_a_forked_child(mock_url, how):
     r = subprocess.run([sys.executable, "-c", FORK_STREAMS, mock_url, how], timeout=60,
                        capture_output=True, text=True)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+
+
+
+@pytest.mark.parametrize("stalled", [False, True], ids=["moving", "stalled"])
+def test_ctrl_c_interrupts_a_call(mock_url, stalled):
+    """Ctrl-C during a long get raises KeyboardInterrupt at once, not when
+    the transfer ends (a 4 s GET), nor at the deadline of one that stalled
+    (each READ held 20 s). Only that call is cancelled: the client goes on
+    working, its other calls were not cancelled with it."""
+    import signal
+
+    n = 32 << 20
+    with railio.Client(mock_url) as fast:  # keeps the store; its PUT is not throttled
+        fast.put("big", os.urandom(n))
+        fast.put("small", b"s" * 1000)
+        faults = "&faults=delay:op=read:delay=20000" if stalled else ""
+        with railio.Client(mock_url + "?paths=1&chunk=1M&rate=8M" + faults) as c:
+            main = threading.main_thread().ident
+            timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
+            t0 = time.monotonic()
+            timer.start()
+            with pytest.raises(KeyboardInterrupt):
+                c.get("big")
+            took = time.monotonic() - t0
+            timer.join()
+            assert took < 2.0, f"KeyboardInterrupt after {took:.2f} s"
+            if not stalled:
+                assert c.get("small") == b"s" * 1000
+        assert fast.get("small") == b"s" * 1000

@@ -1852,7 +1852,28 @@ void rio__engine_wait(struct rio_client *c, struct rio__call *call)
             continue;
         if (call->remaining == 0 && !call->progress_busy)
             break;
-        pthread_cond_wait(&call->cond, &c->mu);
+        if (!call->progress) {
+            pthread_cond_wait(&call->cond, &c->mu);
+            continue;
+        }
+        /* With a progress callback, a report every 100 ms even while no
+         * chunk lands (a stalled server): the callback is where a caller
+         * acts on what it must while the call runs (the Python binding
+         * turns a Ctrl-C into a cancel there). */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&call->cond, &c->mu, &ts) == ETIMEDOUT && call->remaining) {
+            uint64_t now = rio__now_ns();
+            if (now - call->progress_last_ns >= 100000000ull) {
+                call->progress_last_ns = now;
+                call->progress_due = true;
+            }
+        }
     }
     pthread_mutex_unlock(&c->mu);
 }
