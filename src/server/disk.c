@@ -696,9 +696,18 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     /* Writable by this user: a directory it may only read (one moved from
      * root to a service user) started, said it served, and refused every
      * PUT (review). The probe has a partial upload's name: a crash before
-     * its removal leaves what recovery discards. */
-    static const char probe[] = "t-0000000000000000-0000000000000000.tmp";
-    int pfd = openat(d->dirfd, probe, O_CREAT | O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+     * its removal leaves what recovery discards. It is a new file under a
+     * name of this start (O_EXCL): whatever a name already holds is never
+     * opened (a FIFO planted under a fixed probe name hung start-up in
+     * open(), a directory or a link there refused it as "not writable"). */
+    char probe[NAME_LEN];
+    int pfd = -1;
+    for (uint64_t i = 0, t = rio__now_ns(); pfd < 0 && i < 16; i++) {
+        obj_name(probe, "t", 0, t + i, ".tmp");
+        pfd = openat(d->dirfd, probe, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (pfd < 0 && errno != EEXIST)
+            break;
+    }
     if (pfd < 0) {
         ret = -errno;
         SRV_ERR("data dir %s: not writable by this user (uid %u): %s", dir, (unsigned)geteuid(),

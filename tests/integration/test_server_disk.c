@@ -9,7 +9,9 @@
  * corrupt records (a flipped metadata byte, a truncated or flipped data
  * file) detected, logged, counted and never served; an overwrite too large
  * to cache, or empty, hiding the cached version it replaced; PUTs of
- * unknown size, cached or not, in files with room for their bound.
+ * unknown size, cached or not, in files with room for their bound; a
+ * FIFO or a directory under a temporary file's name neither hangs nor
+ * refuses start-up.
  */
 #include <sys/stat.h>
 
@@ -718,6 +720,32 @@ TEST(planted_names_neither_followed_nor_waited_on)
     free(v);
     srv_end_wc(&e, &c);
     T_EQ(t_sh("rm -rf %s", outside), 0);
+}
+
+/* Whatever a temporary file's name holds in the data directory, start-up
+ * never opens it: a FIFO under the name of the writability probe
+ * (t-0...0-0...0.tmp, fixed then) hung railiod in open() before it logged
+ * a line, and a directory there refused the start as "not writable". */
+TEST(planted_probe_name_neither_waited_on_nor_refused)
+{
+    const char *dir = disk_dir_make();
+    char path[512];
+    struct srv_env e;
+    struct wc c;
+
+    snprintf(path, sizeof(path), "%s/t-0000000000000000-0000000000000000.tmp", dir);
+    T_EQ(mkfifo(path, 0644), 0);
+    start(&e, dir, 0, "64M"); /* hung: railiod never wrote its port file */
+    wc_open(&c, e.addr[0]);
+    uint64_t g = put_version(&c, "k", 0, 1, 16384);
+    srv_end_wc(&e, &c);
+    T_EQ(access(path, F_OK), -1); /* discarded as a partial upload */
+
+    T_EQ(mkdir(path, 0755), 0);
+    start(&e, dir, 0, "64M"); /* refused: "not writable by this user" */
+    wc_open(&c, e.addr[0]);
+    expect_version(&c, "k", 0, 1, g);
+    srv_end_wc(&e, &c);
 }
 
 /* One railiod per data directory: a second one on the same directory
