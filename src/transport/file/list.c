@@ -337,9 +337,20 @@ static bool dir_wanted(const struct walk *w, const char *k, size_t klen)
     return !after[0] || strcmp(k, after) > 0 || strncmp(after, k, klen) == 0;
 }
 
+/* ret (< 0), having said which of the store's paths failed: the file or
+ * directory whose key is w->key[0..klen) ("" the root). A listing that
+ * fails on one unreadable directory among thousands said only
+ * "permission denied", and nothing said where. */
+static int walk_fail(struct ftransport *t, const struct walk *w, size_t klen, const char *doing,
+                     int ret)
+{
+    rio__detail("file://: %s %s/%.*s: %s", doing, t->root, (int)klen, w->key, rio_strerror(ret));
+    return ret;
+}
+
 /* Add file name (its key is w->key, klen bytes) to the page, or note that
  * the page is full. */
-static int walk_file(struct walk *w, int dirfd, const char *name, size_t klen)
+static int walk_file(struct ftransport *t, struct walk *w, int dirfd, const char *name, size_t klen)
 {
     struct rio_list_page *p = w->out;
     struct stat st;
@@ -354,11 +365,12 @@ static int walk_file(struct walk *w, int dirfd, const char *name, size_t klen)
      * whose etag the entry carries when the record still describes it. */
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0 && errno != EACCES && errno != EPERM)
-        return errno == ENOENT || errno == ELOOP ? 0 : -errno; /* gone, or now a link */
+        return errno == ENOENT || errno == ELOOP ? 0 /* gone, or now a link */
+                                                 : walk_fail(t, w, klen, "cannot open", -errno);
     int ret = 0;
     /* One we may not read is listed all the same, without its etag. */
     if (fd < 0 ? fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 : fstat(fd, &st) < 0) {
-        ret = errno == ENOENT ? 0 : -errno;
+        ret = errno == ENOENT ? 0 : walk_fail(t, w, klen, "cannot stat", -errno);
         goto out;
     }
     if (!S_ISREG(st.st_mode))
@@ -392,7 +404,7 @@ static int walk_dir(struct ftransport *t, struct walk *w, int dirfd, size_t base
         return -errno;
     ret = dlist_get(t, dirfd, &st, &l);
     if (ret < 0)
-        return ret;
+        return ret == -ENOMEM ? ret : walk_fail(t, w, base, "cannot read the directory", ret);
     size_t from = dlist_from(l, w->key, base, w->sp.after);
     size_t pfrom = dlist_from(l, w->key, base, w->sp.prefix);
     for (size_t i = from > pfrom ? from : pfrom; i < l->n && !w->more; i++) {
@@ -403,7 +415,7 @@ static int walk_dir(struct ftransport *t, struct walk *w, int dirfd, size_t base
             continue;
         memcpy(w->key + base, nm, len + 1);
         if (!l->v[i].dir) {
-            ret = walk_file(w, dirfd, nm, base + len);
+            ret = walk_file(t, w, dirfd, nm, base + len);
         } else if (dir_wanted(w, w->key, base + len)) {
             char name[NAME_MAX + 2];
             memcpy(name, nm, len - 1);
@@ -411,7 +423,9 @@ static int walk_dir(struct ftransport *t, struct walk *w, int dirfd, size_t base
             int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0) {
                 /* Gone, or replaced by a link, meanwhile: nothing of it. */
-                ret = errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
+                ret = errno == ENOENT || errno == ENOTDIR || errno == ELOOP
+                          ? 0
+                          : walk_fail(t, w, base + len, "cannot open the directory", -errno);
             } else {
                 ret = walk_dir(t, w, fd, base + len);
                 close(fd);
