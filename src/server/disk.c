@@ -421,9 +421,11 @@ static int rec_open_recovering(struct rio_srv_disk *d, const char *name, struct 
     return fd;
 }
 
-/* Parse and check one object file; 0 and *out, or a reason (logged). */
+/* Parse and check one object file; 0 and *out, or a reason (logged). An
+ * intact record that this start cannot serve is 0 with *out NULL: its
+ * generation still raises *max_gen. */
 static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_kh,
-                       uint64_t name_gen, struct rio_srv_obj **out)
+                       uint64_t name_gen, uint64_t *max_gen, struct rio_srv_obj **out)
 {
     uint8_t fixed[HDR_FIXED], *hdr = NULL;
     struct rio_srv_disk_rec r;
@@ -442,7 +444,8 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     }
     if (ret < 0)
         goto out_err;
-    ret = rio__srv_disk_parse_record(fixed, HDR_FIXED, (uint64_t)st.st_size, d->max_chunks, &r);
+    ret = rio__srv_disk_parse_record(fixed, HDR_FIXED, (uint64_t)st.st_size,
+                                     RIO_SRV_DISK_REC_CHUNKS_MAX, &r);
     if (ret < 0) {
         why = r.why;
         goto bad;
@@ -459,8 +462,8 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     }
     if (ret < 0)
         goto out_err;
-    ret = rio__srv_disk_parse_record(hdr, (size_t)r.header_len, (uint64_t)st.st_size, d->max_chunks,
-                                     &r);
+    ret = rio__srv_disk_parse_record(hdr, (size_t)r.header_len, (uint64_t)st.st_size,
+                                     RIO_SRV_DISK_REC_CHUNKS_MAX, &r);
     if (ret != 0) {
         why = r.why ? r.why : "header changed while read";
         goto bad;
@@ -468,6 +471,20 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     if (r.generation != name_gen || key_hash(r.key, r.key_len) != name_kh) {
         why = "name does not match the header";
         goto bad;
+    }
+    if (r.nchunks > d->max_chunks) {
+        /* Written under a larger --max-body: intact, but LOOKUP could not
+         * carry its checksums. Left as it is for a start that can serve
+         * it (it was renamed .corrupt as a "bad header length": a restart
+         * with a smaller --max-body lost the object for good). */
+        SRV_ERR("disk: record %s/%s holds %llu chunks, more than --max-body lets a LOOKUP "
+                "carry (%llu); left in place, not served (start with a larger --max-body to "
+                "serve it)",
+                d->dir, name, (unsigned long long)r.nchunks, (unsigned long long)d->max_chunks);
+        if (r.generation > *max_gen)
+            *max_gen = r.generation;
+        ret = 0;
+        goto out;
     }
     *out = ent_new(r.key, r.key_len, r.generation, r.size, r.chunk_size, r.nchunks, r.etag, r.xxh,
                    r.data_off);
@@ -620,7 +637,7 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
         if (!rec_name(n, 'o', &kh, &gen))
             continue;
         struct rio_srv_obj *e = NULL;
-        int r = recover_one(d, n, kh, gen, &e);
+        int r = recover_one(d, n, kh, gen, max_gen, &e);
         if (r == -ENOMEM) {
             ret = r;
             break;

@@ -442,6 +442,11 @@ struct rio_srv_disk_stats {
  * is centuries away; only a forged record gets there). */
 #define RIO_SRV_DISK_GEN_MAX (UINT64_MAX - (1ull << 40))
 #define RIO_SRV_DISK_STREAM_CHUNKS 65536u
+/* The most chunks a record of any railiod holds: what a LOOKUP's body
+ * carries at the largest --max-body. Start-up checks records against this,
+ * not against its own --max-body: a record with more chunks than this
+ * start can serve is intact, and is left as it is (not served). */
+#define RIO_SRV_DISK_REC_CHUNKS_MAX ((RIO_PROTO_BODY_CAP - 64u) / 8u)
 
 /* An object file's header length (0 when key_len or nchunks is out of
  * bounds), and data_off for it. */

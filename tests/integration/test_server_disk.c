@@ -11,7 +11,7 @@
  * to cache, or empty, hiding the cached version it replaced; PUTs of
  * unknown size, cached or not, in files with room for their bound; a
  * FIFO or a directory under a temporary file's name neither hangs nor
- * refuses start-up.
+ * refuses start-up; records beyond a smaller --max-body left in place.
  */
 #include <sys/stat.h>
 
@@ -720,6 +720,51 @@ TEST(planted_names_neither_followed_nor_waited_on)
     free(v);
     srv_end_wc(&e, &c);
     T_EQ(t_sh("rm -rf %s", outside), 0);
+}
+
+/* A record with more chunks than this start's --max-body lets a LOOKUP
+ * carry is intact: start-up leaves it in place, unserved, and a start with
+ * the larger --max-body serves it again. It was renamed .corrupt ("bad
+ * header length"), and a restart with a smaller --max-body lost the
+ * object for good. Its generation still counts: later PUTs are newer. */
+TEST(records_beyond_max_body_left_in_place)
+{
+    const char *dir = disk_dir_make();
+    const char *small[] = {"--data-dir", dir, "--metrics", "127.0.0.1:0", "--max-body", "8K", NULL};
+    const uint64_t n = 1100 * 4096; /* --max-body 8K: LOOKUP carries 1016 */
+    uint8_t *want = malloc(n), *buf = NULL;
+    struct rio_proto_desc d;
+    struct srv_env e;
+    struct wc c;
+
+    for (uint64_t i = 0; i < n; i++)
+        want[i] = (uint8_t)(i * 131 + (i >> 12));
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    uint64_t g = wc_put(&c, "many", want, n, 4096);
+    uint64_t ga = put_version(&c, "a", 0, 1, 16384);
+    srv_end_wc(&e, &c);
+
+    srv_start(&e, small);
+    T_EQ(srv_scrape(&e, "railiod_disk_corrupt_records_total"), 0.0);
+    wc_open(&c, e.addr[0]);
+    T_EQ(dv_get(&c, "many", &buf, &d), RIO_ENOTFOUND);
+    expect_version(&c, "a", 0, 1, ga);
+    uint64_t gb = dv_put(&c, "b", 1, 1, MAXSZ, 4096);
+    T_GT(gb, g);
+    srv_end_wc(&e, &c);
+    T_NE(t_sh("ls %s | grep -q corrupt", dir), 0);
+
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    T_EQ(dv_get(&c, "many", &buf, &d), 0);
+    T_EQ(d.size, n);
+    T_EQ(d.generation, g);
+    T_MEMEQ(buf, want, n);
+    free(buf);
+    dv_expect(&c, "b", 1, 1, MAXSZ, gb);
+    srv_end_wc(&e, &c);
+    free(want);
 }
 
 /* Whatever a temporary file's name holds in the data directory, start-up
