@@ -14,6 +14,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -778,6 +779,74 @@ TEST(overwrite_replaces_the_file)
         eu_close(&e);
     }
     unlink(fu_path("old"));
+}
+
+/* Swaps ?single=1's file for a FIFO and back, as fast as it can, until
+ * *stop. */
+struct fifo_swap {
+    atomic_bool stop;
+    unsigned swaps;
+};
+
+static void *fifo_swapper(void *arg)
+{
+    struct fifo_swap *sw = arg;
+    char reg[1024], tmp[1100], fifo[1100], path[1100];
+
+    snprintf(reg, sizeof(reg), "%s", fu_path("reg"));
+    snprintf(tmp, sizeof(tmp), "%s.tmp", reg);
+    snprintf(fifo, sizeof(fifo), "%s.fifo", reg);
+    snprintf(path, sizeof(path), "%s", fu_path("one.bin"));
+    while (!atomic_load(&sw->stop)) {
+        unlink(tmp);
+        if (link(reg, tmp) == 0)
+            rename(tmp, path);
+        if (mkfifo(fifo, 0644) == 0 || errno == EEXIST)
+            rename(fifo, path);
+        sw->swaps++;
+    }
+    return NULL;
+}
+
+/* ?single=1 names the file by the user's path, which is opened twice (the
+ * buffered and the O_DIRECT descriptor): a FIFO swapped in between hung
+ * the second open() for good. Each lookup now ends (found, "not a regular
+ * file", or the file changed); a hang is the alarm. */
+TEST(single_file_swapped_for_a_fifo_never_hangs)
+{
+    struct rio_options o;
+    struct eu e;
+    struct fifo_swap sw = {0};
+    pthread_t th;
+    unsigned ok = 0;
+
+    fu_mkdir();
+    char data[5000];
+    memset(data, 'x', sizeof(data));
+    char reg[1024];
+    snprintf(reg, sizeof(reg), "%s", fu_path("reg")); /* fu_path's buffer is one */
+    fu_write(reg, data, sizeof(data));
+    T_EQ(link(reg, fu_path("one.bin")), 0);
+    opts(&o, 1, 2);
+    eu_open(&e, fu_url("/one.bin?single=1"), &o);
+    alarm(30);
+    T_EQ(pthread_create(&th, NULL, fifo_swapper, &sw), 0);
+    uint64_t t0 = t_now_ms();
+    for (unsigned i = 0; i < 200000 && t_now_ms() - t0 < 2000; i++) {
+        struct rio_desc d;
+        int ret = rio_stat(e.c, "k", &d);
+        if (ret == 0) {
+            T_EQ(d.size, sizeof(data));
+            rio_desc_cleanup(&d);
+            ok++;
+        }
+    }
+    atomic_store(&sw.stop, true);
+    T_EQ(pthread_join(th, NULL), 0);
+    alarm(0);
+    T_GT(sw.swaps, 0u);
+    T_GT(ok, 0u);
+    eu_close(&e);
 }
 
 /* ?single=1: one file, whatever the key. */

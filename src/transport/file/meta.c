@@ -403,12 +403,23 @@ int rio__file_put_open(struct rio_transport *tt, const char *key, uint64_t size,
         if (!t->inplace)
             goto err;
         up->inplace = true;
-        up->fd = open(up->final, O_WRONLY | O_CLOEXEC);
+        /* O_NONBLOCK: the path is looked at again, and a FIFO swapped in
+         * since the stat hung this open until a reader came. */
+        up->fd = open(up->final, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (up->fd < 0) {
             ret = -errno;
             goto err;
         }
-        if (fstat(up->fd, &st) < 0 || rio__file_fd_size(up->fd, &st, &dev_size) < 0) {
+        if (fstat(up->fd, &st) < 0) {
+            ret = -errno;
+            goto err;
+        }
+        ret = RIO_EINVAL;
+        if (!S_ISBLK(st.st_mode))
+            goto err; /* replaced since the stat */
+        int fl = fcntl(up->fd, F_GETFL);
+        if (fl < 0 || fcntl(up->fd, F_SETFL, fl & ~O_NONBLOCK) < 0 ||
+            rio__file_fd_size(up->fd, &st, &dev_size) < 0) {
             ret = -errno;
             goto err;
         }

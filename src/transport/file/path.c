@@ -360,7 +360,12 @@ int rio__file_open_direct(struct ftransport *t, const char *path, int flags, con
     *out = -1;
     if (t->direct == DIRECT_OFF)
         return 0;
-    fd = open(path, flags | O_DIRECT | O_CLOEXEC);
+    /* In single mode path is the user's, not /proc/self/fd/N, and may name
+     * something else by now: O_NONBLOCK, since a FIFO swapped in between
+     * the two opens hung this open until a writer came. Cleared once the
+     * descriptor is seen to be the same file (io_uring honours it). */
+    int nb = t->single ? O_NONBLOCK : 0;
+    fd = open(path, flags | nb | O_DIRECT | O_CLOEXEC);
     if (fd < 0) {
         if (t->direct == DIRECT_ON)
             return -errno;
@@ -371,6 +376,14 @@ int rio__file_open_direct(struct ftransport *t, const char *path, int flags, con
     if (fstat(fd, &st2) < 0 || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino) {
         close(fd);
         return 0;
+    }
+    if (nb) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
     }
     *out = fd;
     return 0;
