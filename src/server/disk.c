@@ -725,16 +725,24 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
         if (pfd < 0 && errno != EEXIST)
             break;
     }
-    if (pfd < 0) {
+    if (pfd < 0 && (errno == ENOSPC || errno == EDQUOT)) {
+        /* Writable, but full (no inode left, a quota): what it holds is
+         * served, and PUTs fail until there is room. It refused to start,
+         * "not writable by this user", and no object could be read. */
+        SRV_WARN("data dir %s: full (%s): serving what it holds; uploads fail until space "
+                 "is freed",
+                 dir, strerror(errno));
+    } else if (pfd < 0) {
         ret = -errno;
         SRV_ERR("data dir %s: not writable by this user (uid %u): %s", dir, (unsigned)geteuid(),
                 strerror(errno));
         close(d->dirfd);
         d->dirfd = -1;
         goto err;
+    } else {
+        close(pfd);
+        unlinkat(d->dirfd, probe, 0);
     }
-    close(pfd);
-    unlinkat(d->dirfd, probe, 0);
     pthread_mutex_init(&d->mu, NULL);
     for (unsigned i = 0; i < KEY_LOCKS; i++)
         pthread_mutex_init(&d->keylock[i], NULL);

@@ -11,8 +11,14 @@
  * to cache, or empty, hiding the cached version it replaced; PUTs of
  * unknown size, cached or not, in files with room for their bound; a
  * FIFO or a directory under a temporary file's name neither hangs nor
- * refuses start-up; records beyond a smaller --max-body left in place.
+ * refuses start-up; records beyond a smaller --max-body left in place; a
+ * full data directory still served.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* unshare */
+#endif
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include "server_disk_util.h"
@@ -720,6 +726,48 @@ TEST(planted_names_neither_followed_nor_waited_on)
     free(v);
     srv_end_wc(&e, &c);
     T_EQ(t_sh("rm -rf %s", outside), 0);
+}
+
+/* A data directory whose file system is full (here: no inode left) still
+ * starts and serves what it holds; only uploads fail. It refused to start,
+ * "not writable by this user: No space left on device", and no object
+ * could be read until space was freed. */
+TEST(full_data_dir_still_serves)
+{
+    const char *dir = disk_dir_make();
+    uint8_t *buf = NULL;
+    struct rio_proto_desc d;
+    struct srv_env e;
+    struct wc c;
+    uint64_t g[3];
+
+    if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
+        mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        T_SKIP("needs root for a small tmpfs in a mount namespace of its own");
+    /* 4 inodes: the root directory and 3 objects. */
+    T_EQ(mount("tmpfs", dir, "tmpfs", 0, "size=4m,nr_inodes=4"), 0);
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (unsigned i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "k%u", i);
+        g[i] = put_version(&c, key, i, 1, 16384);
+    }
+    T_EQ(dv_get(&c, "k0", &buf, &d), 0);
+    free(buf);
+    srv_end_wc(&e, &c);
+
+    start(&e, dir, 0, "64M"); /* refused: "not writable by this user" */
+    wc_open(&c, e.addr[0]);
+    for (unsigned i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof(key), "k%u", i);
+        expect_version(&c, key, i, 1, g[i]);
+    }
+    uint64_t up;
+    T_EQ(wc_put_open(&c, "more", 100, 100, 0, &up), -ENOSPC);
+    srv_end_wc(&e, &c);
+    T_EQ(umount(dir), 0);
 }
 
 /* A record with more chunks than this start's --max-body lets a LOOKUP
