@@ -604,7 +604,19 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
         close(dfd);
         return -errno;
     }
-    while ((de = readdir(dir)) != NULL) {
+    for (;;) {
+        errno = 0;
+        de = readdir(dir);
+        if (!de) {
+            /* End of the directory, or a read of it failed (EIO): a start
+             * on part of its records would serve with acknowledged objects
+             * missing and count generations from part of them. */
+            if (errno != 0) {
+                ret = -errno;
+                SRV_ERR("data dir %s: reading the directory failed: %s", d->dir, strerror(errno));
+            }
+            break;
+        }
         const char *n = de->d_name;
         unsigned long long kh, gen;
         int used = 0;

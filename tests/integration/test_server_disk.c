@@ -873,6 +873,69 @@ TEST(second_server_on_the_directory_refused)
 /* A data directory this user may not write (root's, the server started
  * as a service user): railiod refuses to start and says so. It started,
  * logged that it served, and refused every PUT with EACCES (review). */
+/* A read of the data dir that fails part way (EIO from a bad disk; here a
+ * readdir(3) that fails once two entries were read, preloaded into
+ * railiod) is a refused start, not a server missing the records it did
+ * not read and counting generations from the others. */
+TEST(data_dir_read_error_refused)
+{
+    const char *dir = disk_dir_make();
+    char bin[512], src[512], so[512];
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_desc d;
+    static const char shim[] =
+        "#define _GNU_SOURCE\n#include <dirent.h>\n#include <dlfcn.h>\n#include <errno.h>\n"
+        "struct dirent *readdir(DIR *d) {\n"
+        "  static struct dirent *(*real)(DIR *); static int n;\n"
+        "  if (!real) real = (struct dirent *(*)(DIR *))dlsym(RTLD_NEXT, \"readdir\");\n"
+        "  if (++n > 2) { errno = EIO; return 0; }\n"
+        "  return real(d);\n}\n";
+
+    if (t_sh("command -v cc >/dev/null") != 0)
+        T_SKIP("needs cc to build the readdir shim");
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        T_GT(wc_put(&c, key, (const uint8_t *)"x", 1, 4096), 0u);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+    const char *tmp = t_scratch_dir("rio-shim");
+    snprintf(src, sizeof(src), "%s/shim.c", tmp);
+    snprintf(so, sizeof(so), "%s/shim.so", tmp);
+    FILE *f = fopen(src, "w");
+    T_NOTNULL(f);
+    fputs(shim, f);
+    fclose(f);
+    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+    srv_binary(bin, sizeof(bin));
+    /* Under ASan the shim comes before its runtime: allowed. */
+    const char *env = "ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=";
+    T_EQ(t_sh("%s%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+              "grep -q 'reading the directory failed: Input/output error'",
+              env, so, bin, dir),
+         0);
+    T_EQ(t_sh("%s%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1", env,
+              so, bin, dir),
+         1);
+    /* Without the fault every record is there. */
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (int i = 0; i < 8; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        uint8_t *keep = NULL;
+        T_EQ(wc_lookup(&c, key, &d, &keep), 0);
+        T_EQ(d.size, 1u);
+        free(keep);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+}
+
 TEST(data_dir_not_writable_refused)
 {
     const char *dir = disk_dir_make();
