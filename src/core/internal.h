@@ -43,6 +43,13 @@ uint64_t rio__meta_deadline_ns(void);
 struct rio_cancel;
 const struct rio_cancel *rio__meta_cancel(void);
 int rio__cancel_fired(const struct rio_cancel *cx);
+/* The call's deadline and token around a commit's tries (UINT64_MAX,
+ * NULL otherwise): not for the commit's own request, which goes out
+ * whatever the deadline (the chunks are in), but for a transport's wait
+ * for a commit its server is still applying, which ends there (an unknown
+ * outcome) rather than at the transport's own bound. */
+uint64_t rio__meta_settle_deadline_ns(void);
+const struct rio_cancel *rio__meta_settle_cancel(void);
 
 /* Map an errno/RIO_E* name ("ECONNRESET", "RIO_ESERVER") to its code; 0 if unknown. */
 int rio__err_from_name(const char *name);

@@ -194,6 +194,33 @@ const struct rio_cancel *rio__meta_cancel(void)
     return try_cancel;
 }
 
+/* The same for a commit (internal.h): not its own round, only the wait
+ * for a commit the server is still applying. */
+static __thread uint64_t settle_deadline_ns = UINT64_MAX;
+static __thread const struct rio_cancel *settle_cancel;
+
+uint64_t rio__meta_settle_deadline_ns(void)
+{
+    return settle_deadline_ns;
+}
+
+const struct rio_cancel *rio__meta_settle_cancel(void)
+{
+    return settle_cancel;
+}
+
+static void settle_begin(const struct rio__meta *m)
+{
+    settle_deadline_ns = m->deadline_ns;
+    settle_cancel = m->cancel;
+}
+
+static void settle_end(void)
+{
+    settle_deadline_ns = UINT64_MAX;
+    settle_cancel = NULL;
+}
+
 int rio__cancel_fired(const struct rio_cancel *cx)
 {
     return cx && atomic_load(&((struct rio_cancel *)cx)->fired);
@@ -322,7 +349,9 @@ static int commit_again(struct rio_client *c, const struct rio__meta *m, void *u
             rio__t_put_abort(c->t, upload);
             return ret;
         }
+        settle_begin(m);
         ret = rio__t_put_commit(c->t, upload, d);
+        settle_end();
         if (ret >= 0)
             return ret;
     }
@@ -331,7 +360,10 @@ static int commit_again(struct rio_client *c, const struct rio__meta *m, void *u
 int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *upload,
                          struct rio_desc *d)
 {
-    return commit_again(c, m, upload, d, rio__t_put_commit(c->t, upload, d));
+    settle_begin(m);
+    int ret = rio__t_put_commit(c->t, upload, d);
+    settle_end();
+    return commit_again(c, m, upload, d, ret);
 }
 
 /* rio__meta_put_commit of n uploads: their first tries at once (one
@@ -339,7 +371,9 @@ int rio__meta_put_commit(struct rio_client *c, const struct rio__meta *m, void *
 void rio__meta_put_commit_many(struct rio_client *c, const struct rio__meta *m, void **uploads,
                                struct rio_desc **ds, int *rets, unsigned n)
 {
+    settle_begin(m);
     rio__t_put_commit_many(c->t, uploads, ds, rets, n);
+    settle_end();
     for (unsigned i = 0; i < n; i++)
         rets[i] = commit_again(c, m, uploads[i], ds[i], rets[i]);
 }

@@ -1171,6 +1171,17 @@ TEST(commit_still_being_applied_is_an_unknown_outcome)
     T_EQ(rio_batch(z.u.c, &op, 1, &call), 0);
     T_EQ(op.result, (int64_t)RIO_EUNKNOWN);
     fx_stop(&z);
+
+    /* The wait for it ends at the call's deadline (op timeout 4 s: its
+     * own bound, times the retries, is 20 s), and at its cancel. */
+    struct fx w = {.f = {.pending_commit_at = 1}, .op_timeout_ms = 4000};
+    struct rio_call dl = {.deadline_ms = 1500};
+    fx_start(&w, NULL);
+    memset(w.b, 7, F_SIZE);
+    t0 = t_now_ms();
+    T_ERR(rio_put(w.u.c, "obj", w.b, F_SIZE, &dl, NULL), RIO_EUNKNOWN);
+    T_LE(t_now_ms() - t0, 6000u);
+    fx_stop(&w);
 }
 
 /*

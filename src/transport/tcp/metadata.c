@@ -379,7 +379,8 @@ static int commit_result(struct tcp_upload *up, struct rio_desc *d, int ret, boo
  * engine's tries run out. It is asked again here, after a backoff, until
  * it settles (its generation, or "no such upload" when it failed), within
  * the op timeout times the retry count (the span the server remembers a
- * commit for, docs/protocol.md); still pending then, RIO_EUNKNOWN.
+ * commit for, docs/protocol.md) and the call's deadline, until its cancel;
+ * still pending then, RIO_EUNKNOWN.
  */
 static int commit_settle(struct tcp_transport *t, struct tcp_member *m, struct tcp_upload *up,
                          const struct ctl_req *rq, int ret, struct rio_proto_hdr *h, uint8_t **body,
@@ -387,21 +388,35 @@ static int commit_settle(struct tcp_transport *t, struct tcp_member *m, struct t
 {
     unsigned tries = t->o.retry_attempts ? t->o.retry_attempts : 1;
     uint64_t until = rio__now_ns() + (uint64_t)t->o.op_timeout_ms * tries * NS_PER_MS;
-    uint64_t wait_ms = 10;
+    uint64_t backoff_ms = 10, left_ms = 10;
+    /* The call's deadline and cancel end the wait too (an unknown outcome). */
+    uint64_t deadline = rio__meta_settle_deadline_ns();
+    const struct rio_cancel *cx = rio__meta_settle_cancel();
 
+    if (deadline < until)
+        until = deadline;
     while (ret == 0 && h->status == RIO_ETHROTTLE && up->commit_sent) {
         uint64_t now = rio__now_ns();
-        if (now >= until) {
-            rio__detail("railio://: the server was still applying the commit after %u ms",
-                        t->o.op_timeout_ms * tries);
+        if (now >= until || rio__cancel_fired(cx)) {
+            rio__detail("railio://: the server was still applying the commit when the %s",
+                        rio__cancel_fired(cx) ? "call was cancelled"
+                        : now >= deadline     ? "call's deadline passed"
+                                              : "op timeout times the retries ran out");
             return RIO_EUNKNOWN; /* commit_result: asked, no answer */
         }
-        uint64_t ns = min_u64(wait_ms * NS_PER_MS, until - now);
+        /* The backoff (10 ms doubling to 1 s) in slices of at most 10 ms:
+         * a cancel is seen soon. */
+        uint64_t slice_ms = min_u64(left_ms, 10);
+        uint64_t ns = min_u64(slice_ms * NS_PER_MS, until - now);
         struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
                               .tv_nsec = (long)(ns % 1000000000ull)};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
-        wait_ms = wait_ms < 1000 ? wait_ms * 2 : 1000;
+        left_ms -= slice_ms;
+        if (left_ms > 0)
+            continue;
+        backoff_ms = backoff_ms < 1000 ? backoff_ms * 2 : 1000;
+        left_ms = backoff_ms;
         rio__free(*body);
         *body = NULL;
         *asked = true;
