@@ -185,5 +185,21 @@ def test_lmcache_connector(url, ns):
         finally:
             await conn.close()
 
+        # an object replaced between the lookup and the read, by a larger
+        # or a shorter one: a miss either way, never an error
+        for size in (128, 16):
+            with railio.Client(url) as other:
+
+                def replacing(n, size=size, other=other):
+                    other.put(ns + "d", bytes(size))
+                    return MemObj(n)
+
+                other.put(ns + "d", bytes(64))
+                conn = RailioConnector(url, key_prefix=ns, allocator=replacing)
+                try:
+                    assert await conn.get("d") is None
+                finally:
+                    await conn.close()
+
     with railio.Client(url):  # keeps a mock:// store alive between the connectors
         asyncio.run(asyncio.wait_for(main(), 60))

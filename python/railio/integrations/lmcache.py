@@ -72,6 +72,13 @@ class RailioConnector:
             n = await self.client.get_into(k, _payload(obj))
         except railio.NotFound:
             return None
+        except railio.Error as e:
+            # replaced by a larger object between the lookup and the read:
+            # a miss, as a shorter one is (not an error the caller would
+            # have to tell from a failed transfer)
+            if e.code == "RIO_ETOOBIG":
+                return None
+            raise
         # replaced by a shorter object between the lookup and the read: a miss
         return obj if n == size else None
 
