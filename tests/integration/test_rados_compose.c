@@ -467,6 +467,66 @@ TEST(fsck_removes_leftovers_keeps_composed)
     rio_client_destroy(c);
 }
 
+/* A composed head whose rio.gen is missing or names another generation
+ * (a GET reads its text only, so the object still reads back): fsck keeps
+ * every chunk it lists (it removed them all: they carry the parts' keys,
+ * whose heads are gone). One that says version 2 and does not parse (its
+ * last line cut) fails the run with RIO_EPROTO and removes nothing (it
+ * removed them all too, and the head could no longer be repaired). */
+TEST(fsck_keeps_composed_chunks_whatever_its_head_says)
+{
+    struct rio_client *c = client(NULL);
+    const char *keys[] = {"g/p1", "g/p2"};
+    const size_t sizes[] = {2 * CS, CS + 7};
+    const uint64_t seeds[] = {61, 62};
+    struct rio_fsck_report r;
+    struct rio_fsck_args a = {.flags = RIO_FSCK_GRACE, .grace_ns = 0};
+    struct rio_desc d;
+    size_t n, hlen;
+    char gen[17];
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+
+    put(c, keys[0], sizes[0], seeds[0]);
+    put(c, keys[1], sizes[1], seeds[1]);
+    uint8_t *want = expect(sizes, seeds, 2, &n);
+    T_EQ(rio__compose(c, "g/obj", keys, NULL, 2, 0, 0, &d), 0);
+    rio_desc_cleanup(&d);
+    T_EQ(chunks("g/"), 4);
+    T_EQ(rados_ioctx_create(cl, "rio", &io), 0);
+    T_EQ(rados_getxattr(io, "g/obj", RIO_RADOS_GEN_XATTR, gen, 16), 16);
+    gen[16] = '\0';
+    for (int v = 0; v < 2; v++) {
+        if (v)
+            T_EQ(rados_setxattr(io, "g/obj", RIO_RADOS_GEN_XATTR, "00000000000000bb", 16), 0);
+        else
+            T_EQ(rados_rmxattr(io, "g/obj", RIO_RADOS_GEN_XATTR), 0);
+        reads_back(c, "g/obj", want, n);
+        T_EQ(rio_fsck(c, &a, &r), 0);
+        T_EQ(r.removed, 0);
+        T_EQ(chunks("g/"), 4);
+        reads_back(c, "g/obj", want, n);
+    }
+    T_EQ(rados_setxattr(io, "g/obj", RIO_RADOS_GEN_XATTR, gen, 16), 0);
+    char *h = ru_head("rio", "g/obj", &hlen);
+    T_TRUE(hlen > 4 && memcmp(h + hlen - 4, "end\n", 4) == 0);
+    T_EQ(rados_write_full(io, "g/obj", h, hlen - 4), 0);
+    T_ERR(rio_fsck(c, &a, &r), RIO_EPROTO);
+    T_TRUE(strstr(rio_error_detail(), "g/obj") != NULL);
+    T_EQ(chunks("g/"), 4);
+    T_EQ(rados_write_full(io, "g/obj", h, hlen), 0);
+    free(h);
+    reads_back(c, "g/obj", want, n);
+    T_EQ(rio_fsck(c, &a, &r), 0);
+    T_EQ(r.removed, 0);
+    T_EQ(rio_delete(c, "g/obj"), 0);
+    T_EQ(chunks("g/"), 0);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    free(want);
+    rio_client_destroy(c);
+}
+
 /* Write text as the head of key (and its rio.gen). */
 static void raw_head(const char *key, const char *text)
 {

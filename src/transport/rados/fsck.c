@@ -153,15 +153,24 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* A version 2 head (a composed object): its chunk names are live. A head
- * that cannot be read fails the check (which chunks it keeps is not
- * known); one gone meanwhile names nothing. Its generation in *gen. */
+ * that cannot be read, or that says version 2 and does not parse, fails
+ * the check (which chunks it keeps is not known: any key's, and every one
+ * removed would be lost to a repair of the head); one gone meanwhile
+ * names nothing. Its generation in *gen. */
 static int head_v2(struct fscan *s, const char *key, uint64_t *gen)
 {
     struct rio__rados_head h;
     int ret = rio__rados_head_read(s->t, key, &h, NULL);
 
-    if (ret == RIO_ENOTFOUND || ret == RIO_EPROTO)
+    if (ret == RIO_ENOTFOUND)
         return 0;
+    if (ret == RIO_EPROTO) {
+        rio__detail("the head of '%s' says it is a composed object (railio-rados-head 2) but "
+                    "does not parse: which chunks it keeps is not known, so nothing is removed "
+                    "until it is repaired or removed",
+                    key);
+        return ret;
+    }
     if (ret < 0) {
         rio__detail("reading the head of '%s' failed: %s", key, rio_errname(ret));
         return ret;
@@ -244,9 +253,16 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
             k = -1;
             herr = RIO_EPROTO;
         }
-        if (k > 0 && ret == 0 && mr >= (int)MAGIC_LEN &&
-            memcmp(top, RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0)
-            ret = head_v2(s, names[i], &gen);
+        /* A composed head's chunks are live whatever its rio.gen says: a
+         * GET reads its text only, so one whose rio.gen is missing or
+         * disagrees (kept above as an error) still serves them. */
+        if (k != 0 && ret == 0 && mr >= (int)MAGIC_LEN &&
+            memcmp(top, RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0) {
+            uint64_t text_gen = gen;
+            ret = head_v2(s, names[i], &text_gen);
+            if (k > 0)
+                gen = text_gen;
+        }
         if (k == 0 || ret < 0) {
             rio__free(names[i]); /* no head: its chunks, if any, are orphans */
             continue;
