@@ -14,7 +14,8 @@
  * - entry name: a key of 1 to RIO_KEY_MAX bytes without NUL, a generation
  *   that is not 0, named again the same bytes;
  * - value: formatted again the same bytes, an etag of printable bytes that
- *   fits its field.
+ *   fits its field, a size of at most INT64_MAX and an mtime whose
+ *   nanoseconds fit an int64_t (a listing multiplies it).
  * Seeds: tests/fuzz/corpus/rados_index/.
  */
 #include <inttypes.h>
@@ -70,6 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 CHECK(iv.etag[i] >= '!' && iv.etag[i] <= '~');
             CHECK(iv.committed || !el);
             CHECK(iv.mtime_s >= 0);
+            /* What a listing shows from it unread: an object's size, an
+             * mtime whose nanoseconds fit an int64_t. */
+            CHECK(iv.size <= (uint64_t)INT64_MAX);
+            CHECK(iv.mtime_s <= INT64_MAX / 1000000000);
             int l = rio__rados_ival_format(&iv, again);
             CHECK(l > 0 && (size_t)l == n && memcmp(again, b, n) == 0);
         }

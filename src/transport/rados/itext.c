@@ -124,8 +124,14 @@ int rio__rados_ival_parse(const char *v, size_t len, struct rio__rados_ival *out
     if (len < 19 || memcmp(v + 16, " c ", 3) != 0)
         return RIO_EPROTO;
     i = 19;
-    if (!dec(v, len, &i, UINT64_MAX, &out->size) || i >= len || v[i++] != ' ' ||
-        !dec(v, len, &i, INT64_MAX, &mt) || i >= len || v[i++] != ' ' || !etag_ok(v + i, len - i))
+    /* A listing believes these without reading the head: no size an
+     * object can have (a head's is at most INT64_MAX), no mtime its
+     * nanoseconds cannot hold (the listing multiplies it: a forged
+     * 9223372036854775807 overflowed there, which the sanitizer builds
+     * abort on). */
+    if (!dec(v, len, &i, INT64_MAX, &out->size) || i >= len || v[i++] != ' ' ||
+        !dec(v, len, &i, INT64_MAX / 1000000000, &mt) || i >= len || v[i++] != ' ' ||
+        !etag_ok(v + i, len - i))
         return RIO_EPROTO;
     out->mtime_s = (int64_t)mt;
     memcpy(out->etag, v + i, len - i);
