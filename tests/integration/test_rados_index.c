@@ -23,7 +23,8 @@ TEST(rados_not_built)
 #else
 
 #define T_CEPH_ARGS                                                                                \
-    "--osds 1 --pool ix --pool sc --pool iy --pool iz --pool iw --pool iu --pool iv --pool it"
+    "--osds 1 --pool ix --pool sc --pool iy --pool iz --pool iw --pool iu --pool iv --pool it "    \
+    "--pool is"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -655,6 +656,58 @@ TEST(index_built_while_a_writer_writes)
     T_EQ(lines, f.n + 1);
     free(got);
     rio_client_destroy(f.c);
+    rio_client_destroy(c);
+}
+
+/* Names longer than a key that share their first RIO_KEY_MAX bytes, more
+ * of them than a round reads of a shard (anyone who can write the pool can
+ * set them): a listing goes past them and shows every key after them. Each
+ * round started again at their first RIO_KEY_MAX bytes and "\x01", read
+ * the same names, and the page failed with RIO_EPROTO ("no progress
+ * through the key index"): j/z was never listed again. */
+TEST(names_longer_than_a_key_do_not_stop_a_listing)
+{
+    struct rio_client *c = indexed_client("is");
+    static char names[300][RIO_KEY_MAX + 8];
+    const char *np[300], *vp[300];
+    size_t nl[300], vl[300];
+
+    T_OK(rio_put(c, "j/a", "a", 1, NULL, NULL));
+    T_OK(rio_put(c, "j/z", "z", 1, NULL, NULL));
+    for (unsigned i = 0; i < 300; i++) {
+        memcpy(names[i], "j/", 2);
+        memset(names[i] + 2, 'q', RIO_KEY_MAX);
+        nl[i] = 2 + RIO_KEY_MAX + (size_t)sprintf(names[i] + 2 + RIO_KEY_MAX, "%04u", i);
+        np[i] = names[i];
+        vp[i] = "x";
+        vl[i] = 1;
+    }
+    rados_t cl = ru_admin();
+    rados_ioctx_t io;
+    T_EQ(rados_ioctx_create(cl, "is", &io), 0);
+    rados_ioctx_set_namespace(io, IDX_NS);
+    rados_write_op_t op = rados_create_write_op();
+    rados_write_op_omap_set2(op, np, vp, nl, vl, 300);
+    T_EQ(rados_write_op_operate(op, io, "shard.0", NULL, 0), 0);
+    rados_release_write_op(op);
+    rados_ioctx_destroy(io);
+    rados_shutdown(cl);
+    static const unsigned sizes[] = {1, 10, 1000};
+    for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++)
+        for (unsigned d = 0; d < 2; d++) {
+            unsigned pages;
+            struct rio_list_args a = {.prefix = d ? "j/" : "",
+                                      .max_keys = sizes[z],
+                                      .flags = RIO_LIST_SORTED | (d ? RIO_LIST_DELIM : 0)};
+            char *got = listing(c, a, &pages);
+            T_TRUE(strncmp(got, "K:j/a:1:", 8) == 0);
+            T_TRUE(strstr(got, "\nK:j/z:1:") != NULL);
+            unsigned lines = 0;
+            for (const char *q = got; (q = strchr(q, '\n')); q++)
+                lines++;
+            T_EQ(lines, 2u); /* those two keys, nothing else */
+            free(got);
+        }
     rio_client_destroy(c);
 }
 

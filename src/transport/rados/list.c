@@ -607,6 +607,7 @@ struct iround {
         uint64_t gen;
         struct rio__rados_ival iv; /* committed false: not (or not a value of ours) */
         bool junk;                 /* a name railio does not write: only a place */
+        bool cut;                  /* junk whose place is its first RIO_KEY_MAX bytes */
     } * e;                         /* per entry of c */
     size_t ecap;
     size_t *slast; /* per shard: the entry it added last + 1 (0: none) */
@@ -619,7 +620,7 @@ static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen,
     size_t kl;
     uint64_t gen;
 
-    bool junk = rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0;
+    bool junk = rio__rados_idx_entry_split(name, nlen, &kl, &gen) < 0, cut = false;
     if (junk) {
         /* Not an entry railio writes: no key, but where the shard's read
          * got to (the round's bound must not pass it: a shard of such
@@ -627,7 +628,8 @@ static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen,
          * at most a key's length: at or before its place. */
         const char *nul = memchr(name, '\0', nlen);
         kl = nul ? (size_t)(nul - name) : nlen;
-        if (kl > RIO_KEY_MAX)
+        cut = kl > RIO_KEY_MAX;
+        if (cut)
             kl = RIO_KEY_MAX;
         gen = 0;
     }
@@ -645,6 +647,7 @@ static int iround_each(void *arg, unsigned shard, const char *name, size_t nlen,
     struct ient *e = &r->e[r->c.n - 1];
     e->gen = gen;
     e->junk = junk;
+    e->cut = cut;
     if (junk || rio__rados_ival_parse(val, vlen, &e->iv) < 0)
         e->iv.committed = false; /* read its head */
     r->slast[shard] = r->c.n;
@@ -666,6 +669,33 @@ static int icmp(const void *a, const void *b, void *arg)
 static bool under(const char *key, const char *cp, size_t clen)
 {
     return clen && strncmp(key, cp, clen) == 0;
+}
+
+/*
+ * Where the next round starts after place p (a key, or the first
+ * RIO_KEY_MAX bytes of longer names when cut), into after: past p, and
+ * when cut past every name that begins with it (p's successor: its last
+ * byte below 0xff raised, what follows dropped). p + "\x01" is no step
+ * past names longer than a key that share those bytes: a round of them
+ * read the same names again, and a listing past more of them than a round
+ * reads failed for good ("no progress"). False when nothing sorts after.
+ */
+static bool idx_after(char *after, const char *p, bool cut)
+{
+    size_t n = strlen(p);
+
+    if (!cut) {
+        snprintf(after, RIO_KEY_MAX + 2, "%s\x01", p);
+        return true;
+    }
+    while (n && (unsigned char)p[n - 1] == 0xff)
+        n--;
+    if (!n)
+        return false;
+    memmove(after, p, n);
+    after[n - 1] = (char)((unsigned char)after[n - 1] + 1);
+    after[n] = '\0';
+    return true;
 }
 
 /*
@@ -712,7 +742,7 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
             break;
         }
         r.c.n = r.c.len = 0;
-        bool any_more = false;
+        bool any_more = false, bound_cut = false, last_cut = false;
         bound[0] = '\0';
         memset(slast, 0, shards * sizeof(*slast));
         /* Keys spread evenly over the shards: twice a shard's share of
@@ -730,8 +760,14 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
                 /* That shard may hold keys before any it did not send:
                  * nothing after its last one is taken this round. */
                 const char *lk = ikey(&r, slast[sh] - 1);
-                if (!any_more || strcmp(lk, bound) < 0)
+                int c = any_more ? strcmp(lk, bound) : -1;
+                if (c < 0)
                     snprintf(bound, RIO_KEY_MAX + 1, "%s", lk);
+                /* Cut only when every shard that bounds it stopped in
+                 * names longer than a key: another may still hold the
+                 * key itself, past which the next round must not go. */
+                if (c <= 0)
+                    bound_cut = r.e[slast[sh] - 1].cut && (c < 0 || bound_cut);
                 any_more = true;
             }
         }
@@ -749,12 +785,16 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
             /* Its entries: one generation each. Exactly one, committed:
              * what it says is the head's (docs/rados.md). */
             unsigned real = 0;
-            for (j = i; j < r.c.n && strcmp(ikey(&r, ord[j]), k) == 0; j++)
+            bool cut = true;
+            for (j = i; j < r.c.n && strcmp(ikey(&r, ord[j]), k) == 0; j++) {
                 real += !r.e[ord[j]].junk;
+                cut = cut && r.e[ord[j]].cut;
+            }
             const struct ient *one = j == i + 1 && r.e[ord[i]].iv.committed ? &r.e[ord[i]] : NULL;
             if (any_more && strcmp(k, bound) > 0)
                 break;
             last = k;
+            last_cut = cut && (!any_more || strcmp(k, bound) < 0 || bound_cut);
             if (!real)
                 continue; /* only names not ours: no key */
             if (under(k, skip, skiplen))
@@ -801,10 +841,8 @@ static int idx_names(struct rados_transport *t, unsigned shards, const struct ls
             char past[RIO_KEY_MAX + 1];
             rio__key_skip_past(past, skip, skiplen);
             snprintf(after, RIO_KEY_MAX + 2, "%s\x01", past);
-        } else if (last) {
-            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", last);
-        } else {
-            snprintf(after, RIO_KEY_MAX + 2, "%s\x01", bound);
+        } else if (!idx_after(after, last ? last : bound, last ? last_cut : bound_cut)) {
+            break; /* past names that nothing sorts after */
         }
     }
     ret = 0;
