@@ -10,7 +10,10 @@
  *      listed; a head that cannot be read keeps every chunk of its key; a
  *      version 2 head (a composed object) is read whole, and every chunk
  *      it lists is live, whatever key its name carries (a composed
- *      object's chunks keep the names they were written under);
+ *      object's chunks keep the names they were written under) and
+ *      whatever its rio.gen says; a head whose chunks cannot be known (a
+ *      version 2 that does not parse, a first line of no version this
+ *      railio reads) fails the check;
  *   2. the chunks no head names are grouped by generation and stat'ed; a
  *      generation is young, and kept whole, while its newest chunk was
  *      written within the grace: an upload that goes on writing never
@@ -252,6 +255,19 @@ static int heads_flush(struct fscan *s, char **names, size_t *lens, size_t n)
                         names[i], sum.generation, k ? "says another" : "is missing");
             k = -1;
             herr = RIO_EPROTO;
+        }
+        /* A head (by its rio.gen) whose first line is neither version:
+         * a newer railio's (which may list any key's chunks, as version 2
+         * does), or a damaged one (a version 2 whose chunks would all be
+         * lost to a repair). Which chunks it keeps is not known. */
+        if (k != 0 && ret == 0 && mr >= 0 &&
+            !(mr >= (int)MAGIC_LEN && (memcmp(top, RIO_RADOS_HEAD_MAGIC "\n", MAGIC_LEN) == 0 ||
+                                       memcmp(top, RIO_RADOS_HEAD_MAGIC2 "\n", MAGIC_LEN) == 0))) {
+            rio__detail("the object '%s' has a rio.gen but its first line is no head version this "
+                        "railio reads (a newer railio's, or damaged): which chunks it keeps is "
+                        "not known, so nothing is removed until it is repaired or removed",
+                        names[i]);
+            ret = RIO_EPROTO;
         }
         /* A composed head's chunks are live whatever its rio.gen says: a
          * GET reads its text only, so one whose rio.gen is missing or
