@@ -302,13 +302,18 @@ err_cursor:
  * so without it the engine could not tell a server that sends the same
  * pages again, by tokens that go round in a circle, from one that goes on;
  * `railio ls -r` against such a server listed one key 57,000 times in
- * 10 s and never ended. */
+ * 10 s and never ended. An empty page that is not the last carries no key
+ * to order by: its token is remembered with the last key before it and
+ * the count of empty pages in a row, so tokens that circle through empty
+ * pages (83,000 requests in 10 s, never ending) stop after
+ * LIST_EMPTY_MAX of them, as list_delim's do. */
 #define TOK_MEM 16u
 
 struct rio__tok_mem {
     unsigned next;
     struct {
-        uint64_t h; /* 0: empty */
+        uint64_t h;     /* 0: empty */
+        unsigned empty; /* empty pages in a row that led to this token */
         char last[RIO_KEY_MAX + 1];
     } e[TOK_MEM];
 };
@@ -319,8 +324,9 @@ static uint64_t tok_hash(const char *tok)
     return h ? h : 1;
 }
 
-/* The last key of the page token continues (into last), or false. */
-static bool tok_recall(struct rio_client *c, const char *tok, char *last)
+/* The last key of the page token continues (into last) and the empty
+ * pages in a row before it (into *empty), or false. */
+static bool tok_recall(struct rio_client *c, const char *tok, char *last, unsigned *empty)
 {
     uint64_t h = tok_hash(tok);
     bool found = false;
@@ -329,17 +335,21 @@ static bool tok_recall(struct rio_client *c, const char *tok, char *last)
     for (unsigned i = 0; c->toks && i < TOK_MEM && !found; i++)
         if (c->toks->e[i].h == h) {
             memcpy(last, c->toks->e[i].last, sizeof(c->toks->e[i].last));
+            *empty = c->toks->e[i].empty;
             found = true;
         }
     pthread_mutex_unlock(&c->mu);
     return found;
 }
 
-static void tok_remember(struct rio_client *c, const struct rio_list_page *p)
+/* p's token, with its last key (or, for an empty page, the last key
+ * before it: prev) and the empty pages in a row that led to it. */
+static void tok_remember(struct rio_client *c, const struct rio_list_page *p, const char *prev,
+                         unsigned empty)
 {
     struct rio__tok_mem *fresh = NULL;
 
-    if (!p->next_token[0] || !p->n)
+    if (!p->next_token[0])
         return;
     if (!c->toks)
         fresh = rio__calloc(1, sizeof(*fresh));
@@ -349,9 +359,19 @@ static void tok_remember(struct rio_client *c, const struct rio_list_page *p)
         fresh = NULL;
     }
     if (c->toks) {
-        unsigned i = c->toks->next++ % TOK_MEM;
-        c->toks->e[i].h = tok_hash(p->next_token);
-        snprintf(c->toks->e[i].last, sizeof(c->toks->e[i].last), "%s", p->entries[p->n - 1].key);
+        /* A token met again takes its old slot: a circle's tokens come
+         * round with a new count, and recall must not find the old one. */
+        uint64_t h = tok_hash(p->next_token);
+        unsigned i = TOK_MEM;
+        for (unsigned k = 0; k < TOK_MEM && i == TOK_MEM; k++)
+            if (c->toks->e[k].h == h)
+                i = k;
+        if (i == TOK_MEM)
+            i = c->toks->next++ % TOK_MEM;
+        c->toks->e[i].h = h;
+        c->toks->e[i].empty = empty;
+        snprintf(c->toks->e[i].last, sizeof(c->toks->e[i].last), "%s",
+                 p->n ? p->entries[p->n - 1].key : prev);
     }
     pthread_mutex_unlock(&c->mu);
     rio__free(fresh);
@@ -364,27 +384,36 @@ static int list_page_after(struct rio_client *c, const struct rio__meta *m,
                            struct rio_list_page *out)
 {
     char *last = NULL;
+    unsigned empty = 0;
+    bool known = false;
     int ret;
 
-    if (w->ordered && ta->token) {
+    if (w->ordered) {
         last = rio__malloc(RIO_KEY_MAX + 1);
         if (!last)
             return -ENOMEM;
-        if (!tok_recall(c, ta->token, last)) {
-            rio__free(last);
-            last = NULL;
-        }
+        known = ta->token && tok_recall(c, ta->token, last, &empty);
+        /* Nothing known before this page: the next one is held to no key
+         * (start_after is the first page's check, and a common prefix
+         * that start_after lies under may come before it). */
+        if (!known)
+            last[0] = '\0';
     }
     ret = list_page(c, m, ta, w, out);
-    if (ret == 0 && last && out->n && strcmp(out->entries[0].key, last) <= 0) {
+    if (ret == 0 && known && out->n && strcmp(out->entries[0].key, last) <= 0) {
         rio__detail("%s list: the page after a token begins with a key at or before the last "
                     "one of the page that gave the token (the listing went back)",
                     c->url.scheme);
         rio_list_page_cleanup(out);
         ret = RIO_EPROTO;
     }
+    if (ret == 0 && !out->n && out->next_token[0] && ++empty > LIST_EMPTY_MAX) {
+        rio__detail("%s list: %u empty pages in a row, none the last", c->url.scheme, empty);
+        rio_list_page_cleanup(out);
+        ret = RIO_EPROTO;
+    }
     if (ret == 0 && w->ordered)
-        tok_remember(c, out);
+        tok_remember(c, out, last, out->n ? 0 : empty);
     rio__free(last);
     return ret;
 }

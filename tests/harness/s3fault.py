@@ -9,7 +9,8 @@ Listens on 127.0.0.1 on a free port, writes the port to FILE once it accepts
 connections, and serves until killed (or until process PID is gone). It
 speaks enough S3 for railio: HEAD/GET (with Range and If-Match), PUT,
 DELETE, multipart (POST ?uploads, PUT ?partNumber&uploadId, POST ?uploadId,
-DELETE ?uploadId, GET /BUCKET?uploads). Signatures are not checked;
+DELETE ?uploadId, GET /BUCKET?uploads, ListObjectsV2: GET /BUCKET?list-type=2,
+whose answer lies in a bucket named lie-<kind>, see list_v2). Signatures are not checked;
 Content-MD5 is (400 BadDigest).
 
 Faults are chosen by the object key: a key whose first segment is
@@ -223,6 +224,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
+        if not key and "list-type" in q and not head:
+            return self.list_v2(bucket, q)
         if head:
             with LOCK:
                 STATS["heads"] += 1
@@ -341,6 +344,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(206, extra, h)
         h["Content-Range"] = cr
         return self.send(206, part, h)
+
+    def list_v2(self, bucket, q):
+        """ListObjectsV2 (keys URL-encoded, tokens opaque). A bucket named
+        lie-<kind> lies: emptycircle answers every page empty but not the
+        last, its continuation tokens going round T1 -> T2 -> T1."""
+        tok = q.get("continuation-token", [""])[0]
+        items, nxt = "", ""
+        if bucket == "lie-emptycircle":
+            nxt = "T2" if tok == "T1" else "T1"
+        else:
+            prefix = q.get("prefix", [""])[0]
+            after = bytes.fromhex(tok).decode() if tok else q.get("start-after", [""])[0]
+            mk = int(q.get("max-keys", ["1000"])[0])
+            with LOCK:
+                keys = sorted(k for (b, k) in OBJECTS if b == bucket and k.startswith(prefix)
+                              and k > after)
+                page = [(k, OBJECTS[(bucket, k)]) for k in keys[:mk]]
+            for k, o in page:
+                items += ("<Contents><Key>%s</Key><LastModified>2026-11-30T00:00:00.000Z"
+                          "</LastModified><ETag>%s</ETag><Size>%d</Size></Contents>" % (
+                              urllib.parse.quote(k, safe="/"), o["etag"].replace('"', "&quot;"),
+                              len(o["data"])))
+            if len(keys) > mk:
+                nxt = page[-1][0].encode().hex()
+        body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>%s</Name>'
+                "<EncodingType>url</EncodingType><IsTruncated>%s</IsTruncated>%s%s"
+                "</ListBucketResult>" % (bucket, "true" if nxt else "false",
+                                         "<NextContinuationToken>%s</NextContinuationToken>" % nxt
+                                         if nxt else "", items)).encode()
+        self.send(200, body, {"Content-Type": "application/xml"})
 
     def list_uploads(self, bucket):
         with LOCK:

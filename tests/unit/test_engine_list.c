@@ -744,3 +744,53 @@ TEST(circling_tokens_refused)
     unpatch(e.c);
     eu_close(&e);
 }
+
+/* Tokens that go round in a circle through empty pages ("" -> T1 -> T2 ->
+ * T1 ..., no key on any page, none the last): no key to order by, so the
+ * check above never fired and `railio ls -r` against such an S3 server
+ * sent 83,000 requests in 10 s and never ended. The client counts empty
+ * pages in a row across its own tokens: the 65th is RIO_EPROTO. */
+static int empty_circling_list(struct rio_transport *t, const struct rio_list_args *a,
+                               struct rio_list_page *out)
+{
+    (void)t;
+    memset(out, 0, sizeof(*out));
+    strcpy(out->next_token, a->token && strcmp(a->token, "T1") == 0 ? "T2" : "T1");
+    return 0;
+}
+
+TEST(empty_circling_tokens_refused)
+{
+    struct eu e;
+    struct rio_list_args a = {.prefix = "c/", .max_keys = 10};
+    struct rio_list_page p;
+    char tok[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned pages = 0;
+    int ret;
+
+    eu_start(&e, "mock://lecircle");
+    patch(e.c, &patched);
+    patched.list = empty_circling_list;
+    patch_apply(e.c);
+    for (;;) {
+        a.token = tok[0] ? tok : NULL;
+        ret = rio_list(e.c, &a, &p, NULL);
+        if (ret < 0)
+            break;
+        pages++;
+        T_EQ(p.n, 0u);
+        T_LE(pages, 1000u);
+        snprintf(tok, sizeof(tok), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+    }
+    T_ERR(ret, RIO_EPROTO);
+    T_EQ(pages, 64u);
+    T_NOTNULL(strstr(rio_error_detail(), "empty pages in a row"));
+    T_NULL(p.entries);
+    /* A listing started afresh counts afresh. */
+    a.token = NULL;
+    T_OK(rio_list(e.c, &a, &p, NULL));
+    rio_list_page_cleanup(&p);
+    unpatch(e.c);
+    eu_close(&e);
+}
