@@ -57,6 +57,8 @@ The object is stored under the full key as usual. Kinds:
   completegone CompleteMultipartUpload: completed, the object then removed
              (as by another client's DELETE), the connection reset without
              an answer: nothing can tell whether the complete took effect
+  completeempty  CompleteMultipartUpload: 200 with an empty body (neither
+             a result nor an error), the upload left as it was
   get503     GET without a Range (a multipart object's sidecar, whose key
              starts as the object's): 503 ServiceUnavailable
 
@@ -97,7 +99,7 @@ NEXT_UPLOAD = [1]
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putflip")
 HEAD_KINDS = ("hugehead", "longhead", "head503")
-COMPLETE_KINDS = ("complete503", "completelost", "completegone")
+COMPLETE_KINDS = ("complete503", "completelost", "completegone", "completeempty")
 PLAIN_GET_KINDS = ("get503",)
 
 
@@ -460,6 +462,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             kind = fault_for(bucket, key, put=False, complete=True)
             if kind == "complete503":
                 return self.err(503, "ServiceUnavailable")
+            if kind == "completeempty":
+                return self.send(200)
             want = re.findall(rb"<PartNumber>(\d+)</PartNumber><ETag>([^<]*)</ETag>", body)
             with LOCK:
                 u = UPLOADS.get(uid)

@@ -1428,6 +1428,35 @@ TEST(complete_503_retried_by_engine)
 }
 
 /*
+ * A complete answered 200 with an empty body (neither a
+ * CompleteMultipartUploadResult nor an <Error>) that did not complete the
+ * upload: the PUT succeeded although nothing was published (the object
+ * was asked, was not this upload's, and its ETag was computed instead).
+ * Such an answer says nothing: a fresh object there is not this upload's,
+ * so the PUT is not reported published.
+ */
+TEST(empty_complete_answer_not_taken_for_success)
+{
+    struct rio_options o;
+    struct rio_desc d;
+    int port = su_fault_port();
+    int64_t alloc0;
+
+    opts_start(&o, &alloc0);
+    o.retry_attempts = 1;
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = su_pattern(OBJ, 27);
+    unsigned completes0 = su_fault_count(port, "completes");
+    int ret = rio_put(c, "F_completeempty_0/never", src, OBJ, NULL, NULL);
+    T_LT(ret, 0);
+    T_EQ(su_fault_count(port, "completes") - completes0, 1u);
+    T_EQ(uploads_left(port), 0u);
+    T_ERR(rio_stat(c, "F_completeempty_0/never", &d), RIO_ENOTFOUND);
+    free(src);
+    su_close(c, alloc0);
+}
+
+/*
  * A refused option names itself on stderr, as the URL or the environment
  * spelled it (content_md5=sometimes, RIO_S3_DISCARD=maybe), through the
  * library's one parser (the module reaches it through its host table). The

@@ -503,6 +503,19 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
         answered = r.answered;
         if (ret == 0)
             rio__s3_xml_text(r.body.p, r.body.len, "ETag", etag, sizeof(etag));
+        /* A 200 says the upload was completed only with its result (S3 may
+         * answer 200 and fail in the body; a body with neither, an empty
+         * one, says nothing): without it the object below decides, as for
+         * an error, and a PUT that published nothing is never reported
+         * done. */
+        if (ret == 0 &&
+            (!r.body.p || !memmem(r.body.p, r.body.len, "<CompleteMultipartUploadResult", 30))) {
+            rio__detail("s3 bucket %s: POST key %s (complete): HTTP 200 without a "
+                        "CompleteMultipartUploadResult",
+                        t->bucket, up->key);
+            ret = RIO_EPROTO;
+            answered = true;
+        }
         if (ret == RIO_ENOTFOUND && up->cond_hdr) {
             /* If-Match over a key that holds nothing (not the upload gone) */
             char code[32];
