@@ -66,6 +66,11 @@ struct rio_module_host {
     void (*detail_clear)(void);
     /* the one redaction of secrets from a URL (core/url.h) */
     const char *(*url_redact)(const char *url, char *out, size_t cap);
+    /* the deadline and cancel token of this thread's metadata try
+     * (core/internal.h), which a request waiting on a server stops at */
+    uint64_t (*meta_deadline_ns)(void);
+    const struct rio_cancel *(*meta_cancel)(void);
+    int (*cancel_fired)(const struct rio_cancel *cx);
     /* core/checksum.h: S3's per-part CRC32C */
     uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n);
     /* core/checksum.h: xxh3 over bytes as they arrive (s3:// GET bodies),

@@ -173,6 +173,21 @@ const char *rio__url_redact(const char *url, char *out, size_t cap)
     return host->url_redact(url, out, cap);
 }
 
+uint64_t rio__meta_deadline_ns(void)
+{
+    return host->meta_deadline_ns();
+}
+
+const struct rio_cancel *rio__meta_cancel(void)
+{
+    return host->meta_cancel();
+}
+
+int rio__cancel_fired(const struct rio_cancel *cx)
+{
+    return host->cancel_fired(cx);
+}
+
 #ifdef RIO_MODULE_RADOS
 extern const struct rio_transport_ops rio__rados_ops;
 static const struct rio_transport_ops *const module_ops[] = {&rio__rados_ops};

@@ -121,6 +121,9 @@ static const struct rio_module_host module_host = {
     .detail = host_detail,
     .detail_clear = rio__detail_clear,
     .url_redact = rio__url_redact,
+    .meta_deadline_ns = rio__meta_deadline_ns,
+    .meta_cancel = rio__meta_cancel,
+    .cancel_fired = rio__cancel_fired,
 };
 
 /* 1 if "dir/file" fits in path[PATH_MAX] and is readable; path holds it. */

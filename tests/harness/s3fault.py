@@ -50,6 +50,8 @@ The object is stored under the full key as usual. Kinds:
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
   head503    HEAD: 503 (no body), the object untouched
+  headstall  HEAD: the status line, then a header trickled at 2 bytes a
+             second for 30 s (too fast for a stall timeout)
   complete503  CompleteMultipartUpload: 503 ServiceUnavailable, the upload
              left as it was (not completed)
   completelost CompleteMultipartUpload: completed, then the connection reset
@@ -98,7 +100,7 @@ NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putflip")
-HEAD_KINDS = ("hugehead", "longhead", "head503")
+HEAD_KINDS = ("hugehead", "longhead", "head503", "headstall")
 COMPLETE_KINDS = ("complete503", "completelost", "completegone", "completeempty")
 PLAIN_GET_KINDS = ("get503",)
 
@@ -234,6 +236,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         hk = fault_for(bucket, key, put=False, head=True) if head else None
         if hk == "head503":
             return self.send(503, head=True)
+        if hk == "headstall":
+            # The status line, then one header byte a second for 60 s:
+            # never slow enough for a stall timeout of a few seconds.
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            for _ in range(60):
+                try:
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                except OSError:
+                    break
+                time.sleep(0.5)
+            self.close_connection = True
+            return
         if hk == "longhead":
             self.send_response(200)
             self.send_header("Content-Length", "64")

@@ -873,6 +873,43 @@ TEST(cancel_and_deadline_end_a_stalled_get)
     close_free(c, alloc0, src, dst);
 }
 
+/* A HEAD whose answer trickles in (a header byte every half second, never
+ * slow enough for the stall timeout) held a GET's lookup until op_timeout
+ * whatever the call's deadline (5 s for a deadline of 1 s with the default
+ * stall) and deaf to its cancel token: the metadata request now stops at
+ * the deadline (RIO_EDEADLINE) and when the token fires (RIO_ECANCELED). */
+TEST(cancel_and_deadline_end_a_trickling_head)
+{
+    struct rio_options o;
+    struct canceller k = {NULL, 300};
+    pthread_t th;
+    uint8_t buf[64];
+    int64_t alloc0;
+
+    opts_start(&o, &alloc0);
+    o.op_timeout_ms = 30000;
+    struct rio_client *c = fault_client(&o, "stall=30s");
+
+    struct rio_call dl = {.deadline_ms = 1000};
+    uint64_t t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_headstall_0/obj", buf, sizeof(buf), &dl), RIO_EDEADLINE);
+    uint64_t el = su_now_ms() - t0;
+    T_GE(el, 900u);
+    T_LT(el, 2500u);
+
+    T_OK(rio_cancel_new(&k.cx));
+    struct rio_call call = {.cancel = k.cx};
+    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
+    t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_headstall_0/obj", buf, sizeof(buf), &call), RIO_ECANCELED);
+    el = su_now_ms() - t0;
+    T_EQ(pthread_join(th, NULL), 0);
+    T_GE(el, 250u);
+    T_LT(el, 2500u);
+    rio_cancel_destroy(k.cx);
+    su_close(c, alloc0);
+}
+
 /* Issue 13 item 16: 501 means the server cannot do it: one attempt, no
  * retry, RIO_ENOTSUP. */
 TEST(http_501_not_retried)

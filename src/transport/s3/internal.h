@@ -304,6 +304,10 @@ struct meta_req {
      * since curl sends a request again by itself when a reused connection
      * dies before any answer, even after the whole request went out. */
     bool once;
+    /* Cleanup after a failure (an abort, a delete): bounded by op_timeout
+     * alone, not by the call's deadline or cancel token, which may be what
+     * failed the call, so that it is still sent and leaves nothing. */
+    bool cleanup;
 };
 
 struct meta_rsp {

@@ -243,6 +243,31 @@ static void meta_detail(struct s3_transport *t, const struct meta_req *q, const 
 static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_req *q,
                      struct meta_rsp *r);
 
+/* curl's progress callback (at least once a second while a request waits):
+ * the call's cancel token fired stops the request. */
+static int meta_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return rio__cancel_fired(arg) ? 1 : 0;
+}
+
+/* The request's time limit in ms (0: none): op_timeout, cut to what is
+ * left of the call's deadline, so a server that trickles its answer (each
+ * byte soon enough for the stall timeout) holds the call no longer than
+ * its deadline; the engine then says RIO_EDEADLINE. */
+static long meta_timeout_ms(const struct s3_transport *t)
+{
+    uint64_t dl = rio__meta_deadline_ns(), now = rio__now_ns();
+    long ms = t->op_timeout_ms;
+
+    if (dl != UINT64_MAX) {
+        uint64_t left = dl > now ? (dl - now + NS_PER_MS - 1) / NS_PER_MS : 1;
+        if (!ms || left < (uint64_t)ms)
+            ms = (long)left;
+    }
+    return ms;
+}
+
 /*
  * A HEAD on a key answered 404 (a HEAD has no body, so no S3 code): whether
  * the bucket is missing, unless a request found it there just now.
@@ -308,8 +333,15 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &hctx);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, meta_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);
-    if (t->op_timeout_ms)
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, t->op_timeout_ms);
+    long tmo = q->cleanup ? t->op_timeout_ms : meta_timeout_ms(t);
+    if (tmo)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);
+    const struct rio_cancel *cx = q->cleanup ? NULL : rio__meta_cancel();
+    if (cx) {
+        curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, meta_progress);
+        curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)cx);
+        curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
     if (q->once)
         curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
     if (!strcmp(q->method, "HEAD")) {
@@ -343,6 +375,8 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
             r->err = RIO_ENOCONTAINER;
         else if (r->err == RIO_ENOTFOUND && t->scheme == SCHEME_S3 && !strcmp(q->method, "HEAD"))
             head_404_bucket(t, md, r);
+    } else if (rc == CURLE_ABORTED_BY_CALLBACK && cx && rio__cancel_fired(cx)) {
+        r->err = RIO_ECANCELED; /* meta_progress: the call was cancelled */
     } else if (rc != CURLE_OK) {
         r->err = r->body.nomem      ? -ENOMEM
                  : r->body.overflow ? RIO_EPROTO
@@ -385,7 +419,7 @@ int rio__s3_meta_do(struct s3_transport *t, const struct meta_req *q, struct met
 
 void rio__s3_delete_key(struct s3_transport *t, const char *key)
 {
-    struct meta_req q = {.method = "DELETE", .key = key};
+    struct meta_req q = {.method = "DELETE", .key = key, .cleanup = true};
     struct meta_rsp r = {0};
 
     rio__s3_meta_do(t, &q, &r);

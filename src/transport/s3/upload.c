@@ -244,7 +244,7 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
         up->upload_id = rio__strdup(uid);
         if (!up->upload_id) {
             ret = -ENOMEM;
-            struct meta_req a = {.method = "DELETE", .key = key};
+            struct meta_req a = {.method = "DELETE", .key = key, .cleanup = true};
             a.q[a.nq++] = (struct rio_s3_kv){"uploadId", uid};
             rio__s3_meta_do(t, &a, &r);
             rio__s3_meta_rsp_cleanup(&r);
@@ -308,7 +308,7 @@ int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
 
 static void abort_multi(struct s3_transport *t, struct s3_upload *up)
 {
-    struct meta_req q = {.method = "DELETE", .key = up->key};
+    struct meta_req q = {.method = "DELETE", .key = up->key, .cleanup = true};
     struct meta_rsp r = {0};
 
     q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
