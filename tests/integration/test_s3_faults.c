@@ -17,8 +17,10 @@ TEST(s3_not_built)
 }
 #else
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <unistd.h>
 
 #include "core/internal.h"
 #include "core/url.h"
@@ -907,6 +909,55 @@ TEST(cancel_and_deadline_end_a_trickling_head)
     T_GE(el, 250u);
     T_LT(el, 2500u);
     rio_cancel_destroy(k.cx);
+    su_close(c, alloc0);
+}
+
+/* A key that reaches the transport from a listing (`railio cp -r`) is the
+ * server's text: the line the lookup writes on stderr when an object's
+ * chunk checksums are missing printed it raw, so a key holding an escape
+ * sequence and a newline recoloured the terminal and forged a line of its
+ * own. Its controls are shown as '?', as `railio ls` shows them. */
+TEST(stderr_line_masks_a_hostile_key)
+{
+    static const char key[] = "F_nosums_0/e\x1b[31mX\nrailio: forged \xc2\x9b line";
+    const char *dir = t_scratch_dir("rio-s3-stderr");
+    struct rio_options o;
+    struct rio_desc d;
+    char path[600], text[4096];
+    int64_t alloc0;
+    uint8_t b = 'x';
+
+    opts_start(&o, &alloc0);
+    struct rio_client *c = fault_client(&o, NULL);
+    T_OK(rio_put(c, key, &b, 1, NULL, NULL));
+    snprintf(path, sizeof(path), "%s/stderr", dir);
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    T_GE(fd, 0);
+    T_EQ(dup2(fd, 2), 2);
+    int ret = rio_stat(c, key, &d);
+    fflush(stderr);
+    T_EQ(dup2(saved, 2), 2);
+    close(fd);
+    close(saved);
+    T_ERR(ret, RIO_ECHECKSUM);
+    FILE *f = fopen(path, "r");
+    T_NOTNULL(f);
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    T_NOTNULL(strstr(text, "F_nosums_0/e?[31mX?railio: forged ? line: the chunk checksums"));
+    T_NULL(strchr(text, '\x1b'));
+    T_NULL(strstr(text, "\xc2\x9b"));
+    /* Each line (one a try: the engine tries it again) is the lookup's
+     * whole. */
+    unsigned lines = 0, ours = 0;
+    for (const char *q = text; (q = strchr(q, '\n')); q++)
+        lines++;
+    for (const char *q = text; (q = strstr(q, "railio s3: F_nosums_0/")); q++)
+        ours++;
+    T_GE(lines, 1u);
+    T_EQ(lines, ours);
     su_close(c, alloc0);
 }
 

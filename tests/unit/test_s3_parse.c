@@ -120,6 +120,18 @@ TEST(server_text_made_printable)
     T_STREQ(s, "ok?[31mred?FAKE LINE???");
 }
 
+/* A key shown on a terminal: controls (C0, DEL, C1) masked, UTF-8 kept,
+ * the copy bounded by its buffer. */
+TEST(key_shown_without_controls)
+{
+    char out[64], small[5];
+
+    T_STREQ(rio__s3_shown("a\x1b[31m\nb\x7f\xc2\x9b\xc3\xa9\xc2\xa0", out, sizeof(out)),
+            "a?[31m?b??\xc3\xa9\xc2\xa0");
+    T_STREQ(rio__s3_shown("abcdefgh", small, sizeof(small)), "abcd");
+    T_STREQ(rio__s3_shown("", out, sizeof(out)), "");
+}
+
 TEST(sidecar_round_trip)
 {
     const uint64_t xxh[4] = {1, 0xfedcba9876543210ull, 0, UINT64_MAX};

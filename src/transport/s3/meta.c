@@ -528,11 +528,13 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
              * without its sidecar. (Impossible geometry is left to the
              * engine's descriptor check: RIO_EPROTO naming the field.) */
             if (ret < 0 && !t->verify_off && sane_geometry(size, chunk)) {
+                /* The key may come from a listing (cp -r): the server's
+                 * escape sequences and newlines are not written out. */
                 fprintf(stderr,
                         "railio s3: %s: the chunk checksums of this object "
                         "(x-amz-meta-railio-xxh) are missing or damaged; verify=off reads it "
                         "unverified\n",
-                        key);
+                        rio__s3_shown(key, skey, sizeof(skey)));
                 ret = RIO_ECHECKSUM;
                 goto out;
             }
@@ -574,7 +576,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
                 fprintf(stderr,
                         "railio s3: %s: the checksum sidecar of this multipart object is "
                         "missing or damaged; verify=off reads it unverified\n",
-                        key);
+                        rio__s3_shown(key, skey, sizeof(skey)));
                 ret = RIO_ECHECKSUM;
                 goto out;
             }

@@ -39,6 +39,10 @@ struct s3_rsp {
 /* Server text shown to people: every byte outside printable ASCII (a
  * newline, an escape sequence) becomes '?'. */
 void rio__s3_printable(char *s);
+/* A key (or other text that may be UTF-8) shown on a terminal, copied into
+ * out (cap > 0): its C0 controls, DEL and C1 controls (UTF-8 0xC2
+ * 0x80-0x9F) as '?', as `railio ls` shows keys; other bytes kept. */
+const char *rio__s3_shown(const char *s, char *out, size_t cap);
 
 /* ceil(size / chunk); chunk > 0. */
 uint64_t rio__s3_nchunks(uint64_t size, uint64_t chunk);

@@ -52,3 +52,23 @@ void rio__s3_printable(char *s)
         if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
             *s = '?';
 }
+
+const char *rio__s3_shown(const char *s, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t o = 0;
+
+    while (*p && o + 1 < cap) {
+        if (*p < 0x20 || *p == 0x7f) {
+            out[o++] = '?';
+            p++;
+        } else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+            out[o++] = '?';
+            p += 2;
+        } else {
+            out[o++] = (char)*p++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
