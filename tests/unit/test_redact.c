@@ -32,6 +32,14 @@ TEST(tokens_and_passwords)
             "s3://b/k?endpoint=http://ak:***@h:9000&region=x");
     redacts("s3://b/k?secret_key=S&session_token=T&tls_key=K&aws_password=P&passwd=Q",
             "s3://b/k?secret_key=***&session_token=***&tls_key=***&aws_password=***&passwd=***");
+    /* A value written with %XX escapes is the parser's once decoded: its
+     * user:password@ is masked in that form (it was shown as typed,
+     * password and all); one without any is kept as typed. */
+    redacts("s3://b/k?endpoint=http%3A%2F%2Fak%3ASK%40h%3A9000&region=x",
+            "s3://b/k?endpoint=http://ak:***@h:9000&region=x");
+    redacts("s3://b/k?endpoint=http%3A%2F%2Fh%3A9000", "s3://b/k?endpoint=http%3A%2F%2Fh%3A9000");
+    redacts("http://user%3APW@h:1/k", "http://user%3A***@h:1/k");
+    redacts("http://user%3aPW@h:1/k?x=http://a%3aB@c", "http://user%3a***@h:1/k?x=http://a:***@c");
     /* Any case, and a name written with %XX escapes. */
     redacts("x://h?TOKEN=S&%74oken=S2", "x://h?TOKEN=***&%74oken=***");
     /* Not secrets: the object's key, paths of files, plain options. */
