@@ -365,7 +365,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def list_v2(self, bucket, q):
         """ListObjectsV2 (keys URL-encoded, tokens opaque). A bucket named
         lie-<kind> lies: emptycircle answers every page empty but not the
-        last, its continuation tokens going round T1 -> T2 -> T1."""
+        last, its continuation tokens going round T1 -> T2 -> T1; notrunc
+        lists its keys but leaves IsTruncated out (the token says more
+        pages follow)."""
         tok = q.get("continuation-token", [""])[0]
         items, nxt = "", ""
         if bucket == "lie-emptycircle":
@@ -385,9 +387,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                               len(o["data"])))
             if len(keys) > mk:
                 nxt = page[-1][0].encode().hex()
+        trunc = "" if bucket == "lie-notrunc" else (
+            "<IsTruncated>%s</IsTruncated>" % ("true" if nxt else "false"))
         body = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>%s</Name>'
-                "<EncodingType>url</EncodingType><IsTruncated>%s</IsTruncated>%s%s"
-                "</ListBucketResult>" % (bucket, "true" if nxt else "false",
+                "<EncodingType>url</EncodingType>%s%s%s"
+                "</ListBucketResult>" % (bucket, trunc,
                                          "<NextContinuationToken>%s</NextContinuationToken>" % nxt
                                          if nxt else "", items)).encode()
         self.send(200, body, {"Content-Type": "application/xml"})

@@ -1666,6 +1666,39 @@ TEST(list_empty_pages_in_a_circle_end)
     su_close(c, alloc0);
 }
 
+/* A listing answer without IsTruncated (S3 always sends it) but with a
+ * NextContinuationToken goes on: it ended there, and `railio cp -r` or
+ * `rm -r` would have done part of the keys and said it succeeded. */
+TEST(list_without_is_truncated_goes_on_by_its_token)
+{
+    struct rio_options o;
+    struct rio_list_args a = {.max_keys = 1};
+    struct rio_list_page p;
+    char tok[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned keys = 0, pages = 0;
+    int64_t alloc0;
+
+    opts_start(&o, &alloc0);
+    struct rio_client *c =
+        client_at(&o, "s3://lie-notrunc?endpoint=http://127.0.0.1:%d", su_fault_port());
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "nt/%d", i);
+        T_OK(rio_put(c, key, "x", 1, NULL, NULL));
+    }
+    a.prefix = "nt/";
+    do {
+        a.token = tok[0] ? tok : NULL;
+        T_OK(rio_list(c, &a, &p, NULL));
+        keys += p.n;
+        snprintf(tok, sizeof(tok), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+        T_LT(++pages, 10u);
+    } while (tok[0]);
+    T_EQ(keys, 3u);
+    su_close(c, alloc0);
+}
+
 /* A FIFO where the AWS credentials file, the config file or the CA bundle
  * should be (someone else's planted file, a misconfigured mount): the open
  * waited for a writer for ever. Now each is refused at once as "not a

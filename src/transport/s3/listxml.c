@@ -33,6 +33,7 @@ struct lx {
     bool pass_items; /* second pass: items, with url known */
     bool url;        /* EncodingType url */
     bool saw_enc;
+    bool saw_trunc; /* IsTruncated was there */
     struct rio_s3_list_result *res;
     struct rio_s3_list_item it;
     bool in_item, have_key, have_size, have_mtime, have_etag;
@@ -262,6 +263,7 @@ static int lx_leaf(struct lx *x, const char *b, const char *e)
 
     if (d == 1 && !x->pass_items) {
         if (name_is(n, nl, "IsTruncated")) {
+            x->saw_trunc = true;
             if (len == 4 && !memcmp(b, "true", 4))
                 x->res->truncated = true;
             else if (len == 5 && !memcmp(b, "false", 5))
@@ -485,6 +487,12 @@ int rio__s3_list_parse(const char *body, size_t len, struct rio_s3_list_result *
     ret = lx_run(&x);
     if (ret < 0)
         goto err;
+    /* S3 always says IsTruncated; an answer without it that says where to
+     * go on is taken at its token (a listing that stopped there left
+     * `railio cp -r` and `rm -r` done with part of the keys, and saying
+     * so as success). */
+    if (!x.saw_trunc && res->next_token[0])
+        res->truncated = true;
     /* A truncated answer must say where to go on; a last one ends here
      * whatever it says. */
     if (res->truncated && !res->next_token[0]) {
