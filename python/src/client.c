@@ -1167,7 +1167,8 @@ struct one_call {
  * exception set (TypeError, ValueError, OverflowError) otherwise. */
 static int generation_arg(const char *fn, PyObject *v, unsigned long long *g)
 {
-    if (!PyLong_Check(v)) {
+    /* A bool is an int to Python: if_generation=True was generation 1. */
+    if (!PyLong_Check(v) || PyBool_Check(v)) {
         PyErr_Format(PyExc_TypeError, "%s(): if_generation must be an int, not %.100s", fn,
                      Py_TYPE(v)->tp_name);
         return -1;

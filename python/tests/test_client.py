@@ -86,6 +86,10 @@ def test_put_conditions(any_client):
         c.put("cond/k", b"x", if_generation=0)
     with pytest.raises(TypeError):
         c.put("cond/k", b"x", if_generation="1")
+    with pytest.raises(TypeError):  # a bool is not a generation (True was 1)
+        c.put("cond/k", b"x", if_generation=True)
+    with pytest.raises(TypeError):
+        c.delete("cond/k", if_generation=True)
     with pytest.raises(TypeError):
         c.put("cond/k", b"x", if_present=True)
     d3 = c.put("cond/k", b"x", if_absent=False)
