@@ -147,9 +147,10 @@ static void obj_name(char *out, const char *pfx, uint64_t kh, uint64_t gen, cons
     snprintf(out, NAME_LEN, "%s-%016" PRIx64 "-%016" PRIx64 "%s", pfx, kh, gen, sfx);
 }
 
-/* All n bytes at off, in pieces of at most 1 GiB, through EINTR: 0, -EIO
- * when the file ends first (a short file) or a write moves nothing, or
- * -errno. */
+/* All n bytes at off, in pieces of at most 1 GiB, through EINTR: 0,
+ * -ENODATA when the file ends first (a short file: a damaged record), -EIO
+ * when a write moves nothing, or -errno (a read's -EIO is the disk's: the
+ * record may be intact, and is not taken for a damaged one). */
 static int rw_all(int fd, uint8_t *p, uint64_t n, uint64_t off, bool wr)
 {
     while (n) {
@@ -161,7 +162,7 @@ static int rw_all(int fd, uint8_t *p, uint64_t n, uint64_t off, bool wr)
             return -errno;
         }
         if (r == 0)
-            return -EIO;
+            return wr ? -EIO : -ENODATA;
         p += r;
         n -= (uint64_t)r;
         off += (uint64_t)r;
@@ -438,7 +439,7 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
     if (fd < 0)
         return fd;
     ret = pread_all(fd, fixed, HDR_FIXED, 0);
-    if (ret == -EIO) {
+    if (ret == -ENODATA) {
         why = "shorter than a header";
         goto bad;
     }
@@ -456,7 +457,7 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
         goto out;
     }
     ret = pread_all(fd, hdr, r.header_len, 0);
-    if (ret == -EIO) {
+    if (ret == -ENODATA) {
         why = "truncated header";
         goto bad;
     }
@@ -1285,14 +1286,17 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
     }
     ret = pread_all(fd, b->data, z - a, e->data_off + a);
     close(fd);
-    if (ret == -EIO) {
+    if (ret == -ENODATA) {
         atomic_fetch_add(&d->corrupt, 1);
         SRV_ERR("disk: corrupt record %s/%s: data truncated (read of [%llu, %llu)); not served",
                 d->dir, name, (unsigned long long)a, (unsigned long long)z);
+        ret = -EIO;
         goto err;
     }
-    if (ret < 0)
+    if (ret < 0) {
+        SRV_ERR("disk: read %s/%s: %s; not served", d->dir, name, strerror(-ret));
         goto err;
+    }
     for (uint64_t i = first; i <= last; i++) {
         uint64_t cs = i * e->chunk_size;
         uint64_t cl = e->size - cs < e->chunk_size ? e->size - cs : e->chunk_size;

@@ -936,6 +936,72 @@ TEST(data_dir_read_error_refused)
     srv_stop(&e);
 }
 
+/* A read error of the disk's own (EIO) on a record at start is said and
+ * the record left where it is, not served: it was taken for a short file
+ * and renamed .corrupt, so an intact object a transient error touched was
+ * lost for good. Here a pread(2) that fails on every record, preloaded
+ * into railiod; the start after it serves every object. */
+TEST(read_error_at_start_leaves_records_in_place)
+{
+    const char *dir = disk_dir_make();
+    char bin[512], src[512], so[512];
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_desc d;
+    static const char shim[] =
+        "#define _GNU_SOURCE\n#include <errno.h>\n#include <dlfcn.h>\n#include <stdio.h>\n"
+        "#include <string.h>\n#include <unistd.h>\n"
+        "ssize_t pread(int fd, void *b, size_t n, off_t off) {\n"
+        "  static ssize_t (*real)(int, void *, size_t, off_t); char l[64], p[4096];\n"
+        "  if (!real) real = (ssize_t (*)(int, void *, size_t, off_t))dlsym(RTLD_NEXT, "
+        "\"pread\");\n"
+        "  snprintf(l, sizeof(l), \"/proc/self/fd/%d\", fd);\n"
+        "  ssize_t k = readlink(l, p, sizeof(p) - 1);\n"
+        "  if (k > 0) { p[k] = 0; if (strstr(p, \"/o-\")) { errno = EIO; return -1; } }\n"
+        "  return real(fd, b, n, off);\n}\n"
+        "ssize_t pread64(int fd, void *b, size_t n, off_t off) { return pread(fd, b, n, off); }\n";
+
+    if (t_sh("command -v cc >/dev/null") != 0)
+        T_SKIP("needs cc to build the pread shim");
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (int i = 0; i < 4; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%d", i);
+        T_GT(wc_put(&c, key, (const uint8_t *)"xyz", 3, 4096), 0u);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+    const char *tmp = t_scratch_dir("rio-shim");
+    snprintf(src, sizeof(src), "%s/shim.c", tmp);
+    snprintf(so, sizeof(so), "%s/shim.so", tmp);
+    FILE *f = fopen(src, "w");
+    T_NOTNULL(f);
+    fputs(shim, f);
+    fclose(f);
+    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=%s timeout 3 %s "
+              "--listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+              "grep -q 'read .*/o-.*Input/output error; not served'",
+              so, bin, dir),
+         0);
+    T_EQ(disk_dir_count(dir, "o-", NULL, 0), 4u);
+    T_EQ(t_sh("ls %s | grep -q corrupt", dir), 1);
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (int i = 0; i < 4; i++) {
+        char key[16];
+        uint8_t *keep = NULL;
+        snprintf(key, sizeof(key), "k%d", i);
+        T_EQ(wc_lookup(&c, key, &d, &keep), 0);
+        T_EQ(d.size, 3u);
+        free(keep);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+}
+
 TEST(data_dir_not_writable_refused)
 {
     const char *dir = disk_dir_make();
