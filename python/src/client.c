@@ -1210,9 +1210,31 @@ static int put_conditions(struct one_call *o, PyObject *const *x)
     return 0;
 }
 
-/* The main thread's ident (the module is imported there): Python runs
- * signal handlers on that thread only. */
+/* The main thread's ident: Python runs signal handlers on that thread
+ * only. */
 static unsigned long main_ident;
+
+/* threading.main_thread().ident: the module may be imported first on
+ * another thread (lazily, in a worker). */
+static void main_ident_init(void)
+{
+    PyObject *th = PyImport_ImportModule("threading"), *mt = NULL, *id = NULL;
+
+    main_ident = PyThread_get_thread_ident();
+    if (th)
+        mt = PyObject_CallMethod(th, "main_thread", NULL);
+    if (mt)
+        id = PyObject_GetAttrString(mt, "ident");
+    if (id && PyLong_Check(id)) {
+        unsigned long v = PyLong_AsUnsignedLong(id);
+        if (!PyErr_Occurred())
+            main_ident = v;
+    }
+    PyErr_Clear();
+    Py_XDECREF(id);
+    Py_XDECREF(mt);
+    Py_XDECREF(th);
+}
 
 /*
  * The progress callback of a main-thread call (put, get, get_into without
@@ -2017,7 +2039,7 @@ PyMODINIT_FUNC PyInit__railio(void)
 
     if (PyType_Ready(&RioCancel_Type) < 0 || PyType_Ready(&RioClient_Type) < 0)
         return NULL;
-    main_ident = PyThread_get_thread_ident();
+    main_ident_init();
     m = PyModule_Create(&mod_def);
     if (!m)
         return NULL;

@@ -369,3 +369,33 @@ def test_ctrl_c_interrupts_a_call(mock_url, stalled):
             if not stalled:
                 assert c.get("small") == b"s" * 1000
         assert fast.get("small") == b"s" * 1000
+
+
+def test_ctrl_c_when_railio_was_first_imported_on_a_thread():
+    """The main thread is Python's, not the thread that imported railio
+    first (a lazy import in a worker): Ctrl-C still interrupts its GET."""
+    code = r'''
+import os, signal, sys, threading, time
+mod = {}
+t = threading.Thread(target=lambda: mod.setdefault("r", __import__("railio")))
+t.start(); t.join()
+railio = mod["r"]
+url = "mock://impthread-%d" % os.getpid()
+with railio.Client(url) as fast:
+    fast.put("big", os.urandom(32 << 20))
+    with railio.Client(url + "?paths=1&chunk=1M&rate=8M") as c:
+        main = threading.main_thread().ident
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        t0 = time.monotonic()
+        try:
+            c.get("big")
+            print("not interrupted")
+        except KeyboardInterrupt:
+            print("interrupted after %.2f s" % (time.monotonic() - t0))
+'''
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    took = float(out.stdout.split()[-2])
+    assert out.stdout.startswith("interrupted") and took < 2.0, out.stdout
