@@ -897,7 +897,7 @@ TEST(cancel_and_deadline_end_a_trickling_head)
     T_ERR(rio_get(c, "F_headstall_0/obj", buf, sizeof(buf), &dl), RIO_EDEADLINE);
     uint64_t el = su_now_ms() - t0;
     T_GE(el, 900u);
-    T_LT(el, 2500u);
+    T_LT(el, 5000u); /* not the 30 s of the op timeout and the stall */
 
     T_OK(rio_cancel_new(&k.cx));
     struct rio_call call = {.cancel = k.cx};
@@ -907,7 +907,7 @@ TEST(cancel_and_deadline_end_a_trickling_head)
     el = su_now_ms() - t0;
     T_EQ(pthread_join(th, NULL), 0);
     T_GE(el, 250u);
-    T_LT(el, 2500u);
+    T_LT(el, 5000u); /* curl looks at the token about once a second */
     rio_cancel_destroy(k.cx);
     su_close(c, alloc0);
 }
