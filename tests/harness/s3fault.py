@@ -467,6 +467,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         bucket, key, q = self.split()
         body = self.body()
         if "uploads" in q:
+            m = FAULT_RE.match(key)
+            if m and m.group(1) == "createslow":  # the upload made, its answer late
+                with LOCK:
+                    STATS["fired"] += 1
+                time.sleep(0.6)
             with LOCK:
                 uid = "up%d" % NEXT_UPLOAD[0]
                 NEXT_UPLOAD[0] += 1

@@ -839,6 +839,36 @@ static void *cancel_main(void *arg)
     return NULL;
 }
 
+/* A PUT cancelled while CreateMultipartUpload waits for its answer: the
+ * request is not cut (an upload id never seen cannot be aborted, and S3
+ * keeps the upload for good); its answer comes, and the cancelled PUT
+ * aborts the upload. The server holds no upload after the call. */
+TEST(cancel_during_create_upload_leaves_no_upload)
+{
+    struct rio_options o;
+    struct canceller k = {NULL, 200};
+    pthread_t th;
+    int64_t alloc0;
+    unsigned fired, up;
+    size_t n = 3 * CH;
+
+    opts_start(&o, &alloc0);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = malloc(n);
+    T_NOTNULL(src);
+    memset(src, 5, n);
+    T_OK(rio_cancel_new(&k.cx));
+    struct rio_call call = {.cancel = k.cx};
+    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
+    T_ERR(rio_put(c, "F_createslow_0/obj", src, n, &call, NULL), RIO_ECANCELED);
+    T_EQ(pthread_join(th, NULL), 0);
+    su_fault_stats(su_fault_port(), &fired, &up);
+    T_EQ(up, 0u);
+    rio_cancel_destroy(k.cx);
+    free(src);
+    su_close(c, alloc0);
+}
+
 /* A GET stuck on a silent server ends with RIO_ECANCELED soon after the
  * token fires, and with RIO_EDEADLINE soon after its deadline. */
 TEST(cancel_and_deadline_end_a_stalled_get)

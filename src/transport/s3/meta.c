@@ -333,10 +333,16 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &hctx);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, meta_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &r->body);
-    long tmo = q->cleanup ? t->op_timeout_ms : meta_timeout_ms(t);
+    /* The call's deadline and cancel cut only requests that read (HEAD,
+     * GET): one that makes something on the server (CreateMultipartUpload,
+     * a sidecar's PUT) cut before its answer leaves what it made with no
+     * one to remove it (an upload id never seen cannot be aborted), and a
+     * cleanup runs whatever the call's state. */
+    bool reads = !q->cleanup && (!strcmp(q->method, "HEAD") || !strcmp(q->method, "GET"));
+    long tmo = reads ? meta_timeout_ms(t) : t->op_timeout_ms;
     if (tmo)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);
-    const struct rio_cancel *cx = q->cleanup ? NULL : rio__meta_cancel();
+    const struct rio_cancel *cx = reads ? rio__meta_cancel() : NULL;
     if (cx) {
         curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, meta_progress);
         curl_easy_setopt(e, CURLOPT_XFERINFODATA, (void *)cx);
