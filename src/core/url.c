@@ -564,6 +564,26 @@ static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n
     }
 }
 
+/* s[0..n) with its %XX escapes decoded as the parser decodes them (a
+ * malformed one kept as typed: this only shows text), into dst, at most
+ * cap bytes; the length. */
+static size_t lenient_decode(const char *s, size_t n, char *dst, size_t cap)
+{
+    size_t dn = 0;
+
+    for (size_t i = 0; i < n && dn < cap; i++) {
+        int hi = s[i] == '%' && i + 2 < n ? rio__hex_digit(s[i + 1]) : -1;
+        int lo = hi >= 0 ? rio__hex_digit(s[i + 2]) : -1;
+        if (lo >= 0) {
+            dst[dn++] = (char)(hi << 4 | lo);
+            i += 2;
+        } else {
+            dst[dn++] = s[i];
+        }
+    }
+    return dn;
+}
+
 /* An option's value v[0..n) written with %XX escapes, whose decoded form
  * (what the parser hands the backend) holds a user:password@: that form,
  * masked, into out; false when it holds none (the value is then shown as
@@ -572,8 +592,8 @@ static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n
  * is shown as "***". */
 static bool put_decoded_masked(char *out, size_t cap, size_t *o, const char *v, size_t n)
 {
-    char dec[2048] = "", shown[2048];
-    size_t dn = 0, sn = 0;
+    char dec[2048], shown[2048];
+    size_t dn, sn = 0;
 
     if (!memchr(v, '%', n))
         return false;
@@ -581,16 +601,7 @@ static bool put_decoded_masked(char *out, size_t cap, size_t *o, const char *v, 
         put(out, cap, o, "***", 3);
         return true;
     }
-    for (size_t i = 0; i < n; i++) {
-        int hi = v[i] == '%' && i + 2 < n ? rio__hex_digit(v[i + 1]) : -1;
-        int lo = hi >= 0 ? rio__hex_digit(v[i + 2]) : -1;
-        if (lo >= 0) {
-            dec[dn++] = (char)(hi << 4 | lo);
-            i += 2;
-        } else {
-            dec[dn++] = v[i];
-        }
-    }
+    dn = lenient_decode(v, n, dec, sizeof(dec));
     put_masked(shown, sizeof(shown), &sn, dec, dn);
     if (sn == dn && !memcmp(shown, dec, dn))
         return false;
@@ -613,18 +624,8 @@ const char *rio__url_redact(const char *url, char *out, size_t cap)
         for (const char *k = q + 1; *k;) {
             size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
             char name[64];
-            size_t dn = 0;
             /* The name as the parser sees it: %XX decoded. */
-            for (size_t i = 0; i < nl && dn < sizeof(name); i++) {
-                int hi = k[i] == '%' && i + 2 < nl ? rio__hex_digit(k[i + 1]) : -1;
-                int lo = hi >= 0 ? rio__hex_digit(k[i + 2]) : -1;
-                if (lo >= 0) {
-                    name[dn++] = (char)(hi << 4 | lo);
-                    i += 2;
-                } else {
-                    name[dn++] = k[i];
-                }
-            }
+            size_t dn = lenient_decode(k, nl, name, sizeof(name));
             if (nl < kl && rio__secret_name(name, dn)) {
                 put(out, cap, &o, k, nl + 1);
                 put(out, cap, &o, "***", 3);
