@@ -123,8 +123,7 @@ static int client_lookup(struct rio_client *c, const struct rio__meta *m, const 
                          uint64_t max_size, struct rio_desc *out, int64_t *mtime_ns)
 {
     char why[192];
-    int ret = max_size == UINT64_MAX ? rio__meta_lookup(c, m, key, out, mtime_ns)
-                                     : rio__meta_lookup_within(c, m, key, max_size, out);
+    int ret = rio__meta_lookup(c, m, key, max_size, out, mtime_ns);
     if (ret < 0)
         return ret;
     ret = rio__desc_check(out, key, why, sizeof(why));

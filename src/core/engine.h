@@ -491,14 +491,12 @@ void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);
  * the client's deadline from now. */
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c);
 /* A lookup; mtime_ns not NULL: the object's last-modified time too, where
- * the transport gives it in the same round trip (else 0). */
+ * the transport gives it in the same round trip (else 0). max_size: the
+ * largest object the caller takes (a GET into a buffer), UINT64_MAX for
+ * any; a larger object's descriptor may come without its checksum list
+ * (transport.h, lookup_within). */
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                     struct rio_desc *out, int64_t *mtime_ns);
-/* A lookup for a caller that refuses any object over max_size bytes (a GET
- * into a buffer): a larger object's descriptor may come without its
- * checksum list (transport.h, lookup_within). */
-int rio__meta_lookup_within(struct rio_client *c, const struct rio__meta *m, const char *key,
-                            uint64_t max_size, struct rio_desc *out);
+                     uint64_t max_size, struct rio_desc *out, int64_t *mtime_ns);
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);

@@ -497,7 +497,7 @@ static void exists_one(void *arg, unsigned i)
     if (atomic_load(&j->err))
         return; /* the call has failed: the rest is not worth asking */
     memset(&d, 0, sizeof(d));
-    int ret = rio__meta_lookup(j->c, j->m, j->keys[i], &d, NULL);
+    int ret = rio__meta_lookup(j->c, j->m, j->keys[i], UINT64_MAX, &d, NULL);
     if (ret >= 0) {
         rio_desc_cleanup(&d);
         j->out[i] = 1;

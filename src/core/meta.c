@@ -249,17 +249,10 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
 }
 
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
-                     struct rio_desc *out, int64_t *mtime_ns)
+                     uint64_t max_size, struct rio_desc *out, int64_t *mtime_ns)
 {
     struct meta_op op = {
-        .kind = META_LOOKUP, .key = key, .out = out, .mtime_ns = mtime_ns, .max_size = UINT64_MAX};
-    return meta_run(c, m, &op);
-}
-
-int rio__meta_lookup_within(struct rio_client *c, const struct rio__meta *m, const char *key,
-                            uint64_t max_size, struct rio_desc *out)
-{
-    struct meta_op op = {.kind = META_LOOKUP, .key = key, .out = out, .max_size = max_size};
+        .kind = META_LOOKUP, .key = key, .out = out, .mtime_ns = mtime_ns, .max_size = max_size};
     return meta_run(c, m, &op);
 }
 
