@@ -166,15 +166,13 @@ TEST(exit_not_found)
     if (system("command -v script >/dev/null") == 0) {
         T_EQ(system(cmd), 0);
         char path[512];
+        size_t n;
         snprintf(path, sizeof(path), "%s/tty.out", dir);
-        FILE *f = fopen(path, "rb");
-        T_NOTNULL(f);
-        size_t n = fread(out, 1, sizeof(out) - 1, f);
-        fclose(f);
-        out[n] = '\0';
-        T_NULL(strchr(out, '\033'));
-        T_NULL(strstr(out, "\302\233"));
-        T_NOTNULL(strstr(out, "t?[2J??k"));
+        char *tty = (char *)t_slurp(path, &n);
+        T_NULL(strchr(tty, '\033'));
+        T_NULL(strstr(tty, "\302\233"));
+        T_NOTNULL(strstr(tty, "t?[2J??k"));
+        free(tty);
     }
     /* So does the cause's detail (here naming a bad variable's value). */
     T_EQ(setenv("RIO_DEPTH", "\033]0;x\007", 1), 0);

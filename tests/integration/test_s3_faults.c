@@ -17,10 +17,8 @@ TEST(s3_not_built)
 }
 #else
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
-#include <unistd.h>
 
 #include "core/internal.h"
 #include "core/url.h"
@@ -950,32 +948,20 @@ TEST(cancel_and_deadline_end_a_trickling_head)
 TEST(stderr_line_masks_a_hostile_key)
 {
     static const char key[] = "F_nosums_0/e\x1b[31mX\nrailio: forged \xc2\x9b line";
-    const char *dir = t_scratch_dir("rio-s3-stderr");
     struct rio_options o;
     struct rio_desc d;
-    char path[600], text[4096];
+    struct t_stderr cap;
+    char text[4096];
     int64_t alloc0;
     uint8_t b = 'x';
 
     opts_start(&o, &alloc0);
     struct rio_client *c = fault_client(&o, NULL);
     T_OK(rio_put(c, key, &b, 1, NULL, NULL));
-    snprintf(path, sizeof(path), "%s/stderr", dir);
-    fflush(stderr);
-    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    T_GE(fd, 0);
-    T_EQ(dup2(fd, 2), 2);
+    t_stderr_begin(&cap);
     int ret = rio_stat(c, key, &d);
-    fflush(stderr);
-    T_EQ(dup2(saved, 2), 2);
-    close(fd);
-    close(saved);
+    t_stderr_end(&cap, text, sizeof(text));
     T_ERR(ret, RIO_ECHECKSUM);
-    FILE *f = fopen(path, "r");
-    T_NOTNULL(f);
-    size_t n = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    text[n] = '\0';
     T_NOTNULL(strstr(text, "F_nosums_0/e?[31mX?railio: forged ? line: the chunk checksums"));
     T_NULL(strchr(text, '\x1b'));
     T_NULL(strstr(text, "\xc2\x9b"));
@@ -1643,6 +1629,26 @@ TEST(refused_connection_fails_in_bounded_time)
     su_close(c, alloc0);
 }
 
+/* The keys under prefix, paging in pages of one until the token runs out
+ * (as `railio ls -r` does; at most 10 pages). */
+static unsigned listed_in_pages_of_one(struct rio_client *c, const char *prefix)
+{
+    struct rio_list_args a = {.max_keys = 1, .prefix = prefix};
+    struct rio_list_page p;
+    char tok[RIO_LIST_TOKEN_MAX + 1] = "";
+    unsigned keys = 0, pages = 0;
+
+    do {
+        a.token = tok[0] ? tok : NULL;
+        T_OK(rio_list(c, &a, &p, NULL));
+        keys += p.n;
+        snprintf(tok, sizeof(tok), "%s", p.next_token);
+        rio_list_page_cleanup(&p);
+        T_LT(++pages, 10u);
+    } while (tok[0]);
+    return keys;
+}
+
 /* ListObjectsV2 answers that never end: every page empty and not the last,
  * the continuation tokens going round T1 -> T2 -> T1 (bucket
  * lie-emptycircle of the fault server). Paging until the token runs out,
@@ -1652,10 +1658,10 @@ TEST(refused_connection_fails_in_bounded_time)
 TEST(list_empty_pages_in_a_circle_end)
 {
     struct rio_options o;
-    struct rio_list_args a = {.max_keys = 1};
+    struct rio_list_args a;
     struct rio_list_page p;
     char tok[RIO_LIST_TOKEN_MAX + 1] = "";
-    unsigned pages = 0, keys = 0;
+    unsigned pages = 0;
     int64_t alloc0;
     int ret;
 
@@ -1663,21 +1669,12 @@ TEST(list_empty_pages_in_a_circle_end)
     struct rio_client *c = fault_client(&o, NULL);
     free(put_pattern(c, "list/a", 10, 1));
     free(put_pattern(c, "list/b", 10, 2));
-    a.prefix = "list/";
-    do {
-        a.token = tok[0] ? tok : NULL;
-        T_OK(rio_list(c, &a, &p, NULL));
-        keys += p.n;
-        snprintf(tok, sizeof(tok), "%s", p.next_token);
-        rio_list_page_cleanup(&p);
-    } while (tok[0] && keys < 10);
-    T_EQ(keys, 2u);
+    T_EQ(listed_in_pages_of_one(c, "list/"), 2u);
     su_close(c, alloc0);
 
     c = client_at(&o, "s3://lie-emptycircle?endpoint=http://127.0.0.1:%d&stall=1s",
                   su_fault_port());
     memset(&a, 0, sizeof(a));
-    tok[0] = '\0';
     uint64_t t0 = su_now_ms();
     for (;;) {
         a.token = tok[0] ? tok : NULL;
@@ -1702,10 +1699,6 @@ TEST(list_empty_pages_in_a_circle_end)
 TEST(list_without_is_truncated_goes_on_by_its_token)
 {
     struct rio_options o;
-    struct rio_list_args a = {.max_keys = 1};
-    struct rio_list_page p;
-    char tok[RIO_LIST_TOKEN_MAX + 1] = "";
-    unsigned keys = 0, pages = 0;
     int64_t alloc0;
 
     opts_start(&o, &alloc0);
@@ -1716,16 +1709,7 @@ TEST(list_without_is_truncated_goes_on_by_its_token)
         snprintf(key, sizeof(key), "nt/%d", i);
         T_OK(rio_put(c, key, "x", 1, NULL, NULL));
     }
-    a.prefix = "nt/";
-    do {
-        a.token = tok[0] ? tok : NULL;
-        T_OK(rio_list(c, &a, &p, NULL));
-        keys += p.n;
-        snprintf(tok, sizeof(tok), "%s", p.next_token);
-        rio_list_page_cleanup(&p);
-        T_LT(++pages, 10u);
-    } while (tok[0]);
-    T_EQ(keys, 3u);
+    T_EQ(listed_in_pages_of_one(c, "nt/"), 3u);
     su_close(c, alloc0);
 }
 

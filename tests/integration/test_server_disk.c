@@ -873,6 +873,63 @@ TEST(second_server_on_the_directory_refused)
 /* A data directory this user may not write (root's, the server started
  * as a service user): railiod refuses to start and says so. It started,
  * logged that it served, and refused every PUT with EACCES (review). */
+/* Objects k0..k(n-1) of data in dir, through a railiod started and
+ * stopped here. */
+static void put_small(const char *dir, unsigned n, const char *data)
+{
+    struct srv_env e;
+    struct wc c;
+
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (unsigned i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "k%u", i);
+        T_GT(wc_put(&c, key, (const uint8_t *)data, strlen(data), 4096), 0u);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+}
+
+/* A railiod on dir serves k0..k(n-1), each of size bytes. */
+static void expect_small(const char *dir, unsigned n, uint64_t size)
+{
+    struct srv_env e;
+    struct wc c;
+    struct rio_proto_desc d;
+
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    for (unsigned i = 0; i < n; i++) {
+        char key[16];
+        uint8_t *keep = NULL;
+        snprintf(key, sizeof(key), "k%u", i);
+        T_EQ(wc_lookup(&c, key, &d, &keep), 0);
+        T_EQ(d.size, size);
+        free(keep);
+    }
+    wc_close(&c);
+    srv_stop(&e);
+}
+
+/* A shared object of C source code, built into so (cap bytes) to be
+ * preloaded into railiod (SHIM_ENV); skips without a compiler. */
+static void build_shim(const char *code, char *so, size_t cap)
+{
+    const char *tmp = t_scratch_dir("rio-shim");
+    char src[512];
+
+    if (t_sh("command -v cc >/dev/null") != 0)
+        T_SKIP("needs cc to build a shim to preload");
+    snprintf(src, sizeof(src), "%s/shim.c", tmp);
+    snprintf(so, cap, "%s/shim.so", tmp);
+    t_write_file(src, code, strlen(code));
+    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+}
+
+/* Under ASan a preloaded shim comes before its runtime: allowed. */
+#define SHIM_ENV "ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD="
+
 /* A read of the data dir that fails part way (EIO from a bad disk; here a
  * readdir(3) that fails once two entries were read, preloaded into
  * railiod) is a refused start, not a server missing the records it did
@@ -880,10 +937,7 @@ TEST(second_server_on_the_directory_refused)
 TEST(data_dir_read_error_refused)
 {
     const char *dir = disk_dir_make();
-    char bin[512], src[512], so[512];
-    struct srv_env e;
-    struct wc c;
-    struct rio_proto_desc d;
+    char bin[512], so[512];
     static const char shim[] =
         "#define _GNU_SOURCE\n#include <dirent.h>\n#include <dlfcn.h>\n#include <errno.h>\n"
         "struct dirent *readdir(DIR *d) {\n"
@@ -892,48 +946,19 @@ TEST(data_dir_read_error_refused)
         "  if (++n > 2) { errno = EIO; return 0; }\n"
         "  return real(d);\n}\n";
 
-    if (t_sh("command -v cc >/dev/null") != 0)
-        T_SKIP("needs cc to build the readdir shim");
-    start(&e, dir, 0, "64M");
-    wc_open(&c, e.addr[0]);
-    for (int i = 0; i < 8; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "k%d", i);
-        T_GT(wc_put(&c, key, (const uint8_t *)"x", 1, 4096), 0u);
-    }
-    wc_close(&c);
-    srv_stop(&e);
-    const char *tmp = t_scratch_dir("rio-shim");
-    snprintf(src, sizeof(src), "%s/shim.c", tmp);
-    snprintf(so, sizeof(so), "%s/shim.so", tmp);
-    FILE *f = fopen(src, "w");
-    T_NOTNULL(f);
-    fputs(shim, f);
-    fclose(f);
-    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+    build_shim(shim, so, sizeof(so));
+    put_small(dir, 8, "x");
     srv_binary(bin, sizeof(bin));
-    /* Under ASan the shim comes before its runtime: allowed. */
-    const char *env = "ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=";
-    T_EQ(t_sh("%s%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
-              "grep -q 'reading the directory failed: Input/output error'",
-              env, so, bin, dir),
+    T_EQ(t_sh(SHIM_ENV "%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+                       "grep -q 'reading the directory failed: Input/output error'",
+              so, bin, dir),
          0);
-    T_EQ(t_sh("%s%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1", env,
+    T_EQ(t_sh(SHIM_ENV
+              "%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1",
               so, bin, dir),
          1);
     /* Without the fault every record is there. */
-    start(&e, dir, 0, "64M");
-    wc_open(&c, e.addr[0]);
-    for (int i = 0; i < 8; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "k%d", i);
-        uint8_t *keep = NULL;
-        T_EQ(wc_lookup(&c, key, &d, &keep), 0);
-        T_EQ(d.size, 1u);
-        free(keep);
-    }
-    wc_close(&c);
-    srv_stop(&e);
+    expect_small(dir, 8, 1);
 }
 
 /* A read error of the disk's own (EIO) on a record at start is said and
@@ -944,10 +969,7 @@ TEST(data_dir_read_error_refused)
 TEST(read_error_at_start_leaves_records_in_place)
 {
     const char *dir = disk_dir_make();
-    char bin[512], src[512], so[512];
-    struct srv_env e;
-    struct wc c;
-    struct rio_proto_desc d;
+    char bin[512], so[512];
     static const char shim[] =
         "#define _GNU_SOURCE\n#include <errno.h>\n#include <dlfcn.h>\n#include <stdio.h>\n"
         "#include <string.h>\n#include <unistd.h>\n"
@@ -961,45 +983,16 @@ TEST(read_error_at_start_leaves_records_in_place)
         "  return real(fd, b, n, off);\n}\n"
         "ssize_t pread64(int fd, void *b, size_t n, off_t off) { return pread(fd, b, n, off); }\n";
 
-    if (t_sh("command -v cc >/dev/null") != 0)
-        T_SKIP("needs cc to build the pread shim");
-    start(&e, dir, 0, "64M");
-    wc_open(&c, e.addr[0]);
-    for (int i = 0; i < 4; i++) {
-        char key[16];
-        snprintf(key, sizeof(key), "k%d", i);
-        T_GT(wc_put(&c, key, (const uint8_t *)"xyz", 3, 4096), 0u);
-    }
-    wc_close(&c);
-    srv_stop(&e);
-    const char *tmp = t_scratch_dir("rio-shim");
-    snprintf(src, sizeof(src), "%s/shim.c", tmp);
-    snprintf(so, sizeof(so), "%s/shim.so", tmp);
-    FILE *f = fopen(src, "w");
-    T_NOTNULL(f);
-    fputs(shim, f);
-    fclose(f);
-    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+    build_shim(shim, so, sizeof(so));
+    put_small(dir, 4, "xyz");
     srv_binary(bin, sizeof(bin));
-    T_EQ(t_sh("ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD=%s timeout 3 %s "
-              "--listen 127.0.0.1:0 --data-dir %s 2>&1 | "
-              "grep -q 'read .*/o-.*Input/output error; not served'",
+    T_EQ(t_sh(SHIM_ENV "%s timeout 3 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+                       "grep -q 'read .*/o-.*Input/output error; not served'",
               so, bin, dir),
          0);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 4u);
     T_EQ(t_sh("ls %s | grep -q corrupt", dir), 1);
-    start(&e, dir, 0, "64M");
-    wc_open(&c, e.addr[0]);
-    for (int i = 0; i < 4; i++) {
-        char key[16];
-        uint8_t *keep = NULL;
-        snprintf(key, sizeof(key), "k%d", i);
-        T_EQ(wc_lookup(&c, key, &d, &keep), 0);
-        T_EQ(d.size, 3u);
-        free(keep);
-    }
-    wc_close(&c);
-    srv_stop(&e);
+    expect_small(dir, 4, 3);
 }
 
 TEST(data_dir_not_writable_refused)
