@@ -247,7 +247,9 @@ struct rio_path_stats {
 
 /**
  * What one call (or batch) did. Caller-owned; pass it in struct rio_call.
- * Latencies are per chunk attempt that succeeded, submit to completion.
+ * Latencies are per chunk attempt that succeeded, submit to completion;
+ * chunks counts them all, the percentiles come from a uniform sample of
+ * up to 65536 of them (lat_max_ns from all).
  */
 struct rio_stats {
     uint64_t bytes;      /* payload bytes of the request(s) */

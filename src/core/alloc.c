@@ -6,6 +6,7 @@
  * thread, transport threads and callers at once.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +22,22 @@ static _Atomic uint64_t alloc_calls;
 static _Atomic int64_t alloc_outstanding;
 /* The attempt number (in alloc_calls) that must fail; 0 = none. */
 static _Atomic uint64_t alloc_fail_at;
+/* Bytes of the blocks outstanding (as malloc_usable_size counts them, the
+ * same at allocation and at free), and the most since the last reset. */
+static _Atomic int64_t alloc_bytes;
+static _Atomic int64_t alloc_bytes_peak;
+
+static void bytes_add(void *p)
+{
+    int64_t now = atomic_fetch_add_explicit(&alloc_bytes, (int64_t)malloc_usable_size(p),
+                                            memory_order_relaxed) +
+                  (int64_t)malloc_usable_size(p);
+    int64_t peak = atomic_load_explicit(&alloc_bytes_peak, memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&alloc_bytes_peak, &peak, now,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
+}
 
 /*
  * Count one attempt; 1 if it is the one chosen to fail. Exactly one attempt
@@ -39,8 +56,10 @@ static int alloc_attempt(void)
 
 static void *alloc_account(void *p)
 {
-    if (p)
+    if (p) {
         atomic_fetch_add_explicit(&alloc_outstanding, 1, memory_order_relaxed);
+        bytes_add(p);
+    }
     return p;
 }
 
@@ -73,7 +92,12 @@ void *rio__realloc(void *p, size_t n)
         return NULL;
     /* Never the "free and return NULL" of realloc(p, 0): NULL always means
      * failure and p is still the caller's. */
+    int64_t was = (int64_t)malloc_usable_size(p);
     q = realloc(p, n ? n : 1);
+    if (q) {
+        atomic_fetch_sub_explicit(&alloc_bytes, was, memory_order_relaxed);
+        bytes_add(q);
+    }
     return q;
 }
 
@@ -125,6 +149,7 @@ void rio__free(void *p)
     if (!p)
         return;
     atomic_fetch_sub_explicit(&alloc_outstanding, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&alloc_bytes, (int64_t)malloc_usable_size(p), memory_order_relaxed);
     free(p);
 }
 
@@ -145,6 +170,21 @@ uint64_t rio__alloc_calls(void)
 int64_t rio__alloc_outstanding(void)
 {
     return atomic_load_explicit(&alloc_outstanding, memory_order_relaxed);
+}
+
+int64_t rio__alloc_bytes(void)
+{
+    return atomic_load_explicit(&alloc_bytes, memory_order_relaxed);
+}
+
+int64_t rio__alloc_bytes_peak(bool reset)
+{
+    int64_t now = atomic_load_explicit(&alloc_bytes, memory_order_relaxed);
+    if (reset) {
+        atomic_store_explicit(&alloc_bytes_peak, now, memory_order_relaxed);
+        return now;
+    }
+    return atomic_load_explicit(&alloc_bytes_peak, memory_order_relaxed);
 }
 
 int rio__u64_reserve(uint64_t **a, uint64_t *cap, uint64_t used, uint64_t need)

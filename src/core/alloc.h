@@ -6,6 +6,7 @@
 #ifndef RIO_ALLOC_H
 #define RIO_ALLOC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,5 +29,10 @@ void rio__alloc_fail_nth(uint64_t n);
 uint64_t rio__alloc_calls(void);
 /* Blocks currently allocated and not freed. */
 int64_t rio__alloc_outstanding(void);
+/* Bytes of those blocks (as malloc_usable_size counts them), and the most
+ * there were since the last reset (reset: make it what there is now, and
+ * return that). */
+int64_t rio__alloc_bytes(void);
+int64_t rio__alloc_bytes_peak(bool reset);
 
 #endif

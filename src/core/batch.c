@@ -89,7 +89,8 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
             rio__get_publish(call, r, &g);
             /* (latency samples past the reserve are only not kept) */
             call->lat_want += r->nchunks;
-            (void)rio__u64_reserve(&call->lat, &call->lat_cap, call->nlat, call->lat_want);
+            (void)rio__u64_reserve(&call->lat, &call->lat_cap, call->nlat,
+                                   rio__lat_reserve_of(call->lat_want));
             call->progress_total += r->size;
             empty = r->nchunks == 0;
         }

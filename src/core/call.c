@@ -90,6 +90,7 @@ void rio__call_mark_start(struct rio_client *c, struct rio__call *call, uint64_t
 {
     uint64_t now = rio__now_ns();
     call->t0 = now;
+    call->lat_rng = now;
     call->deadline_ns = call->deadline_ms == RIO_DEADLINE_NONE
                             ? UINT64_MAX
                             : now + (uint64_t)call->deadline_ms * 1000000ull;
@@ -200,7 +201,9 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
         if (!g->staging)
             goto err;
     }
-    if (g->nchunks) {
+    /* A reader keeps chunk state for its window only (rio__req_prepare_get,
+     * once the window is known), whatever the object's chunk count. */
+    if (g->nchunks && !r->prefetch) {
         g->chunks = rio__calloc(g->nchunks, sizeof(*g->chunks));
         if (!g->chunks)
             goto err;
@@ -305,10 +308,12 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
             return -ENOMEM;
         r->staging = r->ring;
         r->data = NULL;
-        for (uint64_t i = 0; i < r->first; i++)
-            r->chunks[i].state = CH_DONE;
-        for (uint64_t i = r->end; i < r->nchunks; i++)
-            r->chunks[i].state = CH_DONE;
+        /* Slot state is set as each chunk goes out (the engine's req_pick);
+         * chunks before first and from end on are never fetched, and
+         * count as done. */
+        r->chunks = rio__calloc(r->prefetch, sizeof(*r->chunks));
+        if (!r->chunks)
+            return -ENOMEM;
         r->done = r->first + (r->nchunks - r->end);
         r->next_new = r->first;
         /* The window never passes end: chunks after the range never go out. */
@@ -723,10 +728,11 @@ int rio__call_start(struct rio_client *c, struct rio__call *call, const struct r
         call->progress_total += r->size - rio__req_skipped(r);
     }
     if (total) {
-        call->lat = rio__calloc(total, sizeof(uint64_t));
+        uint64_t keep = rio__lat_reserve_of(total);
+        call->lat = rio__calloc(keep, sizeof(uint64_t));
         if (!call->lat)
             return -ENOMEM;
-        call->lat_cap = total;
+        call->lat_cap = keep;
     }
     call->lat_want = total;
     return rio__engine_submit(c, call);

@@ -1051,7 +1051,16 @@ static struct rio__chunk *req_pick(struct rio__req *r, uint64_t now)
             return NULL;
         if (r->ring && (r->next_new >= atomic_load(&r->window) || r->next_new >= r->end))
             return NULL; /* a reader: past its window, or past its range */
-        return &r->chunks[r->next_new++];
+        struct rio__chunk *ch = rio__req_chunk(r, r->next_new);
+        if (r->ring) {
+            /* The slot's last chunk was handed to the reader (the window
+             * is past it): done, not queued, no attempt of it out. */
+            rio__free(ch->pieces);
+            memset(ch, 0, sizeof(*ch));
+            ch->idx = r->next_new;
+        }
+        r->next_new++;
+        return ch;
     }
     return NULL;
 }
@@ -1330,6 +1339,29 @@ static void complete_cb(struct rio_io *io)
     a->c->reaped = a;
 }
 
+/* Keep chunk latency lat: every one while they fit, then each replaces a
+ * kept one with the chance that keeps a uniform sample (reservoir). */
+static void lat_note(struct rio__call *call, uint64_t lat)
+{
+    call->lat_seen++;
+    if (lat > call->lat_max)
+        call->lat_max = lat;
+    if (call->nlat < call->lat_cap) {
+        call->lat[call->nlat++] = lat;
+        return;
+    }
+    if (call->nlat < RIO__LAT_SAMPLES_MAX)
+        return; /* the reserve could not grow: those kept are the sample */
+    uint64_t x = call->lat_rng + 0x9e3779b97f4a7c15ull; /* splitmix64 */
+    call->lat_rng = x;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    uint64_t j = x % call->lat_seen;
+    if (j < call->nlat)
+        call->lat[j] = lat;
+}
+
 static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, struct rio__attempt *a,
                                   uint64_t now)
 {
@@ -1337,8 +1369,7 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
     uint64_t lat = a->done_ns - a->submit_ns;
     a->ch->state = CH_DONE;
     r->done++;
-    if (call->nlat < call->lat_cap)
-        call->lat[call->nlat++] = lat;
+    lat_note(call, lat);
     call->op_ns += lat;
     call->svc_ns += a->io.svc_ns;
     if (!a->ch->npieces) { /* a split chunk's pieces were counted as they landed */
@@ -1894,7 +1925,8 @@ void rio__call_free(struct rio__call *call)
     for (unsigned i = 0; i < call->nreq; i++) {
         struct rio__req *r = &call->reqs[i];
         rio__free(r->key);
-        for (uint64_t k = 0; r->chunks && k < r->nchunks; k++)
+        uint64_t nslots = r->ring ? r->prefetch : r->nchunks;
+        for (uint64_t k = 0; r->chunks && k < nslots; k++)
             rio__free(r->chunks[k].pieces);
         rio__free(r->chunks);
         if (r->staging)
@@ -1916,12 +1948,19 @@ void rio__call_free(struct rio__call *call)
 
 int rio__call_merge(struct rio__call *acc, const struct rio__call *part)
 {
-    if (part->nlat) {
-        if (rio__u64_reserve(&acc->lat, &acc->lat_cap, acc->nlat, acc->nlat + part->nlat) < 0)
+    /* (past RIO__LAT_SAMPLES_MAX, the first parts' samples stand for all) */
+    uint64_t take = rio__lat_reserve_of(acc->nlat + part->nlat) - acc->nlat;
+    if (take > part->nlat)
+        take = part->nlat;
+    if (take) {
+        if (rio__u64_reserve(&acc->lat, &acc->lat_cap, acc->nlat, acc->nlat + take) < 0)
             return -ENOMEM;
-        memcpy(acc->lat + acc->nlat, part->lat, part->nlat * sizeof(*acc->lat));
-        acc->nlat += part->nlat;
+        memcpy(acc->lat + acc->nlat, part->lat, take * sizeof(*acc->lat));
+        acc->nlat += take;
     }
+    acc->lat_seen += part->lat_seen;
+    if (part->lat_max > acc->lat_max)
+        acc->lat_max = part->lat_max;
     for (int k = 0; k < RIO_CLASS__COUNT; k++)
         acc->retries[k] += part->retries[k];
     for (unsigned i = 0; i < RIO_MAX_PATHS; i++) {

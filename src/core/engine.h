@@ -268,6 +268,31 @@ struct rio__req {
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
+/* The most chunk latencies a call keeps (8 bytes each): a reader of an
+ * object of millions of chunks keeps a sample, not one per chunk. */
+#define RIO__LAT_SAMPLES_MAX (1u << 16)
+
+static inline uint64_t rio__lat_reserve_of(uint64_t want)
+{
+    return want < RIO__LAT_SAMPLES_MAX ? want : RIO__LAT_SAMPLES_MAX;
+}
+
+/* The state of chunk i of r: a reader keeps it for the chunks of its
+ * window only (slot i % prefetch, as their bytes), so what it holds does
+ * not grow with the object. */
+static inline struct rio__chunk *rio__req_chunk(struct rio__req *r, uint64_t i)
+{
+    return r->ring ? &r->chunks[i % r->prefetch] : &r->chunks[i];
+}
+
+/* Whether chunk i of r is verified and in place (a reader's slot may still
+ * hold the chunk before it there: that one was handed out already). */
+static inline bool rio__req_chunk_done(struct rio__req *r, uint64_t i)
+{
+    const struct rio__chunk *ch = rio__req_chunk(r, i);
+    return ch->state == CH_DONE && ch->idx == i;
+}
+
 static inline uint64_t rio__req_chunk_len(const struct rio__req *r, uint64_t k)
 {
     uint64_t off = k * r->chunk_size;
@@ -308,9 +333,12 @@ struct rio__call {
     uint64_t path_busy0[RIO_MAX_PATHS];
 
     /* engine: accumulators for stats */
+    /* Chunk latencies: every one up to RIO__LAT_SAMPLES_MAX, then a
+     * uniform sample of that many (reservoir); lat_seen counts them all. */
     uint64_t *lat;
     uint64_t nlat, lat_cap;
     uint64_t lat_want; /* chunks of the requests known so far (deferred GETs add theirs) */
+    uint64_t lat_seen, lat_max, lat_rng;
     uint64_t retries[RIO_CLASS__COUNT];
     uint64_t path_bytes[RIO_MAX_PATHS], path_ops[RIO_MAX_PATHS], path_errors[RIO_MAX_PATHS];
     uint64_t path_peak[RIO_MAX_PATHS];

@@ -313,13 +313,13 @@ void rio__stats_fill(struct rio_client *c, struct rio__call *call, struct rio_st
         st->retries[k] = call->retries[k];
         st->retries_total += call->retries[k];
     }
-    st->chunks = call->nlat;
+    st->chunks = call->lat_seen;
     if (call->nlat) {
         qsort(call->lat, call->nlat, sizeof(uint64_t), cmp_u64);
         st->lat_p50_ns = pct(call->lat, call->nlat, 0.50);
         st->lat_p95_ns = pct(call->lat, call->nlat, 0.95);
         st->lat_p99_ns = pct(call->lat, call->nlat, 0.99);
-        st->lat_max_ns = call->lat[call->nlat - 1];
+        st->lat_max_ns = call->lat_max;
     }
     st->first_done_ns = call->first_done_ns;
     st->last_done_ns = call->last_done_ns;

@@ -161,12 +161,11 @@ static int reader_peek(struct rio_reader *rd, const uint8_t **p, size_t *n)
         return rd->err;
     if (rd->next >= r->end || rd->next * r->chunk_size + rd->pos >= rd->stop)
         return 0;
-    struct rio__chunk *ch = &r->chunks[rd->next];
     pthread_mutex_lock(&rd->c->mu);
-    while (ch->state != CH_DONE && !(r->decided && r->status < 0))
+    while (!rio__req_chunk_done(r, rd->next) && !(r->decided && r->status < 0))
         if (!rio__call_progress_locked(rd->c, rd->call))
             pthread_cond_wait(&rd->call->cond, &rd->c->mu);
-    bool ok = ch->state == CH_DONE;
+    bool ok = rio__req_chunk_done(r, rd->next);
     int status = r->status, last_err = r->last_err;
     pthread_mutex_unlock(&rd->c->mu);
     if (!ok)
@@ -331,7 +330,7 @@ static int chunks_next(struct rio_reader *rd, const uint8_t *handed, uint64_t *i
         if (w > r->end)
             w = r->end;
         for (i = rd->next; i < w; i++)
-            if (!handed[i % r->prefetch] && r->chunks[i].state == CH_DONE)
+            if (!handed[i % r->prefetch] && rio__req_chunk_done(r, i))
                 break;
         if (i < w) {
             *idx = i;

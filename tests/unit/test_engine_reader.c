@@ -83,6 +83,43 @@ TEST(reader_prefetch_bounds_inflight)
     eu_close(&e);
 }
 
+/* What a reader holds does not grow with the object's chunk count: its
+ * chunk state is kept for its window only, and its latency samples are
+ * capped. An object of 16384 chunks of 4 KiB, read through a window of 8
+ * chunks and through tail pieces (unequal paths), with faults that make
+ * chunks go again: the reader's allocations stay within the checksum list
+ * (8 bytes a chunk, needed to verify each), the latency samples and a few
+ * chunks' worth, where one 88-byte state a chunk (1.4 MiB here; ~850 MB
+ * for a 32 GiB object in 4 KiB chunks a lying server may announce) was
+ * allocated at open. */
+TEST(reader_state_does_not_grow_with_chunks)
+{
+    struct eu e;
+    const size_t n = 64 * EU_MIB;
+    const uint64_t nchunks = n / 4096;
+    uint8_t *dst = malloc(n + 1);
+    struct rio_reader *rd;
+
+    T_NOTNULL(dst);
+    uint8_t *src = eu_start_put_o(&e, "mock://rd5?paths=3&rate=800M,400M,100M", n, 12,
+                                  e.o.chunk_size = 4096, e.o.depth = 4);
+    eu_fault(e.c, "error:op=read:chunk=100:count=1:error=ECONNRESET");
+    eu_fault(e.c, "bitflip:op=read:chunk=9000:count=1");
+    int64_t base = rio__alloc_bytes_peak(true);
+    T_OK(rio_reader_open(e.c, "o", 8, NULL, &rd));
+    T_EQ(read_all(rd, dst, n + 1, 100000), (int64_t)n);
+    T_EQ(rio_reader_close(rd), 0);
+    int64_t grew = rio__alloc_bytes_peak(false) - base;
+    T_MEMEQ(dst, src, n);
+    T_EQ(eu_faults_fired(e.c), 2u);
+    /* checksums + latency samples: 2 x 8 bytes a chunk; then 256 KiB for
+     * the ring, the descriptor's copies and the rest */
+    T_LT(grew, (int64_t)(2 * 8 * nchunks + 256 * 1024));
+    free(dst);
+    eu_idle(e.c);
+    eu_close(&e);
+}
+
 /* Closed mid-stream while chunks are stalled in flight: close cancels them,
  * waits for them, and nothing is left in flight or allocated. */
 TEST(reader_close_mid_stream_leaves_nothing)
