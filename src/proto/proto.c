@@ -117,8 +117,8 @@ static void w_key(struct wbuf *w, const char *key, uint16_t len)
 const char *rio__proto_op_name(int op)
 {
     static const char *const names[] = {
-        "?",          "HELLO",     "AUTH", "PING",   "LOOKUP", "PUT_OPEN", "PUT_CHUNK",
-        "PUT_COMMIT", "PUT_ABORT", "READ", "DELETE", "STAT",   "LIST",     "EXISTS",
+        "?",         "HELLO", "AUTH",   "PING", "LOOKUP", "PUT_OPEN", "PUT_CHUNK", "PUT_COMMIT",
+        "PUT_ABORT", "READ",  "DELETE", "STAT", "LIST",   "EXISTS",   "PUT_ONE",
     };
     return op > 0 && op <= RIO_OP__MAX ? names[op] : "?";
 }
@@ -178,6 +178,8 @@ int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *da
 
     if (h->opcode == RIO_OP_PUT_CHUNK && !(h->flags & RIO_PF_RESPONSE))
         fixed = RIO_PROTO_CHUNK_FIXED;
+    else if (h->opcode == RIO_OP_PUT_ONE && !(h->flags & RIO_PF_RESPONSE))
+        fixed = RIO_PROTO_ONE_FIXED; /* the key, then the data: data counts both */
     else if (h->opcode == RIO_OP_READ && (h->flags & RIO_PF_RESPONSE) && h->status == 0)
         fixed = RIO_PROTO_READ_FIXED;
     if (fixed) {
@@ -755,6 +757,46 @@ int rio__proto_dec_put_chunk(const uint8_t *body, size_t len, struct rio_proto_p
     m->len = (uint32_t)rem;
     m->data = r_bytes(&r, rem);
     return r_done(&r);
+}
+
+int rio__proto_enc_put_one(const struct rio_proto_put_one *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, m->chunk_size, 8);
+    w_le(&w, m->xxh, 8);
+    w_le(&w, m->ttl_ms, 4);
+    w_le(&w, m->flags, 4);
+    w_bytes(&w, m->etag, 32);
+    w_key(&w, m->key, m->key_len);
+    return w_done(&w);
+}
+
+int rio__proto_put_one_key_len(const uint8_t *fixed, uint16_t *key_len)
+{
+    uint16_t n = (uint16_t)(fixed[RIO_PROTO_ONE_OFF_KEYLEN] |
+                            (uint16_t)fixed[RIO_PROTO_ONE_OFF_KEYLEN + 1] << 8);
+    if (!rio__key_len_ok(n))
+        return RIO_EPROTO;
+    *key_len = n;
+    return 0;
+}
+
+int rio__proto_dec_put_one(const uint8_t *ctl, size_t len, uint64_t data_len,
+                           struct rio_proto_put_one *m)
+{
+    struct rbuf r = {.p = ctl, .len = len};
+    m->chunk_size = r_le(&r, 8);
+    m->xxh = r_le(&r, 8);
+    m->ttl_ms = (uint32_t)r_le(&r, 4);
+    m->flags = (uint32_t)r_le(&r, 4);
+    const uint8_t *etag = r_bytes(&r, 32);
+    if (etag)
+        memcpy(m->etag, etag, 32);
+    m->key = r_key(&r, &m->key_len);
+    int ret = chunk_len_ok(r_done(&r), m->chunk_size);
+    if (ret == 0 && (m->flags || data_len == 0 || data_len > m->chunk_size))
+        ret = RIO_EPROTO;
+    return ret;
 }
 
 int rio__proto_enc_put_commit(const struct rio_proto_put_commit *m, const uint64_t *xxh,

@@ -45,6 +45,10 @@
 #define RIO_PROTO_CHUNK_OFF_ID 0u
 #define RIO_PROTO_CHUNK_OFF_INDEX 8u
 #define RIO_PROTO_CHUNK_OFF_XXH 16u
+/* PUT_ONE request: its fields before the key (chunk_size, xxh3, ttl_ms,
+ * flags, etag, key_len), then the key, the tag and the data. */
+#define RIO_PROTO_ONE_FIXED 58u
+#define RIO_PROTO_ONE_OFF_KEYLEN 56u
 /* Fixed part of a PUT_COMMIT request (upload id, nchunks, etag) before its
  * checksum list, and its fields' offsets. */
 #define RIO_PROTO_COMMIT_FIXED 48u
@@ -75,7 +79,8 @@ enum rio_proto_op {
     RIO_OP_STAT = 11,
     RIO_OP_LIST = 12,
     RIO_OP_EXISTS = 13,
-    RIO_OP__MAX = 13
+    RIO_OP_PUT_ONE = 14,
+    RIO_OP__MAX = 14
 };
 
 /* HELLO response caps: what the server serves beyond version 2's opcodes.
@@ -88,6 +93,8 @@ enum rio_proto_op {
 #define RIO_PROTO_CAP_COND_COMMIT 0x8u
 /* DELETE with a generation after its key (docs/protocol.md). */
 #define RIO_PROTO_CAP_COND_DELETE 0x10u
+/* PUT_ONE: a one-chunk object opened, sent and committed in one frame. */
+#define RIO_PROTO_CAP_PUT_ONE 0x20u
 /* PUT_COMMIT's condition: publish only if the key holds no object. */
 #define RIO_PROTO_IF_ABSENT UINT64_MAX
 /* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
@@ -210,6 +217,18 @@ struct rio_proto_put_chunk {
     uint32_t len;
 };
 
+/* PUT_ONE request: an object of one chunk, its size bytes of data after
+ * the control part and the tag (size is body_len's rest, not a field). */
+struct rio_proto_put_one {
+    uint64_t chunk_size; /* size..2^30: the object's chunk size */
+    uint64_t xxh;        /* xxh3 of the data */
+    uint32_t ttl_ms;     /* 0 = the server's default */
+    uint32_t flags;      /* 0 */
+    char etag[32];
+    const char *key;
+    uint16_t key_len;
+};
+
 /* PUT_COMMIT request. */
 struct rio_proto_put_commit {
     uint64_t upload_id;
@@ -308,6 +327,8 @@ int rio__proto_enc_put_open(const struct rio_proto_put_open *m, uint8_t *out, si
 int rio__proto_enc_put_open_resp(const struct rio_proto_put_open_resp *m, uint8_t *out, size_t cap);
 /* Fixed part of PUT_CHUNK (24 bytes); m->data/len are not written. */
 int rio__proto_enc_put_chunk_fixed(const struct rio_proto_put_chunk *m, uint8_t *out, size_t cap);
+/* PUT_ONE's control part (fixed fields and key): the data and tag follow. */
+int rio__proto_enc_put_one(const struct rio_proto_put_one *m, uint8_t *out, size_t cap);
 int rio__proto_enc_put_commit(const struct rio_proto_put_commit *m, const uint64_t *xxh,
                               uint8_t *out, size_t cap);
 int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, uint8_t *out,
@@ -342,6 +363,13 @@ int rio__proto_dec_put_open_resp(const uint8_t *body, size_t len,
                                  struct rio_proto_put_open_resp *m);
 /* The data is the rest of the body after the 24 fixed bytes (at least 1 byte). */
 int rio__proto_dec_put_chunk(const uint8_t *body, size_t len, struct rio_proto_put_chunk *m);
+/* PUT_ONE: the key's length from the fixed part (RIO_PROTO_ONE_FIXED
+ * bytes), 1..1024, or RIO_EPROTO; then the whole control part (fixed part
+ * and key) with the data's length: flags 0, chunk_size 1..2^30 and at
+ * least the data's length (1 at least), a key without NUL. */
+int rio__proto_put_one_key_len(const uint8_t *fixed, uint16_t *key_len);
+int rio__proto_dec_put_one(const uint8_t *ctl, size_t len, uint64_t data_len,
+                           struct rio_proto_put_one *m);
 int rio__proto_dec_put_commit(const uint8_t *body, size_t len, struct rio_proto_put_commit *m);
 int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
                                    struct rio_proto_put_commit_resp *m);
@@ -376,7 +404,10 @@ static inline uint64_t rio__proto_u64(const uint8_t *p)
  * Where a frame's tag sits: body = control part (*ctl bytes), tag (16), bulk
  * data (*data bytes). The data is the payload of a PUT_CHUNK request and of
  * a successful READ response (at least 1 byte); every other frame has none.
- * RIO_EPROTO when body_len cannot hold that.
+ * A PUT_ONE request is fixed part (*ctl = RIO_PROTO_ONE_FIXED), key, tag,
+ * data: its key's length is in the fixed part, so *data counts the key and
+ * the data (rio__proto_put_one_key_len). RIO_EPROTO when body_len cannot
+ * hold that.
  */
 int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *data);
 

@@ -66,6 +66,7 @@ enum {
     M_EXISTS,
     M_EXISTS_RESP,
     M_DELETE,
+    M_PUT_ONE,
     M__COUNT
 };
 
@@ -175,6 +176,25 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
+    case M_PUT_ONE: {
+        /* The fixed part, the key (its length from the fixed part), then
+         * the data: what a receiver splits before it checks the tag. */
+        struct rio_proto_put_one m;
+        uint16_t klen;
+        if (len < RIO_PROTO_ONE_FIXED || rio__proto_put_one_key_len(b, &klen) < 0)
+            break;
+        CHECK(klen >= 1 && klen <= RIO_KEY_MAX);
+        size_t ctl = RIO_PROTO_ONE_FIXED + (size_t)klen;
+        if (ctl > len)
+            break;
+        if (rio__proto_dec_put_one(b, ctl, len - ctl, &m) == 0) {
+            CHECK(m.key_len == klen && m.key == (const char *)b + RIO_PROTO_ONE_FIXED);
+            CHECK(m.flags == 0 && len - ctl >= 1 && len - ctl <= m.chunk_size);
+            CHECK(m.chunk_size <= (1ull << 30));
+            same(rio__proto_enc_put_one(&m, enc_buf, sizeof(enc_buf)), b, ctl);
+        }
+        break;
+    }
     case M_PUT_COMMIT: {
         struct rio_proto_put_commit m;
         if (rio__proto_dec_put_commit(b, len, &m) == 0) {
@@ -255,6 +275,7 @@ static const struct {
     {RIO_OP_STAT, M_PING, M_STAT_RESP},
     {RIO_OP_LIST, M_LIST, M_LIST_RESP},
     {RIO_OP_EXISTS, M_EXISTS, M_EXISTS_RESP},
+    {RIO_OP_PUT_ONE, M_PUT_ONE, M_PUT_COMMIT_RESP},
 };
 
 static int body_mode(int op, int response)

@@ -623,6 +623,76 @@ TEST(frame_layout)
     T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
 }
 
+/* PUT_ONE: fixed part, key, tag, data. The layout counts the key with the
+ * data (its length is in the fixed part); the decoder takes the control
+ * part with the data's length and refuses what breaks the rules. */
+TEST(put_one_round_trip_and_rejects)
+{
+    uint8_t b[RIO_PROTO_ONE_FIXED + RIO_KEY_MAX];
+    struct rio_proto_put_one m = {.chunk_size = 4096,
+                                  .xxh = 0x1122334455667788ull,
+                                  .ttl_ms = 9000,
+                                  .key = "k/one",
+                                  .key_len = 5};
+    struct rio_proto_put_one d;
+    uint16_t klen = 0;
+
+    memset(m.etag, 'a', sizeof(m.etag));
+    int n = rio__proto_enc_put_one(&m, b, sizeof(b));
+    T_EQ(n, (int)RIO_PROTO_ONE_FIXED + 5);
+    T_OK(rio__proto_put_one_key_len(b, &klen));
+    T_EQ(klen, 5u);
+    T_OK(rio__proto_dec_put_one(b, (size_t)n, 4096, &d));
+    T_EQ(d.chunk_size, 4096u);
+    T_EQ(d.xxh, m.xxh);
+    T_EQ(d.ttl_ms, 9000u);
+    T_EQ(d.key_len, 5u);
+    T_MEMEQ(d.key, "k/one", 5);
+    T_MEMEQ(d.etag, m.etag, 32);
+    /* data: 1..chunk_size */
+    T_OK(rio__proto_dec_put_one(b, (size_t)n, 1, &d));
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 0, &d), RIO_EPROTO);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 4097, &d), RIO_EPROTO);
+    /* a control part cut or longer than its key */
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n - 1, 10, &d), RIO_EPROTO);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n + 1, 10, &d), RIO_EPROTO);
+    /* flags, a chunk size of 0 or over 2^30 */
+    m.flags = 1;
+    T_EQ(rio__proto_enc_put_one(&m, b, sizeof(b)), n);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 10, &d), RIO_EPROTO);
+    m.flags = 0;
+    m.chunk_size = 0;
+    T_EQ(rio__proto_enc_put_one(&m, b, sizeof(b)), n);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 10, &d), RIO_EPROTO);
+    m.chunk_size = (1ull << 30) + 1;
+    T_EQ(rio__proto_enc_put_one(&m, b, sizeof(b)), n);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 10, &d), RIO_EPROTO);
+    /* a key of 0 or over 1024 bytes, a NUL in the key */
+    b[RIO_PROTO_ONE_OFF_KEYLEN] = 0;
+    b[RIO_PROTO_ONE_OFF_KEYLEN + 1] = 0;
+    T_EQ(rio__proto_put_one_key_len(b, &klen), RIO_EPROTO);
+    b[RIO_PROTO_ONE_OFF_KEYLEN] = 1;
+    b[RIO_PROTO_ONE_OFF_KEYLEN + 1] = 4; /* 1025 */
+    T_EQ(rio__proto_put_one_key_len(b, &klen), RIO_EPROTO);
+    m.chunk_size = 4096;
+    m.key = "k\0one";
+    T_EQ(rio__proto_enc_put_one(&m, b, sizeof(b)), n);
+    T_EQ(rio__proto_dec_put_one(b, (size_t)n, 10, &d), RIO_EPROTO);
+    /* the layout: fixed part, then key and data counted together */
+    struct rio_proto_hdr h = {.opcode = RIO_OP_PUT_ONE, .body_len = (uint32_t)n + 16 + 100};
+    uint32_t ctl = 0, data = 0;
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, RIO_PROTO_ONE_FIXED);
+    T_EQ(data, 5u + 100u);
+    h.body_len = RIO_PROTO_ONE_FIXED + 16;
+    T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
+    /* its answer is a control frame: the generation */
+    h = (struct rio_proto_hdr){.opcode = RIO_OP_PUT_ONE, .flags = RIO_PF_RESPONSE, .body_len = 24};
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 8u);
+    T_EQ(data, 0u);
+}
+
 /* A PUT_OPEN frame as sent: header and body, and its unkeyed tag. */
 static size_t put_open_frame(uint8_t *b, uint32_t ttl)
 {
