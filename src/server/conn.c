@@ -92,6 +92,8 @@ enum {
     RS_COMMIT_COND,
     RS_COMMIT_TAG,
     RS_DISCARD,
+    RS_ONE_FIXED,
+    RS_ONE_KEY,
 };
 
 struct resp {
@@ -164,6 +166,7 @@ struct conn {
     uint8_t *big; /* an EXISTS body above ctrl's size, while it is read and served */
 
     /* PUT_CHUNK / PUT_COMMIT in progress */
+    uint64_t one_id; /* a PUT_ONE's upload while its data arrives (0: none) */
     struct rio_srv_upload *up;
     struct rio_srv_claim claim; /* while up: this connection receives chunk up_index */
     uint64_t up_index, up_xxh, up_seq;
@@ -753,11 +756,13 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
      * delete's; a PUT of unknown size gets a file laid out for the most
      * chunks it may hold. */
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS | RIO_PROTO_CAP_COND_COMMIT |
-             RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT;
+             RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_PUT_ONE;
     /* Tests only: a server that takes no upload of unknown size, as
      * railiod's disk tier was (the CLI's spooling of stdin is for it). */
     if (srv->test_no_stream)
         r.caps &= ~(uint32_t)RIO_PROTO_CAP_STREAM_PUT;
+    if (srv->test_no_put_one)
+        r.caps &= ~(uint32_t)RIO_PROTO_CAP_PUT_ONE;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -1010,9 +1015,35 @@ static void do_put_abort(struct conn *c, const uint8_t *body, size_t len)
     conn_status(c, rio__srv_store_abort(&c->w->srv->store, a.upload_id));
 }
 
-static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
+/* Open an upload for c (PUT_OPEN, PUT_ONE) within the per-connection and
+ * per-client limits; 0 and *id, or the status to answer. */
+static int upload_open(struct conn *c, const struct rio_proto_put_open *m, uint64_t *id)
 {
     struct rio_srv *srv = c->w->srv;
+
+    conn_prune(c);
+    unsigned open_here = 0;
+    for (unsigned i = 0; i < c->natt; i++)
+        open_here += c->att_opened[i];
+    if (open_here >= srv->cfg.max_uploads_conn || c->natt == ATT_MAX) {
+        SRV_INFO("put refused peer=%s: %u uploads open on this connection "
+                 "(--max-uploads-per-conn %u)",
+                 c->peer, open_here, srv->cfg.max_uploads_conn);
+        return RIO_ETHROTTLE;
+    }
+    struct rio_srv_admit ad = {.max_per_client = srv->cfg.max_uploads_client};
+    memcpy(ad.addr, c->peer_ip, 16);
+    int ret = rio__srv_store_open(&srv->store, m, &ad, id, 1);
+    if (ret == 0)
+        conn_attach(c, *id, 1); /* room was checked above */
+    if (ret == -ENOSPC || ret == -EFBIG)
+        SRV_INFO("put refused peer=%s size=%llu status=%s", c->peer, (unsigned long long)m->size,
+                 rio_errname(ret));
+    return ret;
+}
+
+static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
+{
     struct rio_proto_put_open m;
     struct rio_proto_put_open_resp r;
     uint8_t out[8];
@@ -1022,26 +1053,8 @@ static void do_put_open(struct conn *c, const uint8_t *body, size_t len)
         conn_bad_body(c);
         return;
     }
-    conn_prune(c);
-    unsigned open_here = 0;
-    for (unsigned i = 0; i < c->natt; i++)
-        open_here += c->att_opened[i];
-    if (open_here >= srv->cfg.max_uploads_conn || c->natt == ATT_MAX) {
-        SRV_INFO("put refused peer=%s: %u uploads open on this connection "
-                 "(--max-uploads-per-conn %u)",
-                 c->peer, open_here, srv->cfg.max_uploads_conn);
-        conn_status(c, RIO_ETHROTTLE);
-        return;
-    }
-    struct rio_srv_admit ad = {.max_per_client = srv->cfg.max_uploads_client};
-    memcpy(ad.addr, c->peer_ip, 16);
-    ret = rio__srv_store_open(&srv->store, &m, &ad, &r.upload_id, 1);
-    if (ret == 0)
-        conn_attach(c, r.upload_id, 1); /* room was checked above */
+    ret = upload_open(c, &m, &r.upload_id);
     if (ret < 0) {
-        if (ret == -ENOSPC || ret == -EFBIG)
-            SRV_INFO("put refused peer=%s size=%llu status=%s", c->peer, (unsigned long long)m.size,
-                     rio_errname(ret));
         conn_status(c, ret);
         return;
     }
@@ -1130,6 +1143,8 @@ static void do_ctrl(struct conn *c)
 
 /* ------------------------------------------------------------ PUT data */
 
+static void one_commit(struct conn *c, int chunk_ret);
+
 static void chunk_fixed(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
@@ -1172,6 +1187,10 @@ static void chunk_data(struct conn *c)
     }
     c->up = NULL;
     ret = rio__srv_upload_chunk_done(&srv->store, u, c->up_index, h, ok);
+    if (c->one_id) {
+        one_commit(c, ret);
+        return;
+    }
     conn_status(c, ret);
 }
 
@@ -1424,6 +1443,103 @@ static void commit_tag(struct conn *c)
     commit_finish(c);
 }
 
+/* ------------------------------------------------------------- PUT_ONE */
+
+/*
+ * PUT_ONE: an upload of one chunk opened, sent and committed in one frame,
+ * as PUT_OPEN, PUT_CHUNK and PUT_COMMIT would (the same limits, the same
+ * data path straight into the upload's memory, the same commit, on the
+ * disk's commit threads with the disk tier). Its fixed part first (the
+ * key's length), then the key and the tag: the frame is checked before an
+ * upload is opened or a byte of data taken.
+ */
+static void one_fixed(struct conn *c)
+{
+    uint16_t klen;
+
+    if (rio__proto_put_one_key_len(c->ctrl, &klen) < 0 ||
+        (uint64_t)RIO_PROTO_ONE_FIXED + klen + RIO_PROTO_TAG_LEN >= c->hdr.body_len) {
+        conn_reject(c, "PUT_ONE key length");
+        return;
+    }
+    c->ctl_len = RIO_PROTO_ONE_FIXED + klen;
+    conn_piece(c, RS_ONE_KEY, c->ctrl + RIO_PROTO_ONE_FIXED, (size_t)klen + RIO_PROTO_TAG_LEN);
+}
+
+static void one_key(struct conn *c)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t len = (uint64_t)c->hdr.body_len - c->ctl_len - RIO_PROTO_TAG_LEN;
+    struct rio_proto_put_one m;
+    struct rio_srv_upload *u = NULL;
+    uint8_t *dst = NULL;
+    uint64_t id = 0;
+    int ret;
+
+    if (rio__proto_rx_check(&c->sess, c->hdrbuf, c->ctrl, c->ctl_len, c->ctrl + c->ctl_len) < 0) {
+        conn_reject(c, "frame check failed");
+        return;
+    }
+    if (rio__proto_dec_put_one(c->ctrl, c->ctl_len, len, &m) < 0) {
+        conn_reject(c, "PUT_ONE fields");
+        return;
+    }
+    struct rio_proto_put_open o = {.size = len,
+                                   .chunk_size = m.chunk_size,
+                                   .ttl_ms = m.ttl_ms,
+                                   .key = m.key,
+                                   .key_len = m.key_len};
+    ret = upload_open(c, &o, &id);
+    if (ret == 0) {
+        ret = rio__srv_upload_claim(&srv->store, id, 0, len, m.xxh, &c->claim, &u, &dst);
+        if (ret != 0) {
+            rio__srv_store_abort(&srv->store, id);
+            ret = ret == 1 ? RIO_ESERVER : ret; /* a fresh upload has no chunk yet */
+        }
+    }
+    if (ret < 0) {
+        conn_discard(c, len, ret);
+        return;
+    }
+    conn_attach_chunk(c, u);
+    memcpy(c->etag, m.etag, RIO_PROTO_ETAG_LEN);
+    c->one_id = id;
+    c->up = u;
+    c->up_index = 0;
+    c->up_xxh = m.xxh;
+    if (!c->xs)
+        c->xs = rio__xxh3_stream_new();
+    if (c->xs)
+        rio__xxh3_stream_reset(c->xs);
+    conn_piece(c, RS_CHUNK_DATA, dst, (size_t)len);
+}
+
+/* The data arrived (chunk_ret: the chunk's outcome, checksum included):
+ * commit the upload as a PUT_COMMIT of its one checksum, or drop it. */
+static void one_commit(struct conn *c, int chunk_ret)
+{
+    struct rio_srv *srv = c->w->srv;
+    uint64_t id = c->one_id, seq = 0;
+    uint8_t xxh[RIO_PROTO_XXH_LEN];
+
+    c->one_id = 0;
+    struct rio_srv_upload *u = chunk_ret == 0 ? rio__srv_upload_get(&srv->store, id, &seq) : NULL;
+    if (!u) {
+        rio__srv_store_abort(&srv->store, id);
+        conn_status(c, chunk_ret < 0 ? chunk_ret : RIO_ENOTFOUND);
+        return;
+    }
+    c->up = u;
+    c->up_seq = seq;
+    c->commit_i = c->commit_n = 1;
+    c->commit_missing = c->commit_bad = 0;
+    c->commit_cond = false;
+    c->commit_if = 0;
+    rio__le64_put(xxh, c->up_xxh);
+    rio__srv_upload_compare(&srv->store, u, 0, 1, xxh, &c->commit_missing, &c->commit_bad);
+    commit_finish(c);
+}
+
 /* ---------------------------------------------------------------- frames */
 
 static void header_done(struct conn *c)
@@ -1487,6 +1603,13 @@ static void header_done(struct conn *c)
     case RIO_OP_PUT_CHUNK:
         /* The fixed fields and the tag: checked before any data is taken. */
         conn_piece(c, RS_CHUNK_FIXED, c->ctrl, RIO_PROTO_CHUNK_FIXED + RIO_PROTO_TAG_LEN);
+        return;
+    case RIO_OP_PUT_ONE:
+        if (srv->test_no_put_one) {
+            conn_reject(c, "bad header"); /* as a server without it */
+            return;
+        }
+        conn_piece(c, RS_ONE_FIXED, c->ctrl, RIO_PROTO_ONE_FIXED);
         return;
     case RIO_OP_PUT_COMMIT:
         if (c->ctl_len < RIO_PROTO_COMMIT_FIXED ||
@@ -1584,6 +1707,12 @@ static void conn_step(struct conn *c)
         return;
     case RS_COMMIT_TAG:
         commit_tag(c);
+        return;
+    case RS_ONE_FIXED:
+        one_fixed(c);
+        return;
+    case RS_ONE_KEY:
+        one_key(c);
         return;
     case RS_DISCARD:
         c->discard_left -= c->want_len;

@@ -1129,6 +1129,9 @@ int main(int argc, char **argv)
      * unknown size, as railiod's disk tier was before it took them. */
     const char *no_stream = getenv("RAILIOD_TEST_NO_STREAM_PUT");
     srv->test_no_stream = no_stream && strcmp(no_stream, "1") == 0;
+    /* Tests only: a server that has no PUT_ONE, as railiod before it. */
+    const char *no_one = getenv("RAILIOD_TEST_NO_PUT_ONE");
+    srv->test_no_put_one = no_one && strcmp(no_one, "1") == 0;
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,

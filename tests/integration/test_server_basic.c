@@ -200,6 +200,84 @@ TEST(chunk_checksum_and_geometry)
     srv_end_wc(&e, &c);
 }
 
+/* PUT_ONE: an object of one chunk opened, sent and committed in one frame,
+ * as PUT_OPEN, PUT_CHUNK and PUT_COMMIT would: the same descriptor, the
+ * same checks (a damaged chunk publishes nothing and leaves no upload),
+ * and a frame that breaks its rules closes the connection. */
+TEST(put_one)
+{
+    static const uint64_t sizes[] = {1, 1000, CHUNK - 1, CHUNK};
+    struct srv_env e;
+    struct wc c, h;
+    struct rio_proto_desc d;
+    uint8_t *keep;
+    uint64_t gen = 0, last = 0;
+    char key[32];
+
+    srv_start_wc(&e, NULL, &c);
+    struct rio_proto_hello_resp hr;
+    wc_connect(&h, e.addr[0]);
+    T_EQ(wc_hello_ex(&h, NULL, &hr, &keep), 0);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_PUT_ONE);
+    free(keep);
+    wc_close(&h);
+    for (unsigned i = 0; i < 4; i++) {
+        uint8_t *data = pattern(sizes[i], 30 + i);
+        snprintf(key, sizeof(key), "one/%u", i);
+        T_EQ(wc_put_one(&c, key, data, sizes[i], CHUNK, &gen), 0);
+        T_GT(gen, last);
+        last = gen;
+        check_desc(&c, key, gen, data, sizes[i], CHUNK);
+        read_back(&c, key, gen, data, sizes[i], CHUNK);
+        /* Again: replaced, a new generation. */
+        T_EQ(wc_put_one(&c, key, data, sizes[i], CHUNK, &gen), 0);
+        T_GT(gen, last);
+        last = gen;
+        check_desc(&c, key, gen, data, sizes[i], CHUNK);
+        free(data);
+    }
+    /* A checksum that is not the data's, and data damaged in flight:
+     * refused, nothing published, no upload left. */
+    uint8_t *data = pattern(5000, 40);
+    struct rio_proto_put_one m = {
+        .chunk_size = CHUNK, .xxh = rio__xxh3(data, 5000) ^ 1, .key = "bad", .key_len = 3};
+    T_EQ(wc_put_one_ex(&c, &m, data, 5000, &gen), RIO_ECHECKSUM);
+    T_EQ(wc_lookup(&c, "bad", &d, &keep), RIO_ENOTFOUND);
+    T_EQ(wc_stat(&c).uploads, 0u);
+    /* The connection goes on. */
+    T_EQ(wc_ping(&c), 0);
+    /* Breaking the frame's rules closes the connection: data longer than
+     * the chunk size, flags, no key, a chunk size of 0. */
+    for (unsigned k = 0; k < 4; k++) {
+        struct wc x;
+        wc_open(&x, e.addr[0]);
+        m.xxh = rio__xxh3(data, 5000);
+        m.chunk_size = k == 0 ? 4999 : k == 3 ? 0 : CHUNK;
+        m.flags = k == 1 ? 1 : 0;
+        m.key_len = 3;
+        if (k == 2) {
+            /* a key of 0 bytes: the encoder refuses it, so write the frame's
+             * fields by hand */
+            uint8_t ctl[RIO_PROTO_ONE_FIXED];
+            memset(ctl, 0, sizeof(ctl));
+            rio__le64_put(ctl, CHUNK);
+            rio__le64_put(ctl + 8, m.xxh);
+            T_GE(wc_send2(&x, RIO_OP_PUT_ONE, 77, ctl, sizeof(ctl), data, 5000), 0);
+        } else {
+            uint8_t ctl[RIO_PROTO_ONE_FIXED + 3];
+            /* (the encoder checks the key only) */
+            T_EQ(rio__proto_enc_put_one(&m, ctl, sizeof(ctl)), (int)sizeof(ctl));
+            T_GE(wc_send2(&x, RIO_OP_PUT_ONE, 77, ctl, sizeof(ctl), data, 5000), 0);
+        }
+        T_EQ(wc_wait_closed(&x, 5000), 0);
+        wc_close(&x);
+    }
+    T_EQ(wc_lookup(&c, "bad", &d, &keep), RIO_ENOTFOUND);
+    T_EQ(wc_stat(&c).uploads, 0u);
+    free(data);
+    srv_end_wc(&e, &c);
+}
+
 /* Upload ids are the upload's capability: no id tells the next one (a
  * counter would hand them out one apart), and none comes twice. */
 TEST(upload_ids_are_unguessable)

@@ -352,7 +352,7 @@ int wc_send2(struct wc *c, int op, uint64_t id, const void *a, size_t alen, cons
     struct rio_proto_hdr h = {
         .opcode = (uint8_t)op, .id = id, .body_len = (uint32_t)(alen + blen + RIO_PROTO_TAG_LEN)};
     uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
-    int data = op == RIO_OP_PUT_CHUNK;
+    int data = op == RIO_OP_PUT_CHUNK || op == RIO_OP_PUT_ONE;
     struct iovec iov[4] = {
         {hb, sizeof(hb)}, {(void *)a, alen}, {(void *)b, blen}, {tag, sizeof(tag)}};
     uint64_t seq = rio__proto_sess_keyed(&c->sess) ? c->sess.tx_seq++ : 0;
@@ -578,6 +578,36 @@ int wc_put_chunk(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, co
     uint8_t fixed[24];
     rio__proto_enc_put_chunk_fixed(&m, fixed, sizeof(fixed));
     return wc_call(c, RIO_OP_PUT_CHUNK, fixed, sizeof(fixed), data, len, NULL, NULL);
+}
+
+int wc_put_one_ex(struct wc *c, const struct rio_proto_put_one *m, const void *data, size_t len,
+                  uint64_t *gen)
+{
+    uint8_t ctl[RIO_PROTO_ONE_FIXED + RIO_KEY_MAX], *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_put_one(m, ctl, sizeof(ctl));
+    if (n < 0)
+        T_FAIL("encode PUT_ONE");
+    int st = wc_call(c, RIO_OP_PUT_ONE, ctl, (size_t)n, data, len, &body, &blen);
+    if (st == 0 && (blen != 8 || !body))
+        T_FAIL("PUT_ONE answer of %u bytes", blen);
+    if (st == 0 && gen)
+        *gen = rio__proto_u64(body);
+    free(body);
+    return st;
+}
+
+int wc_put_one(struct wc *c, const char *key, const void *data, size_t len, uint64_t chunk,
+               uint64_t *gen)
+{
+    struct rio_proto_put_one m = {.chunk_size = chunk,
+                                  .xxh = rio__xxh3(data, len),
+                                  .key = key,
+                                  .key_len = (uint16_t)strlen(key)};
+    char etag[33];
+    wc_etag(data, len, etag);
+    memcpy(m.etag, etag, 32);
+    return wc_put_one_ex(c, &m, data, len, gen);
 }
 
 int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint64_t *xxh,

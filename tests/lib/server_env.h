@@ -194,6 +194,12 @@ int wc_put_commit_if(struct wc *c, uint64_t upload, uint64_t nchunks, const uint
                      const char *etag, int with_cond, uint64_t if_gen, uint64_t *gen);
 
 void wc_etag(const void *data, size_t n, char etag[33]);
+/* PUT_ONE of data (len bytes, one chunk of chunk), its etag wc_etag's: the
+ * status, and the generation (status 0). _ex sends m as given. */
+int wc_put_one(struct wc *c, const char *key, const void *data, size_t len, uint64_t chunk,
+               uint64_t *gen);
+int wc_put_one_ex(struct wc *c, const struct rio_proto_put_one *m, const void *data, size_t len,
+                  uint64_t *gen);
 
 uint64_t wc_nchunks(uint64_t size, uint64_t chunk);
 
