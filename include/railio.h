@@ -82,7 +82,8 @@ int rio_has_scheme(const char *scheme);
     X(RIO_ENOTSUP, -10017, "operation not supported by this backend")                              \
     X(RIO_ECLOSED, -10018, "client is closing")                                                    \
     X(RIO_EUNKNOWN, -10019,                                                                        \
-      "outcome unknown: the request (a commit or a delete) may or may not have taken effect")      \
+      "outcome unknown: the request (a commit, a delete, a PUT in one exchange) may or may not "   \
+      "have taken effect")                                                                         \
     X(RIO_ENOUPLOAD, -10020, "upload lost before its commit: nothing was written")                 \
     X(RIO_EVERSION, -10024, "protocol version mismatch: the peer speaks another protocol version") \
     X(RIO_EAUTH, -10025, "authentication failed: the server did not prove it holds the token")     \

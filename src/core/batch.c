@@ -220,7 +220,7 @@ unsigned rio__pipeline_work(const struct rio__call *call, const struct rio_desc 
     unsigned puts = 0, deferred = 0;
     for (unsigned i = 0; i < call->nreq; i++) {
         deferred += call->reqs[i].opening;
-        puts += call->reqs[i].type == RIO_OP_PUT && call->reqs[i].result >= 0;
+        puts += rio__commit_due(&call->reqs[i]);
     }
     if (!deferred && (puts < 2 || out_desc))
         return 0;

@@ -384,6 +384,13 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
         for (uint64_t i = 0; i < r->nchunks; i++)
             r->chunks[i].idx = i;
     }
+    /* One chunk, unconditional, its etag known once it is hashed: opened,
+     * sent and committed in one exchange where the transport can. */
+    if (r->nchunks == 1 && !r->want_md5 && !r->call->put_if &&
+        rio__t_put_one(c->t, key, len, r->chunk_size)) {
+        r->one = true;
+        return 0;
+    }
     if (defer) {
         r->opening = true;
         return 0;
@@ -664,7 +671,7 @@ struct commit_job {
 
 bool rio__commit_due(const struct rio__req *r)
 {
-    return r->type == RIO_OP_PUT && r->result >= 0 && r->status >= 0;
+    return r->type == RIO_OP_PUT && !r->one && r->result >= 0 && r->status >= 0;
 }
 
 static void commit_one(void *arg, unsigned i)
@@ -673,6 +680,26 @@ static void commit_one(void *arg, unsigned i)
     struct rio__req *r = &j->call->reqs[i];
     if (rio__commit_due(r) && !r->committed)
         r->result = rio__req_commit(j->c, r, NULL);
+}
+
+/* A PUT its one op published: its generation, and the descriptor out_desc
+ * (if any) asks for, as a commit would give it. */
+static int one_done(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc)
+{
+    r->generation = r->one_gen;
+    if (!out_desc)
+        return 0;
+    struct rio_desc d;
+    int ret = commit_desc(c, r->key, r->size, r->chunk_size, r->nchunks, r->xxh, NULL, &d);
+    if (ret < 0)
+        return ret;
+    d.generation = r->one_gen;
+    d.xxh = rio__malloc(sizeof(uint64_t));
+    if (!d.xxh)
+        return -ENOMEM;
+    d.xxh[0] = r->xxh[0];
+    *out_desc = d;
+    return 0;
 }
 
 /* Finish every request after the fence: commit PUTs (those the pipeline did
@@ -691,10 +718,20 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
         struct rio__req *r = &call->reqs[i];
         if (r->result < 0) {
             /* failed before it reached the engine (or while hashing) */
+        } else if (r->one && (r->status >= 0 || r->one_gen)) {
+            /* Published by its one op (also when the call failed after:
+             * the object is there, so the PUT succeeded). */
+            r->result = one_done(c, r, out_desc);
         } else if (r->status < 0) {
             r->result = r->status;
             if (r->status == RIO_ENOPATH || r->status == RIO_ERETRIES)
                 rio__engine_path_detail(c, r->last_err);
+            if (r->one && r->one_unsure) {
+                rio__detail("the PUT went out whole and no answer came back (%s): the object "
+                            "may or may not have been published",
+                            rio_errname(r->status));
+                r->result = RIO_EUNKNOWN;
+            }
         } else if (r->type == RIO_OP_PUT) {
             if (!parallel && !r->committed)
                 r->result = rio__req_commit(c, r, out_desc);

@@ -1277,6 +1277,14 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         } else {
             io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
+            io->one = r->one;
+            if (r->one) {
+                /* Hashed before it may go: its etag is known now. */
+                if (!r->one_etag[0] && rio__etag_mode(c) == RIO_ETAG_FAST)
+                    rio__etag_fast(r->xxh, 1, r->size, r->chunk_size, r->one_etag);
+                io->chunk_size = r->chunk_size;
+                io->etag = r->one_etag;
+            }
         }
         io->complete = complete_cb;
         io->engine_priv = a;
@@ -1448,6 +1456,13 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
     rio_list_remove(&p->attempts, &a->pnode);
     counters_sub_locked(c, a, now);
     a->done_ns = now;
+
+    /* A PUT in one op: what it published stands whatever became of the
+     * request (a cancelled attempt included). */
+    if (r->one && a->io.res > 0 && (uint64_t)a->io.res == a->io.len && a->io.gen_out)
+        r->one_gen = a->io.gen_out;
+    else if (r->one && a->io.res < 0 && a->io.unsure)
+        r->one_unsure++;
 
     if (a->cancelled) {
         /* Its fate was settled when it was cancelled; it can no longer write

@@ -265,6 +265,15 @@ struct rio__req {
     bool commit_queued;         /* on the call's ready list (fenced and hashed) */
     bool committed;             /* a commit worker took it (set before the join) */
     struct rio_list_node cnode; /* on the call's ready list */
+    /* A PUT of one chunk sent as one op that opens, sends and commits
+     * (rio__t_put_one): no upload, no commit after the fence. Engine (mu):
+     * one_gen the generation an attempt published (0: none known);
+     * one_unsure the attempts that ended without an answer once the whole
+     * request went out (they may have published). */
+    bool one;
+    uint64_t one_gen;
+    uint32_t one_unsure;
+    char one_etag[48]; /* as rio_desc.etag */
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -687,7 +696,8 @@ int rio__commit_upload(struct rio_client *c, const struct rio__meta *m, const ch
 void rio__req_commit_many(struct rio_client *c, struct rio__req **rs, unsigned n);
 /* Commit PUT request r (its upload, its hashes). */
 int rio__req_commit(struct rio_client *c, struct rio__req *r, struct rio_desc *out_desc);
-/* Whether r is a PUT that succeeded so far, so it is to be committed. */
+/* Whether r is a PUT that succeeded so far, so it is to be committed (not
+ * one sent in one exchange: that one committed itself). */
 bool rio__commit_due(const struct rio__req *r);
 /* Admit a prepared call: deadlines, latency slots, hand it to the engine. */
 int rio__call_start(struct rio_client *c, struct rio__call *call, const struct rio_call *opt);

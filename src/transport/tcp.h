@@ -60,6 +60,10 @@ struct rio__tcp_counters {
      * path p (every member's): what the engine's per-path stats must show. */
     uint64_t path_bytes[RIO_MAX_PATHS];
     uint64_t bytes_in, bytes_out; /* on data connections, headers included */
+    /* PUTs of one chunk sent as one PUT_ONE frame (open, data and commit),
+     * and those refused at submit by a connection whose server lacks it. */
+    uint64_t put_one;
+    uint64_t put_one_refused;
 };
 
 /* Snapshot of t's counters. RIO_EINVAL if t is not a railio:// transport. */

@@ -37,6 +37,12 @@ struct rio_io {
     void *dst;           /* READ: destination, len bytes */
     const void *src;     /* WRITE: source, len bytes */
     uint64_t xxh;        /* WRITE: xxh3-64 of src; READ: expected, 0 if unknown */
+    /* WRITE of a whole object in one op (upload NULL; put_one said yes):
+     * open, data and commit as one exchange, index 0, len the object's
+     * size; etag (32 hex digits, or "") is published with it. */
+    bool one;
+    uint64_t chunk_size; /* one: the object's chunk size (>= len) */
+    const char *etag;    /* one */
 
     /* out: set by the transport before complete() */
     int64_t res;     /* bytes moved (== len on success), or < 0 error */
@@ -49,6 +55,12 @@ struct rio_io {
      * engine clears it at each submit and uses it only for whole chunks. */
     uint64_t xxh_got;
     bool xxh_valid;
+    /* WRITE one: on success the generation published; on failure, unsure
+     * says it may have been published all the same (the whole request
+     * went out and no answer came back), so the engine must not call the
+     * PUT failed without RIO_EUNKNOWN. */
+    uint64_t gen_out;
+    bool unsure;
 
     void (*complete)(struct rio_io *io);
     void *engine_priv; /* the engine's */
@@ -226,6 +238,14 @@ struct rio_transport_ops {
                          struct rio_desc *out);
     int (*put_open)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size,
                     void **upload);
+    /* Optional (NULL: never): whether a PUT of key, size bytes (1 at
+     * least, one chunk of chunk_size) may go as one WRITE op with `one`
+     * set and no upload, which opens, sends and commits it in one
+     * exchange (railio://: a server that said PUT_ONE in its HELLO). Only
+     * for an unconditional PUT whose etag is known before it is sent.
+     * Such an op retried after an attempt that took effect publishes the
+     * same bytes again (a new generation). Any thread, never blocks. */
+    bool (*put_one)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
      * upload needs before it is sent that depends only on the chunk's bytes
      * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
@@ -475,6 +495,12 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
                                   uint64_t chunk_size, void **upload)
 {
     return rio__t_ops(t)->put_open(t, key, size, chunk_size, upload);
+}
+
+static inline bool rio__t_put_one(struct rio_transport *t, const char *key, uint64_t size,
+                                  uint64_t chunk_size)
+{
+    return rio__t_ops(t)->put_one && rio__t_ops(t)->put_one(t, key, size, chunk_size);
 }
 
 /* Whether the transport does per-chunk work on a PUT's bytes ahead of submit. */

@@ -227,6 +227,17 @@ void rio__tcp_conn_abort(struct tcp_transport *t, struct tcp_conn *cn, struct tc
         rio__tcp_ctr_add(t, &t->ctr.requeued, (int64_t)requeued);
 }
 
+/* A PUT_ONE for cn, whose server does not take it (one restarted as an
+ * older version since its member's HELLO said it did): the member gets no
+ * more, and the op's answer is RIO_ENOUPLOAD, nothing written, so that
+ * the engine starts the PUT over, in three exchanges. */
+int rio__tcp_put_one_refused(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    atomic_store(&cn->m->put_one_off, true);
+    rio__tcp_ctr_add(t, &t->ctr.put_one_refused, 1);
+    return RIO_ENOUPLOAD;
+}
+
 static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     struct tcp_rail *r = cn->rail;
@@ -251,6 +262,18 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
     pthread_mutex_unlock(&t->mu);
     cn->last_progress_ns = now;
     cn->out_blocked = false;
+    /* A server that does not take PUT_ONE (not the one whose HELLO said it
+     * did) would close the connection on it: the ops queued for it fail. */
+    if (!(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
+        struct tcp_slot *s, *next;
+        for (s = sl_head(&cn->sq); s; s = next) {
+            next = sl_next(s);
+            if (s->op == RIO_OP_PUT_ONE && s->io) {
+                sl_unlink(&cn->sq, s);
+                rio__tcp_slot_done(t, s, rio__tcp_put_one_refused(t, cn), false);
+            }
+        }
+    }
     conn_update_events(t, cn);
     path_up(t, cn);
 }
@@ -440,6 +463,7 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
             cn->sq_off = 0;
             sl_unlink(&cn->sq, s);
             s->where = SL_WAIT;
+            s->sent_whole = true;
             sl_push(&cn->wq, s);
         }
         if ((size_t)w < total) {
@@ -514,6 +538,7 @@ static int conn_on_hs_frame(struct tcp_transport *t, struct tcp_conn *cn, uint64
             return ret;
         cn->max_body = hi.max_body;
         cn->max_depth = hi.max_depth;
+        cn->caps = hi.caps;
         memcpy(cn->snonce, hi.snonce, sizeof(cn->snonce));
         if (!hi.auth_required) {
             conn_ready(t, cn, now);
@@ -573,7 +598,9 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
          * taken, ids are never reused), of another opcode, or an error or
          * a PUT_CHUNK answer with a body (more than its tag): the stream
          * cannot be trusted. */
-        if (!s || h->opcode != s->op || (ctl && (h->status != 0 || s->op != RIO_OP_READ)))
+        if (!s || h->opcode != s->op ||
+            (ctl &&
+             (h->status != 0 || (s->op != RIO_OP_READ && (s->op != RIO_OP_PUT_ONE || ctl != 8)))))
             return RIO_EPROTO;
         cn->rx_slot = s;
         if (h->status == 0 && s->op == RIO_OP_READ) {
@@ -636,6 +663,12 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     if (cn->state != C_READY)
         return conn_on_hs_frame(t, cn, now);
     sl_unlink(&cn->wq, s);
+    s->answered = true;
+    if (s->op == RIO_OP_PUT_ONE && cn->rh.status == 0) {
+        /* A PUT_ONE answer is its generation (never 0). */
+        if (cn->rh.body_len != 8 || !(s->done_gen = rio__proto_u64(cn->ctrl)))
+            return RIO_EPROTO;
+    }
     if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
         wire_status(cn->rh.status) == RIO_ENOTFOUND) {
         res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */

@@ -53,6 +53,8 @@ void rio__tcp_slot_done(struct tcp_transport *t, struct tcp_slot *s, int64_t res
     if (s->io) {
         s->done_io = s->io;
         s->done_res = res;
+        /* A PUT_ONE the server got whole may have published, answer or not. */
+        s->done_unsure = s->op == RIO_OP_PUT_ONE && !s->answered && res < 0 && s->sent_whole;
         s->io = NULL;
         s->data = NULL;
         s->on_done = true;
@@ -89,6 +91,8 @@ static int deliver(struct tcp_transport *t)
         struct rio_io *io = s->done_io;
         io->res = s->done_res;
         io->svc_ns = 0;
+        io->gen_out = s->done_gen;
+        io->unsure = s->done_unsure;
         io->tpriv = NULL; /* a late cancel finds nothing */
         if (s->cancel_listed)
             cancel_unlink_locked(t, s);
@@ -417,6 +421,11 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
         if (!io->dst || rio__key_len(io->key, &klen) < 0)
             return -EINVAL;
         mi = rio__tcp_owner_of(t, io->key, klen);
+    } else if (io->kind == RIO_IO_WRITE && io->one) {
+        if (io->upload || !io->src || io->off || io->len > io->chunk_size || !io->etag ||
+            rio__key_len(io->key, &klen) < 0)
+            return -EINVAL;
+        mi = rio__tcp_owner_of(t, io->key, klen);
     } else if (io->kind == RIO_IO_WRITE) {
         up = io->upload;
         if (!up || up->magic != UPLOAD_MAGIC || !io->src || io->off > up->size ||
@@ -429,6 +438,10 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
     cn = &t->conns[mi * t->base.npaths + io->path];
 
     pthread_mutex_lock(&t->mu);
+    if (io->one && cn->state == C_READY && !(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
+        pthread_mutex_unlock(&t->mu);
+        return rio__tcp_put_one_refused(t, cn);
+    }
     if (cn->nslots >= cn->window) {
         pthread_mutex_unlock(&t->mu);
         return -EAGAIN;
@@ -453,6 +466,21 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
                                 sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
         s->op = RIO_OP_READ;
         s->expect_len = io->len;
+    } else if (io->one) {
+        struct rio_proto_put_one po = {.chunk_size = io->chunk_size,
+                                       .xxh = io->xxh,
+                                       .ttl_ms = t->ttl_ms,
+                                       .key = io->key,
+                                       .key_len = (uint16_t)klen};
+        /* An unknown etag travels as zeros, as a PUT_COMMIT's. */
+        memset(po.etag, 0, sizeof(po.etag));
+        memcpy(po.etag, io->etag, strnlen(io->etag, sizeof(po.etag)));
+        n = rio__proto_enc_put_one(&po, s->req + RIO_PROTO_HDR_LEN,
+                                   sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
+        s->op = RIO_OP_PUT_ONE;
+        s->data = io->src;
+        s->data_len = io->len;
+        t->ctr.put_one++;
     } else {
         struct rio_proto_put_chunk pc = {.upload_id = up->id, .index = io->index, .xxh = io->xxh};
         n = rio__proto_enc_put_chunk_fixed(&pc, s->req + RIO_PROTO_HDR_LEN,

@@ -334,6 +334,27 @@ int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen)
     return 0;
 }
 
+/* put_one: a server that said PUT_ONE in the HELLO of the key's member's
+ * control connection (the first PUT to it dials that connection: it goes
+ * the three-exchange way), and a frame within its max_body. */
+bool rio__tcp_put_one(struct rio_transport *tt, const char *key, uint64_t size, uint64_t chunk_size)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    size_t klen;
+
+    if (!t->put_one || rio__key_len(key, &klen) < 0 || size == 0 || size > chunk_size ||
+        chunk_size > TCP_CHUNK_MAX)
+        return false;
+    struct tcp_member *m = &t->members[rio__tcp_owner_of(t, key, klen)];
+    if (atomic_load(&m->put_one_off))
+        return false;
+    pthread_mutex_lock(&m->ctl_mu);
+    bool ok = (m->ctl_caps & RIO_PROTO_CAP_PUT_ONE) &&
+              size + RIO_PROTO_ONE_FIXED + klen + RIO_PROTO_TAG_LEN <= m->ctl_max_body;
+    pthread_mutex_unlock(&m->ctl_mu);
+    return ok;
+}
+
 /* What a commit's exchange (ret, h, body: freed here) means for up and d;
  * asked: an earlier try had reached the server. Consumes up unless the
  * result is of a retryable class. */

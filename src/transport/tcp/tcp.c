@@ -255,7 +255,7 @@ static const char *const tcp_url_options[] = {
     "rails",      "conns",        "connect_timeout",  "user_timeout", "progress_timeout",
     "ttl",        "dial_backoff", "dial_backoff_cap", "cancel_grace", "keepalive",
     "tls_verify", "tls_ca",       "tls_name",         "token",        "token_file",
-    NULL,
+    "put_one",    NULL,
 };
 
 const struct rio_transport_ops rio__tcp_ops = {
@@ -265,6 +265,7 @@ const struct rio_transport_ops rio__tcp_ops = {
             RIO_CAP_RANGE_READ,
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .put_expect = rio__tcp_put_expect,
+    .put_one = rio__tcp_put_one,
     .remove_if = rio__tcp_remove_if,
     .lookup_within = rio__tcp_lookup_within,
     .list = rio__tcp_list,

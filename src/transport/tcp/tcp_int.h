@@ -163,7 +163,8 @@
 #define TCP_RECV_BUDGET (16u << 20) /* bytes read from one connection per event */
 #define TCP_DISCARD_LEN (64u << 10)
 #define TCP_EVENTS 64
-#define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + 22 + RIO_KEY_MAX + RIO_PROTO_TAG_LEN)
+/* (PUT_ONE's control part is the largest: its fixed fields, then the key) */
+#define TCP_REQ_MAX (RIO_PROTO_HDR_LEN + RIO_PROTO_ONE_FIXED + 2 + RIO_KEY_MAX + RIO_PROTO_TAG_LEN)
 #define TCP_HS_MAX (RIO_PROTO_HDR_LEN + 64 + RIO_PROTO_TAG_LEN)
 #define NS_PER_MS 1000000ull
 #define EV_WAKE UINT64_MAX
@@ -210,6 +211,9 @@ struct tcp_member {
     bool ctl_leading;                 /* a caller is running rounds */
     uint32_t ctl_max_body;
     uint32_t ctl_caps; /* RIO_PROTO_CAP_* the server said it has */
+    /* A data connection's server did not take PUT_ONE (one restarted as an
+     * older version): no more PUT_ONEs to this member. */
+    _Atomic bool put_one_off;
     /* the leading caller's (ctl_leading set), or under ctl_mu when none leads */
     int ctl_fd;
     struct rio__tls ctl_tls;        /* tls=on: the control connection's TLS */
@@ -237,6 +241,10 @@ struct tcp_slot {
     uint64_t data_len;
     uint8_t op;
     uint8_t where;
+    bool answered;      /* PUT_ONE: the server's answer came (loop) */
+    bool sent_whole;    /* the whole request went out once (on any connection) */
+    bool done_unsure;   /* PUT_ONE: ended unanswered once wholly sent (loop) */
+    uint64_t done_gen;  /* PUT_ONE: the generation answered (loop) */
     bool live;          /* held by its connection (loop) */
     bool tomb;          /* cancelled, its answer still owed (loop) */
     bool on_done;       /* on the done list (loop) */
@@ -291,7 +299,7 @@ struct tcp_conn {
     uint64_t lowat_look_ns; /* the watchdog's last look (or the last read) */
     uint64_t hs_id;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
-    uint32_t max_body, max_depth;
+    uint32_t max_body, max_depth, caps;
     uint8_t hs[TCP_HS_MAX];
     uint16_t hs_len, hs_off;
     struct rio_list sq; /* to send; the head may be partly sent */
@@ -342,6 +350,7 @@ struct tcp_transport {
     struct tcp_conn *conns; /* nmembers x npaths: conn (m, p) is conns[m * npaths + p] */
     unsigned conns_per_rail;
     uint32_t connect_ms, user_timeout_ms, progress_ms, ttl_ms;
+    bool put_one;                        /* put_one=on (the default): small PUTs in one exchange */
     uint32_t backoff_ms, backoff_cap_ms; /* dial backoff */
     uint32_t grace_ms;                   /* a tombstone's drain deadline */
     bool keepalive;
@@ -577,6 +586,9 @@ int rio__tcp_put_open(struct rio_transport *tt, const char *key, uint64_t size, 
                       void **upload);
 int rio__tcp_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *d);
 int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
+bool rio__tcp_put_one(struct rio_transport *tt, const char *key, uint64_t size,
+                      uint64_t chunk_size);
+int rio__tcp_put_one_refused(struct tcp_transport *t, struct tcp_conn *cn);
 int rio__tcp_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
                               int *rets, unsigned n);
