@@ -792,7 +792,11 @@ int rio__call_run(struct rio_client *c, struct rio__call *call, const struct rio
         /* Enough held to keep every op slot busy while as many commits
          * run, and the transport's caches (open files) never outrun. */
         uint64_t ahead = (uint64_t)c->npaths * c->o.depth + 2ull * workers;
-        call->ahead_max = ahead > RIO__AHEAD_MAX ? RIO__AHEAD_MAX : (unsigned)ahead;
+        if (ahead > RIO__AHEAD_MAX)
+            ahead = RIO__AHEAD_MAX;
+        if (c->t->uploads_max && ahead > c->t->uploads_max)
+            ahead = c->t->uploads_max;
+        call->ahead_max = (unsigned)ahead;
     }
     int ret = rio__call_start(c, call, opt);
     if (ret < 0)

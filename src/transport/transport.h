@@ -367,6 +367,11 @@ struct rio_transport {
      * put_chunks_max chunks (S3: parts of >= 5 MiB, at most 10000 parts). */
     uint64_t put_chunk_min;
     uint64_t put_chunks_max;
+    /* The most uploads one call keeps open (opened, not yet committed) at
+     * once, 0 = no limit of its own (set by open): a target that refuses
+     * more per connection (railiod's --max-uploads-per-conn) would throttle
+     * a deep batch's opens while its commits wait behind them. */
+    unsigned uploads_max;
     /* The etag it stores (RIO_CAP_ETAG) must be the MD5 of the bytes (S3
      * compares it with the server's own): the engine gives it no etag
      * unless etag=md5 asks for the MD5, never the fast one (set by open). */

@@ -732,6 +732,44 @@ TEST(small_puts_go_in_one_exchange)
     stop(&e);
 }
 
+/* A deep batch of PUTs of several chunks keeps fewer uploads open at once
+ * than railiod takes on one connection (64 by default): with depth=64 its
+ * opens ran ahead of its commits past that, every later open was throttled
+ * while the commits waited behind them, and the batch failed
+ * (RIO_ERETRIES, "64 uploads open on this connection" in the log). */
+TEST(deep_batch_of_uploads_is_not_throttled)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    enum { N = 1000 };
+    static char keys[N][16];
+    static struct rio_op ops[N];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, "depth=64");
+    tu_opts(&o);
+    o.chunk_size = 4096;
+    o.depth = 64;
+    tu_open(&u, url, &o);
+    uint8_t *p = tu_pattern(3 * 4096, 11);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "deep/%u", i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = p, .len = 2 * 4096 + i};
+    }
+    T_EQ(rio_batch(u.c, ops, N, NULL), N);
+    T_EQ(srv_log_count(&e, "uploads open on this connection"), 0u);
+    for (unsigned i = 0; i < N; i += 97) {
+        uint8_t got[3 * 4096];
+        T_EQ(rio_get(u.c, keys[i], got, sizeof(got), NULL), (int64_t)(2 * 4096 + i));
+        T_MEMEQ(got, p, 2 * 4096 + i);
+    }
+    free(p);
+    tu_close(&u);
+    stop(&e);
+}
+
 TEST(ring_of_three_members)
 {
     struct srv_env e[3];

@@ -176,6 +176,10 @@ static int tcp_open(const struct rio_url *u, const struct rio_options *o,
         goto err;
     }
     t->base.npaths = npaths;
+    /* railiod takes 64 uploads open on one connection by default
+     * (--max-uploads-per-conn): a call keeps fewer, room left for a
+     * stream or another call beside it. */
+    t->base.uploads_max = TCP_UPLOADS_AHEAD;
     t->conns = rio__calloc(t->nmembers * npaths, sizeof(*t->conns));
     ret = -ENOMEM;
     if (!t->conns)

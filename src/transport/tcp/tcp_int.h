@@ -157,6 +157,8 @@
 #define TCP_LOOKUP_MAX_CHUNKS (1u << 23)
 #define TCP_DESC_FIXED 64u
 #define TCP_CHUNK_MAX (1ull << 30)
+/* The most uploads one call keeps open at once (transport.h uploads_max). */
+#define TCP_UPLOADS_AHEAD 48u
 #define TCP_PUT_FIXED 24u
 #define TCP_IOV_MAX 64
 #define TCP_SEND_BATCH (16u << 20)  /* bytes offered to one sendmsg */
