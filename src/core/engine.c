@@ -294,6 +294,36 @@ static uint64_t path_depth(const struct rio_client *c, const struct rio__path *p
     return d > 1 ? d / 2 : 1;
 }
 
+/*
+ * The depth slots path p's ops in flight take. An op of a chunk takes one.
+ * Ops that each carry a whole small object with its open and commit (a
+ * PUT_ONE) take them by their bytes, a chunk's worth over ONE_PER_SLOT to
+ * a slot (rounded down: at depth 1, a slot's worth of them): a batch of 32 KiB objects at depth 4
+ * was latency-bound with four in flight (128 KiB), where the three-exchange way had the opens and
+ * commits of a pipeline's worth of objects out beside its chunks. The
+ * transport's own window (max_depth) still bounds the ops.
+ */
+#define ONE_PER_SLOT 8u
+
+static uint64_t path_slots(const struct rio_client *c, const struct rio__path *p)
+{
+    if (!p->one_ops)
+        return p->inflight_ops;
+    uint64_t unit = c->o.chunk_size / ONE_PER_SLOT;
+    if (!unit)
+        unit = 1;
+    return p->inflight_ops - p->one_ops + p->one_bytes / unit;
+}
+
+/* Whether path p is full for class dir (-1: any): its depth slots taken,
+ * or the transport's window of ops. */
+static bool path_full(const struct rio_client *c, const struct rio__path *p, int dir)
+{
+    if (c->t->max_depth && p->inflight_ops >= c->t->max_depth)
+        return true;
+    return path_slots(c, p) >= path_depth(c, p, dir);
+}
+
 /* The level with every path at depth 1: the top of the paths. */
 static unsigned adapt_paths_top(const struct rio_client *c)
 {
@@ -690,7 +720,7 @@ static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask
         return false;
     if (p->state == PATH_PROBING)
         return p->inflight_ops == 0;
-    if (p->inflight_ops >= path_depth(c, p, dir))
+    if (path_full(c, p, dir))
         return false;
     /* Until a path has shown its rate it carries one op: a slow path must
      * not swallow a deep window of chunks before we know it is slow. */
@@ -1167,6 +1197,10 @@ static void counters_add_locked(struct rio_client *c, struct rio__attempt *a, ui
     if (d->inflight_ops++ == 0)
         d->busy_since_ns = now;
     p->inflight_bytes += len;
+    if (a->io.one) {
+        p->one_ops++;
+        p->one_bytes += len;
+    }
     if (p->inflight_ops > p->peak_depth)
         p->peak_depth = p->inflight_ops;
     if (p->inflight_ops > r->call->path_peak[a->path])
@@ -1186,6 +1220,10 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
     struct rio__req *r = a->req;
     uint64_t len = a->io.len;
     p->inflight_bytes -= len;
+    if (a->io.one) {
+        p->one_ops--;
+        p->one_bytes -= len;
+    }
     struct rio__path_dir *d = &p->dir[io_dir(a->io.kind)];
     p->mark_ns = now;
     if (--p->inflight_ops == 0)
@@ -1262,6 +1300,9 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         io->key = r->key;
         io->generation = r->generation;
         io->upload = r->upload;
+        io->one = false;
+        io->gen_out = 0;
+        io->unsure = false;
         /* A streaming writer's part: the object's chunk base + idx, whose
          * bytes sit at the part's own start. */
         uint64_t loff = ch->idx * r->chunk_size;
@@ -1325,7 +1366,7 @@ static void schedule_locked(struct rio_client *c, uint64_t now)
         for (unsigned k = 0; k < c->npaths; k++) {
             unsigned pi = (c->rr + k) % c->npaths;
             struct rio__path *p = &c->paths[pi];
-            if (p->state == PATH_COOLING || p->inflight_ops >= path_depth(c, p, -1) ||
+            if (p->state == PATH_COOLING || path_full(c, p, -1) ||
                 (p->state == PATH_PROBING && p->inflight_ops > 0))
                 continue;
             int ret = dispatch_one_locked(c, pi, now);

@@ -80,6 +80,9 @@ struct rio__path {
     unsigned fails;    /* consecutive failures: cooldown = base << (fails-1) */
     uint64_t until_ns; /* end of cooldown */
     uint64_t inflight_ops, inflight_bytes;
+    /* Of those, whole small objects in one op each (a PUT_ONE): they take
+     * the path's depth by their bytes (engine.c, path_slots). */
+    uint64_t one_ops, one_bytes;
     uint64_t peak_depth;
     struct rio_list attempts; /* of struct rio__attempt by pnode: in flight on this path */
     uint64_t busy_since_ns;   /* valid while inflight_ops > 0 */

@@ -633,7 +633,8 @@ TEST(chunk_that_cannot_fit_max_body_is_refused_at_once)
 
 /* A PUT of one chunk goes as one PUT_ONE frame (open, data and commit)
  * to a server that offers it, a single PUT and a batch's alike, and is
- * stored as the three exchanges would store it; a conditional PUT, one
+ * stored as the three exchanges would store it, more of them in flight
+ * than the depth (they take it by their bytes); a conditional PUT, one
  * whose etag is the MD5, one of several chunks and one with put_one=off go
  * the three-exchange way. A server without PUT_ONE gets the three
  * exchanges, also one restarted as such under a client whose greeting had
@@ -650,6 +651,7 @@ TEST(small_puts_go_in_one_exchange)
     start(&e);
     tu_url(url, sizeof(url), &e, NULL);
     tu_opts(&o);
+    o.depth = 4;
     tu_open(&u, url, &o);
     uint64_t g1 = tu_put(u.c, "one/a", 1000, 1);
     T_EQ(tu_tcp(u.c).put_one, 1u);
@@ -676,8 +678,13 @@ TEST(small_puts_go_in_one_exchange)
         snprintf(keys[i], sizeof(keys[i]), "one/%u", i);
         ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = p, .len = 100 + i};
     }
-    T_EQ(rio_batch(u.c, ops, 40, NULL), 40);
+    /* Whole small objects take the path's depth by their bytes: more of
+     * them in flight than the depth (4) would allow chunks. */
+    struct rio_stats bst;
+    struct rio_call bcall = {.stats = &bst};
+    T_EQ(rio_batch(u.c, ops, 40, &bcall), 40);
     T_EQ(tu_tcp(u.c).put_one, 42u);
+    T_GT(bst.path[0].peak_depth, (uint64_t)o.depth);
     for (unsigned i = 0; i < 40; i++) {
         uint8_t got[200];
         T_EQ(rio_get(u.c, keys[i], got, sizeof(got), NULL), (int64_t)(100 + i));

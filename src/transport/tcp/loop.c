@@ -442,7 +442,16 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
         pthread_mutex_unlock(&t->mu);
         return rio__tcp_put_one_refused(t, cn);
     }
-    if (cn->nslots >= cn->window) {
+    /* A PUT_ONE (a whole small object) may go past the client's depth, up
+     * to the server's window: the engine counts them by their bytes. */
+    unsigned win = cn->window;
+    if (io->one) {
+        unsigned w1 =
+            cn->max_depth && cn->max_depth < TCP_ONE_WINDOW ? cn->max_depth : TCP_ONE_WINDOW;
+        if (w1 > win)
+            win = w1;
+    }
+    if (cn->nslots >= win) {
         pthread_mutex_unlock(&t->mu);
         return -EAGAIN;
     }

@@ -159,6 +159,9 @@
 #define TCP_CHUNK_MAX (1ull << 30)
 /* The most uploads one call keeps open at once (transport.h uploads_max). */
 #define TCP_UPLOADS_AHEAD 48u
+/* The most PUT_ONEs one connection carries at once (within the server's
+ * max_depth). */
+#define TCP_ONE_WINDOW 64u
 #define TCP_PUT_FIXED 24u
 #define TCP_IOV_MAX 64
 #define TCP_SEND_BATCH (16u << 20)  /* bytes offered to one sendmsg */
