@@ -50,6 +50,9 @@ static void op_release_wop(struct rop *op)
     if (op->wop)
         rados_release_write_op(op->wop);
     op->wop = NULL;
+    if (op->rop)
+        rados_release_read_op(op->rop);
+    op->rop = NULL;
 }
 
 static void op_put_locked(struct rados_transport *t, struct rop *op)
@@ -210,7 +213,19 @@ int rio__rados_submit(struct rio_transport *tt, struct rio_io *io)
             ret = -ENOMEM;
         }
     } else {
-        ret = rados_aio_read(ioctx, name, op->comp, io->dst, (size_t)io->len, 0);
+        /* The object's length with the read, in the same op: a chunk object
+         * longer than its chunk was written by no PUT of this generation,
+         * and its first bytes matching the checksum does not make it one. */
+        op->rop = rados_create_read_op();
+        if (op->rop) {
+            op->rsize = 0;
+            op->rbytes = 0;
+            rados_read_op_stat(op->rop, &op->rsize, &op->rmtime, &op->rstat_rv);
+            rados_read_op_read(op->rop, 0, (size_t)io->len, io->dst, &op->rbytes, &op->rread_rv);
+            ret = rados_aio_read_op_operate(op->rop, ioctx, op->comp, name, 0);
+        } else {
+            ret = -ENOMEM;
+        }
     }
     if (ret < 0) {
         rados_aio_release(op->comp);
@@ -240,6 +255,13 @@ static void op_finish(struct rados_transport *t, struct rop *op)
     int ret = rados_aio_get_return_value(op->comp);
     int64_t res;
 
+    if (io->kind == RIO_IO_READ && ret >= 0) {
+        /* A read op returns 0, not the bytes: those are in rbytes. */
+        if (op->rsize > io->len)
+            ret = RIO_ECHECKSUM; /* the object is not the chunk the head names */
+        else
+            ret = (int)op->rbytes;
+    }
     rados_aio_release(op->comp);
     op_release_wop(op);
     if (op->forced && ret >= 0)

@@ -142,6 +142,11 @@ struct rop {
     struct rados_transport *t;
     rados_completion_t comp;
     rados_write_op_t wop; /* a WRITE's, released with comp */
+    rados_read_op_t rop;  /* a READ's (stat + read), released with comp */
+    uint64_t rsize;       /* a READ's: the chunk object's length */
+    size_t rbytes;        /* a READ's: bytes it read */
+    time_t rmtime;
+    int rstat_rv, rread_rv;
     struct rupload *up;
     int forced; /* fail_chunk: the error to report instead of the result */
     bool cancelled;
