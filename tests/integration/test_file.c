@@ -781,6 +781,63 @@ TEST(overwrite_replaces_the_file)
     unlink(fu_path("old"));
 }
 
+/* Descriptors of this process that hold a file of the scratch directory
+ * that no name points at any more (its space not given back). */
+static int deleted_files_held(void)
+{
+    char lp[300], target[4200];
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+
+    T_NOTNULL(d);
+    for (struct dirent *de; (de = readdir(d));) {
+        snprintf(lp, sizeof(lp), "/proc/self/fd/%s", de->d_name);
+        ssize_t l = readlink(lp, target, sizeof(target) - 1);
+        if (l <= 0)
+            continue;
+        target[l] = '\0';
+        if (strncmp(target, fu_dir, strlen(fu_dir)) == 0 && strstr(target, " (deleted)"))
+            n++;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Another process replaces or removes an object this client has read: the
+ * open file its lookup cached is of no use any more, and keeping it open
+ * kept the old file's space taken (up to 128 such files, of any size,
+ * until the cache evicted them). A lookup that finds another file under
+ * the key, or none, closes it. */
+TEST(replaced_elsewhere_gives_back_the_old_file)
+{
+    struct rio_options o;
+    struct eu e;
+    struct rio_desc d;
+    const size_t n = 2 * CH + 3;
+
+    fu_mkdir();
+    opts(&o, 1, 2);
+    eu_open(&e, fu_url(""), &o);
+    for (int round = 0; round < 3; round++) {
+        free(eu_put_pattern(e.c, "rep", n, 60 + round, NULL));
+        eu_get_check(e.c, "rep", n, 60 + round, NULL);
+        uint8_t *src = eu_pattern_buf(n, 70 + round);
+        char *tmp = strdup(fu_path("rep.new"));
+        fu_write(tmp, src, n);
+        T_EQ(rename(tmp, fu_path("rep")), 0); /* another program's replace */
+        free(tmp);
+        free(src);
+        eu_get_check(e.c, "rep", n, 70 + round, NULL);
+        T_EQ(deleted_files_held(), 0);
+    }
+    free(eu_put_pattern(e.c, "gone", n, 64, NULL));
+    eu_get_check(e.c, "gone", n, 64, NULL);
+    T_EQ(unlink(fu_path("gone")), 0); /* another program's delete */
+    T_ERR(rio_stat(e.c, "gone", &d), RIO_ENOTFOUND);
+    T_EQ(deleted_files_held(), 0);
+    eu_close(&e);
+}
+
 /* Swaps ?single=1's file for a FIFO and back, as fast as it can, until
  * *stop. */
 struct fifo_swap {

@@ -83,25 +83,34 @@ bool rio__file_cache_shed(struct ftransport *t, int err, unsigned attempt)
     return true;
 }
 
-/* Forget every cached open of key (a remove or a new PUT made them stale). */
-void rio__file_cache_forget(struct ftransport *t, const char *key)
+/* Take every cached open of key (hash kh) out of the cache: those no READ
+ * uses onto dead (closed by the caller, unlocked), the others closed by
+ * their last release. */
+static void cache_drop_key_locked(struct ftransport *t, const char *key, uint64_t kh,
+                                  struct rio_list *dead)
 {
-    uint64_t kh = rio__xxh3(key, strlen(key));
-    struct rio_list dead = {0};
     struct ffile *f, *next;
 
-    pthread_mutex_lock(&t->fmu);
     for (f = lru_file(t->lru.head); f; f = next) {
         next = lru_file(f->lru.next);
         if (f->khash != kh || strcmp(f->key, key) != 0)
             continue;
         rio_list_remove(&t->lru, &f->lru);
         if (f->refs == 0) {
-            rio_list_push_back(&dead, &f->lru);
+            rio_list_push_back(dead, &f->lru);
         } else {
             f->dead = true;
         }
     }
+}
+
+/* Forget every cached open of key (a remove or a new PUT made them stale). */
+void rio__file_cache_forget(struct ftransport *t, const char *key)
+{
+    struct rio_list dead = {0};
+
+    pthread_mutex_lock(&t->fmu);
+    cache_drop_key_locked(t, key, rio__xxh3(key, strlen(key)), &dead);
     pthread_mutex_unlock(&t->fmu);
     rio__file_close_list(&dead);
 }
@@ -205,6 +214,11 @@ struct ffile *rio__file_cache_insert(struct ftransport *t, struct ffile *f, bool
     } else {
         e = f;
         f = NULL;
+        /* The key's file was just opened as this generation: any other
+         * one cached was replaced (by another process, or changed in
+         * place), and holding it open would hold a replaced file's space
+         * until the cache evicts it. */
+        cache_drop_key_locked(t, e->key, e->khash, &dead);
     }
     rio_list_push_front(&t->lru, &e->lru);
     if (take)

@@ -97,6 +97,8 @@ int rio__file_lookup(struct rio_transport *tt, const char *key, struct rio_desc 
     ret = rio__file_open(t, key, &f, &st);
     for (unsigned i = 0; ret < 0 && rio__file_cache_shed(t, ret, i); i++)
         ret = rio__file_open(t, key, &f, &st);
+    if (ret == RIO_ENOTFOUND) /* removed by another process: let its file go */
+        rio__file_cache_forget(t, rio__file_cache_key(t, key));
     if (ret < 0)
         return ret;
     memset(out, 0, sizeof(*out));
