@@ -13,9 +13,14 @@
  */
 #include "file_util.h"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "transport/file/file.h"
 
@@ -407,6 +412,30 @@ TEST(bad_urls)
     snprintf(url, sizeof(url), "file://localhost%s/new.bin?single=1", fu_dir);
     T_OK(rio_client_new(url, NULL, &c));
     rio_client_destroy(c);
+}
+
+/* io_uring refused, as a container's seccomp profile (Docker's default)
+ * or kernel.io_uring_disabled do with EPERM: the open fails with that
+ * errno, and its detail says it was io_uring, not the directory, that was
+ * not permitted ("operation not permitted" alone sent users to chmod). */
+TEST(io_uring_refused_is_named)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {.len = sizeof(f) / sizeof(f[0]), .filter = f};
+    struct rio_client *c = NULL;
+
+    fu_mkdir();
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+        T_SKIP("seccomp filter: %s", strerror(errno));
+    T_ERR(rio_client_new(fu_url(""), NULL, &c), -EPERM);
+    T_NULL(c);
+    T_NOTNULL(strstr(rio_error_detail(), "io_uring"));
 }
 
 /* ------------------------------------------- the transport contract, bare */

@@ -44,8 +44,18 @@ int rio__file_ring_init(struct ftransport *t, struct fring *r)
     r->mu_ok = true;
     /* CQ twice the SQ (the default): room for every op and one cancel each. */
     ret = io_uring_queue_init(entries, &r->ring, 0);
-    if (ret < 0)
+    if (ret < 0) {
+        /* Refused outright (EPERM, ENOSYS): "operation not permitted" alone
+         * reads as the directory's permissions. */
+        if (ret == -EPERM || ret == -ENOSYS || ret == -EACCES)
+            rio__detail("file://: io_uring_setup: %s: io_uring is disabled here "
+                        "(kernel.io_uring_disabled, or a seccomp profile such as a container "
+                        "runtime's default) and file:// moves its bytes with it",
+                        strerror(-ret));
+        else
+            rio__detail("file://: io_uring_setup (%u entries): %s", entries, strerror(-ret));
         return ret;
+    }
     r->ring_ok = true;
     ret = io_uring_register_eventfd(&r->ring, t->cq_efd);
     if (ret < 0)
