@@ -1285,10 +1285,34 @@ static void worker_commits(struct rio_srv_worker *w)
     }
 }
 
+/*
+ * A commit refused with ret. One that found its upload gone (RIO_ENOTFOUND)
+ * may have lost it to another PUT_COMMIT of it that took effect while this
+ * one was arriving: the client's retry of a commit whose answer was late,
+ * on another connection. Both took the upload before either applied, so
+ * this one is answered as a retry that came after the other (commits.c):
+ * its generation, or RIO_ETHROTTLE while the disk tier applies it; never
+ * "not written" for an object that was.
+ */
+static void commit_refused(struct conn *c, uint64_t id, int ret)
+{
+    uint64_t gen = 0;
+    uint8_t out[8];
+
+    if (ret == RIO_ENOTFOUND)
+        ret = rio__srv_store_recall(&c->w->srv->store, id, c->commit_n, &gen);
+    if (ret == 0 && gen) {
+        rio__le64_put(out, gen);
+        conn_respond(c, 0, out, sizeof(out), NULL, NULL, 0);
+        return;
+    }
+    conn_status(c, ret == 0 ? RIO_ENOTFOUND : ret);
+}
+
 static void commit_finish(struct conn *c)
 {
     struct rio_srv *srv = c->w->srv;
-    uint64_t gen = 0;
+    uint64_t gen = 0, id = c->up->id;
     uint8_t out[8];
     int ret;
 
@@ -1296,7 +1320,7 @@ static void commit_finish(struct conn *c)
     if (ret < 0) {
         rio__srv_upload_unref(c->up);
         c->up = NULL;
-        conn_status(c, ret);
+        commit_refused(c, id, ret);
         return;
     }
     if (srv->disk) {
@@ -1317,7 +1341,7 @@ static void commit_finish(struct conn *c)
         c->up = NULL;
         if (ret < 0) {
             rio__free(j);
-            conn_status(c, ret);
+            commit_refused(c, id, ret);
             return;
         }
         j->base.o = o;
@@ -1333,7 +1357,7 @@ static void commit_finish(struct conn *c)
         c->up = NULL;
     }
     if (ret < 0) {
-        conn_status(c, ret);
+        commit_refused(c, id, ret);
         return;
     }
     rio__le64_put(out, gen);

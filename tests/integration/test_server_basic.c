@@ -7,7 +7,7 @@
  * retried chunks, generations (replaced between two READs of one reader:
  * RIO_EGENERATION, never mixed bytes), bounds, pipelining and STAT.
  */
-#include "server_env.h"
+#include "server_disk_util.h"
 
 #define CHUNK 65536u
 
@@ -276,6 +276,77 @@ TEST(put_one)
     T_EQ(wc_stat(&c).uploads, 0u);
     free(data);
     srv_end_wc(&e, &c);
+}
+
+/*
+ * A PUT_COMMIT sent again (its answer was late) on another connection while
+ * the first was still arriving: both took the upload before either applied.
+ * The one that applies second must not say "not written" (RIO_ENOTFOUND)
+ * of an object that was: it is answered as a retry after the first, with
+ * its generation. --threads 1 and a PING on the first connection make sure
+ * the late one's fixed fields were read before the first commit arrives.
+ */
+static void commit_racing_its_retry(const char *const *extra)
+{
+    struct srv_env e;
+    struct wc a, b;
+    const uint64_t size = 2 * CHUNK;
+    uint8_t *data = pattern(size, 21);
+    uint64_t *x = wc_xxh_list(data, size, CHUNK);
+    uint64_t up = 0, gen = 0, again = 0;
+    char etag[33];
+
+    srv_start_wc(&e, extra, &a);
+    wc_open(&b, e.addr[0]);
+    wc_etag(data, size, etag);
+    T_EQ(wc_put_open(&a, "race", size, CHUNK, 0, &up), 0);
+    T_EQ(wc_put_chunk(&a, up, 0, x[0], data, CHUNK), 0);
+    T_EQ(wc_put_chunk(&a, up, 1, x[1], data + CHUNK, CHUNK), 0);
+
+    /* b's commit: its header and fixed fields now, the rest later. */
+    struct rio_proto_put_commit m = {.upload_id = up, .nchunks = 2};
+    uint8_t body[48 + 16 + RIO_PROTO_TAG_LEN], hb[RIO_PROTO_HDR_LEN];
+    memcpy(m.etag, etag, 32);
+    T_EQ(rio__proto_enc_put_commit(&m, x, body, 48 + 16), 48 + 16);
+    struct rio_proto_hdr h = {
+        .opcode = RIO_OP_PUT_COMMIT, .id = b.next_id++, .body_len = (uint32_t)sizeof(body)};
+    rio__proto_hdr_encode(&h, hb);
+    struct iovec parts[2] = {{hb, sizeof(hb)}, {body, 48 + 16}};
+    T_EQ(rio__proto_seal(&b.sess, 0, parts, 2, body + 48 + 16), 0);
+    T_EQ(wc_send_raw(&b, hb, sizeof(hb)), 0);
+    T_EQ(wc_send_raw(&b, body, 48), 0);
+    T_EQ(wc_ping(&a), 0);
+
+    T_EQ(wc_put_commit(&a, up, 2, x, etag, &gen), 0);
+    T_EQ(wc_send_raw(&b, body + 48, sizeof(body) - 48), 0);
+    struct rio_proto_hdr rh;
+    uint8_t *rb = NULL;
+    T_EQ(wc_recv(&b, &rh, &rb), 0);
+    if (rh.status == RIO_ETHROTTLE) {
+        /* The disk tier was still applying the first: ask again. */
+        uint64_t t0 = t_now_ms();
+        while (wc_put_commit(&b, up, 2, x, etag, &again) == RIO_ETHROTTLE)
+            T_LT(t_now_ms() - t0, 10000);
+    } else {
+        T_EQ(rh.status, 0);
+        T_EQ(rh.body_len, 8u);
+        again = rio__proto_u64(rb);
+    }
+    free(rb);
+    T_EQ(again, gen);
+    read_back(&b, "race", gen, data, size, CHUNK);
+    wc_close(&b);
+    free(x);
+    free(data);
+    srv_end_wc(&e, &a);
+}
+
+TEST(commit_racing_its_retry_answers_its_generation)
+{
+    const char *mem[] = {"--threads", "1", NULL};
+    commit_racing_its_retry(mem);
+    const char *disk[] = {"--threads", "1", "--data-dir", disk_dir_make(), NULL};
+    commit_racing_its_retry(disk);
 }
 
 /* Upload ids are the upload's capability: no id tells the next one (a
