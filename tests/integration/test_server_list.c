@@ -151,3 +151,45 @@ TEST(exists_bounds)
     free(body);
     srv_end_wc(&e, &c);
 }
+
+/*
+ * Peers that pipeline LISTs of 1 MiB pages and never read the answers: the
+ * server stops reading each one once a page is queued, as at --max-depth.
+ * It read on to --max-depth (64 pages, 64 MiB a connection, far below
+ * --max-inflight-bytes), so 8 such peers held 512 MiB of a server of
+ * --memory 16M.
+ */
+TEST(unread_list_pages_are_bounded)
+{
+    enum { PEERS = 8, DEPTH = 64 };
+    struct srv_env e;
+    struct wc c, peer[PEERS];
+    const char *args[] = {"--memory", "16M", "--threads", "1", NULL};
+    static char big[RIO_KEY_MAX + 1];
+
+    srv_start_wc(&e, args, &c);
+    memset(big, 'k', RIO_KEY_MAX);
+    for (unsigned i = 0; i < 1100; i++) {
+        snprintf(big, 16, "b/%05u", i);
+        big[7] = 'k';
+        wc_put(&c, big, (const uint8_t *)"y", 1, 1024);
+    }
+    uint64_t rss0 = srv_proc_kb(e.pid, "VmRSS");
+    struct rio_proto_list m = {.max_keys = 5000, .prefix = "b/", .prefix_len = 2};
+    uint8_t req[64];
+    int n = rio__proto_enc_list(&m, req, sizeof(req));
+    T_GT(n, 0);
+    for (unsigned p = 0; p < PEERS; p++) {
+        T_EQ(wc_try_connect_ex(&peer[p], e.addr[0], 10, 4096), 0);
+        for (unsigned i = 0; i < DEPTH; i++)
+            T_EQ(wc_send2(&peer[p], RIO_OP_LIST, i + 1, req, (size_t)n, NULL, 0), 0);
+    }
+    /* One worker: two round trips after the peers' requests are in, and
+     * it has read what it was going to read of them. */
+    T_EQ(wc_ping(&c), 0);
+    T_EQ(wc_ping(&c), 0);
+    uint64_t rss1 = srv_proc_kb(e.pid, "VmRSS");
+    T_LE(rss1, rss0 + 64 * 1024);
+    wc_close_all(peer, PEERS);
+    srv_end_wc(&e, &c);
+}
