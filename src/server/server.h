@@ -151,6 +151,7 @@ struct rio_srv_upload {
     uint64_t charge;  /* meta + the bytes of the chunks charged */
     uint64_t meta;    /* what the upload is charged from its open */
     uint64_t warm;    /* bytes of a reused mapping not charged yet */
+    uint64_t mapped;  /* bytes of data counted in the store's uploads_mapped */
     uint8_t *charged; /* nchunks: 1 when that chunk's bytes are in charge */
     int started;      /* a chunk was claimed */
     int meta_out;     /* its meta left unstarted_meta: it received as many bytes */
@@ -207,6 +208,7 @@ struct rio_srv_store {
     pthread_mutex_t mu;
     struct rio_srv_client **ctab; /* uploads open per client address */
     uint64_t unstarted_meta;      /* metadata of uploads without a chunk yet */
+    uint64_t uploads_mapped;      /* address space of uploads' data (UPLOADS_MAPPED_MAX) */
     struct rio_srv_otab tab;
     size_t nobj;
     struct rio_srv_index index; /* tab's objects in key order */

@@ -60,6 +60,12 @@
  * open uploads of a million 1-byte chunks, send one byte each, and fill
  * the memory with their metadata.) */
 #define UNSTARTED_SHARE 64u
+/* The address space uploads in progress may map for their data together,
+ * a quarter of a process's on x86-64. Mapped at PUT_OPEN for the whole
+ * object (or the bound of one of unknown size, about --memory), resident
+ * only as chunks arrive: without a bound, opens that send nothing took all
+ * of it (a few hundred of --memory 64G), and then every PUT met -ENOMEM. */
+#define UPLOADS_MAPPED_MAX (32ull << 40)
 /* Freed mappings kept for reuse: at most 1/MAP_CACHE_SHARE of the capacity,
  * in at most MAP_CACHE_SLOTS mappings. */
 #define MAP_CACHE_SHARE 8u
@@ -613,6 +619,8 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     s->used -= u->charge;
     s->warm -= u->warm;
     u->warm = 0;
+    s->uploads_mapped -= u->mapped;
+    u->mapped = 0;
     if (!u->meta_out)
         s->unstarted_meta -= u->meta;
     client_put_locked(s, u->client);
@@ -899,6 +907,11 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
                  "%llu bytes of metadata (limit: 1/%u of --memory)",
                  (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
         ret = RIO_ETHROTTLE;
+    } else if (u->data && s->uploads_mapped + m->size > UPLOADS_MAPPED_MAX) {
+        SRV_INFO("put refused: uploads in progress map %llu bytes of address space for their data "
+                 "(limit: %llu)",
+                 (unsigned long long)s->uploads_mapped, UPLOADS_MAPPED_MAX);
+        ret = RIO_ETHROTTLE;
     } else if (!s->evict_lru && !s->disk && !unknown &&
                s->used + s->warm + m->size + meta > s->capacity) {
         /* Refuse mode: what cannot fit now is refused now (nothing is
@@ -933,6 +946,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
     s->used += meta;
     u->charge = meta;
     s->unstarted_meta += meta;
+    u->mapped = u->data ? m->size : 0;
+    s->uploads_mapped += u->mapped;
     pthread_mutex_unlock(&s->mu);
 
     if (s->disk) {
@@ -941,6 +956,8 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
             pthread_mutex_lock(&s->mu);
             s->used -= meta;
             s->unstarted_meta -= meta;
+            s->uploads_mapped -= u->mapped;
+            u->mapped = 0;
             client_put_locked(s, u->client);
             u->client = NULL;
             pthread_mutex_unlock(&s->mu);

@@ -11,7 +11,10 @@
  * memory reused by the next upload of its size, objects smaller than a page
  * bounded too.
  */
+#include <sys/resource.h>
+
 #include "server_env.h"
+#include "tlib.h"
 
 #define OBJ (256u * 1024u)
 #define CHUNK (64u * 1024u)
@@ -271,6 +274,68 @@ TEST(upload_limits)
     T_GE(srv_log_count(&e, "--max-uploads-per-client"), 1u);
     wc_close(&a);
     srv_end_wc(&e, &b);
+}
+
+/*
+ * Uploads map their whole object at PUT_OPEN (resident only as chunks
+ * arrive): opens that never send a byte must not take the server's address
+ * space. 640 opens of 63 GiB would map 40 TiB; a few hundred more, from a
+ * few addresses, took all of it, and every PUT after met -ENOMEM. Uploads
+ * in progress map at most 32 TiB together; past it PUT_OPEN is throttled,
+ * and what an upload mapped is given back when it goes.
+ */
+TEST(idle_opens_cannot_take_the_address_space)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "64G", "--max-uploads-per-client", "0", "--threads",
+                          "1",        NULL};
+    enum { CONNS = 10, PER = 64 };
+    struct wc c[CONNS], d;
+    uint64_t up[CONNS][PER], x;
+    unsigned ok = 0, throttled = 0;
+    const uint64_t size = 63ull << 30;
+    struct rlimit rl;
+    size_t n = 0;
+    uint8_t *over = t_slurp("/proc/sys/vm/overcommit_memory", &n);
+    int strict = over && n && over[0] == '2';
+
+    free(over);
+    if (strict)
+        T_SKIP("vm.overcommit_memory is 2: mappings of unused memory are refused");
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        T_SKIP("an address space limit (ulimit -v) is set");
+    setenv("SRV_LOG_FILE", "1", 1);
+    srv_start(&e, args);
+    unsetenv("SRV_LOG_FILE");
+    for (unsigned i = 0; i < CONNS; i++) {
+        wc_open(&c[i], e.addr[0]);
+        for (unsigned j = 0; j < PER; j++) {
+            int st = wc_put_open(&c[i], "idle", size, 1ull << 30, 0, &up[i][j]);
+            if (st == RIO_ETHROTTLE) {
+                throttled++;
+                up[i][j] = 0;
+                continue;
+            }
+            T_EQ(st, 0);
+            ok++;
+        }
+    }
+    T_GT(throttled, 0u);
+    T_LE(ok * (size >> 30), 32u << 10);
+    T_LE(srv_proc_kb(e.pid, "VmSize"), 34ull << 30);
+    T_GE(srv_log_count(&e, "uploads in progress map"), 1u);
+    /* An upload that goes gives its room back. */
+    T_EQ(wc_call(&c[0], RIO_OP_PUT_ABORT, &up[0][0], 8, NULL, 0, NULL, NULL), 0);
+    T_EQ(wc_put_open(&c[0], "idle", size, 1ull << 30, 0, &x), 0);
+    T_EQ(wc_put_open(&c[0], "idle", size, 1ull << 30, 0, &x), RIO_ETHROTTLE);
+    /* Others are served, and once the idle ones are gone the room is back. */
+    wc_open(&d, e.addr[0]);
+    uint8_t small[100] = {1};
+    wc_put(&d, "small", small, sizeof(small), sizeof(small));
+    wc_close_all(c, CONNS);
+    T_EQ(wait_uploads(&d, 0), 1);
+    T_EQ(wc_put_open(&d, "idle", size, 1ull << 30, 0, &x), 0);
+    srv_end_wc(&e, &d);
 }
 
 /* Sleep until ms milliseconds after t0 (t_now_ms). */
