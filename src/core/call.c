@@ -958,7 +958,7 @@ static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t
 }
 
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
-                              const struct rio_call *opt);
+                              const struct rio_call *opt, struct rio__replan_acc *acc);
 
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
@@ -968,8 +968,11 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     rio__detail_clear();
     if (!out)
         return RIO_EINVAL;
+    *out = NULL;
+    if (!c)
+        return RIO_EINVAL;
     for (;;) {
-        ret = get_alloc_once(c, key, out, opt);
+        ret = get_alloc_once(c, key, out, opt, &acc);
         if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
         rio__replan_note(&acc, opt);
@@ -978,17 +981,45 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     return ret;
 }
 
+/* The lookup of rio_get_alloc, bounded by the call's deadline and cancel
+ * token as a rio_get's is, its failed tries counted in acc. */
+static int get_alloc_lookup(struct rio_client *c, const char *key, const struct rio_call *opt,
+                            struct rio_desc *d, uint64_t *deadline_ns, struct rio__replan_acc *acc)
+{
+    struct rio__call *call;
+    struct rio__meta m;
+    int ret = rio__call_new(c, 1, opt, &call);
+    if (ret < 0)
+        return ret;
+    rio__call_mark_start(c, call, 0);
+    rio__meta_for_call(&m, call);
+    ret = client_lookup(c, &m, key, UINT64_MAX, d, NULL);
+    *deadline_ns = call->deadline_ns;
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        acc->retries[k] += call->retries[k];
+    rio__call_free(call);
+    return ret;
+}
+
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
-                              const struct rio_call *opt)
+                              const struct rio_call *opt, struct rio__replan_acc *acc)
 {
     struct rio_desc d;
+    uint64_t t0 = rio__now_ns(), deadline_ns;
     int64_t ret;
 
     *out = NULL;
     memset(&d, 0, sizeof(d));
-    ret = rio_stat(c, key, &d);
-    if (ret < 0)
+    ret = rio__key_check(key);
+    if (ret >= 0)
+        ret = get_alloc_lookup(c, key, opt, &d, &deadline_ns, acc);
+    if (ret < 0) {
+        if (opt && opt->stats) {
+            memset(opt->stats, 0, sizeof(*opt->stats));
+            opt->stats->elapsed_ns = rio__now_ns() - t0;
+        }
         return ret;
+    }
     /* The buffer is the caller's (free(3)), not the library's pool. A large
      * one is 2 MiB-aligned with huge pages advised: the transport's first
      * touch of it then faults once per 2 MiB, not once per 4 KiB. */
@@ -1012,7 +1043,22 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
         memset(&local, 0, sizeof(local));
     if (!local.expect_generation)
         local.expect_generation = d.generation;
-    /* Planned from the stat's descriptor (its checksums): one lookup, not
+    /* The GET has what is left of the deadline the lookup started. */
+    if (deadline_ns != UINT64_MAX) {
+        uint64_t now = rio__now_ns();
+        uint64_t left = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
+        if (!left) {
+            rio_desc_cleanup(&d);
+            free(buf);
+            if (opt && opt->stats) {
+                memset(opt->stats, 0, sizeof(*opt->stats));
+                opt->stats->elapsed_ns = now - t0;
+            }
+            return RIO_EDEADLINE;
+        }
+        local.deadline_ms = left < RIO_DEADLINE_NONE ? (uint32_t)left : RIO_DEADLINE_NONE - 1;
+    }
+    /* Planned from the lookup's descriptor (its checksums): one lookup, not
      * a second one for the GET. A generation replaced meanwhile fails the
      * READs (RIO_EGENERATION) and the call is planned again. */
     ret = single_once(c, RIO_OP_GET, key, NULL, buf, d.size, &local, NULL, &d);

@@ -112,3 +112,64 @@ TEST(stall_ends_without_deadline)
     rio_mock_faults_clear(e.c);
     eu_close(&e);
 }
+
+/*
+ * rio_get_alloc's lookup is bounded by the call's deadline and cancel token
+ * like rio_get's: a lookup that keeps failing with a retryable error, with
+ * backoffs of 400 ms, ends at a 100 ms deadline (RIO_EDEADLINE), and at
+ * once when the token has fired (RIO_ECANCELED), its failed tries counted
+ * in the call's stats. It used to look up as rio_stat does, bounded by the
+ * client's deadline only: both ran through every backoff (about 1 s).
+ */
+TEST(get_alloc_lookup_bounded_by_call)
+{
+    struct eu e;
+    struct rio_cancel *cx;
+    void *p = (void *)&e;
+    uint64_t t0, ms;
+
+    unsetenv("RIO_DEADLINE_MS");
+    eu_begin(&e);
+    e.o.deadline_ms = 0; /* none */
+    e.o.retry_attempts = 5;
+    e.o.backoff_base_ms = 400;
+    e.o.backoff_cap_ms = 400;
+    eu_open_put(&e, "mock://dlalloc", 3 * EU_CHUNK, 7);
+    eu_fault(e.c, "meta_error:op=lookup:error=RIO_ESERVER");
+
+    /* rio_get, for comparison, and rio_get_alloc: the call's deadline. */
+    uint8_t *dst = eu_fill_buf(3 * EU_CHUNK, 0);
+    e.call.deadline_ms = 100;
+    t0 = t_now_ms();
+    T_ERR(rio_get(e.c, "o", dst, 3 * EU_CHUNK, &e.call), RIO_EDEADLINE);
+    T_LT(t_now_ms() - t0, 350u);
+    free(dst);
+    memset(&e.st, 0xff, sizeof(e.st));
+    t0 = t_now_ms();
+    T_ERR(rio_get_alloc(e.c, "o", &p, &e.call), RIO_EDEADLINE);
+    ms = t_now_ms() - t0;
+    T_NULL(p);
+    T_LT(ms, 350u);
+    T_GE(e.st.retries[RIO_CLASS_SERVER], 1u);
+    T_LE(e.st.retries_total, 5u);
+
+    /* The call's cancel token, fired before the call. */
+    e.call.deadline_ms = 0;
+    T_OK(rio_cancel_new(&cx));
+    rio_cancel_fire(cx);
+    e.call.cancel = cx;
+    p = (void *)&e;
+    t0 = t_now_ms();
+    T_ERR(rio_get_alloc(e.c, "o", &p, &e.call), RIO_ECANCELED);
+    T_LT(t_now_ms() - t0, 350u);
+    T_NULL(p);
+    rio_cancel_destroy(cx);
+    e.call.cancel = NULL;
+
+    rio_mock_faults_clear(e.c);
+    void *q = NULL;
+    T_EQ(rio_get_alloc(e.c, "o", &q, &e.call), (int64_t)(3 * EU_CHUNK));
+    T_PATTERN(q, 3 * EU_CHUNK, 7);
+    free(q);
+    eu_close(&e);
+}
