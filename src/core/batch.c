@@ -274,6 +274,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     int ok;
 
     rio__detail_clear();
+    rio__replan_begin(&acc, c, opt);
     ok = batch_once(c, ops, n, opt);
     while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
         unsigned k = 0;
@@ -297,10 +298,13 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
          * attempts of the runs again added. */
         struct rio_stats sst;
         struct rio_call sub;
-        if (opt)
-            sub = *opt;
-        else
-            memset(&sub, 0, sizeof(sub));
+        /* What is left of the batch's deadline bounds the run again. */
+        int late = rio__replan_opt(&acc, opt, &sub);
+        if (late < 0) {
+            for (unsigned j = 0; j < k; j++)
+                ops[idx[j]].result = late;
+            break;
+        }
         sub.stats = opt && opt->stats ? &sst : NULL;
         acc.replans += k;
         int r = batch_once(c, again, k, &sub);

@@ -851,6 +851,28 @@ void rio__replan_note(struct rio__replan_acc *a, const struct rio_call *opt)
             a->retries[k] += opt->stats->retries[k];
 }
 
+void rio__replan_begin(struct rio__replan_acc *a, struct rio_client *c, const struct rio_call *opt)
+{
+    a->deadline_ns = c ? rio__call_deadline_of(c, opt, rio__now_ns()) : UINT64_MAX;
+}
+
+int rio__replan_opt(const struct rio__replan_acc *a, const struct rio_call *opt,
+                    struct rio_call *local)
+{
+    if (opt)
+        *local = *opt;
+    else
+        memset(local, 0, sizeof(*local));
+    if (a->deadline_ns == UINT64_MAX)
+        return 0;
+    uint64_t now = rio__now_ns();
+    if (now >= a->deadline_ns)
+        return RIO_EDEADLINE;
+    uint64_t left = (a->deadline_ns - now + 999999) / 1000000;
+    local->deadline_ms = left < RIO_DEADLINE_NONE ? (uint32_t)left : RIO_DEADLINE_NONE - 1;
+    return 0;
+}
+
 void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *opt)
 {
     if (!opt || !opt->stats)
@@ -871,14 +893,23 @@ int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *opt, struct rio_desc *out_desc)
 {
     struct rio__replan_acc acc = {0};
+    const struct rio_call *run = opt;
+    struct rio_call local;
     int ret;
 
     rio__detail_clear();
+    rio__replan_begin(&acc, c, opt);
     for (;;) {
-        ret = put_once(c, key, buf, len, opt, out_desc);
+        ret = put_once(c, key, buf, len, run, out_desc);
         if (!rio__replan_due(RIO_OP_PUT, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
+        int late = rio__replan_opt(&acc, opt, &local);
+        if (late < 0) {
+            ret = late; /* the stats stay the last run's */
+            break;
+        }
         rio__replan_note(&acc, opt);
+        run = &local;
     }
     rio__replan_stats(&acc, opt);
     return ret;
@@ -888,14 +919,23 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
                 const struct rio_call *opt)
 {
     struct rio__replan_acc acc = {0};
+    const struct rio_call *run = opt;
+    struct rio_call local;
     int64_t ret;
 
     rio__detail_clear();
+    rio__replan_begin(&acc, c, opt);
     for (;;) {
-        ret = get_once(c, key, buf, cap, opt);
+        ret = get_once(c, key, buf, cap, run);
         if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
+        int late = rio__replan_opt(&acc, opt, &local);
+        if (late < 0) {
+            ret = late; /* the stats stay the last run's */
+            break;
+        }
         rio__replan_note(&acc, opt);
+        run = &local;
     }
     rio__replan_stats(&acc, opt);
     return ret;
@@ -963,6 +1003,8 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
     struct rio__replan_acc acc = {0};
+    const struct rio_call *run = opt;
+    struct rio_call local;
     int64_t ret;
 
     rio__detail_clear();
@@ -971,11 +1013,18 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     *out = NULL;
     if (!c)
         return RIO_EINVAL;
+    rio__replan_begin(&acc, c, opt);
     for (;;) {
-        ret = get_alloc_once(c, key, out, opt, &acc);
+        ret = get_alloc_once(c, key, out, run, &acc);
         if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
+        int late = rio__replan_opt(&acc, opt, &local);
+        if (late < 0) {
+            ret = late; /* the stats stay the last run's */
+            break;
+        }
         rio__replan_note(&acc, opt);
+        run = &local;
     }
     rio__replan_stats(&acc, opt);
     return ret;

@@ -653,6 +653,7 @@ struct rio__get_plan {
 struct rio__replan_acc {
     uint64_t retries[RIO_CLASS__COUNT];
     uint64_t replans;
+    uint64_t deadline_ns; /* the call's, every run together (rio__replan_begin) */
 };
 
 /*
@@ -715,6 +716,13 @@ void rio__call_abandon(struct rio_client *c, struct rio__call *call);
 /* Whether a request that ended with result runs again (a re-plan). */
 bool rio__replan_due(int type, int64_t result, const struct rio_call *opt);
 void rio__replan_note(struct rio__replan_acc *a, const struct rio_call *opt);
+/* A call that may run again starts: its deadline, from now, bounds every
+ * run together (c may be NULL: no deadline, the call fails anyway). */
+void rio__replan_begin(struct rio__replan_acc *a, struct rio_client *c, const struct rio_call *opt);
+/* The options of a run again: opt with what is left of the call's
+ * deadline in *local. RIO_EDEADLINE when nothing is. */
+int rio__replan_opt(const struct rio__replan_acc *a, const struct rio_call *opt,
+                    struct rio_call *local);
 void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *opt);
 
 /* fn(arg, i) for every i < n on this thread and the meta pool (batch.c). */

@@ -271,11 +271,19 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
 
     rio__detail_clear();
     unsigned replans = 0;
+    struct rio__replan_acc acc = {0};
+    const struct rio_call *run = opt;
+    struct rio_call local;
 
     if (!cb)
         return RIO_EINVAL;
+    /* With a deadline, it bounds the runs again too. */
+    if (opt && opt->deadline_ms)
+        rio__replan_begin(&acc, c, opt);
+    else
+        acc.deadline_ns = UINT64_MAX;
     for (;; replans++) {
-        ret = rio_reader_open_at(c, key, offset, prefetch, opt, &rd);
+        ret = rio_reader_open_at(c, key, offset, prefetch, run, &rd);
         if (ret < 0)
             return ret;
         rd->t_out = 0; /* the caller's time is its callback's, timed below */
@@ -286,6 +294,10 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
         if (offset || !rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
             break;
         rio_reader_close(rd);
+        ret = rio__replan_opt(&acc, opt, &local);
+        if (ret < 0)
+            return ret;
+        run = &local;
     }
     for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
         uint64_t t0 = rio__now_ns();

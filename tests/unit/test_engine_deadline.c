@@ -173,3 +173,67 @@ TEST(get_alloc_lookup_bounded_by_call)
     free(q);
     eu_close(&e);
 }
+
+/*
+ * A call's deadline bounds the whole call, its runs again included: a GET
+ * whose object a PUT replaces under every read (genchange) is planned again
+ * up to 4 times, and each run had a fresh deadline of its own: with
+ * lookups that take 100 ms, a 150 ms deadline held rio_get, rio_get_alloc,
+ * rio_batch and rio_get_stream for 5 runs, about 500 ms, and they failed
+ * RIO_EGENERATION. Now the runs share the deadline: the call fails
+ * RIO_EDEADLINE once it has passed (a lookup already made is waited for).
+ */
+static int count_cb(void *arg, const void *data, size_t len)
+{
+    (void)arg;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+TEST(replans_share_the_deadline)
+{
+    struct eu e;
+    const size_t n = 2 * EU_CHUNK;
+    uint64_t t0;
+    void *p = NULL;
+
+    unsetenv("RIO_DEADLINE_MS");
+    eu_begin(&e);
+    e.o.deadline_ms = 0; /* none */
+    eu_open_put(&e, "mock://dlreplan", n, 8);
+    eu_fault(e.c, "genchange:op=read");
+    eu_fault(e.c, "delay:op=lookup:delay=100");
+    uint8_t *dst = eu_fill_buf(n, 0);
+    e.call.deadline_ms = 150;
+
+    t0 = t_now_ms();
+    int64_t ret = rio_get(e.c, "o", dst, n, &e.call);
+    uint64_t ms = t_now_ms() - t0;
+    T_ERR(ret, RIO_EDEADLINE);
+    T_LT(ms, 400u);
+
+    t0 = t_now_ms();
+    ret = rio_get_alloc(e.c, "o", &p, &e.call);
+    ms = t_now_ms() - t0;
+    T_ERR(ret, RIO_EDEADLINE);
+    T_NULL(p);
+    T_LT(ms, 400u);
+
+    struct rio_op op = {.type = RIO_OP_GET, .key = "o", .buf = dst, .len = n};
+    t0 = t_now_ms();
+    T_EQ(rio_batch(e.c, &op, 1, &e.call), 0);
+    ms = t_now_ms() - t0;
+    T_ERR(op.result, RIO_EDEADLINE);
+    T_LT(ms, 400u);
+
+    t0 = t_now_ms();
+    ret = rio_get_stream(e.c, "o", 0, count_cb, NULL, &e.call);
+    ms = t_now_ms() - t0;
+    T_ERR(ret, RIO_EDEADLINE);
+    T_LT(ms, 400u);
+
+    rio_mock_faults_clear(e.c);
+    free(dst);
+    eu_close(&e);
+}
