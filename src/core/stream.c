@@ -270,7 +270,6 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
     int ret;
 
     rio__detail_clear();
-    unsigned replans = 0;
     struct rio__replan_acc acc = {0};
     const struct rio_call *run = opt;
     struct rio_call local;
@@ -282,7 +281,7 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
         rio__replan_begin(&acc, c, opt);
     else
         acc.deadline_ns = UINT64_MAX;
-    for (;; replans++) {
+    for (;;) {
         ret = rio_reader_open_at(c, key, offset, prefetch, run, &rd);
         if (ret < 0)
             return ret;
@@ -291,12 +290,15 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
          * costs nothing: start over on its generation (not at an offset:
          * the bytes before it belong to the generation the caller holds). */
         ret = reader_peek(rd, &p, &n);
-        if (offset || !rio__replan_due(RIO_OP_GET, ret, opt) || replans >= RIO__REPLANS_MAX)
+        if (offset || !rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
-        rio_reader_close(rd);
+        rio_reader_close(rd); /* its stats are this run's */
         ret = rio__replan_opt(&acc, opt, &local);
-        if (ret < 0)
+        if (ret < 0) {
+            rio__replan_stats(&acc, opt);
             return ret;
+        }
+        rio__replan_note(&acc, opt);
         run = &local;
     }
     for (; ret > 0; ret = reader_peek(rd, &p, &n)) {
@@ -305,14 +307,15 @@ int64_t rio_get_stream_at(struct rio_client *c, const char *key, uint64_t offset
         rd->call->sink_ns += rio__now_ns() - t0;
         if (stop) {
             rio_reader_close(rd);
+            rio__replan_stats(&acc, opt);
             return stop < 0 ? stop : RIO_ECANCELED;
         }
         reader_consume(rd, n, n);
         total += (int64_t)n;
     }
     int cret = rio_reader_close(rd);
-    if (opt && opt->stats)
-        opt->stats->replans += replans;
+    /* The earlier runs' failed attempts and the count of runs again. */
+    rio__replan_stats(&acc, opt);
     if (ret < 0)
         return ret;
     return cret < 0 ? cret : total;

@@ -311,6 +311,49 @@ TEST(generation_change_never_stitched)
     eu_close(&e);
 }
 
+static int stream_sink(void *arg, const void *data, size_t len)
+{
+    uint8_t **at = arg;
+    memcpy(*at, data, len);
+    *at += len;
+    return 0;
+}
+
+/* A stream planned again counts the failed attempts of its first run, as
+ * every call that runs again does (rio_stats.replans): a bit flipped on
+ * the first read (a checksum retry), then the key replaced under the
+ * retry, then a clean second run. rio_get_stream lost the first run's
+ * retries (each run's reader zeroed the stats). */
+TEST(stream_replan_keeps_first_run_retries)
+{
+    struct eu e;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    const size_t n = EU_CHUNK / 2; /* one chunk: one read at a time */
+
+    eu_start_put(&e, "mock://genst", n, 12);
+    eu_fault(e.c, "bitflip:op=read:count=1");
+    eu_fault(e.c, "genchange:op=read:count=1");
+    uint8_t *dst = eu_fill_buf(n, 0), *at = dst;
+    T_EQ(rio_get_stream(e.c, "o", 0, stream_sink, &at, &call), (int64_t)n);
+    T_EQ(eu_faults_fired(e.c), 2u);
+    T_EQ(st.replans, 1u);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_GE(st.retries_total, 2u); /* the checksum and the generation change */
+    uint64_t sum = 0;
+    for (int k = 0; k < RIO_CLASS__COUNT; k++)
+        sum += st.retries[k];
+    T_EQ(st.retries_total, sum);
+    /* the new generation's bytes: the old ones XOR 0x5A */
+    uint8_t *want = eu_pattern_buf(n, 12);
+    for (size_t i = 0; i < n; i++)
+        want[i] ^= 0x5A;
+    T_MEMEQ(dst, want, n);
+    free(want);
+    free(dst);
+    eu_close(&e);
+}
+
 /* ------------------------------------------------------------ rollback */
 
 /* Faults that leave garbage from a failed attempt in the chunk's bytes: the
