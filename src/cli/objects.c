@@ -340,6 +340,39 @@ static int put_stream_fd(const struct rio_cli *cl, struct rio_client *c, const c
     return put_done(cl, url, key, ret, &d, &st);
 }
 
+/*
+ * PUT from fd, a stream of unknown length (stdin, a FIFO, a device such as
+ * <(cmd)'s /dev/fd/N): streamed where the backend takes an upload of
+ * unknown size, else first spooled to a temporary file without a name
+ * ($TMPDIR, else /tmp) and streamed with its size. Memory stays bounded
+ * either way. name is what messages call the source ("-": stdin).
+ */
+static int put_unsized(const struct rio_cli *cl, struct rio_client *c, const char *url,
+                       const char *key, int fd, const char *name)
+{
+    bool unsupported = false;
+    int rc = put_stream_fd(cl, c, url, key, fd, RIO_SIZE_UNKNOWN, &unsupported);
+    if (!unsupported)
+        return rc;
+    /* The backend needs the size first: spool the stream to a temporary
+     * file (memory stays bounded), then stream that with its size. */
+    const char *dir = getenv("TMPDIR");
+    uint64_t size = 0;
+    if (!dir || !*dir)
+        dir = "/tmp";
+    if (cl->verbose)
+        fprintf(stderr,
+                "railio put: this backend takes no upload of unknown size: spooling %s "
+                "to a temporary file in %s first\n",
+                strcmp(name, "-") ? name : "stdin", dir);
+    int sfd = spool_fd(fd, dir, &size);
+    if (sfd < 0)
+        return rio_cli_fail_sys(cl, "reading", name, sfd);
+    rc = put_stream_fd(cl, c, url, key, sfd, size, &unsupported);
+    close(sfd);
+    return rc;
+}
+
 /* A PUT of a mapped file: a file cut shorter while it is read (truncated
  * by another process) raises SIGBUS on the first page past its new end, in
  * whichever thread reads it. Rather than dying with "Bus error", say what
@@ -374,26 +407,7 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
         if (fstat(0, &sb) == 0 && S_ISREG(sb.st_mode) && (at = lseek(0, 0, SEEK_CUR)) >= 0)
             return put_stream_fd(cl, c, url, key, 0,
                                  sb.st_size > at ? (uint64_t)(sb.st_size - at) : 0, &unsupported);
-        int rc = put_stream_fd(cl, c, url, key, 0, RIO_SIZE_UNKNOWN, &unsupported);
-        if (!unsupported)
-            return rc;
-        /* The backend needs the size first: spool stdin to a temporary file
-         * (memory stays bounded), then stream that with its size. */
-        const char *dir = getenv("TMPDIR");
-        uint64_t size = 0;
-        if (!dir || !*dir)
-            dir = "/tmp";
-        if (cl->verbose)
-            fprintf(stderr,
-                    "railio put: this backend takes no upload of unknown size: spooling stdin "
-                    "to a temporary file in %s first\n",
-                    dir);
-        int fd = spool_fd(0, dir, &size);
-        if (fd < 0)
-            return rio_cli_fail_sys(cl, "reading", file, fd);
-        rc = put_stream_fd(cl, c, url, key, fd, size, &unsupported);
-        close(fd);
-        return rc;
+        return put_unsized(cl, c, url, key, 0, file);
     } else {
         int fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -402,6 +416,13 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
         if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             close(fd);
             return rio_cli_usage_error(cl, "'%s' is a directory (cp -r copies a tree)", file);
+        }
+        if (fstat(fd, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+            /* A FIFO, a pipe or a device (<(cmd), /dev/stdin): streamed as
+             * stdin is, never read whole into memory first. */
+            int rc = put_unsized(cl, c, url, key, fd, file);
+            close(fd);
+            return rc;
         }
         if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
             buf = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
