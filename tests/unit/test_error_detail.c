@@ -139,3 +139,44 @@ TEST(s3_refused_named)
     T_NOTNULL(strstr(rio_error_detail(), "connection refused (ECONNREFUSED), 2 tries"));
     rio_client_destroy(c);
 }
+
+/* A refused s3:// region or endpoint names where it came from: the URL
+ * option, the variable (AWS_ENDPOINT_URL=notaurl said only "s3 endpoint
+ * notaurl", AWS_REGION='us east' only "region us east": which of five
+ * places to fix was the user's to guess), the profile. */
+TEST(s3_bad_region_and_endpoint_name_their_source)
+{
+    static const struct {
+        const char *url, *var, *val, *want;
+        int err;
+    } cases[] = {
+        {"s3://bkt", "AWS_ENDPOINT_URL", "notaurl", "AWS_ENDPOINT_URL=notaurl: expected", RIO_EURL},
+        {"s3://bkt", "AWS_ENDPOINT_URL_S3", "ftp://h", "AWS_ENDPOINT_URL_S3=ftp://h", RIO_EURL},
+        {"s3://bkt", "RIO_S3_ENDPOINT", "h:1", "RIO_S3_ENDPOINT=h:1", RIO_EURL},
+        {"s3://bkt?endpoint=zz", NULL, NULL, "endpoint=zz: expected", RIO_EURL},
+        {"s3://bkt?endpoint=http://127.0.0.1:1", "AWS_REGION", "us east", "AWS_REGION=us east",
+         RIO_EINVAL},
+        {"s3://bkt?endpoint=http://127.0.0.1:1", "AWS_DEFAULT_REGION", "a/b",
+         "AWS_DEFAULT_REGION=a/b", RIO_EINVAL},
+        {"s3://bkt?endpoint=http://127.0.0.1:1&region=a_b", NULL, NULL, "region=a_b", RIO_EINVAL},
+    };
+    static const char *const vars[] = {"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "RIO_S3_ENDPOINT",
+                                       "AWS_REGION",       "AWS_DEFAULT_REGION",  "AWS_PROFILE"};
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    setenv("AWS_ACCESS_KEY_ID", "AK", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "SK", 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rio_client *c = NULL;
+        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++)
+            unsetenv(vars[v]);
+        if (cases[i].var)
+            setenv(cases[i].var, cases[i].val, 1);
+        T_ERR(rio_client_new(cases[i].url, NULL, &c), cases[i].err);
+        fprintf(stderr, "  detail: %s\n", rio_error_detail());
+        T_NOTNULL(strstr(rio_error_detail(), cases[i].want));
+    }
+}

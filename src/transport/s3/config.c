@@ -280,7 +280,7 @@ static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **e
 {
     struct s3_profile *pf = rio__calloc(1, sizeof(*pf));
     char aws_ep[128];
-    const char *v, *ep;
+    const char *v, *ep, *from;
     bool anon = false;
     int ret;
 
@@ -289,13 +289,19 @@ static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **e
     ret = rio__s3_profile_load(u, pf);
     if (ret < 0)
         goto out;
-    v = knob(u, "region", "AWS_REGION", NULL);
-    if (!v)
+    /* from: where a refused value came from, for the message (the URL
+     * option, the variable, the profile). */
+    v = knob(u, "region", "AWS_REGION", &from);
+    if (!v) {
         v = getenv("AWS_DEFAULT_REGION");
-    if (!v || !*v)
+        from = "AWS_DEFAULT_REGION";
+    }
+    if (!v || !*v) {
         v = pf->conf.region[0] ? pf->conf.region : "us-east-1";
+        from = "the profile's region";
+    }
     if (!region_ok(v)) {
-        rio__detail("region %.64s: expected letters, digits and '-'", v);
+        rio__detail("%s=%.64s: expected letters, digits and '-' (a region)", from, v);
         ret = RIO_EINVAL;
         goto out;
     }
@@ -304,22 +310,26 @@ static int s3_settings(struct s3_transport *t, const struct rio_url *u, char **e
         ret = -ENOMEM;
         goto out;
     }
-    ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", NULL);
+    ep = knob(u, "endpoint", "RIO_S3_ENDPOINT", &from);
     if (!ep)
-        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL_S3", NULL);
+        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL_S3", &from);
     if (!ep)
-        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL", NULL);
-    if (!ep && pf->conf.endpoint_url[0])
+        ep = knob(u, "endpoint", "AWS_ENDPOINT_URL", &from);
+    if (!ep && pf->conf.endpoint_url[0]) {
         ep = pf->conf.endpoint_url;
+        from = "the profile's endpoint_url";
+    }
     if (!ep) {
         snprintf(aws_ep, sizeof(aws_ep), "https://s3.%s.amazonaws.com", t->region);
         ep = aws_ep;
+        from = "AWS's endpoint for the region";
     }
     ret = parse_endpoint(t, ep, ep_path);
     if (ret == RIO_EURL && !at_in(ep)) {
         char shown[256];
-        rio__detail("s3 endpoint %.200s: expected http://HOST[:PORT][/PATH] or https://...",
-                    rio__url_redact(ep, shown, sizeof(shown)));
+        rio__detail("%s=%.200s: expected http://HOST[:PORT][/PATH] or https://... (an s3 "
+                    "endpoint)",
+                    from, rio__url_redact(ep, shown, sizeof(shown)));
     }
     if (ret < 0)
         goto out;
