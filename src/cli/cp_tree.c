@@ -663,22 +663,26 @@ static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double 
         }
         r->dprefix = dprefix;
     } else {
+        /* Said as every failure is (--json, the exit status of its errno:
+         * 4 for a read-only or forbidden place, 3 for a missing parent). */
         if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
-            fprintf(stderr, "railio cp: cannot create '%s': %s\n", dst, strerror(errno));
-            rc = 1;
+            rc = rio_cli_fail_sys(&o->cl, "creating directory", dst, -errno);
             goto out;
         }
         r->ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (r->ddir < 0) {
-            fprintf(stderr, "railio cp: '%s' is not a directory we can open: %s\n", dst,
-                    strerror(errno));
-            rc = 1;
+            rc = rio_cli_fail_sys(&o->cl, "opening directory", dst, -errno);
             goto out;
         }
     }
     if (!surl) {
         struct stat sb;
-        if (stat(src, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        int sr = stat(src, &sb) < 0 ? -errno : 0;
+        if (sr < 0 && sr != -ENOTDIR) { /* missing (3), forbidden (4) */
+            rc = rio_cli_fail_sys(&o->cl, "opening directory", src, sr);
+            goto out;
+        }
+        if (sr < 0 || !S_ISDIR(sb.st_mode)) {
             fprintf(stderr, "railio cp: '%s' is not a directory (cp -r copies a tree)\n", src);
             rc = 2;
             goto out;

@@ -139,3 +139,40 @@ TEST(cp_tree_from_a_linked_directory)
     }
     T_EQ(run("rm -rf %s", dir), 0);
 }
+
+/* `railio cp -r` whose local side fails before any copy (a destination
+ * directory that cannot be created, a source directory that is missing):
+ * said as every failure is, with the exit status of its errno and the
+ * JSON error object under --json. It was exit 1 whatever the cause (a
+ * read-only destination is 4, a missing parent 3), in words of its own,
+ * and no JSON at all. */
+TEST(cp_tree_local_side_failures_said_as_errors)
+{
+    char dir[] = "/tmp/rio-cp-XXXXXX", out[4096];
+    T_NOTNULL(mkdtemp(dir));
+    T_EQ(run("mkdir -p %s/store/t && printf one > %s/f && %s put -q file://%s/store/t/f %s/f", dir,
+             dir, cli_bin(), dir, dir),
+         0);
+
+    /* The destination's parent is missing: 3, not 1. */
+    T_EQ(cli_run(out, sizeof(out), "cp -r --json file://%s/store/t %s/no/such/dst", dir, dir), 3);
+    T_NOTNULL(strstr(out, "\"type\":\"error\""));
+    T_NOTNULL(strstr(out, "\"doing\":\"creating directory\""));
+    T_NOTNULL(strstr(out, "\"error\":\"ENOENT\""));
+    T_NOTNULL(strstr(out, "\"exit\":3"));
+    T_EQ(cli_run(out, sizeof(out), "cp -r file://%s/store/t %s/no/such/dst 2>&1", dir, dir), 3);
+    T_NOTNULL(strstr(out, "railio cp: creating directory "));
+    T_NOTNULL(strstr(out, "(ENOENT)"));
+    /* A file where the destination directory should be. */
+    T_EQ(cli_run(out, sizeof(out), "cp -r --json file://%s/store/t %s/f", dir, dir), 3);
+    T_NOTNULL(strstr(out, "\"error\":\"ENOTDIR\""));
+    T_EQ(run("test \"$(cat %s/f)\" = one", dir), 0);
+
+    /* The source directory is missing: not found (3), not a usage error. */
+    T_EQ(cli_run(out, sizeof(out), "cp -r --json %s/nodir file://%s/store/u/", dir, dir), 3);
+    T_NOTNULL(strstr(out, "\"doing\":\"opening directory\""));
+    T_NOTNULL(strstr(out, "\"exit\":3"));
+    /* A source that is a file stays a usage error. */
+    T_EQ(cli_run(NULL, 0, "cp -r %s/f file://%s/store/u/ 2>/dev/null", dir, dir), 2);
+    T_EQ(run("rm -rf %s", dir), 0);
+}
