@@ -104,7 +104,9 @@ static void cp_ok(struct cp_run *r, const struct cp_item *it, uint64_t n)
         rio_cli_json_ku64(stdout, "bytes", n);
         rio_cli_json_end(stdout);
     } else if (r->o->verbose) {
-        fprintf(stderr, "copied %s (%llu bytes)\n", it->src, (unsigned long long)n);
+        char shown[PATH_MAX + 16]; /* a listed key's escapes as '?' */
+        fprintf(stderr, "copied %s (%llu bytes)\n", rio_cli_url_safe(it->src, shown, sizeof(shown)),
+                (unsigned long long)n);
     }
     pthread_mutex_unlock(&r->mu);
 }

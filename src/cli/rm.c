@@ -59,7 +59,8 @@ static void rm_key(void *arg, size_t i)
             rio_cli_json_kstr(stdout, "key", key);
             rio_cli_json_end(stdout);
         } else if (r->o->verbose) {
-            fprintf(stderr, "removed %s\n", key);
+            char shown[RIO_KEY_MAX + 16]; /* a hostile key's escapes as '?' */
+            fprintf(stderr, "removed %s\n", rio_cli_url_safe(key, shown, sizeof(shown)));
         }
     }
     pthread_mutex_unlock(&r->mu);
@@ -84,8 +85,11 @@ static int rm_listed(struct rm_run *r, struct rio_cli_lister *l)
     int ret;
     while ((ret = rio_cli_lister_next(l, &e)) > 0) {
         if (e->flags & RIO_ENTRY_DIR) {
-            if (!r->o->quiet)
-                fprintf(stderr, "railio rm: %s: a prefix, not removed (use -r)\n", e->key);
+            if (!r->o->quiet) {
+                char shown[RIO_KEY_MAX + 16];
+                fprintf(stderr, "railio rm: %s: a prefix, not removed (use -r)\n",
+                        rio_cli_url_safe(e->key, shown, sizeof(shown)));
+            }
             continue;
         }
         r->keys[n] = strdup(e->key);

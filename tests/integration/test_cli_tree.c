@@ -191,3 +191,28 @@ TEST(railiod_key_with_a_question_mark)
     T_EQ(t_sh("grep -q \"unknown URL option 'b'\" %s/err", b.tmp), 0);
     railiod_end();
 }
+
+/* A hostile key's escape sequences never reach stderr raw: rm -v's
+ * "removed KEY", rm's "KEY: a prefix, not removed" and cp -r -v's "copied
+ * KEY" wrote the listed key as it came (an OSC that retitles the
+ * terminal, a CSI that repaints it), where every error message and ls on
+ * a terminal show a control byte as '?'. */
+TEST(railiod_hostile_key_escapes_masked_on_stderr)
+{
+    struct tb b;
+    char u[2048];
+    static const uint8_t x[5] = "hello";
+    railiod_tb(&b);
+    tb_put(&b, "esc/d\033]0;PWNED\007/x", x, sizeof(x));
+    tb_put(&b, "esc/k\033[31mRED", x, sizeof(x));
+    T_EQ(tb_cli(&b, "cp -r -v '%s' %s/cpd", tb_url(&b, u, sizeof(u), "esc/"), b.tmp), 0);
+    T_EQ(t_sh("grep -q 'copied esc/k?\\[31mRED' %s/err", b.tmp), 0);
+    T_NE(t_sh("grep -q \"$(printf '\\033')\" %s/err", b.tmp), 0);
+    /* One level: the prefix is named and kept, the key removed. */
+    T_EQ(tb_cli(&b, "rm -v '%s'", tb_url(&b, u, sizeof(u), "esc/*")), 0);
+    T_EQ(t_sh("grep -q 'esc/d?]0;PWNED?/: a prefix, not removed' %s/err", b.tmp), 0);
+    T_EQ(t_sh("grep -q 'removed esc/k?\\[31mRED' %s/err", b.tmp), 0);
+    T_NE(t_sh("grep -q \"$(printf '\\033')\" %s/err", b.tmp), 0);
+    T_NE(t_sh("grep -q \"$(printf '\\007')\" %s/err", b.tmp), 0);
+    railiod_end();
+}
