@@ -409,9 +409,18 @@ static int cmd_put(const struct rio_cli *cl, struct rio_client *c, const char *u
                                  sb.st_size > at ? (uint64_t)(sb.st_size - at) : 0, &unsupported);
         return put_unsized(cl, c, url, key, 0, file);
     } else {
-        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO with no writer yet would hold the open, where
+         * a signal cannot end it; the wait is the reads' (a signal ends
+         * it). Reads block again from here on. */
+        int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
             return rio_cli_fail_sys(cl, "opening", file, -errno);
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+            ret = -errno;
+            close(fd);
+            return rio_cli_fail_sys(cl, "opening", file, ret);
+        }
         struct stat sb;
         if (fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             close(fd);

@@ -206,3 +206,32 @@ TEST(sigint_twice_mid_get)
     T_TRUE(secs < 5);
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
+
+/* `railio put URL FIFO` with no writer on the FIFO yet: a SIGINT ends it
+ * at once (130), nothing stored. The open(2) of the FIFO waited for a
+ * writer where no signal could end it (the first one only marked the
+ * command cancelled; it took a second). */
+TEST(sigint_while_put_waits_for_a_fifo_writer)
+{
+    char url[256], fifo[256];
+    setup();
+    snprintf(url, sizeof(url), "file://%s/store/k", dir);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+    T_EQ(mkfifo(fifo, 0600), 0);
+    const char *args[] = {"put", url, fifo, NULL};
+    pid_t pid = start(-1, args);
+    usleep(500 * 1000);
+    T_EQ(kill(pid, SIGINT), 0);
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+        usleep(10 * 1000);
+    if (w == 0) { /* still in the open after 5 s: end it, fail */
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    T_EQ(w, pid);
+    T_TRUE(WIFSIGNALED(st));
+    T_EQ(WTERMSIG(st), SIGINT);
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/k 2>/dev/null", dir), 3);
+}
