@@ -863,6 +863,33 @@ static int64_t get_to_tmp(struct rio_client *c, const char *key, struct rio_desc
 }
 
 /*
+ * A FIFO's write end, for get into a FIFO: a blocking open(2) waits for a
+ * reader where no signal can end it, so the open is tried without waiting
+ * (ENXIO while no reader has it open) every 50 ms until a reader comes or
+ * a signal interrupts the command (RIO_ECANCELED). Writes block as usual.
+ */
+static int open_fifo_writer(const char *file)
+{
+    for (;;) {
+        int fd = open(file, O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd >= 0) {
+            int fl = fcntl(fd, F_GETFL);
+            if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+            }
+            return fd;
+        }
+        if (errno != ENXIO)
+            return -errno;
+        if (rio_cli_interrupted())
+            return RIO_ECANCELED;
+        usleep(50 * 1000);
+    }
+}
+
+/*
  * Stream the object out. To stdout ("-") as it arrives (a failure mid-way
  * exits non-zero after a partial write, as any pipe producer must). To a
  * FILE that is missing or a regular file: through a temporary file renamed
@@ -914,9 +941,14 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
             return RIO_CLI_EXIT_ACCESS;
         } else {
             /* In place: O_TRUNC only for a regular file behind a link. */
-            bool reg = stat(file, &sb) == 0 && S_ISREG(sb.st_mode);
-            o.fd = open(file, O_WRONLY | O_NOCTTY | O_CLOEXEC | (reg ? O_TRUNC : 0));
-            ret = o.fd < 0 ? -errno : 0;
+            bool got = stat(file, &sb) == 0, reg = got && S_ISREG(sb.st_mode);
+            if (got && S_ISFIFO(sb.st_mode)) {
+                o.fd = open_fifo_writer(file);
+                ret = o.fd < 0 ? o.fd : 0;
+            } else {
+                o.fd = open(file, O_WRONLY | O_NOCTTY | O_CLOEXEC | (reg ? O_TRUNC : 0));
+                ret = o.fd < 0 ? -errno : 0;
+            }
         }
         if (ret < 0) {
             rc = rio_cli_fail_sys(cl, tmp ? "creating a temporary file for" : "opening", file, ret);

@@ -245,6 +245,36 @@ TEST(fifo_written_in_place)
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
 
+/* A FIFO no reader has open yet: a SIGINT ends the get at once (130). Its
+ * open(2) waited for a reader where no signal could end it (the first
+ * signal only marked the command cancelled; it took a second). */
+TEST(sigint_while_get_waits_for_a_fifo_reader)
+{
+    setup();
+    const char *fifo = pathf("fifo");
+    T_EQ(mkfifo(fifo, 0600), 0);
+    int rel;
+    pid_t pid = start_get("", fifo, &rel);
+    release(rel);
+    usleep(500 * 1000);
+    T_EQ(kill(pid, SIGINT), 0);
+    int st = 0;
+    pid_t w = 0;
+    for (int i = 0; i < 500 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+        usleep(10 * 1000);
+    if (w == 0) { /* still in the open after 5 s: end it, fail */
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    T_EQ(w, pid);
+    T_TRUE(WIFSIGNALED(st));
+    T_EQ(WTERMSIG(st), SIGINT);
+    struct stat sb;
+    T_EQ(lstat(fifo, &sb), 0);
+    T_TRUE(S_ISFIFO(sb.st_mode));
+    T_EQ(t_dir_count(dir, "railio-tmp"), 0);
+}
+
 /* A symbolic link destination is written through (as cp does), and stays a
  * link; a regular destination is replaced whole. */
 TEST(symlink_written_through)
