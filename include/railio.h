@@ -371,8 +371,9 @@ struct rio_call {
      * PUT (rio_put, a writer, rio_put_stream): publish only if the key's
      * object is still this generation at the commit, else RIO_EGENERATION
      * (another one, or none) and nothing is published; decided as
-     * RIO_IF_ABSENT is (file://: under a lock on the file it replaces). A
-     * batch's PUTs ignore it (its GETs take it). */
+     * RIO_IF_ABSENT is (file://: under a lock on the file it replaces);
+     * UINT64_MAX is no generation: RIO_EINVAL. A batch's PUTs ignore it
+     * (its GETs take it). */
     uint64_t expect_generation;
     struct rio_stats *stats;   /* filled on return (success or error) if not NULL */
     struct rio_cancel *cancel; /* fire it from any thread to cancel the call */

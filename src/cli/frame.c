@@ -327,7 +327,7 @@ int rio_cli_parse_generation(const struct rio_cli *cl, const char *s, uint64_t *
 
     errno = 0;
     *gen = s[0] >= '0' && s[0] <= '9' ? strtoull(s, &end, 10) : 0;
-    if (!*gen || errno || *end)
+    if (!*gen || *gen == UINT64_MAX || errno || *end) /* UINT64_MAX: no generation */
         return rio_cli_usage_error(cl,
                                    "--if-generation '%s' is not a generation (a number above "
                                    "0, as stat prints it)",

@@ -959,6 +959,12 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
         rio__detail("a PUT takes RIO_IF_ABSENT or expect_generation, not both");
         return RIO_EINVAL;
     }
+    if (type == RIO_OP_PUT && opt && opt->expect_generation == RIO__PUT_IF_ABSENT) {
+        /* The transports' "if absent": taken as a generation, it published
+         * where the key held nothing and refused any object. */
+        rio__detail("expect_generation UINT64_MAX is no generation");
+        return RIO_EINVAL;
+    }
     ret = rio__call_new(c, 1, opt, &call);
     if (ret < 0)
         return ret;

@@ -695,6 +695,11 @@ static int writer_open(struct rio_client *c, const char *key, uint64_t size, uin
         rio__detail("a PUT takes RIO_IF_ABSENT or expect_generation, not both");
         return RIO_EINVAL;
     }
+    if (opt && opt->expect_generation == RIO__PUT_IF_ABSENT) {
+        /* The transports' "if absent" (single_once, call.c, says why). */
+        rio__detail("expect_generation UINT64_MAX is no generation");
+        return RIO_EINVAL;
+    }
     if (size == RIO_SIZE_UNKNOWN && !rio__t_has_cap(c->t, RIO_CAP_STREAM_PUT))
         return RIO_ENOTSUP;
     w = rio__calloc(1, sizeof(*w));

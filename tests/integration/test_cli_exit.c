@@ -344,6 +344,14 @@ TEST(exit_changed)
     T_EQ(cli_run(NULL, 0, "put -q --if-generation 0 file://%s/store/x %s/in.bin 2>/dev/null", dir,
                  dir),
          2);
+    /* 2^64-1 is no generation (the transports' "if absent": it stored x,
+     * absent, and exited 0). */
+    T_EQ(cli_run(NULL, 0,
+                 "put -q --if-generation 18446744073709551615 file://%s/store/x %s/in.bin "
+                 "2>/dev/null",
+                 dir, dir),
+         2);
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/x 2>/dev/null", dir), 3);
 
     srv_prepare(&e);
     const char *args[] = {"--memory", "64M", NULL};

@@ -533,3 +533,34 @@ TEST(get_uses_object_chunk_size)
     eu_close(&e2);
     eu_close(&e1);
 }
+
+static int64_t fill_one(void *arg, void *buf, size_t cap)
+{
+    int *left = arg;
+    if (!*left || !cap)
+        return 0;
+    *left = 0;
+    memset(buf, 'x', 1);
+    return 1;
+}
+
+/* expect_generation UINT64_MAX on a PUT is refused (RIO_EINVAL, nothing
+ * published): the transports take that value for "if absent", so a PUT
+ * conditioned on that generation published over an absent key and was
+ * refused over any object. rio_put and rio_put_stream alike. */
+TEST(put_expect_generation_max_refused)
+{
+    struct eu e;
+    struct rio_desc d;
+    static const uint8_t b[16] = {1};
+
+    eu_start(&e, "mock://genmax?paths=1");
+    struct rio_call call = {.expect_generation = UINT64_MAX};
+    T_EQ(rio_put(e.c, "absent", b, sizeof(b), &call, &d), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "no generation"));
+    int left = 1;
+    T_EQ(rio_put_stream(e.c, "absent", RIO_SIZE_UNKNOWN, 0, fill_one, &left, &call, &d),
+         RIO_EINVAL);
+    T_EQ(rio_stat(e.c, "absent", &d), RIO_ENOTFOUND);
+    eu_close(&e);
+}
