@@ -932,13 +932,17 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
             o.fd = rio_cli_tmpfile_open(&t, AT_FDCWD, file, true);
             ret = o.fd < 0 ? o.fd : 0;
         } else if ((ret = planted(file, &lsb)) < 0) {
-            fprintf(stderr,
-                    "railio get: refusing to write through '%s': %s owned by uid %u in a "
-                    "sticky, world-writable directory (someone else put it there)\n",
-                    file, S_ISLNK(lsb.st_mode) ? "a symbolic link" : "a special file",
-                    (unsigned)lsb.st_uid);
+            /* Said through the frame: with --json, an error object too. */
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "refusing to write through %s owned by uid %u in a sticky, world-writable "
+                     "directory (someone else put it there)",
+                     S_ISLNK(lsb.st_mode) ? "a symbolic link" : "a special file",
+                     (unsigned)lsb.st_uid);
+            rc = ret == -EACCES ? rio_cli_fail_why(cl, "opening", file, ret, why)
+                                : rio_cli_fail_sys(cl, "opening", file, ret);
             free(file);
-            return RIO_CLI_EXIT_ACCESS;
+            return rc;
         } else {
             /* In place: O_TRUNC only for a regular file behind a link. */
             bool got = stat(file, &sb) == 0, reg = got && S_ISREG(sb.st_mode);

@@ -310,6 +310,14 @@ TEST(planted_symlink_in_sticky_dir_refused)
     T_EQ(lchown(pathf("sticky/out"), 65534, 65534), 0);
     T_EQ(get_to(pathf("sticky/out")), 4); /* access denied */
     victim_untouched();
+    /* With --json, said as a JSON error (it was a line of text only). */
+    char out[4096];
+    T_EQ(cli_run(out, sizeof(out), "get --json file://%s/store/obj %s", dir, pathf("sticky/out")),
+         4);
+    T_NOTNULL(strstr(out, "{\"schema\":\"railio/1\",\"type\":\"error\""));
+    T_NOTNULL(strstr(out, "\"error\":\"EACCES\""));
+    T_NOTNULL(strstr(out, "refusing to write through a symbolic link owned by uid 65534"));
+    victim_untouched();
     struct stat st;
     T_EQ(lstat(pathf("sticky/out"), &st), 0);
     T_TRUE(S_ISLNK(st.st_mode));
