@@ -180,3 +180,42 @@ TEST(s3_bad_region_and_endpoint_name_their_source)
         T_NOTNULL(strstr(rio_error_detail(), cases[i].want));
     }
 }
+
+/* A CR or LF in a credential (AWS_SESSION_TOKEN pasted with its newline, a
+ * hostile credential source) is refused at open: they went into the
+ * request headers as they were, so "tok\r\nX-Evil: 1" sent a header of
+ * its own on every request. The detail names the source and the field,
+ * never the value. */
+TEST(s3_control_characters_in_credentials_refused)
+{
+    static const struct {
+        const char *id, *secret, *token, *field;
+    } cases[] = {
+        {"AKIA", "SEKRIT", "tok\r\nX-Evil: 1", "session token"},
+        {"AK\nIA", "SEKRIT", NULL, "access key id"},
+        {"AKIA", "SEK\rRIT", NULL, "secret access key"},
+    };
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+    setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+    unsetenv("AWS_PROFILE");
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct rio_client *c = NULL;
+        setenv("AWS_ACCESS_KEY_ID", cases[i].id, 1);
+        setenv("AWS_SECRET_ACCESS_KEY", cases[i].secret, 1);
+        if (cases[i].token)
+            setenv("AWS_SESSION_TOKEN", cases[i].token, 1);
+        else
+            unsetenv("AWS_SESSION_TOKEN");
+        T_ERR(rio_client_new("s3://bkt?endpoint=http://127.0.0.1:1", NULL, &c), RIO_EINVAL);
+        const char *d = rio_error_detail();
+        fprintf(stderr, "  detail: %s\n", d);
+        T_NOTNULL(strstr(d, "a control character"));
+        T_NOTNULL(strstr(d, cases[i].field));
+        T_NULL(strstr(d, "SEK"));
+        T_NULL(strstr(d, "Evil"));
+    }
+    unsetenv("AWS_SESSION_TOKEN");
+}

@@ -169,6 +169,19 @@ static int take(struct s3_transport *t, const char *id, const char *secret, cons
                     where, sizeof(f.access_key) - 1, sizeof(f.secret_key) - 1, sizeof(f.token) - 1);
         return RIO_EINVAL;
     }
+    /* They go into request headers as they are: a CR or LF (a token
+     * pasted with its newline, a hostile credential source) would end the
+     * header and start one of its own. Not said: the values are secrets. */
+    const char *const vals[] = {id, secret, token ? token : ""};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        for (const unsigned char *c = (const unsigned char *)vals[i]; *c; c++)
+            if (*c < 0x20 || *c == 0x7f) {
+                rio__detail("%s: a control character (a newline?) in the %s", where,
+                            i == 0   ? "access key id"
+                            : i == 1 ? "secret access key"
+                                     : "session token");
+                return RIO_EINVAL;
+            }
     t->access_key = rio__strdup(id);
     t->secret_key = rio__strdup(secret);
     t->token = token && *token ? rio__strdup(token) : NULL;
