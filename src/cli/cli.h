@@ -110,6 +110,10 @@ int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *wh
 /* rio_cli_fail for a transfer: the exit status from rio_cli_exit_code_st. */
 int rio_cli_fail_st(const struct rio_cli *cl, const char *doing, const char *what, int err,
                     const struct rio_stats *st);
+/* rio_cli_fail_sys ending in the exit status rc, not err's (a failed write
+ * to stdout is RIO_CLI_EXIT_OUTPUT whatever errno it had): the JSON "exit"
+ * says rc. Returns rc. */
+int rio_cli_fail_rc(const struct rio_cli *cl, const char *doing, const char *what, int err, int rc);
 /* rio_cli_fail with the verb's own detail (why) instead of the library's. */
 int rio_cli_fail_why(const struct rio_cli *cl, const char *doing, const char *what, int err,
                      const char *why);

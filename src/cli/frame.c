@@ -346,6 +346,11 @@ int rio_cli_fail_sys(const struct rio_cli *cl, const char *doing, const char *wh
     return fail(cl, doing, what, err, NULL, rio_cli_exit_code(err));
 }
 
+int rio_cli_fail_rc(const struct rio_cli *cl, const char *doing, const char *what, int err, int rc)
+{
+    return fail(cl, doing, what, err, NULL, rc);
+}
+
 /* ------------------------------------------------------------------ URLs */
 
 /* Whether URL arg says single= with a true word, read as the file

@@ -179,9 +179,8 @@ static int cat_key(const struct rio_cli_tree_opts *o, struct rio_client *c, cons
     struct rio_call call = {.cancel = rio_cli_cancel_token(), .deadline_ms = rio_cli_deadline(c)};
     int64_t n = rio_get_stream(c, key, 0, cat_write, &co, &call);
     if (co.err) {
-        fprintf(stderr, "railio cat: writing stdout: %s\n", strerror(-co.err));
         *stop = true; /* nothing after this can reach the reader */
-        return RIO_CLI_EXIT_OUTPUT;
+        return rio_cli_fail_rc(&o->cl, "writing", "stdout", co.err, RIO_CLI_EXIT_OUTPUT);
     }
     if (n < 0) {
         rio_cli_tree_error("cat", o, key, (int)n);

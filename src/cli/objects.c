@@ -984,8 +984,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
     if (ret < 0) {
         if (o.err && o.fd == 1) {
             /* stdout could not take the bytes (/dev/full, EIO) */
-            rio_cli_fail_sys(cl, "writing", "stdout", o.err);
-            rc = RIO_CLI_EXIT_OUTPUT;
+            rc = rio_cli_fail_rc(cl, "writing", "stdout", o.err, RIO_CLI_EXIT_OUTPUT);
         } else if (o.err || n >= 0) {
             rc = rio_cli_fail_sys(cl, "writing", file, o.err ? o.err : ret);
         } else {

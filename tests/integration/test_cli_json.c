@@ -127,6 +127,16 @@ TEST(errors_are_objects)
          2);
     T_TRUE(json_check("e3.json", "o[\"type\"]==\"error\" and o[\"exit\"]==2 and "
                                  "o[\"error\"]==\"RIO_EINVAL\""));
+    /* stdout that cannot take the bytes: 9, and the object says 9 (get's
+     * said 7, ENOSPC's; cat's was a line of text). */
+    T_EQ(cli_run(NULL, 0, "put -q file://%s/store/obj %s/in.bin", dir, dir), 0);
+    T_EQ(cli_run(NULL, 0, "get --json file://%s/store/obj - > /dev/full 2> %s/e5.json", dir, dir),
+         9);
+    T_TRUE(json_check("e5.json", "o[\"type\"]==\"error\" and o[\"exit\"]==9 and "
+                                 "o[\"error\"]==\"ENOSPC\" and o[\"target\"]==\"stdout\""));
+    T_EQ(cli_run(NULL, 0, "cat --json file://%s/store/obj > /dev/full 2> %s/e6.json", dir, dir), 9);
+    T_TRUE(json_check("e6.json", "o[\"type\"]==\"error\" and o[\"exit\"]==9 and "
+                                 "o[\"command\"]==\"cat\" and o[\"error\"]==\"ENOSPC\""));
 }
 
 /* A key is any bytes; JSON text is UTF-8. A key that is not UTF-8 prints

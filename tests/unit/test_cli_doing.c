@@ -3,7 +3,7 @@
 /*
  * The CLI's JSON error objects carry "doing" (docs/cli.md, "JSON output"):
  * every value the code passes as the doing of a failure (the second
- * argument of rio_cli_fail, _sys, _st, _why and cp -r's cp_fail_why, a
+ * argument of rio_cli_fail, _sys, _st, _why, _rc and cp -r's cp_fail_why, a
  * string literal or either side of a ?:) must be one the page lists, so a
  * script can match on it. The sources are read as text.
  */
@@ -43,9 +43,13 @@ static char *doing_row(char *doc)
  * must be in row as `LITERAL`; the count checked. */
 static unsigned check_file(const char *name, const char *s, const char *row)
 {
-    static const char *const calls[] = {"rio_cli_fail(",    "rio_cli_fail_sys(",
-                                        "rio_cli_fail_st(", "rio_cli_fail_why(",
-                                        "cp_fail_why(",     NULL};
+    static const char *const calls[] = {"rio_cli_fail(",
+                                        "rio_cli_fail_sys(",
+                                        "rio_cli_fail_st(",
+                                        "rio_cli_fail_why(",
+                                        "rio_cli_fail_rc(",
+                                        "cp_fail_why(",
+                                        NULL};
     unsigned n = 0;
     for (const char *const *c = calls; *c; c++) {
         for (const char *p = s; (p = strstr(p, *c)); p++) {
