@@ -138,8 +138,10 @@ static int finish_stdout(const char *cmd, int rc)
 
 static bool is_common_opt(const char *a)
 {
-    return !strcmp(a, "-q") || !strcmp(a, "-v") || !strcmp(a, "--quiet") ||
-           !strcmp(a, "--verbose") || !strcmp(a, "--json");
+    /* -q, -v and their bundles (-qv), as every verb's parser takes them. */
+    if (a[0] == '-' && a[1] && a[1] != '-' && !a[strspn(a + 1, "qv") + 1])
+        return true;
+    return !strcmp(a, "--quiet") || !strcmp(a, "--verbose") || !strcmp(a, "--json");
 }
 
 int main(int argc, char **argv)

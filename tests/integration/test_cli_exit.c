@@ -91,6 +91,10 @@ TEST(options_anywhere)
     /* Before the verb too. */
     T_EQ(cli_run(out, sizeof(out), "--json -q stat file://%s/store/obj", dir), 0);
     T_NOTNULL(strstr(out, "\"type\":\"object\""));
+    /* Bundled there too, as after it (it was "unknown command '-qv'"). */
+    T_EQ(cli_run(out, sizeof(out), "-qv --json stat file://%s/store/obj", dir), 0);
+    T_NOTNULL(strstr(out, "\"type\":\"object\""));
+    T_EQ(cli_run(NULL, 0, "-qx stat file://%s/store/obj 2>/dev/null", dir), 2);
     /* After "--", "--json" is an operand: a third one is too many. */
     T_EQ(cli_run(out, sizeof(out), "stat -- file://%s/store/obj --json 2>/dev/null", dir), 2);
 }
