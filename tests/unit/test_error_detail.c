@@ -219,3 +219,25 @@ TEST(s3_control_characters_in_credentials_refused)
     }
     unsetenv("AWS_SESSION_TOKEN");
 }
+
+/* A railio:// CA bundle that cannot be read (tls_ca=, RIO_TLS_CA) is the
+ * caller's setting, refused as such (RIO_EINVAL) naming where it came
+ * from: it was RIO_ETLS, "the peer does not speak TLS or the TLS
+ * handshake failed", the CLI's exit 5 (unreachable), naming neither. */
+TEST(tls_ca_that_cannot_be_read_named)
+{
+    char url[256];
+    struct rio_client *c = NULL;
+    int port = t_free_port();
+
+    snprintf(url, sizeof(url), "railio://127.0.0.1:%d?tls=on&tls_ca=/nonexistent/ca.pem", port);
+    T_ERR(rio_client_new(url, NULL, &c), RIO_EINVAL);
+    fprintf(stderr, "  detail: %s\n", rio_error_detail());
+    T_NOTNULL(strstr(rio_error_detail(), "tls_ca=/nonexistent/ca.pem"));
+    setenv("RIO_TLS_CA", "/nonexistent/ca.pem", 1);
+    snprintf(url, sizeof(url), "railio://127.0.0.1:%d?tls=on", port);
+    T_ERR(rio_client_new(url, NULL, &c), RIO_EINVAL);
+    fprintf(stderr, "  detail: %s\n", rio_error_detail());
+    T_NOTNULL(strstr(rio_error_detail(), "RIO_TLS_CA=/nonexistent/ca.pem"));
+    unsetenv("RIO_TLS_CA");
+}

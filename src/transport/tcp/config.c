@@ -331,9 +331,12 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
     /* tls= and RIO_TLS are resolved with the other options (options.c). */
     if ((s = rio__url_param(u, "tls_verify")) && rio__opt_bool("tls_verify", s, &verify) < 0)
         return RIO_EINVAL;
+    const char *ca_from = "tls_ca";
     ca = rio__url_param(u, "tls_ca");
-    if (!ca)
+    if (!ca) {
         ca = getenv("RIO_TLS_CA");
+        ca_from = "RIO_TLS_CA";
+    }
     if (ca && !*ca)
         ca = NULL;
     if ((s = rio__url_param(u, "tls_name")) && *s) {
@@ -348,6 +351,13 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
     if (t->o.tls != 1)
         return 0;
     t->tls_ctx = rio__tls_client_ctx(ca, verify, why, sizeof(why));
+    if (!t->tls_ctx && ca) {
+        /* A CA bundle that cannot be read is this machine's setting, not
+         * the peer's TLS: named with where it came from (RIO_TLS_CA or
+         * tls_ca=), a usage error. */
+        rio__detail("%s=%.200s: %s", ca_from, ca, why);
+        return RIO_EINVAL;
+    }
     if (!t->tls_ctx) {
         rio__detail("%s", why);
         return RIO_ETLS;
