@@ -7,6 +7,7 @@
  * railio:// or s3:// endpoint that refuses connections is named as such,
  * the next call starts with an empty detail, and no secret of the URL shows.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -240,4 +241,25 @@ TEST(tls_ca_that_cannot_be_read_named)
     fprintf(stderr, "  detail: %s\n", rio_error_detail());
     T_NOTNULL(strstr(rio_error_detail(), "RIO_TLS_CA=/nonexistent/ca.pem"));
     unsetenv("RIO_TLS_CA");
+}
+
+/* A rados:// ceph.conf from RIO_CEPH_CONF that is missing says the
+ * variable (it said "ceph.conf '/x': No such file or directory", as for
+ * conf=, leaving the user to find where the path came from). Refused
+ * before librados connects: no cluster needed. */
+TEST(rados_conf_from_the_environment_named)
+{
+    struct rio_client *c = NULL;
+
+    if (!rio_has_scheme("rados"))
+        T_SKIP("rados:// is not built");
+    setenv("RIO_CEPH_CONF", "/nonexistent/ceph.conf", 1);
+    T_ERR(rio_client_new("rados://pool", NULL, &c), -ENOENT);
+    fprintf(stderr, "  detail: %s\n", rio_error_detail());
+    T_NOTNULL(strstr(rio_error_detail(), "RIO_CEPH_CONF: ceph.conf '/nonexistent/ceph.conf'"));
+    /* conf= wins and is said as before. */
+    T_ERR(rio_client_new("rados://pool?conf=/nonexistent/other.conf", NULL, &c), -ENOENT);
+    T_NOTNULL(strstr(rio_error_detail(), "ceph.conf '/nonexistent/other.conf'"));
+    T_NULL(strstr(rio_error_detail(), "RIO_CEPH_CONF"));
+    unsetenv("RIO_CEPH_CONF");
 }

@@ -125,29 +125,32 @@ static int conf_set_u64(rados_t cl, const char *opt, uint64_t v)
 
 struct rados_params {
     const char *conf, *id, *keyring;
+    bool conf_env; /* conf came from RIO_CEPH_CONF: messages name it */
     uint64_t op_timeout_s;
     const char *inject;
 };
 
-/* The configuration file: a missing, unreadable or unparsable one is named. */
-static int conf_read(rados_t cl, const char *conf)
+/* The configuration file: a missing, unreadable or unparsable one is named
+ * (and RIO_CEPH_CONF, when env says it came from there). */
+static int conf_read(rados_t cl, const char *conf, bool env)
 {
+    const char *pre = env ? "RIO_CEPH_CONF: " : "";
     struct stat st;
     int ret;
 
     if (conf) {
         if (stat(conf, &st) != 0) {
             ret = -errno;
-            rio__detail("ceph.conf '%s': %s", conf, strerror(errno));
+            rio__detail("%sceph.conf '%s': %s", pre, conf, strerror(errno));
             return ret;
         }
         if (S_ISDIR(st.st_mode)) {
-            rio__detail("ceph.conf '%s' is a directory", conf);
+            rio__detail("%sceph.conf '%s' is a directory", pre, conf);
             return RIO_EINVAL;
         }
         if (access(conf, R_OK) != 0) {
             ret = -errno;
-            rio__detail("ceph.conf '%s' is not readable: %s", conf, strerror(errno));
+            rio__detail("%sceph.conf '%s' is not readable: %s", pre, conf, strerror(errno));
             return ret;
         }
     }
@@ -156,7 +159,7 @@ static int conf_read(rados_t cl, const char *conf)
         rio__detail("no ceph.conf found: give conf=PATH or RIO_CEPH_CONF (librados also "
                     "looks at $CEPH_CONF, /etc/ceph/ceph.conf, ~/.ceph/config, ./ceph.conf)");
     else if (ret < 0)
-        rio__detail("ceph.conf '%s' cannot be read as a Ceph configuration: %s",
+        rio__detail("%sceph.conf '%s' cannot be read as a Ceph configuration: %s", pre,
                     conf ? conf : "(librados' search)", strerror(-ret));
     return ret;
 }
@@ -246,7 +249,7 @@ static int connect_one(const struct rados_params *pp, rados_t *out)
     ret = rados_create(&cl, pp->id);
     if (ret < 0)
         return ret;
-    ret = conf_read(cl, pp->conf);
+    ret = conf_read(cl, pp->conf, pp->conf_env);
     if (ret < 0)
         goto err;
     ret = rados_conf_parse_env(cl, NULL);
@@ -348,6 +351,7 @@ static int rt_open(const struct rio_url *u, const struct rio_options *o, struct 
     if (!pp.conf || !*pp.conf) {
         const char *e = getenv("RIO_CEPH_CONF");
         pp.conf = e && *e ? e : NULL; /* NULL: librados' search ($CEPH_CONF, /etc/ceph) */
+        pp.conf_env = pp.conf != NULL;
     }
     pp.id = rio__url_param(u, "id");
     if (pp.id && !*pp.id)
