@@ -151,7 +151,8 @@ static void cp_put(void *arg, size_t i)
     char key[RIO_KEY_MAX + 1];
     int ret = dst_key(r, it->rel, key);
     if (ret < 0) {
-        cp_fail(r, it->src, ret);
+        cp_fail_why(r, NULL, it->src, ret,
+                    "its destination key would be empty or longer than 1024 bytes");
         return;
     }
     /* What is read is the file the walk found: a name replaced since (a
@@ -496,7 +497,8 @@ static void cp_url(void *arg, size_t i)
     char key[RIO_KEY_MAX + 1];
     int ret = dst_key(r, it->rel, key);
     if (ret < 0) {
-        cp_fail(r, it->rel, ret);
+        cp_fail_why(r, NULL, it->rel, ret,
+                    "its destination key would be empty or longer than 1024 bytes");
         return;
     }
     struct rio_reader *rd;

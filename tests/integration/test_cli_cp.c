@@ -176,3 +176,26 @@ TEST(cp_tree_local_side_failures_said_as_errors)
     T_EQ(cli_run(NULL, 0, "cp -r %s/f file://%s/store/u/ 2>/dev/null", dir, dir), 2);
     T_EQ(run("rm -rf %s", dir), 0);
 }
+
+/* cp -r of a file whose key below the destination would be over 1024
+ * bytes: refused by name with the reason (it was "invalid argument
+ * (RIO_EINVAL)" and nothing more); the others still land. */
+TEST(cp_tree_key_too_long_said_why)
+{
+    char dir[] = "/tmp/rio-cp-XXXXXX", out[8192], deep[1400];
+    T_NOTNULL(mkdtemp(dir));
+    size_t n = 0;
+    for (int i = 0; i < 9; i++) { /* 9 x "/" + 120 'd': over 1024 with the file */
+        deep[n++] = '/';
+        memset(deep + n, 'd', 120);
+        n += 120;
+    }
+    deep[n] = '\0';
+    T_EQ(run("mkdir -p %s/src%s %s/store && printf x > %s/src%s/f && printf y > %s/src/g", dir,
+             deep, dir, dir, deep, dir),
+         0);
+    T_EQ(cli_run(out, sizeof(out), "cp -r -q %s/src file://%s/store 2>&1", dir, dir), 1);
+    T_NOTNULL(strstr(out, "its destination key would be empty or longer than 1024 bytes"));
+    T_EQ(run("test \"$(cat %s/store/g)\" = y", dir), 0);
+    T_EQ(run("rm -rf %s", dir), 0);
+}
