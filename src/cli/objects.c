@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -706,17 +707,31 @@ static int get_resumable(struct rio_cli *cl, struct rio_client *c, const char *u
     struct chunk_sink k = {.fd = -1};
     uint8_t *buf = NULL;
     uint64_t off = 0;
-    int fd = -1, rc, ret, tries = 0;
+    int fd = -1, lk = -1, rc, ret, tries = 0;
     bool have_rec;
 
     memset(&st, 0, sizeof(st));
     if (rio_cli_resume_init(&rs, file, url) < 0)
         return GET_UNNAMED;
+    /* A get writing FILE.railio-tmp holds a lock on it (flock) until it
+     * ends. Another get into the same FILE (a job's second run, a retry
+     * that did not wait) leaves such a pair alone: truncating it to its
+     * record, or dropping it and making its own, put zeros or the other's
+     * bytes into the FILE the first one then renamed and called done. It
+     * takes the unnamed temporary file instead. lk holds the lock on the
+     * kept bytes found here, until the end. */
+    lk = open(rs.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0) {
+        close(lk);
+        return GET_UNNAMED; /* in use (or unlockable: not ours to touch) */
+    }
     have_rec = access(rs.rec, F_OK) == 0;
 again:
     memset(&d, 0, sizeof(d));
     if (rio_stat(c, key, &d) < 0) {
         free(buf);
+        if (lk >= 0)
+            close(lk);
         return GET_UNNAMED; /* the other way says what failed; a record stays for later */
     }
     if (!d.xxh || !d.size || !d.chunk_size || d.chunk_size > RESUME_CHUNK_MAX ||
@@ -725,6 +740,8 @@ again:
         free(buf);
         if (have_rec)
             rio_cli_resume_drop(&rs);
+        if (lk >= 0)
+            close(lk);
         return GET_UNNAMED; /* nothing to prove kept bytes with */
     }
     old = rs;
@@ -737,6 +754,8 @@ again:
         if (!buf && !(buf = malloc(cap))) {
             close(fd);
             rio_desc_cleanup(&d);
+            if (lk >= 0)
+                close(lk);
             return rio_cli_fail_sys(cl, NULL, file, -ENOMEM);
         }
         off = rio_cli_resume_prove(fd, &d, old.done, buf, cap);
@@ -750,9 +769,26 @@ again:
         if (have_rec)
             rio_cli_resume_drop(&rs);
         fd = open(rs.data, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+            /* Another get locked it the moment it was made (and, finding
+             * no record, leaves it): ours to remove, the unnamed way. */
+            unlink(rs.data);
+            close(fd);
+            fd = -1;
+            errno = EEXIST;
+            have_rec = false;
+        } else if (fd >= 0) {
+            /* lk: a second descriptor of the same open file, so that the
+             * lock outlives fd's close before the rename. */
+            if (lk >= 0)
+                close(lk);
+            lk = dup(fd);
+        }
         if (fd < 0 && errno == EEXIST && !have_rec) {
             *looked = d;
             free(buf);
+            if (lk >= 0)
+                close(lk);
             return GET_UNNAMED;
         }
         if (fd < 0) {
@@ -831,6 +867,8 @@ out_drop:
 out:
     if (fd >= 0)
         close(fd);
+    if (lk >= 0)
+        close(lk);
     rio_desc_cleanup(&d);
     free(buf);
     return rc;

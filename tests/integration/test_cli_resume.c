@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -288,4 +289,62 @@ TEST(failed_get_fails_and_keeps_its_chunks)
     T_EQ(file_size(tmpf), (off_t)KEPT);
     T_GE(file_size(rec), 1);
     again_keeps("", KEPT);
+}
+
+/* Two gets into the same FILE at once (a job's second run, a retry that
+ * did not wait): the second leaves the first's pair alone and takes the
+ * unnamed temporary file. It resumed from the pair instead, truncating
+ * FILE.railio-tmp to its record under the first, whose chunks written
+ * past the record became zeros in the FILE it then renamed and reported
+ * done (exit 0); with --no-resume it dropped the pair and made its own,
+ * which the first renamed over FILE half written. A get holds a lock on
+ * its FILE.railio-tmp while it runs. */
+TEST(second_get_leaves_a_running_gets_pair_alone)
+{
+    char url[512], js[8192];
+    setup();
+    t_write_file(out, "old", 3);
+    snprintf(url, sizeof(url), "%s?faults=delay:op=read:skip=10:delay=20000&paths=1&depth=2",
+             store);
+    pid_t pid = fork();
+    T_TRUE(pid >= 0);
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        execl(cli_bin(), "railio", "get", url, out, (char *)NULL);
+        _exit(127);
+    }
+    double t0 = cli_now_s();
+    while (file_size(tmpf) < KEPT || file_size(rec) <= 0) {
+        T_TRUE(cli_now_s() - t0 < 10);
+        usleep(20000);
+    }
+    usleep(200000);
+    /* The running get holds the lock on its kept bytes. */
+    int fd = open(tmpf, O_RDONLY | O_CLOEXEC);
+    T_TRUE(fd >= 0);
+    T_EQ(flock(fd, LOCK_EX | LOCK_NB), -1);
+    close(fd);
+    /* A second get, plain and --no-resume: the object whole, nothing of
+     * the pair used or removed. */
+    for (int i = 0; i < 2; i++) {
+        T_EQ(cli_run(js, sizeof(js), "get --json %s %s %s", i ? "--no-resume" : "", store, out), 0);
+        T_NOTNULL(strstr(js, "\"resumed_from\":0"));
+        size_t got;
+        uint8_t *b = t_slurp(out, &got), *src = pattern(OBJ_SIZE, 3);
+        T_EQ(got, (size_t)OBJ_SIZE);
+        T_MEMEQ(b, src, OBJ_SIZE);
+        free(b);
+        free(src);
+        T_EQ(file_size(tmpf), KEPT);
+        T_GT(file_size(rec), 0);
+    }
+    T_EQ(kill(pid, SIGINT), 0);
+    int st;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_EQ(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), 128 + SIGINT);
+    unlink(tmpf);
+    unlink(rec);
 }
