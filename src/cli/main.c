@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* railio: the command-line tool. Verbs are rows of cmds[] (cli.h says what a
  * verb's run() does with the frame). */
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -144,8 +146,27 @@ static bool is_common_opt(const char *a)
     return !strcmp(a, "--quiet") || !strcmp(a, "--verbose") || !strcmp(a, "--json");
 }
 
+/* A standard descriptor closed by the caller (railio ... >&- 2>&-, a
+ * daemon's child) is reopened on /dev/null before anything is opened, so
+ * that no file, socket or pipe of ours takes its number: stderr's messages
+ * went into the signal pipe (cancelling the command) or whatever else got
+ * fd 2, stdout's into a socket or a file being downloaded. Opened the way
+ * that fails as the closed one did: stdin for writing only, stdout and
+ * stderr for reading only (a read or a write fails EBADF, stat >&- is
+ * still exit 9). */
+static void std_fds_open(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int n = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+            if (n >= 0 && n != fd) /* cannot be: the lowest free number is fd */
+                close(n);
+        }
+}
+
 int main(int argc, char **argv)
 {
+    std_fds_open();
     if (argc < 2) {
         usage(stderr);
         return RIO_CLI_EXIT_USAGE;

@@ -539,3 +539,19 @@ TEST(get_into_directory)
     check_obj(p);
     T_EQ(t_dir_count(dir, "railio-tmp"), 0);
 }
+
+/* railio run with stdout and stderr closed (>&- 2>&-: a cron line, a
+ * daemon's child): nothing of its own takes their numbers. The signal
+ * pipe took fds 1 and 2, so a warning on stderr (a mistyped RIO_DEPHT)
+ * went into the pipe and cancelled `put -`: exit 1, nothing stored. A
+ * closed stdout still fails a command that writes it (9). */
+TEST(closed_std_fds_take_nothing)
+{
+    setup();
+    T_EQ(t_sh("head -c 100000 %s/in.bin | RIO_DEPHT=1 %s put file://%s/store/k - >&- 2>&-", dir,
+              cli_bin(), dir),
+         0);
+    T_EQ(cli_run(NULL, 0, "stat file://%s/store/k >/dev/null", dir), 0);
+    T_EQ(t_sh("%s stat file://%s/store/k >&- 2>/dev/null", cli_bin(), dir), 9);
+    T_EQ(t_sh("%s put file://%s/store/k2 - <&- 2>/dev/null", cli_bin(), dir), 1);
+}
