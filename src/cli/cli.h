@@ -358,6 +358,16 @@ bool rio_cli_tmp_name_of(const char *tmp, const char *name);
 /* The directory part of file ("." for a bare name) into dir: 0 or
  * -ENAMETOOLONG. */
 int rio_cli_dir_part(const char *file, char *dir, size_t cap);
+/* Whether writing through file (lstat as lsb: a link, a FIFO, a device) is
+ * refused because someone else planted it in a sticky, world-writable
+ * directory (objects.c): -EACCES, 0, or another error finding out. */
+struct stat;
+int rio_cli_planted(const char *file, const struct stat *lsb);
+/* Whether path (trailing '/' ignored) is a symbolic link someone else
+ * planted so: -EACCES with its *owner, else 0. */
+int rio_cli_planted_link(const char *path, unsigned *owner);
+/* That refusal of a destination directory said as a failure; exit 4. */
+int rio_cli_planted_dir_refused(const struct rio_cli *cl, const char *dir, unsigned owner);
 
 /* ------------------------------------------------------------- resume */
 

@@ -673,6 +673,11 @@ static int cp_run_it(struct cp_run *r, const char *src, const char *dst, double 
             rc = rio_cli_fail_sys(&o->cl, "creating directory", dst, -errno);
             goto out;
         }
+        unsigned owner; /* DIR through a link planted in /tmp: not followed */
+        if (rio_cli_planted_link(dst, &owner) < 0) {
+            rc = rio_cli_planted_dir_refused(&o->cl, dst, owner);
+            goto out;
+        }
         r->ddir = open(dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (r->ddir < 0) {
             rc = rio_cli_fail_sys(&o->cl, "opening directory", dst, -errno);

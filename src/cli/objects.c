@@ -525,7 +525,7 @@ static void keep_mode(int fd, const char *file)
  * whatever it names (/etc/passwd), a FIFO hands the object to whoever reads
  * it. -EACCES, or 0.
  */
-static int planted(const char *file, const struct stat *lsb)
+int rio_cli_planted(const char *file, const struct stat *lsb)
 {
     char dir[PATH_MAX];
     struct stat dsb;
@@ -537,6 +537,35 @@ static int planted(const char *file, const struct stat *lsb)
     if (!(dsb.st_mode & S_ISVTX) || !(dsb.st_mode & S_IWOTH))
         return 0;
     return lsb->st_uid != geteuid() && lsb->st_uid != dsb.st_uid ? -EACCES : 0;
+}
+
+int rio_cli_planted_link(const char *path, unsigned *owner)
+{
+    char p[PATH_MAX];
+    struct stat lsb;
+    size_t n = strlen(path);
+
+    while (n > 1 && path[n - 1] == '/')
+        n--; /* "LINK/" is the link */
+    if (n >= sizeof(p))
+        return 0;
+    memcpy(p, path, n);
+    p[n] = '\0';
+    if (lstat(p, &lsb) < 0 || !S_ISLNK(lsb.st_mode))
+        return 0;
+    *owner = (unsigned)lsb.st_uid;
+    return rio_cli_planted(p, &lsb) == -EACCES ? -EACCES : 0;
+}
+
+/* rio_cli_planted_link's refusal of a destination directory, said (exit 4). */
+int rio_cli_planted_dir_refused(const struct rio_cli *cl, const char *dir, unsigned owner)
+{
+    char why[160];
+    snprintf(why, sizeof(why),
+             "refusing to write into a directory through a symbolic link owned by uid %u in a "
+             "sticky, world-writable directory (someone else put it there)",
+             owner);
+    return rio_cli_fail_why(cl, "opening directory", dir, -EACCES, why);
 }
 
 /*
@@ -559,6 +588,11 @@ static int get_target(const struct rio_cli *cl, const char *key, const char *fil
         return rio_cli_fail_sys(cl, "opening directory", file, -errno);
     if (!S_ISDIR(sb.st_mode))
         return rio_cli_fail_sys(cl, "opening directory", file, -ENOTDIR);
+    /* A directory named through a link another user planted in /tmp: as
+     * root, the object went into whatever directory the link names. */
+    unsigned owner;
+    if (rio_cli_planted_link(file, &owner) < 0)
+        return rio_cli_planted_dir_refused(cl, file, owner);
     const char *b = base_name(key);
     if (!*b || !strcmp(b, ".") || !strcmp(b, ".."))
         return rio_cli_usage_error(cl, "key '%s' has no file name to write into '%s'", key, file);
@@ -936,7 +970,7 @@ static int open_fifo_writer(const char *file)
  * /dev/null, a FIFO, a symbolic link, whatever it points to) is opened and
  * written in place, never replaced: a rename only ever replaces a regular
  * file, and a symbolic link is written through like cp(1) does, unless
- * someone else planted it in a sticky directory (planted()).
+ * someone else planted it in a sticky directory (rio_cli_planted()).
  */
 static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, const char *key,
                    const char *dest)
@@ -969,7 +1003,7 @@ static int cmd_get(struct rio_cli *cl, struct rio_client *c, const char *url, co
             tmp = true;
             o.fd = rio_cli_tmpfile_open(&t, AT_FDCWD, file, true);
             ret = o.fd < 0 ? o.fd : 0;
-        } else if ((ret = planted(file, &lsb)) < 0) {
+        } else if ((ret = rio_cli_planted(file, &lsb)) < 0) {
             /* Said through the frame: with --json, an error object too. */
             char why[160];
             snprintf(why, sizeof(why),

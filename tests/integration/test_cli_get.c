@@ -321,6 +321,16 @@ TEST(planted_symlink_in_sticky_dir_refused)
     struct stat st;
     T_EQ(lstat(pathf("sticky/out"), &st), 0);
     T_TRUE(S_ISLNK(st.st_mode));
+    /* A link to a directory, planted there, named as the destination
+     * directory (with or without '/'), by get and by cp -r: refused, the
+     * directory left empty (the object went into it as DIR/obj). */
+    T_EQ(mkdir(pathf("vdir"), 0755), 0);
+    T_EQ(symlink(pathf("vdir"), pathf("sticky/dir")), 0);
+    T_EQ(lchown(pathf("sticky/dir"), 65534, 65534), 0);
+    T_EQ(get_to(pathf("sticky/dir")), 4);
+    T_EQ(get_to(pathf("sticky/dir/")), 4);
+    T_EQ(cli_run(NULL, 0, "cp -r -q file://%s/store %s 2>/dev/null", dir, pathf("sticky/dir")), 4);
+    T_EQ(t_dir_count(pathf("vdir"), ""), 0);
     /* Ours: written through. */
     T_EQ(symlink(pathf("victim"), pathf("sticky/mine")), 0);
     T_EQ(get_to(pathf("sticky/mine")), 0);
