@@ -71,17 +71,29 @@ static int parse_query(struct rio_url *u, char *p)
         eq = strchr(piece, '=');
         if (eq)
             *eq = '\0';
-        if (!*piece || u->nparams >= RIO_URL_MAX_PARAMS)
+        /* (Values are not shown: one may be a secret.) */
+        if (!*piece) {
+            rio__detail("URL option %u has no name (\"=value\" after '?' or '&')", u->nparams + 1);
             return RIO_EURL;
+        }
+        if (u->nparams >= RIO_URL_MAX_PARAMS) {
+            rio__detail("URL: more than %d options", RIO_URL_MAX_PARAMS);
+            return RIO_EURL;
+        }
         ret = pct_decode(piece);
-        if (ret < 0)
+        if (ret < 0) {
+            rio__detail("URL option %u: its name has a malformed %%XX escape (or %%00)",
+                        u->nparams + 1);
             return ret;
+        }
         u->pkey[u->nparams] = piece;
         /* A key without '=' has the empty value: its own terminator. */
         u->pval[u->nparams] = eq ? eq + 1 : piece + strlen(piece);
         ret = pct_decode(u->pval[u->nparams]);
-        if (ret < 0)
+        if (ret < 0) {
+            rio__detail("URL option %.64s: its value has a malformed %%XX escape (or %%00)", piece);
             return ret;
+        }
         u->nparams++;
     }
     return 0;
@@ -98,8 +110,10 @@ int rio__url_parse(const char *s, struct rio_url *u)
         return RIO_EURL;
     len = strlen(s);
     for (i = 0; i < len; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
+            rio__detail("URL: a control character (0x%02x) at byte %zu", (unsigned char)s[i], i);
             return RIO_EURL;
+        }
 
     /* One buffer: the copy, cut in place by NULs, plus one spare NUL that
      * empty fields point to. */
@@ -114,6 +128,7 @@ int rio__url_parse(const char *s, struct rio_url *u)
     for (p = buf; is_scheme_char(*p); p++)
         *p = (char)tolower((unsigned char)*p);
     if (p == buf || strncmp(p, "://", 3) != 0) {
+        rio__detail("URL: no scheme (SCHEME://...)");
         ret = RIO_EURL;
         goto err_buf;
     }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/internal.h"
 #include "core/url.h"
 #include "railio.h"
 #include "t.h"
@@ -106,12 +107,25 @@ TEST(url_rejects)
     size_t i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rio__detail_clear();
         int ret = rio__url_parse(bad[i], &u);
         if (ret != RIO_EURL)
             T_FAIL("rio__url_parse(\"%s\") = %d, want RIO_EURL", bad[i], ret);
         T_NULL(u.buf);
+        /* Each says what is wrong (the CLI prints it after RIO_EURL). */
+        if (!rio_error_detail()[0])
+            T_FAIL("rio__url_parse(\"%s\"): no detail", bad[i]);
     }
     T_ERR(rio__url_parse(NULL, &u), RIO_EURL);
+    /* The detail names the option by its place or name, never its value
+     * (one may be a secret). */
+    T_ERR(rio__url_parse("mock://a?paths=2&=x", &u), RIO_EURL);
+    T_NOTNULL(strstr(rio_error_detail(), "option 2 has no name"));
+    T_ERR(rio__url_parse("mock://a?token=s3cr%zzet", &u), RIO_EURL);
+    T_NOTNULL(strstr(rio_error_detail(), "option token"));
+    T_NULL(strstr(rio_error_detail(), "s3cr"));
+    T_ERR(rio__url_parse("mock://a?b%zz=1", &u), RIO_EURL);
+    T_NOTNULL(strstr(rio_error_detail(), "option 1: its name"));
 }
 
 TEST(url_param_limit)
