@@ -948,24 +948,6 @@ static void expect_small(const char *dir, unsigned n, uint64_t size)
     srv_stop(&e);
 }
 
-/* A shared object of C source code, built into so (cap bytes) to be
- * preloaded into railiod (SHIM_ENV); skips without a compiler. */
-static void build_shim(const char *code, char *so, size_t cap)
-{
-    const char *tmp = t_scratch_dir("rio-shim");
-    char src[512];
-
-    if (t_sh("command -v cc >/dev/null") != 0)
-        T_SKIP("needs cc to build a shim to preload");
-    snprintf(src, sizeof(src), "%s/shim.c", tmp);
-    snprintf(so, cap, "%s/shim.so", tmp);
-    t_write_file(src, code, strlen(code));
-    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
-}
-
-/* Under ASan a preloaded shim comes before its runtime: allowed. */
-#define SHIM_ENV "ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD="
-
 /* A read of the data dir that fails part way (EIO from a bad disk; here a
  * readdir(3) that fails once two entries were read, preloaded into
  * railiod) is a refused start, not a server missing the records it did
@@ -982,14 +964,14 @@ TEST(data_dir_read_error_refused)
         "  if (++n > 2) { errno = EIO; return 0; }\n"
         "  return real(d);\n}\n";
 
-    build_shim(shim, so, sizeof(so));
+    t_build_shim(shim, so, sizeof(so));
     put_small(dir, 8, "x");
     srv_binary(bin, sizeof(bin));
-    T_EQ(t_sh(SHIM_ENV "%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
-                       "grep -q 'reading the directory failed: Input/output error'",
+    T_EQ(t_sh(T_SHIM_ENV "%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+                         "grep -q 'reading the directory failed: Input/output error'",
               so, bin, dir),
          0);
-    T_EQ(t_sh(SHIM_ENV
+    T_EQ(t_sh(T_SHIM_ENV
               "%s timeout -s KILL 20 %s --listen 127.0.0.1:0 --data-dir %s >/dev/null 2>&1",
               so, bin, dir),
          1);
@@ -1019,11 +1001,11 @@ TEST(read_error_at_start_leaves_records_in_place)
         "  return real(fd, b, n, off);\n}\n"
         "ssize_t pread64(int fd, void *b, size_t n, off_t off) { return pread(fd, b, n, off); }\n";
 
-    build_shim(shim, so, sizeof(so));
+    t_build_shim(shim, so, sizeof(so));
     put_small(dir, 4, "xyz");
     srv_binary(bin, sizeof(bin));
-    T_EQ(t_sh(SHIM_ENV "%s timeout 3 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
-                       "grep -q 'read .*/o-.*Input/output error; not served'",
+    T_EQ(t_sh(T_SHIM_ENV "%s timeout 3 %s --listen 127.0.0.1:0 --data-dir %s 2>&1 | "
+                         "grep -q 'read .*/o-.*Input/output error; not served'",
               so, bin, dir),
          0);
     T_EQ(disk_dir_count(dir, "o-", NULL, 0), 4u);

@@ -134,6 +134,19 @@ int t_sh(const char *fmt, ...)
     return WEXITSTATUS(st);
 }
 
+void t_build_shim(const char *code, char *so, size_t cap)
+{
+    const char *tmp = t_scratch_dir("rio-shim");
+    char src[512];
+
+    if (t_sh("command -v cc >/dev/null") != 0)
+        T_SKIP("needs cc to build a shim to preload");
+    snprintf(src, sizeof(src), "%s/shim.c", tmp);
+    snprintf(so, cap, "%s/shim.so", tmp);
+    t_write_file(src, code, strlen(code));
+    T_EQ(t_sh("cc -shared -fPIC -o %s %s -ldl", so, src), 0);
+}
+
 /* All of p over fd in one direction: 0, or -1. */
 static int xfer_all(int fd, char *p, size_t n, int sending)
 {

@@ -61,6 +61,12 @@ void t_sleep_ms(unsigned ms);
 /* Run a shell command (stdio flushed first); its exit status, -1 if it did
  * not exit. */
 int t_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A shared object of C source code, built into so (cap bytes) to be
+ * preloaded into a program the test runs (T_SHIM_ENV "so cmd ..."); skips
+ * the test without a compiler. */
+void t_build_shim(const char *code, char *so, size_t cap);
+/* Under ASan a preloaded shim comes before its runtime: allowed. */
+#define T_SHIM_ENV "ASAN_OPTIONS=$ASAN_OPTIONS:verify_asan_link_order=0 LD_PRELOAD="
 /* All n bytes sent (MSG_NOSIGNAL) or received on a socket: 0, or -1 (EOF,
  * an error or the socket's timeout). */
 int t_send_all(int fd, const void *p, size_t n);

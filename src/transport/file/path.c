@@ -218,9 +218,28 @@ int rio__file_open_beneath(struct ftransport *t, int dirfd, const char *rel, int
     return walk_open(dirfd, rel, flags, mode);
 }
 
+/* sync=1: a directory just made in dir (the level above it: dir cut at
+ * last, or the root when last is NULL) is only durable once that level is
+ * fsynced (POSIX; ext4 and xfs happen to order it, others need not): an
+ * acknowledged PUT under a new a/b/ must survive a power cut. */
+static int sync_level(struct ftransport *t, char *dir, char *last)
+{
+    if (last)
+        *last = '\0';
+    int fd = rio__file_open_beneath(t, t->rootfd, last ? dir : ".", O_RDONLY | O_DIRECTORY, 0);
+    if (last)
+        *last = '/';
+    if (fd < 0)
+        return fd;
+    int ret = fsync(fd) < 0 ? -errno : 0;
+    close(fd);
+    return ret;
+}
+
 /* The directory that holds path's last component, beneath the root, made
  * (mkdir -p, each level beneath the root) when mkdirs and missing: an
- * O_RDONLY directory fd or -errno. */
+ * O_RDONLY directory fd or -errno. With sync=1 each level made is
+ * fsynced into the one above. */
 int rio__file_parent_beneath(struct ftransport *t, const char *path, bool mkdirs)
 {
     const char *rel = rio__file_rel_of(t, path), *slash = strrchr(rel, '/');
@@ -253,7 +272,9 @@ int rio__file_parent_beneath(struct ftransport *t, const char *path, bool mkdirs
         }
         if (pfd < 0)
             ret = pfd;
-        else if (mkdirat(pfd, last ? last + 1 : dir, 0777) < 0 && errno != EEXIST)
+        else if (mkdirat(pfd, last ? last + 1 : dir, 0777) == 0)
+            ret = t->sync ? sync_level(t, dir, last) : 0;
+        else if (errno != EEXIST)
             ret = -errno;
         if (pfd >= 0 && pfd != t->rootfd)
             close(pfd);
