@@ -2058,7 +2058,8 @@ PyMODINIT_FUNC PyInit__railio(void)
                 "Verification failed: chunk checksums, short transfers, malformed frames.") < 0 ||
         add_exc(m, &Err_NoSpace, "NoSpace", NULL, "The target is full.") < 0 ||
         add_exc(m, &Err_OutcomeUnknown, "OutcomeUnknown", NULL,
-                "A commit or delete may or may not have taken effect: look the key up.") < 0 ||
+                "A commit, a delete or a PUT in one exchange may or may not have taken "
+                "effect: look the key up.") < 0 ||
         add_exc(m, &Err_Cancelled, "Cancelled", NULL,
                 "The call was cancelled (railio.Cancel.fire or Client.cancel).") < 0 ||
         add_exc(m, &Err_InvalidArgument, "InvalidArgument", PyExc_ValueError,
