@@ -385,7 +385,10 @@ static void answer_lost_put_succeeds(const char *nth, const char *extra, const c
         memset(&d, 0, sizeof(d));
         uint64_t t0 = t_now_ms();
         T_EQ(rio_put(u.c, key, p, M_ONE, NULL, &d), 0);
-        T_LE(t_now_ms() - t0, 1000u + 1000u);
+        /* One op timeout (1 s), then the try again: not the 20 s deadline.
+         * (A PUT_ONE's try again follows its path's cooldown and a fresh
+         * dial: 2.02 s once on a loaded machine, so room is left.) */
+        T_LE(t_now_ms() - t0, 1000u + 4000u);
         T_EQ(mitm_faults(&x.m), 1);
         char *sum = mitm_summary(&x.m);
         /* The answer: header, u64 generation, tag. */
