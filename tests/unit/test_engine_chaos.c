@@ -1017,7 +1017,7 @@ static void run_round(unsigned no, uint64_t seed)
     pthread_t th[NTHREADS], canc;
     uint64_t rng = seed;
     int64_t alloc0;
-    char url[96];
+    char url[192];
     unsigned paths = 1 + (unsigned)rnd(&rng, 4);
 
     memset(&r, 0, sizeof(r));
