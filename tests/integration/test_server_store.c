@@ -307,22 +307,37 @@ TEST(idle_opens_cannot_take_the_address_space)
     setenv("SRV_LOG_FILE", "1", 1);
     srv_start(&e, args);
     unsetenv("SRV_LOG_FILE");
-    for (unsigned i = 0; i < CONNS; i++) {
+    /* What the server maps besides uploads (a sanitizer's shadow: ASan's
+     * is about 20 TiB) is not the uploads'. */
+    uint64_t base_kb = srv_proc_kb(e.pid, "VmSize");
+    int small_space = 0;
+    for (unsigned i = 0; i < CONNS && !small_space; i++) {
         wc_open(&c[i], e.addr[0]);
         for (unsigned j = 0; j < PER; j++) {
             int st = wc_put_open(&c[i], "idle", size, 1ull << 30, 0, &up[i][j]);
+            up[i][j] = st == 0 ? up[i][j] : 0;
             if (st == RIO_ETHROTTLE) {
                 throttled++;
-                up[i][j] = 0;
                 continue;
+            }
+            if (st == -ENOMEM && ok * (size >> 30) < (32u << 10)) {
+                /* The address space ran out first (TSan's layout leaves
+                 * the program a few TiB): nothing to bound here. */
+                small_space = 1;
+                wc_close_all(c, i + 1);
+                break;
             }
             T_EQ(st, 0);
             ok++;
         }
     }
+    if (small_space) {
+        srv_stop(&e);
+        T_SKIP("the server could map only %u uploads of 63 GiB (a sanitizer's address space)", ok);
+    }
     T_GT(throttled, 0u);
     T_LE(ok * (size >> 30), 32u << 10);
-    T_LE(srv_proc_kb(e.pid, "VmSize"), 34ull << 30);
+    T_LE(srv_proc_kb(e.pid, "VmSize") - base_kb, 33ull << 30);
     T_GE(srv_log_count(&e, "uploads in progress map"), 1u);
     /* An upload that goes gives its room back. */
     T_EQ(wc_call(&c[0], RIO_OP_PUT_ABORT, &up[0][0], 8, NULL, 0, NULL, NULL), 0);
