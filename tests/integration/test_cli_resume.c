@@ -52,7 +52,10 @@ static off_t file_size(const char *path)
 
 /* `railio get` of the object into out.bin (holding "old"), held after 10
  * chunks, ended by sig once they are written and a record exists. */
-static void killed_get(int sig)
+/* FILE holding "old", a get of the object into it started (its output
+ * dropped) and held after 10 chunks, its kept bytes and record written:
+ * its pid. */
+static pid_t start_held_get(void)
 {
     char url[512];
     t_write_file(out, "old", 3);
@@ -73,6 +76,12 @@ static void killed_get(int sig)
         T_TRUE(cli_now_s() - t0 < 10);
         usleep(20000);
     }
+    return pid;
+}
+
+static void killed_get(int sig)
+{
+    pid_t pid = start_held_get();
     usleep(200000); /* nothing more comes: the 11th chunk is held */
     T_EQ(kill(pid, sig), 0);
     int st;
@@ -301,26 +310,9 @@ TEST(failed_get_fails_and_keeps_its_chunks)
  * its FILE.railio-tmp while it runs. */
 TEST(second_get_leaves_a_running_gets_pair_alone)
 {
-    char url[512], js[8192];
+    char js[8192];
     setup();
-    t_write_file(out, "old", 3);
-    snprintf(url, sizeof(url), "%s?faults=delay:op=read:skip=10:delay=20000&paths=1&depth=2",
-             store);
-    pid_t pid = fork();
-    T_TRUE(pid >= 0);
-    if (pid == 0) {
-        int nul = open("/dev/null", O_RDWR);
-        dup2(nul, 0);
-        dup2(nul, 1);
-        dup2(nul, 2);
-        execl(cli_bin(), "railio", "get", url, out, (char *)NULL);
-        _exit(127);
-    }
-    double t0 = cli_now_s();
-    while (file_size(tmpf) < KEPT || file_size(rec) <= 0) {
-        T_TRUE(cli_now_s() - t0 < 10);
-        usleep(20000);
-    }
+    pid_t pid = start_held_get();
     usleep(200000);
     /* The running get holds the lock on its kept bytes. */
     int fd = open(tmpf, O_RDONLY | O_CLOEXEC);
