@@ -76,6 +76,10 @@ struct fake {
     int no_auth;          /* HELLO says auth_required 0, whatever the token (an impostor) */
     int v1;               /* an older server: version 1 only */
     _Atomic int data_ops; /* requests past the handshake it saw (LOOKUP, PUT_OPEN...) */
+    /* PUT_ONE: offered in HELLO (put_one); its answers, each counter how
+     * many times: a generation of 0 (a broken answer), else 2000 + n */
+    int put_one;
+    _Atomic int put_one_bad, put_ones;
     /* what it saw */
     _Atomic int conns;
     _Atomic int reads;
@@ -243,6 +247,7 @@ static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len
     memset(c->snonce, 0x33, sizeof(c->snonce));
     memset(&r, 0, sizeof(r));
     r.version = RIO_PROTO_VERSION;
+    r.caps = f->put_one ? RIO_PROTO_CAP_PUT_ONE : 0;
     r.auth_required = f->token && !f->no_auth ? 1 : 0;
     r.max_body = RIO_PROTO_BODY_CAP;
     r.max_depth = f->max_depth;
@@ -376,6 +381,13 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
     case RIO_OP_PUT_ABORT:
         ret = f_respond(c, h->opcode, h->id, 0, NULL, 0);
         break;
+    case RIO_OP_PUT_ONE: {
+        uint8_t out[8];
+        int n = atomic_fetch_add(&f->put_ones, 1) + 1;
+        rio__le64_put(out, atomic_fetch_sub(&f->put_one_bad, 1) > 0 ? 0 : 2000u + (uint64_t)n);
+        ret = f->put_one ? f_respond(c, h->opcode, h->id, 0, out, sizeof(out)) : -1;
+        break;
+    }
     case RIO_OP_PUT_COMMIT: {
         uint8_t out[8];
         int n = atomic_fetch_add(&f->commits, 1) + 1;
@@ -771,6 +783,30 @@ static void fx_stop(struct fx *x)
         tu_close(&x->u);
     free(x->b);
     fake_stop(&x->f);
+}
+
+/*
+ * A PUT_ONE answered with a generation of 0 (a broken answer) fails its
+ * connection with the op on it: sent again at once on a fresh one (before,
+ * the op was taken off the connection first, left to the op timeout), and
+ * the second answer's generation is the PUT's.
+ */
+TEST(broken_put_one_answer_is_retried_at_once)
+{
+    struct fx x = {.f = {.put_one = 1, .put_one_bad = 1}, .op_timeout_ms = 3000};
+
+    fx_start(&x, NULL);
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    uint64_t t0 = t_now_ms();
+    T_OK(rio_put(x.u.c, "p1", x.f.data, 500, &x.call, &d));
+    T_LE(t_now_ms() - t0, 1500u);
+    T_EQ(d.generation, 2002u);
+    T_EQ(atomic_load(&x.f.put_ones), 2);
+    T_EQ(x.st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(x.st.retries[RIO_CLASS_TIMEOUT], 0u);
+    rio_desc_cleanup(&d);
+    fx_stop(&x);
 }
 
 /* A READ answered short fails with RIO_ESHORT (never more than len bytes

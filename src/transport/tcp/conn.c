@@ -662,13 +662,16 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     }
     if (cn->state != C_READY)
         return conn_on_hs_frame(t, cn, now);
-    sl_unlink(&cn->wq, s);
-    s->answered = true;
+    /* An answer that breaks the protocol fails the connection with the op
+     * still on its wait list: it fails (or goes again) with the others. A
+     * PUT_ONE's so answered counts as unanswered: it may have published. */
     if (s->op == RIO_OP_PUT_ONE && cn->rh.status == 0) {
         /* A PUT_ONE answer is its generation (never 0). */
         if (cn->rh.body_len != 8 || !(s->done_gen = rio__proto_u64(cn->ctrl)))
             return RIO_EPROTO;
     }
+    sl_unlink(&cn->wq, s);
+    s->answered = true;
     if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
         wire_status(cn->rh.status) == RIO_ENOTFOUND) {
         res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
