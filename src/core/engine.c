@@ -312,7 +312,10 @@ static uint64_t path_slots(const struct rio_client *c, const struct rio__path *p
     uint64_t unit = c->o.chunk_size / ONE_PER_SLOT;
     if (!unit)
         unit = 1;
-    return p->inflight_ops - p->one_ops + p->one_bytes / unit;
+    /* ... and never more than one each: a batch of whole 4 MiB objects at
+     * depth 4 took eight slots an op, one in flight where chunks have four. */
+    uint64_t one = p->one_bytes / unit;
+    return p->inflight_ops - p->one_ops + (one < p->one_ops ? one : p->one_ops);
 }
 
 /* Whether path p is full for class dir (-1: any): its depth slots taken,

@@ -739,6 +739,39 @@ TEST(small_puts_go_in_one_exchange)
     stop(&e);
 }
 
+/* PUT_ONEs of whole chunks take one depth slot each, as chunks do: a
+ * batch of them at depth 4 has four in flight (each took eight slots, one
+ * in flight at a time). */
+TEST(whole_chunk_put_ones_fill_the_depth)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    struct rio_op ops[16];
+    char keys[16][16];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    o.depth = 4;
+    o.adapt = -1;
+    tu_open(&u, url, &o);
+    uint8_t *p = tu_pattern(o.chunk_size, 3);
+    for (unsigned i = 0; i < 16; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "wc/%u", i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = p, .len = o.chunk_size};
+    }
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    T_EQ(rio_batch(u.c, ops, 16, &call), 16);
+    T_EQ(tu_tcp(u.c).put_one, 16u);
+    T_EQ(st.path[0].peak_depth, 4u);
+    free(p);
+    tu_close(&u);
+    stop(&e);
+}
+
 /* A deep batch of PUTs of several chunks keeps fewer uploads open at once
  * than railiod takes on one connection (64 by default): with depth=64 its
  * opens ran ahead of its commits past that, every later open was throttled
