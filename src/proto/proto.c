@@ -118,7 +118,7 @@ const char *rio__proto_op_name(int op)
 {
     static const char *const names[] = {
         "?",         "HELLO", "AUTH",   "PING", "LOOKUP", "PUT_OPEN", "PUT_CHUNK", "PUT_COMMIT",
-        "PUT_ABORT", "READ",  "DELETE", "STAT", "LIST",   "EXISTS",   "PUT_ONE",
+        "PUT_ABORT", "READ",  "DELETE", "STAT", "LIST",   "EXISTS",   "PUT_ONE",   "GET_ONE",
     };
     return op > 0 && op <= RIO_OP__MAX ? names[op] : "?";
 }
@@ -182,6 +182,15 @@ int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *da
         fixed = RIO_PROTO_ONE_FIXED; /* the key, then the data: data counts both */
     else if (h->opcode == RIO_OP_READ && (h->flags & RIO_PF_RESPONSE) && h->status == 0)
         fixed = RIO_PROTO_READ_FIXED;
+    else if (h->opcode == RIO_OP_GET_ONE && (h->flags & RIO_PF_RESPONSE) && h->status == 0) {
+        /* The descriptor alone, or with the xxh3 and the bytes. */
+        if (h->body_len == RIO_PROTO_GET_ONE_DESC + RIO_PROTO_TAG_LEN) {
+            *ctl = RIO_PROTO_GET_ONE_DESC;
+            *data = 0;
+            return 0;
+        }
+        fixed = RIO_PROTO_GET_ONE_WITH_DATA;
+    }
     if (fixed) {
         /* The data is at least one byte. */
         if (h->body_len <= fixed + RIO_PROTO_TAG_LEN)
@@ -865,6 +874,61 @@ int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *
     int ret =
         dec_u64_u64_u32_key(body, len, &m->generation, &m->off, &m->len, &m->key, &m->key_len);
     return chunk_len_ok(ret, m->len);
+}
+
+/* ------------------------------------------------------------- GET_ONE */
+
+int rio__proto_enc_get_one(const struct rio_proto_get_one *m, uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_le(&w, m->max_len, 4);
+    w_le(&w, m->flags, 4);
+    w_key(&w, m->key, m->key_len);
+    return w_done(&w);
+}
+
+int rio__proto_dec_get_one(const uint8_t *body, size_t len, struct rio_proto_get_one *m)
+{
+    struct rbuf r = {.p = body, .len = len};
+    m->max_len = (uint32_t)r_le(&r, 4);
+    m->flags = (uint32_t)r_le(&r, 4);
+    m->key = r_key(&r, &m->key_len);
+    int ret = chunk_len_ok(r_done(&r), m->max_len);
+    return ret == 0 && m->flags ? RIO_EPROTO : ret;
+}
+
+int rio__proto_enc_get_one_resp(const struct rio_proto_desc *d, int with_data, uint64_t xxh,
+                                uint8_t *out, size_t cap)
+{
+    struct wbuf w = {.p = out, .cap = cap};
+    w_desc_fixed(&w, d);
+    if (with_data)
+        w_le(&w, xxh, 8);
+    return w_done(&w);
+}
+
+int rio__proto_dec_get_one_resp(const uint8_t *ctl, size_t ctl_len, uint64_t data_len,
+                                uint32_t max_len, struct rio_proto_desc *d, uint64_t *xxh)
+{
+    if (ctl_len != RIO_PROTO_GET_ONE_DESC && ctl_len != RIO_PROTO_GET_ONE_WITH_DATA)
+        return RIO_EPROTO;
+    struct rbuf r = {.p = ctl, .len = ctl_len};
+    d->generation = r_le(&r, 8);
+    d->size = r_le(&r, 8);
+    d->chunk_size = r_le(&r, 8);
+    d->nchunks = r_le(&r, 8);
+    d->xxh = NULL;
+    if (r_etag(&r, d->etag) < 0)
+        return RIO_EPROTO;
+    if (!geometry_ok(d->size, d->chunk_size, d->nchunks) || d->generation == 0)
+        return RIO_EPROTO;
+    int fits = d->nchunks == 1 && d->size <= max_len;
+    if (ctl_len == RIO_PROTO_GET_ONE_DESC)
+        return data_len == 0 && !fits ? r_done(&r) : RIO_EPROTO;
+    *xxh = r_le(&r, 8);
+    if (!fits || d->size != data_len)
+        return RIO_EPROTO;
+    return r_done(&r);
 }
 
 /* ---------------------------------------------------------------- STAT */

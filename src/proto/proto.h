@@ -49,6 +49,12 @@
  * flags, etag, key_len), then the key, the tag and the data. */
 #define RIO_PROTO_ONE_FIXED 58u
 #define RIO_PROTO_ONE_OFF_KEYLEN 56u
+/* GET_ONE request: max_len, flags, then the key. Its answer's control
+ * part: the descriptor's fixed fields, and (when the object's bytes come
+ * with it) the xxh3 of its one chunk. */
+#define RIO_PROTO_GET_ONE_FIXED 8u
+#define RIO_PROTO_GET_ONE_DESC 64u
+#define RIO_PROTO_GET_ONE_WITH_DATA 72u
 /* Fixed part of a PUT_COMMIT request (upload id, nchunks, etag) before its
  * checksum list, and its fields' offsets. */
 #define RIO_PROTO_COMMIT_FIXED 48u
@@ -80,7 +86,8 @@ enum rio_proto_op {
     RIO_OP_LIST = 12,
     RIO_OP_EXISTS = 13,
     RIO_OP_PUT_ONE = 14,
-    RIO_OP__MAX = 14
+    RIO_OP_GET_ONE = 15,
+    RIO_OP__MAX = 15
 };
 
 /* HELLO response caps: what the server serves beyond version 2's opcodes.
@@ -95,6 +102,8 @@ enum rio_proto_op {
 #define RIO_PROTO_CAP_COND_DELETE 0x10u
 /* PUT_ONE: a one-chunk object opened, sent and committed in one frame. */
 #define RIO_PROTO_CAP_PUT_ONE 0x20u
+/* GET_ONE: a lookup that carries a one-chunk object's bytes. */
+#define RIO_PROTO_CAP_GET_ONE 0x40u
 /* PUT_COMMIT's condition: publish only if the key holds no object. */
 #define RIO_PROTO_IF_ABSENT UINT64_MAX
 /* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
@@ -229,6 +238,15 @@ struct rio_proto_put_one {
     uint16_t key_len;
 };
 
+/* GET_ONE request: the object under key, its bytes in the answer when it
+ * is one chunk of at most max_len bytes. */
+struct rio_proto_get_one {
+    uint32_t max_len; /* 1..2^30 */
+    uint32_t flags;   /* 0 */
+    const char *key;
+    uint16_t key_len;
+};
+
 /* PUT_COMMIT request. */
 struct rio_proto_put_commit {
     uint64_t upload_id;
@@ -335,6 +353,12 @@ int rio__proto_enc_put_commit_resp(const struct rio_proto_put_commit_resp *m, ui
                                    size_t cap);
 int rio__proto_enc_put_abort(const struct rio_proto_put_abort *m, uint8_t *out, size_t cap);
 int rio__proto_enc_read(const struct rio_proto_read *m, uint8_t *out, size_t cap);
+int rio__proto_enc_get_one(const struct rio_proto_get_one *m, uint8_t *out, size_t cap);
+/* A GET_ONE answer's control part: d's fixed fields, and xxh after them
+ * when with_data (RIO_PROTO_GET_ONE_WITH_DATA bytes, else
+ * RIO_PROTO_GET_ONE_DESC). */
+int rio__proto_enc_get_one_resp(const struct rio_proto_desc *d, int with_data, uint64_t xxh,
+                                uint8_t *out, size_t cap);
 int rio__proto_enc_stat_resp(const struct rio_proto_stat_resp *m, uint8_t *out, size_t cap);
 int rio__proto_enc_list(const struct rio_proto_list *m, uint8_t *out, size_t cap);
 /* A LIST answer is its fixed part and the entries: _list_resp writes both
@@ -375,6 +399,15 @@ int rio__proto_dec_put_commit_resp(const uint8_t *body, size_t len,
                                    struct rio_proto_put_commit_resp *m);
 int rio__proto_dec_put_abort(const uint8_t *body, size_t len, struct rio_proto_put_abort *m);
 int rio__proto_dec_read(const uint8_t *body, size_t len, struct rio_proto_read *m);
+/* GET_ONE: max_len 1..2^30, flags 0, a key. */
+int rio__proto_dec_get_one(const uint8_t *body, size_t len, struct rio_proto_get_one *m);
+/* A GET_ONE answer's control part (ctl_len bytes, as rio__proto_layout
+ * split it) with its data's length, for a request of max_len: a valid
+ * descriptor (d->xxh NULL); with the data, an object of one chunk of
+ * data_len bytes (1..max_len) and *xxh its xxh3; without, any object but
+ * such a one (it must have come with its bytes). */
+int rio__proto_dec_get_one_resp(const uint8_t *ctl, size_t ctl_len, uint64_t data_len,
+                                uint32_t max_len, struct rio_proto_desc *d, uint64_t *xxh);
 int rio__proto_dec_stat_resp(const uint8_t *body, size_t len, struct rio_proto_stat_resp *m);
 /* LIST: max_keys any value, flags only RIO_PROTO_LIST_DELIM, strings with
  * no NUL. */
@@ -406,8 +439,10 @@ static inline uint64_t rio__proto_u64(const uint8_t *p)
  * a successful READ response (at least 1 byte); every other frame has none.
  * A PUT_ONE request is fixed part (*ctl = RIO_PROTO_ONE_FIXED), key, tag,
  * data: its key's length is in the fixed part, so *data counts the key and
- * the data (rio__proto_put_one_key_len). RIO_EPROTO when body_len cannot
- * hold that.
+ * the data (rio__proto_put_one_key_len). A successful GET_ONE answer is
+ * the descriptor's fixed part alone (body_len 64 + 16) or with the xxh3
+ * and the object's bytes (72, tag, at least 1 byte). RIO_EPROTO when
+ * body_len cannot hold that.
  */
 int rio__proto_layout(const struct rio_proto_hdr *h, uint32_t *ctl, uint32_t *data);
 

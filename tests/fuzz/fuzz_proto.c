@@ -67,6 +67,8 @@ enum {
     M_EXISTS_RESP,
     M_DELETE,
     M_PUT_ONE,
+    M_GET_ONE,
+    M_GET_ONE_RESP,
     M__COUNT
 };
 
@@ -78,6 +80,17 @@ static void same(int n, const uint8_t *in, size_t len)
     CHECK(n >= 0);
     CHECK((size_t)n == len);
     CHECK(memcmp(enc_buf, in, len) == 0);
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* The checksum list of a decoded view, as the host-order array encoders take. */
@@ -195,6 +208,33 @@ static void body(int mode, const uint8_t *b, size_t len)
         }
         break;
     }
+    case M_GET_ONE:
+        ROUND_TRIP(get_one, CHECK(m.key_len >= 1 && m.key_len <= RIO_KEY_MAX);
+                   CHECK(m.flags == 0 && m.max_len >= 1 && m.max_len <= (1u << 30)));
+        break;
+    case M_GET_ONE_RESP: {
+        /* The request's max_len and the data's length first (what the
+         * receiver knows from its request and the header), then the
+         * control part. */
+        if (len < 8)
+            break;
+        uint32_t max = le32(b), data = le32(b + 4);
+        struct rio_proto_desc d;
+        uint64_t xxh = 0;
+        if (rio__proto_dec_get_one_resp(b + 8, len - 8, data, max, &d, &xxh) == 0) {
+            int with = len - 8 == RIO_PROTO_GET_ONE_WITH_DATA;
+            CHECK(with || len - 8 == RIO_PROTO_GET_ONE_DESC);
+            CHECK(d.generation != 0 && d.xxh == NULL);
+            /* With the bytes: one chunk of exactly them, within max. */
+            CHECK(!with || (d.nchunks == 1 && d.size == data && data >= 1 && data <= max &&
+                            d.size <= d.chunk_size));
+            /* Without: never an object that had to come with them. */
+            CHECK(with || (data == 0 && !(d.nchunks == 1 && d.size <= max)));
+            same(rio__proto_enc_get_one_resp(&d, with, xxh, enc_buf, sizeof(enc_buf)), b + 8,
+                 len - 8);
+        }
+        break;
+    }
     case M_PUT_COMMIT: {
         struct rio_proto_put_commit m;
         if (rio__proto_dec_put_commit(b, len, &m) == 0) {
@@ -276,6 +316,7 @@ static const struct {
     {RIO_OP_LIST, M_LIST, M_LIST_RESP},
     {RIO_OP_EXISTS, M_EXISTS, M_EXISTS_RESP},
     {RIO_OP_PUT_ONE, M_PUT_ONE, M_PUT_COMMIT_RESP},
+    {RIO_OP_GET_ONE, M_GET_ONE, M_PING},
 };
 
 static int body_mode(int op, int response)
@@ -528,6 +569,20 @@ static size_t make_seeds(struct seed *s)
         struct rio_proto_exists_resp er = {.n = 9, .bits = bits};
         ADD(M_EXISTS_RESP, rio__proto_enc_exists_resp(&er, s[n].b + 1, sizeof(s[n].b) - 1));
     }
+    struct rio_proto_get_one go = {.max_len = 65536, .key = "k/one", .key_len = 5};
+    ADD(M_GET_ONE, rio__proto_enc_get_one(&go, s[n].b + 1, sizeof(s[n].b) - 1));
+    /* answers: max_len, the data's length, the control part */
+    struct rio_proto_desc od = {.generation = 4, .size = 100, .chunk_size = 4096, .nchunks = 1};
+    memset(od.etag, 'c', 32);
+    put32(s[n].b + 1, 65536);
+    put32(s[n].b + 5, 100);
+    ADD(M_GET_ONE_RESP,
+        8 + rio__proto_enc_get_one_resp(&od, 1, 77, s[n].b + 9, sizeof(s[n].b) - 9));
+    od.size = 10000;
+    od.nchunks = 3;
+    put32(s[n].b + 1, 65536);
+    put32(s[n].b + 5, 0);
+    ADD(M_GET_ONE_RESP, 8 + rio__proto_enc_get_one_resp(&od, 0, 0, s[n].b + 9, sizeof(s[n].b) - 9));
 #undef ADD
     return n;
 }

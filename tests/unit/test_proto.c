@@ -693,6 +693,103 @@ TEST(put_one_round_trip_and_rejects)
     T_EQ(data, 0u);
 }
 
+/* GET_ONE: max_len, flags, key; its answer the descriptor's fixed part
+ * alone or with the chunk's xxh3 and the bytes, which the layout tells
+ * apart by body_len, and the decoder holds to the rule that an object of
+ * one chunk within max_len comes with its bytes and nothing else does. */
+TEST(get_one_round_trip_and_rejects)
+{
+    uint8_t b[RIO_PROTO_GET_ONE_FIXED + 2 + RIO_KEY_MAX];
+    struct rio_proto_get_one m = {.max_len = 32768, .key = "k/one", .key_len = 5}, g;
+
+    int n = rio__proto_enc_get_one(&m, b, sizeof(b));
+    T_EQ(n, (int)RIO_PROTO_GET_ONE_FIXED + 2 + 5);
+    T_OK(rio__proto_dec_get_one(b, (size_t)n, &g));
+    T_EQ(g.max_len, 32768u);
+    T_EQ(g.flags, 0u);
+    T_EQ(g.key_len, 5u);
+    T_MEMEQ(g.key, "k/one", 5);
+    T_EQ(rio__proto_dec_get_one(b, (size_t)n - 1, &g), RIO_EPROTO);
+    T_EQ(rio__proto_dec_get_one(b, (size_t)n + 1, &g), RIO_EPROTO);
+    uint32_t bad_max[] = {0, (1u << 30) + 1};
+    for (unsigned i = 0; i < 2; i++) {
+        m.max_len = bad_max[i];
+        T_EQ(rio__proto_enc_get_one(&m, b, sizeof(b)), n);
+        T_EQ(rio__proto_dec_get_one(b, (size_t)n, &g), RIO_EPROTO);
+    }
+    m.max_len = 1u << 30;
+    m.flags = 2;
+    T_EQ(rio__proto_enc_get_one(&m, b, sizeof(b)), n);
+    T_EQ(rio__proto_dec_get_one(b, (size_t)n, &g), RIO_EPROTO);
+
+    /* Answers. */
+    uint8_t a[RIO_PROTO_GET_ONE_WITH_DATA];
+    struct rio_proto_desc d = {.generation = 7, .size = 100, .chunk_size = 4096, .nchunks = 1}, o;
+    uint64_t x = 0;
+    memset(d.etag, 'e', 32);
+    T_EQ(rio__proto_enc_get_one_resp(&d, 1, 0xabcull, a, sizeof(a)),
+         (int)RIO_PROTO_GET_ONE_WITH_DATA);
+    T_OK(rio__proto_dec_get_one_resp(a, sizeof(a), 100, 100, &o, &x));
+    T_EQ(o.generation, 7u);
+    T_EQ(o.size, 100u);
+    T_EQ(o.chunk_size, 4096u);
+    T_EQ(x, 0xabcull);
+    T_MEMEQ(o.etag, d.etag, 32);
+    T_NULL(o.xxh);
+    /* the bytes must be the object's size, within max_len */
+    T_EQ(rio__proto_dec_get_one_resp(a, sizeof(a), 99, 100, &o, &x), RIO_EPROTO);
+    T_EQ(rio__proto_dec_get_one_resp(a, sizeof(a), 100, 99, &o, &x), RIO_EPROTO);
+    /* an object that fits must come with its bytes */
+    T_EQ(rio__proto_enc_get_one_resp(&d, 0, 0, a, sizeof(a)), (int)RIO_PROTO_GET_ONE_DESC);
+    T_EQ(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 100, &o, &x), RIO_EPROTO);
+    /* larger than max_len, several chunks, empty: the descriptor alone */
+    T_OK(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 99, &o, &x));
+    d.size = 10000;
+    d.nchunks = 3;
+    rio__proto_enc_get_one_resp(&d, 0, 0, a, sizeof(a));
+    T_OK(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 1u << 30, &o, &x));
+    T_EQ(o.nchunks, 3u);
+    rio__proto_enc_get_one_resp(&d, 1, 0, a, sizeof(a));
+    T_EQ(rio__proto_dec_get_one_resp(a, sizeof(a), 10000, 1u << 30, &o, &x), RIO_EPROTO);
+    d = (struct rio_proto_desc){.generation = 3};
+    memset(d.etag, '0', 32);
+    rio__proto_enc_get_one_resp(&d, 0, 0, a, sizeof(a));
+    T_OK(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 100, &o, &x));
+    T_EQ(o.size, 0u);
+    /* a geometry that contradicts itself, generation 0, another length */
+    d = (struct rio_proto_desc){.generation = 0, .size = 10000, .chunk_size = 4096, .nchunks = 3};
+    rio__proto_enc_get_one_resp(&d, 0, 0, a, sizeof(a));
+    T_EQ(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 100, &o, &x), RIO_EPROTO);
+    d.generation = 1;
+    d.nchunks = 2;
+    rio__proto_enc_get_one_resp(&d, 0, 0, a, sizeof(a));
+    T_EQ(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC, 0, 100, &o, &x), RIO_EPROTO);
+    T_EQ(rio__proto_dec_get_one_resp(a, RIO_PROTO_GET_ONE_DESC + 8, 0, 100, &o, &x), RIO_EPROTO);
+    /* the layout: 80 bytes is the descriptor alone; more, with bytes (1 at least) */
+    struct rio_proto_hdr h = {.opcode = RIO_OP_GET_ONE, .flags = RIO_PF_RESPONSE, .body_len = 80};
+    uint32_t ctl = 0, data = 0;
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, RIO_PROTO_GET_ONE_DESC);
+    T_EQ(data, 0u);
+    h.body_len = 72 + 16 + 100;
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, RIO_PROTO_GET_ONE_WITH_DATA);
+    T_EQ(data, 100u);
+    h.body_len = 72 + 16;
+    T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
+    h.body_len = 81;
+    T_EQ(rio__proto_layout(&h, &ctl, &data), RIO_EPROTO);
+    /* an error answer is its tag alone; the request a control frame */
+    h.status = RIO_ENOTFOUND;
+    h.body_len = 16;
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, 0u);
+    h = (struct rio_proto_hdr){.opcode = RIO_OP_GET_ONE, .body_len = (uint32_t)n + 16};
+    T_OK(rio__proto_layout(&h, &ctl, &data));
+    T_EQ(ctl, (uint32_t)n);
+    T_EQ(data, 0u);
+}
+
 /* A PUT_OPEN frame as sent: header and body, and its unkeyed tag. */
 static size_t put_open_frame(uint8_t *b, uint32_t ttl)
 {
