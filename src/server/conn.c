@@ -125,6 +125,9 @@ struct cjob {
     uint64_t id;
     int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
     uint64_t xxh;
+    /* GET_ONE: the answer's control part (the descriptor's fixed fields,
+     * the chunk's xxh3), sent before the bytes read */
+    uint8_t one_ctl[RIO_PROTO_GET_ONE_WITH_DATA];
     uint64_t upload_id, nchunks; /* remembered as pending until it is applied */
 };
 
@@ -610,7 +613,7 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int stat
     /* The tag follows the control part: after the READ data's xxh3 and
      * before the data, else at the end (LOOKUP's list is control). */
     r->tag_len = c->v1 ? 0 : RIO_PROTO_TAG_LEN;
-    r->tag_middle = op == RIO_OP_READ && status == 0;
+    r->tag_middle = (op == RIO_OP_READ || op == RIO_OP_GET_ONE) && status == 0;
     h.version = c->v1 ? RIO_PROTO_HELLO_VERSION : RIO_PROTO_VERSION;
     h.body_len = (uint32_t)(small_len + (size_t)r->tag_len + data_len);
     h.status = status;
@@ -761,13 +764,16 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
      * delete's; a PUT of unknown size gets a file laid out for the most
      * chunks it may hold. */
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS | RIO_PROTO_CAP_COND_COMMIT |
-             RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_PUT_ONE;
+             RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_PUT_ONE |
+             RIO_PROTO_CAP_GET_ONE;
     /* Tests only: a server that takes no upload of unknown size, as
      * railiod's disk tier was (the CLI's spooling of stdin is for it). */
     if (srv->test_no_stream)
         r.caps &= ~(uint32_t)RIO_PROTO_CAP_STREAM_PUT;
     if (srv->test_no_put_one)
         r.caps &= ~(uint32_t)RIO_PROTO_CAP_PUT_ONE;
+    if (srv->test_no_get_one)
+        r.caps &= ~(uint32_t)RIO_PROTO_CAP_GET_ONE;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -992,6 +998,66 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
     conn_respond(c, 0, fixed, sizeof(fixed), o, o->data + m.off, m.len);
 }
 
+/*
+ * GET_ONE: a LOOKUP whose answer carries the object's bytes when it is one
+ * chunk of at most max_len bytes (its xxh3 after the descriptor, checked
+ * with it, then the bytes as a READ of that chunk sends them), else the
+ * descriptor's fixed fields alone: the client then looks it up and reads
+ * it the usual way. The disk tier reads the bytes on a READ thread.
+ */
+static void do_get_one(struct conn *c, const uint8_t *body, size_t len)
+{
+    struct rio_srv *srv = c->w->srv;
+    struct rio_proto_get_one m;
+    struct rio_proto_desc d;
+    uint8_t out[RIO_PROTO_GET_ONE_WITH_DATA];
+
+    if (srv->test_no_get_one || rio__proto_dec_get_one(body, len, &m) < 0) {
+        conn_bad_body(c); /* (as a server without it, under the test knob) */
+        return;
+    }
+    struct rio_srv_obj *o = obj_get(c, m.key, m.key_len);
+    if (!o)
+        return;
+    d.generation = o->generation;
+    d.size = o->size;
+    d.chunk_size = o->chunk_size;
+    d.nchunks = o->nchunks;
+    memcpy(d.etag, o->etag, RIO_PROTO_ETAG_LEN);
+    int with = o->nchunks == 1 && o->size <= m.max_len;
+    if (!with) {
+        rio__srv_obj_unref(o);
+        rio__proto_enc_get_one_resp(&d, 0, 0, out, sizeof(out));
+        conn_respond(c, 0, out, RIO_PROTO_GET_ONE_DESC, NULL, NULL, 0);
+        return;
+    }
+    uint64_t xxh = o->xxh ? rio__proto_u64(o->xxh) : 0;
+    if (o->disk_entry) {
+        /* As a READ of its chunk: read and verified on a READ thread. */
+        struct cjob *j = rio__calloc(1, sizeof(*j));
+        if (!j) {
+            rio__srv_obj_unref(o);
+            conn_status(c, -ENOMEM);
+            return;
+        }
+        j->base.read = 1;
+        j->base.e = o;
+        j->base.off = 0;
+        j->base.len = d.size;
+        j->have_xxh = o->xxh != NULL;
+        j->xxh = xxh;
+        rio__proto_enc_get_one_resp(&d, 1, xxh, j->one_ctl, sizeof(j->one_ctl));
+        cjob_start(c, j);
+        c->job_bytes += d.size;
+        rio__srv_disk_read_submit(srv->disk, &j->base);
+        return;
+    }
+    if (!o->xxh)
+        xxh = rio__xxh3(o->data, d.size);
+    rio__proto_enc_get_one_resp(&d, 1, xxh, out, sizeof(out));
+    conn_respond(c, 0, out, sizeof(out), o, o->data, d.size);
+}
+
 /* DELETE: from memory and, with the disk tier, from disk (durably with
  * --sync) under the key's lock, with a tombstone that every upload of the
  * key opened before it loses to (disk.c). */
@@ -1133,7 +1199,7 @@ static void (*const ctrl_ops[RIO_OP__MAX + 1])(struct conn *, const uint8_t *, s
     [RIO_OP_HELLO] = do_hello,   [RIO_OP_AUTH] = do_auth,         [RIO_OP_PING] = do_ping,
     [RIO_OP_STAT] = do_stat,     [RIO_OP_LOOKUP] = do_lookup,     [RIO_OP_READ] = do_read,
     [RIO_OP_DELETE] = do_delete, [RIO_OP_PUT_OPEN] = do_put_open, [RIO_OP_PUT_ABORT] = do_put_abort,
-    [RIO_OP_LIST] = do_list,     [RIO_OP_EXISTS] = do_exists,
+    [RIO_OP_LIST] = do_list,     [RIO_OP_EXISTS] = do_exists,     [RIO_OP_GET_ONE] = do_get_one,
 };
 
 static void do_ctrl(struct conn *c)
@@ -1250,7 +1316,13 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         /* The answer's checked part: the range's xxh3 (hashed here only
          * when the range is not exactly one chunk). */
         const uint8_t *p = b->data + j->base.skip;
-        rio__le64_put(out, j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len));
+        uint64_t xxh = j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len);
+        if (j->op == RIO_OP_GET_ONE) {
+            rio__le64_put(j->one_ctl + RIO_PROTO_GET_ONE_DESC, xxh);
+            return conn_queue(c, j->op, j->id, 1, 0, j->one_ctl, sizeof(j->one_ctl), b, p,
+                              (size_t)j->base.len);
+        }
+        rio__le64_put(out, xxh);
         return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
     }
     rio__le64_put(out, j->base.generation);

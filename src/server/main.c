@@ -1132,6 +1132,8 @@ int main(int argc, char **argv)
     /* Tests only: a server that has no PUT_ONE, as railiod before it. */
     const char *no_one = getenv("RAILIOD_TEST_NO_PUT_ONE");
     srv->test_no_put_one = no_one && strcmp(no_one, "1") == 0;
+    const char *no_get_one = getenv("RAILIOD_TEST_NO_GET_ONE");
+    srv->test_no_get_one = no_get_one && strcmp(no_get_one, "1") == 0;
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,

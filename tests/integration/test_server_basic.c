@@ -8,6 +8,7 @@
  * RIO_EGENERATION, never mixed bytes), bounds, pipelining and STAT.
  */
 #include "server_disk_util.h"
+#include "tlib.h"
 
 #define CHUNK 65536u
 
@@ -276,6 +277,121 @@ TEST(put_one)
     T_EQ(wc_stat(&c).uploads, 0u);
     free(data);
     srv_end_wc(&e, &c);
+}
+
+/* A GET_ONE of key with max_len: its status; *d and (when the bytes came)
+ * *data (malloc'ed, *len bytes) from the answer. */
+static int get_one(struct wc *c, const char *key, uint32_t max, struct rio_proto_desc *d,
+                   uint8_t **data, uint32_t *len)
+{
+    struct rio_proto_get_one m = {.max_len = max, .key = key, .key_len = (uint16_t)strlen(key)};
+    uint8_t req[RIO_PROTO_GET_ONE_FIXED + 2 + RIO_KEY_MAX];
+    uint8_t *body = NULL;
+    uint32_t blen = 0;
+    int n = rio__proto_enc_get_one(&m, req, sizeof(req));
+    T_GT(n, 0);
+    *data = NULL;
+    *len = 0;
+    int ret = wc_call(c, RIO_OP_GET_ONE, req, (size_t)n, NULL, 0, &body, &blen);
+    if (ret != 0) {
+        free(body);
+        return ret;
+    }
+    uint64_t xxh = 0;
+    uint32_t ctl = blen > RIO_PROTO_GET_ONE_DESC ? RIO_PROTO_GET_ONE_WITH_DATA : blen;
+    T_OK(rio__proto_dec_get_one_resp(body, ctl, blen - ctl, max, d, &xxh));
+    if (blen > ctl) {
+        *len = blen - ctl;
+        *data = malloc(*len);
+        memcpy(*data, body + ctl, *len);
+        T_EQ(xxh, rio__xxh3(*data, *len));
+    }
+    free(body);
+    return 0;
+}
+
+/* GET_ONE: an object of one chunk within max_len comes with its bytes and
+ * its descriptor (LOOKUP's fixed fields) in one answer; any other object,
+ * its descriptor alone; a missing key RIO_ENOTFOUND; a request that breaks
+ * the rules (max_len 0 or over 2^30, flags) closes the connection. Both
+ * tiers. */
+static void get_one_against(const char *const *extra)
+{
+    struct srv_env e;
+    struct wc c, h;
+    struct rio_proto_desc d;
+    uint8_t *got, *keep;
+    uint32_t len;
+    uint64_t gen = 0;
+
+    srv_start_wc(&e, extra, &c);
+    struct rio_proto_hello_resp hr;
+    wc_connect(&h, e.addr[0]);
+    T_EQ(wc_hello_ex(&h, NULL, &hr, &keep), 0);
+    T_TRUE(hr.caps & RIO_PROTO_CAP_GET_ONE);
+    free(keep);
+    wc_close(&h);
+    uint8_t *data = pattern(3 * CHUNK, 50);
+    T_EQ(wc_put_one(&c, "g/small", data, 1000, CHUNK, &gen), 0);
+    T_EQ(get_one(&c, "g/small", 1000, &d, &got, &len), 0);
+    T_EQ(d.generation, gen);
+    T_EQ(d.size, 1000u);
+    T_EQ(d.nchunks, 1u);
+    T_EQ(d.chunk_size, CHUNK);
+    T_EQ(len, 1000u);
+    T_MEMEQ(got, data, 1000);
+    free(got);
+    /* larger than max_len: the descriptor alone */
+    T_EQ(get_one(&c, "g/small", 999, &d, &got, &len), 0);
+    T_NULL(got);
+    T_EQ(d.size, 1000u);
+    /* several chunks, empty: the descriptor alone */
+    uint64_t up = 0, g2 = 0;
+    uint64_t *x = wc_xxh_list(data, 3 * CHUNK, CHUNK);
+    char etag[33];
+    wc_etag(data, 3 * CHUNK, etag);
+    T_EQ(wc_put_open(&c, "g/big", 3 * CHUNK, CHUNK, 0, &up), 0);
+    for (unsigned i = 0; i < 3; i++)
+        T_EQ(wc_put_chunk(&c, up, i, x[i], data + i * CHUNK, CHUNK), 0);
+    T_EQ(wc_put_commit(&c, up, 3, x, etag, &g2), 0);
+    T_EQ(get_one(&c, "g/big", 1u << 30, &d, &got, &len), 0);
+    T_NULL(got);
+    T_EQ(d.generation, g2);
+    T_EQ(d.nchunks, 3u);
+    T_EQ(wc_put_open(&c, "g/empty", 0, CHUNK, 0, &up), 0);
+    T_EQ(wc_put_commit(&c, up, 0, NULL, etag, &g2), 0);
+    T_EQ(get_one(&c, "g/empty", 100, &d, &got, &len), 0);
+    T_NULL(got);
+    T_EQ(d.size, 0u);
+    T_EQ(get_one(&c, "g/none", 100, &d, &got, &len), RIO_ENOTFOUND);
+    T_EQ(wc_ping(&c), 0);
+    /* Breaking the rules: max_len 0, over 2^30, flags. */
+    for (unsigned k = 0; k < 3; k++) {
+        struct wc y;
+        wc_open(&y, e.addr[0]);
+        struct rio_proto_get_one m = {.max_len = k == 0   ? 0
+                                                 : k == 1 ? (1u << 30) + 1
+                                                          : 100,
+                                      .flags = k == 2,
+                                      .key = "g/small",
+                                      .key_len = 7};
+        uint8_t req[64];
+        int n = rio__proto_enc_get_one(&m, req, sizeof(req));
+        T_GE(wc_send2(&y, RIO_OP_GET_ONE, 5, req, (size_t)n, NULL, 0), 0);
+        T_EQ(wc_wait_closed(&y, 5000), 0);
+        wc_close(&y);
+    }
+    free(x);
+    free(data);
+    srv_end_wc(&e, &c);
+}
+
+TEST(get_one)
+{
+    get_one_against(NULL);
+    const char *dir = t_scratch_dir("railio-getone-srv");
+    const char *args[] = {"--data-dir", dir, NULL};
+    get_one_against(args);
 }
 
 /*

@@ -420,7 +420,14 @@ int wc_recv(struct wc *c, struct rio_proto_hdr *h, uint8_t **body)
     r = wc_read_full(c, *body, h->body_len);
     if (r == 0 && rio__proto_rx_check(&c->sess, hb, *body, ctl, *body + ctl) < 0)
         r = RIO_EPROTO;
-    if (r == 0 && data) {
+    if (r == 0 && data && h->opcode == RIO_OP_GET_ONE) {
+        /* the descriptor and the xxh3, then the bytes: kept together */
+        uint64_t x = rio__proto_u64(*body + ctl - 8);
+        memmove(*body + ctl, *body + ctl + RIO_PROTO_TAG_LEN, data);
+        if (rio__xxh3(*body + ctl, data) != x)
+            r = RIO_ECHECKSUM;
+        data += ctl;
+    } else if (r == 0 && data) {
         uint64_t x = rio__proto_u64(*body);
         memmove(*body, *body + ctl + RIO_PROTO_TAG_LEN, data);
         if (rio__xxh3(*body, data) != x)

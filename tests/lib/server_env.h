@@ -154,7 +154,8 @@ int wc_chunk_head(struct wc *c, uint64_t upload, uint64_t index, uint64_t xxh, u
 int wc_read_full(struct wc *c, void *p, size_t n);
 
 /* Receive one response; *body is malloc'ed (free it) or NULL when empty:
- * its control part, or a READ's data (whose xxh3 was checked), and
+ * its control part, or a READ's data (whose xxh3 was checked), or a
+ * GET_ONE's control part followed by its bytes (checked), and
  * h->body_len says that length (tag excluded). Returns 0, RIO_ECLOSED on
  * EOF, RIO_EPROTO on a bad header or a frame check that failed,
  * RIO_ECHECKSUM on READ data that does not match its xxh3, -errno. */
