@@ -262,7 +262,7 @@ static void prep_one(void *arg, unsigned i)
 }
 
 static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
-                      const struct rio_call *opt);
+                      const struct rio_call *opt, bool long_way);
 
 /* A batch's GETs and PUTs to run again (rio__replan_due) go again together, as a
  * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
@@ -275,7 +275,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
 
     rio__detail_clear();
     rio__replan_begin(&acc, c, opt);
-    ok = batch_once(c, ops, n, opt);
+    ok = batch_once(c, ops, n, opt, false);
     while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
         unsigned k = 0;
         for (unsigned i = 0; i < n; i++)
@@ -307,7 +307,9 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         }
         sub.stats = opt && opt->stats ? &sst : NULL;
         acc.replans += k;
-        int r = batch_once(c, again, k, &sub);
+        /* (GETs whose one op found an object of another shape among them:
+         * looked up, then read) */
+        int r = batch_once(c, again, k, &sub, true);
         if (r < 0)
             break;
         if (sub.stats)
@@ -326,7 +328,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
 }
 
 static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
-                      const struct rio_call *opt)
+                      const struct rio_call *opt, bool long_way)
 {
     struct rio__call *call;
     int ret;
@@ -340,6 +342,7 @@ static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
     ret = rio__call_new(c, n, opt, &call);
     if (ret < 0)
         return ret;
+    call->long_way = long_way;
     uint64_t bytes = 0;
     for (unsigned i = 0; i < n; i++)
         bytes = ops[i].len > UINT64_MAX - bytes ? UINT64_MAX : bytes + ops[i].len;

@@ -263,6 +263,22 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
     r->data = buf;
     r->get_cap = cap;
     r->expect_gen = expect_gen;
+    /* Into a buffer of at most a chunk, no generation named, nothing
+     * staged: looked up and read in one exchange where the transport can
+     * (the engine's get_one_answered_locked). Until the answer the
+     * request is one chunk of cap bytes; no lookup, no worker. */
+    if (!r->prefetch && !r->given && !expect_gen && cap && cap <= c->o.chunk_size &&
+        !(call->flags & RIO_ATOMIC) && !call->long_way && rio__t_get_one(c->t, key, cap)) {
+        r->chunks = rio__calloc(1, sizeof(*r->chunks));
+        if (!r->chunks)
+            return -ENOMEM;
+        r->get_one = true;
+        r->size = cap;
+        r->chunk_size = cap;
+        r->nchunks = 1;
+        r->end = 1;
+        return 0;
+    }
     if (defer) {
         r->opening = true;
         return 0;
@@ -839,7 +855,8 @@ void rio__call_abandon(struct rio_client *c, struct rio__call *call)
 bool rio__replan_due(int type, int64_t result, const struct rio_call *opt)
 {
     if (type == RIO_OP_GET)
-        return result == RIO_EGENERATION && !(opt && opt->expect_generation);
+        return (result == RIO_EGENERATION && !(opt && opt->expect_generation)) ||
+               result == RIO__ENOTONE;
     return type == RIO_OP_PUT && result == RIO_ENOUPLOAD;
 }
 
@@ -887,7 +904,7 @@ void rio__replan_stats(const struct rio__replan_acc *a, const struct rio_call *o
 static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
                     const struct rio_call *opt, struct rio_desc *out_desc);
 static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
-                        const struct rio_call *opt);
+                        const struct rio_call *opt, bool long_way);
 
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *opt, struct rio_desc *out_desc)
@@ -924,11 +941,14 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
     int64_t ret;
 
     rio__detail_clear();
+    bool long_way = false;
     rio__replan_begin(&acc, c, opt);
     for (;;) {
-        ret = get_once(c, key, buf, cap, run);
+        ret = get_once(c, key, buf, cap, run, long_way);
         if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
             break;
+        /* An object its one op could not bring: looked up, then read. */
+        long_way = true;
         int late = rio__replan_opt(&acc, opt, &local);
         if (late < 0) {
             ret = late; /* the stats stay the last run's */
@@ -946,7 +966,7 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
  * or the error of preparing or running it. */
 static int64_t single_once(struct rio_client *c, int type, const char *key, const void *src,
                            void *dst, size_t len, const struct rio_call *opt,
-                           struct rio_desc *out_desc, const struct rio_desc *given)
+                           struct rio_desc *out_desc, const struct rio_desc *given, bool long_way)
 {
     struct rio__call *call;
     int ret;
@@ -970,6 +990,7 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
         return ret;
     if (type == RIO_OP_PUT && opt && opt->expect_generation)
         call->put_if = opt->expect_generation;
+    call->long_way = long_way;
     rio__call_mark_start(c, call, len);
     struct rio__req *r = &call->reqs[0];
     r->given = given;
@@ -994,13 +1015,13 @@ err_call:
 static int put_once(struct rio_client *c, const char *key, const void *buf, size_t len,
                     const struct rio_call *opt, struct rio_desc *out_desc)
 {
-    return (int)single_once(c, RIO_OP_PUT, key, buf, NULL, len, opt, out_desc, NULL);
+    return (int)single_once(c, RIO_OP_PUT, key, buf, NULL, len, opt, out_desc, NULL, false);
 }
 
 static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t cap,
-                        const struct rio_call *opt)
+                        const struct rio_call *opt, bool long_way)
 {
-    return single_once(c, RIO_OP_GET, key, NULL, buf, cap, opt, NULL, NULL);
+    return single_once(c, RIO_OP_GET, key, NULL, buf, cap, opt, NULL, NULL, long_way);
 }
 
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
@@ -1116,7 +1137,7 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
     /* Planned from the lookup's descriptor (its checksums): one lookup, not
      * a second one for the GET. A generation replaced meanwhile fails the
      * READs (RIO_EGENERATION) and the call is planned again. */
-    ret = single_once(c, RIO_OP_GET, key, NULL, buf, d.size, &local, NULL, &d);
+    ret = single_once(c, RIO_OP_GET, key, NULL, buf, d.size, &local, NULL, &d, true);
     rio_desc_cleanup(&d);
     if (ret < 0) {
         free(buf);

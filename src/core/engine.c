@@ -1334,6 +1334,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
                 r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff + poff;
             io->xxh = r->xxh && !ch->parent ? r->xxh[ch->idx] : 0;
             io->xxh_valid = false;
+            io->one = r->get_one;
         } else {
             io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
@@ -1507,6 +1508,61 @@ static void verify_task(void *arg)
     rio__t_wake(c->t);
 }
 
+/*
+ * A GET in one op (r->get_one) answered, its attempt not cancelled. When
+ * the object's bytes came, the answer's descriptor becomes the request's
+ * (one chunk, in place; its xxh3 the one the transport hashed the bytes
+ * to and checked against the answer's) and the attempt goes on as a chunk
+ * that landed: false. An empty object is one chunk of no bytes. Else the
+ * answer decides the request (true): not found; larger than the buffer;
+ * or an object of another shape, or no descriptor (a server that turned
+ * out not to offer it): RIO__ENOTONE, and the call looks it up and reads
+ * it the usual way (rio__replan_due). Any other error: false, the usual
+ * handling (retries).
+ */
+static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
+                                    struct rio__attempt *a)
+{
+    struct rio_io *io = &a->io;
+    int st;
+
+    if (io->res == RIO__ENOTONE && io->gen_out && io->one_size == 0) {
+        io->res = 0; /* an empty object */
+        io->xxh_valid = false;
+    }
+    if (io->res >= 0) {
+        uint64_t size = (uint64_t)io->res;
+        r->call->progress_total -= r->size - size;
+        r->size = size;
+        r->chunk_size = size ? io->one_chunk_size : c->o.chunk_size;
+        r->generation = io->gen_out;
+        r->desc.generation = io->gen_out;
+        r->desc.size = size;
+        r->desc.chunk_size = r->chunk_size;
+        r->desc.nchunks = size ? 1 : 0;
+        snprintf(r->desc.etag, sizeof(r->desc.etag), "%s", io->one_etag);
+        if (size) {
+            r->one_xxh = io->xxh_got;
+            r->xxh = io->xxh_valid ? &r->one_xxh : NULL;
+        }
+        io->len = size;
+        return false;
+    }
+    if (io->res == RIO_ENOTFOUND)
+        st = RIO_ENOTFOUND;
+    else if (io->res != RIO__ENOTONE)
+        return false;
+    else if (io->gen_out && io->one_size > r->get_cap)
+        st = RIO_ETOOBIG;
+    else
+        st = RIO__ENOTONE;
+    struct rio__path *p = &c->paths[a->path];
+    if (p->state == PATH_PROBING)
+        p->state = PATH_HEALTHY; /* it answered */
+    req_decide_locked(c, r, st);
+    return true;
+}
+
 static void handle_completion_locked(struct rio_client *c, struct rio__attempt *a, uint64_t now)
 {
     struct rio__req *r = a->req;
@@ -1530,6 +1586,8 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         ch->zombies--;
         goto out;
     }
+    if (r->get_one && !r->decided && get_one_answered_locked(c, r, a))
+        goto out;
     int64_t res = a->io.res;
     /* The transport's hash of what it wrote covers a whole chunk only. */
     bool hashed = a->io.xxh_valid && !ch->parent;

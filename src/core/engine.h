@@ -277,6 +277,14 @@ struct rio__req {
     uint64_t one_gen;
     uint32_t one_unsure;
     char one_etag[48]; /* as rio_desc.etag */
+    /* A GET into a buffer of at most a chunk sent as one READ op that
+     * looks the object up and brings its bytes (rio__t_get_one): no
+     * lookup first. Until its answer the request is one chunk of get_cap
+     * bytes with no checksum; the answer's descriptor then becomes its
+     * own (one_xxh the chunk's xxh3, r->xxh pointing at it), or decides
+     * it (engine.c, get_one_answered_locked). */
+    bool get_one;
+    uint64_t one_xxh;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -333,6 +341,9 @@ struct rio__call {
     pthread_cond_t md5_cond; /* a PUT's MD5 task ended (md5_running) */
     struct rio_cancel *cancel;
     unsigned flags;
+    /* Its GETs look up first, none in one op (rio__t_get_one): a run
+     * again of GETs whose one op found an object of another shape. */
+    bool long_way;
     /* Its PUTs commit only if the key's object is then this generation
      * (RIO__PUT_IF_ABSENT: none; 0: unconditional): RIO_IF_ABSENT, or a
      * single PUT's expect_generation. */

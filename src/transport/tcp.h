@@ -64,6 +64,10 @@ struct rio__tcp_counters {
      * and those refused at submit by a connection whose server lacks it. */
     uint64_t put_one;
     uint64_t put_one_refused;
+    /* GETs sent as one GET_ONE frame (lookup and bytes), and those refused
+     * at submit by a connection whose server lacks it. */
+    uint64_t get_one;
+    uint64_t get_one_refused;
 };
 
 /* Snapshot of t's counters. RIO_EINVAL if t is not a railio:// transport. */

@@ -39,7 +39,10 @@ struct rio_io {
     uint64_t xxh;        /* WRITE: xxh3-64 of src; READ: expected, 0 if unknown */
     /* WRITE of a whole object in one op (upload NULL; put_one said yes):
      * open, data and commit as one exchange, index 0, len the object's
-     * size; etag (32 hex digits, or "") is published with it. */
+     * size; etag (32 hex digits, or "") is published with it.
+     * READ of a whole object in one op (get_one said yes; index, off and
+     * generation 0, xxh 0): the lookup of key, and its bytes into
+     * dst[0..size) when it is one chunk of at most len bytes. */
     bool one;
     uint64_t chunk_size; /* one: the object's chunk size (>= len) */
     const char *etag;    /* one */
@@ -61,11 +64,23 @@ struct rio_io {
      * PUT failed without RIO_EUNKNOWN. */
     uint64_t gen_out;
     bool unsure;
+    /* READ one: the object's descriptor as the answer gave it (gen_out,
+     * and these; its checksum list is the one xxh_got when its bytes
+     * came). res is its size when its bytes came, in dst, xxh_got their
+     * xxh3 (checked against the answer's, xxh_valid set); RIO__ENOTONE
+     * when only the descriptor came (an object of several chunks, an
+     * empty one, or one larger than len): the engine decides. */
+    uint64_t one_size, one_chunk_size, one_nchunks;
+    char one_etag[33]; /* NUL-terminated */
 
     void (*complete)(struct rio_io *io);
     void *engine_priv; /* the engine's */
     void *tpriv;       /* the transport's, while the op is in flight */
 };
+
+/* A READ in one op (rio_io.one) whose answer had no bytes: never leaves the
+ * library (the engine decides what the descriptor means). */
+#define RIO__ENOTONE (-10999)
 
 /* Capability bits (0x1 was a checksums bit nothing read; do not reuse it). */
 /*
@@ -246,6 +261,12 @@ struct rio_transport_ops {
      * Such an op retried after an attempt that took effect publishes the
      * same bytes again (a new generation). Any thread, never blocks. */
     bool (*put_one)(struct rio_transport *t, const char *key, uint64_t size, uint64_t chunk_size);
+    /* Optional (NULL: never): whether a GET of key into a buffer of cap
+     * bytes (1 at least) may go as one READ op with `one` set, which looks
+     * the object up and brings its bytes in one exchange when it is one
+     * chunk of at most cap bytes (railio://: a server that said GET_ONE
+     * in its HELLO). Any thread, never blocks. */
+    bool (*get_one)(struct rio_transport *t, const char *key, uint64_t cap);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
      * upload needs before it is sent that depends only on the chunk's bytes
      * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
@@ -500,6 +521,11 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
                                   uint64_t chunk_size, void **upload)
 {
     return rio__t_ops(t)->put_open(t, key, size, chunk_size, upload);
+}
+
+static inline bool rio__t_get_one(struct rio_transport *t, const char *key, uint64_t cap)
+{
+    return rio__t_ops(t)->get_one && rio__t_ops(t)->get_one(t, key, cap);
 }
 
 static inline bool rio__t_put_one(struct rio_transport *t, const char *key, uint64_t size,

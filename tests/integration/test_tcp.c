@@ -739,6 +739,201 @@ TEST(small_puts_go_in_one_exchange)
     stop(&e);
 }
 
+/*
+ * A GET into a buffer of at most a chunk goes as one GET_ONE frame (the
+ * lookup and the bytes) to a server that offers it, a single GET and a
+ * batch's alike, on both tiers: the bytes checked, the generation the
+ * object's, no lookup. The answer decides a missing key (RIO_ENOTFOUND),
+ * an object larger than the buffer (RIO_ETOOBIG) and an empty one; an
+ * object of several chunks that fits the buffer (written with smaller
+ * chunks) comes back as its descriptor and is looked up and read the
+ * usual way (one re-plan). A GET into a buffer larger than a chunk, one
+ * staged (RIO_ATOMIC), one naming its generation and one with
+ * get_one=off go the two-exchange way.
+ */
+static void small_gets_against(const char *const *args)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u, w;
+    char url[256];
+
+    srv_start(&e, args);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    o.depth = 4;
+    tu_open(&u, url, &o);
+    uint64_t g1 = tu_put(u.c, "g1/a", 1000, 1);
+    uint64_t sent = tu_tcp(u.c).get_one;
+    /* Into a buffer of its size, and into a larger one. */
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t *b = malloc(TU_CHUNK);
+    T_NOTNULL(b);
+    T_EQ(rio_get(u.c, "g1/a", b, 1000, &call), 1000);
+    T_PATTERN(b, 1000, 1);
+    T_EQ(st.replans, 0u);
+    T_EQ(st.retries_total, 0u);
+    T_EQ(st.path[0].bytes, 1000u);
+    memset(b, 0, TU_CHUNK);
+    T_EQ(rio_get(u.c, "g1/a", b, TU_CHUNK, NULL), 1000);
+    T_PATTERN(b, 1000, 1);
+    T_EQ(tu_tcp(u.c).get_one, sent + 2);
+    /* A batch of 40, more of them in flight than the depth. */
+    uint8_t *p = tu_pattern(TU_CHUNK, 2);
+    struct rio_op ops[40];
+    char keys[40][16];
+    uint8_t got[40][256];
+    for (unsigned i = 0; i < 40; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "g1/%u", i);
+        T_OK(rio_put(u.c, keys[i], p + i, 100 + i, NULL, NULL));
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = sizeof(got[i])};
+    }
+    sent = tu_tcp(u.c).get_one;
+    struct rio_stats bst;
+    struct rio_call bcall = {.stats = &bst};
+    /* (until the path's GET rate is known, from 1 ms of its ops' busy
+     * time, the schedule keeps one op in flight: a few batches) */
+    unsigned rounds = 0;
+    do {
+        T_EQ(rio_batch(u.c, ops, 40, &bcall), 40);
+        T_EQ(bst.replans, 0u);
+    } while (++rounds < 20 && bst.path[0].peak_depth <= o.depth);
+    T_EQ(tu_tcp(u.c).get_one, sent + 40 * rounds);
+    T_GT(bst.path[0].peak_depth, (uint64_t)o.depth);
+    for (unsigned i = 0; i < 40; i++) {
+        T_EQ(ops[i].result, (int64_t)(100 + i));
+        T_GT(ops[i].generation, g1);
+        T_MEMEQ(got[i], p + i, 100 + i);
+    }
+    /* What the answer decides: missing, too large, empty. */
+    sent = tu_tcp(u.c).get_one;
+    T_ERR(rio_get(u.c, "g1/none", b, 1000, &call), RIO_ENOTFOUND);
+    T_EQ(st.replans, 0u);
+    T_EQ(st.path[0].errors, 0u);
+    T_ERR(rio_get(u.c, "g1/a", b, 999, &call), RIO_ETOOBIG);
+    T_EQ(st.replans, 0u);
+    tu_put(u.c, "g1/big", 3 * TU_CHUNK, 3);
+    T_ERR(rio_get(u.c, "g1/big", b, TU_CHUNK, NULL), RIO_ETOOBIG);
+    T_OK(rio_put(u.c, "g1/empty", p, 0, NULL, NULL));
+    T_EQ(rio_get(u.c, "g1/empty", b, 100, NULL), 0);
+    T_EQ(tu_tcp(u.c).get_one, sent + 4);
+    /* Several chunks within the buffer: the descriptor, then the usual way. */
+    struct rio_options ow = o;
+    ow.chunk_size = 4096;
+    tu_open(&w, url, &ow);
+    tu_put(w.c, "g1/small-chunks", 10000, 4);
+    tu_close(&w);
+    memset(b, 0, TU_CHUNK);
+    T_EQ(rio_get(u.c, "g1/small-chunks", b, 10000, &call), 10000);
+    T_PATTERN(b, 10000, 4);
+    T_EQ(st.replans, 1u);
+    T_EQ(st.chunks, 3u);
+    ops[0] = (struct rio_op){.type = RIO_OP_GET, .key = "g1/small-chunks", .buf = b, .len = 20000};
+    ops[1] = (struct rio_op){.type = RIO_OP_GET, .key = "g1/a", .buf = got[0], .len = 1000};
+    memset(b, 0, TU_CHUNK);
+    T_EQ(rio_batch(u.c, ops, 2, &bcall), 2);
+    T_EQ(ops[0].result, 10000);
+    T_PATTERN(b, 10000, 4);
+    T_EQ(ops[1].result, 1000);
+    T_EQ(bst.replans, 1u);
+    /* The two-exchange way. */
+    sent = tu_tcp(u.c).get_one;
+    uint8_t *big = malloc(2 * TU_CHUNK);
+    T_NOTNULL(big);
+    T_EQ(rio_get(u.c, "g1/a", big, 2 * TU_CHUNK, NULL), 1000);
+    struct rio_call atomic = {.flags = RIO_ATOMIC};
+    T_EQ(rio_get(u.c, "g1/a", b, 1000, &atomic), 1000);
+    struct rio_call named = {.expect_generation = g1};
+    T_EQ(rio_get(u.c, "g1/a", b, 1000, &named), 1000);
+    T_PATTERN(b, 1000, 1);
+    T_EQ(tu_tcp(u.c).get_one, sent);
+    if (args) {
+        /* The disk tier restarted: nothing in memory, every answer's bytes
+         * read from its file on a READ thread. */
+        char listen[96];
+        snprintf(listen, sizeof(listen), "%s", e.addr[0]);
+        T_EQ(srv_stop(&e), 0);
+        srv_prepare(&e);
+        srv_start_listen(&e, listen, args);
+        memset(got, 0, sizeof(got));
+        for (unsigned i = 0; i < 40; i++)
+            ops[i] = (struct rio_op){
+                .type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = sizeof(got[i])};
+        T_EQ(rio_batch(u.c, ops, 40, &bcall), 40);
+        T_EQ(tu_tcp(u.c).get_one, sent + 40);
+        for (unsigned i = 0; i < 40; i++) {
+            T_EQ(ops[i].result, (int64_t)(100 + i));
+            T_MEMEQ(got[i], p + i, 100 + i);
+        }
+        T_EQ(rio_get(u.c, "g1/small-chunks", b, 10000, NULL), 10000);
+        T_PATTERN(b, 10000, 4);
+    }
+    tu_close(&u);
+    tu_url(url, sizeof(url), &e, "get_one=off");
+    tu_open(&u, url, &o);
+    tu_get_check(u.c, "g1/a", 1000, 1, 0);
+    T_EQ(tu_tcp(u.c).get_one, 0u);
+    tu_close(&u);
+    free(big);
+    free(p);
+    free(b);
+    T_EQ(srv_stop(&e), 0);
+}
+
+TEST(small_gets_go_in_one_exchange)
+{
+    small_gets_against(NULL);
+    const char *dir = t_scratch_dir("railio-getone");
+    const char *args[] = {"--data-dir", dir, "--memory", "1M", NULL};
+    small_gets_against(args);
+}
+
+/* A client that saw GET_ONE offered, and the server restarted without it
+ * (as a railiod before it): the GET is refused before it goes out and is
+ * looked up and read the usual way (one re-plan), and the member gets no
+ * more GET_ONEs; a fresh client of that server sends none. */
+TEST(get_one_refused_by_an_older_server)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u, m;
+    char url[256], listen[96];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "g2/a", 1000, 1);
+    tu_get_check(u.c, "g2/a", 1000, 1, 0);
+    T_EQ(tu_tcp(u.c).get_one, 1u);
+    snprintf(listen, sizeof(listen), "%s", e.addr[0]);
+    stop(&e);
+    setenv("RAILIOD_TEST_NO_GET_ONE", "1", 1);
+    srv_prepare(&e);
+    srv_start_listen(&e, listen, NULL);
+    unsetenv("RAILIOD_TEST_NO_GET_ONE");
+    tu_put(u.c, "g2/b", 700, 2);
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t b[1000];
+    T_EQ(rio_get(u.c, "g2/b", b, sizeof(b), &call), 700);
+    T_PATTERN(b, 700, 2);
+    T_EQ(st.replans, 1u);
+    T_EQ(tu_tcp(u.c).get_one_refused, 1u);
+    uint64_t sent = tu_tcp(u.c).get_one;
+    for (unsigned i = 0; i < 3; i++)
+        tu_get_check(u.c, "g2/b", 700, 2, 0);
+    T_EQ(tu_tcp(u.c).get_one, sent);
+    tu_open(&m, url, &o);
+    tu_get_check(m.c, "g2/b", 700, 2, 0);
+    T_EQ(tu_tcp(m.c).get_one, 0u);
+    tu_close(&m);
+    tu_close(&u);
+    stop(&e);
+}
+
 /* PUT_ONEs of whole chunks take one depth slot each, as chunks do: a
  * batch of them at depth 4 has four in flight (each took eight slots, one
  * in flight at a time). */

@@ -76,10 +76,17 @@ struct fake {
     int no_auth;          /* HELLO says auth_required 0, whatever the token (an impostor) */
     int v1;               /* an older server: version 1 only */
     _Atomic int data_ops; /* requests past the handshake it saw (LOOKUP, PUT_OPEN...) */
+    /* GET_ONE: offered in HELLO (get_one), and what its answers to the
+     * key "one" (F_ONE bytes, one chunk) do, each counter how many times:
+     * bytes past the request's max_len, an xxh3 not the bytes', the
+     * descriptor alone; "obj" (16 chunks) is answered with its descriptor */
+    int get_one;
+    _Atomic int one_long, one_bad_xxh, one_desc_only;
     /* PUT_ONE: offered in HELLO (put_one); its answers, each counter how
      * many times: a generation of 0 (a broken answer), else 2000 + n */
     int put_one;
     _Atomic int put_one_bad, put_ones;
+    _Atomic int get_ones;
     /* what it saw */
     _Atomic int conns;
     _Atomic int reads;
@@ -247,7 +254,7 @@ static int f_hello(struct fconn *c, uint64_t id, const uint8_t *body, size_t len
     memset(c->snonce, 0x33, sizeof(c->snonce));
     memset(&r, 0, sizeof(r));
     r.version = RIO_PROTO_VERSION;
-    r.caps = f->put_one ? RIO_PROTO_CAP_PUT_ONE : 0;
+    r.caps = (f->get_one ? RIO_PROTO_CAP_GET_ONE : 0) | (f->put_one ? RIO_PROTO_CAP_PUT_ONE : 0);
     r.auth_required = f->token && !f->no_auth ? 1 : 0;
     r.max_body = RIO_PROTO_BODY_CAP;
     r.max_depth = f->max_depth;
@@ -352,6 +359,45 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     return f_respond(c, RIO_OP_LOOKUP, id, 0, out, (size_t)n);
 }
 
+#define F_ONE 1000u
+
+/* GET_ONE: "one" with its bytes (or a lie), "obj" its descriptor alone. */
+static int f_get_one(struct fconn *c, uint64_t id, const uint8_t *body, size_t len)
+{
+    struct fake *f = c->f;
+    struct rio_proto_get_one m;
+    struct rio_proto_desc d = {.generation = atomic_load(&f->gen), .chunk_size = F_CHUNK};
+    uint8_t out[RIO_PROTO_GET_ONE_WITH_DATA];
+
+    if (!f->get_one || rio__proto_dec_get_one(body, len, &m) < 0)
+        return -1;
+    atomic_fetch_add(&f->get_ones, 1);
+    memset(d.etag, '0', sizeof(d.etag));
+    if (m.key_len == 3 && !memcmp(m.key, "obj", 3)) {
+        d.size = F_SIZE;
+        d.nchunks = F_SIZE / F_CHUNK;
+        rio__proto_enc_get_one_resp(&d, 0, 0, out, sizeof(out));
+        return f_respond(c, RIO_OP_GET_ONE, id, 0, out, RIO_PROTO_GET_ONE_DESC);
+    }
+    if (m.key_len != 3 || memcmp(m.key, "one", 3))
+        return f_respond(c, RIO_OP_GET_ONE, id, RIO_ENOTFOUND, NULL, 0);
+    d.size = F_ONE;
+    d.nchunks = 1;
+    uint64_t xxh = rio__xxh3(f->data, F_ONE);
+    if (atomic_fetch_sub(&f->one_desc_only, 1) > 0) {
+        rio__proto_enc_get_one_resp(&d, 0, 0, out, sizeof(out));
+        return f_respond(c, RIO_OP_GET_ONE, id, 0, out, RIO_PROTO_GET_ONE_DESC);
+    }
+    if (atomic_fetch_sub(&f->one_long, 1) > 0)
+        d.size = m.max_len + 100u; /* more than the client takes */
+    if (atomic_fetch_sub(&f->one_bad_xxh, 1) > 0)
+        xxh ^= 1;
+    rio__proto_enc_get_one_resp(&d, 1, xxh, out, sizeof(out));
+    if (f_respond_head(c, RIO_OP_GET_ONE, id, 0, out, sizeof(out), d.size, 0) < 0)
+        return -1;
+    return f_write(c->fd, f->data, d.size);
+}
+
 /* A request the fake answers in place (PUT_OPEN, PUT_CHUNK, DELETE,
  * PUT_ABORT; anything else: RIO_ENOTSUP). */
 static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *h)
@@ -422,10 +468,8 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
 /* The requests the fake answers by a handler of its own, by opcode. */
 typedef int f_handler(struct fconn *c, uint64_t id, const uint8_t *body, size_t len);
 static f_handler *const f_ops[] = {
-    [RIO_OP_HELLO] = f_hello,
-    [RIO_OP_AUTH] = f_auth,
-    [RIO_OP_LOOKUP] = f_lookup,
-    [RIO_OP_READ] = f_read_op,
+    [RIO_OP_HELLO] = f_hello,  [RIO_OP_AUTH] = f_auth,       [RIO_OP_LOOKUP] = f_lookup,
+    [RIO_OP_READ] = f_read_op, [RIO_OP_GET_ONE] = f_get_one,
 };
 
 static void *f_conn_main(void *p)
@@ -783,6 +827,70 @@ static void fx_stop(struct fx *x)
         tu_close(&x->u);
     free(x->b);
     fake_stop(&x->f);
+}
+
+/*
+ * A server that lies in its GET_ONE answers: more bytes than the request
+ * took (the connection is dropped on the header: not one byte past the
+ * buffer), an xxh3 that is not the bytes' (RIO_ECHECKSUM, retried), the
+ * descriptor alone for an object that had to come with its bytes (a
+ * protocol error, retried). Each once: the GET then succeeds byte-exact,
+ * the buffer's tail untouched. Always lying: the GET fails within its
+ * retries, nothing past the buffer. An object of several chunks answered
+ * with its descriptor is looked up and read (one re-plan).
+ */
+TEST(lying_get_one_answers_land_no_wrong_byte)
+{
+    struct {
+        int lg, bx, desc;
+        int want_class;
+    } cases[] = {
+        {1, 0, 0, RIO_CLASS_RESET}, {0, 1, 0, RIO_CLASS_CHECKSUM}, {0, 0, 1, RIO_CLASS_RESET}};
+    for (unsigned k = 0; k < 3; k++) {
+        struct fx x = {.f = {.get_one = 1,
+                             .one_long = cases[k].lg,
+                             .one_bad_xxh = cases[k].bx,
+                             .one_desc_only = cases[k].desc}};
+        fx_start(&x, NULL);
+        uint8_t *b = malloc(2 * F_ONE);
+        T_NOTNULL(b);
+        memset(b, 0xEE, 2 * F_ONE);
+        T_EQ(rio_get(x.u.c, "one", b, F_ONE, &x.call), (int64_t)F_ONE);
+        T_PATTERN(b, F_ONE, F_SEED);
+        for (unsigned i = F_ONE; i < 2 * F_ONE; i++)
+            if (b[i] != 0xEE)
+                T_FAIL("case %u: byte %u past the buffer written", k, i);
+        T_GE(x.st.retries[cases[k].want_class], 1u);
+        T_EQ(atomic_load(&x.f.get_ones), 2);
+        T_EQ(atomic_load(&x.f.lookups), 0);
+        free(b);
+        fx_stop(&x);
+    }
+    /* Always more than the buffer: a bounded failure, the tail untouched. */
+    struct fx x = {.f = {.get_one = 1, .one_long = 1000}};
+    fx_start(&x, NULL);
+    uint8_t *b = malloc(2 * F_ONE);
+    T_NOTNULL(b);
+    memset(b, 0xEE, 2 * F_ONE);
+    int64_t got = rio_get(x.u.c, "one", b, F_ONE, &x.call);
+    T_TRUE(got == RIO_ERETRIES || got == RIO_ENOPATH);
+    for (unsigned i = F_ONE; i < 2 * F_ONE; i++)
+        if (b[i] != 0xEE)
+            T_FAIL("byte %u past the buffer written", i);
+    free(b);
+    fx_stop(&x);
+    /* Several chunks of 64 KiB, into a buffer that takes them and is no
+     * larger than the client's chunk: the descriptor, then LOOKUP and
+     * READs (one re-plan). */
+    struct fx y = {.f = {.get_one = 1}};
+    fx_init(&y);
+    y.o.chunk_size = F_SIZE;
+    fx_open(&y, NULL);
+    fx_get(&y, &y.call);
+    T_EQ(y.st.replans, 1u);
+    T_EQ(atomic_load(&y.f.get_ones), 1);
+    T_EQ(atomic_load(&y.f.lookups), 1);
+    fx_stop(&y);
 }
 
 /*

@@ -396,6 +396,9 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
     t->put_one = true;
     if ((s = rio__url_param(u, "put_one")) && rio__opt_bool("put_one", s, &t->put_one) < 0)
         return RIO_EINVAL;
+    t->get_one = true;
+    if ((s = rio__url_param(u, "get_one")) && rio__opt_bool("get_one", s, &t->get_one) < 0)
+        return RIO_EINVAL;
     t->backoff_ms = TCP_DIAL_BACKOFF_BASE_MS;
     t->backoff_cap_ms = TCP_DIAL_BACKOFF_CAP_MS;
     if ((s = rio__url_param(u, "dial_backoff")) &&

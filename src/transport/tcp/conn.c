@@ -238,6 +238,15 @@ int rio__tcp_put_one_refused(struct tcp_transport *t, struct tcp_conn *cn)
     return RIO_ENOUPLOAD;
 }
 
+/* The same for a GET_ONE: the op ends with no descriptor (RIO__ENOTONE,
+ * no generation), so that the engine looks the object up and reads it. */
+int rio__tcp_get_one_refused(struct tcp_transport *t, struct tcp_conn *cn)
+{
+    atomic_store(&cn->m->get_one_off, true);
+    rio__tcp_ctr_add(t, &t->ctr.get_one_refused, 1);
+    return RIO__ENOTONE;
+}
+
 static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
     struct tcp_rail *r = cn->rail;
@@ -264,13 +273,18 @@ static void conn_ready(struct tcp_transport *t, struct tcp_conn *cn, uint64_t no
     cn->out_blocked = false;
     /* A server that does not take PUT_ONE (not the one whose HELLO said it
      * did) would close the connection on it: the ops queued for it fail. */
-    if (!(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
+    if (!(cn->caps & RIO_PROTO_CAP_PUT_ONE) || !(cn->caps & RIO_PROTO_CAP_GET_ONE)) {
         struct tcp_slot *s, *next;
         for (s = sl_head(&cn->sq); s; s = next) {
             next = sl_next(s);
-            if (s->op == RIO_OP_PUT_ONE && s->io) {
+            if (!s->io)
+                continue;
+            if (s->op == RIO_OP_PUT_ONE && !(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
                 sl_unlink(&cn->sq, s);
                 rio__tcp_slot_done(t, s, rio__tcp_put_one_refused(t, cn), false);
+            } else if (s->op == RIO_OP_GET_ONE && !(cn->caps & RIO_PROTO_CAP_GET_ONE)) {
+                sl_unlink(&cn->sq, s);
+                rio__tcp_slot_done(t, s, rio__tcp_get_one_refused(t, cn), false);
             }
         }
     }
@@ -599,10 +613,23 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
          * a PUT_CHUNK answer with a body (more than its tag): the stream
          * cannot be trusted. */
         if (!s || h->opcode != s->op ||
-            (ctl &&
-             (h->status != 0 || (s->op != RIO_OP_READ && (s->op != RIO_OP_PUT_ONE || ctl != 8)))))
+            (ctl && (h->status != 0 || (s->op != RIO_OP_READ && s->op != RIO_OP_GET_ONE &&
+                                        (s->op != RIO_OP_PUT_ONE || ctl != 8)))))
             return RIO_EPROTO;
         cn->rx_slot = s;
+        if (h->status == 0 && s->op == RIO_OP_GET_ONE && data) {
+            /* A GET_ONE answer with the object's bytes: never more than
+             * the len the request allowed (a protocol violation), its
+             * descriptor, xxh3 and tag first, checked before any lands. */
+            if (data > s->expect_len) {
+                rio__tcp_ctr_add(t, &t->ctr.poisoned, 1);
+                rio__tcp_conn_abort(t, cn, s, -EPROTO, now);
+                return 1;
+            }
+            cn->rx_mode = RX_READ_FIXED;
+            cn->rx_len = ctl + RIO_PROTO_TAG_LEN;
+            return 0;
+        }
         if (h->status == 0 && s->op == RIO_OP_READ) {
             if (data != s->expect_len) {
                 /* Never more than len bytes into dst: the op fails (short:
@@ -624,17 +651,45 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
     return 0;
 }
 
-/* A READ answer's fixed part and tag arrived: check them, then take the data. */
+/* The descriptor of a GET_ONE answer (ctl_len bytes of cn->ctrl, data_len
+ * bytes of data after them) into s; its data's xxh3 in cn->read_xxh. */
+static int get_one_desc(struct tcp_conn *cn, struct tcp_slot *s, uint32_t ctl_len,
+                        uint64_t data_len)
+{
+    struct rio_proto_desc d;
+    uint64_t xxh = 0;
+
+    if (rio__proto_dec_get_one_resp(cn->ctrl, ctl_len, data_len, (uint32_t)s->expect_len, &d,
+                                    &xxh) < 0)
+        return RIO_EPROTO;
+    s->done_gen = d.generation;
+    s->done_size = d.size;
+    s->done_chunk_size = d.chunk_size;
+    s->done_nchunks = d.nchunks;
+    memcpy(s->done_etag, d.etag, sizeof(s->done_etag));
+    cn->read_xxh = xxh;
+    return 0;
+}
+
+/* A READ or GET_ONE answer's fixed part and tag arrived: check them, then
+ * take the data. */
 static int conn_on_read_fixed(struct tcp_transport *t, struct tcp_conn *cn)
 {
     struct tcp_slot *s = cn->rx_slot;
+    uint32_t fixed = (uint32_t)cn->rx_len - RIO_PROTO_TAG_LEN;
 
-    if (rio__proto_rx_check(&cn->sess, cn->rx_hdr, cn->ctrl, RIO_PROTO_READ_FIXED,
-                            cn->ctrl + RIO_PROTO_READ_FIXED) < 0)
+    if (rio__proto_rx_check(&cn->sess, cn->rx_hdr, cn->ctrl, fixed, cn->ctrl + fixed) < 0)
         return RIO_EPROTO; /* frame check failed */
-    cn->read_xxh = rio__proto_u64(cn->ctrl);
     cn->rx_got = 0;
-    cn->rx_len = s->expect_len;
+    if (s->op == RIO_OP_GET_ONE) {
+        uint64_t data = cn->rh.body_len - fixed - RIO_PROTO_TAG_LEN;
+        if (get_one_desc(cn, s, fixed, data) < 0)
+            return RIO_EPROTO;
+        cn->rx_len = data;
+    } else {
+        cn->read_xxh = rio__proto_u64(cn->ctrl);
+        cn->rx_len = s->expect_len;
+    }
     if (s->io) {
         cn->rx_mode = RX_DST;
     } else {
@@ -670,6 +725,11 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
         if (cn->rh.body_len != 8 || !(s->done_gen = rio__proto_u64(cn->ctrl)))
             return RIO_EPROTO;
     }
+    if (s->op == RIO_OP_GET_ONE && cn->rh.status == 0 && mode == RX_CTRL) {
+        /* The descriptor alone: an object the answer could not carry. */
+        if (get_one_desc(cn, s, cn->rh.body_len, 0) < 0)
+            return RIO_EPROTO;
+    }
     sl_unlink(&cn->wq, s);
     s->answered = true;
     if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
@@ -677,6 +737,19 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
         res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
     } else if (cn->rh.status != 0) {
         res = wire_status(cn->rh.status);
+    } else if (s->op == RIO_OP_GET_ONE) {
+        res = RIO__ENOTONE;
+        if (mode != RX_CTRL) {
+            /* Its bytes came, their xxh3 in the checked part: hashed here
+             * as they are checked, and the engine takes that hash. */
+            res = (int64_t)s->done_size;
+            if (mode == RX_DST && s->io) {
+                s->done_xxh = rio__xxh3(s->io->dst, s->done_size);
+                s->done_xxh_valid = true;
+                if (s->done_xxh != cn->read_xxh)
+                    res = RIO_ECHECKSUM;
+            }
+        }
     } else if (s->op == RIO_OP_READ) {
         res = (int64_t)s->expect_len;
         /* The data's xxh3 came in the checked part: the chunk's own (the
@@ -729,7 +802,8 @@ static int conn_read_some(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
             want = RIO_PROTO_HDR_LEN - cn->rx_hdr_got;
             break;
         case RX_DST:
-            /* rx_len == io->len (checked on the header): never past dst's end */
+            /* rx_len == io->len for a READ, <= for a GET_ONE (both checked
+             * on the header): never past dst's end */
             p = (uint8_t *)cn->rx_slot->io->dst + cn->rx_got;
             want = (size_t)min_u64(cn->rx_len - cn->rx_got, cap);
             break;

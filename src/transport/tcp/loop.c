@@ -93,6 +93,15 @@ static int deliver(struct tcp_transport *t)
         io->svc_ns = 0;
         io->gen_out = s->done_gen;
         io->unsure = s->done_unsure;
+        if (s->op == RIO_OP_GET_ONE) {
+            io->one_size = s->done_size;
+            io->one_chunk_size = s->done_chunk_size;
+            io->one_nchunks = s->done_nchunks;
+            memcpy(io->one_etag, s->done_etag, RIO_PROTO_ETAG_LEN);
+            io->one_etag[RIO_PROTO_ETAG_LEN] = '\0';
+            io->xxh_got = s->done_xxh;
+            io->xxh_valid = s->done_xxh_valid && io->res >= 0;
+        }
         io->tpriv = NULL; /* a late cancel finds nothing */
         if (s->cancel_listed)
             cancel_unlink_locked(t, s);
@@ -418,7 +427,8 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
         io->path >= t->base.npaths)
         return -EINVAL;
     if (io->kind == RIO_IO_READ) {
-        if (!io->dst || rio__key_len(io->key, &klen) < 0)
+        if (!io->dst || rio__key_len(io->key, &klen) < 0 ||
+            (io->one && (io->off || io->generation)))
             return -EINVAL;
         mi = rio__tcp_owner_of(t, io->key, klen);
     } else if (io->kind == RIO_IO_WRITE && io->one) {
@@ -438,9 +448,15 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
     cn = &t->conns[mi * t->base.npaths + io->path];
 
     pthread_mutex_lock(&t->mu);
-    if (io->one && cn->state == C_READY && !(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
+    if (io->one && cn->state == C_READY && io->kind == RIO_IO_WRITE &&
+        !(cn->caps & RIO_PROTO_CAP_PUT_ONE)) {
         pthread_mutex_unlock(&t->mu);
         return rio__tcp_put_one_refused(t, cn);
+    }
+    if (io->one && cn->state == C_READY && io->kind == RIO_IO_READ &&
+        !(cn->caps & RIO_PROTO_CAP_GET_ONE)) {
+        pthread_mutex_unlock(&t->mu);
+        return rio__tcp_get_one_refused(t, cn);
     }
     /* A PUT_ONE (a whole small object) may go past the client's depth, up
      * to the server's window: the engine counts them by their bytes. */
@@ -463,7 +479,15 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
     s->io = io;
     s->conn = cn;
     s->id = next_id(t);
-    if (io->kind == RIO_IO_READ) {
+    if (io->kind == RIO_IO_READ && io->one) {
+        struct rio_proto_get_one g = {
+            .max_len = (uint32_t)io->len, .key = io->key, .key_len = (uint16_t)klen};
+        n = rio__proto_enc_get_one(&g, s->req + RIO_PROTO_HDR_LEN,
+                                   sizeof(s->req) - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN);
+        s->op = RIO_OP_GET_ONE;
+        s->expect_len = io->len;
+        t->ctr.get_one++;
+    } else if (io->kind == RIO_IO_READ) {
         struct rio_proto_read r = {
             .generation = io->generation,
             .off = io->off,

@@ -355,6 +355,25 @@ bool rio__tcp_put_one(struct rio_transport *tt, const char *key, uint64_t size, 
     return ok;
 }
 
+/* get_one: a server that said GET_ONE in the HELLO of the key's member's
+ * control connection (until it is greeted, GETs go the two-exchange way),
+ * for a buffer a READ may fill. */
+bool rio__tcp_get_one(struct rio_transport *tt, const char *key, uint64_t cap)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    size_t klen;
+
+    if (!t->get_one || rio__key_len(key, &klen) < 0 || cap == 0 || cap > TCP_CHUNK_MAX)
+        return false;
+    struct tcp_member *m = &t->members[rio__tcp_owner_of(t, key, klen)];
+    if (atomic_load(&m->get_one_off))
+        return false;
+    pthread_mutex_lock(&m->ctl_mu);
+    bool ok = (m->ctl_caps & RIO_PROTO_CAP_GET_ONE) != 0;
+    pthread_mutex_unlock(&m->ctl_mu);
+    return ok;
+}
+
 /* What a commit's exchange (ret, h, body: freed here) means for up and d;
  * asked: an earlier try had reached the server. Consumes up unless the
  * result is of a retryable class. */

@@ -256,10 +256,24 @@ int rio__tcp_owner(struct rio_transport *tt, const char *key)
 
 /* config.c and tcp_open read them; docs/protocol.md lists them. */
 static const char *const tcp_url_options[] = {
-    "rails",      "conns",        "connect_timeout",  "user_timeout", "progress_timeout",
-    "ttl",        "dial_backoff", "dial_backoff_cap", "cancel_grace", "keepalive",
-    "tls_verify", "tls_ca",       "tls_name",         "token",        "token_file",
-    "put_one",    NULL,
+    "rails",
+    "conns",
+    "connect_timeout",
+    "user_timeout",
+    "progress_timeout",
+    "ttl",
+    "dial_backoff",
+    "dial_backoff_cap",
+    "cancel_grace",
+    "keepalive",
+    "tls_verify",
+    "tls_ca",
+    "tls_name",
+    "token",
+    "token_file",
+    "put_one",
+    "get_one",
+    NULL,
 };
 
 const struct rio_transport_ops rio__tcp_ops = {
@@ -270,6 +284,7 @@ const struct rio_transport_ops rio__tcp_ops = {
     RIO_TRANSPORT_OPS(tcp_open, tcp_close, rio__tcp),
     .put_expect = rio__tcp_put_expect,
     .put_one = rio__tcp_put_one,
+    .get_one = rio__tcp_get_one,
     .remove_if = rio__tcp_remove_if,
     .lookup_within = rio__tcp_lookup_within,
     .list = rio__tcp_list,

@@ -219,6 +219,7 @@ struct tcp_member {
     /* A data connection's server did not take PUT_ONE (one restarted as an
      * older version): no more PUT_ONEs to this member. */
     _Atomic bool put_one_off;
+    _Atomic bool get_one_off; /* the same for GET_ONE */
     /* the leading caller's (ctl_leading set), or under ctl_mu when none leads */
     int ctl_fd;
     struct rio__tls ctl_tls;        /* tls=on: the control connection's TLS */
@@ -246,10 +247,15 @@ struct tcp_slot {
     uint64_t data_len;
     uint8_t op;
     uint8_t where;
-    bool answered;      /* PUT_ONE: the server's answer came (loop) */
-    bool sent_whole;    /* the whole request went out once (on any connection) */
-    bool done_unsure;   /* PUT_ONE: ended unanswered once wholly sent (loop) */
-    uint64_t done_gen;  /* PUT_ONE: the generation answered (loop) */
+    bool answered;     /* PUT_ONE: the server's answer came (loop) */
+    bool sent_whole;   /* the whole request went out once (on any connection) */
+    bool done_unsure;  /* PUT_ONE: ended unanswered once wholly sent (loop) */
+    uint64_t done_gen; /* PUT_ONE, GET_ONE: the generation answered (loop) */
+    /* GET_ONE: the descriptor answered, and the xxh3 of the bytes that
+     * came with it (done_xxh_valid) (loop) */
+    uint64_t done_size, done_chunk_size, done_nchunks, done_xxh;
+    char done_etag[RIO_PROTO_ETAG_LEN];
+    bool done_xxh_valid;
     bool live;          /* held by its connection (loop) */
     bool tomb;          /* cancelled, its answer still owed (loop) */
     bool on_done;       /* on the done list (loop) */
@@ -356,6 +362,7 @@ struct tcp_transport {
     unsigned conns_per_rail;
     uint32_t connect_ms, user_timeout_ms, progress_ms, ttl_ms;
     bool put_one;                        /* put_one=on (the default): small PUTs in one exchange */
+    bool get_one;                        /* get_one=on (the default): small GETs in one exchange */
     uint32_t backoff_ms, backoff_cap_ms; /* dial backoff */
     uint32_t grace_ms;                   /* a tombstone's drain deadline */
     bool keepalive;
@@ -594,6 +601,8 @@ int rio__tcp_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 bool rio__tcp_put_one(struct rio_transport *tt, const char *key, uint64_t size,
                       uint64_t chunk_size);
 int rio__tcp_put_one_refused(struct tcp_transport *t, struct tcp_conn *cn);
+bool rio__tcp_get_one(struct rio_transport *tt, const char *key, uint64_t cap);
+int rio__tcp_get_one_refused(struct tcp_transport *t, struct tcp_conn *cn);
 int rio__tcp_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 void rio__tcp_put_commit_many(struct rio_transport *tt, void **uploads, struct rio_desc **ds,
                               int *rets, unsigned n);
