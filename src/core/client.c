@@ -204,7 +204,7 @@ void rio_client_counters(struct rio_client *c, struct rio_counters *out)
     pthread_mutex_lock(&c->mu);
     out->inflight_ops = c->inflight_ops;
     out->inflight_bytes = c->inflight_bytes;
-    out->requests = c->active.count;
+    out->requests = c->active.count + c->held_dir[0] + c->held_dir[1];
     out->budget_reserved = c->inflight_bytes;
     for (unsigned i = 0; i < c->npaths; i++) {
         out->path_inflight_ops[i] = c->paths[i].inflight_ops;

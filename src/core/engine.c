@@ -474,6 +474,8 @@ static void adapt_decide_locked(struct rio_client *c, struct rio__adapt *st, dou
  * ops are in flight than its level allows, so goodput says nothing of it. */
 static bool adapt_has_work(struct rio_client *c, int dir)
 {
+    if (c->held_dir[dir])
+        return true;
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if ((r->type == RIO_OP_PUT) != dir || r->decided || r->opening)
             continue;
@@ -1684,9 +1686,96 @@ static bool any_path_healthy(const struct rio_client *c)
     return false;
 }
 
+/*
+ * The window of one-op requests (a whole small object in one op: PUT_ONE,
+ * GET_ONE) on the active list. The engine walks that list at every event
+ * (dispatch, timers, fences); a batch of 4096 such requests, all on it at
+ * once, spent half the engine thread's time on those walks. So those past
+ * the window are held off it, in the order they came, and join it as
+ * earlier ones end (held_admit_locked). The window holds more than the
+ * paths may have in flight at once (a railio:// connection: 64 of them),
+ * so the paths never wait for a request to be admitted.
+ */
+static unsigned one_window(const struct rio_client *c)
+{
+    return 256u + 128u * c->npaths;
+}
+
+static void req_link_locked(struct rio_client *c, struct rio__req *r);
+
+/* Hold r, request i of call (admitted, counted in call->remaining). */
+static void held_add_locked(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                            unsigned i)
+{
+    r->held = true;
+    if (call->nheld++ == 0) {
+        call->held_next = i;
+        rio_list_push_back(&c->held_calls, &call->hnode);
+    }
+    c->held_dir[r->type == RIO_OP_PUT]++;
+}
+
+/* The first request call holds (call->nheld > 0). */
+static struct rio__req *held_first(struct rio__call *call)
+{
+    while (!call->reqs[call->held_next].held)
+        call->held_next++;
+    return &call->reqs[call->held_next];
+}
+
+/* The next request call holds goes on the active list. */
+static struct rio__req *held_link_next_locked(struct rio_client *c, struct rio__call *call)
+{
+    struct rio__req *r = held_first(call);
+    r->held = false;
+    call->held_next++;
+    c->held_dir[r->type == RIO_OP_PUT]--;
+    if (--call->nheld == 0)
+        rio_list_remove(&c->held_calls, &call->hnode);
+    req_link_locked(c, r);
+    return r;
+}
+
+/* Admit held requests while the window has room. */
+static void held_admit_locked(struct rio_client *c)
+{
+    unsigned window = one_window(c);
+    while (c->active_one < window && !rio_list_empty(&c->held_calls))
+        held_link_next_locked(c, rio_list_entry(c->held_calls.head, struct rio__call, hnode));
+}
+
+/* The timers of held requests, those of their call (they share its
+ * deadline and its cancel), and the client's stall: every request held
+ * through a whole stall window with no healthy path fails as an active
+ * one with work would. Those decided join the active list (fenced there). */
+static void held_timers_locked(struct rio_client *c, uint64_t now)
+{
+    bool stalled = c->stall_since_ns && now - c->stall_since_ns >= stall_window_ns(c);
+    struct rio__call *call, *next;
+    for (call = rio_list_entry(c->held_calls.head, struct rio__call, hnode); call; call = next) {
+        next = rio_list_entry(call->hnode.next, struct rio__call, hnode);
+        int st = 0;
+        if (call->cancel && atomic_load(&call->cancel->fired))
+            st = RIO_ECANCELED;
+        else if (now >= held_first(call)->deadline_ns)
+            st = RIO_EDEADLINE;
+        else if (stalled)
+            st = RIO_ENOPATH;
+        while (st && call->nheld) {
+            struct rio__req *r = held_link_next_locked(c, call);
+            req_decide_locked(c, r, st);
+        }
+    }
+}
+
 static void check_timers_locked(struct rio_client *c, uint64_t now)
 {
     bool healthy = any_path_healthy(c);
+    if (healthy)
+        c->stall_since_ns = 0;
+    else if (!c->stall_since_ns)
+        c->stall_since_ns = now;
+    held_timers_locked(c, now);
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
@@ -1739,6 +1828,13 @@ static uint64_t min_u64(uint64_t a, uint64_t b)
 static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
 {
     uint64_t t = now + 1000000000ull;
+    rio_list_each (call, &c->held_calls, struct rio__call, hnode) {
+        t = min_u64(t, held_first(call)->deadline_ns);
+        if (call->cancel)
+            t = min_u64(t, now + 10000000ull);
+    }
+    if (!rio_list_empty(&c->held_calls) && c->stall_since_ns)
+        t = min_u64(t, c->stall_since_ns + stall_window_ns(c));
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;
@@ -1782,6 +1878,8 @@ static void reap_finished_locked(struct rio_client *c)
             struct rio__call *call = r->call;
             r->fenced = true;
             rio__call_ready_locked(call, r);
+            if (r->one || r->get_one)
+                c->active_one--;
             if (--call->remaining == 0)
                 pthread_cond_broadcast(&call->cond);
             if (--call->refs == 0) {
@@ -1792,6 +1890,7 @@ static void reap_finished_locked(struct rio_client *c)
             }
         }
     }
+    held_admit_locked(c);
 }
 
 /*
@@ -1907,6 +2006,8 @@ static void req_link_locked(struct rio_client *c, struct rio__req *r)
     r->active = true;
     rio_list_push_back(&c->active, &r->anode);
     r->call->refs++;
+    if (r->one || r->get_one)
+        c->active_one++;
 }
 
 int rio__engine_submit(struct rio_client *c, struct rio__call *call)
@@ -1944,8 +2045,14 @@ int rio__engine_submit(struct rio_client *c, struct rio__call *call)
         call->remaining++;
         /* One still being prepared joins the active list once it is
          * (rio__engine_admit_locked): the engine walks that list at every
-         * event, and a batch of thousands would make each walk thousands. */
-        if (!r->opening)
+         * event, and a batch of thousands would make each walk thousands.
+         * So do small objects in one op each past the window of them. */
+        if (r->opening)
+            continue;
+        if ((r->one || r->get_one) &&
+            (call->nheld || !rio_list_empty(&c->held_calls) || c->active_one >= one_window(c)))
+            held_add_locked(c, call, r, i);
+        else
             req_link_locked(c, r);
     }
     call->refs--; /* the engine holds one reference per active request */
@@ -1964,7 +2071,7 @@ void rio__engine_fail_req(struct rio_client *c, struct rio__req *r, int err)
     pthread_mutex_lock(&c->mu);
     if (r->active) {
         req_decide_locked(c, r, err);
-    } else if (r->opening && !r->decided) {
+    } else if ((r->opening || r->held) && !r->decided) {
         /* Not admitted yet: decided now, fenced once admitted. */
         r->decided = true;
         r->status = err;

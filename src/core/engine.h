@@ -261,9 +261,12 @@ struct rio__req {
     uint64_t stall_ns;
     struct rio_list_node anode; /* on the client's active list */
     /* pipelined opens and commits (a batch's PUTs), under mu */
-    bool opening;               /* its upload is being opened (PUT) or it is being looked
-                                   up (GET): no chunk may go yet */
-    bool ahead;                 /* prepared by a worker, counted in call->ahead */
+    bool opening; /* its upload is being opened (PUT) or it is being looked
+                     up (GET): no chunk may go yet */
+    bool ahead;   /* prepared by a worker, counted in call->ahead */
+    /* Admitted, waiting off the active list until the engine's window of
+     * one-op requests has room (engine.c, held_admit_locked) */
+    bool held;
     bool hash_done;             /* the caller is done hashing it */
     bool commit_queued;         /* on the call's ready list (fenced and hashed) */
     bool committed;             /* a commit worker took it (set before the join) */
@@ -393,6 +396,10 @@ struct rio__call {
      * outside the library between its calls, or in its callback */
     uint64_t sink_ns, source_ns;
     struct rio__call *free_next; /* the client's dead_calls list */
+    /* engine (mu): its requests held off the active list (r->held), from
+     * index held_next on; on the client's held_calls list while any */
+    unsigned nheld, held_next;
+    struct rio_list_node hnode;
 };
 
 /* Reference-counted: the caller's (rio_cancel_new) plus one per call,
@@ -429,6 +436,14 @@ struct rio_client {
     /* under mu */
     bool stop;
     struct rio_list active; /* of struct rio__req by anode; count: requests active */
+    /* Calls with requests held off the active list (rio__call by hnode),
+     * in the order they came; the one-op requests on the active list; and
+     * since when no path was healthy (0: one is), the stall every request
+     * held meanwhile has waited through. */
+    struct rio_list held_calls;
+    unsigned active_one;
+    unsigned held_dir[2]; /* requests held, GETs and PUTs */
+    uint64_t stall_since_ns;
     unsigned npaths;
     struct rio__path paths[RIO_MAX_PATHS];
     uint64_t inflight_ops, inflight_bytes;

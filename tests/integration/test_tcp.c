@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
+#include "core/engine.h"
 #include "tcp_util.h"
 
 static void start(struct srv_env *e)
@@ -888,6 +889,105 @@ TEST(small_gets_go_in_one_exchange)
     const char *dir = t_scratch_dir("railio-getone");
     const char *args[] = {"--data-dir", dir, "--memory", "1M", NULL};
     small_gets_against(args);
+}
+
+static void *fire_after_100ms(void *p)
+{
+    usleep(100000);
+    rio_cancel_fire(p);
+    return NULL;
+}
+
+/* The most requests on the engine's active list while a batch runs. */
+struct active_watch {
+    struct rio_client *c;
+    _Atomic int stop;
+    size_t peak;
+};
+
+static void *active_watch_main(void *p)
+{
+    struct active_watch *w = p;
+    while (!atomic_load(&w->stop)) {
+        pthread_mutex_lock(&w->c->mu);
+        if (w->c->active.count > w->peak)
+            w->peak = w->c->active.count;
+        pthread_mutex_unlock(&w->c->mu);
+        usleep(200);
+    }
+    return NULL;
+}
+
+/*
+ * A batch of thousands of small objects, each one op (PUT_ONE, GET_ONE):
+ * at most the engine's window of them on its active list at once (the
+ * engine walks that list at every event), every byte right, and one
+ * whose deadline passes or whose call is cancelled while most are held
+ * off the list ends promptly, every request with that error.
+ */
+TEST(one_op_batches_keep_a_window)
+{
+    enum { N = 3000, SZ = 200 };
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    static char keys[N][16];
+    static struct rio_op ops[N];
+    static uint8_t got[N][SZ];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    uint8_t *p = tu_pattern(SZ + N, 9);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "w/%u", i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = p + i, .len = SZ};
+    }
+    struct active_watch w = {.c = u.c};
+    pthread_t th;
+    T_EQ(pthread_create(&th, NULL, active_watch_main, &w), 0);
+    T_EQ(rio_batch(u.c, ops, N, NULL), N);
+    for (unsigned i = 0; i < N; i++)
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = SZ};
+    T_EQ(rio_batch(u.c, ops, N, NULL), N);
+    atomic_store(&w.stop, 1);
+    pthread_join(th, NULL);
+    for (unsigned i = 0; i < N; i++) {
+        T_EQ(ops[i].result, SZ);
+        T_MEMEQ(got[i], p + i, SZ);
+    }
+    T_EQ(tu_tcp(u.c).put_one, (uint64_t)N);
+    T_GE(tu_tcp(u.c).get_one, (uint64_t)N);
+    fprintf(stderr, "  at most %zu requests active of %u\n", w.peak, N);
+    T_GT(w.peak, 0u);
+    T_LE(w.peak, 256u + 128u * 1u);
+
+    /* The server stopped: a deadline, then a cancel, end the batch. */
+    T_EQ(kill(e.pid, SIGSTOP), 0);
+    struct rio_call dl = {.deadline_ms = 300};
+    uint64_t t0 = t_now_ms();
+    T_EQ(rio_batch(u.c, ops, N, &dl), 0);
+    T_LE(t_now_ms() - t0, 3000u);
+    for (unsigned i = 0; i < N; i++)
+        T_ERR(ops[i].result, RIO_EDEADLINE);
+    struct rio_cancel *cx;
+    T_OK(rio_cancel_new(&cx));
+    struct rio_call cc = {.cancel = cx};
+    pthread_t ct;
+    T_EQ(pthread_create(&ct, NULL, fire_after_100ms, cx), 0);
+    t0 = t_now_ms();
+    T_EQ(rio_batch(u.c, ops, N, &cc), 0);
+    T_LE(t_now_ms() - t0, 3000u);
+    pthread_join(ct, NULL);
+    for (unsigned i = 0; i < N; i++)
+        T_ERR(ops[i].result, RIO_ECANCELED);
+    rio_cancel_destroy(cx);
+    T_EQ(kill(e.pid, SIGCONT), 0);
+    tu_close(&u);
+    free(p);
+    stop(&e);
 }
 
 /* A client that saw GET_ONE offered, and the server restarted without it
