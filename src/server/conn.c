@@ -939,6 +939,35 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
     conn_respond(c, 0, out, sizeof(out), o, o->xxh, (size_t)o->nchunks * RIO_PROTO_XXH_LEN);
 }
 
+/*
+ * The range [off, off + len) of o, a disk index entry whose reference this
+ * takes over, is read (and verified) from its file on a READ thread, never
+ * here; the answer comes back like a commit's (cjob_answer). have_xxh: xxh
+ * is the range's stored xxh3. one_ctl: a GET_ONE's answer's control part
+ * (its xxh3 set once the bytes are in), else NULL (a READ).
+ */
+static void disk_read_start(struct conn *c, struct rio_srv_obj *o, uint64_t off, uint64_t len,
+                            int have_xxh, uint64_t xxh, const uint8_t *one_ctl)
+{
+    struct cjob *j = rio__calloc(1, sizeof(*j));
+    if (!j) {
+        rio__srv_obj_unref(o);
+        conn_status(c, -ENOMEM);
+        return;
+    }
+    j->base.read = 1;
+    j->base.e = o;
+    j->base.off = off;
+    j->base.len = len;
+    j->have_xxh = have_xxh;
+    j->xxh = xxh;
+    if (one_ctl)
+        memcpy(j->one_ctl, one_ctl, sizeof(j->one_ctl));
+    cjob_start(c, j);
+    c->job_bytes += len; /* its buffer: backpressure (conn_should_pause) */
+    rio__srv_disk_read_submit(c->w->srv->disk, &j->base);
+}
+
 static void do_read(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_proto_read m;
@@ -974,23 +1003,7 @@ static void do_read(struct conn *c, const uint8_t *body, size_t len)
         }
     }
     if (o->disk_entry) {
-        /* Not in memory: the range is read (and verified) from its file on
-         * a READ thread, never here; the answer comes back like a commit's. */
-        struct cjob *j = rio__calloc(1, sizeof(*j));
-        if (!j) {
-            rio__srv_obj_unref(o);
-            conn_status(c, -ENOMEM);
-            return;
-        }
-        j->base.read = 1;
-        j->base.e = o;
-        j->base.off = m.off;
-        j->base.len = m.len;
-        j->have_xxh = have_xxh;
-        j->xxh = rio__proto_u64(fixed);
-        cjob_start(c, j);
-        c->job_bytes += m.len; /* its buffer: backpressure (conn_should_pause) */
-        rio__srv_disk_read_submit(c->w->srv->disk, &j->base);
+        disk_read_start(c, o, m.off, m.len, have_xxh, rio__proto_u64(fixed), NULL);
         return;
     }
     if (!have_xxh)
@@ -1033,23 +1046,9 @@ static void do_get_one(struct conn *c, const uint8_t *body, size_t len)
     }
     uint64_t xxh = o->xxh ? rio__proto_u64(o->xxh) : 0;
     if (o->disk_entry) {
-        /* As a READ of its chunk: read and verified on a READ thread. */
-        struct cjob *j = rio__calloc(1, sizeof(*j));
-        if (!j) {
-            rio__srv_obj_unref(o);
-            conn_status(c, -ENOMEM);
-            return;
-        }
-        j->base.read = 1;
-        j->base.e = o;
-        j->base.off = 0;
-        j->base.len = d.size;
-        j->have_xxh = o->xxh != NULL;
-        j->xxh = xxh;
-        rio__proto_enc_get_one_resp(&d, 1, xxh, j->one_ctl, sizeof(j->one_ctl));
-        cjob_start(c, j);
-        c->job_bytes += d.size;
-        rio__srv_disk_read_submit(srv->disk, &j->base);
+        /* As a READ of its chunk. */
+        rio__proto_enc_get_one_resp(&d, 1, xxh, out, sizeof(out));
+        disk_read_start(c, o, 0, d.size, o->xxh != NULL, xxh, out);
         return;
     }
     if (!o->xxh)
