@@ -264,6 +264,16 @@ static void prep_one(void *arg, unsigned i)
 static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
                       const struct rio_call *opt, bool long_way);
 
+/* A GET whose one op found an object of another shape (RIO__ENOTONE) has
+ * no result of its own until it runs again: when that run cannot go, it
+ * fails with what stopped it (the code never leaves the library). */
+static void not_one_fail(struct rio_op *ops, unsigned n, int err)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (ops[i].type == RIO_OP_GET && ops[i].result == RIO__ENOTONE)
+            ops[i].result = err;
+}
+
 /* A batch's GETs and PUTs to run again (rio__replan_due) go again together, as a
  * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
@@ -285,8 +295,10 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         if (!again) {
             again = rio__calloc(n, sizeof(*again));
             idx = rio__calloc(n, sizeof(*idx));
-            if (!again || !idx)
-                break; /* the results stand as they are */
+            if (!again || !idx) {
+                not_one_fail(ops, n, -ENOMEM); /* the others stand as they are */
+                break;
+            }
         }
         k = 0;
         for (unsigned i = 0; i < n; i++)
@@ -310,8 +322,10 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         /* (GETs whose one op found an object of another shape among them:
          * looked up, then read) */
         int r = batch_once(c, again, k, &sub, true);
-        if (r < 0)
+        if (r < 0) {
+            not_one_fail(ops, n, r);
             break;
+        }
         if (sub.stats)
             for (int cl = 0; cl < RIO_CLASS__COUNT; cl++)
                 acc.retries[cl] += sst.retries[cl];

@@ -990,6 +990,55 @@ TEST(one_op_batches_keep_a_window)
     stop(&e);
 }
 
+/*
+ * A batch's GETs whose one op found an object of several chunks go again
+ * the usual way; when that run cannot start (out of memory: every
+ * allocation failed in turn), they fail with what stopped it, never with
+ * the library's internal RIO__ENOTONE.
+ */
+TEST(batch_get_one_run_again_failing_leaks_no_internal_code)
+{
+    struct srv_env e;
+    struct rio_options o, ow;
+    struct tu u, w;
+    char url[256];
+    static uint8_t b[2][20000];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    ow = o;
+    ow.chunk_size = 4096;
+    tu_open(&w, url, &ow);
+    tu_put(w.c, "en/a", 10000, 4);
+    tu_put(w.c, "en/b", 9000, 5);
+    tu_close(&w);
+    struct rio_op ops[2];
+    unsigned hits = 0, n;
+    for (n = 1; n < 2000; n++) {
+        ops[0] = (struct rio_op){.type = RIO_OP_GET, .key = "en/a", .buf = b[0], .len = 20000};
+        ops[1] = (struct rio_op){.type = RIO_OP_GET, .key = "en/b", .buf = b[1], .len = 20000};
+        uint64_t before = rio__alloc_calls();
+        rio__alloc_fail_nth(n);
+        int ret = rio_batch(u.c, ops, 2, NULL);
+        rio__alloc_fail_nth(0);
+        bool hit = rio__alloc_calls() - before >= n;
+        for (unsigned i = 0; ret >= 0 && i < 2; i++)
+            if (ops[i].result < 0 && ops[i].result != -ENOMEM)
+                T_FAIL("n=%u: op %u ended %" PRId64 " (%s)", n, i, ops[i].result,
+                       rio_errname((int)ops[i].result));
+        if (!hit)
+            break;
+        hits++;
+    }
+    T_GT(hits, 0u);
+    T_LT(n, 2000u);
+    tu_get_check(u.c, "en/a", 10000, 4, 0);
+    tu_close(&u);
+    stop(&e);
+}
+
 /* A client that saw GET_ONE offered, and the server restarted without it
  * (as a railiod before it): the GET is refused before it goes out and is
  * looked up and read the usual way (one re-plan), and the member gets no
