@@ -1710,6 +1710,7 @@ static void held_add_locked(struct rio_client *c, struct rio__call *call, struct
     r->held = true;
     if (call->nheld++ == 0) {
         call->held_next = i;
+        call->held_ns = rio__now_ns();
         rio_list_push_back(&c->held_calls, &call->hnode);
     }
     c->held_dir[r->type == RIO_OP_PUT]++;
@@ -1744,13 +1745,26 @@ static void held_admit_locked(struct rio_client *c)
         held_link_next_locked(c, rio_list_entry(c->held_calls.head, struct rio__call, hnode));
 }
 
+/* When call's held requests have a whole stall window behind them: the
+ * stall counts from when no path was healthy or from when they were held,
+ * whichever came later, as an active request's counts from when it had
+ * work and no healthy path (a stall that began before the call did is
+ * none of its own). UINT64_MAX: no stall. */
+static uint64_t held_stall_end(const struct rio_client *c, const struct rio__call *call)
+{
+    if (!c->stall_since_ns)
+        return UINT64_MAX;
+    uint64_t from = c->stall_since_ns > call->held_ns ? c->stall_since_ns : call->held_ns;
+    uint64_t w = stall_window_ns(c);
+    return w > UINT64_MAX - from ? UINT64_MAX : from + w;
+}
+
 /* The timers of held requests, those of their call (they share its
  * deadline and its cancel), and the client's stall: every request held
  * through a whole stall window with no healthy path fails as an active
  * one with work would. Those decided join the active list (fenced there). */
 static void held_timers_locked(struct rio_client *c, uint64_t now)
 {
-    bool stalled = c->stall_since_ns && now - c->stall_since_ns >= stall_window_ns(c);
     struct rio__call *call, *next;
     for (call = rio_list_entry(c->held_calls.head, struct rio__call, hnode); call; call = next) {
         next = rio_list_entry(call->hnode.next, struct rio__call, hnode);
@@ -1759,7 +1773,7 @@ static void held_timers_locked(struct rio_client *c, uint64_t now)
             st = RIO_ECANCELED;
         else if (now >= held_first(call)->deadline_ns)
             st = RIO_EDEADLINE;
-        else if (stalled)
+        else if (now >= held_stall_end(c, call))
             st = RIO_ENOPATH;
         while (st && call->nheld) {
             struct rio__req *r = held_link_next_locked(c, call);
@@ -1830,11 +1844,10 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
     uint64_t t = now + 1000000000ull;
     rio_list_each (call, &c->held_calls, struct rio__call, hnode) {
         t = min_u64(t, held_first(call)->deadline_ns);
+        t = min_u64(t, held_stall_end(c, call));
         if (call->cancel)
             t = min_u64(t, now + 10000000ull);
     }
-    if (!rio_list_empty(&c->held_calls) && c->stall_since_ns)
-        t = min_u64(t, c->stall_since_ns + stall_window_ns(c));
     rio_list_each (r, &c->active, struct rio__req, anode) {
         if (r->decided)
             continue;

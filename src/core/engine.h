@@ -397,8 +397,10 @@ struct rio__call {
     uint64_t sink_ns, source_ns;
     struct rio__call *free_next; /* the client's dead_calls list */
     /* engine (mu): its requests held off the active list (r->held), from
-     * index held_next on; on the client's held_calls list while any */
+     * index held_next on; on the client's held_calls list while any; and
+     * when they were held (a stall they wait through counts from then) */
     unsigned nheld, held_next;
+    uint64_t held_ns;
     struct rio_list_node hnode;
 };
 

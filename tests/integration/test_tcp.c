@@ -1039,6 +1039,63 @@ TEST(batch_get_one_run_again_failing_leaks_no_internal_code)
     stop(&e);
 }
 
+/*
+ * Requests held off the active list (past the engine's window of one-op
+ * requests) wait through a whole stall window of their own before they
+ * fail RIO_ENOPATH, as active ones do: a client whose path was down a
+ * while ago, its server back since, runs a large batch of GET_ONEs to
+ * the end (each held one failed at once, its stall counted from when the
+ * path went down, before any call of it began).
+ */
+TEST(held_one_ops_wait_their_own_stall)
+{
+    enum { N = 700, SZ = 100 };
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256], listen[96];
+    static char keys[N][16];
+    static struct rio_op ops[N];
+    static uint8_t got[N][SZ];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    o.retry_attempts = 2;
+    o.op_timeout_ms = 200;
+    o.cooldown_base_ms = 20;
+    o.cooldown_cap_ms = 50;
+    tu_open(&u, url, &o);
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "hs/%u", i);
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = SZ};
+    }
+    T_EQ(rio_batch(u.c, ops, N, NULL), 0);
+    for (unsigned i = 0; i < N; i++)
+        T_ERR(ops[i].result, RIO_ENOTFOUND);
+    T_GE(tu_tcp(u.c).get_one, (uint64_t)N);
+    /* The server goes away: a GET fails, its path not healthy since. */
+    snprintf(listen, sizeof(listen), "%s", e.addr[0]);
+    stop(&e);
+    uint8_t b[SZ];
+    struct rio_call dl = {.deadline_ms = 2000};
+    T_TRUE(rio_get(u.c, "hs/x", b, SZ, &dl) < 0);
+    usleep(800 * 1000); /* past the stall window: 2 x 200 + 50 ms */
+    srv_prepare(&e);
+    srv_start_listen(&e, listen, NULL);
+    for (unsigned i = 0; i < N; i++)
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = SZ};
+    T_EQ(rio_batch(u.c, ops, N, NULL), 0);
+    unsigned nopath = 0;
+    for (unsigned i = 0; i < N; i++)
+        nopath += ops[i].result == RIO_ENOPATH;
+    T_EQ(nopath, 0u);
+    for (unsigned i = 0; i < N; i++)
+        T_ERR(ops[i].result, RIO_ENOTFOUND);
+    tu_close(&u);
+    stop(&e);
+}
+
 /* A client that saw GET_ONE offered, and the server restarted without it
  * (as a railiod before it): the GET is refused before it goes out and is
  * looked up and read the usual way (one re-plan), and the member gets no
