@@ -286,7 +286,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     rio__detail_clear();
     rio__replan_begin(&acc, c, opt);
     ok = batch_once(c, ops, n, opt, false);
-    while (ok >= 0 && acc.replans < RIO__REPLANS_MAX) {
+    while (ok >= 0 && !rio__replans_spent(&acc)) {
         unsigned k = 0;
         for (unsigned i = 0; i < n; i++)
             k += rio__replan_due(ops[i].type, ops[i].result, opt);
@@ -301,8 +301,10 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
             }
         }
         k = 0;
+        unsigned not_one = 0;
         for (unsigned i = 0; i < n; i++)
             if (rio__replan_due(ops[i].type, ops[i].result, opt)) {
+                not_one += ops[i].result == RIO__ENOTONE;
                 again[k] = ops[i];
                 idx[k++] = i;
             }
@@ -319,6 +321,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         }
         sub.stats = opt && opt->stats ? &sst : NULL;
         acc.replans += k;
+        acc.not_one += not_one;
         /* (GETs whose one op found an object of another shape among them:
          * looked up, then read) */
         int r = batch_once(c, again, k, &sub, true);

@@ -945,7 +945,7 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
     rio__replan_begin(&acc, c, opt);
     for (;;) {
         ret = get_once(c, key, buf, cap, run, long_way);
-        if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+        if (!rio__replan_due(RIO_OP_GET, ret, opt) || rio__replans_spent(&acc))
             break;
         /* An object its one op could not bring: looked up, then read. */
         long_way = true;
@@ -955,6 +955,7 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
             break;
         }
         rio__replan_note(&acc, opt);
+        acc.not_one += ret == RIO__ENOTONE;
         run = &local;
     }
     rio__replan_stats(&acc, opt);

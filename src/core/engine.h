@@ -677,10 +677,12 @@ struct rio__get_plan {
 };
 
 /* Stats of a call run again: the earlier runs' failed attempts, and the
- * count of runs again. */
+ * count of runs again; of those, the GETs whose one op found an object of
+ * another shape (RIO__ENOTONE), run again once each the usual way: they
+ * count in the stats but spend none of RIO__REPLANS_MAX. */
 struct rio__replan_acc {
     uint64_t retries[RIO_CLASS__COUNT];
-    uint64_t replans;
+    uint64_t replans, not_one;
     uint64_t deadline_ns; /* the call's, every run together (rio__replan_begin) */
 };
 
@@ -693,6 +695,12 @@ struct rio__replan_acc {
  * from the caller's buffer, which is still there.
  */
 #define RIO__REPLANS_MAX 4u
+
+/* Whether a's re-plans (those RIO__REPLANS_MAX bounds) are all spent. */
+static inline bool rio__replans_spent(const struct rio__replan_acc *a)
+{
+    return a->replans - a->not_one >= RIO__REPLANS_MAX;
+}
 
 /* Look r up and plan it into g (r->key, get_cap, expect_gen, prefetch set);
  * on error g holds nothing. */

@@ -894,6 +894,45 @@ TEST(lying_get_one_answers_land_no_wrong_byte)
 }
 
 /*
+ * A batch of GETs whose GET_ONEs found an object of several chunks runs
+ * them again looked up and read; when a PUT then races those reads
+ * (RIO_EGENERATION) they are planned again, as a batch that looked them up
+ * first would: the runs again that GET_ONE asked for do not spend the
+ * re-plans a race has (a batch of 4 such GETs or more had none left, and
+ * each ended RIO_EGENERATION).
+ */
+TEST(batch_get_one_of_several_chunks_still_replans_a_race)
+{
+    enum { N = 5 };
+    struct fx y = {.f = {.get_one = 1}};
+    struct rio_op ops[N];
+    uint8_t *b[N];
+
+    fx_init(&y);
+    y.o.chunk_size = F_SIZE;
+    fx_open(&y, NULL);
+    for (unsigned i = 0; i < N; i++) {
+        b[i] = malloc(F_SIZE);
+        T_NOTNULL(b[i]);
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = "obj", .buf = b[i], .len = F_SIZE};
+    }
+    atomic_store(&y.f.bump_reads, 1);
+    T_EQ(rio_batch(y.u.c, ops, N, &y.call), N);
+    for (unsigned i = 0; i < N; i++) {
+        T_EQ(ops[i].result, (int64_t)F_SIZE);
+        T_PATTERN(b[i], F_SIZE, F_SEED);
+        free(b[i]);
+    }
+    T_EQ(atomic_load(&y.f.get_ones), N);
+    /* A single GET keeps all its re-plans for the race as well. */
+    atomic_store(&y.f.bump_reads, 1000000);
+    int before = atomic_load(&y.f.lookups);
+    T_ERR(rio_get(y.u.c, "obj", y.b, F_SIZE, &y.call), RIO_EGENERATION);
+    T_EQ(atomic_load(&y.f.lookups) - before, 5);
+    fx_stop(&y);
+}
+
+/*
  * A PUT_ONE answered with a generation of 0 (a broken answer) fails its
  * connection with the op on it: sent again at once on a fresh one (before,
  * the op was taken off the connection first, left to the op timeout), and
