@@ -718,6 +718,16 @@ void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st
 
 /* Whether path i may take one more op in direction dir; mask: the paths
  * the class may use (adapt_mask). */
+/* Whether path i is the one path a class may use now (mask, not cooling):
+ * there is no other whose rate its own could be weighed against. */
+static bool path_alone(const struct rio_client *c, unsigned i, uint32_t mask)
+{
+    for (unsigned k = 0; k < c->npaths; k++)
+        if (k != i && c->paths[k].state != PATH_COOLING && (mask >> k & 1))
+            return false;
+    return true;
+}
+
 static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask)
 {
     struct rio__path *p = &c->paths[i];
@@ -728,8 +738,11 @@ static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask
     if (path_full(c, p, dir))
         return false;
     /* Until a path has shown its rate it carries one op: a slow path must
-     * not swallow a deep window of chunks before we know it is slow. */
-    if (p->dir[dir].rate_bps == 0)
+     * not swallow a deep window of chunks before we know it is slow. The
+     * one path there is takes them all anyway (and small one-op requests,
+     * each well under the millisecond of busy time a rate needs, went one
+     * at a time through a whole batch). */
+    if (p->dir[dir].rate_bps == 0 && !path_alone(c, i, mask))
         return p->dir[dir].inflight_ops == 0;
     return true;
 }
@@ -993,6 +1006,9 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
         }
         return true;
     }
+    /* One path the class may use: the schedule below gives it everything. */
+    if (path_alone(c, pi, mask))
+        return true;
     bool unmeasured = false;
     double fastest = 0;
     for (unsigned i = 0; i < c->npaths; i++) {
@@ -1021,12 +1037,6 @@ static bool path_should_take(struct rio_client *c, unsigned pi, int dir, uint64_
         avail[i] = path_backlog(q, rate, now) / rate;
         cost[i] = (double)len / rate;
     }
-    /* One path the class may use: the schedule below gives it everything. */
-    unsigned live = 0;
-    for (unsigned i = 0; i < c->npaths; i++)
-        live += avail[i] >= 0;
-    if (live == 1)
-        return true;
     /* The rest beyond 4096 chunks like this one changes nothing below. */
     uint64_t rem = remaining_unassigned_locked(c, (uint64_t)PATH_LOOKAHEAD * len);
     if (splits && p->dir[dir].rate_bps < fastest) {

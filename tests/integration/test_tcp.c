@@ -1140,6 +1140,51 @@ TEST(get_one_refused_by_an_older_server)
     stop(&e);
 }
 
+/*
+ * Small one-op requests on a client's one path go many at once from the
+ * start: the rule that a path carries one op until it has shown its rate
+ * (a millisecond of busy time) weighs it against other paths, and there
+ * are none. A batch of 64 tiny PUT_ONEs, then GET_ONEs, went one at a
+ * time, each well under that millisecond.
+ */
+TEST(tiny_one_ops_fill_a_lone_path_before_its_rate_is_known)
+{
+    enum { N = 64, SZ = 100 };
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    struct rio_op ops[N];
+    char keys[N][16];
+    uint8_t got[N][SZ];
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    o.depth = 4;
+    tu_open(&u, url, &o);
+    uint8_t *p = tu_pattern(SZ + N, 5);
+    tu_put(u.c, "t1/warm", 10, 1); /* greets the control connection */
+    for (unsigned i = 0; i < N; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "t1/%u", i);
+        ops[i] = (struct rio_op){.type = RIO_OP_PUT, .key = keys[i], .buf = p + i, .len = SZ};
+    }
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    T_EQ(rio_batch(u.c, ops, N, &call), N);
+    T_GT(st.path[0].peak_depth, 1u);
+    for (unsigned i = 0; i < N; i++)
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = keys[i], .buf = got[i], .len = SZ};
+    T_EQ(rio_batch(u.c, ops, N, &call), N);
+    T_GT(st.path[0].peak_depth, 1u);
+    T_EQ(tu_tcp(u.c).get_one, (uint64_t)N);
+    for (unsigned i = 0; i < N; i++)
+        T_MEMEQ(got[i], p + i, SZ);
+    free(p);
+    tu_close(&u);
+    stop(&e);
+}
+
 /* PUT_ONEs of whole chunks take one depth slot each, as chunks do: a
  * batch of them at depth 4 has four in flight (each took eight slots, one
  * in flight at a time). */
