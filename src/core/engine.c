@@ -1369,6 +1369,17 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             attempt_put_locked(c, a);
             return 0;
         }
+        if (ret == RIO__ENOTONE && r->get_one) {
+            /* The path's server takes no GET_ONE (found at submit): the
+             * request is looked up and read the usual way, as when the
+             * refusal comes as its completion. Nothing failed: no try is
+             * spent, and the path keeps its last error (the code never
+             * leaves the library). */
+            attempt_put_locked(c, a);
+            ch->state = CH_INFLIGHT;
+            req_decide_locked(c, r, RIO__ENOTONE);
+            return 1;
+        }
         if (ret < 0) {
             /* Refused at submit: the same as a failed completion, so a path
              * that refuses everything cools down instead of spinning. */

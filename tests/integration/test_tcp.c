@@ -1128,6 +1128,14 @@ TEST(get_one_refused_by_an_older_server)
     T_PATTERN(b, 700, 2);
     T_EQ(st.replans, 1u);
     T_EQ(tu_tcp(u.c).get_one_refused, 1u);
+    /* A refusal is no failed try, and the path's last error is no
+     * internal code (rio_error_detail names it when a later call fails). */
+    T_EQ(st.retries_total, 0u);
+    T_EQ(st.retries[RIO_CLASS_FATAL], 0u);
+    pthread_mutex_lock(&u.c->mu);
+    int last = u.c->paths[0].last_err;
+    pthread_mutex_unlock(&u.c->mu);
+    T_NE(last, RIO__ENOTONE);
     uint64_t sent = tu_tcp(u.c).get_one;
     for (unsigned i = 0; i < 3; i++)
         tu_get_check(u.c, "g2/b", 700, 2, 0);
