@@ -1269,6 +1269,15 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
 
 /* Returns 1 if dispatched, 0 if nothing to do on this path, -1 if the budget
  * is full (stop dispatching). */
+/* Whether err is a one-op request's refusal by a server that does not
+ * take the frame (rio_transport_ops put_one, get_one): RIO_ENOUPLOAD for a
+ * PUT_ONE, RIO__ENOTONE for a GET_ONE. The request runs again the usual
+ * way (a re-plan); it is no failed try and no path error. */
+static bool one_refused(const struct rio__req *r, int64_t err)
+{
+    return (r->one && err == RIO_ENOUPLOAD) || (r->get_one && err == RIO__ENOTONE);
+}
+
 static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
     /* Each class's paths, once per pass: the walk below may visit
@@ -1369,15 +1378,15 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             attempt_put_locked(c, a);
             return 0;
         }
-        if (ret == RIO__ENOTONE && r->get_one) {
-            /* The path's server takes no GET_ONE (found at submit): the
-             * request is looked up and read the usual way, as when the
+        if (one_refused(r, ret)) {
+            /* The path's server takes no GET_ONE or PUT_ONE (found at
+             * submit): the request runs again the usual way, as when the
              * refusal comes as its completion. Nothing failed: no try is
-             * spent, and the path keeps its last error (the code never
+             * spent, and the path keeps its last error (RIO__ENOTONE never
              * leaves the library). */
             attempt_put_locked(c, a);
             ch->state = CH_INFLIGHT;
-            req_decide_locked(c, r, RIO__ENOTONE);
+            req_decide_locked(c, r, ret);
             return 1;
         }
         if (ret < 0) {
@@ -1611,6 +1620,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
     }
     if (r->get_one && !r->decided && get_one_answered_locked(c, r, a))
         goto out;
+    if (one_refused(r, (int)a->io.res)) {
+        req_decide_locked(c, r, (int)a->io.res); /* (a PUT_ONE's; see one_refused) */
+        goto out;
+    }
     int64_t res = a->io.res;
     /* The transport's hash of what it wrote covers a whole chunk only. */
     bool hashed = a->io.xxh_valid && !ch->parent;

@@ -722,6 +722,9 @@ TEST(small_puts_go_in_one_exchange)
     T_OK(rio_put(u.c, "one/old", p, 700, &call, NULL));
     T_EQ(st.replans, 1u);
     T_EQ(tu_tcp(u.c).put_one_refused, 1u);
+    /* A refusal is no failed try (and no path error). */
+    T_EQ(st.retries_total, 0u);
+    T_EQ(st.path[0].errors, 0u);
     uint64_t sent = tu_tcp(u.c).put_one;
     for (unsigned i = 0; i < 3; i++) {
         snprintf(key, sizeof(key), "one/old%u", i);
