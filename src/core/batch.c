@@ -275,7 +275,11 @@ static void not_one_fail(struct rio_op *ops, unsigned n, int err)
 }
 
 /* A batch's GETs and PUTs to run again (rio__replan_due) go again together, as a
- * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran. */
+ * batch of their own, until none is due or RIO__REPLANS_MAX rounds ran: each
+ * request runs again at most that many times, as a single call's would.
+ * (The bound counted the requests run again, so four racing a PUT in one
+ * round left none of them a second round.) A round made only of GETs whose
+ * one op found several chunks spends none of them. */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *opt)
 {
     struct rio__replan_acc acc = {0};
@@ -286,7 +290,8 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
     rio__detail_clear();
     rio__replan_begin(&acc, c, opt);
     ok = batch_once(c, ops, n, opt, false);
-    while (ok >= 0 && !rio__replans_spent(&acc)) {
+    unsigned rounds = 0;
+    while (ok >= 0 && rounds < RIO__REPLANS_MAX) {
         unsigned k = 0;
         for (unsigned i = 0; i < n; i++)
             k += rio__replan_due(ops[i].type, ops[i].result, opt);
@@ -322,6 +327,7 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         sub.stats = opt && opt->stats ? &sst : NULL;
         acc.replans += k;
         acc.not_one += not_one;
+        rounds += k > not_one;
         /* (GETs whose one op found an object of another shape among them:
          * looked up, then read) */
         int r = batch_once(c, again, k, &sub, true);

@@ -1462,6 +1462,37 @@ TEST(get_racing_a_put_replans)
     fx_stop(&x);
 }
 
+/*
+ * A batch of GETs racing PUTs: each GET runs again up to RIO__REPLANS_MAX
+ * times, as a single rio_get does, however many race in one round. A key
+ * that never stops changing: 5 lookups per GET (10 in all before: the
+ * bound counted the GETs run again, so five racing in one round had no
+ * second round).
+ */
+TEST(batch_racing_puts_replans_each_get_four_times)
+{
+    enum { N = 5 };
+    struct fx x = {.f = {.bump_reads = 1000000}};
+    struct rio_op ops[N];
+    uint8_t *b[N];
+
+    fx_start(&x, NULL);
+    for (unsigned i = 0; i < N; i++) {
+        b[i] = malloc(F_SIZE);
+        T_NOTNULL(b[i]);
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = "obj", .buf = b[i], .len = F_SIZE};
+    }
+    int before = atomic_load(&x.f.lookups);
+    T_EQ(rio_batch(x.u.c, ops, N, &x.call), 0);
+    for (unsigned i = 0; i < N; i++) {
+        T_ERR(ops[i].result, RIO_EGENERATION);
+        free(b[i]);
+    }
+    T_EQ(atomic_load(&x.f.lookups) - before, 5 * N);
+    T_EQ(x.st.replans, 4u * N);
+    fx_stop(&x);
+}
+
 /* A connection that accepts requests and answers nothing is cut by the
  * progress watchdog well before the op timeout; the chunk goes again on a
  * fresh connection. */
