@@ -915,6 +915,17 @@ static struct rio_srv_obj *obj_get(struct conn *c, const char *key, uint16_t kle
     return o;
 }
 
+/* The descriptor's fixed fields of o (d->xxh untouched: LOOKUP sends the
+ * list from o's memory, GET_ONE none). */
+static void obj_desc(const struct rio_srv_obj *o, struct rio_proto_desc *d)
+{
+    d->generation = o->generation;
+    d->size = o->size;
+    d->chunk_size = o->chunk_size;
+    d->nchunks = o->nchunks;
+    memcpy(d->etag, o->etag, RIO_PROTO_ETAG_LEN);
+}
+
 static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
 {
     struct rio_proto_key m;
@@ -930,11 +941,7 @@ static void do_lookup(struct conn *c, const uint8_t *body, size_t len)
     if (!o)
         return;
     /* The fixed part here, the checksum list from the object's memory. */
-    d.generation = o->generation;
-    d.size = o->size;
-    d.chunk_size = o->chunk_size;
-    d.nchunks = o->nchunks;
-    memcpy(d.etag, o->etag, RIO_PROTO_ETAG_LEN);
+    obj_desc(o, &d);
     rio__proto_enc_desc_fixed(&d, out);
     conn_respond(c, 0, out, sizeof(out), o, o->xxh, (size_t)o->nchunks * RIO_PROTO_XXH_LEN);
 }
@@ -1032,11 +1039,7 @@ static void do_get_one(struct conn *c, const uint8_t *body, size_t len)
     struct rio_srv_obj *o = obj_get(c, m.key, m.key_len);
     if (!o)
         return;
-    d.generation = o->generation;
-    d.size = o->size;
-    d.chunk_size = o->chunk_size;
-    d.nchunks = o->nchunks;
-    memcpy(d.etag, o->etag, RIO_PROTO_ETAG_LEN);
+    obj_desc(o, &d);
     int with = o->nchunks == 1 && o->size <= m.max_len;
     if (!with) {
         rio__srv_obj_unref(o);
