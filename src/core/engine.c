@@ -1563,16 +1563,24 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
         io->xxh_valid = false;
     }
     if (io->res >= 0) {
+        /* The descriptor passes what a lookup's does (client_lookup),
+         * else the answer breaks the protocol (RIO_EPROTO, as there). */
         uint64_t size = (uint64_t)io->res;
+        struct rio_desc *d = &r->desc;
+        snprintf(d->key, sizeof(d->key), "%s", r->key);
+        d->generation = io->gen_out;
+        d->size = size;
+        d->chunk_size = io->one_chunk_size;
+        d->nchunks = size ? 1 : 0;
+        snprintf(d->etag, sizeof(d->etag), "%s", io->one_etag);
+        if (rio__desc_check(d, r->key, NULL, 0) < 0) {
+            io->res = RIO_EPROTO;
+            return false;
+        }
         r->call->progress_total -= r->size - size;
         r->size = size;
-        r->chunk_size = size ? io->one_chunk_size : c->o.chunk_size;
+        r->chunk_size = size ? d->chunk_size : c->o.chunk_size;
         r->generation = io->gen_out;
-        r->desc.generation = io->gen_out;
-        r->desc.size = size;
-        r->desc.chunk_size = r->chunk_size;
-        r->desc.nchunks = size ? 1 : 0;
-        snprintf(r->desc.etag, sizeof(r->desc.etag), "%s", io->one_etag);
         if (size) {
             r->one_xxh = io->xxh_got;
             r->xxh = io->xxh_valid ? &r->one_xxh : NULL;

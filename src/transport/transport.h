@@ -71,7 +71,7 @@ struct rio_io {
      * when only the descriptor came (an object of several chunks, an
      * empty one, or one larger than len): the engine decides. */
     uint64_t one_size, one_chunk_size, one_nchunks;
-    char one_etag[33]; /* NUL-terminated */
+    char one_etag[33]; /* 32 hex digits, or "" (unknown) */
 
     void (*complete)(struct rio_io *io);
     void *engine_priv; /* the engine's */

@@ -82,6 +82,7 @@ struct fake {
      * descriptor alone; "obj" (16 chunks) is answered with its descriptor */
     int get_one;
     _Atomic int one_long, one_bad_xxh, one_desc_only;
+    int one_tiny_chunk; /* "one" answered as one chunk of F_ONE bytes */
     /* PUT_ONE: offered in HELLO (put_one); its answers, each counter how
      * many times: a generation of 0 (a broken answer), else 2000 + n */
     int put_one;
@@ -383,6 +384,8 @@ static int f_get_one(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
         return f_respond(c, RIO_OP_GET_ONE, id, RIO_ENOTFOUND, NULL, 0);
     d.size = F_ONE;
     d.nchunks = 1;
+    if (f->one_tiny_chunk)
+        d.chunk_size = F_ONE; /* under the engine's least chunk size */
     uint64_t xxh = rio__xxh3(f->data, F_ONE);
     if (atomic_fetch_sub(&f->one_desc_only, 1) > 0) {
         rio__proto_enc_get_one_resp(&d, 0, 0, out, sizeof(out));
@@ -891,6 +894,22 @@ TEST(lying_get_one_answers_land_no_wrong_byte)
     T_EQ(atomic_load(&y.f.get_ones), 1);
     T_EQ(atomic_load(&y.f.lookups), 1);
     fx_stop(&y);
+}
+
+/*
+ * A GET_ONE answer's descriptor passes the check every descriptor a lookup
+ * brings passes (rio__desc_check): a chunk size under 4 KiB is refused as
+ * a LOOKUP's is (RIO_EPROTO), not taken because the wire codec allows it.
+ */
+TEST(get_one_descriptor_is_checked_as_a_lookups)
+{
+    struct fx x = {.f = {.get_one = 1, .one_tiny_chunk = 1}};
+
+    fx_start(&x, NULL);
+    uint8_t b[F_ONE];
+    T_ERR(rio_get(x.u.c, "one", b, F_ONE, &x.call), RIO_EPROTO);
+    T_EQ(atomic_load(&x.f.get_ones), 1);
+    fx_stop(&x);
 }
 
 /*

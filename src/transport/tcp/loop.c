@@ -97,8 +97,7 @@ static int deliver(struct tcp_transport *t)
             io->one_size = s->done_size;
             io->one_chunk_size = s->done_chunk_size;
             io->one_nchunks = s->done_nchunks;
-            memcpy(io->one_etag, s->done_etag, RIO_PROTO_ETAG_LEN);
-            io->one_etag[RIO_PROTO_ETAG_LEN] = '\0';
+            rio__tcp_etag_out(io->one_etag, s->done_etag);
             io->xxh_got = s->done_xxh;
             io->xxh_valid = s->done_xxh_valid && io->res >= 0;
         }
