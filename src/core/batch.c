@@ -326,7 +326,6 @@ int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct
         }
         sub.stats = opt && opt->stats ? &sst : NULL;
         acc.replans += k;
-        acc.not_one += not_one;
         rounds += k > not_one;
         /* (GETs whose one op found an object of another shape among them:
          * looked up, then read) */

@@ -115,8 +115,9 @@ uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt,
 }
 
 /*
- * The one way a descriptor enters the engine: the transport's lookup, then
- * the check of every field (a hostile server's HEAD is as good as any), so
+ * The way a descriptor enters the engine (a GET_ONE's answer passes the same
+ * check: get_one_answered_locked): the transport's lookup, then the check of
+ * every field (a hostile server's HEAD is as good as any), so
  * nothing is sized from geometry that contradicts itself. A bad one fails
  * the call with RIO_EPROTO and a line on stderr that names the field.
  */

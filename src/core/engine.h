@@ -677,9 +677,10 @@ struct rio__get_plan {
 };
 
 /* Stats of a call run again: the earlier runs' failed attempts, and the
- * count of runs again; of those, the GETs whose one op found an object of
- * another shape (RIO__ENOTONE), run again once each the usual way: they
- * count in the stats but spend none of RIO__REPLANS_MAX. */
+ * count of runs again; of those, for rio_get, the GETs whose one op found
+ * an object of another shape (RIO__ENOTONE), run again once each the
+ * usual way: they count in the stats but spend none of RIO__REPLANS_MAX
+ * (rio_batch counts rounds instead). */
 struct rio__replan_acc {
     uint64_t retries[RIO_CLASS__COUNT];
     uint64_t replans, not_one;

@@ -587,12 +587,19 @@ static void tail_split_against(const char *const *args)
     T_EQ(srv_stop(&e), 0);
 }
 
+/* fn against railiod's memory store, then its disk tier (a fresh
+ * directory named from prefix, memory 1M: most objects come from disk). */
+static void both_tiers(void (*fn)(const char *const *args), const char *prefix)
+{
+    fn(NULL);
+    const char *dir = t_scratch_dir(prefix);
+    const char *args[] = {"--data-dir", dir, "--memory", "1M", NULL};
+    fn(args);
+}
+
 TEST(tail_split_reads_ranges_inside_chunks)
 {
-    tail_split_against(NULL);
-    const char *dir = t_scratch_dir("railio-tail");
-    const char *args[] = {"--data-dir", dir, "--memory", "1M", NULL};
-    tail_split_against(args);
+    both_tiers(tail_split_against, "railio-tail");
 }
 
 /* Three servers form a ring: each key lives on its rendezvous owner only. */
@@ -888,10 +895,7 @@ static void small_gets_against(const char *const *args)
 
 TEST(small_gets_go_in_one_exchange)
 {
-    small_gets_against(NULL);
-    const char *dir = t_scratch_dir("railio-getone");
-    const char *args[] = {"--data-dir", dir, "--memory", "1M", NULL};
-    small_gets_against(args);
+    both_tiers(small_gets_against, "railio-getone");
 }
 
 static void *fire_after_100ms(void *p)

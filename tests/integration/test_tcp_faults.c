@@ -816,6 +816,25 @@ static void fx_refused(struct fx *x, const char *params, int err)
     T_ERR(rio_client_new(url, &x->o, &c), err);
 }
 
+/* The bench with a client whose chunk holds the whole object (obj fits
+ * one of its buffers: a GET of it may go as one GET_ONE). */
+static void fx_start_whole_chunk(struct fx *x)
+{
+    fx_init(x);
+    x->o.chunk_size = F_SIZE;
+    fx_open(x, NULL);
+}
+
+/* n GETs of obj, each into a buffer of its own b[i] (malloc'ed). */
+static void obj_gets(struct rio_op *ops, uint8_t **b, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        b[i] = malloc(F_SIZE);
+        T_NOTNULL(b[i]);
+        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = "obj", .buf = b[i], .len = F_SIZE};
+    }
+}
+
 /* GET obj with call (NULL: none) into b: the whole object, byte-exact. */
 static void fx_get(struct fx *x, struct rio_call *call)
 {
@@ -886,9 +905,7 @@ TEST(lying_get_one_answers_land_no_wrong_byte)
      * larger than the client's chunk: the descriptor, then LOOKUP and
      * READs (one re-plan). */
     struct fx y = {.f = {.get_one = 1}};
-    fx_init(&y);
-    y.o.chunk_size = F_SIZE;
-    fx_open(&y, NULL);
+    fx_start_whole_chunk(&y);
     fx_get(&y, &y.call);
     T_EQ(y.st.replans, 1u);
     T_EQ(atomic_load(&y.f.get_ones), 1);
@@ -927,14 +944,8 @@ TEST(batch_get_one_of_several_chunks_still_replans_a_race)
     struct rio_op ops[N];
     uint8_t *b[N];
 
-    fx_init(&y);
-    y.o.chunk_size = F_SIZE;
-    fx_open(&y, NULL);
-    for (unsigned i = 0; i < N; i++) {
-        b[i] = malloc(F_SIZE);
-        T_NOTNULL(b[i]);
-        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = "obj", .buf = b[i], .len = F_SIZE};
-    }
+    fx_start_whole_chunk(&y);
+    obj_gets(ops, b, N);
     atomic_store(&y.f.bump_reads, 1);
     T_EQ(rio_batch(y.u.c, ops, N, &y.call), N);
     for (unsigned i = 0; i < N; i++) {
@@ -1496,11 +1507,7 @@ TEST(batch_racing_puts_replans_each_get_four_times)
     uint8_t *b[N];
 
     fx_start(&x, NULL);
-    for (unsigned i = 0; i < N; i++) {
-        b[i] = malloc(F_SIZE);
-        T_NOTNULL(b[i]);
-        ops[i] = (struct rio_op){.type = RIO_OP_GET, .key = "obj", .buf = b[i], .len = F_SIZE};
-    }
+    obj_gets(ops, b, N);
     int before = atomic_load(&x.f.lookups);
     T_EQ(rio_batch(x.u.c, ops, N, &x.call), 0);
     for (unsigned i = 0; i < N; i++) {
