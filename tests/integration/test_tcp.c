@@ -925,6 +925,19 @@ static void *active_watch_main(void *p)
     return NULL;
 }
 
+/* Once a call has returned, the engine's window bookkeeping is back to
+ * nothing: no one-op request counted active, none held, no call waiting. */
+static void window_idle(struct rio_client *c)
+{
+    pthread_mutex_lock(&c->mu);
+    unsigned active = c->active_one, held = c->held_dir[0] + c->held_dir[1];
+    bool calls = !rio_list_empty(&c->held_calls);
+    pthread_mutex_unlock(&c->mu);
+    T_EQ(active, 0u);
+    T_EQ(held, 0u);
+    T_FALSE(calls);
+}
+
 /*
  * A batch of thousands of small objects, each one op (PUT_ONE, GET_ONE):
  * at most the engine's window of them on its active list at once (the
@@ -970,6 +983,7 @@ TEST(one_op_batches_keep_a_window)
     fprintf(stderr, "  at most %zu requests active of %u\n", w.peak, N);
     T_GT(w.peak, 0u);
     T_LE(w.peak, 256u + 128u * 1u);
+    window_idle(u.c);
 
     /* The server stopped: a deadline, then a cancel, end the batch. */
     T_EQ(kill(e.pid, SIGSTOP), 0);
@@ -979,6 +993,7 @@ TEST(one_op_batches_keep_a_window)
     T_LE(t_now_ms() - t0, 3000u);
     for (unsigned i = 0; i < N; i++)
         T_ERR(ops[i].result, RIO_EDEADLINE);
+    window_idle(u.c);
     struct rio_cancel *cx;
     T_OK(rio_cancel_new(&cx));
     struct rio_call cc = {.cancel = cx};
@@ -990,6 +1005,7 @@ TEST(one_op_batches_keep_a_window)
     pthread_join(ct, NULL);
     for (unsigned i = 0; i < N; i++)
         T_ERR(ops[i].result, RIO_ECANCELED);
+    window_idle(u.c);
     rio_cancel_destroy(cx);
     T_EQ(kill(e.pid, SIGCONT), 0);
     tu_close(&u);
