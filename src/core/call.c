@@ -1029,6 +1029,73 @@ static int64_t get_once(struct rio_client *c, const char *key, void *buf, size_t
 static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
                               const struct rio_call *opt, struct rio__replan_acc *acc);
 
+/* A buffer of n bytes for the caller (free(3)), not the library's pool. A
+ * large one is 2 MiB-aligned with huge pages advised: the transport's first
+ * touch of it then faults once per 2 MiB, not once per 4 KiB. */
+static void *alloc_for_caller(size_t n)
+{
+    void *buf = NULL;
+    if (n >= (2u << 20)) {
+        if (posix_memalign(&buf, 2u << 20, n) != 0)
+            return NULL;
+        (void)madvise(buf, n, MADV_HUGEPAGE);
+        return buf;
+    }
+    return malloc(n ? n : 1);
+}
+
+/* What rio_get_alloc guesses an object's size is when it has seen none on
+ * this client yet, and the least it guesses (a buffer from the heap). */
+#define GET_ALLOC_GUESS_FIRST (256u * 1024u)
+#define GET_ALLOC_GUESS_MIN (64u * 1024u)
+
+/* The buffer rio_get_alloc first asks for key's object into, in one
+ * exchange (rio__t_get_one: the lookup and the bytes together): as large
+ * as the last object it fetched on this client (c->get_alloc_hint), so
+ * that a run of objects of one size gets each in one exchange while one of
+ * large objects does not pay a try per object; 0 when it looks up first:
+ * a GET naming a generation or RIO_ATOMIC, a guess over a chunk, or a
+ * transport that cannot. */
+static size_t get_alloc_guess(struct rio_client *c, const char *key, const struct rio_call *opt)
+{
+    if (!c || !key || (opt && (opt->expect_generation || (opt->flags & RIO_ATOMIC))))
+        return 0;
+    uint64_t hint = __atomic_load_n(&c->get_alloc_hint, __ATOMIC_RELAXED);
+    uint64_t g = !hint                        ? GET_ALLOC_GUESS_FIRST
+                 : hint < GET_ALLOC_GUESS_MIN ? GET_ALLOC_GUESS_MIN
+                                              : hint;
+    if (!hint && g > c->o.chunk_size)
+        g = c->o.chunk_size;
+    if (g > c->o.chunk_size || g > SIZE_MAX || rio__key_check(key) < 0 ||
+        !rio__t_get_one(c->t, key, g))
+        return 0;
+    return (size_t)g;
+}
+
+/* rio_get_alloc's first try (get_alloc_guess): a rio_get into a buffer of
+ * the guess, shrunk to what came. An object larger than the guess is
+ * RIO_ETOOBIG, one of several chunks RIO__ENOTONE: the caller then looks
+ * it up and reads it. */
+static int64_t get_alloc_one(struct rio_client *c, const char *key, size_t guess, void **out,
+                             const struct rio_call *opt)
+{
+    void *buf = alloc_for_caller(guess);
+    if (!buf)
+        return -ENOMEM;
+    int64_t ret = get_once(c, key, buf, guess, opt, false);
+    if (ret < 0) {
+        free(buf);
+        return ret;
+    }
+    if ((size_t)ret < guess) {
+        void *fit = realloc(buf, ret ? (size_t)ret : 1);
+        buf = fit ? fit : buf; /* a failed shrink leaves the buffer as it was */
+    }
+    __atomic_store_n(&c->get_alloc_hint, (uint64_t)ret, __ATOMIC_RELAXED);
+    *out = buf;
+    return ret;
+}
+
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const struct rio_call *opt)
 {
     struct rio__replan_acc acc = {0};
@@ -1043,9 +1110,15 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     if (!c)
         return RIO_EINVAL;
     rio__replan_begin(&acc, c, opt);
+    size_t guess = get_alloc_guess(c, key, opt);
+    bool one = guess != 0;
     for (;;) {
-        ret = get_alloc_once(c, key, out, run, &acc);
-        if (!rio__replan_due(RIO_OP_GET, ret, opt) || acc.replans >= RIO__REPLANS_MAX)
+        ret = one ? get_alloc_one(c, key, guess, out, run) : get_alloc_once(c, key, out, run, &acc);
+        /* Larger than the guess, or not one chunk: looked up, then read
+         * into a buffer of its size; not a failed re-plan. */
+        bool not_one = one && (ret == RIO_ETOOBIG || ret == RIO__ENOTONE);
+        one = false;
+        if ((!not_one && !rio__replan_due(RIO_OP_GET, ret, opt)) || rio__replans_spent(&acc))
             break;
         int late = rio__replan_opt(&acc, opt, &local);
         if (late < 0) {
@@ -1053,6 +1126,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
             break;
         }
         rio__replan_note(&acc, opt);
+        acc.not_one += not_one;
         run = &local;
     }
     rio__replan_stats(&acc, opt);
@@ -1098,18 +1172,8 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
         }
         return ret;
     }
-    /* The buffer is the caller's (free(3)), not the library's pool. A large
-     * one is 2 MiB-aligned with huge pages advised: the transport's first
-     * touch of it then faults once per 2 MiB, not once per 4 KiB. */
-    void *buf = NULL;
-    if (d.size >= (2u << 20)) {
-        if (posix_memalign(&buf, 2u << 20, d.size) != 0)
-            buf = NULL;
-        else
-            (void)madvise(buf, d.size, MADV_HUGEPAGE);
-    } else {
-        buf = malloc(d.size ? d.size : 1);
-    }
+    __atomic_store_n(&c->get_alloc_hint, d.size, __ATOMIC_RELAXED);
+    void *buf = alloc_for_caller(d.size);
     if (!buf) {
         rio_desc_cleanup(&d);
         return -ENOMEM;

@@ -473,6 +473,10 @@ struct rio_client {
     struct rio__attempt *reaped;
     unsigned reap_errs; /* reaps failed in a row */
 
+    /* __atomic: the size of the last object rio_get_alloc fetched, its
+     * guess of the next one's (call.c, get_alloc_guess); 0: none yet. */
+    uint64_t get_alloc_hint;
+
     /* under mu: staging buffers kept for reuse (RIO_ATOMIC GETs). Fresh
      * memory costs a page fault per page on first touch, which on this kind
      * of VM is slower than the network; a reused buffer costs nothing. */

@@ -898,6 +898,94 @@ TEST(small_gets_go_in_one_exchange)
     both_tiers(small_gets_against, "railio-getone");
 }
 
+/*
+ * rio_get_alloc (what Python's Client.get calls) of a small object in one
+ * exchange: it guesses the size (the last object's it fetched), GET_ONE
+ * into a buffer of the guess, shrunk to what came. An object larger than
+ * the guess, or of several chunks, is looked up and read after all; one
+ * that follows a large one is looked up first (no try per large object).
+ */
+TEST(get_alloc_of_a_small_object_is_one_exchange)
+{
+    struct srv_env e;
+    struct rio_options o, ow;
+    struct tu u, w;
+    char url[256];
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    void *p;
+
+    start(&e);
+    tu_url(url, sizeof(url), &e, NULL);
+    tu_opts(&o);
+    tu_open(&u, url, &o);
+    uint64_t ga = tu_put(u.c, "ga/a", 1000, 1);
+    tu_put(u.c, "ga/big", 3 * TU_CHUNK, 3);
+    T_OK(rio_put(u.c, "ga/empty", "", 0, NULL, NULL));
+    ow = o;
+    ow.chunk_size = 4096;
+    tu_open(&w, url, &ow);
+    tu_put(w.c, "ga/chunks", 10000, 4);
+    tu_close(&w);
+    struct rio__tcp_counters k0 = tu_tcp(u.c), k1;
+#define GA(key, want, ones, lookups)                                                               \
+    do {                                                                                           \
+        p = NULL;                                                                                  \
+        T_EQ(rio_get_alloc(u.c, key, &p, &call), (int64_t)(want));                                 \
+        k1 = tu_tcp(u.c);                                                                          \
+        T_EQ(k1.get_one - k0.get_one, (uint64_t)(ones));                                           \
+        T_EQ(k1.ctl_requests - k0.ctl_requests, (uint64_t)(lookups));                              \
+        k0 = k1;                                                                                   \
+    } while (0)
+    GA("ga/a", 1000, 1, 0);
+    T_PATTERN(p, 1000, 1);
+    T_EQ(st.replans, 0u);
+    T_EQ(st.retries_total, 0u);
+    free(p);
+    p = (void *)1;
+    T_ERR(rio_get_alloc(u.c, "ga/none", &p, NULL), RIO_ENOTFOUND);
+    T_NULL(p);
+    k1 = tu_tcp(u.c);
+    T_EQ(k1.get_one - k0.get_one, 1u);
+    T_EQ(k1.ctl_requests - k0.ctl_requests, 0u);
+    k0 = k1;
+    GA("ga/empty", 0, 1, 0);
+    T_NOTNULL(p);
+    free(p);
+    /* Several chunks within the guess: its descriptor, then the usual way. */
+    GA("ga/chunks", 10000, 1, 1);
+    T_PATTERN(p, 10000, 4);
+    T_EQ(st.replans, 1u);
+    free(p);
+    /* Larger than the guess (the last object's size, 10000 bytes, or at
+     * least 64 KiB): too big for it, then looked up and read. */
+    GA("ga/big", 3 * TU_CHUNK, 1, 1);
+    T_PATTERN(p, 3 * TU_CHUNK, 3);
+    T_EQ(st.replans, 1u);
+    free(p);
+    /* After a large object, looked up first; then small again in one. */
+    GA("ga/a", 1000, 0, 1);
+    T_PATTERN(p, 1000, 1);
+    free(p);
+    GA("ga/a", 1000, 1, 0);
+    T_PATTERN(p, 1000, 1);
+    free(p);
+    /* A generation named, or RIO_ATOMIC: looked up first. */
+    struct rio_call named = {.expect_generation = ga};
+    struct rio_call atomic = {.flags = RIO_ATOMIC};
+    T_EQ(rio_get_alloc(u.c, "ga/a", &p, &named), 1000);
+    free(p);
+    T_EQ(rio_get_alloc(u.c, "ga/a", &p, &atomic), 1000);
+    T_PATTERN(p, 1000, 1);
+    free(p);
+    k1 = tu_tcp(u.c);
+    T_EQ(k1.get_one - k0.get_one, 0u);
+    T_EQ(k1.ctl_requests - k0.ctl_requests, 2u);
+#undef GA
+    tu_close(&u);
+    stop(&e);
+}
+
 static void *fire_after_100ms(void *p)
 {
     usleep(100000);
