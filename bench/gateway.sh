@@ -4,12 +4,14 @@
 # single-host Ceph cluster of its own (tests/harness/ceph.sh --rgw), the same
 # clients, one run, stopped on exit (docs/gateway.md, "Against radosgw"):
 #   - PUT and GET of large objects with `aws s3 cp`, `curl --aws-sigv4` and
-#     `railio put/get s3://` (MB/s, wall clock; GETs into tmpfs where there
-#     is one);
+#     `railio put/get s3://` (MB/s, wall clock, medians of --repeat runs,
+#     the two servers taking turns first; the timed GETs go to /dev/null,
+#     and one more GET of each object into a file is compared byte for
+#     byte, untimed);
 #   - CLIENTS concurrent clients (curl) of small objects: PUT then GET,
 #     ops/s and per-request p50/p99.
-#   bench/gateway.sh [--sizes "256 1024"] [--small-kib 64] [--small-n 50] [--clients 16]
-#                    [--index]
+#   bench/gateway.sh [--sizes "256 1024"] [--repeat 3] [--small-kib 64] [--small-n 50]
+#                    [--clients 16] [--index]
 # Sizes in MiB (--sizes "": small objects only); --small-n requests per
 # client and direction; --index gives the gateway's pool a key index first
 # (railio fsck --index: docs/rados.md "The key index"), which every write
@@ -17,10 +19,11 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-SIZES="256 1024" SMALL_KIB=64 SMALL_N=50 CLIENTS=16 INDEX=0
+SIZES="256 1024" REPEAT=3 SMALL_KIB=64 SMALL_N=50 CLIENTS=16 INDEX=0
 while [ $# -gt 0 ]; do
     case $1 in
     --sizes) SIZES=$2; shift 2 ;;
+    --repeat) REPEAT=$2; shift 2 ;;
     --small-kib) SMALL_KIB=$2; shift 2 ;;
     --small-n) SMALL_N=$2; shift 2 ;;
     --clients) CLIENTS=$2; shift 2 ;;
@@ -28,6 +31,7 @@ while [ $# -gt 0 ]; do
     *) echo "bench/gateway.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+case $REPEAT in '' | *[!0-9]* | 0) echo "bench/gateway.sh: --repeat takes a count of 1 or more" >&2; exit 2 ;; esac
 for t in aws curl python3; do
     command -v $t >/dev/null || { echo "bench/gateway.sh: $t not installed" >&2; exit 1; }
 done
@@ -35,12 +39,12 @@ done
 # shellcheck source=bench/gw_lib.sh
 . "$ROOT/bench/gw_lib.sh"
 gw_bench_start gw 24G
-# GETs land in tmpfs where there is one: a file replaced on this VM's disk
-# measured the disk's write-back, not the gateway (railio get of 1 GiB at
-# 307 MB/s against curl's 757 there, 2026-12-05). Each client's GET writes
-# a new file (the previous client's is removed before it): one replacing a
-# file holds both until it is done, and on this VM memory touched for the
-# first time in a while is slow (docs/bench.md, "This VM's fresh memory").
+# The timed GETs go to /dev/null: a file written on this VM's disk measured
+# the disk's write-back (railio get of 1 GiB at 307 MB/s against curl's 757,
+# 2026-12-05), and one in tmpfs the first touch of memory the VM had handed
+# back to its host, which moved single GETs by 2-3x whichever server sent
+# them (docs/bench.md, "This VM's fresh memory"). Each object is then read
+# once more into a file, untimed, and compared.
 BACK=$DIR
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
     BACK=$(mktemp -d /dev/shm/rio-gw-back.XXXXXX)
@@ -54,42 +58,68 @@ fi
 
 now() { date +%s.%N; }
 rate() { python3 -c "import sys; print(f'{$1/1e6/($3-$2):.0f}')"; }
+median() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk '{v[NR]=$1} END {if (NR) print v[int((NR+1)/2)]}'; }
+ratio() { python3 -c "print(f'{$2/$1:.2f}')" 2>/dev/null || echo -; }
+ep_url() { if [ "$1" = gateway ]; then echo "$GW"; else echo "$S3_ENDPOINT"; fi; }
 
-echo "| endpoint | client | size | PUT MB/s | GET MB/s |"
-echo "|---|---|---|---|---|"
-for ep in radosgw gateway; do
-    url=$S3_ENDPOINT
-    [ $ep = gateway ] && url=$GW
-    aws --endpoint-url "$url" s3 mb s3://bench >/dev/null
-    for mib in $SIZES; do
-        f=$DIR/obj.$mib
-        [ -f "$f" ] || head -c $((mib << 20)) /dev/urandom > "$f"
-        bytes=$((mib << 20))
-        rm -f "$BACK/back"
-        t0=$(now); aws --endpoint-url "$url" s3 cp --only-show-errors "$f" "s3://bench/a$mib"; t1=$(now)
-        aws --endpoint-url "$url" s3 cp --only-show-errors "s3://bench/a$mib" "$BACK/back"; t2=$(now)
-        cmp -s "$f" "$BACK/back" || echo "$ep aws $mib: bytes differ" >&2
-        echo "| $ep | aws s3 cp | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
-        rm -f "$BACK/back"
-        t0=$(now); curl -sf "${SIGV4[@]}" -T "$f" "$url/bench/c$mib" -o /dev/null; t1=$(now)
-        curl -sf "${SIGV4[@]}" "$url/bench/c$mib" -o "$BACK/back"; t2=$(now)
-        cmp -s "$f" "$BACK/back" || echo "$ep curl $mib: bytes differ" >&2
-        echo "| $ep | curl | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
-        if [ -x "$BUILD/railio" ]; then
-            rm -f "$BACK/back"
-            t0=$(now)
-            if RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" put "s3://bench/r$mib" "$f" >/dev/null 2>&1; then
+# One client's PUT of f as key, then its GET of key to out ("-" for stdout).
+client_put() { # client url f key
+    case $1 in
+    aws) aws --endpoint-url "$2" s3 cp --only-show-errors "$3" "s3://bench/$4" ;;
+    curl) curl -sf "${SIGV4[@]}" -T "$3" "$2/bench/$4" -o /dev/null ;;
+    railio) RIO_S3_ENDPOINT=$2 env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" put -q "s3://bench/$4" "$3" ;;
+    esac
+}
+client_get() { # client url key out
+    case $1 in
+    aws) aws --endpoint-url "$2" s3 cp --only-show-errors "s3://bench/$3" "$4" ;;
+    curl) curl -sf "${SIGV4[@]}" "$2/bench/$3" -o "$4" ;;
+    railio) RIO_S3_ENDPOINT=$2 env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" get -q "s3://bench/$3" "$4" ;;
+    esac
+}
+
+CLIENTS_BIG="aws curl"
+[ -x "$BUILD/railio" ] && CLIENTS_BIG="$CLIENTS_BIG railio"
+for ep in radosgw gateway; do aws --endpoint-url "$(ep_url $ep)" s3 mb s3://bench >/dev/null; done
+echo "(MB/s, medians of $REPEAT; ratio = gateway / radosgw)"
+echo
+echo "| client | size | radosgw PUT | gateway PUT | PUT ratio | radosgw GET | gateway GET | GET ratio |"
+echo "|---|---|---:|---:|---:|---:|---:|---:|"
+for mib in $SIZES; do
+    f=$DIR/obj.$mib
+    [ -f "$f" ] || head -c $((mib << 20)) /dev/urandom > "$f"
+    bytes=$((mib << 20))
+    for cl in $CLIENTS_BIG; do
+        declare -A put=() get=()
+        key=$cl$mib
+        for r in $(seq "$REPEAT"); do
+            order="radosgw gateway"
+            [ $((r % 2)) = 0 ] && order="gateway radosgw"
+            for ep in $order; do
+                url=$(ep_url "$ep")
+                t0=$(now)
+                client_put "$cl" "$url" "$f" "$key" >/dev/null 2>&1 || { echo "$ep $cl $mib: PUT failed" >&2; continue; }
                 t1=$(now)
-                RIO_S3_ENDPOINT=$url env -u AWS_SHARED_CREDENTIALS_FILE "$BUILD/railio" get "s3://bench/r$mib" "$BACK/back" >/dev/null 2>&1
+                client_get "$cl" "$url" "$key" - >/dev/null 2>&1 || { echo "$ep $cl $mib: GET failed" >&2; continue; }
                 t2=$(now)
-                cmp -s "$f" "$BACK/back" || echo "$ep railio $mib: bytes differ" >&2
-                echo "| $ep | railio s3:// | $mib MiB | $(rate $bytes $t0 $t1) | $(rate $bytes $t1 $t2) |"
-            fi
-        fi
-        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/a$mib" -o /dev/null || true
-        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/c$mib" -o /dev/null || true
-        curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/r$mib" -o /dev/null || true
-        rm -f "$BACK/back"
+                put[$ep]+=" $(rate $bytes $t0 $t1)"
+                get[$ep]+=" $(rate $bytes $t1 $t2)"
+                if [ "$r" = 1 ]; then
+                    rm -f "$BACK/back"
+                    client_get "$cl" "$url" "$key" "$BACK/back" >/dev/null 2>&1 &&
+                        cmp -s "$f" "$BACK/back" || echo "$ep $cl $mib: bytes differ" >&2
+                    rm -f "$BACK/back"
+                fi
+                curl -sf "${SIGV4[@]}" -X DELETE "$url/bench/$key" -o /dev/null || true
+            done
+        done
+        pr=$(echo "${put[radosgw]:-}" | median) pg=$(echo "${put[gateway]:-}" | median)
+        gr=$(echo "${get[radosgw]:-}" | median) gg=$(echo "${get[gateway]:-}" | median)
+        name=$cl
+        [ "$cl" = aws ] && name="aws s3 cp"
+        [ "$cl" = railio ] && name="railio s3://"
+        echo "| $name | $mib MiB | ${pr:--} | ${pg:--} | $(ratio "$pr" "$pg") | ${gr:--} | ${gg:--} | $(ratio "$gr" "$gg") |"
+        unset put get
     done
 done
 
