@@ -1045,7 +1045,8 @@ static void *alloc_for_caller(size_t n)
 }
 
 /* What rio_get_alloc guesses an object's size is when it has seen none on
- * this client yet, and the least it guesses (a buffer from the heap). */
+ * this client yet, and the least it guesses (a buffer from the heap); at
+ * most a chunk either way. */
 #define GET_ALLOC_GUESS_FIRST (256u * 1024u)
 #define GET_ALLOC_GUESS_MIN (64u * 1024u)
 
@@ -1060,14 +1061,12 @@ static size_t get_alloc_guess(struct rio_client *c, const char *key, const struc
 {
     if (!c || !key || (opt && (opt->expect_generation || (opt->flags & RIO_ATOMIC))))
         return 0;
-    uint64_t hint = __atomic_load_n(&c->get_alloc_hint, __ATOMIC_RELAXED);
-    uint64_t g = !hint                        ? GET_ALLOC_GUESS_FIRST
-                 : hint < GET_ALLOC_GUESS_MIN ? GET_ALLOC_GUESS_MIN
-                                              : hint;
-    if (!hint && g > c->o.chunk_size)
-        g = c->o.chunk_size;
-    if (g > c->o.chunk_size || g > SIZE_MAX || rio__key_check(key) < 0 ||
-        !rio__t_get_one(c->t, key, g))
+    uint64_t hint = __atomic_load_n(&c->get_alloc_hint, __ATOMIC_RELAXED), chunk = c->o.chunk_size;
+    uint64_t least = chunk < GET_ALLOC_GUESS_MIN ? chunk : GET_ALLOC_GUESS_MIN;
+    uint64_t g = !hint          ? (chunk < GET_ALLOC_GUESS_FIRST ? chunk : GET_ALLOC_GUESS_FIRST)
+                 : hint < least ? least
+                                : hint;
+    if (g > chunk || g > SIZE_MAX || rio__key_check(key) < 0 || !rio__t_get_one(c->t, key, g))
         return 0;
     return (size_t)g;
 }

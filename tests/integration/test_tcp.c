@@ -981,6 +981,18 @@ TEST(get_alloc_of_a_small_object_is_one_exchange)
     k1 = tu_tcp(u.c);
     T_EQ(k1.get_one - k0.get_one, 0u);
     T_EQ(k1.ctl_requests - k0.ctl_requests, 2u);
+    /* A client whose chunk is under the least guess guesses a chunk. */
+    tu_open(&w, url, &ow);
+    for (unsigned i = 0; i < 3; i++) {
+        k0 = tu_tcp(w.c);
+        T_EQ(rio_get_alloc(w.c, "ga/a", &p, NULL), 1000);
+        T_PATTERN(p, 1000, 1);
+        free(p);
+        k1 = tu_tcp(w.c);
+        T_EQ(k1.get_one - k0.get_one, 1u);
+        T_EQ(k1.ctl_requests - k0.ctl_requests, 0u);
+    }
+    tu_close(&w);
 #undef GA
     tu_close(&u);
     stop(&e);
