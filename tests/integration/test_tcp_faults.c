@@ -87,6 +87,9 @@ struct fake {
      * many times: a generation of 0 (a broken answer), else 2000 + n */
     int put_one;
     _Atomic int put_one_bad, put_ones;
+    /* PUT_ONEs answered RIO_ENOTFOUND: the upload dropped before its data
+     * all came (railiod's --upload-timeout), nothing published */
+    _Atomic int put_one_gone;
     _Atomic int get_ones;
     /* what it saw */
     _Atomic int conns;
@@ -433,6 +436,10 @@ static int f_other(struct fake *f, struct fconn *c, const struct rio_proto_hdr *
     case RIO_OP_PUT_ONE: {
         uint8_t out[8];
         int n = atomic_fetch_add(&f->put_ones, 1) + 1;
+        if (f->put_one && atomic_fetch_sub(&f->put_one_gone, 1) > 0) {
+            ret = f_respond(c, h->opcode, h->id, RIO_ENOTFOUND, NULL, 0);
+            break;
+        }
         rio__le64_put(out, atomic_fetch_sub(&f->put_one_bad, 1) > 0 ? 0 : 2000u + (uint64_t)n);
         ret = f->put_one ? f_respond(c, h->opcode, h->id, 0, out, sizeof(out)) : -1;
         break;
@@ -982,6 +989,28 @@ TEST(broken_put_one_answer_is_retried_at_once)
     T_EQ(atomic_load(&x.f.put_ones), 2);
     T_EQ(x.st.retries[RIO_CLASS_RESET], 1u);
     T_EQ(x.st.retries[RIO_CLASS_TIMEOUT], 0u);
+    rio_desc_cleanup(&d);
+    fx_stop(&x);
+}
+
+/*
+ * A PUT_ONE whose upload the server dropped before its data all came
+ * (railiod answers RIO_ENOTFOUND: nothing published) starts the PUT over,
+ * as a PUT_CHUNK or commit so answered does (RIO_ENOUPLOAD), rather than
+ * failing the PUT with "not found".
+ */
+TEST(put_one_whose_upload_was_dropped_starts_over)
+{
+    struct fx x = {.f = {.put_one = 1, .put_one_gone = 1}, .op_timeout_ms = 3000};
+
+    fx_start(&x, NULL);
+    struct rio_desc d;
+    memset(&d, 0, sizeof(d));
+    T_OK(rio_put(x.u.c, "p2", x.f.data, 500, &x.call, &d));
+    T_EQ(d.generation, 2002u);
+    T_EQ(atomic_load(&x.f.put_ones), 2);
+    T_EQ(x.st.replans, 1u);
+    T_EQ(x.st.retries_total, 0u);
     rio_desc_cleanup(&d);
     fx_stop(&x);
 }

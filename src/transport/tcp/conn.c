@@ -732,9 +732,11 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     }
     sl_unlink(&cn->wq, s);
     s->answered = true;
-    if (cn->rh.status != 0 && s->op == RIO_OP_PUT_CHUNK &&
+    if (cn->rh.status != 0 && (s->op == RIO_OP_PUT_CHUNK || s->op == RIO_OP_PUT_ONE) &&
         wire_status(cn->rh.status) == RIO_ENOTFOUND) {
-        res = RIO_ENOUPLOAD; /* the server dropped the upload: nothing of it is written */
+        /* The server dropped the upload (a PUT_ONE's before its data all
+         * came, --upload-timeout): nothing of it is written. */
+        res = RIO_ENOUPLOAD;
     } else if (cn->rh.status != 0) {
         res = wire_status(cn->rh.status);
     } else if (s->op == RIO_OP_GET_ONE) {
