@@ -1596,9 +1596,15 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
         st = RIO_ETOOBIG;
     else
         st = RIO__ENOTONE;
+    /* The path answered: as good a sign of it as a chunk landing (its
+     * fail count, and no stall: a run of GETs of missing keys is progress). */
     struct rio__path *p = &c->paths[a->path];
-    if (p->state == PATH_PROBING)
-        p->state = PATH_HEALTHY; /* it answered */
+    if (p->state == PATH_PROBING || p->state == PATH_HEALTHY) {
+        p->state = PATH_HEALTHY;
+        p->fails = 0;
+    }
+    p->last_done_ns = a->done_ns;
+    p->stalled = false;
     req_decide_locked(c, r, st);
     return true;
 }

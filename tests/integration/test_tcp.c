@@ -818,9 +818,21 @@ static void small_gets_against(const char *const *args)
         T_GT(ops[i].generation, g1);
         T_MEMEQ(got[i], p + i, 100 + i);
     }
-    /* What the answer decides: missing, too large, empty. */
+    /* What the answer decides: missing, too large, empty. Such an answer
+     * is the path's progress as a chunk landing is: its fail count from
+     * earlier failures cleared, its last completion now. */
     sent = tu_tcp(u.c).get_one;
+    pthread_mutex_lock(&u.c->mu);
+    u.c->paths[0].fails = 3;
+    uint64_t done0 = u.c->paths[0].last_done_ns;
+    pthread_mutex_unlock(&u.c->mu);
     T_ERR(rio_get(u.c, "g1/none", b, 1000, &call), RIO_ENOTFOUND);
+    pthread_mutex_lock(&u.c->mu);
+    unsigned fails = u.c->paths[0].fails;
+    uint64_t done1 = u.c->paths[0].last_done_ns;
+    pthread_mutex_unlock(&u.c->mu);
+    T_EQ(fails, 0u);
+    T_GT(done1, done0);
     T_EQ(st.replans, 0u);
     T_EQ(st.path[0].errors, 0u);
     T_ERR(rio_get(u.c, "g1/a", b, 999, &call), RIO_ETOOBIG);
