@@ -679,17 +679,30 @@ static int unknown_chunk_ok_locked(struct rio_srv_upload *u, uint64_t index, uin
 }
 
 /* Give back the memory of an upload's buffer beyond its first n bytes:
- * the mapping's tail, or a smaller copy; the buffer to use from now on. */
-static uint8_t *data_shrink(uint8_t *p, uint64_t old, uint64_t n)
+ * the mapping's tail, the heap block's tail, or (a buffer under MMAP_MIN
+ * on one side) a smaller copy; the buffer to use from now on. Called with
+ * the store's lock held: never a copy of more than MMAP_MIN bytes (a
+ * stream of gigabytes committed under --prefault was copied whole there,
+ * every other request of the server waiting). *copied: bytes copied. */
+static uint8_t *data_shrink(uint8_t *p, uint64_t old, uint64_t n, uint64_t *copied)
 {
     uint8_t *q;
 
+    *copied = 0;
     if (!p || n == old)
         return p;
     if (!rio__srv_data_heap && old >= MMAP_MIN && n >= MMAP_MIN) {
         munmap(p + map_len(n), (size_t)(map_len(old) - map_len(n)));
         return p;
     }
+    if (rio__srv_data_heap && n) {
+        /* The heap's realloc shrinks a block where it is: the tail goes
+         * back to the heap, nothing is copied. A failure keeps the whole
+         * block (its tail unused until the object goes). */
+        q = rio__realloc(p, (size_t)n);
+        return q ? q : p;
+    }
+    *copied = n;
     q = n ? rio__srv_data_alloc(n) : NULL;
     if (n && !q)
         return NULL;
@@ -724,11 +737,14 @@ int rio__srv_upload_finalize(struct rio_srv_store *s, struct rio_srv_upload *u, 
     old = u->size;
     /* Nothing writes into it now: every chunk below n is in (the commit's
      * client waited for them), none above was claimed. */
-    uint8_t *d = u->data ? data_shrink(u->data, old, size) : NULL;
+    uint64_t copied = 0;
+    uint8_t *d = u->data ? data_shrink(u->data, old, size, &copied) : NULL;
     if (size && u->data && !d) {
         ret = -ENOMEM;
         goto out;
     }
+    SRV_DEBUG("upload sized id=%llu bytes=%llu bound=%llu copied=%llu", (unsigned long long)u->id,
+              (unsigned long long)size, (unsigned long long)old, (unsigned long long)copied);
     u->data = d;
     u->size = size;
     u->nchunks = n;

@@ -121,6 +121,28 @@ static void get_check_stream(struct rio_client *c, const char *key, uint64_t n, 
     XXH3_freeState(want);
 }
 
+/* A stream committed under --prefault is cut to its size where its heap
+ * block is (the tail given back to the heap), not copied whole into a new
+ * block under the store's lock, which every other request of the server
+ * waited for (a stream of gigabytes: seconds). */
+TEST(prefault_stream_commit_copies_nothing)
+{
+    struct tu_env x;
+    const char *args[] = {"--memory", "256M", "--prefault", NULL};
+
+    setenv("SRV_LOG_FILE", "1", 1); /* the log in a file: srv_log_count */
+    tu_env_start(&x, args, NULL);
+    unsetenv("SRV_LOG_FILE");
+    const uint64_t n = 5 * TU_CHUNK + 777;
+    T_OK(put_unknown(x.u.c, "pf/s", n, 31, 2));
+    get_check_stream(x.u.c, "pf/s", n, 31);
+    T_OK(put_unknown(x.u.c, "pf/s", 3 * TU_MIB + 5, 32, 2));
+    get_check_stream(x.u.c, "pf/s", 3 * TU_MIB + 5, 32);
+    T_EQ(srv_log_count(&x.e, "upload sized"), 2u);
+    T_EQ(srv_log_count(&x.e, " copied=0"), 2u);
+    tu_env_stop(&x);
+}
+
 TEST(unknown_size_edges)
 {
     struct tu_env x;
