@@ -1073,8 +1073,9 @@ static size_t get_alloc_guess(struct rio_client *c, const char *key, const struc
 
 /* rio_get_alloc's first try (get_alloc_guess): a rio_get into a buffer of
  * the guess, shrunk to what came. An object larger than the guess is
- * RIO_ETOOBIG, one of several chunks RIO__ENOTONE: the caller then looks
- * it up and reads it. */
+ * RIO_ETOOBIG, one of several chunks RIO__ENOTONE, a guess over what is
+ * left of a budget_mode fail budget RIO_EBUSY: the caller then looks it up
+ * and reads it. */
 static int64_t get_alloc_one(struct rio_client *c, const char *key, size_t guess, void **out,
                              const struct rio_call *opt)
 {
@@ -1114,8 +1115,10 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     for (;;) {
         ret = one ? get_alloc_one(c, key, guess, out, run) : get_alloc_once(c, key, out, run, &acc);
         /* Larger than the guess, or not one chunk: looked up, then read
-         * into a buffer of its size; not a failed re-plan. */
-        bool not_one = one && (ret == RIO_ETOOBIG || ret == RIO__ENOTONE);
+         * into a buffer of its size; not a failed re-plan. So is a guess
+         * the budget had no room for (budget_mode fail): the object, no
+         * larger than the guess, may fit. */
+        bool not_one = one && (ret == RIO_ETOOBIG || ret == RIO__ENOTONE || ret == RIO_EBUSY);
         one = false;
         if ((!not_one && !rio__replan_due(RIO_OP_GET, ret, opt)) || rio__replans_spent(&acc))
             break;
