@@ -716,8 +716,6 @@ void rio__adapt_stats_locked(struct rio_client *c, int dir, struct rio_stats *st
     }
 }
 
-/* Whether path i may take one more op in direction dir; mask: the paths
- * the class may use (adapt_mask). */
 /* Whether path i is the one path a class may use now (mask, not cooling):
  * there is no other whose rate its own could be weighed against. */
 static bool path_alone(const struct rio_client *c, unsigned i, uint32_t mask)
@@ -728,6 +726,8 @@ static bool path_alone(const struct rio_client *c, unsigned i, uint32_t mask)
     return true;
 }
 
+/* Whether path i may take one more op in direction dir; mask: the paths
+ * the class may use (adapt_mask). */
 static bool path_usable(struct rio_client *c, unsigned i, int dir, uint32_t mask)
 {
     struct rio__path *p = &c->paths[i];
@@ -1267,8 +1267,6 @@ static void counters_sub_locked(struct rio_client *c, struct rio__attempt *a, ui
     r->inflight_bytes -= len;
 }
 
-/* Returns 1 if dispatched, 0 if nothing to do on this path, -1 if the budget
- * is full (stop dispatching). */
 /* Whether err is a one-op request's refusal by a server that does not
  * take the frame (rio_transport_ops put_one, get_one): RIO_ENOUPLOAD for a
  * PUT_ONE, RIO__ENOTONE for a GET_ONE. The request runs again the usual
@@ -1278,6 +1276,8 @@ static bool one_refused(const struct rio__req *r, int64_t err)
     return (r->one && err == RIO_ENOUPLOAD) || (r->get_one && err == RIO__ENOTONE);
 }
 
+/* Returns 1 if dispatched, 0 if nothing to do on this path, -1 if the budget
+ * is full (stop dispatching). */
 static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
 {
     /* Each class's paths, once per pass: the walk below may visit
@@ -1552,6 +1552,16 @@ static void verify_task(void *arg)
  * it the usual way (rio__replan_due). Any other error: false, the usual
  * handling (retries).
  */
+/* A path that answered an op (its chunk landed, or a GET_ONE's answer
+ * decided its request): a probe is over, and its fail count starts again. */
+static void path_answered(struct rio__path *p)
+{
+    if (p->state == PATH_PROBING || p->state == PATH_HEALTHY) {
+        p->state = PATH_HEALTHY;
+        p->fails = 0;
+    }
+}
+
 static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
                                     struct rio__attempt *a)
 {
@@ -1599,10 +1609,7 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
     /* The path answered: as good a sign of it as a chunk landing (its
      * fail count, and no stall: a run of GETs of missing keys is progress). */
     struct rio__path *p = &c->paths[a->path];
-    if (p->state == PATH_PROBING || p->state == PATH_HEALTHY) {
-        p->state = PATH_HEALTHY;
-        p->fails = 0;
-    }
+    path_answered(p);
     p->last_done_ns = a->done_ns;
     p->stalled = false;
     req_decide_locked(c, r, st);
@@ -1655,12 +1662,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         p->last_done_ns = now;
         p->stalled = false;
         adapt_sample_locked(c, io_dir(a->io.kind), r->call, a->path, a->io.len, a->submit_ns, now);
-        if (p->state == PATH_PROBING) {
-            p->state = PATH_HEALTHY;
-            p->fails = 0;
-        } else if (p->state == PATH_HEALTHY) {
-            p->fails = 0;
-        }
+        path_answered(p);
         if (r->decided)
             goto out;
         if (ch->parent) {
