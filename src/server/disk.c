@@ -132,6 +132,13 @@ struct rio_srv_disk {
     int rstop;
     pthread_t rthreads[READ_THREADS];
     unsigned nrthreads;
+    /* The READs' buffers, server-wide (--disk-read-memory), under rmu: the
+     * bound (0: none), the bytes of the buffers alive, the READs waiting
+     * for room, and tickets that keep them in order of arrival. bcv: room
+     * came back, a ticket was served, or rstop. */
+    pthread_cond_t bcv;
+    uint64_t rbudget, rheld, rwaiting, rticket, rserving;
+    _Atomic uint64_t read_waits;
     /* Tests only: commits of keys under "hold/" wait while this path is
      * missing (RAILIOD_TEST_COMMIT_HOLD, docs/server.md). */
     const char *hold;
@@ -763,6 +770,7 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     pthread_cond_init(&d->qcv, NULL);
     pthread_mutex_init(&d->rmu, NULL);
     pthread_cond_init(&d->rcv, NULL);
+    pthread_cond_init(&d->bcv, NULL);
     atomic_init(&d->next_tmp, rio__now_ns());
     ret = recover(d, max_gen);
     if (ret < 0) {
@@ -815,6 +823,7 @@ void rio__srv_disk_close(struct rio_srv_disk *d)
     pthread_cond_destroy(&d->qcv);
     pthread_mutex_destroy(&d->rmu);
     pthread_cond_destroy(&d->rcv);
+    pthread_cond_destroy(&d->bcv);
     close(d->dirfd);
     rio__srv_otab_cleanup(&d->tab);
     rio__free(d->dir);
@@ -1176,6 +1185,9 @@ void rio__srv_disk_pool_stop(struct rio_srv_disk *d)
     struct rio_srv_commit *j;
 
     jobq_stop(read_q(d));
+    pthread_mutex_lock(&d->rmu); /* READs waiting for room: through */
+    pthread_cond_broadcast(&d->bcv);
+    pthread_mutex_unlock(&d->rmu);
     for (unsigned i = 0; i < d->nrthreads; i++)
         pthread_join(d->rthreads[i], NULL);
     d->nrthreads = 0;
@@ -1217,9 +1229,72 @@ void rio__srv_disk_list(struct rio_srv_disk *d, struct rio_srv_lister *l)
     pthread_mutex_unlock(&d->mu);
 }
 
+/* A READ's buffer object, freed by rio__srv_disk_read_buf_free. */
+struct rbuf {
+    struct rio_srv_obj o; /* first */
+    struct rio_srv_disk *d;
+};
+
+void rio__srv_disk_read_budget(struct rio_srv_disk *d, uint64_t bytes)
+{
+    pthread_mutex_lock(&d->rmu);
+    d->rbudget = bytes;
+    pthread_mutex_unlock(&d->rmu);
+}
+
+static bool read_room_full_locked(const struct rio_srv_disk *d, uint64_t n)
+{
+    return d->rbudget && d->rheld && (d->rheld >= d->rbudget || n > d->rbudget - d->rheld);
+}
+
+/*
+ * Room for n bytes of READ buffer: a READ whose buffer does not fit beside
+ * those alive waits for them to be freed (their answers sent, or their
+ * connections closed), behind the READs that came before it, so a large
+ * one is not passed over by small ones for ever. One buffer alone always
+ * fits. Stopping lets everyone through.
+ */
+static void read_room_take(struct rio_srv_disk *d, uint64_t n)
+{
+    bool waited = false;
+
+    pthread_mutex_lock(&d->rmu);
+    uint64_t t = d->rticket++;
+    while (!d->rstop && (t != d->rserving || read_room_full_locked(d, n))) {
+        if (!waited) {
+            waited = true;
+            d->rwaiting++;
+            atomic_fetch_add_explicit(&d->read_waits, 1, memory_order_relaxed);
+        }
+        pthread_cond_wait(&d->bcv, &d->rmu);
+    }
+    if (waited)
+        d->rwaiting--;
+    d->rserving++;
+    d->rheld += n;
+    if (d->rwaiting) /* the next ticket's turn */
+        pthread_cond_broadcast(&d->bcv);
+    pthread_mutex_unlock(&d->rmu);
+}
+
+void rio__srv_disk_read_buf_free(struct rio_srv_obj *b)
+{
+    struct rbuf *r = (struct rbuf *)b;
+    struct rio_srv_disk *d = r->d;
+
+    rio__srv_data_free(b->data, b->size);
+    pthread_mutex_lock(&d->rmu);
+    d->rheld -= b->charge;
+    if (d->rwaiting)
+        pthread_cond_broadcast(&d->bcv);
+    pthread_mutex_unlock(&d->rmu);
+    rio__free(r);
+}
+
 int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint64_t off,
                        uint64_t len, struct rio_srv_obj **out, uint64_t *skip)
 {
+    struct rbuf *rb;
     char name[NAME_LEN];
     struct rio_srv_obj *b;
     uint64_t first, last, a, z;
@@ -1230,9 +1305,12 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
     *skip = 0;
     if (off > e->size || len > e->size - off)
         return RIO_EPROTO;
-    b = rio__calloc(1, sizeof(*b));
-    if (!b)
+    rb = rio__calloc(1, sizeof(*rb));
+    if (!rb)
         return -ENOMEM;
+    rb->d = d;
+    b = &rb->o;
+    b->read_buf = 1;
     atomic_init(&b->refs, 1);
     if (len == 0) {
         *out = b;
@@ -1250,13 +1328,15 @@ int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint
         z = e->size - last * e->chunk_size < e->chunk_size ? e->size : (last + 1) * e->chunk_size;
     }
     if (z - a > SIZE_MAX / 2) {
-        rio__free(b);
+        rio__free(rb);
         return -EFBIG;
     }
+    read_room_take(d, z - a);
+    b->charge = z - a; /* given back when b is freed, whatever happens next */
     b->size = z - a;
     b->data = rio__srv_data_alloc(z - a);
     if (!b->data) {
-        rio__free(b);
+        rio__srv_obj_unref(b);
         return -ENOMEM;
     }
     obj_name(name, "o", key_hash(e->key, e->key_len), e->generation, "");
@@ -1461,4 +1541,9 @@ void rio__srv_disk_stats(struct rio_srv_disk *d, struct rio_srv_disk_stats *st)
     st->recovered = atomic_load(&d->recovered);
     st->discarded = atomic_load(&d->discarded);
     st->superseded = atomic_load(&d->superseded);
+    st->read_buf_waits = atomic_load(&d->read_waits);
+    pthread_mutex_lock(&d->rmu);
+    st->read_buf_bytes = d->rheld;
+    st->read_buf_waiting = d->rwaiting;
+    pthread_mutex_unlock(&d->rmu);
 }

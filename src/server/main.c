@@ -94,6 +94,9 @@ static void usage(FILE *f)
            "                            larger than --memory stream through to disk)\n"
            "  --sync                    with --data-dir: answer a PUT's commit only once its\n"
            "                            data and metadata are durable (fsync)\n"
+           "  --disk-read-memory SIZE   with --data-dir: memory for the buffers of READs from\n"
+           "                            disk, all connections together (default 1G); a READ\n"
+           "                            that does not fit waits for room\n"
            "  --log-level LEVEL         error, warn, info (default) or debug\n"
            "  --log-file F              log to F (appended; reopened on SIGHUP), not stderr\n"
            "  --s3-listen ADDR:PORT     serve the S3 API on ADDR:PORT (docs/gateway.md)\n"
@@ -317,6 +320,7 @@ enum {
     OPT_VERSION,
     OPT_DATA_DIR,
     OPT_SYNC,
+    OPT_DISK_READ_MEM,
     OPT_PREFAULT,
     OPT_UP_CONN,
     OPT_UP_CLIENT,
@@ -364,6 +368,7 @@ static const struct option long_opts[] = {
     {"version", no_argument, NULL, OPT_VERSION},
     {"data-dir", required_argument, NULL, OPT_DATA_DIR},
     {"sync", no_argument, NULL, OPT_SYNC},
+    {"disk-read-memory", required_argument, NULL, OPT_DISK_READ_MEM},
     {"prefault", no_argument, NULL, OPT_PREFAULT},
     {"max-uploads-per-conn", required_argument, NULL, OPT_UP_CONN},
     {"max-uploads-per-client", required_argument, NULL, OPT_UP_CLIENT},
@@ -432,6 +437,7 @@ static const struct num_opt {
     NUM(OPT_THREADS, NUM_UINT, 1, 256, threads),
     NUM(OPT_MAX_CONNS, NUM_UINT, 1, 1000000, max_conns),
     NUM(OPT_MAX_INFLIGHT, NUM_SIZE, 1, UINT64_MAX, max_inflight_bytes),
+    NUM(OPT_DISK_READ_MEM, NUM_SIZE, 1, UINT64_MAX, disk_read_memory),
     NUM(OPT_MAX_DEPTH, NUM_UINT, 1, 65536, max_depth),
     NUM(OPT_MAX_BODY, NUM_SIZE, RIO_PROTO_CTRL_MAX, RIO_PROTO_BODY_CAP, max_body),
     NUM(OPT_IDLE, NUM_DURATION, 0, DUR_MAX, idle_timeout_ns),
@@ -554,7 +560,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
 
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", long_opts, &idx)) != -1) {
-        const char *name = c >= 256 ? long_opts[c - 256].name : "";
+        const char *name = "";
+        for (const struct option *o = long_opts; o->name; o++)
+            if (o->val == c)
+                name = o->name; /* the option's name for messages, by its value */
         switch (c) {
         case OPT_EVICT:
             a->evict_given = 1;
@@ -670,6 +679,10 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
 #endif
     if (cfg->sync && !cfg->data_dir) {
         fprintf(stderr, "railiod: --sync needs --data-dir\n");
+        return 2;
+    }
+    if (cfg->disk_read_memory && !cfg->data_dir) {
+        fprintf(stderr, "railiod: --disk-read-memory needs --data-dir\n");
         return 2;
     }
     /* The gateway over the server's own memory: an S3 client takes a 200
@@ -1142,6 +1155,8 @@ int main(int argc, char **argv)
             ret = 1;
             goto out_listeners;
         }
+        rio__srv_disk_read_budget(srv->disk, srv->cfg.disk_read_memory ? srv->cfg.disk_read_memory
+                                                                       : RIO_SRV_DISK_READ_MEMORY);
         /* Commits (fsync, rename) run on their own threads, never on a
          * worker: several, so that fsyncs of different PUTs overlap. */
         ret = rio__srv_disk_pool_start(srv->disk, COMMIT_THREADS);

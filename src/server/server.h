@@ -69,6 +69,9 @@ struct rio_srv_obj {
     _Atomic int refs;
     char *key; /* NUL-terminated, key_len bytes */
     uint16_t key_len;
+    /* A disk READ's buffer (rio__srv_disk_read): its charge is held
+     * against --disk-read-memory until it is freed. */
+    uint8_t read_buf;
     uint64_t generation, size, chunk_size, nchunks;
     char etag[32];
     uint8_t *xxh;       /* nchunks x u64 LE, the wire form */
@@ -426,6 +429,9 @@ struct rio_srv_disk_stats {
     uint64_t objects, bytes;
     uint64_t writes, write_errors, write_ns, reads, read_bytes, read_errors, deletes;
     uint64_t corrupt, recovered, discarded, superseded;
+    /* READ buffers: alive now (bytes), READs waiting for room now, and
+     * READs that waited, ever. */
+    uint64_t read_buf_bytes, read_buf_waiting, read_buf_waits;
     uint64_t tombstones;
 };
 
@@ -549,6 +555,14 @@ struct rio_srv_obj *rio__srv_disk_get(struct rio_srv_disk *d, const char *key, u
  * RIO_EGENERATION (replaced meanwhile), -EIO (corrupt) or -errno. */
 int rio__srv_disk_read(struct rio_srv_disk *d, const struct rio_srv_obj *e, uint64_t off,
                        uint64_t len, struct rio_srv_obj **buf, uint64_t *skip);
+#define RIO_SRV_DISK_READ_MEMORY (1ull << 30) /* --disk-read-memory's default */
+/* The server-wide bound on disk READs' buffers (--disk-read-memory): a
+ * READ thread waits, first come first served, until its buffer fits
+ * beside those alive (one alone always fits). 0 = no bound. */
+void rio__srv_disk_read_budget(struct rio_srv_disk *d, uint64_t bytes);
+/* Free a buffer rio__srv_disk_read made (its last reference gone): its
+ * bytes go back to the bound. */
+void rio__srv_disk_read_buf_free(struct rio_srv_obj *b);
 /* DELETE key from the memory store, the index and the disk (durably with
  * --sync), leaving a tombstone while an upload opened before it can still
  * commit. 0, RIO_ENOTFOUND or -errno. */
@@ -647,6 +661,9 @@ struct rio_srv_config {
     unsigned threads;
     unsigned max_conns;
     uint64_t max_inflight_bytes;
+    /* --disk-read-memory: the disk READs' buffers, server-wide; 0 = not
+     * given (RIO_SRV_DISK_READ_MEMORY). */
+    uint64_t disk_read_memory;
     uint32_t max_body;
     uint32_t max_depth;
     uint64_t idle_timeout_ns;

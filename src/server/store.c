@@ -307,6 +307,10 @@ static bool ref_drop(_Atomic int *refs)
 
 static void obj_free(struct rio_srv_obj *o)
 {
+    if (o->read_buf) {
+        rio__srv_disk_read_buf_free(o);
+        return;
+    }
     rio__srv_data_free(o->data, o->size);
     rio__free(o->xxh);
     rio__free(o->key);

@@ -6,10 +6,12 @@
  * handshake must not keep an authenticated client out; a slow metrics
  * client must not delay a scrape; failed AUTHs are throttled per address
  * and the log does not grow with a flood; a 1-byte READ of an object on
- * disk is served without reading its 64 MiB chunk on the event loop.
+ * disk is served without reading its 64 MiB chunk on the event loop; the
+ * buffers of disk READs are bounded per connection and server-wide.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #include "server_disk_util.h"
@@ -374,6 +376,136 @@ TEST(disk_reads_bounded_by_inflight_bytes)
     T_EQ(wc_ping(&w), 0); /* the server serves on */
     wc_close(&r);
     srv_end_wc(&e, &w);
+}
+
+/* A peer of read_buffers_bounded_server_wide: its RB_DEPTH answers. */
+enum { RB_PEERS = 8, RB_DEPTH = 3 };
+#define RB_SIZE (24u << 20)
+struct rb_peer {
+    struct wc c;
+    const uint8_t *want;
+    unsigned ok;
+};
+
+static void *rb_drain(void *arg)
+{
+    struct rb_peer *p = arg;
+    unsigned seen = 0;
+    for (unsigned i = 0; i < RB_DEPTH; i++) {
+        struct rio_proto_hdr h;
+        uint8_t *body = NULL;
+        /* in any order (the READ threads finish in theirs); request id
+         * k + 1 asked for chunk k % 2 */
+        if (wc_recv(&p->c, &h, &body) == 0 && h.status == 0 && h.id >= 1 && h.id <= RB_DEPTH &&
+            !(seen & (1u << h.id)) && h.body_len == RB_SIZE &&
+            memcmp(body, p->want + ((h.id - 1) % 2) * RB_SIZE, RB_SIZE) == 0) {
+            seen |= 1u << h.id;
+            p->ok++;
+        }
+        free(body);
+    }
+    return NULL;
+}
+
+/*
+ * The buffers of READs from disk are bounded for the whole server
+ * (--disk-read-memory), not only per connection: peers that pipelined
+ * whole-object READs and read no answer held --max-inflight-bytes (256
+ * MiB) and one READ more each, whatever --memory said, so enough of them
+ * took the machine's memory. Here 8 peers ask 3 chunks of 24 MiB each
+ * (576 MiB) of an object on disk only (larger than --memory), from a
+ * server with 32 MiB for READ buffers: one buffer is alive, the other
+ * READ threads wait, and once the peers read, every answer comes,
+ * byte-exact, and the room comes back.
+ */
+TEST(read_buffers_bounded_server_wide)
+{
+    const char *dir = disk_dir_make();
+    const char *args[] = {"--data-dir", dir,   "--metrics",          "127.0.0.1:0",
+                          "--memory",   "32M", "--threads",          "1",
+                          "--max-body", "40M", "--disk-read-memory", "32M",
+                          NULL};
+    struct srv_env e;
+    struct wc c;
+    struct rb_peer peer[RB_PEERS];
+    pthread_t th[RB_PEERS];
+    uint8_t *data = malloc(2 * RB_SIZE), req[2][64];
+    int n[2];
+
+    T_TRUE(data != NULL);
+    for (size_t i = 0; i < 2 * RB_SIZE; i++)
+        data[i] = (uint8_t)(i * 131u + (i >> 12));
+    srv_start(&e, args);
+    wc_open(&c, e.addr[0]);
+    uint64_t gen = wc_put(&c, "rb/big", data, 2 * RB_SIZE, RB_SIZE);
+    uint64_t rss0 = srv_proc_kb(e.pid, "VmRSS");
+    for (unsigned k = 0; k < 2; k++) {
+        struct rio_proto_read m = {
+            .generation = gen, .off = k * RB_SIZE, .len = RB_SIZE, .key = "rb/big", .key_len = 6};
+        n[k] = rio__proto_enc_read(&m, req[k], sizeof(req[k]));
+        T_GT(n[k], 0);
+    }
+    for (unsigned p = 0; p < RB_PEERS; p++) {
+        peer[p].want = data;
+        peer[p].ok = 0;
+        T_EQ(wc_try_connect_ex(&peer[p].c, e.addr[0], 20, 0), 0);
+        for (unsigned i = 0; i < RB_DEPTH; i++)
+            T_EQ(wc_send2(&peer[p].c, RIO_OP_READ, i + 1, req[i % 2], (size_t)n[i % 2], NULL, 0),
+                 0);
+    }
+    /* One answer holds its buffer (unread), and each of the four READ
+     * threads waits with the next READ. */
+    double waiting = 0;
+    for (unsigned i = 0; i < 200 && waiting < 4; i++) {
+        waiting = srv_scrape(&e, "railiod_disk_read_buffer_waiting");
+        if (waiting < 4)
+            usleep(50 * 1000);
+    }
+    T_EQ(waiting, 4.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_read_buffer_bytes"), (double)RB_SIZE);
+    /* one 24 MiB buffer and slack (three times under a sanitizer) */
+    T_LE(srv_proc_kb(e.pid, "VmRSS"), rss0 + (T_SANITIZED ? 3u : 1u) * 48u * 1024u);
+    for (unsigned p = 0; p < RB_PEERS; p++)
+        T_EQ(pthread_create(&th[p], NULL, rb_drain, &peer[p]), 0);
+    for (unsigned p = 0; p < RB_PEERS; p++) {
+        pthread_join(th[p], NULL);
+        T_EQ(peer[p].ok, (unsigned)RB_DEPTH);
+    }
+    /* The last buffer goes back once its send ended. */
+    double held = -1;
+    for (unsigned i = 0; i < 100 && held != 0; i++) {
+        held = srv_scrape(&e, "railiod_disk_read_buffer_bytes");
+        if (held != 0)
+            usleep(20 * 1000);
+    }
+    T_EQ(held, 0.0);
+    T_GE(srv_scrape(&e, "railiod_disk_read_buffer_waits_total"), 4.0);
+    T_EQ(srv_scrape(&e, "railiod_disk_read_buffer_waiting"), 0.0);
+    for (unsigned p = 0; p < RB_PEERS; p++)
+        wc_close(&peer[p].c);
+    srv_end_wc(&e, &c);
+    free(data);
+}
+
+/* --disk-read-memory is a size of at least a byte, and only with a disk. */
+TEST(disk_read_memory_checked)
+{
+    char bin[512];
+
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("%s --listen 127.0.0.1:0 --disk-read-memory 1G 2>&1 | grep -q -- "
+              "'--disk-read-memory needs --data-dir'",
+              bin),
+         0);
+    T_EQ(t_sh("%s --listen 127.0.0.1:0 --disk-read-memory 1G >/dev/null 2>&1", bin), 2);
+    T_EQ(t_sh("%s --listen 127.0.0.1:0 --data-dir /nonexistent/x --disk-read-memory 0 2>&1 | "
+              "grep -q -- '--disk-read-memory'",
+              bin),
+         0);
+    T_EQ(t_sh("%s --listen 127.0.0.1:0 --data-dir /nonexistent/x --disk-read-memory lots "
+              ">/dev/null 2>&1",
+              bin),
+         2);
 }
 
 /* n HEADs on one keep-alive connection to the S3 gateway at addr, each
