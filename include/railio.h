@@ -442,11 +442,11 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
 /**
  * As rio_get, into a buffer the library allocates with malloc(3); the caller
  * frees it with free(3). *out is NULL on error. Where the backend can bring
- * an object and its descriptor in one exchange (railio://, GET_ONE), it
- * first asks for the object into a buffer of the size of the last object
- * this client fetched (at least 64 KiB, 256 KiB at first, at most the chunk
- * size); a larger object, or one of several chunks, is then looked up and
- * read (stats->replans counts that).
+ * an object and its descriptor in one exchange (railio://, GET_ONE; s3://,
+ * one ranged GET), it first asks for the object into a buffer of the size
+ * of the last object this client fetched (at least 64 KiB, 256 KiB at
+ * first, at most the chunk size); a larger object, or one of several
+ * chunks, is then looked up and read (stats->replans counts that).
  */
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
                       const struct rio_call *call);

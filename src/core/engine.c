@@ -1581,7 +1581,9 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
         d->generation = io->gen_out;
         d->size = size;
         d->chunk_size = io->one_chunk_size;
-        d->nchunks = size ? 1 : 0;
+        /* chunk_size 0: the backend keeps no geometry (s3://, an object
+         * railio did not write), as its lookup would say. */
+        d->nchunks = size && d->chunk_size ? 1 : 0;
         snprintf(d->etag, sizeof(d->etag), "%s", io->one_etag);
         if (rio__desc_check(d, r->key, NULL, 0) < 0) {
             io->res = RIO_EPROTO;
@@ -1589,7 +1591,7 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
         }
         r->call->progress_total -= r->size - size;
         r->size = size;
-        r->chunk_size = size ? d->chunk_size : c->o.chunk_size;
+        r->chunk_size = size && d->chunk_size ? d->chunk_size : c->o.chunk_size;
         r->generation = io->gen_out;
         if (size) {
             r->one_xxh = io->xxh_got;

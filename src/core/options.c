@@ -393,6 +393,7 @@ const char *const rio__known_env[] = {
     "RIO_TEST_UNSAFE_FAULTS",
     "RIO_S3_UNSIGNED",
     "RIO_S3_CONDITIONAL",
+    "RIO_S3_GET_ONE",
     NULL,
 };
 

@@ -45,7 +45,9 @@ The object is stored under the full key as usual. Kinds:
   501        501 NotImplemented (not retryable: the server cannot do it)
   408        408 RequestTimeout (retryable, and no fault of the path)
   hugehead   HEAD (no object needed): railio metadata claiming
-             Content-Length 2^64 - 1 and a chunk of 2^63 bytes
+             Content-Length 2^64 - 1 and a chunk of 2^63 bytes; a ranged
+             GET of it: 206, the same metadata, Content-Range
+             bytes A-B/2^64 - 1 and B - A + 1 zero bytes
   longhead   HEAD (no object needed): a 1 MiB header line
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
@@ -72,7 +74,8 @@ checked in every bucket (400 XAmzContentSHA256Mismatch when it is not the
 body's), as S3 and radosgw do for signed requests.
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N
-crc32c=N sha256=N" (uploads: open multipart uploads, all buckets; completes:
+crc32c=N sha256=N" (requests: every request but these; uploads: open
+multipart uploads, all buckets; completes:
 CompleteMultipartUpload requests, heads: HEAD requests, whatever their answer;
 crc32c: PUTs that carried x-amz-checksum-crc32c, sha256: PUTs that carried
 a payload SHA-256).
@@ -217,9 +220,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.get(head=False)
 
     def get(self, head):
-        with LOCK:
-            STATS["requests"] += 1
         bucket, key, q = self.split()
+        if bucket != "_stats":
+            with LOCK:
+                STATS["requests"] += 1
         if bucket == "_stats":
             with LOCK:
                 s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d sha256=%d\n" % (
@@ -265,11 +269,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_header(k, v)
             self.end_headers()
             return
+        rng = self.headers.get("Range")
+        hm = FAULT_RE.match(key)
+        rm = re.match(r"bytes=(\d+)-(\d+)$", rng or "")
+        if not head and hm and hm.group(1) == "hugehead" and rm:
+            a, b = int(rm.group(1)), min(int(rm.group(2)), int(rm.group(1)) + (1 << 24))
+            self.send_response(206)
+            for k, v in (("ETag", '"0123456789abcdef0123456789abcdef"'),
+                         ("Content-Range", "bytes %d-%d/18446744073709551615" % (a, b)),
+                         ("Content-Length", str(b - a + 1)),
+                         ("x-amz-meta-railio-v", "1"), ("x-amz-meta-railio-id", "0123456789abcdef"),
+                         ("x-amz-meta-railio-size", "18446744073709551615"),
+                         ("x-amz-meta-railio-chunk", "9223372036854775808")):
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(bytes(b - a + 1))
+            return
         with LOCK:
             o = OBJECTS.get((bucket, key))
         if o is None:
             return self.err(404, "NoSuchKey") if not head else self.send(404, head=True)
-        rng = self.headers.get("Range")
         m = re.match(r"bytes=(\d+)-(\d+)$", rng or "")
         kind = fault_for(bucket, key, put=False) if (m and not head) else None
         if not m and not head and fault_for(bucket, key, put=False, plain=True) == "get503":

@@ -478,7 +478,8 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     }
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
-        knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0)
+        knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0 ||
+        knob_bool(u, "get_one", "RIO_S3_GET_ONE", true, &t->get_one) < 0)
         goto out;
     v = getenv("RIO_S3_DEBUG");
     if (v && *v && rio__opt_bool("RIO_S3_DEBUG", v, &t->debug) < 0)

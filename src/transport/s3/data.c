@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One data op: a chunk READ (a ranged GET pinned to the generation the
- * lookup saw) or WRITE (an UploadPart, or one PutObject for an object of one
+ * lookup saw; or, in one op, the object's first bytes with its metadata,
+ * no lookup before it) or WRITE (an UploadPart, or one PutObject for an object of one
  * chunk) on its own easy handle, from the path's pool. op_prepare sets it
  * up, curl's callbacks move the body with every length checked against the
  * op's buffer, and op_result turns the finished transfer into the op's
@@ -109,6 +110,93 @@ static int check_read_rsp(struct s3_op *op)
     return 0;
 }
 
+/*
+ * A READ in one op (rio_io.one, get_one said yes): a GET of bytes 0 to
+ * len - 1 naming no generation, whose answer is the object's first
+ * min(len, size) bytes with its metadata: a 206 whose Content-Range starts
+ * at 0 and says the size, or a 200 with the whole object when it fits (a
+ * 200 with more than len bytes, from a server that ignores Range, stops
+ * here and the GET goes the long way). The bytes are stored only when
+ * they are the whole object and the object is one railio chunk or not
+ * railio's (one_skip otherwise: counted, never stored, and op_one_result
+ * hands the engine the descriptor alone).
+ */
+static int check_one_rsp(struct s3_op *op)
+{
+    struct rio_io *io = op->io;
+    struct s3_rsp *r = &op->rsp;
+    uint64_t total, n, chunk;
+    bool sidecar;
+    char md5[33];
+
+    if (r->status == 206) {
+        if (!r->have_crange || r->cr_first != 0 || r->cr_last >= r->cr_total)
+            return RIO_ESERVER;
+        total = r->cr_total;
+        n = total < io->len ? total : io->len;
+        if (r->cr_last + 1 != n)
+            return RIO_ESERVER;
+    } else if (r->status == 200) {
+        if (!r->have_clen)
+            return RIO_ESERVER;
+        total = n = r->clen;
+        if (total > io->len)
+            return RIO__ENOTONE;
+    } else {
+        return RIO_ESERVER;
+    }
+    if (r->have_clen && r->clen != n)
+        return RIO_ESERVER;
+    rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
+    op->one_skip = total > io->len || sidecar || (chunk && rio__s3_nchunks(total, chunk) != 1);
+    return 0;
+}
+
+/* The outcome of a READ in one op whose answer was a success: the object's
+ * size, its bytes in dst (checked against its one checksum when railio
+ * wrote it), or RIO__ENOTONE with the descriptor alone (gen_out 0: the
+ * long way, which looks it up, decides). */
+static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
+{
+    struct rio_io *io = op->io;
+    struct s3_rsp *r = &op->rsp;
+    uint64_t total = r->status == 206 ? r->cr_total : r->clen, chunk, *xxh = NULL;
+    bool sidecar;
+    char md5[33];
+    struct s3_gen g;
+
+    if (op->got != (total < io->len ? total : io->len))
+        return RIO_ESHORT;
+    if (total > (uint64_t)INT64_MAX)
+        return RIO__ENOTONE; /* no object is that large: the lookup refuses it, naming why */
+    rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
+    if (sidecar)
+        return RIO__ENOTONE; /* its checksum list is in its sidecar */
+    if (chunk && !op->one_skip && rio__s3_parse_xxh_list(r->m_xxh, 1, &xxh) < 0)
+        return RIO__ENOTONE; /* no checksum to check it by: the lookup says what to do */
+    io->gen_out = rio__s3_rsp_gen(r, total, &g);
+    io->one_size = total;
+    io->one_chunk_size = chunk;
+    io->one_nchunks = chunk ? rio__s3_nchunks(total, chunk) : 0;
+    memcpy(io->one_etag, md5, sizeof(md5));
+    if (op->one_skip) {
+        rio__free(xxh);
+        return RIO__ENOTONE; /* larger than len, or several chunks: the engine decides */
+    }
+    if (chunk) {
+        uint64_t got =
+            op->xxh_stream ? rio__xxh3_stream_digest(op->xs) : rio__xxh3(io->dst, (size_t)total);
+        uint64_t want = xxh[0];
+        rio__free(xxh);
+        if (got != want)
+            return RIO_ECHECKSUM;
+        io->xxh_got = got;
+        io->xxh_valid = true;
+    }
+    rio__s3_gen_put(t, &g);
+    return (int64_t)total;
+}
+
 static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
 {
     struct s3_op *op = arg;
@@ -126,7 +214,7 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
     }
     if (!op->checked) {
         op->checked = true;
-        op->err = check_read_rsp(op);
+        op->err = io->one ? check_one_rsp(op) : check_read_rsp(op);
         if (op->err)
             return 0; /* CURLE_WRITE_ERROR: nothing stored */
     }
@@ -135,7 +223,9 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         op->err = RIO_ESERVER;
         return 0;
     }
-    if (op->p->t->discard)
+    if (op->one_skip)
+        ; /* not the caller's: counted, not stored */
+    else if (op->p->t->discard)
         ; /* counted, not stored */
     else if (op->p->t->nt_copy)
         rio__copy_nt((uint8_t *)io->dst + op->got, p, n);
@@ -143,7 +233,7 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         memcpy((uint8_t *)io->dst + op->got, p, n);
     /* The bytes just stored, while they are in cache: the chunk's xxh3
      * without a second pass (rio_io.xxh_got). */
-    if (op->xxh_stream)
+    if (op->xxh_stream && !op->one_skip)
         rio__xxh3_stream_update(op->xs, (const uint8_t *)io->dst + op->got, n);
     op->got += n;
     return n;
@@ -293,6 +383,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
     op->checked = false;
     op->md5_stream = false;
     op->xxh_stream = false;
+    op->one_skip = false;
     op->md5hex[0] = '\0';
     op->crc = 0;
     op->err = 0;
@@ -309,14 +400,16 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
         /* Hashed as stored when the engine will check it (a whole chunk,
          * expected xxh3 known) and every byte lands through memcpy: not
          * with discard (nothing stored) nor nt_copy (not in cache). */
-        if (io->xxh && !t->discard && !t->nt_copy) {
+        if ((io->xxh || io->one) && !t->discard && !t->nt_copy) {
             rio__xxh3_stream_reset(op->xs);
             op->xxh_stream = true;
         }
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, io->off,
                  io->off + io->len - 1);
         x[nx++] = (struct rio_s3_kv){"range", range};
-        if (io->generation && rio__s3_gen_get(t, io->generation, &g))
+        if (io->one)
+            io->gen_out = 0;
+        else if (io->generation && rio__s3_gen_get(t, io->generation, &g))
             x[nx++] = (struct rio_s3_kv){g.lastmod ? "if-unmodified-since" : "if-match", g.etag};
         ret = rio__s3_req_build(t, op->md, "GET", io->key, NULL, 0, x, nx, RIO_S3_EMPTY_SHA256,
                                 op->url, sizeof(op->url), &op->h);
@@ -409,6 +502,12 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
         err = op->err;
         goto fail;
     }
+    /* A range of an empty object cannot be satisfied (S3's 416
+     * InvalidRange): the long way sizes it. */
+    if (io->kind == RIO_IO_READ && io->one && r->status == 416) {
+        err = RIO__ENOTONE;
+        goto fail;
+    }
     if (r->status >= 300 || (r->status && r->status < 200)) {
         rio__s3_xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
         err = rio__s3_map_http(r->status, code);
@@ -434,9 +533,17 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
     if (io->kind == RIO_IO_READ) {
         if (!op->checked) {
             op->checked = true;
-            err = check_read_rsp(op);
+            err = io->one ? check_one_rsp(op) : check_read_rsp(op);
             if (err)
                 goto fail;
+        }
+        if (io->one) {
+            int64_t res = op_one_result(t, op);
+            if (res < 0) {
+                err = (int)res;
+                goto fail;
+            }
+            return res;
         }
         if (op->got != io->len) {
             err = RIO_ESHORT;

@@ -127,6 +127,7 @@ struct s3_op {
     bool checked;               /* response headers validated (first body byte) */
     bool md5_stream;            /* WRITE: md is an MD5 fed by op_read */
     bool xxh_stream;            /* READ: xs hashes each piece stored, in order */
+    bool one_skip;              /* READ one: the bytes are not the caller's; counted, not stored */
     char md5hex[33];            /* WRITE: MD5 of the part, "" if not computed */
     uint32_t crc;               /* WRITE with CK_CRC32C: the part's CRC32C */
     int err;                    /* an error a callback detected, or 0 */
@@ -192,6 +193,7 @@ struct s3_transport {
     long stall_s, min_speed;
     long connect_ms, op_timeout_ms;
     bool verify_off; /* verify=off: a multipart object without its sidecar is read unverified */
+    bool get_one;    /* knob get_one: small GETs in one ranged GET, no HEAD first */
     uint64_t min_part;
 
     /* data ops */
@@ -395,6 +397,13 @@ int rio__s3_match_etag(struct s3_transport *t, const char *key, uint64_t gen, ch
 int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *sidecar,
                     struct s3_gen *g);
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
+bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap);
+/* What the headers of a HEAD or GET say of an object of size bytes: 0 and
+ * *chunk its chunk size when railio wrote it (with *sidecar: its checksum
+ * list is in a sidecar), or 0 and *chunk 0 when it did not; md5 (33 bytes)
+ * the MD5 of its bytes where the headers give one, else "". */
+void rio__s3_rsp_kind(const struct s3_rsp *r, uint64_t size, uint64_t *chunk, bool *sidecar,
+                      char md5[33]);
 int rio__s3_remove(struct rio_transport *tt, const char *key);
 int rio__s3_remove_if(struct rio_transport *tt, const char *key, uint64_t gen);
 

@@ -92,10 +92,16 @@ int rio__s3_submit(struct rio_transport *tt, struct rio_io *io)
     if (io->kind == RIO_IO_READ) {
         if (!io->dst && !t->discard)
             return -EINVAL;
+        /* In one op: the whole object from its start, whatever generation
+         * (get_one), into a buffer it may fill. */
+        if (io->one && (t->scheme != SCHEME_S3 || t->discard || io->off || io->generation))
+            return -EINVAL;
     } else if (io->kind == RIO_IO_WRITE) {
         up = io->upload;
         if (t->scheme != SCHEME_S3)
             return RIO_ENOTSUP;
+        if (io->one)
+            return -EINVAL; /* no put_one */
         if (!up || up->magic != UPLOAD_MAGIC || !io->src)
             return -EINVAL;
         if (up->stream) {

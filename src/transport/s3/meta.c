@@ -479,13 +479,51 @@ static bool sane_geometry(uint64_t size, uint64_t chunk)
  * engine's retry does not cover it), so HEAD and sidecar are read again. */
 #define S3_LOOKUP_RACE_LOOKS 3
 
+/* A plain 32-hex ETag (one PutObject: the MD5 of the bytes) into md5, in
+ * lower case, else "". */
+static void etag_md5(const char *etag, char md5[33])
+{
+    md5[0] = '\0';
+    if (strlen(etag) == 34 && rio__s3_is_hex(etag + 1, 32)) {
+        for (int i = 0; i < 32; i++)
+            md5[i] = (char)tolower((unsigned char)etag[1 + i]);
+        md5[32] = '\0';
+    }
+}
+
+void rio__s3_rsp_kind(const struct s3_rsp *r, uint64_t size, uint64_t *chunk, bool *sidecar,
+                      char md5[33])
+{
+    /* A streamed multipart object has no size in its metadata (it was
+     * unknown when the upload began): its sidecar checks the size. */
+    bool streamed = !r->m_size[0] && !strcmp(r->m_sidecar, "1");
+    uint64_t xsize;
+
+    *sidecar = false;
+    if (strcmp(r->m_v, S3_FORMAT) != 0 || !r->m_id[0] || rio__s3_parse_u64(r->m_chunk, chunk) < 0 ||
+        *chunk == 0 || (!streamed && (rio__s3_parse_u64(r->m_size, &xsize) < 0 || xsize != size))) {
+        /* Not written by railio (or not in a format we know). */
+        *chunk = 0;
+        etag_md5(r->etag, md5);
+        return;
+    }
+    md5[0] = '\0';
+    *sidecar = !strcmp(r->m_sidecar, "1");
+    if (*sidecar)
+        return; /* the MD5 is the sidecar's */
+    if (strlen(r->m_md5) == 32 && rio__s3_is_hex(r->m_md5, 32))
+        memcpy(md5, r->m_md5, 33);
+    else
+        etag_md5(r->etag, md5); /* one PutObject: its ETag is the MD5 of its bytes */
+}
+
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
 {
     struct s3_transport *t = (struct s3_transport *)tt;
     struct meta_rsp r = {0}, sr = {0};
-    uint64_t size = 0, chunk = 0, xsize;
+    uint64_t size = 0, chunk = 0;
     uint64_t *xxh = NULL;
-    bool streamed;
+    bool sidecar;
     char md5[33] = "", skey[RIO_KEY_MAX + 1];
     struct s3_gen g;
     size_t klen;
@@ -509,22 +547,10 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
         }
         size = r.rsp.clen;
         rio__s3_rsp_gen(&r.rsp, size, &g);
-        /* A streamed multipart object has no size in its metadata (it was
-         * unknown when the upload began): its sidecar checks the size. */
-        streamed = !r.rsp.m_size[0] && !strcmp(r.rsp.m_sidecar, "1");
-        if (strcmp(r.rsp.m_v, S3_FORMAT) != 0 || !r.rsp.m_id[0] ||
-            rio__s3_parse_u64(r.rsp.m_chunk, &chunk) < 0 || chunk == 0 ||
-            (!streamed && (rio__s3_parse_u64(r.rsp.m_size, &xsize) < 0 || xsize != size))) {
-            /* Not written by railio (or not in a format we know). */
-            chunk = 0;
-            if (strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
-                for (int i = 0; i < 32; i++)
-                    md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
-                md5[32] = '\0';
-            }
-            break;
-        }
-        if (strcmp(r.rsp.m_sidecar, "1") != 0) {
+        rio__s3_rsp_kind(&r.rsp, size, &chunk, &sidecar, md5);
+        if (!chunk)
+            break; /* not written by railio */
+        if (!sidecar) {
             ret = rio__s3_parse_xxh_list(r.rsp.m_xxh, rio__s3_nchunks(size, chunk), &xxh);
             if (ret == -ENOMEM)
                 goto out;
@@ -544,14 +570,8 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
                 ret = RIO_ECHECKSUM;
                 goto out;
             }
-            if (ret == 0 && strlen(r.rsp.m_md5) == 32 && rio__s3_is_hex(r.rsp.m_md5, 32)) {
-                memcpy(md5, r.rsp.m_md5, 33);
-            } else if (ret == 0 && strlen(r.rsp.etag) == 34 && rio__s3_is_hex(r.rsp.etag + 1, 32)) {
-                /* One PutObject: its ETag is the MD5 of its bytes. */
-                for (int i = 0; i < 32; i++)
-                    md5[i] = (char)tolower((unsigned char)r.rsp.etag[1 + i]);
-                md5[32] = '\0';
-            }
+            if (ret < 0)
+                md5[0] = '\0'; /* read unverified: no digest vouched for */
             ret = 0;
             break;
         }
@@ -606,6 +626,17 @@ out:
     rio__free(xxh);
     rio__s3_meta_rsp_cleanup(&r);
     return ret;
+}
+
+/* A GET of a buffer of cap bytes goes as one ranged GET, no HEAD first,
+ * on an s3:// transport with get_one (data.c, check_one_rsp). */
+bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    size_t klen;
+
+    return t->scheme == SCHEME_S3 && t->get_one && !t->discard && cap > 0 &&
+           rio__key_len(key, &klen) == 0;
 }
 
 int rio__s3_remove(struct rio_transport *tt, const char *key)

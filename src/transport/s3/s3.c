@@ -135,9 +135,9 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
 #define S3_HTTP_URL_OPTIONS                                                                        \
     "rails", "content_md5", "checksum", "nt_copy", "discard", "dns_shuffle", "bufsize",            \
         "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part", "ca_bundle"
-static const char *const s3_url_options[] = {"endpoint",          "region",     "profile",
-                                             "unsigned",          "addressing", "conditional",
-                                             S3_HTTP_URL_OPTIONS, NULL};
+static const char *const s3_url_options[] = {
+    "endpoint",    "region",  "profile",           "unsigned", "addressing",
+    "conditional", "get_one", S3_HTTP_URL_OPTIONS, NULL};
 static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
 
 const struct rio_transport_ops rio__s3_ops = {
@@ -147,6 +147,7 @@ const struct rio_transport_ops rio__s3_ops = {
     RIO_TRANSPORT_OPS(s3_open, s3_close, rio__s3),
     .put_expect = rio__s3_put_expect,
     .put_prep = rio__s3_put_prep,
+    .get_one = rio__s3_get_one,
     .remove_if = rio__s3_remove_if,
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */
