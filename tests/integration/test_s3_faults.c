@@ -1188,6 +1188,18 @@ TEST(small_get_is_one_request)
     T_MEMEQ(p, src, N);
     free(p);
     T_EQ(su_fault_count(port, "requests") - r0, 1u);
+
+    /* A bit flipped in flight: the one xxh3 sees it, and the GET is
+     * tried again (two requests, one retry). */
+    uint8_t *src2 = put_pattern(c, "F_getflip_1/one", N, 62);
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_getflip_1/one", dst, N, &call), (int64_t)N);
+    T_MEMEQ(dst, src2, N);
+    T_EQ(st.retries_total, 1u);
+    T_EQ(su_fault_count(port, "requests") - r0, 2u);
+    free(src2);
     su_close(c, alloc0);
 
     opts_start(&o, &alloc0);
