@@ -1065,6 +1065,15 @@ static int Client_init(RioClient *self, PyObject *args, PyObject *kw)
         goto err_full;
     }
     Py_DECREF(full);
+    if (self->c) {
+        /* Another thread's __init__ opened it while this one built its
+         * client without the GIL: that one stands, this one goes. */
+        Py_BEGIN_ALLOW_THREADS;
+        rio_client_destroy(c);
+        Py_END_ALLOW_THREADS;
+        PyErr_SetString(PyExc_RuntimeError, "railio.Client is already open");
+        return -1;
+    }
     self->c = c;
     self->pid = getpid();
     self->closing = 0;

@@ -778,3 +778,35 @@ def test_close_races_calls_from_threads(mock_url):
     assert len(outcomes) == 4
     assert all(o[0] == "closed" and "railio.Client is clos" in o[2] for o in outcomes), outcomes
     assert refused >= 1  # the first close() met calls in progress
+
+
+def test_init_raced_from_threads_opens_one_client(mock_url):
+    """__init__ called again by several threads at once on one closed
+    Client: one opens it, the others raise RuntimeError. Each built a
+    client with the GIL released and the last to return kept its own, so
+    the others' clients (and their threads) were lost."""
+    c = railio.Client(mock_url)
+    c.close()
+    n = 8
+    barrier = threading.Barrier(n)
+    results = []
+
+    def opener():
+        barrier.wait()
+        try:
+            c.__init__(mock_url, paths=4)
+            results.append("opened")
+        except RuntimeError as e:
+            results.append(str(e))
+
+    threads = [threading.Thread(target=opener) for _ in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(20)
+    assert len(results) == n
+    assert results.count("opened") == 1, results
+    assert all("already open" in r for r in results if r != "opened"), results
+    c.put("k", b"y" * 100)
+    assert c.get("k") == b"y" * 100
+    c.close()
