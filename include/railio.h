@@ -654,7 +654,11 @@ struct rio_reader;
  * (0 = the client's depth x paths), bytes come out in order whatever order the
  * fetches complete in, every chunk verified before any of its bytes is handed
  * out; memory is bounded by prefetch x chunk size. call may be NULL; its stats
- * (if any) are filled at rio_reader_close. *out is owned by the caller.
+ * (if any) are filled at rio_reader_close. *out is owned by the caller. Where
+ * the backend can bring an object and its descriptor in one exchange (as
+ * for rio_get_alloc), the object is first asked for whole into a buffer of
+ * the size of the last object this client fetched; a larger one, or one of
+ * several chunks, is then looked up and read as a stream.
  */
 int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
                     const struct rio_call *call, struct rio_reader **out);

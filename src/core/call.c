@@ -267,8 +267,11 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
     /* Into a buffer of at most a chunk, no generation named, nothing
      * staged: looked up and read in one exchange where the transport can
      * (the engine's get_one_answered_locked). Until the answer the
-     * request is one chunk of cap bytes; no lookup, no worker. */
-    if (!r->prefetch && !r->given && !expect_gen && cap && cap <= c->o.chunk_size &&
+     * request is one chunk of cap bytes; no lookup, no worker. A reader
+     * of a whole object (cap: its guess, rio__get_alloc_guess) gets the
+     * same into a ring of one slot of cap bytes (stream.c, reader_open). */
+    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
+    if (whole && !r->given && !expect_gen && cap && cap <= c->o.chunk_size &&
         !(call->flags & RIO_ATOMIC) && !call->long_way && rio__t_get_one(c->t, key, cap)) {
         r->chunks = rio__calloc(1, sizeof(*r->chunks));
         if (!r->chunks)
@@ -278,6 +281,15 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
         r->chunk_size = cap;
         r->nchunks = 1;
         r->end = 1;
+        if (r->prefetch) {
+            r->prefetch = 1;
+            r->ring = rio__stage_get(c, cap, &r->staging_cap);
+            if (!r->ring)
+                return -ENOMEM;
+            r->staging = r->ring;
+            r->data = NULL;
+            atomic_store(&r->window, 1);
+        }
         return 0;
     }
     if (defer) {
@@ -1057,7 +1069,7 @@ static void *alloc_for_caller(size_t n)
  * large objects does not pay a try per object; 0 when it looks up first:
  * a GET naming a generation or RIO_ATOMIC, a guess over a chunk, or a
  * transport that cannot. */
-static size_t get_alloc_guess(struct rio_client *c, const char *key, const struct rio_call *opt)
+size_t rio__get_alloc_guess(struct rio_client *c, const char *key, const struct rio_call *opt)
 {
     if (!c || !key || (opt && (opt->expect_generation || (opt->flags & RIO_ATOMIC))))
         return 0;
@@ -1071,7 +1083,7 @@ static size_t get_alloc_guess(struct rio_client *c, const char *key, const struc
     return (size_t)g;
 }
 
-/* rio_get_alloc's first try (get_alloc_guess): a rio_get into a buffer of
+/* rio_get_alloc's first try (rio__get_alloc_guess): a rio_get into a buffer of
  * the guess, shrunk to what came. An object larger than the guess is
  * RIO_ETOOBIG, one of several chunks RIO__ENOTONE, a guess over what is
  * left of a budget_mode fail budget RIO_EBUSY: the caller then looks it up
@@ -1110,7 +1122,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     if (!c)
         return RIO_EINVAL;
     rio__replan_begin(&acc, c, opt);
-    size_t guess = get_alloc_guess(c, key, opt);
+    size_t guess = rio__get_alloc_guess(c, key, opt);
     bool one = guess != 0;
     for (;;) {
         ret = one ? get_alloc_one(c, key, guess, out, run) : get_alloc_once(c, key, out, run, &acc);

@@ -720,6 +720,12 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
                          const char *key, void *buf, size_t cap, uint64_t expect_gen, bool defer);
 int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *key, const void *buf,
                          size_t len, bool defer);
+/* The buffer a GET of key that knows no size asks for first, in one
+ * exchange (rio_get_alloc, a reader of a whole object): the size of the
+ * last object this client fetched, at least 64 KiB (256 KiB before any), at
+ * most a chunk; 0: look it up first (a generation named, RIO_ATOMIC, the
+ * last object larger than a chunk, a transport without get_one). */
+size_t rio__get_alloc_guess(struct rio_client *c, const char *key, const struct rio_call *opt);
 /* The bounds on a chunk size (option chunk). */
 #define RIO__CHUNK_MIN 4096ull
 #define RIO__CHUNK_MAX (1ull << 30)

@@ -65,35 +65,92 @@ int rio_reader_open(struct rio_client *c, const char *key, unsigned prefetch,
     return rio_reader_open_at(c, key, 0, prefetch, opt, out);
 }
 
+/* A reader's first try at a whole object in one exchange (r->get_one):
+ * wait for its answer. 0 with the object in r's one slot, RIO__ENOTONE
+ * when it did not come in it (larger than the guess, several chunks: look
+ * it up), or the request's error (the call is then over). */
+static int reader_one(struct rio_client *c, struct rio__call *call, struct rio__req *r)
+{
+    pthread_mutex_lock(&c->mu);
+    while (!rio__req_chunk_done(r, 0) && !(r->decided && r->status < 0))
+        if (!rio__call_progress_locked(c, call))
+            pthread_cond_wait(&call->cond, &c->mu);
+    bool ok = rio__req_chunk_done(r, 0);
+    int status = r->status, last_err = r->last_err;
+    uint64_t size = r->size;
+    pthread_mutex_unlock(&c->mu);
+    if (ok) {
+        __atomic_store_n(&c->get_alloc_hint, size, __ATOMIC_RELAXED);
+        return 0;
+    }
+    if (status == RIO_ENOPATH || status == RIO_ERETRIES)
+        rio__engine_path_detail(c, last_err);
+    return status == RIO_ETOOBIG ? RIO__ENOTONE : status < 0 ? status : RIO_EPROTO;
+}
+
 /* A reader of [offset, offset + length) of key (length UINT64_MAX: to the
- * end), planned from d when given, else from a lookup. */
+ * end), planned from d when given, else from a lookup; a whole object,
+ * where the transport can, first asked for in one exchange into a buffer
+ * of the size the last object this client fetched had (reader_one), and
+ * looked up when it did not come in it. */
 static int reader_open(struct rio_client *c, const char *key, const struct rio_desc *d,
                        uint64_t offset, uint64_t length, unsigned prefetch,
                        const struct rio_call *opt, struct rio_reader **out)
 {
     struct rio_reader *rd;
     struct rio__call *call;
+    struct rio__replan_acc acc = {0};
+    struct rio_call local;
+    const struct rio_call *run = opt;
+    struct rio__req *r;
     int ret;
 
     rd = rio__calloc(1, sizeof(*rd));
     if (!rd)
         return -ENOMEM;
-    ret = rio__call_new(c, 1, opt, &call);
-    if (ret < 0)
-        goto err_rd;
-    rio__call_mark_start(c, call, UINT64_MAX);
-    struct rio__req *r = &call->reqs[0];
-    r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
-    r->read_from = offset;
-    r->read_len = length;
-    r->given = d;
-    ret = rio__req_prepare_get(c, call, r, key, NULL, 0, opt ? opt->expect_generation : 0, false);
-    r->given = NULL;
-    if (ret < 0)
-        goto err_call;
-    ret = rio__call_start(c, call, opt);
-    if (ret < 0)
-        goto err_call;
+    size_t guess =
+        !d && offset == 0 && length == UINT64_MAX ? rio__get_alloc_guess(c, key, opt) : 0;
+    if (guess)
+        rio__replan_begin(&acc, c, opt);
+    for (;;) {
+        ret = rio__call_new(c, 1, run, &call);
+        if (ret < 0)
+            goto err_rd;
+        call->long_way = !guess;
+        rio__call_mark_start(c, call, UINT64_MAX);
+        r = &call->reqs[0];
+        r->prefetch = prefetch ? prefetch : c->o.depth * c->npaths;
+        r->read_from = offset;
+        r->read_len = length;
+        r->given = d;
+        ret = rio__req_prepare_get(c, call, r, key, NULL, guess, opt ? opt->expect_generation : 0,
+                                   false);
+        r->given = NULL;
+        if (ret < 0)
+            goto err_call;
+        /* Looked up: the size the next guess follows (reader_one sets it
+         * for an object that came in one exchange). */
+        if (!r->get_one && !d && offset == 0 && length == UINT64_MAX)
+            __atomic_store_n(&c->get_alloc_hint, r->size, __ATOMIC_RELAXED);
+        ret = rio__call_start(c, call, run);
+        if (ret < 0)
+            goto err_call;
+        if (!r->get_one)
+            break;
+        ret = reader_one(c, call, r);
+        if (ret == 0)
+            break;
+        /* Its one exchange is over: the call with it. */
+        rio__engine_wait(c, call);
+        rio__call_release(c, call);
+        if (ret != RIO__ENOTONE)
+            goto err_rd;
+        guess = 0; /* looked up, then read */
+        ret = rio__replan_opt(&acc, opt, &local);
+        if (ret < 0)
+            goto err_rd;
+        run = &local;
+    }
     rd->c = c;
     rd->call = call;
     rd->r = r;

@@ -1189,6 +1189,18 @@ TEST(small_get_is_one_request)
     free(p);
     T_EQ(su_fault_count(port, "requests") - r0, 1u);
 
+    /* A reader of the whole object: the same one request. */
+    struct rio_reader *rd;
+    r0 = su_fault_count(port, "requests");
+    T_OK(rio_reader_open(c, "one/a", 0, NULL, &rd));
+    size_t got = 0;
+    for (int64_t k; (k = rio_reader_read(rd, dst + got, CH - got)) > 0;)
+        got += (size_t)k;
+    T_EQ(got, (size_t)N);
+    T_MEMEQ(dst, src, N);
+    T_OK(rio_reader_close(rd));
+    T_EQ(su_fault_count(port, "requests") - r0, 1u);
+
     /* A bit flipped in flight: the one xxh3 sees it, and the GET is
      * tried again (two requests, one retry). */
     uint8_t *src2 = put_pattern(c, "F_getflip_1/one", N, 62);

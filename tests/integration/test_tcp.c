@@ -910,6 +910,36 @@ TEST(small_gets_go_in_one_exchange)
     both_tiers(small_gets_against, "railio-getone");
 }
 
+/* A server (e), a client u of it (options o, URL url) and the objects of
+ * the one-exchange tests under pre: a (1000 bytes, seed 1; its generation
+ * returned), big (3 chunks, seed 3), empty, chunks (10000 bytes in chunks
+ * of 4 KiB, seed 4: several within a guess). */
+static uint64_t one_exchange_start(struct srv_env *e, struct tu *u, char *url, size_t cap,
+                                   struct rio_options *o, const char *pre)
+{
+    struct rio_options ow;
+    struct tu w;
+    char key[64];
+
+    start(e);
+    tu_url(url, cap, e, NULL);
+    tu_opts(o);
+    tu_open(u, url, o);
+    snprintf(key, sizeof(key), "%s/a", pre);
+    uint64_t gen = tu_put(u->c, key, 1000, 1);
+    snprintf(key, sizeof(key), "%s/big", pre);
+    tu_put(u->c, key, 3 * TU_CHUNK, 3);
+    snprintf(key, sizeof(key), "%s/empty", pre);
+    T_OK(rio_put(u->c, key, "", 0, NULL, NULL));
+    ow = *o;
+    ow.chunk_size = 4096;
+    tu_open(&w, url, &ow);
+    snprintf(key, sizeof(key), "%s/chunks", pre);
+    tu_put(w.c, key, 10000, 4);
+    tu_close(&w);
+    return gen;
+}
+
 /*
  * rio_get_alloc (what Python's Client.get calls) of a small object in one
  * exchange: it guesses the size (the last object's it fetched), GET_ONE
@@ -927,18 +957,9 @@ TEST(get_alloc_of_a_small_object_is_one_exchange)
     struct rio_call call = {.stats = &st};
     void *p;
 
-    start(&e);
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_opts(&o);
-    tu_open(&u, url, &o);
-    uint64_t ga = tu_put(u.c, "ga/a", 1000, 1);
-    tu_put(u.c, "ga/big", 3 * TU_CHUNK, 3);
-    T_OK(rio_put(u.c, "ga/empty", "", 0, NULL, NULL));
+    uint64_t ga = one_exchange_start(&e, &u, url, sizeof(url), &o, "ga");
     ow = o;
     ow.chunk_size = 4096;
-    tu_open(&w, url, &ow);
-    tu_put(w.c, "ga/chunks", 10000, 4);
-    tu_close(&w);
     struct rio__tcp_counters k0 = tu_tcp(u.c), k1;
 #define GA(key, want, ones, lookups)                                                               \
     do {                                                                                           \
@@ -1006,6 +1027,87 @@ TEST(get_alloc_of_a_small_object_is_one_exchange)
     }
     tu_close(&w);
 #undef GA
+    tu_close(&u);
+    stop(&e);
+}
+
+/* All of reader rd into a new buffer of at most cap bytes; its length. */
+static int64_t read_all(struct rio_reader *rd, uint8_t *buf, size_t cap)
+{
+    size_t got = 0;
+    for (;;) {
+        int64_t n = rio_reader_read(rd, buf + got, cap - got);
+        if (n <= 0)
+            return n < 0 ? n : (int64_t)got;
+        got += (size_t)n;
+    }
+}
+
+/*
+ * A reader of a whole object (Python's Client.open("rb"), `railio get URL
+ * -`) first asks for it in one GET_ONE into a buffer of the size of the
+ * last object the client fetched, as rio_get_alloc does: a small object is
+ * one exchange, its descriptor the reader's. One larger than the guess,
+ * or of several chunks, is looked up and read after all; after a large
+ * object, and for a range, an offset or a generation named, the reader
+ * looks up first.
+ */
+TEST(reader_of_a_small_object_is_one_exchange)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    struct rio_reader *rd;
+    uint8_t *buf = malloc(3 * TU_CHUNK);
+
+    T_NOTNULL(buf);
+    uint64_t ga = one_exchange_start(&e, &u, url, sizeof(url), &o, "rd");
+    struct rio__tcp_counters k0 = tu_tcp(u.c), k1;
+#define RD(key, off, want, seed, ones, lookups)                                                    \
+    do {                                                                                           \
+        T_OK(rio_reader_open_at(u.c, key, off, 0, NULL, &rd));                                     \
+        T_EQ(read_all(rd, buf, 3 * TU_CHUNK), (int64_t)(want));                                    \
+        T_EQ(rio_reader_desc(rd)->size, (uint64_t)(want) + (off));                                 \
+        T_OK(rio_reader_close(rd));                                                                \
+        k1 = tu_tcp(u.c);                                                                          \
+        T_EQ(k1.get_one - k0.get_one, (uint64_t)(ones));                                           \
+        T_EQ(k1.ctl_requests - k0.ctl_requests, (uint64_t)(lookups));                              \
+        k0 = k1;                                                                                   \
+    } while (0)
+    RD("rd/a", 0, 1000, 1, 1, 0);
+    T_PATTERN(buf, 1000, 1);
+    T_OK(rio_reader_open(u.c, "rd/a", 0, NULL, &rd));
+    T_EQ(rio_reader_desc(rd)->generation, ga);
+    T_ERR(rio_reader_close(rd), RIO_ECANCELED); /* closed before its end */
+    k0 = tu_tcp(u.c);
+    T_ERR(rio_reader_open(u.c, "rd/none", 0, NULL, &rd), RIO_ENOTFOUND);
+    k1 = tu_tcp(u.c);
+    T_EQ(k1.get_one - k0.get_one, 1u);
+    T_EQ(k1.ctl_requests - k0.ctl_requests, 0u);
+    k0 = k1;
+    RD("rd/empty", 0, 0, 0, 1, 0);
+    /* Several chunks within the guess; larger than the guess. */
+    RD("rd/chunks", 0, 10000, 4, 1, 1);
+    T_PATTERN(buf, 10000, 4);
+    RD("rd/big", 0, 3 * TU_CHUNK, 3, 1, 1);
+    T_PATTERN(buf, 3 * TU_CHUNK, 3);
+    /* After a large object, looked up first; then small again in one. */
+    RD("rd/a", 0, 1000, 1, 0, 1);
+    RD("rd/a", 0, 1000, 1, 1, 0);
+    T_PATTERN(buf, 1000, 1);
+    /* At an offset, or a generation named: looked up first. */
+    RD("rd/a", 10, 990, 1, 0, 1);
+    struct rio_call named = {.expect_generation = ga};
+    T_OK(rio_reader_open(u.c, "rd/a", 0, &named, &rd));
+    T_EQ(read_all(rd, buf, 1000), 1000);
+    T_PATTERN(buf, 1000, 1);
+    T_OK(rio_reader_close(rd));
+    k1 = tu_tcp(u.c);
+    T_EQ(k1.get_one - k0.get_one, 0u);
+    T_EQ(k1.ctl_requests - k0.ctl_requests, 1u);
+#undef RD
+    free(buf);
     tu_close(&u);
     stop(&e);
 }
