@@ -26,6 +26,9 @@ The object is stored under the full key as usual. Kinds:
   slowdown   503 SlowDown
   429        429 TooManyRequests
   200        200 with the whole object instead of the range
+  onetail    206 with the right Content-Range, no Content-Length, and
+             100 bytes more than the range before the close
+  onexxh2    206 as usual but x-amz-meta-railio-xxh given twice over
   norange    206 without Content-Range
   badrange   206 whose Content-Range starts one byte late (body is right)
   overrun    206 with the right Content-Range but 100 bytes too many
@@ -364,6 +367,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         break
                 self.close_connection = True
             return
+        if kind == "onetail":
+            # 206 with the right Content-Range, no Content-Length (the body
+            # runs to the close), and 100 bytes more than the range.
+            self.send_response(206)
+            for k, v in h.items():
+                self.send_header(k, v)
+            self.send_header("Content-Range", cr)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(part + b"\xEE" * 100)
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        if kind == "onexxh2":
+            # the checksum list given twice over (an xxh list of several
+            # entries for an object of one chunk)
+            h["Content-Range"] = cr
+            for k in list(h):
+                if k.lower() == "x-amz-meta-railio-xxh":
+                    h[k] = h[k] + h[k]
+            return self.send(206, part, h)
         if kind == "norange":
             return self.send(206, part, h)
         if kind == "badrange":

@@ -147,6 +147,7 @@ static int check_one_rsp(struct s3_op *op)
     }
     if (r->have_clen && r->clen != n)
         return RIO_ESERVER;
+    op->one_len = n;
     rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
     op->one_skip = total > io->len || sidecar || (chunk && rio__s3_nchunks(total, chunk) != 1);
     return 0;
@@ -218,8 +219,10 @@ static size_t op_body(char *p, size_t sz, size_t nmemb, void *arg)
         if (op->err)
             return 0; /* CURLE_WRITE_ERROR: nothing stored */
     }
-    /* Never past the chunk: more bytes than asked is a server fault. */
-    if (n > io->len - op->got) {
+    /* Never past the chunk, nor, in one op, past what the answer's headers
+     * announced (a body with no Content-Length may run on to the end of
+     * the buffer): more bytes than that is a server fault. */
+    if (n > (io->one ? op->one_len : io->len) - op->got) {
         op->err = RIO_ESERVER;
         return 0;
     }
@@ -384,6 +387,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
     op->md5_stream = false;
     op->xxh_stream = false;
     op->one_skip = false;
+    op->one_len = 0;
     op->md5hex[0] = '\0';
     op->crc = 0;
     op->err = 0;

@@ -128,6 +128,7 @@ struct s3_op {
     bool md5_stream;            /* WRITE: md is an MD5 fed by op_read */
     bool xxh_stream;            /* READ: xs hashes each piece stored, in order */
     bool one_skip;              /* READ one: the bytes are not the caller's; counted, not stored */
+    uint64_t one_len;           /* READ one: the bytes its answer announced (min(len, size)) */
     char md5hex[33];            /* WRITE: MD5 of the part, "" if not computed */
     uint32_t crc;               /* WRITE with CK_CRC32C: the part's CRC32C */
     int err;                    /* an error a callback detected, or 0 */
