@@ -171,8 +171,10 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
     if (total > (uint64_t)INT64_MAX)
         return RIO__ENOTONE; /* no object is that large: the lookup refuses it, naming why */
     rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
-    if (sidecar)
-        return RIO__ENOTONE; /* its checksum list is in its sidecar */
+    /* Its checksum list is in its sidecar: the lookup reads it, unless the
+     * object is larger than len (its size, said here, decides: ETOOBIG). */
+    if (sidecar && total <= io->len)
+        return RIO__ENOTONE;
     if (chunk && !op->one_skip && rio__s3_parse_xxh_list(r->m_xxh, 1, &xxh) < 0)
         return RIO__ENOTONE; /* no checksum to check it by: the lookup says what to do */
     io->gen_out = rio__s3_rsp_gen(r, total, &g);
