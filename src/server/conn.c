@@ -1285,9 +1285,15 @@ static void cjob_done(struct rio_srv_commit *base)
 }
 
 /* The current request goes on as job j (a commit or a disk READ): it
- * carries the request's count, and the connection reads on. */
+ * carries the request's count, and the connection reads on. A request
+ * taken on lets the connection through its handshake as an answer would
+ * (conn_respond): a disk READ may wait for buffer room (--disk-read-memory)
+ * far longer than --handshake-timeout, and its answer, queued by
+ * cjob_answer, admitted nothing. */
 static void cjob_start(struct conn *c, struct cjob *j)
 {
+    if (!c->admitted)
+        conn_admitted(c);
     j->base.done = cjob_done;
     j->w = c->w;
     j->c = c;

@@ -488,6 +488,70 @@ TEST(read_buffers_bounded_server_wide)
     free(data);
 }
 
+/*
+ * A peer without a token needs no HELLO: its first request answered lets
+ * it through the handshake. A disk READ that waits for buffer room
+ * (--disk-read-memory held by a peer that reads nothing) was not that, so
+ * a peer whose first request was such a READ was cut after
+ * --handshake-timeout ("handshake timeout: no request"), its READ sent
+ * and waiting. Now the READ taken on lets it through, and its answer
+ * comes once the room does.
+ */
+TEST(read_waiting_for_room_is_no_handshake_timeout)
+{
+    const char *dir = disk_dir_make();
+    const char *args[] = {
+        "--data-dir", dir,   "--memory",           "32M", "--threads",           "1",
+        "--max-body", "40M", "--disk-read-memory", "1M",  "--handshake-timeout", "500ms",
+        NULL};
+    struct srv_env e;
+    struct wc c, hog, p;
+    uint8_t *data = malloc(2 * RB_SIZE), req[2][64], *body = NULL;
+    struct rio_proto_hdr h;
+    int n[2];
+
+    T_TRUE(data != NULL);
+    for (size_t i = 0; i < 2 * RB_SIZE; i++)
+        data[i] = (uint8_t)(i * 131u + (i >> 12));
+    srv_start(&e, args);
+    wc_open(&c, e.addr[0]);
+    uint64_t gen = wc_put(&c, "rw/big", data, 2 * RB_SIZE, RB_SIZE); /* over --memory */
+    /* the whole chunk (24 MiB), and one byte of it (a chunk over 1 MiB is
+     * read in part) */
+    struct rio_proto_read m0 = {
+        .generation = gen, .off = 0, .len = RB_SIZE, .key = "rw/big", .key_len = 6};
+    struct rio_proto_read m1 = {
+        .generation = gen, .off = 12345, .len = 1, .key = "rw/big", .key_len = 6};
+    n[0] = rio__proto_enc_read(&m0, req[0], sizeof(req[0]));
+    n[1] = rio__proto_enc_read(&m1, req[1], sizeof(req[1]));
+    T_GT(n[0], 0);
+    T_GT(n[1], 0);
+    /* hog holds the room with an answer it does not read */
+    wc_open(&hog, e.addr[0]);
+    T_EQ(wc_send2(&hog, RIO_OP_READ, 1, req[0], (size_t)n[0], NULL, 0), 0);
+    usleep(300 * 1000);
+    /* p, no HELLO: its one READ waits for the room */
+    T_EQ(wc_try_connect_ex(&p, e.addr[0], 20, 0), 0);
+    T_EQ(wc_send2(&p, RIO_OP_READ, 7, req[1], (size_t)n[1], NULL, 0), 0);
+    usleep(1500 * 1000); /* three handshake timeouts */
+    T_EQ(wc_recv(&hog, &h, &body), 0);
+    T_EQ(h.status, 0);
+    T_EQ(h.body_len, RB_SIZE);
+    T_EQ(memcmp(body, data, RB_SIZE), 0);
+    free(body);
+    body = NULL;
+    T_EQ(wc_recv(&p, &h, &body), 0);
+    T_EQ(h.status, 0);
+    T_EQ(h.id, 7u);
+    T_EQ(h.body_len, 1u);
+    T_EQ(body[0], data[12345]);
+    free(body);
+    wc_close(&p);
+    wc_close(&hog);
+    srv_end_wc(&e, &c);
+    free(data);
+}
+
 /* --disk-read-memory is a size of at least a byte, and only with a disk. */
 TEST(disk_read_memory_checked)
 {
