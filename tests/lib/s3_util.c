@@ -98,8 +98,12 @@ unsigned su_fault_count(int port, const char *name)
         T_FAIL("bad /_stats reply");
     fclose(f);
     snprintf(want, sizeof(want), " %s=", name);
-    at = strncmp(line, want + 1, strlen(want + 1)) == 0 ? line - 1 : strstr(line, want);
-    if (!at || sscanf(at + strlen(want), "%u", &v) != 1)
+    size_t wl = strlen(want);
+    if (!strncmp(line, want + 1, wl - 1)) /* the first field: no space before it */
+        at = line + wl - 1;
+    else if ((at = strstr(line, want)))
+        at += wl;
+    if (!at || sscanf(at, "%u", &v) != 1)
         T_FAIL("/_stats has no %s: %s", name, line);
     return v;
 }
