@@ -133,18 +133,24 @@ static int reader_open(struct rio_client *c, const char *key, const struct rio_d
         if (!r->get_one && !d && offset == 0 && length == UINT64_MAX)
             __atomic_store_n(&c->get_alloc_hint, r->size, __ATOMIC_RELAXED);
         ret = rio__call_start(c, call, run);
-        if (ret < 0)
+        if (ret == RIO_EBUSY && r->get_one) {
+            /* A guess a budget_mode fail budget had no room for: the
+             * object, no larger than it, may fit (as for rio_get_alloc). */
+            rio__call_abandon(c, call);
+        } else if (ret < 0) {
             goto err_call;
-        if (!r->get_one)
-            break;
-        ret = reader_one(c, call, r);
-        if (ret == 0)
-            break;
-        /* Its one exchange is over: the call with it. */
-        rio__engine_wait(c, call);
-        rio__call_release(c, call);
-        if (ret != RIO__ENOTONE)
-            goto err_rd;
+        } else {
+            if (!r->get_one)
+                break;
+            ret = reader_one(c, call, r);
+            if (ret == 0)
+                break;
+            /* Its one exchange is over: the call with it. */
+            rio__engine_wait(c, call);
+            rio__call_release(c, call);
+            if (ret != RIO__ENOTONE)
+                goto err_rd;
+        }
         guess = 0; /* looked up, then read */
         ret = rio__replan_opt(&acc, opt, &local);
         if (ret < 0)

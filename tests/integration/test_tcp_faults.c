@@ -994,6 +994,40 @@ TEST(get_alloc_guess_over_a_fail_budget_looks_up)
 }
 
 /*
+ * A reader of a whole object makes rio_get_alloc's first try (its guess):
+ * under budget_mode fail, with a chunk of another GET in flight and room
+ * in the budget for the object but not for the guess, that try's RIO_EBUSY
+ * is the guess's, and the reader looks the object up and reads it.
+ */
+TEST(reader_guess_over_a_fail_budget_looks_up)
+{
+    struct fx x = {.f = {.get_one = 1, .slow_body = 1}};
+    pthread_t get, rel;
+    struct rio_reader *rd;
+    uint8_t b[F_ONE];
+
+    fx_init(&x);
+    x.o.budget_bytes = F_CHUNK + F_CHUNK / 2;
+    x.o.budget_mode = RIO_BUDGET_FAIL;
+    fx_open(&x, NULL);
+    T_EQ(pthread_create(&get, NULL, get_obj_main, &x), 0);
+    while (atomic_load(&x.f.reads) < 1) /* its first chunk in flight, held */
+        usleep(1000);
+    T_EQ(pthread_create(&rel, NULL, release_main, &x.f), 0);
+    T_OK(rio_reader_open(x.u.c, "one", 0, NULL, &rd));
+    size_t got = 0;
+    for (int64_t k; (k = rio_reader_read(rd, b + got, sizeof(b) - got)) > 0;)
+        got += (size_t)k;
+    T_EQ(got, (size_t)F_ONE);
+    T_PATTERN(b, F_ONE, F_SEED);
+    T_OK(rio_reader_close(rd));
+    T_EQ(pthread_join(rel, NULL), 0);
+    T_EQ(pthread_join(get, NULL), 0);
+    T_PATTERN(x.b, F_SIZE, F_SEED);
+    fx_stop(&x);
+}
+
+/*
  * A batch of GETs whose GET_ONEs found an object of several chunks runs
  * them again looked up and read; when a PUT then races those reads
  * (RIO_EGENERATION) they are planned again, as a batch that looked them up
