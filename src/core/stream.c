@@ -110,8 +110,12 @@ static int reader_open(struct rio_client *c, const char *key, const struct rio_d
         return -ENOMEM;
     size_t guess =
         !d && offset == 0 && length == UINT64_MAX ? rio__get_alloc_guess(c, key, opt) : 0;
-    if (guess)
+    /* Only a deadline given to the call bounds a reader (rio__call_start),
+     * its run the long way included. */
+    if (opt && opt->deadline_ms)
         rio__replan_begin(&acc, c, opt);
+    else
+        acc.deadline_ns = UINT64_MAX;
     for (;;) {
         ret = rio__call_new(c, 1, run, &call);
         if (ret < 0)

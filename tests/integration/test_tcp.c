@@ -1112,6 +1112,44 @@ TEST(reader_of_a_small_object_is_one_exchange)
     stop(&e);
 }
 
+/*
+ * A reader lives as long as its consumer reads: only a deadline given to
+ * the call bounds it, not the client's (options deadline). So it is when
+ * its one-exchange try found an object larger than the guess and it was
+ * opened again the long way: read slowly, past the client's deadline.
+ */
+TEST(reader_after_its_one_exchange_ignores_the_client_deadline)
+{
+    struct srv_env e;
+    struct rio_options o, od;
+    struct tu u, v;
+    char url[256];
+    struct rio_reader *rd;
+    uint8_t *buf = malloc(3 * TU_CHUNK);
+
+    T_NOTNULL(buf);
+    one_exchange_start(&e, &u, url, sizeof(url), &o, "dl");
+    od = o;
+    od.deadline_ms = 300;
+    tu_open(&v, url, &od);
+    T_OK(rio_reader_open(v.c, "dl/big", 1, NULL, &rd));
+    size_t got = 0;
+    while (got < TU_CHUNK) {
+        int64_t k = rio_reader_read(rd, buf + got, TU_CHUNK - got);
+        T_GT(k, 0);
+        got += (size_t)k;
+    }
+    usleep(700000); /* a slow consumer, past the client's deadline */
+    int64_t rest = read_all(rd, buf + got, 3 * TU_CHUNK - got);
+    T_EQ(rest, (int64_t)(2 * TU_CHUNK));
+    T_PATTERN(buf, 3 * TU_CHUNK, 3);
+    T_OK(rio_reader_close(rd));
+    free(buf);
+    tu_close(&v);
+    tu_close(&u);
+    stop(&e);
+}
+
 static void *fire_after_100ms(void *p)
 {
     usleep(100000);
