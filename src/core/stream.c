@@ -80,6 +80,14 @@ static int reader_one(struct rio_client *c, struct rio__call *call, struct rio__
     uint64_t size = r->size;
     pthread_mutex_unlock(&c->mu);
     if (ok) {
+        /* The descriptor handed out (rio_reader_desc) is a lookup's: with
+         * its chunk's xxh3, which the answer checked the bytes against. */
+        if (r->desc.nchunks == 1 && !r->desc.xxh && r->xxh) {
+            r->desc.xxh = rio__malloc(sizeof(*r->desc.xxh));
+            if (!r->desc.xxh)
+                return -ENOMEM;
+            r->desc.xxh[0] = r->xxh[0];
+        }
         __atomic_store_n(&c->get_alloc_hint, size, __ATOMIC_RELAXED);
         return 0;
     }

@@ -1150,6 +1150,41 @@ TEST(reader_after_its_one_exchange_ignores_the_client_deadline)
     stop(&e);
 }
 
+/*
+ * The descriptor of a reader whose object came in one exchange is the one
+ * a lookup gives, its checksum list included: a reader opened from it
+ * (rio_reader_open_desc) verifies the chunk it reads.
+ */
+TEST(reader_in_one_exchange_gives_the_lookups_descriptor)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    struct rio_reader *rd;
+    struct rio_desc st;
+
+    one_exchange_start(&e, &u, url, sizeof(url), &o, "ds");
+    memset(&st, 0, sizeof(st));
+    T_OK(rio_stat(u.c, "ds/a", &st));
+    T_NOTNULL(st.xxh);
+    struct rio__tcp_counters k0 = tu_tcp(u.c);
+    T_OK(rio_reader_open(u.c, "ds/a", 0, NULL, &rd));
+    T_EQ(tu_tcp(u.c).get_one - k0.get_one, 1u);
+    const struct rio_desc *d = rio_reader_desc(rd);
+    T_EQ(d->size, st.size);
+    T_EQ(d->generation, st.generation);
+    T_EQ(d->chunk_size, st.chunk_size);
+    T_EQ(d->nchunks, st.nchunks);
+    T_STREQ(d->etag, st.etag);
+    T_NOTNULL(d->xxh);
+    T_EQ(d->xxh[0], st.xxh[0]);
+    T_ERR(rio_reader_close(rd), RIO_ECANCELED); /* closed before its end */
+    rio_desc_cleanup(&st);
+    tu_close(&u);
+    stop(&e);
+}
+
 static void *fire_after_100ms(void *p)
 {
     usleep(100000);
