@@ -44,10 +44,11 @@ struct rio_reader {
     struct rio__call *call;
     struct rio__req *r;
     struct rio_stats *stats;
-    uint64_t next;  /* chunk being consumed */
-    uint64_t pos;   /* bytes of it already handed out */
-    uint64_t stop;  /* the range's end: no byte from here on is handed out */
-    uint64_t t_out; /* when the caller last left rio_reader_read; 0: in the library */
+    uint64_t next;              /* chunk being consumed */
+    uint64_t pos;               /* bytes of it already handed out */
+    uint64_t stop;              /* the range's end: no byte from here on is handed out */
+    uint64_t t_out;             /* when the caller last left rio_reader_read; 0: in the library */
+    struct rio__replan_acc acc; /* a one-exchange try before the call: its stats */
     int err;
 };
 
@@ -157,8 +158,12 @@ static int reader_open(struct rio_client *c, const char *key, const struct rio_d
             ret = reader_one(c, call, r);
             if (ret == 0)
                 break;
-            /* Its one exchange is over: the call with it. */
+            /* Its one exchange is over: the call with it (its failed
+             * attempts, and the run again, count in the reader's stats). */
             rio__engine_wait(c, call);
+            for (int k = 0; k < RIO_CLASS__COUNT; k++)
+                acc.retries[k] += call->retries[k];
+            acc.replans += ret == RIO__ENOTONE;
             rio__call_release(c, call);
             if (ret != RIO__ENOTONE)
                 goto err_rd;
@@ -178,6 +183,7 @@ static int reader_open(struct rio_client *c, const char *key, const struct rio_d
     rd->pos = r->first < r->nchunks ? offset - r->first * r->chunk_size : 0;
     rd->stop = length < r->size - offset ? offset + length : r->size;
     rd->stats = opt ? opt->stats : NULL;
+    rd->acc = acc;
     if (rd->stats)
         memset(rd->stats, 0, sizeof(*rd->stats));
     stream_link(c, &rd->st, RIO__STREAM_READER);
@@ -301,8 +307,11 @@ static int reader_end(struct rio_reader *rd, int err)
     rio__engine_wait(c, rd->call);
     int ret = rd->err ? rd->err : complete ? 0 : err;
     r->result = ret < 0 ? ret : (int64_t)r->size;
-    if (rd->stats)
+    if (rd->stats) {
+        struct rio_call sc = {.stats = rd->stats};
         rio__stats_fill(c, rd->call, rd->stats);
+        rio__replan_stats(&rd->acc, &sc);
+    }
     rio__call_release(c, rd->call);
     rd->call = NULL;
     rd->r = NULL;

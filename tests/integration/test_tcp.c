@@ -1185,6 +1185,48 @@ TEST(reader_in_one_exchange_gives_the_lookups_descriptor)
     stop(&e);
 }
 
+static int discard_cb(void *arg, const void *data, size_t len)
+{
+    (void)arg;
+    (void)data;
+    (void)len;
+    return 0;
+}
+
+/*
+ * A reader whose one-exchange try did not bring the object counts the run
+ * the long way in its stats as rio_get_alloc does (one re-plan); one that
+ * came in one exchange counts none.
+ */
+TEST(reader_counts_its_run_the_long_way)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct tu u;
+    char url[256];
+    struct rio_reader *rd;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    uint8_t *buf = malloc(3 * TU_CHUNK);
+
+    T_NOTNULL(buf);
+    one_exchange_start(&e, &u, url, sizeof(url), &o, "rs");
+    T_OK(rio_reader_open(u.c, "rs/a", 0, &call, &rd));
+    T_EQ(read_all(rd, buf, 3 * TU_CHUNK), 1000);
+    T_OK(rio_reader_close(rd));
+    T_EQ(st.replans, 0u);
+    T_OK(rio_reader_open(u.c, "rs/chunks", 0, &call, &rd));
+    T_EQ(read_all(rd, buf, 3 * TU_CHUNK), 10000);
+    T_OK(rio_reader_close(rd));
+    T_EQ(st.replans, 1u);
+    T_EQ(st.retries_total, 0u);
+    T_EQ(rio_get_stream(u.c, "rs/big", 0, discard_cb, NULL, &call), (int64_t)(3 * TU_CHUNK));
+    T_EQ(st.replans, 1u);
+    free(buf);
+    tu_close(&u);
+    stop(&e);
+}
+
 static void *fire_after_100ms(void *p)
 {
     usleep(100000);
