@@ -387,6 +387,22 @@ struct rb_peer {
     unsigned ok;
 };
 
+/* A server started with args, c connected to it, and key an object of two
+ * chunks of RB_SIZE (*data, freed by the caller); its generation. */
+static uint64_t rb_start(struct srv_env *e, const char *const *args, struct wc *c, const char *key,
+                         uint8_t **data)
+{
+    uint8_t *d = malloc(2 * RB_SIZE);
+
+    T_TRUE(d != NULL);
+    for (size_t i = 0; i < 2 * RB_SIZE; i++)
+        d[i] = (uint8_t)(i * 131u + (i >> 12));
+    srv_start(e, args);
+    wc_open(c, e->addr[0]);
+    *data = d;
+    return wc_put(c, key, d, 2 * RB_SIZE, RB_SIZE);
+}
+
 static void *rb_drain(void *arg)
 {
     struct rb_peer *p = arg;
@@ -429,15 +445,10 @@ TEST(read_buffers_bounded_server_wide)
     struct wc c;
     struct rb_peer peer[RB_PEERS];
     pthread_t th[RB_PEERS];
-    uint8_t *data = malloc(2 * RB_SIZE), req[2][64];
+    uint8_t *data, req[2][64];
     int n[2];
 
-    T_TRUE(data != NULL);
-    for (size_t i = 0; i < 2 * RB_SIZE; i++)
-        data[i] = (uint8_t)(i * 131u + (i >> 12));
-    srv_start(&e, args);
-    wc_open(&c, e.addr[0]);
-    uint64_t gen = wc_put(&c, "rb/big", data, 2 * RB_SIZE, RB_SIZE);
+    uint64_t gen = rb_start(&e, args, &c, "rb/big", &data);
     uint64_t rss0 = srv_proc_kb(e.pid, "VmRSS");
     for (unsigned k = 0; k < 2; k++) {
         struct rio_proto_read m = {
@@ -506,16 +517,11 @@ TEST(read_waiting_for_room_is_no_handshake_timeout)
         NULL};
     struct srv_env e;
     struct wc c, hog, p;
-    uint8_t *data = malloc(2 * RB_SIZE), req[2][64], *body = NULL;
+    uint8_t *data, req[2][64], *body = NULL;
     struct rio_proto_hdr h;
     int n[2];
 
-    T_TRUE(data != NULL);
-    for (size_t i = 0; i < 2 * RB_SIZE; i++)
-        data[i] = (uint8_t)(i * 131u + (i >> 12));
-    srv_start(&e, args);
-    wc_open(&c, e.addr[0]);
-    uint64_t gen = wc_put(&c, "rw/big", data, 2 * RB_SIZE, RB_SIZE); /* over --memory */
+    uint64_t gen = rb_start(&e, args, &c, "rw/big", &data); /* over --memory */
     /* the whole chunk (24 MiB), and one byte of it (a chunk over 1 MiB is
      * read in part) */
     struct rio_proto_read m0 = {

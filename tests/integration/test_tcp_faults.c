@@ -961,6 +961,30 @@ static void *release_main(void *p)
     return NULL;
 }
 
+/* x open with a budget_mode fail budget of a chunk and a half, a GET of
+ * the large object (get) holding its first chunk in flight, and a thread
+ * (rel) that lets it go on in 300 ms. */
+static void fail_budget_held(struct fx *x, pthread_t *get, pthread_t *rel)
+{
+    fx_init(x);
+    x->o.budget_bytes = F_CHUNK + F_CHUNK / 2;
+    x->o.budget_mode = RIO_BUDGET_FAIL;
+    fx_open(x, NULL);
+    T_EQ(pthread_create(get, NULL, get_obj_main, x), 0);
+    while (atomic_load(&x->f.reads) < 1) /* its first chunk in flight, held */
+        usleep(1000);
+    T_EQ(pthread_create(rel, NULL, release_main, &x->f), 0);
+}
+
+/* The end of fail_budget_held: the GET read it whole. */
+static void fail_budget_end(struct fx *x, pthread_t get, pthread_t rel)
+{
+    T_EQ(pthread_join(rel, NULL), 0);
+    T_EQ(pthread_join(get, NULL), 0);
+    T_PATTERN(x->b, F_SIZE, F_SEED);
+    fx_stop(x);
+}
+
 /*
  * rio_get_alloc's first try asks for its guess (a chunk here), not for the
  * object's size, which it does not know yet. Under budget_mode fail, with a
@@ -975,22 +999,12 @@ TEST(get_alloc_guess_over_a_fail_budget_looks_up)
     pthread_t get, rel;
     void *p = NULL;
 
-    fx_init(&x);
-    x.o.budget_bytes = F_CHUNK + F_CHUNK / 2;
-    x.o.budget_mode = RIO_BUDGET_FAIL;
-    fx_open(&x, NULL);
-    T_EQ(pthread_create(&get, NULL, get_obj_main, &x), 0);
-    while (atomic_load(&x.f.reads) < 1) /* its first chunk in flight, held */
-        usleep(1000);
-    T_EQ(pthread_create(&rel, NULL, release_main, &x.f), 0);
+    fail_budget_held(&x, &get, &rel);
     T_EQ(rio_get_alloc(x.u.c, "one", &p, &x.call), (int64_t)F_ONE);
     T_PATTERN(p, F_ONE, F_SEED);
     T_EQ(x.st.replans, 1u);
     free(p);
-    T_EQ(pthread_join(rel, NULL), 0);
-    T_EQ(pthread_join(get, NULL), 0);
-    T_PATTERN(x.b, F_SIZE, F_SEED);
-    fx_stop(&x);
+    fail_budget_end(&x, get, rel);
 }
 
 /*
@@ -1006,14 +1020,7 @@ TEST(reader_guess_over_a_fail_budget_looks_up)
     struct rio_reader *rd;
     uint8_t b[F_ONE];
 
-    fx_init(&x);
-    x.o.budget_bytes = F_CHUNK + F_CHUNK / 2;
-    x.o.budget_mode = RIO_BUDGET_FAIL;
-    fx_open(&x, NULL);
-    T_EQ(pthread_create(&get, NULL, get_obj_main, &x), 0);
-    while (atomic_load(&x.f.reads) < 1) /* its first chunk in flight, held */
-        usleep(1000);
-    T_EQ(pthread_create(&rel, NULL, release_main, &x.f), 0);
+    fail_budget_held(&x, &get, &rel);
     T_OK(rio_reader_open(x.u.c, "one", 0, NULL, &rd));
     size_t got = 0;
     for (int64_t k; (k = rio_reader_read(rd, b + got, sizeof(b) - got)) > 0;)
@@ -1021,10 +1028,7 @@ TEST(reader_guess_over_a_fail_budget_looks_up)
     T_EQ(got, (size_t)F_ONE);
     T_PATTERN(b, F_ONE, F_SEED);
     T_OK(rio_reader_close(rd));
-    T_EQ(pthread_join(rel, NULL), 0);
-    T_EQ(pthread_join(get, NULL), 0);
-    T_PATTERN(x.b, F_SIZE, F_SEED);
-    fx_stop(&x);
+    fail_budget_end(&x, get, rel);
 }
 
 /*
