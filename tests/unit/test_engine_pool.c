@@ -103,7 +103,12 @@ TEST(verification_leaves_the_engine_thread)
     T_MEMEQ(dst, src, n);
     T_EQ(st.verify_bytes, n);
     T_GT(st.verify_cpu_ns, 0u);
-    T_LT(st.engine_cpu_ns, st.verify_cpu_ns);
+    /* Under TSan every lock and atomic of the engine thread costs many
+     * times what the hash's plain loops do, and two such programs share
+     * the CI's two cores: the comparison says nothing there (the CI's TSan
+     * stage saw 5.1 ms of engine CPU against 4.7 of hashing). */
+    if (!EU_TSAN)
+        T_LT(st.engine_cpu_ns, st.verify_cpu_ns);
     eu_close(&e);
     free(src);
     free(dst);
