@@ -1540,6 +1540,16 @@ static void verify_task(void *arg)
     rio__t_wake(c->t);
 }
 
+/* A path that answered an op (its chunk landed, or a GET_ONE's answer
+ * decided its request): a probe is over, and its fail count starts again. */
+static void path_answered(struct rio__path *p)
+{
+    if (p->state == PATH_PROBING || p->state == PATH_HEALTHY) {
+        p->state = PATH_HEALTHY;
+        p->fails = 0;
+    }
+}
+
 /*
  * A GET in one op (r->get_one) answered, its attempt not cancelled. When
  * the object's bytes came, the answer's descriptor becomes the request's
@@ -1552,16 +1562,6 @@ static void verify_task(void *arg)
  * it the usual way (rio__replan_due). Any other error: false, the usual
  * handling (retries).
  */
-/* A path that answered an op (its chunk landed, or a GET_ONE's answer
- * decided its request): a probe is over, and its fail count starts again. */
-static void path_answered(struct rio__path *p)
-{
-    if (p->state == PATH_PROBING || p->state == PATH_HEALTHY) {
-        p->state = PATH_HEALTHY;
-        p->fails = 0;
-    }
-}
-
 static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
                                     struct rio__attempt *a)
 {

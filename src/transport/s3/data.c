@@ -125,9 +125,7 @@ static int check_one_rsp(struct s3_op *op)
 {
     struct rio_io *io = op->io;
     struct s3_rsp *r = &op->rsp;
-    uint64_t total, n, chunk;
-    bool sidecar;
-    char md5[33];
+    uint64_t total, n;
 
     if (r->status == 206) {
         if (!r->have_crange || r->cr_first != 0 || r->cr_last >= r->cr_total)
@@ -148,8 +146,10 @@ static int check_one_rsp(struct s3_op *op)
     if (r->have_clen && r->clen != n)
         return RIO_ESERVER;
     op->one_len = n;
-    rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
-    op->one_skip = total > io->len || sidecar || (chunk && rio__s3_nchunks(total, chunk) != 1);
+    op->one_total = total;
+    rio__s3_rsp_kind(r, total, &op->one_chunk, &op->one_sidecar, op->one_md5);
+    op->one_skip = total > io->len || op->one_sidecar ||
+                   (op->one_chunk && rio__s3_nchunks(total, op->one_chunk) != 1);
     return 0;
 }
 
@@ -161,16 +161,16 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
 {
     struct rio_io *io = op->io;
     struct s3_rsp *r = &op->rsp;
-    uint64_t total = r->status == 206 ? r->cr_total : r->clen, chunk, *xxh = NULL;
-    bool sidecar;
-    char md5[33];
+    /* What check_one_rsp read of the answer's headers. */
+    uint64_t total = op->one_total, chunk = op->one_chunk, *xxh = NULL;
+    bool sidecar = op->one_sidecar;
+    const char *md5 = op->one_md5;
     struct s3_gen g;
 
-    if (op->got != (total < io->len ? total : io->len))
+    if (op->got != op->one_len)
         return RIO_ESHORT;
     if (total > (uint64_t)INT64_MAX)
         return RIO__ENOTONE; /* no object is that large: the lookup refuses it, naming why */
-    rio__s3_rsp_kind(r, total, &chunk, &sidecar, md5);
     /* Its checksum list is in its sidecar: the lookup reads it, unless the
      * object is larger than len (its size, said here, decides: ETOOBIG). */
     if (sidecar && total <= io->len)
@@ -181,7 +181,7 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
     io->one_size = total;
     io->one_chunk_size = chunk;
     io->one_nchunks = chunk ? rio__s3_nchunks(total, chunk) : 0;
-    memcpy(io->one_etag, md5, sizeof(md5));
+    memcpy(io->one_etag, md5, sizeof(io->one_etag));
     if (op->one_skip) {
         rio__free(xxh);
         return RIO__ENOTONE; /* larger than len, or several chunks: the engine decides */

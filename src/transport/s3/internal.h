@@ -129,9 +129,15 @@ struct s3_op {
     bool xxh_stream;            /* READ: xs hashes each piece stored, in order */
     bool one_skip;              /* READ one: the bytes are not the caller's; counted, not stored */
     uint64_t one_len;           /* READ one: the bytes its answer announced (min(len, size)) */
-    char md5hex[33];            /* WRITE: MD5 of the part, "" if not computed */
-    uint32_t crc;               /* WRITE with CK_CRC32C: the part's CRC32C */
-    int err;                    /* an error a callback detected, or 0 */
+    /* READ one, from the answer's headers (check_one_rsp): the object's
+     * size, its railio chunk size (0: not railio's), whether its checksums
+     * are in a sidecar, and the MD5 of its bytes ("" unknown). */
+    uint64_t one_total, one_chunk;
+    bool one_sidecar;
+    char one_md5[33];
+    char md5hex[33]; /* WRITE: MD5 of the part, "" if not computed */
+    uint32_t crc;    /* WRITE with CK_CRC32C: the part's CRC32C */
+    int err;         /* an error a callback detected, or 0 */
     int64_t res;
     uint64_t got; /* READ: body bytes stored; WRITE: bytes sent */
     uint64_t svc_ns;
