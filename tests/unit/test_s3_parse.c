@@ -62,6 +62,35 @@ TEST(content_length_conflict_is_no_length)
     T_EQ(r.clen, 5u);
 }
 
+/* An answer that says its object is encrypted with a key the server does
+ * not keep in the clear (SSE-KMS, SSE-C) has an ETag that is no MD5 of its
+ * bytes; SSE-S3 (AES256) keeps the MD5 ETag. A new status line forgets. */
+TEST(encrypted_object_etag_is_no_md5)
+{
+    struct s3_rsp r;
+    const char *kms[] = {"HTTP/1.1 200 OK\r\n", "x-amz-server-side-encryption: aws:kms\r\n", NULL};
+    const char *dsse[] = {"HTTP/1.1 200 OK\r\n", "X-Amz-Server-Side-Encryption: aws:kms:dsse\r\n",
+                          NULL};
+    const char *ssec[] = {"HTTP/1.1 200 OK\r\n",
+                          "x-amz-server-side-encryption-customer-algorithm: AES256\r\n", NULL};
+    const char *sse_s3[] = {"HTTP/1.1 200 OK\r\n", "x-amz-server-side-encryption: AES256\r\n",
+                            NULL};
+    const char *forgot[] = {"HTTP/1.1 100 Continue\r\n",
+                            "x-amz-server-side-encryption: aws:kms\r\n", "HTTP/1.1 200 OK\r\n",
+                            NULL};
+
+    feed(&r, kms);
+    T_TRUE(r.sse_key);
+    feed(&r, dsse);
+    T_TRUE(r.sse_key);
+    feed(&r, ssec);
+    T_TRUE(r.sse_key);
+    feed(&r, sse_s3);
+    T_FALSE(r.sse_key);
+    feed(&r, forgot);
+    T_FALSE(r.sse_key);
+}
+
 /* Content-Range: in order, a total or '*', nothing else. */
 TEST(content_range)
 {

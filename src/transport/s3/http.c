@@ -19,6 +19,7 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->etag[0] = r->lastmod[0] = '\0';
     r->m_v[0] = r->m_id[0] = r->m_chunk[0] = r->m_size[0] = r->m_md5[0] = r->m_sidecar[0] = '\0';
     r->m_xxh[0] = '\0';
+    r->sse_key = false;
 }
 
 /* The x-amz-meta-railio* headers and where each one's value goes. */
@@ -83,6 +84,12 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
         r->have_crange = rio__s3_parse_crange(val, r);
     } else if (HDR_IS("etag")) {
         rio__s3_copy_str(r->etag, sizeof(r->etag), val, vl);
+    } else if (HDR_IS("x-amz-server-side-encryption")) {
+        /* aws:kms, aws:kms:dsse; AES256 (SSE-S3) keeps the MD5 ETag */
+        if (strncasecmp(val, "aws:kms", 7) == 0)
+            r->sse_key = true;
+    } else if (HDR_IS("x-amz-server-side-encryption-customer-algorithm")) {
+        r->sse_key = true; /* SSE-C */
     } else if (HDR_IS("last-modified")) {
         rio__s3_copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
     } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {

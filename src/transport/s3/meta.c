@@ -480,11 +480,14 @@ static bool sane_geometry(uint64_t size, uint64_t chunk)
 #define S3_LOOKUP_RACE_LOOKS 3
 
 /* A plain 32-hex ETag (one PutObject: the MD5 of the bytes) into md5, in
- * lower case, else "". */
-static void etag_md5(const char *etag, char md5[33])
+ * lower case, else "" (also for an object encrypted with SSE-KMS or SSE-C,
+ * whose ETag is no MD5 of its bytes). */
+static void etag_md5(const struct s3_rsp *r, char md5[33])
 {
+    const char *etag = r->etag;
     md5[0] = '\0';
-    if (strlen(etag) == 34 && rio__s3_is_hex(etag + 1, 32)) {
+    if (!r->sse_key && strlen(etag) == 34 && etag[0] == '"' && etag[33] == '"' &&
+        rio__s3_is_hex(etag + 1, 32)) {
         for (int i = 0; i < 32; i++)
             md5[i] = (char)tolower((unsigned char)etag[1 + i]);
         md5[32] = '\0';
@@ -504,7 +507,7 @@ void rio__s3_rsp_kind(const struct s3_rsp *r, uint64_t size, uint64_t *chunk, bo
         *chunk == 0 || (!streamed && (rio__s3_parse_u64(r->m_size, &xsize) < 0 || xsize != size))) {
         /* Not written by railio (or not in a format we know). */
         *chunk = 0;
-        etag_md5(r->etag, md5);
+        etag_md5(r, md5);
         return;
     }
     md5[0] = '\0';
@@ -514,7 +517,7 @@ void rio__s3_rsp_kind(const struct s3_rsp *r, uint64_t size, uint64_t *chunk, bo
     if (strlen(r->m_md5) == 32 && rio__s3_is_hex(r->m_md5, 32))
         memcpy(md5, r->m_md5, 33);
     else
-        etag_md5(r->etag, md5); /* one PutObject: its ETag is the MD5 of its bytes */
+        etag_md5(r, md5); /* one PutObject: its ETag is the MD5 of its bytes */
 }
 
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)

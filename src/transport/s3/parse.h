@@ -33,6 +33,9 @@ struct s3_rsp {
     char lastmod[64];
     char m_v[8], m_id[24], m_chunk[24], m_size[24], m_md5[40], m_sidecar[8];
     char m_xxh[RIO_S3_META_XXH_MAX];
+    /* Encrypted with a key the server does not keep in the clear (SSE-KMS,
+     * SSE-C): its ETag is no MD5 of the bytes. */
+    bool sse_key;
 };
 
 /* text.c */
