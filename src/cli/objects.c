@@ -914,15 +914,23 @@ out:
  * arrives, in any order (the file is renamed over FILE only after the
  * last). A key replaced before the reads named its generation is looked up
  * again and fetched from the start, at most 4 times more, as
- * rio_get_stream does. *werr: a write's error.
+ * rio_get_stream does. An object with no chunk checksums whose bytes did
+ * not match its ETag (checked as a reader's: it hands out every chunk but
+ * the last, then fails) is fetched again once, over the same bytes, as
+ * rio_get reads such an object again. *werr: a write's error.
  */
 static int64_t get_to_tmp(struct rio_client *c, const char *key, struct rio_desc *d, int fd,
                           int *werr, const struct rio_call *call)
 {
+    bool again = false;
     for (int tries = 0;; tries++) {
         struct chunk_sink k = {.fd = fd, .size = d->size, .chunk_size = d->chunk_size};
         int64_t n = rio__get_chunks(c, d, 0, 0, chunk_write, &k, call);
         *werr = k.err;
+        if (n == RIO_ECHECKSUM && !d->xxh && !k.err && !again) {
+            again = true;
+            continue;
+        }
         if (n != RIO_EGENERATION || k.err || tries >= 4)
             return n;
         rio_desc_cleanup(d);

@@ -227,6 +227,7 @@ void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__ge
     r->nchunks = g->nchunks;
     r->end = g->nchunks; /* a reader of a range lowers it */
     r->xxh = r->desc.xxh;
+    rio__req_md5_plan(call->c, r);
     r->chunks = g->chunks;
     if (g->staging) {
         r->staging = g->staging;
@@ -753,8 +754,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
             r->result = one_done(c, r, out_desc);
         } else if (r->status < 0) {
             r->result = r->status;
-            if (r->status == RIO_ENOPATH || r->status == RIO_ERETRIES)
-                rio__engine_path_detail(c, r->last_err);
+            rio__engine_req_detail(c, r->status, r->last_err);
             if (r->one && r->one_unsure) {
                 rio__detail("the PUT went out whole and no answer came back (%s): the object "
                             "may or may not have been published",

@@ -1355,7 +1355,9 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
                 r->ring ? r->ring + (ch->idx % r->prefetch) * r->chunk_size : r->data + loff + poff;
             io->xxh = r->xxh && !ch->parent ? r->xxh[ch->idx] : 0;
             io->xxh_valid = false;
-            io->one = r->get_one;
+            /* A GET in one op read again after a mismatch has its
+             * descriptor (the answer's): a chunk of it, of its generation. */
+            io->one = r->get_one && !r->md5_rereads;
         } else {
             io->src = r->data + loff;
             io->xxh = r->xxh[ch->idx];
@@ -1463,6 +1465,127 @@ static void lat_note(struct rio__call *call, uint64_t lat)
         call->lat[j] = lat;
 }
 
+static bool md5_hex(const char *s)
+{
+    for (int i = 0; i < 32; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return s[32] == '\0';
+}
+
+void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
+{
+    /* The whole object, from its first byte to its last: a reader opened at
+     * an offset or of a range cannot hash what it never reads. */
+    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
+    r->md5_check = r->type == RIO_OP_GET && !r->xxh && c->o.verify > 0 && c->t->foreign_etag_md5 &&
+                   whole && r->size > 0 && md5_hex(r->desc.etag);
+}
+
+/* The MD5 of a GET checked by its etag did not match it. The whole object
+ * is read again, once (the damage may have been on the way: which chunk,
+ * nothing says), unless it is a reader's of several chunks (what it handed
+ * out cannot be taken back): that and a second mismatch fail
+ * RIO_ECHECKSUM. */
+static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
+{
+    rio__md5_cleanup(&r->md5);
+    r->call->retries[RIO_CLASS_CHECKSUM]++;
+    if ((r->ring && r->end > 1) || r->md5_rereads || c->o.retry_checksum < 0) {
+        r->last_err = RIO__EMD5;
+        req_decide_locked(c, r, RIO_ECHECKSUM);
+        return;
+    }
+    r->md5_rereads++;
+    r->md5_at = 0;
+    r->last_err = RIO_ECHECKSUM;
+    r->done = 0;
+    /* Every chunk out again (queued: one whose cancelled attempt is still
+     * out waits for it, req_pick), from its first try. */
+    for (uint64_t i = 0; i < r->nchunks; i++) {
+        struct rio__chunk *ch = rio__req_chunk(r, i);
+        ch->npieces = 0;
+        ch->attempts = 0;
+        ch->throttles = 0;
+        ch->not_before_ns = 0;
+        rq_push(r, ch);
+    }
+    struct rio__call *call = r->call;
+    call->progress_done = call->progress_done > r->size ? call->progress_done - r->size : 0;
+}
+
+/*
+ * A GET checked by its MD5 (r->md5_check): hashes its chunks from md5_at
+ * on, in order, for as long as each has landed, on the cpu pool and
+ * without mu (the bytes of a chunk that landed are not written again while
+ * this runs: no chunk of r goes out again but after a mismatch, which this
+ * task itself decides, and r is not fenced while r->verifying). Past the
+ * last chunk the digest is compared with the etag: r succeeds, or is read
+ * again (md5_mismatch_locked).
+ */
+static void md5_check_task(void *arg)
+{
+    struct rio__req *r = arg;
+    struct rio__call *call = r->call;
+    struct rio_client *c = call->c;
+    uint64_t cpu0 = rio__thread_cpu_ns(), t0 = rio__now_ns(), bytes = 0;
+    int err = 0;
+
+    pthread_mutex_lock(&c->mu);
+    while (!r->decided && r->md5_at < r->end && rio__req_chunk_landed(r, r->md5_at)) {
+        uint64_t i = r->md5_at, len = rio__req_chunk_len(r, i);
+        const uint8_t *p =
+            r->ring ? r->ring + (i % r->prefetch) * r->chunk_size : r->data + i * r->chunk_size;
+        char hex[33] = "";
+        pthread_mutex_unlock(&c->mu);
+        err = r->md5.ctx ? 0 : rio__md5_init(&r->md5);
+        if (err == 0)
+            err = rio__md5_update(&r->md5, p, len);
+        if (err == 0 && i + 1 == r->end)
+            err = rio__md5_final(&r->md5, hex);
+        bytes += len;
+        pthread_mutex_lock(&c->mu);
+        if (err || r->decided)
+            break;
+        if (i + 1 < r->end) {
+            r->md5_at = i + 1;
+            if (r->ring)
+                pthread_cond_broadcast(&call->cond); /* the reader may take chunk i */
+            continue;
+        }
+        if (strcmp(hex, r->desc.etag) == 0) {
+            r->md5_at = r->end;
+            if (r->ring)
+                pthread_cond_broadcast(&call->cond);
+            req_decide_locked(c, r, 0);
+        } else {
+            md5_mismatch_locked(c, r);
+        }
+        break;
+    }
+    if (err)
+        req_decide_locked(c, r, err);
+    call->verify_ns += rio__now_ns() - t0;
+    call->verify_cpu_ns += rio__thread_cpu_ns() - cpu0;
+    call->verify_bytes += bytes;
+    r->md5_running = false;
+    r->verifying--;
+    pthread_mutex_unlock(&c->mu);
+    /* The engine fences r once decided, or sends its chunks again. */
+    rio__t_wake(c->t);
+}
+
+/* r (md5_check) has a chunk that landed: hash on from md5_at if that one
+ * has and no hashing runs. */
+static void md5_kick_locked(struct rio_client *c, struct rio__req *r)
+{
+    if (r->md5_running || r->decided || r->md5_at >= r->end || !rio__req_chunk_landed(r, r->md5_at))
+        return;
+    r->md5_running = true;
+    r->verifying++;
+    rio__pool_task(&c->cpu_pool, &r->md5_job, md5_check_task, r);
+}
+
 static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, struct rio__attempt *a,
                                   uint64_t now)
 {
@@ -1492,7 +1615,9 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
     }
     if (r->ring)
         pthread_cond_broadcast(&call->cond); /* the reader waits chunk by chunk */
-    if (r->done == r->nchunks)
+    if (r->md5_check)
+        md5_kick_locked(c, r); /* which decides it once the MD5 matched */
+    else if (r->done == r->nchunks)
         req_decide_locked(c, r, 0);
 }
 
@@ -1597,6 +1722,7 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
             r->one_xxh = io->xxh_got;
             r->xxh = io->xxh_valid ? &r->one_xxh : NULL;
         }
+        rio__req_md5_plan(c, r);
         io->len = size;
         return false;
     }
@@ -1641,7 +1767,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         ch->zombies--;
         goto out;
     }
-    if (r->get_one && !r->decided && get_one_answered_locked(c, r, a))
+    if (r->get_one && !r->md5_rereads && !r->decided && get_one_answered_locked(c, r, a))
         goto out;
     if (one_refused(r, (int)a->io.res)) {
         req_decide_locked(c, r, (int)a->io.res); /* (a PUT_ONE's; see one_refused) */
@@ -2377,4 +2503,15 @@ void rio__engine_path_detail(struct rio_client *c, int last_err)
     pthread_mutex_unlock(&c->mu);
     if (buf[0])
         rio__detail("%s", buf);
+}
+
+void rio__engine_req_detail(struct rio_client *c, int status, int last_err)
+{
+    if (status == RIO_ENOPATH || status == RIO_ERETRIES)
+        rio__engine_path_detail(c, last_err);
+    else if (status == RIO_ECHECKSUM && last_err == RIO__EMD5)
+        rio__detail("the object's bytes do not match its ETag, the MD5 of its bytes (an object "
+                    "railio did not write carries no chunk checksums: the whole object is "
+                    "checked by its ETag); where a server's ETags are not MD5s of the bytes "
+                    "(objects it encrypts), etag_check=off reads such objects unchecked");
 }

@@ -288,6 +288,18 @@ struct rio__req {
      * it (engine.c, get_one_answered_locked). */
     bool get_one;
     uint64_t one_xxh;
+    /* A GET of a whole object that has no chunk checksums (one railio did
+     * not write) and whose etag the transport says is the MD5 of its bytes
+     * (rio_transport.foreign_etag_md5), with verification on: its bytes
+     * are hashed in order as its chunks land, by md5 on the cpu pool
+     * (engine.c, md5_check_task; md5_job, md5_running shared with a PUT's
+     * MD5), and it succeeds only once the MD5 matches. Under mu: md5_at,
+     * the chunks hashed (a reader takes none at or past it, so the last
+     * chunk waits for the comparison); md5_rereads, whole re-reads after a
+     * mismatch (one, not for a reader). Set by rio__req_md5_plan. */
+    bool md5_check;
+    uint64_t md5_at;
+    unsigned md5_rereads;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -308,12 +320,20 @@ static inline struct rio__chunk *rio__req_chunk(struct rio__req *r, uint64_t i)
     return r->ring ? &r->chunks[i % r->prefetch] : &r->chunks[i];
 }
 
-/* Whether chunk i of r is verified and in place (a reader's slot may still
- * hold the chunk before it there: that one was handed out already). */
-static inline bool rio__req_chunk_done(struct rio__req *r, uint64_t i)
+/* Whether chunk i of r landed (verified by its checksum) and is in place
+ * (a reader's slot may still hold the chunk before it there: that one was
+ * handed out already). */
+static inline bool rio__req_chunk_landed(struct rio__req *r, uint64_t i)
 {
     const struct rio__chunk *ch = rio__req_chunk(r, i);
     return ch->state == CH_DONE && ch->idx == i;
+}
+
+/* ... and, for a GET checked by its MD5 (md5_check), hashed into it: the
+ * last chunk only once the MD5 matched. What a reader may take (mu held). */
+static inline bool rio__req_chunk_done(struct rio__req *r, uint64_t i)
+{
+    return rio__req_chunk_landed(r, i) && (!r->md5_check || i < r->md5_at);
 }
 
 static inline uint64_t rio__req_chunk_len(const struct rio__req *r, uint64_t k)
@@ -615,6 +635,17 @@ uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
 
 /* Set rio_error_detail() to each path's last error (engine.c). */
 void rio__engine_path_detail(struct rio_client *c, int last_err);
+/* r->last_err of a GET whose MD5 did not match its etag (md5_check), read
+ * twice or by a reader: never leaves the library. */
+#define RIO__EMD5 (-10998)
+/* rio_error_detail() for a request that failed with status, its last
+ * attempt's error last_err (RIO_ENOPATH, RIO_ERETRIES: each path's;
+ * RIO_ECHECKSUM with RIO__EMD5: the etag's); others keep theirs. Caller's
+ * thread, mu not held (engine.c). */
+void rio__engine_req_detail(struct rio_client *c, int status, int last_err);
+/* Whether r, a GET whose descriptor is in place, is checked by its MD5
+ * (rio__req.md5_check), and set it (engine.c). */
+void rio__req_md5_plan(struct rio_client *c, struct rio__req *r);
 
 /* Resolve options: struct, then URL parameters, then RIO_* environment, then
  * defaults (options.c). */

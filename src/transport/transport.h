@@ -397,6 +397,11 @@ struct rio_transport {
      * compares it with the server's own): the engine gives it no etag
      * unless etag=md5 asks for the MD5, never the fast one (set by open). */
     bool etag_md5_only;
+    /* The etag of an object it did not write (a descriptor with no chunk
+     * checksums), when it gives one, is the MD5 of the object's bytes: the
+     * engine checks a whole-object GET of such an object against it (set
+     * by open; engine.c, rio__req_md5_plan). */
+    bool foreign_etag_md5;
     /* Set by the engine before its thread starts, valid until close; a
      * transport only calls it through rio__t_path_event. */
     void (*path_event)(struct rio_transport *t, unsigned path, int state, int err);

@@ -54,6 +54,11 @@ The object is stored under the full key as usual. Kinds:
   longhead   HEAD (no object needed): a 1 MiB header line
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
+  kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
+             x-amz-server-side-encryption: aws:kms, as S3 answers for an
+             object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
+  lieetag    every HEAD and GET: the ETag the MD5 of other bytes, nothing
+             else said (a server whose ETags are not MD5s, or one that lies)
   head503    HEAD: 503 (no body), the object untouched
   headstall  HEAD: the status line, then a header trickled at 2 bytes a
              second for 30 s (too fast for a stall timeout)
@@ -304,14 +309,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     OBJECTS[(bucket, key)] = {"data": data, "etag": '"%s"' % md5hex(data),
                                               "meta": dict(old["meta"])}
                 o = OBJECTS[(bucket, key)]
-        im = self.headers.get("If-Match")
-        if im is not None and im != o["etag"]:
-            return self.err(412, "PreconditionFailed")
         data = o["data"]
         h = self.obj_headers(o)
         fm = FAULT_RE.match(key)
         if fm and fm.group(1) == "nosums":
             h = {k: v for k, v in h.items() if k.lower() != "x-amz-meta-railio-xxh"}
+        if fm and fm.group(1) in ("kmsetag", "lieetag"):
+            h["ETag"] = '"%s"' % md5hex(data + b"other")
+            if fm.group(1) == "kmsetag":
+                h["x-amz-server-side-encryption"] = "aws:kms"
+        im = self.headers.get("If-Match")
+        if im is not None and im != h["ETag"]:
+            return self.err(412, "PreconditionFailed")
         if head:
             self.send_response(200)
             for k, v in h.items():

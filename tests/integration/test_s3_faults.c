@@ -1098,6 +1098,167 @@ TEST(missing_chunk_checksums_refused)
     free(dst);
 }
 
+/* n bytes of src written as key by curl, not railio: no railio metadata,
+ * its ETag the MD5 of its bytes (one PutObject). */
+static void foreign_put(const char *key, const uint8_t *src, size_t n)
+{
+    char path[700];
+    snprintf(path, sizeof(path), "%s/foreign.src", su_dir);
+    t_write_file(path, src, n);
+    T_EQ(su_sh("curl -sf -o /dev/null -T '%s' http://127.0.0.1:%d/fb/%s", path, su_fault_port(),
+               key),
+         0);
+    unlink(path);
+}
+
+/* Reads key whole with a reader of 4 slots into dst (cap n): its bytes
+ * handed out before the end or an error, and its result (0 at the end). */
+static int64_t foreign_read(struct rio_client *c, const char *key, uint8_t *dst, size_t n,
+                            size_t *got)
+{
+    struct rio_reader *rd;
+    int64_t k = rio_reader_open(c, key, 4, NULL, &rd);
+    *got = 0;
+    if (k < 0)
+        return k;
+    while ((k = rio_reader_read(rd, dst + *got, n - *got)) > 0)
+        *got += (size_t)k;
+    int ret = rio_reader_close(rd);
+    return k < 0 ? k : ret;
+}
+
+/*
+ * An object railio did not write has no chunk checksums: a GET of it whole
+ * is checked by its ETag, the MD5 of its bytes, hashed as the chunks land.
+ * A bit flipped on the way once: the whole object is read again and comes
+ * right. Every time: RIO_ECHECKSUM naming the ETag, after two reads. A
+ * reader hands out no byte of the last chunk before the MD5 matched, so
+ * it ends in the error, not at the end. A small object (one ranged GET,
+ * no lookup) the same. The ETag of an object encrypted with SSE-KMS is no
+ * MD5: such an object is read unchecked (its etag ""); an ETag that is not
+ * the MD5 of the bytes and says nothing else fails, unless etag_check=off
+ * (or verify=off). Without the check every one of these GETs succeeded
+ * with the flipped bit in the buffer.
+ */
+TEST(foreign_object_checked_by_its_etag)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    int64_t alloc0;
+    const size_t n = OBJ, small = CH / 2 + 3;
+    size_t got;
+    uint8_t *src = su_pattern(n, 41), *dst = malloc(n);
+    char md5[33];
+    int port = su_fault_port();
+
+    T_NOTNULL(dst);
+    su_md5(src, n, md5);
+    foreign_put("F_getflip_1/foreign", src, n);
+    foreign_put("F_getflip_0/foreign", src, n);
+    foreign_put("F_getflip_0/foreign-r", src, n);
+    foreign_put("F_getflip_1/small", src, small);
+    foreign_put("F_getflip_0/small", src, small);
+    foreign_put("F_kmsetag_0/foreign", src, n);
+    foreign_put("F_lieetag_0/foreign", src, n);
+    foreign_put("F_lieetag_0/small", src, small);
+    foreign_put("plain/foreign", src, n);
+
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    T_OK(rio_stat(c, "plain/foreign", &d));
+    T_NULL(d.xxh);
+    T_STREQ(d.etag, md5);
+    rio_desc_cleanup(&d);
+    unsigned r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "plain/foreign", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 17u);
+
+    /* Damaged once: read again whole, right. */
+    memset(dst, 0, n);
+    r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_getflip_1/foreign", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u * 17u);
+    T_EQ(rio_get(c, "F_getflip_1/small", dst, small, &call), (int64_t)small);
+    T_MEMEQ(dst, src, small);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+
+    /* Damaged every time: refused, after two reads. */
+    r0 = su_fault_count(port, "requests");
+    T_ERR(rio_get(c, "F_getflip_0/foreign", dst, n, &call), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "ETag"));
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u * 17u);
+    T_ERR(rio_get(c, "F_getflip_0/small", dst, small, NULL), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "etag_check=off"));
+    void *p = NULL;
+    T_ERR(rio_get_alloc(c, "F_getflip_0/foreign", &p, NULL), RIO_ECHECKSUM);
+    T_NULL(p);
+
+    /* A reader: the damaged object ends in the error, short of its last
+     * chunk; the sound one reads whole. */
+    T_ERR(foreign_read(c, "F_getflip_0/foreign-r", dst, n, &got), RIO_ECHECKSUM);
+    T_LE(got, (size_t)(16 * CH));
+    T_NOTNULL(strstr(rio_error_detail(), "ETag"));
+    T_EQ(foreign_read(c, "plain/foreign", dst, n, &got), 0);
+    T_EQ(got, n);
+    T_MEMEQ(dst, src, n);
+    T_ERR(foreign_read(c, "F_getflip_0/small", dst, n, &got), RIO_ECHECKSUM);
+    T_EQ(got, 0u);
+
+    /* SSE-KMS: its ETag vouches for nothing, the object reads unchecked. */
+    T_OK(rio_stat(c, "F_kmsetag_0/foreign", &d));
+    T_STREQ(d.etag, "");
+    rio_desc_cleanup(&d);
+    T_EQ(rio_get(c, "F_kmsetag_0/foreign", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, 0u);
+
+    /* An ETag that is no MD5 of the bytes, said nowhere. */
+    T_ERR(rio_get(c, "F_lieetag_0/foreign", dst, n, NULL), RIO_ECHECKSUM);
+    T_ERR(rio_get(c, "F_lieetag_0/small", dst, small, NULL), RIO_ECHECKSUM);
+    su_close(c, alloc0);
+
+    /* railio get URL FILE (a reader of the object into a temporary file):
+     * damaged once, fetched again over the same bytes, FILE right; every
+     * time, exit 6 (verify) and no FILE. */
+    char bin[700], out[700];
+    t_build_path(bin, sizeof(bin), "railio");
+    snprintf(out, sizeof(out), "%s/foreign.out", su_dir);
+    foreign_put("F_getflip_1/cli", src, n);
+#define FOREIGN_GET(key)                                                                           \
+    su_sh("'%s' get -q 's3://fb/%s?endpoint=http://127.0.0.1:%d&chunk=64K' '%s' 2>/dev/null", bin, \
+          key, port, out)
+    T_EQ(FOREIGN_GET("F_getflip_1/cli"), 0);
+    uint8_t *back = t_slurp(out, &got);
+    T_NOTNULL(back);
+    T_EQ(got, n);
+    T_MEMEQ(back, src, n);
+    free(back);
+    unlink(out);
+    T_EQ(FOREIGN_GET("F_getflip_0/foreign"), 6);
+    T_NE(access(out, F_OK), 0);
+#undef FOREIGN_GET
+
+    c = fault_start(&alloc0, "etag_check=off");
+    T_EQ(rio_get(c, "F_lieetag_0/foreign", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, 0u);
+    T_EQ(rio_get(c, "F_lieetag_0/small", dst, small, NULL), (int64_t)small);
+    su_close(c, alloc0);
+    opts_start(&o, &alloc0);
+    o.verify = -1;
+    c = fault_client(&o, NULL);
+    T_EQ(rio_get(c, "F_lieetag_0/foreign", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    su_close(c, alloc0);
+    free(src);
+    free(dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)
@@ -1756,6 +1917,7 @@ TEST(refused_option_names_itself)
     refused_says(EP "content_md5=sometimes", "railio: content_md5=sometimes: expected on, off");
     refused_says(EP "nt_copy=maybe", "railio: nt_copy=maybe: expected on or off");
     refused_says(EP "dns_shuffle=2", "railio: dns_shuffle=2: expected on or off");
+    refused_says(EP "etag_check=maybe", "railio: etag_check=maybe: expected on or off");
     refused_says(EP "stall=soon", "railio: stall=soon: expected a duration");
     refused_says(EP "stall=0", "railio: stall=0: expected a duration above 0");
     refused_says(EP "connect_timeout=1fortnight", "railio: connect_timeout=1fortnight:");

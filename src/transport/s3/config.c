@@ -357,6 +357,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     const char *v, *name;
     unsigned nrails = 0;
     uint64_t x;
+    bool etag_check;
     int ret;
 
     if (t->scheme == SCHEME_S3) {
@@ -479,8 +480,12 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     if (knob_bool(u, "nt_copy", "RIO_S3_NT_COPY", false, &t->nt_copy) < 0 ||
         knob_bool(u, "discard", "RIO_S3_DISCARD", false, &t->discard) < 0 ||
         knob_bool(u, "dns_shuffle", "RIO_S3_DNS_SHUFFLE", false, &t->dns_shuffle) < 0 ||
-        knob_bool(u, "get_one", "RIO_S3_GET_ONE", true, &t->get_one) < 0)
+        knob_bool(u, "get_one", "RIO_S3_GET_ONE", true, &t->get_one) < 0 ||
+        knob_bool(u, "etag_check", "RIO_S3_ETAG_CHECK", true, &etag_check) < 0)
         goto out;
+    /* An object railio did not write is checked by its ETag where that is
+     * the MD5 of its bytes (s3:// only: a web server's ETag is no digest). */
+    t->base.foreign_etag_md5 = t->scheme == SCHEME_S3 && etag_check;
     v = getenv("RIO_S3_DEBUG");
     if (v && *v && rio__opt_bool("RIO_S3_DEBUG", v, &t->debug) < 0)
         goto out;

@@ -136,8 +136,8 @@ static int https_open(const struct rio_url *u, const struct rio_options *o,
     "rails", "content_md5", "checksum", "nt_copy", "discard", "dns_shuffle", "bufsize",            \
         "upbufsize", "rcvbuf", "stall", "min_speed", "connect_timeout", "min_part", "ca_bundle"
 static const char *const s3_url_options[] = {
-    "endpoint",    "region",  "profile",           "unsigned", "addressing",
-    "conditional", "get_one", S3_HTTP_URL_OPTIONS, NULL};
+    "endpoint",    "region",  "profile",    "unsigned",          "addressing",
+    "conditional", "get_one", "etag_check", S3_HTTP_URL_OPTIONS, NULL};
 static const char *const http_url_options[] = {S3_HTTP_URL_OPTIONS, NULL};
 
 const struct rio_transport_ops rio__s3_ops = {
