@@ -196,6 +196,18 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     ret = RIO_EPROTO; /* checked by client_lookup; kept for the chunk count */
     if ((g->desc.xxh && g->desc.nchunks != g->nchunks) || g->nchunks > RIO__DESC_CHUNKS_MAX)
         goto err;
+    /* An object railio did not write, uploaded in parts: checked by its
+     * ETag where the transport can say its parts (rio__req_md5_plan), else
+     * read unchecked. Only a GET of the whole object hashes every byte. */
+    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
+    if (!g->desc.xxh && !g->desc.etag[0] && g->size && whole && c->o.verify > 0 &&
+        c->t->foreign_etag_md5) {
+        ret = rio__t_parts_of(c->t, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
+        if (ret == -ENOMEM)
+            goto err;
+        if (ret < 0)
+            g->md5_part = 0;
+    }
     ret = -ENOMEM;
     if (!r->prefetch && (call->flags & RIO_ATOMIC) && g->size) {
         g->staging = rio__stage_get(c, g->size, &g->staging_cap);
@@ -227,6 +239,9 @@ void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__ge
     r->nchunks = g->nchunks;
     r->end = g->nchunks; /* a reader of a range lowers it */
     r->xxh = r->desc.xxh;
+    r->md5_part = g->md5_part;
+    r->md5_parts = g->md5_parts;
+    memcpy(r->md5_want, g->md5_want, sizeof(r->md5_want));
     rio__req_md5_plan(call->c, r);
     r->chunks = g->chunks;
     if (g->staging) {

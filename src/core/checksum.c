@@ -316,22 +316,30 @@ int rio__md5_update(struct rio_md5 *m, const void *p, size_t n)
     return 0;
 }
 
-int rio__md5_final(struct rio_md5 *m, char hex[33])
+int rio__md5_final_raw(struct rio_md5 *m, uint8_t out[16])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
     int ret = 0;
 
-    hex[0] = '\0';
     if (!m->ctx)
         return -EINVAL;
-    if (EVP_DigestFinal_ex(m->ctx, md, &len) != 1 || len != 16) {
+    if (EVP_DigestFinal_ex(m->ctx, md, &len) != 1 || len != 16)
         ret = -EIO;
-        goto out;
-    }
-    hex_of(md, 16, hex);
-out:
+    else
+        memcpy(out, md, 16);
     rio__md5_cleanup(m);
+    return ret;
+}
+
+int rio__md5_final(struct rio_md5 *m, char hex[33])
+{
+    uint8_t md[16];
+    int ret = rio__md5_final_raw(m, md);
+
+    hex[0] = '\0';
+    if (ret == 0)
+        hex_of(md, 16, hex);
     return ret;
 }
 

@@ -46,6 +46,8 @@ int rio__md5_init(struct rio_md5 *m);
 int rio__md5_update(struct rio_md5 *m, const void *p, size_t n);
 /* Writes 32 lower-case hex digits and a NUL into hex[33]; frees the context. */
 int rio__md5_final(struct rio_md5 *m, char hex[33]);
+/* The 16 bytes of the digest into out; frees the context. */
+int rio__md5_final_raw(struct rio_md5 *m, uint8_t out[16]);
 /* The MD5 of the bytes so far into out[16]; m goes on (a copy is finished). */
 int rio__md5_peek(const struct rio_md5 *m, uint8_t out[16]);
 /* Free without a result (error paths). Safe on an uninitialised-to-zero m. */

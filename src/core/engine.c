@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1479,7 +1480,57 @@ void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
      * an offset or of a range cannot hash what it never reads. */
     bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
     r->md5_check = r->type == RIO_OP_GET && !r->xxh && c->o.verify > 0 && c->t->foreign_etag_md5 &&
-                   whole && r->size > 0 && md5_hex(r->desc.etag);
+                   whole && r->size > 0;
+    if (r->md5_check && md5_hex(r->desc.etag)) {
+        memcpy(r->md5_want, r->desc.etag, 33); /* the MD5 of the bytes */
+        r->md5_part = 0;
+    } else if (!r->md5_part) {
+        r->md5_check = false; /* no digest of its bytes known */
+    }
+}
+
+/* n bytes of r's object, in order, into its MD5 (the last ones: last, and
+ * then the ETag they make into hex): the bytes' MD5, or for an object
+ * uploaded in parts each part's MD5 into md5_outer, and theirs, "-N". */
+static int md5_feed(struct rio__req *r, const uint8_t *p, uint64_t n, bool last, char hex[48])
+{
+    uint8_t d[16];
+    int err = r->md5.ctx ? 0 : rio__md5_init(&r->md5);
+
+    if (err == 0 && !r->md5_part) {
+        err = rio__md5_update(&r->md5, p, n);
+        return err == 0 && last ? rio__md5_final(&r->md5, hex) : err;
+    }
+    if (err == 0 && !r->md5_outer.ctx)
+        err = rio__md5_init(&r->md5_outer);
+    while (err == 0 && n) {
+        uint64_t k = r->md5_part - r->md5_poff;
+        if (k > n)
+            k = n;
+        err = rio__md5_update(&r->md5, p, k);
+        p += k;
+        n -= k;
+        r->md5_poff += k;
+        if (err == 0 && r->md5_poff == r->md5_part && (n || !last)) {
+            /* a part ends: its digest in, the next one's MD5 begins */
+            r->md5_poff = 0;
+            err = rio__md5_final_raw(&r->md5, d);
+            if (err == 0)
+                err = rio__md5_update(&r->md5_outer, d, 16);
+            if (err == 0)
+                err = rio__md5_init(&r->md5);
+        }
+    }
+    if (err || !last)
+        return err;
+    err = rio__md5_final_raw(&r->md5, d); /* the last part */
+    if (err == 0)
+        err = rio__md5_update(&r->md5_outer, d, 16);
+    if (err == 0)
+        err = rio__md5_final(&r->md5_outer, hex);
+    if (err == 0)
+        snprintf(hex + 32, 16, "-%" PRIu32, r->md5_parts);
+    return err;
 }
 
 /* The MD5 of a GET checked by its etag did not match it. The whole object
@@ -1490,6 +1541,8 @@ void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
 static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
 {
     rio__md5_cleanup(&r->md5);
+    rio__md5_cleanup(&r->md5_outer);
+    r->md5_poff = 0;
     r->call->retries[RIO_CLASS_CHECKSUM]++;
     if ((r->ring && r->end > 1) || r->md5_rereads || c->o.retry_checksum < 0) {
         r->last_err = RIO__EMD5;
@@ -1536,13 +1589,9 @@ static void md5_check_task(void *arg)
         uint64_t i = r->md5_at, len = rio__req_chunk_len(r, i);
         const uint8_t *p =
             r->ring ? r->ring + (i % r->prefetch) * r->chunk_size : r->data + i * r->chunk_size;
-        char hex[33] = "";
+        char hex[48] = "";
         pthread_mutex_unlock(&c->mu);
-        err = r->md5.ctx ? 0 : rio__md5_init(&r->md5);
-        if (err == 0)
-            err = rio__md5_update(&r->md5, p, len);
-        if (err == 0 && i + 1 == r->end)
-            err = rio__md5_final(&r->md5, hex);
+        err = md5_feed(r, p, len, i + 1 == r->end, hex);
         bytes += len;
         pthread_mutex_lock(&c->mu);
         if (err || r->decided)
@@ -1553,7 +1602,7 @@ static void md5_check_task(void *arg)
                 pthread_cond_broadcast(&call->cond); /* the reader may take chunk i */
             continue;
         }
-        if (strcmp(hex, r->desc.etag) == 0) {
+        if (strcmp(hex, r->md5_want) == 0) {
             r->md5_at = r->end;
             if (r->ring)
                 pthread_cond_broadcast(&call->cond);
@@ -2368,6 +2417,7 @@ void rio__call_free(struct rio__call *call)
         }
         rio_desc_cleanup(&r->desc);
         rio__md5_cleanup(&r->md5);
+        rio__md5_cleanup(&r->md5_outer);
     }
     rio__free(call->reqs);
     rio__free(call->lat);
@@ -2510,8 +2560,9 @@ void rio__engine_req_detail(struct rio_client *c, int status, int last_err)
     if (status == RIO_ENOPATH || status == RIO_ERETRIES)
         rio__engine_path_detail(c, last_err);
     else if (status == RIO_ECHECKSUM && last_err == RIO__EMD5)
-        rio__detail("the object's bytes do not match its ETag, the MD5 of its bytes (an object "
-                    "railio did not write carries no chunk checksums: the whole object is "
-                    "checked by its ETag); where a server's ETags are not MD5s of the bytes "
-                    "(objects it encrypts), etag_check=off reads such objects unchecked");
+        rio__detail("the object's bytes do not match its ETag, the MD5 of its bytes (of its "
+                    "parts' MD5s for an object uploaded in parts: an object railio did not write "
+                    "carries no chunk checksums, so the whole object is checked by its ETag); "
+                    "where a server's ETags are not MD5s of the bytes (objects it encrypts), "
+                    "etag_check=off reads such objects unchecked");
 }

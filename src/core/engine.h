@@ -300,6 +300,15 @@ struct rio__req {
     bool md5_check;
     uint64_t md5_at;
     unsigned md5_rereads;
+    /* The ETag the MD5 must make: the descriptor's, or for an object
+     * uploaded in parts (md5_part: the size of each part but the last,
+     * md5_parts of them; rio__t_parts_of) the MD5 of the parts' MD5s and
+     * "-N": each part's MD5 in md5 (md5_poff bytes of the part so far), the
+     * parts' digests in md5_outer. The hash task's alone. */
+    char md5_want[48];
+    uint64_t md5_part, md5_poff;
+    uint32_t md5_parts;
+    struct rio_md5 md5_outer;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -705,6 +714,11 @@ uint64_t rio__call_deadline_of(struct rio_client *c, const struct rio_call *opt,
  */
 struct rio__get_plan {
     struct rio_desc desc;
+    /* An object uploaded in parts, checked by its ETag (rio__t_parts_of):
+     * its part size (0: none), part count and ETag */
+    uint64_t md5_part;
+    uint32_t md5_parts;
+    char md5_want[48];
     uint64_t size, chunk_size, nchunks;
     uint8_t *staging;
     size_t staging_cap;

@@ -267,6 +267,16 @@ struct rio_transport_ops {
      * chunk of at most cap bytes (railio://: a server that said GET_ONE
      * in its HELLO). Any thread, never blocks. */
     bool (*get_one)(struct rio_transport *t, const char *key, uint64_t cap);
+    /* Optional (NULL: none): how a whole-object GET of d, an object the
+     * transport did not write (no checksum list) whose etag is not the MD5
+     * of its bytes, can be checked: 0 with *part the size of every part
+     * but the last of the *nparts parts it was uploaded in, and want its
+     * ETag, 32 hex digits "-" nparts, the MD5 of the parts' MD5s (s3://:
+     * asked of the server with ?partNumber); an error where it cannot say
+     * (the GET then reads the object unchecked). Caller's or a worker's
+     * thread, client lock not held; may block. */
+    int (*parts_of)(struct rio_transport *t, const struct rio_desc *d, uint64_t *part,
+                    uint32_t *nparts, char want[48]);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
      * upload needs before it is sent that depends only on the chunk's bytes
      * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
@@ -526,6 +536,14 @@ static inline int rio__t_put_open(struct rio_transport *t, const char *key, uint
                                   uint64_t chunk_size, void **upload)
 {
     return rio__t_ops(t)->put_open(t, key, size, chunk_size, upload);
+}
+
+static inline int rio__t_parts_of(struct rio_transport *t, const struct rio_desc *d, uint64_t *part,
+                                  uint32_t *nparts, char want[48])
+{
+    if (!rio__t_ops(t)->parts_of)
+        return RIO_ENOTSUP;
+    return rio__t_ops(t)->parts_of(t, d, part, nparts, want);
 }
 
 static inline bool rio__t_get_one(struct rio_transport *t, const char *key, uint64_t cap)

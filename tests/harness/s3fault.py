@@ -9,7 +9,8 @@ Listens on 127.0.0.1 on a free port, writes the port to FILE once it accepts
 connections, and serves until killed (or until process PID is gone). It
 speaks enough S3 for railio: HEAD/GET (with Range and If-Match), PUT,
 DELETE, multipart (POST ?uploads, PUT ?partNumber&uploadId, POST ?uploadId,
-DELETE ?uploadId, GET /BUCKET?uploads, ListObjectsV2: GET /BUCKET?list-type=2,
+DELETE ?uploadId, GET /BUCKET?uploads, HEAD/GET ?partNumber=N (206, the part's
+range and x-amz-mp-parts-count), ListObjectsV2: GET /BUCKET?list-type=2,
 whose answer lies in a bucket named lie-<kind>, see list_v2). Signatures are not checked;
 Content-MD5 is (400 BadDigest).
 
@@ -54,6 +55,12 @@ The object is stored under the full key as usual. Kinds:
   longhead   HEAD (no object needed): a 1 MiB header line
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
+  bare       every HEAD and GET: the x-amz-meta-railio-* headers left out (an
+             object railio wrote looks like one it did not: its ETag alone
+             vouches for it)
+  bareflip   bare, and getflip on the first <count> ranged GETs
+  barenoparts  bare, and ?partNumber ignored (the whole object, no part
+             count), as radosgw 16 answers
   kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
@@ -318,9 +325,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h["ETag"] = '"%s"' % md5hex(data + b"other")
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
+        if fm and fm.group(1) in ("bare", "bareflip", "barenoparts"):
+            h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         im = self.headers.get("If-Match")
         if im is not None and im != h["ETag"]:
-            return self.err(412, "PreconditionFailed")
+            return self.err(412, "PreconditionFailed") if not head else self.send(412, head=True)
+        pn = q.get("partNumber")
+        if pn and not (fm and fm.group(1) == "barenoparts"):
+            # Part N of an object completed from parts (206, its range and
+            # the part count); an object put whole is its one part.
+            parts = o.get("parts") or [len(data)]
+            n = int(pn[0]) if pn[0].isdigit() else 0
+            if n < 1 or n > len(parts):
+                return self.err(416, "InvalidPartNumber") if not head else self.send(416, head=True)
+            a = sum(parts[:n - 1])
+            part = data[a:a + parts[n - 1]]
+            h["Content-Range"] = "bytes %d-%d/%d" % (a, a + len(part) - 1, len(data))
+            if "parts" in o:
+                h["x-amz-mp-parts-count"] = str(len(parts))
+            if head:
+                self.send_response(206)
+                for k, v in h.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(part)))
+                self.end_headers()
+                return
+            return self.send(206, part, h)
         if head:
             self.send_response(200)
             for k, v in h.items():
@@ -402,7 +432,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "badrange":
             h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
             return self.send(206, part, h)
-        if kind == "getflip":
+        if kind in ("getflip", "bareflip"):
             h["Content-Range"] = cr
             bad = bytearray(part)
             bad[len(bad) // 2] ^= 0x10
@@ -554,7 +584,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     md5s += hashlib.md5(p[0]).digest()
                 data = b"".join(datas)
                 etag = '"%s-%d"' % (hashlib.md5(md5s).hexdigest(), len(datas))
-                OBJECTS[(u["bucket"], u["key"])] = {"data": data, "etag": etag, "meta": u["meta"]}
+                OBJECTS[(u["bucket"], u["key"])] = {"data": data, "etag": etag, "meta": u["meta"],
+                                                    "parts": [len(d) for d in datas]}
                 del UPLOADS[uid]
             if kind == "completegone":
                 with LOCK:

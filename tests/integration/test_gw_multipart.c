@@ -238,6 +238,73 @@ TEST(multipart)
  * BadDigest). A composite checksum ("-N") of parts that carried none cannot
  * be checked: 400 InvalidRequest (test checksums_kept has the other
  * case). */
+/*
+ * railio's own s3:// client reading what the aws CLI and curl put through
+ * the gateway (objects railio did not write: no chunk checksums): each is
+ * checked by its ETag, the MD5 of its bytes, or, put in 5 MiB parts, the
+ * MD5 of its parts' MD5s (the gateway answers HEAD ?partNumber with the
+ * part's size and the count), with 4 MiB chunks that cut across the parts.
+ * An object whose metadata record was written over with another ETag (a
+ * server that lies) fails RIO_ECHECKSUM instead of handing its bytes out.
+ */
+TEST(railio_client_checks_what_others_put)
+{
+    char url[256], rk[256], bin[512];
+    const char *dir = t_scratch_dir("gw-mp-check");
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct gw g;
+    size_t nb = 0, n1 = 0;
+
+    if (t_sh("command -v aws >/dev/null") != 0)
+        T_SKIP("the aws CLI is not installed");
+    snprintf(url, sizeof(url), "file://%s", dir);
+    t_build_path(bin, sizeof(bin), "railio");
+    gw_start(&g, url, NULL);
+    snprintf(mpenv, sizeof(mpenv), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
+    T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 8MB\\n"
+              "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
+              g.dir),
+         0);
+    gw_file(&g, "big", 23 * 1000 * 1000 + 11, 19);
+    gw_file(&g, "one", 3 * 1000 * 1000 + 5, 20);
+    uint8_t *big = t_slurp(gw_path(&g, "big"), &nb), *one = t_slurp(gw_path(&g, "one"), &n1);
+    uint8_t *dst = malloc(nb);
+    T_NOTNULL(dst);
+    T_EQ(aws(&g, "o", "s3 mb s3://mpc"), 0);
+    T_EQ(aws(&g, "o", "s3 cp big s3://mpc/big"), 0);
+    /* (with user metadata: a metadata record the test can write over) */
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-meta-x: 1' %s/mpc/one", gw_path(&g, "one"), g.url), 200);
+
+    t_opts(&o, T_PROFILE_S3);
+    snprintf(url, sizeof(url), "s3://mpc?endpoint=%s&unsigned=1", g.url);
+    struct rio_client *c = t_client_new(url, &o);
+    T_EQ(rio_get(c, "big", dst, nb, &call), (int64_t)nb);
+    T_MEMEQ(dst, big, nb);
+    T_EQ(st.verify_bytes, (uint64_t)nb);
+    T_EQ(rio_get(c, "one", dst, nb, &call), (int64_t)n1);
+    T_MEMEQ(dst, one, n1);
+    T_EQ(st.verify_bytes, (uint64_t)n1);
+
+    /* The record of "one" says another ETag: refused, after two reads. */
+    gw_record_key(&g, "mpc", "one", rk, sizeof(rk));
+    T_EQ(t_sh("cd %s && '%s' get -q 'file://%s/%s' rec && sed -i "
+              "'s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/' rec && "
+              "'%s' put -q 'file://%s/%s' rec",
+              g.dir, bin, dir, rk, bin, dir, rk),
+         0);
+    T_EQ(gw_curl(&g, "o", "-I %s/mpc/one", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "0123456789abcdef0123456789abcdef"));
+    T_ERR(rio_get(c, "one", dst, nb, &call), RIO_ECHECKSUM);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 2u);
+    rio_client_destroy(c);
+    free(big);
+    free(one);
+    free(dst);
+    gw_stop(&g);
+}
+
 TEST(complete_checks_the_object_checksum)
 {
     struct gw g;

@@ -1259,6 +1259,74 @@ TEST(foreign_object_checked_by_its_etag)
     free(dst);
 }
 
+/*
+ * An object railio did not write that was uploaded in parts: its ETag is
+ * the MD5 of its parts' MD5s and "-N", which says nothing of the part
+ * size. The client asks the server for part 1 and part N (HEAD
+ * ?partNumber, naming the generation) and, where the sizes make the
+ * object, hashes each part as the chunks land, cut where the parts are
+ * (the reader's chunks, 48 KiB, are not the parts, 64 KiB): a sound object
+ * reads checked, one damaged once is read again, one damaged every time
+ * fails RIO_ECHECKSUM. A server that ignores partNumber (no part count,
+ * as radosgw 16) is read unchecked and asked no more. The objects are
+ * railio's, served without their railio metadata (fault kinds bare*).
+ */
+TEST(foreign_multipart_object_checked_by_its_parts)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    int64_t alloc0;
+    const size_t n = OBJ;
+    size_t got;
+    uint8_t *src = su_pattern(n, 43), *dst = malloc(n);
+    int port = su_fault_port();
+    static const char *const keys[] = {"F_bare_0/mp", "F_bareflip_1/mp", "F_bareflip_0/mp",
+                                       "F_barenoparts_0/mp"};
+
+    T_NOTNULL(dst);
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        T_OK(rio_put(c, keys[i], src, n, NULL, NULL));
+    su_close(c, alloc0);
+
+    opts_start(&o, &alloc0);
+    o.chunk_size = 48 * 1024;
+    c = fault_client(&o, NULL);
+    T_OK(rio_stat(c, "F_bare_0/mp", &d));
+    T_NULL(d.xxh);
+    T_STREQ(d.etag, "");
+    rio_desc_cleanup(&d);
+    const unsigned reads = (unsigned)((n + 48 * 1024 - 1) / (48 * 1024));
+    unsigned r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_bare_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u + reads);
+    memset(dst, 0, n);
+    T_EQ(rio_get(c, "F_bareflip_1/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_ERR(rio_get(c, "F_bareflip_0/mp", dst, n, NULL), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "parts' MD5s"));
+    T_EQ(foreign_read(c, "F_bare_0/mp", dst, n, &got), 0);
+    T_EQ(got, n);
+    T_MEMEQ(dst, src, n);
+    T_ERR(foreign_read(c, "F_bareflip_0/mp", dst, n, &got), RIO_ECHECKSUM);
+    T_LT(got, n);
+
+    /* No part count in the answer: unchecked, and not asked again. */
+    T_EQ(rio_get(c, "F_barenoparts_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, 0u);
+    r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_bare_0/mp", dst, n, &call), (int64_t)n);
+    T_EQ(st.verify_bytes, 0u);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + reads);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)

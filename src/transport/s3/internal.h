@@ -201,6 +201,9 @@ struct s3_transport {
     long connect_ms, op_timeout_ms;
     bool verify_off; /* verify=off: a multipart object without its sidecar is read unverified */
     bool get_one;    /* knob get_one: small GETs in one ranged GET, no HEAD first */
+    /* The server answered a HEAD ?partNumber without a part count (it
+     * ignores partNumber, as radosgw 16): rio__s3_parts_of asks no more. */
+    _Atomic bool no_part_numbers;
     uint64_t min_part;
 
     /* data ops */
@@ -405,6 +408,8 @@ int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *
                     struct s3_gen *g);
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap);
+int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
+                     uint32_t *nparts, char want[48]);
 /* What the headers of a HEAD or GET say of an object of size bytes: 0 and
  * *chunk its chunk size when railio wrote it (with *sidecar: its checksum
  * list is in a sidecar), or 0 and *chunk 0 when it did not; md5 (33 bytes)

@@ -631,6 +631,85 @@ out:
     return ret;
 }
 
+/* HEAD key?partNumber=n of generation g: 0 with the part's size and the
+ * object's part count (0: the server did not say: it ignores partNumber),
+ * or an error. */
+static int head_part(struct s3_transport *t, const char *key, const struct s3_gen *g, uint32_t n,
+                     uint64_t *size, uint32_t *count)
+{
+    char num[16];
+    snprintf(num, sizeof(num), "%" PRIu32, n);
+    struct meta_req q = {.method = "HEAD", .key = key, .nq = 1, .nx = 1};
+    q.q[0] = (struct rio_s3_kv){"partNumber", num};
+    q.x[0] = (struct rio_s3_kv){"If-Match", g->etag};
+    struct meta_rsp r = {0};
+    int ret = rio__s3_meta_do(t, &q, &r);
+
+    if (ret == 0 && !r.rsp.have_clen)
+        ret = RIO_EPROTO;
+    if (ret == 0) {
+        *size = r.rsp.clen;
+        *count = r.rsp.mp_parts;
+    }
+    rio__s3_meta_rsp_cleanup(&r);
+    return ret;
+}
+
+int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
+                     uint32_t *nparts, char want[48])
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_gen g;
+    uint64_t n = 0, p1, pn;
+    uint32_t c1, cn;
+    int ret;
+
+    /* Its ETag, "MD5-N": the MD5 of the MD5s of N parts. */
+    if (t->scheme != SCHEME_S3 || atomic_load(&t->no_part_numbers) || !d->size ||
+        !rio__s3_gen_get(t, d->generation, &g) || g.lastmod)
+        return RIO_ENOTSUP;
+    size_t len = strlen(g.etag);
+    if (len < 36 || len > 40 || g.etag[0] != '"' || g.etag[len - 1] != '"' || g.etag[33] != '-' ||
+        !rio__s3_is_hex(g.etag + 1, 32) || g.etag[34] == '0')
+        return RIO_ENOTSUP;
+    for (size_t i = 34; i < len - 1; i++) {
+        if (g.etag[i] < '0' || g.etag[i] > '9')
+            return RIO_ENOTSUP;
+        n = n * 10 + (uint64_t)(g.etag[i] - '0');
+    }
+    if (n < 1 || n > 10000)
+        return RIO_ENOTSUP;
+    /* Every part but the last of one size, as every S3 client uploads
+     * them: part 1's size, checked against the object's and the last
+     * part's; anything else is read unchecked rather than refused. */
+    p1 = d->size;
+    if (n > 1) {
+        ret = head_part(t, d->key, &g, 1, &p1, &c1);
+        if (ret == 0 && c1 == 0) {
+            atomic_store(&t->no_part_numbers, true); /* it ignores partNumber: ask no more */
+            ret = RIO_ENOTSUP;
+        }
+        if (ret == 0 &&
+            (c1 != n || p1 == 0 || p1 > d->size / (n - 1) || (d->size - 1) / p1 + 1 != n))
+            ret = RIO_ENOTSUP;
+        if (ret == 0)
+            ret = head_part(t, d->key, &g, (uint32_t)n, &pn, &cn);
+        if (ret == 0 && (cn != n || pn != d->size - (n - 1) * p1))
+            ret = RIO_ENOTSUP;
+        if (ret < 0) {
+            /* The GET goes on, unchecked: nothing of this is its error. */
+            rio__detail_clear();
+            return ret;
+        }
+    }
+    *part = p1;
+    *nparts = (uint32_t)n;
+    for (size_t i = 0; i < len - 2; i++)
+        want[i] = (char)tolower((unsigned char)g.etag[1 + i]);
+    want[len - 2] = '\0';
+    return 0;
+}
+
 /* A GET of a buffer of cap bytes goes as one ranged GET, no HEAD first,
  * on an s3:// transport with get_one (data.c, check_one_rsp). */
 bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap)

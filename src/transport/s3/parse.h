@@ -36,6 +36,9 @@ struct s3_rsp {
     /* Encrypted with a key the server does not keep in the clear (SSE-KMS,
      * SSE-C): its ETag is no MD5 of the bytes. */
     bool sse_key;
+    /* x-amz-mp-parts-count (a GET or HEAD of ?partNumber): 1 to 10000, 0
+     * when absent or not a count */
+    uint32_t mp_parts;
 };
 
 /* text.c */
