@@ -30,6 +30,16 @@ static void upload_id(struct gw *g, const char *name, char *id, size_t cap)
     free(t);
 }
 
+/* The aws CLI of mpenv for g: 5 MiB parts above 8 MB. */
+static void aws_parts(struct gw *g)
+{
+    snprintf(mpenv, sizeof(mpenv), "AWS_CONFIG_FILE=%s/mpcfg", g->dir);
+    T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 8MB\\n"
+              "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
+              g->dir),
+         0);
+}
+
 TEST(multipart)
 {
     struct gw g;
@@ -38,11 +48,7 @@ TEST(multipart)
     if (t_sh("command -v aws >/dev/null") != 0)
         T_SKIP("the aws CLI is not installed");
     gw_start(&g, NULL, NULL);
-    snprintf(mpenv, sizeof(mpenv), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
-    T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 8MB\\n"
-              "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
-              g.dir),
-         0);
+    aws_parts(&g);
     gw_file(&g, "big", 23 * 1000 * 1000 + 11, 9);
     gw_file(&g, "p1", 5 * 1024 * 1024, 1);
     gw_file(&g, "p2", 1000, 2);
@@ -262,11 +268,7 @@ TEST(railio_client_checks_what_others_put)
     snprintf(url, sizeof(url), "file://%s", dir);
     t_build_path(bin, sizeof(bin), "railio");
     gw_start(&g, url, NULL);
-    snprintf(mpenv, sizeof(mpenv), "AWS_CONFIG_FILE=%s/mpcfg", g.dir);
-    T_EQ(t_sh("printf '[default]\\ns3 =\\n    multipart_threshold = 8MB\\n"
-              "    multipart_chunksize = 5MB\\n' > %s/mpcfg",
-              g.dir),
-         0);
+    aws_parts(&g);
     gw_file(&g, "big", 23 * 1000 * 1000 + 11, 19);
     gw_file(&g, "one", 3 * 1000 * 1000 + 5, 20);
     uint8_t *big = t_slurp(gw_path(&g, "big"), &nb), *one = t_slurp(gw_path(&g, "one"), &n1);
