@@ -1242,6 +1242,27 @@ TEST(foreign_object_checked_by_its_etag)
     T_EQ(FOREIGN_GET("F_getflip_0/foreign"), 6);
     T_NE(access(out, F_OK), 0);
 #undef FOREIGN_GET
+    /* railio cp -r (a reader per object, into a temporary file): each
+     * object damaged twice (its first read fails: a reader reads no chunk
+     * again), fetched again, whole. */
+    foreign_put("F_getflip_2/tree/a", src, n);
+    foreign_put("F_getflip_2/tree/b", src, small);
+    snprintf(out, sizeof(out), "%s/foreign-tree", su_dir);
+    T_EQ(su_sh("rm -rf '%s' && mkdir '%s' && '%s' cp -r -q "
+               "'s3://fb/F_getflip_2/tree?endpoint=http://127.0.0.1:%d&chunk=64K' '%s/' "
+               "2>/dev/null",
+               out, out, bin, port, out),
+         0);
+    for (int k = 0; k < 2; k++) {
+        char f[800];
+        snprintf(f, sizeof(f), "%s/%s", out, k ? "b" : "a");
+        back = t_slurp(f, &got);
+        T_NOTNULL(back);
+        T_EQ(got, k ? small : n);
+        T_MEMEQ(back, src, got);
+        free(back);
+    }
+    t_rm_tree(out);
 
     c = fault_start(&alloc0, "etag_check=off");
     T_EQ(rio_get(c, "F_lieetag_0/foreign", dst, n, &call), (int64_t)n);
