@@ -80,15 +80,22 @@ TEST(encrypted_object_etag_is_no_md5)
                             NULL};
 
     feed(&r, kms);
-    T_TRUE(r.sse_key);
+    T_TRUE(r.etag_no_md5);
     feed(&r, dsse);
-    T_TRUE(r.sse_key);
+    T_TRUE(r.etag_no_md5);
     feed(&r, ssec);
-    T_TRUE(r.sse_key);
+    T_TRUE(r.etag_no_md5);
     feed(&r, sse_s3);
-    T_FALSE(r.sse_key);
+    T_FALSE(r.etag_no_md5);
     feed(&r, forgot);
-    T_FALSE(r.sse_key);
+    T_FALSE(r.etag_no_md5);
+    /* railiod's gateway: a railio client's etag=fast */
+    const char *fast[] = {"HTTP/1.1 200 OK\r\n", "x-railio-etag: fast\r\n", NULL};
+    const char *other[] = {"HTTP/1.1 200 OK\r\n", "x-railio-etag: md5\r\n", NULL};
+    feed(&r, fast);
+    T_TRUE(r.etag_no_md5);
+    feed(&r, other);
+    T_FALSE(r.etag_no_md5);
 }
 
 /* Content-Range: in order, a total or '*', nothing else. */

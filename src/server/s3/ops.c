@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "core/checksum.h"
 #include "core/engine.h"
 #include "core/key.h"
 #include "core/url.h"
@@ -101,6 +102,21 @@ static void etag_hdr(struct MHD_Response *resp, const char *etag)
         return;
     snprintf(q, sizeof(q), "\"%s\"", etag);
     MHD_add_response_header(resp, "ETag", q);
+}
+
+/* Whether d's etag is the fast one a railio client writes by default
+ * (etag=fast: an xxh3-128 of its chunk checksums, 32 hex digits, no MD5 of
+ * its bytes). Its GET and HEAD then say so (x-railio-etag: fast): railio's
+ * s3:// client checks an object it did not write by an ETag of 32 hex
+ * digits, taken as the MD5 of its bytes, and refused every such object. */
+static bool etag_is_fast(const struct rio_desc *d)
+{
+    char fast[33];
+
+    if (!d->xxh || strlen(d->etag) != 32)
+        return false;
+    rio__etag_fast(d->xxh, d->nchunks, d->size, d->chunk_size, fast);
+    return strcmp(fast, d->etag) == 0;
 }
 
 int rio__gw_send_empty(struct MHD_Connection *c, struct gw_req *r, int status)
@@ -1395,6 +1411,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         if (tries)
             usleep(1000u << tries); /* 2, 4 ms ...: let a burst of writes pass */
     }
+    bool fast = etag == d.etag && etag_is_fast(&d);
     rio_desc_cleanup(&d); /* frees only its checksum list */
     if (head) {
         /* No body: a response of the object's length whose reader is
@@ -1428,6 +1445,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         return MHD_NO;
     }
     etag_hdr(resp, etag);
+    if (fast)
+        MHD_add_response_header(resp, "x-railio-etag", "fast");
     MHD_add_response_header(resp, "Last-Modified", date);
     MHD_add_response_header(resp, "Accept-Ranges", "bytes");
     rio__gw_meta_headers(resp, r->meta);

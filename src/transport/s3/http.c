@@ -19,7 +19,7 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->etag[0] = r->lastmod[0] = '\0';
     r->m_v[0] = r->m_id[0] = r->m_chunk[0] = r->m_size[0] = r->m_md5[0] = r->m_sidecar[0] = '\0';
     r->m_xxh[0] = '\0';
-    r->sse_key = false;
+    r->etag_no_md5 = false;
     r->mp_parts = 0;
 }
 
@@ -88,12 +88,16 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
     } else if (HDR_IS("x-amz-server-side-encryption")) {
         /* aws:kms, aws:kms:dsse; AES256 (SSE-S3) keeps the MD5 ETag */
         if (strncasecmp(val, "aws:kms", 7) == 0)
-            r->sse_key = true;
+            r->etag_no_md5 = true;
     } else if (HDR_IS("x-amz-mp-parts-count")) {
         uint64_t n;
         r->mp_parts = rio__s3_parse_u64(val, &n) == 0 && n >= 1 && n <= 10000 ? (uint32_t)n : 0;
     } else if (HDR_IS("x-amz-server-side-encryption-customer-algorithm")) {
-        r->sse_key = true; /* SSE-C */
+        r->etag_no_md5 = true; /* SSE-C */
+    } else if (HDR_IS("x-railio-etag")) {
+        /* railiod's gateway: the etag=fast of a railio client, no MD5 */
+        if (vl == 4 && strncasecmp(val, "fast", 4) == 0)
+            r->etag_no_md5 = true;
     } else if (HDR_IS("last-modified")) {
         rio__s3_copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
     } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {

@@ -486,7 +486,7 @@ static void etag_md5(const struct s3_rsp *r, char md5[33])
 {
     const char *etag = r->etag;
     md5[0] = '\0';
-    if (!r->sse_key && strlen(etag) == 34 && etag[0] == '"' && etag[33] == '"' &&
+    if (!r->etag_no_md5 && strlen(etag) == 34 && etag[0] == '"' && etag[33] == '"' &&
         rio__s3_is_hex(etag + 1, 32)) {
         for (int i = 0; i < 32; i++)
             md5[i] = (char)tolower((unsigned char)etag[1 + i]);

@@ -33,9 +33,10 @@ struct s3_rsp {
     char lastmod[64];
     char m_v[8], m_id[24], m_chunk[24], m_size[24], m_md5[40], m_sidecar[8];
     char m_xxh[RIO_S3_META_XXH_MAX];
-    /* Encrypted with a key the server does not keep in the clear (SSE-KMS,
-     * SSE-C): its ETag is no MD5 of the bytes. */
-    bool sse_key;
+    /* Its ETag is no MD5 of the bytes: encrypted with a key the server
+     * does not keep in the clear (SSE-KMS, SSE-C), or railiod's gateway
+     * saying so (x-railio-etag: fast, a railio client's etag=fast). */
+    bool etag_no_md5;
     /* x-amz-mp-parts-count (a GET or HEAD of ?partNumber): 1 to 10000, 0
      * when absent or not a count */
     uint32_t mp_parts;
