@@ -61,6 +61,10 @@ The object is stored under the full key as usual. Kinds:
   bareflip   bare, and getflip on the first <count> ranged GETs
   barenoparts  bare, and ?partNumber ignored (the whole object, no part
              count), as radosgw 16 answers
+  barekms    bare, and the object's ETag "MD5-N" of other bytes with
+             x-amz-server-side-encryption: aws:kms, as S3 answers for an
+             object uploaded in parts and encrypted with SSE-KMS ("-1" for
+             one put whole)
   kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
@@ -325,8 +329,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h["ETag"] = '"%s"' % md5hex(data + b"other")
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
-        if fm and fm.group(1) in ("bare", "bareflip", "barenoparts"):
+        if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
+        if fm and fm.group(1) == "barekms":
+            h["ETag"] = '"%s-%d"' % (md5hex(data + b"other"), len(o.get("parts") or [data]))
+            h["x-amz-server-side-encryption"] = "aws:kms"
         im = self.headers.get("If-Match")
         if im is not None and im != h["ETag"]:
             return self.err(412, "PreconditionFailed") if not head else self.send(412, head=True)
