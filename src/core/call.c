@@ -202,8 +202,9 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
     if (!g->desc.xxh && !g->desc.etag[0] && g->size && whole && c->o.verify > 0 &&
         c->t->foreign_etag_md5) {
-        ret = rio__t_parts_of(c->t, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
-        if (ret == -ENOMEM)
+        /* (the call's deadline and token bound its round trips) */
+        ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
+        if (ret == -ENOMEM || ret == RIO_EDEADLINE || ret == RIO_ECANCELED)
             goto err;
         if (ret < 0)
             g->md5_part = 0;

@@ -598,6 +598,12 @@ void rio__meta_for_client(struct rio__meta *m, struct rio_client *c);
  * (transport.h, lookup_within). */
 int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char *key,
                      uint64_t max_size, struct rio_desc *out, int64_t *mtime_ns);
+/* The transport's parts_of (rio__t_parts_of) in one try, bounded as a
+ * metadata try is (the deadline and cancel token of m): not retried (where
+ * the transport cannot say, the GET reads unchecked), but RIO_EDEADLINE or
+ * RIO_ECANCELED when those cut it short. */
+int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
+                       uint64_t *part, uint32_t *nparts, char want[48]);
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);

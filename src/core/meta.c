@@ -256,6 +256,27 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
     return meta_run(c, m, &op);
 }
 
+int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
+                       uint64_t *part, uint32_t *nparts, char want[48])
+{
+    int ret = meta_may_try(m);
+
+    if (ret < 0)
+        return ret;
+    try_deadline_ns = m->deadline_ns;
+    try_cancel = m->cancel;
+    ret = rio__t_parts_of(c->t, d, part, nparts, want);
+    try_deadline_ns = UINT64_MAX;
+    try_cancel = NULL;
+    /* Cut short by the call's deadline or token: the call ends with that. */
+    if (ret < 0 && ret != -ENOMEM) {
+        int why = meta_may_try(m);
+        if (why < 0)
+            ret = why;
+    }
+    return ret;
+}
+
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload)
 {

@@ -65,6 +65,7 @@ The object is stored under the full key as usual. Kinds:
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object uploaded in parts and encrypted with SSE-KMS ("-1" for
              one put whole)
+  barepartstall  bare, and a HEAD ?partNumber answered as headstall does
   kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
@@ -329,7 +330,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h["ETag"] = '"%s"' % md5hex(data + b"other")
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
-        if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms"):
+        if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
+                                  "barepartstall"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) == "barekms":
             h["ETag"] = '"%s-%d"' % (md5hex(data + b"other"), len(o.get("parts") or [data]))
@@ -350,6 +352,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h["Content-Range"] = "bytes %d-%d/%d" % (a, a + len(part) - 1, len(data))
             if "parts" in o:
                 h["x-amz-mp-parts-count"] = str(len(parts))
+            if head and fm and fm.group(1) == "barepartstall":
+                # as headstall: a header byte every half second for 30 s
+                self.wfile.write(b"HTTP/1.1 206 Partial Content\r\nX-Slow: ")
+                for _ in range(60):
+                    try:
+                        self.wfile.write(b"a")
+                        self.wfile.flush()
+                    except OSError:
+                        break
+                    time.sleep(0.5)
+                self.close_connection = True
+                return
             if head:
                 self.send_response(206)
                 for k, v in h.items():

@@ -1385,6 +1385,51 @@ TEST(foreign_multipart_object_encrypted_with_kms_read_unchecked)
     close_free(c, alloc0, src, dst);
 }
 
+/*
+ * The part HEADs that check an object uploaded in parts (HEAD ?partNumber)
+ * are the call's: a server that trickles their answer (a header byte every
+ * half second) holds a GET no longer than its deadline (RIO_EDEADLINE), and
+ * its cancel token ends it (RIO_ECANCELED). They were sent outside the
+ * call's bounds: each waited for op_timeout (30 s here) whatever the
+ * deadline, deaf to the token.
+ */
+TEST(part_heads_keep_the_deadline_and_cancel)
+{
+    struct rio_options o;
+    struct canceller k = {NULL, 300};
+    pthread_t th;
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 53), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    T_OK(rio_put(c, "F_barepartstall_0/mp", src, n, NULL, NULL));
+    su_close(c, alloc0);
+
+    opts_start(&o, &alloc0);
+    o.op_timeout_ms = 30000;
+    c = fault_client(&o, "stall=30s");
+    struct rio_call dl = {.deadline_ms = 1000};
+    uint64_t t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_barepartstall_0/mp", dst, n, &dl), RIO_EDEADLINE);
+    uint64_t el = su_now_ms() - t0;
+    T_GE(el, 900u);
+    T_LT(el, 5000u); /* not the 30 s of the op timeout */
+
+    T_OK(rio_cancel_new(&k.cx));
+    struct rio_call call = {.cancel = k.cx};
+    T_EQ(pthread_create(&th, NULL, cancel_main, &k), 0);
+    t0 = su_now_ms();
+    T_ERR(rio_get(c, "F_barepartstall_0/mp", dst, n, &call), RIO_ECANCELED);
+    el = su_now_ms() - t0;
+    T_EQ(pthread_join(th, NULL), 0);
+    T_GE(el, 250u);
+    T_LT(el, 5000u); /* curl looks at the token about once a second */
+    rio_cancel_destroy(k.cx);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)
