@@ -309,6 +309,9 @@ struct rio__req {
     uint64_t md5_part, md5_poff;
     uint32_t md5_parts;
     struct rio_md5 md5_outer;
+    /* After a mismatch, the transport was asked whether parts 2 to N - 1
+     * are md5_part bytes too (parts_even; once). */
+    bool md5_sized;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -604,6 +607,9 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
  * RIO_ECANCELED when those cut it short. */
 int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
                        uint64_t *part, uint32_t *nparts, char want[48]);
+/* The transport's parts_even (rio__t_parts_even) bounded the same way. */
+int rio__meta_parts_even(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
+                         uint64_t part, uint32_t nparts);
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload);
 int rio__meta_remove(struct rio_client *c, const struct rio__meta *m, const char *key);

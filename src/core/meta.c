@@ -277,6 +277,26 @@ int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const st
     return ret;
 }
 
+int rio__meta_parts_even(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
+                         uint64_t part, uint32_t nparts)
+{
+    int ret = meta_may_try(m);
+
+    if (ret < 0)
+        return ret;
+    try_deadline_ns = m->deadline_ns;
+    try_cancel = m->cancel;
+    ret = rio__t_parts_even(c->t, d, part, nparts);
+    try_deadline_ns = UINT64_MAX;
+    try_cancel = NULL;
+    if (ret < 0 && ret != -ENOMEM) {
+        int why = meta_may_try(m);
+        if (why < 0)
+            ret = why;
+    }
+    return ret;
+}
+
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,
                        uint64_t size, uint64_t chunk_size, void **upload)
 {

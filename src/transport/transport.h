@@ -277,6 +277,15 @@ struct rio_transport_ops {
      * thread, client lock not held; may block. */
     int (*parts_of)(struct rio_transport *t, const struct rio_desc *d, uint64_t *part,
                     uint32_t *nparts, char want[48]);
+    /* Optional (NULL: none; set with parts_of): whether every part of d
+     * but the first and the last (parts 2 to nparts - 1, which parts_of
+     * does not ask about) is part bytes: 0 when each is, 1 when one is not
+     * (the object is sound, cut otherwise: its ETag cannot be checked), an
+     * error where the transport cannot say. Asked only when the MD5 of the
+     * parts' MD5s did not match (s3://: HEAD ?partNumber=K, one by one).
+     * Any thread, client lock not held; may block. */
+    int (*parts_even)(struct rio_transport *t, const struct rio_desc *d, uint64_t part,
+                      uint32_t nparts);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
      * upload needs before it is sent that depends only on the chunk's bytes
      * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
@@ -544,6 +553,14 @@ static inline int rio__t_parts_of(struct rio_transport *t, const struct rio_desc
     if (!rio__t_ops(t)->parts_of)
         return RIO_ENOTSUP;
     return rio__t_ops(t)->parts_of(t, d, part, nparts, want);
+}
+
+static inline int rio__t_parts_even(struct rio_transport *t, const struct rio_desc *d,
+                                    uint64_t part, uint32_t nparts)
+{
+    if (!rio__t_ops(t)->parts_even)
+        return RIO_ENOTSUP;
+    return rio__t_ops(t)->parts_even(t, d, part, nparts);
 }
 
 static inline bool rio__t_get_one(struct rio_transport *t, const char *key, uint64_t cap)

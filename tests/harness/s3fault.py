@@ -66,6 +66,9 @@ The object is stored under the full key as usual. Kinds:
              object uploaded in parts and encrypted with SSE-KMS ("-1" for
              one put whole)
   barepartstall  bare, and a HEAD ?partNumber answered as headstall does
+  bareodd    bare, and an object completed from 3 or more parts shown as
+             uploaded in parts of other sizes: 1000 bytes moved from part 3
+             to part 2 (parts 1 and N as they were), its ETag theirs
   kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
@@ -322,6 +325,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                               "meta": dict(old["meta"])}
                 o = OBJECTS[(bucket, key)]
         data = o["data"]
+        if key.startswith("F_bareodd_") and len(o.get("parts") or []) >= 3:
+            parts = list(o["parts"])
+            parts[1] += 1000
+            parts[2] -= 1000
+            offs = [sum(parts[:i]) for i in range(len(parts))]
+            md5s = b"".join(hashlib.md5(data[a:a + n]).digest() for a, n in zip(offs, parts))
+            o = dict(o, parts=parts, etag='"%s-%d"' % (md5hex(md5s), len(parts)))
         h = self.obj_headers(o)
         fm = FAULT_RE.match(key)
         if fm and fm.group(1) == "nosums":
@@ -331,7 +341,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
-                                  "barepartstall"):
+                                  "barepartstall", "bareodd"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) == "barekms":
             h["ETag"] = '"%s-%d"' % (md5hex(data + b"other"), len(o.get("parts") or [data]))

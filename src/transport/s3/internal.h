@@ -413,6 +413,8 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
 bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap);
 int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
                      uint32_t *nparts, char want[48]);
+int rio__s3_parts_even(struct rio_transport *tt, const struct rio_desc *d, uint64_t part,
+                       uint32_t nparts);
 /* What the headers of a HEAD or GET say of an object of size bytes: 0 and
  * *chunk its chunk size when railio wrote it (with *sidecar: its checksum
  * list is in a sidecar), or 0 and *chunk 0 when it did not; md5 (33 bytes)

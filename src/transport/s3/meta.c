@@ -712,6 +712,29 @@ int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_
     return 0;
 }
 
+int rio__s3_parts_even(struct rio_transport *tt, const struct rio_desc *d, uint64_t part,
+                       uint32_t nparts)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_gen g;
+    uint64_t size;
+    uint32_t count;
+    int ret = 0;
+
+    if (!rio__s3_gen_get(t, d->generation, &g) || g.lastmod)
+        return RIO_ENOTSUP;
+    for (uint32_t k = 2; ret == 0 && k < nparts; k++) {
+        ret = head_part(t, d->key, &g, k, &size, &count);
+        if (ret == 0 && count != nparts)
+            ret = RIO_ENOTSUP;
+        if (ret == 0 && size != part)
+            return 1; /* a part of another size: the cut was not the upload's */
+    }
+    if (ret < 0)
+        rio__detail_clear(); /* not the GET's error */
+    return ret;
+}
+
 /* A GET of a buffer of cap bytes goes as one ranged GET, no HEAD first,
  * on an s3:// transport with get_one (data.c, check_one_rsp). */
 bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap)

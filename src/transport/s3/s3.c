@@ -149,6 +149,7 @@ const struct rio_transport_ops rio__s3_ops = {
     .put_prep = rio__s3_put_prep,
     .get_one = rio__s3_get_one,
     .parts_of = rio__s3_parts_of,
+    .parts_even = rio__s3_parts_even,
     .remove_if = rio__s3_remove_if,
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */
