@@ -772,6 +772,25 @@ static int fault_lookup(struct rio_transport *tt, const char *key, struct rio_de
     return ret < 0 ? ret : rio__t_lookup(t->inner, key, out);
 }
 
+/* Pass through, unfaulted (faults of the HEADs behind them are the inner
+ * transport's own): an object another tool uploaded in parts is checked by
+ * its parts through the filter as without it. */
+static int fault_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
+                          uint32_t *nparts, char want[48])
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+
+    return rio__t_parts_of(t->inner, d, part, nparts, want);
+}
+
+static int fault_parts_even(struct rio_transport *tt, const struct rio_desc *d, uint64_t part,
+                            uint32_t nparts)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+
+    return rio__t_parts_even(t->inner, d, part, nparts);
+}
+
 static int fault_put_open(struct rio_transport *tt, const char *key, uint64_t size,
                           uint64_t chunk_size, void **upload)
 {
@@ -983,7 +1002,8 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
         .put_prep = fault_put_prep, .put_expect = fault_put_expect, .remove_if = fault_remove_if,  \
         .list = fault_list, .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,  \
-        .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns,                                        \
+        .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns, .parts_of = fault_parts_of,            \
+        .parts_even = fault_parts_even,                                                            \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

@@ -1467,6 +1467,46 @@ TEST(foreign_object_in_parts_of_other_sizes_not_refused)
     close_free(c, alloc0, src, dst);
 }
 
+/*
+ * Through the fault filter (faults= in the URL) an object railio did not
+ * write that was uploaded in parts is checked by its parts as without it,
+ * as one put whole is by its ETag: a bit the filter flips in a read is
+ * caught and the object read again. The filter did not pass the part size
+ * lookup on (transport op parts_of): such objects were read unchecked, the
+ * flipped bit handed out.
+ */
+TEST(foreign_multipart_object_checked_through_the_fault_filter)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 67), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    T_OK(rio_put(c, "F_bare_0/fmp", src, n, NULL, NULL));
+    T_OK(rio_put(c, "F_bare_0/fone", src, 3 * CH / 2, NULL, NULL));
+    su_close(c, alloc0);
+
+    opts_start(&o, &alloc0);
+    c = fault_client(&o, "faults=bitflip:op=read:chunk=3:count=1");
+    T_EQ(rio_get(c, "F_bare_0/fmp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_EQ(st.verify_bytes, 2 * (uint64_t)n);
+    su_close(c, alloc0);
+
+    /* (the same for one put whole, by its ETag) */
+    opts_start(&o, &alloc0);
+    c = fault_client(&o, "get_one=off&faults=bitflip:op=read:chunk=1:count=1");
+    T_EQ(rio_get(c, "F_bare_0/fone", dst, n, &call), (int64_t)(3 * CH / 2));
+    T_MEMEQ(dst, src, 3 * CH / 2);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)
