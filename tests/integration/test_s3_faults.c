@@ -1507,6 +1507,46 @@ TEST(foreign_multipart_object_checked_through_the_fault_filter)
     close_free(c, alloc0, src, dst);
 }
 
+/*
+ * A GET of an object another tool uploaded in parts into a buffer of at
+ * most a chunk (one ranged GET, no lookup: get_one) is checked by its
+ * parts too: its answer's ETag "MD5-N" sends it the long way (lookup, part
+ * HEADs). It was read unchecked there, a flipped bit handed out, while
+ * the same GET into a larger buffer was checked.
+ */
+TEST(small_foreign_multipart_object_checked_in_one_get)
+{
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = 3 * CH / 2; /* two parts: CH and CH / 2 */
+    uint8_t *src = su_pattern(n, 71), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    T_OK(rio_put(c, "F_bare_0/small", src, n, NULL, NULL));
+    T_OK(rio_put(c, "F_bareflip_2/small", src, n, NULL, NULL));
+    su_close(c, alloc0);
+
+    opts_start(&o, &alloc0);
+    o.chunk_size = 4 * CH; /* the object fits a chunk: one GET */
+    c = fault_client(&o, NULL);
+    T_EQ(rio_get(c, "F_bare_0/small", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    memset(dst, 0, n);
+    /* (a buffer too small: RIO_ETOOBIG after that one GET, as before) */
+    unsigned r0 = su_fault_count(su_fault_port(), "requests");
+    T_ERR(rio_get(c, "F_bare_0/small", dst, n - 1, NULL), RIO_ETOOBIG);
+    T_EQ(su_fault_count(su_fault_port(), "requests") - r0, 1u);
+    /* (the first two ranged GETs flipped: the one GET's, the first read's) */
+    T_EQ(rio_get(c, "F_bareflip_2/small", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)
