@@ -188,7 +188,7 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
     }
     /* Not railio's and uploaded in parts (ETag "MD5-N"): checked by its
      * parts, whose size only the lookup's part HEADs say (parts_of). */
-    if (!chunk && !md5[0] && !r->sse_key && t->base.foreign_etag_md5 && !t->verify_off &&
+    if (!chunk && !md5[0] && !r->etag_no_md5 && t->base.foreign_etag_md5 && !t->verify_off &&
         !atomic_load(&t->no_part_numbers) && rio__s3_etag_parts(r->etag))
         return RIO__ENOTONE;
     if (chunk) {

@@ -172,9 +172,9 @@ struct s3_gen {
     uint64_t gen;
     char etag[RIO_S3_ETAG_MAX];
     bool lastmod; /* the validator is a Last-Modified date (If-Unmodified-Since) */
-    /* Encrypted with a key the server does not keep in the clear (SSE-KMS,
-     * SSE-C: s3_rsp.sse_key): its ETag is no digest of its bytes. */
-    bool sse_key;
+    /* Its ETag is no digest of its bytes (s3_rsp.etag_no_md5: SSE-KMS,
+     * SSE-C, railiod's gateway's x-railio-etag: fast). */
+    bool etag_no_md5;
 };
 
 struct s3_transport {

@@ -52,7 +52,7 @@ uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g
     char sz[24];
 
     memset(g, 0, sizeof(*g));
-    g->sse_key = r->sse_key;
+    g->etag_no_md5 = r->etag_no_md5;
     if (etag_strong(r->etag)) {
         g->gen = gen_hash("etag", r->etag, r->m_id);
         rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
@@ -684,7 +684,7 @@ int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_
     /* Its ETag, "MD5-N": the MD5 of the MD5s of N parts; not so for one
      * encrypted with SSE-KMS or SSE-C (as for one put whole: etag_md5). */
     if (t->scheme != SCHEME_S3 || atomic_load(&t->no_part_numbers) || !d->size ||
-        !rio__s3_gen_get(t, d->generation, &g) || g.lastmod || g.sse_key)
+        !rio__s3_gen_get(t, d->generation, &g) || g.lastmod || g.etag_no_md5)
         return RIO_ENOTSUP;
     size_t len = strlen(g.etag);
     n = rio__s3_etag_parts(g.etag);
