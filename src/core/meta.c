@@ -256,8 +256,9 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
     return meta_run(c, m, &op);
 }
 
-int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
-                       uint64_t *part, uint32_t *nparts, char want[48])
+/* One try of a transport op outside meta_run, bounded by m's deadline and
+ * cancel token as a lookup's try is: begin (an error: not tried) ... */
+static int meta_bounded_begin(const struct rio__meta *m)
 {
     int ret = meta_may_try(m);
 
@@ -265,10 +266,15 @@ int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const st
         return ret;
     try_deadline_ns = m->deadline_ns;
     try_cancel = m->cancel;
-    ret = rio__t_parts_of(c->t, d, part, nparts, want);
+    return 0;
+}
+
+/* ... end, with the op's result: one cut short by the call's deadline or
+ * token ends the call with that. */
+static int meta_bounded_end(const struct rio__meta *m, int ret)
+{
     try_deadline_ns = UINT64_MAX;
     try_cancel = NULL;
-    /* Cut short by the call's deadline or token: the call ends with that. */
     if (ret < 0 && ret != -ENOMEM) {
         int why = meta_may_try(m);
         if (why < 0)
@@ -277,24 +283,20 @@ int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const st
     return ret;
 }
 
+int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
+                       uint64_t *part, uint32_t *nparts, char want[48])
+{
+    int ret = meta_bounded_begin(m);
+
+    return ret < 0 ? ret : meta_bounded_end(m, rio__t_parts_of(c->t, d, part, nparts, want));
+}
+
 int rio__meta_parts_even(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
                          uint64_t part, uint32_t nparts)
 {
-    int ret = meta_may_try(m);
+    int ret = meta_bounded_begin(m);
 
-    if (ret < 0)
-        return ret;
-    try_deadline_ns = m->deadline_ns;
-    try_cancel = m->cancel;
-    ret = rio__t_parts_even(c->t, d, part, nparts);
-    try_deadline_ns = UINT64_MAX;
-    try_cancel = NULL;
-    if (ret < 0 && ret != -ENOMEM) {
-        int why = meta_may_try(m);
-        if (why < 0)
-            ret = why;
-    }
-    return ret;
+    return ret < 0 ? ret : meta_bounded_end(m, rio__t_parts_even(c->t, d, part, nparts));
 }
 
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,

@@ -228,6 +228,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.connection.close()
         self.close_connection = True
 
+    def trickle_head(self, status):
+        """The status line, then one header byte every half second for 30 s:
+        never slow enough for a stall timeout of a few seconds."""
+        self.wfile.write(b"HTTP/1.1 " + status + b"\r\nX-Slow: ")
+        for _ in range(60):
+            try:
+                self.wfile.write(b"a")
+                self.wfile.flush()
+            except OSError:
+                break
+            time.sleep(0.5)
+        self.close_connection = True
+
     def obj_headers(self, o):
         h = {"ETag": o["etag"], "Accept-Ranges": "bytes",
              "Last-Modified": "Mon, 30 Nov 2026 00:00:00 GMT"}
@@ -264,18 +277,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if hk == "head503":
             return self.send(503, head=True)
         if hk == "headstall":
-            # The status line, then one header byte a second for 60 s:
-            # never slow enough for a stall timeout of a few seconds.
-            self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-            for _ in range(60):
-                try:
-                    self.wfile.write(b"a")
-                    self.wfile.flush()
-                except OSError:
-                    break
-                time.sleep(0.5)
-            self.close_connection = True
-            return
+            return self.trickle_head(b"200 OK")
         if hk == "longhead":
             self.send_response(200)
             self.send_header("Content-Length", "64")
@@ -363,17 +365,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if "parts" in o:
                 h["x-amz-mp-parts-count"] = str(len(parts))
             if head and fm and fm.group(1) == "barepartstall":
-                # as headstall: a header byte every half second for 30 s
-                self.wfile.write(b"HTTP/1.1 206 Partial Content\r\nX-Slow: ")
-                for _ in range(60):
-                    try:
-                        self.wfile.write(b"a")
-                        self.wfile.flush()
-                    except OSError:
-                        break
-                    time.sleep(0.5)
-                self.close_connection = True
-                return
+                return self.trickle_head(b"206 Partial Content")
             if head:
                 self.send_response(206)
                 for k, v in h.items():

@@ -1280,6 +1280,27 @@ TEST(foreign_object_checked_by_its_etag)
     free(dst);
 }
 
+/* n bytes of src put by railio as key by a client of its own: 64 KiB
+ * parts, which the fault server's bare* kinds serve as another tool's
+ * object in parts. */
+static void parts_put(const char *key, const uint8_t *src, size_t n)
+{
+    int64_t alloc0;
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    T_OK(rio_put(c, key, src, n, NULL, NULL));
+    su_close(c, alloc0);
+}
+
+/* A client reading in 48 KiB chunks, which cut across those parts, with
+ * extra URL options (NULL: none); its allocation count in *alloc0. */
+static struct rio_client *parts_reader(int64_t *alloc0, const char *extra)
+{
+    struct rio_options o;
+    opts_start(&o, alloc0);
+    o.chunk_size = 48 * 1024;
+    return fault_client(&o, extra);
+}
+
 /*
  * An object railio did not write that was uploaded in parts: its ETag is
  * the MD5 of its parts' MD5s and "-N", which says nothing of the part
@@ -1294,7 +1315,6 @@ TEST(foreign_object_checked_by_its_etag)
  */
 TEST(foreign_multipart_object_checked_by_its_parts)
 {
-    struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     struct rio_desc d;
@@ -1307,14 +1327,9 @@ TEST(foreign_multipart_object_checked_by_its_parts)
                                        "F_barenoparts_0/mp"};
 
     T_NOTNULL(dst);
-    struct rio_client *c = fault_start(&alloc0, NULL);
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        T_OK(rio_put(c, keys[i], src, n, NULL, NULL));
-    su_close(c, alloc0);
-
-    opts_start(&o, &alloc0);
-    o.chunk_size = 48 * 1024;
-    c = fault_client(&o, NULL);
+        parts_put(keys[i], src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
     T_OK(rio_stat(c, "F_bare_0/mp", &d));
     T_NULL(d.xxh);
     T_STREQ(d.etag, "");
@@ -1358,7 +1373,6 @@ TEST(foreign_multipart_object_checked_by_its_parts)
  */
 TEST(foreign_multipart_object_encrypted_with_kms_read_unchecked)
 {
-    struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     int64_t alloc0;
@@ -1366,14 +1380,9 @@ TEST(foreign_multipart_object_encrypted_with_kms_read_unchecked)
     uint8_t *src = su_pattern(n, 47), *dst = malloc(n);
 
     T_NOTNULL(dst);
-    struct rio_client *c = fault_start(&alloc0, NULL);
-    T_OK(rio_put(c, "F_barekms_0/mp", src, n, NULL, NULL));
-    T_OK(rio_put(c, "F_barekms_0/one", src, CH, NULL, NULL));
-    su_close(c, alloc0);
-
-    opts_start(&o, &alloc0);
-    o.chunk_size = 48 * 1024;
-    c = fault_client(&o, "get_one=off");
+    parts_put("F_barekms_0/mp", src, n);
+    parts_put("F_barekms_0/one", src, CH);
+    struct rio_client *c = parts_reader(&alloc0, "get_one=off");
     T_EQ(rio_get(c, "F_barekms_0/mp", dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, src, n);
     T_EQ(st.verify_bytes, 0u);
@@ -1441,7 +1450,6 @@ TEST(part_heads_keep_the_deadline_and_cancel)
  */
 TEST(foreign_object_in_parts_of_other_sizes_not_refused)
 {
-    struct rio_options o;
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
     int64_t alloc0;
@@ -1449,13 +1457,8 @@ TEST(foreign_object_in_parts_of_other_sizes_not_refused)
     uint8_t *src = su_pattern(n, 59), *dst = malloc(n);
 
     T_NOTNULL(dst);
-    struct rio_client *c = fault_start(&alloc0, NULL);
-    T_OK(rio_put(c, "F_bareodd_0/mp", src, n, NULL, NULL));
-    su_close(c, alloc0);
-
-    opts_start(&o, &alloc0);
-    o.chunk_size = 48 * 1024;
-    c = fault_client(&o, NULL);
+    parts_put("F_bareodd_0/mp", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
     size_t got;
     T_EQ(rio_get(c, "F_bareodd_0/mp", dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, src, n);
