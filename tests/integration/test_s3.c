@@ -8,6 +8,7 @@
  */
 /* T_TIMEOUT 240 */
 /* T_LABELS net;ceph */
+#define _GNU_SOURCE /* strcasestr */
 #include "t.h"
 
 #ifndef RIO_HAVE_CURL
@@ -124,6 +125,12 @@ TEST(curl_reads_railio_and_railio_reads_curl)
         T_EQ(su_curl(ep, "", path, &body, &got), 200);
         T_EQ(got, n);
         T_MEMEQ(body, src, n);
+        free(body);
+        /* S3's default type, single PUT and multipart alike (curl's form
+         * encoding of a POST was CreateMultipartUpload's, so the object's) */
+        T_EQ(su_curl(ep, "-I", path, &body, NULL), 200);
+        if (!strcasestr(body, "content-type: binary/octet-stream"))
+            T_FAIL("HEAD %s: not binary/octet-stream:\n%s", key, body);
         free(body);
 
         /* The other way: curl PUTs, railio GETs. */
@@ -600,6 +607,8 @@ TEST(stream_cross_read_by_curl)
         snprintf(suffix, sizeof(suffix), "-%zu\"", (size_t)((n - 1) / CH + 1));
         if (!strstr(body, suffix))
             T_FAIL("HEAD %s: no multipart ETag ending in %s:\n%s", key, suffix, body);
+        if (!strcasestr(body, "content-type: binary/octet-stream"))
+            T_FAIL("HEAD %s: not binary/octet-stream:\n%s", key, body);
         free(body);
         check_streamed(c, key, src, n);
         T_OK(rio_delete(c, key));

@@ -219,6 +219,10 @@ int rio__s3_put_open(struct rio_transport *tt, const char *key, uint64_t size, u
         snprintf(cs, sizeof(cs), "%" PRIu64, chunk_size);
         snprintf(ss, sizeof(ss), "%" PRIu64, size);
         q.q[q.nq++] = (struct rio_s3_kv){"uploads", ""};
+        /* The object's Content-Type is the one this request names: S3's
+         * default, as a PutObject's without one, not the form encoding
+         * curl gives a POST by itself. */
+        q.x[q.nx++] = (struct rio_s3_kv){"content-type", "binary/octet-stream"};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-v", S3_FORMAT};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-id", up->id};
         q.x[q.nx++] = (struct rio_s3_kv){"x-amz-meta-railio-chunk", cs};
