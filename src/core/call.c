@@ -199,9 +199,7 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     /* An object railio did not write, uploaded in parts: checked by its
      * ETag where the transport can say its parts (rio__req_md5_plan), else
      * read unchecked. Only a GET of the whole object hashes every byte. */
-    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
-    if (!g->desc.xxh && !g->desc.etag[0] && g->size && whole && c->o.verify > 0 &&
-        c->t->foreign_etag_md5) {
+    if (!g->desc.xxh && !g->desc.etag[0] && rio__req_md5_may(c, r, g->size)) {
         /* (the call's deadline and token bound its round trips) */
         ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
         if (ret == -ENOMEM || ret == RIO_EDEADLINE || ret == RIO_ECANCELED)
@@ -287,8 +285,7 @@ int rio__req_prepare_get(struct rio_client *c, struct rio__call *call, struct ri
      * request is one chunk of cap bytes; no lookup, no worker. A reader
      * of a whole object (cap: its guess, rio__get_alloc_guess) gets the
      * same into a ring of one slot of cap bytes (stream.c, reader_open). */
-    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
-    if (whole && !r->given && !expect_gen && cap && cap <= c->o.chunk_size &&
+    if (rio__req_whole(r) && !r->given && !expect_gen && cap && cap <= c->o.chunk_size &&
         !(call->flags & RIO_ATOMIC) && !call->long_way && rio__t_get_one(c->t, key, cap)) {
         r->chunks = rio__calloc(1, sizeof(*r->chunks));
         if (!r->chunks)

@@ -1474,13 +1474,17 @@ static bool md5_hex(const char *s)
     return s[32] == '\0';
 }
 
+bool rio__req_md5_may(const struct rio_client *c, const struct rio__req *r, uint64_t size)
+{
+    /* The whole object: a reader opened at an offset or of a range cannot
+     * hash what it never reads. */
+    return r->type == RIO_OP_GET && c->o.verify > 0 && c->t->foreign_etag_md5 &&
+           rio__req_whole(r) && size > 0;
+}
+
 void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
 {
-    /* The whole object, from its first byte to its last: a reader opened at
-     * an offset or of a range cannot hash what it never reads. */
-    bool whole = !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
-    r->md5_check = r->type == RIO_OP_GET && !r->xxh && c->o.verify > 0 && c->t->foreign_etag_md5 &&
-                   whole && r->size > 0;
+    r->md5_check = !r->xxh && rio__req_md5_may(c, r, r->size);
     if (r->md5_check && md5_hex(r->desc.etag)) {
         memcpy(r->md5_want, r->desc.etag, 33); /* the MD5 of the bytes */
         r->md5_part = 0;

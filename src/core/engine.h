@@ -348,6 +348,13 @@ static inline bool rio__req_chunk_done(struct rio__req *r, uint64_t i)
     return rio__req_chunk_landed(r, i) && (!r->md5_check || i < r->md5_at);
 }
 
+/* Whether r reads its object whole, from its first byte to its last: any
+ * GET into a buffer, a reader opened at offset 0 with no range. */
+static inline bool rio__req_whole(const struct rio__req *r)
+{
+    return !r->prefetch || (r->read_from == 0 && r->read_len == UINT64_MAX);
+}
+
 static inline uint64_t rio__req_chunk_len(const struct rio__req *r, uint64_t k)
 {
     uint64_t off = k * r->chunk_size;
@@ -667,6 +674,10 @@ void rio__engine_req_detail(struct rio_client *c, int status, int last_err);
 /* Whether r, a GET whose descriptor is in place, is checked by its MD5
  * (rio__req.md5_check), and set it (engine.c). */
 void rio__req_md5_plan(struct rio_client *c, struct rio__req *r);
+/* Whether a GET r of an object of size bytes with no chunk checksums could
+ * be checked by a digest of its bytes: verification on, a transport whose
+ * foreign etags are MD5s, the whole object read (engine.c). */
+bool rio__req_md5_may(const struct rio_client *c, const struct rio__req *r, uint64_t size);
 
 /* Resolve options: struct, then URL parameters, then RIO_* environment, then
  * defaults (options.c). */

@@ -98,6 +98,24 @@ TEST(encrypted_object_etag_is_no_md5)
     T_FALSE(r.etag_no_md5);
 }
 
+/* The part count of a multipart ETag: "32 hex-N", quoted, N from 1 to
+ * 10000 without a leading 0; anything else is none. */
+TEST(etag_part_count)
+{
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789ABCDEF-5\""), 5u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-10000\""), 10000u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-10001\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-05\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-0\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef\""), 0u);
+    T_EQ(rio__s3_etag_parts("0123456789abcdef0123456789abcdef-5"), 0u);
+    T_EQ(rio__s3_etag_parts("W/\"0123456789abcdef0123456789abcdef-5\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdeg-5\""), 0u);
+    T_EQ(rio__s3_etag_parts("\"0123456789abcdef0123456789abcdef-5x\""), 0u);
+    T_EQ(rio__s3_etag_parts(""), 0u);
+}
+
 /* Content-Range: in order, a total or '*', nothing else. */
 TEST(content_range)
 {

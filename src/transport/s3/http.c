@@ -111,3 +111,19 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
     }
 #undef HDR_IS
 }
+
+uint32_t rio__s3_etag_parts(const char *etag)
+{
+    size_t len = strlen(etag);
+    uint32_t n = 0;
+
+    if (len < 36 || len > 40 || etag[0] != '"' || etag[len - 1] != '"' || etag[33] != '-' ||
+        !rio__s3_is_hex(etag + 1, 32) || etag[34] == '0')
+        return 0;
+    for (size_t i = 34; i < len - 1; i++) {
+        if (etag[i] < '0' || etag[i] > '9')
+            return 0;
+        n = n * 10 + (uint32_t)(etag[i] - '0');
+    }
+    return n <= 10000 ? n : 0;
+}

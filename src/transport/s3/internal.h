@@ -411,9 +411,6 @@ int rio__s3_head_id(struct s3_transport *t, const char *key, char id[24], bool *
                     struct s3_gen *g);
 int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out);
 bool rio__s3_get_one(struct rio_transport *tt, const char *key, uint64_t cap);
-/* N of a multipart ETag, "MD5-N" (quotes included; N from 1 to 10000, no
- * leading 0), else 0. */
-uint32_t rio__s3_etag_parts(const char *etag);
 int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
                      uint32_t *nparts, char want[48]);
 int rio__s3_parts_even(struct rio_transport *tt, const struct rio_desc *d, uint64_t part,

@@ -139,6 +139,9 @@ bool rio__s3_parse_crange(const char *v, struct s3_rsp *r);
 /* One line of a response's head, p[0..len) not terminated: the status line
  * (starts r over) or a header this transport reads. */
 void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len);
+/* N of a multipart ETag, "MD5-N" (quotes included; N from 1 to 10000, no
+ * leading 0), else 0. */
+uint32_t rio__s3_etag_parts(const char *etag);
 /* sidecar.c */
 
 /* The sidecar's key of object key and upload id: 0, or RIO_EINVAL when it
