@@ -152,7 +152,8 @@ static const char slow_part_py[] =
     "    if not b: break\n"
     "    got += b\n"
     "    if b'</Error>' in got or (b'200 OK' in got and b'\\r\\n\\r\\n' in got): break\n"
-    "open(d + '/answer', 'wb').write(got)\n";
+    "open(d + '/answer.part', 'wb').write(got)\n"
+    "os.rename(d + '/answer.part', d + '/answer')\n";
 
 static void part_racing(const char *what)
 {
