@@ -32,7 +32,7 @@ BUILD_PACKAGES=(
     libcurl4-openssl-dev # s3:// and http(s):// transport (libcurl)
     librados-dev         # rados:// module (librados)
     libmicrohttpd-dev    # railiod --s3-listen: the S3 gateway (HTTP/1.1 server)
-    zlib1g-dev           # railiod --s3-listen: x-amz-checksum-crc32
+    zlib1g-dev           # tests/unit/test_checksum: zlib's CRC-32 against the library's
 )
 
 TEST_PACKAGES=(

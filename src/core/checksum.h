@@ -38,6 +38,17 @@ void rio__etag_fast(const uint64_t *xxh, uint64_t nchunks, uint64_t size, uint64
 uint32_t rio__crc32c(uint32_t crc, const void *p, size_t n);
 uint32_t rio__crc32c_sw(uint32_t crc, const void *p, size_t n);
 
+/*
+ * CRC-32 (IEEE, zlib's; S3's x-amz-checksum-crc32) and CRC-64/NVME (S3's
+ * x-amz-checksum-crc64nvme), as rio__crc32c: crc the CRC of the bytes
+ * before p (0 to start). Carry-less multiplies where the CPU has them
+ * (crc.c); the _sw versions are the tables alone (tests compare).
+ */
+uint32_t rio__crc32(uint32_t crc, const void *p, size_t n);
+uint64_t rio__crc64nvme(uint64_t crc, const void *p, size_t n);
+uint32_t rio__crc32_sw(uint32_t crc, const void *p, size_t n);
+uint64_t rio__crc64nvme_sw(uint64_t crc, const void *p, size_t n);
+
 /* Streaming MD5 of a byte stream (the etag). */
 struct rio_md5 {
     void *ctx; /* EVP_MD_CTX */

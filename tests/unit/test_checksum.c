@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests: xxh3-64 and the streaming MD5 etag (src/core/checksum.c). */
+/* Unit tests: xxh3-64, the streaming MD5 etag, the CRCs (src/core/checksum.c,
+ * src/core/crc.c). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "core/checksum.h"
 #include "t.h"
@@ -160,6 +162,62 @@ TEST(crc32c_hw_equals_tables_and_chains)
     T_EQ(inc, one);
     buf[n / 2] ^= 0x10;
     T_NE(rio__crc32c(0, buf, n), one);
+    free(buf);
+}
+
+/* CRC-32 and CRC-64/NVME: the catalogue's check values ("123456789"), and
+ * zlib's CRC-32 of other bytes. */
+TEST(crc32_crc64nvme_known_values)
+{
+    uint8_t b[4096];
+
+    T_EQ(rio__crc32(0, "", 0), 0u);
+    T_EQ(rio__crc64nvme(0, "", 0), 0u);
+    T_EQ(rio__crc32(0, "123456789", 9), 0xcbf43926u);
+    T_EQ(rio__crc64nvme(0, "123456789", 9), 0xae8b14860a799888ull);
+    t_fill_pattern(b, sizeof(b), 3);
+    for (size_t n = 0; n <= sizeof(b); n = n * 3 + 1)
+        T_EQ(rio__crc32(0, b, n), (uint32_t)crc32(0, b, (uInt)n));
+    T_EQ(rio__crc32(0, b, sizeof(b)), (uint32_t)crc32(0, b, sizeof(b)));
+}
+
+/* The folded path (carry-less multiplies, 64 bytes a step, from 128
+ * bytes) equals the tables at every length around its edges and at every
+ * alignment, and a CRC fed in pieces of any size equals the one-shot CRC;
+ * a flipped bit anywhere changes it. */
+TEST(crc32_crc64nvme_folded_equal_tables)
+{
+    size_t n = 3 * 65536 + 77;
+    uint8_t *buf = malloc(n + 16);
+    T_NOTNULL(buf);
+    t_fill_pattern(buf, n + 16, 11);
+    static const size_t lens[] = {
+        0,   1,   15,  16,  63,   64,   65,   127,  128,   129,   143,   144,    191,           192,
+        193, 255, 256, 257, 1000, 4095, 4096, 4097, 65535, 65536, 65537, 100000, 3 * 65536 + 77};
+    for (size_t a = 0; a < 16; a++)
+        for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+            size_t len = lens[i] < n ? lens[i] : n;
+            T_EQ(rio__crc64nvme(0, buf + a, len), rio__crc64nvme_sw(0, buf + a, len));
+            T_EQ(rio__crc32(0, buf + a, len), rio__crc32_sw(0, buf + a, len));
+            T_EQ(rio__crc64nvme(0x1234567890abcdefull, buf + a, len),
+                 rio__crc64nvme_sw(0x1234567890abcdefull, buf + a, len));
+            T_EQ(rio__crc32(0xdeadbeefu, buf + a, len), rio__crc32_sw(0xdeadbeefu, buf + a, len));
+        }
+    uint64_t one64 = rio__crc64nvme(0, buf, n), inc64 = 0;
+    uint32_t one32 = rio__crc32(0, buf, n), inc32 = 0;
+    for (size_t off = 0, step = 1; off < n; off += step, step = step * 3 + 5) {
+        size_t len = step < n - off ? step : n - off;
+        inc64 = rio__crc64nvme(inc64, buf + off, len);
+        inc32 = rio__crc32(inc32, buf + off, len);
+    }
+    T_EQ(inc64, one64);
+    T_EQ(inc32, one32);
+    for (size_t at = 0; at < n; at += n / 7) {
+        buf[at] ^= 0x01;
+        T_NE(rio__crc64nvme(0, buf, n), one64);
+        T_NE(rio__crc32(0, buf, n), one32);
+        buf[at] ^= 0x01;
+    }
     free(buf);
 }
 

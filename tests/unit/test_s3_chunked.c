@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/checksum.h"
 #include "railio.h"
 #include "server/s3/auth.h"
 #include "t.h"
@@ -281,26 +282,26 @@ TEST(body_digests)
     struct rio_s3_check *c;
     const char *code;
 
-    T_EQ(rio__s3_crc32(0, "123456789", 9), 0xcbf43926u);
-    T_EQ(rio__s3_crc64nvme(0, "123456789", 9), 0xae8b14860a799888ull);
+    T_EQ(rio__crc32(0, "123456789", 9), 0xcbf43926u);
+    T_EQ(rio__crc64nvme(0, "123456789", 9), 0xae8b14860a799888ull);
     /* In pieces, the same CRC. */
-    T_EQ(rio__s3_crc32(rio__s3_crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
+    T_EQ(rio__crc32(rio__crc32(0, "1234", 4), "56789", 5), 0xcbf43926u);
     /* CRC64/NVME eight bytes a step and byte by byte agree, at any split. */
     {
         uint8_t buf[1000];
         uint64_t whole;
         for (size_t i = 0; i < sizeof(buf); i++)
             buf[i] = (uint8_t)(i * 7 + 3);
-        whole = rio__s3_crc64nvme(0, buf, sizeof(buf));
+        whole = rio__crc64nvme(0, buf, sizeof(buf));
         for (size_t cut = 0; cut <= 17; cut++) {
             uint64_t acc = 0;
             for (size_t o = 0; o < sizeof(buf); o += cut + 1)
-                acc = rio__s3_crc64nvme(acc, buf + o,
-                                        sizeof(buf) - o < cut + 1 ? sizeof(buf) - o : cut + 1);
+                acc = rio__crc64nvme(acc, buf + o,
+                                     sizeof(buf) - o < cut + 1 ? sizeof(buf) - o : cut + 1);
             T_EQ(acc, whole);
         }
-        T_EQ(rio__s3_crc64nvme(0, "123456789123456789", 18),
-             rio__s3_crc64nvme(rio__s3_crc64nvme(0, "123456789", 9), "123456789", 9));
+        T_EQ(rio__crc64nvme(0, "123456789123456789", 18),
+             rio__crc64nvme(rio__crc64nvme(0, "123456789", 9), "123456789", 9));
     }
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         T_EQ(rio_s3_check_new(ok[i].name, ok[i].value, &c, &code), 0);

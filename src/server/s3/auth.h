@@ -70,7 +70,5 @@ int rio__s3_algo_of(const char *name);
 int rio__s3_check_expect(struct rio_s3_check *c, const char *value, const char **s3_code);
 /* A Content-MD5 check whose digest is known: 0 with it in out[16], else -1. */
 int rio__s3_check_md5_want(const struct rio_s3_check *c, uint8_t out[16]);
-uint32_t rio__s3_crc32(uint32_t crc, const void *p, size_t n);
-uint64_t rio__s3_crc64nvme(uint64_t crc, const void *p, size_t n);
 
 #endif

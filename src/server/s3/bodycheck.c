@@ -2,8 +2,8 @@
 /*
  * A request body checked as it streams against the digest a header claims
  * (s3.h, rio_s3_check): the signed payload hash, Content-MD5 and the
- * x-amz-checksum-* family. CRC32 is zlib's, CRC32C the library's, CRC64/NVME
- * sliced by 8 here.
+ * x-amz-checksum-* family; the CRCs are the library's (core/crc.c,
+ * core/checksum.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -11,7 +11,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -50,52 +49,6 @@ int rio__s3_algo_of(const char *name)
         if (strcasecmp(algos[i].name, name) == 0)
             return algos[i].algo;
     return -1;
-}
-
-uint32_t rio__s3_crc32(uint32_t crc, const void *p, size_t n)
-{
-    /* zlib's, many times faster than a byte-at-a-time table. */
-    while (n > 0) {
-        uInt k = n > (1u << 30) ? 1u << 30 : (uInt)n;
-        crc = (uint32_t)crc32(crc, p, k);
-        p = (const uint8_t *)p + k;
-        n -= k;
-    }
-    return crc;
-}
-
-uint64_t rio__s3_crc64nvme(uint64_t crc, const void *p, size_t n)
-{
-    static uint64_t t[8][256];
-    static int ready;
-    const uint8_t *b = p;
-
-    /* Reflected, polynomial 0xad93d23594c93659 (bit-reversed below), eight
-     * bytes a step through eight tables (slicing-by-8). */
-    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
-        for (uint64_t i = 0; i < 256; i++) {
-            uint64_t c = i;
-            for (int k = 0; k < 8; k++)
-                c = c & 1 ? 0x9a6c9329ac4bc9b5ull ^ (c >> 1) : c >> 1;
-            t[0][i] = c;
-        }
-        for (int k = 1; k < 8; k++)
-            for (int i = 0; i < 256; i++)
-                t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
-        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
-    }
-    crc = ~crc;
-    for (; n >= 8; n -= 8, b += 8) {
-        uint64_t x = crc;
-        for (int k = 0; k < 8; k++)
-            x ^= (uint64_t)b[k] << (8 * k);
-        crc = t[7][x & 0xff] ^ t[6][(x >> 8) & 0xff] ^ t[5][(x >> 16) & 0xff] ^
-              t[4][(x >> 24) & 0xff] ^ t[3][(x >> 32) & 0xff] ^ t[2][(x >> 40) & 0xff] ^
-              t[1][(x >> 48) & 0xff] ^ t[0][x >> 56];
-    }
-    for (; n > 0; n--, b++)
-        crc = t[0][(crc ^ *b) & 0xff] ^ (crc >> 8);
-    return ~crc;
 }
 
 /* Strict base64 (with padding) of exactly len bytes. 0 or -1. */
@@ -211,11 +164,11 @@ int rio_s3_check_update(struct rio_s3_check *c, const void *p, size_t n)
     if (c->md)
         return EVP_DigestUpdate(c->md, p, n) == 1 ? 0 : -EIO;
     if (c->algo == RIO__S3_CRC32)
-        c->crc32 = rio__s3_crc32(c->crc32, p, n);
+        c->crc32 = rio__crc32(c->crc32, p, n);
     else if (c->algo == RIO__S3_CRC32C)
         c->crc32 = rio__crc32c(c->crc32, p, n);
     else
-        c->crc64 = rio__s3_crc64nvme(c->crc64, p, n);
+        c->crc64 = rio__crc64nvme(c->crc64, p, n);
     return 0;
 }
 

@@ -1465,7 +1465,7 @@ static int composite_of(const struct part *p, unsigned n, char out[GW_META_CK_MA
         ok = strcmp(p[i].ck_algo, algo) == 0 &&
              rio__gw_b64dec(p[i].ck_value, all + (size_t)i * dl, dl) == (int)dl;
     if (ok && (!strcmp(algo, "crc32") || !strcmp(algo, "crc32c"))) {
-        uint32_t v = !strcmp(algo, "crc32") ? rio__s3_crc32(0, all, (size_t)n * dl)
+        uint32_t v = !strcmp(algo, "crc32") ? rio__crc32(0, all, (size_t)n * dl)
                                             : rio__crc32c(0, all, (size_t)n * dl);
         d[0] = (unsigned char)(v >> 24);
         d[1] = (unsigned char)(v >> 16);
