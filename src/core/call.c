@@ -804,7 +804,8 @@ int rio__call_start(struct rio_client *c, struct rio__call *call, const struct r
                              ? UINT64_MAX
                              : rio__call_deadline_of(c, opt, call->t0);
         total += (r->ring ? r->end : r->nchunks) - r->first;
-        call->progress_total += r->size - rio__req_skipped(r);
+        if (!r->get_one) /* its total counts once its answer says it */
+            call->progress_total += r->size - rio__req_skipped(r);
     }
     if (total) {
         uint64_t keep = rio__lat_reserve_of(total);

@@ -1788,7 +1788,8 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
             io->res = RIO_EPROTO;
             return false;
         }
-        r->call->progress_total -= r->size - size;
+        r->call->progress_total = r->call->progress_total - r->one_total + size;
+        r->one_total = size;
         r->size = size;
         r->chunk_size = size && d->chunk_size ? d->chunk_size : c->o.chunk_size;
         r->generation = io->gen_out;

@@ -288,6 +288,9 @@ struct rio__req {
      * it (engine.c, get_one_answered_locked). */
     bool get_one;
     uint64_t one_xxh;
+    /* What of the call's progress total is r's: nothing until an answer
+     * says the object's size (cap is a guess, never reported). */
+    uint64_t one_total;
     /* A GET of a whole object that has no chunk checksums (one railio did
      * not write) and whose etag the transport says is the MD5 of its bytes
      * (rio_transport.foreign_etag_md5), with verification on: its bytes

@@ -23,6 +23,7 @@ The object is stored under the full key as usual. Kinds:
   reset      206 with the right headers, half the body, then TCP RST
   stall      206 with the right headers, a few bytes, then silence (60 s)
   nothing    close the connection without answering
+  slowget    answered as usual, 350 ms late
   503        503 ServiceUnavailable (XML error body)
   slowdown   503 SlowDown
   429        429 TooManyRequests
@@ -389,6 +390,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         b = min(b, len(data) - 1)
         part = data[a:b + 1]
         cr = "bytes %d-%d/%d" % (a, b, len(data))
+        if kind == "slowget":
+            time.sleep(0.35)  # then answered as usual
+            kind = None
         if kind == "nothing":
             self.connection.close()
             self.close_connection = True

@@ -1677,6 +1677,48 @@ TEST(small_get_is_one_request)
     close_free(c, alloc0, src, dst);
 }
 
+/* Progress reports of a small GET in one request: the buffer's size is
+ * only a guess of the object's until the answer, and is never reported as
+ * its total (a report every 100 ms comes before the answer here). */
+struct one_prog {
+    uint64_t last_done, last_total;
+    unsigned calls, bad;
+};
+
+static void one_prog_cb(void *arg, uint64_t done, uint64_t total)
+{
+    struct one_prog *p = arg;
+
+    if (done > total || done < p->last_done || (p->last_total && total != p->last_total) ||
+        (total && total != 20000))
+        p->bad++;
+    p->last_done = done;
+    p->last_total = total;
+    p->calls++;
+}
+
+TEST(small_get_reports_no_guessed_total)
+{
+    enum { N = 20000 };
+    struct rio_options o;
+    int64_t alloc0;
+    struct one_prog pg = {0};
+    struct rio_call call = {.progress = one_prog_cb, .progress_arg = &pg};
+    int port = su_fault_port();
+
+    opts_start(&o, &alloc0);
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *src = put_pattern(c, "F_slowget_1/prog", N, 63), *dst = malloc(CH);
+    T_NOTNULL(dst);
+    unsigned r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_slowget_1/prog", dst, CH, &call), (int64_t)N);
+    T_MEMEQ(dst, src, N);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u); /* one request: the one GET */
+    T_GE(pg.calls, 2u); /* reports at 100 and 200 ms, before the answer */
+    T_EQ(pg.bad, 0u);
+    close_free(c, alloc0, src, dst);
+}
+
 /*
  * A small GET's one ranged GET answered by a server that lies about its
  * framing: a 206 whose Content-Range is the object's (smaller than the
