@@ -199,7 +199,10 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     /* An object railio did not write, uploaded in parts: checked by its
      * ETag where the transport can say its parts (rio__req_md5_plan), else
      * read unchecked. Only a GET of the whole object hashes every byte. */
-    if (!g->desc.xxh && !g->desc.etag[0] && rio__req_md5_may(c, r, g->size)) {
+    int ck_algo;
+    uint64_t ck;
+    if (!g->desc.xxh && !g->desc.etag[0] && rio__req_md5_may(c, r, g->size) &&
+        rio__t_full_checksum(c->t, &g->desc, &ck_algo, &ck) < 0) { /* a CRC needs no parts */
         /* (the call's deadline and token bound its round trips) */
         ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
         if (ret == -ENOMEM || ret == RIO_EDEADLINE || ret == RIO_ECANCELED)

@@ -1482,10 +1482,30 @@ bool rio__req_md5_may(const struct rio_client *c, const struct rio__req *r, uint
            rio__req_whole(r) && size > 0;
 }
 
+static const char *crc_name(int algo)
+{
+    return algo == RIO__CK_CRC64NVME ? "crc64nvme" : algo == RIO__CK_CRC32C ? "crc32c" : "crc32";
+}
+
+/* A CRC as the digest string md5_want holds. */
+static void crc_hex(int algo, uint64_t v, char hex[48])
+{
+    snprintf(hex, 48, "%s:%016" PRIx64, crc_name(algo), v);
+}
+
 void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
 {
+    uint64_t v;
+    int algo;
+
     r->md5_check = !r->xxh && rio__req_md5_may(c, r, r->size);
-    if (r->md5_check && md5_hex(r->desc.etag)) {
+    r->crc_algo = RIO__CK_NONE;
+    r->crc_got = 0;
+    if (r->md5_check && rio__t_full_checksum(c->t, &r->desc, &algo, &v) == 0) {
+        r->crc_algo = algo;
+        crc_hex(algo, v, r->md5_want); /* a CRC of the bytes, cheaper than the MD5 */
+        r->md5_part = 0;
+    } else if (r->md5_check && md5_hex(r->desc.etag)) {
         memcpy(r->md5_want, r->desc.etag, 33); /* the MD5 of the bytes */
         r->md5_part = 0;
     } else if (!r->md5_part) {
@@ -1499,7 +1519,17 @@ void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
 static int md5_feed(struct rio__req *r, const uint8_t *p, uint64_t n, bool last, char hex[48])
 {
     uint8_t d[16];
-    int err = r->md5.ctx ? 0 : rio__md5_init(&r->md5);
+    int err;
+
+    if (r->crc_algo != RIO__CK_NONE) { /* the store's CRC, not the MD5 */
+        r->crc_got = r->crc_algo == RIO__CK_CRC64NVME ? rio__crc64nvme(r->crc_got, p, n)
+                     : r->crc_algo == RIO__CK_CRC32C  ? rio__crc32c((uint32_t)r->crc_got, p, n)
+                                                      : rio__crc32((uint32_t)r->crc_got, p, n);
+        if (last)
+            crc_hex(r->crc_algo, r->crc_got, hex);
+        return 0;
+    }
+    err = r->md5.ctx ? 0 : rio__md5_init(&r->md5);
 
     if (err == 0 && !r->md5_part) {
         err = rio__md5_update(&r->md5, p, n);
@@ -1547,9 +1577,10 @@ static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
     rio__md5_cleanup(&r->md5);
     rio__md5_cleanup(&r->md5_outer);
     r->md5_poff = 0;
+    r->crc_got = 0;
     r->call->retries[RIO_CLASS_CHECKSUM]++;
     if ((r->ring && r->end > 1) || r->md5_rereads || c->o.retry_checksum < 0) {
-        r->last_err = RIO__EMD5;
+        r->last_err = r->crc_algo != RIO__CK_NONE ? RIO__ECRC : RIO__EMD5;
         req_decide_locked(c, r, RIO_ECHECKSUM);
         return;
     }
@@ -2590,5 +2621,10 @@ void rio__engine_req_detail(struct rio_client *c, int status, int last_err)
                     "parts' MD5s for an object uploaded in parts: an object railio did not write "
                     "carries no chunk checksums, so the whole object is checked by its ETag); "
                     "where a server's ETags are not MD5s of the bytes (objects it encrypts), "
+                    "etag_check=off reads such objects unchecked");
+    else if (status == RIO_ECHECKSUM && last_err == RIO__ECRC)
+        rio__detail("the object's bytes do not match the checksum of the whole object its store "
+                    "keeps (S3's x-amz-checksum-crc64nvme, -crc32c or -crc32: an object railio "
+                    "did not write carries no chunk checksums, so it is checked by that); "
                     "etag_check=off reads such objects unchecked");
 }

@@ -315,6 +315,12 @@ struct rio__req {
     /* After a mismatch, the transport was asked whether parts 2 to N - 1
      * are md5_part bytes too (parts_even; once). */
     bool md5_sized;
+    /* Checked by a CRC of the whole object the store keeps instead
+     * (rio__t_full_checksum: crc_algo RIO__CK_*, RIO__CK_NONE when not):
+     * the bytes' CRC so far in crc_got, and md5_want, the digest to
+     * match, "ALGO:hex" of the store's. The hash task's alone. */
+    int crc_algo;
+    uint64_t crc_got;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -669,6 +675,8 @@ void rio__engine_path_detail(struct rio_client *c, int last_err);
 /* r->last_err of a GET whose MD5 did not match its etag (md5_check), read
  * twice or by a reader: never leaves the library. */
 #define RIO__EMD5 (-10998)
+/* The same for a GET checked by the store's CRC of the object (crc_algo). */
+#define RIO__ECRC (-10997)
 /* rio_error_detail() for a request that failed with status, its last
  * attempt's error last_err (RIO_ENOPATH, RIO_ERETRIES: each path's;
  * RIO_ECHECKSUM with RIO__EMD5: the etag's); others keep theirs. Caller's

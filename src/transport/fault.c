@@ -791,6 +791,14 @@ static int fault_parts_even(struct rio_transport *tt, const struct rio_desc *d, 
     return rio__t_parts_even(t->inner, d, part, nparts);
 }
 
+static int fault_full_checksum(struct rio_transport *tt, const struct rio_desc *d, int *algo,
+                               uint64_t *value)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+
+    return rio__t_full_checksum(t->inner, d, algo, value);
+}
+
 static int fault_put_open(struct rio_transport *tt, const char *key, uint64_t size,
                           uint64_t chunk_size, void **upload)
 {
@@ -1003,7 +1011,7 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .put_prep = fault_put_prep, .put_expect = fault_put_expect, .remove_if = fault_remove_if,  \
         .list = fault_list, .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,  \
         .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns, .parts_of = fault_parts_of,            \
-        .parts_even = fault_parts_even,                                                            \
+        .parts_even = fault_parts_even, .full_checksum = fault_full_checksum,                      \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

@@ -286,6 +286,15 @@ struct rio_transport_ops {
      * Any thread, client lock not held; may block. */
     int (*parts_even)(struct rio_transport *t, const struct rio_desc *d, uint64_t part,
                       uint32_t nparts);
+    /* Optional (NULL: none): a checksum of the whole of d's bytes that the
+     * store keeps and its lookup (or GET in one op) said, for an object
+     * the transport did not write: 0 with *algo (RIO__CK_*) and *value,
+     * else RIO_ENOTSUP (s3://: x-amz-checksum-crc64nvme, -crc32c or -crc32
+     * of the whole object, S3's FULL_OBJECT type). The engine checks a
+     * whole-object GET by it rather than by the MD5 of its etag (a CRC
+     * costs a fortieth of an MD5). Any thread, never blocks. */
+    int (*full_checksum)(struct rio_transport *t, const struct rio_desc *d, int *algo,
+                         uint64_t *value);
     /* Optional (may be NULL): the work a WRITE of chunk `index` of an open
      * upload needs before it is sent that depends only on the chunk's bytes
      * (s3://: the part's SHA-256 signed as its payload hash, its CRC32C or
@@ -553,6 +562,17 @@ static inline int rio__t_parts_of(struct rio_transport *t, const struct rio_desc
     if (!rio__t_ops(t)->parts_of)
         return RIO_ENOTSUP;
     return rio__t_ops(t)->parts_of(t, d, part, nparts, want);
+}
+
+/* The algorithms of full_checksum. */
+enum { RIO__CK_NONE, RIO__CK_CRC32, RIO__CK_CRC32C, RIO__CK_CRC64NVME };
+
+static inline int rio__t_full_checksum(struct rio_transport *t, const struct rio_desc *d, int *algo,
+                                       uint64_t *value)
+{
+    if (!rio__t_ops(t)->full_checksum)
+        return RIO_ENOTSUP;
+    return rio__t_ops(t)->full_checksum(t, d, algo, value);
 }
 
 static inline int rio__t_parts_even(struct rio_transport *t, const struct rio_desc *d,

@@ -67,6 +67,14 @@ The object is stored under the full key as usual. Kinds:
              object uploaded in parts and encrypted with SSE-KMS ("-1" for
              one put whole)
   barepartstall  bare, and a HEAD ?partNumber answered as headstall does
+  crc64      bare, and a HEAD or GET of the whole object asked with
+             x-amz-checksum-mode: ENABLED answered with the object's
+             x-amz-checksum-crc64nvme (FULL_OBJECT), as S3 keeps for every
+             object; crc32 and crc32c the same with those
+  crc64flip  crc64, and getflip on the first <count> ranged GETs
+  crc64lie   crc64, but the CRC-64/NVME of other bytes
+  crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
+             COMPOSITE), which checks nothing alone
   bareodd    bare, and an object completed from 3 or more parts shown as
              uploaded in parts of other sizes: 1000 bytes moved from part 3
              to part 2 (parts 1 and N as they were), its ETag theirs
@@ -117,6 +125,7 @@ import sys
 import threading
 import time
 import urllib.parse
+import zlib
 
 LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
@@ -160,6 +169,48 @@ def crc32c_b64(b):
 def xml_error(code, msg):
     return ('<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code>'
             "<Message>%s</Message></Error>" % (code, msg)).encode()
+
+
+CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crc32", "crc32c", "crccomp")
+_CRC_TABLES = {}
+
+
+def _crc(poly, width, data):
+    """A reflected CRC with its register inverted in and out (CRC-64/NVME,
+    CRC-32C): a byte at a time, for the small objects of tests."""
+    t = _CRC_TABLES.get(poly)
+    if t is None:
+        t = []
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ poly if c & 1 else c >> 1
+            t.append(c)
+        _CRC_TABLES[poly] = t
+    mask = (1 << width) - 1
+    c = mask
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ mask
+
+
+def checksum_headers(kind, data):
+    """The full-object checksum headers of a crc* kind: the object's
+    CRC-64/NVME (crc64, crc64flip), one of other bytes (crc64lie), its
+    CRC-32 or CRC-32C, or a composite CRC-32 of three parts (crccomp)."""
+    if kind in ("crc64", "crc64flip", "crc64lie"):
+        v = _crc(0x9A6C9329AC4BC9B5, 64, data + (b"x" if kind == "crc64lie" else b""))
+        return {"x-amz-checksum-crc64nvme": base64.b64encode(v.to_bytes(8, "big")).decode(),
+                "x-amz-checksum-type": "FULL_OBJECT"}
+    if kind == "crc32c":
+        v = _crc(0x82F63B78, 32, data)
+        return {"x-amz-checksum-crc32c": base64.b64encode(v.to_bytes(4, "big")).decode(),
+                "x-amz-checksum-type": "FULL_OBJECT"}
+    v = zlib.crc32(data)
+    b = base64.b64encode(v.to_bytes(4, "big")).decode()
+    if kind == "crccomp":
+        return {"x-amz-checksum-crc32": b + "-3", "x-amz-checksum-type": "COMPOSITE"}
+    return {"x-amz-checksum-crc32": b, "x-amz-checksum-type": "FULL_OBJECT"}
 
 
 def fault_for(bucket, key, put, head=False, complete=False, plain=False):
@@ -346,6 +397,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
                                   "barepartstall", "bareodd"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
+        if fm and fm.group(1) in CRC_KINDS:
+            h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
+            if self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
+                    m and not head) and not q.get("partNumber"):
+                h.update(checksum_headers(fm.group(1), data))
         if fm and fm.group(1) == "barekms":
             h["ETag"] = '"%s-%d"' % (md5hex(data + b"other"), len(o.get("parts") or [data]))
             h["x-amz-server-side-encryption"] = "aws:kms"
@@ -459,7 +515,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "badrange":
             h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
             return self.send(206, part, h)
-        if kind in ("getflip", "bareflip"):
+        if kind in ("getflip", "bareflip", "crc64flip"):
             h["Content-Range"] = cr
             bad = bytearray(part)
             bad[len(bad) // 2] ^= 0x10

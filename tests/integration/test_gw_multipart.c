@@ -307,6 +307,70 @@ TEST(railio_client_checks_what_others_put)
     gw_stop(&g);
 }
 
+/*
+ * An object put through the gateway with an x-amz-checksum-crc32 (as the
+ * AWS SDKs send by default): railio's s3:// client asks for the checksum
+ * the gateway keeps (x-amz-checksum-mode: ENABLED) and checks the object by
+ * it, not by its ETag: with the record's ETag written over with another the
+ * GET still succeeds (the CRC is right), with its checksum written over it
+ * fails RIO_ECHECKSUM naming the checksum.
+ */
+TEST(railio_client_checks_by_the_kept_checksum)
+{
+    char url[256], rk[256], bin[512], crc[64];
+    const char *dir = t_scratch_dir("gw-mp-crc");
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct gw g;
+    size_t n = 0;
+
+    snprintf(url, sizeof(url), "file://%s", dir);
+    t_build_path(bin, sizeof(bin), "railio");
+    gw_start(&g, url, NULL);
+    gw_file(&g, "one", 3 * 1000 * 1000 + 5, 21);
+    uint8_t *one = t_slurp(gw_path(&g, "one"), &n), *dst = malloc(n);
+    T_NOTNULL(dst);
+    gw_crc32_b64(&g, "one", crc, sizeof(crc));
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/ckc", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-T %s -H 'x-amz-checksum-crc32: %s' %s/ckc/one", gw_path(&g, "one"), crc,
+                 g.url),
+         200);
+
+    t_opts(&o, T_PROFILE_S3);
+    snprintf(url, sizeof(url), "s3://ckc?endpoint=%s&unsigned=1", g.url);
+    struct rio_client *c = t_client_new(url, &o);
+    T_EQ(rio_get(c, "one", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, one, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+
+    /* Another ETag in its record: its CRC, not its ETag, vouches for it. */
+    gw_record_key(&g, "ckc", "one", rk, sizeof(rk));
+    T_EQ(t_sh("cd %s && '%s' get -q 'file://%s/%s' rec && sed -i "
+              "'s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/' rec && "
+              "'%s' put -q 'file://%s/%s' rec",
+              g.dir, bin, dir, rk, bin, dir, rk),
+         0);
+    memset(dst, 0, n);
+    T_EQ(rio_get(c, "one", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, one, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    /* Another CRC: refused, after two reads. */
+    T_EQ(t_sh("cd %s && sed -i 's/^checksum crc32 .*/checksum crc32 AAAAAA==/' rec && "
+              "'%s' put -q 'file://%s/%s' rec",
+              g.dir, bin, dir, rk),
+         0);
+    T_EQ(gw_curl(&g, "o", "-I -H 'x-amz-checksum-mode: ENABLED' %s/ckc/one", g.url), 200);
+    T_TRUE(gw_has(&g, "o.h", "AAAAAA=="));
+    T_ERR(rio_get(c, "one", dst, n, &call), RIO_ECHECKSUM);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 2u);
+    T_NOTNULL(strstr(rio_error_detail(), "x-amz-checksum"));
+    rio_client_destroy(c);
+    free(one);
+    free(dst);
+    gw_stop(&g);
+}
+
 TEST(complete_checks_the_object_checksum)
 {
     struct gw g;

@@ -1550,6 +1550,74 @@ TEST(small_foreign_multipart_object_checked_in_one_get)
     close_free(c, alloc0, src, dst);
 }
 
+/*
+ * An object railio did not write whose server keeps a checksum of all its
+ * bytes (S3 gives every new object a CRC-64/NVME; an SDK uploads with a
+ * CRC-32 or CRC-32C), asked for with x-amz-checksum-mode: ENABLED: a GET
+ * of it whole is checked by that CRC, not by its ETag. One uploaded in
+ * parts needs no part HEADs (its "MD5-N" ETag is not used): one HEAD and
+ * the reads. A bit flipped once: read again, right; every time, or a CRC
+ * of other bytes: RIO_ECHECKSUM naming the checksum. A composite
+ * checksum ("...-3", a CRC of the parts' CRCs) is not taken: that object
+ * is checked by its parts as before. Objects put whole, with a CRC-32 or
+ * CRC-32C, the same; a reader hands out no byte of the last chunk of a
+ * damaged one. With etag_check=off nothing is asked or checked.
+ */
+TEST(foreign_object_checked_by_its_full_object_crc)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = 5 * CH + 333; /* 6 parts of CH, 7 reads of 48 KiB */
+    size_t got;
+    uint8_t *src = su_pattern(n, 83), *dst = malloc(n);
+    int port = su_fault_port();
+    static const char *const parts[] = {"F_crc64_0/mp", "F_crc64flip_1/mp", "F_crc64flip_0/mp",
+                                        "F_crc64lie_0/mp", "F_crccomp_0/mp"};
+
+    T_NOTNULL(dst);
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        parts_put(parts[i], src, n);
+    foreign_put("F_crc32_0/whole", src, n);
+    foreign_put("F_crc32c_0/whole", src, n);
+    foreign_put("F_crc64flip_0/whole", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    const unsigned reads = (unsigned)((n + 48 * 1024 - 1) / (48 * 1024));
+    unsigned r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_crc64_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + reads); /* no part HEADs */
+    memset(dst, 0, n);
+    T_EQ(rio_get(c, "F_crc64flip_1/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_ERR(rio_get(c, "F_crc64flip_0/mp", dst, n, NULL), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "x-amz-checksum-crc64nvme"));
+    T_ERR(rio_get(c, "F_crc64lie_0/mp", dst, n, NULL), RIO_ECHECKSUM);
+    T_ERR(foreign_read(c, "F_crc64flip_0/mp", dst, n, &got), RIO_ECHECKSUM);
+    T_LT(got, n);
+    r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_crccomp_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u + reads); /* checked by its parts */
+    for (int i = 0; i < 2; i++) {
+        memset(dst, 0, n);
+        T_EQ(rio_get(c, i ? "F_crc32c_0/whole" : "F_crc32_0/whole", dst, n, &call), (int64_t)n);
+        T_MEMEQ(dst, src, n);
+        T_EQ(st.verify_bytes, (uint64_t)n);
+    }
+    T_ERR(rio_get(c, "F_crc64flip_0/whole", dst, n, NULL), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "x-amz-checksum"));
+    su_close(c, alloc0);
+
+    c = parts_reader(&alloc0, "etag_check=off");
+    T_EQ(rio_get(c, "F_crc64_0/mp", dst, n, &call), (int64_t)n);
+    T_EQ(st.verify_bytes, 0u);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)

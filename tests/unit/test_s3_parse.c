@@ -98,6 +98,54 @@ TEST(encrypted_object_etag_is_no_md5)
     T_FALSE(r.etag_no_md5);
 }
 
+/* A full-object checksum (x-amz-checksum-mode: ENABLED): exactly the
+ * base64 of its bytes, the strongest of several taken; a composite one
+ * ("...-N", or named COMPOSITE) and anything else are not. */
+TEST(full_object_checksum)
+{
+    struct s3_rsp r;
+    const char *crc64[] = {"HTTP/1.1 200 OK\r\n",
+                           "x-amz-checksum-crc32: y/Q5Jg==\r\n",
+                           "X-Amz-Checksum-CRC64NVME: rosUhgp5mIg=\r\n",
+                           "x-amz-checksum-crc32c: 4waSgw==\r\n",
+                           "x-amz-checksum-type: FULL_OBJECT\r\n",
+                           NULL};
+    const char *crc32[] = {"HTTP/1.1 200 OK\r\n", "x-amz-checksum-crc32: y/Q5Jg==\r\n", NULL};
+    const char *crc32c[] = {"HTTP/1.1 200 OK\r\n", "x-amz-checksum-crc32c:  4waSgw==  \r\n", NULL};
+    const char *composite[] = {"HTTP/1.1 200 OK\r\n", "x-amz-checksum-crc32: y/Q5Jg==-3\r\n", NULL};
+    const char *named[] = {"HTTP/1.1 200 OK\r\n", "x-amz-checksum-crc32c: 4waSgw==\r\n",
+                           "x-amz-checksum-type: COMPOSITE\r\n", NULL};
+    const char *const bad[] = {"y/Q5Jg=",   "y/Q5Jg===", "y/Q5Jh==", "y/Q5J g==", "y/Q5Jg",
+                               "y/Q5Jg==x", "=/Q5Jg==",  "y*Q5Jg==", "",          "rosUhgp5mIg="};
+
+    feed(&r, crc64);
+    T_EQ(r.ck_algo, RIO_S3_CK_CRC64NVME);
+    T_EQ(r.ck_value, 0xae8b14860a799888ull);
+    T_FALSE(r.ck_composite);
+    feed(&r, crc32);
+    T_EQ(r.ck_algo, RIO_S3_CK_CRC32);
+    T_EQ(r.ck_value, 0xcbf43926u);
+    feed(&r, crc32c);
+    T_EQ(r.ck_algo, RIO_S3_CK_CRC32C);
+    T_EQ(r.ck_value, 0xe3069283u);
+    feed(&r, composite);
+    T_EQ(r.ck_algo, RIO_S3_CK_NONE);
+    feed(&r, named);
+    T_TRUE(r.ck_composite);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char line[64];
+        const char *lines[] = {"HTTP/1.1 200 OK\r\n", line, NULL};
+        snprintf(line, sizeof(line), "x-amz-checksum-crc32: %s\r\n", bad[i]);
+        feed(&r, lines);
+        T_EQ(r.ck_algo, RIO_S3_CK_NONE);
+    }
+    /* A new status line (after a 100 Continue) forgets it. */
+    const char *again[] = {"HTTP/1.1 200 OK\r\n", "x-amz-checksum-crc32: y/Q5Jg==\r\n",
+                           "HTTP/1.1 200 OK\r\n", NULL};
+    feed(&r, again);
+    T_EQ(r.ck_algo, RIO_S3_CK_NONE);
+}
+
 /* The part count of a multipart ETag: "32 hex-N", quoted, N from 1 to
  * 10000 without a leading 0; anything else is none. */
 TEST(etag_part_count)

@@ -188,8 +188,9 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
     }
     /* Not railio's and uploaded in parts (ETag "MD5-N"): checked by its
      * parts, whose size only the lookup's part HEADs say (parts_of). */
-    if (!chunk && !md5[0] && !r->etag_no_md5 && t->base.foreign_etag_md5 && !t->verify_off &&
-        !atomic_load(&t->no_part_numbers) && rio__s3_etag_parts(r->etag))
+    if (!chunk && !md5[0] && !r->etag_no_md5 && rio__s3_ask_checksum(t) &&
+        !atomic_load(&t->no_part_numbers) && rio__s3_etag_parts(r->etag) &&
+        (r->ck_algo == RIO_S3_CK_NONE || r->ck_composite))
         return RIO__ENOTONE;
     if (chunk) {
         uint64_t got =
@@ -418,9 +419,11 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
         snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, io->off,
                  io->off + io->len - 1);
         x[nx++] = (struct rio_s3_kv){"range", range};
-        if (io->one)
+        if (io->one) {
             io->gen_out = 0;
-        else if (io->generation && rio__s3_gen_get(t, io->generation, &g))
+            if (rio__s3_ask_checksum(t))
+                x[nx++] = (struct rio_s3_kv){"x-amz-checksum-mode", "ENABLED"};
+        } else if (io->generation && rio__s3_gen_get(t, io->generation, &g))
             x[nx++] = (struct rio_s3_kv){g.lastmod ? "if-unmodified-since" : "if-match", g.etag};
         ret = rio__s3_req_build(t, op->md, "GET", io->key, NULL, 0, x, nx, RIO_S3_EMPTY_SHA256,
                                 op->url, sizeof(op->url), &op->h);

@@ -21,6 +21,35 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->m_xxh[0] = '\0';
     r->etag_no_md5 = false;
     r->mp_parts = 0;
+    r->ck_algo = RIO_S3_CK_NONE;
+    r->ck_composite = false;
+    r->ck_value = 0;
+}
+
+/* x-amz-checksum-NAME: v (vl bytes), a full-object checksum if it is
+ * base64 of exactly its bytes, taken over a weaker one. */
+static void checksum_header(struct s3_rsp *r, const char *name, size_t nl, const char *v, size_t vl)
+{
+    static const struct {
+        const char *name;
+        uint8_t algo;
+        size_t len;
+    } cks[] = {{"crc32", RIO_S3_CK_CRC32, 4},
+               {"crc32c", RIO_S3_CK_CRC32C, 4},
+               {"crc64nvme", RIO_S3_CK_CRC64NVME, 8}};
+    uint8_t b[8];
+
+    for (size_t i = 0; i < sizeof(cks) / sizeof(cks[0]); i++) {
+        if (nl != strlen(cks[i].name) || strncasecmp(name, cks[i].name, nl) != 0)
+            continue;
+        if (cks[i].algo <= r->ck_algo || rio__s3_b64_exact(v, vl, b, cks[i].len) < 0)
+            return;
+        r->ck_value = 0;
+        for (size_t k = 0; k < cks[i].len; k++)
+            r->ck_value = r->ck_value << 8 | b[k];
+        r->ck_algo = cks[i].algo;
+        return;
+    }
 }
 
 /* The x-amz-meta-railio* headers and where each one's value goes. */
@@ -98,6 +127,11 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
         /* railiod's gateway: the etag=fast of a railio client, no MD5 */
         if (vl == 4 && strncasecmp(val, "fast", 4) == 0)
             r->etag_no_md5 = true;
+    } else if (HDR_IS("x-amz-checksum-type")) {
+        if (vl == 9 && strncasecmp(val, "COMPOSITE", 9) == 0)
+            r->ck_composite = true;
+    } else if (nl > 15 && strncasecmp(p, "x-amz-checksum-", 15) == 0) {
+        checksum_header(r, p + 15, nl - 15, val, strlen(val));
     } else if (HDR_IS("last-modified")) {
         rio__s3_copy_str(r->lastmod, sizeof(r->lastmod), val, vl);
     } else if (nl > 17 && strncasecmp(p, "x-amz-meta-railio", 17) == 0) {

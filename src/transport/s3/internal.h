@@ -175,6 +175,10 @@ struct s3_gen {
     /* Its ETag is no digest of its bytes (s3_rsp.etag_no_md5: SSE-KMS,
      * SSE-C, railiod's gateway's x-railio-etag: fast). */
     bool etag_no_md5;
+    /* The checksum of its bytes the server keeps (s3_rsp.ck_*, not a
+     * composite one): RIO_S3_CK_NONE when none. */
+    uint8_t ck_algo;
+    uint64_t ck_value;
 };
 
 struct s3_transport {
@@ -415,6 +419,12 @@ int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_
                      uint32_t *nparts, char want[48]);
 int rio__s3_parts_even(struct rio_transport *tt, const struct rio_desc *d, uint64_t part,
                        uint32_t nparts);
+int rio__s3_full_checksum(struct rio_transport *tt, const struct rio_desc *d, int *algo,
+                          uint64_t *value);
+/* Whether requests that look objects up ask for the checksum the server
+ * keeps (x-amz-checksum-mode: ENABLED): s3://, checks of foreign objects
+ * on. */
+bool rio__s3_ask_checksum(const struct s3_transport *t);
 /* What the headers of a HEAD or GET say of an object of size bytes: 0 and
  * *chunk its chunk size when railio wrote it (with *sidecar: its checksum
  * list is in a sidecar), or 0 and *chunk 0 when it did not; md5 (33 bytes)

@@ -53,6 +53,10 @@ uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g
 
     memset(g, 0, sizeof(*g));
     g->etag_no_md5 = r->etag_no_md5;
+    if (!r->ck_composite) {
+        g->ck_algo = r->ck_algo;
+        g->ck_value = r->ck_value;
+    }
     if (etag_strong(r->etag)) {
         g->gen = gen_hash("etag", r->etag, r->m_id);
         rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
@@ -538,6 +542,8 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
     for (int look = 0; look < S3_LOOKUP_RACE_LOOKS; look++) {
         struct meta_req q = {.method = "HEAD", .key = key};
 
+        if (rio__s3_ask_checksum(t))
+            q.x[q.nx++] = (struct rio_s3_kv){"x-amz-checksum-mode", "ENABLED"};
         rio__free(xxh);
         xxh = NULL;
         md5[0] = '\0';
@@ -654,6 +660,27 @@ static int head_part(struct s3_transport *t, const char *key, const struct s3_ge
     }
     rio__s3_meta_rsp_cleanup(&r);
     return ret;
+}
+
+bool rio__s3_ask_checksum(const struct s3_transport *t)
+{
+    return t->base.foreign_etag_md5 && !t->verify_off;
+}
+
+int rio__s3_full_checksum(struct rio_transport *tt, const struct rio_desc *d, int *algo,
+                          uint64_t *value)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_gen g;
+
+    if (!rio__s3_ask_checksum(t) || !d->size || !rio__s3_gen_get(t, d->generation, &g) ||
+        g.ck_algo == RIO_S3_CK_NONE)
+        return RIO_ENOTSUP;
+    *algo = g.ck_algo == RIO_S3_CK_CRC64NVME ? RIO__CK_CRC64NVME
+            : g.ck_algo == RIO_S3_CK_CRC32C  ? RIO__CK_CRC32C
+                                             : RIO__CK_CRC32;
+    *value = g.ck_value;
+    return 0;
 }
 
 int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,

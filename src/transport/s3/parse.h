@@ -40,7 +40,19 @@ struct s3_rsp {
     /* x-amz-mp-parts-count (a GET or HEAD of ?partNumber): 1 to 10000, 0
      * when absent or not a count */
     uint32_t mp_parts;
+    /* A checksum of the object's bytes the server keeps (asked with
+     * x-amz-checksum-mode: ENABLED): x-amz-checksum-crc64nvme, -crc32c or
+     * -crc32, base64 of exactly its bytes (the strongest when several
+     * come; one that is not, such as a checksum of parts' checksums
+     * "...-N", is not taken), as ck_algo (RIO_S3_CK_*) and ck_value;
+     * ck_composite: x-amz-checksum-type COMPOSITE, a checksum of parts'
+     * checksums, whatever its value looks like. */
+    uint8_t ck_algo;
+    bool ck_composite;
+    uint64_t ck_value;
 };
+
+enum { RIO_S3_CK_NONE, RIO_S3_CK_CRC32, RIO_S3_CK_CRC32C, RIO_S3_CK_CRC64NVME };
 
 /* text.c */
 /* Server text shown to people: every byte outside printable ASCII (a
@@ -60,6 +72,10 @@ bool rio__s3_is_hex(const char *s, size_t n);
 int rio__s3_parse_u64(const char *s, uint64_t *out);
 /* Copy at most cap - 1 of n bytes and terminate (cap > 0). */
 void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n);
+/* Strict base64 (padded, no space) of exactly len bytes (len <= 48) in the
+ * n bytes at s, into out: 0, or -1 (another length, a stray character,
+ * padding where it cannot be, or bits left over that are not zero). */
+int rio__s3_b64_exact(const char *s, size_t n, uint8_t *out, size_t len);
 /* xml.c */
 
 /* Text between <tag> and </tag> in body[0..len) (not terminated), or "";

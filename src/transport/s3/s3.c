@@ -150,6 +150,7 @@ const struct rio_transport_ops rio__s3_ops = {
     .get_one = rio__s3_get_one,
     .parts_of = rio__s3_parts_of,
     .parts_even = rio__s3_parts_even,
+    .full_checksum = rio__s3_full_checksum,
     .remove_if = rio__s3_remove_if,
     /* exists stays NULL: S3 has no batch HEAD, and the engine's HEADs in
      * parallel beat a listing (docs/s3.md). */

@@ -46,6 +46,47 @@ void rio__s3_copy_str(char *dst, size_t cap, const char *src, size_t n)
     dst[n] = '\0';
 }
 
+static int b64_val(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+int rio__s3_b64_exact(const char *s, size_t n, uint8_t *out, size_t len)
+{
+    uint32_t acc = 0;
+    unsigned bits = 0;
+    size_t o = 0, pad = (3 - len % 3) % 3;
+
+    if (len == 0 || len > 48 || n != 4 * ((len + 2) / 3))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64_val(s[i]);
+        if (i >= n - pad) {
+            if (s[i] != '=')
+                return -1;
+            continue;
+        }
+        if (v < 0)
+            return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o == len)
+                return -1;
+            out[o++] = (uint8_t)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return o == len && acc == 0 ? 0 : -1;
+}
+
 void rio__s3_printable(char *s)
 {
     for (; *s; s++)
