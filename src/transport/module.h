@@ -37,6 +37,11 @@ struct rio_module_host {
     const char *version;
     size_t url_size; /* sizeof(struct rio_url) */
     size_t io_size;  /* sizeof(struct rio_io) */
+    /* sizeof(struct rio_transport_ops) and of struct rio_transport: a
+     * module built against other ones reads the library's calls at the
+     * wrong places (a module left from another build of the same version
+     * crashed the first call of its scheme) */
+    size_t ops_size, transport_size;
     void *(*malloc)(size_t n);
     void *(*calloc)(size_t n, size_t size);
     void *(*realloc)(void *p, size_t n);
@@ -99,5 +104,7 @@ typedef const struct rio_module *(*rio_module_entry_fn)(const struct rio_module_
 
 /* registry.c: the loaded module serving scheme (loading it on first use), or NULL. */
 const struct rio_module *rio__module_for(const char *scheme);
+/* registry.c: what the library lends its modules (tests). */
+const struct rio_module_host *rio__module_host(void);
 
 #endif

@@ -218,7 +218,8 @@ railio_module_entry(const struct rio_module_host *h)
 {
     if (!h || h->abi != RIO_MODULE_ABI || h->size != sizeof(*h) || !h->version ||
         strcmp(h->version, RIO_VERSION_STRING) != 0 || h->url_size != sizeof(struct rio_url) ||
-        h->io_size != sizeof(struct rio_io))
+        h->io_size != sizeof(struct rio_io) || h->ops_size != sizeof(struct rio_transport_ops) ||
+        h->transport_size != sizeof(struct rio_transport))
         return NULL;
     host = h;
     return &module;

@@ -92,6 +92,8 @@ static const struct rio_module_host module_host = {
     .version = RIO_VERSION_STRING,
     .url_size = sizeof(struct rio_url),
     .io_size = sizeof(struct rio_io),
+    .ops_size = sizeof(struct rio_transport_ops),
+    .transport_size = sizeof(struct rio_transport),
     .malloc = rio__malloc,
     .calloc = rio__calloc,
     .realloc = rio__realloc,
@@ -256,6 +258,11 @@ const char *rio__transport_left_out(const char *scheme)
 }
 
 /* The module serving scheme, loaded on the first call (only one attempt). */
+const struct rio_module_host *rio__module_host(void)
+{
+    return &module_host;
+}
+
 const struct rio_module *rio__module_for(const char *scheme)
 {
     struct module_slot *m = scheme ? module_slot(scheme) : NULL;

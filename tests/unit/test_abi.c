@@ -9,6 +9,7 @@
  * use, and a missing one fails with a message naming it. (The exported-symbol list: test
  * symbols/exports.)
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,38 @@ static void expect_module_loads(const char *scheme, const char *so, const char *
     T_PTREQ(rio__module_for(again), m);
 }
 #endif
+
+/* A module answers only a library whose structures it was built against:
+ * a host that says another size of the transport ops or of a transport
+ * gets NULL (the registry then says the file is not a module of this
+ * railio, instead of the first call of its scheme crashing). */
+TEST(module_refuses_a_host_of_other_structures)
+{
+#ifndef RIO_HAVE_CURL
+    T_SKIP("built without s3://");
+#else
+    char path[4096];
+    const char *dir = getenv("RIO_MODULE_DIR");
+    struct rio_module_host h = *rio__module_host();
+
+    T_NOTNULL(dir);
+    snprintf(path, sizeof(path), "%s/railio-s3.so", dir);
+    void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    T_NOTNULL(so);
+    rio_module_entry_fn entry = (rio_module_entry_fn)(uintptr_t)dlsym(so, RIO_MODULE_ENTRY);
+    T_NOTNULL(entry);
+    h.ops_size += 8;
+    T_NULL(entry(&h));
+    h.ops_size -= 8;
+    h.transport_size -= 8;
+    T_NULL(entry(&h));
+    h.transport_size += 8;
+    h.io_size += 8;
+    T_NULL(entry(&h));
+    dlclose(so);
+    T_NOTNULL(rio__module_for("s3")); /* the true host's */
+#endif
+}
 
 TEST(s3_module_loads_on_first_use)
 {
