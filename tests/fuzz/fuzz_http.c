@@ -54,8 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     if (rio__s3_etag_parts(r.etag) > 10000)
         abort();
-    if (r.ck_algo > RIO_S3_CK_CRC64NVME ||
-        ((r.ck_algo == RIO_S3_CK_CRC32 || r.ck_algo == RIO_S3_CK_CRC32C) && r.ck_value >> 32))
+    uint64_t ck;
+    uint8_t algo = rio__s3_rsp_checksum(&r, &ck);
+    if (algo > RIO_S3_CK_CRC64NVME ||
+        ((algo == RIO_S3_CK_CRC32 || algo == RIO_S3_CK_CRC32C) && ck >> 32))
         abort();
     uint64_t v;
     (void)rio__s3_parse_u64(r.m_chunk, &v);

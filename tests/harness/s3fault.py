@@ -75,6 +75,11 @@ The object is stored under the full key as usual. Kinds:
   crc64lie   crc64, but the CRC-64/NVME of other bytes
   crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
              COMPOSITE), which checks nothing alone
+  goog       bare, and on every HEAD and GET (ranged too) an x-goog-hash
+             with the object's crc32c and md5, as Google Cloud Storage
+             sends; googlie the crc32c of other bytes; googgz with
+             x-goog-stored-content-encoding: gzip (the hash is of bytes
+             other than those served: not to be checked by it)
   bareodd    bare, and an object completed from 3 or more parts shown as
              uploaded in parts of other sizes: 1000 bytes moved from part 3
              to part 2 (parts 1 and N as they were), its ETag theirs
@@ -171,7 +176,8 @@ def xml_error(code, msg):
             "<Message>%s</Message></Error>" % (code, msg)).encode()
 
 
-CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crc32", "crc32c", "crccomp")
+CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crc32", "crc32c", "crccomp", "goog", "googlie",
+             "googgz")
 _CRC_TABLES = {}
 
 
@@ -202,6 +208,15 @@ def checksum_headers(kind, data):
         v = _crc(0x9A6C9329AC4BC9B5, 64, data + (b"x" if kind == "crc64lie" else b""))
         return {"x-amz-checksum-crc64nvme": base64.b64encode(v.to_bytes(8, "big")).decode(),
                 "x-amz-checksum-type": "FULL_OBJECT"}
+    if kind in ("goog", "googlie", "googgz"):
+        # Google Cloud Storage's, on every HEAD and GET whatever was asked
+        v = _crc(0x82F63B78, 32, data + (b"x" if kind == "googlie" else b""))
+        h = {"x-goog-hash": "crc32c=%s,md5=%s" % (
+            base64.b64encode(v.to_bytes(4, "big")).decode(),
+            base64.b64encode(hashlib.md5(data).digest()).decode())}
+        if kind == "googgz":
+            h["x-goog-stored-content-encoding"] = "gzip"
+        return h
     if kind == "crc32c":
         v = _crc(0x82F63B78, 32, data)
         return {"x-amz-checksum-crc32c": base64.b64encode(v.to_bytes(4, "big")).decode(),
@@ -399,7 +414,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
-            if self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
+            if fm.group(1).startswith("goog"):
+                h.update(checksum_headers(fm.group(1), data))
+            elif self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
                     m and not head) and not q.get("partNumber"):
                 h.update(checksum_headers(fm.group(1), data))
         if fm and fm.group(1) == "barekms":

@@ -1618,6 +1618,42 @@ TEST(foreign_object_checked_by_its_full_object_crc)
     close_free(c, alloc0, src, dst);
 }
 
+/* Google Cloud Storage sends x-goog-hash (the object's CRC-32C and MD5)
+ * with every HEAD and GET: an object in parts is checked by its crc32c
+ * with no part HEADs, one whose crc32c is of other bytes is refused, and
+ * one stored gzipped (x-goog-stored-content-encoding: gzip, served
+ * decompressed: the hash is not of the bytes served) is not checked by it
+ * (by its parts here). */
+TEST(foreign_object_checked_by_its_goog_hash)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = 3 * CH + 5;
+    uint8_t *src = su_pattern(n, 84), *dst = malloc(n);
+    int port = su_fault_port();
+
+    T_NOTNULL(dst);
+    parts_put("F_goog_0/mp", src, n);
+    parts_put("F_googlie_0/mp", src, n);
+    parts_put("F_googgz_0/mp", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    const unsigned reads = (unsigned)((n + 48 * 1024 - 1) / (48 * 1024));
+    unsigned r0 = su_fault_count(port, "requests");
+    T_EQ(rio_get(c, "F_goog_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + reads);
+    T_ERR(rio_get(c, "F_googlie_0/mp", dst, n, NULL), RIO_ECHECKSUM);
+    T_NOTNULL(strstr(rio_error_detail(), "checksum"));
+    r0 = su_fault_count(port, "requests");
+    memset(dst, 0, n);
+    T_EQ(rio_get(c, "F_googgz_0/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u + reads);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)

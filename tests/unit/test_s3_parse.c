@@ -146,6 +146,47 @@ TEST(full_object_checksum)
     T_EQ(r.ck_algo, RIO_S3_CK_NONE);
 }
 
+/* Google Cloud Storage's x-goog-hash: its crc32c (in a list, or a header
+ * of its own) is the object's; not for an object stored gzipped and served
+ * decompressed, nor when two values disagree or one is unreadable; an
+ * x-amz-checksum comes first. */
+TEST(goog_hash_crc32c)
+{
+    struct s3_rsp r;
+    uint64_t v = 0;
+    const char *list[] = {"HTTP/1.1 200 OK\r\n",
+                          "x-goog-hash: crc32c=4waSgw==,md5=JfnnlDI7RTiF9RgfG2JNCw==\r\n", NULL};
+    const char *two[] = {"HTTP/1.1 200 OK\r\n", "X-Goog-Hash: md5=JfnnlDI7RTiF9RgfG2JNCw==\r\n",
+                         "X-Goog-Hash:  crc32c=4waSgw== \r\n", NULL};
+    const char *gz[] = {"HTTP/1.1 200 OK\r\n", "x-goog-hash: crc32c=4waSgw==\r\n",
+                        "x-goog-stored-content-encoding: gzip\r\n", NULL};
+    const char *ident[] = {"HTTP/1.1 200 OK\r\n", "x-goog-stored-content-encoding: identity\r\n",
+                           "x-goog-hash: crc32c=4waSgw==\r\n", NULL};
+    const char *differ[] = {"HTTP/1.1 200 OK\r\n", "x-goog-hash: crc32c=4waSgw==\r\n",
+                            "x-goog-hash: crc32c=y/Q5Jg==\r\n", NULL};
+    const char *bad[] = {"HTTP/1.1 200 OK\r\n", "x-goog-hash: crc32c=4waSgw=\r\n", NULL};
+    const char *amz[] = {"HTTP/1.1 200 OK\r\n", "x-goog-hash: crc32c=4waSgw==\r\n",
+                         "x-amz-checksum-crc64nvme: rosUhgp5mIg=\r\n", NULL};
+
+    feed(&r, list);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_CRC32C);
+    T_EQ(v, 0xe3069283u);
+    feed(&r, two);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_CRC32C);
+    T_EQ(v, 0xe3069283u);
+    feed(&r, ident);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_CRC32C);
+    feed(&r, gz);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_NONE);
+    feed(&r, differ);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_NONE);
+    feed(&r, bad);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_NONE);
+    feed(&r, amz);
+    T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_CRC64NVME);
+    T_EQ(v, 0xae8b14860a799888ull);
+}
+
 /* The part count of a multipart ETag: "32 hex-N", quoted, N from 1 to
  * 10000 without a leading 0; anything else is none. */
 TEST(etag_part_count)

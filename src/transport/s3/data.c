@@ -162,7 +162,7 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
     struct rio_io *io = op->io;
     struct s3_rsp *r = &op->rsp;
     /* What check_one_rsp read of the answer's headers. */
-    uint64_t total = op->one_total, chunk = op->one_chunk, *xxh = NULL;
+    uint64_t total = op->one_total, chunk = op->one_chunk, *xxh = NULL, ck;
     bool sidecar = op->one_sidecar;
     const char *md5 = op->one_md5;
     struct s3_gen g;
@@ -190,7 +190,7 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
      * parts, whose size only the lookup's part HEADs say (parts_of). */
     if (!chunk && !md5[0] && !r->etag_no_md5 && rio__s3_ask_checksum(t) &&
         !atomic_load(&t->no_part_numbers) && rio__s3_etag_parts(r->etag) &&
-        (r->ck_algo == RIO_S3_CK_NONE || r->ck_composite))
+        rio__s3_rsp_checksum(r, &ck) == RIO_S3_CK_NONE)
         return RIO__ENOTONE;
     if (chunk) {
         uint64_t got =

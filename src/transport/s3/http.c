@@ -24,6 +24,52 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->ck_algo = RIO_S3_CK_NONE;
     r->ck_composite = false;
     r->ck_value = 0;
+    r->goog_have = r->goog_transcoded = false;
+    r->goog_crc32c = 0;
+}
+
+uint8_t rio__s3_rsp_checksum(const struct s3_rsp *r, uint64_t *value)
+{
+    if (r->ck_algo != RIO_S3_CK_NONE && !r->ck_composite) {
+        *value = r->ck_value;
+        return r->ck_algo;
+    }
+    if (r->goog_have && !r->goog_transcoded) {
+        *value = r->goog_crc32c;
+        return RIO_S3_CK_CRC32C;
+    }
+    return RIO_S3_CK_NONE;
+}
+
+/* x-goog-hash: "crc32c=BASE64, md5=BASE64" (v, vl bytes): the crc32c. */
+static void goog_hash(struct s3_rsp *r, const char *v, size_t vl)
+{
+    while (vl) {
+        const char *comma = memchr(v, ',', vl);
+        size_t n = comma ? (size_t)(comma - v) : vl;
+        const char *e = v;
+        size_t en = n;
+        uint8_t b[4];
+        while (en && (*e == ' ' || *e == '\t'))
+            e++, en--;
+        while (en && (e[en - 1] == ' ' || e[en - 1] == '\t'))
+            en--;
+        if (en > 7 && strncasecmp(e, "crc32c=", 7) == 0) {
+            if (rio__s3_b64_exact(e + 7, en - 7, b, 4) < 0 ||
+                (r->goog_have && r->goog_crc32c != ((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+                                                    (uint32_t)b[2] << 8 | b[3]))) {
+                r->goog_transcoded = true; /* unreadable or two values: none believed */
+                return;
+            }
+            r->goog_crc32c =
+                (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+            r->goog_have = true;
+        }
+        if (!comma)
+            break;
+        v += n + 1;
+        vl -= n + 1;
+    }
 }
 
 /* x-amz-checksum-NAME: v (vl bytes), a full-object checksum if it is
@@ -127,6 +173,11 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
         /* railiod's gateway: the etag=fast of a railio client, no MD5 */
         if (vl == 4 && strncasecmp(val, "fast", 4) == 0)
             r->etag_no_md5 = true;
+    } else if (HDR_IS("x-goog-hash")) {
+        goog_hash(r, val, strlen(val));
+    } else if (HDR_IS("x-goog-stored-content-encoding")) {
+        if (!(vl == 8 && strncasecmp(val, "identity", 8) == 0))
+            r->goog_transcoded = true;
     } else if (HDR_IS("x-amz-checksum-type")) {
         if (vl == 9 && strncasecmp(val, "COMPOSITE", 9) == 0)
             r->ck_composite = true;

@@ -53,10 +53,7 @@ uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g
 
     memset(g, 0, sizeof(*g));
     g->etag_no_md5 = r->etag_no_md5;
-    if (!r->ck_composite) {
-        g->ck_algo = r->ck_algo;
-        g->ck_value = r->ck_value;
-    }
+    g->ck_algo = rio__s3_rsp_checksum(r, &g->ck_value);
     if (etag_strong(r->etag)) {
         g->gen = gen_hash("etag", r->etag, r->m_id);
         rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));

@@ -50,6 +50,13 @@ struct s3_rsp {
     uint8_t ck_algo;
     bool ck_composite;
     uint64_t ck_value;
+    /* Google Cloud Storage's x-goog-hash: crc32c=BASE64 (one header or
+     * several, each a comma-separated list), the CRC-32C of the stored
+     * bytes, which are not the bytes served when goog_transcoded
+     * (x-goog-stored-content-encoding other than identity: a gzip object
+     * served decompressed). */
+    bool goog_have, goog_transcoded;
+    uint32_t goog_crc32c;
 };
 
 enum { RIO_S3_CK_NONE, RIO_S3_CK_CRC32, RIO_S3_CK_CRC32C, RIO_S3_CK_CRC64NVME };
@@ -158,6 +165,10 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len);
 /* N of a multipart ETag, "MD5-N" (quotes included; N from 1 to 10000, no
  * leading 0), else 0. */
 uint32_t rio__s3_etag_parts(const char *etag);
+/* The checksum of the whole object's bytes as served that r carries: an
+ * x-amz-checksum-* not composite, else x-goog-hash's crc32c of an object
+ * served as stored; RIO_S3_CK_* (NONE: none) and its value in *value. */
+uint8_t rio__s3_rsp_checksum(const struct s3_rsp *r, uint64_t *value);
 /* sidecar.c */
 
 /* The sidecar's key of object key and upload id: 0, or RIO_EINVAL when it
