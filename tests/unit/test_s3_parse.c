@@ -178,6 +178,7 @@ TEST(goog_hash_crc32c)
     T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_CRC32C);
     feed(&r, gz);
     T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_NONE);
+    T_TRUE(r.etag_no_md5); /* its ETag is the stored bytes' MD5 */
     feed(&r, differ);
     T_EQ(rio__s3_rsp_checksum(&r, &v), RIO_S3_CK_NONE);
     feed(&r, bad);

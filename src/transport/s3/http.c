@@ -176,8 +176,10 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
     } else if (HDR_IS("x-goog-hash")) {
         goog_hash(r, val, strlen(val));
     } else if (HDR_IS("x-goog-stored-content-encoding")) {
+        /* stored gzipped, served decompressed: its hashes and its ETag
+         * are of other bytes than those served */
         if (!(vl == 8 && strncasecmp(val, "identity", 8) == 0))
-            r->goog_transcoded = true;
+            r->goog_transcoded = r->etag_no_md5 = true;
     } else if (HDR_IS("x-amz-checksum-type")) {
         if (vl == 9 && strncasecmp(val, "COMPOSITE", 9) == 0)
             r->ck_composite = true;
