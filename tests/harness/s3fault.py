@@ -73,6 +73,8 @@ The object is stored under the full key as usual. Kinds:
              object; crc32 and crc32c the same with those
   crc64flip  crc64, and getflip on the first <count> ranged GETs
   crc64lie   crc64, but the CRC-64/NVME of other bytes
+  crcweak    crc64, and a weak ETag (W/"..."), as a proxy that compresses
+             gives: its validator is the Last-Modified date alone
   crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
              COMPOSITE), which checks nothing alone
   goog       bare, and on every HEAD and GET (ranged too) an x-goog-hash
@@ -176,8 +178,8 @@ def xml_error(code, msg):
             "<Message>%s</Message></Error>" % (code, msg)).encode()
 
 
-CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crc32", "crc32c", "crccomp", "goog", "googlie",
-             "googgz")
+CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crcweak", "crc32", "crc32c", "crccomp", "goog",
+             "googlie", "googgz")
 _CRC_TABLES = {}
 
 
@@ -202,9 +204,9 @@ def _crc(poly, width, data):
 
 def checksum_headers(kind, data):
     """The full-object checksum headers of a crc* kind: the object's
-    CRC-64/NVME (crc64, crc64flip), one of other bytes (crc64lie), its
+    CRC-64/NVME (crc64, crc64flip, crcweak), one of other bytes (crc64lie), its
     CRC-32 or CRC-32C, or a composite CRC-32 of three parts (crccomp)."""
-    if kind in ("crc64", "crc64flip", "crc64lie"):
+    if kind in ("crc64", "crc64flip", "crc64lie", "crcweak"):
         v = _crc(0x9A6C9329AC4BC9B5, 64, data + (b"x" if kind == "crc64lie" else b""))
         return {"x-amz-checksum-crc64nvme": base64.b64encode(v.to_bytes(8, "big")).decode(),
                 "x-amz-checksum-type": "FULL_OBJECT"}
@@ -419,6 +421,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             elif self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
                     m and not head) and not q.get("partNumber"):
                 h.update(checksum_headers(fm.group(1), data))
+            if fm.group(1) == "crcweak":
+                h["ETag"] = "W/" + h["ETag"]
         if fm and fm.group(1) == "barekms":
             h["ETag"] = '"%s-%d"' % (md5hex(data + b"other"), len(o.get("parts") or [data]))
             h["x-amz-server-side-encryption"] = "aws:kms"

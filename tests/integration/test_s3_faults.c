@@ -1655,6 +1655,46 @@ TEST(foreign_object_checked_by_its_goog_hash)
     close_free(c, alloc0, src, dst);
 }
 
+/*
+ * An object whose validator is its Last-Modified date (a weak ETag, or
+ * none) shares its generation with every object written in the same
+ * second, under any key: the checksum its server keeps is no checksum of
+ * that generation's bytes. Two such objects of other bytes, both looked
+ * up, then one read by its descriptor: read right (unchecked, as before
+ * the store's CRC was asked), not refused by the other's CRC.
+ */
+TEST(crc_of_another_key_never_checks_a_dated_object)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc da, db;
+    struct rio_reader *rd;
+    int64_t alloc0, k;
+    const size_t n = 3 * 48 * 1024 + 77;
+    size_t got = 0;
+    uint8_t *src = su_pattern(n, 85), *other = su_pattern(n, 86), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    foreign_put("F_crcweak_0/a", src, n);
+    foreign_put("F_crcweak_0/b", other, n);
+    T_OK(rio_stat(c, "F_crcweak_0/a", &da));
+    T_OK(rio_stat(c, "F_crcweak_0/b", &db));
+    T_EQ(da.generation, db.generation); /* one date: one generation */
+    T_OK(rio_reader_open_desc(c, &da, 0, UINT64_MAX, 4, &call, &rd));
+    while ((k = rio_reader_read(rd, dst + got, n - got)) > 0)
+        got += (size_t)k;
+    T_EQ(k, 0);
+    T_OK(rio_reader_close(rd));
+    T_EQ(got, n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    rio_desc_cleanup(&da);
+    rio_desc_cleanup(&db);
+    free(other);
+    close_free(c, alloc0, src, dst);
+}
+
 /* http://HOST/PREFIX: ranged reads from a plain HTTP server; writes and
  * deletes are not supported. */
 TEST(plain_http_reads)

@@ -670,8 +670,12 @@ int rio__s3_full_checksum(struct rio_transport *tt, const struct rio_desc *d, in
     struct s3_transport *t = (struct s3_transport *)tt;
     struct s3_gen g;
 
+    /* Not by a generation that is a Last-Modified date (a weak ETag, or
+     * none): every object written in that second has it, under any key,
+     * and the table's entry is the last one looked up, whose checksum is
+     * of other bytes. */
     if (!rio__s3_ask_checksum(t) || !d->size || !rio__s3_gen_get(t, d->generation, &g) ||
-        g.ck_algo == RIO_S3_CK_NONE)
+        g.lastmod || g.ck_algo == RIO_S3_CK_NONE)
         return RIO_ENOTSUP;
     *algo = g.ck_algo == RIO_S3_CK_CRC64NVME ? RIO__CK_CRC64NVME
             : g.ck_algo == RIO_S3_CK_CRC32C  ? RIO__CK_CRC32C
