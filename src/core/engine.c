@@ -1598,8 +1598,8 @@ static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
         ch->not_before_ns = 0;
         rq_push(r, ch);
     }
-    struct rio__call *call = r->call;
-    call->progress_done = call->progress_done > r->size ? call->progress_done - r->size : 0;
+    /* Its bytes were counted once: done waits for them to land again. */
+    r->call->progress_redo += r->size;
 }
 
 /*
@@ -1711,7 +1711,9 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
     call->last_done_ns = since;
     if (call->progress) {
         /* Reported by a thread of the call, outside mu (rio__call_progress_locked). */
-        call->progress_done += a->io.len;
+        uint64_t redo = a->io.len < call->progress_redo ? a->io.len : call->progress_redo;
+        call->progress_redo -= redo;
+        call->progress_done += a->io.len - redo;
         if (now - call->progress_last_ns >= 100000000ull) {
             call->progress_last_ns = now;
             call->progress_due = true;

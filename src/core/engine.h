@@ -424,6 +424,10 @@ struct rio__call {
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
     uint64_t progress_done, progress_total, progress_last_ns;
+    /* Bytes counted in progress_done that a GET read again whole
+     * (md5_mismatch_locked) must land again before done grows: done
+     * stands still while they do, never goes back. */
+    uint64_t progress_redo;
     /* A report is due (the engine set it), or a thread of the call is
      * running the callback (outside mu): the call does not return then. */
     bool progress_due, progress_busy;

@@ -73,6 +73,7 @@ The object is stored under the full key as usual. Kinds:
              object; crc32 and crc32c the same with those
   crc64flip  crc64, and getflip on the first <count> ranged GETs
   crc64lie   crc64, but the CRC-64/NVME of other bytes
+  crcflipslow  crc64flip, and every later ranged GET answered 350 ms late
   crcweak    crc64, and a weak ETag (W/"..."), as a proxy that compresses
              gives: its validator is the Last-Modified date alone
   crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
@@ -178,8 +179,8 @@ def xml_error(code, msg):
             "<Message>%s</Message></Error>" % (code, msg)).encode()
 
 
-CRC_KINDS = ("crc64", "crc64flip", "crc64lie", "crcweak", "crc32", "crc32c", "crccomp", "goog",
-             "googlie", "googgz")
+CRC_KINDS = ("crc64", "crc64flip", "crcflipslow", "crc64lie", "crcweak", "crc32", "crc32c",
+             "crccomp", "goog", "googlie", "googgz")
 _CRC_TABLES = {}
 
 
@@ -204,9 +205,10 @@ def _crc(poly, width, data):
 
 def checksum_headers(kind, data):
     """The full-object checksum headers of a crc* kind: the object's
-    CRC-64/NVME (crc64, crc64flip, crcweak), one of other bytes (crc64lie), its
-    CRC-32 or CRC-32C, or a composite CRC-32 of three parts (crccomp)."""
-    if kind in ("crc64", "crc64flip", "crc64lie", "crcweak"):
+    CRC-64/NVME (crc64, crc64flip, crcflipslow, crcweak), one of other bytes
+    (crc64lie), its CRC-32 or CRC-32C, or a composite CRC-32 of three parts
+    (crccomp)."""
+    if kind in ("crc64", "crc64flip", "crcflipslow", "crc64lie", "crcweak"):
         v = _crc(0x9A6C9329AC4BC9B5, 64, data + (b"x" if kind == "crc64lie" else b""))
         return {"x-amz-checksum-crc64nvme": base64.b64encode(v.to_bytes(8, "big")).decode(),
                 "x-amz-checksum-type": "FULL_OBJECT"}
@@ -467,7 +469,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         b = min(b, len(data) - 1)
         part = data[a:b + 1]
         cr = "bytes %d-%d/%d" % (a, b, len(data))
-        if kind == "slowget":
+        if kind == "slowget" or (kind is None and hm and hm.group(1) == "crcflipslow"):
             time.sleep(0.35)  # then answered as usual
             kind = None
         if kind == "nothing":
@@ -536,7 +538,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "badrange":
             h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
             return self.send(206, part, h)
-        if kind in ("getflip", "bareflip", "crc64flip"):
+        if kind in ("getflip", "bareflip", "crc64flip", "crcflipslow"):
             h["Content-Range"] = cr
             bad = bytearray(part)
             bad[len(bad) // 2] ^= 0x10
