@@ -78,6 +78,8 @@ The object is stored under the full key as usual. Kinds:
              gives: its validator is the Last-Modified date alone
   crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
              COMPOSITE), which checks nothing alone
+  ckdenied   bare, and a HEAD that asks x-amz-checksum-mode answered 403 (S3's
+             answer to whoever may not decrypt an SSE-KMS object's checksum)
   goog       bare, and on every HEAD and GET (ranged too) an x-goog-hash
              with the object's crc32c and md5, as Google Cloud Storage
              sends; googlie the crc32c of other bytes; googgz with
@@ -180,7 +182,7 @@ def xml_error(code, msg):
 
 
 CRC_KINDS = ("crc64", "crc64flip", "crcflipslow", "crc64lie", "crcweak", "crc32", "crc32c",
-             "crccomp", "goog", "googlie", "googgz")
+             "crccomp", "goog", "googlie", "googgz", "ckdenied")
 _CRC_TABLES = {}
 
 
@@ -418,7 +420,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
-            if fm.group(1).startswith("goog"):
+            if fm.group(1) == "ckdenied":
+                if head and self.headers.get("x-amz-checksum-mode"):
+                    return self.send(403, head=True)
+            elif fm.group(1).startswith("goog"):
                 h.update(checksum_headers(fm.group(1), data))
             elif self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
                     m and not head) and not q.get("partNumber"):

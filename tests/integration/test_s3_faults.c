@@ -1618,6 +1618,31 @@ TEST(foreign_object_checked_by_its_full_object_crc)
     close_free(c, alloc0, src, dst);
 }
 
+/* S3 answers 403 to a HEAD asking the checksum of an SSE-KMS object from
+ * whoever may not use its key (kms:Decrypt), though GetObjectAttributes
+ * and HEAD without it work: the lookup asks again without the header, so
+ * a stat and a GET work (the GET checked by its ETag here). */
+TEST(checksum_denied_head_asked_again_without)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc d;
+    int64_t alloc0;
+    const size_t n = 3 * CH + 5;
+    uint8_t *src = su_pattern(n, 85), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    foreign_put("F_ckdenied_0/obj", src, n);
+    T_OK(rio_stat(c, "F_ckdenied_0/obj", &d));
+    T_EQ(d.size, (uint64_t)n);
+    rio_desc_cleanup(&d);
+    T_EQ(rio_get(c, "F_ckdenied_0/obj", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    close_free(c, alloc0, src, dst);
+}
+
 /* Google Cloud Storage sends x-goog-hash (the object's CRC-32C and MD5)
  * with every HEAD and GET: an object in parts is checked by its crc32c
  * with no part HEADs, one whose crc32c is of other bytes is refused, and

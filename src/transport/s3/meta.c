@@ -546,6 +546,14 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
         md5[0] = '\0';
         chunk = 0;
         ret = rio__s3_meta_do(t, &q, &r);
+        if (ret == -EACCES && q.nx) {
+            /* S3 refuses the checksum of an object encrypted with SSE-KMS
+             * to whoever may not use the key (kms:Decrypt), and a HEAD has
+             * no body to say so: asked again without it, a stat or an
+             * existence check of such an object works as it did. */
+            q.nx = 0;
+            ret = rio__s3_meta_do(t, &q, &r);
+        }
         if (ret < 0)
             goto out;
         if (!r.rsp.have_clen) {
