@@ -244,6 +244,21 @@ TEST(multipart)
  * BadDigest). A composite checksum ("-N") of parts that carried none cannot
  * be checked: 400 InvalidRequest (test checksums_kept has the other
  * case). */
+/* Edit the gateway's metadata record of bucket/key (the gateway over
+ * file://DIR) with the sed expression expr, through the railio CLI. */
+static void record_edit(struct gw *g, const char *dir, const char *bucket, const char *key,
+                        const char *expr)
+{
+    char rk[256], bin[512];
+
+    t_build_path(bin, sizeof(bin), "railio");
+    gw_record_key(g, bucket, key, rk, sizeof(rk));
+    T_EQ(t_sh("cd %s && '%s' get -q 'file://%s/%s' rec && sed -i '%s' rec && "
+              "'%s' put -q 'file://%s/%s' rec",
+              g->dir, bin, dir, rk, expr, bin, dir, rk),
+         0);
+}
+
 /*
  * railio's own s3:// client reading what the aws CLI and curl put through
  * the gateway (objects railio did not write: no chunk checksums): each is
@@ -255,7 +270,7 @@ TEST(multipart)
  */
 TEST(railio_client_checks_what_others_put)
 {
-    char url[256], rk[256], bin[512];
+    char url[256];
     const char *dir = t_scratch_dir("gw-mp-check");
     struct rio_options o;
     struct rio_stats st;
@@ -266,7 +281,6 @@ TEST(railio_client_checks_what_others_put)
     if (t_sh("command -v aws >/dev/null") != 0)
         T_SKIP("the aws CLI is not installed");
     snprintf(url, sizeof(url), "file://%s", dir);
-    t_build_path(bin, sizeof(bin), "railio");
     gw_start(&g, url, NULL);
     aws_parts(&g);
     gw_file(&g, "big", 23 * 1000 * 1000 + 11, 19);
@@ -290,12 +304,7 @@ TEST(railio_client_checks_what_others_put)
     T_EQ(st.verify_bytes, (uint64_t)n1);
 
     /* The record of "one" says another ETag: refused, after two reads. */
-    gw_record_key(&g, "mpc", "one", rk, sizeof(rk));
-    T_EQ(t_sh("cd %s && '%s' get -q 'file://%s/%s' rec && sed -i "
-              "'s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/' rec && "
-              "'%s' put -q 'file://%s/%s' rec",
-              g.dir, bin, dir, rk, bin, dir, rk),
-         0);
+    record_edit(&g, dir, "mpc", "one", "s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/");
     T_EQ(gw_curl(&g, "o", "-I %s/mpc/one", g.url), 200);
     T_TRUE(gw_has(&g, "o.h", "0123456789abcdef0123456789abcdef"));
     T_ERR(rio_get(c, "one", dst, nb, &call), RIO_ECHECKSUM);
@@ -317,7 +326,7 @@ TEST(railio_client_checks_what_others_put)
  */
 TEST(railio_client_checks_by_the_kept_checksum)
 {
-    char url[256], rk[256], bin[512], crc[64];
+    char url[256], crc[64];
     const char *dir = t_scratch_dir("gw-mp-crc");
     struct rio_options o;
     struct rio_stats st;
@@ -326,7 +335,6 @@ TEST(railio_client_checks_by_the_kept_checksum)
     size_t n = 0;
 
     snprintf(url, sizeof(url), "file://%s", dir);
-    t_build_path(bin, sizeof(bin), "railio");
     gw_start(&g, url, NULL);
     gw_file(&g, "one", 3 * 1000 * 1000 + 5, 21);
     uint8_t *one = t_slurp(gw_path(&g, "one"), &n), *dst = malloc(n);
@@ -345,21 +353,13 @@ TEST(railio_client_checks_by_the_kept_checksum)
     T_EQ(st.verify_bytes, (uint64_t)n);
 
     /* Another ETag in its record: its CRC, not its ETag, vouches for it. */
-    gw_record_key(&g, "ckc", "one", rk, sizeof(rk));
-    T_EQ(t_sh("cd %s && '%s' get -q 'file://%s/%s' rec && sed -i "
-              "'s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/' rec && "
-              "'%s' put -q 'file://%s/%s' rec",
-              g.dir, bin, dir, rk, bin, dir, rk),
-         0);
+    record_edit(&g, dir, "ckc", "one", "s/^s3-etag .*/s3-etag 0123456789abcdef0123456789abcdef/");
     memset(dst, 0, n);
     T_EQ(rio_get(c, "one", dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, one, n);
     T_EQ(st.verify_bytes, (uint64_t)n);
     /* Another CRC: refused, after two reads. */
-    T_EQ(t_sh("cd %s && sed -i 's/^checksum crc32 .*/checksum crc32 AAAAAA==/' rec && "
-              "'%s' put -q 'file://%s/%s' rec",
-              g.dir, bin, dir, rk),
-         0);
+    record_edit(&g, dir, "ckc", "one", "s/^checksum crc32 .*/checksum crc32 AAAAAA==/");
     T_EQ(gw_curl(&g, "o", "-I -H 'x-amz-checksum-mode: ENABLED' %s/ckc/one", g.url), 200);
     T_TRUE(gw_has(&g, "o.h", "AAAAAA=="));
     T_ERR(rio_get(c, "one", dst, n, &call), RIO_ECHECKSUM);
