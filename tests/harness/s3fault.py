@@ -84,7 +84,9 @@ The object is stored under the full key as usual. Kinds:
              with the object's crc32c and md5, as Google Cloud Storage
              sends; googlie the crc32c of other bytes; googgz with
              x-goog-stored-content-encoding: gzip (the hash is of bytes
-             other than those served: not to be checked by it)
+             other than those served: not to be checked by it), its hash
+             and (put whole) its ETag those of the stored bytes, which
+             here are the served ones each XOR 0x5A
   bareodd    bare, and an object completed from 3 or more parts shown as
              uploaded in parts of other sizes: 1000 bytes moved from part 3
              to part 2 (parts 1 and N as they were), its ETag theirs
@@ -205,6 +207,13 @@ def _crc(poly, width, data):
     return c ^ mask
 
 
+def googgz_stored(data):
+    """The bytes a googgz object stands for as stored (gzipped, served
+    decompressed): other bytes than those served, whose hashes and ETag
+    GCS sends."""
+    return bytes(b ^ 0x5A for b in data)
+
+
 def checksum_headers(kind, data):
     """The full-object checksum headers of a crc* kind: the object's
     CRC-64/NVME (crc64, crc64flip, crcflipslow, crcweak), one of other bytes
@@ -216,6 +225,8 @@ def checksum_headers(kind, data):
                 "x-amz-checksum-type": "FULL_OBJECT"}
     if kind in ("goog", "googlie", "googgz"):
         # Google Cloud Storage's, on every HEAD and GET whatever was asked
+        if kind == "googgz":
+            data = googgz_stored(data)
         v = _crc(0x82F63B78, 32, data + (b"x" if kind == "googlie" else b""))
         h = {"x-goog-hash": "crc32c=%s,md5=%s" % (
             base64.b64encode(v.to_bytes(4, "big")).decode(),
@@ -425,6 +436,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return self.send(403, head=True)
             elif fm.group(1).startswith("goog"):
                 h.update(checksum_headers(fm.group(1), data))
+                if fm.group(1) == "googgz" and "parts" not in o:
+                    h["ETag"] = '"%s"' % md5hex(googgz_stored(data))
             elif self.headers.get("x-amz-checksum-mode", "").upper() == "ENABLED" and not (
                     m and not head) and not q.get("partNumber"):
                 h.update(checksum_headers(fm.group(1), data))

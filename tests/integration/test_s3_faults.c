@@ -1681,6 +1681,48 @@ TEST(foreign_object_checked_by_its_goog_hash)
 }
 
 /*
+ * A GCS object stored gzipped and served decompressed has the ETag (the
+ * MD5) of its stored bytes, as has another object storing those bytes as
+ * they are (a .gz uploaded both ways): the bytes served are not the same,
+ * so neither is the generation, and the other's crc32c, looked up last,
+ * never checks the decompressed one read by its descriptor.
+ */
+TEST(goog_gzip_object_not_checked_by_the_crc_of_its_stored_bytes)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc da, db;
+    struct rio_reader *rd;
+    int64_t alloc0, k;
+    const size_t n = 3 * 48 * 1024 + 77;
+    size_t got = 0;
+    uint8_t *src = su_pattern(n, 87), *stored = malloc(n), *dst = malloc(n);
+
+    T_NOTNULL(stored);
+    T_NOTNULL(dst);
+    for (size_t i = 0; i < n; i++)
+        stored[i] = src[i] ^ 0x5A; /* what s3fault's googgz says it stores */
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    foreign_put("F_googgz_0/a", src, n);
+    foreign_put("F_goog_0/a.gz", stored, n);
+    T_OK(rio_stat(c, "F_googgz_0/a", &da));
+    T_OK(rio_stat(c, "F_goog_0/a.gz", &db));
+    T_NE(da.generation, db.generation);
+    T_OK(rio_reader_open_desc(c, &da, 0, UINT64_MAX, 4, &call, &rd));
+    while ((k = rio_reader_read(rd, dst + got, n - got)) > 0)
+        got += (size_t)k;
+    T_EQ(k, 0);
+    T_OK(rio_reader_close(rd));
+    T_EQ(got, n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    rio_desc_cleanup(&da);
+    rio_desc_cleanup(&db);
+    free(stored);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object whose validator is its Last-Modified date (a weak ETag, or
  * none) shares its generation with every object written in the same
  * second, under any key: the checksum its server keeps is no checksum of

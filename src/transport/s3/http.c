@@ -24,7 +24,7 @@ void rio__s3_rsp_reset(struct s3_rsp *r)
     r->ck_algo = RIO_S3_CK_NONE;
     r->ck_composite = false;
     r->ck_value = 0;
-    r->goog_have = r->goog_transcoded = false;
+    r->goog_have = r->goog_transcoded = r->goog_stored_enc = false;
     r->goog_crc32c = 0;
 }
 
@@ -179,7 +179,7 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
         /* stored gzipped, served decompressed: its hashes and its ETag
          * are of other bytes than those served */
         if (!(vl == 8 && strncasecmp(val, "identity", 8) == 0))
-            r->goog_transcoded = r->etag_no_md5 = true;
+            r->goog_transcoded = r->etag_no_md5 = r->goog_stored_enc = true;
     } else if (HDR_IS("x-amz-checksum-type")) {
         if (vl == 9 && strncasecmp(val, "COMPOSITE", 9) == 0)
             r->ck_composite = true;

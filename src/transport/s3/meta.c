@@ -55,7 +55,11 @@ uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g
     g->etag_no_md5 = r->etag_no_md5;
     g->ck_algo = rio__s3_rsp_checksum(r, &g->ck_value);
     if (etag_strong(r->etag)) {
-        g->gen = gen_hash("etag", r->etag, r->m_id);
+        /* A GCS object served decompressed shares its ETag with any object
+         * storing its gzipped bytes as they are: other bytes served, so
+         * another generation (the table's checksum of one would check
+         * the other). */
+        g->gen = gen_hash(r->goog_stored_enc ? "etag-gz" : "etag", r->etag, r->m_id);
         rio__s3_copy_str(g->etag, sizeof(g->etag), r->etag, strlen(r->etag));
     } else if (r->lastmod[0]) {
         g->gen = gen_hash("lastmod", r->lastmod, NULL);

@@ -57,6 +57,10 @@ struct s3_rsp {
      * served decompressed). */
     bool goog_have, goog_transcoded;
     uint32_t goog_crc32c;
+    /* x-goog-stored-content-encoding other than identity: the ETag is
+     * that of the stored bytes, which another object may store as they
+     * are (then the same ETag, other bytes served) */
+    bool goog_stored_enc;
 };
 
 enum { RIO_S3_CK_NONE, RIO_S3_CK_CRC32, RIO_S3_CK_CRC32C, RIO_S3_CK_CRC64NVME };
