@@ -257,12 +257,12 @@ const char *rio__transport_left_out(const char *scheme)
     return NULL;
 }
 
-/* The module serving scheme, loaded on the first call (only one attempt). */
 const struct rio_module_host *rio__module_host(void)
 {
     return &module_host;
 }
 
+/* The module serving scheme, loaded on the first call (only one attempt). */
 const struct rio_module *rio__module_for(const char *scheme)
 {
     struct module_slot *m = scheme ? module_slot(scheme) : NULL;
