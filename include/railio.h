@@ -387,11 +387,12 @@ struct rio_call {
      * also reports every 100 ms while no chunk lands, with the same
      * figures, so the callback runs while a transfer stalls too (a place
      * to fire the call's cancel token). It must not call rio_* functions
-     * on its own call. done never goes back and total does not change,
+     * on its own call. done never goes back and total never shrinks,
      * but in a call that starts over (its object replaced while it was
      * read, stats->replans): its reports start again from 0, with the new
-     * object's total. A GET whose size is not yet known reports a total
-     * of 0.
+     * object's total. total counts the objects whose size is known: a
+     * batch's grows as its GETs are looked up, and a GET in one request
+     * reports 0 until its answer.
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
