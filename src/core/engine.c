@@ -1567,7 +1567,7 @@ static int md5_feed(struct rio__req *r, const uint8_t *p, uint64_t n, bool last,
     return err;
 }
 
-/* The MD5 of a GET checked by its etag did not match it. The whole object
+/* The digest of a GET checked by one (CRC or MD5) did not match. The whole object
  * is read again, once (the damage may have been on the way: which chunk,
  * nothing says), unless it is a reader's of several chunks (what it handed
  * out cannot be taken back): that and a second mismatch fail
@@ -1603,7 +1603,8 @@ static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
 }
 
 /*
- * A GET checked by its MD5 (r->md5_check): hashes its chunks from md5_at
+ * A GET checked by a digest (r->md5_check: the store's CRC or the MD5 of
+ * its etag, md5_feed): hashes its chunks from md5_at
  * on, in order, for as long as each has landed, on the cpu pool and
  * without mu (the bytes of a chunk that landed are not written again while
  * this runs: no chunk of r goes out again but after a mismatch, which this

@@ -292,11 +292,14 @@ struct rio__req {
      * says the object's size (cap is a guess, never reported). */
     uint64_t one_total;
     /* A GET of a whole object that has no chunk checksums (one railio did
-     * not write) and whose etag the transport says is the MD5 of its bytes
-     * (rio_transport.foreign_etag_md5), with verification on: its bytes
-     * are hashed in order as its chunks land, by md5 on the cpu pool
-     * (engine.c, md5_check_task; md5_job, md5_running shared with a PUT's
-     * MD5), and it succeeds only once the MD5 matches. Under mu: md5_at,
+     * not write) for which a digest of its bytes is known, with
+     * verification on: the store's CRC of it (crc_algo, below), else its
+     * etag where the transport says that is the MD5 of its bytes
+     * (rio_transport.foreign_etag_md5; md5_want). Its bytes are hashed in
+     * order as its chunks land, on the cpu pool (engine.c, md5_check_task,
+     * md5_feed; md5_job, md5_running shared with a PUT's MD5; the md5_
+     * names are older than the CRC), and it succeeds only once the digest
+     * matches. Under mu: md5_at,
      * the chunks hashed (a reader takes none at or past it, so the last
      * chunk waits for the comparison); md5_rereads, whole re-reads after a
      * mismatch (one, not for a reader). Set by rio__req_md5_plan. */
@@ -676,8 +679,8 @@ uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
 
 /* Set rio_error_detail() to each path's last error (engine.c). */
 void rio__engine_path_detail(struct rio_client *c, int last_err);
-/* r->last_err of a GET whose MD5 did not match its etag (md5_check), read
- * twice or by a reader: never leaves the library. */
+/* r->last_err of a GET whose MD5 did not match its etag (md5_check, no
+ * crc_algo), read twice or by a reader: never leaves the library. */
 #define RIO__EMD5 (-10998)
 /* The same for a GET checked by the store's CRC of the object (crc_algo). */
 #define RIO__ECRC (-10997)
@@ -686,8 +689,9 @@ void rio__engine_path_detail(struct rio_client *c, int last_err);
  * RIO_ECHECKSUM with RIO__EMD5: the etag's); others keep theirs. Caller's
  * thread, mu not held (engine.c). */
 void rio__engine_req_detail(struct rio_client *c, int status, int last_err);
-/* Whether r, a GET whose descriptor is in place, is checked by its MD5
- * (rio__req.md5_check), and set it (engine.c). */
+/* Whether r, a GET whose descriptor is in place, is checked by a digest
+ * of its bytes, the store's CRC or its MD5 etag (rio__req.md5_check,
+ * crc_algo), and set it (engine.c). */
 void rio__req_md5_plan(struct rio_client *c, struct rio__req *r);
 /* Whether a GET r of an object of size bytes with no chunk checksums could
  * be checked by a digest of its bytes: verification on, a transport whose

@@ -427,8 +427,9 @@ struct rio_transport {
     bool etag_md5_only;
     /* The etag of an object it did not write (a descriptor with no chunk
      * checksums), when it gives one, is the MD5 of the object's bytes: the
-     * engine checks a whole-object GET of such an object against it (set
-     * by open; engine.c, rio__req_md5_plan). */
+     * engine checks a whole-object GET of such an object against it, or
+     * against the store's CRC where full_checksum gives one (set by open;
+     * engine.c, rio__req_md5_plan). Off, neither is checked. */
     bool foreign_etag_md5;
     /* Set by the engine before its thread starts, valid until close; a
      * transport only calls it through rio__t_path_event. */
