@@ -2,7 +2,8 @@
 /*
  * CPU seconds per GiB of each check railio can make of a byte (xxh3,
  * CRC32C with and without SSE4.2, MD5, SHA-256 as OpenSSL computes it:
- * with SHA-NI where the CPU has it) and the cost of the fast etag, on
+ * with SHA-NI where the CPU has it, MD5s of several chunks at once in
+ * vector lanes) and the cost of the fast etag, on
  * one core (getrusage around each loop). docs/tuning.md has the figures:
  *
  *   cc -O2 -Iinclude -Isrc bench/hashcost.c build/librailio.a -lxxhash -lcrypto \
@@ -71,6 +72,25 @@ int main(void)
         sink += d[0];
     }
     printf("sha256        %.3f CPU s/GiB\n", (cpu_s() - t) / (2 * gib));
+    /* S3 parts' Content-MD5s, 64 chunks of 4 MiB, in lanes of each width
+     * this CPU has (1: OpenSSL, one at a time). */
+    for (unsigned lanes = 1; lanes <= rio__md5_lanes(); lanes *= 2) {
+        const void *p[64];
+        size_t len[64];
+        uint8_t d[64][16];
+        if (lanes != 1 && lanes != 8 && lanes != 16)
+            continue;
+        for (int i = 0; i < 64; i++) {
+            p[i] = b + (size_t)i * chunk;
+            len[i] = chunk;
+        }
+        t = cpu_s();
+        for (int r = 0; r < 4; r++)
+            if (rio__md5_many_lanes(lanes, p, len, 64, d) < 0)
+                return 1;
+        sink += d[0][0];
+        printf("md5, %2u lanes %.3f CPU s/GiB\n", lanes, (cpu_s() - t) / (4 * gib));
+    }
     for (int i = 0; i < 256; i++)
         x[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
     t = cpu_s();

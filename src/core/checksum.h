@@ -49,6 +49,17 @@ uint64_t rio__crc64nvme(uint64_t crc, const void *p, size_t n);
 uint32_t rio__crc32_sw(uint32_t crc, const void *p, size_t n);
 uint64_t rio__crc64nvme_sw(uint64_t crc, const void *p, size_t n);
 
+/*
+ * The MD5s of n buffers (p[i], len[i] bytes) into out[i], 16 or 8 at once in
+ * vector lanes where the CPU has AVX-512 or AVX2 (md5mb.c), else one at a
+ * time. 0, or -ENOMEM. rio__md5_lanes says how many lanes this CPU gives
+ * (16, 8 or 1); rio__md5_many_lanes forces a width (tests compare).
+ */
+int rio__md5_many(const void *const *p, const size_t *len, unsigned n, uint8_t (*out)[16]);
+int rio__md5_many_lanes(unsigned lanes, const void *const *p, const size_t *len, unsigned n,
+                        uint8_t (*out)[16]);
+unsigned rio__md5_lanes(void);
+
 /* Streaming MD5 of a byte stream (the etag). */
 struct rio_md5 {
     void *ctx; /* EVP_MD_CTX */

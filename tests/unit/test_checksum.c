@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests: xxh3-64, the streaming MD5 etag, the CRCs (src/core/checksum.c,
- * src/core/crc.c). */
+/* Unit tests: xxh3-64, the streaming MD5 etag, the MD5s of several buffers
+ * at once, the CRCs (src/core/checksum.c, src/core/md5mb.c, src/core/crc.c). */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -94,6 +95,73 @@ TEST(md5_incremental_equals_one_shot)
     }
     T_OK(rio__md5_final(&m, inc));
     T_STREQ(inc, one);
+    free(buf);
+}
+
+/*
+ * The MD5s of several buffers at once (16 lanes with AVX-512, 8 with AVX2,
+ * else one at a time): each equal to the one-shot MD5 of its buffer, for
+ * every width this CPU has (a wider one than it has is done narrower), any
+ * count (more than a width: in turns), lengths unequal (a lane with no
+ * whole block left carried unchanged while others go on), around the
+ * padding's edges (55, 56, 63, 64, 65), empty, and unaligned.
+ */
+TEST(md5_many_equals_one_at_a_time)
+{
+    static const size_t edges[] = {0, 1, 55, 56, 57, 63, 64, 65, 119, 120, 127, 128, 129, 4096};
+    const size_t nb = (3u << 20) + 64;
+    unsigned char *buf = malloc(nb);
+    static const unsigned widths[] = {1, 8, 16};
+    uint64_t seed = 7;
+
+    T_NOTNULL(buf);
+    t_fill_pattern(buf, nb, 99);
+    T_GE(rio__md5_lanes(), 1u);
+    for (unsigned round = 0; round < 300; round++) {
+        const void *p[40];
+        size_t len[40];
+        uint8_t got[40][16];
+        unsigned n = 1 + round % 37;
+
+        for (unsigned i = 0; i < n; i++) {
+            seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+            size_t l = round % 3 == 0   ? edges[(seed >> 33) % (sizeof(edges) / sizeof(edges[0]))]
+                       : round % 3 == 1 ? (size_t)((seed >> 20) % 9000)
+                                        : (size_t)((seed >> 24) % (96u << 10));
+            /* one lane much longer than the rest, now and then */
+            if (round % 17 == 5 && i == n / 2)
+                l = (1u << 20) + 3;
+            len[i] = l;
+            p[i] = buf + (seed >> 40) % (nb - l);
+        }
+        for (unsigned w = 0; w < 3; w++) {
+            memset(got, 0, sizeof(got));
+            T_OK(rio__md5_many_lanes(widths[w], p, len, n, got));
+            for (unsigned i = 0; i < n; i++) {
+                char one[33], hex[33];
+                md5_of(p[i], len[i], one);
+                for (int j = 0; j < 16; j++)
+                    snprintf(hex + 2 * j, 3, "%02x", got[i][j]);
+                if (strcmp(hex, one) != 0)
+                    T_FAIL("width %u, %u buffers, #%u (%zu bytes): %s, not %s", widths[w], n, i,
+                           len[i], hex, one);
+            }
+        }
+        T_OK(rio__md5_many(p, len, n, got));
+    }
+    /* The known value through every width. */
+    const void *abc[16];
+    size_t three[16];
+    uint8_t d[16][16];
+    for (unsigned i = 0; i < 16; i++) {
+        abc[i] = "abc";
+        three[i] = 3;
+    }
+    for (unsigned w = 0; w < 3; w++) {
+        T_OK(rio__md5_many_lanes(widths[w], abc, three, 16, d));
+        T_EQ(d[15][0], 0x90u);
+        T_EQ(d[15][15], 0x72u);
+    }
     free(buf);
 }
 
