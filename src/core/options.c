@@ -395,6 +395,7 @@ const char *const rio__known_env[] = {
     "RIO_S3_CONDITIONAL",
     "RIO_S3_GET_ONE",
     "RIO_S3_ETAG_CHECK",
+    "RIO_MD5_LANES",
     NULL,
 };
 

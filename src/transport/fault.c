@@ -835,12 +835,18 @@ static int fault_put_expect(struct rio_transport *tt, void *upload, uint64_t gen
 
 /* Passes through: the work is on the caller's bytes, before any fault
  * (a flipped copy of a WRITE is then refused where the server checks). */
-static void fault_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
-                           uint64_t len)
+static void fault_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
+                           const void *const *src, const uint64_t *len)
 {
     struct fault_transport *t = (struct fault_transport *)tt;
     if (rio__t_has_put_prep(t->inner))
-        rio__t_put_prep(t->inner, upload, index, src, len);
+        rio__t_put_prep_n(t->inner, upload, index, n, src, len);
+}
+
+static unsigned fault_put_prep_group(struct rio_transport *tt, void *upload)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    return rio__t_put_prep_group(t->inner, upload);
 }
 
 static void fault_put_abort(struct rio_transport *tt, void *upload)
@@ -1008,8 +1014,9 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .submit = fault_submit, .reap = fault_reap, .wake = fault_wake, .cancel = fault_cancel,    \
         .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
-        .put_prep = fault_put_prep, .put_expect = fault_put_expect, .remove_if = fault_remove_if,  \
-        .list = fault_list, .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,  \
+        .put_prep = fault_put_prep, .put_prep_group = fault_put_prep_group,                        \
+        .put_expect = fault_put_expect, .remove_if = fault_remove_if, .list = fault_list,          \
+        .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,                      \
         .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns, .parts_of = fault_parts_of,            \
         .parts_even = fault_parts_even, .full_checksum = fault_full_checksum,                      \
     }

@@ -85,6 +85,9 @@ struct rio_module_host {
     void (*xxh3_stream_update)(struct rio_xxh3_stream *x, const void *p, size_t n);
     uint64_t (*xxh3_stream_digest)(const struct rio_xxh3_stream *x);
     void (*xxh3_stream_free)(struct rio_xxh3_stream *x);
+    /* core/checksum.h: S3 parts' Content-MD5s, several at once */
+    int (*md5_many)(const void *const *p, const size_t *len, unsigned n, uint8_t (*out)[16]);
+    unsigned (*md5_lanes)(void);
 };
 
 /* What a module gives back. */

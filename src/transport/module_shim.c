@@ -91,6 +91,16 @@ uint32_t rio__crc32c(uint32_t crc, const void *p, size_t n)
     return host->crc32c(crc, p, n);
 }
 
+int rio__md5_many(const void *const *p, const size_t *len, unsigned n, uint8_t (*out)[16])
+{
+    return host->md5_many(p, len, n, out);
+}
+
+unsigned rio__md5_lanes(void)
+{
+    return host->md5_lanes();
+}
+
 struct rio_xxh3_stream *rio__xxh3_stream_new(void)
 {
     return host->xxh3_stream_new();

@@ -306,8 +306,14 @@ struct rio_transport_ops {
      * distinct chunks of one upload run at once on several threads; none
      * runs after the upload's commit or abort begins. A chunk it skipped
      * (or with no call at all) gets the work at submit: no result. */
-    void (*put_prep)(struct rio_transport *t, void *upload, uint64_t index, const void *src,
-                     uint64_t len);
+    void (*put_prep)(struct rio_transport *t, void *upload, uint64_t index, unsigned n,
+                     const void *const *src, const uint64_t *len);
+    /* Optional (NULL: 1): how many chunks of upload one put_prep call
+     * should get at once, at most RIO__PREP_MAX (s3://: 16 or 8 Content-MD5s
+     * are computed together in vector lanes where the CPU has them). The
+     * engine passes that many consecutive chunks where it has them, fewer
+     * at the end; src[i], len[i] are chunk index + i's. */
+    unsigned (*put_prep_group)(struct rio_transport *t, void *upload);
     /* Optional (NULL: the backend cannot; the engine refuses such a PUT
      * with RIO_ENOTSUP before opening it): make the upload's commit
      * conditional. The engine calls it right after put_open, before any
@@ -615,7 +621,23 @@ static inline int rio__t_put_expect(struct rio_transport *t, void *upload, uint6
 static inline void rio__t_put_prep(struct rio_transport *t, void *upload, uint64_t index,
                                    const void *src, uint64_t len)
 {
-    rio__t_ops(t)->put_prep(t, upload, index, src, len);
+    rio__t_ops(t)->put_prep(t, upload, index, 1, &src, &len);
+}
+
+/* n consecutive chunks from index (1 <= n <= RIO__PREP_MAX). */
+static inline void rio__t_put_prep_n(struct rio_transport *t, void *upload, uint64_t index,
+                                     unsigned n, const void *const *src, const uint64_t *len)
+{
+    rio__t_ops(t)->put_prep(t, upload, index, n, src, len);
+}
+
+#define RIO__PREP_MAX 16u
+
+/* How many chunks put_prep wants at once: 1 to RIO__PREP_MAX. */
+static inline unsigned rio__t_put_prep_group(struct rio_transport *t, void *upload)
+{
+    unsigned g = rio__t_ops(t)->put_prep_group ? rio__t_ops(t)->put_prep_group(t, upload) : 1;
+    return g < 1 ? 1 : g > RIO__PREP_MAX ? RIO__PREP_MAX : g;
 }
 
 /* Once no chunk op of upload is in flight; consumes upload. */

@@ -118,11 +118,11 @@ checked in every bucket (400 XAmzContentSHA256Mismatch when it is not the
 body's), as S3 and radosgw do for signed requests.
 
 GET /_stats answers "requests=N fired=N uploads=N objects=N completes=N heads=N
-crc32c=N sha256=N" (requests: every request but these; uploads: open
+crc32c=N sha256=N md5=N" (requests: every request but these; uploads: open
 multipart uploads, all buckets; completes:
 CompleteMultipartUpload requests, heads: HEAD requests, whatever their answer;
 crc32c: PUTs that carried x-amz-checksum-crc32c, sha256: PUTs that carried
-a payload SHA-256).
+a payload SHA-256, md5: PUTs that carried a Content-MD5).
 """
 
 import argparse
@@ -143,7 +143,8 @@ LOCK = threading.Lock()
 OBJECTS = {}  # (bucket, key) -> dict(data, etag, meta)
 UPLOADS = {}  # upload id -> dict(bucket, key, meta, parts{n: (data, etag)})
 FAULTS = {}  # (bucket, key) -> [kind, remaining (None = forever)]
-STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0, "sha256": 0}
+STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0, "sha256": 0,
+         "md5": 0}
 NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
@@ -346,9 +347,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 STATS["requests"] += 1
         if bucket == "_stats":
             with LOCK:
-                s = "requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d sha256=%d\n" % (
+                s = ("requests=%d fired=%d uploads=%d objects=%d completes=%d heads=%d crc32c=%d "
+                     "sha256=%d md5=%d\n") % (
                     STATS["requests"], STATS["fired"], len(UPLOADS), len(OBJECTS),
-                    STATS["completes"], STATS["heads"], STATS["crc32c"], STATS["sha256"])
+                    STATS["completes"], STATS["heads"], STATS["crc32c"], STATS["sha256"],
+                    STATS["md5"])
             return self.send(200, s.encode())
         if not key and "uploads" in q:
             return self.list_uploads(bucket)
@@ -618,6 +621,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         cm = self.headers.get("Content-MD5")
         if cm is None:
             return True
+        with LOCK:
+            STATS["md5"] += 1
         import base64
         return base64.b64encode(hashlib.md5(data).digest()).decode() == cm
 

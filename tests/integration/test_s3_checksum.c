@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One integrity check per S3 part (knob checksum): CRC32C where the server
- * checks x-amz-checksum-crc32c, else the part's SHA-256 signed as its
- * payload hash where the server checks that, else MD5, asked once per
+ * checks x-amz-checksum-crc32c, else a Content-MD5 where this CPU hashes
+ * several parts at once (AVX2, AVX-512), else the part's SHA-256 signed as
+ * its payload hash where the server checks that, else MD5, asked once per
  * client by probes carrying a wrong CRC32C, then a wrong payload hash. Against
  * tests/harness/s3fault.py (whose "ck" buckets check the CRC32C as S3 does, the others ignore it as
  * radosgw before Squid does) and against the real radosgw of this machine.
@@ -22,6 +23,8 @@ TEST(s3_not_built)
 
 #define SU_WITH_RGW
 #include "s3_util.h"
+
+#include "core/checksum.h"
 
 #define CH (64 * SU_KIB)
 #define OBJ (16 * CH + 777) /* 17 parts, the last one short */
@@ -129,6 +132,8 @@ TEST(probe_picks_sha256_where_crc32c_ignored)
     int64_t alloc0;
     struct rio_stats st;
     int port = su_fault_port();
+    /* As on a CPU that hashes one MD5 at a time. */
+    setenv("RIO_MD5_LANES", "1", 1);
     struct rio_client *c = signed_client("sh1", NULL, &alloc0);
 
     unsigned k0 = su_fault_count(port, "crc32c"), s0 = su_fault_count(port, "sha256");
@@ -155,6 +160,45 @@ TEST(probe_picks_sha256_where_crc32c_ignored)
 }
 
 /*
+ * The same server, on a CPU that hashes 16 or 8 MD5s at once: every part
+ * carries a Content-MD5 (which the server computes anyway, for the part's
+ * ETag) taken on the pool before it is sent, not its SHA-256 (which costs
+ * the client and the server more); the payload hash is not asked about.
+ * The content_md5 knob, given, has its way: verify hashes each part as it
+ * goes out and compares the part's ETag, sending no Content-MD5.
+ */
+TEST(probe_picks_content_md5_in_lanes_where_crc32c_ignored)
+{
+    int64_t alloc0;
+    struct rio_stats st;
+    int port = su_fault_port();
+
+    if (rio__md5_lanes() < 8)
+        T_SKIP("this CPU has neither AVX2 nor AVX-512: one MD5 at a time");
+    struct rio_client *c = signed_client("md1", NULL, &alloc0);
+    unsigned k0 = su_fault_count(port, "crc32c"), s0 = su_fault_count(port, "sha256");
+    unsigned m0 = su_fault_count(port, "md5");
+    put_get(c, "md5/a", OBJ, 5, &st);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    T_EQ(su_fault_count(port, "crc32c") - k0, 1u);
+    /* The CRC32C probe's payload hash and the sidecar's: no second probe,
+     * no part's. */
+    T_EQ(su_fault_count(port, "sha256") - s0, 2u);
+    unsigned m1 = su_fault_count(port, "md5");
+    T_EQ(m1 - m0, 17u);
+    put_get(c, "md5/b", 1000, 6, &st); /* one PutObject */
+    T_EQ(su_fault_count(port, "md5") - m1, 1u);
+    su_close(c, alloc0);
+
+    c = fault_client("md1", "content_md5=verify", &alloc0);
+    m1 = su_fault_count(port, "md5");
+    put_get(c, "F_putetag_2/verify", OBJ, 7, &st);
+    T_GE(st.retries[RIO_CLASS_CHECKSUM], 2u); /* the ETag's comparison */
+    T_EQ(su_fault_count(port, "md5") - m1, 0u);
+    su_close(c, alloc0);
+}
+
+/*
  * A part damaged on the way (one bit of the body flipped before the server
  * reads it): the server's CRC32C check refuses it (BadDigest), the engine
  * sends it again, the object lands byte-exact. So does MD5 (the part's ETag
@@ -165,7 +209,8 @@ TEST(probe_picks_sha256_where_crc32c_ignored)
 TEST(corrupted_part_is_refused)
 {
     static const char *const modes[] = {"checksum=crc32c", "checksum=md5",
-                                        "checksum=md5&content_md5=header", NULL};
+                                        "checksum=md5&content_md5=header",
+                                        "checksum=md5&content_md5=verify", NULL};
     char key[64];
     int64_t alloc0;
 
@@ -224,6 +269,7 @@ TEST(part_damaged_before_the_wire_is_refused)
         {"sh3", "checksum=sha256", true},
         {"ck3", "checksum=crc32c", false},
         {"ck3", "checksum=md5&content_md5=header", false},
+        {"fb3", "checksum=md5", false}, /* 16 or 8 at once, where the CPU can */
     };
     char key[64], extra[160];
     int64_t alloc0;

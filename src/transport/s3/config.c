@@ -425,6 +425,7 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     if ((v = knob(u, "content_md5", "RIO_S3_CONTENT_MD5", &name))) {
         int tri;
 
+        t->content_md5_set = true;
         if (!strcasecmp(v, "header")) {
             t->content_md5 = MD5_HEADER;
         } else {

@@ -325,39 +325,96 @@ static int sha256_of(EVP_MD_CTX *md, const void *p, size_t n, char hex[65])
  * only signs (docs/s3.md, WRITE). A part whose digest fails here (or whose
  * record cannot be made) is checked at submit instead.
  */
-void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
-                      uint64_t len)
+static struct s3_part *prep_part(struct s3_transport *t, struct s3_upload *up, uint64_t index,
+                                 const void *src, uint64_t len)
 {
-    struct s3_transport *t = (struct s3_transport *)tt;
-    struct s3_upload *up = upload;
-    const EVP_MD *alg = NULL;
-    struct s3_part *part;
-    unsigned dl = 0;
-    int kind;
-
-    if (!up || up->magic != UPLOAD_MAGIC || !src || len == 0)
-        return;
+    if (!src || len == 0)
+        return NULL;
     if (up->stream) {
         /* A stream's part record lives in a page made at its first submit
          * or here (under mu, as submit makes it). */
         struct s3_part *page;
         if (index >= S3_MAX_PARTS || len > up->chunk)
-            return;
+            return NULL;
         pthread_mutex_lock(&t->mu);
         page = rio__s3_part_page_locked(up, index);
         pthread_mutex_unlock(&t->mu);
         if (!page)
-            return; /* checked at submit */
+            return NULL; /* checked at submit */
     } else if (up->mode == UP_MULTI ? index >= up->nparts : index != 0) {
+        return NULL;
+    }
+    return rio__s3_part_at(up, index);
+}
+
+static void prep_one(struct s3_transport *t, struct s3_upload *up, uint64_t index, const void *src,
+                     uint64_t len);
+
+/* Content-MD5 of each part, computed ahead (rather than hashed as sent and
+ * compared with the part's ETag). */
+static bool md5_ahead(const struct s3_transport *t, const struct s3_upload *up)
+{
+    return up->ck == CK_MD5 && (t->content_md5 == MD5_HEADER || up->md5_lanes);
+}
+
+unsigned rio__s3_put_prep_group(struct rio_transport *tt, void *upload)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+
+    if (!up || up->magic != UPLOAD_MAGIC || !md5_ahead(t, up))
+        return 1;
+    return rio__md5_lanes();
+}
+
+void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
+                      const void *const *srcs, const uint64_t *lens)
+{
+    struct s3_transport *t = (struct s3_transport *)tt;
+    struct s3_upload *up = upload;
+    struct s3_part *parts[RIO__PREP_MAX];
+    const void *mp[RIO__PREP_MAX];
+    size_t ml[RIO__PREP_MAX];
+    uint8_t md[RIO__PREP_MAX][16];
+    unsigned nm = 0;
+
+    if (!up || up->magic != UPLOAD_MAGIC || n > RIO__PREP_MAX)
+        return;
+    /* MD5s: together, in vector lanes where the CPU has them. */
+    if (md5_ahead(t, up)) {
+        for (unsigned i = 0; i < n; i++) {
+            if (!(parts[nm] = prep_part(t, up, index + i, srcs[i], lens[i])))
+                continue;
+            mp[nm] = srcs[i];
+            ml[nm++] = (size_t)lens[i];
+        }
+        if (nm == 0 || rio__md5_many(mp, ml, nm, md) < 0)
+            return;
+        for (unsigned i = 0; i < nm; i++) {
+            memcpy(parts[i]->pre_digest, md[i], 16);
+            parts[i]->pre_len = ml[i];
+            parts[i]->pre = PRE_MD5;
+        }
         return;
     }
-    part = rio__s3_part_at(up, index);
+    for (unsigned i = 0; i < n; i++)
+        prep_one(t, up, index + i, srcs[i], lens[i]);
+}
+
+/* One chunk's check, not an MD5 (put_prep). */
+static void prep_one(struct s3_transport *t, struct s3_upload *up, uint64_t index, const void *src,
+                     uint64_t len)
+{
+    struct s3_part *part = prep_part(t, up, index, src, len);
+    const EVP_MD *alg = NULL;
+    unsigned dl = 0;
+    int kind;
+
+    if (!part)
+        return;
     if (up->ck == CK_SHA256) {
         alg = EVP_sha256();
         kind = PRE_SHA256;
-    } else if (up->ck == CK_MD5 && t->content_md5 == MD5_HEADER) {
-        alg = EVP_md5();
-        kind = PRE_MD5;
     } else if (up->ck == CK_CRC32C) {
         part->pre_crc = rio__crc32c(0, src, (size_t)len);
         kind = PRE_CRC32C;
@@ -438,8 +495,12 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
          * or the SHA-256 signed as the payload hash (the server verifies
          * it), or an MD5 (Content-MD5 up front, or computed as it goes and
          * compared with the part's ETag), or none (docs/s3.md, knob
-         * checksum). */
-        const struct s3_part *pre;
+         * checksum). An MD5 that put_prep was to take in lanes but did
+         * not (a batch's large object) is computed as it goes: never a
+         * burst here, on the thread that drives every transfer. */
+        const struct s3_part *pre = NULL;
+        bool md5_hdr = up->ck == CK_MD5 && (t->content_md5 == MD5_HEADER ||
+                                            (up->md5_lanes && (pre = prepped(up, io, PRE_MD5))));
         if (up->ck == CK_SHA256) {
             if ((pre = prepped(up, io, PRE_SHA256)))
                 rio__s3_hex(pre->pre_digest, 32, sha);
@@ -452,7 +513,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
             rio__s3_crc32c_b64(op->crc, crc64);
             x[nx++] = (struct rio_s3_kv){"x-amz-checksum-crc32c", crc64};
             x[nx++] = (struct rio_s3_kv){"x-amz-sdk-checksum-algorithm", "CRC32C"};
-        } else if (up->ck == CK_MD5 && t->content_md5 == MD5_HEADER) {
+        } else if (md5_hdr) {
             if ((pre = prepped(up, io, PRE_MD5))) {
                 rio__s3_hex(pre->pre_digest, 16, md5hex);
                 rio__s3_base64(pre->pre_digest, 16, md5b64);
@@ -490,7 +551,7 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
         if (ret < 0)
             return ret;
         /* After signing, which used md for SHA-256. */
-        if (up->ck == CK_MD5 && t->content_md5 == MD5_VERIFY) {
+        if (up->ck == CK_MD5 && !md5_hdr) {
             if (EVP_DigestInit_ex(op->md, EVP_md5(), NULL) != 1)
                 return -ENOMEM;
             op->md5_stream = true;

@@ -199,6 +199,7 @@ struct s3_transport {
     bool nt_copy;         /* non-temporal stores into the destination (knob nt_copy) */
     bool conditional;     /* the server decides If-None-Match / If-Match on writes (knob) */
     int content_md5;      /* MD5_* */
+    bool content_md5_set; /* knob content_md5 given: its way, whatever the CPU */
     _Atomic int checksum; /* CK_*: CK_AUTO until put_open probed the server */
     bool dns_shuffle;
     bool debug;
@@ -264,6 +265,7 @@ struct s3_upload {
     uint64_t size, chunk, nparts;
     char id[17];
     int ck;                     /* CK_MD5, CK_CRC32C or CK_NONE: how its parts are checked */
+    bool md5_lanes;             /* CK_MD5: Content-MD5s computed ahead, several at once */
     char *upload_id;            /* UP_MULTI */
     struct s3_part *parts;      /* sized: nparts records (1 for UP_SINGLE) */
     char md5[33];               /* UP_SINGLE: MD5 of the one chunk sent */
@@ -448,7 +450,8 @@ int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *
  * the conditions (docs/s3.md, "Conditional writes"). */
 int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 void rio__s3_put_abort(struct rio_transport *tt, void *upload);
-void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, const void *src,
-                      uint64_t len);
+unsigned rio__s3_put_prep_group(struct rio_transport *tt, void *upload);
+void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
+                      const void *const *src, const uint64_t *len);
 
 #endif
