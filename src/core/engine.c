@@ -1577,6 +1577,7 @@ static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
     rio__md5_cleanup(&r->md5);
     rio__md5_cleanup(&r->md5_outer);
     r->md5_poff = 0;
+    r->md5_pnext = 0;
     r->crc_got = 0;
     r->call->retries[RIO_CLASS_CHECKSUM]++;
     if ((r->ring && r->end > 1) || r->md5_rereads || c->o.retry_checksum < 0) {
@@ -1602,6 +1603,134 @@ static void md5_mismatch_locked(struct rio_client *c, struct rio__req *r)
     r->call->progress_redo += r->size;
 }
 
+/* The digest of r's bytes, hex, is in: r succeeds if it is the one wanted,
+ * else it is read again or fails (md5_mismatch_locked). mu held (let go
+ * while the parts' sizes are asked). */
+static void md5_verdict_locked(struct rio_client *c, struct rio__req *r, const char *hex)
+{
+    struct rio__call *call = r->call;
+    bool match = strcmp(hex, r->md5_want) == 0;
+
+    if (!match && r->md5_part && r->md5_parts > 2 && !r->md5_sized) {
+        /* Parts 1 and N said the part size; the others were not asked
+         * (two round trips, not N). A sound object uploaded in parts
+         * of other sizes hashes, cut at part 1's size, to another
+         * ETag: asked now, before its bytes are refused; such an
+         * object is read unchecked. */
+        struct rio__meta m;
+        r->md5_sized = true;
+        rio__meta_for_call(&m, call);
+        pthread_mutex_unlock(&c->mu);
+        int odd = rio__meta_parts_even(c, &m, &r->desc, r->md5_part, r->md5_parts);
+        pthread_mutex_lock(&c->mu);
+        if (r->decided)
+            return;
+        if (odd == RIO_EDEADLINE || odd == RIO_ECANCELED || odd == -ENOMEM) {
+            req_decide_locked(c, r, odd);
+            return;
+        }
+        match = odd == 1;
+    }
+    if (match) {
+        r->md5_at = r->end;
+        if (r->ring)
+            pthread_cond_broadcast(&call->cond);
+        req_decide_locked(c, r, 0);
+    } else {
+        md5_mismatch_locked(c, r);
+    }
+}
+
+/* How many parts r's object has, cut every md5_part bytes (the last one
+ * shorter), as md5_feed cuts it. */
+static uint64_t md5_lane_parts(const struct rio__req *r)
+{
+    return (r->size + r->md5_part - 1) / r->md5_part;
+}
+
+/* Whether r's parts' MD5s are taken in lanes: an object in parts, read
+ * into memory (a reader's ring would give its slots back before 16 parts
+ * landed), not too many of them, on a CPU that has lanes. */
+static bool md5_in_lanes(const struct rio__req *r)
+{
+    return r->crc_algo == RIO__CK_NONE && r->md5_part && !r->ring && r->data &&
+           md5_lane_parts(r) <= RIO__MD5_LANE_PARTS && rio__md5_lanes() > 1;
+}
+
+/* Whether part k of r landed whole (each chunk that holds a byte of it). */
+static bool md5_part_landed(struct rio__req *r, uint64_t k)
+{
+    uint64_t off = k * r->md5_part, len = r->size - off < r->md5_part ? r->size - off : r->md5_part;
+
+    for (uint64_t i = off / r->chunk_size; i <= (off + len - 1) / r->chunk_size; i++)
+        if (!rio__req_chunk_landed(r, i))
+            return false;
+    return true;
+}
+
+/* How many parts from md5_pnext on to take at once: 0 until that many have
+ * landed (16 or 8, fewer at the end). mu held. */
+static unsigned md5_lanes_ready(struct rio__req *r)
+{
+    uint64_t left = md5_lane_parts(r) - r->md5_pnext;
+    unsigned want = left < rio__md5_lanes() ? (unsigned)left : rio__md5_lanes();
+
+    for (unsigned n = 0; n < want; n++)
+        if (!md5_part_landed(r, r->md5_pnext + n))
+            return 0;
+    return want;
+}
+
+/* md5_check_task for an object in parts read into memory (md5_in_lanes):
+ * as soon as 16 (or 8) parts have landed from md5_pnext on, their MD5s at
+ * once; past the last part, the MD5 of their MD5s and "-N" decides r
+ * (md5_verdict_locked). mu held, let go while hashing. 0 or -ENOMEM. */
+static int md5_lanes_locked(struct rio_client *c, struct rio__req *r, uint64_t *bytes)
+{
+    uint64_t total = md5_lane_parts(r);
+    unsigned n;
+
+    if (!r->md5_pd && !(r->md5_pd = rio__calloc(total, sizeof(*r->md5_pd))))
+        return -ENOMEM;
+    while (!r->decided && (n = md5_lanes_ready(r)) > 0) {
+        const void *p[16]; /* rio__md5_lanes() at most */
+        size_t len[16];
+        uint64_t first = r->md5_pnext;
+        char hex[48];
+        int err;
+
+        for (unsigned i = 0; i < n; i++) {
+            uint64_t off = (first + i) * r->md5_part;
+            p[i] = r->data + off;
+            len[i] = (size_t)(r->size - off < r->md5_part ? r->size - off : r->md5_part);
+            *bytes += len[i];
+        }
+        pthread_mutex_unlock(&c->mu);
+        err = rio__md5_many(p, len, n, r->md5_pd + first);
+        pthread_mutex_lock(&c->mu);
+        if (err < 0)
+            return err;
+        if (r->decided)
+            return 0;
+        r->md5_pnext = (uint32_t)(first + n);
+        if (r->md5_pnext < total)
+            continue;
+        struct rio_md5 outer = {0};
+        err = rio__md5_init(&outer);
+        if (err == 0)
+            err = rio__md5_update(&outer, r->md5_pd, (size_t)total * sizeof(*r->md5_pd));
+        if (err == 0)
+            err = rio__md5_final(&outer, hex);
+        rio__md5_cleanup(&outer);
+        if (err < 0)
+            return err;
+        snprintf(hex + 32, 16, "-%" PRIu32, r->md5_parts);
+        md5_verdict_locked(c, r, hex);
+        return 0;
+    }
+    return 0;
+}
+
 /*
  * A GET checked by a digest (r->md5_check: the store's CRC or the MD5 of
  * its etag, md5_feed): hashes its chunks from md5_at
@@ -1621,7 +1750,10 @@ static void md5_check_task(void *arg)
     int err = 0;
 
     pthread_mutex_lock(&c->mu);
-    while (!r->decided && r->md5_at < r->end && rio__req_chunk_landed(r, r->md5_at)) {
+    if (md5_in_lanes(r))
+        err = md5_lanes_locked(c, r, &bytes);
+    while (!md5_in_lanes(r) && !r->decided && r->md5_at < r->end &&
+           rio__req_chunk_landed(r, r->md5_at)) {
         uint64_t i = r->md5_at, len = rio__req_chunk_len(r, i);
         const uint8_t *p =
             r->ring ? r->ring + (i % r->prefetch) * r->chunk_size : r->data + i * r->chunk_size;
@@ -1638,35 +1770,7 @@ static void md5_check_task(void *arg)
                 pthread_cond_broadcast(&call->cond); /* the reader may take chunk i */
             continue;
         }
-        bool match = strcmp(hex, r->md5_want) == 0;
-        if (!match && r->md5_part && r->md5_parts > 2 && !r->md5_sized) {
-            /* Parts 1 and N said the part size; the others were not asked
-             * (two round trips, not N). A sound object uploaded in parts
-             * of other sizes hashes, cut at part 1's size, to another
-             * ETag: asked now, before its bytes are refused; such an
-             * object is read unchecked. */
-            struct rio__meta m;
-            r->md5_sized = true;
-            rio__meta_for_call(&m, call);
-            pthread_mutex_unlock(&c->mu);
-            int odd = rio__meta_parts_even(c, &m, &r->desc, r->md5_part, r->md5_parts);
-            pthread_mutex_lock(&c->mu);
-            if (r->decided)
-                break;
-            if (odd == RIO_EDEADLINE || odd == RIO_ECANCELED || odd == -ENOMEM) {
-                req_decide_locked(c, r, odd);
-                break;
-            }
-            match = odd == 1;
-        }
-        if (match) {
-            r->md5_at = r->end;
-            if (r->ring)
-                pthread_cond_broadcast(&call->cond);
-            req_decide_locked(c, r, 0);
-        } else {
-            md5_mismatch_locked(c, r);
-        }
+        md5_verdict_locked(c, r, hex);
         break;
     }
     if (err)
@@ -1685,7 +1789,9 @@ static void md5_check_task(void *arg)
  * has and no hashing runs. */
 static void md5_kick_locked(struct rio_client *c, struct rio__req *r)
 {
-    if (r->md5_running || r->decided || r->md5_at >= r->end || !rio__req_chunk_landed(r, r->md5_at))
+    if (r->md5_running || r->decided || r->md5_at >= r->end)
+        return;
+    if (md5_in_lanes(r) ? !md5_lanes_ready(r) : !rio__req_chunk_landed(r, r->md5_at))
         return;
     r->md5_running = true;
     r->verifying++;
@@ -2478,6 +2584,7 @@ void rio__call_free(struct rio__call *call)
         rio_desc_cleanup(&r->desc);
         rio__md5_cleanup(&r->md5);
         rio__md5_cleanup(&r->md5_outer);
+        rio__free(r->md5_pd);
     }
     rio__free(call->reqs);
     rio__free(call->lat);

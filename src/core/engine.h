@@ -315,6 +315,14 @@ struct rio__req {
     uint64_t md5_part, md5_poff;
     uint32_t md5_parts;
     struct rio_md5 md5_outer;
+    /* Or, for a GET into memory (not a reader's ring) of at most
+     * RIO__MD5_LANE_PARTS parts, where the CPU has MD5 lanes: the parts'
+     * MD5s taken 16 or 8 parts at once as their chunks land, in any part
+     * order within a group, into md5_pd (one per part), md5_pnext the
+     * parts done (engine.c, md5_lanes_locked). Written by the hash task
+     * under mu; md5_pd, allocated by it, freed with r. */
+    uint8_t (*md5_pd)[16];
+    uint32_t md5_pnext;
     /* After a mismatch, the transport was asked whether parts 2 to N - 1
      * are md5_part bytes too (parts_even; once). */
     bool md5_sized;
@@ -693,6 +701,8 @@ void rio__engine_req_detail(struct rio_client *c, int status, int last_err);
  * of its bytes, the store's CRC or its MD5 etag (rio__req.md5_check,
  * crc_algo), and set it (engine.c). */
 void rio__req_md5_plan(struct rio_client *c, struct rio__req *r);
+/* The most parts a GET's MD5s are taken in lanes for (S3's most parts). */
+#define RIO__MD5_LANE_PARTS 10000u
 /* Whether a GET r of an object of size bytes with no chunk checksums could
  * be checked by a digest of its bytes: verification on, a transport whose
  * foreign etags are MD5s, the whole object read (engine.c). */

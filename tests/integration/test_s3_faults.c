@@ -1364,6 +1364,38 @@ TEST(foreign_multipart_object_checked_by_its_parts)
 }
 
 /*
+ * The same GETs into memory take their parts' MD5s 16 or 8 at once where
+ * the CPU has MD5 lanes (the test above, on such a CPU) and one part after
+ * the other, in order, where it has none (here, RIO_MD5_LANES=1): both
+ * read a sound object checked, read one damaged once again, and fail one
+ * damaged every time.
+ */
+TEST(foreign_multipart_object_checked_one_md5_at_a_time)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 44), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    setenv("RIO_MD5_LANES", "1", 1);
+    static const char *const keys[] = {"F_bare_0/mp1", "F_bareflip_1/mp1", "F_bareflip_0/mp1"};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        parts_put(keys[i], src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    T_EQ(rio_get(c, "F_bare_0/mp1", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.verify_bytes, (uint64_t)n);
+    memset(dst, 0, n);
+    T_EQ(rio_get(c, "F_bareflip_1/mp1", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
+    T_ERR(rio_get(c, "F_bareflip_0/mp1", dst, n, NULL), RIO_ECHECKSUM);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object uploaded in parts and encrypted with SSE-KMS has an ETag
  * "X-N" whose X is no MD5 of its parts' MD5s (S3 says
  * x-amz-server-side-encryption: aws:kms): it is read unchecked, as one
