@@ -167,22 +167,30 @@ __attribute__((target("avx512f"))) static void lanes16(const uint8_t *const *p, 
 {
     __m512i sa = _mm512_set1_epi32((int)md5_iv[0]), sb = _mm512_set1_epi32((int)md5_iv[1]);
     __m512i sc = _mm512_set1_epi32((int)md5_iv[2]), sd = _mm512_set1_epi32((int)md5_iv[3]);
-    size_t most = 0;
+    size_t most = 0, every = SIZE_MAX;
     uint32_t out[4][16];
 
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         most = len[i] / 64 > most ? len[i] / 64 : most;
+        every = len[i] / 64 < every ? len[i] / 64 : every;
+    }
     for (size_t blk = 0; blk < most; blk++) {
         __m512i r[16], t[16], w[16], a, b, c, d;
         __mmask16 on = 0;
 
-        for (unsigned i = 0; i < 16; i++) {
-            const uint8_t *q = zero_block;
-            if (i < n && blk < len[i] / 64) {
-                q = p[i] + blk * 64;
-                on |= (__mmask16)(1u << i);
+        if (blk < every) { /* every lane of the n has this block */
+            on = (__mmask16)((1u << n) - 1);
+            for (unsigned i = 0; i < 16; i++)
+                r[i] = _mm512_loadu_si512((const void *)(i < n ? p[i] + blk * 64 : zero_block));
+        } else {
+            for (unsigned i = 0; i < 16; i++) {
+                const uint8_t *q = zero_block;
+                if (i < n && blk < len[i] / 64) {
+                    q = p[i] + blk * 64;
+                    on |= (__mmask16)(1u << i);
+                }
+                r[i] = _mm512_loadu_si512((const void *)q);
             }
-            r[i] = _mm512_loadu_si512((const void *)q);
         }
         /* Transpose: w[j] lane i = word j of lane i's block. */
         for (int k = 0; k < 8; k++) {
@@ -266,11 +274,13 @@ __attribute__((target("avx2"))) static void lanes8(const uint8_t *const *p, cons
     const __m256i ones = _mm256_set1_epi32(-1);
     __m256i sa = _mm256_set1_epi32((int)md5_iv[0]), sb = _mm256_set1_epi32((int)md5_iv[1]);
     __m256i sc = _mm256_set1_epi32((int)md5_iv[2]), sd = _mm256_set1_epi32((int)md5_iv[3]);
-    size_t most = 0;
+    size_t most = 0, every = SIZE_MAX;
     uint32_t out[4][8];
 
-    for (unsigned i = 0; i < n; i++)
+    for (unsigned i = 0; i < n; i++) {
         most = len[i] / 64 > most ? len[i] / 64 : most;
+        every = len[i] / 64 < every ? len[i] / 64 : every;
+    }
     for (size_t blk = 0; blk < most; blk++) {
         __m256i lo[8], hi[8], w[16], a, b, c, d, on;
         int32_t m[8];
@@ -278,7 +288,7 @@ __attribute__((target("avx2"))) static void lanes8(const uint8_t *const *p, cons
         for (unsigned i = 0; i < 8; i++) {
             const uint8_t *q = zero_block;
             m[i] = 0;
-            if (i < n && blk < len[i] / 64) {
+            if (i < n && (blk < every || blk < len[i] / 64)) {
                 q = p[i] + blk * 64;
                 m[i] = -1;
             }
