@@ -120,6 +120,28 @@ TEST(probe_falls_back_to_md5_where_ignored)
 }
 
 /*
+ * content_md5=off with checksum=auto, where the server ignores the CRC32C
+ * (so parts would be checked by MD5): no MD5 at all, neither a Content-MD5
+ * nor one computed as a part goes and compared with its ETag, whatever
+ * the CPU's MD5 lanes (docs/s3.md, knob content_md5): a PutObject whose
+ * ETag is no MD5 of its bytes (putetag, as under SSE-KMS) is stored as it
+ * is, not refused and sent again until the retries run out.
+ */
+TEST(probe_md5_off_checks_no_md5)
+{
+    int64_t alloc0;
+    struct rio_stats st;
+    int port = su_fault_port();
+    struct rio_client *c = fault_client("fb5", "checksum=auto&content_md5=off", &alloc0);
+
+    unsigned m0 = su_fault_count(port, "md5");
+    put_get(c, "F_putetag_0/off", 1000, 8, &st);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    T_EQ(su_fault_count(port, "md5") - m0, 0u);
+    su_close(c, alloc0);
+}
+
+/*
  * A server that ignores the CRC32C but checks the signed payload hash (as
  * radosgw before Squid does): the second probe (a wrong payload hash) is
  * refused, and every part is then signed with its own SHA-256, which the

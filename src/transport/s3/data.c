@@ -550,8 +550,9 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
                                 sizeof(op->url), &op->h);
         if (ret < 0)
             return ret;
-        /* After signing, which used md for SHA-256. */
-        if (up->ck == CK_MD5 && !md5_hdr) {
+        /* After signing, which used md for SHA-256; not with content_md5=off
+         * (checksum=auto may still have picked MD5). */
+        if (up->ck == CK_MD5 && !md5_hdr && t->content_md5 == MD5_VERIFY) {
             if (EVP_DigestInit_ex(op->md, EVP_md5(), NULL) != 1)
                 return -ENOMEM;
             op->md5_stream = true;
