@@ -43,6 +43,9 @@ The object is stored under the full key as usual. Kinds:
   putdigest  PUT: 400 BadDigest
   putetag    PUT: stored whole, but the ETag answered is the MD5 of other
              bytes (as if the part had been damaged in flight)
+  putkms     PUT: stored whole, answered as S3 answers under SSE-KMS: an ETag
+             that is no MD5 of the bytes, with x-amz-server-side-encryption:
+             aws:kms
   putflip    PUT: one bit of the body flipped before any check (damaged in
              flight): Content-MD5, a checked CRC32C or a signed SHA-256
              refuses it, else it
@@ -148,7 +151,7 @@ STATS = {"requests": 0, "fired": 0, "completes": 0, "heads": 0, "crc32c": 0, "sh
 NEXT_UPLOAD = [1]
 
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
-PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putflip")
+PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putkms", "putflip")
 HEAD_KINDS = ("hugehead", "longhead", "head503", "headstall")
 COMPLETE_KINDS = ("complete503", "completelost", "completegone", "completeempty")
 PLAIN_GET_KINDS = ("get503",)
@@ -656,7 +659,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "putdigest" or not self.check_md5(data):
             return self.err(400, "BadDigest")
         etag = '"%s"' % md5hex(data)
-        answer = '"%s"' % md5hex(data + b"damaged") if kind == "putetag" else etag
+        answer = '"%s"' % md5hex(data + b"damaged") if kind in ("putetag", "putkms") else etag
+        ah = {"ETag": answer}
+        if kind == "putkms":
+            ah["x-amz-server-side-encryption"] = "aws:kms"
         if not key:
             return self.send(200)  # create bucket
         if "uploadId" in q:
@@ -667,10 +673,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if u is None:
                     return self.err(404, "NoSuchUpload")
                 u["parts"][n] = (data, etag)
-            return self.send(200, b"", {"ETag": answer})
+            return self.send(200, b"", ah)
         with LOCK:
             OBJECTS[(bucket, key)] = {"data": data, "etag": etag, "meta": self.meta_of()}
-        self.send(200, b"", {"ETag": answer})
+        self.send(200, b"", ah)
 
     def do_POST(self):
         with LOCK:

@@ -656,8 +656,11 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
             }
             rio__s3_hex(d, 16, op->md5hex);
         }
-        /* The server's MD5 of what it stored (a plain ETag) must be ours. */
-        if (op->md5hex[0] && strlen(r->etag) == 34 && rio__s3_is_hex(r->etag + 1, 32) &&
+        /* The server's MD5 of what it stored (a plain ETag) must be ours;
+         * under SSE-KMS or SSE-C the ETag is no MD5, and a Content-MD5 sent
+         * was checked by the server itself. */
+        bool etag_md5 = !(r->etag_no_md5 && !op->md5_stream);
+        if (op->md5hex[0] && etag_md5 && strlen(r->etag) == 34 && rio__s3_is_hex(r->etag + 1, 32) &&
             strncasecmp(r->etag + 1, op->md5hex, 32) != 0) {
             err = RIO_ECHECKSUM;
             goto fail;
