@@ -1650,11 +1650,11 @@ static uint64_t md5_lane_parts(const struct rio__req *r)
 
 /* Whether r's parts' MD5s are taken in lanes: an object in parts, read
  * into memory (a reader's ring would give its slots back before 16 parts
- * landed), not too many of them, on a CPU that has lanes. */
+ * landed), not too many of them nor too large, on a CPU that has lanes. */
 static bool md5_in_lanes(const struct rio__req *r)
 {
-    return r->crc_algo == RIO__CK_NONE && r->md5_part && !r->ring && r->data &&
-           md5_lane_parts(r) <= RIO__MD5_LANE_PARTS && rio__md5_lanes() > 1;
+    return r->crc_algo == RIO__CK_NONE && r->md5_part && r->md5_part <= RIO__MD5_LANE_PART_MAX &&
+           !r->ring && r->data && md5_lane_parts(r) <= RIO__MD5_LANE_PARTS && rio__md5_lanes() > 1;
 }
 
 /* Whether part k of r landed whole (each chunk that holds a byte of it). */

@@ -350,6 +350,8 @@ static struct s3_part *prep_part(struct s3_transport *t, struct s3_upload *up, u
 static void prep_one(struct s3_transport *t, struct s3_upload *up, uint64_t index, const void *src,
                      uint64_t len);
 
+#define MD5_LANE_CHUNK_MAX (64ull << 20)
+
 /* Content-MD5 of each part, computed ahead (rather than hashed as sent and
  * compared with the part's ETag). */
 static bool md5_ahead(const struct s3_transport *t, const struct s3_upload *up)
@@ -362,7 +364,9 @@ unsigned rio__s3_put_prep_group(struct rio_transport *tt, void *upload)
     struct s3_transport *t = (struct s3_transport *)tt;
     struct s3_upload *up = upload;
 
-    if (!up || up->magic != UPLOAD_MAGIC || !md5_ahead(t, up))
+    /* Parts of more than MD5_LANE_CHUNK_MAX one at a time: 16 of them would
+     * keep a thread (and a cancel) waiting for seconds. */
+    if (!up || up->magic != UPLOAD_MAGIC || !md5_ahead(t, up) || up->chunk > MD5_LANE_CHUNK_MAX)
         return 1;
     return rio__md5_lanes();
 }
