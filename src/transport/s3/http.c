@@ -55,14 +55,16 @@ static void goog_hash(struct s3_rsp *r, const char *v, size_t vl)
         while (en && (e[en - 1] == ' ' || e[en - 1] == '\t'))
             en--;
         if (en > 7 && strncasecmp(e, "crc32c=", 7) == 0) {
-            if (rio__s3_b64_exact(e + 7, en - 7, b, 4) < 0 ||
-                (r->goog_have && r->goog_crc32c != ((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-                                                    (uint32_t)b[2] << 8 | b[3]))) {
-                r->goog_transcoded = true; /* unreadable or two values: none believed */
+            if (rio__s3_b64_exact(e + 7, en - 7, b, 4) < 0) {
+                r->goog_transcoded = true; /* unreadable: none believed */
                 return;
             }
-            r->goog_crc32c =
-                (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+            uint32_t crc = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+            if (r->goog_have && r->goog_crc32c != crc) {
+                r->goog_transcoded = true; /* two values: none believed */
+                return;
+            }
+            r->goog_crc32c = crc;
             r->goog_have = true;
         }
         if (!comma)
