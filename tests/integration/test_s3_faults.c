@@ -1113,14 +1113,23 @@ static void foreign_put(const char *key, const uint8_t *src, size_t n)
 
 /* Reads key whole with a reader of 4 slots into dst (cap n): its bytes
  * handed out before the end or an error, and its result (0 at the end). */
+static int64_t reader_drain(struct rio_reader *rd, uint8_t *dst, size_t n, size_t *got);
+
 static int64_t foreign_read(struct rio_client *c, const char *key, uint8_t *dst, size_t n,
                             size_t *got)
 {
     struct rio_reader *rd;
     int64_t k = rio_reader_open(c, key, 4, NULL, &rd);
     *got = 0;
-    if (k < 0)
-        return k;
+    return k < 0 ? k : reader_drain(rd, dst, n, got);
+}
+
+/* Reads rd to its end into dst (cap n) and closes it: as foreign_read. */
+static int64_t reader_drain(struct rio_reader *rd, uint8_t *dst, size_t n, size_t *got)
+{
+    int64_t k;
+
+    *got = 0;
     while ((k = rio_reader_read(rd, dst + *got, n - *got)) > 0)
         *got += (size_t)k;
     int ret = rio_reader_close(rd);
@@ -1713,6 +1722,44 @@ TEST(foreign_object_checked_by_its_goog_hash)
 }
 
 /*
+ * Objects ka (bytes a) and kb (bytes b), n bytes each, put as another
+ * tool's, both looked up (one generation or two, as same_gen says), then
+ * ka read by its descriptor: its own bytes, no checksum retry (not
+ * refused by a checksum kb's lookup left).
+ */
+static void read_by_desc_after_other(const char *ka, const uint8_t *a, const char *kb,
+                                     const uint8_t *b, size_t n, bool same_gen)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    struct rio_desc da, db;
+    struct rio_reader *rd;
+    int64_t alloc0;
+    size_t got = 0;
+    uint8_t *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    foreign_put(ka, a, n);
+    foreign_put(kb, b, n);
+    T_OK(rio_stat(c, ka, &da));
+    T_OK(rio_stat(c, kb, &db));
+    if (same_gen)
+        T_EQ(da.generation, db.generation);
+    else
+        T_NE(da.generation, db.generation);
+    T_OK(rio_reader_open_desc(c, &da, 0, UINT64_MAX, 4, &call, &rd));
+    T_EQ(reader_drain(rd, dst, n, &got), 0);
+    T_EQ(got, n);
+    T_MEMEQ(dst, a, n);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
+    rio_desc_cleanup(&da);
+    rio_desc_cleanup(&db);
+    free(dst);
+    su_close(c, alloc0);
+}
+
+/*
  * A GCS object stored gzipped and served decompressed has the ETag (the
  * MD5) of its stored bytes, as has another object storing those bytes as
  * they are (a .gz uploaded both ways): the bytes served are not the same,
@@ -1721,37 +1768,15 @@ TEST(foreign_object_checked_by_its_goog_hash)
  */
 TEST(goog_gzip_object_not_checked_by_the_crc_of_its_stored_bytes)
 {
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct rio_desc da, db;
-    struct rio_reader *rd;
-    int64_t alloc0, k;
     const size_t n = 3 * 48 * 1024 + 77;
-    size_t got = 0;
-    uint8_t *src = su_pattern(n, 87), *stored = malloc(n), *dst = malloc(n);
+    uint8_t *src = su_pattern(n, 87), *stored = malloc(n);
 
     T_NOTNULL(stored);
-    T_NOTNULL(dst);
     for (size_t i = 0; i < n; i++)
         stored[i] = src[i] ^ 0x5A; /* what s3fault's googgz says it stores */
-    struct rio_client *c = parts_reader(&alloc0, NULL);
-    foreign_put("F_googgz_0/a", src, n);
-    foreign_put("F_goog_0/a.gz", stored, n);
-    T_OK(rio_stat(c, "F_googgz_0/a", &da));
-    T_OK(rio_stat(c, "F_goog_0/a.gz", &db));
-    T_NE(da.generation, db.generation);
-    T_OK(rio_reader_open_desc(c, &da, 0, UINT64_MAX, 4, &call, &rd));
-    while ((k = rio_reader_read(rd, dst + got, n - got)) > 0)
-        got += (size_t)k;
-    T_EQ(k, 0);
-    T_OK(rio_reader_close(rd));
-    T_EQ(got, n);
-    T_MEMEQ(dst, src, n);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
-    rio_desc_cleanup(&da);
-    rio_desc_cleanup(&db);
+    read_by_desc_after_other("F_googgz_0/a", src, "F_goog_0/a.gz", stored, n, false);
     free(stored);
-    close_free(c, alloc0, src, dst);
+    free(src);
 }
 
 /*
@@ -1764,34 +1789,12 @@ TEST(goog_gzip_object_not_checked_by_the_crc_of_its_stored_bytes)
  */
 TEST(crc_of_another_key_never_checks_a_dated_object)
 {
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    struct rio_desc da, db;
-    struct rio_reader *rd;
-    int64_t alloc0, k;
     const size_t n = 3 * 48 * 1024 + 77;
-    size_t got = 0;
-    uint8_t *src = su_pattern(n, 85), *other = su_pattern(n, 86), *dst = malloc(n);
+    uint8_t *src = su_pattern(n, 85), *other = su_pattern(n, 86);
 
-    T_NOTNULL(dst);
-    struct rio_client *c = parts_reader(&alloc0, NULL);
-    foreign_put("F_crcweak_0/a", src, n);
-    foreign_put("F_crcweak_0/b", other, n);
-    T_OK(rio_stat(c, "F_crcweak_0/a", &da));
-    T_OK(rio_stat(c, "F_crcweak_0/b", &db));
-    T_EQ(da.generation, db.generation); /* one date: one generation */
-    T_OK(rio_reader_open_desc(c, &da, 0, UINT64_MAX, 4, &call, &rd));
-    while ((k = rio_reader_read(rd, dst + got, n - got)) > 0)
-        got += (size_t)k;
-    T_EQ(k, 0);
-    T_OK(rio_reader_close(rd));
-    T_EQ(got, n);
-    T_MEMEQ(dst, src, n);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u);
-    rio_desc_cleanup(&da);
-    rio_desc_cleanup(&db);
+    read_by_desc_after_other("F_crcweak_0/a", src, "F_crcweak_0/b", other, n, true);
     free(other);
-    close_free(c, alloc0, src, dst);
+    free(src);
 }
 
 /* Progress reports: how many, and how many went back or named another
