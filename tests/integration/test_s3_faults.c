@@ -1320,9 +1320,10 @@ static struct rio_client *parts_reader(int64_t *alloc0, const char *extra)
  * reads checked, one damaged once is read again, one damaged every time
  * fails RIO_ECHECKSUM. A server that ignores partNumber (no part count,
  * as radosgw 16) is read unchecked and asked no more. The objects are
- * railio's, served without their railio metadata (fault kinds bare*).
+ * railio's, served without their railio metadata (fault kinds bare*),
+ * named F_KIND/NAME.
  */
-TEST(foreign_multipart_object_checked_by_its_parts)
+static void parts_checked(const char *name)
 {
     struct rio_stats st;
     struct rio_call call = {.stats = &st};
@@ -1332,44 +1333,51 @@ TEST(foreign_multipart_object_checked_by_its_parts)
     size_t got;
     uint8_t *src = su_pattern(n, 43), *dst = malloc(n);
     int port = su_fault_port();
-    static const char *const keys[] = {"F_bare_0/mp", "F_bareflip_1/mp", "F_bareflip_0/mp",
-                                       "F_barenoparts_0/mp"};
+    static const char *const kinds[] = {"bare_0", "bareflip_1", "bareflip_0", "barenoparts_0"};
+    char keys[4][64];
 
     T_NOTNULL(dst);
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "F_%s/%s", kinds[i], name);
         parts_put(keys[i], src, n);
+    }
     struct rio_client *c = parts_reader(&alloc0, NULL);
-    T_OK(rio_stat(c, "F_bare_0/mp", &d));
+    T_OK(rio_stat(c, keys[0], &d));
     T_NULL(d.xxh);
     T_STREQ(d.etag, "");
     rio_desc_cleanup(&d);
     const unsigned reads = (unsigned)((n + 48 * 1024 - 1) / (48 * 1024));
     unsigned r0 = su_fault_count(port, "requests");
-    T_EQ(rio_get(c, "F_bare_0/mp", dst, n, &call), (int64_t)n);
+    T_EQ(rio_get(c, keys[0], dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, src, n);
     T_EQ(st.verify_bytes, (uint64_t)n);
     T_EQ(su_fault_count(port, "requests") - r0, 1u + 2u + reads);
     memset(dst, 0, n);
-    T_EQ(rio_get(c, "F_bareflip_1/mp", dst, n, &call), (int64_t)n);
+    T_EQ(rio_get(c, keys[1], dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, src, n);
     T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
-    T_ERR(rio_get(c, "F_bareflip_0/mp", dst, n, NULL), RIO_ECHECKSUM);
+    T_ERR(rio_get(c, keys[2], dst, n, NULL), RIO_ECHECKSUM);
     T_NOTNULL(strstr(rio_error_detail(), "parts' MD5s"));
-    T_EQ(foreign_read(c, "F_bare_0/mp", dst, n, &got), 0);
+    T_EQ(foreign_read(c, keys[0], dst, n, &got), 0);
     T_EQ(got, n);
     T_MEMEQ(dst, src, n);
-    T_ERR(foreign_read(c, "F_bareflip_0/mp", dst, n, &got), RIO_ECHECKSUM);
+    T_ERR(foreign_read(c, keys[2], dst, n, &got), RIO_ECHECKSUM);
     T_LT(got, n);
 
     /* No part count in the answer: unchecked, and not asked again. */
-    T_EQ(rio_get(c, "F_barenoparts_0/mp", dst, n, &call), (int64_t)n);
+    T_EQ(rio_get(c, keys[3], dst, n, &call), (int64_t)n);
     T_MEMEQ(dst, src, n);
     T_EQ(st.verify_bytes, 0u);
     r0 = su_fault_count(port, "requests");
-    T_EQ(rio_get(c, "F_bare_0/mp", dst, n, &call), (int64_t)n);
+    T_EQ(rio_get(c, keys[0], dst, n, &call), (int64_t)n);
     T_EQ(st.verify_bytes, 0u);
     T_EQ(su_fault_count(port, "requests") - r0, 1u + reads);
     close_free(c, alloc0, src, dst);
+}
+
+TEST(foreign_multipart_object_checked_by_its_parts)
+{
+    parts_checked("mp");
 }
 
 /*
@@ -1381,27 +1389,8 @@ TEST(foreign_multipart_object_checked_by_its_parts)
  */
 TEST(foreign_multipart_object_checked_one_md5_at_a_time)
 {
-    struct rio_stats st;
-    struct rio_call call = {.stats = &st};
-    int64_t alloc0;
-    const size_t n = OBJ;
-    uint8_t *src = su_pattern(n, 44), *dst = malloc(n);
-
-    T_NOTNULL(dst);
     setenv("RIO_MD5_LANES", "1", 1);
-    static const char *const keys[] = {"F_bare_0/mp1", "F_bareflip_1/mp1", "F_bareflip_0/mp1"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        parts_put(keys[i], src, n);
-    struct rio_client *c = parts_reader(&alloc0, NULL);
-    T_EQ(rio_get(c, "F_bare_0/mp1", dst, n, &call), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    T_EQ(st.verify_bytes, (uint64_t)n);
-    memset(dst, 0, n);
-    T_EQ(rio_get(c, "F_bareflip_1/mp1", dst, n, &call), (int64_t)n);
-    T_MEMEQ(dst, src, n);
-    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 1u);
-    T_ERR(rio_get(c, "F_bareflip_0/mp1", dst, n, NULL), RIO_ECHECKSUM);
-    close_free(c, alloc0, src, dst);
+    parts_checked("mp1");
 }
 
 /*
