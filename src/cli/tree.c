@@ -239,11 +239,33 @@ void rio_cli_seen_cleanup(struct rio_cli_seen *set)
 }
 
 /*
- * One level of a backend that lists in its own order (rados://): the
- * library cannot fold keys into common prefixes there, so the lister does,
- * over the whole listing, showing each prefix once (memory grows with the
- * number of prefixes one level down, not with the keys). x is a key of
- * the listing; *e what to show, or NULL.
+ * Whether the common prefix p is shown now: 1 the first time, 0 when it
+ * was, or -ENOMEM. In a listing in byte order (sorted) a prefix's repeats
+ * follow one another (every key that sorts between two of them lies under
+ * it and is folded into it), so the one shown last is all it keeps: a
+ * bucket of a million directories listed one level down costs no more
+ * memory than one of ten. In the backend's own order (rados://, ls
+ * --unsorted) it keeps every prefix shown (memory grows with their number,
+ * not with the keys').
+ */
+static int dir_first(struct rio_cli_lister *l, const char *p)
+{
+    if (!l->sorted)
+        return rio_cli_seen_add(&l->seen, p);
+    size_t n = strlen(p);
+    if (n >= sizeof(l->last_dir))
+        return 1; /* no key is that long */
+    if (!strcmp(l->last_dir, p))
+        return 0;
+    memcpy(l->last_dir, p, n + 1);
+    return 1;
+}
+
+/*
+ * One level of a backend that cannot fold keys into common prefixes
+ * itself (no RIO_LIST_DELIM): the lister does, over the whole listing,
+ * showing each prefix once (dir_first). x is a key of the listing; *e
+ * what to show, or NULL.
  */
 static int fold(struct rio_cli_lister *l, const struct rio_entry *x, const struct rio_entry **e)
 {
@@ -255,7 +277,7 @@ static int fold(struct rio_cli_lister *l, const struct rio_entry *x, const struc
     memset(&l->dir, 0, sizeof(l->dir));
     memcpy(l->dir.key, x->key, (size_t)(slash - x->key) + 1);
     l->dir.flags = RIO_ENTRY_DIR;
-    int ret = rio_cli_seen_add(&l->seen, l->dir.key);
+    int ret = dir_first(l, l->dir.key);
     *e = ret > 0 ? &l->dir : NULL;
     return ret < 0 ? ret : 0;
 }
@@ -277,7 +299,7 @@ int rio_cli_lister_next(struct rio_cli_lister *l, const struct rio_entry **e)
                 /* A backend that folds each page on its own (one listing
                  * in its own order, rados://) may name a prefix on several
                  * pages: show it once. */
-                int ret = rio_cli_seen_add(&l->seen, x->key);
+                int ret = dir_first(l, x->key);
                 if (ret < 0)
                     return ret;
                 if (ret == 0)

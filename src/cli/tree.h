@@ -85,9 +85,10 @@ struct rio_cli_lister {
     struct rio_list_page page;
     unsigned i;
     bool started, last;
-    bool fold;                /* the backend has no RIO_LIST_DELIM: fold here */
-    struct rio_cli_seen seen; /* prefixes folded so far */
-    struct rio_entry dir;     /* the folded prefix handed out */
+    bool fold;                      /* the backend has no RIO_LIST_DELIM: fold here */
+    struct rio_cli_seen seen;       /* prefixes shown so far (not sorted only) */
+    char last_dir[RIO_KEY_MAX + 1]; /* the prefix shown last (sorted) */
+    struct rio_entry dir;           /* the folded prefix handed out */
     char token[RIO_LIST_TOKEN_MAX + 1];
 };
 

@@ -579,11 +579,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         lie-<kind> lies: emptycircle answers every page empty but not the
         last, its continuation tokens going round T1 -> T2 -> T1; notrunc
         lists its keys but leaves IsTruncated out (the token says more
-        pages follow)."""
+        pages follow); manydirs holds no object but names 1000 pages of
+        1000 common prefixes each, d0000000/ to d0999999/, in byte order
+        (a bucket with a million directories, whatever the delimiter)."""
         tok = q.get("continuation-token", [""])[0]
         items, nxt = "", ""
         if bucket == "lie-emptycircle":
             nxt = "T2" if tok == "T1" else "T1"
+        elif bucket == "lie-manydirs":
+            page = int(tok) if tok.isdigit() else 0
+            items = "".join("<CommonPrefixes><Prefix>d%07d/</Prefix></CommonPrefixes>" % i
+                            for i in range(page * 1000, page * 1000 + 1000))
+            nxt = str(page + 1) if page + 1 < 1000 else ""
         else:
             prefix = q.get("prefix", [""])[0]
             after = bytes.fromhex(tok).decode() if tok else q.get("start-after", [""])[0]
