@@ -288,7 +288,7 @@ sec_d() {
     putget "$RAILIO_URL" "$D_SIZE" 2 1 0 >/dev/null # warm-up, discarded (as in (a))
     read -r put put_cpu get get_cpu < <(putget "$RAILIO_URL" "$D_SIZE" "$REPEAT" 1 0)
     head -c "$b" /dev/urandom >"$TMP/src"
-    : >"$TMP/d.put" && : >"$TMP/d.get"
+    : >"$TMP/d.put" && : >"$TMP/d.get" && : >"$TMP/d.null"
     for r in $(seq 1 "$REPEAT"); do
         timed "$TMP/op.log" "$RAILIO" put -q "$RAILIO_URL/peers/cli" "$TMP/src" >>"$TMP/d.put" ||
             die "railio put: $(tail -3 "$TMP/op.log")"
@@ -297,6 +297,9 @@ sec_d() {
             die "railio get: $(tail -3 "$TMP/op.log")"
         cmp -s "$TMP/src" "$TMP/dst" || die "railio get: the bytes differ from the source"
         rm -f "$TMP/dst"
+        # The same GET with no destination to fill: the CLI's own cost.
+        timed /dev/null "$RAILIO" get -q "$RAILIO_URL/peers/cli" - >>"$TMP/d.null" ||
+            die "railio get to /dev/null failed"
     done
     "$RAILIO" rm -q "$RAILIO_URL/peers/cli" >/dev/null 2>&1 || true
     rm -f "$TMP/src"
@@ -313,13 +316,17 @@ sec_d() {
     wp=$(awk '{ print $1 }' "$TMP/d.put" | median)
     cg=$(awk -v g="$b" '{ print $2 / (g / 1073741824) }' "$TMP/d.get" | median)
     cp=$(awk -v g="$b" '{ print $2 / (g / 1073741824) }' "$TMP/d.put" | median)
-    local mg mp
+    local mg mp mn wn cn
+    wn=$(awk '{ print $1 }' "$TMP/d.null" | median)
+    cn=$(awk -v g="$b" '{ print $2 / (g / 1073741824) }' "$TMP/d.null" | median)
+    mn=$(awk -v w="$wn" -v g="$b" 'BEGIN { printf "%.0f", g / 1e6 / w }')
     mg=$(awk -v w="$wg" -v g="$b" 'BEGIN { printf "%.0f", g / 1e6 / w }')
     mp=$(awk -v w="$wp" -v g="$b" 'BEGIN { printf "%.0f", g / 1e6 / w }')
-    emit "railiod of this build on 127.0.0.1 (--memory 8x the object, so that freed mappings are kept for the next PUT); \`railio get URL FILE\` into tmpfs and \`railio put URL FILE\` from tmpfs, $(human "$b"), timed from outside (process start to exit; CPU of the process), against bench/putget.c's in-process PUT and GET of the same size on the same server; medians of $REPEAT. The sink: fio writing $(human "$b") to a tmpfs file in 4 MiB writes: $fio_mbps MB/s." ""
+    emit "railiod of this build on 127.0.0.1 (--memory 8x the object, so that freed mappings are kept for the next PUT); \`railio get URL FILE\` into tmpfs and \`railio put URL FILE\` from tmpfs, $(human "$b"), timed from outside (process start to exit; CPU of the process), and \`railio get URL -\` into /dev/null (no destination to fill: the CLI's own cost), against bench/putget.c's in-process PUT and GET of the same size on the same server; medians of $REPEAT. The sink: fio writing $(human "$b") to a tmpfs file in 4 MiB writes: $fio_mbps MB/s." ""
     emit "| op | CLI MB/s | CLI CPU s/GiB | in-process MB/s | in-process CPU s/GiB | CLI / in-process |" \
         "|---|---:|---:|---:|---:|---:|"
     emit "| get $(human "$b") | $mg | $(fmt "$cg" %.2f) | $(fmt "$get") | $(fmt "$get_cpu" %.2f) | $(ratio "$mg" "$get") |"
+    emit "| get $(human "$b") to stdout, /dev/null | $mn | $(fmt "$cn" %.2f) | $(fmt "$get") | $(fmt "$get_cpu" %.2f) | $(ratio "$mn" "$get") |"
     emit "| put $(human "$b") | $mp | $(fmt "$cp" %.2f) | $(fmt "$put") | $(fmt "$put_cpu" %.2f) | $(ratio "$mp" "$put") |"
 }
 
