@@ -205,7 +205,11 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
         rio__t_full_checksum(c->t, &g->desc, &ck_algo, &ck) < 0) { /* a CRC needs no parts */
         /* (the call's deadline and token bound its round trips) */
         ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
-        if (ret == -ENOMEM || ret == RIO_EDEADLINE || ret == RIO_ECANCELED)
+        /* A server that could not say them now (its tries spent) fails
+         * the GET as its lookup would: read unchecked, damage on the way
+         * was handed out. What it cannot say (RIO_ENOTSUP): unchecked. */
+        if (ret == -ENOMEM || ret == RIO_EDEADLINE || ret == RIO_ECANCELED ||
+            (ret < 0 && rio__class_is_retryable(rio__err_class(ret))))
             goto err;
         if (ret < 0)
             g->md5_part = 0;

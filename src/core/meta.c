@@ -131,7 +131,15 @@ static int meta_may_try(const struct rio__meta *m)
 }
 
 /* One metadata op and its arguments, so one loop retries them all. */
-enum { META_LOOKUP, META_PUT_OPEN, META_REMOVE, META_REMOVE_IF, META_LIST, META_EXISTS };
+enum {
+    META_LOOKUP,
+    META_PUT_OPEN,
+    META_REMOVE,
+    META_REMOVE_IF,
+    META_LIST,
+    META_EXISTS,
+    META_PARTS_OF
+};
 
 struct meta_op {
     int kind;
@@ -147,6 +155,10 @@ struct meta_op {
     unsigned nkeys;                        /* exists */
     uint8_t *exists;                       /* exists */
     uint64_t gen;                          /* remove_if */
+    const struct rio_desc *desc;           /* parts_of */
+    uint64_t *part;                        /* parts_of */
+    uint32_t *nparts;                      /* parts_of */
+    char *want;                            /* parts_of: 48 bytes */
 };
 
 static int meta_once(struct rio_client *c, const struct meta_op *op)
@@ -173,6 +185,8 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
         return rio__t_exists(c->t, op->keys, op->nkeys, op->exists);
     case META_REMOVE_IF:
         return rio__t_remove_if(c->t, op->key, op->gen);
+    case META_PARTS_OF:
+        return rio__t_parts_of(c->t, op->desc, op->part, op->nparts, op->want);
     default:
         return rio__t_remove(c->t, op->key);
     }
@@ -226,6 +240,8 @@ int rio__cancel_fired(const struct rio_cancel *cx)
     return cx && atomic_load(&((struct rio_cancel *)cx)->fired);
 }
 
+static int meta_bounded_end(const struct rio__meta *m, int ret);
+
 static int meta_run(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
 {
     unsigned tries = 0, throttles = 0;
@@ -242,6 +258,10 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
         try_cancel = NULL;
         if (ret >= 0)
             return ret;
+        /* The part HEADs' "cannot say" (RIO_ENOTSUP, a lie) is no failed
+         * try: the GET goes on unchecked, its stats as they were. */
+        if (op->kind == META_PARTS_OF && !rio__class_is_retryable(rio__err_class(ret)))
+            return meta_bounded_end(m, ret);
         ret = meta_failed(c, m, ret, &tries, &throttles);
         if (ret < 0)
             return ret;
@@ -283,12 +303,14 @@ static int meta_bounded_end(const struct rio__meta *m, int ret)
     return ret;
 }
 
+/* The part HEADs are tried again as a lookup is (meta_run): a busy server
+ * (a 503, a reset) on one of them sent the GET on unchecked. */
 int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
                        uint64_t *part, uint32_t *nparts, char want[48])
 {
-    int ret = meta_bounded_begin(m);
-
-    return ret < 0 ? ret : meta_bounded_end(m, rio__t_parts_of(c->t, d, part, nparts, want));
+    struct meta_op op = {
+        .kind = META_PARTS_OF, .desc = d, .part = part, .nparts = nparts, .want = want};
+    return meta_run(c, m, &op);
 }
 
 int rio__meta_parts_even(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,

@@ -70,6 +70,9 @@ The object is stored under the full key as usual. Kinds:
              object uploaded in parts and encrypted with SSE-KMS ("-1" for
              one put whole)
   barepartstall  bare, and a HEAD ?partNumber answered as headstall does
+  barepart503  bare, the first <count> HEADs ?partNumber answered 503
+             SlowDown (a busy server), and every ranged GET with a bit
+             flipped as getflip does
   crc64      bare, and a HEAD or GET of the whole object asked with
              x-amz-checksum-mode: ENABLED answered with the object's
              x-amz-checksum-crc64nvme (FULL_OBJECT), as S3 keeps for every
@@ -433,7 +436,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
-                                  "barepartstall", "bareodd"):
+                                  "barepartstall", "bareodd", "barepart503"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
@@ -470,6 +473,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 h["x-amz-mp-parts-count"] = str(len(parts))
             if head and fm and fm.group(1) == "barepartstall":
                 return self.trickle_head(b"206 Partial Content")
+            if head and fm and fm.group(1) == "barepart503":
+                with LOCK:
+                    st = FAULTS.setdefault((bucket, key, "part503"), [int(fm.group(2))])
+                    busy = st[0] > 0
+                    st[0] -= busy
+                    STATS["fired"] += busy
+                if busy:
+                    return self.send(503, head=True)
             if head:
                 self.send_response(206)
                 for k, v in h.items():
@@ -562,7 +573,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if kind == "badrange":
             h["Content-Range"] = "bytes %d-%d/%d" % (a + 1, b + 1, len(data))
             return self.send(206, part, h)
-        if kind in ("getflip", "bareflip", "crc64flip", "crcflipslow"):
+        if kind in ("getflip", "bareflip", "crc64flip", "crcflipslow") or (
+                hm and hm.group(1) == "barepart503"):
             h["Content-Range"] = cr
             bad = bytearray(part)
             bad[len(bad) // 2] ^= 0x10

@@ -1396,6 +1396,38 @@ TEST(foreign_multipart_object_checked_one_md5_at_a_time)
 }
 
 /*
+ * The part HEADs that say how an object another tool uploaded in parts is
+ * cut are tried again as a lookup is: a 503 SlowDown on one of them (a
+ * busy server) sent the GET on unchecked, and a bit flipped on the way
+ * (every ranged GET here) was handed out as the object's. Now a server
+ * busy once is asked again, the damage caught (RIO_ECHECKSUM after the
+ * read again); one busy every time fails the GET with its error, nothing
+ * handed out.
+ */
+TEST(part_heads_of_a_busy_server_tried_again_not_skipped)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 53), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    parts_put("F_barepart503_1/mp", src, n);
+    parts_put("F_barepart503_1000/mp", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    memset(dst, 0, n);
+    int64_t got = rio_get(c, "F_barepart503_1/mp", dst, n, &call);
+    if (got == (int64_t)n && memcmp(dst, src, n) != 0)
+        T_FAIL("a damaged object handed out as the object's, unchecked");
+    T_ERR(got, RIO_ECHECKSUM);
+    T_GE(st.retries[RIO_CLASS_THROTTLE] + st.retries[RIO_CLASS_SERVER], 1u);
+    got = rio_get(c, "F_barepart503_1000/mp", dst, n, NULL);
+    T_TRUE(got < 0 && got != RIO_ECHECKSUM);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object uploaded in parts and encrypted with SSE-KMS has an ETag
  * "X-N" whose X is no MD5 of its parts' MD5s (S3 says
  * x-amz-server-side-encryption: aws:kms): it is read unchecked, as one
