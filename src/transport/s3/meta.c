@@ -696,6 +696,26 @@ int rio__s3_full_checksum(struct rio_transport *tt, const struct rio_desc *d, in
     return 0;
 }
 
+/* d's generation in the table (g), looked up again when its slot went to
+ * another generation since d was read (a descriptor read after lookups of
+ * other objects): 0, RIO_ENOTSUP when the key holds another generation
+ * now (its reads fail RIO_EGENERATION), or the lookup's error. */
+static int gen_of_desc(struct s3_transport *t, const struct rio_desc *d, struct s3_gen *g)
+{
+    struct rio_desc now;
+    int ret;
+
+    if (rio__s3_gen_get(t, d->generation, g))
+        return 0;
+    memset(&now, 0, sizeof(now));
+    ret = rio__s3_lookup(&t->base, d->key, &now);
+    rio__free(now.xxh);
+    if (ret < 0)
+        return ret;
+    return now.generation == d->generation && rio__s3_gen_get(t, d->generation, g) ? 0
+                                                                                   : RIO_ENOTSUP;
+}
+
 int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_t *part,
                      uint32_t *nparts, char want[48])
 {
@@ -707,8 +727,15 @@ int rio__s3_parts_of(struct rio_transport *tt, const struct rio_desc *d, uint64_
 
     /* Its ETag, "MD5-N": the MD5 of the MD5s of N parts; not so for one
      * encrypted with SSE-KMS or SSE-C (as for one put whole: etag_md5). */
-    if (t->scheme != SCHEME_S3 || atomic_load(&t->no_part_numbers) || !d->size ||
-        !rio__s3_gen_get(t, d->generation, &g) || g.lastmod || g.etag_no_md5)
+    if (t->scheme != SCHEME_S3 || atomic_load(&t->no_part_numbers) || !d->size)
+        return RIO_ENOTSUP;
+    ret = gen_of_desc(t, d, &g);
+    if (ret < 0) {
+        if (ret != -ENOMEM && !rio__s3_retryable(ret))
+            rio__detail_clear(); /* the GET goes on, unchecked: not its error */
+        return ret;
+    }
+    if (g.lastmod || g.etag_no_md5)
         return RIO_ENOTSUP;
     size_t len = strlen(g.etag);
     n = rio__s3_etag_parts(g.etag);
