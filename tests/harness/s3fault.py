@@ -31,6 +31,8 @@ The object is stored under the full key as usual. Kinds:
   onetail    206 with the right Content-Range, no Content-Length, and
              100 bytes more than the range before the close
   onexxh2    206 as usual but x-amz-meta-railio-xxh given twice over
+  empty200   200 with the object's headers and Content-Length 0, no body
+             (a proxy that serves a cached empty answer)
   norange    206 without Content-Range
   badrange   206 whose Content-Range starts one byte late (body is right)
   overrun    206 with the right Content-Range but 100 bytes too many
@@ -568,6 +570,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if k.lower() == "x-amz-meta-railio-xxh":
                     h[k] = h[k] + h[k]
             return self.send(206, part, h)
+        if kind == "empty200":
+            return self.send(200, b"", h)
         if kind == "norange":
             return self.send(206, part, h)
         if kind == "badrange":

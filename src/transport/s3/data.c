@@ -171,6 +171,11 @@ static int64_t op_one_result(struct s3_transport *t, struct s3_op *op)
         return RIO_ESHORT;
     if (total > (uint64_t)INT64_MAX)
         return RIO__ENOTONE; /* no object is that large: the lookup refuses it, naming why */
+    /* An empty answer (a 200 with no body) is checked by nothing (neither
+     * a chunk checksum nor an ETag checks an empty object): the lookup
+     * says whether the object is empty, as after S3's 416 for one. */
+    if (total == 0)
+        return RIO__ENOTONE;
     /* Its checksum list is in its sidecar: the lookup reads it, unless the
      * object is larger than len (its size, said here, decides: ETOOBIG). */
     if (sidecar && total <= io->len)
