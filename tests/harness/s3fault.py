@@ -72,6 +72,8 @@ The object is stored under the full key as usual. Kinds:
              object uploaded in parts and encrypted with SSE-KMS ("-1" for
              one put whole)
   barepartstall  bare, and a HEAD ?partNumber answered as headstall does
+  barebadcount  bare, and ?partNumber answered with an x-amz-mp-parts-count
+             no S3 object has (99999)
   barepart503  bare, the first <count> HEADs ?partNumber answered 503
              SlowDown (a busy server), and every ranged GET with a bit
              flipped as getflip does
@@ -438,7 +440,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
-                                  "barepartstall", "bareodd", "barepart503"):
+                                  "barepartstall", "bareodd", "barepart503",
+                                  "barebadcount"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
@@ -473,6 +476,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             h["Content-Range"] = "bytes %d-%d/%d" % (a, a + len(part) - 1, len(data))
             if "parts" in o:
                 h["x-amz-mp-parts-count"] = str(len(parts))
+            if fm and fm.group(1) == "barebadcount":
+                h["x-amz-mp-parts-count"] = "99999"
             if head and fm and fm.group(1) == "barepartstall":
                 return self.trickle_head(b"206 Partial Content")
             if head and fm and fm.group(1) == "barepart503":

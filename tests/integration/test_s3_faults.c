@@ -1428,6 +1428,33 @@ TEST(part_heads_of_a_busy_server_tried_again_not_skipped)
 }
 
 /*
+ * A part HEAD whose x-amz-mp-parts-count no S3 object can have (99999, a
+ * damaged or lying header) is not a server that ignores partNumber: that
+ * object is read unchecked (its parts cannot be told), but the parts of
+ * the next ones are still asked. It turned the parts check off for the
+ * client's life, so a later object damaged on the way was handed out.
+ */
+TEST(bad_part_count_leaves_the_parts_check_on)
+{
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 59), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    parts_put("F_barebadcount_0/mp", src, n);
+    parts_put("F_bareflip_0/after", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    T_EQ(rio_get(c, "F_barebadcount_0/mp", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    memset(dst, 0, n);
+    int64_t got = rio_get(c, "F_bareflip_0/after", dst, n, NULL);
+    if (got == (int64_t)n && memcmp(dst, src, n) != 0)
+        T_FAIL("a damaged object handed out as the object's, unchecked");
+    T_ERR(got, RIO_ECHECKSUM);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object uploaded in parts and encrypted with SSE-KMS has an ETag
  * "X-N" whose X is no MD5 of its parts' MD5s (S3 says
  * x-amz-server-side-encryption: aws:kms): it is read unchecked, as one

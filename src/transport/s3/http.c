@@ -168,7 +168,8 @@ void rio__s3_rsp_header(struct s3_rsp *r, const char *p, size_t len)
             r->etag_no_md5 = true;
     } else if (HDR_IS("x-amz-mp-parts-count")) {
         uint64_t n;
-        r->mp_parts = rio__s3_parse_u64(val, &n) == 0 && n >= 1 && n <= 10000 ? (uint32_t)n : 0;
+        r->mp_parts =
+            rio__s3_parse_u64(val, &n) == 0 && n >= 1 && n <= 10000 ? (uint32_t)n : UINT32_MAX;
     } else if (HDR_IS("x-amz-server-side-encryption-customer-algorithm")) {
         r->etag_no_md5 = true; /* SSE-C */
     } else if (HDR_IS("x-railio-etag")) {

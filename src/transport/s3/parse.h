@@ -38,7 +38,9 @@ struct s3_rsp {
      * saying so (x-railio-etag: fast, a railio client's etag=fast). */
     bool etag_no_md5;
     /* x-amz-mp-parts-count (a GET or HEAD of ?partNumber): 1 to 10000, 0
-     * when absent or not a count */
+     * when absent (a server that ignores partNumber), UINT32_MAX when
+     * given but no count an S3 object has (not such a server: that
+     * object's parts cannot be told, the next ones' may) */
     uint32_t mp_parts;
     /* A checksum of the object's bytes the server keeps (asked with
      * x-amz-checksum-mode: ENABLED): x-amz-checksum-crc64nvme, -crc32c or
