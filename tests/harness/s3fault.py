@@ -59,6 +59,9 @@ The object is stored under the full key as usual. Kinds:
              GET of it: 206, the same metadata, Content-Range
              bytes A-B/2^64 - 1 and B - A + 1 zero bytes
   longhead   HEAD (no object needed): a 1 MiB header line
+  headzero   every HEAD of the object: its headers, but Content-Length: 0
+             (a proxy that zeroes a HEAD's length: it has no body); its
+             GETs as usual
   nosums     every HEAD and GET: the object's x-amz-meta-railio-xxh (its
              chunk checksums) left out, as a proxy that drops metadata would
   bare       every HEAD and GET: the x-amz-meta-railio-* headers left out (an
@@ -500,7 +503,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             for k, v in h.items():
                 self.send_header(k, v)
-            self.send_header("Content-Length", str(len(data)))
+            zero = fm and fm.group(1) == "headzero"
+            self.send_header("Content-Length", "0" if zero else str(len(data)))
             self.end_headers()
             return
         if not m:

@@ -2187,6 +2187,38 @@ TEST(small_get_empty_answer_is_no_empty_object)
 }
 
 /*
+ * A lookup whose HEAD says 0 bytes (a proxy that zeroes the length of a
+ * HEAD, which has no body) for an object whose ETag is the MD5 of other
+ * bytes than none, or whose railio metadata names its size: rio_get
+ * returned 0, success, for an object of 50000 bytes (an empty object is
+ * checked by nothing). Such a lookup is a server fault now (RIO_ESERVER
+ * once its tries are spent), not an empty object; an object that is
+ * empty reads empty.
+ */
+TEST(lookup_of_zero_bytes_against_its_etag_is_no_empty_object)
+{
+    enum { N = 50000 };
+    struct rio_desc d;
+    int64_t alloc0;
+    struct rio_client *c = fault_start(&alloc0, "get_one=off");
+    uint8_t *src = put_pattern(c, "F_headzero_0/obj", N, 74), *dst = malloc(CH);
+
+    T_NOTNULL(dst);
+    foreign_put("F_headzero_0/foreign", src, N);
+    foreign_put("F_headzero_0/empty", src, 0);
+    const char *keys[] = {"F_headzero_0/obj", "F_headzero_0/foreign"};
+    for (int i = 0; i < 2; i++) {
+        int64_t got = rio_get(c, keys[i], dst, CH, NULL);
+        if (got == 0)
+            T_FAIL("%s: an object of %u bytes read as empty", keys[i], (unsigned)N);
+        T_ERR(got, RIO_ESERVER);
+        T_ERR(rio_stat(c, keys[i], &d), RIO_ESERVER);
+    }
+    T_EQ(rio_get(c, "F_headzero_0/empty", dst, CH, NULL), 0);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object larger than the buffer is RIO_ETOOBIG after the one ranged GET
  * (docs/s3.md, "GET in one request"), whatever its checksum list: a
  * multipart object (its list in its sidecar), as every object of more than
