@@ -59,6 +59,8 @@ The object is stored under the full key as usual. Kinds:
              GET of it: 206, the same metadata, Content-Range
              bytes A-B/2^64 - 1 and B - A + 1 zero bytes
   longhead   HEAD (no object needed): a 1 MiB header line
+  headshort  bare, and every HEAD of the object (not of ?partNumber) says
+             1000 bytes fewer than it has; its GETs as usual
   headzero   every HEAD of the object: its headers, but Content-Length: 0
              (a proxy that zeroes a HEAD's length: it has no body); its
              GETs as usual
@@ -444,7 +446,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 h["x-amz-server-side-encryption"] = "aws:kms"
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
                                   "barepartstall", "bareodd", "barepart503",
-                                  "barebadcount"):
+                                  "barebadcount", "headshort"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
@@ -504,7 +506,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             for k, v in h.items():
                 self.send_header(k, v)
             zero = fm and fm.group(1) == "headzero"
-            self.send_header("Content-Length", "0" if zero else str(len(data)))
+            short = 1000 if fm and fm.group(1) == "headshort" else 0
+            self.send_header("Content-Length", "0" if zero else str(len(data) - short))
             self.end_headers()
             return
         if not m:

@@ -1455,6 +1455,33 @@ TEST(bad_part_count_leaves_the_parts_check_on)
 }
 
 /*
+ * A lookup whose HEAD says fewer bytes than the object has (1000 fewer,
+ * as a proxy that mangles a HEAD's length) for an object another tool
+ * uploaded in parts: the sizes no longer make its parts (read unchecked),
+ * and its reads' answers, whose Content-Range names the object's true
+ * size, were taken: rio_get handed out its first bytes as the whole
+ * object. A read whose answer names another size than its generation's
+ * is a server fault now (RIO_ESERVER, retried): the GET fails, nothing
+ * short handed out.
+ */
+TEST(read_answer_of_another_size_than_the_lookups_is_refused)
+{
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 61), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    parts_put("F_headshort_0/mp", src, n);
+    struct rio_client *c = parts_reader(&alloc0, "get_one=off");
+    memset(dst, 0, n);
+    int64_t got = rio_get(c, "F_headshort_0/mp", dst, n, NULL);
+    if (got == (int64_t)n - 1000)
+        T_FAIL("the object's first %lld bytes handed out as the whole object", (long long)got);
+    T_TRUE(got == RIO_ERETRIES || got == RIO_ESERVER); /* its chunks' retries spent */
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * An object uploaded in parts and encrypted with SSE-KMS has an ETag
  * "X-N" whose X is no MD5 of its parts' MD5s (S3 says
  * x-amz-server-side-encryption: aws:kms): it is read unchecked, as one

@@ -179,6 +179,9 @@ struct s3_gen {
      * composite one): RIO_S3_CK_NONE when none. */
     uint8_t ck_algo;
     uint64_t ck_value;
+    /* The object's size as the answer that named it said (but of a
+     * Last-Modified generation, which objects of any size share). */
+    uint64_t size;
 };
 
 struct s3_transport {

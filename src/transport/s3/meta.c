@@ -52,6 +52,7 @@ uint64_t rio__s3_rsp_gen(const struct s3_rsp *r, uint64_t size, struct s3_gen *g
     char sz[24];
 
     memset(g, 0, sizeof(*g));
+    g->size = size;
     g->etag_no_md5 = r->etag_no_md5;
     g->ck_algo = rio__s3_rsp_checksum(r, &g->ck_value);
     if (etag_strong(r->etag)) {
