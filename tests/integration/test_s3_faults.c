@@ -2245,6 +2245,28 @@ TEST(lookup_of_zero_bytes_against_its_etag_is_no_empty_object)
     close_free(c, alloc0, src, dst);
 }
 
+/* An empty object whose ETag is no MD5 (lieetag: the MD5 of other bytes),
+ * on a client told its server's ETags are not MD5s (etag_check=0), is
+ * empty: the refusal above of a HEAD of 0 bytes against its ETag made it
+ * RIO_ESERVER. Where ETags are taken for MD5s it still is. */
+TEST(empty_object_with_no_md5_etag_is_empty_with_etag_check_off)
+{
+    int64_t alloc0;
+    uint8_t dst[16] = {0};
+    struct rio_desc d;
+
+    struct rio_client *c = fault_start(&alloc0, "get_one=off&etag_check=0");
+    foreign_put("F_lieetag_0/empty", dst, 0);
+    T_EQ(rio_get(c, "F_lieetag_0/empty", dst, sizeof(dst), NULL), 0);
+    T_OK(rio_stat(c, "F_lieetag_0/empty", &d));
+    T_EQ(d.size, 0u);
+    rio_desc_cleanup(&d);
+    su_close(c, alloc0);
+    c = fault_start(&alloc0, "get_one=off");
+    T_ERR(rio_get(c, "F_lieetag_0/empty", dst, sizeof(dst), NULL), RIO_ESERVER);
+    su_close(c, alloc0);
+}
+
 /*
  * An object larger than the buffer is RIO_ETOOBIG after the one ranged GET
  * (docs/s3.md, "GET in one request"), whatever its checksum list: a

@@ -528,13 +528,14 @@ void rio__s3_rsp_kind(const struct s3_rsp *r, uint64_t size, uint64_t *chunk, bo
 }
 
 /* Whether an answer that says 0 bytes (r, md5 as rio__s3_rsp_kind gave it)
- * is of an empty object by its ETag (the MD5 of nothing, where it is an
- * MD5) and its railio metadata (no size, or 0). */
-static bool empty_ok(const struct s3_rsp *r, const char *md5)
+ * is of an empty object by its ETag (the MD5 of nothing, where t takes
+ * ETags for MD5s: not with etag_check=0, nor on http://) and its railio
+ * metadata (no size, or 0). */
+static bool empty_ok(const struct s3_transport *t, const struct s3_rsp *r, const char *md5)
 {
     uint64_t n;
 
-    if (md5[0] && strcmp(md5, "d41d8cd98f00b204e9800998ecf8427e") != 0)
+    if (t->base.foreign_etag_md5 && md5[0] && strcmp(md5, "d41d8cd98f00b204e9800998ecf8427e") != 0)
         return false;
     return strcmp(r->m_v, S3_FORMAT) != 0 || !r->m_size[0] ||
            (rio__s3_parse_u64(r->m_size, &n) == 0 && n == 0);
@@ -581,7 +582,7 @@ int rio__s3_lookup(struct rio_transport *tt, const char *key, struct rio_desc *o
         size = r.rsp.clen;
         rio__s3_rsp_gen(&r.rsp, size, &g);
         rio__s3_rsp_kind(&r.rsp, size, &chunk, &sidecar, md5);
-        if (size == 0 && !empty_ok(&r.rsp, md5)) {
+        if (size == 0 && !empty_ok(t, &r.rsp, md5)) {
             /* Nothing checks an empty object: one the answer's own ETag or
              * railio metadata says is not (a proxy that zeroes a HEAD's
              * Content-Length, a HEAD has no body) is no empty object. */
