@@ -199,10 +199,12 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     /* An object railio did not write, uploaded in parts: checked by its
      * ETag where the transport can say its parts (rio__req_md5_plan), else
      * read unchecked. Only a GET of the whole object hashes every byte. */
-    int ck_algo;
-    uint64_t ck;
+    g->ck_algo = RIO__CK_NONE;
+    if (!g->desc.xxh && rio__req_md5_may(c, r, g->size) &&
+        rio__t_full_checksum(c->t, &g->desc, &g->ck_algo, &g->ck) < 0)
+        g->ck_algo = RIO__CK_NONE;
     if (!g->desc.xxh && !g->desc.etag[0] && rio__req_md5_may(c, r, g->size) &&
-        rio__t_full_checksum(c->t, &g->desc, &ck_algo, &ck) < 0) { /* a CRC needs no parts */
+        g->ck_algo == RIO__CK_NONE) { /* a CRC needs no parts */
         /* (the call's deadline and token bound its round trips) */
         ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
         /* A server that could not say them now (its tries spent) fails
@@ -248,6 +250,8 @@ void rio__get_publish(struct rio__call *call, struct rio__req *r, struct rio__ge
     r->md5_part = g->md5_part;
     r->md5_parts = g->md5_parts;
     memcpy(r->md5_want, g->md5_want, sizeof(r->md5_want));
+    r->plan_ck_algo = g->ck_algo;
+    r->plan_ck = g->ck;
     rio__req_md5_plan(call->c, r);
     r->chunks = g->chunks;
     if (g->staging) {

@@ -1501,7 +1501,12 @@ void rio__req_md5_plan(struct rio_client *c, struct rio__req *r)
     r->md5_check = !r->xxh && rio__req_md5_may(c, r, r->size);
     r->crc_algo = RIO__CK_NONE;
     r->crc_got = 0;
-    if (r->md5_check && rio__t_full_checksum(c->t, &r->desc, &algo, &v) == 0) {
+    /* The plan's CRC where it found one (the transport's table may have
+     * given that slot away since), else the transport's now. */
+    algo = r->plan_ck_algo;
+    v = r->plan_ck;
+    if (r->md5_check &&
+        (algo != RIO__CK_NONE || rio__t_full_checksum(c->t, &r->desc, &algo, &v) == 0)) {
         r->crc_algo = algo;
         crc_hex(algo, v, r->md5_want); /* a CRC of the bytes, cheaper than the MD5 */
         r->md5_part = 0;

@@ -332,6 +332,10 @@ struct rio__req {
      * match, "ALGO:hex" of the store's. The hash task's alone. */
     int crc_algo;
     uint64_t crc_got;
+    /* The CRC its plan found (rio__get_plan's ck_algo, ck): taken by
+     * rio__req_md5_plan rather than asked of the transport again. */
+    int plan_ck_algo;
+    uint64_t plan_ck;
 };
 
 /* The length of chunk k of r: chunk_size, less for the last one. */
@@ -774,6 +778,12 @@ struct rio__get_plan {
     uint64_t md5_part;
     uint32_t md5_parts;
     char md5_want[48];
+    /* The store's CRC of the whole object, as the lookup left it with the
+     * transport (rio__t_full_checksum; ck_algo RIO__CK_NONE: none), kept
+     * here: the transport's table may give its slot to another object
+     * before the plan is published. */
+    int ck_algo;
+    uint64_t ck;
     uint64_t size, chunk_size, nchunks;
     uint8_t *staging;
     size_t staging_cap;
