@@ -958,11 +958,13 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
     rio__gw_checks_update(r, p, n);
     if (r->op == GW_OP_DELETE_OBJECTS || r->op == GW_OP_COMPLETE_MPU || r->op == GW_OP_PUT_CORS ||
         r->op == GW_OP_PUT_TAGGING || r->op == GW_OP_PUT_BTAGGING) {
-        if (r->blen + n > GW_POST_BODY_MAX) {
+        size_t max = r->op == GW_OP_DELETE_OBJECTS ? GW_DELETE_BODY_MAX
+                     : r->op == GW_OP_COMPLETE_MPU ? GW_COMPLETE_BODY_MAX
+                                                   : GW_POST_BODY_MAX;
+        if (n > max - r->blen) {
             r->err_status = 400;
             r->err_code = "MalformedXML";
-            snprintf(r->err_msg, sizeof(r->err_msg), "The body is larger than %u bytes.",
-                     GW_POST_BODY_MAX);
+            snprintf(r->err_msg, sizeof(r->err_msg), "The body is larger than %zu bytes.", max);
             return;
         }
         char *nb = rio__realloc(r->buf, r->blen + n + 1);

@@ -54,10 +54,18 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
 /* ------------------------------------------------------------ internals */
 
 /* Bounds on what a request may carry (400 beyond). */
-#define GW_URI_MAX 8192               /* request target, path and query */
-#define GW_HDR_MAX 64                 /* headers kept for verification */
-#define GW_QUERY_MAX 32               /* query parameters */
-#define GW_POST_BODY_MAX (1u << 20)   /* DeleteObjects' XML */
+#define GW_URI_MAX 8192             /* request target, path and query */
+#define GW_HDR_MAX 64               /* headers kept for verification */
+#define GW_QUERY_MAX 32             /* query parameters */
+#define GW_POST_BODY_MAX (1u << 20) /* a configuration's XML (CORS, tags) */
+/* The XML of the largest DeleteObjects and CompleteMultipartUpload S3
+ * takes: 1000 keys of 1024 bytes, each byte an entity of up to 6 (&quot;),
+ * with 1 KiB for an <Object>'s other elements; 10000 parts of 512 bytes (a
+ * quoted ETag, one checksum, their tags). boto3's Complete of 8256 parts
+ * with their CRC-32s passes 1 MiB. A PUT's window holds more (depth 4 x 4
+ * MiB chunks). */
+#define GW_DELETE_BODY_MAX (1000u * (6u * 1024u + 1024u))
+#define GW_COMPLETE_BODY_MAX (10000u * 512u)
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
