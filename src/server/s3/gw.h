@@ -55,7 +55,7 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
 
 /* Bounds on what a request may carry (400 beyond). */
 #define GW_URI_MAX 8192             /* request target, path and query */
-#define GW_HDR_MAX 64               /* headers kept for verification */
+#define GW_HDR_MAX 160              /* headers kept for verification */
 #define GW_QUERY_MAX 32             /* query parameters */
 #define GW_POST_BODY_MAX (1u << 20) /* a configuration's XML (CORS, tags) */
 /* The XML of the largest DeleteObjects and CompleteMultipartUpload S3

@@ -322,8 +322,8 @@ err_inval:
 /* ------------------------------------------------------ signed headers */
 
 struct signed_hdrs {
-    struct rio_s3_kv kv[RIO_S3_MAX_SIGNED];
-    char names[RIO_S3_MAX_SIGNED * 64];
+    struct rio_s3_kv kv[RIO_S3_MAX_VERIFIED];
+    char names[RIO_S3_MAX_VERIFIED * 64];
     unsigned n;
     char *values; /* MAX_HVALUES bytes */
     int has_host, has_amzdate, has_date;
@@ -351,7 +351,7 @@ static int signed_hdrs_build(const struct rio_s3_req *r, const char *list, struc
                 return RIO_EINVAL;
             continue;
         }
-        if (i == no || sh->n == RIO_S3_MAX_SIGNED)
+        if (i == no || sh->n == RIO_S3_MAX_VERIFIED)
             return RIO_EINVAL;
         sh->names[i] = '\0';
         sh->kv[sh->n].k = sh->names + no;
@@ -530,7 +530,7 @@ int rio_s3_verify(const struct rio_s3_keys *k, const struct rio_s3_req *r, int64
     struct rio__s3_cred c;
     EVP_MD_CTX *m = NULL;
     const char *auth, *secret, *payload, *sigp = NULL, *amzp;
-    char amzdate[17], sig[65], list[RIO_S3_MAX_SIGNED * 64], names[RIO_S3_MAX_SIGNED * 64];
+    char amzdate[17], sig[65], list[RIO_S3_MAX_VERIFIED * 64], names[RIO_S3_MAX_VERIFIED * 64];
     char *uri = NULL;
     uint8_t key[32];
     unsigned nauth = 0;

@@ -240,11 +240,11 @@ int rio__s3_canon_hash(void *mdctx, const char *method, const char *canon_uri,
                        const char *payload_hash, char *signed_names, size_t sncap, char hex[65])
 {
     EVP_MD_CTX *m = mdctx;
-    unsigned idx[RIO_S3_MAX_SIGNED];
+    unsigned idx[RIO_S3_MAX_VERIFIED];
     uint8_t h[SHA256_LEN];
     size_t sl = 0;
 
-    if (!m || !method || !canon_uri || !canon_query || !payload_hash || n > RIO_S3_MAX_SIGNED ||
+    if (!m || !method || !canon_uri || !canon_query || !payload_hash || n > RIO_S3_MAX_VERIFIED ||
         sncap == 0)
         return -1;
 

@@ -31,6 +31,10 @@ struct rio_s3_signer {
 #define RIO_S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define RIO_S3_UNSIGNED "UNSIGNED-PAYLOAD"
 #define RIO_S3_MAX_SIGNED 24 /* most headers one request may sign */
+/* Most signed headers the gateway verifies in one request: every x-amz-meta-*
+ * of a PutObject is signed, and S3 takes up to 2 KB of them (boto3 signs 25
+ * headers for 20 one-letter ones). */
+#define RIO_S3_MAX_VERIFIED 128
 
 /*
  * Percent-encode s[0..n) the way SigV4 wants it: the unreserved characters
@@ -84,7 +88,8 @@ int rio__s3_sign(const struct rio_s3_signer *s, void *mdctx, const char *method,
  * lower-case hex SHA-256 of p[0..n). rio__s3_signing_key: the SigV4 signing
  * key (the HMAC chain over date8 "YYYYMMDD", region, service and
  * "aws4_request"; the secret at most 256 bytes). rio__s3_canon_hash: the hex
- * SHA-256 of the canonical request (hdrs as for rio__s3_sign, sorted here;
+ * SHA-256 of the canonical request (hdrs as for rio__s3_sign, but up to
+ * RIO_S3_MAX_VERIFIED of them, sorted here;
  * the ';'-joined sorted names into signed_names). rio__s3_sign_sts: the hex
  * signature of a string to sign under a signing key.
  */
