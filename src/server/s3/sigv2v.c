@@ -38,13 +38,14 @@
 #include "core/internal.h"
 #include "railio.h"
 #include "server/s3/auth.h"
+#include "transport/s3/sign.h"
 
-#define MAX_QUERY 16384 /* bytes of a raw query */
-#define MAX_QPARAMS 128 /* query parameters */
-#define MAX_STS 65536   /* bytes of the string to sign */
-#define MAX_AMZ 64      /* x-amz-* headers */
-#define SKEW_S 900      /* RequestTimeTooSkewed beyond this */
-#define SIG_B64_LEN 28  /* base64 of a SHA-1 */
+#define MAX_QUERY 16384             /* bytes of a raw query */
+#define MAX_QPARAMS 128             /* query parameters */
+#define MAX_STS 65536               /* bytes of the string to sign */
+#define MAX_AMZ RIO_S3_MAX_VERIFIED /* x-amz-* headers (every x-amz-meta-* is one) */
+#define SKEW_S 900                  /* RequestTimeTooSkewed beyond this */
+#define SIG_B64_LEN 28              /* base64 of a SHA-1 */
 
 /* The subresources S3 signs in SigV2 (botocore's and s3cmd's list). */
 static const char *const subresources[] = {
