@@ -573,12 +573,16 @@ TEST(listing)
                     walk_expect(&g, "lsd", v, n, d[i].delim, d[i].prefix, d[i].want);
     }
     /* Keys may hold any byte but NUL: a common prefix is passed whatever
-     * bytes follow it under it (0xff too), so it shows once. */
+     * bytes follow it under it (0xff too), so it shows once. The gateway
+     * refuses to write a key that is not UTF-8 (as S3: test_gw_compat
+     * key_not_utf8_refused); railio's own client writes those. */
     T_EQ(gw_curl(&g, "o", "-X PUT %s/lsx", g.url), 200);
     {
-        static const char *const odd[] = {"a-b", "a-%FF%01", "a-%FF%FF%02", "c"};
+        static const char *const odd[] = {"a-b", "a-\\377\\001", "a-\\377\\377\\002", "c"};
         for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
-            T_EQ(gw_curl(&g, "o", "-X PUT -d x '%s/lsx/%s'", g.url, odd[i]), 200);
+            T_EQ(t_sh("%s/railio put -q \"railio://%s/lsx/$(printf '%s')\" %s",
+                      getenv("T_BUILD_DIR"), g.e.addr[0], odd[i], gw_path(&g, "s")),
+                 0);
     }
     T_EQ(gw_curl(&g, "l", "'%s/lsx?delimiter=-&encoding-type=url'", g.url), 200);
     T_EQ(t_sh("test $(grep -o '<Prefix>a-</Prefix>' %s | wc -l) = 1", gw_path(&g, "l")), 0);

@@ -195,6 +195,8 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
                   const char *msg)
 {
     struct gw_buf b = {0};
+    /* A key that is no UTF-8 (refused, InvalidURI) would make this no XML. */
+    const char *key = r->key && rio__gw_utf8_valid(r->key) ? r->key : NULL;
     int ret;
 
     rio__gw_buf_printf(&b,
@@ -208,17 +210,17 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
         rio__gw_buf_xml(&b, r->bucket);
         rio__gw_buf_put(&b, "</BucketName>", 13);
     }
-    if (r->key) {
+    if (key) {
         rio__gw_buf_put(&b, "<Key>", 5);
-        rio__gw_buf_xml(&b, r->key);
+        rio__gw_buf_xml(&b, key);
         rio__gw_buf_put(&b, "</Key>", 6);
     }
     if (r->bucket[0]) { /* S3's Resource: the path of what the request named */
         rio__gw_buf_put(&b, "<Resource>/", 11);
         rio__gw_buf_xml(&b, r->bucket);
-        if (r->key) {
+        if (key) {
             rio__gw_buf_put(&b, "/", 1);
-            rio__gw_buf_xml(&b, r->key);
+            rio__gw_buf_xml(&b, key);
         }
         rio__gw_buf_put(&b, "</Resource>", 11);
     }
@@ -985,6 +987,16 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
     }
 }
 
+/* Operations that write an object, or a part of one, under the request's
+ * key: such a key must be UTF-8, as S3's keys are (XML cannot carry another:
+ * every listing of the bucket without encoding-type=url, s3cmd's, the Go
+ * SDK's, would be no XML at all). */
+static int makes_key(int op)
+{
+    return op == GW_OP_PUT_OBJECT || op == GW_OP_COPY_OBJECT || op == GW_OP_CREATE_MPU ||
+           op == GW_OP_UPLOAD_PART || op == GW_OP_UPLOAD_PART_COPY || op == GW_OP_COMPLETE_MPU;
+}
+
 /* Operations answered once the body is in (the others at once). */
 static int takes_body(int op)
 {
@@ -1057,7 +1069,11 @@ static int begin(struct MHD_Connection *c, struct gw_req *r)
     } else if (parse_query(r) < 0)
         ret = rio__gw_error(c, r, 400, "InvalidArgument", "The query string is not valid.");
     else if (sigv2_off(c, r, &ret) == 0 && route(c, r, vpath ? vpath : path, &ret) == 0) {
-        if (r->op == GW_OP_PREFLIGHT) { /* never signed: the bucket's rules decide */
+        if (makes_key(r->op) && r->key && !rio__gw_utf8_valid(r->key)) {
+            /* S3's answer, its message. A key railio's other clients wrote
+             * (any bytes) is still read, listed and deleted. */
+            ret = rio__gw_error(c, r, 400, "InvalidURI", "Couldn't parse the specified URI.");
+        } else if (r->op == GW_OP_PREFLIGHT) { /* never signed: the bucket's rules decide */
             ret = rio__gw_preflight(c, r);
         } else if (r->op == GW_OP_POST_OBJECT) { /* signed in its form: post.c decides */
             if (unsupported(c, r, &ret) == 0)

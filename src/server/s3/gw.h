@@ -514,6 +514,10 @@ void rio__gw_buf_free(struct gw_buf *b);
 /* Percent-decode n bytes of s into a new string; NULL on a bad escape or a
  * NUL byte. plus: '+' is a space (query strings). */
 char *rio__gw_unescape(const char *s, size_t n, int plus);
+/* s is UTF-8 (no overlong form, surrogate or code point past U+10FFFF): 1, else
+ * 0. S3 refuses a key that is not (400 InvalidURI): XML cannot carry it, so
+ * every listing that held it would be no XML at all. */
+int rio__gw_utf8_valid(const char *s);
 /* RFC 7231 date (IMF-fixdate) of unix seconds; 30 bytes. */
 void rio__gw_http_date(int64_t sec, char out[30]);
 /* ISO 8601 with milliseconds, as S3's listings ("2026-12-02T08:00:00.000Z"). */

@@ -184,6 +184,10 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
         rio__gw_fail(r, 400, "InvalidArgument", "User key must have a length greater than 0.");
         return -1;
     }
+    if (!rio__gw_utf8_valid(r->key)) {
+        rio__gw_fail(r, 400, "InvalidURI", "Couldn't parse the specified URI.");
+        return -1;
+    }
     size_t klen = strlen(r->bucket) + 1 + strlen(r->key);
     if (klen > RIO_KEY_MAX) {
         rio__gw_fail(r, 400, "KeyTooLongError", "Your key is too long.");

@@ -118,6 +118,34 @@ static int hexval(char c)
     return -1;
 }
 
+int rio__gw_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+
+    while (*p) {
+        unsigned n = *p < 0x80             ? 1
+                     : (*p & 0xe0) == 0xc0 ? 2
+                     : (*p & 0xf0) == 0xe0 ? 3
+                     : (*p & 0xf8) == 0xf0 ? 4
+                                           : 0;
+        uint32_t cp = n == 1 ? *p : n == 2 ? *p & 0x1fu : n == 3 ? *p & 0x0fu : *p & 0x07u;
+
+        if (!n)
+            return 0;
+        for (unsigned i = 1; i < n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i] & 0x3fu);
+        }
+        /* overlong forms, surrogates, past U+10FFFF */
+        if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n;
+    }
+    return 1;
+}
+
 char *rio__gw_unescape(const char *s, size_t n, int plus)
 {
     char *out = rio__malloc(n + 1), *o = out;
