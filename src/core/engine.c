@@ -1344,6 +1344,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
         io->one = false;
         io->gen_out = 0;
         io->unsure = false;
+        io->why[0] = '\0';
         /* A streaming writer's part: the object's chunk base + idx, whose
          * bytes sit at the part's own start. */
         uint64_t loff = ch->idx * r->chunk_size;
@@ -1987,6 +1988,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         ch->zombies--;
         goto out;
     }
+    /* What the store said of a failure, for the caller's detail (the last
+     * one before the request is decided). */
+    if (a->io.res < 0 && a->io.why[0] && !r->decided)
+        memcpy(r->why, a->io.why, sizeof(r->why));
     if (r->get_one && !r->md5_rereads && !r->decided && get_one_answered_locked(c, r, a))
         goto out;
     if (one_refused(r, (int)a->io.res)) {
@@ -2700,9 +2705,9 @@ void rio__stage_drain(struct rio_client *c)
  * try: checksum mismatch (RIO_ECHECKSUM); path 0: connection refused
  * (ECONNREFUSED); path 1: ...". Caller's thread, mu not held.
  */
-void rio__engine_path_detail(struct rio_client *c, int last_err)
+void rio__engine_path_detail(struct rio_client *c, int last_err, const char *why)
 {
-    char buf[480];
+    char buf[480 + RIO__IO_WHY_MAX];
     size_t o = 0;
 
     buf[0] = '\0';
@@ -2723,14 +2728,16 @@ void rio__engine_path_detail(struct rio_client *c, int last_err)
         o += (size_t)n;
     }
     pthread_mutex_unlock(&c->mu);
+    if (why && why[0] && o < sizeof(buf))
+        snprintf(buf + o, sizeof(buf) - o, "%s%s", o ? "; " : "", why);
     if (buf[0])
         rio__detail("%s", buf);
 }
 
-void rio__engine_req_detail(struct rio_client *c, int status, int last_err)
+void rio__engine_req_detail(struct rio_client *c, int status, int last_err, const char *why)
 {
     if (status == RIO_ENOPATH || status == RIO_ERETRIES)
-        rio__engine_path_detail(c, last_err);
+        rio__engine_path_detail(c, last_err, why);
     else if (status == RIO_ECHECKSUM && last_err == RIO__EMD5)
         rio__detail("the object's bytes do not match its ETag, the MD5 of its bytes (of its "
                     "parts' MD5s for an object uploaded in parts: an object railio did not write "
@@ -2742,4 +2749,6 @@ void rio__engine_req_detail(struct rio_client *c, int status, int last_err)
                     "keeps (S3's x-amz-checksum-crc64nvme, -crc32c or -crc32: an object railio "
                     "did not write carries no chunk checksums, so it is checked by that); "
                     "etag_check=off reads such objects unchecked");
+    else if (status < 0 && why && why[0])
+        rio__detail("%s", why); /* what the store answered (a 403's code, ...) */
 }

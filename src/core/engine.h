@@ -332,6 +332,9 @@ struct rio__req {
      * match, "ALGO:hex" of the store's. The hash task's alone. */
     int crc_algo;
     uint64_t crc_got;
+    /* What the store said of its last failed op (rio_io.why), for the
+     * caller's detail; "" when nothing. Under mu. */
+    char why[RIO__IO_WHY_MAX];
     /* The CRC its plan found (rio__get_plan's ck_algo, ck): taken by
      * rio__req_md5_plan rather than asked of the transport again. */
     int plan_ck_algo;
@@ -689,8 +692,9 @@ uint64_t rio__proc_run_delay_ns(void);
 /* Current busy time of a path including the running stretch (under mu). */
 uint64_t rio__path_busy_now(const struct rio__path *p, uint64_t now);
 
-/* Set rio_error_detail() to each path's last error (engine.c). */
-void rio__engine_path_detail(struct rio_client *c, int last_err);
+/* Set rio_error_detail() to each path's last error (engine.c), and why
+ * (the store's answer to the last failed op, rio_io.why) when not NULL. */
+void rio__engine_path_detail(struct rio_client *c, int last_err, const char *why);
 /* r->last_err of a GET whose MD5 did not match its etag (md5_check, no
  * crc_algo), read twice or by a reader: never leaves the library. */
 #define RIO__EMD5 (-10998)
@@ -698,9 +702,11 @@ void rio__engine_path_detail(struct rio_client *c, int last_err);
 #define RIO__ECRC (-10997)
 /* rio_error_detail() for a request that failed with status, its last
  * attempt's error last_err (RIO_ENOPATH, RIO_ERETRIES: each path's;
- * RIO_ECHECKSUM with RIO__EMD5: the etag's); others keep theirs. Caller's
- * thread, mu not held (engine.c). */
-void rio__engine_req_detail(struct rio_client *c, int status, int last_err);
+ * RIO_ECHECKSUM with RIO__EMD5: the etag's) and what the store said of its
+ * last failed op (why, rio__req.why: a 403's code and message); others
+ * keep theirs. Caller's thread, mu not held, the request decided
+ * (engine.c). */
+void rio__engine_req_detail(struct rio_client *c, int status, int last_err, const char *why);
 /* Whether r, a GET whose descriptor is in place, is checked by a digest
  * of its bytes, the store's CRC or its MD5 etag (rio__req.md5_check,
  * crc_algo), and set it (engine.c). */

@@ -24,6 +24,9 @@ enum rio_io_kind { RIO_IO_READ = 1, RIO_IO_WRITE = 2 };
  * exactly once. Between submit and complete the transport may write into
  * dst[0..len) and nowhere else; after complete it must not touch io or dst.
  */
+/* rio_io.why's size, its NUL included. */
+#define RIO__IO_WHY_MAX 320
+
 struct rio_io {
     /* in: set by the engine */
     int kind;            /* enum rio_io_kind */
@@ -72,6 +75,11 @@ struct rio_io {
      * empty one, or one larger than len): the engine decides. */
     uint64_t one_size, one_chunk_size, one_nchunks;
     char one_etag[33]; /* 32 hex digits, or "" (unknown) */
+    /* Optional, on failure: what the store answered, for the caller's
+     * rio_error_detail (s3: "s3 bucket B: GET key K: HTTP 403
+     * SignatureDoesNotMatch: ..."); never a secret, a query string or a
+     * header. The engine clears it at each submit. */
+    char why[RIO__IO_WHY_MAX];
 
     void (*complete)(struct rio_io *io);
     void *engine_priv; /* the engine's */

@@ -93,6 +93,8 @@ The object is stored under the full key as usual. Kinds:
              gives: its validator is the Last-Modified date alone
   crccomp    bare, and a composite x-amz-checksum-crc32 ("...-3", type
              COMPOSITE), which checks nothing alone
+  deny       every HEAD (no body) and GET (S3's XML, AccessDenied) answered
+             403, as to wrong credentials
   ckdenied   bare, and a HEAD that asks x-amz-checksum-mode answered 403 (S3's
              answer to whoever may not decrypt an SSE-KMS object's checksum)
   goog       bare, and on every HEAD and GET (ranged too) an x-goog-hash
@@ -398,6 +400,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         rng = self.headers.get("Range")
         hm = FAULT_RE.match(key)
+        if hm and hm.group(1) == "deny":
+            return self.send(403, head=True) if head else self.err(403, "AccessDenied",
+                                                                  "Access Denied")
         rm = re.match(r"bytes=(\d+)-(\d+)$", rng or "")
         if not head and hm and hm.group(1) == "hugehead" and rm:
             a, b = int(rm.group(1)), min(int(rm.group(2)), int(rm.group(1)) + (1 << 24))

@@ -2249,6 +2249,43 @@ TEST(lookup_of_zero_bytes_against_its_etag_is_no_empty_object)
     close_free(c, alloc0, src, dst);
 }
 
+/* A 403 to a GET (wrong credentials, a clock off the server's, a policy):
+ * the error's detail says what the server answered, its <Code> and
+ * <Message>, as a lookup's says; it said "permission denied" and nothing
+ * more (the lookup's HEAD, whose answer has no body, then says what a 403
+ * may mean). Every way in: rio_get (one request), the reader, the batch,
+ * and a GET looked up first. */
+static void denied_says_why(int64_t got)
+{
+    T_ERR(got, -EACCES);
+    T_NOTNULL(
+        strstr(rio_error_detail(), "GET key F_deny_0/k: HTTP 403 AccessDenied: Access Denied"));
+}
+
+TEST(denied_get_says_what_the_server_answered)
+{
+    int64_t alloc0;
+    uint8_t dst[64];
+    struct rio_desc d;
+    struct rio_reader *rd = NULL;
+    struct rio_op op = {.type = RIO_OP_GET, .key = "F_deny_0/k", .buf = dst, .len = sizeof(dst)};
+
+    struct rio_client *c = fault_start(&alloc0, NULL);
+    denied_says_why(rio_get(c, "F_deny_0/k", dst, sizeof(dst), NULL));
+    denied_says_why(rio_reader_open(c, "F_deny_0/k", 0, NULL, &rd));
+    T_TRUE(rd == NULL);
+    T_EQ(rio_batch(c, &op, 1, NULL), 0);
+    T_ERR(op.result, -EACCES);
+    T_ERR(rio_stat(c, "F_deny_0/k", &d), -EACCES);
+    T_NOTNULL(strstr(rio_error_detail(),
+                     "HEAD key F_deny_0/k: HTTP 403 (a HEAD's answer gives no reason"));
+    su_close(c, alloc0);
+    c = fault_start(&alloc0, "get_one=off");
+    T_ERR(rio_get(c, "F_deny_0/k", dst, sizeof(dst), NULL), -EACCES);
+    T_NOTNULL(strstr(rio_error_detail(), "HTTP 403 (a HEAD's answer gives no reason"));
+    su_close(c, alloc0);
+}
+
 /* An empty object whose ETag is no MD5 (lieetag: the MD5 of other bytes),
  * on a client told its server's ETags are not MD5s (etag_check=0), is
  * empty: the refusal above of a HEAD of 0 bytes against its ETag made it

@@ -581,6 +581,40 @@ int rio__s3_op_prepare(struct s3_transport *t, struct s3_op *op)
     return 0;
 }
 
+/* What the server said of a failed data op (err), in io->why for the
+ * caller's rio_error_detail, as a metadata request's detail says it: the
+ * bucket (or host), the request, the status and the answer's <Code> and
+ * <Message>, or curl's message when no answer came. Never the query
+ * string nor a header. */
+static void op_why(const struct s3_transport *t, struct s3_op *op, int err)
+{
+    struct rio_io *io = op->io;
+    const struct s3_rsp *r = &op->rsp;
+    char code[64], msg[256], ebuf[CURL_ERROR_SIZE];
+    const char *what = t->scheme == SCHEME_S3 ? "s3 bucket" : "http host";
+    const char *name = t->scheme == SCHEME_S3 ? t->bucket : t->host;
+    const char *method = io->kind == RIO_IO_READ ? "GET" : "PUT";
+
+    if (err == RIO__ENOTONE)
+        return; /* no failure: the engine looks the object up */
+    if (r->status >= 300 || (r->status && r->status < 200)) {
+        rio__s3_xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
+        rio__s3_xml_text(op->ebody, op->elen, "Message", msg, sizeof(msg));
+        rio__s3_printable(code);
+        rio__s3_printable(msg);
+        if (snprintf(io->why, sizeof(io->why), "%s %s: %s key %s: HTTP %ld%s%s%s%s", what, name,
+                     method, io->key, r->status, code[0] ? " " : "", code, msg[0] ? ": " : "",
+                     msg) < 0)
+            io->why[0] = '\0';
+    } else if (op->errbuf[0]) {
+        snprintf(ebuf, sizeof(ebuf), "%s", op->errbuf);
+        rio__s3_printable(ebuf);
+        if (snprintf(io->why, sizeof(io->why), "%s %s: %s key %s: %s: %s", what, name, method,
+                     io->key, rio_errname(err), ebuf) < 0)
+            io->why[0] = '\0';
+    }
+}
+
 /* Outcome of a finished transfer (reap thread). */
 int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
 {
@@ -695,5 +729,6 @@ int64_t rio__s3_op_result(struct s3_transport *t, struct s3_op *op, CURLcode rc)
 fail:
     rio__s3_debug_log(t, io->kind == RIO_IO_READ ? "GET" : "PUT", op->url, r->status, op->ebody,
                       op->elen, err, op->errbuf);
+    op_why(t, op, err);
     return err;
 }

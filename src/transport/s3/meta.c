@@ -237,6 +237,12 @@ static void meta_detail(struct s3_transport *t, const struct meta_req *q, const 
         rio__detail("%s %s: no such bucket (%s %s: HTTP %ld%s%s%s%s)", what, name, q->method,
                     q->key ? "object" : "bucket", r->rsp.status, code[0] ? " " : "", code,
                     msg[0] ? ": " : "", msg);
+    else if (r->answered && r->rsp.status == 403 && !code[0] && !strcmp(q->method, "HEAD"))
+        /* A HEAD's answer has no body: say what a 403 may mean. */
+        rio__detail("%s %s: %s %s%s: HTTP 403 (a HEAD's answer gives no reason: the access key "
+                    "or secret, the clock (more than 15 minutes off the server's), or the "
+                    "bucket's policy)",
+                    what, name, q->method, q->key ? "key " : "the bucket", q->key ? q->key : "");
     else if (r->answered)
         rio__detail("%s %s: %s %s%s: HTTP %ld%s%s%s%s", what, name, q->method,
                     q->key ? "key " : "the bucket", q->key ? q->key : "", r->rsp.status,
