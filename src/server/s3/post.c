@@ -375,14 +375,18 @@ int rio__gw_post_answer(struct MHD_Connection *c, struct gw_req *r, const char *
     snprintf(qetag, sizeof(qetag), "\"%s\"", etag);
     rio__gw_object_url(c, r, &url);
     rio__gw_buf_put(&url, "", 1);
-    if (p->redirect) { /* 303 to it, with the bucket, key and ETag in its query */
-        rio__gw_buf_put(&b, p->redirect, strlen(p->redirect));
-        rio__gw_buf_put(&b, strchr(p->redirect, '?') ? "&bucket=" : "?bucket=", 8);
+    if (p->redirect) {
+        /* 303 to it, with the bucket, key and ETag in its query: before a
+         * fragment (#...), which a browser never sends, kept after them. */
+        size_t n = strcspn(p->redirect, "#");
+        rio__gw_buf_put(&b, p->redirect, n);
+        rio__gw_buf_put(&b, memchr(p->redirect, '?', n) ? "&bucket=" : "?bucket=", 8);
         query_value(&b, r->bucket);
         rio__gw_buf_put(&b, "&key=", 5);
         query_value(&b, r->key);
         rio__gw_buf_put(&b, "&etag=", 6);
         query_value(&b, qetag);
+        rio__gw_buf_put(&b, p->redirect + n, strlen(p->redirect + n));
         rio__gw_buf_put(&b, "", 1);
         status = 303;
     } else if (status == 201) {
