@@ -59,6 +59,7 @@ static struct {
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
     _Atomic uint64_t lat_us_sum[GW_OP__COUNT];
     _Atomic uint64_t next_id;
+    _Atomic uint64_t xml_held; /* bytes of XML bodies held (GW_XML_BODIES_MAX) */
 } g = {.client_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* clang-format off */
@@ -969,8 +970,18 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
             snprintf(r->err_msg, sizeof(r->err_msg), "The body is larger than %zu bytes.", max);
             return;
         }
+        /* Every request's body is bounded, and so is what they hold
+         * together: 1024 connections of 7 MiB each were 7 GiB. */
+        if (atomic_fetch_add(&g.xml_held, n) + n > GW_XML_BODIES_MAX) {
+            atomic_fetch_sub(&g.xml_held, n);
+            r->err_status = 503;
+            r->err_code = "SlowDown";
+            snprintf(r->err_msg, sizeof(r->err_msg), "Please reduce your request rate.");
+            return;
+        }
         char *nb = rio__realloc(r->buf, r->blen + n + 1);
         if (!nb) {
+            atomic_fetch_sub(&g.xml_held, n);
             r->err_status = 500;
             r->err_code = "InternalError";
             snprintf(r->err_msg, sizeof(r->err_msg), "Out of memory.");
@@ -1245,6 +1256,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     rio__free(r->key);
     rio__free(r->bkey);
     rio__free(r->qbuf);
+    atomic_fetch_sub(&g.xml_held, r->blen); /* what body_data took */
     rio__free(r->buf);
     rio__free(r);
 }

@@ -66,6 +66,11 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
  * MiB chunks). */
 #define GW_DELETE_BODY_MAX (1000u * (6u * 1024u + 1024u))
 #define GW_COMPLETE_BODY_MAX (10000u * 512u)
+/* What the XML bodies of every request in flight hold together: at 7 MiB
+ * a request, --s3-max-conns (1024) of them held 7 GiB (200 slow senders of
+ * DeleteObjects bodies, 1.4 GB). Past it a request is answered 503
+ * SlowDown, which S3 clients retry. */
+#define GW_XML_BODIES_MAX (64u << 20)
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
