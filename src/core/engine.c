@@ -1631,7 +1631,10 @@ static void md5_verdict_locked(struct rio_client *c, struct rio__req *r, const c
         pthread_mutex_lock(&c->mu);
         if (r->decided)
             return;
-        if (odd == RIO_EDEADLINE || odd == RIO_ECANCELED || odd == -ENOMEM) {
+        /* A server that could not say them now (its tries spent) fails
+         * the GET with its error: no refusal of a sound object. */
+        if (odd == RIO_EDEADLINE || odd == RIO_ECANCELED || odd == -ENOMEM ||
+            (odd < 0 && rio__class_is_retryable(rio__err_class(odd)))) {
             req_decide_locked(c, r, odd);
             return;
         }

@@ -138,7 +138,8 @@ enum {
     META_REMOVE_IF,
     META_LIST,
     META_EXISTS,
-    META_PARTS_OF
+    META_PARTS_OF,
+    META_PARTS_EVEN
 };
 
 struct meta_op {
@@ -159,6 +160,8 @@ struct meta_op {
     uint64_t *part;                        /* parts_of */
     uint32_t *nparts;                      /* parts_of */
     char *want;                            /* parts_of: 48 bytes */
+    uint64_t part_size;                    /* parts_even */
+    uint32_t part_count;                   /* parts_even */
 };
 
 static int meta_once(struct rio_client *c, const struct meta_op *op)
@@ -187,6 +190,8 @@ static int meta_once(struct rio_client *c, const struct meta_op *op)
         return rio__t_remove_if(c->t, op->key, op->gen);
     case META_PARTS_OF:
         return rio__t_parts_of(c->t, op->desc, op->part, op->nparts, op->want);
+    case META_PARTS_EVEN:
+        return rio__t_parts_even(c->t, op->desc, op->part_size, op->part_count);
     default:
         return rio__t_remove(c->t, op->key);
     }
@@ -259,8 +264,9 @@ static int meta_run(struct rio_client *c, const struct rio__meta *m, const struc
         if (ret >= 0)
             return ret;
         /* The part HEADs' "cannot say" (RIO_ENOTSUP, a lie) is no failed
-         * try: the GET goes on unchecked, its stats as they were. */
-        if (op->kind == META_PARTS_OF && !rio__class_is_retryable(rio__err_class(ret)))
+         * try: the GET goes on as it would, its stats as they were. */
+        if ((op->kind == META_PARTS_OF || op->kind == META_PARTS_EVEN) &&
+            !rio__class_is_retryable(rio__err_class(ret)))
             return meta_bounded_end(m, ret);
         ret = meta_failed(c, m, ret, &tries, &throttles);
         if (ret < 0)
@@ -276,20 +282,8 @@ int rio__meta_lookup(struct rio_client *c, const struct rio__meta *m, const char
     return meta_run(c, m, &op);
 }
 
-/* One try of a transport op outside meta_run, bounded by m's deadline and
- * cancel token as a lookup's try is: begin (an error: not tried) ... */
-static int meta_bounded_begin(const struct rio__meta *m)
-{
-    int ret = meta_may_try(m);
-
-    if (ret < 0)
-        return ret;
-    try_deadline_ns = m->deadline_ns;
-    try_cancel = m->cancel;
-    return 0;
-}
-
-/* ... end, with the op's result: one cut short by the call's deadline or
+/* The end of a try whose error is not tried again (meta_run's part
+ * HEADs), with the op's result: one cut short by the call's deadline or
  * token ends the call with that. */
 static int meta_bounded_end(const struct rio__meta *m, int ret)
 {
@@ -313,12 +307,14 @@ int rio__meta_parts_of(struct rio_client *c, const struct rio__meta *m, const st
     return meta_run(c, m, &op);
 }
 
+/* The middle parts' HEADs, tried again as parts_of's are: one 503 on them
+ * made a sound object of parts of other sizes fail RIO_ECHECKSUM. */
 int rio__meta_parts_even(struct rio_client *c, const struct rio__meta *m, const struct rio_desc *d,
                          uint64_t part, uint32_t nparts)
 {
-    int ret = meta_bounded_begin(m);
-
-    return ret < 0 ? ret : meta_bounded_end(m, rio__t_parts_even(c->t, d, part, nparts));
+    struct meta_op op = {
+        .kind = META_PARTS_EVEN, .desc = d, .part_size = part, .part_count = nparts};
+    return meta_run(c, m, &op);
 }
 
 int rio__meta_put_open(struct rio_client *c, const struct rio__meta *m, const char *key,

@@ -107,6 +107,9 @@ The object is stored under the full key as usual. Kinds:
   bareodd    bare, and an object completed from 3 or more parts shown as
              uploaded in parts of other sizes: 1000 bytes moved from part 3
              to part 2 (parts 1 and N as they were), its ETag theirs
+  bareodd503  bareodd, and the first <count> HEADs ?partNumber of a part
+             other than the first and the last (those asked only when the
+             MD5 cut at part 1's size does not match) answered 503 SlowDown
   kmsetag    every HEAD and GET: the ETag the MD5 of other bytes and
              x-amz-server-side-encryption: aws:kms, as S3 answers for an
              object encrypted with SSE-KMS (its ETag is no MD5 of its bytes)
@@ -434,7 +437,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                               "meta": dict(old["meta"])}
                 o = OBJECTS[(bucket, key)]
         data = o["data"]
-        if key.startswith("F_bareodd_") and len(o.get("parts") or []) >= 3:
+        if re.match(r"F_bareodd(503)?_", key) and len(o.get("parts") or []) >= 3:
             parts = list(o["parts"])
             parts[1] += 1000
             parts[2] -= 1000
@@ -450,7 +453,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if fm.group(1) == "kmsetag":
                 h["x-amz-server-side-encryption"] = "aws:kms"
         if fm and fm.group(1) in ("bare", "bareflip", "barenoparts", "barekms",
-                                  "barepartstall", "bareodd", "barepart503",
+                                  "barepartstall", "bareodd", "bareodd503", "barepart503",
                                   "barebadcount", "headshort"):
             h = {k: v for k, v in h.items() if not k.lower().startswith("x-amz-meta-railio")}
         if fm and fm.group(1) in CRC_KINDS:
@@ -490,6 +493,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 h["x-amz-mp-parts-count"] = "99999"
             if head and fm and fm.group(1) == "barepartstall":
                 return self.trickle_head(b"206 Partial Content")
+            if head and fm and fm.group(1) == "bareodd503" and 1 < n < len(parts):
+                with LOCK:
+                    st = FAULTS.setdefault((bucket, key, "part503"), [int(fm.group(2))])
+                    busy = st[0] > 0
+                    st[0] -= busy
+                    STATS["fired"] += busy
+                if busy:
+                    return self.send(503, head=True)
             if head and fm and fm.group(1) == "barepart503":
                 with LOCK:
                     st = FAULTS.setdefault((bucket, key, "part503"), [int(fm.group(2))])

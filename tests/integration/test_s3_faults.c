@@ -1593,6 +1593,35 @@ TEST(foreign_object_in_parts_of_other_sizes_not_refused)
 }
 
 /*
+ * The part HEADs asked when such an object's MD5 does not match (its
+ * middle parts' sizes) are tried again as a lookup's are: one 503
+ * SlowDown (a busy server) on them made a sound object of parts of other
+ * sizes fail RIO_ECHECKSUM after it was read twice (they were one try,
+ * and their error taken for parts of one size). A server busy every time
+ * fails the GET with its error, not RIO_ECHECKSUM.
+ */
+TEST(odd_part_heads_of_a_busy_server_tried_again)
+{
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    const size_t n = OBJ;
+    uint8_t *src = su_pattern(n, 61), *dst = malloc(n);
+
+    T_NOTNULL(dst);
+    parts_put("F_bareodd503_1/mp", src, n);
+    parts_put("F_bareodd503_1000/mp", src, n);
+    struct rio_client *c = parts_reader(&alloc0, NULL);
+    T_EQ(rio_get(c, "F_bareodd503_1/mp", dst, n, &call), (int64_t)n);
+    T_MEMEQ(dst, src, n);
+    T_GE(st.retries[RIO_CLASS_THROTTLE] + st.retries[RIO_CLASS_SERVER], 1u);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 0u); /* not read twice */
+    int64_t got = rio_get(c, "F_bareodd503_1000/mp", dst, n, NULL);
+    T_TRUE(got < 0 && got != RIO_ECHECKSUM);
+    close_free(c, alloc0, src, dst);
+}
+
+/*
  * Through the fault filter (faults= in the URL) an object railio did not
  * write that was uploaded in parts is checked by its parts as without it,
  * as one put whole is by its ETag: a bit the filter flips in a read is
