@@ -1589,6 +1589,29 @@ static void key_not_utf8_on(const char *backend)
                  g.url),
          400);
     T_TRUE(gw_has(&g, "o", "<Code>InvalidURI</Code>"));
+    /* An XML body that is no UTF-8 is no XML (S3: MalformedXML): a
+     * DeleteObjects naming such a key was 200 with a DeleteResult that was
+     * no XML either (the key in it as sent). */
+    T_EQ(t_sh("printf '<Delete><Object><Key>d\377k</Key></Object></Delete>' > %s",
+              gw_path(&g, "del.xml")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/kutf?delete'", gw_path(&g, "del.xml"),
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MalformedXML</Code>"));
+    T_EQ(gw_curl(&g, "up", "-X POST '%s/kutf/mk?uploads'", g.url), 200);
+    char uid[64];
+    gw_upload_id(&g, "up", uid, sizeof(uid));
+    T_EQ(gw_curl(&g, "o", "-X PUT -d part '%s/kutf/mk?uploadId=%s&partNumber=1'", g.url, uid), 200);
+    T_EQ(t_sh("printf '<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>\355\240"
+              "\200</ETag></Part></CompleteMultipartUpload>' > %s",
+              gw_path(&g, "cmp.xml")),
+         0);
+    T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/kutf/mk?uploadId=%s'",
+                 gw_path(&g, "cmp.xml"), g.url, uid),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MalformedXML</Code>"));
+    T_EQ(gw_curl(&g, "o", "-X DELETE '%s/kutf/mk?uploadId=%s'", g.url, uid), 204);
     T_EQ(gw_curl(&g, "o", "%s/kutf?list-type=2", g.url), 200);
     T_EQ(t_sh("python3 -c 'import sys, xml.etree.ElementTree as E; "
               "t = E.fromstring(open(sys.argv[1], \"rb\").read()); "

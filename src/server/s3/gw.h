@@ -523,6 +523,8 @@ char *rio__gw_unescape(const char *s, size_t n, int plus);
  * 0. S3 refuses a key that is not (400 InvalidURI): XML cannot carry it, so
  * every listing that held it would be no XML at all. */
 int rio__gw_utf8_valid(const char *s);
+/* The same for len bytes of s (an XML body: one that is not is no XML). */
+int rio__gw_utf8_valid_n(const char *s, size_t len);
 /* RFC 7231 date (IMF-fixdate) of unix seconds; 30 bytes. */
 void rio__gw_http_date(int64_t sec, char out[30]);
 /* ISO 8601 with milliseconds, as S3's listings ("2026-12-02T08:00:00.000Z"). */

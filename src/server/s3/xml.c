@@ -120,9 +120,14 @@ static int hexval(char c)
 
 int rio__gw_utf8_valid(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    return rio__gw_utf8_valid_n(s, strlen(s));
+}
 
-    while (*p) {
+int rio__gw_utf8_valid_n(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+    while (p < end) {
         unsigned n = *p < 0x80             ? 1
                      : (*p & 0xe0) == 0xc0 ? 2
                      : (*p & 0xf0) == 0xe0 ? 3
@@ -130,7 +135,7 @@ int rio__gw_utf8_valid(const char *s)
                                            : 0;
         uint32_t cp = n == 1 ? *p : n == 2 ? *p & 0x1fu : n == 3 ? *p & 0x0fu : *p & 0x07u;
 
-        if (!n)
+        if (!n || (size_t)(end - p) < n)
             return 0;
         for (unsigned i = 1; i < n; i++) {
             if ((p[i] & 0xc0) != 0x80)
@@ -526,6 +531,8 @@ int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
 
     if (memchr(body, '\0', n))
         return -1; /* not a character of XML; and would cut a key short */
+    if (!rio__gw_utf8_valid_n(body, n))
+        return -1; /* no XML (S3: MalformedXML); a key of it would make the answer none */
     if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
         p += 3; /* a UTF-8 byte order mark */
     while (p < end && blank(*p))
