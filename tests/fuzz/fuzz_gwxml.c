@@ -14,7 +14,8 @@
  * at most 10, each one S3 takes, and their document reads back the same.
  * The same bytes are also parsed as a count (rio__gw_parse_count) and as
  * a date (rio__gw_parse_date: a DeleteObjects' LastModifiedTime, a
- * conditional delete's header). Seeds:
+ * conditional delete's header), and checked as UTF-8 as a body or a key
+ * is (rio__gw_utf8_valid_n). Seeds:
  * tests/fuzz/corpus/gwxml/ and the built-in ones below.
  */
 #include <errno.h>
@@ -114,6 +115,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* As a date (an HTTP date or ISO 8601): it reads only up to the NUL. */
     (void)rio__gw_parse_date(body);
+    /* The UTF-8 check of a body or key (rio__gw_utf8_valid_n, _valid):
+     * never past n; cut where a character starts (not a continuation
+     * byte), the bytes are UTF-8 exactly when both halves are; a key is
+     * checked up to its NUL. */
+    {
+        const unsigned char *u = (const unsigned char *)body;
+        int v = rio__gw_utf8_valid_n(body, n);
+        size_t k = n / 2;
+        while (k < n && (u[k] & 0xc0) == 0x80)
+            k++;
+        CHECK(v == (rio__gw_utf8_valid_n(body, k) && rio__gw_utf8_valid_n(body + k, n - k)));
+        CHECK(rio__gw_utf8_valid(body) == rio__gw_utf8_valid_n(body, strlen(body)));
+        if (v && !memchr(body, '\0', n))
+            CHECK(rio__gw_utf8_valid(body));
+    }
     /* As x-amz-object-attributes: a mask of the five names, each taken
      * only whole (so the names' letters alone never make one up). */
     {
