@@ -1991,9 +1991,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         ch->zombies--;
         goto out;
     }
-    /* What the store said of a failure, for the caller's detail (the last
-     * one before the request is decided). */
-    if (a->io.res < 0 && a->io.why[0] && !r->decided)
+    /* What the store said of the last failure before the request is
+     * decided, for the caller's detail ("" when it said nothing: not an
+     * earlier failure's answer). */
+    if (a->io.res < 0 && a->io.res != RIO__ENOTONE && !r->decided)
         memcpy(r->why, a->io.why, sizeof(r->why));
     if (r->get_one && !r->md5_rereads && !r->decided && get_one_answered_locked(c, r, a))
         goto out;

@@ -209,3 +209,60 @@ TEST(store_crc_of_the_plan_checks_the_bytes)
     eu_close(&e);
     free(dst);
 }
+
+/*
+ * What the store said of a failed op (rio_io.why) reaches the caller's
+ * rio_error_detail after the retries, the last failure's, never an
+ * earlier one's: a chunk refused first with an answer ("answer 1") and
+ * then without one must not be explained by that first answer.
+ */
+static _Atomic int why_n;  /* READs of chunk 0 failed so far */
+static _Atomic int why_to; /* failures that carry an answer: 1, or all (-1) */
+
+static void why_complete(struct rio_io *io)
+{
+    if (io->kind == RIO_IO_READ && io->index == 0) {
+        int k = atomic_fetch_add(&why_n, 1) + 1;
+        int to = atomic_load(&why_to);
+        io->res = RIO_ESERVER;
+        if (to < 0 || k <= to)
+            snprintf(io->why, sizeof(io->why), "answer %d", k);
+    }
+    engine_complete(io);
+}
+
+static int f_submit_why(struct rio_transport *t, struct rio_io *io)
+{
+    T_EQ(io->why[0], '\0'); /* cleared by the engine at each submit */
+    engine_complete = io->complete;
+    io->complete = why_complete;
+    return real->submit(t, io);
+}
+
+TEST(store_answer_of_the_last_failure_in_the_detail)
+{
+    struct eu e;
+    uint8_t *dst = malloc(OBJ);
+
+    T_NOTNULL(dst);
+    eu_begin(&e);
+    e.o.retry_attempts = 3;
+    eu_open_put(&e, "mock://hashed5?paths=1", OBJ, 5);
+    struct rio_transport *t = rio__client_transport(e.c);
+    real = rio__t_ops(t);
+    patched = *real;
+    patched.submit = f_submit_why;
+    rio__t_set_ops(t, &patched);
+    atomic_store(&why_n, 0);
+    atomic_store(&why_to, -1);
+    T_ERR(rio_get(e.c, "o", dst, OBJ, &e.call), RIO_ERETRIES);
+    T_NOTNULL(strstr(rio_error_detail(), "answer 3"));
+    atomic_store(&why_n, 0);
+    atomic_store(&why_to, 1);
+    T_ERR(rio_get(e.c, "o", dst, OBJ, &e.call), RIO_ERETRIES);
+    T_NULL(strstr(rio_error_detail(), "answer 1"));
+    rio__t_set_ops(t, real);
+    eu_idle(e.c);
+    eu_close(&e);
+    free(dst);
+}
