@@ -101,6 +101,7 @@ struct rio_module {
     void (*rados_counters)(struct rio_transport *t, struct rio_rados_counters *out);
     int (*rados_chunk_name)(char *out, size_t cap, const char *key, uint64_t generation,
                             uint64_t index);
+    void (*rados_test_after_head_read)(struct rio_transport *t, void (*fn)(void *arg), void *arg);
 };
 
 typedef const struct rio_module *(*rio_module_entry_fn)(const struct rio_module_host *host);

@@ -217,6 +217,7 @@ static const struct rio_module module = {
 #ifdef RIO_MODULE_RADOS
     .rados_counters = rio__rados_counters,
     .rados_chunk_name = rio__rados_chunk_name,
+    .rados_test_after_head_read = rio__rados_test_after_head_read,
 #endif
 };
 

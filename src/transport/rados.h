@@ -41,6 +41,10 @@ struct rio_rados_counters {
 /* Snapshot of a rados transport's counters (zeros if t is not one). */
 void rio__rados_counters(struct rio_transport *t, struct rio_rados_counters *out);
 
+/* Tests: fn(arg) runs once, in the next lookup of t, right after it read
+ * the head (a PUT made there replaces the head the lookup holds). */
+void rio__rados_test_after_head_read(struct rio_transport *t, void (*fn)(void *arg), void *arg);
+
 /*
  * The chunk object name for (key, generation, index):
  * "<key>.<generation as 16 hex digits>.<index as 16 hex digits>".

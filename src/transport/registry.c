@@ -403,4 +403,12 @@ int rio__rados_chunk_name(char *out, size_t cap, const char *key, uint64_t gener
     return mod && mod->rados_chunk_name ? mod->rados_chunk_name(out, cap, key, generation, index)
                                         : -1;
 }
+
+void rio__rados_test_after_head_read(struct rio_transport *t, void (*fn)(void *arg), void *arg)
+{
+    const struct rio_module *mod = rio__module_for("rados");
+
+    if (mod && mod->rados_test_after_head_read)
+        mod->rados_test_after_head_read(t, fn, arg);
+}
 #endif

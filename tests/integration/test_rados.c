@@ -458,6 +458,64 @@ TEST(missing_chunk_is_damage_not_a_change)
     rio_client_destroy(c);
 }
 
+/* A lookup that read the head just before another client's PUT replaced
+ * it (and removed the old generation's chunks, which a reader then found
+ * gone): the check for damage saw a chunk of the generation it held
+ * missing and said -EIO, "the object is damaged", for a sound object (a
+ * GET racing a PUT of its key; CI's conformance conditional_counter on a
+ * loaded machine). Gone while the head names another generation now is a
+ * change, not damage: the lookup reads the head again. */
+struct relook {
+    struct rio_client *c2;
+    struct rio_transport *t;
+    const uint8_t *b;
+    size_t n;
+    uint64_t old_gen;
+    uint8_t *dst;
+};
+
+static void replace_then_miss(void *arg)
+{
+    struct relook *x = arg;
+
+    T_OK(rio_put(x->c2, "race/key", x->b, x->n, NULL, NULL));
+    T_ERR(read_chunk(x->t, "race/key", x->old_gen, 1, x->dst), RIO_EGENERATION);
+}
+
+TEST(lookup_racing_a_replacement_is_no_damage)
+{
+    struct rio_options o;
+    size_t n = 3 * CH;
+    uint8_t *a = ru_pattern(n, 13), *b = ru_pattern(n, 14), *dst = malloc(n);
+    struct rio_desc d1, s;
+
+    ru_opts(&o, CH, 4);
+    struct rio_client *c = ru_client("rio", NULL, &o), *c2 = ru_client("rio", NULL, &o);
+    struct rio_transport *t = rio__client_transport(c);
+    T_OK(rio_put(c, "race/key", a, n, NULL, &d1));
+    T_OK(t->ops->lookup(t, "race/key", &s)); /* its placement cached */
+    rio_desc_cleanup(&s);
+    struct relook x = {.c2 = c2, .t = t, .b = b, .n = n, .old_gen = d1.generation, .dst = dst};
+    rio__rados_test_after_head_read(t, replace_then_miss, &x);
+    int ret = t->ops->lookup(t, "race/key", &s);
+    if (ret == -EIO)
+        T_FAIL("a sound object replaced during its lookup said damaged: %s", rio_error_detail());
+    T_OK(ret);
+    T_NE(s.generation, d1.generation); /* the head read again: the new one */
+    rio_desc_cleanup(&s);
+    T_EQ(rio_get(c, "race/key", dst, n, NULL), (int64_t)n);
+    T_MEMEQ(dst, b, n);
+    T_OK(rio_delete(c, "race/key"));
+    rio_desc_cleanup(&d1);
+    free(a);
+    free(b);
+    free(dst);
+    ru_idle(c);
+    ru_idle(c2);
+    rio_client_destroy(c);
+    rio_client_destroy(c2);
+}
+
 /* A chunk object longer than the chunk its head names (bytes appended by
  * hand): its first bytes still match the checksum, but it is not the
  * object a PUT of that generation wrote, so the READ refuses it

@@ -538,6 +538,16 @@ void rio__rados_counters(struct rio_transport *tt, struct rio_rados_counters *ou
     rio__counters_copy(t ? &t->mu : NULL, out, t ? &t->ctr : NULL, sizeof(*out));
 }
 
+void rio__rados_test_after_head_read(struct rio_transport *tt, void (*fn)(void *arg), void *arg)
+{
+    struct rados_transport *t = rt_cast(tt);
+
+    if (t) {
+        t->after_head_read_arg = arg;
+        t->after_head_read = fn;
+    }
+}
+
 /* rt_open reads them; docs/rados.md lists them. */
 static const char *const rados_url_options[] = {
     "conf",          "id",

@@ -193,6 +193,10 @@ struct lsnap {
 
 struct rados_transport {
     struct rio_transport base; /* first: the engine's handle */
+    /* Tests only (rio__rados_test_after_head_read): run once by a lookup
+     * right after it read the head, then cleared. NULL otherwise. */
+    void (*after_head_read)(void *arg);
+    void *after_head_read_arg;
     rados_t cl[RIO_MAX_PATHS]; /* per path; cl[p] == cl[p % nconns] */
     unsigned nconns;           /* distinct connections: cl[0..nconns) */
     rados_ioctx_t head_io;     /* path 0, the URL's pool, namespace "" */

@@ -225,6 +225,9 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
  * RIO_EGENERATION, which callers retry. The object there after all: the
  * record goes; its stat failing otherwise: the READs that follow tell.
  */
+/* chunk_damage_check: the head changed since the lookup read it. */
+#define LOOKUP_AGAIN 1
+
 static int chunk_damage_check(struct rados_transport *t, const char *key, const struct centry *e)
 {
     char derived[NAME_MAX_LEN];
@@ -249,14 +252,30 @@ static int chunk_damage_check(struct rados_transport *t, const char *key, const 
             rio__rados_missing_forget(t, key, e->generation, index);
         return 0;
     }
+    /* Gone: damage only if the head still names that generation now. The
+     * lookup read it before the stat, so a PUT that replaced it in between
+     * (and removed the old chunks, which another reader then found
+     * missing) made a sound object read as damaged: a GET racing a PUT of
+     * its key failed -EIO, not retried. */
+    struct rio__rados_head now;
+    ret = rio__rados_head_read(t, key, &now, NULL);
+    if (ret == 0) {
+        uint64_t g = now.generation;
+        rio__rados_head_cleanup(&now);
+        if (g != e->generation)
+            return LOOKUP_AGAIN;
+    } else if (ret == RIO_ENOTFOUND) {
+        return LOOKUP_AGAIN; /* removed meanwhile: the next read says so */
+    }
     rio__detail("rados://: chunk %" PRIu64 " of '%s' generation %016" PRIx64
                 " (object %s in pool %s) is missing: the object is damaged",
                 index, key, e->generation, name, t->pools[pi].name);
     return -EIO;
 }
 
-/* A lookup; with mtime, the head's modification time read in the same op. */
-static int lookup(struct rados_transport *t, const char *key, struct rio_desc *out, time_t *mtime)
+/* One read of the head: as lookup, or LOOKUP_AGAIN. */
+static int lookup_once(struct rados_transport *t, const char *key, struct rio_desc *out,
+                       time_t *mtime)
 {
     struct rio__rados_head h;
     struct centry *e;
@@ -269,6 +288,11 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
     if (ret < 0)
         return ret;
     ret = rio__rados_head_read(t, key, &h, mtime);
+    if (t->after_head_read) {
+        void (*fn)(void *) = t->after_head_read;
+        t->after_head_read = NULL;
+        fn(t->after_head_read_arg);
+    }
     if (ret == RIO_EPROTO)
         rio__detail("the object '%s' in pool '%s' is not a head railio wrote (it does not parse "
                     "as one: written by another tool, or damaged); rados:// reads nothing of it",
@@ -314,8 +338,8 @@ static int lookup(struct rados_transport *t, const char *key, struct rio_desc *o
         }
     }
     ret = chunk_damage_check(t, key, e);
-    if (ret < 0)
-        goto err_entry;
+    if (ret != 0)
+        goto err_entry; /* damaged, or LOOKUP_AGAIN */
 
     memset(out, 0, sizeof(*out));
     memcpy(out->key, key, keylen + 1);
@@ -334,6 +358,18 @@ err_entry:
 err_head:
     rio__rados_head_cleanup(&h);
     return ret;
+}
+
+/* A lookup; with mtime, the head's modification time read in the same op.
+ * A head replaced while it was checked is read again (a few times: each
+ * time a PUT replaced the key in between). */
+static int lookup(struct rados_transport *t, const char *key, struct rio_desc *out, time_t *mtime)
+{
+    int ret = LOOKUP_AGAIN;
+
+    for (int i = 0; i < 4 && ret == LOOKUP_AGAIN; i++)
+        ret = lookup_once(t, key, out, mtime);
+    return ret == LOOKUP_AGAIN ? RIO_EGENERATION : ret;
 }
 
 int rio__rados_lookup(struct rio_transport *tt, const char *key, struct rio_desc *out)
