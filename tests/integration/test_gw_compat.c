@@ -2246,6 +2246,57 @@ TEST(xml_bodies_bounded_in_aggregate)
     gw_stop(&g);
 }
 
+/* Slow senders from one address holding DeleteObjects bodies of 7 MiB
+ * unfinished hold at most GW_XML_ADDR_MAX (16 MiB) of the 64 MiB all XML
+ * bodies share: another client's DeleteObjects as large is answered 200
+ * while they hold theirs (before, ten of them held it all: 503 SlowDown
+ * for everyone until they ended, up to the idle timeout), and one more of
+ * theirs is refused 503 SlowDown. */
+static const char xml_share_py[] =
+    "import socket, sys, time\n"
+    "host, port = sys.argv[1].split('//')[1].split(':')\n"
+    "def conn(src='127.0.0.1'):\n"
+    "    return socket.create_connection((host, int(port)), timeout=60, "
+    "source_address=(src, 0))\n"
+    "def answer(c):\n"
+    "    d = b''\n"
+    "    while b'</Error>' not in d and b'</DeleteResult>' not in d:\n"
+    "        x = c.recv(65536)\n"
+    "        if not x: break\n"
+    "        d += x\n"
+    "    return d\n"
+    "s = conn(); s.sendall(b'PUT /bshr HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"
+    "assert b' 200 ' in s.recv(4096); s.close()\n"
+    "tail = b'</Key></Object></Delete>'\n"
+    "body = b'<Delete><Object><Key>' + b'k' * 7000000 + tail\n"
+    "hdr = b'POST /bshr?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % "
+    "len(body)\n"
+    "held = []\n"
+    "for i in range(10):\n"
+    "    c = conn(); c.sendall(hdr + body[:-len(tail)]); held.append(c)\n"
+    "time.sleep(1)\n"
+    "other = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
+    "for src in ('127.0.0.2', '127.0.0.3'):\n"
+    "    c = conn(src)\n"
+    "    c.sendall(b'POST /bshr?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' "
+    "% len(other) + other)\n"
+    "    d = answer(c); c.close()\n"
+    "    assert b' 200 ' in d and b'<Deleted>' in d, (src, d[:300])\n"
+    "held[-1].sendall(tail)\n"
+    "d = answer(held[-1])\n"
+    "assert b' 503 ' in d and b'<Code>SlowDown</Code>' in d, d[:300]\n"
+    "for c in held: c.close()\n"
+    "print('ok')\n";
+
+TEST(xml_bodies_shared_by_client_address)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    gw_python(&g, xml_share_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Over the server's own memory the gateway refuses what does not fit (507
  * InsufficientStorage) rather than evicting objects it acknowledged: a 200
  * means kept, to an S3 client. --evict lru, given, makes it a cache again,

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -59,8 +60,15 @@ static struct {
     _Atomic uint64_t lat[GW_OP__COUNT][NLAT];
     _Atomic uint64_t lat_us_sum[GW_OP__COUNT];
     _Atomic uint64_t next_id;
-    _Atomic uint64_t xml_held; /* bytes of XML bodies held (GW_XML_BODIES_MAX) */
-} g = {.client_mu = PTHREAD_MUTEX_INITIALIZER};
+    /* Bytes of XML bodies held: in all (GW_XML_BODIES_MAX) and by each
+     * client address holding any (GW_XML_ADDR_MAX); under xml_mu. */
+    pthread_mutex_t xml_mu;
+    uint64_t xml_held;
+    struct {
+        unsigned char addr[8];
+        uint64_t held; /* 0: free */
+    } xml_addr[GW_XML_ADDRS];
+} g = {.client_mu = PTHREAD_MUTEX_INITIALIZER, .xml_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* clang-format off */
 static const char *const op_names[GW_OP__COUNT] = {
@@ -943,6 +951,86 @@ static int is_put(int op)
     return op == GW_OP_PUT_OBJECT || op == GW_OP_UPLOAD_PART;
 }
 
+/* The client's address as its XML share's key: an IPv4 address, an IPv6
+ * /64 (one host holds a /64), an IPv4-mapped IPv6 address as its IPv4 one;
+ * zeros when unknown. */
+static void client_addr(struct MHD_Connection *c, unsigned char key[8])
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    static const unsigned char v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+    memset(key, 0, 8);
+    if (!ci || !ci->client_addr)
+        return;
+    if (ci->client_addr->sa_family == AF_INET) {
+        memcpy(key, &((const struct sockaddr_in *)(const void *)ci->client_addr)->sin_addr, 4);
+    } else if (ci->client_addr->sa_family == AF_INET6) {
+        const unsigned char *a =
+            ((const struct sockaddr_in6 *)(const void *)ci->client_addr)->sin6_addr.s6_addr;
+        if (memcmp(a, v4mapped, 12) == 0) {
+            memcpy(key, a + 12, 4);
+        } else {
+            memcpy(key, a, 8);
+            key[7] |= 1; /* never an IPv4 key's (zeros past its 4 bytes) */
+        }
+    }
+}
+
+/* The slot of addr's share, under xml_mu: the one holding it, else a free
+ * one, else the last (addresses past GW_XML_ADDRS share it). */
+static unsigned xml_slot(const unsigned char addr[8])
+{
+    unsigned i, free_i = GW_XML_ADDRS - 1;
+    int have_free = 0;
+
+    for (i = 0; i < GW_XML_ADDRS; i++) {
+        if (g.xml_addr[i].held && memcmp(g.xml_addr[i].addr, addr, 8) == 0)
+            return i;
+        if (!g.xml_addr[i].held && !have_free) {
+            free_i = i;
+            have_free = 1;
+        }
+    }
+    return free_i;
+}
+
+/* Takes n more bytes of XML body for r from the server's budget and its
+ * address's share: 0, or -1 (nothing taken) past either. */
+static int xml_take(struct gw_req *r, size_t n)
+{
+    int ret = -1;
+
+    pthread_mutex_lock(&g.xml_mu);
+    /* The slot r took from keeps its bytes (held > 0) until r gives them
+     * back: r's takes and its give are all of that one slot. */
+    unsigned i = r->xml_slot ? r->xml_slot - 1 : xml_slot(r->addr);
+    if (n <= GW_XML_BODIES_MAX - g.xml_held && n <= GW_XML_ADDR_MAX - g.xml_addr[i].held) {
+        if (!g.xml_addr[i].held)
+            memcpy(g.xml_addr[i].addr, r->addr, 8);
+        g.xml_addr[i].held += n;
+        g.xml_held += n;
+        r->xml_slot = i + 1;
+        ret = 0;
+    }
+    pthread_mutex_unlock(&g.xml_mu);
+    return ret;
+}
+
+/* Gives back n bytes xml_take took for r. */
+static void xml_give(const struct gw_req *r, size_t n)
+{
+    if (!n || !r->xml_slot)
+        return;
+    pthread_mutex_lock(&g.xml_mu);
+    unsigned i = r->xml_slot - 1;
+    /* Never below zero (what r took is in its slot, with what others
+     * sharing it took): a bug here must not open the budget wide. */
+    g.xml_addr[i].held -= n <= g.xml_addr[i].held ? n : g.xml_addr[i].held;
+    g.xml_held -= n <= g.xml_held ? n : g.xml_held;
+    pthread_mutex_unlock(&g.xml_mu);
+}
+
 /* The body of a request that takes one (PUT object, POST ?delete, PUT
  * bucket's configuration, which is read and dropped). */
 static void body_data(struct gw_req *r, const char *p, size_t n)
@@ -971,9 +1059,10 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
             return;
         }
         /* Every request's body is bounded, and so is what they hold
-         * together: 1024 connections of 7 MiB each were 7 GiB. */
-        if (atomic_fetch_add(&g.xml_held, n) + n > GW_XML_BODIES_MAX) {
-            atomic_fetch_sub(&g.xml_held, n);
+         * together (1024 connections of 7 MiB each were 7 GiB) and what
+         * those of one client address hold (a few slow senders held it
+         * all). */
+        if (xml_take(r, n) < 0) {
             r->err_status = 503;
             r->err_code = "SlowDown";
             snprintf(r->err_msg, sizeof(r->err_msg), "Please reduce your request rate.");
@@ -981,7 +1070,7 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
         }
         char *nb = rio__realloc(r->buf, r->blen + n + 1);
         if (!nb) {
-            atomic_fetch_sub(&g.xml_held, n);
+            xml_give(r, n);
             r->err_status = 500;
             r->err_code = "InternalError";
             snprintf(r->err_msg, sizeof(r->err_msg), "Out of memory.");
@@ -1162,6 +1251,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!r->started) {
         r->started = 1;
         r->method = method;
+        client_addr(c, r->addr);
         r->query = "";
         int ret;
         if (framing_bad(c, r, &ret) < 0)
@@ -1256,7 +1346,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     rio__free(r->key);
     rio__free(r->bkey);
     rio__free(r->qbuf);
-    atomic_fetch_sub(&g.xml_held, r->blen); /* what body_data took */
+    xml_give(r, r->blen); /* what body_data took */
     rio__free(r->buf);
     rio__free(r);
 }

@@ -71,6 +71,15 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
  * DeleteObjects bodies, 1.4 GB). Past it a request is answered 503
  * SlowDown, which S3 clients retry. */
 #define GW_XML_BODIES_MAX (64u << 20)
+/* What the XML bodies of one client address (an IPv4 address, an IPv6 /64)
+ * hold together, of GW_XML_BODIES_MAX: a few slow senders from one address
+ * held the whole budget, every other client's DeleteObjects and Completes
+ * refused 503 for as long as they trickled (up to the idle timeout). Two
+ * of the largest bodies fit. Addresses past GW_XML_ADDRS holding bodies at
+ * once share the last slot: as many as --s3-max-conns' default, so that
+ * only a larger --s3-max-conns ever makes addresses share. */
+#define GW_XML_ADDR_MAX (16u << 20)
+#define GW_XML_ADDRS 1024
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
@@ -176,7 +185,9 @@ struct gw_req {
     } q[GW_QUERY_MAX];
     /* POST ?delete */
     char *buf;
-    size_t blen;
+    size_t blen;           /* taken from the XML budgets (gateway.c, xml_take) */
+    unsigned char addr[8]; /* the client's address (IPv4, IPv6 /64): its XML share */
+    unsigned xml_slot;     /* 1 + the share's slot blen was taken from; 0: none yet */
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
     /* UploadPartCopy into an upload created with this checksum algorithm
