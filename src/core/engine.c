@@ -815,15 +815,19 @@ uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n)
     return ns / 2 + (ns ? rio__rand(&c->rng) % (ns / 2 + 1) : 0);
 }
 
-/* A chunk attempt failed with err on path pi. */
+/* A chunk attempt failed with err on path pi; why: what the store said of
+ * it (rio_io.why), NULL or "" when it said nothing (a timeout, a checksum
+ * mismatch, a refused submit): r->why is the last failure's, never an
+ * earlier attempt's answer shown for a later, other failure. */
 static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct rio__chunk *ch,
-                                int err, uint64_t now)
+                                int err, const char *why, uint64_t now)
 {
     int cls = rio__err_class(err);
     r->last_err = err;
     r->call->retries[cls]++;
     if (r->decided)
         return;
+    snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
     if (!rio__class_is_retryable(cls) || (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
         req_decide_locked(c, r, err);
         return;
@@ -1403,7 +1407,7 @@ static int dispatch_one_locked(struct rio_client *c, unsigned pi, uint64_t now)
             int cls = rio__err_class(ret);
             if (rio__class_is_path(cls) && c->paths[pi].state != PATH_COOLING)
                 path_fail_locked(c, pi, cls, ret, now);
-            chunk_failed_locked(c, r, ch, ret, now);
+            chunk_failed_locked(c, r, ch, ret, NULL, now);
             return 1;
         }
         ch->state = CH_INFLIGHT;
@@ -1855,7 +1859,7 @@ static void chunk_check_locked(struct rio_client *c, struct rio__req *r, struct 
         /* A split chunk that does not match is fetched again whole. */
         a->ch->npieces = 0;
         r->call->path_errors[a->path]++;
-        chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, now);
+        chunk_failed_locked(c, r, a->ch, RIO_ECHECKSUM, NULL, now);
     }
 }
 
@@ -2059,7 +2063,7 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         path_fail_locked(c, a->path, cls, err, now);
     else if (p->state == PATH_PROBING)
         p->state = PATH_HEALTHY; /* it answered: the chunk failed, not the path */
-    chunk_failed_locked(c, r, ch, err, now);
+    chunk_failed_locked(c, r, ch, err, a->io.why, now);
 out:
     attempt_put_locked(c, a);
 }
@@ -2236,7 +2240,7 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
             p->last_err = -ETIMEDOUT;
             if (p->state != PATH_COOLING)
                 path_fail_locked(c, i, RIO_CLASS_TIMEOUT, -ETIMEDOUT, now);
-            chunk_failed_locked(c, r, ch, -ETIMEDOUT, now);
+            chunk_failed_locked(c, r, ch, -ETIMEDOUT, NULL, now);
         }
     }
 }

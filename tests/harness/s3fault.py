@@ -27,6 +27,8 @@ The object is stored under the full key as usual. Kinds:
   503        503 ServiceUnavailable (XML error body)
   slowdown   503 SlowDown
   429        429 TooManyRequests
+  busyflip   503 SlowDown, then every later ranged GET as getflip (a
+             failure the server answered, then others it did not)
   200        200 with the whole object instead of the range
   onetail    206 with the right Content-Range, no Content-Length, and
              100 bytes more than the range before the close
@@ -541,6 +543,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.connection.close()
             self.close_connection = True
             return
+        if kind == "busyflip":
+            kind = "slowdown"
+        elif kind is None and hm and hm.group(1) == "busyflip":
+            kind = "getflip"
         if kind in ("503", "slowdown", "429", "501", "408"):
             code = {"503": (503, "ServiceUnavailable"), "slowdown": (503, "SlowDown"),
                     "429": (429, "TooManyRequests"), "501": (501, "NotImplemented"),

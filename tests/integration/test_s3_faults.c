@@ -2315,6 +2315,24 @@ TEST(denied_get_says_what_the_server_answered)
     su_close(c, alloc0);
 }
 
+/* The detail names what the store answered to the last failed attempt,
+ * not an earlier one's: a GET answered 503 SlowDown once, then damaged on
+ * every try after (busyflip), fails on the damage, and its detail said
+ * "HTTP 503 SlowDown" all the same. */
+TEST(detail_is_the_last_failure_not_an_earlier_answer)
+{
+    int64_t alloc0;
+    struct rio_client *c = fault_start(&alloc0, "get_one=off");
+    uint8_t *src = put_pattern(c, "F_busyflip_1/k", 100000, 7);
+    uint8_t *dst = malloc(100000);
+
+    T_TRUE(rio_get(c, "F_busyflip_1/k", dst, 100000, NULL) < 0);
+    T_NOTNULL(strstr(rio_error_detail(), "last try: chunk checksum mismatch"));
+    T_TRUE(strstr(rio_error_detail(), "503") == NULL);
+    T_TRUE(strstr(rio_error_detail(), "SlowDown") == NULL);
+    close_free(c, alloc0, src, dst);
+}
+
 /* An empty object whose ETag is no MD5 (lieetag: the MD5 of other bytes),
  * on a client told its server's ETags are not MD5s (etag_check=0), is
  * empty: the refusal above of a HEAD of 0 bytes against its ETag made it
