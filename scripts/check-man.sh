@@ -49,5 +49,27 @@ for fn in $(cat "$(dirname "$0")"/../include/*.h | grep -oE '(^|[ *])rio_[a-z][a
     grep -oE 'rio_[a-z0-9_]+' | sort -u); do
     grep -qE "[ *]$fn\(" "$man/railio.3" || { echo "check-man: railio.3 lacks $fn (add it to man/railio.3.scd)" >&2; status=1; }
 done
+# The pages an install gives name where that install put the docs: under
+# the prefix given to `cmake --install --prefix` too, not the configured one.
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+if DESTDIR=$stage cmake --install "$build" --prefix /opt/rio-check >"$stage.log" 2>&1; then
+    for page in railio.1 railiod.8; do
+        f=$(find "$stage" -name "$page" -path '*man*' | head -1)
+        paths=$(grep -oE '/[^ ]*share/doc/[^ ]*' "$f" 2>/dev/null | sed 's/\\&//g; s/[.)]*$//' || true)
+        [ -n "$paths" ] || { echo "check-man: installed $page names no docs" >&2; status=1; }
+        for p in $paths; do
+            case $p in
+            /opt/rio-check/*) [ -e "$stage$p" ] || { echo "check-man: installed $page names $p, not installed" >&2; status=1; } ;;
+            *) echo "check-man: installed (--prefix /opt/rio-check) $page names $p" >&2; status=1 ;;
+            esac
+        done
+    done
+else
+    echo "check-man: cmake --install failed:" >&2
+    cat "$stage.log" >&2
+    status=1
+fi
+rm -f "$stage.log"
 [ "$status" -eq 0 ] && echo "check-man: ${#cmds[@]} commands, ${#cli_opts[@]} + ${#srv_opts[@]} options documented"
 exit "$status"
