@@ -797,7 +797,7 @@ static void finish_reqs(struct rio_client *c, struct rio__call *call, struct rio
             r->result = one_done(c, r, out_desc);
         } else if (r->status < 0) {
             r->result = r->status;
-            rio__engine_req_detail(c, r->status, r->last_err, r->why);
+            rio__engine_req_detail(c, r->status, r->last_err, rio__req_why(r, r->status));
             if (r->one && r->one_unsure) {
                 rio__detail("the PUT went out whole and no answer came back (%s): the object "
                             "may or may not have been published",

@@ -828,6 +828,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
     if (r->decided)
         return;
     snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
+    r->why_err = err;
     if (!rio__class_is_retryable(cls) || (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
         req_decide_locked(c, r, err);
         return;
@@ -1998,8 +1999,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
     /* What the store said of the last failure before the request is
      * decided, for the caller's detail ("" when it said nothing: not an
      * earlier failure's answer). */
-    if (a->io.res < 0 && a->io.res != RIO__ENOTONE && !r->decided)
+    if (a->io.res < 0 && a->io.res != RIO__ENOTONE && !r->decided) {
         memcpy(r->why, a->io.why, sizeof(r->why));
+        r->why_err = (int)a->io.res;
+    }
     if (r->get_one && !r->md5_rereads && !r->decided && get_one_answered_locked(c, r, a))
         goto out;
     if (one_refused(r, (int)a->io.res)) {
@@ -2740,6 +2743,13 @@ void rio__engine_path_detail(struct rio_client *c, int last_err, const char *why
         snprintf(buf + o, sizeof(buf) - o, "%s%s", o ? "; " : "", why);
     if (buf[0])
         rio__detail("%s", buf);
+}
+
+const char *rio__req_why(const struct rio__req *r, int status)
+{
+    if (!r || !r->why[0])
+        return NULL;
+    return status == RIO_ERETRIES || status == RIO_ENOPATH || status == r->why_err ? r->why : NULL;
 }
 
 void rio__engine_req_detail(struct rio_client *c, int status, int last_err, const char *why)

@@ -335,6 +335,7 @@ struct rio__req {
     /* What the store said of its last failed op (rio_io.why), for the
      * caller's detail; "" when nothing. Under mu. */
     char why[RIO__IO_WHY_MAX];
+    int why_err; /* the error of that failure */
     /* The CRC its plan found (rio__get_plan's ck_algo, ck): taken by
      * rio__req_md5_plan rather than asked of the transport again. */
     int plan_ck_algo;
@@ -707,6 +708,11 @@ void rio__engine_path_detail(struct rio_client *c, int last_err, const char *why
  * keep theirs. Caller's thread, mu not held, the request decided
  * (engine.c). */
 void rio__engine_req_detail(struct rio_client *c, int status, int last_err, const char *why);
+/* r->why where it explains status (r decided with it): after the retries
+ * (RIO_ERETRIES, RIO_ENOPATH: the last failure's), or the very failure
+ * that decided r; NULL when r ended for another reason (a deadline, a
+ * cancel, a check after its ops), which an earlier answer does not say. */
+const char *rio__req_why(const struct rio__req *r, int status);
 /* Whether r, a GET whose descriptor is in place, is checked by a digest
  * of its bytes, the store's CRC or its MD5 etag (rio__req.md5_check,
  * crc_algo), and set it (engine.c). */

@@ -92,7 +92,7 @@ static int reader_one(struct rio_client *c, struct rio__call *call, struct rio__
         __atomic_store_n(&c->get_alloc_hint, size, __ATOMIC_RELAXED);
         return 0;
     }
-    rio__engine_req_detail(c, status, last_err, r->why);
+    rio__engine_req_detail(c, status, last_err, rio__req_why(r, status));
     return status == RIO_ETOOBIG ? RIO__ENOTONE : status < 0 ? status : RIO_EPROTO;
 }
 
@@ -227,7 +227,7 @@ const struct rio_desc *rio_reader_desc(const struct rio_reader *rd)
  * finish it, as a whole-object call's (finish_reqs). mu not held. */
 static int reader_failed(struct rio_reader *rd, int status, int last_err)
 {
-    rio__engine_req_detail(rd->c, status, last_err, rd->r ? rd->r->why : NULL);
+    rio__engine_req_detail(rd->c, status, last_err, rio__req_why(rd->r, status));
     return rd->err = status;
 }
 
@@ -616,7 +616,8 @@ static void writer_reap(struct rio_writer *w, struct wslot *s)
     struct rio__req *r = &s->call->reqs[0];
     r->result = r->status < 0 ? r->status : (int64_t)r->size;
     if (r->status < 0 && !w->err)
-        rio__engine_req_detail(c, r->status, r->last_err, r->why); /* as a whole-object call's */
+        rio__engine_req_detail(c, r->status, r->last_err,
+                               rio__req_why(r, r->status)); /* as a whole-object call's */
     if (r->status < 0)
         writer_fail(w, r->status);
     if (w->acc && rio__call_merge(w->acc, s->call) < 0)

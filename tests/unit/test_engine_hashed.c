@@ -247,6 +247,8 @@ TEST(store_answer_of_the_last_failure_in_the_detail)
     T_NOTNULL(dst);
     eu_begin(&e);
     e.o.retry_attempts = 3;
+    e.o.backoff_base_ms = 400; /* the deadline below ends the wait */
+    e.o.backoff_cap_ms = 400;
     eu_open_put(&e, "mock://hashed5?paths=1", OBJ, 5);
     struct rio_transport *t = rio__client_transport(e.c);
     real = rio__t_ops(t);
@@ -261,6 +263,13 @@ TEST(store_answer_of_the_last_failure_in_the_detail)
     atomic_store(&why_to, 1);
     T_ERR(rio_get(e.c, "o", dst, OBJ, &e.call), RIO_ERETRIES);
     T_NULL(strstr(rio_error_detail(), "answer 1"));
+    /* Ended by its deadline while it waited to try again: the answer to a
+     * try says nothing of a deadline. */
+    atomic_store(&why_n, 0);
+    atomic_store(&why_to, -1);
+    struct rio_call late = {.deadline_ms = 150};
+    T_ERR(rio_get(e.c, "o", dst, OBJ, &late), RIO_EDEADLINE);
+    T_NULL(strstr(rio_error_detail(), "answer"));
     rio__t_set_ops(t, real);
     eu_idle(e.c);
     eu_close(&e);
