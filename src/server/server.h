@@ -92,6 +92,10 @@ struct rio_srv_obj {
      * publish/drop (tombstones stay while an older upload can commit). */
     struct rio_list_node cnode;
     int committing;
+    /* Taken out of the store while still being sent (a READ, GET_ONE or
+     * LOOKUP answer holds a reference): its charge stays in that store's
+     * held bytes until it is freed. */
+    struct rio_srv_store *held_by;
 };
 
 /*
@@ -225,6 +229,10 @@ struct rio_srv_store {
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;
     uint64_t warm; /* uploads' reused mappings, resident, not charged yet */
+    /* Objects replaced, evicted or deleted while still being sent: their
+     * bytes stay allocated until the send ends, and count against the
+     * capacity until then (obj_remove_locked, obj_free). */
+    _Atomic uint64_t held;
     int evict_lru;
     uint64_t default_ttl_ns, upload_timeout_ns;
     uint64_t max_chunks;

@@ -311,6 +311,8 @@ static void obj_free(struct rio_srv_obj *o)
         rio__srv_disk_read_buf_free(o);
         return;
     }
+    if (o->held_by)
+        atomic_fetch_sub(&o->held_by->held, o->charge);
     rio__srv_data_free(o->data, o->size);
     rio__free(o->xxh);
     rio__free(o->key);
@@ -396,7 +398,7 @@ void rio__srv_store_stats(struct rio_srv_store *s, struct rio_srv_store_stats *s
     pthread_mutex_lock(&s->mu);
     st->objects = s->nobj;
     st->bytes = s->bytes;
-    st->used = s->used;
+    st->used = s->used + atomic_load(&s->held);
     st->capacity = s->capacity;
     st->uploads = s->nup;
     st->evictions = s->evictions;
@@ -508,6 +510,14 @@ static void obj_remove_locked(struct rio_srv_store *s, struct rio_srv_obj **slot
     s->nobj--;
     s->used -= o->charge;
     s->bytes -= o->size;
+    if (atomic_load(&o->refs) > 1) {
+        /* Still being sent: its bytes stay until that ends, and so does
+         * its charge (else peers that read an object and never take the
+         * answer, while it is replaced again and again, held far more
+         * than --memory: a connection's --max-inflight-bytes each). */
+        o->held_by = s;
+        atomic_fetch_add(&s->held, o->charge);
+    }
     rio__srv_obj_unref(o);
 }
 
@@ -800,9 +810,9 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
 
     if (need > s->capacity)
         return -EFBIG;
-    if (s->used + s->warm > s->capacity - need)
+    if (s->used + s->warm + atomic_load(&s->held) > s->capacity - need)
         drop_expired_locked(s, now); /* free to drop whatever the mode */
-    while (s->used + s->warm > s->capacity - need) {
+    while (s->used + s->warm + atomic_load(&s->held) > s->capacity - need) {
         struct rio_srv_obj *victim = lru_oldest(s);
         if (!s->evict_lru || !victim)
             return -ENOSPC;
@@ -814,7 +824,8 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
     /* Kept mappings give way, never an object: used, warm and kept bytes
      * together fit the capacity once need is charged (trimmed last: an
      * evicted object's mapping may just have been kept). */
-    map_cache_trim(s->capacity - need - s->used - s->warm);
+    uint64_t taken = s->used + s->warm + atomic_load(&s->held);
+    map_cache_trim(taken < s->capacity - need ? s->capacity - need - taken : 0);
     return 0;
 }
 
