@@ -155,6 +155,10 @@ struct rio_srv_upload {
     uint64_t ndone;
     uint64_t seq; /* bumped on every chunk state change */
     uint64_t deadline_ns;
+    /* Chunks being received (WRITING): their bytes arriving are activity,
+     * so --upload-timeout does not reclaim the upload meanwhile (each is
+     * bounded by its connection's frame deadline). */
+    uint64_t writing;
     uint64_t charge;  /* meta + the bytes of the chunks charged */
     uint64_t meta;    /* what the upload is charged from its open */
     uint64_t warm;    /* bytes of a reused mapping not charged yet */

@@ -1175,6 +1175,7 @@ int rio__srv_upload_claim(struct rio_srv_store *s, uint64_t id, uint64_t index, 
     if (u->state[index] == RIO_SRV_CHUNK_DONE)
         u->ndone--;
     u->state[index] = RIO_SRV_CHUNK_WRITING;
+    u->writing++;
     u->owner[index] = me;
     if (me)
         atomic_store(&me->doomed, 0);
@@ -1248,6 +1249,7 @@ int rio__srv_upload_chunk_done(struct rio_srv_store *s, struct rio_srv_upload *u
 
     pthread_mutex_lock(&s->mu);
     u->owner[index] = NULL;
+    u->writing--;
     if (ok) {
         u->state[index] = RIO_SRV_CHUNK_DONE;
         rio__le64_put(u->xxh + 8 * index, xxh);
@@ -1283,6 +1285,7 @@ void rio__srv_upload_chunk_abandon(struct rio_srv_store *s, struct rio_srv_uploa
     pthread_mutex_lock(&s->mu);
     u->state[index] = RIO_SRV_CHUNK_EMPTY;
     u->owner[index] = NULL;
+    u->writing--;
     u->seq++;
     chunk_uncharge_locked(s, u, index);
     st = stage_take_locked(u, index);
@@ -1577,7 +1580,10 @@ void rio__srv_store_sweep(struct rio_srv_store *s, uint64_t now)
     for (size_t i = 0; i <= s->utab_mask && s->nup; i++) {
         struct rio_srv_upload **pp = &s->utab[i];
         while (*pp) {
-            if (now >= (*pp)->deadline_ns) {
+            /* (Not while a chunk's bytes are still arriving: a large
+             * chunk on a slow link took longer than the timeout, and
+             * its upload went under it, the PUT lost for good.) */
+            if (now >= (*pp)->deadline_ns && !(*pp)->writing) {
                 SRV_INFO("upload reclaimed id=%llu key_len=%u received=%llu/%llu",
                          (unsigned long long)(*pp)->id, (*pp)->key_len,
                          (unsigned long long)(*pp)->ndone, (unsigned long long)(*pp)->nchunks);

@@ -497,6 +497,49 @@ TEST(abandoned_uploads_are_reclaimed)
     srv_end_wc(&e, &c);
 }
 
+/* A chunk whose bytes take longer to arrive than --upload-timeout (a large
+ * chunk on a slow link, within its frame deadline) is activity: its upload
+ * is not reclaimed under it. It was: the chunk was answered RIO_ENOTFOUND
+ * and every retry of the PUT met the same. An upload idle past the timeout
+ * still goes. */
+TEST(upload_kept_while_a_chunk_arrives)
+{
+    struct srv_env e;
+    const char *args[] = {"--upload-timeout", "300ms", NULL};
+    const uint64_t ch = 1u << 20;
+    struct wc c;
+    struct rio_proto_hdr h;
+    uint8_t *body = NULL, *d = malloc(ch);
+    uint64_t up, gen, xxh;
+
+    t_fill_pattern(d, ch, 7);
+    xxh = rio__xxh3(d, ch);
+    srv_start_wc(&e, args, &c);
+    T_EQ(wc_put_open(&c, "slow", ch, ch, 0, &up), 0);
+    T_EQ(wc_chunk_head(&c, up, 0, xxh, (uint32_t)ch), 0);
+    /* 1 MiB over about a second: three upload timeouts */
+    for (unsigned i = 0; i < 16; i++) {
+        T_EQ(wc_send_raw(&c, d + i * (ch / 16), ch / 16), 0);
+        usleep(60 * 1000);
+    }
+    T_EQ(wc_recv(&c, &h, &body), 0);
+    free(body);
+    T_EQ(h.status, 0);
+    char etag[33];
+    wc_etag(d, ch, etag);
+    T_EQ(wc_put_commit(&c, up, 1, &xxh, etag, &gen), 0);
+    uint8_t *got = malloc(ch);
+    T_EQ(wc_read(&c, "slow", gen, 0, (uint32_t)ch, got), 0);
+    T_EQ(memcmp(got, d, ch), 0);
+    free(got);
+    /* Idle, it goes. */
+    T_EQ(wc_put_open(&c, "idle", ch, ch, 0, &up), 0);
+    usleep(800 * 1000);
+    T_EQ(wc_stat(&c).uploads, 0u);
+    free(d);
+    srv_end_wc(&e, &c);
+}
+
 /* PUT size bytes of d under key in chunks of chunk bytes. */
 static void put_sized(struct wc *c, const char *key, const uint8_t *d, uint64_t size,
                       uint64_t chunk)
