@@ -159,6 +159,11 @@ struct rio_srv_upload {
      * so --upload-timeout does not reclaim the upload meanwhile (each is
      * bounded by its connection's frame deadline). */
     uint64_t writing;
+    /* Removed (aborted, reclaimed) while a chunk still arrives into its
+     * buffer: the charge it had then stays in that store's held bytes
+     * until the buffer is freed with the last reference. */
+    struct rio_srv_store *held_by;
+    uint64_t held;
     uint64_t charge;  /* meta + the bytes of the chunks charged */
     uint64_t meta;    /* what the upload is charged from its open */
     uint64_t warm;    /* bytes of a reused mapping not charged yet */
@@ -233,9 +238,10 @@ struct rio_srv_store {
     size_t utab_mask, nup;
     uint64_t capacity, used, bytes;
     uint64_t warm; /* uploads' reused mappings, resident, not charged yet */
-    /* Objects replaced, evicted or deleted while still being sent: their
-     * bytes stay allocated until the send ends, and count against the
-     * capacity until then (obj_remove_locked, obj_free). */
+    /* Objects replaced, evicted or deleted while still being sent, and
+     * uploads removed while a chunk still arrives: their bytes stay
+     * allocated until the send (the chunk) ends, and count against the
+     * capacity until then (obj_remove_locked, upload_remove_locked). */
     _Atomic uint64_t held;
     int evict_lru;
     uint64_t default_ttl_ns, upload_timeout_ns;

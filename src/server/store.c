@@ -342,6 +342,8 @@ static void upload_free(struct rio_srv_upload *u)
     }
     if (u->df)
         rio__srv_dfile_discard(u->df);
+    if (u->held_by)
+        atomic_fetch_sub(&u->held_by->held, u->held);
     rio__srv_data_free(u->data, u->size);
     rio__free(u->xxh);
     rio__free(u->state);
@@ -631,6 +633,16 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     u->dead = 1;
     s->nup--;
     s->used -= u->charge;
+    if (u->charge && atomic_load(&u->refs) > 1) {
+        /* A chunk still arrives into its buffer (or a commit frame still
+         * streams): the bytes it holds stay until that ends, and so does
+         * their charge (else uploads aborted with a chunk trickling in
+         * each held their received chunks uncounted, a server of
+         * --memory 64M past 280 MiB with 6 of them). */
+        u->held_by = s;
+        u->held = u->charge;
+        atomic_fetch_add(&s->held, u->held);
+    }
     s->warm -= u->warm;
     u->warm = 0;
     s->uploads_mapped -= u->mapped;
