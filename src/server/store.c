@@ -956,7 +956,7 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
                  (unsigned long long)s->uploads_mapped, UPLOADS_MAPPED_MAX);
         ret = RIO_ETHROTTLE;
     } else if (!s->evict_lru && !s->disk && !unknown &&
-               s->used + s->warm + m->size + meta > s->capacity) {
+               s->used + s->warm + atomic_load(&s->held) + m->size + meta > s->capacity) {
         /* Refuse mode: what cannot fit now is refused now (nothing is
          * reserved: uploads racing for the same room may still meet
          * ENOSPC on a chunk). */

@@ -761,3 +761,37 @@ TEST(objects_replaced_while_sent_count_against_memory)
     free(data);
     srv_end_wc(&e, &w);
 }
+
+/* With --evict refuse, PUT_OPEN refuses what does not fit now, the bytes
+ * of a deleted object still being sent included (they are charged until
+ * the send ends): the open was taken and every chunk then refused. */
+TEST(refuse_mode_open_counts_objects_still_sent)
+{
+    const char *args[] = {"--memory", "64M", "--evict", "refuse", NULL};
+    const uint64_t size = 40ull << 20, chunk = 4ull << 20;
+    struct srv_env e;
+    struct wc w, r;
+    uint8_t *data = malloc(size);
+    uint64_t up = 0;
+
+    t_fill_pattern(data, size, 77);
+    srv_start_wc(&e, args, &w);
+    T_EQ(put_status(&w, "k", data, size, chunk), 0);
+    T_OK(wc_try_connect_ex(&r, e.addr[0], 60, 4096));
+    struct rio_proto_read m = {.off = 0, .len = (uint32_t)size, .key = "k", .key_len = 1};
+    uint8_t b[64];
+    int n = rio__proto_enc_read(&m, b, sizeof(b));
+    T_OK(wc_send2(&r, RIO_OP_READ, 1, b, (size_t)n, NULL, 0));
+    usleep(100 * 1000);
+    T_EQ(wc_delete(&w, "k"), 0);
+    T_EQ(wc_put_open(&w, "k2", size, chunk, 0, &up), -ENOSPC);
+    wc_close(&r);
+    int st = -1;
+    for (int t = 0; t < 50 && st != 0; t++) {
+        usleep(100 * 1000);
+        st = put_status(&w, "k2", data, size, chunk);
+    }
+    T_EQ(st, 0);
+    free(data);
+    srv_end_wc(&e, &w);
+}
