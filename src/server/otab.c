@@ -15,9 +15,12 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include <xxhash.h>
 
 #include "core/alloc.h"
-#include "core/checksum.h"
+#include "core/clock.h"
 #include "server/server.h"
 
 /* Old buckets moved per insert: at about two objects a bucket, a few
@@ -25,9 +28,14 @@
 #define OTAB_STEP 16
 #define OTAB_MAX ((size_t)1 << 28)
 
-static uint64_t key_hash(const char *key, uint16_t klen)
+/* Seeded with the table's random seed: the unseeded xxh3 of a key is
+ * public, so a client could craft keys that all land in one bucket (a
+ * few million hashes of its own for a thousand keys of a table of a
+ * million objects) and make each lookup or insert of them walk them all,
+ * the table's lock held meanwhile (the store's: every PUT and GET waits). */
+static uint64_t key_hash(const struct rio_srv_otab *t, const char *key, uint16_t klen)
 {
-    return rio__xxh3(key, klen);
+    return XXH3_64bits_withSeed(key, klen, t->seed);
 }
 
 int rio__srv_otab_init(struct rio_srv_otab *t, size_t nbuckets)
@@ -37,6 +45,8 @@ int rio__srv_otab_init(struct rio_srv_otab *t, size_t nbuckets)
     if (!t->tab)
         return -ENOMEM;
     t->mask = nbuckets - 1;
+    if (getrandom(&t->seed, sizeof(t->seed), GRND_NONBLOCK) != sizeof(t->seed))
+        t->seed = rio__now_ns() ^ (uint64_t)(uintptr_t)t->tab;
     return 0;
 }
 
@@ -49,7 +59,7 @@ void rio__srv_otab_cleanup(struct rio_srv_otab *t)
 
 struct rio_srv_obj **rio__srv_otab_slot(struct rio_srv_otab *t, const char *key, uint16_t klen)
 {
-    uint64_t h = key_hash(key, klen);
+    uint64_t h = key_hash(t, key, klen);
     struct rio_srv_obj **pp;
 
     if (t->old && (h & t->old_mask) >= t->mig)
@@ -71,7 +81,7 @@ static void move_buckets(struct rio_srv_otab *t, size_t n)
         t->old[t->mig] = NULL;
         for (; o; o = next) {
             next = o->hnext;
-            struct rio_srv_obj **b = &t->tab[key_hash(o->key, o->key_len) & t->mask];
+            struct rio_srv_obj **b = &t->tab[key_hash(t, o->key, o->key_len) & t->mask];
             o->hnext = *b;
             *b = o;
         }

@@ -195,6 +195,10 @@ struct rio_srv_upload {
 struct rio_srv_otab {
     struct rio_srv_obj **tab, **old;
     size_t mask, old_mask, mig;
+    /* Random per table: which bucket a key goes to cannot be worked out
+     * by a client (keys crafted to share a bucket made every lookup of
+     * them a walk of one long chain under the table's lock). */
+    uint64_t seed;
 };
 
 /* nbuckets a power of two; 0 or -ENOMEM. Cleanup frees the buckets, not the

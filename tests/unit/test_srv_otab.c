@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/checksum.h"
 #include "server/server.h"
 #include "t.h"
 
@@ -98,5 +99,51 @@ TEST(matches_a_model_through_doublings)
     check_all(&t);
     T_TRUE(doublings >= 8);
     T_TRUE(checks > 50);
+    rio__srv_otab_cleanup(&t);
+}
+
+/*
+ * Keys crafted to share a bucket: a client knows the unseeded xxh3 of any
+ * key, so it could pick keys whose hashes agree in their low bits (all in
+ * one bucket of any table up to 65,536 buckets) and make every lookup of
+ * them walk one long chain under the table's lock. The table's hash is
+ * seeded at random: such keys spread like any others.
+ */
+#define CRAFTED 64
+TEST(crafted_keys_do_not_share_a_bucket)
+{
+    static struct rio_srv_obj co[CRAFTED];
+    static char ck[CRAFTED][24];
+    struct rio_srv_otab t;
+    unsigned found = 0;
+
+    for (unsigned long long i = 0; found < CRAFTED; i++) {
+        char k[24];
+        int n = snprintf(k, sizeof(k), "c%llu", i);
+        if ((rio__xxh3(k, (size_t)n) & 0xffff) != 0)
+            continue;
+        memcpy(ck[found], k, (size_t)n + 1);
+        co[found].key = ck[found];
+        co[found].key_len = (uint16_t)n;
+        found++;
+    }
+    T_EQ(rio__srv_otab_init(&t, 1024), 0);
+    for (unsigned i = 0; i < CRAFTED; i++) {
+        struct rio_srv_obj **slot = rio__srv_otab_slot(&t, ck[i], co[i].key_len);
+        T_NULL(*slot);
+        co[i].hnext = *slot;
+        *slot = &co[i];
+    }
+    unsigned longest = 0;
+    for (size_t b = 0; b <= t.mask; b++) {
+        unsigned len = 0;
+        for (struct rio_srv_obj *o = t.tab[b]; o; o = o->hnext)
+            len++;
+        longest = len > longest ? len : longest;
+    }
+    printf("%u crafted keys in 1024 buckets: the longest chain holds %u\n", CRAFTED, longest);
+    T_TRUE(longest <= 8); /* 64 when the hash was the unseeded xxh3 */
+    for (unsigned i = 0; i < CRAFTED; i++)
+        T_TRUE(*rio__srv_otab_slot(&t, ck[i], co[i].key_len) == &co[i]);
     rio__srv_otab_cleanup(&t);
 }
