@@ -2006,6 +2006,14 @@ TEST(delete_objects_versions_and_malformed_xml)
         "<Delete><Object><Key>b</Key></Object><!-- <Object><Key>a</Key></Object> --></Delete>",
         "<Delete><Object><Key><X>a</X></Key></Object></Delete>",
         "<Delete><Object><Key>a</Key></Object></Delete><Delete/>",
+        /* numeric references: a digit not of its base, no digit, past
+         * U+10FFFF, a surrogate, NUL (each read leniently before) */
+        "<Delete><Object><Key>&#x61zz;</Key></Object></Delete>",
+        "<Delete><Object><Key>&#97a;</Key></Object></Delete>",
+        "<Delete><Object><Key>&#x;</Key></Object></Delete>",
+        "<Delete><Object><Key>&#x110000;</Key></Object></Delete>",
+        "<Delete><Object><Key>&#xd800;</Key></Object></Delete>",
+        "<Delete><Object><Key>&#0;</Key></Object></Delete>",
     };
     struct gw g;
     char id[64];
@@ -2021,6 +2029,17 @@ TEST(delete_objects_versions_and_malformed_xml)
     }
     T_EQ(gw_curl(&g, "o", "-I %s/dxb/a", g.url), 200);
     T_EQ(gw_curl(&g, "o", "-I %s/dxb/b", g.url), 200);
+    /* A key named by numeric references of characters past ASCII (2, 3
+     * and 4 bytes of UTF-8): deleted, as an XML parser reads them (they
+     * were refused: only ASCII was taken). */
+    T_EQ(gw_curl(&g, "o", "-X PUT -d u %s/dxb/%%C3%%A9%%E2%%82%%AC%%F0%%9F%%A5%%B3", g.url), 200);
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<Delete><Object><Key>&#233;&#x20AC;&#x1F973;</Key>"
+                 "</Object></Delete>' '%s/dxb?delete'",
+                 g.url),
+         200);
+    T_TRUE(gw_has(&g, "o", "<Deleted><Key>\xc3\xa9\xe2\x82\xac\xf0\x9f\xa5\xb3</Key></Deleted>"));
+    T_EQ(gw_curl(&g, "o", "-I %s/dxb/%%C3%%A9%%E2%%82%%AC%%F0%%9F%%A5%%B3", g.url), 404);
     /* A malformed <Object> after good ones, and 1001 of them: refused
      * before anything is deleted (the first ones went before the 400). */
     T_EQ(gw_curl(&g, "o",

@@ -389,19 +389,40 @@ static int xml_unescape(const char *s, size_t n, char **res)
             }
         }
         if (!done && i + 3 < n && s[i + 1] == '#') {
+            /* &#DDD; or &#xHHH;: every digit one of its base, a code point
+             * of XML's characters (the controls but NUL too: the gateway
+             * writes a railio key's controls so, and takes them back),
+             * written as UTF-8, never longer than the reference. */
             const char *semi = memchr(s + i, ';', n - i);
-            unsigned long v;
-            char num[16];
-            size_t l = semi ? (size_t)(semi - (s + i)) - 2 : 0;
-            if (semi && l > 0 && l < sizeof(num)) {
-                memcpy(num, s + i + 2, l);
-                num[l] = '\0';
-                v = num[0] == 'x' ? strtoul(num + 1, NULL, 16) : strtoul(num, NULL, 10);
-                if (v > 0 && v < 0x80) {
+            size_t a = i + 2, z = semi ? (size_t)(semi - s) : 0;
+            int hex = a < n && s[a] == 'x';
+            uint32_t v = 0;
+            a += (size_t)hex;
+            int ok = semi && z > a && z - a <= 8;
+            for (size_t k = a; ok && k < z; k++) {
+                int d = hex ? hexval(s[k]) : s[k] >= '0' && s[k] <= '9' ? s[k] - '0' : -1;
+                ok = d >= 0;
+                v = v * (hex ? 16u : 10u) + (uint32_t)(d < 0 ? 0 : d);
+            }
+            if (ok && v > 0 && v <= 0x10ffff && !(v >= 0xd800 && v <= 0xdfff) && v != 0xfffe &&
+                v != 0xffff) {
+                if (v < 0x80) {
                     *o++ = (char)v;
-                    i = (size_t)(semi - s) + 1;
-                    done = 1;
+                } else if (v < 0x800) {
+                    *o++ = (char)(0xc0 | v >> 6);
+                    *o++ = (char)(0x80 | (v & 0x3f));
+                } else if (v < 0x10000) {
+                    *o++ = (char)(0xe0 | v >> 12);
+                    *o++ = (char)(0x80 | (v >> 6 & 0x3f));
+                    *o++ = (char)(0x80 | (v & 0x3f));
+                } else {
+                    *o++ = (char)(0xf0 | v >> 18);
+                    *o++ = (char)(0x80 | (v >> 12 & 0x3f));
+                    *o++ = (char)(0x80 | (v >> 6 & 0x3f));
+                    *o++ = (char)(0x80 | (v & 0x3f));
                 }
+                i = z + 1;
+                done = 1;
             }
         }
         if (!done) {
