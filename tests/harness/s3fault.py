@@ -495,15 +495,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 h["x-amz-mp-parts-count"] = "99999"
             if head and fm and fm.group(1) == "barepartstall":
                 return self.trickle_head(b"206 Partial Content")
-            if head and fm and fm.group(1) == "bareodd503" and 1 < n < len(parts):
-                with LOCK:
-                    st = FAULTS.setdefault((bucket, key, "part503"), [int(fm.group(2))])
-                    busy = st[0] > 0
-                    st[0] -= busy
-                    STATS["fired"] += busy
-                if busy:
-                    return self.send(503, head=True)
-            if head and fm and fm.group(1) == "barepart503":
+            # barepart503: every part HEAD busy (its count); bareodd503: the
+            # middle parts' only
+            if head and fm and (fm.group(1) == "barepart503" or (
+                    fm.group(1) == "bareodd503" and 1 < n < len(parts))):
                 with LOCK:
                     st = FAULTS.setdefault((bucket, key, "part503"), [int(fm.group(2))])
                     busy = st[0] > 0

@@ -2201,52 +2201,60 @@ TEST(xml_bodies_as_large_as_s3_takes)
  * of them in all, not 7 MiB times --s3-max-conns (7 GiB: 32 held 224 MB,
  * 200 of them 1.4 GB); one past it is answered 503 SlowDown, and what the
  * held ones took is given back when they end. */
-static const char xml_aggregate_py[] =
-    "import socket, sys, time\n"
-    "host, port = sys.argv[1].split('//')[1].split(':')\n"
-    "pid = open(sys.argv[4] + '/pid').read().strip()\n"
-    "def rss():\n"
-    "    for l in open('/proc/%s/status' % pid):\n"
-    "        if l.startswith('VmRSS:'): return int(l.split()[1])\n"
-    "def conn():\n"
-    "    return socket.create_connection((host, int(port)), timeout=120)\n"
-    "def answer(c):\n"
-    "    d = b''\n"
-    "    while b'</Error>' not in d and b'</DeleteResult>' not in d:\n"
-    "        x = c.recv(65536)\n"
-    "        if not x: break\n"
-    "        d += x\n"
-    "    return d\n"
-    "s = conn(); s.sendall(b'PUT /bagg HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"
-    "assert b' 200 ' in s.recv(4096); s.close()\n"
-    "tail = b'</Key></Object></Delete>'\n"
-    "body = b'<Delete><Object><Key>' + b'k' * 7000000 + tail\n"
-    "hdr = b'POST /bagg?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % "
+/* The two tests below: conn(src) from a source address, answer(c) the
+ * XML of one answer, a bucket B made, and hdr + body a DeleteObjects of
+ * 7 MiB whose last bytes (tail) are held back. */
+#define XML_SENDERS_PY(B)                                                                          \
+    "import socket, sys, time\n"                                                                   \
+    "host, port = sys.argv[1].split('//')[1].split(':')\n"                                         \
+    "def conn(src='127.0.0.1'):\n"                                                                 \
+    "    return socket.create_connection((host, int(port)), timeout=120, "                         \
+    "source_address=(src, 0))\n"                                                                   \
+    "def answer(c):\n"                                                                             \
+    "    d = b''\n"                                                                                \
+    "    while b'</Error>' not in d and b'</DeleteResult>' not in d:\n"                            \
+    "        x = c.recv(65536)\n"                                                                  \
+    "        if not x: break\n"                                                                    \
+    "        d += x\n"                                                                             \
+    "    return d\n"                                                                               \
+    "s = conn(); s.sendall(b'PUT /" B                                                              \
+    " HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"                                \
+    "assert b' 200 ' in s.recv(4096); s.close()\n"                                                 \
+    "tail = b'</Key></Object></Delete>'\n"                                                         \
+    "body = b'<Delete><Object><Key>' + b'k' * 7000000 + tail\n"                                    \
+    "hdr = b'POST /" B "?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % "     \
     "len(body)\n"
-    "r0 = rss(); peak = r0; held = []\n"
-    "for i in range(32):\n"
-    "    c = conn(); c.sendall(hdr + body[:-len(tail)]); held.append(c)\n"
-    "    peak = max(peak, rss())\n"
-    "for i in range(20):\n"
-    "    time.sleep(0.1); peak = max(peak, rss())\n"
-    "grew = peak - r0\n"
-    "print('RSS %d KiB before, %d KiB more at most' % (r0, grew))\n"
-    "assert grew < int(open(sys.argv[4] + '/limit').read()), grew\n"
-    "held[-1].sendall(tail)\n"
-    "d = answer(held[-1])\n"
-    "assert b' 503 ' in d and b'<Code>SlowDown</Code>' in d, d[:300]\n"
-    "for c in held: c.close()\n"
-    "# as large as the most one request may hold: the held ones gave theirs back\n"
-    "again = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
-    "for i in range(100):\n"
-    "    c = conn()\n"
-    "    c.sendall(b'POST /bagg?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' "
-    "% len(again) + again)\n"
-    "    d = answer(c); c.close()\n"
-    "    if b' 200 ' in d: break\n"
-    "    time.sleep(0.1)\n"
-    "assert b' 200 ' in d, d[:300]\n"
-    "print('ok')\n";
+
+static const char xml_aggregate_py[] = XML_SENDERS_PY(
+    "bagg") "pid = open(sys.argv[4] + '/pid').read().strip()\n"
+            "def rss():\n"
+            "    for l in open('/proc/%s/status' % pid):\n"
+            "        if l.startswith('VmRSS:'): return int(l.split()[1])\n"
+            "r0 = rss(); peak = r0; held = []\n"
+            "for i in range(32):\n"
+            "    c = conn(); c.sendall(hdr + body[:-len(tail)]); held.append(c)\n"
+            "    peak = max(peak, rss())\n"
+            "for i in range(20):\n"
+            "    time.sleep(0.1); peak = max(peak, rss())\n"
+            "grew = peak - r0\n"
+            "print('RSS %d KiB before, %d KiB more at most' % (r0, grew))\n"
+            "assert grew < int(open(sys.argv[4] + '/limit').read()), grew\n"
+            "held[-1].sendall(tail)\n"
+            "d = answer(held[-1])\n"
+            "assert b' 503 ' in d and b'<Code>SlowDown</Code>' in d, d[:300]\n"
+            "for c in held: c.close()\n"
+            "# as large as the most one request may hold: the held ones gave theirs back\n"
+            "again = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
+            "for i in range(100):\n"
+            "    c = conn()\n"
+            "    c.sendall(b'POST /bagg?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "
+            "%d\\r\\n\\r\\n' "
+            "% len(again) + again)\n"
+            "    d = answer(c); c.close()\n"
+            "    if b' 200 ' in d: break\n"
+            "    time.sleep(0.1)\n"
+            "assert b' 200 ' in d, d[:300]\n"
+            "print('ok')\n";
 
 TEST(xml_bodies_bounded_in_aggregate)
 {
@@ -2271,41 +2279,24 @@ TEST(xml_bodies_bounded_in_aggregate)
  * while they hold theirs (before, ten of them held it all: 503 SlowDown
  * for everyone until they ended, up to the idle timeout), and one more of
  * theirs is refused 503 SlowDown. */
-static const char xml_share_py[] =
-    "import socket, sys, time\n"
-    "host, port = sys.argv[1].split('//')[1].split(':')\n"
-    "def conn(src='127.0.0.1'):\n"
-    "    return socket.create_connection((host, int(port)), timeout=60, "
-    "source_address=(src, 0))\n"
-    "def answer(c):\n"
-    "    d = b''\n"
-    "    while b'</Error>' not in d and b'</DeleteResult>' not in d:\n"
-    "        x = c.recv(65536)\n"
-    "        if not x: break\n"
-    "        d += x\n"
-    "    return d\n"
-    "s = conn(); s.sendall(b'PUT /bshr HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"
-    "assert b' 200 ' in s.recv(4096); s.close()\n"
-    "tail = b'</Key></Object></Delete>'\n"
-    "body = b'<Delete><Object><Key>' + b'k' * 7000000 + tail\n"
-    "hdr = b'POST /bshr?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % "
-    "len(body)\n"
-    "held = []\n"
-    "for i in range(10):\n"
-    "    c = conn(); c.sendall(hdr + body[:-len(tail)]); held.append(c)\n"
-    "time.sleep(1)\n"
-    "other = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
-    "for src in ('127.0.0.2', '127.0.0.3'):\n"
-    "    c = conn(src)\n"
-    "    c.sendall(b'POST /bshr?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' "
-    "% len(other) + other)\n"
-    "    d = answer(c); c.close()\n"
-    "    assert b' 200 ' in d and b'<Deleted>' in d, (src, d[:300])\n"
-    "held[-1].sendall(tail)\n"
-    "d = answer(held[-1])\n"
-    "assert b' 503 ' in d and b'<Code>SlowDown</Code>' in d, d[:300]\n"
-    "for c in held: c.close()\n"
-    "print('ok')\n";
+static const char xml_share_py[] = XML_SENDERS_PY(
+    "bshr") "held = []\n"
+            "for i in range(10):\n"
+            "    c = conn(); c.sendall(hdr + body[:-len(tail)]); held.append(c)\n"
+            "time.sleep(1)\n"
+            "other = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
+            "for src in ('127.0.0.2', '127.0.0.3'):\n"
+            "    c = conn(src)\n"
+            "    c.sendall(b'POST /bshr?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "
+            "%d\\r\\n\\r\\n' "
+            "% len(other) + other)\n"
+            "    d = answer(c); c.close()\n"
+            "    assert b' 200 ' in d and b'<Deleted>' in d, (src, d[:300])\n"
+            "held[-1].sendall(tail)\n"
+            "d = answer(held[-1])\n"
+            "assert b' 503 ' in d and b'<Code>SlowDown</Code>' in d, d[:300]\n"
+            "for c in held: c.close()\n"
+            "print('ok')\n";
 
 TEST(xml_bodies_shared_by_client_address)
 {
