@@ -199,12 +199,11 @@ int rio__get_plan(struct rio_client *c, struct rio__call *call, const struct rio
     /* An object railio did not write, uploaded in parts: checked by its
      * ETag where the transport can say its parts (rio__req_md5_plan), else
      * read unchecked. Only a GET of the whole object hashes every byte. */
+    bool may = !g->desc.xxh && rio__req_md5_may(c, r, g->size);
     g->ck_algo = RIO__CK_NONE;
-    if (!g->desc.xxh && rio__req_md5_may(c, r, g->size) &&
-        rio__t_full_checksum(c->t, &g->desc, &g->ck_algo, &g->ck) < 0)
+    if (may && rio__t_full_checksum(c->t, &g->desc, &g->ck_algo, &g->ck) < 0)
         g->ck_algo = RIO__CK_NONE;
-    if (!g->desc.xxh && !g->desc.etag[0] && rio__req_md5_may(c, r, g->size) &&
-        g->ck_algo == RIO__CK_NONE) { /* a CRC needs no parts */
+    if (may && !g->desc.etag[0] && g->ck_algo == RIO__CK_NONE) { /* a CRC needs no parts */
         /* (the call's deadline and token bound its round trips) */
         ret = rio__meta_parts_of(c, &m, &g->desc, &g->md5_part, &g->md5_parts, g->md5_want);
         /* A server that could not say them now (its tries spent) fails

@@ -819,6 +819,16 @@ uint64_t rio__backoff_ns_locked(struct rio_client *c, unsigned n)
  * it (rio_io.why), NULL or "" when it said nothing (a timeout, a checksum
  * mismatch, a refused submit): r->why is the last failure's, never an
  * earlier attempt's answer shown for a later, other failure. */
+/* r's last failure (err) and what the store said of it (why: NULL or ""
+ * when nothing), until r is decided (rio__req_why). */
+static void req_why_locked(struct rio__req *r, int err, const char *why)
+{
+    if (r->decided)
+        return;
+    snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
+    r->why_err = err;
+}
+
 static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct rio__chunk *ch,
                                 int err, const char *why, uint64_t now)
 {
@@ -827,8 +837,7 @@ static void chunk_failed_locked(struct rio_client *c, struct rio__req *r, struct
     r->call->retries[cls]++;
     if (r->decided)
         return;
-    snprintf(r->why, sizeof(r->why), "%s", why ? why : "");
-    r->why_err = err;
+    req_why_locked(r, err, why);
     if (!rio__class_is_retryable(cls) || (cls == RIO_CLASS_CHECKSUM && c->o.retry_checksum < 0)) {
         req_decide_locked(c, r, err);
         return;
@@ -1963,6 +1972,7 @@ static bool get_one_answered_locked(struct rio_client *c, struct rio__req *r,
         st = RIO_ETOOBIG;
     else
         st = RIO__ENOTONE;
+    req_why_locked(r, st, io->why); /* a 404's answer, for RIO_ENOTFOUND */
     /* The path answered: as good a sign of it as a chunk landing (its
      * fail count, and no stall: a run of GETs of missing keys is progress). */
     struct rio__path *p = &c->paths[a->path];
@@ -1996,16 +2006,10 @@ static void handle_completion_locked(struct rio_client *c, struct rio__attempt *
         ch->zombies--;
         goto out;
     }
-    /* What the store said of the last failure before the request is
-     * decided, for the caller's detail ("" when it said nothing: not an
-     * earlier failure's answer). */
-    if (a->io.res < 0 && a->io.res != RIO__ENOTONE && !r->decided) {
-        memcpy(r->why, a->io.why, sizeof(r->why));
-        r->why_err = (int)a->io.res;
-    }
     if (r->get_one && !r->md5_rereads && !r->decided && get_one_answered_locked(c, r, a))
         goto out;
     if (one_refused(r, (int)a->io.res)) {
+        req_why_locked(r, (int)a->io.res, a->io.why);
         req_decide_locked(c, r, (int)a->io.res); /* (a PUT_ONE's; see one_refused) */
         goto out;
     }

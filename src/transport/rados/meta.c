@@ -216,6 +216,9 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
 
 /* ------------------------------------------------------------- metadata */
 
+/* chunk_damage_check, lookup_once: the head changed since it was read. */
+#define LOOKUP_AGAIN 1
+
 /*
  * A READ of this head's generation found a chunk object missing (data.c):
  * usually a PUT replaced the head meanwhile, and then the head read now
@@ -224,10 +227,8 @@ void rio__rados_remove_head_chunks(struct rados_transport *t, const char *key,
  * short a grace), which no re-lookup mends. Say so, with -EIO, rather than
  * RIO_EGENERATION, which callers retry. The object there after all: the
  * record goes; its stat failing otherwise: the READs that follow tell.
+ * LOOKUP_AGAIN when the head names another generation now (or none).
  */
-/* chunk_damage_check: the head changed since the lookup read it. */
-#define LOOKUP_AGAIN 1
-
 static int chunk_damage_check(struct rados_transport *t, const char *key, const struct centry *e)
 {
     char derived[NAME_MAX_LEN];

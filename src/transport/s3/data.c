@@ -598,10 +598,7 @@ static void op_why(const struct s3_transport *t, struct s3_op *op, int err)
     if (err == RIO__ENOTONE)
         return; /* no failure: the engine looks the object up */
     if (r->status >= 300 || (r->status && r->status < 200)) {
-        rio__s3_xml_text(op->ebody, op->elen, "Code", code, sizeof(code));
-        rio__s3_xml_text(op->ebody, op->elen, "Message", msg, sizeof(msg));
-        rio__s3_printable(code);
-        rio__s3_printable(msg);
+        rio__s3_answer_text(op->ebody, op->elen, code, msg);
         if (snprintf(io->why, sizeof(io->why), "%s %s: %s key %s: HTTP %ld%s%s%s%s", what, name,
                      method, io->key, r->status, code[0] ? " " : "", code, msg[0] ? ": " : "",
                      msg) < 0)

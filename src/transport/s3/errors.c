@@ -91,6 +91,14 @@ int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp)
     }
 }
 
+void rio__s3_answer_text(const char *body, size_t len, char code[64], char msg[256])
+{
+    rio__s3_xml_text(body, len, "Code", code, 64);
+    rio__s3_xml_text(body, len, "Message", msg, 256);
+    rio__s3_printable(code);
+    rio__s3_printable(msg);
+}
+
 void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *url, long status,
                        const char *body, size_t blen, int err, const char *curlmsg)
 {
@@ -100,10 +108,7 @@ void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *u
 
     if (!t->debug)
         return;
-    rio__s3_xml_text(body, blen, "Code", code, sizeof(code));
-    rio__s3_xml_text(body, blen, "Message", msg, sizeof(msg));
-    rio__s3_printable(code); /* a server's ESC or newline forged log lines */
-    rio__s3_printable(msg);
+    rio__s3_answer_text(body, blen, code, msg);
     /* Without its query (a presigned one holds a signature), and with any
      * user:password@ of the endpoint masked. */
     char shown[1024];

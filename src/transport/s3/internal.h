@@ -369,6 +369,9 @@ int rio__s3_creds_pick(struct s3_transport *t, const struct s3_profile *p, bool 
  * rio__s3_retryable: err is of a class the engine retries (core/errors.c). */
 int rio__s3_map_curl(CURLcode rc, long oserr, const struct s3_rsp *rsp);
 bool rio__s3_retryable(int err);
+/* An error answer's <Code> and <Message>, printable (a server's ESC or
+ * newline would forge log lines and terminal output), "" when absent. */
+void rio__s3_answer_text(const char *body, size_t len, char code[64], char msg[256]);
 void rio__s3_debug_log(struct s3_transport *t, const char *method, const char *url, long status,
                        const char *body, size_t blen, int err, const char *curlmsg);
 

@@ -229,10 +229,7 @@ static void meta_detail(struct s3_transport *t, const struct meta_req *q, const 
     const char *what = t->scheme == SCHEME_S3 ? "s3 bucket" : "http host";
     const char *name = t->scheme == SCHEME_S3 ? t->bucket : t->host;
 
-    rio__s3_xml_text(r->body.p, r->body.len, "Code", code, sizeof(code));
-    rio__s3_xml_text(r->body.p, r->body.len, "Message", msg, sizeof(msg));
-    rio__s3_printable(code);
-    rio__s3_printable(msg);
+    rio__s3_answer_text(r->body.p, r->body.len, code, msg);
     if (r->err == RIO_ENOCONTAINER)
         rio__detail("%s %s: no such bucket (%s %s: HTTP %ld%s%s%s%s)", what, name, q->method,
                     q->key ? "object" : "bucket", r->rsp.status, code[0] ? " " : "", code,
