@@ -2307,6 +2307,53 @@ TEST(xml_bodies_shared_by_client_address)
     gw_stop(&g);
 }
 
+/* XML bodies held must keep coming (GW_XML_MIN_RATE, here 4 MiB/s from 1 s
+ * on, 2 s idle at most, by RAILIOD_TEST_XML_RATE). Before, two senders from
+ * one address each holding a DeleteObjects body of 7 MiB, one of them
+ * stalled and one adding a byte now and then, kept their 14 MiB for as long
+ * as they liked (a byte every 119 s: for ever), and a third request of that
+ * address was refused 503 SlowDown meanwhile; with four addresses, every
+ * client's. Now the stalled one is closed after the idle time and the slow
+ * one once it falls below the rate (S3 would answer 400 RequestTimeout;
+ * libmicrohttpd sends nothing before a body is in), their bytes given
+ * back: the third is answered 200. A body sent at once is not touched (the other tests). */
+static const char xml_slow_py[] = XML_SENDERS_PY(
+    "bslo") "stalled = conn(); stalled.sendall(hdr + body[:-len(tail)])\n"
+            "slow = conn(); slow.sendall(hdr + body[:-len(tail) - 64])\n"
+            "t0 = time.time(); closed = False\n"
+            "slow.settimeout(0.5)\n"
+            "for i in range(64):\n"
+            "    try:\n"
+            "        slow.sendall(b'k')\n"
+            "        closed = slow.recv(65536) == b''\n"
+            "    except socket.timeout:\n"
+            "        pass\n"
+            "    except OSError:\n"
+            "        closed = True\n"
+            "    if closed: break\n"
+            "print('slow one closed after %.1f s' % (time.time() - t0))\n"
+            "assert closed, 'the slow one was not closed'\n"
+            "stalled.settimeout(10)\n"
+            "assert stalled.recv(65536) == b'', 'the stalled one was not closed'\n"
+            "other = b'<Delete>' + b' ' * 6000000 + b'<Object><Key>a</Key></Object></Delete>'\n"
+            "c = conn()\n"
+            "c.sendall(b'POST /bslo?delete HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "
+            "%d\\r\\n\\r\\n' % len(other) + other)\n"
+            "d = answer(c); c.close()\n"
+            "assert b' 200 ' in d and b'<Deleted>' in d, d[:300]\n"
+            "print('ok')\n";
+
+TEST(xml_bodies_must_keep_coming)
+{
+    struct gw g;
+
+    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
+    gw_start(&g, NULL, NULL);
+    unsetenv("RAILIOD_TEST_XML_RATE");
+    gw_python(&g, xml_slow_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Over the server's own memory the gateway refuses what does not fit (507
  * InsufficientStorage) rather than evicting objects it acknowledged: a 200
  * means kept, to an S3 client. --evict lru, given, makes it a cache again,

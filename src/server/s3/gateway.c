@@ -68,6 +68,9 @@ static struct {
         unsigned char addr[8];
         uint64_t held; /* 0: free */
     } xml_addr[GW_XML_ADDRS];
+    /* How fast a held XML body must come (GW_XML_MIN_RATE ...), set at start */
+    uint64_t xml_rate;
+    unsigned xml_grace_s, xml_idle_s;
 } g = {.client_mu = PTHREAD_MUTEX_INITIALIZER, .xml_mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* clang-format off */
@@ -1031,9 +1034,18 @@ static void xml_give(const struct gw_req *r, size_t n)
     pthread_mutex_unlock(&g.xml_mu);
 }
 
+/* Whether r's XML body, n more bytes of it come now, came slower than it
+ * must to be held (GW_XML_MIN_RATE). */
+static int xml_too_slow(const struct gw_req *r, uint64_t now, size_t n)
+{
+    double sec = (double)(now - r->xml_t0) / 1e9;
+
+    return sec > (double)g.xml_grace_s && (double)(r->blen + n) < (double)g.xml_rate * sec;
+}
+
 /* The body of a request that takes one (PUT object, POST ?delete, PUT
  * bucket's configuration, which is read and dropped). */
-static void body_data(struct gw_req *r, const char *p, size_t n)
+static void body_data(struct MHD_Connection *c, struct gw_req *r, const char *p, size_t n)
 {
     r->bytes_in += n;
     if (r->err_status)
@@ -1056,6 +1068,25 @@ static void body_data(struct gw_req *r, const char *p, size_t n)
             r->err_status = 400;
             r->err_code = "MalformedXML";
             snprintf(r->err_msg, sizeof(r->err_msg), "The body is larger than %zu bytes.", max);
+            return;
+        }
+        /* Held bytes must keep coming (GW_XML_MIN_RATE): a trickle held
+         * them for ever. The connection waits GW_XML_IDLE_S for more. */
+        uint64_t now = rio__now_ns();
+        if (!r->xml_t0) {
+            r->xml_t0 = now;
+            MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, g.xml_idle_s);
+        } else if (xml_too_slow(r, now, n)) {
+            xml_give(r, r->blen);
+            r->blen = 0;
+            rio__free(r->buf);
+            r->buf = NULL;
+            r->close = 1;
+            r->err_status = 400;
+            r->err_code = "RequestTimeout";
+            snprintf(r->err_msg, sizeof(r->err_msg),
+                     "The body came slower than %llu bytes a second.",
+                     (unsigned long long)g.xml_rate);
             return;
         }
         /* Every request's body is bounded, and so is what they hold
@@ -1284,11 +1315,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     if (*upload_data_size) {
-        body_data(r, upload_data, *upload_data_size);
+        body_data(c, r, upload_data, *upload_data_size);
         *upload_data_size = 0;
+        /* Too slow: the connection is closed (the rest of its body would
+         * come as slowly). S3 answers 400 RequestTimeout; libmicrohttpd
+         * sends no answer queued before the body is in (it closes). */
+        if (r->err_status == 400 && strcmp(r->err_code, "RequestTimeout") == 0) {
+            SRV_DEBUG("s3: %s closed: %s", r->method, r->err_msg);
+            r->status = 400;
+            return MHD_NO;
+        }
         return MHD_YES;
     }
     /* The whole body is in. */
+    if (r->xml_t0)
+        MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S);
     if (r->op == GW_OP_POST_OBJECT)
         return (enum MHD_Result)rio__gw_post_close(c, r);
     if (!is_put(r->op) && !r->err_status)
@@ -1572,6 +1613,22 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
     g.check_only = cfg->check_only;
     g.no_sigv2 = cfg->no_sigv2;
+    g.xml_rate = GW_XML_MIN_RATE;
+    g.xml_grace_s = GW_XML_GRACE_S;
+    g.xml_idle_s = GW_XML_IDLE_S;
+    const char *xr = getenv("RAILIOD_TEST_XML_RATE"); /* tests only: RATE:GRACE_S:IDLE_S */
+    if (xr) {
+        unsigned long long rate;
+        unsigned grace, idle;
+        if (sscanf(xr, "%llu:%u:%u", &rate, &grace, &idle) != 3 || !rate || !idle) {
+            SRV_ERR("RAILIOD_TEST_XML_RATE: expected RATE:GRACE_S:IDLE_S, got \"%s\"", xr);
+            ret = RIO_EINVAL;
+            goto err;
+        }
+        g.xml_rate = rate;
+        g.xml_grace_s = grace;
+        g.xml_idle_s = idle;
+    }
     slice = gw_slice_short(&sched_old);
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)

@@ -80,6 +80,19 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
  * only a larger --s3-max-conns ever makes addresses share. */
 #define GW_XML_ADDR_MAX (16u << 20)
 #define GW_XML_ADDRS 1024
+/* How fast an XML body must come to be held: from GW_XML_GRACE_S after its
+ * first byte, at GW_XML_MIN_RATE bytes a second on average since then, with
+ * no pause of GW_XML_IDLE_S (the connection's idle timeout while it comes;
+ * GW_CONN_TIMEOUT_S otherwise). A sender holding its bytes and sending one
+ * more every 119 s kept them for ever: four client addresses trickling held
+ * every XML body's budget, and every other client's DeleteObjects and
+ * Completes were refused 503 SlowDown. A body slower than this is answered
+ * 400 RequestTimeout, as S3 answers, and its bytes given back. 64 KiB/s (512
+ * kbit/s) brings the largest body (7 MiB) in 112 s; RAILIOD_TEST_XML_RATE
+ * (RATE:GRACE_S:IDLE_S, tests only) sets the three. */
+#define GW_XML_MIN_RATE (64u * 1024u)
+#define GW_XML_GRACE_S 10
+#define GW_XML_IDLE_S 20
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
@@ -188,6 +201,7 @@ struct gw_req {
     size_t blen;           /* taken from the XML budgets (gateway.c, xml_take) */
     unsigned char addr[8]; /* the client's address (IPv4, IPv6 /64): its XML share */
     unsigned xml_slot;     /* 1 + the share's slot blen was taken from; 0: none yet */
+    uint64_t xml_t0;       /* when its XML body's first bytes came (0: not yet) */
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
     /* UploadPartCopy into an upload created with this checksum algorithm
