@@ -824,6 +824,20 @@ static int reserve_locked(struct rio_srv_store *s, uint64_t need)
         return -EFBIG;
     if (s->used + s->warm + atomic_load(&s->held) > s->capacity - need)
         drop_expired_locked(s, now); /* free to drop whatever the mode */
+    uint64_t taken0 = s->used + s->warm + atomic_load(&s->held);
+    if (s->evict_lru && taken0 > s->capacity - need) {
+        /* Evict only when that makes the room: when uploads in progress
+         * and bytes still being sent hold the rest, every object went and
+         * the need was refused all the same. Objects being sent free
+         * nothing now (their charge stays held). */
+        uint64_t short_by = taken0 - (s->capacity - need), can = 0;
+        for (struct rio_srv_obj *o = lru_oldest(s); o && can < short_by;
+             o = rio_list_entry(o->lru_node.prev, struct rio_srv_obj, lru_node))
+            if (atomic_load(&o->refs) <= 1)
+                can += o->charge;
+        if (can < short_by)
+            return -ENOSPC;
+    }
     while (s->used + s->warm + atomic_load(&s->held) > s->capacity - need) {
         struct rio_srv_obj *victim = lru_oldest(s);
         if (!s->evict_lru || !victim)

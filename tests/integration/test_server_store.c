@@ -107,6 +107,41 @@ TEST(lru_eviction)
     srv_end_wc(&e, &c);
 }
 
+/* In lru mode a store evicts only when that makes the room: with an upload
+ * in progress holding 640 KiB of 1100 KiB and one object of 256 KiB left,
+ * a chunk of 512 KiB cannot fit whatever goes. It is refused and the object
+ * kept; before, the object was evicted and the chunk refused all the same. */
+TEST(lru_evicts_nothing_for_a_refusal)
+{
+    struct srv_env e;
+    const char *args[] = {"--memory", "1100K", "--metrics", "127.0.0.1:0", NULL};
+    struct wc c;
+    uint64_t gen, up, big;
+    char key[16];
+
+    srv_start_wc(&e, args, &c);
+    for (int i = 0; i < 4; i++) {
+        snprintf(key, sizeof(key), "o%d", i);
+        T_EQ(put_ttl(&c, key, (uint64_t)i, 0, &gen), 0);
+    }
+    T_EQ(wc_put_open(&c, "pending", 900u * 1024u, CHUNK, 0, &up), 0);
+    fill_chunks(&c, up, 10);
+    T_EQ(wc_stat(&c).objects, 1u);
+    double evicted = srv_scrape(&e, "railiod_evictions_total");
+    T_EQ(wc_put_open(&c, "big", 1024u * 1024u, 512u * 1024u, 0, &big), 0);
+    uint8_t *d = malloc(512u * 1024u);
+    t_fill_pattern(d, 512u * 1024u, 9);
+    T_EQ(wc_put_chunk(&c, big, 0, rio__xxh3(d, 512u * 1024u), d, 512u * 1024u), -ENOSPC);
+    free(d);
+    T_EQ(wc_stat(&c).objects, 1u);
+    T_EQ(srv_scrape(&e, "railiod_evictions_total"), evicted);
+    T_TRUE(present(&c, "o3"));
+    /* A chunk that fits once the object goes evicts it, as before. */
+    fill_chunks(&c, up, 14);
+    T_EQ(wc_stat(&c).objects, 0u);
+    srv_end_wc(&e, &c);
+}
+
 TEST(refuse_when_full)
 {
     struct srv_env e;
