@@ -64,6 +64,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "core/alloc.h"
 #include "core/checksum.h"
@@ -78,6 +79,9 @@
 #define ALIGN RIO_SRV_DISK_ALIGN
 #define KEY_LOCKS 64u
 #define TOMB_BUCKETS 256u
+/* A DELETE reclaims the tombstones first when this many are kept, and
+ * then again at twice as many as it kept (at least this many). */
+#define TOMB_RECLAIM_MIN 1024u
 #define NAME_LEN 40
 #define READ_THREADS 4u
 /* A chunk a READ covers only in part is still read whole, and verified,
@@ -89,6 +93,7 @@
 struct tomb {
     struct tomb *next;
     uint64_t gen;
+    bool keep; /* a reclaim's mark: an upload of key opened before gen */
     uint16_t key_len;
     char key[];
 };
@@ -114,7 +119,7 @@ struct rio_srv_disk {
     struct rio_srv_index index; /* tab's entries in key order */
     uint64_t bytes;
     struct tomb *tombs[TOMB_BUCKETS];
-    uint64_t ntombs;
+    uint64_t ntombs, tomb_reclaim_at;
     _Atomic uint64_t next_tmp;
     _Atomic uint64_t writes, write_errors, write_ns, reads, read_bytes, read_errors, deletes;
     _Atomic uint64_t corrupt, recovered, discarded, superseded;
@@ -296,9 +301,17 @@ static void unlink_gen(struct rio_srv_disk *d, const char *key, uint16_t klen, u
 
 /* ----------------------------------------------------------- tombstones */
 
+/* Seeded as the index is (otab.c): with the public hash of the key a
+ * client could put every tombstone in one bucket, and each DELETE and
+ * commit walked them all under the index's lock. */
+static struct tomb **tomb_bucket(struct rio_srv_disk *d, const char *key, uint16_t klen)
+{
+    return &d->tombs[XXH3_64bits_withSeed(key, klen, d->tab.seed) % TOMB_BUCKETS];
+}
+
 static struct tomb **tomb_slot_locked(struct rio_srv_disk *d, const char *key, uint16_t klen)
 {
-    struct tomb **pp = &d->tombs[key_hash(key, klen) % TOMB_BUCKETS];
+    struct tomb **pp = tomb_bucket(d, key, klen);
     for (; *pp; pp = &(*pp)->next)
         if ((*pp)->key_len == klen && memcmp((*pp)->key, key, klen) == 0)
             break;
@@ -649,8 +662,9 @@ static int recover(struct rio_srv_disk *d, uint64_t *max_gen)
                 continue;
             if (t->gen > *max_gen)
                 *max_gen = t->gen;
-            t->next = d->tombs[key_hash(t->key, t->key_len) % TOMB_BUCKETS];
-            d->tombs[key_hash(t->key, t->key_len) % TOMB_BUCKETS] = t;
+            struct tomb **tb = tomb_bucket(d, t->key, t->key_len);
+            t->next = *tb;
+            *tb = t;
             d->ntombs++;
             continue;
         }
@@ -700,6 +714,7 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     d->store = store;
     d->hold = getenv("RAILIOD_TEST_COMMIT_HOLD");
     d->max_chunks = max_chunks;
+    d->tomb_reclaim_at = TOMB_RECLAIM_MIN;
     d->dir = rio__strdup(dir);
     rio__srv_index_init(&d->index);
     if (!d->dir || rio__srv_otab_init(&d->tab, 1024) < 0) {
@@ -1403,6 +1418,25 @@ err:
 
 /* ---------------------------------------------------------------- delete */
 
+/* Between the periodic reclaims: the tombstones kept stay within twice
+ * those still needed (or TOMB_RECLAIM_MIN), however fast DELETEs come. */
+static void reclaim_if_grown(struct rio_srv_disk *d)
+{
+    uint64_t n;
+    bool grown;
+
+    pthread_mutex_lock(&d->mu);
+    grown = d->ntombs >= d->tomb_reclaim_at;
+    pthread_mutex_unlock(&d->mu);
+    if (!grown)
+        return;
+    rio__srv_disk_reclaim(d);
+    pthread_mutex_lock(&d->mu);
+    n = d->ntombs * 2;
+    d->tomb_reclaim_at = n > TOMB_RECLAIM_MIN ? n : TOMB_RECLAIM_MIN;
+    pthread_mutex_unlock(&d->mu);
+}
+
 int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen, uint64_t if_gen)
 {
     pthread_mutex_t *kl = key_lock(d, key, klen);
@@ -1424,9 +1458,14 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen,
      * back, and such DELETEs (cheap, RIO_ENOTFOUND) each left a tombstone
      * file and its memory for as long as any older upload stayed open. An
      * upload of the key that commits after it creates the key, as in
-     * memory. */
+     * memory. Nor while only uploads of other keys are open: one upload
+     * held open kept the tombstone of every DELETE after it, and a client
+     * that put and deleted keys meanwhile filled the directory and the
+     * memory with them. So tombstones are at most the keys of uploads that
+     * can still commit, and a DELETE reclaims first when they grew. */
+    reclaim_if_grown(d);
     gen = rio__srv_store_tick(d->store);
-    if (cur && rio__srv_store_min_open(d->store) < gen) {
+    if (cur && rio__srv_store_min_open_key(d->store, key, klen) < gen) {
         ret = tomb_write(d, key, klen, gen);
         if (ret < 0) {
             pthread_mutex_unlock(kl);
@@ -1447,8 +1486,9 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen,
             *ts = old->next;
         else
             d->ntombs++;
-        t->next = d->tombs[key_hash(key, klen) % TOMB_BUCKETS];
-        d->tombs[key_hash(key, klen) % TOMB_BUCKETS] = t;
+        struct tomb **tb = tomb_bucket(d, key, klen);
+        t->next = *tb;
+        *tb = t;
         pthread_mutex_unlock(&d->mu);
         if (old) {
             tomb_unlink_file(d, old->key, old->key_len, old->gen);
@@ -1487,24 +1527,34 @@ int rio__srv_disk_delete(struct rio_srv_disk *d, const char *key, uint16_t klen,
     return e || r1 == 0 ? 0 : RIO_ENOTFOUND;
 }
 
+static void tomb_mark(void *arg, const char *key, uint16_t klen, uint64_t open_gen)
+{
+    struct tomb *t = *tomb_slot_locked(arg, key, klen);
+
+    if (t && open_gen < t->gen)
+        t->keep = true;
+}
+
 void rio__srv_disk_reclaim(struct rio_srv_disk *d)
 {
     struct tomb *gone = NULL;
-    uint64_t min;
 
     pthread_mutex_lock(&d->mu);
     if (!d->ntombs) {
         pthread_mutex_unlock(&d->mu);
         return;
     }
-    pthread_mutex_unlock(&d->mu);
-    /* Uploads opened later than min can only get newer tombstones. */
-    min = rio__srv_store_min_open(d->store);
-    pthread_mutex_lock(&d->mu);
+    /* A tombstone is kept while an upload of its key opened before it can
+     * still commit; uploads opened later get newer tombstones. (The
+     * store's lock is taken under the index's, never the other way.) */
+    for (unsigned b = 0; b < TOMB_BUCKETS; b++)
+        for (struct tomb *t = d->tombs[b]; t; t = t->next)
+            t->keep = false;
+    rio__srv_store_each_open(d->store, tomb_mark, d);
     for (unsigned b = 0; b < TOMB_BUCKETS; b++)
         for (struct tomb **pp = &d->tombs[b]; *pp;) {
             struct tomb *t = *pp;
-            if (t->gen < min) {
+            if (!t->keep) {
                 *pp = t->next;
                 t->next = gone;
                 gone = t;

@@ -1570,6 +1570,38 @@ uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
     return m;
 }
 
+uint64_t rio__srv_store_min_open_key(struct rio_srv_store *s, const char *key, uint16_t klen)
+{
+    uint64_t m;
+
+    pthread_mutex_lock(&s->mu);
+    m = s->next_gen + 1;
+    rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
+        if (o->open_gen < m && o->key_len == klen && memcmp(o->key, key, klen) == 0)
+            m = o->open_gen;
+    for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
+        for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
+            if (u->open_gen < m && u->key && u->key_len == klen && memcmp(u->key, key, klen) == 0)
+                m = u->open_gen;
+    pthread_mutex_unlock(&s->mu);
+    return m;
+}
+
+void rio__srv_store_each_open(struct rio_srv_store *s,
+                              void (*fn)(void *arg, const char *key, uint16_t klen,
+                                         uint64_t open_gen),
+                              void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
+        fn(arg, o->key, o->key_len, o->open_gen);
+    for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
+        for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
+            if (u->key)
+                fn(arg, u->key, u->key_len, u->open_gen);
+    pthread_mutex_unlock(&s->mu);
+}
+
 int rio__srv_store_commit(struct rio_srv_store *s, struct rio_srv_upload *u, uint64_t seq,
                           const char etag[32], int missing, int bad, uint64_t if_gen,
                           uint64_t *generation)

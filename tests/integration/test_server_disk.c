@@ -670,6 +670,61 @@ TEST(deletes_of_absent_keys_leave_no_tombstones)
     srv_end_wc(&e, &c);
 }
 
+/* DELETEs of objects while an upload of another key stays open: each kept
+ * its tombstone (a file and its memory) until that upload ended, as if the
+ * upload could lose to it, so one upload held open let a client fill the
+ * directory and the memory with PUTs and DELETEs, counted against no
+ * limit. A tombstone is kept only while an upload of its own key opened
+ * before it can still commit, and goes when that one ends. */
+TEST(tombstones_only_while_an_upload_of_their_key_is_open)
+{
+    const char *dir = disk_dir_make();
+    struct srv_env e;
+    struct wc c, c2;
+    char key[64];
+    uint8_t b[10] = "0123456789";
+    uint64_t up = 0, up2 = 0, gen = 0, xxh = rio__xxh3(b, sizeof(b));
+    char etag[33];
+
+    wc_etag(b, sizeof(b), etag);
+    start(&e, dir, 0, "64M");
+    wc_open(&c, e.addr[0]);
+    T_EQ(wc_put_open(&c, "held", sizeof(b), sizeof(b), 0, &up), 0); /* kept open */
+    for (unsigned i = 0; i < 300; i++) {
+        snprintf(key, sizeof(key), "gone/%u", i);
+        T_EQ(wc_put_one(&c, key, b, sizeof(b), sizeof(b), &gen), 0);
+        T_EQ(wc_delete(&c, key), 0);
+    }
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 0u); /* was 300 */
+    T_EQ(srv_scrape(&e, "railiod_disk_tombstones"), 0.0);
+
+    /* One an upload of its key opened before it needs: kept while that
+     * upload is open, whatever "held" does, and gone once it ends (its
+     * connection closed). */
+    T_EQ(wc_put_one(&c, "mine", b, sizeof(b), sizeof(b), &gen), 0);
+    wc_open(&c2, e.addr[0]);
+    T_EQ(wc_put_open(&c2, "mine", sizeof(b), sizeof(b), 0, &up2), 0);
+    T_EQ(wc_delete(&c, "mine"), 0);
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 1u);
+    T_EQ(srv_scrape(&e, "railiod_disk_tombstones"), 1.0);
+    usleep(600000); /* two sweeps: kept */
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 1u);
+    wc_close(&c2);
+    uint64_t t0 = t_now_ms();
+    while (disk_dir_count(dir, "d-", NULL, 0) != 0) {
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("tombstone not reclaimed within 5 s of its upload's end");
+        usleep(20000);
+    }
+    T_EQ(srv_scrape(&e, "railiod_disk_tombstones"), 0.0);
+    T_EQ(wc_put_chunk(&c, up, 0, xxh, b, sizeof(b)), 0);
+    T_EQ(wc_put_commit(&c, up, 1, &xxh, etag, &gen), 0);
+    uint8_t got[10];
+    T_EQ(wc_read(&c, "held", gen, 0, sizeof(got), got), 0);
+    T_MEMEQ(got, b, sizeof(b));
+    srv_end_wc(&e, &c);
+}
+
 /* What someone else planted in the directory under records' names: a FIFO
  * (start-up hung on it for good, and so did every READ thread that met
  * one), a symbolic link to a record outside (served), a second spelling of
