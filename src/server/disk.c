@@ -442,6 +442,20 @@ static int rec_open_recovering(struct rio_srv_disk *d, const char *name, struct 
     return fd;
 }
 
+/* A record left in place unread (the disk failed its read, or it could not
+ * be opened: EACCES) may hold the key's newest generation, which its name
+ * says: generations continue above it. They continued above the others
+ * only, and above the wall clock: with the clock behind that record's
+ * time, a PUT of its key was given a lower generation, and the start that
+ * read the record again served the older version and removed the
+ * acknowledged one's file as superseded. A name beyond what railiod
+ * writes raises nothing. */
+static void left_in_place(uint64_t name_gen, uint64_t *max_gen)
+{
+    if (name_gen <= RIO_SRV_DISK_GEN_MAX && name_gen > *max_gen)
+        *max_gen = name_gen;
+}
+
 /* Parse and check one object file; 0 and *out, or a reason (logged). An
  * intact record that this start cannot serve is 0 with *out NULL: its
  * generation still raises *max_gen. */
@@ -456,8 +470,11 @@ static int recover_one(struct rio_srv_disk *d, const char *name, uint64_t name_k
 
     *out = NULL;
     fd = rec_open_recovering(d, name, &st);
-    if (fd < 0)
+    if (fd < 0) {
+        if (fd != RIO_ECHECKSUM)
+            left_in_place(name_gen, max_gen);
         return fd;
+    }
     ret = pread_all(fd, fixed, HDR_FIXED, 0);
     if (ret == -ENODATA) {
         why = "shorter than a header";
@@ -519,6 +536,7 @@ bad:
     goto out;
 out_err: /* not served, and said: a read error is no silent skip */
     SRV_ERR("disk: read %s/%s: %s; not served", d->dir, name, strerror(-ret));
+    left_in_place(name_gen, max_gen);
 out:
     rio__free(hdr);
     close(fd);
