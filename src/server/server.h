@@ -396,11 +396,9 @@ void rio__srv_store_settle(struct rio_srv_store *s, uint64_t id, uint64_t nchunk
 
 /* ++next_gen: a point in the order of upload opens and generations. */
 uint64_t rio__srv_store_tick(struct rio_srv_store *s);
-/* The lowest open_gen of an upload that can still commit (open, or taken
- * and not yet published or dropped), or of one opened from now on. */
-uint64_t rio__srv_store_min_open(struct rio_srv_store *s);
-/* The same, of the uploads of key only: a DELETE of key needs a tombstone
- * only while one of them opened before it. */
+/* The lowest open_gen of an upload of key that can still commit (open, or
+ * taken and not yet published or dropped), or of one opened from now on: a
+ * DELETE of key needs a tombstone only while one of them opened before it. */
 uint64_t rio__srv_store_min_open_key(struct rio_srv_store *s, const char *key, uint16_t klen);
 /* fn(arg, key, key_len, open_gen) for every upload that can still commit
  * (open, or taken and not yet published or dropped), under the store's

@@ -1552,29 +1552,12 @@ int rio__srv_store_committing_before(struct rio_srv_store *s, const struct rio_s
     return found;
 }
 
-uint64_t rio__srv_store_min_open(struct rio_srv_store *s)
-{
-    uint64_t m;
-
-    pthread_mutex_lock(&s->mu);
-    /* An upload opened from now on gets more than next_gen. */
-    m = s->next_gen + 1;
-    rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
-        if (o->open_gen < m)
-            m = o->open_gen;
-    for (size_t i = 0; i <= s->utab_mask && s->nup; i++)
-        for (struct rio_srv_upload *u = s->utab[i]; u; u = u->hnext)
-            if (u->open_gen < m)
-                m = u->open_gen;
-    pthread_mutex_unlock(&s->mu);
-    return m;
-}
-
 uint64_t rio__srv_store_min_open_key(struct rio_srv_store *s, const char *key, uint16_t klen)
 {
     uint64_t m;
 
     pthread_mutex_lock(&s->mu);
+    /* An upload opened from now on gets more than next_gen. */
     m = s->next_gen + 1;
     rio_list_each (o, &s->committing, struct rio_srv_obj, cnode)
         if (o->open_gen < m && o->key_len == klen && memcmp(o->key, key, klen) == 0)
