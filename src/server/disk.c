@@ -396,9 +396,9 @@ static int tomb_write(struct rio_srv_disk *d, const char *key, uint16_t klen, ui
     /* A new file, never through whatever the name holds (a symbolic link
      * planted there had the tombstone written over its target, outside
      * the directory): what is there is removed first. */
-    fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0 && errno == EEXIST && unlinkat(d->dirfd, name, 0) == 0)
-        fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        fd = openat(d->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return -errno;
     ret = pwrite_all(fd, buf, n, 0);
@@ -739,7 +739,10 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
         ret = -ENOMEM;
         goto err;
     }
-    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+    /* Objects are the clients' data: readable by this server's user only
+     * (the directory when it makes it, and every file; they were 0755 and
+     * 0644, any local user's to read). */
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         ret = -errno;
         SRV_ERR("data dir %s: %s", dir, strerror(errno));
         goto err;
@@ -886,7 +889,7 @@ int rio__srv_dfile_new(struct rio_srv_disk *d, const char *key, uint16_t klen, u
     f->d = d;
     f->data_off = rio__srv_disk_round_up(hlen);
     obj_name(f->tmp, "t", key_hash(key, klen), atomic_fetch_add(&d->next_tmp, 1), ".tmp");
-    f->fd = openat(d->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    f->fd = openat(d->dirfd, f->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (f->fd < 0) {
         ret = -errno;
         SRV_ERR("disk: create %s/%s: %s", d->dir, f->tmp, strerror(errno));

@@ -725,6 +725,53 @@ TEST(tombstones_only_while_an_upload_of_their_key_is_open)
     srv_end_wc(&e, &c);
 }
 
+/* The directory railiod makes, and every file in it (records, an upload's
+ * temporary file, a tombstone), are its user's only: they were 0755 and
+ * 0644 (under umask 022), every object readable by any local user. */
+TEST(files_readable_by_the_server_only)
+{
+    char dir[4200];
+    struct srv_env e;
+    struct wc c, c2;
+    uint8_t b[10] = "0123456789";
+    uint64_t up = 0, gen = 0;
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "%s/data", disk_dir_make());
+    mode_t old = umask(022);
+    start(&e, dir, 0, "64M");
+    umask(old);
+    wc_open(&c, e.addr[0]);
+    T_EQ(wc_put_one(&c, "a", b, sizeof(b), sizeof(b), &gen), 0);
+    T_EQ(wc_put_one(&c, "b", b, sizeof(b), sizeof(b), &gen), 0);
+    wc_open(&c2, e.addr[0]);
+    T_EQ(wc_put_open(&c2, "a", 2 * sizeof(b), sizeof(b), 0, &up), 0);
+    T_EQ(wc_put_chunk(&c2, up, 0, rio__xxh3(b, sizeof(b)), b, sizeof(b)), 0);
+    T_EQ(wc_delete(&c, "a"), 0); /* a tombstone: the upload of a opened before */
+    T_EQ(disk_dir_count(dir, "o-", NULL, 0), 1u);
+    T_EQ(disk_dir_count(dir, "t-", NULL, 0), 1u);
+    T_EQ(disk_dir_count(dir, "d-", NULL, 0), 1u);
+    T_EQ(stat(dir, &st), 0);
+    T_EQ(st.st_mode & 0777, 0700u);
+    DIR *dd = opendir(dir);
+    T_TRUE(dd != NULL);
+    unsigned n = 0;
+    for (struct dirent *de; (de = readdir(dd));) {
+        char p[8400];
+        if (de->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
+        T_EQ(lstat(p, &st), 0);
+        if (st.st_mode & 077)
+            T_FAIL("%s: mode %o", de->d_name, (unsigned)(st.st_mode & 0777));
+        n++;
+    }
+    closedir(dd);
+    T_GE(n, 3u);
+    wc_close(&c2);
+    srv_end_wc(&e, &c);
+}
+
 /* What someone else planted in the directory under records' names: a FIFO
  * (start-up hung on it for good, and so did every READ thread that met
  * one), a symbolic link to a record outside (served), a second spelling of
