@@ -678,6 +678,12 @@ static void collect_locked(struct fault_transport *t, uint64_t *next, struct rio
     rio_list_each (op, &t->done, struct fop, qnode) {
         op->io->res = op->res;
         op->io->svc_ns = op->svc_ns;
+        /* The inner transport's own failure, passed on: what its store
+         * answered goes with it (the engine cleared why at submit, and
+         * the shadow is a copy). Its xxh_got does not: a fault may change
+         * the bytes after it hashed them. */
+        if (op->res < 0 && op->res == op->sh.res)
+            memcpy(op->io->why, op->sh.why, sizeof(op->io->why));
         op->io->tpriv = NULL;
         t->ctr.inflight--;
     }

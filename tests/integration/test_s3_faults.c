@@ -1001,6 +1001,23 @@ TEST(http_501_not_retried)
     close_free(c, alloc0, src, dst);
 }
 
+/* Through the fault filter (faults= in the URL, a rule that lets this GET
+ * pass) the server's answer still makes the detail: the filter handed the
+ * inner transport a copy of the op and took back its result alone, so the
+ * detail said "not supported" and nothing of the 501. */
+TEST(detail_passes_the_fault_filter)
+{
+    struct rio_options o;
+    int64_t alloc0;
+
+    opts_start(&o, &alloc0);
+    uint8_t *dst, *src = prewrite(&o, -1, "F_501_0/obj", CH, 1, &dst);
+    struct rio_client *c = fault_client(&o, "get_one=off&faults=error:op=write:count=1");
+    T_ERR(rio_get(c, "F_501_0/obj", dst, CH, NULL), RIO_ENOTSUP);
+    T_NOTNULL(strstr(rio_error_detail(), "GET key F_501_0/obj: HTTP 501"));
+    close_free(c, alloc0, src, dst);
+}
+
 /* 408 (RequestTimeout) is retried as the server's trouble: the path it came
  * on is not cooled down as a timeout would make it. */
 TEST(http_408_retries_without_cooling)
