@@ -179,10 +179,14 @@ class Client:
 
     async def close(self):
         """Wait for the calls in progress, shut the pool down, close the client
-        (on a thread: closing may wait for the transport). Idempotent."""
-        if self._closed:
-            return
+        (on a thread: closing may wait for the transport). Idempotent; a
+        close() that raised (a stream of ``client.sync`` still open) closes
+        the client when called again."""
         self._closed = True
+        # The sync client's state, not ours: a close that raised left it
+        # open, and returning here then would leave it so for good.
+        if self._sync.closed:
+            return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._close_sync)
 

@@ -223,6 +223,27 @@ def test_close_and_context_manager(mock_url):
     run(main())
 
 
+def test_close_refused_then_closes_when_called_again(mock_url):
+    # A stream of c.sync still open: close() raises as the sync client's
+    # does; it used to mark the client closed first, so the next close()
+    # returned at once and the sync client was never closed.
+    async def main():
+        c = railio.aio.Client(mock_url)
+        await c.put("k", b"x")
+        r = c.sync.open("k", "rb")
+        with pytest.raises(RuntimeError, match="in progress"):
+            await c.close()
+        assert c.closed and not c.sync.closed
+        with pytest.raises(ValueError):
+            await c.get("k")
+        r.close()
+        await c.close()
+        assert c.sync.closed
+        await c.close()  # idempotent
+
+    run(main())
+
+
 def test_list_async_iterator_pages(mock_url):
     async def main():
         async with railio.aio.Client(mock_url) as c:
