@@ -116,12 +116,17 @@ class Client:
         wait for the call to end, re-raise CancelledError."""
         self._check()
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        cf = self._pool.submit(fn, *args, **kwargs)
+        fut = asyncio.wrap_future(cf, loop=loop)
         try:
             # shield: cancelling the task must not cancel fut (the asyncio
             # side would end at once while the call still runs).
             return await asyncio.shield(fut)
         except asyncio.CancelledError:
+            # Still in the pool's queue (every worker busy): it never runs,
+            # so nothing waits for the calls ahead of it to end.
+            if cf.cancel():
+                raise
             if token is not None:
                 token.fire()
             await _wait_ended(fut)

@@ -178,6 +178,33 @@ def test_cancel_task_on_slow_mock_is_prompt(mock_url):
     run(main())
 
 
+def test_cancel_of_a_queued_call_is_prompt(mock_url):
+    """With the pool's one thread busy on a 4 s read, a second call waits in
+    the pool's queue; cancelled there it ends at once (it never runs: its
+    buffer is never written), not once the read ahead of it has ended."""
+
+    async def main():
+        async with slow_client(mock_url, 8 * MiB, 5) as fast:
+            async with railio.aio.Client(fast.url, max_workers=1) as c:
+                busy = asyncio.ensure_future(c.get_into("big", bytearray(8 * MiB)))
+                buf = bytearray(8 * MiB)
+                queued = asyncio.ensure_future(c.get_into("big", buf))
+                await asyncio.sleep(0.3)
+                t0 = time.monotonic()
+                queued.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await queued
+                waited = time.monotonic() - t0
+                assert waited < 1.0, "the queued call's cancel waited %.3f s" % waited
+                assert not busy.done()
+                busy.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await busy
+                assert buf == bytearray(8 * MiB)
+
+    run(main())
+
+
 def test_event_loop_not_blocked(mock_url):
     """A ticker every 10 ms keeps ticking while a 2 s transfer runs."""
 
