@@ -347,6 +347,8 @@ typedef struct {
     PyObject *stats_arg;     /* the caller's stats dict, or None */
     struct rio_stats *stats; /* NULL when the call collects none */
     PyObject *key;           /* as given */
+    pid_t pid;               /* the process that opened it (not the client's: a
+                              * forked child may close the client and open it again) */
     bool active;             /* a call runs on it without the GIL */
 } RioStream;
 
@@ -425,7 +427,7 @@ static PyObject *stream_raise(RioStream *s, int64_t err, const char *call)
  * waited for them for good). */
 static bool stream_forked(const RioStream *s)
 {
-    return s->client->pid != getpid();
+    return s->pid != getpid();
 }
 
 /* 1 if a method may use the stream now (open, in the process that opened
@@ -883,6 +885,7 @@ static RioStream *stream_new(PyTypeObject *tp, RioClient *client, PyObject *key,
     if (!s)
         return NULL;
     s->client = (RioClient *)Py_NewRef(client);
+    s->pid = getpid();
     s->key = Py_NewRef(key);
     s->stats_arg = Py_NewRef(stats_arg);
     /* Stats unless the client's collect_stats is off and no stats= was given. */

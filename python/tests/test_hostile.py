@@ -203,6 +203,12 @@ how = sys.argv[2]
 pid = os.fork()
 if pid == 0:
     signal.alarm(20)
+    if how == "reopen":
+        # The client closed and opened again here is the child's; the
+        # streams are still the parent's.
+        c.close()
+        c.__init__(sys.argv[1])
+        how = "use"
     if how == "use":
         try:
             c.get("k")
@@ -300,6 +306,12 @@ how = sys.argv[2]
 pid = os.fork()
 if pid == 0:
     signal.alarm(20)
+    if how == "reopen":
+        # The client closed and opened again here is the child's; the
+        # streams are still the parent's.
+        c.close()
+        c.__init__(sys.argv[1])
+        how = "use"
     if how == "use":
         for call in (lambda: r.read(10), lambda: r.readinto(bytearray(10)),
                      lambda: w.write(b"y"), w.close):
@@ -330,13 +342,15 @@ sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(s
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
-@pytest.mark.parametrize("how", ["use", "close", "exit"])
+@pytest.mark.parametrize("how", ["use", "close", "exit", "reopen"])
 def test_streams_in_a_forked_child(mock_url, how):
     """A Reader or Writer open across fork() is the parent's: in the child
     reading or writing raises at once (it went on with the parent's
     prefetched chunks, then would wait for its threads), and closing it or
     the interpreter's exit leaves the library's stream alone (the child
-    hung for good at exit, in rio_reader_close)."""
+    hung for good at exit, in rio_reader_close). So it stays when the child
+    closed the client and opened it again (reopen: the streams were taken
+    as the child's, and reading past the prefetched chunks hung)."""
     r = subprocess.run([sys.executable, "-c", FORK_STREAMS, mock_url, how], timeout=60,
                        capture_output=True, text=True)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
