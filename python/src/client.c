@@ -2012,6 +2012,59 @@ static struct PyModuleDef mod_def = {
     .m_methods = mod_methods,
 };
 
+/*
+ * Error.__reduce__: its arguments (the message) and its state, errno
+ * included. OSError's own keeps only the arguments and __dict__ (code,
+ * detail, results): errno is no item of either, so an Error pickled across
+ * processes (a ProcessPoolExecutor's worker, multiprocessing) or copied
+ * came back with errno None.
+ */
+static PyObject *error_reduce(PyObject *self, PyObject *unused)
+{
+    PyObject *args, *d, *state = NULL, *v, *ret = NULL;
+
+    (void)unused;
+    args = PyObject_GetAttrString(self, "args");
+    if (!args)
+        return NULL;
+    d = PyObject_GenericGetDict(self, NULL);
+    if (!d)
+        goto out_args;
+    state = PyDict_Copy(d);
+    Py_DECREF(d);
+    if (!state)
+        goto out_args;
+    v = PyObject_GetAttrString(self, "errno");
+    if (!v || PyDict_SetItemString(state, "errno", v) < 0) {
+        Py_XDECREF(v);
+        goto out_state;
+    }
+    Py_DECREF(v);
+    ret = PyTuple_Pack(3, (PyObject *)Py_TYPE(self), args, state);
+out_state:
+    Py_DECREF(state);
+out_args:
+    Py_DECREF(args);
+    return ret;
+}
+
+static PyMethodDef error_reduce_def = {
+    "__reduce__", error_reduce, METH_NOARGS,
+    "The message and the state (errno, code, detail, results): pickled whole."};
+
+/* Err_Error's own methods (its subclasses inherit them). */
+static int error_methods(void)
+{
+    PyObject *descr = PyDescr_NewMethod((PyTypeObject *)Err_Error, &error_reduce_def);
+    int ret;
+
+    if (!descr)
+        return -1;
+    ret = PyObject_SetAttrString(Err_Error, "__reduce__", descr);
+    Py_DECREF(descr);
+    return ret;
+}
+
 static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *base2, const char *doc)
 {
     char full[64];
@@ -2031,6 +2084,10 @@ static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *bas
         Py_DECREF(bases);
         if (!*slot)
             return -1;
+        if (slot == &Err_Error && error_methods() < 0) {
+            Py_CLEAR(*slot);
+            return -1;
+        }
     }
     Py_INCREF(*slot);
     if (PyModule_AddObject(m, name, *slot) < 0) {

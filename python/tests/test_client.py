@@ -1,9 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """railio.Client: buffers, zero copy, threads, errors, close, stats."""
+import copy
 import ctypes
 import errno
 import mmap
 import os
+import pickle
 import socket
 import threading
 import time
@@ -396,6 +398,27 @@ def test_error_mapping(code, cls, builtin):
     assert e.errno == code
     assert e.code.startswith("RIO_E") or e.code.startswith("E")
     assert e.detail is None
+
+
+def test_errors_pickle_and_copy_whole(client):
+    """An Error crosses processes pickled (a ProcessPoolExecutor's worker,
+    multiprocessing) and is copied whole: errno came back None (OSError's
+    own __reduce__ keeps only the message and __dict__)."""
+    client.put("a", b"x")
+    errs = [_railio._error(-10010), _railio._error(-errno.ECONNREFUSED)]
+    for call in (lambda: client.get("nope"),
+                 lambda: client.batch_get_into(["a", "nope"], [bytearray(1), bytearray(1)])):
+        with pytest.raises(railio.Error) as ei:
+            call()
+        errs.append(ei.value)
+    for e in errs:
+        for e2 in (pickle.loads(pickle.dumps(e)), copy.copy(e)):
+            assert type(e2) is type(e)
+            assert (str(e2), e2.args, e2.errno, e2.code, e2.detail) == (
+                str(e), e.args, e.errno, e.code, e.detail)
+    batch = pickle.loads(pickle.dumps(errs[-1]))
+    assert batch.results[0] == 1 and isinstance(batch.results[1], railio.NotFound)
+    assert batch.results[1].errno == -10010
 
 
 def test_not_found(any_client):
