@@ -1785,7 +1785,14 @@ static PyObject *Client_close(RioClient *self, PyObject *unused)
     if (!c)
         Py_RETURN_NONE;
     if (self->pid != getpid()) {
-        self->c = NULL; /* forked: the parent's, never destroyed here */
+        /* Forked: the parent's, never destroyed here. Its calls in
+         * progress are the parent's threads' and streams', none of which
+         * ends here: a client opened again here starts with none (its
+         * close() refused "calls in progress" for good). */
+        self->c = NULL;
+        self->busy = 0;
+        self->closing = 0;
+        PyDict_Clear(self->inflight);
         Py_RETURN_NONE;
     }
     if (self->busy > 0) {

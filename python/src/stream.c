@@ -366,11 +366,26 @@ typedef struct {
     bool aborted;
 } RioWriter;
 
+/* Whether this process was forked from the one that opened the stream:
+ * the library's reader or writer belongs to the parent, whose threads fill
+ * and drain it, so no rio_* call may touch it here (reading or closing it
+ * waited for them for good). */
+static bool stream_forked(const RioStream *s)
+{
+    return s->pid != getpid();
+}
+
 /* The call of the stream ended: uncount it, publish its stats. */
 static void stream_end(RioStream *s)
 {
     if (!s->cx)
         return;
+    if (stream_forked(s)) {
+        /* The parent's call: a client closed here forgot it (and one
+         * still the parent's takes no call here), so it uncounts nothing. */
+        Py_CLEAR(s->cx);
+        return;
+    }
     rio_py_call_end(s->client, s->cx); /* drops the reference */
     s->cx = NULL;
     publish_stats(s->client, s->stats, s->stats_arg);
@@ -419,15 +434,6 @@ static PyObject *stream_raise(RioStream *s, int64_t err, const char *call)
     PyErr_Clear();
     what_key(what, sizeof(what), call, key ? key : "?");
     return rio_py_raise((int)err, what);
-}
-
-/* Whether this process was forked from the one that opened the stream:
- * the library's reader or writer belongs to the parent, whose threads fill
- * and drain it, so no rio_* call may touch it here (reading or closing it
- * waited for them for good). */
-static bool stream_forked(const RioStream *s)
-{
-    return s->pid != getpid();
 }
 
 /* 1 if a method may use the stream now (open, in the process that opened

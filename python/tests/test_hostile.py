@@ -199,16 +199,11 @@ import os, signal, sys
 import railio
 c = railio.Client(sys.argv[1])
 c.put("k", b"parent")
+r = c.open("k", "rb")  # a call of the parent's in progress across the fork
 how = sys.argv[2]
 pid = os.fork()
 if pid == 0:
     signal.alarm(20)
-    if how == "reopen":
-        # The client closed and opened again here is the child's; the
-        # streams are still the parent's.
-        c.close()
-        c.__init__(sys.argv[1])
-        how = "use"
     if how == "use":
         try:
             c.get("k")
@@ -218,21 +213,41 @@ if pid == 0:
     if how == "close":
         c.close()
         os._exit(0)
+    if how == "reopen":
+        # Closed and opened again here, the client is the child's: it
+        # works and closes, the parent's call in progress counting for
+        # nothing here (its close raised "1 call in progress" for good,
+        # and no call began after), also once the parent's stream is
+        # dropped here.
+        c.close()
+        c.__init__(sys.argv[1])
+        c.put("k2", b"child")
+        ok = c.get("k2") == b"child"
+        c.close()
+        ok = ok and c.closed
+        r.close()
+        c.__init__(sys.argv[1])
+        ok = ok and c.get("k2") == b"child"
+        c.close()
+        os._exit(0 if ok and c.closed else 5)
     sys.exit(0)  # the interpreter's exit deallocates the client
 _, status = os.waitpid(pid, 0)
-assert c.get("k") == b"parent"  # the parent's client is untouched
+assert r.read() == b"parent"  # the parent's stream and client are untouched
+r.close()
+assert c.get("k") == b"parent"
 c.close()
 sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 """
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
-@pytest.mark.parametrize("how", ["use", "close", "exit"])
+@pytest.mark.parametrize("how", ["use", "close", "exit", "reopen"])
 def test_client_in_a_forked_child(mock_url, how):
     """A forked child has none of the client's threads: using it raises
     at once (it hung for good), and the child exits cleanly whether it
     closes it or leaves it to the interpreter's exit (a segfault joining
-    threads that are not there)."""
+    threads that are not there). Closed and opened again in the child, it
+    is the child's, whatever calls the parent had in progress."""
     r = subprocess.run([sys.executable, "-c", FORK_CHILD, mock_url, how], timeout=60,
                        capture_output=True, text=True)
     assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
