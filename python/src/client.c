@@ -714,8 +714,9 @@ int rio_py_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what
         if (writable && view->readonly) {
             PyBuffer_Release(view);
             PyErr_Format(PyExc_TypeError,
-                         "%s is read-only: get_into needs a writable buffer (bytearray, "
-                         "numpy array, writable mmap or memoryview, CPU torch tensor), not %.100s",
+                         "%s is read-only: what is read lands in it, so it must be writable "
+                         "(bytearray, numpy array, writable mmap or memoryview, CPU torch "
+                         "tensor), not %.100s",
                          what, Py_TYPE(obj)->tp_name);
             return -1;
         }
