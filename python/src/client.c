@@ -2076,7 +2076,7 @@ static int error_methods(void)
 static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *base2, const char *doc)
 {
     char full[64];
-    PyObject *bases;
+    PyObject *bases, *dict;
 
     snprintf(full, sizeof(full), "railio.%s", name);
     if (!*slot) {
@@ -2088,7 +2088,15 @@ static int add_exc(PyObject *m, PyObject **slot, const char *name, PyObject *bas
             bases = Py_NewRef(Err_Error);
         if (!bases)
             return -1;
-        *slot = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+        /* Error's code and detail are None until a failed call sets them:
+         * an Error made in Python (a test double, a wrapper's) has them too. */
+        dict = !Err_Error ? Py_BuildValue("{s:O,s:O}", "code", Py_None, "detail", Py_None) : NULL;
+        if (!Err_Error && !dict) {
+            Py_DECREF(bases);
+            return -1;
+        }
+        *slot = PyErr_NewExceptionWithDoc(full, doc, bases, dict);
+        Py_XDECREF(dict);
         Py_DECREF(bases);
         if (!*slot)
             return -1;

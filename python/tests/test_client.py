@@ -400,6 +400,15 @@ def test_error_mapping(code, cls, builtin):
     assert e.detail is None
 
 
+def test_errors_made_in_python_have_code_and_detail():
+    # A test double's or a wrapper's Error: code and detail read None
+    # (AttributeError before, where a handler looked at e.code).
+    for cls in (railio.Error, railio.NotFound, railio.BatchError):
+        e = cls("made here")
+        assert (e.code, e.detail, e.errno) == (None, None, None)
+    assert _railio._error(-10010).code == "RIO_ENOTFOUND"
+
+
 def test_errors_pickle_and_copy_whole(client):
     """An Error crosses processes pickled (a ProcessPoolExecutor's worker,
     multiprocessing) and is copied whole: errno came back None (OSError's
