@@ -112,6 +112,23 @@ def test_sglang_batch_set_target_sizes_and_failure(mock_url):
         assert st.exists("x") is False
 
 
+def test_sglang_target_size_on_any_contiguous_buffer(mock_url):
+    # A Fortran-order page is contiguous, taken as its memory as railio
+    # takes it (with target_size it was a TypeError: memoryview.cast takes
+    # C order only); a strided one is a BufferError naming it.
+    with RailioHiCacheStorage(mock_url) as st:
+        page = np.asfortranarray(np.arange(64, dtype=np.uint8).reshape(8, 8))
+        assert st.set("f", page, target_size=16)
+        assert st.get("f") == page.tobytes(order="A")[:16]
+        back = np.asfortranarray(np.zeros((8, 8), dtype=np.uint8))
+        assert st.get("f", back, target_size=16) is back
+        assert back.tobytes(order="A")[:16] == page.tobytes(order="A")[:16]
+        with pytest.raises(BufferError, match=r"target_location is not contiguous"):
+            st.get("f", np.zeros((8, 8), dtype=np.uint8)[:, ::2], target_size=4)
+        with pytest.raises(TypeError):
+            st.get("f", b"read-only", target_size=4)
+
+
 @pytest.mark.skipif(torch is None, reason="python3-torch not installed")
 def test_sglang_torch_pool_in_place(url, ns):
     with RailioHiCacheStorage(url, key_prefix=ns) as st:

@@ -15,6 +15,7 @@ the pool.
 """
 
 import logging
+import pickle
 
 import railio
 
@@ -37,7 +38,13 @@ def _byte_view(obj, size, what):
             raise BufferError("%s is not contiguous" % what)
         flat = obj.view(-1).view(torch.uint8)
     else:
-        flat = memoryview(obj).cast("B")
+        # Its memory as bytes, as railio takes it: a Fortran-order array is
+        # contiguous too (memoryview.cast refused it: C order only), and a
+        # strided view is a BufferError as railio's own.
+        try:
+            flat = pickle.PickleBuffer(obj).raw()
+        except BufferError:
+            raise BufferError("%s is not contiguous" % what) from None
     if size > len(flat):
         raise ValueError("%s: size %d is more than its %d bytes" % (what, size, len(flat)))
     return flat[:size]
