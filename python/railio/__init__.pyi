@@ -29,14 +29,17 @@ class PathStats(TypedDict):
     bytes: int
     ops: int
     errors: int
+    busy_s: float
     rate_mbps: float
+    cap_mbps: float  # 0: unknown
     peak_depth: int
-    state: str
+    state: str  # "healthy", "cooling", "probing"
 
 class CpuStats(TypedDict):
     engine_s: float
     transport_s: float
     caller_s: float
+    run_queue_wait_s: float
 
 class AdaptStats(TypedDict):
     state: str  # "off", "growing", "settled", "ceiling"
@@ -58,11 +61,17 @@ class Stats(TypedDict):
     verdict_text: str
     hash_s: float
     verify_s: float
+    copy_s: float
+    sink_s: float
+    source_s: float
+    op_s: float
+    service_s: float
+    peak_inflight_bytes: int
     cpu: CpuStats
     adapt: AdaptStats
 
 class Desc(TypedDict):
-    key: str
+    key: _Key  # bytes when the key is not UTF-8
     size: int
     generation: int
     etag: str

@@ -400,6 +400,29 @@ def test_error_mapping(code, cls, builtin):
     assert e.detail is None
 
 
+def test_type_hints_name_every_stats_and_desc_field(client):
+    """The TypedDicts of __init__.pyi hold the keys the dicts have (a type
+    checker refused stats["copy_s"], paths[i]["busy_s"] and others)."""
+    import ast
+
+    path = os.path.join(os.path.dirname(railio.__file__), "__init__.pyi")
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    hints = {
+        node.name: {a.target.id for a in node.body if isinstance(a, ast.AnnAssign)}
+        for node in tree.body if isinstance(node, ast.ClassDef)
+    }
+    desc = client.put("k", b"x" * 100)
+    client.get("k")
+    st = client.last_stats
+    assert hints["Desc"] == set(desc)
+    assert hints["Stats"] == set(st)
+    assert hints["LatencyStats"] == set(st["latency"])
+    assert hints["CpuStats"] == set(st["cpu"])
+    assert hints["AdaptStats"] == set(st["adapt"])
+    assert hints["PathStats"] == set(st["paths"][0])
+
+
 def test_errors_made_in_python_have_code_and_detail():
     # A test double's or a wrapper's Error: code and detail read None
     # (AttributeError before, where a handler looked at e.code).
