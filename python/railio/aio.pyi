@@ -35,7 +35,8 @@ class Client:
     def cancel(self) -> None: ...
     async def put(
         self, key: str | bytes, buffer: ReadableBuffer | Any, *, cancel: railio.Cancel | None = None,
-        stats: dict[str, Any] | None = None,
+        stats: dict[str, Any] | None = None, if_absent: bool = False,
+        if_generation: int | None = None,
     ) -> railio.Desc: ...
     async def get(
         self, key: str | bytes, *, cancel: railio.Cancel | None = None,
@@ -48,14 +49,19 @@ class Client:
     async def batch_put(
         self, keys: Iterable[str | bytes], buffers: Iterable[ReadableBuffer | Any], *,
         cancel: railio.Cancel | None = None, stats: dict[str, Any] | None = None,
+        if_absent: bool = False,
     ) -> list[int]: ...
     async def batch_get_into(
         self, keys: Iterable[str | bytes], buffers: Iterable[WriteableBuffer | Any], *,
         cancel: railio.Cancel | None = None, stats: dict[str, Any] | None = None,
     ) -> list[int]: ...
-    async def exists(self, key: str | bytes, *, cancel: railio.Cancel | None = None) -> bool: ...
+    async def exists(
+        self, key: str | bytes, *, cancel: railio.Cancel | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> bool: ...
     async def batch_exists(
-        self, keys: Iterable[str | bytes], *, cancel: railio.Cancel | None = None
+        self, keys: Iterable[str | bytes], *, cancel: railio.Cancel | None = None,
+        stats: dict[str, Any] | None = None,
     ) -> int: ...
     async def stat(self, key: str | bytes) -> railio.Desc: ...
     async def delete(self, key: str | bytes, *, if_generation: int | None = None) -> None: ...

@@ -1889,39 +1889,39 @@ static PyObject *Client_get_closed(RioClient *self, void *unused)
 
 static PyMethodDef Client_methods[] = {
     {"put", (PyCFunction)(void (*)(void))Client_put, FASTKW,
-     "put(key, buffer, *, cancel=None, stats=None) -> dict\n--\n\n"
-     "Store buffer's bytes under key (published atomically). Returns the descriptor: "
+     "put(key, buffer, *, cancel=None, stats=None, if_absent=False, if_generation=None)\n--\n\n"
+     "Store buffer's bytes under key (published atomically). Returns the descriptor (a dict): "
      "{key, size, generation, etag, chunk_size, nchunks}."},
     {"get", (PyCFunction)(void (*)(void))Client_get, FASTKW,
-     "get(key, *, cancel=None, stats=None) -> bytes\n--\n\n"
-     "The whole object, every chunk verified (get_into avoids the copy into bytes)."},
+     "get(key, *, cancel=None, stats=None)\n--\n\n"
+     "The whole object as bytes, every chunk verified (get_into avoids the copy into bytes)."},
     {"get_into", (PyCFunction)(void (*)(void))Client_get_into, FASTKW,
-     "get_into(key, buffer, *, cancel=None, stats=None) -> int\n--\n\n"
+     "get_into(key, buffer, *, cancel=None, stats=None)\n--\n\n"
      "Read the object straight into buffer (writable, contiguous: bytearray, numpy array, "
      "mmap, memoryview, CPU torch tensor); returns the byte count."},
     {"batch_put", (PyCFunction)(void (*)(void))Client_batch_put, FASTKW,
-     "batch_put(keys, buffers, *, cancel=None, stats=None) -> list[int]\n--\n\n"
-     "Store every buffer under its key in one batch; raises BatchError (.results) if any "
+     "batch_put(keys, buffers, *, cancel=None, stats=None, if_absent=False)\n--\n\n"
+     "Store every buffer under its key in one batch (a list of 0s); raises BatchError (.results) if any "
      "failed."},
     {"batch_get_into", (PyCFunction)(void (*)(void))Client_batch_get_into, FASTKW,
-     "batch_get_into(keys, buffers, *, cancel=None, stats=None) -> list[int]\n--\n\n"
+     "batch_get_into(keys, buffers, *, cancel=None, stats=None)\n--\n\n"
      "Read every key into its buffer in one batch; returns the byte counts; raises "
      "BatchError (.results: an int or an Error per key) if any failed."},
     {"exists", (PyCFunction)(void (*)(void))Client_exists, FASTKW,
-     "exists(key, *, cancel=None, stats=None) -> bool\n--\n\n"},
+     "exists(key, *, cancel=None, stats=None)\n--\n\nTrue if key holds an object."},
     {"batch_exists", (PyCFunction)(void (*)(void))Client_batch_exists, FASTKW,
-     "batch_exists(keys, *, cancel=None, stats=None) -> int\n--\n\n"
+     "batch_exists(keys, *, cancel=None, stats=None)\n--\n\n"
      "How many keys exist in a row from keys[0] (the KV-cache prefix-hit count)."},
     {"stat", (PyCFunction)Client_stat, METH_O,
-     "stat(key) -> dict\n--\n\nThe descriptor of key (as put's); NotFound if absent."},
+     "stat(key, /)\n--\n\nThe descriptor (a dict) of key (as put's); NotFound if absent."},
     {"delete", (PyCFunction)(void (*)(void))Client_delete, FASTKW,
-     "delete(key, *, if_generation=None) -> None\n--\n\nRemove key; NotFound if absent. With "
+     "delete(key, *, if_generation=None)\n--\n\nRemove key; NotFound if absent. With "
      "if_generation, only if key's object is that generation (else GenerationChanged)."},
     {"list", (PyCFunction)(void (*)(void))Client_list, METH_VARARGS | METH_KEYWORDS,
      "list(prefix='', *, recursive=True, start_after=None, page_size=1000, cancel=None)\n--\n\n"
      "Iterate over the keys under prefix (railio.Entry objects)."},
     {"open", (PyCFunction)(void (*)(void))Client_open, METH_VARARGS | METH_KEYWORDS,
-     "open(key, mode='rb', *, prefetch=0, size=None, cancel=None)\n--\n\n"
+     "open(key, mode='rb', *, prefetch=0, size=None, cancel=None, stats=None)\n--\n\n"
      "A streaming railio.Reader ('rb') or railio.Writer ('wb')."},
     {"cancel", (PyCFunction)Client_cancel, METH_NOARGS,
      "cancel()\n--\n\nCancel every call in progress on this client (they raise "
@@ -2003,12 +2003,12 @@ static PyObject *mod_error(PyObject *m, PyObject *arg)
 
 static PyMethodDef mod_methods[] = {
     {"_error", mod_error, METH_O,
-     "_error(err) -> Error\n--\n\nThe exception a call that fails with err (a RIO_E* or "
+     "_error(err, /)\n--\n\nThe exception (an Error) a call that fails with err (a RIO_E* or "
      "-errno value) raises."},
     {"version", mod_version, METH_NOARGS,
-     "version() -> str\n--\n\nThe version of the loaded librailio."},
+     "version()\n--\n\nThe version of the loaded librailio (a str)."},
     {"backends", mod_backends, METH_NOARGS,
-     "backends() -> list[str]\n--\n\nThe URL schemes this librailio can open."},
+     "backends()\n--\n\nThe URL schemes this librailio can open (a list of str)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -423,6 +423,35 @@ def test_type_hints_name_every_stats_and_desc_field(client):
     assert hints["PathStats"] == set(st["paths"][0])
 
 
+def test_signatures_name_what_the_methods_take(client):
+    """inspect.signature (help(), IDEs) read every method's: the "-> type"
+    after the text signatures made them unreadable, and put's left out
+    if_absent= and if_generation=. Each keyword a signature names is taken
+    by the method, with its default."""
+    import inspect
+
+    client.put("k", b"x")
+    required = {"key": "k", "keys": ["k"], "buffer": bytearray(1), "buffers": [bytearray(1)]}
+    for name in ("put", "get", "get_into", "batch_put", "batch_get_into", "exists",
+                 "batch_exists", "stat", "delete", "list", "open", "cancel", "close"):
+        sig = inspect.signature(getattr(railio.Client, name))
+        if name in ("delete", "close", "stat"):
+            continue  # they remove or end what the others read
+        args, kw = [], {}
+        for p in sig.parameters.values():
+            if p.default is inspect.Parameter.empty:
+                args.append(required[p.name])
+            else:
+                kw[p.name] = p.default
+        r = getattr(client, name)(*args, **kw)
+        if name == "open":
+            r.close()
+    assert "if_generation" in inspect.signature(railio.Client.put).parameters
+    assert "if_absent" in inspect.signature(railio.Client.batch_put).parameters
+    for fn in (railio.version, railio.backends, railio.Cancel.fire):
+        inspect.signature(fn)
+
+
 def test_errors_made_in_python_have_code_and_detail():
     # A test double's or a wrapper's Error: code and detail read None
     # (AttributeError before, where a handler looked at e.code).
