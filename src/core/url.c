@@ -568,6 +568,20 @@ static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n
         for (const char *x = a; at && !colon && x + 3 <= at; x++)
             if (x[0] == '%' && x[1] == '3' && (x[2] == 'A' || x[2] == 'a'))
                 colon = x + 2;
+        /* "user:pa/ss@host": a password holding a '/' not written %2F ends
+         * the authority at the '/' (what follows the ':' is then no port):
+         * hidden up to the last '@' before the query. */
+        const char *c2 = !at && ae < end && *ae == '/' ? memchr(a, ':', (size_t)(ae - a)) : NULL;
+        if (c2 && strspn(c2 + 1, "0123456789") < (size_t)(ae - c2 - 1)) {
+            const char *qe = ae;
+            while (qe < end && !strchr("?#&", *qe))
+                qe++;
+            const char *at2 = memrchr(ae, '@', (size_t)(qe - ae));
+            if (at2) {
+                at = at2;
+                colon = c2;
+            }
+        }
         if (colon) {
             put(out, cap, o, s, (size_t)(colon + 1 - s));
             put(out, cap, o, "***", 3);

@@ -124,6 +124,32 @@ TEST(railio_userinfo_refused_with_a_reason)
     T_NOTNULL(strstr(err, "railio:// URLs take no user information"));
 }
 
+/* s3://AK:SECRET@bucket (keys where an s3:// URL's bucket goes) was taken
+ * as a bucket named so: the secret was in the error's detail ("s3 bucket
+ * AK:SECRET@..."), and with an endpoint and unsigned=1 in the path of every
+ * request. Now refused as a malformed URL, saying where keys go, and no
+ * message shows the secret. The same for an http:// password holding a '/'
+ * that was not written %2F: the host was "u:Pa", a part of the password in
+ * the detail; a port that is no number is refused without showing it. */
+TEST(s3_bucket_with_keys_refused)
+{
+    char err[8192];
+    int port = cli_dead_port();
+
+    if (!rio_has_scheme("s3"))
+        T_SKIP("s3:// is not built");
+    T_EQ(run_err(err, sizeof(err), "stat 's3://AKIA:PaSsW0rd@127.0.0.1:%d/b/k'", port), 2);
+    check(err);
+    T_NOTNULL(strstr(err, "an s3:// URL takes no user:password@"));
+    T_EQ(run_err(err, sizeof(err),
+                 "stat 's3://AKIA:PaSsW0rd@bkt/k?endpoint=http://127.0.0.1:%d&unsigned=1'", port),
+         2);
+    check(err);
+    T_EQ(run_err(err, sizeof(err), "stat 'http://u:Pa/SsW0rd@127.0.0.1:%d/x'", port), 2);
+    T_NULL(strstr(err, "u:Pa"));
+    T_NOTNULL(strstr(err, "is no port number"));
+}
+
 /* The cause behind a runtime error reaches the CLI's line: an S3 PUT to an
  * endpoint that refuses connections says so per path, not only "no
  * healthy path left", and still shows no secret key. */

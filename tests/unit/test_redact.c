@@ -40,6 +40,13 @@ TEST(tokens_and_passwords)
     redacts("s3://b/k?endpoint=http%3A%2F%2Fh%3A9000", "s3://b/k?endpoint=http%3A%2F%2Fh%3A9000");
     redacts("http://user%3APW@h:1/k", "http://user%3A***@h:1/k");
     redacts("http://user%3aPW@h:1/k?x=http://a%3aB@c", "http://user%3a***@h:1/k?x=http://a:***@c");
+    /* A password holding a '/' not written %2F: the authority ends at the
+     * '/', and what follows its ':' is no port (it was shown whole); a
+     * port and a key holding '@' are kept. */
+    redacts("http://u:Pa/SsW0rd@h:1/x", "http://u:***@h:1/x");
+    redacts("http://u:Pa/Ss/W0rd@h:1/x?y=1", "http://u:***@h:1/x?y=1");
+    redacts("http://h:8080/a@b", "http://h:8080/a@b");
+    redacts("s3://b/k@x", "s3://b/k@x");
     /* Any case, and a name written with %XX escapes. */
     redacts("x://h?TOKEN=S&%74oken=S2", "x://h?TOKEN=***&%74oken=***");
     /* Not secrets: the object's key, paths of files, plain options. */

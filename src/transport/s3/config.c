@@ -108,6 +108,25 @@ static int parse_endpoint(struct s3_transport *t, const char *ep, char **path_ou
         if (hs == he)
             return RIO_EURL;
     }
+    /* HOST:PORT or [V6]:PORT: a port that is no number is refused without
+     * showing it (a password with a '/' not written %2F ends the authority
+     * there, and what came before the '/' was taken for the host). */
+    const char *rb = *hs == '[' ? memchr(hs, ']', (size_t)(he - hs)) : NULL;
+    const char *pc = memrchr(rb ? rb : hs, ':', (size_t)(he - (rb ? rb : hs)));
+    if (pc) {
+        size_t pl = (size_t)(he - pc - 1);
+        unsigned long port = 0;
+        bool ok = pl >= 1 && pl <= 5;
+        for (const char *x = pc + 1; ok && x < he; x++) {
+            ok = *x >= '0' && *x <= '9';
+            port = port * 10 + (unsigned long)(*x - '0');
+        }
+        if (!ok || port == 0 || port > 65535) {
+            rio__detail("what follows the host's ':' is no port number (a password holding '/' "
+                        "is written %%2F)");
+            return RIO_EURL;
+        }
+    }
     t->host = rio__malloc((size_t)(he - hs) + 1);
     t->endpoint = rio__malloc((size_t)(he - ep) + 1);
     if (!t->host || !t->endpoint)
@@ -363,6 +382,14 @@ int rio__s3_config_parse(struct s3_transport *t, const struct rio_url *u,
     if (t->scheme == SCHEME_S3) {
         if (!u->authority || !*u->authority)
             return RIO_EURL;
+        /* s3://AK:SECRET@bucket was a bucket of that name: the secret in
+         * messages, and in the path of every request. */
+        if (strchr(u->authority, '@')) {
+            rio__detail("an s3:// URL takes no user:password@ (the keys come from "
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile or the "
+                        "instance: docs/s3.md)");
+            return RIO_EURL;
+        }
         t->bucket = rio__strdup(u->authority);
         if (!t->bucket)
             return -ENOMEM;
