@@ -10,8 +10,14 @@
  * fallback to plain TCP; a byte flipped in a TLS record is a damaged
  * connection that the engine retries (0 wrong bytes).
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+
+#include <openssl/ssl.h>
 
 #include "mitm_env.h"
 #include "pki_util.h"
@@ -175,6 +181,95 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     expect_open_fails(RIO_ETLS, "railio://%s?tls=off", e.addr[0]);
     unsetenv("RIO_TLS_CA");
     expect_open_fails(RIO_EINVAL, "railio://%s?tls=maybe", e.addr[0]);
+    T_EQ(stop_tls(&e), 0);
+}
+
+/* A TLS 1.2 handshake with railiod offering only cipher list ciphers: the
+ * suite it agreed on, or NULL when it refused. */
+static const char *tls12_with(const char *addr, const char *ciphers)
+{
+    struct wc c;
+    const char *got = NULL;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+    T_NOTNULL(ctx);
+    T_EQ(SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION), 1);
+    T_EQ(SSL_CTX_set_cipher_list(ctx, ciphers), 1);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    wc_connect(&c, addr);
+    SSL *ssl = SSL_new(ctx);
+    T_NOTNULL(ssl);
+    T_EQ(SSL_set_fd(ssl, c.fd), 1);
+    if (SSL_connect(ssl) == 1)
+        got = SSL_CIPHER_get_name(SSL_get_current_cipher(ssl)); /* static */
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    wc_close(&c);
+    return got;
+}
+
+struct cbc_server {
+    int lfd;
+    const char *cert, *key;
+    int accepted; /* 1: the handshake went through */
+};
+
+/* One TLS 1.2 server that speaks only CBC with HMAC-SHA1. */
+static void *cbc_server_run(void *arg)
+{
+    struct cbc_server *s = arg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    int fd = accept(s->lfd, NULL, NULL);
+
+    if (ctx && fd >= 0 && SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION) == 1 &&
+        SSL_CTX_set_cipher_list(ctx, "ECDHE-ECDSA-AES128-SHA") == 1 &&
+        SSL_CTX_use_certificate_chain_file(ctx, s->cert) == 1 &&
+        SSL_CTX_use_PrivateKey_file(ctx, s->key, SSL_FILETYPE_PEM) == 1) {
+        SSL *ssl = SSL_new(ctx);
+        SSL_set_fd(ssl, fd);
+        s->accepted = SSL_accept(ssl) == 1;
+        SSL_free(ssl);
+    }
+    if (fd >= 0)
+        close(fd);
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* TLS 1.2 is the AEADs of TLS 1.3, AES-128-GCM first, on both ends: railiod
+ * took CBC with HMAC-SHA1 from a client that offered only that (OpenSSL's
+ * default list), and agreed on AES-256-GCM, its default's first; the
+ * client offered CBC too. */
+TEST(tls12_aead_only)
+{
+    struct srv_env e;
+    struct t_pki p;
+
+    start_tls(&e, &p);
+    T_NULL(tls12_with(e.addr[0], "ECDHE-ECDSA-AES128-SHA"));
+    T_NULL(tls12_with(e.addr[0], "ECDHE-ECDSA-AES256-SHA384"));
+    T_NULL(tls12_with(e.addr[0], "AES128-GCM-SHA256")); /* no forward secrecy */
+    const char *all = tls12_with(e.addr[0], "ALL");
+    T_NOTNULL(all);
+    T_STREQ(all, "ECDHE-ECDSA-AES128-GCM-SHA256");
+
+    /* The client does not take a server that speaks only CBC. */
+    struct cbc_server s = {.cert = p.cert, .key = p.key};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    s.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    T_GE(s.lfd, 0);
+    T_EQ(bind(s.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    T_EQ(listen(s.lfd, 4), 0);
+    T_EQ(getsockname(s.lfd, (struct sockaddr *)&a, &al), 0);
+    pthread_t th;
+    T_EQ(pthread_create(&th, NULL, cbc_server_run, &s), 0);
+    expect_open_fails(RIO_ETLS, "railio://127.0.0.1:%u?tls=on&tls_ca=%s&connect_timeout=2s",
+                      (unsigned)ntohs(a.sin_port), p.ca);
+    shutdown(s.lfd, SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(s.lfd);
+    T_EQ(s.accepted, 0);
     T_EQ(stop_tls(&e), 0);
 }
 
