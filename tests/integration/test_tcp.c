@@ -1736,7 +1736,11 @@ static const struct {
     /* Nobody listens on port 1 of loopback. */
     BAD("railio://127.0.0.1:1", -ECONNREFUSED),
     /* Booleans take any case, as every other option does (keepalive=ON was refused). */
-    BAD("railio://127.0.0.1:1?keepalive=ON&tls_verify=Yes", -ECONNREFUSED),
+    BAD("railio://127.0.0.1:1?keepalive=ON&tls=on&tls_verify=Yes", -ECONNREFUSED),
+    /* A TLS option without tls=on is refused, not run in the clear. */
+    BAD("railio://127.0.0.1:1?tls_ca=/etc/ssl/certs/ca-certificates.crt", RIO_EINVAL),
+    BAD("railio://127.0.0.1:1?tls_name=localhost", RIO_EINVAL),
+    BAD("railio://127.0.0.1:1?tls=off&tls_verify=on", RIO_EINVAL),
 };
 
 TEST(bad_urls_and_unreachable_servers)

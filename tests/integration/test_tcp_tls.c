@@ -176,6 +176,13 @@ TEST(wrong_ca_wrong_name_and_verify_off)
     /* ... and struct rio_options' tls field. */
     o.tls = 1;
     via(url, &o, 0);
+    /* The field off takes precedence over tls=on; a URL that names a CA
+     * then is refused, and says why, rather than going in the clear. */
+    o.tls = -1;
+    struct rio_client *c = NULL;
+    snprintf(url, sizeof(url), "railio://%s?tls=on&tls_ca=%s", e.addr[0], p.ca);
+    T_ERR(rio_client_new(url, &o, &c), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "struct rio_options.tls is -1"));
     /* tls=off in the URL, and no field: plain TCP to a TLS server fails. */
     o.tls = 0;
     expect_open_fails(RIO_ETLS, "railio://%s?tls=off", e.addr[0]);

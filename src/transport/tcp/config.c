@@ -348,8 +348,24 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
             return -ENOMEM;
         strcpy(t->tls_name, s);
     }
-    if (t->o.tls != 1)
+    if (t->o.tls != 1) {
+        /* A URL that names a CA, a name or a verification wants TLS:
+         * without tls=on it would go in the clear, without a word. (Only
+         * the URL's: RIO_TLS_CA may be set for other URLs.) */
+        static const char *const only_tls[] = {"tls_ca", "tls_name", "tls_verify"};
+        const char *on = rio__url_param(u, "tls");
+        bool url_on = false;
+        if (on && rio__parse_bool(on, &url_on) < 0)
+            url_on = false;
+        for (size_t i = 0; i < sizeof(only_tls) / sizeof(only_tls[0]); i++)
+            if ((s = rio__url_param(u, only_tls[i])) && (*s || i == 2))
+                return rio__opt_refuse(
+                    only_tls[i], s, "TLS is off: %s, or drop %s=",
+                    url_on ? "struct rio_options.tls is -1, which takes precedence over tls=on"
+                           : "add tls=on (or RIO_TLS=on)",
+                    only_tls[i]);
         return 0;
+    }
     t->tls_ctx = rio__tls_client_ctx(ca, verify, why, sizeof(why));
     if (!t->tls_ctx && ca) {
         /* A CA bundle that cannot be read is this machine's setting, not
