@@ -416,8 +416,11 @@ TEST(auth_refused_then_accepted)
     tu_url(url, sizeof(url), &e, "token=wrong");
     T_ERR(rio_client_new(url, &o, &c), -EACCES);
     T_NULL(c);
+    /* The detail says the token was refused (it was the bare code). */
+    T_NOTNULL(strstr(rio_error_detail(), "the server refused the token"));
     tu_url(url, sizeof(url), &e, NULL);
     T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_NOTNULL(strstr(rio_error_detail(), "the server asks for a token"));
     T_EQ(rio__alloc_outstanding(), a0);
 
     tu_url(url, sizeof(url), &e, "token=s3cret-token");
@@ -434,6 +437,30 @@ TEST(auth_refused_then_accepted)
     tu_get_check(u.c, "auth/a", 3 * TU_CHUNK + 1, 5, 0);
     T_OK(rio_delete(u.c, "auth/a"));
     tu_close(&u);
+    stop(&e);
+}
+
+/* An address that failed AUTH more than --auth-failures times is refused
+ * unchecked for a while: the client says so, not a bare "permission
+ * denied" that read as a wrong token. */
+TEST(auth_throttled_is_named)
+{
+    struct srv_env e;
+    struct rio_options o;
+    struct rio_client *c = NULL;
+    char tok[256], url[512];
+
+    srv_prepare(&e);
+    srv_write_token(&e, "s3cret-token", tok, sizeof(tok));
+    const char *args[] = {"--auth-token-file", tok, "--auth-failures", "1", NULL};
+    srv_start_listen(&e, NULL, args);
+    tu_opts(&o);
+    tu_url(url, sizeof(url), &e, "token=wrong");
+    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    tu_url(url, sizeof(url), &e, "token=s3cret-token");
+    T_ERR(rio_client_new(url, &o, &c), -EACCES);
+    T_NULL(c);
+    T_NOTNULL(strstr(rio_error_detail(), "too many failed AUTHs"));
     stop(&e);
 }
 

@@ -258,6 +258,14 @@ int rio__tcp_hs_on_auth(const struct tcp_transport *t, struct rio_proto_sess *se
     uint8_t want[RIO_PROTO_MAC_LEN];
     int ok;
 
+    /* A refusal says which: a bare "permission denied" left the user to
+     * guess between a wrong token and an address the server throttles. */
+    if (h->status == RIO_ETHROTTLE)
+        rio__detail("the server refuses AUTH from this address for now: too many failed "
+                    "AUTHs from it (railiod --auth-failures); try again later");
+    else if (h->status != 0 && h->status != RIO_EPROTO)
+        rio__detail("the server refused the token: token= or token_file= (or RIO_TOKEN_FILE) "
+                    "does not hold its --auth-token-file token");
     if (h->status != 0)
         return h->status == RIO_EPROTO ? RIO_EPROTO : -EACCES;
     if (rio__proto_dec_auth_resp(body, h->body_len, &r) < 0)
