@@ -41,6 +41,15 @@ static const char *ssl_reason(void)
     return r ? r : "unknown error";
 }
 
+/* Why a file did not load: the first error (the last is OpenSSL's own
+ * "PEM lib" where the first says "no start line"). */
+static const char *load_reason(void)
+{
+    unsigned long e = ERR_peek_error();
+    const char *r = e ? ERR_reason_error_string(e) : NULL;
+    return r ? r : "unknown error";
+}
+
 static SSL_CTX *ctx_common(const SSL_METHOD *m, char *why, size_t whylen)
 {
     SSL_CTX *ctx;
@@ -116,13 +125,29 @@ SSL_CTX *rio__tls_client_ctx(const char *ca_file, bool verify, char *why, size_t
     return ctx;
 }
 
+/* The passphrase of an encrypted key: none. OpenSSL's default asks on the
+ * terminal (or reads stdin), so a server started with one waited there for
+ * ever, or failed without saying why. */
+static int no_passphrase(char *buf, int size, int rwflag, void *asked)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    if (asked)
+        *(int *)asked = 1;
+    return -1;
+}
+
 SSL_CTX *rio__tls_server_ctx(const char *cert_file, const char *key_file, char *why, size_t whylen)
 {
     SSL_CTX *ctx;
+    int asked = 0;
 
     ctx = ctx_common(TLS_server_method(), why, whylen);
     if (!ctx)
         return NULL;
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, &asked);
     /* No session tickets: nothing arrives on a client's idle connection
      * after the handshake (the client takes stray bytes for a dead one). */
     (void)SSL_CTX_set_num_tickets(ctx, 0);
@@ -133,14 +158,28 @@ SSL_CTX *rio__tls_server_ctx(const char *cert_file, const char *key_file, char *
         why_set(why, whylen, "TLS: %s is not a regular file", odd);
         goto err;
     }
+    ERR_clear_error();
     if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
-        why_set(why, whylen, "TLS: cannot load the certificate %s", cert_file);
+        if (why && whylen)
+            snprintf(why, whylen, "TLS: cannot load the certificate %s: %s", cert_file,
+                     load_reason());
         goto err;
     }
+    ERR_clear_error();
     if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
-        why_set(why, whylen, "TLS: cannot load the private key %s", key_file);
+        if (asked)
+            why_set(why, whylen,
+                    "TLS: the private key %s is encrypted and a passphrase is never asked "
+                    "for: keep it unencrypted, readable by this user only (openssl pkey -in "
+                    "KEY -out PLAIN)",
+                    key_file);
+        else if (why && whylen)
+            snprintf(why, whylen, "TLS: cannot load the private key %s: %s", key_file,
+                     load_reason());
         goto err;
     }
+    /* Not kept: the context outlives this frame. */
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
     if (SSL_CTX_check_private_key(ctx) != 1) {
         why_set(why, whylen, "TLS: the private key %s does not match the certificate", key_file);
         goto err;

@@ -13,9 +13,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <openssl/ssl.h>
 
@@ -278,6 +280,62 @@ TEST(tls12_aead_only)
     close(s.lfd);
     T_EQ(s.accepted, 0);
     T_EQ(stop_tls(&e), 0);
+}
+
+/* railiod with an encrypted --tls-key: it exits at once (1), saying the key
+ * is encrypted, with a stdin that stays open. It asked for a passphrase on
+ * the terminal, or read one from stdin, and so waited for ever (and where
+ * neither gave one, said only "cannot load the private key"). */
+TEST(encrypted_key_refused_at_once)
+{
+    char dir[256], cmd[2048], bin[512], log[512], enc[512];
+    struct t_pki p;
+    int in[2], st = 0;
+
+    t_mkdtemp(dir, sizeof(dir), "rio-tls-enc");
+    t_make_pki(dir, &p);
+    snprintf(enc, sizeof(enc), "%s/enc.key", dir);
+    snprintf(log, sizeof(log), "%s/log", dir);
+    snprintf(cmd, sizeof(cmd), "openssl pkey -in %s -aes256 -passout pass:pw -out %s", p.key, enc);
+    T_EQ(system(cmd), 0);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(pipe(in), 0);
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(in[0], 0);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--tls-cert", p.cert, "--tls-key", enc,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    uint64_t t0 = t_now_ms();
+    pid_t w = 0;
+    while ((w = waitpid(pid, &st, WNOHANG)) == 0 && t_now_ms() - t0 < 5000)
+        t_sleep_ms(20);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    close(in[1]);
+    char out[2048] = "";
+    FILE *f = fopen(log, "r");
+    T_NOTNULL(f);
+    size_t n = fread(out, 1, sizeof(out) - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    fprintf(stderr, "railiod said: %s", out);
+    T_NE(w, 0); /* it did not wait */
+    T_TRUE(WIFEXITED(st));
+    T_EQ(WEXITSTATUS(st), 1);
+    T_NOTNULL(strstr(out, "is encrypted"));
+    unlink(enc);
+    unlink(log);
+    t_pki_remove(dir);
+    rmdir(dir);
 }
 
 /* One byte flipped in the Nth server-to-client read of the proxy, wherever
