@@ -826,6 +826,14 @@ static void do_auth(struct conn *c, const uint8_t *body, size_t len)
         conn_status(c, RIO_ENOTSUP);
         return;
     }
+    if (rio__proto_sess_keyed(&c->sess)) {
+        /* A second AUTH would key the session again with the same nonces,
+         * so the same keys, and number each direction from 0 again: every
+         * frame of the session so far would be valid once more, for a
+         * proxy to replay. One AUTH per connection, as one HELLO. */
+        conn_reject(c, "AUTH after AUTH");
+        return;
+    }
     if (afail_throttled(srv, c->peer_ip)) {
         /* Too many failures from this address: not even checked (a token
          * cannot be guessed faster than the bucket refills). */

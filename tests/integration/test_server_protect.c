@@ -539,6 +539,41 @@ TEST(authentication)
     srv_end_wc(&e, &c);
 }
 
+/* A second AUTH on a keyed session closes it: it was answered, and keyed
+ * the session again with the same keys and sequence numbers from 0, so
+ * the session's earlier frames would check out again (a replay). */
+TEST(second_auth_closes)
+{
+    struct srv_env e;
+    char token[256];
+    struct wc c;
+    struct rio_proto_hello_resp hr;
+    uint8_t cn[RIO_PROTO_NONCE_LEN], mac[RIO_PROTO_MAC_LEN];
+
+    setenv("SRV_LOG_FILE", "1", 1);
+    srv_prepare(&e);
+    srv_write_token(&e, "s3cret-token", token, sizeof(token));
+    const char *args[] = {"--auth-token-file", token, NULL};
+    srv_start_listen(&e, NULL, args);
+    wc_connect(&c, e.addr[0]);
+    /* wc_hello_ex draws its nonce from rand(): the same seed, the same nonce. */
+    srand(77);
+    T_EQ(wc_hello_ex(&c, "s3cret-token", &hr, NULL), 0);
+    srand(77);
+    for (int i = 0; i < RIO_PROTO_NONCE_LEN; i++)
+        cn[i] = (uint8_t)rand();
+    T_EQ(wc_ping(&c), 0); /* keyed */
+    T_OK(rio__proto_auth_mac((const uint8_t *)"s3cret-token", 12, "railio-auth-v1", hr.nonce, cn,
+                             mac));
+    T_NE(wc_call(&c, RIO_OP_AUTH, mac, sizeof(mac), NULL, 0, NULL, NULL), 0);
+    T_EQ(wc_wait_closed(&c, 2000), 0);
+    wc_close(&c);
+    for (int i = 0; i < 100 && !srv_log_count(&e, "AUTH after AUTH"); i++)
+        t_sleep_ms(20);
+    T_GE(srv_log_count(&e, "AUTH after AUTH"), 1u);
+    T_EQ(srv_stop(&e), 0);
+}
+
 TEST(idle_connections_are_closed)
 {
     struct srv_env e;
