@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
 #include "cli/tree.h"
+#include "core/url.h"
 #include "railio.h"
 
 static const char bench_usage[] =
@@ -164,9 +165,51 @@ static void std_fds_open(void)
         }
 }
 
+/*
+ * A secret in a URL argument (token=, a secret key: core/url.h's list) is
+ * overwritten with '*' where the kernel shows the command line
+ * (/proc/PID/cmdline, ps), the CLI working on a copy. Other users of the
+ * machine read a process's command line: `railio get
+ * 'railio://h/k?token=T'` showed T to them for as long as it ran. (Before
+ * this runs it is still there for an instant: token_file= keeps it out.)
+ */
+static void argv_hide_secrets(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        char *q = strstr(argv[i], "://") ? strchr(argv[i], '?') : NULL;
+        char *copy = NULL;
+        for (char *k = q ? q + 1 : NULL; k && *k;) {
+            size_t kl = strcspn(k, "&#"), nl = strcspn(k, "=&#");
+            char name[64];
+            size_t dn = 0;
+            /* The name as the parser reads it (%XX decoded). */
+            for (size_t j = 0; j < nl && dn < sizeof(name); j++) {
+                int hi = k[j] == '%' && j + 2 < nl ? rio__hex_digit(k[j + 1]) : -1;
+                int lo = hi >= 0 ? rio__hex_digit(k[j + 2]) : -1;
+                name[dn++] = lo >= 0 ? (char)(hi << 4 | lo) : k[j];
+                j += lo >= 0 ? 2 : 0;
+            }
+            if (nl < kl && rio__secret_name(name, dn)) {
+                if (!copy && !(copy = strdup(argv[i])))
+                    return; /* no memory: shown, as before */
+                memset(k + nl + 1, '*', kl - nl - 1);
+            }
+            k += kl;
+            if (*k != '&')
+                break;
+            k++;
+        }
+        /* The copy (never freed) holds the secret; the original, masked,
+         * is what /proc shows. */
+        if (copy)
+            argv[i] = copy;
+    }
+}
+
 int main(int argc, char **argv)
 {
     std_fds_open();
+    argv_hide_secrets(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return RIO_CLI_EXIT_USAGE;

@@ -5,12 +5,16 @@
  * ?token=SECRET (and user:PASSWORD@) that fail (nothing listens, a bad
  * option, no key) name the URL with the secret replaced by "***".
  */
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli_util.h"
@@ -240,4 +244,50 @@ TEST(fifo_token_file_not_waited_on)
     T_LT(t_now_ms() - t0, 10000u);
     T_NOTNULL(strstr(err, "token_file"));
     T_EQ(t_sh("rm -rf %s", dir), 0);
+}
+
+/* A token in a URL argument is not in the command line the kernel shows
+ * other users (/proc/PID/cmdline, ps) while railio runs: it was, for as
+ * long as the transfer took. The CLI works on a copy; the option itself
+ * still works (the other tests). */
+TEST(token_hidden_from_cmdline)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof(a);
+    char url[256], cmdline[4096], path[64];
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    /* A server that takes the connection and never answers its HELLO. */
+    T_GE(lfd, 0);
+    T_EQ(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    T_EQ(listen(lfd, 4), 0);
+    T_EQ(getsockname(lfd, (struct sockaddr *)&a, &al), 0);
+    snprintf(url, sizeof(url), "railio://127.0.0.1:%u/k?connect_timeout=5s&token=" SECRET,
+             (unsigned)ntohs(a.sin_port));
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(cli_bin(), cli_bin(), "stat", url, (char *)NULL);
+        _exit(127);
+    }
+    /* Once it connects it is well past its start (where the mask goes). */
+    struct pollfd pf = {.fd = lfd, .events = POLLIN};
+    T_EQ(poll(&pf, 1, 10000), 1);
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    FILE *f = fopen(path, "r");
+    T_NOTNULL(f);
+    size_t n = fread(cmdline, 1, sizeof(cmdline) - 1, f);
+    fclose(f);
+    cmdline[n] = '\0';
+    for (size_t j = 0; j < n; j++)
+        cmdline[j] = cmdline[j] ? cmdline[j] : ' ';
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    close(lfd);
+    fprintf(stderr, "cmdline: %s\n", cmdline);
+    T_NOTNULL(strstr(cmdline, "token=*"));
+    T_NULL(strstr(cmdline, SECRET));
 }
