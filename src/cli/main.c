@@ -166,7 +166,8 @@ static void std_fds_open(void)
 }
 
 /*
- * A secret in a URL argument (token=, a secret key: core/url.h's list) is
+ * A secret in a URL argument (token=, a secret key: core/url.h's list; the
+ * password of a user:password@) is
  * overwritten with '*' where the kernel shows the command line
  * (/proc/PID/cmdline, ps), the CLI working on a copy. Other users of the
  * machine read a process's command line: `railio get
@@ -176,8 +177,21 @@ static void std_fds_open(void)
 static void argv_hide_secrets(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        char *q = strstr(argv[i], "://") ? strchr(argv[i], '?') : NULL;
+        char *sep = strstr(argv[i], "://");
+        char *q = sep ? strchr(argv[i], '?') : NULL;
         char *copy = NULL;
+        /* A user:password@ (http://'s Basic auth): the password. */
+        char *a = sep ? sep + 3 : NULL;
+        char *ae = a ? a + strcspn(a, "/?#") : NULL;
+        char *at = NULL;
+        for (char *x = a; x && x < ae; x++)
+            at = *x == '@' ? x : at;
+        char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+        if (colon && colon + 1 < at) {
+            if (!(copy = strdup(argv[i])))
+                return; /* no memory: shown, as before */
+            memset(colon + 1, '*', (size_t)(at - colon - 1));
+        }
         for (char *k = q ? q + 1 : NULL; k && *k;) {
             size_t kl = strcspn(k, "&#"), nl = strcspn(k, "=&#");
             char name[64];
