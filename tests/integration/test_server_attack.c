@@ -9,10 +9,15 @@
  * disk is served without reading its 64 MiB chunk on the event loop; the
  * buffers of disk READs are bounded per connection and server-wide.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* unshare */
+#endif
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include "server_disk_util.h"
 #include "tlib.h"
@@ -261,6 +266,73 @@ TEST(failed_auth_is_throttled_and_logs_are_rate_limited)
     T_LE(lines, 2u * 20u + 2u * (unsigned)(secs + 2.0));
     T_GE(srv_log_count(&e, "repeated "), 1u);
     T_EQ(srv_stop(&e), 0);
+}
+
+/* One wrong AUTH from [src] to [dst]:port: its status. */
+static int auth6(const char *src, const char *dst, int port)
+{
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6}, da = {.sin6_family = AF_INET6};
+    struct timeval tv = {.tv_sec = 10};
+    struct wc c = {.fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0), .next_id = 1};
+
+    if (c.fd < 0 || inet_pton(AF_INET6, src, &sa.sin6_addr) != 1 ||
+        inet_pton(AF_INET6, dst, &da.sin6_addr) != 1)
+        return -EINVAL;
+    da.sin6_port = htons((uint16_t)port);
+    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (bind(c.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        connect(c.fd, (struct sockaddr *)&da, sizeof(da)) < 0) {
+        int e = -errno;
+        close(c.fd);
+        return e;
+    }
+    int st = wc_hello_ex(&c, "wrong-token", NULL, NULL);
+    wc_close(&c);
+    return st;
+}
+
+/* The per-address bounds take an IPv6 address's /64, the least a host is
+ * given: they took the whole address, and a host of a /64 that changed it
+ * for each try was never throttled (nor held to its share of the handshake
+ * slots, nor of the uploads per client). In a network namespace of its
+ * own (a child process): fd00:1::2 spends the --auth-failures, then
+ * fd00:1::3, of the same /64, is throttled; fd00:2::2, of another, is not. */
+TEST(ipv6_failed_auth_is_throttled_per_64)
+{
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        if (unshare(CLONE_NEWNET) != 0) {
+            fprintf(stderr, "unshare(CLONE_NEWNET): %s\n", strerror(errno));
+            _exit(77);
+        }
+        if (t_sh("ip link set lo up && ip -6 addr add fd00:1::1/64 dev lo nodad && "
+                 "ip -6 addr add fd00:1::2/64 dev lo nodad && "
+                 "ip -6 addr add fd00:1::3/64 dev lo nodad && "
+                 "ip -6 addr add fd00:2::2/64 dev lo nodad") != 0)
+            _exit(77);
+        struct srv_env e;
+        char token[256];
+        srv_prepare(&e);
+        srv_write_token(&e, "s3cret-token", token, sizeof(token));
+        const char *args[] = {"--auth-token-file", token, "--auth-failures", "2", NULL};
+        srv_start_listen(&e, "[fd00:1::1]:0", args);
+        int port = atoi(strrchr(e.addr[0], ':') + 1), bad = 0;
+        for (int i = 0; i < 2; i++)
+            bad |= auth6("fd00:1::2", "fd00:1::1", port) != -EACCES;
+        int st = auth6("fd00:1::3", "fd00:1::1", port);
+        fprintf(stderr, "fd00:1::3 after two failures of fd00:1::2: %s\n", rio_errname(st));
+        bad |= (st != RIO_ETHROTTLE) << 1;
+        bad |= (auth6("fd00:2::2", "fd00:1::1", port) != -EACCES) << 2;
+        srv_stop(&e);
+        _exit(bad);
+    }
+    int st = 0;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_TRUE(WIFEXITED(st));
+    if (WEXITSTATUS(st) == 77)
+        T_SKIP("no network namespace of its own here");
+    T_EQ(WEXITSTATUS(st), 0);
 }
 
 /* A 1-byte READ of an object on disk with 64 MiB chunks read and hashed the
