@@ -164,6 +164,9 @@ struct rio_srv_upload {
      * until the buffer is freed with the last reference. */
     struct rio_srv_store *held_by;
     uint64_t held;
+    /* The same for its mapping (counted against UPLOADS_MAPPED_MAX in
+     * that store's mapped_held until freed). */
+    struct rio_srv_store *map_held_by;
     uint64_t charge;  /* meta + the bytes of the chunks charged */
     uint64_t meta;    /* what the upload is charged from its open */
     uint64_t warm;    /* bytes of a reused mapping not charged yet */
@@ -247,6 +250,9 @@ struct rio_srv_store {
      * allocated until the send (the chunk) ends, and count against the
      * capacity until then (obj_remove_locked, upload_remove_locked). */
     _Atomic uint64_t held;
+    /* Address space of uploads removed while a chunk still arrives into
+     * their mapping (upload_remove_locked): counted with uploads_mapped. */
+    _Atomic uint64_t mapped_held;
     int evict_lru;
     uint64_t default_ttl_ns, upload_timeout_ns;
     uint64_t max_chunks;

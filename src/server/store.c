@@ -345,6 +345,8 @@ static void upload_free(struct rio_srv_upload *u)
     if (u->held_by)
         atomic_fetch_sub(&u->held_by->held, u->held);
     rio__srv_data_free(u->data, u->size);
+    if (u->map_held_by) /* after the unmap: never counted less than mapped */
+        atomic_fetch_sub(&u->map_held_by->mapped_held, u->mapped);
     rio__free(u->xxh);
     rio__free(u->state);
     rio__free(u->charged);
@@ -646,7 +648,15 @@ static void upload_remove_locked(struct rio_srv_store *s, struct rio_srv_upload 
     s->warm -= u->warm;
     u->warm = 0;
     s->uploads_mapped -= u->mapped;
-    u->mapped = 0;
+    if (u->mapped && u->data && atomic_load(&u->refs) > 1) {
+        /* Its mapping lives while that chunk arrives: still counted
+         * (else opens, a chunk trickled into each, and aborts mapped past
+         * UPLOADS_MAPPED_MAX, until every PUT met -ENOMEM). */
+        u->map_held_by = s;
+        atomic_fetch_add(&s->mapped_held, u->mapped);
+    } else {
+        u->mapped = 0;
+    }
     if (!u->meta_out)
         s->unstarted_meta -= u->meta;
     client_put_locked(s, u->client);
@@ -964,10 +974,12 @@ int rio__srv_store_open(struct rio_srv_store *s, const struct rio_proto_put_open
                  "%llu bytes of metadata (limit: 1/%u of --memory)",
                  (unsigned long long)s->unstarted_meta, UNSTARTED_SHARE);
         ret = RIO_ETHROTTLE;
-    } else if (u->data && s->uploads_mapped + m->size > UPLOADS_MAPPED_MAX) {
+    } else if (u->data &&
+               s->uploads_mapped + atomic_load(&s->mapped_held) + m->size > UPLOADS_MAPPED_MAX) {
         SRV_INFO("put refused: uploads in progress map %llu bytes of address space for their data "
                  "(limit: %llu)",
-                 (unsigned long long)s->uploads_mapped, UPLOADS_MAPPED_MAX);
+                 (unsigned long long)(s->uploads_mapped + atomic_load(&s->mapped_held)),
+                 UPLOADS_MAPPED_MAX);
         ret = RIO_ETHROTTLE;
     } else if (!s->evict_lru && !s->disk && !unknown &&
                s->used + s->warm + atomic_load(&s->held) + m->size + meta > s->capacity) {

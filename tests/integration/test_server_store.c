@@ -378,6 +378,25 @@ TEST(idle_opens_cannot_take_the_address_space)
     T_EQ(wc_call(&c[0], RIO_OP_PUT_ABORT, &up[0][0], 8, NULL, 0, NULL, NULL), 0);
     T_EQ(wc_put_open(&c[0], "idle", size, 1ull << 30, 0, &x), 0);
     T_EQ(wc_put_open(&c[0], "idle", size, 1ull << 30, 0, &x), RIO_ETHROTTLE);
+    /* Not while a chunk still arrives into its mapping, which lives until
+     * that chunk ends: it stays counted (it was given back at the abort,
+     * and opens, a trickled chunk and an abort each mapped past the cap). */
+    struct wc o;
+    wc_open(&o, e.addr[0]);
+    uint8_t part[1000] = {7};
+    T_EQ(wc_chunk_head(&c[0], up[0][1], 0, 0, 1u << 30), 0);
+    T_EQ(wc_send_raw(&c[0], part, sizeof(part)), 0);
+    usleep(50 * 1000);
+    T_EQ(wc_call(&o, RIO_OP_PUT_ABORT, &up[0][1], 8, NULL, 0, NULL, NULL), 0);
+    T_EQ(wc_put_open(&o, "idle", size, 1ull << 30, 0, &x), RIO_ETHROTTLE);
+    wc_close(&c[0]); /* the chunk ends, and c[0]'s uploads go */
+    int st = RIO_ETHROTTLE;
+    for (int t = 0; t < 100 && st == RIO_ETHROTTLE; t++) {
+        usleep(20 * 1000);
+        st = wc_put_open(&o, "idle", size, 1ull << 30, 0, &x);
+    }
+    T_EQ(st, 0);
+    wc_close(&o);
     /* Others are served, and once the idle ones are gone the room is back. */
     wc_open(&d, e.addr[0]);
     uint8_t small[100] = {1};
