@@ -203,6 +203,18 @@ static int put_op(struct rados_transport *t, unsigned shards, const char *key, u
     return 0;
 }
 
+int rio__rados_idx_uncommit(struct rados_transport *t, const char *key, uint64_t gen)
+{
+    unsigned shards;
+    bool ready;
+    char val[17];
+    int ret = rio__rados_idx_state(t, &shards, &ready);
+
+    if (ret < 0 || !shards)
+        return ret;
+    return put_op(t, shards, key, gen, NULL, NULL, val);
+}
+
 void rio__rados_idx_open(struct rados_transport *t, struct rupload *up)
 {
     unsigned shards;

@@ -336,6 +336,13 @@ void rio__rados_idx_mark(struct rados_transport *t, const char *key, uint64_t ge
                          const char *pending, uint64_t size, int64_t mtime_s, const char *etag);
 /* At close: every mark sent has landed. */
 void rio__rados_idx_marks_wait(struct rados_transport *t);
+/* Before a removal of key's head of generation gen: write (key, gen)'s
+ * entry back to "not committed", waited for, so that a removal whose
+ * entry drop never comes (a crash between the two, a drop that failed)
+ * leaves an entry listings check against the head instead of one they
+ * believe. 0 (also when the pool has no index), or the error: then the
+ * head must stay. */
+int rio__rados_idx_uncommit(struct rados_transport *t, const char *key, uint64_t gen);
 /* Take out the entries of generations that can no longer be heads (best
  * effort: what stays is skipped by listings and swept by fsck). */
 void rio__rados_idx_drop(struct rados_transport *t, const char *key, uint64_t gen);

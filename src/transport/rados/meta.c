@@ -560,6 +560,15 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
             rio__rados_head_cleanup(&h);
             return RIO_EGENERATION;
         }
+        /* The entry first: a listing believes a key's one committed
+         * entry without reading its head, so one left committed after the
+         * head went (this process killed before the drop below, a drop
+         * that failed) listed a key no GET finds, until an fsck. */
+        ret = rio__rados_idx_uncommit(t, key, h.generation);
+        if (ret < 0) {
+            rio__rados_head_cleanup(&h);
+            return ret;
+        }
         rados_write_op_t op = rados_create_write_op();
         if (!op) {
             rio__rados_head_cleanup(&h);
@@ -579,6 +588,12 @@ static int remove_gen(struct rados_transport *t, const char *key, uint64_t gen)
             return 0;
         }
         text_gen = h.generation;
+        if (ret == -ECANCELED || ret == -ENOENT || ret == -ENODATA) {
+            /* That generation is no head any more: its replacer (or
+             * remover) took its entry out, perhaps before ours above
+             * wrote it again. */
+            rio__rados_idx_drop(t, key, h.generation);
+        }
         rio__rados_head_cleanup(&h);
         if (ret != -ECANCELED && ret != -ENOENT && ret != -ENODATA)
             return rio__rados_xlate(ret);
