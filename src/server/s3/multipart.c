@@ -948,7 +948,11 @@ static int compose(struct gw_req *r, const char *id, struct part *p, unsigned n,
         uint64_t dst_if = !r->put_cond                    ? 0
                           : r->cond.flags & RIO_IF_ABSENT ? RIO__PUT_IF_ABSENT
                                                           : r->cond.expect_generation;
-        ret = rio__compose(rio__gw_client(), r->bkey, keys, gens, n, 0, dst_if, out);
+        /* The parts' heads stay until the record is written and the upload
+         * goes (complete_finish): a Complete cut short before its record
+         * can be sent again, rather than finding its parts gone. */
+        ret = rio__compose(rio__gw_client(), r->bkey, keys, gens, n, RIO_COMPOSE_KEEP_SOURCES,
+                           dst_if, out);
     }
     rio__free(gens);
     rio__free(keys);
@@ -1381,6 +1385,28 @@ static int complete_again(struct MHD_Connection *c, struct gw_req *r, struct com
     return complete_answer(c, r, etag);
 }
 
+/* A Complete that finds a part of its list gone while its upload is still
+ * there: a Complete of this upload published the object, took the parts'
+ * heads and was cut short before the upload went (its gateway killed: the
+ * client then retries, through another). When the key holds the object
+ * that list of parts made, answer as that Complete would have and finish
+ * its work (the upload goes); else RIO_ENOTFOUND (InvalidPart). */
+static int published_before(struct MHD_Connection *c, struct gw_req *r, const char *id,
+                            struct complete_ctx *x)
+{
+    struct gw_meta *m = NULL;
+    char etag[48];
+
+    if (mpu_etag(x->p, x->n, etag) < 0 || !key_holds(r, etag, &m))
+        return RIO_ENOTFOUND;
+    SRV_INFO("s3: complete: a part is gone and the key holds the upload's object: a Complete "
+             "of it was cut short; the upload goes");
+    drop_upload(r, id);
+    rio__gw_meta_free(r->meta);
+    r->meta = m;
+    return complete_answer(c, r, etag);
+}
+
 /* The object's checksum a Complete may carry: x-amz-checksum-CRC32, CRC32C,
  * CRC64NVME of the whole object (S3's FULL_OBJECT type), to be checked on
  * the bytes as the parts are copied (*out), or a composite one (the
@@ -1589,6 +1615,10 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
         memset(&d, 0, sizeof(d));
         ret = rio_stat(rio__gw_client(), k, &d);
         rio_desc_cleanup(&d);
+        if (ret == RIO_ENOTFOUND && (ret = published_before(c, r, id, &x)) >= 0) {
+            rio__free(x.p);
+            return ret;
+        }
         if (ret == RIO_ENOTFOUND || (ret == 0 && strcmp(d.etag, x.p[i].etag) != 0)) {
             rio__free(x.p);
             return rio__gw_error(c, r, 400, "InvalidPart",
