@@ -661,6 +661,45 @@ TEST(complete_retried_after_a_crash_mid_cleanup)
     gw_stop(&a);
 }
 
+/* A CopyObject whose source is replaced while it copies (its old chunks
+ * removed under the reader) is answered 503 SlowDown, which S3 clients
+ * retry, as a GET that keeps meeting new versions is; it was 500
+ * InternalError with a warning in the log. Nothing is published. Gateway a
+ * reads with chunk 1 of every read held back 2 s (the fault filter), and
+ * the source is replaced through b meanwhile. */
+TEST(copy_of_a_source_replaced_meanwhile_is_slowdown)
+{
+    struct gw a, b;
+    char url[1024], furl[1200];
+
+    gw_need();
+    ru_url(url, sizeof(url), "rio", NULL);
+    ru_url(furl, sizeof(furl), "rio", "faults=delay:op=read:chunk=1:delay=2000");
+    gw_start(&a, furl, NULL);
+    gw_start(&b, url, NULL);
+    T_EQ(gw_curl(&b, "o", "-X PUT %s/cpr", b.url), 200);
+    gw_file(&b, "src", 40u << 20, 81);
+    gw_file(&b, "src2", 40u << 20, 82);
+    T_EQ(gw_curl(&b, "o", "-T %s %s/cpr/src", gw_path(&b, "src"), b.url), 200);
+    T_EQ(t_sh("(curl -s -o %s -w '%%{http_code}' -X PUT -H 'x-amz-copy-source: /cpr/src' "
+              "%s/cpr/dst > %s.tmp; mv %s.tmp %s) >/dev/null 2>&1 &",
+              gw_path(&a, "cp"), a.url, gw_path(&a, "code"), gw_path(&a, "code"),
+              gw_path(&a, "code")),
+         0);
+    usleep(700 * 1000);
+    T_EQ(gw_curl(&b, "o", "-T %s %s/cpr/src", gw_path(&b, "src2"), b.url), 200);
+    for (int i = 0; i < 300 && access(gw_path(&a, "code"), F_OK) != 0; i++)
+        usleep(100 * 1000);
+    char code[16] = "";
+    gw_slurp_str(&a, "code", code, sizeof(code));
+    fprintf(stderr, "copy answered %s\n", code);
+    T_STREQ(code, "503");
+    T_TRUE(gw_has(&a, "cp", "<Code>SlowDown</Code>"));
+    T_EQ(gw_curl(&b, "o", "-I %s/cpr/dst", b.url), 404);
+    gw_stop(&b);
+    gw_stop(&a);
+}
+
 TEST(listings_in_key_order)
 {
     key_order("rio", false);

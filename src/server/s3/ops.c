@@ -2420,12 +2420,14 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
     ret = rio_reader_open_at(rio__gw_client(), sbkey, off, 0, &call, &rd);
+    int src_err = ret; /* the source's own failure (replaced while copied) */
     if (ret == 0)
         ret = rio_writer_open(rio__gw_client(), r->bkey, len, 0, r->put_cond ? &r->cond : NULL, &w);
     for (left = len; ret == 0 && left;) {
         int64_t n = rio_reader_read(rd, buf, left < COPY_BLOCK ? (size_t)left : COPY_BLOCK);
         if (n <= 0) {
             ret = n < 0 ? (int)n : -EIO; /* the source ended early */
+            src_err = ret;
             break;
         }
         r->bytes_in += (uint64_t)n;
@@ -2449,6 +2451,12 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
     memset(&out, 0, sizeof(out));
     if (ret < 0) {
         rio_writer_abort(w);
+        /* The source was replaced while it was copied (its old chunks
+         * gone under the reader): the client copies again, as a GET that
+         * keeps meeting new versions is told (it was 500 InternalError). */
+        if (src_err == RIO_EGENERATION)
+            return rio__gw_error(c, r, 503, "SlowDown",
+                                 "The copy source was replaced while it was copied: please retry.");
         if (ret == RIO_ENOTSUP && r->put_cond)
             return rio__gw_error(c, r, 501, "NotImplemented",
                                  "This gateway's backend cannot write on a condition (If-Match, "
