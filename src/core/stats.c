@@ -205,6 +205,16 @@ void rio__stats_verdict(struct rio_stats *st)
                  "%.0f%%, caller %.0f%%) while paths were idle %.0f%% of the time",
                  (cpu_e + cpu_t + cpu_c) * 100, cpu_e * 100, cpu_t * 100, cpu_c * 100,
                  (1 - busy) * 100);
+    } else if (busy >= BUSY_SAT && !known_cap && !st->svc_ns) {
+        /* Busy paths, but the transport knows neither what its links carry
+         * nor how long the target took (railio:// reports neither): an op's
+         * time is the link's and the server's together. A railiod held to a
+         * few percent of a core read "network" here, as a slow link does. */
+        st->verdict = RIO_VERDICT_NETWORK;
+        snprintf(st->verdict_text, sizeof(st->verdict_text),
+                 "paths busy %.0f%% of the time, slowest path %d at %.1f MB/s: the links or "
+                 "the target (no link cap or service time known)",
+                 busy * 100, slow_i, slowest);
     } else if (busy >= BUSY_SAT) {
         st->verdict = RIO_VERDICT_NETWORK;
         snprintf(st->verdict_text, sizeof(st->verdict_text),

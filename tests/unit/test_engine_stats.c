@@ -254,6 +254,12 @@ TEST(verdict_rules)
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_NETWORK);
     T_GT(strlen(st.verdict_text), 0u);
+    /* Busy paths whose caps and the target's service time are both unknown
+     * (railio://): the links or the server behind them, not "the network"
+     * with "0 of 1 at >= 90% of cap" (said of a railiod held to 3% of a
+     * core). */
+    T_NOTNULL(strstr(st.verdict_text, "the links or the target"));
+    T_NULL(strstr(st.verdict_text, "of cap"));
 
     /* Busy below its cap: the client's handling when its threads used
      * most of a core, else the round trips. */
