@@ -227,11 +227,20 @@ void rio__stats_verdict(struct rio_stats *st)
          * them: a browned-out rail read as "raise depth"). */
         unsigned fp = 0;
         uint64_t ferr = 0;
-        for (unsigned i = 0; i < st->npaths; i++)
-            if (st->path[i].errors > ferr) {
-                ferr = st->path[i].errors;
+        for (unsigned i = 0; i < st->npaths; i++) {
+            const struct rio_path_stats *p = &st->path[i], *f = &st->path[fp];
+            /* On a tie, the path still not healthy at the end, then the
+             * slower: a rail set down mid-PUT failed one op, as did the
+             * healthy rail that retried one of its chunks, and the verdict
+             * named the healthy one (the first). */
+            bool tie = ferr && p->errors == ferr &&
+                       ((p->state != 0 && f->state == 0) ||
+                        ((p->state != 0) == (f->state != 0) && p->rate_mbps < f->rate_mbps));
+            if (p->errors > ferr || tie) {
+                ferr = p->errors;
                 fp = i;
             }
+        }
         st->verdict = RIO_VERDICT_NETWORK;
         if (ferr)
             snprintf(st->verdict_text, sizeof(st->verdict_text),

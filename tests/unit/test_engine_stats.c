@@ -284,6 +284,21 @@ TEST(verdict_rules)
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_NETWORK);
     T_NOTNULL(strstr(st.verdict_text, "path 1 failed 3 ops"));
+    /* A tie: the path still down at the end (and the slower), not the
+     * first; a healthy rail that retried one chunk of the down one was
+     * named for it. */
+    st.path[0].errors = 3;
+    st.path[0].rate_mbps = 23;
+    st.path[1].rate_mbps = 2;
+    st.path[1].state = 2;
+    rio__stats_verdict(&st);
+    T_NOTNULL(strstr(st.verdict_text, "path 1 failed 3 ops"));
+    st.path[1].state = 0;
+    rio__stats_verdict(&st);
+    T_NOTNULL(strstr(st.verdict_text, "path 1 failed 3 ops"));
+    st.path[0].errors = 0;
+    st.path[0].rate_mbps = 0;
+    st.path[1].rate_mbps = 0;
     st.path[1].errors = 0;
     rio__stats_verdict(&st);
     T_NOTNULL(strstr(st.verdict_text, "latency-bound"));
