@@ -334,6 +334,15 @@ TEST(verdict_rules)
     st.source_ns = 400000000;
     rio__stats_verdict(&st);
     T_EQ(st.verdict, RIO_VERDICT_SOFTWARE);
+
+    /* ... but not while the paths were busy most of the call: the consumer
+     * ran beside the transfer, which the links paced. */
+    st.source_ns = 0;
+    st.sink_ns = 600000000;
+    st.cpu_wait_ns = 0;
+    st.path[0].busy_ns = 950000000;
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
 }
 
 struct prog {
@@ -488,5 +497,35 @@ TEST(verdict_source)
     expect_stream_verdict(&e.st, RIO_VERDICT_SOURCE, "source", "source");
     T_GE(e.st.source_ns, 16 * 5 * 1000000ull);
     eu_get_check(e.c, "o", n, 8, NULL);
+    eu_close(&e);
+}
+
+/* A consumer faster than the link it reads from: it took most of the call
+ * (its time and the link's overlap) while the path was busy all of it. The
+ * link set the pace, not the consumer: the verdict said "sink" (64% of the
+ * call, 31 MB/s behind a 20 MB/s path). */
+TEST(verdict_sink_beside_busy_path)
+{
+    struct eu e;
+    const size_t n = 4 * EU_MIB; /* 64 chunks, ~205 ms at 20 MB/s */
+
+    eu_start(&e, "mock://vsk2?paths=1&rate=20M");
+    free(eu_put_pattern(e.c, "o", n, 6, NULL));
+    struct slow s = {.sleep_ms = 2}; /* ~32 MB/s */
+    T_EQ(rio_get_stream(e.c, "o", 0, slow_sink, &s, &e.call), (int64_t)n);
+    eu_stats_print("sink beside", &e.st);
+    double sink_rate = e.st.bytes * 1e3 / (double)e.st.sink_ns;
+    if (e.st.sink_ns < e.st.elapsed_ns / 2 || sink_rate < 1.2 * e.st.path[0].cap_mbps)
+        T_SKIP("the consumer ran at %.1f MB/s in %.0f%% of the call (sleeps overshot on a "
+               "busy machine): not the case under test",
+               sink_rate, 100.0 * (double)e.st.sink_ns / (double)e.st.elapsed_ns);
+    if ((double)e.st.path[0].busy_ns < 0.85 * (double)e.st.elapsed_ns)
+        T_SKIP("the path idled %.0f%% of the call (a busy machine): not the case under test",
+               100.0 - 100.0 * (double)e.st.path[0].busy_ns / (double)e.st.elapsed_ns);
+    T_NE(e.st.verdict, RIO_VERDICT_SINK);
+    if (e.st.verdict == RIO_VERDICT_SOFTWARE &&
+        (double)e.st.cpu_wait_ns >= 0.25 * (double)e.st.elapsed_ns)
+        T_SKIP("machine too busy: the verdict names CPU contention");
+    T_EQ(e.st.verdict, RIO_VERDICT_NETWORK);
     eu_close(&e);
 }
