@@ -129,6 +129,11 @@ The object is stored under the full key as usual. Kinds:
              an answer: nothing can tell whether the complete took effect
   completeempty  CompleteMultipartUpload: 200 with an empty body (neither
              a result nor an error), the upload left as it was
+  completeslow  CompleteMultipartUpload as S3 answers one it takes long on:
+             200 and its headers at once, a space every second for 4 s
+             (the upload completed only then), then the result
+  completequiet  CompleteMultipartUpload: nothing at all for 4 s (a server
+             working on it without a word), then completed and answered
   get503     GET without a Range (a multipart object's sidecar, whose key
              starts as the object's): 503 ServiceUnavailable
 
@@ -172,7 +177,8 @@ NEXT_UPLOAD = [1]
 FAULT_RE = re.compile(r"^F_([a-z0-9]+)_([0-9]+)(/|$)")
 PUT_KINDS = ("put503", "putreset", "putdigest", "putetag", "putkms", "putflip")
 HEAD_KINDS = ("hugehead", "longhead", "head503", "headstall")
-COMPLETE_KINDS = ("complete503", "completelost", "completegone", "completeempty")
+COMPLETE_KINDS = ("complete503", "completelost", "completegone", "completeempty",
+                  "completeslow", "completequiet")
 PLAIN_GET_KINDS = ("get503",)
 
 
@@ -757,6 +763,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.err(503, "ServiceUnavailable")
             if kind == "completeempty":
                 return self.send(200)
+            if kind == "completeslow":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                for _ in range(4):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(1)
+            if kind == "completequiet":
+                time.sleep(4)
             want = re.findall(rb"<PartNumber>(\d+)</PartNumber><ETag>([^<]*)</ETag>", body)
             with LOCK:
                 u = UPLOADS.get(uid)
@@ -781,6 +799,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.rst()
             x = ("<CompleteMultipartUploadResult><Key>%s</Key><ETag>%s</ETag>"
                  "</CompleteMultipartUploadResult>" % (key, etag.replace('"', "&quot;")))
+            if kind == "completeslow":  # its headers went first: the body, then close
+                self.wfile.write(x.encode())
+                return
             return self.send(200, x.encode(), {"Content-Type": "application/xml"})
         self.err(400, "InvalidRequest")
 

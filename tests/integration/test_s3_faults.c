@@ -2734,6 +2734,35 @@ TEST(metadata_tries_follow_retries)
 }
 
 /*
+ * A CompleteMultipartUpload the server takes longer on than op_timeout
+ * (S3: "could take several minutes"; it answers 200 at once and sends
+ * spaces meanwhile), or than the stall time with no byte at all, is waited
+ * for: each took op_timeout, then the object was asked, was not there yet,
+ * and the PUT failed RIO_EUNKNOWN (an object that then appeared). Here
+ * op_timeout 2 s and stall 1 s against 4 s of either.
+ */
+TEST(slow_complete_is_waited_for)
+{
+    const char *keys[] = {"F_completeslow_1/obj", "F_completequiet_1/obj"};
+    int64_t alloc0;
+
+    struct rio_options o;
+    opts_start(&o, &alloc0);
+    o.op_timeout_ms = 2000;
+    struct rio_client *c = fault_client(&o, NULL);
+    uint8_t *dst = malloc(OBJ);
+    for (unsigned k = 0; k < 2; k++) {
+        uint64_t t0 = t_now_ms();
+        uint8_t *src = put_pattern(c, keys[k], OBJ, 31 + k);
+        T_GE(t_now_ms() - t0, 3500u);
+        T_EQ(rio_get(c, keys[k], dst, OBJ, NULL), (int64_t)OBJ);
+        T_MEMEQ(dst, src, OBJ);
+        free(src);
+    }
+    close_free(c, alloc0, NULL, dst);
+}
+
+/*
  * CompleteMultipartUpload whose answer is lost (the server completed it,
  * then reset the connection): it is not sent again; the transport asks the
  * object (HEAD: its railio id is this upload's) and the PUT succeeds with

@@ -49,7 +49,14 @@ extern const struct rio_transport_ops rio__https_ops;
 #define S3_EBODY 1024      /* error body kept for the S3 <Code> */
 #define S3_META_BODY_MAX (4u << 20) /* a metadata reply (upload id, sidecar, error) */
 #define S3_META_POOL 16             /* idle metadata easy handles kept */
-#define S3_FORMAT "1"               /* x-amz-meta-railio-v */
+/* A CompleteMultipartUpload (meta_req.slow): S3 may work on one for
+ * minutes ("could take several minutes"), sending spaces meanwhile, and
+ * another server without a word. Its time limit is the larger of
+ * op_timeout and this, its stall limit the larger of stall and
+ * S3_SLOW_QUIET_S (boto3 and the AWS CLI wait 60 s for a byte). */
+#define S3_SLOW_TIMEOUT_MS (15L * 60L * 1000L)
+#define S3_SLOW_QUIET_S 60L
+#define S3_FORMAT "1" /* x-amz-meta-railio-v */
 #define UPLOAD_MAGIC 0x733375706c6f6164ull
 #define NS_PER_MS 1000000ull
 #define NEVER UINT64_MAX
@@ -328,6 +335,8 @@ struct meta_req {
      * since curl sends a request again by itself when a reused connection
      * dies before any answer, even after the whole request went out. */
     bool once;
+    /* One the server may take minutes on (S3_SLOW_TIMEOUT_MS). */
+    bool slow;
     /* Cleanup after a failure (an abort, a delete): bounded by op_timeout
      * alone, not by the call's deadline or cancel token, which may be what
      * failed the call, so that it is still sent and leaves nothing. */

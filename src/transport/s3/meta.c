@@ -350,6 +350,14 @@ static int meta_once(struct s3_transport *t, EVP_MD_CTX *md, const struct meta_r
      * cleanup runs whatever the call's state. */
     bool reads = !q->cleanup && (!strcmp(q->method, "HEAD") || !strcmp(q->method, "GET"));
     long tmo = reads ? meta_timeout_ms(t) : t->op_timeout_ms;
+    if (q->slow) {
+        /* A Complete: the server's time, not a stall (it took op_timeout,
+         * then the object was asked before it was there: RIO_EUNKNOWN for
+         * an upload that was then completed). */
+        tmo = tmo > S3_SLOW_TIMEOUT_MS ? tmo : S3_SLOW_TIMEOUT_MS;
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                         t->stall_s > S3_SLOW_QUIET_S ? t->stall_s : S3_SLOW_QUIET_S);
+    }
     if (tmo)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, tmo);
     const struct rio_cancel *cx = reads ? rio__meta_cancel() : NULL;

@@ -510,8 +510,12 @@ static int commit_multi(struct s3_transport *t, struct s3_upload *up, struct rio
     }
     xlen += (size_t)snprintf(xml + xlen, cap - xlen, "</CompleteMultipartUpload>");
     {
-        struct meta_req q = {
-            .method = "POST", .key = up->key, .body = xml, .blen = xlen, .once = true};
+        struct meta_req q = {.method = "POST",
+                             .key = up->key,
+                             .body = xml,
+                             .blen = xlen,
+                             .once = true,
+                             .slow = true};
         q.q[q.nq++] = (struct rio_s3_kv){"uploadId", up->upload_id};
         q.x[q.nx++] = (struct rio_s3_kv){"content-type", "application/xml"};
         if (up->cond_hdr)
