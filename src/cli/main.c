@@ -192,8 +192,11 @@ static void argv_hide_secrets(int argc, char **argv)
                 return; /* no memory: shown, as before */
             memset(colon + 1, '*', (size_t)(at - colon - 1));
         }
+        /* Split as the parser splits it (core/url.c parse_query): at '&'
+         * only. A '#' is no fragment there but part of a value: stopping
+         * at it left "token=ab#cd"'s cd, and every option after it, shown. */
         for (char *k = q ? q + 1 : NULL; k && *k;) {
-            size_t kl = strcspn(k, "&#"), nl = strcspn(k, "=&#");
+            size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
             char name[64];
             size_t dn = 0;
             /* The name as the parser reads it (%XX decoded). */
