@@ -58,6 +58,7 @@ class Client:
         self._pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=max_workers, thread_name_prefix="railio-aio"
         )
+        self._pool_down = False
         self._closed = False
 
     @classmethod
@@ -188,15 +189,18 @@ class Client:
         close() that raised (a stream of ``client.sync`` still open) closes
         the client when called again."""
         self._closed = True
-        # The sync client's state, not ours: a close that raised left it
-        # open, and returning here then would leave it so for good.
-        if self._sync.closed:
+        # The sync client's state and the pool's, not ours: a close that
+        # raised left the client open, and returning here then would leave
+        # it so for good; and a sync client closed by its user (c.sync.close())
+        # left the pool's threads running for as long as this object lived.
+        if self._sync.closed and self._pool_down:
             return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self._close_sync)
 
     def _close_sync(self):
         self._pool.shutdown(wait=True)
+        self._pool_down = True
         self._sync.close()
 
     async def __aenter__(self):

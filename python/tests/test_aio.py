@@ -271,6 +271,24 @@ def test_close_refused_then_closes_when_called_again(mock_url):
     run(main())
 
 
+def test_close_after_the_sync_client_closed_shuts_the_pool(mock_url):
+    # c.sync closed by its user first: close() returned at once on the sync
+    # client's state, and the pool's threads ran on, idle, for as long as
+    # the aio client lived.
+    async def main():
+        c = railio.aio.Client(mock_url, max_workers=2)
+        await c.put("k", b"x")  # a worker of the pool started
+        workers = list(c._pool._threads)
+        assert workers
+        c.sync.close()
+        await c.close()
+        assert c.closed and c.sync.closed
+        assert not [t for t in workers if t.is_alive()]
+        await c.close()  # idempotent
+
+    run(main())
+
+
 def test_list_async_iterator_pages(mock_url):
     async def main():
         async with railio.aio.Client(mock_url) as c:
