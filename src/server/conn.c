@@ -265,19 +265,13 @@ static void hs_unlink(struct conn *c)
 }
 
 /* A peer's address as 16 bytes (IPv4 as ::ffff:a.b.c.d); zeros when
- * unknown. An IPv6 address is its /64, the least a host is given: the
- * per-address bounds (handshake slots, failed AUTHs, uploads per client)
- * keyed on the whole address, which a host of a /64 changes at will. ::/64
- * (::1, IPv4 mapped) is kept whole. */
+ * unknown. The whole IPv6 address, not its /64: a cluster's hosts share
+ * one /64, and keyed on it one node's failed AUTHs throttled them all. */
 static void peer_ip16(const struct sockaddr_storage *ss, uint8_t ip[16])
 {
-    static const uint8_t zero8[8];
-
     memset(ip, 0, 16);
     if (ss->ss_family == AF_INET6) {
         memcpy(ip, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-        if (memcmp(ip, zero8, 8) != 0)
-            memset(ip + 8, 0, 8);
     } else if (ss->ss_family == AF_INET) {
         ip[10] = ip[11] = 0xff;
         memcpy(ip + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
