@@ -1768,6 +1768,8 @@ static const struct {
     BAD("railio://127.0.0.1:1?tls_ca=/etc/ssl/certs/ca-certificates.crt", RIO_EINVAL),
     BAD("railio://127.0.0.1:1?tls_name=localhost", RIO_EINVAL),
     BAD("railio://127.0.0.1:1?tls=off&tls_verify=on", RIO_EINVAL),
+    /* ... but tls_verify=off asks nothing of a connection in the clear. */
+    BAD("railio://127.0.0.1:1?tls=off&tls_verify=off", -ECONNREFUSED),
 };
 
 TEST(bad_urls_and_unreachable_servers)

@@ -354,11 +354,12 @@ static int parse_tls(struct tcp_transport *t, const struct rio_url *u)
          * the URL's: RIO_TLS_CA may be set for other URLs.) */
         static const char *const only_tls[] = {"tls_ca", "tls_name", "tls_verify"};
         const char *on = rio__url_param(u, "tls");
-        bool url_on = false;
+        bool url_on = false, verify_on = false;
         if (on && rio__parse_bool(on, &url_on) < 0)
             url_on = false;
         for (size_t i = 0; i < sizeof(only_tls) / sizeof(only_tls[0]); i++)
-            if ((s = rio__url_param(u, only_tls[i])) && (*s || i == 2))
+            if ((s = rio__url_param(u, only_tls[i])) &&
+                (i == 2 ? rio__parse_bool(s, &verify_on) < 0 || verify_on : *s != '\0'))
                 return rio__opt_refuse(
                     only_tls[i], s, "TLS is off: %s, or drop %s=",
                     url_on ? "struct rio_options.tls is -1, which takes precedence over tls=on"
