@@ -344,7 +344,11 @@ void rio__rados_idx_marks_wait(struct rados_transport *t);
  * head must stay. */
 int rio__rados_idx_uncommit(struct rados_transport *t, const char *key, uint64_t gen);
 /* Take out the entries of generations that can no longer be heads (best
- * effort: what stays is skipped by listings and swept by fsck). */
+ * effort: fsck sweeps what stays). A listing believes a key's one
+ * committed entry without reading its head, so a removal of a head whose
+ * entry may stay committed uncommits it first (rio__rados_idx_uncommit);
+ * compose's drop of its sources does not (its one caller keeps them:
+ * RIO_COMPOSE_KEEP_SOURCES). */
 void rio__rados_idx_drop(struct rados_transport *t, const char *key, uint64_t gen);
 void rio__rados_idx_drop_many(struct rados_transport *t, const char *const *keys,
                               const uint64_t *gens, size_t n);
