@@ -263,7 +263,7 @@ int rio__tcp_hs_on_auth(const struct tcp_transport *t, struct rio_proto_sess *se
     if (h->status == RIO_ETHROTTLE)
         rio__detail("the server refuses AUTH from this address for now: too many failed "
                     "AUTHs from it (railiod --auth-failures); try again later");
-    else if (h->status != 0 && h->status != RIO_EPROTO)
+    else if (h->status == -EACCES)
         rio__detail("the server refused the token: token= or token_file= (or RIO_TOKEN_FILE) "
                     "does not hold its --auth-token-file token");
     if (h->status != 0)
