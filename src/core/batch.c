@@ -355,7 +355,7 @@ static int batch_once(struct rio_client *c, struct rio_op *ops, unsigned n,
     struct rio__call *call;
     int ret;
 
-    if (!c || (!ops && n))
+    if ((!ops && n) || rio__client_unusable(c))
         return RIO_EINVAL;
     if (opt && opt->stats)
         memset(opt->stats, 0, sizeof(*opt->stats));

@@ -1028,7 +1028,7 @@ static int64_t single_once(struct rio_client *c, int type, const char *key, cons
     struct rio__call *call;
     int ret;
 
-    if (!c)
+    if (rio__client_unusable(c))
         return RIO_EINVAL;
     if (opt && opt->stats)
         memset(opt->stats, 0, sizeof(*opt->stats));
@@ -1162,7 +1162,7 @@ int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out, const s
     if (!out)
         return RIO_EINVAL;
     *out = NULL;
-    if (!c)
+    if (rio__client_unusable(c))
         return RIO_EINVAL;
     rio__replan_begin(&acc, c, opt);
     size_t guess = rio__get_alloc_guess(c, key, opt);
@@ -1292,7 +1292,7 @@ int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, 
     rio__detail_clear();
     if (mtime_ns)
         *mtime_ns = 0;
-    if (!c || !out)
+    if (!out || rio__client_unusable(c))
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);
     if (ret < 0)
@@ -1309,7 +1309,7 @@ int rio_delete(struct rio_client *c, const char *key)
     struct rio__meta m;
 
     rio__detail_clear();
-    if (!c)
+    if (rio__client_unusable(c))
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);
     return ret < 0 ? ret : rio__meta_remove(c, &m, key);
@@ -1320,7 +1320,7 @@ int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation)
     struct rio__meta m;
 
     rio__detail_clear();
-    if (!c || !generation)
+    if (!generation || rio__client_unusable(c))
         return RIO_EINVAL;
     int ret = meta_for_key(c, key, &m);
     if (ret < 0)

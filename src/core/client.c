@@ -14,6 +14,26 @@
 #include "core/engine.h"
 #include "core/internal.h"
 
+/*
+ * A client belongs to the process that made it (include/railio.h): after
+ * fork() a child holds a copy without the engine and worker threads, so a
+ * call would wait forever for a completion nobody delivers, and a railio://
+ * request would go down a socket the parent shares. True (with the detail
+ * said) for such a client, and for none.
+ */
+bool rio__client_unusable(const struct rio_client *c)
+{
+    if (!c)
+        return true;
+    pid_t self = getpid();
+    if (c->pid == self)
+        return false;
+    rio__detail("this client was made by process %d, not this one (%d): a client does not "
+                "survive fork(); open a new one in the child",
+                (int)c->pid, (int)self);
+    return true;
+}
+
 struct rio_transport *rio__client_transport(struct rio_client *c)
 {
     return c->t;
@@ -86,6 +106,7 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     c = rio__calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    c->pid = getpid();
     ret = rio__url_parse(url, &c->url);
     if (ret < 0)
         goto err_free;
@@ -171,7 +192,9 @@ err_free:
  */
 void rio_client_destroy(struct rio_client *c)
 {
-    if (!c)
+    /* In a child after fork() the threads to stop are not there and a lock
+     * may be held by one that is gone: leave the copy alone. */
+    if (rio__client_unusable(c))
         return;
     for (;;) {
         pthread_mutex_lock(&c->mu);
@@ -201,6 +224,8 @@ void rio_client_destroy(struct rio_client *c)
 void rio_client_counters(struct rio_client *c, struct rio_counters *out)
 {
     memset(out, 0, sizeof(*out));
+    if (rio__client_unusable(c))
+        return;
     pthread_mutex_lock(&c->mu);
     out->inflight_ops = c->inflight_ops;
     out->inflight_bytes = c->inflight_bytes;

@@ -497,6 +497,7 @@ struct rio__stream {
 
 struct rio_client {
     struct rio_options o;
+    pid_t pid; /* the process that made it: its threads exist only there */
     struct rio_url url;
     struct rio_transport *t;
     uint64_t seed;

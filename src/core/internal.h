@@ -3,6 +3,7 @@
 #ifndef RIO_INTERNAL_H
 #define RIO_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "railio.h"
@@ -11,6 +12,10 @@ struct rio_transport;
 
 /* The client's transport (for backend-specific test APIs such as railio_mock.h). */
 struct rio_transport *rio__client_transport(struct rio_client *c);
+/* True for a NULL client, and (saying so in rio_error_detail) for one
+ * another process made: a child after fork() (include/railio.h). Every
+ * public call on a client refuses such a one with RIO_EINVAL. */
+bool rio__client_unusable(const struct rio_client *c);
 /* The effective seed (never 0). */
 uint64_t rio__client_seed(struct rio_client *c);
 

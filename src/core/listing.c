@@ -430,7 +430,7 @@ int rio_list(struct rio_client *c, const struct rio_list_args *a, struct rio_lis
     rio__detail_clear();
     if (out)
         memset(out, 0, sizeof(*out));
-    if (!c || !a || !out)
+    if (!a || !out || rio__client_unusable(c))
         return RIO_EINVAL;
     ret = list_args_check(a, &plen);
     if (ret < 0)
@@ -541,7 +541,7 @@ int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, 
     int ret = 0;
 
     rio__detail_clear();
-    if (!c || (n && !keys))
+    if ((n && !keys) || rio__client_unusable(c))
         return RIO_EINVAL;
     if (n > INT_MAX) {
         rio__detail("rio_exists_batch: %u keys, more than %d", n, INT_MAX);
@@ -593,7 +593,7 @@ int rio_fsck(struct rio_client *c, const struct rio_fsck_args *a, struct rio_fsc
     struct rio_fsck_args args;
 
     rio__detail_clear();
-    if (!c || !a || !out)
+    if (!a || !out || rio__client_unusable(c))
         return RIO_EINVAL;
     memset(out, 0, sizeof(*out));
     for (size_t i = 0; i < sizeof(a->reserved) / sizeof(a->reserved[0]); i++)

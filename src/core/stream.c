@@ -200,7 +200,7 @@ int rio_reader_open_at(struct rio_client *c, const char *key, uint64_t offset, u
                        const struct rio_call *opt, struct rio_reader **out)
 {
     rio__detail_clear();
-    if (!c || !out)
+    if (!out || rio__client_unusable(c))
         return RIO_EINVAL;
     *out = NULL;
     return reader_open(c, key, NULL, offset, UINT64_MAX, prefetch, opt, out);
@@ -211,7 +211,7 @@ int rio_reader_open_desc(struct rio_client *c, const struct rio_desc *d, uint64_
                          struct rio_reader **out)
 {
     rio__detail_clear();
-    if (!c || !d || !out || !memchr(d->key, '\0', sizeof(d->key)))
+    if (!d || !out || !memchr(d->key, '\0', sizeof(d->key)) || rio__client_unusable(c))
         return RIO_EINVAL;
     *out = NULL;
     return reader_open(c, d->key, d, offset, length, prefetch, opt, out);
@@ -454,7 +454,7 @@ int64_t rio__get_chunks(struct rio_client *c, const struct rio_desc *d, uint64_t
     int ret;
 
     rio__detail_clear();
-    if (!c || !d || !cb || !memchr(d->key, '\0', sizeof(d->key)))
+    if (!d || !cb || !memchr(d->key, '\0', sizeof(d->key)) || rio__client_unusable(c))
         return RIO_EINVAL;
     ret = reader_open(c, d->key, d, offset, UINT64_MAX, prefetch, opt, &rd);
     if (ret < 0)
@@ -765,7 +765,7 @@ static int writer_open(struct rio_client *c, const char *key, uint64_t size, uin
     int ret;
 
     rio__detail_clear();
-    if (!c || !out)
+    if (!out || rio__client_unusable(c))
         return RIO_EINVAL;
     *out = NULL;
     ret = rio__key_check(key);

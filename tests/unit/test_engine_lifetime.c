@@ -8,6 +8,10 @@
  * nothing. Run under ASan too: a use after free of the token or the client
  * is then reported, not only its symptoms.
  */
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "engine_util.h"
 
 #define OBJ (8 * EU_MIB)
@@ -158,4 +162,64 @@ TEST_TIMEOUT(destroy_with_open_streams, 30)
     T_EQ(rio__alloc_outstanding(), base);
     free(src);
     free(dst);
+}
+
+/*
+ * A client used in a child after fork() (include/railio.h: it must not be):
+ * its engine and worker threads stayed in the parent, so a PUT waited
+ * forever for a completion nobody delivers, and a stat went down the
+ * transport the parent still uses. Each call now refuses at once with
+ * RIO_EINVAL and says why, and rio_client_destroy returns without touching
+ * the copy; the parent's client goes on working.
+ */
+static int child_calls(struct rio_client *c, const uint8_t *src, uint8_t *dst)
+{
+    struct rio_desc d;
+    struct rio_reader *rd;
+    struct rio_writer *w;
+    struct rio_list_page pg;
+    struct rio_list_args la = {0};
+    struct rio_op op = {.type = RIO_OP_GET, .key = "k", .buf = dst, .len = OBJ};
+    void *p;
+    const char *keys[] = {"k"};
+    int64_t r[] = {
+        rio_put(c, "k", src, OBJ, NULL, NULL),
+        rio_get(c, "k", dst, OBJ, NULL),
+        rio_get_alloc(c, "k", &p, NULL),
+        rio_stat(c, "k", &d),
+        rio_delete(c, "k"),
+        rio_delete_if(c, "k", 1),
+        rio_batch(c, &op, 1, NULL),
+        rio_list(c, &la, &pg, NULL),
+        rio_exists_batch(c, keys, 1, NULL, NULL, NULL),
+        rio_reader_open(c, "k", 0, NULL, &rd),
+        rio_writer_open(c, "w", OBJ, 0, NULL, &w),
+    };
+    for (unsigned i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+        if (r[i] != RIO_EINVAL || !strstr(rio_error_detail(), "fork()"))
+            return 10 + (int)i;
+    rio_client_destroy(c);
+    return 0;
+}
+
+TEST_TIMEOUT(used_in_a_fork_child, 60)
+{
+    struct life l;
+    int st;
+
+    life_open(&l, "mock://life6?paths=2", 9);
+    T_OK(rio_put(l.e.c, "k", l.src, OBJ, NULL, NULL));
+    fflush(NULL);
+    pid_t pid = fork();
+    T_GE(pid, 0);
+    if (pid == 0) {
+        alarm(20); /* a call that hangs ends the child by SIGALRM */
+        _exit(child_calls(l.e.c, l.src, l.dst));
+    }
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_EQ(WIFSIGNALED(st) ? -WTERMSIG(st) : WEXITSTATUS(st), 0);
+    T_EQ(rio_get(l.e.c, "k", l.dst, OBJ, NULL), (int64_t)OBJ);
+    T_EQ(memcmp(l.src, l.dst, OBJ), 0);
+    rio_cancel_destroy(l.cx);
+    life_close(&l);
 }
