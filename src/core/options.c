@@ -298,6 +298,10 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         return bad(k, "tls", "RIO_TLS", NULL, "must be 1 (on) or -1 (off)");
     if (o->adapt != 1 && o->adapt != -1)
         return bad(k, "adapt", "RIO_ADAPT", NULL, "must be 1 (on) or -1 (off)");
+    if (o->verify != 1 && o->verify != -1)
+        return bad(k, "verify", "RIO_VERIFY", NULL, "must be 1 (on) or -1 (off)");
+    if (o->retry_checksum != 1 && o->retry_checksum != -1)
+        return bad(k, "retry_checksum", "RIO_RETRY_CHECKSUM", NULL, "must be 1 (on) or -1 (off)");
     if (o->budget_mode != RIO_BUDGET_WAIT && o->budget_mode != RIO_BUDGET_FAIL)
         return bad(k, "budget_mode", "RIO_BUDGET_MODE", NULL, "must be wait or fail");
     if (o->retry_attempts < 1 || o->retry_attempts > MAX_RETRIES)

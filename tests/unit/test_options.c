@@ -193,3 +193,36 @@ TEST(adapt_option)
     T_TRUE(strstr(why, "adapt") != NULL);
     rio__url_cleanup(&u);
 }
+
+/* verify and retry_checksum are 1 (on) or -1 (off) in the struct, as tls
+ * and adapt are: any other value was taken as is (verify = 5 read back as
+ * 5 from rio_client_options, an uninitialised struct accepted), where tls,
+ * adapt and etag refuse theirs. */
+TEST(struct_bools_refused)
+{
+    struct rio_options in, o;
+    struct rio_url u;
+    char why[256];
+    static const int bad[] = {2, 5, -2, 0x7fffffff};
+
+    unsetenv("RIO_VERIFY");
+    unsetenv("RIO_RETRY_CHECKSUM");
+    T_OK(rio__url_parse("mock://o", &u));
+    for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rio_options_init(&in);
+        in.verify = bad[i];
+        T_ERR(rio__options_check(&in, &u, &o, why, sizeof(why)), RIO_EINVAL);
+        T_TRUE(strstr(why, "verify") != NULL);
+        rio_options_init(&in);
+        in.retry_checksum = bad[i];
+        T_ERR(rio__options_check(&in, &u, &o, why, sizeof(why)), RIO_EINVAL);
+        T_TRUE(strstr(why, "retry_checksum") != NULL);
+    }
+    rio_options_init(&in);
+    in.verify = -1;
+    in.retry_checksum = -1;
+    T_OK(rio__options_check(&in, &u, &o, why, sizeof(why)));
+    T_EQ(o.verify, -1);
+    T_EQ(o.retry_checksum, -1);
+    rio__url_cleanup(&u);
+}
