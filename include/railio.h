@@ -194,7 +194,7 @@ struct rio_options {
     uint64_t reserved[7]; /* must be zero (ABI rules above) */
 };
 
-/** Fill *o with zeros (every knob "default"). */
+/** Fill *o with zeros (every knob "default"). Accepts NULL (does nothing). */
 void rio_options_init(struct rio_options *o);
 
 /* ------------------------------------------------------------------- stats */
@@ -797,10 +797,12 @@ struct rio_counters {
     uint64_t budget_reserved; /* bytes reserved against the budget */
 };
 
-/** Snapshot of the client's in-flight counters. Thread-safe. */
+/** Snapshot of the client's in-flight counters. Thread-safe. A NULL client
+ * gives zeros; a NULL out does nothing. */
 void rio_client_counters(struct rio_client *c, struct rio_counters *out);
 
-/** The effective options (after environment and defaults). */
+/** The effective options (after environment and defaults). A NULL client
+ * gives zeros (as rio_options_init); a NULL out does nothing. */
 void rio_client_options(struct rio_client *c, struct rio_options *out);
 
 #ifdef __cplusplus

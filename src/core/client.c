@@ -223,6 +223,8 @@ void rio_client_destroy(struct rio_client *c)
 
 void rio_client_counters(struct rio_client *c, struct rio_counters *out)
 {
+    if (!out)
+        return;
     memset(out, 0, sizeof(*out));
     if (rio__client_unusable(c))
         return;
@@ -240,7 +242,12 @@ void rio_client_counters(struct rio_client *c, struct rio_counters *out)
 
 void rio_client_options(struct rio_client *c, struct rio_options *out)
 {
-    *out = c->o;
+    if (!out)
+        return;
+    if (c)
+        *out = c->o;
+    else
+        rio_options_init(out);
 }
 
 /* ------------------------------------------------------------ cancel */

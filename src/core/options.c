@@ -35,7 +35,8 @@
 
 void rio_options_init(struct rio_options *o)
 {
-    memset(o, 0, sizeof(*o));
+    if (o)
+        memset(o, 0, sizeof(*o));
 }
 
 /* Where an option's value came from, per option read from the URL or the

@@ -212,3 +212,31 @@ TEST(options_resolved)
     free(src);
     eu_close(&e);
 }
+
+/* The calls that return nothing take NULL as the lifetime ones do
+ * (rio_client_destroy, rio_desc_cleanup): rio_options_init(NULL),
+ * rio_client_options and rio_client_counters with a NULL client or a NULL
+ * out crashed (a write through NULL, or a read of c->o). */
+TEST(void_calls_take_null)
+{
+    struct rio_options o;
+    struct rio_counters k;
+    struct rio_client *c;
+
+    rio_options_init(NULL);
+    memset(&o, 0xab, sizeof(o));
+    rio_client_options(NULL, &o);
+    T_EQ(o.chunk_size, 0u);
+    T_EQ(o.reserved[6], 0u);
+    memset(&k, 0xab, sizeof(k));
+    rio_client_counters(NULL, &k);
+    T_EQ(k.inflight_ops, 0u);
+    T_EQ(k.budget_reserved, 0u);
+    eu_opts(&o);
+    T_OK(rio_client_new("mock://vn", &o, &c));
+    rio_client_options(c, NULL);
+    rio_client_counters(c, NULL);
+    rio_client_options(c, &o);
+    T_GT(o.chunk_size, 0u);
+    rio_client_destroy(c);
+}
