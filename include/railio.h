@@ -778,7 +778,8 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
  * writer that takes a token (struct rio_call.cancel) holds a reference on it
  * until it ends (the call returns, the reader or writer is closed), so the
  * caller may rio_cancel_destroy it at any time after handing it over; the
- * token is freed when the last holder lets go.
+ * token is freed when the last holder lets go. Returns 0, -ENOMEM, or
+ * RIO_EINVAL for a NULL out.
  */
 int rio_cancel_new(struct rio_cancel **out);
 /** Cancel every call carrying this token; the calls return RIO_ECANCELED.

@@ -254,6 +254,10 @@ void rio_client_options(struct rio_client *c, struct rio_options *out)
 
 int rio_cancel_new(struct rio_cancel **out)
 {
+    rio__detail_clear();
+    if (!out)
+        return RIO_EINVAL;
+    *out = NULL;
     struct rio_cancel *cx = rio__calloc(1, sizeof(*cx));
     if (!cx)
         return -ENOMEM;

@@ -240,3 +240,17 @@ TEST(void_calls_take_null)
     T_GT(o.chunk_size, 0u);
     rio_client_destroy(c);
 }
+
+/* rio_cancel_new(NULL) wrote the new token through NULL. */
+TEST(cancel_new_null)
+{
+    struct rio_cancel *cx = (struct rio_cancel *)1;
+    const int64_t base = rio__alloc_outstanding();
+
+    T_ERR(rio_cancel_new(NULL), RIO_EINVAL);
+    T_EQ(rio__alloc_outstanding(), base);
+    T_OK(rio_cancel_new(&cx));
+    T_TRUE(cx != NULL && cx != (struct rio_cancel *)1);
+    rio_cancel_destroy(cx);
+    T_EQ(rio__alloc_outstanding(), base);
+}
