@@ -497,7 +497,10 @@ struct rio_op {
  * Lookups, upload opens and commits run on worker threads alongside the
  * transfer (2 x paths x depth of them, 8..64), at most 128 ops prepared at
  * once: a batch of any size holds that many open uploads or cached lookups,
- * not n (docs/internals/engine.md).
+ * not n (docs/internals/engine.md). Its bookkeeping is per op, though, and
+ * held for the whole call (over 2 KiB per op: gigabytes for millions of
+ * ops), so cut such a batch into smaller ones. n ops whose state cannot be
+ * allocated: -ENOMEM.
  */
 int rio_batch(struct rio_client *c, struct rio_op *ops, unsigned n, const struct rio_call *call);
 
