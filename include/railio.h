@@ -14,8 +14,9 @@
  * call blocks until it is finished and nothing of it is still in flight.
  * A client belongs to the process that made it: its threads do not survive
  * fork(), so a child must neither use nor destroy an inherited client (it
- * makes its own). A call on one in a child returns RIO_EINVAL at once
- * (rio_error_detail says why), and rio_client_destroy there leaves it alone.
+ * makes its own). A call on one in a child (or on its readers and
+ * writers) returns RIO_EINVAL at once (rio_error_detail says why), and
+ * rio_client_destroy and the streams' close and abort there leave it alone.
  */
 #ifndef RAILIO_H
 #define RAILIO_H

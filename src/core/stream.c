@@ -275,7 +275,7 @@ int64_t rio_reader_read(struct rio_reader *rd, void *buf, size_t n)
     size_t avail;
 
     rio__detail_clear();
-    if (!rd || (!buf && n))
+    if (!rd || (!buf && n) || (rd->c && rio__client_unusable(rd->c)))
         return RIO_EINVAL;
     reader_back(rd);
     int64_t ret = reader_peek(rd, &p, &avail);
@@ -329,6 +329,10 @@ int rio_reader_close(struct rio_reader *rd)
 {
     if (!rd)
         return 0;
+    /* In a child after fork() the fetches to stop are the parent's: leave
+     * the copy alone (rio_client_destroy does the same there). */
+    if (rd->c && rio__client_unusable(rd->c))
+        return RIO_EINVAL;
     int ret = rd->c ? reader_end(rd, RIO_ECANCELED) : RIO_ECLOSED;
     rio__free(rd);
     return ret;
@@ -867,7 +871,7 @@ int rio__writer_open_chunk(struct rio_client *c, const char *key, uint64_t size,
 int rio_writer_write(struct rio_writer *w, const void *buf, size_t n)
 {
     rio__detail_clear();
-    if (!w || (!buf && n))
+    if (!w || (!buf && n) || (w->c && rio__client_unusable(w->c)))
         return RIO_EINVAL;
     writer_back(w);
     const uint8_t *p = buf;
@@ -929,7 +933,7 @@ void rio__writer_invalidate(struct rio_writer *w)
 int rio_writer_close(struct rio_writer *w, struct rio_desc *out_desc)
 {
     rio__detail_clear();
-    if (!w)
+    if (!w || (w->c && rio__client_unusable(w->c)))
         return RIO_EINVAL;
     if (!w->c) {
         writer_free(w);
@@ -1016,7 +1020,7 @@ int rio__writer_before_commit(struct rio_writer *w,
 
 void rio_writer_abort(struct rio_writer *w)
 {
-    if (!w)
+    if (!w || (w->c && rio__client_unusable(w->c)))
         return;
     if (!w->c) {
         writer_free(w);
