@@ -192,7 +192,7 @@ struct rio_options {
      * depth (then ceilings); off, it uses them all from the start
      * (docs/tuning.md, "Adaptive concurrency"). */
     int adapt;
-    uint64_t reserved[7]; /* must be zero (ABI rules above) */
+    uint64_t reserved[7]; /* must be zero (ABI rules above): else RIO_EINVAL */
 };
 
 /** Fill *o with zeros (every knob "default"). Accepts NULL (does nothing). */
@@ -398,7 +398,7 @@ struct rio_call {
      */
     void (*progress)(void *arg, uint64_t done, uint64_t total);
     void *progress_arg;
-    uint64_t reserved[8]; /* must be zero (ABI rules above) */
+    uint64_t reserved[8]; /* must be zero (ABI rules above): else RIO_EINVAL */
 };
 
 /**

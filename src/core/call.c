@@ -41,6 +41,11 @@ int rio__call_check(const struct rio_call *opt)
                     opt->flags, opt->flags & ~(RIO_ATOMIC | RIO_IF_ABSENT));
         return RIO_EINVAL;
     }
+    for (size_t i = 0; i < sizeof(opt->reserved) / sizeof(opt->reserved[0]); i++)
+        if (opt->reserved[i]) {
+            rio__detail("rio_call.reserved[%zu] is not zero (zero-initialise struct rio_call)", i);
+            return RIO_EINVAL;
+        }
     return 0;
 }
 

@@ -231,6 +231,18 @@ int rio__options_check(const struct rio_options *in, const struct rio_url *u, st
         *o = *in;
     else
         rio_options_init(o);
+    /* Never written by a program that zero-initialised the struct (the ABI
+     * rules in railio.h): set, it is garbage, or a field of a newer
+     * library this one would silently ignore. */
+    for (size_t i = 0; i < sizeof(o->reserved) / sizeof(o->reserved[0]); i++)
+        if (o->reserved[i]) {
+            if (why && cap)
+                snprintf(why, cap,
+                         "rio_options.reserved[%zu] is not zero (initialise the struct with "
+                         "rio_options_init)",
+                         i);
+            return RIO_EINVAL;
+        }
 
     knob_size(k, "chunk", "RIO_CHUNK_SIZE", &o->chunk_size, DEF_CHUNK);
     v32 = o->paths;

@@ -254,3 +254,31 @@ TEST(cancel_new_null)
     rio_cancel_destroy(cx);
     T_EQ(rio__alloc_outstanding(), base);
 }
+
+/* struct rio_call.reserved must be zero (railio.h, ABI rules), as
+ * rio_list_args' and rio_fsck_args' are: a call struct left uninitialised
+ * was taken as is. */
+TEST(call_reserved_refused)
+{
+    struct rio_options o;
+    struct rio_client *c;
+    uint8_t buf[100] = {0};
+    struct rio_reader *rd;
+    struct rio_writer *w;
+
+    eu_opts(&o);
+    T_OK(rio_client_new("mock://cr", &o, &c));
+    T_OK(rio_put(c, "k", buf, sizeof(buf), NULL, NULL));
+    struct rio_call call = {0};
+    call.reserved[7] = 1;
+    T_ERR(rio_put(c, "k", buf, sizeof(buf), &call, NULL), RIO_EINVAL);
+    T_TRUE(strstr(rio_error_detail(), "reserved") != NULL);
+    T_ERR(rio_get(c, "k", buf, sizeof(buf), &call), RIO_EINVAL);
+    T_ERR(rio_reader_open(c, "k", 0, &call, &rd), RIO_EINVAL);
+    T_ERR(rio_writer_open(c, "w", 10, 0, &call, &w), RIO_EINVAL);
+    struct rio_op op = {.type = RIO_OP_GET, .key = "k", .buf = buf, .len = sizeof(buf)};
+    T_LT(rio_batch(c, &op, 1, &call), 1);
+    call.reserved[7] = 0;
+    T_EQ(rio_get(c, "k", buf, sizeof(buf), &call), (int64_t)sizeof(buf));
+    rio_client_destroy(c);
+}

@@ -226,3 +226,24 @@ TEST(struct_bools_refused)
     T_EQ(o.retry_checksum, -1);
     rio__url_cleanup(&u);
 }
+
+/* rio_options.reserved must be zero (railio.h, ABI rules): an options
+ * struct never given to rio_options_init, whose other fields happened to
+ * be valid, opened a client. */
+TEST(reserved_refused)
+{
+    struct rio_options in, o;
+    struct rio_url u;
+    char why[256];
+
+    T_OK(rio__url_parse("mock://o", &u));
+    for (unsigned i = 0; i < sizeof(in.reserved) / sizeof(in.reserved[0]); i++) {
+        rio_options_init(&in);
+        in.reserved[i] = 1;
+        T_ERR(rio__options_check(&in, &u, &o, why, sizeof(why)), RIO_EINVAL);
+        T_TRUE(strstr(why, "reserved") != NULL);
+    }
+    rio_options_init(&in);
+    T_OK(rio__options_check(&in, &u, &o, why, sizeof(why)));
+    rio__url_cleanup(&u);
+}
