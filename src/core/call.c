@@ -24,11 +24,16 @@
 
 int rio__key_check(const char *key)
 {
-    if (!key)
+    if (!key) {
+        rio__detail("the key is NULL");
         return RIO_EINVAL;
+    }
     size_t n = strnlen(key, RIO_KEY_MAX + 1);
-    if (n == 0 || n > RIO_KEY_MAX)
+    if (n == 0 || n > RIO_KEY_MAX) {
+        rio__detail(n ? "the key is longer than RIO_KEY_MAX (%d bytes)" : "the key is empty",
+                    RIO_KEY_MAX);
         return RIO_EINVAL;
+    }
     return 0;
 }
 
@@ -275,8 +280,10 @@ static int req_start(struct rio__req *r, int type, const char *key, bool buf_ok)
     int ret = rio__key_check(key);
     if (ret < 0)
         return ret;
-    if (!buf_ok)
+    if (!buf_ok) {
+        rio__detail("the buffer is NULL and its length is not 0");
         return RIO_EINVAL;
+    }
     r->type = type;
     r->key = rio__strdup(key);
     return r->key ? 0 : -ENOMEM;

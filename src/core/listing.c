@@ -550,7 +550,9 @@ int rio_exists_batch(struct rio_client *c, const char *const *keys, unsigned n, 
     for (unsigned i = 0; i < n; i++) {
         ret = rio__key_check(keys[i]);
         if (ret < 0) {
-            rio__detail("rio_exists_batch: keys[%u] is not a key", i);
+            char why[96];
+            snprintf(why, sizeof(why), "%s", rio_error_detail());
+            rio__detail("rio_exists_batch: keys[%u]: %s", i, why);
             return ret;
         }
     }

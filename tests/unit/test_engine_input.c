@@ -282,3 +282,34 @@ TEST(call_reserved_refused)
     T_EQ(rio_get(c, "k", buf, sizeof(buf), &call), (int64_t)sizeof(buf));
     rio_client_destroy(c);
 }
+
+/* A refused key or buffer says why in rio_error_detail (it was "": the
+ * code alone, RIO_EINVAL, for a NULL, empty or too long key, and a NULL
+ * buffer). */
+TEST(bad_key_says_why)
+{
+    struct rio_options o;
+    struct rio_client *c;
+    uint8_t buf[16] = {0};
+    char big[RIO_KEY_MAX + 2];
+    struct rio_reader *rd;
+
+    memset(big, 'k', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    eu_opts(&o);
+    T_OK(rio_client_new("mock://kw", &o, &c));
+    T_ERR(rio_put(c, NULL, buf, sizeof(buf), NULL, NULL), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "key is NULL"));
+    T_ERR(rio_get(c, "", buf, sizeof(buf), NULL), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "key is empty"));
+    T_ERR(rio_reader_open(c, big, 0, NULL, &rd), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "RIO_KEY_MAX"));
+    T_ERR(rio_put(c, "k", NULL, sizeof(buf), NULL, NULL), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "buffer is NULL"));
+    const char *keys[] = {"a", ""};
+    T_ERR(rio_exists_batch(c, keys, 2, NULL, NULL, NULL), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "keys[1]: the key is empty"));
+    T_OK(rio_put(c, "k", buf, sizeof(buf), NULL, NULL));
+    T_STREQ(rio_error_detail(), "");
+    rio_client_destroy(c);
+}
