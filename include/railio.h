@@ -770,7 +770,8 @@ void rio_writer_abort(struct rio_writer *w);
 /**
  * Stream an object from a source: fill(arg, buf, cap) writes up to cap bytes
  * into buf and returns the count, 0 at the end, or a negative error (which is
- * returned; the PUT is dropped). Chunks are read straight into the writer's
+ * returned; the PUT is dropped; one below INT_MIN, or a count above cap, is
+ * RIO_EINVAL). Chunks are read straight into the writer's
  * buffers. size and slots as for rio_writer_open. Returns 0 or an error.
  */
 int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigned slots,

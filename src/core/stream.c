@@ -6,6 +6,7 @@
  * close). Both are on their client's list so rio_client_destroy can end them.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -1056,7 +1057,9 @@ int rio_put_stream(struct rio_client *c, const char *key, uint64_t size, unsigne
         int64_t n = fill(arg, s->buf + s->fill, (size_t)(w->chunk_size - s->fill));
         w->source_ns += rio__now_ns() - t0;
         if (n < 0 || (uint64_t)n > w->chunk_size - s->fill) {
-            writer_fail(w, n < 0 ? (int)n : RIO_EINVAL);
+            /* An error below INT_MIN is no int: cast, -(1 << 32) was 0,
+             * success, and what was filled so far got published. */
+            writer_fail(w, n < 0 && n >= INT_MIN ? (int)n : RIO_EINVAL);
             break;
         }
         if (n == 0)

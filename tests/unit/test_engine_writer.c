@@ -260,6 +260,42 @@ TEST(put_stream_source)
     eu_close(&e);
 }
 
+/* A source whose error does not fit in an int (its return is int64_t):
+ * the cast made -(1 << 32) a 0, success, and the bytes given before it
+ * were published as the whole object. Also a source that claims more
+ * bytes than it was given room for. Both RIO_EINVAL, nothing published. */
+struct wide_src {
+    int calls;
+    int64_t err;
+};
+
+static int64_t wide_fill(void *arg, void *buf, size_t cap)
+{
+    struct wide_src *s = arg;
+    if (s->calls++ == 0) {
+        memset(buf, 'x', cap < 100 ? cap : 100);
+        return cap < 100 ? (int64_t)cap : 100;
+    }
+    return s->err;
+}
+
+TEST(put_stream_source_wide_error)
+{
+    struct eu e;
+    struct rio_desc d;
+    static const int64_t errs[] = {-(INT64_C(1) << 32), INT64_MIN, 10 * EU_CHUNK};
+
+    eu_start(&e, "mock://wr7w?paths=2");
+    for (unsigned i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+        struct wide_src s = {.err = errs[i]};
+        T_ERR(rio_put_stream(e.c, "obj", RIO_SIZE_UNKNOWN, 2, wide_fill, &s, NULL, NULL),
+              RIO_EINVAL);
+        T_ERR(rio_stat(e.c, "obj", &d), RIO_ENOTFOUND);
+    }
+    eu_idle(e.c);
+    eu_close(&e);
+}
+
 /* A declared size the source does not keep to (a file that shrinks or
  * grows while it is read): RIO_EINVAL with a detail that says both
  * figures, from rio_put_stream and from rio_writer_close; nothing is
