@@ -128,6 +128,9 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
             ret = RIO_ENOTSUP;
         } else if (rio__transport_module_scheme(c->url.scheme)) {
             ret = RIO_ENOTSUP;
+        } else {
+            rio__detail("unknown scheme '%.32s://' (this build opens: %s)", c->url.scheme,
+                        rio_backends());
         }
         goto err_url;
     }

@@ -313,3 +313,15 @@ TEST(bad_key_says_why)
     T_STREQ(rio_error_detail(), "");
     rio_client_destroy(c);
 }
+
+/* An unknown scheme says which one and what this build opens (the detail
+ * was "", where a left-out backend or an unknown option says why). */
+TEST(unknown_scheme_says_why)
+{
+    struct rio_client *c = (struct rio_client *)1;
+
+    T_ERR(rio_client_new("nosuchscheme://x/k", NULL, &c), RIO_EURL);
+    T_NULL(c);
+    T_NOTNULL(strstr(rio_error_detail(), "unknown scheme 'nosuchscheme://'"));
+    T_NOTNULL(strstr(rio_error_detail(), "mock"));
+}
