@@ -430,7 +430,9 @@ void rio_client_destroy(struct rio_client *c);
  * A PUT whose upload the target lost before its commit starts over from buf
  * (at most 4 times, stats->replans). RIO_EUNKNOWN: the commit was sent but
  * no answer could be had, so the object may or may not be there (look it
- * up); every other error means nothing was published.
+ * up); every other error means nothing was published. A len of more than
+ * 2^24 chunks (64 TiB at 4 MiB chunks) is RIO_EINVAL: a larger chunk size
+ * takes it.
  */
 int rio_put(struct rio_client *c, const char *key, const void *buf, size_t len,
             const struct rio_call *call, struct rio_desc *out_desc);

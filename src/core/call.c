@@ -433,6 +433,17 @@ int rio__req_prepare_put(struct rio_client *c, struct rio__req *r, const char *k
     r->size = len;
     r->chunk_size = rio__put_chunk_size(c, len);
     r->nchunks = len ? (len - 1) / r->chunk_size + 1 : 0;
+    /* Its per-chunk state is allocated at once: a length past the buffer
+     * (1 PiB, 268 M chunks: 13 GiB zeroed before the first send) is
+     * refused first. No more chunks than a descriptor may have (no GET
+     * could read the object back). */
+    if (r->nchunks > RIO__DESC_CHUNKS_MAX) {
+        rio__detail("a PUT of %zu bytes in chunks of %llu bytes is %llu chunks, more than %llu: "
+                    "a larger chunk size (option chunk) takes it",
+                    len, (unsigned long long)r->chunk_size, (unsigned long long)r->nchunks,
+                    (unsigned long long)RIO__DESC_CHUNKS_MAX);
+        return RIO_EINVAL;
+    }
     r->data = (uint8_t *)(uintptr_t)buf; /* read only: the engine only sends from it */
     r->want_md5 = rio__etag_wanted(c);
     if (r->want_md5) {

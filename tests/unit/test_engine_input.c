@@ -325,3 +325,25 @@ TEST(unknown_scheme_says_why)
     T_NOTNULL(strstr(rio_error_detail(), "unknown scheme 'nosuchscheme://'"));
     T_NOTNULL(strstr(rio_error_detail(), "mock"));
 }
+
+/* A PUT whose length makes more than RIO__DESC_CHUNKS_MAX chunks (as many
+ * as a descriptor, so a GET, may have) is refused
+ * before anything is allocated or read: a length past the buffer (1 PiB
+ * in 4 MiB chunks) had 268 M chunks' state zeroed (13 GiB) before the
+ * first send, and here (4 KiB chunks, 64 GiB + 1 byte of a 16-byte
+ * buffer) a read past the buffer; with a larger chunk size it is taken. */
+TEST(put_of_too_many_chunks_refused_first)
+{
+    struct rio_options o;
+    struct rio_client *c;
+    static uint8_t buf[16];
+
+    eu_opts(&o);
+    o.chunk_size = 4096;
+    T_OK(rio_client_new("mock://many", &o, &c));
+    T_ERR(rio_put(c, "k", buf, (size_t)(RIO__DESC_CHUNKS_MAX * 4096 + 1), NULL, NULL), RIO_EINVAL);
+    T_NOTNULL(strstr(rio_error_detail(), "option chunk"));
+    T_ERR(rio_put(c, "k", buf, SIZE_MAX, NULL, NULL), RIO_EINVAL);
+    T_OK(rio_put(c, "k", buf, sizeof(buf), NULL, NULL));
+    rio_client_destroy(c);
+}
