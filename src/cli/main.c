@@ -177,49 +177,17 @@ static void std_fds_open(void)
 static void argv_hide_secrets(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
-        char *sep = strstr(argv[i], "://");
-        char *q = sep ? strchr(argv[i], '?') : NULL;
-        char *copy = NULL;
-        /* A user:password@ (http://'s Basic auth): the password. */
-        char *a = sep ? sep + 3 : NULL;
-        char *ae = a ? a + strcspn(a, "/?#") : NULL;
-        char *at = NULL;
-        for (char *x = a; x && x < ae; x++)
-            at = *x == '@' ? x : at;
-        char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-        if (colon && colon + 1 < at) {
-            if (!(copy = strdup(argv[i])))
-                return; /* no memory: shown, as before */
-            memset(colon + 1, '*', (size_t)(at - colon - 1));
-        }
-        /* Split as the parser splits it (core/url.c parse_query): at '&'
-         * only. A '#' is no fragment there but part of a value: stopping
-         * at it left "token=ab#cd"'s cd, and every option after it, shown. */
-        for (char *k = q ? q + 1 : NULL; k && *k;) {
-            size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
-            char name[64];
-            size_t dn = 0;
-            /* The name as the parser reads it (%XX decoded). */
-            for (size_t j = 0; j < nl && dn < sizeof(name); j++) {
-                int hi = k[j] == '%' && j + 2 < nl ? rio__hex_digit(k[j + 1]) : -1;
-                int lo = hi >= 0 ? rio__hex_digit(k[j + 2]) : -1;
-                name[dn++] = lo >= 0 ? (char)(hi << 4 | lo) : k[j];
-                j += lo >= 0 ? 2 : 0;
-            }
-            if (nl < kl && rio__secret_name(name, dn)) {
-                if (!copy && !(copy = strdup(argv[i])))
-                    return; /* no memory: shown, as before */
-                memset(k + nl + 1, '*', kl - nl - 1);
-            }
-            k += kl;
-            if (*k != '&')
-                break;
-            k++;
-        }
+        if (!strstr(argv[i], "://"))
+            continue;
+        char *copy = strdup(argv[i]);
+        if (!copy)
+            return; /* no memory: shown, as before */
         /* The copy (never freed) holds the secret; the original, masked,
          * is what /proc shows. */
-        if (copy)
+        if (rio__url_mask_in_place(argv[i]))
             argv[i] = copy;
+        else
+            free(copy);
     }
 }
 

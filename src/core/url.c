@@ -546,11 +546,47 @@ static void put(char *out, size_t cap, size_t *o, const char *s, size_t n)
     *o += n;
 }
 
+/* In s[..end), a at the authority after a "://": the password of its
+ * user:password@, [*pw, *pw_end), and where the text after it goes on
+ * (*next: the '@', or the authority's end when it holds none). */
+static bool userinfo_password(const char *a, const char *end, const char **pw, const char **pw_end,
+                              const char **next)
+{
+    const char *ae = a;
+    while (ae < end && !strchr("/?#&", *ae))
+        ae++;
+    const char *at = memrchr(a, '@', (size_t)(ae - a));
+    const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
+    /* "user%3Apw@": curl decodes the user, and Basic auth joins it
+     * with ':', so what follows the %3A is the password. */
+    for (const char *x = a; at && !colon && x + 3 <= at; x++)
+        if (x[0] == '%' && x[1] == '3' && (x[2] == 'A' || x[2] == 'a'))
+            colon = x + 2;
+    /* "user:pa/ss@host": a password holding a '/' not written %2F ends
+     * the authority at the '/' (what follows the ':' is then no port):
+     * hidden up to the last '@' before the query. */
+    const char *c2 = !at && ae < end && *ae == '/' ? memchr(a, ':', (size_t)(ae - a)) : NULL;
+    if (c2 && strspn(c2 + 1, "0123456789") < (size_t)(ae - c2 - 1)) {
+        const char *qe = ae;
+        while (qe < end && !strchr("?#&", *qe))
+            qe++;
+        const char *at2 = memrchr(ae, '@', (size_t)(qe - ae));
+        if (at2) {
+            at = at2;
+            colon = c2;
+        }
+    }
+    *next = colon ? at : ae;
+    *pw = colon ? colon + 1 : NULL;
+    *pw_end = colon ? at : NULL;
+    return colon != NULL;
+}
+
 /* s[0..n) with the password of every "scheme://user:password@" in it
  * (the URL's own, or one in an option's value) replaced by "***". */
 static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n)
 {
-    const char *end = s + n;
+    const char *end = s + n, *pw, *pw_end, *next;
 
     while (s < end) {
         const char *sep = memmem(s, (size_t)(end - s), "://", 3);
@@ -558,39 +594,33 @@ static void put_masked(char *out, size_t cap, size_t *o, const char *s, size_t n
             put(out, cap, o, s, (size_t)(end - s));
             return;
         }
-        const char *a = sep + 3, *ae = a;
-        while (ae < end && !strchr("/?#&", *ae))
-            ae++;
-        const char *at = memrchr(a, '@', (size_t)(ae - a));
-        const char *colon = at ? memchr(a, ':', (size_t)(at - a)) : NULL;
-        /* "user%3Apw@": curl decodes the user, and Basic auth joins it
-         * with ':', so what follows the %3A is the password. */
-        for (const char *x = a; at && !colon && x + 3 <= at; x++)
-            if (x[0] == '%' && x[1] == '3' && (x[2] == 'A' || x[2] == 'a'))
-                colon = x + 2;
-        /* "user:pa/ss@host": a password holding a '/' not written %2F ends
-         * the authority at the '/' (what follows the ':' is then no port):
-         * hidden up to the last '@' before the query. */
-        const char *c2 = !at && ae < end && *ae == '/' ? memchr(a, ':', (size_t)(ae - a)) : NULL;
-        if (c2 && strspn(c2 + 1, "0123456789") < (size_t)(ae - c2 - 1)) {
-            const char *qe = ae;
-            while (qe < end && !strchr("?#&", *qe))
-                qe++;
-            const char *at2 = memrchr(ae, '@', (size_t)(qe - ae));
-            if (at2) {
-                at = at2;
-                colon = c2;
-            }
-        }
-        if (colon) {
-            put(out, cap, o, s, (size_t)(colon + 1 - s));
+        if (userinfo_password(sep + 3, end, &pw, &pw_end, &next)) {
+            put(out, cap, o, s, (size_t)(pw - s));
             put(out, cap, o, "***", 3);
-            s = at;
         } else {
-            put(out, cap, o, s, (size_t)(ae - s));
-            s = ae;
+            put(out, cap, o, s, (size_t)(next - s));
         }
+        s = next;
     }
+}
+
+/* The passwords put_masked hides in s[..end), overwritten with '*' in place. */
+static bool mask_passwords(char *s, char *end)
+{
+    const char *pw, *pw_end, *next;
+    bool any = false;
+
+    while (s < end) {
+        char *sep = memmem(s, (size_t)(end - s), "://", 3);
+        if (!sep)
+            break;
+        if (userinfo_password(sep + 3, end, &pw, &pw_end, &next) && pw_end > pw) {
+            memset((char *)pw, '*', (size_t)(pw_end - pw));
+            any = true;
+        }
+        s = (char *)next;
+    }
+    return any;
 }
 
 /* s[0..n) with its %XX escapes decoded as the parser decodes them (a
@@ -674,4 +704,33 @@ const char *rio__url_redact(const char *url, char *out, size_t cap)
     }
     out[o] = '\0';
     return out;
+}
+
+bool rio__url_mask_in_place(char *url)
+{
+    char *q = strchr(url, '?');
+    bool any = mask_passwords(url, q ? q : url + strlen(url));
+
+    for (char *k = q ? q + 1 : NULL; k && *k;) {
+        size_t kl = strcspn(k, "&"), nl = strcspn(k, "=&");
+        char name[64], shown[2048];
+        size_t dn = lenient_decode(k, nl, name, sizeof(name)), sn = 0;
+        char *v = k + nl + 1;
+        size_t vn = nl < kl ? kl - nl - 1 : 0;
+        /* What rio__url_redact hides, as it decides: a secret option's
+         * value; a value whose %XX-decoded form holds a password (whole,
+         * the escapes cannot be masked apart); a password as typed. */
+        if (nl < kl &&
+            (rio__secret_name(name, dn) || put_decoded_masked(shown, sizeof(shown), &sn, v, vn))) {
+            memset(v, '*', vn);
+            any = any || vn;
+        } else if (mask_passwords(k, k + kl)) {
+            any = true;
+        }
+        k += kl;
+        if (*k != '&')
+            break;
+        k++;
+    }
+    return any;
 }

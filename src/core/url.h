@@ -143,5 +143,9 @@ bool rio__secret_name(const char *name, size_t n);
  * (NUL included, cut short when it does not fit) to out; returns out.
  */
 const char *rio__url_redact(const char *url, char *out, size_t cap);
+/* url, in place, with what rio__url_redact hides (a secret option's value,
+ * a user:password@'s password) overwritten with '*', its length kept: what
+ * a process's command line shows. True when anything was. */
+bool rio__url_mask_in_place(char *url);
 
 #endif

@@ -60,6 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rio__url_redact(url, big, sizeof(big));
         if (!strchr(s, 'S') && strstr(big, "Sekr1t"))
             abort();
+        /* Masked in place (the CLI's command line): its length kept, and
+         * the token's value gone the same way. */
+        size_t n = strlen(url);
+        rio__url_mask_in_place(url);
+        if (strlen(url) != n || (!strchr(s, 'S') && strstr(url, "Sekr1t")))
+            abort();
     }
 
     struct rio_url u;

@@ -58,6 +58,33 @@ TEST(tokens_and_passwords)
     redacts("not a url at all", "not a url at all");
 }
 
+/* rio__url_mask_in_place hides what rio__url_redact hides, with '*' over
+ * each byte (the CLI's command line keeps its length). */
+static void masks(const char *url, const char *want)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", url);
+    T_EQ(rio__url_mask_in_place(buf), strcmp(url, want) != 0);
+    T_STREQ(buf, want);
+}
+
+TEST(masked_in_place)
+{
+    masks("railio://h:1/k?token=SECRET", "railio://h:1/k?token=******");
+    masks("railio://h/k?token=ab#cd&depth=4", "railio://h/k?token=*****&depth=4");
+    masks("http://alice:PaSsW0rd@h:1/k", "http://alice:********@h:1/k");
+    masks("http://u:Pa/SsW0rd@h:1/x", "http://u:*********@h:1/x");
+    masks("http://user%3APW@h:1/k", "http://user%3A**@h:1/k");
+    masks("s3://b/k?endpoint=http://ak:SK@h:9000&region=x",
+          "s3://b/k?endpoint=http://ak:**@h:9000&region=x");
+    masks("s3://b/k?endpoint=http%3A%2F%2Fak%3ASK%40h&x=1", "s3://b/k?endpoint="
+                                                            "************************&x=1");
+    masks("s3://b/k?%74oken=S2&secret_key=S", "s3://b/k?%74oken=**&secret_key=*");
+    masks("rados://p?keyring=/etc/k&key=obj", "rados://p?keyring=/etc/k&key=obj");
+    masks("http://h:8080/a@b", "http://h:8080/a@b");
+    masks("mock://a?token&x=1", "mock://a?token&x=1");
+}
+
 TEST(bounded_output)
 {
     char out[16];
