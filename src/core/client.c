@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,13 +22,29 @@
  * request would go down a socket the parent shares. True (with the detail
  * said) for such a client, and for none.
  */
+/* Forks since the first client: counted in each child (pthread_atfork),
+ * so that every call tells whether it runs where its client was made by a
+ * load, not a getpid() system call. */
+static _Atomic unsigned fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+    atomic_fetch_add(&fork_gen, 1);
+}
+
+static void fork_watch(void)
+{
+    (void)pthread_atfork(NULL, NULL, fork_child);
+}
+
 bool rio__client_unusable(const struct rio_client *c)
 {
     if (!c)
         return true;
-    pid_t self = getpid();
-    if (c->pid == self)
+    if (c->fork_gen == atomic_load_explicit(&fork_gen, memory_order_relaxed))
         return false;
+    pid_t self = getpid();
     rio__detail("this client was made by process %d, not this one (%d): a client does not "
                 "survive fork(); open a new one in the child",
                 (int)c->pid, (int)self);
@@ -106,7 +123,9 @@ int rio_client_new(const char *url, const struct rio_options *opts, struct rio_c
     c = rio__calloc(1, sizeof(*c));
     if (!c)
         return -ENOMEM;
+    pthread_once(&fork_once, fork_watch);
     c->pid = getpid();
+    c->fork_gen = atomic_load(&fork_gen);
     ret = rio__url_parse(url, &c->url);
     if (ret < 0)
         goto err_free;

@@ -497,7 +497,8 @@ struct rio__stream {
 
 struct rio_client {
     struct rio_options o;
-    pid_t pid; /* the process that made it: its threads exist only there */
+    pid_t pid;         /* the process that made it: its threads exist only there */
+    unsigned fork_gen; /* rio__fork_gen() then: another in a child after fork() */
     struct rio_url url;
     struct rio_transport *t;
     uint64_t seed;
