@@ -25,6 +25,10 @@
  * A rate that misses 0.8 is measured again, up to twice, and the best run
  * is judged (see the loop after the PUTs).
  *
+ * control_rail_dies and control_rail_dies_mid_put black-hole rail 0, the
+ * one the control connection (LOOKUP, PUT_OPEN, PUT_COMMIT) dials: the
+ * metadata calls must move to another rail of the server.
+ *
  * The timeouts are set low: TCP_USER_TIMEOUT and the transport's progress
  * watchdog 1 s, the engine's op timeout 2 s (a brownout shows only as
  * missing progress). Needs root; skips otherwise.
@@ -54,6 +58,7 @@ struct faulter {
     uint64_t total;
     uint64_t t_fault_ns, bytes_at_fault;
     int put;
+    unsigned rail; /* the rail failed */
     pthread_t th;
 };
 
@@ -84,14 +89,14 @@ static void *fault_main(void *arg)
 
     while (atomic_load(&f->done) < f->total / 10 && t_now_ms() - t0 < 20000)
         usleep(1000);
-    rl_fail(f->r, F_RAIL, f->how);
+    rl_fail(f->r, f->rail, f->how);
     f->t_fault_ns = now_ns();
     f->bytes_at_fault = wire_bytes(f->c, f->put);
     return NULL;
 }
 
-static void fault_start(struct faulter *f, struct rl *r, struct rio_client *c, const char *how,
-                        uint64_t total, int put)
+static void fault_start(struct faulter *f, struct rl *r, struct rio_client *c, unsigned rail,
+                        const char *how, uint64_t total, int put)
 {
     memset(f, 0, sizeof(*f));
     f->r = r;
@@ -99,6 +104,7 @@ static void fault_start(struct faulter *f, struct rl *r, struct rio_client *c, c
     f->how = how;
     f->total = total;
     f->put = put;
+    f->rail = rail;
     if (pthread_create(&f->th, NULL, fault_main, f) != 0)
         T_FAIL("pthread_create");
 }
@@ -196,7 +202,7 @@ static double get_with_fault(struct rl *r, struct rio_client *c, const char *how
     struct rio_call call = {.stats = st, .progress = on_progress, .progress_arg = &f};
 
     memset(st, 0, sizeof(*st));
-    fault_start(&f, r, c, how, size, 0);
+    fault_start(&f, r, c, F_RAIL, how, size, 0);
     rl_busy_start(busy);
     int64_t got = rio_get(c, "obj", b, size, &call);
     uint64_t t_end = now_ns();
@@ -233,7 +239,7 @@ static double put_with_fault(struct rl *r, struct rio_client *c, const char *how
 
     memset(st, 0, sizeof(*st));
     memset(&d, 0, sizeof(d));
-    fault_start(&f, r, c, how, size, 1);
+    fault_start(&f, r, c, F_RAIL, how, size, 1);
     unsigned long long f0, s0, f1, s1;
     srv_cost(r, &f0, &s0);
     rl_busy_start(busy);
@@ -440,6 +446,117 @@ TEST(all_rails_die)
     tu_close(&v);
     usleep(300 * 1000);
     tu_get_check(u.c, "obj", n, 0xa11, 0);
+    tu_close(&u);
+    T_TRUE(rl_server_alive(&r));
+    rl_down(&r);
+}
+
+/*
+ * The rail the control connection dials (the URL's address, rail 0) is
+ * black-holed (nft drop) between calls while rails 1 and 2 still reach the
+ * server. The metadata requests (LOOKUP, PUT_OPEN, PUT_COMMIT) go on the
+ * control connection only; while it dialled the URL's address alone, every
+ * GET and PUT of the client failed (RIO_ERETRIES-like: the LOOKUP's tries
+ * all timed out) though two rails of three were fine. Now the control
+ * connection moves to another rail of the same server: the GET reads the
+ * object whole, a PUT commits, within a few op timeouts (2 s here); the
+ * rail healed, the client goes on.
+ */
+TEST(control_rail_dies)
+{
+    struct rl r;
+    struct rio_options o;
+    struct rio_stats st;
+    struct tu u;
+    char url[512];
+    const size_t n = 32u << 20;
+
+    rl_up(&r, 3, "1gbit");
+    rl_server(&r, srv_args);
+    rl_opts(&o);
+    o.deadline_ms = 20000;
+    o.cooldown_base_ms = 100;
+    o.cooldown_cap_ms = 500;
+    rl_url(url, sizeof(url), "etag=none");
+    tu_open(&u, url, &o);
+    rl_put(u.c, "obj", n, 0xc0);
+
+    rl_fail(&r, 0, "drop");
+    uint64_t t0 = t_now_ms();
+    get_check(u.c, "obj", n, 0xc0, &st);
+    uint64_t el = t_now_ms() - t0;
+    fprintf(stderr, "RAILS-FAULT control rail dropped: GET %u MiB in %llu ms, retries %llu\n",
+            (unsigned)(n >> 20), (unsigned long long)el, (unsigned long long)st.retries_total);
+    T_LE(el, (uint64_t)3 * o.op_timeout_ms);
+
+    t0 = t_now_ms();
+    rl_put(u.c, "obj2", n, 0xc1);
+    el = t_now_ms() - t0;
+    fprintf(stderr, "RAILS-FAULT control rail dropped: PUT %u MiB in %llu ms\n",
+            (unsigned)(n >> 20), (unsigned long long)el);
+    T_LE(el, (uint64_t)3 * o.op_timeout_ms);
+    get_check(u.c, "obj2", n, 0xc1, &st);
+
+    /* A client opened now, given the rails by hand: its greeting goes to
+     * the URL's address first, then to the next rail. */
+    struct tu v;
+    char url2[640];
+    snprintf(url2, sizeof(url2), "%s&rails=10.99.0.2,10.99.1.2,10.99.2.2", url);
+    t0 = t_now_ms();
+    tu_open(&v, url2, &o);
+    fprintf(stderr, "RAILS-FAULT control rail dropped: open with rails= in %llu ms\n",
+            (unsigned long long)(t_now_ms() - t0));
+    get_check(v.c, "obj", n, 0xc0, &st);
+    tu_close(&v);
+
+    rl_heal(&r, 0);
+    usleep(600 * 1000); /* past the cooldown cap */
+    get_check(u.c, "obj", n, 0xc0, &st);
+    tu_close(&u);
+    T_TRUE(rl_server_alive(&r));
+    rl_down(&r);
+}
+
+/* The same rail black-holed in the middle of a PUT, its chunks going out
+ * on the three rails: the commit that follows goes on the control
+ * connection, which was the dead rail's. It must commit (not end
+ * RIO_EUNKNOWN or a dial error once its tries ran out), the object whole. */
+TEST(control_rail_dies_mid_put)
+{
+    struct rl r;
+    struct rio_options o;
+    struct rio_stats st;
+    struct tu u;
+    struct faulter f;
+    struct rio_desc d;
+    char url[512];
+    const size_t n = 256u << 20; /* about 0.8 s on the three rails: the fault lands mid-PUT */
+
+    rl_up(&r, 3, "1gbit");
+    rl_server(&r, srv_args);
+    rl_opts(&o);
+    o.deadline_ms = 20000;
+    rl_url(url, sizeof(url), "etag=none");
+    tu_open(&u, url, &o);
+    uint8_t *src = rl_pattern(n, 0xc2);
+    struct rio_call call = {.stats = &st, .progress = on_progress, .progress_arg = &f};
+
+    memset(&st, 0, sizeof(st));
+    memset(&d, 0, sizeof(d));
+    fault_start(&f, &r, u.c, 0, "drop", n, 1);
+    uint64_t t0 = t_now_ms();
+    int ret = rio_put(u.c, "obj", src, n, &call, &d);
+    uint64_t el = t_now_ms() - t0;
+    pthread_join(f.th, NULL);
+    fprintf(stderr, "RAILS-FAULT control rail dropped mid-PUT: %d %s in %llu ms\n", ret,
+            ret < 0 ? rio_errname(ret) : "", (unsigned long long)el);
+    free(src);
+    if (ret < 0)
+        T_FAIL("rio_put with the control rail dropped: %d %s", ret, rio_errname(ret));
+    rio_desc_cleanup(&d);
+    T_LE(el, (uint64_t)4 * o.op_timeout_ms);
+    get_check(u.c, "obj", n, 0xc2, &st);
+    rl_heal(&r, 0);
     tu_close(&u);
     T_TRUE(rl_server_alive(&r));
     rl_down(&r);

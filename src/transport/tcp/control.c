@@ -440,15 +440,62 @@ static bool ctl_stale_locked(const struct tcp_member *m)
     return !(r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
 }
 
+/* Whether two routes are one: the same destination through the same
+ * interface (a source address bound on the way, as rails paired by subnet
+ * have, does not change the route: the destination does). */
+static bool same_route(const struct tcp_rail *a, const struct tcp_rail *b)
+{
+    return a->dst.len == b->dst.len && memcmp(&a->dst.ss, &b->dst.ss, a->dst.len) == 0 &&
+           strcmp(a->ifname, b->ifname) == 0;
+}
+
+/* The route the control connection dials now (ctl_via). */
+static const struct tcp_rail *ctl_route(const struct tcp_member *m)
+{
+    return m->ctl_via && m->ctl_via <= m->nrails ? &m->rail[m->ctl_via - 1] : &m->url;
+}
+
+/*
+ * The control connection failed as a dead route does (a dial or an answer
+ * that timed out, an address unreachable or refused): its next dial takes
+ * the member's next rail, another NIC of the same server, then the URL
+ * address again, in turn. The metadata calls (LOOKUP, PUT_OPEN,
+ * PUT_COMMIT) go on the control connection only: while it dialled the URL
+ * address alone, the rail behind it dying (a black hole, a link down) failed
+ * every call of the member, a PUT at its commit after its chunks had moved,
+ * though the other rails carried the chunks. A reset or a damaged answer
+ * (the server's doing) keeps the route.
+ */
+static void ctl_route_failed(struct tcp_member *m, int err)
+{
+    if (err != -ETIMEDOUT && err != -EHOSTUNREACH && err != -ENETUNREACH && err != -ENETDOWN &&
+        err != -EHOSTDOWN && err != -ECONNREFUSED && err != -EADDRNOTAVAIL)
+        return;
+    for (unsigned n = 0; n <= m->nrails; n++) {
+        m->ctl_via = (m->ctl_via + 1) % (m->nrails + 1);
+        if (m->ctl_via == 0 || !same_route(&m->rail[m->ctl_via - 1], &m->url))
+            return;
+    }
+}
+
 static int ctl_dial_within_locked(struct tcp_transport *t, struct tcp_member *m, struct hs_info *hi,
                                   uint32_t connect_ms)
 {
     struct hs_info local;
     int fd, ret;
 
-    ret = blk_dial(t, m, &m->url, connect_ms, hi ? hi : &local, &m->ctl_sess, &m->ctl_tls, &fd);
-    if (ret < 0)
-        return ret;
+    /* A route that fails as a dead one does gives way to the next at once:
+     * at open, the rails of ?rails= (the greeting learns the others). */
+    for (unsigned n = 0;; n++) {
+        ret = blk_dial(t, m, ctl_route(m), connect_ms, hi ? hi : &local, &m->ctl_sess, &m->ctl_tls,
+                       &fd);
+        if (ret == 0)
+            break;
+        unsigned via = m->ctl_via;
+        ctl_route_failed(m, ret);
+        if (m->ctl_via == via || n >= m->nrails)
+            return ret;
+    }
     m->ctl_fd = fd;
     m->ctl_max_body = (hi ? hi : &local)->max_body;
     m->ctl_caps = (hi ? hi : &local)->caps;
@@ -648,10 +695,11 @@ static void ctl_round_run(struct tcp_transport *t, struct tcp_member *m, struct 
             m->ctl_failed = false;
             rio__tcp_ctr_add(t, &t->ctr.ctl_retries, 1);
         }
-        ret = blk_dial(t, m, &m->url, dial_ms, hi, &m->ctl_sess, &m->ctl_tls, &m->ctl_fd);
+        ret = blk_dial(t, m, ctl_route(m), dial_ms, hi, &m->ctl_sess, &m->ctl_tls, &m->ctl_fd);
         if (ret < 0) {
             m->ctl_fd = -1;
             m->ctl_failed = true;
+            ctl_route_failed(m, ret);
             ctl_fail_round(ws, n, ret, true);
             return;
         }
@@ -735,6 +783,7 @@ static void ctl_round_run(struct tcp_transport *t, struct tcp_member *m, struct 
     /* Whatever went wrong, this stream cannot be trusted any more. */
     rio__tcp_ctl_close_locked(m);
     m->ctl_failed = true;
+    ctl_route_failed(m, ret);
     ctl_fail_round(ws, n, ret, fresh);
 }
 

@@ -225,6 +225,11 @@ struct tcp_member {
     struct rio__tls ctl_tls;        /* tls=on: the control connection's TLS */
     struct rio_proto_sess ctl_sess; /* the control connection's frame checks */
     bool ctl_failed;                /* its last exchange (or dial) failed */
+    /* Where the control connection dials: 0 the URL address, k the
+     * member's rail k-1 (another route to the same server), moved on when
+     * a dial or an exchange failed as a dead route does (control.c,
+     * ctl_route) */
+    unsigned ctl_via;
 };
 
 enum { SL_FREE = 0, SL_PENDING, SL_QUEUED, SL_WAIT };
