@@ -245,8 +245,31 @@ void rio__stats_verdict(struct rio_stats *st)
                 fp = i;
             }
         }
+        /* Every path still down at the end that failed ops too, not only
+         * the one that failed most: with three rails of four dropped, the
+         * verdict named one of them and the reader took the others for
+         * healthy. */
+        char list[4 * RIO_MAX_PATHS];
+        size_t ln = 0;
+        unsigned nf = 0;
+        uint64_t fops = 0;
+        for (unsigned i = 0; ferr && i < st->npaths; i++) {
+            const struct rio_path_stats *p = &st->path[i];
+            if (i != fp && !(p->errors && p->state != 0))
+                continue;
+            int w = snprintf(list + ln, sizeof(list) - ln, "%s%u", nf ? ", " : "", i);
+            if (w > 0 && (size_t)w < sizeof(list) - ln)
+                ln += (size_t)w;
+            nf++;
+            fops += p->errors;
+        }
         st->verdict = RIO_VERDICT_NETWORK;
-        if (ferr)
+        if (nf > 1)
+            snprintf(st->verdict_text, sizeof(st->verdict_text),
+                     "paths %s failed %llu ops (down, timed out or browned out); paths idle "
+                     "%.0f%%, waiting for their chunks",
+                     list, (unsigned long long)fops, (1 - busy) * 100);
+        else if (ferr)
             snprintf(st->verdict_text, sizeof(st->verdict_text),
                      "path %u failed %llu %s (down, timed out or browned out); paths idle "
                      "%.0f%%, waiting for its chunks",

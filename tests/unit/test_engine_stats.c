@@ -296,6 +296,22 @@ TEST(verdict_rules)
     st.path[1].state = 0;
     rio__stats_verdict(&st);
     T_NOTNULL(strstr(st.verdict_text, "path 1 failed 3 ops"));
+    /* Three of four paths dropped, all down at the end: all three named,
+     * not the one of them that failed most (the other two read as fine). */
+    st.npaths = 4;
+    st.path[0].errors = 0;
+    st.path[0].rate_mbps = 118;
+    for (unsigned i = 1; i < 4; i++) {
+        st.path[i].errors = 6;
+        st.path[i].state = 1;
+        st.path[i].rate_mbps = 4;
+    }
+    rio__stats_verdict(&st);
+    T_EQ(st.verdict, RIO_VERDICT_NETWORK);
+    T_NOTNULL(strstr(st.verdict_text, "paths 1, 2, 3 failed 18 ops"));
+    for (unsigned i = 1; i < 4; i++)
+        memset(&st.path[i], 0, sizeof(st.path[i]));
+    st.npaths = 2;
     st.path[0].errors = 0;
     st.path[0].rate_mbps = 0;
     st.path[1].rate_mbps = 0;
