@@ -123,6 +123,12 @@ static void usage(FILE *f)
            "  --s3-max-conns N          the gateway's connections at once (default 1024)\n"
            "  --s3-max-conns-per-ip N   of them from one client address (default 256;\n"
            "                            0: no limit, behind a proxy)\n"
+           "  --s3-memory SIZE          what the body buffers of all requests in flight\n"
+           "                            may hold (PUT writers', GET readers' windows;\n"
+           "                            default: a quarter of RAM, at most 1G), a\n"
+           "                            quarter of it per client address (all of it\n"
+           "                            with --s3-max-conns-per-ip 0); past it: 503\n"
+           "                            SlowDown\n"
            "  --s3-tls-cert F           serve the S3 API over HTTPS only, with the\n"
            "                            certificate chain in F (PEM)\n"
            "  --s3-tls-key F            the private key of --s3-tls-cert (PEM)\n"
@@ -344,6 +350,7 @@ enum {
     OPT_S3_TLS_KEY,
     OPT_S3_MAX_CONNS,
     OPT_S3_MAX_CONNS_IP,
+    OPT_S3_MEMORY,
 };
 
 static const struct option long_opts[] = {
@@ -392,6 +399,7 @@ static const struct option long_opts[] = {
     {"s3-tls-key", required_argument, NULL, OPT_S3_TLS_KEY},
     {"s3-max-conns", required_argument, NULL, OPT_S3_MAX_CONNS},
     {"s3-max-conns-per-ip", required_argument, NULL, OPT_S3_MAX_CONNS_IP},
+    {"s3-memory", required_argument, NULL, OPT_S3_MEMORY},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -413,6 +421,7 @@ struct args {
     int s3_sigv2;              /* -1 not given, 1 on, 0 off */
     uint64_t s3_max_conns;     /* UINT64_MAX: not given */
     uint64_t s3_max_conns_ip;  /* UINT64_MAX: not given */
+    uint64_t s3_memory;        /* 0: not given */
 };
 
 /* The numeric options: parsed as a count, a size or a duration, range
@@ -625,6 +634,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
             if (rio__parse_uint(optarg, 65536, &a->s3_max_conns_ip) < 0)
                 return bad_value(name, optarg);
             break;
+        case OPT_S3_MEMORY:
+            /* At most 1 PiB: sums of windows stay far from 2^64. */
+            if (rio__parse_size(optarg, &a->s3_memory) < 0 || a->s3_memory < GW_MEM_MIN ||
+                a->s3_memory > (1ull << 50))
+                return bad_value(name, optarg);
+            break;
         case OPT_S3_HEAD_CACHE:
             if (rio__parse_duration_ns(optarg, &a->s3_head_cache_ns) < 0 ||
                 a->s3_head_cache_ns > 3600 * SEC)
@@ -658,12 +673,12 @@ static int parse_args(int argc, char **argv, struct rio_srv_config *cfg, struct 
     if ((a->s3_backend || a->s3_keys || a->s3_anonymous || a->s3_domain ||
          a->s3_head_cache_ns != UINT64_MAX || a->s3_min_part != UINT64_MAX ||
          a->s3_checksums >= 0 || a->s3_sigv2 >= 0 || a->s3_tls_cert || a->s3_tls_key ||
-         a->s3_max_conns != UINT64_MAX || a->s3_max_conns_ip != UINT64_MAX) &&
+         a->s3_max_conns != UINT64_MAX || a->s3_max_conns_ip != UINT64_MAX || a->s3_memory) &&
         !a->s3_listen) {
         fprintf(stderr, "railiod: --s3-backend, --s3-keys, --s3-anonymous, --s3-domain, "
                         "--s3-head-cache, --s3-min-part-size, --s3-checksums, --s3-sigv2, "
-                        "--s3-tls-cert, --s3-tls-key, --s3-max-conns and --s3-max-conns-per-ip "
-                        "need --s3-listen\n");
+                        "--s3-tls-cert, --s3-tls-key, --s3-max-conns, --s3-max-conns-per-ip "
+                        "and --s3-memory need --s3-listen\n");
         return 2;
     }
     if (!a->s3_tls_cert != !a->s3_tls_key) {
@@ -968,7 +983,8 @@ static int start_s3(struct rio_srv *srv, const struct args *a, struct rio_srv_li
         .tls_cert = a->s3_tls_cert,
         .tls_key = a->s3_tls_key,
         .max_conns = a->s3_max_conns == UINT64_MAX ? 1024u : (unsigned)a->s3_max_conns,
-        .max_conns_ip = a->s3_max_conns_ip == UINT64_MAX ? 256u : (unsigned)a->s3_max_conns_ip};
+        .max_conns_ip = a->s3_max_conns_ip == UINT64_MAX ? 256u : (unsigned)a->s3_max_conns_ip,
+        .memory = a->s3_memory};
     char url[3 * PATH_MAX + 512], host[RIO_PROTO_ADDR_MAX + 1];
 
     if (!a->s3_backend) {

@@ -243,7 +243,9 @@ int rio__gw_error(struct MHD_Connection *c, struct gw_req *r, int status, const 
         return MHD_NO;
     }
     SRV_DEBUG("s3: %s %d %s: %s", r->method, status, code, msg);
-    ret = rio__gw_send_xml(c, r, status, b.p, b.len);
+    /* A refusal for want of room (bodymem.c) says when to come back. */
+    static const char *const retry[] = {"Retry-After", GW_MEM_RETRY_S, NULL};
+    ret = rio__gw_send_xml_with(c, r, status, b.p, b.len, r->retry_after ? retry : NULL);
     rio__gw_buf_free(&b);
     return ret;
 }
@@ -1388,6 +1390,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     rio__free(r->bkey);
     rio__free(r->qbuf);
     xml_give(r, r->blen); /* what body_data took */
+    rio__gw_mem_give(r);  /* what its writer or reader took, now closed */
     rio__free(r->buf);
     rio__free(r);
 }
@@ -1613,6 +1616,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     g.min_part = cfg->min_part == UINT64_MAX ? GW_MIN_PART : cfg->min_part;
     g.check_only = cfg->check_only;
     g.no_sigv2 = cfg->no_sigv2;
+    rio__gw_mem_init(cfg->memory, cfg->max_conns_ip != 0);
     g.xml_rate = GW_XML_MIN_RATE;
     g.xml_grace_s = GW_XML_GRACE_S;
     g.xml_idle_s = GW_XML_IDLE_S;
@@ -1762,6 +1766,7 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap)
                        "railiod_s3_meta_cache_total{result=\"miss\"} %llu\n",
                        (unsigned long long)hits, (unsigned long long)misses,
                        (unsigned long long)mhits, (unsigned long long)mmisses);
+    rio__gw_mem_metrics(&b);
     n = b.oom ? 0 : b.len;
     if (n >= cap)
         n = cap - 1;

@@ -42,6 +42,7 @@ struct rio_s3_gw_config {
     const char *tls_key;    /* --s3-tls-key: its private key (PEM) */
     unsigned max_conns;     /* --s3-max-conns: connections at once */
     unsigned max_conns_ip;  /* --s3-max-conns-per-ip: of them from one address (0: any) */
+    uint64_t memory;        /* --s3-memory: body buffers of all requests (0: the default) */
 };
 
 /* Start the gateway; 0 or an error (logged). */
@@ -94,6 +95,22 @@ size_t rio__s3_gw_metrics(char *buf, size_t cap);
 #define GW_XML_GRACE_S 10
 #define GW_XML_IDLE_S 20
 #define GW_CONN_DECODE (256u * 1024u) /* aws-chunked: decoded bytes per feed */
+/* The body buffers of every request in flight (bodymem.c): the windows of
+ * the engine's writers (PutObject, UploadPart, POST) and readers
+ * (GetObject), held together to --s3-memory, by default a quarter of the
+ * machine's memory up to GW_MEM_DEFAULT_MAX; those of one client address to
+ * a quarter of it (GW_MEM_ADDR_DIV; the whole of it with
+ * --s3-max-conns-per-ip 0, behind a proxy). Each request takes its window
+ * before its writer or reader opens and gives it back when it ends; past
+ * either bound it is answered 503 SlowDown with Retry-After (GW_MEM_RETRY_S),
+ * which S3 clients retry. 1024 connections each holding a writer's window
+ * (16 MiB) held up to 16 GiB. Addresses past GW_MEM_ADDRS holding windows
+ * at once share the last slot (as GW_XML_ADDRS). */
+#define GW_MEM_DEFAULT_MAX (1ull << 30)
+#define GW_MEM_MIN (1ull << 20) /* the least --s3-memory taken */
+#define GW_MEM_ADDR_DIV 4
+#define GW_MEM_ADDRS 1024
+#define GW_MEM_RETRY_S "1"
 #define GW_BUCKET_MAX 63
 #define GW_MARKER_PREFIX ".rio-bucket/"
 /* A declared body larger than S3's largest object (5 TiB): 400 EntityTooLarge. */
@@ -202,6 +219,10 @@ struct gw_req {
     unsigned char addr[8]; /* the client's address (IPv4, IPv6 /64): its XML share */
     unsigned xml_slot;     /* 1 + the share's slot blen was taken from; 0: none yet */
     uint64_t xml_t0;       /* when its XML body's first bytes came (0: not yet) */
+    /* The body buffers' room it holds (bodymem.c): given back at its end */
+    uint64_t mem_held;
+    unsigned mem_slot; /* 1 + its address's slot; 0: none taken */
+    int retry_after;   /* its error carries Retry-After: GW_MEM_RETRY_S */
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
     /* UploadPartCopy into an upload created with this checksum algorithm
@@ -283,6 +304,33 @@ int rio__gw_checks_done(struct gw_req *r);
 /* Hand a Content-MD5 check to the fresh writer r->w, which hashes the bytes
  * for the ETag anyway and compares before it commits (r->md5_bad). */
 void rio__gw_checks_to_writer(struct gw_req *r);
+
+/* bodymem.c: the body buffers' budget (GW_MEM_DEFAULT_MAX says what) */
+/* Set the budget (bytes, 0: the default) and whether one address has a
+ * share of it (per_addr) or may take it all; before the daemon starts. */
+void rio__gw_mem_init(uint64_t budget, int per_addr);
+/* The default budget: a quarter of physical memory, at most GW_MEM_DEFAULT_MAX. */
+uint64_t rio__gw_mem_default(void);
+/* The window of a stream over len bytes (UINT64_MAX: unknown) in chunks of
+ * chunk bytes, slots of them at once (0: the backend client's depth x
+ * paths); saturates instead of overflowing. */
+uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk, unsigned slots);
+/* Take n bytes of room for r (added to what it holds): 0, or -1 with
+ * nothing taken and the refusal counted. A request holding nothing and
+ * alone in its address (or the gateway) gets its room even past the share
+ * (or the budget): a window larger than either would never be served. */
+int rio__gw_mem_take(struct gw_req *r, uint64_t n);
+/* Give back all r holds (any number of times; the first gives). */
+void rio__gw_mem_give(struct gw_req *r);
+/* Hand what r holds to *slot and *n (r then holds nothing), for a stream
+ * that outlives the request's bookkeeping (a GET's reader, closed when
+ * libmicrohttpd frees the response); rio__gw_mem_release gives it back. */
+void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n);
+void rio__gw_mem_release(unsigned slot, uint64_t n);
+/* Queue 503 SlowDown with Retry-After for a refused take. */
+int rio__gw_mem_refuse(struct MHD_Connection *c, struct gw_req *r);
+/* The budget's lines for /metrics. */
+void rio__gw_mem_metrics(struct gw_buf *b);
 
 /* ops.c */
 int rio__gw_bucket_exists(const char *bucket); /* 1, 0 or an error */

@@ -891,6 +891,10 @@ struct get_state {
     uint64_t left;
     char *first; /* the range's first bytes, read before the answer */
     size_t flen, fpos;
+    /* The body buffers' room its reader holds (bodymem.c), r's until the
+     * response took it: given back once the reader is closed */
+    unsigned mem_slot;
+    uint64_t mem;
 };
 
 static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -928,6 +932,7 @@ static void get_free(void *cls)
     if (st->rd)
         rio_reader_close(st->rd);
     rio__free(st->first);
+    rio__gw_mem_release(st->mem_slot, st->mem);
     rio__free(st);
 }
 
@@ -1083,6 +1088,22 @@ static struct gw_meta *get_meta(const struct gw_req *r, const struct rio_desc *d
     if (sure)
         rio__gw_head_set_meta(r->bkey, d, m, epoch);
     return m;
+}
+
+/* The ring a reader of [off, off + len) of d fills (core/call.c): whole
+ * chunks of the range, as many as its prefetch; one chunk's own bytes when
+ * the range is in one. */
+static uint64_t get_window(const struct rio_desc *d, uint64_t off, uint64_t len)
+{
+    uint64_t cs = d->chunk_size, first, n;
+
+    if (!cs || !len || off > d->size || len > d->size - off)
+        return len;
+    first = off / cs;
+    n = (off + len - 1) / cs - first + 1;
+    if (n == 1)
+        return d->size - first * cs < cs ? d->size - first * cs : cs;
+    return rio__gw_mem_window(n > UINT64_MAX / cs ? UINT64_MAX : n * cs, cs, 0);
 }
 
 /* Open a reader on [off, off + len) of the generation d names, only the
@@ -1385,6 +1406,15 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         }
         if (head || len == 0)
             break;
+        /* Its reader's ring and first bytes, of the body buffers' budget:
+         * many readers that read nothing held a ring each (bodymem.c). */
+        uint64_t win = get_window(&d, off, len);
+        uint64_t fl = len < GET_FIRST ? len : GET_FIRST;
+        win = win > UINT64_MAX - fl ? UINT64_MAX : win + fl;
+        if (!r->mem_held && rio__gw_mem_take(r, win) < 0) {
+            rio_desc_cleanup(&d);
+            return rio__gw_mem_refuse(c, r);
+        }
         st = rio__calloc(1, sizeof(*st));
         if (!st) {
             rio_desc_cleanup(&d);
@@ -1438,6 +1468,8 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         st->r = r;
         st->left = len;
         resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
+        if (resp) /* given back when the reader is closed, not before */
+            rio__gw_mem_move(r, &st->mem_slot, &st->mem);
     }
     if (!resp) {
         if (st)
@@ -1993,6 +2025,15 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
     }
     uint64_t pc = part_chunk(r);
     const struct rio_call *cp = r->put_cond ? &r->cond : NULL;
+    /* Its writer's slots (and an aws-chunked body's decoding buffer), of
+     * the body buffers' budget: many bodies that stalled after a few bytes
+     * held a chunk buffer each, up to a window each (bodymem.c). */
+    uint64_t win = rio__gw_mem_window(
+        r->declared, pc ? pc : rio__put_chunk_size(rio__gw_client(), r->declared), 0);
+    if (r->dec)
+        win = win > UINT64_MAX - GW_CONN_DECODE ? UINT64_MAX : win + GW_CONN_DECODE;
+    if (rio__gw_mem_take(r, win) < 0)
+        return rio__gw_mem_refuse(c, r);
     if (pc)
         ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, cp, &r->w);
     else

@@ -242,6 +242,16 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     if (!rio__gw_meta_is_default(r->meta, "") || (p->ck_algo[0] && rio__gw_keep_checksums()))
         r->prior_gen = rio__gw_meta_gen_start(r->bucket, r->key);
     r->declared = UINT64_MAX; /* the file's size is known at its end */
+    /* Its writer's slots, of the body buffers' budget (bodymem.c), as
+     * PutObject's: at most the policy's largest file. Refused, the rest of
+     * the form is drained and 503 SlowDown answered. */
+    uint64_t win = rio__gw_mem_window(p->pa.len_max,
+                                      rio__put_chunk_size(rio__gw_client(), RIO_SIZE_UNKNOWN), 0);
+    if (rio__gw_mem_take(r, win) < 0) {
+        r->retry_after = 1;
+        rio__gw_fail(r, 503, "SlowDown", "Please reduce your request rate.");
+        return -1;
+    }
     ret = rio_writer_open(rio__gw_client(), r->bkey, UINT64_MAX, 0, NULL, &r->w);
     if (ret < 0) {
         r->w = NULL;

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gateway's budget for body buffers (docs/gateway.md, "Memory"): what
+ * the engine's writers (PutObject, UploadPart, POST Object) and readers
+ * (GetObject) of every request in flight may hold together, and what those
+ * of one client address may hold of it. Each request bounds its own memory
+ * (a writer's slots x chunk size, a reader's prefetch ring), but nothing
+ * bounded their sum: --s3-max-conns (1024) connections each holding a
+ * window of 16 MiB are 16 GiB, and a client needs only to send a little of
+ * each body, or read none of each answer, to hold them.
+ *
+ * A request takes its window (min(its length, the window)) before its
+ * writer or reader opens and gives it back when it ends, whichever way
+ * (gateway.c's completion callback, which libmicrohttpd calls for every
+ * request, at shutdown too). Past the budget, or past its address's share,
+ * it is answered 503 SlowDown at once, with Retry-After: every S3 client
+ * retries it with backoff. It never waits for room: a waiting request
+ * would hold its connection and thread, and the connections that could
+ * give room back may be the very ones that wait. The budget's mutex is
+ * held for the bookkeeping only, never across a call.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/engine.h"
+#include "server/s3/gw.h"
+#include "server/server.h"
+
+static struct {
+    pthread_mutex_t mu;
+    /* Set before the daemon starts, read only afterwards */
+    uint64_t budget, share; /* share 0: no per-address share */
+    /* Under mu */
+    uint64_t held, peak;
+    struct {
+        uint64_t addr; /* the client address's 8 bytes (gw_req.addr) */
+        uint64_t held; /* 0: free */
+    } addr[GW_MEM_ADDRS];
+    /* Refusals: [0] past the budget, [1] past the address's share */
+    _Atomic uint64_t refused[2];
+} m = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+uint64_t rio__gw_mem_default(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    uint64_t q;
+
+    if (pages <= 0 || psz <= 0)
+        return GW_MEM_DEFAULT_MAX;
+    /* A quarter of it, without forming pages x size (no overflow). */
+    q = (uint64_t)pages / 4;
+    if (q > GW_MEM_DEFAULT_MAX / (uint64_t)psz)
+        return GW_MEM_DEFAULT_MAX;
+    q *= (uint64_t)psz;
+    return q < GW_MEM_MIN ? GW_MEM_MIN : q;
+}
+
+void rio__gw_mem_init(uint64_t budget, int per_addr)
+{
+    pthread_mutex_lock(&m.mu);
+    m.budget = budget ? budget : rio__gw_mem_default();
+    m.share = per_addr ? m.budget / GW_MEM_ADDR_DIV : 0;
+    m.held = m.peak = 0;
+    memset(m.addr, 0, sizeof(m.addr));
+    pthread_mutex_unlock(&m.mu);
+    atomic_store(&m.refused[0], 0);
+    atomic_store(&m.refused[1], 0);
+}
+
+uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk, unsigned slots)
+{
+    struct rio_client *c = rio__gw_client();
+    uint64_t w;
+
+    if (!slots && c) {
+        uint64_t s = (uint64_t)c->o.depth * c->npaths;
+        slots = s > UINT32_MAX ? UINT32_MAX : (unsigned)s;
+    }
+    if (slots < 2)
+        slots = 2; /* a writer's least (stream.c); a reader's 1 rounds up */
+    w = chunk && slots > UINT64_MAX / chunk ? UINT64_MAX : chunk * slots;
+    return len < w ? len : w;
+}
+
+/* The slot of addr, under mu: the one holding it, else a free one, else
+ * the last (addresses past GW_MEM_ADDRS share it). */
+static unsigned mem_slot_locked(uint64_t addr)
+{
+    unsigned free_i = GW_MEM_ADDRS - 1;
+    int have_free = 0;
+
+    for (unsigned i = 0; i < GW_MEM_ADDRS; i++) {
+        if (m.addr[i].held && m.addr[i].addr == addr)
+            return i;
+        if (!m.addr[i].held && !have_free) {
+            free_i = i;
+            have_free = 1;
+        }
+    }
+    return free_i;
+}
+
+int rio__gw_mem_take(struct gw_req *r, uint64_t n)
+{
+    uint64_t addr;
+    int why = -1;
+
+    if (!n)
+        return 0;
+    memcpy(&addr, r->addr, sizeof(addr));
+    pthread_mutex_lock(&m.mu);
+    unsigned i = r->mem_slot ? r->mem_slot - 1 : mem_slot_locked(addr);
+    uint64_t ah = m.addr[i].held;
+    /* held may pass budget (a request alone), ah the share: never
+     * subtract past zero. */
+    if (m.held && (m.held >= m.budget || n > m.budget - m.held))
+        why = 0;
+    else if (m.share && ah && (ah >= m.share || n > m.share - ah))
+        why = 1;
+    else if (n > UINT64_MAX - m.held || n > UINT64_MAX - ah)
+        why = 0; /* cannot be: windows are bounded, held by their sum */
+    if (why < 0) {
+        if (!ah)
+            m.addr[i].addr = addr;
+        m.addr[i].held = ah + n;
+        m.held += n;
+        if (m.held > m.peak)
+            m.peak = m.held;
+        r->mem_held += n;
+        r->mem_slot = i + 1;
+    }
+    pthread_mutex_unlock(&m.mu);
+    if (why >= 0) {
+        atomic_fetch_add(&m.refused[why], 1);
+        SRV_DEBUG("s3: %llu bytes of body buffers refused: %s", (unsigned long long)n,
+                  why ? "the address's share is taken" : "the budget is taken");
+    }
+    return why < 0 ? 0 : -1;
+}
+
+void rio__gw_mem_release(unsigned slot, uint64_t n)
+{
+    if (!n || !slot || slot > GW_MEM_ADDRS)
+        return;
+    pthread_mutex_lock(&m.mu);
+    unsigned i = slot - 1;
+    /* Never below zero: a bug here must not open the budget wide. */
+    m.addr[i].held -= n <= m.addr[i].held ? n : m.addr[i].held;
+    m.held -= n <= m.held ? n : m.held;
+    pthread_mutex_unlock(&m.mu);
+}
+
+void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n)
+{
+    *slot = r->mem_slot;
+    *n = r->mem_held;
+    r->mem_held = 0;
+}
+
+void rio__gw_mem_give(struct gw_req *r)
+{
+    rio__gw_mem_release(r->mem_slot, r->mem_held);
+    r->mem_held = 0;
+}
+
+int rio__gw_mem_refuse(struct MHD_Connection *c, struct gw_req *r)
+{
+    r->retry_after = 1;
+    r->close = 1; /* its body, if any comes, is not read */
+    return rio__gw_error(c, r, 503, "SlowDown", "Please reduce your request rate.");
+}
+
+void rio__gw_mem_metrics(struct gw_buf *b)
+{
+    uint64_t held, peak;
+
+    pthread_mutex_lock(&m.mu);
+    held = m.held;
+    peak = m.peak;
+    pthread_mutex_unlock(&m.mu);
+    /* One line group a call: rio__gw_buf_printf formats up to 512 bytes. */
+    rio__gw_buf_printf(b,
+                       "# HELP railiod_s3_memory_budget_bytes What the body buffers of the S3 "
+                       "requests in flight may hold together (--s3-memory).\n"
+                       "# TYPE railiod_s3_memory_budget_bytes gauge\n"
+                       "railiod_s3_memory_budget_bytes %llu\n",
+                       (unsigned long long)m.budget);
+    rio__gw_buf_printf(b,
+                       "# HELP railiod_s3_memory_share_bytes What those of one client address "
+                       "may hold (0: no share).\n"
+                       "# TYPE railiod_s3_memory_share_bytes gauge\n"
+                       "railiod_s3_memory_share_bytes %llu\n",
+                       (unsigned long long)m.share);
+    rio__gw_buf_printf(b,
+                       "# HELP railiod_s3_memory_held_bytes Body buffer room held by S3 "
+                       "requests in flight.\n"
+                       "# TYPE railiod_s3_memory_held_bytes gauge\n"
+                       "railiod_s3_memory_held_bytes %llu\n"
+                       "# HELP railiod_s3_memory_held_peak_bytes The most body buffer room "
+                       "held at once since start.\n"
+                       "# TYPE railiod_s3_memory_held_peak_bytes gauge\n"
+                       "railiod_s3_memory_held_peak_bytes %llu\n",
+                       (unsigned long long)held, (unsigned long long)peak);
+    rio__gw_buf_printf(b,
+                       "# HELP railiod_s3_memory_refused_total S3 requests answered 503 "
+                       "SlowDown for want of body buffer room, past the budget or past their "
+                       "address's share.\n"
+                       "# TYPE railiod_s3_memory_refused_total counter\n"
+                       "railiod_s3_memory_refused_total{reason=\"budget\"} %llu\n"
+                       "railiod_s3_memory_refused_total{reason=\"address\"} %llu\n",
+                       (unsigned long long)atomic_load(&m.refused[0]),
+                       (unsigned long long)atomic_load(&m.refused[1]));
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 240 */
+/*
+ * The gateway's budget for body buffers (--s3-memory, docs/gateway.md,
+ * "Memory"): the windows of the writers of PUTs in flight and of the
+ * readers of GETs in flight are held together to the budget, those of one
+ * client address to a quarter of it. Before, every PutObject that sent a
+ * little of its body and stalled held a writer (200 of them: 877 MB of
+ * RSS) and every GetObject whose client read nothing held a prefetch ring,
+ * up to --s3-max-conns (1024) of each. Now the next one past the budget or
+ * past its address's share is answered 503 SlowDown with Retry-After while
+ * another address still gets room, the room comes back when they end, and
+ * a PUT or GET larger than the share still goes through (a request takes
+ * its window, not its object).
+ */
+#include "gw_util.h"
+
+/* The script's helpers: conn(src) from a source address, metric(name)
+ * from /metrics, head(c) a response's head, answer(c, h) its body, a
+ * bucket bm made, N the size of the objects (larger than the share). */
+#define MEM_PY                                                                                     \
+    "import socket, sys, time, re, urllib.request\n"                                               \
+    "host, port = sys.argv[1].split('//')[1].split(':'); port = int(port)\n"                       \
+    "d = sys.argv[4]\n"                                                                            \
+    "murl = 'http://' + open(d + '/maddr').read().strip() + '/metrics'\n"                          \
+    "N = 64 << 20\n"                                                                               \
+    "def conn(src='127.0.0.1'):\n"                                                                 \
+    "    return socket.create_connection((host, port), timeout=60, source_address=(src, 0))\n"     \
+    "def metric(name):\n"                                                                          \
+    "    t = urllib.request.urlopen(murl, timeout=10).read().decode()\n"                           \
+    "    m = re.search('^' + re.escape(name) + r' (\\d+)$', t, re.M)\n"                            \
+    "    return int(m.group(1)) if m else None\n"                                                  \
+    "def head(c):\n"                                                                               \
+    "    h = b''\n"                                                                                \
+    "    while b'\\r\\n\\r\\n' not in h:\n"                                                        \
+    "        x = c.recv(65536)\n"                                                                  \
+    "        if not x: break\n"                                                                    \
+    "        h += x\n"                                                                             \
+    "    return h\n"                                                                               \
+    "def answer(c, h):\n"                                                                          \
+    "    hd, _, body = h.partition(b'\\r\\n\\r\\n')\n"                                             \
+    "    m = re.search(rb'(?im)^content-length: *(\\d+)', hd)\n"                                   \
+    "    n = int(m.group(1)) if m else 0\n"                                                        \
+    "    body = bytearray(body)\n"                                                                 \
+    "    while len(body) < n:\n"                                                                   \
+    "        x = c.recv(1 << 20)\n"                                                                \
+    "        if not x: break\n"                                                                    \
+    "        body += x\n"                                                                          \
+    "    return hd, bytes(body)\n"                                                                 \
+    "def refused(c, h):\n"                                                                         \
+    "    hd, body = answer(c, h)\n"                                                                \
+    "    assert b' 503 ' in hd.split(b'\\r\\n')[0], hd\n"                                          \
+    "    assert re.search(rb'(?im)^retry-after: *1\\r?$', hd), hd\n"                               \
+    "    assert b'<Code>SlowDown</Code>' in body, body\n"                                          \
+    "def wait_idle():\n"                                                                           \
+    "    for i in range(100):\n"                                                                   \
+    "        if metric('railiod_s3_memory_held_bytes') == 0: return\n"                             \
+    "        time.sleep(0.1)\n"                                                                    \
+    "    raise AssertionError('room not given back: %s' % "                                        \
+    "metric('railiod_s3_memory_held_bytes'))\n"                                                    \
+    "s = conn(); s.sendall(b'PUT /bmem HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "                \
+    "0\\r\\n\\r\\n')\n"                                                                            \
+    "assert b' 200 ' in head(s); s.close()\n"                                                      \
+    "data = bytes(range(256)) * (N // 256)\n"
+
+/* Stalled PUTs: each sends its head with Expect: 100-continue (the 100
+ * goes out once the request has its room) and 64 KiB of a 64 MiB body. */
+static const char stalled_puts_py[] = MEM_PY
+    "def put_start(src, key):\n"
+    "    c = conn(src)\n"
+    "    c.sendall(b'PUT /bmem/%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
+    "              b'Expect: 100-continue\\r\\n\\r\\n' % (key.encode(), N))\n"
+    "    h = head(c)\n"
+    "    if b' 100 ' in h.split(b'\\r\\n')[0]:\n"
+    "        c.sendall(data[:65536])\n"
+    "        return c, None\n"
+    "    return c, h\n"
+    "held = []\n"
+    "for k in range(40):\n"
+    "    c, h = put_start('127.0.0.1', 'a%d' % k)\n"
+    "    if h is not None: break\n"
+    "    held.append(c)\n"
+    "assert h is not None, 'one address held 40 stalled PUTs'\n"
+    "refused(c, h); c.close()\n"
+    "print('one address: %d stalled PUTs held, %s bytes' % (len(held), "
+    "metric('railiod_s3_memory_held_bytes')))\n"
+    "c, h = put_start('127.0.0.2', 'b')\n"
+    "assert h is None, ('another address got no room', h)\n"
+    "held.append(c)\n"
+    "for i in range(3, 40):\n"
+    "    c, h = put_start('127.0.0.%d' % i, 'c%d' % i)\n"
+    "    if h is not None: break\n"
+    "    held.append(c)\n"
+    "assert h is not None, 'the budget never refused'\n"
+    "refused(c, h); c.close()\n"
+    "budget = metric('railiod_s3_memory_budget_bytes')\n"
+    "assert budget == 64 << 20, budget\n"
+    "assert metric('railiod_s3_memory_share_bytes') == 16 << 20\n"
+    "assert metric('railiod_s3_memory_held_bytes') <= budget\n"
+    "assert metric('railiod_s3_memory_refused_total{reason=\"address\"}') >= 1\n"
+    "assert metric('railiod_s3_memory_refused_total{reason=\"budget\"}') >= 1\n"
+    "print('%d addresses held %s bytes' % (i - 1, metric('railiod_s3_memory_held_bytes')))\n"
+    "for c in held: c.close()\n"
+    "wait_idle()\n"
+    "c = conn()\n"
+    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
+    "c.sendall(data)\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "wait_idle()\n"
+    "assert metric('railiod_s3_memory_held_peak_bytes') <= budget\n"
+    "print('ok')\n";
+
+TEST(stalled_puts_bounded)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    gw_start(&g, NULL, extra);
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, stalled_puts_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
+/* Slow readers: each GET of a 64 MiB object reads its head and no more. */
+static const char slow_gets_py[] = MEM_PY
+    "c = conn()\n"
+    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
+    "c.sendall(data)\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "wait_idle()\n"
+    "def get_start(src):\n"
+    "    c = conn(src)\n"
+    "    c.sendall(b'GET /bmem/big HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+    "    h = head(c)\n"
+    "    return c, h\n"
+    "def get_whole(src):\n"
+    "    c, h = get_start(src)\n"
+    "    hd, body = answer(c, h); c.close()\n"
+    "    assert b' 200 ' in hd.split(b'\\r\\n')[0], hd\n"
+    "    assert body == data, 'the GET gave other bytes'\n"
+    "held = []\n"
+    "for k in range(40):\n"
+    "    c, h = get_start('127.0.0.1')\n"
+    "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
+    "    held.append(c)\n"
+    "assert b' 200 ' not in h.split(b'\\r\\n')[0], 'one address held 40 slow GETs'\n"
+    "refused(c, h); c.close()\n"
+    "print('one address: %d slow GETs held, %s bytes' % (len(held), "
+    "metric('railiod_s3_memory_held_bytes')))\n"
+    "get_whole('127.0.0.2')\n"
+    "for i in range(3, 40):\n"
+    "    c, h = get_start('127.0.0.%d' % i)\n"
+    "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
+    "    held.append(c)\n"
+    "refused(c, h); c.close()\n"
+    "assert metric('railiod_s3_memory_held_bytes') <= 64 << 20\n"
+    "for c in held: c.close()\n"
+    "wait_idle()\n"
+    "get_whole('127.0.0.1')\n"
+    "wait_idle()\n"
+    "print('ok')\n";
+
+TEST(slow_gets_bounded)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    gw_start(&g, NULL, extra);
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, slow_gets_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
+/* Behind a proxy (--s3-max-conns-per-ip 0) one address may take the whole
+ * budget; --s3-memory is checked (1M at least, a size) and needs
+ * --s3-listen. */
+TEST(memory_option)
+{
+    const char *proxy[] = {"--s3-memory", "64M", "--s3-max-conns-per-ip", "0", NULL};
+    char bin[512];
+    struct gw g;
+
+    gw_start(&g, NULL, proxy);
+    T_EQ(
+        t_sh("curl -s http://%s/metrics | grep -qx 'railiod_s3_memory_share_bytes 0'", g.e.metrics),
+        0);
+    T_EQ(t_sh("curl -s http://%s/metrics | grep -qx 'railiod_s3_memory_budget_bytes 67108864'",
+              g.e.metrics),
+         0);
+    gw_stop(&g);
+    srv_binary(bin, sizeof(bin));
+    T_EQ(t_sh("timeout -s KILL 10 %s --s3-memory 1G 2>&1 | grep -q 'need --s3-listen'", bin), 0);
+    T_EQ(t_sh("timeout -s KILL 10 %s --s3-listen 127.0.0.1:0 --s3-memory 1000 2>&1 | grep -q "
+              "\"invalid value '1000' for --s3-memory\"",
+              bin),
+         0);
+    T_EQ(t_sh("timeout -s KILL 10 %s --s3-listen 127.0.0.1:0 --s3-memory lots 2>&1 | grep -q "
+              "\"invalid value 'lots' for --s3-memory\"",
+              bin),
+         0);
+}
