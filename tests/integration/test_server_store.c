@@ -664,7 +664,7 @@ TEST(prefault)
     fprintf(stderr, "RSS at start / peak (KiB): plain %llu / %llu, --prefault %llu / %llu\n",
             (unsigned long long)s0, (unsigned long long)p0, (unsigned long long)s1,
             (unsigned long long)p1);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !T_SANITIZED
     /* A sanitizer's runtime (the server is built alike) has its own
      * footprint and allocator, which may hand freed memory back at once:
      * glibc's heap, which --prefault fills and keeps, is not used there. */
@@ -683,7 +683,7 @@ static void kb_below(struct srv_env *e, const char *field, const char *what, uin
 
     fprintf(stderr, "%s: %s %llu KiB (below %llu wanted)\n", what, field, (unsigned long long)kb,
             (unsigned long long)limit);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !T_SANITIZED
     T_LT(kb, limit);
 #endif
 }
