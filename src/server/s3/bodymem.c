@@ -157,12 +157,16 @@ void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n)
     *slot = r->mem_slot;
     *n = r->mem_held;
     r->mem_held = 0;
+    r->mem_slot = 0;
 }
 
 void rio__gw_mem_give(struct gw_req *r)
 {
     rio__gw_mem_release(r->mem_slot, r->mem_held);
     r->mem_held = 0;
+    /* Its slot, empty, may go to another address: a later take of r's
+     * looks its address up again. */
+    r->mem_slot = 0;
 }
 
 int rio__gw_mem_refuse(struct MHD_Connection *c, struct gw_req *r)
