@@ -174,6 +174,71 @@ TEST(slow_gets_bounded)
     gw_stop(&g);
 }
 
+/* Bodies holding room must keep coming while room is scarce (here by
+ * RAILIOD_TEST_XML_RATE: 4 MiB/s on average from 1 s on, 2 s of silence at
+ * most). A PUT of 64 MiB takes a writer's window (16 MiB: its address's
+ * whole share, scarce): one trickling 4 KiB every 0.25 s is closed soon
+ * after the grace (libmicrohttpd sends nothing before a body is in: S3
+ * would answer 400 RequestTimeout), one that stalls after 64 KiB is closed
+ * after the silence, their room given back. Before, both held their
+ * window for as long as they liked (a byte every 119 s), and enough of
+ * them every other client's PUTs out. A PUT of 64 KiB (room plenty) sent
+ * as slowly, over 4 s, is let be: answered 200. */
+static const char slow_bodies_py[] = MEM_PY
+    "def put_head(key, n):\n"
+    "    c = conn()\n"
+    "    c.sendall(b'PUT /bmem/%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n'\n"
+    "              % (key.encode(), n))\n"
+    "    return c\n"
+    "def closed_within(c, sec):\n"
+    "    c.settimeout(sec)\n"
+    "    try:\n"
+    "        return c.recv(65536) == b''\n"
+    "    except ConnectionResetError:\n"
+    "        return True\n"
+    "    except socket.timeout:\n"
+    "        return False\n"
+    "def trickle(c, n, stop_when_closed):\n"
+    "    t0 = time.time()\n"
+    "    c.settimeout(0.25)\n"
+    "    for i in range(n):\n"
+    "        try:\n"
+    "            c.sendall(data[i * 4096:(i + 1) * 4096])\n"
+    "            if stop_when_closed and c.recv(65536) == b'': return time.time() - t0\n"
+    "        except socket.timeout:\n"
+    "            pass\n"
+    "        except OSError:\n"
+    "            return time.time() - t0\n"
+    "    return None\n"
+    "c = put_head('slow', N)\n"
+    "took = trickle(c, 40, True)\n"
+    "assert took is not None, 'a slow body holding scarce room was not closed'\n"
+    "print('slow body closed after %.1f s' % took)\n"
+    "c.close(); wait_idle()\n"
+    "c = put_head('stalled', N); c.sendall(data[:65536])\n"
+    "t0 = time.time()\n"
+    "assert closed_within(c, 10), 'a stalled body holding scarce room was not closed'\n"
+    "print('stalled body closed after %.1f s' % (time.time() - t0))\n"
+    "c.close(); wait_idle()\n"
+    "c = put_head('small', 65536)\n"
+    "assert trickle(c, 16, False) is None\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "print('ok')\n";
+
+TEST(slow_bodies_cut_while_room_is_scarce)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
+    gw_start(&g, NULL, extra);
+    unsetenv("RAILIOD_TEST_XML_RATE");
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, slow_bodies_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Behind a proxy (--s3-max-conns-per-ip 0) one address may take the whole
  * budget; --s3-memory is checked (1M at least, a size) and needs
  * --s3-listen. */

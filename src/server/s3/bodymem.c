@@ -140,6 +140,18 @@ int rio__gw_mem_take(struct gw_req *r, uint64_t n)
     return why < 0 ? 0 : -1;
 }
 
+int rio__gw_mem_scarce(const struct gw_req *r)
+{
+    int scarce;
+
+    pthread_mutex_lock(&m.mu);
+    scarce = m.held > m.budget / 2;
+    if (!scarce && m.share && r->mem_slot && r->mem_slot <= GW_MEM_ADDRS)
+        scarce = m.addr[r->mem_slot - 1].held > m.share / 2;
+    pthread_mutex_unlock(&m.mu);
+    return scarce;
+}
+
 void rio__gw_mem_release(unsigned slot, uint64_t n)
 {
     if (!n || !slot || slot > GW_MEM_ADDRS)

@@ -1045,6 +1045,37 @@ static int xml_too_slow(const struct gw_req *r, uint64_t now, size_t n)
     return sec > (double)g.xml_grace_s && (double)(r->blen + n) < (double)g.xml_rate * sec;
 }
 
+void rio__gw_body_held(struct MHD_Connection *c, struct gw_req *r)
+{
+    if (r->body_t0)
+        return;
+    r->body_t0 = rio__now_ns();
+    r->body_in0 = r->bytes_in;
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, g.xml_idle_s);
+}
+
+/*
+ * An object's body (PutObject, UploadPart, a POST's file) holding room of
+ * the body buffers' budget (bodymem.c) waits GW_XML_IDLE_S at most for more
+ * bytes (S3's RequestTimeout), and while that room is scarce (the budget or
+ * its address's share more than half taken) must come at GW_XML_MIN_RATE on
+ * average from GW_XML_GRACE_S on, as an XML body must: senders of a byte
+ * now and then each held a writer's window (16 MiB) for as long as they
+ * liked, and 64 of them (16 per address) every other client's PUTs out
+ * with 503 SlowDown. While room is plenty a slow body is let be (a
+ * producer feeding its upload as it goes).
+ */
+static int body_slow(struct gw_req *r)
+{
+    if (!r->body_t0 || !r->mem_held)
+        return 0;
+    double sec = (double)(rio__now_ns() - r->body_t0) / 1e9;
+    if (sec <= (double)g.xml_grace_s ||
+        (double)(r->bytes_in - r->body_in0) >= (double)g.xml_rate * sec)
+        return 0;
+    return rio__gw_mem_scarce(r);
+}
+
 /* The body of a request that takes one (PUT object, POST ?delete, PUT
  * bucket's configuration, which is read and dropped). */
 static void body_data(struct MHD_Connection *c, struct gw_req *r, const char *p, size_t n)
@@ -1052,6 +1083,19 @@ static void body_data(struct MHD_Connection *c, struct gw_req *r, const char *p,
     r->bytes_in += n;
     if (r->err_status)
         return; /* an error is pending: drain the rest */
+    if ((is_put(r->op) || r->op == GW_OP_POST_OBJECT) && r->mem_held) {
+        rio__gw_body_held(c, r); /* a POST's file: the room came with it */
+        if (body_slow(r)) {
+            r->close = 1;
+            r->err_status = 400;
+            r->err_code = "RequestTimeout";
+            snprintf(r->err_msg, sizeof(r->err_msg),
+                     "The body came slower than %llu bytes a second while the gateway was short "
+                     "of room.",
+                     (unsigned long long)g.xml_rate);
+            return;
+        }
+    }
     if (is_put(r->op)) {
         rio__gw_put_data(r, p, n); /* checks the payload itself (aws-chunked decoded) */
         return;
@@ -1330,7 +1374,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     /* The whole body is in. */
-    if (r->xml_t0)
+    if (r->xml_t0 || r->body_t0)
         MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)GW_CONN_TIMEOUT_S);
     if (r->op == GW_OP_POST_OBJECT)
         return (enum MHD_Result)rio__gw_post_close(c, r);

@@ -222,7 +222,10 @@ struct gw_req {
     /* The body buffers' room it holds (bodymem.c): given back at its end */
     uint64_t mem_held;
     unsigned mem_slot; /* 1 + its address's slot; 0: none taken */
-    int retry_after;   /* its error carries Retry-After: GW_MEM_RETRY_S */
+    /* When it took that room for an object's body, and bytes_in then: the
+     * body must keep coming while room is scarce (gateway.c, body_slow) */
+    uint64_t body_t0, body_in0;
+    int retry_after; /* its error carries Retry-After: GW_MEM_RETRY_S */
     /* PutObject: the metadata to store; GetObject: the record read (objmeta.c) */
     struct gw_meta *meta;
     /* UploadPartCopy into an upload created with this checksum algorithm
@@ -327,6 +330,13 @@ void rio__gw_mem_give(struct gw_req *r);
  * libmicrohttpd frees the response); rio__gw_mem_release gives it back. */
 void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n);
 void rio__gw_mem_release(unsigned slot, uint64_t n);
+/* Whether room is scarce for r: the budget, or its address's share, more
+ * than half taken. */
+int rio__gw_mem_scarce(const struct gw_req *r);
+/* r's object body took room (its writer's): from now on it waits
+ * GW_XML_IDLE_S at most for more, and comes at GW_XML_MIN_RATE while room is
+ * scarce (gateway.c). */
+void rio__gw_body_held(struct MHD_Connection *c, struct gw_req *r);
 /* Queue 503 SlowDown with Retry-After for a refused take. */
 int rio__gw_mem_refuse(struct MHD_Connection *c, struct gw_req *r);
 /* The budget's lines for /metrics. */

@@ -2034,6 +2034,7 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
         win = win > UINT64_MAX - GW_CONN_DECODE ? UINT64_MAX : win + GW_CONN_DECODE;
     if (rio__gw_mem_take(r, win) < 0)
         return rio__gw_mem_refuse(c, r);
+    rio__gw_body_held(c, r);
     if (pc)
         ret = rio__writer_open_chunk(rio__gw_client(), r->bkey, r->declared, pc, 0, cp, &r->w);
     else
