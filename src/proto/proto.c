@@ -139,7 +139,18 @@ void rio__proto_hdr_encode(const struct rio_proto_hdr *h, uint8_t out[RIO_PROTO_
     w_le(&w, h->body_len, 4);
     w_le(&w, (uint32_t)h->status, 4);
     w_le(&w, hdr_check(out), 4);
-    w_le(&w, 0, 4);
+    w_le(&w, (h->flags & RIO_PF_SVC) && (h->flags & RIO_PF_RESPONSE) ? h->svc_us : 0, 4);
+}
+
+void rio__proto_hdr_set_flags(uint8_t hdr[RIO_PROTO_HDR_LEN], uint16_t flags)
+{
+    uint32_t check;
+
+    hdr[6] = (uint8_t)flags;
+    hdr[7] = (uint8_t)(flags >> 8);
+    check = hdr_check(hdr);
+    for (int i = 0; i < 4; i++)
+        hdr[24 + i] = (uint8_t)(check >> (8 * i));
 }
 
 int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body,
@@ -155,15 +166,19 @@ int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body
     h->status = (int32_t)(uint32_t)r_le(&r, 4);
     uint32_t check = (uint32_t)r_le(&r, 4);
     uint32_t reserved = (uint32_t)r_le(&r, 4);
+    h->svc_us = 0;
     if (h->magic != RIO_PROTO_MAGIC || check != hdr_check(in))
         return RIO_EPROTO;
     if (h->version != RIO_PROTO_VERSION)
         return h->version == 0 ? RIO_EPROTO : RIO_EVERSION;
-    if (reserved != 0)
-        return RIO_EPROTO;
     if (h->opcode < 1 || h->opcode > RIO_OP__MAX)
         return RIO_EPROTO;
-    if (h->flags & ~RIO_PF_RESPONSE)
+    if (h->flags & ~(RIO_PF_RESPONSE | RIO_PF_SVC))
+        return RIO_EPROTO;
+    /* Bytes 28..31 carry a service time on an answer that says so. */
+    if ((h->flags & RIO_PF_SVC) && (h->flags & RIO_PF_RESPONSE))
+        h->svc_us = reserved;
+    else if (reserved != 0)
         return RIO_EPROTO;
     if (h->body_len > max_body || h->body_len > RIO_PROTO_BODY_CAP)
         return RIO_EPROTO;

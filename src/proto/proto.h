@@ -104,6 +104,9 @@ enum rio_proto_op {
 #define RIO_PROTO_CAP_PUT_ONE 0x20u
 /* GET_ONE: a lookup that carries a one-chunk object's bytes. */
 #define RIO_PROTO_CAP_GET_ONE 0x40u
+/* Service time: a request with RIO_PF_SVC is answered with the time the
+ * server spent serving it in the answer's header (docs/protocol.md). */
+#define RIO_PROTO_CAP_SVC_TIME 0x80u
 /* PUT_COMMIT's condition: publish only if the key holds no object. */
 #define RIO_PROTO_IF_ABSENT UINT64_MAX
 /* PUT_OPEN's size of an upload whose length arrives with its PUT_COMMIT. */
@@ -130,6 +133,9 @@ enum rio_proto_op {
 
 /* Header flags. */
 #define RIO_PF_RESPONSE 0x0001u /* set on every response */
+/* On a request (to a server with RIO_PROTO_CAP_SVC_TIME): answer with the
+ * service time. On its answer: bytes 28..31 of the header carry it. */
+#define RIO_PF_SVC 0x0002u
 
 struct rio_proto_hdr {
     uint32_t magic;
@@ -140,17 +146,37 @@ struct rio_proto_hdr {
     uint32_t body_len; /* bytes after the header */
     int32_t status;    /* responses: 0 or -errno / RIO_E*; requests: 0 */
     /* bytes 24..27: low 32 bits of xxh3-64 over bytes 0..23 (header check);
-     * bytes 28..31: reserved, zero. */
+     * bytes 28..31: a response with RIO_PF_SVC: svc_us; else zero. */
+    uint32_t svc_us; /* the server's service time, microseconds, saturated */
 };
 
 /* Name of an opcode ("READ"), or "?" */
 const char *rio__proto_op_name(int op);
 
-/* Encode h into out[32] (computes the header check). */
+/* Encode h into out[32] (computes the header check). svc_us is written
+ * only on a response with RIO_PF_SVC (zero otherwise). */
 void rio__proto_hdr_encode(const struct rio_proto_hdr *h, uint8_t out[RIO_PROTO_HDR_LEN]);
+/* Set the flags of an encoded header (and its header check again). */
+void rio__proto_hdr_set_flags(uint8_t hdr[RIO_PROTO_HDR_LEN], uint16_t flags);
+/* Nanoseconds as a header's svc_us: microseconds, UINT32_MAX at most. */
+static inline uint32_t rio__proto_svc_us(uint64_t ns)
+{
+    uint64_t us = ns / 1000u;
+    return us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
+}
+/* A peer's svc_us as the service time of an op the client saw take op_ns:
+ * never more than op_ns (a server cannot have served a request for longer
+ * than the client waited for its answer; a larger value is a lie or a
+ * clock fault, and would make the verdict's share absurd). */
+static inline uint64_t rio__proto_svc_clamp(uint32_t svc_us, uint64_t op_ns)
+{
+    uint64_t ns = (uint64_t)svc_us * 1000u;
+    return ns < op_ns ? ns : op_ns;
+}
 /*
- * Decode and validate a header: magic, header check, version, reserved bytes,
- * opcode range, flags, and body_len <= max_body. Returns 0, RIO_EVERSION
+ * Decode and validate a header: magic, header check, version, reserved bytes
+ * (svc_us: zero but on a response with RIO_PF_SVC), opcode range, flags, and
+ * body_len <= max_body. Returns 0, RIO_EVERSION
  * (a well-formed header of another version: h is filled) or RIO_EPROTO.
  */
 int rio__proto_hdr_decode(const uint8_t in[RIO_PROTO_HDR_LEN], uint32_t max_body,

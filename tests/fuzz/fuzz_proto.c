@@ -520,6 +520,16 @@ static size_t make_seeds(struct seed *s)
     s[n++].len = 33;
     s[n] = s[n - 1];
     s[n++].b[0] = M_HDR_SEALED;
+    /* An answer with its service time in bytes 28..31. */
+    struct rio_proto_hdr hs = {.opcode = RIO_OP_READ,
+                               .flags = RIO_PF_RESPONSE | RIO_PF_SVC,
+                               .id = 1,
+                               .body_len = RIO_PROTO_TAG_LEN,
+                               .status = RIO_ENOTFOUND,
+                               .svc_us = 4321};
+    s[n].b[0] = M_HDR_RAW;
+    rio__proto_hdr_encode(&hs, s[n].b + 1);
+    s[n++].len = 33;
     s[n].b[0] = M_STREAM;
     rio__proto_hdr_encode(&h, s[n].b + 1);
     k = rio__proto_enc_key(&ke, s[n].b + 33, 100) + RIO_PROTO_TAG_LEN;

@@ -135,7 +135,7 @@ TEST(header_rejects)
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
     hdr_mut(b, 5, 1, 255, 1);
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
-    hdr_mut(b, 6, 2, 0x0002, 1); /* unknown flag */
+    hdr_mut(b, 6, 2, 0x0004, 1); /* unknown flag */
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
     hdr_mut(b, 6, 2, 0x8000, 1);
     T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
@@ -168,6 +168,65 @@ TEST(header_rejects)
         b[24 + i] = (uint8_t)(ck >> (8 * i));
     T_OK(rio__proto_hdr_decode(b, 100, &d));
     T_EQ(d.status, RIO_ENOTFOUND);
+}
+
+/*
+ * The service time: bytes 28..31 of an answer with RIO_PF_SVC, under the
+ * frame's tag but not the header check; zero everywhere else (a request
+ * with the flag, an answer without it). The client clamps a server's
+ * value to the op's own time, whatever the server says.
+ */
+TEST(service_time_field_and_clamp)
+{
+    struct rio_proto_hdr h = {
+        .opcode = RIO_OP_READ, .flags = RIO_PF_RESPONSE | RIO_PF_SVC, .id = 7, .svc_us = 123456};
+    struct rio_proto_hdr d;
+    uint8_t b[32];
+
+    rio__proto_hdr_encode(&h, b);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.flags, RIO_PF_RESPONSE | RIO_PF_SVC);
+    T_EQ(d.svc_us, 123456u);
+    T_EQ(b[28] | b[29] << 8 | b[30] << 16 | (uint32_t)b[31] << 24, 123456u);
+    /* Without the flag nothing is written, and a value is refused. */
+    h.flags = RIO_PF_RESPONSE;
+    rio__proto_hdr_encode(&h, b);
+    T_EQ(b[28] | b[29] | b[30] | b[31], 0);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.svc_us, 0u);
+    b[28] = 1;
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    /* A request asks with the flag; it carries no value. */
+    h.flags = RIO_PF_SVC;
+    rio__proto_hdr_encode(&h, b);
+    T_EQ(b[28] | b[29] | b[30] | b[31], 0);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.flags, RIO_PF_SVC);
+    b[28] = 1;
+    T_EQ(rio__proto_hdr_decode(b, 100, &d), RIO_EPROTO);
+    /* Setting the flags of an encoded request keeps it valid. */
+    h.flags = 0;
+    rio__proto_hdr_encode(&h, b);
+    rio__proto_hdr_set_flags(b, RIO_PF_SVC);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.flags, RIO_PF_SVC);
+    T_EQ(d.id, 7u);
+    rio__proto_hdr_set_flags(b, 0);
+    T_OK(rio__proto_hdr_decode(b, 100, &d));
+    T_EQ(d.flags, 0);
+
+    /* Microseconds, saturated. */
+    T_EQ(rio__proto_svc_us(0), 0u);
+    T_EQ(rio__proto_svc_us(999), 0u);
+    T_EQ(rio__proto_svc_us(1500000), 1500u);
+    T_EQ(rio__proto_svc_us(UINT64_MAX), UINT32_MAX);
+    /* A server's value larger than the op took here is clamped to it; a
+     * true one is taken as said; the largest, times 1000, does not wrap. */
+    T_EQ(rio__proto_svc_clamp(50000, 10000000), 10000000u);
+    T_EQ(rio__proto_svc_clamp(UINT32_MAX, 10000000), 10000000u);
+    T_EQ(rio__proto_svc_clamp(UINT32_MAX, UINT64_MAX), (uint64_t)UINT32_MAX * 1000u);
+    T_EQ(rio__proto_svc_clamp(3000, 10000000), 3000000u);
+    T_EQ(rio__proto_svc_clamp(3000, 0), 0u);
 }
 
 /* ----------------------------------------------------------------- bodies */
