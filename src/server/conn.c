@@ -123,7 +123,8 @@ struct cjob {
     struct rio_list_node cnode;
     int op;
     uint64_t id;
-    int have_xxh; /* READ: xxh is the stored xxh3 of exactly the range */
+    uint64_t t_req; /* its request complete (service time, RIO_PF_SVC); 0: not asked */
+    int have_xxh;   /* READ: xxh is the stored xxh3 of exactly the range */
     uint64_t xxh;
     /* GET_ONE: the answer's control part (the descriptor's fixed fields,
      * the chunk's xxh3), sent before the bytes read */
@@ -164,6 +165,10 @@ struct conn {
     int in_frame; /* bytes of a request arrived and its response is not queued */
     int req_open; /* the current request is counted in inflight_requests */
     uint64_t frame_start, frame_deadline;
+    /* When the piece of the current request last read came in whole: at
+     * its answer, when the request was complete (its service time starts
+     * there, RIO_PF_SVC) */
+    uint64_t req_ns;
     uint32_t ctl_len;  /* the current request's control part */
     int deny;          /* answer -EACCES once its frame checked out */
     int v1;            /* a version 1 HELLO: answered in version 1 framing */
@@ -592,13 +597,22 @@ static void conn_reject(struct conn *c, const char *why)
 
 /* ------------------------------------------------------------ responses */
 
+/* When the current request's service began, for its answer: 0 when it
+ * did not ask for its service time. */
+static uint64_t conn_svc_start(const struct conn *c)
+{
+    return (c->hdr.flags & RIO_PF_SVC) && !c->v1 ? c->req_ns : 0;
+}
+
 /*
  * Queue a response to request id of opcode op: status, a small body copied
  * from small, and optionally bulk bytes of obj (whose reference the response
- * takes over). counted: the request is already in inflight_requests. -1 when
- * the connection had to be closed (out of memory).
+ * takes over). counted: the request is already in inflight_requests. t_req:
+ * when the request was complete, its service time (up to now, the answer
+ * ready) going in the header; 0 when not asked. -1 when the connection had
+ * to be closed (out of memory).
  */
-static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int status,
+static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t t_req, int status,
                       const void *small, size_t small_len, struct rio_srv_obj *obj,
                       const uint8_t *data, size_t data_len)
 {
@@ -611,6 +625,11 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, int stat
         goto err_nomem;
     h.opcode = (uint8_t)op;
     h.flags = RIO_PF_RESPONSE;
+    if (t_req) {
+        uint64_t now = rio__now_ns();
+        h.flags |= RIO_PF_SVC;
+        h.svc_us = rio__proto_svc_us(now > t_req ? now - t_req : 0);
+    }
     h.id = id;
     /* The tag follows the control part: after the READ data's xxh3 and
      * before the data, else at the end (LOOKUP's list is control). */
@@ -677,8 +696,8 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     c->req_open = 0;
     if (!c->admitted)
         conn_admitted(c);
-    if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, status, small, small_len, obj, data,
-                   data_len) < 0)
+    if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, conn_svc_start(c), status, small,
+                   small_len, obj, data, data_len) < 0)
         return;
     conn_next_frame(c);
 }
@@ -767,7 +786,7 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
      * chunks it may hold. */
     r.caps = RIO_PROTO_CAP_LIST | RIO_PROTO_CAP_EXISTS | RIO_PROTO_CAP_COND_COMMIT |
              RIO_PROTO_CAP_COND_DELETE | RIO_PROTO_CAP_STREAM_PUT | RIO_PROTO_CAP_PUT_ONE |
-             RIO_PROTO_CAP_GET_ONE;
+             RIO_PROTO_CAP_GET_ONE | RIO_PROTO_CAP_SVC_TIME;
     /* Tests only: a server that takes no upload of unknown size, as
      * railiod's disk tier was (the CLI's spooling of stdin is for it). */
     if (srv->test_no_stream)
@@ -776,6 +795,8 @@ static void do_hello(struct conn *c, const uint8_t *body, size_t len)
         r.caps &= ~(uint32_t)RIO_PROTO_CAP_PUT_ONE;
     if (srv->test_no_get_one)
         r.caps &= ~(uint32_t)RIO_PROTO_CAP_GET_ONE;
+    if (srv->test_no_svc_time)
+        r.caps &= ~(uint32_t)RIO_PROTO_CAP_SVC_TIME;
     r.auth_required = srv->cfg.token ? 1 : 0;
     r.max_body = srv->cfg.max_body;
     r.max_depth = srv->cfg.max_depth;
@@ -1309,6 +1330,7 @@ static void cjob_start(struct conn *c, struct cjob *j)
     j->c = c;
     j->op = c->hdr.opcode;
     j->id = c->hdr.id;
+    j->t_req = conn_svc_start(c);
     rio_list_push_front(&c->jobs, &j->cnode);
     c->req_open = 0;
     conn_next_frame(c);
@@ -1324,12 +1346,13 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         j->base.buf = NULL;
         if (j->base.status < 0 || !b) {
             rio__srv_obj_unref(b);
-            return conn_queue(c, j->op, j->id, 1, j->base.status < 0 ? j->base.status : -ENOMEM,
-                              NULL, 0, NULL, NULL, 0);
+            return conn_queue(c, j->op, j->id, 1, j->t_req,
+                              j->base.status < 0 ? j->base.status : -ENOMEM, NULL, 0, NULL, NULL,
+                              0);
         }
         if (!b->data) {
             rio__srv_obj_unref(b);
-            return conn_queue(c, j->op, j->id, 1, RIO_ESERVER, NULL, 0, NULL, NULL, 0);
+            return conn_queue(c, j->op, j->id, 1, j->t_req, RIO_ESERVER, NULL, 0, NULL, NULL, 0);
         }
         /* The answer's checked part: the range's xxh3 (hashed here only
          * when the range is not exactly one chunk). */
@@ -1337,15 +1360,16 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         uint64_t xxh = j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len);
         if (j->op == RIO_OP_GET_ONE) {
             rio__le64_put(j->one_ctl + RIO_PROTO_GET_ONE_DESC, xxh);
-            return conn_queue(c, j->op, j->id, 1, 0, j->one_ctl, sizeof(j->one_ctl), b, p,
+            return conn_queue(c, j->op, j->id, 1, j->t_req, 0, j->one_ctl, sizeof(j->one_ctl), b, p,
                               (size_t)j->base.len);
         }
         rio__le64_put(out, xxh);
-        return conn_queue(c, j->op, j->id, 1, 0, out, sizeof(out), b, p, (size_t)j->base.len);
+        return conn_queue(c, j->op, j->id, 1, j->t_req, 0, out, sizeof(out), b, p,
+                          (size_t)j->base.len);
     }
     rio__le64_put(out, j->base.generation);
-    return conn_queue(c, j->op, j->id, 1, j->base.status, out, j->base.status < 0 ? 0 : sizeof(out),
-                      NULL, NULL, 0);
+    return conn_queue(c, j->op, j->id, 1, j->t_req, j->base.status, out,
+                      j->base.status < 0 ? 0 : sizeof(out), NULL, NULL, 0);
 }
 
 /* On the worker: answer the commits handed back. */
@@ -1692,6 +1716,10 @@ static void header_done(struct conn *c)
         conn_reject(c, "response flag on a request");
         return;
     }
+    if ((c->hdr.flags & RIO_PF_SVC) && srv->test_no_svc_time) {
+        conn_reject(c, "bad header"); /* as a server without service times */
+        return;
+    }
     op = c->hdr.opcode;
     blen = c->hdr.body_len;
     c->deny = 0;
@@ -1802,6 +1830,7 @@ static void chunk_fixed_tag(struct conn *c)
 /* The piece being read is complete. */
 static void conn_step(struct conn *c)
 {
+    c->req_ns = rio__now_ns();
     switch (c->rstate) {
     case RS_HDR:
         header_done(c);

@@ -63,6 +63,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -109,6 +110,9 @@ struct rio_srv_disk {
     char *dir;
     int dirfd;
     int sync;
+    /* RAILIOD_TEST_DISK_DELAY_MS (tests only, docs/server.md): each READ
+     * and commit job sleeps this long first, a slow disk on purpose */
+    unsigned delay_ms;
     uint64_t max_chunks;
     struct rio_srv_store *store;
     pthread_mutex_t mu; /* the index and the tombstones */
@@ -731,6 +735,12 @@ int rio__srv_disk_open(struct rio_srv_disk **out, const char *dir, int sync, uin
     d->sync = sync;
     d->store = store;
     d->hold = getenv("RAILIOD_TEST_COMMIT_HOLD");
+    const char *delay = getenv("RAILIOD_TEST_DISK_DELAY_MS");
+    if (delay) {
+        char *end;
+        unsigned long ms = strtoul(delay, &end, 10);
+        d->delay_ms = *end == '\0' && ms <= 60000 ? (unsigned)ms : 0;
+    }
     d->max_chunks = max_chunks;
     d->tomb_reclaim_at = TOMB_RECLAIM_MIN;
     d->dir = rio__strdup(dir);
@@ -1162,15 +1172,31 @@ static void job_loop(struct rio_srv_disk *d, struct jobq q,
     }
 }
 
+/* A slow disk on purpose (RAILIOD_TEST_DISK_DELAY_MS). */
+static void test_delay(const struct rio_srv_disk *d)
+{
+    struct timespec ts = {.tv_sec = d->delay_ms / 1000,
+                          .tv_nsec = (long)(d->delay_ms % 1000) * 1000000L};
+    while (d->delay_ms && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void commit_job(struct rio_srv_disk *d, struct rio_srv_commit *j)
+{
+    test_delay(d);
+    rio__srv_disk_commit(d, j);
+}
+
 static void *commit_main(void *arg)
 {
-    job_loop(arg, commit_q(arg), rio__srv_disk_commit);
+    job_loop(arg, commit_q(arg), commit_job);
     return NULL;
 }
 
 /* A READ job: the range read (and verified) into j->buf. */
 static void read_job(struct rio_srv_disk *d, struct rio_srv_commit *j)
 {
+    test_delay(d);
     j->status = rio__srv_disk_read(d, j->e, j->off, j->len, &j->buf, &j->skip);
     rio__srv_obj_unref(j->e);
     j->e = NULL;

@@ -1163,6 +1163,9 @@ int main(int argc, char **argv)
     srv->test_no_put_one = no_one && strcmp(no_one, "1") == 0;
     const char *no_get_one = getenv("RAILIOD_TEST_NO_GET_ONE");
     srv->test_no_get_one = no_get_one && strcmp(no_get_one, "1") == 0;
+    /* Tests only: a server that sends no service times, as railiod before. */
+    const char *no_svc = getenv("RAILIOD_TEST_NO_SVC_TIME");
+    srv->test_no_svc_time = no_svc && strcmp(no_svc, "1") == 0;
     if (srv->cfg.data_dir) {
         uint64_t max_gen = 0;
         ret = rio__srv_disk_open(&srv->disk, srv->cfg.data_dir, srv->cfg.sync,

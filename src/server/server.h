@@ -725,6 +725,7 @@ struct rio_srv {
     int test_no_stream;        /* RAILIOD_TEST_NO_STREAM_PUT=1: HELLO offers no stream PUT */
     int test_no_put_one;       /* RAILIOD_TEST_NO_PUT_ONE=1: as a server without PUT_ONE */
     int test_no_get_one;       /* RAILIOD_TEST_NO_GET_ONE=1: as a server without GET_ONE */
+    int test_no_svc_time;      /* RAILIOD_TEST_NO_SVC_TIME=1: as a server without service times */
     struct rio_srv_metrics m;
     struct rio_srv_listener lis[RIO_SRV_MAX_LISTENERS];
     unsigned nlis;
