@@ -1830,7 +1830,9 @@ static void req_chunk_done_locked(struct rio_client *c, struct rio__req *r, stru
     r->done++;
     lat_note(call, lat);
     call->op_ns += lat;
-    call->svc_ns += a->io.svc_ns;
+    /* A transport's service time is the target's word: no more than the
+     * op took here, so the verdict's share stays a share. */
+    call->svc_ns += a->io.svc_ns < lat ? a->io.svc_ns : lat;
     if (!a->ch->npieces) { /* a split chunk's pieces were counted as they landed */
         call->path_bytes[a->path] += a->io.len;
         call->path_ops[a->path]++;

@@ -420,6 +420,10 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
                  * before it, or it moved to another connection). */
                 uint64_t want = rio__proto_sess_keyed(&cn->sess) ? seq : 0;
                 if (s->seal_conn != cn || s->seal_epoch != cn->epoch || s->seal_seq != want) {
+                    /* Its service time is asked of a server that sends
+                     * it (the header's flags are under the tag). */
+                    s->svc_asked = (cn->caps & RIO_PROTO_CAP_SVC_TIME) != 0;
+                    rio__proto_hdr_set_flags(s->req, s->svc_asked ? RIO_PF_SVC : 0);
                     if (rio__tcp_seal_contig(&cn->sess, want, s->req,
                                              s->req_len - RIO_PROTO_HDR_LEN - RIO_PROTO_TAG_LEN) <
                         0)
@@ -429,6 +433,7 @@ static int conn_flush(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now
                     s->seal_seq = want;
                 }
                 seq++;
+                s->sent_ns = now;
             }
             if (off < s->req_len) {
                 iov[n].iov_base = s->req + off;
@@ -612,7 +617,7 @@ static int conn_on_header(struct tcp_transport *t, struct tcp_conn *cn, uint64_t
          * taken, ids are never reused), of another opcode, or an error or
          * a PUT_CHUNK answer with a body (more than its tag): the stream
          * cannot be trusted. */
-        if (!s || h->opcode != s->op ||
+        if (!s || h->opcode != s->op || ((h->flags & RIO_PF_SVC) && !s->svc_asked) ||
             (ctl && (h->status != 0 || (s->op != RIO_OP_READ && s->op != RIO_OP_GET_ONE &&
                                         (s->op != RIO_OP_PUT_ONE || ctl != 8)))))
             return RIO_EPROTO;
@@ -732,6 +737,11 @@ static int conn_on_body(struct tcp_transport *t, struct tcp_conn *cn, uint64_t n
     }
     sl_unlink(&cn->wq, s);
     s->answered = true;
+    /* The server's service time is its word: never more than the op took
+     * from its first byte out to its answer in (docs/protocol.md). */
+    if (s->svc_asked && (cn->rh.flags & RIO_PF_SVC))
+        s->done_svc_ns =
+            rio__proto_svc_clamp(cn->rh.svc_us, now > s->sent_ns ? now - s->sent_ns : 0);
     if (cn->rh.status != 0 && (s->op == RIO_OP_PUT_CHUNK || s->op == RIO_OP_PUT_ONE) &&
         wire_status(cn->rh.status) == RIO_ENOTFOUND) {
         /* The server dropped the upload (a PUT_ONE's before its data all

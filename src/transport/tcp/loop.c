@@ -90,7 +90,7 @@ static int deliver(struct tcp_transport *t)
     rio_list_each (s, &list, struct tcp_slot, dnode) {
         struct rio_io *io = s->done_io;
         io->res = s->done_res;
-        io->svc_ns = 0;
+        io->svc_ns = s->done_svc_ns;
         io->gen_out = s->done_gen;
         io->unsure = s->done_unsure;
         if (s->op == RIO_OP_GET_ONE) {
@@ -478,6 +478,9 @@ int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io)
     s->io = io;
     s->conn = cn;
     s->id = next_id(t);
+    s->svc_asked = false;
+    s->sent_ns = 0;
+    s->done_svc_ns = 0;
     if (io->kind == RIO_IO_READ && io->one) {
         struct rio_proto_get_one g = {
             .max_len = (uint32_t)io->len, .key = io->key, .key_len = (uint16_t)klen};

@@ -256,6 +256,13 @@ struct tcp_slot {
     bool sent_whole;   /* the whole request went out once (on any connection) */
     bool done_unsure;  /* PUT_ONE: ended unanswered once wholly sent (loop) */
     uint64_t done_gen; /* PUT_ONE, GET_ONE: the generation answered (loop) */
+    /* Service time: asked of the server in the request's header (its
+     * connection's server has RIO_PROTO_CAP_SVC_TIME), when the request's
+     * first byte went, and the server's answer, clamped to the time the op
+     * took as seen here (loop) */
+    bool svc_asked;
+    uint64_t sent_ns;
+    uint64_t done_svc_ns;
     /* GET_ONE: the descriptor answered, and the xxh3 of the bytes that
      * came with it (done_xxh_valid) (loop) */
     uint64_t done_size, done_chunk_size, done_nchunks, done_xxh;
