@@ -14,7 +14,8 @@
  * Timing. One thread per transport plays the target. An op submitted at t
  * first queues at the shared storage service when disk > 0:
  *     svc_start = max(t, disk_free), disk_free = svc_start + len/D
- * (its svc_ns is disk_free - t), then on its path:
+ * (its svc_ns is disk_free - t; svc_lie=N reports N times that, a target
+ * that lies, for the engine's clamp), then on its path:
  *     start = max(ready, path_free), path_free = start + len/R, finish = path_free + L
  * so a path with two or more ops queued is busy at exactly R. The thread
  * moves an op's bytes (READ data is copied into dst then, not at submit)
@@ -419,8 +420,9 @@ struct mock_transport {
     uint64_t sleep_until; /* the mock thread's wake-up time while it sleeps, else 0 */
     struct mock_path path[RIO_MAX_PATHS];
     double disk_rate;
-    double contend; /* the service's rate is disk_rate / (1 + contend x (ops held - 1)) */
-    uint64_t held;  /* ops submitted and not yet reaped, over every path */
+    double contend;   /* the service's rate is disk_rate / (1 + contend x (ops held - 1)) */
+    uint64_t svc_lie; /* svc_lie=N: report N x each op's service time (0, 1: the truth) */
+    uint64_t held;    /* ops submitted and not yet reaped, over every path */
     uint64_t disk_free_ns;
     unsigned depth_cap;
     struct mock_op **heap; /* in-flight ops by (finish_ns, seq) */
@@ -834,6 +836,9 @@ static int mock_reap(struct rio_transport *tt, int timeout_ms)
         struct rio_io *io = op->io;
         io->res = op->res;
         io->svc_ns = op->svc_ns;
+        if (t->svc_lie > 1)
+            io->svc_ns =
+                op->svc_ns > UINT64_MAX / t->svc_lie ? UINT64_MAX : op->svc_ns * t->svc_lie;
         io->tpriv = NULL;
         t->path[io->path].held--;
         t->held--;
@@ -1170,6 +1175,11 @@ static int parse_config(struct mock_transport *t, const struct rio_url *u,
             return RIO_EINVAL;
         }
         t->contend = f;
+    }
+    if ((s = rio__url_param(u, "svc_lie"))) {
+        if (rio__opt_uint("svc_lie", s, 0, UINT64_MAX, &v) < 0)
+            return RIO_EINVAL;
+        t->svc_lie = v;
     }
     t->depth_cap = MOCK_DEFAULT_DEPTH_CAP;
     t->copy_bps = MOCK_COPY_BPS0;
@@ -1663,7 +1673,8 @@ static uint64_t mock_cpu_ns(struct rio_transport *tt)
 }
 
 /* parse_config reads them (paths is the core's). */
-static const char *const mock_url_options[] = {"rate", "lat", "disk", "contend", "depth_cap", NULL};
+static const char *const mock_url_options[] = {"rate",      "lat",     "disk", "contend",
+                                               "depth_cap", "svc_lie", NULL};
 
 const struct rio_transport_ops rio__mock_ops = {
     .scheme = "mock",

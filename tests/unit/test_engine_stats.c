@@ -175,6 +175,30 @@ TEST(verdict_storage)
     eu_close(&e);
 }
 
+/* A target that says it took far longer than each op took here (a lying
+ * or broken server: svc_lie multiplies the mock's service time, the
+ * largest value saturates at 2^64 - 1 per op): the engine takes each op's
+ * service time as at most its latency, so the share stays a share and the
+ * sums do not wrap. Without the clamp: 100000000% of op time, and a
+ * wrapped sum. */
+TEST(verdict_storage_clamps_a_lying_target)
+{
+    static const char *const urls[] = {
+        "mock://vlie?paths=4&rate=2G&disk=40M&svc_lie=1000000",
+        "mock://vlie2?paths=4&rate=2G&disk=40M&svc_lie=18446744073709551615",
+    };
+    for (unsigned i = 0; i < 2; i++) {
+        struct eu e;
+
+        run_for_verdict(&e, urls[i], 2);
+        expect_verdict(&e.st, RIO_VERDICT_STORAGE, "storage");
+        T_GT(e.st.svc_ns, 0u);
+        T_LE(e.st.svc_ns, e.st.op_ns);
+        T_NOTNULL(strstr(e.st.verdict_text, "target service time is 100% of op time"));
+        eu_close(&e);
+    }
+}
+
 /* Rate-limited paths and an unlimited store: the verdict is the network. */
 TEST(verdict_network)
 {

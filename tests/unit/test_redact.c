@@ -141,6 +141,7 @@ TEST(secret_names)
                                         "disk",
                                         "contend",
                                         "depth_cap",
+                                        "svc_lie",
                                         "queues",
                                         "direct",
                                         "sync",
