@@ -644,6 +644,90 @@ static bool probe_late(struct rio_client *c, unsigned i, const struct rio__attem
 }
 
 /*
+ * A healthy path whose ops moved nothing for SILENT_FLOOR_NS, and for
+ * SILENT_X times the op time it shows, while another path completed an op
+ * in that time, is failed as its op timeout would fail it, only sooner
+ * (path_silent). A rail black-holed or set down mid-transfer (no RST) held
+ * the chunks it had for the whole op timeout while the other rails, their
+ * work done, sat idle: five times as long as the call takes with four
+ * rails (docs/bench.md, docs/tuning.md "Silent paths"). Nothing moved means no op of the path
+ * completed and the transport (path_moved) saw no byte of them go or come;
+ * a slow rail that still moves bytes, or completes ops, is never silent.
+ * Another path's completion in that time, or in as long a time before it,
+ * keeps a client that waited for a CPU, or a target slow or stopped for
+ * every path, from failing paths.
+ */
+#define SILENT_FLOOR_NS 1000000000ull
+#define SILENT_X 8.0
+
+/* When path i falls silent (UINT64_MAX: it has no op in flight), and in
+ * *since when it last moved, as known at now. */
+static uint64_t silent_due(struct rio_client *c, unsigned i, uint64_t now, uint64_t *since)
+{
+    struct rio__path *p = &c->paths[i];
+    uint64_t first = UINT64_MAX;
+    double exp = 0;
+
+    rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
+        if (a->cancelled)
+            continue;
+        if (a->submit_ns < first)
+            first = a->submit_ns;
+        double e = attempt_expect(p, a);
+        if (e > exp)
+            exp = e;
+    }
+    if (first == UINT64_MAX)
+        return UINT64_MAX;
+    /* Its own op time, else the longest a healthy path shows. */
+    for (unsigned j = 0; exp == 0 && j < c->npaths; j++)
+        if (j != i && c->paths[j].state == PATH_HEALTHY)
+            rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
+                double e = attempt_expect(&c->paths[j], a);
+                if (e > exp)
+                    exp = e;
+            }
+    uint64_t s = first;
+    if (p->last_done_ns > s)
+        s = p->last_done_ns;
+    if (p->moved_ns > s)
+        s = p->moved_ns;
+    uint64_t wait = (uint64_t)(SILENT_X * exp);
+    if (wait < SILENT_FLOOR_NS)
+        wait = SILENT_FLOOR_NS;
+    /* The transport is asked only once what is known says silent (it may
+     * look at its sockets to answer): once per window for a path that
+     * moves bytes and completes nothing for long. */
+    if (now >= s && now - s >= wait) {
+        uint64_t moved = rio__t_path_moved(c->t, i);
+        if (moved > p->moved_ns)
+            p->moved_ns = moved;
+        if (moved > s)
+            s = moved;
+    }
+    *since = s;
+    return wait > UINT64_MAX - s ? UINT64_MAX : s + wait;
+}
+
+/* Another path completed an op in the silence or in as long a time before
+ * it: paths that had nothing more to do since (a reader's window waiting
+ * for the silent path's chunk) still vouch for the client and the target.
+ * With no completion anywhere in that time (a target slow for every op, a
+ * client that waited for a CPU) nothing is silent. */
+static bool path_silent(struct rio_client *c, unsigned i, uint64_t now)
+{
+    uint64_t since = 0, due;
+
+    if (c->paths[i].state != PATH_HEALTHY || now < (due = silent_due(c, i, now, &since)))
+        return false;
+    uint64_t wait = due - since, lo = since > wait ? since - wait : 0;
+    for (unsigned j = 0; j < c->npaths; j++)
+        if (j != i && c->paths[j].last_done_ns > lo)
+            return true;
+    return false;
+}
+
+/*
  * Lift or restore the limits of every class (engine loop, after the
  * timers). While a path is down, probed or stalled the limits are the
  * ceilings: the survivors get the work at full depth, as without adapt (a
@@ -2228,6 +2312,19 @@ static void check_timers_locked(struct rio_client *c, uint64_t now)
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING && now >= p->until_ns)
             p->state = PATH_PROBING;
+        if (path_silent(c, i, now)) {
+            /* As a probe that is late: every op of the path is cancelled
+             * (fenced: a late byte goes nowhere) and its chunk moves to the
+             * other paths, not counted against the chunk's tries. */
+            rio_list_each (a, &p->attempts, struct rio__attempt, pnode)
+                if (!a->cancelled) {
+                    a->req->call->path_errors[i]++;
+                    break;
+                }
+            c->silent_fails++;
+            path_fail_locked(c, i, RIO_CLASS_TIMEOUT, -ETIMEDOUT, now);
+            continue;
+        }
         rio_list_each (a, &p->attempts, struct rio__attempt, pnode) {
             if (a->cancelled)
                 continue;
@@ -2284,6 +2381,13 @@ static uint64_t next_timer_locked(struct rio_client *c, uint64_t now)
         struct rio__path *p = &c->paths[i];
         if (p->state == PATH_COOLING)
             t = min_u64(t, p->until_ns);
+        if (p->state == PATH_HEALTHY) {
+            /* path_silent; once past, another path's completion (or the
+             * loop's next second) looks again. */
+            uint64_t since, due = silent_due(c, i, now, &since);
+            if (due > now)
+                t = min_u64(t, due);
+        }
         rio_list_each (a, &p->attempts, struct rio__attempt, pnode)
             if (!a->cancelled) {
                 t = min_u64(t, a->timeout_ns);

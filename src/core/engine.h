@@ -103,6 +103,9 @@ struct rio__path {
      * another path completes ops (engine.c, path_stalled); it takes no new
      * op until that one ends */
     bool stalled;
+    /* When the transport last saw a byte of its ops move, as last asked
+     * (engine.c, path_silent) */
+    uint64_t moved_ns;
     bool degraded; /* the transport said RIO_PATH_DEGRADED: half the depth */
     /* The last state the transport reported and not yet applied (0 none),
      * and its error: set by rio__t_path_event from any thread, applied by
@@ -532,6 +535,9 @@ struct rio_client {
      * path that is why */
     int adapt_lift;
     unsigned adapt_lift_path;
+    /* paths failed because their ops moved nothing for long while others
+     * completed (engine.c, path_silent); tests read it */
+    uint64_t silent_fails;
 
     struct rio__call *dead_calls; /* under mu: calls the engine released last */
     struct rio_list streams;      /* under mu: open readers and writers, by node */

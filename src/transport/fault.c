@@ -929,6 +929,13 @@ static double fault_path_cap(struct rio_transport *tt, unsigned path)
     return rio__t_path_cap(((struct fault_transport *)tt)->inner, path);
 }
 
+/* The inner transport's: an op the filter holds (stall, late) moves
+ * nothing. */
+static uint64_t fault_path_moved(struct rio_transport *tt, unsigned path)
+{
+    return rio__t_path_moved(((struct fault_transport *)tt)->inner, path);
+}
+
 static uint64_t fault_cpu_ns(struct rio_transport *tt)
 {
     return rio__t_cpu_ns(((struct fault_transport *)tt)->inner);
@@ -1023,8 +1030,9 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .put_prep = fault_put_prep, .put_prep_group = fault_put_prep_group,                        \
         .put_expect = fault_put_expect, .remove_if = fault_remove_if, .list = fault_list,          \
         .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,                      \
-        .path_cap = fault_path_cap, .cpu_ns = fault_cpu_ns, .parts_of = fault_parts_of,            \
-        .parts_even = fault_parts_even, .full_checksum = fault_full_checksum,                      \
+        .path_cap = fault_path_cap, .path_moved = fault_path_moved, .cpu_ns = fault_cpu_ns,        \
+        .parts_of = fault_parts_of, .parts_even = fault_parts_even,                                \
+        .full_checksum = fault_full_checksum,                                                      \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

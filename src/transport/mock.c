@@ -1666,6 +1666,21 @@ static double mock_path_cap(struct rio_transport *tt, unsigned pi)
     return r;
 }
 
+/* The model moves the bytes of every op it holds on a path (served in
+ * turn, at the path's rate): they move now while it holds one. */
+static uint64_t mock_path_moved(struct rio_transport *tt, unsigned pi)
+{
+    struct mock_transport *t = (struct mock_transport *)tt;
+    bool held;
+
+    if (pi >= t->base.npaths)
+        return 0;
+    pthread_mutex_lock(&t->mu);
+    held = t->path[pi].held > 0;
+    pthread_mutex_unlock(&t->mu);
+    return held ? rio__now_ns() : 0;
+}
+
 static uint64_t mock_cpu_ns(struct rio_transport *tt)
 {
     struct mock_transport *t = (struct mock_transport *)tt;
@@ -1686,6 +1701,7 @@ const struct rio_transport_ops rio__mock_ops = {
     .list = mock_list,
     .exists = mock_exists,
     .path_cap = mock_path_cap,
+    .path_moved = mock_path_moved,
     .cpu_ns = mock_cpu_ns,
 };
 

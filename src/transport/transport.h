@@ -172,6 +172,7 @@ enum rio_path_state { RIO_PATH_DOWN = 1, RIO_PATH_UP = 2, RIO_PATH_DEGRADED = 3 
  *               any thread, several      not held      yes
  *               at once
  *   path_cap    any thread               held          no
+ *   path_moved  engine thread only       held          no
  *   cpu_ns      any thread               not held      no
  *
  * And the other way, the transport calling the engine:
@@ -413,6 +414,14 @@ struct rio_transport_ops {
      * CPU time of threads the transport owns. Both non-blocking. */
     double (*path_cap)(struct rio_transport *t, unsigned path);
     uint64_t (*cpu_ns)(struct rio_transport *t);
+    /* Optional (may be NULL): when a byte of path's ops last moved (sent,
+     * acknowledged or received; rio__now_ns()'s clock), now when the
+     * transport has the path's ops moving in a way it cannot date, 0 when it
+     * cannot tell. The engine fails a path with work whose ops moved nothing
+     * for long while others complete (engine.c, path_silent); a transport
+     * without it is judged by completions alone. Engine thread, client lock
+     * held, non-blocking. */
+    uint64_t (*path_moved)(struct rio_transport *t, unsigned path);
 };
 
 /* The common head of every transport instance. */
@@ -733,6 +742,14 @@ static inline double rio__t_path_cap(struct rio_transport *t, unsigned path)
 {
     const struct rio_transport_ops *ops = rio__t_ops(t);
     return ops->path_cap ? ops->path_cap(t, path) : 0.0;
+}
+
+/* Engine thread, client lock held; never blocks. 0 when unknown or not
+ * implemented. */
+static inline uint64_t rio__t_path_moved(struct rio_transport *t, unsigned path)
+{
+    const struct rio_transport_ops *ops = rio__t_ops(t);
+    return ops->path_moved ? ops->path_moved(t, path) : 0;
 }
 
 static inline uint64_t rio__t_cpu_ns(struct rio_transport *t)

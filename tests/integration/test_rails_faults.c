@@ -561,3 +561,81 @@ TEST(control_rail_dies_mid_put)
     T_TRUE(rl_server_alive(&r));
     rl_down(&r);
 }
+
+/*
+ * Rail 3 black-holed (nft drop: no reset, no error, no byte) in the middle
+ * of a GET and then of a PUT, at the client's default timeouts (op timeout
+ * 10 s, the transport's watchdog as long, TCP_USER_TIMEOUT 10 s): the
+ * chunks rail 3 holds must move to the other rails once it has moved
+ * nothing for about a second while they complete (engine.c, path_silent),
+ * not after the op timeout. Before, rails 0-2 finished their share and sat
+ * idle until it: each call took more than the op timeout. Byte-exact, and
+ * the rail healed, the same client uses it again.
+ */
+TEST(black_holed_rail_costs_no_op_timeout)
+{
+    struct rl r;
+    struct rio_options o;
+    struct rio_stats st;
+    struct rio_desc d;
+    struct faulter f;
+    struct tu u;
+    char url[512];
+    const size_t n = 256u << 20;
+
+    rl_up(&r, 4, "1gbit");
+    rl_server(&r, srv_args);
+    rl_opts(&o);
+    o.op_timeout_ms = 10000;
+    snprintf(url, sizeof(url), "railio://10.99.0.2:%d?etag=none", RL_PORT);
+    tu_open(&u, url, &o);
+    rl_put(u.c, "obj", n, 0xdead);
+    rl_put(u.c, "small", 16u << 20, 0x5a11);
+
+    uint8_t *b = rl_buf(n);
+    T_TRUE(b != NULL);
+    struct rio_call call = {.stats = &st, .progress = on_progress, .progress_arg = &f};
+    fault_start(&f, &r, u.c, F_RAIL, "drop", n, 0);
+    uint64_t t0 = t_now_ms();
+    int64_t got = rio_get(u.c, "obj", b, n, &call);
+    uint64_t el = t_now_ms() - t0;
+    pthread_join(f.th, NULL);
+    fprintf(stderr,
+            "RAILS-FAULT GET 256 MiB, rail 3 black-holed, default timeouts: %lld in %llu ms, "
+            "retries %llu, rail 3 errors %llu\n",
+            (long long)got, (unsigned long long)el, (unsigned long long)st.retries_total,
+            (unsigned long long)st.path[F_RAIL].errors);
+    T_EQ(got, (int64_t)n);
+    T_PATTERN(b, n, 0xdead);
+    T_LT(el, (uint64_t)o.op_timeout_ms / 2);
+    T_GE(st.path[F_RAIL].errors, 1u);
+    free(b);
+    rl_heal(&r, F_RAIL);
+    rail_comes_back(u.c, "small", 16u << 20, 0x5a11);
+
+    uint8_t *src = rl_pattern(n, 0xbeef);
+    T_TRUE(src != NULL);
+    memset(&d, 0, sizeof(d));
+    call = (struct rio_call){.stats = &st, .progress = on_progress, .progress_arg = &f};
+    fault_start(&f, &r, u.c, F_RAIL, "drop", n, 1);
+    t0 = t_now_ms();
+    int ret = rio_put(u.c, "put", src, n, &call, &d);
+    el = t_now_ms() - t0;
+    pthread_join(f.th, NULL);
+    fprintf(stderr,
+            "RAILS-FAULT PUT 256 MiB, rail 3 black-holed, default timeouts: %d in %llu ms, retries "
+            "%llu, rail 3 errors %llu\n",
+            ret, (unsigned long long)el, (unsigned long long)st.retries_total,
+            (unsigned long long)st.path[F_RAIL].errors);
+    T_OK(ret);
+    T_EQ(d.size, (uint64_t)n);
+    rio_desc_cleanup(&d);
+    T_LT(el, (uint64_t)o.op_timeout_ms / 2);
+    T_GE(st.path[F_RAIL].errors, 1u);
+    get_check(u.c, "put", n, 0xbeef, &st);
+    free(src);
+    rl_heal(&r, F_RAIL);
+    tu_close(&u);
+    T_TRUE(rl_server_alive(&r));
+    rl_down(&r);
+}

@@ -6,6 +6,8 @@
  * request, only retryable classes retry, and a generation change is never
  * stitched into one object.
  */
+#include "core/engine.h"
+#include "core/internal.h"
 #include "engine_util.h"
 #include "transport/mock.h"
 
@@ -204,6 +206,79 @@ TEST(stall_op_timeout_moves_chunk)
     T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
     T_GE(e.st.path[0].errors, 1u);
     T_EQ(eu_path_bytes(&e.st, NULL), n);
+    eu_close(&e);
+}
+
+/* A path whose ops move nothing (black-holed: no answer, no error, no
+ * byte) while the others complete fails after about a second, not after the
+ * op timeout (engine.c, path_silent): its chunk moves to the others and the
+ * GET ends byte-exact. Before, the three other paths finished at once and
+ * the call waited 8 s for path 3's chunk. */
+TEST(silent_path_fails_before_op_timeout_get)
+{
+    struct eu e;
+    const size_t n = 32 * EU_MIB;
+
+    eu_start_put_o(&e, "mock://silentg?paths=4&rate=100M", n, 91, e.o.op_timeout_ms = 8000,
+                   e.o.chunk_size = EU_MIB);
+    eu_fault(e.c, "stall:op=read:path=3");
+    uint64_t t0 = t_now_ms();
+    eu_get_check(e.c, "o", n, 91, &e.call);
+    uint64_t took = t_now_ms() - t0;
+    pthread_mutex_lock(&e.c->mu);
+    uint64_t silent = e.c->silent_fails;
+    pthread_mutex_unlock(&e.c->mu);
+    T_LT(took, 4000u);
+    T_GE(silent, 1u);
+    T_GE(e.st.path[3].errors, 1u);
+    T_GE(e.st.retries[RIO_CLASS_TIMEOUT], 1u);
+    T_EQ(eu_path_bytes(&e.st, NULL), n);
+    eu_close(&e);
+}
+
+/* The same for a PUT: the chunk path 3 holds goes out again on the others
+ * and the object reads back whole. */
+TEST(silent_path_fails_before_op_timeout_put)
+{
+    struct eu e;
+    const size_t n = 32 * EU_MIB;
+
+    eu_start_o(&e, "mock://silentp?paths=4&rate=100M", e.o.op_timeout_ms = 8000,
+               e.o.chunk_size = EU_MIB);
+    eu_fault(e.c, "stall:op=write:path=3");
+    uint64_t t0 = t_now_ms();
+    uint8_t *src = eu_put_pattern(e.c, "o", n, 92, &e.call);
+    uint64_t took = t_now_ms() - t0;
+    pthread_mutex_lock(&e.c->mu);
+    uint64_t silent = e.c->silent_fails;
+    pthread_mutex_unlock(&e.c->mu);
+    T_LT(took, 4000u);
+    T_GE(silent, 1u);
+    T_GE(e.st.path[3].errors, 1u);
+    rio_mock_faults_clear(e.c);
+    eu_get_check(e.c, "o", n, 92, NULL);
+    free(src);
+    eu_close(&e);
+}
+
+/* A path 20x slower than the others, whose first op takes twice the
+ * silence floor, still moves bytes (the transport says so): it is never
+ * failed as silent and carries its share. */
+TEST(silent_rule_spares_a_slow_path)
+{
+    struct eu e;
+    const size_t n = 96 * EU_MIB;
+
+    eu_start_put_o(&e, "mock://silents?paths=4&rate=10M", n, 93, e.o.op_timeout_ms = 8000,
+                   e.o.chunk_size = EU_MIB, e.o.adapt = -1);
+    T_OK(rio__mock_set_path(e.c->t, 3, 0.5e6, 0));
+    eu_get_check(e.c, "o", n, 93, &e.call);
+    pthread_mutex_lock(&e.c->mu);
+    uint64_t silent = e.c->silent_fails;
+    pthread_mutex_unlock(&e.c->mu);
+    T_EQ(silent, 0u);
+    T_EQ(e.st.path[3].errors, 0u);
+    T_GT(e.st.path[3].bytes, 0u);
     eu_close(&e);
 }
 

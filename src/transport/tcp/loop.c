@@ -205,6 +205,29 @@ static bool lowat_moved(struct tcp_conn *cn)
     return true;
 }
 
+/* When a byte of path's ops last moved, over its connections (one per
+ * member): the watchdog's clock, with bytes queued under a receive
+ * low-water mark looked for now (the engine asks only about a path it
+ * finds silent). The engine's thread, as the loop's (transport.h). */
+uint64_t rio__tcp_path_moved(struct rio_transport *tt, unsigned path)
+{
+    struct tcp_transport *t = (struct tcp_transport *)tt;
+    uint64_t moved = 0, now = rio__now_ns();
+
+    for (unsigned i = 0; i < t->nconns; i++) {
+        struct tcp_conn *cn = &t->conns[i];
+        if (cn->path != path)
+            continue;
+        if (cn->state == C_READY && cn->lowat && lowat_moved(cn)) {
+            cn->last_progress_ns = now;
+            cn->lowat_look_ns = now;
+        }
+        if (cn->last_progress_ns > moved)
+            moved = cn->last_progress_ns;
+    }
+    return moved;
+}
+
 /* Kick every connection with work, run its timers; the next timer's time. */
 static uint64_t service(struct tcp_transport *t, uint64_t now)
 {

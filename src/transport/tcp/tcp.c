@@ -290,4 +290,5 @@ const struct rio_transport_ops rio__tcp_ops = {
     .list = rio__tcp_list,
     .exists = rio__tcp_exists,
     .put_commit_many = rio__tcp_put_commit_many,
+    .path_moved = rio__tcp_path_moved,
 };

@@ -646,5 +646,6 @@ int rio__tcp_reap(struct rio_transport *tt, int timeout_ms);
 void rio__tcp_wake(struct rio_transport *tt);
 void rio__tcp_cancel(struct rio_transport *tt, struct rio_io *io);
 int rio__tcp_submit(struct rio_transport *tt, struct rio_io *io);
+uint64_t rio__tcp_path_moved(struct rio_transport *tt, unsigned path);
 
 #endif
