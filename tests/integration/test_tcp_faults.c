@@ -52,6 +52,8 @@ struct fake {
     _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
     _Atomic int stall_lookups; /* LOOKUP never answered; the connection hangs */
     _Atomic int hold_lookups;  /* LOOKUP answered only after release */
+    /* LOOKUP answered with RIO_PF_SVC and a service time it was not asked */
+    _Atomic int svc_lookups;
     _Atomic int commits;       /* PUT_COMMITs seen (each answered generation 1000 + n) */
     _Atomic int bad_commit_at; /* that PUT_COMMIT (commits' count) answered with garbage */
     /* PUT_COMMITs from that count on: the first never answered (a disk
@@ -112,6 +114,7 @@ struct fconn {
     uint8_t snonce[RIO_PROTO_NONCE_LEN], cnonce[RIO_PROTO_NONCE_LEN];
     struct rio_proto_sess sess;
     int v1;            /* answer in version 1 framing */
+    int svc;           /* the next answer carries RIO_PF_SVC and svc_us UINT32_MAX */
     uint64_t held[64]; /* batch_lookups: ids read, not answered yet */
     int nheld;
 };
@@ -152,6 +155,11 @@ static int f_respond_head(struct fconn *c, int op, uint64_t id, int32_t status, 
                               .id = id,
                               .body_len = (uint32_t)(len + tag_len + data_len - cut),
                               .status = status};
+    if (c->svc) {
+        h.flags |= RIO_PF_SVC;
+        h.svc_us = UINT32_MAX;
+        c->svc = 0;
+    }
     uint8_t hb[RIO_PROTO_HDR_LEN], tag[RIO_PROTO_TAG_LEN];
     struct iovec parts[2] = {{hb, sizeof(hb)}, {(void *)ctl, len}};
     rio__proto_hdr_encode(&h, hb);
@@ -361,6 +369,8 @@ static int f_lookup(struct fconn *c, uint64_t id, const uint8_t *body, size_t le
     d.nchunks = F_SIZE / F_CHUNK;
     memset(d.etag, '0', sizeof(d.etag));
     int n = rio__proto_enc_desc(&d, c->f->xxh, out, sizeof(out));
+    if (atomic_fetch_sub(&c->f->svc_lookups, 1) > 0)
+        c->svc = 1;
     if (atomic_fetch_sub(&c->f->hold_lookups, 1) > 0) {
         f_wait_release(c->f);
     } else if (c->f->batch_lookups > 1) {
@@ -1548,6 +1558,26 @@ TEST(metadata_retry_is_the_engines)
     fx_open(&x, NULL);
     T_ERR(rio_get(x.u.c, "obj", x.b, F_SIZE, &x.call), -EPROTO);
     T_EQ(atomic_load(&x.f.lookups), 1);
+    fx_stop(&x);
+}
+
+/*
+ * A metadata answer that carries a service time (RIO_PF_SVC, bytes 28..31)
+ * although its request never asked for one breaks the protocol
+ * (docs/protocol.md, "Service time"), as it does on a data connection: the
+ * control connection is dropped and the LOOKUP goes again on a fresh one.
+ * Before, the control connection took such an answer (the flag and any
+ * value in bytes 28..31) as if it were well formed.
+ */
+TEST(unasked_service_time_on_a_metadata_answer_is_refused)
+{
+    struct fx x = {.f = {.svc_lookups = 1}};
+
+    fx_start(&x, NULL);
+    fx_get(&x, &x.call);
+    T_EQ(x.st.retries[RIO_CLASS_RESET], 1u);
+    T_EQ(atomic_load(&x.f.lookups), 2);
+    T_EQ(tu_tcp(x.u.c).ctl_retries, 1u);
     fx_stop(&x);
 }
 

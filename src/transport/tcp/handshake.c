@@ -202,6 +202,11 @@ int rio__tcp_resp_check(const struct rio_proto_hdr *h, uint8_t op, uint64_t id)
 {
     if (!(h->flags & RIO_PF_RESPONSE) || h->opcode != op || h->id != id)
         return RIO_EPROTO;
+    /* A handshake or metadata request never asks for a service time: an
+     * answer that carries one breaks the protocol, as on a data connection
+     * (docs/protocol.md, "Service time"). */
+    if (h->flags & RIO_PF_SVC)
+        return RIO_EPROTO;
     if (h->status != 0 && h->body_len > RIO_PROTO_CTRL_MAX)
         return RIO_EPROTO;
     return 0;
