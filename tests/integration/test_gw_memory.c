@@ -174,6 +174,63 @@ TEST(slow_gets_bounded)
     gw_stop(&g);
 }
 
+/* A copy (CopyObject, UploadPartCopy) holds a reader's ring and a
+ * writer's slots for its whole length, as a GET and a PUT do: with the
+ * budget taken by stalled PUTs of other addresses it is answered 503
+ * SlowDown, and once room is back it is served and gives its room back.
+ * Before, a copy took nothing: every connection copying a large object
+ * held both windows outside the budget. */
+static const char copies_py[] = MEM_PY
+    "c = conn()\n"
+    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
+    "c.sendall(data)\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "wait_idle()\n"
+    "def copy(src, dst, part=False):\n"
+    "    c = conn(src)\n"
+    "    q = '?partNumber=1&uploadId=' + upload if part else ''\n"
+    "    c.sendall(b'PUT /bmem/%s%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n'\n"
+    "              b'x-amz-copy-source: /bmem/big\\r\\n\\r\\n' % (dst.encode(), q.encode()))\n"
+    "    h = head(c)\n"
+    "    return c, h\n"
+    "c = conn()\n"
+    "c.sendall(b'POST /bmem/mp?uploads HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 0\\r\\n\\r\\n')\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "upload = re.search(rb'<UploadId>([^<]+)</UploadId>', body).group(1).decode()\n"
+    "held = []\n"
+    "for i in range(2, 40):\n"
+    "    c = conn('127.0.0.%d' % i)\n"
+    "    c.sendall(b'PUT /bmem/s%d HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
+    "              b'Expect: 100-continue\\r\\n\\r\\n' % (i, N))\n"
+    "    h = head(c)\n"
+    "    if b' 100 ' not in h.split(b'\\r\\n')[0]: break\n"
+    "    c.sendall(data[:65536]); held.append(c)\n"
+    "refused(c, h); c.close()\n"
+    "for part in (False, True):\n"
+    "    c, h = copy('127.0.0.1', 'mp' if part else 'copy', part)\n"
+    "    refused(c, h); c.close()\n"
+    "for c in held: c.close()\n"
+    "wait_idle()\n"
+    "for part in (False, True):\n"
+    "    c, h = copy('127.0.0.1', 'mp' if part else 'copy', part)\n"
+    "    hd, body = answer(c, h); c.close()\n"
+    "    assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "    wait_idle()\n"
+    "assert metric('railiod_s3_memory_held_peak_bytes') <= 64 << 20\n"
+    "print('ok')\n";
+
+TEST(copies_take_room)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    gw_start(&g, NULL, extra);
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, copies_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Bodies holding room must keep coming while room is scarce (here by
  * RAILIOD_TEST_XML_RATE: 4 MiB/s on average from 1 s on, 2 s of silence at
  * most). A PUT of 64 MiB takes a writer's window (16 MiB: its address's

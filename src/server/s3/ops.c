@@ -2456,6 +2456,18 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
         if (rio_s3_check_new(ck_name, NULL, &ck, &code) < 0)
             return rio__gw_error(c, r, 500, "InternalError", "Out of memory.");
     }
+    /* Its reader's ring, its writer's slots and its block, of the body
+     * buffers' budget (bodymem.c), as a GET's and a PUT's: every
+     * connection copying a large object held both windows for the copy's
+     * length, outside the budget. Given back when the request ends. */
+    uint64_t win = get_window(&d, off, len), ww;
+    ww = rio__gw_mem_window(len, rio__put_chunk_size(rio__gw_client(), len), 0);
+    win = win > UINT64_MAX - ww ? UINT64_MAX : win + ww;
+    win = win > UINT64_MAX - COPY_BLOCK ? UINT64_MAX : win + COPY_BLOCK;
+    if (len && rio__gw_mem_take(r, win) < 0) {
+        rio_s3_check_free(ck);
+        return rio__gw_mem_refuse(c, r);
+    }
     buf = rio__malloc(COPY_BLOCK);
     if (!buf) {
         rio_s3_check_free(ck);
