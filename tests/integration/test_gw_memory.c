@@ -233,8 +233,8 @@ TEST(copies_take_room)
 
 /* Bodies holding room must keep coming while room is scarce (here by
  * RAILIOD_TEST_XML_RATE: 4 MiB/s on average from 1 s on, 2 s of silence at
- * most). A PUT of 64 MiB takes a writer's window (16 MiB: its address's
- * whole share, scarce): one trickling 4 KiB every 0.25 s is closed soon
+ * most). A PUT of 64 MiB takes a writer's window (16 MiB: more than half
+ * the budget of 24 MiB, scarce): one trickling 4 KiB every 0.25 s is closed soon
  * after the grace (libmicrohttpd sends nothing before a body is in: S3
  * would answer 400 RequestTimeout), one that stalls after 64 KiB is closed
  * after the silence, their room given back. Before, both held their
@@ -285,7 +285,7 @@ static const char slow_bodies_py[] = MEM_PY
 
 TEST(slow_bodies_cut_while_room_is_scarce)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
+    const char *extra[] = {"--s3-memory", "24M", NULL};
     struct gw g;
 
     setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
@@ -293,6 +293,44 @@ TEST(slow_bodies_cut_while_room_is_scarce)
     unsetenv("RAILIOD_TEST_XML_RATE");
     t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
     gw_python(&g, slow_bodies_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
+/* An address's own share taken by its own bodies is no scarcity: the
+ * budget (64 MiB) is a quarter held, nobody else waits for room. A PUT of
+ * 64 MiB (its window of 16 MiB is its address's whole share) trickling
+ * slower than the rate is let be. Before, a share more than half taken
+ * counted as scarce: an address's parallel uploads over a slow uplink (the
+ * aws CLI's 32 parts of 8 MiB, 256 MiB, the default share) were each cut
+ * after the grace, with the gateway otherwise idle, and their retries, as
+ * slow, never finished; cutting them gave room to no other address. */
+static const char own_share_py[] = MEM_PY
+    "c = conn()\n"
+    "c.sendall(b'PUT /bmem/slow HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
+    "c.settimeout(0.25)\n"
+    "for i in range(12):\n"
+    "    c.sendall(data[i * 4096:(i + 1) * 4096])\n"
+    "    try:\n"
+    "        x = c.recv(65536)\n"
+    "    except socket.timeout:\n"
+    "        continue\n"
+    "    except OSError:\n"
+    "        x = b''\n"
+    "    raise AssertionError('a slow body was cut though the budget was plenty: %r' % x)\n"
+    "assert metric('railiod_s3_memory_held_bytes') == 16 << 20\n"
+    "c.close(); wait_idle()\n"
+    "print('ok')\n";
+
+TEST(own_share_is_not_scarcity)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
+    gw_start(&g, NULL, extra);
+    unsetenv("RAILIOD_TEST_XML_RATE");
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, own_share_py, "-", "-", "ok");
     gw_stop(&g);
 }
 

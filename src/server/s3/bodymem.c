@@ -140,14 +140,18 @@ int rio__gw_mem_take(struct gw_req *r, uint64_t n)
     return why < 0 ? 0 : -1;
 }
 
+/* The budget's half, not the address's share: an address's share taken
+ * by its own bodies keeps out no one else (other addresses are bounded by
+ * the budget alone), and counting it cut the parallel uploads of one
+ * address over a slow uplink (32 parts of 8 MiB: the default share) while
+ * the gateway was otherwise idle, giving room to nobody. */
 int rio__gw_mem_scarce(const struct gw_req *r)
 {
     int scarce;
 
+    (void)r;
     pthread_mutex_lock(&m.mu);
     scarce = m.held > m.budget / 2;
-    if (!scarce && m.share && r->mem_slot && r->mem_slot <= GW_MEM_ADDRS)
-        scarce = m.addr[r->mem_slot - 1].held > m.share / 2;
     pthread_mutex_unlock(&m.mu);
     return scarce;
 }

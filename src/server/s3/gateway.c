@@ -1057,8 +1057,8 @@ void rio__gw_body_held(struct MHD_Connection *c, struct gw_req *r)
 /*
  * An object's body (PutObject, UploadPart, a POST's file) holding room of
  * the body buffers' budget (bodymem.c) waits GW_XML_IDLE_S at most for more
- * bytes (S3's RequestTimeout), and while that room is scarce (the budget or
- * its address's share more than half taken) must come at GW_XML_MIN_RATE on
+ * bytes (S3's RequestTimeout), and while that room is scarce (the budget
+ * more than half taken) must come at GW_XML_MIN_RATE on
  * average from GW_XML_GRACE_S on, as an XML body must: senders of a byte
  * now and then each held a writer's window (16 MiB) for as long as they
  * liked, and 64 of them (16 per address) every other client's PUTs out

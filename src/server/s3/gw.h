@@ -330,8 +330,8 @@ void rio__gw_mem_give(struct gw_req *r);
  * libmicrohttpd frees the response); rio__gw_mem_release gives it back. */
 void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n);
 void rio__gw_mem_release(unsigned slot, uint64_t n);
-/* Whether room is scarce for r: the budget, or its address's share, more
- * than half taken. */
+/* Whether room is scarce for r: the budget more than half taken (an
+ * address's own share taken is not: it keeps no one else out). */
 int rio__gw_mem_scarce(const struct gw_req *r);
 /* r's object body took room (its writer's): from now on it waits
  * GW_XML_IDLE_S at most for more, and comes at GW_XML_MIN_RATE while room is
