@@ -231,6 +231,74 @@ TEST(copies_take_room)
     gw_stop(&g);
 }
 
+/* CompleteMultipartUpload, where its backend cannot compose the parts
+ * (this one: none), copies them into the object: a writer's window and a
+ * part's reader's ring, for the whole object's length. With the budget
+ * taken by stalled PUTs of other addresses it is answered 503 SlowDown
+ * (the upload stays), and once room is back it completes, small (copied
+ * before the answer) or large (32 MiB and more: copied while the answer
+ * keeps the connection alive), and gives its room back. Before, a Complete
+ * took nothing. */
+static const char complete_py[] = MEM_PY
+    "def req(raw, body=b'', src='127.0.0.1'):\n"
+    "    c = conn(src); c.sendall(raw + body)\n"
+    "    hd, b = answer(c, head(c))\n"
+    "    if re.search(rb'(?im)^transfer-encoding: *chunked', hd):\n"
+    "        while not b.endswith(b'0\\r\\n\\r\\n'):\n"
+    "            x = c.recv(65536)\n"
+    "            if not x: break\n"
+    "            b += x\n"
+    "    c.close()\n"
+    "    return hd, b\n"
+    "def upload(key, sizes):\n"
+    "    hd, b = req(b'POST /bmem/%s?uploads HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "
+    "0\\r\\n\\r\\n' % key)\n"
+    "    up = re.search(rb'<UploadId>([^<]+)<', b).group(1)\n"
+    "    x = b'<CompleteMultipartUpload>'\n"
+    "    for i, n in enumerate(sizes):\n"
+    "        hd, b = req(b'PUT /bmem/%s?partNumber=%d&uploadId=%s HTTP/1.1\\r\\nHost: x\\r\\n'\n"
+    "                    b'Content-Length: %d\\r\\n\\r\\n' % (key, i + 1, up, n), data[:n])\n"
+    "        assert b' 200 ' in hd.split(b'\\r\\n')[0], hd\n"
+    "        e = re.search(rb'(?i)etag: *(\"[^\"]+\")', hd).group(1)\n"
+    "        x += b'<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>' % (i + 1, e)\n"
+    "    x += b'</CompleteMultipartUpload>'\n"
+    "    return (b'POST /bmem/%s?uploadId=%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "
+    "%d\\r\\n\\r\\n'\n"
+    "            % (key, up, len(x))) + x\n"
+    "small = upload(b'small', (5 << 20, 1 << 20))\n"
+    "large = upload(b'large', (8 << 20, 30 << 20))\n"
+    "wait_idle()\n"
+    "held = []\n"
+    "for i in range(2, 40):\n"
+    "    c = conn('127.0.0.%d' % i)\n"
+    "    c.sendall(b'PUT /bmem/s%d HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
+    "              b'Expect: 100-continue\\r\\n\\r\\n' % (i, N))\n"
+    "    h = head(c)\n"
+    "    if b' 100 ' not in h.split(b'\\r\\n')[0]: break\n"
+    "    c.sendall(data[:65536]); held.append(c)\n"
+    "refused(c, h); c.close()\n"
+    "for x in (small, large):\n"
+    "    c = conn(); c.sendall(x)\n"
+    "    refused(c, head(c)); c.close()\n"
+    "for c in held: c.close()\n"
+    "wait_idle()\n"
+    "for x in (small, large):\n"
+    "    hd, b = req(x)\n"
+    "    assert b' 200 ' in hd.split(b'\\r\\n')[0] and b'<ETag>' in b, (hd, b)\n"
+    "    wait_idle()\n"
+    "print('ok')\n";
+
+TEST(complete_copies_take_room)
+{
+    const char *extra[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    gw_start(&g, NULL, extra);
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, complete_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Bodies holding room must keep coming while room is scarce (here by
  * RAILIOD_TEST_XML_RATE: 4 MiB/s on average from 1 s on, 2 s of silence at
  * most). A PUT of 64 MiB takes a writer's window (16 MiB: more than half

@@ -1062,6 +1062,20 @@ static void copier_release(struct copier *cp)
     memset(cp, 0, sizeof(*cp));
 }
 
+/* The room a copy of the n parts p (total bytes) holds at once: its
+ * writer's window, the largest part's reader's ring, and its block. */
+static uint64_t concat_window(const struct part *p, unsigned n, uint64_t total)
+{
+    uint64_t w = rio__gw_mem_window(total, rio__put_chunk_size(rio__gw_client(), total), 0), rd = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t x = rio__gw_mem_window(p[i].size, p[i].chunk_size, 0);
+        rd = x > rd ? x : rd;
+    }
+    w = w > UINT64_MAX - rd ? UINT64_MAX : w + rd;
+    return w > UINT64_MAX - COPY_BLOCK ? UINT64_MAX : w + COPY_BLOCK;
+}
+
 /* Copy the parts at once. Takes ck. 0, an error, or GW_CK_MISMATCH. */
 static int concat(struct gw_req *r, const char *id, const struct part *p, unsigned n,
                   uint64_t total, struct rio_s3_check *ck, struct rio_desc *out)
@@ -1704,6 +1718,14 @@ int rio__gw_mpu_complete(struct MHD_Connection *c, struct gw_req *r)
     memset(&d, 0, sizeof(d));
     /* The object's own checksum is checked on its bytes: they are copied. */
     ret = ck ? RIO_ENOTSUP : compose(r, id, x.p, x.n, &d);
+    /* A copy of the parts: its writer's slots, a part's reader's ring and
+     * its block, of the body buffers' budget (bodymem.c), as a
+     * CopyObject's; held until the request ends. */
+    if (ret == RIO_ENOTSUP && rio__gw_mem_take(r, concat_window(x.p, x.n, total)) < 0) {
+        rio_s3_check_free(ck);
+        rio__free(x.p);
+        return rio__gw_mem_refuse(c, r);
+    }
     if (ret == RIO_ENOTSUP && total >= SLOW_COMPLETE)
         return slow_complete(c, r, id, &x.p, x.n, total, etag, &ck);
     if (ret == RIO_ENOTSUP)                           /* other backends, parts of uneven geometry */
