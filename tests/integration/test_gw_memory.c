@@ -402,6 +402,71 @@ TEST(own_share_is_not_scarcity)
     gw_stop(&g);
 }
 
+/* GET answers holding room must be read while room is scarce (here
+ * RAILIOD_TEST_XML_RATE: 4 MiB/s on average from 1 s on). With
+ * --s3-memory 24M one GET of the 64 MiB object holds 16 MiB and 64 KiB
+ * (more than half: scarce); its client reading 16 KiB every 0.25 s has its
+ * connection cut within seconds, the room given back, and a PUT of another
+ * address then gets room. libmicrohttpd asks for more of an answer only as
+ * its socket drains, so nothing on the connection's own thread saw such a
+ * reader: three of them, one per address, held a 64 MiB budget for as long
+ * as they read a little now and then, every other client's PUTs and GETs
+ * refused 503 SlowDown. A reader as slow while room is plenty (under
+ * --s3-memory 64M) is let be, and a whole GET read at once is not cut. */
+static const char slow_reads_py[] = MEM_PY
+    "c = conn()\n"
+    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
+    "c.sendall(data)\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "wait_idle()\n"
+    "scarce = metric('railiod_s3_memory_budget_bytes') < 64 << 20\n"
+    "c = conn('127.0.0.2')\n"
+    "c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)\n"
+    "c.sendall(b'GET /bmem/big HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+    "t0 = time.time(); got = 0; closed = False\n"
+    "while time.time() - t0 < 8:\n"
+    "    try:\n"
+    "        x = c.recv(16384)\n"
+    "    except OSError:\n"
+    "        x = b''\n"
+    "    if not x:\n"
+    "        closed = True; break\n"
+    "    got += len(x); time.sleep(0.25)\n"
+    "c.close()\n"
+    "print('slow reader: %d bytes, closed %s after %.1f s' % (got, closed, time.time() - t0))\n"
+    "if scarce:\n"
+    "    assert closed, 'a slow reader holding scarce room was not cut'\n"
+    "    wait_idle()\n"
+    "    assert metric('railiod_s3_memory_slow_reads_cut_total') == 1\n"
+    "else:\n"
+    "    assert not closed, 'a slow reader was cut though room was plenty'\n"
+    "    wait_idle()\n"
+    "    assert metric('railiod_s3_memory_slow_reads_cut_total') == 0\n"
+    "c = conn('127.0.0.3')\n"
+    "c.sendall(b'GET /bmem/big HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+    "hd, body = answer(c, head(c)); c.close()\n"
+    "assert b' 200 ' in hd.split(b'\\r\\n')[0] and body == data, hd\n"
+    "print('ok')\n";
+
+TEST(slow_reads_cut_while_room_is_scarce)
+{
+    const char *tight[] = {"--s3-memory", "24M", NULL};
+    const char *plenty[] = {"--s3-memory", "64M", NULL};
+    struct gw g;
+
+    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
+    gw_start(&g, NULL, tight);
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, slow_reads_py, "-", "-", "ok");
+    gw_stop(&g);
+    gw_start(&g, NULL, plenty);
+    unsetenv("RAILIOD_TEST_XML_RATE");
+    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
+    gw_python(&g, slow_reads_py, "-", "-", "ok");
+    gw_stop(&g);
+}
+
 /* Behind a proxy (--s3-max-conns-per-ip 0) one address may take the whole
  * budget; --s3-memory is checked (1M at least, a size) and needs
  * --s3-listen. */

@@ -19,11 +19,17 @@
  * give room back may be the very ones that wait. The budget's mutex is
  * held for the bookkeeping only, never across a call.
  */
+#include <errno.h>
+#include <linux/sockios.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/engine.h"
 #include "server/s3/gw.h"
 #include "server/server.h"
@@ -145,6 +151,134 @@ int rio__gw_mem_take(struct gw_req *r, uint64_t n)
  * the budget alone), and counting it cut the parallel uploads of one
  * address over a slow uplink (32 parts of 8 MiB: the default share) while
  * the gateway was otherwise idle, giving room to nobody. */
+/*
+ * The sweeper: a GET's answer holds its reader's ring (16 MiB) for as long
+ * as its client takes to read it, and libmicrohttpd asks for more of it only
+ * as the socket drains (about once a MiB), so nothing on the connection's
+ * own thread sees a reader that takes a few bytes now and then: 64 of them
+ * (16 from each of four addresses, reading 3 KB/s) held the whole budget,
+ * every other client's PUTs and GETs refused 503 SlowDown for as long as
+ * they liked. Once a second, while room is scarce (the budget more than
+ * half taken), every answer holding room that its client drained slower
+ * than the rate on average from the grace on (what was handed out, less
+ * what still waits in the socket's send queue) has its socket shut down
+ * (to be reset when closed): libmicrohttpd then ends the connection, its
+ * response is freed and the room given back. The socket is open while its stream is linked: the
+ * response is freed (get_free unlinks under s.mu) before libmicrohttpd
+ * closes the socket, and the sweeper holds s.mu across its shutdown().
+ */
+static struct {
+    pthread_mutex_t mu; /* the list; held across a shutdown() */
+    pthread_cond_t cv;
+    struct rio_list streams;
+    pthread_t th;
+    bool running, stop;
+    uint64_t rate;
+    unsigned grace_s;
+    _Atomic uint64_t cut;
+} sw = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+void rio__gw_mem_stream_add(struct gw_mem_stream *s, int fd)
+{
+    s->fd = fd;
+    s->t0 = rio__now_ns();
+    atomic_store(&s->sent, 0);
+    s->cut = false;
+    pthread_mutex_lock(&sw.mu);
+    rio_list_push_back(&sw.streams, &s->node);
+    pthread_mutex_unlock(&sw.mu);
+}
+
+void rio__gw_mem_stream_del(struct gw_mem_stream *s)
+{
+    pthread_mutex_lock(&sw.mu);
+    rio_list_remove(&sw.streams, &s->node);
+    pthread_mutex_unlock(&sw.mu);
+}
+
+static void sweep_once(void)
+{
+    uint64_t now = rio__now_ns();
+
+    pthread_mutex_lock(&m.mu);
+    int scarce = m.held > m.budget / 2;
+    pthread_mutex_unlock(&m.mu);
+    if (!scarce)
+        return;
+    pthread_mutex_lock(&sw.mu);
+    rio_list_each (s, &sw.streams, struct gw_mem_stream, node) {
+        double sec = (double)(now - s->t0) / 1e9;
+        if (s->cut || sec <= (double)sw.grace_s)
+            continue;
+        uint64_t sent = atomic_load(&s->sent);
+        int queued = 0;
+        if (ioctl(s->fd, SIOCOUTQ, &queued) < 0 || queued < 0)
+            queued = 0;
+        uint64_t drained = sent > (uint64_t)queued ? sent - (uint64_t)queued : 0;
+        if ((double)drained >= (double)sw.rate * sec)
+            continue;
+        s->cut = true;
+        atomic_fetch_add(&sw.cut, 1);
+        /* Reset, not a FIN after what the kernel still queues for it (a
+         * send buffer of MiBs at the client's pace): libmicrohttpd's
+         * close() then drops it. */
+        struct linger lg = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(s->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        shutdown(s->fd, SHUT_RDWR);
+        SRV_DEBUG("s3: a GET read at %.0f bytes a second while room was scarce: cut",
+                  (double)drained / sec);
+    }
+    pthread_mutex_unlock(&sw.mu);
+}
+
+static void *sweep_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&sw.mu);
+    while (!sw.stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&sw.cv, &sw.mu, &ts);
+        if (sw.stop)
+            break;
+        pthread_mutex_unlock(&sw.mu);
+        sweep_once();
+        pthread_mutex_lock(&sw.mu);
+    }
+    pthread_mutex_unlock(&sw.mu);
+    return NULL;
+}
+
+int rio__gw_mem_sweep_start(uint64_t rate, unsigned grace_s)
+{
+    int ret;
+
+    pthread_mutex_lock(&sw.mu);
+    rio_list_init(&sw.streams);
+    sw.rate = rate;
+    sw.grace_s = grace_s;
+    sw.stop = false;
+    pthread_mutex_unlock(&sw.mu);
+    ret = pthread_create(&sw.th, NULL, sweep_main, NULL);
+    if (ret != 0)
+        return -ret;
+    sw.running = true;
+    return 0;
+}
+
+void rio__gw_mem_sweep_stop(void)
+{
+    if (!sw.running)
+        return;
+    pthread_mutex_lock(&sw.mu);
+    sw.stop = true;
+    pthread_cond_signal(&sw.cv);
+    pthread_mutex_unlock(&sw.mu);
+    pthread_join(sw.th, NULL);
+    sw.running = false;
+}
+
 int rio__gw_mem_scarce(const struct gw_req *r)
 {
     int scarce;
@@ -232,4 +366,10 @@ void rio__gw_mem_metrics(struct gw_buf *b)
                        "railiod_s3_memory_refused_total{reason=\"address\"} %llu\n",
                        (unsigned long long)atomic_load(&m.refused[0]),
                        (unsigned long long)atomic_load(&m.refused[1]));
+    rio__gw_buf_printf(b,
+                       "# HELP railiod_s3_memory_slow_reads_cut_total GET answers whose "
+                       "clients read them too slowly while room was scarce, cut.\n"
+                       "# TYPE railiod_s3_memory_slow_reads_cut_total counter\n"
+                       "railiod_s3_memory_slow_reads_cut_total %llu\n",
+                       (unsigned long long)atomic_load(&sw.cut));
 }

@@ -1677,6 +1677,11 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
         g.xml_grace_s = grace;
         g.xml_idle_s = idle;
     }
+    if (rio__gw_mem_sweep_start(g.xml_rate, g.xml_grace_s) < 0) {
+        SRV_ERR("s3: no thread for the body buffers' sweeper");
+        ret = -ENOMEM;
+        goto err;
+    }
     slice = gw_slice_short(&sched_old);
     /* Without it, GETs read the record after the lookup instead of beside it. */
     if (rio__gw_meta_fetch_pool_start() < 0)
@@ -1707,6 +1712,7 @@ int rio__s3_gw_start(const struct rio_s3_gw_config *cfg)
     }
     return 0;
 err:
+    rio__gw_mem_sweep_stop();
     rio__gw_meta_fetch_pool_stop();
     rio_client_destroy(g.client);
     g.client = NULL;
@@ -1727,6 +1733,7 @@ void rio__s3_gw_stop(void)
         return;
     MHD_stop_daemon(g.d);
     g.d = NULL;
+    rio__gw_mem_sweep_stop();       /* every response freed: nothing watched */
     rio__gw_meta_fetch_pool_stop(); /* idle: every request took its fetch back */
     rio_client_destroy(g.client);
     g.client = NULL;

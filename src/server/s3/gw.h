@@ -9,11 +9,13 @@
 #ifndef RIO_SERVER_S3_GW_H
 #define RIO_SERVER_S3_GW_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "core/checksum.h"
+#include "core/list.h"
 #include "railio.h"
 #include "server/s3/s3.h"
 
@@ -337,6 +339,23 @@ int rio__gw_mem_scarce(const struct gw_req *r);
  * GW_XML_IDLE_S at most for more, and comes at GW_XML_MIN_RATE while room is
  * scarce (gateway.c). */
 void rio__gw_body_held(struct MHD_Connection *c, struct gw_req *r);
+/* A GET's answer holding room, watched while room is scarce: a client that
+ * reads its answer slower than GW_XML_MIN_RATE from GW_XML_GRACE_S on has
+ * its connection shut down (bodymem.c, the sweeper). */
+struct gw_mem_stream {
+    struct rio_list_node node; /* under the sweeper's lock */
+    int fd;                    /* the connection's socket, open while linked */
+    uint64_t t0;               /* when the answer began */
+    _Atomic uint64_t sent;     /* bytes of it handed to libmicrohttpd */
+    bool cut;                  /* shut down once */
+};
+/* Watch s (fd the connection's socket); unwatch before the response that
+ * holds s is freed (libmicrohttpd frees it before it closes the socket). */
+void rio__gw_mem_stream_add(struct gw_mem_stream *s, int fd);
+void rio__gw_mem_stream_del(struct gw_mem_stream *s);
+/* Start and stop the sweeper (rate bytes a second, from grace_s on). */
+int rio__gw_mem_sweep_start(uint64_t rate, unsigned grace_s);
+void rio__gw_mem_sweep_stop(void);
 /* Queue 503 SlowDown with Retry-After for a refused take. */
 int rio__gw_mem_refuse(struct MHD_Connection *c, struct gw_req *r);
 /* The budget's lines for /metrics. */

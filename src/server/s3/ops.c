@@ -895,6 +895,9 @@ struct get_state {
      * response took it: given back once the reader is closed */
     unsigned mem_slot;
     uint64_t mem;
+    /* Watched by bodymem.c's sweeper while it holds room (watched) */
+    struct gw_mem_stream ms;
+    bool watched;
 };
 
 static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
@@ -922,6 +925,7 @@ static ssize_t get_cb(void *cls, uint64_t pos, char *buf, size_t max)
     }
     st->left -= (uint64_t)n;
     st->r->bytes_out += (uint64_t)n;
+    atomic_fetch_add(&st->ms.sent, (uint64_t)n);
     return (ssize_t)n;
 }
 
@@ -929,6 +933,8 @@ static void get_free(void *cls)
 {
     struct get_state *st = cls;
 
+    if (st->watched) /* before libmicrohttpd closes the socket */
+        rio__gw_mem_stream_del(&st->ms);
     if (st->rd)
         rio_reader_close(st->rd);
     rio__free(st->first);
@@ -1470,6 +1476,13 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
         resp = MHD_create_response_from_callback(len, GET_BLOCK, get_cb, st, get_free);
         if (resp) /* given back when the reader is closed, not before */
             rio__gw_mem_move(r, &st->mem_slot, &st->mem);
+        /* Its client must read it while room is scarce (the sweeper). */
+        const union MHD_ConnectionInfo *ci =
+            resp && st->mem ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+        if (ci) {
+            rio__gw_mem_stream_add(&st->ms, ci->connect_fd);
+            st->watched = true;
+        }
     }
     if (!resp) {
         if (st)
