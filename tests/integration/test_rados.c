@@ -1842,7 +1842,12 @@ TEST(exists_reads_heads_in_parallel)
             "exists of %d keys: %.0f %.0f %.0f ms with the transport's exists, %.0f %.0f %.0f ms "
             "as the engine's parallel lookups, %.0f ms as lookups in a row\n",
             N, own[0], own[1], own[2], eng[0], eng[1], eng[2], serial);
-    T_LT(own[1], serial);
+    /* Not under a sanitizer: there CI runs three tests at once on two
+     * cores, and one lookup in a row that got a core while the parallel
+     * run waited for one was faster (648 ms against 244, 2026-12-07); the
+     * code paths run all the same. */
+    if (!T_SANITIZED)
+        T_LT(own[1], serial);
     rio_client_destroy(c);
 }
 
