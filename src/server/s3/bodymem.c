@@ -75,19 +75,20 @@ void rio__gw_mem_init(uint64_t budget, int per_addr)
     atomic_store(&m.refused[1], 0);
 }
 
-uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk, unsigned slots)
+uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk)
 {
     struct rio_client *c = rio__gw_client();
-    uint64_t w;
+    uint64_t slots = c ? (uint64_t)c->o.depth * c->npaths : 0, w;
 
-    if (!slots && c) {
-        uint64_t s = (uint64_t)c->o.depth * c->npaths;
-        slots = s > UINT32_MAX ? UINT32_MAX : (unsigned)s;
-    }
     if (slots < 2)
         slots = 2; /* a writer's least (stream.c); a reader's 1 rounds up */
     w = chunk && slots > UINT64_MAX / chunk ? UINT64_MAX : chunk * slots;
     return len < w ? len : w;
+}
+
+uint64_t rio__gw_mem_put_window(uint64_t len)
+{
+    return rio__gw_mem_window(len, rio__put_chunk_size(rio__gw_client(), len));
 }
 
 /* The slot of addr, under mu: the one holding it, else a free one, else
@@ -200,10 +201,7 @@ static void sweep_once(void)
 {
     uint64_t now = rio__now_ns();
 
-    pthread_mutex_lock(&m.mu);
-    int scarce = m.held > m.budget / 2;
-    pthread_mutex_unlock(&m.mu);
-    if (!scarce)
+    if (!rio__gw_mem_scarce())
         return;
     pthread_mutex_lock(&sw.mu);
     rio_list_each (s, &sw.streams, struct gw_mem_stream, node) {
@@ -279,11 +277,10 @@ void rio__gw_mem_sweep_stop(void)
     sw.running = false;
 }
 
-int rio__gw_mem_scarce(const struct gw_req *r)
+int rio__gw_mem_scarce(void)
 {
     int scarce;
 
-    (void)r;
     pthread_mutex_lock(&m.mu);
     scarce = m.held > m.budget / 2;
     pthread_mutex_unlock(&m.mu);

@@ -1073,7 +1073,7 @@ static int body_slow(struct gw_req *r)
     if (sec <= (double)g.xml_grace_s ||
         (double)(r->bytes_in - r->body_in0) >= (double)g.xml_rate * sec)
         return 0;
-    return rio__gw_mem_scarce(r);
+    return rio__gw_mem_scarce();
 }
 
 /* The body of a request that takes one (PUT object, POST ?delete, PUT

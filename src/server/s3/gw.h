@@ -317,9 +317,17 @@ void rio__gw_mem_init(uint64_t budget, int per_addr);
 /* The default budget: a quarter of physical memory, at most GW_MEM_DEFAULT_MAX. */
 uint64_t rio__gw_mem_default(void);
 /* The window of a stream over len bytes (UINT64_MAX: unknown) in chunks of
- * chunk bytes, slots of them at once (0: the backend client's depth x
- * paths); saturates instead of overflowing. */
-uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk, unsigned slots);
+ * chunk bytes, the backend client's depth x paths of them at once;
+ * saturates instead of overflowing. */
+uint64_t rio__gw_mem_window(uint64_t len, uint64_t chunk);
+/* A writer's window for a PUT of len bytes at the backend client's chunk
+ * size for that length. */
+uint64_t rio__gw_mem_put_window(uint64_t len);
+/* a + b, UINT64_MAX at most: room sums saturate. */
+static inline uint64_t rio__gw_mem_sum(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 /* Take n bytes of room for r (added to what it holds): 0, or -1 with
  * nothing taken and the refusal counted. A request holding nothing and
  * alone in its address (or the gateway) gets its room even past the share
@@ -332,9 +340,9 @@ void rio__gw_mem_give(struct gw_req *r);
  * libmicrohttpd frees the response); rio__gw_mem_release gives it back. */
 void rio__gw_mem_move(struct gw_req *r, unsigned *slot, uint64_t *n);
 void rio__gw_mem_release(unsigned slot, uint64_t n);
-/* Whether room is scarce for r: the budget more than half taken (an
- * address's own share taken is not: it keeps no one else out). */
-int rio__gw_mem_scarce(const struct gw_req *r);
+/* Whether room is scarce: the budget more than half taken (an address's
+ * own share taken is not: it keeps no one else out). */
+int rio__gw_mem_scarce(void);
 /* r's object body took room (its writer's): from now on it waits
  * GW_XML_IDLE_S at most for more, and comes at GW_XML_MIN_RATE while room is
  * scarce (gateway.c). */

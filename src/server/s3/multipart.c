@@ -1066,14 +1066,13 @@ static void copier_release(struct copier *cp)
  * writer's window, the largest part's reader's ring, and its block. */
 static uint64_t concat_window(const struct part *p, unsigned n, uint64_t total)
 {
-    uint64_t w = rio__gw_mem_window(total, rio__put_chunk_size(rio__gw_client(), total), 0), rd = 0;
+    uint64_t rd = 0;
 
     for (unsigned i = 0; i < n; i++) {
-        uint64_t x = rio__gw_mem_window(p[i].size, p[i].chunk_size, 0);
+        uint64_t x = rio__gw_mem_window(p[i].size, p[i].chunk_size);
         rd = x > rd ? x : rd;
     }
-    w = w > UINT64_MAX - rd ? UINT64_MAX : w + rd;
-    return w > UINT64_MAX - COPY_BLOCK ? UINT64_MAX : w + COPY_BLOCK;
+    return rio__gw_mem_sum(rio__gw_mem_sum(rio__gw_mem_put_window(total), rd), COPY_BLOCK);
 }
 
 /* Copy the parts at once. Takes ck. 0, an error, or GW_CK_MISMATCH. */

@@ -1109,7 +1109,7 @@ static uint64_t get_window(const struct rio_desc *d, uint64_t off, uint64_t len)
     n = (off + len - 1) / cs - first + 1;
     if (n == 1)
         return d->size - first * cs < cs ? d->size - first * cs : cs;
-    return rio__gw_mem_window(n > UINT64_MAX / cs ? UINT64_MAX : n * cs, cs, 0);
+    return rio__gw_mem_window(n > UINT64_MAX / cs ? UINT64_MAX : n * cs, cs);
 }
 
 /* Open a reader on [off, off + len) of the generation d names, only the
@@ -1414,9 +1414,7 @@ int rio__gw_get_object(struct MHD_Connection *c, struct gw_req *r, int head)
             break;
         /* Its reader's ring and first bytes, of the body buffers' budget:
          * many readers that read nothing held a ring each (bodymem.c). */
-        uint64_t win = get_window(&d, off, len);
-        uint64_t fl = len < GET_FIRST ? len : GET_FIRST;
-        win = win > UINT64_MAX - fl ? UINT64_MAX : win + fl;
+        uint64_t win = rio__gw_mem_sum(get_window(&d, off, len), len < GET_FIRST ? len : GET_FIRST);
         if (!r->mem_held && rio__gw_mem_take(r, win) < 0) {
             rio_desc_cleanup(&d);
             return rio__gw_mem_refuse(c, r);
@@ -2041,10 +2039,9 @@ int rio__gw_put_open(struct MHD_Connection *c, struct gw_req *r)
     /* Its writer's slots (and an aws-chunked body's decoding buffer), of
      * the body buffers' budget: many bodies that stalled after a few bytes
      * held a chunk buffer each, up to a window each (bodymem.c). */
-    uint64_t win = rio__gw_mem_window(
-        r->declared, pc ? pc : rio__put_chunk_size(rio__gw_client(), r->declared), 0);
+    uint64_t win = pc ? rio__gw_mem_window(r->declared, pc) : rio__gw_mem_put_window(r->declared);
     if (r->dec)
-        win = win > UINT64_MAX - GW_CONN_DECODE ? UINT64_MAX : win + GW_CONN_DECODE;
+        win = rio__gw_mem_sum(win, GW_CONN_DECODE);
     if (rio__gw_mem_take(r, win) < 0)
         return rio__gw_mem_refuse(c, r);
     rio__gw_body_held(c, r);
@@ -2473,10 +2470,8 @@ int rio__gw_copy_object(struct MHD_Connection *c, struct gw_req *r, const char *
      * buffers' budget (bodymem.c), as a GET's and a PUT's: every
      * connection copying a large object held both windows for the copy's
      * length, outside the budget. Given back when the request ends. */
-    uint64_t win = get_window(&d, off, len), ww;
-    ww = rio__gw_mem_window(len, rio__put_chunk_size(rio__gw_client(), len), 0);
-    win = win > UINT64_MAX - ww ? UINT64_MAX : win + ww;
-    win = win > UINT64_MAX - COPY_BLOCK ? UINT64_MAX : win + COPY_BLOCK;
+    uint64_t win = rio__gw_mem_sum(
+        rio__gw_mem_sum(get_window(&d, off, len), rio__gw_mem_put_window(len)), COPY_BLOCK);
     if (len && rio__gw_mem_take(r, win) < 0) {
         rio_s3_check_free(ck);
         return rio__gw_mem_refuse(c, r);

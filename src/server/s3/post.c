@@ -245,8 +245,8 @@ static int file_begin(void *arg, const char *filename, const char *content_type)
     /* Its writer's slots, of the body buffers' budget (bodymem.c), as
      * PutObject's: at most the policy's largest file. Refused, the rest of
      * the form is drained and 503 SlowDown answered. */
-    uint64_t win = rio__gw_mem_window(p->pa.len_max,
-                                      rio__put_chunk_size(rio__gw_client(), RIO_SIZE_UNKNOWN), 0);
+    uint64_t win =
+        rio__gw_mem_window(p->pa.len_max, rio__put_chunk_size(rio__gw_client(), RIO_SIZE_UNKNOWN));
     if (rio__gw_mem_take(r, win) < 0) {
         r->retry_after = 1;
         rio__gw_fail(r, 503, "SlowDown", "Please reduce your request rate.");
