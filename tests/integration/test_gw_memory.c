@@ -62,116 +62,120 @@
     "s = conn(); s.sendall(b'PUT /bmem HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: "                \
     "0\\r\\n\\r\\n')\n"                                                                            \
     "assert b' 200 ' in head(s); s.close()\n"                                                      \
-    "data = bytes(range(256)) * (N // 256)\n"
+    "data = bytes(range(256)) * (N // 256)\n"                                                      \
+    "def put_big():\n"                                                                             \
+    "    c = conn()\n"                                                                             \
+    "    c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % "  \
+    "N)\n"                                                                                         \
+    "    c.sendall(data)\n"                                                                        \
+    "    hd, body = answer(c, head(c)); c.close()\n"                                               \
+    "    assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
 
-/* Stalled PUTs: each sends its head with Expect: 100-continue (the 100
- * goes out once the request has its room) and 64 KiB of a 64 MiB body. */
-static const char stalled_puts_py[] = MEM_PY
-    "def put_start(src, key):\n"
-    "    c = conn(src)\n"
-    "    c.sendall(b'PUT /bmem/%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
-    "              b'Expect: 100-continue\\r\\n\\r\\n' % (key.encode(), N))\n"
-    "    h = head(c)\n"
-    "    if b' 100 ' in h.split(b'\\r\\n')[0]:\n"
-    "        c.sendall(data[:65536])\n"
-    "        return c, None\n"
-    "    return c, h\n"
-    "held = []\n"
-    "for k in range(40):\n"
-    "    c, h = put_start('127.0.0.1', 'a%d' % k)\n"
-    "    if h is not None: break\n"
-    "    held.append(c)\n"
-    "assert h is not None, 'one address held 40 stalled PUTs'\n"
-    "refused(c, h); c.close()\n"
-    "print('one address: %d stalled PUTs held, %s bytes' % (len(held), "
-    "metric('railiod_s3_memory_held_bytes')))\n"
-    "c, h = put_start('127.0.0.2', 'b')\n"
-    "assert h is None, ('another address got no room', h)\n"
-    "held.append(c)\n"
-    "for i in range(3, 40):\n"
-    "    c, h = put_start('127.0.0.%d' % i, 'c%d' % i)\n"
-    "    if h is not None: break\n"
-    "    held.append(c)\n"
-    "assert h is not None, 'the budget never refused'\n"
-    "refused(c, h); c.close()\n"
-    "budget = metric('railiod_s3_memory_budget_bytes')\n"
-    "assert budget == 64 << 20, budget\n"
-    "assert metric('railiod_s3_memory_share_bytes') == 16 << 20\n"
-    "assert metric('railiod_s3_memory_held_bytes') <= budget\n"
-    "assert metric('railiod_s3_memory_refused_total{reason=\"address\"}') >= 1\n"
-    "assert metric('railiod_s3_memory_refused_total{reason=\"budget\"}') >= 1\n"
-    "print('%d addresses held %s bytes' % (i - 1, metric('railiod_s3_memory_held_bytes')))\n"
-    "for c in held: c.close()\n"
-    "wait_idle()\n"
-    "c = conn()\n"
-    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
-    "c.sendall(data)\n"
-    "hd, body = answer(c, head(c)); c.close()\n"
-    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
-    "wait_idle()\n"
-    "assert metric('railiod_s3_memory_held_peak_bytes') <= budget\n"
-    "print('ok')\n";
-
-TEST(stalled_puts_bounded)
+/* Start the gateway with --s3-memory memory (and, fast, the rates of
+ * RAILIOD_TEST_XML_RATE: 4 MiB/s from 1 s on, 2 s of silence at most), run
+ * the script py against it (MEM_PY's helpers; "ok" at its end), stop it. */
+static void mem_run(const char *memory, int fast, const char *py)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
+    const char *extra[] = {"--s3-memory", memory, NULL};
     struct gw g;
 
+    if (fast)
+        setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
     gw_start(&g, NULL, extra);
+    unsetenv("RAILIOD_TEST_XML_RATE");
     t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, stalled_puts_py, "-", "-", "ok");
+    gw_python(&g, py, "-", "-", "ok");
     gw_stop(&g);
 }
 
+/* Stalled PUTs: each sends its head with Expect: 100-continue (the 100
+ * goes out once the request has its room) and 64 KiB of a 64 MiB body. */
+static const char stalled_puts_py[] =
+    MEM_PY "def put_start(src, key):\n"
+           "    c = conn(src)\n"
+           "    c.sendall(b'PUT /bmem/%s HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n'\n"
+           "              b'Expect: 100-continue\\r\\n\\r\\n' % (key.encode(), N))\n"
+           "    h = head(c)\n"
+           "    if b' 100 ' in h.split(b'\\r\\n')[0]:\n"
+           "        c.sendall(data[:65536])\n"
+           "        return c, None\n"
+           "    return c, h\n"
+           "held = []\n"
+           "for k in range(40):\n"
+           "    c, h = put_start('127.0.0.1', 'a%d' % k)\n"
+           "    if h is not None: break\n"
+           "    held.append(c)\n"
+           "assert h is not None, 'one address held 40 stalled PUTs'\n"
+           "refused(c, h); c.close()\n"
+           "print('one address: %d stalled PUTs held, %s bytes' % (len(held), "
+           "metric('railiod_s3_memory_held_bytes')))\n"
+           "c, h = put_start('127.0.0.2', 'b')\n"
+           "assert h is None, ('another address got no room', h)\n"
+           "held.append(c)\n"
+           "for i in range(3, 40):\n"
+           "    c, h = put_start('127.0.0.%d' % i, 'c%d' % i)\n"
+           "    if h is not None: break\n"
+           "    held.append(c)\n"
+           "assert h is not None, 'the budget never refused'\n"
+           "refused(c, h); c.close()\n"
+           "budget = metric('railiod_s3_memory_budget_bytes')\n"
+           "assert budget == 64 << 20, budget\n"
+           "assert metric('railiod_s3_memory_share_bytes') == 16 << 20\n"
+           "assert metric('railiod_s3_memory_held_bytes') <= budget\n"
+           "assert metric('railiod_s3_memory_refused_total{reason=\"address\"}') >= 1\n"
+           "assert metric('railiod_s3_memory_refused_total{reason=\"budget\"}') >= 1\n"
+           "print('%d addresses held %s bytes' % (i - 1, metric('railiod_s3_memory_held_bytes')))\n"
+           "for c in held: c.close()\n"
+           "wait_idle()\n"
+           "put_big()\n"
+           "wait_idle()\n"
+           "assert metric('railiod_s3_memory_held_peak_bytes') <= budget\n"
+           "print('ok')\n";
+
+TEST(stalled_puts_bounded)
+{
+    mem_run("64M", 0, stalled_puts_py);
+}
+
 /* Slow readers: each GET of a 64 MiB object reads its head and no more. */
-static const char slow_gets_py[] = MEM_PY
-    "c = conn()\n"
-    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
-    "c.sendall(data)\n"
-    "hd, body = answer(c, head(c)); c.close()\n"
-    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
-    "wait_idle()\n"
-    "def get_start(src):\n"
-    "    c = conn(src)\n"
-    "    c.sendall(b'GET /bmem/big HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
-    "    h = head(c)\n"
-    "    return c, h\n"
-    "def get_whole(src):\n"
-    "    c, h = get_start(src)\n"
-    "    hd, body = answer(c, h); c.close()\n"
-    "    assert b' 200 ' in hd.split(b'\\r\\n')[0], hd\n"
-    "    assert body == data, 'the GET gave other bytes'\n"
-    "held = []\n"
-    "for k in range(40):\n"
-    "    c, h = get_start('127.0.0.1')\n"
-    "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
-    "    held.append(c)\n"
-    "assert b' 200 ' not in h.split(b'\\r\\n')[0], 'one address held 40 slow GETs'\n"
-    "refused(c, h); c.close()\n"
-    "print('one address: %d slow GETs held, %s bytes' % (len(held), "
-    "metric('railiod_s3_memory_held_bytes')))\n"
-    "get_whole('127.0.0.2')\n"
-    "for i in range(3, 40):\n"
-    "    c, h = get_start('127.0.0.%d' % i)\n"
-    "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
-    "    held.append(c)\n"
-    "refused(c, h); c.close()\n"
-    "assert metric('railiod_s3_memory_held_bytes') <= 64 << 20\n"
-    "for c in held: c.close()\n"
-    "wait_idle()\n"
-    "get_whole('127.0.0.1')\n"
-    "wait_idle()\n"
-    "print('ok')\n";
+static const char slow_gets_py[] =
+    MEM_PY "put_big()\n"
+           "wait_idle()\n"
+           "def get_start(src):\n"
+           "    c = conn(src)\n"
+           "    c.sendall(b'GET /bmem/big HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+           "    h = head(c)\n"
+           "    return c, h\n"
+           "def get_whole(src):\n"
+           "    c, h = get_start(src)\n"
+           "    hd, body = answer(c, h); c.close()\n"
+           "    assert b' 200 ' in hd.split(b'\\r\\n')[0], hd\n"
+           "    assert body == data, 'the GET gave other bytes'\n"
+           "held = []\n"
+           "for k in range(40):\n"
+           "    c, h = get_start('127.0.0.1')\n"
+           "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
+           "    held.append(c)\n"
+           "assert b' 200 ' not in h.split(b'\\r\\n')[0], 'one address held 40 slow GETs'\n"
+           "refused(c, h); c.close()\n"
+           "print('one address: %d slow GETs held, %s bytes' % (len(held), "
+           "metric('railiod_s3_memory_held_bytes')))\n"
+           "get_whole('127.0.0.2')\n"
+           "for i in range(3, 40):\n"
+           "    c, h = get_start('127.0.0.%d' % i)\n"
+           "    if b' 200 ' not in h.split(b'\\r\\n')[0]: break\n"
+           "    held.append(c)\n"
+           "refused(c, h); c.close()\n"
+           "assert metric('railiod_s3_memory_held_bytes') <= 64 << 20\n"
+           "for c in held: c.close()\n"
+           "wait_idle()\n"
+           "get_whole('127.0.0.1')\n"
+           "wait_idle()\n"
+           "print('ok')\n";
 
 TEST(slow_gets_bounded)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
-    struct gw g;
-
-    gw_start(&g, NULL, extra);
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, slow_gets_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("64M", 0, slow_gets_py);
 }
 
 /* A copy (CopyObject, UploadPartCopy) holds a reader's ring and a
@@ -181,11 +185,7 @@ TEST(slow_gets_bounded)
  * Before, a copy took nothing: every connection copying a large object
  * held both windows outside the budget. */
 static const char copies_py[] = MEM_PY
-    "c = conn()\n"
-    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
-    "c.sendall(data)\n"
-    "hd, body = answer(c, head(c)); c.close()\n"
-    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "put_big()\n"
     "wait_idle()\n"
     "def copy(src, dst, part=False):\n"
     "    c = conn(src)\n"
@@ -222,13 +222,7 @@ static const char copies_py[] = MEM_PY
 
 TEST(copies_take_room)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
-    struct gw g;
-
-    gw_start(&g, NULL, extra);
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, copies_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("64M", 0, copies_py);
 }
 
 /* CompleteMultipartUpload, where its backend cannot compose the parts
@@ -290,13 +284,7 @@ static const char complete_py[] = MEM_PY
 
 TEST(complete_copies_take_room)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
-    struct gw g;
-
-    gw_start(&g, NULL, extra);
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, complete_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("64M", 0, complete_py);
 }
 
 /* Bodies holding room must keep coming while room is scarce (here by
@@ -353,15 +341,7 @@ static const char slow_bodies_py[] = MEM_PY
 
 TEST(slow_bodies_cut_while_room_is_scarce)
 {
-    const char *extra[] = {"--s3-memory", "24M", NULL};
-    struct gw g;
-
-    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
-    gw_start(&g, NULL, extra);
-    unsetenv("RAILIOD_TEST_XML_RATE");
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, slow_bodies_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("24M", 1, slow_bodies_py);
 }
 
 /* An address's own share taken by its own bodies is no scarcity: the
@@ -391,15 +371,7 @@ static const char own_share_py[] = MEM_PY
 
 TEST(own_share_is_not_scarcity)
 {
-    const char *extra[] = {"--s3-memory", "64M", NULL};
-    struct gw g;
-
-    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
-    gw_start(&g, NULL, extra);
-    unsetenv("RAILIOD_TEST_XML_RATE");
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, own_share_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("64M", 1, own_share_py);
 }
 
 /* GET answers holding room must be read while room is scarce (here
@@ -414,11 +386,7 @@ TEST(own_share_is_not_scarcity)
  * refused 503 SlowDown. A reader as slow while room is plenty (under
  * --s3-memory 64M) is let be, and a whole GET read at once is not cut. */
 static const char slow_reads_py[] = MEM_PY
-    "c = conn()\n"
-    "c.sendall(b'PUT /bmem/big HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n' % N)\n"
-    "c.sendall(data)\n"
-    "hd, body = answer(c, head(c)); c.close()\n"
-    "assert b' 200 ' in hd.split(b'\\r\\n')[0], (hd, body)\n"
+    "put_big()\n"
     "wait_idle()\n"
     "scarce = metric('railiod_s3_memory_budget_bytes') < 64 << 20\n"
     "c = conn('127.0.0.2')\n"
@@ -451,20 +419,8 @@ static const char slow_reads_py[] = MEM_PY
 
 TEST(slow_reads_cut_while_room_is_scarce)
 {
-    const char *tight[] = {"--s3-memory", "24M", NULL};
-    const char *plenty[] = {"--s3-memory", "64M", NULL};
-    struct gw g;
-
-    setenv("RAILIOD_TEST_XML_RATE", "4194304:1:2", 1);
-    gw_start(&g, NULL, tight);
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, slow_reads_py, "-", "-", "ok");
-    gw_stop(&g);
-    gw_start(&g, NULL, plenty);
-    unsetenv("RAILIOD_TEST_XML_RATE");
-    t_write_file(gw_path(&g, "maddr"), g.e.metrics, strlen(g.e.metrics));
-    gw_python(&g, slow_reads_py, "-", "-", "ok");
-    gw_stop(&g);
+    mem_run("24M", 1, slow_reads_py);
+    mem_run("64M", 1, slow_reads_py);
 }
 
 /* Behind a proxy (--s3-max-conns-per-ip 0) one address may take the whole
