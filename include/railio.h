@@ -333,7 +333,9 @@ enum rio_error_kind {
 };
 
 /**
- * The kind of err (a call's return value), an enum rio_error_kind. st, when
+ * The kind of err (a call's return value), an enum rio_error_kind: 0 and
+ * any positive value (a count, such as rio_get's length) are RIO_KIND_OK,
+ * as rio_strerror reads them. st, when
  * not NULL, is the failed call's stats: RIO_ERETRIES and RIO_ENOPATH are then
  * classed by the retry class with the most failed attempts (checksum or
  * short: RIO_KIND_VERIFY; server, throttle or fatal: RIO_KIND_OTHER; none or

@@ -276,6 +276,8 @@ const char *rio_class_name(int cls)
  * and the argument errors told apart (the CLI folds them back). */
 static int err_kind(int err)
 {
+    if (err > 0) /* a count a call returned (rio_get's length): no failure */
+        return RIO_KIND_OK;
     switch (err) {
     case 0:
         return RIO_KIND_OK;
