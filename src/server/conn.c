@@ -123,7 +123,8 @@ struct cjob {
     struct rio_list_node cnode;
     int op;
     uint64_t id;
-    uint64_t t_req; /* its request complete (service time, RIO_PF_SVC); 0: not asked */
+    uint64_t t_req; /* its request complete (its service time starts) */
+    int svc;        /* the request asked for its service time (RIO_PF_SVC) */
     int have_xxh;   /* READ: xxh is the stored xxh3 of exactly the range */
     uint64_t xxh;
     /* GET_ONE: the answer's control part (the descriptor's fixed fields,
@@ -597,23 +598,22 @@ static void conn_reject(struct conn *c, const char *why)
 
 /* ------------------------------------------------------------ responses */
 
-/* When the current request's service began, for its answer: 0 when it
- * did not ask for its service time. */
-static uint64_t conn_svc_start(const struct conn *c)
+/* Whether the current request asked for its service time in its answer. */
+static int conn_svc_asked(const struct conn *c)
 {
-    return (c->hdr.flags & RIO_PF_SVC) && !c->v1 ? c->req_ns : 0;
+    return (c->hdr.flags & RIO_PF_SVC) && !c->v1;
 }
 
 /*
  * Queue a response to request id of opcode op: status, a small body copied
  * from small, and optionally bulk bytes of obj (whose reference the response
  * takes over). counted: the request is already in inflight_requests. t_req:
- * when the request was complete, its service time (up to now, the answer
- * ready) going in the header; 0 when not asked. -1 when the connection had
- * to be closed (out of memory).
+ * when the request was complete; its service time (up to now, the answer
+ * ready) is counted in the metrics and, when svc (the request asked), goes
+ * in the header. -1 when the connection had to be closed (out of memory).
  */
-static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t t_req, int status,
-                      const void *small, size_t small_len, struct rio_srv_obj *obj,
+static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t t_req, int svc,
+                      int status, const void *small, size_t small_len, struct rio_srv_obj *obj,
                       const uint8_t *data, size_t data_len)
 {
     struct rio_srv *srv = c->w->srv;
@@ -626,9 +626,12 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t
     h.opcode = (uint8_t)op;
     h.flags = RIO_PF_RESPONSE;
     if (t_req) {
-        uint64_t now = rio__now_ns();
-        h.flags |= RIO_PF_SVC;
-        h.svc_us = rio__proto_svc_us(now > t_req ? now - t_req : 0);
+        uint64_t now = rio__now_ns(), svc_ns = now > t_req ? now - t_req : 0;
+        rio__srv_svc_note(&srv->m, op, svc_ns);
+        if (svc) {
+            h.flags |= RIO_PF_SVC;
+            h.svc_us = rio__proto_svc_us(svc_ns);
+        }
     }
     h.id = id;
     /* The tag follows the control part: after the READ data's xxh3 and
@@ -696,8 +699,8 @@ static void conn_respond(struct conn *c, int status, const void *small, size_t s
     c->req_open = 0;
     if (!c->admitted)
         conn_admitted(c);
-    if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, conn_svc_start(c), status, small,
-                   small_len, obj, data, data_len) < 0)
+    if (conn_queue(c, c->hdr.opcode, c->hdr.id, counted, c->req_ns, conn_svc_asked(c), status,
+                   small, small_len, obj, data, data_len) < 0)
         return;
     conn_next_frame(c);
 }
@@ -1330,7 +1333,8 @@ static void cjob_start(struct conn *c, struct cjob *j)
     j->c = c;
     j->op = c->hdr.opcode;
     j->id = c->hdr.id;
-    j->t_req = conn_svc_start(c);
+    j->t_req = c->req_ns;
+    j->svc = conn_svc_asked(c);
     rio_list_push_front(&c->jobs, &j->cnode);
     c->req_open = 0;
     conn_next_frame(c);
@@ -1346,13 +1350,14 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         j->base.buf = NULL;
         if (j->base.status < 0 || !b) {
             rio__srv_obj_unref(b);
-            return conn_queue(c, j->op, j->id, 1, j->t_req,
+            return conn_queue(c, j->op, j->id, 1, j->t_req, j->svc,
                               j->base.status < 0 ? j->base.status : -ENOMEM, NULL, 0, NULL, NULL,
                               0);
         }
         if (!b->data) {
             rio__srv_obj_unref(b);
-            return conn_queue(c, j->op, j->id, 1, j->t_req, RIO_ESERVER, NULL, 0, NULL, NULL, 0);
+            return conn_queue(c, j->op, j->id, 1, j->t_req, j->svc, RIO_ESERVER, NULL, 0, NULL,
+                              NULL, 0);
         }
         /* The answer's checked part: the range's xxh3 (hashed here only
          * when the range is not exactly one chunk). */
@@ -1360,15 +1365,15 @@ static int cjob_answer(struct conn *c, struct cjob *j)
         uint64_t xxh = j->have_xxh ? j->xxh : rio__xxh3(p, (size_t)j->base.len);
         if (j->op == RIO_OP_GET_ONE) {
             rio__le64_put(j->one_ctl + RIO_PROTO_GET_ONE_DESC, xxh);
-            return conn_queue(c, j->op, j->id, 1, j->t_req, 0, j->one_ctl, sizeof(j->one_ctl), b, p,
-                              (size_t)j->base.len);
+            return conn_queue(c, j->op, j->id, 1, j->t_req, j->svc, 0, j->one_ctl,
+                              sizeof(j->one_ctl), b, p, (size_t)j->base.len);
         }
         rio__le64_put(out, xxh);
-        return conn_queue(c, j->op, j->id, 1, j->t_req, 0, out, sizeof(out), b, p,
+        return conn_queue(c, j->op, j->id, 1, j->t_req, j->svc, 0, out, sizeof(out), b, p,
                           (size_t)j->base.len);
     }
     rio__le64_put(out, j->base.generation);
-    return conn_queue(c, j->op, j->id, 1, j->t_req, j->base.status, out,
+    return conn_queue(c, j->op, j->id, 1, j->t_req, j->svc, j->base.status, out,
                       j->base.status < 0 ? 0 : sizeof(out), NULL, NULL, 0);
 }
 

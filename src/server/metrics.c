@@ -71,6 +71,26 @@ const char *rio__srv_status_name(int cls)
     return cls >= 0 && cls < RIO_SRV_ST__COUNT ? names[cls] : "other";
 }
 
+/* Upper bounds (seconds) of the service time buckets: from a request
+ * answered from memory (tens of microseconds) to a disk read queued behind
+ * others (seconds). */
+const double rio__srv_svc_bounds[RIO_SRV_SVC_BUCKETS] = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+    0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,
+};
+
+void rio__srv_svc_note(struct rio_srv_metrics *m, int op, uint64_t ns)
+{
+    int k = 0;
+
+    if (op < 0 || op > RIO_OP__MAX)
+        return;
+    while (k < RIO_SRV_SVC_BUCKETS && (double)ns > rio__srv_svc_bounds[k] * 1e9)
+        k++;
+    atomic_fetch_add_explicit(&m->svc[op][k], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&m->svc_us_sum[op], ns / 1000, memory_order_relaxed);
+}
+
 struct out {
     char *p;
     size_t len, cap;
@@ -195,6 +215,30 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
             rio__proto_op_name(op), (unsigned long long)ld(&m->op_bytes_in[op]));
         put(&o, "railiod_request_bytes_total{op=\"%s\",direction=\"out\"} %llu\n",
             rio__proto_op_name(op), (unsigned long long)ld(&m->op_bytes_out[op]));
+    }
+    help(&o, "request_service_seconds", "histogram",
+         "Time from a request complete to its answer queued (disk reads and commits "
+         "waiting for the disk tier included), by opcode.");
+    for (int op = 1; op <= RIO_OP__MAX; op++) {
+        uint64_t cum = 0;
+        for (int k = 0; k <= RIO_SRV_SVC_BUCKETS; k++)
+            cum += ld(&m->svc[op][k]);
+        if (!cum)
+            continue;
+        cum = 0;
+        for (int k = 0; k <= RIO_SRV_SVC_BUCKETS; k++) {
+            cum += ld(&m->svc[op][k]);
+            if (k < RIO_SRV_SVC_BUCKETS)
+                put(&o, "railiod_request_service_seconds_bucket{op=\"%s\",le=\"%g\"} %llu\n",
+                    rio__proto_op_name(op), rio__srv_svc_bounds[k], (unsigned long long)cum);
+            else
+                put(&o, "railiod_request_service_seconds_bucket{op=\"%s\",le=\"+Inf\"} %llu\n",
+                    rio__proto_op_name(op), (unsigned long long)cum);
+        }
+        put(&o, "railiod_request_service_seconds_sum{op=\"%s\"} %.6f\n", rio__proto_op_name(op),
+            (double)ld(&m->svc_us_sum[op]) / 1e6);
+        put(&o, "railiod_request_service_seconds_count{op=\"%s\"} %llu\n", rio__proto_op_name(op),
+            (unsigned long long)cum);
     }
     metric_signed(&o, "inflight_requests", "gauge",
                   "Requests received whose response is not fully sent.",

@@ -20,7 +20,8 @@
  * hold the object, so that every GET reads the disk. */
 static void start_slow_disk(struct srv_env *e, int no_svc)
 {
-    const char *args[] = {"--data-dir", disk_dir_make(), "--memory", "16M", NULL};
+    const char *args[] = {"--data-dir", disk_dir_make(), "--memory", "16M",
+                          "--metrics",  "127.0.0.1:0",   NULL};
     char ms[16];
 
     snprintf(ms, sizeof(ms), "%d", DELAY_MS);
@@ -76,6 +77,15 @@ TEST(slow_disk_reads_are_storage)
     snprintf(want, sizeof(want), "is %.0f%% of op time", share * 100);
     T_NOTNULL(strstr(st.verdict_text, want));
     tu_close(&u);
+    /* railiod's own metrics say the same: every READ took DELAY_MS or
+     * more (none in the buckets below 50 ms), and their sum is at least
+     * that many times DELAY_MS. */
+    double reads = srv_scrape(&e, "railiod_request_service_seconds_count{op=\"READ\"}");
+    T_GE(reads, 32.0);
+    T_EQ(srv_scrape(&e, "railiod_request_service_seconds_bucket{op=\"READ\",le=\"0.025\"}"), 0.0);
+    T_EQ(srv_scrape(&e, "railiod_request_service_seconds_bucket{op=\"READ\",le=\"+Inf\"}"), reads);
+    T_GE(srv_scrape(&e, "railiod_request_service_seconds_sum{op=\"READ\"}"),
+         reads * DELAY_MS / 1000.0);
     T_EQ(srv_stop(&e), 0);
 }
 
@@ -87,7 +97,9 @@ TEST(fast_server_is_not_storage)
     struct tu u;
     char url[256];
 
-    srv_start(&e, NULL);
+    const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
+
+    srv_start(&e, args);
     tu_opts(&o);
     o.chunk_size = TU_MIB;
     tu_url(url, sizeof(url), &e, NULL);
@@ -98,6 +110,18 @@ TEST(fast_server_is_not_storage)
     T_LT(st.svc_ns, st.op_ns / 2);
     T_NE(st.verdict, RIO_VERDICT_STORAGE);
     tu_close(&u);
+    /* Every request answered is in the histogram of its opcode (a READ
+     * from memory well under DELAY_MS: the sum bounds it), asked for its
+     * service time or not. */
+    double reads = srv_scrape(&e, "railiod_request_service_seconds_count{op=\"READ\"}");
+    T_EQ(reads, srv_scrape(&e, "railiod_requests_total{op=\"READ\",status=\"ok\"}"));
+    T_GE(reads, 32.0);
+    T_LT(srv_scrape(&e, "railiod_request_service_seconds_sum{op=\"READ\"}"),
+         reads * DELAY_MS / 1000.0);
+    T_EQ(srv_scrape(&e, "railiod_request_service_seconds_count{op=\"PUT_COMMIT\"}"),
+         srv_scrape(&e, "railiod_requests_total{op=\"PUT_COMMIT\",status=\"ok\"}"));
+    T_EQ(srv_scrape(&e, "railiod_request_service_seconds_count{op=\"HELLO\"}"),
+         srv_scrape(&e, "railiod_requests_total{op=\"HELLO\",status=\"ok\"}"));
     T_EQ(srv_stop(&e), 0);
 }
 
