@@ -50,31 +50,38 @@ void rio__meta_parallel(struct rio_client *c, unsigned n, unsigned weight,
  * does when it opens the upload. */
 #define PREP_ON_OPEN_MAX (8u << 20)
 
-/* Prepare deferred request r on a call worker, mu not held (todo: it has
- * not failed already): open a PUT's upload or look a GET up, then publish
- * the result under mu. One that fails fails alone. */
-static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio__req *r, bool todo)
+/* Open deferred request r's upload (a PUT) or look it up (a GET), mu not
+ * held (todo: it has not failed already): 0 or its error. */
+static int prepare_open(struct rio_client *c, struct rio__call *call, struct rio__req *r, bool todo,
+                        void **up, struct rio__get_plan *g)
 {
-    struct rio__get_plan g;
-    void *up = NULL;
-    int ret = 0;
+    struct rio__meta m;
+
+    *up = NULL;
+    memset(g, 0, sizeof(*g));
+    rio__meta_for_call(&m, call);
+    if (!todo)
+        return 0;
+    return r->type == RIO_OP_PUT ? rio__meta_put_open(c, &m, r->key, r->size, r->chunk_size, up)
+                                 : rio__get_plan(c, call, r, g);
+}
+
+/* Whether r's transport work on its bytes is done when its upload opens
+ * (ret: the open's result), rather than at submit. */
+static bool prep_on_open(struct rio_client *c, const struct rio__req *r, bool todo, int ret,
+                         const void *up)
+{
+    return ret == 0 && todo && r->type == RIO_OP_PUT && up && r->size <= PREP_ON_OPEN_MAX &&
+           rio__t_has_put_prep(c->t);
+}
+
+/* Publish deferred request r, opened (ret) into up or g, under mu: the
+ * engine takes it from there. One that failed fails alone. */
+static void prepare_publish(struct rio_client *c, struct rio__call *call, struct rio__req *r,
+                            bool todo, int ret, void *up, struct rio__get_plan *g)
+{
     bool empty = false;
 
-    struct rio__meta m;
-    memset(&g, 0, sizeof(g));
-    rio__meta_for_call(&m, call);
-    if (todo)
-        ret = r->type == RIO_OP_PUT ? rio__meta_put_open(c, &m, r->key, r->size, r->chunk_size, &up)
-                                    : rio__get_plan(c, call, r, &g);
-    /* A small object's transport work on its bytes (an S3 part's
-     * SHA-256) here, before the engine may send it, rather than at submit
-     * on the engine thread; a larger one's chunks get it at submit, so
-     * that this worker does not hold the object back for it. */
-    if (ret == 0 && todo && r->type == RIO_OP_PUT && up && r->size <= PREP_ON_OPEN_MAX &&
-        rio__t_has_put_prep(c->t))
-        for (uint64_t k = 0; k < r->nchunks; k++)
-            rio__t_put_prep(c->t, up, r->base + k, r->data + k * r->chunk_size,
-                            rio__req_chunk_len(r, k));
     pthread_mutex_lock(&c->mu);
     r->opening = false;
     /* It failed before or while it was prepared (deadline, cancel): its
@@ -86,7 +93,7 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
             up = NULL;
             empty = r->nchunks == 0;
         } else {
-            rio__get_publish(call, r, &g);
+            rio__get_publish(call, r, g);
             /* (latency samples past the reserve are only not kept) */
             call->lat_want += r->nchunks;
             (void)rio__u64_reserve(&call->lat, &call->lat_cap, call->nlat,
@@ -109,13 +116,85 @@ static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio
     pthread_mutex_unlock(&c->mu);
     if (up)
         rio__t_put_abort(c->t, up);
-    rio__get_plan_drop(c, &g);
+    rio__get_plan_drop(c, g);
     if (ret < 0)
         rio__engine_fail_req(c, r, ret);
     else if (empty)
         rio__engine_fail_req(c, r, 0); /* an empty object: moved, with success */
     else if (kick)
         rio__engine_kick(c);
+}
+
+/* Prepare deferred request r on a call worker, mu not held: open it, then
+ * a small object's transport work on its bytes (an S3 part's SHA-256)
+ * here, before the engine may send it, rather than at submit on the
+ * engine thread; a larger one's chunks get it at submit, so that this
+ * worker does not hold the object back for it. */
+static void prepare_one(struct rio_client *c, struct rio__call *call, struct rio__req *r, bool todo)
+{
+    struct rio__get_plan g;
+    void *up;
+    int ret = prepare_open(c, call, r, todo, &up, &g);
+
+    if (prep_on_open(c, r, todo, ret, up))
+        for (uint64_t k = 0; k < r->nchunks; k++)
+            rio__t_put_prep(c->t, up, r->base + k, r->data + k * r->chunk_size,
+                            rio__req_chunk_len(r, k));
+    prepare_publish(c, call, r, todo, ret, up, &g);
+}
+
+/* Whether deferred request r may be prepared in a group (prepare_group):
+ * a PUT of one chunk small enough to be prepared on open. */
+static bool prep_groups(const struct rio__req *r)
+{
+    return r->type == RIO_OP_PUT && r->nchunks == 1 && r->size <= PREP_ON_OPEN_MAX;
+}
+
+/* Prepare n (<= RIO__PREP_MAX) deferred PUTs of one chunk each
+ * (prep_groups) on a call worker, mu not held: open them all, then their
+ * transport work at once (put_prep_many: a batch of small S3 objects
+ * gets its Content-MD5s 16 or 8 at a time in vector lanes, not one after
+ * another), then publish each. */
+static void prepare_group(struct rio_client *c, struct rio__call *call, struct rio__req *const *rs,
+                          const bool *todo, unsigned n)
+{
+    struct rio__get_plan g; /* a GET's: PUTs leave it empty */
+    void *ups[RIO__PREP_MAX], *pu[RIO__PREP_MAX];
+    const void *src[RIO__PREP_MAX];
+    uint64_t idx[RIO__PREP_MAX], len[RIO__PREP_MAX];
+    int rets[RIO__PREP_MAX];
+    unsigned np = 0;
+
+    for (unsigned i = 0; i < n; i++) {
+        rets[i] = prepare_open(c, call, rs[i], todo[i], &ups[i], &g);
+        if (!prep_on_open(c, rs[i], todo[i], rets[i], ups[i]))
+            continue;
+        pu[np] = ups[i];
+        idx[np] = rs[i]->base;
+        src[np] = rs[i]->data;
+        len[np++] = rio__req_chunk_len(rs[i], 0);
+    }
+    if (np)
+        rio__t_put_prep_many(c->t, np, pu, idx, src, len);
+    for (unsigned i = 0; i < n; i++)
+        prepare_publish(c, call, rs[i], todo[i], rets[i], ups[i], &g);
+}
+
+/* Whether the window has room for the group the next deferred request
+ * would start (width of them, fewer at the end of the call): a group
+ * started with less takes what the commits free one at a time, and its
+ * lanes run nearly empty. mu held. */
+static bool group_room_locked(const struct rio__call *call, unsigned width)
+{
+    unsigned want = width, left = call->nreq - call->open_next;
+
+    if (width <= 1 || !prep_groups(&call->reqs[call->open_next]))
+        return true;
+    if (want > left)
+        want = left;
+    if (want > call->ahead_max)
+        want = call->ahead_max;
+    return call->ahead_max - call->ahead >= want;
 }
 
 /*
@@ -170,29 +249,50 @@ void rio__call_worker_loop(struct rio_client *c, struct rio__call *call)
             }
             continue;
         }
-        if (call->open_next < call->nreq && call->ahead < call->ahead_max) {
-            r = &call->reqs[call->open_next++];
-            if (!r->opening)
-                continue;
-            bool todo = !(r->decided && r->status < 0);
-            /* Not on the active list yet, so no engine timer watches it:
-             * its deadline and the call's cancel are checked here. */
-            int late = 0;
-            if (todo && call->cancel && atomic_load(&call->cancel->fired))
-                late = RIO_ECANCELED;
-            else if (todo && rio__now_ns() >= r->deadline_ns)
-                late = RIO_EDEADLINE;
-            if (late) {
-                r->decided = true;
-                r->status = late;
-                atomic_store(&r->stop_hashing, 1);
-                todo = false;
+        unsigned width = rio__t_put_prep_many_width(c->t);
+        if (call->open_next < call->nreq && call->ahead < call->ahead_max &&
+            group_room_locked(call, width)) {
+            /* The next deferred request, or up to `width` small PUTs in a
+             * row, whose transport work goes at once (prepare_group). */
+            struct rio__req *grp[RIO__PREP_MAX];
+            bool todo[RIO__PREP_MAX];
+            unsigned ng = 0;
+            while (ng < width && call->open_next < call->nreq && call->ahead < call->ahead_max) {
+                r = &call->reqs[call->open_next];
+                if (r->opening && ng && !prep_groups(r))
+                    break;
+                call->open_next++;
+                if (!r->opening)
+                    continue;
+                bool go = !(r->decided && r->status < 0);
+                /* Not on the active list yet, so no engine timer watches it:
+                 * its deadline and the call's cancel are checked here. */
+                int late = 0;
+                if (go && call->cancel && atomic_load(&call->cancel->fired))
+                    late = RIO_ECANCELED;
+                else if (go && rio__now_ns() >= r->deadline_ns)
+                    late = RIO_EDEADLINE;
+                if (late) {
+                    r->decided = true;
+                    r->status = late;
+                    atomic_store(&r->stop_hashing, 1);
+                    go = false;
+                }
+                r->ahead = true;
+                call->ahead++;
+                grp[ng] = r;
+                todo[ng++] = go;
+                if (!prep_groups(r))
+                    break;
             }
-            r->ahead = true;
-            call->ahead++;
-            pthread_mutex_unlock(&c->mu);
-            prepare_one(c, call, r, todo);
-            pthread_mutex_lock(&c->mu);
+            if (ng) {
+                pthread_mutex_unlock(&c->mu);
+                if (ng == 1)
+                    prepare_one(c, call, grp[0], todo[0]);
+                else
+                    prepare_group(c, call, grp, todo, ng);
+                pthread_mutex_lock(&c->mu);
+            }
             continue;
         }
         if (rio__call_progress_locked(c, call))

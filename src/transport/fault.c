@@ -855,6 +855,19 @@ static unsigned fault_put_prep_group(struct rio_transport *tt, void *upload)
     return rio__t_put_prep_group(t->inner, upload);
 }
 
+static unsigned fault_put_prep_many(struct rio_transport *tt, unsigned n, void *const *uploads,
+                                    const uint64_t *index, const void *const *src,
+                                    const uint64_t *len)
+{
+    struct fault_transport *t = (struct fault_transport *)tt;
+    if (!rio__t_has_put_prep(t->inner))
+        return 1;
+    if (n == 0)
+        return rio__t_put_prep_many_width(t->inner);
+    rio__t_put_prep_many(t->inner, n, uploads, index, src, len);
+    return n;
+}
+
 static void fault_put_abort(struct rio_transport *tt, void *upload)
 {
     struct fault_transport *t = (struct fault_transport *)tt;
@@ -1028,11 +1041,11 @@ static int fault_lookup_mtime(struct rio_transport *tt, const char *key, struct 
         .lookup = fault_lookup, .lookup_mtime = fault_lookup_mtime, .put_open = fault_put_open,    \
         .put_commit = fault_put_commit, .put_abort = fault_put_abort, .remove = fault_remove,      \
         .put_prep = fault_put_prep, .put_prep_group = fault_put_prep_group,                        \
-        .put_expect = fault_put_expect, .remove_if = fault_remove_if, .list = fault_list,          \
-        .exists = fault_exists, .fsck = fault_fsck, .compose = fault_compose,                      \
-        .path_cap = fault_path_cap, .path_moved = fault_path_moved, .cpu_ns = fault_cpu_ns,        \
-        .parts_of = fault_parts_of, .parts_even = fault_parts_even,                                \
-        .full_checksum = fault_full_checksum,                                                      \
+        .put_prep_many = fault_put_prep_many, .put_expect = fault_put_expect,                      \
+        .remove_if = fault_remove_if, .list = fault_list, .exists = fault_exists,                  \
+        .fsck = fault_fsck, .compose = fault_compose, .path_cap = fault_path_cap,                  \
+        .path_moved = fault_path_moved, .cpu_ns = fault_cpu_ns, .parts_of = fault_parts_of,        \
+        .parts_even = fault_parts_even, .full_checksum = fault_full_checksum,                      \
     }
 #define FAULT_OPS4(c) FAULT_OPS(c), FAULT_OPS((c) + 0x2), FAULT_OPS((c) + 0x4), FAULT_OPS((c) + 0x6)
 

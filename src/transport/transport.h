@@ -323,6 +323,14 @@ struct rio_transport_ops {
      * engine passes that many consecutive chunks where it has them, fewer
      * at the end; src[i], len[i] are chunk index + i's. */
     unsigned (*put_prep_group)(struct rio_transport *t, void *upload);
+    /* Optional (NULL: put_prep of each): put_prep of chunk index[i] of
+     * uploads[i] for n (1 <= n <= RIO__PREP_MAX) distinct uploads at once,
+     * each under put_prep's contract (s3://: the Content-MD5s of a batch's
+     * small objects, one part each, computed together in vector lanes).
+     * n == 0 (the arrays NULL) asks how many uploads it would take at
+     * once: 1 when it gains nothing over one at a time here. */
+    unsigned (*put_prep_many)(struct rio_transport *t, unsigned n, void *const *uploads,
+                              const uint64_t *index, const void *const *src, const uint64_t *len);
     /* Optional (NULL: the backend cannot; the engine refuses such a PUT
      * with RIO_ENOTSUP before opening it): make the upload's commit
      * conditional. The engine calls it right after put_open, before any
@@ -649,6 +657,30 @@ static inline void rio__t_put_prep_n(struct rio_transport *t, void *upload, uint
 }
 
 #define RIO__PREP_MAX 16u
+
+/* How many uploads put_prep_many gains by taking at once: 1 (none gained)
+ * to RIO__PREP_MAX. */
+static inline unsigned rio__t_put_prep_many_width(struct rio_transport *t)
+{
+    unsigned w = rio__t_ops(t)->put_prep_many
+                     ? rio__t_ops(t)->put_prep_many(t, 0, NULL, NULL, NULL, NULL)
+                     : 1;
+    return w < 1 ? 1 : w > RIO__PREP_MAX ? RIO__PREP_MAX : w;
+}
+
+/* put_prep of chunk index[i] of uploads[i], i < n (<= RIO__PREP_MAX): at
+ * once where the transport can, else one after another. */
+static inline void rio__t_put_prep_many(struct rio_transport *t, unsigned n, void *const *uploads,
+                                        const uint64_t *index, const void *const *src,
+                                        const uint64_t *len)
+{
+    if (n && rio__t_ops(t)->put_prep_many) {
+        (void)rio__t_ops(t)->put_prep_many(t, n, uploads, index, src, len);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        rio__t_ops(t)->put_prep(t, uploads[i], index[i], 1, &src[i], &len[i]);
+}
 
 /* How many chunks put_prep wants at once: 1 to RIO__PREP_MAX. */
 static inline unsigned rio__t_put_prep_group(struct rio_transport *t, void *upload)

@@ -22,6 +22,7 @@ TEST(s3_not_built)
 #include <sys/resource.h>
 
 #include "cli_util.h"
+#include "core/engine.h"
 #include "core/internal.h"
 #include "core/url.h"
 #include "s3_util.h"
@@ -1410,6 +1411,102 @@ TEST(foreign_multipart_object_checked_one_md5_at_a_time)
 {
     setenv("RIO_MD5_LANES", "1", 1);
     parts_checked("mp1");
+}
+
+/* The s3 transport's put_prep_many, counted: calls of more than one
+ * upload and the uploads they took. */
+static const struct rio_transport_ops *prep_many_real;
+static _Atomic unsigned prep_many_calls, prep_many_uploads;
+
+static unsigned prep_many_counted(struct rio_transport *t, unsigned n, void *const *uploads,
+                                  const uint64_t *index, const void *const *src,
+                                  const uint64_t *len)
+{
+    if (n > 1) {
+        prep_many_calls++;
+        prep_many_uploads += n;
+    }
+    return prep_many_real->put_prep_many(t, n, uploads, index, src, len);
+}
+
+#define LANE_PUTS 37u /* two groups of 16, one of 5 */
+
+/*
+ * A batch of LANE_PUTS small PUTs (one part each, checked by a
+ * Content-MD5) of which the first, a middle and the last of the first
+ * group of 16, one of the second and the last, alone in a group not full,
+ * are damaged on their way once (putflip): the server refuses each of those
+ * five (BadDigest: its Content-MD5 was the MD5 of its own bytes, whatever
+ * lane computed it), the batch sends them again, and every object reads
+ * back whole. With lanes, the batch's MD5s went to put_prep_many in groups.
+ * Without, each is taken as its PUT is sent and checked against the ETag
+ * the server answers: the five are sent again all the same.
+ */
+static void batch_md5s(const char *name, bool lanes)
+{
+    static const unsigned damaged[] = {0, 7, 15, 20, LANE_PUTS - 1};
+    static struct rio_transport_ops patched;
+    struct rio_op ops[LANE_PUTS];
+    char keys[LANE_PUTS][64];
+    uint8_t *srcs[LANE_PUTS], dst[2000];
+    struct rio_stats st;
+    struct rio_call call = {.stats = &st};
+    int64_t alloc0;
+    int port = su_fault_port();
+    unsigned md5_0 = su_fault_count(port, "md5");
+    struct rio_client *c = fault_start(&alloc0, "checksum=md5");
+
+    T_EQ(rio__md5_lanes() > 1, lanes);
+    prep_many_real = c->t->ops;
+    T_NOTNULL(prep_many_real->put_prep_many);
+    patched = *prep_many_real;
+    patched.put_prep_many = prep_many_counted;
+    __atomic_store_n(&c->t->ops, &patched, __ATOMIC_RELEASE);
+    memset(ops, 0, sizeof(ops));
+    for (unsigned i = 0; i < LANE_PUTS; i++) {
+        bool bad = false;
+        for (unsigned k = 0; k < sizeof(damaged) / sizeof(damaged[0]); k++)
+            bad |= damaged[k] == i;
+        snprintf(keys[i], sizeof(keys[i]), "%s/%s-%u", bad ? "F_putflip_1" : "lanes", name, i);
+        srcs[i] = su_pattern(1000 + 17 * i, 70 + i);
+        ops[i] = (struct rio_op){
+            .type = RIO_OP_PUT, .key = keys[i], .buf = srcs[i], .len = 1000 + 17 * i};
+    }
+    T_EQ(rio_batch(c, ops, LANE_PUTS, &call), (int)LANE_PUTS);
+    T_EQ(st.retries[RIO_CLASS_CHECKSUM], 5u);
+    /* With lanes every PUT, and every one sent again, carried a
+     * Content-MD5; without, each MD5 was taken as its PUT went and
+     * compared with the ETag answered. */
+    T_EQ(su_fault_count(port, "md5") - md5_0, lanes ? LANE_PUTS + 5 : 0u);
+    for (unsigned i = 0; i < LANE_PUTS; i++) {
+        T_EQ(ops[i].result, 0);
+        T_EQ(rio_get(c, keys[i], dst, sizeof(dst), NULL), (int64_t)ops[i].len);
+        T_MEMEQ(dst, srcs[i], ops[i].len);
+        free(srcs[i]);
+    }
+    if (lanes) {
+        T_GT(prep_many_calls, 0u);
+        T_GE(prep_many_uploads, 32u); /* the two full groups at least */
+    } else {
+        T_EQ(prep_many_calls, 0u);
+    }
+    __atomic_store_n(&c->t->ops, prep_many_real, __ATOMIC_RELEASE);
+    su_close(c, alloc0);
+}
+
+TEST(batch_small_puts_md5s_in_lanes)
+{
+    if (rio__md5_lanes() < 2)
+        T_SKIP("this CPU has no MD5 lanes (AVX2, AVX-512); the next test runs without");
+    batch_md5s("l", true);
+}
+
+/* The same batch where the CPU has no lanes (RIO_MD5_LANES=1): one MD5
+ * after another, each damaged PUT still refused and sent again. */
+TEST(batch_small_puts_md5s_one_at_a_time)
+{
+    setenv("RIO_MD5_LANES", "1", 1);
+    batch_md5s("1", false);
 }
 
 /* A GET of key, an object damaged on the way (src its bytes): refused

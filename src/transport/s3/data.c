@@ -383,38 +383,76 @@ unsigned rio__s3_put_prep_group(struct rio_transport *tt, void *upload)
     return rio__md5_lanes();
 }
 
-void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
-                      const void *const *srcs, const uint64_t *lens)
+/* put_prep of chunk index[i] of ups[i], i < n: the MD5s taken ahead
+ * together, in vector lanes where the CPU has them, the other checks one
+ * at a time. */
+static void prep_many(struct s3_transport *t, unsigned n, struct s3_upload *const *ups,
+                      const uint64_t *index, const void *const *srcs, const uint64_t *lens)
 {
-    struct s3_transport *t = (struct s3_transport *)tt;
-    struct s3_upload *up = upload;
     struct s3_part *parts[RIO__PREP_MAX];
     const void *mp[RIO__PREP_MAX];
     size_t ml[RIO__PREP_MAX];
     uint8_t md[RIO__PREP_MAX][16];
     unsigned nm = 0;
 
-    if (!up || up->magic != UPLOAD_MAGIC || n > RIO__PREP_MAX)
-        return;
-    /* MD5s: together, in vector lanes where the CPU has them. */
-    if (md5_ahead(t, up)) {
-        for (unsigned i = 0; i < n; i++) {
-            if (!(parts[nm] = prep_part(t, up, index + i, srcs[i], lens[i])))
-                continue;
-            mp[nm] = srcs[i];
-            ml[nm++] = (size_t)lens[i];
+    for (unsigned i = 0; i < n; i++) {
+        struct s3_upload *up = ups[i];
+        if (!up || up->magic != UPLOAD_MAGIC)
+            continue;
+        if (!md5_ahead(t, up)) {
+            prep_one(t, up, index[i], srcs[i], lens[i]);
+            continue;
         }
-        if (nm == 0 || rio__md5_many(mp, ml, nm, md) < 0)
-            return;
-        for (unsigned i = 0; i < nm; i++) {
-            memcpy(parts[i]->pre_digest, md[i], 16);
-            parts[i]->pre_len = ml[i];
-            parts[i]->pre = PRE_MD5;
-        }
-        return;
+        if (!(parts[nm] = prep_part(t, up, index[i], srcs[i], lens[i])))
+            continue;
+        mp[nm] = srcs[i];
+        ml[nm++] = (size_t)lens[i];
     }
-    for (unsigned i = 0; i < n; i++)
-        prep_one(t, up, index + i, srcs[i], lens[i]);
+    if (nm == 0 || rio__md5_many(mp, ml, nm, md) < 0)
+        return;
+    for (unsigned i = 0; i < nm; i++) {
+        memcpy(parts[i]->pre_digest, md[i], 16);
+        parts[i]->pre_len = ml[i];
+        parts[i]->pre = PRE_MD5;
+    }
+}
+
+void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
+                      const void *const *srcs, const uint64_t *lens)
+{
+    struct s3_upload *ups[RIO__PREP_MAX];
+    uint64_t idx[RIO__PREP_MAX];
+
+    if (n > RIO__PREP_MAX)
+        return;
+    for (unsigned i = 0; i < n; i++) {
+        ups[i] = upload;
+        idx[i] = index + i;
+    }
+    prep_many((struct s3_transport *)tt, n, ups, idx, srcs, lens);
+}
+
+/* A batch's small objects, one part each: their Content-MD5s in lanes
+ * like one object's parts (rio__s3_put_prep_group). */
+unsigned rio__s3_put_prep_many(struct rio_transport *tt, unsigned n, void *const *uploads,
+                               const uint64_t *index, const void *const *srcs, const uint64_t *lens)
+{
+    struct s3_upload *ups[RIO__PREP_MAX];
+
+    if (n == 0)
+        return rio__md5_lanes();
+    if (n > RIO__PREP_MAX)
+        return 0;
+    for (unsigned i = 0; i < n; i++) {
+        ups[i] = uploads[i];
+        /* Parts too large to wait for in lanes: alone (put_prep_group). */
+        if (ups[i] && ups[i]->magic == UPLOAD_MAGIC && ups[i]->chunk > MD5_LANE_CHUNK_MAX) {
+            prep_many((struct s3_transport *)tt, 1, &ups[i], &index[i], &srcs[i], &lens[i]);
+            ups[i] = NULL;
+        }
+    }
+    prep_many((struct s3_transport *)tt, n, ups, index, srcs, lens);
+    return n;
 }
 
 /* One chunk's check, not an MD5 (put_prep). */

@@ -466,6 +466,9 @@ int rio__s3_put_commit(struct rio_transport *tt, void *upload, struct rio_desc *
 int rio__s3_put_expect(struct rio_transport *tt, void *upload, uint64_t gen);
 void rio__s3_put_abort(struct rio_transport *tt, void *upload);
 unsigned rio__s3_put_prep_group(struct rio_transport *tt, void *upload);
+unsigned rio__s3_put_prep_many(struct rio_transport *tt, unsigned n, void *const *uploads,
+                               const uint64_t *index, const void *const *srcs,
+                               const uint64_t *lens);
 void rio__s3_put_prep(struct rio_transport *tt, void *upload, uint64_t index, unsigned n,
                       const void *const *src, const uint64_t *len);
 

@@ -148,6 +148,7 @@ const struct rio_transport_ops rio__s3_ops = {
     .put_expect = rio__s3_put_expect,
     .put_prep = rio__s3_put_prep,
     .put_prep_group = rio__s3_put_prep_group,
+    .put_prep_many = rio__s3_put_prep_many,
     .get_one = rio__s3_get_one,
     .parts_of = rio__s3_parts_of,
     .parts_even = rio__s3_parts_even,
