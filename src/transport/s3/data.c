@@ -439,8 +439,16 @@ unsigned rio__s3_put_prep_many(struct rio_transport *tt, unsigned n, void *const
 {
     struct s3_upload *ups[RIO__PREP_MAX];
 
-    if (n == 0)
+    if (n == 0) {
+        /* Lanes gain only where the parts' check is an MD5 taken ahead
+         * (md5_ahead; before the first probe, maybe): else a group would
+         * only hold the batch's window back until it has room for all. */
+        struct s3_transport *t = (struct s3_transport *)tt;
+        int ck = atomic_load(&t->checksum);
+        if ((ck != CK_MD5 && ck != CK_AUTO) || (t->content_md5 != MD5_HEADER && t->content_md5_set))
+            return 1;
         return rio__md5_lanes();
+    }
     if (n > RIO__PREP_MAX)
         return 0;
     for (unsigned i = 0; i < n; i++) {
