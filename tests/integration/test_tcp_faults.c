@@ -20,10 +20,12 @@
 #include <stdatomic.h>
 #include <sys/resource.h>
 
+#include "core/clock.h"
 #include "core/engine.h"
 #include "tcp_util.h"
 
 #define F_CHUNK TU_CHUNK
+#define F_MS 1000000ull /* ns */
 #define F_SIZE (16 * F_CHUNK)
 #define F_GEN 77u
 #define F_SEED 0xfa11
@@ -47,6 +49,11 @@ struct fake {
     _Atomic int stall_reads;   /* READ never answered; the connection hangs */
     _Atomic int slow_body;     /* READ: header and all the body but 4 KiB, then wait for release */
     _Atomic int release;
+    /* READ: header, then (once the client waits under its receive
+     * low-water mark) 8 KiB of the body, when in under_mark_ns, then the
+     * rest after release */
+    _Atomic int under_mark;
+    _Atomic uint64_t under_mark_ns;
     _Atomic int slow_put;      /* PUT_CHUNK: wait for release before reading the data */
     _Atomic int dup_reads;     /* READ answered twice */
     _Atomic int bad_lookups;   /* LOOKUP answered with 32 bytes of garbage */
@@ -240,6 +247,23 @@ static int f_read_op(struct fconn *c, uint64_t id, const uint8_t *body, size_t l
         uint64_t first = m.len > 8192 ? m.len - 4096 : m.len / 2;
         if (f_respond_head(c, RIO_OP_READ, id, 0, x, sizeof(x), m.len, 0) < 0 ||
             f_write(c->fd, f->data + m.off, first) < 0)
+            return -1;
+        f_wait_release(f);
+        return f_write(c->fd, f->data + m.off + first, m.len - first);
+    }
+    if (atomic_fetch_sub(&f->under_mark, 1) > 0) {
+        uint8_t x[8];
+        uint64_t v = rio__xxh3(f->data + m.off, m.len);
+        for (int i = 0; i < 8; i++)
+            x[i] = (uint8_t)(v >> (8 * i));
+        /* The client reads the header, then waits for half of the body
+         * (its receive low-water mark): 8 KiB wakes nobody. */
+        const uint64_t first = 8192;
+        if (m.len < 4 * first || f_respond_head(c, RIO_OP_READ, id, 0, x, sizeof(x), m.len, 0) < 0)
+            return -1;
+        usleep(300 * 1000);
+        atomic_store(&f->under_mark_ns, rio__now_ns());
+        if (f_write(c->fd, f->data + m.off, first) < 0)
             return -1;
         f_wait_release(f);
         return f_write(c->fd, f->data + m.off + first, m.len - first);
@@ -1728,6 +1752,57 @@ TEST(cancel_mid_body_lands_nothing_after_complete)
     rx_stop(&x);
     free(dst);
     free(dst2);
+}
+
+/* A READ of chunk 0 from a fake with under_mark, reaped until 8 KiB of
+ * its body came under the receive low-water mark (when: *sent), then 1.2 s
+ * more in reap, as the engine waits out its silence window; then
+ * path_moved, the engine's question. The rest of the body then lands
+ * whole. */
+static uint64_t under_mark_moved(uint64_t *sent)
+{
+    struct rx x = {.f = {.under_mark = 1}};
+    struct rop r;
+    uint8_t *dst = malloc(F_CHUNK);
+    uint64_t t0 = t_now_ms();
+
+    rx_start(&x, NULL);
+    raw_read_io(&r, 0, F_CHUNK, dst);
+    T_OK(rio__tcp_ops.submit(x.w.t, &r.io));
+    while (!(*sent = atomic_load(&x.f.under_mark_ns))) {
+        rio__tcp_ops.reap(x.w.t, 10);
+        if (t_now_ms() - t0 > 5000)
+            T_FAIL("the fake sent no byte under the mark");
+    }
+    uint64_t ask = *sent + 1200 * F_MS, now;
+    while ((now = rio__now_ns()) < ask)
+        rio__tcp_ops.reap(x.w.t, (int)((ask - now) / F_MS) + 1);
+    uint64_t moved = rio__tcp_ops.path_moved(x.w.t, 0);
+    T_EQ(atomic_load(&r.done), 0);
+    atomic_store(&x.f.release, 1);
+    raw_wait(&x.w, &r, 5000);
+    T_EQ(r.io.res, (int64_t)F_CHUNK);
+    T_EQ(t_check_pattern_at(dst, F_CHUNK, F_SEED, 0), -1);
+    rx_stop(&x);
+    free(dst);
+    return moved;
+}
+
+/*
+ * Bytes of a READ answer that arrive under the receive low-water mark wake
+ * nobody; the loop looks at the socket's queue every TCP_LOWAT_LOOK_MS
+ * while the answer is owed, so path_moved dates them to within a look of
+ * their arrival, not to when it is asked. They were found only when the
+ * engine asked (its silence window, 1 s later, the watchdog's quarter
+ * being 2.5 s) and dated then: a rail black-holed just after such bytes
+ * came looked alive for a second more, and the rails that had done their
+ * share sat idle.
+ */
+TEST(bytes_under_the_lowat_mark_are_dated_when_they_came)
+{
+    uint64_t sent, moved = under_mark_moved(&sent);
+    T_GE(moved, sent);              /* the bytes were seen */
+    T_LT(moved - sent, 600 * F_MS); /* a look (100 ms) late, and room for a loaded machine */
 }
 
 /*

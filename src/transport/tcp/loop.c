@@ -193,16 +193,32 @@ static uint64_t tomb_due(const struct tcp_conn *cn)
     return due;
 }
 
+/* How often the queue of a socket under a receive low-water mark is
+ * looked at: TCP_LOWAT_LOOK_MS, or a quarter of the watchdog's time when
+ * that is shorter. */
+static uint64_t lowat_step(const struct tcp_transport *t)
+{
+    uint64_t step = (uint64_t)TCP_LOWAT_LOOK_MS * NS_PER_MS;
+    uint64_t quarter = (uint64_t)t->progress_ms * NS_PER_MS / 4;
+
+    if (t->progress_ms && quarter < step)
+        step = quarter ? quarter : 1;
+    return step;
+}
+
 /* Under a receive low-water mark bytes arrive without waking the loop: a
  * connection whose socket holds more than at the last look (or read) has
- * made progress (a slow link still delivering a large answer). */
-static bool lowat_moved(struct tcp_conn *cn)
+ * made progress (a slow link still delivering a large answer). Returns
+ * when they are dated (now), 0 when nothing new is there. */
+static uint64_t lowat_look(struct tcp_conn *cn, uint64_t now)
 {
     int avail = 0;
+
+    cn->lowat_look_ns = now;
     if (!cn->lowat || ioctl(cn->fd, FIONREAD, &avail) < 0 || avail <= cn->lowat_seen)
-        return false;
+        return 0;
     cn->lowat_seen = avail;
-    return true;
+    return now;
 }
 
 /* When a byte of path's ops last moved, over its connections (one per
@@ -218,9 +234,10 @@ uint64_t rio__tcp_path_moved(struct rio_transport *tt, unsigned path)
         struct tcp_conn *cn = &t->conns[i];
         if (cn->path != path)
             continue;
-        if (cn->state == C_READY && cn->lowat && lowat_moved(cn)) {
-            cn->last_progress_ns = now;
-            cn->lowat_look_ns = now;
+        if (cn->state == C_READY && cn->lowat) {
+            uint64_t at = lowat_look(cn, now);
+            if (at > cn->last_progress_ns)
+                cn->last_progress_ns = at;
         }
         if (cn->last_progress_ns > moved)
             moved = cn->last_progress_ns;
@@ -276,23 +293,24 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
                 }
                 next = min_u64(next, due);
             }
-            if (!progress_ns || (!cn->sq.count && !cn->wq.count))
-                break;
-            if (cn->lowat) {
-                /* Under a receive low-water mark bytes arrive unseen: the
-                 * socket's queue is looked at every quarter of the
-                 * watchdog's time, and bytes found are dated to the look
-                 * (at most a quarter late: a rail that browns out after a
-                 * burst is cut within 1.25 times the watchdog's time, as
-                 * when every segment woke the loop). */
-                uint64_t step = progress_ns / 4 ? progress_ns / 4 : 1;
+            if (cn->lowat && cn->wq.count) {
+                /* Under a receive low-water mark bytes arrive unseen: while
+                 * an answer is owed the socket's queue is looked at every
+                 * step (lowat_step), and bytes found are dated to the look,
+                 * at most a step late: the watchdog and the engine's
+                 * silence rule (path_moved) see a rail that goes dark
+                 * after a burst within a step of when it did, and a slow
+                 * link still delivering is never cut. */
+                uint64_t step = lowat_step(t);
                 if (now >= cn->lowat_look_ns + step) {
-                    if (lowat_moved(cn))
-                        cn->last_progress_ns = now;
-                    cn->lowat_look_ns = now;
+                    uint64_t at = lowat_look(cn, now);
+                    if (at > cn->last_progress_ns)
+                        cn->last_progress_ns = at;
                 }
                 next = min_u64(next, cn->lowat_look_ns + step);
             }
+            if (!progress_ns || (!cn->sq.count && !cn->wq.count))
+                break;
             if (now > cn->last_progress_ns && now - cn->last_progress_ns >= progress_ns) {
                 rio__tcp_ctr_add(t, &t->ctr.watchdog_trips, 1);
                 rio__tcp_conn_fail(t, cn, -ETIMEDOUT);

@@ -151,6 +151,11 @@
 #define TCP_DIAL_BACKOFF_CAP_MS 2000u
 #define TCP_ABORT_TIMEOUT_MS 1000u
 #define TCP_DEF_CANCEL_GRACE_MS 1000u
+/* How often the loop looks at the queue of a socket under a receive
+ * low-water mark while an answer is owed (loop.c, lowat_look): a tenth of
+ * the engine's least silence window, so bytes that arrived unseen are
+ * dated at most this late. */
+#define TCP_LOWAT_LOOK_MS 100u
 #define TCP_TOKEN_MAX RIO_PROTO_TOKEN_MAX
 /* A LOOKUP answer carries one u64 per chunk: refuse a descriptor whose list
  * would take more than 64 MiB to hold. */
@@ -315,11 +320,11 @@ struct tcp_conn {
     uint64_t last_progress_ns;
     /* SO_RCVLOWAT as last set (0: the default, 1), while a large READ
      * answer arrives straight into its destination; lowat_seen: the
-     * socket's queue (FIONREAD) when the watchdog last looked, since bytes
-     * below the mark arrive without a wake-up. */
+     * socket's queue (FIONREAD) at the last look, since bytes below the
+     * mark arrive without a wake-up. */
     int lowat;
     int lowat_seen;
-    uint64_t lowat_look_ns; /* the watchdog's last look (or the last read) */
+    uint64_t lowat_look_ns; /* the last look (the loop's or path_moved's) or read */
     uint64_t hs_id;
     uint8_t cnonce[RIO_PROTO_NONCE_LEN], snonce[RIO_PROTO_NONCE_LEN];
     uint32_t max_body, max_depth, caps;
