@@ -206,19 +206,28 @@ static uint64_t lowat_step(const struct tcp_transport *t)
     return step;
 }
 
-/* Under a receive low-water mark bytes arrive without waking the loop: a
+/*
+ * Under a receive low-water mark bytes arrive without waking the loop: a
  * connection whose socket holds more than at the last look (or read) has
  * made progress (a slow link still delivering a large answer). Returns
- * when they are dated (now), 0 when nothing new is there. */
-static uint64_t lowat_look(struct tcp_conn *cn, uint64_t now)
+ * when they are dated, 0 when nothing new is there. They came after the
+ * last look: dated now when that look is at most a step old (the loop
+ * looks every step while an answer is owed, so at most a step late, and a
+ * live slow link is never dated early), else a step after that look: a
+ * look that could not see them says nothing of now (bytes that came
+ * before a rail went dark, found only when the engine asks a second
+ * later, must not make it look alive for another second).
+ */
+static uint64_t lowat_look(struct tcp_transport *t, struct tcp_conn *cn, uint64_t now)
 {
+    uint64_t last = cn->lowat_look_ns, step = lowat_step(t);
     int avail = 0;
 
     cn->lowat_look_ns = now;
     if (!cn->lowat || ioctl(cn->fd, FIONREAD, &avail) < 0 || avail <= cn->lowat_seen)
         return 0;
     cn->lowat_seen = avail;
-    return now;
+    return now > last && now - last > step ? last + step : now;
 }
 
 /* When a byte of path's ops last moved, over its connections (one per
@@ -235,7 +244,7 @@ uint64_t rio__tcp_path_moved(struct rio_transport *tt, unsigned path)
         if (cn->path != path)
             continue;
         if (cn->state == C_READY && cn->lowat) {
-            uint64_t at = lowat_look(cn, now);
+            uint64_t at = lowat_look(t, cn, now);
             if (at > cn->last_progress_ns)
                 cn->last_progress_ns = at;
         }
@@ -303,7 +312,7 @@ static uint64_t service(struct tcp_transport *t, uint64_t now)
                  * link still delivering is never cut. */
                 uint64_t step = lowat_step(t);
                 if (now >= cn->lowat_look_ns + step) {
-                    uint64_t at = lowat_look(cn, now);
+                    uint64_t at = lowat_look(t, cn, now);
                     if (at > cn->last_progress_ns)
                         cn->last_progress_ns = at;
                 }
