@@ -246,6 +246,29 @@ TEST(fifo_token_file_not_waited_on)
     T_EQ(t_sh("rm -rf %s", dir), 0);
 }
 
+/* A token file others can read is used, with a warning naming the file
+ * (never the token), as railiod warns of its own; a private one is not
+ * warned of. */
+TEST(loose_token_file_warned)
+{
+    char err[8192], dir[] = "/tmp/rio-tokloose-XXXXXX";
+
+    T_NOTNULL(mkdtemp(dir));
+    T_EQ(t_sh("printf 'sekrit-token-9\\n' > %s/tok && chmod 644 %s/tok", dir, dir), 0);
+    T_NE(run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/k?token_file=%s/tok'",
+                 cli_dead_port(), dir),
+         0);
+    T_NOTNULL(strstr(err, "is readable by group or others"));
+    T_NOTNULL(strstr(err, "/tok"));
+    T_NULL(strstr(err, "sekrit"));
+    T_EQ(t_sh("chmod 600 %s/tok", dir), 0);
+    T_NE(run_err(err, sizeof(err), "stat 'railio://127.0.0.1:%d/k?token_file=%s/tok'",
+                 cli_dead_port(), dir),
+         0);
+    T_NULL(strstr(err, "readable by group"));
+    T_EQ(t_sh("rm -rf %s", dir), 0);
+}
+
 /* The command line the kernel shows of `railio stat URL` once it has
  * connected (well past its start, where the mask goes) to a server that
  * never answers; NULs as spaces. */

@@ -466,6 +466,12 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
                             "%s", why ? why : strerror(-ret));
             return ret;
         }
+        /* As railiod says of its own: once a process, the path, never the
+         * token. */
+        static atomic_bool said;
+        if (loose && !atomic_exchange(&said, true))
+            fprintf(stderr, "railio: token file %s is readable by group or others (chmod 600 it)\n",
+                    tokf);
     }
     return 0;
 }
