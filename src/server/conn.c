@@ -619,6 +619,7 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t
     struct rio_srv *srv = c->w->srv;
     struct rio_proto_hdr h = {0};
     struct resp *r;
+    uint64_t now = rio__now_ns(); /* the service's end, the send budget's start */
 
     r = rio__malloc(sizeof(*r) + small_len);
     if (!r || small_len + data_len > UINT32_MAX - RIO_PROTO_TAG_LEN)
@@ -626,7 +627,7 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t
     h.opcode = (uint8_t)op;
     h.flags = RIO_PF_RESPONSE;
     if (t_req) {
-        uint64_t now = rio__now_ns(), svc_ns = now > t_req ? now - t_req : 0;
+        uint64_t svc_ns = now > t_req ? now - t_req : 0;
         rio__srv_svc_note(&srv->m, op, svc_ns);
         if (svc) {
             h.flags |= RIO_PF_SVC;
@@ -663,7 +664,7 @@ static int conn_queue(struct conn *c, int op, uint64_t id, int counted, uint64_t
         c->ot->next = r;
     else {
         c->oh = r;
-        c->send_deadline = rio__now_ns() + frame_budget_ns(srv, r->total);
+        c->send_deadline = now + frame_budget_ns(srv, r->total);
     }
     c->ot = r;
     c->nout++;

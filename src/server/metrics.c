@@ -71,12 +71,12 @@ const char *rio__srv_status_name(int cls)
     return cls >= 0 && cls < RIO_SRV_ST__COUNT ? names[cls] : "other";
 }
 
-/* Upper bounds (seconds) of the service time buckets: from a request
+/* Upper bounds (microseconds) of the service time buckets: from a request
  * answered from memory (tens of microseconds) to a disk read queued behind
  * others (seconds). */
-const double rio__srv_svc_bounds[RIO_SRV_SVC_BUCKETS] = {
-    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-    0.025,   0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,
+static const uint64_t svc_bounds_us[RIO_SRV_SVC_BUCKETS] = {
+    50,    100,   250,    500,    1000,   2500,    5000,    10000,
+    25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000,
 };
 
 void rio__srv_svc_note(struct rio_srv_metrics *m, int op, uint64_t ns)
@@ -85,7 +85,7 @@ void rio__srv_svc_note(struct rio_srv_metrics *m, int op, uint64_t ns)
 
     if (op < 0 || op > RIO_OP__MAX)
         return;
-    while (k < RIO_SRV_SVC_BUCKETS && (double)ns > rio__srv_svc_bounds[k] * 1e9)
+    while (k < RIO_SRV_SVC_BUCKETS && ns > svc_bounds_us[k] * 1000)
         k++;
     atomic_fetch_add_explicit(&m->svc[op][k], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->svc_us_sum[op], ns / 1000, memory_order_relaxed);
@@ -230,7 +230,8 @@ size_t rio__srv_metrics_render(struct rio_srv *srv, char *buf, size_t cap)
             cum += ld(&m->svc[op][k]);
             if (k < RIO_SRV_SVC_BUCKETS)
                 put(&o, "railiod_request_service_seconds_bucket{op=\"%s\",le=\"%g\"} %llu\n",
-                    rio__proto_op_name(op), rio__srv_svc_bounds[k], (unsigned long long)cum);
+                    rio__proto_op_name(op), (double)svc_bounds_us[k] / 1e6,
+                    (unsigned long long)cum);
             else
                 put(&o, "railiod_request_service_seconds_bucket{op=\"%s\",le=\"+Inf\"} %llu\n",
                     rio__proto_op_name(op), (unsigned long long)cum);

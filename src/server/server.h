@@ -635,7 +635,6 @@ enum {
 #define RIO_SRV_MAX_LISTENERS RIO_PROTO_MAX_RAILS
 
 #define RIO_SRV_SVC_BUCKETS 16
-extern const double rio__srv_svc_bounds[RIO_SRV_SVC_BUCKETS];
 
 struct rio_srv_metrics {
     _Atomic uint64_t handshake_timeouts, handshake_evictions;
@@ -653,7 +652,7 @@ struct rio_srv_metrics {
     _Atomic uint64_t listener_in[RIO_SRV_MAX_LISTENERS], listener_out[RIO_SRV_MAX_LISTENERS];
     _Atomic uint64_t listener_conns[RIO_SRV_MAX_LISTENERS];
     /* Service times by opcode (request complete to answer queued), counts
-     * per bucket of rio__srv_svc_bounds (the last: above them all), and
+     * per bucket (metrics.c's bounds; the last: above them all), and
      * their sum in microseconds. */
     _Atomic uint64_t svc[RIO_OP__MAX + 1][RIO_SRV_SVC_BUCKETS + 1];
     _Atomic uint64_t svc_us_sum[RIO_OP__MAX + 1];
