@@ -33,16 +33,25 @@ static void start_slow_disk(struct srv_env *e, int no_svc)
     unsetenv("RAILIOD_TEST_NO_SVC_TIME");
 }
 
-/* PUT then GET OBJ bytes of key; the GET's stats in *st. */
-static void put_get(struct rio_client *c, const char *key, uint64_t seed, struct rio_stats *st)
+/* A client of e's server (1 MiB chunks) PUTs then GETs OBJ bytes of key;
+ * the GET's stats in *st. */
+static void put_get(struct srv_env *e, const char *key, uint64_t seed, struct rio_stats *st)
 {
     struct rio_call call = {.stats = st};
+    struct rio_options o;
+    struct tu u;
+    char url[256];
     uint8_t *b = malloc(OBJ);
 
     T_NOTNULL(b);
-    tu_put(c, key, OBJ, seed);
-    T_EQ(rio_get(c, key, b, OBJ, &call), (int64_t)OBJ);
+    tu_opts(&o);
+    o.chunk_size = TU_MIB;
+    tu_url(url, sizeof(url), e, NULL);
+    tu_open(&u, url, &o);
+    tu_put(u.c, key, OBJ, seed);
+    T_EQ(rio_get(u.c, key, b, OBJ, &call), (int64_t)OBJ);
     T_PATTERN(b, OBJ, seed);
+    tu_close(&u);
     free(b);
     fprintf(stderr, "%s: svc %.1f ms of op %.1f ms per chunk (%llu chunks), verdict %s: %s\n", key,
             st->svc_ns / 1e6 / (double)st->chunks, st->op_ns / 1e6 / (double)st->chunks,
@@ -52,17 +61,10 @@ static void put_get(struct rio_client *c, const char *key, uint64_t seed, struct
 TEST(slow_disk_reads_are_storage)
 {
     struct srv_env e;
-    struct rio_options o;
     struct rio_stats st;
-    struct tu u;
-    char url[256];
 
     start_slow_disk(&e, 0);
-    tu_opts(&o);
-    o.chunk_size = TU_MIB;
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_open(&u, url, &o);
-    put_get(u.c, "svc/slow", 11, &st);
+    put_get(&e, "svc/slow", 11, &st);
     T_EQ(st.chunks, 32u);
     /* Each chunk's read took DELAY_MS on the server at least; what it said
      * is never more than the op took here. */
@@ -76,7 +78,6 @@ TEST(slow_disk_reads_are_storage)
     char want[32];
     snprintf(want, sizeof(want), "is %.0f%% of op time", share * 100);
     T_NOTNULL(strstr(st.verdict_text, want));
-    tu_close(&u);
     /* railiod's own metrics say the same: every READ took DELAY_MS or
      * more (none in the buckets below 50 ms), and their sum is at least
      * that many times DELAY_MS. */
@@ -92,24 +93,16 @@ TEST(slow_disk_reads_are_storage)
 TEST(fast_server_is_not_storage)
 {
     struct srv_env e;
-    struct rio_options o;
     struct rio_stats st;
-    struct tu u;
-    char url[256];
 
     const char *args[] = {"--metrics", "127.0.0.1:0", NULL};
 
     srv_start(&e, args);
-    tu_opts(&o);
-    o.chunk_size = TU_MIB;
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_open(&u, url, &o);
-    put_get(u.c, "svc/fast", 12, &st);
+    put_get(&e, "svc/fast", 12, &st);
     /* Served from memory: a small share of each op (the bytes on the
      * wire are the op's, not the server's). */
     T_LT(st.svc_ns, st.op_ns / 2);
     T_NE(st.verdict, RIO_VERDICT_STORAGE);
-    tu_close(&u);
     /* Every request answered is in the histogram of its opcode (a READ
      * from memory well under DELAY_MS: the sum bounds it), asked for its
      * service time or not. */
@@ -130,21 +123,13 @@ TEST(fast_server_is_not_storage)
 TEST(old_server_is_not_asked)
 {
     struct srv_env e;
-    struct rio_options o;
     struct rio_stats st;
-    struct tu u;
-    char url[256];
 
     start_slow_disk(&e, 1);
-    tu_opts(&o);
-    o.chunk_size = TU_MIB;
-    tu_url(url, sizeof(url), &e, NULL);
-    tu_open(&u, url, &o);
-    put_get(u.c, "svc/old", 13, &st);
+    put_get(&e, "svc/old", 13, &st);
     T_EQ(st.svc_ns, 0u);
     T_EQ(st.retries_total, 0u);
     T_NE(st.verdict, RIO_VERDICT_STORAGE);
-    tu_close(&u);
     T_EQ(srv_stop(&e), 0);
 }
 
