@@ -9,7 +9,7 @@
 # every tests/fuzz/fuzz_*.c. A target names its library sources, paths from
 # the repository root, in a comment in its first 20 lines:
 #     /* FUZZ_SOURCES src/proto/proto.c src/core/checksum.c */
-# and, when it needs more than libxxhash and libcrypto, pkg-config modules:
+# (more such lines when one would pass 100 columns) and, when it needs more than libxxhash and libcrypto, pkg-config modules:
 #     /* FUZZ_PKGS libcurl */
 # Its seed corpus is tests/fuzz/corpus/<name>/ (read, never written).
 #
@@ -69,8 +69,10 @@ fi
 rm -rf "$probe"
 
 # decl FILE KEY: the words after KEY in FILE's first 20 lines.
+# decl FILE WORD: what FILE's WORD lines say, joined (several add up:
+# clang-format wraps a long one).
 decl() {
-    head -n 20 "$1" | sed -n "s|.*$2[[:space:]]\{1,\}\([^*]*\).*|\1|p" | head -n 1
+    head -n 20 "$1" | sed -n "s|.*$2[[:space:]]\{1,\}\([^*]*\).*|\1|p" | tr '\n' ' '
 }
 
 # one NAME: build and fuzz one target; its output goes to OUTDIR/NAME/log.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/server/s3/xml.c src/server/s3/tagxml.c src/server/s3/metarec.c src/core/alloc.c
- */
+/* FUZZ_SOURCES src/server/s3/xml.c src/server/s3/xmlenc.c src/server/s3/tagxml.c */
+/* FUZZ_SOURCES src/server/s3/metarec.c src/core/alloc.c */
 /*
  * libFuzzer target for the S3 gateway's request XML (src/server/s3/xml.c):
  * the bodies of DeleteObjects and CompleteMultipartUpload, which any client
@@ -15,7 +15,9 @@
  * The same bytes are also parsed as a count (rio__gw_parse_count) and as
  * a date (rio__gw_parse_date: a DeleteObjects' LastModifiedTime, a
  * conditional delete's header), and checked as UTF-8 as a body or a key
- * is (rio__gw_utf8_valid_n). Seeds:
+ * is (rio__gw_utf8_valid_n). A body that declares ISO-8859-1 is read as
+ * the gateway reads it, transcoded to UTF-8 (rio__gw_xml_utf8): UTF-8, no
+ * more than twice as long, as well-formed as the bytes were. Seeds:
  * tests/fuzz/corpus/gwxml/ and the built-in ones below.
  */
 #include <errno.h>
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "fuzz.h"
 #include "railio.h"
 #include "server/s3/gw.h"
@@ -140,6 +143,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (mask == 0)
             CHECK(strspn(body, ", \t") == strlen(body));
     }
+    /* As the gateway takes a body: in UTF-8 by its declared encoding. */
+    {
+        char enc[GW_XML_ENC_MAX], *u;
+        size_t ulen;
+        int ret = rio__gw_xml_utf8(body, n, &u, &ulen, enc, sizeof(enc));
+        CHECK(ret >= -1 || ret == -ENOMEM);
+        CHECK(strlen(enc) < sizeof(enc));
+        if (ret == 1) {
+            CHECK(ulen > n && ulen <= 2 * n && u[ulen] == '\0');
+            CHECK(rio__gw_utf8_valid_n(u, ulen));
+            /* and back to Latin-1, byte for byte */
+            size_t j = 0;
+            for (size_t i = 0; i < ulen; j++) {
+                unsigned char c = (unsigned char)u[i];
+                CHECK(j < n && (c < 0x80 || c == 0xc2 || c == 0xc3));
+                CHECK((unsigned char)body[j] ==
+                      (c < 0x80 ? c : (c & 3u) << 6 | (u[i + 1] & 0x3fu)));
+                i += c < 0x80 ? 1 : 2;
+            }
+            CHECK(j == n);
+            (void)rio__gw_xml_wellformed(u, ulen, root);
+            rio__free(u);
+        } else {
+            CHECK(u == NULL);
+        }
+    }
     if (rio__gw_xml_wellformed(body, n, root) == 0) {
         const char *last = NULL;
         CHECK(memchr(body, '\0', n) == NULL);
@@ -176,6 +205,9 @@ void rio_fuzz_seeds(void (*run)(const uint8_t *data, size_t len))
         "</Key><Value/></Tag></TagSet></Tagging>",
         "\x02<Tagging><TagSet/></Tagging>",
         "\x00<Delete><Object><Key>unclosed</Key></Object>",
+        "\x00<?xml version='1.0' encoding='ISO-8859-1'?><Delete><Object><Key>caf\xe9</Key>"
+        "</Object></Delete>",
+        "\x02<?xml version=\"1.0\" encoding=\"UTF-16\"?><Tagging><TagSet/></Tagging>",
         "\x01<CompleteMultipartUpload><Part></CompleteMultipartUploadXX>",
         "\x00"
         "10000",

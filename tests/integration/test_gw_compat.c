@@ -2139,6 +2139,49 @@ TEST(delete_objects_versions_and_malformed_xml)
     gw_stop(&g);
 }
 
+/* An XML body that declares ISO-8859-1 and holds Latin-1 bytes (a Java or
+ * PHP client's), the name in any case: read as S3 reads it, its characters
+ * transcoded, where it was refused 400 MalformedXML as no UTF-8. Another
+ * declared encoding is refused by its name. */
+static const char *const latin1_deletes[] = {
+    "<?xml version='1.0' encoding='ISO-8859-1'?>\n"
+    "<Delete><Object><Key>caf\xe9</Key></Object><Object><Key>na\xefve</Key></Object></Delete>",
+    "<?xml version=\"1.0\" encoding=\"Latin1\"?><Delete><Object><Key>caf\xe9</Key></Object>"
+    "</Delete>",
+};
+
+TEST(xml_body_in_latin1)
+{
+    struct gw g;
+
+    gw_start(&g, NULL, NULL);
+    T_EQ(gw_curl(&g, "o", "-X PUT %s/lat", g.url), 200);
+    T_EQ(gw_curl(&g, "o", "-X PUT -d c %s/lat/keep", g.url), 200);
+    for (size_t i = 0; i < sizeof(latin1_deletes) / sizeof(latin1_deletes[0]); i++) {
+        const char *body = latin1_deletes[i];
+        T_EQ(gw_curl(&g, "o", "-X PUT -d c %s/lat/caf%%C3%%A9", g.url), 200);
+        t_write_file(gw_path(&g, "l1.xml"), body, strlen(body));
+        T_EQ(gw_curl(&g, "o", "-X POST --data-binary @%s '%s/lat?delete'", gw_path(&g, "l1.xml"),
+                     g.url),
+             200);
+        /* The answer is UTF-8: the key as its characters are written there. */
+        T_TRUE(gw_has(&g, "o", "<Deleted><Key>caf\xc3\xa9</Key></Deleted>"));
+        T_TRUE(i > 0 || gw_has(&g, "o", "<Deleted><Key>na\xc3\xafve</Key></Deleted>"));
+        T_FALSE(gw_has(&g, "o", "caf\xe9") || gw_has(&g, "o", "<Error>"));
+        T_EQ(gw_curl(&g, "o", "-I %s/lat/caf%%C3%%A9", g.url), 404);
+    }
+    /* UTF-16 (its declaration written in ASCII): refused, by its name, and
+     * nothing deleted. */
+    T_EQ(gw_curl(&g, "o",
+                 "-X POST --data-binary '<?xml version=\"1.0\" encoding=\"UTF-16\"?><Delete>"
+                 "<Object><Key>keep</Key></Object></Delete>' '%s/lat?delete'",
+                 g.url),
+         400);
+    T_TRUE(gw_has(&g, "o", "<Code>MalformedXML</Code>") && gw_has(&g, "o", "UTF-16"));
+    T_EQ(gw_curl(&g, "o", "-I %s/lat/keep", g.url), 200);
+    gw_stop(&g);
+}
+
 /* The largest bodies S3 takes, shaped as boto3 sends them: a DeleteObjects
  * of 1000 keys of 1020 bytes (with the bucket's name, railio's 1024), each
  * holding an '&' (&amp; in the XML: 1,052,084 bytes), and a Complete of

@@ -680,6 +680,14 @@ int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
  * rio__gw_xml_each unescapes; no comment, DTD, CDATA or processing
  * instruction; at most 16 deep), else -1: what S3 answers MalformedXML. */
 int rio__gw_xml_wellformed(const char *body, size_t n, const char *root);
+/* xmlenc.c: body in UTF-8, as the reader above takes it, by the encoding
+ * its XML declaration names. 0: body is UTF-8 as it is (no declaration,
+ * UTF-8, US-ASCII, or ISO-8859-1 of ASCII bytes only); 1: an ISO-8859-1
+ * body transcoded into *out (rio__free; *outlen bytes and a NUL, at most
+ * twice n); -1: an encoding the gateway does not read, its name in enc
+ * (cap bytes, cut short; '?' for a byte no encoding name has); -ENOMEM. */
+#define GW_XML_ENC_MAX 32
+int rio__gw_xml_utf8(const char *body, size_t n, char **out, size_t *outlen, char *enc, size_t cap);
 /* For a body rio__gw_xml_wellformed accepted: the root element's content
  * (*inner, *len bytes; empty for <Root/>). 0, or -1. */
 int rio__gw_xml_root(const char *body, size_t n, const char **inner, size_t *len);
