@@ -462,16 +462,31 @@ int64_t rio_get(struct rio_client *c, const char *key, void *buf, size_t cap,
 int64_t rio_get_alloc(struct rio_client *c, const char *key, void **out,
                       const struct rio_call *call);
 
-/** Descriptor of key. The caller calls rio_desc_cleanup(out). */
+/** Descriptor of key. The caller calls rio_desc_cleanup(out). As
+ * rio_stat_call with no mtime and no call. */
 int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out);
 /**
  * rio_stat, and the object's last-modified time (ns since the epoch) in
  * *mtime_ns (if not NULL) where the backend gives it in the same round trip
- * (rados://); 0 where it cannot (rio_list's entries may say).
+ * (rados://); 0 where it cannot (rio_list's entries may say). As
+ * rio_stat_call with no call.
  */
 int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns);
+/**
+ * rio_stat_mtime under the call's settings (NULL: as rio_stat_mtime, the
+ * client's deadline): the lookup and its retries end at call->deadline_ms
+ * with RIO_EDEADLINE, and within a few milliseconds of call->cancel firing
+ * with RIO_ECANCELED, as rio_get's do, also while blocked on a server that
+ * does not answer. call->stats (if set) gets elapsed_ns and the failed
+ * tries by class (retries, retries_total); the rest is zero. flags and
+ * expect_generation must be 0 (else RIO_EINVAL); progress is never called.
+ * Returns 0 or an error (RIO_ENOTFOUND: no such key). Blocks the calling
+ * thread; thread-safe as rio_get is.
+ */
+int rio_stat_call(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns,
+                  const struct rio_call *call);
 
-/** Remove key. Returns 0, or RIO_ENOTFOUND. */
+/** Remove key. Returns 0, or RIO_ENOTFOUND. As rio_delete_call with no call. */
 int rio_delete(struct rio_client *c, const char *key);
 
 /**
@@ -480,8 +495,21 @@ int rio_delete(struct rio_client *c, const char *key);
  * with the removal, as a conditional PUT is (mock://, rados://, file://,
  * railio://, s3:// where the server decides If-Match on DELETE: AWS's
  * endpoints or ?conditional=on; elsewhere RIO_ENOTSUP, nothing removed).
+ * As rio_delete_call with call->expect_generation = generation.
  */
 int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation);
+
+/**
+ * rio_delete under the call's settings (NULL: as rio_delete):
+ * call->expect_generation not 0 removes key only if its object is that
+ * generation, as rio_delete_if does (UINT64_MAX: RIO_EINVAL). Deadline,
+ * cancel token and stats as rio_stat_call's; flags must be 0. A delete
+ * cut by them after its request reached the server (railio://, which
+ * never asks a DELETE twice) returns RIO_EUNKNOWN, as a commit does: it
+ * may or may not have been applied (stat the key to know); cut before,
+ * RIO_EDEADLINE or RIO_ECANCELED. Returns 0 or an error.
+ */
+int rio_delete_call(struct rio_client *c, const char *key, const struct rio_call *call);
 
 enum rio_op_type { RIO_OP_GET = 1, RIO_OP_PUT = 2 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One call: rio_put, rio_get, rio_get_alloc, rio_stat, rio_delete. A call
+ * One call: rio_put, rio_get, rio_get_alloc, rio_stat_call, rio_delete_call. A call
  * looks the object up (GET) or opens an upload (PUT) in the calling thread,
  * hands its chunks to the engine, hashes PUT chunks while the engine moves
  * them, waits for the fence, then commits or copies; a request the target
@@ -1293,66 +1293,133 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
     return ret;
 }
 
-/* A metadata call on key: the key checked, then m set up for client c. */
-static int meta_for_key(struct rio_client *c, const char *key, struct rio__meta *m)
+/*
+ * A metadata call on key (rio_stat_call, rio_delete_call): the key and the
+ * call's options checked, then m bounded by the call's deadline (the
+ * client's when it sets none) and its cancel token, its failed tries
+ * counted in retries. Flags mean nothing here: RIO_EINVAL, as unknown bits
+ * are elsewhere.
+ */
+static int meta_for_key(struct rio_client *c, const char *key, const struct rio_call *opt,
+                        struct rio__meta *m, uint64_t *retries)
 {
     int ret = rio__key_check(key);
+    if (ret == 0)
+        ret = rio__call_check(opt);
     if (ret < 0)
         return ret;
+    if (opt && opt->flags) {
+        rio__detail("call flags 0x%x: a stat or a delete takes none", opt->flags);
+        return RIO_EINVAL;
+    }
     rio__meta_for_client(m, c);
+    m->deadline_ns = rio__call_deadline_of(c, opt, rio__now_ns());
+    m->cancel = opt ? opt->cancel : NULL;
+    m->retries = retries;
     return 0;
+}
+
+/* What a metadata call did, into opt->stats: its time and its failed
+ * tries; nothing moved, so the rest is zero. */
+static void meta_stats(const struct rio_call *opt, uint64_t t0, const uint64_t *retries)
+{
+    if (!opt || !opt->stats)
+        return;
+    struct rio_stats *st = opt->stats;
+    memset(st, 0, sizeof(*st));
+    st->elapsed_ns = rio__now_ns() - t0;
+    for (unsigned i = 0; i < RIO_CLASS__COUNT; i++) {
+        st->retries[i] = retries[i];
+        st->retries_total += retries[i];
+    }
 }
 
 int rio_stat(struct rio_client *c, const char *key, struct rio_desc *out)
 {
-    return rio_stat_mtime(c, key, out, NULL);
+    return rio_stat_call(c, key, out, NULL, NULL);
 }
 
 int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns)
 {
+    return rio_stat_call(c, key, out, mtime_ns, NULL);
+}
+
+int rio_stat_call(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns,
+                  const struct rio_call *call)
+{
+    uint64_t t0 = rio__now_ns(), retries[RIO_CLASS__COUNT] = {0};
     struct rio__meta m;
+    int ret;
 
     rio__detail_clear();
     if (mtime_ns)
         *mtime_ns = 0;
-    if (!out || rio__client_unusable(c))
-        return RIO_EINVAL;
-    int ret = meta_for_key(c, key, &m);
+    if (!out || rio__client_unusable(c)) {
+        ret = RIO_EINVAL;
+        goto out;
+    }
+    ret = meta_for_key(c, key, call, &m, retries);
+    if (ret == 0 && call && call->expect_generation) {
+        rio__detail("rio_stat_call: expect_generation is not taken (compare out->generation)");
+        ret = RIO_EINVAL;
+    }
     if (ret < 0)
-        return ret;
+        goto out;
     memset(out, 0, sizeof(*out));
     ret = client_lookup(c, &m, key, UINT64_MAX, out, mtime_ns);
     if (ret < 0 && mtime_ns)
         *mtime_ns = 0;
+out:
+    meta_stats(call, t0, retries);
     return ret;
 }
 
 int rio_delete(struct rio_client *c, const char *key)
 {
-    struct rio__meta m;
-
-    rio__detail_clear();
-    if (rio__client_unusable(c))
-        return RIO_EINVAL;
-    int ret = meta_for_key(c, key, &m);
-    return ret < 0 ? ret : rio__meta_remove(c, &m, key);
+    return rio_delete_call(c, key, NULL);
 }
 
 int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation)
 {
-    struct rio__meta m;
+    struct rio_call call = {.expect_generation = generation};
 
-    rio__detail_clear();
-    if (!generation || rio__client_unusable(c))
+    /* 0 is no condition to rio_delete_call; here it is a caller's error. */
+    if (!generation) {
+        rio__detail_clear();
         return RIO_EINVAL;
-    int ret = meta_for_key(c, key, &m);
-    if (ret < 0)
-        return ret;
+    }
+    return rio_delete_call(c, key, &call);
+}
+
+/* The removal itself: on a condition when gen is not 0. */
+static int delete_run(struct rio_client *c, const struct rio__meta *m, const char *key,
+                      uint64_t gen)
+{
+    if (!gen)
+        return rio__meta_remove(c, m, key);
+    if (gen == UINT64_MAX) {
+        rio__detail("expect_generation UINT64_MAX is no generation");
+        return RIO_EINVAL;
+    }
     if (!rio__t_has_remove_if(c->t)) {
         rio__detail("this backend cannot remove on a condition (rio_delete_if): nothing removed");
         return RIO_ENOTSUP;
     }
-    return rio__meta_remove_if(c, &m, key, generation);
+    return rio__meta_remove_if(c, m, key, gen);
+}
+
+int rio_delete_call(struct rio_client *c, const char *key, const struct rio_call *call)
+{
+    uint64_t t0 = rio__now_ns(), retries[RIO_CLASS__COUNT] = {0};
+    struct rio__meta m;
+    int ret;
+
+    rio__detail_clear();
+    ret = rio__client_unusable(c) ? RIO_EINVAL : meta_for_key(c, key, call, &m, retries);
+    if (ret == 0)
+        ret = delete_run(c, &m, key, call ? call->expect_generation : 0);
+    meta_stats(call, t0, retries);
+    return ret;
 }
 
 int rio__compose(struct rio_client *c, const char *dst, const char *const *srcs,

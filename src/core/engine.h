@@ -635,11 +635,15 @@ struct rio__meta {
     struct rio_cancel *cancel; /* may be NULL */
     struct rio__call *call;    /* failed tries counted here; may be NULL */
     uint64_t put_if;           /* put_open: the commit's condition (rio__call.put_if) */
+    /* call NULL: failed tries counted here instead, by class
+     * (RIO_CLASS__COUNT entries, the calling thread's own: no lock); may
+     * be NULL. rio_stat_call's and rio_delete_call's stats. */
+    uint64_t *retries;
 };
 /* Bounds of a call's metadata: its deadline and cancel token. */
 void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);
-/* Bounds of a metadata call with no call options (rio_stat, rio_delete):
- * the client's deadline from now. */
+/* Bounds of a metadata call with no call options: the client's deadline
+ * from now. */
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c);
 /* A lookup; mtime_ns not NULL: the object's last-modified time too, where
  * the transport gives it in the same round trip (else 0). max_size: the

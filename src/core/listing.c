@@ -45,6 +45,8 @@ static void meta_bounds(struct rio_client *c, const struct rio_call *call, struc
     m->deadline_ns = rio__call_deadline_of(c, call, rio__now_ns());
     m->cancel = call ? call->cancel : NULL;
     m->call = NULL;
+    m->put_if = 0;
+    m->retries = NULL;
 }
 
 static int list_args_check(const struct rio_list_args *a, size_t *plen)

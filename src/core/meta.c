@@ -27,6 +27,7 @@ void rio__meta_for_call(struct rio__meta *m, struct rio__call *call)
     m->cancel = call->cancel;
     m->call = call;
     m->put_if = call->put_if;
+    m->retries = NULL;
 }
 
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
@@ -36,6 +37,7 @@ void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
     m->cancel = NULL;
     m->call = NULL;
     m->put_if = 0;
+    m->retries = NULL;
 }
 
 static bool meta_cancelled(const struct rio__meta *m)
@@ -74,6 +76,8 @@ static int meta_count(struct rio_client *c, const struct rio__meta *m, int err)
         pthread_mutex_lock(&c->mu);
         m->call->retries[cls]++;
         pthread_mutex_unlock(&c->mu);
+    } else if (m->retries) {
+        m->retries[cls]++;
     }
     return cls;
 }
