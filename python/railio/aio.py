@@ -169,13 +169,13 @@ class Client:
         """How many keys exist in a row from keys[0]."""
         return await self._transfer(self._sync.batch_exists, (keys,), kw)
 
-    async def stat(self, key):
+    async def stat(self, key, **kw):
         """The key's descriptor dict; NotFound if absent."""
-        return await self._run(self._sync.stat, (key,), {}, None)
+        return await self._transfer(self._sync.stat, (key,), kw)
 
     async def delete(self, key, **kw):
         """Remove key; NotFound if absent (if_generation= as railio.Client.delete)."""
-        return await self._run(self._sync.delete, (key,), kw, None)
+        return await self._transfer(self._sync.delete, (key,), kw)
 
     def list(self, prefix="", **kw):
         """An async iterator of railio.Entry under prefix (options as

@@ -63,8 +63,14 @@ class Client:
         self, keys: Iterable[str | bytes], *, cancel: railio.Cancel | None = None,
         stats: dict[str, Any] | None = None,
     ) -> int: ...
-    async def stat(self, key: str | bytes) -> railio.Desc: ...
-    async def delete(self, key: str | bytes, *, if_generation: int | None = None) -> None: ...
+    async def stat(
+        self, key: str | bytes, *, cancel: railio.Cancel | None = None,
+        stats: dict[str, Any] | None = None,
+    ) -> railio.Desc: ...
+    async def delete(
+        self, key: str | bytes, *, if_generation: int | None = None,
+        cancel: railio.Cancel | None = None, stats: dict[str, Any] | None = None,
+    ) -> None: ...
     def list(
         self, prefix: str = "", *, recursive: bool = True, start_after: str | None = None,
         page_size: int = 1000, cancel: railio.Cancel | None = None,

@@ -1291,27 +1291,52 @@ static PyObject *main_token(RioClient *self)
     return self->main_cx;
 }
 
-/* buf: -1 no buffer argument, 0 a readable one (put: it also takes
- * if_absent= and if_generation=), 1 a writable one. 0, or -1 with the
- * exception set and nothing held. */
-static int one_begin(RioClient *self, struct one_call *o, const char *fn, int buf,
+/* What one_begin takes besides key, cancel= and stats=. */
+enum one_args {
+    ONE_KEY,     /* nothing (get, stat) */
+    ONE_KEY_GEN, /* if_generation= (delete) */
+    ONE_SRC,     /* a readable buffer, if_absent= and if_generation= (put) */
+    ONE_DST,     /* a writable buffer (get_into) */
+};
+
+static const char *const names_if_gen[] = {"if_generation"};
+
+/* The keyword-only arguments of kind's own: their names into *names, how
+ * many returned. */
+static unsigned one_extra(enum one_args kind, const char *const **names)
+{
+    *names = kind == ONE_KEY_GEN ? names_if_gen : names_put_cond;
+    return kind == ONE_SRC ? 2 : kind == ONE_KEY_GEN ? 1 : 0;
+}
+
+/* 0, or -1 with the exception set and nothing held. */
+static int one_begin(RioClient *self, struct one_call *o, const char *fn, enum one_args kind,
                      PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    Py_ssize_t npos = buf < 0 ? 1 : 2;
+    int has_buf = kind == ONE_SRC || kind == ONE_DST;
+    Py_ssize_t npos = has_buf ? 2 : 1;
+    const char *const *xnames;
+    unsigned nx = one_extra(kind, &xnames);
     PyObject *x[2];
 
     memset(o, 0, sizeof(*o));
     o->fn = fn;
-    if (parse_args_ex(fn, buf < 0 ? names_key : names_key_buf, npos, args, nargs, kwnames, o->a,
-                      names_put_cond, buf == 0 ? 2 : 0, x) < 0)
+    if (parse_args_ex(fn, has_buf ? names_key_buf : names_key, npos, args, nargs, kwnames, o->a,
+                      xnames, nx, x) < 0)
         return -1;
-    if (buf == 0 && put_conditions(o, x) < 0)
+    if (kind == ONE_SRC && put_conditions(o, x) < 0)
         return -1;
+    if (kind == ONE_KEY_GEN && x[0] && x[0] != Py_None) {
+        unsigned long long g;
+        if (generation_arg(fn, x[0], &g) < 0)
+            return -1;
+        o->call.expect_generation = g;
+    }
     o->key = rio_py_key(o->a[0], "key");
     if (!o->key)
         return -1;
-    if (buf >= 0) {
-        if (rio_py_buffer(o->a[1], &o->view, buf, "buffer") < 0)
+    if (has_buf) {
+        if (rio_py_buffer(o->a[1], &o->view, kind == ONE_DST, "buffer") < 0)
             return -1;
         o->has_view = 1;
     }
@@ -1369,7 +1394,7 @@ static PyObject *Client_put(RioClient *self, PyObject *const *args, Py_ssize_t n
     PyObject *ret = NULL;
     int r;
 
-    if (one_begin(self, &o, "put", 0, args, nargs, kwnames) < 0)
+    if (one_begin(self, &o, "put", ONE_SRC, args, nargs, kwnames) < 0)
         return NULL;
     memset(&desc, 0, sizeof(desc));
     Py_BEGIN_ALLOW_THREADS;
@@ -1389,7 +1414,7 @@ static PyObject *Client_get_into(RioClient *self, PyObject *const *args, Py_ssiz
     PyObject *ret = NULL;
     int64_t r;
 
-    if (one_begin(self, &o, "get_into", 1, args, nargs, kwnames) < 0)
+    if (one_begin(self, &o, "get_into", ONE_DST, args, nargs, kwnames) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_get(o.c, o.key, o.view.buf, (size_t)o.view.len, &o.call);
@@ -1408,7 +1433,7 @@ static PyObject *Client_get(RioClient *self, PyObject *const *args, Py_ssize_t n
     void *buf = NULL;
     int64_t r;
 
-    if (one_begin(self, &o, "get", -1, args, nargs, kwnames) < 0)
+    if (one_begin(self, &o, "get", ONE_KEY, args, nargs, kwnames) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS;
     r = rio_get_alloc(o.c, o.key, &buf, &o.call);
@@ -1679,78 +1704,47 @@ static PyObject *Client_batch_exists(RioClient *self, PyObject *const *args, Py_
     return exists_common(self, "batch_exists", 1, args, nargs, kwnames);
 }
 
-/* stat and delete take no rio_call: no cancel=, no stats. */
-static PyObject *Client_stat(RioClient *self, PyObject *keyobj)
+/* stat(key, *, cancel=None, stats=None): one rio_stat_call, bounded by
+ * the token (and the client's deadline) as a get is. */
+static PyObject *Client_stat(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames)
 {
-    struct rio_client *c;
+    struct one_call o;
     struct rio_desc desc;
     PyObject *ret = NULL;
-    const char *key;
-    RioCancel *cx;
     int r;
 
-    key = rio_py_key(keyobj, "key");
-    if (!key)
-        return NULL;
-    c = call_enter(self, NULL, &cx);
-    if (!c)
+    if (one_begin(self, &o, "stat", ONE_KEY, args, nargs, kwnames) < 0)
         return NULL;
     memset(&desc, 0, sizeof(desc));
     Py_BEGIN_ALLOW_THREADS;
-    r = rio_stat(c, key, &desc);
+    r = rio_stat_call(o.c, o.key, &desc, NULL, &o.call);
     Py_END_ALLOW_THREADS;
-    if (r < 0) {
-        char what[256];
-
-        what_key(what, sizeof(what), "stat", key);
-        rio_py_raise(r, what);
-    } else {
+    if (one_result(self, &o, r))
         ret = desc_dict(&desc);
-    }
     rio_desc_cleanup(&desc);
-    rio_py_call_end(self, cx);
+    one_end(self, &o);
     return ret;
 }
 
+/* delete(key, *, if_generation=None, cancel=None, stats=None): one
+ * rio_delete_call, the generation its call's expect_generation. */
 static PyObject *Client_delete(RioClient *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames)
 {
-    static const char *const names_if_gen[] = {"if_generation"};
-    struct rio_client *c;
-    const char *key;
-    RioCancel *cx;
-    PyObject *a[1 + 2], *x[1];
-    unsigned long long gen = 0;
+    struct one_call o;
+    PyObject *ret = NULL;
     int r;
 
-    /* delete(key, *, if_generation=None): cancel= and stats= are not taken. */
-    if (parse_args_ex("delete", names_key, 1, args, nargs, kwnames, a, names_if_gen, 1, x) < 0)
-        return NULL;
-    if (a[1] || a[2]) {
-        PyErr_SetString(PyExc_TypeError, "delete() takes no cancel or stats");
-        return NULL;
-    }
-    if (x[0] && x[0] != Py_None && generation_arg("delete", x[0], &gen) < 0)
-        return NULL;
-    key = rio_py_key(a[0], "key");
-    if (!key)
-        return NULL;
-    c = call_enter(self, NULL, &cx);
-    if (!c)
+    if (one_begin(self, &o, "delete", ONE_KEY_GEN, args, nargs, kwnames) < 0)
         return NULL;
     Py_BEGIN_ALLOW_THREADS;
-    r = gen ? rio_delete_if(c, key, gen) : rio_delete(c, key);
+    r = rio_delete_call(o.c, o.key, &o.call);
     Py_END_ALLOW_THREADS;
-    if (r < 0) {
-        char what[256];
-
-        what_key(what, sizeof(what), "delete", key);
-        rio_py_raise(r, what);
-    }
-    rio_py_call_end(self, cx);
-    if (r < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    if (one_result(self, &o, r))
+        ret = Py_NewRef(Py_None);
+    one_end(self, &o);
+    return ret;
 }
 
 /* Fire every call in progress: those on the shared token (which is then
@@ -1912,11 +1906,13 @@ static PyMethodDef Client_methods[] = {
     {"batch_exists", (PyCFunction)(void (*)(void))Client_batch_exists, FASTKW,
      "batch_exists(keys, *, cancel=None, stats=None)\n--\n\n"
      "How many keys exist in a row from keys[0] (the KV-cache prefix-hit count)."},
-    {"stat", (PyCFunction)Client_stat, METH_O,
-     "stat(key, /)\n--\n\nThe descriptor (a dict) of key (as put's); NotFound if absent."},
+    {"stat", (PyCFunction)(void (*)(void))Client_stat, FASTKW,
+     "stat(key, *, cancel=None, stats=None)\n--\n\nThe descriptor (a dict) of key (as put's); "
+     "NotFound if absent. cancel= and stats= as get's."},
     {"delete", (PyCFunction)(void (*)(void))Client_delete, FASTKW,
-     "delete(key, *, if_generation=None)\n--\n\nRemove key; NotFound if absent. With "
-     "if_generation, only if key's object is that generation (else GenerationChanged)."},
+     "delete(key, *, if_generation=None, cancel=None, stats=None)\n--\n\nRemove key; NotFound "
+     "if absent. With if_generation, only if key's object is that generation (else "
+     "GenerationChanged). cancel= and stats= as get's."},
     {"list", (PyCFunction)(void (*)(void))Client_list, METH_VARARGS | METH_KEYWORDS,
      "list(prefix='', *, recursive=True, start_after=None, page_size=1000, cancel=None)\n--\n\n"
      "Iterate over the keys under prefix (railio.Entry objects)."},

@@ -11,6 +11,7 @@
 The extension comes from PYTHONPATH (python/tests/run.sh builds it into
 build/python), else from python/ (setup.py build_ext --inplace).
 """
+import contextlib
 import os
 import signal
 import subprocess
@@ -103,6 +104,43 @@ def railiod_factory():
     yield start
     for d in started:
         d.stop()
+
+
+def _all_stopped(pid):
+    """Whether every thread of pid is stopped (state T in its stat)."""
+    tasks = "/proc/%d/task" % pid
+    for t in os.listdir(tasks):
+        try:
+            with open("%s/%s/stat" % (tasks, t)) as f:
+                st = f.read()
+        except OSError:
+            continue  # a thread that ended
+        if st[st.rindex(")") + 2] != "T":
+            return False
+    return True
+
+
+@pytest.fixture
+def stopped_server():
+    """stopped_server(proc): a context manager in which the railiod proc is
+    stopped (SIGSTOP: the kernel still takes the bytes, nothing is
+    answered), entered once every thread of it is (kill returns before the
+    stop, and an answer sent meanwhile would pass a test by luck); resumed
+    on leaving."""
+
+    @contextlib.contextmanager
+    def stop(proc):
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            end = time.monotonic() + 2
+            while not _all_stopped(proc.pid):
+                assert time.monotonic() < end, "railiod did not stop within 2 s"
+                time.sleep(0.001)
+            yield
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+
+    return stop
 
 
 @pytest.fixture

@@ -302,3 +302,27 @@ def test_list_async_iterator_pages(mock_url):
             assert [e.key async for e in c.list("none/")] == []
 
     run(main())
+
+
+@pytest.mark.parametrize("op", ["stat", "delete"])
+def test_wait_for_ends_a_stat_or_delete_on_a_stopped_server(railiod_factory, stopped_server, op):
+    """asyncio.wait_for(c.stat(k), 0.2) on a server that does not answer
+    raises TimeoutError at once, and the pool's one thread is free again:
+    close() returns promptly. stat and delete ran without a token before,
+    so the timeout waited for the call's own end (the op timeout, 20 s
+    here), and so did close()."""
+    d = railiod_factory()
+
+    async def main():
+        c = railio.aio.Client(d.url, max_workers=1, op_timeout="20s")
+        await c.put("k", b"x")
+        with stopped_server(d.proc):
+            t0 = time.monotonic()
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(getattr(c, op)("k"), 0.2)
+            assert time.monotonic() - t0 < 2
+            t0 = time.monotonic()
+            await c.close()
+            assert time.monotonic() - t0 < 2
+
+    run(main())

@@ -894,3 +894,38 @@ def test_init_raced_from_threads_opens_one_client(mock_url):
     c.put("k", b"y" * 100)
     assert c.get("k") == b"y" * 100
     c.close()
+
+
+@pytest.mark.parametrize("op", ["stat", "delete"])
+def test_stat_and_delete_take_cancel_and_stats(railiod_factory, stopped_server, op):
+    """stat() and delete() on a server that does not answer end soon after
+    their cancel= token fires (far before the op timeout, 20 s here) and
+    fill stats=: the stat with Cancelled, the delete, whose request went
+    out (never asked twice), with OutcomeUnknown. On a running server they
+    work with both given, delete's if_generation= too."""
+    d = railiod_factory()
+    with railio.Client(d.url, op_timeout="20s") as c:
+        c.put("k", b"x")
+        fn = getattr(c, op)
+        tok, stats = railio.Cancel(), {}
+        with stopped_server(d.proc):
+            timer = threading.Timer(0.1, tok.fire)
+            timer.start()
+            t0 = time.monotonic()
+            want = railio.OutcomeUnknown if op == "delete" else railio.Cancelled
+            with pytest.raises(want):
+                fn("k", cancel=tok, stats=stats)
+            assert time.monotonic() - t0 < 2
+            timer.join()
+        assert 0.05 < stats["elapsed_s"] < 2 and stats["bytes"] == 0
+        # The server resumed and may apply the DELETE it was sent at any
+        # time now: a key of its own for the rest.
+        gen = c.put("k2", b"x")["generation"]
+        stats = {}
+        assert c.stat("k2", cancel=railio.Cancel(), stats=stats)["generation"] == gen
+        assert stats["retries"] == 0 and stats["elapsed_s"] > 0
+        with pytest.raises(railio.GenerationChanged):
+            c.delete("k2", if_generation=gen + 1, cancel=railio.Cancel(), stats={})
+        assert c.delete("k2", if_generation=gen, stats=stats) is None
+        with pytest.raises(railio.NotFound):
+            c.stat("k2", stats=stats)
