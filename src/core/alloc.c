@@ -153,6 +153,16 @@ void rio__free(void *p)
     free(p);
 }
 
+bool rio__alloc_attempt_fails(void)
+{
+    return alloc_attempt() != 0;
+}
+
+void rio__alloc_outstanding_add(int64_t d)
+{
+    atomic_fetch_add_explicit(&alloc_outstanding, d, memory_order_relaxed);
+}
+
 void rio__alloc_fail_nth(uint64_t n)
 {
     uint64_t target = 0;

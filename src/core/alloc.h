@@ -22,6 +22,12 @@ void rio__free(void *p);
  * entries, doubling from 64. Returns 0 or -ENOMEM (*a unchanged). */
 int rio__u64_reserve(uint64_t **a, uint64_t *cap, uint64_t used, uint64_t need);
 
+/* For another allocator of the library's (secret.c): count one attempt and
+ * say whether it is the one chosen to fail; count blocks handed out (+1)
+ * and given back (-1), so that a leak of them fails a test too. */
+bool rio__alloc_attempt_fails(void);
+void rio__alloc_outstanding_add(int64_t d);
+
 /* Test hooks. */
 /* Fail the nth allocation from now (1 = the next one); 0 disables. */
 void rio__alloc_fail_nth(uint64_t n);

@@ -21,6 +21,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/secret.h"
 #include "core/url.h"
 #include "railio.h"
 
@@ -116,8 +117,14 @@ int rio__url_parse(const char *s, struct rio_url *u)
         }
 
     /* One buffer: the copy, cut in place by NULs, plus one spare NUL that
-     * empty fields point to. */
-    buf = rio__malloc(len + 2);
+     * empty fields point to. Secret memory: an option may be a token
+     * (?token=), a client keeps its URL as long as it lives, and a core
+     * dump must not carry it. */
+    if (len + 2 > RIO_SECRET_MAX) {
+        rio__detail("URL: longer than %u bytes", RIO_SECRET_MAX - 2);
+        return RIO_EURL;
+    }
+    buf = rio__secret_alloc(len + 2);
     if (!buf)
         return -ENOMEM;
     memcpy(buf, s, len + 1);
@@ -151,7 +158,7 @@ int rio__url_parse(const char *s, struct rio_url *u)
     }
     return 0;
 err_buf:
-    rio__free(buf);
+    rio__secret_free(buf);
     memset(u, 0, sizeof(*u));
     return ret;
 }
@@ -160,7 +167,7 @@ void rio__url_cleanup(struct rio_url *u)
 {
     if (!u)
         return;
-    rio__free(u->buf);
+    rio__secret_free(u->buf);
     memset(u, 0, sizeof(*u));
 }
 

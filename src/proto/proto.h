@@ -553,7 +553,8 @@ int rio__proto_auth_mac(const uint8_t *token, size_t token_len, const char *labe
  * newline an editor adds) trimmed, empty refused (RIO_EINVAL); *why says
  * which, NULL for an errno. *loose is set when group or others may read it
  * (railiod warns; the client does not). *out is RIO_PROTO_TOKEN_MAX + 1
- * bytes from rio__malloc: cleanse then free it.
+ * bytes of secret memory (kept out of core dumps): rio__secret_free wipes
+ * and frees it.
  */
 int rio__proto_token_read(const char *path, uint8_t **out, size_t *len, int *loose,
                           const char **why);

@@ -2,16 +2,17 @@
 /*
  * The one reader of a shared-secret token file, for the client (railio://
  * token_file=, RIO_TOKEN_FILE) and railiod (--auth-token-file, reread on
- * SIGHUP). Kept out of proto.c so the frame fuzz target stays free of I/O.
+ * SIGHUP). The token is read straight into secret memory (core/secret.h),
+ * so it is never on the heap; free it with rio__secret_free. Kept out of proto.c so the frame fuzz
+ * target stays free of I/O.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "core/alloc.h"
+#include "core/secret.h"
 #include "proto/proto.h"
 #include "railio.h"
 
@@ -30,7 +31,7 @@ int rio__proto_token_read(const char *path, uint8_t **out, size_t *len, int *loo
         return -errno;
     if (fstat(fd, &st) == 0 && (st.st_mode & 077))
         *loose = 1;
-    b = rio__malloc(RIO_PROTO_TOKEN_MAX + 1);
+    b = rio__secret_alloc(RIO_PROTO_TOKEN_MAX + 1);
     if (!b) {
         close(fd);
         return -ENOMEM;
@@ -68,7 +69,6 @@ int rio__proto_token_read(const char *path, uint8_t **out, size_t *len, int *loo
 err:
     if (fd >= 0)
         close(fd);
-    OPENSSL_cleanse(b, RIO_PROTO_TOKEN_MAX + 1);
-    rio__free(b);
+    rio__secret_free(b);
     return ret;
 }

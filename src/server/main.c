@@ -30,6 +30,7 @@
 
 #include "core/alloc.h"
 #include "core/clock.h"
+#include "core/secret.h"
 #include "core/url.h"
 #include "server/server.h"
 #if RIO_HAVE_MHD
@@ -856,8 +857,7 @@ static int token_load(const char *path, struct rio_srv_token **t)
     if (ret < 0)
         return ret;
     ret = *t ? rio__srv_token_set(*t, buf, len) : rio__srv_token_new(t, buf, len);
-    explicit_bzero(buf, TOKEN_MAX + 1);
-    rio__free(buf);
+    rio__secret_free(buf);
     return ret;
 }
 

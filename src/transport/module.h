@@ -47,6 +47,9 @@ struct rio_module_host {
     void *(*realloc)(void *p, size_t n);
     void (*free)(void *p);
     char *(*strdup)(const char *s);
+    /* secret memory, out of core dumps (core/secret.h) */
+    char *(*secret_strdup)(const char *s);
+    void (*secret_free)(void *p);
     const char *(*url_param)(const struct rio_url *u, const char *key);
     int (*parse_size)(const char *s, uint64_t *out);
     int (*parse_duration_ns)(const char *s, uint64_t *out);

@@ -13,6 +13,7 @@
 #include "core/checksum.h"
 #include "core/copy.h"
 #include "core/internal.h"
+#include "core/secret.h"
 #include "core/url.h"
 #include "transport/module.h"
 #ifdef RIO_MODULE_RADOS
@@ -44,6 +45,16 @@ void rio__free(void *p)
 char *rio__strdup(const char *s)
 {
     return host->strdup(s);
+}
+
+char *rio__secret_strdup(const char *s)
+{
+    return host->secret_strdup(s);
+}
+
+void rio__secret_free(void *p)
+{
+    host->secret_free(p);
 }
 
 const char *rio__url_param(const struct rio_url *u, const char *key)

@@ -21,6 +21,7 @@
 #include "core/checksum.h"
 #include "core/copy.h"
 #include "core/internal.h"
+#include "core/secret.h"
 #include "core/url.h"
 #include "transport/fault.h"
 #include "transport/mock.h"
@@ -99,6 +100,8 @@ static const struct rio_module_host module_host = {
     .realloc = rio__realloc,
     .free = rio__free,
     .strdup = rio__strdup,
+    .secret_strdup = rio__secret_strdup,
+    .secret_free = rio__secret_free,
     .url_param = rio__url_param,
     .parse_size = rio__parse_size,
     .parse_duration_ns = rio__parse_duration_ns,

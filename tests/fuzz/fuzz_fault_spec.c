@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/transport/fault_spec.c src/core/url.c src/core/errors.c src/core/alloc.c */
+/* clang-format off */
+/* FUZZ_SOURCES src/transport/fault_spec.c src/core/url.c src/core/errors.c src/core/alloc.c src/core/secret.c */
+/* clang-format on */
 /*
  * libFuzzer target for the fault language (src/transport/fault_spec.c):
  * `faults=` is accepted on every URL, so a spec is whatever a user pasted.

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/errors.c */
+/* clang-format off */
+/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/secret.c src/core/errors.c */
+/* clang-format on */
 /*
  * libFuzzer target for URLs and option strings (src/core/url.c,
  * src/core/options.c): the input, terminated, is parsed as a URL; when it

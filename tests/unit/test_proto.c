@@ -17,6 +17,7 @@
 #include "core/alloc.h"
 #include "core/checksum.h"
 #include "core/key.h"
+#include "core/secret.h"
 #include "proto/proto.h"
 #include "railio.h"
 #include "t.h"
@@ -1025,11 +1026,11 @@ TEST(token_file_reader)
     T_EQ(len, 6u);
     T_EQ(memcmp(tok, "s3cret", 6), 0);
     T_EQ(loose, 0);
-    rio__free(tok);
+    rio__secret_free(tok);
     write_file(path, "s3cret", 6, 0644);
     T_OK(rio__proto_token_read(path, &tok, &len, &loose, &why));
     T_EQ(loose, 1);
-    rio__free(tok);
+    rio__secret_free(tok);
     write_file(path, "\n\n", 2, 0600);
     T_ERR(rio__proto_token_read(path, &tok, &len, &loose, &why), RIO_EINVAL);
     T_STREQ(why, "empty");
@@ -1038,7 +1039,7 @@ TEST(token_file_reader)
     write_file(path, big, RIO_PROTO_TOKEN_MAX, 0600);
     T_OK(rio__proto_token_read(path, &tok, &len, &loose, &why));
     T_EQ(len, (size_t)RIO_PROTO_TOKEN_MAX);
-    rio__free(tok);
+    rio__secret_free(tok);
     write_file(path, big, RIO_PROTO_TOKEN_MAX + 1, 0600);
     T_ERR(rio__proto_token_read(path, &tok, &len, &loose, &why), RIO_EINVAL);
     T_STREQ(why, "longer than 4096 bytes");

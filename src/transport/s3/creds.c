@@ -21,6 +21,7 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/secret.h"
 #include "transport/s3/internal.h"
 
 /* The file named by env, else ~/.aws/name, into path. false when neither
@@ -183,8 +184,9 @@ static int take(struct s3_transport *t, const char *id, const char *secret, cons
                 return RIO_EINVAL;
             }
     t->access_key = rio__strdup(id);
-    t->secret_key = rio__strdup(secret);
-    t->token = token && *token ? rio__strdup(token) : NULL;
+    /* Secret memory (core/secret.h): out of a core dump of the process. */
+    t->secret_key = rio__secret_strdup(secret);
+    t->token = token && *token ? rio__secret_strdup(token) : NULL;
     if (!t->access_key || !t->secret_key || (token && *token && !t->token))
         return -ENOMEM;
     t->sign = true;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/secret.h"
 #include "transport/s3/internal.h"
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -40,14 +41,8 @@ static void s3_free(struct s3_transport *t)
     rio__free(t->bucket);
     rio__free(t->prefix);
     rio__free(t->access_key);
-    if (t->secret_key) {
-        memset(t->secret_key, 0, strlen(t->secret_key));
-        rio__free(t->secret_key);
-    }
-    if (t->token) {
-        memset(t->token, 0, strlen(t->token));
-        rio__free(t->token);
-    }
+    rio__secret_free(t->secret_key);
+    rio__secret_free(t->token);
     rio__free(t->region);
     rio__free(t->ca_bundle);
     rio__free(t->rails_buf);

@@ -4,6 +4,7 @@
  * ?rails= and rails paired by subnet, and the transport's query options.
  */
 #include "core/internal.h"
+#include "core/secret.h"
 #include "transport/tcp/tcp_int.h"
 
 /*
@@ -452,7 +453,7 @@ int rio__tcp_parse_params(struct tcp_transport *t, const struct rio_url *u)
         size_t n = strlen(tok);
         if (n == 0 || n > TCP_TOKEN_MAX)
             return rio__opt_refuse("token", tok, "must be 1 to %u bytes", (unsigned)TCP_TOKEN_MAX);
-        t->token = rio__malloc(n);
+        t->token = rio__secret_alloc(n);
         if (!t->token)
             return -ENOMEM;
         memcpy(t->token, tok, n);

@@ -3,6 +3,7 @@
  * railio://: open and close, the ops table, and the test hooks (tcp.h).
  * tcp_int.h has the overview and the file map.
  */
+#include "core/secret.h"
 #include "transport/tcp/tcp_int.h"
 
 static void tcp_close(struct rio_transport *tt)
@@ -41,10 +42,7 @@ static void tcp_close(struct rio_transport *tt)
     if (t->evfd >= 0)
         close(t->evfd);
     pthread_mutex_destroy(&t->mu);
-    if (t->token) {
-        OPENSSL_cleanse(t->token, t->token_len);
-        rio__free(t->token);
-    }
+    rio__secret_free(t->token);
     rio__tls_ctx_free(t->tls_ctx);
     rio__free(t->tls_name);
     rio__free(t->discard);

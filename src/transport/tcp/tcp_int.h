@@ -383,7 +383,7 @@ struct tcp_transport {
     uint32_t backoff_ms, backoff_cap_ms; /* dial backoff */
     uint32_t grace_ms;                   /* a tombstone's drain deadline */
     bool keepalive;
-    uint8_t *token;
+    uint8_t *token; /* secret memory (core/secret.h): out of core dumps */
     size_t token_len;
     SSL_CTX *tls_ctx;      /* tls=on: every connection is TLS */
     char *tls_name;        /* tls_name=: the name verified instead of the URL host */

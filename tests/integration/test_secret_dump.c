@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* T_LABELS net */
+/* T_TIMEOUT 120 */
+/*
+ * Secrets stay out of core dumps. Each test makes secrets of random bytes
+ * (never in the test binary, never on the test's heap: they are made in a
+ * page of the test's own marked MADV_DONTDUMP), hands them to a client or
+ * railiod through files and URLs written straight from that page, and then
+ * reads every readable mapping of the process that a core dump would carry
+ * (no "dd" in its VmFlags, /proc/PID/smaps) through /proc/PID/mem: none may
+ * hold a secret. A first test shows the scan finds a secret that is there.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+
+#include "core/secret.h"
+#include "tcp_util.h"
+
+#define PAGE 4096
+#define SCAN_CHUNK (1u << 20)
+
+/* A page of secrets kept out of every scan (and every core dump). */
+static char *dd_page(void)
+{
+    char *p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    T_TRUE(p != MAP_FAILED);
+    T_EQ(madvise(p, PAGE, MADV_DONTDUMP), 0);
+    return p;
+}
+
+/* 48 random hex digits at p (NUL-terminated): a secret no one else holds. */
+static char *make_secret(char *p)
+{
+    uint8_t r[24];
+
+    T_EQ(getrandom(r, sizeof(r), 0), (ssize_t)sizeof(r));
+    for (size_t i = 0; i < sizeof(r); i++) {
+        p[2 * i] = "0123456789abcdef"[r[i] >> 4];
+        p[2 * i + 1] = "0123456789abcdef"[r[i] & 15];
+    }
+    p[2 * sizeof(r)] = '\0';
+    explicit_bzero(r, sizeof(r));
+    return p;
+}
+
+/* A private file of the given parts, written with write(2) alone: no stdio
+ * buffer on the heap ever holds a secret. */
+static void write_parts(const char *path, const char *const *parts)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    T_TRUE(fd >= 0);
+    for (; *parts; parts++)
+        T_EQ(write(fd, *parts, strlen(*parts)), (ssize_t)strlen(*parts));
+    T_EQ(close(fd), 0);
+}
+
+/* Does the mapping [lo, hi) of pid's memory hold s? buf: a DONTDUMP scratch
+ * of SCAN_CHUNK bytes (so it is never scanned itself). */
+static bool range_holds(int mem, uint64_t lo, uint64_t hi, const char *s, char *buf)
+{
+    size_t n = strlen(s);
+
+    for (uint64_t a = lo; a < hi;) {
+        size_t want = hi - a < SCAN_CHUNK ? (size_t)(hi - a) : SCAN_CHUNK;
+        ssize_t r = pread(mem, buf, want, (off_t)a);
+
+        if (r <= 0)
+            return false; /* [vvar] and the like: not readable, not dumped */
+        if (memmem(buf, (size_t)r, s, n))
+            return true;
+        /* Overlap by n - 1 so a secret across two chunks is seen. */
+        a += (size_t)r > n ? (size_t)r - (n - 1) : (size_t)r;
+    }
+    return false;
+}
+
+/*
+ * How many mappings of pid that a core dump would carry hold s; the first
+ * one's smaps line goes to where.
+ */
+static unsigned dumped_holding(pid_t pid, const char *s, char *where, size_t cap)
+{
+    char path[64], line[512], cur[512] = "";
+    uint64_t lo = 0, hi = 0;
+    bool readable = false;
+    unsigned hits = 0;
+    char *buf = mmap(NULL, SCAN_CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    T_TRUE(buf != MAP_FAILED);
+    T_EQ(madvise(buf, SCAN_CHUNK, MADV_DONTDUMP), 0);
+    snprintf(path, sizeof(path), "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "r");
+    T_NOTNULL(f);
+    snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+    int mem = open(path, O_RDONLY | O_CLOEXEC);
+    T_TRUE(mem >= 0);
+    where[0] = '\0';
+    while (fgets(line, sizeof(line), f)) {
+        char perms[8];
+        unsigned long long a, b;
+
+        if (sscanf(line, "%llx-%llx %7s", &a, &b, perms) == 3 && strchr(line, ' ')) {
+            lo = a;
+            hi = b;
+            readable = perms[0] == 'r';
+            snprintf(cur, sizeof(cur), "%s", line);
+            continue;
+        }
+        if (strncmp(line, "VmFlags:", 8) != 0 || !readable)
+            continue;
+        /* The kernel leaves a "dd" mapping out of a core dump. */
+        if (strstr(line, " dd"))
+            continue;
+        if (range_holds(mem, lo, hi, s, buf)) {
+            if (!hits++)
+                snprintf(where, cap, "%s", cur);
+        }
+    }
+    fclose(f);
+    close(mem);
+    munmap(buf, SCAN_CHUNK);
+    return hits;
+}
+
+#define T_NOT_DUMPED(pid, s, what)                                                                 \
+    do {                                                                                           \
+        char w_[512];                                                                              \
+        unsigned h_ = dumped_holding((pid), (s), w_, sizeof(w_));                                  \
+        if (h_)                                                                                    \
+            fprintf(stderr, "%s is in %u dumped mapping(s), first: %s", (what), h_, w_);           \
+        T_EQ(h_, 0);                                                                               \
+    } while (0)
+
+/* The scan sees a secret on the heap, and none in secret memory. */
+TEST(scan_finds_heap_copy)
+{
+    char *p = dd_page(), w[512];
+    const char *s = make_secret(p);
+    char *heap = malloc(64), *sec;
+
+    T_NOTNULL(heap);
+    memcpy(heap, s, strlen(s) + 1);
+    T_TRUE(dumped_holding(getpid(), s, w, sizeof(w)) >= 1);
+    explicit_bzero(heap, 64);
+    free(heap);
+    T_NOT_DUMPED(getpid(), s, "the wiped copy");
+
+    sec = rio__secret_strdup(s);
+    T_NOTNULL(sec);
+    T_STREQ(sec, s);
+    T_NOT_DUMPED(getpid(), s, "a rio__secret_strdup copy");
+    rio__secret_free(sec);
+    /* Over the bound: refused, not a mapping of any size asked for. */
+    T_NULL(rio__secret_alloc((size_t)RIO_SECRET_MAX + 1));
+    munmap(p, PAGE);
+}
+
+/* An s3:// client's secret access key and session token, read from an AWS
+ * credentials file, are in no dumped mapping of the client's process. */
+TEST(s3_client_keys)
+{
+    char *p = dd_page(), cred[256], url[128];
+    const char *sk = make_secret(p), *st = make_secret(p + 64);
+    struct rio_client *c = NULL;
+    struct rio_options o;
+
+    snprintf(cred, sizeof(cred), "%s/credentials", t_scratch_dir("secret"));
+    write_parts(cred, (const char *const[]){"[default]\naws_access_key_id = AKIDSECRETDUMP\n"
+                                            "aws_secret_access_key = ",
+                                            sk, "\naws_session_token = ", st, "\n", NULL});
+    setenv("AWS_SHARED_CREDENTIALS_FILE", cred, 1);
+    setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    unsetenv("AWS_SESSION_TOKEN");
+    unsetenv("AWS_PROFILE");
+    /* Nothing listens there: the client opens without asking anything. */
+    snprintf(url, sizeof(url), "s3://bkt?endpoint=http://127.0.0.1:47177&region=us-east-1");
+    rio_options_init(&o);
+    int ret = rio_client_new(url, &o, &c);
+    if (ret < 0)
+        fprintf(stderr, "%s\n", rio_error_detail());
+    T_OK(ret);
+    T_NOT_DUMPED(getpid(), sk, "the secret access key");
+    T_NOT_DUMPED(getpid(), st, "the session token");
+    /* A request signs with the key (and fails: no server). */
+    struct rio_desc d;
+    T_TRUE(rio_stat(c, "k", &d) < 0);
+    T_NOT_DUMPED(getpid(), sk, "the secret access key, after signing");
+    rio_client_destroy(c);
+    T_NOT_DUMPED(getpid(), sk, "the secret access key, after destroy");
+    munmap(p, PAGE);
+}
+
+/* Open a railio:// client on e with params (held in secret memory: it may
+ * be the token), PUT once, and check t is in no dumped mapping. */
+static void client_put(const struct srv_env *e, char *scratch, const char *t, const char *what)
+{
+    struct tu u;
+    struct rio_options o;
+    char *url = scratch + 512;
+
+    tu_opts(&o);
+    tu_url(url, 512, e, scratch);
+    tu_open(&u, url, &o);
+    tu_put(u.c, "k", 1000, 1);
+    T_NOT_DUMPED(getpid(), t, what);
+    tu_close(&u);
+}
+
+/* A railio:// client's token, from token_file= and from token= inline,
+ * is in no dumped mapping of the client's process, also after an AUTH. */
+TEST(tcp_client_token)
+{
+    struct srv_env e;
+    char *p = dd_page(), tok[256], *params = p + 1024;
+    const char *t = make_secret(p);
+
+    srv_prepare(&e);
+    snprintf(tok, sizeof(tok), "%s/token", e.dir);
+    write_parts(tok, (const char *const[]){t, "\n", NULL});
+    const char *args[] = {"--auth-token-file", tok, NULL};
+    srv_start_listen(&e, NULL, args);
+
+    snprintf(params, 512, "token_file=%s", tok);
+    client_put(&e, params, t, "the token (token_file=)");
+    snprintf(params, 512, "token=%s", t);
+    client_put(&e, params, t, "the token (token=)");
+    T_NOT_DUMPED(getpid(), t, "the token, after destroy");
+    T_EQ(srv_stop(&e), 0);
+    munmap(p, PAGE);
+}
