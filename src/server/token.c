@@ -6,7 +6,8 @@
  * client's proof, the server's, the session key) with that one key, so a
  * swap in the middle cannot mix two keys, and the key it holds is freed only
  * when it lets go. As many changes as the operator likes; a replaced key is
- * wiped and freed once the last AUTH using it is done.
+ * wiped and freed once the last AUTH using it is done. A key lives in secret
+ * memory (core/secret.h): a core dump of railiod does not carry it.
  */
 #include <errno.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <openssl/crypto.h>
 
 #include "core/alloc.h"
+#include "core/secret.h"
 #include "railio.h"
 #include "server/server.h"
 
@@ -23,7 +25,7 @@ static struct rio_srv_key *key_new(const uint8_t *bytes, size_t len)
 
     if (len == 0 || len > RIO_SRV_TOKEN_MAX)
         return NULL;
-    k = rio__malloc(sizeof(*k) + len);
+    k = rio__secret_alloc(sizeof(*k) + len);
     if (!k)
         return NULL;
     atomic_init(&k->refs, 1);
@@ -36,8 +38,7 @@ void rio__srv_key_put(struct rio_srv_key *k)
 {
     if (!k || atomic_fetch_sub(&k->refs, 1) != 1)
         return;
-    OPENSSL_cleanse(k->bytes, k->len);
-    rio__free(k);
+    rio__secret_free(k); /* wipes it */
 }
 
 int rio__srv_token_new(struct rio_srv_token **out, const uint8_t *bytes, size_t len)

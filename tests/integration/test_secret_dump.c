@@ -234,3 +234,35 @@ TEST(tcp_client_token)
     T_EQ(srv_stop(&e), 0);
     munmap(p, PAGE);
 }
+
+/* railiod's --auth-token-file token and its S3 gateway's users' secret keys
+ * (--s3-keys) are in no dumped mapping of railiod, also after an AUTH. */
+TEST(railiod_token_and_keys)
+{
+    struct srv_env e;
+    char *p = dd_page(), tok[256], keys[256], *params = p + 1024;
+    const char *t = make_secret(p), *sk1 = make_secret(p + 64), *sk2 = make_secret(p + 128);
+    char bin[512];
+
+    srv_binary(bin, sizeof(bin));
+    if (t_sh("%s --s3-listen 127.0.0.1:0 --sync 2>&1 | grep -q 'built without the S3 gateway'",
+             bin) == 0)
+        T_SKIP("railiod built without libmicrohttpd (no --s3-listen)");
+    srv_prepare(&e);
+    snprintf(tok, sizeof(tok), "%s/token", e.dir);
+    write_parts(tok, (const char *const[]){t, "\n", NULL});
+    snprintf(keys, sizeof(keys), "%s/keys", e.dir);
+    write_parts(keys, (const char *const[]){"# users\nDUMPUSER1 ", sk1, " bkt\nDUMPUSER2 ", sk2,
+                                            "\n", NULL});
+    const char *args[] = {"--auth-token-file", tok,  "--s3-listen", "127.0.0.1:0",
+                          "--s3-keys",         keys, NULL};
+    srv_start_listen(&e, NULL, args);
+    T_TRUE(e.s3[0] != '\0');
+    snprintf(params, 512, "token_file=%s", tok);
+    client_put(&e, params, t, "the token (token_file=)");
+    T_NOT_DUMPED(e.pid, t, "railiod's token");
+    T_NOT_DUMPED(e.pid, sk1, "a gateway user's secret key");
+    T_NOT_DUMPED(e.pid, sk2, "a gateway user's secret key");
+    T_EQ(srv_stop(&e), 0);
+    munmap(p, PAGE);
+}

@@ -4,7 +4,9 @@
  * line (see s3.h). Loaded once into an array sorted by access key, then
  * read-only: any number of request threads look users up without a lock.
  * The file holds secrets, so it must be private to its owner, and no message
- * ever quotes a line (a secret could be on it): only its number.
+ * ever quotes a line (a secret could be on it): only its number. The users'
+ * secrets are kept in one allocation of secret memory (core/secret.h), out
+ * of a core dump of railiod: one mapping for them all, not one a user.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,12 +19,13 @@
 
 #include "core/alloc.h"
 #include "core/internal.h"
+#include "core/secret.h"
 #include "railio.h"
 #include "server/s3/auth.h"
 
 struct s3_user {
     char *ak;
-    char *secret;
+    char *secret;   /* in the table's secrets */
     char **buckets; /* NULL: every bucket */
     unsigned nbuckets;
 };
@@ -31,14 +34,17 @@ struct rio_s3_keys {
     struct s3_user *u; /* sorted by ak */
     unsigned n;
     struct s3_user anon; /* anon.ak == NULL: anonymous access off */
+    /* Every user's secret, each with its NUL, in secret memory: room for a
+     * secret of RIO_S3_SECRET_MAX bytes for each user u has room for. */
+    char *secrets;
+    size_t secrets_cap, secrets_used;
 };
+
+_Static_assert((size_t)RIO_S3_KEYS_MAX_USERS *(RIO_S3_SECRET_MAX + 1) <= RIO_SECRET_MAX,
+               "every user's secret fits one secret allocation");
 
 static void user_clear(struct s3_user *u)
 {
-    if (u->secret) {
-        OPENSSL_cleanse(u->secret, strlen(u->secret));
-        rio__free(u->secret);
-    }
     rio__free(u->ak);
     for (unsigned i = 0; i < u->nbuckets; i++)
         rio__free(u->buckets[i]);
@@ -53,6 +59,7 @@ void rio_s3_keys_free(struct rio_s3_keys *k)
     for (unsigned i = 0; i < k->n; i++)
         user_clear(&k->u[i]);
     user_clear(&k->anon);
+    rio__secret_free(k->secrets); /* wipes them */
     rio__free(k->u);
     rio__free(k);
 }
@@ -191,9 +198,16 @@ static int parse_line(struct rio_s3_keys *k, const char *s, size_t n, const char
     }
     u = &k->u[k->n];
     u->ak = dup_n(f[0], fl[0]);
-    u->secret = dup_n(f[1], fl[1]);
+    /* Room is there: a line per user, and RIO_S3_SECRET_MAX + 1 a line. */
+    if (fl[1] + 1 > k->secrets_cap - k->secrets_used) {
+        *why = "more secrets than the table has room for";
+        return RIO_EINVAL;
+    }
+    u->secret = k->secrets + k->secrets_used;
+    memcpy(u->secret, f[1], fl[1]); /* its NUL: the mapping's zero */
+    k->secrets_used += fl[1] + 1;
     k->n++;
-    if (!u->ak || !u->secret)
+    if (!u->ak)
         return -ENOMEM;
     ret = nf == 3 ? parse_buckets(u, f[2], fl[2], why) : 0;
     return ret;
@@ -216,7 +230,9 @@ int rio__s3_keys_parse(const char *text, size_t len, struct rio_s3_keys **out, u
     if (!k)
         return -ENOMEM;
     k->u = rio__calloc(cap, sizeof(*k->u));
-    if (!k->u) {
+    k->secrets_cap = (size_t)cap * (RIO_S3_SECRET_MAX + 1);
+    k->secrets = rio__secret_alloc(k->secrets_cap);
+    if (!k->u || !k->secrets) {
         ret = -ENOMEM;
         goto err;
     }
