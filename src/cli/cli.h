@@ -128,9 +128,13 @@ const char *rio_cli_query_start(const char *s);
  * DIR, the key NAME (the last path element). With RIO_CLI_KEY_OPTIONAL
  * (a prefix: ls, rm -r) "SCHEME://AUTHORITY" and "SCHEME://AUTHORITY/" give
  * an empty key, and file:///DIR/ the store DIR and "". 0, RIO_EURL,
- * RIO_EINVAL (key too long) or -ENOMEM; free() both. */
+ * RIO_EINVAL (key too long) or -ENOMEM; free(key), and
+ * rio__secret_free(client_url) (it may hold a token: core/secret.h). */
 #define RIO_CLI_KEY_OPTIONAL 1u
 int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char **key);
+/* arg[0..blen) and then q (NULL: none), in secret memory (its options may
+ * hold a token): a client URL. NULL when memory is short. */
+char *rio_cli_client_url(const char *arg, size_t blen, const char *q);
 /* rio_cli_split_url then rio_client_new (the process's options): 0, or the
  * exit status once the failure was said (a malformed URL or a refused
  * option: RIO_CLI_EXIT_USAGE). free(*key), rio_client_destroy(*c). */

@@ -20,6 +20,7 @@
 
 #include "cli/cli.h"
 #include "core/key.h"
+#include "core/secret.h"
 #include "core/url.h"
 
 /* ------------------------------------------------------------ exit statuses */
@@ -370,6 +371,21 @@ static bool url_single(const char *arg)
     return single;
 }
 
+char *rio_cli_client_url(const char *arg, size_t blen, const char *q)
+{
+    size_t qlen = q ? strlen(q) : 0;
+    char *u;
+
+    if (blen > SIZE_MAX - 1 - qlen)
+        return NULL;
+    u = rio__secret_alloc(blen + qlen + 1);
+    if (u) {
+        memcpy(u, arg, blen);
+        memcpy(u + blen, q ? q : "", qlen + 1);
+    }
+    return u;
+}
+
 int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char **key)
 {
     bool optional = flags & RIO_CLI_KEY_OPTIONAL;
@@ -402,10 +418,10 @@ int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char *
             if (!rio__key_len_ok(kl))
                 return RIO_EINVAL;
             *key = strndup(last + 1, kl);
-            *client_url = strdup(arg);
+            *client_url = rio__secret_strdup(arg);
             if (!*key || !*client_url) {
                 free(*key);
-                free(*client_url);
+                rio__secret_free(*client_url);
                 *key = *client_url = NULL;
                 return -ENOMEM;
             }
@@ -417,17 +433,13 @@ int rio_cli_split_url(const char *arg, unsigned flags, char **client_url, char *
     if ((!optional && klen == 0) || (klen && !rio__key_len_ok(klen)))
         return klen ? RIO_EINVAL : RIO_EURL;
     *key = strndup(slash < end ? slash + 1 : "", klen);
-    size_t blen = (size_t)(slash - arg);
-    size_t qlen = q ? strlen(q) : 0;
-    *client_url = malloc(blen + qlen + 1);
+    *client_url = rio_cli_client_url(arg, (size_t)(slash - arg), q);
     if (!*key || !*client_url) {
         free(*key);
-        free(*client_url);
+        rio__secret_free(*client_url);
         *key = *client_url = NULL;
         return -ENOMEM;
     }
-    memcpy(*client_url, arg, blen);
-    memcpy(*client_url + blen, q ? q : "", qlen + 1);
     return 0;
 }
 
@@ -448,7 +460,7 @@ int rio_cli_open(const struct rio_cli *cl, const char *url, unsigned flags, stru
         return RIO_CLI_EXIT_USAGE;
     }
     ret = rio_client_new(curl, NULL, c);
-    free(curl);
+    rio__secret_free(curl);
     if (ret < 0) {
         /* A refused URL or option (or RIO_* variable): the command line is
          * wrong. */

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "cli/tcp_cli.h"
 #include "cli/tree.h"
+#include "core/secret.h"
 #include "core/url.h"
 #include "railio.h"
 
@@ -179,7 +180,8 @@ static void argv_hide_secrets(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strstr(argv[i], "://"))
             continue;
-        char *copy = strdup(argv[i]);
+        /* Secret memory (core/secret.h): a core dump does not carry it. */
+        char *copy = rio__secret_strdup(argv[i]);
         if (!copy)
             return; /* no memory: shown, as before */
         /* The copy (never freed) holds the secret; the original, masked,
@@ -187,7 +189,7 @@ static void argv_hide_secrets(int argc, char **argv)
         if (rio__url_mask_in_place(argv[i]))
             argv[i] = copy;
         else
-            free(copy);
+            rio__secret_free(copy);
     }
 }
 

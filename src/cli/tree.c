@@ -18,12 +18,13 @@
 
 #include "cli/cli.h"
 #include "cli/tree.h"
+#include "core/secret.h"
 
 /* ------------------------------------------------------------ targets */
 
 void rio_cli_target_cleanup(struct rio_cli_target *t)
 {
-    free(t->client_url);
+    rio__secret_free(t->client_url);
     free(t->path);
     free(t->prefix);
     memset(t, 0, sizeof(*t));
@@ -123,16 +124,13 @@ static int target_split(const char *arg, unsigned flags, char **curl, char **pat
         *why = "the key is longer than 1024 bytes";
         return RIO_EINVAL;
     }
-    size_t blen = (size_t)(cut - arg), qlen = q ? strlen(q) : 0;
-    *curl = malloc(blen + qlen + 1);
+    *curl = rio_cli_client_url(arg, (size_t)(cut - arg), q);
     *path = strndup(kp, klen);
     if (!*curl || !*path) {
-        free(*curl);
+        rio__secret_free(*curl);
         free(*path);
         return -ENOMEM;
     }
-    memcpy(*curl, arg, blen);
-    memcpy(*curl + blen, q ? q : "", qlen + 1);
     return 0;
 }
 

@@ -11,6 +11,7 @@
  * hold a secret. A first test shows the scan finds a secret that is there.
  */
 #define _GNU_SOURCE /* memmem */
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -212,6 +213,16 @@ static void client_put(const struct srv_env *e, char *scratch, const char *t, co
     tu_close(&u);
 }
 
+/* railiod with token t in its --auth-token-file, whose path goes to tok. */
+static void start_with_token(struct srv_env *e, const char *t, char *tok, size_t cap)
+{
+    srv_prepare(e);
+    snprintf(tok, cap, "%s/token", e->dir);
+    write_parts(tok, (const char *const[]){t, "\n", NULL});
+    const char *args[] = {"--auth-token-file", tok, NULL};
+    srv_start_listen(e, NULL, args);
+}
+
 /* A railio:// client's token, from token_file= and from token= inline,
  * is in no dumped mapping of the client's process, also after an AUTH. */
 TEST(tcp_client_token)
@@ -220,11 +231,7 @@ TEST(tcp_client_token)
     char *p = dd_page(), tok[256], *params = p + 1024;
     const char *t = make_secret(p);
 
-    srv_prepare(&e);
-    snprintf(tok, sizeof(tok), "%s/token", e.dir);
-    write_parts(tok, (const char *const[]){t, "\n", NULL});
-    const char *args[] = {"--auth-token-file", tok, NULL};
-    srv_start_listen(&e, NULL, args);
+    start_with_token(&e, t, tok, sizeof(tok));
 
     snprintf(params, 512, "token_file=%s", tok);
     client_put(&e, params, t, "the token (token_file=)");
@@ -263,6 +270,68 @@ TEST(railiod_token_and_keys)
     T_NOT_DUMPED(e.pid, t, "railiod's token");
     T_NOT_DUMPED(e.pid, sk1, "a gateway user's secret key");
     T_NOT_DUMPED(e.pid, sk2, "a gateway user's secret key");
+    T_EQ(srv_stop(&e), 0);
+    munmap(p, PAGE);
+}
+
+/* Whether pid has a socket open: the CLI has opened its client. */
+static bool has_socket(pid_t pid)
+{
+    char dir[64], path[320], link[64];
+    bool found = false;
+
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    for (struct dirent *de; !found && (de = readdir(d));) {
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        ssize_t n = readlink(path, link, sizeof(link) - 1);
+        found = n > 7 && !strncmp(link, "socket:", 7);
+    }
+    closedir(d);
+    return found;
+}
+
+/* `railio put 'railio://...?token=T' -`: while it waits on its stdin, with
+ * its client open, T is in no dumped mapping of the CLI (its command line
+ * is masked, its own copies of the URL are secret memory). */
+TEST(cli_token_in_argv)
+{
+    struct srv_env e;
+    char *p = dd_page(), tok[256], bin[512], *params = p + 1024, *url = p + 1536;
+    const char *t = make_secret(p);
+    int in[2];
+    pid_t pid;
+
+    start_with_token(&e, t, tok, sizeof(tok));
+    snprintf(params, 512, "token=%s", t);
+    tu_url(url, 1024, &e, params);
+    /* railio://ADDR?token=T: the key goes before the options */
+    char *qm = strchr(url, '?');
+    T_NOTNULL(qm);
+    memmove(qm + 2, qm, strlen(qm) + 1);
+    memcpy(qm, "/k", 2);
+    snprintf(bin, sizeof(bin), "%s/railio", getenv("T_BUILD_DIR"));
+    T_EQ(pipe(in), 0);
+    pid = fork();
+    T_TRUE(pid >= 0);
+    if (pid == 0) {
+        dup2(in[0], 0);
+        close(in[1]);
+        execl(bin, "railio", "put", url, "-", (char *)NULL);
+        _exit(127);
+    }
+    close(in[0]);
+    for (int i = 0; i < 1000 && !has_socket(pid); i++)
+        usleep(10 * 1000);
+    T_TRUE(has_socket(pid));
+    T_NOT_DUMPED(pid, t, "the CLI's token (token= in its command line)");
+    T_EQ(write(in[1], "x", 1), 1);
+    close(in[1]);
+    int st = 0;
+    T_EQ(waitpid(pid, &st, 0), pid);
+    T_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
     T_EQ(srv_stop(&e), 0);
     munmap(p, PAGE);
 }
