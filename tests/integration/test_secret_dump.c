@@ -16,8 +16,11 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
+#include <openssl/evp.h>
+
 #include "core/secret.h"
 #include "tcp_util.h"
+#include "transport/s3/sign.h"
 
 #define PAGE 4096
 #define SCAN_CHUNK (1u << 20)
@@ -59,12 +62,10 @@ static void write_parts(const char *path, const char *const *parts)
     T_EQ(close(fd), 0);
 }
 
-/* Does the mapping [lo, hi) of pid's memory hold s? buf: a DONTDUMP scratch
- * of SCAN_CHUNK bytes (so it is never scanned itself). */
-static bool range_holds(int mem, uint64_t lo, uint64_t hi, const char *s, char *buf)
+/* Does the mapping [lo, hi) of pid's memory hold s[0..n)? buf: a DONTDUMP
+ * scratch of SCAN_CHUNK bytes (so it is never scanned itself). */
+static bool range_holds(int mem, uint64_t lo, uint64_t hi, const void *s, size_t n, char *buf)
 {
-    size_t n = strlen(s);
-
     for (uint64_t a = lo; a < hi;) {
         size_t want = hi - a < SCAN_CHUNK ? (size_t)(hi - a) : SCAN_CHUNK;
         ssize_t r = pread(mem, buf, want, (off_t)a);
@@ -80,10 +81,10 @@ static bool range_holds(int mem, uint64_t lo, uint64_t hi, const char *s, char *
 }
 
 /*
- * How many mappings of pid that a core dump would carry hold s; the first
- * one's smaps line goes to where.
+ * How many mappings of pid that a core dump would carry hold s[0..n); the
+ * first one's smaps line goes to where.
  */
-static unsigned dumped_holding(pid_t pid, const char *s, char *where, size_t cap)
+static unsigned dumped_holding(pid_t pid, const void *s, size_t n, char *where, size_t cap)
 {
     char path[64], line[512], cur[512] = "";
     uint64_t lo = 0, hi = 0;
@@ -116,7 +117,7 @@ static unsigned dumped_holding(pid_t pid, const char *s, char *where, size_t cap
         /* The kernel leaves a "dd" mapping out of a core dump. */
         if (strstr(line, " dd"))
             continue;
-        if (range_holds(mem, lo, hi, s, buf)) {
+        if (range_holds(mem, lo, hi, s, n, buf)) {
             if (!hits++)
                 snprintf(where, cap, "%s", cur);
         }
@@ -127,10 +128,11 @@ static unsigned dumped_holding(pid_t pid, const char *s, char *where, size_t cap
     return hits;
 }
 
-#define T_NOT_DUMPED(pid, s, what)                                                                 \
+#define T_NOT_DUMPED(pid, s, what) T_NOT_DUMPED_N((pid), (s), strlen(s), (what))
+#define T_NOT_DUMPED_N(pid, s, n, what)                                                            \
     do {                                                                                           \
         char w_[512];                                                                              \
-        unsigned h_ = dumped_holding((pid), (s), w_, sizeof(w_));                                  \
+        unsigned h_ = dumped_holding((pid), (s), (n), w_, sizeof(w_));                             \
         if (h_)                                                                                    \
             fprintf(stderr, "%s is in %u dumped mapping(s), first: %s", (what), h_, w_);           \
         T_EQ(h_, 0);                                                                               \
@@ -145,7 +147,7 @@ TEST(scan_finds_heap_copy)
 
     T_NOTNULL(heap);
     memcpy(heap, s, strlen(s) + 1);
-    T_TRUE(dumped_holding(getpid(), s, w, sizeof(w)) >= 1);
+    T_TRUE(dumped_holding(getpid(), s, strlen(s), w, sizeof(w)) >= 1);
     explicit_bzero(heap, 64);
     free(heap);
     T_NOT_DUMPED(getpid(), s, "the wiped copy");
@@ -242,8 +244,23 @@ TEST(tcp_client_token)
     munmap(p, PAGE);
 }
 
+/* The SigV4 signing key of secret sk on the UTC day of t (us-east-1, s3). */
+static void signing_key(const char *sk, time_t t, uint8_t out[32])
+{
+    char d[9];
+    struct tm tm;
+    EVP_MD_CTX *m = EVP_MD_CTX_new();
+
+    T_NOTNULL(m);
+    gmtime_r(&t, &tm);
+    strftime(d, sizeof(d), "%Y%m%d", &tm);
+    T_EQ(rio__s3_signing_key(m, sk, d, "us-east-1", "s3", out), 0);
+    EVP_MD_CTX_free(m);
+}
+
 /* railiod's --auth-token-file token and its S3 gateway's users' secret keys
- * (--s3-keys) are in no dumped mapping of railiod, also after an AUTH. */
+ * (--s3-keys) are in no dumped mapping of railiod, also after an AUTH; nor
+ * is the signing key of a SigV4 request the gateway verified. */
 TEST(railiod_token_and_keys)
 {
     struct srv_env e;
@@ -270,6 +287,34 @@ TEST(railiod_token_and_keys)
     T_NOT_DUMPED(e.pid, t, "railiod's token");
     T_NOT_DUMPED(e.pid, sk1, "a gateway user's secret key");
     T_NOT_DUMPED(e.pid, sk2, "a gateway user's secret key");
+
+    /* Signed by curl as DUMPUSER1: verified (a 404: no such bucket, not a
+     * 403), its signing key (of the day it was sent) derived by railiod. */
+    uint8_t *k0 = (uint8_t *)p + 2048, *k1 = k0 + 32;
+    time_t t0 = time(NULL);
+    T_EQ(t_sh("curl -s -o /dev/null -w '%%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3 "
+              "--user DUMPUSER1:%s -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "
+              "http://%s/bkt > %s/code",
+              sk1, e.s3, e.dir),
+         0);
+    signing_key(sk1, t0, k0);
+    signing_key(sk1, time(NULL), k1);
+    snprintf(keys, sizeof(keys), "%s/code", e.dir);
+    size_t n = 0;
+    char *code = (char *)t_slurp(keys, &n);
+    T_TRUE(n == 3 && !memcmp(code, "404", 3));
+    free(code);
+    T_NOT_DUMPED(e.pid, sk1, "a gateway user's secret key, after a signed request");
+    /* The gateway lets go of the request as it ends its answer, which
+     * curl may have read a moment before: 2 to 3 s for that. */
+    char w[512];
+    time_t until = time(NULL) + 3;
+    while ((dumped_holding(e.pid, k0, 32, w, sizeof(w)) ||
+            dumped_holding(e.pid, k1, 32, w, sizeof(w))) &&
+           time(NULL) < until)
+        usleep(10 * 1000);
+    T_NOT_DUMPED_N(e.pid, k0, 32, "a verified request's signing key");
+    T_NOT_DUMPED_N(e.pid, k1, 32, "a verified request's signing key");
     T_EQ(srv_stop(&e), 0);
     munmap(p, PAGE);
 }

@@ -1473,6 +1473,10 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
     xml_give(r, r->blen); /* what body_data took */
     rio__gw_mem_give(r);  /* what its writer or reader took, now closed */
     rio__free(r->buf);
+    /* The signing key of the user's day that verification left in it (an
+     * aws-chunked body is checked with it) signs any request of that user
+     * that day: not left behind on the heap for a core dump to carry. */
+    explicit_bzero(&r->auth, sizeof(r->auth));
     rio__free(r);
 }
 
