@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clang-format off */
-/* FUZZ_SOURCES src/transport/fault_spec.c src/core/url.c src/core/errors.c src/core/alloc.c src/core/secret.c */
-/* clang-format on */
+/* FUZZ_SOURCES src/transport/fault_spec.c src/core/url.c src/core/errors.c src/core/alloc.c */
+/* FUZZ_SOURCES src/core/secret.c */
 /*
  * libFuzzer target for the fault language (src/transport/fault_spec.c):
  * `faults=` is accepted on every URL, so a spec is whatever a user pasted.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clang-format off */
-/* FUZZ_SOURCES src/server/s3/sigv4v.c src/server/s3/sigv2v.c src/server/s3/keys.c src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c src/core/secret.c src/core/errors.c src/core/checksum.c src/core/crc.c */
-/* clang-format on */
+/* FUZZ_SOURCES src/server/s3/sigv4v.c src/server/s3/sigv2v.c src/server/s3/keys.c */
+/* FUZZ_SOURCES src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c */
+/* FUZZ_SOURCES src/core/secret.c src/core/errors.c src/core/checksum.c src/core/crc.c */
 /*
  * libFuzzer target for the S3 gateway's request verification, SigV4
  * (src/server/s3/sigv4v.c) and SigV2 (sigv2v.c, when the input is signed

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clang-format off */
-/* FUZZ_SOURCES src/server/s3/postform.c src/server/s3/xml.c src/server/s3/sigv4v.c src/server/s3/keys.c src/server/s3/bodycheck.c src/transport/s3/sign.c src/core/alloc.c src/core/secret.c src/core/errors.c src/core/checksum.c src/core/crc.c */
-/* clang-format on */
+/* FUZZ_SOURCES src/server/s3/postform.c src/server/s3/xml.c src/server/s3/sigv4v.c */
+/* FUZZ_SOURCES src/server/s3/keys.c src/server/s3/bodycheck.c src/transport/s3/sign.c */
+/* FUZZ_SOURCES src/core/alloc.c src/core/secret.c src/core/errors.c src/core/checksum.c */
+/* FUZZ_SOURCES src/core/crc.c */
 /*
  * libFuzzer target for POST Object's form and policy
  * (src/server/s3/postform.c). The first input byte picks the mode and the

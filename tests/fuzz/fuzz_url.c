@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* clang-format off */
-/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/secret.c src/core/errors.c */
-/* clang-format on */
+/* FUZZ_SOURCES src/core/url.c src/core/options.c src/core/alloc.c src/core/secret.c */
+/* FUZZ_SOURCES src/core/errors.c */
 /*
  * libFuzzer target for URLs and option strings (src/core/url.c,
  * src/core/options.c): the input, terminated, is parsed as a URL; when it
