@@ -390,8 +390,11 @@ struct rio_call {
      * other calls. A single-object call (rio_put, rio_get, rio_get_alloc)
      * also reports every 100 ms while no chunk lands, with the same
      * figures, so the callback runs while a transfer stalls too (a place
-     * to fire the call's cancel token). It must not call rio_* functions
-     * on its own call. done never goes back and total never shrinks,
+     * to fire the call's cancel token). rio_stat_call and rio_delete_call
+     * report (0, 0) every 100 ms while they wait on a railio:// server or
+     * between their tries, in the calling thread, never before 100 ms
+     * (one answered at once never calls it). It must not call rio_*
+     * functions on its own call. done never goes back and total never shrinks,
      * but in a call that starts over (its object replaced while it was
      * read, stats->replans): its reports start again from 0, with the new
      * object's total. total counts the objects whose size is known: a
@@ -479,9 +482,10 @@ int rio_stat_mtime(struct rio_client *c, const char *key, struct rio_desc *out, 
  * with RIO_ECANCELED, as rio_get's do, also while blocked on a server that
  * does not answer. call->stats (if set) gets elapsed_ns and the failed
  * tries by class (retries, retries_total); the rest is zero. flags and
- * expect_generation must be 0 (else RIO_EINVAL); progress is never called.
- * Returns 0 or an error (RIO_ENOTFOUND: no such key). Blocks the calling
- * thread; thread-safe as rio_get is.
+ * expect_generation must be 0 (else RIO_EINVAL). progress, if set, runs as
+ * struct rio_call says, with (0, 0): a caller with no thread of its own
+ * may fire the cancel token there. Returns 0 or an error (RIO_ENOTFOUND:
+ * no such key). Blocks the calling thread; thread-safe as rio_get is.
  */
 int rio_stat_call(struct rio_client *c, const char *key, struct rio_desc *out, int64_t *mtime_ns,
                   const struct rio_call *call);
@@ -503,11 +507,11 @@ int rio_delete_if(struct rio_client *c, const char *key, uint64_t generation);
  * rio_delete under the call's settings (NULL: as rio_delete):
  * call->expect_generation not 0 removes key only if its object is that
  * generation, as rio_delete_if does (UINT64_MAX: RIO_EINVAL). Deadline,
- * cancel token and stats as rio_stat_call's; flags must be 0. A delete
- * cut by them after its request reached the server (railio://, which
- * never asks a DELETE twice) returns RIO_EUNKNOWN, as a commit does: it
- * may or may not have been applied (stat the key to know); cut before,
- * RIO_EDEADLINE or RIO_ECANCELED. Returns 0 or an error.
+ * cancel token, progress and stats as rio_stat_call's; flags must be 0. A
+ * delete cut by them after its request reached the server (railio://,
+ * which never asks a DELETE twice) returns RIO_EUNKNOWN, as a commit
+ * does: it may or may not have been applied (stat the key to know); cut
+ * before, RIO_EDEADLINE or RIO_ECANCELED. Returns 0 or an error.
  */
 int rio_delete_call(struct rio_client *c, const char *key, const struct rio_call *call);
 

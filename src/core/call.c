@@ -1297,8 +1297,8 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
  * A metadata call on key (rio_stat_call, rio_delete_call): the key and the
  * call's options checked, then m bounded by the call's deadline (the
  * client's when it sets none) and its cancel token, its failed tries
- * counted in retries. Flags mean nothing here: RIO_EINVAL, as unknown bits
- * are elsewhere.
+ * counted in retries, its progress callback run while it waits. Flags mean nothing here:
+ * RIO_EINVAL, as unknown bits are elsewhere.
  */
 static int meta_for_key(struct rio_client *c, const char *key, const struct rio_call *opt,
                         struct rio__meta *m, uint64_t *retries)
@@ -1316,6 +1316,10 @@ static int meta_for_key(struct rio_client *c, const char *key, const struct rio_
     m->deadline_ns = rio__call_deadline_of(c, opt, rio__now_ns());
     m->cancel = opt ? opt->cancel : NULL;
     m->retries = retries;
+    if (opt) {
+        m->progress = opt->progress;
+        m->progress_arg = opt->progress_arg;
+    }
     return 0;
 }
 

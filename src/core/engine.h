@@ -639,6 +639,13 @@ struct rio__meta {
      * (RIO_CLASS__COUNT entries, the calling thread's own: no lock); may
      * be NULL. rio_stat_call's and rio_delete_call's stats. */
     uint64_t *retries;
+    /* The caller's progress callback (NULL: none), run with (0, 0) in the
+     * calling thread every 100 ms while the op waits (rio__meta_tick):
+     * rio_stat_call's and rio_delete_call's, which move no chunks, so
+     * that a caller acts there as it does in a transfer's wait (the
+     * Python binding turns a Ctrl-C into a cancel). */
+    void (*progress)(void *arg, uint64_t done, uint64_t total);
+    void *progress_arg;
 };
 /* Bounds of a call's metadata: its deadline and cancel token. */
 void rio__meta_for_call(struct rio__meta *m, struct rio__call *call);

@@ -48,6 +48,14 @@ uint64_t rio__meta_deadline_ns(void);
 struct rio_cancel;
 const struct rio_cancel *rio__meta_cancel(void);
 int rio__cancel_fired(const struct rio_cancel *cx);
+/* Where a transport waits on a server during that try, it calls
+ * rio__meta_tick at least every 10 ms: the op's progress callback
+ * (rio_stat_call's, rio_delete_call's) runs there, in the calling thread,
+ * every 100 ms, and may fire the try's cancel token. rio__meta_ticking:
+ * whether the try has one (a wait that looks at no token then still wakes
+ * to call it). */
+void rio__meta_tick(void);
+bool rio__meta_ticking(void);
 /* The call's deadline and token around a commit's tries (UINT64_MAX,
  * NULL otherwise): not for the commit's own request, which goes out
  * whatever the deadline (the chunks are in), but for a transport's wait

@@ -47,6 +47,7 @@ static void meta_bounds(struct rio_client *c, const struct rio_call *call, struc
     m->call = NULL;
     m->put_if = 0;
     m->retries = NULL;
+    m->progress = NULL;
 }
 
 static int list_args_check(const struct rio_list_args *a, size_t *plen)

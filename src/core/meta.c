@@ -20,6 +20,9 @@
 
 /* A backoff is slept in slices this long, so a cancel ends it soon. */
 #define META_SLICE_NS 10000000ull
+/* A metadata op's progress callback runs this often while it waits, as a
+ * transfer's does (engine.c). */
+#define META_TICK_NS 100000000ull
 
 void rio__meta_for_call(struct rio__meta *m, struct rio__call *call)
 {
@@ -28,6 +31,7 @@ void rio__meta_for_call(struct rio__meta *m, struct rio__call *call)
     m->call = call;
     m->put_if = call->put_if;
     m->retries = NULL;
+    m->progress = NULL;
 }
 
 void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
@@ -38,6 +42,7 @@ void rio__meta_for_client(struct rio__meta *m, struct rio_client *c)
     m->call = NULL;
     m->put_if = 0;
     m->retries = NULL;
+    m->progress = NULL;
 }
 
 static bool meta_cancelled(const struct rio__meta *m)
@@ -64,6 +69,7 @@ static int meta_sleep_until(const struct rio__meta *m, uint64_t until)
                               .tv_nsec = (long)(ns % 1000000000ull)};
         while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
             ;
+        rio__meta_tick();
     }
 }
 
@@ -249,9 +255,48 @@ int rio__cancel_fired(const struct rio_cancel *cx)
     return cx && atomic_load(&((struct rio_cancel *)cx)->fired);
 }
 
-static int meta_bounded_end(const struct rio__meta *m, int ret);
+/* The progress callback of this thread's metadata op (rio__meta.progress;
+ * NULL: none) and when it last ran: per thread, as the try's deadline is,
+ * since a transport waits with no handle on the op. */
+static __thread void (*tick_fn)(void *arg, uint64_t done, uint64_t total);
+static __thread void *tick_arg;
+static __thread uint64_t tick_last_ns;
 
+void rio__meta_tick(void)
+{
+    if (!tick_fn)
+        return;
+    uint64_t now = rio__now_ns();
+    if (now - tick_last_ns < META_TICK_NS)
+        return;
+    tick_last_ns = now;
+    tick_fn(tick_arg, 0, 0);
+}
+
+bool rio__meta_ticking(void)
+{
+    return tick_fn != NULL;
+}
+
+static int meta_bounded_end(const struct rio__meta *m, int ret);
+static int meta_tries(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op);
+
+/* The op's tries, its progress callback set for them all (backoffs too):
+ * its first report 100 ms after it began, so an op answered at once never
+ * pays one. */
 static int meta_run(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
+{
+    tick_fn = m->progress;
+    tick_arg = m->progress_arg;
+    if (tick_fn)
+        tick_last_ns = rio__now_ns();
+    int ret = meta_tries(c, m, op);
+    tick_fn = NULL;
+    tick_arg = NULL;
+    return ret;
+}
+
+static int meta_tries(struct rio_client *c, const struct rio__meta *m, const struct meta_op *op)
 {
     unsigned tries = 0, throttles = 0;
     int ret;

@@ -575,6 +575,7 @@ static void writer_meta(const struct rio_writer *w, struct rio__meta *m)
     m->call = w->acc;
     m->put_if = w->put_if;
     m->retries = NULL;
+    m->progress = NULL;
 }
 
 /* The caller is back in the writer: its time away was its producer's. */

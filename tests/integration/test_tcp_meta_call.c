@@ -190,6 +190,63 @@ TEST(cancel_ends_stat_and_delete_on_a_stopped_server)
     mc_stop(&x);
 }
 
+/* A progress callback that fires the call's token at its second report,
+ * counting its reports and noting one out of place (figures not 0, or
+ * another thread than the caller's). */
+struct tick {
+    struct rio_cancel *cx;
+    pthread_t caller;
+    unsigned n, bad;
+};
+
+static void tick_fire(void *arg, uint64_t done, uint64_t total)
+{
+    struct tick *t = arg;
+
+    if (done || total || !pthread_equal(pthread_self(), t->caller))
+        t->bad++;
+    if (++t->n == 2)
+        rio_cancel_fire(t->cx);
+}
+
+/* A stat's and a delete's progress callback runs every 100 ms, with
+ * (0, 0), in the calling thread while they wait on a server that does not
+ * answer, so a caller with no thread of its own fires its token there (the
+ * Python binding's Ctrl-C): before, it never ran and such a call waited
+ * for the op timeout. A stat answered at once never calls it. The delete
+ * goes first: its request is sent (RIO_EUNKNOWN); the stat after it is
+ * cut in the dial. */
+TEST(progress_runs_while_stat_and_delete_wait)
+{
+    struct mc x;
+    struct tick t = {.caller = pthread_self()};
+    struct rio_call call = {.progress = tick_fire, .progress_arg = &t};
+    struct rio_desc d;
+
+    mc_start(&x);
+    T_OK(rio_stat_call(x.u.c, "m/k", &d, NULL, &call));
+    rio_desc_cleanup(&d);
+    T_EQ(t.n, 0u);
+    stop_server(x.e.pid);
+    for (int del = 1; del >= 0; del--) {
+        T_OK(rio_cancel_new(&t.cx));
+        call.cancel = t.cx;
+        t.n = 0;
+        uint64_t t0 = t_now_ms();
+        int ret = del ? rio_delete_call(x.u.c, "m/k", &call)
+                      : rio_stat_call(x.u.c, "m/k", &d, NULL, &call);
+        uint64_t ms = t_now_ms() - t0;
+        T_ERR(ret, del ? RIO_EUNKNOWN : RIO_ECANCELED);
+        T_EQ(t.n, 2u);
+        T_GE(ms, 190u);
+        T_LE(ms, BOUND_MS);
+        rio_cancel_destroy(t.cx);
+    }
+    T_EQ(t.bad, 0u);
+    T_EQ(kill(x.e.pid, SIGCONT), 0);
+    mc_stop(&x);
+}
+
 /* On a server that answers: the descriptor, a delete on the wrong
  * generation refused, on the right one done; stats with no failed try. */
 TEST(stat_and_delete_call_on_a_running_server)

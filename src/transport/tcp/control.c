@@ -43,15 +43,20 @@ static int blk_tls(struct tcp_transport *t, const struct tcp_member *m, int fd,
 static int wait_fd(int fd, short events, uint64_t deadline)
 {
     bool watch = round_cancellable();
+    /* This thread's own metadata op's progress callback (core/meta.c) runs
+     * between slices; it may fire the op's token, which watch sees. */
+    bool tick = rio__meta_ticking();
 
     for (;;) {
+        if (tick)
+            rio__meta_tick();
         if (watch && round_cancelled())
             return RIO_ECANCELED;
         uint64_t now = rio__now_ns();
         if (now >= deadline)
             return -ETIMEDOUT;
         uint64_t ms = (deadline - now + NS_PER_MS - 1) / NS_PER_MS;
-        if (watch && ms > CTL_CANCEL_SLICE_MS)
+        if ((watch || tick) && ms > CTL_CANCEL_SLICE_MS)
             ms = CTL_CANCEL_SLICE_MS;
         struct pollfd p = {.fd = fd, .events = events};
         int r = poll(&p, 1, ms > INT_MAX ? INT_MAX : (int)ms);
