@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The encoding an S3 request's XML body declares. The gateway's reader
  * (xml.c) reads UTF-8; S3 also takes a body that declares ISO-8859-1 (a
