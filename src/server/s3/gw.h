@@ -680,6 +680,11 @@ int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
  * rio__gw_xml_each unescapes; no comment, DTD, CDATA or processing
  * instruction; at most 16 deep), else -1: what S3 answers MalformedXML. */
 int rio__gw_xml_wellformed(const char *body, size_t n, const char *root);
+/* XML's white space (S: space, tab, CR, LF), for xml.c and xmlenc.c. */
+static inline int rio__gw_xml_blank(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
 /* xmlenc.c: body in UTF-8, as the reader above takes it, by the encoding
  * its XML declaration names. 0: body is UTF-8 as it is (no declaration,
  * UTF-8, US-ASCII, or ISO-8859-1 of ASCII bytes only); 1: an ISO-8859-1

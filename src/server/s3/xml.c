@@ -443,7 +443,6 @@ static char *xml_text(const char *s, size_t n)
 }
 
 static const char *tag_end(const char *p, const char *end);
-static int blank(char c);
 
 int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
                          int (*fn)(void *arg, const char *raw, size_t len), void *arg)
@@ -467,7 +466,7 @@ int rio__gw_xml_each_raw(const char *body, size_t n, const char *tag,
         a += ol;
         if (a == end)
             return -1;
-        if (*a != '>' && *a != '/' && !blank(*a)) {
+        if (*a != '>' && *a != '/' && !rio__gw_xml_blank(*a)) {
             p = a; /* a longer name: "<PartNumber" for "Part" */
             continue;
         }
@@ -536,11 +535,6 @@ static int name_char(char c)
            c == '_' || c == '.' || c == ':';
 }
 
-static int blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 #define XML_DEPTH_MAX 16
 
 int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
@@ -556,7 +550,7 @@ int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
         return -1; /* no XML (S3: MalformedXML); a key of it would make the answer none */
     if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
         p += 3; /* a UTF-8 byte order mark */
-    while (p < end && blank(*p))
+    while (p < end && rio__gw_xml_blank(*p))
         p++;
     if (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) {
         const char *q = memmem(p, (size_t)(end - p), "?>", 2);
@@ -571,7 +565,7 @@ int rio__gw_xml_wellformed(const char *body, size_t n, const char *root)
             const char *t = p;
             char *text;
             while (p < end && *p != '<') {
-                if (!depth && !blank(*p))
+                if (!depth && !rio__gw_xml_blank(*p))
                     return -1;
                 p++;
             }
@@ -675,14 +669,14 @@ int rio__gw_xml_root(const char *body, size_t n, const char **inner, size_t *len
 
     if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
         p += 3;
-    while (p < end && blank(*p))
+    while (p < end && rio__gw_xml_blank(*p))
         p++;
     if (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) {
         const char *q = memmem(p, (size_t)(end - p), "?>", 2);
         if (!q)
             return -1;
         p = q + 2;
-        while (p < end && blank(*p))
+        while (p < end && rio__gw_xml_blank(*p))
             p++;
     }
     if (p == end || *p != '<' || !(gt = tag_end(p, end)))
@@ -715,7 +709,7 @@ int rio__gw_xml_children(const char *raw, size_t n,
         unsigned depth = 1;
         int ret;
 
-        while (p < end && blank(*p))
+        while (p < end && rio__gw_xml_blank(*p))
             p++;
         if (p == end)
             return 0;

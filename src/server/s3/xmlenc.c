@@ -17,11 +17,6 @@
 #include "core/alloc.h"
 #include "server/s3/gw.h"
 
-static int decl_blank(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
 /* XML's EncName characters ([A-Za-z] ([A-Za-z0-9._] | '-')*, the first
  * one aside): anything else of a declared name is shown as '?'. */
 static int enc_char(char c)
@@ -38,17 +33,17 @@ static int decl_attr(const char **p, const char *end, const char **name, size_t 
 {
     const char *q = *p, *close;
 
-    while (q < end && decl_blank(*q))
+    while (q < end && rio__gw_xml_blank(*q))
         q++;
     *name = q;
-    while (q < end && *q != '=' && !decl_blank(*q))
+    while (q < end && *q != '=' && !rio__gw_xml_blank(*q))
         q++;
     *nlen = (size_t)(q - *name);
-    while (q < end && decl_blank(*q))
+    while (q < end && rio__gw_xml_blank(*q))
         q++;
     if (!*nlen || q == end || *q++ != '=')
         return -1;
-    while (q < end && decl_blank(*q))
+    while (q < end && rio__gw_xml_blank(*q))
         q++;
     if (q == end || (*q != '"' && *q != '\''))
         return -1;
@@ -69,9 +64,9 @@ static int decl_encoding(const char *body, size_t n, char *enc, size_t cap)
     const char *p = body, *end = body + n, *q, *name, *val;
     size_t nlen, vlen;
 
-    while (p < end && decl_blank(*p))
+    while (p < end && rio__gw_xml_blank(*p))
         p++;
-    if (end - p < 6 || memcmp(p, "<?xml", 5) != 0 || !decl_blank(p[5]))
+    if (end - p < 6 || memcmp(p, "<?xml", 5) != 0 || !rio__gw_xml_blank(p[5]))
         return 0;
     q = memmem(p, (size_t)(end - p), "?>", 2);
     if (!q)
