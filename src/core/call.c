@@ -1297,11 +1297,12 @@ static int64_t get_alloc_once(struct rio_client *c, const char *key, void **out,
  * A metadata call on key (rio_stat_call, rio_delete_call): the key and the
  * call's options checked, then m bounded by the call's deadline (the
  * client's when it sets none) and its cancel token, its failed tries
- * counted in retries, its progress callback run while it waits. Flags mean nothing here:
+ * counted in retries, its progress callback run while it waits; its
+ * deadline from t0, when the call began. Flags mean nothing here:
  * RIO_EINVAL, as unknown bits are elsewhere.
  */
 static int meta_for_key(struct rio_client *c, const char *key, const struct rio_call *opt,
-                        struct rio__meta *m, uint64_t *retries)
+                        struct rio__meta *m, uint64_t *retries, uint64_t t0)
 {
     int ret = rio__key_check(key);
     if (ret == 0)
@@ -1313,7 +1314,7 @@ static int meta_for_key(struct rio_client *c, const char *key, const struct rio_
         return RIO_EINVAL;
     }
     rio__meta_for_client(m, c);
-    m->deadline_ns = rio__call_deadline_of(c, opt, rio__now_ns());
+    m->deadline_ns = rio__call_deadline_of(c, opt, t0);
     m->cancel = opt ? opt->cancel : NULL;
     m->retries = retries;
     if (opt) {
@@ -1362,7 +1363,7 @@ int rio_stat_call(struct rio_client *c, const char *key, struct rio_desc *out, i
         ret = RIO_EINVAL;
         goto out;
     }
-    ret = meta_for_key(c, key, call, &m, retries);
+    ret = meta_for_key(c, key, call, &m, retries, t0);
     if (ret == 0 && call && call->expect_generation) {
         rio__detail("rio_stat_call: expect_generation is not taken (compare out->generation)");
         ret = RIO_EINVAL;
@@ -1419,7 +1420,7 @@ int rio_delete_call(struct rio_client *c, const char *key, const struct rio_call
     int ret;
 
     rio__detail_clear();
-    ret = rio__client_unusable(c) ? RIO_EINVAL : meta_for_key(c, key, call, &m, retries);
+    ret = rio__client_unusable(c) ? RIO_EINVAL : meta_for_key(c, key, call, &m, retries, t0);
     if (ret == 0)
         ret = delete_run(c, &m, key, call ? call->expect_generation : 0);
     meta_stats(call, t0, retries);
